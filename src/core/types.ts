@@ -1,0 +1,90 @@
+// Sandbox-safe: plain types shared by every layer (core, workflows, activities, drivers).
+
+/** A text part or any other content part a provider accepts (images, audio, ...). */
+export interface TextPart {
+  type: 'text';
+  text: string;
+}
+export interface OtherPart {
+  type: string;
+  [key: string]: unknown;
+}
+export type ContentPart = TextPart | OtherPart;
+
+export interface ToolCall {
+  id: string;
+  type: 'function';
+  function: { name: string; arguments: string };
+  [key: string]: unknown;
+}
+
+export type Role = 'system' | 'developer' | 'user' | 'assistant' | 'tool';
+
+/**
+ * An OpenAI chat-completions message plus two optional harness flags that never reach a
+ * provider (`toProviderMessages` strips them):
+ * - `sticky`: keep this message exactly where it is through every compaction;
+ * - `depth`: an injection at a fixed depth (also sticky).
+ * Unknown provider fields (`reasoning_content`, `refusal`, ...) are preserved verbatim.
+ */
+export interface ChatMessage {
+  role: Role;
+  content: string | null | ContentPart[];
+  tool_calls?: ToolCall[];
+  tool_call_id?: string;
+  name?: string;
+  sticky?: boolean;
+  depth?: number;
+  [key: string]: unknown;
+}
+
+/** Anything that turns a conversation into a number of tokens. Must be pure and deterministic. */
+export interface TokenCounter {
+  count(messages: readonly ChatMessage[]): number;
+}
+
+export interface Usage {
+  promptTokens?: number;
+  completionTokens?: number;
+  totalTokens?: number;
+}
+
+/** What the compactor sends to a summarizer: one chat completion, no tools. */
+export interface SummarizeRequest {
+  messages: ChatMessage[];
+}
+
+export interface SummarizeResponse {
+  text: string;
+  usage?: Usage;
+}
+
+/** What a summarizer backend implements. Throw an error carrying a numeric `status` to classify it. */
+export interface Summarizer {
+  summarize(request: SummarizeRequest, options?: { signal?: AbortSignal }): Promise<SummarizeResponse>;
+}
+
+export interface Elision {
+  /** Position in the input array. */
+  index: number;
+  /** The whole new content of that message. */
+  stub: string;
+}
+
+/** The result of one compaction (DESIGN §4a). */
+export interface CompactionResult {
+  messages: ChatMessage[];
+  /** Messages removed from the conversation (replaced by the summary or trimmed). */
+  dropped: number;
+  tokensBefore: number;
+  tokensAfter: number;
+  /** True exactly when `messages` came from the hard trim. */
+  fallback: boolean;
+  /** True when the result is still over `contextBudget` (or the call's `target`). */
+  exhausted: boolean;
+  elisions: Elision[];
+  /** The whole content of the synthetic summary message, or null when there is none. */
+  summary: string | null;
+  /** Input index of the last message replaced or dropped; -1 when none was. */
+  cutIndex: number;
+}
