@@ -1,0 +1,124 @@
+// Node (also runs in any JS runtime with timers): the in-process driver of the compaction engine.
+import { compactionSteps, needsCompactionCore, type SummarizeOutcome, type SummarizeStep } from './core/engine.js';
+import { classifyError, InvalidInputError, retryAfterOf } from './core/errors.js';
+import { backoffDelayMs, resolveOptions, type CompactionOptions, type ResolvedOptions } from './core/options.js';
+import { defaultCounter } from './core/tokens.js';
+import type { ChatMessage, CompactionResult, Summarizer, TokenCounter } from './core/types.js';
+
+export interface CompactorOptions extends CompactionOptions {
+  /** The backend that writes summaries; a small cheap model does it well. */
+  summarizer: Summarizer;
+  /** Counts tokens; share the instance the agent loop calibrates. @default the character estimator */
+  counter?: TokenCounter;
+}
+
+export interface CompactCallOptions {
+  /** Aim at this many tokens for this call (the hard trim, the proof and `exhausted` use it). */
+  target?: number;
+  /** Count with this counter for this call, including the returned counts. */
+  counter?: TokenCounter;
+  /** Cancels the in-flight request and any backoff wait; `compact` then resolves with the hard trim. */
+  signal?: AbortSignal;
+}
+
+/**
+ * Compacts conversations in-process: the same engine as the workflow `compact`, with the
+ * summarizer called directly and retried per DESIGN §4.9.
+ *
+ * @example
+ * const compactor = new Compactor({ summarizer: createOpenAISummarizer({ model: 'gpt-4o-mini' }), contextBudget: 128_000 });
+ * if (compactor.needsCompaction(messages)) {
+ *   const result = await compactor.compact(messages);
+ *   messages = result.messages;
+ * }
+ */
+export class Compactor {
+  readonly options: ResolvedOptions;
+  readonly counter: TokenCounter;
+  private readonly summarizer: Summarizer;
+
+  constructor({ summarizer, counter = defaultCounter, ...options }: CompactorOptions) {
+    if (typeof summarizer?.summarize !== 'function') throw new InvalidInputError('summarizer', 'must have a summarize(request, options) method');
+    if (typeof counter?.count !== 'function') throw new InvalidInputError('counter', 'must have a count(messages) method');
+    this.options = resolveOptions(options);
+    this.summarizer = summarizer;
+    this.counter = counter;
+  }
+
+  /** True when the conversation is over the trigger, or (with `ageObservations`) holds a full elision batch. */
+  needsCompaction(messages: readonly ChatMessage[]): boolean {
+    return needsCompactionCore(messages, this.options, {}, this.counter);
+  }
+
+  /** Compacts once. Never rejects for a summarizer failure or a cancellation: those end in the hard trim. */
+  async compact(messages: readonly ChatMessage[], { target, counter, signal }: CompactCallOptions = {}): Promise<CompactionResult> {
+    const steps = compactionSteps(messages, this.options, { target, counter }, this.counter);
+    let next = steps.next();
+    while (next.done !== true) next = steps.next(await this.summarize(next.value, signal));
+    return next.value;
+  }
+
+  private async summarize(step: SummarizeStep, signal: AbortSignal | undefined): Promise<SummarizeOutcome> {
+    const { maxAttempts, retryBackoffMs } = this.options;
+    // A function, not a narrowed property: the signal flips while we await.
+    const cancelled = (): boolean => signal?.aborted === true;
+    let lastFailure = 'no attempt was made';
+    for (let attempt = 1; attempt <= maxAttempts; attempt += 1) {
+      if (cancelled()) return { kind: 'cancelled' };
+      let retryAfterMs: number | undefined;
+      try {
+        const response = await untilAborted(this.summarizer.summarize(step.request, signal ? { signal } : {}), signal);
+        if (typeof response?.text === 'string' && response.text.trim() !== '') return { kind: 'summary', text: response.text };
+        lastFailure = 'the summarizer returned an empty summary';
+      } catch (error) {
+        if (cancelled()) return { kind: 'cancelled' };
+        const message = error instanceof Error ? error.message : String(error);
+        if (classifyError(error) === 'abort') return { kind: 'failed', reason: 'rejected', message };
+        lastFailure = message;
+        retryAfterMs = retryAfterOf(error);
+      }
+      if (attempt < maxAttempts && !(await sleep(retryAfterMs ?? backoffDelayMs(attempt, retryBackoffMs), signal))) {
+        return { kind: 'cancelled' };
+      }
+    }
+    return { kind: 'failed', reason: 'exhausted', message: `${maxAttempts} attempts failed; last: ${lastFailure}` };
+  }
+}
+
+const aborted = Symbol('aborted');
+
+/** Settles with the promise, or rejects as soon as `signal` aborts even if the backend ignores it. */
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (signal === undefined) return promise;
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(aborted);
+    if (signal.aborted) return onAbort();
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
+}
+
+/** Waits `ms`; resolves false at once when `signal` aborts. */
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<boolean> {
+  return new Promise((resolve) => {
+    if (signal?.aborted === true) return resolve(false);
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      resolve(false);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve(true);
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}

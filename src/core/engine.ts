@@ -1,0 +1,184 @@
+// Sandbox-safe: the one compaction engine both drivers run (DESIGN §2 "one engine, two drivers").
+//
+// The engine is a generator: it decides everything and *asks* its driver for the one thing it
+// cannot do itself — a summary — by yielding a `SummarizeStep`. The in-process `Compactor`
+// answers with a direct call (retrying per §4.9), the workflow `compact` with an activity under
+// Temporal's retry policy. Neither driver decides anything, so the two cannot drift apart.
+import { applyElisions, planElisions } from './elision.js';
+import { aimFor, type Aim, type CallOverrides, type ResolvedOptions } from './options.js';
+import { findRegions, trimBoundaries, type Regions } from './regions.js';
+import { validateMessages } from './schema.js';
+import { summarizeRequest, summaryContent } from './transcript.js';
+import type { ChatMessage, CompactionResult, Elision, SummarizeRequest, TokenCounter } from './types.js';
+
+/** What the engine asks its driver to do. */
+export interface SummarizeStep {
+  kind: 'summarize';
+  /** `summary` for the first request, `tighter` for the one retry after a summary that was too long. */
+  purpose: 'summary' | 'tighter';
+  request: SummarizeRequest;
+  /** For UI metadata: how many messages the transcript holds and its length in characters. */
+  transcript: { messages: number; characters: number };
+}
+
+/**
+ * How the driver's attempt ended. `failed` means every attempt the driver was allowed failed
+ * (or the first one was rejected); the engine falls back to the hard trim either way.
+ */
+export type SummarizeOutcome =
+  | { kind: 'summary'; text: string }
+  | { kind: 'failed'; reason: 'rejected' | 'exhausted'; message: string }
+  | { kind: 'cancelled' };
+
+export type CompactionSteps = Generator<SummarizeStep, CompactionResult, SummarizeOutcome>;
+
+/** Validated input of one compaction. */
+interface Pass {
+  input: ChatMessage[];
+  options: ResolvedOptions;
+  aim: Aim;
+  regions: Regions;
+  tokensBefore: number;
+}
+
+function startPass(messages: unknown, options: ResolvedOptions, overrides: CallOverrides, counter: TokenCounter | undefined): Pass {
+  const input = validateMessages(messages);
+  const aim = aimFor(options, overrides, counter);
+  return { input, options, aim, regions: findRegions(input, options.keepRecent), tokensBefore: aim.counter.count(input) };
+}
+
+function finish(pass: Pass, fields: Omit<CompactionResult, 'tokensBefore' | 'tokensAfter' | 'exhausted'>): CompactionResult {
+  const tokensAfter = pass.aim.counter.count(fields.messages);
+  return { ...fields, tokensBefore: pass.tokensBefore, tokensAfter, exhausted: tokensAfter > pass.aim.limit };
+}
+
+function elide(pass: Pass): { messages: ChatMessage[]; elisions: Elision[] } {
+  if (!pass.options.ageObservations) return { messages: [...pass.input], elisions: [] };
+  const { elisions } = planElisions(pass.input, pass.regions, pass.options);
+  return { messages: applyElisions(pass.input, elisions), elisions };
+}
+
+/**
+ * `needsCompaction` (DESIGN §4.1): over `triggerRatio × contextBudget`, or, with
+ * `ageObservations`, an eligible elision pool of at least `ageReclaimMin` characters.
+ */
+export function needsCompactionCore(messages: unknown, options: ResolvedOptions, overrides: CallOverrides = {}, counter?: TokenCounter): boolean {
+  const pass = startPass(messages, options, overrides, counter);
+  if (pass.tokensBefore > (pass.aim.target ?? pass.aim.trigger)) return true;
+  if (!options.ageObservations || pass.regions.middle.length === 0) return false;
+  return planElisions(pass.input, pass.regions, options).poolChars >= options.ageReclaimMin;
+}
+
+/** Replaces the middle with one synthetic user message where the first removed message stood. */
+function assemble(messages: readonly ChatMessage[], regions: Regions, summary: string): ChatMessage[] {
+  const first = regions.middle[0];
+  const assembled: ChatMessage[] = [];
+  messages.forEach((message, index) => {
+    if (index === first) assembled.push({ role: 'user', content: summary });
+    else if (regions.inMiddle[index] !== true) assembled.push(message);
+  });
+  return assembled;
+}
+
+/**
+ * The hard trim (DESIGN §4.10): drops the oldest middle messages, whole groups at a time, until
+ * the conversation fits the aim; never touches sticky messages or the recent window; cannot fail.
+ * The counters we ship are additive, so the smallest fitting prefix is found by bisection.
+ */
+export function hardTrim(messages: readonly ChatMessage[], regions: Regions, aim: Aim): { messages: ChatMessage[]; dropped: number; cutIndex: number } {
+  const boundaries = [0, ...trimBoundaries(regions)];
+  const without = (prefix: number): ChatMessage[] => {
+    const removed = new Set(regions.middle.slice(0, prefix));
+    return messages.filter((_, index) => !removed.has(index));
+  };
+  const fits = (prefix: number): boolean => aim.counter.count(without(prefix)) <= aim.trimTo;
+  let low = 0;
+  let high = boundaries.length - 1;
+  if (!fits(boundaries[low] ?? 0)) {
+    // Invariant: boundaries[low] does not fit; boundaries[high] fits or is everything there is to drop.
+    while (high - low > 1) {
+      const probe = (low + high) >> 1;
+      if (fits(boundaries[probe] ?? 0)) high = probe;
+      else low = probe;
+    }
+    low = high;
+  }
+  const prefix = boundaries[low] ?? 0;
+  return { messages: without(prefix), dropped: prefix, cutIndex: prefix === 0 ? -1 : (regions.middle[prefix - 1] ?? -1) };
+}
+
+/**
+ * One compaction as a step machine (DESIGN §4.2–§4.12). Throws `InvalidInputError` before its
+ * first step on bad input; never yields more than two summarize steps; always returns a result.
+ *
+ * @example
+ * const steps = compactionSteps(messages, resolveOptions({ contextBudget: 128_000 }));
+ * let next = steps.next();
+ * while (!next.done) next = steps.next(await summarizeSomehow(next.value));
+ * const result = next.value;
+ */
+export function* compactionSteps(
+  messages: unknown,
+  options: ResolvedOptions,
+  overrides: CallOverrides = {},
+  counter?: TokenCounter,
+): CompactionSteps {
+  const pass = startPass(messages, options, overrides, counter);
+  const { regions, aim } = pass;
+  const unchanged = { dropped: 0, fallback: false, elisions: [], summary: null, cutIndex: -1 };
+
+  // §4.2 No-op: nothing between the sticky prefix and the recent window.
+  if (regions.middle.length === 0) return finish(pass, { ...unchanged, messages: [...pass.input] });
+
+  // §4.3–4.5 Elide first (an elision-only epoch is this branch below the trigger); stop when that was enough.
+  const elided = elide(pass);
+  if (elided.elisions.length > 0 && aim.counter.count(elided.messages) <= (aim.target ?? aim.trigger)) {
+    return finish(pass, { ...unchanged, messages: elided.messages, elisions: elided.elisions });
+  }
+
+  const trimmed = (): CompactionResult => {
+    const trim = hardTrim(elided.messages, regions, aim);
+    return finish(pass, { ...trim, fallback: true, elisions: elided.elisions, summary: null });
+  };
+  const middle = regions.middle.flatMap((index) => elided.messages[index] ?? []);
+  const accepts = (candidate: ChatMessage[]): boolean => {
+    const tokens = aim.counter.count(candidate);
+    return tokens < pass.tokensBefore && (aim.target === undefined || tokens <= aim.target);
+  };
+  const summarized = (summary: string, assembled: ChatMessage[]): CompactionResult =>
+    finish(pass, {
+      messages: assembled,
+      dropped: regions.middle.length,
+      fallback: false,
+      elisions: elided.elisions,
+      summary,
+      cutIndex: regions.middle.at(-1) ?? -1,
+    });
+
+  // §4.6 One request; §4.9 the driver retries it; an empty summary is a failure.
+  const first = yield step('summary', summarizeRequest(middle, options.toolResultCap), middle.length);
+  if (first.kind !== 'summary' || first.text.trim() === '') return trimmed();
+  const firstSummary = summaryContent(first.text, regions.middle.length);
+  const firstAssembled = assemble(elided.messages, regions, firstSummary);
+  if (accepts(firstAssembled)) return summarized(firstSummary, firstAssembled);
+
+  // §4.8 The proof failed: one tighter request, accepted only if it fits and is shorter.
+  const second = yield step('tighter', summarizeRequest(middle, options.toolResultCap, first.text.trim().length), middle.length);
+  if (second.kind !== 'summary' || second.text.trim() === '') return trimmed();
+  const secondSummary = summaryContent(second.text, regions.middle.length);
+  const secondAssembled = assemble(elided.messages, regions, secondSummary);
+  if (second.text.trim().length < first.text.trim().length && accepts(secondAssembled)) return summarized(secondSummary, secondAssembled);
+  return trimmed();
+}
+
+function step(purpose: SummarizeStep['purpose'], request: SummarizeRequest, messages: number): SummarizeStep {
+  const characters = request.messages.reduce((sum, message) => sum + (typeof message.content === 'string' ? message.content.length : 0), 0);
+  return { kind: 'summarize', purpose, request, transcript: { messages, characters } };
+}
+
+/** Runs the step machine with a synchronous answer per step (tests, benchmarks, pure callers). */
+export function runCompactionSteps(steps: CompactionSteps, answer: (step: SummarizeStep) => SummarizeOutcome): CompactionResult {
+  let next = steps.next();
+  while (next.done !== true) next = steps.next(answer(next.value));
+  return next.value;
+}

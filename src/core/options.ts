@@ -1,0 +1,138 @@
+// Sandbox-safe: compaction options, their defaults (DESIGN §4a) and validation.
+import { z } from 'zod';
+import { InvalidInputError } from './errors.js';
+import { defaultCounter } from './tokens.js';
+import type { TokenCounter } from './types.js';
+
+/** A duration: milliseconds, or a string such as `'2s'`, `'500ms'`, `'1.5m'`, `'1h'`. */
+export type Duration = number | string;
+
+const units: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/** Parses a `Duration` to whole milliseconds; throws `InvalidInputError` naming `field`. */
+export function parseDuration(value: Duration, field: string): number {
+  if (typeof value === 'number') {
+    if (Number.isFinite(value) && value >= 0) return Math.round(value);
+    throw new InvalidInputError(field, `must be a non-negative number of milliseconds, got ${value}`);
+  }
+  const match = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)\s*$/.exec(value);
+  const amount = match?.[1];
+  const unit = match?.[2];
+  if (amount === undefined || unit === undefined) {
+    throw new InvalidInputError(field, `must be milliseconds or a duration like "2s", "500ms", "1m", got ${JSON.stringify(value)}`);
+  }
+  return Math.round(Number(amount) * (units[unit] ?? 1));
+}
+
+/** Options shared by both drivers (DESIGN §4a). Every field but `contextBudget` has a default. */
+export interface CompactionOptions {
+  /** The context window this conversation must fit, in the counter's units. Required. */
+  contextBudget: number;
+  /** Compact when the conversation is over `triggerRatio × contextBudget`. @default 0.8 */
+  triggerRatio?: number;
+  /** The hard trim aims at `targetRatio × contextBudget`. @default 0.5 */
+  targetRatio?: number;
+  /** Messages at the end kept verbatim (the cut extends backwards over tool results). @default 8 */
+  keepRecent?: number;
+  /** Tool results and tool-call arguments are cut to this many characters in the summarizer's input. @default 2000 */
+  toolResultCap?: number;
+  /** Elide dead tool output before summarizing. Off means byte-identical behaviour to no elision. @default false */
+  ageObservations?: boolean;
+  /** A tool result must be longer than this to be elided. @default 2000 */
+  ageMinChars?: number;
+  /** The trailing grace and the floor of an elision-only epoch, in characters. @default 40000 */
+  ageReclaimMin?: number;
+  /** Summarizer attempts per request, in total. @default 3 */
+  maxAttempts?: number;
+  /** Wait before the second attempt; ×2 per attempt, capped at 30 s. @default '2s' */
+  retryBackoff?: Duration;
+}
+
+/** Options with every default applied and validated. Plain JSON (durations in ms). */
+export interface ResolvedOptions {
+  contextBudget: number;
+  triggerRatio: number;
+  targetRatio: number;
+  keepRecent: number;
+  toolResultCap: number;
+  ageObservations: boolean;
+  ageMinChars: number;
+  ageReclaimMin: number;
+  maxAttempts: number;
+  retryBackoffMs: number;
+}
+
+/** The backoff never grows past this (DESIGN §4a). */
+export const MAX_RETRY_BACKOFF_MS = 30_000;
+
+const ratio = z.number().gt(0).lte(1);
+const count = z.number().int().nonnegative();
+const optionsSchema = z.object({
+  contextBudget: z.number().int().positive(),
+  triggerRatio: ratio.default(0.8),
+  targetRatio: ratio.default(0.5),
+  keepRecent: count.default(8),
+  toolResultCap: z.number().int().positive().default(2000),
+  ageObservations: z.boolean().default(false),
+  ageMinChars: count.default(2000),
+  ageReclaimMin: count.default(40_000),
+  maxAttempts: z.number().int().min(1).max(100).default(3),
+  retryBackoff: z.union([z.number(), z.string()]).default(2000),
+});
+
+/** Applies defaults and validates; throws `InvalidInputError` naming the option. */
+export function resolveOptions(options: unknown, field = 'options'): ResolvedOptions {
+  if (typeof options !== 'object' || options === null) throw new InvalidInputError(field, 'must be an object with at least contextBudget');
+  const parsed = optionsSchema.safeParse(options);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const key = issue?.path.map(String).join('.') ?? '';
+    const reason = issue?.code === 'invalid_type' && issue.input === undefined ? 'required' : (issue?.message ?? 'invalid');
+    throw new InvalidInputError(`${field}.${key}`, reason);
+  }
+  const { retryBackoff, ...rest } = parsed.data;
+  if (rest.targetRatio > rest.triggerRatio) {
+    throw new InvalidInputError(`${field}.targetRatio`, `must not exceed triggerRatio (${rest.triggerRatio}), got ${rest.targetRatio}`);
+  }
+  return { ...rest, retryBackoffMs: parseDuration(retryBackoff, `${field}.retryBackoff`) };
+}
+
+/** The wait before attempt `attempt + 1` after attempt `attempt` (1-based) failed. */
+export function backoffDelayMs(attempt: number, retryBackoffMs: number): number {
+  return Math.min(retryBackoffMs * 2 ** Math.max(0, attempt - 1), MAX_RETRY_BACKOFF_MS);
+}
+
+/** Per-call overrides (DESIGN §4.12). */
+export interface CallOverrides {
+  /** Aim at this many tokens instead of `targetRatio × contextBudget`; also the exhaustion limit. */
+  target?: number;
+  /** Count with this counter for the one call, including the returned counts. */
+  counter?: TokenCounter;
+}
+
+/** The numbers one compaction works with. */
+export interface Aim {
+  counter: TokenCounter;
+  /** Caller's target, if any. */
+  target: number | undefined;
+  /** Over this, the conversation needs compaction (the trigger). */
+  trigger: number;
+  /** The hard trim aims here. */
+  trimTo: number;
+  /** Over this, the result is exhausted. */
+  limit: number;
+}
+
+export function aimFor(options: ResolvedOptions, overrides: CallOverrides, fallbackCounter: TokenCounter = defaultCounter): Aim {
+  const { target, counter = fallbackCounter } = overrides;
+  if (target !== undefined && !(Number.isFinite(target) && target >= 0)) {
+    throw new InvalidInputError('target', `must be a non-negative number of tokens, got ${target}`);
+  }
+  return {
+    counter,
+    target,
+    trigger: options.triggerRatio * options.contextBudget,
+    trimTo: target ?? options.targetRatio * options.contextBudget,
+    limit: target ?? options.contextBudget,
+  };
+}

@@ -1,0 +1,81 @@
+// Sandbox-safe: the summarizer's request — the fixed instruction and the capped transcript (DESIGN §4.6).
+import { contentText } from './tokens.js';
+import type { ChatMessage, SummarizeRequest } from './types.js';
+
+/** The fixed instruction: four sections in order, no preamble, no invented facts, exact identifiers. */
+export const SUMMARY_INSTRUCTION = [
+  'You compact the middle of a long conversation between a user, an AI agent and its tools, so that the agent can continue without it.',
+  'Write a summary with exactly these four sections, in this order, each under its heading:',
+  '## Goals — what the user asked for and what the agent is trying to achieve.',
+  '## Decisions — what was decided, tried, found or ruled out, and why.',
+  '## Files and commands — the files read or changed and the commands run, with their outcomes.',
+  '## Unresolved — what is still open, failing or unanswered.',
+  'Start with the first heading: no preamble and no closing remarks.',
+  'State only what the transcript shows; never invent facts, results or file contents.',
+  'Copy identifiers exactly (file paths, function and class names, commands, error messages, ids, numbers) rather than paraphrasing them.',
+  'Some tool output and tool-call arguments were truncated before you saw them, with a marker saying how much was cut: do not guess what was cut.',
+].join('\n');
+
+/** The instruction for the one retry after a summary that did not compact enough. */
+export function tooLongInstruction(previousSummaryChars: number): string {
+  const limit = Math.max(1, Math.floor(previousSummaryChars / 2));
+  return [
+    SUMMARY_INSTRUCTION,
+    '',
+    `Your last attempt was too long: at ${previousSummaryChars} characters it did not make the conversation small enough.`,
+    `Write a much shorter summary, under ${limit} characters: keep the four sections, drop detail the agent does not need to continue, keep identifiers exact.`,
+  ].join('\n');
+}
+
+/** Cuts `text` to `cap` characters plus a marker saying how many characters were cut. */
+export function capText(text: string, cap: number): string {
+  if (text.length <= cap) return text;
+  return `${text.slice(0, cap)}… [truncated by the harness: ${text.length - cap} more characters]`;
+}
+
+/**
+ * The middle as plain text for the summarizer. Tool results and tool-call argument strings are
+ * capped at `toolResultCap`; other text is whole. Non-text content parts appear as `[type]`.
+ */
+export function renderTranscript(messages: readonly ChatMessage[], toolResultCap: number): string {
+  const toolNames = new Map<string, string>();
+  const blocks = messages.map((message) => {
+    const label = message.role === 'tool' ? `tool result${nameOf(message, toolNames)}` : message.role;
+    const lines = [`[${label}]`];
+    const text = renderContent(message.content);
+    if (text !== '') lines.push(message.role === 'tool' ? capText(text, toolResultCap) : text);
+    for (const call of message.tool_calls ?? []) {
+      toolNames.set(call.id, call.function.name);
+      lines.push(`→ call ${call.function.name} (${call.id}) ${capText(call.function.arguments, toolResultCap)}`);
+    }
+    return lines.join('\n');
+  });
+  return blocks.join('\n\n');
+}
+
+function nameOf(message: ChatMessage, toolNames: Map<string, string>): string {
+  const name = (message.tool_call_id !== undefined ? toolNames.get(message.tool_call_id) : undefined) ?? message.name;
+  const id = message.tool_call_id ?? '';
+  return name !== undefined ? ` ${name} (${id})` : ` (${id})`;
+}
+
+function renderContent(content: ChatMessage['content']): string {
+  if (content === null || typeof content === 'string') return contentText(content);
+  return content.map((part) => (part.type === 'text' ? contentText([part]) : `[${part.type}]`)).join('');
+}
+
+/** The whole request: one chat completion, no tools. `previousSummaryChars` makes it the tighter retry. */
+export function summarizeRequest(middle: readonly ChatMessage[], toolResultCap: number, previousSummaryChars?: number): SummarizeRequest {
+  const instruction = previousSummaryChars === undefined ? SUMMARY_INSTRUCTION : tooLongInstruction(previousSummaryChars);
+  return {
+    messages: [
+      { role: 'system', content: instruction },
+      { role: 'user', content: `Transcript to summarize (${middle.length} messages):\n\n${renderTranscript(middle, toolResultCap)}` },
+    ],
+  };
+}
+
+/** The content of the synthetic message that replaces the middle: `result.summary`. */
+export function summaryContent(summaryText: string, replacedMessages: number): string {
+  return `[Summary by the harness of ${replacedMessages} earlier messages]\n\n${summaryText.trim()}`;
+}
