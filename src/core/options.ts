@@ -1,6 +1,7 @@
 // Sandbox-safe: compaction options, their defaults (DESIGN §4a) and validation.
 import { z } from 'zod';
 import { InvalidInputError } from './errors.js';
+import { describeIssue } from './schema.js';
 import { defaultCounter } from './tokens.js';
 import type { TokenCounter } from './types.js';
 
@@ -87,7 +88,7 @@ export function resolveOptions(options: unknown, field = 'options'): ResolvedOpt
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const key = issue?.path.map(String).join('.') ?? '';
-    const reason = issue?.code === 'invalid_type' && issue.input === undefined ? 'required' : (issue?.message ?? 'invalid');
+    const reason = issue === undefined ? 'invalid' : describeIssue(issue, options);
     throw new InvalidInputError(`${field}.${key}`, reason);
   }
   const { retryBackoff, ...rest } = parsed.data;

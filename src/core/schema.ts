@@ -29,9 +29,20 @@ function pathOf(index: number, path: readonly PropertyKey[]): string {
   return field;
 }
 
-function describeIssue(issue: z.core.$ZodIssue): string {
+/** The value at `path` inside `root`, or undefined when any step is missing. */
+export function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
+  let value = root;
+  for (const key of path) {
+    if (typeof value !== 'object' || value === null) return undefined;
+    value = Reflect.get(value, key);
+  }
+  return value;
+}
+
+/** Zod's messages, made specific: "required" for a missing field, the allowed roles for a bad role. */
+export function describeIssue(issue: z.core.$ZodIssue, root: unknown): string {
   if (issue.code === 'invalid_value' && issue.path.at(-1) === 'role') return `must be one of ${roles.join(', ')}`;
-  if (issue.code === 'invalid_type' && issue.input === undefined) return 'required';
+  if (issue.code === 'invalid_type' && valueAt(root, issue.path) === undefined) return 'required';
   return issue.message;
 }
 
@@ -47,7 +58,7 @@ function assertMessage(value: unknown, index: number): asserts value is ChatMess
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     if (issue === undefined) throw new InvalidInputError(`messages[${index}]`, 'invalid message', index);
-    throw new InvalidInputError(pathOf(index, issue.path), describeIssue(issue), index);
+    throw new InvalidInputError(pathOf(index, issue.path), describeIssue(issue, value), index);
   }
   const message = parsed.data;
   assertContent(message.content, index);
