@@ -1,4 +1,5 @@
-// Sandbox-safe entry point (`temporal-compactor/workflow`): the pure core, usable in workflow code.
+// Sandbox-safe entry point (`temporal-compactor/workflow`): the pure core and the workflow driver,
+// usable in workflow code. Nothing here may import Node modules (the linter enforces it).
 export * from './core/types.js';
 export * from './core/errors.js';
 export { isSticky, toProviderMessages, validateMessages } from './core/schema.js';
@@ -8,3 +9,27 @@ export { elisionStub, isStub, canonicalArguments, planElisions, applyElisions } 
 export { findRegions, findCut, removableMask, toolGroups } from './core/regions.js';
 export { SUMMARY_INSTRUCTION, tooLongInstruction, renderTranscript, summarizeRequest, summaryContent, capText } from './core/transcript.js';
 export { compactionSteps, needsCompactionCore, hardTrim, runCompactionSteps, type SummarizeStep, type SummarizeOutcome, type CompactionSteps } from './core/engine.js';
+export {
+  compact,
+  needsCompaction,
+  summarizeActivitySummary,
+  DEFAULT_START_TO_CLOSE_TIMEOUT_MS,
+  DEFAULT_HEARTBEAT_TIMEOUT_MS,
+  type CompactOptions,
+  type SummarizeActivitySettings,
+} from './workflows/compact.js';
+export { compactConversation, type CompactConversationInput, type CompactConversationOptions } from './workflows/compact-conversation.js';
+export { invalidInputFailure, type InvalidInputDetails } from './workflows/failures.js';
+export {
+  applySessionLine,
+  parseSessionJsonl,
+  recordCompaction,
+  replaySession,
+  summaryId,
+  toJsonl,
+  type SessionLine,
+  type SessionEntry,
+  type MessageLine,
+  type CompactionLine,
+  type ElisionLine,
+} from './core/session.js';

@@ -27,14 +27,6 @@ describe('validateMessages', () => {
       'messages[0].tool_calls[0].function.arguments',
       'required',
     ],
-    [
-      [
-        { role: 'assistant', content: null, tool_calls: [{ id: 'c', type: 'function', function: { name: 'f', arguments: '{}' } }] },
-        { role: 'assistant', content: null, tool_calls: [{ id: 'c', type: 'function', function: { name: 'g', arguments: '{}' } }] },
-      ],
-      'messages[1].tool_calls[0].id',
-      'duplicate tool call id "c"',
-    ],
     [[null], 'messages[0]', 'must be an object'],
   ])('rejects %j naming %s', (messages, field, reason) => {
     const error = errorOf(() => validateMessages(messages));
@@ -46,6 +38,11 @@ describe('validateMessages', () => {
 
   it('rejects a non-array', () => {
     expect(errorOf(() => validateMessages({ role: 'user' })).message).toBe('messages: must be an array of chat messages');
+  });
+
+  it('accepts a reused tool-call id (well-formed, unusual): a result answers the latest turn that asked', () => {
+    const call = (name: string) => ({ role: 'assistant', content: null, tool_calls: [{ id: 'c', type: 'function', function: { name, arguments: '{}' } }] });
+    expect(validateMessages([call('f'), { role: 'tool', tool_call_id: 'c', content: 'r' }, call('g')])).toHaveLength(3);
   });
 
   it('returns the caller’s own objects and keeps unknown provider fields', () => {

@@ -1,0 +1,157 @@
+// Sandbox-safe: the session transcript (DESIGN §7) — JSON lines that replay to the live conversation.
+//
+// The live conversation of an agent run is *derived* by applying the same lines that are written
+// to the transcript (`applySessionLine`), so `replaySession(lines)` equals the live conversation
+// by construction; `recordCompaction` also checks it against the engine's own result.
+import { InvalidInputError } from './errors.js';
+import { removableMask } from './regions.js';
+import type { ChatMessage, CompactionResult } from './types.js';
+
+export interface MessageLine {
+  type: 'message';
+  id: string;
+  message: ChatMessage;
+}
+export interface CompactionLine {
+  type: 'compaction';
+  /** Id of the last message replaced or dropped; null when none was (a no-op or a trim that dropped nothing). */
+  replacesThroughId: string | null;
+  summary: string | null;
+  dropped: number;
+  tokensBefore: number;
+  tokensAfter: number;
+  fallback: boolean;
+  exhausted: boolean;
+}
+export interface ElisionLine {
+  type: 'elision';
+  id: string;
+  stub: string;
+}
+export type SessionLine = MessageLine | CompactionLine | ElisionLine;
+
+/** A message of the live conversation with its stable transcript id. */
+export interface SessionEntry {
+  id: string;
+  message: ChatMessage;
+}
+
+/** The id the synthetic summary message gets: unique, because the message it names is gone after. */
+export function summaryId(replacesThroughId: string): string {
+  return `summary:${replacesThroughId}`;
+}
+
+function positionOf(entries: readonly SessionEntry[], id: string, field: string): number {
+  const position = entries.findIndex((entry) => entry.id === id);
+  if (position < 0) throw new InvalidInputError(field, `no message with id "${id}" in the conversation at this point`);
+  return position;
+}
+
+/**
+ * Applies one transcript line to a conversation. A compaction removes every removable message
+ * (not sticky, not in a group with a sticky message) up to and including `replacesThroughId`,
+ * and puts the summary, if any, where the first of them stood — exactly what the engine does.
+ */
+export function applySessionLine(entries: readonly SessionEntry[], line: SessionLine, lineIndex = 0): SessionEntry[] {
+  const field = `lines[${lineIndex}]`;
+  switch (line.type) {
+    case 'message':
+      if (entries.some((entry) => entry.id === line.id)) throw new InvalidInputError(`${field}.id`, `duplicate message id "${line.id}"`);
+      return [...entries, { id: line.id, message: line.message }];
+    case 'elision': {
+      const position = positionOf(entries, line.id, `${field}.id`);
+      return entries.map((entry, index) => (index === position ? { id: entry.id, message: { ...entry.message, content: line.stub } } : entry));
+    }
+    case 'compaction': {
+      if (line.replacesThroughId === null) return [...entries];
+      const through = positionOf(entries, line.replacesThroughId, `${field}.replacesThroughId`);
+      const removable = removableMask(entries.map((entry) => entry.message));
+      const next: SessionEntry[] = [];
+      let placed = false;
+      entries.forEach((entry, index) => {
+        if (index > through || removable[index] !== true) return next.push(entry);
+        if (!placed && line.summary !== null && line.replacesThroughId !== null) {
+          next.push({ id: summaryId(line.replacesThroughId), message: { role: 'user', content: line.summary } });
+        }
+        placed = true;
+        return next.length;
+      });
+      return next;
+    }
+    default:
+      throw new InvalidInputError(`${field}.type`, 'must be "message", "compaction" or "elision"');
+  }
+}
+
+/** Rebuilds the live conversation from a transcript, byte for byte. Accepts parsed lines or JSONL text. */
+export function replaySession(lines: readonly SessionLine[] | string): ChatMessage[] {
+  const parsed = typeof lines === 'string' ? parseSessionJsonl(lines) : lines;
+  let entries: SessionEntry[] = [];
+  parsed.forEach((line, index) => {
+    entries = applySessionLine(entries, line, index);
+  });
+  return entries.map((entry) => entry.message);
+}
+
+export function parseSessionJsonl(text: string): SessionLine[] {
+  const lines: SessionLine[] = [];
+  text.split('\n').forEach((raw, index) => {
+    if (raw.trim() === '') return;
+    let value: unknown;
+    try {
+      value = JSON.parse(raw);
+    } catch {
+      throw new InvalidInputError(`lines[${index}]`, 'is not valid JSON');
+    }
+    lines.push(asSessionLine(value, index));
+  });
+  return lines;
+}
+
+function asSessionLine(value: unknown, index: number): SessionLine {
+  const type = typeof value === 'object' && value !== null ? Reflect.get(value, 'type') : undefined;
+  if (type !== 'message' && type !== 'compaction' && type !== 'elision') {
+    throw new InvalidInputError(`lines[${index}].type`, 'must be "message", "compaction" or "elision"');
+  }
+  // The shape of each kind is checked when it is applied (ids must resolve; messages were validated when recorded).
+  return value as SessionLine;
+}
+
+export function toJsonl(lines: readonly SessionLine[]): string {
+  return lines.map((line) => JSON.stringify(line)).join('\n') + (lines.length > 0 ? '\n' : '');
+}
+
+/**
+ * Turns one compaction result into transcript lines (elisions first, then the compaction when it
+ * replaced or dropped anything or was a fallback/exhausted pass) and the new live entries,
+ * derived by applying those lines. Throws if that derivation disagrees with the engine's result,
+ * which would mean a replayed transcript could not reproduce the run.
+ */
+export function recordCompaction(entries: readonly SessionEntry[], result: CompactionResult): { lines: SessionLine[]; entries: SessionEntry[] } {
+  const lines: SessionLine[] = result.elisions.map(({ index, stub }) => {
+    const entry = entries[index];
+    if (entry === undefined) throw new InvalidInputError('result.elisions', `index ${index} is outside the conversation`);
+    return { type: 'elision', id: entry.id, stub };
+  });
+  const replacedOrMarked = result.cutIndex >= 0 || result.fallback || result.exhausted;
+  if (replacedOrMarked) {
+    lines.push({
+      type: 'compaction',
+      replacesThroughId: result.cutIndex >= 0 ? (entries[result.cutIndex]?.id ?? null) : null,
+      summary: result.summary,
+      dropped: result.dropped,
+      tokensBefore: result.tokensBefore,
+      tokensAfter: result.tokensAfter,
+      fallback: result.fallback,
+      exhausted: result.exhausted,
+    });
+  }
+  let next: SessionEntry[] = [...entries];
+  lines.forEach((line, index) => {
+    next = applySessionLine(next, line, index);
+  });
+  if (JSON.stringify(next.map((entry) => entry.message)) !== JSON.stringify(result.messages)) {
+    throw new Error('session replay diverged from the compaction result: the transcript could not reproduce this run');
+  }
+  return { lines, entries: next };
+}
