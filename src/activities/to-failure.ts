@@ -1,0 +1,54 @@
+// Node only (activities): turns what a summarizer threw into the `ApplicationFailure` Temporal's
+// retry policy acts on (DESIGN §6). Never wraps a cancellation into a failure.
+import { ApplicationFailure } from '@temporalio/common';
+import { classifyError, FailureType, InvalidInputError, retryAfterOf, statusOf, SummarizerError } from '../core/errors.js';
+import { invalidInputFailure } from '../workflows/failures.js';
+
+/** What the workflow side and the UI can read from a summarizer failure's `details[0]`. */
+export interface SummarizerFailureDetails {
+  /** The HTTP status the backend answered, when there was one. */
+  status?: number;
+  /** The backend's `Retry-After` hint, when there was one. */
+  retryAfterMs?: number;
+}
+
+/**
+ * Maps a summarizer error to an `ApplicationFailure`:
+ * - 400-404 (`SummarizerError` kind `rejected`, or any error with such a `status`) → `Summarizer.Rejected`, non-retryable;
+ * - an empty summary → `Summarizer.Empty`, retryable;
+ * - anything else → `Summarizer.Transient`, retryable, with `nextRetryDelay` from `Retry-After`;
+ * - `InvalidInputError` → `Compaction.InvalidInput`, non-retryable;
+ * - an `ApplicationFailure` is passed through unchanged (the backend chose its own type).
+ *
+ * Cancellation is not handled here: the caller rethrows the activity's cancellation reason first.
+ */
+export function toSummarizerFailure(error: unknown): ApplicationFailure {
+  if (error instanceof ApplicationFailure) return error;
+  if (error instanceof InvalidInputError) return invalidInputFailure(error);
+  const message = error instanceof Error ? error.message : String(error);
+  const cause = error instanceof Error ? error : undefined;
+  const status = statusOf(error);
+  const retryAfterMs = retryAfterOf(error);
+  const details: SummarizerFailureDetails = {};
+  if (status !== undefined) details.status = status;
+  if (retryAfterMs !== undefined) details.retryAfterMs = retryAfterMs;
+
+  if (classifyError(error) === 'abort') {
+    return ApplicationFailure.create({ type: FailureType.Rejected, message, nonRetryable: true, details: [details], cause });
+  }
+  const type = error instanceof SummarizerError && error.kind === 'empty' ? FailureType.Empty : FailureType.Transient;
+  return ApplicationFailure.create({
+    type,
+    message,
+    nonRetryable: false,
+    details: [details],
+    cause,
+    // A zero hint means "now": leave the retry policy's own interval (Temporal reads 0 as unset anyway).
+    ...(retryAfterMs !== undefined && retryAfterMs > 0 ? { nextRetryDelay: retryAfterMs } : {}),
+  });
+}
+
+/** The failure for a summary that is empty or only whitespace: never accepted, retried. */
+export function emptySummaryFailure(): ApplicationFailure {
+  return ApplicationFailure.create({ type: FailureType.Empty, message: 'summarizer: the summary is empty', nonRetryable: false, details: [{}] });
+}
