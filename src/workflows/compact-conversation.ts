@@ -1,0 +1,35 @@
+// Sandbox-safe: the standalone workflow `compactConversation` — one compaction by name, from any client or SDK.
+import { InvalidInputError } from '../core/errors.js';
+import type { ChatMessage, CompactionResult } from '../core/types.js';
+import { driveCompaction, type CompactOptions } from './compact.js';
+import { invalidInputFailure } from './failures.js';
+
+/** Options of `compactConversation`: those of `compact` without a counter (workflow input is JSON; the character estimator counts). */
+export type CompactConversationOptions = Omit<CompactOptions, 'counter'>;
+
+export interface CompactConversationInput {
+  messages: ChatMessage[];
+  options: CompactConversationOptions;
+}
+
+/**
+ * One compaction as a workflow (DESIGN §6). Returns the `CompactionResult`. Cancelled, it stops
+ * its activity at once and ends as cancelled: there is no caller state to keep consistent, so
+ * it does not return the hard trim.
+ *
+ * @throws ApplicationFailure of type `Compaction.InvalidInput` (non-retryable) for bad input.
+ * @example
+ * const result = await client.workflow.execute('compactConversation', {
+ *   taskQueue: 'compactor', workflowId: `compact-${id}`,
+ *   args: [{ messages, options: { contextBudget: 128_000 } }],
+ * });
+ */
+export async function compactConversation(input: CompactConversationInput): Promise<CompactionResult> {
+  if (typeof input !== 'object' || input === null) {
+    throw invalidInputFailure(new InvalidInputError('input', 'must be an object { messages, options }'));
+  }
+  const { messages, options } = input;
+  // A counter cannot travel as JSON: drop whatever a client put there rather than call it.
+  const jsonOptions: CompactOptions = typeof options === 'object' && options !== null ? { ...options, counter: undefined } : options;
+  return driveCompaction(messages, jsonOptions, 'rethrow');
+}

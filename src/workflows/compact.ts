@@ -1,0 +1,172 @@
+// Sandbox-safe: the workflow driver of the compaction engine (DESIGN §6). The engine decides
+// everything in deterministic workflow code; only the summarizer call leaves the workflow, as
+// the `summarize` activity under Temporal's retry policy.
+import { RetryState } from '@temporalio/common';
+import { ActivityFailure, CancellationScope, isCancellation, proxyActivities } from '@temporalio/workflow';
+import type { ActivityOptions } from '@temporalio/workflow';
+import { compactionSteps, needsCompactionCore, type SummarizeOutcome, type SummarizeStep } from '../core/engine.js';
+import { FailureType, InvalidInputError } from '../core/errors.js';
+import { MAX_RETRY_BACKOFF_MS, parseDuration, resolveOptions, type CompactionOptions, type Duration, type ResolvedOptions } from '../core/options.js';
+import type { ChatMessage, CompactionResult, TokenCounter } from '../core/types.js';
+import type { CompactorActivities } from '../activities/index.js';
+import { failOnInvalidInput } from './failures.js';
+
+/** Settings of the `summarize` activity a workflow `compact` schedules. All JSON. */
+export interface SummarizeActivitySettings {
+  /** Deadline of one summarize attempt; keep it above the summarizer's own request timeout. @default '5m' */
+  startToCloseTimeout?: Duration;
+  /**
+   * A worker that stops heartbeating for this long is presumed dead and the attempt is retried
+   * elsewhere. The activity heartbeats at a quarter of it.
+   * @default '20s'
+   */
+  heartbeatTimeout?: Duration;
+  /** Run summarize activities on their own task queue (summarizer capacity and rate limits scale apart). @default the workflow's task queue */
+  taskQueue?: string;
+  /** The summarizer model's name, shown in the activity summary in the UI. Only a label: the worker decides which model runs. */
+  summarizerModel?: string;
+}
+
+/** Options of the workflow `compact`: the compaction options, the per-call overrides and the activity settings. */
+export interface CompactOptions extends CompactionOptions, SummarizeActivitySettings {
+  /** Aim at this many tokens for this call (the hard trim, the proof and `exhausted` use it). */
+  target?: number;
+  /** Count with this counter (code in the workflow: it must be deterministic). @default the character estimator */
+  counter?: TokenCounter;
+}
+
+/** @default '5m' */
+export const DEFAULT_START_TO_CLOSE_TIMEOUT_MS = 5 * 60_000;
+/** @default '20s': a crashed worker's call is retried within seconds, not at `startToCloseTimeout` (DESIGN §6). */
+export const DEFAULT_HEARTBEAT_TIMEOUT_MS = 20_000;
+
+/** What the driver does when the caller's scope is cancelled during a summarize call. */
+type OnCancel = 'hard-trim' | 'rethrow';
+
+interface Plan {
+  options: ResolvedOptions;
+  target: number | undefined;
+  counter: TokenCounter | undefined;
+  activity: ActivityOptions;
+  summarizerModel: string | undefined;
+}
+
+function positiveDuration(value: Duration | undefined, field: string, fallback: number): number {
+  if (value === undefined) return fallback;
+  const ms = parseDuration(value, field);
+  if (ms <= 0) throw new InvalidInputError(field, `must be longer than zero, got ${JSON.stringify(value)}`);
+  return ms;
+}
+
+function optionalString(value: unknown, field: string): string | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string' || value === '') throw new InvalidInputError(field, 'must be a non-empty string');
+  return value;
+}
+
+function plan(options: CompactOptions): Plan {
+  if (typeof options !== 'object' || options === null) throw new InvalidInputError('options', 'must be an object with at least contextBudget');
+  const { target, counter, startToCloseTimeout, heartbeatTimeout, taskQueue, summarizerModel, ...compaction } = options;
+  const resolved = resolveOptions(compaction);
+  if (counter !== undefined && typeof counter?.count !== 'function') throw new InvalidInputError('options.counter', 'must have a count(messages) method');
+  const queue = optionalString(taskQueue, 'options.taskQueue');
+  // Temporal reads a zero interval as "unset" (1 s): keep a zero backoff at the smallest real one.
+  const initialInterval = Math.min(Math.max(1, resolved.retryBackoffMs), MAX_RETRY_BACKOFF_MS);
+  const activity: ActivityOptions = {
+    startToCloseTimeout: positiveDuration(startToCloseTimeout, 'options.startToCloseTimeout', DEFAULT_START_TO_CLOSE_TIMEOUT_MS),
+    heartbeatTimeout: positiveDuration(heartbeatTimeout, 'options.heartbeatTimeout', DEFAULT_HEARTBEAT_TIMEOUT_MS),
+    retry: {
+      maximumAttempts: resolved.maxAttempts,
+      initialInterval,
+      backoffCoefficient: 2,
+      maximumInterval: MAX_RETRY_BACKOFF_MS,
+      nonRetryableErrorTypes: [FailureType.Rejected, FailureType.InvalidInput],
+    },
+    ...(queue === undefined ? {} : { taskQueue: queue }),
+  };
+  return { options: resolved, target, counter, activity, summarizerModel: optionalString(summarizerModel, 'options.summarizerModel') };
+}
+
+/** `1234567` → `1,234,567` without `Intl` (a locale must not change what a workflow records). */
+function grouped(value: number): string {
+  return String(value).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+}
+
+/** The one-line activity summary the UI and CLI show, e.g. `summarize 247 messages (109,333 chars) · gpt-4o-mini`. */
+export function summarizeActivitySummary(step: SummarizeStep, summarizerModel?: string): string {
+  const what = `summarize ${grouped(step.transcript.messages)} messages (${grouped(step.transcript.characters)} chars)`;
+  const retry = step.purpose === 'tighter' ? ', tighter retry' : '';
+  return `${what}${retry}${summarizerModel === undefined ? '' : ` · ${summarizerModel}`}`;
+}
+
+/** Answers one step with the `summarize` activity; maps how it ended to the engine's outcome. */
+async function summarizeStep(step: SummarizeStep, compaction: Plan, onCancel: OnCancel): Promise<SummarizeOutcome> {
+  const { summarize } = proxyActivities<CompactorActivities>({ ...compaction.activity, summary: summarizeActivitySummary(step, compaction.summarizerModel) });
+  try {
+    // Its own scope, a child of the caller's: cancelling the caller cancels the attempt in flight
+    // or the retry backoff at once (the server cancels a scheduled retry immediately).
+    const { text } = await CancellationScope.cancellable(() => summarize({ request: step.request }));
+    return { kind: 'summary', text };
+  } catch (error) {
+    if (isCancellation(error)) {
+      if (onCancel === 'rethrow') throw error;
+      return { kind: 'cancelled' };
+    }
+    if (!(error instanceof ActivityFailure)) throw error;
+    const message = error.cause?.message ?? error.message;
+    // Non-retryable: the abort bucket (Summarizer.Rejected), or a backend that chose to fail for good.
+    if (error.retryState === RetryState.NON_RETRYABLE_FAILURE) return { kind: 'failed', reason: 'rejected', message };
+    return { kind: 'failed', reason: 'exhausted', message };
+  }
+}
+
+/** Drives the engine; `onCancel` says whether a cancelled caller gets the hard trim or its cancellation back. */
+export async function driveCompaction(messages: readonly ChatMessage[], options: CompactOptions, onCancel: OnCancel): Promise<CompactionResult> {
+  const steps = failOnInvalidInput(() => {
+    const compaction = plan(options);
+    const generator = compactionSteps(messages, compaction.options, { target: compaction.target, counter: compaction.counter }, compaction.counter);
+    // The engine validates the messages before its first step: run to it here so bad input fails now.
+    return { compaction, generator, first: generator.next() };
+  });
+  const { compaction, generator } = steps;
+  let next = steps.first;
+  while (next.done !== true) {
+    const outcome = await summarizeStep(next.value, compaction, onCancel);
+    // After a cancellation the rest is pure and synchronous (the engine trims and returns), so it
+    // completes even though the caller's scope is cancelled; nothing here awaits again.
+    next = generator.next(outcome);
+  }
+  return next.value;
+}
+
+/**
+ * Compacts a conversation inside any workflow (DESIGN §4, §6): elision and the hard trim run as
+ * workflow code, the summary as the `summarize` activity with `RetryPolicy { maximumAttempts:
+ * maxAttempts, initialInterval: retryBackoff, backoffCoefficient: 2, maximumInterval: 30 s }`.
+ * Never rejects for a summarizer failure: a rejected request (400-404), exhausted attempts or a
+ * summary that does not fit end in the hard trim (`fallback: true`). Cancelling the calling
+ * workflow cancels the request in flight or the backoff at once and `compact` resolves with the
+ * hard trim; the caller's next activity or timer then rejects with `CancelledFailure`.
+ *
+ * @throws ApplicationFailure of type `Compaction.InvalidInput` (non-retryable) naming the index and field of bad input.
+ * @example
+ * import { compact, needsCompaction } from 'temporal-compactor/workflow';
+ * if (needsCompaction(messages, { contextBudget: 128_000 })) {
+ *   messages = (await compact(messages, { contextBudget: 128_000, summarizerModel: 'gpt-4o-mini' })).messages;
+ * }
+ */
+export function compact(messages: readonly ChatMessage[], options: CompactOptions): Promise<CompactionResult> {
+  return driveCompaction(messages, options, 'hard-trim');
+}
+
+/**
+ * True when the conversation is over `triggerRatio × contextBudget` (or the call's `target`), or,
+ * with `ageObservations`, holds an elision batch of at least `ageReclaimMin` characters.
+ * @throws ApplicationFailure of type `Compaction.InvalidInput` for bad input.
+ */
+export function needsCompaction(messages: readonly ChatMessage[], options: CompactOptions): boolean {
+  return failOnInvalidInput(() => {
+    const { options: resolved, target, counter } = plan(options);
+    return needsCompactionCore(messages, resolved, { target, counter }, counter);
+  });
+}

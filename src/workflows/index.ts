@@ -1,0 +1,2 @@
+// Sandbox-safe: the `workflowsPath` target — every workflow a compactor worker runs.
+export { compactConversation } from './compact-conversation.js';
