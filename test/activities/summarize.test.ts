@@ -1,0 +1,183 @@
+// The summarize activity under MockActivityEnvironment: failure mapping, cancellation, heartbeats.
+import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createActivities, createOpenAISummarizer, FailureType, SummarizerError, type SummarizeRequest, type Summarizer } from '../../src/index.js';
+import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.js';
+
+const request: SummarizeRequest = {
+  messages: [
+    { role: 'system', content: 'Summarize.' },
+    { role: 'user', content: 'Transcript to summarize (2 messages):\n\n[user]\nhi\n\n[assistant]\nhello' },
+  ],
+};
+
+/** Runs the activity and returns what it threw (failing the test if it resolved). */
+async function failureOf(env: MockActivityEnvironment, summarizer: Summarizer): Promise<unknown> {
+  const { summarize } = createActivities({ summarizer });
+  try {
+    const output = await env.run(summarize, { request });
+    throw new Error(`expected a failure, got ${JSON.stringify(output)}`);
+  } catch (error) {
+    return error;
+  }
+}
+
+function expectApplicationFailure(error: unknown, type: string, nonRetryable: boolean): ApplicationFailure {
+  expect(error).toBeInstanceOf(ApplicationFailure);
+  if (!(error instanceof ApplicationFailure)) throw error;
+  expect(error.type).toBe(type);
+  expect(error.nonRetryable).toBe(nonRetryable);
+  return error;
+}
+
+const fails = (error: unknown): Summarizer => ({ summarize: () => Promise.reject(error) });
+const answers = (text: string): Summarizer => ({ summarize: () => Promise.resolve({ text }) });
+
+describe('summarize activity', () => {
+  describe('with the OpenAI summarizer against the fake server', () => {
+    let server: FakeOpenAI;
+    let summarizer: Summarizer;
+    beforeEach(async () => {
+      server = await startFakeOpenAI();
+      summarizer = createOpenAISummarizer({ model: 'fake-summarizer', baseURL: server.baseURL, apiKey: 'test-key', timeout: 5000 });
+    });
+    afterEach(() => server.close());
+
+    it('returns the summary text and the billed usage', async () => {
+      server.script({ kind: 'summary', text: '## Goals\nShip it.', usage: { promptTokens: 120, completionTokens: 7, totalTokens: 127 } });
+      const { summarize } = createActivities({ summarizer });
+      const output = await new MockActivityEnvironment().run(summarize, { request });
+      expect(output).toEqual({ text: '## Goals\nShip it.', usage: { promptTokens: 120, completionTokens: 7, totalTokens: 127 } });
+      expect(server.requests).toHaveLength(1);
+    });
+
+    it.each([400, 401, 402, 403, 404])('HTTP %i → non-retryable Summarizer.Rejected carrying the status', async (status) => {
+      server.script({ kind: 'status', status });
+      const failure = expectApplicationFailure(await failureOf(new MockActivityEnvironment(), summarizer), FailureType.Rejected, true);
+      expect(failure.details).toEqual([{ status }]);
+    });
+
+    it.each([408, 409, 422, 500, 502, 503])('HTTP %i → retryable Summarizer.Transient', async (status) => {
+      server.script({ kind: 'status', status });
+      const failure = expectApplicationFailure(await failureOf(new MockActivityEnvironment(), summarizer), FailureType.Transient, false);
+      expect(failure.nextRetryDelay).toBeUndefined();
+    });
+
+    it('429 with Retry-After → Summarizer.Transient with nextRetryDelay from the header', async () => {
+      server.script({ kind: 'status', status: 429, headers: { 'retry-after': '3' } });
+      const failure = expectApplicationFailure(await failureOf(new MockActivityEnvironment(), summarizer), FailureType.Transient, false);
+      expect(failure.nextRetryDelay).toBe(3000);
+      expect(failure.details).toEqual([{ status: 429, retryAfterMs: 3000 }]);
+    });
+
+    it('an empty completion → retryable Summarizer.Empty', async () => {
+      server.script({ kind: 'empty' });
+      expectApplicationFailure(await failureOf(new MockActivityEnvironment(), summarizer), FailureType.Empty, false);
+    });
+
+    it('a malformed body or a reset connection → retryable Summarizer.Transient', async () => {
+      server.script({ kind: 'malformed' }, { kind: 'reset' });
+      expectApplicationFailure(await failureOf(new MockActivityEnvironment(), summarizer), FailureType.Transient, false);
+      expectApplicationFailure(await failureOf(new MockActivityEnvironment(), summarizer), FailureType.Transient, false);
+    });
+
+    it("cancelled while the request hangs: aborts the request and rethrows the activity's CancelledFailure, not openai's abort error", async () => {
+      server.script({ kind: 'hang' });
+      const env = new MockActivityEnvironment();
+      const { summarize } = createActivities({ summarizer });
+      const running = env.run(summarize, { request });
+      await server.waitForRequests(1);
+      env.cancel();
+      const error = await running.then(
+        () => undefined,
+        (thrown: unknown) => thrown,
+      );
+      expect(error).toBeInstanceOf(CancelledFailure);
+      expect(error).toBe(env.context.cancellationSignal.reason);
+      await server.waitUntil(() => server.requests[0]?.outcome === 'aborted', 2000, 'the request to be aborted');
+    });
+  });
+
+  describe('with any summarizer', () => {
+    it('a blank summary is Summarizer.Empty, never accepted', async () => {
+      expectApplicationFailure(await failureOf(new MockActivityEnvironment(), answers(' \n\t ')), FailureType.Empty, false);
+    });
+
+    it('classifies plain errors by their numeric status: 401 rejects, none retries', async () => {
+      const rejected = Object.assign(new Error('unauthorized'), { status: 401 });
+      expectApplicationFailure(await failureOf(new MockActivityEnvironment(), fails(rejected)), FailureType.Rejected, true);
+      expectApplicationFailure(await failureOf(new MockActivityEnvironment(), fails(new Error('socket hang up'))), FailureType.Transient, false);
+    });
+
+    it('maps SummarizerError kinds and keeps the retry hint', async () => {
+      const transient = new SummarizerError('slow down', 'transient', 429, 1500);
+      const failure = expectApplicationFailure(await failureOf(new MockActivityEnvironment(), fails(transient)), FailureType.Transient, false);
+      expect(failure.nextRetryDelay).toBe(1500);
+      expect(failure.message).toBe('slow down');
+      const empty = new SummarizerError('blank', 'empty');
+      expectApplicationFailure(await failureOf(new MockActivityEnvironment(), fails(empty)), FailureType.Empty, false);
+    });
+
+    it('passes an ApplicationFailure the backend chose through unchanged', async () => {
+      const own = ApplicationFailure.create({ type: 'Backend.Quota', nonRetryable: true, message: 'quota' });
+      expect(await failureOf(new MockActivityEnvironment(), fails(own))).toBe(own);
+    });
+
+    it('a request with invalid messages → non-retryable Compaction.InvalidInput naming the field', async () => {
+      const { summarize } = createActivities({ summarizer: answers('unused') });
+      const bad: SummarizeRequest = { messages: [{ role: 'user', content: 'ok' }, { role: 'tool', content: 'no id' }] };
+      const error = await new MockActivityEnvironment().run(summarize, { request: bad }).then(
+        () => undefined,
+        (thrown: unknown) => thrown,
+      );
+      const failure = expectApplicationFailure(error, FailureType.InvalidInput, true);
+      expect(failure.message).toContain('messages[1].tool_call_id');
+      expect(failure.details).toEqual([expect.objectContaining({ field: 'messages[1].tool_call_id', index: 1 })]);
+    });
+
+    it('cancelled while a backend ignores its signal: still rethrows the cancellation at once', async () => {
+      const deaf: Summarizer = { summarize: () => new Promise(() => undefined) };
+      const env = new MockActivityEnvironment();
+      const { summarize } = createActivities({ summarizer: deaf });
+      const running = env.run(summarize, { request });
+      setTimeout(() => env.cancel(), 20);
+      await expect(running).rejects.toBeInstanceOf(CancelledFailure);
+    });
+
+    it('passes the activity cancellation signal to the summarizer', async () => {
+      let seen: AbortSignal | undefined;
+      const env = new MockActivityEnvironment();
+      const { summarize } = createActivities({
+        summarizer: {
+          summarize: (_request, options) => {
+            seen = options?.signal;
+            return Promise.resolve({ text: 'ok' });
+          },
+        },
+      });
+      await env.run(summarize, { request });
+      expect(seen).toBe(env.context.cancellationSignal);
+    });
+
+    it('heartbeats while the request is in flight, at a quarter of the heartbeat timeout, and stops after', async () => {
+      const env = new MockActivityEnvironment({ heartbeatTimeoutMs: 200 });
+      const beats: number[] = [];
+      env.on('heartbeat', () => beats.push(performance.now()));
+      const slow: Summarizer = { summarize: () => new Promise((resolve) => setTimeout(() => resolve({ text: 'done' }), 420)) };
+      const { summarize } = createActivities({ summarizer: slow });
+      const started = performance.now();
+      await expect(env.run(summarize, { request })).resolves.toEqual({ text: 'done' });
+      const during = beats.length;
+      // One at the start, then every 50 ms for 420 ms: generously at least 4.
+      expect(during).toBeGreaterThanOrEqual(4);
+      expect(beats[0]! - started).toBeLessThan(50);
+      await new Promise((resolve) => setTimeout(resolve, 150));
+      expect(beats).toHaveLength(during);
+    });
+  });
+
+  it('createActivities needs a summarizer or a model name', () => {
+    expect(() => createActivities({})).toThrow(/summarizer/);
+  });
+});
