@@ -3,6 +3,10 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    // One Temporal dev server for the whole run (skipped when TEMPORAL_ADDRESS is set), and a
+    // per-file afterAll that closes the connections opened by test/support/temporal.ts.
+    globalSetup: ['test/support/global-setup.ts'],
+    setupFiles: ['test/support/setup-file.ts'],
     testTimeout: 30_000,
     hookTimeout: 120_000,
     // Workflow tests share one dev server (globalSetup) and each bundles its workflows once;

@@ -1,0 +1,85 @@
+// Vitest global setup: ONE Temporal dev server for the whole test run.
+//
+// - TEMPORAL_ADDRESS already set: use that server (namespace from TEMPORAL_NAMESPACE, default
+//   "default") and only make sure the project's search attributes exist there.
+// - Otherwise: start `temporal server start-dev` on free 127.0.0.1 ports (headless, in-memory),
+//   and stop it in teardown.
+// Tests read the target with `inject('temporalAddress')` (see test/support/temporal.ts); child
+// processes get TEMPORAL_TEST_ADDRESS (and TEMPORAL_ADDRESS, which the SDK's envconfig reads).
+//
+// If the server cannot be started, the run does not abort: unit tests still run, and every test
+// that asks for a connection fails with `temporalStartError` as its message.
+import { Connection } from '@temporalio/client';
+import type { TestProject } from 'vitest/node';
+import { ensureSearchAttributes, startDevServer, type DevServer } from '../../src/dev-server.js';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    /** "host:port" of the test run's Temporal frontend, or null if it could not be started. */
+    temporalAddress: string | null;
+    temporalNamespace: string;
+    /** Why there is no server (null when there is one). */
+    temporalStartError: string | null;
+  }
+}
+
+const ENV_KEYS = ['TEMPORAL_TEST_ADDRESS', 'TEMPORAL_TEST_NAMESPACE', 'TEMPORAL_ADDRESS'] as const;
+
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  const savedEnv = Object.fromEntries(ENV_KEYS.map((key) => [key, process.env[key]]));
+  const restoreEnv = () => {
+    for (const key of ENV_KEYS) {
+      if (savedEnv[key] === undefined) delete process.env[key];
+      else process.env[key] = savedEnv[key];
+    }
+  };
+
+  let server: DevServer | undefined;
+  let address: string | null = null;
+  let namespace = process.env.TEMPORAL_NAMESPACE || 'default';
+  let startError: string | null = null;
+
+  const external = process.env.TEMPORAL_ADDRESS;
+  try {
+    if (external) {
+      address = external;
+      const connection = await Connection.connect({ address, connectTimeout: 10_000 });
+      try {
+        await connection.workflowService.getSystemInfo({});
+        await ensureSearchAttributes(connection, namespace);
+      } finally {
+        await connection.close();
+      }
+      process.stderr.write(`[global-setup] using the Temporal server at TEMPORAL_ADDRESS=${address} (namespace ${namespace})\n`);
+    } else {
+      const started = Date.now();
+      server = await startDevServer({
+        ui: process.env.TEMPORAL_TEST_UI === '1',
+        logFile: process.env.TEMPORAL_TEST_LOG_FILE || undefined,
+      });
+      address = server.address;
+      namespace = server.namespace;
+      process.stderr.write(
+        `[global-setup] Temporal dev server ${address} ready in ${Date.now() - started} ms (${server.cliPath})\n`,
+      );
+    }
+  } catch (err) {
+    address = null;
+    startError = `No Temporal server for the tests: ${err instanceof Error ? err.message : String(err)}`;
+    process.stderr.write(`[global-setup] ${startError}\n`);
+  }
+
+  project.provide('temporalAddress', address);
+  project.provide('temporalNamespace', namespace);
+  project.provide('temporalStartError', startError);
+  if (address) {
+    process.env.TEMPORAL_TEST_ADDRESS = address;
+    process.env.TEMPORAL_TEST_NAMESPACE = namespace;
+    process.env.TEMPORAL_ADDRESS = address;
+  }
+
+  return async () => {
+    restoreEnv();
+    await server?.stop();
+  };
+}

@@ -1,0 +1,122 @@
+// Helpers for tests that talk to the run's Temporal dev server (started by global-setup.ts).
+//
+//   let t: TestConnection;
+//   beforeAll(async () => { t = await testConnection(); });
+//   const result = await withWorker({ ...t, workflowBundle }, () => t.client.workflow.execute(...));
+//
+// Connections are opened once per test file and closed after it (setup-file.ts); every
+// testConnection() call gets its own task queue.
+import { randomUUID } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { Client, Connection } from '@temporalio/client';
+import {
+  bundleWorkflowCode,
+  DefaultLogger,
+  NativeConnection,
+  Runtime,
+  Worker,
+  type BundleOptions,
+  type WorkerOptions,
+  type WorkflowBundleWithSourceMap,
+} from '@temporalio/worker';
+import { inject } from 'vitest';
+import { registerCleanup } from './cleanup.js';
+
+export interface TestConnection {
+  client: Client;
+  /** The client's gRPC connection (workflowService, operatorService, ...). */
+  connection: Connection;
+  /** For `Worker.create({ connection: nativeConnection, ... })`. */
+  nativeConnection: NativeConnection;
+  address: string;
+  namespace: string;
+  /** A task queue no other test uses. */
+  taskQueue: string;
+}
+
+let counter = 0;
+
+/** An id unique across this run and concurrent runs: `${prefix}-<time>-<pid>-<n>-<random>`. */
+export function uniqueId(prefix: string): string {
+  counter += 1;
+  return `${prefix}-${Date.now().toString(36)}-${process.pid}-${counter}-${randomUUID().slice(0, 8)}`;
+}
+
+/** The run's Temporal server, or a clear error if the global setup could not provide one. */
+export function temporalTarget(): { address: string; namespace: string } {
+  const address = inject('temporalAddress');
+  if (!address) {
+    throw new Error(
+      inject('temporalStartError') ??
+        'No Temporal server: run the tests through vitest, whose global setup (test/support/global-setup.ts) starts one',
+    );
+  }
+  return { address, namespace: inject('temporalNamespace') };
+}
+
+let runtimeChecked = false;
+/** Keep the SDK's own logging at WARN unless a Runtime was already installed by someone else. */
+function quietRuntime(): void {
+  if (runtimeChecked) return;
+  runtimeChecked = true;
+  try {
+    Runtime.install({ logger: new DefaultLogger('WARN'), shutdownSignals: [] });
+  } catch {
+    // Already installed (or instantiated) in this process: keep it.
+  }
+}
+
+let shared: Promise<{ client: Client; connection: Connection; nativeConnection: NativeConnection }> | undefined;
+
+/** Connect to the run's server (once per test file) and hand out a fresh task queue. */
+export async function testConnection(): Promise<TestConnection> {
+  const { address, namespace } = temporalTarget();
+  if (!shared) {
+    quietRuntime();
+    const opening = (async () => {
+      const [connection, nativeConnection] = await Promise.all([
+        Connection.connect({ address }),
+        NativeConnection.connect({ address }),
+      ]);
+      return { client: new Client({ connection, namespace }), connection, nativeConnection };
+    })();
+    shared = opening;
+    registerCleanup(async () => {
+      shared = undefined;
+      const { connection, nativeConnection } = await opening;
+      await Promise.allSettled([connection.close(), nativeConnection.close()]);
+    });
+    opening.catch(() => {
+      if (shared === opening) shared = undefined;
+    });
+  }
+  const opened = await shared;
+  return { ...opened, address, namespace, taskQueue: uniqueId('tq') };
+}
+
+/** Bundle workflows for a Worker (do it once per test file, in beforeAll). */
+export function bundleWorkflows(
+  workflowsPath: string | URL,
+  options: Omit<BundleOptions, 'workflowsPath'> = {},
+): Promise<WorkflowBundleWithSourceMap> {
+  const path = workflowsPath instanceof URL ? fileURLToPath(workflowsPath) : workflowsPath;
+  return bundleWorkflowCode({ logger: new DefaultLogger('WARN'), ...options, workflowsPath: path });
+}
+
+/**
+ * Run `fn` while a Worker polls `t.taskQueue` (then shut the worker down); returns what `fn`
+ * returned. `options` go to Worker.create (workflowBundle, activities, ...).
+ */
+export async function withWorker<T>(
+  t: TestConnection,
+  options: Omit<WorkerOptions, 'connection' | 'namespace' | 'taskQueue'>,
+  fn: () => Promise<T>,
+): Promise<T> {
+  const worker = await Worker.create({
+    connection: t.nativeConnection,
+    namespace: t.namespace,
+    taskQueue: t.taskQueue,
+    ...options,
+  });
+  return worker.runUntil(fn);
+}
