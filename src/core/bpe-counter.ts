@@ -1,0 +1,212 @@
+// Sandbox-safe: a BPE token counter on gpt-tokenizer's pure-JS encoders, framed the way OpenAI's cookbook counts chat messages.
+import { GptEncoding } from 'gpt-tokenizer/GptEncoding';
+import cl100kBaseRanks from 'gpt-tokenizer/bpeRanks/cl100k_base';
+import o200kBaseRanks from 'gpt-tokenizer/bpeRanks/o200k_base';
+import { InvalidInputError } from './errors.js';
+import type { ChatMessage, TokenCounter } from './types.js';
+
+/** The BPE vocabularies a counter can use: `o200k_base` (GPT-4o, GPT-4.1, GPT-5, o-series) or `cl100k_base` (GPT-4, GPT-3.5). */
+export type BpeEncodingName = 'o200k_base' | 'cl100k_base';
+
+/** The encodings {@link createBpeCounter} accepts. */
+export const BPE_ENCODING_NAMES: readonly BpeEncodingName[] = ['o200k_base', 'cl100k_base'];
+
+export interface BpeCounterOptions {
+  /** The BPE vocabulary. @default 'o200k_base' */
+  encoding?: BpeEncodingName;
+  /** Tokens of framing per message: the start, separator and end markers around its role and content. @default 3 */
+  perMessage?: number;
+  /** Tokens of framing per request (the reply is primed with `<|start|>assistant<|message|>`). @default 3 */
+  perRequest?: number;
+  /** Extra tokens for a message that carries a `name`, on top of the name's own tokens. @default 1 */
+  perName?: number;
+  /** Framing tokens per tool call, on top of its function name and argument string. @default 3 */
+  perToolCall?: number;
+  /**
+   * Tokens charged for each content part that is not text (an image, audio, a file). A fixed
+   * number, because the real cost depends on the provider, the model and the part's size and
+   * detail; 85 is GPT-4o's cost of a low-detail image. Raise it if you send high-detail images.
+   * @default 85
+   */
+  perNonTextPart?: number;
+}
+
+/**
+ * Characters after which a run that the BPE pre-tokenizer would keep as one piece (letters,
+ * punctuation, whitespace) is cut. gpt-tokenizer's merge loop is quadratic in the piece length
+ * (a 200,000-letter run takes minutes; 50,000 take seconds), which would stall a workflow
+ * activation; natural words are far shorter, so only pathological runs are cut.
+ */
+export const BPE_RUN_SLICE = 500;
+
+/** Runs the pre-tokenizer keeps in one piece, longer than {@link BPE_RUN_SLICE}. */
+const LONG_RUN = new RegExp(
+  `[\\p{L}\\p{M}]{${BPE_RUN_SLICE + 1},}|[^\\s\\p{L}\\p{N}]{${BPE_RUN_SLICE + 1},}|\\s{${BPE_RUN_SLICE + 1},}|[\\r\\n/]{${BPE_RUN_SLICE + 1},}`,
+  'gu',
+);
+
+/** Special-token strings (`<|endoftext|>`, ...) in conversation text are ordinary text, never an error. */
+const ORDINARY_TEXT = { disallowedSpecial: new Set<string>() };
+
+/**
+ * Encoders are built on first use and cached for the module's lifetime: building one takes a few
+ * hundred milliseconds (a 200k-entry map for `o200k_base`), so an unused encoding costs nothing
+ * but its rank table.
+ */
+const encoders = new Map<BpeEncodingName, GptEncoding>();
+
+function encoderFor(encoding: BpeEncodingName): GptEncoding {
+  let encoder = encoders.get(encoding);
+  if (encoder === undefined) {
+    const ranks = encoding === 'o200k_base' ? o200kBaseRanks : cl100kBaseRanks;
+    encoder = GptEncoding.getEncodingApi(encoding, () => ranks);
+    encoders.set(encoding, encoder);
+  }
+  return encoder;
+}
+
+/** Texts shorter than this are tokenized every time: a lookup would cost about as much. */
+const CACHE_MIN_CHARS = 32;
+/** Characters of text whose counts are remembered per encoding (first in, first out beyond it). */
+export const BPE_CACHE_CHARS = 8_000_000;
+
+/**
+ * Remembered counts per encoding, keyed by the text itself (strings are immutable values, so
+ * the key cannot go stale: safe with callers that mutate messages). A compaction counts the same
+ * conversation several times with most of its strings unchanged; V8 caches a string's hash in
+ * the string, so a repeated lookup costs O(1) instead of a re-tokenization. Holds references
+ * to at most {@link BPE_CACHE_CHARS} characters of strings, most of them still in the conversation.
+ */
+interface CountCache {
+  counts: Map<string, number>;
+  chars: number;
+}
+const countCaches = new Map<BpeEncodingName, CountCache>();
+
+function countCacheFor(encoding: BpeEncodingName): CountCache {
+  let cache = countCaches.get(encoding);
+  if (cache === undefined) {
+    cache = { counts: new Map(), chars: 0 };
+    countCaches.set(encoding, cache);
+  }
+  return cache;
+}
+
+function remember(cache: CountCache, text: string, tokens: number): void {
+  if (text.length > BPE_CACHE_CHARS) return;
+  cache.counts.set(text, tokens);
+  cache.chars += text.length;
+  for (const oldest of cache.counts.keys()) {
+    if (cache.chars <= BPE_CACHE_CHARS) break;
+    cache.counts.delete(oldest);
+    cache.chars -= oldest.length;
+  }
+}
+
+/**
+ * Counts the BPE tokens of one text, exactly as `encode(text, { disallowedSpecial: new Set() }).length`
+ * for every text without a run longer than {@link BPE_RUN_SLICE} characters. Longer runs are
+ * encoded in slices of that length, which keeps the cost linear and may differ from a whole-text
+ * encode by about one token per slice. Counts of texts of 32 characters or more are remembered
+ * (see {@link BPE_CACHE_CHARS}).
+ * @param encoding the BPE vocabulary @default 'o200k_base'
+ */
+export function countTextTokens(text: string, encoding: BpeEncodingName = 'o200k_base'): number {
+  if (text.length < CACHE_MIN_CHARS) return tokenize(text, encoding);
+  const cache = countCacheFor(encoding);
+  const remembered = cache.counts.get(text);
+  if (remembered !== undefined) return remembered;
+  const tokens = tokenize(text, encoding);
+  remember(cache, text, tokens);
+  return tokens;
+}
+
+function tokenize(text: string, encoding: BpeEncodingName): number {
+  const encoder = encoderFor(encoding);
+  if (text.length <= BPE_RUN_SLICE) return encoder.countTokens(text, ORDINARY_TEXT);
+  let tokens = 0;
+  let segmentStart = 0;
+  for (const run of text.matchAll(LONG_RUN)) {
+    const runEnd = run.index + run[0].length;
+    for (let cut = run.index + BPE_RUN_SLICE; cut < runEnd; cut += BPE_RUN_SLICE) {
+      tokens += encoder.countTokens(text.slice(segmentStart, cut), ORDINARY_TEXT);
+      segmentStart = cut;
+    }
+  }
+  return tokens + encoder.countTokens(segmentStart === 0 ? text : text.slice(segmentStart), ORDINARY_TEXT);
+}
+
+function assertTokenAmount(name: string, value: number): void {
+  if (!Number.isFinite(value) || value < 0) throw new InvalidInputError(`options.${name}`, 'must be a non-negative finite number');
+}
+
+/**
+ * A real BPE token counter, pure JS and sandbox-safe (gpt-tokenizer's encoders, no WASM, no I/O).
+ * Counts the way OpenAI's cookbook (`num_tokens_from_messages`) does:
+ *
+ * - per message: `perMessage` + tokens of `role` + tokens of the content + (when `name` is set)
+ *   tokens of `name` + `perName`;
+ * - content: a string, or the sum over parts: a text part's tokens, `perNonTextPart` for any other part;
+ * - per tool call of an assistant message: `perToolCall` + tokens of `function.name` + tokens of
+ *   `function.arguments`;
+ * - per request: `perRequest`, once, so `count([])` is `perRequest`.
+ *
+ * Not counted: `tool_call_id`, tool-call ids, the harness flags `sticky`/`depth` and provider
+ * extras such as `reasoning_content` (most providers leave them out of the prompt).
+ * The count is additive: `count(a.concat(b)) === count(a) + count(b) - count([])`, so removing
+ * messages never increases it.
+ *
+ * Cost: linear in the characters of the conversation the first time (pure-JS BPE: a few MB/s);
+ * texts already counted are looked up, not re-tokenized (see {@link countTextTokens}), so
+ * recounting a conversation whose strings mostly did not change is O(messages). The encoder
+ * for `encoding` is built once per module instance on the first count (a few hundred
+ * milliseconds; in a Temporal worker, once per workflow run unless the module is preloaded).
+ */
+export function createBpeCounter(options: BpeCounterOptions = {}): TokenCounter {
+  const {
+    encoding = 'o200k_base',
+    perMessage = 3,
+    perRequest = 3,
+    perName = 1,
+    perToolCall = 3,
+    perNonTextPart = 85,
+  } = options;
+  if (!BPE_ENCODING_NAMES.includes(encoding)) {
+    throw new InvalidInputError('options.encoding', `must be one of ${BPE_ENCODING_NAMES.join(', ')}`);
+  }
+  assertTokenAmount('perMessage', perMessage);
+  assertTokenAmount('perRequest', perRequest);
+  assertTokenAmount('perName', perName);
+  assertTokenAmount('perToolCall', perToolCall);
+  assertTokenAmount('perNonTextPart', perNonTextPart);
+
+  const roleTokens = new Map<string, number>();
+  const textTokens = (text: string): number => (text.length === 0 ? 0 : countTextTokens(text, encoding));
+  const contentTokens = (content: ChatMessage['content']): number => {
+    if (content === null) return 0;
+    if (typeof content === 'string') return textTokens(content);
+    let tokens = 0;
+    for (const part of content) tokens += part.type === 'text' && typeof part.text === 'string' ? textTokens(part.text) : perNonTextPart;
+    return tokens;
+  };
+  const messageTokens = (message: ChatMessage): number => {
+    let role = roleTokens.get(message.role);
+    if (role === undefined) {
+      role = textTokens(message.role);
+      roleTokens.set(message.role, role);
+    }
+    let tokens = perMessage + role + contentTokens(message.content);
+    if (typeof message.name === 'string') tokens += textTokens(message.name) + perName;
+    for (const call of message.tool_calls ?? []) {
+      tokens += perToolCall + textTokens(call.function.name) + textTokens(call.function.arguments);
+    }
+    return tokens;
+  };
+  return {
+    count(messages) {
+      let tokens = perRequest;
+      for (const message of messages) tokens += messageTokens(message);
+      return tokens;
+    },
+  };
+}

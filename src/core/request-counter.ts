@@ -1,0 +1,76 @@
+// Sandbox-safe: a complete-request adapter that adds a backend's tool declarations and framing to a counter (DESIGN §5).
+import { InvalidInputError } from './errors.js';
+import type { ChatMessage, TokenCounter } from './types.js';
+
+/** An OpenAI chat-completions function tool declaration, as sent in the request's `tools`. */
+export interface ToolDeclaration {
+  type: 'function';
+  function: {
+    name: string;
+    description?: string;
+    /** JSON Schema of the arguments. */
+    parameters?: Record<string, unknown>;
+    strict?: boolean | null;
+    [key: string]: unknown;
+  };
+  [key: string]: unknown;
+}
+
+export interface RequestFramingOptions {
+  /** The tool declarations the backend sends with every request. @default [] */
+  tools?: readonly ToolDeclaration[];
+  /** Extra tokens per request for framing the wrapped counter does not count (a backend's fixed preamble, ...). @default 0 */
+  perRequest?: number;
+}
+
+/** A {@link TokenCounter} that counts a complete request; exposes what it adds to every count. */
+export interface RequestCounter extends TokenCounter {
+  /** Tokens of the tool declarations, measured once by the wrapped counter. */
+  readonly toolTokens: number;
+  /** The per-request framing added to every count. */
+  readonly perRequest: number;
+}
+
+/**
+ * Wraps a counter of messages into a counter of complete requests, so an agent loop's preflight
+ * counts in the backend's own units: `count(messages) = counter.count(messages) + toolTokens + perRequest`.
+ *
+ * `toolTokens` is measured once, through the same counter: the JSON of the `tools` array as the
+ * content of one pseudo-message `{ role: 'system', content: JSON.stringify(tools) }`, minus the
+ * counter's own per-request part (`counter.count([])`), i.e. the pseudo-message's content and
+ * its per-message overhead. OpenAI renders tools more compactly than JSON (a TypeScript-like
+ * namespace in the system prompt), so with a BPE counter this errs on the high side, which is
+ * the safe side for a preflight. With no tools, `toolTokens` is 0.
+ *
+ * Wrap an estimator (`createBpeCounter()`, `createCharCounter()`), not a `UsageCounter`: billed
+ * counts already include the tools and the framing. To calibrate, give the wrapped counter to
+ * `new UsageCounter({ estimator })`, which does not charge the framing twice.
+ *
+ * The wrapped counter must be pure and deterministic (as every counter), since its count of the
+ * tools is taken once, here.
+ */
+export function withRequestFraming(counter: TokenCounter, options: RequestFramingOptions = {}): RequestCounter {
+  const { tools = [], perRequest = 0 } = options;
+  if (!Array.isArray(tools)) throw new InvalidInputError('options.tools', 'must be an array of tool declarations');
+  tools.forEach((tool: unknown, index) => {
+    if (typeof tool !== 'object' || tool === null || !('function' in tool)) {
+      throw new InvalidInputError(`options.tools[${index}]`, 'must be a tool declaration { type: "function", function: { name, ... } }');
+    }
+    const declared: unknown = tool.function;
+    if (typeof declared !== 'object' || declared === null || !('name' in declared) || typeof declared.name !== 'string') {
+      throw new InvalidInputError(`options.tools[${index}].function.name`, 'must be a string');
+    }
+  });
+  if (!Number.isFinite(perRequest) || perRequest < 0) {
+    throw new InvalidInputError('options.perRequest', 'must be a non-negative finite number');
+  }
+  const toolsMessage: ChatMessage = { role: 'system', content: JSON.stringify(tools) };
+  const toolTokens = tools.length === 0 ? 0 : Math.max(0, counter.count([toolsMessage]) - counter.count([]));
+  return {
+    toolTokens,
+    perRequest,
+    count(messages) {
+      return counter.count(messages) + toolTokens + perRequest;
+    },
+  };
+}

@@ -1,0 +1,359 @@
+// Sandbox-safe: a token counter calibrated by what the provider billed (DESIGN §5); state is plain JSON.
+import { z } from 'zod';
+import { Sha256, digestMessagePrefix } from './digest.js';
+import { InvalidInputError } from './errors.js';
+import { defaultCounter } from './tokens.js';
+import type { ChatMessage, TokenCounter } from './types.js';
+
+/** The calibration a {@link UsageCounter} carries across continue-as-new. */
+export interface UsageCalibrationState {
+  /** How many leading messages were sent in the billed request. */
+  messageCount: number;
+  /** `digestMessages` of exactly those messages (64 lowercase hex digits). */
+  digest: string;
+  /** The prompt tokens the provider billed for that request. */
+  billedPromptTokens: number;
+}
+
+/** The plain-JSON state of a {@link UsageCounter} (`toJSON` / `fromJSON`). */
+export interface UsageCounterState {
+  /** Format version of this state. */
+  version: 1;
+  /** The last calibration, or null before the first billed request. */
+  calibration: UsageCalibrationState | null;
+}
+
+export interface UsageCounterOptions {
+  /**
+   * Counts what the calibration does not cover: the messages after the calibrated prefix, and
+   * whole conversations whose prefix changed. Pure and deterministic, like every counter.
+   * @default defaultCounter
+   */
+  estimator?: TokenCounter;
+}
+
+const usageCounterStateSchema = z.strictObject({
+  version: z.literal(1),
+  calibration: z
+    .strictObject({
+      messageCount: z.number().int().nonnegative(),
+      digest: z.string().regex(/^[0-9a-f]{64}$/, 'must be 64 lowercase hex digits'),
+      billedPromptTokens: z.number().int().nonnegative(),
+    })
+    .nullable(),
+});
+
+/**
+ * A structural copy of a message as plain JSON data. Strings are shared with the original (they
+ * are immutable), objects and arrays are our own, so no later mutation by a caller can change it.
+ * Objects keep their keys in JSON order; keys whose value is `undefined` are left out, as JSON does.
+ */
+type Snapshot = string | number | boolean | null | Snapshot[] | ObjectSnapshot;
+
+class ObjectSnapshot {
+  constructor(
+    readonly keys: string[],
+    readonly values: Snapshot[],
+  ) {}
+}
+
+/** The top-level keys the canonical serialization leaves out (harness flags; see `serializeMessage`). */
+function isHarnessFlag(key: string): boolean {
+  return key === 'sticky' || key === 'depth';
+}
+
+function isPlainArray(value: object): value is unknown[] {
+  return Array.isArray(value) && Object.getPrototypeOf(value) === Array.prototype;
+}
+
+function isPlainObject(value: object): value is Record<string, unknown> {
+  const prototype: unknown = Object.getPrototypeOf(value);
+  return prototype === Object.prototype || prototype === null;
+}
+
+/** Snapshot of plain JSON data; undefined for anything JSON would transform (Dates, NaN, functions, holes, ...). */
+function snapshotOf(value: unknown, topLevel: boolean): Snapshot | undefined {
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+      return value;
+    case 'number':
+      return Number.isFinite(value) ? value : undefined;
+    case 'object': {
+      if (value === null) return null;
+      if (isPlainArray(value)) {
+        const elements: Snapshot[] = [];
+        for (const element of value) {
+          const snapshot = snapshotOf(element, false);
+          if (snapshot === undefined) return undefined;
+          elements.push(snapshot);
+        }
+        return elements;
+      }
+      if (!isPlainObject(value)) return undefined;
+      const keys: string[] = [];
+      const values: Snapshot[] = [];
+      for (const key of Object.keys(value)) {
+        if (topLevel && isHarnessFlag(key)) continue;
+        const field = value[key];
+        if (field === undefined) continue;
+        const snapshot = snapshotOf(field, false);
+        if (snapshot === undefined) return undefined;
+        keys.push(key);
+        values.push(snapshot);
+      }
+      return new ObjectSnapshot(keys, values);
+    }
+    default:
+      return undefined;
+  }
+}
+
+/** Snapshots of the first `count` messages, or undefined when one of them is not plain JSON data. */
+function snapshotMessages(messages: readonly ChatMessage[], count: number): Snapshot[] | undefined {
+  const snapshots: Snapshot[] = [];
+  for (let i = 0; i < count; i++) {
+    const snapshot = snapshotOf(messages[i], true);
+    if (snapshot === undefined) return undefined;
+    snapshots.push(snapshot);
+  }
+  return snapshots;
+}
+
+/** Serializes a snapshot exactly as `JSON.stringify` serializes the data it was taken from. */
+function serializeSnapshot(snapshot: Snapshot): string {
+  if (snapshot === null || typeof snapshot !== 'object') return JSON.stringify(snapshot);
+  if (Array.isArray(snapshot)) return `[${snapshot.map(serializeSnapshot).join(',')}]`;
+  let json = '{';
+  for (let i = 0; i < snapshot.keys.length; i++) {
+    if (i > 0) json += ',';
+    json += `${JSON.stringify(snapshot.keys[i])}:${serializeSnapshot(snapshot.values[i] ?? null)}`;
+  }
+  return `${json}}`;
+}
+
+/** Equal to `digestMessages` of the messages the snapshots were taken from. */
+function digestSnapshots(snapshots: readonly Snapshot[]): string {
+  const hash = new Sha256().update('[');
+  for (let i = 0; i < snapshots.length; i++) {
+    if (i > 0) hash.update(',');
+    hash.update(serializeSnapshot(snapshots[i] ?? null));
+  }
+  return hash.update(']').digestHex();
+}
+
+/**
+ * Whether `value` serializes to the same JSON as the data `snapshot` was taken from:
+ * 'same', 'different', or 'unknown' when `value` holds something that is not plain JSON data
+ * (then only the digest can tell).
+ */
+type Verdict = 'same' | 'different' | 'unknown';
+
+function compareToSnapshot(value: unknown, snapshot: Snapshot, topLevel: boolean): Verdict {
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+      return value === snapshot ? 'same' : 'different';
+    case 'number':
+      if (!Number.isFinite(value)) return 'unknown';
+      return value === snapshot ? 'same' : 'different';
+    case 'object': {
+      if (value === null) return snapshot === null ? 'same' : 'different';
+      if (Array.isArray(value)) {
+        if (!isPlainArray(value)) return 'unknown';
+        if (!Array.isArray(snapshot) || snapshot.length !== value.length) return 'different';
+        for (let i = 0; i < value.length; i++) {
+          const verdict = compareToSnapshot(value[i], snapshot[i] ?? null, false);
+          if (verdict !== 'same') return verdict;
+        }
+        return 'same';
+      }
+      if (!isPlainObject(value)) return 'unknown';
+      if (!(snapshot instanceof ObjectSnapshot)) return 'different';
+      let index = 0;
+      for (const key of Object.keys(value)) {
+        if (topLevel && isHarnessFlag(key)) continue;
+        const field = value[key];
+        if (field === undefined) continue;
+        const kind = typeof field;
+        if (kind === 'function' || kind === 'symbol' || kind === 'bigint') return 'unknown';
+        if (index >= snapshot.keys.length || snapshot.keys[index] !== key) return 'different';
+        const verdict = compareToSnapshot(field, snapshot.values[index] ?? null, false);
+        if (verdict !== 'same') return verdict;
+        index++;
+      }
+      return index === snapshot.keys.length ? 'same' : 'different';
+    }
+    default:
+      return 'unknown';
+  }
+}
+
+/**
+ * Whether the first `snapshots.length` messages serialize exactly as the snapshotted ones.
+ * 'different' as soon as one message differs for sure (each message is one JSON value of the
+ * serialization); 'unknown' when none differs but one could not be compared.
+ */
+function comparePrefix(messages: readonly ChatMessage[], snapshots: readonly Snapshot[]): Verdict {
+  let verdict: Verdict = 'same';
+  for (let i = 0; i < snapshots.length; i++) {
+    const snapshot = snapshots[i];
+    const message = messages[i];
+    if (snapshot === undefined || message === undefined) return 'unknown';
+    const messageVerdict = compareToSnapshot(message, snapshot, true);
+    if (messageVerdict === 'different') return 'different';
+    if (messageVerdict === 'unknown') verdict = 'unknown';
+  }
+  return verdict;
+}
+
+interface Calibration {
+  messageCount: number;
+  billedPromptTokens: number;
+  /** Computed lazily from `snapshots` when only they are known. */
+  digest: string | undefined;
+  /** Plain-JSON copies of the calibrated messages; undefined when they were not plain JSON data, or after `fromJSON` until a count verifies the prefix. */
+  snapshots: Snapshot[] | undefined;
+}
+
+function assertBilledTokens(billedPromptTokens: number): void {
+  if (!Number.isSafeInteger(billedPromptTokens) || billedPromptTokens < 0) {
+    throw new InvalidInputError('billedPromptTokens', `must be a non-negative integer, got ${String(billedPromptTokens)}`);
+  }
+}
+
+/**
+ * A {@link TokenCounter} calibrated by what the provider billed (DESIGN §5).
+ *
+ * After a billed request, `calibrate(messagesSent, usage.promptTokens)` remembers how many
+ * messages were sent, a digest of exactly those messages and the billed prompt tokens. Then
+ * `count(messages)`:
+ * - when `messages` starts with exactly those messages (same length prefix, same digest):
+ *   `billedPromptTokens + max(0, estimator.count(rest) - estimator.count([]))`, where `rest` is
+ *   what follows the prefix. The rest pays its own per-message overhead; the estimator's
+ *   per-request part (`count([])`: framing, tool declarations of a `withRequestFraming`
+ *   estimator) is not charged again, since the billed number already holds it;
+ * - otherwise (uncalibrated, shorter, or any change inside the prefix: an elision, a
+ *   compaction, an edit): `estimator.count(messages)`, until the next `calibrate`.
+ *
+ * The billed number is in the provider's units and includes whatever the provider added (tool
+ * declarations, framing); give an estimator that counts the same things (e.g.
+ * `withRequestFraming(createBpeCounter(), { tools })`) so the fallback stays close to it.
+ *
+ * "Same messages" means the same canonical serialization (`digestMessages`: JSON with the
+ * harness flags `sticky`/`depth` left out), so calibrating with `toProviderMessages(messages)`
+ * matches a count of `messages`.
+ *
+ * Cost: the state is a SHA-256 digest, but the instance also keeps a structural copy of the
+ * calibrated messages (their strings are shared, not copied) so that `count` verifies the
+ * prefix by walking it instead of hashing it: O(fields of the prefix), safe against callers
+ * that mutate arrays or messages in place. The digest is computed only when needed — by
+ * `toJSON`, or when the messages are not plain JSON data. After `fromJSON` the first matching
+ * count hashes the prefix once and takes the copy then; counts that do not match keep hashing.
+ * The rest is estimated in O(rest).
+ */
+export class UsageCounter implements TokenCounter {
+  private readonly estimator: TokenCounter;
+  private calibration: Calibration | undefined;
+
+  /** An uncalibrated counter: it counts with `estimator` until the first `calibrate`. */
+  constructor({ estimator = defaultCounter }: UsageCounterOptions = {}) {
+    this.estimator = estimator;
+  }
+
+  /**
+   * Restores a counter from {@link UsageCounter.toJSON}'s state (after `JSON.parse`, a
+   * continue-as-new or a query). Throws `InvalidInputError` naming the offending field, e.g.
+   * `state.calibration.digest: must be 64 lowercase hex digits`.
+   * @param estimator the estimator for the restored counter @default defaultCounter
+   */
+  static fromJSON(state: unknown, estimator: TokenCounter = defaultCounter): UsageCounter {
+    const parsed = usageCounterStateSchema.safeParse(state);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      if (issue === undefined) throw new InvalidInputError('state', 'invalid state');
+      const path = ['state', ...issue.path.map(String)];
+      if (issue.code === 'unrecognized_keys') throw new InvalidInputError([...path, issue.keys[0] ?? ''].join('.'), 'unknown field');
+      throw new InvalidInputError(path.join('.'), issue.message);
+    }
+    const counter = new UsageCounter({ estimator });
+    const { calibration } = parsed.data;
+    if (calibration !== null) {
+      counter.calibration = {
+        messageCount: calibration.messageCount,
+        billedPromptTokens: calibration.billedPromptTokens,
+        digest: calibration.digest,
+        snapshots: undefined,
+      };
+    }
+    return counter;
+  }
+
+  /**
+   * Records a billed request: `messagesSent` are exactly the messages of the request (the
+   * conversation as sent, before the reply is appended), `billedPromptTokens` the provider's
+   * `usage.prompt_tokens` for it. Replaces any earlier calibration. O(fields of the messages).
+   */
+  calibrate(messagesSent: readonly ChatMessage[], billedPromptTokens: number): void {
+    if (!Array.isArray(messagesSent)) throw new InvalidInputError('messagesSent', 'must be an array of messages');
+    assertBilledTokens(billedPromptTokens);
+    const snapshots = snapshotMessages(messagesSent, messagesSent.length);
+    this.calibration = {
+      messageCount: messagesSent.length,
+      billedPromptTokens,
+      digest: snapshots === undefined ? digestMessagePrefix(messagesSent, messagesSent.length) : undefined,
+      snapshots,
+    };
+  }
+
+  /** Forgets the calibration: every count is the estimator's until the next `calibrate`. */
+  reset(): void {
+    this.calibration = undefined;
+  }
+
+  /** Billed tokens of the calibrated prefix plus an estimate of the rest, or the estimator's count (see the class). */
+  count(messages: readonly ChatMessage[]): number {
+    const calibration = this.calibration;
+    if (calibration === undefined || messages.length < calibration.messageCount || !this.startsWithCalibrated(messages, calibration)) {
+      return this.estimator.count(messages);
+    }
+    if (messages.length === calibration.messageCount) return calibration.billedPromptTokens;
+    const rest = messages.slice(calibration.messageCount);
+    return calibration.billedPromptTokens + Math.max(0, this.estimator.count(rest) - this.estimator.count([]));
+  }
+
+  /** The plain-JSON state; `UsageCounter.fromJSON(JSON.parse(JSON.stringify(counter)))` counts identically. */
+  toJSON(): UsageCounterState {
+    const calibration = this.calibration;
+    if (calibration === undefined) return { version: 1, calibration: null };
+    return {
+      version: 1,
+      calibration: {
+        messageCount: calibration.messageCount,
+        digest: digestOf(calibration),
+        billedPromptTokens: calibration.billedPromptTokens,
+      },
+    };
+  }
+
+  private startsWithCalibrated(messages: readonly ChatMessage[], calibration: Calibration): boolean {
+    if (calibration.snapshots !== undefined) {
+      const verdict = comparePrefix(messages, calibration.snapshots);
+      if (verdict !== 'unknown') return verdict === 'same';
+    }
+    const matches = digestMessagePrefix(messages, calibration.messageCount) === digestOf(calibration);
+    if (matches && calibration.snapshots === undefined) {
+      calibration.snapshots = snapshotMessages(messages, calibration.messageCount);
+    }
+    return matches;
+  }
+}
+
+/** The calibration's digest, computed from its snapshots on first need (one of the two is always set). */
+function digestOf(calibration: Calibration): string {
+  if (calibration.digest === undefined) {
+    if (calibration.snapshots === undefined) throw new Error('UsageCounter: a calibration without digest nor snapshots');
+    calibration.digest = digestSnapshots(calibration.snapshots);
+  }
+  return calibration.digest;
+}
