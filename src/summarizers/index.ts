@@ -1,4 +1,5 @@
-// Summarizer backends (Node only: they do I/O and never run in the workflow sandbox).
+// Summarizer backends. The OpenAI-compatible one is Node only (it does I/O); the extractive one is
+// pure and also runs anywhere.
 export {
   createOpenAISummarizer,
   parseRetryAfter,
@@ -6,3 +7,12 @@ export {
   type HeaderBag,
   type OpenAISummarizerOptions,
 } from './openai.js';
+export {
+  createExtractiveSummarizer,
+  extractiveSummary,
+  EXTRACTIVE_SUMMARY_NOTICE,
+  DEFAULT_EXTRACTIVE_MAX_CHARS,
+  DEFAULT_EXTRACTIVE_MAX_RATIO,
+  MIN_EXTRACTIVE_SUMMARY_CHARS,
+  type ExtractiveSummarizerOptions,
+} from './extractive.js';
