@@ -1,0 +1,509 @@
+// Node only: the one configuration schema — environment variables and CLI flags — shared by the
+// worker, the CLI and the demo. A bad value stops start-up with a message naming the setting.
+import { z } from 'zod';
+import type { Summarizer } from './core/types.js';
+import { createExtractiveSummarizer, type ExtractiveSummarizerOptions } from './summarizers/extractive.js';
+import { createOpenAISummarizer, DEFAULT_SUMMARIZER_TIMEOUT_MS } from './summarizers/openai.js';
+
+/** A setting's value as the environment (strings) or a flag parser (strings, numbers, booleans) gives it. */
+export type RawSettingValue = string | number | boolean | undefined;
+
+/** Which summarizer backend to use; `auto` picks the OpenAI-compatible one when it is configured. */
+export type SummarizerChoice = 'auto' | 'openai' | 'extractive';
+
+/** What a worker polls for: workflows and activities, or one kind only. */
+export type WorkerModeSetting = 'all' | 'workflows' | 'activities';
+
+/** @default 'compactor' */
+export const DEFAULT_TASK_QUEUE = 'compactor';
+/** @default 'gpt-4o-mini' — a small, cheap model is usually a fine summarizer. */
+export const DEFAULT_SUMMARIZER_MODEL = 'gpt-4o-mini';
+/** @default 'default' */
+export const DEFAULT_TEMPORAL_NAMESPACE = 'default';
+/** @default 10 s for in-flight activities to finish when the worker shuts down */
+export const DEFAULT_SHUTDOWN_GRACE_MS = 10_000;
+const OPENAI_DEFAULT_BASE_URL = 'https://api.openai.com/v1';
+
+// ---------------------------------------------------------------------------------------------
+// Value schemas. Each takes what the environment or a flag parser gives and says, in words, what
+// it expected: that phrase is the error message.
+
+const DURATION = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)\s*$/;
+const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+const nonEmptyText = z.string().trim().min(1);
+
+const positiveInteger = (minimum: number) =>
+  z
+    .union([z.number(), z.string().trim().regex(/^\d+$/).transform(Number)])
+    .pipe(z.number().int().min(minimum).max(Number.MAX_SAFE_INTEGER));
+
+// envconfig reads TEMPORAL_TLS as true only for `1` and `true` (anything else is false), so
+// accepting `yes` here would silently disagree with the connection it configures.
+const flag = z.union([z.boolean(), z.enum(['true', 'false', '1', '0']).transform((value) => value === 'true' || value === '1')]);
+
+const durationOf = (minimumMs: number) =>
+  z
+    .union([
+      z.number(),
+      z.string().trim().regex(/^\d+$/).transform(Number),
+      z
+        .string()
+        .regex(DURATION)
+        .transform((value) => {
+          const [, amount = '0', unit = 'ms'] = DURATION.exec(value) ?? [];
+          return Number(amount) * (DURATION_UNITS[unit] ?? 1);
+        }),
+    ])
+    .pipe(z.number().finite().min(minimumMs))
+    .transform((milliseconds) => Math.round(milliseconds));
+
+const httpUrl = nonEmptyText.refine((value) => {
+  try {
+    const { protocol } = new URL(value);
+    return protocol === 'http:' || protocol === 'https:';
+  } catch {
+    return false;
+  }
+});
+
+// host:port with an optional port (the SDK adds 7233); IPv6 hosts in brackets.
+const hostPort = nonEmptyText.regex(/^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)(?::\d{1,5})?$/);
+
+// ---------------------------------------------------------------------------------------------
+// The settings. The order is the README table's order.
+
+interface Setting {
+  /** The environment variable. */
+  env: string;
+  /** The CLI flag without `--`; none for secrets, which would show up in process lists and shell history. */
+  flag: string | undefined;
+  /** What a valid value looks like, for error messages. */
+  expected: string;
+  /** The default, as the README shows it. */
+  defaultText: string;
+  description: string;
+  secret?: boolean;
+}
+
+const settings = {
+  temporalAddress: {
+    env: 'TEMPORAL_ADDRESS',
+    flag: 'temporal-address',
+    expected: 'host:port, e.g. localhost:7233',
+    defaultText: '`localhost:7233`; the demo starts a local dev server when unset',
+    description: 'Temporal frontend address; Temporal Cloud: `<namespace>.<account>.tmprl.cloud:7233`.',
+  },
+  temporalNamespace: {
+    env: 'TEMPORAL_NAMESPACE',
+    flag: 'temporal-namespace',
+    expected: 'a namespace name',
+    defaultText: `\`${DEFAULT_TEMPORAL_NAMESPACE}\``,
+    description: 'Temporal namespace.',
+  },
+  temporalApiKey: {
+    env: 'TEMPORAL_API_KEY',
+    flag: undefined,
+    expected: 'an API key',
+    defaultText: '—',
+    description: 'Temporal Cloud API key (environment only); turns TLS on unless `TEMPORAL_TLS=false`.',
+    secret: true,
+  },
+  temporalTls: {
+    env: 'TEMPORAL_TLS',
+    flag: 'temporal-tls',
+    expected: 'true, false, 1 or 0',
+    defaultText: 'on with an API key, else off',
+    description: 'TLS to the frontend. Certificates: the `TEMPORAL_TLS_*` variables of `@temporalio/envconfig`.',
+  },
+  temporalCliPath: {
+    env: 'TEMPORAL_CLI_PATH',
+    flag: 'temporal-cli-path',
+    expected: 'a path to the temporal CLI',
+    defaultText: '`.temporal/`, then `temporal` on PATH',
+    description: 'The `temporal` CLI that runs the local dev server (demo and tests).',
+  },
+  taskQueue: {
+    env: 'COMPACTOR_TASK_QUEUE',
+    flag: 'task-queue',
+    expected: 'a task queue name',
+    defaultText: `\`${DEFAULT_TASK_QUEUE}\``,
+    description: 'Task queue of the workflows (and of the activities, unless the next setting is set).',
+  },
+  summarizerTaskQueue: {
+    env: 'COMPACTOR_SUMMARIZER_TASK_QUEUE',
+    flag: 'summarizer-task-queue',
+    expected: 'a task queue name',
+    defaultText: 'the task queue',
+    description: 'Own task queue for summarize activities, so summarizer capacity and provider rate limits scale apart from the agents.',
+  },
+  workerMode: {
+    env: 'COMPACTOR_WORKER_MODE',
+    flag: 'worker-mode',
+    expected: '"all", "workflows" or "activities"',
+    defaultText: '`all`',
+    description: 'What a worker polls for: `all`, or only `workflows` or only `activities` (e.g. a summarizer-only worker on its own queue).',
+  },
+  workflowBundle: {
+    env: 'COMPACTOR_WORKFLOW_BUNDLE',
+    flag: 'workflow-bundle',
+    expected: 'a path to a prebuilt workflow bundle',
+    defaultText: '`workflow-bundle.js` beside the worker, else bundled at start-up',
+    description: 'A prebuilt workflow bundle, so workers start without bundling.',
+  },
+  shutdownGraceTime: {
+    env: 'COMPACTOR_SHUTDOWN_GRACE_TIME',
+    flag: 'shutdown-grace-time',
+    expected: 'a duration such as "10s", "500ms", "1m" or milliseconds',
+    defaultText: `\`${DEFAULT_SHUTDOWN_GRACE_MS / 1000}s\``,
+    description: 'On SIGINT/SIGTERM, how long in-flight activities may finish before they are cancelled.',
+  },
+  summarizer: {
+    env: 'COMPACTOR_SUMMARIZER',
+    flag: 'summarizer',
+    expected: '"auto", "openai" or "extractive"',
+    defaultText: '`auto`',
+    description:
+      '`auto`: the OpenAI-compatible summarizer when `OPENAI_API_KEY` or `OPENAI_BASE_URL` is set, else the built-in offline extractive one; `openai` or `extractive` to choose.',
+  },
+  openaiBaseUrl: {
+    env: 'OPENAI_BASE_URL',
+    flag: 'openai-base-url',
+    expected: 'an http(s) URL, e.g. http://localhost:11434/v1',
+    defaultText: `\`${OPENAI_DEFAULT_BASE_URL}\``,
+    description: 'Any OpenAI-compatible server (OpenAI, vLLM, Ollama, llama.cpp), usually ending in `/v1`.',
+  },
+  openaiApiKey: {
+    env: 'OPENAI_API_KEY',
+    flag: undefined,
+    expected: 'an API key',
+    defaultText: '—',
+    description: "The summarizer server's API key (environment only); local servers need none.",
+    secret: true,
+  },
+  summarizerModel: {
+    env: 'COMPACTOR_SUMMARIZER_MODEL',
+    flag: 'summarizer-model',
+    expected: 'a model name',
+    defaultText: `\`${DEFAULT_SUMMARIZER_MODEL}\``,
+    description: 'The model that writes summaries.',
+  },
+  summarizerTimeout: {
+    env: 'COMPACTOR_SUMMARIZER_TIMEOUT',
+    flag: 'summarizer-timeout',
+    expected: 'a positive duration such as "60s", "500ms", "2m" or milliseconds',
+    defaultText: `\`${DEFAULT_SUMMARIZER_TIMEOUT_MS / 1000}s\``,
+    description: "Deadline of one summarize call; keep it below the activity's `startToCloseTimeout` (5 min).",
+  },
+  maxConcurrentActivities: {
+    env: 'COMPACTOR_MAX_CONCURRENT_ACTIVITIES',
+    flag: 'max-concurrent-activities',
+    expected: 'a positive integer',
+    defaultText: "the SDK's (100)",
+    description: 'Activities (summarize calls, chat, tools) one worker runs at once.',
+  },
+  maxConcurrentWorkflowTasks: {
+    env: 'COMPACTOR_MAX_CONCURRENT_WORKFLOW_TASKS',
+    flag: 'max-concurrent-workflow-tasks',
+    expected: 'an integer of at least 2',
+    defaultText: "the SDK's (40)",
+    description: 'Workflow tasks one worker runs at once (the SDK needs at least 2 while it caches workflows).',
+  },
+  contextBudget: {
+    env: 'COMPACTOR_CONTEXT_BUDGET',
+    flag: 'context-budget',
+    expected: 'a positive integer (tokens)',
+    defaultText: "the run's own",
+    description: 'Context window in tokens for agent runs started from the CLI or the demo.',
+  },
+} as const satisfies Record<string, Setting>;
+
+/** The camelCase name of a setting; its flag is the kebab-case form (`taskQueue` → `--task-queue`). */
+export type SettingKey = keyof typeof settings;
+
+/** The settings a CLI flag can set (secrets are environment only). */
+export type FlagKey = { [K in SettingKey]: (typeof settings)[K]['flag'] extends string ? K : never }[SettingKey];
+
+/** CLI flags by setting key, e.g. `{ taskQueue: 'agents' }` for `--task-queue agents`. Flags override the environment. */
+export type ConfigFlags = Partial<Record<FlagKey, RawSettingValue>>;
+
+/**
+ * The configuration schema, one entry per setting. Its input is the raw value a setting got
+ * (after a flag overrode the environment and blank values counted as unset).
+ */
+export const configSchema = z.object({
+  temporalAddress: hostPort.optional(),
+  temporalNamespace: nonEmptyText.default(DEFAULT_TEMPORAL_NAMESPACE),
+  temporalApiKey: nonEmptyText.optional(),
+  temporalTls: flag.optional(),
+  temporalCliPath: nonEmptyText.optional(),
+  taskQueue: nonEmptyText.default(DEFAULT_TASK_QUEUE),
+  summarizerTaskQueue: nonEmptyText.optional(),
+  workerMode: z.enum(['all', 'workflows', 'activities']).default('all'),
+  workflowBundle: nonEmptyText.optional(),
+  shutdownGraceTime: durationOf(0).default(DEFAULT_SHUTDOWN_GRACE_MS),
+  summarizer: z.enum(['auto', 'openai', 'extractive']).default('auto'),
+  openaiBaseUrl: httpUrl.optional(),
+  openaiApiKey: nonEmptyText.optional(),
+  summarizerModel: nonEmptyText.default(DEFAULT_SUMMARIZER_MODEL),
+  summarizerTimeout: durationOf(1).default(DEFAULT_SUMMARIZER_TIMEOUT_MS),
+  maxConcurrentActivities: positiveInteger(1).optional(),
+  maxConcurrentWorkflowTasks: positiveInteger(2).optional(),
+  contextBudget: positiveInteger(1).optional(),
+} satisfies Record<SettingKey, z.ZodType>);
+
+/** The typed configuration `loadConfig` returns. Durations are milliseconds. */
+export interface CompactorConfig {
+  /** `undefined`: not configured (the SDK connects to `localhost:7233`; the demo starts a dev server). */
+  temporalAddress: string | undefined;
+  temporalNamespace: string;
+  temporalApiKey: string | undefined;
+  /** `undefined`: not configured (TLS follows the API key). */
+  temporalTls: boolean | undefined;
+  temporalCliPath: string | undefined;
+  taskQueue: string;
+  /** The queue summarize activities run on; equals `taskQueue` unless configured apart. */
+  summarizerTaskQueue: string;
+  workerMode: WorkerModeSetting;
+  /** `undefined`: `workflow-bundle.js` beside the worker when present, else bundle at start-up. */
+  workflowBundle: string | undefined;
+  shutdownGraceMs: number;
+  summarizer: SummarizerChoice;
+  openaiBaseUrl: string | undefined;
+  openaiApiKey: string | undefined;
+  summarizerModel: string;
+  summarizerTimeoutMs: number;
+  /** `undefined`: the SDK's default. */
+  maxConcurrentActivities: number | undefined;
+  /** `undefined`: the SDK's default. */
+  maxConcurrentWorkflowTasks: number | undefined;
+  contextBudget: number | undefined;
+}
+
+/** A setting has a bad value. `setting` is what the user wrote: the env var or the `--flag`. */
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+  constructor(
+    /** `COMPACTOR_TASK_QUEUE` or `--task-queue`: whichever gave the bad value. */
+    readonly setting: string,
+    /** What a valid value looks like. */
+    readonly expected: string,
+    /** The value given; `undefined` for secrets, which are never echoed. */
+    readonly value: RawSettingValue,
+  ) {
+    super(`${setting}: expected ${expected}, got ${value === undefined ? 'an invalid value (not shown)' : JSON.stringify(value)}`);
+  }
+}
+
+export interface LoadConfigOptions {
+  /** @default process.env */
+  env?: Readonly<Record<string, string | undefined>>;
+  /** CLI flags by setting key; they override the environment. @default {} */
+  flags?: ConfigFlags;
+}
+
+function isSet(value: RawSettingValue): value is string | number | boolean {
+  return value !== undefined && !(typeof value === 'string' && value.trim() === '');
+}
+
+/**
+ * Reads the configuration from the environment and CLI flags (flags win; a blank value counts as
+ * unset, as `KEY=` in a compose file means), applies the defaults and validates every setting.
+ *
+ * @throws ConfigError naming the first bad setting as the user wrote it (env var or `--flag`) and
+ * the value expected, e.g. `COMPACTOR_MAX_CONCURRENT_ACTIVITIES: expected a positive integer, got "abc"`.
+ *
+ * @example
+ * const config = loadConfig({ flags: { taskQueue: 'agents' } });
+ * const { summarizer, describe } = summarizerFromConfig(config);
+ * console.log(`summarizer: ${describe}`);
+ */
+export function loadConfig({ env = process.env, flags = {} }: LoadConfigOptions = {}): CompactorConfig {
+  const raw: Partial<Record<SettingKey, RawSettingValue>> = {};
+  const source: Partial<Record<SettingKey, string>> = {};
+  const flagValues: Partial<Record<string, RawSettingValue>> = flags;
+  for (const key of settingKeys()) {
+    const setting: Setting = settings[key];
+    const fromFlag = setting.flag === undefined ? undefined : flagValues[key];
+    const fromEnv = env[setting.env];
+    if (setting.flag !== undefined && isSet(fromFlag)) {
+      raw[key] = fromFlag;
+      source[key] = `--${setting.flag}`;
+    } else if (isSet(fromEnv)) {
+      raw[key] = fromEnv;
+      source[key] = setting.env;
+    }
+  }
+
+  const parsed = configSchema.safeParse(raw);
+  if (!parsed.success) {
+    const key = parsed.error.issues.map((issue) => issue.path[0]).find(isSettingKey);
+    if (key === undefined) throw new ConfigError('configuration', 'valid settings', undefined);
+    const setting: Setting = settings[key];
+    throw new ConfigError(source[key] ?? setting.env, setting.expected, setting.secret === true ? undefined : raw[key]);
+  }
+  const values = parsed.data;
+  if (values.summarizer === 'openai' && values.openaiApiKey === undefined && values.openaiBaseUrl === undefined) {
+    throw new ConfigError(
+      source.summarizer ?? settings.summarizer.env,
+      '"auto" or "extractive" when neither OPENAI_API_KEY nor OPENAI_BASE_URL is set',
+      raw.summarizer,
+    );
+  }
+  return {
+    temporalAddress: values.temporalAddress,
+    temporalNamespace: values.temporalNamespace,
+    temporalApiKey: values.temporalApiKey,
+    temporalTls: values.temporalTls,
+    temporalCliPath: values.temporalCliPath,
+    taskQueue: values.taskQueue,
+    summarizerTaskQueue: values.summarizerTaskQueue ?? values.taskQueue,
+    workerMode: values.workerMode,
+    workflowBundle: values.workflowBundle,
+    shutdownGraceMs: values.shutdownGraceTime,
+    summarizer: values.summarizer,
+    openaiBaseUrl: values.openaiBaseUrl,
+    openaiApiKey: values.openaiApiKey,
+    summarizerModel: values.summarizerModel,
+    summarizerTimeoutMs: values.summarizerTimeout,
+    maxConcurrentActivities: values.maxConcurrentActivities,
+    maxConcurrentWorkflowTasks: values.maxConcurrentWorkflowTasks,
+    contextBudget: values.contextBudget,
+  };
+}
+
+function settingKeys(): SettingKey[] {
+  return Object.keys(settings).filter(isSettingKey);
+}
+
+function isSettingKey(value: unknown): value is SettingKey {
+  return typeof value === 'string' && Object.hasOwn(settings, value);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Flags
+
+/**
+ * Options for `node:util` `parseArgs`, one string option per flag (`--task-queue agents`,
+ * `--temporal-tls true`). Secrets have no flag.
+ */
+export function configParseArgsOptions(): Record<string, { type: 'string' }> {
+  const options: Record<string, { type: 'string' }> = {};
+  for (const key of settingKeys()) {
+    const name: string | undefined = settings[key].flag;
+    if (name !== undefined) options[name] = { type: 'string' };
+  }
+  return options;
+}
+
+/** Picks the configuration flags out of `parseArgs` values (kebab-case keys); other flags are ignored. */
+export function configFlagsFromArgs(values: Readonly<Record<string, unknown>>): ConfigFlags {
+  const flags: Partial<Record<SettingKey, RawSettingValue>> = {};
+  for (const key of settingKeys()) {
+    const name: string | undefined = settings[key].flag;
+    const value = name === undefined ? undefined : values[name];
+    if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') flags[key] = value;
+  }
+  return flags;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Derived values
+
+/**
+ * Environment for `@temporalio/envconfig` (`loadClientConnectConfig({ overrideEnvVars })`) that
+ * carries the configuration, flags included: `env`'s other variables (the `TEMPORAL_TLS_*`
+ * certificates, gRPC metadata, profiles) pass through; blank ones are dropped, because envconfig
+ * reads a blank `TEMPORAL_API_KEY` as a key and turns TLS on.
+ */
+export function temporalEnvVars(config: CompactorConfig, env: Readonly<Record<string, string | undefined>> = process.env): Record<string, string> {
+  const result: Record<string, string> = {};
+  for (const [name, value] of Object.entries(env)) if (value !== undefined && value.trim() !== '') result[name] = value;
+  const set = (name: string, value: string | undefined): void => {
+    if (value === undefined) delete result[name];
+    else result[name] = value;
+  };
+  set('TEMPORAL_ADDRESS', config.temporalAddress);
+  set('TEMPORAL_NAMESPACE', config.temporalNamespace);
+  set('TEMPORAL_API_KEY', config.temporalApiKey);
+  set('TEMPORAL_TLS', config.temporalTls === undefined ? undefined : String(config.temporalTls));
+  return result;
+}
+
+/** The summarizer a configuration selects, and a line for start-up logs saying which it is. */
+export interface ConfiguredSummarizer {
+  summarizer: Summarizer;
+  kind: 'openai' | 'extractive';
+  /** E.g. `OpenAI-compatible summarizer: model gpt-4o-mini at https://api.openai.com/v1, timeout 60000 ms`. */
+  describe: string;
+}
+
+/**
+ * Builds the summarizer the configuration selects: the OpenAI-compatible one when
+ * `COMPACTOR_SUMMARIZER` is `openai`, or `auto` with `OPENAI_API_KEY` or `OPENAI_BASE_URL` set;
+ * otherwise the built-in offline extractive summarizer.
+ */
+export function summarizerFromConfig(config: CompactorConfig, { extractive }: { extractive?: ExtractiveSummarizerOptions } = {}): ConfiguredSummarizer {
+  const openaiConfigured = config.openaiApiKey !== undefined || config.openaiBaseUrl !== undefined;
+  const useOpenAI = config.summarizer === 'openai' || (config.summarizer === 'auto' && openaiConfigured);
+  if (useOpenAI) {
+    const summarizer = createOpenAISummarizer({
+      model: config.summarizerModel,
+      baseURL: config.openaiBaseUrl,
+      apiKey: config.openaiApiKey,
+      timeout: config.summarizerTimeoutMs,
+    });
+    const where = config.openaiBaseUrl ?? OPENAI_DEFAULT_BASE_URL;
+    return {
+      summarizer,
+      kind: 'openai',
+      describe: `OpenAI-compatible summarizer: model ${config.summarizerModel} at ${where}, timeout ${config.summarizerTimeoutMs} ms`,
+    };
+  }
+  const why =
+    config.summarizer === 'extractive'
+      ? 'COMPACTOR_SUMMARIZER=extractive'
+      : 'no model configured; set OPENAI_API_KEY or OPENAI_BASE_URL to use one';
+  return {
+    summarizer: createExtractiveSummarizer(extractive),
+    kind: 'extractive',
+    describe: `built-in offline extractive summarizer (${why})`,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Documentation
+
+/** One row of the README's configuration table. */
+export interface ConfigTableRow {
+  key: SettingKey;
+  /** The environment variable. */
+  env: string;
+  /** `--flag`, or `undefined` for environment-only secrets. */
+  flag: string | undefined;
+  default: string;
+  description: string;
+}
+
+/** Every setting, in the README's order. */
+export function configTable(): ConfigTableRow[] {
+  return settingKeys().map((key) => {
+    const setting: Setting = settings[key];
+    return {
+      key,
+      env: setting.env,
+      flag: setting.flag === undefined ? undefined : `--${setting.flag}`,
+      default: setting.defaultText,
+      description: setting.description,
+    };
+  });
+}
+
+/** The configuration table as Markdown, as the README holds it between its config-table markers. */
+export function configTableMarkdown(): string {
+  const cell = (text: string): string => text.replace(/\|/g, '\\|');
+  const rows = configTable().map(
+    (row) => `| \`${row.env}\` | ${row.flag === undefined ? 'env only' : `\`${row.flag}\``} | ${cell(row.default)} | ${cell(row.description)} |`,
+  );
+  return ['| Variable | Flag | Default | Description |', '|---|---|---|---|', ...rows].join('\n');
+}
