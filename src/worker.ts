@@ -1,225 +1,182 @@
 // Node only: the compactor worker (DESIGN §6). Runs the workflows (`compactConversation`, and
-// `compact` inside them) and the `summarize` activity. Runnable as `tsx src/worker.ts` or
-// `node dist/worker.js`; configured from the environment (see `loadWorkerConfig`).
+// `compact` inside them) and the activities. Runnable as `tsx src/worker.ts` or
+// `node dist/worker.js`; configured from the environment through `src/config.ts`.
 import { existsSync, realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { loadClientConnectConfig } from '@temporalio/envconfig';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import type { WorkerOptions } from '@temporalio/worker';
 import { createActivities } from './activities/index.js';
+import { ConfigError, DEFAULT_TASK_QUEUE, loadConfig, summarizerFromConfig, temporalEnvVars, type WorkerModeSetting } from './config.js';
 import { parseDuration, type Duration } from './core/options.js';
 import type { Summarizer } from './core/types.js';
-import { createOpenAISummarizer } from './summarizers/openai.js';
-
-/** @default 'compactor' */
-export const DEFAULT_TASK_QUEUE = 'compactor';
 
 /** What a worker polls for: workflows and activities (one queue does it all), or one kind only. */
-export type WorkerMode = 'all' | 'workflows' | 'activities';
+export type WorkerMode = WorkerModeSetting;
 
-/** Configuration of {@link createWorker}. Every field has a default or comes from the environment. */
+type Environment = Readonly<Record<string, string | undefined>>;
+
+/** Configuration of {@link createWorker}. Every field but `summarizer` has a default. */
 export interface CompactorWorkerConfig {
   /** A connection to reuse (it stays open). @default one from `@temporalio/envconfig` (TEMPORAL_ADDRESS, TEMPORAL_API_KEY, TLS) */
   connection?: NativeConnection;
   /** @default the envconfig namespace (TEMPORAL_NAMESPACE), else 'default' */
   namespace?: string;
-  /** @default 'compactor' */
+  /** The queue of the workflows and of the agent's activities. @default 'compactor' */
   taskQueue?: string;
   /**
-   * `activities` runs only the summarize activity: point workflows' `taskQueue` option at this
-   * worker's queue so summarizer capacity and provider rate limits scale apart from the agents.
-   * @default 'all'
+   * The queue of the summarize activities. When it differs from `taskQueue`, a worker in mode
+   * `all` polls both, and a worker in mode `activities` polls only this one: summarizer capacity
+   * and provider rate limits then scale apart from the agents (point `compact`'s `taskQueue` option here).
+   * @default taskQueue
    */
+  summarizerTaskQueue?: string;
+  /** @default 'all' */
   mode?: WorkerMode;
-  /** The summarizer backend. @default an OpenAI-compatible one for `model` (OPENAI_BASE_URL, OPENAI_API_KEY) */
+  /** The summarizer backend; built on the worker, so API keys never enter workflow history. Required unless mode is `workflows`. */
   summarizer?: Summarizer;
-  /** The summarizer model, when `summarizer` is not given. Required then in modes `all` and `activities`. */
-  model?: string;
-  /** Deadline of one summarizer request in ms; keep it below the activity's startToCloseTimeout (5 min by default). @default 60_000 */
-  summarizerTimeoutMs?: number;
   /** A prebuilt workflow bundle (`npm run build:bundle`). @default `workflow-bundle.js` next to this module when it exists */
   workflowBundlePath?: string;
   /** Workflows to bundle at start-up when there is no prebuilt bundle. @default this package's `workflows/index` */
   workflowsPath?: string;
-  /** Activities (summarizer requests) this worker runs at once. @default the SDK's (100) */
+  /** Activities (summarize, chat, tools) one worker runs at once. @default the SDK's (100) */
   maxConcurrentActivityTaskExecutions?: number;
-  /** Workflow tasks this worker runs at once. @default the SDK's (40) */
+  /** Workflow tasks one worker runs at once. @default the SDK's (40) */
   maxConcurrentWorkflowTaskExecutions?: number;
   /** On SIGINT/SIGTERM, how long in-flight activities may finish before they are cancelled. @default '10s' */
   shutdownGraceTime?: Duration;
-}
-
-/** A configuration problem found at start-up; `variable` names the environment variable (or option) at fault. */
-export class WorkerConfigError extends Error {
-  override readonly name = 'WorkerConfigError';
-  constructor(
-    readonly variable: string,
-    reason: string,
-    options?: { cause?: unknown },
-  ) {
-    super(`${variable}: ${reason}`, options);
-  }
-}
-
-type Environment = Readonly<Record<string, string | undefined>>;
-
-function nonEmpty(env: Environment, name: string): string | undefined {
-  const value = env[name]?.trim();
-  return value === undefined || value === '' ? undefined : value;
-}
-
-function positiveInteger(env: Environment, name: string): number | undefined {
-  const text = nonEmpty(env, name);
-  if (text === undefined) return undefined;
-  const value = Number(text);
-  if (!Number.isInteger(value) || value <= 0) throw new WorkerConfigError(name, `must be a positive integer, got ${JSON.stringify(text)}`);
-  return value;
-}
-
-const workerModes: readonly WorkerMode[] = ['all', 'workflows', 'activities'];
-
-function isWorkerMode(value: string): value is WorkerMode {
-  return workerModes.some((mode) => mode === value);
+  /** Environment for `@temporalio/envconfig` when this module opens the connection. @default process.env */
+  temporalEnv?: Record<string, string>;
 }
 
 /**
- * Reads the worker configuration from environment variables (the Temporal connection itself is
- * `@temporalio/envconfig`'s: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS*,
- * TEMPORAL_PROFILE):
+ * The worker configuration from the environment (`loadConfig` of `src/config.ts`: the README's
+ * configuration table), with the summarizer it selects already built.
  *
- * | variable | meaning | default |
- * |---|---|---|
- * | COMPACTOR_TASK_QUEUE | task queue | `compactor` |
- * | COMPACTOR_WORKER_MODE | `all`, `workflows` or `activities` | `all` |
- * | COMPACTOR_SUMMARIZER_MODEL | the model that writes summaries | required unless mode is `workflows` |
- * | OPENAI_BASE_URL, OPENAI_API_KEY | the OpenAI-compatible endpoint | api.openai.com |
- * | COMPACTOR_SUMMARIZER_TIMEOUT_MS | one summarizer request's deadline | 60000 |
- * | COMPACTOR_WORKFLOW_BUNDLE | path of a prebuilt workflow bundle | `workflow-bundle.js` beside the worker |
- * | COMPACTOR_MAX_CONCURRENT_ACTIVITIES | activities at once | SDK default |
- * | COMPACTOR_MAX_CONCURRENT_WORKFLOW_TASKS | workflow tasks at once | SDK default |
- * | COMPACTOR_SHUTDOWN_GRACE_TIME | grace for in-flight activities on shutdown | `10s` |
- *
- * @throws WorkerConfigError naming the variable.
+ * @throws ConfigError naming the variable at fault, e.g.
+ * `COMPACTOR_MAX_CONCURRENT_ACTIVITIES: expected a positive integer, got "abc"`.
  */
-export function loadWorkerConfig(env: Environment = process.env): CompactorWorkerConfig {
-  const mode = nonEmpty(env, 'COMPACTOR_WORKER_MODE') ?? 'all';
-  if (!isWorkerMode(mode)) throw new WorkerConfigError('COMPACTOR_WORKER_MODE', `must be one of ${workerModes.join(', ')}, got ${JSON.stringify(mode)}`);
-  const model = nonEmpty(env, 'COMPACTOR_SUMMARIZER_MODEL');
-  if (mode !== 'workflows' && model === undefined) {
-    throw new WorkerConfigError('COMPACTOR_SUMMARIZER_MODEL', 'is required: the model that writes summaries (e.g. gpt-4o-mini)');
+export function loadWorkerConfig(env: Environment = process.env): CompactorWorkerConfig & { describeSummarizer: string } {
+  const config = loadConfig({ env });
+  if (config.workflowBundle !== undefined && !existsSync(config.workflowBundle)) {
+    throw new ConfigError('COMPACTOR_WORKFLOW_BUNDLE', 'the path of an existing workflow bundle (npm run build:bundle writes dist/workflow-bundle.js)', config.workflowBundle);
   }
-  const workflowBundlePath = nonEmpty(env, 'COMPACTOR_WORKFLOW_BUNDLE');
-  if (workflowBundlePath !== undefined && !existsSync(workflowBundlePath)) {
-    throw new WorkerConfigError('COMPACTOR_WORKFLOW_BUNDLE', `no file at ${workflowBundlePath} (build one with npm run build:bundle)`);
-  }
-  const graceText = nonEmpty(env, 'COMPACTOR_SHUTDOWN_GRACE_TIME');
-  const shutdownGraceTime =
-    graceText === undefined ? undefined : asConfigError('COMPACTOR_SHUTDOWN_GRACE_TIME', () => parseDuration(graceText, 'COMPACTOR_SHUTDOWN_GRACE_TIME'));
+  const { summarizer, describe } = summarizerFromConfig(config);
   return {
-    taskQueue: nonEmpty(env, 'COMPACTOR_TASK_QUEUE') ?? DEFAULT_TASK_QUEUE,
-    mode,
-    model,
-    summarizerTimeoutMs: positiveInteger(env, 'COMPACTOR_SUMMARIZER_TIMEOUT_MS'),
-    workflowBundlePath,
-    maxConcurrentActivityTaskExecutions: positiveInteger(env, 'COMPACTOR_MAX_CONCURRENT_ACTIVITIES'),
-    maxConcurrentWorkflowTaskExecutions: positiveInteger(env, 'COMPACTOR_MAX_CONCURRENT_WORKFLOW_TASKS'),
-    shutdownGraceTime,
+    namespace: config.temporalNamespace,
+    taskQueue: config.taskQueue,
+    summarizerTaskQueue: config.summarizerTaskQueue,
+    mode: config.workerMode,
+    summarizer,
+    describeSummarizer: describe,
+    ...(config.workflowBundle === undefined ? {} : { workflowBundlePath: config.workflowBundle }),
+    ...(config.maxConcurrentActivities === undefined ? {} : { maxConcurrentActivityTaskExecutions: config.maxConcurrentActivities }),
+    ...(config.maxConcurrentWorkflowTasks === undefined ? {} : { maxConcurrentWorkflowTaskExecutions: config.maxConcurrentWorkflowTasks }),
+    shutdownGraceTime: config.shutdownGraceMs,
+    temporalEnv: temporalEnvVars(config, env),
   };
-}
-
-function asConfigError<T>(variable: string, fn: () => T): T {
-  try {
-    return fn();
-  } catch (error) {
-    if (error instanceof WorkerConfigError) throw error;
-    throw new WorkerConfigError(variable, error instanceof Error ? error.message : String(error), { cause: error });
-  }
 }
 
 /** The workflow code: a prebuilt bundle when there is one (production), else the workflows' source to bundle now. */
 export function workflowCode(config: Pick<CompactorWorkerConfig, 'workflowBundlePath' | 'workflowsPath'>): Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath'> {
   if (config.workflowBundlePath !== undefined) {
-    if (!existsSync(config.workflowBundlePath)) throw new WorkerConfigError('workflowBundlePath', `no file at ${config.workflowBundlePath}`);
+    if (!existsSync(config.workflowBundlePath)) throw new ConfigError('COMPACTOR_WORKFLOW_BUNDLE', 'the path of an existing workflow bundle', config.workflowBundlePath);
     return { workflowBundle: { codePath: config.workflowBundlePath } };
   }
   if (config.workflowsPath !== undefined) return { workflowsPath: config.workflowsPath };
   const prebuilt = fileURLToPath(new URL('./workflow-bundle.js', import.meta.url));
   if (existsSync(prebuilt)) return { workflowBundle: { codePath: prebuilt } };
+  // From the build output the workflows are `.js`; run from source (tsx) they are `.ts`.
   const source = ['./workflows/index.js', './workflows/index.ts'].map((path) => fileURLToPath(new URL(path, import.meta.url))).find((path) => existsSync(path));
-  if (source === undefined) throw new WorkerConfigError('workflowsPath', 'found neither a workflow bundle nor workflows/index beside the worker');
+  if (source === undefined) throw new Error('temporal-compactor worker: found neither a workflow bundle nor workflows/index beside the worker');
   return { workflowsPath: source };
 }
 
-/** A created worker and the connection it polls on. */
-export interface CompactorWorker {
-  worker: Worker;
-  connection: NativeConnection;
-  taskQueue: string;
-  /** Runs until shutdown (SIGINT/SIGTERM or `worker.shutdown()`), then closes the connection if this module opened it. */
-  run(): Promise<void>;
+/** The Temporal server could not be reached at start-up. */
+export class TemporalConnectionError extends Error {
+  override readonly name = 'TemporalConnectionError';
+  constructor(
+    readonly address: string,
+    reason: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`cannot connect to the Temporal server at ${address} (TEMPORAL_ADDRESS): ${reason}`, options);
+  }
 }
 
-/** Connects with `@temporalio/envconfig` (env vars and the Temporal config file). */
-export async function connectFromEnvironment(): Promise<{ connection: NativeConnection; namespace: string | undefined }> {
-  const { connectionOptions, namespace } = asConfigError('TEMPORAL_CONFIG_FILE', () => loadClientConnectConfig());
+/** Connects with `@temporalio/envconfig`: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS*, the config file. */
+export async function connectFromEnvironment(env?: Record<string, string>): Promise<{ connection: NativeConnection; namespace: string | undefined }> {
+  const { connectionOptions, namespace } = loadClientConnectConfig(env === undefined ? {} : { overrideEnvVars: env });
   const address = connectionOptions.address ?? 'localhost:7233';
   try {
     return { connection: await NativeConnection.connect(connectionOptions), namespace };
   } catch (error) {
-    const reason = error instanceof Error ? error.message : String(error);
-    throw new WorkerConfigError('TEMPORAL_ADDRESS', `cannot connect to the Temporal server at ${address}: ${reason}`, { cause: error });
+    throw new TemporalConnectionError(address, error instanceof Error ? error.message : String(error), { cause: error });
   }
 }
 
-function summarizerFor(config: CompactorWorkerConfig): Summarizer {
-  if (config.summarizer !== undefined) return config.summarizer;
-  if (config.model === undefined) throw new WorkerConfigError('COMPACTOR_SUMMARIZER_MODEL', 'is required: the model that writes summaries (or pass a summarizer)');
-  const { model, summarizerTimeoutMs } = config;
-  return asConfigError('OPENAI_API_KEY', () =>
-    createOpenAISummarizer(summarizerTimeoutMs === undefined ? { model } : { model, timeout: summarizerTimeoutMs }),
-  );
+/** A created worker (one per task queue it polls) and the connection they share. */
+export interface CompactorWorker {
+  workers: Worker[];
+  connection: NativeConnection;
+  /** The task queues polled, in the order of `workers`. */
+  taskQueues: string[];
+  /** Runs until shutdown (SIGINT/SIGTERM or `shutdown()`), then closes the connection if this module opened it. */
+  run(): Promise<void>;
+  shutdown(): void;
 }
 
 /**
- * Creates a compactor worker. Summarizer clients are built here, on the worker: API keys never
- * enter workflow inputs, results or history.
+ * Creates a compactor worker: in mode `all` one Worker on `taskQueue` with the workflows and
+ * every activity (plus one on `summarizerTaskQueue` with the activities, when that differs); in
+ * mode `workflows` only the workflows; in mode `activities` only the activities, on
+ * `summarizerTaskQueue`.
  *
  * @example
- * const { run } = await createWorker({ taskQueue: 'compactor', model: 'gpt-4o-mini' });
+ * const { run } = await createWorker({ summarizer: createOpenAISummarizer({ model: 'gpt-4o-mini' }) });
  * await run(); // until SIGINT/SIGTERM
  */
-export async function createWorker(config: CompactorWorkerConfig = {}): Promise<CompactorWorker> {
+export async function createWorker(config: CompactorWorkerConfig): Promise<CompactorWorker> {
   const mode = config.mode ?? 'all';
   const taskQueue = config.taskQueue ?? DEFAULT_TASK_QUEUE;
-  if (taskQueue.trim() === '') throw new WorkerConfigError('COMPACTOR_TASK_QUEUE', 'must not be empty');
-  const activities = mode === 'workflows' ? undefined : createActivities({ summarizer: summarizerFor(config) });
-  const code = mode === 'activities' ? {} : workflowCode(config);
-  const opened = config.connection === undefined ? await connectFromEnvironment() : undefined;
+  const summarizerTaskQueue = config.summarizerTaskQueue ?? taskQueue;
+  if (mode !== 'workflows' && config.summarizer === undefined) throw new TypeError(`createWorker: a worker in mode "${mode}" needs a summarizer`);
+  const activities = config.summarizer === undefined ? undefined : createActivities({ summarizer: config.summarizer });
+  const code = mode === 'activities' ? undefined : workflowCode(config);
+  const opened = config.connection === undefined ? await connectFromEnvironment(config.temporalEnv) : undefined;
   const connection = config.connection ?? opened?.connection;
-  if (connection === undefined) throw new WorkerConfigError('TEMPORAL_ADDRESS', 'no connection');
+  if (connection === undefined) throw new TypeError('createWorker: no connection');
+
+  const common = {
+    connection,
+    namespace: config.namespace ?? opened?.namespace ?? 'default',
+    ...(config.maxConcurrentActivityTaskExecutions === undefined ? {} : { maxConcurrentActivityTaskExecutions: config.maxConcurrentActivityTaskExecutions }),
+    ...(config.maxConcurrentWorkflowTaskExecutions === undefined ? {} : { maxConcurrentWorkflowTaskExecutions: config.maxConcurrentWorkflowTaskExecutions }),
+    shutdownGraceTime: config.shutdownGraceTime === undefined ? 10_000 : parseDuration(config.shutdownGraceTime, 'shutdownGraceTime'),
+  };
+  const plans: WorkerOptions[] = [];
+  if (mode === 'activities') plans.push({ ...common, taskQueue: summarizerTaskQueue, activities });
+  else {
+    plans.push({ ...common, taskQueue, ...code, ...(mode === 'all' ? { activities } : {}) });
+    if (mode === 'all' && summarizerTaskQueue !== taskQueue) plans.push({ ...common, taskQueue: summarizerTaskQueue, activities });
+  }
+
   try {
-    const worker = await Worker.create({
-      connection,
-      namespace: config.namespace ?? opened?.namespace ?? 'default',
-      taskQueue,
-      ...code,
-      ...(activities === undefined ? {} : { activities }),
-      ...(config.maxConcurrentActivityTaskExecutions === undefined ? {} : { maxConcurrentActivityTaskExecutions: config.maxConcurrentActivityTaskExecutions }),
-      ...(config.maxConcurrentWorkflowTaskExecutions === undefined ? {} : { maxConcurrentWorkflowTaskExecutions: config.maxConcurrentWorkflowTaskExecutions }),
-      shutdownGraceTime: config.shutdownGraceTime ?? '10s',
-    });
+    const workers: Worker[] = [];
+    for (const options of plans) workers.push(await Worker.create(options));
     return {
-      worker,
+      workers,
       connection,
-      taskQueue,
-      // The SDK's Runtime already turns SIGINT/SIGTERM into `worker.shutdown()`; run() resolves once drained.
+      taskQueues: plans.map((options) => options.taskQueue),
+      // The SDK's Runtime turns SIGINT/SIGTERM into shutdown() of every worker; run() resolves once they drained.
       run: async () => {
         try {
-          await worker.run();
+          await Promise.all(workers.map((worker) => worker.run()));
         } finally {
           if (opened !== undefined) await opened.connection.close();
         }
       },
+      shutdown: () => workers.forEach((worker) => worker.shutdown()),
     };
   } catch (error) {
     if (opened !== undefined) await opened.connection.close();
@@ -230,8 +187,8 @@ export async function createWorker(config: CompactorWorkerConfig = {}): Promise<
 /** Loads the configuration from the environment, creates the worker and runs it until SIGINT/SIGTERM. */
 export async function runWorker(env: Environment = process.env): Promise<void> {
   const config = loadWorkerConfig(env);
-  const { run, taskQueue } = await createWorker(config);
-  console.error(`temporal-compactor worker: polling task queue "${taskQueue}" (mode ${config.mode ?? 'all'}); stop with Ctrl-C`);
+  const { run, taskQueues } = await createWorker(config);
+  console.error(`temporal-compactor worker: polling task queue ${taskQueues.map((queue) => `"${queue}"`).join(' and ')} (mode ${config.mode ?? 'all'}); ${config.describeSummarizer}; stop with Ctrl-C`);
   await run();
   console.error('temporal-compactor worker: stopped');
 }
@@ -248,7 +205,12 @@ function isMain(moduleUrl: string): boolean {
 
 if (isMain(import.meta.url)) {
   runWorker().catch((error: unknown) => {
-    const message = error instanceof WorkerConfigError ? `configuration error: ${error.message}` : error instanceof Error ? (error.stack ?? error.message) : String(error);
+    const message =
+      error instanceof ConfigError || error instanceof TemporalConnectionError
+        ? `configuration error: ${error.message}`
+        : error instanceof Error
+          ? (error.stack ?? error.message)
+          : String(error);
     console.error(`temporal-compactor worker: ${message}`);
     process.exit(1);
   });

@@ -29,6 +29,8 @@ export interface RecordedRequest {
   body: unknown;
   /** Updated in place as the request progresses. */
   outcome: RequestOutcome;
+  /** When the whole request had arrived, in `performance.now()` milliseconds (for gaps between requests). */
+  receivedAt: number;
 }
 
 /** A 200 chat.completion whose `choices[0].message.content` is `text`. */
@@ -252,6 +254,7 @@ export async function startFakeOpenAI(): Promise<FakeOpenAI> {
         headers: req.headers,
         body: parseBody(Buffer.concat(chunks).toString('utf8')),
         outcome: 'pending',
+        receivedAt: performance.now(),
       };
       requests.push(recorded);
       res.on('finish', () => {
