@@ -1,0 +1,201 @@
+// compactConversation and compact() against a real dev server and the real openai client talking
+// to a scripted fake OpenAI server: the summarizer scenarios of DESIGN §4.6–§4.10 under Temporal.
+import { WorkflowFailedError } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import {
+  Compactor,
+  createOpenAISummarizer,
+  FailureType,
+  SUMMARY_INSTRUCTION,
+  type ChatMessage,
+  type CompactConversationOptions,
+  type CompactionResult,
+  type Summarizer,
+} from '../../src/index.js';
+import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.js';
+import { toolRounds } from '../support/messages.js';
+import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { bundleTestWorkflows, eventTypes, maybeRecordHistory, uniqueId, withWorker } from './harness.js';
+import type { compactConversation } from './test-workflows.js';
+
+const SHORT_SUMMARY = '## Goals\nFix app.py.\n## Decisions\nRead f0..f19.\n## Files and commands\nf*.py\n## Unresolved\nNone.';
+const options: CompactConversationOptions = {
+  contextBudget: 4000,
+  maxAttempts: 3,
+  retryBackoff: '100ms',
+  heartbeatTimeout: '3s',
+  startToCloseTimeout: '20s',
+  summarizerModel: 'fake-summarizer',
+};
+
+describe('compactConversation on a dev server', () => {
+  let bundle: WorkflowBundleWithSourceMap;
+  let server: FakeOpenAI;
+  let summarizer: Summarizer;
+  const messages: ChatMessage[] = toolRounds(20, 400);
+
+  beforeAll(async () => {
+    bundle = await bundleTestWorkflows();
+  });
+  beforeEach(async () => {
+    server = await startFakeOpenAI();
+    summarizer = createOpenAISummarizer({ model: 'fake-summarizer', baseURL: server.baseURL, apiKey: 'test-key', timeout: 10_000 });
+  });
+  afterEach(() => server.close());
+
+  async function run(name: string, input: { messages: ChatMessage[]; options: CompactConversationOptions } = { messages, options }, record = true) {
+    return withWorker(bundle, { summarizer }, async ({ client, taskQueue }) => {
+      const handle = await client.workflow.start<typeof compactConversation>('compactConversation', {
+        taskQueue,
+        workflowId: uniqueId(name),
+        args: [input],
+      });
+      const result = await handle.result();
+      if (record) await maybeRecordHistory(handle, `compact-conversation-${name}`);
+      return { result, handle, events: await eventTypes(handle) };
+    });
+  }
+
+  /** What the in-process driver concludes when the summarizer fails: the hard trim. */
+  async function hardTrimOf(input: ChatMessage[]): Promise<CompactionResult> {
+    const rejecting: Summarizer = { summarize: () => Promise.reject(Object.assign(new Error('no'), { status: 401 })) };
+    return new Compactor({ ...options, summarizer: rejecting }).compact(input);
+  }
+
+  it('success: one request, the summary replaces the middle, the activity carries its UI summary', async () => {
+    server.script({ kind: 'summary', text: SHORT_SUMMARY });
+    const { result, handle, events } = await run('success');
+    expect(server.requests).toHaveLength(1);
+    expect(result.fallback).toBe(false);
+    expect(result.summary).toContain(SHORT_SUMMARY);
+    expect(result.messages).toHaveLength(messages.length - result.dropped + 1);
+    expect(result.tokensAfter).toBeLessThan(result.tokensBefore);
+    expect(events.filter((type) => type === 'ActivityTaskScheduled')).toHaveLength(1);
+    // The request is the capped transcript with the fixed instruction, sent with the worker's model.
+    const body = server.requests[0]?.body;
+    expect(body).toMatchObject({ model: 'fake-summarizer', messages: [{ role: 'system', content: SUMMARY_INSTRUCTION }, { role: 'user' }] });
+    const history = await handle.fetchHistory();
+    const scheduled = history.events?.find((event) => event.activityTaskScheduledEventAttributes);
+    const summary = scheduled?.userMetadata?.summary?.data;
+    expect(summary && Buffer.from(summary).toString('utf8')).toMatch(/^"summarize \d+ messages \([\d,]+ chars\) · fake-summarizer"$/);
+  });
+
+  it('5xx then success: retried by Temporal, the summary is accepted', async () => {
+    server.script({ kind: 'status', status: 503 }, { kind: 'status', status: 500 }, { kind: 'summary', text: SHORT_SUMMARY });
+    const { result } = await run('5xx-then-success');
+    expect(server.requests).toHaveLength(3);
+    expect(result.fallback).toBe(false);
+    expect(result.summary).toContain(SHORT_SUMMARY);
+  });
+
+  it.each([400, 401, 402, 403, 404])('HTTP %i: exactly one request, then the hard trim', async (status) => {
+    server.script({ kind: 'status', status });
+    server.setDefault({ kind: 'summary', text: SHORT_SUMMARY });
+    // One of the five is enough for the replay suite: their histories differ only in the status.
+    const { result } = await run(`status-${status}`, undefined, status === 401);
+    expect(server.requests).toHaveLength(1);
+    expect(result.fallback).toBe(true);
+    expect(result.summary).toBeNull();
+    expect(result).toEqual(await hardTrimOf(messages));
+  });
+
+  it('429 with Retry-After: the retry waits at least that long', async () => {
+    server.script({ kind: 'status', status: 429, headers: { 'retry-after': '2' } }, { kind: 'summary', text: SHORT_SUMMARY });
+    const { result } = await run('429-retry-after');
+    expect(server.requests).toHaveLength(2);
+    const [first, second] = server.requests;
+    const gap = (second?.receivedAt ?? 0) - (first?.receivedAt ?? 0);
+    expect(gap).toBeGreaterThanOrEqual(2000);
+    expect(gap).toBeLessThan(10_000);
+    expect(result.fallback).toBe(false);
+  });
+
+  it('empty summary: retried, never accepted', async () => {
+    server.script({ kind: 'empty' }, { kind: 'empty', content: '  \n ' }, { kind: 'summary', text: SHORT_SUMMARY });
+    const { result } = await run('empty-then-summary');
+    expect(server.requests).toHaveLength(3);
+    expect(result.fallback).toBe(false);
+    expect(result.summary).toContain(SHORT_SUMMARY);
+  });
+
+  it('too long: a second, tighter request; its shorter summary is accepted', async () => {
+    const tooLong = `## Goals\n${'a very detailed account of everything. '.repeat(1000)}`;
+    server.script({ kind: 'summary', text: tooLong }, { kind: 'summary', text: SHORT_SUMMARY });
+    const { result, events } = await run('too-long-then-tighter');
+    expect(server.requests).toHaveLength(2);
+    expect(JSON.stringify(server.requests[1]?.body)).toContain('Your last attempt was too long');
+    expect(events.filter((type) => type === 'ActivityTaskScheduled')).toHaveLength(2);
+    expect(result.fallback).toBe(false);
+    expect(result.summary).toContain(SHORT_SUMMARY);
+  });
+
+  it('too long twice: the hard trim', async () => {
+    const tooLong = `## Goals\n${'a very detailed account of everything. '.repeat(1000)}`;
+    server.script({ kind: 'summary', text: tooLong }, { kind: 'summary', text: tooLong.slice(0, -10) });
+    const { result } = await run('too-long-twice');
+    expect(server.requests).toHaveLength(2);
+    expect(result.fallback).toBe(true);
+    expect(result).toEqual(await hardTrimOf(messages));
+  });
+
+  it('every attempt failing: maxAttempts requests, then the hard trim with fallback', async () => {
+    server.setDefault({ kind: 'status', status: 502 });
+    const { result, events } = await run('all-attempts-fail');
+    expect(server.requests).toHaveLength(3);
+    expect(result.fallback).toBe(true);
+    expect(result).toEqual(await hardTrimOf(messages));
+    expect(events).toContain('ActivityTaskFailed');
+  });
+
+  it('an elision-only compaction schedules no activity at all', async () => {
+    const big = toolRounds(12, 5000);
+    const elisionOptions: CompactConversationOptions = { ...options, contextBudget: 100_000, ageObservations: true, ageMinChars: 1000, ageReclaimMin: 10_000 };
+    const { result, events } = await run('elision-only', { messages: big, options: elisionOptions });
+    expect(result.dropped).toBe(0);
+    expect(result.elisions.length).toBeGreaterThan(0);
+    expect(result.summary).toBeNull();
+    expect(server.requests).toHaveLength(0);
+    expect(events).not.toContain('ActivityTaskScheduled');
+    expect(events.at(-1)).toBe('WorkflowExecutionCompleted');
+  });
+
+  describe('bad input', () => {
+    async function failureOf(input: unknown): Promise<ApplicationFailure> {
+      return withWorker(bundle, { summarizer }, async ({ client, taskQueue }) => {
+        const handle = await client.workflow.start('compactConversation', { taskQueue, workflowId: uniqueId('bad-input'), args: [input] });
+        const error = await handle.result().then(
+          () => undefined,
+          (thrown: unknown) => thrown,
+        );
+        expect(error).toBeInstanceOf(WorkflowFailedError);
+        const cause = error instanceof WorkflowFailedError ? error.cause : undefined;
+        expect(cause).toBeInstanceOf(ApplicationFailure);
+        if (!(cause instanceof ApplicationFailure)) throw error;
+        return cause;
+      });
+    }
+
+    it('a malformed message → non-retryable Compaction.InvalidInput naming index and field', async () => {
+      const bad = [...messages.slice(0, 5), { role: 'tool', content: 'orphan without id' }, ...messages.slice(5)];
+      const failure = await failureOf({ messages: bad, options });
+      expect(failure.type).toBe(FailureType.InvalidInput);
+      expect(failure.nonRetryable).toBe(true);
+      expect(failure.message).toContain('messages[5].tool_call_id');
+      expect(failure.details).toEqual([expect.objectContaining({ field: 'messages[5].tool_call_id', index: 5 })]);
+      expect(server.requests).toHaveLength(0);
+    });
+
+    it('a bad option → Compaction.InvalidInput naming the option', async () => {
+      const failure = await failureOf({ messages, options: { ...options, keepRecent: -1 } });
+      expect(failure.type).toBe(FailureType.InvalidInput);
+      expect(failure.message).toContain('options.keepRecent');
+    });
+
+    it('a bad activity setting → Compaction.InvalidInput naming it', async () => {
+      const failure = await failureOf({ messages, options: { ...options, heartbeatTimeout: 'soon' } });
+      expect(failure.type).toBe(FailureType.InvalidInput);
+      expect(failure.message).toContain('options.heartbeatTimeout');
+    });
+  });
+});

@@ -1,0 +1,35 @@
+// Sandbox-safe: workflows the workflow tests run — the shipped ones plus a caller of `compact`
+// that shows what a user's workflow sees (DESIGN §4.11: `compact` resolves with the hard trim,
+// the caller's next timer rejects with `CancelledFailure`).
+import { isCancellation, sleep } from '@temporalio/workflow';
+import { createCharCounter } from '../../src/core/tokens.js';
+import type { ChatMessage, CompactionResult } from '../../src/core/types.js';
+import { compact } from '../../src/workflows/compact.js';
+import type { CompactConversationOptions } from '../../src/workflows/compact-conversation.js';
+
+export * from '../../src/workflows/index.js';
+
+export interface CompactInWorkflowInput {
+  messages: ChatMessage[];
+  options: CompactConversationOptions;
+  /** Counts with `createCharCounter({ charsPerToken })` passed as the call's counter (code in the workflow). */
+  charsPerToken?: number;
+}
+
+export interface CompactInWorkflowOutput {
+  result: CompactionResult;
+  /** How the caller's next step (a timer) ended. */
+  nextStep: 'ran' | 'cancelled';
+}
+
+export async function compactInWorkflow({ messages, options, charsPerToken }: CompactInWorkflowInput): Promise<CompactInWorkflowOutput> {
+  const counter = charsPerToken === undefined ? undefined : createCharCounter({ charsPerToken });
+  const result = await compact(messages, { ...options, counter });
+  try {
+    await sleep(1);
+    return { result, nextStep: 'ran' };
+  } catch (error) {
+    if (isCancellation(error)) return { result, nextStep: 'cancelled' };
+    throw error;
+  }
+}
