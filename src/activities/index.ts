@@ -1,11 +1,18 @@
 // Node only: the activities a compactor worker registers (DESIGN §6).
+import type OpenAI from 'openai';
 import { createOpenAISummarizer } from '../summarizers/openai.js';
 import type { Summarizer } from '../core/types.js';
+import { createChatActivity } from './chat.js';
 import { createSummarizeActivity } from './summarize.js';
+import { createBuiltInTools, createReplayTool } from './tools.js';
+import { createTrajectoryStore } from './trajectories.js';
 
 export type { SummarizeActivityInput, SummarizeActivityOutput, SummarizeActivityDeps } from './summarize.js';
 export { createSummarizeActivity } from './summarize.js';
 export { toSummarizerFailure, emptySummaryFailure, type SummarizerFailureDetails } from './to-failure.js';
+export { createChatActivity, toChatFailure, DEFAULT_CHAT_TIMEOUT_MS, type ChatActivityInput, type ChatActivityOutput, type ChatActivityDeps, type ChatUsage } from './chat.js';
+export { createBuiltInTools, createReplayTool, DEFAULT_TOOL_RESULT_CHARS, type ToolActivity, type BuiltInToolsOptions, type ReplayToolInput } from './tools.js';
+export { createTrajectoryStore, type TrajectoryStore, type TrajectoryStoreOptions } from './trajectories.js';
 
 /** What the activities need; built on the worker, so API keys never enter workflow history. */
 export interface ActivityDeps {
@@ -15,6 +22,14 @@ export interface ActivityDeps {
   model?: string;
   /** Heartbeat interval while a request is in flight. @default a quarter of the heartbeatTimeout, at most 5 s */
   heartbeatIntervalMs?: number;
+  /** The agent loop's OpenAI-compatible client for `chat`. @default built on first use from OPENAI_BASE_URL / OPENAI_API_KEY, `maxRetries: 0` */
+  openai?: OpenAI;
+  /** Deadline of one `chat` request in ms; keep it below the chat activity's startToCloseTimeout. @default 120_000 */
+  chatTimeoutMs?: number;
+  /** The directory the built-in tools (`fs_read`, `fs_list`, `grep`) may read. @default COMPACTOR_TOOLS_ROOT, else the current directory */
+  toolsRoot?: string;
+  /** Where the replay provider finds trajectories by name. @default COMPACTOR_TRAJECTORY_DIR, else the current directory */
+  trajectoryDir?: string;
 }
 
 /**
@@ -28,12 +43,18 @@ export interface ActivityDeps {
  *   activities: createActivities({ summarizer: createOpenAISummarizer({ model: 'gpt-4o-mini' }) }),
  * });
  */
-export function createActivities({ summarizer, model, heartbeatIntervalMs }: ActivityDeps) {
+export function createActivities({ summarizer, model, heartbeatIntervalMs, openai, chatTimeoutMs, toolsRoot, trajectoryDir }: ActivityDeps) {
   const backend = summarizer ?? (model !== undefined && model !== '' ? createOpenAISummarizer({ model }) : undefined);
   if (backend === undefined) throw new TypeError('createActivities: pass a summarizer, or the summarizer model name as `model`');
+  const trajectories = createTrajectoryStore(trajectoryDir === undefined ? {} : { dir: trajectoryDir });
   return {
     summarize: createSummarizeActivity({ summarizer: backend, heartbeatIntervalMs }),
-    // The agent loop's activities (`chat`, tools) join here.
+    // The agent loop (agentRun): chat with an OpenAI-compatible backend or a replayed trajectory,
+    // the built-in read-only tools, and the replay provider's recorded tool results. Register your
+    // own tools as activities named like their declarations: `{ ...createActivities(deps), my_tool }`.
+    chat: createChatActivity({ openai, timeoutMs: chatTimeoutMs, heartbeatIntervalMs, trajectories }),
+    replayTool: createReplayTool(trajectories),
+    ...createBuiltInTools(toolsRoot === undefined ? {} : { root: toolsRoot }),
   };
 }
 

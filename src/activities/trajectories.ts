@@ -1,0 +1,80 @@
+// Node only (activities): loads recorded trajectories for the replay provider from a directory on
+// the worker, so workflow input names a trajectory instead of carrying it.
+import { readFile, realpath } from 'node:fs/promises';
+import { isAbsolute, relative, resolve, sep } from 'node:path';
+import { ApplicationFailure } from '@temporalio/common';
+import { ReplayFailureType } from '../core/agent-errors.js';
+import { InvalidInputError } from '../core/errors.js';
+import { replayScript, type ReplayScript } from '../core/trajectory.js';
+
+/** Finds and caches trajectories by name. */
+export interface TrajectoryStore {
+  /** The directory names are resolved in. */
+  readonly dir: string;
+  /** Loads (once per worker) the trajectory `name`: a file name, `.json` optional, or a relative path under `dir`. */
+  load(name: string): Promise<ReplayScript>;
+}
+
+export interface TrajectoryStoreOptions {
+  /** @default process.env.COMPACTOR_TRAJECTORY_DIR, else the current directory */
+  dir?: string;
+}
+
+function notFound(message: string): ApplicationFailure {
+  return ApplicationFailure.create({ type: ReplayFailureType.TrajectoryNotFound, message, nonRetryable: true });
+}
+
+function inside(root: string, path: string): boolean {
+  const rel = relative(root, path);
+  return rel !== '' && !rel.startsWith(`..${sep}`) && rel !== '..' && !isAbsolute(rel);
+}
+
+/**
+ * A trajectory store over a directory. Names resolve inside it (an absolute path or one that
+ * climbs out is refused: workflow input must not read arbitrary files on the worker). Failures
+ * are non-retryable `Replay.TrajectoryNotFound` / `Replay.BadTrajectory` ApplicationFailures.
+ */
+export function createTrajectoryStore({ dir = process.env.COMPACTOR_TRAJECTORY_DIR ?? process.cwd() }: TrajectoryStoreOptions = {}): TrajectoryStore {
+  const root = resolve(dir);
+  const cache = new Map<string, Promise<ReplayScript>>();
+  const loadFile = async (name: string): Promise<ReplayScript> => {
+    if (isAbsolute(name)) throw notFound(`replay: trajectory "${name}" must be a name or a relative path under ${root}, not an absolute path`);
+    const candidates = name.endsWith('.json') ? [name] : [`${name}.json`, name];
+    for (const candidate of candidates) {
+      const path = resolve(root, candidate);
+      let real: string;
+      try {
+        real = await realpath(path);
+      } catch {
+        continue;
+      }
+      if (!inside(await realpath(root), real)) throw notFound(`replay: trajectory "${name}" resolves outside the trajectory directory ${root}`);
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(await readFile(real, 'utf8'));
+      } catch (error) {
+        throw ApplicationFailure.create({ type: ReplayFailureType.BadTrajectory, message: `replay: ${real} is not JSON: ${error instanceof Error ? error.message : String(error)}`, nonRetryable: true });
+      }
+      try {
+        return replayScript(parsed);
+      } catch (error) {
+        if (error instanceof InvalidInputError) throw ApplicationFailure.create({ type: ReplayFailureType.BadTrajectory, message: `replay: ${real}: ${error.message}`, nonRetryable: true });
+        throw error;
+      }
+    }
+    throw notFound(`replay: no trajectory "${name}" in ${root} (set COMPACTOR_TRAJECTORY_DIR or createActivities({ trajectoryDir }))`);
+  };
+  return {
+    dir: root,
+    load(name) {
+      let loading = cache.get(name);
+      if (loading === undefined) {
+        loading = loadFile(name);
+        cache.set(name, loading);
+        // A failed load is not cached: the file may appear (or be fixed) before the next attempt.
+        loading.catch(() => cache.delete(name));
+      }
+      return loading;
+    },
+  };
+}

@@ -1,0 +1,238 @@
+// Sandbox-safe: the input of `agentRun` (DESIGN §7) — model configs, tools, compaction and activity
+// settings — validated once, at the edge, into a plain-JSON plan the workflow runs.
+import { z } from 'zod';
+import { InvalidInputError } from './errors.js';
+import { resolveOptions, type CompactionOptions, type Duration } from './options.js';
+import type { ToolDeclaration } from './request-counter.js';
+import { describeIssue } from './schema.js';
+import { BUILT_IN_TOOLS, isBuiltInToolName } from './tool-declarations.js';
+
+/** How the workflow counts tokens for a backend when no billed number covers the messages. */
+export type Tokenizer = 'o200k_base' | 'cl100k_base' | 'chars';
+
+interface ModelConfigBase {
+  /** The backend's context window in tokens. */
+  contextWindow: number;
+  /** Tokens reserved for the answer (sent as `max_completion_tokens` to OpenAI). */
+  maxOutputTokens: number;
+  /**
+   * Tokens kept free on top of the answer, for counting error.
+   * @default 5% of contextWindow for 'openai'; 0 for 'replay' (its usage is the workflow's own BPE count)
+   */
+  safetyMargin?: number;
+  /** How the workflow estimates what billed usage does not cover. @default 'o200k_base' */
+  tokenizer?: Tokenizer;
+  /** A short name for the UI, the CLI and failures. @default `openai:<model>` or `replay:<trajectory>` */
+  label?: string;
+}
+
+/** An OpenAI-compatible chat-completions backend. The worker builds the client (OPENAI_BASE_URL, OPENAI_API_KEY). */
+export interface OpenAIModelConfig extends ModelConfigBase {
+  provider: 'openai';
+  model: string;
+  /** @default not sent (the provider's default) */
+  temperature?: number;
+}
+
+/**
+ * Plays a recorded trajectory back: each chat call returns the next recorded assistant turn, each
+ * tool call its recorded result. `trajectory` names a file the worker loads from its trajectory
+ * directory (`COMPACTOR_TRAJECTORY_DIR`), so the recording never enters workflow history.
+ */
+export interface ReplayModelConfig extends ModelConfigBase {
+  provider: 'replay';
+  /** A file name (`.json` may be left out) or a relative path under the worker's trajectory directory. */
+  trajectory: string;
+}
+
+export type ModelConfig = OpenAIModelConfig | ReplayModelConfig;
+
+/** Settings of an activity the loop schedules (`chat`, a tool). */
+export interface AgentActivitySettings {
+  /** Deadline of one attempt. @default '5m' for chat, '1m' for tools */
+  startToCloseTimeout?: Duration;
+  /** @default '30s' for chat (it heartbeats while waiting); none for tools */
+  heartbeatTimeout?: Duration;
+  /** Attempts in total before the loop gives up on this backend (chat) or reports the failure to the model (tools). @default 3 */
+  maximumAttempts?: number;
+  /** Wait before the second attempt, ×2 per attempt. @default '1s' */
+  initialInterval?: Duration;
+  /** Run these activities on their own task queue. @default the workflow's */
+  taskQueue?: string;
+}
+
+/** Compaction settings of a run: the compaction options, with `contextBudget` defaulting to the preflight's aim. */
+export interface AgentCompactionOptions extends Omit<CompactionOptions, 'contextBudget'> {
+  /** @default the aim of each round's preflight (the largest room among the backends still worth trying) */
+  contextBudget?: number;
+  /** Settings of the `summarize` activity (see `compact`). */
+  startToCloseTimeout?: Duration;
+  heartbeatTimeout?: Duration;
+  taskQueue?: string;
+  summarizerModel?: string;
+}
+
+/** The input of `agentRun`. */
+export interface AgentRunInput {
+  /** The conversation to start from (validated like every conversation: DESIGN §3). */
+  messages: unknown[];
+  /** One backend, or a fallback chain tried in order when a backend keeps failing. */
+  model: ModelConfig | ModelConfig[];
+  /** Tools the model may call: built-in names (`fs_read`, `fs_list`, `grep`) or declarations of tool activities registered on the worker. @default [] */
+  tools?: Array<string | ToolDeclaration>;
+  compaction: AgentCompactionOptions;
+  /** The run ends after this many chat rounds. @default 100 */
+  maxRounds?: number;
+  /** @default see AgentActivitySettings */
+  chatActivity?: AgentActivitySettings;
+  toolActivity?: AgentActivitySettings;
+  /** Continue-as-new after this many rounds in one run, besides when Temporal suggests it. For tests and tuning. @default never */
+  continueAsNewAfterRounds?: number;
+  /** Upsert the search attributes CompactionCount, ContextTokens, CompactionFallbacks, ContextExhausted (the namespace must have them). @default true */
+  searchAttributes?: boolean;
+}
+
+/** One backend with every default applied. */
+export interface ResolvedBackend {
+  index: number;
+  label: string;
+  config: ModelConfig;
+  safetyMargin: number;
+  tokenizer: Tokenizer;
+}
+
+/** A validated run plan (plain JSON). */
+export interface AgentRunPlan {
+  backends: ResolvedBackend[];
+  tools: ToolDeclaration[];
+  compaction: AgentCompactionOptions;
+  maxRounds: number;
+  chatActivity: AgentActivitySettings;
+  toolActivity: AgentActivitySettings;
+  continueAsNewAfterRounds: number | undefined;
+  searchAttributes: boolean;
+}
+
+/** @default 100 */
+export const DEFAULT_MAX_ROUNDS = 100;
+
+const positiveInt = z.number().int().positive();
+const nonNegativeInt = z.number().int().nonnegative();
+const duration = z.union([z.number().nonnegative(), z.string().min(1)]);
+const tokenizer = z.enum(['o200k_base', 'cl100k_base', 'chars']);
+
+const modelBase = {
+  contextWindow: positiveInt,
+  maxOutputTokens: positiveInt,
+  safetyMargin: nonNegativeInt.optional(),
+  tokenizer: tokenizer.optional(),
+  label: z.string().min(1).optional(),
+};
+const modelSchema = z.discriminatedUnion('provider', [
+  z.strictObject({ provider: z.literal('openai'), model: z.string().min(1), temperature: z.number().min(0).max(2).optional(), ...modelBase }),
+  z.strictObject({ provider: z.literal('replay'), trajectory: z.string().min(1), ...modelBase }),
+]);
+const toolDeclarationSchema = z.looseObject({
+  type: z.literal('function'),
+  function: z.looseObject({ name: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1-64 letters, digits, _ or -'), description: z.string().optional(), parameters: z.record(z.string(), z.unknown()).optional() }),
+});
+const activitySchema = z.strictObject({
+  startToCloseTimeout: duration.optional(),
+  heartbeatTimeout: duration.optional(),
+  maximumAttempts: z.number().int().min(1).max(100).optional(),
+  initialInterval: duration.optional(),
+  taskQueue: z.string().min(1).optional(),
+});
+const inputSchema = z.strictObject({
+  messages: z.array(z.unknown()),
+  model: z.unknown(),
+  tools: z.array(z.union([z.string(), toolDeclarationSchema])).optional(),
+  compaction: z.record(z.string(), z.unknown()),
+  maxRounds: positiveInt.optional(),
+  chatActivity: activitySchema.optional(),
+  toolActivity: activitySchema.optional(),
+  continueAsNewAfterRounds: positiveInt.optional(),
+  searchAttributes: z.boolean().optional(),
+  // What a run carries across continue-as-new; the workflow checks it by replaying its transcript.
+  carried: z.unknown().optional(),
+});
+
+function fieldOf(path: readonly PropertyKey[]): string {
+  let field = 'input';
+  for (const key of path) field += typeof key === 'number' ? `[${key}]` : `.${String(key)}`;
+  return field;
+}
+
+/**
+ * Validates an `agentRun` input (everything but the messages, which the engine validates) and
+ * applies the defaults. Throws `InvalidInputError` naming the field, e.g. `input.model[1].contextWindow`.
+ */
+export function planAgentRun(input: unknown): AgentRunPlan {
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
+    throw new InvalidInputError('input', 'must be an object { messages, model, compaction, tools?, maxRounds? }');
+  }
+  const parsed = inputSchema.safeParse(input);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    if (issue === undefined) throw new InvalidInputError('input', 'invalid');
+    const path = issue.code === 'unrecognized_keys' ? [...issue.path, issue.keys[0] ?? ''] : issue.path;
+    throw new InvalidInputError(fieldOf(path), issue.code === 'unrecognized_keys' ? 'unknown field' : describeIssue(issue, input));
+  }
+  const data = parsed.data;
+  const models = parseModels(data.model);
+  const tools = (data.tools ?? []).map((tool, index): ToolDeclaration => {
+    if (typeof tool !== 'string') return { ...tool, type: 'function', function: { ...tool.function } };
+    if (!isBuiltInToolName(tool)) throw new InvalidInputError(`input.tools[${index}]`, `"${tool}" is not a built-in tool (fs_read, fs_list, grep); declare your own tools as { type: "function", function: { name, description, parameters } }`);
+    return BUILT_IN_TOOLS[tool];
+  });
+  const names = new Set<string>();
+  tools.forEach((tool, index) => {
+    if (names.has(tool.function.name)) throw new InvalidInputError(`input.tools[${index}].function.name`, `"${tool.function.name}" is declared twice`);
+    names.add(tool.function.name);
+  });
+  const backends = models.map((config, index): ResolvedBackend => {
+    const field = Array.isArray(data.model) ? `input.model[${index}]` : 'input.model';
+    const safetyMargin = config.safetyMargin ?? (config.provider === 'openai' ? Math.ceil(config.contextWindow * 0.05) : 0);
+    if (config.maxOutputTokens + safetyMargin >= config.contextWindow) {
+      throw new InvalidInputError(`${field}.contextWindow`, `${config.contextWindow} leaves no room for the conversation after maxOutputTokens (${config.maxOutputTokens}) and safetyMargin (${safetyMargin})`);
+    }
+    const label = config.label ?? (config.provider === 'openai' ? `openai:${config.model}` : `replay:${config.trajectory}`);
+    return { index, label, config, safetyMargin, tokenizer: config.tokenizer ?? 'o200k_base' };
+  });
+  // Check the compaction options now (with a stand-in budget when the preflight supplies it), so a bad option fails the run at its start.
+  const { contextBudget, startToCloseTimeout: _s, heartbeatTimeout: _h, taskQueue: _t, summarizerModel: _m, ...compactionOptions } = data.compaction;
+  resolveOptions({ ...compactionOptions, contextBudget: contextBudget ?? 1 }, 'input.compaction');
+  const compaction: AgentCompactionOptions = data.compaction;
+  return {
+    backends,
+    tools,
+    compaction,
+    maxRounds: data.maxRounds ?? DEFAULT_MAX_ROUNDS,
+    chatActivity: data.chatActivity ?? {},
+    toolActivity: data.toolActivity ?? {},
+    continueAsNewAfterRounds: data.continueAsNewAfterRounds,
+    searchAttributes: data.searchAttributes ?? true,
+  };
+}
+
+const MODEL_SHAPES = '{ provider: "openai", model, contextWindow, maxOutputTokens, safetyMargin? } or { provider: "replay", trajectory, contextWindow, maxOutputTokens }';
+
+/** One model config or a non-empty chain of them, with errors naming the exact field. */
+function parseModels(model: unknown): ModelConfig[] {
+  if (model === undefined) throw new InvalidInputError('input.model', `required: ${MODEL_SHAPES}, or a list of them`);
+  const list = Array.isArray(model) ? model : [model];
+  if (list.length === 0) throw new InvalidInputError('input.model', 'must not be an empty list');
+  return list.map((config: unknown, index) => {
+    const field = Array.isArray(model) ? `input.model[${index}]` : 'input.model';
+    if (typeof config !== 'object' || config === null) throw new InvalidInputError(field, `must be ${MODEL_SHAPES}`);
+    const provider: unknown = Reflect.get(config, 'provider');
+    if (provider !== 'openai' && provider !== 'replay') throw new InvalidInputError(`${field}.provider`, `must be "openai" or "replay", got ${JSON.stringify(provider)}`);
+    const parsed = modelSchema.safeParse(config);
+    if (parsed.success) return parsed.data;
+    const issue = parsed.error.issues[0];
+    if (issue === undefined) throw new InvalidInputError(field, `must be ${MODEL_SHAPES}`);
+    const path = issue.code === 'unrecognized_keys' ? [...issue.path, issue.keys[0] ?? ''] : issue.path;
+    const at = path.reduce<string>((text, key) => text + (typeof key === 'number' ? `[${key}]` : `.${String(key)}`), field);
+    throw new InvalidInputError(at, issue.code === 'unrecognized_keys' ? 'unknown field' : describeIssue(issue, config));
+  });
+}

@@ -1,0 +1,69 @@
+// Sandbox-safe: the agent loop's per-attempt preflight (DESIGN §7) — each backend's usable room and
+// counter, in that backend's own units, and which backend a round aims at and calls.
+import type { ResolvedBackend, Tokenizer } from './agent-input.js';
+import { createBpeCounter } from './bpe-counter.js';
+import { withRequestFraming, type ToolDeclaration } from './request-counter.js';
+import { createCharCounter } from './tokens.js';
+import type { ChatMessage, TokenCounter } from './types.js';
+import { UsageCounter, type UsageCounterState } from './usage-counter.js';
+
+/** One backend's counting: a calibrated counter of complete requests and the room it leaves the conversation. */
+export interface BackendCounter {
+  backend: ResolvedBackend;
+  /** Counts complete requests (conversation + tool declarations + framing); calibrated from billed usage. */
+  usage: UsageCounter;
+  /** Tokens of the tool declarations in this backend's units. */
+  toolTokens: number;
+  /** Usable room for the conversation: window − reserved output − safety margin − tool declarations. */
+  room: number;
+  /** Counts the conversation alone in this backend's units (the complete request minus the tool declarations): what `compact` gets as `counter`. */
+  conversation: TokenCounter;
+}
+
+/** The estimator of a tokenizer: the BPE counter (pure JS) or the character estimator. */
+export function tokenizerCounter(tokenizer: Tokenizer): TokenCounter {
+  return tokenizer === 'chars' ? createCharCounter() : createBpeCounter({ encoding: tokenizer });
+}
+
+/**
+ * The counter of complete requests a backend is billed for: the tokenizer's count of the messages
+ * plus the tool declarations. The replay provider reports exactly this count as its usage.
+ */
+export function requestCounter(tokenizer: Tokenizer, tools: readonly ToolDeclaration[]) {
+  return withRequestFraming(tokenizerCounter(tokenizer), { tools });
+}
+
+/** Builds a backend's counter, restoring its calibration when `state` is given (continue-as-new). */
+export function backendCounter(backend: ResolvedBackend, tools: readonly ToolDeclaration[], state?: UsageCounterState | null): BackendCounter {
+  const estimator = requestCounter(backend.tokenizer, tools);
+  const usage = state === undefined || state === null ? new UsageCounter({ estimator }) : UsageCounter.fromJSON(state, estimator);
+  const { contextWindow, maxOutputTokens } = backend.config;
+  const room = contextWindow - maxOutputTokens - backend.safetyMargin - estimator.toolTokens;
+  const toolTokens = estimator.toolTokens;
+  return { backend, usage, toolTokens, room, conversation: { count: (messages) => usage.count(messages) - toolTokens } };
+}
+
+/** What a round's preflight decided. */
+export interface PreflightResult {
+  /** The backend with the largest room among those still worth trying: compaction aims at its room, in its units. */
+  aimAt: BackendCounter;
+  /** `aimAt.room`. */
+  aim: number;
+  /** The conversation counted by `aimAt`. */
+  tokens: number;
+  /** The first backend still worth trying that the conversation fits as it is; undefined when none does. */
+  fits: BackendCounter | undefined;
+}
+
+/**
+ * The preflight over the backends still worth trying (in chain order): the aim is the largest
+ * room (the first backend wins a tie), and the backend to call is the first one the conversation
+ * fits. Throws when `candidates` is empty.
+ */
+export function preflight(messages: readonly ChatMessage[], candidates: readonly BackendCounter[]): PreflightResult {
+  const first = candidates[0];
+  if (first === undefined) throw new Error('preflight: no backend left to try');
+  const aimAt = candidates.reduce((best, candidate) => (candidate.room > best.room ? candidate : best), first);
+  const fits = candidates.find((candidate) => candidate.conversation.count(messages) <= candidate.room);
+  return { aimAt, aim: aimAt.room, tokens: aimAt.conversation.count(messages), fits };
+}

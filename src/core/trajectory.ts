@@ -1,0 +1,60 @@
+// Sandbox-safe: a recorded trajectory (the ../shared/corpus format: a JSON array of chat messages)
+// cut into what the replay provider plays back — the opening messages, then one assistant turn per
+// chat call with the recorded results of its tool calls and the user turns that followed it.
+import { InvalidInputError } from './errors.js';
+import { validateMessages } from './schema.js';
+import type { ChatMessage } from './types.js';
+
+/** One recorded assistant turn and what the recording says happened after it. */
+export interface RecordedTurn {
+  /** The assistant message, verbatim. */
+  message: ChatMessage;
+  /** Recorded results by tool-call id. */
+  results: Map<string, ChatMessage>;
+  /** Tool calls of this turn the recording never answered (a run cut off at its last call). */
+  unanswered: string[];
+  /** Non-tool messages recorded after this turn's results and before the next assistant turn (a user's reply). */
+  userMessages: ChatMessage[];
+}
+
+/** A trajectory ready to be played: its opening messages and its assistant turns in order. */
+export interface ReplayScript {
+  /** The messages before the first assistant turn: what a run starts from. */
+  opening: ChatMessage[];
+  turns: RecordedTurn[];
+  /** Every recorded tool result by call id (a result may be asked for by a run whose turns drifted). */
+  results: Map<string, ChatMessage>;
+}
+
+/**
+ * Cuts a trajectory into a {@link ReplayScript}. Throws `InvalidInputError` when it is not an
+ * array of valid chat messages or has no assistant turn.
+ */
+export function replayScript(trajectory: unknown): ReplayScript {
+  const messages = validateMessages(trajectory, 'trajectory');
+  const first = messages.findIndex((message) => message.role === 'assistant');
+  if (first < 0) throw new InvalidInputError('trajectory', 'has no assistant turn to replay');
+  const turns: RecordedTurn[] = [];
+  const results = new Map<string, ChatMessage>();
+  for (const message of messages.slice(first)) {
+    const current = turns.at(-1);
+    if (message.role === 'assistant') {
+      turns.push({ message, results: new Map(), unanswered: [], userMessages: [] });
+    } else if (message.role === 'tool' && message.tool_call_id !== undefined && current !== undefined && current.userMessages.length === 0) {
+      current.results.set(message.tool_call_id, message);
+      results.set(message.tool_call_id, message);
+    } else if (current !== undefined) {
+      if (message.role === 'tool' && message.tool_call_id !== undefined) results.set(message.tool_call_id, message);
+      current.userMessages.push(message);
+    }
+  }
+  for (const turn of turns) {
+    turn.unanswered = (turn.message.tool_calls ?? []).map((call) => call.id).filter((id) => !results.has(id));
+  }
+  return { opening: messages.slice(0, first), turns, results };
+}
+
+/** The messages a replayed run starts from: everything before the first assistant turn. */
+export function openingMessages(trajectory: unknown): ChatMessage[] {
+  return replayScript(trajectory).opening;
+}
