@@ -1,0 +1,118 @@
+// Helpers for agentRun tests and the agent benchmark: the corpus (read in place), a worker's
+// activities for replayed runs, and a deterministic summarizer.
+import { readdirSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { WorkflowFailedError } from '@temporalio/client';
+import { ApplicationFailure, TemporalFailure } from '@temporalio/common';
+import { Worker, type WorkerOptions } from '@temporalio/worker';
+import { createActivities, type ActivityDeps } from '../../src/activities/index.js';
+import type { CompactionRecord } from '../../src/core/compaction-history.js';
+import { requestCounter } from '../../src/core/preflight.js';
+import type { SessionLine } from '../../src/core/session.js';
+import { openingMessages } from '../../src/core/trajectory.js';
+import type { ChatMessage } from '../../src/core/types.js';
+import { createExtractiveSummarizer } from '../../src/summarizers/extractive.js';
+import { agentRun, compactionsQuery, conversationQuery, sessionQuery, type AgentRunResult, type AgentRunWorkflowInput } from '../../src/workflows/agent-run.js';
+import { registerCleanup } from './cleanup.js';
+import { uniqueId, type TestConnection } from './temporal.js';
+
+/** ../shared/corpus, read in place: most of its files may not be copied into this repository. */
+export const CORPUS_DIR = fileURLToPath(new URL('../../../shared/corpus/', import.meta.url));
+
+/** The corpus trajectories by name (file name without `.json`), sorted. */
+export function corpusNames(): string[] {
+  return readdirSync(CORPUS_DIR)
+    .filter((file) => file.endsWith('.json'))
+    .map((file) => file.slice(0, -'.json'.length))
+    .sort();
+}
+
+export function loadTrajectory(name: string): ChatMessage[] {
+  const parsed: unknown = JSON.parse(readFileSync(join(CORPUS_DIR, `${name}.json`), 'utf8'));
+  if (!Array.isArray(parsed)) throw new Error(`${name}: not an array`);
+  return parsed;
+}
+
+/** What a replayed run starts from: the trajectory's messages before its first assistant turn. */
+export function openingOf(name: string): ChatMessage[] {
+  return openingMessages(loadTrajectory(name));
+}
+
+/** Activities for replayed runs: the built-in extractive summarizer (deterministic) and the corpus as trajectory directory. */
+export function replayActivities(deps: Partial<ActivityDeps> = {}) {
+  return createActivities({ summarizer: createExtractiveSummarizer(), trajectoryDir: CORPUS_DIR, ...deps });
+}
+
+/** Counts like the replay provider bills (o200k BPE, no tools): what windows in tests are measured in. */
+export function replayTokens(messages: readonly ChatMessage[]): number {
+  return requestCounter('o200k_base', []).count(messages);
+}
+
+/** A worker polling `t.taskQueue` in the background for a whole test file; `stop()` shuts it down and waits. */
+export async function startBackgroundWorker(
+  t: TestConnection,
+  options: Omit<WorkerOptions, 'connection' | 'namespace' | 'taskQueue'>,
+): Promise<{ worker: Worker; stop: () => Promise<void> }> {
+  const worker = await Worker.create({ connection: t.nativeConnection, namespace: t.namespace, taskQueue: t.taskQueue, ...options });
+  const running = worker.run();
+  let stopped = false;
+  const stop = async (): Promise<void> => {
+    if (!stopped) {
+      stopped = true;
+      worker.shutdown();
+    }
+    await running;
+  };
+  registerCleanup(stop);
+  return { worker, stop };
+}
+
+/** How a run ended, with what the workflow held at the end (read by query when it failed). */
+export interface AgentOutcome {
+  status: 'completed' | 'failed';
+  failureType?: string;
+  failureMessage?: string;
+  messages: ChatMessage[];
+  session: SessionLine[];
+  compactions: CompactionRecord[];
+  rounds?: number;
+  result?: AgentRunResult;
+}
+
+/** The ApplicationFailure type at the bottom of a workflow failure, if any. */
+export function failureTypeOf(error: unknown): { type?: string; message: string } {
+  let cause: unknown = error;
+  while (cause instanceof Error) {
+    if (cause instanceof ApplicationFailure) return { type: cause.type ?? undefined, message: cause.message };
+    if (!(cause instanceof WorkflowFailedError) && !(cause instanceof TemporalFailure)) break;
+    cause = cause.cause;
+  }
+  return { message: error instanceof Error ? error.message : String(error) };
+}
+
+/** Runs agentRun to its end; a failed run's transcript and conversation are read by query (a worker must be polling). */
+export async function runAgent(t: TestConnection, input: AgentRunWorkflowInput, workflowId = uniqueId('agent')): Promise<AgentOutcome> {
+  const handle = await t.client.workflow.start(agentRun, { taskQueue: t.taskQueue, workflowId, args: [input] });
+  try {
+    const result = await handle.result();
+    return { status: 'completed', messages: result.messages, session: result.session, compactions: result.compactions, rounds: result.rounds, result };
+  } catch (error) {
+    if (!(error instanceof WorkflowFailedError)) throw error;
+    const failure = failureTypeOf(error);
+    // A query on a closed run replays its last history on a worker: under load that can take a while, so retry.
+    const query = async <T>(run: () => Promise<T>): Promise<T> => {
+      for (let attempt = 1; ; attempt += 1) {
+        try {
+          return await run();
+        } catch (queryError) {
+          if (attempt >= 4) throw queryError;
+        }
+      }
+    };
+    const messages = await query(() => handle.query(conversationQuery));
+    const session = await query(() => handle.query(sessionQuery));
+    const compactions = await query(() => handle.query(compactionsQuery));
+    return { status: 'failed', failureType: failure.type, failureMessage: failure.message, messages, session, compactions };
+  }
+}

@@ -1,0 +1,60 @@
+// The transcript property (DESIGN §7, issue 4): every corpus trajectory replayed through agentRun
+// at a window that forces at least three compactions, with and without ageObservations, across
+// continue-as-new — JSON of replaySession(session) equals JSON of the live final conversation.
+//
+// The corpus is read in place from ../shared/corpus. Some recordings end with a tool result no
+// window that forces three compactions can hold (jackson-databind-4304's 666,865-char `find`, for
+// one); those runs end in RunFailed.ContextExhausted after their compactions, and the property is
+// checked on the transcript and conversation they hold at that point (read by query).
+//
+// Default: the whole 16 × 2 matrix, four runs at a time on one worker (about 2-3 minutes on two
+// cores). AGENT_TRANSCRIPT_SUBSET=1 runs a representative four trajectories instead.
+import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { RunFailureType } from '../../src/core/agent-errors.js';
+import { replaySession } from '../../src/core/session.js';
+import { corpusNames, openingOf, replayActivities, runAgent, startBackgroundWorker } from '../support/agent.js';
+import { chooseRoom } from '../support/simulate-agent.js';
+import { bundleWorkflows, testConnection, type TestConnection } from '../support/temporal.js';
+
+const SUBSET = ['claudecode_django__django-11797', 'openhands_gpt4o_Project-MONAI__MONAI-3715', 'sweagent_doubao_fasterxml__jackson-databind-4304', 'taubench_gpt4o_airline_task46_trial3'];
+const names = process.env.AGENT_TRANSCRIPT_SUBSET === '1' ? SUBSET : corpusNames();
+const MAX_OUTPUT_TOKENS = 1000;
+
+const COMPACTION = { keepRecent: 4, ageReclaimMin: 8000, ageMinChars: 1000 } as const;
+
+let t: TestConnection;
+beforeAll(async () => {
+  t = await testConnection();
+  const bundle: WorkflowBundleWithSourceMap = await bundleWorkflows(new URL('../../src/workflows/index.ts', import.meta.url));
+  await startBackgroundWorker(t, { workflowBundle: bundle, activities: replayActivities(), maxConcurrentWorkflowTaskExecutions: 8 });
+});
+
+describe.concurrent('replaySession(session) equals the live conversation', { timeout: 240_000 }, () => {
+  for (const ageObservations of [false, true]) {
+    describe(`ageObservations: ${ageObservations}`, () => {
+      for (const name of names) {
+        it(name, async () => {
+          // The window comes from an in-process model of the loop (test/support/simulate-agent.ts).
+          const { room, expected } = await chooseRoom(name, { ...COMPACTION, ageObservations });
+          const contextWindow = room + MAX_OUTPUT_TOKENS;
+          const outcome = await runAgent(t, {
+            messages: openingOf(name),
+            model: { provider: 'replay', trajectory: name, contextWindow, maxOutputTokens: MAX_OUTPUT_TOKENS },
+            compaction: { ...COMPACTION, ageObservations },
+            maxRounds: 1000,
+            continueAsNewAfterRounds: 15,
+            searchAttributes: false,
+          });
+          if (outcome.status === 'failed') expect(outcome.failureType).toBe(RunFailureType.ContextExhausted);
+          const summary = `${name} ${ageObservations} window=${contextWindow} ${outcome.status} compactions=${outcome.compactions.length} (${outcome.compactions.map((record) => record.kind[0]).join('')}), modelled ${expected.compactions}${expected.exhausted ? ' then exhausted' : ''}`;
+          expect(outcome.status, summary).toBe(expected.exhausted ? 'failed' : 'completed');
+          if (outcome.status === 'completed') expect(outcome.result?.continuedAsNew, summary).toBeGreaterThan(0);
+          expect(outcome.compactions.length, summary).toBeGreaterThanOrEqual(3);
+          expect(outcome.session.filter((line) => line.type !== 'message').length).toBeGreaterThan(0);
+          expect(JSON.stringify(replaySession(outcome.session))).toBe(JSON.stringify(outcome.messages));
+        });
+      }
+    });
+  }
+});
