@@ -33,3 +33,43 @@ export {
   type CompactionLine,
   type ElisionLine,
 } from './core/session.js';
+// The agent loop (DESIGN §7): the workflow, its input, its compaction history and its failures.
+export {
+  agentRun,
+  addUserMessageUpdate,
+  sessionQuery,
+  compactionsQuery,
+  conversationQuery,
+  type AgentRunResult,
+  type AgentRunWorkflowInput,
+  type AgentRunCarried,
+  type AddUserMessageInput,
+  type ContextExhaustedDetails,
+  type StopReason,
+} from './workflows/agent-run.js';
+export {
+  planAgentRun,
+  DEFAULT_MAX_ROUNDS,
+  type AgentRunInput,
+  type AgentRunPlan,
+  type AgentActivitySettings,
+  type AgentCompactionOptions,
+  type ModelConfig,
+  type OpenAIModelConfig,
+  type ReplayModelConfig,
+  type ResolvedBackend,
+  type Tokenizer,
+} from './core/agent-input.js';
+export { ChatFailureType, ReplayFailureType, ToolFailureType, RunFailureType } from './core/agent-errors.js';
+export {
+  renderCompactionTable,
+  compactionRecord,
+  compactionKind,
+  groupDigits,
+  COMPACTION_TABLE_HEADER,
+  type CompactionRecord,
+  type CompactionKind,
+} from './core/compaction-history.js';
+export { backendCounter, preflight, requestCounter, tokenizerCounter, type BackendCounter, type PreflightResult } from './core/preflight.js';
+export { replayScript, openingMessages, type ReplayScript, type RecordedTurn } from './core/trajectory.js';
+export { BUILT_IN_TOOLS, BUILT_IN_TOOL_NAMES, isBuiltInToolName, type BuiltInToolName } from './core/tool-declarations.js';
