@@ -1,0 +1,204 @@
+// The agent loop's activities under MockActivityEnvironment: `chat` against the fake OpenAI server
+// (tool calls, usage, failure mapping) and with the replay provider (recorded turns, BPE usage),
+// the built-in read-only tools under a root (paths outside it refused), and `replayTool`.
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ApplicationFailure } from '@temporalio/common';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import OpenAI from 'openai';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { BUILT_IN_TOOLS, ChatFailureType, FailureType, ReplayFailureType, requestCounter, ToolFailureType, type ChatActivityInput, type ChatActivityOutput, type ChatMessage } from '../../src/index.js';
+import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.js';
+import { loadTrajectory, openingOf, replayActivities } from '../support/agent.js';
+
+/** MockActivityEnvironment.run does not infer the result type: name it once here. */
+function runChat(chat: (input: ChatActivityInput) => Promise<ChatActivityOutput>, input: ChatActivityInput): Promise<ChatActivityOutput> {
+  return new MockActivityEnvironment().run<[ChatActivityInput], ChatActivityOutput, typeof chat>(chat, input);
+}
+
+async function failureOf(run: () => Promise<unknown>): Promise<ApplicationFailure> {
+  try {
+    const output = await run();
+    throw new Error(`expected a failure, got ${JSON.stringify(output).slice(0, 200)}`);
+  } catch (error) {
+    if (!(error instanceof ApplicationFailure)) throw error;
+    return error;
+  }
+}
+
+const completion = (message: Record<string, unknown>, usage = { prompt_tokens: 321, completion_tokens: 12, total_tokens: 333 }) => ({
+  kind: 'status' as const,
+  status: 200,
+  body: { id: 'chatcmpl-1', object: 'chat.completion', created: 0, model: 'fake', choices: [{ index: 0, finish_reason: 'tool_calls', message: { role: 'assistant', ...message } }], usage },
+});
+
+describe('chat activity', () => {
+  describe('provider openai (fake server)', () => {
+    let server: FakeOpenAI;
+    let activities: ReturnType<typeof replayActivities>;
+    const input = (): ChatActivityInput => ({
+      backend: { provider: 'openai', model: 'fake-agent', contextWindow: 8000, maxOutputTokens: 500 },
+      messages: [{ role: 'system', content: 'Be brief.', sticky: true }, { role: 'user', content: 'Read a.txt' }],
+      tools: [BUILT_IN_TOOLS.fs_read],
+      turn: 0,
+    });
+    beforeEach(async () => {
+      server = await startFakeOpenAI();
+      activities = replayActivities({ openai: new OpenAI({ baseURL: server.baseURL, apiKey: 'test-key', maxRetries: 0 }) });
+    });
+    afterEach(() => server.close());
+
+    it('sends the conversation without harness flags, the tools and max_completion_tokens; returns tool calls and billed usage', async () => {
+      server.script(completion({ content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'fs_read', arguments: '{"path":"a.txt"}' } }] }));
+      const output = await runChat(activities.chat, input());
+      expect(output).toEqual({
+        message: { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'fs_read', arguments: '{"path":"a.txt"}' } }] },
+        usage: { promptTokens: 321, completionTokens: 12 },
+        finishReason: 'tool_calls',
+      });
+      const body = server.requests[0]?.body;
+      expect(body).toMatchObject({ model: 'fake-agent', max_completion_tokens: 500, tools: [BUILT_IN_TOOLS.fs_read] });
+      expect(body).toHaveProperty('messages', [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Read a.txt' }]);
+    });
+
+    it('a text answer without content becomes an empty assistant message', async () => {
+      server.script(completion({ content: null }));
+      const output = await runChat(activities.chat, input());
+      expect(output.message).toEqual({ role: 'assistant', content: '' });
+    });
+
+    it.each([400, 401, 403, 404])('HTTP %i → non-retryable Chat.Rejected', async (status) => {
+      server.script({ kind: 'status', status });
+      const failure = await failureOf(() => runChat(activities.chat, input()));
+      expect(failure.type).toBe(ChatFailureType.Rejected);
+      expect(failure.nonRetryable).toBe(true);
+    });
+
+    it('429 with Retry-After → retryable Chat.Transient with nextRetryDelay', async () => {
+      server.script({ kind: 'status', status: 429, headers: { 'retry-after': '3' } });
+      const failure = await failureOf(() => runChat(activities.chat, input()));
+      expect(failure.type).toBe(ChatFailureType.Transient);
+      expect(failure.nonRetryable).toBe(false);
+      expect(failure.nextRetryDelay).toBe(3000);
+    });
+
+    it('500 → retryable Chat.Transient; a 200 without choices → retryable Chat.Malformed', async () => {
+      server.script({ kind: 'status', status: 500 }, { kind: 'status', status: 200, body: { choices: [] } });
+      const transient = await failureOf(() => runChat(activities.chat, input()));
+      expect([transient.type, transient.nonRetryable]).toEqual([ChatFailureType.Transient, false]);
+      const malformed = await failureOf(() => runChat(activities.chat, input()));
+      expect([malformed.type, malformed.nonRetryable]).toEqual([ChatFailureType.Malformed, false]);
+    });
+
+    it('bad messages → non-retryable Compaction.InvalidInput naming the field', async () => {
+      const failure = await failureOf(() => runChat(activities.chat, { ...input(), messages: JSON.parse('[{"role":"tool","content":"x"}]') }));
+      expect([failure.type, failure.nonRetryable]).toEqual([FailureType.InvalidInput, true]);
+      expect(failure.message).toBe('messages[0].tool_call_id: required for role "tool"');
+      expect(server.requests).toHaveLength(0);
+    });
+  });
+
+  describe('provider replay', () => {
+    const name = 'taubench_gpt4o_airline_task2_trial1';
+    const trajectory = loadTrajectory(name);
+    const activities = replayActivities();
+    const backend = { provider: 'replay' as const, trajectory: name, contextWindow: 100_000, maxOutputTokens: 1000 };
+
+    it('returns recorded turn `turn` and bills the BPE count of the request actually sent', async () => {
+      const messages = openingOf(name);
+      const output = await runChat(activities.chat, { backend, messages, tools: [], turn: 0 });
+      expect(output.message).toEqual(trajectory[messages.length]);
+      expect(output.usage?.promptTokens).toBe(requestCounter('o200k_base', []).count(messages));
+      const withTools = await runChat(activities.chat, { backend, messages, tools: [BUILT_IN_TOOLS.grep], turn: 0 });
+      expect(withTools.usage?.promptTokens).toBe(requestCounter('o200k_base', [BUILT_IN_TOOLS.grep]).count(messages));
+      expect(withTools.usage?.promptTokens).toBeGreaterThan(output.usage?.promptTokens ?? Infinity);
+    });
+
+    it('hands back the recorded user reply after a text turn, and marks the last turn', async () => {
+      const assistantTurns = trajectory.filter((message) => message.role === 'assistant');
+      const textTurn = assistantTurns.findIndex((message) => (message.tool_calls ?? []).length === 0);
+      const output = await runChat(activities.chat, { backend, messages: openingOf(name), tools: [], turn: textTurn });
+      const at = trajectory.indexOf(assistantTurns[textTurn] as ChatMessage);
+      expect(output.userMessages).toEqual([trajectory[at + 1]]);
+      expect(output.endOfTrajectory).toBeUndefined();
+      const last = await runChat(activities.chat, { backend, messages: openingOf(name), tools: [], turn: assistantTurns.length - 1 });
+      expect(last.endOfTrajectory).toBe(true);
+    });
+
+    it('a turn past the recording, or an unknown trajectory, is a non-retryable Replay failure', async () => {
+      const past = await failureOf(() => runChat(activities.chat, { backend, messages: openingOf(name), tools: [], turn: 10_000 }));
+      expect([past.type, past.nonRetryable]).toEqual([ReplayFailureType.NotRecorded, true]);
+      const missing = await failureOf(() => runChat(activities.chat, { backend: { ...backend, trajectory: 'no-such-run' }, messages: openingOf(name), tools: [], turn: 0 }));
+      expect([missing.type, missing.nonRetryable]).toEqual([ReplayFailureType.TrajectoryNotFound, true]);
+      expect(missing.message).toContain('no-such-run');
+      const escape = await failureOf(() => runChat(activities.chat, { backend: { ...backend, trajectory: '../../main/package.json' }, messages: openingOf(name), tools: [], turn: 0 }));
+      expect([escape.type, escape.message]).toEqual([ReplayFailureType.TrajectoryNotFound, expect.stringContaining('outside the trajectory directory')]);
+    });
+
+    it('replayTool returns the recorded result message verbatim', async () => {
+      const result = trajectory.find((message) => message.role === 'tool');
+      const output = await new MockActivityEnvironment().run(activities.replayTool, { trajectory: name, toolCallId: result?.tool_call_id ?? '' });
+      expect(output).toEqual(result);
+      const unknown = await failureOf(() => new MockActivityEnvironment().run(activities.replayTool, { trajectory: name, toolCallId: 'call_nope' }));
+      expect([unknown.type, unknown.nonRetryable]).toEqual([ReplayFailureType.NotRecorded, true]);
+    });
+  });
+});
+
+describe('built-in tools', () => {
+  let root: string;
+  let outside: string;
+  let tools: ReturnType<typeof replayActivities>;
+  beforeAll(() => {
+    root = mkdtempSync(join(tmpdir(), 'compactor-tools-'));
+    outside = mkdtempSync(join(tmpdir(), 'compactor-outside-'));
+    mkdirSync(join(root, 'src'));
+    writeFileSync(join(root, 'src', 'app.py'), 'import os\n\ndef main():\n    print("hello")\n');
+    writeFileSync(join(root, 'README.md'), 'hello world\n');
+    writeFileSync(join(outside, 'secret.txt'), 'top secret\n');
+    symlinkSync(join(outside, 'secret.txt'), join(root, 'link.txt'));
+    tools = replayActivities({ toolsRoot: root });
+  });
+  afterAll(() => {
+    rmSync(root, { recursive: true, force: true });
+    rmSync(outside, { recursive: true, force: true });
+  });
+  const run = <T>(fn: (args: unknown) => Promise<T>, args: unknown) => new MockActivityEnvironment().run(fn, args);
+
+  it('fs_read numbers lines and honours offset/limit', async () => {
+    expect(await run(tools.fs_read, { path: 'src/app.py' })).toBe('     1\timport os\n     2\t\n     3\tdef main():\n     4\t    print("hello")\n     5\t');
+    expect(await run(tools.fs_read, { path: 'src/app.py', offset: 3, limit: 1 })).toBe('     3\tdef main():');
+  });
+
+  it('fs_list lists a directory, directories with a slash', async () => {
+    expect(await run(tools.fs_list, {})).toBe('README.md\nlink.txt\nsrc/');
+  });
+
+  it('grep prints path:line: text per match', async () => {
+    expect(await run(tools.grep, { pattern: 'hello' })).toBe('README.md:1: hello world\nsrc/app.py:4:     print("hello")');
+    expect(await run(tools.grep, { pattern: 'HELLO', path: 'src', ignoreCase: true })).toBe('src/app.py:4:     print("hello")');
+    expect(await run(tools.grep, { pattern: 'absent' })).toBe('no matches for /absent/ in .');
+  });
+
+  it.each([
+    ['fs_read', { path: '../etc/passwd' }],
+    ['fs_read', { path: '/etc/passwd' }],
+    ['fs_list', { path: '..' }],
+    ['grep', { pattern: 'x', path: '../../' }],
+    ['fs_read', { path: 'link.txt' }],
+  ] as const)('%s %j outside the root → non-retryable Tool.PathOutsideRoot that says so', async (tool, args) => {
+    const failure = await failureOf(() => run(tools[tool], args));
+    expect([failure.type, failure.nonRetryable]).toEqual([ToolFailureType.PathOutsideRoot, true]);
+    expect(failure.message).toContain('is outside the tool root');
+  });
+
+  it('bad arguments and missing files fail clearly and are not retried', async () => {
+    const bad = await failureOf(() => run(tools.fs_read, { file: 'x' }));
+    expect([bad.type, bad.nonRetryable]).toEqual([ToolFailureType.InvalidArguments, true]);
+    const badPattern = await failureOf(() => run(tools.grep, { pattern: '(' }));
+    expect([badPattern.type, badPattern.message]).toEqual([ToolFailureType.InvalidArguments, expect.stringContaining('arguments.pattern')]);
+    const missing = await failureOf(() => run(tools.fs_read, { path: 'nope.txt' }));
+    expect([missing.type, missing.nonRetryable, missing.message]).toEqual([ToolFailureType.NotFound, true, 'fs_read: no such file or directory: nope.txt']);
+  });
+});
