@@ -5,6 +5,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
   Compactor,
+  createActivities,
   createOpenAISummarizer,
   FailureType,
   SUMMARY_INSTRUCTION,
@@ -14,8 +15,9 @@ import {
   type Summarizer,
 } from '../../src/index.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.js';
+import { testConnection } from '../support/temporal.js';
 import { toolRounds } from '../support/messages.js';
-import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { bundleTestWorkflows, eventTypes, maybeRecordHistory, uniqueId, withWorker } from './harness.js';
 import type { compactConversation } from './test-workflows.js';
 
@@ -158,6 +160,29 @@ describe('compactConversation on a dev server', () => {
     expect(server.requests).toHaveLength(0);
     expect(events).not.toContain('ActivityTaskScheduled');
     expect(events.at(-1)).toBe('WorkflowExecutionCompleted');
+  });
+
+  it('options.taskQueue: the summarize activity runs on its own queue, served by an activities-only worker', async () => {
+    server.script({ kind: 'summary', text: SHORT_SUMMARY });
+    const { nativeConnection, namespace, taskQueue: summarizerQueue } = await testConnection();
+    const summarizerWorker = await Worker.create({ connection: nativeConnection, namespace, taskQueue: summarizerQueue, activities: createActivities({ summarizer }) });
+    // The workflow worker's own summarizer would reject: only the other queue can produce the summary.
+    const rejecting: Summarizer = { summarize: () => Promise.reject(Object.assign(new Error('wrong queue'), { status: 401 })) };
+    const { result, handle } = await summarizerWorker.runUntil(
+      withWorker(bundle, { summarizer: rejecting }, async ({ client, taskQueue }) => {
+        const started = await client.workflow.start<typeof compactConversation>('compactConversation', {
+          taskQueue,
+          workflowId: uniqueId('summarizer-queue'),
+          args: [{ messages, options: { ...options, taskQueue: summarizerQueue } }],
+        });
+        return { result: await started.result(), handle: started };
+      }),
+    );
+    expect(result.fallback).toBe(false);
+    expect(result.summary).toContain(SHORT_SUMMARY);
+    const history = await handle.fetchHistory();
+    const scheduled = history.events?.find((event) => event.activityTaskScheduledEventAttributes)?.activityTaskScheduledEventAttributes;
+    expect(scheduled?.taskQueue?.name).toBe(summarizerQueue);
   });
 
   describe('bad input', () => {
