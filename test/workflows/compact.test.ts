@@ -2,6 +2,7 @@
 // to a scripted fake OpenAI server: the summarizer scenarios of DESIGN §4.6–§4.10 under Temporal.
 import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
+import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
   Compactor,
@@ -15,9 +16,8 @@ import {
   type Summarizer,
 } from '../../src/index.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.js';
-import { testConnection } from '../support/temporal.js';
 import { toolRounds } from '../support/messages.js';
-import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { testConnection } from '../support/temporal.js';
 import { bundleTestWorkflows, eventTypes, maybeRecordHistory, uniqueId, withWorker } from './harness.js';
 import type { compactConversation } from './test-workflows.js';
 
