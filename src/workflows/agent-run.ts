@@ -132,9 +132,15 @@ function oneLine(text: string, max: number): string {
 
 function userMessageFrom(input: AddUserMessageInput): ChatMessage {
   const content = typeof input === 'string' ? input : input?.content;
-  const [message] = validateMessages([{ role: 'user', content }], 'message');
-  if (message === undefined) throw new InvalidInputError('message', 'required');
-  return message;
+  try {
+    const [message] = validateMessages([{ role: 'user', content }]);
+    if (message === undefined) throw new InvalidInputError('message', 'required');
+    return message;
+  } catch (error) {
+    // Name the update's argument, not the one-message conversation it was checked as.
+    if (error instanceof InvalidInputError) throw new InvalidInputError(error.field.replace(/^messages\[0\]/, 'message'), error.reason);
+    throw error;
+  }
 }
 
 /** One run of the loop: the state, and what a round does with it. */

@@ -4,7 +4,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { WorkflowFailedError } from '@temporalio/client';
-import { ApplicationFailure, TemporalFailure } from '@temporalio/common';
+import { ApplicationFailure } from '@temporalio/common';
 import { Worker, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../../src/activities/index.js';
 import type { CompactionRecord } from '../../src/core/compaction-history.js';
@@ -85,7 +85,6 @@ export function failureTypeOf(error: unknown): { type?: string; message: string 
   let cause: unknown = error;
   while (cause instanceof Error) {
     if (cause instanceof ApplicationFailure) return { type: cause.type ?? undefined, message: cause.message };
-    if (!(cause instanceof WorkflowFailedError) && !(cause instanceof TemporalFailure)) break;
     cause = cause.cause;
   }
   return { message: error instanceof Error ? error.message : String(error) };

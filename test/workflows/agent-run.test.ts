@@ -1,0 +1,302 @@
+// agentRun on the dev server: the OpenAI provider with tools (fake server), the update and the
+// queries, cancellation, the fallback chain, exhaustion, continue-as-new, visibility (search
+// attributes and current details) and bad input. Each test runs its own worker on its own task queue.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { WorkflowFailedError, WorkflowUpdateFailedError } from '@temporalio/client';
+import { ApplicationFailure, defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import OpenAI from 'openai';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import {
+  addUserMessageUpdate,
+  agentRun,
+  COMPACTION_TABLE_HEADER,
+  compactionsQuery,
+  conversationQuery,
+  FailureType,
+  replaySession,
+  RunFailureType,
+  sessionQuery,
+  type AgentRunWorkflowInput,
+  type ChatMessage,
+  type ContextExhaustedDetails,
+} from '../../src/index.js';
+import { createHold, startFakeOpenAI, type FakeOpenAI, type ScriptedResponse } from '../support/fake-openai.js';
+import { failureTypeOf, loadTrajectory, openingOf, replayActivities, runAgent, type AgentOutcome } from '../support/agent.js';
+import { bundleWorkflows, testConnection, uniqueId, withWorker, type TestConnection } from '../support/temporal.js';
+
+let bundle: WorkflowBundleWithSourceMap;
+beforeAll(async () => {
+  bundle = await bundleWorkflows(new URL('../../src/workflows/index.ts', import.meta.url));
+});
+
+const TAU = 'taubench_gpt4o_airline_task2_trial1';
+const replayModel = (trajectory: string, contextWindow = 100_000) => ({ provider: 'replay' as const, trajectory, contextWindow, maxOutputTokens: 1000 });
+const openaiModel = { provider: 'openai' as const, model: 'fake-agent', contextWindow: 16_000, maxOutputTokens: 500 };
+const fastRetries = { maximumAttempts: 2, initialInterval: 10 };
+
+function completion(message: Record<string, unknown>): ScriptedResponse {
+  return {
+    kind: 'status',
+    status: 200,
+    body: { id: 'c', object: 'chat.completion', created: 0, model: 'fake-agent', choices: [{ index: 0, finish_reason: 'stop', message: { role: 'assistant', ...message } }], usage: { prompt_tokens: 100, completion_tokens: 5, total_tokens: 105 } },
+  };
+}
+
+/** The ApplicationFailure a failed workflow ended with. */
+async function runFailure(promise: Promise<unknown>): Promise<ApplicationFailure> {
+  try {
+    await promise;
+  } catch (error) {
+    expect(error).toBeInstanceOf(WorkflowFailedError);
+    if (error instanceof WorkflowFailedError && error.cause instanceof ApplicationFailure) return error.cause;
+    throw error;
+  }
+  throw new Error('expected the run to fail');
+}
+
+describe('agentRun', { timeout: 90_000 }, () => {
+  describe('with the OpenAI provider (fake server)', () => {
+    let server: FakeOpenAI;
+    let root: string;
+    beforeEach(async () => {
+      server = await startFakeOpenAI();
+      root = mkdtempSync(join(tmpdir(), 'agent-root-'));
+      writeFileSync(join(root, 'a.txt'), 'alpha\nbeta\n');
+    });
+    afterEach(async () => {
+      await server.close();
+      rmSync(root, { recursive: true, force: true });
+    });
+    const activities = () => replayActivities({ openai: new OpenAI({ baseURL: server.baseURL, apiKey: 'test-key', maxRetries: 0 }), toolsRoot: root });
+    const opening: ChatMessage[] = [
+      { role: 'system', content: 'You are a careful agent.' },
+      { role: 'user', content: 'What is in a.txt?' },
+    ];
+
+    it('runs requested tools as activities and hands failures to the model as results', async () => {
+      server.script(
+        completion({
+          content: null,
+          tool_calls: [
+            { id: 'call_1', type: 'function', function: { name: 'fs_read', arguments: '{"path":"a.txt"}' } },
+            { id: 'call_2', type: 'function', function: { name: 'fs_read', arguments: '{"path":"../../etc/passwd"}' } },
+            { id: 'call_3', type: 'function', function: { name: 'rm', arguments: '{"path":"a.txt"}' } },
+          ],
+        }),
+        completion({ content: 'a.txt holds alpha and beta.' }),
+      );
+      const t = await testConnection();
+      const result = await withWorker(t, { workflowBundle: bundle, activities: activities() }, () =>
+        t.client.workflow.execute(agentRun, {
+          taskQueue: t.taskQueue,
+          workflowId: uniqueId('agent-tools'),
+          args: [{ messages: opening, model: openaiModel, tools: ['fs_read', 'fs_list', 'grep'], compaction: {}, toolActivity: fastRetries }],
+        }),
+      );
+      expect(result.stopReason).toBe('completed');
+      expect(result.rounds).toBe(2);
+      const toolResults = result.messages.filter((message) => message.role === 'tool');
+      expect(toolResults.map((message) => message.tool_call_id)).toEqual(['call_1', 'call_2', 'call_3']);
+      expect(toolResults[0]?.content).toBe('     1\talpha\n     2\tbeta\n     3\t');
+      expect(toolResults[1]?.content).toMatch(/^Error: fs_read: path "\.\.\/\.\.\/etc\/passwd" is outside the tool root /);
+      expect(toolResults[2]?.content).toBe('Error: there is no tool named "rm"; the tools are: fs_read, fs_list, grep');
+      expect(result.messages.at(-1)).toEqual({ role: 'assistant', content: 'a.txt holds alpha and beta.' });
+      const second = server.requests[1]?.body;
+      expect(second).toHaveProperty('messages', result.messages.slice(0, -1));
+      expect(second).toHaveProperty('tools', [expect.objectContaining({ function: expect.objectContaining({ name: 'fs_read' }) }), expect.anything(), expect.anything()]);
+    });
+
+    it('addUserMessage queues a user turn for the next round; the queries show the run while it waits', async () => {
+      const hold = createHold();
+      server.script(hold.response, completion({ content: 'Also done.' }));
+      const t = await testConnection();
+      await withWorker(t, { workflowBundle: bundle, activities: activities() }, async () => {
+        const handle = await t.client.workflow.start(agentRun, {
+          taskQueue: t.taskQueue,
+          workflowId: uniqueId('agent-update'),
+          args: [{ messages: opening, model: openaiModel, compaction: {} }],
+        });
+        await server.waitForRequests(1, 20_000);
+        expect(await handle.query(conversationQuery)).toEqual(opening);
+        expect(await handle.query(sessionQuery)).toEqual([
+          { type: 'message', id: 'm1', message: opening[0] },
+          { type: 'message', id: 'm2', message: opening[1] },
+        ]);
+        expect(await handle.query(compactionsQuery)).toEqual([]);
+        expect(await handle.executeUpdate(addUserMessageUpdate, { args: ['Also check b.txt'] })).toEqual({ pending: 1 });
+        const rejected = await handle.executeUpdate(addUserMessageUpdate, { args: [{ content: 42 as unknown as string }] }).catch((error: unknown) => error);
+        expect(rejected).toBeInstanceOf(WorkflowUpdateFailedError);
+        expect(failureTypeOf(rejected)).toEqual({ type: FailureType.InvalidInput, message: 'message.content: must be a string, null or an array of content parts' });
+        hold.release(completion({ content: 'a.txt holds alpha and beta.' }));
+        const result = await handle.result();
+        expect(result.messages).toEqual([
+          ...opening,
+          { role: 'assistant', content: 'a.txt holds alpha and beta.' },
+          { role: 'user', content: 'Also check b.txt' },
+          { role: 'assistant', content: 'Also done.' },
+        ]);
+        expect(server.requests[1]?.body).toHaveProperty('messages', result.messages.slice(0, -1));
+        expect(await handle.query(sessionQuery)).toEqual(result.session);
+        // Finished: a late message is refused rather than silently dropped.
+        const late = await handle.executeUpdate(addUserMessageUpdate, { args: ['too late'] }).catch((error: unknown) => error);
+        expect(late).toBeInstanceOf(Error);
+      });
+    });
+
+    it('cancellation ends the run cleanly with the transcript intact', async () => {
+      const hold = createHold();
+      server.script(hold.response);
+      const t = await testConnection();
+      await withWorker(t, { workflowBundle: bundle, activities: activities() }, async () => {
+        const handle = await t.client.workflow.start(agentRun, {
+          taskQueue: t.taskQueue,
+          workflowId: uniqueId('agent-cancel'),
+          args: [{ messages: opening, model: openaiModel, compaction: {}, chatActivity: { heartbeatTimeout: '2s' } }],
+        });
+        await server.waitForRequests(1, 20_000);
+        await handle.cancel();
+        const result = await handle.result();
+        expect(result.stopReason).toBe('cancelled');
+        expect(result.messages).toEqual(opening);
+        expect(replaySession(result.session)).toEqual(result.messages);
+        expect((await handle.describe()).status.name).toBe('COMPLETED');
+        // The request in flight was aborted, not left to finish.
+        await server.waitUntil(() => server.requests[0]?.outcome === 'aborted', 10_000, 'the held request aborted');
+      });
+    });
+
+    it('fallback chain: a backend that keeps failing hands the round to the next one', async () => {
+      server.setDefault({ kind: 'status', status: 503 });
+      const t = await testConnection();
+      const result = await withWorker(t, { workflowBundle: bundle, activities: activities() }, () =>
+        t.client.workflow.execute(agentRun, {
+          taskQueue: t.taskQueue,
+          workflowId: uniqueId('agent-fallback'),
+          args: [{ messages: openingOf(TAU), model: [openaiModel, replayModel(TAU)], compaction: {}, chatActivity: fastRetries, maxRounds: 6 }],
+        }),
+      );
+      // Every round tried the failing backend first (two attempts), then the replay answered.
+      expect([result.stopReason, result.rounds, result.backendFallbacks]).toEqual(['maxRounds', 6, 6]);
+      expect(server.requests).toHaveLength(12);
+      expect(result.messages).toEqual(loadTrajectory(TAU).slice(0, result.messages.length));
+      expect(result.messages.filter((message) => message.role === 'assistant')).toHaveLength(6);
+    });
+
+    it('every backend failing fails the run with RunFailed.BackendsFailed, not retried', async () => {
+      server.setDefault({ kind: 'status', status: 401 });
+      const t = await testConnection();
+      const failure = await withWorker(t, { workflowBundle: bundle, activities: activities() }, () =>
+        runFailure(
+          t.client.workflow.execute(agentRun, {
+            taskQueue: t.taskQueue,
+            workflowId: uniqueId('agent-all-fail'),
+            args: [{ messages: opening, model: [openaiModel, { ...openaiModel, model: 'fake-agent-2' }], compaction: {}, chatActivity: fastRetries }],
+          }),
+        ),
+      );
+      expect([failure.type, failure.nonRetryable]).toEqual([RunFailureType.BackendsFailed, true]);
+      expect(failure.message).toContain('401');
+      // 401 is in the abort bucket: one request per backend, no retries.
+      expect(server.requests.map((request) => (request.body as { model?: string }).model)).toEqual(['fake-agent', 'fake-agent-2']);
+    });
+  });
+
+  describe('with the replay provider', () => {
+    let t: TestConnection;
+    /** Runs the workflow to its end, then `inspect` while the worker still polls (queries on a closed run need one). */
+    const run = (input: AgentRunWorkflowInput, workflowId = uniqueId('agent'), inspect: (outcome: AgentOutcome) => Promise<void> = async () => undefined) =>
+      withWorker(t, { workflowBundle: bundle, activities: replayActivities() }, async () => {
+        const outcome = await runAgent(t, input, workflowId);
+        await inspect(outcome);
+        return outcome;
+      });
+    beforeEach(async () => {
+      t = await testConnection();
+    });
+
+    it('continue-as-new (forced every 7 rounds) carries conversation, counters, transcript and history', async () => {
+      const input: AgentRunWorkflowInput = { messages: openingOf(TAU), model: replayModel(TAU), compaction: {}, maxRounds: 1000 };
+      const plain = await run(input);
+      const workflowId = uniqueId('agent-can');
+      const continued = await run({ ...input, continueAsNewAfterRounds: 7 }, workflowId);
+      expect(continued.result?.continuedAsNew).toBe(4);
+      expect(continued.rounds).toBe(30);
+      expect(continued.messages).toEqual(loadTrajectory(TAU));
+      expect(continued.session).toEqual(plain.session);
+      expect(continued.result?.peakContextTokens).toBe(plain.result?.peakContextTokens);
+      const { executions } = await t.client.workflowService.listWorkflowExecutions({ namespace: t.namespace, query: `WorkflowId = '${workflowId}'` });
+      expect(executions.map((execution) => execution.status)).toEqual(expect.arrayContaining([6, 6, 6, 6, 2]));
+      expect(executions).toHaveLength(5);
+    });
+
+    it('exhaustion fails the run with RunFailed.ContextExhausted after writing the transcript', async () => {
+      const name = 'taubench_gpt4o_airline_task46_trial3';
+      const workflowId = uniqueId('agent-exhausted');
+      const outcome = await run({ messages: openingOf(name), model: replayModel(name, 2500), compaction: {}, maxRounds: 1000 }, workflowId);
+      expect([outcome.status, outcome.failureType]).toEqual(['failed', RunFailureType.ContextExhausted]);
+      const last = outcome.session.at(-1);
+      expect(last).toMatchObject({ type: 'compaction', exhausted: true });
+      expect(outcome.compactions.at(-1)).toMatchObject({ exhausted: true });
+      expect(replaySession(outcome.session)).toEqual(outcome.messages);
+      const handle = t.client.workflow.getHandle(workflowId);
+      const failure = await runFailure(handle.result());
+      expect(failure.nonRetryable).toBe(true);
+      const [details] = failure.details ?? [];
+      expect(details).toMatchObject({ room: 1500, backend: `replay:${name}` } satisfies Partial<ContextExhaustedDetails>);
+      const description = await handle.describe();
+      expect(description.typedSearchAttributes.get(defineSearchAttributeKey('ContextExhausted', SearchAttributeType.BOOL))).toBe(true);
+    });
+
+    it('shows its compactions in search attributes and in the current details (a Markdown table)', async () => {
+      const name = 'claudecode_pydata__xarray-3364';
+      const workflowId = uniqueId('agent-visible');
+      await run({ messages: openingOf(name), model: replayModel(name, 14_000), compaction: { keepRecent: 4 }, maxRounds: 1000 }, workflowId, async (outcome) => {
+        expect(outcome.status).toBe('completed');
+        expect(outcome.compactions.length).toBeGreaterThanOrEqual(2);
+        const handle = t.client.workflow.getHandle(workflowId);
+        const attributes = (await handle.describe()).typedSearchAttributes;
+        expect(attributes.get(defineSearchAttributeKey('CompactionCount', SearchAttributeType.INT))).toBe(outcome.compactions.length);
+        expect(attributes.get(defineSearchAttributeKey('CompactionFallbacks', SearchAttributeType.INT))).toBe(outcome.compactions.filter((record) => record.fallback).length);
+        expect(attributes.get(defineSearchAttributeKey('ContextExhausted', SearchAttributeType.BOOL))).toBe(false);
+        expect(attributes.get(defineSearchAttributeKey('ContextTokens', SearchAttributeType.INT))).toBeGreaterThan(0);
+        const listed = await t.client.workflowService.countWorkflowExecutions({ namespace: t.namespace, query: `WorkflowId = '${workflowId}' AND CompactionCount >= 2` });
+        expect(Number(listed.count)).toBe(1);
+        expect(outcome.compactions.filter((record) => record.kind === 'summary').length).toBeGreaterThan(0);
+        // What the UI shows as "current details": the table of compactions.
+        const metadata: unknown = await handle.query('__temporal_workflow_metadata');
+        const details = String(Reflect.get(Object(metadata), 'currentDetails'));
+        expect(details).toContain(COMPACTION_TABLE_HEADER);
+        expect(details.split('\n').filter((line) => /^\| \d+ \|/.test(line))).toHaveLength(outcome.compactions.length);
+      });
+    });
+  });
+
+  describe('bad input gets a clear non-retryable Compaction.InvalidInput', () => {
+    let t: TestConnection;
+    beforeAll(async () => {
+      t = await testConnection();
+    });
+    afterAll(() => undefined);
+    const valid = { messages: [{ role: 'user', content: 'hi' }], model: replayModel(TAU), compaction: {} };
+    it.each([
+      ['no messages', { model: replayModel(TAU), compaction: {} }, 'input.messages: required'],
+      ['a model without contextWindow', { ...valid, model: { provider: 'replay', trajectory: TAU, maxOutputTokens: 10 } }, 'input.model.contextWindow: required'],
+      ['an unknown provider', { ...valid, model: { provider: 'anthropic', model: 'x', contextWindow: 1000, maxOutputTokens: 10 } }, 'input.model.provider: must be "openai" or "replay", got "anthropic"'],
+      ['a window with no room left', { ...valid, model: [replayModel(TAU), { ...replayModel(TAU), maxOutputTokens: 100_000 }] }, 'input.model[1].contextWindow: 100000 leaves no room'],
+      ['an unknown built-in tool', { ...valid, tools: ['rm'] }, 'input.tools[0]: "rm" is not a built-in tool'],
+      ['a bad compaction option', { ...valid, compaction: { keepRecent: -1 } }, 'input.compaction.keepRecent'],
+      ['a bad message', { ...valid, messages: [{ role: 'tool', content: 'x' }] }, 'messages[0].tool_call_id: required for role "tool"'],
+      ['a misspelt field', { ...valid, maxRound: 3 }, 'input.maxRound: unknown field'],
+    ])('%s', async (_case, input, message) => {
+      const failure = await withWorker(t, { workflowBundle: bundle, activities: replayActivities() }, () =>
+        runFailure(t.client.workflow.execute('agentRun', { taskQueue: t.taskQueue, workflowId: uniqueId('agent-bad'), args: [input] })),
+      );
+      expect([failure.type, failure.nonRetryable]).toEqual([FailureType.InvalidInput, true]);
+      expect(failure.message).toContain(message);
+      expect(failure.details?.[0]).toHaveProperty('field', message.split(':')[0]);
+    });
+  });
+});
