@@ -1,0 +1,190 @@
+// Real agent trajectories (../shared/corpus, read in place) compacted at several budgets through
+// the public `Compactor`, with a fake summarizer that answers or fails.
+import { describe, expect, it } from 'vitest';
+import { Compactor, defaultCounter, toProviderMessages, validateMessages, type ChatMessage, type CompactionResult } from '../../src/index.js';
+import { resolveOptions, type CompactionOptions } from '../../src/core/options.js';
+import {
+  askers,
+  assertCompactionInvariants,
+  createFakeSummarizer,
+  isProviderStrict,
+  loadCorpus,
+  referenceRegions,
+  renderedText,
+  type FakeSummarizer,
+  type SummarizerBehaviour,
+} from '../support/conversations.js';
+
+const corpus = loadCorpus();
+const budgets = [8_000, 32_000, 128_000] as const;
+const behaviours = ['ok', 'failing'] as const satisfies readonly SummarizerBehaviour[];
+
+/**
+ * The same trajectory as a harness would hold it: the task pinned with `sticky: true` and a
+ * reminder injected at a fixed depth a third of the way in (before a turn, so no pair is split).
+ */
+function withHarnessFlags(messages: readonly ChatMessage[]): ChatMessage[] {
+  const flagged = [...messages];
+  const task = flagged.findIndex((message) => message.role === 'user');
+  const taskMessage = flagged[task];
+  if (taskMessage !== undefined) flagged[task] = { ...taskMessage, sticky: true };
+  let at = Math.floor(flagged.length / 3);
+  while (at < flagged.length && flagged[at]?.role === 'tool') at += 1;
+  flagged.splice(at, 0, { role: 'user', content: 'Reminder: run the tests before you submit.', depth: 2 });
+  return flagged;
+}
+
+interface Compaction {
+  input: ChatMessage[];
+  options: CompactionOptions;
+  summarizer: FakeSummarizer;
+  result: CompactionResult;
+}
+
+async function compactWith(input: ChatMessage[], behaviour: SummarizerBehaviour, options: CompactionOptions): Promise<Compaction> {
+  const summarizer = createFakeSummarizer(behaviour);
+  const compactor = new Compactor({ summarizer, retryBackoff: 0, ...options });
+  const result = await compactor.compact(input);
+  return { input, options, summarizer, result };
+}
+
+function assertSane({ input, options, summarizer, result }: Compaction, behaviour: SummarizerBehaviour): void {
+  assertCompactionInvariants({
+    input,
+    options: resolveOptions(options),
+    counter: defaultCounter,
+    requests: summarizer.requests,
+    texts: summarizer.texts,
+    result,
+    uniqueContent: true,
+  });
+  const output = result.messages;
+  expect(validateMessages(output)).toHaveLength(output.length);
+  // A valid provider conversation: every tool message answers a call of an earlier assistant turn, no harness flags.
+  const asker = askers(output);
+  output.forEach((message, index) => {
+    if (message.role === 'tool') expect(asker[index], `output[${index}] answers an earlier call`).toBeGreaterThanOrEqual(0);
+  });
+  for (const message of toProviderMessages(output)) {
+    expect(message).not.toHaveProperty('sticky');
+    expect(message).not.toHaveProperty('depth');
+  }
+  if (isProviderStrict(input)) expect(isProviderStrict(output)).toBe(true);
+
+  const elisionOnly = result.summary === null && !result.fallback && result.elisions.length > 0;
+  const noOp = result.summary === null && !result.fallback && result.elisions.length === 0;
+  const resolved = resolveOptions(options);
+  // Removing messages always shrinks the conversation. An elision-only pass is proved by construction
+  // against the trigger only: it may elide a duplicate smaller than its stub (see the finding below).
+  if (result.dropped > 0) expect(result.tokensAfter).toBeLessThan(result.tokensBefore);
+  if (elisionOnly) expect(result.tokensAfter).toBeLessThanOrEqual(resolved.triggerRatio * resolved.contextBudget);
+  expect(result.exhausted).toBe(result.tokensAfter > options.contextBudget);
+  if (noOp) {
+    expect(result.messages).toEqual(input);
+    expect(referenceRegions(input, resolved.keepRecent).middle).toHaveLength(0);
+  }
+  if (behaviour === 'ok' && !noOp && !elisionOnly) {
+    expect(result.summary).not.toBeNull();
+    expect(summarizer.requests).toHaveLength(1);
+  }
+  if (behaviour === 'failing' && !noOp && !elisionOnly) {
+    expect(result.fallback).toBe(true);
+    // Three attempts (the default maxAttempts) at the first request, then the hard trim.
+    expect(summarizer.requests).toHaveLength(3);
+    const fits = result.tokensAfter <= resolved.targetRatio * resolved.contextBudget;
+    expect(fits || result.dropped === referenceRegions(input, resolved.keepRecent).middle.length).toBe(true);
+  }
+}
+
+describe.each(corpus)('corpus: $name', ({ messages }) => {
+  describe.each(budgets)('contextBudget %i', (contextBudget) => {
+    describe.each([false, true])('ageObservations %s', (ageObservations) => {
+      it.each(behaviours)('summarizer %s: valid, invariant-preserving, sane numbers', async (behaviour) => {
+        for (const input of [messages, withHarnessFlags(messages)]) {
+          const compaction = await compactWith(input, behaviour, { contextBudget, ageObservations });
+          assertSane(compaction, behaviour);
+        }
+      });
+    });
+  });
+});
+
+describe('corpus: the 666,865-char tool result (sweagent_doubao_fasterxml__jackson-databind-4304)', () => {
+  const trajectory = corpus.find(({ name }) => name === 'sweagent_doubao_fasterxml__jackson-databind-4304');
+  if (trajectory === undefined) throw new Error('jackson-databind-4304 is missing from the corpus');
+  const { messages } = trajectory;
+  const hugeIndex = messages.findIndex((message) => message.role === 'tool' && renderedText(message.content).length === 666_865);
+  const huge = renderedText(messages[hugeIndex]?.content ?? null);
+
+  it('is where the corpus notes say: the last real step, before the cost-limit exit', () => {
+    expect(hugeIndex).toBe(messages.length - 3);
+    expect(huge).toHaveLength(666_865);
+  });
+
+  /** What the transcript may hold at most: every tool result and argument string capped, plus framing. */
+  function transcriptBound(middle: readonly ChatMessage[], cap: number): number {
+    let bound = 0;
+    for (const message of middle) {
+      const text = renderedText(message.content);
+      bound += (message.role === 'tool' ? Math.min(text.length, cap) + 64 : text.length) + 64;
+      for (const call of message.tool_calls ?? []) bound += call.function.name.length + call.id.length + Math.min(call.function.arguments.length, cap) + 64 + 16;
+    }
+    return bound;
+  }
+
+  describe.each([2000, 500])('toolResultCap %i', (toolResultCap) => {
+    it.each(['ok', 'failing'] as const)('summarizer %s: no request holds more than toolResultCap characters of it', async (behaviour) => {
+      const options = { contextBudget: 32_000, keepRecent: 2, toolResultCap };
+      const compaction = await compactWith(messages, behaviour, options);
+      assertSane(compaction, behaviour);
+      const regions = referenceRegions(messages, 2);
+      expect(regions.middle).toContain(hugeIndex);
+      expect(compaction.summarizer.requests.length).toBeGreaterThan(0);
+      const middle = regions.middle.flatMap((index) => messages[index] ?? []);
+      for (const request of compaction.summarizer.requests) {
+        const transcript = renderedText(request.messages[1]?.content ?? null);
+        expect(transcript).toContain(`${huge.slice(0, toolResultCap)}… [truncated by the harness: ${666_865 - toolResultCap} more characters]`);
+        expect(transcript).not.toContain(huge.slice(0, toolResultCap + 1));
+        expect(transcript.length).toBeLessThanOrEqual(transcriptBound(middle, toolResultCap));
+        expect(transcript.length).toBeLessThan(150_000);
+      }
+    });
+  });
+
+  it('with ageObservations and no trailing grace, the summarizer sees the stub instead', async () => {
+    // 16k: still over the trigger once the result is stubbed, so the summarizer runs over the stubbed middle.
+    const compaction = await compactWith(messages, 'ok', { contextBudget: 16_000, keepRecent: 2, ageObservations: true, ageReclaimMin: 0 });
+    assertSane(compaction, 'ok');
+    const { result, summarizer } = compaction;
+    expect(result.elisions).toContainEqual({ index: hugeIndex, stub: '[elided by the harness: 666865-char bash result; re-run the call if you need it again]' });
+    expect(result.summary).not.toBeNull();
+    const transcript = renderedText(summarizer.requests[0]?.messages[1]?.content ?? null);
+    expect(transcript).toContain('[elided by the harness: 666865-char bash result; re-run the call if you need it again]');
+    expect(transcript).not.toContain(huge.slice(0, 200));
+  });
+
+  it('in the recent window it cannot be trimmed: the result says exhausted', async () => {
+    const compaction = await compactWith(messages, 'failing', { contextBudget: 32_000 });
+    assertSane(compaction, 'failing');
+    expect(compaction.result.messages).toContain(messages[hugeIndex]);
+    expect(compaction.result.exhausted).toBe(true);
+    expect(compaction.result.fallback).toBe(true);
+  });
+});
+
+describe('corpus: findings', () => {
+  const trajectory = corpus.find(({ name }) => name === 'taubench_gpt4o_airline_task46_trial3');
+
+  // FINDING (reported, not fixed: DESIGN §4.3 says older copies of a repeated identity are eligible
+  // "whatever their size", and test/core/engine-rules.test.ts pins an 8-char copy being stubbed).
+  // Here message 39, a 72-char `book_reservation` error the agent then retried with the same
+  // arguments, becomes a 94-char stub: the elision-only pass returns 6094 → 6099 tokens.
+  // `it.fails` keeps the suite green and turns red the day elision stops growing messages:
+  // then drop `.fails`.
+  it.fails('an elision-only pass never grows the conversation (taubench task46, 8k, ageObservations)', async () => {
+    expect(trajectory).toBeDefined();
+    const { result } = await compactWith(trajectory?.messages ?? [], 'ok', { contextBudget: 8_000, ageObservations: true });
+    expect(result.elisions.length).toBeGreaterThan(0);
+    expect(result.tokensAfter).toBeLessThanOrEqual(result.tokensBefore);
+  });
+});
