@@ -39,18 +39,20 @@ export function capText(text: string, cap: number): string {
  */
 export function renderTranscript(messages: readonly ChatMessage[], toolResultCap: number): string {
   const toolNames = new Map<string, string>();
-  const blocks = messages.map((message) => {
-    const label = message.role === 'tool' ? `tool result${nameOf(message, toolNames)}` : message.role;
-    const lines = [`[${label}]`];
+  // One flat list of pieces joined once: the transcript of a long middle runs to many megabytes,
+  // and joining lines per message and then blocks copied all of it twice.
+  const pieces: string[] = [];
+  messages.forEach((message, index) => {
+    if (index > 0) pieces.push('\n\n');
+    pieces.push(message.role === 'tool' ? `[tool result${nameOf(message, toolNames)}]` : `[${message.role}]`);
     const text = renderContent(message.content);
-    if (text !== '') lines.push(message.role === 'tool' ? capText(text, toolResultCap) : text);
+    if (text !== '') pieces.push('\n', message.role === 'tool' ? capText(text, toolResultCap) : text);
     for (const call of message.tool_calls ?? []) {
       toolNames.set(call.id, call.function.name);
-      lines.push(`→ call ${call.function.name} (${call.id}) ${capText(call.function.arguments, toolResultCap)}`);
+      pieces.push('\n', `→ call ${call.function.name} (${call.id}) ${capText(call.function.arguments, toolResultCap)}`);
     }
-    return lines.join('\n');
   });
-  return blocks.join('\n\n');
+  return pieces.join('');
 }
 
 function nameOf(message: ChatMessage, toolNames: Map<string, string>): string {
