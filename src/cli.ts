@@ -1,0 +1,226 @@
+#!/usr/bin/env node
+// Node only: the `temporal-compactor` command line. Subcommands live in `commands` (name → handler);
+// add one by adding an entry. Connects like the worker: `loadConfig` (environment and flags) →
+// `@temporalio/envconfig` (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TLS, profiles).
+import { realpathSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
+import { loadClientConnectConfig } from '@temporalio/envconfig';
+import { ConfigError, configFlagsFromArgs, configParseArgsOptions, loadConfig, temporalEnvVars } from './config.js';
+import { groupDigits, renderCompactionTable, type CompactionRecord } from './core/compaction-history.js';
+import { toJsonl, type SessionLine } from './core/session.js';
+import { contentText } from './core/tokens.js';
+import type { ChatMessage } from './core/types.js';
+
+/** Where a command writes, and the environment it reads (tests pass their own). */
+export interface CliIo {
+  stdout(text: string): void;
+  stderr(text: string): void;
+  env: Readonly<Record<string, string | undefined>>;
+}
+
+/** One subcommand: its usage line, a one-line summary, and its handler (returns the exit code). */
+export interface CliCommand {
+  usage: string;
+  summary: string;
+  /** Extra options besides the connection flags, for `parseArgs`. */
+  options?: ParseArgsConfig['options'];
+  run(context: CommandContext): Promise<number>;
+}
+
+/** What a handler gets: its positional arguments, its parsed options, and a client on demand. */
+export interface CommandContext {
+  positionals: string[];
+  values: Record<string, string | boolean | Array<string | boolean> | undefined>;
+  io: CliIo;
+  /** Connects on first call (as the worker does) and returns the client; closed after the command. */
+  client(): Promise<Client>;
+}
+
+/** A usage mistake: printed with the command's usage, exit code 2. */
+export class UsageError extends Error {
+  override readonly name = 'UsageError';
+}
+
+/** Reads `compactions` / `session` of an agentRun: from its result when it completed, else by query (a worker must poll its task queue). */
+async function readRun<T>(handle: WorkflowHandle, field: 'compactions' | 'session', isValue: (value: unknown) => value is T): Promise<{ value: T; status: string; source: 'result' | 'query' }> {
+  const description = await handle.describe();
+  const status = description.status.name;
+  if (description.type !== 'agentRun') throw new UsageError(`${handle.workflowId} is a ${description.type} workflow, not an agentRun`);
+  if (status === 'COMPLETED') {
+    const result: unknown = await handle.result();
+    const value: unknown = typeof result === 'object' && result !== null ? Reflect.get(result, field) : undefined;
+    if (isValue(value)) return { value, status, source: 'result' };
+  }
+  try {
+    const value: unknown = await handle.query(field);
+    if (!isValue(value)) throw new Error(`the ${field} query answered something else than expected`);
+    return { value, status, source: 'query' };
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new Error(`the run is ${status}; reading its ${field} takes a query, which needs a worker polling task queue "${description.taskQueue}" (${reason})`, { cause: error });
+  }
+}
+
+const isArray = (value: unknown): value is unknown[] => Array.isArray(value);
+const isCompactions = (value: unknown): value is CompactionRecord[] => isArray(value) && value.every((record) => typeof record === 'object' && record !== null && 'tokensBefore' in record);
+const isSession = (value: unknown): value is SessionLine[] => isArray(value) && value.every((line) => typeof line === 'object' && line !== null && 'type' in line);
+
+function workflowIdOf(context: CommandContext, command: string): string {
+  const [workflowId, ...rest] = context.positionals;
+  if (workflowId === undefined || workflowId === '') throw new UsageError(`${command}: the workflow id is required`);
+  if (rest.length > 0) throw new UsageError(`${command}: unexpected argument ${JSON.stringify(rest[0])}`);
+  return workflowId;
+}
+
+function oneLine(text: string, max: number): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+}
+
+/** One transcript line for people: `m12  assistant  text [→ fs_read {...}]`. */
+export function describeSessionLine(line: SessionLine): string {
+  switch (line.type) {
+    case 'message': {
+      const message: ChatMessage = line.message;
+      const text = contentText(message.content);
+      const calls = (message.tool_calls ?? []).map((call) => `→ ${call.function.name} ${oneLine(call.function.arguments, 60)}`);
+      const what = message.role === 'tool' ? `(${message.tool_call_id ?? '?'}) ${groupDigits(text.length)} chars: ${oneLine(text, 80)}` : [oneLine(text, 100), ...calls].filter((part) => part !== '').join(' ');
+      return `${line.id.padEnd(6)} ${message.role.padEnd(9)} ${what}`;
+    }
+    case 'compaction': {
+      const kind = line.summary !== null ? 'summary' : line.fallback ? 'hard trim' : 'no change';
+      const through = line.replacesThroughId === null ? 'nothing removed' : `${line.dropped} messages through ${line.replacesThroughId} → ${kind}`;
+      const flags = [line.fallback ? 'fallback' : '', line.exhausted ? 'EXHAUSTED' : ''].filter((flag) => flag !== '').join(', ');
+      return `── compaction: ${through} (${groupDigits(line.tokensBefore)} → ${groupDigits(line.tokensAfter)} tokens)${flags === '' ? '' : ` [${flags}]`}`;
+    }
+    case 'elision':
+      return `── elision ${line.id}: ${line.stub}`;
+  }
+}
+
+const history: CliCommand = {
+  usage: 'temporal-compactor history <workflowId> [--json]',
+  summary: 'print the compaction history of an agentRun as a Markdown table',
+  options: { json: { type: 'boolean' } },
+  async run(context) {
+    const workflowId = workflowIdOf(context, 'history');
+    const handle = (await context.client()).workflow.getHandle(workflowId);
+    const { value: compactions, status } = await readRun(handle, 'compactions', isCompactions);
+    if (context.values.json === true) {
+      context.io.stdout(`${JSON.stringify(compactions, null, 2)}\n`);
+      return 0;
+    }
+    context.io.stdout(`agentRun ${workflowId} · ${status} · ${compactions.length} compaction${compactions.length === 1 ? '' : 's'}\n\n${renderCompactionTable(compactions)}\n`);
+    return 0;
+  },
+};
+
+const session: CliCommand = {
+  usage: 'temporal-compactor session <workflowId> [--jsonl]',
+  summary: "print an agentRun's session transcript (--jsonl: the JSON lines replaySession reads)",
+  options: { jsonl: { type: 'boolean' } },
+  async run(context) {
+    const workflowId = workflowIdOf(context, 'session');
+    const handle = (await context.client()).workflow.getHandle(workflowId);
+    const { value: lines } = await readRun(handle, 'session', isSession);
+    if (context.values.jsonl === true) context.io.stdout(toJsonl(lines));
+    else context.io.stdout(lines.map(describeSessionLine).join('\n') + (lines.length > 0 ? '\n' : ''));
+    return 0;
+  },
+};
+
+/** The subcommands by name. Add `demo`, `worker`, ... here. */
+export const commands: Record<string, CliCommand> = { history, session };
+
+function usageText(): string {
+  const width = Math.max(...Object.values(commands).map((command) => command.usage.length));
+  return [
+    'usage: temporal-compactor <command> [options]',
+    '',
+    ...Object.values(commands).map((command) => `  ${command.usage.padEnd(width)}  ${command.summary}`),
+    '',
+    'Connection: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS* (or --temporal-address, --temporal-namespace).',
+  ].join('\n');
+}
+
+/** Opens a client the way the worker connects: the configuration (environment + flags) through envconfig. */
+export async function connectClient(env: Readonly<Record<string, string | undefined>>, values: Readonly<Record<string, unknown>>): Promise<{ client: Client; close: () => Promise<void> }> {
+  const config = loadConfig({ env, flags: configFlagsFromArgs(values) });
+  const { connectionOptions, namespace } = loadClientConnectConfig({ overrideEnvVars: temporalEnvVars(config, env) });
+  const connection = await Connection.connect(connectionOptions);
+  return { client: new Client({ connection, namespace: namespace ?? config.temporalNamespace }), close: () => connection.close() };
+}
+
+/**
+ * Runs the command line `argv` (without `node` and the script) and returns the exit code:
+ * 0 success, 1 failure, 2 usage error.
+ */
+export async function main(argv: readonly string[], io: CliIo = processIo): Promise<number> {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
+    (name === undefined ? io.stderr : io.stdout)(`${usageText()}\n`);
+    return name === undefined ? 2 : 0;
+  }
+  const command = Object.hasOwn(commands, name) ? commands[name] : undefined;
+  if (command === undefined) {
+    io.stderr(`temporal-compactor: unknown command ${JSON.stringify(name)}\n\n${usageText()}\n`);
+    return 2;
+  }
+  let opened: { client: Client; close: () => Promise<void> } | undefined;
+  try {
+    const { values, positionals } = parseArgs({ args: [...rest], allowPositionals: true, strict: true, options: { ...configParseArgsOptions(), ...command.options } });
+    const context: CommandContext = {
+      positionals,
+      values,
+      io,
+      async client() {
+        opened ??= await connectClient(io.env, values);
+        return opened.client;
+      },
+    };
+    return await command.run(context);
+  } catch (error) {
+    if (error instanceof UsageError || (error instanceof TypeError && 'code' in error && String(error.code).startsWith('ERR_PARSE_ARGS'))) {
+      io.stderr(`temporal-compactor ${name}: ${error.message}\nusage: ${command.usage}\n`);
+      return 2;
+    }
+    if (error instanceof ConfigError) {
+      io.stderr(`temporal-compactor ${name}: configuration error: ${error.message}\n`);
+      return 2;
+    }
+    io.stderr(`temporal-compactor ${name}: ${error instanceof Error ? error.message : String(error)}\n`);
+    return 1;
+  } finally {
+    await opened?.close();
+  }
+}
+
+const processIo: CliIo = {
+  stdout: (text) => process.stdout.write(text),
+  stderr: (text) => process.stderr.write(text),
+  env: process.env,
+};
+
+function isMain(moduleUrl: string): boolean {
+  const entry = process.argv[1];
+  if (entry === undefined) return false;
+  try {
+    return realpathSync(entry) === realpathSync(fileURLToPath(moduleUrl));
+  } catch {
+    return false;
+  }
+}
+
+if (isMain(import.meta.url)) {
+  main(process.argv.slice(2)).then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (error: unknown) => {
+      process.stderr.write(`temporal-compactor: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+      process.exitCode = 1;
+    },
+  );
+}

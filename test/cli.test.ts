@@ -1,0 +1,96 @@
+// The CLI against the dev server: `history` prints the compaction table (from the result of a
+// finished run, or by query from a failed one), `session` prints the transcript for people or as
+// the JSON lines replaySession reads; usage mistakes exit 2 with the usage line.
+import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { commands, main, type CliIo } from '../src/cli.js';
+import { COMPACTION_TABLE_HEADER, parseSessionJsonl, replaySession } from '../src/index.js';
+import { openingOf, replayActivities, runAgent, type AgentOutcome } from './support/agent.js';
+import { bundleWorkflows, testConnection, uniqueId, withWorker, type TestConnection } from './support/temporal.js';
+
+function capture(t: TestConnection): CliIo & { out: () => string; err: () => string } {
+  let out = '';
+  let err = '';
+  return {
+    stdout: (text) => (out += text),
+    stderr: (text) => (err += text),
+    env: { TEMPORAL_ADDRESS: t.address, TEMPORAL_NAMESPACE: t.namespace },
+    out: () => out,
+    err: () => err,
+  };
+}
+
+describe('temporal-compactor CLI', { timeout: 90_000 }, () => {
+  let t: TestConnection;
+  let bundle: WorkflowBundleWithSourceMap;
+  beforeAll(async () => {
+    t = await testConnection();
+    bundle = await bundleWorkflows(new URL('../src/workflows/index.ts', import.meta.url));
+  });
+
+  it('has history and session subcommands, easy to extend', () => {
+    expect(Object.keys(commands)).toEqual(expect.arrayContaining(['history', 'session']));
+  });
+
+  it('history and session of a finished run come from its result', async () => {
+    const name = 'claudecode_pydata__xarray-3364';
+    const workflowId = uniqueId('cli-run');
+    const outcome: AgentOutcome = await withWorker(t, { workflowBundle: bundle, activities: replayActivities() }, () =>
+      runAgent(t, { messages: openingOf(name), model: { provider: 'replay', trajectory: name, contextWindow: 14_000, maxOutputTokens: 1000 }, compaction: { keepRecent: 4 }, maxRounds: 1000 }, workflowId),
+    );
+    expect(outcome.status).toBe('completed');
+    // No worker polls now: a completed run is read from its result.
+    const history = capture(t);
+    expect(await main(['history', workflowId], history)).toBe(0);
+    const lines = history.out().split('\n');
+    expect(lines[0]).toBe(`agentRun ${workflowId} · COMPLETED · ${outcome.compactions.length} compactions`);
+    expect(lines).toContain(COMPACTION_TABLE_HEADER);
+    const rows = lines.filter((line) => /^\| \d+ \|/.test(line));
+    expect(rows).toHaveLength(outcome.compactions.length);
+    const first = outcome.compactions[0];
+    expect(rows[0]).toContain(`| 1 | ${first?.round} | `);
+
+    const jsonl = capture(t);
+    expect(await main(['session', workflowId, '--jsonl'], jsonl)).toBe(0);
+    expect(replaySession(parseSessionJsonl(jsonl.out()))).toEqual(outcome.messages);
+
+    const readable = capture(t);
+    expect(await main(['session', workflowId], readable)).toBe(0);
+    const text = readable.out().split('\n');
+    expect(text.filter((line) => line.startsWith('── compaction:'))).toHaveLength(outcome.session.filter((line) => line.type === 'compaction').length);
+    expect(text[0]).toMatch(/^m1 +user +/);
+  });
+
+  it('a failed run is read by query while a worker polls', async () => {
+    const name = 'taubench_gpt4o_airline_task46_trial3';
+    const workflowId = uniqueId('cli-failed');
+    await withWorker(t, { workflowBundle: bundle, activities: replayActivities() }, async () => {
+      const outcome = await runAgent(t, { messages: openingOf(name), model: { provider: 'replay', trajectory: name, contextWindow: 2500, maxOutputTokens: 1000 }, compaction: {} }, workflowId);
+      expect(outcome.status).toBe('failed');
+      const io = capture(t);
+      expect(await main(['history', workflowId], io)).toBe(0);
+      expect(io.out()).toContain(`agentRun ${workflowId} · FAILED · 1 compaction\n`);
+      expect(io.out()).toMatch(/\| 1 \| \d+ \| .* \| nothing to remove \| no \| yes \|\n$/);
+    });
+    // Without a worker, the query cannot be answered: the error says what is needed.
+    const io = capture(t);
+    expect(await main(['history', workflowId], io)).toBe(1);
+    expect(io.err()).toContain('needs a worker polling task queue');
+  });
+
+  it('usage mistakes exit 2 and print the usage', async () => {
+    const missing = capture(t);
+    expect(await main(['history'], missing)).toBe(2);
+    expect(missing.err()).toContain('the workflow id is required');
+    expect(missing.err()).toContain('usage: temporal-compactor history <workflowId>');
+    const unknown = capture(t);
+    expect(await main(['compact-all'], unknown)).toBe(2);
+    expect(unknown.err()).toContain('unknown command "compact-all"');
+    const badFlag = capture(t);
+    expect(await main(['session', 'x', '--json-lines'], badFlag)).toBe(2);
+    expect(badFlag.err()).toContain('--json-lines');
+    const notFound = capture(t);
+    expect(await main(['history', uniqueId('no-such-run')], notFound)).toBe(1);
+    expect(notFound.err()).toMatch(/not found/i);
+  });
+});
