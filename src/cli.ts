@@ -8,6 +8,8 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { loadClientConnectConfig } from '@temporalio/envconfig';
 import { ConfigError, configFlagsFromArgs, configParseArgsOptions, loadConfig, temporalEnvVars } from './config.js';
+import { InvalidInputError } from './core/errors.js';
+import { parseDuration } from './core/options.js';
 import { groupDigits, renderCompactionTable, type CompactionRecord } from './core/compaction-history.js';
 import { toJsonl, type SessionLine } from './core/session.js';
 import { contentText } from './core/tokens.js';
@@ -44,7 +46,13 @@ export class UsageError extends Error {
 }
 
 /** Reads `compactions` / `session` of an agentRun: from its result when it completed, else by query (a worker must poll its task queue). */
-async function readRun<T>(handle: WorkflowHandle, field: 'compactions' | 'session', isValue: (value: unknown) => value is T): Promise<{ value: T; status: string; source: 'result' | 'query' }> {
+async function readRun<T>(
+  client: Client,
+  handle: WorkflowHandle,
+  field: 'compactions' | 'session',
+  isValue: (value: unknown) => value is T,
+  queryTimeoutMs: number,
+): Promise<{ value: T; status: string; source: 'result' | 'query' }> {
   const description = await handle.describe();
   const status = description.status.name;
   if (description.type !== 'agentRun') throw new UsageError(`${handle.workflowId} is a ${description.type} workflow, not an agentRun`);
@@ -54,7 +62,8 @@ async function readRun<T>(handle: WorkflowHandle, field: 'compactions' | 'sessio
     if (isValue(value)) return { value, status, source: 'result' };
   }
   try {
-    const value: unknown = await handle.query(field);
+    // A query waits for a worker; without a deadline a missing worker would hold the CLI for the server's own timeout.
+    const value: unknown = await client.withDeadline(Date.now() + queryTimeoutMs, () => handle.query(field));
     if (!isValue(value)) throw new Error(`the ${field} query answered something else than expected`);
     return { value, status, source: 'query' };
   } catch (error) {
@@ -66,6 +75,23 @@ async function readRun<T>(handle: WorkflowHandle, field: 'compactions' | 'sessio
 const isArray = (value: unknown): value is unknown[] => Array.isArray(value);
 const isCompactions = (value: unknown): value is CompactionRecord[] => isArray(value) && value.every((record) => typeof record === 'object' && record !== null && 'tokensBefore' in record);
 const isSession = (value: unknown): value is SessionLine[] => isArray(value) && value.every((line) => typeof line === 'object' && line !== null && 'type' in line);
+
+/** @default 15 s for a query to be answered */
+export const DEFAULT_QUERY_TIMEOUT_MS = 15_000;
+
+function queryTimeoutOf(context: CommandContext): number {
+  const text = context.values['query-timeout'];
+  if (text === undefined) return DEFAULT_QUERY_TIMEOUT_MS;
+  if (typeof text !== 'string') throw new UsageError('--query-timeout takes a duration');
+  try {
+    const ms = parseDuration(/^\d+$/.test(text) ? Number(text) : text, '--query-timeout');
+    if (ms <= 0) throw new UsageError('--query-timeout must be longer than zero');
+    return ms;
+  } catch (error) {
+    if (error instanceof InvalidInputError) throw new UsageError(error.message);
+    throw error;
+  }
+}
 
 function workflowIdOf(context: CommandContext, command: string): string {
   const [workflowId, ...rest] = context.positionals;
@@ -101,13 +127,13 @@ export function describeSessionLine(line: SessionLine): string {
 }
 
 const history: CliCommand = {
-  usage: 'temporal-compactor history <workflowId> [--json]',
+  usage: 'temporal-compactor history <workflowId> [--json] [--query-timeout 15s]',
   summary: 'print the compaction history of an agentRun as a Markdown table',
-  options: { json: { type: 'boolean' } },
+  options: { json: { type: 'boolean' }, 'query-timeout': { type: 'string' } },
   async run(context) {
     const workflowId = workflowIdOf(context, 'history');
-    const handle = (await context.client()).workflow.getHandle(workflowId);
-    const { value: compactions, status } = await readRun(handle, 'compactions', isCompactions);
+    const client = await context.client();
+    const { value: compactions, status } = await readRun(client, client.workflow.getHandle(workflowId), 'compactions', isCompactions, queryTimeoutOf(context));
     if (context.values.json === true) {
       context.io.stdout(`${JSON.stringify(compactions, null, 2)}\n`);
       return 0;
@@ -118,13 +144,13 @@ const history: CliCommand = {
 };
 
 const session: CliCommand = {
-  usage: 'temporal-compactor session <workflowId> [--jsonl]',
+  usage: 'temporal-compactor session <workflowId> [--jsonl] [--query-timeout 15s]',
   summary: "print an agentRun's session transcript (--jsonl: the JSON lines replaySession reads)",
-  options: { jsonl: { type: 'boolean' } },
+  options: { jsonl: { type: 'boolean' }, 'query-timeout': { type: 'string' } },
   async run(context) {
     const workflowId = workflowIdOf(context, 'session');
-    const handle = (await context.client()).workflow.getHandle(workflowId);
-    const { value: lines } = await readRun(handle, 'session', isSession);
+    const client = await context.client();
+    const { value: lines } = await readRun(client, client.workflow.getHandle(workflowId), 'session', isSession, queryTimeoutOf(context));
     if (context.values.jsonl === true) context.io.stdout(toJsonl(lines));
     else context.io.stdout(lines.map(describeSessionLine).join('\n') + (lines.length > 0 ? '\n' : ''));
     return 0;

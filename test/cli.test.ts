@@ -74,7 +74,7 @@ describe('temporal-compactor CLI', { timeout: 90_000 }, () => {
     });
     // Without a worker, the query cannot be answered: the error says what is needed.
     const io = capture(t);
-    expect(await main(['history', workflowId], io)).toBe(1);
+    expect(await main(['history', workflowId, '--query-timeout', '2s'], io)).toBe(1);
     expect(io.err()).toContain('needs a worker polling task queue');
   });
 
@@ -82,7 +82,7 @@ describe('temporal-compactor CLI', { timeout: 90_000 }, () => {
     const missing = capture(t);
     expect(await main(['history'], missing)).toBe(2);
     expect(missing.err()).toContain('the workflow id is required');
-    expect(missing.err()).toContain('usage: temporal-compactor history <workflowId>');
+    expect(missing.err()).toContain('usage: temporal-compactor history <workflowId> [--json]');
     const unknown = capture(t);
     expect(await main(['compact-all'], unknown)).toBe(2);
     expect(unknown.err()).toContain('unknown command "compact-all"');
