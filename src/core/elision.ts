@@ -43,11 +43,20 @@ interface CallInfo {
 /** Tool name and call identity of each answered tool result whose assistant turn is present. */
 function callInfoByResult(messages: readonly ChatMessage[], regions: Regions): Map<number, CallInfo> {
   const info = new Map<number, CallInfo>();
+  // Agents repeat the same arguments (the same file, the same command) many times: canonicalise
+  // each distinct string once per pass (JSON.parse + sort + stringify is the cost of this function).
+  const canonical = new Map<string, string>();
   for (const [resultIndex, askerIndex] of regions.groups.askedBy) {
     const result = messages[resultIndex];
     const call = messages[askerIndex]?.tool_calls?.find((candidate) => candidate.id === result?.tool_call_id);
     if (call === undefined) continue;
-    info.set(resultIndex, { name: call.function.name, identity: `${call.function.name}\u0000${canonicalArguments(call.function.arguments)}` });
+    const args = call.function.arguments;
+    let canonicalArgs = canonical.get(args);
+    if (canonicalArgs === undefined) {
+      canonicalArgs = canonicalArguments(args);
+      canonical.set(args, canonicalArgs);
+    }
+    info.set(resultIndex, { name: call.function.name, identity: `${call.function.name}\u0000${canonicalArgs}` });
   }
   return info;
 }
