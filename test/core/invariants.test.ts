@@ -258,7 +258,6 @@ describe('compaction invariants (sync step driver)', () => {
     for (const branch of ['no-op', 'elision-only', 'summary', 'summary after retry', 'trim', 'trim dropping nothing'] as const) {
       expect(branches.get(branch) ?? 0, `runs that ended in "${branch}"`).toBeGreaterThan(10);
     }
-    console.log(Object.fromEntries(branches), elided, strictInputs);
     expect(elided).toBeGreaterThan(150);
     expect(strictInputs).toBeGreaterThan(150);
   }, 60_000);

@@ -1,0 +1,259 @@
+// Node: how long the pure core takes to plan and run one compaction — on every corpus trajectory
+// and on generated conversations of 1k, 10k and 100k messages — with an instant fake summarizer.
+// Run: `npm run bench:core` (figures and the machine are recorded in bench/README.md, "Core").
+import { availableParallelism, cpus, loadavg } from 'node:os';
+import { performance } from 'node:perf_hooks';
+import { pathToFileURL } from 'node:url';
+import {
+  Compactor,
+  compactionSteps,
+  defaultCounter,
+  needsCompactionCore,
+  resolveOptions,
+  runCompactionSteps,
+  type ChatMessage,
+  type CompactionResult,
+  type ResolvedOptions,
+  type SummarizeOutcome,
+  type SummarizeStep,
+} from '../src/index.js';
+import { createFakeSummarizer, fakeSummaryText, loadCorpus } from '../test/support/conversations.js';
+
+const SIZES = [1_000, 10_000, 100_000] as const;
+/** Timed runs per measurement (after the warm-up), by conversation size. */
+const RUNS: Record<number, number> = { 1_000: 31, 10_000: 15, 100_000: 7 };
+const WARMUP = 3;
+const CONTEXT_BUDGET = 128_000;
+
+function progress(line: string): void {
+  process.stderr.write(`${line}\n`);
+}
+
+// ---------------------------------------------------------------------------------------------
+// A realistic generated conversation (deterministic: a seeded PRNG)
+// ---------------------------------------------------------------------------------------------
+
+/** mulberry32: small, fast, deterministic. */
+function prng(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let mixed = Math.imul(state ^ (state >>> 15), 1 | state);
+    mixed = (mixed + Math.imul(mixed ^ (mixed >>> 7), 61 | mixed)) ^ mixed;
+    return ((mixed ^ (mixed >>> 14)) >>> 0) / 4_294_967_296;
+  };
+}
+
+const WORDS = 'the of and to in is for on that with as it by this from be or are at an not function return const import export class if else error test file line src'.split(' ');
+
+/** A flat string of about `length` characters (joined words; not a rope of repeats). */
+function prose(random: () => number, length: number): string {
+  const words: string[] = [];
+  let size = 0;
+  while (size < length) {
+    const word = WORDS[Math.floor(random() * WORDS.length)] ?? 'x';
+    words.push(word);
+    size += word.length + 1;
+  }
+  return words.join(' ').slice(0, length);
+}
+
+/**
+ * `count` messages: a system prompt and a task, then rounds of an assistant turn with 1–3 tool
+ * calls and their results (a few hundred to a few thousand characters), a user message now and
+ * then. Arguments name 300 files, so call identities repeat as they do in real runs.
+ */
+export function generateConversation(count: number, seed = 42): ChatMessage[] {
+  const random = prng(seed);
+  const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)] as T;
+  // A pool of distinct flat strings: cheap to build, realistic to scan.
+  const results = Array.from({ length: 1500 }, () => prose(random, 200 + Math.floor(random() * 3800)));
+  const thoughts = Array.from({ length: 300 }, () => prose(random, 30 + Math.floor(random() * 250)));
+  const tools = ['read_file', 'bash', 'grep', 'edit_file'] as const;
+  const messages: ChatMessage[] = [
+    { role: 'system', content: prose(random, 2000) },
+    { role: 'user', content: prose(random, 500) },
+  ];
+  let nextCall = 0;
+  while (messages.length < count) {
+    if (random() < 0.08) {
+      messages.push({ role: 'user', content: pick(thoughts) });
+      continue;
+    }
+    const calls = 1 + Math.floor(random() * 3);
+    const ids = Array.from({ length: calls }, () => `call_${nextCall++}`);
+    messages.push({
+      role: 'assistant',
+      content: random() < 0.3 ? null : pick(thoughts),
+      tool_calls: ids.map((id) => {
+        const name = pick(tools);
+        const args = name === 'bash' ? { command: `npm test -- file${Math.floor(random() * 300)}` } : { path: `src/file${Math.floor(random() * 300)}.ts` };
+        return { id, type: 'function' as const, function: { name, arguments: JSON.stringify(args) } };
+      }),
+    });
+    for (const id of ids) messages.push({ role: 'tool', tool_call_id: id, content: pick(results) });
+  }
+  return messages.slice(0, count);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Measuring
+// ---------------------------------------------------------------------------------------------
+
+const instantSummary = (step: SummarizeStep): SummarizeOutcome => ({ kind: 'summary', text: fakeSummaryText(step.request, 'ok') });
+const failedSummary = (): SummarizeOutcome => ({ kind: 'failed', reason: 'exhausted', message: 'bench: summarizer down' });
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((left, right) => left - right);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? (sorted[middle] ?? 0) : ((sorted[middle - 1] ?? 0) + (sorted[middle] ?? 0)) / 2;
+}
+
+/**
+ * Medians in ms. `cpu` is user + system time of this process: on a shared machine it is the
+ * steadier figure, since it leaves out the time the process waited for a core.
+ */
+interface Timing {
+  wall: number;
+  cpu: number;
+}
+
+/** Times `runs` runs of `fn` after `WARMUP` untimed ones. */
+async function measure(fn: () => unknown, runs: number): Promise<Timing> {
+  for (let run = 0; run < WARMUP; run += 1) await fn();
+  const wall: number[] = [];
+  const cpu: number[] = [];
+  for (let run = 0; run < runs; run += 1) {
+    const cpuStart = process.cpuUsage();
+    const wallStart = performance.now();
+    await fn();
+    wall.push(performance.now() - wallStart);
+    const used = process.cpuUsage(cpuStart);
+    cpu.push((used.user + used.system) / 1000);
+  }
+  return { wall: median(wall), cpu: median(cpu) };
+}
+
+interface Figures {
+  plan: Timing;
+  compact: Timing;
+  trim: Timing;
+  compactor: Timing;
+  result: CompactionResult;
+  /** Characters of the summarizer request (instruction + capped transcript). */
+  requestChars: number;
+}
+
+async function figuresFor(messages: ChatMessage[], options: ResolvedOptions, runs: number): Promise<Figures> {
+  const compact = (): CompactionResult => runCompactionSteps(compactionSteps(messages, options, {}, defaultCounter), instantSummary);
+  let requestChars = 0;
+  const result = runCompactionSteps(compactionSteps(messages, options, {}, defaultCounter), (step) => {
+    requestChars = step.transcript.characters;
+    return instantSummary(step);
+  });
+  const compactor = new Compactor({ ...options, retryBackoff: options.retryBackoffMs, summarizer: createFakeSummarizer('ok') });
+  return {
+    plan: await measure(() => needsCompactionCore(messages, options, {}, defaultCounter), runs),
+    compact: await measure(compact, runs),
+    trim: await measure(() => runCompactionSteps(compactionSteps(messages, options, {}, defaultCounter), failedSummary), runs),
+    compactor: await measure(() => compactor.compact(messages), runs),
+    result,
+    requestChars,
+  };
+}
+
+const ms = (value: number): string => (value < 10 ? value.toFixed(2) : value.toFixed(1));
+const cell = ({ wall, cpu }: Timing): string => `${ms(wall)} (${ms(cpu)})`;
+const outcome = (result: CompactionResult): string =>
+  result.summary !== null
+    ? `summary, ${result.dropped} dropped, ${result.elisions.length} elided`
+    : result.fallback
+      ? `trim, ${result.dropped} dropped`
+      : result.elisions.length > 0
+        ? `elision only, ${result.elisions.length} elided`
+        : 'no-op';
+
+async function main(): Promise<void> {
+  const cpu = cpus()[0]?.model.trim() ?? 'unknown CPU';
+  const machine = `${availableParallelism()} CPUs (nproc), ${cpu}, Node ${process.version}, ${process.platform}/${process.arch}`;
+  const loadAtStart = loadavg()[0] ?? 0;
+  progress(`bench:core on ${machine}, load average ${loadAtStart.toFixed(1)}`);
+  const lines: string[] = [];
+
+  // Generated conversations.
+  const generated = new Map<number, ChatMessage[]>();
+  for (const size of SIZES) {
+    const start = performance.now();
+    const messages = generateConversation(size);
+    generated.set(size, messages);
+    const chars = messages.reduce((sum, message) => sum + (typeof message.content === 'string' ? message.content.length : 0), 0);
+    progress(`generated ${size} messages (${(chars / 1e6).toFixed(1)}M chars, ${defaultCounter.count(messages)} tokens) in ${ms(performance.now() - start)} ms`);
+  }
+  lines.push(
+    '### Generated conversations',
+    '',
+    `contextBudget ${CONTEXT_BUDGET}, default options otherwise (keepRecent 8, toolResultCap 2000, ageMinChars 2000, ageReclaimMin 40000).`,
+    `Each cell: median wall ms (median CPU ms) of ${Object.values(RUNS).join(' / ')} runs after ${WARMUP} warm-ups.`,
+    '',
+    '| messages | ageObservations | needsCompaction | compact (summary) | compact (hard trim) | `Compactor.compact` | summarizer request | outcome |',
+    '|---:|---|---:|---:|---:|---:|---:|---|',
+  );
+  const compactTimes = new Map<string, Timing>();
+  for (const ageObservations of [false, true]) {
+    const options = resolveOptions({ contextBudget: CONTEXT_BUDGET, ageObservations });
+    for (const size of SIZES) {
+      const messages = generated.get(size) ?? [];
+      progress(`measuring ${size} messages, ageObservations ${ageObservations} ...`);
+      const figures = await figuresFor(messages, options, RUNS[size] ?? 5);
+      compactTimes.set(`${size}/${ageObservations}`, figures.compact);
+      progress(`  plan ${cell(figures.plan)}, compact ${cell(figures.compact)}, trim ${cell(figures.trim)}, Compactor ${cell(figures.compactor)} ms`);
+      lines.push(
+        `| ${size.toLocaleString('en')} | ${ageObservations ? 'on' : 'off'} | ${cell(figures.plan)} | ${cell(figures.compact)} | ${cell(figures.trim)} | ${cell(figures.compactor)} | ${(figures.requestChars / 1e6).toFixed(1)}M chars | ${outcome(figures.result)} |`,
+      );
+    }
+  }
+  lines.push('', 'Growth of compact (summary), ratio of medians (10.0 per ×10 is linear):', '');
+  for (const ageObservations of [false, true]) {
+    const at = (size: number): Timing => compactTimes.get(`${size}/${ageObservations}`) ?? { wall: Number.NaN, cpu: Number.NaN };
+    const ratio = (from: number, to: number, key: keyof Timing): string => (at(to)[key] / at(from)[key]).toFixed(1);
+    lines.push(
+      `- ageObservations ${ageObservations ? 'on' : 'off'}: 10k → 100k ×${ratio(10_000, 100_000, 'wall')} wall, ×${ratio(10_000, 100_000, 'cpu')} CPU` +
+        ` (1k → 10k ×${ratio(1_000, 10_000, 'wall')} wall, ×${ratio(1_000, 10_000, 'cpu')} CPU)`,
+    );
+  }
+
+  // Corpus.
+  const corpus = loadCorpus();
+  lines.push(
+    '',
+    '### Corpus trajectories',
+    '',
+    'contextBudget 32000 (every trajectory is over its trigger); compact with the instant summarizer; median wall ms (median CPU ms) of 21 runs after 3 warm-ups.',
+    '',
+    '| trajectory | messages | tokens | ageObservations off | ageObservations on | outcome (on) |',
+    '|---|---:|---:|---:|---:|---|',
+  );
+  const totals = { off: { wall: 0, cpu: 0 }, on: { wall: 0, cpu: 0 } };
+  for (const { name, messages } of corpus) {
+    progress(`measuring corpus ${name} ...`);
+    const run = async (ageObservations: boolean): Promise<{ timing: Timing; result: CompactionResult }> => {
+      const options = resolveOptions({ contextBudget: 32_000, ageObservations });
+      const compact = (): CompactionResult => runCompactionSteps(compactionSteps(messages, options, {}, defaultCounter), instantSummary);
+      return { timing: await measure(compact, 21), result: compact() };
+    };
+    const off = await run(false);
+    const on = await run(true);
+    for (const [key, timing] of [['off', off.timing], ['on', on.timing]] as const) {
+      totals[key].wall += timing.wall;
+      totals[key].cpu += timing.cpu;
+    }
+    lines.push(`| ${name} | ${messages.length} | ${defaultCounter.count(messages)} | ${cell(off.timing)} | ${cell(on.timing)} | ${outcome(on.result)} |`);
+  }
+  lines.push(`| **all ${corpus.length}, summed** | | | ${cell(totals.off)} | ${cell(totals.on)} | |`);
+
+  const load = `load average ${loadAtStart.toFixed(1)} at the start, ${(loadavg()[0] ?? 0).toFixed(1)} at the end`;
+  process.stdout.write(`\n## Core\n\nMachine: ${machine}; ${load}.\n\n${lines.join('\n')}\n`);
+}
+
+// Run only as a script, so a profiling script can import `generateConversation`.
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) await main();
