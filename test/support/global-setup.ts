@@ -20,6 +20,8 @@ declare module 'vitest' {
     temporalNamespace: string;
     /** Why there is no server (null when there is one). */
     temporalStartError: string | null;
+    /** The dev server's Web UI (browser tests), or null when it runs headless or is external (TEMPORAL_TEST_UI_URL). */
+    temporalUiUrl: string | null;
   }
 }
 
@@ -54,7 +56,8 @@ export default async function setup(project: TestProject): Promise<() => Promise
     } else {
       const started = Date.now();
       server = await startDevServer({
-        ui: process.env.TEMPORAL_TEST_UI === '1',
+        // The UI is on unless TEMPORAL_TEST_UI=0: the browser test opens it (test/e2e/ui.test.ts).
+        ui: process.env.TEMPORAL_TEST_UI !== '0',
         logFile: process.env.TEMPORAL_TEST_LOG_FILE || undefined,
       });
       address = server.address;
@@ -72,6 +75,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   project.provide('temporalAddress', address);
   project.provide('temporalNamespace', namespace);
   project.provide('temporalStartError', startError);
+  project.provide('temporalUiUrl', server?.uiUrl ?? process.env.TEMPORAL_TEST_UI_URL ?? null);
   if (address) {
     process.env.TEMPORAL_TEST_ADDRESS = address;
     process.env.TEMPORAL_TEST_NAMESPACE = namespace;
