@@ -13,6 +13,8 @@ import { parseDuration } from './core/options.js';
 import { groupDigits, renderCompactionTable, type CompactionRecord } from './core/compaction-history.js';
 import { toJsonl, type SessionLine } from './core/session.js';
 import { contentText } from './core/tokens.js';
+import { installQuietRuntime, runDemo } from './demo.js';
+import { runWorker } from './worker.js';
 import type { ChatMessage } from './core/types.js';
 
 /** Where a command writes, and the environment it reads (tests pass their own). */
@@ -157,8 +159,34 @@ const session: CliCommand = {
   },
 };
 
-/** The subcommands by name. Add `demo`, `worker`, ... here. */
-export const commands: Record<string, CliCommand> = { history, session };
+const demo: CliCommand = {
+  usage: 'temporal-compactor demo [--keep-server]',
+  summary: 'replay a bundled real trajectory through agentRun on a local dev server and print its compactions',
+  options: { 'keep-server': { type: 'boolean' } },
+  async run(context) {
+    installQuietRuntime();
+    const outcome = await runDemo({
+      keepServer: context.values['keep-server'] === true,
+      env: context.io.env,
+      flags: configFlagsFromArgs(context.values),
+      stdout: context.io.stdout,
+      stderr: context.io.stderr,
+    });
+    return outcome.status === 'completed' ? 0 : 1;
+  },
+};
+
+const worker: CliCommand = {
+  usage: 'temporal-compactor worker',
+  summary: 'run a compactor worker (workflows and activities) until SIGINT/SIGTERM',
+  async run(context) {
+    await runWorker(context.io.env, configFlagsFromArgs(context.values));
+    return 0;
+  },
+};
+
+/** The subcommands by name: add one by adding an entry. */
+export const commands: Record<string, CliCommand> = { demo, worker, history, session };
 
 function usageText(): string {
   const width = Math.max(...Object.values(commands).map((command) => command.usage.length));

@@ -56,8 +56,8 @@ export interface CompactorWorkerConfig {
  * @throws ConfigError naming the variable at fault, e.g.
  * `COMPACTOR_MAX_CONCURRENT_ACTIVITIES: expected a positive integer, got "abc"`.
  */
-export function loadWorkerConfig(env: Environment = process.env): CompactorWorkerConfig & { describeSummarizer: string } {
-  const config = loadConfig({ env });
+export function loadWorkerConfig(env: Environment = process.env, flags: Readonly<Record<string, unknown>> = {}): CompactorWorkerConfig & { describeSummarizer: string } {
+  const config = loadConfig({ env, flags });
   if (config.workflowBundle !== undefined && !existsSync(config.workflowBundle)) {
     throw new ConfigError('COMPACTOR_WORKFLOW_BUNDLE', 'the path of an existing workflow bundle (npm run build:bundle writes dist/workflow-bundle.js)', config.workflowBundle);
   }
@@ -185,8 +185,8 @@ export async function createWorker(config: CompactorWorkerConfig): Promise<Compa
 }
 
 /** Loads the configuration from the environment, creates the worker and runs it until SIGINT/SIGTERM. */
-export async function runWorker(env: Environment = process.env): Promise<void> {
-  const config = loadWorkerConfig(env);
+export async function runWorker(env: Environment = process.env, flags: Readonly<Record<string, unknown>> = {}): Promise<void> {
+  const config = loadWorkerConfig(env, flags);
   const { run, taskQueues } = await createWorker(config);
   console.error(`temporal-compactor worker: polling task queue ${taskQueues.map((queue) => `"${queue}"`).join(' and ')} (mode ${config.mode ?? 'all'}); ${config.describeSummarizer}; stop with Ctrl-C`);
   await run();

@@ -1,0 +1,171 @@
+// Node only: `temporal-compactor demo` / `npm run demo` — the quick start. Starts a local Temporal
+// dev server (unless TEMPORAL_ADDRESS is set), a worker in this process, and an agentRun that
+// replays a bundled real trajectory through a window small enough to force several compactions.
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { Client, Connection, WorkflowFailedError } from '@temporalio/client';
+import { loadClientConnectConfig } from '@temporalio/envconfig';
+import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { createActivities } from './activities/index.js';
+import { loadConfig, summarizerFromConfig, temporalEnvVars, type CompactorConfig } from './config.js';
+import { groupDigits, renderCompactionTable, type CompactionRecord } from './core/compaction-history.js';
+import { openingMessages } from './core/trajectory.js';
+import type { SessionLine } from './core/session.js';
+import { startDevServer, type DevServer } from './dev-server.js';
+import { workflowCode } from './worker.js';
+import { agentRun, compactionsQuery, sessionQuery, type AgentRunResult } from './workflows/agent-run.js';
+
+/** The bundled MIT trajectory the demo replays (see examples/trajectories/ATTRIBUTION.md). */
+export const DEMO_TRAJECTORY = 'openhands_gpt4o_Project-MONAI__MONAI-3715';
+/** The replayed model's window: small enough that the 61-message run compacts several times. */
+export const DEMO_CONTEXT_WINDOW = 9_000;
+export const DEMO_MAX_OUTPUT_TOKENS = 1_000;
+
+export interface DemoOptions {
+  /** Keep the dev server (and its UI) running after the run until Ctrl-C. @default false */
+  keepServer?: boolean;
+  /** Trajectory name under `trajectoryDir`. @default DEMO_TRAJECTORY */
+  trajectory?: string;
+  /** @default the repository's examples/trajectories */
+  trajectoryDir?: string;
+  /** @default DEMO_CONTEXT_WINDOW */
+  contextWindow?: number;
+  /** Serve the dev server's UI. @default true */
+  ui?: boolean;
+  env?: Readonly<Record<string, string | undefined>>;
+  flags?: Readonly<Record<string, unknown>>;
+  stdout?: (text: string) => void;
+  stderr?: (text: string) => void;
+  /** Resolves when a kept server should stop (tests); @default SIGINT/SIGTERM */
+  untilStopped?: () => Promise<void>;
+}
+
+export interface DemoOutcome {
+  workflowId: string;
+  status: 'completed' | 'failed';
+  rounds: number;
+  compactions: CompactionRecord[];
+  uiUrl: string | undefined;
+}
+
+const defaultTrajectoryDir = (): string => fileURLToPath(new URL('../examples/trajectories/', import.meta.url));
+
+function waitForSignal(): Promise<void> {
+  return new Promise((resolve) => {
+    process.once('SIGINT', () => resolve());
+    process.once('SIGTERM', () => resolve());
+  });
+}
+
+/** One progress line per chat round, from the run's `session` query: round, context size, compactions so far. */
+function progressLine(round: number, session: readonly SessionLine[], compactions: readonly CompactionRecord[]): string {
+  const last = compactions.at(-1);
+  const messages = session.filter((line) => line.type === 'message').length;
+  const latest = last === undefined ? '' : ` · last: ${last.kind} at round ${last.round}, ${groupDigits(last.tokensBefore)} → ${groupDigits(last.tokensAfter)} tokens`;
+  return `  round ${String(round).padStart(3)} · ${messages} messages in the transcript · ${compactions.length} compaction${compactions.length === 1 ? '' : 's'}${latest}\n`;
+}
+
+/**
+ * Runs the demo and returns its outcome. Prints progress per round, then the compaction table and
+ * the UI link. Never leaves a server or a worker behind unless `keepServer` is set.
+ */
+export async function runDemo(options: DemoOptions = {}): Promise<DemoOutcome> {
+  const stdout = options.stdout ?? ((text: string) => process.stdout.write(text));
+  const stderr = options.stderr ?? ((text: string) => process.stderr.write(text));
+  const env = options.env ?? process.env;
+  const config: CompactorConfig = loadConfig({ env, flags: options.flags ?? {} });
+  const trajectoryDir = options.trajectoryDir ?? defaultTrajectoryDir();
+  const trajectory = options.trajectory ?? DEMO_TRAJECTORY;
+  const contextWindow = options.contextWindow ?? config.contextBudget ?? DEMO_CONTEXT_WINDOW;
+  const { summarizer, describe } = summarizerFromConfig(config);
+
+  let server: DevServer | undefined;
+  let temporalEnv = temporalEnvVars(config, env);
+  if (config.temporalAddress === undefined) {
+    stderr('Starting a local Temporal dev server (first run installs the temporal CLI into .temporal/)...\n');
+    server = await startDevServer({ ui: options.ui ?? true });
+    temporalEnv = { ...temporalEnv, TEMPORAL_ADDRESS: server.address, TEMPORAL_NAMESPACE: server.namespace };
+    stderr(`Temporal dev server at ${server.address}${server.uiUrl === undefined ? '' : `, UI at ${server.uiUrl}`}\n`);
+  }
+  try {
+    const { connectionOptions, namespace: configuredNamespace } = loadClientConnectConfig({ overrideEnvVars: temporalEnv });
+    const namespace = configuredNamespace ?? config.temporalNamespace;
+    const connection = await Connection.connect(connectionOptions);
+    const nativeConnection = await NativeConnection.connect(connectionOptions);
+    try {
+      const client = new Client({ connection, namespace });
+      const taskQueue = `${config.taskQueue}-demo`;
+      stderr(`Summarizer: ${describe}\n`);
+      const worker = await Worker.create({
+        connection: nativeConnection,
+        namespace,
+        taskQueue,
+        ...workflowCode({}),
+        activities: createActivities({ summarizer, trajectoryDir }),
+      });
+      const opening = openingMessages(JSON.parse(readFileSync(`${trajectoryDir}/${trajectory}.json`, 'utf8')));
+      const workflowId = `demo-${trajectory}-${Date.now().toString(36)}`;
+      stdout(`Replaying ${trajectory} through agentRun (window ${groupDigits(contextWindow)} tokens), workflow ${workflowId}\n`);
+      const outcome = await worker.runUntil(async () => {
+        const handle = await client.workflow.start(agentRun, {
+          taskQueue,
+          workflowId,
+          args: [
+            {
+              messages: opening,
+              model: { provider: 'replay', trajectory, contextWindow, maxOutputTokens: DEMO_MAX_OUTPUT_TOKENS },
+              compaction: { ageObservations: true, ageMinChars: 1000, ageReclaimMin: 4000, summarizerModel: describe },
+              maxRounds: 1000,
+            },
+          ],
+        });
+        let printed = 0;
+        let finished = false;
+        // One awaited poll at a time, and awaited before the connection closes (a query left in
+        // flight would retry on a closed channel).
+        const polling = (async () => {
+          while (!finished) {
+            try {
+              const [session, compactions] = await Promise.all([handle.query(sessionQuery), handle.query(compactionsQuery)]);
+              const rounds = session.filter((line) => line.type === 'message' && line.message.role === 'assistant').length;
+              if (rounds > printed && !finished) stdout(progressLine(rounds, session, compactions));
+              printed = Math.max(printed, rounds);
+            } catch {
+              // between runs (continue-as-new) or finished: the next poll or the result reports it
+            }
+            await new Promise((resolve) => setTimeout(resolve, 100));
+          }
+        })();
+        try {
+          const result: AgentRunResult = await handle.result();
+          return { status: 'completed' as const, rounds: result.rounds, compactions: result.compactions };
+        } catch (error) {
+          if (!(error instanceof WorkflowFailedError)) throw error;
+          stderr(`The run failed: ${error.cause?.message ?? error.message}\n`);
+          return { status: 'failed' as const, rounds: printed, compactions: await handle.query(compactionsQuery) };
+        } finally {
+          finished = true;
+          await polling;
+        }
+      });
+      const uiUrl = server?.uiUrl === undefined ? undefined : `${server.uiUrl}/namespaces/${namespace}/workflows/${workflowId}`;
+      stdout(`\nDone: ${outcome.status} after ${outcome.rounds} rounds with ${outcome.compactions.length} compactions.\n\n${renderCompactionTable(outcome.compactions)}\n\n`);
+      stdout(uiUrl === undefined ? `Inspect it: temporal-compactor history ${workflowId}\n` : `Inspect it in the Temporal UI: ${uiUrl}\n`);
+      if (options.keepServer === true && server !== undefined) {
+        stdout('The dev server keeps running (--keep-server); press Ctrl-C to stop it.\n');
+        await (options.untilStopped ?? waitForSignal)();
+      }
+      return { workflowId, ...outcome, uiUrl };
+    } finally {
+      await nativeConnection.close();
+      await connection.close();
+    }
+  } finally {
+    await server?.stop();
+  }
+}
+
+/** Quiet the SDK's own logs for the demo: progress lines, not a wall of logs. */
+export function installQuietRuntime(): void {
+  Runtime.install({ logger: new DefaultLogger('WARN'), shutdownSignals: [] });
+}

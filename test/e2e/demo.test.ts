@@ -1,0 +1,44 @@
+// The quick start's main job: `temporal-compactor demo` as a user runs it (a real process), against
+// the suite's dev server (TEMPORAL_ADDRESS), with the built-in offline summarizer.
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, inject, it } from 'vitest';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+
+function runCli(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+describe('temporal-compactor demo', () => {
+  it('replays the bundled trajectory, compacts several times, prints the table and exits 0', { timeout: 180_000 }, async () => {
+    const { code, stdout, stderr } = await runCli(['demo'], {
+      TEMPORAL_ADDRESS: inject('temporalAddress') ?? 'the suite has no dev server (see its start error)',
+      COMPACTOR_TASK_QUEUE: `demo-test-${process.pid}`,
+      OPENAI_API_KEY: '',
+      OPENAI_BASE_URL: '',
+    });
+    expect(code, stderr).toBe(0);
+    expect(stderr).toContain('built-in offline extractive summarizer');
+    const done = /Done: completed after (\d+) rounds with (\d+) compactions\./.exec(stdout);
+    expect(done, stdout).not.toBeNull();
+    expect(Number(done?.[2])).toBeGreaterThanOrEqual(1);
+    expect(stdout).toContain('| # | round | tokens before → after |');
+    expect(stdout).toMatch(/\| summary \(\d[\d,]* chars\) \|/);
+    expect(stdout).toContain('temporal-compactor history demo-');
+  });
+
+  it('a bad setting stops start-up naming it', async () => {
+    const { code, stderr } = await runCli(['demo'], { COMPACTOR_CONTEXT_BUDGET: 'lots' });
+    expect(code).toBe(2);
+    expect(stderr).toContain('COMPACTOR_CONTEXT_BUDGET');
+  });
+});
