@@ -26,6 +26,7 @@ import {
 import { createHold, startFakeOpenAI, type FakeOpenAI, type ScriptedResponse } from '../support/fake-openai.js';
 import { failureTypeOf, loadTrajectory, openingOf, replayActivities, runAgent, type AgentOutcome } from '../support/agent.js';
 import { bundleWorkflows, testConnection, uniqueId, withWorker, type TestConnection } from '../support/temporal.js';
+import { maybeRecordHistory } from './harness.js';
 
 let bundle: WorkflowBundleWithSourceMap;
 beforeAll(async () => {
@@ -89,10 +90,11 @@ describe('agentRun', { timeout: 90_000 }, () => {
         completion({ content: 'a.txt holds alpha and beta.' }),
       );
       const t = await testConnection();
+      const workflowId = uniqueId('agent-tools');
       const result = await withWorker(t, { workflowBundle: bundle, activities: activities() }, () =>
         t.client.workflow.execute(agentRun, {
           taskQueue: t.taskQueue,
-          workflowId: uniqueId('agent-tools'),
+          workflowId,
           args: [{ messages: opening, model: openaiModel, tools: ['fs_read', 'fs_list', 'grep'], compaction: {}, toolActivity: fastRetries }],
         }),
       );
@@ -107,6 +109,7 @@ describe('agentRun', { timeout: 90_000 }, () => {
       const second = server.requests[1]?.body;
       expect(second).toHaveProperty('messages', result.messages.slice(0, -1));
       expect(second).toHaveProperty('tools', [expect.objectContaining({ function: expect.objectContaining({ name: 'fs_read' }) }), expect.anything(), expect.anything()]);
+      await maybeRecordHistory(t.client.workflow.getHandle(workflowId), 'agent-run-openai-tools');
     });
 
     it('addUserMessage queues a user turn for the next round; the queries show the run while it waits', async () => {
@@ -140,6 +143,7 @@ describe('agentRun', { timeout: 90_000 }, () => {
         ]);
         expect(server.requests[1]?.body).toHaveProperty('messages', result.messages.slice(0, -1));
         expect(await handle.query(sessionQuery)).toEqual(result.session);
+        await maybeRecordHistory(handle, 'agent-run-update');
         // Finished: a late message is refused rather than silently dropped.
         const late = await handle.executeUpdate(addUserMessageUpdate, { args: ['too late'] }).catch((error: unknown) => error);
         expect(late).toBeInstanceOf(Error);
@@ -248,6 +252,18 @@ describe('agentRun', { timeout: 90_000 }, () => {
       expect(details).toMatchObject({ room: 1500, backend: `replay:${name}` } satisfies Partial<ContextExhaustedDetails>);
       const description = await handle.describe();
       expect(description.typedSearchAttributes.get(defineSearchAttributeKey('ContextExhausted', SearchAttributeType.BOOL))).toBe(true);
+      await maybeRecordHistory(handle, `agent-run-exhausted-${name}`);
+    });
+
+    it('compacts several times across continue-as-new (the last run is recorded for replay)', async () => {
+      const workflowId = uniqueId('agent-compacting');
+      const outcome = await run({ messages: openingOf(TAU), model: replayModel(TAU, 6300), compaction: { keepRecent: 4 }, maxRounds: 1000, continueAsNewAfterRounds: 12 }, workflowId);
+      expect(outcome.status).toBe('completed');
+      expect(outcome.result?.continuedAsNew).toBe(2);
+      expect(outcome.compactions.length).toBeGreaterThanOrEqual(3);
+      expect(outcome.compactions.some((record) => record.kind === 'summary')).toBe(true);
+      expect(replaySession(outcome.session)).toEqual(outcome.messages);
+      await maybeRecordHistory(t.client.workflow.getHandle(workflowId), `agent-run-compactions-${TAU}`);
     });
 
     it('shows its compactions in search attributes and in the current details (a Markdown table)', async () => {
