@@ -42,3 +42,17 @@ export {
   type CompactorWorkerConfig,
   type WorkerMode,
 } from './worker.js';
+export {
+  loadConfig,
+  summarizerFromConfig,
+  configTable,
+  configTableMarkdown,
+  ConfigError,
+  DEFAULT_TASK_QUEUE,
+  DEFAULT_SUMMARIZER_MODEL,
+  type CompactorConfig,
+  type LoadConfigOptions,
+  type ConfiguredSummarizer,
+} from './config.js';
+export { startDevServer, ensureSearchAttributes, COMPACTOR_SEARCH_ATTRIBUTES, DevServerStartError, type DevServer, type DevServerOptions } from './dev-server.js';
+export { runDemo, type DemoOptions, type DemoOutcome } from './demo.js';

@@ -73,3 +73,7 @@ export {
 export { backendCounter, preflight, requestCounter, tokenizerCounter, type BackendCounter, type PreflightResult } from './core/preflight.js';
 export { replayScript, openingMessages, type ReplayScript, type RecordedTurn } from './core/trajectory.js';
 export { BUILT_IN_TOOLS, BUILT_IN_TOOL_NAMES, isBuiltInToolName, type BuiltInToolName } from './core/tool-declarations.js';
+export { UsageCounter, type UsageCounterOptions, type UsageCounterState, type UsageCalibrationState } from './core/usage-counter.js';
+export { createBpeCounter, countTextTokens, BPE_ENCODING_NAMES, type BpeCounterOptions, type BpeEncodingName } from './core/bpe-counter.js';
+export { withRequestFraming, type RequestCounter, type RequestFramingOptions } from './core/request-counter.js';
+export { digestMessages, sha256Hex } from './core/digest.js';
