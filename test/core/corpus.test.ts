@@ -172,19 +172,19 @@ describe('corpus: the 666,865-char tool result (sweagent_doubao_fasterxml__jacks
   });
 });
 
-describe('corpus: findings', () => {
+describe('corpus: small older duplicates', () => {
   const trajectory = corpus.find(({ name }) => name === 'taubench_gpt4o_airline_task46_trial3');
 
-  // FINDING (reported, not fixed: DESIGN §4.3 says older copies of a repeated identity are eligible
-  // "whatever their size", and test/core/engine-rules.test.ts pins an 8-char copy being stubbed).
-  // Here message 39, a 72-char `book_reservation` error the agent then retried with the same
-  // arguments, becomes a 94-char stub: the elision-only pass returns 6094 → 6099 tokens.
-  // `it.fails` keeps the suite green and turns red the day elision stops growing messages:
-  // then drop `.fails`.
-  it.fails('an elision-only pass never grows the conversation (taubench task46, 8k, ageObservations)', async () => {
+  // DESIGN §4.3: older copies of a repeated call identity are eligible "whatever their size". Here
+  // message 39, a 72-char `book_reservation` error the agent retried with the same arguments, gets
+  // the (longer) stub: the pass is still returned because the result is under the trigger, which is
+  // what an elision-only pass has to prove. Pinned so a change to that rule is a decision, not an accident.
+  it('stubs a small older duplicate even when the stub is longer than the result', async () => {
     expect(trajectory).toBeDefined();
-    const { result } = await compactWith(trajectory?.messages ?? [], 'ok', { contextBudget: 8_000, ageObservations: true });
-    expect(result.elisions.length).toBeGreaterThan(0);
-    expect(result.tokensAfter).toBeLessThanOrEqual(result.tokensBefore);
+    const messages = trajectory?.messages ?? [];
+    const { result } = await compactWith(messages, 'ok', { contextBudget: 8_000, ageObservations: true });
+    const small = result.elisions.find(({ index }) => index === 39);
+    expect(small?.stub).toMatch(/^\[elided by the harness: 72-char book_reservation result;/);
+    expect(result.tokensAfter).toBeLessThanOrEqual(0.8 * 8_000);
   });
 });
