@@ -60,7 +60,7 @@ export {
   type ResolvedBackend,
   type Tokenizer,
 } from './core/agent-input.js';
-export { ChatFailureType, ReplayFailureType, ToolFailureType, RunFailureType } from './core/agent-errors.js';
+export { ChatFailureType, ReplayFailureType, ToolFailureType, RunFailureType, UpdateFailureType } from './core/agent-errors.js';
 export {
   renderCompactionTable,
   compactionRecord,

@@ -34,6 +34,13 @@ export const ToolFailureType = {
 } as const;
 export type ToolFailureType = (typeof ToolFailureType)[keyof typeof ToolFailureType];
 
+/** Why an `addUserMessage` update is refused (besides `Compaction.InvalidInput` for a bad message). */
+export const UpdateFailureType = {
+  /** The run has finished: nothing would read the message. */
+  Finished: 'AgentRun.Finished',
+} as const;
+export type UpdateFailureType = (typeof UpdateFailureType)[keyof typeof UpdateFailureType];
+
 /** How an `agentRun` fails. Both are non-retryable workflow failures. */
 export const RunFailureType = {
   /** The conversation could not be made to fit any backend, even after compaction (DESIGN §7); the transcript is written first. */

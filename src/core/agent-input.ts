@@ -2,7 +2,7 @@
 // settings — validated once, at the edge, into a plain-JSON plan the workflow runs.
 import { z } from 'zod';
 import { InvalidInputError } from './errors.js';
-import { resolveOptions, type CompactionOptions, type Duration } from './options.js';
+import { parseDuration, resolveOptions, type CompactionOptions, type Duration } from './options.js';
 import type { ToolDeclaration } from './request-counter.js';
 import { describeIssue } from './schema.js';
 import { BUILT_IN_TOOLS, isBuiltInToolName } from './tool-declarations.js';
@@ -200,8 +200,17 @@ export function planAgentRun(input: unknown): AgentRunPlan {
     return { index, label, config, safetyMargin, tokenizer: config.tokenizer ?? 'o200k_base' };
   });
   // Check the compaction options now (with a stand-in budget when the preflight supplies it), so a bad option fails the run at its start.
-  const { contextBudget, startToCloseTimeout: _s, heartbeatTimeout: _h, taskQueue: _t, summarizerModel: _m, ...compactionOptions } = data.compaction;
+  const { contextBudget, startToCloseTimeout, heartbeatTimeout, taskQueue, summarizerModel, ...compactionOptions } = data.compaction;
   resolveOptions({ ...compactionOptions, contextBudget: contextBudget ?? 1 }, 'input.compaction');
+  checkDuration(startToCloseTimeout, 'input.compaction.startToCloseTimeout');
+  checkDuration(heartbeatTimeout, 'input.compaction.heartbeatTimeout');
+  checkText(taskQueue, 'input.compaction.taskQueue');
+  checkText(summarizerModel, 'input.compaction.summarizerModel');
+  for (const [field, settings] of [['input.chatActivity', data.chatActivity], ['input.toolActivity', data.toolActivity]] as const) {
+    checkDuration(settings?.startToCloseTimeout, `${field}.startToCloseTimeout`);
+    checkDuration(settings?.heartbeatTimeout, `${field}.heartbeatTimeout`);
+    checkDuration(settings?.initialInterval, `${field}.initialInterval`);
+  }
   const compaction: AgentCompactionOptions = data.compaction;
   return {
     backends,
@@ -213,6 +222,17 @@ export function planAgentRun(input: unknown): AgentRunPlan {
     continueAsNewAfterRounds: data.continueAsNewAfterRounds,
     searchAttributes: data.searchAttributes ?? true,
   };
+}
+
+/** A duration that must be longer than zero when given (a workflow must not find out later, in the middle of a run). */
+function checkDuration(value: unknown, field: string): void {
+  if (value === undefined) return;
+  if (typeof value !== 'number' && typeof value !== 'string') throw new InvalidInputError(field, 'must be milliseconds or a duration like "30s"');
+  if (parseDuration(value, field) <= 0) throw new InvalidInputError(field, `must be longer than zero, got ${JSON.stringify(value)}`);
+}
+
+function checkText(value: unknown, field: string): void {
+  if (value !== undefined && (typeof value !== 'string' || value === '')) throw new InvalidInputError(field, 'must be a non-empty string');
 }
 
 const MODEL_SHAPES = '{ provider: "openai", model, contextWindow, maxOutputTokens, safetyMargin? } or { provider: "replay", trajectory, contextWindow, maxOutputTokens }';

@@ -20,7 +20,7 @@ import {
 } from '@temporalio/workflow';
 import type { ChatActivityInput, ChatActivityOutput } from '../activities/chat.js';
 import type { ReplayToolInput } from '../activities/tools.js';
-import { ChatFailureType, ReplayFailureType, RunFailureType, ToolFailureType } from '../core/agent-errors.js';
+import { ChatFailureType, ReplayFailureType, RunFailureType, ToolFailureType, UpdateFailureType } from '../core/agent-errors.js';
 import { planAgentRun, type AgentActivitySettings, type AgentRunInput, type AgentRunPlan, type ResolvedBackend } from '../core/agent-input.js';
 import { compactionRecord, groupDigits, renderCompactionTable, type CompactionRecord } from '../core/compaction-history.js';
 import { FailureType, InvalidInputError } from '../core/errors.js';
@@ -417,7 +417,7 @@ export async function agentRun(input: AgentRunWorkflowInput): Promise<AgentRunRe
     },
     {
       validator: (message) => {
-        if (loop.finished) throw ApplicationFailure.create({ type: 'RunFailed.Finished', message: 'the run has finished; start a new one', nonRetryable: true });
+        if (loop.finished) throw ApplicationFailure.create({ type: UpdateFailureType.Finished, message: 'the run has finished; start a new one', nonRetryable: true });
         try {
           userMessageFrom(message);
         } catch (error) {

@@ -4,7 +4,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { WorkflowFailedError, WorkflowUpdateFailedError } from '@temporalio/client';
+import { WorkflowFailedError, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure, defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import OpenAI from 'openai';
@@ -144,9 +144,10 @@ describe('agentRun', { timeout: 90_000 }, () => {
         expect(server.requests[1]?.body).toHaveProperty('messages', result.messages.slice(0, -1));
         expect(await handle.query(sessionQuery)).toEqual(result.session);
         await maybeRecordHistory(handle, 'agent-run-update');
-        // Finished: a late message is refused rather than silently dropped.
+        // Finished: a late message is refused (by the server, the run being closed) rather than silently dropped.
         const late = await handle.executeUpdate(addUserMessageUpdate, { args: ['too late'] }).catch((error: unknown) => error);
-        expect(late).toBeInstanceOf(Error);
+        expect(late).toBeInstanceOf(WorkflowNotFoundError);
+        expect(String(late)).toContain('workflow execution already completed');
       });
     });
 
@@ -306,6 +307,8 @@ describe('agentRun', { timeout: 90_000 }, () => {
       ['a bad compaction option', { ...valid, compaction: { keepRecent: -1 } }, 'input.compaction.keepRecent'],
       ['a bad message', { ...valid, messages: [{ role: 'tool', content: 'x' }] }, 'messages[0].tool_call_id: required for role "tool"'],
       ['a misspelt field', { ...valid, maxRound: 3 }, 'input.maxRound: unknown field'],
+      ['a bad activity timeout', { ...valid, chatActivity: { startToCloseTimeout: 'soon' } }, 'input.chatActivity.startToCloseTimeout: must be milliseconds or a duration'],
+      ['a bad summarize heartbeat', { ...valid, compaction: { heartbeatTimeout: 0 } }, 'input.compaction.heartbeatTimeout: must be longer than zero'],
     ])('%s', async (_case, input, message) => {
       const failure = await withWorker(t, { workflowBundle: bundle, activities: replayActivities() }, () =>
         runFailure(t.client.workflow.execute('agentRun', { taskQueue: t.taskQueue, workflowId: uniqueId('agent-bad'), args: [input] })),
