@@ -2,8 +2,7 @@
 // Node only: the `temporal-compactor` command line. Subcommands live in `commands` (name → handler);
 // add one by adding an entry. Connects like the worker: `loadConfig` (environment and flags) →
 // `@temporalio/envconfig` (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TLS, profiles).
-import { realpathSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { isMain } from './is-main.js';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { loadClientConnectConfig } from '@temporalio/envconfig';
@@ -256,16 +255,6 @@ const processIo: CliIo = {
   stderr: (text) => process.stderr.write(text),
   env: process.env,
 };
-
-function isMain(moduleUrl: string): boolean {
-  const entry = process.argv[1];
-  if (entry === undefined) return false;
-  try {
-    return realpathSync(entry) === realpathSync(fileURLToPath(moduleUrl));
-  } catch {
-    return false;
-  }
-}
 
 if (isMain(import.meta.url)) {
   main(process.argv.slice(2)).then(

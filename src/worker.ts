@@ -1,7 +1,8 @@
 // Node only: the compactor worker (DESIGN §6). Runs the workflows (`compactConversation`, and
 // `compact` inside them) and the activities. Runnable as `tsx src/worker.ts` or
 // `node dist/worker.js`; configured from the environment through `src/config.ts`.
-import { existsSync, realpathSync } from 'node:fs';
+import { isMain } from './is-main.js';
+import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { loadClientConnectConfig } from '@temporalio/envconfig';
 import { NativeConnection, Worker } from '@temporalio/worker';
@@ -191,16 +192,6 @@ export async function runWorker(env: Environment = process.env, flags: Readonly<
   console.error(`temporal-compactor worker: polling task queue ${taskQueues.map((queue) => `"${queue}"`).join(' and ')} (mode ${config.mode ?? 'all'}); ${config.describeSummarizer}; stop with Ctrl-C`);
   await run();
   console.error('temporal-compactor worker: stopped');
-}
-
-function isMain(moduleUrl: string): boolean {
-  const entry = process.argv[1];
-  if (entry === undefined) return false;
-  try {
-    return realpathSync(entry) === realpathSync(fileURLToPath(moduleUrl));
-  } catch {
-    return false;
-  }
 }
 
 if (isMain(import.meta.url)) {
