@@ -143,6 +143,13 @@ function userMessageFrom(input: AddUserMessageInput): ChatMessage {
   }
 }
 
+function isCarried(value: unknown): value is AgentRunCarried {
+  if (typeof value !== 'object' || value === null) return false;
+  const arrays = ['session', 'compactions', 'counters', 'pendingUserMessages'].every((key) => Array.isArray(Reflect.get(value, key)));
+  const numbers = ['rounds', 'nextId', 'backendFallbacks', 'peakContextTokens', 'continuedAsNew'].every((key) => Number.isInteger(Reflect.get(value, key)));
+  return arrays && numbers;
+}
+
 /** One run of the loop: the state, and what a round does with it. */
 class AgentLoop {
   entries: SessionEntry[] = [];
@@ -164,6 +171,9 @@ class AgentLoop {
     readonly plan: AgentRunPlan,
   ) {
     const carried = input.carried;
+    if (carried !== undefined && !isCarried(carried)) {
+      throw new InvalidInputError('input.carried', 'is what a run carries when it continues as new; leave it out');
+    }
     this.session = carried?.session ?? [];
     this.compactions = carried?.compactions ?? [];
     this.rounds = carried?.rounds ?? 0;

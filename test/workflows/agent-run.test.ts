@@ -308,6 +308,7 @@ describe('agentRun', { timeout: 90_000 }, () => {
       ['a bad message', { ...valid, messages: [{ role: 'tool', content: 'x' }] }, 'messages[0].tool_call_id: required for role "tool"'],
       ['a misspelt field', { ...valid, maxRound: 3 }, 'input.maxRound: unknown field'],
       ['a bad activity timeout', { ...valid, chatActivity: { startToCloseTimeout: 'soon' } }, 'input.chatActivity.startToCloseTimeout: must be milliseconds or a duration'],
+      ['a hand-made carried state', { ...valid, carried: { session: 'x' } }, 'input.carried: is what a run carries when it continues as new'],
       ['a bad summarize heartbeat', { ...valid, compaction: { heartbeatTimeout: 0 } }, 'input.compaction.heartbeatTimeout: must be longer than zero'],
     ])('%s', async (_case, input, message) => {
       const failure = await withWorker(t, { workflowBundle: bundle, activities: replayActivities() }, () =>
