@@ -1,0 +1,142 @@
+// The pure parts of the agent loop: the input plan (defaults and field-named errors), the
+// preflight (room per backend in its own units, the aim, the backend to call), the compaction
+// table, and how a trajectory is cut into replayable turns.
+import { describe, expect, it } from 'vitest';
+import {
+  BUILT_IN_TOOLS,
+  COMPACTION_TABLE_HEADER,
+  InvalidInputError,
+  backendCounter,
+  planAgentRun,
+  preflight,
+  renderCompactionTable,
+  replayScript,
+  requestCounter,
+  type ChatMessage,
+  type CompactionRecord,
+} from '../../src/index.js';
+import { assistant, system, tool, user } from '../support/messages.js';
+
+const replay = { provider: 'replay', trajectory: 't', contextWindow: 10_000, maxOutputTokens: 1_000 } as const;
+
+function invalid(input: unknown): InvalidInputError {
+  try {
+    planAgentRun(input);
+  } catch (error) {
+    if (error instanceof InvalidInputError) return error;
+    throw error;
+  }
+  throw new Error('expected InvalidInputError');
+}
+
+describe('planAgentRun', () => {
+  it('applies the defaults: safety margin 5% for openai and 0 for replay, o200k, labels, 100 rounds', () => {
+    const plan = planAgentRun({ messages: [], model: [{ provider: 'openai', model: 'gpt-4o', contextWindow: 128_000, maxOutputTokens: 4_096 }, replay], compaction: {} });
+    expect(plan.backends.map(({ index, label, safetyMargin, tokenizer }) => ({ index, label, safetyMargin, tokenizer }))).toEqual([
+      { index: 0, label: 'openai:gpt-4o', safetyMargin: 6_400, tokenizer: 'o200k_base' },
+      { index: 1, label: 'replay:t', safetyMargin: 0, tokenizer: 'o200k_base' },
+    ]);
+    expect([plan.maxRounds, plan.searchAttributes, plan.continueAsNewAfterRounds]).toEqual([100, true, undefined]);
+  });
+
+  it('maps built-in tool names to their declarations and keeps declared tools', () => {
+    const own = { type: 'function', function: { name: 'lookup', parameters: { type: 'object' } } } as const;
+    expect(planAgentRun({ messages: [], model: replay, tools: ['grep', own], compaction: {} }).tools).toEqual([BUILT_IN_TOOLS.grep, own]);
+  });
+
+  it.each([
+    [{ messages: [], model: replay, compaction: {}, tools: ['grep', 'grep'] }, 'input.tools[1].function.name'],
+    [{ messages: [], model: { ...replay, contextWindow: 1_000 }, compaction: {} }, 'input.model.contextWindow'],
+    [{ messages: [], model: [], compaction: {} }, 'input.model'],
+    [{ messages: [], model: { ...replay, extra: 1 }, compaction: {} }, 'input.model.extra'],
+    [{ messages: [], model: replay, compaction: { triggerRatio: 2 } }, 'input.compaction.triggerRatio'],
+    [{ messages: [], model: replay, compaction: {}, toolActivity: { maximumAttempts: 0 } }, 'input.toolActivity.maximumAttempts'],
+    ['not an object', 'input'],
+  ])('%j → %s', (input, field) => {
+    expect(invalid(input).field).toBe(field);
+  });
+});
+
+describe('preflight', () => {
+  const conversation = (chars: number): ChatMessage[] => [system('You are an agent.'), user('x'.repeat(chars))];
+  const plan = planAgentRun({
+    messages: [],
+    model: [
+      { ...replay, label: 'small', contextWindow: 4_000 },
+      { ...replay, label: 'large', contextWindow: 12_000 },
+    ],
+    tools: ['fs_read'],
+    compaction: {},
+  });
+  const counters = plan.backends.map((backend) => backendCounter(backend, plan.tools));
+
+  it('room = window − reserved output − safety margin − tool declarations, in the backend tokenizer', () => {
+    const toolTokens = requestCounter('o200k_base', [BUILT_IN_TOOLS.fs_read]).toolTokens;
+    expect(toolTokens).toBeGreaterThan(50);
+    expect(counters.map((counter) => counter.room)).toEqual([4_000 - 1_000 - toolTokens, 12_000 - 1_000 - toolTokens]);
+  });
+
+  it('aims at the largest room and calls the first backend the conversation fits', () => {
+    const small = conversation(100);
+    expect(preflight(small, counters).aimAt.backend.label).toBe('large');
+    expect(preflight(small, counters).fits?.backend.label).toBe('small');
+    // "x" repeats encode about 8 characters per token: 40,000 characters do not fit 'small' but fit 'large'.
+    const middle = conversation(40_000);
+    expect(preflight(middle, counters).fits?.backend.label).toBe('large');
+    expect(preflight(conversation(200_000), counters).fits).toBeUndefined();
+    // Without the large backend (it failed this round), the aim is the small one's room.
+    expect(preflight(middle, counters.slice(0, 1))).toMatchObject({ aim: counters[0]?.room, fits: undefined });
+  });
+
+  it('counts the conversation from billed usage once calibrated, minus the tool declarations it includes', () => {
+    const counter = backendCounter(plan.backends[0]!, plan.tools);
+    const sent = conversation(100);
+    counter.usage.calibrate(sent, 1_000 + counter.toolTokens);
+    expect(counter.conversation.count(sent)).toBe(1_000);
+    expect(counter.conversation.count([...sent, assistant('ok')])).toBeGreaterThan(1_000);
+    // A change below the calibrated prefix falls back to the estimator.
+    expect(counter.conversation.count([sent[0]!, user('y')])).toBeLessThan(100);
+  });
+});
+
+describe('renderCompactionTable', () => {
+  it('one row per compaction, digits grouped, summary or trim in words', () => {
+    const record = (overrides: Partial<CompactionRecord>): CompactionRecord => ({
+      round: 12, backend: 'b', target: 9_000, tokensBefore: 30_512, tokensAfter: 9_876, dropped: 24, elided: 3, kind: 'summary', summary: 'x'.repeat(1_234), fallback: false, exhausted: false, ...overrides,
+    });
+    expect(renderCompactionTable([record({}), record({ round: 20, kind: 'trim', summary: null, fallback: true }), record({ round: 30, kind: 'elision', summary: null, dropped: 0 })]).split('\n')).toEqual([
+      COMPACTION_TABLE_HEADER,
+      '|--:|--:|--:|--:|--:|---|---|---|',
+      '| 1 | 12 | 30,512 → 9,876 | 24 | 3 | summary (1,234 chars) | no | no |',
+      '| 2 | 20 | 30,512 → 9,876 | 24 | 3 | trim | yes | no |',
+      '| 3 | 30 | 30,512 → 9,876 | 0 | 3 | elision only | no | no |',
+    ]);
+  });
+});
+
+describe('replayScript', () => {
+  it('cuts a trajectory into its opening and assistant turns with their results, user replies and unanswered calls', () => {
+    const trajectory = [
+      system('policy'),
+      user('task'),
+      assistant(null, [['c1', 'read', '{}'], ['c2', 'read', '{"a":1}']]),
+      tool('c2', 'two'),
+      tool('c1', 'one'),
+      assistant('Done? Anything else?'),
+      user('No, thanks.'),
+      assistant(null, [['c3', 'submit', '{}']]),
+    ];
+    const script = replayScript(trajectory);
+    expect(script.opening).toEqual(trajectory.slice(0, 2));
+    expect(script.turns.map((turn) => [turn.message, [...turn.results.keys()], turn.userMessages, turn.unanswered])).toEqual([
+      [trajectory[2], ['c2', 'c1'], [], []],
+      [trajectory[5], [], [trajectory[6]], []],
+      [trajectory[7], [], [], ['c3']],
+    ]);
+  });
+
+  it('a trajectory without an assistant turn, or with a bad message, is refused naming the field', () => {
+    expect(() => replayScript([user('only')])).toThrow('trajectory: has no assistant turn to replay');
+    expect(() => replayScript([{ role: 'tool', content: 'x' }])).toThrow('messages[0].tool_call_id');
+  });
+});
