@@ -112,6 +112,30 @@ describe('agentRun', { timeout: 90_000 }, () => {
       await maybeRecordHistory(t.client.workflow.getHandle(workflowId), 'agent-run-openai-tools');
     });
 
+    it("runs the user's own tool activities, declared in the input and registered on the worker", async () => {
+      server.script(
+        completion({ content: null, tool_calls: [{ id: 'call_9', type: 'function', function: { name: 'lookup_order', arguments: '{"id":"A-17"}' } }] }),
+        completion({ content: 'Order A-17 shipped.' }),
+      );
+      const lookupOrder = { type: 'function' as const, function: { name: 'lookup_order', description: 'Find an order', parameters: { type: 'object', properties: { id: { type: 'string' } }, required: ['id'] } } };
+      const seen: unknown[] = [];
+      const lookup_order = async (args: unknown): Promise<unknown> => {
+        seen.push(args);
+        return { id: 'A-17', status: 'shipped' };
+      };
+      const t = await testConnection();
+      const result = await withWorker(t, { workflowBundle: bundle, activities: { ...activities(), lookup_order } }, () =>
+        t.client.workflow.execute(agentRun, {
+          taskQueue: t.taskQueue,
+          workflowId: uniqueId('agent-own-tool'),
+          args: [{ messages: opening, model: openaiModel, tools: [lookupOrder], compaction: {} }],
+        }),
+      );
+      expect(seen).toEqual([{ id: 'A-17' }]);
+      expect(result.messages.find((message) => message.role === 'tool')).toEqual({ role: 'tool', tool_call_id: 'call_9', content: '{"id":"A-17","status":"shipped"}' });
+      expect(server.requests[0]?.body).toHaveProperty('tools', [lookupOrder]);
+    });
+
     it('addUserMessage queues a user turn for the next round; the queries show the run while it waits', async () => {
       const hold = createHold();
       server.script(hold.response, completion({ content: 'Also done.' }));
