@@ -133,7 +133,7 @@ function statedCharLimit(messages: readonly ChatMessage[]): number | undefined {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Parsing the transcript (`[user]`, `[assistant]`, `[tool result NAME (id)]`, `→ call NAME (id) ARGS`)
+// Parsing the transcript (`[user]`, `[assistant]`, `[tool result NAME (id)]`, `-> call NAME (id) ARGS`)
 
 interface ParsedCall {
   name: string;
@@ -164,8 +164,8 @@ interface ParsedTranscript {
 }
 
 const BLOCK_HEADER = /^\[(user|assistant|system|developer|tool result(?: (.+?))? \((.*)\)|tool)\]$/;
-const CALL_LINE = /^→ call (\S+) \(([^()]*)\) ?(.*)$/;
-const HARNESS_CUT = /… \[truncated by the harness: \d+ more characters\]$/;
+const CALL_LINE = /^-> call (\S+) \(([^()]*)\) ?(.*)$/;
+const HARNESS_CUT = /» \[truncated by the harness: \d+ more characters\]$/;
 
 function parseTranscript(raw: string): ParsedTranscript {
   const parsed: ParsedTranscript = { structured: false, users: [], assistants: [], calls: [], results: [], raw };

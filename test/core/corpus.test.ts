@@ -143,7 +143,7 @@ describe('corpus: the 666,865-char tool result (sweagent_doubao_fasterxml__jacks
       const middle = regions.middle.flatMap((index) => messages[index] ?? []);
       for (const request of compaction.summarizer.requests) {
         const transcript = renderedText(request.messages[1]?.content ?? null);
-        expect(transcript).toContain(`${huge.slice(0, toolResultCap)}… [truncated by the harness: ${666_865 - toolResultCap} more characters]`);
+        expect(transcript).toContain(`${huge.slice(0, toolResultCap)}» [truncated by the harness: ${666_865 - toolResultCap} more characters]`);
         expect(transcript).not.toContain(huge.slice(0, toolResultCap + 1));
         expect(transcript.length).toBeLessThanOrEqual(transcriptBound(middle, toolResultCap));
         expect(transcript.length).toBeLessThan(150_000);

@@ -273,9 +273,9 @@ describe('§4.6 the summarizer request', () => {
     ];
     const result = await compactor(summarizer, { toolResultCap: 100 }).compact(messages);
     const transcript = String(summarizer.requests[0]?.messages[1]?.content);
-    expect(transcript).toContain(`${big('r', 100)}… [truncated by the harness: 300 more characters]`);
+    expect(transcript).toContain(`${big('r', 100)}» [truncated by the harness: 300 more characters]`);
     const argsLength = JSON.stringify({ body: big('b', 250) }).length;
-    expect(transcript).toContain(`… [truncated by the harness: ${argsLength - 100} more characters]`);
+    expect(transcript).toContain(`» [truncated by the harness: ${argsLength - 100} more characters]`);
     expect(transcript).toContain(big('u', 300));
     expect(transcript).not.toContain(big('r', 101));
     // the cap applies to the summarizer's input only
