@@ -10,10 +10,9 @@ import { createActivities } from './activities/index.js';
 import { loadConfig, summarizerFromConfig, temporalEnvVars, type CompactorConfig } from './config.js';
 import { groupDigits, renderCompactionTable, type CompactionRecord } from './core/compaction-history.js';
 import { openingMessages } from './core/trajectory.js';
-import type { SessionLine } from './core/session.js';
 import { startDevServer, type DevServer } from './dev-server.js';
 import { workflowCode } from './worker.js';
-import { agentRun, compactionsQuery, sessionQuery, type AgentRunResult } from './workflows/agent-run.js';
+import { agentRun, compactionsQuery, type AgentRunResult } from './workflows/agent-run.js';
 
 /** The bundled MIT trajectory the demo replays (see examples/trajectories/ATTRIBUTION.md). */
 export const DEMO_TRAJECTORY = 'openhands_gpt4o_Project-MONAI__MONAI-3715';
@@ -57,12 +56,48 @@ function waitForSignal(): Promise<void> {
   });
 }
 
-/** One progress line per chat round, from the run's `session` query: round, context size, compactions so far. */
-function progressLine(round: number, session: readonly SessionLine[], compactions: readonly CompactionRecord[]): string {
-  const last = compactions.at(-1);
-  const messages = session.filter((line) => line.type === 'message').length;
-  const latest = last === undefined ? '' : ` · last: ${last.kind} at round ${last.round}, ${groupDigits(last.tokensBefore)} → ${groupDigits(last.tokensAfter)} tokens`;
-  return `  round ${String(round).padStart(3)} · ${messages} messages in the transcript · ${compactions.length} compaction${compactions.length === 1 ? '' : 's'}${latest}\n`;
+/**
+ * Follows the run's event history on the server (long polls; no worker involved) and calls
+ * `onRound` for every `chat` activity scheduled (one per round) and `onSummarize` for every
+ * `summarize` activity; follows continue-as-new; returns when the run closes.
+ */
+async function followHistory(
+  client: Client,
+  namespace: string,
+  workflowId: string,
+  onRound: (round: number) => void,
+  onSummarize: (round: number) => void,
+): Promise<void> {
+  let runId: string | undefined;
+  let nextPageToken: Uint8Array | undefined;
+  let rounds = 0;
+  for (;;) {
+    const page = await client.workflowService.getWorkflowExecutionHistory({
+      namespace,
+      execution: { workflowId, ...(runId === undefined ? {} : { runId }) },
+      waitNewEvent: true,
+      ...(nextPageToken === undefined ? {} : { nextPageToken }),
+    });
+    for (const event of page.history?.events ?? []) {
+      const activity = event.activityTaskScheduledEventAttributes?.activityType?.name;
+      if (activity === 'chat') onRound(++rounds);
+      if (activity === 'summarize') onSummarize(rounds + 1);
+      const continued = event.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId;
+      if (continued) {
+        runId = continued;
+        nextPageToken = undefined;
+        continue;
+      }
+      const closed =
+        event.workflowExecutionCompletedEventAttributes ??
+        event.workflowExecutionFailedEventAttributes ??
+        event.workflowExecutionCanceledEventAttributes ??
+        event.workflowExecutionTerminatedEventAttributes ??
+        event.workflowExecutionTimedOutEventAttributes;
+      if (closed) return;
+    }
+    if (page.nextPageToken !== undefined && page.nextPageToken !== null && page.nextPageToken.length > 0) nextPageToken = page.nextPageToken;
+  }
 }
 
 /**
@@ -120,22 +155,17 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoOutcome> {
           ],
         });
         let printed = 0;
-        let finished = false;
-        // One awaited poll at a time, and awaited before the connection closes (a query left in
-        // flight would retry on a closed channel).
-        const polling = (async () => {
-          while (!finished) {
-            try {
-              const [session, compactions] = await Promise.all([handle.query(sessionQuery), handle.query(compactionsQuery)]);
-              const rounds = session.filter((line) => line.type === 'message' && line.message.role === 'assistant').length;
-              if (rounds > printed && !finished) stdout(progressLine(rounds, session, compactions));
-              printed = Math.max(printed, rounds);
-            } catch {
-              // between runs (continue-as-new) or finished: the next poll or the result reports it
-            }
-            await new Promise((resolve) => setTimeout(resolve, 100));
-          }
-        })();
+        // Progress from the server's event history: one line per round, as the `chat` activity is scheduled.
+        const following = followHistory(
+          client,
+          namespace,
+          workflowId,
+          (round) => {
+            printed = round;
+            stdout(`  round ${String(round).padStart(3)} · chat\n`);
+          },
+          (round) => stdout(`  round ${String(round).padStart(3)} · summarize (compacting before the chat)\n`),
+        ).catch((error: unknown) => stderr(`(progress unavailable: ${error instanceof Error ? error.message : String(error)})\n`));
         try {
           const result: AgentRunResult = await handle.result();
           return { status: 'completed' as const, rounds: result.rounds, compactions: result.compactions };
@@ -144,8 +174,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoOutcome> {
           stderr(`The run failed: ${error.cause?.message ?? error.message}\n`);
           return { status: 'failed' as const, rounds: printed, compactions: await handle.query(compactionsQuery) };
         } finally {
-          finished = true;
-          await polling;
+          await following;
         }
       });
       const uiUrl = server?.uiUrl === undefined ? undefined : `${server.uiUrl}/namespaces/${namespace}/workflows/${workflowId}`;

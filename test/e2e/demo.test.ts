@@ -31,6 +31,9 @@ describe('temporal-compactor demo', () => {
     const done = /Done: completed after (\d+) rounds with (\d+) compactions\./.exec(stdout);
     expect(done, stdout).not.toBeNull();
     expect(Number(done?.[2])).toBeGreaterThanOrEqual(1);
+    // progress: one line per round, from the run's event history
+    expect(stdout.match(/^ {2}round +\d+ · chat$/gm)?.length).toBe(Number(done?.[1]));
+    expect(stdout).toMatch(/^ {2}round +\d+ · summarize \(compacting before the chat\)$/m);
     expect(stdout).toContain('| # | round | tokens before → after |');
     expect(stdout).toMatch(/\| summary \(\d[\d,]* chars\) \|/);
     expect(stdout).toContain('temporal-compactor history demo-');
