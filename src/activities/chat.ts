@@ -1,6 +1,5 @@
 // Node only (activities): the agent loop's `chat` activity — one chat completion with tool calling,
 // against an OpenAI-compatible backend or the replay provider (a recorded trajectory played back).
-import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError } from 'openai';
 import { z } from 'zod';
@@ -14,6 +13,7 @@ import type { ChatMessage, ToolCall } from '../core/types.js';
 import { parseRetryAfter } from '../summarizers/openai.js';
 import { failOnInvalidInput } from '../workflows/failures.js';
 import type { TrajectoryStore } from './trajectories.js';
+import { whileHeartbeating } from './heartbeats.js';
 
 /** Input of the `chat` activity. */
 export interface ChatActivityInput {
@@ -185,25 +185,7 @@ export function createChatActivity({ openai, timeoutMs = DEFAULT_CHAT_TIMEOUT_MS
     failOnInvalidInput(() => validateMessages(input?.messages, 'input.messages'));
     const { backend } = input;
     if (backend.provider === 'replay') return replayChat(trajectories, backend, input);
-    const context = Context.current();
-    const signal = context.cancellationSignal;
-    client ??= buildClient(timeoutMs);
-    const heartbeatTimeout = context.info.heartbeatTimeoutMs;
-    const interval = Math.max(50, Math.min(heartbeatIntervalMs ?? 5000, heartbeatTimeout !== undefined && heartbeatTimeout > 0 ? heartbeatTimeout / 4 : 5000));
-    context.heartbeat();
-    const timer = setInterval(() => context.heartbeat(), interval);
-    try {
-      return await Promise.race([openAIChat(client, backend, input, timeoutMs, signal), context.cancelled]);
-    } catch (error) {
-      if (signal.aborted) throw cancellationReason(signal);
-      throw toChatFailure(error);
-    } finally {
-      clearInterval(timer);
-    }
+    const connected = (client ??= buildClient(timeoutMs));
+    return whileHeartbeating((signal) => openAIChat(connected, backend, input, timeoutMs, signal), toChatFailure, heartbeatIntervalMs);
   };
-}
-
-function cancellationReason(signal: AbortSignal): unknown {
-  const reason: unknown = signal.reason;
-  return reason;
 }

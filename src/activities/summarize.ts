@@ -1,8 +1,8 @@
 // Node only (activities): the `summarize` activity — the one slow, flaky step of a compaction.
-import { Context } from '@temporalio/activity';
 import { validateMessages } from '../core/schema.js';
 import type { SummarizeRequest, Summarizer, Usage } from '../core/types.js';
 import { failOnInvalidInput } from '../workflows/failures.js';
+import { whileHeartbeating } from './heartbeats.js';
 import { emptySummaryFailure, toSummarizerFailure } from './to-failure.js';
 
 /** Input of the `summarize` activity: the capped transcript the engine built (never the raw conversation). */
@@ -26,17 +26,6 @@ export interface SummarizeActivityDeps {
   heartbeatIntervalMs?: number;
 }
 
-/** Longest pause between heartbeats when the activity has no heartbeat timeout (cancellation still travels on them). */
-const MAX_HEARTBEAT_INTERVAL_MS = 5000;
-const MIN_HEARTBEAT_INTERVAL_MS = 50;
-
-function heartbeatInterval(heartbeatTimeoutMs: number | undefined, configured: number | undefined): number {
-  if (configured !== undefined) return Math.max(MIN_HEARTBEAT_INTERVAL_MS, configured);
-  if (heartbeatTimeoutMs === undefined || heartbeatTimeoutMs <= 0) return MAX_HEARTBEAT_INTERVAL_MS;
-  // Well under the timeout: the SDK throttles what it sends to the server anyway.
-  return Math.min(MAX_HEARTBEAT_INTERVAL_MS, Math.max(MIN_HEARTBEAT_INTERVAL_MS, Math.floor(heartbeatTimeoutMs / 4)));
-}
-
 /**
  * Creates the `summarize` activity. It sends one request through the summarizer with the
  * activity's cancellation signal, heartbeats while it waits, and maps failures to
@@ -46,28 +35,15 @@ function heartbeatInterval(heartbeatTimeoutMs: number | undefined, configured: n
  */
 export function createSummarizeActivity({ summarizer, heartbeatIntervalMs }: SummarizeActivityDeps) {
   return async function summarize({ request }: SummarizeActivityInput): Promise<SummarizeActivityOutput> {
-    const context = Context.current();
-    const signal = context.cancellationSignal;
     failOnInvalidInput(() => validateMessages(request?.messages, 'request.messages'));
-
-    context.heartbeat();
-    const timer = setInterval(() => context.heartbeat(), heartbeatInterval(context.info.heartbeatTimeoutMs, heartbeatIntervalMs));
-    try {
-      // Race the cancellation too: a backend that ignores its signal must not keep the activity alive.
-      const response = await Promise.race([summarizer.summarize(request, { signal }), context.cancelled]);
-      if (typeof response?.text !== 'string' || response.text.trim() === '') throw emptySummaryFailure();
-      return response.usage === undefined ? { text: response.text } : { text: response.text, usage: response.usage };
-    } catch (error) {
-      if (signal.aborted) throw cancellationReason(signal);
-      throw toSummarizerFailure(error);
-    } finally {
-      clearInterval(timer);
-    }
+    return whileHeartbeating(
+      async (signal) => {
+        const response = await summarizer.summarize(request, { signal });
+        if (typeof response?.text !== 'string' || response.text.trim() === '') throw emptySummaryFailure();
+        return response.usage === undefined ? { text: response.text } : { text: response.text, usage: response.usage };
+      },
+      toSummarizerFailure,
+      heartbeatIntervalMs,
+    );
   };
-}
-
-/** The activity's own cancellation (a `CancelledFailure`), which the worker reports as cancelled. */
-function cancellationReason(signal: AbortSignal): unknown {
-  const reason: unknown = signal.reason;
-  return reason;
 }

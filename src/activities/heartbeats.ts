@@ -1,0 +1,46 @@
+// Node only (activities): the wait every slow activity shares — heartbeats while a request is in
+// flight, the activity's cancellation raced against a backend that ignores its signal, and the
+// activity's own cancellation reason rethrown (never the backend's abort error, which the worker
+// would report as a failure).
+import { Context } from '@temporalio/activity';
+
+/** Longest pause between heartbeats when the activity has no heartbeat timeout (cancellation still travels on them). */
+const MAX_HEARTBEAT_INTERVAL_MS = 5000;
+const MIN_HEARTBEAT_INTERVAL_MS = 50;
+
+/** A quarter of the heartbeat timeout, at most 5 s; `configured` wins when given. */
+export function heartbeatInterval(heartbeatTimeoutMs: number | undefined, configured: number | undefined): number {
+  if (configured !== undefined) return Math.max(MIN_HEARTBEAT_INTERVAL_MS, configured);
+  if (heartbeatTimeoutMs === undefined || heartbeatTimeoutMs <= 0) return MAX_HEARTBEAT_INTERVAL_MS;
+  // Well under the timeout: the SDK throttles what it sends to the server anyway.
+  return Math.min(MAX_HEARTBEAT_INTERVAL_MS, Math.max(MIN_HEARTBEAT_INTERVAL_MS, Math.floor(heartbeatTimeoutMs / 4)));
+}
+
+/**
+ * Runs `work` with the activity's cancellation signal, heartbeating until it settles. A failure
+ * goes through `toFailure`; a cancellation rethrows the activity's cancellation reason.
+ */
+export async function whileHeartbeating<T>(
+  work: (signal: AbortSignal) => Promise<T>,
+  toFailure: (error: unknown) => unknown,
+  heartbeatIntervalMs?: number,
+): Promise<T> {
+  const context = Context.current();
+  const signal = context.cancellationSignal;
+  context.heartbeat();
+  const timer = setInterval(() => context.heartbeat(), heartbeatInterval(context.info.heartbeatTimeoutMs, heartbeatIntervalMs));
+  try {
+    return await Promise.race([work(signal), context.cancelled]);
+  } catch (error) {
+    if (signal.aborted) throw cancellationReason(signal);
+    throw toFailure(error);
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+/** The activity's own cancellation (a `CancelledFailure`), which the worker reports as cancelled. */
+function cancellationReason(signal: AbortSignal): unknown {
+  const reason: unknown = signal.reason;
+  return reason;
+}
