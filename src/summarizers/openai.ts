@@ -3,7 +3,8 @@
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError } from 'openai';
 import { z } from 'zod';
 import { classifyStatus, SummarizerError } from '../core/errors.js';
-import type { ChatMessage, SummarizeRequest, SummarizeResponse, Summarizer, Usage } from '../core/types.js';
+import { toProviderMessages } from '../core/schema.js';
+import type { SummarizeRequest, SummarizeResponse, Summarizer, Usage } from '../core/types.js';
 
 /** Options shared by both ways of giving the summarizer a client. */
 interface OpenAISummarizerCommonOptions {
@@ -108,13 +109,6 @@ function parseNonNegativeNumber(text: string | undefined): number | undefined {
   if (text === undefined || !/^\s*\d+(\.\d+)?\s*$/.test(text)) return undefined;
   const value = Number(text);
   return Number.isFinite(value) ? value : undefined;
-}
-
-/** A chat message without the harness flags (`sticky`, `depth`), which never reach a provider. */
-type ProviderMessage = Omit<ChatMessage, 'sticky' | 'depth'>;
-
-function withoutHarnessFlags({ sticky: _sticky, depth: _depth, ...providerMessage }: ChatMessage): ProviderMessage {
-  return providerMessage;
 }
 
 const optionalCount = z.number().int().nonnegative().nullish().catch(undefined);
@@ -251,7 +245,7 @@ export function createOpenAISummarizer(options: OpenAISummarizerOptions): Summar
 
       const body = {
         model,
-        messages: request.messages.map(withoutHarnessFlags),
+        messages: toProviderMessages(request.messages),
         ...(maxTokens === undefined ? {} : { [maxTokensParameter]: maxTokens }),
         ...(temperature === undefined ? {} : { temperature }),
       };
