@@ -9,7 +9,7 @@ import { loadClientConnectConfig } from '@temporalio/envconfig';
 import { ConfigError, configFlagsFromArgs, configParseArgsOptions, loadConfig, temporalEnvVars } from './config.js';
 import { InvalidInputError } from './core/errors.js';
 import { parseDuration } from './core/options.js';
-import { groupDigits, renderCompactionTable, type CompactionRecord } from './core/compaction-history.js';
+import { groupDigits, oneLine, renderCompactionTable, type CompactionRecord } from './core/compaction-history.js';
 import { toJsonl, type SessionLine } from './core/session.js';
 import { contentText } from './core/tokens.js';
 import { installQuietRuntime, runDemo } from './demo.js';
@@ -99,11 +99,6 @@ function workflowIdOf(context: CommandContext, command: string): string {
   if (workflowId === undefined || workflowId === '') throw new UsageError(`${command}: the workflow id is required`);
   if (rest.length > 0) throw new UsageError(`${command}: unexpected argument ${JSON.stringify(rest[0])}`);
   return workflowId;
-}
-
-function oneLine(text: string, max: number): string {
-  const flat = text.replace(/\s+/g, ' ').trim();
-  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
 }
 
 /** One transcript line for people: `m12  assistant  text [→ fs_read {...}]`. */

@@ -87,3 +87,9 @@ export function renderCompactionTable(records: readonly CompactionRecord[]): str
   );
   return [COMPACTION_TABLE_HEADER, '|--:|--:|--:|--:|--:|---|---|---|', ...rows].join('\n');
 }
+
+/** `text` on one line (whitespace runs folded), cut to `max` characters with an ellipsis. */
+export function oneLine(text: string, max: number): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+}

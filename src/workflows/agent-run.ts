@@ -22,7 +22,7 @@ import type { ChatActivityInput, ChatActivityOutput } from '../activities/chat.j
 import type { ReplayToolInput } from '../activities/tools.js';
 import { ChatFailureType, ReplayFailureType, RunFailureType, ToolFailureType, UpdateFailureType } from '../core/agent-errors.js';
 import { planAgentRun, type AgentActivitySettings, type AgentRunInput, type AgentRunPlan, type ResolvedBackend } from '../core/agent-input.js';
-import { compactionRecord, groupDigits, renderCompactionTable, type CompactionRecord } from '../core/compaction-history.js';
+import { compactionRecord, groupDigits, oneLine, renderCompactionTable, type CompactionRecord } from '../core/compaction-history.js';
 import { FailureType, InvalidInputError } from '../core/errors.js';
 import { parseDuration, type Duration } from '../core/options.js';
 import { backendCounter, preflight, type BackendCounter } from '../core/preflight.js';
@@ -123,11 +123,6 @@ const TOOL_NON_RETRYABLE = [...Object.values(ToolFailureType), ...Object.values(
 function failureMessage(error: unknown): string {
   if (error instanceof ActivityFailure) return error.cause?.message ?? error.message;
   return error instanceof Error ? error.message : String(error);
-}
-
-function oneLine(text: string, max: number): string {
-  const flat = text.replace(/\s+/g, ' ').trim();
-  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
 }
 
 function userMessageFrom(input: AddUserMessageInput): ChatMessage {
