@@ -2,36 +2,13 @@
 // (the dead worker's workflow task after the sticky timeout, its activity after the heartbeat
 // timeout) and the run completes with exactly the conversation, transcript and compaction history
 // of an uninterrupted run of the same input.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentRun, sessionQuery, type AgentRunWorkflowInput } from '../../src/index.js';
 import { openingOf, replayActivities } from '../support/agent.js';
-import { bundleWorkflows, testConnection, uniqueId, withWorker } from '../support/temporal.js';
+import { testConnection, uniqueId, withWorker } from '../support/temporal.js';
+import { killWorkerProcesses, spawnWorkerProcess, writeProductionBundle, type WorkerProcess } from '../support/worker-process.js';
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const NAME = 'claudecode_pydata__xarray-3364';
-
-interface WorkerProcess {
-  child: ChildProcess;
-  output: () => string;
-}
-
-function spawnWorker(env: Record<string, string>): WorkerProcess {
-  // `node --import tsx`, not the tsx CLI, so that the SIGKILL reaches the worker itself.
-  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'test/support/agent-worker.ts')], {
-    cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  return { child, output: () => output };
-}
 
 async function until(condition: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -42,19 +19,14 @@ async function until(condition: () => boolean | Promise<boolean>, timeoutMs: num
 }
 
 describe('a worker process killed mid-run', () => {
-  let dir: string;
-  let bundlePath: string;
-  let code: string;
+  let bundle: Awaited<ReturnType<typeof writeProductionBundle>>;
   const spawned: WorkerProcess[] = [];
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'agent-crash-'));
-    bundlePath = join(dir, 'workflow-bundle.js');
-    ({ code } = await bundleWorkflows(new URL('../../src/workflows/index.ts', import.meta.url)));
-    writeFileSync(bundlePath, code);
+    bundle = await writeProductionBundle('agent-crash-');
   });
   afterAll(() => {
-    for (const worker of spawned) if (worker.child.exitCode === null && worker.child.signalCode === null) worker.child.kill('SIGKILL');
-    rmSync(dir, { recursive: true, force: true });
+    killWorkerProcesses(spawned);
+    bundle.remove();
   });
 
   it('completes with the same final conversation as an uninterrupted run', { timeout: 180_000 }, async () => {
@@ -69,14 +41,14 @@ describe('a worker process killed mid-run', () => {
     };
 
     const reference = await testConnection();
-    const uninterrupted = await withWorker(reference, { workflowBundle: { code }, activities: replayActivities() }, () =>
+    const uninterrupted = await withWorker(reference, { workflowBundle: { code: bundle.code }, activities: replayActivities() }, () =>
       reference.client.workflow.execute(agentRun, { taskQueue: reference.taskQueue, workflowId: uniqueId('agent-reference'), args: [input] }),
     );
     expect(uninterrupted.compactions.length).toBeGreaterThanOrEqual(3);
 
     const t = await testConnection();
-    const env = { TEMPORAL_ADDRESS: t.address, TEMPORAL_NAMESPACE: t.namespace, AGENT_TASK_QUEUE: t.taskQueue, AGENT_WORKFLOW_BUNDLE: bundlePath };
-    const first = spawnWorker(env);
+    const env = { TEMPORAL_ADDRESS: t.address, TEMPORAL_NAMESPACE: t.namespace, AGENT_TASK_QUEUE: t.taskQueue, AGENT_WORKFLOW_BUNDLE: bundle.bundlePath };
+    const first = spawnWorkerProcess('test/support/agent-worker.ts', env);
     spawned.push(first);
     await until(() => first.output().includes('agent worker ready'), 60_000, `the first worker:\n${first.output()}`);
     const handle = await t.client.workflow.start(agentRun, { taskQueue: t.taskQueue, workflowId: uniqueId('agent-crash'), args: [input] });
@@ -95,7 +67,7 @@ describe('a worker process killed mid-run', () => {
     first.child.kill('SIGKILL');
     await until(() => first.child.signalCode === 'SIGKILL', 10_000, 'the first worker to die');
 
-    const second = spawnWorker(env);
+    const second = spawnWorkerProcess('test/support/agent-worker.ts', env);
     spawned.push(second);
     const recovered = await handle.result();
     expect(linesAtKill).toBeLessThan(recovered.session.length);

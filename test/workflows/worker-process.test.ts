@@ -2,43 +2,17 @@
 // SIGKILLed while the fake server holds its summarize request loses nothing — a second worker
 // takes the retry after the heartbeat timeout and the workflow completes with the summary. Also:
 // configuration errors name the variable, and SIGTERM shuts the worker down gracefully.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/config.js';
 import { createActivities, createOpenAISummarizer, loadWorkerConfig, type CompactConversationOptions } from '../../src/index.js';
 import type { compactConversation } from '../../src/workflows/index.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.js';
 import { toolRounds } from '../support/messages.js';
-import { bundleWorkflows, testConnection, uniqueId, withWorker } from '../support/temporal.js';
+import { testConnection, uniqueId, withWorker } from '../support/temporal.js';
+import { killWorkerProcesses, spawnWorkerProcess, writeProductionBundle, type WorkerProcess } from '../support/worker-process.js';
 import { eventTypes } from './harness.js';
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const SUMMARY = '## Goals\nFix app.py.\n## Decisions\nNone.\n## Files and commands\nf*.py\n## Unresolved\nNone.';
-
-interface WorkerProcess {
-  child: ChildProcess;
-  output: () => string;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
-function spawnWorker(env: Record<string, string>): WorkerProcess {
-  // `node --import tsx`, not the tsx CLI: the CLI runs the script in a child process, which a
-  // SIGKILL of the CLI would leave running.
-  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'src/worker.ts')], {
-    cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
-  return { child, output: () => output, exited };
-}
 
 async function waitForOutput(worker: WorkerProcess, pattern: RegExp, timeoutMs: number): Promise<void> {
   const deadline = performance.now() + timeoutMs;
@@ -50,24 +24,19 @@ async function waitForOutput(worker: WorkerProcess, pattern: RegExp, timeoutMs: 
 }
 
 describe('worker process', () => {
-  let dir: string;
-  let bundlePath: string;
+  let bundle: Awaited<ReturnType<typeof writeProductionBundle>>;
   let server: FakeOpenAI;
   const spawned: WorkerProcess[] = [];
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'compactor-worker-'));
-    bundlePath = join(dir, 'workflow-bundle.js');
-    // The production workflows, prebuilt once (as `npm run build:bundle` does).
-    const { code } = await bundleWorkflows(new URL('../../src/workflows/index.ts', import.meta.url));
-    writeFileSync(bundlePath, code);
+    bundle = await writeProductionBundle('compactor-worker-');
   });
-  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  afterAll(() => bundle.remove());
   beforeEach(async () => {
     server = await startFakeOpenAI();
   });
   afterEach(async () => {
-    for (const worker of spawned.splice(0)) if (worker.child.exitCode === null && worker.child.signalCode === null) worker.child.kill('SIGKILL');
+    killWorkerProcesses(spawned);
     await server.close();
   });
 
@@ -76,7 +45,7 @@ describe('worker process', () => {
       TEMPORAL_ADDRESS: address,
       TEMPORAL_NAMESPACE: namespace,
       COMPACTOR_TASK_QUEUE: taskQueue,
-      COMPACTOR_WORKFLOW_BUNDLE: bundlePath,
+      COMPACTOR_WORKFLOW_BUNDLE: bundle.bundlePath,
       COMPACTOR_SUMMARIZER_MODEL: 'fake-summarizer',
       OPENAI_BASE_URL: server.baseURL,
       OPENAI_API_KEY: 'test-key',
@@ -86,7 +55,7 @@ describe('worker process', () => {
   it('SIGKILLed while its request is held: a second worker completes the compaction with the summary', async () => {
     const t = await testConnection();
     server.script({ kind: 'hang' }, { kind: 'summary', text: SUMMARY });
-    const first = spawnWorker(workerEnv(t.address, t.namespace, t.taskQueue));
+    const first = spawnWorkerProcess('src/worker.ts', workerEnv(t.address, t.namespace, t.taskQueue));
     spawned.push(first);
     await waitForOutput(first, /polling task queue/, 30_000);
 
@@ -103,7 +72,7 @@ describe('worker process', () => {
 
     const killedAt = performance.now();
     const summarizer = createOpenAISummarizer({ model: 'fake-summarizer', baseURL: server.baseURL, apiKey: 'test-key' });
-    const result = await withWorker(t, { workflowBundle: { codePath: bundlePath }, activities: createActivities({ summarizer }) }, () => handle.result());
+    const result = await withWorker(t, { workflowBundle: { codePath: bundle.bundlePath }, activities: createActivities({ summarizer }) }, () => handle.result());
     expect(result.fallback).toBe(false);
     expect(result.summary).toContain(SUMMARY);
     expect(server.requests).toHaveLength(2);
@@ -116,7 +85,7 @@ describe('worker process', () => {
 
   it('SIGTERM: shuts down gracefully and exits 0', async () => {
     const t = await testConnection();
-    const worker = spawnWorker(workerEnv(t.address, t.namespace, t.taskQueue));
+    const worker = spawnWorkerProcess('src/worker.ts', workerEnv(t.address, t.namespace, t.taskQueue));
     spawned.push(worker);
     await waitForOutput(worker, /polling task queue/, 30_000);
     worker.child.kill('SIGTERM');
@@ -125,7 +94,7 @@ describe('worker process', () => {
   }, 60_000);
 
   it('a configuration error exits 1 naming the variable', async () => {
-    const worker = spawnWorker({ TEMPORAL_ADDRESS: '127.0.0.1:1', COMPACTOR_MAX_CONCURRENT_ACTIVITIES: 'lots', COMPACTOR_SUMMARIZER_MODEL: 'm' });
+    const worker = spawnWorkerProcess('src/worker.ts', { TEMPORAL_ADDRESS: '127.0.0.1:1', COMPACTOR_MAX_CONCURRENT_ACTIVITIES: 'lots', COMPACTOR_SUMMARIZER_MODEL: 'm' });
     spawned.push(worker);
     expect((await worker.exited).code).toBe(1);
     expect(worker.output()).toContain('configuration error: COMPACTOR_MAX_CONCURRENT_ACTIVITIES: expected a positive integer, got "lots"');

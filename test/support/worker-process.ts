@@ -1,0 +1,45 @@
+// Worker *processes* for crash tests: a production workflow bundle written once per file, and
+// workers spawned as `node --import tsx <script>` so a SIGKILL reaches the worker itself (the tsx
+// CLI runs the script in a child process that a SIGKILL of the CLI would leave running).
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { bundleWorkflows } from './temporal.js';
+
+export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+export interface WorkerProcess {
+  child: ChildProcess;
+  output: () => string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/** Spawns `script` (a path under the repository) with a minimal environment plus `env`. */
+export function spawnWorkerProcess(script: string, env: Record<string, string>): WorkerProcess {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, script)], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  return { child, output: () => output, exited };
+}
+
+/** SIGKILLs every worker still running and empties the list. */
+export function killWorkerProcesses(workers: WorkerProcess[]): void {
+  for (const worker of workers.splice(0)) if (worker.child.exitCode === null && worker.child.signalCode === null) worker.child.kill('SIGKILL');
+}
+
+/** The production workflows bundled once (as `npm run build:bundle` does) into a temporary file. */
+export async function writeProductionBundle(prefix: string): Promise<{ bundlePath: string; code: string; remove: () => void }> {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  const bundlePath = join(dir, 'workflow-bundle.js');
+  const { code } = await bundleWorkflows(new URL('../../src/workflows/index.ts', import.meta.url));
+  writeFileSync(bundlePath, code);
+  return { bundlePath, code, remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
