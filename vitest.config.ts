@@ -1,8 +1,10 @@
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    // The cluster tests build and start a three-node cluster: `npm run test:cluster` runs them.
+    exclude: [...configDefaults.exclude, 'test/cluster/**'],
     // One Temporal dev server for the whole run (skipped when TEMPORAL_ADDRESS is set), and a
     // per-file afterAll that closes the connections opened by test/support/temporal.ts.
     globalSetup: ['test/support/global-setup.ts'],

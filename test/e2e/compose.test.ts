@@ -6,7 +6,17 @@ import { existsSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { z } from 'zod';
+import {
+  DYNAMIC_CONFIG_FILE,
+  HISTORY_SHARDS,
+  NAMESPACE_RETENTION_HOURS,
+  POSTGRES_MAJOR,
+  PROJECT_ROOT,
+  TEMPORAL_SERVER_VERSION,
+  TEMPORAL_UI_SERVER_VERSION,
+} from '../../scripts/cluster/index.js';
 import { configTable, loadConfig, summarizerFromConfig } from '../../src/config.js';
+import { COMPACTOR_SEARCH_ATTRIBUTES } from '../../src/dev-server.js';
 
 const root = new URL('../../', import.meta.url);
 const read = (path: string): string => readFileSync(new URL(path, root), 'utf8');
@@ -127,6 +137,40 @@ describe('docker-compose.yml', () => {
     expect(setup).toContain('temporal operator search-attribute create --namespace "$$TEMPORAL_NAMESPACE" --name "$$name" --type "$$type"');
     const attributes = /for attribute in ([^;]+);/.exec(setup)?.[1]?.trim().split(/\s+/);
     expect(attributes).toEqual(['CompactionCount:Int', 'ContextTokens:Int', 'CompactionFallbacks:Int', 'ContextExhausted:Bool']);
+  });
+
+  describe('agrees with scripts/cluster, the self-hosted path started and tested here (npm run test:cluster)', () => {
+    const withoutV = (version: string): string => version.replace(/^v/, '');
+
+    it('runs the same server, admin-tools, UI and PostgreSQL releases', () => {
+      expect(service('temporal').image).toBe(`temporalio/server:${withoutV(TEMPORAL_SERVER_VERSION)}`);
+      expect(service('temporal-schema').image).toBe(`temporalio/admin-tools:${withoutV(TEMPORAL_SERVER_VERSION)}`);
+      expect(service('temporal-ui').image).toBe(`temporalio/ui:${withoutV(TEMPORAL_UI_SERVER_VERSION)}`);
+      expect(service('postgresql').image).toBe(`postgres:${POSTGRES_MAJOR}`);
+      expect(environmentOf('temporal').NUM_HISTORY_SHARDS).toBe(String(HISTORY_SHARDS));
+    });
+
+    it('runs the same schema steps on the same two databases', () => {
+      const schema = commandText('temporal-schema');
+      expect(schema).toMatch(/for db in temporal temporal_visibility;/);
+      // scripts/cluster/index.ts runs: create, setup-schema -v 0.0, update-schema -d <dir>/versioned
+      const steps = [...schema.matchAll(/temporal-sql-tool --db "\$\$db" ([\w-]+(?: -v 0\.0| -d "[^"]+")?)/g)].map((match) => match[1]);
+      expect(steps).toEqual(['create', 'setup-schema -v 0.0', 'update-schema -d "/etc/temporal/schema/postgresql/v12/$$dir/versioned"']);
+    });
+
+    it('reads the same dynamic config file', () => {
+      const mount = (service('temporal').volumes ?? []).find((volume) => volume.split(':')[1] === '/etc/temporal/config/dynamicconfig') ?? '';
+      const file = `${mount.split(':')[0]?.replace(/^\.\//, '')}/${environmentOf('temporal').DYNAMIC_CONFIG_FILE_PATH?.split('/').at(-1)}`;
+      expect(new URL(file, root).pathname).toBe(new URL(DYNAMIC_CONFIG_FILE.slice(PROJECT_ROOT.length), root).pathname);
+    });
+
+    it('registers the namespace with the same retention and exactly the search attributes the worker upserts', () => {
+      const setup = commandText('temporal-setup');
+      expect(setup).toContain(`--retention ${NAMESPACE_RETENTION_HOURS}h`);
+      const attributes = /for attribute in ([^;]+);/.exec(setup)?.[1]?.trim().split(/\s+/) ?? [];
+      const cliType = { INT: 'Int', BOOL: 'Bool', KEYWORD: 'Keyword', TEXT: 'Text', DOUBLE: 'Double', DATETIME: 'Datetime', KEYWORD_LIST: 'KeywordList' } as const;
+      expect(attributes).toEqual(Object.entries(COMPACTOR_SEARCH_ATTRIBUTES).map(([name, type]) => `${name}:${cliType[type]}`));
+    });
   });
 
   describe('worker service', () => {
