@@ -73,13 +73,24 @@ async function main(): Promise<number> {
   }
 
   // Ctrl-C while starting: exit at once; the 'exit' hook of scripts/cluster/process.ts SIGKILLs
-  // every process started so far (a kept data directory is reused by the next start).
-  const interrupt = (): void => {
-    process.stderr.write('\nInterrupted while starting: killing what was started.\n');
-    process.exit(130);
+  // every process started so far (and the next start sweeps up anything recorded but left).
+  // A terminal's Ctrl-C reaches us twice (directly, and relayed by tsx), so the handlers stay
+  // installed and a repeat is ignored rather than killing us halfway through stopping.
+  let phase: 'starting' | 'running' | 'stopping' = 'starting';
+  let requestStop: () => void = () => undefined;
+  const stopRequested = new Promise<void>((resolve) => (requestStop = resolve));
+  const onSignal = (): void => {
+    if (phase === 'starting') {
+      process.stderr.write('\nInterrupted while starting: killing what was started.\n');
+      process.exit(130);
+    }
+    if (phase === 'running') {
+      phase = 'stopping';
+      requestStop();
+    }
   };
-  process.once('SIGINT', interrupt);
-  process.once('SIGTERM', interrupt);
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
   const cluster = await startCluster({
     keepData: values['keep-data'],
     ui: !values['no-ui'],
@@ -88,8 +99,7 @@ async function main(): Promise<number> {
     dataDir: values['data-dir'],
     log,
   });
-  process.off('SIGINT', interrupt);
-  process.off('SIGTERM', interrupt);
+  phase = 'running';
   printAddresses(cluster);
 
   // Say so when a node dies while we wait (the cluster keeps serving with the other two).
@@ -103,10 +113,7 @@ async function main(): Promise<number> {
     }
   }, 1_000);
 
-  await new Promise<void>((resolve) => {
-    process.once('SIGINT', () => resolve());
-    process.once('SIGTERM', () => resolve());
-  });
+  await stopRequested;
   clearInterval(watcher);
   log('\nStopping the UI, the nodes, the balancer and PostgreSQL ...');
   const began = Date.now();

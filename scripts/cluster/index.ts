@@ -29,7 +29,7 @@ import { stringify } from 'yaml';
 import { COMPACTOR_SEARCH_ATTRIBUTES, ensureSearchAttributes, type SearchAttributeType } from '../../src/dev-server.js';
 import { describeCluster, describeMutableState, type ClusterDescription } from './admin.js';
 import { ensureServerBinaries, ensureUiServer, type ServerBinaries } from './build.js';
-import { ManagedProcess, runCommand } from './process.js';
+import { ManagedProcess, ProcessRegistry, runCommand } from './process.js';
 import { findPostgres, POSTGRES_PASSWORD, POSTGRES_USER, startPostgres, type PostgresServer } from './postgres.js';
 import { startFrontendProxy, type FrontendProxy } from './proxy.js';
 
@@ -343,7 +343,7 @@ async function sqlTool(
   args: string[],
   logFile: string,
   tolerate?: RegExp,
-): Promise<'done' | 'exists'> {
+): Promise<void> {
   const result = await runCommand({
     command: binaries.sqlTool,
     args: ['--db', database, ...args],
@@ -359,8 +359,7 @@ async function sqlTool(
     logFile,
     timeoutMs: 120_000,
   });
-  if (result.code === 0) return 'done';
-  if (tolerate?.test(result.output)) return 'exists';
+  if (result.code === 0 || tolerate?.test(result.output)) return;
   throw new Error(`temporal-sql-tool --db ${database} ${args.join(' ')} failed (exit ${result.code}):\n${result.output.trim().split('\n').slice(-10).join('\n')}`);
 }
 
@@ -391,6 +390,9 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
   mkdirSync(configDir, { recursive: true });
 
   const steps = new Steps(log, logDir);
+  const registry = new ProcessRegistry(join(dataDir, 'processes.json'));
+  const leftovers = await registry.killLeftovers();
+  if (leftovers.length > 0) log(`killed processes an earlier run left behind: ${leftovers.join(', ')}`);
   // What has been started, to stop in reverse order on failure or stop().
   const cleanups: Array<() => Promise<void>> = [];
   const stopStarted = async (): Promise<void> => {
@@ -425,7 +427,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
 
     const postgres = await steps.run('postgres', async () => {
       const install = findPostgres();
-      const server = await startPostgres({ install, home: dataDir, port: postgresPort as number, logDir, log });
+      const server = await startPostgres({ install, home: dataDir, port: postgresPort as number, logDir, log, registry });
       cleanups.push(async () => {
         await server.stop();
         if (!options.keepData) server.removeData();
@@ -438,17 +440,23 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
 
     await steps.run('schema', async () => {
       const schemaLog = join(logDir, 'schema.log');
-      const notes: string[] = [];
+      const versions: string[] = [];
       for (const [database, dir] of [
         ['temporal', 'temporal'],
         ['temporal_visibility', 'visibility'],
       ] as const) {
-        const created = await sqlTool(binaries.server, postgres.server.port, database, ['create'], schemaLog, /already exists/);
-        const setUp = await sqlTool(binaries.server, postgres.server.port, database, ['setup-schema', '-v', '0.0'], schemaLog, /already exists/);
+        // Each step is a no-op on a database that has it already (a kept data directory).
+        await sqlTool(binaries.server, postgres.server.port, database, ['create'], schemaLog, /already exists/);
+        await sqlTool(binaries.server, postgres.server.port, database, ['setup-schema', '-v', '0.0'], schemaLog, /already exists/);
         await sqlTool(binaries.server, postgres.server.port, database, ['update-schema', '-d', join(binaries.server.postgresSchemaDir, dir, 'versioned')], schemaLog);
-        notes.push(`${database} ${created === 'exists' || setUp === 'exists' ? 'updated' : 'created'}`);
+        versions.push(`${database} at schema ${await postgres.server.query(database, 'SELECT curr_version FROM schema_version')}`);
       }
-      return { value: undefined, detail: `${notes.join(', ')} (create, setup-schema -v 0.0, update-schema)` };
+      if (postgres.server.reused) {
+        // Members of an earlier run, on other ports and all down now: left in the table, new
+        // nodes would try them as seeds and wait for them to expire before settling.
+        await postgres.server.query('temporal', 'DELETE FROM cluster_membership');
+      }
+      return { value: undefined, detail: `${versions.join(', ')} (create, setup-schema -v 0.0, update-schema)` };
     });
 
     // The balancer comes up before the nodes: it is their clusterMetadata rpcAddress.
@@ -481,6 +489,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
           env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dataDir },
           cwd: dataDir,
           logFile,
+          registry,
         });
         state.process = started;
         await until(`${name}: frontend ${frontendAddress} answering`, stepTimeoutMs, async () => {
@@ -625,6 +634,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
           env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dataDir },
           cwd: uiRoot,
           logFile: join(logDir, 'ui.log'),
+          registry,
         });
         cleanups.push(() => ui.stop('SIGTERM', 10_000));
         // Ready when it serves the app and reaches the cluster through its API.

@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ManagedProcess, runCommand } from './process.js';
+import { ManagedProcess, runCommand, type ProcessRegistry } from './process.js';
 
 /** The PostgreSQL major version the cluster is proven on (Debian 12's `postgresql-15`). */
 export const POSTGRES_MAJOR = 15;
@@ -62,6 +62,7 @@ export interface PostgresOptions {
   port: number;
   logDir: string;
   log: (line: string) => void;
+  registry?: ProcessRegistry;
 }
 
 export interface PostgresServer {
@@ -77,6 +78,8 @@ export interface PostgresServer {
   start(): Promise<void>;
   /** Remove the data directory (after stop()). */
   removeData(): void;
+  /** Run SQL in `database` with psql; resolves with its unaligned, tuples-only output. */
+  query(database: string, sql: string): Promise<string>;
 }
 
 /**
@@ -145,6 +148,7 @@ export async function startPostgres(options: PostgresOptions): Promise<PostgresS
       env,
       user,
       logFile: join(options.logDir, 'postgres.log'),
+      registry: options.registry,
     });
     const deadline = Date.now() + 60_000;
     for (;;) {
@@ -174,5 +178,16 @@ export async function startPostgres(options: PostgresOptions): Promise<PostgresS
     },
     start,
     removeData: () => rmSync(pgHome, { recursive: true, force: true }),
+    query: async (database: string, sql: string) => {
+      const result = await runCommand({
+        command: bin('psql'),
+        args: ['-h', '127.0.0.1', '-p', String(options.port), '-U', POSTGRES_USER, '-d', database, '-At', '-v', 'ON_ERROR_STOP=1', '-c', sql],
+        env: { ...env, PGPASSWORD: POSTGRES_PASSWORD },
+        logFile: join(options.logDir, 'postgres-queries.log'),
+        timeoutMs: 30_000,
+      });
+      if (result.code !== 0) throw new Error(`psql ${database}: ${sql}: ${result.output.trim()}`);
+      return result.output.trim();
+    },
   };
 }

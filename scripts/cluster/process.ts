@@ -4,7 +4,7 @@
 // messages; if this Node process exits without stopping them, they are SIGKILLed so nothing is
 // left behind.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
+import { createWriteStream, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync, type WriteStream } from 'node:fs';
 import { dirname } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -21,6 +21,58 @@ export class OutputTail {
   }
 }
 
+/**
+ * The long-running processes of a cluster, written to a file as they start and stop. If our own
+ * process dies without stopping them (SIGKILL, a crash), their process groups outlive it; the
+ * next start reads the file and kills what is left, so it does not meet a PostgreSQL still
+ * holding the data directory or nodes still answering on old ports.
+ */
+export class ProcessRegistry {
+  constructor(private readonly file: string) {}
+
+  private read(): Array<{ name: string; pid: number; command: string }> {
+    if (!existsSync(this.file)) return [];
+    try {
+      const parsed: unknown = JSON.parse(readFileSync(this.file, 'utf8'));
+      return Array.isArray(parsed) ? parsed : [];
+    } catch {
+      return [];
+    }
+  }
+
+  add(name: string, pid: number, command: string): void {
+    mkdirSync(dirname(this.file), { recursive: true });
+    writeFileSync(this.file, JSON.stringify([...this.read().filter((entry) => entry.pid !== pid), { name, pid, command }]));
+  }
+
+  remove(pid: number): void {
+    if (existsSync(this.file)) writeFileSync(this.file, JSON.stringify(this.read().filter((entry) => entry.pid !== pid)));
+  }
+
+  /**
+   * SIGKILL every recorded process that still runs the recorded command (a reused pid runs
+   * something else and is left alone), wait until they are gone, and forget them. Returns their
+   * names. Linux only (reads /proc); elsewhere it only forgets.
+   */
+  async killLeftovers(): Promise<string[]> {
+    const killed: string[] = [];
+    for (const entry of this.read()) {
+      let commandLine = '';
+      try {
+        commandLine = readFileSync(`/proc/${entry.pid}/cmdline`, 'utf8');
+      } catch {
+        continue; // gone already
+      }
+      if (!commandLine.startsWith(entry.command)) continue;
+      killGroup(entry.pid, 'SIGKILL');
+      for (let waited = 0; waited < 10_000 && existsSync(`/proc/${entry.pid}`); waited += 100) await sleep(100);
+      killed.push(`${entry.name} (pid ${entry.pid})`);
+    }
+    rmSync(this.file, { force: true });
+    return killed;
+  }
+}
+
 export interface SpawnSpec {
   command: string;
   args: readonly string[];
@@ -30,6 +82,8 @@ export interface SpawnSpec {
   user?: { uid: number; gid: number };
   /** Append stdout and stderr here (the directory is created). */
   logFile: string;
+  /** Record the process here while it runs (long-running processes only). */
+  registry?: ProcessRegistry;
 }
 
 const running = new Set<ManagedProcess>();
@@ -79,7 +133,12 @@ export class ManagedProcess {
       this.child.once('error', () => resolve({ code: null, signal: null }));
     });
     running.add(this);
-    void this.exited.then(() => running.delete(this));
+    const { pid } = this.child;
+    if (pid !== undefined) spec.registry?.add(name, pid, spec.command);
+    void this.exited.then(() => {
+      running.delete(this);
+      if (pid !== undefined) spec.registry?.remove(pid);
+    });
     if (!exitHookInstalled) {
       exitHookInstalled = true;
       process.once('exit', () => {
