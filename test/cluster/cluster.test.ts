@@ -72,7 +72,7 @@ describe('a three-node Temporal cluster on PostgreSQL (scripts/cluster)', () => 
   beforeAll(async () => {
     installQuietRuntime();
     dataDir = scratchDir('compactor-cluster-');
-    cluster = await startCluster({ dataDir, ui: false, log });
+    cluster = await startCluster({ dataDir, ui: true, log });
     connection = await Connection.connect({ address: cluster.address });
     nativeConnection = await NativeConnection.connect({ address: cluster.address });
     client = new Client({ connection, namespace: cluster.namespace });
@@ -124,6 +124,23 @@ describe('a three-node Temporal cluster on PostgreSQL (scripts/cluster)', () => 
         await nodeConnection.close();
       }
     }
+  });
+
+  it('serves the Temporal UI, which reads the namespace and its search attributes through the cluster', async () => {
+    const uiUrl = cluster.uiUrl;
+    if (uiUrl === undefined) throw new Error('started with ui: true, but there is no UI');
+    const page = await fetch(`${uiUrl}/namespaces/${cluster.namespace}/workflows`);
+    expect(page.status).toBe(200);
+    expect(await page.text()).toMatch(/<html/i);
+    const attributes: unknown = await (await fetch(`${uiUrl}/api/v1/namespaces/${cluster.namespace}/search-attributes`)).json();
+    expect(attributes).toMatchObject({
+      customAttributes: {
+        CompactionCount: 'INDEXED_VALUE_TYPE_INT',
+        ContextTokens: 'INDEXED_VALUE_TYPE_INT',
+        CompactionFallbacks: 'INDEXED_VALUE_TYPE_INT',
+        ContextExhausted: 'INDEXED_VALUE_TYPE_BOOL',
+      },
+    });
   });
 
   it('finishes an agentRun with the undisturbed result when the node owning its history shard is SIGKILLed mid-run', async () => {
