@@ -237,15 +237,15 @@ function serverLogSummary(tail: string): string {
     .map((line) => {
       try {
         const parsed: unknown = JSON.parse(line);
-        return typeof parsed === 'object' && parsed !== null ? (parsed as Record<string, unknown>) : undefined;
+        return typeof parsed === 'object' && parsed !== null ? new Map(Object.entries(parsed)) : undefined;
       } catch {
         return undefined;
       }
     })
     .filter((entry) => entry !== undefined)
     .reverse();
-  const worst = entries.find((entry) => entry.level === 'fatal') ?? entries.find((entry) => entry.level === 'error');
-  if (worst) return `${String(worst.msg)}${worst.error === undefined ? '' : `: ${String(worst.error)}`}`;
+  const worst = entries.find((entry) => entry.get('level') === 'fatal') ?? entries.find((entry) => entry.get('level') === 'error');
+  if (worst) return `${String(worst.get('msg'))}${worst.has('error') ? `: ${String(worst.get('error'))}` : ''}`;
   return tail.trim().split('\n').slice(-5).join('\n');
 }
 
@@ -413,21 +413,33 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     });
 
     // Every port at once, so none of them is handed out twice.
-    const [postgresPort, proxyPortPicked, uiPortPicked, ...nodePortList] = await distinctFreePorts(
+    const picked = await distinctFreePorts(
       3 + CLUSTER_NODE_COUNT * 9,
       new Set([options.frontendPort, options.uiPort].filter((port): port is number => port !== undefined)),
     );
-    const proxyPort = options.frontendPort ?? (proxyPortPicked as number);
-    const uiPort = options.uiPort ?? (uiPortPicked as number);
-    const allNodePorts: NodePorts[] = Array.from({ length: CLUSTER_NODE_COUNT }, (_, index) => {
-      const [frontend, frontendHttp, frontendMembership, history, historyMembership, matching, matchingMembership, worker, workerMembership] =
-        nodePortList.slice(index * 9, index * 9 + 9) as [number, number, number, number, number, number, number, number, number];
-      return { frontend, frontendHttp, frontendMembership, history, historyMembership, matching, matchingMembership, worker, workerMembership };
-    });
+    const nextPort = (): number => {
+      const port = picked.shift();
+      if (port === undefined) throw new Error('ran out of picked ports');
+      return port;
+    };
+    const postgresPort = nextPort();
+    const proxyPort = options.frontendPort ?? nextPort();
+    const uiPort = options.uiPort ?? nextPort();
+    const allNodePorts: NodePorts[] = Array.from({ length: CLUSTER_NODE_COUNT }, () => ({
+      frontend: nextPort(),
+      frontendHttp: nextPort(),
+      frontendMembership: nextPort(),
+      history: nextPort(),
+      historyMembership: nextPort(),
+      matching: nextPort(),
+      matchingMembership: nextPort(),
+      worker: nextPort(),
+      workerMembership: nextPort(),
+    }));
 
     const postgres = await steps.run('postgres', async () => {
       const install = findPostgres();
-      const server = await startPostgres({ install, home: dataDir, port: postgresPort as number, logDir, log, registry });
+      const server = await startPostgres({ install, home: dataDir, port: postgresPort, logDir, log, registry });
       cleanups.push(async () => {
         await server.stop();
         if (!options.keepData) server.removeData();
@@ -460,7 +472,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     });
 
     // The balancer comes up before the nodes: it is their clusterMetadata rpcAddress.
-    const nodeStates: Array<{ process: ManagedProcess | undefined }> = allNodePorts.map(() => ({ process: undefined }));
+    const nodeStates = allNodePorts.map((): { process: ManagedProcess | undefined } => ({ process: undefined }));
     const proxy = await steps.run('frontend balancer', async () => {
       const started = await startFrontendProxy(
         proxyPort,
@@ -474,7 +486,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
       const name = `node-${index + 1}`;
       const configFile = join(configDir, `${name}.yaml`);
       const logFile = join(logDir, `${name}.log`);
-      const state = nodeStates[index] as { process: ManagedProcess | undefined };
+      const state = nodeStates[index] ?? { process: undefined };
       writeFileSync(
         configFile,
         `# ${name} of the cluster started by scripts/cluster (temporal-server ${binaries.server.version}); written at every start.\n` +

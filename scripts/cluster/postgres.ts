@@ -150,19 +150,25 @@ export async function startPostgres(options: PostgresOptions): Promise<PostgresS
       logFile: join(options.logDir, 'postgres.log'),
       registry: options.registry,
     });
+    const started = server;
     const deadline = Date.now() + 60_000;
-    for (;;) {
-      if (!server.alive) throw new Error(`postgres ${server.describeExit()}:\n${server.tail.toString()}`);
-      const ready = await runCommand({
-        command: bin('pg_isready'),
-        args: ['-h', '127.0.0.1', '-p', String(options.port), '-U', POSTGRES_USER, '-d', 'postgres', '-t', '2'],
-        env,
-        logFile: join(options.logDir, 'postgres-ready.log'),
-        timeoutMs: 5_000,
-      });
-      if (ready.code === 0) return;
-      if (Date.now() > deadline) throw new Error(`postgres did not accept connections within 60 s:\n${server.tail.toString()}`);
-      await sleep(250);
+    try {
+      for (;;) {
+        if (!started.alive) throw new Error(`postgres ${started.describeExit()}:\n${started.tail.toString()}`);
+        const ready = await runCommand({
+          command: bin('pg_isready'),
+          args: ['-h', '127.0.0.1', '-p', String(options.port), '-U', POSTGRES_USER, '-d', 'postgres', '-t', '2'],
+          env,
+          logFile: join(options.logDir, 'postgres-ready.log'),
+          timeoutMs: 5_000,
+        });
+        if (ready.code === 0) return;
+        if (Date.now() > deadline) throw new Error(`postgres did not accept connections within 60 s:\n${started.tail.toString()}`);
+        await sleep(250);
+      }
+    } catch (error) {
+      await started.stop('SIGINT', 10_000); // not left running behind a failed start
+      throw error;
     }
   };
   await start();
