@@ -97,6 +97,9 @@ async function goInstall(packages: string[], gobin: string, logFile: string, log
       env: { ...stringEnv(process.env), GOBIN: gobin, CGO_ENABLED: '0' },
       logFile,
     });
+    if (result.code === null && /ENOENT/.test(result.output)) {
+      throw new Error('Go is not installed: it is needed once to build the Temporal server from its module (go install); the machine\'s Go 1.26 works');
+    }
     if (result.code !== 0) {
       const tail = result.output.trim().split('\n').slice(-15).join('\n');
       throw new Error(`go install ${packages.join(' ')} failed (exit ${result.code}); see ${logFile}:\n${tail}`);
