@@ -497,6 +497,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
         if (state.process?.alive) return;
         const started = new ManagedProcess(name, {
           command: binaries.server.server,
+          // No authorizer (hence --allow-no-auth): a development cluster that listens on 127.0.0.1 only.
           args: ['--config-file', configFile, '--allow-no-auth', 'start'],
           env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dataDir },
           cwd: dataDir,
