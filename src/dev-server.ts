@@ -14,16 +14,13 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Connection } from '@temporalio/client';
 import { SearchAttributeType } from '@temporalio/common';
 import { resolveTemporalCli } from '../scripts/temporal-cli.mjs';
+import { COMPACTOR_SEARCH_ATTRIBUTES } from './shared/search-attributes.js';
+import { addSearchAttributes, CLI_TYPE_NAMES, searchAttributeStatus, type HasOperatorService } from './search-attributes.js';
 
 export { SearchAttributeType };
 
 /** Custom search attributes the compactor's workflows upsert; registered on every dev server. */
-export const COMPACTOR_SEARCH_ATTRIBUTES = {
-  CompactionCount: SearchAttributeType.INT,
-  ContextTokens: SearchAttributeType.INT,
-  CompactionFallbacks: SearchAttributeType.INT,
-  ContextExhausted: SearchAttributeType.BOOL,
-} as const satisfies Record<string, SearchAttributeType>;
+export { COMPACTOR_SEARCH_ATTRIBUTES } from './shared/search-attributes.js';
 
 export interface DevServerOptions {
   /** Namespace to create and to report (default "default", which always exists). */
@@ -69,34 +66,7 @@ export interface DevServer {
 const HOST = '127.0.0.1';
 const OUTPUT_TAIL_CHARS = 16_000;
 
-/** The CLI's spelling of each type for `--search-attribute Name=Type`. */
-const CLI_TYPE_NAMES: Record<SearchAttributeType, string> = {
-  TEXT: 'Text',
-  KEYWORD: 'Keyword',
-  INT: 'Int',
-  DOUBLE: 'Double',
-  BOOL: 'Bool',
-  DATETIME: 'Datetime',
-  KEYWORD_LIST: 'KeywordList',
-};
-
-/** temporal.api.enums.v1.IndexedValueType numbers, as the operator service speaks them. */
-const INDEXED_VALUE_TYPES: Record<SearchAttributeType, number> = {
-  TEXT: 1,
-  KEYWORD: 2,
-  INT: 3,
-  DOUBLE: 4,
-  BOOL: 5,
-  DATETIME: 6,
-  KEYWORD_LIST: 7,
-};
-
-/** Map an IndexedValueType number back to its name, e.g. 3 -> "INT". */
-export function searchAttributeTypeName(indexedValueType: number): SearchAttributeType | undefined {
-  return (Object.keys(INDEXED_VALUE_TYPES) as SearchAttributeType[]).find(
-    (name) => INDEXED_VALUE_TYPES[name] === indexedValueType,
-  );
-}
+export { searchAttributeTypeName } from './search-attributes.js';
 
 /** A port that was free on 127.0.0.1 a moment ago (the OS picks it). */
 export async function freePort(): Promise<number> {
@@ -123,25 +93,15 @@ async function distinctFreePorts(count: number): Promise<number[]> {
  * missing ones through the operator service. Throws if one exists with another type.
  */
 export async function ensureSearchAttributes(
-  connection: Connection,
+  connection: HasOperatorService,
   namespace: string,
   wanted: Record<string, SearchAttributeType> = COMPACTOR_SEARCH_ATTRIBUTES,
 ): Promise<void> {
-  const { customAttributes } = await connection.operatorService.listSearchAttributes({ namespace });
-  const existing: Record<string, number> = (customAttributes ?? {}) as Record<string, number>;
-  const missing: Record<string, number> = {};
-  for (const [name, type] of Object.entries(wanted)) {
-    const have = existing[name];
-    if (have === undefined) missing[name] = INDEXED_VALUE_TYPES[type];
-    else if (have !== INDEXED_VALUE_TYPES[type]) {
-      throw new Error(
-        `search attribute ${name} exists in namespace ${namespace} as ${searchAttributeTypeName(have) ?? have}, expected ${type}`,
-      );
-    }
+  const status = await searchAttributeStatus(connection, namespace, wanted);
+  if (status.conflicting.length > 0) {
+    throw new Error(`search attributes of namespace ${namespace} exist with another type: ${status.conflicting.join(', ')}`);
   }
-  if (Object.keys(missing).length > 0) {
-    await connection.operatorService.addSearchAttributes({ namespace, searchAttributes: missing });
-  }
+  await addSearchAttributes(connection, namespace, status.missing, wanted);
 }
 
 /** Keeps the last N characters of the server's output for error messages. */

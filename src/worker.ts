@@ -7,7 +7,8 @@ import { fileURLToPath } from 'node:url';
 import { loadClientConnectConfig } from '@temporalio/envconfig';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import type { WorkerOptions } from '@temporalio/worker';
-import { createActivities } from './activities/index.js';
+import { createActivities, createDescribeWorkerActivity } from './activities/index.js';
+import { ensureSearchAttributesIfAllowed, searchAttributeWarning, type SearchAttributeSetup } from './search-attributes.js';
 import { ConfigError, DEFAULT_TASK_QUEUE, loadConfig, summarizerFromConfig, temporalEnvVars, type WorkerModeSetting } from './config.js';
 import { parseDuration, type Duration } from './core/options.js';
 import type { Summarizer } from './core/types.js';
@@ -48,6 +49,13 @@ export interface CompactorWorkerConfig {
   shutdownGraceTime?: Duration;
   /** Environment for `@temporalio/envconfig` when this module opens the connection. @default process.env */
   temporalEnv?: Record<string, string>;
+  /**
+   * At start, register our search attributes where the namespace lacks them and the operator API
+   * allows it; otherwise runs go on without them and `warn` says so once. @default true
+   */
+  registerSearchAttributes?: boolean;
+  /** Where start-up warnings go. @default console.error */
+  warn?: (message: string) => void;
 }
 
 /**
@@ -122,6 +130,8 @@ export interface CompactorWorker {
   connection: NativeConnection;
   /** The task queues polled, in the order of `workers`. */
   taskQueues: string[];
+  /** What the start-up check of our search attributes found (undefined for an activities-only worker, or when it was turned off). */
+  searchAttributes: SearchAttributeSetup | undefined;
   /** Runs until shutdown (SIGINT/SIGTERM or `shutdown()`), then closes the connection if this module opened it. */
   run(): Promise<void>;
   shutdown(): void;
@@ -148,9 +158,19 @@ export async function createWorker(config: CompactorWorkerConfig): Promise<Compa
   const connection = config.connection ?? opened?.connection;
   if (connection === undefined) throw new TypeError('createWorker: no connection');
 
+  const namespace = config.namespace ?? opened?.namespace ?? 'default';
+  const warn = config.warn ?? ((message: string) => console.error(message));
+  // A namespace without our search attributes must not stop a run: register them where allowed, and
+  // otherwise say so once here (the runs ask the worker which ones exist and upsert only those).
+  let searchAttributes: SearchAttributeSetup | undefined;
+  if (mode !== 'activities' && config.registerSearchAttributes !== false) {
+    searchAttributes = await ensureSearchAttributesIfAllowed(connection, namespace);
+    const warning = searchAttributeWarning(namespace, searchAttributes);
+    if (warning !== undefined) warn(`temporal-compactor worker: ${warning}`);
+  }
   const common = {
     connection,
-    namespace: config.namespace ?? opened?.namespace ?? 'default',
+    namespace,
     ...(config.maxConcurrentActivityTaskExecutions === undefined ? {} : { maxConcurrentActivityTaskExecutions: config.maxConcurrentActivityTaskExecutions }),
     ...(config.maxConcurrentWorkflowTaskExecutions === undefined ? {} : { maxConcurrentWorkflowTaskExecutions: config.maxConcurrentWorkflowTaskExecutions }),
     shutdownGraceTime: config.shutdownGraceTime === undefined ? 10_000 : parseDuration(config.shutdownGraceTime, 'shutdownGraceTime'),
@@ -158,7 +178,8 @@ export async function createWorker(config: CompactorWorkerConfig): Promise<Compa
   const plans: WorkerOptions[] = [];
   if (mode === 'activities') plans.push({ ...common, taskQueue: summarizerTaskQueue, activities });
   else {
-    plans.push({ ...common, taskQueue, ...code, ...(mode === 'all' ? { activities } : {}) });
+    // A workflows-only worker still answers its workflows' `describeWorker` local activity.
+    plans.push({ ...common, taskQueue, ...code, activities: mode === 'all' ? activities : { describeWorker: createDescribeWorkerActivity() } });
     if (mode === 'all' && summarizerTaskQueue !== taskQueue) plans.push({ ...common, taskQueue: summarizerTaskQueue, activities });
   }
 
@@ -169,6 +190,7 @@ export async function createWorker(config: CompactorWorkerConfig): Promise<Compa
       workers,
       connection,
       taskQueues: plans.map((options) => options.taskQueue),
+      searchAttributes,
       // The SDK's Runtime turns SIGINT/SIGTERM into shutdown() of every worker; run() resolves once they drained.
       run: async () => {
         try {

@@ -1,0 +1,57 @@
+// Node only (a LOCAL activity): `describeWorker` tells the workflow what only its worker knows —
+// whether the worker's data converter offloads large payloads to a store, and which of our search
+// attributes the namespace has. Run as a local activity it describes the very worker that runs the
+// workflow, and its answer is recorded in history, so a replay sees the same answer.
+import { Context } from '@temporalio/activity';
+import { COMPACTOR_SEARCH_ATTRIBUTES } from '../shared/search-attributes.js';
+import { searchAttributeStatus } from '../search-attributes.js';
+import type { WorkerDescription } from '../shared/worker-description.js';
+
+export type { WorkerDescription } from '../shared/worker-description.js';
+
+export interface DescribeWorkerOptions {
+  /** How long a namespace's search attributes are remembered, in ms. @default 60_000 */
+  cacheMs?: number;
+  /** Told once when the namespace lacks some of our attributes (or cannot be asked). @default console.warn */
+  warn?: (message: string) => void;
+}
+
+/** @default 5 s for the operator API to list search attributes */
+const LIST_DEADLINE_MS = 5_000;
+
+/** Creates the `describeWorker` local activity; register it on every worker that runs our workflows. */
+export function createDescribeWorkerActivity({ cacheMs = 60_000, warn = (message) => console.warn(message) }: DescribeWorkerOptions = {}) {
+  const known = new Map<string, { at: number; names: string[] }>();
+  const warned = new Set<string>();
+  return async function describeWorker(): Promise<WorkerDescription> {
+    const context = Context.current();
+    const namespace = context.info.namespace;
+    let client;
+    try {
+      client = context.client;
+    } catch {
+      // A mock environment or a replay: no client, so nothing is known to be there.
+      return { externalStorage: false, searchAttributes: [] };
+    }
+    const externalStorage = client.options.loadedDataConverter.externalStorage !== undefined;
+    const cached = known.get(namespace);
+    if (cached !== undefined && Date.now() - cached.at < cacheMs) return { externalStorage, searchAttributes: cached.names };
+    let names: string[] = [];
+    try {
+      const status = await client.connection.withDeadline(Date.now() + LIST_DEADLINE_MS, () => searchAttributeStatus(client.connection, namespace, COMPACTOR_SEARCH_ATTRIBUTES));
+      names = status.present;
+      const absent = [...status.missing, ...status.conflicting];
+      if (absent.length > 0 && !warned.has(namespace)) {
+        warned.add(namespace);
+        warn(`temporal-compactor: namespace "${namespace}" lacks the search attributes ${absent.join(', ')}; agent runs there do not set them (the worker registers them at start where the operator API allows it)`);
+      }
+    } catch (error) {
+      if (!warned.has(namespace)) {
+        warned.add(namespace);
+        warn(`temporal-compactor: could not list the search attributes of namespace "${namespace}" (${error instanceof Error ? error.message : String(error)}); agent runs do not set them`);
+      }
+    }
+    known.set(namespace, { at: Date.now(), names });
+    return { externalStorage, searchAttributes: names };
+  };
+}

@@ -1,0 +1,132 @@
+// Node only: which of our search attributes a namespace has, and registering the missing ones
+// through the operator API. A run must never depend on them: a workflow that upserts an
+// attribute its namespace lacks fails every workflow task, forever (DESIGN §6, "never wedge").
+import type { OperatorService } from '@temporalio/client';
+import type { SearchAttributeType } from '@temporalio/common';
+import { COMPACTOR_SEARCH_ATTRIBUTES } from './shared/search-attributes.js';
+
+/** The `temporal` CLI's names of the types (`--type Int`, `--search-attribute Name=Int`). */
+export const CLI_TYPE_NAMES: Record<SearchAttributeType, string> = {
+  TEXT: 'Text',
+  KEYWORD: 'Keyword',
+  INT: 'Int',
+  DOUBLE: 'Double',
+  BOOL: 'Bool',
+  DATETIME: 'Datetime',
+  KEYWORD_LIST: 'KeywordList',
+};
+
+/** The operator API's `IndexedValueType` numbers, by the SDK's type names. */
+const INDEXED_VALUE_TYPES: Record<SearchAttributeType, number> = {
+  TEXT: 1,
+  KEYWORD: 2,
+  INT: 3,
+  DOUBLE: 4,
+  BOOL: 5,
+  DATETIME: 6,
+  KEYWORD_LIST: 7,
+};
+
+/** The SDK's name of an operator-API `IndexedValueType` number. */
+export function searchAttributeTypeName(indexedValueType: number): SearchAttributeType | undefined {
+  return (Object.keys(INDEXED_VALUE_TYPES) as SearchAttributeType[]).find((name) => INDEXED_VALUE_TYPES[name] === indexedValueType);
+}
+
+/** Anything with the operator service: a client `Connection` or a worker's `NativeConnection`. */
+export interface HasOperatorService {
+  operatorService: OperatorService;
+}
+
+/** How a namespace stands with the search attributes we want. */
+export interface SearchAttributeStatus {
+  /** Present with the right type: runs may upsert these. */
+  present: string[];
+  /** Not there. */
+  missing: string[];
+  /** There with another type (`name: TYPE`): left alone, and not upserted. */
+  conflicting: string[];
+}
+
+/** Reads the namespace's custom search attributes and compares them with `wanted`. */
+export async function searchAttributeStatus(
+  connection: HasOperatorService,
+  namespace: string,
+  wanted: Record<string, SearchAttributeType> = COMPACTOR_SEARCH_ATTRIBUTES,
+): Promise<SearchAttributeStatus> {
+  const { customAttributes } = await connection.operatorService.listSearchAttributes({ namespace });
+  const existing = new Map<string, number>(Object.entries(customAttributes ?? {}).map(([name, type]) => [name, Number(type)]));
+  const status: SearchAttributeStatus = { present: [], missing: [], conflicting: [] };
+  for (const [name, type] of Object.entries(wanted)) {
+    const have = existing.get(name);
+    if (have === undefined) status.missing.push(name);
+    else if (have !== INDEXED_VALUE_TYPES[type]) status.conflicting.push(`${name}: ${searchAttributeTypeName(have) ?? have}`);
+    else status.present.push(name);
+  }
+  return status;
+}
+
+/** Adds the `missing` attributes of `wanted` through the operator API; throws what the server answered (e.g. PermissionDenied). */
+export async function addSearchAttributes(
+  connection: HasOperatorService,
+  namespace: string,
+  missing: readonly string[],
+  wanted: Record<string, SearchAttributeType> = COMPACTOR_SEARCH_ATTRIBUTES,
+): Promise<void> {
+  if (missing.length === 0) return;
+  const searchAttributes: Record<string, number> = {};
+  for (const name of missing) {
+    const type = wanted[name];
+    if (type !== undefined) searchAttributes[name] = INDEXED_VALUE_TYPES[type];
+  }
+  await connection.operatorService.addSearchAttributes({ namespace, searchAttributes });
+}
+
+/** What {@link ensureSearchAttributesIfAllowed} found and did. */
+export interface SearchAttributeSetup extends SearchAttributeStatus {
+  /** Attributes this call registered. */
+  registered: string[];
+  /** Why the missing ones could not be registered (the server's answer), when they could not. */
+  error: string | undefined;
+}
+
+/**
+ * Registers whatever of `wanted` the namespace lacks, where the operator API allows it (a dev
+ * server, a self-hosted cluster; Temporal Cloud registers search attributes through its own API, so
+ * this fails there and says so). Never throws for a refusal: the caller runs without the missing
+ * attributes and tells the operator once.
+ */
+export async function ensureSearchAttributesIfAllowed(
+  connection: HasOperatorService,
+  namespace: string,
+  wanted: Record<string, SearchAttributeType> = COMPACTOR_SEARCH_ATTRIBUTES,
+): Promise<SearchAttributeSetup> {
+  let status: SearchAttributeStatus;
+  try {
+    status = await searchAttributeStatus(connection, namespace, wanted);
+  } catch (error) {
+    return { present: [], missing: Object.keys(wanted), conflicting: [], registered: [], error: `listing them failed: ${messageOf(error)}` };
+  }
+  if (status.missing.length === 0) return { ...status, registered: [], error: undefined };
+  try {
+    await addSearchAttributes(connection, namespace, status.missing, wanted);
+    return { present: [...status.present, ...status.missing], missing: [], conflicting: status.conflicting, registered: status.missing, error: undefined };
+  } catch (error) {
+    return { ...status, registered: [], error: messageOf(error) };
+  }
+}
+
+/** The line a worker prints once when some of our attributes are not usable: what, why, and the command that fixes it. */
+export function searchAttributeWarning(namespace: string, setup: Pick<SearchAttributeSetup, 'missing' | 'conflicting' | 'error'>): string | undefined {
+  if (setup.missing.length === 0 && setup.conflicting.length === 0) return undefined;
+  const parts: string[] = [];
+  if (setup.missing.length > 0) parts.push(`missing ${setup.missing.join(', ')}${setup.error === undefined ? '' : ` (could not register them: ${setup.error})`}`);
+  if (setup.conflicting.length > 0) parts.push(`registered with another type: ${setup.conflicting.join(', ')}`);
+  const commands = setup.missing
+    .map((name) => `temporal operator search-attribute create --namespace ${namespace} --name ${name} --type ${CLI_TYPE_NAMES[COMPACTOR_SEARCH_ATTRIBUTES[name as keyof typeof COMPACTOR_SEARCH_ATTRIBUTES]]}`)
+    .join(' && ');
+  return `WARNING: namespace "${namespace}" search attributes ${parts.join('; ')}. Agent runs go on without them (no filtering by CompactionCount, ContextTokens, CompactionFallbacks, ContextExhausted)${commands === '' ? '' : `; to add them: ${commands}`}`;
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

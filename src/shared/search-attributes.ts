@@ -1,0 +1,24 @@
+// Sandbox-safe: the search attributes an agent run sets, shared by the workflow (which upserts
+// them), the activity that tells it which ones the namespace has, and the worker and the dev
+// server (which register them).
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+
+/** Our search attributes and their types. Register them with `temporal operator search-attribute create`. */
+export const COMPACTOR_SEARCH_ATTRIBUTES = {
+  CompactionCount: SearchAttributeType.INT,
+  ContextTokens: SearchAttributeType.INT,
+  CompactionFallbacks: SearchAttributeType.INT,
+  ContextExhausted: SearchAttributeType.BOOL,
+} as const satisfies Record<string, SearchAttributeType>;
+
+export type CompactorSearchAttributeName = keyof typeof COMPACTOR_SEARCH_ATTRIBUTES;
+
+export const COMPACTOR_SEARCH_ATTRIBUTE_NAMES = Object.keys(COMPACTOR_SEARCH_ATTRIBUTES) as CompactorSearchAttributeName[];
+
+/** Typed keys for `upsertSearchAttributes`. */
+export const SearchAttributeKeys = {
+  CompactionCount: defineSearchAttributeKey('CompactionCount', SearchAttributeType.INT),
+  ContextTokens: defineSearchAttributeKey('ContextTokens', SearchAttributeType.INT),
+  CompactionFallbacks: defineSearchAttributeKey('CompactionFallbacks', SearchAttributeType.INT),
+  ContextExhausted: defineSearchAttributeKey('ContextExhausted', SearchAttributeType.BOOL),
+} as const;
