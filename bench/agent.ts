@@ -13,7 +13,7 @@ import { Client, Connection, WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { startDevServer, type DevServer } from '../src/dev-server.js';
-import { agentRun, compactionsQuery, createActivities, createExtractiveSummarizer, groupDigits, sessionQuery, type AgentRunWorkflowInput, type CompactionRecord } from '../src/index.js';
+import { agentRun, compactionRecordsFromSession, createActivities, createExtractiveSummarizer, groupDigits, readSessionLines, type AgentRunWorkflowInput, type CompactionRecord, type SessionReference } from '../src/index.js';
 import { openingMessages } from '../src/core/trajectory.js';
 
 const CORPUS_DIR = fileURLToPath(new URL('../../shared/corpus/', import.meta.url));
@@ -82,18 +82,22 @@ async function runOne(client: Client, namespace: string, taskQueue: string, name
   let outcome = 'completed';
   let rounds = 0;
   let compactions: CompactionRecord[] = [];
+  let sessionFrom: string | SessionReference = workflowId;
   let backendFallbacks = 0;
   let peakContextTokens = 0;
   try {
     const result = await handle.result();
-    ({ rounds, compactions, backendFallbacks, peakContextTokens } = result);
+    ({ rounds, backendFallbacks, peakContextTokens } = result);
+    sessionFrom = result.session;
   } catch (error) {
     if (!(error instanceof WorkflowFailedError)) throw error;
     outcome = error.cause instanceof ApplicationFailure ? `failed: ${error.cause.type}` : 'failed';
-    compactions = await handle.query(compactionsQuery);
-    const session = await handle.query(sessionQuery);
-    rounds = session.filter((line) => line.type === 'message' && line.message.role === 'assistant').length;
+    rounds = -1;
   }
+  // Every compaction, from the transcript the run recorded (its result keeps only the recent ones).
+  const session = await readSessionLines(client, sessionFrom);
+  compactions = compactionRecordsFromSession(session);
+  if (rounds < 0) rounds = session.filter((line) => line.type === 'message' && line.message.role === 'assistant').length;
   const wallMs = performance.now() - started;
   const history = await historyOf(client, namespace, workflowId);
   return {

@@ -9,8 +9,9 @@ import { loadClientConnectConfig } from '@temporalio/envconfig';
 import { ConfigError, configFlagsFromArgs, configParseArgsOptions, loadConfig, temporalEnvVars } from './config.js';
 import { InvalidInputError } from './core/errors.js';
 import { parseDuration } from './core/options.js';
-import { groupDigits, oneLine, renderCompactionTable, type CompactionRecord } from './core/compaction-history.js';
-import { toJsonl, type SessionLine } from './core/session.js';
+import { compactionRecordsFromSession, groupDigits, oneLine, renderCompactionTable, type CompactionHistory } from './core/compaction-history.js';
+import type { SessionLine } from './core/session.js';
+import { readSession } from './session-reader.js';
 import { contentText } from './core/tokens.js';
 import { installQuietRuntime, runDemo } from './demo.js';
 import { runWorker } from './worker.js';
@@ -46,36 +47,34 @@ export class UsageError extends Error {
   override readonly name = 'UsageError';
 }
 
-/** Reads `compactions` / `session` of an agentRun: from its result when it completed, else by query (a worker must poll its task queue). */
-async function readRun<T>(
-  client: Client,
-  handle: WorkflowHandle,
-  field: 'compactions' | 'session',
-  isValue: (value: unknown) => value is T,
-  queryTimeoutMs: number,
-): Promise<{ value: T; status: string; source: 'result' | 'query' }> {
-  const description = await handle.describe();
+/** Reads the compaction history of an agentRun: from its result when it completed, else by query (a worker must poll its task queue). */
+async function readCompactionHistory(client: Client, handle: WorkflowHandle, queryTimeoutMs: number): Promise<{ value: CompactionHistory; status: string }> {
+  const description = await describeAgentRun(handle);
   const status = description.status.name;
-  if (description.type !== 'agentRun') throw new UsageError(`${handle.workflowId} is a ${description.type} workflow, not an agentRun`);
   if (status === 'COMPLETED') {
     const result: unknown = await handle.result();
-    const value: unknown = typeof result === 'object' && result !== null ? Reflect.get(result, field) : undefined;
-    if (isValue(value)) return { value, status, source: 'result' };
+    const value: unknown = typeof result === 'object' && result !== null ? Reflect.get(result, 'compactions') : undefined;
+    if (isCompactionHistory(value)) return { value, status };
   }
   try {
     // A query waits for a worker; without a deadline a missing worker would hold the CLI for the server's own timeout.
-    const value: unknown = await client.withDeadline(Date.now() + queryTimeoutMs, () => handle.query(field));
-    if (!isValue(value)) throw new Error(`the ${field} query answered something else than expected`);
-    return { value, status, source: 'query' };
+    const value: unknown = await client.withDeadline(Date.now() + queryTimeoutMs, () => handle.query('compactions'));
+    if (!isCompactionHistory(value)) throw new Error('the compactions query answered something else than expected');
+    return { value, status };
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error);
-    throw new Error(`the run is ${status}; reading its ${field} takes a query, which needs a worker polling task queue "${description.taskQueue}" (${reason})`, { cause: error });
+    throw new Error(`the run is ${status}; reading its compactions takes a query, which needs a worker polling task queue "${description.taskQueue}" (${reason})`, { cause: error });
   }
 }
 
-const isArray = (value: unknown): value is unknown[] => Array.isArray(value);
-const isCompactions = (value: unknown): value is CompactionRecord[] => isArray(value) && value.every((record) => typeof record === 'object' && record !== null && 'tokensBefore' in record);
-const isSession = (value: unknown): value is SessionLine[] => isArray(value) && value.every((line) => typeof line === 'object' && line !== null && 'type' in line);
+async function describeAgentRun(handle: WorkflowHandle) {
+  const description = await handle.describe();
+  if (description.type !== 'agentRun') throw new UsageError(`${handle.workflowId} is a ${description.type} workflow, not an agentRun`);
+  return description;
+}
+
+const isCompactionHistory = (value: unknown): value is CompactionHistory =>
+  typeof value === 'object' && value !== null && Array.isArray(Reflect.get(value, 'recent')) && typeof Reflect.get(value, 'totals') === 'object';
 
 /** @default 15 s for a query to be answered */
 export const DEFAULT_QUERY_TIMEOUT_MS = 15_000;
@@ -123,32 +122,49 @@ export function describeSessionLine(line: SessionLine): string {
 }
 
 const history: CliCommand = {
-  usage: 'temporal-compactor history <workflowId> [--json] [--query-timeout 15s]',
-  summary: 'print the compaction history of an agentRun as a Markdown table',
-  options: { json: { type: 'boolean' }, 'query-timeout': { type: 'string' } },
+  usage: 'temporal-compactor history <workflowId> [--all] [--json] [--query-timeout 15s]',
+  summary: 'print the compaction history of an agentRun as a Markdown table (--all: every compaction, from the transcript)',
+  options: { all: { type: 'boolean' }, json: { type: 'boolean' }, 'query-timeout': { type: 'string' } },
   async run(context) {
     const workflowId = workflowIdOf(context, 'history');
     const client = await context.client();
-    const { value: compactions, status } = await readRun(client, client.workflow.getHandle(workflowId), 'compactions', isCompactions, queryTimeoutOf(context));
+    const handle = client.workflow.getHandle(workflowId);
+    const queryTimeoutMs = queryTimeoutOf(context);
+    if (context.values.all === true) {
+      const { status } = await describeAgentRun(handle);
+      const lines: SessionLine[] = [];
+      for await (const line of readSession(client, workflowId, { queryTimeoutMs })) lines.push(line);
+      const records = compactionRecordsFromSession(lines);
+      if (context.values.json === true) context.io.stdout(`${JSON.stringify(records, null, 2)}\n`);
+      else context.io.stdout(`agentRun ${workflowId} · ${status} · ${records.length} compaction${records.length === 1 ? '' : 's'}\n\n${renderCompactionTable(records)}\n`);
+      return 0;
+    }
+    const { value: compactions, status } = await readCompactionHistory(client, handle, queryTimeoutMs);
     if (context.values.json === true) {
       context.io.stdout(`${JSON.stringify(compactions, null, 2)}\n`);
       return 0;
     }
-    context.io.stdout(`agentRun ${workflowId} · ${status} · ${compactions.length} compaction${compactions.length === 1 ? '' : 's'}\n\n${renderCompactionTable(compactions)}\n`);
+    const { totals, recent } = compactions;
+    const earlier = totals.compactions - recent.length;
+    const heading = `agentRun ${workflowId} · ${status} · ${totals.compactions} compaction${totals.compactions === 1 ? '' : 's'} · ${groupDigits(totals.tokensReclaimed)} tokens reclaimed`;
+    const note = earlier > 0 ? `\n(${earlier} earlier compaction${earlier === 1 ? '' : 's'} not shown: --all reads them from the transcript)\n` : '';
+    context.io.stdout(`${heading}\n\n${renderCompactionTable(recent, earlier + 1)}\n${note}`);
     return 0;
   },
 };
 
 const session: CliCommand = {
   usage: 'temporal-compactor session <workflowId> [--jsonl] [--query-timeout 15s]',
-  summary: "print an agentRun's session transcript (--jsonl: the JSON lines replaySession reads)",
+  summary: "print an agentRun's session transcript, streamed from its history (--jsonl: the JSON lines replaySession reads)",
   options: { jsonl: { type: 'boolean' }, 'query-timeout': { type: 'string' } },
   async run(context) {
     const workflowId = workflowIdOf(context, 'session');
     const client = await context.client();
-    const { value: lines } = await readRun(client, client.workflow.getHandle(workflowId), 'session', isSession, queryTimeoutOf(context));
-    if (context.values.jsonl === true) context.io.stdout(toJsonl(lines));
-    else context.io.stdout(lines.map(describeSessionLine).join('\n') + (lines.length > 0 ? '\n' : ''));
+    await describeAgentRun(client.workflow.getHandle(workflowId));
+    const jsonl = context.values.jsonl === true;
+    for await (const line of readSession(client, workflowId, { queryTimeoutMs: queryTimeoutOf(context) })) {
+      context.io.stdout(`${jsonl ? JSON.stringify(line) : describeSessionLine(line)}\n`);
+    }
     return 0;
   },
 };

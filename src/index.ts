@@ -30,7 +30,25 @@ export {
   type ReplayToolInput,
   type TrajectoryStore,
   type TrajectoryStoreOptions,
+  createRecordSessionActivity,
+  createCountTokensActivity,
+  createDescribeWorkerActivity,
+  type SessionBatchReceipt,
+  type CountTokensInput,
+  type CountTokensOutput,
+  type DescribeWorkerOptions,
 } from './activities/index.js';
+export { readSession, readSessionLines, replayRun, readCompactionRecords, SessionReadError, RECORD_SESSION_ACTIVITY, type ReadSessionOptions } from './session-reader.js';
+export {
+  searchAttributeStatus,
+  addSearchAttributes,
+  ensureSearchAttributesIfAllowed,
+  searchAttributeWarning,
+  searchAttributeTypeName,
+  type SearchAttributeStatus,
+  type SearchAttributeSetup,
+  type HasOperatorService,
+} from './search-attributes.js';
 export {
   createWorker,
   runWorker,
@@ -54,5 +72,5 @@ export {
   type LoadConfigOptions,
   type ConfiguredSummarizer,
 } from './config.js';
-export { startDevServer, ensureSearchAttributes, COMPACTOR_SEARCH_ATTRIBUTES, DevServerStartError, type DevServer, type DevServerOptions } from './dev-server.js';
+export { startDevServer, ensureSearchAttributes, DevServerStartError, type DevServer, type DevServerOptions } from './dev-server.js';
 export { runDemo, type DemoOptions, type DemoOutcome } from './demo.js';

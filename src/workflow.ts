@@ -25,14 +25,23 @@ export {
   parseSessionJsonl,
   recordCompaction,
   replaySession,
+  replaySessionStream,
   summaryId,
   toJsonl,
   type SessionLine,
   type SessionEntry,
   type MessageLine,
   type CompactionLine,
+  type CompactionLineContext,
   type ElisionLine,
+  type SessionReference,
+  type SessionSnapshot,
+  type SessionBatch,
 } from './core/session.js';
+export { DEFAULT_PAYLOAD_LIMIT_BYTES, jsonPayloadBytes, utf8Length, type PayloadTooLargeDetails } from './core/payload-size.js';
+export { COMPACTOR_SEARCH_ATTRIBUTES, COMPACTOR_SEARCH_ATTRIBUTE_NAMES, SearchAttributeKeys, type CompactorSearchAttributeName } from './shared/search-attributes.js';
+export { UNDESCRIBED_WORKER, type WorkerDescription } from './shared/worker-description.js';
+export { describeWorker } from './workflows/describe-worker.js';
 // The agent loop (DESIGN §7): the workflow, its input, its compaction history and its failures.
 export {
   agentRun,
@@ -43,6 +52,9 @@ export {
   type AgentRunResult,
   type AgentRunWorkflowInput,
   type AgentRunCarried,
+  CARRIED_STATE_VERSION,
+  SESSION_BATCH_BYTES,
+  WORKFLOW_COUNT_CHARS,
   type AddUserMessageInput,
   type ContextExhaustedDetails,
   type StopReason,
@@ -63,17 +75,25 @@ export {
 export { ChatFailureType, ReplayFailureType, ToolFailureType, RunFailureType, UpdateFailureType } from './core/agent-errors.js';
 export {
   renderCompactionTable,
+  renderCompactionDetails,
   compactionRecord,
   compactionKind,
+  compactionRecordsFromSession,
+  addCompactionRecord,
+  emptyCompactionHistory,
   groupDigits,
   COMPACTION_TABLE_HEADER,
+  COMPACTION_DETAILS_HEADER,
+  RECENT_COMPACTIONS,
   type CompactionRecord,
   type CompactionKind,
+  type CompactionHistory,
+  type CompactionTotals,
 } from './core/compaction-history.js';
 export { backendCounter, preflight, requestCounter, tokenizerCounter, type BackendCounter, type PreflightResult } from './core/preflight.js';
 export { replayScript, openingMessages, type ReplayScript, type RecordedTurn } from './core/trajectory.js';
 export { BUILT_IN_TOOLS, BUILT_IN_TOOL_NAMES, isBuiltInToolName, type BuiltInToolName } from './core/tool-declarations.js';
 export { UsageCounter, type UsageCounterOptions, type UsageCounterState, type UsageCalibrationState } from './core/usage-counter.js';
-export { createBpeCounter, countTextTokens, BPE_ENCODING_NAMES, type BpeCounterOptions, type BpeEncodingName } from './core/bpe-counter.js';
+export { createBpeCounter, countTextTokens, messageTexts, BPE_ENCODING_NAMES, type BpeCounterOptions, type BpeEncodingName, type TextTokenCounts } from './core/bpe-counter.js';
 export { withRequestFraming, type RequestCounter, type RequestFramingOptions } from './core/request-counter.js';
 export { digestMessages, sha256Hex } from './core/digest.js';

@@ -4,7 +4,7 @@
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { commands, main, type CliIo } from '../src/cli.js';
-import { COMPACTION_TABLE_HEADER, parseSessionJsonl, replaySession } from '../src/index.js';
+import { COMPACTION_TABLE_HEADER, groupDigits, parseSessionJsonl, replaySession } from '../src/index.js';
 import { openingOf, replayActivities, runAgent, type AgentOutcome } from './support/agent.js';
 import { bundleWorkflows, testConnection, uniqueId, withWorker, type TestConnection } from './support/temporal.js';
 
@@ -43,12 +43,17 @@ describe('temporal-compactor CLI', { timeout: 90_000 }, () => {
     const history = capture(t);
     expect(await main(['history', workflowId], history)).toBe(0);
     const lines = history.out().split('\n');
-    expect(lines[0]).toBe(`agentRun ${workflowId} · COMPLETED · ${outcome.compactions.length} compactions`);
+    const reclaimed = outcome.compactions.reduce((sum, record) => sum + record.tokensBefore - record.tokensAfter, 0);
+    expect(lines[0]).toBe(`agentRun ${workflowId} · COMPLETED · ${outcome.compactions.length} compactions · ${groupDigits(reclaimed)} tokens reclaimed`);
     expect(lines).toContain(COMPACTION_TABLE_HEADER);
     const rows = lines.filter((line) => /^\| \d+ \|/.test(line));
     expect(rows).toHaveLength(outcome.compactions.length);
     const first = outcome.compactions[0];
     expect(rows[0]).toContain(`| 1 | ${first?.round} | `);
+    // --all rebuilds every record from the transcript: the same rows here (fewer than the run keeps).
+    const all = capture(t);
+    expect(await main(['history', workflowId, '--all', '--json'], all)).toBe(0);
+    expect(JSON.parse(all.out())).toEqual(outcome.compactions);
 
     const jsonl = capture(t);
     expect(await main(['session', workflowId, '--jsonl'], jsonl)).toBe(0);
@@ -69,7 +74,7 @@ describe('temporal-compactor CLI', { timeout: 90_000 }, () => {
       expect(outcome.status).toBe('failed');
       const io = capture(t);
       expect(await main(['history', workflowId], io)).toBe(0);
-      expect(io.out()).toContain(`agentRun ${workflowId} · FAILED · 1 compaction\n`);
+      expect(io.out()).toContain(`agentRun ${workflowId} · FAILED · 1 compaction · `);
       expect(io.out()).toMatch(/\| 1 \| \d+ \| .* \| nothing to remove \| no \| yes \|\n$/);
     });
     // Without a worker, the query cannot be answered: the error says what is needed.
@@ -82,7 +87,7 @@ describe('temporal-compactor CLI', { timeout: 90_000 }, () => {
     const missing = capture(t);
     expect(await main(['history'], missing)).toBe(2);
     expect(missing.err()).toContain('the workflow id is required');
-    expect(missing.err()).toContain('usage: temporal-compactor history <workflowId> [--json]');
+    expect(missing.err()).toContain('usage: temporal-compactor history <workflowId> [--all] [--json]');
     const unknown = capture(t);
     expect(await main(['compact-all'], unknown)).toBe(2);
     expect(unknown.err()).toContain('unknown command "compact-all"');

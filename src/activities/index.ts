@@ -3,6 +3,9 @@ import type OpenAI from 'openai';
 import { createOpenAISummarizer } from '../summarizers/openai.js';
 import type { Summarizer } from '../core/types.js';
 import { createChatActivity } from './chat.js';
+import { createCountTokensActivity } from './count-tokens.js';
+import { createDescribeWorkerActivity } from './describe-worker.js';
+import { createRecordSessionActivity } from './session.js';
 import { createSummarizeActivity } from './summarize.js';
 import { createBuiltInTools, createReplayTool } from './tools.js';
 import { createTrajectoryStore } from './trajectories.js';
@@ -13,6 +16,9 @@ export { toSummarizerFailure, emptySummaryFailure, type SummarizerFailureDetails
 export { createChatActivity, toChatFailure, DEFAULT_CHAT_TIMEOUT_MS, type ChatActivityInput, type ChatActivityOutput, type ChatActivityDeps, type ChatUsage } from './chat.js';
 export { createBuiltInTools, createReplayTool, DEFAULT_TOOL_RESULT_CHARS, type ToolActivity, type BuiltInToolsOptions, type ReplayToolInput } from './tools.js';
 export { createTrajectoryStore, type TrajectoryStore, type TrajectoryStoreOptions } from './trajectories.js';
+export { createRecordSessionActivity, type SessionBatchReceipt } from './session.js';
+export { createCountTokensActivity, type CountTokensInput, type CountTokensOutput } from './count-tokens.js';
+export { createDescribeWorkerActivity, type DescribeWorkerOptions, type WorkerDescription } from './describe-worker.js';
 
 /** What the activities need; built on the worker, so API keys never enter workflow history. */
 export interface ActivityDeps {
@@ -54,6 +60,11 @@ export function createActivities({ summarizer, model, heartbeatIntervalMs, opena
     // own tools as activities named like their declarations: `{ ...createActivities(deps), my_tool }`.
     chat: createChatActivity({ openai, timeoutMs: chatTimeoutMs, heartbeatIntervalMs, trajectories }),
     replayTool: createReplayTool(trajectories),
+    // The agent loop's bookkeeping: its transcript batches, token counts taken outside the sandbox,
+    // and (as a local activity) what the worker knows of payload storage and search attributes.
+    recordSession: createRecordSessionActivity(),
+    countTokens: createCountTokensActivity(),
+    describeWorker: createDescribeWorkerActivity(),
     ...createBuiltInTools(toolsRoot === undefined ? {} : { root: toolsRoot }),
   };
 }

@@ -41,11 +41,18 @@ export const UpdateFailureType = {
 } as const;
 export type UpdateFailureType = (typeof UpdateFailureType)[keyof typeof UpdateFailureType];
 
-/** How an `agentRun` fails. Both are non-retryable workflow failures. */
+/** How an `agentRun` fails. All are non-retryable workflow failures. */
 export const RunFailureType = {
   /** The conversation could not be made to fit any backend, even after compaction (DESIGN §7); the transcript is written first. */
   ContextExhausted: FailureType.ContextExhausted,
   /** Every backend of the chain failed the same round after its retries. */
   BackendsFailed: 'RunFailed.BackendsFailed',
+  /**
+   * Something the run had to send (a chat request, the state it continues as new with, its result)
+   * is larger than a payload the server accepts inline, and the worker stores no payloads
+   * externally (COMPACTOR_PAYLOAD_STORE is off). The details name the payload, its size and the
+   * limit; the transcript is written first.
+   */
+  PayloadTooLarge: 'RunFailed.PayloadTooLarge',
 } as const;
 export type RunFailureType = (typeof RunFailureType)[keyof typeof RunFailureType];

@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import { InvalidInputError } from './errors.js';
 import { parseDuration, resolveOptions, type CompactionOptions, type Duration } from './options.js';
+import { DEFAULT_PAYLOAD_LIMIT_BYTES } from './payload-size.js';
 import type { ToolDeclaration } from './request-counter.js';
 import { describeIssue } from './schema.js';
 import { BUILT_IN_TOOLS, isBuiltInToolName } from './tool-declarations.js';
@@ -88,8 +89,20 @@ export interface AgentRunInput {
   toolActivity?: AgentActivitySettings;
   /** Continue-as-new after this many rounds in one run, besides when Temporal suggests it. For tests and tuning. @default never */
   continueAsNewAfterRounds?: number;
-  /** Upsert the search attributes CompactionCount, ContextTokens, CompactionFallbacks, ContextExhausted (the namespace must have them). @default true */
+  /**
+   * Upsert the search attributes CompactionCount, ContextTokens, CompactionFallbacks,
+   * ContextExhausted — those the namespace has (the worker tells the run which; a missing one is
+   * never upserted, so it cannot stop the run). @default true
+   */
   searchAttributes?: boolean;
+  /**
+   * The largest payload the run sends inline, in bytes (the chat request, a transcript batch, the
+   * state it continues as new with, its result). Over it, and unless the worker stores payloads
+   * externally (COMPACTOR_PAYLOAD_STORE), the run fails with `RunFailed.PayloadTooLarge` instead of
+   * sending what the server would refuse. Lower it when your namespace's `limit.blobSize.error` is lower.
+   * @default 2,000,000 (the server's default limit is 2 MiB)
+   */
+  maxPayloadBytes?: number;
 }
 
 /** One backend with every default applied. */
@@ -111,6 +124,7 @@ export interface AgentRunPlan {
   toolActivity: AgentActivitySettings;
   continueAsNewAfterRounds: number | undefined;
   searchAttributes: boolean;
+  maxPayloadBytes: number;
 }
 
 /** @default 100 */
@@ -153,6 +167,7 @@ const inputSchema = z.strictObject({
   toolActivity: activitySchema.optional(),
   continueAsNewAfterRounds: positiveInt.optional(),
   searchAttributes: z.boolean().optional(),
+  maxPayloadBytes: z.number().int().min(1024).optional(),
   // What a run carries across continue-as-new; the workflow checks it by replaying its transcript.
   carried: z.unknown().optional(),
 });
@@ -221,6 +236,7 @@ export function planAgentRun(input: unknown): AgentRunPlan {
     toolActivity: data.toolActivity ?? {},
     continueAsNewAfterRounds: data.continueAsNewAfterRounds,
     searchAttributes: data.searchAttributes ?? true,
+    maxPayloadBytes: data.maxPayloadBytes ?? DEFAULT_PAYLOAD_LIMIT_BYTES,
   };
 }
 

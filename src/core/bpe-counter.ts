@@ -29,6 +29,18 @@ export interface BpeCounterOptions {
    * @default 85
    */
   perNonTextPart?: number;
+  /**
+   * Counts this counter looks up before it tokenizes, and records what it tokenizes (e.g. an
+   * agent run's own record of what it has counted, seeded from counts taken outside the workflow).
+   * @default none: only the module-wide cache of {@link countTextTokens}
+   */
+  known?: TextTokenCounts;
+}
+
+/** Token counts of texts, by the text itself: what a counter has counted or was told. */
+export interface TextTokenCounts {
+  get(text: string): number | undefined;
+  set(text: string, tokens: number): unknown;
 }
 
 /**
@@ -170,6 +182,7 @@ export function createBpeCounter(options: BpeCounterOptions = {}): TokenCounter 
     perName = 1,
     perToolCall = 3,
     perNonTextPart = 85,
+    known,
   } = options;
   if (!BPE_ENCODING_NAMES.includes(encoding)) {
     throw new InvalidInputError('options.encoding', `must be one of ${BPE_ENCODING_NAMES.join(', ')}`);
@@ -181,7 +194,15 @@ export function createBpeCounter(options: BpeCounterOptions = {}): TokenCounter 
   assertTokenAmount('perNonTextPart', perNonTextPart);
 
   const roleTokens = new Map<string, number>();
-  const textTokens = (text: string): number => (text.length === 0 ? 0 : countTextTokens(text, encoding));
+  const textTokens = (text: string): number => {
+    if (text.length === 0) return 0;
+    if (known === undefined) return countTextTokens(text, encoding);
+    const remembered = known.get(text);
+    if (remembered !== undefined) return remembered;
+    const tokens = countTextTokens(text, encoding);
+    known.set(text, tokens);
+    return tokens;
+  };
   const contentTokens = (content: ChatMessage['content']): number => {
     if (content === null) return 0;
     if (typeof content === 'string') return textTokens(content);
@@ -209,4 +230,24 @@ export function createBpeCounter(options: BpeCounterOptions = {}): TokenCounter 
       return tokens;
     },
   };
+}
+
+/**
+ * The texts a BPE count of `message` tokenizes, besides its role: string content or the text of
+ * its text parts, its `name`, and each tool call's name and argument string. Empty texts are
+ * left out. An agent run uses it to find what it has not counted yet.
+ */
+export function messageTexts(message: ChatMessage): string[] {
+  const texts: string[] = [];
+  const add = (text: unknown): void => {
+    if (typeof text === 'string' && text.length > 0) texts.push(text);
+  };
+  if (typeof message.content === 'string') add(message.content);
+  else if (Array.isArray(message.content)) for (const part of message.content) if (part.type === 'text') add(part.text);
+  add(message.name);
+  for (const call of message.tool_calls ?? []) {
+    add(call.function.name);
+    add(call.function.arguments);
+  }
+  return texts;
 }

@@ -1,5 +1,7 @@
-// Sandbox-safe: one record per compaction of an agent run, and the Markdown table the Temporal UI
-// (current details) and the CLI (`temporal-compactor history`) show.
+// Sandbox-safe: the compaction history of an agent run — one record per compaction, kept bounded
+// (the recent records and running totals; the whole history is in the transcript) — and the
+// Markdown the Temporal UI (current details) and the CLI (`temporal-compactor history`) show.
+import type { CompactionLine, SessionLine } from './session.js';
 import type { CompactionResult } from './types.js';
 
 /** What a compaction did, in one word: summarized the middle, hard-trimmed it, only elided tool output, or nothing. */
@@ -20,15 +22,46 @@ export interface CompactionRecord {
   /** Tool results elided in place. */
   elided: number;
   kind: CompactionKind;
-  /** The whole content of the summary message, or null. */
-  summary: string | null;
+  /** Characters of the summary message, or null when there is none (its text is in the transcript). */
+  summaryChars: number | null;
   /** True when the messages came from the hard trim (the summarizer failed, was rejected or did not fit). */
   fallback: boolean;
   /** True when even the hard trim could not make the conversation fit `target`. */
   exhausted: boolean;
 }
 
-export function compactionKind(result: CompactionResult): CompactionKind {
+/** Running totals over every compaction of a run, across continue-as-new. */
+export interface CompactionTotals {
+  compactions: number;
+  summaries: number;
+  trims: number;
+  /** Compactions that only elided tool output. */
+  elisionOnly: number;
+  fallbacks: number;
+  exhausted: number;
+  /** Messages replaced or trimmed, in all. */
+  dropped: number;
+  /** Tool results elided, in all. */
+  elided: number;
+  /** Σ (tokensBefore − tokensAfter), in the units of each compaction's backend. */
+  tokensReclaimed: number;
+}
+
+/** An agent run's compaction history as the run keeps it: totals, and the most recent records. */
+export interface CompactionHistory {
+  totals: CompactionTotals;
+  /** The last {@link RECENT_COMPACTIONS} records, oldest first; the rest are in the transcript (`compactionRecordsFromSession`). */
+  recent: CompactionRecord[];
+}
+
+/**
+ * Records an agent run keeps (in its state, result and queries): enough for the UI's table, and a
+ * bound that does not grow with the run. The transcript's compaction lines hold every one.
+ * @default 20
+ */
+export const RECENT_COMPACTIONS = 20;
+
+export function compactionKind(result: { summary: string | null; fallback: boolean; elisions: { length: number } }): CompactionKind {
   if (result.summary !== null) return 'summary';
   if (result.fallback) return 'trim';
   if (result.elisions.length > 0) return 'elision';
@@ -45,9 +78,71 @@ export function compactionRecord(round: number, backend: string, target: number,
     dropped: result.dropped,
     elided: result.elisions.length,
     kind: compactionKind(result),
-    summary: result.summary,
+    summaryChars: result.summary?.length ?? null,
     fallback: result.fallback,
     exhausted: result.exhausted,
+  };
+}
+
+export function emptyCompactionHistory(): CompactionHistory {
+  return {
+    totals: { compactions: 0, summaries: 0, trims: 0, elisionOnly: 0, fallbacks: 0, exhausted: 0, dropped: 0, elided: 0, tokensReclaimed: 0 },
+    recent: [],
+  };
+}
+
+/** The history with `record` added: totals updated, the oldest recent record let go past {@link RECENT_COMPACTIONS}. */
+export function addCompactionRecord(history: CompactionHistory, record: CompactionRecord, keep = RECENT_COMPACTIONS): CompactionHistory {
+  const { totals } = history;
+  return {
+    totals: {
+      compactions: totals.compactions + 1,
+      summaries: totals.summaries + (record.kind === 'summary' ? 1 : 0),
+      trims: totals.trims + (record.kind === 'trim' ? 1 : 0),
+      elisionOnly: totals.elisionOnly + (record.kind === 'elision' ? 1 : 0),
+      fallbacks: totals.fallbacks + (record.fallback ? 1 : 0),
+      exhausted: totals.exhausted + (record.exhausted ? 1 : 0),
+      dropped: totals.dropped + record.dropped,
+      elided: totals.elided + record.elided,
+      tokensReclaimed: totals.tokensReclaimed + (record.tokensBefore - record.tokensAfter),
+    },
+    recent: [...history.recent, record].slice(-Math.max(1, keep)),
+  };
+}
+
+/**
+ * Every compaction record of a transcript, rebuilt from its compaction lines (an agent run writes
+ * one per compaction, with its round, backend and target) and the elision lines just before each.
+ * A compaction line without that context (a transcript written by hand, or by `recordCompaction`
+ * without it) gets round 0, backend `?` and target 0.
+ */
+export function compactionRecordsFromSession(lines: Iterable<SessionLine>): CompactionRecord[] {
+  const records: CompactionRecord[] = [];
+  let elided = 0;
+  for (const line of lines) {
+    if (line.type === 'elision') elided += 1;
+    else if (line.type === 'compaction') {
+      records.push(recordOfLine(line, elided));
+      elided = 0;
+    } else elided = 0;
+  }
+  return records;
+}
+
+function recordOfLine(line: CompactionLine, elided: number): CompactionRecord {
+  const kind = compactionKind({ summary: line.summary, fallback: line.fallback, elisions: { length: elided } });
+  return {
+    round: line.round ?? 0,
+    backend: line.backend ?? '?',
+    target: line.target ?? 0,
+    tokensBefore: line.tokensBefore,
+    tokensAfter: line.tokensAfter,
+    dropped: line.dropped,
+    elided,
+    kind,
+    summaryChars: line.summary?.length ?? null,
+    fallback: line.fallback,
+    exhausted: line.exhausted,
   };
 }
 
@@ -60,7 +155,7 @@ export function groupDigits(value: number): string {
 function what(record: CompactionRecord): string {
   switch (record.kind) {
     case 'summary':
-      return `summary (${groupDigits(record.summary?.length ?? 0)} chars)`;
+      return `summary (${groupDigits(record.summaryChars ?? 0)} chars)`;
     case 'trim':
       return 'trim';
     case 'elision':
@@ -70,22 +165,58 @@ function what(record: CompactionRecord): string {
   }
 }
 
-/** The header line of {@link renderCompactionTable}: what the UI test and the CLI look for. */
+/** The header line of {@link renderCompactionTable}: what the CLI prints and tests look for. */
 export const COMPACTION_TABLE_HEADER = '| # | round | tokens before → after | dropped | elided | summary or trim | fallback | exhausted |';
 
 /**
- * The compaction history as a Markdown table, one row per compaction, e.g.
+ * The compaction history as a wide Markdown table for a terminal, one row per record, numbered
+ * from `first` (the number of the first record in the run), e.g.
  *
  * | # | round | tokens before → after | dropped | elided | summary or trim | fallback | exhausted |
  * |--:|--:|--:|--:|--:|---|---|---|
  * | 1 | 12 | 30,512 → 9,876 | 24 | 3 | summary (1,234 chars) | no | no |
  */
-export function renderCompactionTable(records: readonly CompactionRecord[]): string {
+export function renderCompactionTable(records: readonly CompactionRecord[], first = 1): string {
   const rows = records.map(
     (record, index) =>
-      `| ${index + 1} | ${record.round} | ${groupDigits(record.tokensBefore)} → ${groupDigits(record.tokensAfter)} | ${record.dropped} | ${record.elided} | ${what(record)} | ${record.fallback ? 'yes' : 'no'} | ${record.exhausted ? 'yes' : 'no'} |`,
+      `| ${first + index} | ${record.round} | ${groupDigits(record.tokensBefore)} → ${groupDigits(record.tokensAfter)} | ${record.dropped} | ${record.elided} | ${what(record)} | ${record.fallback ? 'yes' : 'no'} | ${record.exhausted ? 'yes' : 'no'} |`,
   );
   return [COMPACTION_TABLE_HEADER, '|--:|--:|--:|--:|--:|---|---|---|', ...rows].join('\n');
+}
+
+/** The header line of {@link renderCompactionDetails}' table: four short columns that fit the UI's details panel. */
+export const COMPACTION_DETAILS_HEADER = '| # | round | tokens | what |';
+
+/** What a compaction did, shortly: `summary of 24`, `trim of 3`, `elided 5`, plus `+ elided 2`, `fallback`, `EXHAUSTED`. */
+function shortWhat(record: CompactionRecord): string {
+  const main =
+    record.kind === 'summary' ? `summary of ${record.dropped}` : record.kind === 'trim' ? `trim of ${record.dropped}` : record.kind === 'elision' ? `elided ${record.elided}` : 'nothing';
+  const parts = [main];
+  if (record.kind !== 'elision' && record.elided > 0) parts.push(`+ elided ${record.elided}`);
+  if (record.fallback && record.kind !== 'trim') parts.push('fallback');
+  if (record.exhausted) parts.push('EXHAUSTED');
+  return parts.join(', ');
+}
+
+/**
+ * The run's compactions as Markdown for the Temporal UI's *Current Details* panel, which is
+ * narrow: a one-line summary of the totals, then a four-column table of the recent records.
+ */
+export function renderCompactionDetails(history: CompactionHistory, extraLines: readonly string[] = []): string {
+  const { totals, recent } = history;
+  const first = totals.compactions - recent.length + 1;
+  const summary = [
+    `**${groupDigits(totals.compactions)} compaction${totals.compactions === 1 ? '' : 's'}**`,
+    `${groupDigits(totals.tokensReclaimed)} tokens reclaimed`,
+    `${totals.summaries} summar${totals.summaries === 1 ? 'y' : 'ies'}`,
+    `${totals.fallbacks} fallback${totals.fallbacks === 1 ? '' : 's'}`,
+  ].join(' · ');
+  const rows = recent.map(
+    (record, index) => `| ${first + index} | ${record.round} | ${groupDigits(record.tokensBefore)} → ${groupDigits(record.tokensAfter)} | ${shortWhat(record)} |`,
+  );
+  const earlier = first > 1 ? [`_${groupDigits(first - 1)} earlier compactions are in the transcript._`, ''] : [];
+  const table = recent.length === 0 ? [] : [COMPACTION_DETAILS_HEADER, '|--:|--:|--:|---|', ...rows];
+  return ['### Compactions', '', summary, ...extraLines.map((line) => `\n${line}`), '', ...earlier, ...table].join('\n');
 }
 
 /** `text` on one line (whitespace runs folded), cut to `max` characters with an ellipsis. */

@@ -12,6 +12,11 @@ export const FailureType = {
   Transient: 'Summarizer.Transient',
   /** An agent run could not fit its context even after compaction. */
   ContextExhausted: 'RunFailed.ContextExhausted',
+  /**
+   * `compactConversation`: its result would be larger than a payload the server accepts inline and
+   * the worker stores no payloads externally (COMPACTOR_PAYLOAD_STORE). Never retried.
+   */
+  PayloadTooLarge: 'Compaction.PayloadTooLarge',
 } as const;
 export type FailureType = (typeof FailureType)[keyof typeof FailureType];
 

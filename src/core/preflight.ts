@@ -1,7 +1,7 @@
 // Sandbox-safe: the agent loop's per-attempt preflight (DESIGN §7) — each backend's usable room and
 // counter, in that backend's own units, and which backend a round aims at and calls.
 import type { ResolvedBackend, Tokenizer } from './agent-input.js';
-import { createBpeCounter } from './bpe-counter.js';
+import { createBpeCounter, type TextTokenCounts } from './bpe-counter.js';
 import { withRequestFraming, type ToolDeclaration } from './request-counter.js';
 import { createCharCounter } from './tokens.js';
 import type { ChatMessage, TokenCounter } from './types.js';
@@ -20,22 +20,25 @@ export interface BackendCounter {
   conversation: TokenCounter;
 }
 
-/** The estimator of a tokenizer: the BPE counter (pure JS) or the character estimator. */
-export function tokenizerCounter(tokenizer: Tokenizer): TokenCounter {
-  return tokenizer === 'chars' ? createCharCounter() : createBpeCounter({ encoding: tokenizer });
+/**
+ * The estimator of a tokenizer: the BPE counter (pure JS) or the character estimator. `known`
+ * counts (by text) are looked up before tokenizing and receive what is tokenized.
+ */
+export function tokenizerCounter(tokenizer: Tokenizer, known?: TextTokenCounts): TokenCounter {
+  return tokenizer === 'chars' ? createCharCounter() : createBpeCounter({ encoding: tokenizer, ...(known === undefined ? {} : { known }) });
 }
 
 /**
  * The counter of complete requests a backend is billed for: the tokenizer's count of the messages
  * plus the tool declarations. The replay provider reports exactly this count as its usage.
  */
-export function requestCounter(tokenizer: Tokenizer, tools: readonly ToolDeclaration[]) {
-  return withRequestFraming(tokenizerCounter(tokenizer), { tools });
+export function requestCounter(tokenizer: Tokenizer, tools: readonly ToolDeclaration[], known?: TextTokenCounts) {
+  return withRequestFraming(tokenizerCounter(tokenizer, known), { tools });
 }
 
 /** Builds a backend's counter, restoring its calibration when `state` is given (continue-as-new). */
-export function backendCounter(backend: ResolvedBackend, tools: readonly ToolDeclaration[], state?: UsageCounterState | null): BackendCounter {
-  const estimator = requestCounter(backend.tokenizer, tools);
+export function backendCounter(backend: ResolvedBackend, tools: readonly ToolDeclaration[], state?: UsageCounterState | null, known?: TextTokenCounts): BackendCounter {
+  const estimator = requestCounter(backend.tokenizer, tools, known);
   const usage = state === undefined || state === null ? new UsageCounter({ estimator }) : UsageCounter.fromJSON(state, estimator);
   const { contextWindow, maxOutputTokens } = backend.config;
   const room = contextWindow - maxOutputTokens - backend.safetyMargin - estimator.toolTokens;

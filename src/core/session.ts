@@ -12,9 +12,9 @@ export interface MessageLine {
   id: string;
   message: ChatMessage;
 }
-export interface CompactionLine {
+export interface CompactionLine extends Partial<CompactionLineContext> {
   type: 'compaction';
-  /** Id of the last message replaced or dropped; null when none was (a no-op or a trim that dropped nothing). */
+  /** Id of the last message replaced or dropped; null when none was (a no-op, an elision-only pass, a trim that dropped nothing). */
   replacesThroughId: string | null;
   summary: string | null;
   dropped: number;
@@ -23,12 +23,55 @@ export interface CompactionLine {
   fallback: boolean;
   exhausted: boolean;
 }
+
+/**
+ * Where a compaction happened, as an agent run records it on its compaction lines, so its whole
+ * compaction history can be rebuilt from the transcript (the run itself keeps only the recent records).
+ * Replay ignores these fields.
+ */
+export interface CompactionLineContext {
+  /** The chat round the compaction ran before (1-based). */
+  round: number;
+  /** The backend whose room the compaction aimed at (its label). */
+  backend: string;
+  /** The number of tokens it aimed at. */
+  target: number;
+}
 export interface ElisionLine {
   type: 'elision';
   id: string;
   stub: string;
 }
 export type SessionLine = MessageLine | CompactionLine | ElisionLine;
+
+/**
+ * Where an agent run's transcript is. The run records its lines as it goes, in batches, as the
+ * input of its `recordSession` activity; with a payload store those inputs live in the store and
+ * the history holds claims. So the transcript is the `recordSession` inputs of `runId` and of the
+ * runs it continued from, in order: `readSession` (Node) reads them back.
+ */
+export interface SessionReference {
+  workflowId: string;
+  /** The run that recorded the last of the lines; earlier ones are in the runs it continued from. */
+  runId: string;
+  /** Lines recorded in all, across continue-as-new. */
+  lines: number;
+}
+
+/** What the `session` query answers: the lines recorded so far (by reference) and those not recorded yet. */
+export interface SessionSnapshot {
+  /** The recorded lines: `reference.lines` of them. */
+  reference: SessionReference;
+  /** The lines after those, not recorded yet (held by the running workflow). */
+  pending: SessionLine[];
+}
+
+/** The input of the `recordSession` activity: a batch of consecutive transcript lines. */
+export interface SessionBatch {
+  /** Position of the first line in the whole transcript (0-based, across continue-as-new). */
+  from: number;
+  lines: SessionLine[];
+}
 
 /** A message of the live conversation with its stable transcript id. */
 export interface SessionEntry {
@@ -84,12 +127,25 @@ export function applySessionLine(entries: readonly SessionEntry[], line: Session
 }
 
 /** Rebuilds the live conversation from a transcript, byte for byte. Accepts parsed lines or JSONL text. */
-export function replaySession(lines: readonly SessionLine[] | string): ChatMessage[] {
+export function replaySession(lines: Iterable<SessionLine> | string): ChatMessage[] {
   const parsed = typeof lines === 'string' ? parseSessionJsonl(lines) : lines;
   let entries: SessionEntry[] = [];
-  parsed.forEach((line, index) => {
+  let index = 0;
+  for (const line of parsed) {
     entries = applySessionLine(entries, line, index);
-  });
+    index += 1;
+  }
+  return entries.map((entry) => entry.message);
+}
+
+/** {@link replaySession} over lines that arrive one by one (e.g. `readSession`): holds only the live conversation. */
+export async function replaySessionStream(lines: AsyncIterable<SessionLine>): Promise<ChatMessage[]> {
+  let entries: SessionEntry[] = [];
+  let index = 0;
+  for await (const line of lines) {
+    entries = applySessionLine(entries, line, index);
+    index += 1;
+  }
   return entries.map((entry) => entry.message);
 }
 
@@ -123,20 +179,26 @@ export function toJsonl(lines: readonly SessionLine[]): string {
 
 /**
  * Turns one compaction result into transcript lines (elisions first, then the compaction when it
- * replaced or dropped anything or was a fallback/exhausted pass) and the new live entries,
- * derived by applying those lines. Throws if that derivation disagrees with the engine's result,
- * which would mean a replayed transcript could not reproduce the run.
+ * replaced or dropped anything or was a fallback/exhausted pass — or always, with `context`, which
+ * the line then carries) and the new live entries, derived by applying those lines. Throws if that
+ * derivation disagrees with the engine's result, which would mean a replayed transcript could not
+ * reproduce the run.
  */
-export function recordCompaction(entries: readonly SessionEntry[], result: CompactionResult): { lines: SessionLine[]; entries: SessionEntry[] } {
+export function recordCompaction(
+  entries: readonly SessionEntry[],
+  result: CompactionResult,
+  context?: CompactionLineContext,
+): { lines: SessionLine[]; entries: SessionEntry[] } {
   const lines: SessionLine[] = result.elisions.map(({ index, stub }) => {
     const entry = entries[index];
     if (entry === undefined) throw new InvalidInputError('result.elisions', `index ${index} is outside the conversation`);
     return { type: 'elision', id: entry.id, stub };
   });
   const replacedOrMarked = result.cutIndex >= 0 || result.fallback || result.exhausted;
-  if (replacedOrMarked) {
+  if (replacedOrMarked || context !== undefined) {
     lines.push({
       type: 'compaction',
+      ...context,
       replacesThroughId: result.cutIndex >= 0 ? (entries[result.cutIndex]?.id ?? null) : null,
       summary: result.summary,
       dropped: result.dropped,

@@ -1,16 +1,23 @@
 // Sandbox-safe: the reference agent loop `agentRun` (DESIGN §7). Each round: preflight in every
 // backend's own units, compact when needed (inline, through `compact`), one `chat` activity, the
-// requested tools as activities, append, calibrate. The live conversation is derived from the same
-// transcript lines that are recorded, so `replaySession(session)` equals it by construction.
-import { ApplicationFailure, defineSearchAttributeKey, SearchAttributeType, type SearchAttributeUpdatePair } from '@temporalio/common';
+// requested tools as activities, append, calibrate.
+//
+// What the run holds is bounded by its live context, never by its length: the transcript leaves
+// the workflow in batches (the `recordSession` activity; with a payload store the batches live in
+// the store and the history holds claims), the compaction history keeps recent records and totals,
+// and continue-as-new carries the live conversation with its transcript ids. Anything that could
+// still exceed the server's payload limit is measured before it is sent (DESIGN §6, "never wedge").
+import { ApplicationFailure, type SearchAttributeUpdatePair } from '@temporalio/common';
 import {
   ActivityFailure,
   allHandlersFinished,
+  CancellationScope,
   condition,
   continueAsNew,
   defineQuery,
   defineUpdate,
   isCancellation,
+  log,
   proxyActivities,
   setCurrentDetails,
   setHandler,
@@ -19,24 +26,46 @@ import {
   type ActivityOptions,
 } from '@temporalio/workflow';
 import type { ChatActivityInput, ChatActivityOutput } from '../activities/chat.js';
+import type { CountTokensInput, CountTokensOutput } from '../activities/count-tokens.js';
+import type { SessionBatchReceipt } from '../activities/session.js';
 import type { ReplayToolInput } from '../activities/tools.js';
 import { ChatFailureType, ReplayFailureType, RunFailureType, ToolFailureType, UpdateFailureType } from '../core/agent-errors.js';
 import { planAgentRun, type AgentActivitySettings, type AgentRunInput, type AgentRunPlan, type ResolvedBackend } from '../core/agent-input.js';
-import { compactionRecord, groupDigits, oneLine, renderCompactionTable, type CompactionRecord } from '../core/compaction-history.js';
+import { messageTexts, type BpeEncodingName } from '../core/bpe-counter.js';
+import {
+  addCompactionRecord,
+  compactionRecord,
+  emptyCompactionHistory,
+  groupDigits,
+  oneLine,
+  renderCompactionDetails,
+  type CompactionHistory,
+} from '../core/compaction-history.js';
 import { FailureType, InvalidInputError } from '../core/errors.js';
 import { parseDuration, type Duration } from '../core/options.js';
+import { jsonPayloadBytes, type PayloadTooLargeDetails } from '../core/payload-size.js';
 import { backendCounter, preflight, type BackendCounter } from '../core/preflight.js';
 import { validateMessages } from '../core/schema.js';
-import { applySessionLine, recordCompaction, type SessionEntry, type SessionLine } from '../core/session.js';
+import { applySessionLine, recordCompaction, type SessionBatch, type SessionEntry, type SessionLine, type SessionReference, type SessionSnapshot } from '../core/session.js';
 import type { ChatMessage, CompactionResult, ContentPart } from '../core/types.js';
 import type { UsageCounterState } from '../core/usage-counter.js';
+import { SearchAttributeKeys } from '../shared/search-attributes.js';
+import { UNDESCRIBED_WORKER, type WorkerDescription } from '../shared/worker-description.js';
 import { compact, needsCompaction, type CompactOptions } from './compact.js';
+import { describeWorker } from './describe-worker.js';
 import { failOnInvalidInput, invalidInputFailure } from './failures.js';
 
-/** What a run carries across continue-as-new (internal; plain JSON). */
+/** The format of {@link AgentRunCarried}; a run refuses carried state of another version. */
+export const CARRIED_STATE_VERSION = 2;
+
+/** What a run carries across continue-as-new (internal; plain JSON, bounded by the live context). */
 export interface AgentRunCarried {
-  session: SessionLine[];
-  compactions: CompactionRecord[];
+  version: typeof CARRIED_STATE_VERSION;
+  /** The live conversation, each message with its transcript id. */
+  live: SessionEntry[];
+  /** Transcript lines recorded so far, across runs (every line is recorded before continuing as new). */
+  sessionLines: number;
+  compactions: CompactionHistory;
   rounds: number;
   nextId: number;
   /** Each backend's `UsageCounter` state, by position in the chain. */
@@ -56,14 +85,14 @@ export interface AgentRunWorkflowInput extends AgentRunInput {
 /** Why the loop stopped: the model answered without tools (or the recording ended), `maxRounds`, or a cancellation. */
 export type StopReason = 'completed' | 'maxRounds' | 'cancelled';
 
-/** What `agentRun` returns (DESIGN §7). */
+/** What `agentRun` returns (DESIGN §7). Bounded by the live context, however long the run was. */
 export interface AgentRunResult {
-  /** The final conversation (equal to `replaySession(session)`). */
+  /** The final conversation (equal to replaying the whole transcript). */
   messages: ChatMessage[];
-  /** The transcript lines. */
-  session: SessionLine[];
-  /** One record per compaction. */
-  compactions: CompactionRecord[];
+  /** Where the transcript is: `readSession(client, session)` reads every line (Node). */
+  session: SessionReference;
+  /** Compaction totals and the recent records (every record: `compactionRecordsFromSession`). */
+  compactions: CompactionHistory;
   /** Chat rounds, across continue-as-new. */
   rounds: number;
   stopReason: StopReason;
@@ -87,15 +116,42 @@ export interface ContextExhaustedDetails {
 export type AddUserMessageInput = string | { content: string | ContentPart[] };
 
 export const addUserMessageUpdate = defineUpdate<{ pending: number }, [AddUserMessageInput]>('addUserMessage');
-export const sessionQuery = defineQuery<SessionLine[]>('session');
-export const compactionsQuery = defineQuery<CompactionRecord[]>('compactions');
-/** The live conversation (what `replaySession(session)` returns). */
+/** The transcript so far: a reference to the recorded lines and the lines not recorded yet. */
+export const sessionQuery = defineQuery<SessionSnapshot>('session');
+export const compactionsQuery = defineQuery<CompactionHistory>('compactions');
+/** The live conversation. */
 export const conversationQuery = defineQuery<ChatMessage[]>('conversation');
 
-const CompactionCount = defineSearchAttributeKey('CompactionCount', SearchAttributeType.INT);
-const ContextTokens = defineSearchAttributeKey('ContextTokens', SearchAttributeType.INT);
-const CompactionFallbacks = defineSearchAttributeKey('CompactionFallbacks', SearchAttributeType.INT);
-const ContextExhausted = defineSearchAttributeKey('ContextExhausted', SearchAttributeType.BOOL);
+/**
+ * Transcript lines are recorded (one `recordSession` activity) once this many bytes of them are
+ * waiting, and always before the run continues as new, ends or fails. Small enough that a batch
+ * travels inline without a payload store; large enough that a long run records rarely.
+ * @default 256 KiB
+ */
+export const SESSION_BATCH_BYTES = 256 * 1024;
+
+/**
+ * Text the workflow may tokenize itself per round, in characters. More new text than this (a long
+ * conversation at the start of a run, a huge tool result) is counted by the `countTokens` activity
+ * instead: pure-JS BPE runs at a few MB/s, and a workflow activation must stay far below the SDK's
+ * 2 s deadlock timeout, on a warm worker and on one replaying the run from history.
+ * @default 200,000
+ */
+export const WORKFLOW_COUNT_CHARS = 200_000;
+
+/** Texts per `countTokens` request, in bytes: each request stays well inside the payload limit. @default 1 MB */
+const COUNT_BATCH_BYTES = 1_000_000;
+
+/** Timeouts of the loop's own bookkeeping activities (`recordSession`, `countTokens`). */
+const BOOKKEEPING_ACTIVITY: ActivityOptions = {
+  startToCloseTimeout: 60_000,
+  retry: { maximumAttempts: 5, initialInterval: 1_000, backoffCoefficient: 2, maximumInterval: 30_000, nonRetryableErrorTypes: [FailureType.InvalidInput] },
+};
+
+/** @default '5m' per chat attempt, heartbeats within '30s' (it heartbeats while waiting). */
+const CHAT_DEFAULTS = { startToClose: 300_000, heartbeat: 30_000 };
+/** @default '1m' per tool attempt, no heartbeat. */
+const TOOL_DEFAULTS = { startToClose: 60_000, heartbeat: undefined };
 
 function ms(value: Duration | undefined, field: string, fallback: number): number {
   return value === undefined ? fallback : parseDuration(value, field);
@@ -138,85 +194,199 @@ function userMessageFrom(input: AddUserMessageInput): ChatMessage {
   }
 }
 
-function isCarried(value: unknown): value is AgentRunCarried {
-  if (typeof value !== 'object' || value === null) return false;
-  const arrays = ['session', 'compactions', 'counters', 'pendingUserMessages'].every((key) => Array.isArray(Reflect.get(value, key)));
-  const numbers = ['rounds', 'nextId', 'backendFallbacks', 'peakContextTokens', 'continuedAsNew'].every((key) => Number.isInteger(Reflect.get(value, key)));
-  return arrays && numbers;
+/** Checks carried state as far as a hand-made one could be wrong; the messages are validated like any input. */
+function carriedState(value: unknown): AgentRunCarried {
+  const field = 'input.carried';
+  if (typeof value !== 'object' || value === null) throw new InvalidInputError(field, 'is what a run carries when it continues as new; leave it out');
+  if (Reflect.get(value, 'version') !== CARRIED_STATE_VERSION) {
+    throw new InvalidInputError(`${field}.version`, `must be ${CARRIED_STATE_VERSION} (state carried by another version of agentRun cannot be continued); leave input.carried out`);
+  }
+  const arrays = ['live', 'counters', 'pendingUserMessages'].every((key) => Array.isArray(Reflect.get(value, key)));
+  const numbers = ['sessionLines', 'rounds', 'nextId', 'backendFallbacks', 'peakContextTokens', 'continuedAsNew'].every((key) => Number.isSafeInteger(Reflect.get(value, key)));
+  const compactions: unknown = Reflect.get(value, 'compactions');
+  const history = typeof compactions === 'object' && compactions !== null && Array.isArray(Reflect.get(compactions, 'recent')) && typeof Reflect.get(compactions, 'totals') === 'object';
+  if (!arrays || !numbers || !history) throw new InvalidInputError(field, 'is what a run carries when it continues as new; leave it out');
+  const carried = value as AgentRunCarried;
+  const ids = new Set<string>();
+  carried.live.forEach((entry: unknown, index) => {
+    const id: unknown = typeof entry === 'object' && entry !== null ? Reflect.get(entry, 'id') : undefined;
+    if (typeof id !== 'string' || ids.has(id)) throw new InvalidInputError(`${field}.live[${index}].id`, 'must be a unique transcript id');
+    ids.add(id);
+  });
+  try {
+    validateMessages(carried.live.map((entry) => entry.message));
+  } catch (error) {
+    // Name the carried field, not the conversation it was checked as.
+    if (error instanceof InvalidInputError) throw new InvalidInputError(error.field.replace(/^messages\[(\d+)\]/, `${field}.live[$1].message`), error.reason, error.index);
+    throw error;
+  }
+  return carried;
 }
 
-/** One run of the loop: the state, and what a round does with it. */
+function payloadTooLarge(details: PayloadTooLargeDetails): ApplicationFailure {
+  return ApplicationFailure.create({
+    type: RunFailureType.PayloadTooLarge,
+    message: `${details.payload} is ${groupDigits(details.bytes)} bytes, over the ${groupDigits(details.limit)}-byte payload limit, and the worker stores no payloads externally: set COMPACTOR_PAYLOAD_STORE (or lower the window)`,
+    nonRetryable: true,
+    details: [details],
+  });
+}
+
+/** One run of the loop: its state, which only its own methods change, and what a round does with it. */
 class AgentLoop {
-  entries: SessionEntry[] = [];
-  readonly session: SessionLine[];
-  readonly compactions: CompactionRecord[];
-  readonly counters: BackendCounter[];
-  readonly pending: ChatMessage[];
-  rounds: number;
-  roundsThisRun = 0;
-  nextId: number;
-  backendFallbacks: number;
-  peakContextTokens: number;
-  continuedAsNew: number;
-  finished = false;
+  private entries: SessionEntry[] = [];
+  /** Transcript lines not recorded yet, and their size as JSON. */
+  private unrecorded: SessionLine[] = [];
+  private unrecordedBytes = 0;
+  /** Transcript lines recorded so far, across runs. */
+  private recordedLines: number;
+  private compactions: CompactionHistory;
+  private readonly counters: BackendCounter[];
+  /** Token counts by text, per BPE encoding of the chain: what this run has counted or was told (`countTokens`). */
+  private readonly knownTokens = new Map<BpeEncodingName, Map<string, number>>();
+  private readonly pendingUserMessages: ChatMessage[];
+  private rounds: number;
+  private roundsThisRun = 0;
+  private nextId: number;
+  private backendFallbacks: number;
+  private peakContextTokens: number;
+  private readonly continuedAsNew: number;
+  private worker: WorkerDescription = UNDESCRIBED_WORKER;
+  private finished = false;
   private published = { compactions: -1, contextTokens: -1, fallbacks: -1, exhausted: false };
 
   constructor(
-    readonly input: AgentRunWorkflowInput,
-    readonly plan: AgentRunPlan,
+    private readonly input: AgentRunWorkflowInput,
+    private readonly plan: AgentRunPlan,
   ) {
-    const carried = input.carried;
-    if (carried !== undefined && !isCarried(carried)) {
-      throw new InvalidInputError('input.carried', 'is what a run carries when it continues as new; leave it out');
-    }
-    this.session = carried?.session ?? [];
-    this.compactions = carried?.compactions ?? [];
+    const carried = input.carried === undefined ? undefined : carriedState(input.carried);
+    this.recordedLines = carried?.sessionLines ?? 0;
+    this.compactions = carried?.compactions ?? emptyCompactionHistory();
     this.rounds = carried?.rounds ?? 0;
     this.nextId = carried?.nextId ?? 1;
-    this.pending = carried?.pendingUserMessages ?? [];
+    this.pendingUserMessages = carried?.pendingUserMessages ?? [];
     this.backendFallbacks = carried?.backendFallbacks ?? 0;
     this.peakContextTokens = carried?.peakContextTokens ?? 0;
     this.continuedAsNew = carried?.continuedAsNew ?? 0;
-    this.counters = plan.backends.map((backend) => backendCounter(backend, plan.tools, carried?.counters[backend.index] ?? null));
-    if (carried !== undefined) {
-      // The conversation is the transcript replayed: nothing else is carried, so nothing can disagree.
-      carried.session.forEach((line, index) => {
-        this.entries = applySessionLine(this.entries, line, index);
-      });
-    } else {
-      for (const message of validateMessages(input.messages)) this.append(message);
+    for (const backend of plan.backends) {
+      if (backend.tokenizer !== 'chars' && !this.knownTokens.has(backend.tokenizer)) this.knownTokens.set(backend.tokenizer, new Map());
     }
+    this.counters = plan.backends.map((backend) =>
+      backendCounter(backend, plan.tools, carried?.counters[backend.index] ?? null, backend.tokenizer === 'chars' ? undefined : this.knownTokens.get(backend.tokenizer)),
+    );
+    if (carried !== undefined) this.entries = carried.live;
+    else for (const message of validateMessages(input.messages)) this.append(message);
   }
 
   get messages(): ChatMessage[] {
     return this.entries.map((entry) => entry.message);
   }
 
-  append(message: ChatMessage): void {
-    const line: SessionLine = { type: 'message', id: `m${this.nextId}`, message };
-    this.nextId += 1;
-    this.entries = applySessionLine(this.entries, line, this.session.length);
-    this.session.push(line);
+  get isFinished(): boolean {
+    return this.finished;
   }
 
-  carry(): AgentRunCarried {
+  get compactionHistory(): CompactionHistory {
+    return this.compactions;
+  }
+
+  /** What the `session` query answers. */
+  sessionSnapshot(): SessionSnapshot {
+    return { reference: this.sessionReference(), pending: this.unrecorded };
+  }
+
+  /** Queues a user message for the next round (the `addUserMessage` update); returns how many wait. */
+  queueUserMessage(message: ChatMessage): number {
+    this.pendingUserMessages.push(message);
+    return this.pendingUserMessages.length;
+  }
+
+  private sessionReference(): SessionReference {
+    const { workflowId, runId } = workflowInfo();
+    return { workflowId, runId, lines: this.recordedLines };
+  }
+
+  private writeLine(line: SessionLine): void {
+    this.entries = applySessionLine(this.entries, line, this.recordedLines + this.unrecorded.length);
+    this.unrecorded.push(line);
+    this.unrecordedBytes += jsonPayloadBytes(line);
+  }
+
+  private append(message: ChatMessage): void {
+    this.writeLine({ type: 'message', id: `m${this.nextId}`, message });
+    this.nextId += 1;
+  }
+
+  /** Fails the run with `RunFailed.PayloadTooLarge` when `bytes` would be sent inline over the limit. */
+  private checkPayload(payload: string, bytes: number): void {
+    if (bytes <= this.plan.maxPayloadBytes || this.worker.externalStorage) return;
+    throw payloadTooLarge({ payload, bytes, limit: this.plan.maxPayloadBytes });
+  }
+
+  /**
+   * Records the waiting transcript lines, in batches of about {@link SESSION_BATCH_BYTES}. The
+   * batch is the record (the activity's input in history, or in the payload store), so a batch is
+   * recorded once it is scheduled; the activity only acknowledges it.
+   */
+  async recordSession(): Promise<void> {
+    while (this.unrecorded.length > 0) {
+      let bytes = 0;
+      let count = 0;
+      for (const line of this.unrecorded) {
+        const size = jsonPayloadBytes(line);
+        if (count > 0 && bytes + size > SESSION_BATCH_BYTES) break;
+        bytes += size;
+        count += 1;
+      }
+      const batch: SessionBatch = { from: this.recordedLines, lines: this.unrecorded.slice(0, count) };
+      this.checkPayload(`a batch of ${count} transcript line${count === 1 ? '' : 's'} (from line ${batch.from})`, bytes);
+      const last = batch.from + count - 1;
+      const { recordSession } = proxyActivities<{ recordSession(batch: SessionBatch): Promise<SessionBatchReceipt> }>({
+        ...BOOKKEEPING_ACTIVITY,
+        summary: `session lines ${batch.from}–${last} (${groupDigits(bytes)} bytes)`,
+      });
+      try {
+        await recordSession(batch);
+      } catch (error) {
+        if (isCancellation(error) || !(error instanceof ActivityFailure)) throw error;
+        // The batch is in history as the activity's input whether or not a worker acknowledged it.
+        log.warn('recordSession was not acknowledged; the batch is recorded as its input', { from: batch.from, lines: count, error: failureMessage(error) });
+      }
+      this.unrecorded = this.unrecorded.slice(count);
+      this.unrecordedBytes -= bytes;
+      this.recordedLines += count;
+    }
+    this.unrecordedBytes = 0;
+  }
+
+  /** Records the transcript even while the run is being cancelled: nothing it wrote is lost. */
+  recordSessionNow(): Promise<void> {
+    return CancellationScope.nonCancellable(() => this.recordSession());
+  }
+
+  private carry(): AgentRunCarried {
     return {
-      session: this.session,
+      version: CARRIED_STATE_VERSION,
+      live: this.entries,
+      sessionLines: this.recordedLines,
       compactions: this.compactions,
       rounds: this.rounds,
       nextId: this.nextId,
       counters: this.counters.map((counter) => counter.usage.toJSON()),
-      pendingUserMessages: this.pending,
+      pendingUserMessages: this.pendingUserMessages,
       backendFallbacks: this.backendFallbacks,
       peakContextTokens: this.peakContextTokens,
       continuedAsNew: this.continuedAsNew,
     };
   }
 
-  result(stopReason: StopReason): AgentRunResult {
-    return {
+  /** Records the transcript, then builds the result and checks it fits a payload. */
+  async finish(stopReason: StopReason): Promise<AgentRunResult> {
+    this.finished = true;
+    await this.recordSessionNow();
+    const result: AgentRunResult = {
       messages: this.messages,
-      session: this.session,
+      session: this.sessionReference(),
       compactions: this.compactions,
       rounds: this.rounds,
       stopReason,
@@ -224,28 +394,74 @@ class AgentLoop {
       peakContextTokens: this.peakContextTokens,
       continuedAsNew: this.continuedAsNew,
     };
+    this.publish(undefined);
+    this.checkPayload('the result of the run', jsonPayloadBytes(result));
+    return result;
   }
 
-  /** Current details (a Markdown table of the compactions) and search attributes, when they changed. */
+  /** Current details (the compaction history) and search attributes, when they changed. */
   publish(contextTokens: number | undefined): void {
-    const fallbacks = this.compactions.filter((record) => record.fallback).length;
-    const exhausted = this.compactions.some((record) => record.exhausted);
-    if (this.published.compactions !== this.compactions.length) {
-      setCurrentDetails(`### Compactions\n\n${renderCompactionTable(this.compactions)}`);
-    }
-    if (!this.plan.searchAttributes) return;
+    const { totals } = this.compactions;
+    const exhausted = totals.exhausted > 0;
+    if (this.published.compactions !== totals.compactions) setCurrentDetails(renderCompactionDetails(this.compactions));
+    const allowed = new Set(this.plan.searchAttributes ? this.worker.searchAttributes : []);
     const updates: SearchAttributeUpdatePair[] = [];
-    if (this.published.compactions !== this.compactions.length) updates.push({ key: CompactionCount, value: this.compactions.length });
-    if (this.published.fallbacks !== fallbacks) updates.push({ key: CompactionFallbacks, value: fallbacks });
-    if (this.published.exhausted !== exhausted || this.published.compactions < 0) updates.push({ key: ContextExhausted, value: exhausted });
-    if (contextTokens !== undefined && this.published.contextTokens !== contextTokens) updates.push({ key: ContextTokens, value: contextTokens });
-    this.published = { compactions: this.compactions.length, contextTokens: contextTokens ?? this.published.contextTokens, fallbacks, exhausted };
+    if (allowed.has('CompactionCount') && this.published.compactions !== totals.compactions) updates.push({ key: SearchAttributeKeys.CompactionCount, value: totals.compactions });
+    if (allowed.has('CompactionFallbacks') && this.published.fallbacks !== totals.fallbacks) updates.push({ key: SearchAttributeKeys.CompactionFallbacks, value: totals.fallbacks });
+    if (allowed.has('ContextExhausted') && (this.published.exhausted !== exhausted || this.published.compactions < 0)) updates.push({ key: SearchAttributeKeys.ContextExhausted, value: exhausted });
+    // The context size moves every round: upsert it when it moved by a tenth, or at a compaction, not every round (one history event each).
+    const moved = contextTokens !== undefined && Math.abs(contextTokens - this.published.contextTokens) > this.published.contextTokens / 10;
+    const compacted = this.published.compactions !== totals.compactions;
+    const contextTokensNow = contextTokens !== undefined && (moved || compacted) ? contextTokens : this.published.contextTokens;
+    if (allowed.has('ContextTokens') && contextTokensNow !== this.published.contextTokens) updates.push({ key: SearchAttributeKeys.ContextTokens, value: contextTokensNow });
+    this.published = { compactions: totals.compactions, contextTokens: contextTokensNow, fallbacks: totals.fallbacks, exhausted };
     if (updates.length > 0) upsertSearchAttributes(updates);
+  }
+
+  /**
+   * Makes sure this run knows the token counts of `messages` in every BPE encoding of the chain:
+   * when more than {@link WORKFLOW_COUNT_CHARS} of their text is new, the `countTokens` activity
+   * counts it (in requests of about 1 MB); less is tokenized here when it is counted.
+   */
+  private async countNewText(messages: readonly ChatMessage[]): Promise<void> {
+    for (const [encoding, known] of this.knownTokens) {
+      const texts: string[] = [];
+      const seen = new Set<string>();
+      let chars = 0;
+      for (const message of messages) {
+        for (const text of messageTexts(message)) {
+          if (known.has(text) || seen.has(text)) continue;
+          seen.add(text);
+          texts.push(text);
+          chars += text.length;
+        }
+      }
+      if (chars <= WORKFLOW_COUNT_CHARS) continue;
+      for (let start = 0; start < texts.length; ) {
+        let bytes = 0;
+        let end = start;
+        while (end < texts.length && (end === start || bytes + (texts[end]?.length ?? 0) * 3 <= COUNT_BATCH_BYTES)) {
+          bytes += (texts[end]?.length ?? 0) * 3;
+          end += 1;
+        }
+        const batch = texts.slice(start, end);
+        const { countTokens } = proxyActivities<{ countTokens(input: CountTokensInput): Promise<CountTokensOutput> }>({
+          ...BOOKKEEPING_ACTIVITY,
+          summary: `count ${groupDigits(batch.reduce((sum, text) => sum + text.length, 0))} chars of new text (${encoding})`,
+        });
+        const { tokens } = await countTokens({ encoding, texts: batch });
+        batch.forEach((text, index) => {
+          const count = tokens[index];
+          if (typeof count === 'number' && Number.isSafeInteger(count) && count >= 0) known.set(text, count);
+        });
+        start = end;
+      }
+    }
   }
 
   private compactOptions(aimAt: BackendCounter, aim: number): CompactOptions {
     const { contextBudget, ...rest } = this.plan.compaction;
-    return { ...rest, contextBudget: contextBudget ?? aim, counter: aimAt.conversation };
+    return { ...rest, contextBudget: contextBudget ?? aim, counter: aimAt.conversation, maxPayloadBytes: this.plan.maxPayloadBytes, payloadStore: this.worker.externalStorage };
   }
 
   /**
@@ -254,7 +470,7 @@ class AgentLoop {
    * merely over the trigger, it aims at `targetRatio × contextBudget` so one compaction buys
    * several rounds instead of trimming a little every round.
    */
-  async compactIfNeeded(candidates: readonly BackendCounter[]): Promise<void> {
+  private async compactIfNeeded(candidates: readonly BackendCounter[]): Promise<void> {
     const { aimAt, aim, tokens } = preflight(this.messages, candidates);
     const options = this.compactOptions(aimAt, aim);
     const overRoom = tokens > aim;
@@ -264,6 +480,7 @@ class AgentLoop {
     if (result.exhausted || (overRoom && result.tokensAfter > aim)) {
       this.publish(result.tokensAfter);
       const details: ContextExhaustedDetails = { round: this.rounds + 1, backend: aimAt.backend.label, tokens: result.tokensAfter, room: aim };
+      await this.recordSessionNow();
       throw ApplicationFailure.create({
         type: RunFailureType.ContextExhausted,
         message: `context exhausted before round ${details.round}: ${groupDigits(details.tokens)} tokens after compaction, ${groupDigits(aim)} usable on ${details.backend} (keepRecent or a recent tool result is too large for the window)`,
@@ -276,19 +493,25 @@ class AgentLoop {
   private record(result: CompactionResult, backend: ResolvedBackend, target: number): void {
     const changed = result.cutIndex >= 0 || result.elisions.length > 0 || result.fallback || result.exhausted;
     if (!changed) return;
-    const { lines, entries } = recordCompaction(this.entries, result);
-    this.session.push(...lines);
+    const round = this.rounds + 1;
+    const { lines, entries } = recordCompaction(this.entries, result, { round, backend: backend.label, target });
+    for (const line of lines) {
+      this.unrecorded.push(line);
+      this.unrecordedBytes += jsonPayloadBytes(line);
+    }
     this.entries = entries;
-    this.compactions.push(compactionRecord(this.rounds + 1, backend.label, target, result));
+    this.compactions = addCompactionRecord(this.compactions, compactionRecord(round, backend.label, target, result));
   }
 
   /** One chat call, falling back along the chain when a backend fails after its retries. */
-  async chat(): Promise<{ answer: ChatActivityOutput; backend: BackendCounter }> {
+  private async chat(): Promise<{ answer: ChatActivityOutput; backend: BackendCounter }> {
     let from = 0;
     let lastFailure: unknown;
+    await this.countNewText(this.messages);
     for (;;) {
       const candidates = this.counters.filter((counter) => counter.backend.index >= from);
       if (candidates.length === 0) {
+        await this.recordSessionNow();
         throw ApplicationFailure.create({
           type: RunFailureType.BackendsFailed,
           message: `every backend failed in round ${this.rounds + 1}; last: ${failureMessage(lastFailure)}`,
@@ -302,12 +525,14 @@ class AgentLoop {
       const sent = this.messages;
       const tokens = backend.conversation.count(sent);
       this.publish(tokens);
+      const input: ChatActivityInput = { backend: backend.backend.config, messages: sent, tools: this.plan.tools, turn: this.rounds };
+      this.checkPayload(`the chat request of round ${this.rounds + 1}`, jsonPayloadBytes([input]));
       try {
         const { chat } = proxyActivities<{ chat(input: ChatActivityInput): Promise<ChatActivityOutput> }>({
-          ...activityOptions(this.plan.chatActivity, 'input.chatActivity', { startToClose: 300_000, heartbeat: 30_000 }, CHAT_NON_RETRYABLE),
+          ...activityOptions(this.plan.chatActivity, 'input.chatActivity', CHAT_DEFAULTS, CHAT_NON_RETRYABLE),
           summary: `chat · ${backend.backend.label} · ${sent.length} messages (${groupDigits(tokens)} tokens)`,
         });
-        const answer = await chat({ backend: backend.backend.config, messages: sent, tools: this.plan.tools, turn: this.rounds });
+        const answer = await chat(input);
         if (answer.usage !== undefined) backend.usage.calibrate(sent, answer.usage.promptTokens);
         this.peakContextTokens = Math.max(this.peakContextTokens, answer.usage?.promptTokens ?? tokens);
         return { answer, backend };
@@ -321,9 +546,9 @@ class AgentLoop {
   }
 
   /** Runs the tool calls of an assistant turn as activities (in parallel) and returns their results in call order. */
-  async runTools(message: ChatMessage, backend: BackendCounter, unanswered: readonly string[]): Promise<ChatMessage[]> {
+  private async runTools(message: ChatMessage, backend: BackendCounter, unanswered: readonly string[]): Promise<ChatMessage[]> {
     const calls = (message.tool_calls ?? []).filter((call) => !unanswered.includes(call.id));
-    const settings = activityOptions(this.plan.toolActivity, 'input.toolActivity', { startToClose: 60_000, heartbeat: undefined }, TOOL_NON_RETRYABLE);
+    const settings = activityOptions(this.plan.toolActivity, 'input.toolActivity', TOOL_DEFAULTS, TOOL_NON_RETRYABLE);
     const declared = new Set(this.plan.tools.map((tool) => tool.function.name));
     const config = backend.backend.config;
     return Promise.all(
@@ -342,6 +567,10 @@ class AgentLoop {
           } catch {
             return answer(`Error: the arguments of ${call.function.name} are not valid JSON: ${oneLine(call.function.arguments, 200)}`);
           }
+          const bytes = jsonPayloadBytes([args]);
+          if (bytes > this.plan.maxPayloadBytes && !this.worker.externalStorage) {
+            return answer(`Error: the arguments of ${call.function.name} are ${bytes} bytes, more than a tool call may carry (${this.plan.maxPayloadBytes})`);
+          }
           const tools = proxyActivities<Record<string, (args: unknown) => Promise<unknown>>>({ ...settings, summary });
           const run = tools[call.function.name];
           if (run === undefined) return answer(`Error: there is no tool named "${call.function.name}"`);
@@ -356,24 +585,29 @@ class AgentLoop {
     );
   }
 
-  shouldContinueAsNew(): boolean {
+  private shouldContinueAsNew(): boolean {
     if (this.roundsThisRun === 0) return false;
     const every = this.plan.continueAsNewAfterRounds;
     return workflowInfo().continueAsNewSuggested || (every !== undefined && this.roundsThisRun >= every);
   }
 
+  private async continueAsNew(): Promise<never> {
+    // Updates in flight finish first: their messages must be in what the next run carries.
+    await condition(allHandlersFinished);
+    for (const message of this.pendingUserMessages.splice(0)) this.append(message);
+    await this.recordSession();
+    const next: AgentRunWorkflowInput = { ...this.input, messages: [], carried: { ...this.carry(), continuedAsNew: this.continuedAsNew + 1 } };
+    this.checkPayload('the state the run continues as new with', jsonPayloadBytes([next]));
+    return continueAsNew<typeof agentRun>(next);
+  }
+
   async run(): Promise<AgentRunResult> {
+    this.worker = await describeWorker();
     this.publish(undefined);
     for (;;) {
-      for (const message of this.pending.splice(0)) this.append(message);
-      if (this.rounds >= this.plan.maxRounds) return this.result('maxRounds');
-      if (this.shouldContinueAsNew()) {
-        // Updates in flight finish first: their messages must be in what the next run carries.
-        await condition(allHandlersFinished);
-        for (const message of this.pending.splice(0)) this.append(message);
-        const next: AgentRunWorkflowInput = { ...this.input, messages: [], carried: { ...this.carry(), continuedAsNew: this.continuedAsNew + 1 } };
-        await continueAsNew<typeof agentRun>(next);
-      }
+      for (const message of this.pendingUserMessages.splice(0)) this.append(message);
+      if (this.rounds >= this.plan.maxRounds) return this.finish('maxRounds');
+      if (this.shouldContinueAsNew()) await this.continueAsNew();
       const { answer, backend } = await this.chat();
       this.append(answer.message);
       this.rounds += 1;
@@ -381,26 +615,28 @@ class AgentLoop {
       const results = await this.runTools(answer.message, backend, answer.unanswered ?? []);
       for (const result of results) this.append(result);
       for (const message of answer.userMessages ?? []) this.append(message);
-      if (answer.endOfTrajectory === true) return this.result('completed');
-      if (results.length === 0 && (answer.userMessages ?? []).length === 0 && this.pending.length === 0) return this.result('completed');
+      if (answer.endOfTrajectory === true) return this.finish('completed');
+      if (results.length === 0 && (answer.userMessages ?? []).length === 0 && this.pendingUserMessages.length === 0) return this.finish('completed');
+      if (this.unrecordedBytes >= SESSION_BATCH_BYTES) await this.recordSession();
     }
   }
 }
 
 /**
- * The reference agent loop (DESIGN §7). Keeps the conversation, a `UsageCounter` per backend and
- * the session transcript; compacts with `compact` (summaries as the `summarize` activity); calls
- * the `chat` activity and the requested tools as activities; continues as new when Temporal
- * suggests it (or every `continueAsNewAfterRounds`), carrying conversation, counters, transcript
- * and compaction history.
+ * The reference agent loop (DESIGN §7). Keeps the live conversation, a `UsageCounter` per backend,
+ * and writes its transcript as it goes (the `recordSession` activity); compacts with `compact`
+ * (summaries as the `summarize` activity); calls the `chat` activity and the requested tools as
+ * activities; continues as new when Temporal suggests it (or every `continueAsNewAfterRounds`),
+ * carrying the live conversation, the counters and the compaction totals — never the transcript.
  *
  * Ends when the model answers without tool calls (and no user message is waiting), when a replayed
  * recording ends, after `maxRounds`, or when cancelled — then it returns cleanly with the
- * transcript intact (`stopReason: 'cancelled'`).
+ * transcript written (`stopReason: 'cancelled'`).
  *
  * @throws ApplicationFailure `Compaction.InvalidInput` (non-retryable) naming the field of bad input.
- * @throws ApplicationFailure `RunFailed.ContextExhausted` (non-retryable) when even a hard trim cannot make the conversation fit; the transcript (query `session`) is written first.
+ * @throws ApplicationFailure `RunFailed.ContextExhausted` (non-retryable) when even a hard trim cannot make the conversation fit; the transcript is written first.
  * @throws ApplicationFailure `RunFailed.BackendsFailed` (non-retryable) when every backend of the chain failed in one round.
+ * @throws ApplicationFailure `RunFailed.PayloadTooLarge` (non-retryable) when something the run must send is over `maxPayloadBytes` and the worker has no payload store.
  * @example
  * const result = await client.workflow.execute(agentRun, {
  *   taskQueue: 'compactor', workflowId: `agent-${id}`,
@@ -411,35 +647,24 @@ class AgentLoop {
 export async function agentRun(input: AgentRunWorkflowInput): Promise<AgentRunResult> {
   const plan = failOnInvalidInput(() => planAgentRun(input));
   const loop = failOnInvalidInput(() => new AgentLoop(input, plan));
-  setHandler(sessionQuery, () => loop.session);
-  setHandler(compactionsQuery, () => loop.compactions);
+  setHandler(sessionQuery, () => loop.sessionSnapshot());
+  setHandler(compactionsQuery, () => loop.compactionHistory);
   setHandler(conversationQuery, () => loop.messages);
-  setHandler(
-    addUserMessageUpdate,
-    (message) => {
-      loop.pending.push(userMessageFrom(message));
-      return { pending: loop.pending.length };
+  setHandler(addUserMessageUpdate, (message) => ({ pending: loop.queueUserMessage(userMessageFrom(message)) }), {
+    validator: (message) => {
+      if (loop.isFinished) throw ApplicationFailure.create({ type: UpdateFailureType.Finished, message: 'the run has finished; start a new one', nonRetryable: true });
+      try {
+        userMessageFrom(message);
+      } catch (error) {
+        if (error instanceof InvalidInputError) throw invalidInputFailure(error);
+        throw error;
+      }
     },
-    {
-      validator: (message) => {
-        if (loop.finished) throw ApplicationFailure.create({ type: UpdateFailureType.Finished, message: 'the run has finished; start a new one', nonRetryable: true });
-        try {
-          userMessageFrom(message);
-        } catch (error) {
-          if (error instanceof InvalidInputError) throw invalidInputFailure(error);
-          throw error;
-        }
-      },
-    },
-  );
+  });
   try {
-    const result = await loop.run();
-    loop.finished = true;
-    loop.publish(undefined);
-    return result;
+    return await loop.run();
   } catch (error) {
-    loop.finished = true;
-    if (isCancellation(error)) return loop.result('cancelled');
+    if (isCancellation(error)) return loop.finish('cancelled');
     throw error;
   }
 }

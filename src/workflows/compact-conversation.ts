@@ -1,5 +1,8 @@
 // Sandbox-safe: the standalone workflow `compactConversation` — one compaction by name, from any client or SDK.
-import { InvalidInputError } from '../core/errors.js';
+import { ApplicationFailure } from '@temporalio/common';
+import { FailureType, InvalidInputError } from '../core/errors.js';
+import { DEFAULT_PAYLOAD_LIMIT_BYTES, jsonPayloadBytes, type PayloadTooLargeDetails } from '../core/payload-size.js';
+import { describeWorker } from './describe-worker.js';
 import type { ChatMessage, CompactionResult } from '../core/types.js';
 import { driveCompaction, type CompactOptions } from './compact.js';
 import { invalidInputFailure } from './failures.js';
@@ -18,6 +21,8 @@ export interface CompactConversationInput {
  * it does not return the hard trim.
  *
  * @throws ApplicationFailure of type `Compaction.InvalidInput` (non-retryable) for bad input.
+ * @throws ApplicationFailure of type `Compaction.PayloadTooLarge` (non-retryable) when the result is
+ * larger than `options.maxPayloadBytes` (2,000,000) and the worker stores no payloads externally.
  * @example
  * const result = await client.workflow.execute('compactConversation', {
  *   taskQueue: 'compactor', workflowId: `compact-${id}`,
@@ -31,5 +36,18 @@ export async function compactConversation(input: CompactConversationInput): Prom
   const { messages, options } = input;
   // A counter cannot travel as JSON: drop whatever a client put there rather than call it.
   const jsonOptions: CompactOptions = typeof options === 'object' && options !== null ? { ...options, counter: undefined } : options;
-  return driveCompaction(messages, jsonOptions, 'rethrow');
+  const result = await driveCompaction(messages, jsonOptions, 'rethrow');
+  const limit = typeof options?.maxPayloadBytes === 'number' ? options.maxPayloadBytes : DEFAULT_PAYLOAD_LIMIT_BYTES;
+  const bytes = jsonPayloadBytes(result);
+  if (bytes > limit && !(options.payloadStore ?? (await describeWorker()).externalStorage)) {
+    // Returned inline, a result the server refuses would fail the workflow task again and again.
+    const details: PayloadTooLargeDetails = { payload: 'the compaction result', bytes, limit };
+    throw ApplicationFailure.create({
+      type: FailureType.PayloadTooLarge,
+      message: `the compaction result is ${bytes} bytes, over the ${limit}-byte payload limit, and the worker stores no payloads externally (set COMPACTOR_PAYLOAD_STORE)`,
+      nonRetryable: true,
+      details: [details],
+    });
+  }
+  return result;
 }

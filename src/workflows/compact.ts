@@ -9,6 +9,8 @@ import { FailureType, InvalidInputError } from '../core/errors.js';
 import { MAX_RETRY_BACKOFF_MS, parseDuration, resolveOptions, type CompactionOptions, type Duration, type ResolvedOptions } from '../core/options.js';
 import type { ChatMessage, CompactionResult, TokenCounter } from '../core/types.js';
 import type { CompactorActivities } from '../activities/index.js';
+import { DEFAULT_PAYLOAD_LIMIT_BYTES, jsonPayloadBytes } from '../core/payload-size.js';
+import { describeWorker } from './describe-worker.js';
 import { failOnInvalidInput } from './failures.js';
 
 /** Settings of the `summarize` activity a workflow `compact` schedules. All JSON. */
@@ -25,6 +27,18 @@ export interface SummarizeActivitySettings {
   taskQueue?: string;
   /** The summarizer model's name, shown in the activity summary in the UI. Only a label: the worker decides which model runs. */
   summarizerModel?: string;
+  /**
+   * A summarize request larger than this many bytes is not sent inline: unless the worker stores
+   * payloads externally, the compaction falls back to the hard trim instead (the server would
+   * refuse the payload, and the workflow task would fail again and again).
+   * @default 2,000,000
+   */
+  maxPayloadBytes?: number;
+  /**
+   * Whether the worker stores large payloads externally. Unset, `compact` asks the worker (the
+   * `describeWorker` local activity) the first time a request is over `maxPayloadBytes`.
+   */
+  payloadStore?: boolean;
 }
 
 /** Options of the workflow `compact`: the compaction options, the per-call overrides and the activity settings. */
@@ -49,6 +63,8 @@ interface Plan {
   counter: TokenCounter | undefined;
   activity: ActivityOptions;
   summarizerModel: string | undefined;
+  maxPayloadBytes: number;
+  payloadStore: boolean | undefined;
 }
 
 function positiveDuration(value: Duration | undefined, field: string, fallback: number): number {
@@ -66,7 +82,7 @@ function optionalString(value: unknown, field: string): string | undefined {
 
 function plan(options: CompactOptions): Plan {
   if (typeof options !== 'object' || options === null) throw new InvalidInputError('options', 'must be an object with at least contextBudget');
-  const { target, counter, startToCloseTimeout, heartbeatTimeout, taskQueue, summarizerModel, ...compaction } = options;
+  const { target, counter, startToCloseTimeout, heartbeatTimeout, taskQueue, summarizerModel, maxPayloadBytes, payloadStore, ...compaction } = options;
   const resolved = resolveOptions(compaction);
   if (counter !== undefined && typeof counter?.count !== 'function') throw new InvalidInputError('options.counter', 'must have a count(messages) method');
   const queue = optionalString(taskQueue, 'options.taskQueue');
@@ -84,7 +100,19 @@ function plan(options: CompactOptions): Plan {
     },
     ...(queue === undefined ? {} : { taskQueue: queue }),
   };
-  return { options: resolved, target, counter, activity, summarizerModel: optionalString(summarizerModel, 'options.summarizerModel') };
+  if (maxPayloadBytes !== undefined && !(Number.isSafeInteger(maxPayloadBytes) && maxPayloadBytes >= 1024)) {
+    throw new InvalidInputError('options.maxPayloadBytes', `must be an integer of at least 1024, got ${JSON.stringify(maxPayloadBytes)}`);
+  }
+  if (payloadStore !== undefined && typeof payloadStore !== 'boolean') throw new InvalidInputError('options.payloadStore', 'must be true or false');
+  return {
+    options: resolved,
+    target,
+    counter,
+    activity,
+    summarizerModel: optionalString(summarizerModel, 'options.summarizerModel'),
+    maxPayloadBytes: maxPayloadBytes ?? DEFAULT_PAYLOAD_LIMIT_BYTES,
+    payloadStore,
+  };
 }
 
 /** `1234567` → `1,234,567` without `Intl` (a locale must not change what a workflow records). */
@@ -101,6 +129,15 @@ export function summarizeActivitySummary(step: SummarizeStep, summarizerModel?: 
 
 /** Answers one step with the `summarize` activity; maps how it ended to the engine's outcome. */
 async function summarizeStep(step: SummarizeStep, compaction: Plan, onCancel: OnCancel): Promise<SummarizeOutcome> {
+  const bytes = jsonPayloadBytes({ request: step.request });
+  if (bytes > compaction.maxPayloadBytes) {
+    compaction.payloadStore ??= (await describeWorker()).externalStorage;
+    if (!compaction.payloadStore) {
+      // Sent inline, the server would refuse it and the workflow task would fail without end: the
+      // hard trim instead, as for a summarizer that refused the request.
+      return { kind: 'failed', reason: 'rejected', message: `the summarize request is ${bytes} bytes, over maxPayloadBytes (${compaction.maxPayloadBytes}), and the worker stores no payloads externally` };
+    }
+  }
   const { summarize } = proxyActivities<CompactorActivities>({ ...compaction.activity, summary: summarizeActivitySummary(step, compaction.summarizerModel) });
   try {
     // Its own scope, a child of the caller's: cancelling the caller cancels the attempt in flight

@@ -102,9 +102,9 @@ describe('preflight', () => {
 describe('renderCompactionTable', () => {
   it('one row per compaction, digits grouped, summary or trim in words', () => {
     const record = (overrides: Partial<CompactionRecord>): CompactionRecord => ({
-      round: 12, backend: 'b', target: 9_000, tokensBefore: 30_512, tokensAfter: 9_876, dropped: 24, elided: 3, kind: 'summary', summary: 'x'.repeat(1_234), fallback: false, exhausted: false, ...overrides,
+      round: 12, backend: 'b', target: 9_000, tokensBefore: 30_512, tokensAfter: 9_876, dropped: 24, elided: 3, kind: 'summary', summaryChars: 1_234, fallback: false, exhausted: false, ...overrides,
     });
-    expect(renderCompactionTable([record({}), record({ round: 20, kind: 'trim', summary: null, fallback: true }), record({ round: 30, kind: 'elision', summary: null, dropped: 0 })]).split('\n')).toEqual([
+    expect(renderCompactionTable([record({}), record({ round: 20, kind: 'trim', summaryChars: null, fallback: true }), record({ round: 30, kind: 'elision', summaryChars: null, dropped: 0 })]).split('\n')).toEqual([
       COMPACTION_TABLE_HEADER,
       '|--:|--:|--:|--:|--:|---|---|---|',
       '| 1 | 12 | 30,512 → 9,876 | 24 | 3 | summary (1,234 chars) | no | no |',

@@ -7,13 +7,14 @@ import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { Worker, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../../src/activities/index.js';
-import type { CompactionRecord } from '../../src/core/compaction-history.js';
+import { compactionRecordsFromSession, type CompactionHistory, type CompactionRecord } from '../../src/core/compaction-history.js';
+import { readSessionLines } from '../../src/session-reader.js';
 import { requestCounter } from '../../src/core/preflight.js';
 import type { SessionLine } from '../../src/core/session.js';
 import { openingMessages } from '../../src/core/trajectory.js';
 import type { ChatMessage } from '../../src/core/types.js';
 import { createExtractiveSummarizer } from '../../src/summarizers/extractive.js';
-import { agentRun, compactionsQuery, conversationQuery, sessionQuery, type AgentRunResult, type AgentRunWorkflowInput } from '../../src/workflows/agent-run.js';
+import { agentRun, compactionsQuery, conversationQuery, type AgentRunResult, type AgentRunWorkflowInput } from '../../src/workflows/agent-run.js';
 import { registerCleanup } from './cleanup.js';
 import { uniqueId, type TestConnection } from './temporal.js';
 
@@ -74,8 +75,12 @@ export interface AgentOutcome {
   failureType?: string;
   failureMessage?: string;
   messages: ChatMessage[];
+  /** The whole transcript, read back from the run's histories (`readSessionLines`). */
   session: SessionLine[];
+  /** Every compaction, rebuilt from the transcript. */
   compactions: CompactionRecord[];
+  /** What the run itself kept: totals and recent records (its result, or the `compactions` query). */
+  history: CompactionHistory;
   rounds?: number;
   result?: AgentRunResult;
 }
@@ -95,7 +100,8 @@ export async function runAgent(t: TestConnection, input: AgentRunWorkflowInput, 
   const handle = await t.client.workflow.start(agentRun, { taskQueue: t.taskQueue, workflowId, args: [input] });
   try {
     const result = await handle.result();
-    return { status: 'completed', messages: result.messages, session: result.session, compactions: result.compactions, rounds: result.rounds, result };
+    const session = await readSessionLines(t.client, result.session);
+    return { status: 'completed', messages: result.messages, session, compactions: compactionRecordsFromSession(session), history: result.compactions, rounds: result.rounds, result };
   } catch (error) {
     if (!(error instanceof WorkflowFailedError)) throw error;
     const failure = failureTypeOf(error);
@@ -110,8 +116,9 @@ export async function runAgent(t: TestConnection, input: AgentRunWorkflowInput, 
       }
     };
     const messages = await query(() => handle.query(conversationQuery));
-    const session = await query(() => handle.query(sessionQuery));
-    const compactions = await query(() => handle.query(compactionsQuery));
-    return { status: 'failed', failureType: failure.type, failureMessage: failure.message, messages, session, compactions };
+    const history = await query(() => handle.query(compactionsQuery));
+    // A failed run recorded its whole transcript before failing: the histories hold every line.
+    const session = await readSessionLines(t.client, workflowId);
+    return { status: 'failed', failureType: failure.type, failureMessage: failure.message, messages, session, compactions: compactionRecordsFromSession(session), history };
   }
 }

@@ -12,10 +12,13 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import {
   addUserMessageUpdate,
   agentRun,
-  COMPACTION_TABLE_HEADER,
+  COMPACTION_DETAILS_HEADER,
   compactionsQuery,
+  emptyCompactionHistory,
+  readSessionLines,
   conversationQuery,
   FailureType,
+  RECENT_COMPACTIONS,
   replaySession,
   RunFailureType,
   sessionQuery,
@@ -148,11 +151,15 @@ describe('agentRun', { timeout: 90_000 }, () => {
         });
         await server.waitForRequests(1, 20_000);
         expect(await handle.query(conversationQuery)).toEqual(opening);
-        expect(await handle.query(sessionQuery)).toEqual([
-          { type: 'message', id: 'm1', message: opening[0] },
-          { type: 'message', id: 'm2', message: opening[1] },
-        ]);
-        expect(await handle.query(compactionsQuery)).toEqual([]);
+        // Nothing recorded yet: the two opening lines wait in the run, which the query shows.
+        expect(await handle.query(sessionQuery)).toEqual({
+          reference: { workflowId: handle.workflowId, runId: expect.any(String), lines: 0 },
+          pending: [
+            { type: 'message', id: 'm1', message: opening[0] },
+            { type: 'message', id: 'm2', message: opening[1] },
+          ],
+        });
+        expect(await handle.query(compactionsQuery)).toEqual(emptyCompactionHistory());
         expect(await handle.executeUpdate(addUserMessageUpdate, { args: ['Also check b.txt'] })).toEqual({ pending: 1 });
         const rejected = await handle.executeUpdate(addUserMessageUpdate, { args: [{ content: 42 as unknown as string }] }).catch((error: unknown) => error);
         expect(rejected).toBeInstanceOf(WorkflowUpdateFailedError);
@@ -166,7 +173,11 @@ describe('agentRun', { timeout: 90_000 }, () => {
           { role: 'assistant', content: 'Also done.' },
         ]);
         expect(server.requests[1]?.body).toHaveProperty('messages', result.messages.slice(0, -1));
-        expect(await handle.query(sessionQuery)).toEqual(result.session);
+        // Finished: every line is recorded, none pending, and the transcript replays to the result.
+        expect(await handle.query(sessionQuery)).toEqual({ reference: result.session, pending: [] });
+        const lines = await readSessionLines(t.client, result.session);
+        expect(lines).toHaveLength(result.session.lines);
+        expect(replaySession(lines)).toEqual(result.messages);
         await maybeRecordHistory(handle, 'agent-run-update');
         // Finished: a late message is refused (by the server, the run being closed) rather than silently dropped.
         const late = await handle.executeUpdate(addUserMessageUpdate, { args: ['too late'] }).catch((error: unknown) => error);
@@ -190,7 +201,7 @@ describe('agentRun', { timeout: 90_000 }, () => {
         const result = await handle.result();
         expect(result.stopReason).toBe('cancelled');
         expect(result.messages).toEqual(opening);
-        expect(replaySession(result.session)).toEqual(result.messages);
+        expect(replaySession(await readSessionLines(t.client, result.session))).toEqual(result.messages);
         expect((await handle.describe()).status.name).toBe('COMPLETED');
         // The request in flight was aborted, not left to finish.
         await server.waitUntil(() => server.requests[0]?.outcome === 'aborted', 10_000, 'the held request aborted');
@@ -309,8 +320,12 @@ describe('agentRun', { timeout: 90_000 }, () => {
         // What the UI shows as "current details": the table of compactions.
         const metadata: unknown = await handle.query('__temporal_workflow_metadata');
         const details = String(Reflect.get(Object(metadata), 'currentDetails'));
-        expect(details).toContain(COMPACTION_TABLE_HEADER);
-        expect(details.split('\n').filter((line) => /^\| \d+ \|/.test(line))).toHaveLength(outcome.compactions.length);
+        expect(details).toContain(COMPACTION_DETAILS_HEADER);
+        expect(details).toContain(`**${outcome.compactions.length} compactions**`);
+        expect(details.split('\n').filter((line) => /^\| \d+ \|/.test(line))).toHaveLength(Math.min(outcome.compactions.length, RECENT_COMPACTIONS));
+        // The run keeps totals and recent records; the transcript holds every one, and they agree.
+        expect(outcome.history.totals.compactions).toBe(outcome.compactions.length);
+        expect(outcome.history.recent).toEqual(outcome.compactions.slice(-RECENT_COMPACTIONS));
       });
     });
   });
@@ -332,7 +347,8 @@ describe('agentRun', { timeout: 90_000 }, () => {
       ['a bad message', { ...valid, messages: [{ role: 'tool', content: 'x' }] }, 'messages[0].tool_call_id: required for role "tool"'],
       ['a misspelt field', { ...valid, maxRound: 3 }, 'input.maxRound: unknown field'],
       ['a bad activity timeout', { ...valid, chatActivity: { startToCloseTimeout: 'soon' } }, 'input.chatActivity.startToCloseTimeout: must be milliseconds or a duration'],
-      ['a hand-made carried state', { ...valid, carried: { session: 'x' } }, 'input.carried: is what a run carries when it continues as new'],
+      ['a hand-made carried state', { ...valid, carried: { session: 'x' } }, 'input.carried.version: must be 2'],
+      ['a carried state with a broken conversation', { ...valid, carried: { version: 2, live: [{ id: 'm1', message: { role: 'tool', content: 'x' } }], sessionLines: 0, compactions: { recent: [], totals: {} }, rounds: 0, nextId: 2, counters: [], pendingUserMessages: [], backendFallbacks: 0, peakContextTokens: 0, continuedAsNew: 0 } }, 'input.carried.live[0].message.tool_call_id: required for role "tool"'],
       ['a bad summarize heartbeat', { ...valid, compaction: { heartbeatTimeout: 0 } }, 'input.compaction.heartbeatTimeout: must be longer than zero'],
     ])('%s', async (_case, input, message) => {
       const failure = await withWorker(t, { workflowBundle: bundle, activities: replayActivities() }, () =>

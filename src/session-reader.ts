@@ -1,0 +1,129 @@
+// Node only: reads an agent run's transcript back. The run records its lines in batches, as the
+// input of its `recordSession` activity, in the history of each run of its continue-as-new chain
+// (with a payload store the history holds claims, which the client resolves). So reading is: find
+// the chain, read each run's history in order, decode the batches; and, for a run still going,
+// ask it (the `session` query) for the lines it has not recorded yet.
+import type { Client } from '@temporalio/client';
+import { decodeFromPayloadsAtIndex } from '@temporalio/common/lib/internal-non-workflow/index.js';
+import type { temporal } from '@temporalio/proto';
+import { compactionRecordsFromSession, type CompactionRecord } from './core/compaction-history.js';
+import { replaySessionStream, type SessionBatch, type SessionLine, type SessionReference, type SessionSnapshot } from './core/session.js';
+import type { ChatMessage } from './core/types.js';
+
+/** The name of the activity whose inputs hold the transcript. */
+export const RECORD_SESSION_ACTIVITY = 'recordSession';
+
+/** The transcript cannot be read back as the run wrote it. */
+export class SessionReadError extends Error {
+  override readonly name = 'SessionReadError';
+}
+
+export interface ReadSessionOptions {
+  /**
+   * For a run that is still going: also ask it (the `session` query) for the lines it holds and has
+   * not recorded yet. That needs a worker polling the run's task queue. @default true
+   */
+  pending?: boolean;
+  /** Deadline of that query in ms. @default 15_000 */
+  queryTimeoutMs?: number;
+}
+
+function isSnapshot(value: unknown): value is SessionSnapshot {
+  if (typeof value !== 'object' || value === null) return false;
+  const reference: unknown = Reflect.get(value, 'reference');
+  return Array.isArray(Reflect.get(value, 'pending')) && typeof reference === 'object' && reference !== null && typeof Reflect.get(reference, 'lines') === 'number';
+}
+
+function isBatch(value: unknown): value is SessionBatch {
+  return typeof value === 'object' && value !== null && typeof Reflect.get(value, 'from') === 'number' && Array.isArray(Reflect.get(value, 'lines'));
+}
+
+/** The runs of a continue-as-new chain up to `runId`, first run first (each run's start event names the run it continued). */
+async function chainOf(client: Client, workflowId: string, runId: string): Promise<string[]> {
+  const runs = [runId];
+  for (let current: string | undefined = runId; current !== undefined; ) {
+    const page: temporal.api.workflowservice.v1.IGetWorkflowExecutionHistoryResponse = await client.workflowService.getWorkflowExecutionHistory({
+      namespace: client.options.namespace,
+      execution: { workflowId, runId: current },
+      maximumPageSize: 1,
+    });
+    const previous: string | null | undefined = page.history?.events?.[0]?.workflowExecutionStartedEventAttributes?.continuedExecutionRunId;
+    current = previous === undefined || previous === null || previous === '' ? undefined : previous;
+    if (current !== undefined) {
+      if (runs.includes(current)) throw new SessionReadError(`the continue-as-new chain of ${workflowId} loops at run ${current}`);
+      runs.unshift(current);
+    }
+  }
+  return runs;
+}
+
+/** The transcript batches in one run's history, in the order they were scheduled. */
+async function* batchesOf(client: Client, workflowId: string, runId: string): AsyncGenerator<SessionBatch> {
+  // fetchHistory resolves External Storage claims with the client's data converter; the codec is applied below.
+  const history = await client.workflow.getHandle(workflowId, runId).fetchHistory();
+  const events: temporal.api.history.v1.IHistoryEvent[] = history.events ?? [];
+  for (const event of events) {
+    const scheduled = event.activityTaskScheduledEventAttributes;
+    if (scheduled?.activityType?.name !== RECORD_SESSION_ACTIVITY) continue;
+    const batch: unknown = await decodeFromPayloadsAtIndex(client.options.loadedDataConverter, 0, scheduled.input?.payloads);
+    if (!isBatch(batch)) throw new SessionReadError(`run ${runId} of ${workflowId}: event ${String(event.eventId)} is not a transcript batch`);
+    yield batch;
+  }
+}
+
+/**
+ * The whole transcript of an agent run, line by line, first line first: the batches it recorded in
+ * every run of its continue-as-new chain, then (for a run still going, unless `pending: false`)
+ * the lines it holds and has not recorded yet. Holds one run's history at a time.
+ *
+ * `from` is a workflow id (its latest run) or the `session` reference of a result or a query.
+ *
+ * @throws SessionReadError when a batch is missing or out of order (the transcript would not replay).
+ * @example
+ * const result = await handle.result();
+ * const messages = await replaySessionStream(readSession(client, result.session));
+ */
+export async function* readSession(client: Client, from: SessionReference | string, options: ReadSessionOptions = {}): AsyncGenerator<SessionLine> {
+  const workflowId = typeof from === 'string' ? from : from.workflowId;
+  const latest = await client.workflow.getHandle(workflowId, typeof from === 'string' ? undefined : from.runId).describe();
+  const running = latest.status.name === 'RUNNING';
+  let snapshot: SessionSnapshot | undefined;
+  if (running && options.pending !== false) {
+    const handle = client.workflow.getHandle(workflowId, latest.runId);
+    const answer: unknown = await client.withDeadline(Date.now() + (options.queryTimeoutMs ?? 15_000), () => handle.query('session'));
+    if (!isSnapshot(answer)) throw new SessionReadError(`the session query of ${workflowId} answered something else than a session snapshot`);
+    snapshot = answer;
+  }
+  let next = 0;
+  for (const runId of await chainOf(client, workflowId, latest.runId)) {
+    for await (const batch of batchesOf(client, workflowId, runId)) {
+      if (batch.from !== next) throw new SessionReadError(`run ${runId} of ${workflowId} recorded lines from ${batch.from}, but ${next} lines came before it`);
+      yield* batch.lines;
+      next += batch.lines.length;
+    }
+  }
+  const expected = snapshot?.reference.lines ?? (typeof from === 'string' ? undefined : from.lines);
+  if (expected !== undefined && next < expected) throw new SessionReadError(`${workflowId} recorded ${expected} transcript lines, but its histories hold ${next}`);
+  if (snapshot !== undefined) {
+    const skip = next - snapshot.reference.lines;
+    // Lines recorded between the query and the history read are already out; the rest are pending.
+    yield* snapshot.pending.slice(Math.max(0, skip));
+  }
+}
+
+/** Every line of an agent run's transcript, in an array (see {@link readSession}; prefer the stream for long runs). */
+export async function readSessionLines(client: Client, from: SessionReference | string, options?: ReadSessionOptions): Promise<SessionLine[]> {
+  const lines: SessionLine[] = [];
+  for await (const line of readSession(client, from, options)) lines.push(line);
+  return lines;
+}
+
+/** The live conversation rebuilt from an agent run's transcript (equal to its result's `messages`). */
+export function replayRun(client: Client, from: SessionReference | string, options?: ReadSessionOptions): Promise<ChatMessage[]> {
+  return replaySessionStream(readSession(client, from, options));
+}
+
+/** Every compaction record of an agent run, rebuilt from its transcript (its result keeps only the recent ones). */
+export async function readCompactionRecords(client: Client, from: SessionReference | string, options?: ReadSessionOptions): Promise<CompactionRecord[]> {
+  return compactionRecordsFromSession(await readSessionLines(client, from, options));
+}
