@@ -90,7 +90,7 @@ export interface SearchAttributeSetup extends SearchAttributeStatus {
 }
 
 /**
- * Registers whatever of `wanted` the namespace lacks, where the operator API allows it (a dev
+ * Registers (unless `register` is false) whatever of `wanted` the namespace lacks, where the operator API allows it (a dev
  * server, a self-hosted cluster; Temporal Cloud registers search attributes through its own API, so
  * this fails there and says so). Never throws for a refusal: the caller runs without the missing
  * attributes and tells the operator once.
@@ -98,7 +98,7 @@ export interface SearchAttributeSetup extends SearchAttributeStatus {
 export async function ensureSearchAttributesIfAllowed(
   connection: HasOperatorService,
   namespace: string,
-  wanted: Record<string, SearchAttributeType> = COMPACTOR_SEARCH_ATTRIBUTES,
+  { register = true, wanted = COMPACTOR_SEARCH_ATTRIBUTES }: { register?: boolean; wanted?: Record<string, SearchAttributeType> } = {},
 ): Promise<SearchAttributeSetup> {
   let status: SearchAttributeStatus;
   try {
@@ -107,6 +107,7 @@ export async function ensureSearchAttributesIfAllowed(
     return { present: [], missing: Object.keys(wanted), conflicting: [], registered: [], error: `listing them failed: ${messageOf(error)}` };
   }
   if (status.missing.length === 0) return { ...status, registered: [], error: undefined };
+  if (!register) return { ...status, registered: [], error: 'registering is turned off for this worker' };
   try {
     await addSearchAttributes(connection, namespace, status.missing, wanted);
     return { present: [...status.present, ...status.missing], missing: [], conflicting: status.conflicting, registered: status.missing, error: undefined };

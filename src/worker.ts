@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { loadClientConnectConfig } from '@temporalio/envconfig';
 import { NativeConnection, Worker } from '@temporalio/worker';
-import type { WorkerOptions } from '@temporalio/worker';
+import type { WorkerOptions, WorkflowBundleOption } from '@temporalio/worker';
 import { createActivities, createDescribeWorkerActivity } from './activities/index.js';
 import { ensureSearchAttributesIfAllowed, searchAttributeWarning, type SearchAttributeSetup } from './search-attributes.js';
 import { ConfigError, DEFAULT_TASK_QUEUE, loadConfig, summarizerFromConfig, temporalEnvVars, type WorkerModeSetting } from './config.js';
@@ -37,8 +37,14 @@ export interface CompactorWorkerConfig {
   mode?: WorkerMode;
   /** The summarizer backend; built on the worker, so API keys never enter workflow history. Required unless mode is `workflows`. */
   summarizer?: Summarizer;
+  /** Where the replay provider finds trajectories. @default COMPACTOR_TRAJECTORY_DIR, else the current directory */
+  trajectoryDir?: string;
+  /** The directory the built-in tools may read. @default COMPACTOR_TOOLS_ROOT, else the current directory */
+  toolsRoot?: string;
   /** A prebuilt workflow bundle (`npm run build:bundle`). @default `workflow-bundle.js` next to this module when it exists */
   workflowBundlePath?: string;
+  /** A workflow bundle already in memory (e.g. from `bundleWorkflowCode`); wins over the path settings. */
+  workflowBundle?: WorkflowBundleOption;
   /** Workflows to bundle at start-up when there is no prebuilt bundle. @default this package's `workflows/index` */
   workflowsPath?: string;
   /** Activities (summarize, chat, tools) one worker runs at once. @default the SDK's (100) */
@@ -50,8 +56,9 @@ export interface CompactorWorkerConfig {
   /** Environment for `@temporalio/envconfig` when this module opens the connection. @default process.env */
   temporalEnv?: Record<string, string>;
   /**
-   * At start, register our search attributes where the namespace lacks them and the operator API
-   * allows it; otherwise runs go on without them and `warn` says so once. @default true
+   * At start the worker checks the namespace for our search attributes and registers the missing
+   * ones where the operator API allows it (false: check only). Runs go on without any that are
+   * missing, and `warn` says so once. @default true
    */
   registerSearchAttributes?: boolean;
   /** Where start-up warnings go. @default console.error */
@@ -87,7 +94,8 @@ export function loadWorkerConfig(env: Environment = process.env, flags: Readonly
 }
 
 /** The workflow code: a prebuilt bundle when there is one (production), else the workflows' source to bundle now. */
-export function workflowCode(config: Pick<CompactorWorkerConfig, 'workflowBundlePath' | 'workflowsPath'>): Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath'> {
+export function workflowCode(config: Pick<CompactorWorkerConfig, 'workflowBundle' | 'workflowBundlePath' | 'workflowsPath'>): Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath'> {
+  if (config.workflowBundle !== undefined) return { workflowBundle: config.workflowBundle };
   if (config.workflowBundlePath !== undefined) {
     if (!existsSync(config.workflowBundlePath)) throw new ConfigError('COMPACTOR_WORKFLOW_BUNDLE', 'the path of an existing workflow bundle', config.workflowBundlePath);
     return { workflowBundle: { codePath: config.workflowBundlePath } };
@@ -130,7 +138,7 @@ export interface CompactorWorker {
   connection: NativeConnection;
   /** The task queues polled, in the order of `workers`. */
   taskQueues: string[];
-  /** What the start-up check of our search attributes found (undefined for an activities-only worker, or when it was turned off). */
+  /** What the start-up check of our search attributes found and registered (undefined for an activities-only worker). */
   searchAttributes: SearchAttributeSetup | undefined;
   /** Runs until shutdown (SIGINT/SIGTERM or `shutdown()`), then closes the connection if this module opened it. */
   run(): Promise<void>;
@@ -152,7 +160,7 @@ export async function createWorker(config: CompactorWorkerConfig): Promise<Compa
   const taskQueue = config.taskQueue ?? DEFAULT_TASK_QUEUE;
   const summarizerTaskQueue = config.summarizerTaskQueue ?? taskQueue;
   if (mode !== 'workflows' && config.summarizer === undefined) throw new TypeError(`createWorker: a worker in mode "${mode}" needs a summarizer`);
-  const activities = config.summarizer === undefined ? undefined : createActivities({ summarizer: config.summarizer });
+  const activities = config.summarizer === undefined ? undefined : createActivities({ summarizer: config.summarizer, trajectoryDir: config.trajectoryDir, toolsRoot: config.toolsRoot });
   const code = mode === 'activities' ? undefined : workflowCode(config);
   const opened = config.connection === undefined ? await connectFromEnvironment(config.temporalEnv) : undefined;
   const connection = config.connection ?? opened?.connection;
@@ -163,8 +171,8 @@ export async function createWorker(config: CompactorWorkerConfig): Promise<Compa
   // A namespace without our search attributes must not stop a run: register them where allowed, and
   // otherwise say so once here (the runs ask the worker which ones exist and upsert only those).
   let searchAttributes: SearchAttributeSetup | undefined;
-  if (mode !== 'activities' && config.registerSearchAttributes !== false) {
-    searchAttributes = await ensureSearchAttributesIfAllowed(connection, namespace);
+  if (mode !== 'activities') {
+    searchAttributes = await ensureSearchAttributesIfAllowed(connection, namespace, { register: config.registerSearchAttributes !== false });
     const warning = searchAttributeWarning(namespace, searchAttributes);
     if (warning !== undefined) warn(`temporal-compactor worker: ${warning}`);
   }
@@ -178,7 +186,7 @@ export async function createWorker(config: CompactorWorkerConfig): Promise<Compa
   const plans: WorkerOptions[] = [];
   if (mode === 'activities') plans.push({ ...common, taskQueue: summarizerTaskQueue, activities });
   else {
-    // A workflows-only worker still answers its workflows' `describeWorker` local activity.
+    // A workflows-only worker still answers its workflows' `describeWorker` (its payload store is theirs).
     plans.push({ ...common, taskQueue, ...code, activities: mode === 'all' ? activities : { describeWorker: createDescribeWorkerActivity() } });
     if (mode === 'all' && summarizerTaskQueue !== taskQueue) plans.push({ ...common, taskQueue: summarizerTaskQueue, activities });
   }

@@ -1,7 +1,7 @@
-// Node only (a LOCAL activity): `describeWorker` tells the workflow what only its worker knows —
-// whether the worker's data converter offloads large payloads to a store, and which of our search
-// attributes the namespace has. Run as a local activity it describes the very worker that runs the
-// workflow, and its answer is recorded in history, so a replay sees the same answer.
+// Node only (activities): `describeWorker` tells a workflow what only workers know — whether the
+// worker's data converter offloads large payloads to a store, and which of our search attributes
+// the namespace has. Its answer is recorded in history, so a replay sees the same answer. Every
+// worker of a task queue should share one payload-store configuration: a run asks one of them.
 import { Context } from '@temporalio/activity';
 import { COMPACTOR_SEARCH_ATTRIBUTES } from '../shared/search-attributes.js';
 import { searchAttributeStatus } from '../search-attributes.js';
@@ -19,7 +19,7 @@ export interface DescribeWorkerOptions {
 /** @default 5 s for the operator API to list search attributes */
 const LIST_DEADLINE_MS = 5_000;
 
-/** Creates the `describeWorker` local activity; register it on every worker that runs our workflows. */
+/** Creates the `describeWorker` activity; register it on every worker of a queue that runs our workflows. */
 export function createDescribeWorkerActivity({ cacheMs = 60_000, warn = (message) => console.warn(message) }: DescribeWorkerOptions = {}) {
   const known = new Map<string, { at: number; names: string[] }>();
   const warned = new Set<string>();

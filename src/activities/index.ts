@@ -61,7 +61,7 @@ export function createActivities({ summarizer, model, heartbeatIntervalMs, opena
     chat: createChatActivity({ openai, timeoutMs: chatTimeoutMs, heartbeatIntervalMs, trajectories }),
     replayTool: createReplayTool(trajectories),
     // The agent loop's bookkeeping: its transcript batches, token counts taken outside the sandbox,
-    // and (as a local activity) what the worker knows of payload storage and search attributes.
+    // and what the worker knows of payload storage and search attributes.
     recordSession: createRecordSessionActivity(),
     countTokens: createCountTokensActivity(),
     describeWorker: createDescribeWorkerActivity(),

@@ -1,12 +1,18 @@
-// Sandbox-safe: asks the worker running this workflow what only it knows (the `describeWorker`
-// local activity): whether it stores payloads externally, and which of our search attributes the
-// namespace has. A worker that cannot answer (the activity is not registered, or fails) is taken
-// to have neither, which is always safe: payloads are size-checked, and nothing is upserted.
-import { ActivityFailure, isCancellation, proxyLocalActivities } from '@temporalio/workflow';
+// Sandbox-safe: asks a worker of this task queue what only workers know (the `describeWorker`
+// activity): whether it stores payloads externally, and which of our search attributes the
+// namespace has. A worker that cannot answer (the activity is not registered, fails or times out)
+// is taken to have neither, which is always safe: payloads are size-checked, and nothing is upserted.
+//
+// A regular activity, not a local one: a local activity that the worker lacks makes the SDK throw
+// in the workflow at scheduling time, failing the workflow task again and again (a wedge), while a
+// regular activity that no worker has fails after its attempts, and the run goes on.
+import { ActivityFailure, isCancellation, proxyActivities } from '@temporalio/workflow';
 import { UNDESCRIBED_WORKER, type WorkerDescription } from '../shared/worker-description.js';
 
-const { describeWorker: describe } = proxyLocalActivities<{ describeWorker(): Promise<WorkerDescription> }>({
+const { describeWorker: describe } = proxyActivities<{ describeWorker(): Promise<WorkerDescription> }>({
   startToCloseTimeout: 10_000,
+  // Bounded even when no worker takes it: the run then goes on as if undescribed.
+  scheduleToCloseTimeout: 60_000,
   retry: { maximumAttempts: 2, initialInterval: 500 },
   summary: 'describe the worker: payload store, search attributes',
 });
@@ -17,7 +23,7 @@ function isDescription(value: unknown): value is WorkerDescription {
   return typeof Reflect.get(value, 'externalStorage') === 'boolean' && Array.isArray(names) && names.every((name) => typeof name === 'string');
 }
 
-/** What the worker running this workflow knows; {@link UNDESCRIBED_WORKER} when it cannot say. */
+/** What the workers of this task queue know; {@link UNDESCRIBED_WORKER} when none can say. */
 export async function describeWorker(): Promise<WorkerDescription> {
   try {
     const answer: unknown = await describe();
