@@ -11,7 +11,7 @@ import { InvalidInputError } from './core/errors.js';
 import { parseDuration } from './core/options.js';
 import { compactionRecordsFromSession, groupDigits, oneLine, renderCompactionTable, type CompactionHistory } from './core/compaction-history.js';
 import type { SessionLine } from './core/session.js';
-import { readSession } from './session-reader.js';
+import { HISTORY_CHANNEL_ARGS, readSession } from './session-reader.js';
 import { contentText } from './core/tokens.js';
 import { installQuietRuntime, runDemo } from './demo.js';
 import { runWorker } from './worker.js';
@@ -213,7 +213,8 @@ function usageText(): string {
 export async function connectClient(env: Readonly<Record<string, string | undefined>>, values: Readonly<Record<string, unknown>>): Promise<{ client: Client; close: () => Promise<void> }> {
   const config = loadConfig({ env, flags: configFlagsFromArgs(values) });
   const { connectionOptions, namespace } = loadClientConnectConfig({ overrideEnvVars: temporalEnvVars(config, env) });
-  const connection = await Connection.connect(connectionOptions);
+  // Histories without a payload store can hold 2 MB events: read them with a larger receive limit.
+  const connection = await Connection.connect({ ...connectionOptions, channelArgs: HISTORY_CHANNEL_ARGS });
   return { client: new Client({ connection, namespace: namespace ?? config.temporalNamespace }), close: () => connection.close() };
 }
 

@@ -38,7 +38,7 @@ export {
   type CountTokensOutput,
   type DescribeWorkerOptions,
 } from './activities/index.js';
-export { readSession, readSessionLines, replayRun, readCompactionRecords, SessionReadError, RECORD_SESSION_ACTIVITY, type ReadSessionOptions } from './session-reader.js';
+export { readSession, readSessionLines, replayRun, readCompactionRecords, historyEvents, HISTORY_CHANNEL_ARGS, HISTORY_PAGE_EVENTS, SessionReadError, RECORD_SESSION_ACTIVITY, type ReadSessionOptions } from './session-reader.js';
 export {
   searchAttributeStatus,
   addSearchAttributes,

@@ -4,7 +4,10 @@
 // the chain, read each run's history in order, decode the batches; and, for a run still going,
 // ask it (the `session` query) for the lines it has not recorded yet.
 import type { Client } from '@temporalio/client';
-import { decodeFromPayloadsAtIndex } from '@temporalio/common/lib/internal-non-workflow/index.js';
+import type { Payload } from '@temporalio/common';
+// The SDK's own claim resolution and decoding (internal modules of @temporalio/common, used the way
+// the client resolves a workflow's result): history events come back as stored, claims unresolved.
+import { decodeFromPayloadsAtIndex, ExternalStorageRunner, isReferencePayload } from '@temporalio/common/lib/internal-non-workflow/index.js';
 import type { temporal } from '@temporalio/proto';
 import { compactionRecordsFromSession, type CompactionRecord } from './core/compaction-history.js';
 import { replaySessionStream, type SessionBatch, type SessionLine, type SessionReference, type SessionSnapshot } from './core/session.js';
@@ -57,15 +60,55 @@ async function chainOf(client: Client, workflowId: string, runId: string): Promi
   return runs;
 }
 
+/**
+ * Events per history page. Without a payload store one event can carry up to the 2 MB payload
+ * limit, so pages are kept short: 16 events stay under a 64 MB gRPC receive limit
+ * ({@link HISTORY_CHANNEL_ARGS}); with a store every event is small.
+ */
+export const HISTORY_PAGE_EVENTS = 16;
+
+/**
+ * gRPC channel arguments for a client that reads histories holding large inline payloads: the
+ * default receive limit (4 MB) is below two 2 MB payloads. `Connection.connect({ address, channelArgs: HISTORY_CHANNEL_ARGS })`.
+ */
+export const HISTORY_CHANNEL_ARGS = { 'grpc.max_receive_message_length': 64 * 1024 * 1024 } as const;
+
+/**
+ * The events of one run's history, page by page, as the server stores them (claims unresolved).
+ * Pages are {@link HISTORY_PAGE_EVENTS} events: without a payload store, connect with
+ * {@link HISTORY_CHANNEL_ARGS} (the CLI does), or a page of large events may pass the default limit.
+ */
+export async function* historyEvents(client: Client, workflowId: string, runId: string): AsyncGenerator<temporal.api.history.v1.IHistoryEvent> {
+  let nextPageToken: Uint8Array | undefined;
+  for (;;) {
+    const page: temporal.api.workflowservice.v1.IGetWorkflowExecutionHistoryResponse = await client.workflowService.getWorkflowExecutionHistory({
+      namespace: client.options.namespace,
+      execution: { workflowId, runId },
+      maximumPageSize: HISTORY_PAGE_EVENTS,
+      ...(nextPageToken === undefined ? {} : { nextPageToken }),
+    });
+    yield* page.history?.events ?? [];
+    const token = page.nextPageToken;
+    if (token === undefined || token === null || token.length === 0) return;
+    nextPageToken = token;
+  }
+}
+
 /** The transcript batches in one run's history, in the order they were scheduled. */
 async function* batchesOf(client: Client, workflowId: string, runId: string): AsyncGenerator<SessionBatch> {
-  // fetchHistory resolves External Storage claims with the client's data converter; the codec is applied below.
-  const history = await client.workflow.getHandle(workflowId, runId).fetchHistory();
-  const events: temporal.api.history.v1.IHistoryEvent[] = history.events ?? [];
-  for (const event of events) {
+  const { externalStorage } = client.options.loadedDataConverter;
+  const runner = externalStorage === undefined ? undefined : new ExternalStorageRunner(externalStorage);
+  for await (const event of historyEvents(client, workflowId, runId)) {
     const scheduled = event.activityTaskScheduledEventAttributes;
     if (scheduled?.activityType?.name !== RECORD_SESSION_ACTIVITY) continue;
-    const batch: unknown = await decodeFromPayloadsAtIndex(client.options.loadedDataConverter, 0, scheduled.input?.payloads);
+    let payloads: Payload[] = scheduled.input?.payloads ?? [];
+    if (payloads.some((payload) => isReferencePayload(payload))) {
+      if (runner === undefined) {
+        throw new SessionReadError(`run ${runId} of ${workflowId} recorded its transcript in a payload store: read it with a client configured for that store (COMPACTOR_PAYLOAD_STORE)`);
+      }
+      payloads = await runner.retrieve(payloads);
+    }
+    const batch: unknown = await decodeFromPayloadsAtIndex(client.options.loadedDataConverter, 0, payloads);
     if (!isBatch(batch)) throw new SessionReadError(`run ${runId} of ${workflowId}: event ${String(event.eventId)} is not a transcript batch`);
     yield batch;
   }

@@ -43,7 +43,7 @@ import {
 } from '../core/compaction-history.js';
 import { FailureType, InvalidInputError } from '../core/errors.js';
 import { parseDuration, type Duration } from '../core/options.js';
-import { jsonPayloadBytes, type PayloadTooLargeDetails } from '../core/payload-size.js';
+import { jsonPayloadBytes, utf8Length, type PayloadTooLargeDetails } from '../core/payload-size.js';
 import { backendCounter, preflight, type BackendCounter } from '../core/preflight.js';
 import { validateMessages } from '../core/schema.js';
 import { applySessionLine, recordCompaction, type SessionBatch, type SessionEntry, type SessionLine, type SessionReference, type SessionSnapshot } from '../core/session.js';
@@ -139,8 +139,6 @@ export const SESSION_BATCH_BYTES = 256 * 1024;
  */
 export const WORKFLOW_COUNT_CHARS = 200_000;
 
-/** Texts per `countTokens` request, in bytes: each request stays well inside the payload limit. @default 1 MB */
-const COUNT_BATCH_BYTES = 1_000_000;
 
 /** Timeouts of the loop's own bookkeeping activities (`recordSession`, `countTokens`). */
 const BOOKKEEPING_ACTIVITY: ActivityOptions = {
@@ -329,12 +327,14 @@ class AgentLoop {
    * recorded once it is scheduled; the activity only acknowledges it.
    */
   async recordSession(): Promise<void> {
+    // Without a store a batch must travel inline: at most ¾ of the payload limit (one line may be more, and is checked).
+    const batchBytes = this.worker.externalStorage ? SESSION_BATCH_BYTES : Math.min(SESSION_BATCH_BYTES, Math.floor(this.plan.maxPayloadBytes * 0.75));
     while (this.unrecorded.length > 0) {
       let bytes = 0;
       let count = 0;
       for (const line of this.unrecorded) {
         const size = jsonPayloadBytes(line);
-        if (count > 0 && bytes + size > SESSION_BATCH_BYTES) break;
+        if (count > 0 && bytes + size > batchBytes) break;
         bytes += size;
         count += 1;
       }
@@ -362,6 +362,21 @@ class AgentLoop {
   /** Records the transcript even while the run is being cancelled: nothing it wrote is lost. */
   recordSessionNow(): Promise<void> {
     return CancellationScope.nonCancellable(() => this.recordSession());
+  }
+
+  /**
+   * Before the run fails: records what it can of the transcript, so a failed run's transcript is
+   * whole. A failure to record (a batch over the payload limit, the cause of this very failure
+   * perhaps) must not replace the run's own failure.
+   */
+  async recordSessionBeforeFailing(): Promise<void> {
+    this.finished = true;
+    try {
+      await this.recordSessionNow();
+    } catch (error) {
+      if (!(error instanceof ApplicationFailure)) throw error;
+      log.warn('the transcript could not be recorded in whole before the run failed', { recordedLines: this.recordedLines, pendingLines: this.unrecorded.length, error: error.message });
+    }
   }
 
   private carry(): AgentRunCarried {
@@ -421,7 +436,8 @@ class AgentLoop {
   /**
    * Makes sure this run knows the token counts of `messages` in every BPE encoding of the chain:
    * when more than {@link WORKFLOW_COUNT_CHARS} of their text is new, the `countTokens` activity
-   * counts it (in requests of about 1 MB); less is tokenized here when it is counted.
+   * counts it (without a payload store, in requests of at most ¾ of the payload limit); less is
+   * tokenized here when it is counted.
    */
   private async countNewText(messages: readonly ChatMessage[]): Promise<void> {
     for (const [encoding, known] of this.knownTokens) {
@@ -437,11 +453,12 @@ class AgentLoop {
         }
       }
       if (chars <= WORKFLOW_COUNT_CHARS) continue;
+      const batchBytes = this.worker.externalStorage ? Number.POSITIVE_INFINITY : Math.floor(this.plan.maxPayloadBytes * 0.75);
       for (let start = 0; start < texts.length; ) {
         let bytes = 0;
         let end = start;
-        while (end < texts.length && (end === start || bytes + (texts[end]?.length ?? 0) * 3 <= COUNT_BATCH_BYTES)) {
-          bytes += (texts[end]?.length ?? 0) * 3;
+        while (end < texts.length && (end === start || bytes + utf8Length(texts[end] ?? '') <= batchBytes)) {
+          bytes += utf8Length(texts[end] ?? '');
           end += 1;
         }
         const batch = texts.slice(start, end);
@@ -480,7 +497,6 @@ class AgentLoop {
     if (result.exhausted || (overRoom && result.tokensAfter > aim)) {
       this.publish(result.tokensAfter);
       const details: ContextExhaustedDetails = { round: this.rounds + 1, backend: aimAt.backend.label, tokens: result.tokensAfter, room: aim };
-      await this.recordSessionNow();
       throw ApplicationFailure.create({
         type: RunFailureType.ContextExhausted,
         message: `context exhausted before round ${details.round}: ${groupDigits(details.tokens)} tokens after compaction, ${groupDigits(aim)} usable on ${details.backend} (keepRecent or a recent tool result is too large for the window)`,
@@ -511,7 +527,6 @@ class AgentLoop {
     for (;;) {
       const candidates = this.counters.filter((counter) => counter.backend.index >= from);
       if (candidates.length === 0) {
-        await this.recordSessionNow();
         throw ApplicationFailure.create({
           type: RunFailureType.BackendsFailed,
           message: `every backend failed in round ${this.rounds + 1}; last: ${failureMessage(lastFailure)}`,
@@ -665,6 +680,9 @@ export async function agentRun(input: AgentRunWorkflowInput): Promise<AgentRunRe
     return await loop.run();
   } catch (error) {
     if (isCancellation(error)) return loop.finish('cancelled');
+    // A failure ends the run: its transcript is written first (a bug — any other error — fails
+    // the workflow task and is retried from history, so there is nothing to write).
+    if (error instanceof ApplicationFailure) await loop.recordSessionBeforeFailing();
     throw error;
   }
 }

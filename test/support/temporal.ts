@@ -20,6 +20,7 @@ import {
   type WorkflowBundleWithSourceMap,
 } from '@temporalio/worker';
 import { inject } from 'vitest';
+import { HISTORY_CHANNEL_ARGS } from '../../src/session-reader.js';
 import { registerCleanup } from './cleanup.js';
 
 export interface TestConnection {
@@ -75,7 +76,8 @@ export async function testConnection(): Promise<TestConnection> {
     quietRuntime();
     const opening = (async () => {
       const [connection, nativeConnection] = await Promise.all([
-        Connection.connect({ address }),
+        // As the CLI connects: histories without a payload store hold events of up to 2 MB.
+        Connection.connect({ address, channelArgs: HISTORY_CHANNEL_ARGS }),
         NativeConnection.connect({ address }),
       ]);
       return { client: new Client({ connection, namespace }), connection, nativeConnection };
