@@ -46,6 +46,7 @@ export { describeWorker } from './workflows/describe-worker.js';
 export {
   agentRun,
   addUserMessageUpdate,
+  stopUpdate,
   sessionQuery,
   compactionsQuery,
   conversationQuery,
@@ -58,10 +59,14 @@ export {
   type AddUserMessageInput,
   type ContextExhaustedDetails,
   type StopReason,
+  type StopAnswer,
+  type BackendStatus,
 } from './workflows/agent-run.js';
 export {
   planAgentRun,
   DEFAULT_MAX_ROUNDS,
+  DEFAULT_BACKEND_COOLDOWN_ROUNDS,
+  type BackendCooldown,
   type AgentRunInput,
   type AgentRunPlan,
   type AgentActivitySettings,

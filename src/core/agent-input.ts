@@ -62,6 +62,18 @@ export interface AgentActivitySettings {
   taskQueue?: string;
 }
 
+/**
+ * How long a backend that failed a round (after its retries) rests: until then the chain does not
+ * try it first, so a backend that is down costs its retries once, not every round. When every
+ * backend is resting they are tried anyway, in chain order.
+ */
+export interface BackendCooldown {
+  /** Rounds a failed backend rests. 0: no cooldown, every round starts with the first backend. @default 5 */
+  rounds?: number;
+  /** Or this long (workflow time): with both, the cooldown ends at whichever comes first. @default none */
+  time?: Duration;
+}
+
 /** Compaction settings of a run: the compaction options, with `contextBudget` defaulting to the preflight's aim. */
 export interface AgentCompactionOptions extends Omit<CompactionOptions, 'contextBudget'> {
   /** @default the aim of each round's preflight (the largest room among the backends still worth trying) */
@@ -84,6 +96,8 @@ export interface AgentRunInput {
   compaction: AgentCompactionOptions;
   /** The run ends after this many chat rounds. @default 100 */
   maxRounds?: number;
+  /** How long a failed backend of the chain rests before it is tried first again. @default { rounds: 5 } */
+  backendCooldown?: BackendCooldown;
   /** @default see AgentActivitySettings */
   chatActivity?: AgentActivitySettings;
   toolActivity?: AgentActivitySettings;
@@ -120,6 +134,8 @@ export interface AgentRunPlan {
   tools: ToolDeclaration[];
   compaction: AgentCompactionOptions;
   maxRounds: number;
+  /** Rounds and milliseconds a failed backend rests (no time limit when undefined). */
+  backendCooldown: { rounds: number; timeMs: number | undefined };
   chatActivity: AgentActivitySettings;
   toolActivity: AgentActivitySettings;
   continueAsNewAfterRounds: number | undefined;
@@ -129,6 +145,8 @@ export interface AgentRunPlan {
 
 /** @default 100 */
 export const DEFAULT_MAX_ROUNDS = 100;
+/** @default 5 rounds: a backend that failed a round is tried first again five rounds later. */
+export const DEFAULT_BACKEND_COOLDOWN_ROUNDS = 5;
 
 const positiveInt = z.number().int().positive();
 const nonNegativeInt = z.number().int().nonnegative();
@@ -163,6 +181,7 @@ const inputSchema = z.strictObject({
   tools: z.array(z.union([z.string(), toolDeclarationSchema])).optional(),
   compaction: z.record(z.string(), z.unknown()),
   maxRounds: positiveInt.optional(),
+  backendCooldown: z.strictObject({ rounds: nonNegativeInt.optional(), time: duration.optional() }).optional(),
   chatActivity: activitySchema.optional(),
   toolActivity: activitySchema.optional(),
   continueAsNewAfterRounds: positiveInt.optional(),
@@ -232,6 +251,10 @@ export function planAgentRun(input: unknown): AgentRunPlan {
     tools,
     compaction,
     maxRounds: data.maxRounds ?? DEFAULT_MAX_ROUNDS,
+    backendCooldown: {
+      rounds: data.backendCooldown?.rounds ?? DEFAULT_BACKEND_COOLDOWN_ROUNDS,
+      timeMs: data.backendCooldown?.time === undefined ? undefined : parseDuration(data.backendCooldown.time, 'input.backendCooldown.time'),
+    },
     chatActivity: data.chatActivity ?? {},
     toolActivity: data.toolActivity ?? {},
     continueAsNewAfterRounds: data.continueAsNewAfterRounds,

@@ -72,8 +72,21 @@ export interface AgentRunCarried {
   counters: Array<UsageCounterState | null>;
   pendingUserMessages: ChatMessage[];
   backendFallbacks: number;
+  /** Each backend's failed rounds and rest, by position in the chain. */
+  backends: BackendStatus[];
   peakContextTokens: number;
   continuedAsNew: number;
+}
+
+/** How a backend of the chain has fared: rounds it failed, and until when it rests (not tried first). */
+export interface BackendStatus {
+  label: string;
+  /** Rounds in which it failed after its retries. */
+  failedRounds: number;
+  /** It is not tried first before this round (1-based); null when it is not resting. */
+  restingUntilRound: number | null;
+  /** Nor before this time (ms since the epoch, workflow time), when the cooldown has a time; else null. */
+  restingUntilTime: number | null;
 }
 
 /** The workflow's input: {@link AgentRunInput}, plus the state a continued run carries. */
@@ -82,8 +95,11 @@ export interface AgentRunWorkflowInput extends AgentRunInput {
   carried?: AgentRunCarried;
 }
 
-/** Why the loop stopped: the model answered without tools (or the recording ended), `maxRounds`, or a cancellation. */
-export type StopReason = 'completed' | 'maxRounds' | 'cancelled';
+/**
+ * Why the loop stopped: the model answered without tools (or the recording ended), `maxRounds`,
+ * or the `stop` update. (Cancelling the run ends it Cancelled, with no result.)
+ */
+export type StopReason = 'completed' | 'maxRounds' | 'stopped';
 
 /** What `agentRun` returns (DESIGN §7). Bounded by the live context, however long the run was. */
 export interface AgentRunResult {
@@ -98,6 +114,8 @@ export interface AgentRunResult {
   stopReason: StopReason;
   /** Rounds in which a backend failed after its retries and the next one of the chain was tried. */
   backendFallbacks: number;
+  /** Each backend of the chain: failed rounds, and whether it is resting. */
+  backends: BackendStatus[];
   /** The largest prompt the run sent, in the answering backend's units (billed when the backend reported usage). */
   peakContextTokens: number;
   /** How many times the run continued as new. */
@@ -116,6 +134,14 @@ export interface ContextExhaustedDetails {
 export type AddUserMessageInput = string | { content: string | ContentPart[] };
 
 export const addUserMessageUpdate = defineUpdate<{ pending: number }, [AddUserMessageInput]>('addUserMessage');
+/** What the `stop` update answers: the run will stop once its current round is done. */
+export interface StopAnswer {
+  stopping: true;
+  /** Rounds done when the stop was asked for. */
+  rounds: number;
+}
+/** Stops the run gracefully: the round in progress finishes, then the run returns its result with `stopReason: 'stopped'`. */
+export const stopUpdate = defineUpdate<StopAnswer, []>('stop');
 /** The transcript so far: a reference to the recorded lines and the lines not recorded yet. */
 export const sessionQuery = defineQuery<SessionSnapshot>('session');
 export const compactionsQuery = defineQuery<CompactionHistory>('compactions');
@@ -199,7 +225,7 @@ function carriedState(value: unknown): AgentRunCarried {
   if (Reflect.get(value, 'version') !== CARRIED_STATE_VERSION) {
     throw new InvalidInputError(`${field}.version`, `must be ${CARRIED_STATE_VERSION} (state carried by another version of agentRun cannot be continued); leave input.carried out`);
   }
-  const arrays = ['live', 'counters', 'pendingUserMessages'].every((key) => Array.isArray(Reflect.get(value, key)));
+  const arrays = ['live', 'counters', 'pendingUserMessages', 'backends'].every((key) => Array.isArray(Reflect.get(value, key)));
   const numbers = ['sessionLines', 'rounds', 'nextId', 'backendFallbacks', 'peakContextTokens', 'continuedAsNew'].every((key) => Number.isSafeInteger(Reflect.get(value, key)));
   const compactions: unknown = Reflect.get(value, 'compactions');
   const history = typeof compactions === 'object' && compactions !== null && Array.isArray(Reflect.get(compactions, 'recent')) && typeof Reflect.get(compactions, 'totals') === 'object';
@@ -219,6 +245,15 @@ function carriedState(value: unknown): AgentRunCarried {
     throw error;
   }
   return carried;
+}
+
+/**
+ * Workflow time in ms: the sandbox replaces `Date` with the time of the workflow task, the same
+ * on replay, so this is deterministic (the lint rule against clocks is for the pure core).
+ */
+function workflowTime(): number {
+  // eslint-disable-next-line no-restricted-properties -- workflow time, not the machine's clock (see above)
+  return Date.now();
 }
 
 function payloadTooLarge(details: PayloadTooLargeDetails): ApplicationFailure {
@@ -247,11 +282,13 @@ class AgentLoop {
   private roundsThisRun = 0;
   private nextId: number;
   private backendFallbacks: number;
+  private readonly backends: BackendStatus[];
   private peakContextTokens: number;
   private readonly continuedAsNew: number;
   private worker: WorkerDescription = UNDESCRIBED_WORKER;
   private finished = false;
-  private published = { compactions: -1, contextTokens: -1, fallbacks: -1, exhausted: false };
+  private stopRequested = false;
+  private published = { compactions: -1, contextTokens: -1, fallbacks: -1, exhausted: false, resting: '' };
 
   constructor(
     private readonly input: AgentRunWorkflowInput,
@@ -264,6 +301,9 @@ class AgentLoop {
     this.nextId = carried?.nextId ?? 1;
     this.pendingUserMessages = carried?.pendingUserMessages ?? [];
     this.backendFallbacks = carried?.backendFallbacks ?? 0;
+    this.backends = plan.backends.map(
+      (backend) => carried?.backends[backend.index] ?? { label: backend.label, failedRounds: 0, restingUntilRound: null, restingUntilTime: null },
+    );
     this.peakContextTokens = carried?.peakContextTokens ?? 0;
     this.continuedAsNew = carried?.continuedAsNew ?? 0;
     for (const backend of plan.backends) {
@@ -291,6 +331,12 @@ class AgentLoop {
   /** What the `session` query answers. */
   sessionSnapshot(): SessionSnapshot {
     return { reference: this.sessionReference(), pending: this.unrecorded };
+  }
+
+  /** Asks the run to stop once the round in progress is done (the `stop` update). */
+  requestStop(): StopAnswer {
+    this.stopRequested = true;
+    return { stopping: true, rounds: this.rounds };
   }
 
   /** Queues a user message for the next round (the `addUserMessage` update); returns how many wait. */
@@ -390,6 +436,7 @@ class AgentLoop {
       counters: this.counters.map((counter) => counter.usage.toJSON()),
       pendingUserMessages: this.pendingUserMessages,
       backendFallbacks: this.backendFallbacks,
+      backends: this.backends,
       peakContextTokens: this.peakContextTokens,
       continuedAsNew: this.continuedAsNew,
     };
@@ -406,6 +453,7 @@ class AgentLoop {
       rounds: this.rounds,
       stopReason,
       backendFallbacks: this.backendFallbacks,
+      backends: this.backends,
       peakContextTokens: this.peakContextTokens,
       continuedAsNew: this.continuedAsNew,
     };
@@ -418,7 +466,10 @@ class AgentLoop {
   publish(contextTokens: number | undefined): void {
     const { totals } = this.compactions;
     const exhausted = totals.exhausted > 0;
-    if (this.published.compactions !== totals.compactions) setCurrentDetails(renderCompactionDetails(this.compactions));
+    const resting = this.restingNote();
+    if (this.published.compactions !== totals.compactions || this.published.resting !== resting) {
+      setCurrentDetails(renderCompactionDetails(this.compactions, resting === '' ? [] : [resting]));
+    }
     const allowed = new Set(this.plan.searchAttributes ? this.worker.searchAttributes : []);
     const updates: SearchAttributeUpdatePair[] = [];
     if (allowed.has('CompactionCount') && this.published.compactions !== totals.compactions) updates.push({ key: SearchAttributeKeys.CompactionCount, value: totals.compactions });
@@ -429,8 +480,32 @@ class AgentLoop {
     const compacted = this.published.compactions !== totals.compactions;
     const contextTokensNow = contextTokens !== undefined && (moved || compacted) ? contextTokens : this.published.contextTokens;
     if (allowed.has('ContextTokens') && contextTokensNow !== this.published.contextTokens) updates.push({ key: SearchAttributeKeys.ContextTokens, value: contextTokensNow });
-    this.published = { compactions: totals.compactions, contextTokens: contextTokensNow, fallbacks: totals.fallbacks, exhausted };
+    this.published = { compactions: totals.compactions, contextTokens: contextTokensNow, fallbacks: totals.fallbacks, exhausted, resting };
     if (updates.length > 0) upsertSearchAttributes(updates);
+  }
+
+  /** A backend rests when it failed a round and its cooldown (rounds, or time when configured) has not run out. */
+  private isResting(index: number): boolean {
+    const status = this.backends[index];
+    if (status === undefined || status.restingUntilRound === null) return false;
+    if (this.rounds + 1 >= status.restingUntilRound) return false;
+    return status.restingUntilTime === null || workflowTime() < status.restingUntilTime;
+  }
+
+  private rest(index: number): void {
+    const status = this.backends[index];
+    if (status === undefined) return;
+    const { rounds, timeMs } = this.plan.backendCooldown;
+    status.failedRounds += 1;
+    status.restingUntilRound = rounds > 0 ? this.rounds + 1 + rounds : null;
+    status.restingUntilTime = rounds > 0 && timeMs !== undefined ? workflowTime() + timeMs : null;
+  }
+
+  /** `Resting: openai:gpt-4o until round 12 (2 failed rounds)`, or '' when none rests. */
+  private restingNote(): string {
+    const resting = this.backends.filter((_, index) => this.isResting(index));
+    if (resting.length === 0) return '';
+    return `Resting: ${resting.map((status) => `${status.label} until round ${status.restingUntilRound ?? '?'} (${status.failedRounds} failed round${status.failedRounds === 1 ? '' : 's'})`).join(', ')}`;
   }
 
   /**
@@ -492,9 +567,12 @@ class AgentLoop {
     const options = this.compactOptions(aimAt, aim);
     const overRoom = tokens > aim;
     if (!overRoom && !needsCompaction(this.messages, options)) return;
-    const result = await compact(this.messages, overRoom ? { ...options, target: aim } : options);
+    const compacted = await compact(this.messages, overRoom ? { ...options, target: aim } : options);
+    // The run is out of room only when the conversation does not fit the backend: a `contextBudget`
+    // set below the room is what compaction aims at, not a limit the model has.
+    const result = { ...compacted, exhausted: compacted.tokensAfter > aim };
     this.record(result, aimAt.backend, overRoom ? aim : (this.plan.compaction.contextBudget ?? aim));
-    if (result.exhausted || (overRoom && result.tokensAfter > aim)) {
+    if (result.exhausted) {
       this.publish(result.tokensAfter);
       const details: ContextExhaustedDetails = { round: this.rounds + 1, backend: aimAt.backend.label, tokens: result.tokensAfter, room: aim };
       throw ApplicationFailure.create({
@@ -521,11 +599,14 @@ class AgentLoop {
 
   /** One chat call, falling back along the chain when a backend fails after its retries. */
   private async chat(): Promise<{ answer: ChatActivityOutput; backend: BackendCounter }> {
-    let from = 0;
+    const failed = new Set<number>();
     let lastFailure: unknown;
     await this.countNewText(this.messages);
     for (;;) {
-      const candidates = this.counters.filter((counter) => counter.backend.index >= from);
+      const available = this.counters.filter((counter) => !failed.has(counter.backend.index));
+      // Resting backends are left out while another one can take the round.
+      const rested = available.filter((counter) => !this.isResting(counter.backend.index));
+      const candidates = rested.length > 0 ? rested : available;
       if (candidates.length === 0) {
         throw ApplicationFailure.create({
           type: RunFailureType.BackendsFailed,
@@ -554,8 +635,9 @@ class AgentLoop {
       } catch (error) {
         if (isCancellation(error) || !(error instanceof ActivityFailure)) throw error;
         lastFailure = error;
-        from = backend.backend.index + 1;
-        if (from < this.counters.length) this.backendFallbacks += 1;
+        failed.add(backend.backend.index);
+        this.rest(backend.backend.index);
+        if (failed.size < this.counters.length) this.backendFallbacks += 1;
       }
     }
   }
@@ -622,6 +704,7 @@ class AgentLoop {
     for (;;) {
       for (const message of this.pendingUserMessages.splice(0)) this.append(message);
       if (this.rounds >= this.plan.maxRounds) return this.finish('maxRounds');
+      if (this.stopRequested) return this.finish('stopped');
       if (this.shouldContinueAsNew()) await this.continueAsNew();
       const { answer, backend } = await this.chat();
       this.append(answer.message);
@@ -645,8 +728,8 @@ class AgentLoop {
  * carrying the live conversation, the counters and the compaction totals — never the transcript.
  *
  * Ends when the model answers without tool calls (and no user message is waiting), when a replayed
- * recording ends, after `maxRounds`, or when cancelled — then it returns cleanly with the
- * transcript written (`stopReason: 'cancelled'`).
+ * recording ends, after `maxRounds`, or after the `stop` update (the round in progress finishes
+ * first; `stopReason: 'stopped'`). Cancelled, it ends Cancelled after writing its transcript.
  *
  * @throws ApplicationFailure `Compaction.InvalidInput` (non-retryable) naming the field of bad input.
  * @throws ApplicationFailure `RunFailed.ContextExhausted` (non-retryable) when even a hard trim cannot make the conversation fit; the transcript is written first.
@@ -676,10 +759,19 @@ export async function agentRun(input: AgentRunWorkflowInput): Promise<AgentRunRe
       }
     },
   });
+  setHandler(stopUpdate, () => loop.requestStop(), {
+    validator: () => {
+      if (loop.isFinished) throw ApplicationFailure.create({ type: UpdateFailureType.Finished, message: 'the run has finished', nonRetryable: true });
+    },
+  });
   try {
     return await loop.run();
   } catch (error) {
-    if (isCancellation(error)) return loop.finish('cancelled');
+    if (isCancellation(error)) {
+      // Cancelled, the run ends Cancelled, as Temporal users expect; its transcript is written first.
+      await loop.recordSessionBeforeFailing();
+      throw error;
+    }
     // A failure ends the run: its transcript is written first (a bug — any other error — fails
     // the workflow task and is retried from history, so there is nothing to write).
     if (error instanceof ApplicationFailure) await loop.recordSessionBeforeFailing();

@@ -5,13 +5,14 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { WorkflowFailedError, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
-import { ApplicationFailure, defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+import { ApplicationFailure, CancelledFailure, defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import OpenAI from 'openai';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
   addUserMessageUpdate,
   agentRun,
+  stopUpdate,
   COMPACTION_DETAILS_HEADER,
   compactionsQuery,
   emptyCompactionHistory,
@@ -186,7 +187,7 @@ describe('agentRun', { timeout: 90_000 }, () => {
       });
     });
 
-    it('cancellation ends the run cleanly with the transcript intact', async () => {
+    it('cancellation ends the run Cancelled, as Temporal shows it, with the transcript written first', async () => {
       const hold = createHold();
       server.script(hold.response);
       const t = await testConnection();
@@ -198,31 +199,67 @@ describe('agentRun', { timeout: 90_000 }, () => {
         });
         await server.waitForRequests(1, 20_000);
         await handle.cancel();
-        const result = await handle.result();
-        expect(result.stopReason).toBe('cancelled');
-        expect(result.messages).toEqual(opening);
-        expect(replaySession(await readSessionLines(t.client, result.session))).toEqual(result.messages);
-        expect((await handle.describe()).status.name).toBe('COMPLETED');
+        const error = await handle.result().catch((caught: unknown) => caught);
+        expect(error).toBeInstanceOf(WorkflowFailedError);
+        expect((error as WorkflowFailedError).cause).toBeInstanceOf(CancelledFailure);
+        expect((await handle.describe()).status.name).toBe('CANCELLED');
+        // The transcript (the opening, no answer yet) was recorded before the run ended.
+        expect(replaySession(await readSessionLines(t.client, handle.workflowId))).toEqual(opening);
         // The request in flight was aborted, not left to finish.
         await server.waitUntil(() => server.requests[0]?.outcome === 'aborted', 10_000, 'the held request aborted');
       });
     });
 
-    it('fallback chain: a backend that keeps failing hands the round to the next one', async () => {
+    it('the stop update ends the run gracefully after its round, returning the result (stopReason "stopped")', async () => {
+      const hold = createHold();
+      server.script(hold.response, completion({ content: 'never asked for' }));
+      const t = await testConnection();
+      await withWorker(t, { workflowBundle: bundle, activities: activities() }, async () => {
+        const handle = await t.client.workflow.start(agentRun, {
+          taskQueue: t.taskQueue,
+          workflowId: uniqueId('agent-stop'),
+          args: [{ messages: opening, model: openaiModel, tools: ['fs_read'], compaction: {} }],
+        });
+        await server.waitForRequests(1, 20_000);
+        expect(await handle.executeUpdate(stopUpdate)).toEqual({ stopping: true, rounds: 0 });
+        // The round in progress finishes (its tool runs), then no further request is made.
+        hold.release(completion({ content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'fs_read', arguments: '{"path":"a.txt"}' } }] }));
+        const result = await handle.result();
+        expect(result.stopReason).toBe('stopped');
+        expect(result.rounds).toBe(1);
+        expect(result.messages.at(-1)).toMatchObject({ role: 'tool', tool_call_id: 'call_1', content: expect.stringContaining('alpha') });
+        expect(server.requests).toHaveLength(1);
+        expect(replaySession(await readSessionLines(t.client, result.session))).toEqual(result.messages);
+      });
+    });
+
+    it('fallback chain: a backend that keeps failing hands the round to the next one, then rests for 5 rounds', async () => {
       server.setDefault({ kind: 'status', status: 503 });
       const t = await testConnection();
-      const result = await withWorker(t, { workflowBundle: bundle, activities: activities() }, () =>
-        t.client.workflow.execute(agentRun, {
-          taskQueue: t.taskQueue,
-          workflowId: uniqueId('agent-fallback'),
-          args: [{ messages: openingOf(TAU), model: [openaiModel, replayModel(TAU)], compaction: {}, chatActivity: fastRetries, maxRounds: 6 }],
-        }),
-      );
-      // Every round tried the failing backend first (two attempts), then the replay answered.
-      expect([result.stopReason, result.rounds, result.backendFallbacks]).toEqual(['maxRounds', 6, 6]);
-      expect(server.requests).toHaveLength(12);
+      const run = (cooldown?: { rounds: number }) =>
+        withWorker(t, { workflowBundle: bundle, activities: activities() }, () =>
+          t.client.workflow.execute(agentRun, {
+            taskQueue: t.taskQueue,
+            workflowId: uniqueId('agent-fallback'),
+            args: [{ messages: openingOf(TAU), model: [openaiModel, replayModel(TAU)], compaction: {}, chatActivity: fastRetries, maxRounds: 7, ...(cooldown === undefined ? {} : { backendCooldown: cooldown }) }],
+          }),
+        );
+      const result = await run();
+      // Round 1 tried the failing backend (two attempts), then the replay answered; rounds 2-5 went
+      // straight to the replay; round 6 tried the failing one again, and it rests until round 11.
+      expect([result.stopReason, result.rounds, result.backendFallbacks]).toEqual(['maxRounds', 7, 2]);
+      expect(server.requests).toHaveLength(4);
+      expect(result.backends).toEqual([
+        { label: 'openai:fake-agent', failedRounds: 2, restingUntilRound: 11, restingUntilTime: null },
+        { label: `replay:${TAU}`, failedRounds: 0, restingUntilRound: null, restingUntilTime: null },
+      ]);
       expect(result.messages).toEqual(loadTrajectory(TAU).slice(0, result.messages.length));
-      expect(result.messages.filter((message) => message.role === 'assistant')).toHaveLength(6);
+      expect(result.messages.filter((message) => message.role === 'assistant')).toHaveLength(7);
+      // Without a cooldown every round starts with the first backend again.
+      server.requests.length = 0;
+      const eager = await run({ rounds: 0 });
+      expect([eager.rounds, eager.backendFallbacks]).toEqual([7, 7]);
+      expect(server.requests).toHaveLength(14);
     });
 
     it('every backend failing fails the run with RunFailed.BackendsFailed, not retried', async () => {
@@ -291,6 +328,17 @@ describe('agentRun', { timeout: 90_000 }, () => {
       await maybeRecordHistory(handle, `agent-run-exhausted-${name}`);
     });
 
+    it('a contextBudget below the room is what compaction aims at, not a limit: the run completes (regression)', async () => {
+      // The recent window alone is over 1,500 tokens: judged against contextBudget that was "exhausted"
+      // and failed the run, though every request fits the backend's 5,300-token room.
+      const outcome = await run({ messages: openingOf(TAU), model: replayModel(TAU, 6300), compaction: { contextBudget: 1_500, keepRecent: 4 }, maxRounds: 1000 });
+      expect(outcome.status).toBe('completed');
+      expect(outcome.rounds).toBe(30);
+      expect(outcome.compactions.length).toBeGreaterThan(0);
+      expect(outcome.compactions.every((record) => !record.exhausted)).toBe(true);
+      expect(outcome.result?.peakContextTokens).toBeLessThanOrEqual(5_300);
+    });
+
     it('compacts several times across continue-as-new (the last run is recorded for replay)', async () => {
       const workflowId = uniqueId('agent-compacting');
       const outcome = await run({ messages: openingOf(TAU), model: replayModel(TAU, 6300), compaction: { keepRecent: 4 }, maxRounds: 1000, continueAsNewAfterRounds: 12 }, workflowId);
@@ -348,7 +396,7 @@ describe('agentRun', { timeout: 90_000 }, () => {
       ['a misspelt field', { ...valid, maxRound: 3 }, 'input.maxRound: unknown field'],
       ['a bad activity timeout', { ...valid, chatActivity: { startToCloseTimeout: 'soon' } }, 'input.chatActivity.startToCloseTimeout: must be milliseconds or a duration'],
       ['a hand-made carried state', { ...valid, carried: { session: 'x' } }, 'input.carried.version: must be 2'],
-      ['a carried state with a broken conversation', { ...valid, carried: { version: 2, live: [{ id: 'm1', message: { role: 'tool', content: 'x' } }], sessionLines: 0, compactions: { recent: [], totals: {} }, rounds: 0, nextId: 2, counters: [], pendingUserMessages: [], backendFallbacks: 0, peakContextTokens: 0, continuedAsNew: 0 } }, 'input.carried.live[0].message.tool_call_id: required for role "tool"'],
+      ['a carried state with a broken conversation', { ...valid, carried: { version: 2, live: [{ id: 'm1', message: { role: 'tool', content: 'x' } }], sessionLines: 0, compactions: { recent: [], totals: {} }, rounds: 0, nextId: 2, counters: [], pendingUserMessages: [], backendFallbacks: 0, backends: [], peakContextTokens: 0, continuedAsNew: 0 } }, 'input.carried.live[0].message.tool_call_id: required for role "tool"'],
       ['a bad summarize heartbeat', { ...valid, compaction: { heartbeatTimeout: 0 } }, 'input.compaction.heartbeatTimeout: must be longer than zero'],
     ])('%s', async (_case, input, message) => {
       const failure = await withWorker(t, { workflowBundle: bundle, activities: replayActivities() }, () =>
