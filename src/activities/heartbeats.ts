@@ -44,3 +44,15 @@ function cancellationReason(signal: AbortSignal): unknown {
   const reason: unknown = signal.reason;
   return reason;
 }
+
+/**
+ * Wraps an activity so it heartbeats while it runs (a killed worker's attempt is then retried
+ * elsewhere after the heartbeat timeout, not after the start-to-close timeout) and stops at a
+ * cancellation. Its own failures pass through unchanged.
+ */
+export function heartbeating<A extends unknown[], R>(activity: (...args: A) => Promise<R>, heartbeatIntervalMs?: number): (...args: A) => Promise<R> {
+  const wrapped = (...args: A): Promise<R> => whileHeartbeating(() => activity(...args), (error) => error, heartbeatIntervalMs);
+  // The worker registers activities by their function name: keep it.
+  Object.defineProperty(wrapped, 'name', { value: activity.name });
+  return wrapped;
+}

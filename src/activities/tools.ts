@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { ReplayFailureType, ToolFailureType } from '../core/agent-errors.js';
 import { capText } from '../core/transcript.js';
 import type { ChatMessage } from '../core/types.js';
+import { heartbeating } from './heartbeats.js';
 import type { TrajectoryStore } from './trajectories.js';
 
 /** A tool activity: parsed JSON arguments in, the result the model reads out (a string, or JSON it is shown as). */
@@ -154,7 +155,8 @@ export function createBuiltInTools({ root = process.env.COMPACTOR_TOOLS_ROOT ?? 
     return capText(matches.join('\n') + more, maxResultChars);
   }
 
-  return { fs_read, fs_list, grep };
+  // A grep over a large tree can take a while: the tools heartbeat, so a killed worker's call is retried elsewhere within seconds.
+  return { fs_read: heartbeating(fs_read), fs_list: heartbeating(fs_list), grep: heartbeating(grep) };
 }
 
 /** Input of `replayTool`: which recorded result to return. */
@@ -165,12 +167,12 @@ export interface ReplayToolInput {
 
 /** Creates `replayTool`: the recorded tool message that answers `toolCallId`, verbatim. */
 export function createReplayTool(trajectories: TrajectoryStore) {
-  return async function replayTool({ trajectory, toolCallId }: ReplayToolInput): Promise<ChatMessage> {
+  return heartbeating(async function replayTool({ trajectory, toolCallId }: ReplayToolInput): Promise<ChatMessage> {
     const script = await trajectories.load(trajectory);
     const result = script.results.get(toolCallId);
     if (result === undefined) {
       throw ApplicationFailure.create({ type: ReplayFailureType.NotRecorded, message: `replay: trajectory "${trajectory}" has no result for tool call ${toolCallId}`, nonRetryable: true });
     }
     return result;
-  };
+  });
 }

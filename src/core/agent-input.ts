@@ -52,7 +52,7 @@ export type ModelConfig = OpenAIModelConfig | ReplayModelConfig;
 export interface AgentActivitySettings {
   /** Deadline of one attempt. @default '5m' for chat, '1m' for tools */
   startToCloseTimeout?: Duration;
-  /** @default '30s' for chat (it heartbeats while waiting); none for tools */
+  /** @default '10s' for chat and the built-in and replayed tools (they heartbeat while they run); none for your own tools (set it when they heartbeat) */
   heartbeatTimeout?: Duration;
   /** Attempts in total before the loop gives up on this backend (chat) or reports the failure to the model (tools). @default 3 */
   maximumAttempts?: number;

@@ -46,6 +46,7 @@ import { parseDuration, type Duration } from '../core/options.js';
 import { jsonPayloadBytes, utf8Length, type PayloadTooLargeDetails } from '../core/payload-size.js';
 import { backendCounter, preflight, type BackendCounter } from '../core/preflight.js';
 import { validateMessages } from '../core/schema.js';
+import { isBuiltInToolName } from '../core/tool-declarations.js';
 import { applySessionLine, recordCompaction, type SessionBatch, type SessionEntry, type SessionLine, type SessionReference, type SessionSnapshot } from '../core/session.js';
 import type { ChatMessage, CompactionResult, ContentPart } from '../core/types.js';
 import type { UsageCounterState } from '../core/usage-counter.js';
@@ -172,10 +173,19 @@ const BOOKKEEPING_ACTIVITY: ActivityOptions = {
   retry: { maximumAttempts: 5, initialInterval: 1_000, backoffCoefficient: 2, maximumInterval: 30_000, nonRetryableErrorTypes: [FailureType.InvalidInput] },
 };
 
-/** @default '5m' per chat attempt, heartbeats within '30s' (it heartbeats while waiting). */
-const CHAT_DEFAULTS = { startToClose: 300_000, heartbeat: 30_000 };
-/** @default '1m' per tool attempt, no heartbeat. */
-const TOOL_DEFAULTS = { startToClose: 60_000, heartbeat: undefined };
+/**
+ * A worker that stops heartbeating for this long is presumed dead and its attempt is retried
+ * elsewhere: the chat activity and our own tools heartbeat every few seconds, so a killed worker
+ * costs a run about this long, not a whole start-to-close timeout.
+ * @default 10 s
+ */
+export const AGENT_HEARTBEAT_TIMEOUT_MS = 10_000;
+/** @default '5m' per chat attempt, heartbeats within 10 s (it heartbeats while waiting). */
+const CHAT_DEFAULTS = { startToClose: 300_000, heartbeat: AGENT_HEARTBEAT_TIMEOUT_MS };
+/** @default '1m' per attempt of the built-in and replayed tools, which heartbeat within 10 s. */
+const OUR_TOOL_DEFAULTS = { startToClose: 60_000, heartbeat: AGENT_HEARTBEAT_TIMEOUT_MS };
+/** @default '1m' per attempt of your own tool activities, no heartbeat unless `toolActivity.heartbeatTimeout` says so (they may not heartbeat). */
+const USER_TOOL_DEFAULTS = { startToClose: 60_000, heartbeat: undefined };
 
 function ms(value: Duration | undefined, field: string, fallback: number): number {
   return value === undefined ? fallback : parseDuration(value, field);
@@ -645,7 +655,8 @@ class AgentLoop {
   /** Runs the tool calls of an assistant turn as activities (in parallel) and returns their results in call order. */
   private async runTools(message: ChatMessage, backend: BackendCounter, unanswered: readonly string[]): Promise<ChatMessage[]> {
     const calls = (message.tool_calls ?? []).filter((call) => !unanswered.includes(call.id));
-    const settings = activityOptions(this.plan.toolActivity, 'input.toolActivity', TOOL_DEFAULTS, TOOL_NON_RETRYABLE);
+    const ours = activityOptions(this.plan.toolActivity, 'input.toolActivity', OUR_TOOL_DEFAULTS, TOOL_NON_RETRYABLE);
+    const theirs = activityOptions(this.plan.toolActivity, 'input.toolActivity', USER_TOOL_DEFAULTS, TOOL_NON_RETRYABLE);
     const declared = new Set(this.plan.tools.map((tool) => tool.function.name));
     const config = backend.backend.config;
     return Promise.all(
@@ -654,7 +665,7 @@ class AgentLoop {
         const answer = (content: string): ChatMessage => ({ role: 'tool', tool_call_id: call.id, content });
         try {
           if (config.provider === 'replay') {
-            const { replayTool } = proxyActivities<{ replayTool(input: ReplayToolInput): Promise<ChatMessage> }>({ ...settings, summary: `replay ${summary}` });
+            const { replayTool } = proxyActivities<{ replayTool(input: ReplayToolInput): Promise<ChatMessage> }>({ ...ours, summary: `replay ${summary}` });
             return await replayTool({ trajectory: config.trajectory, toolCallId: call.id });
           }
           if (!declared.has(call.function.name)) return answer(`Error: there is no tool named "${call.function.name}"; the tools are: ${[...declared].join(', ') || 'none'}`);
@@ -668,6 +679,7 @@ class AgentLoop {
           if (bytes > this.plan.maxPayloadBytes && !this.worker.externalStorage) {
             return answer(`Error: the arguments of ${call.function.name} are ${bytes} bytes, more than a tool call may carry (${this.plan.maxPayloadBytes})`);
           }
+          const settings = isBuiltInToolName(call.function.name) ? ours : theirs;
           const tools = proxyActivities<Record<string, (args: unknown) => Promise<unknown>>>({ ...settings, summary });
           const run = tools[call.function.name];
           if (run === undefined) return answer(`Error: there is no tool named "${call.function.name}"`);

@@ -166,6 +166,21 @@ describe('built-in tools', () => {
   });
   const run = <T>(fn: (args: unknown) => Promise<T>, args: unknown) => new MockActivityEnvironment().run(fn, args);
 
+  it('the built-in tools heartbeat while they run, so a killed worker is noticed within the heartbeat timeout', async () => {
+    for (const [tool, args] of [
+      [tools.fs_read, { path: 'src/app.py' }],
+      [tools.fs_list, {}],
+      [tools.grep, { pattern: 'hello' }],
+    ] as const) {
+      const environment = new MockActivityEnvironment();
+      let heartbeats = 0;
+      environment.on('heartbeat', () => (heartbeats += 1));
+      await environment.run(tool, args);
+      expect(heartbeats).toBeGreaterThan(0);
+    }
+    expect(Object.keys(tools).filter((name) => ['fs_read', 'fs_list', 'grep'].includes(name)).map((name) => Reflect.get(tools, name).name)).toEqual(['fs_read', 'fs_list', 'grep']);
+  });
+
   it('fs_read numbers lines and honours offset/limit', async () => {
     expect(await run(tools.fs_read, { path: 'src/app.py' })).toBe('     1\timport os\n     2\t\n     3\tdef main():\n     4\t    print("hello")\n     5\t');
     expect(await run(tools.fs_read, { path: 'src/app.py', offset: 3, limit: 1 })).toBe('     3\tdef main():');
