@@ -7,6 +7,7 @@ import tseslint from 'typescript-eslint';
 const sandboxBans = {
   patterns: [
     { group: ['node:*'], message: 'Node built-ins are not available in the workflow sandbox.' },
+    { group: ['**/corpus', '**/corpus/*'], message: 'src/ must not import the dev-only corpus/.' },
     { group: ['openai', 'openai/*'], message: 'The OpenAI client runs in activities only.' },
     {
       group: ['@temporalio/activity', '@temporalio/worker', '@temporalio/client', '@temporalio/testing'],
@@ -51,6 +52,21 @@ export default tseslint.config(
         { object: 'Math', property: 'random', message: 'No randomness in deterministic code.' },
         { object: 'Date', property: 'now', message: 'No clock in deterministic code.' },
       ],
+    },
+  },
+  {
+    // corpus/ is dev-only material (test trajectories, the fake summarizer): the package never ships it.
+    files: ['src/**/*.ts'],
+    ignores: ['src/core/**/*.ts', 'src/workflows/**/*.ts', 'src/workflow.ts'],
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [{ group: ['**/corpus', '**/corpus/*'], message: 'src/ must not import the dev-only corpus/.' }] }],
+    },
+  },
+  {
+    // Benchmarks share corpus/ with the tests, never the tests' own helpers.
+    files: ['bench/**/*.ts'],
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [{ group: ['**/test/**', '../test', '../test/*'], message: 'Benchmarks import corpus/, not test helpers.' }] }],
     },
   },
   {

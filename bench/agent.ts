@@ -1,9 +1,10 @@
-// Node: every corpus trajectory through agentRun with the replay provider on a Temporal dev server,
+// Node: every trajectory of the corpus through agentRun with the replay provider on a Temporal dev server,
 // with and without ageObservations. Per run: rounds, compactions, elisions, fallbacks, peak context
 // tokens, history events and bytes (total and per round, across continue-as-new), wall time.
 // The question: how does workflow history grow with an agent run — each `chat` input carries the
 // whole conversation again, which is the known scaling limit of agents on Temporal.
-// Run: `npm run bench:agent` (uses TEMPORAL_ADDRESS, else starts a dev server with src/dev-server.ts).
+// Run: `npm run bench:agent` (uses TEMPORAL_ADDRESS, else starts a dev server with src/dev-server.ts)
+// on the repository's trajectories; `-- --corpus DIR` (or COMPACTOR_EXTENDED_CORPUS) adds the extended corpus.
 // Figures are written to bench/README.md, section "Agent runs"; the raw rows to bench/results/agent.json.
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg } from 'node:os';
@@ -15,8 +16,8 @@ import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker } 
 import { startDevServer, type DevServer } from '../src/dev-server.js';
 import { agentRun, compactionRecordsFromSession, createActivities, createExtractiveSummarizer, groupDigits, readSessionLines, type AgentRunWorkflowInput, type CompactionRecord, type SessionReference } from '../src/index.js';
 import { openingMessages } from '../src/core/trajectory.js';
+import { benchmarkCorpus, createTrajectoryDir, type Trajectory } from '../corpus/index.js';
 
-const CORPUS_DIR = fileURLToPath(new URL('../../shared/corpus/', import.meta.url));
 const README = fileURLToPath(new URL('./README.md', import.meta.url));
 const RESULTS = fileURLToPath(new URL('./results/agent.json', import.meta.url));
 const START_MARKER = '<!-- bench:agent:start -->';
@@ -47,15 +48,6 @@ function progress(line: string): void {
   process.stderr.write(`${line}\n`);
 }
 
-function corpusNames(): string[] {
-  return readFileSync(fileURLToPath(new URL('../../shared/corpus/SOURCES.md', import.meta.url)), 'utf8')
-    .split('\n')
-    .map((line) => /^\| ([\w.-]+)\.json \|/.exec(line)?.[1])
-    .filter((name): name is string => name !== undefined)
-    .filter((name, index, all) => all.indexOf(name) === index)
-    .sort();
-}
-
 async function historyOf(client: Client, namespace: string, workflowId: string): Promise<{ runs: number; events: number; bytes: number }> {
   const { executions } = await client.workflowService.listWorkflowExecutions({ namespace, query: `WorkflowId = '${workflowId}'` });
   let events = 0;
@@ -68,11 +60,11 @@ async function historyOf(client: Client, namespace: string, workflowId: string):
   return { runs: executions.length, events, bytes };
 }
 
-async function runOne(client: Client, namespace: string, taskQueue: string, name: string, ageObservations: boolean): Promise<Row> {
+async function runOne(client: Client, namespace: string, taskQueue: string, trajectory: Trajectory, ageObservations: boolean): Promise<Row> {
+  const name = trajectory.name;
   const workflowId = `bench-agent-${name}-${ageObservations ? 'age' : 'plain'}-${Date.now().toString(36)}`;
-  const trajectory: unknown = JSON.parse(readFileSync(`${CORPUS_DIR}${name}.json`, 'utf8'));
   const input: AgentRunWorkflowInput = {
-    messages: openingMessages(trajectory),
+    messages: openingMessages(trajectory.messages),
     model: { provider: 'replay', trajectory: name, contextWindow: CONTEXT_WINDOW, maxOutputTokens: MAX_OUTPUT_TOKENS },
     compaction: { ageObservations },
     maxRounds: 1000,
@@ -143,21 +135,21 @@ function totals(rows: readonly Row[]): string {
   return `${rows.length} runs, ${groupDigits(rounds)} rounds, ${sum((row) => row.compactions)} compactions, ${groupDigits(sum((row) => row.events))} history events, ${kb(bytes)} of history (${kb(bytes / Math.max(1, rounds))} per round), ${(sum((row) => row.wallMs) / 1000).toFixed(0)} s of run time`;
 }
 
-function section(rows: Row[], machine: string): string {
+function section(rows: Row[], machine: string, corpusLabel: string): string {
   const plain = rows.filter((row) => !row.ageObservations);
   const aged = rows.filter((row) => row.ageObservations);
   return [
     START_MARKER,
     '## Agent runs',
     '',
-    'Every corpus trajectory (`../shared/corpus`) through `agentRun` with the replay provider on a',
+    `Every trajectory of ${corpusLabel} through \`agentRun\` with the replay provider on a`,
     `Temporal dev server: one replay backend with a ${groupDigits(CONTEXT_WINDOW)}-token window and ${groupDigits(MAX_OUTPUT_TOKENS)} tokens reserved`,
     'for the answer (room 28,000 tokens of o200k BPE), compaction defaults otherwise (keepRecent 8, trigger 0.8 of the room),',
     'the built-in extractive summarizer, no tool declarations. Each chat round is one `chat` activity',
     'and one `replayTool` activity per tool call. History figures add up every run of a',
     'continue-as-new chain (`describe().historyLength` / `historySize`). Runs: three at a time on one worker.',
     '',
-    'Reproduce: `npm run bench:agent` (~2.5 minutes; progress on stderr; raw rows in `bench/results/agent.json`).',
+    'Reproduce: `npm run bench:agent` (the repository set), `npm run bench:agent -- --corpus DIR` (with the extended corpus, ~3 minutes); progress on stderr; raw rows in `bench/results/agent.json`.',
     '',
     `Machine: ${machine}.`,
     '',
@@ -205,15 +197,19 @@ function writeReadme(text: string): void {
 
 async function main(): Promise<void> {
   Runtime.install({ logger: new DefaultLogger('ERROR'), shutdownSignals: [] });
+  // The trajectories first (a bad --corpus stops here), written where the replay provider loads them by name.
+  const corpus = benchmarkCorpus();
+  progress(`trajectories: ${corpus.label}`);
+  const trajectoryDir = createTrajectoryDir(corpus.trajectories);
   let server: DevServer | undefined;
   let address = process.env.TEMPORAL_ADDRESS;
   const namespace = process.env.TEMPORAL_NAMESPACE ?? 'default';
-  if (address === undefined || address === '') {
-    server = await startDevServer({ ui: false });
-    address = server.address;
-    progress(`dev server at ${address}`);
-  }
   try {
+    if (address === undefined || address === '') {
+      server = await startDevServer({ ui: false });
+      address = server.address;
+      progress(`dev server at ${address}`);
+    }
     const connection = await Connection.connect({ address });
     const client = new Client({ connection, namespace });
     const nativeConnection = await NativeConnection.connect({ address });
@@ -224,15 +220,15 @@ async function main(): Promise<void> {
       namespace,
       taskQueue,
       workflowBundle,
-      activities: createActivities({ summarizer: createExtractiveSummarizer(), trajectoryDir: CORPUS_DIR }),
+      activities: createActivities({ summarizer: createExtractiveSummarizer(), trajectoryDir: trajectoryDir.dir }),
     });
     const rows: Row[] = [];
     await worker.runUntil(async () => {
-      const jobs = corpusNames().flatMap((name) => [false, true].map((ageObservations) => ({ name, ageObservations })));
+      const jobs = corpus.trajectories.flatMap((trajectory) => [false, true].map((ageObservations) => ({ trajectory, ageObservations })));
       let next = 0;
       const lane = async (): Promise<void> => {
         for (let job = jobs[next++]; job !== undefined; job = jobs[next++]) {
-          const row = await runOne(client, namespace, taskQueue, job.name, job.ageObservations);
+          const row = await runOne(client, namespace, taskQueue, job.trajectory, job.ageObservations);
           rows.push(row);
           progress(`${row.name} age=${row.ageObservations}: ${row.outcome}, ${row.rounds} rounds, ${row.compactions} compactions, ${row.events} events, ${kb(row.historyBytes)}, ${(row.wallMs / 1000).toFixed(1)} s`);
         }
@@ -244,12 +240,13 @@ async function main(): Promise<void> {
     rows.sort((left, right) => (left.name < right.name ? -1 : left.name > right.name ? 1 : Number(left.ageObservations) - Number(right.ageObservations)));
     const machine = `${availableParallelism()} CPUs (${cpus()[0]?.model.trim() ?? 'unknown'}), Node ${process.version}, ${process.platform}/${process.arch}, load average ${loadavg()[0]?.toFixed(1)} at the end`;
     mkdirSync(fileURLToPath(new URL('./results/', import.meta.url)), { recursive: true });
-    writeFileSync(RESULTS, `${JSON.stringify({ contextWindow: CONTEXT_WINDOW, maxOutputTokens: MAX_OUTPUT_TOKENS, machine, rows }, null, 2)}\n`);
-    const text = section(rows, machine);
+    writeFileSync(RESULTS, `${JSON.stringify({ contextWindow: CONTEXT_WINDOW, maxOutputTokens: MAX_OUTPUT_TOKENS, machine, corpus: corpus.label, rows }, null, 2)}\n`);
+    const text = section(rows, machine, corpus.label);
     writeReadme(text);
     process.stdout.write(`${text}\n`);
   } finally {
     await server?.stop();
+    trajectoryDir.remove();
   }
 }
 

@@ -1,6 +1,8 @@
-// Node: how long the pure core takes to plan and run one compaction — on every corpus trajectory
+// Node: how long the pure core takes to plan and run one compaction — on the corpus trajectories
 // and on generated conversations of 1k, 10k and 100k messages — with an instant fake summarizer.
-// Run: `npm run bench:core` (figures and the machine are recorded in bench/README.md, "Core").
+// Run: `npm run bench:core` (the repository's trajectories; `-- --corpus DIR` or
+// COMPACTOR_EXTENDED_CORPUS adds the extended corpus). Figures and the machine are recorded in
+// bench/README.md, "Core".
 import { availableParallelism, cpus, loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
@@ -17,7 +19,8 @@ import {
   type SummarizeOutcome,
   type SummarizeStep,
 } from '../src/index.js';
-import { createFakeSummarizer, fakeSummaryText, loadCorpus } from '../test/support/conversations.js';
+import { createFakeSummarizer, fakeSummaryText } from '../corpus/fake-summarizer.js';
+import { benchmarkCorpus } from '../corpus/index.js';
 
 const SIZES = [1_000, 10_000, 100_000] as const;
 /** Timed runs per measurement (after the warm-up), by conversation size. */
@@ -178,6 +181,9 @@ async function main(): Promise<void> {
   const machine = `${availableParallelism()} CPUs (nproc), ${cpu}, Node ${process.version}, ${process.platform}/${process.arch}`;
   const loadAtStart = loadavg()[0] ?? 0;
   progress(`bench:core on ${machine}, load average ${loadAtStart.toFixed(1)}`);
+  // Read the trajectories first, so that a bad --corpus stops the run before the long measurements.
+  const { trajectories: corpus, label } = benchmarkCorpus();
+  progress(`trajectories: ${label}`);
   const lines: string[] = [];
 
   // Generated conversations.
@@ -223,11 +229,11 @@ async function main(): Promise<void> {
   }
 
   // Corpus.
-  const corpus = loadCorpus();
   lines.push(
     '',
     '### Corpus trajectories',
     '',
+    `Trajectories: ${label}.`,
     'contextBudget 32000 (every trajectory is over its trigger); compact with the instant summarizer; median wall ms (median CPU ms) of 21 runs after 3 warm-ups.',
     '',
     '| trajectory | messages | tokens | ageObservations off | ageObservations on | outcome (on) |',

@@ -2,8 +2,9 @@
 // `compactConversation` workflow on a Temporal dev server, with the same instant deterministic
 // fake summarizer, so the difference is Temporal's: scheduling, persistence, payload conversion.
 // Reports the median latency of each, their ratio, and the history events and bytes per compaction.
-// Run: `npm run bench:temporal` (uses TEMPORAL_ADDRESS, else starts a dev server with src/dev-server.ts).
-// Figures are written to bench/README.md, section "Temporal".
+// Run: `npm run bench:temporal` (uses TEMPORAL_ADDRESS, else starts a dev server with src/dev-server.ts)
+// on the repository's trajectories; `-- --corpus DIR` (or COMPACTOR_EXTENDED_CORPUS) adds
+// conversations of the extended corpus. Figures are written to bench/README.md, section "Temporal".
 import { readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
@@ -14,19 +15,22 @@ import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker } 
 import { startDevServer, type DevServer } from '../src/dev-server.js';
 import { Compactor, createActivities, defaultCounter, type ChatMessage, type CompactConversationOptions, type CompactionResult } from '../src/index.js';
 import type { compactConversation } from '../src/workflows/index.js';
-import { createFakeSummarizer, loadCorpus, type Trajectory } from '../test/support/conversations.js';
+import { createFakeSummarizer } from '../corpus/fake-summarizer.js';
+import { benchmarkCorpus, type Trajectory } from '../corpus/index.js';
 
 /** Timed runs per conversation and driver, after one warm-up run each. */
 const RUNS = 7;
-/** A spread of shapes and sizes: small JSON tool results, coding sessions, the 666,865-char result. */
+/** A spread of shapes and sizes: small JSON tool results, coding sessions, a result of 650,000 characters. */
 const FILES = [
   'taubench_gpt4o_airline_task2_trial1',
   'openhands_gpt4o_Project-MONAI__MONAI-3715',
-  'sweagent_doubao_fasterxml__jackson-databind-4365',
-  'claudecode_django__django-11797',
+  'generated_parallel-calls',
+  'generated_long-run-100x1500',
   'swesmith_claude37_getmoto__moto-pr_6055',
-  'sweagent_doubao_fasterxml__jackson-databind-4304',
+  'generated_huge-result',
 ];
+/** The same shapes from the extended corpus, when it is given (jackson-databind-4304 holds a 666,865-char result). */
+const EXTENDED_FILES = ['sweagent_doubao_fasterxml__jackson-databind-4365', 'claudecode_django__django-11797', 'sweagent_doubao_fasterxml__jackson-databind-4304'];
 const README = fileURLToPath(new URL('./README.md', import.meta.url));
 const START_MARKER = '<!-- bench:temporal:start -->';
 const END_MARKER = '<!-- bench:temporal:end -->';
@@ -107,7 +111,7 @@ function fmt(value: number, digits = 1): string {
   return value.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 }
 
-function markdown(rows: Row[], machine: string, server: string): string {
+function markdown(rows: Row[], machine: string, server: string, corpusLabel: string): string {
   const lines = [
     '## Temporal',
     '',
@@ -129,11 +133,11 @@ function markdown(rows: Row[], machine: string, server: string): string {
     `Median over the conversations: in-process ${fmt(median(rows.map((row) => row.inProcessMs)), 2)} ms, workflow ${fmt(median(rows.map((row) => row.temporalMs)))} ms; ` +
       `history ${median(rows.map((row) => row.events))} events per compaction. The workflow's history holds the whole conversation twice ` +
       '(input and result) plus the capped transcript once (the activity\'s input), so its bytes grow with the conversation; ' +
-      'the event count does not (one summarize activity, no timers). The 666,865-character tool result of jackson-databind-4304 ' +
-      'sits in the recent window, so input and result are each about 0.7 MB: above the SDK\'s 512 KB payload *warning* ' +
-      '(TMPRL1103, logged), well below the server\'s 2 MB per-payload error limit.',
+      'the event count does not (one summarize activity, no timers). The tool results of over 600,000 characters ' +
+      '(generated_huge-result; jackson-databind-4304\'s 666,865 with the extended corpus) sit in the recent window, so input and result are each about 0.7 MB: ' +
+      'above the SDK\'s 512 KB payload *warning* (TMPRL1103, logged), well below the server\'s 2 MB per-payload error limit.',
     '',
-    `Machine: ${machine}. Server: ${server}. Reproduce: \`npm run bench:temporal\` (set TEMPORAL_ADDRESS to use a running server).`,
+    `Conversations: ${corpusLabel}. Machine: ${machine}. Server: ${server}. Reproduce: \`npm run bench:temporal\` (add \`-- --corpus DIR\` for the extended corpus' rows; set TEMPORAL_ADDRESS to use a running server).`,
   ];
   return lines.join('\n');
 }
@@ -154,6 +158,11 @@ function writeSection(section: string): void {
 
 async function main(): Promise<void> {
   Runtime.install({ logger: new DefaultLogger('WARN') });
+  // Read the conversations first: a bad --corpus stops here, before a dev server is started.
+  const { trajectories, label, extendedDir } = benchmarkCorpus();
+  const corpus = new Map(trajectories.map((trajectory) => [trajectory.name, trajectory]));
+  const files = extendedDir === undefined ? FILES : [...FILES, ...EXTENDED_FILES];
+  progress(`conversations: ${label}`);
   let devServer: DevServer | undefined;
   let address = process.env.TEMPORAL_ADDRESS;
   if (address === undefined || address === '') {
@@ -162,7 +171,6 @@ async function main(): Promise<void> {
     address = devServer.address;
   }
   const serverLabel = devServer === undefined ? `TEMPORAL_ADDRESS=${address}` : `\`temporal server start-dev\` (in-memory SQLite) started by the bench`;
-  const corpus = new Map(loadCorpus().map((trajectory) => [trajectory.name, trajectory]));
   const connection = await Connection.connect({ address });
   const nativeConnection = await NativeConnection.connect({ address });
   try {
@@ -178,9 +186,9 @@ async function main(): Promise<void> {
     const client = new Client({ connection, namespace: 'default' });
     const rows = await worker.runUntil(async () => {
       const collected: Row[] = [];
-      for (const name of FILES) {
+      for (const name of files) {
         const trajectory = corpus.get(name);
-        if (trajectory === undefined) throw new Error(`no corpus file ${name}.json`);
+        if (trajectory === undefined) throw new Error(`no trajectory ${name} in ${label}`);
         const inProcess = await timeInProcess(trajectory.messages);
         const viaTemporal = await timeWorkflow(client, taskQueue, trajectory);
         // The two drivers must agree, or the comparison means nothing.
@@ -203,7 +211,7 @@ async function main(): Promise<void> {
     const cpu = cpus()[0]?.model ?? 'unknown CPU';
     // The 1-minute load average at the end: on a shared machine the workflow column is what moves.
     const machine = `${cpu}, ${availableParallelism()} cores, Node ${process.version}, ${process.platform}/${process.arch}, load average ${fmt(loadavg()[0] ?? 0)} at the end of the run`;
-    const section = markdown(rows, machine, serverLabel);
+    const section = markdown(rows, machine, serverLabel, label);
     writeSection(section);
     process.stdout.write(`${section}\n`);
   } finally {

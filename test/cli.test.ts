@@ -33,7 +33,7 @@ describe('temporal-compactor CLI', { timeout: 90_000 }, () => {
   });
 
   it('history and session of a finished run come from its result', async () => {
-    const name = 'claudecode_pydata__xarray-3364';
+    const name = 'generated_parallel-calls';
     const workflowId = uniqueId('cli-run');
     const outcome: AgentOutcome = await withWorker(t, { workflowBundle: bundle, activities: replayActivities() }, () =>
       runAgent(t, { messages: openingOf(name), model: { provider: 'replay', trajectory: name, contextWindow: 14_000, maxOutputTokens: 1000 }, compaction: { keepRecent: 4 }, maxRounds: 1000 }, workflowId),

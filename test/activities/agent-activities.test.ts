@@ -3,14 +3,15 @@
 // the built-in read-only tools under a root (paths outside it refused), and `replayTool`.
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import OpenAI from 'openai';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { BUILT_IN_TOOLS, ChatFailureType, FailureType, ReplayFailureType, requestCounter, ToolFailureType, type ChatActivityInput, type ChatActivityOutput, type ChatMessage } from '../../src/index.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.js';
-import { loadTrajectory, openingOf, replayActivities } from '../support/agent.js';
+import { REPO_ROOT } from '../../corpus/index.js';
+import { loadTrajectory, openingOf, replayActivities, trajectoryDir } from '../support/agent.js';
 
 /** MockActivityEnvironment.run does not infer the result type: name it once here. */
 function runChat(chat: (input: ChatActivityInput) => Promise<ChatActivityOutput>, input: ChatActivityInput): Promise<ChatActivityOutput> {
@@ -132,7 +133,10 @@ describe('chat activity', () => {
       const missing = await failureOf(() => runChat(activities.chat, { backend: { ...backend, trajectory: 'no-such-run' }, messages: openingOf(name), tools: [], turn: 0 }));
       expect([missing.type, missing.nonRetryable]).toEqual([ReplayFailureType.TrajectoryNotFound, true]);
       expect(missing.message).toContain('no-such-run');
-      const escape = await failureOf(() => runChat(activities.chat, { backend: { ...backend, trajectory: '../../main/package.json' }, messages: openingOf(name), tools: [], turn: 0 }));
+      // A relative name that climbs out of the trajectory directory to a file that exists (this repository's package.json).
+      const outside = relative(trajectoryDir(), join(REPO_ROOT, 'package.json'));
+      expect(outside.startsWith('..')).toBe(true);
+      const escape = await failureOf(() => runChat(activities.chat, { backend: { ...backend, trajectory: outside }, messages: openingOf(name), tools: [], turn: 0 }));
       expect([escape.type, escape.message]).toEqual([ReplayFailureType.TrajectoryNotFound, expect.stringContaining('outside the trajectory directory')]);
     });
 

@@ -24,7 +24,7 @@ describe.skipIf(uiUrl === null)('the Temporal UI of a finished agentRun', () => 
     expect(existsSync(CHROMIUM), `${CHROMIUM} is missing: apt-get install chromium`).toBe(true);
     const t = await testConnection();
     const bundle = await bundleWorkflows(new URL('../../src/workflows/index.ts', import.meta.url));
-    const name = 'claudecode_pydata__xarray-3364';
+    const name = 'generated_parallel-calls';
     const workflowId = uniqueId('agent-ui');
     mkdirSync('test-results', { recursive: true });
     // The worker keeps polling while the browser looks: the UI reads current details through a query.

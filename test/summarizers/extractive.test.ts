@@ -1,5 +1,5 @@
-import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { bundledTrajectories, extendedCorpusLocation, GENERATED_NAMES, listedNames, repositoryCorpus } from '../../corpus/index.js';
 import { summarizeRequest } from '../../src/core/transcript.js';
 import type { ChatMessage, SummarizeRequest } from '../../src/core/types.js';
 import {
@@ -9,18 +9,14 @@ import {
   extractiveSummary,
   MIN_EXTRACTIVE_SUMMARY_CHARS,
 } from '../../src/summarizers/index.js';
+import { extendedCases } from '../support/corpus.js';
 import { assistant, tool, user } from '../support/messages.js';
 
-// The corpus is read in place (../shared/corpus beside the repository; CI has it too): most of
-// its files carry no license that would let them be copied here.
-const corpusDir = new URL('../../../shared/corpus/', import.meta.url);
-const corpus = readdirSync(corpusDir)
-  .filter((name) => name.endsWith('.json'))
-  .sort()
-  .map((name) => {
-    const messages: ChatMessage[] = JSON.parse(readFileSync(new URL(name, corpusDir), 'utf8'));
-    return { name: name.replace(/\.json$/, ''), messages };
-  });
+// The repository set (MIT recordings and generated runs) always; the rest of the extended corpus
+// (read in place: most of it may not be copied here) when it is present, else one skipped test.
+const repository = repositoryCorpus();
+const extended = extendedCases();
+const corpus = [...repository, ...extended];
 
 const HEADINGS = ['## Goals', '## Decisions', '## Files and commands', '## Unresolved'];
 
@@ -75,9 +71,24 @@ function argumentStrings(messages: readonly ChatMessage[]): string[] {
 }
 
 describe('extractive summarizer on the corpus', () => {
-  it('reads the whole corpus', () => {
-    expect(corpus.length).toBe(16);
+  it('reads the whole repository set: the four MIT recordings and every generated run', () => {
+    expect(bundledTrajectories().map(({ name }) => name)).toEqual([
+      'openhands_gpt4o_Project-MONAI__MONAI-3715',
+      'swesmith_claude37_getmoto__moto-pr_6055',
+      'taubench_gpt4o_airline_task2_trial1',
+      'taubench_gpt4o_airline_task46_trial3',
+    ]);
+    expect(repository.map(({ name }) => name).filter((name) => name.startsWith('generated_'))).toEqual(GENERATED_NAMES);
   });
+
+  if (extended.length > 0) {
+    it('reads the whole extended corpus: every file its SOURCES.md lists', () => {
+      const listed = listedNames(extendedCorpusLocation().dir);
+      const read = new Set(corpus.map(({ name }) => name));
+      expect(listed?.length).toBeGreaterThan(0);
+      for (const name of listed ?? []) expect(read.has(name), name).toBe(true);
+    });
+  }
 
   describe.each(corpus)('$name', ({ messages }) => {
     const middle = middleOf(messages);
@@ -267,8 +278,10 @@ describe('extractive summarizer on text in another format', () => {
   });
 });
 
-describe('extractive summarizer bounds', () => {
-  const { messages } = corpus.find(({ name }) => name === 'claudecode_django__django-11797') ?? { messages: [] };
+// A long generated run always; the recording these bounds were first written for when the extended corpus is there.
+const boundsCases = corpus.filter(({ name }) => name === 'generated_long-run-100x1500' || name === 'claudecode_django__django-11797');
+
+describe.each(boundsCases)('extractive summarizer bounds on $name', ({ messages }) => {
   const request = summarizeRequest(middleOf(messages), 2000);
 
   describe('maxChars', () => {

@@ -1,6 +1,7 @@
 // A worker process for agentRun tests (`node --import tsx test/support/agent-worker.ts`): replay
-// activities over the corpus and the extractive summarizer, workflows from a prebuilt bundle.
-// Configured by TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, AGENT_TASK_QUEUE, AGENT_WORKFLOW_BUNDLE.
+// activities over the test corpus and the extractive summarizer, workflows from a prebuilt bundle.
+// Configured by TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, AGENT_TASK_QUEUE, AGENT_WORKFLOW_BUNDLE and
+// COMPACTOR_TEST_TRAJECTORY_DIR (the test run's trajectory directory; without it the process writes its own).
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { replayActivities } from './agent.js';
 

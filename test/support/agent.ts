@@ -1,11 +1,10 @@
-// Helpers for agentRun tests and the agent benchmark: the corpus (read in place), a worker's
-// activities for replayed runs, and a deterministic summarizer.
-import { readdirSync, readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import { join } from 'node:path';
+// Helpers for agentRun tests: the test corpus (the repository set, plus the extended corpus when
+// present) as a trajectory directory for the replay provider, a worker's activities for replayed
+// runs, and a deterministic summarizer.
 import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { Worker, type WorkerOptions } from '@temporalio/worker';
+import { createTrajectoryDir, findTrajectory, fullCorpus, TRAJECTORY_DIR_ENV } from '../../corpus/index.js';
 import { createActivities, type ActivityDeps } from '../../src/activities/index.js';
 import { compactionRecordsFromSession, type CompactionHistory, type CompactionRecord } from '../../src/core/compaction-history.js';
 import { readSessionLines } from '../../src/session-reader.js';
@@ -18,21 +17,30 @@ import { agentRun, compactionsQuery, conversationQuery, type AgentRunResult, typ
 import { registerCleanup } from './cleanup.js';
 import { uniqueId, type TestConnection } from './temporal.js';
 
-/** ../shared/corpus, read in place: most of its files may not be copied into this repository. */
-export const CORPUS_DIR = fileURLToPath(new URL('../../../shared/corpus/', import.meta.url));
-
-/** The corpus trajectories by name (file name without `.json`), sorted. */
-export function corpusNames(): string[] {
-  return readdirSync(CORPUS_DIR)
-    .filter((file) => file.endsWith('.json'))
-    .map((file) => file.slice(0, -'.json'.length))
-    .sort();
+let ownDir: string | undefined;
+/**
+ * The directory the replay provider loads the test corpus from: the global setup's, else (a
+ * process started without it) one written on first use and removed when the process exits.
+ */
+export function trajectoryDir(): string {
+  const shared = process.env[TRAJECTORY_DIR_ENV];
+  if (shared !== undefined && shared !== '') return shared;
+  if (ownDir === undefined) {
+    const created = createTrajectoryDir();
+    process.once('exit', created.remove);
+    ownDir = created.dir;
+  }
+  return ownDir;
 }
 
+/** The test corpus' trajectories by name (the repository set, plus the extended corpus when present), sorted. */
+export function corpusNames(): string[] {
+  return fullCorpus().map(({ name }) => name);
+}
+
+/** A trajectory of the test corpus by name (see `findTrajectory`). */
 export function loadTrajectory(name: string): ChatMessage[] {
-  const parsed: unknown = JSON.parse(readFileSync(join(CORPUS_DIR, `${name}.json`), 'utf8'));
-  if (!Array.isArray(parsed)) throw new Error(`${name}: not an array`);
-  return parsed;
+  return findTrajectory(name).messages;
 }
 
 /** What a replayed run starts from: the trajectory's messages before its first assistant turn. */
@@ -40,9 +48,9 @@ export function openingOf(name: string): ChatMessage[] {
   return openingMessages(loadTrajectory(name));
 }
 
-/** Activities for replayed runs: the built-in extractive summarizer (deterministic) and the corpus as trajectory directory. */
+/** Activities for replayed runs: the built-in extractive summarizer (deterministic) and the test corpus as trajectory directory. */
 export function replayActivities(deps: Partial<ActivityDeps> = {}) {
-  return createActivities({ summarizer: createExtractiveSummarizer(), trajectoryDir: CORPUS_DIR, ...deps });
+  return createActivities({ summarizer: createExtractiveSummarizer(), trajectoryDir: trajectoryDir(), ...deps });
 }
 
 /** Counts like the replay provider bills (o200k BPE, no tools): what windows in tests are measured in. */

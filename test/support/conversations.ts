@@ -1,26 +1,20 @@
-// Node (test support): fast-check arbitraries for conversations, a deterministic fake summarizer,
-// the shared corpus loader, and the compaction invariants that the property tests and the corpus
-// tests both assert. No vitest import: `bench/core.ts` uses the generators and the loader too.
-import { readdirSync, readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+// Node (test support): fast-check arbitraries for conversations, the compaction invariants that
+// the property tests and the corpus tests both assert, and (re-exported from corpus/, which the
+// benchmarks share) the deterministic fake summarizer.
 import { isDeepStrictEqual } from 'node:util';
 import fc from 'fast-check';
 import {
-  SUMMARY_INSTRUCTION,
   toProviderMessages,
   validateMessages,
   type ChatMessage,
   type CompactionResult,
   type ContentPart,
   type ResolvedOptions,
-  type SummarizeOutcome,
   type SummarizeRequest,
-  type SummarizeStep,
-  type Summarizer,
   type TokenCounter,
   type ToolCall,
 } from '../../src/index.js';
+import { renderedText } from '../../corpus/fake-summarizer.js';
 
 // ---------------------------------------------------------------------------------------------
 // Conversations
@@ -307,123 +301,22 @@ export function describeConversation(messages: readonly ChatMessage[]): string {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Fake summarizer (deterministic: the text is derived from the request's length)
+// Fake summarizer: in corpus/fake-summarizer.ts, which the benchmarks share
 // ---------------------------------------------------------------------------------------------
 
-/**
- * `ok`: a short four-section summary; `tooLong`: more characters and more words than the request;
- * `dense`: even more characters but only two words (cheap for a word-counting tokenizer, so the
- * retry's "shorter than the first attempt" rule is what rejects it); `empty`: blank text.
- */
-export type SummarizerBehaviour = 'ok' | 'tooLong' | 'dense' | 'empty' | 'failing' | 'rejected';
-export const SUMMARIZER_BEHAVIOURS: readonly SummarizerBehaviour[] = ['ok', 'tooLong', 'dense', 'empty', 'failing', 'rejected'];
-
-/** Behaviour per request purpose; a single behaviour applies to both. */
-export type SummarizerPlan = SummarizerBehaviour | { summary: SummarizerBehaviour; tighter: SummarizerBehaviour };
-
-export function requestChars(request: SummarizeRequest): number {
-  return request.messages.reduce((sum, message) => sum + renderedText(message.content).length, 0);
-}
-
-/** Which request this is: the first (`summary`) or the one retry after a summary that was too long (`tighter`). */
-export function purposeOf(request: SummarizeRequest): 'summary' | 'tighter' {
-  return request.messages[0]?.content === SUMMARY_INSTRUCTION ? 'summary' : 'tighter';
-}
-
-function behaviourFor(plan: SummarizerPlan, request: SummarizeRequest): SummarizerBehaviour {
-  return typeof plan === 'string' ? plan : plan[purposeOf(request)];
-}
-
-/** The text a fake summarizer answers for a request (only for the behaviours that answer). */
-export function fakeSummaryText(request: SummarizeRequest, behaviour: 'ok' | 'tooLong' | 'dense' | 'empty'): string {
-  const chars = requestChars(request);
-  if (behaviour === 'empty') return ' \n ';
-  if (behaviour === 'dense') return `## ${'x'.repeat(chars * 3 + 200)}`;
-  if (behaviour === 'tooLong') return `## Goals\n${'The agent read, ran and changed many things. '.repeat(Math.ceil(chars / 22) + 4)}`;
-  return [
-    '## Goals',
-    `Continue the task (summary of a ${chars}-char request).`,
-    '## Decisions',
-    'None recorded.',
-    '## Files and commands',
-    'src/app.ts; npm test',
-    '## Unresolved',
-    'Nothing.',
-  ].join('\n');
-}
-
-/** An error shaped like openai's APIError (numeric `status`). */
-export function statusError(status: number): Error {
-  return Object.assign(new Error(`HTTP ${status} from the fake summarizer`), { status });
-}
-
-export interface FakeSummarizer extends Summarizer {
-  /** Every request received, in order (retries included). */
-  requests: SummarizeRequest[];
-  /** Every text answered, in order. */
-  texts: string[];
-}
-
-/**
- * A deterministic summarizer for the async `Compactor`: `failing` throws a 503 (retried),
- * `rejected` a 401 (the abort bucket), `empty` answers blank text (retried by the driver).
- */
-export function createFakeSummarizer(plan: SummarizerPlan = 'ok'): FakeSummarizer {
-  const requests: SummarizeRequest[] = [];
-  const texts: string[] = [];
-  return {
-    requests,
-    texts,
-    summarize(request) {
-      requests.push(request);
-      const behaviour = behaviourFor(plan, request);
-      if (behaviour === 'failing') return Promise.reject(statusError(503));
-      if (behaviour === 'rejected') return Promise.reject(statusError(401));
-      const text = fakeSummaryText(request, behaviour);
-      texts.push(text);
-      return Promise.resolve({ text });
-    },
-  };
-}
-
-/** A synchronous driver's answer to one step: what the `Compactor` would conclude from `createFakeSummarizer(plan)`. */
-export function fakeOutcome(step: SummarizeStep, plan: SummarizerPlan | 'cancelled'): SummarizeOutcome {
-  if (plan === 'cancelled') return { kind: 'cancelled' };
-  const behaviour = behaviourFor(plan, step.request);
-  if (behaviour === 'failing') return { kind: 'failed', reason: 'exhausted', message: 'HTTP 503 from the fake summarizer' };
-  if (behaviour === 'rejected') return { kind: 'failed', reason: 'rejected', message: 'HTTP 401 from the fake summarizer' };
-  return { kind: 'summary', text: fakeSummaryText(step.request, behaviour) };
-}
-
-// ---------------------------------------------------------------------------------------------
-// The shared corpus (read in place: most of it is not MIT and must not be copied into the repo)
-// ---------------------------------------------------------------------------------------------
-
-export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
-export const CORPUS_DIR = resolve(REPO_ROOT, '../shared/corpus');
-
-export interface Trajectory {
-  /** File name without `.json`, e.g. `sweagent_doubao_fasterxml__jackson-databind-4304`. */
-  name: string;
-  path: string;
-  messages: ChatMessage[];
-}
-
-/** Every `../shared/corpus/*.json` trajectory, validated, in file-name order. Throws when the corpus is missing. */
-export function loadCorpus(dir: string = CORPUS_DIR): Trajectory[] {
-  let files: string[];
-  try {
-    files = readdirSync(dir).filter((file) => file.endsWith('.json')).sort();
-  } catch (error) {
-    throw new Error(`the shared corpus is not at ${dir} (the tests read ../shared/corpus beside the repository)`, { cause: error });
-  }
-  if (files.length === 0) throw new Error(`no *.json trajectories in ${dir}`);
-  return files.map((file) => {
-    const path = join(dir, file);
-    const parsed: unknown = JSON.parse(readFileSync(path, 'utf8'));
-    return { name: file.replace(/\.json$/, ''), path, messages: validateMessages(parsed, file) };
-  });
-}
+export {
+  createFakeSummarizer,
+  fakeOutcome,
+  fakeSummaryText,
+  purposeOf,
+  renderedText,
+  requestChars,
+  statusError,
+  SUMMARIZER_BEHAVIOURS,
+  type FakeSummarizer,
+  type SummarizerBehaviour,
+  type SummarizerPlan,
+} from '../../corpus/fake-summarizer.js';
 
 // ---------------------------------------------------------------------------------------------
 // Invariants (DESIGN §3–§4a), computed from the spec's definitions, not from the engine's helpers
@@ -443,13 +336,6 @@ function check(condition: boolean, invariant: string, detail: () => string = () 
 /** DESIGN §3: `sticky: true`, a system or developer message, or a depth injection. */
 export function isStickyBySpec(message: ChatMessage): boolean {
   return message.sticky === true || message.role === 'system' || message.role === 'developer' || message.depth !== undefined;
-}
-
-/** Plain text of content as the transcript shows it: text parts joined, other parts as `[type]`. */
-export function renderedText(content: ChatMessage['content']): string {
-  if (content === null) return '';
-  if (typeof content === 'string') return content;
-  return content.map((part) => (part.type === 'text' && typeof part.text === 'string' ? part.text : `[${part.type}]`)).join('');
 }
 
 /** Text of content as the counters and the elision rules measure it (non-text parts weigh nothing). */

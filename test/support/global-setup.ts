@@ -9,8 +9,13 @@
 //
 // If the server cannot be started, the run does not abort: unit tests still run, and every test
 // that asks for a connection fails with `temporalStartError` as its message.
+//
+// Also, once per run: the test corpus (corpus/index.ts) written into a temporary trajectory
+// directory for the replay provider (COMPACTOR_TEST_TRAJECTORY_DIR, removed in teardown), and one
+// line saying whether the extended corpus was found (its cases are skipped when it was not).
 import { Connection } from '@temporalio/client';
 import type { TestProject } from 'vitest/node';
+import { createTrajectoryDir, extendedCorpusLocation, extendedCorpusMissing, fullCorpus, TRAJECTORY_DIR_ENV } from '../../corpus/index.js';
 import { ensureSearchAttributes, startDevServer, type DevServer } from '../../src/dev-server.js';
 
 declare module 'vitest' {
@@ -25,7 +30,7 @@ declare module 'vitest' {
   }
 }
 
-const ENV_KEYS = ['TEMPORAL_TEST_ADDRESS', 'TEMPORAL_TEST_NAMESPACE', 'TEMPORAL_ADDRESS'] as const;
+const ENV_KEYS = ['TEMPORAL_TEST_ADDRESS', 'TEMPORAL_TEST_NAMESPACE', 'TEMPORAL_ADDRESS', TRAJECTORY_DIR_ENV] as const;
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const savedEnv = Object.fromEntries(ENV_KEYS.map((key) => [key, process.env[key]]));
@@ -35,6 +40,16 @@ export default async function setup(project: TestProject): Promise<() => Promise
       else process.env[key] = savedEnv[key];
     }
   };
+
+  const corpus = fullCorpus();
+  const trajectories = createTrajectoryDir(corpus);
+  process.env[TRAJECTORY_DIR_ENV] = trajectories.dir;
+  const location = extendedCorpusLocation();
+  process.stderr.write(
+    location.present
+      ? `[global-setup] extended corpus at ${location.dir}: ${corpus.filter((trajectory) => trajectory.origin === 'extended').length} trajectories beyond the repository set run too\n`
+      : `[global-setup] ${extendedCorpusMissing(location)} (the repository set runs; the extended cases are skipped)\n`,
+  );
 
   let server: DevServer | undefined;
   let address: string | null = null;
@@ -84,6 +99,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
 
   return async () => {
     restoreEnv();
+    trajectories.remove();
     await server?.stop();
   };
 }

@@ -4,11 +4,13 @@
 // of an uninterrupted run of the same input.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentRun, compactionsQuery, readSessionLines, replaySession, sessionQuery, type AgentRunWorkflowInput } from '../../src/index.js';
-import { openingOf, replayActivities } from '../support/agent.js';
+import { TRAJECTORY_DIR_ENV } from '../../corpus/index.js';
+import { openingOf, replayActivities, trajectoryDir } from '../support/agent.js';
 import { testConnection, uniqueId, withWorker } from '../support/temporal.js';
 import { killWorkerProcesses, spawnWorkerProcess, writeProductionBundle, type WorkerProcess } from '../support/worker-process.js';
 
-const NAME = 'claudecode_pydata__xarray-3364';
+/** A generated coding run with parallel tool calls (corpus/generate.ts): at this window it elides early and first summarizes about halfway. */
+const NAME = 'generated_parallel-calls';
 
 async function until(condition: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -47,7 +49,7 @@ describe('a worker process killed mid-run', () => {
     expect(uninterrupted.compactions.totals.compactions).toBeGreaterThanOrEqual(3);
 
     const t = await testConnection();
-    const env = { TEMPORAL_ADDRESS: t.address, TEMPORAL_NAMESPACE: t.namespace, AGENT_TASK_QUEUE: t.taskQueue, AGENT_WORKFLOW_BUNDLE: bundle.bundlePath };
+    const env = { TEMPORAL_ADDRESS: t.address, TEMPORAL_NAMESPACE: t.namespace, AGENT_TASK_QUEUE: t.taskQueue, AGENT_WORKFLOW_BUNDLE: bundle.bundlePath, [TRAJECTORY_DIR_ENV]: trajectoryDir() };
     const first = spawnWorkerProcess('test/support/agent-worker.ts', env);
     spawned.push(first);
     await until(() => first.output().includes('agent worker ready'), 60_000, `the first worker:\n${first.output()}`);

@@ -2,23 +2,36 @@
 // at a window that forces at least three compactions, with and without ageObservations, across
 // continue-as-new — JSON of replaySession(session) equals JSON of the live final conversation.
 //
-// The corpus is read in place from ../shared/corpus. Some recordings end with a tool result no
-// window that forces three compactions can hold (jackson-databind-4304's 666,865-char `find`, for
-// one); those runs end in RunFailed.ContextExhausted after their compactions, and the property is
-// checked on the transcript and conversation they hold at that point (read by query).
+// The trajectories: the repository set (MIT recordings, generated runs) always, the rest of the
+// extended corpus when it is present (else one skipped test says so). Some end with a tool result
+// no window that forces three compactions can hold (the generated 650,000-char `find`,
+// jackson-databind-4304's 666,865-char one); those runs end in RunFailed.ContextExhausted after
+// their compactions, and the property is checked on the transcript and conversation they hold at
+// that point (read by query).
 //
-// Default: the whole 16 × 2 matrix, four runs at a time on one worker (about 2-3 minutes on two
-// cores). AGENT_TRANSCRIPT_SUBSET=1 runs a representative four trajectories instead.
+// Default: the whole matrix (every trajectory × 2), four runs at a time on one worker (about 3
+// minutes on two cores with the extended corpus). AGENT_TRANSCRIPT_SUBSET=1 runs a representative
+// few instead.
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { RunFailureType } from '../../src/core/agent-errors.js';
 import { replaySession } from '../../src/core/session.js';
-import { corpusNames, openingOf, replayActivities, runAgent, startBackgroundWorker } from '../support/agent.js';
+import { repositoryCorpus } from '../../corpus/index.js';
+import { openingOf, replayActivities, runAgent, startBackgroundWorker } from '../support/agent.js';
+import { extendedCases } from '../support/corpus.js';
 import { chooseRoom } from '../support/simulate-agent.js';
 import { bundleWorkflows, testConnection, type TestConnection } from '../support/temporal.js';
 
-const SUBSET = ['claudecode_django__django-11797', 'openhands_gpt4o_Project-MONAI__MONAI-3715', 'sweagent_doubao_fasterxml__jackson-databind-4304', 'taubench_gpt4o_airline_task46_trial3'];
-const names = process.env.AGENT_TRANSCRIPT_SUBSET === '1' ? SUBSET : corpusNames();
+const SUBSET = [
+  'claudecode_django__django-11797',
+  'generated_huge-result',
+  'generated_parallel-calls',
+  'openhands_gpt4o_Project-MONAI__MONAI-3715',
+  'sweagent_doubao_fasterxml__jackson-databind-4304',
+  'taubench_gpt4o_airline_task46_trial3',
+];
+const all = [...repositoryCorpus(), ...extendedCases()].map(({ name }) => name);
+const names = process.env.AGENT_TRANSCRIPT_SUBSET === '1' ? all.filter((name) => SUBSET.includes(name)) : all;
 const MAX_OUTPUT_TOKENS = 1000;
 
 const COMPACTION = { keepRecent: 4, ageReclaimMin: 8000, ageMinChars: 1000 } as const;

@@ -351,7 +351,8 @@ describe('agentRun', { timeout: 90_000 }, () => {
     });
 
     it('shows its compactions in search attributes and in the current details (a Markdown table)', async () => {
-      const name = 'claudecode_pydata__xarray-3364';
+      // A generated coding run with parallel tool calls (corpus/generate.ts): compacts several times in 14,000 tokens.
+      const name = 'generated_parallel-calls';
       const workflowId = uniqueId('agent-visible');
       await run({ messages: openingOf(name), model: replayModel(name, 14_000), compaction: { keepRecent: 4 }, maxRounds: 1000 }, workflowId, async (outcome) => {
         expect(outcome.status).toBe('completed');

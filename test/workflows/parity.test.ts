@@ -1,7 +1,9 @@
 // One engine, two drivers (DESIGN §2): on corpus conversations, `compact` inside a workflow
 // returns byte for byte what the in-process `Compactor` returns, given the same deterministic fake
-// summarizer. Also: the 666,865-character tool result travels through compactConversation.
-// The corpus is read in place (most of it is not MIT); histories are recorded only for MIT files.
+// summarizer. Also: a tool result of more than 600,000 characters travels through compactConversation.
+// The repository set (MIT recordings, generated runs) always; the extended corpus' cases when it is
+// present (read in place: most of it is not MIT), else one skipped test. Histories are recorded only
+// for MIT files.
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -12,7 +14,9 @@ import {
   type ChatMessage,
   type CompactConversationOptions,
 } from '../../src/index.js';
-import { createFakeSummarizer, loadCorpus, type SummarizerPlan, type Trajectory } from '../support/conversations.js';
+import { findTrajectory } from '../../corpus/index.js';
+import { createFakeSummarizer, type SummarizerPlan } from '../support/conversations.js';
+import { extendedCases } from '../support/corpus.js';
 import { startFakeOpenAI } from '../support/fake-openai.js';
 import { bundleTestWorkflows, eventTypes, maybeRecordHistory, uniqueId, withWorker } from './harness.js';
 import type { compactConversation, compactInWorkflow } from './test-workflows.js';
@@ -27,7 +31,8 @@ interface ParityCase {
   record: boolean;
 }
 
-const CASES: ParityCase[] = [
+/** On the repository set: runs everywhere. */
+const REPOSITORY_CASES: ParityCase[] = [
   { file: 'taubench_gpt4o_airline_task2_trial1', plan: 'ok', record: true },
   { file: 'taubench_gpt4o_airline_task46_trial3', plan: { summary: 'tooLong', tighter: 'ok' }, charsPerToken: 3, record: true },
   {
@@ -37,25 +42,33 @@ const CASES: ParityCase[] = [
     record: true,
   },
   { file: 'taubench_gpt4o_airline_task2_trial1', plan: 'rejected', options: { keepRecent: 12 }, record: true },
+  // The same shapes as the extended cases below, on generated runs: a long coding session with a small cap, and a trim.
+  { file: 'generated_parallel-calls', plan: 'ok', options: { toolResultCap: 500 }, record: false },
+  { file: 'generated_sticky-injections', plan: 'failing', record: false },
+];
+
+/** On the extended corpus: only when it is present. */
+const EXTENDED_CASES: ParityCase[] = [
   { file: 'claudecode_django__django-11797', plan: 'ok', options: { toolResultCap: 500 }, record: false },
   { file: 'sweagent_doubao_fasterxml__jackson-databind-4365', plan: 'failing', record: false },
 ];
+
+const extended = extendedCases();
+const CASES: ParityCase[] = [...REPOSITORY_CASES, ...(extended.length > 0 ? EXTENDED_CASES : [])];
+/** A tool result bigger than Temporal's 512 KB payload warning: generated always, jackson-databind-4304's 666,865 characters when present. */
+const HUGE = ['generated_huge-result', ...extended.filter(({ name }) => name === 'sweagent_doubao_fasterxml__jackson-databind-4304').map(({ name }) => name)];
 
 const activitySettings: Partial<CompactConversationOptions> = { retryBackoff: '50ms', heartbeatTimeout: '5s', startToCloseTimeout: '30s' };
 
 describe('parity: compact in a workflow == the in-process Compactor', () => {
   let bundle: WorkflowBundleWithSourceMap;
-  let corpus: Map<string, ChatMessage[]>;
 
   beforeAll(async () => {
     bundle = await bundleTestWorkflows();
-    corpus = new Map(loadCorpus().map((trajectory: Trajectory) => [trajectory.name, trajectory.messages]));
   });
 
   function conversation(file: string): ChatMessage[] {
-    const messages = corpus.get(file);
-    if (messages === undefined) throw new Error(`no corpus file ${file}.json`);
-    return messages;
+    return findTrajectory(file).messages;
   }
 
   it.each(CASES.map((parityCase, index) => ({ ...parityCase, name: `${index}-${parityCase.file}` })))(
@@ -90,19 +103,22 @@ describe('parity: compact in a workflow == the in-process Compactor', () => {
     },
   );
 
-  it('the 666,865-character tool result compacts through compactConversation without payload limits', async () => {
-    const messages = conversation('sweagent_doubao_fasterxml__jackson-databind-4304');
-    const huge = messages.findIndex((message) => typeof message.content === 'string' && message.content.length === 666_865);
+  it.each(HUGE)('the tool result of over 600,000 characters in %s compacts through compactConversation without payload limits', async (file) => {
+    const messages = conversation(file);
+    const huge = messages.findIndex((message) => typeof message.content === 'string' && message.content.length >= 600_000);
     expect(huge).toBeGreaterThan(0);
+    if (file === 'sweagent_doubao_fasterxml__jackson-databind-4304') expect(messages[huge]?.content).toHaveLength(666_865);
+    const goal = `Fix ${file}.`;
+    const summaryText = `## Goals\n${goal}\n## Decisions\nNone.\n## Files and commands\nfind /\n## Unresolved\nAll.`;
     const server = await startFakeOpenAI();
     try {
-      server.setDefault({ kind: 'summary', text: '## Goals\nFix jackson-databind 4304.\n## Decisions\nNone.\n## Files and commands\nfind /\n## Unresolved\nAll.' });
+      server.setDefault({ kind: 'summary', text: summaryText });
       const summarizer = createOpenAISummarizer({ model: 'fake-summarizer', baseURL: server.baseURL, apiKey: 'test-key' });
       const options: CompactConversationOptions = { contextBudget: 128_000, ...activitySettings };
       const result = await withWorker(bundle, { summarizer }, async ({ client, taskQueue }) =>
         client.workflow.execute<typeof compactConversation>('compactConversation', {
           taskQueue,
-          workflowId: uniqueId('huge-tool-result'),
+          workflowId: uniqueId(`huge-tool-result-${file}`),
           args: [{ messages, options }],
         }),
       );
@@ -110,10 +126,10 @@ describe('parity: compact in a workflow == the in-process Compactor', () => {
       // The activity got the capped transcript, not the raw conversation.
       expect(JSON.stringify(server.requests[0]?.body).length).toBeLessThan(200_000);
       expect(result.fallback).toBe(false);
-      expect(result.summary).toContain('Fix jackson-databind 4304.');
+      expect(result.summary).toContain(goal);
       // The recent window (with the huge result) comes back verbatim.
       expect(result.messages.some((message) => message.content === messages[huge]?.content)).toBe(true);
-      const inProcess = await new Compactor({ ...options, summarizer: { summarize: () => Promise.resolve({ text: '## Goals\nFix jackson-databind 4304.\n## Decisions\nNone.\n## Files and commands\nfind /\n## Unresolved\nAll.' }) } }).compact(messages);
+      const inProcess = await new Compactor({ ...options, summarizer: { summarize: () => Promise.resolve({ text: summaryText }) } }).compact(messages);
       expect(JSON.stringify(result)).toBe(JSON.stringify(inProcess));
     } finally {
       await server.close();
