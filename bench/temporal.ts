@@ -134,7 +134,7 @@ function markdown(rows: Row[], machine: string, server: string, corpusLabel: str
       `history ${median(rows.map((row) => row.events))} events per compaction. The workflow's history holds the whole conversation twice ` +
       '(input and result) plus the capped transcript once (the activity\'s input), so its bytes grow with the conversation; ' +
       'the event count does not (one summarize activity, no timers). The tool results of over 600,000 characters ' +
-      '(generated_huge-result; jackson-databind-4304\'s 666,865 with the extended corpus) sit in the recent window, so input and result are each about 0.7 MB: ' +
+      '(generated_huge-result; jackson-databind-4304\'s 666,865 with the extended corpus) sit in the recent window, so input and result are each 0.7–0.9 MB: ' +
       'above the SDK\'s 512 KB payload *warning* (TMPRL1103, logged), well below the server\'s 2 MB per-payload error limit.',
     '',
     `Conversations: ${corpusLabel}. Machine: ${machine}. Server: ${server}. Reproduce: \`npm run bench:temporal\` (add \`-- --corpus DIR\` for the extended corpus' rows; set TEMPORAL_ADDRESS to use a running server).`,

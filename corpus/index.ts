@@ -234,7 +234,10 @@ export function benchmarkCorpus(argv: readonly string[] = process.argv.slice(2))
       dir = value;
     } else if (arg.startsWith('--corpus=')) dir = arg.slice('--corpus='.length);
   });
-  if (dir !== undefined) process.env[EXTENDED_CORPUS_ENV] = dir;
+  if (dir !== undefined) {
+    if (!holdsTrajectories(resolve(dir))) throw new Error(`--corpus ${dir}: no *.json trajectories there`);
+    process.env[EXTENDED_CORPUS_ENV] = dir;
+  }
   const own = repositoryCorpus();
   const counts = `${own.filter(({ origin }) => origin === 'bundled').length} MIT recordings, ${own.filter(({ origin }) => origin === 'generated').length} generated runs`;
   const location = extendedCorpusLocation();
