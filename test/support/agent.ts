@@ -4,7 +4,7 @@
 import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { Worker, type WorkerOptions } from '@temporalio/worker';
-import { createTrajectoryDir, findTrajectory, fullCorpus, TRAJECTORY_DIR_ENV } from '../../corpus/index.js';
+import { createTrajectoryDir, findTrajectory, TRAJECTORY_DIR_ENV } from '../../corpus/index.js';
 import { createActivities, type ActivityDeps } from '../../src/activities/index.js';
 import { compactionRecordsFromSession, type CompactionHistory, type CompactionRecord } from '../../src/core/compaction-history.js';
 import { readSessionLines } from '../../src/session-reader.js';
@@ -31,11 +31,6 @@ export function trajectoryDir(): string {
     ownDir = created.dir;
   }
   return ownDir;
-}
-
-/** The test corpus' trajectories by name (the repository set, plus the extended corpus when present), sorted. */
-export function corpusNames(): string[] {
-  return fullCorpus().map(({ name }) => name);
 }
 
 /** A trajectory of the test corpus by name (see `findTrajectory`). */
