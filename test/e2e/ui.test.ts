@@ -24,7 +24,9 @@ describe.skipIf(uiUrl === null)('the Temporal UI of a finished agentRun', () => 
     expect(existsSync(CHROMIUM), `${CHROMIUM} is missing: apt-get install chromium`).toBe(true);
     const t = await testConnection();
     const bundle = await bundleWorkflows(new URL('../../src/workflows/index.ts', import.meta.url));
-    const name = 'generated_parallel-calls';
+    // A generated long run (corpus/generate.ts) whose last summary comes 3 rounds before the end at
+    // this window, so its summarize activity is on the first page of the newest-first event history.
+    const name = 'generated_long-run-100x1500';
     const workflowId = uniqueId('agent-ui');
     mkdirSync('test-results', { recursive: true });
     // The worker keeps polling while the browser looks: the UI reads current details through a query.
