@@ -43,6 +43,8 @@ export default async function setup(project: TestProject): Promise<() => Promise
 
   const corpus = fullCorpus();
   const trajectories = createTrajectoryDir(corpus);
+  // Teardown removes it; the exit hook covers a run that is interrupted before teardown.
+  process.once('exit', trajectories.remove);
   process.env[TRAJECTORY_DIR_ENV] = trajectories.dir;
   const location = extendedCorpusLocation();
   process.stderr.write(
