@@ -173,7 +173,7 @@ function section(rows: Row[], machine: string, corpusLabel: string): string {
     'square; Temporal\'s `continueAsNewSuggested` then cuts the longest runs into 2-3 runs of about 4 MB.',
     'ageObservations elides more and summarizes less, which keeps more turns verbatim and so sends',
     'slightly more per round. `ContextExhausted` runs hit a recorded tool result bigger than the whole',
-    'room (moto-pr_6055\'s 100,266-char read at round 2, jackson-databind-4304\'s 666,865-char `find`);',
+    'room (moto-pr_6055\'s 100,266-char read at round 2, the `find` of 650,000 characters in generated_huge-result, and jackson-databind-4304\'s 666,865 with the extended corpus);',
     'their figures stop there, and that single result also exceeds Temporal\'s 512 KB payload warning',
     '(the hard limit is 2 MB). The next step is to keep the conversation out of the activity inputs',
     '(the activity fetches it from a store keyed by the transcript\'s stable message ids), so a round',
