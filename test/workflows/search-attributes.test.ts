@@ -14,7 +14,7 @@ import {
   searchAttributeStatus,
   type AgentRunWorkflowInput,
 } from '../../src/index.js';
-import { CORPUS_DIR, openingOf } from '../support/agent.js';
+import { openingOf, trajectoryDir } from '../support/agent.js';
 import { bundleWorkflows, testConnection, uniqueId, withWorker, type TestConnection } from '../support/temporal.js';
 
 const TAU = 'taubench_gpt4o_airline_task2_trial1';
@@ -65,7 +65,7 @@ describe('a namespace without our search attributes', { timeout: 180_000 }, () =
       namespace,
       taskQueue: t.taskQueue,
       summarizer: createExtractiveSummarizer(),
-      trajectoryDir: CORPUS_DIR,
+      trajectoryDir: trajectoryDir(),
       workflowBundle: bundle,
       registerSearchAttributes: false,
       warn: (message) => warnings.push(message),
@@ -93,7 +93,7 @@ describe('a namespace without our search attributes', { timeout: 180_000 }, () =
       namespace,
       taskQueue: t.taskQueue,
       summarizer: createExtractiveSummarizer(),
-      trajectoryDir: CORPUS_DIR,
+      trajectoryDir: trajectoryDir(),
       workflowBundle: bundle,
       warn: (message) => warnings.push(message),
     });
