@@ -108,7 +108,7 @@ describe('a namespace without our search attributes', { timeout: 180_000 }, () =
 
   it('a worker that cannot describe itself (no describeWorker registered): the run completes without them', async () => {
     const { namespace, client } = await bareNamespace(t);
-    const { describeWorker: _left, ...activities } = createActivities({ summarizer: createExtractiveSummarizer(), trajectoryDir: CORPUS_DIR });
+    const { describeWorker: _left, ...activities } = createActivities({ summarizer: createExtractiveSummarizer(), trajectoryDir: trajectoryDir() });
     const workflowId = uniqueId('agent-undescribed');
     const result = await withWorker({ ...t, namespace }, { workflowBundle: bundle, activities }, () =>
       client.workflow.execute(agentRun, { taskQueue: t.taskQueue, workflowId, args: [input] }),
