@@ -71,11 +71,12 @@ export interface ElisionPlan {
  * Every tool result eligible for elision (DESIGN §4.3): in the middle, not a stub, and either an
  * older copy of a repeated call identity, or longer than `ageMinChars` with at least
  * `ageReclaimMin` characters of content after it — never the newest copy of a repeated identity.
+ * With `stubsShorterOnly` (DESIGN §4b.5), never a result its stub would not shorten.
  */
 export function planElisions(
   messages: readonly ChatMessage[],
   regions: Regions,
-  { ageMinChars, ageReclaimMin }: { ageMinChars: number; ageReclaimMin: number },
+  { ageMinChars, ageReclaimMin, stubsShorterOnly = false }: { ageMinChars: number; ageReclaimMin: number; stubsShorterOnly?: boolean },
 ): ElisionPlan {
   const calls = callInfoByResult(messages, regions);
   const copies = new Map<string, number>();
@@ -99,8 +100,12 @@ export function planElisions(
         ? newest.get(call.identity) !== index
         : length > ageMinChars && charsAfter >= ageReclaimMin;
       if (eligible) {
-        eligibleFromEnd.push({ index, stub: elisionStub(length, call?.name ?? message.name ?? 'tool') });
-        poolChars += length;
+        const stub = elisionStub(length, call?.name ?? message.name ?? 'tool');
+        // A longer stub would spend a cache miss to make the prompt bigger.
+        if (!stubsShorterOnly || stub.length < length) {
+          eligibleFromEnd.push({ index, stub });
+          poolChars += length;
+        }
       }
     }
     charsAfter += messageChars(message);

@@ -4,6 +4,7 @@
 // cannot do itself — a summary — by yielding a `SummarizeStep`. The in-process `Compactor`
 // answers with a direct call (retrying per §4.9), the workflow `compact` with an activity under
 // Temporal's retry policy. Neither driver decides anything, so the two cannot drift apart.
+import { epochPays, planWindow, summarizedLastRound, worthStarting } from './economics.js';
 import { applyElisions, planElisions } from './elision.js';
 import { aimFor, type Aim, type CallOverrides, type ResolvedOptions } from './options.js';
 import { findRegions, trimBoundaries, type Regions } from './regions.js';
@@ -58,15 +59,49 @@ function elide(pass: Pass): { messages: ChatMessage[]; elisions: Elision[] } {
   return { messages: applyElisions(pass.input, elisions), elisions };
 }
 
+/** Over this, a pass is over the trigger; at or below it, a pass with something to elide is an elision-only epoch. */
+function triggerOf(aim: Aim): number {
+  return aim.target ?? aim.trigger;
+}
+
+/** Over the trigger, an elision-only pass ends the compaction when the stubbed conversation is at or below this (§4.5, §4b.4). */
+function elisionStop(pass: Pass): number {
+  switch (pass.options.elisionEndsPass) {
+    case 'under-trigger':
+      return triggerOf(pass.aim);
+    case 'at-mark':
+      return pass.aim.mark;
+    case 'never':
+      return Number.NEGATIVE_INFINITY;
+  }
+}
+
 /**
  * `needsCompaction` (DESIGN §4.1): over `triggerRatio × contextBudget`, or, with
- * `ageObservations`, an eligible elision pool of at least `ageReclaimMin` characters.
+ * `ageObservations`, an eligible elision pool of at least `ageReclaimMin` characters. The
+ * economic rules narrow both: over the trigger but within the limit, only a compaction worth its
+ * cache miss is started (§4b.3); below it, `elisionEpochs` says which epochs are (§4b.4).
  */
 export function needsCompactionCore(messages: unknown, options: ResolvedOptions, overrides: CallOverrides = {}, counter?: TokenCounter): boolean {
   const pass = startPass(messages, options, overrides, counter);
-  if (pass.tokensBefore > (pass.aim.target ?? pass.aim.trigger)) return true;
-  if (!options.ageObservations || pass.regions.middle.length === 0) return false;
-  return planElisions(pass.input, pass.regions, options).poolChars >= options.ageReclaimMin;
+  const { aim } = pass;
+  if (pass.tokensBefore > triggerOf(aim)) {
+    if (!options.deferShallowCompactions || pass.tokensBefore > aim.limit) return true;
+    // §4b.3 No thrash: within the limit, never two compactions in consecutive rounds.
+    if (summarizedLastRound(pass.input, pass.regions, options.keepRecent)) return false;
+    const elided = elide(pass);
+    const stop = elisionStop(pass);
+    if (elided.elisions.length > 0 && stop >= 0 && aim.counter.count(elided.messages) <= stop) return true;
+    return worthStarting(planWindow(elided.messages, pass.regions, aim, options), aim);
+  }
+  if (!options.ageObservations || pass.regions.middle.length === 0 || options.elisionEpochs === 'never') return false;
+  // §4b.3 No thrash: an epoch is a compaction too (it rewrites the conversation below its prefix).
+  if (options.deferShallowCompactions && summarizedLastRound(pass.input, pass.regions, options.keepRecent)) return false;
+  const plan = planElisions(pass.input, pass.regions, options);
+  if (plan.poolChars < options.ageReclaimMin) return false;
+  if (options.elisionEpochs === 'batch') return true;
+  const elided = applyElisions(pass.input, plan.elisions);
+  return epochPays(pass.input, elided, plan.elisions, pass.regions, aim, pass.tokensBefore, options);
 }
 
 /** Replaces the middle with one synthetic user message where the first removed message stood. */
@@ -82,7 +117,9 @@ function assemble(messages: readonly ChatMessage[], regions: Regions, summary: s
 
 /**
  * The hard trim (DESIGN §4.10): drops the oldest middle messages, whole groups at a time, until
- * the conversation fits the aim; never touches sticky messages or the recent window; cannot fail.
+ * the conversation fits the aim; never touches sticky messages or the recent window of `regions`
+ * (the one that gave way, under DESIGN §4b.2: the trim falls back where the summary would have
+ * replaced); cannot fail.
  * The counters we ship are additive, so the smallest fitting prefix is found by bisection.
  */
 export function hardTrim(messages: readonly ChatMessage[], regions: Regions, aim: Aim): { messages: ChatMessage[]; dropped: number; cutIndex: number } {
@@ -110,8 +147,9 @@ export function hardTrim(messages: readonly ChatMessage[], regions: Regions, aim
 }
 
 /**
- * One compaction as a step machine (DESIGN §4.2–§4.12). Throws `InvalidInputError` before its
- * first step on bad input; never yields more than two summarize steps; always returns a result.
+ * One compaction as a step machine (DESIGN §4.2–§4.12, and the economic rules of §4b its options
+ * turn on). Throws `InvalidInputError` before its first step on bad input; never yields more than
+ * two summarize steps; always returns a result.
  *
  * @example
  * const steps = compactionSteps(messages, resolveOptions({ contextBudget: 128_000 }));
@@ -128,47 +166,67 @@ export function* compactionSteps(
   const pass = startPass(messages, options, overrides, counter);
   const { regions, aim } = pass;
   const unchanged = { dropped: 0, fallback: false, elisions: [], summary: null, cutIndex: -1 };
-
-  // §4.2 No-op: nothing between the sticky prefix and the recent window.
-  if (regions.middle.length === 0) return finish(pass, { ...unchanged, messages: [...pass.input] });
+  const below = pass.tokensBefore <= triggerOf(aim);
 
   // §4.3–4.5 Elide first (an elision-only epoch is this branch below the trigger); stop when that was enough.
   const elided = elide(pass);
-  if (elided.elisions.length > 0 && aim.counter.count(elided.messages) <= (aim.target ?? aim.trigger)) {
-    return finish(pass, { ...unchanged, messages: elided.messages, elisions: elided.elisions });
+  if (elided.elisions.length > 0) {
+    const elisionOnly = (): CompactionResult => finish(pass, { ...unchanged, messages: elided.messages, elisions: elided.elisions });
+    // §4.4: an epoch never summarizes, never drops, never calls a backend. Decided on the count the
+    // pass was entered with, not on a recount: a calibrated counter counts a changed conversation
+    // with its estimator, which may say "over the trigger" of a conversation that just shrank.
+    if (below && options.legacyEpochRecount !== true) return elisionOnly();
+    const stop = below ? triggerOf(aim) : elisionStop(pass);
+    if (stop >= 0 && aim.counter.count(elided.messages) <= stop) return elisionOnly();
   }
 
+  // §4b.2 The recent window gives way when it alone is over the low-water mark.
+  const plan = options.recentWindowGivesWay ? planWindow(elided.messages, regions, aim, options) : undefined;
+  const planned = plan?.regions ?? regions;
+
+  // §4.2 No-op: nothing between the sticky prefix and the recent window.
+  if (planned.middle.length === 0) return finish(pass, { ...unchanged, messages: [...pass.input] });
+
   const trimmed = (): CompactionResult => {
-    const trim = hardTrim(elided.messages, regions, aim);
+    const trim = hardTrim(elided.messages, planned, aim);
     return finish(pass, { ...trim, fallback: true, elisions: elided.elisions, summary: null });
   };
-  const middle = regions.middle.flatMap((index) => elided.messages[index] ?? []);
+  // §4b.5 Without a target, a summary over contextBudget loses to a hard trim that fits.
+  let trimFits: boolean | undefined;
+  const trimWouldFit = (): boolean => (trimFits ??= aim.counter.count(hardTrim(elided.messages, planned, aim).messages) <= aim.limit);
+  const middle = planned.middle.flatMap((index) => elided.messages[index] ?? []);
   const accepts = (candidate: ChatMessage[]): boolean => {
     const tokens = aim.counter.count(candidate);
-    return tokens < pass.tokensBefore && (aim.target === undefined || tokens <= aim.target);
+    if (!(tokens < pass.tokensBefore && (aim.target === undefined || tokens <= aim.target))) return false;
+    return !(options.trimBeatsOverflow && aim.target === undefined && tokens > aim.limit && trimWouldFit());
   };
-  const summarized = (summary: string, assembled: ChatMessage[]): CompactionResult =>
-    finish(pass, {
+  const summarized = (summary: string, assembled: ChatMessage[]): CompactionResult => {
+    const result = finish(pass, {
       messages: assembled,
-      dropped: regions.middle.length,
+      dropped: planned.middle.length,
       fallback: false,
       elisions: elided.elisions,
       summary,
-      cutIndex: regions.middle.at(-1) ?? -1,
+      cutIndex: planned.middle.at(-1) ?? -1,
     });
+    if (plan === undefined || result.tokensAfter <= aim.mark) return result;
+    // §4b.2: over the mark, say why — the window could not give way enough, or the summary was longer than the room left for it.
+    const reason = plan.keptTokens + plan.summaryRoom > aim.mark ? 'recent-window' : 'summary-length';
+    return { ...result, aboveMark: { mark: aim.mark, reason } };
+  };
 
   // §4.6 One request; §4.9 the driver retries it; an empty summary is a failure.
   const first = yield step('summary', summarizeRequest(middle, options.toolResultCap), middle.length);
   if (first.kind !== 'summary' || first.text.trim() === '') return trimmed();
-  const firstSummary = summaryContent(first.text, regions.middle.length);
-  const firstAssembled = assemble(elided.messages, regions, firstSummary);
+  const firstSummary = summaryContent(first.text, planned.middle.length);
+  const firstAssembled = assemble(elided.messages, planned, firstSummary);
   if (accepts(firstAssembled)) return summarized(firstSummary, firstAssembled);
 
   // §4.8 The proof failed: one tighter request, accepted only if it fits and is shorter.
   const second = yield step('tighter', summarizeRequest(middle, options.toolResultCap, first.text.trim().length), middle.length);
   if (second.kind !== 'summary' || second.text.trim() === '') return trimmed();
-  const secondSummary = summaryContent(second.text, regions.middle.length);
-  const secondAssembled = assemble(elided.messages, regions, secondSummary);
+  const secondSummary = summaryContent(second.text, planned.middle.length);
+  const secondAssembled = assemble(elided.messages, planned, secondSummary);
   if (second.text.trim().length < first.text.trim().length && accepts(secondAssembled)) return summarized(secondSummary, secondAssembled);
   return trimmed();
 }

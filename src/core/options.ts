@@ -47,7 +47,75 @@ export interface CompactionOptions {
   maxAttempts?: number;
   /** Wait before the second attempt; ×2 per attempt, capped at 30 s. @default '2s' */
   retryBackoff?: Duration;
+
+  // DESIGN §4b: the economic rules. Each one is on by default and turns off on its own; with all
+  // of them off ({@link REFERENCE_EXACT}) the engine is DESIGN §4 — the reference — exactly.
+
+  /**
+   * §4b.2 Depth: when the recent window (with the sticky messages and room for the summary) is
+   * over the low-water mark, it gives way — down to the last complete turn — instead of the
+   * compaction being accepted a few percent lighter; a summary that still ends over the mark says
+   * why in `aboveMark`. Off: the window is always `keepRecent` messages (the reference).
+   * @default true
+   */
+  recentWindowGivesWay?: boolean;
+  /**
+   * §4b.4 When elision alone ends a pass over the trigger (with `ageObservations`):
+   * `'under-trigger'` when the stubbed conversation is back under the trigger or `target` (the
+   * reference); `'at-mark'` only when it reaches the low-water mark; `'never'`: the pass always goes
+   * on to the summary and elision only lightens the summarizer's transcript.
+   * @default 'never'
+   */
+  elisionEndsPass?: ElisionEndsPass;
+  /**
+   * §4b.4 When `needsCompaction` starts an elision-only epoch below the trigger (with
+   * `ageObservations`): `'batch'` whenever the eligible pool reaches `ageReclaimMin` (the
+   * reference); `'paying'` only when, besides, the modelled saving beats the suffix it re-bills;
+   * `'never'`: elision only rides on a pass over the trigger.
+   * @default 'paying'
+   */
+  elisionEpochs?: ElisionEpochs;
+  /**
+   * §4b.3 No thrash: `needsCompaction` does not start a compaction over the trigger (but within
+   * `contextBudget`, or the call's `target`) that cannot reclaim enough to be worth its cache
+   * miss. Off: over the trigger is always enough (the reference).
+   * @default true
+   */
+  deferShallowCompactions?: boolean;
+  /** §4b.5 A stub is written only when it is shorter than the result it replaces. Off: older duplicates are stubbed whatever their size (the reference). @default true */
+  stubsShorterOnly?: boolean;
+  /**
+   * §4b.5 Without a `target`, a summary that leaves the conversation over `contextBudget` is not an
+   * answer when the hard trim fits (the tighter retry, then the trim). Off: any summary that
+   * shrinks the conversation is accepted (the reference).
+   * @default true
+   */
+  trimBeatsOverflow?: boolean;
+  /** The price of a cached input token relative to an uncached one, for the `'paying'` epoch model. @default 0.1 */
+  cachedInputPrice?: number;
 }
+
+/** When `needsCompaction` starts an elision-only epoch below the trigger (see `CompactionOptions.elisionEpochs`). */
+export type ElisionEpochs = 'batch' | 'paying' | 'never';
+
+/** When elision alone ends a pass over the trigger (see `CompactionOptions.elisionEndsPass`). */
+export type ElisionEndsPass = 'under-trigger' | 'at-mark' | 'never';
+
+/**
+ * The options that turn every economic rule of DESIGN §4b off: spread them into the options to
+ * get the reference's behaviour (DESIGN §4) exactly, number for number and byte for byte.
+ *
+ * @example
+ * new Compactor({ summarizer, contextBudget: 128_000, ...REFERENCE_EXACT });
+ */
+export const REFERENCE_EXACT = {
+  recentWindowGivesWay: false,
+  elisionEndsPass: 'under-trigger',
+  elisionEpochs: 'batch',
+  deferShallowCompactions: false,
+  stubsShorterOnly: false,
+  trimBeatsOverflow: false,
+} as const satisfies Partial<CompactionOptions>;
 
 /** Options with every default applied and validated. Plain JSON (durations in ms). */
 export interface ResolvedOptions {
@@ -61,6 +129,18 @@ export interface ResolvedOptions {
   ageReclaimMin: number;
   maxAttempts: number;
   retryBackoffMs: number;
+  recentWindowGivesWay: boolean;
+  elisionEndsPass: ElisionEndsPass;
+  elisionEpochs: ElisionEpochs;
+  deferShallowCompactions: boolean;
+  stubsShorterOnly: boolean;
+  trimBeatsOverflow: boolean;
+  cachedInputPrice: number;
+  /**
+   * @internal Set only by the workflow driver for histories recorded before the economic rules
+   * existed: an elision epoch recounts and may go on to the summary, as the code then did.
+   */
+  legacyEpochRecount?: boolean;
 }
 
 /** The backoff never grows past this (DESIGN §4a). */
@@ -79,6 +159,13 @@ const optionsSchema = z.object({
   ageReclaimMin: count.default(40_000),
   maxAttempts: z.number().int().min(1).max(100).default(3),
   retryBackoff: z.union([z.number(), z.string()]).default(2000),
+  recentWindowGivesWay: z.boolean().default(true),
+  elisionEndsPass: z.enum(['under-trigger', 'at-mark', 'never']).default('never'),
+  elisionEpochs: z.enum(['batch', 'paying', 'never']).default('paying'),
+  deferShallowCompactions: z.boolean().default(true),
+  stubsShorterOnly: z.boolean().default(true),
+  trimBeatsOverflow: z.boolean().default(true),
+  cachedInputPrice: ratio.default(0.1),
 });
 
 /** Applies defaults and validates; throws `InvalidInputError` naming the option. */
@@ -122,6 +209,8 @@ export interface Aim {
   trimTo: number;
   /** Over this, the result is exhausted. */
   limit: number;
+  /** The low-water mark (DESIGN §4b.2): `targetRatio × contextBudget`, or the caller's target when that is lower. */
+  mark: number;
 }
 
 export function aimFor(options: ResolvedOptions, overrides: CallOverrides, fallbackCounter: TokenCounter = defaultCounter): Aim {
@@ -135,5 +224,6 @@ export function aimFor(options: ResolvedOptions, overrides: CallOverrides, fallb
     trigger: options.triggerRatio * options.contextBudget,
     trimTo: target ?? options.targetRatio * options.contextBudget,
     limit: target ?? options.contextBudget,
+    mark: Math.min(options.targetRatio * options.contextBudget, target ?? Number.POSITIVE_INFINITY),
   };
 }

@@ -55,7 +55,12 @@ export function removableMask(messages: readonly ChatMessage[], groups: Groups =
  * window's first message is a tool result, and further while any group would straddle it.
  */
 export function findCut(messages: readonly ChatMessage[], keepRecent: number, groups: Groups = toolGroups(messages)): number {
-  let cut = Math.max(0, messages.length - keepRecent);
+  return cutFrom(messages, Math.max(0, messages.length - keepRecent), groups);
+}
+
+/** The latest valid start of a recent window at or before `start` (the moves of {@link findCut}). */
+export function cutFrom(messages: readonly ChatMessage[], start: number, groups: Groups = toolGroups(messages)): number {
+  let cut = start;
   while (cut > 0 && cut < messages.length && messages[cut]?.role === 'tool') cut -= 1;
   // A turn whose results are separated from it by another message (a depth injection, a user
   // message between parallel results) must not straddle the cut either.
@@ -70,6 +75,38 @@ export function findCut(messages: readonly ChatMessage[], keepRecent: number, gr
   }
 }
 
+/**
+ * The start of the smallest recent window that still holds the last complete turn: the last
+ * assistant message with everything after it (its tool results, a user's reply), or the last
+ * message when there is no assistant turn. DESIGN §4b.2: how far a recent window may give way.
+ */
+export function lastTurnCut(messages: readonly ChatMessage[], groups: Groups = toolGroups(messages)): number {
+  let last = messages.length - 1;
+  while (last >= 0 && messages[last]?.role !== 'assistant') last -= 1;
+  return cutFrom(messages, last >= 0 ? last : Math.max(0, messages.length - 1), groups);
+}
+
+/**
+ * Every valid start of a recent window in `(after, upTo]`, ascending: not a tool result and no
+ * group straddling it (exactly the positions {@link cutFrom} leaves where they are). O(n).
+ */
+export function windowStarts(messages: readonly ChatMessage[], after: number, upTo: number, groups: Groups = toolGroups(messages)): number[] {
+  const starts: number[] = [];
+  // Smallest group start among the messages at or after each position, from the end.
+  let smallestGroup = Number.POSITIVE_INFINITY;
+  const from = Math.max(0, after + 1);
+  const smallestFrom: number[] = new Array<number>(Math.max(0, upTo - from + 1));
+  for (let index = messages.length - 1; index >= from; index -= 1) {
+    smallestGroup = Math.min(smallestGroup, groups.groupOf[index] ?? index);
+    if (index <= upTo) smallestFrom[index - from] = smallestGroup;
+  }
+  for (let position = from; position <= upTo; position += 1) {
+    if (position === 0 || position === messages.length) starts.push(position);
+    else if (messages[position]?.role !== 'tool' && (smallestFrom[position - from] ?? position) >= position) starts.push(position);
+  }
+  return starts;
+}
+
 export interface Regions {
   groups: Groups;
   /** First index of the recent window (messages.length when the window is empty). */
@@ -82,8 +119,11 @@ export interface Regions {
 
 export function findRegions(messages: readonly ChatMessage[], keepRecent: number): Regions {
   const groups = toolGroups(messages);
-  const cut = findCut(messages, keepRecent, groups);
-  const removable = removableMask(messages, groups);
+  return regionsAt(messages, findCut(messages, keepRecent, groups), groups, removableMask(messages, groups));
+}
+
+/** The regions for a recent window that starts at `cut` (a valid start: see {@link windowStarts}). */
+export function regionsAt(messages: readonly ChatMessage[], cut: number, groups: Groups, removable: boolean[]): Regions {
   const inMiddle = removable.map((canRemove, index) => canRemove && index < cut);
   const middle: number[] = [];
   inMiddle.forEach((isMiddle, index) => {

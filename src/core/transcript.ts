@@ -82,6 +82,13 @@ export function summarizeRequest(middle: readonly ChatMessage[], toolResultCap: 
   };
 }
 
+const summaryHeader = /^\[Summary by the harness of \d+ earlier messages\]\n\n/;
+
+/** True for the synthetic message a summarizing compaction leaves (`summaryContent` as a user message). */
+export function isSummaryMessage(message: ChatMessage): boolean {
+  return message.role === 'user' && typeof message.content === 'string' && summaryHeader.test(message.content);
+}
+
 /** The content of the synthetic message that replaces the middle: `result.summary`. */
 export function summaryContent(summaryText: string, replacedMessages: number): string {
   return `[Summary by the harness of ${replacedMessages} earlier messages]\n\n${summaryText.trim()}`;

@@ -87,4 +87,11 @@ export interface CompactionResult {
   summary: string | null;
   /** Input index of the last message replaced or dropped; -1 when none was. */
   cutIndex: number;
+  /**
+   * Present only when a summary left the conversation over its low-water mark (DESIGN §4b.2,
+   * `recentWindowGivesWay`): the mark, and why — `'recent-window'`: the sticky messages and the
+   * last complete turn alone leave no room for a summary under it; `'summary-length'`: the
+   * summary was longer than the room left for it.
+   */
+  aboveMark?: { mark: number; reason: 'recent-window' | 'summary-length' };
 }

@@ -2,11 +2,11 @@
 // everything in deterministic workflow code; only the summarizer call leaves the workflow, as
 // the `summarize` activity under Temporal's retry policy.
 import { RetryState } from '@temporalio/common';
-import { ActivityFailure, CancellationScope, isCancellation, proxyActivities } from '@temporalio/workflow';
+import { ActivityFailure, CancellationScope, inWorkflowContext, isCancellation, patched, proxyActivities } from '@temporalio/workflow';
 import type { ActivityOptions } from '@temporalio/workflow';
 import { compactionSteps, needsCompactionCore, type SummarizeOutcome, type SummarizeStep } from '../core/engine.js';
 import { FailureType, InvalidInputError } from '../core/errors.js';
-import { MAX_RETRY_BACKOFF_MS, parseDuration, resolveOptions, type CompactionOptions, type Duration, type ResolvedOptions } from '../core/options.js';
+import { MAX_RETRY_BACKOFF_MS, REFERENCE_EXACT, parseDuration, resolveOptions, type CompactionOptions, type Duration, type ResolvedOptions } from '../core/options.js';
 import type { ChatMessage, CompactionResult, TokenCounter } from '../core/types.js';
 import type { CompactorActivities } from '../activities/index.js';
 import { DEFAULT_PAYLOAD_LIMIT_BYTES, jsonPayloadBytes } from '../core/payload-size.js';
@@ -80,10 +80,27 @@ function optionalString(value: unknown, field: string): string | undefined {
   return value;
 }
 
+/**
+ * The patch that gates the economic rules of DESIGN §4b in workflow code. A worker upgrade must
+ * not change the decisions of a workflow recorded before it (a summarize activity more or less
+ * is a non-determinism error on replay): histories without this marker replay with the
+ * behaviour they were recorded with — {@link REFERENCE_EXACT} and the old recount of an elision
+ * epoch — and new executions record the marker at their first `compact` or `needsCompaction`.
+ * Stable forever: never rename it; retire it with `deprecatePatch` once no history lacks it.
+ */
+export const ECONOMICS_PATCH_ID = 'temporal-compactor:economics-v1';
+
+/** True outside workflow code (tests, the in-process world) and in executions that carry the patch. */
+function economicsPatched(): boolean {
+  return !inWorkflowContext() || patched(ECONOMICS_PATCH_ID);
+}
+
 function plan(options: CompactOptions): Plan {
   if (typeof options !== 'object' || options === null) throw new InvalidInputError('options', 'must be an object with at least contextBudget');
   const { target, counter, startToCloseTimeout, heartbeatTimeout, taskQueue, summarizerModel, maxPayloadBytes, payloadStore, ...compaction } = options;
-  const resolved = resolveOptions(compaction);
+  const resolved: ResolvedOptions = economicsPatched()
+    ? resolveOptions(compaction)
+    : { ...resolveOptions({ ...compaction, ...REFERENCE_EXACT }), legacyEpochRecount: true };
   if (counter !== undefined && typeof counter?.count !== 'function') throw new InvalidInputError('options.counter', 'must have a count(messages) method');
   const queue = optionalString(taskQueue, 'options.taskQueue');
   // Temporal reads a zero interval as "unset" (1 s): keep a zero backoff at the smallest real one.

@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { findTrajectory, type Trajectory } from '../../corpus/index.js';
 import { Compactor, defaultCounter, toProviderMessages, validateMessages, type ChatMessage, type CompactionResult } from '../../src/index.js';
-import { resolveOptions, type CompactionOptions } from '../../src/core/options.js';
+import { REFERENCE_EXACT, resolveOptions, type CompactionOptions } from '../../src/core/options.js';
 import {
   askers,
   assertCompactionInvariants,
@@ -94,7 +94,8 @@ function assertSane({ input, options, summarizer, result }: Compaction, behaviou
     // Three attempts (the default maxAttempts) at the first request, then the hard trim.
     expect(summarizer.requests).toHaveLength(3);
     const fits = result.tokensAfter <= resolved.targetRatio * resolved.contextBudget;
-    expect(fits || result.dropped === referenceRegions(input, resolved.keepRecent).middle.length).toBe(true);
+    // Short of fitting, the trim drops the whole middle: the reference's, or more when the recent window gave way (§4b.2).
+    expect(fits || result.dropped >= referenceRegions(input, resolved.keepRecent).middle.length).toBe(true);
   }
 }
 
@@ -175,11 +176,20 @@ describe.each(hugeResultCases)('corpus: the huge tool result of $trajectory.name
     expect(transcript).not.toContain(huge.slice(0, 200));
   });
 
-  it('in the recent window it cannot be trimmed: the result says exhausted', async () => {
-    const compaction = await compactWith(messages, 'failing', { contextBudget: 32_000 });
+  it('reference rules: in the recent window it cannot be trimmed, the result says exhausted', async () => {
+    const compaction = await compactWith(messages, 'failing', { contextBudget: 32_000, ...REFERENCE_EXACT });
     assertSane(compaction, 'failing');
     expect(compaction.result.messages).toContain(messages[hugeIndex]);
     expect(compaction.result.exhausted).toBe(true);
+    expect(compaction.result.fallback).toBe(true);
+  });
+
+  it('defaults: the recent window gives way to the last complete turn (§4b.2), so the trim drops it and the result fits', async () => {
+    const compaction = await compactWith(messages, 'failing', { contextBudget: 32_000 });
+    assertSane(compaction, 'failing');
+    expect(compaction.result.messages).not.toContain(messages[hugeIndex]);
+    expect(compaction.result.messages.slice(-2)).toEqual(messages.slice(-2));
+    expect(compaction.result.exhausted).toBe(false);
     expect(compaction.result.fallback).toBe(true);
   });
 });
@@ -188,16 +198,26 @@ describe('corpus: small older duplicates', () => {
   // An MIT recording the repository carries (examples/trajectories/).
   const trajectory = corpus.find(({ name }) => name === 'taubench_gpt4o_airline_task46_trial3');
 
-  // DESIGN §4.3: older copies of a repeated call identity are eligible "whatever their size". Here
-  // message 39, a 72-char `book_reservation` error the agent retried with the same arguments, gets
-  // the (longer) stub: the pass is still returned because the result is under the trigger, which is
-  // what an elision-only pass has to prove. Pinned so a change to that rule is a decision, not an accident.
-  it('stubs a small older duplicate even when the stub is longer than the result', async () => {
+  // Message 39 is a 72-char `book_reservation` error the agent retried with the same arguments.
+  // The reference makes older copies of a repeated call eligible "whatever their size" (DESIGN
+  // §4.3), so it gets the 94-char stub; DESIGN §4b.5 (`stubsShorterOnly`, on by default) never
+  // writes a stub longer than what it replaces. Pinned both ways so a change to either is a decision.
+  it('reference rules: stubs the small older duplicate even though the stub is longer than the result', async () => {
     expect(trajectory).toBeDefined();
     const messages = trajectory?.messages ?? [];
-    const { result } = await compactWith(messages, 'ok', { contextBudget: 8_000, ageObservations: true });
+    const { result } = await compactWith(messages, 'ok', { contextBudget: 8_000, ageObservations: true, ...REFERENCE_EXACT });
     const small = result.elisions.find(({ index }) => index === 39);
     expect(small?.stub).toMatch(/^\[elided by the harness: 72-char book_reservation result;/);
+    expect(small?.stub.length).toBe(94);
     expect(result.tokensAfter).toBeLessThanOrEqual(0.8 * 8_000);
+  });
+
+  it('defaults: never stubs the small older duplicate', async () => {
+    const messages = trajectory?.messages ?? [];
+    const { result } = await compactWith(messages, 'ok', { contextBudget: 8_000, ageObservations: true });
+    expect(result.elisions.find(({ index }) => index === 39)).toBeUndefined();
+    // Nothing else in the middle is worth a stub, so this manual compaction (below the trigger) summarizes.
+    expect(result.elisions).toEqual([]);
+    expect(result.summary).not.toBeNull();
   });
 });

@@ -1,8 +1,11 @@
-// One test (or a few) per numbered rule of DESIGN §4 and per behaviour the reference states.
+// One test (or a few) per numbered rule of DESIGN §4 and per behaviour the reference states. Every
+// compactor here runs with REFERENCE_EXACT — the economic rules of DESIGN §4b off — so these are the
+// reference's rules exactly (DESIGN §4b.1); test/core/economics.test.ts covers the defaults.
 import { describe, expect, it } from 'vitest';
 import {
   Compactor,
   InvalidInputError,
+  REFERENCE_EXACT,
   SUMMARY_INSTRUCTION,
   elisionStub,
   findCut,
@@ -14,7 +17,7 @@ const fast = { retryBackoff: 1 } as const;
 const big = (char: string, length: number): string => char.repeat(length);
 
 function compactor(summarizer = scriptedSummarizer('short summary'), options: Partial<ConstructorParameters<typeof Compactor>[0]> = {}) {
-  return new Compactor({ summarizer, counter: charCounter, contextBudget: 1000, keepRecent: 2, ...fast, ...options });
+  return new Compactor({ summarizer, counter: charCounter, contextBudget: 1000, keepRecent: 2, ...REFERENCE_EXACT, ...fast, ...options });
 }
 
 describe('§4 regions: the cut', () => {
@@ -167,8 +170,9 @@ describe('§4.3 elision eligibility', () => {
 
   it('with ageObservations off, behaviour is byte-identical to a compactor without elision', async () => {
     const messages = toolRounds(12, 500);
-    const plain = new Compactor({ summarizer: scriptedSummarizer('sum'), counter: charCounter, contextBudget: 2000, keepRecent: 2 });
+    const plain = new Compactor({ summarizer: scriptedSummarizer('sum'), counter: charCounter, contextBudget: 2000, keepRecent: 2, ...REFERENCE_EXACT });
     const off = new Compactor({
+      ...REFERENCE_EXACT,
       summarizer: scriptedSummarizer('sum'),
       counter: charCounter,
       contextBudget: 2000,

@@ -5,6 +5,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   Compactor,
+  REFERENCE_EXACT,
   compactionSteps,
   createCharCounter,
   defaultCounter,
@@ -15,7 +16,10 @@ import {
   runCompactionSteps,
   summaryContent,
   type ChatMessage,
+  type CompactionOptions,
   type CompactionResult,
+  type ElisionEndsPass,
+  type ElisionEpochs,
   type ResolvedOptions,
   type SummarizeOutcome,
   type SummarizeRequest,
@@ -109,7 +113,23 @@ interface SetupSpec {
   callCounter: CounterName | undefined;
   first: StepBehaviour;
   second: StepBehaviour;
+  /** The economic rules of DESIGN §4b: all off (the reference), the defaults, or each one at random. */
+  rules: Partial<CompactionOptions>;
 }
+
+const rulesArb: fc.Arbitrary<Partial<CompactionOptions>> = fc.oneof(
+  fc.constant<Partial<CompactionOptions>>({ ...REFERENCE_EXACT }),
+  fc.constant<Partial<CompactionOptions>>({}),
+  fc.record({
+    recentWindowGivesWay: fc.boolean(),
+    elisionEndsPass: fc.constantFrom<ElisionEndsPass>('under-trigger', 'at-mark', 'never'),
+    elisionEpochs: fc.constantFrom<ElisionEpochs>('batch', 'paying', 'never'),
+    deferShallowCompactions: fc.boolean(),
+    stubsShorterOnly: fc.boolean(),
+    trimBeatsOverflow: fc.boolean(),
+    cachedInputPrice: fc.constantFrom(0.1, 0.5, 1),
+  }),
+);
 
 const ratioArb = fc.oneof(fc.constantFrom(1, 0.8, 0.5), fc.double({ min: 0.05, max: 1, noNaN: true }));
 // Weighted towards answers, so that the proof and the tighter retry are exercised as often as the failures.
@@ -139,6 +159,7 @@ const setupArb = (withCancel = true): fc.Arbitrary<SetupSpec> =>
     callCounter: fc.option(fc.constantFrom(...counterNames), { nil: undefined, freq: 2 }),
     first: behaviourArb(withCancel),
     second: behaviourArb(withCancel),
+    rules: rulesArb,
   });
 
 interface Setup {
@@ -166,6 +187,7 @@ function materialise(messages: readonly ChatMessage[], spec: SetupSpec): Setup {
     ageMinChars: spec.ageMinChars,
     ageReclaimMin: spec.ageReclaimMin,
     retryBackoff: 0,
+    ...spec.rules,
   });
   const target = spec.targetOfTokens === undefined ? undefined : Math.floor(tokens * spec.targetOfTokens);
   return {
@@ -242,10 +264,14 @@ describe('compaction invariants (sync step driver)', () => {
         const again = runSync(messages, setup);
         expect(isDeepStrictEqual(again.result, run.result), 'the same result twice').toBe(true);
         expect(isDeepStrictEqual(again.steps, run.steps), 'the same requests twice').toBe(true);
-        // needsCompaction is true whenever the input is over the trigger (or the target).
+        // needsCompaction is true whenever the input is over the trigger (or the target) — with
+        // deferShallowCompactions (§4b.3), whenever it is over contextBudget (or the target).
         const over = run.result.tokensBefore > (setup.target ?? setup.options.triggerRatio * setup.options.contextBudget);
+        const overLimit = run.result.tokensBefore > (setup.target ?? setup.options.contextBudget);
         const needs = needsCompactionCore(messages, setup.options, { target: setup.target, counter: setup.callCounter }, setup.driverCounter);
-        if (over) expect(needs).toBe(true);
+        if (over && (!setup.options.deferShallowCompactions || overLimit)) expect(needs).toBe(true);
+        // Below the trigger it is an elision epoch, which elisionEpochs 'never' never starts (§4b.4).
+        if (!over && (!setup.options.ageObservations || setup.options.elisionEpochs === 'never')) expect(needs).toBe(false);
 
         const branch = branchOf(run);
         branches.set(branch, (branches.get(branch) ?? 0) + 1);
@@ -268,7 +294,8 @@ describe('compaction invariants (sync step driver)', () => {
       fc.property(conversationArb(), setupArb(false), fc.integer({ min: -2, max: 2 }), (messages, spec, delta) => {
         // `words` does not grow with the length of one word: a summary cannot be aimed at a count with it.
         if ((spec.callCounter ?? spec.driverCounter) === 'words') return;
-        const setup = materialise(messages, spec);
+        // The reference's proof: the §4b rules add conditions (and move the window) on purpose.
+        const setup = materialise(messages, { ...spec, rules: { ...REFERENCE_EXACT } });
         const overrides = { target: setup.target, counter: setup.callCounter };
         const run = (answer: (step: SummarizeStep) => SummarizeOutcome) =>
           runCompactionSteps(compactionSteps(messages, setup.options, overrides, setup.driverCounter), answer);
@@ -386,6 +413,13 @@ describe('compaction invariants (async Compactor)', () => {
       ageObservations: setup.options.ageObservations,
       ageMinChars: setup.options.ageMinChars,
       ageReclaimMin: setup.options.ageReclaimMin,
+      recentWindowGivesWay: setup.options.recentWindowGivesWay,
+      elisionEndsPass: setup.options.elisionEndsPass,
+      elisionEpochs: setup.options.elisionEpochs,
+      deferShallowCompactions: setup.options.deferShallowCompactions,
+      stubsShorterOnly: setup.options.stubsShorterOnly,
+      trimBeatsOverflow: setup.options.trimBeatsOverflow,
+      cachedInputPrice: setup.options.cachedInputPrice,
       maxAttempts,
       retryBackoff: 0,
     });

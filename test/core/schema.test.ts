@@ -81,6 +81,13 @@ describe('options', () => {
       ageReclaimMin: 40_000,
       maxAttempts: 3,
       retryBackoffMs: 2000,
+      recentWindowGivesWay: true,
+      elisionEndsPass: 'never',
+      elisionEpochs: 'paying',
+      deferShallowCompactions: true,
+      stubsShorterOnly: true,
+      trimBeatsOverflow: true,
+      cachedInputPrice: 0.1,
     });
   });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { Compactor, type ChatMessage, type SessionEntry, type SessionLine } from '../../src/index.js';
+import { Compactor, REFERENCE_EXACT, type ChatMessage, type SessionEntry, type SessionLine } from '../../src/index.js';
 import { parseSessionJsonl, recordCompaction, replaySession, summaryId, toJsonl } from '../../src/core/session.js';
 import { assistant, charCounter, httpError, scriptedSummarizer, system, tool, toolRounds, user } from '../support/messages.js';
 
@@ -98,8 +98,13 @@ describe('session transcript', () => {
       assistant('now'),
     ];
     const { entries, lines } = start(messages);
-    const result = await new Compactor({ summarizer: scriptedSummarizer(httpError(400)), counter: charCounter, contextBudget: 10, keepRecent: 2 }).compact(messages);
-    expect(result.messages).toEqual([messages[0], messages[2], messages[3], messages[5], messages[6]]);
-    expect(JSON.stringify(replaySession([...lines, ...recordCompaction(entries, result).lines]))).toBe(JSON.stringify(result.messages));
+    const options = { summarizer: scriptedSummarizer(httpError(400)), counter: charCounter, contextBudget: 10, keepRecent: 2 };
+    const reference = await new Compactor({ ...options, ...REFERENCE_EXACT }).compact(messages);
+    expect(reference.messages).toEqual([messages[0], messages[2], messages[3], messages[5], messages[6]]);
+    expect(JSON.stringify(replaySession([...lines, ...recordCompaction(entries, reference).lines]))).toBe(JSON.stringify(reference.messages));
+    // With the defaults the recent window gives way to the last complete turn (DESIGN §4b.2); the pinned turn stays whole.
+    const defaults = await new Compactor(options).compact(messages);
+    expect(defaults.messages).toEqual([messages[0], messages[2], messages[3], messages[6]]);
+    expect(JSON.stringify(replaySession([...lines, ...recordCompaction(entries, defaults).lines]))).toBe(JSON.stringify(defaults.messages));
   });
 });

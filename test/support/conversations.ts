@@ -4,6 +4,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import fc from 'fast-check';
 import {
+  SUMMARY_ROOM_SHARE,
   toProviderMessages,
   validateMessages,
   type ChatMessage,
@@ -397,6 +398,45 @@ export function referenceRegions(messages: readonly ChatMessage[], keepRecent: n
   return { asker, group, sticky, cut, middle, inMiddle };
 }
 
+/** Positions a recent window may start at by the spec: not a tool result, and no answered pair straddles it. */
+function validStarts(messages: readonly ChatMessage[], group: readonly number[]): boolean[] {
+  const valid: boolean[] = new Array<boolean>(messages.length + 1).fill(false);
+  let smallestGroup = Infinity;
+  valid[messages.length] = true;
+  for (let index = messages.length - 1; index >= 0; index -= 1) {
+    smallestGroup = Math.min(smallestGroup, group[index] ?? index);
+    valid[index] = index === 0 || (messages[index]?.role !== 'tool' && smallestGroup >= index);
+  }
+  return valid;
+}
+
+/**
+ * DESIGN §4b.2 by the spec: the recent window of a summarizing compaction. The reference window
+ * when the messages it keeps (sticky ones and the window) leave `room` for a summary under `mark`;
+ * otherwise the largest window, at a valid start no later than the last complete turn (the last
+ * assistant message and what follows it), that does; otherwise that last complete turn.
+ */
+export function givenWayRegions(conversation: readonly ChatMessage[], standard: ReferenceRegions, counter: TokenCounter, mark: number): ReferenceRegions {
+  const room = Math.ceil(SUMMARY_ROOM_SHARE * mark);
+  const pinnedGroups = new Set(standard.group.filter((_, index) => standard.sticky[index] === true));
+  const removable = conversation.map((_, index) => standard.sticky[index] !== true && !pinnedGroups.has(standard.group[index] ?? index));
+  const fits = (cut: number): boolean => counter.count(conversation.filter((_, index) => index >= cut || removable[index] !== true)) + room <= mark;
+  if (fits(standard.cut)) return standard;
+  const valid = validStarts(conversation, standard.group);
+  let lastAssistant = conversation.length - 1;
+  while (lastAssistant >= 0 && conversation[lastAssistant]?.role !== 'assistant') lastAssistant -= 1;
+  let floor = lastAssistant >= 0 ? lastAssistant : Math.max(0, conversation.length - 1);
+  while (floor > 0 && valid[floor] !== true) floor -= 1;
+  let cut = standard.cut;
+  for (let start = standard.cut + 1; start <= floor; start += 1) {
+    if (valid[start] !== true) continue;
+    cut = start;
+    if (fits(start)) break;
+  }
+  const inMiddle = conversation.map((_, index) => index < cut && removable[index] === true);
+  return { ...standard, cut, inMiddle, middle: inMiddle.flatMap((isMiddle, index) => (isMiddle ? [index] : [])) };
+}
+
 /** Every tool result directly follows (past other results only) the assistant turn whose call it answers. */
 export function isProviderStrict(messages: readonly ChatMessage[]): boolean {
   let lastTurn: ChatMessage | undefined;
@@ -456,11 +496,14 @@ export interface CompactionRun {
 export function assertCompactionInvariants(run: CompactionRun): void {
   const { input, options, target, counter, requests, texts, result } = run;
   const output = result.messages;
-  const regions = referenceRegions(input, options.keepRecent);
-  const { asker, group, sticky, cut, middle, inMiddle } = regions;
+  // Elision works on the reference regions; a summary or a trim on the window that gave way (§4b.2).
+  const standard = referenceRegions(input, options.keepRecent);
+  const { asker, group, sticky } = standard;
   const limit = target ?? options.contextBudget;
   const trimTo = target ?? options.targetRatio * options.contextBudget;
   const trigger = options.triggerRatio * options.contextBudget;
+  const mark = Math.min(options.targetRatio * options.contextBudget, target ?? Infinity);
+  const below = result.tokensBefore <= (target ?? trigger);
 
   // Counts are honest: every count uses the call's counter.
   check(result.tokensBefore === counter.count(input), 'tokensBefore is the count of the input', () => `${result.tokensBefore} vs ${counter.count(input)}`);
@@ -480,7 +523,7 @@ export function assertCompactionInvariants(run: CompactionRun): void {
     check(index > previous, 'elision indices ascend', () => `${previous} then ${index}`);
     previous = index;
     const original = input[index];
-    check(original !== undefined && inMiddle[index] === true, 'elisions are in the middle', () => `index ${index}, cut ${cut}`);
+    check(original !== undefined && standard.inMiddle[index] === true, 'elisions are in the middle', () => `index ${index}, cut ${standard.cut}`);
     check(original.role === 'tool', 'only tool results are elided', () => `index ${index} is ${original.role}`);
     check(!(typeof original.content === 'string' && STUB.test(original.content)), 'a stub is never elided again', () => `index ${index}`);
     const owner = asker[index] ?? -1;
@@ -492,14 +535,17 @@ export function assertCompactionInvariants(run: CompactionRun): void {
       'the stub is a pure function of (content length, tool name)',
       () => `index ${index}: ${JSON.stringify(stub)}`,
     );
+    if (options.stubsShorterOnly) check(stub.length < length, 'a stub is shorter than the result it replaces (§4b.5)', () => `index ${index}: ${length} chars`);
     elided.set(index, stub);
   }
-  checkElisionEligibility(input, regions, options, elided);
+  checkElisionEligibility(input, standard, options, elided);
 
   const transformed = input.map((message, index) => {
     const stub = elided.get(index);
     return stub === undefined ? message : { ...message, content: stub };
   });
+  const regions = options.recentWindowGivesWay ? givenWayRegions(transformed, standard, counter, mark) : standard;
+  const { cut, middle, inMiddle } = regions;
 
   // Match the output against the (elided) input: a subsequence, plus at most one summary message.
   const removed: number[] = [];
@@ -577,8 +623,23 @@ export function assertCompactionInvariants(run: CompactionRun): void {
       'the summary holds a text the summarizer answered',
     );
     check(requests.length >= 1, 'a summary needs a request');
+    if (options.trimBeatsOverflow && target === undefined && result.tokensAfter > limit) {
+      const trimmed = new Set(middle.slice(0, expectedTrim(transformed, regions, counter, trimTo)));
+      check(
+        counter.count(transformed.filter((_, index) => !trimmed.has(index))) > limit,
+        'a summary left over contextBudget is accepted only when the hard trim would not fit either (§4b.5)',
+      );
+    }
+    if (options.recentWindowGivesWay && result.tokensAfter > mark) {
+      const keptTokens = counter.count(transformed.filter((_, index) => index >= cut || (!inMiddle[index] && index < cut)));
+      const reason = keptTokens + Math.ceil(SUMMARY_ROOM_SHARE * mark) > mark ? 'recent-window' : 'summary-length';
+      check(isDeepStrictEqual(result.aboveMark, { mark, reason }), 'a summary that ends over the low-water mark says why (§4b.2)', () => JSON.stringify(result.aboveMark));
+    } else {
+      check(result.aboveMark === undefined, 'aboveMark only when a summary ends over the low-water mark (§4b.2)', () => JSON.stringify(result.aboveMark));
+    }
   } else {
     check(summaryAt === -1, 'no summary message without a summary');
+    check(result.aboveMark === undefined, 'aboveMark only on a summary', () => JSON.stringify(result.aboveMark));
   }
 
   if (result.fallback) {
@@ -588,10 +649,13 @@ export function assertCompactionInvariants(run: CompactionRun): void {
     );
   } else if (result.summary === null) {
     check(result.dropped === 0 && requests.length === 0, 'without a summary or a trim nothing is removed and no request is made', () => `dropped ${result.dropped}, ${requests.length} requests`);
+    // An epoch (entered at or below the trigger) is elision only (§4.4); over it, elision alone ends
+    // the pass only under the trigger (the reference), at the mark, or never (§4b.4).
+    const stop = { 'under-trigger': target ?? trigger, 'at-mark': mark, never: -Infinity }[options.elisionEndsPass];
     check(
-      middle.length === 0 || (result.elisions.length > 0 && result.tokensAfter <= (target ?? trigger)),
-      'a result without a summary or a trim is a no-op (empty middle) or an elision pass that got under the trigger (or target)',
-      () => `middle ${middle.length}, elisions ${result.elisions.length}, tokensAfter ${result.tokensAfter}`,
+      middle.length === 0 || (result.elisions.length > 0 && (below || result.tokensAfter <= stop)),
+      'a result without a summary or a trim is a no-op (empty middle), an epoch, or an elision pass that reached where elision may end a pass',
+      () => `middle ${middle.length}, elisions ${result.elisions.length}, tokensBefore ${result.tokensBefore}, tokensAfter ${result.tokensAfter}`,
     );
   }
   if (middle.length === 0) {

@@ -9,6 +9,7 @@ import {
   createActivities,
   createOpenAISummarizer,
   FailureType,
+  REFERENCE_EXACT,
   SUMMARY_INSTRUCTION,
   type ChatMessage,
   type CompactConversationOptions,
@@ -20,6 +21,14 @@ import { toolRounds } from '../support/messages.js';
 import { testConnection } from '../support/temporal.js';
 import { bundleTestWorkflows, eventTypes, maybeRecordHistory, uniqueId, withWorker } from './harness.js';
 import type { compactConversation } from './test-workflows.js';
+
+/** The rounds of a second `toolRounds` call with call ids and paths of their own. */
+function relabel(message: ChatMessage): ChatMessage {
+  const rename = (id: string): string => `late_${id}`;
+  if (message.role === 'tool' && message.tool_call_id !== undefined) return { ...message, tool_call_id: rename(message.tool_call_id) };
+  if (message.tool_calls === undefined) return message;
+  return { ...message, tool_calls: message.tool_calls.map((call) => ({ ...call, id: rename(call.id), function: { ...call.function, arguments: call.function.arguments.replace('"f', '"late_f') } })) };
+}
 
 const SHORT_SUMMARY = '## Goals\nFix app.py.\n## Decisions\nRead f0..f19.\n## Files and commands\nf*.py\n## Unresolved\nNone.';
 const options: CompactConversationOptions = {
@@ -160,6 +169,35 @@ describe('compactConversation on a dev server', () => {
     expect(server.requests).toHaveLength(0);
     expect(events).not.toContain('ActivityTaskScheduled');
     expect(events.at(-1)).toBe('WorkflowExecutionCompleted');
+  });
+
+  // Recorded (compact-conversation-economics-window-gives-way.json) so that the replay suite holds a
+  // history with the ECONOMICS_PATCH_ID marker whose commands differ from the reference's: before
+  // the patch this input was an elision-only pass (no activity); under it, elision no longer ends a
+  // pass over the trigger and the summary runs. Every older history replays without the marker.
+  it('economic rules: new executions record the patch marker; elision rides on the summary; the recent window gives way', async () => {
+    // Six old 3,000-character results the stubs take away, then four rounds of 2,400-character results
+    // (~2,450 tokens: over the low-water mark of 2,000 on their own).
+    const heavy: ChatMessage[] = [...toolRounds(6, 3000), ...toolRounds(4, 2400).slice(2).map((message) => relabel(message))];
+    const economics: CompactConversationOptions = { ...options, ageObservations: true, ageMinChars: 1000, ageReclaimMin: 2000 };
+    server.script({ kind: 'summary', text: SHORT_SUMMARY });
+    const { result, handle, events } = await run('economics-window-gives-way', { messages: heavy, options: economics });
+    const history = await handle.fetchHistory();
+    const markers = (history.events ?? []).flatMap((event) => (event.markerRecordedEventAttributes?.markerName === 'core_patch' ? [event] : []));
+    expect(markers).toHaveLength(1);
+    expect(events.filter((type) => type === 'ActivityTaskScheduled')).toHaveLength(1);
+    expect(result.summary).toContain(SHORT_SUMMARY);
+    expect(result.elisions).toHaveLength(6);
+    expect(result.tokensAfter).toBeLessThanOrEqual(0.5 * economics.contextBudget);
+    expect(result.aboveMark).toBeUndefined();
+    const fixed = { summarize: () => Promise.resolve({ text: SHORT_SUMMARY }) };
+    // The reference stops after the stubs, with the four heavy rounds in place.
+    const reference = await new Compactor({ ...economics, ...REFERENCE_EXACT, summarizer: fixed }).compact(heavy);
+    expect(reference.summary).toBeNull();
+    expect(reference.elisions).toHaveLength(6);
+    expect(reference.messages.slice(-8)).toEqual(heavy.slice(-8));
+    const inProcess = await new Compactor({ ...economics, summarizer: fixed }).compact(heavy);
+    expect(JSON.stringify(result)).toBe(JSON.stringify(inProcess));
   });
 
   it('options.taskQueue: the summarize activity runs on its own queue, served by an activities-only worker', async () => {

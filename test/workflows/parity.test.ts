@@ -127,8 +127,11 @@ describe('parity: compact in a workflow == the in-process Compactor', () => {
       expect(JSON.stringify(server.requests[0]?.body).length).toBeLessThan(200_000);
       expect(result.fallback).toBe(false);
       expect(result.summary).toContain(goal);
-      // The recent window (with the huge result) comes back verbatim.
-      expect(result.messages.some((message) => message.content === messages[huge]?.content)).toBe(true);
+      // The recent window (with the huge result) is over the low-water mark, so it gave way down to
+      // the last complete turn (DESIGN §4b.2): the huge result was summarized and the conversation fits.
+      expect(result.messages.some((message) => message.content === messages[huge]?.content)).toBe(false);
+      expect(result.exhausted).toBe(false);
+      expect(result.tokensAfter).toBeLessThanOrEqual(0.5 * 128_000);
       const inProcess = await new Compactor({ ...options, summarizer: { summarize: () => Promise.resolve({ text: summaryText }) } }).compact(messages);
       expect(JSON.stringify(result)).toBe(JSON.stringify(inProcess));
     } finally {

@@ -6,11 +6,25 @@ import { join } from 'node:path';
 import type { HistoryAndWorkflowId } from '@temporalio/common';
 import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { ECONOMICS_PATCH_ID } from '../../src/index.js';
 import { bundleTestWorkflows, HISTORIES_DIR } from './harness.js';
 
 interface JsonEvent {
   eventType?: string;
   activityTaskScheduledEventAttributes?: { activityType?: { name?: string } };
+  markerRecordedEventAttributes?: { markerName?: string; details?: Record<string, { payloads?: Array<{ data?: string }> }> };
+}
+
+/** The ids of the patches a history recorded (`patched()` writes a `core_patch` marker whose payload is `{ id, deprecated }`). */
+function patchIds(history: { events: JsonEvent[] }): string[] {
+  return history.events.flatMap((event) => {
+    const marker = event.markerRecordedEventAttributes;
+    if (marker?.markerName !== 'core_patch') return [];
+    const data = marker.details?.['patch-data']?.payloads?.[0]?.data;
+    const payload: unknown = data === undefined ? undefined : JSON.parse(Buffer.from(data, 'base64').toString('utf8'));
+    const id: unknown = typeof payload === 'object' && payload !== null ? Reflect.get(payload, 'id') : undefined;
+    return typeof id === 'string' ? [id] : [];
+  });
 }
 
 function recordedHistories(): Array<{ file: string; history: { events: JsonEvent[] } }> {
@@ -39,8 +53,17 @@ describe('replay of recorded histories', () => {
 
   it('there are histories of every kind of run: summary, retries, fallback, cancellation, elision-only, parity', () => {
     const names = histories.map(({ file }) => file).join(' ');
-    for (const kind of ['success', '5xx-then-success', 'too-long-then-tighter', 'all-attempts-fail', 'elision-only', 'cancel-', 'parity-', 'compact-in-workflow-cancel']) {
+    for (const kind of ['success', '5xx-then-success', 'too-long-then-tighter', 'all-attempts-fail', 'elision-only', 'cancel-', 'parity-', 'compact-in-workflow-cancel', 'economics-']) {
       expect(names).toContain(kind);
+    }
+  });
+
+  it('only histories recorded under the economic rules carry their patch marker; the older ones replay through the reference branch', () => {
+    const patched = histories.filter(({ history }) => patchIds(history).includes(ECONOMICS_PATCH_ID)).map(({ file }) => file);
+    expect(patched).toEqual(['compact-conversation-economics-window-gives-way.json']);
+    for (const file of ['compact-conversation-success.json', 'parity-taubench_gpt4o_airline_task2_trial1-ok.json', 'agent-run-update.json']) {
+      expect(histories.find((recorded) => recorded.file === file)?.history.events.length ?? 0).toBeGreaterThan(0);
+      expect(patched).not.toContain(file);
     }
   });
 

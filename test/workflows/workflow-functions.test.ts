@@ -38,9 +38,9 @@ describe('needsCompaction (workflow entry)', () => {
     expect(needsCompaction(messages, { contextBudget: 100_000, target: 100 })).toBe(true);
   });
 
-  it('an elision batch makes it true below the trigger (ageObservations)', () => {
+  it('an elision batch makes it true below the trigger (ageObservations, elisionEpochs batch)', () => {
     const big = toolRounds(12, 5000);
-    const options = { contextBudget: 100_000, ageMinChars: 1000, ageReclaimMin: 10_000 };
+    const options = { contextBudget: 100_000, ageMinChars: 1000, ageReclaimMin: 10_000, elisionEpochs: 'batch' } as const;
     expect(needsCompaction(big, options)).toBe(false);
     expect(needsCompaction(big, { ...options, ageObservations: true })).toBe(true);
   });
