@@ -1,5 +1,6 @@
 // The transcript property (DESIGN §7, issue 4): every corpus trajectory replayed through agentRun
-// at a window that forces at least three compactions, with and without ageObservations, across
+// at a window that forces at least three compactions (two for one recording, see
+// `compactionsWanted`), with and without ageObservations, across
 // continue-as-new — JSON of replaySession(session) equals JSON of the live final conversation.
 //
 // The trajectories: the repository set (MIT recordings, generated runs) always, the rest of the
@@ -36,6 +37,13 @@ const MAX_OUTPUT_TOKENS = 1000;
 
 const COMPACTION = { keepRecent: 4, ageReclaimMin: 8000, ageMinChars: 1000 } as const;
 
+/**
+ * Compactions each run must show. moto-pr_6055 reads a 100,266-character file at round 2: the
+ * reference compacted again every round while that read sat in the recent window; without thrash
+ * (DESIGN §4b.3) no window makes that recording compact more than twice.
+ */
+const compactionsWanted = (name: string): number => (name === 'swesmith_claude37_getmoto__moto-pr_6055' ? 2 : 3);
+
 let t: TestConnection;
 beforeAll(async () => {
   t = await testConnection();
@@ -49,7 +57,8 @@ describe.concurrent('replaySession(session) equals the live conversation', { tim
       for (const name of names) {
         it(name, async () => {
           // The window comes from an in-process model of the loop (test/support/simulate-agent.ts).
-          const { room, expected } = await chooseRoom(name, { ...COMPACTION, ageObservations });
+          const wanted = compactionsWanted(name);
+          const { room, expected } = await chooseRoom(name, { ...COMPACTION, ageObservations }, wanted);
           const contextWindow = room + MAX_OUTPUT_TOKENS;
           const outcome = await runAgent(t, {
             messages: openingOf(name),
@@ -63,7 +72,7 @@ describe.concurrent('replaySession(session) equals the live conversation', { tim
           const summary = `${name} ${ageObservations} window=${contextWindow} ${outcome.status} compactions=${outcome.compactions.length} (${outcome.compactions.map((record) => record.kind[0]).join('')}), modelled ${expected.compactions}${expected.exhausted ? ' then exhausted' : ''}`;
           expect(outcome.status, summary).toBe(expected.exhausted ? 'failed' : 'completed');
           if (outcome.status === 'completed') expect(outcome.result?.continuedAsNew, summary).toBeGreaterThan(0);
-          expect(outcome.compactions.length, summary).toBeGreaterThanOrEqual(3);
+          expect(outcome.compactions.length, summary).toBeGreaterThanOrEqual(wanted);
           expect(outcome.session.filter((line) => line.type !== 'message').length).toBeGreaterThan(0);
           expect(JSON.stringify(replaySession(outcome.session))).toBe(JSON.stringify(outcome.messages));
         });
