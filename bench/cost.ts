@@ -1,0 +1,544 @@
+// Node: what a run costs under prompt caching (issue 9 §1, DESIGN §4b). Every trajectory is replayed
+// through several context policies side by side, and each request is priced as a provider with a
+// prompt cache bills it. A benchmark, not a test: it prints figures and asserts nothing.
+//
+// The model:
+// - one request per recorded assistant turn i (a leading one, with nothing before it, is skipped):
+//   the policy's view of trajectory[0..i). Our engine's view is the previous round's managed
+//   conversation plus the messages recorded since, compacted when `needsCompaction` says so;
+// - tokens: 4 + ceil(chars / 4) per message, chars = content length (its JSON length when not a
+//   string) + the JSON length of `tool_calls`; with `--tokenizer o200k`, 4 + the o200k BPE tokens
+//   of the same two strings;
+// - cached = the longest common message prefix with the previous request (messages equal as JSON);
+//   billed = uncached + cachedPrice × cached + summarizerPrice × the summarizer's input tokens;
+// - window per trajectory = max(8,000, half its unmanaged final context); contextBudget = window.
+//
+// Run: `npm run bench:cost` (the repository's trajectories, examples/trajectories/) or
+//      `npm run bench:cost -- --corpus ../shared/corpus` (the extended corpus); `--write` puts the
+//      tables into bench/README.md. Flags: --cached-price 0.1, --summarizer-price 0.25,
+//      --summarizer-input request|middle, --tokenizer chars|o200k|both (default both), --ablation.
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { availableParallelism, cpus, loadavg } from 'node:os';
+import { basename, join, relative, resolve } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import {
+  REFERENCE_EXACT,
+  compactionSteps,
+  countTextTokens,
+  createBpeCounter,
+  extractiveSummary,
+  findRegions,
+  needsCompactionCore,
+  resolveOptions,
+  runCompactionSteps,
+  validateMessages,
+  type ChatMessage,
+  type CompactionOptions,
+  type SummarizeStep,
+  type TokenCounter,
+} from '../src/index.js';
+
+const REPO_ROOT = fileURLToPath(new URL('../', import.meta.url));
+const README = fileURLToPath(new URL('./README.md', import.meta.url));
+
+function progress(line: string): void {
+  process.stderr.write(`${line}\n`);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Trajectories: one function, so the source can become the corpus module later
+// ---------------------------------------------------------------------------------------------
+
+interface Trajectory {
+  name: string;
+  messages: ChatMessage[];
+}
+
+/** Every `*.json` trajectory (a JSON array of chat messages) in `dir`, validated, in file-name order. */
+function loadTrajectories(dir: string): Trajectory[] {
+  let files: string[];
+  try {
+    files = readdirSync(dir).filter((file) => file.endsWith('.json')).sort();
+  } catch (error) {
+    throw new Error(`--corpus ${dir}: cannot read the directory`, { cause: error });
+  }
+  if (files.length === 0) throw new Error(`--corpus ${dir}: no *.json trajectories there`);
+  return files.map((file) => ({ name: file.replace(/\.json$/, ''), messages: validateMessages(JSON.parse(readFileSync(join(dir, file), 'utf8')), file) }));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The token model
+// ---------------------------------------------------------------------------------------------
+
+type Tokenizer = 'chars' | 'o200k';
+
+function contentString(message: ChatMessage): string {
+  return typeof message.content === 'string' ? message.content : JSON.stringify(message.content);
+}
+
+/** Tokens of one message under the model, memoised per message object (unchanged messages are shared between rounds). */
+function messageTokenizer(tokenizer: Tokenizer): (message: ChatMessage) => number {
+  const memo = new WeakMap<ChatMessage, number>();
+  const measure =
+    tokenizer === 'chars'
+      ? (message: ChatMessage): number => 4 + Math.ceil((contentString(message).length + (message.tool_calls === undefined ? 0 : JSON.stringify(message.tool_calls).length)) / 4)
+      : (message: ChatMessage): number => 4 + countTextTokens(contentString(message)) + (message.tool_calls === undefined ? 0 : countTextTokens(JSON.stringify(message.tool_calls)));
+  return (message) => {
+    let tokens = memo.get(message);
+    if (tokens === undefined) {
+      tokens = measure(message);
+      memo.set(message, tokens);
+    }
+    return tokens;
+  };
+}
+
+const jsonMemo = new WeakMap<ChatMessage, string>();
+function jsonOf(message: ChatMessage): string {
+  let json = jsonMemo.get(message);
+  if (json === undefined) {
+    json = JSON.stringify(message);
+    jsonMemo.set(message, json);
+  }
+  return json;
+}
+
+/** Messages equal as JSON (the same object is equal without serialising it). */
+function sameMessage(left: ChatMessage | undefined, right: ChatMessage | undefined): boolean {
+  if (left === undefined || right === undefined) return false;
+  return left === right || jsonOf(left) === jsonOf(right);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Retention: file paths and identifiers
+// ---------------------------------------------------------------------------------------------
+
+const TOKEN = /[A-Za-z0-9_][A-Za-z0-9_./-]*[A-Za-z0-9_]/g;
+
+/**
+ * Code-like tokens of at least three characters with a letter: a path (`/`), a dotted name
+ * (`models.py`, `np.array`), snake_case, camelCase, or letters mixed with digits (`ZFA04Y`,
+ * `HAT136`). Plain words and numbers are not identifiers.
+ */
+function isIdentifier(token: string): boolean {
+  if (token.length < 3 || !/[A-Za-z]/.test(token)) return false;
+  return token.includes('/') || /\w\.\w/.test(token) || token.includes('_') || /[a-z][A-Z]/.test(token) || /\d/.test(token);
+}
+
+const identifierMemo = new WeakMap<ChatMessage, Set<string>>();
+/** The identifiers in a message's content and tool-call names and arguments, memoised per message object. */
+function identifiersOf(message: ChatMessage): Set<string> {
+  let found = identifierMemo.get(message);
+  if (found === undefined) {
+    found = new Set();
+    const text = `${message.content === null ? '' : contentString(message)}${(message.tool_calls ?? []).map((call) => ` ${call.function.name} ${call.function.arguments}`).join('')}`;
+    for (const match of text.matchAll(TOKEN)) if (isIdentifier(match[0])) found.add(match[0]);
+    identifierMemo.set(message, found);
+  }
+  return found;
+}
+
+/** Per assistant turn: the identifiers it mentions whose first appearance in the trajectory was in an earlier tool result. */
+function retentionProbes(messages: readonly ChatMessage[]): Map<number, string[]> {
+  const firstSeenInTool = new Map<string, boolean>();
+  const probes = new Map<number, string[]>();
+  messages.forEach((message, index) => {
+    const identifiers = identifiersOf(message);
+    if (message.role === 'assistant') probes.set(index, [...identifiers].filter((identifier) => firstSeenInTool.get(identifier) === true));
+    for (const identifier of identifiers) if (!firstSeenInTool.has(identifier)) firstSeenInTool.set(identifier, message.role === 'tool');
+  });
+  return probes;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Policies
+// ---------------------------------------------------------------------------------------------
+
+interface Round {
+  /** What the request sends. */
+  messages: ChatMessage[];
+  /** Tokens of the policy's view before it acted this round (what a compaction started from). */
+  viewTokens: number;
+  /** 1 when the policy rewrote the conversation this round (a compaction, a clearing). */
+  compactions: number;
+  summarizerTokens: number;
+  /** A summarizing compaction that ended above its low-water mark (our engine's `aboveMark`). */
+  aboveMark: number;
+}
+
+interface PolicyContext {
+  trajectory: readonly ChatMessage[];
+  window: number;
+  tokens: (messages: readonly ChatMessage[]) => number;
+  tokenizer: Tokenizer;
+  summarizerInput: SummarizerInput;
+}
+
+interface Policy {
+  name: string;
+  /** A fresh run over one trajectory: called once per request, in order, with the request's end index. */
+  start(context: PolicyContext): (end: number) => Round;
+}
+
+const quiet = { compactions: 0, summarizerTokens: 0, aboveMark: 0 };
+
+const none: Policy = {
+  name: 'none',
+  start:
+    ({ trajectory, tokens }) =>
+    (end) => {
+      const messages = trajectory.slice(0, end);
+      return { ...quiet, messages, viewTokens: tokens(messages) };
+    },
+};
+
+/** The view with every tool result but the newest `keep` replaced by `replacement(message)` (when that differs). */
+function replaceOldResults(view: readonly ChatMessage[], keep: number, replacement: (message: ChatMessage) => string): ChatMessage[] {
+  const replaced = [...view];
+  let kept = 0;
+  for (let index = replaced.length - 1; index >= 0; index -= 1) {
+    const message = replaced[index];
+    if (message?.role !== 'tool') continue;
+    kept += 1;
+    const content = replacement(message);
+    if (kept > keep && message.content !== content) replaced[index] = { ...message, content };
+  }
+  return replaced;
+}
+
+/** A rolling mask: on every request, every tool result but the last `keep` becomes `[Old tool output omitted: N chars]`. */
+function rollingMask(keep: number): Policy {
+  return {
+    name: `rolling mask (all but the last ${keep} results)`,
+    start:
+      ({ trajectory, tokens }) =>
+      (end) => {
+        const view = trajectory.slice(0, end);
+        const masked = replaceOldResults(view, keep, (message) => `[Old tool output omitted: ${contentString(message).length} chars]`);
+        return { ...quiet, messages: masked, viewTokens: tokens(view) };
+      },
+  };
+}
+
+/**
+ * Anthropic-style `clear_tool_uses`, applied to each request as the client sends it: when the
+ * request is over `trigger × window`, every tool result but the last `keep` becomes `[cleared]`;
+ * with `atLeast`, only when that frees at least that many tokens.
+ */
+function clearToolUses(keep: number, trigger: number, atLeast: number): Policy {
+  return {
+    name: atLeast > 0 ? `clear_tool_uses + clear_at_least ${atLeast.toLocaleString('en-US')}` : 'clear_tool_uses (over 0.5 × window, keep 3)',
+    start:
+      ({ trajectory, window, tokens }) =>
+      (end) => {
+        const view = trajectory.slice(0, end);
+        const viewTokens = tokens(view);
+        if (viewTokens <= trigger * window) return { ...quiet, messages: view, viewTokens };
+        const cleared = replaceOldResults(view, keep, () => '[cleared]');
+        const freed = viewTokens - tokens(cleared);
+        if (freed <= 0 || freed < atLeast) return { ...quiet, messages: view, viewTokens };
+        return { ...quiet, messages: cleared, viewTokens, compactions: 1 };
+      },
+  };
+}
+
+type SummarizerInput = 'request' | 'middle';
+
+/** The first user message marked sticky, as `agentRun` holds the task (DESIGN §4b.6). */
+function withTaskPinned(messages: readonly ChatMessage[]): ChatMessage[] {
+  const task = messages.findIndex((message) => message.role === 'user');
+  const pinned = [...messages];
+  const message = pinned[task];
+  if (message !== undefined && message.sticky === undefined) pinned[task] = { ...message, sticky: true };
+  return pinned;
+}
+
+/**
+ * Our engine as a driver runs it: the previous round's conversation plus what was recorded since,
+ * compacted when `needsCompaction` says so, summaries by the built-in offline summarizer.
+ */
+function engine(name: string, options: Omit<CompactionOptions, 'contextBudget'>, { pinTask = false } = {}): Policy {
+  return {
+    name,
+    start: ({ trajectory, window, tokens, tokenizer, summarizerInput }) => {
+      const resolved = resolveOptions({ ...options, contextBudget: window });
+      // The engine counts with what a user would configure for that model: the default estimator, or o200k BPE.
+      const counter: TokenCounter | undefined = tokenizer === 'o200k' ? createBpeCounter() : undefined;
+      const recorded = pinTask ? withTaskPinned(trajectory) : trajectory;
+      let managed: ChatMessage[] = [];
+      let seen = 0;
+      return (end) => {
+        const conversation = managed.concat(recorded.slice(seen, end));
+        seen = end;
+        managed = conversation;
+        const round: Round = { ...quiet, messages: conversation, viewTokens: tokens(conversation) };
+        if (!needsCompactionCore(conversation, resolved, {}, counter)) return round;
+        let summarizerTokens = 0;
+        const answer = (step: SummarizeStep) => {
+          if (summarizerInput === 'request') summarizerTokens += tokens(step.request.messages);
+          return { kind: 'summary' as const, text: extractiveSummary(step.request) };
+        };
+        const result = runCompactionSteps(compactionSteps(conversation, resolved, {}, counter), answer);
+        if (summarizerInput === 'middle' && result.summary !== null) {
+          // The variant the issue's first figures used: the summarized messages themselves, uncapped.
+          const regions = findRegions(conversation, resolved.keepRecent);
+          summarizerTokens = tokens(conversation.filter((_, index) => index <= result.cutIndex && regions.removable[index] === true));
+        }
+        managed = result.messages;
+        const rewrote = result.dropped > 0 || result.elisions.length > 0;
+        return { ...round, messages: managed, compactions: rewrote ? 1 : 0, summarizerTokens, aboveMark: result.aboveMark === undefined ? 0 : 1 };
+      };
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pricing
+// ---------------------------------------------------------------------------------------------
+
+interface Prices {
+  cachedPrice: number;
+  summarizerPrice: number;
+}
+
+interface Totals {
+  requests: number;
+  inputTokens: number;
+  cachedTokens: number;
+  summarizerTokens: number;
+  billed: number;
+  coldRounds: number;
+  overWindow: number;
+  compactions: number;
+  thrash: number;
+  aboveMark: number;
+  probes: number;
+  retained: number;
+}
+
+function emptyTotals(): Totals {
+  return { requests: 0, inputTokens: 0, cachedTokens: 0, summarizerTokens: 0, billed: 0, coldRounds: 0, overWindow: 0, compactions: 0, thrash: 0, aboveMark: 0, probes: 0, retained: 0 };
+}
+
+function addInto(into: Totals, from: Totals): void {
+  for (const key of Object.keys(into) as Array<keyof Totals>) into[key] += from[key];
+}
+
+/** End indices of the requests: one per assistant turn, skipping a leading one. */
+function requestEnds(trajectory: readonly ChatMessage[]): number[] {
+  const ends: number[] = [];
+  trajectory.forEach((message, index) => {
+    if (message.role === 'assistant' && index > 0) ends.push(index);
+  });
+  return ends;
+}
+
+function runPolicy(policy: Policy, context: PolicyContext, prices: Prices): Totals {
+  const { trajectory, window, tokens } = context;
+  const next = policy.start(context);
+  const probes = retentionProbes(trajectory);
+  const totals = emptyTotals();
+  let previous: ChatMessage[] = [];
+  let compactedLastRound = false;
+  for (const end of requestEnds(trajectory)) {
+    const round = next(end);
+    const request = round.messages;
+    const requestTokens = tokens(request);
+    let prefix = 0;
+    while (prefix < request.length && prefix < previous.length && sameMessage(request[prefix], previous[prefix])) prefix += 1;
+    const cached = tokens(request.slice(0, prefix));
+    totals.requests += 1;
+    totals.inputTokens += requestTokens;
+    totals.cachedTokens += cached;
+    totals.summarizerTokens += round.summarizerTokens;
+    totals.billed += requestTokens - cached + prices.cachedPrice * cached + prices.summarizerPrice * round.summarizerTokens;
+    if (requestTokens - cached > 0.5 * requestTokens) totals.coldRounds += 1;
+    if (requestTokens > window) totals.overWindow += 1;
+    totals.compactions += round.compactions;
+    totals.aboveMark += round.aboveMark;
+    // Thrash: a rewrite in two consecutive rounds while the conversation was within the window.
+    if (round.compactions > 0 && compactedLastRound && round.viewTokens <= window) totals.thrash += 1;
+    compactedLastRound = round.compactions > 0;
+    const mentioned = probes.get(end) ?? [];
+    if (mentioned.length > 0) {
+      const sets = request.map(identifiersOf);
+      totals.probes += mentioned.length;
+      totals.retained += mentioned.filter((identifier) => sets.some((set) => set.has(identifier))).length;
+    }
+    previous = request;
+  }
+  return totals;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Policies of the run
+// ---------------------------------------------------------------------------------------------
+
+const ANCHORS: Policy[] = [none, rollingMask(10), clearToolUses(3, 0.5, 0), clearToolUses(3, 0.5, 5_000)];
+
+const ENGINES: Policy[] = [
+  engine('engine, reference-exact (REFERENCE_EXACT)', { ...REFERENCE_EXACT }),
+  engine('engine, reference-exact + ageObservations', { ...REFERENCE_EXACT, ageObservations: true }),
+  engine('engine, defaults', {}),
+  engine('engine, defaults + ageObservations', { ageObservations: true }),
+  engine('engine, defaults, task pinned (agentRun)', {}, { pinTask: true }),
+  engine('engine, defaults + ageObservations, task pinned', { ageObservations: true }, { pinTask: true }),
+];
+
+/** One rule of DESIGN §4b at a time set back to the reference, with ageObservations off and on. */
+const ABLATION: Policy[] = (
+  [
+    ['recentWindowGivesWay: false', { recentWindowGivesWay: false }],
+    ["elisionEndsPass: 'at-mark'", { elisionEndsPass: 'at-mark' }],
+    ["elisionEndsPass: 'under-trigger'", { elisionEndsPass: 'under-trigger' }],
+    ["elisionEpochs: 'batch'", { elisionEpochs: 'batch' }],
+    ["elisionEpochs: 'never'", { elisionEpochs: 'never' }],
+    ['deferShallowCompactions: false', { deferShallowCompactions: false }],
+    ['stubsShorterOnly: false', { stubsShorterOnly: false }],
+    ['trimBeatsOverflow: false', { trimBeatsOverflow: false }],
+  ] as const
+).flatMap(([label, change]) => [engine(`defaults, ${label}`, { ...change }), engine(`defaults + ageObservations, ${label}`, { ...change, ageObservations: true })]);
+
+/**
+ * The elision rules at a smaller `ageReclaimMin` (10,000 characters), where this corpus has
+ * enough dead tool output for epochs and elision-only passes to happen at all.
+ */
+const ELISION_ABLATION: Policy[] = (
+  [
+    ['defaults', {}],
+    ["elisionEpochs: 'batch'", { elisionEpochs: 'batch' }],
+    ["elisionEpochs: 'never'", { elisionEpochs: 'never' }],
+    ["elisionEndsPass: 'at-mark'", { elisionEndsPass: 'at-mark' }],
+    ["elisionEndsPass: 'under-trigger'", { elisionEndsPass: 'under-trigger' }],
+    ['REFERENCE_EXACT', { ...REFERENCE_EXACT }],
+  ] as const
+).map(([label, change]) => engine(`ageObservations, ageReclaimMin 10,000, ${label}`, { ...change, ageObservations: true, ageReclaimMin: 10_000 }));
+
+// ---------------------------------------------------------------------------------------------
+// Main
+// ---------------------------------------------------------------------------------------------
+
+interface Flags {
+  dir: string;
+  prices: Prices;
+  summarizerInput: SummarizerInput;
+  tokenizers: Tokenizer[];
+  ablation: boolean;
+  write: boolean;
+}
+
+function parseFlags(argv: readonly string[]): Flags {
+  const value = (name: string): string | undefined => {
+    const index = argv.indexOf(`--${name}`);
+    if (index < 0) return undefined;
+    const given = argv[index + 1];
+    if (given === undefined || given.startsWith('--')) throw new Error(`--${name}: needs a value`);
+    return given;
+  };
+  const price = (name: string, fallback: number): number => {
+    const given = value(name);
+    if (given === undefined) return fallback;
+    const parsed = Number(given);
+    if (!Number.isFinite(parsed) || parsed < 0) throw new Error(`--${name}: expected a non-negative number, got "${given}"`);
+    return parsed;
+  };
+  const summarizerInput = value('summarizer-input') ?? 'request';
+  if (summarizerInput !== 'request' && summarizerInput !== 'middle') throw new Error(`--summarizer-input: expected request or middle, got "${summarizerInput}"`);
+  const tokenizer = value('tokenizer') ?? 'both';
+  if (tokenizer !== 'chars' && tokenizer !== 'o200k' && tokenizer !== 'both') throw new Error(`--tokenizer: expected chars, o200k or both, got "${tokenizer}"`);
+  return {
+    dir: resolve(value('corpus') ?? join(REPO_ROOT, 'examples/trajectories')),
+    prices: { cachedPrice: price('cached-price', 0.1), summarizerPrice: price('summarizer-price', 0.25) },
+    summarizerInput,
+    tokenizers: tokenizer === 'both' ? ['chars', 'o200k'] : [tokenizer],
+    ablation: argv.includes('--ablation'),
+    write: argv.includes('--write'),
+  };
+}
+
+interface Table {
+  tokenizer: Tokenizer;
+  policies: Policy[];
+  totals: Totals[];
+}
+
+function runAll(trajectories: readonly Trajectory[], policies: readonly Policy[], tokenizer: Tokenizer, flags: Flags): Table {
+  const messageTokens = messageTokenizer(tokenizer);
+  const tokens = (messages: readonly ChatMessage[]): number => messages.reduce((sum, message) => sum + messageTokens(message), 0);
+  const totals = policies.map(() => emptyTotals());
+  trajectories.forEach(({ name, messages }, position) => {
+    const started = performance.now();
+    const ends = requestEnds(messages);
+    const finalContext = tokens(messages.slice(0, ends.at(-1) ?? messages.length));
+    const window = Math.max(8_000, Math.floor(finalContext / 2));
+    const context: PolicyContext = { trajectory: messages, window, tokens, tokenizer, summarizerInput: flags.summarizerInput };
+    const billed: string[] = [];
+    let base = 1;
+    policies.forEach((policy, index) => {
+      const result = runPolicy(policy, context, flags.prices);
+      if (index === 0) base = result.billed;
+      const into = totals[index];
+      if (into !== undefined) addInto(into, result);
+      billed.push((result.billed / base).toFixed(2));
+    });
+    const seconds = ((performance.now() - started) / 1000).toFixed(1);
+    progress(`[${tokenizer} ${position + 1}/${trajectories.length}] ${name}: window ${window.toLocaleString('en-US')}, ${ends.length} requests, ${seconds} s — billed × none: ${billed.join(' ')}`);
+  });
+  return { tokenizer, policies: [...policies], totals };
+}
+
+const grouped = (value: number): string => Math.round(value).toLocaleString('en-US');
+const percent = (part: number, whole: number): string => (whole === 0 ? '–' : `${((100 * part) / whole).toFixed(1)}%`);
+
+function markdownTable({ policies, totals }: Table): string {
+  const base = totals[0]?.billed ?? 1;
+  const rows = policies.map((policy, index) => {
+    const t = totals[index] ?? emptyTotals();
+    return `| ${policy.name} | ${(t.billed / base).toFixed(3)} | ${grouped(t.billed)} | ${percent(t.cachedTokens, t.inputTokens)} | ${t.coldRounds} | ${t.overWindow} | ${t.compactions} | ${t.thrash} | ${t.aboveMark} | ${grouped(t.summarizerTokens)} | ${percent(t.retained, t.probes)} |`;
+  });
+  return [
+    '| policy | billed × none | billed input tokens | cache hit rate | rounds > 50% uncached | rounds over the window | compactions | thrash | above the mark | summarizer input tokens | retention |',
+    '|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
+    ...rows,
+  ].join('\n');
+}
+
+function main(): void {
+  const flags = parseFlags(process.argv.slice(2));
+  const trajectories = loadTrajectories(flags.dir);
+  const requests = trajectories.reduce((sum, { messages }) => sum + requestEnds(messages).length, 0);
+  progress(`bench:cost — ${trajectories.length} trajectories (${requests} requests) from ${flags.dir}`);
+  const started = performance.now();
+  const tables = flags.tokenizers.map((tokenizer) => {
+    const policies = [...ANCHORS, ...ENGINES, ...(flags.ablation && tokenizer === 'chars' ? [...ABLATION, ...ELISION_ABLATION] : [])];
+    return runAll(trajectories, policies, tokenizer, flags);
+  });
+  const seconds = (performance.now() - started) / 1000;
+
+  const shownDir = relative(REPO_ROOT, flags.dir) || '.';
+  const label = shownDir === 'examples/trajectories' ? 'examples' : basename(flags.dir);
+  const command = `npm run bench:cost --${shownDir === 'examples/trajectories' ? '' : ` --corpus ${shownDir}`}${flags.ablation ? ' --ablation' : ''}${flags.write ? ' --write' : ''}`;
+  const cpu = cpus()[0]?.model.trim() ?? 'unknown CPU';
+  const section = [
+    `### ${trajectories.length} trajectories from \`${shownDir}\` (${requests} requests)`,
+    '',
+    `Command: \`${command}\`. Prices: cached input ${flags.prices.cachedPrice}, summarizer input ${flags.prices.summarizerPrice} (summarizer input = ${flags.summarizerInput === 'request' ? 'its request as sent' : 'the summarized messages, uncapped'}). ${seconds.toFixed(0)} s on ${availableParallelism()} CPUs (${cpu}), Node ${process.version}, load average ${loadavg()[0]?.toFixed(1)} at the end.`,
+    '',
+    ...tables.flatMap((table) => [`Token count: ${table.tokenizer === 'chars' ? '4 + ceil(chars / 4) per message' : '4 + o200k BPE tokens per message (the engine counts with `createBpeCounter()`)'}.`, '', markdownTable(table), '']),
+  ].join('\n');
+  console.log(section);
+
+  if (flags.write) {
+    const start = `<!-- bench:cost:${label}:start -->`;
+    const end = `<!-- bench:cost:${label}:end -->`;
+    const readme = readFileSync(README, 'utf8');
+    const from = readme.indexOf(start);
+    const to = readme.indexOf(end);
+    if (from < 0 || to < from) throw new Error(`bench/README.md has no ${start} … ${end} section to replace`);
+    writeFileSync(README, `${readme.slice(0, from + start.length)}\n${section}${readme.slice(to)}`);
+    progress(`wrote ${start} in bench/README.md`);
+  }
+}
+
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) main();
