@@ -19,18 +19,25 @@ import type { ChatMessage, Elision, TokenCounter } from './types.js';
  */
 export const SUMMARY_ROOM_SHARE = 0.25;
 
-/** The messages a compaction whose recent window starts at `cut` keeps: sticky/pinned ones before it, everything from it. */
-function keptMessages(messages: readonly ChatMessage[], regions: Regions, cut: number): ChatMessage[] {
-  const kept: ChatMessage[] = [];
-  for (let index = 0; index < cut; index += 1) {
+/**
+ * A function from a window start `cut` (at or after `regions.cut`) to the messages a compaction
+ * with that window keeps: the sticky (unremovable) ones before it, everything from it. The part
+ * before `regions.cut` is collected once, so trying every start of a window costs O(n + window²).
+ */
+function keptMessages(messages: readonly ChatMessage[], regions: Regions): (cut: number) => ChatMessage[] {
+  const pinnedBefore: ChatMessage[] = [];
+  for (let index = 0; index < regions.cut; index += 1) {
     const message = messages[index];
-    if (message !== undefined && regions.removable[index] !== true) kept.push(message);
+    if (message !== undefined && regions.removable[index] !== true) pinnedBefore.push(message);
   }
-  for (let index = cut; index < messages.length; index += 1) {
-    const message = messages[index];
-    if (message !== undefined) kept.push(message);
-  }
-  return kept;
+  return (cut) => {
+    const kept = [...pinnedBefore];
+    for (let index = regions.cut; index < messages.length; index += 1) {
+      const message = messages[index];
+      if (message !== undefined && (index >= cut || regions.removable[index] !== true)) kept.push(message);
+    }
+    return kept;
+  };
 }
 
 /** Where a compaction puts its recent window, and what that window and the sticky messages weigh. */
@@ -49,7 +56,8 @@ export interface WindowPlan {
  */
 export function planWindow(messages: readonly ChatMessage[], standard: Regions, aim: Aim, options: ResolvedOptions): WindowPlan {
   const summaryRoom = Math.ceil(SUMMARY_ROOM_SHARE * aim.mark);
-  const weigh = (cut: number): number => aim.counter.count(keptMessages(messages, standard, cut));
+  const kept = keptMessages(messages, standard);
+  const weigh = (cut: number): number => aim.counter.count(kept(cut));
   const keptTokens = weigh(standard.cut);
   if (!options.recentWindowGivesWay || keptTokens + summaryRoom <= aim.mark) return { regions: standard, keptTokens, summaryRoom };
   const floor = Math.max(standard.cut, lastTurnCut(messages, standard.groups));
