@@ -74,8 +74,10 @@ describe('temporal-compactor CLI', { timeout: 90_000 }, () => {
       expect(outcome.status).toBe('failed');
       const io = capture(t);
       expect(await main(['history', workflowId], io)).toBe(0);
-      expect(io.out()).toContain(`agentRun ${workflowId} · FAILED · 1 compaction · `);
-      expect(io.out()).toMatch(/\| 1 \| \d+ \| .* \| nothing to remove \| no \| yes \|\n$/);
+      // Round 3 is over the room: the recent window gives way (DESIGN §4b.2) and a summary makes it
+      // fit; at round 4 even the hard trim cannot, and the run fails exhausted.
+      expect(io.out()).toContain(`agentRun ${workflowId} · FAILED · 2 compactions · `);
+      expect(io.out()).toMatch(/\| 1 \| 3 \| .* \| summary \(\d+ chars\) \| no \| no \|\n\| 2 \| 4 \| .* \| trim \| yes \| yes \|\n$/);
     });
     // Without a worker, the query cannot be answered: the error says what is needed.
     const io = capture(t);
