@@ -260,7 +260,8 @@ describe('no thrash (§4b.3): never two compactions in consecutive rounds within
 
   it.each(repository.map(({ name, messages }) => [name, messages] as const))('%s at several budgets, ageObservations off and on', (_, messages) => {
     let compacted = 0;
-    for (const contextBudget of budgets) {
+    // A third of its own size too, so a short trajectory (tau-bench task 46 is ~8,000 tokens) compacts as well.
+    for (const contextBudget of [...budgets, Math.max(2_000, Math.floor(defaultCounter.count(messages) / 3))]) {
       for (const ageObservations of [false, true]) {
         const { compactions, thrash } = runRounds(messages, { contextBudget, ageObservations });
         expect(thrash).toEqual([]);
