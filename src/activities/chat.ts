@@ -29,6 +29,8 @@ export interface ChatActivityInput {
 /** What the provider billed for the request (absent when it did not say). */
 export interface ChatUsage {
   promptTokens: number;
+  /** Prompt tokens served from the provider's prompt cache (`prompt_tokens_details.cached_tokens`), when it says. */
+  cachedPromptTokens?: number;
   completionTokens?: number;
 }
 
@@ -77,7 +79,14 @@ const completionSchema = z.looseObject({
       }),
     )
     .min(1),
-  usage: z.looseObject({ prompt_tokens: optionalCount, completion_tokens: optionalCount }).nullish().catch(undefined),
+  usage: z
+    .looseObject({
+      prompt_tokens: optionalCount,
+      completion_tokens: optionalCount,
+      prompt_tokens_details: z.looseObject({ cached_tokens: optionalCount }).nullish().catch(undefined),
+    })
+    .nullish()
+    .catch(undefined),
 });
 
 function malformed(message: string, cause?: unknown): ApplicationFailure {
@@ -135,7 +144,12 @@ async function openAIChat(client: OpenAI, backend: OpenAIModelConfig, input: Cha
   const output: ChatActivityOutput = { message: assistantMessage(choice.message.content, toolCalls) };
   const usage = parsed.data.usage;
   if (typeof usage?.prompt_tokens === 'number') {
-    output.usage = { promptTokens: usage.prompt_tokens, ...(typeof usage.completion_tokens === 'number' ? { completionTokens: usage.completion_tokens } : {}) };
+    const cached = usage.prompt_tokens_details?.cached_tokens;
+    output.usage = {
+      promptTokens: usage.prompt_tokens,
+      ...(typeof cached === 'number' ? { cachedPromptTokens: Math.min(cached, usage.prompt_tokens) } : {}),
+      ...(typeof usage.completion_tokens === 'number' ? { completionTokens: usage.completion_tokens } : {}),
+    };
   }
   if (typeof choice.finish_reason === 'string') output.finishReason = choice.finish_reason;
   return output;

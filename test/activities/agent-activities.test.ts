@@ -28,7 +28,7 @@ async function failureOf(run: () => Promise<unknown>): Promise<ApplicationFailur
   }
 }
 
-const completion = (message: Record<string, unknown>, usage = { prompt_tokens: 321, completion_tokens: 12, total_tokens: 333 }) => ({
+const completion = (message: Record<string, unknown>, usage: Record<string, unknown> = { prompt_tokens: 321, completion_tokens: 12, total_tokens: 333 }) => ({
   kind: 'status' as const,
   status: 200,
   body: { id: 'chatcmpl-1', object: 'chat.completion', created: 0, model: 'fake', choices: [{ index: 0, finish_reason: 'tool_calls', message: { role: 'assistant', ...message } }], usage },
@@ -61,6 +61,11 @@ describe('chat activity', () => {
       const body = server.requests[0]?.body;
       expect(body).toMatchObject({ model: 'fake-agent', max_completion_tokens: 500, tools: [BUILT_IN_TOOLS.fs_read] });
       expect(body).toHaveProperty('messages', [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Read a.txt' }]);
+    });
+
+    it("reports the provider's cached prompt tokens (prompt_tokens_details.cached_tokens) when it gives them", async () => {
+      server.script(completion({ content: 'ok' }, { prompt_tokens: 1_000, completion_tokens: 5, total_tokens: 1_005, prompt_tokens_details: { cached_tokens: 768 } }));
+      expect((await runChat(activities.chat, input())).usage).toEqual({ promptTokens: 1_000, cachedPromptTokens: 768, completionTokens: 5 });
     });
 
     it('a text answer without content becomes an empty assistant message', async () => {
