@@ -152,10 +152,11 @@ export const conversationQuery = defineQuery<ChatMessage[]>('conversation');
 /**
  * Transcript lines are recorded (one `recordSession` activity) once this many bytes of them are
  * waiting, and always before the run continues as new, ends or fails. Small enough that a batch
- * travels inline without a payload store; large enough that a long run records rarely.
- * @default 256 KiB
+ * travels inline without a payload store, under the 256 KB a history payload should stay below;
+ * large enough that a long run records rarely (every dozen rounds at 10 KB a round).
+ * @default 128 KiB
  */
-export const SESSION_BATCH_BYTES = 256 * 1024;
+export const SESSION_BATCH_BYTES = 128 * 1024;
 
 /**
  * Text the workflow may tokenize itself per round, in characters. More new text than this (a long
