@@ -9,7 +9,7 @@ import { loadClientConnectConfig } from '@temporalio/envconfig';
 import { ConfigError, configFlagsFromArgs, configParseArgsOptions, loadConfig, temporalEnvVars } from './config.js';
 import { InvalidInputError } from './core/errors.js';
 import { parseDuration } from './core/options.js';
-import { compactionRecordsFromSession, groupDigits, oneLine, renderCompactionTable, type CompactionHistory } from './core/compaction-history.js';
+import { compactionRecordsFromSession, describeRunUsage, groupDigits, oneLine, renderCompactionTable, type CompactionHistory } from './core/compaction-history.js';
 import type { SessionLine } from './core/session.js';
 import { HISTORY_CHANNEL_ARGS, readSession } from './session-reader.js';
 import { contentText } from './core/tokens.js';
@@ -148,7 +148,7 @@ const history: CliCommand = {
     const earlier = totals.compactions - recent.length;
     const heading = `agentRun ${workflowId} · ${status} · ${totals.compactions} compaction${totals.compactions === 1 ? '' : 's'} · ${groupDigits(totals.tokensReclaimed)} tokens reclaimed`;
     const note = earlier > 0 ? `\n(${earlier} earlier compaction${earlier === 1 ? '' : 's'} not shown: --all reads them from the transcript)\n` : '';
-    context.io.stdout(`${heading}\n\n${renderCompactionTable(recent, earlier + 1)}\n${note}`);
+    context.io.stdout(`${heading}\n\n${renderCompactionTable(recent, earlier + 1)}\n${note}\nCost so far: ${describeRunUsage(compactions.usage)}.\n`);
     return 0;
   },
 };

@@ -68,7 +68,9 @@ export class Compactor {
       let retryAfterMs: number | undefined;
       try {
         const response = await untilAborted(this.summarizer.summarize(step.request, signal ? { signal } : {}), signal);
-        if (typeof response?.text === 'string' && response.text.trim() !== '') return { kind: 'summary', text: response.text };
+        if (typeof response?.text === 'string' && response.text.trim() !== '') {
+          return response.usage === undefined ? { kind: 'summary', text: response.text } : { kind: 'summary', text: response.text, usage: response.usage };
+        }
         lastFailure = 'the summarizer returned an empty summary';
       } catch (error) {
         if (cancelled()) return { kind: 'cancelled' };

@@ -8,7 +8,7 @@ import { loadClientConnectConfig } from '@temporalio/envconfig';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { createActivities } from './activities/index.js';
 import { loadConfig, summarizerFromConfig, temporalEnvVars, type CompactorConfig } from './config.js';
-import { groupDigits, renderCompactionTable, type CompactionHistory } from './core/compaction-history.js';
+import { describeRunUsage, groupDigits, renderCompactionTable, type CompactionHistory } from './core/compaction-history.js';
 import { openingMessages } from './core/trajectory.js';
 import { startDevServer, type DevServer } from './dev-server.js';
 import { workflowCode } from './worker.js';
@@ -178,8 +178,9 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoOutcome> {
         }
       });
       const uiUrl = server?.uiUrl === undefined ? undefined : `${server.uiUrl}/namespaces/${namespace}/workflows/${workflowId}`;
-      const { totals, recent } = outcome.compactions;
+      const { totals, recent, usage } = outcome.compactions;
       stdout(`\nDone: ${outcome.status} after ${outcome.rounds} rounds with ${totals.compactions} compactions.\n\n${renderCompactionTable(recent, totals.compactions - recent.length + 1)}\n\n`);
+      stdout(`Cost: ${describeRunUsage(usage)}.\n\n`);
       stdout(uiUrl === undefined ? `Inspect it: temporal-compactor history ${workflowId}\n` : `Inspect it in the Temporal UI: ${uiUrl}\n`);
       if (options.keepServer === true && server !== undefined) {
         stdout('The dev server keeps running (--keep-server); press Ctrl-C to stop it.\n');

@@ -12,12 +12,14 @@ export { SUMMARY_ROOM_SHARE } from './core/economics.js';
 export { compactionSteps, needsCompactionCore, hardTrim, runCompactionSteps, type SummarizeStep, type SummarizeOutcome, type CompactionSteps } from './core/engine.js';
 export {
   compact,
+  compactWithUsage,
   needsCompaction,
   summarizeActivitySummary,
   ECONOMICS_PATCH_ID,
   DEFAULT_START_TO_CLOSE_TIMEOUT_MS,
   DEFAULT_HEARTBEAT_TIMEOUT_MS,
   type CompactOptions,
+  type CompactionWithUsage,
   type SummarizeActivitySettings,
 } from './workflows/compact.js';
 export { compactConversation, type CompactConversationInput, type CompactConversationOptions } from './workflows/compact-conversation.js';
@@ -63,6 +65,7 @@ export {
   type StopReason,
   type StopAnswer,
   type BackendStatus,
+  type RequestShape,
 } from './workflows/agent-run.js';
 export {
   planAgentRun,
@@ -83,6 +86,7 @@ export { ChatFailureType, ReplayFailureType, ToolFailureType, RunFailureType, Up
 export {
   renderCompactionTable,
   renderCompactionDetails,
+  describeRunUsage,
   compactionRecord,
   compactionKind,
   compactionRecordsFromSession,
@@ -96,7 +100,10 @@ export {
   type CompactionKind,
   type CompactionHistory,
   type CompactionTotals,
+  type CompactionContext,
 } from './core/compaction-history.js';
+export { DEFAULT_PRICING, emptyRunUsage, addRoundUsage, addSummarizerUsage, type Pricing, type RoundUsage, type RunUsage } from './core/run-usage.js';
+export { addSummarizerRequest, type SummarizerUsage } from './core/summarizer-usage.js';
 export { backendCounter, preflight, requestCounter, tokenizerCounter, type BackendCounter, type PreflightResult } from './core/preflight.js';
 export { replayScript, openingMessages, type ReplayScript, type RecordedTurn } from './core/trajectory.js';
 export { BUILT_IN_TOOLS, BUILT_IN_TOOL_NAMES, isBuiltInToolName, type BuiltInToolName } from './core/tool-declarations.js';

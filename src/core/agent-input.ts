@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { InvalidInputError } from './errors.js';
 import { parseDuration, resolveOptions, type CompactionOptions, type Duration } from './options.js';
 import { DEFAULT_PAYLOAD_LIMIT_BYTES } from './payload-size.js';
+import { DEFAULT_PRICING, type Pricing } from './run-usage.js';
 import type { ToolDeclaration } from './request-counter.js';
 import { describeIssue } from './schema.js';
 import { BUILT_IN_TOOLS, isBuiltInToolName } from './tool-declarations.js';
@@ -98,6 +99,17 @@ export interface AgentRunInput {
   maxRounds?: number;
   /** How long a failed backend of the chain rests before it is tried first again. @default { rounds: 5 } */
   backendCooldown?: BackendCooldown;
+  /**
+   * Keep the task — the first user message of `messages` — verbatim through every compaction (it is
+   * marked `sticky`, a flag no provider sees): an agent that forgets what it was asked to do is not
+   * saved by a cheap summary (DESIGN §4b.6). @default true
+   */
+  keepTask?: boolean;
+  /**
+   * Prices for the run's billed-input estimate, relative to one uncached input token of the agent's
+   * model: a cached prompt token, and a summarizer prompt token. @default { cachedInput: 0.1, summarizerInput: 0.25 }
+   */
+  pricing?: { cachedInput?: number; summarizerInput?: number };
   /** @default see AgentActivitySettings */
   chatActivity?: AgentActivitySettings;
   toolActivity?: AgentActivitySettings;
@@ -136,6 +148,8 @@ export interface AgentRunPlan {
   maxRounds: number;
   /** Rounds and milliseconds a failed backend rests (no time limit when undefined). */
   backendCooldown: { rounds: number; timeMs: number | undefined };
+  keepTask: boolean;
+  pricing: Pricing;
   chatActivity: AgentActivitySettings;
   toolActivity: AgentActivitySettings;
   continueAsNewAfterRounds: number | undefined;
@@ -182,6 +196,8 @@ const inputSchema = z.strictObject({
   compaction: z.record(z.string(), z.unknown()),
   maxRounds: positiveInt.optional(),
   backendCooldown: z.strictObject({ rounds: nonNegativeInt.optional(), time: duration.optional() }).optional(),
+  keepTask: z.boolean().optional(),
+  pricing: z.strictObject({ cachedInput: z.number().min(0).max(10).optional(), summarizerInput: z.number().min(0).max(10).optional() }).optional(),
   chatActivity: activitySchema.optional(),
   toolActivity: activitySchema.optional(),
   continueAsNewAfterRounds: positiveInt.optional(),
@@ -254,6 +270,11 @@ export function planAgentRun(input: unknown): AgentRunPlan {
     backendCooldown: {
       rounds: data.backendCooldown?.rounds ?? DEFAULT_BACKEND_COOLDOWN_ROUNDS,
       timeMs: data.backendCooldown?.time === undefined ? undefined : parseDuration(data.backendCooldown.time, 'input.backendCooldown.time'),
+    },
+    keepTask: data.keepTask ?? true,
+    pricing: {
+      cachedInput: data.pricing?.cachedInput ?? DEFAULT_PRICING.cachedInput,
+      summarizerInput: data.pricing?.summarizerInput ?? DEFAULT_PRICING.summarizerInput,
     },
     chatActivity: data.chatActivity ?? {},
     toolActivity: data.toolActivity ?? {},

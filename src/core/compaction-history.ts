@@ -1,7 +1,9 @@
 // Sandbox-safe: the compaction history of an agent run — one record per compaction, kept bounded
 // (the recent records and running totals; the whole history is in the transcript) — and the
 // Markdown the Temporal UI (current details) and the CLI (`temporal-compactor history`) show.
+import { emptyRunUsage, percent, type Pricing, type RunUsage } from './run-usage.js';
 import type { CompactionLine, SessionLine } from './session.js';
+import type { SummarizerUsage } from './summarizer-usage.js';
 import type { CompactionResult } from './types.js';
 
 /** What a compaction did, in one word: summarized the middle, hard-trimmed it, only elided tool output, or nothing. */
@@ -28,6 +30,14 @@ export interface CompactionRecord {
   fallback: boolean;
   /** True when even the hard trim could not make the conversation fit `target`. */
   exhausted: boolean;
+  /** `tokensBefore − tokensAfter`. */
+  tokensReclaimed: number;
+  /** Prompt tokens the summarizer was sent for it (estimated when its backend did not say); 0 without a summary. */
+  summarizerTokens: number;
+  /** The run's cache hit rate so far, when it ran; null when not known (a transcript without it). */
+  cacheHitRate: number | null;
+  /** The run's estimated billed input so far, when it ran; null when not known. */
+  billedInput: number | null;
 }
 
 /** Running totals over every compaction of a run, across continue-as-new. */
@@ -47,11 +57,13 @@ export interface CompactionTotals {
   tokensReclaimed: number;
 }
 
-/** An agent run's compaction history as the run keeps it: totals, and the most recent records. */
+/** An agent run's compaction history as the run keeps it: totals, the most recent records, and what the run cost so far. */
 export interface CompactionHistory {
   totals: CompactionTotals;
   /** The last {@link RECENT_COMPACTIONS} records, oldest first; the rest are in the transcript (`compactionRecordsFromSession`). */
   recent: CompactionRecord[];
+  /** The run's usage so far: chat requests, cache hits, the summarizer, and the billed-input estimate. */
+  usage: RunUsage;
 }
 
 /**
@@ -68,7 +80,17 @@ export function compactionKind(result: { summary: string | null; fallback: boole
   return 'none';
 }
 
-export function compactionRecord(round: number, backend: string, target: number, result: CompactionResult): CompactionRecord {
+/** Where a compaction ran and what the run had cost by then; see {@link compactionRecord}. */
+export interface CompactionContext {
+  round: number;
+  backend: string;
+  target: number;
+  summarizerUsage?: SummarizerUsage;
+  cacheHitRate?: number;
+  billedInput?: number;
+}
+
+export function compactionRecord({ round, backend, target, summarizerUsage, cacheHitRate, billedInput }: CompactionContext, result: CompactionResult): CompactionRecord {
   return {
     round,
     backend,
@@ -81,13 +103,18 @@ export function compactionRecord(round: number, backend: string, target: number,
     summaryChars: result.summary?.length ?? null,
     fallback: result.fallback,
     exhausted: result.exhausted,
+    tokensReclaimed: result.tokensBefore - result.tokensAfter,
+    summarizerTokens: summarizerUsage?.promptTokens ?? 0,
+    cacheHitRate: cacheHitRate ?? null,
+    billedInput: billedInput ?? null,
   };
 }
 
-export function emptyCompactionHistory(): CompactionHistory {
+export function emptyCompactionHistory(pricing?: Pricing): CompactionHistory {
   return {
     totals: { compactions: 0, summaries: 0, trims: 0, elisionOnly: 0, fallbacks: 0, exhausted: 0, dropped: 0, elided: 0, tokensReclaimed: 0 },
     recent: [],
+    usage: emptyRunUsage(pricing),
   };
 }
 
@@ -95,6 +122,7 @@ export function emptyCompactionHistory(): CompactionHistory {
 export function addCompactionRecord(history: CompactionHistory, record: CompactionRecord, keep = RECENT_COMPACTIONS): CompactionHistory {
   const { totals } = history;
   return {
+    usage: history.usage,
     totals: {
       compactions: totals.compactions + 1,
       summaries: totals.summaries + (record.kind === 'summary' ? 1 : 0),
@@ -132,6 +160,10 @@ export function compactionRecordsFromSession(lines: Iterable<SessionLine>): Comp
 function recordOfLine(line: CompactionLine, elided: number): CompactionRecord {
   const kind = compactionKind({ summary: line.summary, fallback: line.fallback, elisions: { length: elided } });
   return {
+    tokensReclaimed: line.tokensBefore - line.tokensAfter,
+    summarizerTokens: line.summarizerUsage?.promptTokens ?? 0,
+    cacheHitRate: line.cacheHitRate ?? null,
+    billedInput: line.billedInput ?? null,
     round: line.round ?? 0,
     backend: line.backend ?? '?',
     target: line.target ?? 0,
@@ -166,22 +198,32 @@ function what(record: CompactionRecord): string {
 }
 
 /** The header line of {@link renderCompactionTable}: what the CLI prints and tests look for. */
-export const COMPACTION_TABLE_HEADER = '| # | round | tokens before → after | dropped | elided | summary or trim | fallback | exhausted |';
+export const COMPACTION_TABLE_HEADER = '| # | round | tokens before → after | reclaimed | dropped | elided | summary or trim | fallback | exhausted | cache hits so far | billed input so far |';
 
 /**
  * The compaction history as a wide Markdown table for a terminal, one row per record, numbered
  * from `first` (the number of the first record in the run), e.g.
  *
- * | # | round | tokens before → after | dropped | elided | summary or trim | fallback | exhausted |
- * |--:|--:|--:|--:|--:|---|---|---|
- * | 1 | 12 | 30,512 → 9,876 | 24 | 3 | summary (1,234 chars) | no | no |
+ * | # | round | tokens before → after | reclaimed | dropped | elided | summary or trim | fallback | exhausted | cache hits so far | billed input so far |
+ * |--:|--:|--:|--:|--:|--:|---|---|---|--:|--:|
+ * | 1 | 12 | 30,512 → 9,876 | 20,636 | 24 | 3 | summary (1,234 chars) | no | no | 81% | 104,332 |
  */
 export function renderCompactionTable(records: readonly CompactionRecord[], first = 1): string {
   const rows = records.map(
     (record, index) =>
-      `| ${first + index} | ${record.round} | ${groupDigits(record.tokensBefore)} → ${groupDigits(record.tokensAfter)} | ${record.dropped} | ${record.elided} | ${what(record)} | ${record.fallback ? 'yes' : 'no'} | ${record.exhausted ? 'yes' : 'no'} |`,
+      `| ${first + index} | ${record.round} | ${groupDigits(record.tokensBefore)} → ${groupDigits(record.tokensAfter)} | ${groupDigits(record.tokensReclaimed)} | ${record.dropped} | ${record.elided} | ${what(record)} | ${record.fallback ? 'yes' : 'no'} | ${record.exhausted ? 'yes' : 'no'} | ${record.cacheHitRate === null ? '—' : percent(record.cacheHitRate)} | ${record.billedInput === null ? '—' : groupDigits(record.billedInput)} |`,
   );
-  return [COMPACTION_TABLE_HEADER, '|--:|--:|--:|--:|--:|---|---|---|', ...rows].join('\n');
+  return [COMPACTION_TABLE_HEADER, '|--:|--:|--:|--:|--:|--:|---|---|---|--:|--:|', ...rows].join('\n');
+}
+
+/**
+ * What a run cost, in one line: `412,803 prompt tokens in 30 requests, 81% from the cache (modelled);
+ * billed input ≈ 104,332 (summarizer 6,120 prompt tokens)`.
+ */
+export function describeRunUsage(usage: RunUsage): string {
+  const source = usage.requests === 0 ? '' : usage.reportedCacheRequests === usage.requests ? ' (reported)' : usage.reportedCacheRequests === 0 ? ' (modelled)' : ' (partly modelled)';
+  const summarizer = usage.summarizer.requests === 0 ? '' : ` (summarizer ${groupDigits(usage.summarizer.promptTokens)} prompt tokens${usage.summarizer.estimated ? ', estimated' : ''})`;
+  return `${groupDigits(usage.promptTokens)} prompt tokens in ${usage.requests} request${usage.requests === 1 ? '' : 's'}, ${percent(usage.cacheHitRate)} from the cache${source}; billed input ≈ ${groupDigits(usage.billedInput)}${summarizer}`;
 }
 
 /** The header line of {@link renderCompactionDetails}' table: four short columns that fit the UI's details panel. */
@@ -200,10 +242,11 @@ function shortWhat(record: CompactionRecord): string {
 
 /**
  * The run's compactions as Markdown for the Temporal UI's *Current Details* panel, which is
- * narrow: a one-line summary of the totals, then a four-column table of the recent records.
+ * narrow: a one-line summary of the totals, one of the cost so far, then a four-column table of
+ * the recent records.
  */
 export function renderCompactionDetails(history: CompactionHistory, extraLines: readonly string[] = []): string {
-  const { totals, recent } = history;
+  const { totals, recent, usage } = history;
   const first = totals.compactions - recent.length + 1;
   const summary = [
     `**${groupDigits(totals.compactions)} compaction${totals.compactions === 1 ? '' : 's'}**`,
@@ -212,11 +255,12 @@ export function renderCompactionDetails(history: CompactionHistory, extraLines: 
     `${totals.fallbacks} fallback${totals.fallbacks === 1 ? '' : 's'}`,
   ].join(' · ');
   const rows = recent.map(
-    (record, index) => `| ${first + index} | ${record.round} | ${groupDigits(record.tokensBefore)} → ${groupDigits(record.tokensAfter)} | ${shortWhat(record)} |`,
+    (record, index) => `| ${first + index} | ${record.round} | ${groupDigits(record.tokensBefore)} → ${groupDigits(record.tokensAfter)} (−${groupDigits(record.tokensReclaimed)}) | ${shortWhat(record)} |`,
   );
   const earlier = first > 1 ? [`_${groupDigits(first - 1)} earlier compactions are in the transcript._`, ''] : [];
   const table = recent.length === 0 ? [] : [COMPACTION_DETAILS_HEADER, '|--:|--:|--:|---|', ...rows];
-  return ['### Compactions', '', summary, ...extraLines.map((line) => `\n${line}`), '', ...earlier, ...table].join('\n');
+  const cost = usage.requests === 0 ? [] : ['', `Cost so far: ${describeRunUsage(usage)}.`];
+  return ['### Compactions', '', summary, ...cost, ...extraLines.map((line) => `\n${line}`), '', ...earlier, ...table].join('\n');
 }
 
 /** `text` on one line (whitespace runs folded), cut to `max` characters with an ellipsis. */

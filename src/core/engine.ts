@@ -10,7 +10,7 @@ import { aimFor, type Aim, type CallOverrides, type ResolvedOptions } from './op
 import { findRegions, trimBoundaries, type Regions } from './regions.js';
 import { validateMessages } from './schema.js';
 import { summarizeRequest, summaryContent } from './transcript.js';
-import type { ChatMessage, CompactionResult, Elision, SummarizeRequest, TokenCounter } from './types.js';
+import type { ChatMessage, CompactionResult, Elision, SummarizeRequest, TokenCounter, Usage } from './types.js';
 
 /** What the engine asks its driver to do. */
 export interface SummarizeStep {
@@ -27,7 +27,7 @@ export interface SummarizeStep {
  * (or the first one was rejected); the engine falls back to the hard trim either way.
  */
 export type SummarizeOutcome =
-  | { kind: 'summary'; text: string }
+  | { kind: 'summary'; text: string; usage?: Usage }
   | { kind: 'failed'; reason: 'rejected' | 'exhausted'; message: string }
   | { kind: 'cancelled' };
 

@@ -5,12 +5,16 @@
 // by construction; `recordCompaction` also checks it against the engine's own result.
 import { InvalidInputError } from './errors.js';
 import { removableMask } from './regions.js';
+import type { RoundUsage } from './run-usage.js';
+import type { SummarizerUsage } from './summarizer-usage.js';
 import type { ChatMessage, CompactionResult } from './types.js';
 
 export interface MessageLine {
   type: 'message';
   id: string;
   message: ChatMessage;
+  /** On an assistant message of an agent run: the usage of the request that produced it. Replay ignores it. */
+  usage?: RoundUsage;
 }
 export interface CompactionLine extends Partial<CompactionLineContext> {
   type: 'compaction';
@@ -36,6 +40,12 @@ export interface CompactionLineContext {
   backend: string;
   /** The number of tokens it aimed at. */
   target: number;
+  /** What its summarizer requests cost, when a summary came back. */
+  summarizerUsage?: SummarizerUsage;
+  /** The run's cache hit rate so far, when the compaction ran (0..1). */
+  cacheHitRate?: number;
+  /** The run's estimated billed input so far, when the compaction ran (see `RunUsage.billedInput`). */
+  billedInput?: number;
 }
 export interface ElisionLine {
   type: 'elision';

@@ -45,14 +45,16 @@ import { FailureType, InvalidInputError } from '../core/errors.js';
 import { parseDuration, type Duration } from '../core/options.js';
 import { jsonPayloadBytes, utf8Length, type PayloadTooLargeDetails } from '../core/payload-size.js';
 import { backendCounter, preflight, type BackendCounter } from '../core/preflight.js';
-import { validateMessages } from '../core/schema.js';
+import { addRoundUsage, addSummarizerUsage, type RoundUsage } from '../core/run-usage.js';
+import { isSticky, validateMessages } from '../core/schema.js';
+import type { SummarizerUsage } from '../core/summarizer-usage.js';
 import { isBuiltInToolName } from '../core/tool-declarations.js';
 import { applySessionLine, recordCompaction, type SessionBatch, type SessionEntry, type SessionLine, type SessionReference, type SessionSnapshot } from '../core/session.js';
 import type { ChatMessage, CompactionResult, ContentPart } from '../core/types.js';
 import type { UsageCounterState } from '../core/usage-counter.js';
 import { SearchAttributeKeys } from '../shared/search-attributes.js';
 import { UNDESCRIBED_WORKER, type WorkerDescription } from '../shared/worker-description.js';
-import { compact, needsCompaction, type CompactOptions } from './compact.js';
+import { compactWithUsage, needsCompaction, type CompactOptions } from './compact.js';
 import { describeWorker } from './describe-worker.js';
 import { failOnInvalidInput, invalidInputFailure } from './failures.js';
 
@@ -75,8 +77,16 @@ export interface AgentRunCarried {
   backendFallbacks: number;
   /** Each backend's failed rounds and rest, by position in the chain. */
   backends: BackendStatus[];
+  /** The last chat request, as ids and sizes of its messages: the next one's cache is modelled against it. */
+  previousRequest: RequestShape | null;
   peakContextTokens: number;
   continuedAsNew: number;
+}
+
+/** A chat request as far as prompt caching is concerned: its messages' transcript ids and JSON sizes, in order. */
+export interface RequestShape {
+  ids: string[];
+  sizes: number[];
 }
 
 /** How a backend of the chain has fared: rounds it failed, and until when it rests (not tried first). */
@@ -237,10 +247,13 @@ function carriedState(value: unknown): AgentRunCarried {
     throw new InvalidInputError(`${field}.version`, `must be ${CARRIED_STATE_VERSION} (state carried by another version of agentRun cannot be continued); leave input.carried out`);
   }
   const arrays = ['live', 'counters', 'pendingUserMessages', 'backends'].every((key) => Array.isArray(Reflect.get(value, key)));
+  const previous: unknown = Reflect.get(value, 'previousRequest');
+  const shape = previous === null || (typeof previous === 'object' && Array.isArray(Reflect.get(previous, 'ids')) && Array.isArray(Reflect.get(previous, 'sizes')));
   const numbers = ['sessionLines', 'rounds', 'nextId', 'backendFallbacks', 'peakContextTokens', 'continuedAsNew'].every((key) => Number.isSafeInteger(Reflect.get(value, key)));
   const compactions: unknown = Reflect.get(value, 'compactions');
-  const history = typeof compactions === 'object' && compactions !== null && Array.isArray(Reflect.get(compactions, 'recent')) && typeof Reflect.get(compactions, 'totals') === 'object';
-  if (!arrays || !numbers || !history) throw new InvalidInputError(field, 'is what a run carries when it continues as new; leave it out');
+  const history =
+    typeof compactions === 'object' && compactions !== null && Array.isArray(Reflect.get(compactions, 'recent')) && typeof Reflect.get(compactions, 'totals') === 'object' && typeof Reflect.get(compactions, 'usage') === 'object';
+  if (!arrays || !numbers || !history || !shape) throw new InvalidInputError(field, 'is what a run carries when it continues as new; leave it out');
   const carried = value as AgentRunCarried;
   const ids = new Set<string>();
   carried.live.forEach((entry: unknown, index) => {
@@ -299,7 +312,10 @@ class AgentLoop {
   private worker: WorkerDescription = UNDESCRIBED_WORKER;
   private finished = false;
   private stopRequested = false;
-  private published = { compactions: -1, contextTokens: -1, fallbacks: -1, exhausted: false, resting: '' };
+  private previousRequest: RequestShape | null;
+  /** JSON sizes of messages already measured (the same message object is not measured twice). */
+  private readonly sizes = new WeakMap<ChatMessage, number>();
+  private published = { compactions: -1, contextTokens: -1, fallbacks: -1, exhausted: false, details: '' };
 
   constructor(
     private readonly input: AgentRunWorkflowInput,
@@ -307,7 +323,8 @@ class AgentLoop {
   ) {
     const carried = input.carried === undefined ? undefined : carriedState(input.carried);
     this.recordedLines = carried?.sessionLines ?? 0;
-    this.compactions = carried?.compactions ?? emptyCompactionHistory();
+    this.compactions = carried?.compactions ?? emptyCompactionHistory(plan.pricing);
+    this.previousRequest = carried?.previousRequest ?? null;
     this.rounds = carried?.rounds ?? 0;
     this.nextId = carried?.nextId ?? 1;
     this.pendingUserMessages = carried?.pendingUserMessages ?? [];
@@ -324,7 +341,12 @@ class AgentLoop {
       backendCounter(backend, plan.tools, carried?.counters[backend.index] ?? null, backend.tokenizer === 'chars' ? undefined : this.knownTokens.get(backend.tokenizer)),
     );
     if (carried !== undefined) this.entries = carried.live;
-    else for (const message of validateMessages(input.messages)) this.append(message);
+    else {
+      const messages = validateMessages(input.messages);
+      // §4b.6: the task stays verbatim (sticky) unless the input says otherwise.
+      const task = plan.keepTask ? messages.findIndex((message) => message.role === 'user') : -1;
+      messages.forEach((message, index) => this.append(index === task && !isSticky(message) ? { ...message, sticky: true } : message));
+    }
   }
 
   get messages(): ChatMessage[] {
@@ -367,8 +389,8 @@ class AgentLoop {
     this.unrecordedBytes += jsonPayloadBytes(line);
   }
 
-  private append(message: ChatMessage): void {
-    this.writeLine({ type: 'message', id: `m${this.nextId}`, message });
+  private append(message: ChatMessage, usage?: RoundUsage): void {
+    this.writeLine(usage === undefined ? { type: 'message', id: `m${this.nextId}`, message } : { type: 'message', id: `m${this.nextId}`, message, usage });
     this.nextId += 1;
   }
 
@@ -448,6 +470,7 @@ class AgentLoop {
       pendingUserMessages: this.pendingUserMessages,
       backendFallbacks: this.backendFallbacks,
       backends: this.backends,
+      previousRequest: this.previousRequest,
       peakContextTokens: this.peakContextTokens,
       continuedAsNew: this.continuedAsNew,
     };
@@ -477,10 +500,10 @@ class AgentLoop {
   publish(contextTokens: number | undefined): void {
     const { totals } = this.compactions;
     const exhausted = totals.exhausted > 0;
+    // Current details are workflow state answered by query, not history: keep them current every round.
     const resting = this.restingNote();
-    if (this.published.compactions !== totals.compactions || this.published.resting !== resting) {
-      setCurrentDetails(renderCompactionDetails(this.compactions, resting === '' ? [] : [resting]));
-    }
+    const details = renderCompactionDetails(this.compactions, resting === '' ? [] : [resting]);
+    if (details !== this.published.details) setCurrentDetails(details);
     const allowed = new Set(this.plan.searchAttributes ? this.worker.searchAttributes : []);
     const updates: SearchAttributeUpdatePair[] = [];
     if (allowed.has('CompactionCount') && this.published.compactions !== totals.compactions) updates.push({ key: SearchAttributeKeys.CompactionCount, value: totals.compactions });
@@ -491,7 +514,7 @@ class AgentLoop {
     const compacted = this.published.compactions !== totals.compactions;
     const contextTokensNow = contextTokens !== undefined && (moved || compacted) ? contextTokens : this.published.contextTokens;
     if (allowed.has('ContextTokens') && contextTokensNow !== this.published.contextTokens) updates.push({ key: SearchAttributeKeys.ContextTokens, value: contextTokensNow });
-    this.published = { compactions: totals.compactions, contextTokens: contextTokensNow, fallbacks: totals.fallbacks, exhausted, resting };
+    this.published = { compactions: totals.compactions, contextTokens: contextTokensNow, fallbacks: totals.fallbacks, exhausted, details };
     if (updates.length > 0) upsertSearchAttributes(updates);
   }
 
@@ -578,11 +601,11 @@ class AgentLoop {
     const options = this.compactOptions(aimAt, aim);
     const overRoom = tokens > aim;
     if (!overRoom && !needsCompaction(this.messages, options)) return;
-    const compacted = await compact(this.messages, overRoom ? { ...options, target: aim } : options);
+    const { result: compacted, summarizerUsage } = await compactWithUsage(this.messages, overRoom ? { ...options, target: aim } : options);
     // The run is out of room only when the conversation does not fit the backend: a `contextBudget`
     // set below the room is what compaction aims at, not a limit the model has.
     const result = { ...compacted, exhausted: compacted.tokensAfter > aim };
-    this.record(result, aimAt.backend, overRoom ? aim : (this.plan.compaction.contextBudget ?? aim));
+    this.record(result, aimAt.backend, overRoom ? aim : (this.plan.compaction.contextBudget ?? aim), summarizerUsage);
     if (result.exhausted) {
       this.publish(result.tokensAfter);
       const details: ContextExhaustedDetails = { round: this.rounds + 1, backend: aimAt.backend.label, tokens: result.tokensAfter, room: aim };
@@ -595,21 +618,55 @@ class AgentLoop {
     }
   }
 
-  private record(result: CompactionResult, backend: ResolvedBackend, target: number): void {
+  private record(result: CompactionResult, backend: ResolvedBackend, target: number, summarizerUsage: SummarizerUsage | undefined): void {
+    // The summarizer was billed even when its summary lost to the hard trim.
+    if (summarizerUsage !== undefined) this.compactions = { ...this.compactions, usage: addSummarizerUsage(this.compactions.usage, summarizerUsage) };
     const changed = result.cutIndex >= 0 || result.elisions.length > 0 || result.fallback || result.exhausted;
     if (!changed) return;
-    const round = this.rounds + 1;
-    const { lines, entries } = recordCompaction(this.entries, result, { round, backend: backend.label, target });
+    const { cacheHitRate, billedInput } = this.compactions.usage;
+    const context = { round: this.rounds + 1, backend: backend.label, target, ...(summarizerUsage === undefined ? {} : { summarizerUsage }), cacheHitRate, billedInput };
+    const { lines, entries } = recordCompaction(this.entries, result, context);
     for (const line of lines) {
       this.unrecorded.push(line);
       this.unrecordedBytes += jsonPayloadBytes(line);
     }
     this.entries = entries;
-    this.compactions = addCompactionRecord(this.compactions, compactionRecord(round, backend.label, target, result));
+    this.compactions = addCompactionRecord(this.compactions, compactionRecord(context, result));
+  }
+
+  private sizeOf(message: ChatMessage): number {
+    let size = this.sizes.get(message);
+    if (size === undefined) {
+      size = JSON.stringify(message).length;
+      this.sizes.set(message, size);
+    }
+    return size;
+  }
+
+  /**
+   * What this request cost: the provider's numbers, and its cached prompt tokens as reported or,
+   * when the provider does not say, modelled: the messages this request shares from the start with
+   * the previous one (same transcript ids, same sizes) counted in the backend's units, as a
+   * provider's prefix cache would serve them.
+   */
+  private roundUsage(sent: readonly ChatMessage[], backend: BackendCounter, tokens: number, answer: ChatActivityOutput): RoundUsage {
+    const shape: RequestShape = { ids: this.entries.map((entry) => entry.id), sizes: sent.map((message) => this.sizeOf(message)) };
+    const promptTokens = answer.usage?.promptTokens ?? tokens;
+    const completionTokens = answer.usage?.completionTokens ?? null;
+    const reported = answer.usage?.cachedPromptTokens;
+    let cachedPromptTokens = reported ?? 0;
+    if (reported === undefined && this.previousRequest !== null) {
+      const previous = this.previousRequest;
+      let shared = 0;
+      while (shared < shape.ids.length && shape.ids[shared] === previous.ids[shared] && shape.sizes[shared] === previous.sizes[shared]) shared += 1;
+      cachedPromptTokens = shared === 0 ? 0 : Math.min(promptTokens, backend.usage.count(sent.slice(0, shared)));
+    }
+    this.previousRequest = shape;
+    return { backend: backend.backend.label, promptTokens, cachedPromptTokens, cacheSource: reported === undefined ? 'modelled' : 'reported', completionTokens };
   }
 
   /** One chat call, falling back along the chain when a backend fails after its retries. */
-  private async chat(): Promise<{ answer: ChatActivityOutput; backend: BackendCounter }> {
+  private async chat(): Promise<{ answer: ChatActivityOutput; backend: BackendCounter; usage: RoundUsage }> {
     const failed = new Set<number>();
     let lastFailure: unknown;
     await this.countNewText(this.messages);
@@ -640,9 +697,11 @@ class AgentLoop {
           summary: `chat · ${backend.backend.label} · ${sent.length} messages (${groupDigits(tokens)} tokens)`,
         });
         const answer = await chat(input);
+        const usage = this.roundUsage(sent, backend, tokens, answer);
+        this.compactions = { ...this.compactions, usage: addRoundUsage(this.compactions.usage, usage) };
         if (answer.usage !== undefined) backend.usage.calibrate(sent, answer.usage.promptTokens);
         this.peakContextTokens = Math.max(this.peakContextTokens, answer.usage?.promptTokens ?? tokens);
-        return { answer, backend };
+        return { answer, backend, usage };
       } catch (error) {
         if (isCancellation(error) || !(error instanceof ActivityFailure)) throw error;
         lastFailure = error;
@@ -719,8 +778,8 @@ class AgentLoop {
       if (this.rounds >= this.plan.maxRounds) return this.finish('maxRounds');
       if (this.stopRequested) return this.finish('stopped');
       if (this.shouldContinueAsNew()) await this.continueAsNew();
-      const { answer, backend } = await this.chat();
-      this.append(answer.message);
+      const { answer, backend, usage } = await this.chat();
+      this.append(answer.message, usage);
       this.rounds += 1;
       this.roundsThisRun += 1;
       const results = await this.runTools(answer.message, backend, answer.unanswered ?? []);

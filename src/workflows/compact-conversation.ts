@@ -36,7 +36,7 @@ export async function compactConversation(input: CompactConversationInput): Prom
   const { messages, options } = input;
   // A counter cannot travel as JSON: drop whatever a client put there rather than call it.
   const jsonOptions: CompactOptions = typeof options === 'object' && options !== null ? { ...options, counter: undefined } : options;
-  const result = await driveCompaction(messages, jsonOptions, 'rethrow');
+  const { result } = await driveCompaction(messages, jsonOptions, 'rethrow');
   const limit = typeof options?.maxPayloadBytes === 'number' ? options.maxPayloadBytes : DEFAULT_PAYLOAD_LIMIT_BYTES;
   const bytes = jsonPayloadBytes(result);
   if (bytes > limit && !(options.payloadStore ?? (await describeWorker()).externalStorage)) {

@@ -10,6 +10,7 @@ import { MAX_RETRY_BACKOFF_MS, REFERENCE_EXACT, parseDuration, resolveOptions, t
 import type { ChatMessage, CompactionResult, TokenCounter } from '../core/types.js';
 import type { CompactorActivities } from '../activities/index.js';
 import { DEFAULT_PAYLOAD_LIMIT_BYTES, jsonPayloadBytes } from '../core/payload-size.js';
+import { addSummarizerRequest, type SummarizerUsage } from '../core/summarizer-usage.js';
 import { describeWorker } from './describe-worker.js';
 import { failOnInvalidInput } from './failures.js';
 
@@ -159,8 +160,8 @@ async function summarizeStep(step: SummarizeStep, compaction: Plan, onCancel: On
   try {
     // Its own scope, a child of the caller's: cancelling the caller cancels the attempt in flight
     // or the retry backoff at once (the server cancels a scheduled retry immediately).
-    const { text } = await CancellationScope.cancellable(() => summarize({ request: step.request }));
-    return { kind: 'summary', text };
+    const { text, usage } = await CancellationScope.cancellable(() => summarize({ request: step.request }));
+    return usage === undefined ? { kind: 'summary', text } : { kind: 'summary', text, usage };
   } catch (error) {
     if (isCancellation(error)) {
       if (onCancel === 'rethrow') throw error;
@@ -174,8 +175,18 @@ async function summarizeStep(step: SummarizeStep, compaction: Plan, onCancel: On
   }
 }
 
-/** Drives the engine; `onCancel` says whether a cancelled caller gets the hard trim or its cancellation back. */
-export async function driveCompaction(messages: readonly ChatMessage[], options: CompactOptions, onCancel: OnCancel): Promise<CompactionResult> {
+/** A compaction's result and what its summarizer requests cost (undefined when no summary came back). */
+export interface CompactionWithUsage {
+  result: CompactionResult;
+  summarizerUsage: SummarizerUsage | undefined;
+}
+
+/**
+ * Drives the engine; `onCancel` says whether a cancelled caller gets the hard trim or its
+ * cancellation back. Also adds up the summarizer's usage (the activity's reported numbers, else an
+ * estimate), which agent runs account for and `compact`'s own result does not carry.
+ */
+export async function driveCompaction(messages: readonly ChatMessage[], options: CompactOptions, onCancel: OnCancel): Promise<CompactionWithUsage> {
   const steps = failOnInvalidInput(() => {
     const compaction = plan(options);
     const generator = compactionSteps(messages, compaction.options, { target: compaction.target, counter: compaction.counter }, compaction.counter);
@@ -183,14 +194,17 @@ export async function driveCompaction(messages: readonly ChatMessage[], options:
     return { compaction, generator, first: generator.next() };
   });
   const { compaction, generator } = steps;
+  let summarizerUsage: SummarizerUsage | undefined;
   let next = steps.first;
   while (next.done !== true) {
-    const outcome = await summarizeStep(next.value, compaction, onCancel);
+    const step = next.value;
+    const outcome = await summarizeStep(step, compaction, onCancel);
+    if (outcome.kind === 'summary' && outcome.text.trim() !== '') summarizerUsage = addSummarizerRequest(summarizerUsage, step.request, outcome.text, outcome.usage);
     // After a cancellation the rest is pure and synchronous (the engine trims and returns), so it
     // completes even though the caller's scope is cancelled; nothing here awaits again.
     next = generator.next(outcome);
   }
-  return next.value;
+  return { result: next.value, summarizerUsage };
 }
 
 /**
@@ -209,7 +223,12 @@ export async function driveCompaction(messages: readonly ChatMessage[], options:
  *   messages = (await compact(messages, { contextBudget: 128_000, summarizerModel: 'gpt-4o-mini' })).messages;
  * }
  */
-export function compact(messages: readonly ChatMessage[], options: CompactOptions): Promise<CompactionResult> {
+export async function compact(messages: readonly ChatMessage[], options: CompactOptions): Promise<CompactionResult> {
+  return (await driveCompaction(messages, options, 'hard-trim')).result;
+}
+
+/** {@link compact}, also returning what its summarizer requests cost (for callers that account for it, as agentRun does). */
+export function compactWithUsage(messages: readonly ChatMessage[], options: CompactOptions): Promise<CompactionWithUsage> {
   return driveCompaction(messages, options, 'hard-trim');
 }
 

@@ -102,14 +102,15 @@ describe('preflight', () => {
 describe('renderCompactionTable', () => {
   it('one row per compaction, digits grouped, summary or trim in words', () => {
     const record = (overrides: Partial<CompactionRecord>): CompactionRecord => ({
-      round: 12, backend: 'b', target: 9_000, tokensBefore: 30_512, tokensAfter: 9_876, dropped: 24, elided: 3, kind: 'summary', summaryChars: 1_234, fallback: false, exhausted: false, ...overrides,
+      round: 12, backend: 'b', target: 9_000, tokensBefore: 30_512, tokensAfter: 9_876, dropped: 24, elided: 3, kind: 'summary', summaryChars: 1_234, fallback: false, exhausted: false,
+      tokensReclaimed: 20_636, summarizerTokens: 3_000, cacheHitRate: 0.8149, billedInput: 104_332, ...overrides,
     });
-    expect(renderCompactionTable([record({}), record({ round: 20, kind: 'trim', summaryChars: null, fallback: true }), record({ round: 30, kind: 'elision', summaryChars: null, dropped: 0 })]).split('\n')).toEqual([
+    expect(renderCompactionTable([record({}), record({ round: 20, kind: 'trim', summaryChars: null, fallback: true }), record({ round: 30, kind: 'elision', summaryChars: null, dropped: 0, cacheHitRate: null, billedInput: null })]).split('\n')).toEqual([
       COMPACTION_TABLE_HEADER,
-      '|--:|--:|--:|--:|--:|---|---|---|',
-      '| 1 | 12 | 30,512 → 9,876 | 24 | 3 | summary (1,234 chars) | no | no |',
-      '| 2 | 20 | 30,512 → 9,876 | 24 | 3 | trim | yes | no |',
-      '| 3 | 30 | 30,512 → 9,876 | 0 | 3 | elision only | no | no |',
+      '|--:|--:|--:|--:|--:|--:|---|---|---|--:|--:|',
+      '| 1 | 12 | 30,512 → 9,876 | 20,636 | 24 | 3 | summary (1,234 chars) | no | no | 81% | 104,332 |',
+      '| 2 | 20 | 30,512 → 9,876 | 20,636 | 24 | 3 | trim | yes | no | 81% | 104,332 |',
+      '| 3 | 30 | 30,512 → 9,876 | 20,636 | 0 | 3 | elision only | no | no | — | — |',
     ]);
   });
 });

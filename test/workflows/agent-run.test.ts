@@ -21,6 +21,7 @@ import {
   FailureType,
   RECENT_COMPACTIONS,
   replaySession,
+  toProviderMessages,
   RunFailureType,
   sessionQuery,
   type AgentRunWorkflowInput,
@@ -40,13 +41,19 @@ beforeAll(async () => {
 const TAU = 'taubench_gpt4o_airline_task2_trial1';
 const replayModel = (trajectory: string, contextWindow = 100_000) => ({ provider: 'replay' as const, trajectory, contextWindow, maxOutputTokens: 1000 });
 const openaiModel = { provider: 'openai' as const, model: 'fake-agent', contextWindow: 16_000, maxOutputTokens: 500 };
+/** What agentRun does to its input by default (keepTask): the first user message, the task, is pinned (sticky). */
+function pinTask(messages: readonly ChatMessage[]): ChatMessage[] {
+  const task = messages.findIndex((message) => message.role === 'user');
+  return messages.map((message, index) => (index === task ? { ...message, sticky: true } : message));
+}
+
 const fastRetries = { maximumAttempts: 2, initialInterval: 10 };
 
-function completion(message: Record<string, unknown>): ScriptedResponse {
+function completion(message: Record<string, unknown>, usage: Record<string, unknown> = { prompt_tokens: 100, completion_tokens: 5, total_tokens: 105 }): ScriptedResponse {
   return {
     kind: 'status',
     status: 200,
-    body: { id: 'c', object: 'chat.completion', created: 0, model: 'fake-agent', choices: [{ index: 0, finish_reason: 'stop', message: { role: 'assistant', ...message } }], usage: { prompt_tokens: 100, completion_tokens: 5, total_tokens: 105 } },
+    body: { id: 'c', object: 'chat.completion', created: 0, model: 'fake-agent', choices: [{ index: 0, finish_reason: 'stop', message: { role: 'assistant', ...message } }], usage },
   };
 }
 
@@ -111,7 +118,7 @@ describe('agentRun', { timeout: 90_000 }, () => {
       expect(toolResults[2]?.content).toBe('Error: there is no tool named "rm"; the tools are: fs_read, fs_list, grep');
       expect(result.messages.at(-1)).toEqual({ role: 'assistant', content: 'a.txt holds alpha and beta.' });
       const second = server.requests[1]?.body;
-      expect(second).toHaveProperty('messages', result.messages.slice(0, -1));
+      expect(second).toHaveProperty('messages', toProviderMessages(result.messages.slice(0, -1)));
       expect(second).toHaveProperty('tools', [expect.objectContaining({ function: expect.objectContaining({ name: 'fs_read' }) }), expect.anything(), expect.anything()]);
       await maybeRecordHistory(t.client.workflow.getHandle(workflowId), 'agent-run-openai-tools');
     });
@@ -140,6 +147,35 @@ describe('agentRun', { timeout: 90_000 }, () => {
       expect(server.requests[0]?.body).toHaveProperty('tools', [lookupOrder]);
     });
 
+    it("records the provider's usage per round, its cached prompt tokens as reported, and the billed-input estimate", async () => {
+      server.script(
+        completion({ content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'fs_read', arguments: '{"path":"a.txt"}' } }] }, { prompt_tokens: 1_000, completion_tokens: 20, prompt_tokens_details: { cached_tokens: 0 } }),
+        completion({ content: 'a.txt holds alpha and beta.' }, { prompt_tokens: 1_200, completion_tokens: 10, prompt_tokens_details: { cached_tokens: 900 } }),
+      );
+      const t = await testConnection();
+      const result = await withWorker(t, { workflowBundle: bundle, activities: activities() }, () =>
+        t.client.workflow.execute(agentRun, { taskQueue: t.taskQueue, workflowId: uniqueId('agent-usage'), args: [{ messages: opening, model: openaiModel, tools: ['fs_read'], compaction: {}, pricing: { cachedInput: 0.5 } }] }),
+      );
+      expect(result.compactions.usage).toEqual({
+        requests: 2,
+        promptTokens: 2_200,
+        cachedPromptTokens: 900,
+        reportedCacheRequests: 2,
+        completionTokens: 30,
+        summarizer: { requests: 0, promptTokens: 0, completionTokens: 0, estimated: false },
+        cacheHitRate: 900 / 2_200,
+        // 1,300 uncached + 0.5 × 900 cached.
+        billedInput: 1_750,
+        pricing: { cachedInput: 0.5, summarizerInput: 0.25 },
+      });
+      const lines = await readSessionLines(t.client, result.session);
+      const usages = lines.flatMap((line) => (line.type === 'message' && line.usage !== undefined ? [line.usage] : []));
+      expect(usages).toEqual([
+        { backend: 'openai:fake-agent', promptTokens: 1_000, cachedPromptTokens: 0, cacheSource: 'reported', completionTokens: 20 },
+        { backend: 'openai:fake-agent', promptTokens: 1_200, cachedPromptTokens: 900, cacheSource: 'reported', completionTokens: 10 },
+      ]);
+    });
+
     it('addUserMessage queues a user turn for the next round; the queries show the run while it waits', async () => {
       const hold = createHold();
       server.script(hold.response, completion({ content: 'Also done.' }));
@@ -151,13 +187,13 @@ describe('agentRun', { timeout: 90_000 }, () => {
           args: [{ messages: opening, model: openaiModel, compaction: {} }],
         });
         await server.waitForRequests(1, 20_000);
-        expect(await handle.query(conversationQuery)).toEqual(opening);
+        expect(await handle.query(conversationQuery)).toEqual(pinTask(opening));
         // Nothing recorded yet: the two opening lines wait in the run, which the query shows.
         expect(await handle.query(sessionQuery)).toEqual({
           reference: { workflowId: handle.workflowId, runId: expect.any(String), lines: 0 },
           pending: [
             { type: 'message', id: 'm1', message: opening[0] },
-            { type: 'message', id: 'm2', message: opening[1] },
+            { type: 'message', id: 'm2', message: { ...opening[1], sticky: true } },
           ],
         });
         expect(await handle.query(compactionsQuery)).toEqual(emptyCompactionHistory());
@@ -168,12 +204,12 @@ describe('agentRun', { timeout: 90_000 }, () => {
         hold.release(completion({ content: 'a.txt holds alpha and beta.' }));
         const result = await handle.result();
         expect(result.messages).toEqual([
-          ...opening,
+          ...pinTask(opening),
           { role: 'assistant', content: 'a.txt holds alpha and beta.' },
           { role: 'user', content: 'Also check b.txt' },
           { role: 'assistant', content: 'Also done.' },
         ]);
-        expect(server.requests[1]?.body).toHaveProperty('messages', result.messages.slice(0, -1));
+        expect(server.requests[1]?.body).toHaveProperty('messages', toProviderMessages(result.messages.slice(0, -1)));
         // Finished: every line is recorded, none pending, and the transcript replays to the result.
         expect(await handle.query(sessionQuery)).toEqual({ reference: result.session, pending: [] });
         const lines = await readSessionLines(t.client, result.session);
@@ -204,7 +240,7 @@ describe('agentRun', { timeout: 90_000 }, () => {
         expect((error as WorkflowFailedError).cause).toBeInstanceOf(CancelledFailure);
         expect((await handle.describe()).status.name).toBe('CANCELLED');
         // The transcript (the opening, no answer yet) was recorded before the run ended.
-        expect(replaySession(await readSessionLines(t.client, handle.workflowId))).toEqual(opening);
+        expect(replaySession(await readSessionLines(t.client, handle.workflowId))).toEqual(pinTask(opening));
         // The request in flight was aborted, not left to finish.
         await server.waitUntil(() => server.requests[0]?.outcome === 'aborted', 10_000, 'the held request aborted');
       });
@@ -253,7 +289,7 @@ describe('agentRun', { timeout: 90_000 }, () => {
         { label: 'openai:fake-agent', failedRounds: 2, restingUntilRound: 11, restingUntilTime: null },
         { label: `replay:${TAU}`, failedRounds: 0, restingUntilRound: null, restingUntilTime: null },
       ]);
-      expect(result.messages).toEqual(loadTrajectory(TAU).slice(0, result.messages.length));
+      expect(toProviderMessages(result.messages)).toEqual(loadTrajectory(TAU).slice(0, result.messages.length));
       expect(result.messages.filter((message) => message.role === 'assistant')).toHaveLength(7);
       // Without a cooldown every round starts with the first backend again.
       server.requests.length = 0;
@@ -301,7 +337,7 @@ describe('agentRun', { timeout: 90_000 }, () => {
       const continued = await run({ ...input, continueAsNewAfterRounds: 7 }, workflowId);
       expect(continued.result?.continuedAsNew).toBe(4);
       expect(continued.rounds).toBe(30);
-      expect(continued.messages).toEqual(loadTrajectory(TAU));
+      expect(toProviderMessages(continued.messages)).toEqual(loadTrajectory(TAU));
       expect(continued.session).toEqual(plain.session);
       expect(continued.result?.peakContextTokens).toBe(plain.result?.peakContextTokens);
       const { executions } = await t.client.workflowService.listWorkflowExecutions({ namespace: t.namespace, query: `WorkflowId = '${workflowId}'` });
@@ -337,6 +373,50 @@ describe('agentRun', { timeout: 90_000 }, () => {
       expect(outcome.compactions.length).toBeGreaterThan(0);
       expect(outcome.compactions.every((record) => !record.exhausted)).toBe(true);
       expect(outcome.result?.peakContextTokens).toBeLessThanOrEqual(5_300);
+    });
+
+    it('accounts for what the run cost: cache hits modelled from the shared prefix, the summarizer, the billed-input estimate per compaction', async () => {
+      const workflowId = uniqueId('agent-cost');
+      const outcome = await run({ messages: openingOf(TAU), model: replayModel(TAU, 6300), compaction: { keepRecent: 4 }, maxRounds: 1000 }, workflowId, async () => {
+        const metadata: unknown = await t.client.workflow.getHandle(workflowId).query('__temporal_workflow_metadata');
+        expect(String(Reflect.get(Object(metadata), 'currentDetails'))).toMatch(/Cost so far: [\d,]+ prompt tokens in 30 requests, \d+% from the cache \(modelled\); billed input ≈ [\d,]+ \(summarizer [\d,]+ prompt tokens, estimated\)/);
+      });
+      expect(outcome.status).toBe('completed');
+      const usage = outcome.history.usage;
+      const rounds = outcome.session.flatMap((line) => (line.type === 'message' && line.usage !== undefined ? [line.usage] : []));
+      expect(rounds).toHaveLength(30);
+      expect(usage.requests).toBe(30);
+      expect(usage.promptTokens).toBe(rounds.reduce((sum, round) => sum + round.promptTokens, 0));
+      expect(usage.cachedPromptTokens).toBe(rounds.reduce((sum, round) => sum + round.cachedPromptTokens, 0));
+      expect(rounds.every((round) => round.cacheSource === 'modelled' && round.cachedPromptTokens <= round.promptTokens)).toBe(true);
+      // The first request has nothing before it; the second shares all of the first.
+      expect(rounds[0]?.cachedPromptTokens).toBe(0);
+      expect(rounds[1]?.cachedPromptTokens).toBeGreaterThan(0);
+      // A summary rewrites the conversation below its prefix: the request after it is served less from the cache.
+      const summarized = outcome.compactions.filter((record) => record.kind === 'summary');
+      expect(summarized.length).toBeGreaterThan(0);
+      for (const record of summarized) {
+        const after = rounds[record.round - 1];
+        const before = rounds[record.round - 2];
+        expect(after?.cachedPromptTokens ?? 0).toBeLessThan(before?.promptTokens ?? 0);
+        expect(record.summarizerTokens).toBeGreaterThan(0);
+      }
+      expect(usage.summarizer.promptTokens).toBe(outcome.compactions.reduce((sum, record) => sum + record.summarizerTokens, 0));
+      expect(usage.summarizer.estimated).toBe(true);
+      expect(usage.billedInput).toBe(Math.round(usage.promptTokens - usage.cachedPromptTokens + 0.1 * usage.cachedPromptTokens + 0.25 * usage.summarizer.promptTokens));
+      // Every record says what the run had cost by then, growing.
+      const billed = outcome.compactions.map((record) => record.billedInput ?? -1);
+      expect(billed.every((value, index) => value > 0 && (index === 0 || value >= (billed[index - 1] ?? 0)))).toBe(true);
+    });
+
+    it('keeps the task (the first user message) verbatim by default; keepTask: false lets it be summarized', async () => {
+      const pinned = await run({ messages: openingOf(TAU), model: replayModel(TAU, 4000), compaction: { keepRecent: 4 }, maxRounds: 1000 });
+      const task = openingOf(TAU).find((message) => message.role === 'user');
+      expect(pinned.compactions.some((record) => record.kind === 'summary')).toBe(true);
+      expect(pinned.messages).toContainEqual({ ...task, sticky: true });
+      const loose = await run({ messages: openingOf(TAU), model: replayModel(TAU, 4000), compaction: { keepRecent: 4 }, maxRounds: 1000, keepTask: false });
+      expect(loose.compactions.some((record) => record.kind === 'summary')).toBe(true);
+      expect(loose.messages.some((message) => message.role === 'user' && message.content === task?.content)).toBe(false);
     });
 
     it('compacts several times across continue-as-new (the last run is recorded for replay)', async () => {
@@ -397,7 +477,7 @@ describe('agentRun', { timeout: 90_000 }, () => {
       ['a misspelt field', { ...valid, maxRound: 3 }, 'input.maxRound: unknown field'],
       ['a bad activity timeout', { ...valid, chatActivity: { startToCloseTimeout: 'soon' } }, 'input.chatActivity.startToCloseTimeout: must be milliseconds or a duration'],
       ['a hand-made carried state', { ...valid, carried: { session: 'x' } }, 'input.carried.version: must be 2'],
-      ['a carried state with a broken conversation', { ...valid, carried: { version: 2, live: [{ id: 'm1', message: { role: 'tool', content: 'x' } }], sessionLines: 0, compactions: { recent: [], totals: {} }, rounds: 0, nextId: 2, counters: [], pendingUserMessages: [], backendFallbacks: 0, backends: [], peakContextTokens: 0, continuedAsNew: 0 } }, 'input.carried.live[0].message.tool_call_id: required for role "tool"'],
+      ['a carried state with a broken conversation', { ...valid, carried: { version: 2, live: [{ id: 'm1', message: { role: 'tool', content: 'x' } }], sessionLines: 0, compactions: { recent: [], totals: {}, usage: {} }, rounds: 0, nextId: 2, counters: [], pendingUserMessages: [], backendFallbacks: 0, backends: [], previousRequest: null, peakContextTokens: 0, continuedAsNew: 0 } }, 'input.carried.live[0].message.tool_call_id: required for role "tool"'],
       ['a bad summarize heartbeat', { ...valid, compaction: { heartbeatTimeout: 0 } }, 'input.compaction.heartbeatTimeout: must be longer than zero'],
     ])('%s', async (_case, input, message) => {
       const failure = await withWorker(t, { workflowBundle: bundle, activities: replayActivities() }, () =>

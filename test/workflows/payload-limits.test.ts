@@ -18,6 +18,7 @@ import {
   readSessionLines,
   replaySession,
   RunFailureType,
+  toProviderMessages,
   type ChatMessage,
   type PayloadTooLargeDetails,
 } from '../../src/index.js';
@@ -134,7 +135,8 @@ describe('payloads over the server limit, without a payload store', { timeout: 2
     expect(await workflowTaskFailures(t, workflowId)).toBe(0);
     // The transcript was written before it failed, in batches under the limit.
     const lines = await readSessionLines(t.client, workflowId);
-    expect(replaySession(lines)).toEqual(twoLogs);
+    expect(toProviderMessages(replaySession(lines))).toEqual(twoLogs);
+    expect(replaySession(lines)[1]).toMatchObject({ role: 'user', sticky: true });
     const batches = (await eventsOf(t, workflowId)).filter((event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'recordSession');
     expect(batches).toHaveLength(2);
   });
