@@ -4,6 +4,8 @@ import { z } from 'zod';
 import type { Summarizer } from './core/types.js';
 import { createExtractiveSummarizer, type ExtractiveSummarizerOptions } from './summarizers/extractive.js';
 import { createOpenAISummarizer, DEFAULT_SUMMARIZER_TIMEOUT_MS } from './summarizers/openai.js';
+import { KEY_BYTES, KeyFormatError, keyringFromSettings, type Keyring } from './payloads/keyring.js';
+import { parsePayloadStore, type PayloadStoreLocation } from './payloads/store-location.js';
 
 /** A setting's value as the environment (strings) or a flag parser (strings, numbers, booleans) gives it. */
 export type RawSettingValue = string | number | boolean | undefined;
@@ -23,6 +25,15 @@ export const DEFAULT_TEMPORAL_NAMESPACE = 'default';
 /** @default 10 s for in-flight activities to finish when the worker shuts down */
 export const DEFAULT_SHUTDOWN_GRACE_MS = 10_000;
 const OPENAI_DEFAULT_BASE_URL = 'https://api.openai.com/v1';
+/**
+ * @default 1 KiB. A claim in history costs ~260 bytes; a payload under 1 KiB compresses to about
+ * that much, so offloading it saves no history and costs a store round trip, while everything
+ * bigger (chat inputs, tool results) becomes a claim. With the ~1 KB of event overhead a round has
+ * anyway, a round stays near 2 KB of history.
+ */
+export const DEFAULT_PAYLOAD_THRESHOLD = 1024;
+/** Temporal refuses payloads over 2 MiB, so a larger threshold would only let such payloads fail. */
+export const MAX_PAYLOAD_THRESHOLD = 2 * 1024 * 1024;
 
 // ---------------------------------------------------------------------------------------------
 // Value schemas. Each takes what the environment or a flag parser gives and says, in words, what
@@ -216,6 +227,51 @@ const settings = {
     defaultText: "the run's own",
     description: 'Context window in tokens for agent runs started from the CLI or the demo.',
   },
+  payloadStore: {
+    env: 'COMPACTOR_PAYLOAD_STORE',
+    flag: 'payload-store',
+    expected: '"off", "file:DIR" or "s3://BUCKET/PREFIX" (a valid S3 bucket name)',
+    defaultText: '`off`; the demo: `file:.payload-store` in the project',
+    description:
+      "Where payloads of at least `COMPACTOR_PAYLOAD_THRESHOLD` bytes go (Temporal's External Storage): history keeps a ~260-byte claim, the store content-addressed chunks. Worker, clients and the CLI must all see the same store.",
+  },
+  payloadThreshold: {
+    env: 'COMPACTOR_PAYLOAD_THRESHOLD',
+    flag: 'payload-threshold',
+    expected: `a byte count from 0 to ${MAX_PAYLOAD_THRESHOLD}`,
+    defaultText: `\`${DEFAULT_PAYLOAD_THRESHOLD}\``,
+    description: 'Payloads of at least this many bytes go to the store; smaller ones stay inline, compressed (and encrypted with a key).',
+  },
+  s3Endpoint: {
+    env: 'COMPACTOR_S3_ENDPOINT',
+    flag: 's3-endpoint',
+    expected: 'an http(s) URL, e.g. http://127.0.0.1:9000',
+    defaultText: 'AWS S3',
+    description: 'An S3-compatible server for `s3://` stores (path-style requests). Credentials and region: the usual `AWS_*` variables.',
+  },
+  codecKey: {
+    env: 'COMPACTOR_CODEC_KEY',
+    flag: undefined,
+    expected: `base64 of exactly ${KEY_BYTES} random bytes, e.g. from \`openssl rand -base64 32\``,
+    defaultText: '— (no encryption)',
+    description: 'AES-256-GCM key (environment only) for inline payloads and stored chunks. Clients and workers need the same key.',
+    secret: true,
+  },
+  codecKeyId: {
+    env: 'COMPACTOR_CODEC_KEY_ID',
+    flag: 'codec-key-id',
+    expected: '1-64 characters of A-Z, a-z, 0-9, ".", "_" or "-", with COMPACTOR_CODEC_KEY set',
+    defaultText: '`k-` + 8 hex digits of a hash of the key',
+    description: 'The id written beside every ciphertext, so decoding finds the right key after a rotation.',
+  },
+  codecOldKeys: {
+    env: 'COMPACTOR_CODEC_OLD_KEYS',
+    flag: undefined,
+    expected: `comma-separated ID:BASE64 entries (ID optional) of ${KEY_BYTES}-byte keys, with COMPACTOR_CODEC_KEY set`,
+    defaultText: '—',
+    description: 'Retired keys (environment only), for decoding only: rotate by moving the old key here and setting a new `COMPACTOR_CODEC_KEY`.',
+    secret: true,
+  },
 } as const satisfies Record<string, Setting>;
 
 /** The camelCase name of a setting; its flag is the kebab-case form (`taskQueue` → `--task-queue`). */
@@ -250,6 +306,22 @@ export const configSchema = z.object({
   maxConcurrentActivities: positiveInteger(1).optional(),
   maxConcurrentWorkflowTasks: positiveInteger(2).optional(),
   contextBudget: positiveInteger(1).optional(),
+  payloadStore: z
+    .string()
+    .transform((value, context) => {
+      const location = parsePayloadStore(value);
+      if (location === undefined) context.addIssue({ code: 'custom', message: 'bad payload store' });
+      return location ?? { kind: 'off' as const };
+    })
+    .optional(),
+  payloadThreshold: z
+    .union([z.number(), z.string().trim().regex(/^\d+$/).transform(Number)])
+    .pipe(z.number().int().min(0).max(MAX_PAYLOAD_THRESHOLD))
+    .default(DEFAULT_PAYLOAD_THRESHOLD),
+  s3Endpoint: httpUrl.optional(),
+  codecKey: nonEmptyText.optional(),
+  codecKeyId: nonEmptyText.optional(),
+  codecOldKeys: nonEmptyText.optional(),
 } satisfies Record<SettingKey, z.ZodType>);
 
 /** The typed configuration `loadConfig` returns. Durations are milliseconds. */
@@ -278,6 +350,12 @@ export interface CompactorConfig {
   /** `undefined`: the SDK's default. */
   maxConcurrentWorkflowTasks: number | undefined;
   contextBudget: number | undefined;
+  /** `undefined`: not configured (off; the demo uses a file store in the project). */
+  payloadStore: PayloadStoreLocation | undefined;
+  payloadThreshold: number;
+  s3Endpoint: string | undefined;
+  /** The codec keys (current and retired); `undefined`: no encryption. Secret: never print it. */
+  codecKeyring: Keyring | undefined;
 }
 
 /** A setting has a bad value. `setting` is what the user wrote: the env var or the `--flag`. */
@@ -350,6 +428,15 @@ export function loadConfig({ env = process.env, flags = {} }: LoadConfigOptions 
       raw.summarizer,
     );
   }
+  let codecKeyring: Keyring | undefined;
+  try {
+    codecKeyring = keyringFromSettings({ key: values.codecKey, keyId: values.codecKeyId, oldKeys: values.codecOldKeys });
+  } catch (error) {
+    if (!(error instanceof KeyFormatError)) throw error;
+    const key = (['codecKey', 'codecKeyId', 'codecOldKeys'] as const).find((candidate) => settings[candidate].env === error.setting) ?? 'codecKey';
+    const setting: Setting = settings[key];
+    throw new ConfigError(source[key] ?? setting.env, error.expected, setting.secret === true ? undefined : raw[key]);
+  }
   return {
     temporalAddress: values.temporalAddress,
     temporalNamespace: values.temporalNamespace,
@@ -369,6 +456,10 @@ export function loadConfig({ env = process.env, flags = {} }: LoadConfigOptions 
     maxConcurrentActivities: values.maxConcurrentActivities,
     maxConcurrentWorkflowTasks: values.maxConcurrentWorkflowTasks,
     contextBudget: values.contextBudget,
+    payloadStore: values.payloadStore,
+    payloadThreshold: values.payloadThreshold,
+    s3Endpoint: values.s3Endpoint,
+    codecKeyring,
   };
 }
 

@@ -34,7 +34,15 @@ const defaults: CompactorConfig = {
   maxConcurrentActivities: undefined,
   maxConcurrentWorkflowTasks: undefined,
   contextBudget: undefined,
+  payloadStore: undefined,
+  payloadThreshold: 1024,
+  s3Endpoint: undefined,
+  codecKeyring: undefined,
 };
+
+/** Two valid codec keys (base64 of 32 bytes). */
+const KEY_1 = Buffer.alloc(32, 1).toString('base64');
+const KEY_2 = Buffer.alloc(32, 2).toString('base64');
 
 /** The message `loadConfig` throws for these inputs (fails the test when it does not throw a ConfigError). */
 function configErrorOf(options: Parameters<typeof loadConfig>[0]): ConfigError {
@@ -94,9 +102,18 @@ describe('loadConfig', () => {
           COMPACTOR_MAX_CONCURRENT_ACTIVITIES: '25',
           COMPACTOR_MAX_CONCURRENT_WORKFLOW_TASKS: '8',
           COMPACTOR_CONTEXT_BUDGET: '32000',
+          COMPACTOR_PAYLOAD_STORE: 's3://my-bucket/compactor/prod/',
+          COMPACTOR_PAYLOAD_THRESHOLD: '4096',
+          COMPACTOR_S3_ENDPOINT: 'http://127.0.0.1:9000',
+          COMPACTOR_CODEC_KEY: KEY_1,
+          COMPACTOR_CODEC_KEY_ID: 'prod-2026',
+          COMPACTOR_CODEC_OLD_KEYS: `prod-2025:${KEY_2}`,
         },
       });
+      expect([...(config.codecKeyring?.byId.keys() ?? [])]).toEqual(['prod-2026', 'prod-2025']);
+      expect(config.codecKeyring?.current.id).toBe('prod-2026');
       expect(config).toEqual({
+        codecKeyring: config.codecKeyring,
         temporalAddress: 'my-ns.a1b2c.tmprl.cloud:7233',
         temporalNamespace: 'my-ns.a1b2c',
         temporalApiKey: 'temporal-key',
@@ -115,6 +132,9 @@ describe('loadConfig', () => {
         maxConcurrentActivities: 25,
         maxConcurrentWorkflowTasks: 8,
         contextBudget: 32_000,
+        payloadStore: { kind: 's3', bucket: 'my-bucket', prefix: 'compactor/prod' },
+        payloadThreshold: 4096,
+        s3Endpoint: 'http://127.0.0.1:9000',
       });
     });
 
@@ -141,6 +161,24 @@ describe('loadConfig', () => {
       ['0', false],
     ])('reads TEMPORAL_TLS=%s as %s', (value, expected) => {
       expect(loadConfig({ env: { TEMPORAL_TLS: value } }).temporalTls).toBe(expected);
+    });
+
+    it.each([
+      ['off', { kind: 'off' }],
+      ['file:/var/lib/compactor', { kind: 'file', directory: '/var/lib/compactor' }],
+      ['file:///var/lib/compactor', { kind: 'file', directory: '/var/lib/compactor' }],
+      ['file:store', { kind: 'file', directory: `${process.cwd()}/store` }],
+      ['s3://bucket-1', { kind: 's3', bucket: 'bucket-1', prefix: '' }],
+      ['s3://my.bucket/a/b', { kind: 's3', bucket: 'my.bucket', prefix: 'a/b' }],
+    ])('reads COMPACTOR_PAYLOAD_STORE=%s', (value, expected) => {
+      expect(loadConfig({ env: { COMPACTOR_PAYLOAD_STORE: value } }).payloadStore).toEqual(expected);
+    });
+
+    it('names a codec key by a hash of it unless COMPACTOR_CODEC_KEY_ID is set', () => {
+      const config = loadConfig({ env: { COMPACTOR_CODEC_KEY: KEY_1 } });
+      expect(config.codecKeyring?.current.id).toMatch(/^k-[0-9a-f]{8}$/);
+      expect(loadConfig({ env: { COMPACTOR_CODEC_KEY: ` ${KEY_1}\n` } }).codecKeyring?.current.id).toBe(config.codecKeyring?.current.id);
+      expect(loadConfig({ env: { COMPACTOR_CODEC_KEY: KEY_2 } }).codecKeyring?.current.id).not.toBe(config.codecKeyring?.current.id);
     });
 
     it('accepts addresses without a port and IPv6 hosts', () => {
@@ -184,7 +222,8 @@ describe('loadConfig', () => {
       expect(Object.keys(options)).not.toContain('openai-api-key');
       expect(Object.keys(options)).not.toContain('temporal-api-key');
       expect(configFlagsFromArgs({ 'openai-api-key': 'sk-flag', 'temporal-api-key': 'tk-flag' })).toEqual({});
-      expect(configTable().filter((row) => row.flag === undefined).map((row) => row.env)).toEqual(['TEMPORAL_API_KEY', 'OPENAI_API_KEY']);
+      expect(configTable().filter((row) => row.flag === undefined).map((row) => row.env)).toEqual(['TEMPORAL_API_KEY', 'OPENAI_API_KEY', 'COMPACTOR_CODEC_KEY', 'COMPACTOR_CODEC_OLD_KEYS']);
+      expect(configFlagsFromArgs({ 'codec-key': KEY_1, 'codec-old-keys': KEY_2 })).toEqual({});
     });
   });
 
@@ -207,11 +246,34 @@ describe('loadConfig', () => {
       ['COMPACTOR_SUMMARIZER', 'gpt', 'COMPACTOR_SUMMARIZER: expected "auto", "openai" or "extractive", got "gpt"'],
       ['COMPACTOR_WORKER_MODE', 'summarizer', 'COMPACTOR_WORKER_MODE: expected "all", "workflows" or "activities", got "summarizer"'],
       ['COMPACTOR_SHUTDOWN_GRACE_TIME', 'soon', 'COMPACTOR_SHUTDOWN_GRACE_TIME: expected a duration such as "10s", "500ms", "1m" or milliseconds, got "soon"'],
+      ['COMPACTOR_PAYLOAD_STORE', 'on', 'COMPACTOR_PAYLOAD_STORE: expected "off", "file:DIR" or "s3://BUCKET/PREFIX" (a valid S3 bucket name), got "on"'],
+      ['COMPACTOR_PAYLOAD_STORE', 'file:', 'COMPACTOR_PAYLOAD_STORE: expected "off", "file:DIR" or "s3://BUCKET/PREFIX" (a valid S3 bucket name), got "file:"'],
+      ['COMPACTOR_PAYLOAD_STORE', 's3://My_Bucket/x', 'COMPACTOR_PAYLOAD_STORE: expected "off", "file:DIR" or "s3://BUCKET/PREFIX" (a valid S3 bucket name), got "s3://My_Bucket/x"'],
+      ['COMPACTOR_PAYLOAD_STORE', 's3://bucket/../x', 'COMPACTOR_PAYLOAD_STORE: expected "off", "file:DIR" or "s3://BUCKET/PREFIX" (a valid S3 bucket name), got "s3://bucket/../x"'],
+      ['COMPACTOR_PAYLOAD_THRESHOLD', '1KB', 'COMPACTOR_PAYLOAD_THRESHOLD: expected a byte count from 0 to 2097152, got "1KB"'],
+      ['COMPACTOR_PAYLOAD_THRESHOLD', '3000000', 'COMPACTOR_PAYLOAD_THRESHOLD: expected a byte count from 0 to 2097152, got "3000000"'],
+      ['COMPACTOR_S3_ENDPOINT', '127.0.0.1:9000', 'COMPACTOR_S3_ENDPOINT: expected an http(s) URL, e.g. http://127.0.0.1:9000, got "127.0.0.1:9000"'],
+      ['COMPACTOR_CODEC_KEY_ID', 'k1', 'COMPACTOR_CODEC_KEY_ID: expected COMPACTOR_CODEC_KEY to be set as well (a key id names a key), got "k1"'],
     ])('%s=%j stops start-up with a message naming it', (name, value, message) => {
       const error = configErrorOf({ env: { [name]: value } });
       expect(error.message).toBe(message);
       expect(error.setting).toBe(name);
       expect(error.value).toBe(value);
+    });
+
+    it.each([
+      [{ COMPACTOR_CODEC_KEY: 'c2hvcnQ=' }, 'COMPACTOR_CODEC_KEY', 'base64 of exactly 32 random bytes'],
+      [{ COMPACTOR_CODEC_KEY: 'not base64 at all!' }, 'COMPACTOR_CODEC_KEY', 'base64 of exactly 32 random bytes'],
+      [{ COMPACTOR_CODEC_OLD_KEYS: KEY_2 }, 'COMPACTOR_CODEC_OLD_KEYS', 'COMPACTOR_CODEC_KEY to be set as well'],
+      [{ COMPACTOR_CODEC_KEY: KEY_1, COMPACTOR_CODEC_OLD_KEYS: `old:${KEY_2},old:c2hvcnQ=` }, 'COMPACTOR_CODEC_OLD_KEYS', 'entry 2 is not one'],
+      [{ COMPACTOR_CODEC_KEY: KEY_1, COMPACTOR_CODEC_KEY_ID: 'a', COMPACTOR_CODEC_OLD_KEYS: `a:${KEY_2}` }, 'COMPACTOR_CODEC_OLD_KEYS', 'reuses the id "a" for another key'],
+      [{ COMPACTOR_CODEC_KEY: KEY_1, COMPACTOR_CODEC_KEY_ID: 'has space' }, 'COMPACTOR_CODEC_KEY_ID', '1-64 characters'],
+    ])('rejects bad key settings %j naming the setting and never echoing a key', (env, setting, expected) => {
+      const error = configErrorOf({ env });
+      expect(error.setting).toBe(setting);
+      expect(error.message).toContain(expected);
+      if (setting !== 'COMPACTOR_CODEC_KEY_ID') expect(error.message).toMatch(/got an invalid value \(not shown\)$/);
+      expect(error.message).not.toContain(KEY_2.slice(0, 12));
     });
 
     it('names the flag, not the variable, when the flag gave the bad value', () => {
@@ -341,7 +403,7 @@ describe('README configuration table', () => {
   it('lists every setting exactly once', () => {
     const section = readme.slice(readme.indexOf(start), readme.indexOf(end));
     const rows = configTable();
-    expect(rows.length).toBe(18);
+    expect(rows.length).toBe(24);
     for (const row of rows) {
       const occurrences = section.split('\n').filter((line) => line.startsWith(`| \`${row.env}\` |`));
       expect(occurrences, row.env).toHaveLength(1);

@@ -1,0 +1,425 @@
+// Node only: the content-addressed chunk store, a `StorageDriver` for Temporal's External Storage.
+// A stored payload becomes chunks (chunker.ts), a small tree of nodes listing them, and one
+// manifest; the history keeps a claim naming the manifest. Consecutive chat inputs share almost
+// all chunks and most nodes, so the store grows with what is new in a round, not with the
+// conversation.
+//
+// Layout (the same under a directory and under an S3 prefix):
+//   v1/chunks/<id[0:2]>/<id[2:4]>/<id>      slices of payload data
+//   v1/nodes/<id[0:2]>/<id[2:4]>/<id>       tree nodes: level, then (child id, byte length) entries
+//   v1/manifests/<id[0:2]>/<id[2:4]>/<id>   one per stored payload: size, metadata, root id and level
+// Every object is sealed (sealed-object.ts): named by its content's hash, compressed, and with a
+// key encrypted. A claim is `{ manifest, size, keyId? }`.
+//
+// What a garbage collector can rely on: an object is only written after every object it lists,
+// so a node that exists has all its descendants; manifests are rewritten on every store, so their
+// modification time says when a claim to them was last handed out; a chunk or node that a store
+// reuses is touched when older than `refreshAfterMs`. Mark from the claims of retained histories
+// and from manifests younger than the grace period, follow manifests → nodes → chunks, sweep the
+// rest that is older than the grace period (at least twice `refreshAfterMs`).
+import type { Payload, StorageDriver, StorageDriverRetrieveContext, StorageDriverStoreContext } from '@temporalio/common';
+import { StorageDriverClaim } from '@temporalio/common';
+import { CHUNKER_VERSION, chunkBoundaries, DEFAULT_CHUNKER_LIMITS, type ChunkerLimits } from './chunker.js';
+import { ChunkIntegrityError, ChunkMissingError } from './errors.js';
+import type { Keyring } from './keyring.js';
+import type { ObjectBackend } from './object-backend.js';
+import { objectId, openObject, sealObject } from './sealed-object.js';
+
+/** The driver name written into every reference payload: must never change. */
+export const CHUNK_STORE_DRIVER_NAME = 'compactor-chunks';
+/** Reported in worker heartbeats. */
+export const CHUNK_STORE_DRIVER_TYPE = 'temporal-compactor.chunk-store';
+
+export type ObjectKind = 'chunk' | 'node' | 'manifest';
+
+/** The key of an object: `v1/<kind>s/<2 hex>/<2 hex>/<id>`. */
+export function objectKey(kind: ObjectKind, id: string): string {
+  return `v1/${kind}s/${id.slice(0, 2)}/${id.slice(2, 4)}/${id}`;
+}
+
+const ID_PATTERN = /^[0-9a-f]{64}$/;
+const ID_BYTES = 32;
+const NODE_MAGIC = 0x4e;
+const NODE_ENTRY_BYTES = ID_BYTES + 4;
+// Node boundaries are content-defined by the child ids (uniformly random): a node ends after a
+// child whose first id byte has its low four bits zero (one in 16), with at least 4 and at most 64
+// children. Appending chunks then rewrites only the last node of each level, about 0.6 KB each.
+const NODE_MIN_CHILDREN = 4;
+const NODE_MAX_CHILDREN = 64;
+const MANIFEST_FORMAT = 'temporal-compactor manifest';
+
+interface ChildRef {
+  id: string;
+  length: number;
+}
+
+/** An object a store call may have to write, with the objects it lists. */
+interface PlannedObject {
+  kind: ObjectKind;
+  id: string;
+  plaintext: Uint8Array;
+  children: PlannedObject[];
+}
+
+interface ManifestBody {
+  format: typeof MANIFEST_FORMAT;
+  v: 1;
+  chunker: number;
+  size: number;
+  /** 0: the root is a chunk (or absent for an empty payload); n: a node whose children are level n-1. */
+  level: number;
+  root: string | null;
+  /** The payload's metadata, values base64. */
+  metadata: Record<string, string>;
+}
+
+function encodeNode(level: number, children: ChildRef[]): Uint8Array {
+  const bytes = Buffer.alloc(2 + children.length * NODE_ENTRY_BYTES);
+  bytes[0] = NODE_MAGIC;
+  bytes[1] = level;
+  children.forEach((child, index) => {
+    const at = 2 + index * NODE_ENTRY_BYTES;
+    bytes.write(child.id, at, 'hex');
+    bytes.writeUInt32BE(child.length, at + ID_BYTES);
+  });
+  return bytes;
+}
+
+function decodeNode(plaintext: Uint8Array, level: number, key: string): ChildRef[] {
+  const bytes = Buffer.from(plaintext.buffer, plaintext.byteOffset, plaintext.byteLength);
+  if (bytes.length < 2 || bytes[0] !== NODE_MAGIC || (bytes.length - 2) % NODE_ENTRY_BYTES !== 0) throw new ChunkIntegrityError(key, 'malformed tree node');
+  if (bytes[1] !== level) throw new ChunkIntegrityError(key, `tree node of level ${bytes[1]} where level ${level} was expected`);
+  const children: ChildRef[] = [];
+  for (let at = 2; at < bytes.length; at += NODE_ENTRY_BYTES) children.push({ id: bytes.toString('hex', at, at + ID_BYTES), length: bytes.readUInt32BE(at + ID_BYTES) });
+  return children;
+}
+
+function parseManifest(plaintext: Uint8Array, key: string): ManifestBody {
+  let value: unknown;
+  try {
+    value = JSON.parse(Buffer.from(plaintext).toString('utf8'));
+  } catch {
+    throw new ChunkIntegrityError(key, 'manifest is not JSON');
+  }
+  if (typeof value !== 'object' || value === null) throw new ChunkIntegrityError(key, 'manifest is not an object');
+  const fields: Record<string, unknown> = Object.fromEntries(Object.entries(value));
+  const { format, v, size, level, root, metadata, chunker } = fields;
+  const metadataOk = typeof metadata === 'object' && metadata !== null && Object.values(metadata).every((entry) => typeof entry === 'string');
+  if (format !== MANIFEST_FORMAT || v !== 1) throw new ChunkIntegrityError(key, 'not a version-1 temporal-compactor manifest');
+  if (typeof size !== 'number' || !Number.isSafeInteger(size) || size < 0) throw new ChunkIntegrityError(key, 'manifest size is not a byte count');
+  if (typeof level !== 'number' || !Number.isInteger(level) || level < 0 || level > 255) throw new ChunkIntegrityError(key, 'manifest level is out of range');
+  const rootId = typeof root === 'string' && ID_PATTERN.test(root) ? root : null;
+  if (rootId === null && (root !== null || size !== 0)) throw new ChunkIntegrityError(key, 'manifest root is not an object id');
+  if (!metadataOk) throw new ChunkIntegrityError(key, 'manifest metadata is malformed');
+  const entries: Record<string, string> = {};
+  for (const [name, entry] of Object.entries(metadata)) if (typeof entry === 'string') entries[name] = entry;
+  return { format, v, size, level, root: rootId, metadata: entries, chunker: typeof chunker === 'number' ? chunker : 0 };
+}
+
+/** Runs at most `limit` operations at once; waiting callers hold nothing (no deadlock across recursion). */
+class Limiter {
+  private active = 0;
+  private readonly waiting: Array<() => void> = [];
+  constructor(private readonly limit: number) {}
+
+  async run<T>(operation: () => Promise<T>): Promise<T> {
+    if (this.active >= this.limit) await new Promise<void>((resolve) => this.waiting.push(resolve));
+    this.active += 1;
+    try {
+      return await operation();
+    } finally {
+      this.active -= 1;
+      this.waiting.shift()?.();
+    }
+  }
+}
+
+/** A map that forgets its oldest entries past a budget (plaintext bytes, or entries). */
+class LruMap<V> {
+  private readonly entries = new Map<string, { value: V; weight: number }>();
+  private total = 0;
+  constructor(
+    private readonly budget: number,
+    private readonly weigh: (value: V) => number,
+  ) {}
+
+  get(key: string): V | undefined {
+    const entry = this.entries.get(key);
+    if (entry === undefined) return undefined;
+    this.entries.delete(key);
+    this.entries.set(key, entry);
+    return entry.value;
+  }
+
+  set(key: string, value: V): void {
+    const weight = this.weigh(value);
+    if (weight > this.budget) return;
+    const old = this.entries.get(key);
+    if (old !== undefined) {
+      this.total -= old.weight;
+      this.entries.delete(key);
+    }
+    this.entries.set(key, { value, weight });
+    this.total += weight;
+    for (const [oldest, entry] of this.entries) {
+      if (this.total <= this.budget) break;
+      this.entries.delete(oldest);
+      this.total -= entry.weight;
+    }
+  }
+
+  delete(key: string): void {
+    const entry = this.entries.get(key);
+    if (entry === undefined) return;
+    this.total -= entry.weight;
+    this.entries.delete(key);
+  }
+}
+
+/** Counters of what a driver wrote and read, by object kind (benchmarks and tests read them). */
+export interface ChunkStoreStats {
+  /** Objects written, and their sealed bytes (what the store grew by) and plaintext bytes. */
+  written: Record<ObjectKind, { objects: number; bytes: number; plaintextBytes: number }>;
+  /** Objects a store found already present (dedup hits), not counting in-memory hits. */
+  reused: Record<ObjectKind, number>;
+  /** Objects fetched from the backend (cache misses) and their sealed bytes. */
+  fetched: { objects: number; bytes: number };
+  /** Payloads stored and retrieved, and their data bytes. */
+  payloadsStored: number;
+  payloadBytesStored: number;
+  payloadsRetrieved: number;
+}
+
+function emptyStats(): ChunkStoreStats {
+  const perKind = () => ({ objects: 0, bytes: 0, plaintextBytes: 0 });
+  return {
+    written: { chunk: perKind(), node: perKind(), manifest: perKind() },
+    reused: { chunk: 0, node: 0, manifest: 0 },
+    fetched: { objects: 0, bytes: 0 },
+    payloadsStored: 0,
+    payloadBytesStored: 0,
+    payloadsRetrieved: 0,
+  };
+}
+
+export interface ChunkStoreDriverOptions {
+  backend: ObjectBackend;
+  /** Encrypt new objects with `keyring.current`; read objects of any key in it. @default undefined — no encryption */
+  keyring?: Keyring;
+  /** Backend operations in flight at once per driver. @default 16 */
+  concurrency?: number;
+  /** Plaintext bytes of chunks and nodes kept in memory for reads (consecutive payloads share most of them). @default 64 MiB */
+  cacheBytes?: number;
+  /** A reused object older than this is touched, so a gc with a grace period of twice this never takes it. @default 24 h */
+  refreshAfterMs?: number;
+  /** @default DEFAULT_CHUNKER_LIMITS */
+  chunkerLimits?: ChunkerLimits;
+  /** zlib level of chunks. @default 6 */
+  compressionLevel?: number;
+  /** @default Date.now */
+  now?: () => number;
+}
+
+/**
+ * The chunk store as a Temporal External Storage driver.
+ *
+ * @example
+ * const driver = new ChunkStoreDriver({ backend: new FileBackend({ directory: '/var/lib/compactor' }) });
+ * const dataConverter = { externalStorage: new ExternalStorage({ drivers: [driver], payloadSizeThreshold: 1024 }) };
+ */
+export class ChunkStoreDriver implements StorageDriver {
+  readonly name = CHUNK_STORE_DRIVER_NAME;
+  readonly type = CHUNK_STORE_DRIVER_TYPE;
+  readonly backend: ObjectBackend;
+  readonly keyring: Keyring | undefined;
+  readonly stats: ChunkStoreStats = emptyStats();
+  private readonly limiter: Limiter;
+  private readonly cache: LruMap<Uint8Array>;
+  /** Objects known to be in the store, with when that was last confirmed. */
+  private readonly present = new LruMap<number>(200_000, () => 1);
+  private readonly refreshAfterMs: number;
+  private readonly chunkerLimits: ChunkerLimits;
+  private readonly compressionLevel: number;
+  private readonly now: () => number;
+
+  constructor({
+    backend,
+    keyring,
+    concurrency = 16,
+    cacheBytes = 64 * 1024 * 1024,
+    refreshAfterMs = 24 * 3_600_000,
+    chunkerLimits = DEFAULT_CHUNKER_LIMITS,
+    compressionLevel = 6,
+    now = Date.now,
+  }: ChunkStoreDriverOptions) {
+    this.backend = backend;
+    this.keyring = keyring;
+    this.limiter = new Limiter(concurrency);
+    this.cache = new LruMap(cacheBytes, (bytes) => bytes.length);
+    this.refreshAfterMs = refreshAfterMs;
+    this.chunkerLimits = chunkerLimits;
+    this.compressionLevel = compressionLevel;
+    this.now = now;
+  }
+
+  async store(context: StorageDriverStoreContext, payloads: Payload[]): Promise<StorageDriverClaim[]> {
+    const signal = context.abortSignal;
+    // One call's payloads often share chunks (a workflow's input and its first activity's input):
+    // each object is checked and written once per call.
+    const inFlight = new Map<string, Promise<void>>();
+    return Promise.all(
+      payloads.map(async (payload) => {
+        const { manifest, size } = this.plan(payload);
+        await this.ensure(manifest.children[0], inFlight, signal);
+        // The manifest is always written, even when it exists: its modification time tells a gc
+        // that a claim to it was handed out just now.
+        await this.write(manifest, signal);
+        this.stats.payloadsStored += 1;
+        this.stats.payloadBytesStored += size;
+        const keyId = this.keyring?.current.id;
+        return new StorageDriverClaim({ manifest: manifest.id, size: String(size), ...(keyId === undefined ? {} : { keyId }) });
+      }),
+    );
+  }
+
+  async retrieve(context: StorageDriverRetrieveContext, claims: StorageDriverClaim[]): Promise<Payload[]> {
+    return Promise.all(claims.map((claim) => this.retrieveOne(claim, context.abortSignal)));
+  }
+
+  /** Chunks, tree and manifest of one payload, with ids; nothing written yet. */
+  private plan(payload: Payload): { manifest: PlannedObject; size: number } {
+    const key = this.keyring?.current;
+    const data = payload.data ?? new Uint8Array(0);
+    let level: PlannedObject[] = [];
+    let start = 0;
+    for (const end of chunkBoundaries(data, this.chunkerLimits)) {
+      const plaintext = data.subarray(start, end);
+      level.push({ kind: 'chunk', id: objectId(plaintext, key), plaintext, children: [] });
+      start = end;
+    }
+    let depth = 0;
+    const lengthOf = new Map<PlannedObject, number>(level.map((chunk) => [chunk, chunk.plaintext.length]));
+    while (level.length > 1) {
+      depth += 1;
+      const parents: PlannedObject[] = [];
+      let group: PlannedObject[] = [];
+      const close = (): void => {
+        const children = group.map((child) => ({ id: child.id, length: lengthOf.get(child) ?? 0 }));
+        const plaintext = encodeNode(depth, children);
+        const node: PlannedObject = { kind: 'node', id: objectId(plaintext, key), plaintext, children: group };
+        lengthOf.set(node, children.reduce((sum, child) => sum + child.length, 0));
+        parents.push(node);
+        group = [];
+      };
+      for (const child of level) {
+        group.push(child);
+        const boundary = (parseInt(child.id.slice(0, 2), 16) & 0x0f) === 0;
+        if ((group.length >= NODE_MIN_CHILDREN && boundary) || group.length >= NODE_MAX_CHILDREN) close();
+      }
+      if (group.length > 0) close();
+      level = parents;
+    }
+    const root = level[0];
+    const metadata: Record<string, string> = {};
+    for (const [name, value] of Object.entries(payload.metadata ?? {})) if (value !== null && value !== undefined) metadata[name] = Buffer.from(value).toString('base64');
+    const body: ManifestBody = { format: MANIFEST_FORMAT, v: 1, chunker: CHUNKER_VERSION, size: data.length, level: depth, root: root?.id ?? null, metadata };
+    const plaintext = Buffer.from(JSON.stringify(body), 'utf8');
+    return { manifest: { kind: 'manifest', id: objectId(plaintext, key), plaintext, children: root === undefined ? [] : [root] }, size: data.length };
+  }
+
+  /** Makes sure `object` and everything below it is in the store, children before parents. */
+  private ensure(object: PlannedObject | undefined, inFlight: Map<string, Promise<void>>, signal: AbortSignal | undefined): Promise<void> {
+    if (object === undefined) return Promise.resolve();
+    const key = objectKey(object.kind, object.id);
+    const running = inFlight.get(key);
+    if (running !== undefined) return running;
+    const work = (async () => {
+      const confirmed = this.present.get(key);
+      if (confirmed !== undefined && this.now() - confirmed < this.refreshAfterMs / 2) return;
+      const found = await this.limiter.run(() => this.backend.stat(key, signal));
+      if (found !== undefined) {
+        // A node that exists has all its descendants (they were written first): nothing below to check.
+        if (this.now() - found.modifiedMs < this.refreshAfterMs || (await this.touched(key, signal))) {
+          this.stats.reused[object.kind] += 1;
+          this.present.set(key, this.now());
+          return;
+        }
+      }
+      await Promise.all(object.children.map((child) => this.ensure(child, inFlight, signal)));
+      await this.write(object, signal);
+    })();
+    inFlight.set(key, work);
+    return work;
+  }
+
+  /** Touches an old object; false when it vanished meanwhile (a gc took it), so it is written anew. */
+  private async touched(key: string, signal: AbortSignal | undefined): Promise<boolean> {
+    try {
+      await this.limiter.run(() => this.backend.touch(key, signal));
+      return true;
+    } catch (error) {
+      if ((await this.limiter.run(() => this.backend.stat(key, signal))) === undefined) return false;
+      throw error;
+    }
+  }
+
+  private async write(object: PlannedObject, signal: AbortSignal | undefined): Promise<void> {
+    const key = objectKey(object.kind, object.id);
+    const sealed = sealObject(object.plaintext, object.id, this.keyring?.current, this.compressionLevel);
+    await this.limiter.run(() => this.backend.put(key, sealed, signal));
+    const counters = this.stats.written[object.kind];
+    counters.objects += 1;
+    counters.bytes += sealed.length;
+    counters.plaintextBytes += object.plaintext.length;
+    this.present.set(key, this.now());
+  }
+
+  private async read(kind: ObjectKind, id: string, keyId: string | undefined, signal: AbortSignal | undefined): Promise<Uint8Array> {
+    const key = objectKey(kind, id);
+    const cacheKey = `${key}\u0000${keyId ?? ''}`;
+    const cached = kind === 'manifest' ? undefined : this.cache.get(cacheKey);
+    if (cached !== undefined) return cached;
+    const sealed = await this.limiter.run(() => this.backend.get(key, signal));
+    if (sealed === undefined) throw new ChunkMissingError(key, this.backend.description);
+    this.stats.fetched.objects += 1;
+    this.stats.fetched.bytes += sealed.length;
+    const plaintext = openObject(sealed, id, key, keyId, this.keyring);
+    if (kind !== 'manifest') this.cache.set(cacheKey, plaintext);
+    return plaintext;
+  }
+
+  private async retrieveOne(claim: StorageDriverClaim, signal: AbortSignal | undefined): Promise<Payload> {
+    const { manifest: manifestId, keyId } = claim.claimData;
+    if (manifestId === undefined || !ID_PATTERN.test(manifestId)) {
+      throw new ChunkIntegrityError(`claim ${JSON.stringify(claim.claimData)}`, 'is not a temporal-compactor claim (no manifest id)');
+    }
+    const manifestKey = objectKey('manifest', manifestId);
+    const manifest = parseManifest(await this.read('manifest', manifestId, keyId, signal), manifestKey);
+    const data = new Uint8Array(manifest.size);
+    const fill = async (id: string, level: number, offset: number, length: number, parentKey: string): Promise<void> => {
+      if (level === 0) {
+        const chunk = await this.read('chunk', id, keyId, signal);
+        if (chunk.length !== length) throw new ChunkIntegrityError(parentKey, `lists chunk ${id} as ${length} bytes, but it has ${chunk.length}`);
+        data.set(chunk, offset);
+        return;
+      }
+      const nodeKey = objectKey('node', id);
+      const children = decodeNode(await this.read('node', id, keyId, signal), level, nodeKey);
+      const total = children.reduce((sum, child) => sum + child.length, 0);
+      if (total !== length) throw new ChunkIntegrityError(nodeKey, `covers ${total} bytes where ${length} were expected`);
+      let at = offset;
+      await Promise.all(
+        children.map((child) => {
+          const childOffset = at;
+          at += child.length;
+          return fill(child.id, level - 1, childOffset, child.length, nodeKey);
+        }),
+      );
+    };
+    if (manifest.root !== null) await fill(manifest.root, manifest.level, 0, manifest.size, manifestKey);
+    this.stats.payloadsRetrieved += 1;
+    const metadata: Record<string, Uint8Array> = {};
+    for (const [name, value] of Object.entries(manifest.metadata)) metadata[name] = Buffer.from(value, 'base64');
+    return { metadata, data };
+  }
+}

@@ -1,0 +1,162 @@
+// Node only (pure, but only the chunk store uses it): where to cut a payload into chunks so that
+// consecutive payloads of an agent run share almost all of their chunks.
+//
+// The payloads are JSON. A chat input is `{..., "messages": [m0, m1, ...], "tools": [...], ...}`,
+// and the next round's input is the same bytes with a message or two appended (or, after a
+// compaction, a summary in place of the middle). So the cuts follow the JSON: candidates are the
+// ends of array elements that are objects or arrays (messages, content parts, tool declarations),
+// chosen by rules that look only at the bytes before the candidate and at the element after it.
+// The same prefix therefore always gets the same cuts, and only the last open group of a prefix
+// is written again when it grows. Inside an element too big for one chunk (a 40 KB tool result)
+// a gear rolling hash picks content-defined cuts, so an edit there costs one or two chunks.
+//
+// Bytes that are not JSON (binary payloads) have no candidates and are cut by the rolling hash alone.
+import { createHash } from 'node:crypto';
+
+/** Bumped whenever a rule or constant below changes (old manifests stay readable; only dedup across versions is lost). */
+export const CHUNKER_VERSION = 1;
+
+export interface ChunkerLimits {
+  /** No cut makes a chunk smaller than this (the last chunk excepted). @default 512 */
+  minChunk: number;
+  /** An element at least this long ends its chunk, and the element before it ends one too. @default 2048 */
+  soloElement: number;
+  /** A run of small elements is cut once its chunk reaches this many bytes. @default 8192 */
+  groupMax: number;
+  /** A chunk longer than this is cut by the rolling hash (and at this length at the latest). @default 16384 */
+  maxChunk: number;
+  /** The rolling hash does not cut before this many bytes. @default 2048 */
+  hashMin: number;
+  /** Bits of the rolling hash that must be zero to cut: about one cut every 2^bits bytes past `hashMin`. @default 12 */
+  hashBits: number;
+}
+
+/** @default the limits documented on {@link ChunkerLimits} */
+export const DEFAULT_CHUNKER_LIMITS: ChunkerLimits = { minChunk: 512, soloElement: 2048, groupMax: 8192, maxChunk: 16_384, hashMin: 2048, hashBits: 12 };
+
+// The gear table: 256 fixed pseudo-random words. Derived from a hash so it is the same in every
+// process and version (changing it would move every cut and lose all dedup with older chunks).
+const GEAR = (() => {
+  const table = new Uint32Array(256);
+  for (let index = 0; index < 256; index += 1) table[index] = createHash('sha256').update(`temporal-compactor gear ${index}`).digest().readUInt32BE(0);
+  return table;
+})();
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const OPEN_BRACE = 0x7b;
+const CLOSE_BRACE = 0x7d;
+const OPEN_BRACKET = 0x5b;
+const CLOSE_BRACKET = 0x5d;
+// Deeper nesting is not followed (no candidates there): it bounds the scanner's memory on hostile input.
+const MAX_DEPTH = 64;
+// Element ends whose rolling hash has these top bits zero are content-defined cuts in a run of
+// small elements (one in eight), so runs resynchronise after an edit without a big element.
+const GROUP_HASH_SHIFT = 29;
+
+interface OpenContainer {
+  isArray: boolean;
+  /** Offset where the array element now being read began, or -1. */
+  elementStart: number;
+  /** Index in `ends` of this array's previous element, or -1. */
+  previous: number;
+}
+
+/** The end of an array element, with what the cut rules need to know about it. */
+interface ElementEnd {
+  end: number;
+  length: number;
+  /** The last element of its array. */
+  last: boolean;
+  /** Length of the next element of the same array (0 when it is not an object or array, or there is none). */
+  nextLength: number;
+  /** The rolling hash over the bytes just before `end`. */
+  gear: number;
+}
+
+function elementEnds(data: Uint8Array): ElementEnd[] {
+  const ends: ElementEnd[] = [];
+  const stack: OpenContainer[] = [];
+  let inString = false;
+  let escaped = false;
+  let gear = 0;
+  for (let index = 0; index < data.length; index += 1) {
+    const byte = data[index] ?? 0;
+    gear = ((gear << 1) + (GEAR[byte] ?? 0)) >>> 0;
+    if (inString) {
+      if (escaped) escaped = false;
+      else if (byte === BACKSLASH) escaped = true;
+      else if (byte === QUOTE) inString = false;
+      continue;
+    }
+    if (byte === QUOTE) {
+      inString = true;
+    } else if (byte === OPEN_BRACE || byte === OPEN_BRACKET) {
+      const parent = stack[stack.length - 1];
+      if (parent !== undefined && parent.isArray && parent.elementStart < 0) parent.elementStart = index;
+      if (stack.length < MAX_DEPTH) stack.push({ isArray: byte === OPEN_BRACKET, elementStart: -1, previous: -1 });
+    } else if ((byte === CLOSE_BRACE || byte === CLOSE_BRACKET) && stack.length > 0) {
+      const closed = stack.pop();
+      if (closed !== undefined && closed.isArray && closed.previous >= 0) {
+        const lastEnd = ends[closed.previous];
+        if (lastEnd !== undefined) lastEnd.last = true;
+      }
+      const parent = stack[stack.length - 1];
+      if (parent !== undefined && parent.isArray && parent.elementStart >= 0) {
+        const end: ElementEnd = { end: index + 1, length: index + 1 - parent.elementStart, last: false, nextLength: 0, gear };
+        const before = ends[parent.previous];
+        if (before !== undefined) before.nextLength = end.length;
+        parent.previous = ends.push(end) - 1;
+        parent.elementStart = -1;
+      }
+    }
+  }
+  return ends;
+}
+
+function hashCuts(data: Uint8Array, start: number, end: number, limits: ChunkerLimits, into: number[]): void {
+  const mask = limits.hashBits >= 32 ? 0xffffffff : ~(0xffffffff >>> limits.hashBits) >>> 0;
+  let chunkStart = start;
+  while (end - chunkStart > limits.maxChunk) {
+    let gear = 0;
+    let cut = chunkStart + limits.maxChunk;
+    // The hash needs a window of history; start it 32 bytes before the first place a cut may fall.
+    const from = Math.max(chunkStart, chunkStart + limits.hashMin - 32);
+    for (let index = from; index < chunkStart + limits.maxChunk; index += 1) {
+      gear = ((gear << 1) + (GEAR[data[index] ?? 0] ?? 0)) >>> 0;
+      if (index + 1 - chunkStart >= limits.hashMin && (gear & mask) === 0) {
+        cut = index + 1;
+        break;
+      }
+    }
+    into.push(cut);
+    chunkStart = cut;
+  }
+  into.push(end);
+}
+
+/**
+ * The end offsets of the chunks of `data`, ascending; the last is `data.length` (none for empty data).
+ * Deterministic: the same bytes always give the same cuts, and a shared prefix gives shared cuts
+ * up to its last open group.
+ */
+export function chunkBoundaries(data: Uint8Array, limits: ChunkerLimits = DEFAULT_CHUNKER_LIMITS): number[] {
+  const structural: number[] = [];
+  let start = 0;
+  for (const element of elementEnds(data)) {
+    const length = element.end - start;
+    if (length < limits.minChunk) continue;
+    if (element.last || element.length >= limits.soloElement || element.nextLength >= limits.soloElement || element.gear >>> GROUP_HASH_SHIFT === 0 || length >= limits.groupMax) {
+      structural.push(element.end);
+      start = element.end;
+    }
+  }
+  if (start < data.length) structural.push(data.length);
+  const cuts: number[] = [];
+  let previous = 0;
+  for (const end of structural) {
+    hashCuts(data, previous, end, limits, cuts);
+    previous = end;
+  }
+  return cuts;
+}

@@ -1,0 +1,157 @@
+// Node only: the payload codec. Compresses every payload that stays inline in workflow history
+// and, with a key, encrypts it (AES-256-GCM, random nonce, key id in the metadata for rotation).
+//
+// Payloads the external store will take (at or over its threshold) pass through untouched: the
+// SDK runs codecs before External Storage, and the chunk store dedups plaintext chunks and
+// compresses and encrypts each chunk itself. Compressing or encrypting (random nonce) the whole
+// payload first would make every copy of the same conversation different bytes, and the store
+// would grow with the whole conversation every round instead of with what is new.
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { deflateRawSync, inflateRawSync } from 'node:zlib';
+import type { Payload, PayloadCodec } from '@temporalio/common';
+import proto from '@temporalio/proto';
+import { PayloadDecodeError, PayloadKeyMissingError } from './errors.js';
+import type { Keyring } from './keyring.js';
+
+const PayloadProto = proto.temporal.api.common.v1.Payload;
+
+/** `encoding` of a payload this codec wrote. */
+export const CODEC_ENCODING = 'binary/compactor-codec';
+/** Metadata key: `deflate-raw` or `none`. */
+export const CODEC_COMPRESSION_KEY = 'compactor-compression';
+/** Metadata key: the id of the key that encrypted the payload (absent: not encrypted). */
+export const CODEC_KEY_ID_KEY = 'compactor-key-id';
+
+const NONCE_BYTES = 12;
+const TAG_BYTES = 16;
+// Below this, deflate's own framing eats the gain: such payloads are only encrypted (or left alone).
+const MIN_COMPRESS_BYTES = 64;
+
+const utf8 = new TextEncoder();
+const fromUtf8 = new TextDecoder();
+
+/**
+ * The size External Storage compares with its threshold: the payload's protobuf encoding, measured
+ * exactly as the SDK's runner measures it, so the codec and the store agree on which side of the
+ * threshold a payload is.
+ */
+export function payloadProtoSize(payload: Payload): number {
+  return PayloadProto.encode(payload).pos;
+}
+
+export interface CompactorCodecOptions {
+  /** Encrypts with `current`, decrypts with any key by id. @default undefined — compression only */
+  keyring?: Keyring;
+  /**
+   * Leave payloads of at least this many bytes (protobuf size) untouched: External Storage with
+   * the same threshold takes them. Set it only when that storage is configured in the same data
+   * converter — otherwise large payloads would reach history unencrypted.
+   * @default undefined — encode every payload
+   */
+  passThroughAtOrAbove?: number;
+  /** zlib level of inline payloads. @default 6 */
+  compressionLevel?: number;
+}
+
+function additionalData(compression: string, keyId: string): Uint8Array {
+  // Binds the metadata that steers decoding to the ciphertext: flipping "compression" or the key id fails authentication.
+  return utf8.encode(`temporal-compactor codec v1\u0000${compression}\u0000${keyId}`);
+}
+
+function metadataText(payload: Payload, key: string): string | undefined {
+  const value = payload.metadata?.[key];
+  return value === undefined || value === null ? undefined : fromUtf8.decode(value);
+}
+
+/**
+ * The compactor's payload codec: deflate for every inline payload, AES-256-GCM when a keyring is
+ * given. Decoding passes foreign payloads (another encoding, or written before the codec was on)
+ * through unchanged.
+ *
+ * @example
+ * const codec = new CompactorCodec({ keyring: keyringFromSettings({ key: process.env.COMPACTOR_CODEC_KEY }) });
+ * const client = new Client({ connection, dataConverter: { payloadCodecs: [codec] } });
+ */
+export class CompactorCodec implements PayloadCodec {
+  readonly keyring: Keyring | undefined;
+  readonly passThroughAtOrAbove: number | undefined;
+  readonly compressionLevel: number;
+
+  constructor({ keyring, passThroughAtOrAbove, compressionLevel = 6 }: CompactorCodecOptions = {}) {
+    this.keyring = keyring;
+    this.passThroughAtOrAbove = passThroughAtOrAbove;
+    this.compressionLevel = compressionLevel;
+  }
+
+  async encode(payloads: Payload[]): Promise<Payload[]> {
+    return payloads.map((payload) => this.encodeOne(payload));
+  }
+
+  async decode(payloads: Payload[]): Promise<Payload[]> {
+    return payloads.map((payload) => this.decodeOne(payload));
+  }
+
+  /** Encodes one payload (synchronous; `encode` is the codec interface). */
+  encodeOne(payload: Payload): Payload {
+    if (this.passThroughAtOrAbove !== undefined && payloadProtoSize(payload) >= this.passThroughAtOrAbove) return payload;
+    const inner = PayloadProto.encode(payload).finish();
+    const compressed = inner.length >= MIN_COMPRESS_BYTES ? deflateRawSync(inner, { level: this.compressionLevel }) : undefined;
+    const useCompression = compressed !== undefined && compressed.length < inner.length;
+    const compression = useCompression ? 'deflate-raw' : 'none';
+    const body = useCompression ? compressed : inner;
+    const key = this.keyring?.current;
+    if (key === undefined) {
+      // Without encryption, wrapping a payload that does not shrink would only add bytes.
+      if (!useCompression) return payload;
+      return { metadata: { encoding: utf8.encode(CODEC_ENCODING), [CODEC_COMPRESSION_KEY]: utf8.encode(compression) }, data: body };
+    }
+    const nonce = randomBytes(NONCE_BYTES);
+    const cipher = createCipheriv('aes-256-gcm', key.codecKey, nonce);
+    cipher.setAAD(additionalData(compression, key.id));
+    const sealed = Buffer.concat([nonce, cipher.update(body), cipher.final(), cipher.getAuthTag()]);
+    return {
+      metadata: { encoding: utf8.encode(CODEC_ENCODING), [CODEC_COMPRESSION_KEY]: utf8.encode(compression), [CODEC_KEY_ID_KEY]: utf8.encode(key.id) },
+      data: sealed,
+    };
+  }
+
+  /** Decodes one payload (synchronous; `decode` is the codec interface). */
+  decodeOne(payload: Payload): Payload {
+    if (metadataText(payload, 'encoding') !== CODEC_ENCODING) return payload;
+    const compression = metadataText(payload, CODEC_COMPRESSION_KEY);
+    if (compression !== 'deflate-raw' && compression !== 'none') {
+      throw new PayloadDecodeError(`payload encoded by temporal-compactor has an unknown ${CODEC_COMPRESSION_KEY} ${JSON.stringify(compression)}`);
+    }
+    const data = payload.data ?? new Uint8Array(0);
+    const keyId = metadataText(payload, CODEC_KEY_ID_KEY);
+    let body: Uint8Array = data;
+    if (keyId !== undefined) {
+      const key = this.keyring?.byId.get(keyId);
+      if (key === undefined) throw new PayloadKeyMissingError(keyId, 'a payload');
+      if (data.length < NONCE_BYTES + TAG_BYTES) throw new PayloadDecodeError(`encrypted payload (key id ${JSON.stringify(keyId)}) is truncated: ${data.length} bytes`);
+      const decipher = createDecipheriv('aes-256-gcm', key.codecKey, data.subarray(0, NONCE_BYTES));
+      decipher.setAAD(additionalData(compression, keyId));
+      decipher.setAuthTag(data.subarray(data.length - TAG_BYTES));
+      try {
+        body = Buffer.concat([decipher.update(data.subarray(NONCE_BYTES, data.length - TAG_BYTES)), decipher.final()]);
+      } catch (error) {
+        throw new PayloadDecodeError(
+          `encrypted payload (key id ${JSON.stringify(keyId)}) failed authentication: it was altered, or the key configured under that id is not the one that encrypted it`,
+          { cause: error },
+        );
+      }
+    }
+    let inner: Uint8Array;
+    try {
+      inner = compression === 'deflate-raw' ? inflateRawSync(body) : body;
+    } catch (error) {
+      throw new PayloadDecodeError('payload encoded by temporal-compactor does not inflate: it is corrupted', { cause: error });
+    }
+    try {
+      const decoded = PayloadProto.decode(inner);
+      return { metadata: decoded.metadata ?? {}, data: decoded.data ?? new Uint8Array(0) };
+    } catch (error) {
+      throw new PayloadDecodeError('payload encoded by temporal-compactor does not hold a payload: it is corrupted', { cause: error });
+    }
+  }
+}

@@ -1,0 +1,94 @@
+// Node only: the payload codec and the chunk store, and the one function that builds a data
+// converter from the configuration. Workers, the CLI's clients, the demo and the tests all build
+// theirs here, so a client and a worker of one configuration always agree.
+import type { DataConverter } from '@temporalio/common';
+import { ExternalStorage } from '@temporalio/common';
+import type { S3ClientConfig } from '@aws-sdk/client-s3';
+import type { CompactorConfig } from '../config.js';
+import { ChunkStoreDriver, type ChunkStoreDriverOptions } from './chunk-store.js';
+import { CompactorCodec } from './codec.js';
+import { FileBackend } from './file-backend.js';
+import type { ObjectBackend } from './object-backend.js';
+import { S3Backend } from './s3-backend.js';
+import { describePayloadStore, type PayloadStoreLocation } from './store-location.js';
+
+export { CompactorCodec, CODEC_ENCODING, payloadProtoSize, type CompactorCodecOptions } from './codec.js';
+export { ChunkStoreDriver, CHUNK_STORE_DRIVER_NAME, objectKey, type ChunkStoreDriverOptions, type ChunkStoreStats, type ObjectKind } from './chunk-store.js';
+export { chunkBoundaries, CHUNKER_VERSION, DEFAULT_CHUNKER_LIMITS, type ChunkerLimits } from './chunker.js';
+export { FileBackend, type FileBackendOptions } from './file-backend.js';
+export { S3Backend, type S3BackendOptions } from './s3-backend.js';
+export type { ObjectBackend, ObjectStat } from './object-backend.js';
+export { codecKey, defaultKeyId, keyringFromSettings, keyringOf, type CodecKey, type Keyring } from './keyring.js';
+export { parsePayloadStore, describePayloadStore, type PayloadStoreLocation } from './store-location.js';
+export { PayloadDecodeError, PayloadKeyMissingError, ChunkIntegrityError, ChunkMissingError } from './errors.js';
+
+/** The configuration settings this module reads. */
+export type PayloadSettings = Pick<CompactorConfig, 'payloadStore' | 'payloadThreshold' | 's3Endpoint' | 'codecKeyring'>;
+
+export interface PayloadConverterOptions {
+  /** The store when `COMPACTOR_PAYLOAD_STORE` is not set (the demo's file store). @default off */
+  defaultStore?: PayloadStoreLocation;
+  /** Extra S3 client settings (credentials, region) for `s3://` stores. */
+  s3ClientConfig?: S3ClientConfig;
+  /** Driver settings beyond the configuration (cache size, concurrency). */
+  driver?: Omit<ChunkStoreDriverOptions, 'backend' | 'keyring'>;
+}
+
+/** What {@link payloadConverterFromConfig} built. */
+export interface ConfiguredPayloads {
+  /** For `new Client({ dataConverter })`, `Worker.create({ dataConverter })`. Empty when everything is off. */
+  dataConverter: DataConverter;
+  /** The codec, when a store or a key is configured. */
+  codec: CompactorCodec | undefined;
+  /** The store's driver, when a store is configured. */
+  driver: ChunkStoreDriver | undefined;
+  /** The store in effect. */
+  store: PayloadStoreLocation;
+  /** One line for start-up logs, e.g. `payload store file:/data (threshold 1024 B), codec deflate + AES-256-GCM (key id k-1a2b3c4d)`. */
+  describe: string;
+}
+
+function backendOf(store: PayloadStoreLocation, settings: PayloadSettings, options: PayloadConverterOptions): ObjectBackend | undefined {
+  switch (store.kind) {
+    case 'off':
+      return undefined;
+    case 'file':
+      return new FileBackend({ directory: store.directory });
+    case 's3':
+      return new S3Backend({ bucket: store.bucket, prefix: store.prefix, endpoint: settings.s3Endpoint, clientConfig: options.s3ClientConfig });
+  }
+}
+
+/**
+ * Builds the data converter pieces of a configuration: with a store, External Storage with the
+ * chunk store driver (payloads of at least `payloadThreshold` bytes go there) and the codec, which
+ * leaves exactly those payloads to the store and compresses (and with a key encrypts) the rest;
+ * with only a key, the codec for every payload; with neither, nothing (the SDK's defaults).
+ *
+ * @example
+ * const { dataConverter, describe } = payloadConverterFromConfig(loadConfig());
+ * const client = new Client({ connection, dataConverter });
+ */
+export function payloadConverterFromConfig(settings: PayloadSettings, options: PayloadConverterOptions = {}): ConfiguredPayloads {
+  const store = settings.payloadStore ?? options.defaultStore ?? { kind: 'off' };
+  const keyring = settings.codecKeyring;
+  const backend = backendOf(store, settings, options);
+  const encryption = keyring === undefined ? 'no encryption' : `AES-256-GCM (key id ${keyring.current.id}${keyring.byId.size > 1 ? `, ${keyring.byId.size - 1} retired key${keyring.byId.size > 2 ? 's' : ''} for decoding` : ''})`;
+  if (backend === undefined) {
+    if (keyring === undefined) return { dataConverter: {}, codec: undefined, driver: undefined, store, describe: 'payloads inline (no store, no codec)' };
+    const codec = new CompactorCodec({ keyring });
+    return { dataConverter: { payloadCodecs: [codec] }, codec, driver: undefined, store, describe: `payloads inline (no store), codec deflate + ${encryption}` };
+  }
+  const driver = new ChunkStoreDriver({ ...options.driver, backend, keyring });
+  const codec = new CompactorCodec({ keyring, passThroughAtOrAbove: settings.payloadThreshold });
+  return {
+    dataConverter: {
+      payloadCodecs: [codec],
+      externalStorage: new ExternalStorage({ drivers: [driver], payloadSizeThreshold: settings.payloadThreshold }),
+    },
+    codec,
+    driver,
+    store,
+    describe: `payload store ${describePayloadStore(store)} (payloads of ${settings.payloadThreshold} B and more), codec deflate${keyring === undefined ? ', no encryption' : ` + ${encryption}`}`,
+  };
+}

@@ -1,0 +1,26 @@
+// Node only: the small interface the chunk store needs from where objects live. Two
+// implementations: the local filesystem (file-backend.ts) and S3 (s3-backend.ts).
+
+/** What the store knows about an object without reading it. */
+export interface ObjectStat {
+  /** Last write or touch, in ms since the epoch (a gc's grace period is measured from it). */
+  modifiedMs: number;
+}
+
+/**
+ * A flat namespace of immutable objects under `/`-separated keys such as `v1/chunks/3f/a2/<id>`.
+ * Writes are atomic (a reader sees the whole object or none) and may overwrite (with the same
+ * bytes: objects are content-addressed). Every call takes the operation's abort signal.
+ */
+export interface ObjectBackend {
+  /** Where the objects live, for messages: `file:/var/lib/compactor` or `s3://bucket/prefix`. */
+  readonly description: string;
+  /** The object's bytes, or undefined when there is none. */
+  get(key: string, signal?: AbortSignal): Promise<Uint8Array | undefined>;
+  /** Writes the whole object atomically. */
+  put(key: string, body: Uint8Array, signal?: AbortSignal): Promise<void>;
+  /** Its modification time, or undefined when there is no such object. */
+  stat(key: string, signal?: AbortSignal): Promise<ObjectStat | undefined>;
+  /** Sets its modification time to now (an object reused by a new payload must not look old to a gc). */
+  touch(key: string, signal?: AbortSignal): Promise<void>;
+}

@@ -1,0 +1,120 @@
+// Node only: objects in an S3 bucket under a prefix (`COMPACTOR_PAYLOAD_STORE=s3://BUCKET/PREFIX`),
+// through `@aws-sdk/client-s3`. Credentials and region come from the SDK's usual chain (the
+// `AWS_*` variables, shared config files, instance roles); `COMPACTOR_S3_ENDPOINT` points it at an
+// S3-compatible server (MinIO, Ceph, moto...), with path-style addressing, which they all serve.
+// A single PUT is atomic in S3, so objects need no temporary names. The SDK is loaded on first
+// use: it takes a quarter of a second to import, which every CLI command would pay otherwise.
+import type * as S3 from '@aws-sdk/client-s3';
+import type { ObjectBackend, ObjectStat } from './object-backend.js';
+
+function statusOf(error: unknown): number | undefined {
+  if (typeof error !== 'object' || error === null || !('$metadata' in error)) return undefined;
+  const metadata: unknown = error.$metadata;
+  if (typeof metadata !== 'object' || metadata === null || !('httpStatusCode' in metadata)) return undefined;
+  return typeof metadata.httpStatusCode === 'number' ? metadata.httpStatusCode : undefined;
+}
+
+function isMissing(error: unknown): boolean {
+  const name = error instanceof Error ? error.name : undefined;
+  return name === 'NoSuchKey' || name === 'NotFound' || statusOf(error) === 404;
+}
+
+export interface S3BackendOptions {
+  bucket: string;
+  /** Key prefix without a trailing slash; '' for the bucket's root. @default '' */
+  prefix?: string;
+  /** An S3-compatible server's URL (COMPACTOR_S3_ENDPOINT). @default AWS S3 */
+  endpoint?: string;
+  /** A client to use as is (tests, custom credentials); `endpoint` is then ignored. */
+  client?: S3.S3Client;
+  /** Extra client settings (credentials, region, retries). */
+  clientConfig?: S3.S3ClientConfig;
+}
+
+/** The S3 backend. */
+export class S3Backend implements ObjectBackend {
+  readonly bucket: string;
+  readonly prefix: string;
+  readonly description: string;
+  private readonly options: S3BackendOptions;
+  private loaded: Promise<{ sdk: typeof S3; client: S3.S3Client }> | undefined;
+
+  constructor(options: S3BackendOptions) {
+    this.options = options;
+    this.bucket = options.bucket;
+    this.prefix = (options.prefix ?? '').replace(/^\/+|\/+$/g, '');
+    this.description = `s3://${this.bucket}/${this.prefix}`;
+  }
+
+  private load(): Promise<{ sdk: typeof S3; client: S3.S3Client }> {
+    this.loaded ??= import('@aws-sdk/client-s3').then((sdk) => ({ sdk, client: this.options.client ?? this.newClient(sdk) }));
+    return this.loaded;
+  }
+
+  private newClient(sdk: typeof S3): S3.S3Client {
+    const { endpoint, clientConfig = {} } = this.options;
+    return new sdk.S3Client({
+      ...(endpoint === undefined
+        ? {}
+        : {
+            endpoint,
+            forcePathStyle: true,
+            // S3-compatible servers differ in which of the newer integrity headers they accept; every
+            // object is verified end to end against its content address anyway.
+            requestChecksumCalculation: 'WHEN_REQUIRED' as const,
+            responseChecksumValidation: 'WHEN_REQUIRED' as const,
+            // Such servers ignore the region, but the request signer needs one.
+            region: process.env.AWS_REGION ?? 'us-east-1',
+          }),
+      ...clientConfig,
+    });
+  }
+
+  private keyOf(key: string): string {
+    return this.prefix === '' ? key : `${this.prefix}/${key}`;
+  }
+
+  async get(key: string, signal?: AbortSignal): Promise<Uint8Array | undefined> {
+    try {
+      const { sdk, client } = await this.load();
+      const response = await client.send(new sdk.GetObjectCommand({ Bucket: this.bucket, Key: this.keyOf(key) }), { abortSignal: signal });
+      if (response.Body === undefined) return new Uint8Array(0);
+      return await response.Body.transformToByteArray();
+    } catch (error) {
+      if (isMissing(error)) return undefined;
+      throw error;
+    }
+  }
+
+  async put(key: string, body: Uint8Array, signal?: AbortSignal): Promise<void> {
+    const { sdk, client } = await this.load();
+    await client.send(new sdk.PutObjectCommand({ Bucket: this.bucket, Key: this.keyOf(key), Body: body, ContentType: 'application/octet-stream' }), { abortSignal: signal });
+  }
+
+  async stat(key: string, signal?: AbortSignal): Promise<ObjectStat | undefined> {
+    try {
+      const { sdk, client } = await this.load();
+      const response = await client.send(new sdk.HeadObjectCommand({ Bucket: this.bucket, Key: this.keyOf(key) }), { abortSignal: signal });
+      return { modifiedMs: response.LastModified?.getTime() ?? 0 };
+    } catch (error) {
+      if (isMissing(error)) return undefined;
+      throw error;
+    }
+  }
+
+  async touch(key: string, signal?: AbortSignal): Promise<void> {
+    // A copy onto itself is the one way S3 has to renew LastModified without sending the bytes again.
+    const fullKey = this.keyOf(key);
+    const { sdk, client } = await this.load();
+    await client.send(
+      new sdk.CopyObjectCommand({
+        Bucket: this.bucket,
+        Key: fullKey,
+        CopySource: `${this.bucket}/${fullKey.split('/').map(encodeURIComponent).join('/')}`,
+        MetadataDirective: 'REPLACE',
+        ContentType: 'application/octet-stream',
+      }),
+      { abortSignal: signal },
+    );
+  }
+}

@@ -1,0 +1,99 @@
+// Node only: how one stored object (a chunk, a manifest tree node, a manifest) is named, sealed
+// and opened. Names are content addresses: SHA-256 of the plaintext, or with a key its
+// HMAC-SHA256 under a key-derived MAC key (so a name reveals nothing to someone without the key).
+// Sealing compresses and, with a key, encrypts deterministically (AES-256-GCM with the nonce taken
+// from the name): equal plaintexts give equal objects, which is what lets the store dedup
+// encrypted chunks. Opening checks everything: the header, the authentication tag, and that the
+// plaintext hashes to the name it was fetched by.
+//
+// Layout of a sealed object:
+//   "cps" 0x01 | flags (bit 0: deflate-raw, bit 1: AES-256-GCM)
+//   [encrypted: key id length (1 byte) | key id (ASCII) | nonce (12 bytes)]
+//   body (encrypted: ciphertext | 16-byte tag)
+import { createCipheriv, createDecipheriv, createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { deflateRawSync, inflateRawSync } from 'node:zlib';
+import { ChunkIntegrityError, PayloadKeyMissingError } from './errors.js';
+import type { CodecKey, Keyring } from './keyring.js';
+
+const MAGIC = [0x63, 0x70, 0x73, 0x01];
+const FLAG_DEFLATE = 1;
+const FLAG_ENCRYPTED = 2;
+const NONCE_BYTES = 12;
+const TAG_BYTES = 16;
+// A header-only object would be a truncated one.
+const MIN_COMPRESS_BYTES = 64;
+
+/** Hex content address of a plaintext: HMAC-SHA256 with the key's MAC key, else SHA-256. */
+export function objectId(plaintext: Uint8Array, key: CodecKey | undefined): string {
+  return (key === undefined ? createHash('sha256') : createHmac('sha256', key.chunkMacKey)).update(plaintext).digest('hex');
+}
+
+/** Seals `plaintext` (whose id is `id`, from {@link objectId} with the same key). Deterministic. */
+export function sealObject(plaintext: Uint8Array, id: string, key: CodecKey | undefined, compressionLevel = 6): Buffer {
+  const compressed = plaintext.length >= MIN_COMPRESS_BYTES ? deflateRawSync(plaintext, { level: compressionLevel }) : undefined;
+  const useCompression = compressed !== undefined && compressed.length < plaintext.length;
+  const body = useCompression ? compressed : plaintext;
+  const flags = (useCompression ? FLAG_DEFLATE : 0) | (key === undefined ? 0 : FLAG_ENCRYPTED);
+  if (key === undefined) return Buffer.concat([Uint8Array.from(MAGIC), Uint8Array.of(flags), body]);
+  const keyId = Buffer.from(key.id, 'ascii');
+  // The name is a keyed MAC of the plaintext, so the nonce repeats only when the plaintext does,
+  // and then the whole object repeats too: nothing leaks beyond "these two chunks are equal".
+  const nonce = Buffer.from(id, 'hex').subarray(0, NONCE_BYTES);
+  const header = Buffer.concat([Uint8Array.from(MAGIC), Uint8Array.of(flags, keyId.length), keyId, nonce]);
+  const cipher = createCipheriv('aes-256-gcm', key.chunkKey, nonce);
+  cipher.setAAD(header);
+  return Buffer.concat([header, cipher.update(body), cipher.final(), cipher.getAuthTag()]);
+}
+
+/** The key id a sealed object was encrypted with (undefined: not encrypted). Throws on a malformed header. */
+export function sealedKeyId(sealed: Uint8Array, objectKey: string): string | undefined {
+  if (sealed.length < 5 || MAGIC.some((byte, index) => sealed[index] !== byte)) throw new ChunkIntegrityError(objectKey, 'not a temporal-compactor object (bad header)');
+  const flags = sealed[4] ?? 0;
+  if ((flags & FLAG_ENCRYPTED) === 0) return undefined;
+  const length = sealed[5] ?? 0;
+  if (length === 0 || sealed.length < 6 + length + NONCE_BYTES + TAG_BYTES) throw new ChunkIntegrityError(objectKey, 'truncated header');
+  return Buffer.from(sealed.subarray(6, 6 + length)).toString('ascii');
+}
+
+/**
+ * Opens a sealed object fetched as `id` and verifies it. `expectedKeyId` is the key the claim
+ * says the payload was stored with (undefined: stored without encryption); an object sealed
+ * otherwise is rejected, so a plaintext object cannot stand in for an encrypted one.
+ *
+ * @throws ChunkIntegrityError when the object is malformed, fails authentication, or does not hash to `id`.
+ * @throws PayloadKeyMissingError when the key it was encrypted with is not in `keyring`.
+ */
+export function openObject(sealed: Uint8Array, id: string, objectKey: string, expectedKeyId: string | undefined, keyring: Keyring | undefined): Uint8Array {
+  const keyId = sealedKeyId(sealed, objectKey);
+  if (keyId !== expectedKeyId) {
+    throw new ChunkIntegrityError(objectKey, `sealed ${keyId === undefined ? 'without encryption' : `with key id ${JSON.stringify(keyId)}`}, but its payload was stored ${expectedKeyId === undefined ? 'without encryption' : `with key id ${JSON.stringify(expectedKeyId)}`}`);
+  }
+  const flags = sealed[4] ?? 0;
+  let key: CodecKey | undefined;
+  let body: Uint8Array;
+  if (keyId === undefined) {
+    body = sealed.subarray(5);
+  } else {
+    key = keyring?.byId.get(keyId);
+    if (key === undefined) throw new PayloadKeyMissingError(keyId, `payload store object ${objectKey}`);
+    const headerLength = 6 + keyId.length + NONCE_BYTES;
+    const decipher = createDecipheriv('aes-256-gcm', key.chunkKey, sealed.subarray(headerLength - NONCE_BYTES, headerLength));
+    decipher.setAAD(sealed.subarray(0, headerLength));
+    decipher.setAuthTag(sealed.subarray(sealed.length - TAG_BYTES));
+    try {
+      body = Buffer.concat([decipher.update(sealed.subarray(headerLength, sealed.length - TAG_BYTES)), decipher.final()]);
+    } catch {
+      throw new ChunkIntegrityError(objectKey, `failed authentication under key id ${JSON.stringify(keyId)} (altered, or another key was configured under that id)`);
+    }
+  }
+  let plaintext: Uint8Array;
+  try {
+    plaintext = (flags & FLAG_DEFLATE) !== 0 ? inflateRawSync(body) : body;
+  } catch {
+    throw new ChunkIntegrityError(objectKey, 'does not inflate (corrupted)');
+  }
+  const actual = Buffer.from(objectId(plaintext, key), 'hex');
+  const expected = Buffer.from(id, 'hex');
+  if (actual.length !== expected.length || !timingSafeEqual(actual, expected)) throw new ChunkIntegrityError(objectKey, 'content does not match its name (hash mismatch: corrupted or replaced)');
+  return plaintext;
+}
