@@ -14,6 +14,7 @@ import type { SessionLine } from './core/session.js';
 import { HISTORY_CHANNEL_ARGS, readSession } from './session-reader.js';
 import { contentText } from './core/tokens.js';
 import { installQuietRuntime, runDemo } from './demo.js';
+import { payloadConverterFromConfig } from './payloads/index.js';
 import { runWorker } from './worker.js';
 import type { ChatMessage } from './core/types.js';
 
@@ -209,13 +210,18 @@ function usageText(): string {
   ].join('\n');
 }
 
-/** Opens a client the way the worker connects: the configuration (environment + flags) through envconfig. */
+/**
+ * Opens a client the way the worker connects: the configuration (environment + flags) through
+ * envconfig, with the worker's payload codec and store, so results and queries of runs whose
+ * payloads were offloaded or encrypted read back as plain values.
+ */
 export async function connectClient(env: Readonly<Record<string, string | undefined>>, values: Readonly<Record<string, unknown>>): Promise<{ client: Client; close: () => Promise<void> }> {
   const config = loadConfig({ env, flags: configFlagsFromArgs(values) });
+  const { dataConverter } = payloadConverterFromConfig(config);
   const { connectionOptions, namespace } = loadClientConnectConfig({ overrideEnvVars: temporalEnvVars(config, env) });
   // Histories without a payload store can hold 2 MB events: read them with a larger receive limit.
   const connection = await Connection.connect({ ...connectionOptions, channelArgs: HISTORY_CHANNEL_ARGS });
-  return { client: new Client({ connection, namespace: namespace ?? config.temporalNamespace }), close: () => connection.close() };
+  return { client: new Client({ connection, namespace: namespace ?? config.temporalNamespace, dataConverter }), close: () => connection.close() };
 }
 
 /**

@@ -11,6 +11,7 @@ import { loadConfig, summarizerFromConfig, temporalEnvVars, type CompactorConfig
 import { describeRunUsage, groupDigits, renderCompactionTable, type CompactionHistory } from './core/compaction-history.js';
 import { openingMessages } from './core/trajectory.js';
 import { startDevServer, type DevServer } from './dev-server.js';
+import { payloadConverterFromConfig } from './payloads/index.js';
 import { workflowCode } from './worker.js';
 import { agentRun, compactionsQuery, type AgentRunResult } from './workflows/agent-run.js';
 
@@ -19,6 +20,13 @@ export const DEMO_TRAJECTORY = 'openhands_gpt4o_Project-MONAI__MONAI-3715';
 /** The replayed model's window: small enough that the 61-message run compacts several times. */
 export const DEMO_CONTEXT_WINDOW = 9_000;
 export const DEMO_MAX_OUTPUT_TOKENS = 1_000;
+/**
+ * The demo's payload store unless COMPACTOR_PAYLOAD_STORE says otherwise: `.payload-store/` in the
+ * project (gitignored). Not a temporary directory, because a run on a server that outlives the
+ * demo (TEMPORAL_ADDRESS, `--keep-server`) needs its payloads afterwards, and the store dedups: a
+ * second demo run of the same trajectory adds little more than its manifests.
+ */
+export const DEMO_PAYLOAD_STORE = fileURLToPath(new URL('../.payload-store', import.meta.url));
 
 export interface DemoOptions {
   /** Keep the dev server (and its UI) running after the run until Ctrl-C. @default false */
@@ -113,6 +121,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoOutcome> {
   const trajectory = options.trajectory ?? DEMO_TRAJECTORY;
   const contextWindow = options.contextWindow ?? config.contextBudget ?? DEMO_CONTEXT_WINDOW;
   const { summarizer, describe } = summarizerFromConfig(config);
+  const payloads = payloadConverterFromConfig(config, { defaultStore: { kind: 'file', directory: DEMO_PAYLOAD_STORE } });
 
   let server: DevServer | undefined;
   let temporalEnv = temporalEnvVars(config, env);
@@ -128,13 +137,15 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoOutcome> {
     const connection = await Connection.connect(connectionOptions);
     const nativeConnection = await NativeConnection.connect(connectionOptions);
     try {
-      const client = new Client({ connection, namespace });
+      const client = new Client({ connection, namespace, dataConverter: payloads.dataConverter });
       const taskQueue = `${config.taskQueue}-demo`;
       stderr(`Summarizer: ${describe}\n`);
+      stderr(`Payloads: ${payloads.describe}\n`);
       const worker = await Worker.create({
         connection: nativeConnection,
         namespace,
         taskQueue,
+        dataConverter: payloads.dataConverter,
         ...workflowCode({}),
         activities: createActivities({ summarizer, trajectoryDir }),
       });

@@ -7,11 +7,13 @@ import { fileURLToPath } from 'node:url';
 import { loadClientConnectConfig } from '@temporalio/envconfig';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import type { WorkerOptions, WorkflowBundleOption } from '@temporalio/worker';
+import type { DataConverter } from '@temporalio/common';
 import { createActivities, createDescribeWorkerActivity } from './activities/index.js';
 import { ensureSearchAttributesIfAllowed, searchAttributeWarning, type SearchAttributeSetup } from './search-attributes.js';
 import { ConfigError, DEFAULT_TASK_QUEUE, loadConfig, summarizerFromConfig, temporalEnvVars, type WorkerModeSetting } from './config.js';
 import { parseDuration, type Duration } from './core/options.js';
 import type { Summarizer } from './core/types.js';
+import { payloadConverterFromConfig } from './payloads/index.js';
 
 /** What a worker polls for: workflows and activities (one queue does it all), or one kind only. */
 export type WorkerMode = WorkerModeSetting;
@@ -63,6 +65,11 @@ export interface CompactorWorkerConfig {
   registerSearchAttributes?: boolean;
   /** Where start-up warnings go. @default console.error */
   warn?: (message: string) => void;
+  /**
+   * Payload codec and External Storage (`payloadConverterFromConfig` of `src/payloads`): clients of
+   * these workflows need the same. @default the SDK's (payloads inline, unencoded)
+   */
+  dataConverter?: DataConverter;
 }
 
 /**
@@ -72,12 +79,13 @@ export interface CompactorWorkerConfig {
  * @throws ConfigError naming the variable at fault, e.g.
  * `COMPACTOR_MAX_CONCURRENT_ACTIVITIES: expected a positive integer, got "abc"`.
  */
-export function loadWorkerConfig(env: Environment = process.env, flags: Readonly<Record<string, unknown>> = {}): CompactorWorkerConfig & { describeSummarizer: string } {
+export function loadWorkerConfig(env: Environment = process.env, flags: Readonly<Record<string, unknown>> = {}): CompactorWorkerConfig & { describeSummarizer: string; describePayloads: string } {
   const config = loadConfig({ env, flags });
   if (config.workflowBundle !== undefined && !existsSync(config.workflowBundle)) {
     throw new ConfigError('COMPACTOR_WORKFLOW_BUNDLE', 'the path of an existing workflow bundle (npm run build:bundle writes dist/workflow-bundle.js)', config.workflowBundle);
   }
   const { summarizer, describe } = summarizerFromConfig(config);
+  const payloads = payloadConverterFromConfig(config);
   return {
     namespace: config.temporalNamespace,
     taskQueue: config.taskQueue,
@@ -90,6 +98,8 @@ export function loadWorkerConfig(env: Environment = process.env, flags: Readonly
     ...(config.maxConcurrentWorkflowTasks === undefined ? {} : { maxConcurrentWorkflowTaskExecutions: config.maxConcurrentWorkflowTasks }),
     shutdownGraceTime: config.shutdownGraceMs,
     temporalEnv: temporalEnvVars(config, env),
+    dataConverter: payloads.dataConverter,
+    describePayloads: payloads.describe,
   };
 }
 
@@ -182,6 +192,7 @@ export async function createWorker(config: CompactorWorkerConfig): Promise<Compa
     ...(config.maxConcurrentActivityTaskExecutions === undefined ? {} : { maxConcurrentActivityTaskExecutions: config.maxConcurrentActivityTaskExecutions }),
     ...(config.maxConcurrentWorkflowTaskExecutions === undefined ? {} : { maxConcurrentWorkflowTaskExecutions: config.maxConcurrentWorkflowTaskExecutions }),
     shutdownGraceTime: config.shutdownGraceTime === undefined ? 10_000 : parseDuration(config.shutdownGraceTime, 'shutdownGraceTime'),
+    ...(config.dataConverter === undefined ? {} : { dataConverter: config.dataConverter }),
   };
   const plans: WorkerOptions[] = [];
   if (mode === 'activities') plans.push({ ...common, taskQueue: summarizerTaskQueue, activities });
@@ -219,7 +230,9 @@ export async function createWorker(config: CompactorWorkerConfig): Promise<Compa
 export async function runWorker(env: Environment = process.env, flags: Readonly<Record<string, unknown>> = {}): Promise<void> {
   const config = loadWorkerConfig(env, flags);
   const { run, taskQueues } = await createWorker(config);
-  console.error(`temporal-compactor worker: polling task queue ${taskQueues.map((queue) => `"${queue}"`).join(' and ')} (mode ${config.mode ?? 'all'}); ${config.describeSummarizer}; stop with Ctrl-C`);
+  console.error(
+    `temporal-compactor worker: polling task queue ${taskQueues.map((queue) => `"${queue}"`).join(' and ')} (mode ${config.mode ?? 'all'}); ${config.describeSummarizer}; ${config.describePayloads}; stop with Ctrl-C`,
+  );
   await run();
   console.error('temporal-compactor worker: stopped');
 }

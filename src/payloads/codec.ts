@@ -51,6 +51,12 @@ export interface CompactorCodecOptions {
   passThroughAtOrAbove?: number;
   /** zlib level of inline payloads. @default 6 */
   compressionLevel?: number;
+  /**
+   * Without a key, payloads under this many bytes stay as they are: compression saves little
+   * there, and they (activity summaries, small results) stay readable in the Temporal UI without
+   * a codec server. With a key every payload is encrypted. @default 512
+   */
+  plainBelow?: number;
 }
 
 function additionalData(compression: string, keyId: string): Uint8Array {
@@ -76,11 +82,13 @@ export class CompactorCodec implements PayloadCodec {
   readonly keyring: Keyring | undefined;
   readonly passThroughAtOrAbove: number | undefined;
   readonly compressionLevel: number;
+  readonly plainBelow: number;
 
-  constructor({ keyring, passThroughAtOrAbove, compressionLevel = 6 }: CompactorCodecOptions = {}) {
+  constructor({ keyring, passThroughAtOrAbove, compressionLevel = 6, plainBelow = 512 }: CompactorCodecOptions = {}) {
     this.keyring = keyring;
     this.passThroughAtOrAbove = passThroughAtOrAbove;
     this.compressionLevel = compressionLevel;
+    this.plainBelow = plainBelow;
   }
 
   async encode(payloads: Payload[]): Promise<Payload[]> {
@@ -93,7 +101,9 @@ export class CompactorCodec implements PayloadCodec {
 
   /** Encodes one payload (synchronous; `encode` is the codec interface). */
   encodeOne(payload: Payload): Payload {
-    if (this.passThroughAtOrAbove !== undefined && payloadProtoSize(payload) >= this.passThroughAtOrAbove) return payload;
+    const size = payloadProtoSize(payload);
+    if (this.passThroughAtOrAbove !== undefined && size >= this.passThroughAtOrAbove) return payload;
+    if (this.keyring === undefined && size < this.plainBelow) return payload;
     const inner = PayloadProto.encode(payload).finish();
     const compressed = inner.length >= MIN_COMPRESS_BYTES ? deflateRawSync(inner, { level: this.compressionLevel }) : undefined;
     const useCompression = compressed !== undefined && compressed.length < inner.length;

@@ -41,9 +41,16 @@ describe('CompactorCodec', () => {
     });
 
     it('leaves a payload that would not shrink as it is', async () => {
-      const original = toPayload('x');
+      const original = toPayload(randomBytes(2000));
       const [encoded] = await codec.encode([original]);
       expect(encoded).toBe(original);
+    });
+
+    it('leaves payloads under 512 bytes plain, readable in the UI without a codec server', async () => {
+      const summary = toPayload(`summarize 27 messages (21,079 chars) ${'and more '.repeat(40)}`);
+      expect(payloadProtoSize(summary)).toBeLessThan(512);
+      const [encoded] = await codec.encode([summary]);
+      expect(encoded).toBe(summary);
     });
 
     it('passes payloads it did not encode through decode unchanged', async () => {

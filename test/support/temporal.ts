@@ -5,10 +5,15 @@
 //   const result = await withWorker({ ...t, workflowBundle }, () => t.client.workflow.execute(...));
 //
 // Connections are opened once per test file and closed after it (setup-file.ts); every
-// testConnection() call gets its own task queue.
+// testConnection() call gets its own task queue. Payload codec and store: pass the data converter
+// the configuration builds, and withWorker gives the worker the same one:
+//
+//   const payloads = payloadConverterFromConfig(loadConfig({ env: { COMPACTOR_PAYLOAD_STORE: `file:${dir}` } }));
+//   t = await testConnection({ dataConverter: payloads.dataConverter });
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { Client, Connection } from '@temporalio/client';
+import type { DataConverter } from '@temporalio/common';
 import {
   bundleWorkflowCode,
   DefaultLogger,
@@ -33,6 +38,13 @@ export interface TestConnection {
   namespace: string;
   /** A task queue no other test uses. */
   taskQueue: string;
+  /** The client's data converter; `withWorker` gives the worker the same one. Undefined: the SDK's. */
+  dataConverter: DataConverter | undefined;
+}
+
+export interface TestConnectionOptions {
+  /** Payload codec and External Storage for the client and the workers of `withWorker` (see `payloadConverterFromConfig`). */
+  dataConverter?: DataConverter;
 }
 
 let counter = 0;
@@ -69,8 +81,11 @@ function quietRuntime(): void {
 
 let shared: Promise<{ client: Client; connection: Connection; nativeConnection: NativeConnection }> | undefined;
 
-/** Connect to the run's server (once per test file) and hand out a fresh task queue. */
-export async function testConnection(): Promise<TestConnection> {
+/**
+ * Connect to the run's server (once per test file) and hand out a fresh task queue. With a data
+ * converter, the client is a new one on the shared connection that encodes and offloads with it.
+ */
+export async function testConnection({ dataConverter }: TestConnectionOptions = {}): Promise<TestConnection> {
   const { address, namespace } = temporalTarget();
   if (!shared) {
     quietRuntime();
@@ -93,7 +108,8 @@ export async function testConnection(): Promise<TestConnection> {
     });
   }
   const opened = await shared;
-  return { ...opened, address, namespace, taskQueue: uniqueId('tq') };
+  const client = dataConverter === undefined ? opened.client : new Client({ connection: opened.connection, namespace, dataConverter });
+  return { ...opened, client, address, namespace, taskQueue: uniqueId('tq'), dataConverter };
 }
 
 /** Bundle workflows for a Worker (do it once per test file, in beforeAll). */
@@ -107,7 +123,8 @@ export function bundleWorkflows(
 
 /**
  * Run `fn` while a Worker polls `t.taskQueue` (then shut the worker down); returns what `fn`
- * returned. `options` go to Worker.create (workflowBundle, activities, ...).
+ * returned. `options` go to Worker.create (workflowBundle, activities, ...); the worker gets
+ * `t.dataConverter` unless `options` has its own.
  */
 export async function withWorker<T>(
   t: TestConnection,
@@ -118,6 +135,7 @@ export async function withWorker<T>(
     connection: t.nativeConnection,
     namespace: t.namespace,
     taskQueue: t.taskQueue,
+    ...(t.dataConverter === undefined ? {} : { dataConverter: t.dataConverter }),
     ...options,
   });
   return worker.runUntil(fn);

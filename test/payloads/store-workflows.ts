@@ -1,0 +1,31 @@
+// Sandbox-safe: the workflows of the payload-store tests — the shipped ones, plus an echo that
+// carries a large value through a workflow input, an activity input and result, and a workflow
+// result (every kind of payload External Storage handles).
+import { proxyActivities } from '@temporalio/workflow';
+
+export * from '../../src/workflows/index.js';
+
+/** What `storeEcho` carries: a large text and a small note. */
+export interface EchoValue {
+  text: string;
+  note: string;
+}
+
+/** The activities `storeEcho` calls (registered by the test). */
+export interface StoreTestActivities {
+  echo(value: EchoValue): Promise<EchoValue>;
+  incompressible(bytes: number): Promise<Uint8Array>;
+}
+
+const activities = proxyActivities<StoreTestActivities>({ startToCloseTimeout: '1 minute', retry: { maximumAttempts: 1 } });
+
+/** Sends `value` through the echo activity and returns it with its length. */
+export async function storeEcho(value: EchoValue): Promise<EchoValue & { length: number }> {
+  const echoed = await activities.echo(value);
+  return { ...echoed, length: echoed.text.length };
+}
+
+/** Returns what the `incompressible` activity produced (a payload that only crosses the threshold once encrypted). */
+export async function storeIncompressible(bytes: number): Promise<Uint8Array> {
+  return activities.incompressible(bytes);
+}
