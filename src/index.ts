@@ -74,3 +74,34 @@ export {
 } from './config.js';
 export { startDevServer, ensureSearchAttributes, DevServerStartError, type DevServer, type DevServerOptions } from './dev-server.js';
 export { runDemo, type DemoOptions, type DemoOutcome } from './demo.js';
+// Payloads by reference: the codec, the content-addressed chunk store (External Storage driver)
+// and the data converter of a configuration (Node only: files, S3, crypto).
+export {
+  payloadConverterFromConfig,
+  CompactorCodec,
+  ChunkStoreDriver,
+  FileBackend,
+  S3Backend,
+  keyringFromSettings,
+  keyringOf,
+  codecKey,
+  defaultKeyId,
+  parsePayloadStore,
+  chunkBoundaries,
+  CHUNK_STORE_DRIVER_NAME,
+  CODEC_ENCODING,
+  PayloadDecodeError,
+  PayloadKeyMissingError,
+  ChunkIntegrityError,
+  ChunkMissingError,
+  type ConfiguredPayloads,
+  type PayloadConverterOptions,
+  type CompactorCodecOptions,
+  type ChunkStoreDriverOptions,
+  type ChunkStoreStats,
+  type ObjectBackend,
+  type ObjectStat,
+  type Keyring,
+  type CodecKey,
+  type PayloadStoreLocation,
+} from './payloads/index.js';

@@ -17,6 +17,7 @@
 // reuses is touched when older than `refreshAfterMs`. Mark from the claims of retained histories
 // and from manifests younger than the grace period, follow manifests → nodes → chunks, sweep the
 // rest that is older than the grace period (at least twice `refreshAfterMs`).
+import { setMaxListeners } from 'node:events';
 import type { Payload, StorageDriver, StorageDriverRetrieveContext, StorageDriverStoreContext } from '@temporalio/common';
 import { StorageDriverClaim } from '@temporalio/common';
 import { CHUNKER_VERSION, chunkBoundaries, DEFAULT_CHUNKER_LIMITS, type ChunkerLimits } from './chunker.js';
@@ -114,6 +115,21 @@ function parseManifest(plaintext: Uint8Array, key: string): ManifestBody {
   const entries: Record<string, string> = {};
   for (const [name, entry] of Object.entries(metadata)) if (typeof entry === 'string') entries[name] = entry;
   return { format, v, size, level, root: rootId, metadata: entries, chunker: typeof chunker === 'number' ? chunker : 0 };
+}
+
+/**
+ * A signal of our own that follows the caller's. One store or retrieve has many backend calls in
+ * flight on it, and the S3 client adds a listener per request: on the caller's signal that would
+ * trip Node's listener-leak warning; on ours the limit is lifted, and the caller's gets one listener.
+ */
+function followSignal(parent: AbortSignal | undefined): { signal: AbortSignal; release: () => void } {
+  const controller = new AbortController();
+  setMaxListeners(0, controller.signal);
+  if (parent === undefined) return { signal: controller.signal, release: () => undefined };
+  if (parent.aborted) controller.abort(parent.reason);
+  const onAbort = (): void => controller.abort(parent.reason);
+  parent.addEventListener('abort', onAbort, { once: true });
+  return { signal: controller.signal, release: () => parent.removeEventListener('abort', onAbort) };
 }
 
 /** Runs at most `limit` operations at once; waiting callers hold nothing (no deadlock across recursion). */
@@ -263,10 +279,27 @@ export class ChunkStoreDriver implements StorageDriver {
   }
 
   async store(context: StorageDriverStoreContext, payloads: Payload[]): Promise<StorageDriverClaim[]> {
-    const signal = context.abortSignal;
+    const { signal, release } = followSignal(context.abortSignal);
     // One call's payloads often share chunks (a workflow's input and its first activity's input):
     // each object is checked and written once per call.
     const inFlight = new Map<string, Promise<void>>();
+    try {
+      return await this.storeAll(payloads, inFlight, signal);
+    } finally {
+      release();
+    }
+  }
+
+  async retrieve(context: StorageDriverRetrieveContext, claims: StorageDriverClaim[]): Promise<Payload[]> {
+    const { signal, release } = followSignal(context.abortSignal);
+    try {
+      return await Promise.all(claims.map((claim) => this.retrieveOne(claim, signal)));
+    } finally {
+      release();
+    }
+  }
+
+  private storeAll(payloads: Payload[], inFlight: Map<string, Promise<void>>, signal: AbortSignal): Promise<StorageDriverClaim[]> {
     return Promise.all(
       payloads.map(async (payload) => {
         const { manifest, size } = this.plan(payload);
@@ -280,10 +313,6 @@ export class ChunkStoreDriver implements StorageDriver {
         return new StorageDriverClaim({ manifest: manifest.id, size: String(size), ...(keyId === undefined ? {} : { keyId }) });
       }),
     );
-  }
-
-  async retrieve(context: StorageDriverRetrieveContext, claims: StorageDriverClaim[]): Promise<Payload[]> {
-    return Promise.all(claims.map((claim) => this.retrieveOne(claim, context.abortSignal)));
   }
 
   /** Chunks, tree and manifest of one payload, with ids; nothing written yet. */
