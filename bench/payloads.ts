@@ -5,6 +5,7 @@
 //   2. Throughput of the codec and of the chunk store, in-process.
 //   3. A 1 MB value through a workflow (input → activity → result) on a dev server with the store
 //      off and on, side by side in one run.
+//   4. agentRun over a recorded trajectory: history bytes per round by threshold (the default's case).
 // Figures are written to bench/README.md, section "Payloads". S3 is moto's server on 127.0.0.1
 // (installed into .temporal/moto on first use): its latency is a local Python server's, not S3's.
 import { randomBytes } from 'node:crypto';
@@ -17,9 +18,12 @@ import { deflateRawSync } from 'node:zlib';
 import { Client, Connection } from '@temporalio/client';
 import { defaultPayloadConverter, type DataConverter, type Payload } from '@temporalio/common';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import proto from '@temporalio/proto';
 import { loadConfig } from '../src/config.js';
 import { startDevServer, type DevServer } from '../src/dev-server.js';
 import { groupDigits } from '../src/core/compaction-history.js';
+import { openingMessages } from '../src/core/trajectory.js';
+import { agentRun, createActivities, createExtractiveSummarizer } from '../src/index.js';
 import { ChunkStoreDriver, codecKey, CompactorCodec, FileBackend, keyringOf, payloadConverterFromConfig, payloadProtoSize, S3Backend, type Keyring, type ObjectBackend } from '../src/payloads/index.js';
 import { chatInputSequence } from '../test/support/chat-inputs.js';
 import { startS3Server, type S3TestServer } from '../test/support/s3-server.js';
@@ -28,6 +32,8 @@ import type { EchoValue } from '../test/payloads/store-workflows.js';
 const README = fileURLToPath(new URL('./README.md', import.meta.url));
 const START_MARKER = '<!-- bench:payloads:start -->';
 const END_MARKER = '<!-- bench:payloads:end -->';
+// With the store off a history page holds megabytes of payloads: over gRPC's 4 MB default.
+const LARGE_MESSAGES = { 'grpc.max_receive_message_length': 256 * 1024 * 1024 };
 
 const progress = (message: string): void => {
   process.stderr.write(`[bench:payloads] ${message}\n`);
@@ -166,35 +172,64 @@ async function codecThroughput(): Promise<ThroughputRow[]> {
   return rows;
 }
 
-async function storeThroughput(label: string, makeBackend: () => ObjectBackend, keyring: Keyring | undefined, runs: number): Promise<ThroughputRow[]> {
+interface StoreSetup {
+  label: string;
+  backend: ObjectBackend;
+  keyring: Keyring | undefined;
+}
+
+/**
+ * The driver on 1 MB payloads, the setups interleaved run by run (A, B, A, B...), so a burst of
+ * load on the shared machine hits them alike and they compare side by side.
+ */
+async function storeThroughput(setups: StoreSetup[], runs: number): Promise<ThroughputRow[]> {
   const size = 1_000_000;
   const payloadOf = (seed: number): Payload => defaultPayloadConverter.toPayload({ messages: Array.from({ length: 100 }, (_, index) => ({ role: 'tool', content: prose(size / 100 - 40, seed * 1000 + index) })) });
   const mb = (payloadOf(1).data?.length ?? 0) / 1e6;
-  const backend = makeBackend();
-  // New content: every run stores a payload the store has not seen.
-  const fresh = await timeIt(runs, async (run) => {
-    await new ChunkStoreDriver({ backend, keyring }).store({}, [payloadOf(run + 10)]);
-  });
+  const times = setups.map(() => ({ fresh: [] as number[], again: [] as number[], cold: [] as number[], warm: [] as number[] }));
   const known = payloadOf(1);
-  const [claim] = await new ChunkStoreDriver({ backend, keyring }).store({}, [known]);
-  if (claim === undefined) throw new Error('no claim');
-  // Known content through a new driver (no in-memory knowledge): a few existence checks and the manifest.
-  const again = await timeIt(runs, async () => {
-    await new ChunkStoreDriver({ backend, keyring }).store({}, [known]);
+  const claims = [];
+  for (const setup of setups) {
+    const [claim] = await new ChunkStoreDriver({ backend: setup.backend, keyring: setup.keyring }).store({}, [known]);
+    if (claim === undefined) throw new Error('no claim');
+    claims.push(claim);
+  }
+  const warmDrivers = setups.map((setup) => new ChunkStoreDriver({ backend: setup.backend, keyring: setup.keyring }));
+  const measure = async (target: number[], operation: () => Promise<unknown>, record: boolean): Promise<void> => {
+    const started = performance.now();
+    await operation();
+    if (record) target.push(performance.now() - started);
+  };
+  // Run -1 warms every path up and is not recorded.
+  for (let run = -1; run < runs; run += 1) {
+    for (const [index, setup] of setups.entries()) {
+      const timing = times[index];
+      const claim = claims[index];
+      const warmDriver = warmDrivers[index];
+      if (timing === undefined || claim === undefined || warmDriver === undefined) continue;
+      const { backend, keyring } = setup;
+      const record = run >= 0;
+      // New content: a payload the store has not seen. Known content through a new driver (no
+      // in-memory knowledge): existence checks and the manifest. Reads with a cold and a warm cache.
+      const fresh = payloadOf(run + 10 + index * 100);
+      await measure(timing.fresh, () => new ChunkStoreDriver({ backend, keyring }).store({}, [fresh]), record);
+      await measure(timing.again, () => new ChunkStoreDriver({ backend, keyring }).store({}, [known]), record);
+      await measure(timing.cold, () => new ChunkStoreDriver({ backend, keyring }).retrieve({}, [claim]), record);
+      await measure(timing.warm, () => warmDriver.retrieve({}, [claim]), record);
+    }
+  }
+  return setups.flatMap((setup, index) => {
+    const timing = times[index];
+    if (timing === undefined) return [];
+    const fresh = median(timing.fresh);
+    const cold = median(timing.cold);
+    return [
+      { what: `${setup.label}: store 1 MB of new content`, value: `${fmt(fresh, 0)} ms (${fmt(mb / (fresh / 1000))} MB/s)` },
+      { what: `${setup.label}: store 1 MB already stored (new driver)`, value: `${fmt(median(timing.again), 0)} ms` },
+      { what: `${setup.label}: retrieve 1 MB, cold cache`, value: `${fmt(cold, 0)} ms (${fmt(mb / (cold / 1000))} MB/s)` },
+      { what: `${setup.label}: retrieve 1 MB, warm cache`, value: `${fmt(median(timing.warm), 1)} ms` },
+    ];
   });
-  const cold = await timeIt(runs, async () => {
-    await new ChunkStoreDriver({ backend, keyring }).retrieve({}, [claim]);
-  });
-  const warmDriver = new ChunkStoreDriver({ backend, keyring });
-  const warm = await timeIt(runs, async () => {
-    await warmDriver.retrieve({}, [claim]);
-  });
-  return [
-    { what: `${label}: store 1 MB of new content`, value: `${fmt(fresh, 0)} ms (${fmt(mb / (fresh / 1000))} MB/s)` },
-    { what: `${label}: store 1 MB already stored (new driver)`, value: `${fmt(again, 0)} ms` },
-    { what: `${label}: retrieve 1 MB, cold cache`, value: `${fmt(cold, 0)} ms (${fmt(mb / (cold / 1000))} MB/s)` },
-    { what: `${label}: retrieve 1 MB, warm cache`, value: `${fmt(warm, 1)} ms` },
-  ];
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -207,46 +242,150 @@ interface WorkflowRow {
   largestPayload: number;
 }
 
-async function workflowRoundTrip(label: string, address: string, dataConverter: DataConverter | undefined, bundlePath: string, runs: number): Promise<WorkflowRow> {
-  const connection = await Connection.connect({ address });
+interface WorkflowSetup {
+  label: string;
+  dataConverter: DataConverter | undefined;
+}
+
+/**
+ * One worker and client per configuration, all polling at once on their own task queues; the
+ * runs alternate between configurations (A, B, C, D, A, ...) so they compare side by side.
+ */
+async function workflowRoundTrips(setups: WorkflowSetup[], address: string, bundlePath: string, runs: number): Promise<WorkflowRow[]> {
+  const connection = await Connection.connect({ address, channelArgs: LARGE_MESSAGES });
+  const nativeConnection = await NativeConnection.connect({ address });
+  const started: Array<{ setup: WorkflowSetup; worker: Worker; running: Promise<void>; client: Client; taskQueue: string; times: number[]; historyBytes: number; largestPayload: number }> = [];
+  try {
+    for (const [index, setup] of setups.entries()) {
+      const taskQueue = `bench-payloads-${process.pid}-${index}-${Date.now().toString(36)}`;
+      const worker = await Worker.create({
+        connection: nativeConnection,
+        taskQueue,
+        workflowBundle: { codePath: bundlePath },
+        activities: { echo: async (value: EchoValue) => value, incompressible: async (bytes: number) => new Uint8Array(randomBytes(bytes)) },
+        ...(setup.dataConverter === undefined ? {} : { dataConverter: setup.dataConverter }),
+      });
+      const client = new Client({ connection, ...(setup.dataConverter === undefined ? {} : { dataConverter: setup.dataConverter }) });
+      started.push({ setup, worker, running: worker.run(), client, taskQueue, times: [], historyBytes: 0, largestPayload: 0 });
+    }
+    for (let run = -1; run < runs; run += 1) {
+      for (const [index, entry] of started.entries()) {
+        // A fresh 1 MB every run: the store's worst case (nothing to dedup against).
+        const value: EchoValue = { text: prose(1_000_000, (run + 2) * 10 + index), note: entry.setup.label };
+        const workflowId = `bench-payloads-${index}-${run}-${Date.now().toString(36)}`;
+        const begin = performance.now();
+        const result = await entry.client.workflow.execute('storeEcho', { taskQueue: entry.taskQueue, workflowId, args: [value] });
+        const ms = performance.now() - begin;
+        if (JSON.stringify(result) !== JSON.stringify({ ...value, length: value.text.length })) throw new Error(`${entry.setup.label}: the workflow result differs`);
+        if (run < 0) continue;
+        entry.times.push(ms);
+        const description = await entry.client.workflow.getHandle(workflowId).describe();
+        entry.historyBytes = Number(description.historySize ?? 0);
+        const { events } = await wholeChain(connection, workflowId);
+        for (const event of events) {
+          for (const payloads of [event.workflowExecutionStartedEventAttributes?.input?.payloads, event.activityTaskScheduledEventAttributes?.input?.payloads, event.activityTaskCompletedEventAttributes?.result?.payloads, event.workflowExecutionCompletedEventAttributes?.result?.payloads]) {
+            for (const payload of payloads ?? []) entry.largestPayload = Math.max(entry.largestPayload, payloadProtoSize(payload));
+          }
+        }
+      }
+    }
+    return started.map((entry) => {
+      progress(`${entry.setup.label}: median ${fmt(median(entry.times), 0)} ms, history ${groupDigits(entry.historyBytes)} bytes, largest payload ${groupDigits(entry.largestPayload)} bytes`);
+      return { label: entry.setup.label, medianMs: median(entry.times), historyBytes: entry.historyBytes, largestPayload: entry.largestPayload };
+    });
+  } finally {
+    for (const entry of started) entry.worker.shutdown();
+    await Promise.allSettled(started.map((entry) => entry.running));
+    await nativeConnection.close();
+    await connection.close();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 4. agentRun history per round
+
+interface RoundRow {
+  label: string;
+  trajectory: string;
+  /** Runs of the continue-as-new chain. */
+  runs: number;
+  rounds: number;
+  medianRoundBytes: number;
+  p90RoundBytes: number;
+  startBytes: number;
+  endBytes: number;
+  largestPayload: number;
+}
+
+const HistoryEvent = proto.temporal.api.history.v1.HistoryEvent;
+type Event = proto.temporal.api.history.v1.IHistoryEvent;
+
+/** Every event of a workflow id's continue-as-new chain, oldest run first (all pages). */
+async function wholeChain(connection: Connection, workflowId: string): Promise<{ events: Event[]; runs: number }> {
+  const chain: Event[][] = [];
+  let runId: string | undefined;
+  do {
+    const events: Event[] = [];
+    let nextPageToken: Uint8Array | undefined;
+    do {
+      const page = await connection.workflowService.getWorkflowExecutionHistory({ namespace: 'default', execution: { workflowId, ...(runId === undefined ? {} : { runId }) }, ...(nextPageToken === undefined ? {} : { nextPageToken }) });
+      events.push(...(page.history?.events ?? []));
+      nextPageToken = page.nextPageToken !== null && page.nextPageToken !== undefined && page.nextPageToken.length > 0 ? page.nextPageToken : undefined;
+    } while (nextPageToken !== undefined);
+    chain.unshift(events);
+    const previous = events[0]?.workflowExecutionStartedEventAttributes?.continuedExecutionRunId;
+    runId = previous === null || previous === undefined || previous === '' ? undefined : previous;
+  } while (runId !== undefined);
+  return { events: chain.flat(), runs: chain.length };
+}
+
+async function agentRounds(label: string, address: string, dataConverter: DataConverter | undefined, bundlePath: string, trajectoryDir: string, trajectory: string, contextWindow: number): Promise<RoundRow> {
+  const connection = await Connection.connect({ address, channelArgs: LARGE_MESSAGES });
   const nativeConnection = await NativeConnection.connect({ address });
   try {
-    const taskQueue = `bench-payloads-${process.pid}-${Date.now().toString(36)}`;
+    const taskQueue = `bench-payloads-agent-${process.pid}-${Date.now().toString(36)}`;
     const worker = await Worker.create({
       connection: nativeConnection,
       taskQueue,
       workflowBundle: { codePath: bundlePath },
-      activities: { echo: async (value: EchoValue) => value, incompressible: async (bytes: number) => new Uint8Array(randomBytes(bytes)) },
+      activities: createActivities({ summarizer: createExtractiveSummarizer(), trajectoryDir }),
       ...(dataConverter === undefined ? {} : { dataConverter }),
     });
     const client = new Client({ connection, ...(dataConverter === undefined ? {} : { dataConverter }) });
-    return await worker.runUntil(async () => {
-      const times: number[] = [];
-      let historyBytes = 0;
-      let largestPayload = 0;
-      for (let run = -1; run < runs; run += 1) {
-        // A fresh 1 MB every run: the store's worst case (nothing to dedup against).
-        const value: EchoValue = { text: prose(1_000_000, run + 100 + label.length * 1000), note: label };
-        const workflowId = `bench-payloads-${label.replace(/\W+/g, '-')}-${run}-${Date.now().toString(36)}`;
-        const started = performance.now();
-        const result = await client.workflow.execute('storeEcho', { taskQueue, workflowId, args: [value] });
-        const ms = performance.now() - started;
-        if (JSON.stringify(result) !== JSON.stringify({ ...value, length: value.text.length })) throw new Error(`${label}: the workflow result differs`);
-        if (run < 0) continue;
-        times.push(ms);
-        const raw = await connection.workflowService.getWorkflowExecutionHistory({ namespace: 'default', execution: { workflowId } });
-        const events = raw.history?.events ?? [];
-        const description = await client.workflow.getHandle(workflowId).describe();
-        historyBytes = Number(description.historySize ?? 0);
-        for (const event of events) {
-          for (const payloads of [event.workflowExecutionStartedEventAttributes?.input?.payloads, event.activityTaskScheduledEventAttributes?.input?.payloads, event.activityTaskCompletedEventAttributes?.result?.payloads, event.workflowExecutionCompletedEventAttributes?.result?.payloads]) {
-            for (const payload of payloads ?? []) largestPayload = Math.max(largestPayload, payloadProtoSize(payload));
-          }
-        }
-      }
-      progress(`${label}: median ${fmt(median(times), 0)} ms, history ${groupDigits(historyBytes)} bytes, largest payload ${groupDigits(largestPayload)} bytes`);
-      return { label, medianMs: median(times), historyBytes, largestPayload };
-    });
+    const opening = openingMessages(JSON.parse(readFileSync(join(trajectoryDir, `${trajectory}.json`), 'utf8')));
+    const workflowId = `bench-payloads-agent-${label.replace(/\W+/g, '-')}-${Date.now().toString(36)}`;
+    await worker.runUntil(() =>
+      client.workflow.execute(agentRun, {
+        taskQueue,
+        workflowId,
+        args: [{ messages: opening, model: { provider: 'replay', trajectory, contextWindow, maxOutputTokens: 1_000 }, compaction: { ageObservations: true }, maxRounds: 1000 }],
+      }),
+    );
+    const { events, runs } = await wholeChain(connection, workflowId);
+    // A round: from the scheduling of its chat activity to the next one's. Before the first: the
+    // start (the input); from the completion on: the end (the result).
+    const rounds: number[] = [];
+    let startBytes = 0;
+    let endBytes = 0;
+    let largestPayload = 0;
+    for (const event of events) {
+      const size = HistoryEvent.encode(event).finish().length;
+      if (event.activityTaskScheduledEventAttributes?.activityType?.name === 'chat') rounds.push(0);
+      if (event.workflowExecutionCompletedEventAttributes !== undefined && event.workflowExecutionCompletedEventAttributes !== null) endBytes += size;
+      else if (rounds.length === 0) startBytes += size;
+      else rounds[rounds.length - 1] = (rounds.at(-1) ?? 0) + size;
+      const payloads = [
+        ...(event.workflowExecutionStartedEventAttributes?.input?.payloads ?? []),
+        ...(event.activityTaskScheduledEventAttributes?.input?.payloads ?? []),
+        ...(event.activityTaskCompletedEventAttributes?.result?.payloads ?? []),
+        ...(event.workflowExecutionCompletedEventAttributes?.result?.payloads ?? []),
+      ];
+      for (const payload of payloads) largestPayload = Math.max(largestPayload, payloadProtoSize(payload));
+    }
+    const sorted = [...rounds].sort((a, b) => a - b);
+    const row = { label, trajectory, runs, rounds: rounds.length, medianRoundBytes: median(rounds), p90RoundBytes: sorted[Math.floor(sorted.length * 0.9)] ?? 0, startBytes, endBytes, largestPayload };
+    progress(`agentRun ${trajectory}, ${label}: ${row.rounds} rounds, median ${groupDigits(row.medianRoundBytes)} B per round, p90 ${groupDigits(row.p90RoundBytes)} B`);
+    return row;
   } finally {
     await nativeConnection.close();
     await connection.close();
@@ -255,7 +394,7 @@ async function workflowRoundTrip(label: string, address: string, dataConverter: 
 
 // ---------------------------------------------------------------------------------------------
 
-function markdown(growthRows: GrowthRow[], throughput: ThroughputRow[], workflowRows: WorkflowRow[], machine: string): string {
+function markdown(growthRows: GrowthRow[], throughput: ThroughputRow[], workflowRows: WorkflowRow[], roundRows: RoundRow[], machine: string): string {
   const lines = [
     '## Payloads',
     '',
@@ -287,7 +426,8 @@ function markdown(growthRows: GrowthRow[], throughput: ThroughputRow[], workflow
     '',
     'Medians. The codec handles the payloads that stay inline (under the threshold); the 1 MB rows show its',
     'rate when it is used without a store. The store rows run the whole driver (chunking, hashing,',
-    'compression, encryption with a key, the backend\'s I/O; files are fsynced).',
+    'compression, encryption with a key, the backend\'s I/O; files are fsynced), 7 runs after a warm-up,',
+    'the three stores interleaved run by run so load on the shared machine hits them alike.',
     '',
     '| what | median |',
     '|---|---|',
@@ -298,12 +438,31 @@ function markdown(growthRows: GrowthRow[], throughput: ThroughputRow[], workflow
     'The `storeEcho` test workflow (`test/payloads/store-workflows.ts`): a 1 MB value as the workflow\'s',
     'input, the input and result of one activity, and the result (four payloads of 1 MB). Median from',
     '`start` to the result over 7 runs after a warm-up, a fresh value every run (nothing to dedup against:',
-    'the store\'s worst case), one worker and client per configuration, all in one run against one dev',
-    'server. *History bytes* is the server\'s history size of the last run.',
+    'the store\'s worst case), one worker and client per configuration, all polling at once against one',
+    'dev server, the runs alternating between configurations. Client and worker share the process here,',
+    'so the worker finds the chunks the client just stored in its in-memory index. *History bytes* is the',
+    'server\'s history size of the last run.',
     '',
     '| configuration | median ms | history bytes | largest payload in history |',
     '|---|---:|---:|---:|',
     ...workflowRows.map((row) => `| ${row.label} | ${fmt(row.medianMs, 0)} | ${groupDigits(row.historyBytes)} | ${groupDigits(row.largestPayload)} |`),
+    '',
+    '### agentRun: history bytes per round by threshold',
+    '',
+    'Recorded trajectories through `agentRun` (replay provider, `ageObservations`, the extractive',
+    'summarizer) with the store off and on at several `COMPACTOR_PAYLOAD_THRESHOLD`s (no key but in one row). A round is',
+    'every event from the scheduling of its `chat` activity to the next one\'s (protobuf bytes of the',
+    'events, across continue-as-new: *runs* counts the chain); *start* is what comes before the first',
+    '(the input), *end* the completion (the result).',
+    'The workflow still carries and returns the whole transcript (issue 8\'s other half), so start and',
+    'end are the input and result payloads, which the store turns into claims too.',
+    '',
+    '| trajectory (window) | store | runs | rounds | median bytes per round | p90 | start | end | largest payload |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|',
+    ...roundRows.map(
+      (row) =>
+        `| ${row.trajectory} | ${row.label} | ${row.runs} | ${row.rounds} | ${groupDigits(row.medianRoundBytes)} | ${groupDigits(row.p90RoundBytes)} | ${groupDigits(row.startBytes)} | ${groupDigits(row.endBytes)} | ${groupDigits(row.largestPayload)} |`,
+    ),
     '',
     `Machine: ${machine}.`,
   ];
@@ -356,9 +515,14 @@ async function main(): Promise<void> {
     progress('throughput...');
     const throughput = [
       ...(await codecThroughput()),
-      ...(await storeThroughput('file store, no encryption', fileBackend, undefined, 7)),
-      ...(await storeThroughput('file store, AES-256-GCM', fileBackend, key, 7)),
-      ...(await storeThroughput('S3 store (moto), AES-256-GCM', s3Backend, key, 5)),
+      ...(await storeThroughput(
+        [
+          { label: 'file store, no encryption', backend: fileBackend(), keyring: undefined },
+          { label: 'file store, AES-256-GCM', backend: fileBackend(), keyring: key },
+          { label: 'S3 store (moto), AES-256-GCM', backend: s3Backend(), keyring: key },
+        ],
+        7,
+      )),
     ];
     for (const row of throughput) progress(`${row.what}: ${row.value}`);
 
@@ -378,22 +542,44 @@ async function main(): Promise<void> {
       ['file store, AES-256-GCM', { COMPACTOR_PAYLOAD_STORE: `file:${fileStore.directory}/encrypted`, COMPACTOR_CODEC_KEY: codecKeyText }],
       ['S3 store (moto), AES-256-GCM', { ...s3Server.env, COMPACTOR_PAYLOAD_STORE: `s3://${s3Server.bucket}/workflows`, COMPACTOR_CODEC_KEY: codecKeyText }],
     ];
-    const workflowRows: WorkflowRow[] = [];
-    for (const [label, env] of configurations) {
-      const saved = { ...process.env };
-      // The S3 client reads AWS_* from the environment, as a worker's would.
-      Object.assign(process.env, env);
-      try {
+    // The S3 client reads AWS_* from the environment, as a worker's would.
+    Object.assign(process.env, s3Server.env);
+    const setups = configurations.map(([label, env]) => ({ label, dataConverter: label.startsWith('store off') ? undefined : payloadConverterFromConfig(loadConfig({ env })).dataConverter }));
+    const workflowRows = await workflowRoundTrips(setups, devServer.address, bundlePath, 7);
+
+    progress('agentRun history per round...');
+    const trajectories: Array<[string, string, number]> = [['openhands_gpt4o_Project-MONAI__MONAI-3715 (9,000)', 'openhands_gpt4o_Project-MONAI__MONAI-3715', 9_000]];
+    const examples = fileURLToPath(new URL('../examples/trajectories/', import.meta.url));
+    const corpus = fileURLToPath(new URL('../../shared/corpus/', import.meta.url));
+    const corpusRun = 'claudecode_django__django-11797';
+    let haveCorpus = false;
+    try {
+      readFileSync(join(corpus, `${corpusRun}.json`));
+      haveCorpus = true;
+      trajectories.push([`${corpusRun} (32,000)`, corpusRun, 32_000]);
+    } catch {
+      progress(`no ../shared/corpus beside the repository: agentRun rounds on the bundled trajectory only`);
+    }
+    const roundRows: RoundRow[] = [];
+    const roundStores = temporaryDirectory();
+    cleanups.push(roundStores.remove);
+    for (const [name, trajectory, window] of trajectories) {
+      const dir = trajectory === corpusRun && haveCorpus ? corpus : examples;
+      for (const setting of ['off', '512', '1024', '1024 + key', '2048', '4096']) {
+        const threshold = setting.split(' ')[0] ?? setting;
+        const env: Record<string, string> =
+          setting === 'off'
+            ? {}
+            : { COMPACTOR_PAYLOAD_STORE: `file:${roundStores.directory}/${threshold}`, COMPACTOR_PAYLOAD_THRESHOLD: threshold, ...(setting.endsWith('key') ? { COMPACTOR_CODEC_KEY: codecKeyText } : {}) };
         const payloads = payloadConverterFromConfig(loadConfig({ env }));
-        workflowRows.push(await workflowRoundTrip(label, devServer.address, label.startsWith('store off') ? undefined : payloads.dataConverter, bundlePath, 7));
-      } finally {
-        for (const name of Object.keys(env)) if (saved[name] === undefined) delete process.env[name];
-        Object.assign(process.env, saved);
+        const label = setting === 'off' ? 'off' : `threshold ${threshold}${threshold === '1024' ? ' (default)' : ''}${setting.endsWith('key') ? ', AES-256-GCM' : ''}`;
+        const row = await agentRounds(label, devServer.address, setting === 'off' ? undefined : payloads.dataConverter, bundlePath, dir, trajectory, window);
+        roundRows.push({ ...row, trajectory: name });
       }
     }
 
     const machine = `${cpus()[0]?.model ?? 'unknown CPU'}, ${availableParallelism()} cores, Node ${process.version}, ${process.platform}/${process.arch}, load average ${fmt(loadavg()[0] ?? 0)} at the end`;
-    const section = markdown(growthRows, throughput, workflowRows, machine);
+    const section = markdown(growthRows, throughput, workflowRows, roundRows, machine);
     writeSection(section);
     process.stdout.write(`${section}\n`);
   } finally {

@@ -9,7 +9,7 @@
 //   v1/nodes/<id[0:2]>/<id[2:4]>/<id>       tree nodes: level, then (child id, byte length) entries
 //   v1/manifests/<id[0:2]>/<id[2:4]>/<id>   one per stored payload: size, metadata, root id and level
 // Every object is sealed (sealed-object.ts): named by its content's hash, compressed, and with a
-// key encrypted. A claim is `{ manifest, size, keyId? }`.
+// key encrypted. A claim is `{ manifest, keyId? }`.
 //
 // What a garbage collector can rely on: an object is only written after every object it lists,
 // so a node that exists has all its descendants; manifests are rewritten on every store, so their
@@ -310,7 +310,8 @@ export class ChunkStoreDriver implements StorageDriver {
         this.stats.payloadsStored += 1;
         this.stats.payloadBytesStored += size;
         const keyId = this.keyring?.current.id;
-        return new StorageDriverClaim({ manifest: manifest.id, size: String(size), ...(keyId === undefined ? {} : { keyId }) });
+        // The reference the SDK writes around the claim records the size already.
+        return new StorageDriverClaim({ manifest: manifest.id, ...(keyId === undefined ? {} : { keyId }) });
       }),
     );
   }

@@ -16,11 +16,20 @@ import type { Keyring } from './keyring.js';
 const PayloadProto = proto.temporal.api.common.v1.Payload;
 
 /** `encoding` of a payload this codec wrote. */
-export const CODEC_ENCODING = 'binary/compactor-codec';
-/** Metadata key: `deflate-raw` or `none`. */
-export const CODEC_COMPRESSION_KEY = 'compactor-compression';
-/** Metadata key: the id of the key that encrypted the payload (absent: not encrypted). */
-export const CODEC_KEY_ID_KEY = 'compactor-key-id';
+export const CODEC_ENCODING = 'binary/compactor';
+/**
+ * Metadata key of how the payload is encoded: `deflate` or `none` (raw deflate of the original
+ * payload's protobuf bytes, or those bytes), then `;key=<id>` when encrypted. One short entry:
+ * every inline payload of every round carries it.
+ */
+export const CODEC_METADATA_KEY = 'compactor';
+
+/** How a payload this codec wrote is encoded. */
+export interface CodecEnvelope {
+  compression: 'deflate' | 'none';
+  /** The id of the key that encrypted it; undefined: not encrypted. */
+  keyId: string | undefined;
+}
 
 const NONCE_BYTES = 12;
 const TAG_BYTES = 16;
@@ -70,6 +79,18 @@ function metadataText(payload: Payload, key: string): string | undefined {
 }
 
 /**
+ * How `payload` is encoded if this codec wrote it; undefined for any other payload.
+ * @throws PayloadDecodeError when it claims to be ours but its description is malformed.
+ */
+export function codecEnvelopeOf(payload: Payload): CodecEnvelope | undefined {
+  if (metadataText(payload, 'encoding') !== CODEC_ENCODING) return undefined;
+  const description = metadataText(payload, CODEC_METADATA_KEY) ?? '';
+  const match = /^(deflate|none)(?:;key=([A-Za-z0-9._-]{1,64}))?$/.exec(description);
+  if (match === null) throw new PayloadDecodeError(`payload encoded by temporal-compactor has a malformed ${JSON.stringify(CODEC_METADATA_KEY)} entry ${JSON.stringify(description)}`);
+  return { compression: match[1] === 'deflate' ? 'deflate' : 'none', keyId: match[2] };
+}
+
+/**
  * The compactor's payload codec: deflate for every inline payload, AES-256-GCM when a keyring is
  * given. Decoding passes foreign payloads (another encoding, or written before the codec was on)
  * through unchanged.
@@ -107,33 +128,27 @@ export class CompactorCodec implements PayloadCodec {
     const inner = PayloadProto.encode(payload).finish();
     const compressed = inner.length >= MIN_COMPRESS_BYTES ? deflateRawSync(inner, { level: this.compressionLevel }) : undefined;
     const useCompression = compressed !== undefined && compressed.length < inner.length;
-    const compression = useCompression ? 'deflate-raw' : 'none';
+    const compression = useCompression ? 'deflate' : 'none';
     const body = useCompression ? compressed : inner;
     const key = this.keyring?.current;
     if (key === undefined) {
       // Without encryption, wrapping a payload that does not shrink would only add bytes.
       if (!useCompression) return payload;
-      return { metadata: { encoding: utf8.encode(CODEC_ENCODING), [CODEC_COMPRESSION_KEY]: utf8.encode(compression) }, data: body };
+      return { metadata: { encoding: utf8.encode(CODEC_ENCODING), [CODEC_METADATA_KEY]: utf8.encode(compression) }, data: body };
     }
     const nonce = randomBytes(NONCE_BYTES);
     const cipher = createCipheriv('aes-256-gcm', key.codecKey, nonce);
     cipher.setAAD(additionalData(compression, key.id));
     const sealed = Buffer.concat([nonce, cipher.update(body), cipher.final(), cipher.getAuthTag()]);
-    return {
-      metadata: { encoding: utf8.encode(CODEC_ENCODING), [CODEC_COMPRESSION_KEY]: utf8.encode(compression), [CODEC_KEY_ID_KEY]: utf8.encode(key.id) },
-      data: sealed,
-    };
+    return { metadata: { encoding: utf8.encode(CODEC_ENCODING), [CODEC_METADATA_KEY]: utf8.encode(`${compression};key=${key.id}`) }, data: sealed };
   }
 
   /** Decodes one payload (synchronous; `decode` is the codec interface). */
   decodeOne(payload: Payload): Payload {
-    if (metadataText(payload, 'encoding') !== CODEC_ENCODING) return payload;
-    const compression = metadataText(payload, CODEC_COMPRESSION_KEY);
-    if (compression !== 'deflate-raw' && compression !== 'none') {
-      throw new PayloadDecodeError(`payload encoded by temporal-compactor has an unknown ${CODEC_COMPRESSION_KEY} ${JSON.stringify(compression)}`);
-    }
+    const envelope = codecEnvelopeOf(payload);
+    if (envelope === undefined) return payload;
+    const { compression, keyId } = envelope;
     const data = payload.data ?? new Uint8Array(0);
-    const keyId = metadataText(payload, CODEC_KEY_ID_KEY);
     let body: Uint8Array = data;
     if (keyId !== undefined) {
       const key = this.keyring?.byId.get(keyId);
@@ -153,7 +168,7 @@ export class CompactorCodec implements PayloadCodec {
     }
     let inner: Uint8Array;
     try {
-      inner = compression === 'deflate-raw' ? inflateRawSync(body) : body;
+      inner = compression === 'deflate' ? inflateRawSync(body) : body;
     } catch (error) {
       throw new PayloadDecodeError('payload encoded by temporal-compactor does not inflate: it is corrupted', { cause: error });
     }

@@ -12,7 +12,7 @@ import type { ObjectBackend } from './object-backend.js';
 import { S3Backend } from './s3-backend.js';
 import { describePayloadStore, type PayloadStoreLocation } from './store-location.js';
 
-export { CompactorCodec, CODEC_ENCODING, payloadProtoSize, type CompactorCodecOptions } from './codec.js';
+export { CompactorCodec, CODEC_ENCODING, CODEC_METADATA_KEY, codecEnvelopeOf, payloadProtoSize, type CodecEnvelope, type CompactorCodecOptions } from './codec.js';
 export { ChunkStoreDriver, CHUNK_STORE_DRIVER_NAME, objectKey, type ChunkStoreDriverOptions, type ChunkStoreStats, type ObjectKind } from './chunk-store.js';
 export { chunkBoundaries, CHUNKER_VERSION, DEFAULT_CHUNKER_LIMITS, type ChunkerLimits } from './chunker.js';
 export { FileBackend, type FileBackendOptions } from './file-backend.js';

@@ -3,6 +3,7 @@ import { defaultPayloadConverter, type Payload } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
 import {
   CODEC_ENCODING,
+  codecEnvelopeOf,
   codecKey,
   CompactorCodec,
   keyringFromSettings,
@@ -32,8 +33,7 @@ describe('CompactorCodec', () => {
       const [encoded] = await codec.encode([original]);
       if (encoded === undefined) throw new Error('no payload');
       expect(metadataText(encoded, 'encoding')).toBe(CODEC_ENCODING);
-      expect(metadataText(encoded, 'compactor-compression')).toBe('deflate-raw');
-      expect(metadataText(encoded, 'compactor-key-id')).toBeUndefined();
+      expect(codecEnvelopeOf(encoded)).toEqual({ compression: 'deflate', keyId: undefined });
       expect(encoded.data?.length).toBeLessThan((original.data?.length ?? 0) / 3);
       const [decoded] = await codec.decode([encoded]);
       if (decoded === undefined) throw new Error('no payload');
@@ -53,6 +53,13 @@ describe('CompactorCodec', () => {
       expect(encoded).toBe(summary);
     });
 
+    it('rejects a malformed encoding description, naming it', async () => {
+      const [encoded] = await codec.encode([toPayload(conversation)]);
+      if (encoded === undefined) throw new Error('no payload');
+      const broken = { ...encoded, metadata: { ...encoded.metadata, compactor: new TextEncoder().encode('zstd') } };
+      await expect(codec.decode([broken])).rejects.toThrow('malformed "compactor" entry "zstd"');
+    });
+
     it('passes payloads it did not encode through decode unchanged', async () => {
       const foreign = toPayload({ written: 'before the codec was on' });
       const [decoded] = await codec.decode([foreign]);
@@ -68,7 +75,7 @@ describe('CompactorCodec', () => {
       for (const value of [null, 'x', conversation, { big: 'y'.repeat(300_000) }]) {
         const [encoded] = await codec.encode([toPayload(value)]);
         if (encoded === undefined) throw new Error('no payload');
-        expect(metadataText(encoded, 'compactor-key-id')).toBe('k1');
+        expect(codecEnvelopeOf(encoded)?.keyId).toBe('k1');
         const [decoded] = await codec.decode([encoded]);
         if (decoded === undefined) throw new Error('no payload');
         expect(fromPayload(decoded)).toEqual(value);
@@ -96,7 +103,8 @@ describe('CompactorCodec', () => {
     it('detects metadata rewritten to steer decoding (compression flag bound to the ciphertext)', async () => {
       const [encoded] = await codec.encode([toPayload(conversation)]);
       if (encoded === undefined) throw new Error('no payload');
-      const rewritten = { ...encoded, metadata: { ...encoded.metadata, 'compactor-compression': new TextEncoder().encode('none') } };
+      expect(metadataText(encoded, 'compactor')).toBe('deflate;key=k1');
+      const rewritten = { ...encoded, metadata: { ...encoded.metadata, compactor: new TextEncoder().encode('none;key=k1') } };
       await expect(codec.decode([rewritten])).rejects.toThrow(/failed authentication/);
     });
 
@@ -111,8 +119,8 @@ describe('CompactorCodec', () => {
       const [bigOut, smallOut, atOut, justUnder] = await storing.encode([big, small, atThreshold, exactly]);
       expect(bigOut).toBe(big);
       expect(atOut).toBe(atThreshold);
-      expect(metadataText(smallOut ?? {}, 'compactor-key-id')).toBe('k1');
-      expect(metadataText(justUnder ?? {}, 'compactor-key-id')).toBe('k1');
+      expect(codecEnvelopeOf(smallOut ?? {})?.keyId).toBe('k1');
+      expect(codecEnvelopeOf(justUnder ?? {})?.keyId).toBe('k1');
     });
   });
 
@@ -127,7 +135,7 @@ describe('CompactorCodec', () => {
       const [decoded] = await rotated.decode([written]);
       expect(fromPayload(decoded ?? {})).toEqual(conversation);
       const [fresh] = await rotated.encode([toPayload(conversation)]);
-      expect(metadataText(fresh ?? {}, 'compactor-key-id')).toBe('new');
+      expect(codecEnvelopeOf(fresh ?? {})?.keyId).toBe('new');
     });
 
     it('names the missing key id when the retired key is not supplied', async () => {

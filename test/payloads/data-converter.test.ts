@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
-import { CHUNK_STORE_DRIVER_NAME, payloadConverterFromConfig, payloadProtoSize } from '../../src/payloads/index.js';
+import { CHUNK_STORE_DRIVER_NAME, codecEnvelopeOf, payloadConverterFromConfig, payloadProtoSize } from '../../src/payloads/index.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'compactor-converter-'));
 afterAll(() => rmSync(directory, { recursive: true, force: true }));
@@ -29,7 +29,7 @@ describe('payloadConverterFromConfig', () => {
     const configured = payloadConverterFromConfig(loadConfig({ env: { COMPACTOR_CODEC_KEY: key, COMPACTOR_CODEC_KEY_ID: 'only-key' } }));
     expect(configured.dataConverter.externalStorage).toBeUndefined();
     const [encoded] = (await configured.codec?.encode([big])) ?? [];
-    expect(metadataText(encoded, 'compactor-key-id')).toBe('only-key');
+    expect(codecEnvelopeOf(encoded ?? {})?.keyId).toBe('only-key');
     expect(configured.describe).toBe('payloads inline (no store), codec deflate + AES-256-GCM (key id only-key)');
   });
 
@@ -44,7 +44,7 @@ describe('payloadConverterFromConfig', () => {
     const [kept, encrypted] = (await configured.codec?.encode([big, justUnder])) ?? [];
     expect(payloadProtoSize(big)).toBeGreaterThanOrEqual(4096);
     expect(kept).toBe(big);
-    expect(metadataText(encrypted, 'encoding')).toBe('binary/compactor-codec');
+    expect(metadataText(encrypted, 'encoding')).toBe('binary/compactor');
   });
 
   it('the demo default applies only when COMPACTOR_PAYLOAD_STORE is unset; `off` turns it off', () => {

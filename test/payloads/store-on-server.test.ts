@@ -12,7 +12,7 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { agentRun, createActivities, createOpenAISummarizer, type ChatMessage } from '../../src/index.js';
-import { payloadConverterFromConfig, payloadProtoSize, type ConfiguredPayloads } from '../../src/payloads/index.js';
+import { codecEnvelopeOf, payloadConverterFromConfig, payloadProtoSize, type ConfiguredPayloads } from '../../src/payloads/index.js';
 import { startFakeOpenAI, type FakeOpenAI, type ScriptedResponse } from '../support/fake-openai.js';
 import { claimOf, decodeHistoryPayload, historyPayloads, metadataOf, type HistoryPayload } from '../support/history-payloads.js';
 import { bundleWorkflows, testConnection, uniqueId, withWorker, type TestConnection } from '../support/temporal.js';
@@ -180,7 +180,7 @@ describe('payload store and codec on the dev server', { timeout: 120_000 }, () =
         }
         decodedTexts.push(decoded.toString('utf8'));
         // Nothing readable in history: every payload but search attributes is a claim or encrypted.
-        if (!isSearchAttribute(found)) expect(claimOf(found.payload) !== undefined || metadataOf(found.payload, 'compactor-key-id') === 'canary', found.path).toBe(true);
+        if (!isSearchAttribute(found)) expect(claimOf(found.payload) !== undefined || codecEnvelopeOf(found.payload)?.keyId === 'canary', found.path).toBe(true);
       }
       // The decoding works (so the search above looked at real content).
       expect(decodedTexts.some((decoded) => decoded.includes('Where is order A-17?'))).toBe(true);

@@ -10,6 +10,11 @@
 //
 //   const payloads = payloadConverterFromConfig(loadConfig({ env: { COMPACTOR_PAYLOAD_STORE: `file:${dir}` } }));
 //   t = await testConnection({ dataConverter: payloads.dataConverter });
+//
+// COMPACTOR_TEST_PAYLOADS=1 turns the configured store and codec (COMPACTOR_PAYLOAD_STORE,
+// COMPACTOR_CODEC_KEY, ... from the environment) on for every testConnection() without its own,
+// to run workflow tests with payloads offloaded and encrypted (tests that inspect raw history
+// payloads then see claims: expected).
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { Client, Connection } from '@temporalio/client';
@@ -25,6 +30,8 @@ import {
   type WorkflowBundleWithSourceMap,
 } from '@temporalio/worker';
 import { inject } from 'vitest';
+import { loadConfig } from '../../src/config.js';
+import { payloadConverterFromConfig } from '../../src/payloads/index.js';
 import { HISTORY_CHANNEL_ARGS } from '../../src/session-reader.js';
 import { registerCleanup } from './cleanup.js';
 
@@ -79,13 +86,21 @@ function quietRuntime(): void {
   }
 }
 
+let fromEnvironment: DataConverter | undefined;
+/** With COMPACTOR_TEST_PAYLOADS=1, the environment's store and codec (one per test file, shared by its connections). */
+function dataConverterFromEnvironment(): DataConverter | undefined {
+  if (process.env.COMPACTOR_TEST_PAYLOADS !== '1') return undefined;
+  fromEnvironment ??= payloadConverterFromConfig(loadConfig()).dataConverter;
+  return fromEnvironment;
+}
+
 let shared: Promise<{ client: Client; connection: Connection; nativeConnection: NativeConnection }> | undefined;
 
 /**
  * Connect to the run's server (once per test file) and hand out a fresh task queue. With a data
  * converter, the client is a new one on the shared connection that encodes and offloads with it.
  */
-export async function testConnection({ dataConverter }: TestConnectionOptions = {}): Promise<TestConnection> {
+export async function testConnection({ dataConverter = dataConverterFromEnvironment() }: TestConnectionOptions = {}): Promise<TestConnection> {
   const { address, namespace } = temporalTarget();
   if (!shared) {
     quietRuntime();
