@@ -26,10 +26,10 @@ export const DEFAULT_TEMPORAL_NAMESPACE = 'default';
 export const DEFAULT_SHUTDOWN_GRACE_MS = 10_000;
 const OPENAI_DEFAULT_BASE_URL = 'https://api.openai.com/v1';
 /**
- * @default 1 KiB. A claim in history costs ~260 bytes; a payload under 1 KiB compresses to about
+ * @default 1 KiB. A claim in history costs ~240 bytes; a payload under 1 KiB compresses to about
  * that much, so offloading it saves no history and costs a store round trip, while everything
- * bigger (chat inputs, tool results) becomes a claim. With the ~1 KB of event overhead a round has
- * anyway, a round stays near 2 KB of history.
+ * bigger (chat inputs, tool results) becomes a claim. Measured on agentRun (bench/README.md,
+ * "Payloads"): 512 saves under 70 bytes a round, 2048 and up cost 100-600 bytes a round more.
  */
 export const DEFAULT_PAYLOAD_THRESHOLD = 1024;
 /** Temporal refuses payloads over 2 MiB, so a larger threshold would only let such payloads fail. */
@@ -233,7 +233,7 @@ const settings = {
     expected: '"off", "file:DIR" or "s3://BUCKET/PREFIX" (a valid S3 bucket name)',
     defaultText: '`off`; the demo: `file:.payload-store` in the project',
     description:
-      "Where payloads of at least `COMPACTOR_PAYLOAD_THRESHOLD` bytes go (Temporal's External Storage): history keeps a ~260-byte claim, the store content-addressed chunks. Worker, clients and the CLI must all see the same store.",
+      "Where payloads of at least `COMPACTOR_PAYLOAD_THRESHOLD` bytes go (Temporal's External Storage): history keeps a ~240-byte claim, the store content-addressed chunks. Worker, clients and the CLI must all see the same store.",
   },
   payloadThreshold: {
     env: 'COMPACTOR_PAYLOAD_THRESHOLD',
