@@ -7,7 +7,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@temporalio/client';
-import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
@@ -98,6 +98,12 @@ describe('payload store and codec on the dev server', { timeout: 120_000 }, () =
     // A client without the store cannot read the claims: it says so instead of handing out references.
     const plainClient = new Client({ connection: t.connection, namespace: t.namespace });
     await expect(plainClient.workflow.getHandle(workflowId).result()).rejects.toThrow(/External Storage|external storage/);
+
+    // The history as the server keeps it (claims) replays with the store, and not without it.
+    const raw = (await t.connection.workflowService.getWorkflowExecutionHistory({ namespace: t.namespace, execution: { workflowId } })).history;
+    if (raw === null || raw === undefined) throw new Error('no history');
+    await expect(Worker.runReplayHistory({ workflowBundle: bundle, dataConverter: payloads.dataConverter }, raw, workflowId)).resolves.toBeUndefined();
+    await expect(Worker.runReplayHistory({ workflowBundle: bundle }, raw, workflowId)).rejects.toThrow(/external storage is not configured/);
   });
 
   it('offloads a payload that reaches the threshold only once encrypted, and reads it back', async () => {
