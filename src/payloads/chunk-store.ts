@@ -48,6 +48,7 @@ const NODE_ENTRY_BYTES = ID_BYTES + 4;
 const NODE_MIN_CHILDREN = 4;
 const NODE_MAX_CHILDREN = 64;
 const MANIFEST_FORMAT = 'temporal-compactor manifest';
+const MAX_PAYLOAD_BYTES = 2 ** 31 - 1;
 
 interface ChildRef {
   id: string;
@@ -107,7 +108,8 @@ function parseManifest(plaintext: Uint8Array, key: string): ManifestBody {
   const { format, v, size, level, root, metadata, chunker } = fields;
   const metadataOk = typeof metadata === 'object' && metadata !== null && Object.values(metadata).every((entry) => typeof entry === 'string');
   if (format !== MANIFEST_FORMAT || v !== 1) throw new ChunkIntegrityError(key, 'not a version-1 temporal-compactor manifest');
-  if (typeof size !== 'number' || !Number.isSafeInteger(size) || size < 0) throw new ChunkIntegrityError(key, 'manifest size is not a byte count');
+  // Temporal payloads stay far below 2 GiB; a larger size could only make a reader allocate wildly.
+  if (typeof size !== 'number' || !Number.isSafeInteger(size) || size < 0 || size > MAX_PAYLOAD_BYTES) throw new ChunkIntegrityError(key, 'manifest size is not a plausible byte count');
   if (typeof level !== 'number' || !Number.isInteger(level) || level < 0 || level > 255) throw new ChunkIntegrityError(key, 'manifest level is out of range');
   const rootId = typeof root === 'string' && ID_PATTERN.test(root) ? root : null;
   if (rootId === null && (root !== null || size !== 0)) throw new ChunkIntegrityError(key, 'manifest root is not an object id');
