@@ -25,9 +25,9 @@ import { groupDigits } from '../src/core/compaction-history.js';
 import { openingMessages } from '../src/core/trajectory.js';
 import { agentRun, createActivities, createExtractiveSummarizer } from '../src/index.js';
 import { ChunkStoreDriver, codecKey, CompactorCodec, FileBackend, keyringOf, payloadConverterFromConfig, payloadProtoSize, S3Backend, type Keyring, type ObjectBackend } from '../src/payloads/index.js';
-import { chatInputSequence } from '../test/support/chat-inputs.js';
-import { startS3Server, type S3TestServer } from '../test/support/s3-server.js';
-import type { EchoValue } from '../test/payloads/store-workflows.js';
+import { chatInputSequence } from '../corpus/chat-inputs.js';
+import { startS3Server, type S3TestServer } from '../scripts/s3-test-server.js';
+import type { EchoValue } from '../corpus/store-workflows.js';
 
 const README = fileURLToPath(new URL('./README.md', import.meta.url));
 const START_MARKER = '<!-- bench:payloads:start -->';
@@ -530,7 +530,7 @@ async function main(): Promise<void> {
     devServer = await startDevServer({ ui: false });
     const bundleDir = temporaryDirectory();
     cleanups.push(bundleDir.remove);
-    const bundle = await bundleWorkflowCode({ workflowsPath: fileURLToPath(new URL('../test/payloads/store-workflows.ts', import.meta.url)), logger: new DefaultLogger('WARN') });
+    const bundle = await bundleWorkflowCode({ workflowsPath: fileURLToPath(new URL('../corpus/store-workflows.ts', import.meta.url)), logger: new DefaultLogger('WARN') });
     const bundlePath = join(bundleDir.directory, 'bundle.js');
     writeFileSync(bundlePath, bundle.code);
     const codecKeyText = randomBytes(32).toString('base64');

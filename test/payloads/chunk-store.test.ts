@@ -19,8 +19,8 @@ import {
   type Keyring,
   type ObjectBackend,
 } from '../../src/payloads/index.js';
-import { chatInputSequence } from '../support/chat-inputs.js';
-import { startS3Server, type S3TestServer } from '../support/s3-server.js';
+import { chatInputSequence } from '../../corpus/chat-inputs.js';
+import { startS3Server, type S3TestServer } from '../../scripts/s3-test-server.js';
 
 const toPayload = (value: unknown): Payload => defaultPayloadConverter.toPayload(value);
 const fromPayload = (payload: Payload | undefined): unknown => defaultPayloadConverter.fromPayload(payload ?? {});

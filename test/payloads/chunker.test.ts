@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { chunkBoundaries, DEFAULT_CHUNKER_LIMITS } from '../../src/payloads/index.js';
-import { chatInputSequence } from '../support/chat-inputs.js';
+import { chatInputSequence } from '../../corpus/chat-inputs.js';
 
 const encode = (value: unknown): Uint8Array => new TextEncoder().encode(JSON.stringify(value));
 

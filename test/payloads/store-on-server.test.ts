@@ -16,7 +16,7 @@ import { codecEnvelopeOf, payloadConverterFromConfig, payloadProtoSize, type Con
 import { startFakeOpenAI, type FakeOpenAI, type ScriptedResponse } from '../support/fake-openai.js';
 import { claimOf, decodeHistoryPayload, historyPayloads, metadataOf, type HistoryPayload } from '../support/history-payloads.js';
 import { bundleWorkflows, testConnection, uniqueId, withWorker, type TestConnection } from '../support/temporal.js';
-import type { EchoValue, StoreTestActivities, storeEcho, storeIncompressible } from './store-workflows.js';
+import type { EchoValue, StoreTestActivities, storeEcho, storeIncompressible } from '../../corpus/store-workflows.js';
 
 const directories: string[] = [];
 afterAll(() => directories.forEach((directory) => rmSync(directory, { recursive: true, force: true })));
@@ -66,7 +66,7 @@ const storeActivities: StoreTestActivities = {
 
 let bundle: WorkflowBundleWithSourceMap;
 beforeAll(async () => {
-  bundle = await bundleWorkflows(new URL('./store-workflows.ts', import.meta.url));
+  bundle = await bundleWorkflows(new URL('../../corpus/store-workflows.ts', import.meta.url));
 });
 
 describe('payload store and codec on the dev server', { timeout: 120_000 }, () => {

@@ -1,4 +1,4 @@
-// Node (test support): a seeded sequence of growing chat-activity inputs, as an agent run sends
+// Dev fixture (tests and benchmarks): a seeded sequence of growing chat-activity inputs, as an agent run sends
 // them: each round appends an assistant turn with a tool call and a ~10 KB tool result, and now and
 // then a compaction replaces the middle with a summary. Used by the chunk-store tests and by
 // `npm run bench:payloads`. No vitest import.

@@ -1,4 +1,4 @@
-// Node (test support): a real S3-compatible server for the S3 backend's tests and the payload
+// Node (dev support, tests and benchmarks): a real S3-compatible server for the S3 backend's tests and the payload
 // benchmark — moto's server (installed into .temporal/moto by scripts/s3-server.mjs on first use),
 // on 127.0.0.1 and a free port, with a fresh bucket; stop() kills it and waits for it to exit.
 //
@@ -9,8 +9,8 @@
 import { spawn } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CreateBucketCommand, S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
-import { resolveS3Server } from '../../scripts/s3-server.mjs';
-import { freePort } from '../../src/dev-server.js';
+import { resolveS3Server } from './s3-server.mjs';
+import { freePort } from '../src/dev-server.js';
 
 export interface S3TestServer {
   /** `http://127.0.0.1:PORT` (what COMPACTOR_S3_ENDPOINT would be). */

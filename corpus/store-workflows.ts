@@ -1,9 +1,9 @@
-// Sandbox-safe: the workflows of the payload-store tests — the shipped ones, plus an echo that
+// Sandbox-safe dev fixture (tests and bench:payloads): the workflows of the payload-store tests — the shipped ones, plus an echo that
 // carries a large value through a workflow input, an activity input and result, and a workflow
 // result (every kind of payload External Storage handles).
 import { proxyActivities } from '@temporalio/workflow';
 
-export * from '../../src/workflows/index.js';
+export * from '../src/workflows/index.js';
 
 /** What `storeEcho` carries: a large text and a small note. */
 export interface EchoValue {
