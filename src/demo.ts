@@ -8,12 +8,12 @@ import { loadClientConnectConfig } from '@temporalio/envconfig';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { createActivities } from './activities/index.js';
 import { loadConfig, summarizerFromConfig, temporalEnvVars, type CompactorConfig } from './config.js';
-import { describeRunUsage, groupDigits, renderCompactionTable, type CompactionHistory } from './core/compaction-history.js';
+import { agentRunStaticMetadata, describeRunUsage, groupDigits, renderCompactionTable, type CompactionHistory } from './core/compaction-history.js';
 import { openingMessages } from './core/trajectory.js';
 import { startDevServer, type DevServer } from './dev-server.js';
 import { payloadConverterFromConfig } from './payloads/index.js';
 import { workflowCode } from './worker.js';
-import { agentRun, compactionsQuery, type AgentRunResult } from './workflows/agent-run.js';
+import { agentRun, compactionsQuery, type AgentRunResult, type AgentRunWorkflowInput } from './workflows/agent-run.js';
 
 /** The bundled MIT trajectory the demo replays (see examples/trajectories/ATTRIBUTION.md). */
 export const DEMO_TRAJECTORY = 'openhands_gpt4o_Project-MONAI__MONAI-3715';
@@ -153,18 +153,14 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoOutcome> {
       const workflowId = `demo-${trajectory}-${Date.now().toString(36)}`;
       stdout(`Replaying ${trajectory} through agentRun (window ${groupDigits(contextWindow)} tokens), workflow ${workflowId}\n`);
       const outcome = await worker.runUntil(async () => {
-        const handle = await client.workflow.start(agentRun, {
-          taskQueue,
-          workflowId,
-          args: [
-            {
-              messages: opening,
-              model: { provider: 'replay', trajectory, contextWindow, maxOutputTokens: DEMO_MAX_OUTPUT_TOKENS },
-              compaction: { ageObservations: true, ageMinChars: 1000, ageReclaimMin: 4000, summarizerModel: describe },
-              maxRounds: 1000,
-            },
-          ],
-        });
+        const input: AgentRunWorkflowInput = {
+          messages: opening,
+          model: { provider: 'replay', trajectory, contextWindow, maxOutputTokens: DEMO_MAX_OUTPUT_TOKENS },
+          compaction: { ageObservations: true, ageMinChars: 1000, ageReclaimMin: 4000, summarizerModel: describe },
+          maxRounds: 1000,
+        };
+        // What the UI shows above the run: what it replays, through which window, with which compaction.
+        const handle = await client.workflow.start(agentRun, { taskQueue, workflowId, args: [input], ...agentRunStaticMetadata(input, `demo · ${trajectory} · window ${groupDigits(contextWindow)} tokens`) });
         let printed = 0;
         // Progress from the server's event history: one line per round, as the `chat` activity is scheduled.
         const following = followHistory(

@@ -69,6 +69,7 @@ export {
 } from './workflows/agent-run.js';
 export {
   planAgentRun,
+  pinTask,
   DEFAULT_MAX_ROUNDS,
   DEFAULT_BACKEND_COOLDOWN_ROUNDS,
   type BackendCooldown,
@@ -86,6 +87,7 @@ export { ChatFailureType, ReplayFailureType, ToolFailureType, RunFailureType, Up
 export {
   renderCompactionTable,
   renderCompactionDetails,
+  agentRunStaticMetadata,
   describeRunUsage,
   compactionRecord,
   compactionKind,
@@ -94,7 +96,7 @@ export {
   emptyCompactionHistory,
   groupDigits,
   COMPACTION_TABLE_HEADER,
-  COMPACTION_DETAILS_HEADER,
+  compactionLine,
   RECENT_COMPACTIONS,
   type CompactionRecord,
   type CompactionKind,

@@ -77,7 +77,8 @@ describe('temporal-compactor CLI', { timeout: 90_000 }, () => {
       // Round 3 is over the room: the recent window gives way (DESIGN §4b.2) and a summary makes it
       // fit; at round 4 even the hard trim cannot, and the run fails exhausted.
       expect(io.out()).toContain(`agentRun ${workflowId} · FAILED · 2 compactions · `);
-      expect(io.out()).toMatch(/\| 1 \| 3 \| .* \| summary \(\d+ chars\) \| no \| no \| \d+% \| [\d,]+ \|\n\| 2 \| 4 \| .* \| trim \| yes \| yes \| \d+% \| [\d,]+ \|\n$/);
+      expect(io.out()).toMatch(/\| 1 \| 3 \| .* \| summary \(\d+ chars\) \| no \| no \| \d+% \| [\d,]+ \|\n\| 2 \| 4 \| .* \| trim \| yes \| yes \| \d+% \| [\d,]+ \|\n/);
+      expect(io.out()).toMatch(/\nCost so far: [\d,]+ prompt tokens in 3 requests, \d+% from the cache \(modelled\); billed input ≈ [\d,]+/);
     });
     // Without a worker, the query cannot be answered: the error says what is needed.
     const io = capture(t);

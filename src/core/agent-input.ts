@@ -6,7 +6,8 @@ import { parseDuration, resolveOptions, type CompactionOptions, type Duration } 
 import { DEFAULT_PAYLOAD_LIMIT_BYTES } from './payload-size.js';
 import { DEFAULT_PRICING, type Pricing } from './run-usage.js';
 import type { ToolDeclaration } from './request-counter.js';
-import { describeIssue } from './schema.js';
+import { describeIssue, isSticky } from './schema.js';
+import type { ChatMessage } from './types.js';
 import { BUILT_IN_TOOLS, isBuiltInToolName } from './tool-declarations.js';
 
 /** How the workflow counts tokens for a backend when no billed number covers the messages. */
@@ -315,4 +316,16 @@ function parseModels(model: unknown): ModelConfig[] {
     const at = path.reduce<string>((text, key) => text + (typeof key === 'number' ? `[${key}]` : `.${String(key)}`), field);
     throw new InvalidInputError(at, issue.code === 'unrecognized_keys' ? 'unknown field' : describeIssue(issue, config));
   });
+}
+
+/**
+ * The conversation with its task pinned (DESIGN §4b.6): the first user message marked `sticky`, a
+ * flag no provider sees, so every compaction keeps it verbatim (and replay does the same). Returns
+ * the same messages when there is no user message or it is sticky already.
+ */
+export function pinTask(messages: readonly ChatMessage[]): ChatMessage[] {
+  const task = messages.findIndex((message) => message.role === 'user');
+  const found = messages[task];
+  if (found === undefined || isSticky(found)) return [...messages];
+  return messages.map((message, index) => (index === task ? { ...message, sticky: true } : message));
 }

@@ -226,9 +226,6 @@ export function describeRunUsage(usage: RunUsage): string {
   return `${groupDigits(usage.promptTokens)} prompt tokens in ${usage.requests} request${usage.requests === 1 ? '' : 's'}, ${percent(usage.cacheHitRate)} from the cache${source}; billed input ≈ ${groupDigits(usage.billedInput)}${summarizer}`;
 }
 
-/** The header line of {@link renderCompactionDetails}' table: four short columns that fit the UI's details panel. */
-export const COMPACTION_DETAILS_HEADER = '| # | round | tokens | what |';
-
 /** What a compaction did, shortly: `summary of 24`, `trim of 3`, `elided 5`, plus `+ elided 2`, `fallback`, `EXHAUSTED`. */
 function shortWhat(record: CompactionRecord): string {
   const main =
@@ -240,31 +237,60 @@ function shortWhat(record: CompactionRecord): string {
   return parts.join(', ');
 }
 
+/** One compaction as a short line for a narrow panel (tokens before → after): `#3 round 25 · 10,496 → 2,214 · summary of 44`. */
+export function compactionLine(record: CompactionRecord, number: number): string {
+  return `#${number} round ${record.round} · ${groupDigits(record.tokensBefore)} → ${groupDigits(record.tokensAfter)} · ${shortWhat(record)}`;
+}
+
 /**
- * The run's compactions as Markdown for the Temporal UI's *Current Details* panel, which is
- * narrow: a one-line summary of the totals, one of the cost so far, then a four-column table of
- * the recent records.
+ * The run's compactions as Markdown for the Temporal UI's *Current Details* panel, which is half
+ * the page wide and renders tables without cell padding (adjacent numbers run together): a line of
+ * totals, one of the cost so far, then one list item per recent compaction.
  */
 export function renderCompactionDetails(history: CompactionHistory, extraLines: readonly string[] = []): string {
   const { totals, recent, usage } = history;
   const first = totals.compactions - recent.length + 1;
   const summary = [
     `**${groupDigits(totals.compactions)} compaction${totals.compactions === 1 ? '' : 's'}**`,
-    `${groupDigits(totals.tokensReclaimed)} tokens reclaimed`,
+    `${groupDigits(totals.tokensReclaimed)} tokens reclaimed (each below: tokens before → after)`,
     `${totals.summaries} summar${totals.summaries === 1 ? 'y' : 'ies'}`,
     `${totals.fallbacks} fallback${totals.fallbacks === 1 ? '' : 's'}`,
   ].join(' · ');
-  const rows = recent.map(
-    (record, index) => `| ${first + index} | ${record.round} | ${groupDigits(record.tokensBefore)} → ${groupDigits(record.tokensAfter)} (−${groupDigits(record.tokensReclaimed)}) | ${shortWhat(record)} |`,
-  );
-  const earlier = first > 1 ? [`_${groupDigits(first - 1)} earlier compactions are in the transcript._`, ''] : [];
-  const table = recent.length === 0 ? [] : [COMPACTION_DETAILS_HEADER, '|--:|--:|--:|---|', ...rows];
+  const items = recent.map((record, index) => `- ${compactionLine(record, first + index)}`);
+  const earlier = first > 1 ? [`_${groupDigits(first - 1)} earlier compactions are in the transcript (\`temporal-compactor history --all\`)._`, ''] : [];
   const cost = usage.requests === 0 ? [] : ['', `Cost so far: ${describeRunUsage(usage)}.`];
-  return ['### Compactions', '', summary, ...cost, ...extraLines.map((line) => `\n${line}`), '', ...earlier, ...table].join('\n');
+  return ['### Compactions', '', summary, ...cost, ...extraLines.map((line) => `\n${line}`), '', ...earlier, ...items].join('\n');
 }
 
 /** `text` on one line (whitespace runs folded), cut to `max` characters with an ellipsis. */
 export function oneLine(text: string, max: number): string {
   const flat = text.replace(/\s+/g, ' ').trim();
   return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+}
+
+/**
+ * The static summary and details a client gives an agent run when it starts it (the UI shows them
+ * above the run), e.g. `agentRun · replay:openhands… · window 9,000 tokens`.
+ */
+export function agentRunStaticMetadata(input: { model: unknown; compaction?: unknown; maxRounds?: number }, what?: string): { staticSummary: string; staticDetails: string } {
+  const models = (Array.isArray(input.model) ? input.model : [input.model]).flatMap((model: unknown) => {
+    if (typeof model !== 'object' || model === null) return [];
+    const provider: unknown = Reflect.get(model, 'provider');
+    const name: unknown = provider === 'replay' ? Reflect.get(model, 'trajectory') : Reflect.get(model, 'model');
+    const window: unknown = Reflect.get(model, 'contextWindow');
+    return [`${String(provider)}:${String(name)}${typeof window === 'number' ? ` (window ${groupDigits(window)} tokens)` : ''}`];
+  });
+  const staticSummary = oneLine(`agentRun · ${what ?? models[0] ?? 'agent run'}`, 120);
+  const compaction = typeof input.compaction === 'object' && input.compaction !== null ? JSON.stringify(input.compaction) : '{}';
+  const staticDetails = [
+    '### Agent run',
+    '',
+    `**Backends:** ${models.join(' → ') || '—'}`,
+    '',
+    `**Compaction:** \`${oneLine(compaction, 300)}\``,
+    ...(input.maxRounds === undefined ? [] : ['', `**Max rounds:** ${input.maxRounds}`]),
+    '',
+    'Compactions and the cost so far: *Current Details*. Transcript: `temporal-compactor session <workflowId>`.',
+  ].join('\n');
+  return { staticSummary, staticDetails };
 }

@@ -30,7 +30,7 @@ import type { CountTokensInput, CountTokensOutput } from '../activities/count-to
 import type { SessionBatchReceipt } from '../activities/session.js';
 import type { ReplayToolInput } from '../activities/tools.js';
 import { ChatFailureType, ReplayFailureType, RunFailureType, ToolFailureType, UpdateFailureType } from '../core/agent-errors.js';
-import { planAgentRun, type AgentActivitySettings, type AgentRunInput, type AgentRunPlan, type ResolvedBackend } from '../core/agent-input.js';
+import { pinTask, planAgentRun, type AgentActivitySettings, type AgentRunInput, type AgentRunPlan, type ResolvedBackend } from '../core/agent-input.js';
 import { messageTexts, type BpeEncodingName } from '../core/bpe-counter.js';
 import {
   addCompactionRecord,
@@ -46,7 +46,7 @@ import { parseDuration, type Duration } from '../core/options.js';
 import { jsonPayloadBytes, utf8Length, type PayloadTooLargeDetails } from '../core/payload-size.js';
 import { backendCounter, preflight, type BackendCounter } from '../core/preflight.js';
 import { addRoundUsage, addSummarizerUsage, type RoundUsage } from '../core/run-usage.js';
-import { isSticky, validateMessages } from '../core/schema.js';
+import { validateMessages } from '../core/schema.js';
 import type { SummarizerUsage } from '../core/summarizer-usage.js';
 import { isBuiltInToolName } from '../core/tool-declarations.js';
 import { applySessionLine, recordCompaction, type SessionBatch, type SessionEntry, type SessionLine, type SessionReference, type SessionSnapshot } from '../core/session.js';
@@ -342,10 +342,9 @@ class AgentLoop {
     );
     if (carried !== undefined) this.entries = carried.live;
     else {
-      const messages = validateMessages(input.messages);
       // §4b.6: the task stays verbatim (sticky) unless the input says otherwise.
-      const task = plan.keepTask ? messages.findIndex((message) => message.role === 'user') : -1;
-      messages.forEach((message, index) => this.append(index === task && !isSticky(message) ? { ...message, sticky: true } : message));
+      const messages = validateMessages(input.messages);
+      for (const message of plan.keepTask ? pinTask(messages) : messages) this.append(message);
     }
   }
 

@@ -1,12 +1,14 @@
+/// <reference lib="dom" />
 // The Temporal UI shows a finished agentRun's compactions: headless Debian Chromium (playwright-core,
-// never a downloaded browser) opens the dev server's UI, finds the compaction table in the run's
-// current details and a summarize activity's summary in its event history, and saves screenshots
+// never a downloaded browser) opens the dev server's UI at its default size, finds the run's static
+// summary, the compaction table in its current details — fitting the panel, not wrapped into
+// one-word lines — and a summarize activity's summary in its event history, and saves screenshots
 // under test-results/. Needs the UI on (the global setup turns it on unless TEMPORAL_TEST_UI=0)
 // and /usr/bin/chromium (`apt-get install chromium`; .ci/run installs it).
 import { existsSync, mkdirSync } from 'node:fs';
-import { chromium, type Browser } from 'playwright-core';
+import { chromium, type Browser, type Frame } from 'playwright-core';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { COMPACTION_TABLE_HEADER } from '../../src/index.js';
+import { agentRunStaticMetadata, compactionLine, type AgentRunWorkflowInput } from '../../src/index.js';
 import { openingOf, replayActivities, runAgent } from '../support/agent.js';
 import { bundleWorkflows, testConnection, uniqueId, withWorker } from '../support/temporal.js';
 
@@ -31,7 +33,10 @@ describe.skipIf(uiUrl === null)('the Temporal UI of a finished agentRun', () => 
     mkdirSync('test-results', { recursive: true });
     // The worker keeps polling while the browser looks: the UI reads current details through a query.
     await withWorker(t, { workflowBundle: bundle, activities: replayActivities() }, async () => {
-      const outcome = await runAgent(t, { messages: openingOf(name), model: { provider: 'replay', trajectory: name, contextWindow: 14_000, maxOutputTokens: 1000 }, compaction: { keepRecent: 4 }, maxRounds: 1000 }, workflowId);
+      const input: AgentRunWorkflowInput = { messages: openingOf(name), model: { provider: 'replay', trajectory: name, contextWindow: 14_000, maxOutputTokens: 1000 }, compaction: { keepRecent: 4 }, maxRounds: 1000 };
+      const metadata = agentRunStaticMetadata(input);
+      // Started as the demo starts its run: with a static summary and details for the UI.
+      const outcome = await runAgent(t, input, workflowId, metadata);
       expect(outcome.status).toBe('completed');
       const summarized = outcome.compactions.filter((record) => record.kind === 'summary');
       expect(summarized.length).toBeGreaterThan(0);
@@ -39,21 +44,44 @@ describe.skipIf(uiUrl === null)('the Temporal UI of a finished agentRun', () => 
       const base = `${uiUrl}/namespaces/${t.namespace}/workflows/${workflowId}/${runId}`;
 
       browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
-      const page = await browser.newPage({ viewport: { width: 1400, height: 1200 } });
+      // The UI's default: a laptop-sized window, where the details panel is narrow.
+      const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
 
-      // Current details: the Markdown table of compactions, rendered by the UI (in a sandboxed frame).
+      // User Metadata: the static summary and details the run was started with, and its current
+      // details: the totals, the cost so far, and a four-column table of the recent compactions,
+      // rendered by the UI (in a sandboxed frame) in a panel half the page wide.
       await page.goto(`${base}/user-metadata`);
-      const details = page.frameLocator('iframe').first();
-      const headerCells = COMPACTION_TABLE_HEADER.split('|').map((cell) => cell.trim()).filter((cell) => cell !== '');
-      await expect.poll(async () => details.locator('th').allInnerTexts(), { timeout: 30_000 }).toEqual(headerCells);
-      const rows = details.locator('tbody tr');
-      expect(await rows.count()).toBe(outcome.compactions.length);
+      // Each Markdown block is rendered in a frame of its own: find them by what they say.
+      const frameSaying = async (text: string): Promise<Frame> => {
+        const deadline = Date.now() + 30_000;
+        for (;;) {
+          for (const frame of page.frames()) if ((await frame.locator('body').innerText().catch(() => '')).includes(text)) return frame;
+          if (Date.now() > deadline) throw new Error(`no frame of the page says ${JSON.stringify(text)}`);
+          await page.waitForTimeout(250);
+        }
+      };
+      await frameSaying(metadata.staticSummary);
+      const details = await frameSaying('Cost so far:');
+      await expect.poll(async () => details.locator('body').innerText(), { timeout: 30_000 }).toContain(`${outcome.compactions.length} compactions`);
+      expect(await details.locator('body').innerText()).toMatch(/Cost so far: [\d,]+ prompt tokens in \d+ requests, \d+% from the cache/);
+      // One list item per recent compaction, each the line `compactionLine` writes.
+      const items = details.locator('li');
+      expect(await items.allInnerTexts()).toEqual(outcome.compactions.slice(-20).map((record, index) => compactionLine(record, outcome.compactions.length - Math.min(outcome.compactions.length, 20) + index + 1)));
       const firstSummary = summarized[0];
-      const summaryRow = outcome.compactions.indexOf(firstSummary ?? outcome.compactions[0]!);
-      expect(await rows.nth(summaryRow).locator('td').allInnerTexts()).toEqual(
-        expect.arrayContaining([String(summaryRow + 1), String(firstSummary?.round), String(firstSummary?.dropped), expect.stringMatching(/^summary \(/)]),
-      );
+      expect(await items.allInnerTexts()).toContainEqual(expect.stringMatching(new RegExp(`round ${firstSummary?.round} · [\\d,]+ → [\\d,]+ · summary of ${firstSummary?.dropped}$`)));
+      // Readable in this panel: nothing overflows it sideways, and an item fits on one line.
+      const fits = await details.locator('ul').evaluate((list) => {
+        const lineHeight = parseFloat(getComputedStyle(list).lineHeight) || 1.25 * parseFloat(getComputedStyle(list).fontSize);
+        const tallest = Math.max(...Array.from(list.querySelectorAll('li')).map((item) => item.getBoundingClientRect().height));
+        return { overflow: list.scrollWidth - list.clientWidth, tallest, lineHeight };
+      });
+      expect(fits.overflow).toBeLessThanOrEqual(0);
+      expect(fits.tallest).toBeLessThan(1.5 * fits.lineHeight);
       await page.screenshot({ path: 'test-results/agent-run-ui-current-details.png', fullPage: true });
+      // The panel itself, scrolled into view: what a user reads.
+      const panelFrame = await details.frameElement();
+      await panelFrame.scrollIntoViewIfNeeded();
+      await panelFrame.screenshot({ path: 'test-results/agent-run-ui-current-details-panel.png' });
 
       // Event history (newest first, one page): the latest summarize activity carries its summary metadata.
       await page.goto(`${base}/history`);

@@ -14,7 +14,7 @@ import { loadConfig } from '../../src/config.js';
 import { agentRun, createActivities, createOpenAISummarizer, type ChatMessage } from '../../src/index.js';
 import { codecEnvelopeOf, payloadConverterFromConfig, payloadProtoSize, type ConfiguredPayloads } from '../../src/payloads/index.js';
 import { startFakeOpenAI, type FakeOpenAI, type ScriptedResponse } from '../support/fake-openai.js';
-import { claimOf, decodeHistoryPayload, historyPayloads, metadataOf, type HistoryPayload } from '../support/history-payloads.js';
+import { claimOf, decodeHistoryPayload, historyPayloads, isSdkMetadata, metadataOf, type HistoryPayload } from '../support/history-payloads.js';
 import { bundleWorkflows, testConnection, uniqueId, withWorker, type TestConnection } from '../support/temporal.js';
 import type { EchoValue, StoreTestActivities, storeEcho, storeIncompressible } from '../../corpus/store-workflows.js';
 
@@ -44,7 +44,6 @@ async function rawHistory(t: TestConnection, workflowId: string): Promise<Histor
   return historyPayloads(events, payloadProtoSize);
 }
 
-const isSearchAttribute = (found: HistoryPayload): boolean => /searchAttributes/i.test(found.path);
 
 /** Prose that compresses like real text, but not to nothing. */
 function prose(length: number): string {
@@ -186,7 +185,7 @@ describe('payload store and codec on the dev server', { timeout: 120_000 }, () =
         }
         decodedTexts.push(decoded.toString('utf8'));
         // Nothing readable in history: every payload but search attributes is a claim or encrypted.
-        if (!isSearchAttribute(found)) expect(claimOf(found.payload) !== undefined || codecEnvelopeOf(found.payload)?.keyId === 'canary', found.path).toBe(true);
+        if (!isSdkMetadata(found)) expect(claimOf(found.payload) !== undefined || codecEnvelopeOf(found.payload)?.keyId === 'canary', found.path).toBe(true);
       }
       // The decoding works (so the search above looked at real content).
       expect(decodedTexts.some((decoded) => decoded.includes('Where is order A-17?'))).toBe(true);

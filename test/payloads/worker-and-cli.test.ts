@@ -12,7 +12,7 @@ import { connectClient, main } from '../../src/cli.js';
 import { agentRun, parseSessionJsonl } from '../../src/index.js';
 import { openingMessages } from '../../src/core/trajectory.js';
 import { codecEnvelopeOf, payloadProtoSize } from '../../src/payloads/index.js';
-import { claimOf, historyPayloads } from '../support/history-payloads.js';
+import { claimOf, historyPayloads, isSdkMetadata } from '../support/history-payloads.js';
 import { testConnection, uniqueId } from '../support/temporal.js';
 import { killWorkerProcesses, spawnWorkerProcess, writeProductionBundle, type WorkerProcess } from '../support/worker-process.js';
 
@@ -69,7 +69,7 @@ describe('worker process and CLI with the payload store and a codec key', () => 
     }
 
     const events = (await t.connection.workflowService.getWorkflowExecutionHistory({ namespace: t.namespace, execution: { workflowId } })).history?.events ?? [];
-    const payloads = historyPayloads(events, payloadProtoSize).filter((found) => !/searchAttributes/i.test(found.path));
+    const payloads = historyPayloads(events, payloadProtoSize).filter((found) => !isSdkMetadata(found));
     expect(payloads.filter((found) => claimOf(found.payload) !== undefined).length).toBeGreaterThan(3);
     for (const found of payloads) expect(claimOf(found.payload) !== undefined || codecEnvelopeOf(found.payload)?.keyId === 'cli-test', found.path).toBe(true);
 

@@ -99,8 +99,13 @@ export function failureTypeOf(error: unknown): { type?: string; message: string 
 }
 
 /** Runs agentRun to its end; a failed run's transcript and conversation are read by query (a worker must be polling). */
-export async function runAgent(t: TestConnection, input: AgentRunWorkflowInput, workflowId = uniqueId('agent')): Promise<AgentOutcome> {
-  const handle = await t.client.workflow.start(agentRun, { taskQueue: t.taskQueue, workflowId, args: [input] });
+export async function runAgent(
+  t: TestConnection,
+  input: AgentRunWorkflowInput,
+  workflowId = uniqueId('agent'),
+  start: { staticSummary?: string; staticDetails?: string } = {},
+): Promise<AgentOutcome> {
+  const handle = await t.client.workflow.start(agentRun, { taskQueue: t.taskQueue, workflowId, args: [input], ...start });
   try {
     const result = await handle.result();
     const session = await readSessionLines(t.client, result.session);

@@ -19,6 +19,14 @@ function isPayload(value: object): value is Payload {
   return 'data' in value && value.data instanceof Uint8Array && 'metadata' in value;
 }
 
+/**
+ * Payloads the SDK writes itself, not through the data converter, so no codec or store sees them:
+ * search attributes (indexed in the clear by design) and the markers of `patched()` (the patch id).
+ */
+export function isSdkMetadata(found: HistoryPayload): boolean {
+  return /searchAttributes|markerRecordedEventAttributes\.details\.patch-data/i.test(found.path);
+}
+
 /** Every payload in `events`, search attributes included (their path says so). */
 export function historyPayloads(events: readonly temporal.api.history.v1.IHistoryEvent[], size: (payload: Payload) => number): HistoryPayload[] {
   const found: HistoryPayload[] = [];

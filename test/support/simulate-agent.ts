@@ -1,10 +1,11 @@
 // An in-process model of agentRun's compaction schedule over a replayed trajectory, used to pick
-// test windows that force a given number of compactions. It mirrors the loop's preflight for one
-// replay backend with no tools (room = window − maxOutputTokens; the replay provider bills the
-// workflow's own BPE count, so a calibrated counter counts exactly what this BPE counter counts)
-// with the same Compactor engine and the same deterministic summarizer.
+// test windows that force a given number of compactions. It mirrors the loop — the task pinned,
+// and the preflight for one replay backend with no tools (room = window − maxOutputTokens; the
+// replay provider bills the workflow's own BPE count, so a calibrated counter counts exactly what
+// this BPE counter counts) — with the same Compactor engine and the same deterministic summarizer.
 import { Compactor } from '../../src/compactor.js';
 import type { CompactionOptions } from '../../src/core/options.js';
+import { pinTask } from '../../src/core/agent-input.js';
 import { createBpeCounter } from '../../src/core/bpe-counter.js';
 import { replayScript } from '../../src/core/trajectory.js';
 import type { ChatMessage } from '../../src/core/types.js';
@@ -21,7 +22,8 @@ export interface SimulatedRun {
 export async function simulateReplay(name: string, room: number, options: Omit<CompactionOptions, 'contextBudget'>): Promise<SimulatedRun> {
   const script = replayScript(loadTrajectory(name));
   const compactor = new Compactor({ summarizer: createExtractiveSummarizer(), contextBudget: room, counter: bpe, ...options });
-  let messages: ChatMessage[] = [...script.opening];
+  // As agentRun does by default (keepTask): the task is pinned.
+  let messages: ChatMessage[] = pinTask(script.opening);
   let compactions = 0;
   for (const turn of script.turns) {
     const overRoom = bpe.count(messages) > room;

@@ -87,11 +87,12 @@ describe('worker process', () => {
     const t = await testConnection();
     const worker = spawnWorkerProcess('src/worker.ts', workerEnv(t.address, t.namespace, t.taskQueue));
     spawned.push(worker);
-    await waitForOutput(worker, /polling task queue/, 30_000);
+    // Without a prebuilt bundle the worker bundles its workflows at start: on a loaded machine that takes a while.
+    await waitForOutput(worker, /polling task queue/, 90_000);
     worker.child.kill('SIGTERM');
     expect(await worker.exited).toEqual({ code: 0, signal: null });
     expect(worker.output()).toContain('worker: stopped');
-  }, 60_000);
+  }, 120_000);
 
   it('a configuration error exits 1 naming the variable', async () => {
     const worker = spawnWorkerProcess('src/worker.ts', { TEMPORAL_ADDRESS: '127.0.0.1:1', COMPACTOR_MAX_CONCURRENT_ACTIVITIES: 'lots', COMPACTOR_SUMMARIZER_MODEL: 'm' });
