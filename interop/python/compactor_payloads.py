@@ -1,0 +1,578 @@
+"""temporal-compactor's payload codec and chunk store, for Python callers (temporalio).
+
+A worker of temporal-compactor with a payload store or a codec key writes the payloads of its
+workflows in two formats of its own (README, "Callers in other languages"):
+
+- ``binary/compactor`` payloads: the original payload's protobuf bytes, raw-deflated, and with a
+  key sealed with AES-256-GCM. ``PayloadCodec`` below reads and writes them.
+- External Storage claims of the ``compactor-chunks`` driver: the payload cut into chunks in a
+  content-addressed store (a directory or an S3 prefix), a claim ``{manifest, keyId?}`` in
+  history. ``ChunkStoreDriver`` below reads them and writes new ones (one slice per 64 KiB; the
+  TypeScript writer cuts at JSON boundaries to dedup, a reader does not care how a payload was cut).
+
+A Python client or workflow that calls ``compactConversation`` on such a worker needs both, with
+the same settings as the worker: ``data_converter_from_env()`` builds them from the same
+environment variables the TypeScript side reads (``COMPACTOR_PAYLOAD_STORE``,
+``COMPACTOR_PAYLOAD_THRESHOLD``, ``COMPACTOR_CODEC_KEY``, ``COMPACTOR_CODEC_KEY_ID``,
+``COMPACTOR_CODEC_OLD_KEYS``). With none of them set the worker writes plain JSON and nothing
+here is needed.
+
+Needs ``temporalio`` (External Storage: 1.35 or newer) and ``cryptography``. Stores: ``file:``
+directories; for S3 (or anything else) pass an ``ObjectBackend`` (``get``, ``put``, ``modified_at``,
+``touch`` over the same keys) as the backend.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import hmac
+import json
+import os
+import re
+import secrets
+import time
+import zlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+from temporalio.api.common.v1 import Payload
+from temporalio.converter import (
+    DataConverter,
+    ExternalStorage,
+    PayloadCodec,
+    StorageDriver,
+    StorageDriverClaim,
+    StorageDriverRetrieveContext,
+    StorageDriverStoreContext,
+)
+
+CODEC_ENCODING = b"binary/compactor"
+"""``encoding`` of a payload the codec wrote."""
+CODEC_METADATA_KEY = "compactor"
+"""Metadata entry saying how: ``deflate`` or ``none``, then ``;key=<id>`` when encrypted."""
+DRIVER_NAME = "compactor-chunks"
+"""The External Storage driver name in every claim the store writes."""
+DRIVER_TYPE = "temporal-compactor.chunk-store"
+DEFAULT_THRESHOLD = 1024
+"""``COMPACTOR_PAYLOAD_THRESHOLD``'s default: payloads of this many bytes and more go to the store."""
+
+KEY_BYTES = 32
+NONCE_BYTES = 12
+TAG_BYTES = 16
+KEY_ID_PATTERN = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+# Below this deflate's framing eats the gain (the TypeScript codec's rule, kept so both write alike).
+MIN_COMPRESS_BYTES = 64
+PLAIN_BELOW = 512
+SLICE_BYTES = 64 * 1024
+REFRESH_AFTER_SECONDS = 24 * 3600
+ID_PATTERN = re.compile(r"^[0-9a-f]{64}$")
+MANIFEST_FORMAT = "temporal-compactor manifest"
+# Written into manifests by this writer: fixed slices (the TypeScript chunker writes 1).
+FIXED_SLICES_CHUNKER = 0
+OBJECT_MAGIC = b"cps\x01"
+FLAG_DEFLATE = 1
+FLAG_ENCRYPTED = 2
+NODE_MAGIC = 0x4E
+NODE_ENTRY_BYTES = 32 + 4
+NODE_MIN_CHILDREN = 4
+NODE_MAX_CHILDREN = 64
+MAX_PAYLOAD_BYTES = 2**31 - 1
+
+
+class PayloadDecodeError(Exception):
+    """A ``binary/compactor`` payload is malformed, altered, or sealed under another key."""
+
+
+class PayloadKeyMissingError(Exception):
+    """A payload or stored object was encrypted with a key id that is not configured."""
+
+    def __init__(self, key_id: str, what: str) -> None:
+        super().__init__(
+            f"{what} was encrypted with key id {json.dumps(key_id)}, which is not configured "
+            "(set it in COMPACTOR_CODEC_KEY or COMPACTOR_CODEC_OLD_KEYS)"
+        )
+        self.key_id = key_id
+
+
+class ChunkIntegrityError(Exception):
+    """A stored object does not hash to its name, fails authentication, or is malformed."""
+
+    def __init__(self, key: str, reason: str) -> None:
+        super().__init__(f"payload store object {key}: {reason}")
+        self.key = key
+
+
+class ChunkMissingError(Exception):
+    """An object a claim needs is not in the store."""
+
+    def __init__(self, key: str, store: str) -> None:
+        super().__init__(f"payload store object {key} is missing from {store} (deleted, or another store is configured)")
+        self.key = key
+
+
+def _derive(raw: bytes, purpose: str) -> bytes:
+    # One random key, three independent uses: the same HKDF parameters as src/payloads/keyring.ts.
+    return HKDF(
+        algorithm=hashes.SHA256(),
+        length=KEY_BYTES,
+        salt=b"temporal-compactor",
+        info=f"temporal-compactor {purpose} v1".encode(),
+    ).derive(raw)
+
+
+def default_key_id(raw: bytes) -> str:
+    """``k-`` and 8 hex digits of a hash of the key: the id every process derives alike."""
+    return "k-" + hashlib.sha256(b"temporal-compactor key id" + raw).hexdigest()[:8]
+
+
+@dataclass(frozen=True)
+class CodecKey:
+    """One 256-bit key, its id, and the sub-keys derived from it."""
+
+    id: str
+    codec_key: bytes
+    chunk_key: bytes
+    chunk_mac_key: bytes
+
+    @staticmethod
+    def from_raw(raw: bytes, key_id: str | None = None) -> CodecKey:
+        if len(raw) != KEY_BYTES:
+            raise ValueError(f"an AES-256 key has {KEY_BYTES} bytes, got {len(raw)}")
+        key_id = default_key_id(raw) if key_id is None else key_id
+        if not KEY_ID_PATTERN.match(key_id):
+            raise ValueError(f"key id {json.dumps(key_id)} must be 1-64 characters of A-Z, a-z, 0-9, '.', '_' or '-'")
+        return CodecKey(
+            id=key_id,
+            codec_key=_derive(raw, "payload codec"),
+            chunk_key=_derive(raw, "chunk encryption"),
+            chunk_mac_key=_derive(raw, "chunk id"),
+        )
+
+
+@dataclass(frozen=True)
+class Keyring:
+    """``current`` encrypts; every key, found by id, decrypts."""
+
+    current: CodecKey
+    by_id: Mapping[str, CodecKey]
+
+
+def _decode_key(text: str, setting: str) -> bytes:
+    trimmed = text.strip()
+    try:
+        if not re.match(r"^[A-Za-z0-9+/_-]+={0,2}$", trimmed):
+            raise ValueError
+        raw = base64.b64decode(trimmed.replace("-", "+").replace("_", "/") + "=" * (-len(trimmed) % 4))
+    except ValueError:
+        raw = b""
+    if len(raw) != KEY_BYTES:
+        raise ValueError(f"{setting}: expected base64 of exactly {KEY_BYTES} random bytes, e.g. from `openssl rand -base64 32`")
+    return raw
+
+
+def keyring_from_env(env: Mapping[str, str] = os.environ) -> Keyring | None:
+    """The keyring of ``COMPACTOR_CODEC_KEY`` (+ ``_KEY_ID``, ``_OLD_KEYS``), or None without a key."""
+    key = env.get("COMPACTOR_CODEC_KEY", "").strip()
+    if key == "":
+        return None
+    key_id = env.get("COMPACTOR_CODEC_KEY_ID", "").strip() or None
+    current = CodecKey.from_raw(_decode_key(key, "COMPACTOR_CODEC_KEY"), key_id)
+    by_id = {current.id: current}
+    entries = [entry.strip() for entry in env.get("COMPACTOR_CODEC_OLD_KEYS", "").split(",") if entry.strip()]
+    for index, entry in enumerate(entries):
+        old_id, _, old_key = entry.rpartition(":") if ":" in entry else ("", "", entry)
+        old = CodecKey.from_raw(_decode_key(old_key, f"COMPACTOR_CODEC_OLD_KEYS entry {index + 1}"), old_id.strip() or None)
+        known = by_id.get(old.id)
+        if known is not None and known.codec_key != old.codec_key:
+            # One id for two keys would make decoding pick either: refuse, as the TypeScript side does.
+            raise ValueError(f"COMPACTOR_CODEC_OLD_KEYS: entry {index + 1} reuses the id {json.dumps(old.id)} for another key")
+        by_id.setdefault(old.id, old)
+    return Keyring(current=current, by_id=by_id)
+
+
+def _codec_aad(compression: str, key_id: str) -> bytes:
+    # Binds what steers decoding (compression, key id) to the ciphertext.
+    return f"temporal-compactor codec v1\x00{compression}\x00{key_id}".encode()
+
+
+def _deflate(data: bytes) -> bytes:
+    compressor = zlib.compressobj(6, zlib.DEFLATED, -15)
+    return compressor.compress(data) + compressor.flush()
+
+
+def _inflate(data: bytes) -> bytes:
+    return zlib.decompress(data, -15)
+
+
+class CompactorCodec(PayloadCodec):
+    """The ``binary/compactor`` codec: deflate, and AES-256-GCM with a keyring.
+
+    ``pass_through_at_or_above``: leave payloads of that many bytes and more alone, because the
+    store takes them (set it to the store's threshold, and only with the store configured).
+    Decoding passes every other encoding through.
+    """
+
+    def __init__(self, keyring: Keyring | None = None, pass_through_at_or_above: int | None = None) -> None:
+        self.keyring = keyring
+        self.pass_through_at_or_above = pass_through_at_or_above
+
+    async def encode(self, payloads: Sequence[Payload]) -> list[Payload]:
+        return [self.encode_one(payload) for payload in payloads]
+
+    async def decode(self, payloads: Sequence[Payload]) -> list[Payload]:
+        return [self.decode_one(payload) for payload in payloads]
+
+    def encode_one(self, payload: Payload) -> Payload:
+        size = payload.ByteSize()
+        if self.pass_through_at_or_above is not None and size >= self.pass_through_at_or_above:
+            return payload
+        if self.keyring is None and size < PLAIN_BELOW:
+            return payload
+        inner = payload.SerializeToString(deterministic=True)
+        compressed = _deflate(inner) if len(inner) >= MIN_COMPRESS_BYTES else None
+        use_compression = compressed is not None and len(compressed) < len(inner)
+        compression = "deflate" if use_compression else "none"
+        body = compressed if use_compression and compressed is not None else inner
+        if self.keyring is None:
+            if not use_compression:
+                return payload
+            return Payload(metadata={"encoding": CODEC_ENCODING, CODEC_METADATA_KEY: compression.encode()}, data=body)
+        key = self.keyring.current
+        nonce = secrets.token_bytes(NONCE_BYTES)
+        sealed = nonce + AESGCM(key.codec_key).encrypt(nonce, body, _codec_aad(compression, key.id))
+        return Payload(
+            metadata={"encoding": CODEC_ENCODING, CODEC_METADATA_KEY: f"{compression};key={key.id}".encode()},
+            data=sealed,
+        )
+
+    def decode_one(self, payload: Payload) -> Payload:
+        if payload.metadata.get("encoding") != CODEC_ENCODING:
+            return payload
+        description = payload.metadata.get(CODEC_METADATA_KEY, b"").decode("utf-8", "replace")
+        match = re.match(r"^(deflate|none)(?:;key=([A-Za-z0-9._-]{1,64}))?$", description)
+        if match is None:
+            raise PayloadDecodeError(f"payload encoded by temporal-compactor has a malformed {json.dumps(CODEC_METADATA_KEY)} entry {json.dumps(description)}")
+        compression, key_id = match.group(1), match.group(2)
+        body = payload.data
+        if key_id is not None:
+            key = None if self.keyring is None else self.keyring.by_id.get(key_id)
+            if key is None:
+                raise PayloadKeyMissingError(key_id, "a payload")
+            if len(body) < NONCE_BYTES + TAG_BYTES:
+                raise PayloadDecodeError(f"encrypted payload (key id {json.dumps(key_id)}) is truncated: {len(body)} bytes")
+            try:
+                body = AESGCM(key.codec_key).decrypt(body[:NONCE_BYTES], body[NONCE_BYTES:], _codec_aad(compression, key_id))
+            except InvalidTag as error:
+                raise PayloadDecodeError(
+                    f"encrypted payload (key id {json.dumps(key_id)}) failed authentication: it was altered, "
+                    "or the key configured under that id is not the one that encrypted it"
+                ) from error
+        try:
+            inner = _inflate(body) if compression == "deflate" else body
+        except zlib.error as error:
+            raise PayloadDecodeError("payload encoded by temporal-compactor does not inflate: it is corrupted") from error
+        decoded = Payload()
+        try:
+            decoded.ParseFromString(inner)
+        except Exception as error:  # protobuf raises its own DecodeError
+            raise PayloadDecodeError("payload encoded by temporal-compactor does not hold a payload: it is corrupted") from error
+        return decoded
+
+
+class ObjectBackend(Protocol):
+    """Where the store's objects live: keys like ``v1/chunks/3f/a2/<id>``."""
+
+    description: str
+
+    def get(self, key: str) -> bytes | None: ...
+
+    def put(self, key: str, body: bytes) -> None: ...
+
+    def modified_at(self, key: str) -> float | None:
+        """Seconds since the epoch of the object's last write or touch, None when it is absent."""
+        ...
+
+    def touch(self, key: str) -> None: ...
+
+
+class FileBackend:
+    """``COMPACTOR_PAYLOAD_STORE=file:DIR``: one file per object, written atomically."""
+
+    def __init__(self, directory: str | os.PathLike[str]) -> None:
+        self.directory = Path(directory).resolve()
+        self.description = f"file:{self.directory}"
+
+    def _path(self, key: str) -> Path:
+        path = self.directory.joinpath(*key.split("/"))
+        if self.directory not in path.parents:
+            raise ValueError(f"object key {json.dumps(key)} escapes the store directory")
+        return path
+
+    def get(self, key: str) -> bytes | None:
+        try:
+            return self._path(key).read_bytes()
+        except FileNotFoundError:
+            return None
+
+    def put(self, key: str, body: bytes) -> None:
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.parent / f".tmp-{os.getpid()}-{secrets.token_hex(6)}"
+        try:
+            with open(temporary, "xb") as handle:
+                handle.write(body)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(temporary, path)
+        finally:
+            temporary.unlink(missing_ok=True)
+
+    def modified_at(self, key: str) -> float | None:
+        try:
+            return self._path(key).stat().st_mtime
+        except FileNotFoundError:
+            return None
+
+    def touch(self, key: str) -> None:
+        os.utime(self._path(key))
+
+
+def object_key(kind: str, object_id: str) -> str:
+    """``v1/<kind>s/<id[0:2]>/<id[2:4]>/<id>``."""
+    return f"v1/{kind}s/{object_id[0:2]}/{object_id[2:4]}/{object_id}"
+
+
+def object_id(plaintext: bytes, key: CodecKey | None) -> str:
+    """Content address: SHA-256, or with a key HMAC-SHA256 under its chunk-id key."""
+    if key is None:
+        return hashlib.sha256(plaintext).hexdigest()
+    return hmac.new(key.chunk_mac_key, plaintext, hashlib.sha256).hexdigest()
+
+
+def seal_object(plaintext: bytes, oid: str, key: CodecKey | None) -> bytes:
+    """``cps\\x01`` | flags | [key id length | key id | nonce] | body [| tag]; deterministic."""
+    compressed = _deflate(plaintext) if len(plaintext) >= MIN_COMPRESS_BYTES else None
+    use_compression = compressed is not None and len(compressed) < len(plaintext)
+    body = compressed if use_compression and compressed is not None else plaintext
+    flags = (FLAG_DEFLATE if use_compression else 0) | (0 if key is None else FLAG_ENCRYPTED)
+    if key is None:
+        return OBJECT_MAGIC + bytes([flags]) + body
+    key_id = key.id.encode("ascii")
+    # The nonce comes from the keyed name: it repeats only with the plaintext, and then so does the object.
+    nonce = bytes.fromhex(oid)[:NONCE_BYTES]
+    header = OBJECT_MAGIC + bytes([flags, len(key_id)]) + key_id + nonce
+    return header + AESGCM(key.chunk_key).encrypt(nonce, body, header)
+
+
+def open_object(sealed: bytes, oid: str, key_name: str, expected_key_id: str | None, keyring: Keyring | None) -> bytes:
+    """Opens an object fetched as ``oid`` and checks its header, tag and name."""
+    if len(sealed) < 5 or sealed[:4] != OBJECT_MAGIC:
+        raise ChunkIntegrityError(key_name, "not a temporal-compactor object (bad header)")
+    flags = sealed[4]
+    key_id: str | None = None
+    if flags & FLAG_ENCRYPTED:
+        length = sealed[5] if len(sealed) > 5 else 0
+        if length == 0 or len(sealed) < 6 + length + NONCE_BYTES + TAG_BYTES:
+            raise ChunkIntegrityError(key_name, "truncated header")
+        key_id = sealed[6 : 6 + length].decode("ascii")
+    if key_id != expected_key_id:
+        sealed_as = "without encryption" if key_id is None else f"with key id {json.dumps(key_id)}"
+        stored_as = "without encryption" if expected_key_id is None else f"with key id {json.dumps(expected_key_id)}"
+        raise ChunkIntegrityError(key_name, f"sealed {sealed_as}, but its payload was stored {stored_as}")
+    key: CodecKey | None = None
+    if key_id is None:
+        body = sealed[5:]
+    else:
+        key = None if keyring is None else keyring.by_id.get(key_id)
+        if key is None:
+            raise PayloadKeyMissingError(key_id, f"payload store object {key_name}")
+        header_length = 6 + len(key_id) + NONCE_BYTES
+        try:
+            body = AESGCM(key.chunk_key).decrypt(sealed[header_length - NONCE_BYTES : header_length], sealed[header_length:], sealed[:header_length])
+        except InvalidTag as error:
+            raise ChunkIntegrityError(key_name, f"failed authentication under key id {json.dumps(key_id)} (altered, or another key was configured under that id)") from error
+    try:
+        plaintext = _inflate(body) if flags & FLAG_DEFLATE else body
+    except zlib.error as error:
+        raise ChunkIntegrityError(key_name, "does not inflate (corrupted)") from error
+    if not hmac.compare_digest(object_id(plaintext, key), oid):
+        raise ChunkIntegrityError(key_name, "content does not match its name (hash mismatch: corrupted or replaced)")
+    return plaintext
+
+
+def _encode_node(level: int, children: Sequence[tuple[str, int]]) -> bytes:
+    return bytes([NODE_MAGIC, level]) + b"".join(bytes.fromhex(cid) + length.to_bytes(4, "big") for cid, length in children)
+
+
+def _decode_node(plaintext: bytes, level: int, key_name: str) -> list[tuple[str, int]]:
+    if len(plaintext) < 2 or plaintext[0] != NODE_MAGIC or (len(plaintext) - 2) % NODE_ENTRY_BYTES != 0:
+        raise ChunkIntegrityError(key_name, "malformed tree node")
+    if plaintext[1] != level:
+        raise ChunkIntegrityError(key_name, f"tree node of level {plaintext[1]} where level {level} was expected")
+    return [
+        (plaintext[at : at + 32].hex(), int.from_bytes(plaintext[at + 32 : at + NODE_ENTRY_BYTES], "big"))
+        for at in range(2, len(plaintext), NODE_ENTRY_BYTES)
+    ]
+
+
+def _parse_manifest(plaintext: bytes, key_name: str) -> dict:
+    try:
+        manifest = json.loads(plaintext.decode("utf-8"))
+    except ValueError as error:
+        raise ChunkIntegrityError(key_name, "manifest is not JSON") from error
+    if not isinstance(manifest, dict) or manifest.get("format") != MANIFEST_FORMAT or manifest.get("v") != 1:
+        raise ChunkIntegrityError(key_name, "not a version-1 temporal-compactor manifest")
+    size, level, root, metadata = manifest.get("size"), manifest.get("level"), manifest.get("root"), manifest.get("metadata")
+    if not isinstance(size, int) or isinstance(size, bool) or not 0 <= size <= MAX_PAYLOAD_BYTES:
+        raise ChunkIntegrityError(key_name, "manifest size is not a plausible byte count")
+    if not isinstance(level, int) or isinstance(level, bool) or not 0 <= level <= 255:
+        raise ChunkIntegrityError(key_name, "manifest level is out of range")
+    if not (isinstance(root, str) and ID_PATTERN.match(root)) and not (root is None and size == 0):
+        raise ChunkIntegrityError(key_name, "manifest root is not an object id")
+    if not isinstance(metadata, dict) or not all(isinstance(value, str) for value in metadata.values()):
+        raise ChunkIntegrityError(key_name, "manifest metadata is malformed")
+    return manifest
+
+
+class ChunkStoreDriver(StorageDriver):
+    """The ``compactor-chunks`` External Storage driver over an ``ObjectBackend``."""
+
+    def __init__(self, backend: ObjectBackend, keyring: Keyring | None = None) -> None:
+        self.backend = backend
+        self.keyring = keyring
+
+    def name(self) -> str:
+        return DRIVER_NAME
+
+    def type(self) -> str:
+        return DRIVER_TYPE
+
+    async def store(self, context: StorageDriverStoreContext, payloads: Sequence[Payload]) -> list[StorageDriverClaim]:
+        # Backends block (files, boto3): off the event loop the worker polls on.
+        return await asyncio.to_thread(lambda: [self._store_one(payload) for payload in payloads])
+
+    async def retrieve(self, context: StorageDriverRetrieveContext, claims: Sequence[StorageDriverClaim]) -> list[Payload]:
+        return await asyncio.to_thread(lambda: [self._retrieve_one(claim) for claim in claims])
+
+    def _ensure(self, kind: str, plaintext: bytes) -> str:
+        """Writes the object unless it is there (touching it when old, so a gc keeps it); returns its id."""
+        key = None if self.keyring is None else self.keyring.current
+        oid = object_id(plaintext, key)
+        name = object_key(kind, oid)
+        modified = self.backend.modified_at(name)
+        if modified is None:
+            self.backend.put(name, seal_object(plaintext, oid, key))
+        elif time.time() - modified >= REFRESH_AFTER_SECONDS:
+            self.backend.touch(name)
+        return oid
+
+    def _store_one(self, payload: Payload) -> StorageDriverClaim:
+        data = payload.data
+        # Children are written before the node that lists them: a node that exists has all its descendants.
+        level: list[tuple[str, int]] = [
+            (self._ensure("chunk", data[start : start + SLICE_BYTES]), len(data[start : start + SLICE_BYTES]))
+            for start in range(0, len(data), SLICE_BYTES)
+        ]
+        depth = 0
+        while len(level) > 1:
+            depth += 1
+            parents: list[tuple[str, int]] = []
+            group: list[tuple[str, int]] = []
+            for child in level:
+                group.append(child)
+                boundary = int(child[0][:2], 16) & 0x0F == 0
+                if (len(group) >= NODE_MIN_CHILDREN and boundary) or len(group) >= NODE_MAX_CHILDREN:
+                    parents.append((self._ensure("node", _encode_node(depth, group)), sum(length for _, length in group)))
+                    group = []
+            if group:
+                parents.append((self._ensure("node", _encode_node(depth, group)), sum(length for _, length in group)))
+            level = parents
+        manifest = {
+            "format": MANIFEST_FORMAT,
+            "v": 1,
+            "chunker": FIXED_SLICES_CHUNKER,
+            "size": len(data),
+            "level": depth,
+            "root": level[0][0] if level else None,
+            "metadata": {name: base64.b64encode(value).decode("ascii") for name, value in payload.metadata.items()},
+        }
+        plaintext = json.dumps(manifest, separators=(",", ":")).encode()
+        key = None if self.keyring is None else self.keyring.current
+        oid = object_id(plaintext, key)
+        # Always written: its modification time tells a gc that a claim to it was just handed out.
+        self.backend.put(object_key("manifest", oid), seal_object(plaintext, oid, key))
+        return StorageDriverClaim(claim_data={"manifest": oid} if key is None else {"manifest": oid, "keyId": key.id})
+
+    def _read(self, kind: str, oid: str, key_id: str | None) -> bytes:
+        name = object_key(kind, oid)
+        sealed = self.backend.get(name)
+        if sealed is None:
+            raise ChunkMissingError(name, self.backend.description)
+        return open_object(sealed, oid, name, key_id, self.keyring)
+
+    def _retrieve_one(self, claim: StorageDriverClaim) -> Payload:
+        manifest_id = claim.claim_data.get("manifest")
+        key_id = claim.claim_data.get("keyId")
+        if manifest_id is None or not ID_PATTERN.match(manifest_id):
+            raise ChunkIntegrityError(f"claim {json.dumps(dict(claim.claim_data))}", "is not a temporal-compactor claim (no manifest id)")
+        manifest_name = object_key("manifest", manifest_id)
+        manifest = _parse_manifest(self._read("manifest", manifest_id, key_id), manifest_name)
+        parts: list[bytes] = []
+
+        def fill(oid: str, level: int, length: int, parent: str) -> None:
+            if level == 0:
+                chunk = self._read("chunk", oid, key_id)
+                if len(chunk) != length:
+                    raise ChunkIntegrityError(parent, f"lists chunk {oid} as {length} bytes, but it has {len(chunk)}")
+                parts.append(chunk)
+                return
+            name = object_key("node", oid)
+            children = _decode_node(self._read("node", oid, key_id), level, name)
+            total = sum(child_length for _, child_length in children)
+            if total != length:
+                raise ChunkIntegrityError(name, f"covers {total} bytes where {length} were expected")
+            for child_id, child_length in children:
+                fill(child_id, level - 1, child_length, name)
+
+        if manifest["root"] is not None:
+            fill(manifest["root"], manifest["level"], manifest["size"], manifest_name)
+        return Payload(
+            metadata={name: base64.b64decode(value) for name, value in manifest["metadata"].items()},
+            data=b"".join(parts),
+        )
+
+
+def data_converter_from_env(env: Mapping[str, str] = os.environ, backend: ObjectBackend | None = None) -> DataConverter:
+    """The data converter that matches a temporal-compactor worker configured with ``env``.
+
+    No store and no key: the SDK's default (plain JSON). A key only: the codec on every payload.
+    A store: External Storage with the chunk store driver for payloads of at least
+    ``COMPACTOR_PAYLOAD_THRESHOLD`` bytes, and the codec for the rest. ``backend`` replaces the
+    store named in ``COMPACTOR_PAYLOAD_STORE`` (S3, say).
+    """
+    keyring = keyring_from_env(env)
+    store = env.get("COMPACTOR_PAYLOAD_STORE", "").strip()
+    if backend is None and store not in ("", "off"):
+        if not store.startswith("file:"):
+            raise ValueError(f"COMPACTOR_PAYLOAD_STORE: this reader opens file: stores itself; for {store} pass an ObjectBackend as backend")
+        backend = FileBackend(store[len("file:") :])
+    if backend is None:
+        if keyring is None:
+            return DataConverter()
+        return DataConverter(payload_codec=CompactorCodec(keyring))
+    threshold_text = env.get("COMPACTOR_PAYLOAD_THRESHOLD", "").strip() or str(DEFAULT_THRESHOLD)
+    if not threshold_text.isdigit() or int(threshold_text) < 1:
+        raise ValueError(f"COMPACTOR_PAYLOAD_THRESHOLD: expected a positive integer, got {json.dumps(threshold_text)}")
+    threshold = int(threshold_text)
+    return DataConverter(
+        payload_codec=CompactorCodec(keyring, pass_through_at_or_above=threshold),
+        external_storage=ExternalStorage(drivers=[ChunkStoreDriver(backend, keyring)], payload_size_threshold=threshold),
+    )
