@@ -1,0 +1,133 @@
+// The payload formats a caller in another language meets (README, "Callers in other languages"),
+// checked byte for byte between our TypeScript codec and chunk store and the Python module
+// interop/python/compactor_payloads.py, without a server: Python reads what TypeScript wrote (a
+// claim, inline payloads under the current and a retired key) and fails as the TypeScript side does
+// on what it must not read (altered, unknown key, corrupted or missing chunk); TypeScript reads what
+// Python wrote (a claim of 64 KiB slices with a tree node, an encrypted inline payload).
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { defaultPayloadConverter, type Payload } from '@temporalio/common';
+import { encodeReferencePayload } from '@temporalio/common/lib/internal-non-workflow/extstore-helpers.js';
+import proto from '@temporalio/proto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { findTrajectory } from '../../corpus/index.js';
+import { resolvePythonSdk } from '../../scripts/python-sdk.mjs';
+import { loadConfig } from '../../src/config.js';
+import { CHUNK_STORE_DRIVER_NAME, codecKey, CompactorCodec, keyringOf, payloadConverterFromConfig, payloadProtoSize, type ChunkStoreDriver } from '../../src/payloads/index.js';
+import { claimOf, decodeHistoryPayload } from '../support/history-payloads.js';
+
+const VECTORS = fileURLToPath(new URL('./python/vectors.py', import.meta.url));
+const PYTHON_PATH = fileURLToPath(new URL('../../interop/python/', import.meta.url));
+const PayloadProto = proto.temporal.api.common.v1.Payload;
+
+const toBase64 = (payload: Payload): string => Buffer.from(PayloadProto.encode(payload).finish()).toString('base64');
+const fromBase64 = (text: string): Payload => {
+  const decoded = PayloadProto.decode(Buffer.from(text, 'base64'));
+  return { metadata: decoded.metadata ?? {}, data: decoded.data ?? new Uint8Array(0) };
+};
+
+interface VectorReport {
+  read: Array<{ name: string; ok: true; value: unknown } | { name: string; ok: false; class: string; message: string }>;
+  written: Record<string, string>;
+}
+
+function runVectors(python: string, job: object): Promise<VectorReport> {
+  const base = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('COMPACTOR_')));
+  const child = spawn(python, [VECTORS], { env: { ...base, PYTHONPATH: PYTHON_PATH, PYTHONDONTWRITEBYTECODE: '1' }, stdio: ['pipe', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.setEncoding('utf8').on('data', (text: string) => (stdout += text));
+  child.stderr.setEncoding('utf8').on('data', (text: string) => (stderr = (stderr + text).slice(-6000)));
+  child.stdin.end(JSON.stringify(job));
+  return new Promise((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code) => {
+      if (code !== 0) reject(new Error(`vectors.py ended with exit code ${code}; its stderr:\n${stderr}`));
+      else resolve(JSON.parse(stdout) as VectorReport);
+    });
+  });
+}
+
+/** Every file under `dir`, recursively. */
+function filesUnder(dir: string): string[] {
+  return readdirSync(dir, { recursive: true, encoding: 'utf8' })
+    .map((name) => join(dir, name))
+    .filter((path) => statSync(path).isFile());
+}
+
+describe('payload formats between TypeScript and interop/python/compactor_payloads.py', () => {
+  let python: string;
+  const dirs: string[] = [];
+  beforeAll(async () => {
+    python = await resolvePythonSdk();
+  });
+  afterAll(() => {
+    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('each side reads what the other wrote, and Python refuses what it must, naming why', async () => {
+    const store = mkdtempSync(join(tmpdir(), 'compactor-vectors-'));
+    dirs.push(store);
+    const [current, retired, stranger] = [randomBytes(32), randomBytes(32), randomBytes(32)];
+    const env = { COMPACTOR_PAYLOAD_STORE: `file:${store}`, COMPACTOR_CODEC_KEY: current.toString('base64'), COMPACTOR_CODEC_OLD_KEYS: retired.toString('base64') };
+    const ours = payloadConverterFromConfig(loadConfig({ env }));
+    const codec = ours.codec as CompactorCodec;
+    const driver = ours.driver as ChunkStoreDriver;
+    const messages = findTrajectory('openhands_gpt4o_Project-MONAI__MONAI-3715').messages;
+    const note = { note: 'a small value that stays inline, compressed and encrypted', padding: 'abc '.repeat(150) };
+
+    const claimFor = async (value: unknown): Promise<Payload> => {
+      const payload = defaultPayloadConverter.toPayload(value);
+      const [claim] = await driver.store({}, [payload]);
+      if (claim === undefined) throw new Error('no claim');
+      return encodeReferencePayload({ driverName: CHUNK_STORE_DRIVER_NAME, claim, sizeBytes: payloadProtoSize(payload) });
+    };
+    const encodedWith = (codecOf: CompactorCodec, value: unknown): Payload => codecOf.encodeOne(defaultPayloadConverter.toPayload(value));
+    const inline = encodedWith(codec, note);
+    const altered = { ...inline, data: Uint8Array.from(inline.data ?? [], (byte, index) => (index === 20 ? byte ^ 1 : byte)) };
+    const claim = await claimFor({ messages });
+    const corruptedClaim = await claimFor({ messages: messages.slice(0, 12) });
+    const missingClaim = await claimFor({ messages: messages.slice(0, 5) });
+    // After the claims are written: delete the manifest of the third.
+    const manifestOf = (payload: Payload): string => claimOf(payload)?.claimData.manifest ?? '';
+    const missing = filesUnder(join(store, 'v1', 'manifests')).find((path) => path.endsWith(manifestOf(missingClaim)));
+    if (missing === undefined) throw new Error('no manifest to delete');
+    rmSync(missing);
+
+    const read = [
+      { name: 'claim', payload: claim },
+      { name: 'inline', payload: inline },
+      { name: 'retired key', payload: encodedWith(new CompactorCodec({ keyring: keyringOf(codecKey(retired)) }), note) },
+      { name: 'altered', payload: altered },
+      { name: 'unknown key', payload: encodedWith(new CompactorCodec({ keyring: keyringOf(codecKey(stranger, 'k-stranger')) }), note) },
+      { name: 'missing manifest', payload: missingClaim },
+    ];
+    const first = await runVectors(python, { env, read: read.map(({ name, payload }) => ({ name, payload: toBase64(payload) })), write: { big: { messages }, small: note } });
+    const byName = Object.fromEntries(first.read.map((entry) => [entry.name, entry]));
+    expect(byName.claim).toEqual({ name: 'claim', ok: true, value: { messages } });
+    expect(byName.inline).toEqual({ name: 'inline', ok: true, value: note });
+    expect(byName['retired key']).toEqual({ name: 'retired key', ok: true, value: note });
+    expect(byName.altered).toMatchObject({ ok: false, class: 'PayloadDecodeError', message: expect.stringContaining('failed authentication') });
+    expect(byName['unknown key']).toMatchObject({ ok: false, class: 'PayloadKeyMissingError', message: expect.stringContaining('"k-stranger"') });
+    expect(byName['missing manifest']).toMatchObject({ ok: false, class: 'ChunkMissingError', message: expect.stringContaining(`v1/manifests/${manifestOf(missingClaim).slice(0, 2)}`) });
+
+    // TypeScript reads what Python wrote: the big value as a claim (two 64 KiB slices or more, and a node), the small one encrypted inline.
+    const big = fromBase64(first.written.big ?? '');
+    const small = fromBase64(first.written.small ?? '');
+    expect(claimOf(big)).toBeDefined();
+    expect(new TextDecoder().decode(small.metadata?.compactor ?? new Uint8Array(0))).toMatch(/;key=k-[0-9a-f]{8}$/);
+    const bigBack = await decodeHistoryPayload(big, { driver, codec });
+    expect(defaultPayloadConverter.fromPayload(bigBack)).toEqual({ messages });
+    expect(defaultPayloadConverter.fromPayload(await decodeHistoryPayload(small, { codec }))).toEqual(note);
+    expect(filesUnder(join(store, 'v1', 'nodes')).length).toBeGreaterThan(0);
+
+    // Corrupted chunks: every claim fails on the Python side, naming the object it met.
+    for (const path of filesUnder(join(store, 'v1', 'chunks'))) writeFileSync(path, Buffer.concat([readFileSync(path).subarray(0, 40), Buffer.from('garbage')]));
+    const second = await runVectors(python, { env, read: [{ name: 'corrupted', payload: toBase64(corruptedClaim) }, { name: 'claim again', payload: toBase64(claim) }], write: {} });
+    for (const entry of second.read) expect(entry).toMatchObject({ ok: false, class: 'ChunkIntegrityError', message: expect.stringMatching(/^payload store object v1\/chunks\/[0-9a-f]{2}\/[0-9a-f]{2}\/[0-9a-f]{64}: failed authentication/) });
+  }, 60_000);
+});
