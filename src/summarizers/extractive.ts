@@ -1,5 +1,6 @@
 // Sandbox-safe and pure: the built-in offline summarizer. No model, no I/O, no clock: it copies
 // lines out of the transcript the compactor renders (src/core/transcript.ts) into the four sections.
+import { isSummaryMessage } from '../core/transcript.js';
 import { contentText } from '../core/tokens.js';
 import type { ChatMessage, SummarizeRequest, SummarizeResponse, Summarizer } from '../core/types.js';
 
@@ -47,6 +48,10 @@ const NOTHING = '- nothing recorded';
  * (Files and commands), and the latest user request plus errors in the latest tool results
  * (Unresolved). Its first line says it is an offline extractive summary.
  *
+ * A summary of a summary merges: an earlier summary in the transcript (the engine's synthetic
+ * message, `isSummaryMessage`) is not a user turn but the older part of the run, and its sections
+ * are read back into the new ones — see {@link extractiveSummary} for what a merge keeps.
+ *
  * The output is bounded by `maxChars` and `maxRatio` of the transcript, and by the limit the
  * too-long retry states (`under N characters`), so it is much shorter than its input. Unknown
  * transcript formats get a best effort on the raw text. Never fails except when `signal` is
@@ -92,6 +97,27 @@ function resolveExtractiveOptions({
 /**
  * The extractive summary of one summarizer request, as `createExtractiveSummarizer` writes it.
  * Pure and synchronous: the same request and options always give the same string.
+ *
+ * Its length is at most `min(maxChars, max(MIN_EXTRACTIVE_SUMMARY_CHARS, maxRatio × transcript))`
+ * characters, and under the limit a tighter retry states. That bound holds for every summary of a
+ * run, the hundredth as the first: what earlier summaries carry competes for the same room.
+ *
+ * When the transcript holds earlier summaries (a run that compacted before), their sections are
+ * merged into the new ones as if their lines had been read from the older part of the run:
+ * - Goals: one list, older goals first. The run's first request keeps the first place and the
+ *   latest request the second; the others compete for room as in a single summary.
+ * - Decisions: earlier decisions rank below new ones of the same strength and are let go oldest
+ *   first when the section is full.
+ * - Files and commands: one line per file and per command across all summaries; a file or command
+ *   used again has its counts summed and its latest outcome. Files and commands not used again
+ *   rank below new ones of the same kind and are let go oldest first.
+ * - Unresolved: the latest user request and the agent's last words carry over until newer ones
+ *   replace them. An earlier open failure carries over while the new part holds fewer tool
+ *   results than Unresolved looks back over (six) and no later call of the same command or file
+ *   superseded it; the failure stays in Files and commands either way.
+ * - `(N more not shown)` in Goals, Decisions and Files and commands counts what this summary and
+ *   the earlier ones left out (an item left out once and seen again later may count twice).
+ * The earlier summaries' headers and notice lines are never copied, so summaries do not nest.
  */
 export function extractiveSummary(request: SummarizeRequest, options: ExtractiveSummarizerOptions = {}): string {
   const { maxChars, maxRatio } = resolveExtractiveOptions(options);
@@ -99,7 +125,8 @@ export function extractiveSummary(request: SummarizeRequest, options: Extractive
   const statedLimit = statedCharLimit(request.messages);
   const byRatio = Math.max(MIN_EXTRACTIVE_SUMMARY_CHARS, Math.floor(transcript.length * maxRatio));
   const budget = Math.min(maxChars, byRatio, statedLimit ?? Number.POSITIVE_INFINITY);
-  return renderSummary(buildSections(parseTranscript(transcript)), budget);
+  const parsed = parseTranscript(transcript);
+  return renderSummary(buildSections(parsed), budget, parsed.earlier.omitted);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -155,8 +182,11 @@ interface ParsedResult {
 interface ParsedTranscript {
   /** False when no block header was found: everything else is a best effort on raw text. */
   structured: boolean;
+  /** User turns, without the engine's earlier summaries (those are in `earlier`). */
   users: Array<{ text: string; order: number }>;
   assistants: Array<{ text: string; order: number }>;
+  /** What earlier summaries in the transcript carry over. */
+  earlier: EarlierSummaries;
   calls: ParsedCall[];
   /** Tool results in transcript order (answered or not). */
   results: Array<{ name: string | undefined; call: ParsedCall | undefined; result: ParsedResult }>;
@@ -168,7 +198,7 @@ const CALL_LINE = /^-> call (\S+) \(([^()]*)\) ?(.*)$/;
 const HARNESS_CUT = /» \[truncated by the harness: \d+ more characters\]$/;
 
 function parseTranscript(raw: string): ParsedTranscript {
-  const parsed: ParsedTranscript = { structured: false, users: [], assistants: [], calls: [], results: [], raw };
+  const parsed: ParsedTranscript = { structured: false, users: [], assistants: [], earlier: readEarlierSummaries([]), calls: [], results: [], raw };
   const lines = raw.split(/\r?\n/);
   const blocks: Array<{ header: RegExpExecArray; body: string[] }> = [];
   for (let index = 0; index < lines.length; index += 1) {
@@ -188,12 +218,17 @@ function parseTranscript(raw: string): ParsedTranscript {
   parsed.structured = true;
 
   const callsById = new Map<string, ParsedCall>();
+  const summaries: string[] = [];
   let order = 0;
   for (const { header, body } of blocks) {
     order += 1;
     const label = header[1] ?? '';
-    if (label === 'user') parsed.users.push({ text: body.join('\n'), order });
-    else if (label === 'assistant') {
+    if (label === 'user') {
+      // The engine's own test for its synthetic message, so the two cannot drift apart.
+      const text = body.join('\n');
+      if (isSummaryMessage({ role: 'user', content: text })) summaries.push(text);
+      else parsed.users.push({ text, order });
+    } else if (label === 'assistant') {
       const textLines: string[] = [];
       let current: ParsedCall | undefined;
       for (const line of body) {
@@ -216,7 +251,131 @@ function parseTranscript(raw: string): ParsedTranscript {
       parsed.results.push({ name: header[2] ?? call?.name, call, result });
     }
   }
+  parsed.earlier = readEarlierSummaries(summaries);
   return parsed;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading earlier summaries back (a summary of a summary merges, it does not nest)
+
+/** The sections of the engine's earlier summaries, oldest first, as lines ready to be reused. */
+interface EarlierSummaries {
+  /** Goal items (a head line and its `  - ` continuation lines). */
+  goals: string[];
+  decisions: string[];
+  /** File, command and other-tool lines, parsed again when the new ones are built. */
+  files: string[];
+  /** Open items other than the latest request: failures, calls without results, the agent's last words. */
+  unresolved: string[];
+  /** The text after `Latest user request: ` in the newest earlier summary that had one. */
+  latestRequest: string | undefined;
+  /** The `N` of each section's `(N more not shown)`, summed over the earlier summaries (0 for Unresolved). */
+  omitted: Record<SectionName, number>;
+}
+
+type SectionName = (typeof SECTIONS)[number][0];
+
+const LATEST_REQUEST = 'Latest user request: ';
+/** The notice without its emphasis marks: found however an item quoted it. */
+const NOTICE_WORDS = EXTRACTIVE_SUMMARY_NOTICE.replace(/^_|_$/g, '');
+const LAST_AGENT_MESSAGE = 'Last agent message: ';
+const OMITTED_LINE = /^- \((\d+) more not shown\)$/;
+
+/**
+ * A heading of one of the four sections, as we write it (`## Goals`) or as a model may
+ * (`### Goals`, `**Goals:**`, `Goals:`). A bare `Goals` line is not taken for a heading.
+ */
+function sectionOfHeading(line: string): SectionName | undefined {
+  const trimmed = line.trim();
+  if (!/^(?:#{1,6}\s|\*\*)/.test(trimmed) && !trimmed.endsWith(':')) return undefined;
+  const name = trimmed.replace(/^#{1,6}\s+/, '').replace(/\*\*/g, '').replace(/:$/, '').trim().toLowerCase();
+  return SECTIONS.find(([, heading]) => heading.slice(3).toLowerCase() === name)?.[0];
+}
+
+/**
+ * Lines a summary must never copy from an earlier one: the engine's header, the notice, and the
+ * section names that summaries written before merging existed copied into their Goals as items.
+ */
+function isScaffolding(line: string): boolean {
+  const text = withoutMarker(line.trim());
+  if (isSummaryMessage({ role: 'user', content: `${text}\n\n` })) return true;
+  if (text.includes(NOTICE_WORDS)) return true;
+  return SECTIONS.some(([, heading]) => heading.slice(3) === text);
+}
+
+/** Reads each earlier summary's sections; the newest one's latest request wins. */
+function readEarlierSummaries(texts: readonly string[]): EarlierSummaries {
+  const earlier: EarlierSummaries = {
+    goals: [],
+    decisions: [],
+    files: [],
+    unresolved: [],
+    latestRequest: undefined,
+    omitted: { goals: 0, decisions: 0, files: 0, unresolved: 0 },
+  };
+  for (const text of texts) {
+    for (const { section, lines } of summaryItems(text)) {
+      const head = lines[0] ?? '';
+      const omitted = OMITTED_LINE.exec(head);
+      if (head === NOTHING) continue;
+      if (omitted !== null) {
+        // Unresolved lets go of what is no longer recent rather than what does not fit: nothing to count.
+        if (section !== 'unresolved') earlier.omitted[section] += Number(omitted[1]);
+        continue;
+      }
+      const body = head.slice(2);
+      if (section === 'unresolved' && body.startsWith(LATEST_REQUEST)) earlier.latestRequest = body.slice(LATEST_REQUEST.length);
+      else earlier[section].push(lines.join('\n'));
+    }
+  }
+  return earlier;
+}
+
+/**
+ * The items of one earlier summary by section: a `- ` line with the indented lines under it.
+ * Other lines (a model's prose) are items of their own; lines before the first heading count as
+ * Decisions. Scaffolding is dropped, and the lines under a scaffolding item (a summary nested by
+ * a version of this summarizer that did not merge) become items of their own: they are the facts.
+ */
+function summaryItems(text: string): Array<{ section: SectionName; lines: string[] }> {
+  const items: Array<{ section: SectionName; lines: string[] }> = [];
+  let section: SectionName = 'decisions';
+  let current: { section: SectionName; lines: string[] } | undefined;
+  let underScaffolding = false;
+  // The first line is the engine's header (the caller checked it with `isSummaryMessage`).
+  for (const line of text.split(/\r?\n/).slice(1)) {
+    const heading = sectionOfHeading(line);
+    if (line.trim() === '' || heading !== undefined) {
+      section = heading ?? section;
+      current = undefined;
+      underScaffolding = false;
+      continue;
+    }
+    const indented = /^\s/.test(line);
+    if (isScaffolding(line)) {
+      if (!indented || current === undefined) {
+        current = undefined;
+        underScaffolding = true;
+      }
+      continue;
+    }
+    // Our own lines are far shorter; the cap only bounds a model's paragraphs.
+    const copied = clip(withoutMarker(line.trim()), 600);
+    if (copied === '') continue;
+    if (indented && current !== undefined) {
+      current.lines.push(`  - ${copied}`);
+      continue;
+    }
+    if (indented && underScaffolding) {
+      items.push({ section, lines: [`- ${copied}`] });
+      continue;
+    }
+    const trimmed = line.trim();
+    current = { section, lines: [OMITTED_LINE.test(trimmed) || trimmed === NOTHING ? trimmed : `- ${copied}`] };
+    underScaffolding = false;
+    items.push(current);
+  }
+  return items;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -385,7 +544,7 @@ function buildSections(transcript: ParsedTranscript): Sections {
   if (!transcript.structured) return rawTextSections(transcript.raw);
   return {
     goals: goalCandidates(transcript),
-    decisions: decisionCandidates(transcript.assistants),
+    decisions: decisionCandidates(transcript.assistants, transcript.earlier.decisions),
     files: fileAndCommandCandidates(transcript),
     unresolved: unresolvedCandidates(transcript),
   };
@@ -412,24 +571,40 @@ function goalLines(text: string): string[] {
   return picked;
 }
 
+/** An item's lines without our list markers (`- `, `  - `). */
+function itemLines(item: string): string[] {
+  return item.split('\n').map((line) => line.replace(/^\s*- /, ''));
+}
+
 function goalCandidates(transcript: ParsedTranscript): Candidate[] {
   const candidates: Candidate[] = [];
   const seen = new Set<string>();
-  const last = transcript.users.length - 1;
-  transcript.users.forEach((turn, index) => {
-    const lines = goalLines(turn.text);
-    const [head, ...rest] = lines;
+  // Earlier summaries' goals stand for the older user turns: one list, oldest first, so the run's
+  // first request keeps its place however many summaries ago it was made.
+  const carried = transcript.earlier.goals;
+  const turns = [
+    ...carried.map((item, index) => {
+      const [head = '', ...rest] = itemLines(item);
+      return { lines: [clip(head, 240), ...rest.map((line) => clip(line, 200))], order: index - carried.length };
+    }),
+    ...transcript.users.map((turn) => ({ lines: goalLines(turn.text), order: turn.order })),
+  ];
+  const last = turns.length - 1;
+  turns.forEach((turn, index) => {
+    const [head, ...rest] = turn.lines;
     if (head === undefined || seen.has(head)) return;
     seen.add(head);
-    // The first request sets the task and the latest one is where the run stands.
-    const priority = index === 0 ? 100 : index === last ? 90 : 50 - Math.min(index, 40);
+    // The first request sets the task and the latest one is where the run stands; of the others
+    // the newer rank higher, so a long run's goals follow what the user asked for lately.
+    const priority = index === 0 ? 100 : index === last ? 90 : 10 + (40 * index) / Math.max(1, last);
     const text = [`- ${head}`, ...rest.map((line) => `  - ${line}`)].join('\n');
     candidates.push({ text, priority, order: turn.order });
   });
   return candidates;
 }
 
-function decisionCandidates(assistants: ParsedTranscript['assistants']): Candidate[] {
+/** Decision sentences of the assistant turns, then those of earlier summaries (`carried`, oldest first). */
+function decisionCandidates(assistants: ParsedTranscript['assistants'], carried: readonly string[] = []): Candidate[] {
   const candidates: Candidate[] = [];
   const seen = new Set<string>();
   assistants.forEach((turn, turnIndex) => {
@@ -449,6 +624,16 @@ function decisionCandidates(assistants: ParsedTranscript['assistants']): Candida
       candidates.push({ text: `- ${copied}`, priority: (score === 0 ? 1 : score) + recency, order: turn.order + sentenceIndex / 1000 });
     });
   });
+  // Earlier decisions are older than every turn here: the same strength ranks them lower, in
+  // [-1, 0) by age, so a full section lets go of the oldest first. A repeat of a new one is dropped.
+  const lines = carried.flatMap(itemLines).map((line) => clip(line, 240));
+  lines.forEach((line, index) => {
+    const key = line.toLowerCase().replace(/\s+/g, ' ');
+    if (line === '' || seen.has(key)) return;
+    seen.add(key);
+    const score = decisionScore(line);
+    candidates.push({ text: `- ${line}`, priority: (score === 0 ? 1 : score) + (index - lines.length) / lines.length, order: index - lines.length });
+  });
   return candidates;
 }
 
@@ -456,6 +641,8 @@ interface FileUse {
   path: string;
   tools: Map<string, number>;
   firstOrder: number;
+  /** Order of the latest call or result that named it: negative while only earlier summaries did. */
+  lastOrder: number;
   lastError: string | undefined;
   /** Named in a call's arguments (acted on) rather than only seen in a result. */
   acted: boolean;
@@ -467,26 +654,124 @@ interface CommandUse {
   command: string;
   tool: string;
   times: number;
+  /** Order of the latest run: negative while only earlier summaries recorded one. */
   lastOrder: number;
   outcome: 'error' | 'no result' | 'done';
   error: string | undefined;
 }
 
+interface ToolUse {
+  calls: number;
+  errors: number;
+  order: number;
+}
+
 const EDIT_TOOLS = /edit|write|create|replace|insert|patch|str_replace/i;
 
-function fileAndCommandCandidates(transcript: ParsedTranscript): Candidate[] {
+/** Inline code as {@link code} writes it: `` `x` `` or ``` `` x `` ```. */
+const CODE_SPAN = '(``\\s.+?\\s``|`[^`]*`)';
+const FILE_USE_LINE = new RegExp(`^- ${CODE_SPAN} — (.+)$`);
+const COMMAND_USE_LINE = new RegExp(`^- ${CODE_SPAN} \\(([^()]+?)(?: ×(\\d+))?\\)(?: → (?:error: (.*)|(no result recorded)))?$`);
+const OTHER_TOOLS_LINE = /^- Other tools called: (.*)$/;
+const FILE_ERROR = '; last result an error: ';
+
+function fromCode(span: string): string {
+  return span.startsWith('``') ? span.slice(3, -3) : span.slice(1, -1);
+}
+
+/** `name ×3` → [name, 3]; a name without a count was used once. */
+function countedName(text: string): [string, number] {
+  const match = /^(.+?)(?: ×(\d+))?$/.exec(text.trim());
+  return [match?.[1] ?? text.trim(), Number(match?.[2] ?? 1)];
+}
+
+/**
+ * The files, commands and other tools of earlier summaries, read back from the lines this
+ * summarizer writes, so the new transcript's uses add to them. Orders are negative (older than
+ * every block of the transcript), oldest lowest. Lines in another format come back as `verbatim`.
+ */
+function earlierUses(lines: readonly string[]): {
+  files: Map<string, FileUse>;
+  commands: Map<string, CommandUse>;
+  otherTools: Map<string, ToolUse>;
+  verbatim: Candidate[];
+} {
   const files = new Map<string, FileUse>();
   const commands = new Map<string, CommandUse>();
-  const otherTools = new Map<string, { calls: number; errors: number; order: number }>();
+  const otherTools = new Map<string, ToolUse>();
+  const verbatim: Candidate[] = [];
+  lines.forEach((line, index) => {
+    const order = index - lines.length;
+    const command = COMMAND_USE_LINE.exec(line);
+    const file = command === null ? FILE_USE_LINE.exec(line) : null;
+    const others = OTHER_TOOLS_LINE.exec(line);
+    if (command !== null) {
+      const [, span = '', tool = '', times, error, noResult] = command;
+      const key = `${tool}\u0000${fromCode(span)}`;
+      const earlierUse = commands.get(key);
+      commands.set(key, {
+        command: fromCode(span),
+        tool,
+        times: (earlierUse?.times ?? 0) + Number(times ?? 1),
+        lastOrder: order,
+        outcome: error !== undefined ? 'error' : noResult !== undefined ? 'no result' : 'done',
+        error,
+      });
+    } else if (file !== null) {
+      const [, span = '', detail = ''] = file;
+      const path = fromCode(span);
+      const cut = detail.indexOf(FILE_ERROR);
+      const toolList = cut < 0 ? detail : detail.slice(0, cut);
+      const seen = /^(?:seen in results|mentioned) ×(\d+)$/.exec(toolList);
+      const use = files.get(path) ?? { path, tools: new Map(), firstOrder: order, lastOrder: order, lastError: undefined, acted: false, edited: false, mentions: 0 };
+      use.lastOrder = order;
+      use.lastError = cut < 0 ? undefined : detail.slice(cut + FILE_ERROR.length);
+      if (seen !== null) use.mentions += Number(seen[1]);
+      else {
+        for (const [tool, times] of toolList.split(', ').map(countedName)) {
+          use.tools.set(tool, (use.tools.get(tool) ?? 0) + times);
+          use.mentions += times;
+          use.edited ||= EDIT_TOOLS.test(tool);
+        }
+        use.acted = true;
+      }
+      files.set(path, use);
+    } else if (others !== null) {
+      for (const match of (others[1] ?? '').matchAll(/(?:^|, )([^,]+?) ×(\d+)(?: \((\d+) looked like errors\))?(?=, |…?$)/g)) {
+        const name = match[1] ?? '';
+        const use = otherTools.get(name) ?? { calls: 0, errors: 0, order };
+        use.calls += Number(match[2]);
+        use.errors += Number(match[3] ?? 0);
+        otherTools.set(name, use);
+      }
+    } else {
+      verbatim.push({ text: line, priority: 4 + (index + 1) / (lines.length + 1), order });
+    }
+  });
+  return { files, commands, otherTools, verbatim };
+}
+
+/**
+ * How far an earlier-only use ranks below a new one: in [0.5, 1) by where the earlier summary
+ * listed it (its last line nearest 0.5), so a full section lets go of the oldest first. 0 for a
+ * use the transcript has.
+ */
+function staleness(lastOrder: number): number {
+  return lastOrder < 0 ? 1 - 1 / (1 - lastOrder) : 0;
+}
+
+function fileAndCommandCandidates(transcript: ParsedTranscript): Candidate[] {
+  const { files, commands, otherTools, verbatim } = earlierUses(transcript.earlier.files);
 
   const useFile = (path: string, order: number, acted: boolean): FileUse => {
     const existing = files.get(path);
     if (existing !== undefined) {
       existing.acted ||= acted;
       existing.mentions += 1;
+      existing.lastOrder = order;
       return existing;
     }
-    const created: FileUse = { path, tools: new Map(), firstOrder: order, lastError: undefined, acted, edited: false, mentions: 1 };
+    const created: FileUse = { path, tools: new Map(), firstOrder: order, lastOrder: order, lastError: undefined, acted, edited: false, mentions: 1 };
     files.set(path, created);
     return created;
   };
@@ -529,21 +814,25 @@ function fileAndCommandCandidates(transcript: ParsedTranscript): Candidate[] {
     for (const path of pathsIn(result.text)) useFile(path, result.order, false);
   }
 
-  const candidates: Candidate[] = [];
+  const candidates: Candidate[] = [...verbatim];
   const lastOrder = Math.max(1, ...transcript.calls.map((call) => call.order));
   for (const use of files.values()) {
     if (!use.acted && use.mentions < 2) continue;
     const tools = [...use.tools].map(([tool, times]) => (times > 1 ? `${tool} ×${times}` : tool)).join(', ');
     const detail = use.acted ? ` — ${tools}` : ` — seen in results ×${use.mentions}`;
-    const error = use.lastError === undefined ? '' : `; last result an error: ${use.lastError}`;
-    const priority = (use.edited ? 30 : use.acted ? 20 : 5) + Math.min(use.mentions, 10) / 10;
+    const error = use.lastError === undefined ? '' : `${FILE_ERROR}${use.lastError}`;
+    // A file the run changed stays worth knowing however long ago (staleness only breaks ties
+    // between mention counts); one it only read or saw falls to the rank of an old command.
+    const stale = (use.edited ? 0.09 : 10) * staleness(use.lastOrder);
+    const priority = (use.edited ? 30 : use.acted ? 20 : 5) + Math.min(use.mentions, 10) / 10 - stale;
     candidates.push({ text: `- ${code(use.path)}${detail}${error}`, priority, order: use.firstOrder });
   }
   for (const use of commands.values()) {
     const times = use.times > 1 ? ` ×${use.times}` : '';
     const outcome = use.outcome === 'error' ? ` → error: ${use.error ?? ''}` : use.outcome === 'no result' ? ' → no result recorded' : '';
     // Later commands are the ones the agent builds on; failed ones say what not to repeat.
-    const priority = 10 + (use.lastOrder / lastOrder) * 10 + (use.outcome === 'error' ? 5 : 0);
+    const recency = use.lastOrder > 0 ? (use.lastOrder / lastOrder) * 10 : -staleness(use.lastOrder);
+    const priority = 10 + recency + (use.outcome === 'error' ? 5 : 0);
     candidates.push({ text: `- ${code(use.command)} (${use.tool}${times})${outcome}`, priority, order: 1e9 + use.lastOrder });
   }
   if (otherTools.size > 0) {
@@ -556,17 +845,20 @@ function fileAndCommandCandidates(transcript: ParsedTranscript): Candidate[] {
   return candidates;
 }
 
+/** Unresolved looks for errors among this many of the latest tool results. */
+const RECENT_RESULTS = 6;
+
 function unresolvedCandidates(transcript: ParsedTranscript): Candidate[] {
   const candidates: Candidate[] = [];
+  const { earlier } = transcript;
   const latestUser = transcript.users.at(-1);
   const opening = latestUser === undefined ? [] : goalLines(latestUser.text);
-  const request = opening.find((line) => line.length >= 20) ?? opening[0];
-  if (latestUser !== undefined && request !== undefined) {
-    candidates.push({ text: `- Latest user request: ${request}`, priority: 100, order: -1 });
-  }
+  // No user turn since the earlier summary: the request it recorded is still the latest.
+  const request = opening.find((line) => line.length >= 20) ?? opening[0] ?? earlier.latestRequest;
+  if (request !== undefined) candidates.push({ text: `- ${LATEST_REQUEST}${request}`, priority: 100, order: -1 });
 
   // Errors among the latest tool results that no later identical call cleared.
-  const recent = transcript.results.slice(-6);
+  const recent = transcript.results.slice(-RECENT_RESULTS);
   for (const [index, { name, call, result }] of recent.entries()) {
     if (result.error === undefined) continue;
     const identity = call === undefined ? undefined : `${call.name}\u0000${call.args}`;
@@ -580,15 +872,33 @@ function unresolvedCandidates(transcript: ParsedTranscript): Candidate[] {
   for (const call of transcript.calls.filter((item) => item.result === undefined).slice(-3)) {
     candidates.push({ text: `- No result recorded for ${callSubject(call)}`, priority: 70, order: call.order });
   }
+
   // The agent's last words say where it stood; skip headings and one-word lines ("Perfect!").
+  let lastWords = false;
   for (const turn of [...transcript.assistants].reverse()) {
     const line = proseLines(turn.text)
       .map(withoutMarker)
       .find((candidate) => candidate.length >= 20);
     if (line === undefined) continue;
-    candidates.push({ text: `- Last agent message: ${clip(line, 200)}`, priority: 60, order: turn.order });
+    candidates.push({ text: `- ${LAST_AGENT_MESSAGE}${clip(line, 200)}`, priority: 60, order: turn.order });
+    lastWords = true;
     break;
   }
+
+  // Earlier open items are older than every result here: they are still among the latest
+  // results only while there are fewer than RECENT_RESULTS new ones, and a later call of the
+  // same command, file or tool says how that went instead. Earlier last words last until new ones.
+  const subjects = new Set(transcript.calls.map(callSubject));
+  const open = earlier.unresolved.filter((item) => {
+    if (item.startsWith(`- ${LAST_AGENT_MESSAGE}`)) return !lastWords;
+    if (transcript.results.length >= RECENT_RESULTS) return false;
+    const subject = /^- (.+?) failed: /.exec(item)?.[1] ?? /^- No result recorded for (.+)$/.exec(item)?.[1];
+    return subject === undefined || !subjects.has(subject);
+  });
+  open.forEach((item, index) => {
+    const rank = (index + 1) / (open.length + 1);
+    candidates.push({ text: item, priority: item.startsWith(`- ${LAST_AGENT_MESSAGE}`) ? 60 : 65 + rank, order: -1 + rank });
+  });
   return candidates;
 }
 
@@ -628,15 +938,18 @@ function rawTextSections(raw: string): Sections {
 
 /**
  * A section's body within `allowance` characters: the highest-priority candidates that fit, in
- * transcript order, and a line counting the ones that did not. Never empty: `NOTHING` when the
- * section has no candidates, the count alone when none fits.
+ * transcript order, and a line counting the ones that did not plus the `earlierOmitted` that
+ * earlier summaries did not show. Never empty: `NOTHING` when the section has no candidates and
+ * nothing was left out, the count alone when none fits.
  */
-function sectionBody(candidates: readonly Candidate[], allowance: number): string {
-  if (candidates.length === 0) return NOTHING;
-  const all = candidates.reduce((sum, candidate) => sum + candidate.text.length + 1, -1);
-  if (all <= allowance) return [...candidates].sort((a, b) => a.order - b.order).map((candidate) => candidate.text).join('\n');
+function sectionBody(candidates: readonly Candidate[], allowance: number, earlierOmitted = 0): string {
+  if (candidates.length === 0) return earlierOmitted > 0 ? omittedLine(earlierOmitted) : NOTHING;
+  const ordered = [...candidates].sort((a, b) => a.order - b.order).map((candidate) => candidate.text);
+  if (earlierOmitted > 0) ordered.push(omittedLine(earlierOmitted));
+  const all = ordered.reduce((sum, line) => sum + line.length + 1, -1);
+  if (all <= allowance) return ordered.join('\n');
   const ranked = [...candidates].sort((a, b) => b.priority - a.priority || a.order - b.order);
-  const room = allowance - omittedLine(candidates.length).length;
+  const room = allowance - omittedLine(candidates.length + earlierOmitted).length;
   const kept: Candidate[] = [];
   let used = 0;
   for (const candidate of ranked) {
@@ -646,7 +959,7 @@ function sectionBody(candidates: readonly Candidate[], allowance: number): strin
     used += cost;
   }
   kept.sort((a, b) => a.order - b.order);
-  return [...kept.map((candidate) => candidate.text), omittedLine(candidates.length - kept.length)].join('\n');
+  return [...kept.map((candidate) => candidate.text), omittedLine(candidates.length - kept.length + earlierOmitted)].join('\n');
 }
 
 function omittedLine(omitted: number): string {
@@ -667,14 +980,15 @@ const FILL_ORDER: ReadonlyArray<readonly [keyof Sections, number]> = [
  * When even the bare skeleton does not fit, the skeleton is returned (the engine then rejects it
  * as too long and falls back to the hard trim).
  */
-function renderSummary(sections: Sections, budget: number): string {
+function renderSummary(sections: Sections, budget: number, omitted: Readonly<Record<SectionName, number>>): string {
   const layout = (bodies: Record<keyof Sections, string>): string =>
     [EXTRACTIVE_SUMMARY_NOTICE, ...SECTIONS.map(([name, heading]) => `${heading}\n${bodies[name]}`)].join('\n\n');
+  const body = (name: SectionName, allowance: number): string => sectionBody(sections[name], allowance, omitted[name]);
   const bodies: Record<keyof Sections, string> = {
-    goals: sectionBody(sections.goals, 0),
-    decisions: sectionBody(sections.decisions, 0),
-    files: sectionBody(sections.files, 0),
-    unresolved: sectionBody(sections.unresolved, 0),
+    goals: body('goals', 0),
+    decisions: body('decisions', 0),
+    files: body('files', 0),
+    unresolved: body('unresolved', 0),
   };
   const extra = budget - layout(bodies).length;
   if (extra <= 0) return layout(bodies);
@@ -682,12 +996,12 @@ function renderSummary(sections: Sections, budget: number): string {
   let spare = extra;
   for (const [name, share] of FILL_ORDER) {
     const before = bodies[name].length;
-    bodies[name] = sectionBody(sections[name], before + Math.floor(extra * share));
+    bodies[name] = body(name, before + Math.floor(extra * share));
     spare -= bodies[name].length - before;
   }
   for (const [name] of FILL_ORDER) {
     const before = bodies[name].length;
-    bodies[name] = sectionBody(sections[name], before + spare);
+    bodies[name] = body(name, before + spare);
     spare -= bodies[name].length - before;
   }
   return layout(bodies);

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { bundledTrajectories, extendedCorpusLocation, GENERATED_NAMES, listedNames, repositoryCorpus } from '../../corpus/index.js';
-import { summarizeRequest } from '../../src/core/transcript.js';
+import { Compactor } from '../../src/compactor.js';
+import { contentText } from '../../src/core/tokens.js';
+import { summarizeRequest, summaryContent, tooLongInstruction } from '../../src/core/transcript.js';
 import type { ChatMessage, SummarizeRequest } from '../../src/core/types.js';
 import {
   createExtractiveSummarizer,
@@ -10,7 +12,7 @@ import {
   MIN_EXTRACTIVE_SUMMARY_CHARS,
 } from '../../src/summarizers/index.js';
 import { extendedCases } from '../support/corpus.js';
-import { assistant, tool, user } from '../support/messages.js';
+import { assistant, system, tool, user } from '../support/messages.js';
 
 // The repository set (MIT recordings and generated runs) always; the rest of the extended corpus
 // (read in place: most of it may not be copied here) when it is present, else one skipped test.
@@ -42,6 +44,15 @@ function sectionsOf(summary: string): Map<string, string[]> {
     } else if (line !== '') current?.push(line);
   }
   return sections;
+}
+
+/** The header the engine writes in front of every summary (`summaryContent`). */
+const SUMMARY_HEADER = '[Summary by the harness of';
+
+/** The `N` of a section's `- (N more not shown)` line, 0 without one. */
+function omittedCount(lines: readonly string[]): number {
+  const line = lines.find((candidate) => /^- \(\d+ more not shown\)$/.test(candidate));
+  return line === undefined ? 0 : Number(/\d+/.exec(line)?.[0]);
 }
 
 /** A copied item with our list marker and our cut mark removed. */
@@ -255,6 +266,166 @@ describe('extractive summarizer on a hand-written run', () => {
   });
 });
 
+describe('extractive summarizer on a transcript that holds an earlier summary', () => {
+  const roomy = { maxRatio: Number.POSITIVE_INFINITY };
+  const firstMiddle: ChatMessage[] = [
+    user('Fix the failing test in src/app.py.\nIt fails on CI since yesterday.'),
+    assistant('I will run the test first.', [['call_1', 'bash', JSON.stringify({ command: 'pytest tests/test_app.py -q' })]]),
+    tool('call_1', 'Traceback (most recent call last):\n  File "src/app.py", line 3, in total\nAssertionError: expected 2, got 3'),
+    assistant('The root cause is an off-by-one in total() because the loop starts at 1. Let me edit it.', [
+      ['call_2', 'edit_file', JSON.stringify({ path: 'src/app.py', old: 'range(1, n)', new: 'range(n)' })],
+    ]),
+    tool('call_2', 'The file src/app.py has been edited.'),
+    assistant(null, [['call_3', 'bash', JSON.stringify({ command: 'cat /etc/app/config.yaml' })]]),
+    tool('call_3', 'cat: /etc/app/config.yaml: No such file or directory'),
+    user('Also update the changelog.'),
+  ];
+  const first = extractiveSummary(summarizeRequest(firstMiddle, 2000), roomy);
+  const earlier = user(summaryContent(first, firstMiddle.length));
+
+  it('gives a lone earlier summary back unchanged when there is room', () => {
+    expect(extractiveSummary(summarizeRequest([earlier], 2000), roomy)).toBe(first);
+  });
+
+  it('merges the earlier sections with the new turns: counts summed, cleared failures gone', () => {
+    const next = [
+      earlier,
+      assistant('Run it again after the fix.', [['call_9', 'bash', JSON.stringify({ command: 'pytest tests/test_app.py -q' })]]),
+      tool('call_9', '1 passed in 0.01s'),
+      assistant(null, [['call_10', 'edit_file', JSON.stringify({ path: 'src/app.py', old: 'return s', new: 'return s + 0' })]]),
+      tool('call_10', 'The file src/app.py has been edited.'),
+    ];
+    const summary = extractiveSummary(summarizeRequest(next, 2000), roomy);
+    const sections = sectionsOf(summary);
+    expect(summary.split('\n')[0]).toBe(EXTRACTIVE_SUMMARY_NOTICE);
+    expect(summary).not.toContain(SUMMARY_HEADER);
+    expect(sections.get('## Goals')).toEqual(['- Fix the failing test in src/app.py.', '  - It fails on CI since yesterday.', '- Also update the changelog.']);
+    expect(sections.get('## Decisions')).toEqual([
+      '- I will run the test first.',
+      '- The root cause is an off-by-one in total() because the loop starts at 1.',
+      '- Run it again after the fix.',
+    ]);
+    expect(sections.get('## Files and commands')).toEqual([
+      '- `tests/test_app.py` — bash ×2',
+      '- `src/app.py` — edit_file ×2',
+      '- `/etc/app/config.yaml` — bash; last result an error: cat: /etc/app/config.yaml: No such file or directory',
+      '- `cat /etc/app/config.yaml` (bash) → error: cat: /etc/app/config.yaml: No such file or directory',
+      '- `pytest tests/test_app.py -q` (bash ×2)',
+    ]);
+    // No user turn since: the recorded request is still the latest. pytest passed since; cat was not run again.
+    expect(sections.get('## Unresolved')).toEqual([
+      '- Latest user request: Also update the changelog.',
+      '- `cat /etc/app/config.yaml` (bash) failed: cat: /etc/app/config.yaml: No such file or directory',
+      '- Last agent message: Run it again after the fix.',
+    ]);
+  });
+
+  it('lets earlier failures go once six newer tool results follow them', () => {
+    const rounds = Array.from({ length: 6 }, (_, index) => [
+      assistant(`Reading part ${index} of the module now.`, [[`call_r${index}`, 'read_file', JSON.stringify({ path: `src/part${index}.py` })]]),
+      tool(`call_r${index}`, `def part${index}(): pass`),
+    ]).flat();
+    const unresolved = sectionsOf(extractiveSummary(summarizeRequest([earlier, ...rounds], 2000), roomy)).get('## Unresolved') ?? [];
+    expect(unresolved.filter((line) => line.includes(' failed: '))).toEqual([]);
+    expect(unresolved[0]).toBe('- Latest user request: Also update the changelog.');
+  });
+
+  it('merges a model-written summary section by section, its prose as items', () => {
+    const written = [
+      '## Goals',
+      '- Migrate the billing service to Postgres 16.',
+      '',
+      '**Decisions:**',
+      'The team chose pg_dump over logical replication because downtime is acceptable.',
+      '- Ruled out pglogical: it does not support the extension we use.',
+      '',
+      '### Files and commands',
+      '- Edited `config/db.yml` to point at the new host.',
+      '',
+      '## Unresolved',
+      "- The nightly job `jobs/reconcile.py` still fails with `KeyError: 'currency'`.",
+    ].join('\n');
+    const next = [
+      user(summaryContent(written, 12)),
+      user('Now also run the smoke tests.'),
+      assistant('I will run the smoke tests with make smoke now.', [['call_s', 'bash', JSON.stringify({ command: 'make smoke' })]]),
+      tool('call_s', '2 passed'),
+    ];
+    const summary = extractiveSummary(summarizeRequest(next, 2000), roomy);
+    const sections = sectionsOf(summary);
+    expect(summary.split('\n').filter((line) => line.startsWith('#'))).toEqual(HEADINGS);
+    expect(sections.get('## Goals')).toEqual(['- Migrate the billing service to Postgres 16.', '- Now also run the smoke tests.']);
+    expect(sections.get('## Decisions')).toEqual([
+      '- The team chose pg_dump over logical replication because downtime is acceptable.',
+      '- Ruled out pglogical: it does not support the extension we use.',
+      '- I will run the smoke tests with make smoke now.',
+    ]);
+    expect(sections.get('## Files and commands')).toEqual(['- Edited `config/db.yml` to point at the new host.', '- `make smoke` (bash)']);
+    expect(sections.get('## Unresolved')).toEqual([
+      '- Latest user request: Now also run the smoke tests.',
+      "- The nightly job `jobs/reconcile.py` still fails with `KeyError: 'currency'`.",
+      '- Last agent message: I will run the smoke tests with make smoke now.',
+    ]);
+  });
+
+  it('(regression) unnests a summary written before summaries merged, keeping the facts inside it', () => {
+    const nested = [
+      EXTRACTIVE_SUMMARY_NOTICE,
+      '',
+      '## Goals',
+      '- [Summary by the harness of 39 earlier messages]',
+      `  - ${EXTRACTIVE_SUMMARY_NOTICE}`,
+      '  - Goals',
+      '  - Fix the failing test in src/app.py and keep the changelog current.',
+      '  - It fails on CI since yesterday.',
+      '- Request 27: also document module m27 in docs/m27.md.',
+      '',
+      '## Decisions',
+      '- Decided in round 20 to cache m20 because it is read often.',
+      '',
+      '## Files and commands',
+      '- `src/app.py` — edit_file ×4',
+      '',
+      '## Unresolved',
+      '- Latest user request: Request 27: also document module m27 in docs/m27.md.',
+    ].join('\n');
+    const summary = extractiveSummary(summarizeRequest([user(summaryContent(nested, 37))], 2000), roomy);
+    expect(summary).not.toContain(SUMMARY_HEADER);
+    expect(summary.split(EXTRACTIVE_SUMMARY_NOTICE)).toHaveLength(2);
+    expect(sectionsOf(summary).get('## Goals')).toEqual([
+      '- Fix the failing test in src/app.py and keep the changelog current.',
+      '- It fails on CI since yesterday.',
+      '- Request 27: also document module m27 in docs/m27.md.',
+    ]);
+    expect(sectionsOf(summary).get('## Files and commands')).toEqual(['- `src/app.py` — edit_file ×4']);
+  });
+
+  it('merges two earlier summaries oldest first; the newer one’s latest request wins', () => {
+    const later = extractiveSummary(summarizeRequest([user('Then bump the version in package.json.')], 2000), roomy);
+    const summary = extractiveSummary(summarizeRequest([earlier, user(summaryContent(later, 1))], 2000), roomy);
+    const sections = sectionsOf(summary);
+    expect(sections.get('## Goals')).toEqual([
+      '- Fix the failing test in src/app.py.',
+      '  - It fails on CI since yesterday.',
+      '- Also update the changelog.',
+      '- Then bump the version in package.json.',
+    ]);
+    expect(sections.get('## Unresolved')?.[0]).toBe('- Latest user request: Then bump the version in package.json.');
+  });
+
+  it('adds what earlier summaries left out to the count of what this one leaves out', () => {
+    const crowded = Array.from({ length: 40 }, (_, index) => `- Decided to keep option ${index} because the benchmark ${index} favours it.`);
+    const written = ['## Goals', '- Tune the options.', '', '## Decisions', ...crowded, '- (7 more not shown)'].join('\n');
+    const request = summarizeRequest([user(summaryContent(written, 50))], 2000);
+    const decisions = sectionsOf(extractiveSummary(request, { maxChars: 1200, maxRatio: Number.POSITIVE_INFINITY })).get('## Decisions') ?? [];
+    const shown = decisions.filter((line) => !/^- \(\d+ more not shown\)$/.test(line));
+    expect(shown.length).toBeLessThan(40);
+    expect(omittedCount(decisions)).toBe(7 + 40 - shown.length);
+    // The newest earlier decisions are the ones kept.
+    expect(shown.at(-1)).toBe(crowded.at(-1));
+  });
+});
+
 describe('extractive summarizer on text in another format', () => {
   it('makes a best effort on raw text: decisions, paths, commands and errors', () => {
     const raw = [
@@ -337,5 +508,211 @@ describe('createExtractiveSummarizer', () => {
     const response = await createExtractiveSummarizer().summarize(summarizeRequest([user('Tidy up README.md.')], 2000));
     expect(Object.keys(response)).toEqual(['text']);
     expect(response.text).toContain('- Tidy up README.md.');
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// A summary of a summary (issue 10 §4): the earlier summary is one `[user]` block of the transcript.
+
+
+describe('(regression) extractive summarizer over 50 successive compactions', () => {
+  const TASK = 'Fix the failing test in src/app.py and keep the changelog current.';
+  const PYTEST = 'pytest tests/test_app.py -q';
+  const LINT = 'npm run lint';
+  /** pytest fails until this round and passes from it on; lint fails in every round from LINT_FROM on and is never fixed. */
+  const FIXED_AT = 101;
+  const LINT_FROM = 160;
+  // About a thousand characters of filler per result, so that rounds weigh what real ones do.
+  const filler = (round: number): string => `${`line ${round} of the output, nothing to see here `.repeat(24)}`;
+
+  /** One round: every ninth opens with a user request; then one assistant turn with one call and its result. */
+  function roundOf(round: number): ChatMessage[] {
+    const messages: ChatMessage[] = [];
+    if (round % 9 === 0) messages.push(user(`Request ${round}: also document module m${round} in docs/m${round}.md.`));
+    const id = `call_${round}`;
+    const words = round % 5 === 0 ? `Decided in round ${round} to cache m${round} because it is read often.` : `Round ${round}: I will look at m${round} next.`;
+    switch (round % 4) {
+      case 1: {
+        const passing = round >= FIXED_AT;
+        messages.push(assistant(words, [[id, 'bash', JSON.stringify({ command: PYTEST })]]));
+        messages.push(tool(id, passing ? `1 passed in 0.01s\n${filler(round)}` : `${filler(round)}\n  File "src/app.py", line 3, in total\nAssertionError: expected 2, got 3`));
+        break;
+      }
+      case 2:
+        messages.push(assistant(words, [[id, 'edit_file', JSON.stringify({ path: 'src/app.py', old: `x${round}`, new: `y${round}` })]]));
+        messages.push(tool(id, `The file src/app.py has been edited.\n${filler(round)}`));
+        break;
+      case 3:
+        messages.push(assistant(words, [[id, 'read_file', JSON.stringify({ path: `src/m${round}.py` })]]));
+        messages.push(tool(id, `def m${round}():\n${filler(round)}`));
+        break;
+      default:
+        if (round >= LINT_FROM) {
+          messages.push(assistant(words, [[id, 'bash', JSON.stringify({ command: LINT })]]));
+          messages.push(tool(id, `${filler(round)}\nerror: 3 problems in src/m${round}.py`));
+        } else {
+          messages.push(assistant(words, [[id, 'bash', JSON.stringify({ command: `ls src/pkg${round}` })]]));
+          messages.push(tool(id, `${filler(round)}\nm${round}.py`));
+        }
+    }
+    return messages;
+  }
+
+  interface Observation {
+    request: SummarizeRequest;
+    text: string;
+  }
+
+  /** Grows a conversation round by round and compacts it whenever the engine says so, 50 times. */
+  async function run(): Promise<{ results: Array<{ summary: string; summarized: ChatMessage[]; fallback: boolean }>; seen: Observation[] }> {
+    const extractive = createExtractiveSummarizer();
+    const seen: Observation[] = [];
+    const summarizer = {
+      async summarize(request: SummarizeRequest) {
+        const response = await extractive.summarize(request);
+        seen.push({ request, text: response.text });
+        return response;
+      },
+    };
+    const compactor = new Compactor({ summarizer, contextBudget: 8000, retryBackoff: 0 });
+    let messages: ChatMessage[] = [system('You are a coding agent.'), user(`${TASK}\nIt fails on CI since yesterday.`)];
+    const sent: ChatMessage[] = [...messages];
+    const results: Array<{ summary: string; summarized: ChatMessage[]; fallback: boolean }> = [];
+    for (let round = 1; results.length < 50; round += 1) {
+      if (round > 2000) throw new Error(`only ${results.length} compactions in 2000 rounds`);
+      const added = roundOf(round);
+      sent.push(...added);
+      messages = [...messages, ...added];
+      if (!compactor.needsCompaction(messages)) continue;
+      const result = await compactor.compact(messages);
+      messages = result.messages;
+      const kept = new Set(messages);
+      results.push({ summary: result.summary ?? '', summarized: sent.filter((message) => !kept.has(message)), fallback: result.fallback });
+    }
+    return { results, seen };
+  }
+
+  const outcome = run();
+
+  it('every compaction is a summary the engine accepted', async () => {
+    const { results } = await outcome;
+    expect(results).toHaveLength(50);
+    expect(results.filter(({ fallback, summary }) => fallback || summary === '')).toEqual([]);
+    // The run is long enough for the facts below to have a history: pytest fixed and lint failing.
+    expect(results.at(-1)?.summarized.filter((message) => message.role === 'assistant').length).toBeGreaterThan(LINT_FROM);
+  });
+
+  it('never nests an earlier summary: one header, one notice line, the four sections once each in order', async () => {
+    const { results } = await outcome;
+    for (const [index, { summary }] of results.entries()) {
+      const where = `compaction ${index + 1}`;
+      expect(summary.split(SUMMARY_HEADER).length - 1, where).toBe(1);
+      expect(summary.startsWith(SUMMARY_HEADER), where).toBe(true);
+      expect(summary.split('_Offline extractive summary').length - 1, where).toBe(1);
+      expect(summary.split('\n')[2], where).toBe(EXTRACTIVE_SUMMARY_NOTICE);
+      expect(
+        summary.split('\n').filter((line) => line.startsWith('#')),
+        where,
+      ).toEqual(HEADINGS);
+      expect(summary, where).not.toMatch(/^\s*- (?:Goals|Decisions|Files and commands|Unresolved)$/m);
+    }
+  });
+
+  it(`stays within maxChars (${DEFAULT_EXTRACTIVE_MAX_CHARS}) and 0.15 of its transcript however many times the run compacts`, async () => {
+    const { results, seen } = await outcome;
+    expect(seen.length).toBeGreaterThanOrEqual(50);
+    for (const [index, { request, text }] of seen.entries()) {
+      const transcript = transcriptOf(request).replace(/^Transcript to summarize \(\d+ messages?\):\n\n/, '');
+      const bound = Math.min(DEFAULT_EXTRACTIVE_MAX_CHARS, Math.max(MIN_EXTRACTIVE_SUMMARY_CHARS, Math.floor(transcript.length * 0.15)));
+      expect(text.length, `summary ${index + 1}`).toBeLessThanOrEqual(bound);
+    }
+    // The message adds the engine's one header line and nothing else.
+    for (const { summary } of results) expect(summary.length).toBeLessThanOrEqual(DEFAULT_EXTRACTIVE_MAX_CHARS + 60);
+  });
+
+  it('honours the tighter retry’s limit on a summary of a summary', async () => {
+    const { seen } = await outcome;
+    for (const { request, text } of seen.filter((_, index) => index % 10 === 9)) {
+      const retry: SummarizeRequest = { messages: [{ role: 'system', content: tooLongInstruction(text.length) }, ...request.messages.slice(1)] };
+      const shorter = extractiveSummary(retry);
+      expect(shorter.length).toBeLessThan(Math.floor(text.length / 2));
+      expect(shorter.split('\n')[0]).toBe(EXTRACTIVE_SUMMARY_NOTICE);
+      expect(shorter.split('\n').filter((line) => line.startsWith('#'))).toEqual(HEADINGS);
+    }
+  });
+
+  it('keeps the run’s first request in Goals and the latest summarized one in Unresolved', async () => {
+    const { results } = await outcome;
+    for (const [index, { summary, summarized }] of results.entries()) {
+      const where = `compaction ${index + 1}`;
+      const sections = sectionsOf(summary);
+      expect(sections.get('## Goals')?.[0], where).toBe(`- ${TASK}`);
+      const requests = summarized.filter((message) => message.role === 'user').map((message) => contentText(message.content));
+      const latest = requests.at(-1)?.split('\n')[0];
+      expect(sections.get('## Unresolved')?.[0], where).toBe(`- Latest user request: ${latest}`);
+      const goals = sections.get('## Goals') ?? [];
+      expect(new Set(goals).size, where).toBe(goals.length);
+    }
+  });
+
+  it('merges Files and commands: one line per file and command, counts summed over every compaction, the latest outcome', async () => {
+    const { results } = await outcome;
+    for (const [index, { summary, summarized }] of results.entries()) {
+      const where = `compaction ${index + 1}`;
+      const files = sectionsOf(summary).get('## Files and commands') ?? [];
+      const subjects = files.map(codeSpan).filter((subject) => subject !== undefined);
+      expect(new Set(subjects).size, where).toBe(subjects.length);
+
+      const calls = summarized.flatMap((message) => message.tool_calls ?? []);
+      const edits = calls.filter((call) => call.function.name === 'edit_file').length;
+      const appLine = files.find((line) => line.startsWith('- `src/app.py` — '));
+      expect(appLine, where).toMatch(new RegExp(`^- \`src/app\\.py\` — edit_file${edits > 1 ? ` ×${edits}` : ''}(;|$)`));
+
+      const pytestRuns = calls.filter((call) => call.function.arguments.includes(PYTEST));
+      const lastRound = Number(pytestRuns.at(-1)?.id.replace('call_', ''));
+      const pytestLine = files.find((line) => line.startsWith(`- \`${PYTEST}\` (bash`));
+      const outcomeText = lastRound >= FIXED_AT ? '' : ' → error: AssertionError: expected 2, got 3';
+      expect(pytestLine, where).toBe(`- \`${PYTEST}\` (bash${pytestRuns.length > 1 ? ` ×${pytestRuns.length}` : ''})${outcomeText}`);
+    }
+  });
+
+  it('lists in Unresolved only failures no later summarized run cleared, and the newest one when the last result failed', async () => {
+    const { results } = await outcome;
+    for (const [index, { summary, summarized }] of results.entries()) {
+      const where = `compaction ${index + 1}`;
+      const unresolved = sectionsOf(summary).get('## Unresolved') ?? [];
+      const results = summarized.filter((message) => message.role === 'tool');
+      const lastPytest = results.filter((message) => contentText(message.content).includes('passed') || contentText(message.content).includes('AssertionError')).at(-1);
+      const pytestFailed = unresolved.some((line) => line.startsWith(`- \`${PYTEST}\` (bash) failed:`));
+      if (contentText(lastPytest?.content ?? null).includes('passed')) expect(pytestFailed, where).toBe(false);
+      const last = results.at(-1);
+      if (last !== undefined && /^error: 3 problems/m.test(contentText(last.content))) {
+        expect(unresolved, where).toContain(`- \`${LINT}\` (bash) failed: ${contentText(last.content).split('\n').at(-1)}`);
+      }
+    }
+  });
+
+  it('keeps the newest decisions, and counts what earlier summaries left out', async () => {
+    const { results } = await outcome;
+    let omitted = { goals: 0, decisions: 0, files: 0 };
+    for (const [index, { summary, summarized }] of results.entries()) {
+      const where = `compaction ${index + 1}`;
+      const sections = sectionsOf(summary);
+      const decided = summarized
+        .filter((message) => message.role === 'assistant' && contentText(message.content).startsWith('Decided in round'))
+        .map((message) => contentText(message.content));
+      expect(sections.get('## Decisions'), where).toContain(`- ${decided.at(-1)}`);
+      const now = {
+        goals: omittedCount(sections.get('## Goals') ?? []),
+        decisions: omittedCount(sections.get('## Decisions') ?? []),
+        files: omittedCount(sections.get('## Files and commands') ?? []),
+      };
+      expect(now.goals, where).toBeGreaterThanOrEqual(omitted.goals);
+      expect(now.decisions, where).toBeGreaterThanOrEqual(omitted.decisions);
+      expect(now.files, where).toBeGreaterThanOrEqual(omitted.files);
+      omitted = now;
+    }
+    // By the end the run has decided more than a summary shows: the count says so.
+    expect(omitted.decisions).toBeGreaterThan(0);
   });
 });
