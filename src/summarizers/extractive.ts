@@ -937,10 +937,11 @@ function rawTextSections(raw: string): Sections {
 // Fitting the sections into the budget
 
 /**
- * A section's body within `allowance` characters: the highest-priority candidates that fit, in
- * transcript order, and a line counting the ones that did not plus the `earlierOmitted` that
- * earlier summaries did not show. Never empty: `NOTHING` when the section has no candidates and
- * nothing was left out, the count alone when none fits.
+ * A section's body within `allowance` characters: the highest-priority candidates that fit (an
+ * item of several lines by its first lines alone if need be), in transcript order, and a line
+ * counting the ones that did not plus the `earlierOmitted` that earlier summaries did not show.
+ * Never empty: `NOTHING` when the section has no candidates and nothing was left out, the count
+ * alone when none fits.
  */
 function sectionBody(candidates: readonly Candidate[], allowance: number, earlierOmitted = 0): string {
   if (candidates.length === 0) return earlierOmitted > 0 ? omittedLine(earlierOmitted) : NOTHING;
@@ -953,10 +954,13 @@ function sectionBody(candidates: readonly Candidate[], allowance: number, earlie
   const kept: Candidate[] = [];
   let used = 0;
   for (const candidate of ranked) {
-    const cost = candidate.text.length + 1;
-    if (used + cost > room) continue;
-    kept.push(candidate);
-    used += cost;
+    // An item with lines under it (a goal's opening) that does not fit whole keeps the first lines
+    // that do: the run's first request must not vanish because its details are long.
+    const lines = candidate.text.split('\n');
+    const fitting = lines.map((_, index) => lines.slice(0, lines.length - index).join('\n')).find((text) => used + text.length + 1 <= room);
+    if (fitting === undefined) continue;
+    kept.push({ ...candidate, text: fitting });
+    used += fitting.length + 1;
   }
   kept.sort((a, b) => a.order - b.order);
   return [...kept.map((candidate) => candidate.text), omittedLine(candidates.length - kept.length + earlierOmitted)].join('\n');

@@ -413,6 +413,20 @@ describe('extractive summarizer on a transcript that holds an earlier summary', 
     expect(sections.get('## Unresolved')?.[0]).toBe('- Latest user request: Then bump the version in package.json.');
   });
 
+  it('keeps the opening lines of the first request when all of it does not fit', () => {
+    const details = Array.from({ length: 4 }, (_, index) => `  - Detail ${index}: ${'the PR description goes on about the bug. '.repeat(4).trim()}`);
+    const written = ['## Goals', '- /testbed', "  - I've uploaded a python code repository in the directory /testbed.", ...details].join('\n');
+    const rounds = Array.from({ length: 30 }, (_, index) => [
+      assistant(`Decided to read part ${index} because the bug may be there.`, [[`call_${index}`, 'read_file', JSON.stringify({ path: `src/part${index}.py` })]]),
+      tool(`call_${index}`, `def part${index}(): pass`),
+    ]).flat();
+    const summary = extractiveSummary(summarizeRequest([user(summaryContent(written, 9)), ...rounds], 2000), { maxChars: 1500, maxRatio: Number.POSITIVE_INFINITY });
+    const goals = sectionsOf(summary).get('## Goals') ?? [];
+    expect(summary.length).toBeLessThanOrEqual(1500);
+    expect(goals.slice(0, 2)).toEqual(['- /testbed', "  - I've uploaded a python code repository in the directory /testbed."]);
+    expect(goals.length).toBeLessThan(6);
+  });
+
   it('adds what earlier summaries left out to the count of what this one leaves out', () => {
     const crowded = Array.from({ length: 40 }, (_, index) => `- Decided to keep option ${index} because the benchmark ${index} favours it.`);
     const written = ['## Goals', '- Tune the options.', '', '## Decisions', ...crowded, '- (7 more not shown)'].join('\n');
