@@ -49,6 +49,7 @@ export {
   type SearchAttributeSetup,
   type HasOperatorService,
 } from './search-attributes.js';
+export { compactorPlugin, CompactorPlugin, compactorWorkflowsPath, type CompactorPluginOptions, type PluginRegistration } from './plugin.js';
 export {
   createWorker,
   runWorker,

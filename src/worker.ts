@@ -8,7 +8,7 @@ import { loadClientConnectConfig } from '@temporalio/envconfig';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import type { WorkerOptions, WorkflowBundleOption } from '@temporalio/worker';
 import type { DataConverter } from '@temporalio/common';
-import { createActivities, createDescribeWorkerActivity } from './activities/index.js';
+import { compactorPlugin, type CompactorPlugin, type PluginRegistration } from './plugin.js';
 import { ensureSearchAttributesIfAllowed, searchAttributeWarning, type SearchAttributeSetup } from './search-attributes.js';
 import { ConfigError, DEFAULT_TASK_QUEUE, loadConfig, summarizerFromConfig, temporalEnvVars, type WorkerModeSetting } from './config.js';
 import { parseDuration, type Duration } from './core/options.js';
@@ -170,8 +170,17 @@ export async function createWorker(config: CompactorWorkerConfig): Promise<Compa
   const taskQueue = config.taskQueue ?? DEFAULT_TASK_QUEUE;
   const summarizerTaskQueue = config.summarizerTaskQueue ?? taskQueue;
   if (mode !== 'workflows' && config.summarizer === undefined) throw new TypeError(`createWorker: a worker in mode "${mode}" needs a summarizer`);
-  const activities = config.summarizer === undefined ? undefined : createActivities({ summarizer: config.summarizer, trajectoryDir: config.trajectoryDir, toolsRoot: config.toolsRoot });
   const code = mode === 'activities' ? undefined : workflowCode(config);
+  // Our activities, workflows and data converter come from the plugin, as on any user's worker.
+  const plugin = (register: PluginRegistration): CompactorPlugin =>
+    compactorPlugin({
+      register,
+      ...(config.summarizer === undefined ? {} : { summarizer: config.summarizer }),
+      dataConverter: config.dataConverter ?? {},
+      activities: { trajectoryDir: config.trajectoryDir, toolsRoot: config.toolsRoot },
+      // Checked once below, before any worker polls, so the result can say what was found.
+      searchAttributes: 'skip',
+    });
   const opened = config.connection === undefined ? await connectFromEnvironment(config.temporalEnv) : undefined;
   const connection = config.connection ?? opened?.connection;
   if (connection === undefined) throw new TypeError('createWorker: no connection');
@@ -192,14 +201,13 @@ export async function createWorker(config: CompactorWorkerConfig): Promise<Compa
     ...(config.maxConcurrentActivityTaskExecutions === undefined ? {} : { maxConcurrentActivityTaskExecutions: config.maxConcurrentActivityTaskExecutions }),
     ...(config.maxConcurrentWorkflowTaskExecutions === undefined ? {} : { maxConcurrentWorkflowTaskExecutions: config.maxConcurrentWorkflowTaskExecutions }),
     shutdownGraceTime: config.shutdownGraceTime === undefined ? 10_000 : parseDuration(config.shutdownGraceTime, 'shutdownGraceTime'),
-    ...(config.dataConverter === undefined ? {} : { dataConverter: config.dataConverter }),
   };
   const plans: WorkerOptions[] = [];
-  if (mode === 'activities') plans.push({ ...common, taskQueue: summarizerTaskQueue, activities });
+  if (mode === 'activities') plans.push({ ...common, taskQueue: summarizerTaskQueue, plugins: [plugin('activities')] });
   else {
     // A workflows-only worker still answers its workflows' `describeWorker` (its payload store is theirs).
-    plans.push({ ...common, taskQueue, ...code, activities: mode === 'all' ? activities : { describeWorker: createDescribeWorkerActivity() } });
-    if (mode === 'all' && summarizerTaskQueue !== taskQueue) plans.push({ ...common, taskQueue: summarizerTaskQueue, activities });
+    plans.push({ ...common, taskQueue, ...code, plugins: [plugin(mode === 'all' ? 'all' : 'workflows')] });
+    if (mode === 'all' && summarizerTaskQueue !== taskQueue) plans.push({ ...common, taskQueue: summarizerTaskQueue, plugins: [plugin('activities')] });
   }
 
   try {

@@ -1,0 +1,167 @@
+// Node only: `compactorPlugin()` — compaction for any Temporal worker and client in one line. On a
+// worker it registers our activities (summarize, the agent loop's chat, tools and bookkeeping), our
+// workflows next to the worker's own (compactConversation, agentRun), the payload codec and store,
+// and checks the namespace's search attributes once; on a client it sets the same data converter,
+// so both ends of every payload agree.
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { dirname, join, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { DataConverter } from '@temporalio/common';
+import { SimplePlugin } from '@temporalio/plugin';
+import type { ReplayWorkerOptions, Worker, WorkerOptions } from '@temporalio/worker';
+import { createActivities, createDescribeWorkerActivity, type ActivityDeps } from './activities/index.js';
+import { loadConfig, summarizerFromConfig, type CompactorConfig } from './config.js';
+import type { Summarizer } from './core/types.js';
+import { payloadConverterFromConfig } from './payloads/index.js';
+import { ensureSearchAttributesIfAllowed, searchAttributeWarning, type SearchAttributeSetup } from './search-attributes.js';
+
+/** What the plugin registers on a worker. */
+export type PluginRegistration = 'all' | 'workflows' | 'activities';
+
+export interface CompactorPluginOptions {
+  /**
+   * The configuration whose settings build the data converter (COMPACTOR_PAYLOAD_STORE, the codec
+   * key, ...) and, unless `summarizer` is given, the summarizer. @default loadConfig() of process.env
+   */
+  config?: CompactorConfig;
+  /** The summarizer the `summarize` activity calls. @default the one the configuration selects */
+  summarizer?: Summarizer;
+  /** More for the activities: the tool root, the trajectory directory, an OpenAI client for chat. */
+  activities?: Omit<ActivityDeps, 'summarizer'>;
+  /**
+   * On a worker: our workflows and our activities (`all`), only the workflows (and the
+   * `describeWorker` activity they ask), or only the activities (e.g. a summarizer worker).
+   * @default 'all'
+   */
+  register?: PluginRegistration;
+  /** The data converter instead of the configuration's. */
+  dataConverter?: DataConverter;
+  /**
+   * When a worker starts: check the namespace for our search attributes and register the missing
+   * ones where the operator API allows it (`register`), only check (`check`), or leave it to the
+   * caller (`skip`). What is missing is never upserted by a run, and the plugin warns once. @default 'register'
+   */
+  searchAttributes?: 'register' | 'check' | 'skip';
+  /** Where the plugin's warnings go. @default console.error */
+  warn?: (message: string) => void;
+  /** Called with what the start-up check found (tests, logs). */
+  onSearchAttributes?: (setup: SearchAttributeSetup) => void;
+}
+
+/** This package's workflows module: the compiled one beside the build output, else the source (tsx). */
+export function compactorWorkflowsPath(): string {
+  const candidates = ['./workflows/index.js', './workflows/index.ts'].map((path) => fileURLToPath(new URL(path, import.meta.url)));
+  const found = candidates.find((path) => existsSync(path));
+  if (found === undefined) throw new Error('temporal-compactor: found no workflows/index beside the plugin');
+  return found;
+}
+
+/** The `node_modules` directory the SDK's workflow package is installed in (the bundler must find it from anywhere). */
+function workflowPackageModules(): string {
+  const entry = createRequire(import.meta.url).resolve('@temporalio/workflow');
+  const marker = `${sep}node_modules${sep}`;
+  const at = entry.lastIndexOf(marker);
+  return at < 0 ? dirname(entry) : entry.slice(0, at + marker.length - 1);
+}
+
+/**
+ * Worker options whose workflows are the worker's own and ours: ours alone when it has none, else
+ * a small module re-exporting both (written under the system's temporary directory, so the bundler
+ * is also told where the SDK's packages are).
+ */
+function withOurWorkflows<T extends { workflowsPath?: string; bundlerOptions?: WorkerOptions['bundlerOptions'] }>(options: T): T {
+  if (options.workflowsPath === undefined) return { ...options, workflowsPath: compactorWorkflowsPath() };
+  const workflowsPath = combinedWorkflowsPath(options.workflowsPath);
+  if (workflowsPath === options.workflowsPath) return options;
+  const modules = workflowPackageModules();
+  const hook = options.bundlerOptions?.webpackConfigHook;
+  return {
+    ...options,
+    workflowsPath,
+    bundlerOptions: {
+      ...options.bundlerOptions,
+      webpackConfigHook: (config) => {
+        const hooked = hook === undefined ? config : hook(config);
+        const resolve = hooked.resolve ?? {};
+        return { ...hooked, resolve: { ...resolve, modules: [...(resolve.modules ?? ['node_modules']), modules] } };
+      },
+    },
+  };
+}
+
+/**
+ * A workflows module exporting the worker's own workflows and ours, so one `workflowsPath` carries
+ * both. Written once per pair of paths under the system's temporary directory.
+ */
+function combinedWorkflowsPath(theirs: string): string {
+  const ours = compactorWorkflowsPath();
+  if (theirs === ours) return ours;
+  const dir = join(tmpdir(), 'temporal-compactor-workflows');
+  mkdirSync(dir, { recursive: true });
+  const path = join(dir, `workflows-${createHash('sha256').update(`${theirs}\n${ours}`).digest('hex').slice(0, 16)}.js`);
+  writeFileSync(path, `// Written by temporal-compactor's plugin: the worker's own workflows, then compactConversation and agentRun.\nexport * from ${JSON.stringify(theirs)};\nexport * from ${JSON.stringify(ours)};\n`);
+  return path;
+}
+
+/**
+ * The Temporal plugin of temporal-compactor (`@temporalio/plugin`'s SimplePlugin underneath).
+ *
+ * @example
+ * const plugin = compactorPlugin();
+ * const worker = await Worker.create({ connection, taskQueue: 'agents', workflowsPath: require.resolve('./workflows'), plugins: [plugin] });
+ * const client = new Client({ connection: clientConnection, plugins: [plugin] });
+ */
+export class CompactorPlugin extends SimplePlugin {
+  private readonly registration: PluginRegistration;
+  private readonly checked = new Set<string>();
+
+  constructor(private readonly pluginOptions: CompactorPluginOptions = {}) {
+    // The configuration is read only for what was not given.
+    let config = pluginOptions.config;
+    const configured = (): CompactorConfig => (config ??= loadConfig());
+    const registration = pluginOptions.register ?? 'all';
+    const dataConverter = pluginOptions.dataConverter ?? payloadConverterFromConfig(configured()).dataConverter;
+    const activities =
+      registration === 'workflows'
+        ? { describeWorker: createDescribeWorkerActivity() }
+        : createActivities({ ...pluginOptions.activities, summarizer: pluginOptions.summarizer ?? summarizerFromConfig(configured()).summarizer });
+    super({ name: 'temporal-compactor', dataConverter, activities });
+    this.registration = registration;
+  }
+
+  /** Adds our workflows next to the worker's own, unless only activities are registered or the worker runs a prebuilt bundle. */
+  override configureWorker(options: WorkerOptions): WorkerOptions {
+    const configured = super.configureWorker(options);
+    if (this.registration === 'activities' || configured.workflowBundle !== undefined) return configured;
+    return withOurWorkflows(configured);
+  }
+
+  override configureReplayWorker(options: ReplayWorkerOptions): ReplayWorkerOptions {
+    const configured = super.configureReplayWorker(options);
+    if (configured.workflowBundle !== undefined) return configured;
+    return withOurWorkflows(configured);
+  }
+
+  /** Before the worker polls: our search attributes in its namespace, checked (and registered where allowed) once. */
+  override async runWorker(worker: Worker, next: (worker: Worker) => Promise<void>): Promise<void> {
+    const connection = worker.connection;
+    const namespace = worker.options.namespace;
+    const mode = this.pluginOptions.searchAttributes ?? 'register';
+    if (mode !== 'skip' && this.registration !== 'activities' && connection !== undefined && !this.checked.has(namespace)) {
+      this.checked.add(namespace);
+      const setup = await ensureSearchAttributesIfAllowed(connection, namespace, { register: mode === 'register' });
+      this.pluginOptions.onSearchAttributes?.(setup);
+      const warning = searchAttributeWarning(namespace, setup);
+      if (warning !== undefined) (this.pluginOptions.warn ?? ((message: string) => console.error(message)))(`temporal-compactor: ${warning}`);
+    }
+    return super.runWorker(worker, next);
+  }
+}
+
+/** {@link CompactorPlugin}: `plugins: [compactorPlugin()]` on `Worker.create` and on `new Client`. */
+export function compactorPlugin(options: CompactorPluginOptions = {}): CompactorPlugin {
+  return new CompactorPlugin(options);
+}
