@@ -56,6 +56,7 @@ export {
   loadWorkerConfig,
   connectFromEnvironment,
   workflowCode,
+  workerBuildId,
   TemporalConnectionError,
   type CompactorWorker,
   type CompactorWorkerConfig,

@@ -29,7 +29,7 @@ import type { ChatActivityInput, ChatActivityOutput } from '../activities/chat.j
 import type { CountTokensInput, CountTokensOutput } from '../activities/count-tokens.js';
 import type { SessionBatchReceipt } from '../activities/session.js';
 import type { ReplayToolInput } from '../activities/tools.js';
-import { ChatFailureType, ReplayFailureType, RunFailureType, ToolFailureType, UpdateFailureType } from '../core/agent-errors.js';
+import { RunFailureType, UpdateFailureType } from '../core/agent-errors.js';
 import { pinTask, planAgentRun, type AgentActivitySettings, type AgentRunInput, type AgentRunPlan, type ResolvedBackend } from '../core/agent-input.js';
 import { messageTexts, type BpeEncodingName } from '../core/bpe-counter.js';
 import {
@@ -202,7 +202,13 @@ function ms(value: Duration | undefined, field: string, fallback: number): numbe
   return value === undefined ? fallback : parseDuration(value, field);
 }
 
-function activityOptions(settings: AgentActivitySettings, field: string, defaults: { startToClose: number; heartbeat: number | undefined }, nonRetryable: string[]): ActivityOptions {
+/**
+ * The options of an activity the loop schedules. No `nonRetryableErrorTypes`: every failure of ours
+ * that must not be retried (Chat.Rejected, Replay.*, Tool.*, Compaction.InvalidInput) is raised
+ * with `nonRetryable: true`, and the list would be written into every scheduled event of every
+ * round (~150 bytes of history each).
+ */
+function activityOptions(settings: AgentActivitySettings, field: string, defaults: { startToClose: number; heartbeat: number | undefined }): ActivityOptions {
   const heartbeat = ms(settings.heartbeatTimeout, `${field}.heartbeatTimeout`, defaults.heartbeat ?? 0);
   return {
     startToCloseTimeout: Math.max(1, ms(settings.startToCloseTimeout, `${field}.startToCloseTimeout`, defaults.startToClose)),
@@ -212,14 +218,11 @@ function activityOptions(settings: AgentActivitySettings, field: string, default
       initialInterval: Math.max(1, ms(settings.initialInterval, `${field}.initialInterval`, 1000)),
       backoffCoefficient: 2,
       maximumInterval: 30_000,
-      nonRetryableErrorTypes: nonRetryable,
     },
     ...(settings.taskQueue === undefined ? {} : { taskQueue: settings.taskQueue }),
   };
 }
 
-const CHAT_NON_RETRYABLE = [ChatFailureType.Rejected, FailureType.InvalidInput, ...Object.values(ReplayFailureType)];
-const TOOL_NON_RETRYABLE = [...Object.values(ToolFailureType), ...Object.values(ReplayFailureType), FailureType.InvalidInput];
 
 function failureMessage(error: unknown): string {
   if (error instanceof ActivityFailure) return error.cause?.message ?? error.message;
@@ -692,7 +695,7 @@ class AgentLoop {
       this.checkPayload(`the chat request of round ${this.rounds + 1}`, jsonPayloadBytes([input]));
       try {
         const { chat } = proxyActivities<{ chat(input: ChatActivityInput): Promise<ChatActivityOutput> }>({
-          ...activityOptions(this.plan.chatActivity, 'input.chatActivity', CHAT_DEFAULTS, CHAT_NON_RETRYABLE),
+          ...activityOptions(this.plan.chatActivity, 'input.chatActivity', CHAT_DEFAULTS),
           summary: `chat · ${backend.backend.label} · ${sent.length} messages (${groupDigits(tokens)} tokens)`,
         });
         const answer = await chat(input);
@@ -714,13 +717,13 @@ class AgentLoop {
   /** Runs the tool calls of an assistant turn as activities (in parallel) and returns their results in call order. */
   private async runTools(message: ChatMessage, backend: BackendCounter, unanswered: readonly string[]): Promise<ChatMessage[]> {
     const calls = (message.tool_calls ?? []).filter((call) => !unanswered.includes(call.id));
-    const ours = activityOptions(this.plan.toolActivity, 'input.toolActivity', OUR_TOOL_DEFAULTS, TOOL_NON_RETRYABLE);
-    const theirs = activityOptions(this.plan.toolActivity, 'input.toolActivity', USER_TOOL_DEFAULTS, TOOL_NON_RETRYABLE);
+    const ours = activityOptions(this.plan.toolActivity, 'input.toolActivity', OUR_TOOL_DEFAULTS);
+    const theirs = activityOptions(this.plan.toolActivity, 'input.toolActivity', USER_TOOL_DEFAULTS);
     const declared = new Set(this.plan.tools.map((tool) => tool.function.name));
     const config = backend.backend.config;
     return Promise.all(
       calls.map(async (call): Promise<ChatMessage> => {
-        const summary = `${call.function.name} ${oneLine(call.function.arguments, 80)}`;
+        const summary = `${call.function.name} ${oneLine(call.function.arguments, 60)}`;
         const answer = (content: string): ChatMessage => ({ role: 'tool', tool_call_id: call.id, content });
         try {
           if (config.provider === 'replay') {
