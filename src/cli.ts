@@ -14,7 +14,8 @@ import type { SessionLine } from './core/session.js';
 import { HISTORY_CHANNEL_ARGS, readSession } from './session-reader.js';
 import { contentText } from './core/tokens.js';
 import { installQuietRuntime, runDemo } from './demo.js';
-import { payloadConverterFromConfig } from './payloads/index.js';
+import { startCodecServer } from './codec-server.js';
+import { describePayloadStore, payloadConverterFromConfig } from './payloads/index.js';
 import { runWorker } from './worker.js';
 import type { ChatMessage } from './core/types.js';
 
@@ -196,8 +197,64 @@ const worker: CliCommand = {
   },
 };
 
+/** Resolves on SIGINT or SIGTERM (long-running commands stop cleanly on either). */
+function untilSignal(): Promise<NodeJS.Signals> {
+  return new Promise((resolve) => {
+    const stop = (signal: NodeJS.Signals): void => {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+      resolve(signal);
+    };
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
+  });
+}
+
+const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|localhost)$/;
+
+const codecServer: CliCommand = {
+  usage: 'temporal-compactor codec-server [--codec-server-port 8081] [--codec-server-host 127.0.0.1] [--codec-server-origins URL,...]',
+  summary: 'serve the Temporal UI and CLI a codec endpoint that resolves stored payloads, decompresses and decrypts them (until SIGINT/SIGTERM)',
+  async run(context) {
+    const config = loadConfig({ env: context.io.env, flags: configFlagsFromArgs(context.values) });
+    const payloads = payloadConverterFromConfig(config);
+    if (payloads.codec === undefined && payloads.driver === undefined) {
+      throw new UsageError('nothing to decode: set COMPACTOR_PAYLOAD_STORE and/or COMPACTOR_CODEC_KEY as the workers have them');
+    }
+    const server = await startCodecServer({
+      dataConverter: payloads.dataConverter,
+      host: config.codecServerHost,
+      port: config.codecServerPort,
+      allowedOrigins: config.codecServerOrigins,
+      token: config.codecServerToken,
+      inlineLimit: config.codecServerInlineLimit,
+      log: (line) => context.io.stderr(`codec-server: ${line}\n`),
+    });
+    try {
+      const origins = config.codecServerOrigins.includes('*') ? 'any origin (*)' : config.codecServerOrigins.join(', ');
+      context.io.stdout(
+        [
+          `Codec server at ${server.url} (${payloads.describe})`,
+          `  browsers allowed from: ${origins}; ${config.codecServerToken === undefined ? 'no token required' : 'bearer token required (COMPACTOR_CODEC_SERVER_TOKEN)'}`,
+          `  Temporal UI: its codec endpoint setting, or temporal server start-dev --ui-codec-endpoint ${server.url}`,
+          `  temporal CLI: temporal workflow show --codec-endpoint ${server.url} ...${config.codecServerToken === undefined ? '' : ' --codec-auth "Bearer $COMPACTOR_CODEC_SERVER_TOKEN"'}`,
+          '',
+        ].join('\n'),
+      );
+      if (!LOOPBACK.test(server.host) && config.codecServerToken === undefined) {
+        context.io.stderr(`codec-server: listening on ${server.host} without a token: anyone who reaches ${server.url} can read decrypted payloads${payloads.store.kind === 'off' ? '' : ` of ${describePayloadStore(payloads.store)}`}\n`);
+      }
+      const signal = await untilSignal();
+      context.io.stdout(`Codec server stopped (${signal}).\n`);
+    } finally {
+      await server.close();
+    }
+    return 0;
+  },
+};
+
 /** The subcommands by name: add one by adding an entry. */
-export const commands: Record<string, CliCommand> = { demo, worker, history, session };
+export const commands: Record<string, CliCommand> = { demo, worker, history, session, 'codec-server': codecServer };
 
 function usageText(): string {
   const width = Math.max(...Object.values(commands).map((command) => command.usage.length));

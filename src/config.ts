@@ -34,6 +34,12 @@ const OPENAI_DEFAULT_BASE_URL = 'https://api.openai.com/v1';
 export const DEFAULT_PAYLOAD_THRESHOLD = 1024;
 /** Temporal refuses payloads over 2 MiB, so a larger threshold would only let such payloads fail. */
 export const MAX_PAYLOAD_THRESHOLD = 2 * 1024 * 1024;
+/** @default 8081 — the codec server's port (`temporal-compactor codec-server`). */
+export const DEFAULT_CODEC_SERVER_PORT = 8081;
+/** @default '127.0.0.1' — the codec server answers this machine only unless told otherwise. */
+export const DEFAULT_CODEC_SERVER_HOST = '127.0.0.1';
+/** @default the origins of `temporal server start-dev`'s UI (port 8233), by name and by address. */
+export const DEFAULT_CODEC_SERVER_ORIGINS: readonly string[] = ['http://localhost:8233', 'http://127.0.0.1:8233'];
 
 // ---------------------------------------------------------------------------------------------
 // Value schemas. Each takes what the environment or a flag parser gives and says, in words, what
@@ -77,6 +83,33 @@ const httpUrl = nonEmptyText.refine((value) => {
     return false;
   }
 });
+
+// Browser origins (`scheme://host[:port]`, no path) for CORS, comma-separated; `*` for any origin.
+const originList = nonEmptyText.transform((value, context) => {
+  const entries = value.split(',').map((entry) => entry.trim());
+  if (entries.length === 1 && entries[0] === '*') return ['*'];
+  const origins: string[] = [];
+  for (const entry of entries) {
+    let origin: string | undefined;
+    try {
+      const url = new URL(entry);
+      const bare = url.pathname === '/' && url.search === '' && url.hash === '' && url.username === '' && url.password === '';
+      if ((url.protocol === 'http:' || url.protocol === 'https:') && bare) origin = url.origin;
+    } catch {
+      origin = undefined;
+    }
+    if (origin === undefined) {
+      context.addIssue({ code: 'custom', message: 'bad origin' });
+      return z.NEVER;
+    }
+    origins.push(origin);
+  }
+  return origins;
+});
+
+const port = z
+  .union([z.number(), z.string().trim().regex(/^\d+$/).transform(Number)])
+  .pipe(z.number().int().min(0).max(65_535));
 
 // host:port with an optional port (the SDK adds 7233); IPv6 hosts in brackets.
 const hostPort = nonEmptyText.regex(/^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)(?::\d{1,5})?$/);
@@ -272,6 +305,44 @@ const settings = {
     description: 'Retired keys (environment only), for decoding only: rotate by moving the old key here and setting a new `COMPACTOR_CODEC_KEY`.',
     secret: true,
   },
+  codecServerHost: {
+    env: 'COMPACTOR_CODEC_SERVER_HOST',
+    flag: 'codec-server-host',
+    expected: 'a host name or IP address to listen on, e.g. 127.0.0.1',
+    defaultText: `\`${DEFAULT_CODEC_SERVER_HOST}\``,
+    description: "Where `temporal-compactor codec-server` listens. It hands out decrypted payloads: beyond this machine, set a token and put TLS in front.",
+  },
+  codecServerPort: {
+    env: 'COMPACTOR_CODEC_SERVER_PORT',
+    flag: 'codec-server-port',
+    expected: 'a port number from 0 to 65535 (0: any free port)',
+    defaultText: `\`${DEFAULT_CODEC_SERVER_PORT}\`; the demo: a free port`,
+    description: "The codec server's port; the Temporal UI's codec endpoint is `http://HOST:PORT`.",
+  },
+  codecServerOrigins: {
+    env: 'COMPACTOR_CODEC_SERVER_ORIGINS',
+    flag: 'codec-server-origins',
+    expected: 'comma-separated origins such as http://localhost:8233,https://cloud.temporal.io (scheme, host and port, no path), or *',
+    defaultText: `\`${DEFAULT_CODEC_SERVER_ORIGINS.join(',')}\`; the demo: its UI`,
+    description: 'Browser origins (the Temporal UI\'s) the codec server answers (CORS); `*` answers any web page.',
+  },
+  codecServerInlineLimit: {
+    env: 'COMPACTOR_CODEC_SERVER_INLINE_LIMIT',
+    flag: 'codec-server-inline-limit',
+    expected: 'a byte count',
+    defaultText: `\`${MAX_PAYLOAD_THRESHOLD}\` (2 MiB, what history holds inline without a store)`,
+    description:
+      'The Temporal UI asks the codec server to keep claims (`preserveStorageRefs`) and offers them as downloads; claims of payloads up to this size are resolved anyway, so the event history shows the conversation.',
+  },
+  codecServerToken: {
+    env: 'COMPACTOR_CODEC_SERVER_TOKEN',
+    flag: undefined,
+    expected: 'a token of at least 16 characters',
+    defaultText: '— (no authentication)',
+    description:
+      "Bearer token (environment only) the codec server then requires (`Authorization: Bearer TOKEN`): for the `temporal` CLI's `--codec-auth` and scripts. The Temporal UI sends no such token (only its own login token, with `passAccessToken`).",
+    secret: true,
+  },
 } as const satisfies Record<string, Setting>;
 
 /** The camelCase name of a setting; its flag is the kebab-case form (`taskQueue` → `--task-queue`). */
@@ -322,6 +393,14 @@ export const configSchema = z.object({
   codecKey: nonEmptyText.optional(),
   codecKeyId: nonEmptyText.optional(),
   codecOldKeys: nonEmptyText.optional(),
+  codecServerHost: nonEmptyText.default(DEFAULT_CODEC_SERVER_HOST),
+  codecServerPort: port.default(DEFAULT_CODEC_SERVER_PORT),
+  codecServerOrigins: originList.optional(),
+  codecServerInlineLimit: z
+    .union([z.number(), z.string().trim().regex(/^\d+$/).transform(Number)])
+    .pipe(z.number().int().min(0).max(Number.MAX_SAFE_INTEGER))
+    .default(MAX_PAYLOAD_THRESHOLD),
+  codecServerToken: nonEmptyText.pipe(z.string().min(16)).optional(),
 } satisfies Record<SettingKey, z.ZodType>);
 
 /** The typed configuration `loadConfig` returns. Durations are milliseconds. */
@@ -356,6 +435,15 @@ export interface CompactorConfig {
   s3Endpoint: string | undefined;
   /** The codec keys (current and retired); `undefined`: no encryption. Secret: never print it. */
   codecKeyring: Keyring | undefined;
+  codecServerHost: string;
+  /** 0: any free port. */
+  codecServerPort: number;
+  /** Normalized origins (`http://host:port`), or `['*']` for any. */
+  codecServerOrigins: readonly string[];
+  /** Bytes: claims of payloads up to this size are resolved even when the caller asks to keep claims. */
+  codecServerInlineLimit: number;
+  /** `undefined`: no authentication. Secret: never print it. */
+  codecServerToken: string | undefined;
 }
 
 /** A setting has a bad value. `setting` is what the user wrote: the env var or the `--flag`. */
@@ -460,6 +548,11 @@ export function loadConfig({ env = process.env, flags = {} }: LoadConfigOptions 
     payloadThreshold: values.payloadThreshold,
     s3Endpoint: values.s3Endpoint,
     codecKeyring,
+    codecServerHost: values.codecServerHost,
+    codecServerPort: values.codecServerPort,
+    codecServerOrigins: values.codecServerOrigins ?? DEFAULT_CODEC_SERVER_ORIGINS,
+    codecServerInlineLimit: values.codecServerInlineLimit,
+    codecServerToken: values.codecServerToken,
   };
 }
 

@@ -10,6 +10,7 @@ import { createActivities } from './activities/index.js';
 import { loadConfig, summarizerFromConfig, temporalEnvVars, type CompactorConfig } from './config.js';
 import { agentRunStaticMetadata, describeRunUsage, groupDigits, renderCompactionTable, type CompactionHistory } from './core/compaction-history.js';
 import { openingMessages } from './core/trajectory.js';
+import { startCodecServer, type CodecServer } from './codec-server.js';
 import { startDevServer, type DevServer } from './dev-server.js';
 import { payloadConverterFromConfig } from './payloads/index.js';
 import { workflowCode } from './worker.js';
@@ -53,6 +54,8 @@ export interface DemoOutcome {
   rounds: number;
   compactions: CompactionHistory;
   uiUrl: string | undefined;
+  /** The codec server the dev server's UI decodes payloads through (stopped by now), when the demo started one. */
+  codecServerUrl: string | undefined;
 }
 
 const defaultTrajectoryDir = (): string => fileURLToPath(new URL('../examples/trajectories/', import.meta.url));
@@ -124,14 +127,26 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoOutcome> {
   const payloads = payloadConverterFromConfig(config, { defaultStore: { kind: 'file', directory: DEMO_PAYLOAD_STORE } });
 
   let server: DevServer | undefined;
+  let codecServer: CodecServer | undefined;
   let temporalEnv = temporalEnvVars(config, env);
-  if (config.temporalAddress === undefined) {
-    stderr('Starting a local Temporal dev server (first run installs the temporal CLI into .temporal/)...\n');
-    server = await startDevServer({ ui: options.ui ?? true });
-    temporalEnv = { ...temporalEnv, TEMPORAL_ADDRESS: server.address, TEMPORAL_NAMESPACE: server.namespace };
-    stderr(`Temporal dev server at ${server.address}${server.uiUrl === undefined ? '' : `, UI at ${server.uiUrl}`}\n`);
-  }
   try {
+    if (config.temporalAddress === undefined) {
+      const ui = options.ui ?? true;
+      // The UI shows claims and ciphertext as they are unless it has a codec server to ask; the
+      // dev server learns its address at start, so the codec server comes first (on a free port)
+      // and learns the UI's origin once the dev server has picked its port.
+      if (ui && payloads.codec !== undefined) {
+        codecServer = await startCodecServer({ dataConverter: payloads.dataConverter, port: 0, allowedOrigins: config.codecServerOrigins, inlineLimit: config.codecServerInlineLimit, log: (line) => stderr(`codec server: ${line}\n`) });
+      }
+      stderr('Starting a local Temporal dev server (first run installs the temporal CLI into .temporal/)...\n');
+      server = await startDevServer({ ui, extraArgs: codecServer === undefined ? [] : ['--ui-codec-endpoint', codecServer.url] });
+      temporalEnv = { ...temporalEnv, TEMPORAL_ADDRESS: server.address, TEMPORAL_NAMESPACE: server.namespace };
+      stderr(`Temporal dev server at ${server.address}${server.uiUrl === undefined ? '' : `, UI at ${server.uiUrl}`}\n`);
+      if (codecServer !== undefined && server.uiUrl !== undefined) {
+        codecServer.allowOrigin(server.uiUrl);
+        stderr(`Codec server at ${codecServer.url} (the UI decodes payloads through it: claims resolved, decompressed${config.codecKeyring === undefined ? '' : ', decrypted'})\n`);
+      }
+    }
     const { connectionOptions, namespace: configuredNamespace } = loadClientConnectConfig({ overrideEnvVars: temporalEnv });
     const namespace = configuredNamespace ?? config.temporalNamespace;
     const connection = await Connection.connect(connectionOptions);
@@ -190,16 +205,17 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoOutcome> {
       stdout(`Cost: ${describeRunUsage(usage)}.\n\n`);
       stdout(uiUrl === undefined ? `Inspect it: temporal-compactor history ${workflowId}\n` : `Inspect it in the Temporal UI: ${uiUrl}\n`);
       if (options.keepServer === true && server !== undefined) {
-        stdout('The dev server keeps running (--keep-server); press Ctrl-C to stop it.\n');
+        stdout(`The dev server${codecServer === undefined ? '' : ' and the codec server'} keep${codecServer === undefined ? 's' : ''} running (--keep-server); press Ctrl-C to stop ${codecServer === undefined ? 'it' : 'them'}.\n`);
         await (options.untilStopped ?? waitForSignal)();
       }
-      return { workflowId, ...outcome, uiUrl };
+      return { workflowId, ...outcome, uiUrl, codecServerUrl: codecServer?.url };
     } finally {
       await nativeConnection.close();
       await connection.close();
     }
   } finally {
     await server?.stop();
+    await codecServer?.close();
   }
 }
 

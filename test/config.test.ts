@@ -38,6 +38,11 @@ const defaults: CompactorConfig = {
   payloadThreshold: 1024,
   s3Endpoint: undefined,
   codecKeyring: undefined,
+  codecServerHost: '127.0.0.1',
+  codecServerPort: 8081,
+  codecServerOrigins: ['http://localhost:8233', 'http://127.0.0.1:8233'],
+  codecServerInlineLimit: 2_097_152,
+  codecServerToken: undefined,
 };
 
 /** Two valid codec keys (base64 of 32 bytes). */
@@ -108,6 +113,11 @@ describe('loadConfig', () => {
           COMPACTOR_CODEC_KEY: KEY_1,
           COMPACTOR_CODEC_KEY_ID: 'prod-2026',
           COMPACTOR_CODEC_OLD_KEYS: `prod-2025:${KEY_2}`,
+          COMPACTOR_CODEC_SERVER_HOST: '0.0.0.0',
+          COMPACTOR_CODEC_SERVER_PORT: '9443',
+          COMPACTOR_CODEC_SERVER_ORIGINS: 'https://cloud.temporal.io, http://localhost:8080/',
+          COMPACTOR_CODEC_SERVER_INLINE_LIMIT: '0',
+          COMPACTOR_CODEC_SERVER_TOKEN: 'a-token-of-enough-length',
         },
       });
       expect([...(config.codecKeyring?.byId.keys() ?? [])]).toEqual(['prod-2026', 'prod-2025']);
@@ -135,7 +145,16 @@ describe('loadConfig', () => {
         payloadStore: { kind: 's3', bucket: 'my-bucket', prefix: 'compactor/prod' },
         payloadThreshold: 4096,
         s3Endpoint: 'http://127.0.0.1:9000',
+        codecServerHost: '0.0.0.0',
+        codecServerPort: 9443,
+        codecServerOrigins: ['https://cloud.temporal.io', 'http://localhost:8080'],
+        codecServerInlineLimit: 0,
+        codecServerToken: 'a-token-of-enough-length',
       });
+    });
+
+    it('reads `*` as any origin for the codec server', () => {
+      expect(loadConfig({ env: { COMPACTOR_CODEC_SERVER_ORIGINS: '*' } }).codecServerOrigins).toEqual(['*']);
     });
 
     it('runs summarize activities on the task queue unless a summarizer queue is set', () => {
@@ -222,7 +241,7 @@ describe('loadConfig', () => {
       expect(Object.keys(options)).not.toContain('openai-api-key');
       expect(Object.keys(options)).not.toContain('temporal-api-key');
       expect(configFlagsFromArgs({ 'openai-api-key': 'sk-flag', 'temporal-api-key': 'tk-flag' })).toEqual({});
-      expect(configTable().filter((row) => row.flag === undefined).map((row) => row.env)).toEqual(['TEMPORAL_API_KEY', 'OPENAI_API_KEY', 'COMPACTOR_CODEC_KEY', 'COMPACTOR_CODEC_OLD_KEYS']);
+      expect(configTable().filter((row) => row.flag === undefined).map((row) => row.env)).toEqual(['TEMPORAL_API_KEY', 'OPENAI_API_KEY', 'COMPACTOR_CODEC_KEY', 'COMPACTOR_CODEC_OLD_KEYS', 'COMPACTOR_CODEC_SERVER_TOKEN']);
       expect(configFlagsFromArgs({ 'codec-key': KEY_1, 'codec-old-keys': KEY_2 })).toEqual({});
     });
   });
@@ -254,6 +273,17 @@ describe('loadConfig', () => {
       ['COMPACTOR_PAYLOAD_THRESHOLD', '3000000', 'COMPACTOR_PAYLOAD_THRESHOLD: expected a byte count from 0 to 2097152, got "3000000"'],
       ['COMPACTOR_S3_ENDPOINT', '127.0.0.1:9000', 'COMPACTOR_S3_ENDPOINT: expected an http(s) URL, e.g. http://127.0.0.1:9000, got "127.0.0.1:9000"'],
       ['COMPACTOR_CODEC_KEY_ID', 'k1', 'COMPACTOR_CODEC_KEY_ID: expected COMPACTOR_CODEC_KEY to be set as well (a key id names a key), got "k1"'],
+      ['COMPACTOR_CODEC_SERVER_PORT', '70000', 'COMPACTOR_CODEC_SERVER_PORT: expected a port number from 0 to 65535 (0: any free port), got "70000"'],
+      [
+        'COMPACTOR_CODEC_SERVER_ORIGINS',
+        'http://localhost:8233/ui',
+        'COMPACTOR_CODEC_SERVER_ORIGINS: expected comma-separated origins such as http://localhost:8233,https://cloud.temporal.io (scheme, host and port, no path), or *, got "http://localhost:8233/ui"',
+      ],
+      [
+        'COMPACTOR_CODEC_SERVER_ORIGINS',
+        'localhost:8233',
+        'COMPACTOR_CODEC_SERVER_ORIGINS: expected comma-separated origins such as http://localhost:8233,https://cloud.temporal.io (scheme, host and port, no path), or *, got "localhost:8233"',
+      ],
     ])('%s=%j stops start-up with a message naming it', (name, value, message) => {
       const error = configErrorOf({ env: { [name]: value } });
       expect(error.message).toBe(message);
@@ -274,6 +304,11 @@ describe('loadConfig', () => {
       expect(error.message).toContain(expected);
       if (setting !== 'COMPACTOR_CODEC_KEY_ID') expect(error.message).toMatch(/got an invalid value \(not shown\)$/);
       expect(error.message).not.toContain(KEY_2.slice(0, 12));
+    });
+
+    it('refuses a short codec server token without echoing it', () => {
+      const error = configErrorOf({ env: { COMPACTOR_CODEC_SERVER_TOKEN: 'short' } });
+      expect(error.message).toBe('COMPACTOR_CODEC_SERVER_TOKEN: expected a token of at least 16 characters, got an invalid value (not shown)');
     });
 
     it('names the flag, not the variable, when the flag gave the bad value', () => {
@@ -403,7 +438,7 @@ describe('README configuration table', () => {
   it('lists every setting exactly once', () => {
     const section = readme.slice(readme.indexOf(start), readme.indexOf(end));
     const rows = configTable();
-    expect(rows.length).toBe(24);
+    expect(rows.length).toBe(29);
     for (const row of rows) {
       const occurrences = section.split('\n').filter((line) => line.startsWith(`| \`${row.env}\` |`));
       expect(occurrences, row.env).toHaveLength(1);
