@@ -16,6 +16,8 @@ import { contentText } from './core/tokens.js';
 import { installQuietRuntime, runDemo } from './demo.js';
 import { startCodecServer } from './codec-server.js';
 import { describePayloadStore, payloadConverterFromConfig } from './payloads/index.js';
+import { collectGarbage, DEFAULT_GC_GRACE_MS, totalOf, type GarbageReport, type SweptKind, type Tally } from './payloads/gc.js';
+import { collectRetainedClaims } from './payloads/retained-claims.js';
 import { runWorker } from './worker.js';
 import type { ChatMessage } from './core/types.js';
 
@@ -253,8 +255,91 @@ const codecServer: CliCommand = {
   },
 };
 
+const GRACE = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$/;
+const GRACE_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+function graceOf(context: CommandContext): number {
+  const text = context.values.grace;
+  if (text === undefined) return DEFAULT_GC_GRACE_MS;
+  const match = typeof text === 'string' ? GRACE.exec(text) : null;
+  if (match === null) throw new UsageError(`--grace takes a duration such as "48h", "3d" or "90m", got ${JSON.stringify(text)}`);
+  const ms = Math.round(Number(match[1]) * (GRACE_UNITS[match[2] ?? 'ms'] ?? 1));
+  if (ms < DEFAULT_GC_GRACE_MS) {
+    throw new UsageError(`--grace must be at least 48h: a store refreshes an object it reuses only once it is 24 h old, so anything younger may still be about to be claimed`);
+  }
+  return ms;
+}
+
+/** `1,234 (5.6 MB)`. */
+function describeTally({ objects, bytes }: Tally): string {
+  const units = ['B', 'KB', 'MB', 'GB', 'TB'];
+  let size = bytes;
+  let unit = 0;
+  while (size >= 1000 && unit < units.length - 1) {
+    size /= 1000;
+    unit += 1;
+  }
+  return `${groupDigits(objects)} (${unit === 0 ? size : size.toFixed(1)} ${units[unit]})`;
+}
+
+function describeGarbageReport(report: GarbageReport): string {
+  const kinds: Array<[SweptKind, string]> = [
+    ['manifest', 'manifests'],
+    ['node', 'nodes'],
+    ['chunk', 'chunks'],
+    ['temporary', 'temporary files'],
+  ];
+  const hours = report.graceMs / 3_600_000;
+  const grace = Number.isInteger(hours) ? `${hours}h` : `${Math.round(report.graceMs / 60_000)}m`;
+  const removed = report.dryRun ? 'would be removed' : 'removed';
+  const rows = kinds.map(([kind, label]) => `| ${label} | ${describeTally(report.reachable[kind])} | ${describeTally(report.young[kind])} | ${describeTally(report.deleted[kind])} | ${describeTally(report.renewed[kind])} |`);
+  const total = `| total | ${describeTally(totalOf(report.reachable))} | ${describeTally(totalOf(report.young))} | ${describeTally(totalOf(report.deleted))} | ${describeTally(totalOf(report.renewed))} |`;
+  return [
+    `| objects | reachable from a claim (kept) | younger than ${grace} (kept) | ${removed} | renewed meanwhile (kept) |`,
+    '|---|--:|--:|--:|--:|',
+    ...rows,
+    total,
+  ].join('\n');
+}
+
+const gc: CliCommand = {
+  usage: 'temporal-compactor gc [--dry-run] [--grace 48h] [--namespace NS]...',
+  summary: 'remove payload store objects no retained workflow history claims and older than the grace period (--dry-run: only report)',
+  options: { 'dry-run': { type: 'boolean' }, grace: { type: 'string' }, namespace: { type: 'string', multiple: true } },
+  async run(context) {
+    if (context.positionals.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(context.positionals[0])}`);
+    const graceMs = graceOf(context);
+    const dryRun = context.values['dry-run'] === true;
+    const config = loadConfig({ env: context.io.env, flags: configFlagsFromArgs(context.values) });
+    const { driver, store } = payloadConverterFromConfig(config);
+    if (driver === undefined) throw new UsageError('gc needs the payload store: set COMPACTOR_PAYLOAD_STORE (and the codec keys) as the workers have them');
+    const listed = context.values.namespace;
+    const namespaces = Array.isArray(listed) ? listed.filter((entry): entry is string => typeof entry === 'string') : [config.temporalNamespace];
+    const client = await context.client();
+    const clients = namespaces.map((namespace) => (namespace === client.options.namespace ? client : new Client({ connection: client.connection, namespace, dataConverter: client.options.dataConverter })));
+    const progress = (line: string): void => context.io.stderr(`${line}\n`);
+    context.io.stderr(`gc of ${describePayloadStore(store)}${dryRun ? ' (dry run)' : ''}: marking from the histories of namespace${namespaces.length === 1 ? '' : 's'} ${namespaces.join(', ')}\n`);
+    const retained = await collectRetainedClaims({ clients, onProgress: progress });
+    const report = await collectGarbage({ driver, claimedManifests: retained.manifests, graceMs, dryRun, onProgress: progress });
+    const cutoff = new Date(report.cutoffMs).toISOString().replace(/\.\d+Z$/, 'Z');
+    const lines = [
+      `gc of ${report.store}${dryRun ? ' (dry run: nothing removed)' : ''}, objects last written before ${cutoff} were candidates`,
+      `Marked from ${groupDigits(retained.runs)} run${retained.runs === 1 ? '' : 's'} in ${namespaces.join(', ')}${retained.gone > 0 ? ` (${groupDigits(retained.gone)} more deleted while reading)` : ''}: ${groupDigits(retained.claims)} claims to ${groupDigits(report.claimedManifests)} manifests, and ${groupDigits(report.youngManifests)} manifests younger than the grace period.`,
+      '',
+      describeGarbageReport(report),
+      '',
+      `${dryRun ? 'Would remove' : 'Removed'} ${describeTally(totalOf(report.deleted))}.`,
+    ];
+    if (report.missingCount > 0) {
+      lines.push(`Warning: ${groupDigits(report.missingCount)} objects that retained claims need are missing from the store (${report.missing.slice(0, 3).join(', ')}${report.missingCount > 3 ? ', ...' : ''}): those payloads cannot be read any more.`);
+    }
+    context.io.stdout(`${lines.join('\n')}\n`);
+    return 0;
+  },
+};
+
 /** The subcommands by name: add one by adding an entry. */
-export const commands: Record<string, CliCommand> = { demo, worker, history, session, 'codec-server': codecServer };
+export const commands: Record<string, CliCommand> = { demo, worker, history, session, 'codec-server': codecServer, gc };
 
 function usageText(): string {
   const width = Math.max(...Object.values(commands).map((command) => command.usage.length));

@@ -76,6 +76,7 @@ export {
 } from './config.js';
 export { startDevServer, ensureSearchAttributes, DevServerStartError, type DevServer, type DevServerOptions } from './dev-server.js';
 export { runDemo, type DemoOptions, type DemoOutcome } from './demo.js';
+export { startCodecServer, DEFAULT_CODEC_SERVER_INLINE_LIMIT, type CodecServer, type CodecServerOptions } from './codec-server.js';
 // Payloads by reference: the codec, the content-addressed chunk store (External Storage driver)
 // and the data converter of a configuration (Node only: files, S3, crypto).
 export {
@@ -97,6 +98,14 @@ export {
   PayloadKeyMissingError,
   ChunkIntegrityError,
   ChunkMissingError,
+  collectGarbage,
+  collectRetainedClaims,
+  DEFAULT_GC_GRACE_MS,
+  GarbageCollectionError,
+  type GarbageReport,
+  type CollectGarbageOptions,
+  type RetainedClaims,
+  type SweepableBackend,
   type ConfiguredPayloads,
   type PayloadConverterOptions,
   type CompactorCodecOptions,

@@ -24,7 +24,7 @@ import { CHUNKER_VERSION, chunkBoundaries, DEFAULT_CHUNKER_LIMITS, type ChunkerL
 import { ChunkIntegrityError, ChunkMissingError } from './errors.js';
 import type { Keyring } from './keyring.js';
 import type { ObjectBackend } from './object-backend.js';
-import { objectId, openObject, sealObject } from './sealed-object.js';
+import { objectId, openObject, sealedKeyId, sealObject } from './sealed-object.js';
 
 /** The driver name written into every reference payload: must never change. */
 export const CHUNK_STORE_DRIVER_NAME = 'compactor-chunks';
@@ -87,10 +87,18 @@ function encodeNode(level: number, children: ChildRef[]): Uint8Array {
   return bytes;
 }
 
+/** A node's level (its children are of the level below; level-1 nodes list chunks), as the node itself says. */
+function nodeLevel(plaintext: Uint8Array, key: string): number {
+  if (plaintext.length < 2 || plaintext[0] !== NODE_MAGIC || (plaintext.length - 2) % NODE_ENTRY_BYTES !== 0) throw new ChunkIntegrityError(key, 'malformed tree node');
+  const level = plaintext[1] ?? 0;
+  if (level < 1) throw new ChunkIntegrityError(key, 'tree node of level 0');
+  return level;
+}
+
 function decodeNode(plaintext: Uint8Array, level: number, key: string): ChildRef[] {
   const bytes = Buffer.from(plaintext.buffer, plaintext.byteOffset, plaintext.byteLength);
-  if (bytes.length < 2 || bytes[0] !== NODE_MAGIC || (bytes.length - 2) % NODE_ENTRY_BYTES !== 0) throw new ChunkIntegrityError(key, 'malformed tree node');
-  if (bytes[1] !== level) throw new ChunkIntegrityError(key, `tree node of level ${bytes[1]} where level ${level} was expected`);
+  const actual = nodeLevel(bytes, key);
+  if (actual !== level) throw new ChunkIntegrityError(key, `tree node of level ${actual} where level ${level} was expected`);
   const children: ChildRef[] = [];
   for (let at = 2; at < bytes.length; at += NODE_ENTRY_BYTES) children.push({ id: bytes.toString('hex', at, at + ID_BYTES), length: bytes.readUInt32BE(at + ID_BYTES) });
   return children;
@@ -192,6 +200,28 @@ class LruMap<V> {
     this.total -= entry.weight;
     this.entries.delete(key);
   }
+}
+
+/** An object a manifest or node lists (a garbage collector follows these). */
+export interface ListedChild {
+  kind: 'node' | 'chunk';
+  id: string;
+}
+
+/** What a stored manifest or node lists, as {@link ChunkStoreDriver.inspect} reads it. */
+export interface InspectedObject {
+  /** A node's level; a manifest's root level (0: its root is a chunk). */
+  level: number;
+  children: ListedChild[];
+}
+
+/** The id of an object key `v1/<kind>s/xx/yy/<id>`, with its kind; undefined for other keys (temporary files). */
+export function parseObjectKey(key: string): { kind: ObjectKind; id: string } | undefined {
+  const match = /^v1\/(chunk|node|manifest)s\/([0-9a-f]{2})\/([0-9a-f]{2})\/([0-9a-f]{64})$/.exec(key);
+  if (match === null) return undefined;
+  const [, kind, first, second, id = ''] = match;
+  if (kind !== 'chunk' && kind !== 'node' && kind !== 'manifest') return undefined;
+  return id.startsWith(`${first}${second}`) ? { kind, id } : undefined;
 }
 
 /** Counters of what a driver wrote and read, by object kind (benchmarks and tests read them). */
@@ -418,6 +448,28 @@ export class ChunkStoreDriver implements StorageDriver {
     const plaintext = openObject(sealed, id, key, keyId, this.keyring);
     if (kind !== 'manifest') this.cache.set(cacheKey, plaintext);
     return plaintext;
+  }
+
+  /**
+   * What a stored manifest or node lists, read with whichever configured key sealed it (a garbage
+   * collector does not know which claim an object belongs to). Not cached.
+   *
+   * @throws ChunkMissingError when there is no such object.
+   * @throws PayloadKeyMissingError when it is sealed with a key that is not configured.
+   * @throws ChunkIntegrityError when it is corrupted or malformed.
+   */
+  async inspect(kind: 'manifest' | 'node', id: string, signal?: AbortSignal): Promise<InspectedObject> {
+    const key = objectKey(kind, id);
+    const sealed = await this.limiter.run(() => this.backend.get(key, signal));
+    if (sealed === undefined) throw new ChunkMissingError(key, this.backend.description);
+    const plaintext = openObject(sealed, id, key, sealedKeyId(sealed, key), this.keyring);
+    const childKind = (level: number): 'node' | 'chunk' => (level === 0 ? 'chunk' : 'node');
+    if (kind === 'manifest') {
+      const manifest = parseManifest(plaintext, key);
+      return { level: manifest.level, children: manifest.root === null ? [] : [{ kind: childKind(manifest.level), id: manifest.root }] };
+    }
+    const level = nodeLevel(plaintext, key);
+    return { level, children: decodeNode(plaintext, level, key).map((child) => ({ kind: childKind(level - 1), id: child.id })) };
   }
 
   private async retrieveOne(claim: StorageDriverClaim, signal: AbortSignal | undefined): Promise<Payload> {

@@ -3,9 +3,9 @@
 // level. Writes go to a temporary file in the same directory, are flushed to disk, then renamed
 // over the final name: a crash leaves the old object or the new one, never half of one.
 import { randomBytes } from 'node:crypto';
-import { mkdir, open, readFile, rename, rm, stat, utimes } from 'node:fs/promises';
-import { dirname, join, resolve, sep } from 'node:path';
-import type { ObjectBackend, ObjectStat } from './object-backend.js';
+import { link, mkdir, open, opendir, readFile, rename, rm, stat, utimes } from 'node:fs/promises';
+import { dirname, join, relative, resolve, sep } from 'node:path';
+import type { ListedObject, ObjectStat, SweepableBackend } from './object-backend.js';
 
 function isMissing(error: unknown): boolean {
   return typeof error === 'object' && error !== null && 'code' in error && error.code === 'ENOENT';
@@ -23,7 +23,7 @@ export interface FileBackendOptions {
 }
 
 /** The filesystem backend. */
-export class FileBackend implements ObjectBackend {
+export class FileBackend implements SweepableBackend {
   readonly directory: string;
   readonly description: string;
   readonly durable: boolean;
@@ -82,5 +82,67 @@ export class FileBackend implements ObjectBackend {
   async touch(key: string): Promise<void> {
     const now = new Date();
     await utimes(this.pathOf(key), now, now);
+  }
+
+  async *list(prefix: string, signal?: AbortSignal): AsyncIterable<ListedObject> {
+    // Walk the directory that holds the prefix, then filter: prefixes here are directory-shaped (`v1/`).
+    const start = this.pathOf(prefix.replace(/\/+$/, '') || '.');
+    const pending = [start];
+    while (pending.length > 0) {
+      signal?.throwIfAborted();
+      const directory = pending.pop() ?? start;
+      let entries;
+      try {
+        entries = await opendir(directory);
+      } catch (error) {
+        if (isMissing(error)) continue;
+        throw error;
+      }
+      for await (const entry of entries) {
+        const path = join(directory, entry.name);
+        if (entry.isDirectory()) {
+          pending.push(path);
+          continue;
+        }
+        if (!entry.isFile()) continue;
+        const key = relative(this.directory, path).split(sep).join('/');
+        if (!key.startsWith(prefix)) continue;
+        try {
+          const info = await stat(path);
+          yield { key, modifiedMs: info.mtimeMs, bytes: info.size };
+        } catch (error) {
+          // Renamed into place or removed since the directory was read.
+          if (!isMissing(error)) throw error;
+        }
+      }
+    }
+  }
+
+  async removeIfOlder(key: string, cutoffMs: number): Promise<boolean> {
+    const path = this.pathOf(key);
+    // Moved aside first, then judged: a store that touches the object before the move leaves a
+    // new time on the moved file, which is then put back; one that touches it after finds no
+    // file and writes the object anew (the store's touch falls back to a write). Either way no
+    // claim handed out meanwhile loses an object.
+    const aside = join(dirname(path), `.gc-${process.pid}-${randomBytes(6).toString('hex')}`);
+    try {
+      await rename(path, aside);
+    } catch (error) {
+      if (isMissing(error)) return true;
+      throw error;
+    }
+    if ((await stat(aside)).mtimeMs < cutoffMs) {
+      await rm(aside, { force: true });
+      return true;
+    }
+    // Renewed meanwhile: back under its name. A link never replaces a file, so if a store wrote the
+    // object anew in between (the same bytes: objects are content-addressed) that one stays.
+    try {
+      await link(aside, path);
+    } catch (error) {
+      if (!(typeof error === 'object' && error !== null && 'code' in error && error.code === 'EEXIST')) throw error;
+    }
+    await rm(aside, { force: true });
+    return false;
   }
 }

@@ -13,11 +13,13 @@ import { S3Backend } from './s3-backend.js';
 import { describePayloadStore, type PayloadStoreLocation } from './store-location.js';
 
 export { CompactorCodec, CODEC_ENCODING, CODEC_METADATA_KEY, codecEnvelopeOf, payloadProtoSize, type CodecEnvelope, type CompactorCodecOptions } from './codec.js';
-export { ChunkStoreDriver, CHUNK_STORE_DRIVER_NAME, objectKey, type ChunkStoreDriverOptions, type ChunkStoreStats, type ObjectKind } from './chunk-store.js';
+export { ChunkStoreDriver, CHUNK_STORE_DRIVER_NAME, objectKey, parseObjectKey, type ChunkStoreDriverOptions, type ChunkStoreStats, type InspectedObject, type ListedChild, type ObjectKind } from './chunk-store.js';
+export { collectGarbage, DEFAULT_GC_GRACE_MS, GarbageCollectionError, totalOf, type CollectGarbageOptions, type GarbageReport, type SweptKind, type Tally, type TallyByKind } from './gc.js';
+export { collectRetainedClaims, claimedManifestsIn, type RetainedClaims, type RetainedClaimsOptions } from './retained-claims.js';
 export { chunkBoundaries, CHUNKER_VERSION, DEFAULT_CHUNKER_LIMITS, type ChunkerLimits } from './chunker.js';
 export { FileBackend, type FileBackendOptions } from './file-backend.js';
 export { S3Backend, type S3BackendOptions } from './s3-backend.js';
-export type { ObjectBackend, ObjectStat } from './object-backend.js';
+export { isSweepable, type ListedObject, type ObjectBackend, type ObjectStat, type SweepableBackend } from './object-backend.js';
 export { codecKey, defaultKeyId, keyringFromSettings, keyringOf, type CodecKey, type Keyring } from './keyring.js';
 export { parsePayloadStore, describePayloadStore, type PayloadStoreLocation } from './store-location.js';
 export { PayloadDecodeError, PayloadKeyMissingError, ChunkIntegrityError, ChunkMissingError } from './errors.js';

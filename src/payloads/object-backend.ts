@@ -24,3 +24,31 @@ export interface ObjectBackend {
   /** Sets its modification time to now (an object reused by a new payload must not look old to a gc). */
   touch(key: string, signal?: AbortSignal): Promise<void>;
 }
+
+/** An object as a listing shows it. */
+export interface ListedObject {
+  /** Its key, e.g. `v1/chunks/3f/a2/<id>` (relative to the store's directory or prefix). */
+  key: string;
+  modifiedMs: number;
+  /** Stored bytes. */
+  bytes: number;
+}
+
+/**
+ * A backend a garbage collector can sweep: it lists objects and removes them, each removal
+ * guarded against a writer that renewed the object meanwhile.
+ */
+export interface SweepableBackend extends ObjectBackend {
+  /** Every object whose key starts with `prefix` (e.g. `v1/`), in no particular order, temporary files of unfinished writes included. */
+  list(prefix: string, signal?: AbortSignal): AsyncIterable<ListedObject>;
+  /**
+   * Removes the object unless it was written or touched at or after `cutoffMs` (a store reused it
+   * since it was listed). Returns whether it removed it; a missing object counts as removed.
+   */
+  removeIfOlder(key: string, cutoffMs: number, signal?: AbortSignal): Promise<boolean>;
+}
+
+/** Whether `backend` can be swept (both shipped backends can). */
+export function isSweepable(backend: ObjectBackend): backend is SweepableBackend {
+  return 'list' in backend && typeof backend.list === 'function' && 'removeIfOlder' in backend && typeof backend.removeIfOlder === 'function';
+}

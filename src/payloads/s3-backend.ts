@@ -5,7 +5,7 @@
 // A single PUT is atomic in S3, so objects need no temporary names. The SDK is loaded on first
 // use: it takes a quarter of a second to import, which every CLI command would pay otherwise.
 import type * as S3 from '@aws-sdk/client-s3';
-import type { ObjectBackend, ObjectStat } from './object-backend.js';
+import type { ListedObject, ObjectStat, SweepableBackend } from './object-backend.js';
 
 function statusOf(error: unknown): number | undefined {
   if (typeof error !== 'object' || error === null || !('$metadata' in error)) return undefined;
@@ -32,7 +32,7 @@ export interface S3BackendOptions {
 }
 
 /** The S3 backend. */
-export class S3Backend implements ObjectBackend {
+export class S3Backend implements SweepableBackend {
   readonly bucket: string;
   readonly prefix: string;
   readonly description: string;
@@ -116,5 +116,30 @@ export class S3Backend implements ObjectBackend {
       }),
       { abortSignal: signal },
     );
+  }
+
+  async *list(prefix: string, signal?: AbortSignal): AsyncIterable<ListedObject> {
+    const { sdk, client } = await this.load();
+    const strip = this.prefix === '' ? 0 : this.prefix.length + 1;
+    let continuationToken: string | undefined;
+    do {
+      const page = await client.send(new sdk.ListObjectsV2Command({ Bucket: this.bucket, Prefix: this.keyOf(prefix), ContinuationToken: continuationToken }), { abortSignal: signal });
+      for (const object of page.Contents ?? []) {
+        if (object.Key === undefined) continue;
+        yield { key: object.Key.slice(strip), modifiedMs: object.LastModified?.getTime() ?? 0, bytes: object.Size ?? 0 };
+      }
+      continuationToken = page.IsTruncated === true ? page.NextContinuationToken : undefined;
+    } while (continuationToken !== undefined);
+  }
+
+  async removeIfOlder(key: string, cutoffMs: number, signal?: AbortSignal): Promise<boolean> {
+    // S3 has no delete conditional on the modification time: this checks right before deleting,
+    // which leaves a window of one round trip for a store that renews the object in between.
+    const found = await this.stat(key, signal);
+    if (found === undefined) return true;
+    if (found.modifiedMs >= cutoffMs) return false;
+    const { sdk, client } = await this.load();
+    await client.send(new sdk.DeleteObjectCommand({ Bucket: this.bucket, Key: this.keyOf(key) }), { abortSignal: signal });
+    return true;
   }
 }

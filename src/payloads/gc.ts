@@ -1,0 +1,298 @@
+// Node only: the payload store's garbage collector (`temporal-compactor gc`), mark and sweep.
+//
+// Mark: the manifests named by claims in the histories Temporal still retains (retained-claims.ts
+// finds them), and every manifest younger than the grace period (a payload being stored right
+// now, or stored by a workflow task whose claim has not reached history yet); then every node and
+// chunk reachable from them. Sweep: every other object older than the grace period is removed.
+//
+// Why that is safe while workers keep storing (chunk-store.ts): a store writes children before
+// parents and rewrites its manifest every time, and an object it reuses is at most 1.5 × the
+// driver's refresh period old (24 h: touched when a check finds it older, and checks are cached
+// for half of it). So with a grace period of at least 48 h, an object any store in flight may
+// still reuse is younger than the grace period, and one it touches during the sweep is seen as
+// renewed and kept (each removal re-checks the time: `SweepableBackend.removeIfOlder`). The grace
+// period must also exceed the longest time between a payload being stored and its claim landing
+// in history: the longest workflow task or activity attempt, or client call.
+//
+// Order of removal: manifests, then nodes from the highest level down, then chunks, so that at
+// every moment a node that exists still has all its descendants (a store that finds a node reuses
+// it without looking below). When a store renews an object meanwhile, everything under it is kept.
+import { ChunkIntegrityError, ChunkMissingError } from './errors.js';
+import { objectKey, parseObjectKey, type ChunkStoreDriver, type InspectedObject, type ObjectKind } from './chunk-store.js';
+import { isSweepable } from './object-backend.js';
+
+/** @default 48 h: twice the chunk store's refresh period (see the module comment). */
+export const DEFAULT_GC_GRACE_MS = 48 * 3_600_000;
+
+/** What the sweep sorts objects into: the three object kinds, and temporary files of unfinished writes. */
+export type SweptKind = ObjectKind | 'temporary';
+
+/** A number of objects and their stored bytes. */
+export interface Tally {
+  objects: number;
+  bytes: number;
+}
+
+export type TallyByKind = Record<SweptKind, Tally>;
+
+/** What a collection found and did. */
+export interface GarbageReport {
+  /** The store, e.g. `file:/var/lib/compactor`. */
+  store: string;
+  dryRun: boolean;
+  graceMs: number;
+  /** Objects last written or touched before this time (ms since the epoch) were candidates. */
+  cutoffMs: number;
+  /** Distinct manifests named by retained claims. */
+  claimedManifests: number;
+  /** Manifests younger than the grace period (marked whether or not a claim names them). */
+  youngManifests: number;
+  /** Objects a marked manifest needs that are not in the store (a claim that cannot be resolved any more), first 20 keys. */
+  missing: string[];
+  missingCount: number;
+  /** Reachable from a marked manifest: kept. */
+  reachable: TallyByKind;
+  /** Unreachable but younger than the grace period: kept. */
+  young: TallyByKind;
+  /** Removed (in a dry run: what would be). */
+  deleted: TallyByKind;
+  /** Old and unreachable when listed, but renewed by a store during the sweep (or under such an object): kept. */
+  renewed: TallyByKind;
+}
+
+export interface CollectGarbageOptions {
+  /** The store's driver (its backend must list and remove: both shipped backends do), with every key the workers have. */
+  driver: ChunkStoreDriver;
+  /** Ids of the manifests named by claims in retained histories (see `collectRetainedClaims`). */
+  claimedManifests: Iterable<string>;
+  /** @default DEFAULT_GC_GRACE_MS */
+  graceMs?: number;
+  /** Report what would be removed, remove nothing. @default false */
+  dryRun?: boolean;
+  /** Backend operations in flight at once. @default 16 */
+  concurrency?: number;
+  /** One line at a time, at most every two seconds per phase, for long collections. */
+  onProgress?: (line: string) => void;
+  signal?: AbortSignal;
+  /** @default Date.now */
+  now?: () => number;
+}
+
+/** The sweep cannot go on safely: nothing has been removed when this is thrown during marking or reading candidates. */
+export class GarbageCollectionError extends Error {
+  override readonly name = 'GarbageCollectionError';
+}
+
+const KINDS: readonly SweptKind[] = ['manifest', 'node', 'chunk', 'temporary'];
+const emptyTallies = (): TallyByKind => ({ manifest: { objects: 0, bytes: 0 }, node: { objects: 0, bytes: 0 }, chunk: { objects: 0, bytes: 0 }, temporary: { objects: 0, bytes: 0 } });
+const MISSING_SHOWN = 20;
+const PROGRESS_EVERY_MS = 2_000;
+
+/** Runs `work` over `items` (which `work` may extend) with at most `concurrency` at once; the first error stops it. */
+async function drain<T>(items: T[], concurrency: number, work: (item: T) => Promise<void>): Promise<void> {
+  let failure: { error: unknown } | undefined;
+  const worker = async (): Promise<void> => {
+    while (failure === undefined) {
+      const item = items.pop();
+      if (item === undefined) return;
+      try {
+        await work(item);
+      } catch (error) {
+        failure ??= { error };
+      }
+    }
+  };
+  // Workers that found the list empty while others still add to it would end early: run rounds until it stays empty.
+  while (items.length > 0 && failure === undefined) await Promise.all(Array.from({ length: concurrency }, worker));
+  if (failure !== undefined) throw failure.error;
+}
+
+/** Progress lines: forced ones always, others at most every two seconds (so short work prints only the forced ones). */
+function throttled(onProgress: ((line: string) => void) | undefined): (line: () => string, force?: boolean) => void {
+  let last = Date.now();
+  return (line, force = false) => {
+    if (onProgress === undefined) return;
+    const now = Date.now();
+    if (!force && now - last < PROGRESS_EVERY_MS) return;
+    last = now;
+    onProgress(line());
+  };
+}
+
+const count = (value: number): string => value.toLocaleString('en-US');
+
+interface Candidate {
+  key: string;
+  kind: SweptKind;
+  id: string | undefined;
+  bytes: number;
+  /** Nodes and manifests: what they list (undefined: unreadable, removed first). */
+  inspected?: InspectedObject;
+  /** Removed by someone else since the listing. */
+  gone?: boolean;
+}
+
+/**
+ * Collects the garbage of a payload store: marks from `claimedManifests` and the manifests younger
+ * than the grace period, sweeps every other object older than it. Marking reads every marked
+ * manifest and node, so it needs every key they were sealed with; an object it cannot read for
+ * lack of a key stops the collection before anything is removed.
+ *
+ * @example
+ * const { manifests } = await collectRetainedClaims({ clients: [client] });
+ * const report = await collectGarbage({ driver, claimedManifests: manifests, dryRun: true });
+ */
+export async function collectGarbage({
+  driver,
+  claimedManifests,
+  graceMs = DEFAULT_GC_GRACE_MS,
+  dryRun = false,
+  concurrency = 16,
+  onProgress,
+  signal,
+  now = Date.now,
+}: CollectGarbageOptions): Promise<GarbageReport> {
+  const backend = driver.backend;
+  if (!isSweepable(backend)) throw new GarbageCollectionError(`the payload store ${backend.description} cannot be listed, so it cannot be collected`);
+  const cutoffMs = now() - graceMs;
+  const report: GarbageReport = {
+    store: backend.description,
+    dryRun,
+    graceMs,
+    cutoffMs,
+    claimedManifests: 0,
+    youngManifests: 0,
+    missing: [],
+    missingCount: 0,
+    reachable: emptyTallies(),
+    young: emptyTallies(),
+    deleted: emptyTallies(),
+    renewed: emptyTallies(),
+  };
+  const progress = throttled(onProgress);
+
+  // Mark. Roots: claimed manifests, and every manifest younger than the grace period.
+  const claimed = new Set([...claimedManifests].filter((id) => /^[0-9a-f]{64}$/.test(id)));
+  report.claimedManifests = claimed.size;
+  const roots = new Set(claimed);
+  const youngOnly = new Set<string>();
+  let listed = 0;
+  for await (const object of backend.list('v1/manifests/', signal)) {
+    listed += 1;
+    const parsed = parseObjectKey(object.key);
+    if (parsed?.kind === 'manifest' && object.modifiedMs >= cutoffMs) {
+      report.youngManifests += 1;
+      roots.add(parsed.id);
+      if (!claimed.has(parsed.id)) youngOnly.add(parsed.id);
+    }
+    progress(() => `gc: listing manifests: ${count(listed)} so far, ${count(report.youngManifests)} younger than the grace period`);
+  }
+  progress(() => `gc: listed ${count(listed)} manifests, ${count(report.youngManifests)} younger than the grace period`, true);
+  const marked = new Set<string>();
+  const queue: Array<{ kind: 'manifest' | 'node'; id: string }> = [];
+  for (const id of roots) {
+    marked.add(objectKey('manifest', id));
+    queue.push({ kind: 'manifest', id });
+  }
+  progress(() => `gc: marking from ${count(roots.size)} manifests (${count(report.claimedManifests)} claimed, ${count(report.youngManifests)} young)`, true);
+  await drain(queue, concurrency, async (item) => {
+    let inspected: InspectedObject;
+    try {
+      inspected = await driver.inspect(item.kind, item.id, signal);
+    } catch (error) {
+      // A young manifest can vanish between the listing and the read only if someone else removed it.
+      if (error instanceof ChunkMissingError) {
+        if (!(item.kind === 'manifest' && youngOnly.has(item.id))) {
+          report.missingCount += 1;
+          if (report.missing.length < MISSING_SHOWN) report.missing.push(error.objectKey);
+        }
+        return;
+      }
+      throw new GarbageCollectionError(`marking stopped, nothing was removed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    }
+    for (const child of inspected.children) {
+      const key = objectKey(child.kind, child.id);
+      if (marked.has(key)) continue;
+      marked.add(key);
+      if (child.kind === 'node') queue.push({ kind: 'node', id: child.id });
+    }
+    progress(() => `gc: marking: ${count(marked.size)} objects reachable so far`);
+  });
+  progress(() => `gc: marked ${count(marked.size)} reachable objects${report.missingCount > 0 ? ` (${count(report.missingCount)} missing from the store)` : ''}`, true);
+
+  // Sweep: sort every object; candidates are old and unreachable.
+  const candidates: Candidate[] = [];
+  let seen = 0;
+  for await (const object of backend.list('v1/', signal)) {
+    seen += 1;
+    const parsed = parseObjectKey(object.key);
+    const kind: SweptKind = parsed?.kind ?? 'temporary';
+    const tally = parsed !== undefined && marked.has(object.key) ? report.reachable[kind] : object.modifiedMs >= cutoffMs ? report.young[kind] : undefined;
+    if (tally !== undefined) {
+      tally.objects += 1;
+      tally.bytes += object.bytes;
+    } else {
+      candidates.push({ key: object.key, kind, id: parsed?.id, bytes: object.bytes });
+    }
+    progress(() => `gc: sweeping: listed ${count(seen)} objects, ${count(candidates.length)} unreachable and older than the grace period`);
+  }
+  progress(() => `gc: listed ${count(seen)} objects, ${count(candidates.length)} unreachable and older than the grace period`, true);
+  // What candidate manifests and nodes list decides the order of removal and what a renewal protects.
+  const toRead = candidates.filter((candidate) => candidate.kind === 'manifest' || candidate.kind === 'node');
+  let read = 0;
+  await drain([...toRead], concurrency, async (candidate) => {
+    if (candidate.id === undefined || (candidate.kind !== 'manifest' && candidate.kind !== 'node')) return;
+    try {
+      candidate.inspected = await driver.inspect(candidate.kind, candidate.id, signal);
+    } catch (error) {
+      // Corrupt objects are removed first (a store would only ever reuse them wrongly); gone ones need nothing.
+      if (error instanceof ChunkMissingError) candidate.gone = true;
+      else if (!(error instanceof ChunkIntegrityError)) {
+        throw new GarbageCollectionError(`reading ${candidate.key} stopped the sweep, nothing was removed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+      }
+    }
+    read += 1;
+    progress(() => `gc: sweeping: read ${count(read)} of ${count(toRead.length)} unreachable manifests and nodes`);
+  });
+
+  const protectedKeys = new Set<string>();
+  const byRemovalOrder = (candidate: Candidate): number => {
+    if (candidate.kind === 'temporary') return Number.MAX_SAFE_INTEGER;
+    if (candidate.kind === 'manifest') return Number.MAX_SAFE_INTEGER - 1;
+    if (candidate.kind === 'chunk') return -1;
+    return candidate.inspected?.level ?? Number.MAX_SAFE_INTEGER - 2;
+  };
+  const rounds = new Map<number, Candidate[]>();
+  for (const candidate of candidates) {
+    if (candidate.gone === true) continue;
+    const order = byRemovalOrder(candidate);
+    const round = rounds.get(order);
+    if (round === undefined) rounds.set(order, [candidate]);
+    else round.push(candidate);
+  }
+  let done = 0;
+  const total = [...rounds.values()].reduce((sum, round) => sum + round.length, 0);
+  for (const order of [...rounds.keys()].sort((a, b) => b - a)) {
+    await drain([...(rounds.get(order) ?? [])], concurrency, async (candidate) => {
+      const keep = (): void => {
+        report.renewed[candidate.kind].objects += 1;
+        report.renewed[candidate.kind].bytes += candidate.bytes;
+        for (const child of candidate.inspected?.children ?? []) protectedKeys.add(objectKey(child.kind, child.id));
+      };
+      if (protectedKeys.has(candidate.key)) keep();
+      else if (dryRun || (await backend.removeIfOlder(candidate.key, cutoffMs, signal))) {
+        report.deleted[candidate.kind].objects += 1;
+        report.deleted[candidate.kind].bytes += candidate.bytes;
+      } else keep();
+      done += 1;
+      progress(() => `gc: ${dryRun ? 'would remove' : 'removing'}: ${count(done)} of ${count(total)} objects`);
+    });
+  }
+  progress(() => `gc: ${dryRun ? 'dry run done: would remove' : 'done: removed'} ${count(totalOf(report.deleted).objects)} objects`, true);
+  return report;
+}
+
+/** Sums a tally over the kinds. */
+export function totalOf(tallies: TallyByKind): Tally {
+  return KINDS.reduce((sum, kind) => ({ objects: sum.objects + tallies[kind].objects, bytes: sum.bytes + tallies[kind].bytes }), { objects: 0, bytes: 0 });
+}

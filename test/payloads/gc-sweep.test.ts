@@ -1,0 +1,206 @@
+// The collector's sweep on a file store without Temporal (claims given directly): what it removes
+// and in which order (parents before children, so a node that exists always has its descendants),
+// what a store renewing an object during the sweep protects, temporary files, dry runs, and a
+// missing key stopping it before anything is removed.
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { defaultPayloadConverter, type StorageDriverClaim } from '@temporalio/common';
+import { afterAll, describe, expect, it } from 'vitest';
+import {
+  ChunkStoreDriver,
+  codecKey,
+  collectGarbage,
+  DEFAULT_CHUNKER_LIMITS,
+  FileBackend,
+  GarbageCollectionError,
+  keyringOf,
+  objectKey,
+  parseObjectKey,
+  totalOf,
+  type Keyring,
+  type SweepableBackend,
+} from '../../src/payloads/index.js';
+
+const HOUR = 3_600_000;
+const directories: string[] = [];
+afterAll(() => directories.forEach((directory) => rmSync(directory, { recursive: true, force: true })));
+
+function storeDirectory(): string {
+  const directory = mkdtempSync(join(tmpdir(), 'compactor-gc-sweep-'));
+  directories.push(directory);
+  return directory;
+}
+
+function filesUnder(directory: string): string[] {
+  return readdirSync(directory, { recursive: true, withFileTypes: true })
+    .filter((entry) => entry.isFile())
+    .map((entry) => join(entry.parentPath, entry.name));
+}
+
+function ageAll(directory: string, hours: number): void {
+  const then = new Date(Date.now() - hours * HOUR);
+  for (const file of filesUnder(directory)) utimesSync(file, then, then);
+}
+
+/** A conversation large enough for a tree of a few levels (small chunks), distinct per seed. */
+function conversation(seed: string, messages = 400) {
+  return { messages: Array.from({ length: messages }, (_, index) => ({ role: 'tool', content: `${seed} result ${index}: ${randomBytes(24).toString('hex')}` })) };
+}
+
+async function store(driver: ChunkStoreDriver, value: unknown): Promise<StorageDriverClaim> {
+  const [claim] = await driver.store({}, [defaultPayloadConverter.toPayload(value) ?? {}]);
+  if (claim === undefined) throw new Error('no claim');
+  return claim;
+}
+
+function manifestOf(claim: StorageDriverClaim): string {
+  return claim.claimData.manifest ?? '';
+}
+
+/** Object keys reachable from a manifest, with each node's level. */
+async function treeOf(driver: ChunkStoreDriver, manifest: string): Promise<Map<string, number>> {
+  const levels = new Map<string, number>([[objectKey('manifest', manifest), Infinity]]);
+  const queue: Array<{ kind: 'manifest' | 'node'; id: string }> = [{ kind: 'manifest', id: manifest }];
+  for (let item = queue.pop(); item !== undefined; item = queue.pop()) {
+    const inspected = await driver.inspect(item.kind, item.id);
+    if (item.kind === 'node') levels.set(objectKey('node', item.id), inspected.level);
+    for (const child of inspected.children) {
+      if (child.kind === 'chunk') levels.set(objectKey('chunk', child.id), 0);
+      else queue.push({ kind: 'node', id: child.id });
+    }
+  }
+  return levels;
+}
+
+/** The file backend, recording removals in order; `beforeRemove` runs first (a concurrent store). */
+function recording(directory: string, beforeRemove: (key: string, backend: FileBackend) => Promise<void> = async () => undefined): { backend: SweepableBackend; removed: string[] } {
+  const inner = new FileBackend({ directory, durable: false });
+  const removed: string[] = [];
+  const backend: SweepableBackend = {
+    description: inner.description,
+    get: (key, signal) => inner.get(key, signal),
+    put: (key, body, signal) => inner.put(key, body, signal),
+    stat: (key) => inner.stat(key),
+    touch: (key) => inner.touch(key),
+    list: (prefix, signal) => inner.list(prefix, signal),
+    async removeIfOlder(key, cutoffMs) {
+      await beforeRemove(key, inner);
+      const done = await inner.removeIfOlder(key, cutoffMs);
+      if (done) removed.push(key);
+      return done;
+    },
+  };
+  return { backend, removed };
+}
+
+/** Small chunks, so a payload of 40 KB makes a tree of two node levels. */
+const smallChunks = { ...DEFAULT_CHUNKER_LIMITS, minChunk: 64, groupMax: 256 };
+
+describe('collectGarbage (sweep)', () => {
+  const keyring: Keyring = keyringOf(codecKey(randomBytes(32), 'k1'));
+
+  it('removes what no claim reaches once older than the grace period, parents before children', async () => {
+    const directory = storeDirectory();
+    const { backend, removed } = recording(directory);
+    const driver = new ChunkStoreDriver({ backend, keyring, chunkerLimits: smallChunks });
+    const kept = await store(driver, conversation('kept'));
+    const dropped = await store(driver, conversation('dropped'));
+    ageAll(directory, 72);
+    const keptTree = await treeOf(driver, manifestOf(kept));
+    const droppedTree = await treeOf(driver, manifestOf(dropped));
+    const garbage = [...droppedTree.keys()].filter((key) => !keptTree.has(key));
+    expect(Math.max(...[...droppedTree.values()].filter(Number.isFinite))).toBeGreaterThanOrEqual(2);
+
+    const dry = await collectGarbage({ driver, claimedManifests: [manifestOf(kept)], dryRun: true });
+    expect(removed).toEqual([]);
+    expect(totalOf(dry.deleted).objects).toBe(garbage.length);
+
+    const report = await collectGarbage({ driver, claimedManifests: [manifestOf(kept)] });
+    expect(report.deleted).toEqual(dry.deleted);
+    expect(new Set(removed)).toEqual(new Set(garbage));
+    // Every object was removed after all its parents among the garbage: levels never go up.
+    const levels = removed.map((key) => droppedTree.get(key) ?? -1);
+    expect(levels).toEqual([...levels].sort((a, b) => b - a));
+    expect(totalOf(report.reachable).objects).toBe(keptTree.size);
+    const reader = new ChunkStoreDriver({ backend, keyring });
+    const [value] = await reader.retrieve({}, [kept]);
+    expect(defaultPayloadConverter.fromPayload(value ?? {})).toEqual(expect.objectContaining({ messages: expect.any(Array) }));
+    await expect(reader.retrieve({}, [dropped])).rejects.toThrow(/is missing from file:/);
+  });
+
+  it('keeps an object a store renews during the sweep, and everything under it', async () => {
+    const directory = storeDirectory();
+    let renewed = '';
+    const { backend, removed } = recording(directory, async (key, inner) => {
+      // A store reusing the dropped payload's manifest just before the collector reaches it.
+      if (key === renewed) await inner.touch(key);
+    });
+    const driver = new ChunkStoreDriver({ backend, keyring, chunkerLimits: smallChunks });
+    const reused = await store(driver, conversation('reused'));
+    const other = await store(driver, conversation('other'));
+    renewed = objectKey('manifest', manifestOf(reused));
+    ageAll(directory, 72);
+    const reusedTree = await treeOf(driver, manifestOf(reused));
+    const otherTree = await treeOf(driver, manifestOf(other));
+
+    const report = await collectGarbage({ driver, claimedManifests: [] });
+    expect(totalOf(report.renewed).objects).toBe(reusedTree.size);
+    expect(removed.filter((key) => reusedTree.has(key))).toEqual([]);
+    expect(new Set(removed)).toEqual(new Set([...otherTree.keys()].filter((key) => !reusedTree.has(key))));
+    const [value] = await new ChunkStoreDriver({ backend, keyring }).retrieve({}, [reused]);
+    expect(value?.data?.length).toBeGreaterThan(0);
+  });
+
+  it('keeps young objects and young manifests with their trees, removes old temporary files', async () => {
+    const directory = storeDirectory();
+    const driver = new ChunkStoreDriver({ backend: new FileBackend({ directory, durable: false }), keyring, chunkerLimits: smallChunks });
+    const oldValue = conversation('old');
+    const old = await store(driver, oldValue);
+    ageAll(directory, 72);
+    // Stored by a driver that trusts its cache: the new manifest shares old chunks without touching them.
+    const young = await store(driver, { messages: oldValue.messages.slice(0, 300) });
+    writeFileSync(join(directory, 'v1', 'chunks', '.tmp-1-old'), 'half a write');
+    writeFileSync(join(directory, 'v1', 'nodes', '.tmp-2-young'), 'a write in progress');
+    const then = new Date(Date.now() - 72 * HOUR);
+    utimesSync(join(directory, 'v1', 'chunks', '.tmp-1-old'), then, then);
+
+    const oldTree = await treeOf(driver, manifestOf(old));
+    const youngTree = await treeOf(driver, manifestOf(young));
+    const shared = [...youngTree.keys()].filter((key) => oldTree.has(key) && key.startsWith('v1/chunks/'));
+    expect(shared.length).toBeGreaterThan(10);
+
+    const report = await collectGarbage({ driver, claimedManifests: [] });
+    expect(report.youngManifests).toBe(1);
+    expect(report.deleted.temporary.objects).toBe(1);
+    expect(report.young.temporary.objects).toBe(1);
+    expect(totalOf(report.reachable).objects).toBe(youngTree.size);
+    const left = new Set(filesUnder(directory).map((file) => file.slice(directory.length + 1)));
+    // The old chunks the young manifest shares stay (72 hours old); the rest of the old payload goes.
+    expect([...youngTree.keys()].filter((key) => !left.has(key))).toEqual([]);
+    expect([...oldTree.keys()].filter((key) => !youngTree.has(key) && left.has(key))).toEqual([]);
+    expect([...left].filter((key) => parseObjectKey(key) === undefined)).toEqual(['v1/nodes/.tmp-2-young']);
+  });
+
+  it('stops before removing anything when a marked object is sealed with a key it does not have', async () => {
+    const directory = storeDirectory();
+    const writer = new ChunkStoreDriver({ backend: new FileBackend({ directory, durable: false }), keyring });
+    const claim = await store(writer, conversation('secret'));
+    await store(writer, conversation('garbage'));
+    ageAll(directory, 72);
+    const before = filesUnder(directory).length;
+    const keyless = new ChunkStoreDriver({ backend: new FileBackend({ directory }), keyring: keyringOf(codecKey(randomBytes(32), 'k2')) });
+    const failure = collectGarbage({ driver: keyless, claimedManifests: [manifestOf(claim)] });
+    await expect(failure).rejects.toThrow(GarbageCollectionError);
+    await expect(failure).rejects.toThrow(/^marking stopped, nothing was removed: payload store object v1\/manifests\/.* is encrypted with key id "k1", which is not configured/);
+    expect(filesUnder(directory)).toHaveLength(before);
+  });
+
+  it('counts claims whose manifest is gone as missing and goes on', async () => {
+    const directory = storeDirectory();
+    const driver = new ChunkStoreDriver({ backend: new FileBackend({ directory, durable: false }), keyring });
+    const report = await collectGarbage({ driver, claimedManifests: ['ab'.repeat(32), 'not an id'] });
+    expect([report.claimedManifests, report.missingCount, report.missing]).toEqual([1, 1, [objectKey('manifest', 'ab'.repeat(32))]]);
+  });
+});
