@@ -295,7 +295,7 @@ function describeGarbageReport(report: GarbageReport): string {
   const rows = kinds.map(([kind, label]) => `| ${label} | ${describeTally(report.reachable[kind])} | ${describeTally(report.young[kind])} | ${describeTally(report.deleted[kind])} | ${describeTally(report.renewed[kind])} |`);
   const total = `| total | ${describeTally(totalOf(report.reachable))} | ${describeTally(totalOf(report.young))} | ${describeTally(totalOf(report.deleted))} | ${describeTally(totalOf(report.renewed))} |`;
   return [
-    `| objects | reachable from a claim (kept) | younger than ${grace} (kept) | ${removed} | renewed meanwhile (kept) |`,
+    `| objects | reachable (kept) | younger than ${grace} (kept) | ${removed} | renewed meanwhile (kept) |`,
     '|---|--:|--:|--:|--:|',
     ...rows,
     total,
@@ -324,7 +324,7 @@ const gc: CliCommand = {
     const cutoff = new Date(report.cutoffMs).toISOString().replace(/\.\d+Z$/, 'Z');
     const lines = [
       `gc of ${report.store}${dryRun ? ' (dry run: nothing removed)' : ''}, objects last written before ${cutoff} were candidates`,
-      `Marked from ${groupDigits(retained.runs)} run${retained.runs === 1 ? '' : 's'} in ${namespaces.join(', ')}${retained.gone > 0 ? ` (${groupDigits(retained.gone)} more deleted while reading)` : ''}: ${groupDigits(retained.claims)} claims to ${groupDigits(report.claimedManifests)} manifests, and ${groupDigits(report.youngManifests)} manifests younger than the grace period.`,
+      `Marked from ${groupDigits(retained.runs)} run${retained.runs === 1 ? '' : 's'} in ${namespaces.join(', ')}${retained.gone > 0 ? ` (${groupDigits(retained.gone)} more deleted while reading)` : ''}: ${groupDigits(retained.claims)} claims to ${groupDigits(report.claimedManifests)} manifests, and ${groupDigits(report.youngManifests)} manifests and ${groupDigits(report.youngNodes)} nodes younger than the grace period.`,
       '',
       describeGarbageReport(report),
       '',

@@ -11,12 +11,13 @@
 // Every object is sealed (sealed-object.ts): named by its content's hash, compressed, and with a
 // key encrypted. A claim is `{ manifest, keyId? }`.
 //
-// What a garbage collector can rely on: an object is only written after every object it lists,
-// so a node that exists has all its descendants; manifests are rewritten on every store, so their
-// modification time says when a claim to them was last handed out; a chunk or node that a store
-// reuses is touched when older than `refreshAfterMs`. Mark from the claims of retained histories
-// and from manifests younger than the grace period, follow manifests → nodes → chunks, sweep the
-// rest that is older than the grace period (at least twice `refreshAfterMs`).
+// What a garbage collector can rely on (gc.ts is the one): an object is only written after every
+// object it lists, so a node that exists has all its descendants; manifests are rewritten on every
+// store, so their modification time says when a claim to them was last handed out; a chunk or
+// node that a store reuses is touched when older than `refreshAfterMs` (but what lies under a
+// reused node is not). Mark from the claims of retained histories and from manifests and nodes
+// younger than the grace period, follow manifests → nodes → chunks, sweep the rest that is older
+// than the grace period (at least twice `refreshAfterMs`), parents before children.
 import { setMaxListeners } from 'node:events';
 import type { Payload, StorageDriver, StorageDriverRetrieveContext, StorageDriverStoreContext } from '@temporalio/common';
 import { StorageDriverClaim } from '@temporalio/common';

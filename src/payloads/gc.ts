@@ -1,9 +1,10 @@
 // Node only: the payload store's garbage collector (`temporal-compactor gc`), mark and sweep.
 //
 // Mark: the manifests named by claims in the histories Temporal still retains (retained-claims.ts
-// finds them), and every manifest younger than the grace period (a payload being stored right
-// now, or stored by a workflow task whose claim has not reached history yet); then every node and
-// chunk reachable from them. Sweep: every other object older than the grace period is removed.
+// finds them), and every manifest and node younger than the grace period (a payload being stored
+// right now, or stored by a workflow task whose claim has not reached history yet; a node touched
+// by a store that never got to write its manifest); then every node and chunk reachable from
+// them. Sweep: every other object older than the grace period is removed.
 //
 // Why that is safe while workers keep storing (chunk-store.ts): a store writes children before
 // parents and rewrites its manifest every time, and an object it reuses is at most 1.5 × the
@@ -47,10 +48,15 @@ export interface GarbageReport {
   claimedManifests: number;
   /** Manifests younger than the grace period (marked whether or not a claim names them). */
   youngManifests: number;
+  /**
+   * Nodes younger than the grace period, marked with everything under them: a store touches a node
+   * it reuses but not what lies below, so a young node may list old chunks.
+   */
+  youngNodes: number;
   /** Objects a marked manifest needs that are not in the store (a claim that cannot be resolved any more), first 20 keys. */
   missing: string[];
   missingCount: number;
-  /** Reachable from a marked manifest: kept. */
+  /** Reachable from a claimed manifest or a young manifest or node: kept. */
   reachable: TallyByKind;
   /** Unreachable but younger than the grace period: kept. */
   young: TallyByKind;
@@ -162,6 +168,7 @@ export async function collectGarbage({
     cutoffMs,
     claimedManifests: 0,
     youngManifests: 0,
+    youngNodes: 0,
     missing: [],
     missingCount: 0,
     reachable: emptyTallies(),
@@ -171,38 +178,42 @@ export async function collectGarbage({
   };
   const progress = throttled(onProgress);
 
-  // Mark. Roots: claimed manifests, and every manifest younger than the grace period.
+  // Mark. Roots: claimed manifests, and every manifest and node younger than the grace period.
   const claimed = new Set([...claimedManifests].filter((id) => /^[0-9a-f]{64}$/.test(id)));
   report.claimedManifests = claimed.size;
-  const roots = new Set(claimed);
-  const youngOnly = new Set<string>();
-  let listed = 0;
-  for await (const object of backend.list('v1/manifests/', signal)) {
-    listed += 1;
-    const parsed = parseObjectKey(object.key);
-    if (parsed?.kind === 'manifest' && object.modifiedMs >= cutoffMs) {
-      report.youngManifests += 1;
-      roots.add(parsed.id);
-      if (!claimed.has(parsed.id)) youngOnly.add(parsed.id);
-    }
-    progress(() => `gc: listing manifests: ${count(listed)} so far, ${count(report.youngManifests)} younger than the grace period`);
-  }
-  progress(() => `gc: listed ${count(listed)} manifests, ${count(report.youngManifests)} younger than the grace period`, true);
   const marked = new Set<string>();
   const queue: Array<{ kind: 'manifest' | 'node'; id: string }> = [];
-  for (const id of roots) {
-    marked.add(objectKey('manifest', id));
-    queue.push({ kind: 'manifest', id });
+  const root = (kind: 'manifest' | 'node', id: string): void => {
+    const key = objectKey(kind, id);
+    if (marked.has(key)) return;
+    marked.add(key);
+    queue.push({ kind, id });
+  };
+  claimed.forEach((id) => root('manifest', id));
+  const youngOnly = new Set<string>();
+  let listed = 0;
+  for (const prefix of ['v1/manifests/', 'v1/nodes/']) {
+    for await (const object of backend.list(prefix, signal)) {
+      listed += 1;
+      progress(() => `gc: listing manifests and nodes: ${count(listed)} so far, ${count(report.youngManifests + report.youngNodes)} younger than the grace period`);
+      const parsed = parseObjectKey(object.key);
+      if (parsed === undefined || parsed.kind === 'chunk' || object.modifiedMs < cutoffMs) continue;
+      if (parsed.kind === 'manifest') report.youngManifests += 1;
+      else report.youngNodes += 1;
+      if (!marked.has(object.key)) youngOnly.add(object.key);
+      root(parsed.kind, parsed.id);
+    }
   }
-  progress(() => `gc: marking from ${count(roots.size)} manifests (${count(report.claimedManifests)} claimed, ${count(report.youngManifests)} young)`, true);
+  progress(() => `gc: listed ${count(listed)} manifests and nodes: ${count(report.youngManifests)} manifests and ${count(report.youngNodes)} nodes younger than the grace period`, true);
+  progress(() => `gc: marking from ${count(queue.length)} roots (${count(report.claimedManifests)} claimed manifests, and the young ones)`, true);
   await drain(queue, concurrency, async (item) => {
     let inspected: InspectedObject;
     try {
       inspected = await driver.inspect(item.kind, item.id, signal);
     } catch (error) {
-      // A young manifest can vanish between the listing and the read only if someone else removed it.
+      // A young root can vanish between the listing and the read only if someone else removed it.
       if (error instanceof ChunkMissingError) {
-        if (!(item.kind === 'manifest' && youngOnly.has(item.id))) {
+        if (!youngOnly.has(objectKey(item.kind, item.id))) {
           report.missingCount += 1;
           if (report.missing.length < MISSING_SHOWN) report.missing.push(error.objectKey);
         }

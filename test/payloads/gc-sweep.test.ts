@@ -183,6 +183,26 @@ describe('collectGarbage (sweep)', () => {
     expect([...left].filter((key) => parseObjectKey(key) === undefined)).toEqual(['v1/nodes/.tmp-2-young']);
   });
 
+  it('keeps everything under a young node, even when no manifest lists it (a store touched it, then died)', async () => {
+    const directory = storeDirectory();
+    const backend = new FileBackend({ directory, durable: false });
+    const driver = new ChunkStoreDriver({ backend, keyring, chunkerLimits: smallChunks });
+    const claim = await store(driver, conversation('interrupted'));
+    ageAll(directory, 72);
+    const tree = await treeOf(driver, manifestOf(claim));
+    const [node] = [...tree.entries()].filter(([key, level]) => key.startsWith('v1/nodes/') && level === 1).map(([key]) => key);
+    if (node === undefined) throw new Error('no level-1 node');
+    await backend.touch(node);
+    const parsed = parseObjectKey(node);
+    const under = new Set((await driver.inspect('node', parsed?.id ?? '')).children.map((child) => objectKey(child.kind, child.id)));
+
+    const report = await collectGarbage({ driver, claimedManifests: [] });
+    expect([report.youngManifests, report.youngNodes]).toEqual([0, 1]);
+    const left = new Set(filesUnder(directory).map((file) => file.slice(directory.length + 1)));
+    expect(left).toEqual(new Set([node, ...under]));
+    expect(totalOf(report.deleted).objects).toBe(tree.size - 1 - under.size);
+  });
+
   it('stops before removing anything when a marked object is sealed with a key it does not have', async () => {
     const directory = storeDirectory();
     const writer = new ChunkStoreDriver({ backend: new FileBackend({ directory, durable: false }), keyring });

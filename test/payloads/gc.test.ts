@@ -271,9 +271,9 @@ describe('gc of the payload store', { timeout: 240_000 }, () => {
       const dry = await runCli(['gc', '--dry-run', '--namespace', s.namespace], { ...env, TEMPORAL_ADDRESS: t.address });
       expect(dry.code, dry.stderr).toBe(0);
       expect(dry.stdout).toContain(`gc of file:${directory} (dry run: nothing removed)`);
-      expect(dry.stdout).toMatch(new RegExp(`^Marked from 2 runs in ${s.namespace}: \\d+ claims to \\d+ manifests, and \\d+ manifests younger than the grace period\\.$`, 'm'));
+      expect(dry.stdout).toMatch(new RegExp(`^Marked from 2 runs in ${s.namespace}: \\d+ claims to \\d+ manifests, and \\d+ manifests and \\d+ nodes younger than the grace period\\.$`, 'm'));
       expect(dry.stdout).toContain(`Would remove ${s.garbage.size.toLocaleString('en-US')} (`);
-      expect(dry.stderr).toContain('gc: reading histories');
+      expect(dry.stderr).toContain('gc: read the histories of 2 runs, ');
       expect(filesUnder(directory)).toHaveLength(before);
       const tooShort = await runCli(['gc', '--grace', '1h'], { ...env, TEMPORAL_ADDRESS: t.address });
       expect([tooShort.code, tooShort.stderr]).toEqual([2, expect.stringContaining('--grace must be at least 48h')]);
