@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { defaultPayloadConverter, type StorageDriverClaim } from '@temporalio/common';
 import { afterAll, describe, expect, it } from 'vitest';
+import { main } from '../../src/cli.js';
 import {
   ChunkStoreDriver,
   codecKey,
@@ -222,5 +223,21 @@ describe('collectGarbage (sweep)', () => {
     const driver = new ChunkStoreDriver({ backend: new FileBackend({ directory, durable: false }), keyring });
     const report = await collectGarbage({ driver, claimedManifests: ['ab'.repeat(32), 'not an id'] });
     expect([report.claimedManifests, report.missingCount, report.missing]).toEqual([1, 1, [objectKey('manifest', 'ab'.repeat(32))]]);
+  });
+});
+
+describe('temporal-compactor gc: usage', () => {
+  async function run(args: string[], env: Record<string, string>): Promise<{ code: number; stderr: string }> {
+    let stderr = '';
+    const code = await main(args, { stdout: () => undefined, stderr: (text) => (stderr += text), env });
+    return { code, stderr };
+  }
+
+  it('refuses a short or malformed grace period, and a configuration without a store, before connecting', async () => {
+    const store = { COMPACTOR_PAYLOAD_STORE: `file:${storeDirectory()}` };
+    expect(await run(['gc', '--grace', '47h'], store)).toEqual({ code: 2, stderr: expect.stringContaining('temporal-compactor gc: --grace must be at least 48h') });
+    expect(await run(['gc', '--grace', 'soon'], store)).toEqual({ code: 2, stderr: expect.stringContaining('--grace takes a duration such as "48h", "3d" or "90m", got "soon"') });
+    expect(await run(['gc', 'extra'], store)).toEqual({ code: 2, stderr: expect.stringContaining('unexpected argument "extra"') });
+    expect(await run(['gc', '--dry-run'], {})).toEqual({ code: 2, stderr: expect.stringContaining('gc needs the payload store: set COMPACTOR_PAYLOAD_STORE') });
   });
 });
