@@ -289,9 +289,9 @@ export async function startCodecServer({
       const refusal = error instanceof Refusal ? error : new Refusal(500, `internal error: ${error instanceof Error ? error.message : String(error)}`);
       const namespace = request.headers['x-namespace'];
       log(`${request.method ?? '?'} ${request.url ?? '?'}${typeof namespace === 'string' ? ` (namespace ${namespace})` : ''}: ${refusal.status} ${refusal.message}`);
-      // Plain text on purpose: the UI reads any JSON answer as decoded payloads, while a body that
-      // is not JSON makes it keep the raw payloads and flag the codec server as failing. With the
-      // CORS headers, so the UI's page may read why.
+      // Plain text, one line: the UI (and the CLI) show the payloads undecoded on any 4xx and flag
+      // the codec server as failing; the line is for the person reading logs or the network tab,
+      // which is why it carries the CORS headers too.
       if (!response.headersSent) response.writeHead(refusal.status, { ...corsHeaders(request), ...refusal.headers, 'Content-Type': 'text/plain; charset=utf-8' });
       response.end(`${refusal.message}\n`);
     });
