@@ -1,4 +1,4 @@
-// Node: what a run costs under prompt caching (issue 9 §1, DESIGN §4b). Every trajectory is replayed
+// Node: what a run costs under prompt caching (issue 9 §1, docs/design.md#economics). Every trajectory is replayed
 // through several context policies side by side, and each request is priced as a provider with a
 // prompt cache bills it. A benchmark, not a test: it prints figures and asserts nothing.
 //
@@ -245,7 +245,7 @@ function clearToolUses(keep: number, trigger: number, atLeast: number): Policy {
 
 type SummarizerInput = 'request' | 'middle';
 
-/** The first user message marked sticky, as `agentRun` holds the task (DESIGN §4b.6). */
+/** The first user message marked sticky, as `agentRun` holds the task (docs/design.md#task-survives). */
 function withTaskPinned(messages: readonly ChatMessage[]): ChatMessage[] {
   const task = messages.findIndex((message) => message.role === 'user');
   const pinned = [...messages];
@@ -386,7 +386,7 @@ const ENGINES: Policy[] = [
   engine('engine, defaults + ageObservations, task pinned', { ageObservations: true }, { pinTask: true }),
 ];
 
-/** One rule of DESIGN §4b at a time set back to the reference, with ageObservations off and on. */
+/** One rule of docs/design.md#economics at a time set back to the reference, with ageObservations off and on. */
 const ABLATION: Policy[] = (
   [
     ['recentWindowGivesWay: false', { recentWindowGivesWay: false }],

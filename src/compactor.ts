@@ -23,7 +23,7 @@ export interface CompactCallOptions {
 
 /**
  * Compacts conversations in-process: the same engine as the workflow `compact`, with the
- * summarizer called directly and retried per DESIGN §4.9.
+ * summarizer called directly and retried per docs/design.md#failures.
  *
  * @example
  * const compactor = new Compactor({ summarizer: createOpenAISummarizer({ model: 'gpt-4o-mini' }), contextBudget: 128_000 });

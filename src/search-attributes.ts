@@ -1,6 +1,6 @@
 // Node only: which of our search attributes a namespace has, and registering the missing ones
 // through the operator API. A run must never depend on them: a workflow that upserts an
-// attribute its namespace lacks fails every workflow task, forever (DESIGN §6, "never wedge").
+// attribute its namespace lacks fails every workflow task, forever (docs/design.md#never-wedge).
 import type { OperatorService } from '@temporalio/client';
 import type { SearchAttributeType } from '@temporalio/common';
 import { COMPACTOR_SEARCH_ATTRIBUTES } from './shared/search-attributes.js';

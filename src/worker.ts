@@ -1,4 +1,4 @@
-// Node only: the compactor worker (DESIGN §6). Runs the workflows (`compactConversation`, and
+// Node only: the compactor worker (docs/design.md#worker). Runs the workflows (`compactConversation`, and
 // `compact` inside them) and the activities. Runnable as `tsx src/worker.ts` or
 // `node dist/worker.js`; configured from the environment through `src/config.ts`.
 import { isMain } from './is-main.js';

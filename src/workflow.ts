@@ -46,7 +46,7 @@ export { DEFAULT_PAYLOAD_LIMIT_BYTES, jsonPayloadBytes, utf8Length, type Payload
 export { COMPACTOR_SEARCH_ATTRIBUTES, COMPACTOR_SEARCH_ATTRIBUTE_NAMES, SearchAttributeKeys, type CompactorSearchAttributeName } from './shared/search-attributes.js';
 export { UNDESCRIBED_WORKER, type WorkerDescription } from './shared/worker-description.js';
 export { describeWorker } from './workflows/describe-worker.js';
-// The agent loop (DESIGN §7): the workflow, its input, its compaction history and its failures.
+// The agent loop (docs/design.md#agent-run): the workflow, its input, its compaction history and its failures.
 export {
   agentRun,
   addUserMessageUpdate,

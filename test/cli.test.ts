@@ -74,7 +74,7 @@ describe('temporal-compactor CLI', { timeout: 90_000 }, () => {
       expect(outcome.status).toBe('failed');
       const io = capture(t);
       expect(await main(['history', workflowId], io)).toBe(0);
-      // Round 3 is over the room: the recent window gives way (DESIGN §4b.2) and a summary makes it
+      // Round 3 is over the room: the recent window gives way (docs/design.md#window-gives-way) and a summary makes it
       // fit; at round 4 even the hard trim cannot, and the run fails exhausted.
       expect(io.out()).toContain(`agentRun ${workflowId} · FAILED · 2 compactions · `);
       expect(io.out()).toMatch(/\| 1 \| 3 \| .* \| summary \(\d+ chars\) \| no \| no \| \d+% \| [\d,]+ \|\n\| 2 \| 4 \| .* \| trim \| yes \| yes \| \d+% \| [\d,]+ \|\n/);

@@ -1,4 +1,4 @@
-// Node only: the activities a compactor worker registers (DESIGN §6).
+// Node only: the activities a compactor worker registers (docs/design.md#worker).
 import type OpenAI from 'openai';
 import { createOpenAISummarizer } from '../summarizers/openai.js';
 import type { Summarizer } from '../core/types.js';

@@ -1,5 +1,5 @@
 // Node only (activities): turns what a summarizer threw into the `ApplicationFailure` Temporal's
-// retry policy acts on (DESIGN §6). Never wraps a cancellation into a failure.
+// retry policy acts on (docs/design.md#summarize-activity). Never wraps a cancellation into a failure.
 import { ApplicationFailure } from '@temporalio/common';
 import { classifyError, FailureType, InvalidInputError, retryAfterOf, statusOf, SummarizerError } from '../core/errors.js';
 import { invalidInputFailure } from '../workflows/failures.js';

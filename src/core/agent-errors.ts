@@ -43,7 +43,7 @@ export type UpdateFailureType = (typeof UpdateFailureType)[keyof typeof UpdateFa
 
 /** How an `agentRun` fails. All are non-retryable workflow failures. */
 export const RunFailureType = {
-  /** The conversation could not be made to fit any backend, even after compaction (DESIGN §7); the transcript is written first. */
+  /** The conversation could not be made to fit any backend, even after compaction (docs/design.md#exhaustion); the transcript is written first. */
   ContextExhausted: FailureType.ContextExhausted,
   /** Every backend of the chain failed the same round after its retries. */
   BackendsFailed: 'RunFailed.BackendsFailed',

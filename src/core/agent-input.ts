@@ -1,4 +1,4 @@
-// Sandbox-safe: the input of `agentRun` (DESIGN §7) — model configs, tools, compaction and activity
+// Sandbox-safe: the input of `agentRun` (docs/design.md#agent-run) — model configs, tools, compaction and activity
 // settings — validated once, at the edge, into a plain-JSON plan the workflow runs.
 import { z } from 'zod';
 import { InvalidInputError } from './errors.js';
@@ -89,7 +89,7 @@ export interface AgentCompactionOptions extends Omit<CompactionOptions, 'context
 
 /** The input of `agentRun`. */
 export interface AgentRunInput {
-  /** The conversation to start from (validated like every conversation: DESIGN §3). */
+  /** The conversation to start from (validated like every conversation: docs/design.md#messages). */
   messages: unknown[];
   /** One backend, or a fallback chain tried in order when a backend keeps failing. */
   model: ModelConfig | ModelConfig[];
@@ -103,7 +103,7 @@ export interface AgentRunInput {
   /**
    * Keep the task — the first user message of `messages` — verbatim through every compaction (it is
    * marked `sticky`, a flag no provider sees): an agent that forgets what it was asked to do is not
-   * saved by a cheap summary (DESIGN §4b.6). @default true
+   * saved by a cheap summary (docs/design.md#task-survives). @default true
    */
   keepTask?: boolean;
   /**
@@ -319,7 +319,7 @@ function parseModels(model: unknown): ModelConfig[] {
 }
 
 /**
- * The conversation with its task pinned (DESIGN §4b.6): the first user message marked `sticky`, a
+ * The conversation with its task pinned (docs/design.md#task-survives): the first user message marked `sticky`, a
  * flag no provider sees, so every compaction keeps it verbatim (and replay does the same). Returns
  * the same messages when there is no user message or it is sticky already.
  */

@@ -9,7 +9,7 @@ import type { CompactionResult } from './types.js';
 /** What a compaction did, in one word: summarized the middle, hard-trimmed it, only elided tool output, or nothing. */
 export type CompactionKind = 'summary' | 'trim' | 'elision' | 'none';
 
-/** One compaction of an agent run (DESIGN §7). Counts are in the units of `backend`. */
+/** One compaction of an agent run (docs/design.md#compaction-history). Counts are in the units of `backend`. */
 export interface CompactionRecord {
   /** The chat round the compaction ran before (1-based). */
   round: number;

@@ -1,7 +1,7 @@
-// Sandbox-safe: the economic rules of DESIGN §4b — how far the recent window gives way, whether a
+// Sandbox-safe: the economic rules of docs/design.md#economics — how far the recent window gives way, whether a
 // compaction is worth its cache miss, and whether an elision epoch pays for the suffix it re-bills.
 //
-// The cost model behind them (bench/cost.ts, DESIGN §4b): a provider bills the longest unchanged
+// The cost model behind them (bench/cost.ts, docs/design.md#economics): a provider bills the longest unchanged
 // message prefix of a request at `cachedInputPrice` of the normal price. Any rewrite of the
 // conversation re-bills everything after the first changed message at the full price once; what
 // it removes is then not billed again (at the cached price) on every later request.
@@ -50,7 +50,7 @@ export interface WindowPlan {
 }
 
 /**
- * DESIGN §4b.2: the recent window is `keepRecent` messages when they fit the low-water mark with
+ * docs/design.md#window-gives-way: the recent window is `keepRecent` messages when they fit the low-water mark with
  * room for the summary; otherwise it gives way, one valid window start at a time, down to the last
  * complete turn. With `recentWindowGivesWay` off, the window is the reference's.
  */
@@ -73,7 +73,7 @@ export function planWindow(messages: readonly ChatMessage[], standard: Regions, 
 }
 
 /**
- * DESIGN §4b.3: a compaction over the trigger (but within the limit) is worth starting when its
+ * docs/design.md#no-thrash: a compaction over the trigger (but within the limit) is worth starting when its
  * plan can bring the conversation back to the low-water mark: then the next one is a whole
  * trigger-to-mark of growth away. One that cannot (the last turn alone is too big) would reclaim a
  * little and come back next round, re-billing the conversation each time; it waits until the
@@ -84,7 +84,7 @@ export function worthStarting(plan: WindowPlan, aim: Aim): boolean {
 }
 
 /**
- * DESIGN §4b.3: whether the newest summary may have been written in the previous round, as far as
+ * docs/design.md#no-thrash: whether the newest summary may have been written in the previous round, as far as
  * the conversation shows — the engine keeps no state between calls. A compaction leaves the
  * summary followed by the recent window it kept, at most the `keepRecent` window of that
  * conversation; the next round appends one complete turn. So the summary was written last round
@@ -105,7 +105,7 @@ export function summarizedLastRound(messages: readonly ChatMessage[], regions: R
 }
 
 /**
- * DESIGN §4b.4: whether an elision-only epoch below the trigger pays for itself, in a model of one
+ * docs/design.md#elision-that-pays: whether an elision-only epoch below the trigger pays for itself, in a model of one
  * compaction cycle (the conversation grows by `g` tokens a round from `A`, what a summary leaves,
  * to the trigger `T`, where it is summarized back to `A`). An epoch at `X` that reclaims `R`:
  * - re-bills everything from its first stub on (`S` tokens) at the full price once: `(1 − c)·S`;
@@ -117,7 +117,7 @@ export function summarizedLastRound(messages: readonly ChatMessage[], regions: R
  * positive: in a cycle, reclaiming early mostly moves the summary later). `c` is
  * `cachedInputPrice`; `g` the newest rounds' tokens per assistant turn; `A` the plan of a summary
  * now. Counts are of suffixes, so before and after are measured the same way whatever the counter
- * (a calibrated counter counts a changed conversation with its estimator: DESIGN §4b.5, one count).
+ * (a calibrated counter counts a changed conversation with its estimator: docs/design.md#never-worse, one count).
  */
 export function epochPays(
   input: readonly ChatMessage[],

@@ -1,4 +1,4 @@
-// Sandbox-safe: observation aging — call identity, eligibility, stubs (DESIGN §4.3).
+// Sandbox-safe: observation aging — call identity, eligibility, stubs (docs/design.md#elision).
 import type { Regions } from './regions.js';
 import { contentText, messageChars } from './tokens.js';
 import type { ChatMessage, Elision } from './types.js';
@@ -68,10 +68,10 @@ export interface ElisionPlan {
 }
 
 /**
- * Every tool result eligible for elision (DESIGN §4.3): in the middle, not a stub, and either an
+ * Every tool result eligible for elision (docs/design.md#elision): in the middle, not a stub, and either an
  * older copy of a repeated call identity, or longer than `ageMinChars` with at least
  * `ageReclaimMin` characters of content after it — never the newest copy of a repeated identity.
- * With `stubsShorterOnly` (DESIGN §4b.5), never a result its stub would not shorten.
+ * With `stubsShorterOnly` (docs/design.md#never-worse), never a result its stub would not shorten.
  */
 export function planElisions(
   messages: readonly ChatMessage[],

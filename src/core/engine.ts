@@ -1,8 +1,8 @@
-// Sandbox-safe: the one compaction engine both drivers run (DESIGN §2 "one engine, two drivers").
+// Sandbox-safe: the one compaction engine both drivers run (docs/design.md#drivers).
 //
 // The engine is a generator: it decides everything and *asks* its driver for the one thing it
 // cannot do itself — a summary — by yielding a `SummarizeStep`. The in-process `Compactor`
-// answers with a direct call (retrying per §4.9), the workflow `compact` with an activity under
+// answers with a direct call (retrying per docs/design.md#failures), the workflow `compact` with an activity under
 // Temporal's retry policy. Neither driver decides anything, so the two cannot drift apart.
 import { epochPays, planWindow, summarizedLastRound, worthStarting } from './economics.js';
 import { applyElisions, planElisions } from './elision.js';
@@ -64,7 +64,7 @@ function triggerOf(aim: Aim): number {
   return aim.target ?? aim.trigger;
 }
 
-/** Over the trigger, an elision-only pass ends the compaction when the stubbed conversation is at or below this (§4.5, §4b.4). */
+/** Over the trigger, an elision-only pass ends the compaction when the stubbed conversation is at or below this (docs/design.md#over-trigger, docs/design.md#elision-that-pays). */
 function elisionStop(pass: Pass): number {
   switch (pass.options.elisionEndsPass) {
     case 'under-trigger':
@@ -77,17 +77,17 @@ function elisionStop(pass: Pass): number {
 }
 
 /**
- * `needsCompaction` (DESIGN §4.1): over `triggerRatio × contextBudget`, or, with
+ * `needsCompaction` (docs/design.md#needs-compaction): over `triggerRatio × contextBudget`, or, with
  * `ageObservations`, an eligible elision pool of at least `ageReclaimMin` characters. The
  * economic rules narrow both: over the trigger but within the limit, only a compaction worth its
- * cache miss is started (§4b.3); below it, `elisionEpochs` says which epochs are (§4b.4).
+ * cache miss is started (docs/design.md#no-thrash); below it, `elisionEpochs` says which epochs are (docs/design.md#elision-that-pays).
  */
 export function needsCompactionCore(messages: unknown, options: ResolvedOptions, overrides: CallOverrides = {}, counter?: TokenCounter): boolean {
   const pass = startPass(messages, options, overrides, counter);
   const { aim } = pass;
   if (pass.tokensBefore > triggerOf(aim)) {
     if (!options.deferShallowCompactions || pass.tokensBefore > aim.limit) return true;
-    // §4b.3 No thrash: within the limit, never two compactions in consecutive rounds.
+    // docs/design.md#no-thrash No thrash: within the limit, never two compactions in consecutive rounds.
     if (summarizedLastRound(pass.input, pass.regions, options.keepRecent)) return false;
     const elided = elide(pass);
     const stop = elisionStop(pass);
@@ -95,7 +95,7 @@ export function needsCompactionCore(messages: unknown, options: ResolvedOptions,
     return worthStarting(planWindow(elided.messages, pass.regions, aim, options), aim);
   }
   if (!options.ageObservations || pass.regions.middle.length === 0 || options.elisionEpochs === 'never') return false;
-  // §4b.3 No thrash: an epoch is a compaction too (it rewrites the conversation below its prefix).
+  // docs/design.md#no-thrash No thrash: an epoch is a compaction too (it rewrites the conversation below its prefix).
   if (options.deferShallowCompactions && summarizedLastRound(pass.input, pass.regions, options.keepRecent)) return false;
   const plan = planElisions(pass.input, pass.regions, options);
   if (plan.poolChars < options.ageReclaimMin) return false;
@@ -116,9 +116,9 @@ function assemble(messages: readonly ChatMessage[], regions: Regions, summary: s
 }
 
 /**
- * The hard trim (DESIGN §4.10): drops the oldest middle messages, whole groups at a time, until
+ * The hard trim (docs/design.md#hard-trim): drops the oldest middle messages, whole groups at a time, until
  * the conversation fits the aim; never touches sticky messages or the recent window of `regions`
- * (the one that gave way, under DESIGN §4b.2: the trim falls back where the summary would have
+ * (the one that gave way, under docs/design.md#window-gives-way: the trim falls back where the summary would have
  * replaced); cannot fail.
  * The counters we ship are additive, so the smallest fitting prefix is found by bisection.
  */
@@ -147,7 +147,7 @@ export function hardTrim(messages: readonly ChatMessage[], regions: Regions, aim
 }
 
 /**
- * One compaction as a step machine (DESIGN §4.2–§4.12, and the economic rules of §4b its options
+ * One compaction as a step machine (docs/design.md#pass, and the economic rules of docs/design.md#economics its options
  * turn on). Throws `InvalidInputError` before its first step on bad input; never yields more than
  * two summarize steps; always returns a result.
  *
@@ -168,11 +168,11 @@ export function* compactionSteps(
   const unchanged = { dropped: 0, fallback: false, elisions: [], summary: null, cutIndex: -1 };
   const below = pass.tokensBefore <= triggerOf(aim);
 
-  // §4.3–4.5 Elide first (an elision-only epoch is this branch below the trigger); stop when that was enough.
+  // docs/design.md#over-trigger Elide first (an elision-only epoch is this branch below the trigger); stop when that was enough.
   const elided = elide(pass);
   if (elided.elisions.length > 0) {
     const elisionOnly = (): CompactionResult => finish(pass, { ...unchanged, messages: elided.messages, elisions: elided.elisions });
-    // §4.4: an epoch never summarizes, never drops, never calls a backend. Decided on the count the
+    // docs/design.md#epochs: an epoch never summarizes, never drops, never calls a backend. Decided on the count the
     // pass was entered with, not on a recount: a calibrated counter counts a changed conversation
     // with its estimator, which may say "over the trigger" of a conversation that just shrank.
     if (below && options.legacyEpochRecount !== true) return elisionOnly();
@@ -180,18 +180,18 @@ export function* compactionSteps(
     if (stop >= 0 && aim.counter.count(elided.messages) <= stop) return elisionOnly();
   }
 
-  // §4b.2 The recent window gives way when it alone is over the low-water mark.
+  // docs/design.md#window-gives-way The recent window gives way when it alone is over the low-water mark.
   const plan = options.recentWindowGivesWay ? planWindow(elided.messages, regions, aim, options) : undefined;
   const planned = plan?.regions ?? regions;
 
-  // §4.2 No-op: nothing between the sticky prefix and the recent window.
+  // docs/design.md#no-op No-op: nothing between the sticky prefix and the recent window.
   if (planned.middle.length === 0) return finish(pass, { ...unchanged, messages: [...pass.input] });
 
   const trimmed = (): CompactionResult => {
     const trim = hardTrim(elided.messages, planned, aim);
     return finish(pass, { ...trim, fallback: true, elisions: elided.elisions, summary: null });
   };
-  // §4b.5 Without a target, a summary over contextBudget loses to a hard trim that fits.
+  // docs/design.md#never-worse Without a target, a summary over contextBudget loses to a hard trim that fits.
   let trimFits: boolean | undefined;
   const trimWouldFit = (): boolean => (trimFits ??= aim.counter.count(hardTrim(elided.messages, planned, aim).messages) <= aim.limit);
   const middle = planned.middle.flatMap((index) => elided.messages[index] ?? []);
@@ -210,19 +210,19 @@ export function* compactionSteps(
       cutIndex: planned.middle.at(-1) ?? -1,
     });
     if (plan === undefined || result.tokensAfter <= aim.mark) return result;
-    // §4b.2: over the mark, say why — the window could not give way enough, or the summary was longer than the room left for it.
+    // docs/design.md#window-gives-way: over the mark, say why — the window could not give way enough, or the summary was longer than the room left for it.
     const reason = plan.keptTokens + plan.summaryRoom > aim.mark ? 'recent-window' : 'summary-length';
     return { ...result, aboveMark: { mark: aim.mark, reason } };
   };
 
-  // §4.6 One request; §4.9 the driver retries it; an empty summary is a failure.
+  // docs/design.md#summarizer-request One request; docs/design.md#failures the driver retries it; an empty summary is a failure.
   const first = yield step('summary', summarizeRequest(middle, options.toolResultCap), middle.length);
   if (first.kind !== 'summary' || first.text.trim() === '') return trimmed();
   const firstSummary = summaryContent(first.text, planned.middle.length);
   const firstAssembled = assemble(elided.messages, planned, firstSummary);
   if (accepts(firstAssembled)) return summarized(firstSummary, firstAssembled);
 
-  // §4.8 The proof failed: one tighter request, accepted only if it fits and is shorter.
+  // docs/design.md#proof The proof failed: one tighter request, accepted only if it fits and is shorter.
   const second = yield step('tighter', summarizeRequest(middle, options.toolResultCap, first.text.trim().length), middle.length);
   if (second.kind !== 'summary' || second.text.trim() === '') return trimmed();
   const secondSummary = summaryContent(second.text, planned.middle.length);

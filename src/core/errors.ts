@@ -1,4 +1,4 @@
-// Sandbox-safe: typed errors, failure type strings and the status classification (DESIGN §4.9).
+// Sandbox-safe: typed errors, failure type strings and the status classification (docs/design.md#failures).
 
 /** Failure types as they appear on Temporal `ApplicationFailure`s. List them in `nonRetryableErrorTypes`. */
 export const FailureType = {
@@ -25,7 +25,7 @@ export const ABORT_STATUSES: readonly number[] = [400, 401, 402, 403, 404];
 
 export type FailureClass = 'abort' | 'retry';
 
-/** 400-404 abort; any other status, or none, retries (DESIGN §4a). */
+/** 400-404 abort; any other status, or none, retries (docs/design.md#failures). */
 export function classifyStatus(status: number | undefined): FailureClass {
   return status !== undefined && ABORT_STATUSES.includes(status) ? 'abort' : 'retry';
 }

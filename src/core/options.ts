@@ -1,4 +1,4 @@
-// Sandbox-safe: compaction options, their defaults (DESIGN §4a) and validation.
+// Sandbox-safe: compaction options, their defaults (docs/design.md#options) and validation.
 import { z } from 'zod';
 import { InvalidInputError } from './errors.js';
 import { describeIssue } from './schema.js';
@@ -25,7 +25,7 @@ export function parseDuration(value: Duration, field: string): number {
   return Math.round(Number(amount) * (units[unit] ?? 1));
 }
 
-/** Options shared by both drivers (DESIGN §4a). Every field but `contextBudget` has a default. */
+/** Options shared by both drivers (docs/design.md#options). Every field but `contextBudget` has a default. */
 export interface CompactionOptions {
   /** The context window this conversation must fit, in the counter's units. Required. */
   contextBudget: number;
@@ -48,11 +48,11 @@ export interface CompactionOptions {
   /** Wait before the second attempt; ×2 per attempt, capped at 30 s. @default '2s' */
   retryBackoff?: Duration;
 
-  // DESIGN §4b: the economic rules. Each one is on by default and turns off on its own; with all
-  // of them off ({@link REFERENCE_EXACT}) the engine is DESIGN §4 — the reference — exactly.
+  // docs/design.md#economics: the economic rules. Each one is on by default and turns off on its own; with all
+  // of them off ({@link REFERENCE_EXACT}) the engine is docs/design.md#reference-exact — the reference — exactly.
 
   /**
-   * §4b.2 Depth: when the recent window (with the sticky messages and room for the summary) is
+   * docs/design.md#window-gives-way Depth: when the recent window (with the sticky messages and room for the summary) is
    * over the low-water mark, it gives way — down to the last complete turn — instead of the
    * compaction being accepted a few percent lighter; a summary that still ends over the mark says
    * why in `aboveMark`. Off: the window is always `keepRecent` messages (the reference).
@@ -62,7 +62,7 @@ export interface CompactionOptions {
    */
   recentWindowGivesWay?: boolean;
   /**
-   * §4b.4 When elision alone ends a pass over the trigger (with `ageObservations`):
+   * docs/design.md#elision-that-pays When elision alone ends a pass over the trigger (with `ageObservations`):
    * `'under-trigger'` when the stubbed conversation is back under the trigger or `target` (the
    * reference); `'at-mark'` only when it reaches the low-water mark; `'never'`: the pass always goes
    * on to the summary and elision only lightens the summarizer's transcript. Measured (bench:cost,
@@ -72,7 +72,7 @@ export interface CompactionOptions {
    */
   elisionEndsPass?: ElisionEndsPass;
   /**
-   * §4b.4 When `needsCompaction` starts an elision-only epoch below the trigger (with
+   * docs/design.md#elision-that-pays When `needsCompaction` starts an elision-only epoch below the trigger (with
    * `ageObservations`): `'batch'` whenever the eligible pool reaches `ageReclaimMin` (the
    * reference); `'paying'` only when, besides, the modelled saving beats the suffix it re-bills;
    * `'never'`: elision only rides on a pass over the trigger. Measured (bench:cost, `ageReclaimMin`
@@ -83,7 +83,7 @@ export interface CompactionOptions {
    */
   elisionEpochs?: ElisionEpochs;
   /**
-   * §4b.3 No thrash: `needsCompaction` does not start a compaction over the trigger (but within
+   * docs/design.md#no-thrash No thrash: `needsCompaction` does not start a compaction over the trigger (but within
    * `contextBudget`, or the call's `target`) that cannot reclaim enough to be worth its cache
    * miss, nor one in the round after a summary. Off: over the trigger is always enough (the
    * reference). Measured (bench:cost): 0.559× and no compactions in consecutive rounds, against
@@ -91,10 +91,10 @@ export interface CompactionOptions {
    * @default true
    */
   deferShallowCompactions?: boolean;
-  /** §4b.5 A stub is written only when it is shorter than the result it replaces. Off: older duplicates are stubbed whatever their size (the reference). @default true */
+  /** docs/design.md#never-worse A stub is written only when it is shorter than the result it replaces. Off: older duplicates are stubbed whatever their size (the reference). @default true */
   stubsShorterOnly?: boolean;
   /**
-   * §4b.5 Without a `target`, a summary that leaves the conversation over `contextBudget` is not an
+   * docs/design.md#never-worse Without a `target`, a summary that leaves the conversation over `contextBudget` is not an
    * answer when the hard trim fits (the tighter retry, then the trim). Off: any summary that
    * shrinks the conversation is accepted (the reference).
    * @default true
@@ -111,8 +111,8 @@ export type ElisionEpochs = 'batch' | 'paying' | 'never';
 export type ElisionEndsPass = 'under-trigger' | 'at-mark' | 'never';
 
 /**
- * The options that turn every economic rule of DESIGN §4b off: spread them into the options to
- * get the reference's behaviour (DESIGN §4) exactly, number for number and byte for byte.
+ * The options that turn every economic rule of docs/design.md#economics off: spread them into the options to
+ * get the reference's behaviour (docs/design.md#reference-exact) exactly, number for number and byte for byte.
  *
  * @example
  * new Compactor({ summarizer, contextBudget: 128_000, ...REFERENCE_EXACT });
@@ -152,7 +152,7 @@ export interface ResolvedOptions {
   legacyEpochRecount?: boolean;
 }
 
-/** The backoff never grows past this (DESIGN §4a). */
+/** The backoff never grows past this (docs/design.md#failures). */
 export const MAX_RETRY_BACKOFF_MS = 30_000;
 
 const ratio = z.number().gt(0).lte(1);
@@ -199,7 +199,7 @@ export function backoffDelayMs(attempt: number, retryBackoffMs: number): number 
   return Math.min(retryBackoffMs * 2 ** Math.max(0, attempt - 1), MAX_RETRY_BACKOFF_MS);
 }
 
-/** Per-call overrides (DESIGN §4.12). */
+/** Per-call overrides (docs/design.md#overrides). */
 export interface CallOverrides {
   /** Aim at this many tokens instead of `targetRatio × contextBudget`; also the exhaustion limit. */
   target?: number;
@@ -218,7 +218,7 @@ export interface Aim {
   trimTo: number;
   /** Over this, the result is exhausted. */
   limit: number;
-  /** The low-water mark (DESIGN §4b.2): `targetRatio × contextBudget`, or the caller's target when that is lower. */
+  /** The low-water mark (docs/design.md#window-gives-way): `targetRatio × contextBudget`, or the caller's target when that is lower. */
   mark: number;
 }
 

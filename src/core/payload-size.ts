@@ -1,6 +1,6 @@
 // Sandbox-safe: a deterministic estimate of the bytes a value takes as a Temporal payload, so the
 // workflow can refuse to send what the server would reject (a workflow task that fails on an
-// oversized payload is retried forever: DESIGN §6, "never wedge").
+// oversized payload is retried forever: docs/design.md#never-wedge).
 
 /**
  * The server's default `limit.blobSize.error`, 2 MiB, less room for the payload's metadata and the

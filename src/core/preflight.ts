@@ -1,4 +1,4 @@
-// Sandbox-safe: the agent loop's per-attempt preflight (DESIGN §7) — each backend's usable room and
+// Sandbox-safe: the agent loop's per-attempt preflight (docs/design.md#preflight) — each backend's usable room and
 // counter, in that backend's own units, and which backend a round aims at and calls.
 import type { ResolvedBackend, Tokenizer } from './agent-input.js';
 import { createBpeCounter, type TextTokenCounts } from './bpe-counter.js';

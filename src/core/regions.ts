@@ -1,4 +1,4 @@
-// Sandbox-safe: tool-call groups, the cut, and the middle (DESIGN §4 "Regions").
+// Sandbox-safe: tool-call groups, the cut, and the middle (docs/design.md#regions).
 import { isSticky } from './schema.js';
 import type { ChatMessage } from './types.js';
 
@@ -78,7 +78,7 @@ export function cutFrom(messages: readonly ChatMessage[], start: number, groups:
 /**
  * The start of the smallest recent window that still holds the last complete turn: the last
  * assistant message with everything after it (its tool results, a user's reply), or the last
- * message when there is no assistant turn. DESIGN §4b.2: how far a recent window may give way.
+ * message when there is no assistant turn. docs/design.md#window-gives-way: how far a recent window may give way.
  */
 export function lastTurnCut(messages: readonly ChatMessage[], groups: Groups = toolGroups(messages)): number {
   let last = messages.length - 1;

@@ -1,4 +1,4 @@
-// Sandbox-safe: a complete-request adapter that adds a backend's tool declarations and framing to a counter (DESIGN §5).
+// Sandbox-safe: a complete-request adapter that adds a backend's tool declarations and framing to a counter (docs/design.md#request-framing).
 import { InvalidInputError } from './errors.js';
 import type { ChatMessage, TokenCounter } from './types.js';
 

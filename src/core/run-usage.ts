@@ -1,4 +1,4 @@
-// Sandbox-safe: what an agent run cost so far (DESIGN §4b.7) — the provider's usage per round
+// Sandbox-safe: what an agent run cost so far (docs/design.md#cost) — the provider's usage per round
 // (prompt, cached prompt, completion), the summarizer's, and an estimate of the input billed under
 // prompt caching, the model `bench:cost` measures with: uncached + cachedInput × cached +
 // summarizerInput × the summarizer's prompt, in uncached-input-token equivalents.

@@ -1,4 +1,4 @@
-// Sandbox-safe: the session transcript (DESIGN §7) — JSON lines that replay to the live conversation.
+// Sandbox-safe: the session transcript (docs/design.md#transcript-format) — JSON lines that replay to the live conversation.
 //
 // The live conversation of an agent run is *derived* by applying the same lines that are written
 // to the transcript (`applySessionLine`), so `replaySession(lines)` equals the live conversation

@@ -1,4 +1,4 @@
-// Sandbox-safe: the summarizer's request — the fixed instruction and the capped transcript (DESIGN §4.6).
+// Sandbox-safe: the summarizer's request — the fixed instruction and the capped transcript (docs/design.md#summarizer-request).
 import { contentText } from './tokens.js';
 import type { ChatMessage, SummarizeRequest } from './types.js';
 

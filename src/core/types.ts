@@ -71,7 +71,7 @@ export interface Elision {
   stub: string;
 }
 
-/** The result of one compaction (DESIGN §4a). */
+/** The result of one compaction (docs/design.md#result). */
 export interface CompactionResult {
   messages: ChatMessage[];
   /** Messages removed from the conversation (replaced by the summary or trimmed). */
@@ -88,7 +88,7 @@ export interface CompactionResult {
   /** Input index of the last message replaced or dropped; -1 when none was. */
   cutIndex: number;
   /**
-   * Present only when a summary left the conversation over its low-water mark (DESIGN §4b.2,
+   * Present only when a summary left the conversation over its low-water mark (docs/design.md#window-gives-way,
    * `recentWindowGivesWay`): the mark, and why — `'recent-window'`: the sticky messages and the
    * last complete turn alone leave no room for a summary under it; `'summary-length'`: the
    * summary was longer than the room left for it.

@@ -1,4 +1,4 @@
-// Sandbox-safe: a token counter calibrated by what the provider billed (DESIGN §5); state is plain JSON.
+// Sandbox-safe: a token counter calibrated by what the provider billed (docs/design.md#usage-counter); state is plain JSON.
 import { z } from 'zod';
 import { Sha256, digestMessagePrefix } from './digest.js';
 import { InvalidInputError } from './errors.js';
@@ -223,7 +223,7 @@ function assertBilledTokens(billedPromptTokens: number): void {
 }
 
 /**
- * A {@link TokenCounter} calibrated by what the provider billed (DESIGN §5).
+ * A {@link TokenCounter} calibrated by what the provider billed (docs/design.md#usage-counter).
  *
  * After a billed request, `calibrate(messagesSent, usage.promptTokens)` remembers how many
  * messages were sent, a digest of exactly those messages and the billed prompt tokens. Then

@@ -1,4 +1,4 @@
-// Sandbox-safe: the reference agent loop `agentRun` (DESIGN §7). Each round: preflight in every
+// Sandbox-safe: the reference agent loop `agentRun` (docs/design.md#agent-run). Each round: preflight in every
 // backend's own units, compact when needed (inline, through `compact`), one `chat` activity, the
 // requested tools as activities, append, calibrate.
 //
@@ -6,7 +6,7 @@
 // the workflow in batches (the `recordSession` activity; with a payload store the batches live in
 // the store and the history holds claims), the compaction history keeps recent records and totals,
 // and continue-as-new carries the live conversation with its transcript ids. Anything that could
-// still exceed the server's payload limit is measured before it is sent (DESIGN §6, "never wedge").
+// still exceed the server's payload limit is measured before it is sent (docs/design.md#never-wedge).
 import { ApplicationFailure, type SearchAttributeUpdatePair } from '@temporalio/common';
 import {
   ActivityFailure,
@@ -112,7 +112,7 @@ export interface AgentRunWorkflowInput extends AgentRunInput {
  */
 export type StopReason = 'completed' | 'maxRounds' | 'stopped';
 
-/** What `agentRun` returns (DESIGN §7). Bounded by the live context, however long the run was. */
+/** What `agentRun` returns (docs/design.md#agent-run). Bounded by the live context, however long the run was. */
 export interface AgentRunResult {
   /** The final conversation (equal to replaying the whole transcript). */
   messages: ChatMessage[];
@@ -345,7 +345,7 @@ class AgentLoop {
     );
     if (carried !== undefined) this.entries = carried.live;
     else {
-      // §4b.6: the task stays verbatim (sticky) unless the input says otherwise.
+      // docs/design.md#task-survives: the task stays verbatim (sticky) unless the input says otherwise.
       const messages = validateMessages(input.messages);
       for (const message of plan.keepTask ? pinTask(messages) : messages) this.append(message);
     }
@@ -594,7 +594,7 @@ class AgentLoop {
 
   /**
    * Compacts when the conversation does not fit the aim, or is over the compaction trigger (or
-   * holds an elision batch). Over the room, `compact` aims at the room exactly (DESIGN §4.12);
+   * holds an elision batch). Over the room, `compact` aims at the room exactly (docs/design.md#overrides);
    * merely over the trigger, it aims at `targetRatio × contextBudget` so one compaction buys
    * several rounds instead of trimming a little every round.
    */
@@ -795,7 +795,7 @@ class AgentLoop {
 }
 
 /**
- * The reference agent loop (DESIGN §7). Keeps the live conversation, a `UsageCounter` per backend,
+ * The reference agent loop (docs/design.md#agent-run). Keeps the live conversation, a `UsageCounter` per backend,
  * and writes its transcript as it goes (the `recordSession` activity); compacts with `compact`
  * (summaries as the `summarize` activity); calls the `chat` activity and the requested tools as
  * activities; continues as new when Temporal suggests it (or every `continueAsNewAfterRounds`),

@@ -16,7 +16,7 @@ export interface CompactConversationInput {
 }
 
 /**
- * One compaction as a workflow (DESIGN §6). Returns the `CompactionResult`. Cancelled, it stops
+ * One compaction as a workflow (docs/design.md#compact-conversation). Returns the `CompactionResult`. Cancelled, it stops
  * its activity at once and ends as cancelled: there is no caller state to keep consistent, so
  * it does not return the hard trim.
  *

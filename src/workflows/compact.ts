@@ -1,4 +1,4 @@
-// Sandbox-safe: the workflow driver of the compaction engine (DESIGN §6). The engine decides
+// Sandbox-safe: the workflow driver of the compaction engine (docs/design.md#workflow-compact). The engine decides
 // everything in deterministic workflow code; only the summarizer call leaves the workflow, as
 // the `summarize` activity under Temporal's retry policy.
 import { RetryState } from '@temporalio/common';
@@ -52,7 +52,7 @@ export interface CompactOptions extends CompactionOptions, SummarizeActivitySett
 
 /** @default '5m' */
 export const DEFAULT_START_TO_CLOSE_TIMEOUT_MS = 5 * 60_000;
-/** @default '20s': a crashed worker's call is retried within seconds, not at `startToCloseTimeout` (DESIGN §6). */
+/** @default '20s': a crashed worker's call is retried within seconds, not at `startToCloseTimeout` (docs/design.md#summarize-activity). */
 export const DEFAULT_HEARTBEAT_TIMEOUT_MS = 20_000;
 
 /** What the driver does when the caller's scope is cancelled during a summarize call. */
@@ -82,7 +82,7 @@ function optionalString(value: unknown, field: string): string | undefined {
 }
 
 /**
- * The patch that gates the economic rules of DESIGN §4b in workflow code. A worker upgrade must
+ * The patch that gates the economic rules of docs/design.md#economics in workflow code. A worker upgrade must
  * not change the decisions of a workflow recorded before it (a summarize activity more or less
  * is a non-determinism error on replay): histories without this marker replay with the
  * behaviour they were recorded with — {@link REFERENCE_EXACT} and the old recount of an elision
@@ -208,7 +208,7 @@ export async function driveCompaction(messages: readonly ChatMessage[], options:
 }
 
 /**
- * Compacts a conversation inside any workflow (DESIGN §4, §6): elision and the hard trim run as
+ * Compacts a conversation inside any workflow (docs/design.md#pass, docs/design.md#workflow-compact): elision and the hard trim run as
  * workflow code, the summary as the `summarize` activity with `RetryPolicy { maximumAttempts:
  * maxAttempts, initialInterval: retryBackoff, backoffCoefficient: 2, maximumInterval: 30 s }`.
  * Never rejects for a summarizer failure: a rejected request (400-404), exhausted attempts or a

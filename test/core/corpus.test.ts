@@ -94,7 +94,7 @@ function assertSane({ input, options, summarizer, result }: Compaction, behaviou
     // Three attempts (the default maxAttempts) at the first request, then the hard trim.
     expect(summarizer.requests).toHaveLength(3);
     const fits = result.tokensAfter <= resolved.targetRatio * resolved.contextBudget;
-    // Short of fitting, the trim drops the whole middle: the reference's, or more when the recent window gave way (§4b.2).
+    // Short of fitting, the trim drops the whole middle: the reference's, or more when the recent window gave way (docs/design.md#window-gives-way).
     expect(fits || result.dropped >= referenceRegions(input, resolved.keepRecent).middle.length).toBe(true);
   }
 }
@@ -184,7 +184,7 @@ describe.each(hugeResultCases)('corpus: the huge tool result of $trajectory.name
     expect(compaction.result.fallback).toBe(true);
   });
 
-  it('defaults: the recent window gives way to the last complete turn (§4b.2), so the trim drops it and the result fits', async () => {
+  it('defaults: the recent window gives way to the last complete turn (docs/design.md#window-gives-way), so the trim drops it and the result fits', async () => {
     const compaction = await compactWith(messages, 'failing', { contextBudget: 32_000 });
     assertSane(compaction, 'failing');
     expect(compaction.result.messages).not.toContain(messages[hugeIndex]);
@@ -199,8 +199,8 @@ describe('corpus: small older duplicates', () => {
   const trajectory = corpus.find(({ name }) => name === 'taubench_gpt4o_airline_task46_trial3');
 
   // Message 39 is a 72-char `book_reservation` error the agent retried with the same arguments.
-  // The reference makes older copies of a repeated call eligible "whatever their size" (DESIGN
-  // §4.3), so it gets the 94-char stub; DESIGN §4b.5 (`stubsShorterOnly`, on by default) never
+  // The reference makes older copies of a repeated call eligible "whatever their size"
+  // (docs/design.md#elision), so it gets the 94-char stub; docs/design.md#never-worse (`stubsShorterOnly`, on by default) never
   // writes a stub longer than what it replaces. Pinned both ways so a change to either is a decision.
   it('reference rules: stubs the small older duplicate even though the stub is longer than the result', async () => {
     expect(trajectory).toBeDefined();

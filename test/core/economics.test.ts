@@ -1,4 +1,4 @@
-// The economic rules of DESIGN §4b, one describe per option, each against its off switch; and the
+// The economic rules of docs/design.md#economics, one describe per option, each against its off switch; and the
 // no-thrash property over replayed and generated runs. (The reference's rules, with every one of
 // these off, are test/core/engine-rules.test.ts.)
 import fc from 'fast-check';
@@ -40,7 +40,7 @@ function roundsOf(sizes: readonly number[]): ChatMessage[] {
   return messages;
 }
 
-describe('§4b.2 recentWindowGivesWay: the recent window gives way to the low-water mark', () => {
+describe('recentWindowGivesWay: the recent window gives way to the low-water mark (docs/design.md#window-gives-way)', () => {
   // contextBudget 1000 → mark 500 and room for the summary ceil(0.25 × 500) = 125: sticky messages
   // and the window may weigh 375 characters.
   it('keeps keepRecent messages when they fit the mark with room for the summary', async () => {
@@ -90,7 +90,7 @@ describe('§4b.2 recentWindowGivesWay: the recent window gives way to the low-wa
   });
 });
 
-describe('§4b.4 elisionEndsPass: when elision alone ends a pass over the trigger', () => {
+describe('elisionEndsPass: when elision alone ends a pass over the trigger (docs/design.md#elision-that-pays)', () => {
   // Over the trigger (800) before eliding; the old results stubbed bring it to about 650 characters.
   const messages = roundsOf([300, 300, 300, 40, 40, 40, 40, 40]);
   const options = { ageObservations: true, ageMinChars: 100, ageReclaimMin: 100, keepRecent: 2 } as const;
@@ -128,7 +128,7 @@ describe('§4b.4 elisionEndsPass: when elision alone ends a pass over the trigge
   });
 });
 
-describe('§4b.4 elisionEpochs: which elision-only epochs needsCompaction starts below the trigger', () => {
+describe('elisionEpochs: which elision-only epochs needsCompaction starts below the trigger (docs/design.md#elision-that-pays)', () => {
   const messages = toolRounds(12, 500);
   const options = { contextBudget: 1_000_000, ageObservations: true, ageMinChars: 100, ageReclaimMin: 1000, keepRecent: 2 } as const;
 
@@ -151,7 +151,7 @@ describe('§4b.4 elisionEpochs: which elision-only epochs needsCompaction starts
   });
 });
 
-describe('§4b.3 deferShallowCompactions: a compaction is started only when it is worth its cache miss', () => {
+describe('deferShallowCompactions: a compaction is started only when it is worth its cache miss (docs/design.md#no-thrash)', () => {
   // Budget 1000: the trigger is 800, the mark 500. The last turn alone (679) cannot leave room for a summary under the mark.
   const hugeLastTurn = roundsOf([40, 40, 40, 40, 650]);
 
@@ -184,7 +184,7 @@ describe('§4b.3 deferShallowCompactions: a compaction is started only when it i
   });
 });
 
-describe('§4b.5 trimBeatsOverflow off: the reference accepts a summary that shrinks the conversation, over budget or not', () => {
+describe('trimBeatsOverflow off: the reference accepts a summary that shrinks the conversation, over budget or not (docs/design.md#never-worse)', () => {
   it('is accepted with exhausted: true', async () => {
     const messages = [system('rules'), ...toolRounds(6, 480).slice(1), user('one more thing'), assistant('sure, doing it now')];
     const summarizer = scriptedSummarizer('s'.repeat(1500));
@@ -196,7 +196,7 @@ describe('§4b.5 trimBeatsOverflow off: the reference accepts a summary that shr
 });
 
 describe('REFERENCE_EXACT', () => {
-  it('turns every §4b rule off, and each of them defaults to on', () => {
+  it('turns every docs/design.md#economics rule off, and each of them defaults to on', () => {
     const reference = resolveOptions({ contextBudget: 1000, ...REFERENCE_EXACT });
     const defaults = resolveOptions({ contextBudget: 1000 });
     expect(reference).toMatchObject({ recentWindowGivesWay: false, elisionEndsPass: 'under-trigger', elisionEpochs: 'batch', deferShallowCompactions: false, stubsShorterOnly: false, trimBeatsOverflow: false });
@@ -210,7 +210,7 @@ describe('REFERENCE_EXACT', () => {
 });
 
 // ---------------------------------------------------------------------------------------------
-// No thrash, over whole runs (DESIGN §4b.3)
+// No thrash, over whole runs (docs/design.md#no-thrash)
 // ---------------------------------------------------------------------------------------------
 
 interface RunOutcome {
@@ -255,7 +255,7 @@ function runRounds(trajectory: readonly ChatMessage[], options: CompactionOption
 }
 
 const repository = repositoryCorpus();
-describe('no thrash (§4b.3): never two compactions in consecutive rounds within contextBudget', () => {
+describe('no thrash (docs/design.md#no-thrash): never two compactions in consecutive rounds within contextBudget', () => {
   const budgets = [8_000, 16_000, 32_000] as const;
 
   it.each(repository.map(({ name, messages }) => [name, messages] as const))('%s at several budgets, ageObservations off and on', (_, messages) => {

@@ -1,6 +1,6 @@
-// One test (or a few) per numbered rule of DESIGN §4 and per behaviour the reference states. Every
-// compactor here runs with REFERENCE_EXACT — the economic rules of DESIGN §4b off — so these are the
-// reference's rules exactly (DESIGN §4b.1); test/core/economics.test.ts covers the defaults.
+// One test (or a few) per numbered rule of docs/design.md#pass and per behaviour the reference states. Every
+// compactor here runs with REFERENCE_EXACT — the economic rules of docs/design.md#economics off — so these are the
+// reference's rules exactly (docs/design.md#reference-exact); test/core/economics.test.ts covers the defaults.
 import { describe, expect, it } from 'vitest';
 import {
   Compactor,
@@ -20,7 +20,7 @@ function compactor(summarizer = scriptedSummarizer('short summary'), options: Pa
   return new Compactor({ summarizer, counter: charCounter, contextBudget: 1000, keepRecent: 2, ...REFERENCE_EXACT, ...fast, ...options });
 }
 
-describe('§4 regions: the cut', () => {
+describe('regions: the cut (docs/design.md#cut)', () => {
   it('starts keepRecent messages from the end', () => {
     const messages = [user('a'), assistant('b'), user('c'), assistant('d')];
     expect(findCut(messages, 2)).toBe(2);
@@ -54,7 +54,7 @@ describe('§4 regions: the cut', () => {
   });
 });
 
-describe('§4.1 needsCompaction', () => {
+describe('needsCompaction (docs/design.md#needs-compaction)', () => {
   const messages = toolRounds(10, 100);
   const tokens = charCounter.count(messages);
 
@@ -72,7 +72,7 @@ describe('§4.1 needsCompaction', () => {
   });
 });
 
-describe('§4.2 no-op', () => {
+describe('no-op (docs/design.md#no-op)', () => {
   it('with nothing in the middle: dropped 0, no summarizer call, messages unchanged, cutIndex -1', async () => {
     const summarizer = scriptedSummarizer('never');
     const messages = [system('rules'), user('hi'), assistant('hello')];
@@ -102,7 +102,7 @@ describe('§4.2 no-op', () => {
   });
 });
 
-describe('§4.3 elision eligibility', () => {
+describe('elision eligibility (docs/design.md#elision)', () => {
   // Middle: [asst c0, tool c0, asst c1, tool c1, ...]; the recent window is the last two messages.
   const options = { contextBudget: 1_000_000, ageObservations: true, ageMinChars: 100, ageReclaimMin: 300, keepRecent: 2 };
 
@@ -186,7 +186,7 @@ describe('§4.3 elision eligibility', () => {
   });
 });
 
-describe('§4.4 elision-only epoch', () => {
+describe('elision-only epoch (docs/design.md#epochs)', () => {
   it('below the trigger with a full pool: elides the whole pool; never summarizes, drops or calls a backend', async () => {
     const summarizer = scriptedSummarizer('never');
     const messages = toolRounds(10, 500);
@@ -203,7 +203,7 @@ describe('§4.4 elision-only epoch', () => {
   });
 });
 
-describe('§4.5 over the trigger', () => {
+describe('over the trigger (docs/design.md#over-trigger)', () => {
   const messages = toolRounds(10, 500);
   const tokens = charCounter.count(messages);
 
@@ -250,7 +250,7 @@ describe('§4.5 over the trigger', () => {
   });
 });
 
-describe('§4.6 the summarizer request', () => {
+describe('the summarizer request (docs/design.md#summarizer-request)', () => {
   it('is one chat completion with the fixed instruction: four sections in order, no preamble, no invented facts, exact identifiers', async () => {
     const summarizer = scriptedSummarizer('s');
     await compactor(summarizer).compact(toolRounds(4, 10));
@@ -287,7 +287,7 @@ describe('§4.6 the summarizer request', () => {
   });
 });
 
-describe('§4.7 assembly', () => {
+describe('assembly (docs/design.md#assembly)', () => {
   it('keeps sticky messages in place, puts one user summary where the first removed message stood, keeps the recent window verbatim', async () => {
     const messages = [
       system('rules'),
@@ -326,7 +326,7 @@ describe('§4.7 assembly', () => {
   });
 });
 
-describe('§4.8 the proof', () => {
+describe('the proof (docs/design.md#proof)', () => {
   const messages = toolRounds(6, 50);
   const tokens = charCounter.count(messages);
 
@@ -373,7 +373,7 @@ describe('§4.8 the proof', () => {
   });
 });
 
-describe('§4.9 failures', () => {
+describe('failures (docs/design.md#failures)', () => {
   const messages = toolRounds(6, 50);
 
   it.each([400, 401, 402, 403, 404])('HTTP %i is the abort bucket: one request, then the hard trim', async (status) => {
@@ -413,7 +413,7 @@ describe('§4.9 failures', () => {
   });
 });
 
-describe('§4.10 hard trim', () => {
+describe('hard trim (docs/design.md#hard-trim)', () => {
   it('drops the oldest non-sticky messages, a turn together with all its results, until the conversation fits targetRatio × budget', async () => {
     const messages = [
       system('rules'),
@@ -458,7 +458,7 @@ describe('§4.10 hard trim', () => {
   });
 });
 
-describe('§4.11 cancellation', () => {
+describe('cancellation (docs/design.md#cancellation)', () => {
   const messages = toolRounds(6, 50);
 
   it('stops the in-flight request at once and resolves with the hard trim', async () => {
@@ -494,7 +494,7 @@ describe('§4.11 cancellation', () => {
   });
 });
 
-describe('§4.12 overrides', () => {
+describe('overrides (docs/design.md#overrides)', () => {
   const messages = toolRounds(8, 100);
 
   it('target: the trim aims at it and exhaustion is judged against it', async () => {
@@ -557,7 +557,7 @@ describe('input validation', () => {
 });
 
 describe('the result object', () => {
-  it('has exactly the fields DESIGN §4a pins', async () => {
+  it('has exactly the fields docs/design.md#result pins', async () => {
     const result = await compactor().compact(toolRounds(4, 10));
     expect(Object.keys(result).sort()).toEqual(
       ['messages', 'dropped', 'tokensBefore', 'tokensAfter', 'fallback', 'exhausted', 'elisions', 'summary', 'cutIndex'].sort(),

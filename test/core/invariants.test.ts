@@ -1,4 +1,4 @@
-// Property tests: the invariants of DESIGN §3–§4a over random conversations, options and
+// Property tests: the invariants of docs/design.md#invariants over random conversations, options and
 // summarizer behaviour, through the synchronous step driver and the async `Compactor`.
 import { isDeepStrictEqual } from 'node:util';
 import fc from 'fast-check';
@@ -113,7 +113,7 @@ interface SetupSpec {
   callCounter: CounterName | undefined;
   first: StepBehaviour;
   second: StepBehaviour;
-  /** The economic rules of DESIGN §4b: all off (the reference), the defaults, or each one at random. */
+  /** The economic rules of docs/design.md#economics: all off (the reference), the defaults, or each one at random. */
   rules: Partial<CompactionOptions>;
 }
 
@@ -252,7 +252,7 @@ describe('compaction invariants (sync step driver)', () => {
         // Never more than the first request and one tighter retry, in that order.
         expect(run.steps.map((step) => step.purpose)).toEqual(['summary', 'tighter'].slice(0, run.steps.length));
         for (const step of run.steps) expect(purposeOf(step.request)).toBe(step.purpose);
-        // The retry is accepted only if it is shorter than the first attempt (§4.8).
+        // The retry is accepted only if it is shorter than the first attempt (docs/design.md#proof).
         if (run.result.summary !== null && run.steps.length === 2) {
           const [firstText = '', secondText = ''] = run.texts.map((text) => text.trim());
           expect(run.result.summary.endsWith(secondText)).toBe(true);
@@ -265,12 +265,12 @@ describe('compaction invariants (sync step driver)', () => {
         expect(isDeepStrictEqual(again.result, run.result), 'the same result twice').toBe(true);
         expect(isDeepStrictEqual(again.steps, run.steps), 'the same requests twice').toBe(true);
         // needsCompaction is true whenever the input is over the trigger (or the target) — with
-        // deferShallowCompactions (§4b.3), whenever it is over contextBudget (or the target).
+        // deferShallowCompactions (docs/design.md#no-thrash), whenever it is over contextBudget (or the target).
         const over = run.result.tokensBefore > (setup.target ?? setup.options.triggerRatio * setup.options.contextBudget);
         const overLimit = run.result.tokensBefore > (setup.target ?? setup.options.contextBudget);
         const needs = needsCompactionCore(messages, setup.options, { target: setup.target, counter: setup.callCounter }, setup.driverCounter);
         if (over && (!setup.options.deferShallowCompactions || overLimit)) expect(needs).toBe(true);
-        // Below the trigger it is an elision epoch, which elisionEpochs 'never' never starts (§4b.4).
+        // Below the trigger it is an elision epoch, which elisionEpochs 'never' never starts (docs/design.md#elision-that-pays).
         if (!over && (!setup.options.ageObservations || setup.options.elisionEpochs === 'never')) expect(needs).toBe(false);
 
         const branch = branchOf(run);
@@ -294,7 +294,7 @@ describe('compaction invariants (sync step driver)', () => {
       fc.property(conversationArb(), setupArb(false), fc.integer({ min: -2, max: 2 }), (messages, spec, delta) => {
         // `words` does not grow with the length of one word: a summary cannot be aimed at a count with it.
         if ((spec.callCounter ?? spec.driverCounter) === 'words') return;
-        // The reference's proof: the §4b rules add conditions (and move the window) on purpose.
+        // The reference's proof: the docs/design.md#economics rules add conditions (and move the window) on purpose.
         const setup = materialise(messages, { ...spec, rules: { ...REFERENCE_EXACT } });
         const overrides = { target: setup.target, counter: setup.callCounter };
         const run = (answer: (step: SummarizeStep) => SummarizeOutcome) =>

@@ -102,7 +102,7 @@ describe('session transcript', () => {
     const reference = await new Compactor({ ...options, ...REFERENCE_EXACT }).compact(messages);
     expect(reference.messages).toEqual([messages[0], messages[2], messages[3], messages[5], messages[6]]);
     expect(JSON.stringify(replaySession([...lines, ...recordCompaction(entries, reference).lines]))).toBe(JSON.stringify(reference.messages));
-    // With the defaults the recent window gives way to the last complete turn (DESIGN §4b.2); the pinned turn stays whole.
+    // With the defaults the recent window gives way to the last complete turn (docs/design.md#window-gives-way); the pinned turn stays whole.
     const defaults = await new Compactor(options).compact(messages);
     expect(defaults.messages).toEqual([messages[0], messages[2], messages[3], messages[6]]);
     expect(JSON.stringify(replaySession([...lines, ...recordCompaction(entries, defaults).lines]))).toBe(JSON.stringify(defaults.messages));

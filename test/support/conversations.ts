@@ -21,7 +21,7 @@ import { renderedText } from '../../corpus/fake-summarizer.js';
 // Conversations
 // ---------------------------------------------------------------------------------------------
 
-/** A small set of tool names and argument strings, so call identities repeat (DESIGN §4.3). */
+/** A small set of tool names and argument strings, so call identities repeat (docs/design.md#elision). */
 export const TOOL_NAMES = ['fs_read', 'bash', 'grep', 'list_dir'] as const;
 /** Pairs of spellings that are the same call identity once canonicalised, plus one non-JSON string. */
 export const TOOL_ARGUMENTS = [
@@ -320,7 +320,7 @@ export {
 } from '../../corpus/fake-summarizer.js';
 
 // ---------------------------------------------------------------------------------------------
-// Invariants (DESIGN §3–§4a), computed from the spec's definitions, not from the engine's helpers
+// Invariants (docs/design.md#invariants), computed from the spec's definitions, not from the engine's helpers
 // ---------------------------------------------------------------------------------------------
 
 export class InvariantViolation extends Error {
@@ -334,7 +334,7 @@ function check(condition: boolean, invariant: string, detail: () => string = () 
   }
 }
 
-/** DESIGN §3: `sticky: true`, a system or developer message, or a depth injection. */
+/** docs/design.md#sticky: `sticky: true`, a system or developer message, or a depth injection. */
 export function isStickyBySpec(message: ChatMessage): boolean {
   return message.sticky === true || message.role === 'system' || message.role === 'developer' || message.depth !== undefined;
 }
@@ -411,7 +411,7 @@ function validStarts(messages: readonly ChatMessage[], group: readonly number[])
 }
 
 /**
- * DESIGN §4b.2 by the spec: the recent window of a summarizing compaction. The reference window
+ * docs/design.md#window-gives-way by the spec: the recent window of a summarizing compaction. The reference window
  * when the messages it keeps (sticky ones and the window) leave `room` for a summary under `mark`;
  * otherwise the largest window, at a valid start no later than the last complete turn (the last
  * assistant message and what follows it), that does; otherwise that last complete turn.
@@ -496,7 +496,7 @@ export interface CompactionRun {
 export function assertCompactionInvariants(run: CompactionRun): void {
   const { input, options, target, counter, requests, texts, result } = run;
   const output = result.messages;
-  // Elision works on the reference regions; a summary or a trim on the window that gave way (§4b.2).
+  // Elision works on the reference regions; a summary or a trim on the window that gave way (docs/design.md#window-gives-way).
   const standard = referenceRegions(input, options.keepRecent);
   const { asker, group, sticky } = standard;
   const limit = target ?? options.contextBudget;
@@ -535,7 +535,7 @@ export function assertCompactionInvariants(run: CompactionRun): void {
       'the stub is a pure function of (content length, tool name)',
       () => `index ${index}: ${JSON.stringify(stub)}`,
     );
-    if (options.stubsShorterOnly) check(stub.length < length, 'a stub is shorter than the result it replaces (§4b.5)', () => `index ${index}: ${length} chars`);
+    if (options.stubsShorterOnly) check(stub.length < length, 'a stub is shorter than the result it replaces (docs/design.md#never-worse)', () => `index ${index}: ${length} chars`);
     elided.set(index, stub);
   }
   checkElisionEligibility(input, standard, options, elided);
@@ -627,15 +627,15 @@ export function assertCompactionInvariants(run: CompactionRun): void {
       const trimmed = new Set(middle.slice(0, expectedTrim(transformed, regions, counter, trimTo)));
       check(
         counter.count(transformed.filter((_, index) => !trimmed.has(index))) > limit,
-        'a summary left over contextBudget is accepted only when the hard trim would not fit either (§4b.5)',
+        'a summary left over contextBudget is accepted only when the hard trim would not fit either (docs/design.md#never-worse)',
       );
     }
     if (options.recentWindowGivesWay && result.tokensAfter > mark) {
       const keptTokens = counter.count(transformed.filter((_, index) => index >= cut || (!inMiddle[index] && index < cut)));
       const reason = keptTokens + Math.ceil(SUMMARY_ROOM_SHARE * mark) > mark ? 'recent-window' : 'summary-length';
-      check(isDeepStrictEqual(result.aboveMark, { mark, reason }), 'a summary that ends over the low-water mark says why (§4b.2)', () => JSON.stringify(result.aboveMark));
+      check(isDeepStrictEqual(result.aboveMark, { mark, reason }), 'a summary that ends over the low-water mark says why (docs/design.md#window-gives-way)', () => JSON.stringify(result.aboveMark));
     } else {
-      check(result.aboveMark === undefined, 'aboveMark only when a summary ends over the low-water mark (§4b.2)', () => JSON.stringify(result.aboveMark));
+      check(result.aboveMark === undefined, 'aboveMark only when a summary ends over the low-water mark (docs/design.md#window-gives-way)', () => JSON.stringify(result.aboveMark));
     }
   } else {
     check(summaryAt === -1, 'no summary message without a summary');
@@ -649,8 +649,8 @@ export function assertCompactionInvariants(run: CompactionRun): void {
     );
   } else if (result.summary === null) {
     check(result.dropped === 0 && requests.length === 0, 'without a summary or a trim nothing is removed and no request is made', () => `dropped ${result.dropped}, ${requests.length} requests`);
-    // An epoch (entered at or below the trigger) is elision only (§4.4); over it, elision alone ends
-    // the pass only under the trigger (the reference), at the mark, or never (§4b.4).
+    // An epoch (entered at or below the trigger) is elision only (docs/design.md#epochs); over it, elision alone ends
+    // the pass only under the trigger (the reference), at the mark, or never (docs/design.md#elision-that-pays).
     const stop = { 'under-trigger': target ?? trigger, 'at-mark': mark, never: -Infinity }[options.elisionEndsPass];
     check(
       middle.length === 0 || (result.elisions.length > 0 && (below || result.tokensAfter <= stop)),

@@ -1,4 +1,4 @@
-// The transcript property (DESIGN §7, issue 4): every corpus trajectory replayed through agentRun
+// The transcript property (docs/design.md#replay, issue 4): every corpus trajectory replayed through agentRun
 // at a window that forces at least three compactions (two for one recording, see
 // `compactionsWanted`), with and without ageObservations, across
 // continue-as-new — JSON of replaySession(session) equals JSON of the live final conversation.
@@ -40,7 +40,7 @@ const COMPACTION = { keepRecent: 4, ageReclaimMin: 8000, ageMinChars: 1000 } as 
 /**
  * Compactions each run must show. moto-pr_6055 reads a 100,266-character file at round 2: the
  * reference compacted again every round while that read sat in the recent window; without thrash
- * (DESIGN §4b.3) no window makes that recording compact more than twice.
+ * (docs/design.md#no-thrash) no window makes that recording compact more than twice.
  */
 const compactionsWanted = (name: string): number => (name === 'swesmith_claude37_getmoto__moto-pr_6055' ? 2 : 3);
 

@@ -1,4 +1,4 @@
-// Cancellation on a dev server (DESIGN §4.11, §6): the in-flight summarize request and any retry
+// Cancellation on a dev server (docs/design.md#cancellation, docs/design.md#temporal): the in-flight summarize request and any retry
 // backoff stop at once; compactConversation ends cancelled; compact() in a user's workflow
 // resolves with the hard trim and the caller's next timer rejects with CancelledFailure.
 import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';

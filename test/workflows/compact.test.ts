@@ -1,5 +1,5 @@
 // compactConversation and compact() against a real dev server and the real openai client talking
-// to a scripted fake OpenAI server: the summarizer scenarios of DESIGN §4.6–§4.10 under Temporal.
+// to a scripted fake OpenAI server: the summarizer scenarios of docs/design.md#pass under Temporal.
 import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';

@@ -1,4 +1,4 @@
-// One engine, two drivers (DESIGN §2): on corpus conversations, `compact` inside a workflow
+// One engine, two drivers (docs/design.md#drivers): on corpus conversations, `compact` inside a workflow
 // returns byte for byte what the in-process `Compactor` returns, given the same deterministic fake
 // summarizer. Also: a tool result of more than 600,000 characters travels through compactConversation.
 // The repository set (MIT recordings, generated runs) always; the extended corpus' cases when it is
@@ -128,7 +128,7 @@ describe('parity: compact in a workflow == the in-process Compactor', () => {
       expect(result.fallback).toBe(false);
       expect(result.summary).toContain(goal);
       // The recent window (with the huge result) is over the low-water mark, so it gave way down to
-      // the last complete turn (DESIGN §4b.2): the huge result was summarized and the conversation fits.
+      // the last complete turn (docs/design.md#window-gives-way): the huge result was summarized and the conversation fits.
       expect(result.messages.some((message) => message.content === messages[huge]?.content)).toBe(false);
       expect(result.exhausted).toBe(false);
       expect(result.tokensAfter).toBeLessThanOrEqual(0.5 * 128_000);

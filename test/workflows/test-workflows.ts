@@ -1,5 +1,5 @@
 // Sandbox-safe: workflows the workflow tests run — the shipped ones plus a caller of `compact`
-// that shows what a user's workflow sees (DESIGN §4.11: `compact` resolves with the hard trim,
+// that shows what a user's workflow sees (docs/design.md#cancellation: `compact` resolves with the hard trim,
 // the caller's next timer rejects with `CancelledFailure`).
 import { isCancellation, sleep } from '@temporalio/workflow';
 import { createCharCounter } from '../../src/core/tokens.js';
