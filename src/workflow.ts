@@ -43,6 +43,7 @@ export {
   type SessionBatch,
 } from './core/session.js';
 export { DEFAULT_PAYLOAD_LIMIT_BYTES, jsonPayloadBytes, utf8Length, type PayloadTooLargeDetails } from './core/payload-size.js';
+export { assertTaskQueueName, TASK_QUEUE_MAX_BYTES } from './core/task-queue.js';
 export { COMPACTOR_SEARCH_ATTRIBUTES, COMPACTOR_SEARCH_ATTRIBUTE_NAMES, SearchAttributeKeys, type CompactorSearchAttributeName } from './shared/search-attributes.js';
 export { UNDESCRIBED_WORKER, type WorkerDescription } from './shared/worker-description.js';
 export { describeWorker } from './workflows/describe-worker.js';
@@ -70,6 +71,8 @@ export {
 export {
   planAgentRun,
   pinTask,
+  validateAgentMessages,
+  AGENT_MAXIMUM_RETRY_INTERVAL_MS,
   DEFAULT_MAX_ROUNDS,
   DEFAULT_BACKEND_COOLDOWN_ROUNDS,
   type BackendCooldown,

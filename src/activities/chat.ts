@@ -141,6 +141,13 @@ async function openAIChat(client: OpenAI, backend: OpenAIModelConfig, input: Cha
   const choice = parsed.data.choices[0];
   if (choice === undefined) throw malformed('the response has no choices');
   const toolCalls: ToolCall[] = (choice.message.tool_calls ?? []).map((call) => ({ id: call.id, type: 'function', function: { name: call.function.name, arguments: call.function.arguments } }));
+  // Results name their call by id: a turn with two calls of one id cannot be answered, and once in
+  // the conversation it would fail the run's next validation. Asking again usually heals it.
+  const ids = new Set<string>();
+  for (const call of toolCalls) {
+    if (ids.has(call.id)) throw malformed(`the reply has two tool calls with the id ${JSON.stringify(call.id)}`);
+    ids.add(call.id);
+  }
   const output: ChatActivityOutput = { message: assistantMessage(choice.message.content, toolCalls) };
   const usage = parsed.data.usage;
   if (typeof usage?.prompt_tokens === 'number') {

@@ -6,9 +6,10 @@ import { parseDuration, resolveOptions, type CompactionOptions, type Duration } 
 import { DEFAULT_PAYLOAD_LIMIT_BYTES } from './payload-size.js';
 import { DEFAULT_PRICING, type Pricing } from './run-usage.js';
 import type { ToolDeclaration } from './request-counter.js';
-import { describeIssue, isSticky } from './schema.js';
-import type { ChatMessage } from './types.js';
+import { describeIssue, isSticky, validateMessages } from './schema.js';
+import { assertTaskQueueName } from './task-queue.js';
 import { BUILT_IN_TOOLS, isBuiltInToolName } from './tool-declarations.js';
+import type { ChatMessage } from './types.js';
 
 /** How the workflow counts tokens for a backend when no billed number covers the messages. */
 export type Tokenizer = 'o200k_base' | 'cl100k_base' | 'chars';
@@ -162,6 +163,13 @@ export interface AgentRunPlan {
 export const DEFAULT_MAX_ROUNDS = 100;
 /** @default 5 rounds: a backend that failed a round is tried first again five rounds later. */
 export const DEFAULT_BACKEND_COOLDOWN_ROUNDS = 5;
+/**
+ * The longest wait between two attempts of the loop's `chat` and tool activities (their retry
+ * policy's `maximumInterval`). An `initialInterval` above it is refused here: the SDK would throw
+ * while scheduling the activity, failing the workflow task again and again.
+ * @default 30 s
+ */
+export const AGENT_MAXIMUM_RETRY_INTERVAL_MS = 30_000;
 
 const positiveInt = z.number().int().positive();
 const nonNegativeInt = z.number().int().nonnegative();
@@ -179,10 +187,6 @@ const modelSchema = z.discriminatedUnion('provider', [
   z.strictObject({ provider: z.literal('openai'), model: z.string().min(1), temperature: z.number().min(0).max(2).optional(), ...modelBase }),
   z.strictObject({ provider: z.literal('replay'), trajectory: z.string().min(1), ...modelBase }),
 ]);
-const toolDeclarationSchema = z.looseObject({
-  type: z.literal('function'),
-  function: z.looseObject({ name: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1-64 letters, digits, _ or -'), description: z.string().optional(), parameters: z.record(z.string(), z.unknown()).optional() }),
-});
 const activitySchema = z.strictObject({
   startToCloseTimeout: duration.optional(),
   heartbeatTimeout: duration.optional(),
@@ -193,7 +197,8 @@ const activitySchema = z.strictObject({
 const inputSchema = z.strictObject({
   messages: z.array(z.unknown()),
   model: z.unknown(),
-  tools: z.array(z.union([z.string(), toolDeclarationSchema])).optional(),
+  // Each entry is checked by parseTool, which names the field and says what is wrong with it.
+  tools: z.array(z.unknown()).optional(),
   compaction: z.record(z.string(), z.unknown()),
   maxRounds: positiveInt.optional(),
   backendCooldown: z.strictObject({ rounds: nonNegativeInt.optional(), time: duration.optional() }).optional(),
@@ -215,8 +220,11 @@ function fieldOf(path: readonly PropertyKey[]): string {
 }
 
 /**
- * Validates an `agentRun` input (everything but the messages, which the engine validates) and
- * applies the defaults. Throws `InvalidInputError` naming the field, e.g. `input.model[1].contextWindow`.
+ * Validates an `agentRun` input and applies the defaults. Throws `InvalidInputError` naming the
+ * field, e.g. `input.model[1].contextWindow`, `input.tools[0].function.parameters.type` or
+ * `messages[3].tool_call_id`. The messages of a new run must be a conversation a provider accepts
+ * ({@link validateAgentMessages}); a continued run's carried conversation is the run's own and is
+ * checked by the workflow.
  */
 export function planAgentRun(input: unknown): AgentRunPlan {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
@@ -231,11 +239,7 @@ export function planAgentRun(input: unknown): AgentRunPlan {
   }
   const data = parsed.data;
   const models = parseModels(data.model);
-  const tools = (data.tools ?? []).map((tool, index): ToolDeclaration => {
-    if (typeof tool !== 'string') return { ...tool, type: 'function', function: { ...tool.function } };
-    if (!isBuiltInToolName(tool)) throw new InvalidInputError(`input.tools[${index}]`, `"${tool}" is not a built-in tool (fs_read, fs_list, grep); declare your own tools as { type: "function", function: { name, description, parameters } }`);
-    return BUILT_IN_TOOLS[tool];
-  });
+  const tools = (data.tools ?? []).map(parseTool);
   const names = new Set<string>();
   tools.forEach((tool, index) => {
     if (names.has(tool.function.name)) throw new InvalidInputError(`input.tools[${index}].function.name`, `"${tool.function.name}" is declared twice`);
@@ -255,13 +259,19 @@ export function planAgentRun(input: unknown): AgentRunPlan {
   resolveOptions({ ...compactionOptions, contextBudget: contextBudget ?? 1 }, 'input.compaction');
   checkDuration(startToCloseTimeout, 'input.compaction.startToCloseTimeout');
   checkDuration(heartbeatTimeout, 'input.compaction.heartbeatTimeout');
-  checkText(taskQueue, 'input.compaction.taskQueue');
+  assertTaskQueueName(taskQueue, 'input.compaction.taskQueue');
   checkText(summarizerModel, 'input.compaction.summarizerModel');
   for (const [field, settings] of [['input.chatActivity', data.chatActivity], ['input.toolActivity', data.toolActivity]] as const) {
     checkDuration(settings?.startToCloseTimeout, `${field}.startToCloseTimeout`);
     checkDuration(settings?.heartbeatTimeout, `${field}.heartbeatTimeout`);
     checkDuration(settings?.initialInterval, `${field}.initialInterval`);
+    const initialInterval = settings?.initialInterval;
+    if (initialInterval !== undefined && parseDuration(initialInterval, `${field}.initialInterval`) > AGENT_MAXIMUM_RETRY_INTERVAL_MS) {
+      throw new InvalidInputError(`${field}.initialInterval`, `must be at most ${AGENT_MAXIMUM_RETRY_INTERVAL_MS / 1000}s (the longest wait between attempts), got ${JSON.stringify(initialInterval)}`);
+    }
+    assertTaskQueueName(settings?.taskQueue, `${field}.taskQueue`);
   }
+  if (data.carried === undefined) validateAgentMessages(data.messages);
   const compaction: AgentCompactionOptions = data.compaction;
   return {
     backends,
@@ -328,4 +338,116 @@ export function pinTask(messages: readonly ChatMessage[]): ChatMessage[] {
   const found = messages[task];
   if (found === undefined || isSticky(found)) return [...messages];
   return messages.map((message, index) => (index === task ? { ...message, sticky: true } : message));
+}
+
+const TOOL_SHAPE = '{ type: "function", function: { name, description?, parameters? } }';
+const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** "a string", "a list", "null": what a value is, for messages about the wrong kind of value. */
+function kindOf(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'a list';
+  return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
+}
+
+/**
+ * One entry of `tools`: a built-in tool's name, or a function declaration in the shape the
+ * OpenAI chat API takes, checked as far as a provider would refuse it, each fault named by field.
+ */
+function parseTool(value: unknown, index: number): ToolDeclaration {
+  const field = `input.tools[${index}]`;
+  if (typeof value === 'string') {
+    if (!isBuiltInToolName(value)) throw new InvalidInputError(field, `"${value}" is not a built-in tool (fs_read, fs_list, grep); declare your own tools as ${TOOL_SHAPE}`);
+    return BUILT_IN_TOOLS[value];
+  }
+  if (!isRecord(value)) throw new InvalidInputError(field, `must be a built-in tool name or ${TOOL_SHAPE}`);
+  if (value.type !== 'function') throw new InvalidInputError(`${field}.type`, value.type === undefined ? 'must be "function"' : `must be "function", got ${JSON.stringify(value.type)}`);
+  const declared = value.function;
+  if (!isRecord(declared)) throw new InvalidInputError(`${field}.function`, declared === undefined ? 'required: { name, description?, parameters? }' : `must be an object { name, description?, parameters? }, got ${kindOf(declared)}`);
+  const { name, description, parameters, strict } = declared;
+  if (typeof name !== 'string' || !TOOL_NAME.test(name)) {
+    throw new InvalidInputError(`${field}.function.name`, name === undefined ? 'required: 1-64 letters, digits, _ or -' : `must be 1-64 letters, digits, _ or -, got ${JSON.stringify(name)}`);
+  }
+  if (description !== undefined && typeof description !== 'string') throw new InvalidInputError(`${field}.function.description`, 'must be a string');
+  if (strict !== undefined && strict !== null && typeof strict !== 'boolean') throw new InvalidInputError(`${field}.function.strict`, 'must be true, false or null');
+  if (parameters !== undefined) checkParameters(parameters, `${field}.function.parameters`);
+  return { ...value, type: 'function', function: { ...declared, name } };
+}
+
+/** The top of a function's parameter schema: what providers check before they take the request. */
+function checkParameters(parameters: unknown, field: string): void {
+  if (!isRecord(parameters)) throw new InvalidInputError(field, `must be a JSON Schema object, got ${kindOf(parameters)}`);
+  if (parameters.type !== undefined && parameters.type !== 'object') {
+    throw new InvalidInputError(`${field}.type`, `must be "object" (a function takes named arguments), got ${JSON.stringify(parameters.type)}`);
+  }
+  const { properties, required } = parameters;
+  if (properties !== undefined) {
+    if (!isRecord(properties)) throw new InvalidInputError(`${field}.properties`, 'must be an object of property schemas');
+    for (const [name, schema] of Object.entries(properties)) {
+      if (!isRecord(schema) && typeof schema !== 'boolean') throw new InvalidInputError(`${field}.properties.${name}`, `must be a JSON Schema (an object), got ${kindOf(schema)}`);
+    }
+  }
+  if (required !== undefined && !(Array.isArray(required) && required.every((entry) => typeof entry === 'string'))) {
+    throw new InvalidInputError(`${field}.required`, 'must be a list of property names');
+  }
+}
+
+/** Arguments as a message shows them: JSON-quoted, cut after 60 characters. */
+function quoted(text: string): string {
+  return JSON.stringify(text.length > 60 ? `${text.slice(0, 60)}…` : text);
+}
+
+/**
+ * Validates the conversation an `agentRun` starts from: every message as {@link validateMessages}
+ * does, and beyond that what a chat provider refuses, which compaction alone may accept (DESIGN
+ * §3): each tool result directly follows (past other results only) the assistant turn whose call
+ * it answers, each call is answered exactly once before the next message, and tool-call arguments
+ * are JSON objects. Throws `InvalidInputError` naming the message and field, e.g.
+ * `messages[4].tool_call_id: answers no tool call: ...`.
+ */
+export function validateAgentMessages(messages: unknown): ChatMessage[] {
+  const valid = validateMessages(messages);
+  /** The assistant turn whose results may follow, and which of its calls were answered where. */
+  let open: { index: number; ids: string[]; answered: Map<string, number> } | undefined;
+  const close = (): void => {
+    if (open === undefined) return;
+    const turn = open;
+    open = undefined;
+    const position = turn.ids.findIndex((id) => !turn.answered.has(id));
+    if (position >= 0) {
+      throw new InvalidInputError(`messages[${turn.index}].tool_calls[${position}].id`, `"${turn.ids[position]}" has no tool result: every call of a turn must be answered before the next message`, turn.index);
+    }
+  };
+  valid.forEach((message, index) => {
+    if (message.role === 'tool') {
+      const id = message.tool_call_id ?? '';
+      const field = `messages[${index}].tool_call_id`;
+      if (open === undefined) throw new InvalidInputError(field, 'answers no tool call: a tool result must follow the assistant turn that asked for it (only other results in between)', index);
+      if (!open.ids.includes(id)) throw new InvalidInputError(field, `"${id}" answers no tool call of messages[${open.index}] (its calls: ${open.ids.map((call) => JSON.stringify(call)).join(', ')})`, index);
+      const earlier = open.answered.get(id);
+      if (earlier !== undefined) throw new InvalidInputError(field, `"${id}" is answered twice (also messages[${earlier}])`, index);
+      open.answered.set(id, index);
+      return;
+    }
+    close();
+    const calls = message.role === 'assistant' ? (message.tool_calls ?? []) : [];
+    if (calls.length === 0) return;
+    calls.forEach((call, position) => {
+      const field = `messages[${index}].tool_calls[${position}].function.arguments`;
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(call.function.arguments);
+      } catch {
+        throw new InvalidInputError(field, `must be a JSON object, got ${quoted(call.function.arguments)} (not JSON)`, index);
+      }
+      if (!isRecord(parsed)) throw new InvalidInputError(field, `must be a JSON object, got ${quoted(call.function.arguments)}`, index);
+    });
+    open = { index, ids: calls.map((call) => call.id), answered: new Map() };
+  });
+  close();
+  return valid;
 }

@@ -77,6 +77,21 @@ function assertMessage(value: unknown, index: number): asserts value is ChatMess
   if (message.content === null && (message.tool_calls === undefined || message.tool_calls.length === 0)) {
     throw new InvalidInputError(`messages[${index}].content`, 'must not be null for an assistant message without tool_calls', index);
   }
+  // Results name the call they answer by id: two calls of one turn with the same id cannot both be
+  // answered, and pairing a result to "its" turn (compaction's rule never to split a turn from its
+  // results) would be ambiguous. Reusing an id in a later turn is fine (see validateMessages).
+  const positions = new Map<string, number>();
+  message.tool_calls?.forEach((call, position) => {
+    const first = positions.get(call.id);
+    if (first !== undefined) {
+      throw new InvalidInputError(
+        `messages[${index}].tool_calls[${position}].id`,
+        `"${call.id}" is also the id of tool_calls[${first}]: the ids of one assistant turn must differ (a result could not say which call it answers)`,
+        index,
+      );
+    }
+    positions.set(call.id, position);
+  });
 }
 
 function assertContent(content: unknown, index: number): void {
@@ -103,7 +118,7 @@ export function validateMessages(messages: unknown, field = 'messages'): ChatMes
   const valid: ChatMessage[] = [];
   messages.forEach((value: unknown, index) => {
     assertMessage(value, index);
-    // A reused tool-call id is unusual but well-formed: a result answers the latest turn that asked.
+    // A tool-call id reused by a later turn is unusual but well-formed: a result answers the latest turn that asked.
     valid.push(value);
   });
   return valid;

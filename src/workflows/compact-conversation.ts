@@ -5,7 +5,8 @@ import { DEFAULT_PAYLOAD_LIMIT_BYTES, jsonPayloadBytes, type PayloadTooLargeDeta
 import { describeWorker } from './describe-worker.js';
 import type { ChatMessage, CompactionResult } from '../core/types.js';
 import { driveCompaction, type CompactOptions } from './compact.js';
-import { invalidInputFailure } from './failures.js';
+import { assertTaskQueueName } from '../core/task-queue.js';
+import { failOnInvalidInput, invalidInputFailure } from './failures.js';
 
 /** Options of `compactConversation`: those of `compact` without a counter (workflow input is JSON; the character estimator counts). */
 export type CompactConversationOptions = Omit<CompactOptions, 'counter'>;
@@ -36,6 +37,8 @@ export async function compactConversation(input: CompactConversationInput): Prom
   const { messages, options } = input;
   // A counter cannot travel as JSON: drop whatever a client put there rather than call it.
   const jsonOptions: CompactOptions = typeof options === 'object' && options !== null ? { ...options, counter: undefined } : options;
+  // A queue name the server refuses would fail the workflow task at every retry, not the workflow.
+  failOnInvalidInput(() => assertTaskQueueName(typeof options === 'object' && options !== null ? options.taskQueue : undefined, 'options.taskQueue'));
   const { result } = await driveCompaction(messages, jsonOptions, 'rethrow');
   const limit = typeof options?.maxPayloadBytes === 'number' ? options.maxPayloadBytes : DEFAULT_PAYLOAD_LIMIT_BYTES;
   const bytes = jsonPayloadBytes(result);

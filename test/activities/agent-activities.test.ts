@@ -97,6 +97,13 @@ describe('chat activity', () => {
       expect([malformed.type, malformed.nonRetryable]).toEqual([ChatFailureType.Malformed, false]);
     });
 
+    it('a reply whose tool calls share an id → retryable Chat.Malformed: appended, it would fail the run at its next validation (regression)', async () => {
+      const call = { id: 'call_1', type: 'function', function: { name: 'fs_read', arguments: '{"path":"a.txt"}' } };
+      server.script(completion({ content: null, tool_calls: [call, { ...call, function: { name: 'fs_read', arguments: '{"path":"b.txt"}' } }] }));
+      const failure = await failureOf(() => runChat(activities.chat, input()));
+      expect([failure.type, failure.nonRetryable, failure.message]).toEqual([ChatFailureType.Malformed, false, 'chat: the reply has two tool calls with the id "call_1"']);
+    });
+
     it('bad messages → non-retryable Compaction.InvalidInput naming the field', async () => {
       const failure = await failureOf(() => runChat(activities.chat, { ...input(), messages: JSON.parse('[{"role":"tool","content":"x"}]') }));
       expect([failure.type, failure.nonRetryable]).toEqual([FailureType.InvalidInput, true]);

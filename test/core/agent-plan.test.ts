@@ -57,6 +57,69 @@ describe('planAgentRun', () => {
   });
 });
 
+describe('planAgentRun: input a provider would reject', () => {
+  const call = (id: string, args = '{}') => ({ id, type: 'function', function: { name: 'lookup', arguments: args } });
+  const turn = (...calls: ReturnType<typeof call>[]) => ({ role: 'assistant', content: null, tool_calls: calls });
+  const result = (id: string) => ({ role: 'tool', tool_call_id: id, content: 'ok' });
+  const run = (messages: unknown[]) => ({ messages, model: replay, compaction: {} });
+
+  it('accepts a conversation whose every call is answered right after its turn', () => {
+    expect(() => planAgentRun(run([user('go'), turn(call('a'), call('b')), result('b'), result('a'), user('next')]))).not.toThrow();
+  });
+
+  it.each([
+    ['an orphan tool result (no turn asked for it) (regression)', [user('go'), result('zz')], 'messages[1].tool_call_id', 'answers no tool call: a tool result must follow the assistant turn that asked for it (only other results in between)'],
+    ['a result that answers a call of another turn', [user('go'), turn(call('a')), result('a'), user('more'), result('a')], 'messages[4].tool_call_id', 'answers no tool call: a tool result must follow the assistant turn that asked for it (only other results in between)'],
+    ['a result for a call the turn before did not make', [user('go'), turn(call('a')), result('a'), result('b')], 'messages[3].tool_call_id', '"b" answers no tool call of messages[1] (its calls: "a")'],
+    ['a call answered twice', [user('go'), turn(call('a')), result('a'), result('a')], 'messages[3].tool_call_id', '"a" is answered twice (also messages[2])'],
+    ['a call left unanswered before the next message', [user('go'), turn(call('a'), call('b')), result('a'), user('next')], 'messages[1].tool_calls[1].id', '"b" has no tool result: every call of a turn must be answered before the next message'],
+    ['a call left unanswered at the end', [user('go'), turn(call('a'))], 'messages[1].tool_calls[0].id', '"a" has no tool result: every call of a turn must be answered before the next message'],
+    ['arguments that are not JSON', [user('go'), turn(call('a', '{"path": ')), result('a')], 'messages[1].tool_calls[0].function.arguments', 'must be a JSON object, got "{\\"path\\": " (not JSON)'],
+    ['arguments that are JSON but not an object', [user('go'), turn(call('a', '[1]')), result('a')], 'messages[1].tool_calls[0].function.arguments', 'must be a JSON object, got "[1]"'],
+  ])('%s', (_name, messages, field, reason) => {
+    const error = invalid(run(messages));
+    expect([error.field, error.reason]).toEqual([field, reason]);
+  });
+
+  it('leaves a continued run alone: its carried conversation is what the run itself built', () => {
+    expect(() => planAgentRun({ ...run([]), carried: { version: 2 } })).not.toThrow();
+  });
+});
+
+describe('planAgentRun: tool declarations', () => {
+  const run = (tools: unknown[]) => ({ messages: [], model: replay, compaction: {}, tools });
+  it.each([
+    ['a declaration without type (regression)', [{ function: { name: 'lookup' } }], 'input.tools[0].type', 'must be "function"'],
+    ['another type', ['grep', { type: 'web_search', function: { name: 'lookup' } }], 'input.tools[1].type', 'must be "function", got "web_search"'],
+    ['no function', [{ type: 'function' }], 'input.tools[0].function', 'required: { name, description?, parameters? }'],
+    ['a bad name', [{ type: 'function', function: { name: 'look up' } }], 'input.tools[0].function.name', 'must be 1-64 letters, digits, _ or -, got "look up"'],
+    ['parameters that are not a schema object (regression)', [{ type: 'function', function: { name: 'lookup', parameters: 'x' } }], 'input.tools[0].function.parameters', 'must be a JSON Schema object, got a string'],
+    ['parameters of another type than object', [{ type: 'function', function: { name: 'lookup', parameters: { type: 'string' } } }], 'input.tools[0].function.parameters.type', 'must be "object" (a function takes named arguments), got "string"'],
+    ['properties that are not an object', [{ type: 'function', function: { name: 'lookup', parameters: { type: 'object', properties: [] } } }], 'input.tools[0].function.parameters.properties', 'must be an object of property schemas'],
+    ['required that is not a list of names', [{ type: 'function', function: { name: 'lookup', parameters: { type: 'object', required: 'id' } } }], 'input.tools[0].function.parameters.required', 'must be a list of property names'],
+    ['a description that is not text', [{ type: 'function', function: { name: 'lookup', description: 5 } }], 'input.tools[0].function.description', 'must be a string'],
+    ['strict that is not a boolean', [{ type: 'function', function: { name: 'lookup', strict: 'yes' } }], 'input.tools[0].function.strict', 'must be true, false or null'],
+    ['a declaration that is not an object', [7], 'input.tools[0]', 'must be a built-in tool name or { type: "function", function: { name, description?, parameters? } }'],
+  ])('%s', (_name, tools, field, reason) => {
+    const error = invalid(run(tools));
+    expect([error.field, error.reason]).toEqual([field, reason]);
+  });
+});
+
+describe('planAgentRun: activity settings the server or SDK would refuse at scheduling time (regression: the workflow task failed and retried forever)', () => {
+  const run = (extra: Record<string, unknown>) => ({ messages: [], model: replay, compaction: {}, ...extra });
+  it.each([
+    ['a chat retry interval over the maximum', { chatActivity: { initialInterval: '1m' } }, 'input.chatActivity.initialInterval', 'must be at most 30s (the longest wait between attempts), got "1m"'],
+    ['a tool retry interval over the maximum', { toolActivity: { initialInterval: 40_000 } }, 'input.toolActivity.initialInterval', 'must be at most 30s (the longest wait between attempts), got 40000'],
+    ['a chat task queue name over the server limit', { chatActivity: { taskQueue: 'q'.repeat(1001) } }, 'input.chatActivity.taskQueue', 'must be at most 1000 bytes, got 1001'],
+    ['a summarizer task queue name over the server limit', { compaction: { taskQueue: 'q'.repeat(1001) } }, 'input.compaction.taskQueue', 'must be at most 1000 bytes, got 1001'],
+    ['a blank tool task queue', { toolActivity: { taskQueue: '  ' } }, 'input.toolActivity.taskQueue', 'must not be blank or start or end with whitespace, got "  "'],
+  ])('%s', (_name, extra, field, reason) => {
+    const error = invalid(run(extra));
+    expect([error.field, error.reason]).toEqual([field, reason]);
+  });
+});
+
 describe('preflight', () => {
   const conversation = (chars: number): ChatMessage[] => [system('You are an agent.'), user('x'.repeat(chars))];
   const plan = planAgentRun({

@@ -45,6 +45,19 @@ describe('validateMessages', () => {
     expect(validateMessages([call('f'), { role: 'tool', tool_call_id: 'c', content: 'r' }, call('g')])).toHaveLength(3);
   });
 
+  it('rejects two tool calls with one id in the same assistant turn, naming the second (regression)', () => {
+    const call = (id: string, name: string) => ({ id, type: 'function', function: { name, arguments: '{}' } });
+    const messages = [
+      { role: 'user', content: 'go' },
+      { role: 'assistant', content: null, tool_calls: [call('c1', 'f'), call('c2', 'g'), call('c1', 'h')] },
+      { role: 'tool', tool_call_id: 'c1', content: 'r' },
+    ];
+    const error = errorOf(() => validateMessages(messages));
+    expect(error.field).toBe('messages[1].tool_calls[2].id');
+    expect(error.reason).toBe('"c1" is also the id of tool_calls[0]: the ids of one assistant turn must differ (a result could not say which call it answers)');
+    expect(error.index).toBe(1);
+  });
+
   it('returns the caller’s own objects and keeps unknown provider fields', () => {
     const messages = [{ role: 'assistant', content: 'x', reasoning_content: 'kept', refusal: null }];
     const [valid] = validateMessages(messages);
