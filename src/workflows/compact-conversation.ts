@@ -31,7 +31,7 @@ export interface CompactConversationInput {
  * });
  */
 export async function compactConversation(input: CompactConversationInput): Promise<CompactionResult> {
-  if (typeof input !== 'object' || input === null) {
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
     throw invalidInputFailure(new InvalidInputError('input', 'must be an object { messages, options }'));
   }
   const { messages, options } = input;
