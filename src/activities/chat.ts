@@ -207,6 +207,6 @@ export function createChatActivity({ openai, timeoutMs = DEFAULT_CHAT_TIMEOUT_MS
     const { backend } = input;
     if (backend.provider === 'replay') return replayChat(trajectories, backend, input);
     const connected = (client ??= buildClient(timeoutMs));
-    return whileHeartbeating((signal) => openAIChat(connected, backend, input, timeoutMs, signal), toChatFailure, heartbeatIntervalMs);
+    return whileHeartbeating((signal) => openAIChat(connected, backend, input, timeoutMs, signal), toChatFailure, heartbeatIntervalMs, [connected.apiKey]);
   };
 }

@@ -3,6 +3,7 @@
 // activity's own cancellation reason rethrown (never the backend's abort error, which the worker
 // would report as a failure).
 import { Context } from '@temporalio/activity';
+import { redactFailure, workerSecrets } from '../redact.js';
 
 /** Longest pause between heartbeats when the activity has no heartbeat timeout (cancellation still travels on them). */
 const MAX_HEARTBEAT_INTERVAL_MS = 5000;
@@ -18,12 +19,14 @@ export function heartbeatInterval(heartbeatTimeoutMs: number | undefined, config
 
 /**
  * Runs `work` with the activity's cancellation signal, heartbeating until it settles. A failure
- * goes through `toFailure`; a cancellation rethrows the activity's cancellation reason.
+ * goes through `toFailure`, then loses the worker's API keys (and `secrets`) wherever a provider
+ * quoted them; a cancellation rethrows the activity's cancellation reason.
  */
 export async function whileHeartbeating<T>(
   work: (signal: AbortSignal) => Promise<T>,
   toFailure: (error: unknown) => unknown,
   heartbeatIntervalMs?: number,
+  secrets: ReadonlyArray<string | null | undefined> = [],
 ): Promise<T> {
   const context = Context.current();
   const signal = context.cancellationSignal;
@@ -33,7 +36,7 @@ export async function whileHeartbeating<T>(
     return await Promise.race([work(signal), context.cancelled]);
   } catch (error) {
     if (signal.aborted) throw cancellationReason(signal);
-    throw toFailure(error);
+    throw redactFailure(toFailure(error), workerSecrets(secrets));
   } finally {
     clearInterval(timer);
   }

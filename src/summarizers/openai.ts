@@ -4,6 +4,7 @@ import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError } from 
 import { z } from 'zod';
 import { classifyStatus, SummarizerError } from '../core/errors.js';
 import { toProviderMessages } from '../core/schema.js';
+import { redactFailure, workerSecrets } from '../redact.js';
 import type { SummarizeRequest, SummarizeResponse, Summarizer, Usage } from '../core/types.js';
 
 /** Options shared by both ways of giving the summarizer a client. */
@@ -264,7 +265,8 @@ export function createOpenAISummarizer(options: OpenAISummarizerOptions): Summar
             cause: error,
           });
         }
-        throw toSummarizerError(error);
+        // A provider may quote the key it was sent; the error goes to history and logs.
+        throw redactFailure(toSummarizerError(error), workerSecrets([client.apiKey]));
       } finally {
         clearTimeout(deadline);
         callerSignal?.removeEventListener('abort', onCallerAbort);

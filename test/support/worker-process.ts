@@ -16,9 +16,9 @@ export interface WorkerProcess {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-/** Spawns `script` (a path under the repository) with a minimal environment plus `env`. */
-export function spawnWorkerProcess(script: string, env: Record<string, string>): WorkerProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, script)], {
+/** Spawns `script` (a path under the repository) with `args`, a minimal environment plus `env`. */
+export function spawnWorkerProcess(script: string, env: Record<string, string>, args: readonly string[] = []): WorkerProcess {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, script), ...args], {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
