@@ -3,8 +3,9 @@ import { configDefaults, defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    // The cluster tests build and start a three-node cluster: `npm run test:cluster` runs them.
-    exclude: [...configDefaults.exclude, 'test/cluster/**'],
+    // The cluster and chaos tests build and start a three-node cluster: `npm run test:cluster` and
+    // `npm run test:chaos` run them.
+    exclude: [...configDefaults.exclude, 'test/cluster/**', 'test/chaos/**'],
     // One Temporal dev server for the whole run (skipped when TEMPORAL_ADDRESS is set), and a
     // per-file afterAll that closes the connections opened by test/support/temporal.ts.
     globalSetup: ['test/support/global-setup.ts'],

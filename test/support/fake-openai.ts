@@ -31,6 +31,8 @@ export interface RecordedRequest {
   outcome: RequestOutcome;
   /** When the whole request had arrived, in `performance.now()` milliseconds (for gaps between requests). */
   receivedAt: number;
+  /** When its outcome stopped being `pending` (answered, aborted or reset), in `performance.now()` milliseconds. */
+  settledAt?: number;
 }
 
 /** A 200 chat.completion whose `choices[0].message.content` is `text`. */
@@ -237,6 +239,7 @@ export async function startFakeOpenAI(): Promise<FakeOpenAI> {
         return;
       case 'reset':
         recorded.outcome = 'reset';
+        recorded.settledAt = performance.now();
         req.socket.resetAndDestroy();
         notify();
         return;
@@ -259,10 +262,12 @@ export async function startFakeOpenAI(): Promise<FakeOpenAI> {
       requests.push(recorded);
       res.on('finish', () => {
         if (recorded.outcome === 'pending') recorded.outcome = 'answered';
+        recorded.settledAt ??= performance.now();
         notify();
       });
       res.on('close', () => {
         if (recorded.outcome === 'pending') recorded.outcome = 'aborted';
+        recorded.settledAt ??= performance.now();
         notify();
       });
       notify();
