@@ -38,7 +38,8 @@ export interface FaultReport {
 }
 
 export interface ScenarioReport {
-  scenario: Scenario;
+  /** `reference`: the undisturbed runs, one per input, every other run is compared with. */
+  scenario: Scenario | 'reference';
   runs: RunOutcome[];
   comparisons: Comparison[];
   startedAt: number;
@@ -107,8 +108,9 @@ export function renderReport(report: ChaosReport): string {
   for (const scenario of report.scenarios) {
     const totals = scenarioTotals(scenario);
     const identical = scenario.scenario === 'llm-faults' && totals.withFallback > 0 ? `${totals.identical} (+${totals.withFallback} with a hard-trim fallback)` : String(totals.identical);
+    const name = scenario.scenario === 'reference' ? 'reference (undisturbed)' : scenario.scenario;
     lines.push(
-      `| ${scenario.scenario} | ${totals.started} | ${totals.completed} | ${identical} | ${totals.replays} | ${totals.lost} | ${totals.duplicated} | ${totals.workflowTaskFailed} | ${totals.workflowTaskTimedOut} | ${totals.rounds} | ${totals.roundsPerMinute.toFixed(0)} | ${ms(totals.p50)} | ${ms(totals.p99)} | ${ms(totals.max)} | ${seconds(totals.ms)} |`,
+      `| ${name} | ${totals.started} | ${totals.completed} | ${identical} | ${totals.replays} | ${totals.lost} | ${totals.duplicated} | ${totals.workflowTaskFailed} | ${totals.workflowTaskTimedOut} | ${totals.rounds} | ${totals.roundsPerMinute.toFixed(0)} | ${ms(totals.p50)} | ${ms(totals.p99)} | ${ms(totals.max)} | ${seconds(totals.ms)} |`,
     );
   }
   const faults = report.scenarios.flatMap((scenario) => scenario.faults.map((fault) => ({ scenario: scenario.scenario, fault })));
