@@ -19,7 +19,7 @@ export type FuzzWorkflow = 'compactConversation' | 'agentRun';
 export type FuzzScope =
   /** A broken conversation: both workflows, the same `messages[i]...` field. */
   | 'messages'
-  /** A conversation compaction accepts (DESIGN §3) but a provider refuses: agentRun only. */
+  /** A conversation compaction accepts (docs/design.md#messages) but a provider refuses: agentRun only. */
   | 'agent-messages'
   /** A broken compaction option: `options.<key>` for compactConversation, `input.compaction.<key>` for agentRun. */
   | 'options'

@@ -63,7 +63,7 @@ describe('malformed workflow input, class by class (fast-check)', () => {
   });
 
   it.each(MALFORMED_CLASSES.filter((malformed) => malformed.scope === 'agent-messages').map((malformed): [string, MalformedClass] => [malformed.name, malformed]))(
-    '%s: compaction accepts the same conversation (DESIGN §3: well-formed but unusual)',
+    '%s: compaction accepts the same conversation (docs/design.md#messages: well-formed but unusual)',
     async (_name, malformed) => {
       await fc.assert(
         fc.asyncProperty(malformed.cases, async ({ value }) => {
