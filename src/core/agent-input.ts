@@ -403,8 +403,8 @@ function quoted(text: string): string {
 
 /**
  * Validates the conversation an `agentRun` starts from: every message as {@link validateMessages}
- * does, and beyond that what a chat provider refuses, which compaction alone may accept (DESIGN
- * §3): each tool result directly follows (past other results only) the assistant turn whose call
+ * does, and beyond that what a chat provider refuses, which compaction alone may accept
+ * (docs/design.md#messages): each tool result directly follows (past other results only) the assistant turn whose call
  * it answers, each call is answered exactly once before the next message, and tool-call arguments
  * are JSON objects. Throws `InvalidInputError` naming the message and field, e.g.
  * `messages[4].tool_call_id: answers no tool call: ...`.
