@@ -99,7 +99,7 @@ export const compactConversationOptionsSchema = z
     cachedInputPrice: ratio.default(0.1),
     target: z.number().nonnegative().optional().meta({ description: 'Aim at this many tokens instead of targetRatio × contextBudget; also the limit `exhausted` is judged by.' }),
     startToCloseTimeout: positiveDuration.optional().meta({ description: 'Deadline of one summarize attempt. Default "5m".' }),
-    heartbeatTimeout: positiveDuration.optional().meta({ description: 'Default "20s".' }),
+    heartbeatTimeout: positiveDuration.optional().meta({ description: 'Default "10s".' }),
     taskQueue: z.string().min(1).optional().meta({ description: 'Task queue of the summarize activity. Default: the workflow\'s.' }),
     summarizerModel: z.string().min(1).optional().meta({ description: 'A label for the UI only: the worker decides which model runs.' }),
     maxPayloadBytes: z.number().int().min(1024).max(Number.MAX_SAFE_INTEGER).optional().meta({ description: 'Default 2,000,000.' }),

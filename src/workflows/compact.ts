@@ -21,7 +21,7 @@ export interface SummarizeActivitySettings {
   /**
    * A worker that stops heartbeating for this long is presumed dead and the attempt is retried
    * elsewhere. The activity heartbeats at a quarter of it.
-   * @default '20s'
+   * @default '10s'
    */
   heartbeatTimeout?: Duration;
   /** Run summarize activities on their own task queue (summarizer capacity and rate limits scale apart). @default the workflow's task queue */
@@ -52,8 +52,8 @@ export interface CompactOptions extends CompactionOptions, SummarizeActivitySett
 
 /** @default '5m' */
 export const DEFAULT_START_TO_CLOSE_TIMEOUT_MS = 5 * 60_000;
-/** @default '20s': a crashed worker's call is retried within seconds, not at `startToCloseTimeout` (docs/design.md#summarize-activity). */
-export const DEFAULT_HEARTBEAT_TIMEOUT_MS = 20_000;
+/** @default '10s': a crashed worker's call is retried within seconds, not at `startToCloseTimeout` (docs/design.md#summarize-activity). */
+export const DEFAULT_HEARTBEAT_TIMEOUT_MS = 10_000;
 
 /** What the driver does when the caller's scope is cancelled during a summarize call. */
 type OnCancel = 'hard-trim' | 'rethrow';

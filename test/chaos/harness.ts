@@ -524,12 +524,12 @@ export function roundLatencies(runs: readonly RunOutcome[]): number[] {
 
 /**
  * How long after a worker's death a retried attempt can start at the earliest, by the timeout that
- * ended the dead attempt: its heartbeat timeout (10 s for the loop's activities, 20 s for
+ * ended the dead attempt: its heartbeat timeout (10 s for the loop's activities and for
  * summarize; less a heartbeat interval) or its start-to-close timeout (5 min for chat and
  * summarize, 1 min for the rest). Undefined when the attempt failed for another reason.
  */
 export function minimumResumeMs(activity: string, lastFailure: string): number | undefined {
-  if (/heartbeat/i.test(lastFailure)) return activity === 'summarize' ? 15_000 : 7_000;
+  if (/heartbeat/i.test(lastFailure)) return 7_000;
   if (/start.?to.?close/i.test(lastFailure)) return activity === 'chat' || activity === 'summarize' ? 290_000 : 55_000;
   if (/timeout/i.test(lastFailure)) return 7_000;
   return undefined;
