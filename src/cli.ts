@@ -6,7 +6,7 @@ import { isMain } from './is-main.js';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { loadClientConnectConfig } from '@temporalio/envconfig';
-import { ConfigError, configFlagsFromArgs, configParseArgsOptions, loadConfig, temporalEnvVars } from './config.js';
+import { ConfigError, configFlagsFromArgs, configParseArgsOptions, loadConfig, temporalEnvVars, type CompactorConfig } from './config.js';
 import { InvalidInputError } from './core/errors.js';
 import { parseDuration } from './core/options.js';
 import { compactionRecordsFromSession, describeRunUsage, groupDigits, oneLine, renderCompactionTable, type CompactionHistory } from './core/compaction-history.js';
@@ -18,8 +18,9 @@ import { startCodecServer } from './codec-server.js';
 import { describePayloadStore, payloadConverterFromConfig } from './payloads/index.js';
 import { collectGarbage, DEFAULT_GC_GRACE_MS, totalOf, type GarbageReport, type SweptKind, type Tally } from './payloads/gc.js';
 import { collectRetainedClaims } from './payloads/retained-claims.js';
-import { runWorker } from './worker.js';
+import { runWorker, TemporalConnectionError } from './worker.js';
 import type { ChatMessage } from './core/types.js';
+import { compactInProcess, compactViaWorkflow, conversationOutput, ConversationFileError, readConversationFile, renderCompactReport, writeFileWhole } from './compact-command.js';
 
 /** Where a command writes, and the environment it reads (tests pass their own). */
 export interface CliIo {
@@ -255,6 +256,58 @@ const codecServer: CliCommand = {
   },
 };
 
+/** `--budget N`: a whole number of tokens, at least 1 (digits only: `128000`, not `128k`). */
+function budgetOf(context: CommandContext): number | undefined {
+  const text = context.values.budget;
+  if (text === undefined) return undefined;
+  const budget = typeof text === 'string' && /^\s*\d+\s*$/.test(text) ? Number(text) : Number.NaN;
+  if (!Number.isSafeInteger(budget) || budget < 1) throw new UsageError(`--budget takes a positive whole number of tokens, got ${JSON.stringify(text)}`);
+  return budget;
+}
+
+/** The command's client; a server that cannot be reached is named, with what to do about it. */
+async function connectedClient(context: CommandContext, config: CompactorConfig): Promise<Client> {
+  try {
+    return await context.client();
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    const address = config.temporalAddress ?? 'localhost:7233';
+    throw new TemporalConnectionError(address, `${reason} (start one with \`temporal server start-dev\`, point TEMPORAL_ADDRESS at yours, or compact without --via-workflow)`, { cause: error });
+  }
+}
+
+const compact: CliCommand = {
+  usage: 'temporal-compactor compact <conversation.json> [--budget N] [--via-workflow] [--out FILE]',
+  summary: 'compact a conversation file once (in this process, or --via-workflow through compactConversation on Temporal): the table on stderr, the new conversation as JSON on stdout or in --out',
+  options: { budget: { type: 'string' }, 'via-workflow': { type: 'boolean' }, out: { type: 'string' } },
+  async run(context) {
+    const [path, ...rest] = context.positionals;
+    if (path === undefined || path === '') throw new UsageError('the conversation file is required');
+    if (rest.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(rest[0])}`);
+    const out = context.values.out;
+    if (out !== undefined && (typeof out !== 'string' || out === '')) throw new UsageError('--out takes a file name');
+    const budget = budgetOf(context);
+    const config = loadConfig({ env: context.io.env, flags: configFlagsFromArgs(context.values) });
+    let file;
+    try {
+      file = readConversationFile(path);
+    } catch (error) {
+      if (error instanceof ConversationFileError && error.kind === 'missing') throw new UsageError(error.message);
+      throw error;
+    }
+    const run = { file, config, budget, env: context.io.env, progress: (line: string) => context.io.stderr(`${line}\n`) };
+    const report = context.values['via-workflow'] === true ? await compactViaWorkflow(run, await connectedClient(context, config)) : await compactInProcess(run);
+    // The report goes to stderr so that stdout is the conversation alone, ready for a pipe.
+    context.io.stderr(renderCompactReport(report));
+    const json = conversationOutput(file, report.result.messages);
+    if (typeof out === 'string') {
+      writeFileWhole(out, json);
+      context.io.stderr(`Wrote ${groupDigits(report.result.messages.length)} messages to ${out}.\n`);
+    } else context.io.stdout(json);
+    return 0;
+  },
+};
+
 const GRACE = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$/;
 const GRACE_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
@@ -339,7 +392,7 @@ const gc: CliCommand = {
 };
 
 /** The subcommands by name: add one by adding an entry. */
-export const commands: Record<string, CliCommand> = { demo, worker, history, session, 'codec-server': codecServer, gc };
+export const commands: Record<string, CliCommand> = { demo, compact, worker, history, session, 'codec-server': codecServer, gc };
 
 function usageText(): string {
   const width = Math.max(...Object.values(commands).map((command) => command.usage.length));
