@@ -3,6 +3,8 @@
 // add one by adding an entry. Connects like the worker: `loadConfig` (environment and flags) →
 // `@temporalio/envconfig` (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TLS, profiles).
 import { isMain } from './is-main.js';
+import { existsSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { loadClientConnectConfig } from '@temporalio/envconfig';
@@ -286,6 +288,8 @@ const compact: CliCommand = {
     if (rest.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(rest[0])}`);
     const out = context.values.out;
     if (out !== undefined && (typeof out !== 'string' || out === '')) throw new UsageError('--out takes a file name');
+    // Checked before compacting: a result that cannot be written would be lost (a workflow run, a model's summary).
+    if (typeof out === 'string' && !existsSync(dirname(resolve(out)))) throw new UsageError(`--out ${out}: the directory ${dirname(resolve(out))} does not exist`);
     const budget = budgetOf(context);
     const config = loadConfig({ env: context.io.env, flags: configFlagsFromArgs(context.values) });
     let file;

@@ -4,8 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import type { Client, WorkflowHandle } from '@temporalio/client';
-import { WorkflowFailedError } from '@temporalio/client';
+import { WorkflowFailedError, type Client, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import proto from '@temporalio/proto';
 import type { NativeConnection } from '@temporalio/worker';
@@ -22,7 +21,7 @@ import { defaultCounter } from './core/tokens.js';
 import type { ChatMessage, CompactionResult } from './core/types.js';
 import { installQuietRuntime } from './demo.js';
 import { payloadConverterFromConfig } from './payloads/index.js';
-import { connectFromEnvironment, createWorker } from './worker.js';
+import { connectFromEnvironment, createWorker, workflowCode } from './worker.js';
 import type { CompactConversationInput, compactConversation } from './workflows/compact-conversation.js';
 
 /** How the conversation file was written; the output keeps the same shape (session lines come back as an array). */
@@ -158,7 +157,7 @@ export function writeFileWhole(path: string, text: string): void {
     renameSync(temporary, path);
   } catch (error) {
     rmSync(temporary, { force: true });
-    throw error;
+    throw new Error(`cannot write ${path}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
   }
 }
 
@@ -288,7 +287,7 @@ function workflowIdFor(path: string): string {
  */
 export const COMPACT_WORKFLOW_TIMEOUT = '30m';
 
-/** Resolves when the user presses Ctrl-C (SIGINT); `stop()` removes the listener. */
+/** Calls `handler` on the first Ctrl-C (SIGINT; a second one ends the process as usual); returns what removes it. */
 function onInterrupt(handler: () => void): () => void {
   process.once('SIGINT', handler);
   return () => process.off('SIGINT', handler);
@@ -369,7 +368,9 @@ export async function compactViaWorkflow(run: CompactRun, client: Client): Promi
 
   const taskQueue = `${config.taskQueue}-cli-${randomUUID().slice(0, 8)}`;
   const { summarizer, describe } = summarizerFromConfig(config);
-  progress(`No worker polls task queue "${config.taskQueue}": starting one in this process on "${taskQueue}"${config.workflowBundle === undefined ? ' (bundling the workflows takes a few seconds; COMPACTOR_WORKFLOW_BUNDLE skips it)' : ''}...`);
+  // Run from source there is no prebuilt bundle: the worker bundles the workflows as it starts.
+  const bundling = workflowCode({ workflowBundlePath: config.workflowBundle }).workflowsPath !== undefined;
+  progress(`No worker polls task queue "${config.taskQueue}": starting one in this process on "${taskQueue}"${bundling ? ' (bundling the workflows first takes a few seconds)' : ''}...`);
   try {
     installQuietRuntime();
   } catch {

@@ -160,7 +160,7 @@ describe('temporal-compactor compact', () => {
       expect(empty.err()).toContain('messages: is empty: there is nothing to compact');
     });
 
-    it('usage mistakes exit 2 with the usage line: a missing file, no file, a bad --budget, an unknown flag', async () => {
+    it('usage mistakes exit 2 with the usage line: a missing file, no file, a bad --budget, an unknown flag, --out into no directory', async () => {
       const usage = 'usage: temporal-compactor compact <conversation.json> [--budget N] [--via-workflow] [--out FILE]';
       const cases: Array<[string[], string]> = [
         [['compact', join(directory, 'nope.json')], `${join(directory, 'nope.json')}: no such file`],
@@ -171,6 +171,7 @@ describe('temporal-compactor compact', () => {
         [['compact', TRAJECTORY, '--budget', '12k'], '--budget takes a positive whole number of tokens, got "12k"'],
         [['compact', TRAJECTORY, '--budget', '1.5'], '--budget takes a positive whole number of tokens, got "1.5"'],
         [['compact', TRAJECTORY, '--bugdet', '10'], "Unknown option '--bugdet'"],
+        [['compact', TRAJECTORY, '--out', join(directory, 'no-such-dir', 'out.json')], `the directory ${join(directory, 'no-such-dir')} does not exist`],
       ];
       for (const [argv, message] of cases) {
         const io = capture();
