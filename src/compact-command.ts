@@ -388,9 +388,10 @@ export async function compactViaWorkflow(run: CompactRun, client: Client): Promi
       summarizer,
       dataConverter: payloads.dataConverter,
       ...(config.workflowBundle === undefined ? {} : { workflowBundlePath: config.workflowBundle }),
-      // A one-off run checks the namespace's search attributes but does not change the namespace.
+      // A one-off run does not change the namespace, and says nothing of search attributes that
+      // are missing: only agentRun sets them, and this worker runs one compactConversation.
       registerSearchAttributes: false,
-      warn: progress,
+      warn: () => undefined,
     });
     const [worker] = created.workers;
     if (worker === undefined) throw new Error('the in-process worker was not created');
