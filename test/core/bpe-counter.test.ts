@@ -46,10 +46,9 @@ describe('countTextTokens', () => {
     const slices = Math.ceil(run.length / BPE_RUN_SLICE);
     expect(Math.abs(countTextTokens(text) - o200k(text))).toBeLessThanOrEqual(slices);
     for (const pathological of ['a'.repeat(100_000), '='.repeat(100_000), ' '.repeat(100_000), '/\n'.repeat(50_000)]) {
-      const started = performance.now();
+      // gpt-tokenizer alone takes tens of seconds on 100,000 letters (quadratic merges): the four
+      // strings would outlast the test's timeout. Sliced, each piece costs the same.
       const tokens = countTextTokens(pathological);
-      // gpt-tokenizer alone takes tens of seconds on 100,000 letters (quadratic merges)
-      expect(performance.now() - started).toBeLessThan(5_000);
       expect(tokens).toBeGreaterThan(0);
       expect(tokens).toBeLessThanOrEqual(pathological.length);
     }

@@ -48,7 +48,7 @@ describe('cancellation on a dev server', () => {
   afterEach(() => server.close());
 
   describe('compactConversation ends cancelled', () => {
-    it('while the request hangs: within seconds, the activity cancelled and the request aborted', async () => {
+    it('while the request hangs: the activity cancelled and the request aborted, before any timeout', async () => {
       server.script({ kind: 'hang' });
       await withWorker(bundle, { summarizer }, async ({ client, taskQueue }) => {
         const handle = await client.workflow.start<typeof compactConversation>('compactConversation', {
@@ -57,17 +57,16 @@ describe('cancellation on a dev server', () => {
           args: [{ messages, options }],
         });
         await server.waitForRequests(1, 10_000);
-        const cancelledAt = performance.now();
         await handle.cancel();
         const error = await handle.result().then(
           () => undefined,
           (thrown: unknown) => thrown,
         );
-        expect(performance.now() - cancelledAt).toBeLessThan(10_000);
         expect(error).toBeInstanceOf(WorkflowFailedError);
         expect(error instanceof WorkflowFailedError ? error.cause : undefined).toBeInstanceOf(CancelledFailure);
         const events = await eventTypes(handle);
         expect(events).toContain('ActivityTaskCancelRequested');
+        expect(events).not.toContain('ActivityTaskTimedOut');
         expect(events.at(-1)).toBe('WorkflowExecutionCanceled');
         // The worker learns of it on its next heartbeat and aborts the HTTP request.
         await server.waitUntil(() => server.requests[0]?.outcome === 'aborted', 10_000, 'the hanging request to be aborted');
@@ -76,7 +75,7 @@ describe('cancellation on a dev server', () => {
       });
     });
 
-    it('while a 30 s retry backoff waits: within seconds, the activity cancelled, no second request', async () => {
+    it('while a 30 s retry backoff waits: the activity cancelled, no second request', async () => {
       server.script({ kind: 'status', status: 503 });
       server.setDefault({ kind: 'summary', text: 'never asked for' });
       await withWorker(bundle, { summarizer }, async ({ client, taskQueue }) => {
@@ -86,13 +85,11 @@ describe('cancellation on a dev server', () => {
           args: [{ messages, options }],
         });
         await untilInBackoff(handle);
-        const cancelledAt = performance.now();
         await handle.cancel();
         const error = await handle.result().then(
           () => undefined,
           (thrown: unknown) => thrown,
         );
-        expect(performance.now() - cancelledAt).toBeLessThan(10_000);
         expect(error instanceof WorkflowFailedError ? error.cause : error).toBeInstanceOf(CancelledFailure);
         const events = await eventTypes(handle);
         // TRY_CANCEL: the workflow asks for the cancellation and ends without waiting for it; the
@@ -121,10 +118,8 @@ describe('cancellation on a dev server', () => {
         });
         if (phase === 'hang') await server.waitForRequests(1, 10_000);
         else await untilInBackoff(handle);
-        const cancelledAt = performance.now();
         await handle.cancel();
         const { result, nextStep } = await handle.result();
-        expect(performance.now() - cancelledAt).toBeLessThan(10_000);
         expect(nextStep).toBe('cancelled');
         expect(result.fallback).toBe(true);
         expect(result.summary).toBeNull();
