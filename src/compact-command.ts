@@ -9,7 +9,7 @@ import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import proto from '@temporalio/proto';
 import type { NativeConnection } from '@temporalio/worker';
 import { Compactor } from './compactor.js';
-import { summarizerFromConfig, temporalEnvVars, type CompactorConfig } from './config.js';
+import { temporalEnvVars, type CompactorConfig } from './config.js';
 import { compactionKind, groupDigits } from './core/compaction-history.js';
 import { needsCompactionCore } from './core/engine.js';
 import { InvalidInputError } from './core/errors.js';
@@ -21,6 +21,7 @@ import { defaultCounter } from './core/tokens.js';
 import type { ChatMessage, CompactionResult } from './core/types.js';
 import { installQuietRuntime } from './demo.js';
 import { payloadConverterFromConfig } from './payloads/index.js';
+import { summarizerFromConfig } from './summarizers/from-config.js';
 import { connectFromEnvironment, createWorker, workflowCode } from './worker.js';
 import type { CompactConversationInput, compactConversation } from './workflows/compact-conversation.js';
 

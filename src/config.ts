@@ -1,11 +1,8 @@
 // Node only: the one configuration schema — environment variables and CLI flags — shared by the
 // worker, the CLI and the demo. A bad value stops start-up with a message naming the setting.
 import { z } from 'zod';
-import type { Summarizer } from './core/types.js';
-import { createExtractiveSummarizer, type ExtractiveSummarizerOptions } from './summarizers/extractive.js';
-import { createOpenAISummarizer, DEFAULT_SUMMARIZER_TIMEOUT_MS } from './summarizers/openai.js';
 import { KEY_BYTES, KeyFormatError, keyringFromSettings, type Keyring } from './payloads/keyring.js';
-import { parsePayloadStore, type PayloadStoreLocation } from './payloads/store-location.js';
+import { parsePayloadStore } from './payloads/store-location.js';
 
 /** A setting's value as the environment (strings) or a flag parser (strings, numbers, booleans) gives it. */
 export type RawSettingValue = string | number | boolean | undefined;
@@ -24,7 +21,12 @@ export const DEFAULT_SUMMARIZER_MODEL = 'gpt-4o-mini';
 export const DEFAULT_TEMPORAL_NAMESPACE = 'default';
 /** @default 10 s for in-flight activities to finish when the worker shuts down */
 export const DEFAULT_SHUTDOWN_GRACE_MS = 10_000;
-const OPENAI_DEFAULT_BASE_URL = 'https://api.openai.com/v1';
+/** @default 60 s for one summarize call */
+export const DEFAULT_SUMMARIZER_TIMEOUT_MS = 60_000;
+/** @default 120 s for one chat request of the agent loop */
+export const DEFAULT_CHAT_TIMEOUT_MS = 120_000;
+/** Where the OpenAI client sends requests when no base URL is configured. */
+export const DEFAULT_OPENAI_BASE_URL = 'https://api.openai.com/v1';
 /**
  * @default 1 KiB. A claim in history costs ~240 bytes; a payload under 1 KiB compresses to about
  * that much, so offloading it saves no history and costs a store round trip, while everything
@@ -128,6 +130,11 @@ interface Setting {
   defaultText: string;
   description: string;
   secret?: boolean;
+  /**
+   * Parses the raw value (a flag's, else the variable's; blank counts as unset) into the setting's
+   * value, with its default. A failure reads as `VARIABLE: expected <expected>, got "<value>"`.
+   */
+  schema: z.ZodType;
 }
 
 const settings = {
@@ -137,6 +144,7 @@ const settings = {
     expected: 'host:port, e.g. localhost:7233',
     defaultText: '`localhost:7233`; the demo starts a local dev server when unset',
     description: 'Temporal frontend address; Temporal Cloud: `<namespace>.<account>.tmprl.cloud:7233`.',
+    schema: hostPort.optional(),
   },
   temporalNamespace: {
     env: 'TEMPORAL_NAMESPACE',
@@ -144,6 +152,7 @@ const settings = {
     expected: 'a namespace name',
     defaultText: `\`${DEFAULT_TEMPORAL_NAMESPACE}\``,
     description: 'Temporal namespace.',
+    schema: nonEmptyText.default(DEFAULT_TEMPORAL_NAMESPACE),
   },
   temporalApiKey: {
     env: 'TEMPORAL_API_KEY',
@@ -152,6 +161,7 @@ const settings = {
     defaultText: '—',
     description: 'Temporal Cloud API key (environment only); turns TLS on unless `TEMPORAL_TLS=false`.',
     secret: true,
+    schema: nonEmptyText.optional(),
   },
   temporalTls: {
     env: 'TEMPORAL_TLS',
@@ -159,6 +169,7 @@ const settings = {
     expected: 'true, false, 1 or 0',
     defaultText: 'on with an API key, else off',
     description: 'TLS to the frontend. Certificates: the `TEMPORAL_TLS_*` variables of `@temporalio/envconfig`.',
+    schema: flag.optional(),
   },
   temporalCliPath: {
     env: 'TEMPORAL_CLI_PATH',
@@ -166,6 +177,7 @@ const settings = {
     expected: 'a path to the temporal CLI',
     defaultText: '`.temporal/`, then `temporal` on PATH',
     description: 'The `temporal` CLI that runs the local dev server (demo and tests).',
+    schema: nonEmptyText.optional(),
   },
   taskQueue: {
     env: 'COMPACTOR_TASK_QUEUE',
@@ -173,6 +185,7 @@ const settings = {
     expected: 'a task queue name',
     defaultText: `\`${DEFAULT_TASK_QUEUE}\``,
     description: 'Task queue of the workflows (and of the activities, unless the next setting is set).',
+    schema: nonEmptyText.default(DEFAULT_TASK_QUEUE),
   },
   summarizerTaskQueue: {
     env: 'COMPACTOR_SUMMARIZER_TASK_QUEUE',
@@ -180,6 +193,7 @@ const settings = {
     expected: 'a task queue name',
     defaultText: 'the task queue',
     description: 'Own task queue for summarize activities, so summarizer capacity and provider rate limits scale apart from the agents.',
+    schema: nonEmptyText.optional(),
   },
   workerMode: {
     env: 'COMPACTOR_WORKER_MODE',
@@ -187,6 +201,7 @@ const settings = {
     expected: '"all", "workflows" or "activities"',
     defaultText: '`all`',
     description: 'What a worker polls for: `all`, or only `workflows` or only `activities` (e.g. a summarizer-only worker on its own queue).',
+    schema: z.enum(['all', 'workflows', 'activities']).default('all'),
   },
   workflowBundle: {
     env: 'COMPACTOR_WORKFLOW_BUNDLE',
@@ -194,6 +209,7 @@ const settings = {
     expected: 'a path to a prebuilt workflow bundle',
     defaultText: '`workflow-bundle.js` beside the worker, else bundled at start-up',
     description: 'A prebuilt workflow bundle, so workers start without bundling.',
+    schema: nonEmptyText.optional(),
   },
   shutdownGraceTime: {
     env: 'COMPACTOR_SHUTDOWN_GRACE_TIME',
@@ -201,6 +217,7 @@ const settings = {
     expected: 'a duration such as "10s", "500ms", "1m" or milliseconds',
     defaultText: `\`${DEFAULT_SHUTDOWN_GRACE_MS / 1000}s\``,
     description: 'On SIGINT/SIGTERM, how long in-flight activities may finish before they are cancelled.',
+    schema: durationOf(0).default(DEFAULT_SHUTDOWN_GRACE_MS),
   },
   summarizer: {
     env: 'COMPACTOR_SUMMARIZER',
@@ -209,21 +226,24 @@ const settings = {
     defaultText: '`auto`',
     description:
       '`auto`: the OpenAI-compatible summarizer when `OPENAI_API_KEY` or `OPENAI_BASE_URL` is set, else the built-in offline extractive one; `openai` or `extractive` to choose.',
+    schema: z.enum(['auto', 'openai', 'extractive']).default('auto'),
   },
   openaiBaseUrl: {
     env: 'OPENAI_BASE_URL',
     flag: 'openai-base-url',
     expected: 'an http(s) URL, e.g. http://localhost:11434/v1',
-    defaultText: `\`${OPENAI_DEFAULT_BASE_URL}\``,
-    description: 'Any OpenAI-compatible server (OpenAI, vLLM, Ollama, llama.cpp), usually ending in `/v1`.',
+    defaultText: `\`${DEFAULT_OPENAI_BASE_URL}\``,
+    description: "Any OpenAI-compatible server (OpenAI, vLLM, Ollama, llama.cpp), usually ending in `/v1`: the summarizer's, and the agent loop's chat (`provider: 'openai'`).",
+    schema: httpUrl.optional(),
   },
   openaiApiKey: {
     env: 'OPENAI_API_KEY',
     flag: undefined,
     expected: 'an API key',
     defaultText: '—',
-    description: "The summarizer server's API key (environment only); local servers need none.",
+    description: "The API key of that server (environment only); local servers need none.",
     secret: true,
+    schema: nonEmptyText.optional(),
   },
   summarizerModel: {
     env: 'COMPACTOR_SUMMARIZER_MODEL',
@@ -231,6 +251,7 @@ const settings = {
     expected: 'a model name',
     defaultText: `\`${DEFAULT_SUMMARIZER_MODEL}\``,
     description: 'The model that writes summaries.',
+    schema: nonEmptyText.default(DEFAULT_SUMMARIZER_MODEL),
   },
   summarizerTimeout: {
     env: 'COMPACTOR_SUMMARIZER_TIMEOUT',
@@ -238,6 +259,15 @@ const settings = {
     expected: 'a positive duration such as "60s", "500ms", "2m" or milliseconds',
     defaultText: `\`${DEFAULT_SUMMARIZER_TIMEOUT_MS / 1000}s\``,
     description: "Deadline of one summarize call; keep it below the activity's `startToCloseTimeout` (5 min).",
+    schema: durationOf(1).default(DEFAULT_SUMMARIZER_TIMEOUT_MS),
+  },
+  chatTimeout: {
+    env: 'COMPACTOR_CHAT_TIMEOUT',
+    flag: 'chat-timeout',
+    expected: 'a positive duration such as "120s", "500ms", "2m" or milliseconds',
+    defaultText: `\`${DEFAULT_CHAT_TIMEOUT_MS / 1000}s\``,
+    description: "Deadline of one chat request of an agent run (`provider: 'openai'`); keep it below the chat activity's `startToCloseTimeout`.",
+    schema: durationOf(1).default(DEFAULT_CHAT_TIMEOUT_MS),
   },
   maxConcurrentActivities: {
     env: 'COMPACTOR_MAX_CONCURRENT_ACTIVITIES',
@@ -245,6 +275,7 @@ const settings = {
     expected: 'a positive integer',
     defaultText: "the SDK's (100)",
     description: 'Activities (summarize calls, chat, tools) one worker runs at once.',
+    schema: positiveInteger(1).optional(),
   },
   maxConcurrentWorkflowTasks: {
     env: 'COMPACTOR_MAX_CONCURRENT_WORKFLOW_TASKS',
@@ -252,6 +283,7 @@ const settings = {
     expected: 'an integer of at least 2',
     defaultText: "the SDK's (40)",
     description: 'Workflow tasks one worker runs at once (the SDK needs at least 2 while it caches workflows).',
+    schema: positiveInteger(2).optional(),
   },
   contextBudget: {
     env: 'COMPACTOR_CONTEXT_BUDGET',
@@ -259,6 +291,23 @@ const settings = {
     expected: 'a positive integer (tokens)',
     defaultText: "the run's own",
     description: 'Context window in tokens for agent runs started from the CLI or the demo.',
+    schema: positiveInteger(1).optional(),
+  },
+  toolsRoot: {
+    env: 'COMPACTOR_TOOLS_ROOT',
+    flag: 'tools-root',
+    expected: 'a directory path',
+    defaultText: 'the current directory',
+    description: 'The directory the built-in tools (`fs_read`, `fs_list`, `grep`) may read; paths resolving outside it are refused.',
+    schema: nonEmptyText.optional(),
+  },
+  trajectoryDir: {
+    env: 'COMPACTOR_TRAJECTORY_DIR',
+    flag: 'trajectory-dir',
+    expected: 'a directory path',
+    defaultText: 'the current directory',
+    description: "Where the replay provider (`provider: 'replay'`) finds recorded trajectories by name (`NAME.json`).",
+    schema: nonEmptyText.optional(),
   },
   payloadStore: {
     env: 'COMPACTOR_PAYLOAD_STORE',
@@ -267,6 +316,14 @@ const settings = {
     defaultText: '`off`; the demo: `file:.payload-store` in the project',
     description:
       "Where payloads of at least `COMPACTOR_PAYLOAD_THRESHOLD` bytes go (Temporal's External Storage): history keeps a ~240-byte claim, the store content-addressed chunks. Worker, clients and the CLI must all see the same store.",
+    schema: z
+      .string()
+      .transform((value, context) => {
+        const location = parsePayloadStore(value);
+        if (location === undefined) context.addIssue({ code: 'custom', message: 'bad payload store' });
+        return location ?? { kind: 'off' as const };
+      })
+      .optional(),
   },
   payloadThreshold: {
     env: 'COMPACTOR_PAYLOAD_THRESHOLD',
@@ -274,6 +331,10 @@ const settings = {
     expected: `a byte count from 0 to ${MAX_PAYLOAD_THRESHOLD}`,
     defaultText: `\`${DEFAULT_PAYLOAD_THRESHOLD}\``,
     description: 'Payloads of at least this many bytes go to the store; smaller ones stay inline, compressed (and encrypted with a key).',
+    schema: z
+      .union([z.number(), z.string().trim().regex(/^\d+$/).transform(Number)])
+      .pipe(z.number().int().min(0).max(MAX_PAYLOAD_THRESHOLD))
+      .default(DEFAULT_PAYLOAD_THRESHOLD),
   },
   s3Endpoint: {
     env: 'COMPACTOR_S3_ENDPOINT',
@@ -281,6 +342,7 @@ const settings = {
     expected: 'an http(s) URL, e.g. http://127.0.0.1:9000',
     defaultText: 'AWS S3',
     description: 'An S3-compatible server for `s3://` stores (path-style requests). Credentials and region: the usual `AWS_*` variables.',
+    schema: httpUrl.optional(),
   },
   codecKey: {
     env: 'COMPACTOR_CODEC_KEY',
@@ -289,6 +351,7 @@ const settings = {
     defaultText: '— (no encryption)',
     description: 'AES-256-GCM key (environment only) for inline payloads and stored chunks. Clients and workers need the same key.',
     secret: true,
+    schema: nonEmptyText.optional(),
   },
   codecKeyId: {
     env: 'COMPACTOR_CODEC_KEY_ID',
@@ -296,6 +359,7 @@ const settings = {
     expected: '1-64 characters of A-Z, a-z, 0-9, ".", "_" or "-", with COMPACTOR_CODEC_KEY set',
     defaultText: '`k-` + 8 hex digits of a hash of the key',
     description: 'The id written beside every ciphertext, so decoding finds the right key after a rotation.',
+    schema: nonEmptyText.optional(),
   },
   codecOldKeys: {
     env: 'COMPACTOR_CODEC_OLD_KEYS',
@@ -304,6 +368,7 @@ const settings = {
     defaultText: '—',
     description: 'Retired keys (environment only), for decoding only: rotate by moving the old key here and setting a new `COMPACTOR_CODEC_KEY`.',
     secret: true,
+    schema: nonEmptyText.optional(),
   },
   codecServerHost: {
     env: 'COMPACTOR_CODEC_SERVER_HOST',
@@ -311,6 +376,7 @@ const settings = {
     expected: 'a host name or IP address to listen on, e.g. 127.0.0.1',
     defaultText: `\`${DEFAULT_CODEC_SERVER_HOST}\``,
     description: "Where `temporal-compactor codec-server` listens. It hands out decrypted payloads: beyond this machine, set a token and put TLS in front.",
+    schema: nonEmptyText.default(DEFAULT_CODEC_SERVER_HOST),
   },
   codecServerPort: {
     env: 'COMPACTOR_CODEC_SERVER_PORT',
@@ -318,6 +384,7 @@ const settings = {
     expected: 'a port number from 0 to 65535 (0: any free port)',
     defaultText: `\`${DEFAULT_CODEC_SERVER_PORT}\`; the demo: a free port`,
     description: "The codec server's port; the Temporal UI's codec endpoint is `http://HOST:PORT`.",
+    schema: port.default(DEFAULT_CODEC_SERVER_PORT),
   },
   codecServerOrigins: {
     env: 'COMPACTOR_CODEC_SERVER_ORIGINS',
@@ -325,6 +392,7 @@ const settings = {
     expected: 'comma-separated origins such as http://localhost:8233,https://cloud.temporal.io (scheme, host and port, no path), or *',
     defaultText: `\`${DEFAULT_CODEC_SERVER_ORIGINS.join(',')}\`; the demo: its UI`,
     description: 'Browser origins (the Temporal UI\'s) the codec server answers (CORS); `*` answers any web page.',
+    schema: originList.default(() => [...DEFAULT_CODEC_SERVER_ORIGINS]),
   },
   codecServerInlineLimit: {
     env: 'COMPACTOR_CODEC_SERVER_INLINE_LIMIT',
@@ -333,6 +401,10 @@ const settings = {
     defaultText: `\`${MAX_PAYLOAD_THRESHOLD}\` (2 MiB, what history holds inline without a store)`,
     description:
       'The Temporal UI asks the codec server to keep claims (`preserveStorageRefs`) and offers them as downloads; claims of payloads up to this size are resolved anyway, so the event history shows the conversation.',
+    schema: z
+      .union([z.number(), z.string().trim().regex(/^\d+$/).transform(Number)])
+      .pipe(z.number().int().min(0).max(Number.MAX_SAFE_INTEGER))
+      .default(MAX_PAYLOAD_THRESHOLD),
   },
   codecServerToken: {
     env: 'COMPACTOR_CODEC_SERVER_TOKEN',
@@ -342,6 +414,7 @@ const settings = {
     description:
       "Bearer token (environment only) the codec server then requires (`Authorization: Bearer TOKEN`): for the `temporal` CLI's `--codec-auth` and scripts. The Temporal UI sends no such token (only its own login token, with `passAccessToken`).",
     secret: true,
+    schema: nonEmptyText.pipe(z.string().min(16)).optional(),
   },
 } as const satisfies Record<string, Setting>;
 
@@ -354,97 +427,46 @@ export type FlagKey = { [K in SettingKey]: (typeof settings)[K]['flag'] extends 
 /** CLI flags by setting key, e.g. `{ taskQueue: 'agents' }` for `--task-queue agents`. Flags override the environment. */
 export type ConfigFlags = Partial<Record<FlagKey, RawSettingValue>>;
 
-/**
- * The configuration schema, one entry per setting. Its input is the raw value a setting got
- * (after a flag overrode the environment and blank values counted as unset).
- */
-export const configSchema = z.object({
-  temporalAddress: hostPort.optional(),
-  temporalNamespace: nonEmptyText.default(DEFAULT_TEMPORAL_NAMESPACE),
-  temporalApiKey: nonEmptyText.optional(),
-  temporalTls: flag.optional(),
-  temporalCliPath: nonEmptyText.optional(),
-  taskQueue: nonEmptyText.default(DEFAULT_TASK_QUEUE),
-  summarizerTaskQueue: nonEmptyText.optional(),
-  workerMode: z.enum(['all', 'workflows', 'activities']).default('all'),
-  workflowBundle: nonEmptyText.optional(),
-  shutdownGraceTime: durationOf(0).default(DEFAULT_SHUTDOWN_GRACE_MS),
-  summarizer: z.enum(['auto', 'openai', 'extractive']).default('auto'),
-  openaiBaseUrl: httpUrl.optional(),
-  openaiApiKey: nonEmptyText.optional(),
-  summarizerModel: nonEmptyText.default(DEFAULT_SUMMARIZER_MODEL),
-  summarizerTimeout: durationOf(1).default(DEFAULT_SUMMARIZER_TIMEOUT_MS),
-  maxConcurrentActivities: positiveInteger(1).optional(),
-  maxConcurrentWorkflowTasks: positiveInteger(2).optional(),
-  contextBudget: positiveInteger(1).optional(),
-  payloadStore: z
-    .string()
-    .transform((value, context) => {
-      const location = parsePayloadStore(value);
-      if (location === undefined) context.addIssue({ code: 'custom', message: 'bad payload store' });
-      return location ?? { kind: 'off' as const };
-    })
-    .optional(),
-  payloadThreshold: z
-    .union([z.number(), z.string().trim().regex(/^\d+$/).transform(Number)])
-    .pipe(z.number().int().min(0).max(MAX_PAYLOAD_THRESHOLD))
-    .default(DEFAULT_PAYLOAD_THRESHOLD),
-  s3Endpoint: httpUrl.optional(),
-  codecKey: nonEmptyText.optional(),
-  codecKeyId: nonEmptyText.optional(),
-  codecOldKeys: nonEmptyText.optional(),
-  codecServerHost: nonEmptyText.default(DEFAULT_CODEC_SERVER_HOST),
-  codecServerPort: port.default(DEFAULT_CODEC_SERVER_PORT),
-  codecServerOrigins: originList.optional(),
-  codecServerInlineLimit: z
-    .union([z.number(), z.string().trim().regex(/^\d+$/).transform(Number)])
-    .pipe(z.number().int().min(0).max(Number.MAX_SAFE_INTEGER))
-    .default(MAX_PAYLOAD_THRESHOLD),
-  codecServerToken: nonEmptyText.pipe(z.string().min(16)).optional(),
-} satisfies Record<SettingKey, z.ZodType>);
+/** Each setting's schema, by setting key: the shape of {@link configSchema}. */
+type SettingSchemas = { [K in SettingKey]: (typeof settings)[K]['schema'] };
 
-/** The typed configuration `loadConfig` returns. Durations are milliseconds. */
-export interface CompactorConfig {
-  /** `undefined`: not configured (the SDK connects to `localhost:7233`; the demo starts a dev server). */
-  temporalAddress: string | undefined;
-  temporalNamespace: string;
-  temporalApiKey: string | undefined;
-  /** `undefined`: not configured (TLS follows the API key). */
-  temporalTls: boolean | undefined;
-  temporalCliPath: string | undefined;
-  taskQueue: string;
+function settingSchemas(): SettingSchemas {
+  const shape: Partial<Record<SettingKey, z.ZodType>> = {};
+  for (const key of settingKeys()) shape[key] = settings[key].schema;
+  // Filled key for key from the table above, so every entry is the very schema the type names:
+  // TypeScript cannot follow a loop over a mapped type, hence the one assertion.
+  return shape as SettingSchemas;
+}
+
+/**
+ * The configuration schema, one entry per setting, made from the table above. Its input is the raw
+ * value a setting got (after a flag overrode the environment and blank values counted as unset).
+ */
+export const configSchema = z.object(settingSchemas());
+
+/** Every setting's parsed value by setting key (`readSettings`' result for all of them). */
+export type SettingValues = z.output<typeof configSchema>;
+
+/**
+ * Settings the configuration carries in another form: durations in milliseconds under a `…Ms`
+ * name, the three codec settings as one keyring, and the summarizer queue resolved to a queue.
+ */
+type ReshapedSetting = 'shutdownGraceTime' | 'summarizerTimeout' | 'chatTimeout' | 'codecKey' | 'codecKeyId' | 'codecOldKeys' | 'summarizerTaskQueue';
+
+/**
+ * The typed configuration `loadConfig` returns: every setting of the table under its key (what the
+ * README's configuration table says of it), except those it reshapes. Durations are milliseconds;
+ * `undefined` means not configured.
+ */
+export type CompactorConfig = Omit<SettingValues, ReshapedSetting> & {
   /** The queue summarize activities run on; equals `taskQueue` unless configured apart. */
   summarizerTaskQueue: string;
-  workerMode: WorkerModeSetting;
-  /** `undefined`: `workflow-bundle.js` beside the worker when present, else bundle at start-up. */
-  workflowBundle: string | undefined;
   shutdownGraceMs: number;
-  summarizer: SummarizerChoice;
-  openaiBaseUrl: string | undefined;
-  openaiApiKey: string | undefined;
-  summarizerModel: string;
   summarizerTimeoutMs: number;
-  /** `undefined`: the SDK's default. */
-  maxConcurrentActivities: number | undefined;
-  /** `undefined`: the SDK's default. */
-  maxConcurrentWorkflowTasks: number | undefined;
-  contextBudget: number | undefined;
-  /** `undefined`: not configured (off; the demo uses a file store in the project). */
-  payloadStore: PayloadStoreLocation | undefined;
-  payloadThreshold: number;
-  s3Endpoint: string | undefined;
+  chatTimeoutMs: number;
   /** The codec keys (current and retired); `undefined`: no encryption. Secret: never print it. */
   codecKeyring: Keyring | undefined;
-  codecServerHost: string;
-  /** 0: any free port. */
-  codecServerPort: number;
-  /** Normalized origins (`http://host:port`), or `['*']` for any. */
-  codecServerOrigins: readonly string[];
-  /** Bytes: claims of payloads up to this size are resolved even when the caller asks to keep claims. */
-  codecServerInlineLimit: number;
-  /** `undefined`: no authentication. Secret: never print it. */
-  codecServerToken: string | undefined;
-}
+};
 
 /** A setting has a bad value. `setting` is what the user wrote: the env var or the `--flag`. */
 export class ConfigError extends Error {
@@ -472,6 +494,58 @@ function isSet(value: RawSettingValue): value is string | number | boolean {
   return value !== undefined && !(typeof value === 'string' && value.trim() === '');
 }
 
+/** The raw values of `keys` (a flag wins over the environment; blank counts as unset) and who gave each. */
+interface RawSettings {
+  raw: Partial<Record<SettingKey, RawSettingValue>>;
+  /** `--flag` or the environment variable, as the user wrote it. */
+  source: Partial<Record<SettingKey, string>>;
+}
+
+function rawSettings(keys: readonly SettingKey[], { env = process.env, flags = {} }: LoadConfigOptions): RawSettings {
+  const raw: Partial<Record<SettingKey, RawSettingValue>> = {};
+  const source: Partial<Record<SettingKey, string>> = {};
+  const flagValues: Partial<Record<string, RawSettingValue>> = flags;
+  for (const key of keys) {
+    const setting: Setting = settings[key];
+    const fromFlag = setting.flag === undefined ? undefined : flagValues[key];
+    const fromEnv = env[setting.env];
+    if (setting.flag !== undefined && isSet(fromFlag)) {
+      raw[key] = fromFlag;
+      source[key] = `--${setting.flag}`;
+    } else if (isSet(fromEnv)) {
+      raw[key] = fromEnv;
+      source[key] = setting.env;
+    }
+  }
+  return { raw, source };
+}
+
+/** Parses `keys` of the raw values, or throws a ConfigError naming the first bad one. */
+function parseSettings<K extends SettingKey>(keys: readonly K[], { raw, source }: RawSettings): Pick<SettingValues, K> {
+  const mask: Partial<Record<SettingKey, true>> = {};
+  for (const key of keys) mask[key] = true;
+  const parsed = configSchema.pick(mask).safeParse(raw);
+  if (parsed.success) return parsed.data;
+  const key = parsed.error.issues.map((issue) => issue.path[0]).find(isSettingKey);
+  if (key === undefined) throw new ConfigError('configuration', 'valid settings', undefined);
+  const setting: Setting = settings[key];
+  throw new ConfigError(source[key] ?? setting.env, setting.expected, setting.secret === true ? undefined : raw[key]);
+}
+
+/**
+ * Reads some settings only, with the same names, defaults and error messages as {@link loadConfig}:
+ * for code that needs one or two of them (the tool root, the OpenAI-compatible server) and must not
+ * fail over an unrelated bad setting.
+ *
+ * @throws ConfigError naming the first bad setting of `keys`.
+ *
+ * @example
+ * const { toolsRoot } = readSettings(['toolsRoot']); // COMPACTOR_TOOLS_ROOT, or undefined
+ */
+export function readSettings<K extends SettingKey>(keys: readonly K[], options: LoadConfigOptions = {}): Pick<SettingValues, K> {
+  return parseSettings(keys, rawSettings(keys, options));
+}
+
 /**
  * Reads the configuration from the environment and CLI flags (flags win; a blank value counts as
  * unset, as `KEY=` in a compose file means), applies the defaults and validates every setting.
@@ -484,31 +558,11 @@ function isSet(value: RawSettingValue): value is string | number | boolean {
  * const { summarizer, describe } = summarizerFromConfig(config);
  * console.log(`summarizer: ${describe}`);
  */
-export function loadConfig({ env = process.env, flags = {} }: LoadConfigOptions = {}): CompactorConfig {
-  const raw: Partial<Record<SettingKey, RawSettingValue>> = {};
-  const source: Partial<Record<SettingKey, string>> = {};
-  const flagValues: Partial<Record<string, RawSettingValue>> = flags;
-  for (const key of settingKeys()) {
-    const setting: Setting = settings[key];
-    const fromFlag = setting.flag === undefined ? undefined : flagValues[key];
-    const fromEnv = env[setting.env];
-    if (setting.flag !== undefined && isSet(fromFlag)) {
-      raw[key] = fromFlag;
-      source[key] = `--${setting.flag}`;
-    } else if (isSet(fromEnv)) {
-      raw[key] = fromEnv;
-      source[key] = setting.env;
-    }
-  }
-
-  const parsed = configSchema.safeParse(raw);
-  if (!parsed.success) {
-    const key = parsed.error.issues.map((issue) => issue.path[0]).find(isSettingKey);
-    if (key === undefined) throw new ConfigError('configuration', 'valid settings', undefined);
-    const setting: Setting = settings[key];
-    throw new ConfigError(source[key] ?? setting.env, setting.expected, setting.secret === true ? undefined : raw[key]);
-  }
-  const values = parsed.data;
+export function loadConfig(options: LoadConfigOptions = {}): CompactorConfig {
+  const keys = settingKeys();
+  const given = rawSettings(keys, options);
+  const { raw, source } = given;
+  const values = parseSettings(keys, given);
   if (values.summarizer === 'openai' && values.openaiApiKey === undefined && values.openaiBaseUrl === undefined) {
     throw new ConfigError(
       source.summarizer ?? settings.summarizer.env,
@@ -516,9 +570,10 @@ export function loadConfig({ env = process.env, flags = {} }: LoadConfigOptions 
       raw.summarizer,
     );
   }
+  const { shutdownGraceTime, summarizerTimeout, chatTimeout, codecKey, codecKeyId, codecOldKeys, summarizerTaskQueue, ...unchanged } = values;
   let codecKeyring: Keyring | undefined;
   try {
-    codecKeyring = keyringFromSettings({ key: values.codecKey, keyId: values.codecKeyId, oldKeys: values.codecOldKeys });
+    codecKeyring = keyringFromSettings({ key: codecKey, keyId: codecKeyId, oldKeys: codecOldKeys });
   } catch (error) {
     if (!(error instanceof KeyFormatError)) throw error;
     const key = (['codecKey', 'codecKeyId', 'codecOldKeys'] as const).find((candidate) => settings[candidate].env === error.setting) ?? 'codecKey';
@@ -526,33 +581,12 @@ export function loadConfig({ env = process.env, flags = {} }: LoadConfigOptions 
     throw new ConfigError(source[key] ?? setting.env, error.expected, setting.secret === true ? undefined : raw[key]);
   }
   return {
-    temporalAddress: values.temporalAddress,
-    temporalNamespace: values.temporalNamespace,
-    temporalApiKey: values.temporalApiKey,
-    temporalTls: values.temporalTls,
-    temporalCliPath: values.temporalCliPath,
-    taskQueue: values.taskQueue,
-    summarizerTaskQueue: values.summarizerTaskQueue ?? values.taskQueue,
-    workerMode: values.workerMode,
-    workflowBundle: values.workflowBundle,
-    shutdownGraceMs: values.shutdownGraceTime,
-    summarizer: values.summarizer,
-    openaiBaseUrl: values.openaiBaseUrl,
-    openaiApiKey: values.openaiApiKey,
-    summarizerModel: values.summarizerModel,
-    summarizerTimeoutMs: values.summarizerTimeout,
-    maxConcurrentActivities: values.maxConcurrentActivities,
-    maxConcurrentWorkflowTasks: values.maxConcurrentWorkflowTasks,
-    contextBudget: values.contextBudget,
-    payloadStore: values.payloadStore,
-    payloadThreshold: values.payloadThreshold,
-    s3Endpoint: values.s3Endpoint,
+    ...unchanged,
+    summarizerTaskQueue: summarizerTaskQueue ?? values.taskQueue,
+    shutdownGraceMs: shutdownGraceTime,
+    summarizerTimeoutMs: summarizerTimeout,
+    chatTimeoutMs: chatTimeout,
     codecKeyring,
-    codecServerHost: values.codecServerHost,
-    codecServerPort: values.codecServerPort,
-    codecServerOrigins: values.codecServerOrigins ?? DEFAULT_CODEC_SERVER_ORIGINS,
-    codecServerInlineLimit: values.codecServerInlineLimit,
-    codecServerToken: values.codecServerToken,
   };
 }
 
@@ -612,47 +646,6 @@ export function temporalEnvVars(config: CompactorConfig, env: Readonly<Record<st
   set('TEMPORAL_API_KEY', config.temporalApiKey);
   set('TEMPORAL_TLS', config.temporalTls === undefined ? undefined : String(config.temporalTls));
   return result;
-}
-
-/** The summarizer a configuration selects, and a line for start-up logs saying which it is. */
-export interface ConfiguredSummarizer {
-  summarizer: Summarizer;
-  kind: 'openai' | 'extractive';
-  /** E.g. `OpenAI-compatible summarizer: model gpt-4o-mini at https://api.openai.com/v1, timeout 60000 ms`. */
-  describe: string;
-}
-
-/**
- * Builds the summarizer the configuration selects: the OpenAI-compatible one when
- * `COMPACTOR_SUMMARIZER` is `openai`, or `auto` with `OPENAI_API_KEY` or `OPENAI_BASE_URL` set;
- * otherwise the built-in offline extractive summarizer.
- */
-export function summarizerFromConfig(config: CompactorConfig, { extractive }: { extractive?: ExtractiveSummarizerOptions } = {}): ConfiguredSummarizer {
-  const openaiConfigured = config.openaiApiKey !== undefined || config.openaiBaseUrl !== undefined;
-  const useOpenAI = config.summarizer === 'openai' || (config.summarizer === 'auto' && openaiConfigured);
-  if (useOpenAI) {
-    const summarizer = createOpenAISummarizer({
-      model: config.summarizerModel,
-      baseURL: config.openaiBaseUrl,
-      apiKey: config.openaiApiKey,
-      timeout: config.summarizerTimeoutMs,
-    });
-    const where = config.openaiBaseUrl ?? OPENAI_DEFAULT_BASE_URL;
-    return {
-      summarizer,
-      kind: 'openai',
-      describe: `OpenAI-compatible summarizer: model ${config.summarizerModel} at ${where}, timeout ${config.summarizerTimeoutMs} ms`,
-    };
-  }
-  const why =
-    config.summarizer === 'extractive'
-      ? 'COMPACTOR_SUMMARIZER=extractive'
-      : 'no model configured; set OPENAI_API_KEY or OPENAI_BASE_URL to use one';
-  return {
-    summarizer: createExtractiveSummarizer(extractive),
-    kind: 'extractive',
-    describe: `built-in offline extractive summarizer (${why})`,
-  };
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -64,7 +64,7 @@ export {
 } from './worker.js';
 export {
   loadConfig,
-  summarizerFromConfig,
+  readSettings,
   configTable,
   configTableMarkdown,
   ConfigError,
@@ -72,8 +72,8 @@ export {
   DEFAULT_SUMMARIZER_MODEL,
   type CompactorConfig,
   type LoadConfigOptions,
-  type ConfiguredSummarizer,
 } from './config.js';
+export { summarizerFromConfig, type ConfiguredSummarizer } from './summarizers/from-config.js';
 export { startDevServer, ensureSearchAttributes, DevServerStartError, type DevServer, type DevServerOptions } from './dev-server.js';
 export { runDemo, type DemoOptions, type DemoOutcome } from './demo.js';
 export { startCodecServer, DEFAULT_CODEC_SERVER_INLINE_LIMIT, type CodecServer, type CodecServerOptions } from './codec-server.js';

@@ -34,8 +34,14 @@ export function redactFailure<T>(error: T, secrets: readonly string[] = workerSe
   const seen = new Set<unknown>();
   for (let current: unknown = error; current instanceof Error && !seen.has(current); current = current.cause) {
     seen.add(current);
-    current.message = redactText(current.message, secrets);
-    if (current.stack !== undefined) current.stack = redactText(current.stack, secrets);
+    // Written only when a secret was found: some errors in a cause chain (an abort's DOMException)
+    // have a read-only message, and assigning it would throw a TypeError in place of the failure.
+    const message = redactText(current.message, secrets);
+    if (message !== current.message) current.message = message;
+    if (current.stack !== undefined) {
+      const stack = redactText(current.stack, secrets);
+      if (stack !== current.stack) current.stack = stack;
+    }
   }
   return error;
 }

@@ -11,9 +11,11 @@ import type { WorkerOptions, WorkflowBundleOption } from '@temporalio/worker';
 import type { DataConverter } from '@temporalio/common';
 import { compactorPlugin, type CompactorPlugin, type PluginRegistration } from './plugin.js';
 import { ensureSearchAttributesIfAllowed, searchAttributeWarning, type SearchAttributeSetup } from './search-attributes.js';
-import { ConfigError, DEFAULT_TASK_QUEUE, loadConfig, summarizerFromConfig, temporalEnvVars, type WorkerModeSetting } from './config.js';
+import { ConfigError, DEFAULT_TASK_QUEUE, loadConfig, temporalEnvVars, type WorkerModeSetting } from './config.js';
+import { summarizerFromConfig } from './summarizers/from-config.js';
 import { parseDuration, type Duration } from './core/options.js';
 import type { Summarizer } from './core/types.js';
+import type { OpenAIClientSettings } from './llm/openai-adapter.js';
 import { payloadConverterFromConfig } from './payloads/index.js';
 
 /** What a worker polls for: workflows and activities (one queue does it all), or one kind only. */
@@ -40,10 +42,14 @@ export interface CompactorWorkerConfig {
   mode?: WorkerMode;
   /** The summarizer backend; built on the worker, so API keys never enter workflow history. Required unless mode is `workflows`. */
   summarizer?: Summarizer;
-  /** Where the replay provider finds trajectories. @default COMPACTOR_TRAJECTORY_DIR, else the current directory */
+  /** Where the replay provider finds trajectories. @default COMPACTOR_TRAJECTORY_DIR (src/config.ts), else the current directory */
   trajectoryDir?: string;
-  /** The directory the built-in tools may read. @default COMPACTOR_TOOLS_ROOT, else the current directory */
+  /** The directory the built-in tools may read. @default COMPACTOR_TOOLS_ROOT (src/config.ts), else the current directory */
   toolsRoot?: string;
+  /** Where the agent loop's `chat` sends requests (`provider: 'openai'`). @default OPENAI_BASE_URL and OPENAI_API_KEY (src/config.ts) */
+  chatServer?: Pick<OpenAIClientSettings, 'baseURL' | 'apiKey'>;
+  /** Deadline of one `chat` request in ms. @default 120_000 (COMPACTOR_CHAT_TIMEOUT) */
+  chatTimeoutMs?: number;
   /** A prebuilt workflow bundle (`npm run build:bundle`). @default `workflow-bundle.js` next to this module when it exists */
   workflowBundlePath?: string;
   /** A workflow bundle already in memory (e.g. from `bundleWorkflowCode`); wins over the path settings. */
@@ -98,6 +104,10 @@ export function loadWorkerConfig(env: Environment = process.env, flags: Readonly
     ...(config.maxConcurrentActivities === undefined ? {} : { maxConcurrentActivityTaskExecutions: config.maxConcurrentActivities }),
     ...(config.maxConcurrentWorkflowTasks === undefined ? {} : { maxConcurrentWorkflowTaskExecutions: config.maxConcurrentWorkflowTasks }),
     shutdownGraceTime: config.shutdownGraceMs,
+    ...(config.trajectoryDir === undefined ? {} : { trajectoryDir: config.trajectoryDir }),
+    ...(config.toolsRoot === undefined ? {} : { toolsRoot: config.toolsRoot }),
+    chatServer: { baseURL: config.openaiBaseUrl, apiKey: config.openaiApiKey },
+    chatTimeoutMs: config.chatTimeoutMs,
     temporalEnv: temporalEnvVars(config, env),
     dataConverter: payloads.dataConverter,
     describePayloads: payloads.describe,
@@ -204,7 +214,7 @@ export async function createWorker(config: CompactorWorkerConfig): Promise<Compa
       register,
       ...(config.summarizer === undefined ? {} : { summarizer: config.summarizer }),
       dataConverter: config.dataConverter ?? {},
-      activities: { trajectoryDir: config.trajectoryDir, toolsRoot: config.toolsRoot },
+      activities: { trajectoryDir: config.trajectoryDir, toolsRoot: config.toolsRoot, chatServer: config.chatServer, chatTimeoutMs: config.chatTimeoutMs },
       // Checked once below, before any worker polls, so the result can say what was found.
       searchAttributes: 'skip',
     });

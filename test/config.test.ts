@@ -8,11 +8,11 @@ import {
   configTable,
   configTableMarkdown,
   loadConfig,
-  summarizerFromConfig,
   temporalEnvVars,
   type CompactorConfig,
 } from '../src/config.js';
 import { EXTRACTIVE_SUMMARY_NOTICE } from '../src/summarizers/extractive.js';
+import { summarizerFromConfig } from '../src/summarizers/from-config.js';
 import { startFakeOpenAI, type FakeOpenAI } from './support/fake-openai.js';
 
 const defaults: CompactorConfig = {
@@ -31,9 +31,12 @@ const defaults: CompactorConfig = {
   openaiApiKey: undefined,
   summarizerModel: 'gpt-4o-mini',
   summarizerTimeoutMs: 60_000,
+  chatTimeoutMs: 120_000,
   maxConcurrentActivities: undefined,
   maxConcurrentWorkflowTasks: undefined,
   contextBudget: undefined,
+  toolsRoot: undefined,
+  trajectoryDir: undefined,
   payloadStore: undefined,
   payloadThreshold: 1024,
   s3Endpoint: undefined,
@@ -104,9 +107,12 @@ describe('loadConfig', () => {
           OPENAI_API_KEY: 'openai-key',
           COMPACTOR_SUMMARIZER_MODEL: 'qwen2.5:7b',
           COMPACTOR_SUMMARIZER_TIMEOUT: '90s',
+          COMPACTOR_CHAT_TIMEOUT: '3m',
           COMPACTOR_MAX_CONCURRENT_ACTIVITIES: '25',
           COMPACTOR_MAX_CONCURRENT_WORKFLOW_TASKS: '8',
           COMPACTOR_CONTEXT_BUDGET: '32000',
+          COMPACTOR_TOOLS_ROOT: '/srv/repo',
+          COMPACTOR_TRAJECTORY_DIR: '/srv/trajectories',
           COMPACTOR_PAYLOAD_STORE: 's3://my-bucket/compactor/prod/',
           COMPACTOR_PAYLOAD_THRESHOLD: '4096',
           COMPACTOR_S3_ENDPOINT: 'http://127.0.0.1:9000',
@@ -139,9 +145,12 @@ describe('loadConfig', () => {
         openaiApiKey: 'openai-key',
         summarizerModel: 'qwen2.5:7b',
         summarizerTimeoutMs: 90_000,
+        chatTimeoutMs: 180_000,
         maxConcurrentActivities: 25,
         maxConcurrentWorkflowTasks: 8,
         contextBudget: 32_000,
+        toolsRoot: '/srv/repo',
+        trajectoryDir: '/srv/trajectories',
         payloadStore: { kind: 's3', bucket: 'my-bucket', prefix: 'compactor/prod' },
         payloadThreshold: 4096,
         s3Endpoint: 'http://127.0.0.1:9000',
@@ -438,7 +447,7 @@ describe('README configuration table', () => {
   it('lists every setting exactly once', () => {
     const section = readme.slice(readme.indexOf(start), readme.indexOf(end));
     const rows = configTable();
-    expect(rows.length).toBe(29);
+    expect(rows.length).toBe(32);
     for (const row of rows) {
       const occurrences = section.split('\n').filter((line) => line.startsWith(`| \`${row.env}\` |`));
       expect(occurrences, row.env).toHaveLength(1);

@@ -1,16 +1,16 @@
 // Node only (activities): the agent loop's `chat` activity — one chat completion with tool calling,
 // against an OpenAI-compatible backend or the replay provider (a recorded trajectory played back).
 import { ApplicationFailure } from '@temporalio/common';
-import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError } from 'openai';
+import type OpenAI from 'openai';
 import { z } from 'zod';
+import { DEFAULT_CHAT_TIMEOUT_MS } from '../config.js';
 import { ChatFailureType, ReplayFailureType } from '../core/agent-errors.js';
 import type { ModelConfig, OpenAIModelConfig, ReplayModelConfig } from '../core/agent-input.js';
-import { classifyStatus, statusOf } from '../core/errors.js';
 import { requestCounter } from '../core/preflight.js';
 import type { ToolDeclaration } from '../core/request-counter.js';
 import { toProviderMessages, validateMessages } from '../core/schema.js';
 import type { ChatMessage, ToolCall } from '../core/types.js';
-import { parseRetryAfter } from '../summarizers/openai.js';
+import { createOpenAIClient, describeProviderError, readCompletion, requestCompletion, type OpenAIClientSettings } from '../llm/openai-adapter.js';
 import { failOnInvalidInput } from '../workflows/failures.js';
 import type { TrajectoryStore } from './trajectories.js';
 import { whileHeartbeating } from './heartbeats.js';
@@ -48,9 +48,11 @@ export interface ChatActivityOutput {
 }
 
 export interface ChatActivityDeps {
-  /** The OpenAI-compatible client. @default one built on first use from OPENAI_BASE_URL / OPENAI_API_KEY, with `maxRetries: 0` */
+  /** The OpenAI-compatible client. @default one built on first use from `server`, with `maxRetries: 0` */
   openai?: OpenAI;
-  /** Deadline of one request in ms; keep it below the activity's startToCloseTimeout. @default 120_000 */
+  /** Where the client built on first use sends requests. @default OPENAI_BASE_URL and OPENAI_API_KEY (src/config.ts) */
+  server?: Pick<OpenAIClientSettings, 'baseURL' | 'apiKey'>;
+  /** Deadline of one request in ms, to the answer's last byte; keep it below the activity's startToCloseTimeout. @default 120_000 */
   timeoutMs?: number;
   /** Heartbeat interval while a request is in flight. @default 5_000 ms (capped at a quarter of the heartbeatTimeout) */
   heartbeatIntervalMs?: number;
@@ -58,53 +60,28 @@ export interface ChatActivityDeps {
   trajectories: TrajectoryStore;
 }
 
-/** @default 120_000 ms for one chat request */
-export const DEFAULT_CHAT_TIMEOUT_MS = 120_000;
+export { DEFAULT_CHAT_TIMEOUT_MS };
 
-const optionalCount = z.number().int().nonnegative().nullish().catch(undefined);
 const toolCallSchema = z.looseObject({
   id: z.string().min(1),
   type: z.literal('function').catch('function'),
   function: z.looseObject({ name: z.string().min(1), arguments: z.string().catch('') }),
 });
-const completionSchema = z.looseObject({
-  choices: z
-    .array(
-      z.looseObject({
-        finish_reason: z.string().nullish().catch(undefined),
-        message: z.looseObject({
-          content: z.string().nullish(),
-          tool_calls: z.array(toolCallSchema).nullish(),
-        }),
-      }),
-    )
-    .min(1),
-  usage: z
-    .looseObject({
-      prompt_tokens: optionalCount,
-      completion_tokens: optionalCount,
-      prompt_tokens_details: z.looseObject({ cached_tokens: optionalCount }).nullish().catch(undefined),
-    })
-    .nullish()
-    .catch(undefined),
-});
+const toolCallsSchema = z.array(toolCallSchema).nullish();
 
 function malformed(message: string, cause?: unknown): ApplicationFailure {
   return ApplicationFailure.create({ type: ChatFailureType.Malformed, message: `chat: ${message}`, nonRetryable: false, cause: cause instanceof Error ? cause : undefined });
 }
 
-/** Maps what the openai client threw to the failure Temporal's retry policy acts on (400-404 never retried). */
+/** Maps what the request threw to the failure Temporal's retry policy acts on (400-404 never retried). */
 export function toChatFailure(error: unknown): ApplicationFailure {
   if (error instanceof ApplicationFailure) return error;
   const cause = error instanceof Error ? error : undefined;
-  if (error instanceof APIConnectionTimeoutError) return ApplicationFailure.create({ type: ChatFailureType.Transient, message: 'chat: the request timed out', cause });
-  if (error instanceof APIConnectionError) return ApplicationFailure.create({ type: ChatFailureType.Transient, message: `chat: connection failed: ${error.message}`, cause });
-  const status = statusOf(error);
-  const message = `chat: ${status === undefined ? '' : 'HTTP '}${error instanceof Error ? error.message : String(error)}`;
-  if (classifyStatus(status) === 'abort') {
-    return ApplicationFailure.create({ type: ChatFailureType.Rejected, message, nonRetryable: true, details: [{ status }], cause });
-  }
-  const retryAfterMs = error instanceof APIError ? parseRetryAfter(error.headers) : undefined;
+  const fault = describeProviderError(error);
+  const message = `chat: ${fault.message}`;
+  if (fault.kind === 'deadline' || fault.kind === 'timeout' || fault.kind === 'connection') return ApplicationFailure.create({ type: ChatFailureType.Transient, message, cause });
+  const { status, retryAfterMs } = fault;
+  if (fault.rejected) return ApplicationFailure.create({ type: ChatFailureType.Rejected, message, nonRetryable: true, details: [{ status }], cause });
   return ApplicationFailure.create({
     type: ChatFailureType.Transient,
     message,
@@ -130,17 +107,20 @@ async function openAIChat(client: OpenAI, backend: OpenAIModelConfig, input: Cha
   };
   let response: unknown;
   try {
-    response = await client.post<unknown>('/chat/completions', { body, signal, maxRetries: 0, timeout: timeoutMs });
+    response = await requestCompletion(client, body, { signal, timeoutMs });
   } catch (error) {
     if (signal.aborted) throw error;
-    if (error instanceof SyntaxError) throw malformed('the response body is not valid JSON', error);
+    if (describeProviderError(error).kind === 'invalid-json') throw malformed('the response body is not valid JSON', error);
     throw toChatFailure(error);
   }
-  const parsed = completionSchema.safeParse(response);
-  if (!parsed.success) throw malformed('the response is not a chat completion with at least one choice', parsed.error);
-  const choice = parsed.data.choices[0];
-  if (choice === undefined) throw malformed('the response has no choices');
-  const toolCalls: ToolCall[] = (choice.message.tool_calls ?? []).map((call) => ({ id: call.id, type: 'function', function: { name: call.function.name, arguments: call.function.arguments } }));
+  const read = readCompletion(response);
+  const choice = 'error' in read ? undefined : read.completion.choice;
+  const parsedCalls = toolCallsSchema.safeParse(choice?.toolCalls);
+  if ('error' in read || choice === undefined || !choice.hasMessage || !parsedCalls.success) {
+    const cause = 'error' in read ? read.error : parsedCalls.success ? undefined : parsedCalls.error;
+    throw malformed('the response is not a chat completion with at least one choice', cause);
+  }
+  const toolCalls: ToolCall[] = (parsedCalls.data ?? []).map((call) => ({ id: call.id, type: 'function', function: { name: call.function.name, arguments: call.function.arguments } }));
   // Results name their call by id: a turn with two calls of one id cannot be answered, and once in
   // the conversation it would fail the run's next validation. Asking again usually heals it.
   const ids = new Set<string>();
@@ -148,17 +128,17 @@ async function openAIChat(client: OpenAI, backend: OpenAIModelConfig, input: Cha
     if (ids.has(call.id)) throw malformed(`the reply has two tool calls with the id ${JSON.stringify(call.id)}`);
     ids.add(call.id);
   }
-  const output: ChatActivityOutput = { message: assistantMessage(choice.message.content, toolCalls) };
-  const usage = parsed.data.usage;
-  if (typeof usage?.prompt_tokens === 'number') {
-    const cached = usage.prompt_tokens_details?.cached_tokens;
+  const output: ChatActivityOutput = { message: assistantMessage(choice.content, toolCalls) };
+  const usage = read.completion.usage;
+  if (usage?.promptTokens !== undefined) {
+    const { promptTokens, cachedPromptTokens, completionTokens } = usage;
     output.usage = {
-      promptTokens: usage.prompt_tokens,
-      ...(typeof cached === 'number' ? { cachedPromptTokens: Math.min(cached, usage.prompt_tokens) } : {}),
-      ...(typeof usage.completion_tokens === 'number' ? { completionTokens: usage.completion_tokens } : {}),
+      promptTokens,
+      ...(cachedPromptTokens === undefined ? {} : { cachedPromptTokens: Math.min(cachedPromptTokens, promptTokens) }),
+      ...(completionTokens === undefined ? {} : { completionTokens }),
     };
   }
-  if (typeof choice.finish_reason === 'string') output.finishReason = choice.finish_reason;
+  if (choice.finishReason !== undefined) output.finishReason = choice.finishReason;
   return output;
 }
 
@@ -186,12 +166,6 @@ async function replayChat(trajectories: TrajectoryStore, backend: ReplayModelCon
   return output;
 }
 
-function buildClient(timeoutMs: number): OpenAI {
-  const baseURL = process.env.OPENAI_BASE_URL?.trim() || undefined;
-  const apiKey = process.env.OPENAI_API_KEY?.trim() || (baseURL !== undefined ? 'unused' : undefined);
-  return new OpenAI({ apiKey, baseURL, timeout: timeoutMs, maxRetries: 0 });
-}
-
 /**
  * Creates the `chat` activity. For `provider: 'openai'` it sends one chat completion with the
  * tool declarations (no client retries: Temporal owns them), heartbeats while it waits, and maps
@@ -200,13 +174,13 @@ function buildClient(timeoutMs: number): OpenAI {
  * Cancelled, it rethrows the activity's cancellation. For `provider: 'replay'` it returns the
  * recorded assistant turn number `turn`, with usage = the request's count in the backend's tokenizer.
  */
-export function createChatActivity({ openai, timeoutMs = DEFAULT_CHAT_TIMEOUT_MS, heartbeatIntervalMs, trajectories }: ChatActivityDeps) {
+export function createChatActivity({ openai, server = {}, timeoutMs = DEFAULT_CHAT_TIMEOUT_MS, heartbeatIntervalMs, trajectories }: ChatActivityDeps) {
   let client = openai;
   return async function chat(input: ChatActivityInput): Promise<ChatActivityOutput> {
     failOnInvalidInput(() => validateMessages(input?.messages, 'input.messages'));
     const { backend } = input;
     if (backend.provider === 'replay') return replayChat(trajectories, backend, input);
-    const connected = (client ??= buildClient(timeoutMs));
+    const connected = (client ??= createOpenAIClient({ ...server, timeoutMs }));
     return whileHeartbeating((signal) => openAIChat(connected, backend, input, timeoutMs, signal), toChatFailure, heartbeatIntervalMs, [connected.apiKey]);
   };
 }

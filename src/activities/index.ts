@@ -1,5 +1,6 @@
 // Node only: the activities a compactor worker registers (docs/design.md#worker).
 import type OpenAI from 'openai';
+import type { OpenAIClientSettings } from '../llm/openai-adapter.js';
 import { createOpenAISummarizer } from '../summarizers/openai.js';
 import type { Summarizer } from '../core/types.js';
 import { createChatActivity } from './chat.js';
@@ -24,17 +25,19 @@ export { createDescribeWorkerActivity, type DescribeWorkerOptions, type WorkerDe
 export interface ActivityDeps {
   /** The backend that writes summaries. @default an OpenAI-compatible summarizer for `model`, configured from the environment */
   summarizer?: Summarizer;
-  /** The summarizer model, when `summarizer` is not given (`OPENAI_BASE_URL` and `OPENAI_API_KEY` configure the client). */
+  /** The summarizer model, when `summarizer` is not given (`OPENAI_BASE_URL` and `OPENAI_API_KEY` of src/config.ts configure the client). */
   model?: string;
   /** Heartbeat interval while a request is in flight. @default a quarter of the heartbeatTimeout, at most 5 s */
   heartbeatIntervalMs?: number;
-  /** The agent loop's OpenAI-compatible client for `chat`. @default built on first use from OPENAI_BASE_URL / OPENAI_API_KEY, `maxRetries: 0` */
+  /** The agent loop's OpenAI-compatible client for `chat`. @default built on first use from `chatServer`, `maxRetries: 0` */
   openai?: OpenAI;
+  /** Where the `chat` client built on first use sends requests. @default OPENAI_BASE_URL and OPENAI_API_KEY (src/config.ts) */
+  chatServer?: Pick<OpenAIClientSettings, 'baseURL' | 'apiKey'>;
   /** Deadline of one `chat` request in ms; keep it below the chat activity's startToCloseTimeout. @default 120_000 */
   chatTimeoutMs?: number;
-  /** The directory the built-in tools (`fs_read`, `fs_list`, `grep`) may read. @default COMPACTOR_TOOLS_ROOT, else the current directory */
+  /** The directory the built-in tools (`fs_read`, `fs_list`, `grep`) may read. @default COMPACTOR_TOOLS_ROOT (src/config.ts), else the current directory */
   toolsRoot?: string;
-  /** Where the replay provider finds trajectories by name. @default COMPACTOR_TRAJECTORY_DIR, else the current directory */
+  /** Where the replay provider finds trajectories by name. @default COMPACTOR_TRAJECTORY_DIR (src/config.ts), else the current directory */
   trajectoryDir?: string;
 }
 
@@ -49,7 +52,7 @@ export interface ActivityDeps {
  *   activities: createActivities({ summarizer: createOpenAISummarizer({ model: 'gpt-4o-mini' }) }),
  * });
  */
-export function createActivities({ summarizer, model, heartbeatIntervalMs, openai, chatTimeoutMs, toolsRoot, trajectoryDir }: ActivityDeps) {
+export function createActivities({ summarizer, model, heartbeatIntervalMs, openai, chatServer, chatTimeoutMs, toolsRoot, trajectoryDir }: ActivityDeps) {
   const backend = summarizer ?? (model !== undefined && model !== '' ? createOpenAISummarizer({ model }) : undefined);
   if (backend === undefined) throw new TypeError('createActivities: pass a summarizer, or the summarizer model name as `model`');
   const trajectories = createTrajectoryStore(trajectoryDir === undefined ? {} : { dir: trajectoryDir });
@@ -58,7 +61,7 @@ export function createActivities({ summarizer, model, heartbeatIntervalMs, opena
     // The agent loop (agentRun): chat with an OpenAI-compatible backend or a replayed trajectory,
     // the built-in read-only tools, and the replay provider's recorded tool results. Register your
     // own tools as activities named like their declarations: `{ ...createActivities(deps), my_tool }`.
-    chat: createChatActivity({ openai, timeoutMs: chatTimeoutMs, heartbeatIntervalMs, trajectories }),
+    chat: createChatActivity({ openai, server: chatServer, timeoutMs: chatTimeoutMs, heartbeatIntervalMs, trajectories }),
     replayTool: createReplayTool(trajectories),
     // The agent loop's bookkeeping: its transcript batches, token counts taken outside the sandbox,
     // and what the worker knows of payload storage and search attributes.

@@ -2,11 +2,11 @@
 // pure and also runs anywhere.
 export {
   createOpenAISummarizer,
-  parseRetryAfter,
   DEFAULT_SUMMARIZER_TIMEOUT_MS,
-  type HeaderBag,
   type OpenAISummarizerOptions,
 } from './openai.js';
+export { parseRetryAfter, type HeaderBag } from '../llm/openai-adapter.js';
+export { summarizerFromConfig, type ConfiguredSummarizer } from './from-config.js';
 export {
   createExtractiveSummarizer,
   extractiveSummary,

@@ -104,6 +104,21 @@ describe('chat activity', () => {
       expect([failure.type, failure.nonRetryable, failure.message]).toEqual([ChatFailureType.Malformed, false, 'chat: the reply has two tool calls with the id "call_1"']);
     });
 
+    it('a body that stalls past the deadline → retryable Chat.Transient (the deadline the summarizer has too)', { timeout: 10_000 }, async () => {
+      server.script({ kind: 'stalled-body' });
+      const chat = replayActivities({ openai: new OpenAI({ baseURL: server.baseURL, apiKey: 'test-key', maxRetries: 0 }), chatTimeoutMs: 200 }).chat;
+      const failure = await failureOf(() => runChat(chat, input()));
+      expect([failure.type, failure.nonRetryable, failure.message]).toEqual([ChatFailureType.Transient, false, 'chat: no complete answer within 200 ms']);
+      expect(server.requests).toHaveLength(1);
+    });
+
+    it('builds its client from chatServer when given no client: that base URL and key, not the environment', async () => {
+      server.script(completion({ content: 'ok' }));
+      const chat = replayActivities({ chatServer: { baseURL: server.baseURL, apiKey: 'sk-chat-server-key' } }).chat;
+      expect((await runChat(chat, input())).message).toEqual({ role: 'assistant', content: 'ok' });
+      expect(server.requests[0]?.headers.authorization).toBe('Bearer sk-chat-server-key');
+    });
+
     it('bad messages → non-retryable Compaction.InvalidInput naming the field', async () => {
       const failure = await failureOf(() => runChat(activities.chat, { ...input(), messages: JSON.parse('[{"role":"tool","content":"x"}]') }));
       expect([failure.type, failure.nonRetryable]).toEqual([FailureType.InvalidInput, true]);

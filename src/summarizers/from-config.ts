@@ -1,0 +1,48 @@
+// Node only: the summarizer a configuration (src/config.ts) selects, built on the worker so API keys
+// never enter workflow history.
+import { DEFAULT_OPENAI_BASE_URL, type CompactorConfig } from '../config.js';
+import type { Summarizer } from '../core/types.js';
+import { createExtractiveSummarizer, type ExtractiveSummarizerOptions } from './extractive.js';
+import { createOpenAISummarizer } from './openai.js';
+
+/** The summarizer a configuration selects, and a line for start-up logs saying which it is. */
+export interface ConfiguredSummarizer {
+  summarizer: Summarizer;
+  kind: 'openai' | 'extractive';
+  /** E.g. `OpenAI-compatible summarizer: model gpt-4o-mini at https://api.openai.com/v1, timeout 60000 ms`. */
+  describe: string;
+}
+
+/**
+ * Builds the summarizer the configuration selects: the OpenAI-compatible one when
+ * `COMPACTOR_SUMMARIZER` is `openai`, or `auto` with `OPENAI_API_KEY` or `OPENAI_BASE_URL` set;
+ * otherwise the built-in offline extractive summarizer.
+ */
+export function summarizerFromConfig(config: CompactorConfig, { extractive }: { extractive?: ExtractiveSummarizerOptions } = {}): ConfiguredSummarizer {
+  const openaiConfigured = config.openaiApiKey !== undefined || config.openaiBaseUrl !== undefined;
+  const useOpenAI = config.summarizer === 'openai' || (config.summarizer === 'auto' && openaiConfigured);
+  if (useOpenAI) {
+    const summarizer = createOpenAISummarizer({
+      model: config.summarizerModel,
+      baseURL: config.openaiBaseUrl,
+      apiKey: config.openaiApiKey,
+      timeout: config.summarizerTimeoutMs,
+    });
+    const where = config.openaiBaseUrl ?? DEFAULT_OPENAI_BASE_URL;
+    return {
+      summarizer,
+      kind: 'openai',
+      describe: `OpenAI-compatible summarizer: model ${config.summarizerModel} at ${where}, timeout ${config.summarizerTimeoutMs} ms`,
+    };
+  }
+  const why =
+    config.summarizer === 'extractive'
+      ? 'COMPACTOR_SUMMARIZER=extractive'
+      : 'no model configured; set OPENAI_API_KEY or OPENAI_BASE_URL to use one';
+  return {
+    summarizer: createExtractiveSummarizer(extractive),
+    kind: 'extractive',
+    describe: `built-in offline extractive summarizer (${why})`,
+  };
+}
+
