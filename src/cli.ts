@@ -1,26 +1,26 @@
 #!/usr/bin/env node
 // Node only: the `temporal-compactor` command line. Subcommands live in `commands` (name → handler);
 // add one by adding an entry. Connects like the worker: `loadConfig` (environment and flags) →
-// `@temporalio/envconfig` (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TLS, profiles).
+// `connectTemporal` (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TLS, envconfig's profiles).
 import { isMain } from './is-main.js';
 import { existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
-import { loadClientConnectConfig } from '@temporalio/envconfig';
-import { ConfigError, configFlagsFromArgs, configParseArgsOptions, loadConfig, temporalEnvVars, type CompactorConfig } from './config.js';
+import { Client, type WorkflowHandle } from '@temporalio/client';
+import { ConfigError, configFlagsFromArgs, configParseArgsOptions, loadConfig, type CompactorConfig } from './config.js';
 import { InvalidInputError } from './core/errors.js';
 import { parseDuration } from './core/options.js';
 import { compactionRecordsFromSession, describeRunUsage, groupDigits, oneLine, renderCompactionTable, type CompactionHistory } from './core/compaction-history.js';
 import type { SessionLine } from './core/session.js';
 import { HISTORY_CHANNEL_ARGS, readSession } from './session-reader.js';
+import { connectTemporal, TemporalConnectionError } from './temporal-connection.js';
 import { contentText } from './core/tokens.js';
 import { installQuietRuntime, runDemo } from './demo.js';
 import { startCodecServer } from './codec-server.js';
 import { describePayloadStore, payloadConverterFromConfig } from './payloads/index.js';
 import { collectGarbage, DEFAULT_GC_GRACE_MS, totalOf, type GarbageReport, type SweptKind, type Tally } from './payloads/gc.js';
 import { collectRetainedClaims } from './payloads/retained-claims.js';
-import { runWorker, TemporalConnectionError } from './worker.js';
+import { runWorker } from './worker.js';
 import type { ChatMessage } from './core/types.js';
 import { compactInProcess, compactViaWorkflow, conversationOutput, ConversationFileError, readConversationFile, renderCompactReport, writeFileWhole } from './compact-command.js';
 
@@ -272,9 +272,10 @@ async function connectedClient(context: CommandContext, config: CompactorConfig)
   try {
     return await context.client();
   } catch (error) {
+    const hint = '(start one with `temporal server start-dev`, point TEMPORAL_ADDRESS at yours, or compact without --via-workflow)';
+    if (error instanceof TemporalConnectionError) throw new TemporalConnectionError(error.address, `${error.reason} ${hint}`, { cause: error.cause });
     const reason = error instanceof Error ? error.message : String(error);
-    const address = config.temporalAddress ?? 'localhost:7233';
-    throw new TemporalConnectionError(address, `${reason} (start one with \`temporal server start-dev\`, point TEMPORAL_ADDRESS at yours, or compact without --via-workflow)`, { cause: error });
+    throw new TemporalConnectionError(config.temporalAddress ?? 'localhost:7233', `${reason} ${hint}`, { cause: error });
   }
 }
 
@@ -417,10 +418,9 @@ function usageText(): string {
 export async function connectClient(env: Readonly<Record<string, string | undefined>>, values: Readonly<Record<string, unknown>>): Promise<{ client: Client; close: () => Promise<void> }> {
   const config = loadConfig({ env, flags: configFlagsFromArgs(values) });
   const { dataConverter } = payloadConverterFromConfig(config);
-  const { connectionOptions, namespace } = loadClientConnectConfig({ overrideEnvVars: temporalEnvVars(config, env) });
   // Histories without a payload store can hold 2 MB events: read them with a larger receive limit.
-  const connection = await Connection.connect({ ...connectionOptions, channelArgs: HISTORY_CHANNEL_ARGS });
-  return { client: new Client({ connection, namespace: namespace ?? config.temporalNamespace, dataConverter }), close: () => connection.close() };
+  const { connection, namespace } = await connectTemporal(config, { kind: 'client', env, channelArgs: HISTORY_CHANNEL_ARGS });
+  return { client: new Client({ connection, namespace, dataConverter }), close: () => connection.close() };
 }
 
 /**

@@ -9,7 +9,7 @@ import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import proto from '@temporalio/proto';
 import type { NativeConnection } from '@temporalio/worker';
 import { Compactor } from './compactor.js';
-import { temporalEnvVars, type CompactorConfig } from './config.js';
+import type { CompactorConfig } from './config.js';
 import { compactionKind, groupDigits } from './core/compaction-history.js';
 import { needsCompactionCore } from './core/engine.js';
 import { InvalidInputError } from './core/errors.js';
@@ -22,7 +22,8 @@ import type { ChatMessage, CompactionResult } from './core/types.js';
 import { installQuietRuntime } from './demo.js';
 import { payloadConverterFromConfig } from './payloads/index.js';
 import { summarizerFromConfig } from './summarizers/from-config.js';
-import { connectFromEnvironment, createWorker, workflowCode } from './worker.js';
+import { connectTemporal } from './temporal-connection.js';
+import { createWorker, workflowCode } from './worker.js';
 import type { CompactConversationInput, compactConversation } from './workflows/compact-conversation.js';
 
 /** How the conversation file was written; the output keeps the same shape (session lines come back as an array). */
@@ -379,7 +380,7 @@ export async function compactViaWorkflow(run: CompactRun, client: Client): Promi
   }
   let connection: NativeConnection | undefined;
   try {
-    ({ connection } = await connectFromEnvironment(temporalEnvVars(config, run.env)));
+    ({ connection } = await connectTemporal(config, { kind: 'worker', env: run.env }));
     const created = await createWorker({
       connection,
       namespace,

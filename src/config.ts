@@ -628,13 +628,19 @@ export function configFlagsFromArgs(values: Readonly<Record<string, unknown>>): 
 // ---------------------------------------------------------------------------------------------
 // Derived values
 
+/** The settings that say how to reach Temporal (`connectTemporal` of src/temporal-connection.ts). */
+export const TEMPORAL_SETTING_KEYS = ['temporalAddress', 'temporalNamespace', 'temporalApiKey', 'temporalTls'] as const;
+
+/** How to reach Temporal: a whole configuration, or just these settings (`readSettings(TEMPORAL_SETTING_KEYS)`). */
+export type TemporalSettings = Pick<CompactorConfig, (typeof TEMPORAL_SETTING_KEYS)[number]>;
+
 /**
  * Environment for `@temporalio/envconfig` (`loadClientConnectConfig({ overrideEnvVars })`) that
  * carries the configuration, flags included: `env`'s other variables (the `TEMPORAL_TLS_*`
  * certificates, gRPC metadata, profiles) pass through; blank ones are dropped, because envconfig
  * reads a blank `TEMPORAL_API_KEY` as a key and turns TLS on.
  */
-export function temporalEnvVars(config: CompactorConfig, env: Readonly<Record<string, string | undefined>> = process.env): Record<string, string> {
+export function temporalEnvVars(config: TemporalSettings, env: Readonly<Record<string, string | undefined>> = process.env): Record<string, string> {
   const result: Record<string, string> = {};
   for (const [name, value] of Object.entries(env)) if (value !== undefined && value.trim() !== '') result[name] = value;
   const set = (name: string, value: string | undefined): void => {

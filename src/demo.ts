@@ -3,17 +3,17 @@
 // replays a bundled real trajectory through a window small enough to force several compactions.
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { Client, Connection, WorkflowFailedError } from '@temporalio/client';
-import { loadClientConnectConfig } from '@temporalio/envconfig';
-import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { Client, WorkflowFailedError } from '@temporalio/client';
+import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import { createActivities } from './activities/index.js';
-import { loadConfig, temporalEnvVars, type CompactorConfig } from './config.js';
+import { loadConfig, type CompactorConfig } from './config.js';
 import { summarizerFromConfig } from './summarizers/from-config.js';
 import { agentRunStaticMetadata, describeRunUsage, groupDigits, renderCompactionTable, type CompactionHistory } from './core/compaction-history.js';
 import { openingMessages } from './core/trajectory.js';
 import { startCodecServer, type CodecServer } from './codec-server.js';
 import { startDevServer, type DevServer } from './dev-server.js';
 import { payloadConverterFromConfig } from './payloads/index.js';
+import { connectTemporal } from './temporal-connection.js';
 import { workflowCode } from './worker.js';
 import { agentRun, compactionsQuery, type AgentRunResult, type AgentRunWorkflowInput } from './workflows/agent-run.js';
 
@@ -129,7 +129,8 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoOutcome> {
 
   let server: DevServer | undefined;
   let codecServer: CodecServer | undefined;
-  let temporalEnv = temporalEnvVars(config, env);
+  // The demo's own dev server, when it starts one, wins over the configured address and namespace.
+  let devServerTarget: { address: string; namespace: string } | undefined;
   try {
     if (config.temporalAddress === undefined) {
       const ui = options.ui ?? true;
@@ -141,17 +142,18 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoOutcome> {
       }
       stderr('Starting a local Temporal dev server (first run installs the temporal CLI into .temporal/)...\n');
       server = await startDevServer({ ui, extraArgs: codecServer === undefined ? [] : ['--ui-codec-endpoint', codecServer.url] });
-      temporalEnv = { ...temporalEnv, TEMPORAL_ADDRESS: server.address, TEMPORAL_NAMESPACE: server.namespace };
+      devServerTarget = { address: server.address, namespace: server.namespace };
       stderr(`Temporal dev server at ${server.address}${server.uiUrl === undefined ? '' : `, UI at ${server.uiUrl}`}\n`);
       if (codecServer !== undefined && server.uiUrl !== undefined) {
         codecServer.allowOrigin(server.uiUrl);
         stderr(`Codec server at ${codecServer.url} (the UI decodes payloads through it: claims resolved, decompressed${config.codecKeyring === undefined ? '' : ', decrypted'})\n`);
       }
     }
-    const { connectionOptions, namespace: configuredNamespace } = loadClientConnectConfig({ overrideEnvVars: temporalEnv });
-    const namespace = configuredNamespace ?? config.temporalNamespace;
-    const connection = await Connection.connect(connectionOptions);
-    const nativeConnection = await NativeConnection.connect(connectionOptions);
+    const { connection, namespace } = await connectTemporal(config, { kind: 'client', env, ...devServerTarget });
+    const { connection: nativeConnection } = await connectTemporal(config, { kind: 'worker', env, ...devServerTarget }).catch(async (error: unknown) => {
+      await connection.close();
+      throw error;
+    });
     try {
       const client = new Client({ connection, namespace, dataConverter: payloads.dataConverter });
       const taskQueue = `${config.taskQueue}-demo`;

@@ -54,14 +54,13 @@ export {
   createWorker,
   runWorker,
   loadWorkerConfig,
-  connectFromEnvironment,
   workflowCode,
   workerBuildId,
-  TemporalConnectionError,
   type CompactorWorker,
   type CompactorWorkerConfig,
   type WorkerMode,
 } from './worker.js';
+export { connectTemporal, TemporalConnectionError, type ConnectTemporalOptions, type TemporalConnection } from './temporal-connection.js';
 export {
   loadConfig,
   readSettings,
@@ -72,6 +71,7 @@ export {
   DEFAULT_SUMMARIZER_MODEL,
   type CompactorConfig,
   type LoadConfigOptions,
+  type TemporalSettings,
 } from './config.js';
 export { summarizerFromConfig, type ConfiguredSummarizer } from './summarizers/from-config.js';
 export { startDevServer, ensureSearchAttributes, DevServerStartError, type DevServer, type DevServerOptions } from './dev-server.js';

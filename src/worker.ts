@@ -5,18 +5,18 @@ import { isMain } from './is-main.js';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { loadClientConnectConfig } from '@temporalio/envconfig';
-import { NativeConnection, Worker } from '@temporalio/worker';
-import type { WorkerOptions, WorkflowBundleOption } from '@temporalio/worker';
+import { Worker } from '@temporalio/worker';
+import type { NativeConnection, WorkerOptions, WorkflowBundleOption } from '@temporalio/worker';
 import type { DataConverter } from '@temporalio/common';
 import { compactorPlugin, type CompactorPlugin, type PluginRegistration } from './plugin.js';
 import { ensureSearchAttributesIfAllowed, searchAttributeWarning, type SearchAttributeSetup } from './search-attributes.js';
-import { ConfigError, DEFAULT_TASK_QUEUE, loadConfig, temporalEnvVars, type WorkerModeSetting } from './config.js';
+import { ConfigError, DEFAULT_TASK_QUEUE, loadConfig, readSettings, TEMPORAL_SETTING_KEYS, temporalEnvVars, type WorkerModeSetting } from './config.js';
 import { summarizerFromConfig } from './summarizers/from-config.js';
 import { parseDuration, type Duration } from './core/options.js';
 import type { Summarizer } from './core/types.js';
 import type { OpenAIClientSettings } from './llm/openai-adapter.js';
 import { payloadConverterFromConfig } from './payloads/index.js';
+import { connectTemporal, TemporalConnectionError } from './temporal-connection.js';
 
 /** What a worker polls for: workflows and activities (one queue does it all), or one kind only. */
 export type WorkerMode = WorkerModeSetting;
@@ -25,7 +25,7 @@ type Environment = Readonly<Record<string, string | undefined>>;
 
 /** Configuration of {@link createWorker}. Every field but `summarizer` has a default. */
 export interface CompactorWorkerConfig {
-  /** A connection to reuse (it stays open). @default one from `@temporalio/envconfig` (TEMPORAL_ADDRESS, TEMPORAL_API_KEY, TLS) */
+  /** A connection to reuse (it stays open). @default one from `connectTemporal` (TEMPORAL_ADDRESS, TEMPORAL_API_KEY, TLS, through `@temporalio/envconfig`) */
   connection?: NativeConnection;
   /** @default the envconfig namespace (TEMPORAL_NAMESPACE), else 'default' */
   namespace?: string;
@@ -62,7 +62,10 @@ export interface CompactorWorkerConfig {
   maxConcurrentWorkflowTaskExecutions?: number;
   /** On SIGINT/SIGTERM, how long in-flight activities may finish before they are cancelled. @default '10s' */
   shutdownGraceTime?: Duration;
-  /** Environment for `@temporalio/envconfig` when this module opens the connection. @default process.env */
+  /**
+   * The environment `connectTemporal` reads when this module opens the connection: the Temporal
+   * settings (TEMPORAL_ADDRESS, ...) and what envconfig adds (certificates, profiles). @default process.env
+   */
   temporalEnv?: Record<string, string>;
   /**
    * At start the worker checks the namespace for our search attributes and registers the missing
@@ -154,29 +157,6 @@ function bundleCodeOf(code: Pick<WorkerOptions, 'workflowBundle'> | undefined): 
   return 'code' in bundle ? bundle.code : readFileSync(bundle.codePath, 'utf8');
 }
 
-/** The Temporal server could not be reached at start-up. */
-export class TemporalConnectionError extends Error {
-  override readonly name = 'TemporalConnectionError';
-  constructor(
-    readonly address: string,
-    reason: string,
-    options?: { cause?: unknown },
-  ) {
-    super(`cannot connect to the Temporal server at ${address} (TEMPORAL_ADDRESS): ${reason}`, options);
-  }
-}
-
-/** Connects with `@temporalio/envconfig`: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS*, the config file. */
-export async function connectFromEnvironment(env?: Record<string, string>): Promise<{ connection: NativeConnection; namespace: string | undefined }> {
-  const { connectionOptions, namespace } = loadClientConnectConfig(env === undefined ? {} : { overrideEnvVars: env });
-  const address = connectionOptions.address ?? 'localhost:7233';
-  try {
-    return { connection: await NativeConnection.connect(connectionOptions), namespace };
-  } catch (error) {
-    throw new TemporalConnectionError(address, error instanceof Error ? error.message : String(error), { cause: error });
-  }
-}
-
 /** A created worker (one per task queue it polls) and the connection they share. */
 export interface CompactorWorker {
   workers: Worker[];
@@ -218,7 +198,12 @@ export async function createWorker(config: CompactorWorkerConfig): Promise<Compa
       // Checked once below, before any worker polls, so the result can say what was found.
       searchAttributes: 'skip',
     });
-  const opened = config.connection === undefined ? await connectFromEnvironment(config.temporalEnv) : undefined;
+  // The Temporal settings come from `temporalEnv` (loadWorkerConfig puts the configuration, flags
+  // included, there), else from the process's environment, through the same table as everything else.
+  const opened =
+    config.connection === undefined
+      ? await connectTemporal(readSettings(TEMPORAL_SETTING_KEYS, { env: config.temporalEnv }), { kind: 'worker', env: config.temporalEnv })
+      : undefined;
   const connection = config.connection ?? opened?.connection;
   if (connection === undefined) throw new TypeError('createWorker: no connection');
 
