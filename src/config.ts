@@ -515,6 +515,9 @@ function rawSettings(keys: readonly SettingKey[], { env = process.env, flags = {
     } else if (isSet(fromEnv)) {
       raw[key] = fromEnv;
       source[key] = setting.env;
+    } else {
+      // Present though unset, so the parsed configuration has every key (`undefined`: not configured).
+      raw[key] = undefined;
     }
   }
   return { raw, source };

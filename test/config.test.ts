@@ -454,3 +454,11 @@ describe('README configuration table', () => {
     }
   });
 });
+
+describe('loadConfig keys', () => {
+  it('has every key of the configuration, unset ones as undefined (regression: zod leaves absent optional keys out)', () => {
+    const config = loadConfig({ env: {} });
+    expect(Object.keys(config).sort()).toEqual(Object.keys(defaults).sort());
+    expect(config).toHaveProperty('openaiApiKey', undefined);
+  });
+});
