@@ -13,6 +13,9 @@ export type SummarizerChoice = 'auto' | 'openai' | 'extractive';
 /** What a worker polls for: workflows and activities, or one kind only. */
 export type WorkerModeSetting = 'all' | 'workflows' | 'activities';
 
+/** Where spans go: nowhere, an OTLP/HTTP endpoint (the standard OTEL_EXPORTER_OTLP_* variables), or stderr. */
+export type TracingSettingValue = 'off' | 'otlp' | 'console';
+
 /** @default 'compactor' */
 export const DEFAULT_TASK_QUEUE = 'compactor';
 /** @default 'gpt-4o-mini' — a small, cheap model is usually a fine summarizer. */
@@ -115,6 +118,15 @@ const port = z
 
 // host:port with an optional port (the SDK adds 7233); IPv6 hosts in brackets.
 const hostPort = nonEmptyText.regex(/^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)(?::\d{1,5})?$/);
+
+// A socket address the SDK's metrics server binds: an IP (IPv6 in brackets) and a port, no host name.
+const bindAddress = nonEmptyText.refine((value) => {
+  const match = /^(?:(\d{1,3}(?:\.\d{1,3}){3})|\[([0-9A-Fa-f:.]+)\]):(\d{1,5})$/.exec(value);
+  if (match === null) return false;
+  const [, ipv4, , port] = match;
+  if (ipv4 !== undefined && ipv4.split('.').some((part) => Number(part) > 255)) return false;
+  return Number(port) >= 1 && Number(port) <= 65_535;
+});
 
 // ---------------------------------------------------------------------------------------------
 // The settings. The order is the README table's order.
@@ -415,6 +427,24 @@ const settings = {
       "Bearer token (environment only) the codec server then requires (`Authorization: Bearer TOKEN`): for the `temporal` CLI's `--codec-auth` and scripts. The Temporal UI sends no such token (only its own login token, with `passAccessToken`).",
     secret: true,
     schema: nonEmptyText.pipe(z.string().min(16)).optional(),
+  },
+  tracing: {
+    env: 'COMPACTOR_TRACING',
+    flag: 'tracing',
+    expected: '"off", "otlp" or "console"',
+    defaultText: '`off`',
+    schema: z.enum(['off', 'otlp', 'console']).default('off'),
+    description:
+      'OpenTelemetry spans of the worker (its workflows, a `Compaction` span per compaction, its activities) and of the clients `compactorPlugin()` is given to (the demo\'s among them): `otlp` sends them over OTLP/HTTP to the endpoint of the standard `OTEL_EXPORTER_OTLP_*` variables (default `http://localhost:4318`), `console` writes JSON lines to stderr. See [Tracing and metrics](#tracing-and-metrics).',
+  },
+  prometheusAddress: {
+    env: 'COMPACTOR_PROMETHEUS_ADDRESS',
+    flag: 'prometheus-address',
+    expected: 'an IP address and port, e.g. 127.0.0.1:9464',
+    defaultText: '— (no endpoint)',
+    schema: bindAddress.optional(),
+    description:
+      "Serve the worker's metrics (the SDK's, and compactions, tokens reclaimed, fallbacks, summarizer latency, failures by type) for Prometheus at `http://ADDRESS/metrics`.",
   },
 } as const satisfies Record<string, Setting>;
 

@@ -46,6 +46,8 @@ const defaults: CompactorConfig = {
   codecServerOrigins: ['http://localhost:8233', 'http://127.0.0.1:8233'],
   codecServerInlineLimit: 2_097_152,
   codecServerToken: undefined,
+  tracing: 'off',
+  prometheusAddress: undefined,
 };
 
 /** Two valid codec keys (base64 of 32 bytes). */
@@ -124,6 +126,8 @@ describe('loadConfig', () => {
           COMPACTOR_CODEC_SERVER_ORIGINS: 'https://cloud.temporal.io, http://localhost:8080/',
           COMPACTOR_CODEC_SERVER_INLINE_LIMIT: '0',
           COMPACTOR_CODEC_SERVER_TOKEN: 'a-token-of-enough-length',
+          COMPACTOR_TRACING: 'otlp',
+          COMPACTOR_PROMETHEUS_ADDRESS: '127.0.0.1:9464',
         },
       });
       expect([...(config.codecKeyring?.byId.keys() ?? [])]).toEqual(['prod-2026', 'prod-2025']);
@@ -159,6 +163,8 @@ describe('loadConfig', () => {
         codecServerOrigins: ['https://cloud.temporal.io', 'http://localhost:8080'],
         codecServerInlineLimit: 0,
         codecServerToken: 'a-token-of-enough-length',
+        tracing: 'otlp',
+        prometheusAddress: '127.0.0.1:9464',
       });
     });
 
@@ -212,6 +218,12 @@ describe('loadConfig', () => {
     it('accepts addresses without a port and IPv6 hosts', () => {
       expect(loadConfig({ env: { TEMPORAL_ADDRESS: 'temporal' } }).temporalAddress).toBe('temporal');
       expect(loadConfig({ env: { TEMPORAL_ADDRESS: '[::1]:7233' } }).temporalAddress).toBe('[::1]:7233');
+    });
+
+    it('binds the metrics endpoint to an IPv4 or bracketed IPv6 address with a port', () => {
+      expect(loadConfig({ env: { COMPACTOR_PROMETHEUS_ADDRESS: '0.0.0.0:9464' } }).prometheusAddress).toBe('0.0.0.0:9464');
+      expect(loadConfig({ env: { COMPACTOR_PROMETHEUS_ADDRESS: '[::1]:9464' } }).prometheusAddress).toBe('[::1]:9464');
+      expect(loadConfig({ flags: { tracing: 'console', prometheusAddress: '127.0.0.1:1' } })).toMatchObject({ tracing: 'console', prometheusAddress: '127.0.0.1:1' });
     });
   });
 
@@ -293,6 +305,11 @@ describe('loadConfig', () => {
         'localhost:8233',
         'COMPACTOR_CODEC_SERVER_ORIGINS: expected comma-separated origins such as http://localhost:8233,https://cloud.temporal.io (scheme, host and port, no path), or *, got "localhost:8233"',
       ],
+      ['COMPACTOR_TRACING', 'jaeger', 'COMPACTOR_TRACING: expected "off", "otlp" or "console", got "jaeger"'],
+      ['COMPACTOR_PROMETHEUS_ADDRESS', 'localhost:9464', 'COMPACTOR_PROMETHEUS_ADDRESS: expected an IP address and port, e.g. 127.0.0.1:9464, got "localhost:9464"'],
+      ['COMPACTOR_PROMETHEUS_ADDRESS', '127.0.0.1', 'COMPACTOR_PROMETHEUS_ADDRESS: expected an IP address and port, e.g. 127.0.0.1:9464, got "127.0.0.1"'],
+      ['COMPACTOR_PROMETHEUS_ADDRESS', '127.0.0.1:70000', 'COMPACTOR_PROMETHEUS_ADDRESS: expected an IP address and port, e.g. 127.0.0.1:9464, got "127.0.0.1:70000"'],
+      ['COMPACTOR_PROMETHEUS_ADDRESS', '300.0.0.1:9464', 'COMPACTOR_PROMETHEUS_ADDRESS: expected an IP address and port, e.g. 127.0.0.1:9464, got "300.0.0.1:9464"'],
     ])('%s=%j stops start-up with a message naming it', (name, value, message) => {
       const error = configErrorOf({ env: { [name]: value } });
       expect(error.message).toBe(message);
@@ -447,7 +464,7 @@ describe('README configuration table', () => {
   it('lists every setting exactly once', () => {
     const section = readme.slice(readme.indexOf(start), readme.indexOf(end));
     const rows = configTable();
-    expect(rows.length).toBe(32);
+    expect(rows.length).toBe(34);
     for (const row of rows) {
       const occurrences = section.split('\n').filter((line) => line.startsWith(`| \`${row.env}\` |`));
       expect(occurrences, row.env).toHaveLength(1);
