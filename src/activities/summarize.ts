@@ -1,4 +1,5 @@
 // Node only (activities): the `summarize` activity — the one slow, flaky step of a compaction.
+import { Context } from '@temporalio/activity';
 import { validateMessages } from '../core/schema.js';
 import type { SummarizeRequest, Summarizer, Usage } from '../core/types.js';
 import { failOnInvalidInput } from '../workflows/failures.js';
@@ -14,6 +15,8 @@ export interface SummarizeActivityInput {
 export interface SummarizeActivityOutput {
   text: string;
   usage?: Usage;
+  /** The activity attempt that wrote it, only when Temporal retried (absent: the first), for the compaction's span. */
+  attempt?: number;
 }
 
 export interface SummarizeActivityDeps {
@@ -36,13 +39,17 @@ export interface SummarizeActivityDeps {
 export function createSummarizeActivity({ summarizer, heartbeatIntervalMs }: SummarizeActivityDeps) {
   return async function summarize({ request }: SummarizeActivityInput): Promise<SummarizeActivityOutput> {
     failOnInvalidInput(() => validateMessages(request?.messages, 'request.messages'));
+    // A retried attempt says so in its output or its failure's details, so the workflow's
+    // compaction span can count attempts; the first says nothing (output and history as before).
+    const { attempt } = Context.current().info;
+    const retried = attempt > 1 ? { attempt } : {};
     return whileHeartbeating(
       async (signal) => {
         const response = await summarizer.summarize(request, { signal });
-        if (typeof response?.text !== 'string' || response.text.trim() === '') throw emptySummaryFailure();
-        return response.usage === undefined ? { text: response.text } : { text: response.text, usage: response.usage };
+        if (typeof response?.text !== 'string' || response.text.trim() === '') throw emptySummaryFailure(retried);
+        return { text: response.text, ...(response.usage === undefined ? {} : { usage: response.usage }), ...retried };
       },
-      toSummarizerFailure,
+      (error) => toSummarizerFailure(error, retried),
       heartbeatIntervalMs,
     );
   };

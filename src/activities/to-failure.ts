@@ -10,6 +10,8 @@ export interface SummarizerFailureDetails {
   status?: number;
   /** The backend's `Retry-After` hint, when there was one. */
   retryAfterMs?: number;
+  /** The activity attempt that failed, when it was a retry (absent: the first). */
+  attempt?: number;
 }
 
 /**
@@ -22,14 +24,14 @@ export interface SummarizerFailureDetails {
  *
  * Cancellation is not handled here: the caller rethrows the activity's cancellation reason first.
  */
-export function toSummarizerFailure(error: unknown): ApplicationFailure {
+export function toSummarizerFailure(error: unknown, known: Pick<SummarizerFailureDetails, 'attempt'> = {}): ApplicationFailure {
   if (error instanceof ApplicationFailure) return error;
   if (error instanceof InvalidInputError) return invalidInputFailure(error);
   const message = error instanceof Error ? error.message : String(error);
   const cause = error instanceof Error ? error : undefined;
   const status = statusOf(error);
   const retryAfterMs = retryAfterOf(error);
-  const details: SummarizerFailureDetails = {};
+  const details: SummarizerFailureDetails = { ...known };
   if (status !== undefined) details.status = status;
   if (retryAfterMs !== undefined) details.retryAfterMs = retryAfterMs;
 
@@ -49,6 +51,6 @@ export function toSummarizerFailure(error: unknown): ApplicationFailure {
 }
 
 /** The failure for a summary that is empty or only whitespace: never accepted, retried. */
-export function emptySummaryFailure(): ApplicationFailure {
-  return ApplicationFailure.create({ type: FailureType.Empty, message: 'summarizer: the summary is empty', nonRetryable: false, details: [{}] });
+export function emptySummaryFailure(known: Pick<SummarizerFailureDetails, 'attempt'> = {}): ApplicationFailure {
+  return ApplicationFailure.create({ type: FailureType.Empty, message: 'summarizer: the summary is empty', nonRetryable: false, details: [{ ...known }] });
 }

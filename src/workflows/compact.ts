@@ -1,8 +1,10 @@
 // Sandbox-safe: the workflow driver of the compaction engine (docs/design.md#workflow-compact). The engine decides
 // everything in deterministic workflow code; only the summarizer call leaves the workflow, as
-// the `summarize` activity under Temporal's retry policy.
-import { RetryState } from '@temporalio/common';
-import { ActivityFailure, CancellationScope, inWorkflowContext, isCancellation, patched, proxyActivities } from '@temporalio/workflow';
+// the `summarize` activity under Temporal's retry policy. Each compaction is a `Compaction` span
+// (recorded only when the worker traces) and adds to the workflow metrics.
+import { SpanStatusCode, trace } from '@opentelemetry/api';
+import { ApplicationFailure, RetryState } from '@temporalio/common';
+import { ActivityFailure, CancellationScope, inWorkflowContext, isCancellation, metricMeter, patched, proxyActivities } from '@temporalio/workflow';
 import type { ActivityOptions } from '@temporalio/workflow';
 import { compactionSteps, needsCompactionCore, type SummarizeOutcome, type SummarizeStep } from '../core/engine.js';
 import { FailureType, InvalidInputError } from '../core/errors.js';
@@ -11,6 +13,7 @@ import type { ChatMessage, CompactionResult, TokenCounter } from '../core/types.
 import type { CompactorActivities } from '../activities/index.js';
 import { DEFAULT_PAYLOAD_LIMIT_BYTES, jsonPayloadBytes } from '../core/payload-size.js';
 import { addSummarizerRequest, type SummarizerUsage } from '../core/summarizer-usage.js';
+import { COMPACTION_SPAN_NAME, CompactionMetric, compactionResultKind, compactionSpanAttributes, type SummarizerTally } from '../core/compaction-telemetry.js';
 import { describeWorker } from './describe-worker.js';
 import { failOnInvalidInput } from './failures.js';
 
@@ -145,8 +148,14 @@ export function summarizeActivitySummary(step: SummarizeStep, summarizerModel?: 
   return `${what}${retry}${summarizerModel === undefined ? '' : ` · ${summarizerModel}`}`;
 }
 
+/** The attempt a summarize activity reported (in its output, or in its failure's details); 1 when it said none. */
+function reportedAttempt(value: unknown): number {
+  const attempt: unknown = typeof value === 'object' && value !== null ? Reflect.get(value, 'attempt') : undefined;
+  return typeof attempt === 'number' && Number.isSafeInteger(attempt) && attempt > 0 ? attempt : 1;
+}
+
 /** Answers one step with the `summarize` activity; maps how it ended to the engine's outcome. */
-async function summarizeStep(step: SummarizeStep, compaction: Plan, onCancel: OnCancel): Promise<SummarizeOutcome> {
+async function summarizeStep(step: SummarizeStep, compaction: Plan, onCancel: OnCancel, tally: SummarizerTally): Promise<SummarizeOutcome> {
   const bytes = jsonPayloadBytes({ request: step.request });
   if (bytes > compaction.maxPayloadBytes) {
     compaction.payloadStore ??= (await describeWorker()).externalStorage;
@@ -157,17 +166,22 @@ async function summarizeStep(step: SummarizeStep, compaction: Plan, onCancel: On
     }
   }
   const { summarize } = proxyActivities<CompactorActivities>({ ...compaction.activity, summary: summarizeActivitySummary(step, compaction.summarizerModel) });
+  tally.requests += 1;
   try {
     // Its own scope, a child of the caller's: cancelling the caller cancels the attempt in flight
     // or the retry backoff at once (the server cancels a scheduled retry immediately).
-    const { text, usage } = await CancellationScope.cancellable(() => summarize({ request: step.request }));
+    const output = await CancellationScope.cancellable(() => summarize({ request: step.request }));
+    tally.attempts += reportedAttempt(output);
+    const { text, usage } = output;
     return usage === undefined ? { kind: 'summary', text } : { kind: 'summary', text, usage };
   } catch (error) {
     if (isCancellation(error)) {
+      tally.attempts += 1;
       if (onCancel === 'rethrow') throw error;
       return { kind: 'cancelled' };
     }
     if (!(error instanceof ActivityFailure)) throw error;
+    tally.attempts += error.cause instanceof ApplicationFailure ? reportedAttempt(error.cause.details?.[0]) : 1;
     const message = error.cause?.message ?? error.message;
     // Non-retryable: the abort bucket (Summarizer.Rejected), or a backend that chose to fail for good.
     if (error.retryState === RetryState.NON_RETRYABLE_FAILURE) return { kind: 'failed', reason: 'rejected', message };
@@ -181,12 +195,46 @@ export interface CompactionWithUsage {
   summarizerUsage: SummarizerUsage | undefined;
 }
 
+/** Adds one compaction to the workflow metrics. The SDK sends nothing while a workflow replays. */
+function countCompaction({ result }: CompactionWithUsage): void {
+  if (!inWorkflowContext()) return;
+  metricMeter.createCounter(CompactionMetric.Compactions, 'compactions', 'Compactions, by result').add(1, { result: compactionResultKind(result) });
+  const reclaimed = result.tokensBefore - result.tokensAfter;
+  if (reclaimed > 0) metricMeter.createCounter(CompactionMetric.TokensReclaimed, 'tokens', 'Tokens the compactions took out of the context').add(reclaimed);
+  if (result.fallback) metricMeter.createCounter(CompactionMetric.Fallbacks, 'compactions', 'Compactions that fell back to the hard trim').add(1);
+  if (result.exhausted) metricMeter.createCounter(CompactionMetric.Exhausted, 'compactions', 'Compactions still over their target after the hard trim').add(1);
+}
+
 /**
  * Drives the engine; `onCancel` says whether a cancelled caller gets the hard trim or its
  * cancellation back. Also adds up the summarizer's usage (the activity's reported numbers, else an
  * estimate), which agent runs account for and `compact`'s own result does not carry.
+ *
+ * The compaction is a `Compaction` span with its figures as attributes. With no tracing on the
+ * worker the OpenTelemetry API answers with its no-op tracer: no span, no id drawn, nothing sent.
  */
-export async function driveCompaction(messages: readonly ChatMessage[], options: CompactOptions, onCancel: OnCancel): Promise<CompactionWithUsage> {
+export function driveCompaction(messages: readonly ChatMessage[], options: CompactOptions, onCancel: OnCancel): Promise<CompactionWithUsage> {
+  return trace.getTracer('temporal-compactor').startActiveSpan(COMPACTION_SPAN_NAME, async (span) => {
+    const tally: SummarizerTally = { requests: 0, attempts: 0 };
+    try {
+      const compaction = await runCompaction(messages, options, onCancel, tally);
+      if (span.isRecording()) span.setAttributes(compactionSpanAttributes(compaction.result, compaction.summarizerUsage, tally));
+      countCompaction(compaction);
+      return compaction;
+    } catch (error) {
+      if (!isCancellation(error)) {
+        const type = error instanceof ApplicationFailure ? (error.type ?? 'ApplicationFailure') : error instanceof Error ? error.name : 'Error';
+        if (inWorkflowContext()) metricMeter.createCounter(CompactionMetric.CompactionFailures, 'compactions', 'Compactions that failed, by failure type').add(1, { type });
+        span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
+      }
+      throw error;
+    } finally {
+      span.end();
+    }
+  });
+}
+
+async function runCompaction(messages: readonly ChatMessage[], options: CompactOptions, onCancel: OnCancel, tally: SummarizerTally): Promise<CompactionWithUsage> {
   const steps = failOnInvalidInput(() => {
     const compaction = plan(options);
     const generator = compactionSteps(messages, compaction.options, { target: compaction.target, counter: compaction.counter }, compaction.counter);
@@ -198,7 +246,7 @@ export async function driveCompaction(messages: readonly ChatMessage[], options:
   let next = steps.first;
   while (next.done !== true) {
     const step = next.value;
-    const outcome = await summarizeStep(step, compaction, onCancel);
+    const outcome = await summarizeStep(step, compaction, onCancel, tally);
     if (outcome.kind === 'summary' && outcome.text.trim() !== '') summarizerUsage = addSummarizerRequest(summarizerUsage, step.request, outcome.text, outcome.usage);
     // After a cancellation the rest is pure and synchronous (the engine trims and returns), so it
     // completes even though the caller's scope is cancelled; nothing here awaits again.

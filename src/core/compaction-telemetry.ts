@@ -1,0 +1,88 @@
+// Sandbox-safe: the names and figures a compaction reports to tracing and metrics — the
+// `Compaction` span's attributes and the workflow metrics — shared by the workflow driver, the
+// worker's telemetry and the tests that read them back.
+import type { SummarizerUsage } from './summarizer-usage.js';
+import type { CompactionResult } from './types.js';
+
+/** The name of the span every workflow compaction records: a child of the workflow's span, parent of its summarize activities. */
+export const COMPACTION_SPAN_NAME = 'Compaction';
+
+/** The attributes of the `Compaction` span. */
+export const CompactionSpanAttribute = {
+  TokensBefore: 'compaction.tokens_before',
+  TokensAfter: 'compaction.tokens_after',
+  Dropped: 'compaction.dropped',
+  /** How many tool results were replaced by a stub. */
+  Elided: 'compaction.elided',
+  Fallback: 'compaction.fallback',
+  Exhausted: 'compaction.exhausted',
+  /** See {@link CompactionResultKind}. */
+  Result: 'compaction.result',
+  /** Summarize activities scheduled: the first request, and the tighter retry when there was one. */
+  SummarizerRequests: 'compaction.summarizer.requests',
+  /** Their activity attempts, Temporal's retries included. */
+  SummarizerAttempts: 'compaction.summarizer.attempts',
+  /** What the answered requests were billed (an estimate of characters / 4 when the backend did not say); only when a summary came back. */
+  SummarizerPromptTokens: 'compaction.summarizer.prompt_tokens',
+  SummarizerCompletionTokens: 'compaction.summarizer.completion_tokens',
+  SummarizerUsageEstimated: 'compaction.summarizer.usage_estimated',
+} as const;
+
+/**
+ * The metrics a compaction adds to. Workflow code reports the first five through the SDK's
+ * workflow metric meter (tagged by the SDK with namespace, task queue and workflow type); the
+ * worker's activity interceptor reports the last two (tagged with the activity type).
+ */
+export const CompactionMetric = {
+  /** Counter, tag `result` (a {@link CompactionResultKind}). */
+  Compactions: 'compactor_compactions',
+  /** Counter: tokensBefore − tokensAfter, summed over compactions. */
+  TokensReclaimed: 'compactor_tokens_reclaimed',
+  /** Counter: compactions that ended in the hard trim. */
+  Fallbacks: 'compactor_fallbacks',
+  /** Counter: compactions still over the budget after the hard trim. */
+  Exhausted: 'compactor_exhausted',
+  /** Counter, tag `type`: compactions that failed (e.g. `Compaction.InvalidInput`). */
+  CompactionFailures: 'compactor_compaction_failures',
+  /** Histogram in milliseconds, one value per summarize attempt, tag `outcome`: `ok` or the failure type. */
+  SummarizerLatency: 'compactor_summarizer_latency',
+  /** Counter, tag `type` (e.g. `Summarizer.Transient`, `Chat.Rejected`): failed attempts of our activities. */
+  ActivityFailures: 'compactor_activity_failures',
+} as const;
+
+/** What a compaction did: a summary, the hard trim, stubs only, or nothing. */
+export type CompactionResultKind = 'summary' | 'trim' | 'elision' | 'none';
+
+export function compactionResultKind(result: CompactionResult): CompactionResultKind {
+  if (result.summary !== null) return 'summary';
+  if (result.fallback) return 'trim';
+  return result.elisions.length > 0 ? 'elision' : 'none';
+}
+
+/** What one compaction asked of the summarizer: requests scheduled, and their activity attempts. */
+export interface SummarizerTally {
+  requests: number;
+  attempts: number;
+}
+
+/** The `Compaction` span's attributes for a result. */
+export function compactionSpanAttributes(result: CompactionResult, usage: SummarizerUsage | undefined, tally: SummarizerTally): Record<string, string | number | boolean> {
+  return {
+    [CompactionSpanAttribute.TokensBefore]: result.tokensBefore,
+    [CompactionSpanAttribute.TokensAfter]: result.tokensAfter,
+    [CompactionSpanAttribute.Dropped]: result.dropped,
+    [CompactionSpanAttribute.Elided]: result.elisions.length,
+    [CompactionSpanAttribute.Fallback]: result.fallback,
+    [CompactionSpanAttribute.Exhausted]: result.exhausted,
+    [CompactionSpanAttribute.Result]: compactionResultKind(result),
+    [CompactionSpanAttribute.SummarizerRequests]: tally.requests,
+    [CompactionSpanAttribute.SummarizerAttempts]: tally.attempts,
+    ...(usage === undefined
+      ? {}
+      : {
+          [CompactionSpanAttribute.SummarizerPromptTokens]: usage.promptTokens,
+          [CompactionSpanAttribute.SummarizerCompletionTokens]: usage.completionTokens,
+          [CompactionSpanAttribute.SummarizerUsageEstimated]: usage.estimated,
+        }),
+  };
+}
