@@ -51,6 +51,18 @@ export {
 } from './search-attributes.js';
 export { compactorPlugin, CompactorPlugin, compactorWorkflowsPath, type CompactorPluginOptions, type PluginRegistration } from './plugin.js';
 export {
+  createTracing,
+  tracingWorkflowInterceptorModules,
+  StderrSpanExporter,
+  DEFAULT_TRACING_SERVICE_NAME,
+  type CompactorTracing,
+  type CompactorTracingOptions,
+  type TracingOption,
+  type TracingSetting,
+} from './telemetry/tracing.js';
+export { installTelemetryRuntime, activityMetricsInterceptor, RuntimeAlreadyInstalledError, SUMMARIZER_LATENCY_BUCKETS_MS, type TelemetryRuntimeOptions } from './telemetry/metrics.js';
+export { COMPACTION_SPAN_NAME, CompactionSpanAttribute, CompactionMetric, compactionResultKind, type CompactionResultKind } from './core/compaction-telemetry.js';
+export {
   createWorker,
   runWorker,
   loadWorkerConfig,

@@ -2,22 +2,26 @@
 // worker it registers our activities (summarize, the agent loop's chat, tools and bookkeeping), our
 // workflows next to the worker's own (compactConversation, agentRun), the payload codec and store,
 // and checks the namespace's search attributes once; on a client it sets the same data converter,
-// so both ends of every payload agree.
+// so both ends of every payload agree. Opt-in tracing goes on both ends too, and our activities
+// report metrics when the SDK's Runtime exports them.
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { DataConverter } from '@temporalio/common';
+import type { ClientOptions } from '@temporalio/client';
+import { noopMetricMeter, type DataConverter } from '@temporalio/common';
 import { SimplePlugin } from '@temporalio/plugin';
-import type { ReplayWorkerOptions, Worker, WorkerOptions } from '@temporalio/worker';
+import { Runtime, type BundleOptions, type ReplayWorkerOptions, type Worker, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, createDescribeWorkerActivity, type ActivityDeps } from './activities/index.js';
 import { loadConfig, type CompactorConfig } from './config.js';
 import { summarizerFromConfig } from './summarizers/from-config.js';
 import type { Summarizer } from './core/types.js';
 import { payloadConverterFromConfig } from './payloads/index.js';
 import { ensureSearchAttributesIfAllowed, searchAttributeWarning, type SearchAttributeSetup } from './search-attributes.js';
+import { activityMetricsInterceptor } from './telemetry/metrics.js';
+import { bundleHasTracing, createTracing, type CompactorTracing, type TracingOption } from './telemetry/tracing.js';
 
 /** What the plugin registers on a worker. */
 export type PluginRegistration = 'all' | 'workflows' | 'activities';
@@ -50,6 +54,13 @@ export interface CompactorPluginOptions {
   warn?: (message: string) => void;
   /** Called with what the start-up check found (tests, logs). */
   onSearchAttributes?: (setup: SearchAttributeSetup) => void;
+  /**
+   * OpenTelemetry tracing on the worker and the client: `off`, `otlp` (the standard
+   * `OTEL_EXPORTER_OTLP_*` variables), `console` (JSON lines on stderr), or `{ spanProcessor }` of
+   * your own. A compaction is a `Compaction` span under its workflow's span, with its summarize
+   * activities as children. Off, the plugin adds no interceptor. @default the configuration's COMPACTOR_TRACING (`off`)
+   */
+  tracing?: TracingOption;
 }
 
 /** This package's workflows module: the compiled one beside the build output, else the source (tsx). */
@@ -118,6 +129,9 @@ function combinedWorkflowsPath(theirs: string): string {
 export class CompactorPlugin extends SimplePlugin {
   private readonly registration: PluginRegistration;
   private readonly checked = new Set<string>();
+  private readonly activityTypes: ReadonlySet<string>;
+  /** Undefined when tracing is off. */
+  readonly tracing: CompactorTracing | undefined;
 
   constructor(private readonly pluginOptions: CompactorPluginOptions = {}) {
     // The configuration is read only for what was not given.
@@ -129,21 +143,53 @@ export class CompactorPlugin extends SimplePlugin {
       registration === 'workflows'
         ? { describeWorker: createDescribeWorkerActivity() }
         : createActivities({ ...pluginOptions.activities, summarizer: pluginOptions.summarizer ?? summarizerFromConfig(configured()).summarizer });
+    const tracing = createTracing(pluginOptions.tracing ?? configured().tracing);
     super({ name: 'temporal-compactor', dataConverter, activities });
     this.registration = registration;
+    this.activityTypes = new Set(Object.keys(activities));
+    this.tracing = tracing;
   }
 
-  /** Adds our workflows next to the worker's own, unless only activities are registered or the worker runs a prebuilt bundle. */
+  /**
+   * Adds our workflows next to the worker's own (unless only activities are registered or the
+   * worker runs a prebuilt bundle), then tracing and our activities' metrics when they are on.
+   * @throws Error when tracing is on and a prebuilt workflow bundle lacks the tracing interceptors.
+   */
   override configureWorker(options: WorkerOptions): WorkerOptions {
-    const configured = super.configureWorker(options);
-    if (this.registration === 'activities' || configured.workflowBundle !== undefined) return configured;
-    return withOurWorkflows(configured);
+    const base = super.configureWorker(options);
+    const configured = this.registration === 'activities' || base.workflowBundle !== undefined ? base : withOurWorkflows(base);
+    // After our workflows are set: the tracing plugin adds its workflow interceptors only to a worker that bundles.
+    const traced = this.tracing === undefined ? configured : this.tracing.plugin.configureWorker(configured);
+    if (this.tracing !== undefined && traced.workflowBundle !== undefined && !bundleHasTracing(bundleCode(traced.workflowBundle))) {
+      throw new Error(
+        'temporal-compactor: tracing is on (COMPACTOR_TRACING) but the prebuilt workflow bundle has no OpenTelemetry workflow interceptors, so workflow and compaction spans would be lost: use workflow-bundle-tracing.js from `npm run build:bundle`, or bundle with workflowInterceptorModules: tracingWorkflowInterceptorModules()',
+      );
+    }
+    // Only a Runtime that exports metrics gets them: without one the interceptor would measure for nothing.
+    if (Runtime.instance().metricMeter === noopMetricMeter) return traced;
+    const interceptors = traced.interceptors ?? {};
+    return { ...traced, interceptors: { ...interceptors, activity: [...(interceptors.activity ?? []), activityMetricsInterceptor(this.activityTypes)] } };
   }
 
   override configureReplayWorker(options: ReplayWorkerOptions): ReplayWorkerOptions {
-    const configured = super.configureReplayWorker(options);
-    if (configured.workflowBundle !== undefined) return configured;
-    return withOurWorkflows(configured);
+    const base = super.configureReplayWorker(options);
+    const configured = base.workflowBundle !== undefined ? base : withOurWorkflows(base);
+    return this.tracing === undefined ? configured : this.tracing.plugin.configureReplayWorker(configured);
+  }
+
+  override configureClient(options: ClientOptions): ClientOptions {
+    const configured = super.configureClient(options);
+    return this.tracing === undefined ? configured : this.tracing.plugin.configureClient(configured);
+  }
+
+  override configureBundler(options: BundleOptions): BundleOptions {
+    const configured = super.configureBundler(options);
+    return this.tracing === undefined ? configured : this.tracing.plugin.configureBundler(configured);
+  }
+
+  /** Hands the spans still buffered to the exporter (a worker does it when it stops; a short-lived client before it exits). */
+  async flushTracing(): Promise<void> {
+    await this.tracing?.flush();
   }
 
   /** Before the worker polls: our search attributes in its namespace, checked (and registered where allowed) once. */
@@ -158,8 +204,17 @@ export class CompactorPlugin extends SimplePlugin {
       const warning = searchAttributeWarning(namespace, setup);
       if (warning !== undefined) (this.pluginOptions.warn ?? ((message: string) => console.error(message)))(`temporal-compactor: ${warning}`);
     }
-    return super.runWorker(worker, next);
+    try {
+      return await super.runWorker(worker, next);
+    } finally {
+      await this.flushTracing();
+    }
   }
+}
+
+/** The code of a prebuilt workflow bundle, in memory or on disk. */
+function bundleCode(bundle: NonNullable<WorkerOptions['workflowBundle']>): string {
+  return 'code' in bundle ? bundle.code : readFileSync(bundle.codePath, 'utf8');
 }
 
 /** {@link CompactorPlugin}: `plugins: [compactorPlugin()]` on `Worker.create` and on `new Client`. */

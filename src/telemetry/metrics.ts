@@ -1,0 +1,114 @@
+// Node only: metrics for operators through the SDK's runtime (COMPACTOR_PROMETHEUS_ADDRESS). The
+// Runtime serves the SDK's own metrics and ours on one Prometheus endpoint: workflow code adds the
+// compaction counters (src/workflows/compact.ts, through the workflow metric meter), and the
+// activity interceptor here the summarizer's latency and our activities' failures by type.
+import { CancelledFailure, ApplicationFailure, type MetricMeter } from '@temporalio/common';
+import { DefaultLogger, Runtime, type ActivityInterceptorsFactory, type Logger } from '@temporalio/worker';
+import { CompactionMetric } from '../core/compaction-telemetry.js';
+
+/**
+ * Buckets of {@link CompactionMetric.SummarizerLatency}, in milliseconds: a model writes a summary
+ * in seconds to a minute, the offline summarizer in milliseconds.
+ */
+export const SUMMARIZER_LATENCY_BUCKETS_MS = [10, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 20_000, 30_000, 60_000, 120_000];
+
+export interface TelemetryRuntimeOptions {
+  /** Serve metrics for Prometheus at `http://<address>/metrics` (an IP and a port, e.g. `127.0.0.1:9464`). @default no metrics */
+  prometheusAddress?: string;
+  /** @default the SDK's (INFO to the console) */
+  logger?: Logger;
+  /** Signals that shut workers down. @default the SDK's (SIGINT, SIGTERM, SIGQUIT, SIGUSR2) */
+  shutdownSignals?: NodeJS.Signals[];
+}
+
+/** The SDK's Runtime was created before metrics could be configured on it. */
+export class RuntimeAlreadyInstalledError extends Error {
+  override readonly name = 'RuntimeAlreadyInstalledError';
+  constructor(options?: { cause?: unknown }) {
+    super(
+      'COMPACTOR_PROMETHEUS_ADDRESS: the Temporal SDK Runtime of this process was created before the metrics endpoint could be configured; create workers and connections after installTelemetryRuntime(), or pass telemetryOptions.metrics to your own Runtime.install()',
+      options,
+    );
+  }
+}
+
+/**
+ * Installs the SDK's Runtime with the metrics endpoint (when an address is given). Call it once,
+ * before the process opens its first connection or worker.
+ *
+ * @throws RuntimeAlreadyInstalledError when the process already has a Runtime.
+ * @example
+ * installTelemetryRuntime({ prometheusAddress: '127.0.0.1:9464' });
+ * const worker = await Worker.create({ ..., plugins: [compactorPlugin()] }); // curl 127.0.0.1:9464/metrics
+ */
+export function installTelemetryRuntime({ prometheusAddress, logger, shutdownSignals }: TelemetryRuntimeOptions): Runtime {
+  const metrics =
+    prometheusAddress === undefined
+      ? undefined
+      : {
+          prometheus: {
+            bindAddress: prometheusAddress,
+            // Keyed by the plain name: the SDK's `temporal_` prefix is for its own metrics only, ours keep their names.
+            histogramBucketOverrides: { [CompactionMetric.SummarizerLatency]: SUMMARIZER_LATENCY_BUCKETS_MS },
+          },
+        };
+  try {
+    return Runtime.install({
+      ...(logger === undefined ? {} : { logger }),
+      ...(shutdownSignals === undefined ? {} : { shutdownSignals }),
+      ...(metrics === undefined ? {} : { telemetryOptions: { metrics } }),
+    });
+  } catch (error) {
+    if (prometheusAddress !== undefined) throw new RuntimeAlreadyInstalledError({ cause: error });
+    throw error;
+  }
+}
+
+/** A quiet Runtime (the SDK's own logs at WARN), with the metrics endpoint when configured: the demo's. */
+export function installQuietTelemetryRuntime(prometheusAddress: string | undefined): Runtime {
+  return installTelemetryRuntime({ prometheusAddress, logger: new DefaultLogger('WARN'), shutdownSignals: [] });
+}
+
+/** The failure type an activity attempt ended with: an ApplicationFailure's type, else the error's name. */
+function failureType(error: unknown): string {
+  if (error instanceof ApplicationFailure) return error.type ?? 'ApplicationFailure';
+  return error instanceof Error ? error.name : 'Error';
+}
+
+/**
+ * An activity interceptor that records, for the activities named in `activityTypes`: every failed
+ * attempt by failure type ({@link CompactionMetric.ActivityFailures}), and the latency of every
+ * `summarize` attempt ({@link CompactionMetric.SummarizerLatency}). Cancellations are not failures.
+ * The SDK tags both with the activity type, namespace and task queue.
+ */
+export function activityMetricsInterceptor(activityTypes: ReadonlySet<string>): ActivityInterceptorsFactory {
+  return (ctx) => {
+    const activityType = ctx.info.activityType;
+    if (!activityTypes.has(activityType)) return {};
+    const meter: MetricMeter = ctx.metricMeter;
+    return {
+      inbound: {
+        async execute(input, next) {
+          const started = performance.now();
+          const latency = (outcome: string): void => {
+            if (activityType === 'summarize') {
+              meter.createHistogram(CompactionMetric.SummarizerLatency, 'float', 'ms', 'Summarize attempts, by outcome').record(performance.now() - started, { outcome });
+            }
+          };
+          try {
+            const output = await next(input);
+            latency('ok');
+            return output;
+          } catch (error) {
+            if (!(error instanceof CancelledFailure) && !ctx.cancellationSignal.aborted) {
+              const type = failureType(error);
+              meter.createCounter(CompactionMetric.ActivityFailures, 'attempts', 'Failed attempts of our activities, by failure type').add(1, { type });
+              latency(type);
+            }
+            throw error;
+          }
+        },
+      },
+    };
+  };
+}

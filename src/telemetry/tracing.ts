@@ -1,0 +1,159 @@
+// Node only: opt-in OpenTelemetry tracing (COMPACTOR_TRACING). Builds the SDK's OpenTelemetry
+// plugin (`@temporalio/interceptors-opentelemetry`): client, activity and workflow interceptors,
+// and the sink that carries spans made in the workflow sandbox (the `Compaction` span among them)
+// out to the same span processor as the worker's own. Off, nothing here runs.
+import { createRequire } from 'node:module';
+import { context, propagation, SpanStatusCode, type Attributes } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { ExportResultCode, W3CTraceContextPropagator, type ExportResult } from '@opentelemetry/core';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
+import { envDetectorSync, Resource } from '@opentelemetry/resources';
+import { BasicTracerProvider, BatchSpanProcessor, SimpleSpanProcessor, type ReadableSpan, type SpanExporter, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { OpenTelemetryPlugin } from '@temporalio/interceptors-opentelemetry';
+import { ConfigError, type TracingSettingValue } from '../config.js';
+
+/**
+ * `off`; `otlp`: OTLP over HTTP (protobuf) to the endpoint of the standard `OTEL_EXPORTER_OTLP_*`
+ * variables (default `http://localhost:4318/v1/traces`); `console`: one JSON line per span on stderr.
+ */
+export type TracingSetting = TracingSettingValue;
+
+/** Tracing into a span processor of your own (your exporter, or an in-memory one in tests). */
+export interface CompactorTracingOptions {
+  /** Gets every finished span: the client's, the activities' and, through a sink, the workflows'. */
+  spanProcessor: SpanProcessor;
+  /** @default service.name `temporal-compactor`, overridden by OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES */
+  resource?: Resource;
+}
+
+/** A setting, or your own span processor. */
+export type TracingOption = TracingSetting | CompactorTracingOptions;
+
+/** Tracing that is on: the plugin that installs it, and a way to flush what is buffered. */
+export interface CompactorTracing {
+  /** The SDK's OpenTelemetry plugin, to compose into a client's or a worker's configuration. */
+  plugin: OpenTelemetryPlugin;
+  /** Hands every finished span to the exporter; call it before a short-lived process exits. */
+  flush(): Promise<void>;
+  /** For start-up logs, e.g. `OTLP/HTTP to http://localhost:4318/v1/traces`. */
+  describe: string;
+}
+
+/** @default 'temporal-compactor' as the service name of the spans */
+export const DEFAULT_TRACING_SERVICE_NAME = 'temporal-compactor';
+
+/**
+ * The workflow interceptor module a prebuilt workflow bundle needs for workflow spans
+ * (`bundleWorkflowCode({ workflowInterceptorModules })`); `npm run build:bundle` writes such a
+ * bundle beside the plain one.
+ */
+export function tracingWorkflowInterceptorModules(): string[] {
+  return [createRequire(import.meta.url).resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors')];
+}
+
+/** True when a workflow bundle's code carries the OpenTelemetry workflow interceptors. */
+export function bundleHasTracing(code: string): boolean {
+  return /interceptors-opentelemetry[\\/]lib[\\/]workflow-interceptors/.test(code);
+}
+
+/** The default resource: our service name, then what OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES say. */
+export function tracingResource(): Resource {
+  return Resource.default().merge(new Resource({ 'service.name': DEFAULT_TRACING_SERVICE_NAME })).merge(envDetectorSync.detect());
+}
+
+/** Where `otlp` sends spans, as the OTLP exporter reads the standard variables. */
+function otlpTracesUrl(env: Readonly<Record<string, string | undefined>>): string {
+  const traces = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim();
+  if (traces) return traces;
+  const base = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim();
+  return base ? `${base.replace(/\/+$/, '')}/v1/traces` : 'http://localhost:4318/v1/traces';
+}
+
+/** The OTLP exporter here speaks http/protobuf only: another protocol asked for is a configuration error, not silence. */
+function checkOtlpProtocol(env: Readonly<Record<string, string | undefined>>): void {
+  for (const name of ['OTEL_EXPORTER_OTLP_TRACES_PROTOCOL', 'OTEL_EXPORTER_OTLP_PROTOCOL']) {
+    const value = env[name]?.trim();
+    if (value) {
+      if (value !== 'http/protobuf') throw new ConfigError(name, '"http/protobuf", the OTLP protocol COMPACTOR_TRACING=otlp speaks', value);
+      return;
+    }
+  }
+}
+
+/** Milliseconds of an OpenTelemetry high-resolution time pair. */
+function hrMilliseconds([seconds, nanos]: [number, number]): number {
+  return seconds * 1000 + nanos / 1e6;
+}
+
+/**
+ * Writes each finished span as one JSON line to stderr (`COMPACTOR_TRACING=console`): name, ids,
+ * duration, status and its plain attributes. Stderr, so a CLI's stdout (tables, `--json`) stays clean.
+ */
+export class StderrSpanExporter implements SpanExporter {
+  constructor(private readonly write: (line: string) => void = (line) => process.stderr.write(line)) {}
+
+  export(spans: ReadableSpan[], done: (result: ExportResult) => void): void {
+    for (const span of spans) {
+      const attributes: Attributes = {};
+      for (const [key, value] of Object.entries(span.attributes)) {
+        if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') attributes[key] = value;
+      }
+      const { traceId, spanId } = span.spanContext();
+      const line = {
+        span: span.name,
+        traceId,
+        spanId,
+        ...(span.parentSpanId === undefined ? {} : { parentSpanId: span.parentSpanId }),
+        ms: Math.round(hrMilliseconds(span.duration) * 1000) / 1000,
+        status: span.status.code === SpanStatusCode.ERROR ? `ERROR${span.status.message === undefined ? '' : `: ${span.status.message}`}` : span.status.code === SpanStatusCode.OK ? 'OK' : 'UNSET',
+        attributes,
+      };
+      this.write(`${JSON.stringify(line)}\n`);
+    }
+    done({ code: ExportResultCode.SUCCESS });
+  }
+
+  async shutdown(): Promise<void> {}
+}
+
+/**
+ * The SDK's client and activity interceptors read the active context and inject or extract trace
+ * headers through the global OpenTelemetry API, so without a context manager and a propagator
+ * the activity spans would lose their parents. Both are registered here unless the process
+ * already has its own (an OpenTelemetry SDK the user set up keeps them).
+ */
+function ensureContextPropagation(): void {
+  propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+  const manager = new AsyncLocalStorageContextManager().enable();
+  if (!context.setGlobalContextManager(manager)) manager.disable();
+}
+
+/**
+ * Tracing for a setting or a span processor; `undefined` when it is `off`. Spans made on the
+ * worker and the client get a tracer of their own (the process's global tracer provider is left
+ * alone); spans made in the workflow sandbox come out through the SDK's sink.
+ *
+ * @throws ConfigError when `otlp` meets an OTLP protocol other than http/protobuf.
+ */
+export function createTracing(option: TracingOption, env: Readonly<Record<string, string | undefined>> = process.env): CompactorTracing | undefined {
+  if (option === 'off') return undefined;
+  let spanProcessor: SpanProcessor;
+  let describe: string;
+  if (option === 'otlp') {
+    checkOtlpProtocol(env);
+    // Batched: a worker exports in the background, never on an activity's or a workflow task's path.
+    spanProcessor = new BatchSpanProcessor(new OTLPTraceExporter());
+    describe = `tracing: OTLP/HTTP to ${otlpTracesUrl(env)}`;
+  } else if (option === 'console') {
+    spanProcessor = new SimpleSpanProcessor(new StderrSpanExporter());
+    describe = 'tracing: spans as JSON lines on stderr';
+  } else {
+    spanProcessor = option.spanProcessor;
+    describe = 'tracing: to the given span processor';
+  }
+  const resource = (typeof option === 'object' ? option.resource : undefined) ?? tracingResource();
+  ensureContextPropagation();
+  const provider = new BasicTracerProvider({ resource, spanProcessors: [spanProcessor] });
+  const plugin = new OpenTelemetryPlugin({ resource, spanProcessor, tracer: provider.getTracer('temporal-compactor') });
+  return { plugin, flush: () => provider.forceFlush(), describe };
+}
