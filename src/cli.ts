@@ -181,7 +181,7 @@ const demo: CliCommand = {
   summary: 'replay a bundled real trajectory through agentRun on a local dev server and print its compactions',
   options: { 'keep-server': { type: 'boolean' } },
   async run(context) {
-    installQuietRuntime();
+    installQuietRuntime(loadConfig({ env: context.io.env, flags: configFlagsFromArgs(context.values) }).prometheusAddress);
     const outcome = await runDemo({
       keepServer: context.values['keep-server'] === true,
       env: context.io.env,

@@ -4,8 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Client, WorkflowFailedError } from '@temporalio/client';
-import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
-import { createActivities } from './activities/index.js';
+import { Worker } from '@temporalio/worker';
 import { loadConfig, type CompactorConfig } from './config.js';
 import { summarizerFromConfig } from './summarizers/from-config.js';
 import { agentRunStaticMetadata, describeRunUsage, groupDigits, renderCompactionTable, type CompactionHistory } from './core/compaction-history.js';
@@ -14,6 +13,8 @@ import { startCodecServer, type CodecServer } from './codec-server.js';
 import { startDevServer, type DevServer } from './dev-server.js';
 import { payloadConverterFromConfig } from './payloads/index.js';
 import { connectTemporal } from './temporal-connection.js';
+import { compactorPlugin } from './plugin.js';
+import { installQuietTelemetryRuntime } from './telemetry/metrics.js';
 import { workflowCode } from './worker.js';
 import { agentRun, compactionsQuery, type AgentRunResult, type AgentRunWorkflowInput } from './workflows/agent-run.js';
 
@@ -155,18 +156,15 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoOutcome> {
       throw error;
     });
     try {
-      const client = new Client({ connection, namespace, dataConverter: payloads.dataConverter });
+      // Worker and client set up as a user's would be: through the plugin (codec and store, tracing when on).
+      const plugin = compactorPlugin({ config, summarizer, dataConverter: payloads.dataConverter, activities: { trajectoryDir }, warn: (message) => stderr(`${message}\n`) });
+      const client = new Client({ connection, namespace, plugins: [plugin] });
       const taskQueue = `${config.taskQueue}-demo`;
       stderr(`Summarizer: ${describe}\n`);
       stderr(`Payloads: ${payloads.describe}\n`);
-      const worker = await Worker.create({
-        connection: nativeConnection,
-        namespace,
-        taskQueue,
-        dataConverter: payloads.dataConverter,
-        ...workflowCode({}),
-        activities: createActivities({ summarizer, trajectoryDir }),
-      });
+      if (plugin.tracing !== undefined) stderr(`Tracing: ${plugin.tracing.describe}\n`);
+      if (config.prometheusAddress !== undefined) stderr(`Metrics: curl http://${config.prometheusAddress}/metrics (while the demo runs)\n`);
+      const worker = await Worker.create({ connection: nativeConnection, namespace, taskQueue, ...workflowCode({}, { tracing: plugin.tracing !== undefined }), plugins: [plugin] });
       const opening = openingMessages(JSON.parse(readFileSync(`${trajectoryDir}/${trajectory}.json`, 'utf8')));
       const workflowId = `demo-${trajectory}-${Date.now().toString(36)}`;
       stdout(`Replaying ${trajectory} through agentRun (window ${groupDigits(contextWindow)} tokens), workflow ${workflowId}\n`);
@@ -222,7 +220,10 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoOutcome> {
   }
 }
 
-/** Quiet the SDK's own logs for the demo: progress lines, not a wall of logs. */
-export function installQuietRuntime(): void {
-  Runtime.install({ logger: new DefaultLogger('WARN'), shutdownSignals: [] });
+/**
+ * Quiet the SDK's own logs for the demo: progress lines, not a wall of logs. With a
+ * `prometheusAddress` (COMPACTOR_PROMETHEUS_ADDRESS) the Runtime also serves the metrics there.
+ */
+export function installQuietRuntime(prometheusAddress?: string): void {
+  installQuietTelemetryRuntime(prometheusAddress);
 }

@@ -17,6 +17,8 @@ import type { Summarizer } from './core/types.js';
 import type { OpenAIClientSettings } from './llm/openai-adapter.js';
 import { payloadConverterFromConfig } from './payloads/index.js';
 import { connectTemporal, TemporalConnectionError } from './temporal-connection.js';
+import { installTelemetryRuntime } from './telemetry/metrics.js';
+import { createTracing, type CompactorTracing, type TracingOption } from './telemetry/tracing.js';
 
 /** What a worker polls for: workflows and activities (one queue does it all), or one kind only. */
 export type WorkerMode = WorkerModeSetting;
@@ -50,7 +52,11 @@ export interface CompactorWorkerConfig {
   chatServer?: Pick<OpenAIClientSettings, 'baseURL' | 'apiKey'>;
   /** Deadline of one `chat` request in ms. @default 120_000 (COMPACTOR_CHAT_TIMEOUT) */
   chatTimeoutMs?: number;
-  /** A prebuilt workflow bundle (`npm run build:bundle`). @default `workflow-bundle.js` next to this module when it exists */
+  /**
+   * A prebuilt workflow bundle (`npm run build:bundle`). @default `workflow-bundle.js` next to this
+   * module when it exists (with tracing on, `workflow-bundle-tracing.js`, which carries the tracing
+   * interceptors; else the workflows are bundled at start-up)
+   */
   workflowBundlePath?: string;
   /** A workflow bundle already in memory (e.g. from `bundleWorkflowCode`); wins over the path settings. */
   workflowBundle?: WorkflowBundleOption;
@@ -62,6 +68,8 @@ export interface CompactorWorkerConfig {
   maxConcurrentWorkflowTaskExecutions?: number;
   /** On SIGINT/SIGTERM, how long in-flight activities may finish before they are cancelled. @default '10s' */
   shutdownGraceTime?: Duration;
+  /** OpenTelemetry spans of the workers' workflows and activities (see `compactorPlugin`). @default COMPACTOR_TRACING of the environment (`off`) */
+  tracing?: TracingOption;
   /**
    * The environment `connectTemporal` reads when this module opens the connection: the Temporal
    * settings (TEMPORAL_ADDRESS, ...) and what envconfig adds (certificates, profiles). @default process.env
@@ -89,7 +97,10 @@ export interface CompactorWorkerConfig {
  * @throws ConfigError naming the variable at fault, e.g.
  * `COMPACTOR_MAX_CONCURRENT_ACTIVITIES: expected a positive integer, got "abc"`.
  */
-export function loadWorkerConfig(env: Environment = process.env, flags: Readonly<Record<string, unknown>> = {}): CompactorWorkerConfig & { describeSummarizer: string; describePayloads: string } {
+export function loadWorkerConfig(
+  env: Environment = process.env,
+  flags: Readonly<Record<string, unknown>> = {},
+): CompactorWorkerConfig & { describeSummarizer: string; describePayloads: string; prometheusAddress: string | undefined } {
   const config = loadConfig({ env, flags });
   if (config.workflowBundle !== undefined && !existsSync(config.workflowBundle)) {
     throw new ConfigError('COMPACTOR_WORKFLOW_BUNDLE', 'the path of an existing workflow bundle (npm run build:bundle writes dist/workflow-bundle.js)', config.workflowBundle);
@@ -114,18 +125,27 @@ export function loadWorkerConfig(env: Environment = process.env, flags: Readonly
     temporalEnv: temporalEnvVars(config, env),
     dataConverter: payloads.dataConverter,
     describePayloads: payloads.describe,
+    tracing: config.tracing,
+    prometheusAddress: config.prometheusAddress,
   };
 }
 
-/** The workflow code: a prebuilt bundle when there is one (production), else the workflows' source to bundle now. */
-export function workflowCode(config: Pick<CompactorWorkerConfig, 'workflowBundle' | 'workflowBundlePath' | 'workflowsPath'>): Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath'> {
+/**
+ * The workflow code: a prebuilt bundle when there is one (production), else the workflows' source
+ * to bundle now. With `tracing`, the default prebuilt bundle is the one with the tracing
+ * interceptors (`workflow-bundle-tracing.js`): the plain one would lose the workflow spans.
+ */
+export function workflowCode(
+  config: Pick<CompactorWorkerConfig, 'workflowBundle' | 'workflowBundlePath' | 'workflowsPath'>,
+  { tracing = false }: { tracing?: boolean } = {},
+): Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath'> {
   if (config.workflowBundle !== undefined) return { workflowBundle: config.workflowBundle };
   if (config.workflowBundlePath !== undefined) {
     if (!existsSync(config.workflowBundlePath)) throw new ConfigError('COMPACTOR_WORKFLOW_BUNDLE', 'the path of an existing workflow bundle', config.workflowBundlePath);
     return { workflowBundle: { codePath: config.workflowBundlePath } };
   }
   if (config.workflowsPath !== undefined) return { workflowsPath: config.workflowsPath };
-  const prebuilt = fileURLToPath(new URL('./workflow-bundle.js', import.meta.url));
+  const prebuilt = fileURLToPath(new URL(tracing ? './workflow-bundle-tracing.js' : './workflow-bundle.js', import.meta.url));
   if (existsSync(prebuilt)) return { workflowBundle: { codePath: prebuilt } };
   // From the build output the workflows are `.js`; run from source (tsx) they are `.ts`.
   const source = ['./workflows/index.js', './workflows/index.ts'].map((path) => fileURLToPath(new URL(path, import.meta.url))).find((path) => existsSync(path));
@@ -185,7 +205,9 @@ export async function createWorker(config: CompactorWorkerConfig): Promise<Compa
   const taskQueue = config.taskQueue ?? DEFAULT_TASK_QUEUE;
   const summarizerTaskQueue = config.summarizerTaskQueue ?? taskQueue;
   if (mode !== 'workflows' && config.summarizer === undefined) throw new TypeError(`createWorker: a worker in mode "${mode}" needs a summarizer`);
-  const code = mode === 'activities' ? undefined : workflowCode(config);
+  // One tracer for every worker made here (one per task queue), so their spans share one exporter.
+  const tracing: CompactorTracing | undefined = createTracing(config.tracing ?? loadConfig().tracing);
+  const code = mode === 'activities' ? undefined : workflowCode(config, { tracing: tracing !== undefined });
   // A prebuilt bundle (production) gets a short build id; a bundle made at start keeps the SDK's.
   const bundleCode = bundleCodeOf(code);
   // Our activities, workflows and data converter come from the plugin, as on any user's worker.
@@ -197,6 +219,7 @@ export async function createWorker(config: CompactorWorkerConfig): Promise<Compa
       activities: { trajectoryDir: config.trajectoryDir, toolsRoot: config.toolsRoot, chatServer: config.chatServer, chatTimeoutMs: config.chatTimeoutMs },
       // Checked once below, before any worker polls, so the result can say what was found.
       searchAttributes: 'skip',
+      tracing: tracing ?? 'off',
     });
   // The Temporal settings come from `temporalEnv` (loadWorkerConfig puts the configuration, flags
   // included, there), else from the process's environment, through the same table as everything else.
@@ -260,9 +283,13 @@ export async function createWorker(config: CompactorWorkerConfig): Promise<Compa
 /** Loads the configuration from the environment, creates the worker and runs it until SIGINT/SIGTERM. */
 export async function runWorker(env: Environment = process.env, flags: Readonly<Record<string, unknown>> = {}): Promise<void> {
   const config = loadWorkerConfig(env, flags);
-  const { run, taskQueues } = await createWorker(config);
+  // The metrics endpoint belongs to the SDK's Runtime, which must be set up before the first connection.
+  if (config.prometheusAddress !== undefined) installTelemetryRuntime({ prometheusAddress: config.prometheusAddress });
+  const tracing = createTracing(config.tracing ?? 'off', env);
+  const { run, taskQueues } = await createWorker({ ...config, tracing: tracing ?? 'off' });
+  const telemetry = [tracing === undefined ? undefined : `tracing: ${tracing.describe}`, config.prometheusAddress === undefined ? undefined : `metrics: http://${config.prometheusAddress}/metrics`].filter((part) => part !== undefined);
   console.error(
-    `temporal-compactor worker: polling task queue ${taskQueues.map((queue) => `"${queue}"`).join(' and ')} (mode ${config.mode ?? 'all'}); ${config.describeSummarizer}; ${config.describePayloads}; stop with Ctrl-C`,
+    `temporal-compactor worker: polling task queue ${taskQueues.map((queue) => `"${queue}"`).join(' and ')} (mode ${config.mode ?? 'all'}); ${config.describeSummarizer}; ${config.describePayloads}; ${[...telemetry, 'stop with Ctrl-C'].join('; ')}`,
   );
   await run();
   console.error('temporal-compactor worker: stopped');

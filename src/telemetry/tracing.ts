@@ -26,8 +26,8 @@ export interface CompactorTracingOptions {
   resource?: Resource;
 }
 
-/** A setting, or your own span processor. */
-export type TracingOption = TracingSetting | CompactorTracingOptions;
+/** A setting, your own span processor, or tracing already made by {@link createTracing} (shared by several workers). */
+export type TracingOption = TracingSetting | CompactorTracingOptions | CompactorTracing;
 
 /** Tracing that is on: the plugin that installs it, and a way to flush what is buffered. */
 export interface CompactorTracing {
@@ -35,7 +35,7 @@ export interface CompactorTracing {
   plugin: OpenTelemetryPlugin;
   /** Hands every finished span to the exporter; call it before a short-lived process exits. */
   flush(): Promise<void>;
-  /** For start-up logs, e.g. `OTLP/HTTP to http://localhost:4318/v1/traces`. */
+  /** Where spans go, for start-up logs: e.g. `OTLP/HTTP to http://localhost:4318/v1/traces`. */
   describe: string;
 }
 
@@ -137,19 +137,20 @@ function ensureContextPropagation(): void {
  */
 export function createTracing(option: TracingOption, env: Readonly<Record<string, string | undefined>> = process.env): CompactorTracing | undefined {
   if (option === 'off') return undefined;
+  if (typeof option === 'object' && 'plugin' in option) return option;
   let spanProcessor: SpanProcessor;
   let describe: string;
   if (option === 'otlp') {
     checkOtlpProtocol(env);
     // Batched: a worker exports in the background, never on an activity's or a workflow task's path.
-    spanProcessor = new BatchSpanProcessor(new OTLPTraceExporter());
-    describe = `tracing: OTLP/HTTP to ${otlpTracesUrl(env)}`;
+    spanProcessor = new BatchSpanProcessor(new OTLPTraceExporter({ url: otlpTracesUrl(env) }));
+    describe = `OTLP/HTTP to ${otlpTracesUrl(env)}`;
   } else if (option === 'console') {
     spanProcessor = new SimpleSpanProcessor(new StderrSpanExporter());
-    describe = 'tracing: spans as JSON lines on stderr';
+    describe = 'spans as JSON lines on stderr';
   } else {
     spanProcessor = option.spanProcessor;
-    describe = 'tracing: to the given span processor';
+    describe = 'to the given span processor';
   }
   const resource = (typeof option === 'object' ? option.resource : undefined) ?? tracingResource();
   ensureContextPropagation();
