@@ -4,7 +4,9 @@
 // reads the values back. The Compaction spans of the same runs show the summarizer's attempts.
 import { createServer } from 'node:net';
 import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { Client } from '@temporalio/client';
+import { SpanStatusCode } from '@opentelemetry/api';
+import { Client, WorkflowFailedError } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
 import { DefaultLogger, Worker } from '@temporalio/worker';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { compactConversation, compactorPlugin, installTelemetryRuntime, loadConfig, RuntimeAlreadyInstalledError, SUMMARIZER_LATENCY_BUCKETS_MS } from '../../src/index.js';
@@ -67,7 +69,7 @@ describe('metrics for operators (COMPACTOR_PROMETHEUS_ADDRESS)', { timeout: 240_
     expect(() => installTelemetryRuntime({ prometheusAddress: '127.0.0.1:1' })).toThrow(RuntimeAlreadyInstalledError);
   });
 
-  it('counts compactions by result, tokens reclaimed, fallbacks, summarize latency by outcome and failed attempts by type', async () => {
+  it('counts compactions by result, tokens reclaimed, fallbacks, failed compactions, summarize latency by outcome and failed attempts by type', async () => {
     // The first compaction's summarizer fails once (retried, then a summary); the second's refuses (the hard trim).
     const summarizer = scriptedSummarizer(new SummarizerError('the backend is overloaded', 'transient', 503), '## Goals\nFix the bug.', new SummarizerError('the prompt is refused', 'rejected', 400));
     const exporter = new InMemorySpanExporter();
@@ -78,7 +80,13 @@ describe('metrics for operators (COMPACTOR_PROMETHEUS_ADDRESS)', { timeout: 240_
     const options = { contextBudget: 1_500, keepRecent: 2, retryBackoff: 1 };
     const results = await worker.runUntil(async () => {
       const run = () => client.workflow.execute(compactConversation, { taskQueue: t.taskQueue, workflowId: uniqueId('metrics-compact'), args: [{ messages, options }] });
-      return [await run(), await run()];
+      const done = [await run(), await run()];
+      // A third with a budget no compaction can use: Compaction.InvalidInput, counted and the span marked.
+      const refused = await client.workflow
+        .execute(compactConversation, { taskQueue: t.taskQueue, workflowId: uniqueId('metrics-invalid'), args: [{ messages, options: { contextBudget: -1 } }] })
+        .then(() => 'completed', (error: unknown) => (error instanceof WorkflowFailedError && error.cause instanceof ApplicationFailure ? error.cause.type : String(error)));
+      expect(refused).toBe('Compaction.InvalidInput');
+      return done;
     });
     const [summarized, trimmed] = results;
     if (summarized === undefined || trimmed === undefined) throw new Error('unreachable');
@@ -94,6 +102,7 @@ describe('metrics for operators (COMPACTOR_PROMETHEUS_ADDRESS)', { timeout: 240_
       [CompactionMetric.TokensReclaimed, queue, summarized.tokensBefore - summarized.tokensAfter + (trimmed.tokensBefore - trimmed.tokensAfter)],
       [CompactionMetric.Fallbacks, queue, 1],
       [CompactionMetric.Exhausted, queue, 0],
+      [CompactionMetric.CompactionFailures, { ...queue, type: 'Compaction.InvalidInput' }, 1],
       [`${CompactionMetric.SummarizerLatency}_count`, { ...queue, outcome: 'ok', activityType: 'summarize' }, 1],
       [`${CompactionMetric.SummarizerLatency}_count`, { ...queue, outcome: 'Summarizer.Transient' }, 1],
       [`${CompactionMetric.SummarizerLatency}_count`, { ...queue, outcome: 'Summarizer.Rejected' }, 1],
@@ -117,10 +126,17 @@ describe('metrics for operators (COMPACTOR_PROMETHEUS_ADDRESS)', { timeout: 240_
 
     // The same runs' Compaction spans: one request, two attempts for the summary; one refused request for the trim.
     await plugin.flushTracing();
-    const spans = exporter.getFinishedSpans().filter((span) => span.name === COMPACTION_SPAN_NAME);
+    const all = exporter.getFinishedSpans();
+    const spans = all.filter((span) => span.name === COMPACTION_SPAN_NAME);
+    expect(spans.map((span) => span.status.code)).toEqual([SpanStatusCode.UNSET, SpanStatusCode.UNSET, SpanStatusCode.ERROR]);
+    expect(spans[2]?.status.message).toMatch(/options\.contextBudget/);
     expect(spans.map((span) => span.attributes)).toEqual([
       expect.objectContaining({ [CompactionSpanAttribute.Result]: 'summary', [CompactionSpanAttribute.SummarizerRequests]: 1, [CompactionSpanAttribute.SummarizerAttempts]: 2, [CompactionSpanAttribute.Fallback]: false }),
       expect.objectContaining({ [CompactionSpanAttribute.Result]: 'trim', [CompactionSpanAttribute.SummarizerRequests]: 1, [CompactionSpanAttribute.SummarizerAttempts]: 1, [CompactionSpanAttribute.Fallback]: true }),
+      expect.not.objectContaining({ [CompactionSpanAttribute.Result]: expect.anything() }),
     ]);
+    // The retried request is one StartActivity span with a RunActivity span per attempt under it.
+    const retried = all.find((span) => span.name === 'StartActivity:summarize' && span.parentSpanId === spans[0]?.spanContext().spanId);
+    expect(all.filter((span) => span.parentSpanId === retried?.spanContext().spanId).map((span) => span.name)).toEqual(['RunActivity:summarize', 'RunActivity:summarize']);
   });
 });
