@@ -14,6 +14,11 @@ const sandboxBans = {
       message: 'Node-only Temporal packages cannot be imported by sandboxed code.',
     },
     {
+      // The API alone is sandbox-safe (a no-op until the tracing interceptors register a tracer in the sandbox).
+      group: ['@opentelemetry/*', '!@opentelemetry/api', '@temporalio/interceptors-opentelemetry', '@temporalio/interceptors-opentelemetry/*'],
+      message: 'Workflow code uses @opentelemetry/api only; the OpenTelemetry SDK and exporters run on the worker (src/telemetry).',
+    },
+    {
       group: ['**/activities', '**/activities/*', '../activities/**'],
       allowTypeImports: true,
       message: 'Workflows import activities as types only.',
