@@ -56,9 +56,10 @@ export interface CompactorPluginOptions {
   onSearchAttributes?: (setup: SearchAttributeSetup) => void;
   /**
    * OpenTelemetry tracing on the worker and the client: `off`, `otlp` (the standard
-   * `OTEL_EXPORTER_OTLP_*` variables), `console` (JSON lines on stderr), or `{ spanProcessor }` of
-   * your own. A compaction is a `Compaction` span under its workflow's span, with its summarize
-   * activities as children. Off, the plugin adds no interceptor. @default the configuration's COMPACTOR_TRACING (`off`)
+   * `OTEL_EXPORTER_OTLP_*` variables), `console` (JSON lines on stderr), `{ spanProcessor }` of
+   * your own, or tracing made by `createTracing` (to share one among several plugins). A compaction
+   * is a `Compaction` span under its workflow's span, with its summarize activities as children.
+   * Off, the plugin adds no interceptor. @default the configuration's COMPACTOR_TRACING (`off`)
    */
   tracing?: TracingOption;
 }
