@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import type { ClientOptions } from '@temporalio/client';
 import type { WorkerOptions } from '@temporalio/worker';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { compactorPlugin, ConfigError, createExtractiveSummarizer, createTracing, loadConfig, StderrSpanExporter, tracingWorkflowInterceptorModules } from '../src/index.js';
 
 const config = loadConfig({ env: {} });
@@ -72,6 +72,25 @@ describe('createTracing exporters', () => {
       expect(body).toContain('temporal-compactor');
     } finally {
       await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
+  it('otlp with no collector listening: spans are dropped and flushing still ends (a worker stops as usual)', async () => {
+    // A port that was just free: nothing listens there.
+    const server = createServer();
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const port = (server.address() as AddressInfo).port;
+    await new Promise((resolve) => server.close(resolve));
+    const tracing = createTracing('otlp', { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}` });
+    const tracer = tracing?.plugin.otelOptions.tracer;
+    if (tracing === undefined || tracer === undefined) throw new Error('no tracer');
+    tracer.startSpan('lost').end();
+    const errors = vi.spyOn(console, 'error').mockImplementation(() => undefined);
+    try {
+      await expect(tracing.flush()).resolves.toBeUndefined();
+      expect(errors.mock.calls.map((call) => String(call[0]))).toEqual([expect.stringMatching(new RegExp(`^temporal-compactor: tracing \\(OTLP/HTTP to http://127\\.0\\.0\\.1:${port}/v1/traces\\): spans not exported: `))]);
+    } finally {
+      errors.mockRestore();
     }
   });
 

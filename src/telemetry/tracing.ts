@@ -33,7 +33,7 @@ export type TracingOption = TracingSetting | CompactorTracingOptions | Compactor
 export interface CompactorTracing {
   /** The SDK's OpenTelemetry plugin, to compose into a client's or a worker's configuration. */
   plugin: OpenTelemetryPlugin;
-  /** Hands every finished span to the exporter; call it before a short-lived process exits. */
+  /** Hands every finished span to the exporter; call it before a short-lived process exits. Never rejects: an export that fails is reported on stderr. */
   flush(): Promise<void>;
   /** Where spans go, for start-up logs: e.g. `OTLP/HTTP to http://localhost:4318/v1/traces`. */
   describe: string;
@@ -156,5 +156,10 @@ export function createTracing(option: TracingOption, env: Readonly<Record<string
   ensureContextPropagation();
   const provider = new BasicTracerProvider({ resource, spanProcessors: [spanProcessor] });
   const plugin = new OpenTelemetryPlugin({ resource, spanProcessor, tracer: provider.getTracer('temporal-compactor') });
-  return { plugin, flush: () => provider.forceFlush(), describe };
+  // A collector that is down must not turn a worker's clean stop into a failure: say so and go on.
+  const flush = () =>
+    provider.forceFlush().catch((error: unknown) => {
+      console.error(`temporal-compactor: tracing (${describe}): spans not exported: ${error instanceof Error ? error.message : String(error)}`);
+    });
+  return { plugin, flush, describe };
 }
