@@ -394,6 +394,7 @@ export async function compactViaWorkflow(run: CompactRun, client: Client): Promi
       // are missing: only agentRun sets them, and this worker runs one compactConversation.
       registerSearchAttributes: false,
       warn: () => undefined,
+      tracing: config.tracing,
     });
     const [worker] = created.workers;
     if (worker === undefined) throw new Error('the in-process worker was not created');
