@@ -2,23 +2,29 @@
 // through agentRun at a 16,000-token window, used to stop for good after ~217 rounds: the whole
 // transcript was carried through continue-as-new and returned in the result, and once that passed
 // the server's 2 MB payload limit every workflow task failed (PAYLOADS_TOO_LARGE), forever.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+// With the payload store on, a longer run must also keep its history growing with what each round
+// adds, not with the conversation every chat request carries.
+import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { temporal } from '@temporalio/proto';
-import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { Client } from '@temporalio/client';
+import proto, { type temporal } from '@temporalio/proto';
+import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateLongRun, longRunName } from '../../corpus/index.js';
 import {
   agentRun,
   compactionRecordsFromSession,
+  compactorPlugin,
   createActivities,
   createExtractiveSummarizer,
   historyEvents,
+  loadConfig,
   openingMessages,
   readSessionLines,
   replaySession,
   type AgentRunResult,
+  type ChatMessage,
 } from '../../src/index.js';
 import { bundleWorkflows, testConnection, uniqueId, withWorker, type TestConnection } from '../support/temporal.js';
 
@@ -50,16 +56,20 @@ function payloadSizes(event: temporal.api.history.v1.IHistoryEvent): number[] {
   return sizes;
 }
 
+// One connection and one bundle for both runs: bundling takes seconds on a loaded machine.
+let t: TestConnection;
+let bundle: WorkflowBundleWithSourceMap;
+beforeAll(async () => {
+  t = await testConnection();
+  bundle = await bundleWorkflows(new URL('../../src/workflows/index.ts', import.meta.url));
+});
+
 describe('a long agent run', { timeout: 900_000 }, () => {
-  let t: TestConnection;
-  let bundle: WorkflowBundleWithSourceMap;
   let dir: string;
   const name = longRunName(LONG_RUN);
   const trajectory = generateLongRun(LONG_RUN);
 
-  beforeAll(async () => {
-    t = await testConnection();
-    bundle = await bundleWorkflows(new URL('../../src/workflows/index.ts', import.meta.url));
+  beforeAll(() => {
     dir = mkdtempSync(join(tmpdir(), 'long-run-'));
     writeFileSync(join(dir, `${name}.json`), JSON.stringify(trajectory));
   });
@@ -103,5 +113,132 @@ describe('a long agent run', { timeout: 900_000 }, () => {
     }
     expect(failures).toBe(0);
     expect(largest).toBeLessThan(200 * 1024);
+  });
+});
+
+/** Longer and larger than any corpus trajectory (at most 0.8 MB), and past the 2 MB a run once could not carry. */
+const STORE_RUN = { rounds: 200, resultChars: 16_000 };
+/**
+ * What one round may add to history beyond its own new content: its events (two workflow tasks, the
+ * chat and tool activities, a search-attribute upsert; ~2.8 KB measured) with ~250-byte claims in
+ * place of the payloads. A chat request carried inline is the whole window (~36 KB here), far over it.
+ */
+const ROUND_OVERHEAD_BYTES = 4 * 1024;
+/** A claim as history holds it: the driver's name and a manifest id (~250 bytes). */
+const CLAIM_BYTES = 512;
+
+const { HistoryEvent } = proto.temporal.api.history.v1;
+const { Payload } = proto.temporal.api.common.v1;
+const jsonBytes = (value: unknown): number => Buffer.byteLength(JSON.stringify(value));
+/** The lower median. */
+const median = (values: readonly number[]): number => [...values].sort((a, b) => a - b)[Math.floor((values.length - 1) / 2)] ?? 0;
+
+/**
+ * What each round adds to the conversation, in JSON bytes, from the trajectory the run replays:
+ * round r is the r-th recorded assistant turn with the tool results and user messages after it.
+ */
+function newBytesPerRound(trajectory: readonly ChatMessage[], opening: number): number[] {
+  const rounds: number[] = [];
+  for (const message of trajectory.slice(opening)) {
+    if (message.role === 'assistant') rounds.push(0);
+    rounds[rounds.length - 1] = (rounds.at(-1) ?? 0) + jsonBytes(message);
+  }
+  return rounds;
+}
+
+interface RoundHistory {
+  /** Protobuf bytes of the events of each round: from its chat activity's scheduling to the next one's (the last round: to the end). */
+  bytes: number[];
+  /** Bytes of each round's chat request as it stands in history (a claim, or the payload itself). */
+  chatInHistory: number[];
+  /** Bytes of each round's chat request itself (a claim records the size of what it stands for). */
+  chatRequest: number[];
+}
+
+function historyPerRound(events: readonly temporal.api.history.v1.IHistoryEvent[]): RoundHistory {
+  const rounds: RoundHistory = { bytes: [], chatInHistory: [], chatRequest: [] };
+  for (const event of events) {
+    const scheduled = event.activityTaskScheduledEventAttributes;
+    if (scheduled?.activityType?.name === 'chat') {
+      const [payload] = scheduled.input?.payloads ?? [];
+      const size = payload === undefined ? 0 : Payload.encode(payload).finish().length;
+      const claimed = payload?.externalPayloads?.[0]?.sizeBytes;
+      rounds.bytes.push(0);
+      rounds.chatInHistory.push(size);
+      rounds.chatRequest.push(claimed === undefined || claimed === null ? size : Number(claimed));
+    }
+    const last = rounds.bytes.length - 1;
+    if (last >= 0) rounds.bytes[last] = (rounds.bytes[last] ?? 0) + HistoryEvent.encode(event).finish().length;
+  }
+  return rounds;
+}
+
+function directoryBytes(directory: string): number {
+  return readdirSync(directory, { recursive: true, withFileTypes: true })
+    .filter((entry) => entry.isFile())
+    .reduce((sum, entry) => sum + statSync(join(entry.parentPath, entry.name)).size, 0);
+}
+
+describe('a long agent run with the payload store', { timeout: 900_000 }, () => {
+  let dir: string;
+  let store: string;
+  const name = longRunName(STORE_RUN);
+  const trajectory = generateLongRun(STORE_RUN);
+
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'long-run-store-'));
+    store = mkdtempSync(join(tmpdir(), 'long-run-store-objects-'));
+    writeFileSync(join(dir, `${name}.json`), JSON.stringify(trajectory));
+  });
+  afterAll(() => {
+    rmSync(dir, { recursive: true, force: true });
+    rmSync(store, { recursive: true, force: true });
+  });
+
+  it('200 rounds with a 16 KB tool result each (3.5 MB of transcript): history grows by what each round adds, not by the window; the store by the new content', async () => {
+    const config = loadConfig({ env: { COMPACTOR_PAYLOAD_STORE: `file:${store}` } });
+    const plugin = compactorPlugin({ config, summarizer: createExtractiveSummarizer(), activities: { trajectoryDir: dir }, searchAttributes: 'skip' });
+    const worker = await Worker.create({ connection: t.nativeConnection, namespace: t.namespace, taskQueue: t.taskQueue, workflowBundle: bundle, plugins: [plugin] });
+    const client = new Client({ connection: t.connection, namespace: t.namespace, plugins: [plugin] });
+    const workflowId = uniqueId('agent-long-store');
+    const opening = openingMessages(trajectory);
+    const result: AgentRunResult = await worker.runUntil(() =>
+      client.workflow.execute(agentRun, {
+        taskQueue: t.taskQueue,
+        workflowId,
+        args: [{ messages: opening, model: { provider: 'replay', trajectory: name, contextWindow: 16_000, maxOutputTokens: 1_000 }, compaction: {}, maxRounds: 1_000 }],
+      }),
+    );
+    expect(result.stopReason).toBe('completed');
+    expect(result.rounds).toBe(STORE_RUN.rounds);
+    const lines = await readSessionLines(client, result.session);
+    expect(replaySession(lines)).toEqual(result.messages);
+
+    const runs = await chainRuns(t, workflowId, (await client.workflow.getHandle(workflowId).describe()).runId);
+    const events: temporal.api.history.v1.IHistoryEvent[] = [];
+    for (const runId of runs) for await (const event of historyEvents(client, workflowId, runId)) events.push(event);
+    expect(events.filter((event) => event.workflowTaskFailedEventAttributes)).toEqual([]);
+    // Every payload over the threshold is a claim.
+    expect(Math.max(...events.flatMap(payloadSizes))).toBeLessThan(config.payloadThreshold);
+
+    // History per round is bounded by what the round adds plus a constant, wherever the run is:
+    // the median round, and every round within twice the constant (compactions, continue-as-new).
+    const added = newBytesPerRound(trajectory, opening.length);
+    const history = historyPerRound(events);
+    expect(history.bytes).toHaveLength(STORE_RUN.rounds);
+    const excess = history.bytes.map((bytes, round) => bytes - (added[round] ?? 0));
+    expect(median(excess)).toBeLessThanOrEqual(ROUND_OVERHEAD_BYTES);
+    expect(Math.max(...excess)).toBeLessThanOrEqual(2 * ROUND_OVERHEAD_BYTES);
+    // Not by the window: every chat request (the whole context, ~36 KB) stands in history as a claim
+    // of the same few hundred bytes. (Inline, the codec would deflate it to ~10 KB: the median bound
+    // above alone would not see that, this does.)
+    expect(Math.max(...history.chatInHistory)).toBeLessThanOrEqual(CLAIM_BYTES);
+    // The bounds are not vacuous: with each chat request inline in place of its claim, the median round would break the first.
+    const inline = excess.map((bytes, round) => bytes - (history.chatInHistory[round] ?? 0) + (history.chatRequest[round] ?? 0));
+    expect(median(inline)).toBeGreaterThan(ROUND_OVERHEAD_BYTES);
+
+    // The store grows with the run's new content (its transcript, every line once): at most 1.5×.
+    const transcriptBytes = lines.reduce((sum, line) => sum + jsonBytes(line), 0);
+    expect(directoryBytes(store)).toBeLessThanOrEqual(1.5 * transcriptBytes);
   });
 });
