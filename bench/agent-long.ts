@@ -127,6 +127,8 @@ interface ChainFigures {
   workflowTasksFailed: number;
   /** The first failed workflow task's cause and message, if any. */
   firstTaskFailure: string | undefined;
+  /** Events and their bytes by kind: the event type, with the activity's name for activity events. */
+  byKind: Record<string, { events: number; bytes: number }>;
 }
 
 interface SideFigures {
@@ -186,18 +188,43 @@ function eventMs(event: temporal.api.history.v1.IHistoryEvent): number {
   return seconds * 1000 + Math.floor((event.eventTime?.nanos ?? 0) / 1e6);
 }
 
+const EVENT_TYPE_NAMES = proto.temporal.api.enums.v1.EventType;
+
+/** `ActivityTaskScheduled chat`, `WorkflowTaskCompleted`, ...: the event type, and for activity events the activity. */
+function eventKind(event: temporal.api.history.v1.IHistoryEvent, activities: Map<string, string>): string {
+  const type = typeof event.eventType === 'number' ? (EVENT_TYPE_NAMES[event.eventType] ?? String(event.eventType)) : String(event.eventType);
+  const name = type.replace(/^EVENT_TYPE_/, '').toLowerCase().replace(/(?:^|_)([a-z])/g, (_, letter: string) => letter.toUpperCase());
+  const scheduled = event.activityTaskScheduledEventAttributes;
+  if (scheduled !== undefined && scheduled !== null) {
+    const activity = scheduled.activityType?.name ?? '?';
+    activities.set(String(event.eventId), activity);
+    return `${name} ${activity}`;
+  }
+  const scheduledId =
+    event.activityTaskStartedEventAttributes?.scheduledEventId ??
+    event.activityTaskCompletedEventAttributes?.scheduledEventId ??
+    event.activityTaskFailedEventAttributes?.scheduledEventId ??
+    event.activityTaskTimedOutEventAttributes?.scheduledEventId;
+  return scheduledId === undefined || scheduledId === null ? name : `${name} ${activities.get(String(scheduledId)) ?? '?'}`;
+}
+
 /** Reads the chain's histories once, event by event (the store-off chain holds hundreds of MB), and sums them up by round. */
 async function chainFigures(client: Client, workflowId: string): Promise<ChainFigures> {
   const runs = await chainRuns(client, workflowId);
-  const figures: ChainFigures = { runs: runs.length, events: 0, historyBytes: 0, roundBytes: [], roundMs: [], startBytes: 0, largestPayload: 0, workflowTasksFailed: 0, firstTaskFailure: undefined };
+  const figures: ChainFigures = { runs: runs.length, events: 0, historyBytes: 0, roundBytes: [], roundMs: [], startBytes: 0, largestPayload: 0, workflowTasksFailed: 0, firstTaskFailure: undefined, byKind: {} };
   let roundStarted: number | undefined;
   let lastEvent = 0;
   for (const [index, runId] of runs.entries()) {
     if (index % 10 === 0) progress(`reading history: run ${index + 1} of ${runs.length}`);
+    const activities = new Map<string, string>();
     for await (const event of historyEvents(client, workflowId, runId)) {
       const bytes = HistoryEvent.encode(event).finish().length;
       figures.events += 1;
       figures.historyBytes += bytes;
+      const kind = eventKind(event, activities);
+      const tally = (figures.byKind[kind] ??= { events: 0, bytes: 0 });
+      tally.events += 1;
+      tally.bytes += bytes;
       lastEvent = eventMs(event);
       if (event.activityTaskScheduledEventAttributes?.activityType?.name === 'chat') {
         if (roundStarted !== undefined) figures.roundMs.push(lastEvent - roundStarted);
@@ -311,7 +338,9 @@ function section(figures: SideFigures[], opts: Options, trajectoryBytes: number,
   const row = (f: SideFigures): string => {
     const c = f.chain;
     const perRound = (q: number) => groupDigits(Math.round(quantile(c.roundBytes, q)));
-    return `| ${f.label} | ${f.outcome} | ${groupDigits(f.rounds)} | ${c.runs} | ${groupDigits(c.events)} | ${mb(c.historyBytes)} | ${perRound(0.5)} | ${perRound(0.99)} | ${groupDigits(Math.max(0, ...c.roundBytes))} | ${groupDigits(c.largestPayload)} | ${c.workflowTasksFailed} | ${groupDigits(Math.round(quantile(c.roundMs, 0.5)))} | ${groupDigits(Math.round(quantile(c.roundMs, 0.99)))} | ${(f.wallMs / 1000).toFixed(0)} | ${groupDigits(Math.round(f.workerPeakRssBytes / 1024 / 1024))} MB |`;
+    const tenth = Math.max(1, Math.floor(c.roundMs.length / 10));
+    const ms = (values: readonly number[], q: number) => groupDigits(Math.round(quantile(values, q)));
+    return `| ${f.label} | ${f.outcome} | ${groupDigits(f.rounds)} | ${c.runs} | ${groupDigits(c.events)} | ${mb(c.historyBytes)} | ${perRound(0.5)} | ${perRound(0.99)} | ${groupDigits(Math.max(0, ...c.roundBytes))} | ${groupDigits(c.largestPayload)} | ${c.workflowTasksFailed} | ${ms(c.roundMs, 0.5)} | ${ms(c.roundMs, 0.99)} | ${ms(c.roundMs.slice(0, tenth), 0.5)} / ${ms(c.roundMs.slice(-tenth), 0.5)} | ${(f.wallMs / 1000).toFixed(0)} | ${groupDigits(Math.round(f.workerPeakRssBytes / 1024 / 1024))} MB |`;
   };
   const storeRow = (f: SideFigures): string | undefined => {
     if (f.store === undefined) return undefined;
@@ -334,8 +363,8 @@ function section(figures: SideFigures[], opts: Options, trajectoryBytes: number,
     '',
     `Command: \`${command}\`. Date: ${date}. Machine: ${machine}.`,
     '',
-    '| store | outcome | rounds | runs | events | history | bytes per round, median | p99 | max | largest payload | workflow tasks failed | ms per round, median | p99 | wall s | worker peak RSS |',
-    '|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
+    '| store | outcome | rounds | runs | events | history | bytes per round, median | p99 | max | largest payload | workflow tasks failed | ms per round, median | p99 | median, first / last tenth | wall s | worker peak RSS |',
+    '|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
     ...figures.map(row),
     '',
     'Store against the run\'s new content (its transcript as read back: every message and compaction record once, JSON):',
@@ -344,8 +373,31 @@ function section(figures: SideFigures[], opts: Options, trajectoryBytes: number,
     '|---|--:|--:|--:|--:|',
     ...figures.map(storeRow).filter((line): line is string => line !== undefined),
     '',
+    'Where the history goes, by event (the activity named for activity events), per round: events, and their bytes on average:',
+    '',
+    kindTable(figures),
+    '',
     END_MARKER,
   ].join('\n');
+}
+
+function kindTable(figures: readonly SideFigures[]): string {
+  const kinds = [...new Set(figures.flatMap((f) => Object.keys(f.chain.byKind)))];
+  const total = (kind: string) => figures.reduce((sum, f) => sum + (f.chain.byKind[kind]?.bytes ?? 0), 0);
+  kinds.sort((a, b) => total(b) - total(a));
+  const lines = [
+    `| event | ${figures.map((f) => `${f.label}: per round | bytes each | share of history`).join(' | ')} |`,
+    `|---|${figures.map(() => '--:|--:|--:').join('|')}|`,
+  ];
+  for (const kind of kinds) {
+    const cells = figures.map((f) => {
+      const tally = f.chain.byKind[kind];
+      if (tally === undefined) return '– | – | –';
+      return `${(tally.events / Math.max(1, f.rounds)).toFixed(2)} | ${groupDigits(Math.round(tally.bytes / tally.events))} | ${((100 * tally.bytes) / f.chain.historyBytes).toFixed(1)}%`;
+    });
+    lines.push(`| ${kind} | ${cells.join(' | ')} |`);
+  }
+  return lines.join('\n');
 }
 
 function writeReadme(text: string): void {
