@@ -175,9 +175,9 @@ function section(rows: Row[], machine: string, corpusLabel: string): string {
     'slightly more per round. `ContextExhausted` runs hit a recorded tool result bigger than the whole',
     'room (moto-pr_6055\'s 100,266-char read at round 2, the `find` of 650,000 characters in generated_huge-result, and jackson-databind-4304\'s 666,865 with the extended corpus);',
     'their figures stop there, and that single result also exceeds Temporal\'s 512 KB payload warning',
-    '(the hard limit is 2 MB). The next step is to keep the conversation out of the activity inputs',
-    '(the activity fetches it from a store keyed by the transcript\'s stable message ids), so a round',
-    'costs what it adds, not what the context holds.',
+    '(the hard limit is 2 MB). These runs have the payload store off; with it on',
+    '(`COMPACTOR_PAYLOAD_STORE`) every chat request is a claim and a round costs what it adds, not what',
+    'the context holds: see [Long agent runs](#long-agent-runs-the-payload-store-on-and-off).',
     END_MARKER,
   ].join('\n');
 }
