@@ -9,7 +9,7 @@
 //
 // Run: `npm run bench:agent-long` (uses TEMPORAL_ADDRESS, else starts a dev server);
 // `-- --rounds N --result-chars N --window N` for other sizes; `-- --write` puts the figures into
-// bench/README.md (section "Long agent runs"); raw figures always go to bench/results/agent-long.json.
+// bench/README.md (section "Long agent runs") and the raw ones into bench/results/agent-long.json.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg, tmpdir } from 'node:os';
@@ -488,10 +488,13 @@ async function main(): Promise<void> {
     const machine = `${availableParallelism()} CPUs (${cpus()[0]?.model.trim() ?? 'unknown'}), Node ${process.version}, ${process.platform}/${process.arch}, load average ${loadavg()[0]?.toFixed(1)} at the end`;
     const date = new Date().toISOString().slice(0, 10);
     const newPerRound = quantile(perRound, 0.5);
-    mkdirSync(fileURLToPath(new URL('./results/', import.meta.url)), { recursive: true });
-    writeFileSync(RESULTS, `${JSON.stringify({ command, date, machine, options: opts, trajectoryBytes, newContentPerRoundMedian: newPerRound, figures }, null, 2)}\n`);
     const text = section(figures, opts, trajectoryBytes, newPerRound, machine, date, command);
-    if (opts.write) writeReadme(text);
+    // A trial run (other sizes, no --write) leaves the recorded figures alone.
+    if (opts.write) {
+      mkdirSync(fileURLToPath(new URL('./results/', import.meta.url)), { recursive: true });
+      writeFileSync(RESULTS, `${JSON.stringify({ command, date, machine, options: opts, trajectoryBytes, newContentPerRoundMedian: newPerRound, figures }, null, 2)}\n`);
+      writeReadme(text);
+    }
     process.stdout.write(`${text}\n`);
     for (const f of figures) progress(`${f.label}: transcript replays to the result: ${f.replays}`);
   } finally {
