@@ -23,7 +23,7 @@ export {
   type SummarizeActivitySettings,
 } from './workflows/compact.js';
 export { compactConversation, type CompactConversationInput, type CompactConversationOptions } from './workflows/compact-conversation.js';
-export { invalidInputFailure, type InvalidInputDetails } from './workflows/failures.js';
+export { invalidInputFailure, type InvalidInputDetails } from './shared/failures.js';
 export {
   applySessionLine,
   parseSessionJsonl,

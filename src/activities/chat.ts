@@ -11,7 +11,7 @@ import type { ToolDeclaration } from '../core/request-counter.js';
 import { toProviderMessages, validateMessages } from '../core/schema.js';
 import type { ChatMessage, ToolCall } from '../core/types.js';
 import { createOpenAIClient, describeProviderError, readCompletion, requestCompletion, type OpenAIClientSettings } from '../llm/openai-adapter.js';
-import { failOnInvalidInput } from '../workflows/failures.js';
+import { failOnInvalidInput } from '../shared/failures.js';
 import type { TrajectoryStore } from './trajectories.js';
 import { whileHeartbeating } from './heartbeats.js';
 

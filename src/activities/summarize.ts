@@ -2,7 +2,7 @@
 import { Context } from '@temporalio/activity';
 import { validateMessages } from '../core/schema.js';
 import type { SummarizeRequest, Summarizer, Usage } from '../core/types.js';
-import { failOnInvalidInput } from '../workflows/failures.js';
+import { failOnInvalidInput } from '../shared/failures.js';
 import { whileHeartbeating } from './heartbeats.js';
 import { emptySummaryFailure, toSummarizerFailure } from './to-failure.js';
 

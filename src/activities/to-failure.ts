@@ -2,7 +2,7 @@
 // retry policy acts on (docs/design.md#summarize-activity). Never wraps a cancellation into a failure.
 import { ApplicationFailure } from '@temporalio/common';
 import { classifyError, FailureType, InvalidInputError, retryAfterOf, statusOf, SummarizerError } from '../core/errors.js';
-import { invalidInputFailure } from '../workflows/failures.js';
+import { invalidInputFailure } from '../shared/failures.js';
 
 /** What the workflow side and the UI can read from a summarizer failure's `details[0]`. */
 export interface SummarizerFailureDetails {

@@ -56,7 +56,7 @@ import { SearchAttributeKeys } from '../shared/search-attributes.js';
 import { UNDESCRIBED_WORKER, type WorkerDescription } from '../shared/worker-description.js';
 import { compactWithUsage, needsCompaction, type CompactOptions } from './compact.js';
 import { describeWorker } from './describe-worker.js';
-import { failOnInvalidInput, invalidInputFailure } from './failures.js';
+import { failOnInvalidInput, invalidInputFailure } from '../shared/failures.js';
 
 /** The format of {@link AgentRunCarried}; a run refuses carried state of another version. */
 export const CARRIED_STATE_VERSION = 2;

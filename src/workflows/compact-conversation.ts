@@ -6,7 +6,7 @@ import { describeWorker } from './describe-worker.js';
 import type { ChatMessage, CompactionResult } from '../core/types.js';
 import { driveCompaction, type CompactOptions } from './compact.js';
 import { assertTaskQueueName } from '../core/task-queue.js';
-import { failOnInvalidInput, invalidInputFailure } from './failures.js';
+import { failOnInvalidInput, invalidInputFailure } from '../shared/failures.js';
 
 /** Options of `compactConversation`: those of `compact` without a counter (workflow input is JSON; the character estimator counts). */
 export type CompactConversationOptions = Omit<CompactOptions, 'counter'>;

@@ -15,7 +15,7 @@ import { DEFAULT_PAYLOAD_LIMIT_BYTES, jsonPayloadBytes } from '../core/payload-s
 import { addSummarizerRequest, type SummarizerUsage } from '../core/summarizer-usage.js';
 import { COMPACTION_SPAN_NAME, CompactionMetric, compactionResultKind, compactionSpanAttributes, type SummarizerTally } from '../core/compaction-telemetry.js';
 import { describeWorker } from './describe-worker.js';
-import { failOnInvalidInput } from './failures.js';
+import { failOnInvalidInput } from '../shared/failures.js';
 
 /** Settings of the `summarize` activity a workflow `compact` schedules. All JSON. */
 export interface SummarizeActivitySettings {

@@ -1,4 +1,4 @@
-// Sandbox-safe: the failures both sides of the Temporal layer raise for bad input.
+// Sandbox-safe (shared by workflows and activities): the `Compaction.InvalidInput` failure both sides of the Temporal layer raise for bad input.
 import { ApplicationFailure } from '@temporalio/common';
 import { FailureType, InvalidInputError } from '../core/errors.js';
 
