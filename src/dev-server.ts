@@ -1,6 +1,6 @@
 // A local Temporal dev server (`temporal server start-dev`) for tests, CI and the demo.
 //
-// Node-only: spawns the CLI found (or installed) by scripts/temporal-cli.mjs, binds every port to
+// Node-only: spawns the CLI found (or installed) by src/temporal-cli.ts, binds every port to
 // 127.0.0.1, waits until the frontend answers, makes sure the project's custom search attributes
 // exist, and hands back the address plus a stop() that kills the whole process group.
 // Deliberately independent of src/core.
@@ -13,7 +13,7 @@ import { dirname } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Connection } from '@temporalio/client';
 import { SearchAttributeType } from '@temporalio/common';
-import { resolveTemporalCli } from '../scripts/temporal-cli.mjs';
+import { resolveTemporalCli } from './temporal-cli.js';
 import { COMPACTOR_SEARCH_ATTRIBUTES } from './shared/search-attributes.js';
 import { addSearchAttributes, CLI_TYPE_NAMES, searchAttributeStatus, type HasOperatorService } from './search-attributes.js';
 
