@@ -1,7 +1,7 @@
 // Dev-only (tests and benchmarks; src/ never imports corpus/): a deterministic fake summarizer
 // whose text is derived from the request's length, so the in-process driver, the workflow driver
 // and the benchmarks can be compared byte for byte without a model.
-import { SUMMARY_INSTRUCTION } from '../src/core/transcript.js';
+import { SUMMARY_INSTRUCTION } from '../src/core/compaction/transcript.js';
 import type { ChatMessage, SummarizeOutcome, SummarizeRequest, SummarizeStep, Summarizer } from '../src/index.js';
 
 /** Plain text of content as the transcript shows it: text parts joined, other parts as `[type]`. */

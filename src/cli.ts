@@ -9,7 +9,7 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { Client, type WorkflowHandle } from '@temporalio/client';
 import { ConfigError, configFlagsFromArgs, configParseArgsOptions, loadConfig, type CompactorConfig } from './config.js';
 import { InvalidInputError } from './core/errors.js';
-import { parseDuration } from './core/options.js';
+import { parseDuration } from './core/compaction/options.js';
 import { compactionRecordsFromSession, describeRunUsage, groupDigits, oneLine, renderCompactionTable, type CompactionHistory } from './core/compaction-history.js';
 import type { SessionLine } from './core/session.js';
 import { HISTORY_CHANNEL_ARGS, readSession } from './session-reader.js';

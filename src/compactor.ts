@@ -1,7 +1,7 @@
 // Node (also runs in any JS runtime with timers): the in-process driver of the compaction engine.
-import { compactionSteps, needsCompactionCore, type SummarizeOutcome, type SummarizeStep } from './core/engine.js';
+import { compactionSteps, needsCompactionCore, type SummarizeOutcome, type SummarizeStep } from './core/compaction/engine.js';
 import { classifyError, InvalidInputError, retryAfterOf } from './core/errors.js';
-import { backoffDelayMs, resolveOptions, type CompactionOptions, type ResolvedOptions } from './core/options.js';
+import { backoffDelayMs, resolveOptions, type CompactionOptions, type ResolvedOptions } from './core/compaction/options.js';
 import { defaultCounter } from './core/tokens.js';
 import type { ChatMessage, CompactionResult, Summarizer, TokenCounter } from './core/types.js';
 

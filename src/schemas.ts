@@ -3,7 +3,7 @@
 // other languages.
 //
 // What validates the input at run time is `validateMessages` (src/core/schema.ts: zod for each
-// field, plus rules across fields in code) and `resolveOptions` (src/core/options.ts) with the
+// field, plus rules across fields in code) and `resolveOptions` (src/core/compaction/options.ts) with the
 // activity settings checked by the workflow driver; the result is a TypeScript interface
 // (`CompactionResult`) with no validator at all. So these schemas restate those rules, field for
 // field, with the cross-field rules both as zod refinements and as JSON Schema conditionals;
@@ -74,7 +74,7 @@ const duration = z.union([z.number().nonnegative(), z.string().regex(new RegExp(
 const positiveDuration = z.union([z.number().positive(), z.string().regex(new RegExp(DURATION_PATTERN))]);
 
 /**
- * `compactConversation`'s options: the compaction options (src/core/options.ts, with their
+ * `compactConversation`'s options: the compaction options (src/core/compaction/options.ts, with their
  * defaults), the per-call `target`, and the summarize activity's settings. Unknown fields are
  * ignored (`counter` among them: a counter cannot travel as JSON; the character estimator counts).
  */

@@ -12,7 +12,7 @@ import { compactorPlugin, type CompactorPlugin, type PluginRegistration } from '
 import { ensureSearchAttributesIfAllowed, searchAttributeWarning, type SearchAttributeSetup } from './search-attributes.js';
 import { ConfigError, DEFAULT_TASK_QUEUE, loadConfig, readSettings, TEMPORAL_SETTING_KEYS, temporalEnvVars, type WorkerModeSetting } from './config.js';
 import { summarizerFromConfig } from './summarizers/from-config.js';
-import { parseDuration, type Duration } from './core/options.js';
+import { parseDuration, type Duration } from './core/compaction/options.js';
 import type { Summarizer } from './core/types.js';
 import type { OpenAIClientSettings } from './llm/openai-adapter.js';
 import { payloadConverterFromConfig } from './payloads/index.js';

@@ -3,13 +3,13 @@
 export * from './core/types.js';
 export * from './core/errors.js';
 export { isSticky, toProviderMessages, validateMessages } from './core/schema.js';
-export { resolveOptions, parseDuration, backoffDelayMs, REFERENCE_EXACT, type ElisionEpochs, type ElisionEndsPass, type CompactionOptions, type ResolvedOptions, type Duration, type CallOverrides } from './core/options.js';
+export { resolveOptions, parseDuration, backoffDelayMs, REFERENCE_EXACT, type ElisionEpochs, type ElisionEndsPass, type CompactionOptions, type ResolvedOptions, type Duration, type CallOverrides } from './core/compaction/options.js';
 export { createCharCounter, defaultCounter, messageChars, contentText, type CharCounterOptions } from './core/tokens.js';
-export { elisionStub, isStub, canonicalArguments, planElisions, applyElisions } from './core/elision.js';
-export { findRegions, findCut, removableMask, toolGroups } from './core/regions.js';
-export { SUMMARY_INSTRUCTION, tooLongInstruction, renderTranscript, summarizeRequest, summaryContent, isSummaryMessage, capText } from './core/transcript.js';
-export { SUMMARY_ROOM_SHARE } from './core/economics.js';
-export { compactionSteps, needsCompactionCore, hardTrim, runCompactionSteps, type SummarizeStep, type SummarizeOutcome, type CompactionSteps } from './core/engine.js';
+export { elisionStub, isStub, canonicalArguments, planElisions, applyElisions } from './core/compaction/elision.js';
+export { findRegions, findCut, removableMask, toolGroups } from './core/compaction/regions.js';
+export { SUMMARY_INSTRUCTION, tooLongInstruction, renderTranscript, summarizeRequest, summaryContent, isSummaryMessage, capText } from './core/compaction/transcript.js';
+export { SUMMARY_ROOM_SHARE } from './core/compaction/economics.js';
+export { compactionSteps, needsCompactionCore, hardTrim, runCompactionSteps, type SummarizeStep, type SummarizeOutcome, type CompactionSteps } from './core/compaction/engine.js';
 export {
   compact,
   compactWithUsage,

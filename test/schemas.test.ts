@@ -9,7 +9,7 @@ import { repositoryCorpus } from '../corpus/index.js';
 import { createFakeSummarizer } from './support/conversations.js';
 import { jsonSchemaFiles } from '../scripts/json-schemas.js';
 import { InvalidInputError } from '../src/core/errors.js';
-import { resolveOptions } from '../src/core/options.js';
+import { resolveOptions } from '../src/core/compaction/options.js';
 import { validateMessages } from '../src/core/schema.js';
 import { Compactor, defaultCounter, createExtractiveSummarizer } from '../src/index.js';
 import { compactConversationInputSchema, compactConversationJsonSchemas, compactConversationOptionsSchema, compactionResultSchema } from '../src/schemas.js';

@@ -7,7 +7,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { z } from 'zod';
 import { readSettings } from '../config.js';
 import { ReplayFailureType, ToolFailureType } from '../core/agent-errors.js';
-import { capText } from '../core/transcript.js';
+import { capText } from '../core/compaction/transcript.js';
 import type { ChatMessage } from '../core/types.js';
 import { heartbeating } from './heartbeats.js';
 import type { TrajectoryStore } from './trajectories.js';

@@ -2,7 +2,7 @@
 // settings — validated once, at the edge, into a plain-JSON plan the workflow runs.
 import { z } from 'zod';
 import { InvalidInputError } from './errors.js';
-import { parseDuration, resolveOptions, type CompactionOptions, type Duration } from './options.js';
+import { parseDuration, resolveOptions, type CompactionOptions, type Duration } from './compaction/options.js';
 import { DEFAULT_PAYLOAD_LIMIT_BYTES } from './payload-size.js';
 import { DEFAULT_PRICING, type Pricing } from './run-usage.js';
 import type { ToolDeclaration } from './request-counter.js';

@@ -4,7 +4,7 @@
 // to the transcript (`applySessionLine`), so `replaySession(lines)` equals the live conversation
 // by construction; `recordCompaction` also checks it against the engine's own result.
 import { InvalidInputError } from './errors.js';
-import { removableMask } from './regions.js';
+import { removableMask } from './compaction/regions.js';
 import type { RoundUsage } from './run-usage.js';
 import type { SummarizerUsage } from './summarizer-usage.js';
 import type { ChatMessage, CompactionResult } from './types.js';

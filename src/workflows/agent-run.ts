@@ -42,7 +42,7 @@ import {
   type CompactionHistory,
 } from '../core/compaction-history.js';
 import { FailureType, InvalidInputError } from '../core/errors.js';
-import { parseDuration, type Duration } from '../core/options.js';
+import { parseDuration, type Duration } from '../core/compaction/options.js';
 import { jsonPayloadBytes, utf8Length, type PayloadTooLargeDetails } from '../core/payload-size.js';
 import { backendCounter, preflight, type BackendCounter } from '../core/preflight.js';
 import { addRoundUsage, addSummarizerUsage, type RoundUsage } from '../core/run-usage.js';

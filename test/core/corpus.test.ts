@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { findTrajectory, type Trajectory } from '../../corpus/index.js';
 import { Compactor, defaultCounter, toProviderMessages, validateMessages, type ChatMessage, type CompactionResult } from '../../src/index.js';
-import { REFERENCE_EXACT, resolveOptions, type CompactionOptions } from '../../src/core/options.js';
+import { REFERENCE_EXACT, resolveOptions, type CompactionOptions } from '../../src/core/compaction/options.js';
 import {
   askers,
   assertCompactionInvariants,

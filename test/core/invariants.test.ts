@@ -26,7 +26,7 @@ import {
   type SummarizeStep,
   type TokenCounter,
 } from '../../src/index.js';
-import { aimFor } from '../../src/core/options.js';
+import { aimFor } from '../../src/core/compaction/options.js';
 import {
   SUMMARIZER_BEHAVIOURS,
   assertCompactionInvariants,

@@ -4,7 +4,7 @@
 // replay provider bills the workflow's own BPE count, so a calibrated counter counts exactly what
 // this BPE counter counts) — with the same Compactor engine and the same deterministic summarizer.
 import { Compactor } from '../../src/compactor.js';
-import type { CompactionOptions } from '../../src/core/options.js';
+import type { CompactionOptions } from '../../src/core/compaction/options.js';
 import { pinTask } from '../../src/core/agent-input.js';
 import { createBpeCounter } from '../../src/core/bpe-counter.js';
 import { replayScript } from '../../src/core/trajectory.js';

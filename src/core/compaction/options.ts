@@ -1,9 +1,9 @@
 // Sandbox-safe: compaction options, their defaults (docs/design.md#options) and validation.
 import { z } from 'zod';
-import { InvalidInputError } from './errors.js';
-import { describeIssue } from './schema.js';
-import { defaultCounter } from './tokens.js';
-import type { TokenCounter } from './types.js';
+import { InvalidInputError } from '../errors.js';
+import { describeIssue } from '../schema.js';
+import { defaultCounter } from '../tokens.js';
+import type { TokenCounter } from '../types.js';
 
 /** A duration: milliseconds, or a string such as `'2s'`, `'500ms'`, `'1.5m'`, `'1h'`. */
 export type Duration = number | string;

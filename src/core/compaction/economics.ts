@@ -8,7 +8,7 @@
 import type { Aim, ResolvedOptions } from './options.js';
 import { findCut, lastTurnCut, regionsAt, windowStarts, type Regions } from './regions.js';
 import { isSummaryMessage } from './transcript.js';
-import type { ChatMessage, Elision, TokenCounter } from './types.js';
+import type { ChatMessage, Elision, TokenCounter } from '../types.js';
 
 /**
  * Share of the low-water mark left for the summary when the recent window gives way: the window

@@ -1,6 +1,6 @@
 // Sandbox-safe: tool-call groups, the cut, and the middle (docs/design.md#regions).
-import { isSticky } from './schema.js';
-import type { ChatMessage } from './types.js';
+import { isSticky } from '../schema.js';
+import type { ChatMessage } from '../types.js';
 
 /**
  * Tool-call groups: an assistant turn with `tool_calls` and every later tool result that

@@ -8,9 +8,9 @@ import { epochPays, planWindow, summarizedLastRound, worthStarting } from './eco
 import { applyElisions, planElisions } from './elision.js';
 import { aimFor, type Aim, type CallOverrides, type ResolvedOptions } from './options.js';
 import { findRegions, trimBoundaries, type Regions } from './regions.js';
-import { validateMessages } from './schema.js';
+import { validateMessages } from '../schema.js';
 import { summarizeRequest, summaryContent } from './transcript.js';
-import type { ChatMessage, CompactionResult, Elision, SummarizeRequest, TokenCounter, Usage } from './types.js';
+import type { ChatMessage, CompactionResult, Elision, SummarizeRequest, TokenCounter, Usage } from '../types.js';
 
 /** What the engine asks its driver to do. */
 export interface SummarizeStep {
