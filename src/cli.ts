@@ -14,7 +14,7 @@ import { compactionRecordsFromSession, describeRunUsage, groupDigits, oneLine, r
 import type { SessionLine } from './core/session.js';
 import { HISTORY_CHANNEL_ARGS, readSession } from './session-reader.js';
 import { connectTemporal, TemporalConnectionError } from './temporal-connection.js';
-import { contentText } from './core/tokens.js';
+import { contentText } from './core/counting/tokens.js';
 import { installQuietRuntime, runDemo } from './demo.js';
 import { startCodecServer } from './codec-server.js';
 import { describePayloadStore, payloadConverterFromConfig } from './payloads/index.js';

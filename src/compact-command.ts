@@ -17,7 +17,7 @@ import { resolveOptions } from './core/compaction/options.js';
 import { DEFAULT_PAYLOAD_LIMIT_BYTES, jsonPayloadBytes } from './core/payload-size.js';
 import { validateMessages } from './core/schema.js';
 import { parseSessionJsonl, replaySession } from './core/session.js';
-import { defaultCounter } from './core/tokens.js';
+import { defaultCounter } from './core/counting/tokens.js';
 import type { ChatMessage, CompactionResult } from './core/types.js';
 import { installQuietRuntime } from './demo.js';
 import { payloadConverterFromConfig } from './payloads/index.js';

@@ -2,7 +2,7 @@
 import { compactionSteps, needsCompactionCore, type SummarizeOutcome, type SummarizeStep } from './core/compaction/engine.js';
 import { classifyError, InvalidInputError, retryAfterOf } from './core/errors.js';
 import { backoffDelayMs, resolveOptions, type CompactionOptions, type ResolvedOptions } from './core/compaction/options.js';
-import { defaultCounter } from './core/tokens.js';
+import { defaultCounter } from './core/counting/tokens.js';
 import type { ChatMessage, CompactionResult, Summarizer, TokenCounter } from './core/types.js';
 
 export interface CompactorOptions extends CompactionOptions {

@@ -4,7 +4,7 @@ export * from './core/types.js';
 export * from './core/errors.js';
 export { isSticky, toProviderMessages, validateMessages } from './core/schema.js';
 export { resolveOptions, parseDuration, backoffDelayMs, REFERENCE_EXACT, type ElisionEpochs, type ElisionEndsPass, type CompactionOptions, type ResolvedOptions, type Duration, type CallOverrides } from './core/compaction/options.js';
-export { createCharCounter, defaultCounter, messageChars, contentText, type CharCounterOptions } from './core/tokens.js';
+export { createCharCounter, defaultCounter, messageChars, contentText, type CharCounterOptions } from './core/counting/tokens.js';
 export { elisionStub, isStub, canonicalArguments, planElisions, applyElisions } from './core/compaction/elision.js';
 export { findRegions, findCut, removableMask, toolGroups } from './core/compaction/regions.js';
 export { SUMMARY_INSTRUCTION, tooLongInstruction, renderTranscript, summarizeRequest, summaryContent, isSummaryMessage, capText } from './core/compaction/transcript.js';
@@ -108,11 +108,11 @@ export {
   type CompactionContext,
 } from './core/compaction-history.js';
 export { DEFAULT_PRICING, emptyRunUsage, addRoundUsage, addSummarizerUsage, type Pricing, type RoundUsage, type RunUsage } from './core/run-usage.js';
-export { addSummarizerRequest, type SummarizerUsage } from './core/summarizer-usage.js';
+export { addSummarizerRequest, type SummarizerUsage } from './core/counting/summarizer-usage.js';
 export { backendCounter, preflight, requestCounter, tokenizerCounter, type BackendCounter, type PreflightResult } from './core/preflight.js';
 export { replayScript, openingMessages, type ReplayScript, type RecordedTurn } from './core/trajectory.js';
 export { BUILT_IN_TOOLS, BUILT_IN_TOOL_NAMES, isBuiltInToolName, type BuiltInToolName } from './core/tool-declarations.js';
-export { UsageCounter, type UsageCounterOptions, type UsageCounterState, type UsageCalibrationState } from './core/usage-counter.js';
-export { createBpeCounter, countTextTokens, messageTexts, BPE_ENCODING_NAMES, type BpeCounterOptions, type BpeEncodingName, type TextTokenCounts } from './core/bpe-counter.js';
-export { withRequestFraming, type RequestCounter, type RequestFramingOptions } from './core/request-counter.js';
-export { digestMessages, sha256Hex } from './core/digest.js';
+export { UsageCounter, type UsageCounterOptions, type UsageCounterState, type UsageCalibrationState } from './core/counting/usage-counter.js';
+export { createBpeCounter, countTextTokens, messageTexts, BPE_ENCODING_NAMES, type BpeCounterOptions, type BpeEncodingName, type TextTokenCounts } from './core/counting/bpe-counter.js';
+export { withRequestFraming, type RequestCounter, type RequestFramingOptions } from './core/counting/request-counter.js';
+export { digestMessages, sha256Hex } from './core/counting/digest.js';

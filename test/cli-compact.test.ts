@@ -14,7 +14,7 @@ import { COMPACT_TABLE_HEADER, parseConversation } from '../src/compact-command.
 import { Compactor } from '../src/compactor.js';
 import { groupDigits } from '../src/core/compaction-history.js';
 import { recordCompaction, replaySession, toJsonl, type SessionLine } from '../src/core/session.js';
-import { defaultCounter } from '../src/core/tokens.js';
+import { defaultCounter } from '../src/core/counting/tokens.js';
 import type { ChatMessage, CompactionResult } from '../src/core/types.js';
 import { createExtractiveSummarizer } from '../src/summarizers/extractive.js';
 import { bundleWorkflows, testConnection, uniqueId, withWorker, type TestConnection } from './support/temporal.js';

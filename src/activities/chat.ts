@@ -7,7 +7,7 @@ import { DEFAULT_CHAT_TIMEOUT_MS } from '../config.js';
 import { ChatFailureType, ReplayFailureType } from '../core/agent-errors.js';
 import type { ModelConfig, OpenAIModelConfig, ReplayModelConfig } from '../core/agent-input.js';
 import { requestCounter } from '../core/preflight.js';
-import type { ToolDeclaration } from '../core/request-counter.js';
+import type { ToolDeclaration } from '../core/counting/request-counter.js';
 import { toProviderMessages, validateMessages } from '../core/schema.js';
 import type { ChatMessage, ToolCall } from '../core/types.js';
 import { createOpenAIClient, describeProviderError, readCompletion, requestCompletion, type OpenAIClientSettings } from '../llm/openai-adapter.js';

@@ -4,7 +4,7 @@
 // seconds, past the SDK's deadlock timeout. Counted here, the numbers enter the history once and
 // a replaying worker reads them instead of tokenizing again.
 import { ApplicationFailure } from '@temporalio/common';
-import { BPE_ENCODING_NAMES, countTextTokens, type BpeEncodingName } from '../core/bpe-counter.js';
+import { BPE_ENCODING_NAMES, countTextTokens, type BpeEncodingName } from '../core/counting/bpe-counter.js';
 import { FailureType } from '../core/errors.js';
 
 export interface CountTokensInput {

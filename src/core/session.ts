@@ -6,7 +6,7 @@
 import { InvalidInputError } from './errors.js';
 import { removableMask } from './compaction/regions.js';
 import type { RoundUsage } from './run-usage.js';
-import type { SummarizerUsage } from './summarizer-usage.js';
+import type { SummarizerUsage } from './counting/summarizer-usage.js';
 import type { ChatMessage, CompactionResult } from './types.js';
 
 export interface MessageLine {

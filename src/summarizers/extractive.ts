@@ -1,7 +1,7 @@
 // Sandbox-safe and pure: the built-in offline summarizer. No model, no I/O, no clock: it copies
 // lines out of the transcript the compactor renders (src/core/compaction/transcript.ts) into the four sections.
 import { isSummaryMessage } from '../core/compaction/transcript.js';
-import { contentText } from '../core/tokens.js';
+import { contentText } from '../core/counting/tokens.js';
 import type { ChatMessage, SummarizeRequest, SummarizeResponse, Summarizer } from '../core/types.js';
 
 /** Options of {@link createExtractiveSummarizer}. */

@@ -31,7 +31,7 @@ import type { SessionBatchReceipt } from '../activities/session.js';
 import type { ReplayToolInput } from '../activities/tools.js';
 import { RunFailureType, UpdateFailureType } from '../core/agent-errors.js';
 import { pinTask, planAgentRun, type AgentActivitySettings, type AgentRunInput, type AgentRunPlan, type ResolvedBackend } from '../core/agent-input.js';
-import { messageTexts, type BpeEncodingName } from '../core/bpe-counter.js';
+import { messageTexts, type BpeEncodingName } from '../core/counting/bpe-counter.js';
 import {
   addCompactionRecord,
   compactionRecord,
@@ -47,11 +47,11 @@ import { jsonPayloadBytes, utf8Length, type PayloadTooLargeDetails } from '../co
 import { backendCounter, preflight, type BackendCounter } from '../core/preflight.js';
 import { addRoundUsage, addSummarizerUsage, type RoundUsage } from '../core/run-usage.js';
 import { validateMessages } from '../core/schema.js';
-import type { SummarizerUsage } from '../core/summarizer-usage.js';
+import type { SummarizerUsage } from '../core/counting/summarizer-usage.js';
 import { isBuiltInToolName } from '../core/tool-declarations.js';
 import { applySessionLine, recordCompaction, type SessionBatch, type SessionEntry, type SessionLine, type SessionReference, type SessionSnapshot } from '../core/session.js';
 import type { ChatMessage, CompactionResult, ContentPart } from '../core/types.js';
-import type { UsageCounterState } from '../core/usage-counter.js';
+import type { UsageCounterState } from '../core/counting/usage-counter.js';
 import { SearchAttributeKeys } from '../shared/search-attributes.js';
 import { UNDESCRIBED_WORKER, type WorkerDescription } from '../shared/worker-description.js';
 import { compactWithUsage, needsCompaction, type CompactOptions } from './compact.js';

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { encode as encodeCl100k } from 'gpt-tokenizer/encoding/cl100k_base';
 import { encode as encodeO200k } from 'gpt-tokenizer/encoding/o200k_base';
 import { describe, expect, it } from 'vitest';
-import { BPE_RUN_SLICE, countTextTokens, createBpeCounter } from '../../src/core/bpe-counter.js';
+import { BPE_RUN_SLICE, countTextTokens, createBpeCounter } from '../../src/core/counting/bpe-counter.js';
 import { InvalidInputError } from '../../src/core/errors.js';
 import type { ChatMessage } from '../../src/core/types.js';
 
@@ -15,7 +15,7 @@ const samples = [
   'Hello world',
   'The quick brown fox jumps over the lazy dog.',
   'def fibonacci(n):\n    return n if n < 2 else fibonacci(n - 1) + fibonacci(n - 2)\n',
-  '{"path":"src/core/usage-counter.ts","line":42}',
+  '{"path":"src/core/counting/usage-counter.ts","line":42}',
   'Ünïcödé, 日本語のテキスト, and emoji 🎉👩‍💻',
   'a literal <|endoftext|> and <|im_start|> in a tool result',
   '    indented\n\n\n\ttabs   and   spaces   ',
@@ -74,7 +74,7 @@ describe('createBpeCounter', () => {
   });
 
   it('counts tool calls: their function name and arguments, plus a framing per call', () => {
-    const args = '{"path":"src/core/digest.ts","encoding":"utf8"}';
+    const args = '{"path":"src/core/counting/digest.ts","encoding":"utf8"}';
     const call = { id: 'call_abc', type: 'function' as const, function: { name: 'read_file', arguments: args } };
     const asking: ChatMessage = { role: 'assistant', content: null, tool_calls: [call] };
     const bare: ChatMessage = { role: 'assistant', content: null };

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { Sha256, digestMessagePrefix, digestMessages, serializeMessage, sha256Hex } from '../../src/core/digest.js';
+import { Sha256, digestMessagePrefix, digestMessages, serializeMessage, sha256Hex } from '../../src/core/counting/digest.js';
 import type { ChatMessage } from '../../src/core/types.js';
 
 /** Node's own SHA-256 of the UTF-8 of a string (Buffer.from replaces lone surrogates with U+FFFD, as TextEncoder does). */

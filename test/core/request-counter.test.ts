@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { createBpeCounter } from '../../src/core/bpe-counter.js';
+import { createBpeCounter } from '../../src/core/counting/bpe-counter.js';
 import { InvalidInputError } from '../../src/core/errors.js';
-import { type ToolDeclaration, withRequestFraming } from '../../src/core/request-counter.js';
-import { createCharCounter, defaultCounter } from '../../src/core/tokens.js';
+import { type ToolDeclaration, withRequestFraming } from '../../src/core/counting/request-counter.js';
+import { createCharCounter, defaultCounter } from '../../src/core/counting/tokens.js';
 import type { ChatMessage } from '../../src/core/types.js';
-import { UsageCounter } from '../../src/core/usage-counter.js';
+import { UsageCounter } from '../../src/core/counting/usage-counter.js';
 
 const tools: ToolDeclaration[] = [
   {

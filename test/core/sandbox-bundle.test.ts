@@ -3,10 +3,10 @@ import vm from 'node:vm';
 import { bundleWorkflowCode, DefaultLogger, type LogEntry } from '@temporalio/worker';
 import { injectGlobals } from '@temporalio/worker/lib/workflow/vm-shared.js';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { createBpeCounter } from '../../src/core/bpe-counter.js';
-import { digestMessages } from '../../src/core/digest.js';
-import { withRequestFraming } from '../../src/core/request-counter.js';
-import { UsageCounter } from '../../src/core/usage-counter.js';
+import { createBpeCounter } from '../../src/core/counting/bpe-counter.js';
+import { digestMessages } from '../../src/core/counting/digest.js';
+import { withRequestFraming } from '../../src/core/counting/request-counter.js';
+import { UsageCounter } from '../../src/core/counting/usage-counter.js';
 import { type BpeCountResult, bpeCountWorkflow, sampleConversation } from '../fixtures/workflows/bpe-count.js';
 
 const workflowsPath = fileURLToPath(new URL('../fixtures/workflows/bpe-count.ts', import.meta.url));

@@ -1,12 +1,12 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { createBpeCounter } from '../../src/core/bpe-counter.js';
-import { digestMessagePrefix, digestMessages } from '../../src/core/digest.js';
+import { createBpeCounter } from '../../src/core/counting/bpe-counter.js';
+import { digestMessagePrefix, digestMessages } from '../../src/core/counting/digest.js';
 import { InvalidInputError } from '../../src/core/errors.js';
-import { withRequestFraming } from '../../src/core/request-counter.js';
-import { createCharCounter, defaultCounter } from '../../src/core/tokens.js';
+import { withRequestFraming } from '../../src/core/counting/request-counter.js';
+import { createCharCounter, defaultCounter } from '../../src/core/counting/tokens.js';
 import type { ChatMessage, TokenCounter } from '../../src/core/types.js';
-import { UsageCounter, type UsageCounterState } from '../../src/core/usage-counter.js';
+import { UsageCounter, type UsageCounterState } from '../../src/core/counting/usage-counter.js';
 
 function conversation(length: number, seed = 'm'): ChatMessage[] {
   const messages: ChatMessage[] = [{ role: 'system', content: 'You are a careful assistant.', sticky: true }];

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { bundledTrajectories, extendedCorpusLocation, GENERATED_NAMES, listedNames, repositoryCorpus } from '../../corpus/index.js';
 import { Compactor } from '../../src/compactor.js';
-import { contentText } from '../../src/core/tokens.js';
+import { contentText } from '../../src/core/counting/tokens.js';
 import { summarizeRequest, summaryContent, tooLongInstruction } from '../../src/core/compaction/transcript.js';
 import type { ChatMessage, SummarizeRequest } from '../../src/core/types.js';
 import {

@@ -6,7 +6,7 @@
 import { Compactor } from '../../src/compactor.js';
 import type { CompactionOptions } from '../../src/core/compaction/options.js';
 import { pinTask } from '../../src/core/agent-input.js';
-import { createBpeCounter } from '../../src/core/bpe-counter.js';
+import { createBpeCounter } from '../../src/core/counting/bpe-counter.js';
 import { replayScript } from '../../src/core/trajectory.js';
 import type { ChatMessage } from '../../src/core/types.js';
 import { createExtractiveSummarizer } from '../../src/summarizers/extractive.js';

@@ -2,7 +2,7 @@
 // that shows what a user's workflow sees (docs/design.md#cancellation: `compact` resolves with the hard trim,
 // the caller's next timer rejects with `CancelledFailure`).
 import { isCancellation, sleep } from '@temporalio/workflow';
-import { createCharCounter } from '../../src/core/tokens.js';
+import { createCharCounter } from '../../src/core/counting/tokens.js';
 import type { ChatMessage, CompactionResult } from '../../src/core/types.js';
 import { compact } from '../../src/workflows/compact.js';
 import type { CompactConversationOptions } from '../../src/workflows/compact-conversation.js';

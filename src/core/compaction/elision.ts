@@ -1,6 +1,6 @@
 // Sandbox-safe: observation aging — call identity, eligibility, stubs (docs/design.md#elision).
 import type { Regions } from './regions.js';
-import { contentText, messageChars } from '../tokens.js';
+import { contentText, messageChars } from '../counting/tokens.js';
 import type { ChatMessage, Elision } from '../types.js';
 
 /** Canonical JSON: sorted keys, no whitespace. Arguments that are not JSON stay as they are. */

@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { InvalidInputError } from '../errors.js';
 import { describeIssue } from '../schema.js';
-import { defaultCounter } from '../tokens.js';
+import { defaultCounter } from '../counting/tokens.js';
 import type { TokenCounter } from '../types.js';
 
 /** A duration: milliseconds, or a string such as `'2s'`, `'500ms'`, `'1.5m'`, `'1h'`. */

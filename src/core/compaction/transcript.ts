@@ -1,5 +1,5 @@
 // Sandbox-safe: the summarizer's request — the fixed instruction and the capped transcript (docs/design.md#summarizer-request).
-import { contentText } from '../tokens.js';
+import { contentText } from '../counting/tokens.js';
 import type { ChatMessage, SummarizeRequest } from '../types.js';
 
 /** The fixed instruction: four sections in order, no preamble, no invented facts, exact identifiers. */

@@ -1,5 +1,5 @@
 // Sandbox-safe: the default character estimator and the character measures the engine uses.
-import type { ChatMessage, ContentPart, TokenCounter } from './types.js';
+import type { ChatMessage, ContentPart, TokenCounter } from '../types.js';
 
 /** The text of a message's content: a string, the text parts joined, or '' for null. */
 export function contentText(content: ChatMessage['content']): string {

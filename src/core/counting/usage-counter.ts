@@ -1,9 +1,9 @@
 // Sandbox-safe: a token counter calibrated by what the provider billed (docs/design.md#usage-counter); state is plain JSON.
 import { z } from 'zod';
 import { Sha256, digestMessagePrefix } from './digest.js';
-import { InvalidInputError } from './errors.js';
+import { InvalidInputError } from '../errors.js';
 import { defaultCounter } from './tokens.js';
-import type { ChatMessage, TokenCounter } from './types.js';
+import type { ChatMessage, TokenCounter } from '../types.js';
 
 /** The calibration a {@link UsageCounter} carries across continue-as-new. */
 export interface UsageCalibrationState {

@@ -2,8 +2,8 @@
 import { GptEncoding } from 'gpt-tokenizer/GptEncoding';
 import cl100kBaseRanks from 'gpt-tokenizer/bpeRanks/cl100k_base';
 import o200kBaseRanks from 'gpt-tokenizer/bpeRanks/o200k_base';
-import { InvalidInputError } from './errors.js';
-import type { ChatMessage, TokenCounter } from './types.js';
+import { InvalidInputError } from '../errors.js';
+import type { ChatMessage, TokenCounter } from '../types.js';
 
 /** The BPE vocabularies a counter can use: `o200k_base` (GPT-4o, GPT-4.1, GPT-5, o-series) or `cl100k_base` (GPT-4, GPT-3.5). */
 export type BpeEncodingName = 'o200k_base' | 'cl100k_base';

@@ -1,6 +1,6 @@
 // Sandbox-safe: a complete-request adapter that adds a backend's tool declarations and framing to a counter (docs/design.md#request-framing).
-import { InvalidInputError } from './errors.js';
-import type { ChatMessage, TokenCounter } from './types.js';
+import { InvalidInputError } from '../errors.js';
+import type { ChatMessage, TokenCounter } from '../types.js';
 
 /** An OpenAI chat-completions function tool declaration, as sent in the request's `tools`. */
 export interface ToolDeclaration {

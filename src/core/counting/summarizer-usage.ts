@@ -2,7 +2,7 @@
 // the summaries one compaction asked for. Both drivers add it the same way, so their results stay
 // byte-identical.
 import { defaultCounter } from './tokens.js';
-import type { SummarizeRequest, Usage } from './types.js';
+import type { SummarizeRequest, Usage } from '../types.js';
 
 /** The summarizer's tokens for one compaction: every request that came back with a summary. */
 export interface SummarizerUsage {

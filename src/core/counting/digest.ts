@@ -1,5 +1,5 @@
 // Sandbox-safe: a pure-JS SHA-256 over the UTF-8 of strings, and the digest of a conversation.
-import type { ChatMessage } from './types.js';
+import type { ChatMessage } from '../types.js';
 
 /** SHA-256 round constants (FIPS 180-4 §4.2.2). */
 const ROUND_CONSTANTS = Int32Array.from([
