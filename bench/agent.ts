@@ -15,7 +15,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { startDevServer, type DevServer } from '../src/dev-server.js';
 import { agentRun, compactionRecordsFromSession, createActivities, createExtractiveSummarizer, groupDigits, readSessionLines, type AgentRunWorkflowInput, type CompactionRecord, type SessionReference } from '../src/index.js';
-import { openingMessages } from '../src/core/trajectory.js';
+import { openingMessages } from '../src/core/agent/trajectory.js';
 import { benchmarkCorpus, createTrajectoryDir, type Trajectory } from '../corpus/index.js';
 
 const README = fileURLToPath(new URL('./README.md', import.meta.url));

@@ -21,8 +21,8 @@ import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker } 
 import proto from '@temporalio/proto';
 import { loadConfig } from '../src/config.js';
 import { startDevServer, type DevServer } from '../src/dev-server.js';
-import { groupDigits } from '../src/core/compaction-history.js';
-import { openingMessages } from '../src/core/trajectory.js';
+import { groupDigits } from '../src/core/agent/compaction-history.js';
+import { openingMessages } from '../src/core/agent/trajectory.js';
 import { agentRun, createActivities, createExtractiveSummarizer } from '../src/index.js';
 import { ChunkStoreDriver, codecKey, CompactorCodec, FileBackend, keyringOf, payloadConverterFromConfig, payloadProtoSize, S3Backend, type Keyring, type ObjectBackend } from '../src/payloads/index.js';
 import { chatInputSequence } from '../corpus/chat-inputs.js';

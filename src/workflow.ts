@@ -41,7 +41,7 @@ export {
   type SessionReference,
   type SessionSnapshot,
   type SessionBatch,
-} from './core/session.js';
+} from './core/agent/session.js';
 export { DEFAULT_PAYLOAD_LIMIT_BYTES, jsonPayloadBytes, utf8Length, type PayloadTooLargeDetails } from './core/payload-size.js';
 export { assertTaskQueueName, TASK_QUEUE_MAX_BYTES } from './core/task-queue.js';
 export { COMPACTOR_SEARCH_ATTRIBUTES, COMPACTOR_SEARCH_ATTRIBUTE_NAMES, SearchAttributeKeys, type CompactorSearchAttributeName } from './shared/search-attributes.js';
@@ -85,8 +85,8 @@ export {
   type ReplayModelConfig,
   type ResolvedBackend,
   type Tokenizer,
-} from './core/agent-input.js';
-export { ChatFailureType, ReplayFailureType, ToolFailureType, RunFailureType, UpdateFailureType } from './core/agent-errors.js';
+} from './core/agent/agent-input.js';
+export { ChatFailureType, ReplayFailureType, ToolFailureType, RunFailureType, UpdateFailureType } from './core/agent/agent-errors.js';
 export {
   renderCompactionTable,
   renderCompactionDetails,
@@ -106,12 +106,12 @@ export {
   type CompactionHistory,
   type CompactionTotals,
   type CompactionContext,
-} from './core/compaction-history.js';
-export { DEFAULT_PRICING, emptyRunUsage, addRoundUsage, addSummarizerUsage, type Pricing, type RoundUsage, type RunUsage } from './core/run-usage.js';
+} from './core/agent/compaction-history.js';
+export { DEFAULT_PRICING, emptyRunUsage, addRoundUsage, addSummarizerUsage, type Pricing, type RoundUsage, type RunUsage } from './core/agent/run-usage.js';
 export { addSummarizerRequest, type SummarizerUsage } from './core/counting/summarizer-usage.js';
-export { backendCounter, preflight, requestCounter, tokenizerCounter, type BackendCounter, type PreflightResult } from './core/preflight.js';
-export { replayScript, openingMessages, type ReplayScript, type RecordedTurn } from './core/trajectory.js';
-export { BUILT_IN_TOOLS, BUILT_IN_TOOL_NAMES, isBuiltInToolName, type BuiltInToolName } from './core/tool-declarations.js';
+export { backendCounter, preflight, requestCounter, tokenizerCounter, type BackendCounter, type PreflightResult } from './core/agent/preflight.js';
+export { replayScript, openingMessages, type ReplayScript, type RecordedTurn } from './core/agent/trajectory.js';
+export { BUILT_IN_TOOLS, BUILT_IN_TOOL_NAMES, isBuiltInToolName, type BuiltInToolName } from './core/agent/tool-declarations.js';
 export { UsageCounter, type UsageCounterOptions, type UsageCounterState, type UsageCalibrationState } from './core/counting/usage-counter.js';
 export { createBpeCounter, countTextTokens, messageTexts, BPE_ENCODING_NAMES, type BpeCounterOptions, type BpeEncodingName, type TextTokenCounts } from './core/counting/bpe-counter.js';
 export { withRequestFraming, type RequestCounter, type RequestFramingOptions } from './core/counting/request-counter.js';

@@ -4,7 +4,7 @@
 // the batch and acknowledges it; `readSession` reads the inputs back.
 import { ApplicationFailure } from '@temporalio/common';
 import { FailureType } from '../core/errors.js';
-import type { SessionBatch } from '../core/session.js';
+import type { SessionBatch } from '../core/agent/session.js';
 
 /** What `recordSession` answers: how many lines it acknowledged and the position after them. */
 export interface SessionBatchReceipt {

@@ -6,7 +6,7 @@ import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
 import { z } from 'zod';
 import { readSettings } from '../config.js';
-import { ReplayFailureType, ToolFailureType } from '../core/agent-errors.js';
+import { ReplayFailureType, ToolFailureType } from '../core/agent/agent-errors.js';
 import { capText } from '../core/compaction/transcript.js';
 import type { ChatMessage } from '../core/types.js';
 import { heartbeating } from './heartbeats.js';

@@ -4,9 +4,9 @@ import { readFile, realpath } from 'node:fs/promises';
 import { isAbsolute, relative, resolve, sep } from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
 import { readSettings } from '../config.js';
-import { ReplayFailureType } from '../core/agent-errors.js';
+import { ReplayFailureType } from '../core/agent/agent-errors.js';
 import { InvalidInputError } from '../core/errors.js';
-import { replayScript, type ReplayScript } from '../core/trajectory.js';
+import { replayScript, type ReplayScript } from '../core/agent/trajectory.js';
 
 /** Finds and caches trajectories by name. */
 export interface TrajectoryStore {

@@ -29,8 +29,8 @@ import type { ChatActivityInput, ChatActivityOutput } from '../activities/chat.j
 import type { CountTokensInput, CountTokensOutput } from '../activities/count-tokens.js';
 import type { SessionBatchReceipt } from '../activities/session.js';
 import type { ReplayToolInput } from '../activities/tools.js';
-import { RunFailureType, UpdateFailureType } from '../core/agent-errors.js';
-import { pinTask, planAgentRun, type AgentActivitySettings, type AgentRunInput, type AgentRunPlan, type ResolvedBackend } from '../core/agent-input.js';
+import { RunFailureType, UpdateFailureType } from '../core/agent/agent-errors.js';
+import { pinTask, planAgentRun, type AgentActivitySettings, type AgentRunInput, type AgentRunPlan, type ResolvedBackend } from '../core/agent/agent-input.js';
 import { messageTexts, type BpeEncodingName } from '../core/counting/bpe-counter.js';
 import {
   addCompactionRecord,
@@ -40,16 +40,16 @@ import {
   oneLine,
   renderCompactionDetails,
   type CompactionHistory,
-} from '../core/compaction-history.js';
+} from '../core/agent/compaction-history.js';
 import { FailureType, InvalidInputError } from '../core/errors.js';
 import { parseDuration, type Duration } from '../core/compaction/options.js';
 import { jsonPayloadBytes, utf8Length, type PayloadTooLargeDetails } from '../core/payload-size.js';
-import { backendCounter, preflight, type BackendCounter } from '../core/preflight.js';
-import { addRoundUsage, addSummarizerUsage, type RoundUsage } from '../core/run-usage.js';
+import { backendCounter, preflight, type BackendCounter } from '../core/agent/preflight.js';
+import { addRoundUsage, addSummarizerUsage, type RoundUsage } from '../core/agent/run-usage.js';
 import { validateMessages } from '../core/schema.js';
 import type { SummarizerUsage } from '../core/counting/summarizer-usage.js';
-import { isBuiltInToolName } from '../core/tool-declarations.js';
-import { applySessionLine, recordCompaction, type SessionBatch, type SessionEntry, type SessionLine, type SessionReference, type SessionSnapshot } from '../core/session.js';
+import { isBuiltInToolName } from '../core/agent/tool-declarations.js';
+import { applySessionLine, recordCompaction, type SessionBatch, type SessionEntry, type SessionLine, type SessionReference, type SessionSnapshot } from '../core/agent/session.js';
 import type { ChatMessage, CompactionResult, ContentPart } from '../core/types.js';
 import type { UsageCounterState } from '../core/counting/usage-counter.js';
 import { SearchAttributeKeys } from '../shared/search-attributes.js';

@@ -24,9 +24,9 @@ import {
   type Cluster,
 } from '../../scripts/cluster/index.js';
 import { createActivities } from '../../src/activities/index.js';
-import { replaySession } from '../../src/core/session.js';
+import { replaySession } from '../../src/core/agent/session.js';
 import { readSessionLines } from '../../src/session-reader.js';
-import { openingMessages } from '../../src/core/trajectory.js';
+import { openingMessages } from '../../src/core/agent/trajectory.js';
 import type { ChatMessage } from '../../src/core/types.js';
 import { DEMO_CONTEXT_WINDOW, DEMO_MAX_OUTPUT_TOKENS, DEMO_TRAJECTORY, installQuietRuntime } from '../../src/demo.js';
 import { COMPACTOR_SEARCH_ATTRIBUTES, searchAttributeTypeName } from '../../src/dev-server.js';

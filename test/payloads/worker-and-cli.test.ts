@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectClient, main } from '../../src/cli.js';
 import { agentRun, parseSessionJsonl } from '../../src/index.js';
-import { openingMessages } from '../../src/core/trajectory.js';
+import { openingMessages } from '../../src/core/agent/trajectory.js';
 import { codecEnvelopeOf, payloadProtoSize } from '../../src/payloads/index.js';
 import { claimOf, historyPayloads, isSdkMetadata } from '../support/history-payloads.js';
 import { testConnection, uniqueId } from '../support/temporal.js';

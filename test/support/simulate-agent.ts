@@ -5,9 +5,9 @@
 // this BPE counter counts) — with the same Compactor engine and the same deterministic summarizer.
 import { Compactor } from '../../src/compactor.js';
 import type { CompactionOptions } from '../../src/core/compaction/options.js';
-import { pinTask } from '../../src/core/agent-input.js';
+import { pinTask } from '../../src/core/agent/agent-input.js';
 import { createBpeCounter } from '../../src/core/counting/bpe-counter.js';
-import { replayScript } from '../../src/core/trajectory.js';
+import { replayScript } from '../../src/core/agent/trajectory.js';
 import type { ChatMessage } from '../../src/core/types.js';
 import { createExtractiveSummarizer } from '../../src/summarizers/extractive.js';
 import { loadTrajectory } from './agent.js';

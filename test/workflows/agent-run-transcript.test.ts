@@ -15,8 +15,8 @@
 // few instead.
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { RunFailureType } from '../../src/core/agent-errors.js';
-import { replaySession } from '../../src/core/session.js';
+import { RunFailureType } from '../../src/core/agent/agent-errors.js';
+import { replaySession } from '../../src/core/agent/session.js';
 import { repositoryCorpus } from '../../corpus/index.js';
 import { openingOf, replayActivities, runAgent, startBackgroundWorker } from '../support/agent.js';
 import { extendedCases } from '../support/corpus.js';

@@ -1,5 +1,5 @@
 // Sandbox-safe: the declarations of the built-in read-only tools, so workflow code can send and count them.
-import type { ToolDeclaration } from './counting/request-counter.js';
+import type { ToolDeclaration } from '../counting/request-counter.js';
 
 /** Names of the built-in tools (`fs_read`, `fs_list`, `grep`), each an activity of the same name. */
 export const BUILT_IN_TOOL_NAMES = ['fs_read', 'fs_list', 'grep'] as const;

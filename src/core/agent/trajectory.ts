@@ -1,9 +1,9 @@
 // Sandbox-safe: a recorded trajectory (the ../shared/corpus format: a JSON array of chat messages)
 // cut into what the replay provider plays back — the opening messages, then one assistant turn per
 // chat call with the recorded results of its tool calls and the user turns that followed it.
-import { InvalidInputError } from './errors.js';
-import { validateMessages } from './schema.js';
-import type { ChatMessage } from './types.js';
+import { InvalidInputError } from '../errors.js';
+import { validateMessages } from '../schema.js';
+import type { ChatMessage } from '../types.js';
 
 /** One recorded assistant turn and what the recording says happened after it. */
 export interface RecordedTurn {

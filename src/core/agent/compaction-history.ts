@@ -3,8 +3,8 @@
 // Markdown the Temporal UI (current details) and the CLI (`temporal-compactor history`) show.
 import { emptyRunUsage, percent, type Pricing, type RunUsage } from './run-usage.js';
 import type { CompactionLine, SessionLine } from './session.js';
-import type { SummarizerUsage } from './counting/summarizer-usage.js';
-import type { CompactionResult } from './types.js';
+import type { SummarizerUsage } from '../counting/summarizer-usage.js';
+import type { CompactionResult } from '../types.js';
 
 /** What a compaction did, in one word: summarized the middle, hard-trimmed it, only elided tool output, or nothing. */
 export type CompactionKind = 'summary' | 'trim' | 'elision' | 'none';

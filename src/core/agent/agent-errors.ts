@@ -1,5 +1,5 @@
 // Sandbox-safe: failure types of the agent loop (`agentRun`), its `chat` activity and its tools.
-import { FailureType } from './errors.js';
+import { FailureType } from '../errors.js';
 
 /** Failure types raised by the `chat` activity. List `Chat.Rejected` in `nonRetryableErrorTypes`. */
 export const ChatFailureType = {

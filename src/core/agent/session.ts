@@ -3,11 +3,11 @@
 // The live conversation of an agent run is *derived* by applying the same lines that are written
 // to the transcript (`applySessionLine`), so `replaySession(lines)` equals the live conversation
 // by construction; `recordCompaction` also checks it against the engine's own result.
-import { InvalidInputError } from './errors.js';
-import { removableMask } from './compaction/regions.js';
+import { InvalidInputError } from '../errors.js';
+import { removableMask } from '../compaction/regions.js';
 import type { RoundUsage } from './run-usage.js';
-import type { SummarizerUsage } from './counting/summarizer-usage.js';
-import type { ChatMessage, CompactionResult } from './types.js';
+import type { SummarizerUsage } from '../counting/summarizer-usage.js';
+import type { ChatMessage, CompactionResult } from '../types.js';
 
 export interface MessageLine {
   type: 'message';

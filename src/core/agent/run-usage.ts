@@ -2,7 +2,7 @@
 // (prompt, cached prompt, completion), the summarizer's, and an estimate of the input billed under
 // prompt caching, the model `bench:cost` measures with: uncached + cachedInput × cached +
 // summarizerInput × the summarizer's prompt, in uncached-input-token equivalents.
-import type { SummarizerUsage } from './counting/summarizer-usage.js';
+import type { SummarizerUsage } from '../counting/summarizer-usage.js';
 
 /** Prices relative to one uncached input token of the agent's model. */
 export interface Pricing {

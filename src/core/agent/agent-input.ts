@@ -1,15 +1,15 @@
 // Sandbox-safe: the input of `agentRun` (docs/design.md#agent-run) — model configs, tools, compaction and activity
 // settings — validated once, at the edge, into a plain-JSON plan the workflow runs.
 import { z } from 'zod';
-import { InvalidInputError } from './errors.js';
-import { parseDuration, resolveOptions, type CompactionOptions, type Duration } from './compaction/options.js';
-import { DEFAULT_PAYLOAD_LIMIT_BYTES } from './payload-size.js';
+import { InvalidInputError } from '../errors.js';
+import { parseDuration, resolveOptions, type CompactionOptions, type Duration } from '../compaction/options.js';
+import { DEFAULT_PAYLOAD_LIMIT_BYTES } from '../payload-size.js';
 import { DEFAULT_PRICING, type Pricing } from './run-usage.js';
-import type { ToolDeclaration } from './counting/request-counter.js';
-import { describeIssue, isSticky, validateMessages } from './schema.js';
-import { assertTaskQueueName } from './task-queue.js';
+import type { ToolDeclaration } from '../counting/request-counter.js';
+import { describeIssue, isSticky, validateMessages } from '../schema.js';
+import { assertTaskQueueName } from '../task-queue.js';
 import { BUILT_IN_TOOLS, isBuiltInToolName } from './tool-declarations.js';
-import type { ChatMessage } from './types.js';
+import type { ChatMessage } from '../types.js';
 
 /** How the workflow counts tokens for a backend when no billed number covers the messages. */
 export type Tokenizer = 'o200k_base' | 'cl100k_base' | 'chars';

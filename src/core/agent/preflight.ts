@@ -1,11 +1,11 @@
 // Sandbox-safe: the agent loop's per-attempt preflight (docs/design.md#preflight) — each backend's usable room and
 // counter, in that backend's own units, and which backend a round aims at and calls.
 import type { ResolvedBackend, Tokenizer } from './agent-input.js';
-import { createBpeCounter, type TextTokenCounts } from './counting/bpe-counter.js';
-import { withRequestFraming, type ToolDeclaration } from './counting/request-counter.js';
-import { createCharCounter } from './counting/tokens.js';
-import type { ChatMessage, TokenCounter } from './types.js';
-import { UsageCounter, type UsageCounterState } from './counting/usage-counter.js';
+import { createBpeCounter, type TextTokenCounts } from '../counting/bpe-counter.js';
+import { withRequestFraming, type ToolDeclaration } from '../counting/request-counter.js';
+import { createCharCounter } from '../counting/tokens.js';
+import type { ChatMessage, TokenCounter } from '../types.js';
+import { UsageCounter, type UsageCounterState } from '../counting/usage-counter.js';
 
 /** One backend's counting: a calibrated counter of complete requests and the room it leaves the conversation. */
 export interface BackendCounter {
