@@ -14,7 +14,7 @@ import { compactionKind, groupDigits } from './core/agent/compaction-history.js'
 import { needsCompactionCore } from './core/compaction/engine.js';
 import { InvalidInputError } from './core/errors.js';
 import { resolveOptions } from './core/compaction/options.js';
-import { DEFAULT_PAYLOAD_LIMIT_BYTES, jsonPayloadBytes } from './core/payload-size.js';
+import { DEFAULT_PAYLOAD_LIMIT_BYTES, jsonPayloadBytes } from './core/limits/payload-size.js';
 import { validateMessages } from './core/schema.js';
 import { parseSessionJsonl, replaySession } from './core/agent/session.js';
 import { defaultCounter } from './core/counting/tokens.js';

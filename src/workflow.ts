@@ -42,8 +42,8 @@ export {
   type SessionSnapshot,
   type SessionBatch,
 } from './core/agent/session.js';
-export { DEFAULT_PAYLOAD_LIMIT_BYTES, jsonPayloadBytes, utf8Length, type PayloadTooLargeDetails } from './core/payload-size.js';
-export { assertTaskQueueName, TASK_QUEUE_MAX_BYTES } from './core/task-queue.js';
+export { DEFAULT_PAYLOAD_LIMIT_BYTES, jsonPayloadBytes, utf8Length, type PayloadTooLargeDetails } from './core/limits/payload-size.js';
+export { assertTaskQueueName, TASK_QUEUE_MAX_BYTES } from './core/limits/task-queue.js';
 export { COMPACTOR_SEARCH_ATTRIBUTES, COMPACTOR_SEARCH_ATTRIBUTE_NAMES, SearchAttributeKeys, type CompactorSearchAttributeName } from './shared/search-attributes.js';
 export { UNDESCRIBED_WORKER, type WorkerDescription } from './shared/worker-description.js';
 export { describeWorker } from './workflows/describe-worker.js';

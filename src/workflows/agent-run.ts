@@ -43,7 +43,7 @@ import {
 } from '../core/agent/compaction-history.js';
 import { FailureType, InvalidInputError } from '../core/errors.js';
 import { parseDuration, type Duration } from '../core/compaction/options.js';
-import { jsonPayloadBytes, utf8Length, type PayloadTooLargeDetails } from '../core/payload-size.js';
+import { jsonPayloadBytes, utf8Length, type PayloadTooLargeDetails } from '../core/limits/payload-size.js';
 import { backendCounter, preflight, type BackendCounter } from '../core/agent/preflight.js';
 import { addRoundUsage, addSummarizerUsage, type RoundUsage } from '../core/agent/run-usage.js';
 import { validateMessages } from '../core/schema.js';

@@ -1,11 +1,11 @@
 // Sandbox-safe: the standalone workflow `compactConversation` — one compaction by name, from any client or SDK.
 import { ApplicationFailure } from '@temporalio/common';
 import { FailureType, InvalidInputError } from '../core/errors.js';
-import { DEFAULT_PAYLOAD_LIMIT_BYTES, jsonPayloadBytes, type PayloadTooLargeDetails } from '../core/payload-size.js';
+import { DEFAULT_PAYLOAD_LIMIT_BYTES, jsonPayloadBytes, type PayloadTooLargeDetails } from '../core/limits/payload-size.js';
 import { describeWorker } from './describe-worker.js';
 import type { ChatMessage, CompactionResult } from '../core/types.js';
 import { driveCompaction, type CompactOptions } from './compact.js';
-import { assertTaskQueueName } from '../core/task-queue.js';
+import { assertTaskQueueName } from '../core/limits/task-queue.js';
 import { failOnInvalidInput, invalidInputFailure } from '../shared/failures.js';
 
 /** Options of `compactConversation`: those of `compact` without a counter (workflow input is JSON; the character estimator counts). */

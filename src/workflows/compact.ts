@@ -11,7 +11,7 @@ import { FailureType, InvalidInputError } from '../core/errors.js';
 import { MAX_RETRY_BACKOFF_MS, REFERENCE_EXACT, parseDuration, resolveOptions, type CompactionOptions, type Duration, type ResolvedOptions } from '../core/compaction/options.js';
 import type { ChatMessage, CompactionResult, TokenCounter } from '../core/types.js';
 import type { CompactorActivities } from '../activities/index.js';
-import { DEFAULT_PAYLOAD_LIMIT_BYTES, jsonPayloadBytes } from '../core/payload-size.js';
+import { DEFAULT_PAYLOAD_LIMIT_BYTES, jsonPayloadBytes } from '../core/limits/payload-size.js';
 import { addSummarizerRequest, type SummarizerUsage } from '../core/counting/summarizer-usage.js';
 import { COMPACTION_SPAN_NAME, CompactionMetric, compactionResultKind, compactionSpanAttributes, type SummarizerTally } from '../core/compaction-telemetry.js';
 import { describeWorker } from './describe-worker.js';

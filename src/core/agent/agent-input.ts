@@ -3,11 +3,11 @@
 import { z } from 'zod';
 import { InvalidInputError } from '../errors.js';
 import { parseDuration, resolveOptions, type CompactionOptions, type Duration } from '../compaction/options.js';
-import { DEFAULT_PAYLOAD_LIMIT_BYTES } from '../payload-size.js';
+import { DEFAULT_PAYLOAD_LIMIT_BYTES } from '../limits/payload-size.js';
 import { DEFAULT_PRICING, type Pricing } from './run-usage.js';
 import type { ToolDeclaration } from '../counting/request-counter.js';
 import { describeIssue, isSticky, validateMessages } from '../schema.js';
-import { assertTaskQueueName } from '../task-queue.js';
+import { assertTaskQueueName } from '../limits/task-queue.js';
 import { BUILT_IN_TOOLS, isBuiltInToolName } from './tool-declarations.js';
 import type { ChatMessage } from '../types.js';
 

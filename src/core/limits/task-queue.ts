@@ -1,7 +1,7 @@
 // Sandbox-safe: task queue names checked before a workflow schedules anything on them. The server
 // refuses to schedule an activity on a name over its length limit, and the SDK fails the workflow
 // task when it does, again at every retry: the run would wedge instead of failing.
-import { InvalidInputError } from './errors.js';
+import { InvalidInputError } from '../errors.js';
 import { utf8Length } from './payload-size.js';
 
 /**
