@@ -40,7 +40,7 @@ describe('the counters in the Temporal workflow bundle', () => {
     for (const name of ['createBpeCounter', 'countTextTokens', 'UsageCounter', 'digestMessages', 'withRequestFraming', 'bpeCountWorkflow']) {
       expect(code).toContain(name);
     }
-    expect(code).toMatch(/src\/core\/bpe-counter\.ts/);
+    expect(code).toMatch(/src\/core\/counting\/bpe-counter\.ts/);
     expect(code).toMatch(/gpt-tokenizer\/esm\/bpeRanks\/o200k_base\.js/);
     expect(code).toMatch(/gpt-tokenizer\/esm\/bpeRanks\/cl100k_base\.js/);
     // the eager per-encoding modules are not pulled in: only the rank tables and GptEncoding
