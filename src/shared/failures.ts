@@ -1,6 +1,11 @@
-// Sandbox-safe (shared by workflows and activities): the `Compaction.InvalidInput` failure both sides of the Temporal layer raise for bad input.
-import { ApplicationFailure } from '@temporalio/common';
+// Sandbox-safe (shared by workflows and activities): the failures both sides of the Temporal layer
+// raise — `Compaction.InvalidInput` for bad input, `RunFailed.PayloadTooLarge` — and how a failed
+// activity reads in a message.
+import { ActivityFailure, ApplicationFailure } from '@temporalio/common';
+import { RunFailureType } from '../core/agent/agent-errors.js';
+import { groupDigits } from '../core/agent/compaction-history.js';
 import { FailureType, InvalidInputError } from '../core/errors.js';
+import type { PayloadTooLargeDetails } from '../core/limits/payload-size.js';
 
 /** What `details[0]` of a `Compaction.InvalidInput` failure holds. */
 export interface InvalidInputDetails {
@@ -26,4 +31,20 @@ export function failOnInvalidInput<T>(fn: () => T): T {
     if (error instanceof InvalidInputError) throw invalidInputFailure(error);
     throw error;
   }
+}
+
+/** What went wrong in a failed activity (its cause's message: the activity's own failure), or in any other error. */
+export function failureMessage(error: unknown): string {
+  if (error instanceof ActivityFailure) return error.cause?.message ?? error.message;
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** `RunFailed.PayloadTooLarge`, non-retryable: something a run must send inline is over the payload limit and the worker stores no payloads externally. */
+export function payloadTooLargeFailure(details: PayloadTooLargeDetails): ApplicationFailure {
+  return ApplicationFailure.create({
+    type: RunFailureType.PayloadTooLarge,
+    message: `${details.payload} is ${groupDigits(details.bytes)} bytes, over the ${groupDigits(details.limit)}-byte payload limit, and the worker stores no payloads externally: set COMPACTOR_PAYLOAD_STORE (or lower the window)`,
+    nonRetryable: true,
+    details: [details],
+  });
 }

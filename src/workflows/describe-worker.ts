@@ -7,13 +7,12 @@
 // in the workflow at scheduling time, failing the workflow task again and again (a wedge), while a
 // regular activity that no worker has fails after its attempts, and the run goes on.
 import { ActivityFailure, isCancellation, proxyActivities } from '@temporalio/workflow';
+import type { CompactorActivities } from '../activities/index.js';
+import { DESCRIBE_WORKER_ACTIVITY } from '../shared/activity-options.js';
 import { UNDESCRIBED_WORKER, type WorkerDescription } from '../shared/worker-description.js';
 
-const { describeWorker: describe } = proxyActivities<{ describeWorker(): Promise<WorkerDescription> }>({
-  startToCloseTimeout: 10_000,
-  // Bounded even when no worker takes it: the run then goes on as if undescribed.
-  scheduleToCloseTimeout: 60_000,
-  retry: { maximumAttempts: 2, initialInterval: 500 },
+const { describeWorker: describe } = proxyActivities<CompactorActivities>({
+  ...DESCRIBE_WORKER_ACTIVITY,
   summary: 'describe the worker: payload store, search attributes',
 });
 

@@ -1,0 +1,83 @@
+// Sandbox-safe (shared by workflows and the code that configures them): the options of the
+// activities the agent loop and `describeWorker` schedule, with their defaults named. Changing a
+// value here changes the commands a new run records (a recorded history still replays: the server
+// has the options it was given).
+import type { ActivityOptions } from '@temporalio/common';
+import { AGENT_MAXIMUM_RETRY_INTERVAL_MS, type AgentActivitySettings } from '../core/agent/agent-input.js';
+import { parseDuration, type Duration } from '../core/compaction/options.js';
+import { FailureType } from '../core/errors.js';
+
+/**
+ * A worker that stops heartbeating for this long is presumed dead and its attempt is retried
+ * elsewhere: the chat activity and our own tools heartbeat every few seconds, so a killed worker
+ * costs a run about this long, not a whole start-to-close timeout.
+ * @default 10 s
+ */
+export const AGENT_HEARTBEAT_TIMEOUT_MS = 10_000;
+
+/** Attempts of a chat or tool activity when `maximumAttempts` is not set. @default 3 */
+export const DEFAULT_AGENT_ACTIVITY_ATTEMPTS = 3;
+
+/** Wait before the second attempt of a chat or tool activity when `initialInterval` is not set; doubled per attempt. @default '1s' */
+export const DEFAULT_AGENT_RETRY_INTERVAL_MS = 1_000;
+
+/** The timeouts of one kind of agent activity when its settings leave them out. */
+export interface AgentActivityDefaults {
+  /** Deadline of one attempt, in ms. */
+  startToClose: number;
+  /** Heartbeat timeout in ms; undefined: the activity is not expected to heartbeat. */
+  heartbeat: number | undefined;
+}
+
+/** @default '5m' per chat attempt, heartbeats within 10 s (it heartbeats while waiting). */
+export const CHAT_ACTIVITY_DEFAULTS: AgentActivityDefaults = { startToClose: 300_000, heartbeat: AGENT_HEARTBEAT_TIMEOUT_MS };
+/** @default '1m' per attempt of the built-in and replayed tools, which heartbeat within 10 s. */
+export const OUR_TOOL_DEFAULTS: AgentActivityDefaults = { startToClose: 60_000, heartbeat: AGENT_HEARTBEAT_TIMEOUT_MS };
+/** @default '1m' per attempt of your own tool activities, no heartbeat unless `toolActivity.heartbeatTimeout` says so (they may not heartbeat). */
+export const USER_TOOL_DEFAULTS: AgentActivityDefaults = { startToClose: 60_000, heartbeat: undefined };
+
+/**
+ * Timeouts of the loop's own bookkeeping activities (`recordSession`, `countTokens`).
+ * @default '1m' per attempt, 5 attempts from 1 s, doubling up to 30 s; bad input is not retried
+ */
+export const BOOKKEEPING_ACTIVITY: ActivityOptions = {
+  startToCloseTimeout: 60_000,
+  retry: { maximumAttempts: 5, initialInterval: 1_000, backoffCoefficient: 2, maximumInterval: 30_000, nonRetryableErrorTypes: [FailureType.InvalidInput] },
+};
+
+/**
+ * The `describeWorker` activity: answered from the worker's memory, so quick; bounded even when no
+ * worker of the task queue has it (the run then goes on as if undescribed).
+ * @default '10s' per attempt, 2 attempts 500 ms apart, '1m' in all
+ */
+export const DESCRIBE_WORKER_ACTIVITY: ActivityOptions = {
+  startToCloseTimeout: 10_000,
+  scheduleToCloseTimeout: 60_000,
+  retry: { maximumAttempts: 2, initialInterval: 500 },
+};
+
+function ms(value: Duration | undefined, field: string, fallback: number): number {
+  return value === undefined ? fallback : parseDuration(value, field);
+}
+
+/**
+ * The options of a chat or tool activity the loop schedules, from its settings (`field` names them
+ * in errors) and the defaults of its kind. No `nonRetryableErrorTypes`: every failure of ours
+ * that must not be retried (Chat.Rejected, Replay.*, Tool.*, Compaction.InvalidInput) is raised
+ * with `nonRetryable: true`, and the list would be written into every scheduled event of every
+ * round (~150 bytes of history each).
+ */
+export function agentActivityOptions(settings: AgentActivitySettings, field: string, defaults: AgentActivityDefaults): ActivityOptions {
+  const heartbeat = ms(settings.heartbeatTimeout, `${field}.heartbeatTimeout`, defaults.heartbeat ?? 0);
+  return {
+    startToCloseTimeout: Math.max(1, ms(settings.startToCloseTimeout, `${field}.startToCloseTimeout`, defaults.startToClose)),
+    ...(heartbeat > 0 ? { heartbeatTimeout: heartbeat } : {}),
+    retry: {
+      maximumAttempts: settings.maximumAttempts ?? DEFAULT_AGENT_ACTIVITY_ATTEMPTS,
+      initialInterval: Math.max(1, ms(settings.initialInterval, `${field}.initialInterval`, DEFAULT_AGENT_RETRY_INTERVAL_MS)),
+      backoffCoefficient: 2,
+      maximumInterval: AGENT_MAXIMUM_RETRY_INTERVAL_MS,
+    },
+    ...(settings.taskQueue === undefined ? {} : { taskQueue: settings.taskQueue }),
+  };
+}
