@@ -6,19 +6,8 @@
 import { availableParallelism, cpus, loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
-import {
-  Compactor,
-  compactionSteps,
-  defaultCounter,
-  needsCompactionCore,
-  resolveOptions,
-  runCompactionSteps,
-  type ChatMessage,
-  type CompactionResult,
-  type ResolvedOptions,
-  type SummarizeOutcome,
-  type SummarizeStep,
-} from '../src/index.js';
+import { Compactor, defaultCounter, type ChatMessage, type CompactionResult } from '../src/index.js';
+import { compactionSteps, needsCompactionCore, resolveOptions, runCompactionSteps, type ResolvedOptions, type SummarizeOutcome, type SummarizeStep } from '../src/engine.js';
 import { createFakeSummarizer, fakeSummaryText } from '../corpus/fake-summarizer.js';
 import { benchmarkCorpus } from '../corpus/index.js';
 

@@ -22,22 +22,8 @@ import { availableParallelism, cpus, loadavg } from 'node:os';
 import { basename, join, relative, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import {
-  REFERENCE_EXACT,
-  compactionSteps,
-  countTextTokens,
-  createBpeCounter,
-  extractiveSummary,
-  findRegions,
-  needsCompactionCore,
-  resolveOptions,
-  runCompactionSteps,
-  validateMessages,
-  type ChatMessage,
-  type CompactionOptions,
-  type SummarizeStep,
-  type TokenCounter,
-} from '../src/index.js';
+import { REFERENCE_EXACT, createBpeCounter, extractiveSummary, validateMessages, type ChatMessage, type CompactionOptions, type TokenCounter } from '../src/index.js';
+import { compactionSteps, countTextTokens, findRegions, needsCompactionCore, resolveOptions, runCompactionSteps, type SummarizeStep } from '../src/engine.js';
 
 const REPO_ROOT = fileURLToPath(new URL('../', import.meta.url));
 const README = fileURLToPath(new URL('./README.md', import.meta.url));

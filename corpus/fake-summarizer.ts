@@ -2,7 +2,8 @@
 // whose text is derived from the request's length, so the in-process driver, the workflow driver
 // and the benchmarks can be compared byte for byte without a model.
 import { SUMMARY_INSTRUCTION } from '../src/core/compaction/transcript.js';
-import type { ChatMessage, SummarizeOutcome, SummarizeRequest, SummarizeStep, Summarizer } from '../src/index.js';
+import type { ChatMessage, SummarizeRequest, Summarizer } from '../src/index.js';
+import type { SummarizeOutcome, SummarizeStep } from '../src/engine.js';
 
 /** Plain text of content as the transcript shows it: text parts joined, other parts as `[type]`. */
 export function renderedText(content: ChatMessage['content']): string {

@@ -4,7 +4,8 @@
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { commands, main, type CliIo } from '../src/cli.js';
-import { COMPACTION_TABLE_HEADER, groupDigits, parseSessionJsonl, replaySession } from '../src/index.js';
+import { parseSessionJsonl, replaySession } from '../src/index.js';
+import { COMPACTION_TABLE_HEADER, groupDigits } from '../src/engine.js';
 import { openingOf, replayActivities, runAgent, type AgentOutcome } from './support/agent.js';
 import { bundleWorkflows, testConnection, uniqueId, withWorker, type TestConnection } from './support/temporal.js';
 

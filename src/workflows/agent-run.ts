@@ -23,8 +23,6 @@ import { failOnInvalidInput, invalidInputFailure } from '../shared/failures.js';
 import { AgentLoop } from './agent-loop.js';
 
 export * from '../shared/agent-run.js';
-export { SESSION_BATCH_BYTES, WORKFLOW_COUNT_CHARS } from './agent-loop.js';
-export { AGENT_HEARTBEAT_TIMEOUT_MS } from '../shared/activity-options.js';
 
 function userMessageFrom(input: AddUserMessageInput): ChatMessage {
   const content = typeof input === 'string' ? input : input?.content;

@@ -2,19 +2,8 @@
 // preflight (room per backend in its own units, the aim, the backend to call), the compaction
 // table, and how a trajectory is cut into replayable turns.
 import { describe, expect, it } from 'vitest';
-import {
-  BUILT_IN_TOOLS,
-  COMPACTION_TABLE_HEADER,
-  InvalidInputError,
-  backendCounter,
-  planAgentRun,
-  preflight,
-  renderCompactionTable,
-  replayScript,
-  requestCounter,
-  type ChatMessage,
-  type CompactionRecord,
-} from '../../src/index.js';
+import { BUILT_IN_TOOLS, InvalidInputError, type ChatMessage, type CompactionRecord } from '../../src/index.js';
+import { COMPACTION_TABLE_HEADER, backendCounter, planAgentRun, preflight, renderCompactionTable, replayScript, requestCounter } from '../../src/engine.js';
 import { assistant, system, tool, user } from '../support/messages.js';
 
 const replay = { provider: 'replay', trajectory: 't', contextWindow: 10_000, maxOutputTokens: 1_000 } as const;

@@ -2,7 +2,8 @@
 // failed before its fix. Only the API that existed before the fix is used here, so the file runs
 // against the old engine too.
 import { describe, expect, it } from 'vitest';
-import { Compactor, UsageCounter, applyElisions, defaultCounter, findRegions, planElisions, type ChatMessage } from '../../src/index.js';
+import { Compactor, UsageCounter, defaultCounter, type ChatMessage } from '../../src/index.js';
+import { applyElisions, findRegions, planElisions } from '../../src/engine.js';
 import { assistant, charCounter, scriptedSummarizer, system, tool, toolRounds, user, httpError } from '../support/messages.js';
 
 describe('(regression) an elision epoch under a calibrated UsageCounter', () => {

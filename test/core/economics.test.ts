@@ -3,22 +3,8 @@
 // these off, are test/core/engine-rules.test.ts.)
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import {
-  Compactor,
-  REFERENCE_EXACT,
-  SUMMARY_ROOM_SHARE,
-  compactionSteps,
-  defaultCounter,
-  extractiveSummary,
-  needsCompactionCore,
-  resolveOptions,
-  runCompactionSteps,
-  summaryContent,
-  type ChatMessage,
-  type CompactionOptions,
-  type CompactionResult,
-  type TokenCounter,
-} from '../../src/index.js';
+import { Compactor, REFERENCE_EXACT, defaultCounter, extractiveSummary, type ChatMessage, type CompactionOptions, type CompactionResult, type TokenCounter } from '../../src/index.js';
+import { SUMMARY_ROOM_SHARE, compactionSteps, needsCompactionCore, resolveOptions, runCompactionSteps, summaryContent } from '../../src/engine.js';
 import { conversationArb } from '../support/conversations.js';
 import { repositoryCorpus } from '../../corpus/index.js';
 import { extendedCases } from '../support/corpus.js';

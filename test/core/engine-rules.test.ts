@@ -2,15 +2,8 @@
 // compactor here runs with REFERENCE_EXACT — the economic rules of docs/design.md#economics off — so these are the
 // reference's rules exactly (docs/design.md#reference-exact); test/core/economics.test.ts covers the defaults.
 import { describe, expect, it } from 'vitest';
-import {
-  Compactor,
-  InvalidInputError,
-  REFERENCE_EXACT,
-  SUMMARY_INSTRUCTION,
-  elisionStub,
-  findCut,
-  type ChatMessage,
-} from '../../src/index.js';
+import { Compactor, InvalidInputError, REFERENCE_EXACT, type ChatMessage } from '../../src/index.js';
+import { SUMMARY_INSTRUCTION, elisionStub, findCut } from '../../src/engine.js';
 import { assistant, charCounter, httpError, scriptedSummarizer, system, tool, toolRounds, user } from '../support/messages.js';
 
 const fast = { retryBackoff: 1 } as const;

@@ -3,29 +3,8 @@
 import { isDeepStrictEqual } from 'node:util';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import {
-  Compactor,
-  REFERENCE_EXACT,
-  compactionSteps,
-  createCharCounter,
-  defaultCounter,
-  findRegions,
-  hardTrim,
-  needsCompactionCore,
-  resolveOptions,
-  runCompactionSteps,
-  summaryContent,
-  type ChatMessage,
-  type CompactionOptions,
-  type CompactionResult,
-  type ElisionEndsPass,
-  type ElisionEpochs,
-  type ResolvedOptions,
-  type SummarizeOutcome,
-  type SummarizeRequest,
-  type SummarizeStep,
-  type TokenCounter,
-} from '../../src/index.js';
+import { Compactor, REFERENCE_EXACT, createCharCounter, defaultCounter, type ChatMessage, type CompactionOptions, type CompactionResult, type ElisionEndsPass, type ElisionEpochs, type SummarizeRequest, type TokenCounter } from '../../src/index.js';
+import { compactionSteps, findRegions, hardTrim, needsCompactionCore, resolveOptions, runCompactionSteps, summaryContent, type ResolvedOptions, type SummarizeOutcome, type SummarizeStep } from '../../src/engine.js';
 import { aimFor } from '../../src/core/compaction/options.js';
 import {
   SUMMARIZER_BEHAVIOURS,

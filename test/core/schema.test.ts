@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { InvalidInputError, isSticky, parseDuration, resolveOptions, toProviderMessages, validateMessages } from '../../src/index.js';
+import { InvalidInputError, isSticky, toProviderMessages, validateMessages } from '../../src/index.js';
+import { parseDuration, resolveOptions } from '../../src/engine.js';
 
 function errorOf(run: () => unknown): InvalidInputError {
   try {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { Compactor, REFERENCE_EXACT, type ChatMessage, type SessionEntry, type SessionLine } from '../../src/index.js';
+import { Compactor, REFERENCE_EXACT, type ChatMessage, type SessionLine } from '../../src/index.js';
+import { type SessionEntry } from '../../src/engine.js';
 import { parseSessionJsonl, recordCompaction, replaySession, summaryId, toJsonl } from '../../src/core/agent/session.js';
 import { assistant, charCounter, httpError, scriptedSummarizer, system, tool, toolRounds, user } from '../support/messages.js';
 

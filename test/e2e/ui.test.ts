@@ -8,7 +8,8 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { chromium, type Browser, type Frame } from 'playwright-core';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { agentRunStaticMetadata, compactionLine, type AgentRunWorkflowInput } from '../../src/index.js';
+import { type AgentRunWorkflowInput } from '../../src/index.js';
+import { agentRunStaticMetadata, compactionLine } from '../../src/engine.js';
 import { openingOf, replayActivities, runAgent } from '../support/agent.js';
 import { bundleWorkflows, testConnection, uniqueId, withWorker } from '../support/temporal.js';
 

@@ -3,18 +3,8 @@
 // benchmarks share) the deterministic fake summarizer.
 import { isDeepStrictEqual } from 'node:util';
 import fc from 'fast-check';
-import {
-  SUMMARY_ROOM_SHARE,
-  toProviderMessages,
-  validateMessages,
-  type ChatMessage,
-  type CompactionResult,
-  type ContentPart,
-  type ResolvedOptions,
-  type SummarizeRequest,
-  type TokenCounter,
-  type ToolCall,
-} from '../../src/index.js';
+import { toProviderMessages, validateMessages, type ChatMessage, type CompactionResult, type ContentPart, type SummarizeRequest, type TokenCounter, type ToolCall } from '../../src/index.js';
+import { SUMMARY_ROOM_SHARE, type ResolvedOptions } from '../../src/engine.js';
 import { renderedText } from '../../corpus/fake-summarizer.js';
 
 // ---------------------------------------------------------------------------------------------

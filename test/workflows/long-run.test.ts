@@ -12,20 +12,8 @@ import proto, { type temporal } from '@temporalio/proto';
 import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateLongRun, longRunName } from '../../corpus/index.js';
-import {
-  agentRun,
-  compactionRecordsFromSession,
-  compactorPlugin,
-  createActivities,
-  createExtractiveSummarizer,
-  historyEvents,
-  loadConfig,
-  openingMessages,
-  readSessionLines,
-  replaySession,
-  type AgentRunResult,
-  type ChatMessage,
-} from '../../src/index.js';
+import { agentRun, compactionRecordsFromSession, compactorPlugin, createActivities, createExtractiveSummarizer, historyEvents, loadConfig, readSessionLines, replaySession, type AgentRunResult, type ChatMessage } from '../../src/index.js';
+import { openingMessages } from '../../src/engine.js';
 import { bundleWorkflows, testConnection, uniqueId, withWorker, type TestConnection } from '../support/temporal.js';
 
 const LONG_RUN = { rounds: 240, resultChars: 10_000 };

@@ -2,15 +2,8 @@
 // needsCompaction, the activity's UI summary, and how bad input becomes a non-retryable failure.
 import { ApplicationFailure } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
-import {
-  FailureType,
-  needsCompaction,
-  needsCompactionCore,
-  resolveOptions,
-  summarizeActivitySummary,
-  summarizeRequest,
-  type SummarizeStep,
-} from '../../src/workflow.js';
+import { FailureType, needsCompaction } from '../../src/workflow.js';
+import { needsCompactionCore, resolveOptions, summarizeActivitySummary, summarizeRequest, type SummarizeStep } from '../../src/engine.js';
 import { charCounter, toolRounds } from '../support/messages.js';
 
 function failureOf(fn: () => unknown): ApplicationFailure {
