@@ -2,8 +2,7 @@
 // (the recent records and running totals; the whole history is in the transcript) — and the
 // Markdown the Temporal UI (current details) and the CLI (`temporal-compactor history`) show.
 import { emptyRunUsage, percent, type Pricing, type RunUsage } from './run-usage.js';
-import type { CompactionLine, SessionLine } from './session.js';
-import type { SummarizerUsage } from '../counting/summarizer-usage.js';
+import type { CompactionLine, CompactionLineContext, SessionLine } from './session.js';
 import type { CompactionResult } from '../types.js';
 
 /** What a compaction did, in one word: summarized the middle, hard-trimmed it, only elided tool output, or nothing. */
@@ -80,15 +79,8 @@ export function compactionKind(result: { summary: string | null; fallback: boole
   return 'none';
 }
 
-/** Where a compaction ran and what the run had cost by then; see {@link compactionRecord}. */
-export interface CompactionContext {
-  round: number;
-  backend: string;
-  target: number;
-  summarizerUsage?: SummarizerUsage;
-  cacheHitRate?: number;
-  billedInput?: number;
-}
+/** Where a compaction ran and what the run had cost by then: what its compaction line records; see {@link compactionRecord}. */
+export type CompactionContext = CompactionLineContext;
 
 export function compactionRecord({ round, backend, target, summarizerUsage, cacheHitRate, billedInput }: CompactionContext, result: CompactionResult): CompactionRecord {
   return {
