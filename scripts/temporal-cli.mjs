@@ -7,6 +7,7 @@ import { spawnSync } from 'node:child_process';
 import { fileURLToPath, URL } from 'node:url';
 
 const resolver = fileURLToPath(new URL('../src/temporal-cli.ts', import.meta.url));
-const child = spawnSync(process.execPath, ['--import', 'tsx', resolver, ...process.argv.slice(2)], { stdio: 'inherit' });
+// tsx as this project has it, whatever the directory the command is run from.
+const child = spawnSync(process.execPath, ['--import', import.meta.resolve('tsx'), resolver, ...process.argv.slice(2)], { stdio: 'inherit' });
 if (child.error !== undefined) process.stderr.write(`[temporal-cli] could not run ${resolver}: ${child.error.message}\n`);
 process.exitCode = child.status ?? 1;
