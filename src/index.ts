@@ -61,7 +61,7 @@ export {
   type TracingSetting,
 } from './telemetry/tracing.js';
 export { installTelemetryRuntime, activityMetricsInterceptor, RuntimeAlreadyInstalledError, SUMMARIZER_LATENCY_BUCKETS_MS, type TelemetryRuntimeOptions } from './telemetry/metrics.js';
-export { COMPACTION_SPAN_NAME, CompactionSpanAttribute, CompactionMetric, compactionResultKind, type CompactionResultKind } from './core/compaction-telemetry.js';
+export { COMPACTION_SPAN_NAME, CompactionSpanAttribute, CompactionMetric, compactionResultKind, type CompactionResultKind } from './core/compaction/telemetry.js';
 export {
   createWorker,
   runWorker,

@@ -4,7 +4,7 @@
 // activity interceptor here the summarizer's latency and our activities' failures by type.
 import { CancelledFailure, ApplicationFailure, type MetricMeter } from '@temporalio/common';
 import { DefaultLogger, Runtime, type ActivityInterceptorsFactory, type Logger } from '@temporalio/worker';
-import { CompactionMetric } from '../core/compaction-telemetry.js';
+import { CompactionMetric } from '../core/compaction/telemetry.js';
 
 /**
  * Buckets of {@link CompactionMetric.SummarizerLatency}, in milliseconds: a model writes a summary

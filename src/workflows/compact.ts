@@ -13,7 +13,7 @@ import type { ChatMessage, CompactionResult, TokenCounter } from '../core/types.
 import type { CompactorActivities } from '../activities/index.js';
 import { DEFAULT_PAYLOAD_LIMIT_BYTES, jsonPayloadBytes } from '../core/limits/payload-size.js';
 import { addSummarizerRequest, type SummarizerUsage } from '../core/counting/summarizer-usage.js';
-import { COMPACTION_SPAN_NAME, CompactionMetric, compactionResultKind, compactionSpanAttributes, type SummarizerTally } from '../core/compaction-telemetry.js';
+import { COMPACTION_SPAN_NAME, CompactionMetric, compactionResultKind, compactionSpanAttributes, type SummarizerTally } from '../core/compaction/telemetry.js';
 import { describeWorker } from './describe-worker.js';
 import { failOnInvalidInput } from '../shared/failures.js';
 

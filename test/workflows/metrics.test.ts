@@ -10,7 +10,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { DefaultLogger, Worker } from '@temporalio/worker';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { compactConversation, compactorPlugin, installTelemetryRuntime, loadConfig, RuntimeAlreadyInstalledError, SUMMARIZER_LATENCY_BUCKETS_MS } from '../../src/index.js';
-import { COMPACTION_SPAN_NAME, CompactionMetric, CompactionSpanAttribute } from '../../src/core/compaction-telemetry.js';
+import { COMPACTION_SPAN_NAME, CompactionMetric, CompactionSpanAttribute } from '../../src/core/compaction/telemetry.js';
 import { SummarizerError } from '../../src/core/errors.js';
 import { scriptedSummarizer, toolRounds } from '../support/messages.js';
 import { testConnection, uniqueId, type TestConnection } from '../support/temporal.js';

@@ -6,7 +6,7 @@ import { InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@o
 import { bundleWorkflowCode, DefaultLogger, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { agentRun, compactorPlugin, compactorWorkflowsPath, createExtractiveSummarizer, loadConfig, tracingWorkflowInterceptorModules, type AgentRunResult } from '../../src/index.js';
-import { COMPACTION_SPAN_NAME, CompactionSpanAttribute } from '../../src/core/compaction-telemetry.js';
+import { COMPACTION_SPAN_NAME, CompactionSpanAttribute } from '../../src/core/compaction/telemetry.js';
 import { openingOf, trajectoryDir } from '../support/agent.js';
 import { testConnection, uniqueId, type TestConnection } from '../support/temporal.js';
 

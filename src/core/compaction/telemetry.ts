@@ -1,8 +1,8 @@
 // Sandbox-safe: the names and figures a compaction reports to tracing and metrics — the
 // `Compaction` span's attributes and the workflow metrics — shared by the workflow driver, the
 // worker's telemetry and the tests that read them back.
-import type { SummarizerUsage } from './counting/summarizer-usage.js';
-import type { CompactionResult } from './types.js';
+import type { SummarizerUsage } from '../counting/summarizer-usage.js';
+import type { CompactionResult } from '../types.js';
 
 /** The name of the span every workflow compaction records: a child of the workflow's span, parent of its summarize activities. */
 export const COMPACTION_SPAN_NAME = 'Compaction';
