@@ -16,6 +16,7 @@ import {
   continueAsNew,
   isCancellation,
   log,
+  patched,
   proxyActivities,
   setCurrentDetails,
   upsertSearchAttributes,
@@ -62,6 +63,22 @@ import { runToolCalls } from './tool-dispatch.js';
  * @default 128 KiB
  */
 export const SESSION_BATCH_BYTES = 128 * 1024;
+
+/**
+ * The batch size when the worker stores payloads externally: a batch is then a claim in history
+ * whatever its size, and each `recordSession` costs about 1.2 KB of history (its three events and
+ * the workflow task its completion wakes) — at 40 KB of new content a round, 128 KiB batches cost
+ * one every third round. The waiting lines stay in the workflow's memory, so this is still a bound.
+ * @default 1 MiB
+ */
+export const STORED_SESSION_BATCH_BYTES = 1024 * 1024;
+
+/**
+ * Gates what a long run changed after it shipped: larger transcript batches with a payload store
+ * ({@link STORED_SESSION_BATCH_BYTES}), and a token-count cache that forgets the texts compaction
+ * dropped. A run recorded before them replays with the old batches and cache.
+ */
+export const LONG_RUN_PATCH_ID = 'temporal-compactor:long-run-v2';
 
 /**
  * Text the workflow may tokenize itself per round, in characters. More new text than this (a long
@@ -125,6 +142,8 @@ export class AgentLoop {
   private readonly counters: BackendCounter[];
   /** Token counts by text, per BPE encoding of the chain: what this run has counted or was told (`countTokens`). */
   private readonly knownTokens = new Map<BpeEncodingName, Map<string, number>>();
+  /** {@link LONG_RUN_PATCH_ID}, once asked. */
+  private longRunPatched: boolean | undefined;
   private readonly pendingUserMessages: ChatMessage[];
   private rounds: number;
   private roundsThisRun = 0;
@@ -217,6 +236,30 @@ export class AgentLoop {
     this.nextId += 1;
   }
 
+  /** Whether this run has {@link LONG_RUN_PATCH_ID}'s behaviour; asked once, when first needed. */
+  private longRunV2(): boolean {
+    this.longRunPatched ??= patched(LONG_RUN_PATCH_ID);
+    return this.longRunPatched;
+  }
+
+  /** How many bytes of transcript lines wait before they are recorded. */
+  private sessionBatchBytes(): number {
+    return this.worker.externalStorage && this.longRunV2() ? STORED_SESSION_BATCH_BYTES : SESSION_BATCH_BYTES;
+  }
+
+  /**
+   * Forgets the counts of texts no longer in the conversation: without this the cache holds every
+   * text the run ever counted until it continues as new (megabytes on a long run with big tool
+   * results), though a dropped text is never counted again.
+   */
+  private forgetDroppedTexts(): void {
+    if (!this.longRunV2()) return;
+    const live = new Set(this.messages.flatMap((message) => messageTexts(message)));
+    for (const known of this.knownTokens.values()) {
+      for (const text of known.keys()) if (!live.has(text)) known.delete(text);
+    }
+  }
+
   /** Fails the run with `RunFailed.PayloadTooLarge` when `bytes` would be sent inline over the limit. */
   private checkPayload(payload: string, bytes: number): void {
     if (bytes <= this.plan.maxPayloadBytes || this.worker.externalStorage) return;
@@ -230,7 +273,13 @@ export class AgentLoop {
    */
   private async recordSession(): Promise<void> {
     // Without a store a batch must travel inline: at most ¾ of the payload limit (one line may be more, and is checked).
-    const batchBytes = this.worker.externalStorage ? SESSION_BATCH_BYTES : Math.min(SESSION_BATCH_BYTES, Math.floor(this.plan.maxPayloadBytes * 0.75));
+    // With a store (since LONG_RUN_PATCH_ID) everything waiting goes as one batch: a claim whatever
+    // its size, and the waiting lines are bounded by when this is called.
+    const batchBytes = !this.worker.externalStorage
+      ? Math.min(SESSION_BATCH_BYTES, Math.floor(this.plan.maxPayloadBytes * 0.75))
+      : this.longRunV2()
+        ? Number.POSITIVE_INFINITY
+        : SESSION_BATCH_BYTES;
     while (this.unrecorded.length > 0) {
       let bytes = 0;
       let count = 0;
@@ -455,6 +504,7 @@ export class AgentLoop {
     }
     this.entries = entries;
     this.compactions = addCompactionRecord(this.compactions, compactionRecord(context, result));
+    if (result.cutIndex >= 0 || result.fallback) this.forgetDroppedTexts();
   }
 
   private sizeOf(message: ChatMessage): number {
@@ -568,7 +618,7 @@ export class AgentLoop {
       for (const message of answer.userMessages ?? []) this.append(message);
       if (answer.endOfTrajectory === true) return this.finish('completed');
       if (results.length === 0 && (answer.userMessages ?? []).length === 0 && this.pendingUserMessages.length === 0) return this.finish('completed');
-      if (this.unrecordedBytes >= SESSION_BATCH_BYTES) await this.recordSession();
+      if (this.unrecordedBytes >= this.sessionBatchBytes()) await this.recordSession();
     }
   }
 }

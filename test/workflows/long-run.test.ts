@@ -13,7 +13,7 @@ import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateLongRun, longRunName } from '../../corpus/index.js';
 import { agentRun, compactionRecordsFromSession, compactorPlugin, createActivities, createExtractiveSummarizer, historyEvents, loadConfig, readSessionLines, replaySession, type AgentRunResult, type ChatMessage } from '../../src/index.js';
-import { openingMessages } from '../../src/engine.js';
+import { openingMessages, STORED_SESSION_BATCH_BYTES } from '../../src/engine.js';
 import { bundleWorkflows, testConnection, uniqueId, withWorker, type TestConnection } from '../support/temporal.js';
 
 const LONG_RUN = { rounds: 240, resultChars: 10_000 };
@@ -228,5 +228,12 @@ describe('a long agent run with the payload store', { timeout: 900_000 }, () => 
     // The store grows with the run's new content (its transcript, every line once): at most 1.5×.
     const transcriptBytes = lines.reduce((sum, line) => sum + jsonBytes(line), 0);
     expect(directoryBytes(store)).toBeLessThanOrEqual(1.5 * transcriptBytes);
+
+    // With the store a transcript batch is a claim whatever its size, so the run records in large
+    // batches: one per STORED_SESSION_BATCH_BYTES of transcript, plus one where each run of the chain
+    // ends (128 KiB batches would have taken one every ~8 rounds here, 27 in all).
+    const recorded = events.filter((event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'recordSession').length;
+    expect(recorded).toBeGreaterThan(0);
+    expect(recorded).toBeLessThanOrEqual(Math.ceil(transcriptBytes / STORED_SESSION_BATCH_BYTES) + runs.length);
   });
 });
