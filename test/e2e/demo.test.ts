@@ -1,22 +1,7 @@
 // The quick start's main job: `temporal-compactor demo` as a user runs it (a real process), against
 // the suite's dev server (TEMPORAL_ADDRESS), with the built-in offline summarizer.
-import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, inject, it } from 'vitest';
-
-const root = fileURLToPath(new URL('../..', import.meta.url));
-
-function runCli(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+import { runCli } from '../support/cli-process.js';
 
 describe('temporal-compactor demo', () => {
   it('replays the bundled trajectory, compacts several times, prints the table and exits 0', { timeout: 180_000 }, async () => {

@@ -3,12 +3,10 @@
 // objects are; objects only reachable from a deleted run's payloads or from a payload that never
 // reached a history go once older than the grace period; young objects stay. On the file backend
 // (objects aged by their modification time, the CLI's dry run and its defaults), and on S3 (moto).
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync, rmSync, statSync, utimesSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Client, isGrpcServiceError } from '@temporalio/client';
 import { defaultPayloadConverter, StorageDriverClaim } from '@temporalio/common';
 import { msToTs } from '@temporalio/common/lib/time.js';
@@ -21,11 +19,11 @@ import { collectGarbage, DEFAULT_GC_GRACE_MS, totalOf, type GarbageReport } from
 import { collectRetainedClaims } from '../../src/payloads/retained-claims.js';
 import { sealObject, objectId } from '../../src/payloads/sealed-object.js';
 import { historyEvents } from '../../src/session-reader.js';
+import { runCli } from '../support/cli-process.js';
 import { claimOf, historyPayloads } from '../support/history-payloads.js';
 import { bundleWorkflows, testConnection, uniqueId, type TestConnection } from '../support/temporal.js';
 import type { EchoValue, StoreTestActivities, storeEcho } from '../../corpus/store-workflows.js';
 
-const root = fileURLToPath(new URL('../..', import.meta.url));
 const HOUR = 3_600_000;
 const directories: string[] = [];
 afterAll(() => directories.forEach((directory) => rmSync(directory, { recursive: true, force: true })));
@@ -235,18 +233,6 @@ async function claimsOf(s: Scenario): Promise<Set<string>> {
   const retained = await collectRetainedClaims({ clients: [client] });
   expect(retained.runs).toBe(2); // the live and the closed run; the deleted one is not listed any more
   return retained.manifests;
-}
-
-function runCli(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
 }
 
 function filesUnder(directory: string): string[] {
