@@ -8,7 +8,6 @@
 // a file store and a codec key, where the Python side reads and writes our claims and codec with
 // interop/python/compactor_payloads.py — the child's input is a claim Python wrote, its result one
 // TypeScript wrote — and a Python client without that module gets a clear error.
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -27,10 +26,10 @@ import { Compactor, createActivities, createExtractiveSummarizer, type ChatMessa
 import { CODEC_ENCODING, payloadConverterFromConfig } from '../../src/payloads/index.js';
 import { compactConversationInputSchema, compactionResultSchema } from '../../src/schemas.js';
 import { claimOf, metadataOf } from '../support/history-payloads.js';
+import { runPythonScript } from '../support/python-script.js';
 import { bundleWorkflows, testConnection, uniqueId, withWorker, type TestConnection } from '../support/temporal.js';
 
 const CALLER = fileURLToPath(new URL('./python/caller.py', import.meta.url));
-const PYTHON_PATH = fileURLToPath(new URL('../../interop/python/', import.meta.url));
 const WORKFLOWS = fileURLToPath(new URL('../../src/workflows/index.ts', import.meta.url));
 const CONVERSATION = 'openhands_gpt4o_Project-MONAI__MONAI-3715';
 
@@ -72,32 +71,6 @@ interface PythonReport {
     withoutConverter: { ok: true; result: unknown } | { ok: false; class: string; message: string; cause: string | null } | null;
   }>;
   seconds: number;
-}
-
-/** Runs caller.py with `env` (the COMPACTOR_* settings of the mode) and returns its report. */
-function runPythonCaller(python: string, job: object, env: Record<string, string>): Promise<PythonReport> {
-  // Only this mode's settings: none of the test process' own COMPACTOR_* (COMPACTOR_TEST_PAYLOADS runs) may leak in.
-  const base = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('COMPACTOR_')));
-  const child = spawn(python, [CALLER], { env: { ...base, ...env, PYTHONPATH: PYTHON_PATH, PYTHONDONTWRITEBYTECODE: '1' }, stdio: ['pipe', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (text: string) => (stdout += text));
-  child.stderr.setEncoding('utf8').on('data', (text: string) => (stderr = (stderr + text).slice(-6000)));
-  child.stdin.end(JSON.stringify(job));
-  return new Promise((resolve, reject) => {
-    child.on('error', reject);
-    child.on('close', (code, signal) => {
-      if (code !== 0) {
-        reject(new Error(`caller.py ended with ${signal ?? `exit code ${code}`}; its stderr:\n${stderr}`));
-        return;
-      }
-      try {
-        resolve(JSON.parse(stdout) as PythonReport);
-      } catch (error) {
-        reject(new Error(`caller.py printed no report (${String(error)}); its stderr:\n${stderr}`));
-      }
-    });
-  });
 }
 
 type RawEvent = temporal.api.history.v1.IHistoryEvent;
@@ -170,7 +143,7 @@ describe('a Python workflow calls compactConversation as a child workflow', () =
     for (const call of calls) expect(compactConversationInputSchema.safeParse(call.input).success, `${call.name}: the JSON Schema's source accepts the input shape`).toBe(call.name === 'compact');
 
     const report = await withWorker(t, { workflowBundle: bundle, activities: createActivities({ summarizer: createExtractiveSummarizer() }) }, () =>
-      runPythonCaller(python, { address: t.address, namespace: t.namespace, compactorTaskQueue: t.taskQueue, pythonTaskQueue: uniqueId('py-tq'), calls }, env),
+      runPythonScript<PythonReport>(python, CALLER, { address: t.address, namespace: t.namespace, compactorTaskQueue: t.taskQueue, pythonTaskQueue: uniqueId('py-tq'), calls }, env),
     );
     process.stderr.write(`[python-caller] store ${mode}: caller.py ran both calls in ${report.seconds} s\n`);
 

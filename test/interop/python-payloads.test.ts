@@ -4,7 +4,6 @@
 // claim, inline payloads under the current and a retired key) and fails as the TypeScript side does
 // on what it must not read (altered, unknown key, corrupted or missing chunk); TypeScript reads what
 // Python wrote (a claim of 64 KiB slices with a tree node, an encrypted inline payload).
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -19,9 +18,9 @@ import { resolvePythonSdk } from '../../scripts/python-sdk.mjs';
 import { loadConfig } from '../../src/config.js';
 import { CHUNK_STORE_DRIVER_NAME, codecKey, CompactorCodec, keyringOf, payloadConverterFromConfig, payloadProtoSize, type ChunkStoreDriver } from '../../src/payloads/index.js';
 import { claimOf, decodeHistoryPayload } from '../support/history-payloads.js';
+import { runPythonScript } from '../support/python-script.js';
 
 const VECTORS = fileURLToPath(new URL('./python/vectors.py', import.meta.url));
-const PYTHON_PATH = fileURLToPath(new URL('../../interop/python/', import.meta.url));
 const PayloadProto = proto.temporal.api.common.v1.Payload;
 
 const toBase64 = (payload: Payload): string => Buffer.from(PayloadProto.encode(payload).finish()).toString('base64');
@@ -33,23 +32,6 @@ const fromBase64 = (text: string): Payload => {
 interface VectorReport {
   read: Array<{ name: string; ok: true; value: unknown } | { name: string; ok: false; class: string; message: string }>;
   written: Record<string, string>;
-}
-
-function runVectors(python: string, job: object): Promise<VectorReport> {
-  const base = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('COMPACTOR_')));
-  const child = spawn(python, [VECTORS], { env: { ...base, PYTHONPATH: PYTHON_PATH, PYTHONDONTWRITEBYTECODE: '1' }, stdio: ['pipe', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (text: string) => (stdout += text));
-  child.stderr.setEncoding('utf8').on('data', (text: string) => (stderr = (stderr + text).slice(-6000)));
-  child.stdin.end(JSON.stringify(job));
-  return new Promise((resolve, reject) => {
-    child.on('error', reject);
-    child.on('close', (code) => {
-      if (code !== 0) reject(new Error(`vectors.py ended with exit code ${code}; its stderr:\n${stderr}`));
-      else resolve(JSON.parse(stdout) as VectorReport);
-    });
-  });
 }
 
 /** Every file under `dir`, recursively. */
@@ -106,7 +88,7 @@ describe('payload formats between TypeScript and interop/python/compactor_payloa
       { name: 'unknown key', payload: encodedWith(new CompactorCodec({ keyring: keyringOf(codecKey(stranger, 'k-stranger')) }), note) },
       { name: 'missing manifest', payload: missingClaim },
     ];
-    const first = await runVectors(python, { env, read: read.map(({ name, payload }) => ({ name, payload: toBase64(payload) })), write: { big: { messages }, small: note } });
+    const first = await runPythonScript<VectorReport>(python, VECTORS, { env, read: read.map(({ name, payload }) => ({ name, payload: toBase64(payload) })), write: { big: { messages }, small: note } });
     const byName = Object.fromEntries(first.read.map((entry) => [entry.name, entry]));
     expect(byName.claim).toEqual({ name: 'claim', ok: true, value: { messages } });
     expect(byName.inline).toEqual({ name: 'inline', ok: true, value: note });
@@ -127,7 +109,7 @@ describe('payload formats between TypeScript and interop/python/compactor_payloa
 
     // Corrupted chunks: every claim fails on the Python side, naming the object it met.
     for (const path of filesUnder(join(store, 'v1', 'chunks'))) writeFileSync(path, Buffer.concat([readFileSync(path).subarray(0, 40), Buffer.from('garbage')]));
-    const second = await runVectors(python, { env, read: [{ name: 'corrupted', payload: toBase64(corruptedClaim) }, { name: 'claim again', payload: toBase64(claim) }], write: {} });
+    const second = await runPythonScript<VectorReport>(python, VECTORS, { env, read: [{ name: 'corrupted', payload: toBase64(corruptedClaim) }, { name: 'claim again', payload: toBase64(claim) }], write: {} });
     for (const entry of second.read) expect(entry).toMatchObject({ ok: false, class: 'ChunkIntegrityError', message: expect.stringMatching(/^payload store object v1\/chunks\/[0-9a-f]{2}\/[0-9a-f]{2}\/[0-9a-f]{64}: failed authentication/) });
   }, 60_000);
 });
