@@ -13,6 +13,8 @@ import {
   createWorker,
   searchAttributeStatus,
   type AgentRunWorkflowInput,
+  type CompactorWorker,
+  type CompactorWorkerConfig,
 } from '../../src/index.js';
 import { openingOf, trajectoryDir } from '../support/agent.js';
 import { bundleWorkflows, testConnection, uniqueId, withWorker, type TestConnection } from '../support/temporal.js';
@@ -57,8 +59,8 @@ describe('a namespace without our search attributes', { timeout: 180_000 }, () =
     bundle = await bundleWorkflows(new URL('../../src/workflows/index.ts', import.meta.url));
   });
 
-  it('where they cannot be registered (as on Temporal Cloud): the run completes without them, and the worker says so once', async () => {
-    const { namespace, client } = await bareNamespace(t);
+  /** A worker on `namespace` that runs agentRun on the replay model, and the warnings it gives. */
+  async function workerOn(namespace: string, options: Pick<CompactorWorkerConfig, 'registerSearchAttributes'> = {}): Promise<{ worker: CompactorWorker; warnings: string[] }> {
     const warnings: string[] = [];
     const worker = await createWorker({
       connection: t.nativeConnection,
@@ -67,9 +69,15 @@ describe('a namespace without our search attributes', { timeout: 180_000 }, () =
       summarizer: createExtractiveSummarizer(),
       trajectoryDir: trajectoryDir(),
       workflowBundle: bundle,
-      registerSearchAttributes: false,
+      ...options,
       warn: (message) => warnings.push(message),
     });
+    return { worker, warnings };
+  }
+
+  it('where they cannot be registered (as on Temporal Cloud): the run completes without them, and the worker says so once', async () => {
+    const { namespace, client } = await bareNamespace(t);
+    const { worker, warnings } = await workerOn(namespace, { registerSearchAttributes: false });
     expect(worker.searchAttributes).toMatchObject({ present: [], registered: [] });
     expect(worker.searchAttributes?.missing.sort()).toEqual(Object.keys(COMPACTOR_SEARCH_ATTRIBUTES).sort());
     expect(warnings).toHaveLength(1);
@@ -87,16 +95,7 @@ describe('a namespace without our search attributes', { timeout: 180_000 }, () =
 
   it('where the operator API allows it: the worker registers them at start and the run sets them', async () => {
     const { namespace, client } = await bareNamespace(t);
-    const warnings: string[] = [];
-    const worker = await createWorker({
-      connection: t.nativeConnection,
-      namespace,
-      taskQueue: t.taskQueue,
-      summarizer: createExtractiveSummarizer(),
-      trajectoryDir: trajectoryDir(),
-      workflowBundle: bundle,
-      warn: (message) => warnings.push(message),
-    });
+    const { worker, warnings } = await workerOn(namespace);
     expect(worker.searchAttributes?.registered.sort()).toEqual(Object.keys(COMPACTOR_SEARCH_ATTRIBUTES).sort());
     expect(warnings).toEqual([]);
     const workflowId = uniqueId('agent-registered');
