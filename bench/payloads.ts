@@ -28,10 +28,8 @@ import { ChunkStoreDriver, codecKey, CompactorCodec, FileBackend, keyringOf, pay
 import { chatInputSequence } from '../corpus/chat-inputs.js';
 import { startS3Server, type S3TestServer } from '../scripts/s3-test-server.js';
 import type { EchoValue } from '../corpus/store-workflows.js';
+import { writeReadmeSection } from './readme-section.js';
 
-const README = fileURLToPath(new URL('./README.md', import.meta.url));
-const START_MARKER = '<!-- bench:payloads:start -->';
-const END_MARKER = '<!-- bench:payloads:end -->';
 // With the store off a history page holds megabytes of payloads: over gRPC's 4 MB default.
 const LARGE_MESSAGES = { 'grpc.max_receive_message_length': 256 * 1024 * 1024 };
 
@@ -469,15 +467,6 @@ function markdown(growthRows: GrowthRow[], throughput: ThroughputRow[], workflow
   return lines.join('\n');
 }
 
-function writeSection(section: string): void {
-  const text = readFileSync(README, 'utf8');
-  const block = `${START_MARKER}\n${section}\n${END_MARKER}`;
-  const start = text.indexOf(START_MARKER);
-  const end = text.indexOf(END_MARKER);
-  const next = start >= 0 && end > start ? `${text.slice(0, start)}${block}${text.slice(end + END_MARKER.length)}` : `${text.trimEnd()}\n\n${block}\n`;
-  writeFileSync(README, next);
-}
-
 async function main(): Promise<void> {
   Runtime.install({ logger: new DefaultLogger('WARN') });
   const cleanups: Array<() => void | Promise<void>> = [];
@@ -580,7 +569,7 @@ async function main(): Promise<void> {
 
     const machine = `${cpus()[0]?.model ?? 'unknown CPU'}, ${availableParallelism()} cores, Node ${process.version}, ${process.platform}/${process.arch}, load average ${fmt(loadavg()[0] ?? 0)} at the end`;
     const section = markdown(growthRows, throughput, workflowRows, roundRows, machine);
-    writeSection(section);
+    writeReadmeSection('payloads', section);
     process.stdout.write(`${section}\n`);
   } finally {
     await devServer?.stop();

@@ -5,7 +5,6 @@
 // Run: `npm run bench:temporal` (uses TEMPORAL_ADDRESS, else starts a dev server with src/dev-server.ts)
 // on the repository's trajectories; `-- --corpus DIR` (or COMPACTOR_EXTENDED_CORPUS) adds
 // conversations of the extended corpus. Figures are written to bench/README.md, section "Temporal".
-import { readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
@@ -17,6 +16,7 @@ import { Compactor, createActivities, defaultCounter, type ChatMessage, type Com
 import type { compactConversation } from '../src/workflows/index.js';
 import { createFakeSummarizer } from '../corpus/fake-summarizer.js';
 import { benchmarkCorpus, type Trajectory } from '../corpus/index.js';
+import { writeReadmeSection } from './readme-section.js';
 
 /** Timed runs per conversation and driver, after one warm-up run each. */
 const RUNS = 7;
@@ -31,9 +31,6 @@ const FILES = [
 ];
 /** The same shapes from the extended corpus, when it is given (jackson-databind-4304 holds a 666,865-char result). */
 const EXTENDED_FILES = ['sweagent_doubao_fasterxml__jackson-databind-4365', 'claudecode_django__django-11797', 'sweagent_doubao_fasterxml__jackson-databind-4304'];
-const README = fileURLToPath(new URL('./README.md', import.meta.url));
-const START_MARKER = '<!-- bench:temporal:start -->';
-const END_MARKER = '<!-- bench:temporal:end -->';
 
 interface Row {
   name: string;
@@ -142,20 +139,6 @@ function markdown(rows: Row[], machine: string, server: string, corpusLabel: str
   return lines.join('\n');
 }
 
-function writeSection(section: string): void {
-  let text = '';
-  try {
-    text = readFileSync(README, 'utf8');
-  } catch {
-    text = '# Benchmarks\n';
-  }
-  const block = `${START_MARKER}\n${section}\n${END_MARKER}`;
-  const start = text.indexOf(START_MARKER);
-  const end = text.indexOf(END_MARKER);
-  const next = start >= 0 && end > start ? `${text.slice(0, start)}${block}${text.slice(end + END_MARKER.length)}` : `${text.trimEnd()}\n\n${block}\n`;
-  writeFileSync(README, next);
-}
-
 async function main(): Promise<void> {
   Runtime.install({ logger: new DefaultLogger('WARN') });
   // Read the conversations first: a bad --corpus stops here, before a dev server is started.
@@ -212,7 +195,7 @@ async function main(): Promise<void> {
     // The 1-minute load average at the end: on a shared machine the workflow column is what moves.
     const machine = `${cpu}, ${availableParallelism()} cores, Node ${process.version}, ${process.platform}/${process.arch}, load average ${fmt(loadavg()[0] ?? 0)} at the end of the run`;
     const section = markdown(rows, machine, serverLabel, label);
-    writeSection(section);
+    writeReadmeSection('temporal', section);
     process.stdout.write(`${section}\n`);
   } finally {
     await connection.close();
