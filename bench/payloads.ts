@@ -26,6 +26,7 @@ import { openingMessages } from '../src/core/agent/trajectory.js';
 import { agentRun, createActivities, createExtractiveSummarizer } from '../src/index.js';
 import { ChunkStoreDriver, codecKey, CompactorCodec, FileBackend, keyringOf, payloadConverterFromConfig, payloadProtoSize, S3Backend, type Keyring, type ObjectBackend } from '../src/payloads/index.js';
 import { chatInputSequence } from '../corpus/chat-inputs.js';
+import { fillText } from '../corpus/content.js';
 import { startS3Server, type S3TestServer } from '../scripts/s3-test-server.js';
 import type { EchoValue } from '../corpus/store-workflows.js';
 import { writeReadmeSection } from './readme-section.js';
@@ -52,16 +53,11 @@ function temporaryDirectory(): { directory: string; remove: () => void } {
 /** Prose as agents produce it: compressible, but not trivially (fresh words every call). */
 function prose(length: number, seed: number): string {
   const words = ['build', 'failed', 'module', 'import', 'error', 'line', 'config', 'patch', 'test', 'trace', 'value', 'field', 'request', 'result'];
-  const parts: string[] = [];
-  let size = 0;
   let state = seed >>> 0 || 1;
-  while (size < length) {
+  return fillText(length, () => {
     state = (Math.imul(state, 1_103_515_245) + 12_345) >>> 0;
-    const word = state % 9 === 0 ? `${(state >>> 8).toString(36)} ` : `${words[(state >>> 16) % words.length] ?? 'x'} `;
-    parts.push(word);
-    size += word.length;
-  }
-  return parts.join('').slice(0, length);
+    return state % 9 === 0 ? `${(state >>> 8).toString(36)} ` : `${words[(state >>> 16) % words.length] ?? 'x'} `;
+  });
 }
 
 // ---------------------------------------------------------------------------------------------

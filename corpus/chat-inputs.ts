@@ -2,6 +2,7 @@
 // them: each round appends an assistant turn with a tool call and a ~10 KB tool result, and now and
 // then a compaction replaces the middle with a summary. Used by the chunk-store tests and by
 // `npm run bench:payloads`. No vitest import.
+import { fillText } from './content.js';
 
 /** One round's chat input and how much of it is new since the previous round's. */
 export interface ChatInputStep {
@@ -46,16 +47,10 @@ function random(seed: number): () => number {
 }
 
 function text(next: () => number, length: number): string {
-  const parts: string[] = [];
-  let size = 0;
-  while (size < length) {
-    const roll = next();
-    // Prose with now and then a line of "code": numbers and identifiers compress less than words.
-    const part = roll < 0.1 ? `\n${Math.floor(next() * 1e9).toString(36)}_${Math.floor(next() * 1e6)}(${Math.floor(next() * 997)}) ` : `${WORDS[Math.floor(next() * WORDS.length)] ?? 'x'} `;
-    parts.push(part);
-    size += part.length;
-  }
-  return parts.join('').slice(0, length);
+  // Prose with now and then a line of "code": numbers and identifiers compress less than words.
+  return fillText(length, () =>
+    next() < 0.1 ? `\n${Math.floor(next() * 1e9).toString(36)}_${Math.floor(next() * 1e6)}(${Math.floor(next() * 997)}) ` : `${WORDS[Math.floor(next() * WORDS.length)] ?? 'x'} `,
+  );
 }
 
 interface Message {

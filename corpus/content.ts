@@ -98,6 +98,18 @@ export function fillLines(size: number, head: readonly string[], line: (index: n
   return [...lines, ...tail].join('\n');
 }
 
+/** Parts from `part()` run together until there are `length` characters, cut at exactly `length`. */
+export function fillText(length: number, part: () => string): string {
+  const parts: string[] = [];
+  let size = 0;
+  while (size < length) {
+    const next = part();
+    parts.push(next);
+    size += next.length;
+  }
+  return parts.join('').slice(0, length);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Source code
 // ---------------------------------------------------------------------------------------------
