@@ -3,6 +3,7 @@
 // then a compaction replaces the middle with a summary. Used by the chunk-store tests and by
 // `npm run bench:payloads`. No vitest import.
 import { fillText } from './content.js';
+import { createRandom } from './random.js';
 
 /** One round's chat input and how much of it is new since the previous round's. */
 export interface ChatInputStep {
@@ -34,18 +35,6 @@ const WORDS = (
   'field record schema array object string number length offset buffer stream event queue'
 ).split(' ');
 
-/** A small deterministic PRNG (mulberry32): the same seed gives the same sequence everywhere. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let value = state;
-    value = Math.imul(value ^ (value >>> 15), value | 1);
-    value ^= value + Math.imul(value ^ (value >>> 7), value | 61);
-    return ((value ^ (value >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 function text(next: () => number, length: number): string {
   // Prose with now and then a line of "code": numbers and identifiers compress less than words.
   return fillText(length, () =>
@@ -62,7 +51,7 @@ interface Message {
 
 /** The sequence of chat inputs of a synthetic agent run. */
 export function chatInputSequence({ rounds = 60, bytesPerRound = 10_000, compactEvery = 15, keepRecent = 8, seed = 1 }: ChatInputSequenceOptions = {}): ChatInputStep[] {
-  const next = random(seed);
+  const next = createRandom(seed).next;
   const backend = { provider: 'openai', model: 'gpt-4o', contextWindow: 128_000, maxOutputTokens: 4_096 };
   const tools = ['fs_read', 'bash', 'grep'].map((name) => ({
     type: 'function',
