@@ -398,7 +398,7 @@ function markdown(growthRows: GrowthRow[], throughput: ThroughputRow[], workflow
     '',
     '### Store growth over new content',
     '',
-    'A synthetic agent run (`test/support/chat-inputs.ts`, seeded): every round the chat input grows by an',
+    'A synthetic agent run (`corpus/chat-inputs.ts`, seeded): every round the chat input grows by an',
     'assistant turn with a tool call and a ~10 KB tool result; a compaction every 15 rounds replaces the',
     'middle with a ~2 KB summary. *New content* is the bytes of the messages each input has that the one',
     'before did not (the whole first input). *Stored* is what the store grew by (compressed, sealed',
