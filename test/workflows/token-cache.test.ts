@@ -1,0 +1,96 @@
+// The workflow's token-count cache forgets what compaction dropped. Without that it held every
+// text a run ever counted until the run continued as new — on a long run with big tool results,
+// megabytes of dropped text in the worker's memory per cached workflow. Observable from outside:
+// a dropped text that comes back (the agent reads the same file again) is new to the run again,
+// so the countTokens activity counts it a second time.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from '@temporalio/client';
+import type { temporal } from '@temporalio/proto';
+import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { agentRun, compactorPlugin, createExtractiveSummarizer, historyEvents, loadConfig, readSessionLines, replaySession, type ChatMessage } from '../../src/index.js';
+import { WORKFLOW_COUNT_CHARS } from '../../src/engine.js';
+import { bundleWorkflows, testConnection, uniqueId, type TestConnection } from '../support/temporal.js';
+
+/** Source-like text, `chars` long, different for every `seed`. */
+function sourceText(chars: number, seed: string): string {
+  const lines: string[] = [];
+  let length = 0;
+  for (let i = 0; length < chars; i += 1) {
+    const line = `${String(i + 1).padStart(6)}  def ${seed}_step_${i}(rows):  # ${(i * 7919) % 100_003} rows from table_${i % 97}`;
+    lines.push(line);
+    length += line.length + 1;
+  }
+  return lines.join('\n').slice(0, chars);
+}
+
+function read(id: string, path: string): ChatMessage {
+  return { role: 'assistant', content: `Reading ${path}.`, tool_calls: [{ id, type: 'function', function: { name: 'fs_read', arguments: JSON.stringify({ path }) } }] };
+}
+
+describe('the token-count cache', { timeout: 300_000 }, () => {
+  let t: TestConnection;
+  let bundle: WorkflowBundleWithSourceMap;
+  let dir: string;
+  let store: string;
+  // Each file is more new text than the workflow counts itself, and the two do not fit the window together.
+  const alpha = sourceText(WORKFLOW_COUNT_CHARS + 50_000, 'alpha');
+  const beta = sourceText(WORKFLOW_COUNT_CHARS + 50_000, 'beta');
+  const opening: ChatMessage[] = [
+    { role: 'system', content: 'You audit code.' },
+    { role: 'user', content: 'Find the slow query in alpha.py and beta.py.' },
+  ];
+  const trajectory: ChatMessage[] = [
+    ...opening,
+    read('c1', 'alpha.py'),
+    { role: 'tool', tool_call_id: 'c1', content: alpha },
+    read('c2', 'beta.py'),
+    { role: 'tool', tool_call_id: 'c2', content: beta },
+    read('c3', 'alpha.py'),
+    { role: 'tool', tool_call_id: 'c3', content: alpha },
+    { role: 'assistant', content: 'alpha_step_12 scans table_12 once per row.' },
+  ];
+
+  beforeAll(async () => {
+    t = await testConnection();
+    bundle = await bundleWorkflows(new URL('../../src/workflows/index.ts', import.meta.url));
+    dir = mkdtempSync(join(tmpdir(), 'token-cache-'));
+    store = mkdtempSync(join(tmpdir(), 'token-cache-store-'));
+    writeFileSync(join(dir, 'reread.json'), JSON.stringify(trajectory));
+  });
+  afterAll(() => {
+    rmSync(dir, { recursive: true, force: true });
+    rmSync(store, { recursive: true, force: true });
+  });
+
+  it('forgets a text compaction dropped: read again, it is counted again', async () => {
+    const config = loadConfig({ env: { COMPACTOR_PAYLOAD_STORE: `file:${store}` } });
+    const plugin = compactorPlugin({ config, summarizer: createExtractiveSummarizer(), activities: { trajectoryDir: dir }, searchAttributes: 'skip' });
+    const worker = await Worker.create({ connection: t.nativeConnection, namespace: t.namespace, taskQueue: t.taskQueue, workflowBundle: bundle, plugins: [plugin] });
+    const client = new Client({ connection: t.connection, namespace: t.namespace, plugins: [plugin] });
+    const workflowId = uniqueId('agent-reread');
+    const result = await worker.runUntil(() =>
+      client.workflow.execute(agentRun, {
+        taskQueue: t.taskQueue,
+        workflowId,
+        args: [{ messages: opening, model: { provider: 'replay', trajectory: 'reread', contextWindow: 120_000, maxOutputTokens: 4_000 }, compaction: {}, maxRounds: 10 }],
+      }),
+    );
+    expect(result.stopReason).toBe('completed');
+    expect(result.rounds).toBe(4);
+    expect(replaySession(await readSessionLines(client, result.session))).toEqual(result.messages);
+    // alpha.py was dropped before it was read again.
+    expect(result.compactions.totals.compactions).toBeGreaterThan(0);
+
+    const { runId } = await client.workflow.getHandle(workflowId).describe();
+    const events: temporal.api.history.v1.IHistoryEvent[] = [];
+    for await (const event of historyEvents(client, workflowId, runId)) events.push(event);
+    expect(events.filter((event) => event.workflowTaskFailedEventAttributes)).toEqual([]);
+    // alpha.py, beta.py, and alpha.py again: a cache that kept every counted text would know the
+    // second alpha.py and count only twice.
+    const counted = events.filter((event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'countTokens');
+    expect(counted).toHaveLength(3);
+  });
+});
