@@ -142,10 +142,14 @@ export async function startChaosSummarizer(seed = 11): Promise<ChaosSummarizer> 
   const random = seededRandom(seed);
   const outcomes: Array<LlmFault | 'summary'> = [];
   let faultRate = 0;
+  // Every kind comes up first, one request each, then faults at the rate, the kinds taking turns:
+  // the ci profile's short runs send a dozen summarize requests, too few to meet every kind at random.
+  let faults = 0;
   server.setDefault((request) => {
     const latencyMs = 500 + Math.floor(random() * 2_500);
-    if (faultRate > 0 && random() < faultRate) {
-      const fault = LLM_FAULTS[Math.floor(random() * LLM_FAULTS.length)] ?? 'http-500';
+    if (faultRate > 0 && (faults < LLM_FAULTS.length || random() < faultRate)) {
+      const fault = LLM_FAULTS[faults % LLM_FAULTS.length] ?? 'http-500';
+      faults += 1;
       outcomes[request.index] = fault;
       return fault === 'hang-10s' ? faultResponse(fault) : { kind: 'slow', delayMs: Math.floor(latencyMs / 4), then: faultResponse(fault) };
     }
