@@ -12,23 +12,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentRun, compactorPlugin, createExtractiveSummarizer, historyEvents, loadConfig, readSessionLines, replaySession, type ChatMessage } from '../../src/index.js';
 import { payloadProtoSize } from '../../src/payloads/index.js';
 import { historyPayloads, isSdkMetadata } from '../support/history-payloads.js';
+import { readTurn, sourceText } from '../support/source-text.js';
 import { bundleWorkflows, testConnection, uniqueId, type TestConnection } from '../support/temporal.js';
-
-/** Source-like text: numbered lines of code, `bytes` long, different for every `seed`. */
-function sourceText(bytes: number, seed: string): string {
-  const lines: string[] = [];
-  let length = 0;
-  for (let i = 0; length < bytes; i += 1) {
-    const line = `${String(i + 1).padStart(6)}  def ${seed}_handler_${i}(request, session=None):  # returns ${(i * 7919) % 100_003} rows from table_${i % 97}`;
-    lines.push(line);
-    length += line.length + 1;
-  }
-  return lines.join('\n').slice(0, bytes);
-}
-
-function toolTurn(id: string, path: string): ChatMessage {
-  return { role: 'assistant', content: `Reading ${path}.`, tool_calls: [{ id, type: 'function', function: { name: 'fs_read', arguments: JSON.stringify({ path }) } }] };
-}
 
 describe('a 1M-token conversation with the payload store', { timeout: 600_000 }, () => {
   let t: TestConnection;
@@ -42,9 +27,9 @@ describe('a 1M-token conversation with the payload store', { timeout: 600_000 },
   ];
   const trajectory: ChatMessage[] = [
     ...opening,
-    toolTurn('c1', 'db/session.py'),
+    readTurn('c1', 'db/session.py'),
     { role: 'tool', tool_call_id: 'c1', content: sourceText(30_000, 'session') },
-    toolTurn('c2', 'db/queries.py'),
+    readTurn('c2', 'db/queries.py'),
     { role: 'tool', tool_call_id: 'c2', content: sourceText(30_000, 'queries') },
     { role: 'assistant', content: 'svc_handler_12 runs one query per row of table_12: batch it.' },
   ];

@@ -12,23 +12,8 @@ import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentRun, compactorPlugin, createExtractiveSummarizer, historyEvents, loadConfig, readSessionLines, replaySession, type ChatMessage } from '../../src/index.js';
 import { WORKFLOW_COUNT_CHARS } from '../../src/engine.js';
+import { readTurn, sourceText } from '../support/source-text.js';
 import { bundleWorkflows, testConnection, uniqueId, type TestConnection } from '../support/temporal.js';
-
-/** Source-like text, `chars` long, different for every `seed`. */
-function sourceText(chars: number, seed: string): string {
-  const lines: string[] = [];
-  let length = 0;
-  for (let i = 0; length < chars; i += 1) {
-    const line = `${String(i + 1).padStart(6)}  def ${seed}_step_${i}(rows):  # ${(i * 7919) % 100_003} rows from table_${i % 97}`;
-    lines.push(line);
-    length += line.length + 1;
-  }
-  return lines.join('\n').slice(0, chars);
-}
-
-function read(id: string, path: string): ChatMessage {
-  return { role: 'assistant', content: `Reading ${path}.`, tool_calls: [{ id, type: 'function', function: { name: 'fs_read', arguments: JSON.stringify({ path }) } }] };
-}
 
 describe('the token-count cache', { timeout: 300_000 }, () => {
   let t: TestConnection;
@@ -44,11 +29,11 @@ describe('the token-count cache', { timeout: 300_000 }, () => {
   ];
   const trajectory: ChatMessage[] = [
     ...opening,
-    read('c1', 'alpha.py'),
+    readTurn('c1', 'alpha.py'),
     { role: 'tool', tool_call_id: 'c1', content: alpha },
-    read('c2', 'beta.py'),
+    readTurn('c2', 'beta.py'),
     { role: 'tool', tool_call_id: 'c2', content: beta },
-    read('c3', 'alpha.py'),
+    readTurn('c3', 'alpha.py'),
     { role: 'tool', tool_call_id: 'c3', content: alpha },
     { role: 'assistant', content: 'alpha_step_12 scans table_12 once per row.' },
   ];
