@@ -248,9 +248,9 @@ export class AgentLoop {
   }
 
   /**
-   * Forgets the counts of texts no longer in the conversation: without this the cache holds every
-   * text the run ever counted until it continues as new (megabytes on a long run with big tool
-   * results), though a dropped text is never counted again.
+   * Forgets the counts of texts no longer in the conversation — summarized, trimmed or elided away:
+   * without this the cache holds every text the run ever counted until it continues as new
+   * (megabytes on a long run with big tool results). Called after every compaction that changed it.
    */
   private forgetDroppedTexts(): void {
     if (!this.longRunV2()) return;
@@ -504,7 +504,7 @@ export class AgentLoop {
     }
     this.entries = entries;
     this.compactions = addCompactionRecord(this.compactions, compactionRecord(context, result));
-    if (result.cutIndex >= 0 || result.fallback) this.forgetDroppedTexts();
+    this.forgetDroppedTexts();
   }
 
   private sizeOf(message: ChatMessage): number {
