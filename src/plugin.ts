@@ -153,14 +153,15 @@ export class CompactorPlugin extends SimplePlugin {
 
   /**
    * Adds our workflows next to the worker's own (unless only activities are registered or the
-   * worker runs a prebuilt bundle), then tracing and our activities' metrics when they are on.
+   * worker runs a prebuilt bundle), then tracing and our activities' metrics when they are on; a
+   * prebuilt bundle without a build id of the worker's own gets {@link workerBuildId}.
    * @throws Error when tracing is on and a prebuilt workflow bundle lacks the tracing interceptors.
    */
   override configureWorker(options: WorkerOptions): WorkerOptions {
     const base = super.configureWorker(options);
     const configured = this.registration === 'activities' || base.workflowBundle !== undefined ? base : withOurWorkflows(base);
     // After our workflows are set: the tracing plugin adds its workflow interceptors only to a worker that bundles.
-    const traced = this.tracing === undefined ? configured : this.tracing.plugin.configureWorker(configured);
+    const traced = withShortBuildId(this.tracing === undefined ? configured : this.tracing.plugin.configureWorker(configured));
     if (this.tracing !== undefined && traced.workflowBundle !== undefined && !bundleHasTracing(bundleCode(traced.workflowBundle))) {
       throw new Error(
         'temporal-compactor: tracing is on (COMPACTOR_TRACING) but the prebuilt workflow bundle has no OpenTelemetry workflow interceptors, so workflow and compaction spans would be lost: use workflow-bundle-tracing.js from `npm run build:bundle`, or bundle with workflowInterceptorModules: tracingWorkflowInterceptorModules()',
@@ -216,6 +217,28 @@ export class CompactorPlugin extends SimplePlugin {
 /** The code of a prebuilt workflow bundle, in memory or on disk. */
 function bundleCode(bundle: NonNullable<WorkerOptions['workflowBundle']>): string {
   return 'code' in bundle ? bundle.code : readFileSync(bundle.codePath, 'utf8');
+}
+
+/**
+ * The build id the plugin gives a worker that runs a prebuilt workflow bundle and names none: the
+ * first 12 hex digits of the bundle code's SHA-256 (`1a2b3c4d5e6f`). Every workflow task and every
+ * activity start records the worker's build id in history — six events in a round of an agent run —
+ * and the SDK's default (`@temporalio/worker@1.24.0+` and all 64 digits) is 90 bytes each time:
+ * about 470 bytes a round more than this id, for the same information.
+ */
+export function workerBuildId(bundleCode: string): string {
+  return createHash('sha256').update(bundleCode).digest('hex').slice(0, 12);
+}
+
+/**
+ * The worker options with {@link workerBuildId} when the worker runs a prebuilt bundle and chose no
+ * build id or versioning of its own (a worker that bundles at start keeps the SDK's default: its
+ * code is not known before `Worker.create` bundles it).
+ */
+function withShortBuildId(options: WorkerOptions): WorkerOptions {
+  const bundle = options.workflowBundle;
+  if (bundle === undefined || options.buildId !== undefined || options.useVersioning === true || options.workerDeploymentOptions !== undefined) return options;
+  return { ...options, buildId: workerBuildId(bundleCode(bundle)) };
 }
 
 /** {@link CompactorPlugin}: `plugins: [compactorPlugin()]` on `Worker.create` and on `new Client`. */

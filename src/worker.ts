@@ -2,13 +2,13 @@
 // `compact` inside them) and the activities. Runnable as `tsx src/worker.ts` or
 // `node dist/worker.js`; configured from the environment through `src/config.ts`.
 import { isMain } from './is-main.js';
-import { createHash } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Worker } from '@temporalio/worker';
 import type { NativeConnection, WorkerOptions, WorkflowBundleOption } from '@temporalio/worker';
 import type { DataConverter } from '@temporalio/common';
 import { compactorPlugin, type CompactorPlugin, type PluginRegistration } from './plugin.js';
+export { workerBuildId } from './plugin.js';
 import { ensureSearchAttributesIfAllowed, searchAttributeWarning, type SearchAttributeSetup } from './search-attributes.js';
 import { ConfigError, DEFAULT_TASK_QUEUE, loadConfig, readSettings, TEMPORAL_SETTING_KEYS, temporalEnvVars, type WorkerModeSetting } from './config.js';
 import { summarizerFromConfig } from './summarizers/from-config.js';
@@ -153,30 +153,6 @@ export function workflowCode(
   return { workflowsPath: source };
 }
 
-/** This package's version, from its package.json. */
-const PACKAGE_VERSION: string = (() => {
-  const manifest: unknown = JSON.parse(readFileSync(fileURLToPath(new URL('../package.json', import.meta.url)), 'utf8'));
-  const version: unknown = typeof manifest === 'object' && manifest !== null ? Reflect.get(manifest, 'version') : undefined;
-  return typeof version === 'string' ? version : '0.0.0';
-})();
-
-/**
- * A short build id for a worker running this workflow bundle: `temporal-compactor@0.1.0+1a2b3c4d5e6f`
- * (the package version and 12 hex digits of the bundle's SHA-256). Every workflow task and
- * activity start records the worker's build id in history — five events a round of an agent run —
- * and the SDK's default (its own package name, version and a 64-digit checksum) is 100 bytes each.
- */
-export function workerBuildId(bundleCode: string): string {
-  return `temporal-compactor@${PACKAGE_VERSION}+${createHash('sha256').update(bundleCode).digest('hex').slice(0, 12)}`;
-}
-
-/** The bundle's code when the worker runs a prebuilt bundle (what {@link workerBuildId} is made from). */
-function bundleCodeOf(code: Pick<WorkerOptions, 'workflowBundle'> | undefined): string | undefined {
-  const bundle = code?.workflowBundle;
-  if (bundle === undefined) return undefined;
-  return 'code' in bundle ? bundle.code : readFileSync(bundle.codePath, 'utf8');
-}
-
 /** A created worker (one per task queue it polls) and the connection they share. */
 export interface CompactorWorker {
   workers: Worker[];
@@ -208,8 +184,6 @@ export async function createWorker(config: CompactorWorkerConfig): Promise<Compa
   // One tracer for every worker made here (one per task queue), so their spans share one exporter.
   const tracing: CompactorTracing | undefined = createTracing(config.tracing ?? loadConfig().tracing);
   const code = mode === 'activities' ? undefined : workflowCode(config, { tracing: tracing !== undefined });
-  // A prebuilt bundle (production) gets a short build id; a bundle made at start keeps the SDK's.
-  const bundleCode = bundleCodeOf(code);
   // Our activities, workflows and data converter come from the plugin, as on any user's worker.
   const plugin = (register: PluginRegistration): CompactorPlugin =>
     compactorPlugin({
@@ -246,7 +220,6 @@ export async function createWorker(config: CompactorWorkerConfig): Promise<Compa
     ...(config.maxConcurrentActivityTaskExecutions === undefined ? {} : { maxConcurrentActivityTaskExecutions: config.maxConcurrentActivityTaskExecutions }),
     ...(config.maxConcurrentWorkflowTaskExecutions === undefined ? {} : { maxConcurrentWorkflowTaskExecutions: config.maxConcurrentWorkflowTaskExecutions }),
     shutdownGraceTime: config.shutdownGraceTime === undefined ? 10_000 : parseDuration(config.shutdownGraceTime, 'shutdownGraceTime'),
-    ...(bundleCode === undefined ? {} : { buildId: workerBuildId(bundleCode) }),
   };
   const plans: WorkerOptions[] = [];
   if (mode === 'activities') plans.push({ ...common, taskQueue: summarizerTaskQueue, plugins: [plugin('activities')] });

@@ -6,14 +6,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@temporalio/client';
-import { Worker } from '@temporalio/worker';
+import { Worker, type WorkerOptions } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { agentRun, compactConversation, compactorPlugin, createExtractiveSummarizer, loadConfig, type SearchAttributeSetup } from '../../src/index.js';
+import { agentRun, compactConversation, compactorPlugin, createExtractiveSummarizer, loadConfig, workerBuildId, type SearchAttributeSetup } from '../../src/index.js';
 import type { SupportChatOutput, supportChat } from '../fixtures/user-worker/workflows.js';
 import { openingOf, trajectoryDir } from '../support/agent.js';
 import { historyPayloads, claimOf, isSdkMetadata } from '../support/history-payloads.js';
 import { toolRounds } from '../support/messages.js';
-import { testConnection, uniqueId, type TestConnection } from '../support/temporal.js';
+import { bundleWorkflows, testConnection, uniqueId, type TestConnection } from '../support/temporal.js';
 import { payloadProtoSize } from '../../src/payloads/index.js';
 
 const USER_WORKFLOWS = fileURLToPath(new URL('../fixtures/user-worker/workflows.ts', import.meta.url));
@@ -64,5 +64,41 @@ describe('compactorPlugin on a user’s own worker and client', { timeout: 240_0
       const encoding = new TextDecoder().decode(found.payload.metadata?.encoding ?? new Uint8Array());
       expect(claimOf(found.payload) !== undefined || encoding === 'binary/compactor', found.path).toBe(true);
     }
+  });
+});
+
+describe('the build id compactorPlugin gives a worker that runs a prebuilt bundle', { timeout: 240_000 }, () => {
+  const plugin = compactorPlugin({ config: loadConfig({ env: {} }), summarizer: createExtractiveSummarizer(), tracing: 'off', searchAttributes: 'skip' });
+  const bundle = { code: 'var workflows = 1;' };
+
+  it('12 hex digits of the bundle\'s SHA-256, unless the worker chose a build id or versioning; none for a worker that bundles at start', () => {
+    expect(workerBuildId(bundle.code)).toMatch(/^[0-9a-f]{12}$/);
+    expect(plugin.configureWorker({ taskQueue: 'q', workflowBundle: bundle }).buildId).toBe(workerBuildId(bundle.code));
+    // A different bundle, a different id.
+    expect(workerBuildId('var workflows = 2;')).not.toBe(workerBuildId(bundle.code));
+    const kept: Array<[string, WorkerOptions]> = [
+      ['its own build id', { taskQueue: 'q', workflowBundle: bundle, buildId: 'release-42' }],
+      ['worker deployment options', { taskQueue: 'q', workflowBundle: bundle, workerDeploymentOptions: { version: { deploymentName: 'agents', buildId: 'b1' }, useWorkerVersioning: true, defaultVersioningBehavior: 'PINNED' } }],
+    ];
+    for (const [what, options] of kept) expect(plugin.configureWorker(options).buildId, what).toBe(options.buildId);
+    expect(plugin.configureWorker({ taskQueue: 'q', workflowsPath: USER_WORKFLOWS }).buildId).toBeUndefined();
+  });
+
+  it('the history of a run records it on every workflow task and activity start (the SDK default is 90 bytes at each)', async () => {
+    const t = await testConnection();
+    const built = await bundleWorkflows(USER_WORKFLOWS, { workflowInterceptorModules: [] });
+    const worker = await Worker.create({ connection: t.nativeConnection, namespace: t.namespace, taskQueue: t.taskQueue, workflowBundle: built, plugins: [plugin] });
+    const client = new Client({ connection: t.connection, namespace: t.namespace, plugins: [plugin] });
+    const workflowId = uniqueId('plugin-build-id');
+    const messages = [{ role: 'system' as const, content: 'You help with orders.' }, ...toolRounds(12, 600)];
+    await worker.runUntil(client.workflow.execute<typeof supportChat>('supportChat', { taskQueue: t.taskQueue, workflowId, args: [{ messages, contextBudget: 1_500 }] }));
+    const events = (await client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
+    const recorded = events.flatMap((event) => {
+      const version = event.workflowTaskStartedEventAttributes?.workerVersion ?? event.workflowTaskCompletedEventAttributes?.workerVersion ?? event.activityTaskStartedEventAttributes?.workerVersion;
+      return version?.buildId === undefined || version.buildId === null ? [] : [version.buildId];
+    });
+    // Two workflow tasks and a summarize activity at least; every one with the short id.
+    expect(recorded.length).toBeGreaterThanOrEqual(5);
+    expect(new Set(recorded)).toEqual(new Set([workerBuildId(built.code)]));
   });
 });
