@@ -81,6 +81,14 @@ export const STORED_SESSION_BATCH_BYTES = 1024 * 1024;
 export const LONG_RUN_PATCH_ID = 'temporal-compactor:long-run-v2';
 
 /**
+ * Runs that refresh the `ContextTokens` search attribute when the context moved by a tenth of the
+ * round's context window (or at a compaction). Before it, the rule was a tenth of the last value:
+ * a context that grows by a large tool result each round was upserted every round, one history
+ * event each, for a figure that serves to find runs near their window.
+ */
+export const CONTEXT_TOKENS_PATCH_ID = 'temporal-compactor:context-tokens-window';
+
+/**
  * Text the workflow may tokenize itself per round, in characters. More new text than this (a long
  * conversation at the start of a run, a huge tool result) is counted by the `countTokens` activity
  * instead: pure-JS BPE runs at a few MB/s, and a workflow activation must stay far below the SDK's
@@ -144,6 +152,8 @@ export class AgentLoop {
   private readonly knownTokens = new Map<BpeEncodingName, Map<string, number>>();
   /** {@link LONG_RUN_PATCH_ID}, once asked. */
   private longRunPatched: boolean | undefined;
+  /** {@link CONTEXT_TOKENS_PATCH_ID}, once asked. */
+  private contextTokensPatched: boolean | undefined;
   private readonly pendingUserMessages: ChatMessage[];
   private rounds: number;
   private roundsThisRun = 0;
@@ -240,6 +250,12 @@ export class AgentLoop {
   private longRunV2(): boolean {
     this.longRunPatched ??= patched(LONG_RUN_PATCH_ID);
     return this.longRunPatched;
+  }
+
+  /** Whether this run has {@link CONTEXT_TOKENS_PATCH_ID}'s behaviour; asked once, at the first round's publication. */
+  private contextTokensByWindow(): boolean {
+    this.contextTokensPatched ??= patched(CONTEXT_TOKENS_PATCH_ID);
+    return this.contextTokensPatched;
   }
 
   /** How many bytes of transcript lines wait before they are recorded. */
@@ -368,8 +384,11 @@ export class AgentLoop {
     return result;
   }
 
-  /** Current details (the compaction history) and search attributes, when they changed. */
-  private publish(contextTokens: number | undefined): void {
+  /**
+   * Current details (the compaction history) and search attributes, when they changed; `window` is
+   * the context window of the backend `contextTokens` was counted for.
+   */
+  private publish(contextTokens: number | undefined, window?: number): void {
     const { totals } = this.compactions;
     const exhausted = totals.exhausted > 0;
     // Current details are workflow state answered by query, not history: keep them current every round.
@@ -381,8 +400,10 @@ export class AgentLoop {
     if (allowed.has('CompactionCount') && this.published.compactions !== totals.compactions) updates.push({ key: SearchAttributeKeys.CompactionCount, value: totals.compactions });
     if (allowed.has('CompactionFallbacks') && this.published.fallbacks !== totals.fallbacks) updates.push({ key: SearchAttributeKeys.CompactionFallbacks, value: totals.fallbacks });
     if (allowed.has('ContextExhausted') && (this.published.exhausted !== exhausted || this.published.compactions < 0)) updates.push({ key: SearchAttributeKeys.ContextExhausted, value: exhausted });
-    // The context size moves every round: upsert it when it moved by a tenth, or at a compaction, not every round (one history event each).
-    const moved = contextTokens !== undefined && Math.abs(contextTokens - this.published.contextTokens) > this.published.contextTokens / 10;
+    // The context size moves every round: upsert it when it moved by a tenth of the window (runs
+    // before CONTEXT_TOKENS_PATCH_ID: a tenth of itself), or at a compaction, not every round (one history event each).
+    const tolerance = window !== undefined && this.contextTokensByWindow() ? window / 10 : this.published.contextTokens / 10;
+    const moved = contextTokens !== undefined && (this.published.contextTokens < 0 || Math.abs(contextTokens - this.published.contextTokens) > tolerance);
     const compacted = this.published.compactions !== totals.compactions;
     const contextTokensNow = contextTokens !== undefined && (moved || compacted) ? contextTokens : this.published.contextTokens;
     if (allowed.has('ContextTokens') && contextTokensNow !== this.published.contextTokens) updates.push({ key: SearchAttributeKeys.ContextTokens, value: contextTokensNow });
@@ -561,13 +582,14 @@ export class AgentLoop {
       const backend = fits ?? aimAt;
       const sent = this.messages;
       const tokens = backend.conversation.count(sent);
-      this.publish(tokens);
+      this.publish(tokens, backend.backend.config.contextWindow);
       const input: ChatActivityInput = { backend: backend.backend.config, messages: sent, tools: this.plan.tools, turn: this.rounds };
       this.checkPayload(`the chat request of round ${this.rounds + 1}`, jsonPayloadBytes([input]));
       try {
         const { chat } = proxyActivities<CompactorActivities>({
           ...agentActivityOptions(this.plan.chatActivity, 'input.chatActivity', CHAT_ACTIVITY_DEFAULTS),
-          summary: `chat · ${backend.backend.label} · ${sent.length} messages (${groupDigits(tokens)} tokens)`,
+          // The backend is named only when there is a choice of them (one-backend runs name it in their input): a summary is history bytes every round.
+          summary: `chat${this.backends.length > 1 ? ` · ${backend.backend.label}` : ''} · ${sent.length} messages (${groupDigits(tokens)} tokens)`,
         });
         const answer = await chat(input);
         const usage = this.roundUsage(sent, backend, tokens, answer);

@@ -4,7 +4,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { WorkflowFailedError, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
+import { WorkflowFailedError, WorkflowNotFoundError, WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure, CancelledFailure, defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import OpenAI from 'openai';
@@ -32,6 +32,48 @@ function completion(message: Record<string, unknown>, usage: Record<string, unkn
     status: 200,
     body: { id: 'c', object: 'chat.completion', created: 0, model: 'fake-agent', choices: [{ index: 0, finish_reason: 'stop', message: { role: 'assistant', ...message } }], usage },
   };
+}
+
+type HistoryEvents = NonNullable<Awaited<ReturnType<WorkflowHandle['fetchHistory']>>['events']>;
+
+/** The one-line summaries the run's chat activities carry in its history, in order. */
+function chatSummaries(events: HistoryEvents): string[] {
+  return events.flatMap((event) => {
+    const data = event.activityTaskScheduledEventAttributes?.activityType?.name === 'chat' ? event.userMetadata?.summary?.data : undefined;
+    return data === undefined || data === null ? [] : [String(JSON.parse(Buffer.from(data).toString('utf8')))];
+  });
+}
+
+/**
+ * Walks a run's history: every upsert of ContextTokens must be the first, come with a compaction
+ * (CompactionCount in the same upsert) or follow a move of more than a tenth of the window; and
+ * every chat request must go out with ContextTokens within a tenth of the window of its own count
+ * (from its summary). Returns how many upserts and chat requests it saw.
+ */
+function checkContextTokensUpserts(events: HistoryEvents, contextWindow: number): { upserts: number; chats: number } {
+  const tolerance = contextWindow / 10;
+  let published: number | undefined;
+  let upserts = 0;
+  let chats = 0;
+  for (const event of events) {
+    const fields = event.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields;
+    const value = fields?.ContextTokens?.data;
+    if (value !== undefined && value !== null) {
+      const tokens = Number(JSON.parse(Buffer.from(value).toString('utf8')));
+      const compaction = fields?.CompactionCount !== undefined;
+      if (published !== undefined && !compaction) expect(Math.abs(tokens - published), `upsert of ${tokens} after ${published}`).toBeGreaterThan(tolerance);
+      published = tokens;
+      upserts += 1;
+    }
+    const summary = event.activityTaskScheduledEventAttributes?.activityType?.name === 'chat' ? chatSummaries([event])[0] : undefined;
+    if (summary !== undefined) {
+      const tokens = Number(/\(([\d,]+) tokens\)$/.exec(summary)?.[1]?.replaceAll(',', ''));
+      expect(published, `ContextTokens before the chat of ${summary}`).toBeDefined();
+      expect(Math.abs(tokens - (published ?? 0)), `ContextTokens ${published} against ${summary}`).toBeLessThanOrEqual(tolerance);
+      chats += 1;
+    }
+  }
+  return { upserts, chats };
 }
 
 /** The ApplicationFailure a failed workflow ended with. */
@@ -249,15 +291,16 @@ describe('agentRun', { timeout: 90_000 }, () => {
     it('fallback chain: a backend that keeps failing hands the round to the next one, then rests for 5 rounds', async () => {
       server.setDefault({ kind: 'status', status: 503 });
       const t = await testConnection();
-      const run = (cooldown?: { rounds: number }) =>
+      const run = (cooldown?: { rounds: number }, workflowId = uniqueId('agent-fallback')) =>
         withWorker(t, { workflowBundle: bundle, activities: activities() }, () =>
           t.client.workflow.execute(agentRun, {
             taskQueue: t.taskQueue,
-            workflowId: uniqueId('agent-fallback'),
+            workflowId,
             args: [{ messages: openingOf(TAU), model: [openaiModel, replayModel(TAU)], compaction: {}, chatActivity: fastRetries, maxRounds: 7, ...(cooldown === undefined ? {} : { backendCooldown: cooldown }) }],
           }),
         );
-      const result = await run();
+      const workflowId = uniqueId('agent-fallback');
+      const result = await run(undefined, workflowId);
       // Round 1 tried the failing backend (two attempts), then the replay answered; rounds 2-5 went
       // straight to the replay; round 6 tried the failing one again, and it rests until round 11.
       expect([result.stopReason, result.rounds, result.backendFallbacks]).toEqual(['maxRounds', 7, 2]);
@@ -268,6 +311,13 @@ describe('agentRun', { timeout: 90_000 }, () => {
       ]);
       expect(toProviderMessages(result.messages)).toEqual(loadTrajectory(TAU).slice(0, result.messages.length));
       expect(result.messages.filter((message) => message.role === 'assistant')).toHaveLength(7);
+      // With a choice of backends, each chat activity's summary names the one it asked.
+      const summaries = chatSummaries((await t.client.workflow.getHandle(workflowId).fetchHistory()).events ?? []);
+      expect(summaries.slice(0, 3)).toEqual([
+        expect.stringMatching(/^chat · openai:fake-agent · \d+ messages \([\d,]+ tokens\)$/),
+        expect.stringMatching(new RegExp(`^chat · replay:${TAU} · \\d+ messages`)),
+        expect.stringMatching(new RegExp(`^chat · replay:${TAU} · \\d+ messages`)),
+      ]);
       // Without a cooldown every round starts with the first backend again.
       server.requests.length = 0;
       const eager = await run({ rounds: 0 });
@@ -384,6 +434,24 @@ describe('agentRun', { timeout: 90_000 }, () => {
       // Every record says what the run had cost by then, growing.
       const billed = outcome.compactions.map((record) => record.billedInput ?? -1);
       expect(billed.every((value, index) => value > 0 && (index === 0 || value >= (billed[index - 1] ?? 0)))).toBe(true);
+    });
+
+    it('upserts ContextTokens only when it moved by a tenth of the window or at a compaction; a lone backend goes unnamed in the chat summaries (recorded for replay)', async () => {
+      const workflowId = uniqueId('agent-context-tokens');
+      await run({ messages: openingOf(TAU), model: replayModel(TAU, 4000), compaction: { keepRecent: 4 }, maxRounds: 12 }, workflowId, async (outcome) => {
+        expect(outcome.status).toBe('completed');
+        expect(outcome.compactions.length).toBeGreaterThanOrEqual(1);
+        const handle = t.client.workflow.getHandle(workflowId);
+        const events = (await handle.fetchHistory()).events ?? [];
+        const summaries = chatSummaries(events);
+        expect(summaries.length).toBe(outcome.rounds);
+        for (const summary of summaries) expect(summary).toMatch(/^chat · \d+ messages \([\d,]+ tokens\)$/);
+        const { upserts, chats } = checkContextTokensUpserts(events, 4000);
+        expect(chats).toBe(outcome.rounds);
+        expect(upserts).toBeLessThan(chats);
+        // A run under CONTEXT_TOKENS_PATCH_ID, for the replay suite (the other agentRun histories predate it).
+        await maybeRecordHistory(handle, 'agent-run-context-tokens-window');
+      });
     });
 
     it('keeps the task (the first user message) verbatim by default; keepTask: false lets it be summarized', async () => {

@@ -7,6 +7,7 @@ import type { HistoryAndWorkflowId } from '@temporalio/common';
 import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ECONOMICS_PATCH_ID } from '../../src/index.js';
+import { CONTEXT_TOKENS_PATCH_ID } from '../../src/engine.js';
 import { bundleTestWorkflows, HISTORIES_DIR } from './harness.js';
 
 interface JsonEvent {
@@ -65,6 +66,7 @@ describe('replay of recorded histories', () => {
     expect(patched.sort()).toEqual(
       [
         'agent-run-compactions-taubench_gpt4o_airline_task2_trial1.json',
+        'agent-run-context-tokens-window.json',
         'agent-run-exhausted-taubench_gpt4o_airline_task46_trial3.json',
         'agent-run-openai-tools.json',
         'agent-run-update.json',
@@ -75,6 +77,13 @@ describe('replay of recorded histories', () => {
       expect(histories.find((recorded) => recorded.file === file)?.history.events.length ?? 0).toBeGreaterThan(0);
       expect(patched).not.toContain(file);
     }
+  });
+
+  it('agentRun histories on both sides of the ContextTokens rule: one recorded under its patch, the older ones without it', () => {
+    const agentRuns = histories.filter(({ file }) => file.startsWith('agent-run-'));
+    const patched = agentRuns.filter(({ history }) => patchIds(history).includes(CONTEXT_TOKENS_PATCH_ID)).map(({ file }) => file);
+    expect(patched).toEqual(['agent-run-context-tokens-window.json']);
+    expect(agentRuns.length).toBeGreaterThan(patched.length);
   });
 
   it('every recorded history replays without a non-determinism error', async () => {
