@@ -3,10 +3,14 @@
 // would hold up the other run's activities). The parent passes its settings as JSON in
 // BENCH_AGENT_LONG_WORKER, stops it with SIGTERM, and reads one JSON line from stdout at the end:
 // the store driver's counters and the process's peak memory. Progress goes to stderr every 50 rounds.
+// The worker is set up as a user's would be: `compactorPlugin()` on `Worker.create`, with the
+// prebuilt bundle production workers run (so it gets the plugin's short build id).
 import { performance } from 'node:perf_hooks';
+import type { Context } from '@temporalio/activity';
+import type { ActivityExecuteInput, ActivityInboundCallsInterceptor, Next } from '@temporalio/worker';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { loadConfig } from '../src/config.js';
-import { createActivities, createExtractiveSummarizer } from '../src/index.js';
+import { compactorPlugin, createExtractiveSummarizer } from '../src/index.js';
 import { payloadConverterFromConfig } from '../src/payloads/index.js';
 
 /** What the parent tells a worker. */
@@ -33,34 +37,45 @@ function settingsFromEnvironment(): LongRunWorkerSettings {
 async function main(): Promise<void> {
   const settings = settingsFromEnvironment();
   Runtime.install({ logger: new DefaultLogger('WARN') });
-  const payloads = settings.storeDirectory === undefined ? undefined : payloadConverterFromConfig(loadConfig({ env: { COMPACTOR_PAYLOAD_STORE: `file:${settings.storeDirectory}` } }));
-  const activities = createActivities({ summarizer: createExtractiveSummarizer(), trajectoryDir: settings.trajectoryDir });
-  const { chat } = activities;
+  const config = loadConfig({ env: { COMPACTOR_PAYLOAD_STORE: settings.storeDirectory === undefined ? 'off' : `file:${settings.storeDirectory}` } });
+  // Built here rather than by the plugin, to read its driver's counters at the end.
+  const payloads = settings.storeDirectory === undefined ? undefined : payloadConverterFromConfig(config);
   let rounds = 0;
   let since = performance.now();
+  // Counts rounds for the progress line: one chat activity per round (a retried attempt counts again).
+  const countRound = (): void => {
+    rounds += 1;
+    if (rounds % PROGRESS_EVERY !== 0) return;
+    const now = performance.now();
+    const rss = process.memoryUsage().rss / 1024 / 1024;
+    process.stderr.write(`[bench:agent-long] ${settings.label}: ${rounds} rounds, the last ${PROGRESS_EVERY} in ${((now - since) / 1000).toFixed(1)} s, worker RSS ${rss.toFixed(0)} MB\n`);
+    since = now;
+  };
+  const roundCounter = (context: Context): { inbound: ActivityInboundCallsInterceptor } => ({
+    inbound: {
+      execute: async (input: ActivityExecuteInput, next: Next<ActivityInboundCallsInterceptor, 'execute'>) => {
+        const answer: unknown = await next(input);
+        if (context.info.activityType === 'chat') countRound();
+        return answer;
+      },
+    },
+  });
   const connection = await NativeConnection.connect({ address: settings.address });
   try {
+    const plugin = compactorPlugin({
+      config,
+      summarizer: createExtractiveSummarizer(),
+      activities: { trajectoryDir: settings.trajectoryDir },
+      ...(payloads === undefined ? {} : { dataConverter: payloads.dataConverter }),
+      tracing: 'off',
+    });
     const worker = await Worker.create({
       connection,
       namespace: settings.namespace,
       taskQueue: settings.taskQueue,
       workflowBundle: { codePath: settings.bundlePath },
-      activities: {
-        ...activities,
-        // Counts rounds for the progress line; one chat activity per round (a retried attempt counts again).
-        chat: async (...args: Parameters<typeof chat>) => {
-          const answer = await chat(...args);
-          rounds += 1;
-          if (rounds % PROGRESS_EVERY === 0) {
-            const now = performance.now();
-            const rss = process.memoryUsage().rss / 1024 / 1024;
-            process.stderr.write(`[bench:agent-long] ${settings.label}: ${rounds} rounds, the last ${PROGRESS_EVERY} in ${((now - since) / 1000).toFixed(1)} s, worker RSS ${rss.toFixed(0)} MB\n`);
-            since = now;
-          }
-          return answer;
-        },
-      },
-      ...(payloads === undefined ? {} : { dataConverter: payloads.dataConverter }),
+      interceptors: { activity: [roundCounter] },
+      plugins: [plugin],
     });
     // Runs until the parent's SIGTERM (the Runtime's shutdown signals).
     await worker.run();

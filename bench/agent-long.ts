@@ -455,7 +455,10 @@ async function main(): Promise<void> {
       const storeDirectory = label === 'store on' ? join(work, 'store') : undefined;
       const payloads = storeDirectory === undefined ? undefined : payloadConverterFromConfig(loadConfig({ env: { COMPACTOR_PAYLOAD_STORE: `file:${storeDirectory}` } }));
       clientStats.push(payloads?.driver?.stats);
-      const taskQueue = `bench-agent-long-${label.replace(' ', '-')}-${stamp}`;
+      // Every round's history names the task queue four times (two activities, two workflow tasks):
+      // on its own dev server the bench uses names as short as the default `compactor`; on a shared
+      // server (TEMPORAL_ADDRESS) a stamp keeps it away from earlier runs' tasks.
+      const taskQueue = server === undefined ? `bench-agent-long-${label.replace(' ', '-')}-${stamp}` : `compactor-${label.replace('store ', '')}`;
       const { worker, report } = startWorker({ label, address, namespace, taskQueue, bundlePath, trajectoryDir, storeDirectory });
       workers.push(worker);
       const client = new Client({ connection, namespace, ...(payloads === undefined ? {} : { dataConverter: payloads.dataConverter }) });
