@@ -31,6 +31,13 @@ export interface AgentRunCarried {
   previousRequest: RequestShape | null;
   peakContextTokens: number;
   continuedAsNew: number;
+  /**
+   * Token counts of the live conversation's texts, per BPE encoding of the chain: one entry per
+   * text, message by message in the order `messageTexts` lists them (null: not counted). The
+   * continued run starts knowing them instead of counting its conversation again. Absent in state
+   * carried by workers before it.
+   */
+  tokenCounts?: Record<string, Array<number | null>>;
 }
 
 /** A chat request as far as prompt caching is concerned: its messages' transcript ids and JSON sizes, in order. */

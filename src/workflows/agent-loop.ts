@@ -126,7 +126,23 @@ function carriedState(value: unknown): AgentRunCarried {
     if (error instanceof InvalidInputError) throw new InvalidInputError(error.field.replace(/^messages\[(\d+)\]/, `${field}.live[$1].message`), error.reason, error.index);
     throw error;
   }
+  checkCarriedCounts(carried);
   return carried;
+}
+
+/** `carried.tokenCounts`, when present: a count (or null) for each text of the live conversation, per encoding. */
+function checkCarriedCounts(carried: AgentRunCarried): void {
+  const counts: unknown = carried.tokenCounts;
+  if (counts === undefined) return;
+  const field = 'input.carried.tokenCounts';
+  if (typeof counts !== 'object' || counts === null || Array.isArray(counts)) throw new InvalidInputError(field, 'must be an object of count lists by encoding, or left out');
+  const texts = carried.live.reduce((sum, entry) => sum + messageTexts(entry.message).length, 0);
+  for (const [encoding, list] of Object.entries(counts)) {
+    if (!Array.isArray(list) || list.length !== texts) throw new InvalidInputError(`${field}.${encoding}`, `must list a count or null for each of the ${texts} texts of the live conversation`);
+    list.forEach((count: unknown, index) => {
+      if (count !== null && !(typeof count === 'number' && Number.isSafeInteger(count) && count >= 0)) throw new InvalidInputError(`${field}.${encoding}[${index}]`, 'must be a non-negative integer or null');
+    });
+  }
 }
 
 /**
@@ -190,6 +206,7 @@ export class AgentLoop {
     for (const backend of plan.backends) {
       if (backend.tokenizer !== 'chars' && !this.knownTokens.has(backend.tokenizer)) this.knownTokens.set(backend.tokenizer, new Map());
     }
+    if (carried?.tokenCounts !== undefined) this.rememberCounts(carried.live, carried.tokenCounts);
     this.counters = plan.backends.map((backend) =>
       backendCounter(backend, plan.tools, carried?.counters[backend.index] ?? null, backend.tokenizer === 'chars' ? undefined : this.knownTokens.get(backend.tokenizer)),
     );
@@ -274,6 +291,25 @@ export class AgentLoop {
     for (const known of this.knownTokens.values()) {
       for (const text of known.keys()) if (!live.has(text)) known.delete(text);
     }
+  }
+
+  /** The counts a continued run was handed (see {@link AgentRunCarried.tokenCounts}), for the encodings this chain uses. */
+  private rememberCounts(live: readonly SessionEntry[], counts: Record<string, Array<number | null>>): void {
+    for (const [encoding, known] of this.knownTokens) {
+      const list = counts[encoding];
+      if (list === undefined) continue;
+      const texts = live.flatMap((entry) => messageTexts(entry.message));
+      texts.forEach((text, index) => {
+        const count = list[index];
+        if (typeof count === 'number') known.set(text, count);
+      });
+    }
+  }
+
+  /** What this run knows of the live conversation's token counts, to carry: a continued run need not count it again. */
+  private countsToCarry(): Record<string, Array<number | null>> {
+    const texts = this.messages.flatMap((message) => messageTexts(message));
+    return Object.fromEntries([...this.knownTokens].map(([encoding, known]) => [encoding, texts.map((text) => known.get(text) ?? null)]));
   }
 
   /** Fails the run with `RunFailed.PayloadTooLarge` when `bytes` would be sent inline over the limit. */
@@ -361,6 +397,7 @@ export class AgentLoop {
       previousRequest: this.previousRequest,
       peakContextTokens: this.peakContextTokens,
       continuedAsNew: this.continuedAsNew,
+      tokenCounts: this.countsToCarry(),
     };
   }
 

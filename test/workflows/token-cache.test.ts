@@ -2,7 +2,8 @@
 // text a run ever counted until the run continued as new — on a long run with big tool results,
 // megabytes of dropped text in the worker's memory per cached workflow. Observable from outside:
 // a dropped text that comes back (the agent reads the same file again) is new to the run again,
-// so the countTokens activity counts it a second time.
+// so the countTokens activity counts it a second time. And a run that continues as new hands the
+// counts of its live conversation to the next one, which then does not count it again.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -38,12 +39,22 @@ describe('the token-count cache', { timeout: 300_000 }, () => {
     { role: 'assistant', content: 'alpha_step_12 scans table_12 once per row.' },
   ];
 
+  // One big file read, then small ones: the big one stays in the live context across continue-as-new.
+  const carryTrajectory: ChatMessage[] = [
+    ...opening,
+    readTurn('c1', 'alpha.py'),
+    { role: 'tool', tool_call_id: 'c1', content: alpha },
+    ...['notes.md', 'todo.md', 'plan.md'].flatMap((file, index): ChatMessage[] => [readTurn(`s${index}`, file), { role: 'tool', tool_call_id: `s${index}`, content: `# ${file}\nnothing slow here` }]),
+    { role: 'assistant', content: 'alpha_step_12 scans table_12 once per row.' },
+  ];
+
   beforeAll(async () => {
     t = await testConnection();
     bundle = await bundleWorkflows(new URL('../../src/workflows/index.ts', import.meta.url));
     dir = mkdtempSync(join(tmpdir(), 'token-cache-'));
     store = mkdtempSync(join(tmpdir(), 'token-cache-store-'));
     writeFileSync(join(dir, 'reread.json'), JSON.stringify(trajectory));
+    writeFileSync(join(dir, 'carry.json'), JSON.stringify(carryTrajectory));
   });
   afterAll(() => {
     rmSync(dir, { recursive: true, force: true });
@@ -77,5 +88,37 @@ describe('the token-count cache', { timeout: 300_000 }, () => {
     // second alpha.py and count only twice.
     const counted = events.filter((event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'countTokens');
     expect(counted).toHaveLength(3);
+  });
+
+  it('continue-as-new carries the live conversation\'s counts: the continued runs do not count it again', async () => {
+    const plugin = compactorPlugin({ config: loadConfig({ env: {} }), summarizer: createExtractiveSummarizer(), activities: { trajectoryDir: dir }, searchAttributes: 'skip' });
+    const worker = await Worker.create({ connection: t.nativeConnection, namespace: t.namespace, taskQueue: t.taskQueue, workflowBundle: bundle, plugins: [plugin] });
+    const client = new Client({ connection: t.connection, namespace: t.namespace, plugins: [plugin] });
+    const workflowId = uniqueId('agent-carry-counts');
+    const result = await worker.runUntil(() =>
+      client.workflow.execute(agentRun, {
+        taskQueue: t.taskQueue,
+        workflowId,
+        args: [{ messages: opening, model: { provider: 'replay', trajectory: 'carry', contextWindow: 120_000, maxOutputTokens: 4_000 }, compaction: {}, maxRounds: 10, continueAsNewAfterRounds: 2 }],
+      }),
+    );
+    expect([result.stopReason, result.rounds, result.continuedAsNew]).toEqual(['completed', 5, 2]);
+    // alpha.py is in the live context of every run, and more new text than the workflow counts itself.
+    expect(result.messages.some((message) => message.content === alpha)).toBe(true);
+    const runs: string[] = [(await client.workflow.getHandle(workflowId).describe()).runId];
+    for (;;) {
+      const first = await historyEvents(client, workflowId, runs[0] ?? '').next();
+      const previous = first.done === true ? undefined : first.value.workflowExecutionStartedEventAttributes?.continuedExecutionRunId;
+      if (previous === undefined || previous === null || previous === '') break;
+      runs.unshift(previous);
+    }
+    const countedPerRun: number[] = [];
+    for (const runId of runs) {
+      let counted = 0;
+      for await (const event of historyEvents(client, workflowId, runId)) if (event.activityTaskScheduledEventAttributes?.activityType?.name === 'countTokens') counted += 1;
+      countedPerRun.push(counted);
+    }
+    // Counted once, in the run that read it; without the carried counts each continued run counted it again.
+    expect(countedPerRun).toEqual([1, 0, 0]);
   });
 });
