@@ -28,7 +28,7 @@ import { openingMessages } from '../src/core/agent/trajectory.js';
 import { startDevServer, type DevServer } from '../src/dev-server.js';
 import { agentRun, readSessionLines, replaySession, type AgentRunResult, type AgentRunWorkflowInput, type ChatMessage } from '../src/index.js';
 import { payloadConverterFromConfig, payloadProtoSize, type ChunkStoreStats } from '../src/payloads/index.js';
-import { HISTORY_CHANNEL_ARGS, historyEvents } from '../src/session-reader.js';
+import { chainRunIds, HISTORY_CHANNEL_ARGS, historyEvents } from '../src/session-reader.js';
 import type { LongRunWorkerSettings } from './agent-long-worker.js';
 
 const README = fileURLToPath(new URL('./README.md', import.meta.url));
@@ -172,17 +172,6 @@ function startWorker(settings: LongRunWorkerSettings): { worker: ChildProcess; r
   return { worker, report };
 }
 
-/** Every run of the chain, first run first. */
-async function chainRuns(client: Client, workflowId: string): Promise<string[]> {
-  const runs = [(await client.workflow.getHandle(workflowId).describe()).runId];
-  for (;;) {
-    const first = await historyEvents(client, workflowId, runs[0] ?? '').next();
-    const previous = first.done === true ? undefined : first.value.workflowExecutionStartedEventAttributes?.continuedExecutionRunId;
-    if (previous === undefined || previous === null || previous === '') return runs;
-    runs.unshift(previous);
-  }
-}
-
 function eventMs(event: temporal.api.history.v1.IHistoryEvent): number {
   const seconds = Number(event.eventTime?.seconds ?? 0);
   return seconds * 1000 + Math.floor((event.eventTime?.nanos ?? 0) / 1e6);
@@ -210,7 +199,7 @@ function eventKind(event: temporal.api.history.v1.IHistoryEvent, activities: Map
 
 /** Reads the chain's histories once, event by event (the store-off chain holds hundreds of MB), and sums them up by round. */
 async function chainFigures(client: Client, workflowId: string): Promise<ChainFigures> {
-  const runs = await chainRuns(client, workflowId);
+  const runs = await chainRunIds(client, workflowId, (await client.workflow.getHandle(workflowId).describe()).runId);
   const figures: ChainFigures = { runs: runs.length, events: 0, historyBytes: 0, roundBytes: [], roundMs: [], startBytes: 0, largestPayload: 0, workflowTasksFailed: 0, firstTaskFailure: undefined, byKind: {} };
   let roundStarted: number | undefined;
   let lastEvent = 0;

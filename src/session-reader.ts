@@ -42,7 +42,7 @@ function isBatch(value: unknown): value is SessionBatch {
 }
 
 /** The runs of a continue-as-new chain up to `runId`, first run first (each run's start event names the run it continued). */
-async function chainOf(client: Client, workflowId: string, runId: string): Promise<string[]> {
+export async function chainRunIds(client: Client, workflowId: string, runId: string): Promise<string[]> {
   const runs = [runId];
   for (let current: string | undefined = runId; current !== undefined; ) {
     const page: temporal.api.workflowservice.v1.IGetWorkflowExecutionHistoryResponse = await client.workflowService.getWorkflowExecutionHistory({
@@ -138,7 +138,7 @@ export async function* readSession(client: Client, from: SessionReference | stri
     snapshot = answer;
   }
   let next = 0;
-  for (const runId of await chainOf(client, workflowId, latest.runId)) {
+  for (const runId of await chainRunIds(client, workflowId, latest.runId)) {
     for await (const batch of batchesOf(client, workflowId, runId)) {
       if (batch.from !== next) throw new SessionReadError(`run ${runId} of ${workflowId} recorded lines from ${batch.from}, but ${next} lines came before it`);
       yield* batch.lines;

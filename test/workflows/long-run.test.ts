@@ -14,20 +14,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateLongRun, longRunName } from '../../corpus/index.js';
 import { agentRun, compactionRecordsFromSession, compactorPlugin, createActivities, createExtractiveSummarizer, historyEvents, loadConfig, readSessionLines, replaySession, type AgentRunResult, type ChatMessage } from '../../src/index.js';
 import { openingMessages, STORED_SESSION_BATCH_BYTES } from '../../src/engine.js';
+import { chainRunIds } from '../../src/session-reader.js';
 import { bundleWorkflows, testConnection, uniqueId, withWorker, type TestConnection } from '../support/temporal.js';
 
 const LONG_RUN = { rounds: 240, resultChars: 10_000 };
-
-/** Every run of a continue-as-new chain, first run first. */
-async function chainRuns(t: TestConnection, workflowId: string, lastRunId: string): Promise<string[]> {
-  const runs = [lastRunId];
-  for (;;) {
-    const first = await historyEvents(t.client, workflowId, runs[0] ?? '').next();
-    const previous = first.done === true ? undefined : first.value.workflowExecutionStartedEventAttributes?.continuedExecutionRunId;
-    if (previous === undefined || previous === null || previous === '') return runs;
-    runs.unshift(previous);
-  }
-}
 
 function payloadSizes(event: temporal.api.history.v1.IHistoryEvent): number[] {
   const sizes: number[] = [];
@@ -91,7 +81,7 @@ describe('a long agent run', { timeout: 900_000 }, () => {
     // No workflow task failed in any run of the chain, and no payload in any history is over 256 KB.
     let failures = 0;
     let largest = 0;
-    const runs = await chainRuns(t, workflowId, (await t.client.workflow.getHandle(workflowId).describe()).runId);
+    const runs = await chainRunIds(t.client, workflowId, (await t.client.workflow.getHandle(workflowId).describe()).runId);
     expect(runs).toHaveLength(result.continuedAsNew + 1);
     for (const runId of runs) {
       for await (const event of historyEvents(t.client, workflowId, runId)) {
@@ -202,7 +192,7 @@ describe('a long agent run with the payload store', { timeout: 900_000 }, () => 
     const lines = await readSessionLines(client, result.session);
     expect(replaySession(lines)).toEqual(result.messages);
 
-    const runs = await chainRuns(t, workflowId, (await client.workflow.getHandle(workflowId).describe()).runId);
+    const runs = await chainRunIds(client, workflowId, (await client.workflow.getHandle(workflowId).describe()).runId);
     const events: temporal.api.history.v1.IHistoryEvent[] = [];
     for (const runId of runs) for await (const event of historyEvents(client, workflowId, runId)) events.push(event);
     expect(events.filter((event) => event.workflowTaskFailedEventAttributes)).toEqual([]);

@@ -22,6 +22,7 @@ import {
   type ChatMessage,
   type PayloadTooLargeDetails,
 } from '../../src/index.js';
+import { chainRunIds } from '../../src/session-reader.js';
 import { failureTypeOf } from '../support/agent.js';
 import { bundleWorkflows, testConnection, uniqueId, withWorker, type TestConnection } from '../support/temporal.js';
 
@@ -42,14 +43,15 @@ function assistant(content: string | null, calls: Array<[string, string, string]
 }
 
 /** The run's history events (paged small: without a store a page can pass the gRPC message limit). */
+/** Every event of the run's continue-as-new chain, first run first. */
 async function eventsOf(t: TestConnection, workflowId: string) {
   const { runId } = await t.client.workflow.getHandle(workflowId).describe();
   const events = [];
-  for await (const event of historyEvents(t.client, workflowId, runId)) events.push(event);
+  for (const run of await chainRunIds(t.client, workflowId, runId)) for await (const event of historyEvents(t.client, workflowId, run)) events.push(event);
   return events;
 }
 
-/** Workflow tasks of the run that failed (each would be retried: a wedge when it cannot succeed). */
+/** Workflow tasks of the run's chain that failed (each would be retried: a wedge when it cannot succeed). */
 async function workflowTaskFailures(t: TestConnection, workflowId: string): Promise<number> {
   return (await eventsOf(t, workflowId)).filter((event) => event.workflowTaskFailedEventAttributes).length;
 }
@@ -102,7 +104,8 @@ describe('payloads over the server limit, without a payload store', { timeout: 2
     expect(JSON.stringify(result).length).toBeLessThan(1_300_000);
     expect(replaySession(await readSessionLines(t.client, result.session))).toEqual(result.messages);
     expect(await workflowTaskFailures(t, workflowId)).toBe(0);
-    // The 1.2 MB of new text was counted outside the workflow, in one request.
+    // The 1.2 MB of new text was counted outside the workflow, in one request, once in the whole
+    // chain: a run continued as new starts with the counts (it used to count the conversation again).
     const scheduled = (await eventsOf(t, workflowId)).flatMap((event) => event.activityTaskScheduledEventAttributes?.activityType?.name ?? []);
     expect(scheduled.filter((name) => name === 'countTokens')).toHaveLength(1);
   });

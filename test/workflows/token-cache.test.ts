@@ -13,6 +13,7 @@ import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentRun, compactorPlugin, createExtractiveSummarizer, historyEvents, loadConfig, readSessionLines, replaySession, type ChatMessage } from '../../src/index.js';
 import { WORKFLOW_COUNT_CHARS } from '../../src/engine.js';
+import { chainRunIds } from '../../src/session-reader.js';
 import { readTurn, sourceText } from '../support/source-text.js';
 import { bundleWorkflows, testConnection, uniqueId, type TestConnection } from '../support/temporal.js';
 
@@ -105,13 +106,7 @@ describe('the token-count cache', { timeout: 300_000 }, () => {
     expect([result.stopReason, result.rounds, result.continuedAsNew]).toEqual(['completed', 5, 2]);
     // alpha.py is in the live context of every run, and more new text than the workflow counts itself.
     expect(result.messages.some((message) => message.content === alpha)).toBe(true);
-    const runs: string[] = [(await client.workflow.getHandle(workflowId).describe()).runId];
-    for (;;) {
-      const first = await historyEvents(client, workflowId, runs[0] ?? '').next();
-      const previous = first.done === true ? undefined : first.value.workflowExecutionStartedEventAttributes?.continuedExecutionRunId;
-      if (previous === undefined || previous === null || previous === '') break;
-      runs.unshift(previous);
-    }
+    const runs = await chainRunIds(client, workflowId, (await client.workflow.getHandle(workflowId).describe()).runId);
     const countedPerRun: number[] = [];
     for (const runId of runs) {
       let counted = 0;
