@@ -49,7 +49,7 @@ export {
   type SearchAttributeSetup,
   type HasOperatorService,
 } from './search-attributes.js';
-export { compactorPlugin, CompactorPlugin, compactorWorkflowsPath, type CompactorPluginOptions, type PluginRegistration } from './plugin.js';
+export { compactorPlugin, CompactorPlugin, compactorWorkflowsPath, workerBuildId, type CompactorPluginOptions, type PluginRegistration } from './plugin.js';
 export {
   createTracing,
   tracingWorkflowInterceptorModules,
@@ -67,7 +67,6 @@ export {
   runWorker,
   loadWorkerConfig,
   workflowCode,
-  workerBuildId,
   type CompactorWorker,
   type CompactorWorkerConfig,
   type WorkerMode,

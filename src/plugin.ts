@@ -161,8 +161,11 @@ export class CompactorPlugin extends SimplePlugin {
     const base = super.configureWorker(options);
     const configured = this.registration === 'activities' || base.workflowBundle !== undefined ? base : withOurWorkflows(base);
     // After our workflows are set: the tracing plugin adds its workflow interceptors only to a worker that bundles.
-    const traced = withShortBuildId(this.tracing === undefined ? configured : this.tracing.plugin.configureWorker(configured));
-    if (this.tracing !== undefined && traced.workflowBundle !== undefined && !bundleHasTracing(bundleCode(traced.workflowBundle))) {
+    const withTracing = this.tracing === undefined ? configured : this.tracing.plugin.configureWorker(configured);
+    // A prebuilt bundle's code is read once (a file of a few MB): for the build id and the tracing check.
+    const code = withTracing.workflowBundle === undefined ? undefined : bundleCode(withTracing.workflowBundle);
+    const traced = code === undefined ? withTracing : withShortBuildId(withTracing, code);
+    if (this.tracing !== undefined && code !== undefined && !bundleHasTracing(code)) {
       throw new Error(
         'temporal-compactor: tracing is on (COMPACTOR_TRACING) but the prebuilt workflow bundle has no OpenTelemetry workflow interceptors, so workflow and compaction spans would be lost: use workflow-bundle-tracing.js from `npm run build:bundle`, or bundle with workflowInterceptorModules: tracingWorkflowInterceptorModules()',
       );
@@ -231,14 +234,13 @@ export function workerBuildId(bundleCode: string): string {
 }
 
 /**
- * The worker options with {@link workerBuildId} when the worker runs a prebuilt bundle and chose no
- * build id or versioning of its own (a worker that bundles at start keeps the SDK's default: its
- * code is not known before `Worker.create` bundles it).
+ * The options of a worker that runs the prebuilt bundle `code`, with {@link workerBuildId} unless
+ * it chose a build id or versioning of its own. (A worker that bundles at start keeps the SDK's
+ * default: its code is not known before `Worker.create` bundles it.)
  */
-function withShortBuildId(options: WorkerOptions): WorkerOptions {
-  const bundle = options.workflowBundle;
-  if (bundle === undefined || options.buildId !== undefined || options.useVersioning === true || options.workerDeploymentOptions !== undefined) return options;
-  return { ...options, buildId: workerBuildId(bundleCode(bundle)) };
+function withShortBuildId(options: WorkerOptions, code: string): WorkerOptions {
+  if (options.buildId !== undefined || options.useVersioning === true || options.workerDeploymentOptions !== undefined) return options;
+  return { ...options, buildId: workerBuildId(code) };
 }
 
 /** {@link CompactorPlugin}: `plugins: [compactorPlugin()]` on `Worker.create` and on `new Client`. */

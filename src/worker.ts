@@ -8,7 +8,6 @@ import { Worker } from '@temporalio/worker';
 import type { NativeConnection, WorkerOptions, WorkflowBundleOption } from '@temporalio/worker';
 import type { DataConverter } from '@temporalio/common';
 import { compactorPlugin, type CompactorPlugin, type PluginRegistration } from './plugin.js';
-export { workerBuildId } from './plugin.js';
 import { ensureSearchAttributesIfAllowed, searchAttributeWarning, type SearchAttributeSetup } from './search-attributes.js';
 import { ConfigError, DEFAULT_TASK_QUEUE, loadConfig, readSettings, TEMPORAL_SETTING_KEYS, temporalEnvVars, type WorkerModeSetting } from './config.js';
 import { summarizerFromConfig } from './summarizers/from-config.js';

@@ -295,10 +295,10 @@ export class AgentLoop {
 
   /** The counts a continued run was handed (see {@link AgentRunCarried.tokenCounts}), for the encodings this chain uses. */
   private rememberCounts(live: readonly SessionEntry[], counts: Record<string, Array<number | null>>): void {
+    const texts = live.flatMap((entry) => messageTexts(entry.message));
     for (const [encoding, known] of this.knownTokens) {
       const list = counts[encoding];
       if (list === undefined) continue;
-      const texts = live.flatMap((entry) => messageTexts(entry.message));
       texts.forEach((text, index) => {
         const count = list[index];
         if (typeof count === 'number') known.set(text, count);

@@ -1,9 +1,9 @@
 // Helpers for agentRun tests: the test corpus (the repository set, plus the extended corpus when
 // present) as a trajectory directory for the replay provider, a worker's activities for replayed
 // runs, and a deterministic summarizer.
-import { WorkflowFailedError } from '@temporalio/client';
+import { Client, WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import { Worker, type WorkerOptions } from '@temporalio/worker';
+import { Worker, type WorkerOptions, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { createTrajectoryDir, findTrajectory, TRAJECTORY_DIR_ENV } from '../../corpus/index.js';
 import { createActivities, type ActivityDeps } from '../../src/activities/index.js';
 import { compactionRecordsFromSession, type CompactionHistory, type CompactionRecord } from '../../src/core/agent/compaction-history.js';
@@ -14,6 +14,7 @@ import { openingMessages } from '../../src/core/agent/trajectory.js';
 import type { ChatMessage } from '../../src/core/types.js';
 import { createExtractiveSummarizer } from '../../src/summarizers/extractive.js';
 import { agentRun, compactionsQuery, conversationQuery, type AgentRunResult, type AgentRunWorkflowInput } from '../../src/workflows/agent-run.js';
+import { compactorPlugin, type CompactorPlugin, type CompactorPluginOptions } from '../../src/plugin.js';
 import { registerCleanup } from './cleanup.js';
 import { uniqueId, type TestConnection } from './temporal.js';
 
@@ -129,4 +130,20 @@ export async function runAgent(
     const session = await readSessionLines(t.client, workflowId);
     return { status: 'failed', failureType: failure.type, failureMessage: failure.message, messages, session, compactions: compactionRecordsFromSession(session), history };
   }
+}
+
+/**
+ * Runs `agentRun` to its end on a worker and a client set up as a user's would be, with
+ * `compactorPlugin(plugin)` alone (the extractive summarizer unless `plugin` names one), on `t`'s
+ * task queue. Returns the result, the plugin's client (it reads claims from the store) and the plugin.
+ */
+export async function runAgentThroughPlugin(
+  t: TestConnection,
+  options: { workflowBundle: WorkflowBundleWithSourceMap; plugin: CompactorPluginOptions; input: AgentRunWorkflowInput; workflowId: string },
+): Promise<{ result: AgentRunResult; client: Client; plugin: CompactorPlugin }> {
+  const plugin = compactorPlugin({ summarizer: createExtractiveSummarizer(), ...options.plugin });
+  const worker = await Worker.create({ connection: t.nativeConnection, namespace: t.namespace, taskQueue: t.taskQueue, workflowBundle: options.workflowBundle, plugins: [plugin] });
+  const client = new Client({ connection: t.connection, namespace: t.namespace, plugins: [plugin] });
+  const result = await worker.runUntil(() => client.workflow.execute(agentRun, { taskQueue: t.taskQueue, workflowId: options.workflowId, args: [options.input] }));
+  return { result, client, plugin };
 }

@@ -32,7 +32,8 @@ import {
 import { inject } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { payloadConverterFromConfig } from '../../src/payloads/index.js';
-import { HISTORY_CHANNEL_ARGS } from '../../src/session-reader.js';
+import type { temporal } from '@temporalio/proto';
+import { chainRunIds, HISTORY_CHANNEL_ARGS, historyEvents } from '../../src/session-reader.js';
 import { registerCleanup } from './cleanup.js';
 
 export interface TestConnection {
@@ -154,4 +155,19 @@ export async function withWorker<T>(
     ...options,
   });
   return worker.runUntil(fn);
+}
+
+/**
+ * The events of every run of a workflow's continue-as-new chain, run by run, first run first
+ * (`.flat()` for the whole chain). Holds them all in memory: for histories of a few MB.
+ */
+export async function chainHistories(client: Client, workflowId: string): Promise<temporal.api.history.v1.IHistoryEvent[][]> {
+  const { runId } = await client.workflow.getHandle(workflowId).describe();
+  const runs: temporal.api.history.v1.IHistoryEvent[][] = [];
+  for (const run of await chainRunIds(client, workflowId, runId)) {
+    const events: temporal.api.history.v1.IHistoryEvent[] = [];
+    for await (const event of historyEvents(client, workflowId, run)) events.push(event);
+    runs.push(events);
+  }
+  return runs;
 }

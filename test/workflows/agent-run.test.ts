@@ -36,12 +36,15 @@ function completion(message: Record<string, unknown>, usage: Record<string, unkn
 
 type HistoryEvents = NonNullable<Awaited<ReturnType<WorkflowHandle['fetchHistory']>>['events']>;
 
+/** The one-line summary of a chat activity's scheduling event; undefined for other events. */
+function chatSummaryOf(event: HistoryEvents[number]): string | undefined {
+  const data = event.activityTaskScheduledEventAttributes?.activityType?.name === 'chat' ? event.userMetadata?.summary?.data : undefined;
+  return data === undefined || data === null ? undefined : String(JSON.parse(Buffer.from(data).toString('utf8')));
+}
+
 /** The one-line summaries the run's chat activities carry in its history, in order. */
 function chatSummaries(events: HistoryEvents): string[] {
-  return events.flatMap((event) => {
-    const data = event.activityTaskScheduledEventAttributes?.activityType?.name === 'chat' ? event.userMetadata?.summary?.data : undefined;
-    return data === undefined || data === null ? [] : [String(JSON.parse(Buffer.from(data).toString('utf8')))];
-  });
+  return events.flatMap((event) => chatSummaryOf(event) ?? []);
 }
 
 /**
@@ -65,7 +68,7 @@ function checkContextTokensUpserts(events: HistoryEvents, contextWindow: number)
       published = tokens;
       upserts += 1;
     }
-    const summary = event.activityTaskScheduledEventAttributes?.activityType?.name === 'chat' ? chatSummaries([event])[0] : undefined;
+    const summary = chatSummaryOf(event);
     if (summary !== undefined) {
       const tokens = Number(/\(([\d,]+) tokens\)$/.exec(summary)?.[1]?.replaceAll(',', ''));
       expect(published, `ContextTokens before the chat of ${summary}`).toBeDefined();

@@ -5,15 +5,14 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client } from '@temporalio/client';
-import type { temporal } from '@temporalio/proto';
 import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { agentRun, compactorPlugin, createExtractiveSummarizer, historyEvents, loadConfig, readSessionLines, replaySession, type ChatMessage } from '../../src/index.js';
+import { loadConfig, readSessionLines, replaySession, type ChatMessage } from '../../src/index.js';
 import { payloadProtoSize } from '../../src/payloads/index.js';
 import { historyPayloads, isSdkMetadata } from '../support/history-payloads.js';
 import { readTurn, sourceText } from '../support/source-text.js';
-import { bundleWorkflows, testConnection, uniqueId, type TestConnection } from '../support/temporal.js';
+import { runAgentThroughPlugin } from '../support/agent.js';
+import { bundleWorkflows, chainHistories, testConnection, uniqueId, type TestConnection } from '../support/temporal.js';
 
 describe('a 1M-token conversation with the payload store', { timeout: 600_000 }, () => {
   let t: TestConnection;
@@ -47,26 +46,20 @@ describe('a 1M-token conversation with the payload store', { timeout: 600_000 },
   });
 
   it('completes without a failed workflow task, counts the big text outside the workflow, and replays on a fresh worker', async () => {
-    const config = loadConfig({ env: { COMPACTOR_PAYLOAD_STORE: `file:${store}` } });
-    const plugin = compactorPlugin({ config, summarizer: createExtractiveSummarizer(), activities: { trajectoryDir: dir } });
-    const worker = await Worker.create({ connection: t.nativeConnection, namespace: t.namespace, taskQueue: t.taskQueue, workflowBundle: bundle, plugins: [plugin] });
-    const client = new Client({ connection: t.connection, namespace: t.namespace, plugins: [plugin] });
     const workflowId = uniqueId('agent-million');
-    const result = await worker.runUntil(() =>
-      client.workflow.execute(agentRun, {
-        taskQueue: t.taskQueue,
-        workflowId,
-        args: [{ messages: opening, model: { provider: 'replay', trajectory: 'million', contextWindow: 1_200_000, maxOutputTokens: 8_000 }, compaction: {}, maxRounds: 10 }],
-      }),
-    );
+    const { result, client, plugin } = await runAgentThroughPlugin(t, {
+      workflowBundle: bundle,
+      plugin: { config: loadConfig({ env: { COMPACTOR_PAYLOAD_STORE: `file:${store}` } }), activities: { trajectoryDir: dir } },
+      workflowId,
+      input: { messages: opening, model: { provider: 'replay', trajectory: 'million', contextWindow: 1_200_000, maxOutputTokens: 8_000 }, compaction: {}, maxRounds: 10 },
+    });
     expect(result.stopReason).toBe('completed');
     expect(result.rounds).toBe(3);
     expect(result.peakContextTokens).toBeGreaterThan(900_000);
     expect(replaySession(await readSessionLines(client, result.session))).toEqual(result.messages);
 
-    const { runId } = await client.workflow.getHandle(workflowId).describe();
-    const events: temporal.api.history.v1.IHistoryEvent[] = [];
-    for await (const event of historyEvents(client, workflowId, runId)) events.push(event);
+    const [events = [], ...continued] = await chainHistories(client, workflowId);
+    expect(continued).toEqual([]);
     // Not one workflow task failed: no activation ran into the deadlock timeout, no payload was refused.
     expect(events.filter((event) => event.workflowTaskFailedEventAttributes)).toEqual([]);
     // The million tokens were counted by the countTokens activity, not in the sandbox.

@@ -7,15 +7,15 @@
 import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client } from '@temporalio/client';
 import proto, { type temporal } from '@temporalio/proto';
-import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateLongRun, longRunName } from '../../corpus/index.js';
-import { agentRun, compactionRecordsFromSession, compactorPlugin, createActivities, createExtractiveSummarizer, historyEvents, loadConfig, readSessionLines, replaySession, type AgentRunResult, type ChatMessage } from '../../src/index.js';
+import { agentRun, compactionRecordsFromSession, createActivities, createExtractiveSummarizer, historyEvents, loadConfig, readSessionLines, replaySession, type AgentRunResult, type ChatMessage } from '../../src/index.js';
 import { openingMessages, STORED_SESSION_BATCH_BYTES } from '../../src/engine.js';
 import { chainRunIds } from '../../src/session-reader.js';
-import { bundleWorkflows, testConnection, uniqueId, withWorker, type TestConnection } from '../support/temporal.js';
+import { runAgentThroughPlugin } from '../support/agent.js';
+import { bundleWorkflows, chainHistories, testConnection, uniqueId, withWorker, type TestConnection } from '../support/temporal.js';
 
 const LONG_RUN = { rounds: 240, resultChars: 10_000 };
 
@@ -175,26 +175,21 @@ describe('a long agent run with the payload store', { timeout: 900_000 }, () => 
 
   it('200 rounds with a 16 KB tool result each (3.5 MB of transcript): history grows by what each round adds, not by the window; the store by the new content', async () => {
     const config = loadConfig({ env: { COMPACTOR_PAYLOAD_STORE: `file:${store}` } });
-    const plugin = compactorPlugin({ config, summarizer: createExtractiveSummarizer(), activities: { trajectoryDir: dir }, searchAttributes: 'skip' });
-    const worker = await Worker.create({ connection: t.nativeConnection, namespace: t.namespace, taskQueue: t.taskQueue, workflowBundle: bundle, plugins: [plugin] });
-    const client = new Client({ connection: t.connection, namespace: t.namespace, plugins: [plugin] });
     const workflowId = uniqueId('agent-long-store');
     const opening = openingMessages(trajectory);
-    const result: AgentRunResult = await worker.runUntil(() =>
-      client.workflow.execute(agentRun, {
-        taskQueue: t.taskQueue,
-        workflowId,
-        args: [{ messages: opening, model: { provider: 'replay', trajectory: name, contextWindow: 16_000, maxOutputTokens: 1_000 }, compaction: {}, maxRounds: 1_000 }],
-      }),
-    );
+    const { result, client } = await runAgentThroughPlugin(t, {
+      workflowBundle: bundle,
+      plugin: { config, activities: { trajectoryDir: dir }, searchAttributes: 'skip' },
+      workflowId,
+      input: { messages: opening, model: { provider: 'replay', trajectory: name, contextWindow: 16_000, maxOutputTokens: 1_000 }, compaction: {}, maxRounds: 1_000 },
+    });
     expect(result.stopReason).toBe('completed');
     expect(result.rounds).toBe(STORE_RUN.rounds);
     const lines = await readSessionLines(client, result.session);
     expect(replaySession(lines)).toEqual(result.messages);
 
-    const runs = await chainRunIds(client, workflowId, (await client.workflow.getHandle(workflowId).describe()).runId);
-    const events: temporal.api.history.v1.IHistoryEvent[] = [];
-    for (const runId of runs) for await (const event of historyEvents(client, workflowId, runId)) events.push(event);
+    const runs = await chainHistories(client, workflowId);
+    const events = runs.flat();
     expect(events.filter((event) => event.workflowTaskFailedEventAttributes)).toEqual([]);
     // Every payload over the threshold is a claim.
     expect(Math.max(...events.flatMap(payloadSizes))).toBeLessThan(config.payloadThreshold);

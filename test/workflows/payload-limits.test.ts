@@ -14,7 +14,6 @@ import {
   createActivities,
   createExtractiveSummarizer,
   FailureType,
-  historyEvents,
   readSessionLines,
   replaySession,
   RunFailureType,
@@ -22,9 +21,8 @@ import {
   type ChatMessage,
   type PayloadTooLargeDetails,
 } from '../../src/index.js';
-import { chainRunIds } from '../../src/session-reader.js';
 import { failureTypeOf } from '../support/agent.js';
-import { bundleWorkflows, testConnection, uniqueId, withWorker, type TestConnection } from '../support/temporal.js';
+import { bundleWorkflows, chainHistories, testConnection, uniqueId, withWorker, type TestConnection } from '../support/temporal.js';
 
 /** Lines of log-like text, `bytes` long: what a user pastes, or a tool prints. */
 function logText(bytes: number, seed: string): string {
@@ -42,13 +40,9 @@ function assistant(content: string | null, calls: Array<[string, string, string]
   return calls.length === 0 ? { role: 'assistant', content: content ?? '' } : { role: 'assistant', content, tool_calls: calls.map(([id, name, args]) => ({ id, type: 'function', function: { name, arguments: args } })) };
 }
 
-/** The run's history events (paged small: without a store a page can pass the gRPC message limit). */
 /** Every event of the run's continue-as-new chain, first run first. */
 async function eventsOf(t: TestConnection, workflowId: string) {
-  const { runId } = await t.client.workflow.getHandle(workflowId).describe();
-  const events = [];
-  for (const run of await chainRunIds(t.client, workflowId, runId)) for await (const event of historyEvents(t.client, workflowId, run)) events.push(event);
-  return events;
+  return (await chainHistories(t.client, workflowId)).flat();
 }
 
 /** Workflow tasks of the run's chain that failed (each would be retried: a wedge when it cannot succeed). */

@@ -7,15 +7,14 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client } from '@temporalio/client';
 import type { temporal } from '@temporalio/proto';
-import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { agentRun, compactorPlugin, createExtractiveSummarizer, historyEvents, loadConfig, readSessionLines, replaySession, type ChatMessage } from '../../src/index.js';
+import { loadConfig, readSessionLines, replaySession, type ChatMessage } from '../../src/index.js';
 import { WORKFLOW_COUNT_CHARS } from '../../src/engine.js';
-import { chainRunIds } from '../../src/session-reader.js';
 import { readTurn, sourceText } from '../support/source-text.js';
-import { bundleWorkflows, testConnection, uniqueId, type TestConnection } from '../support/temporal.js';
+import { runAgentThroughPlugin } from '../support/agent.js';
+import { bundleWorkflows, chainHistories, testConnection, uniqueId, type TestConnection } from '../support/temporal.js';
 
 describe('the token-count cache', { timeout: 300_000 }, () => {
   let t: TestConnection;
@@ -63,57 +62,43 @@ describe('the token-count cache', { timeout: 300_000 }, () => {
   });
 
   it('forgets a text compaction dropped: read again, it is counted again', async () => {
-    const config = loadConfig({ env: { COMPACTOR_PAYLOAD_STORE: `file:${store}` } });
-    const plugin = compactorPlugin({ config, summarizer: createExtractiveSummarizer(), activities: { trajectoryDir: dir }, searchAttributes: 'skip' });
-    const worker = await Worker.create({ connection: t.nativeConnection, namespace: t.namespace, taskQueue: t.taskQueue, workflowBundle: bundle, plugins: [plugin] });
-    const client = new Client({ connection: t.connection, namespace: t.namespace, plugins: [plugin] });
     const workflowId = uniqueId('agent-reread');
-    const result = await worker.runUntil(() =>
-      client.workflow.execute(agentRun, {
-        taskQueue: t.taskQueue,
-        workflowId,
-        args: [{ messages: opening, model: { provider: 'replay', trajectory: 'reread', contextWindow: 120_000, maxOutputTokens: 4_000 }, compaction: {}, maxRounds: 10 }],
-      }),
-    );
+    const { result, client } = await runAgentThroughPlugin(t, {
+      workflowBundle: bundle,
+      plugin: { config: loadConfig({ env: { COMPACTOR_PAYLOAD_STORE: `file:${store}` } }), activities: { trajectoryDir: dir }, searchAttributes: 'skip' },
+      workflowId,
+      input: { messages: opening, model: { provider: 'replay', trajectory: 'reread', contextWindow: 120_000, maxOutputTokens: 4_000 }, compaction: {}, maxRounds: 10 },
+    });
     expect(result.stopReason).toBe('completed');
     expect(result.rounds).toBe(4);
     expect(replaySession(await readSessionLines(client, result.session))).toEqual(result.messages);
     // alpha.py was dropped before it was read again.
     expect(result.compactions.totals.compactions).toBeGreaterThan(0);
 
-    const { runId } = await client.workflow.getHandle(workflowId).describe();
-    const events: temporal.api.history.v1.IHistoryEvent[] = [];
-    for await (const event of historyEvents(client, workflowId, runId)) events.push(event);
+    const events = (await chainHistories(client, workflowId)).flat();
     expect(events.filter((event) => event.workflowTaskFailedEventAttributes)).toEqual([]);
     // alpha.py, beta.py, and alpha.py again: a cache that kept every counted text would know the
     // second alpha.py and count only twice.
-    const counted = events.filter((event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'countTokens');
-    expect(counted).toHaveLength(3);
+    expect(countTokensActivities(events)).toBe(3);
   });
 
   it('continue-as-new carries the live conversation\'s counts: the continued runs do not count it again', async () => {
-    const plugin = compactorPlugin({ config: loadConfig({ env: {} }), summarizer: createExtractiveSummarizer(), activities: { trajectoryDir: dir }, searchAttributes: 'skip' });
-    const worker = await Worker.create({ connection: t.nativeConnection, namespace: t.namespace, taskQueue: t.taskQueue, workflowBundle: bundle, plugins: [plugin] });
-    const client = new Client({ connection: t.connection, namespace: t.namespace, plugins: [plugin] });
     const workflowId = uniqueId('agent-carry-counts');
-    const result = await worker.runUntil(() =>
-      client.workflow.execute(agentRun, {
-        taskQueue: t.taskQueue,
-        workflowId,
-        args: [{ messages: opening, model: { provider: 'replay', trajectory: 'carry', contextWindow: 120_000, maxOutputTokens: 4_000 }, compaction: {}, maxRounds: 10, continueAsNewAfterRounds: 2 }],
-      }),
-    );
+    const { result, client } = await runAgentThroughPlugin(t, {
+      workflowBundle: bundle,
+      plugin: { config: loadConfig({ env: {} }), activities: { trajectoryDir: dir }, searchAttributes: 'skip' },
+      workflowId,
+      input: { messages: opening, model: { provider: 'replay', trajectory: 'carry', contextWindow: 120_000, maxOutputTokens: 4_000 }, compaction: {}, maxRounds: 10, continueAsNewAfterRounds: 2 },
+    });
     expect([result.stopReason, result.rounds, result.continuedAsNew]).toEqual(['completed', 5, 2]);
     // alpha.py is in the live context of every run, and more new text than the workflow counts itself.
     expect(result.messages.some((message) => message.content === alpha)).toBe(true);
-    const runs = await chainRunIds(client, workflowId, (await client.workflow.getHandle(workflowId).describe()).runId);
-    const countedPerRun: number[] = [];
-    for (const runId of runs) {
-      let counted = 0;
-      for await (const event of historyEvents(client, workflowId, runId)) if (event.activityTaskScheduledEventAttributes?.activityType?.name === 'countTokens') counted += 1;
-      countedPerRun.push(counted);
-    }
     // Counted once, in the run that read it; without the carried counts each continued run counted it again.
-    expect(countedPerRun).toEqual([1, 0, 0]);
+    expect((await chainHistories(client, workflowId)).map(countTokensActivities)).toEqual([1, 0, 0]);
   });
 });
+
+/** How many countTokens activities the events schedule. */
+function countTokensActivities(events: temporal.api.history.v1.IHistoryEvent[]): number {
+  return events.filter((event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'countTokens').length;
+}
