@@ -9,7 +9,7 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { Client, type WorkflowHandle } from '@temporalio/client';
 import { ConfigError, configFlagsFromArgs, configParseArgsOptions, loadConfig, type CompactorConfig } from './config.js';
 import { InvalidInputError } from './core/errors.js';
-import { parseDuration } from './core/compaction/options.js';
+import { durationTextMs, parseDuration } from './core/compaction/options.js';
 import { compactionRecordsFromSession, describeRunUsage, groupDigits, oneLine, renderCompactionTable, type CompactionHistory } from './core/agent/compaction-history.js';
 import type { SessionLine } from './core/agent/session.js';
 import { HISTORY_CHANNEL_ARGS, readSession } from './session-reader.js';
@@ -313,15 +313,12 @@ const compact: CliCommand = {
   },
 };
 
-const GRACE = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$/;
-const GRACE_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
-
 function graceOf(context: CommandContext): number {
   const text = context.values.grace;
   if (text === undefined) return DEFAULT_GC_GRACE_MS;
-  const match = typeof text === 'string' ? GRACE.exec(text) : null;
-  if (match === null) throw new UsageError(`--grace takes a duration such as "48h", "3d" or "90m", got ${JSON.stringify(text)}`);
-  const ms = Math.round(Number(match[1]) * (GRACE_UNITS[match[2] ?? 'ms'] ?? 1));
+  const written = typeof text === 'string' ? durationTextMs(text) : undefined;
+  if (written === undefined) throw new UsageError(`--grace takes a duration such as "48h", "3d" or "90m", got ${JSON.stringify(text)}`);
+  const ms = Math.round(written);
   if (ms < DEFAULT_GC_GRACE_MS) {
     throw new UsageError(`--grace must be at least 48h: a store refreshes an object it reuses only once it is 24 h old, so anything younger may still be about to be claimed`);
   }

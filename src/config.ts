@@ -1,6 +1,7 @@
 // Node only: the one configuration schema — environment variables and CLI flags — shared by the
 // worker, the CLI and the demo. A bad value stops start-up with a message naming the setting.
 import { z } from 'zod';
+import { durationTextMs } from './core/compaction/options.js';
 import { KEY_BYTES, KeyFormatError, keyringFromSettings, type Keyring } from './payloads/keyring.js';
 import { parsePayloadStore } from './payloads/store-location.js';
 
@@ -50,9 +51,6 @@ export const DEFAULT_CODEC_SERVER_ORIGINS: readonly string[] = ['http://localhos
 // Value schemas. Each takes what the environment or a flag parser gives and says, in words, what
 // it expected: that phrase is the error message.
 
-const DURATION = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)\s*$/;
-const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
-
 const nonEmptyText = z.string().trim().min(1);
 
 const positiveInteger = (minimum: number) =>
@@ -71,11 +69,8 @@ const durationOf = (minimumMs: number) =>
       z.string().trim().regex(/^\d+$/).transform(Number),
       z
         .string()
-        .regex(DURATION)
-        .transform((value) => {
-          const [, amount = '0', unit = 'ms'] = DURATION.exec(value) ?? [];
-          return Number(amount) * (DURATION_UNITS[unit] ?? 1);
-        }),
+        .refine((value) => durationTextMs(value) !== undefined)
+        .transform((value) => durationTextMs(value) ?? 0),
     ])
     .pipe(z.number().finite().min(minimumMs))
     .transform((milliseconds) => Math.round(milliseconds));

@@ -5,10 +5,17 @@ import { describeIssue } from '../schema.js';
 import { defaultCounter } from '../counting/tokens.js';
 import type { TokenCounter } from '../types.js';
 
-/** A duration: milliseconds, or a string such as `'2s'`, `'500ms'`, `'1.5m'`, `'1h'`. */
+/** A duration: milliseconds, or a string such as `'2s'`, `'500ms'`, `'1.5m'`, `'1h'`, `'1d'`. */
 export type Duration = number | string;
 
-const units: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+const DURATION_TEXT = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$/;
+const units: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** The milliseconds of a duration written with its unit (`'2s'`, `'500ms'`, `'1.5m'`, `'1h'`, `'3d'`), not rounded; undefined for other text. */
+export function durationTextMs(text: string): number | undefined {
+  const [, amount, unit] = DURATION_TEXT.exec(text) ?? [];
+  return amount === undefined || unit === undefined ? undefined : Number(amount) * (units[unit] ?? 1);
+}
 
 /** Parses a `Duration` to whole milliseconds; throws `InvalidInputError` naming `field`. */
 export function parseDuration(value: Duration, field: string): number {
@@ -16,13 +23,11 @@ export function parseDuration(value: Duration, field: string): number {
     if (Number.isFinite(value) && value >= 0) return Math.round(value);
     throw new InvalidInputError(field, `must be a non-negative number of milliseconds, got ${value}`);
   }
-  const match = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)\s*$/.exec(value);
-  const amount = match?.[1];
-  const unit = match?.[2];
-  if (amount === undefined || unit === undefined) {
+  const milliseconds = durationTextMs(value);
+  if (milliseconds === undefined) {
     throw new InvalidInputError(field, `must be milliseconds or a duration like "2s", "500ms", "1m", got ${JSON.stringify(value)}`);
   }
-  return Math.round(Number(amount) * (units[unit] ?? 1));
+  return Math.round(milliseconds);
 }
 
 /** Options shared by both drivers (docs/design.md#options). Every field but `contextBudget` has a default. */
