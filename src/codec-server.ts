@@ -23,6 +23,7 @@ import type { AddressInfo } from 'node:net';
 import type { DataConverter, Payload } from '@temporalio/common';
 import { decodeReferencePayload, ExternalStorageRunner, isReferencePayload } from '@temporalio/common/lib/internal-non-workflow/index.js';
 import proto from '@temporalio/proto';
+import { DEFAULT_CODEC_SERVER_HOST, DEFAULT_CODEC_SERVER_PORT, MAX_PAYLOAD_THRESHOLD } from './config.js';
 
 const PayloadProto = proto.temporal.api.common.v1.Payload;
 
@@ -30,7 +31,7 @@ const PayloadProto = proto.temporal.api.common.v1.Payload;
 export const DEFAULT_CODEC_SERVER_MAX_BODY_BYTES = 64 * 1024 * 1024;
 
 /** @default 2 MiB, Temporal's own payload limit: a claim to anything larger stays a claim when the caller asks to keep claims. */
-export const DEFAULT_CODEC_SERVER_INLINE_LIMIT = 2 * 1024 * 1024;
+export const DEFAULT_CODEC_SERVER_INLINE_LIMIT = MAX_PAYLOAD_THRESHOLD;
 
 /** The headers the UI sends with its codec requests (CORS must allow each by name). */
 const ALLOWED_HEADERS = 'Content-Type, X-Namespace, Authorization, Authorization-Extras';
@@ -192,8 +193,8 @@ function normalizeOrigin(text: string): string | undefined {
  */
 export async function startCodecServer({
   dataConverter,
-  host = '127.0.0.1',
-  port = 8081,
+  host = DEFAULT_CODEC_SERVER_HOST,
+  port = DEFAULT_CODEC_SERVER_PORT,
   allowedOrigins = [],
   token,
   inlineLimit = DEFAULT_CODEC_SERVER_INLINE_LIMIT,
