@@ -11,7 +11,7 @@
 // `-- --rounds N --result-chars N --window N` for other sizes; `-- --write` puts the figures into
 // bench/README.md (section "Long agent runs") and the raw ones into bench/results/agent-long.json.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -30,12 +30,10 @@ import { agentRun, readSessionLines, replaySession, type AgentRunResult, type Ag
 import { payloadConverterFromConfig, payloadProtoSize, type ChunkStoreStats } from '../src/payloads/index.js';
 import { chainRunIds, HISTORY_CHANNEL_ARGS, historyEvents } from '../src/session-reader.js';
 import type { LongRunWorkerSettings } from './agent-long-worker.js';
+import { writeReadmeSection } from './readme-section.js';
 
-const README = fileURLToPath(new URL('./README.md', import.meta.url));
 const RESULTS = fileURLToPath(new URL('./results/agent-long.json', import.meta.url));
 const WORKER = fileURLToPath(new URL('./agent-long-worker.ts', import.meta.url));
-const START_MARKER = '<!-- bench:agent-long:start -->';
-const END_MARKER = '<!-- bench:agent-long:end -->';
 /** A run whose workflow task has failed this many times in a row is wedged: it is terminated. */
 const WEDGED_ATTEMPTS = 5;
 /** How often the parent checks on the runs (and prints where they are). */
@@ -337,7 +335,6 @@ function section(figures: SideFigures[], opts: Options, trajectoryBytes: number,
     return `| ${f.label} | ${mb(f.transcriptBytes)} (${groupDigits(f.transcriptLines)} lines) | ${mb(f.store.bytes)} in ${groupDigits(f.store.files)} files | **${ratio(f.store.bytes)}×** | ${f.storeWritten === undefined ? '–' : `${mb(f.storeWritten.plaintextBytes)} (${ratio(f.storeWritten.plaintextBytes)}×)`} |`;
   };
   return [
-    START_MARKER,
     '## Long agent runs: the payload store on and off',
     '',
     `One generated long run (\`${longRunName({ rounds: opts.rounds, resultChars: opts.resultChars })}\`: ${groupDigits(opts.rounds)} rounds of one tool call each,`,
@@ -366,7 +363,6 @@ function section(figures: SideFigures[], opts: Options, trajectoryBytes: number,
     '',
     kindTable(figures),
     '',
-    END_MARKER,
   ].join('\n');
 }
 
@@ -387,14 +383,6 @@ function kindTable(figures: readonly SideFigures[]): string {
     lines.push(`| ${kind} | ${cells.join(' | ')} |`);
   }
   return lines.join('\n');
-}
-
-function writeReadme(text: string): void {
-  const readme = readFileSync(README, 'utf8');
-  const start = readme.indexOf(START_MARKER);
-  const end = readme.indexOf(END_MARKER);
-  const next = start >= 0 && end > start ? readme.slice(0, start) + text + readme.slice(end + END_MARKER.length) : `${readme.trimEnd()}\n\n${text}\n`;
-  writeFileSync(README, next);
 }
 
 async function main(): Promise<void> {
@@ -485,7 +473,7 @@ async function main(): Promise<void> {
     if (opts.write) {
       mkdirSync(fileURLToPath(new URL('./results/', import.meta.url)), { recursive: true });
       writeFileSync(RESULTS, `${JSON.stringify({ command, date, machine, options: opts, trajectoryBytes, newContentPerRoundMedian: newPerRound, figures }, null, 2)}\n`);
-      writeReadme(text);
+      writeReadmeSection('agent-long', text);
     }
     process.stdout.write(`${text}\n`);
     for (const f of figures) progress(`${f.label}: transcript replays to the result: ${f.replays}`);
