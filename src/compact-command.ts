@@ -10,7 +10,7 @@ import proto from '@temporalio/proto';
 import type { NativeConnection } from '@temporalio/worker';
 import { Compactor } from './compactor.js';
 import type { CompactorConfig } from './config.js';
-import { compactionKind, groupDigits } from './core/agent/compaction-history.js';
+import { compactionKind, compactionKindLabel, groupDigits } from './core/agent/compaction-history.js';
 import { needsCompactionCore } from './core/compaction/engine.js';
 import { InvalidInputError } from './core/errors.js';
 import { resolveOptions } from './core/compaction/options.js';
@@ -188,9 +188,7 @@ export function renderCompactReport(report: CompactReport): string {
   const options = resolveOptions({ contextBudget: budget });
   const budgetWhy =
     report.budgetSource === 'flag' ? '--budget' : report.budgetSource === 'config' ? 'COMPACTOR_CONTEXT_BUDGET / --context-budget' : "the conversation's own size, as if it had just filled its window; --budget N sets it";
-  const kind = compactionKind(result);
-  const what =
-    kind === 'summary' ? `summary (${groupDigits(result.summary?.length ?? 0)} chars)` : kind === 'trim' ? 'trim' : kind === 'elision' ? 'elision only' : 'nothing to remove';
+  const what = compactionKindLabel(compactionKind(result), result.summary?.length ?? 0);
   const via =
     report.via.kind === 'in-process'
       ? 'in this process (no Temporal server)'

@@ -176,10 +176,11 @@ export function groupDigits(value: number): string {
   return sign + String(Math.abs(Math.round(value))).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
 }
 
-function what(record: CompactionRecord): string {
-  switch (record.kind) {
+/** How a compaction reads in a table: `summary (1,234 chars)`, `trim`, `elision only`, `nothing to remove`. */
+export function compactionKindLabel(kind: CompactionKind, summaryChars: number): string {
+  switch (kind) {
     case 'summary':
-      return `summary (${groupDigits(record.summaryChars ?? 0)} chars)`;
+      return `summary (${groupDigits(summaryChars)} chars)`;
     case 'trim':
       return 'trim';
     case 'elision':
@@ -203,7 +204,7 @@ export const COMPACTION_TABLE_HEADER = '| # | round | tokens before → after | 
 export function renderCompactionTable(records: readonly CompactionRecord[], first = 1): string {
   const rows = records.map(
     (record, index) =>
-      `| ${first + index} | ${record.round} | ${groupDigits(record.tokensBefore)} → ${groupDigits(record.tokensAfter)} | ${groupDigits(record.tokensReclaimed)} | ${record.dropped} | ${record.elided} | ${what(record)} | ${record.fallback ? 'yes' : 'no'} | ${record.exhausted ? 'yes' : 'no'} | ${record.cacheHitRate === null ? '—' : percent(record.cacheHitRate)} | ${record.billedInput === null ? '—' : groupDigits(record.billedInput)} |`,
+      `| ${first + index} | ${record.round} | ${groupDigits(record.tokensBefore)} → ${groupDigits(record.tokensAfter)} | ${groupDigits(record.tokensReclaimed)} | ${record.dropped} | ${record.elided} | ${compactionKindLabel(record.kind, record.summaryChars ?? 0)} | ${record.fallback ? 'yes' : 'no'} | ${record.exhausted ? 'yes' : 'no'} | ${record.cacheHitRate === null ? '—' : percent(record.cacheHitRate)} | ${record.billedInput === null ? '—' : groupDigits(record.billedInput)} |`,
   );
   return [COMPACTION_TABLE_HEADER, '|--:|--:|--:|--:|--:|--:|---|---|---|--:|--:|', ...rows].join('\n');
 }

@@ -3,6 +3,7 @@
 // worker's telemetry and the tests that read them back.
 import type { SummarizerUsage } from '../counting/summarizer-usage.js';
 import type { CompactionResult } from '../types.js';
+import { compactionKind, type CompactionKind } from '../agent/compaction-history.js';
 
 /** The name of the span every workflow compaction records: a child of the workflow's span, parent of its summarize activities. */
 export const COMPACTION_SPAN_NAME = 'Compaction';
@@ -50,14 +51,9 @@ export const CompactionMetric = {
   ActivityFailures: 'compactor_activity_failures',
 } as const;
 
-/** What a compaction did: a summary, the hard trim, stubs only, or nothing. */
-export type CompactionResultKind = 'summary' | 'trim' | 'elision' | 'none';
-
-export function compactionResultKind(result: CompactionResult): CompactionResultKind {
-  if (result.summary !== null) return 'summary';
-  if (result.fallback) return 'trim';
-  return result.elisions.length > 0 ? 'elision' : 'none';
-}
+/** What a compaction did (a summary, the hard trim, stubs only, or nothing): the metrics' `result` tag, the compaction record's `kind`. */
+export type CompactionResultKind = CompactionKind;
+export const compactionResultKind: (result: CompactionResult) => CompactionResultKind = compactionKind;
 
 /** What one compaction asked of the summarizer: requests scheduled, and their activity attempts. */
 export interface SummarizerTally {
