@@ -8,6 +8,7 @@ import { ChatFailureType, ReplayFailureType } from '../core/agent/agent-errors.j
 import type { ModelConfig, OpenAIModelConfig, ReplayModelConfig } from '../core/agent/agent-input.js';
 import { requestCounter } from '../core/agent/preflight.js';
 import type { ToolDeclaration } from '../core/counting/request-counter.js';
+import { InvalidInputError } from '../core/errors.js';
 import { toProviderMessages, validateMessages } from '../core/schema.js';
 import type { ChatMessage, ToolCall } from '../core/types.js';
 import { createOpenAIClient, describeProviderError, readCompletion, requestCompletion, type OpenAIClientSettings } from '../llm/openai-adapter.js';
@@ -121,14 +122,16 @@ async function openAIChat(client: OpenAI, backend: OpenAIModelConfig, input: Cha
     throw malformed('the response is not a chat completion with at least one choice', cause);
   }
   const toolCalls: ToolCall[] = (parsedCalls.data ?? []).map((call) => ({ id: call.id, type: 'function', function: { name: call.function.name, arguments: call.function.arguments } }));
-  // Results name their call by id: a turn with two calls of one id cannot be answered, and once in
-  // the conversation it would fail the run's next validation. Asking again usually heals it.
-  const ids = new Set<string>();
-  for (const call of toolCalls) {
-    if (ids.has(call.id)) throw malformed(`the reply has two tool calls with the id ${JSON.stringify(call.id)}`);
-    ids.add(call.id);
+  // A reply the conversation's own rules refuse (two tool calls of one id: a result could not say
+  // which it answers) would fail the run's next validation once appended. Asking again usually heals it.
+  const message = assistantMessage(choice.content, toolCalls);
+  try {
+    validateMessages([message]);
+  } catch (error) {
+    if (error instanceof InvalidInputError) throw malformed(`the reply's ${error.field.replace(/^messages\[0\]\.?/, '') || 'message'}: ${error.reason}`, error);
+    throw error;
   }
-  const output: ChatActivityOutput = { message: assistantMessage(choice.content, toolCalls) };
+  const output: ChatActivityOutput = { message };
   const usage = read.completion.usage;
   if (usage?.promptTokens !== undefined) {
     const { promptTokens, cachedPromptTokens, completionTokens } = usage;

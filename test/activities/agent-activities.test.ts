@@ -102,7 +102,7 @@ describe('chat activity', () => {
       const call = { id: 'call_1', type: 'function', function: { name: 'fs_read', arguments: '{"path":"a.txt"}' } };
       server.script(completion({ content: null, tool_calls: [call, { ...call, function: { name: 'fs_read', arguments: '{"path":"b.txt"}' } }] }));
       const failure = await failureOf(() => runChat(activities.chat, input()));
-      expect([failure.type, failure.nonRetryable, failure.message]).toEqual([ChatFailureType.Malformed, false, 'chat: the reply has two tool calls with the id "call_1"']);
+      expect([failure.type, failure.nonRetryable, failure.message]).toEqual([ChatFailureType.Malformed, false, 'chat: the reply\'s tool_calls[1].id: "call_1" is also the id of tool_calls[0]: the ids of one assistant turn must differ (a result could not say which call it answers)']);
     });
 
     it('a body that stalls past the deadline → retryable Chat.Transient (the deadline the summarizer has too)', { timeout: 10_000 }, async () => {
