@@ -159,6 +159,8 @@ export class AgentLoop {
   private entries: SessionEntry[] = [];
   /** Transcript lines not recorded yet, and their size as JSON. */
   private unrecorded: SessionLine[] = [];
+  /** The JSON size of each line of {@link unrecorded}, measured once when it was written. */
+  private unrecordedSizes: number[] = [];
   private unrecordedBytes = 0;
   /** Transcript lines recorded so far, across runs. */
   private recordedLines: number;
@@ -213,8 +215,7 @@ export class AgentLoop {
     if (carried !== undefined) this.entries = carried.live;
     else {
       // docs/design.md#task-survives: the task stays verbatim (sticky) unless the input says otherwise.
-      const messages = validateMessages(input.messages);
-      for (const message of plan.keepTask ? pinTask(messages) : messages) this.append(message);
+      for (const message of plan.keepTask ? pinTask(plan.messages) : plan.messages) this.append(message);
     }
   }
 
@@ -254,8 +255,15 @@ export class AgentLoop {
 
   private writeLine(line: SessionLine): void {
     this.entries = applySessionLine(this.entries, line, this.recordedLines + this.unrecorded.length);
+    this.queueLine(line);
+  }
+
+  /** Puts a transcript line in the queue of lines to record, with its size. */
+  private queueLine(line: SessionLine): void {
+    const size = jsonPayloadBytes(line);
     this.unrecorded.push(line);
-    this.unrecordedBytes += jsonPayloadBytes(line);
+    this.unrecordedSizes.push(size);
+    this.unrecordedBytes += size;
   }
 
   private append(message: ChatMessage, usage?: RoundUsage): void {
@@ -335,8 +343,7 @@ export class AgentLoop {
     while (this.unrecorded.length > 0) {
       let bytes = 0;
       let count = 0;
-      for (const line of this.unrecorded) {
-        const size = jsonPayloadBytes(line);
+      for (const size of this.unrecordedSizes) {
         if (count > 0 && bytes + size > batchBytes) break;
         bytes += size;
         count += 1;
@@ -356,6 +363,7 @@ export class AgentLoop {
         log.warn('recordSession was not acknowledged; the batch is recorded as its input', { from: batch.from, lines: count, error: failureMessage(error) });
       }
       this.unrecorded = this.unrecorded.slice(count);
+      this.unrecordedSizes = this.unrecordedSizes.slice(count);
       this.unrecordedBytes -= bytes;
       this.recordedLines += count;
     }
@@ -556,10 +564,7 @@ export class AgentLoop {
     const { cacheHitRate, billedInput } = this.compactions.usage;
     const context = { round: this.rounds + 1, backend: backend.label, target, ...(summarizerUsage === undefined ? {} : { summarizerUsage }), cacheHitRate, billedInput };
     const { lines, entries } = recordCompaction(this.entries, result, context);
-    for (const line of lines) {
-      this.unrecorded.push(line);
-      this.unrecordedBytes += jsonPayloadBytes(line);
-    }
+    for (const line of lines) this.queueLine(line);
     this.entries = entries;
     this.compactions = addCompactionRecord(this.compactions, compactionRecord(context, result));
     this.forgetDroppedTexts();

@@ -144,6 +144,8 @@ export interface ResolvedBackend {
 
 /** A validated run plan (plain JSON). */
 export interface AgentRunPlan {
+  /** The opening conversation, validated (empty for a continued run: it carries its own). */
+  messages: ChatMessage[];
   backends: ResolvedBackend[];
   tools: ToolDeclaration[];
   compaction: AgentCompactionOptions;
@@ -271,9 +273,10 @@ export function planAgentRun(input: unknown): AgentRunPlan {
     }
     assertTaskQueueName(settings?.taskQueue, `${field}.taskQueue`);
   }
-  if (data.carried === undefined) validateAgentMessages(data.messages);
+  const messages = data.carried === undefined ? validateAgentMessages(data.messages) : [];
   const compaction: AgentCompactionOptions = data.compaction;
   return {
+    messages,
     backends,
     tools,
     compaction,
