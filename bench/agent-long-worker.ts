@@ -12,6 +12,7 @@ import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/wo
 import { loadConfig } from '../src/config.js';
 import { compactorPlugin, createExtractiveSummarizer } from '../src/index.js';
 import { payloadConverterFromConfig } from '../src/payloads/index.js';
+import { storeEnvironment } from './agent-long-store.js';
 
 /** What the parent tells a worker. */
 export interface LongRunWorkerSettings {
@@ -24,6 +25,8 @@ export interface LongRunWorkerSettings {
   trajectoryDir: string;
   /** The file store's directory; undefined: payloads inline (no store, no codec). */
   storeDirectory: string | undefined;
+  /** `COMPACTOR_PAYLOAD_THRESHOLD` for the store; undefined: the default. */
+  threshold: number | undefined;
 }
 
 const PROGRESS_EVERY = 50;
@@ -37,7 +40,7 @@ function settingsFromEnvironment(): LongRunWorkerSettings {
 async function main(): Promise<void> {
   const settings = settingsFromEnvironment();
   Runtime.install({ logger: new DefaultLogger('WARN') });
-  const config = loadConfig({ env: { COMPACTOR_PAYLOAD_STORE: settings.storeDirectory === undefined ? 'off' : `file:${settings.storeDirectory}` } });
+  const config = loadConfig({ env: storeEnvironment(settings.storeDirectory, settings.threshold) });
   // Built here rather than by the plugin, to read its driver's counters at the end.
   const payloads = settings.storeDirectory === undefined ? undefined : payloadConverterFromConfig(config);
   let rounds = 0;

@@ -8,7 +8,8 @@
 // and again) is terminated and reported where it stopped.
 //
 // Run: `npm run bench:agent-long` (uses TEMPORAL_ADDRESS, else starts a dev server);
-// `-- --rounds N --result-chars N --window N` for other sizes; `-- --write` puts the figures into
+// `-- --rounds N --result-chars N --window N` for other sizes, `-- --threshold N` for the store-on
+// side's COMPACTOR_PAYLOAD_THRESHOLD; `-- --write` puts the figures into
 // bench/README.md (section "Long agent runs") and the raw ones into bench/results/agent-long.json.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -29,6 +30,7 @@ import { startDevServer, type DevServer } from '../src/dev-server.js';
 import { agentRun, readSessionLines, replaySession, type AgentRunResult, type AgentRunWorkflowInput, type ChatMessage } from '../src/index.js';
 import { payloadConverterFromConfig, payloadProtoSize, type ChunkStoreStats } from '../src/payloads/index.js';
 import { chainRunIds, HISTORY_CHANNEL_ARGS, historyEvents } from '../src/session-reader.js';
+import { storeEnvironment } from './agent-long-store.js';
 import type { LongRunWorkerSettings } from './agent-long-worker.js';
 import { writeReadmeSection } from './readme-section.js';
 
@@ -65,6 +67,8 @@ interface Options {
   resultChars: number;
   window: number;
   maxOutputTokens: number;
+  /** The store-on side's `COMPACTOR_PAYLOAD_THRESHOLD`; undefined: the default. */
+  threshold: number | undefined;
   write: boolean;
 }
 
@@ -75,6 +79,7 @@ function options(): Options {
       'result-chars': { type: 'string', default: '40000' },
       window: { type: 'string', default: '128000' },
       'max-output': { type: 'string', default: '4000' },
+      threshold: { type: 'string' },
       write: { type: 'boolean', default: false },
     },
   });
@@ -88,6 +93,7 @@ function options(): Options {
     resultChars: integer('result-chars', values['result-chars'], 200),
     window: integer('window', values.window, 1000),
     maxOutputTokens: integer('max-output', values['max-output'], 1),
+    threshold: values.threshold === undefined ? undefined : integer('threshold', values.threshold, 0),
     write: values.write,
   };
 }
@@ -430,13 +436,13 @@ async function main(): Promise<void> {
     const clientStats: Array<ChunkStoreStats | undefined> = [];
     for (const label of ['store off', 'store on'] as const) {
       const storeDirectory = label === 'store on' ? join(work, 'store') : undefined;
-      const payloads = storeDirectory === undefined ? undefined : payloadConverterFromConfig(loadConfig({ env: { COMPACTOR_PAYLOAD_STORE: `file:${storeDirectory}` } }));
+      const payloads = storeDirectory === undefined ? undefined : payloadConverterFromConfig(loadConfig({ env: storeEnvironment(storeDirectory, opts.threshold) }));
       clientStats.push(payloads?.driver?.stats);
       // Every round's history names the task queue four times (two activities, two workflow tasks):
       // on its own dev server the bench uses names as short as the default `compactor`; on a shared
       // server (TEMPORAL_ADDRESS) a stamp keeps it away from earlier runs' tasks.
       const taskQueue = server === undefined ? `bench-agent-long-${label.replace(' ', '-')}-${stamp}` : `compactor-${label.replace('store ', '')}`;
-      const { worker, report } = startWorker({ label, address, namespace, taskQueue, bundlePath, trajectoryDir, storeDirectory });
+      const { worker, report } = startWorker({ label, address, namespace, taskQueue, bundlePath, trajectoryDir, storeDirectory, threshold: opts.threshold });
       workers.push(worker);
       const client = new Client({ connection, namespace, ...(payloads === undefined ? {} : { dataConverter: payloads.dataConverter }) });
       sides.push({ label, taskQueue, storeDirectory, client, worker, workerReport: report, workflowId: `bench-agent-long-${label.replace(' ', '-')}-${stamp}` });
