@@ -76,7 +76,7 @@ describe('codec server: the remote codec protocol', () => {
     const [claim, small] = encoded.payloads;
     if (claim === undefined || small === undefined) throw new Error('two payloads expected');
     expect(isReferencePayload(claim)).toBe(true);
-    expect(claimOf(claim)?.claimData).toEqual({ manifest: expect.stringMatching(/^[0-9a-f]{64}$/), keyId: 'k-test' });
+    expect(claimOf(claim)?.claimData).toEqual({ m: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/), k: 'k-test' });
     expect(metadataOf(small, 'encoding')).toBe('binary/compactor');
     expect(metadataOf(small, 'compactor')).toMatch(/;key=k-test$/);
     expect(Buffer.from(small.data ?? []).toString('utf8')).not.toContain('short');
@@ -87,15 +87,18 @@ describe('codec server: the remote codec protocol', () => {
     expect(decoded.headers.get('content-type')).toBe('application/json');
   });
 
-  it('resolves a claim the chunk store driver wrote, and passes payloads that are not its own through', async () => {
+  it('resolves a claim the chunk store driver wrote, and one of format 1, and passes payloads that are not its own through', async () => {
     const payloads = payloadConverterFromConfig(loadConfig({ env: storeEnv() }));
     const [stored] = await payloads.driver?.store({}, [plain(conversation)]) ?? [];
     if (stored === undefined) throw new Error('no claim');
     const reference = encodeReferencePayload({ driverName: CHUNK_STORE_DRIVER_NAME, claim: stored, sizeBytes: 5000 });
+    // The same claim as histories from before format 2 hold it: the manifest id in hex, `keyId`.
+    const formatOne = new StorageDriverClaim({ manifest: Buffer.from(stored.claimData.m ?? '', 'base64url').toString('hex'), keyId: stored.claimData.k ?? '' });
+    const olderReference = encodeReferencePayload({ driverName: CHUNK_STORE_DRIVER_NAME, claim: formatOne, sizeBytes: 5000 });
     const server = await serve(payloads);
-    const decoded = await call(server, '/default/decode', [reference, plain({ note: 'not encoded' })]);
+    const decoded = await call(server, '/default/decode', [reference, plain({ note: 'not encoded' }), olderReference]);
     expect(decoded.status).toBe(200);
-    expect(decoded.payloads.map(valueOf)).toEqual([conversation, { note: 'not encoded' }]);
+    expect(decoded.payloads.map(valueOf)).toEqual([conversation, { note: 'not encoded' }, conversation]);
   });
 
   describe('claims when the caller asks to keep them (preserveStorageRefs, as the Temporal UI always does)', () => {

@@ -7,7 +7,7 @@ import { isGrpcServiceError, type Client } from '@temporalio/client';
 import type { Payload } from '@temporalio/common';
 import { decodeReferencePayload, isReferencePayload } from '@temporalio/common/lib/internal-non-workflow/index.js';
 import { historyEvents } from '../session-reader.js';
-import { CHUNK_STORE_DRIVER_NAME } from './chunk-store.js';
+import { CHUNK_STORE_DRIVER_NAME, claimManifestId } from './chunk-store.js';
 
 /** gRPC's NOT_FOUND: the run's history is gone (deleted, or past retention). */
 const GRPC_NOT_FOUND = 5;
@@ -41,13 +41,16 @@ function isPayloadLike(value: object): value is Payload {
   return encoding instanceof Uint8Array;
 }
 
-/** Every manifest id our claims name anywhere in `value` (an event, walked field by field). */
+/**
+ * Every manifest id (hex) our claims name anywhere in `value` (an event, walked field by field),
+ * from claims of either format. A claim the driver would refuse to read names nothing to keep.
+ */
 export function claimedManifestsIn(value: unknown, found: (manifest: string) => void): void {
   if (typeof value !== 'object' || value === null || value instanceof Uint8Array) return;
   if (isPayloadLike(value) && isReferencePayload(value)) {
     const { driverName, claimData } = decodeReferencePayload(value);
-    const manifest = claimData.manifest;
-    if (driverName === CHUNK_STORE_DRIVER_NAME && manifest !== undefined) found(manifest);
+    const manifest = driverName === CHUNK_STORE_DRIVER_NAME ? claimManifestId(claimData) : undefined;
+    if (manifest !== undefined) found(manifest);
     return;
   }
   for (const child of Object.values(value)) claimedManifestsIn(child, found);

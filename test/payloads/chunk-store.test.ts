@@ -2,12 +2,16 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
-import { defaultPayloadConverter, type Payload, type StorageDriverClaim } from '@temporalio/common';
+import { defaultPayloadConverter, StorageDriverClaim, type Payload } from '@temporalio/common';
+import { encodeReferencePayload } from '@temporalio/common/lib/internal-non-workflow/extstore-helpers.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  CHUNK_STORE_DRIVER_NAME,
   ChunkIntegrityError,
   ChunkMissingError,
   ChunkStoreDriver,
+  claimKeyId,
+  claimManifestId,
   codecKey,
   CompactorCodec,
   FileBackend,
@@ -49,6 +53,16 @@ async function retrieveOne(driver: ChunkStoreDriver, claim: StorageDriverClaim):
   return payload;
 }
 
+/**
+ * The format-1 claim naming what a format-2 `claim` names, built by hand as writers built claims
+ * before format 2: the manifest id in hex as `manifest`, the key id as `keyId`.
+ */
+function formatOneOf(claim: StorageDriverClaim): StorageDriverClaim {
+  const manifest = Buffer.from(claim.claimData.m ?? '', 'base64url').toString('hex');
+  const keyId = claim.claimData.k;
+  return new StorageDriverClaim(keyId === undefined ? { manifest } : { manifest, keyId });
+}
+
 /** Stores the synthetic run's chat inputs one per round; returns store growth over new content. */
 async function dedupRatio(backend: ObjectBackend, keyring: Keyring | undefined): Promise<{ stored: number; plaintext: number; newContent: number; total: number }> {
   const driver = new ChunkStoreDriver({ backend, keyring });
@@ -88,14 +102,20 @@ function backendContract(name: string, makeBackend: () => ObjectBackend, dedupMo
           const payloads: Payload[] = [toPayload(null), toPayload(bigConversation), { metadata: { encoding: new TextEncoder().encode('binary/plain'), other: Uint8Array.of(1, 2) }, data: randomBytes(100_000) }, { metadata: {}, data: new Uint8Array(0) }];
           const claims = await writer.store({}, payloads);
           for (const claim of claims) {
-            expect(Object.keys(claim.claimData).sort()).toEqual(encrypted ? ['keyId', 'manifest'] : ['manifest']);
-            expect(claim.claimData.manifest).toMatch(/^[0-9a-f]{64}$/);
+            expect(Object.keys(claim.claimData).sort()).toEqual(encrypted ? ['k', 'm'] : ['m']);
+            expect(claim.claimData.m).toMatch(/^[A-Za-z0-9_-]{43}$/);
+            expect(claim.claimData.k).toBe(encrypted ? 'k1' : undefined);
           }
           const reader = new ChunkStoreDriver({ backend, keyring });
           const back = await reader.retrieve({}, claims);
           expect(fromPayload(back[1])).toEqual(bigConversation);
-          expect(back.map((payload) => Buffer.from(payload.data ?? []).toString('hex'))).toEqual(payloads.map((payload) => Buffer.from(payload.data ?? []).toString('hex')));
+          const hexOf = (payload: Payload): string => Buffer.from(payload.data ?? []).toString('hex');
+          expect(back.map(hexOf)).toEqual(payloads.map(hexOf));
           expect(Buffer.from(back[2]?.metadata?.other ?? []).toString('hex')).toBe('0102');
+          // The claims of histories written before format 2 name the same objects.
+          const backFromFormatOne = await new ChunkStoreDriver({ backend, keyring }).retrieve({}, claims.map(formatOneOf));
+          expect(backFromFormatOne.map(hexOf)).toEqual(payloads.map(hexOf));
+          expect(backFromFormatOne.map((payload) => payload.metadata)).toEqual(back.map((payload) => payload.metadata));
         });
 
         if (dedupModes.includes(encrypted)) it(`grows by at most 1.5× the new content over a 60-round run with compactions`, async () => {
@@ -233,7 +253,7 @@ describe('ChunkStoreDriver', () => {
       const keyring = keyringOf(codecKey(randomBytes(32)));
       const first = new ChunkStoreDriver({ backend: new FileBackend({ directory }), keyring });
       const claim = await storeOne(first, toPayload(bigConversation));
-      const manifestFile = join(directory, ...objectKey('manifest', claim.claimData.manifest ?? '').split('/'));
+      const manifestFile = join(directory, ...objectKey('manifest', claimManifestId(claim.claimData) ?? '').split('/'));
       utimesSync(manifestFile, new Date(2000, 0, 1), new Date(2000, 0, 1));
       const count = filesUnder(directory).length;
       const second = new ChunkStoreDriver({ backend: new FileBackend({ directory }), keyring });
@@ -279,6 +299,82 @@ describe('ChunkStoreDriver', () => {
       await backend.put('v1/chunks/00/00/b/c', Uint8Array.of(2));
       await expect(backend.put('v1/chunks/00/00/b', Uint8Array.of(3))).rejects.toThrow();
       expect(readdirSync(join(directory, 'v1', 'chunks', '00', '00')).sort()).toEqual(['a', 'b']);
+    });
+  });
+
+  describe('claims', () => {
+    const key = codecKey(randomBytes(32), 'k1');
+    /** The protobuf size of the reference payload the SDK writes into history around a claim. */
+    const referenceSize = (claim: StorageDriverClaim, payload: Payload): number =>
+      payloadProtoSize(encodeReferencePayload({ driverName: CHUNK_STORE_DRIVER_NAME, claim, sizeBytes: payloadProtoSize(payload) }));
+
+    for (const encrypted of [false, true]) {
+      it(`${encrypted ? 'encrypted' : 'not encrypted'}: written in format 2, smaller in history than format 1 by at least ${encrypted ? 32 : 28} bytes; both read back the payload`, async () => {
+        const backend = new FileBackend({ directory: temporaryDirectory(), durable: false });
+        const keyring = encrypted ? keyringOf(key) : undefined;
+        const payload = toPayload(bigConversation);
+        const claim = await storeOne(new ChunkStoreDriver({ backend, keyring }), payload);
+        expect(Object.keys(claim.claimData).sort()).toEqual(encrypted ? ['k', 'm'] : ['m']);
+        expect(claim.claimData.m).toMatch(/^[A-Za-z0-9_-]{43}$/);
+        const formatOne = formatOneOf(claim);
+        // 21 fewer characters of id, "m" for "manifest" (and "k" for "keyId").
+        expect(referenceSize(formatOne, payload) - referenceSize(claim, payload)).toBeGreaterThanOrEqual(encrypted ? 32 : 28);
+
+        const manifestId = claimManifestId(claim.claimData);
+        expect(manifestId).toMatch(/^[0-9a-f]{64}$/);
+        expect(claimManifestId(formatOne.claimData)).toBe(manifestId);
+        expect([claimKeyId(claim.claimData), claimKeyId(formatOne.claimData)]).toEqual(encrypted ? ['k1', 'k1'] : [undefined, undefined]);
+        // The store names its objects in hex whichever format the claim has.
+        expect(await backend.stat(objectKey('manifest', manifestId ?? ''))).toBeDefined();
+        expect(fromPayload(await retrieveOne(new ChunkStoreDriver({ backend, keyring }), claim))).toEqual(bigConversation);
+        expect(fromPayload(await retrieveOne(new ChunkStoreDriver({ backend, keyring }), formatOne))).toEqual(bigConversation);
+      });
+    }
+
+    it('refuses a claim of neither format with a ChunkIntegrityError naming it and saying why', async () => {
+      const backend = new FileBackend({ directory: temporaryDirectory(), durable: false });
+      const driver = new ChunkStoreDriver({ backend, keyring: keyringOf(key) });
+      const claim = await storeOne(driver, toPayload(bigConversation));
+      const m = claim.claimData.m ?? '';
+      const hex = formatOneOf(claim).claimData.manifest ?? '';
+      // The last of 43 characters carries 4 bits and 2 unused ones: the next letter decodes to the same bytes.
+      const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+      const otherSpelling = `${m.slice(0, 42)}${alphabet[alphabet.indexOf(m.slice(42)) + 1] ?? ''}`;
+      expect(Buffer.from(otherSpelling, 'base64url').toString('hex')).toBe(hex);
+      const notAnId = 'has an m that is not a manifest id (43 characters of base64url without padding)';
+      const notHex = 'has a manifest that is not a manifest id (64 lowercase hex digits)';
+      const mixed = 'mixes the fields of claim format 2 (m, k) and format 1 (manifest, keyId)';
+      const refused: Array<[Record<string, string>, string]> = [
+        [{}, 'has no manifest id (m, or manifest in format 1)'],
+        [{ k: 'k1' }, 'has a key id (k) but no manifest id (m)'],
+        [{ keyId: 'k1' }, 'has a key id (keyId) but no manifest id (manifest)'],
+        [{ m: m.slice(0, 42), k: 'k1' }, notAnId],
+        [{ m: `${m}A`, k: 'k1' }, notAnId],
+        [{ m: `${m.slice(0, 42)}=`, k: 'k1' }, notAnId],
+        [{ m: Buffer.from(hex, 'hex').toString('base64').replace(/=+$/, '').replace(/^./, '+'), k: 'k1' }, notAnId],
+        [{ m: otherSpelling, k: 'k1' }, notAnId],
+        [{ m: hex, k: 'k1' }, notAnId],
+        [{ m, k: '' }, "has a k that is not a key id (1-64 characters of A-Z, a-z, 0-9, '.', '_', '-')"],
+        [{ m, k: 'k 1' }, "has a k that is not a key id (1-64 characters of A-Z, a-z, 0-9, '.', '_', '-')"],
+        [{ manifest: hex.toUpperCase(), keyId: 'k1' }, notHex],
+        [{ manifest: hex.slice(0, 63), keyId: 'k1' }, notHex],
+        [{ manifest: m, keyId: 'k1' }, notHex],
+        [{ m, manifest: hex, k: 'k1' }, mixed],
+        [{ m, keyId: 'k1' }, mixed],
+        [{ manifest: hex, k: 'k1' }, mixed],
+      ];
+      for (const [claimData, why] of refused) {
+        expect(claimManifestId(claimData), JSON.stringify(claimData)).toBeUndefined();
+        const error = await retrieveOne(driver, new StorageDriverClaim(claimData)).then(
+          () => undefined,
+          (thrown: unknown) => thrown,
+        );
+        expect(error, JSON.stringify(claimData)).toBeInstanceOf(ChunkIntegrityError);
+        expect(error).toHaveProperty('message', `payload store object claim ${JSON.stringify(claimData)}: is not a temporal-compactor claim: it ${why}`);
+      }
+      // The same claim, well formed in either format, reads: the refusals were the claims' alone.
+      expect(fromPayload(await retrieveOne(driver, new StorageDriverClaim({ m: claim.claimData.m ?? '', k: 'k1' })))).toEqual(bigConversation);
+      expect(fromPayload(await retrieveOne(driver, new StorageDriverClaim({ manifest: hex, keyId: 'k1' })))).toEqual(bigConversation);
     });
   });
 

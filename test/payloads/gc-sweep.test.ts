@@ -11,6 +11,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli.js';
 import {
   ChunkStoreDriver,
+  claimManifestId,
   codecKey,
   collectGarbage,
   DEFAULT_CHUNKER_LIMITS,
@@ -57,7 +58,7 @@ async function store(driver: ChunkStoreDriver, value: unknown): Promise<StorageD
 }
 
 function manifestOf(claim: StorageDriverClaim): string {
-  return claim.claimData.manifest ?? '';
+  return claimManifestId(claim.claimData) ?? '';
 }
 
 /** Object keys reachable from a manifest, with each node's level. */

@@ -14,7 +14,7 @@ import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startS3Server, type S3TestServer } from '../../scripts/s3-test-server.js';
 import { loadConfig } from '../../src/config.js';
-import { ChunkStoreDriver, objectKey, payloadConverterFromConfig, payloadProtoSize, type ConfiguredPayloads, type ObjectBackend } from '../../src/payloads/index.js';
+import { ChunkStoreDriver, claimDataFor, claimManifestId, objectKey, payloadConverterFromConfig, payloadProtoSize, type ConfiguredPayloads, type ObjectBackend } from '../../src/payloads/index.js';
 import { collectGarbage, DEFAULT_GC_GRACE_MS, totalOf, type GarbageReport } from '../../src/payloads/gc.js';
 import { collectRetainedClaims } from '../../src/payloads/retained-claims.js';
 import { sealObject, objectId } from '../../src/payloads/sealed-object.js';
@@ -67,7 +67,10 @@ async function claimedBy(client: Client, workflowId: string): Promise<string[]> 
   const { runId } = await client.workflow.getHandle(workflowId).describe();
   const events = [];
   for await (const event of historyEvents(client, workflowId, runId)) events.push(event);
-  return historyPayloads(events, payloadProtoSize).flatMap((found) => claimOf(found.payload)?.claimData.manifest ?? []);
+  return historyPayloads(events, payloadProtoSize).flatMap((found) => {
+    const claim = claimOf(found.payload);
+    return claim === undefined ? [] : (claimManifestId(claim.claimData) ?? []);
+  });
 }
 
 /** Every object key reachable from these manifests. */
@@ -187,9 +190,9 @@ async function scenario(env: Record<string, string>, age: () => Promise<void>, s
   const youngChunk = objectKey('chunk', loneId);
   await driver.backend.put(youngChunk, sealObject(lone, loneId, driver.keyring?.current));
 
-  const kept = await reachable(driver, [...liveClaims, ...closedClaims, young.claimData.manifest ?? '']);
+  const kept = await reachable(driver, [...liveClaims, ...closedClaims, claimManifestId(young.claimData) ?? '']);
   kept.add(youngChunk);
-  const garbage = new Set([...(await reachable(driver, [...deletedClaims, neverRecorded.claimData.manifest ?? '']))].filter((key) => !kept.has(key)));
+  const garbage = new Set([...(await reachable(driver, [...deletedClaims, claimManifestId(neverRecorded.claimData) ?? '']))].filter((key) => !kept.has(key)));
   expect(garbage.size).toBeGreaterThan(4);
   return {
     namespace,
@@ -223,7 +226,7 @@ async function expectCollected(s: Scenario, report: GarbageReport): Promise<void
   expect(report.missingCount).toBe(0);
   // A driver with an empty cache reads every kept claim back from the store.
   const reader = new ChunkStoreDriver({ backend, keyring: s.driver.keyring });
-  const claims = [...s.liveClaims, ...s.closedClaims].map((manifest) => new StorageDriverClaim({ manifest, keyId: reader.keyring?.current.id ?? '' }));
+  const claims = [...s.liveClaims, ...s.closedClaims].map((manifestId) => new StorageDriverClaim(claimDataFor({ manifestId, keyId: reader.keyring?.current.id })));
   const values = (await reader.retrieve({}, claims)).map((payload) => JSON.stringify(defaultPayloadConverter.fromPayload(payload)));
   expect(values.every((value) => value.includes('live-') || value.includes('closed-'))).toBe(true);
 }

@@ -1,0 +1,67 @@
+// What the claims in a history keep from the garbage collector, without a server: claims of format 2
+// (written now) and of format 1 (written before format 2, still in retained histories) both name
+// their manifests, so a collection keeps those and all under them; a claim of another driver or a
+// malformed one names nothing.
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readdirSync, rmSync, utimesSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { defaultPayloadConverter, StorageDriverClaim, type Payload } from '@temporalio/common';
+import { encodeReferencePayload } from '@temporalio/common/lib/internal-non-workflow/extstore-helpers.js';
+import { afterAll, describe, expect, it } from 'vitest';
+import { CHUNK_STORE_DRIVER_NAME, ChunkMissingError, ChunkStoreDriver, claimedManifestsIn, codecKey, collectGarbage, FileBackend, keyringOf } from '../../src/payloads/index.js';
+
+const directories: string[] = [];
+afterAll(() => directories.forEach((directory) => rmSync(directory, { recursive: true, force: true })));
+
+/** Distinct per seed: two conversations share no chunk. */
+function conversation(seed: string) {
+  return { messages: Array.from({ length: 50 }, (_, index) => ({ role: 'tool', content: `${seed} ${index}: ${randomBytes(200).toString('hex')}` })) };
+}
+
+/** The reference payload the SDK writes into history for a claim. */
+function reference(claim: StorageDriverClaim, driverName = CHUNK_STORE_DRIVER_NAME): Payload {
+  return encodeReferencePayload({ driverName, claim, sizeBytes: 20_000 });
+}
+
+/** A format-2 claim's manifest id in hex, decoded here rather than by the code under test. */
+const hexOf = (claim: StorageDriverClaim): string => Buffer.from(claim.claimData.m ?? '', 'base64url').toString('hex');
+
+describe('claimedManifestsIn', () => {
+  it('names the manifests of format-2 and format-1 claims anywhere in an event, and a collection keeps both', async () => {
+    const directory = mkdtempSync(join(tmpdir(), 'compactor-retained-'));
+    directories.push(directory);
+    const backend = new FileBackend({ directory, durable: false });
+    const keyring = keyringOf(codecKey(randomBytes(32), 'k1'));
+    const values = { newer: conversation('newer'), older: conversation('older'), unclaimed: conversation('unclaimed'), foreign: conversation('foreign') };
+    const [newer, older, unclaimed, foreign] = await new ChunkStoreDriver({ backend, keyring }).store(
+      {},
+      [values.newer, values.older, values.unclaimed, values.foreign].map((value) => defaultPayloadConverter.toPayload(value) ?? {}),
+    );
+    if (newer === undefined || older === undefined || unclaimed === undefined || foreign === undefined) throw new Error('four claims expected');
+    expect(Object.keys(older.claimData).sort()).toEqual(['k', 'm']);
+    // As the history of a run from before format 2 holds it.
+    const olderFormatOne = new StorageDriverClaim({ manifest: hexOf(older), keyId: older.claimData.k ?? '' });
+    // Shaped like a history event: payloads a few levels down, in lists and maps.
+    const event = {
+      eventId: 7,
+      activityTaskScheduledEventAttributes: { input: { payloads: [reference(newer)] }, header: { fields: { carried: reference(olderFormatOne) } } },
+      markerRecordedEventAttributes: { details: { data: { payloads: [reference(foreign, 'another-driver'), reference(new StorageDriverClaim({ m: hexOf(unclaimed), k: 'k1' }))] } } },
+    };
+    const found: string[] = [];
+    claimedManifestsIn(event, (manifest) => found.push(manifest));
+    expect(found.sort()).toEqual([hexOf(newer), hexOf(older)].sort());
+
+    // Everything is older than the grace period: what no claim names goes.
+    const then = new Date(Date.now() - 72 * 3_600_000);
+    for (const entry of readdirSync(directory, { recursive: true, withFileTypes: true })) if (entry.isFile()) utimesSync(join(entry.parentPath, entry.name), then, then);
+    const driver = new ChunkStoreDriver({ backend, keyring });
+    const report = await collectGarbage({ driver, claimedManifests: found });
+    expect(report.deleted.manifest.objects).toBe(2);
+    const reader = new ChunkStoreDriver({ backend, keyring });
+    const kept = await reader.retrieve({}, [newer, olderFormatOne]);
+    expect(kept.map((payload) => defaultPayloadConverter.fromPayload(payload))).toEqual([values.newer, values.older]);
+    await expect(reader.retrieve({}, [unclaimed])).rejects.toThrow(ChunkMissingError);
+    await expect(reader.retrieve({}, [foreign])).rejects.toThrow(ChunkMissingError);
+  });
+});
