@@ -6,9 +6,11 @@ workflows in two formats of its own (README, "Callers in other languages"):
 - ``binary/compactor`` payloads: the original payload's protobuf bytes, raw-deflated, and with a
   key sealed with AES-256-GCM. ``PayloadCodec`` below reads and writes them.
 - External Storage claims of the ``compactor-chunks`` driver: the payload cut into chunks in a
-  content-addressed store (a directory or an S3 prefix), a claim ``{manifest, keyId?}`` in
-  history. ``ChunkStoreDriver`` below reads them and writes new ones (one slice per 64 KiB; the
-  TypeScript writer cuts at JSON boundaries to dedup, a reader does not care how a payload was cut).
+  content-addressed store (a directory or an S3 prefix), a claim in history: ``{m, k?}``, the
+  manifest id in base64url and the key id (format 2, what every writer writes), or
+  ``{manifest, keyId?}`` with the id in hex (format 1, written before; still read).
+  ``ChunkStoreDriver`` below reads both and writes format 2 (one slice per 64 KiB; the TypeScript
+  writer cuts at JSON boundaries to dedup, a reader does not care how a payload was cut).
 
 A Python client or workflow that calls ``compactConversation`` on such a worker needs both, with
 the same settings as the worker: ``data_converter_from_env()`` builds them from the same
@@ -74,6 +76,8 @@ PLAIN_BELOW = 512
 SLICE_BYTES = 64 * 1024
 REFRESH_AFTER_SECONDS = 24 * 3600
 ID_PATTERN = re.compile(r"^[0-9a-f]{64}$")
+# A format-2 claim's ``m``: 32 bytes in base64url without padding.
+CLAIM_ID_PATTERN = re.compile(r"^[A-Za-z0-9_-]{43}$")
 MANIFEST_FORMAT = "temporal-compactor manifest"
 # Written into manifests by this writer: fixed slices (the TypeScript chunker writes 1).
 FIXED_SLICES_CHUNKER = 0
@@ -408,6 +412,55 @@ def open_object(sealed: bytes, oid: str, key_name: str, expected_key_id: str | N
     return plaintext
 
 
+def claim_data_for(manifest_id: str, key_id: str | None) -> dict[str, str]:
+    """The claim data of format 2: ``m``, the hex manifest id's 32 bytes in base64url without
+    padding, and ``k``, the key id, when encrypted (28 bytes shorter than format 1, 32 with a key)."""
+    m = base64.urlsafe_b64encode(bytes.fromhex(manifest_id)).rstrip(b"=").decode("ascii")
+    return {"m": m} if key_id is None else {"m": m, "k": key_id}
+
+
+def _parse_claim(claim_data: Mapping[str, object]) -> tuple[str, str | None] | str:
+    """(hex manifest id, key id or None) of a claim of either format, or a phrase saying why it is neither."""
+    m, k, manifest, key_id = (claim_data.get(name) for name in ("m", "k", "manifest", "keyId"))
+    format_two = m is not None or k is not None
+    format_one = manifest is not None or key_id is not None
+    # No writer ever mixed them: which field would win is a guess, so such a claim is refused.
+    if format_two and format_one:
+        return "mixes the fields of claim format 2 (m, k) and format 1 (manifest, keyId)"
+    if format_two:
+        if m is None:
+            return "has a key id (k) but no manifest id (m)"
+        raw = base64.urlsafe_b64decode(m + "=") if isinstance(m, str) and CLAIM_ID_PATTERN.fullmatch(m) else None
+        # Re-encoding refuses the other spellings of the same bytes (unused low bits of the last character set).
+        if raw is None or base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii") != m:
+            return "has an m that is not a manifest id (43 characters of base64url without padding)"
+        manifest_id = raw.hex()
+    else:
+        if manifest is None:
+            return "has no manifest id (m, or manifest in format 1)" if key_id is None else "has a key id (keyId) but no manifest id (manifest)"
+        if not isinstance(manifest, str) or not ID_PATTERN.fullmatch(manifest):
+            return "has a manifest that is not a manifest id (64 lowercase hex digits)"
+        manifest_id = manifest
+    key = k if format_two else key_id
+    if key is not None and (not isinstance(key, str) or not KEY_ID_PATTERN.fullmatch(key)):
+        return f"has a {'k' if format_two else 'keyId'} that is not a key id (1-64 characters of A-Z, a-z, 0-9, '.', '_', '-')"
+    return manifest_id, key
+
+
+def read_claim(claim_data: Mapping[str, object]) -> tuple[str, str | None]:
+    """(hex manifest id, key id or None) of a claim of format 2 or 1; ChunkIntegrityError naming the claim otherwise."""
+    parsed = _parse_claim(claim_data)
+    if isinstance(parsed, str):
+        raise ChunkIntegrityError(f"claim {json.dumps(dict(claim_data), separators=(',', ':'))}", f"is not a temporal-compactor claim: it {parsed}")
+    return parsed
+
+
+def claim_manifest_id(claim_data: Mapping[str, object]) -> str | None:
+    """The hex manifest id a claim of either format names, or None when it is not a valid claim."""
+    parsed = _parse_claim(claim_data)
+    return None if isinstance(parsed, str) else parsed[0]
+
+
 def _encode_node(level: int, children: Sequence[tuple[str, int]]) -> bytes:
     return bytes([NODE_MAGIC, level]) + b"".join(bytes.fromhex(cid) + length.to_bytes(4, "big") for cid, length in children)
 
@@ -509,7 +562,7 @@ class ChunkStoreDriver(StorageDriver):
         oid = object_id(plaintext, key)
         # Always written: its modification time tells a gc that a claim to it was just handed out.
         self.backend.put(object_key("manifest", oid), seal_object(plaintext, oid, key))
-        return StorageDriverClaim(claim_data={"manifest": oid} if key is None else {"manifest": oid, "keyId": key.id})
+        return StorageDriverClaim(claim_data=claim_data_for(oid, None if key is None else key.id))
 
     def _read(self, kind: str, oid: str, key_id: str | None) -> bytes:
         name = object_key(kind, oid)
@@ -519,10 +572,7 @@ class ChunkStoreDriver(StorageDriver):
         return open_object(sealed, oid, name, key_id, self.keyring)
 
     def _retrieve_one(self, claim: StorageDriverClaim) -> Payload:
-        manifest_id = claim.claim_data.get("manifest")
-        key_id = claim.claim_data.get("keyId")
-        if manifest_id is None or not ID_PATTERN.match(manifest_id):
-            raise ChunkIntegrityError(f"claim {json.dumps(dict(claim.claim_data))}", "is not a temporal-compactor claim (no manifest id)")
+        manifest_id, key_id = read_claim(claim.claim_data)
         manifest_name = object_key("manifest", manifest_id)
         manifest = _parse_manifest(self._read("manifest", manifest_id, key_id), manifest_name)
         parts: list[bytes] = []

@@ -1,22 +1,33 @@
 // The payload formats a caller in another language meets (README, "Callers in other languages"),
 // checked byte for byte between our TypeScript codec and chunk store and the Python module
 // interop/python/compactor_payloads.py, without a server: Python reads what TypeScript wrote (a
-// claim, inline payloads under the current and a retired key) and fails as the TypeScript side does
-// on what it must not read (altered, unknown key, corrupted or missing chunk); TypeScript reads what
-// Python wrote (a claim of 64 KiB slices with a tree node, an encrypted inline payload).
+// claim of format 2, the same claim in format 1, inline payloads under the current and a retired
+// key) and fails as the TypeScript side does on what it must not read (altered, unknown key,
+// corrupted or missing chunk, malformed claims); TypeScript reads what Python wrote (a format-2
+// claim of 64 KiB slices with a tree node, an encrypted inline payload).
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { defaultPayloadConverter, type Payload } from '@temporalio/common';
+import { defaultPayloadConverter, StorageDriverClaim, type Payload } from '@temporalio/common';
 import { encodeReferencePayload } from '@temporalio/common/lib/internal-non-workflow/extstore-helpers.js';
 import proto from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findTrajectory } from '../../corpus/index.js';
 import { resolvePythonSdk } from '../../scripts/python-sdk.mjs';
 import { loadConfig } from '../../src/config.js';
-import { CHUNK_STORE_DRIVER_NAME, codecKey, CompactorCodec, keyringOf, payloadConverterFromConfig, payloadProtoSize, type ChunkStoreDriver } from '../../src/payloads/index.js';
+import {
+  CHUNK_STORE_DRIVER_NAME,
+  ChunkIntegrityError,
+  claimManifestId,
+  codecKey,
+  CompactorCodec,
+  keyringOf,
+  payloadConverterFromConfig,
+  payloadProtoSize,
+  type ChunkStoreDriver,
+} from '../../src/payloads/index.js';
 import { claimOf, decodeHistoryPayload } from '../support/history-payloads.js';
 import { runPythonScript } from '../support/python-script.js';
 
@@ -62,6 +73,7 @@ describe('payload formats between TypeScript and interop/python/compactor_payloa
     const messages = findTrajectory('openhands_gpt4o_Project-MONAI__MONAI-3715').messages;
     const note = { note: 'a small value that stays inline, compressed and encrypted', padding: 'abc '.repeat(150) };
 
+    const referenceTo = (claim: StorageDriverClaim): Payload => encodeReferencePayload({ driverName: CHUNK_STORE_DRIVER_NAME, claim, sizeBytes: 50_000 });
     const claimFor = async (value: unknown): Promise<Payload> => {
       const payload = defaultPayloadConverter.toPayload(value);
       const [claim] = await driver.store({}, [payload]);
@@ -75,10 +87,24 @@ describe('payload formats between TypeScript and interop/python/compactor_payloa
     const corruptedClaim = await claimFor({ messages: messages.slice(0, 12) });
     const missingClaim = await claimFor({ messages: messages.slice(0, 5) });
     // After the claims are written: delete the manifest of the third.
-    const manifestOf = (payload: Payload): string => claimOf(payload)?.claimData.manifest ?? '';
+    const manifestOf = (payload: Payload): string => claimManifestId(claimOf(payload)?.claimData ?? {}) ?? '';
     const missing = filesUnder(join(store, 'v1', 'manifests')).find((path) => path.endsWith(manifestOf(missingClaim)));
     if (missing === undefined) throw new Error('no manifest to delete');
     rmSync(missing);
+    // What TypeScript wrote is format 2; the same claim in format 1 (built by hand) is what older histories hold.
+    const { m = '', k = '' } = claimOf(claim)?.claimData ?? {};
+    expect(Object.keys(claimOf(claim)?.claimData ?? {}).sort()).toEqual(['k', 'm']);
+    expect(m).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    const formatOne = referenceTo(new StorageDriverClaim({ manifest: Buffer.from(m, 'base64url').toString('hex'), keyId: k }));
+    // Refused on both sides, for the same reason.
+    const malformed: Record<string, Record<string, string>> = {
+      'short m': { m: m.slice(0, 42), k },
+      'padded m': { m: `${m.slice(0, 42)}=`, k },
+      'hex in m': { m: manifestOf(claim), k },
+      'upper-case manifest': { manifest: manifestOf(claim).toUpperCase(), keyId: k },
+      'both formats': { m, keyId: k },
+      'no manifest id': { k },
+    };
 
     const read = [
       { name: 'claim', payload: claim },
@@ -87,6 +113,8 @@ describe('payload formats between TypeScript and interop/python/compactor_payloa
       { name: 'altered', payload: altered },
       { name: 'unknown key', payload: encodedWith(new CompactorCodec({ keyring: keyringOf(codecKey(stranger, 'k-stranger')) }), note) },
       { name: 'missing manifest', payload: missingClaim },
+      { name: 'format 1 claim', payload: formatOne },
+      ...Object.entries(malformed).map(([name, claimData]) => ({ name, payload: referenceTo(new StorageDriverClaim(claimData)) })),
     ];
     const first = await runPythonScript<VectorReport>(python, VECTORS, { env, read: read.map(({ name, payload }) => ({ name, payload: toBase64(payload) })), write: { big: { messages }, small: note } });
     const byName = Object.fromEntries(first.read.map((entry) => [entry.name, entry]));
@@ -96,11 +124,26 @@ describe('payload formats between TypeScript and interop/python/compactor_payloa
     expect(byName.altered).toMatchObject({ ok: false, class: 'PayloadDecodeError', message: expect.stringContaining('failed authentication') });
     expect(byName['unknown key']).toMatchObject({ ok: false, class: 'PayloadKeyMissingError', message: expect.stringContaining('"k-stranger"') });
     expect(byName['missing manifest']).toMatchObject({ ok: false, class: 'ChunkMissingError', message: expect.stringContaining(`v1/manifests/${manifestOf(missingClaim).slice(0, 2)}`) });
+    expect(byName['format 1 claim']).toEqual({ name: 'format 1 claim', ok: true, value: { messages } });
+    const reasonOf = (message: string): string | undefined => /^payload store object claim \{.*\}: is not a temporal-compactor claim: it (.+)$/.exec(message)?.[1];
+    for (const [name, claimData] of Object.entries(malformed)) {
+      const theirs = byName[name];
+      const ours = await driver.retrieve({}, [new StorageDriverClaim(claimData)]).then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      expect(ours, name).toBeInstanceOf(ChunkIntegrityError);
+      const ourReason = reasonOf(ours instanceof Error ? ours.message : '');
+      expect(ourReason, name).toBeDefined();
+      expect(theirs, name).toMatchObject({ ok: false, class: 'ChunkIntegrityError' });
+      expect(theirs !== undefined && !theirs.ok ? reasonOf(theirs.message) : undefined, name).toBe(ourReason);
+    }
 
     // TypeScript reads what Python wrote: the big value as a claim (two 64 KiB slices or more, and a node), the small one encrypted inline.
     const big = fromBase64(first.written.big ?? '');
     const small = fromBase64(first.written.small ?? '');
-    expect(claimOf(big)).toBeDefined();
+    expect(Object.keys(claimOf(big)?.claimData ?? {}).sort()).toEqual(['k', 'm']);
+    expect(claimOf(big)?.claimData.m).toMatch(/^[A-Za-z0-9_-]{43}$/);
     expect(new TextDecoder().decode(small.metadata?.compactor ?? new Uint8Array(0))).toMatch(/;key=k-[0-9a-f]{8}$/);
     const bigBack = await decodeHistoryPayload(big, { driver, codec });
     expect(defaultPayloadConverter.fromPayload(bigBack)).toEqual({ messages });
