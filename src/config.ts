@@ -322,7 +322,7 @@ const settings = {
     expected: '"off", "file:DIR" or "s3://BUCKET/PREFIX" (a valid S3 bucket name)',
     defaultText: '`off`; the demo: `file:.payload-store` in the project',
     description:
-      "Where payloads of at least `COMPACTOR_PAYLOAD_THRESHOLD` bytes go (Temporal's External Storage): history keeps a ~240-byte claim, the store content-addressed chunks. Worker, clients and the CLI must all see the same store.",
+      "Where payloads of at least `COMPACTOR_PAYLOAD_THRESHOLD` bytes go (Temporal's External Storage): history keeps a claim of about 200 bytes (193, 210 with a key), the store content-addressed chunks. Worker, clients and the CLI must all see the same store.",
     schema: z
       .string()
       .transform((value, context) => {
