@@ -19,11 +19,11 @@ import { Client, Connection } from '@temporalio/client';
 import { defaultPayloadConverter, type DataConverter, type Payload } from '@temporalio/common';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import proto from '@temporalio/proto';
-import { loadConfig } from '../src/config.js';
+import { DEFAULT_PAYLOAD_THRESHOLD, loadConfig } from '../src/config.js';
 import { startDevServer, type DevServer } from '../src/dev-server.js';
 import { groupDigits } from '../src/core/agent/compaction-history.js';
 import { openingMessages } from '../src/core/agent/trajectory.js';
-import { agentRun, createActivities, createExtractiveSummarizer } from '../src/index.js';
+import { agentRun, compactorPlugin, createExtractiveSummarizer } from '../src/index.js';
 import { ChunkStoreDriver, codecKey, CompactorCodec, FileBackend, keyringOf, payloadConverterFromConfig, payloadProtoSize, S3Backend, type Keyring, type ObjectBackend } from '../src/payloads/index.js';
 import { chatInputSequence } from '../corpus/chat-inputs.js';
 import { fillText } from '../corpus/content.js';
@@ -333,18 +333,20 @@ async function wholeChain(connection: Connection, workflowId: string): Promise<{
   return { events: chain.flat(), runs: chain.length };
 }
 
-async function agentRounds(label: string, address: string, dataConverter: DataConverter | undefined, bundlePath: string, trajectoryDir: string, trajectory: string, contextWindow: number): Promise<RoundRow> {
+/** Names each agentRun's task queue: as short as the default `compactor` (a round's history names it four times). */
+let agentQueues = 0;
+
+async function agentRounds(label: string, address: string, env: Record<string, string>, bundlePath: string, trajectoryDir: string, trajectory: string, contextWindow: number): Promise<RoundRow> {
   const connection = await Connection.connect({ address, channelArgs: LARGE_MESSAGES });
   const nativeConnection = await NativeConnection.connect({ address });
   try {
-    const taskQueue = `bench-payloads-agent-${process.pid}-${Date.now().toString(36)}`;
-    const worker = await Worker.create({
-      connection: nativeConnection,
-      taskQueue,
-      workflowBundle: { codePath: bundlePath },
-      activities: createActivities({ summarizer: createExtractiveSummarizer(), trajectoryDir }),
-      ...(dataConverter === undefined ? {} : { dataConverter }),
-    });
+    agentQueues += 1;
+    const taskQueue = `compactor-${agentQueues}`;
+    // Set up as a user's worker is: compactorPlugin() with a prebuilt bundle (and its short build id).
+    const config = loadConfig({ env });
+    const dataConverter = (config.payloadStore ?? { kind: 'off' }).kind === 'off' ? undefined : payloadConverterFromConfig(config).dataConverter;
+    const plugin = compactorPlugin({ config, summarizer: createExtractiveSummarizer(), activities: { trajectoryDir }, ...(dataConverter === undefined ? {} : { dataConverter }), tracing: 'off' });
+    const worker = await Worker.create({ connection: nativeConnection, taskQueue, workflowBundle: { codePath: bundlePath }, plugins: [plugin] });
     const client = new Client({ connection, ...(dataConverter === undefined ? {} : { dataConverter }) });
     const opening = openingMessages(JSON.parse(readFileSync(join(trajectoryDir, `${trajectory}.json`), 'utf8')));
     const workflowId = `bench-payloads-agent-${label.replace(/\W+/g, '-')}-${Date.now().toString(36)}`;
@@ -447,9 +449,8 @@ function markdown(growthRows: GrowthRow[], throughput: ThroughputRow[], workflow
     'summarizer) with the store off and on at several `COMPACTOR_PAYLOAD_THRESHOLD`s (no key but in one row). A round is',
     'every event from the scheduling of its `chat` activity to the next one\'s (protobuf bytes of the',
     'events, across continue-as-new: *runs* counts the chain); *start* is what comes before the first',
-    '(the input), *end* the completion (the result).',
-    'The workflow still carries and returns the whole transcript (issue 8\'s other half), so start and',
-    'end are the input and result payloads, which the store turns into claims too.',
+    '(the input), *end* the completion (the result). Each worker is set up as a user\'s would be',
+    '(`compactorPlugin()`, a prebuilt bundle) and polls a queue named like the default `compactor`.',
     '',
     '| trajectory (window) | store | runs | rounds | median bytes per round | p90 | start | end | largest payload |',
     '|---|---|---:|---:|---:|---:|---:|---:|---:|',
@@ -550,15 +551,14 @@ async function main(): Promise<void> {
     cleanups.push(roundStores.remove);
     for (const [name, trajectory, window] of trajectories) {
       const dir = trajectory === corpusRun && haveCorpus ? corpus : examples;
-      for (const setting of ['off', '512', '1024', '1024 + key', '2048', '4096']) {
+      for (const setting of ['off', '128', '256', '256 + key', '512', '1024', '2048']) {
         const threshold = setting.split(' ')[0] ?? setting;
         const env: Record<string, string> =
           setting === 'off'
             ? {}
             : { COMPACTOR_PAYLOAD_STORE: `file:${roundStores.directory}/${threshold}`, COMPACTOR_PAYLOAD_THRESHOLD: threshold, ...(setting.endsWith('key') ? { COMPACTOR_CODEC_KEY: codecKeyText } : {}) };
-        const payloads = payloadConverterFromConfig(loadConfig({ env }));
-        const label = setting === 'off' ? 'off' : `threshold ${threshold}${threshold === '1024' ? ' (default)' : ''}${setting.endsWith('key') ? ', AES-256-GCM' : ''}`;
-        const row = await agentRounds(label, devServer.address, setting === 'off' ? undefined : payloads.dataConverter, bundlePath, dir, trajectory, window);
+        const label = setting === 'off' ? 'off' : `threshold ${threshold}${Number(threshold) === DEFAULT_PAYLOAD_THRESHOLD ? ' (default)' : ''}${setting.endsWith('key') ? ', AES-256-GCM' : ''}`;
+        const row = await agentRounds(label, devServer.address, env, bundlePath, dir, trajectory, window);
         roundRows.push({ ...row, trajectory: name });
       }
     }
