@@ -32,12 +32,14 @@ export const DEFAULT_CHAT_TIMEOUT_MS = 120_000;
 /** Where the OpenAI client sends requests when no base URL is configured. */
 export const DEFAULT_OPENAI_BASE_URL = 'https://api.openai.com/v1';
 /**
- * @default 1 KiB. A claim in history costs ~240 bytes; a payload under 1 KiB compresses to about
- * that much, so offloading it saves no history and costs a store round trip, while everything
- * bigger (chat inputs, tool results) becomes a claim. Measured on agentRun (bench/README.md,
- * "Payloads"): 512 saves under 70 bytes a round, 2048 and up cost 100-600 bytes a round more.
+ * @default 256 bytes. A claim in history costs about 200 bytes, so a payload larger than that
+ * takes less history as a claim than inline (payloads under 512 bytes are not compressed). Above
+ * 256 bytes that is every chat input, chat reply, tool result and summary; what stays inline is
+ * small tool arguments, activity summaries and the like. The price is a store round trip per
+ * offloaded payload. Measured by `bench:payloads` (bench/README.md, "Payloads") and
+ * `bench:agent-long`.
  */
-export const DEFAULT_PAYLOAD_THRESHOLD = 1024;
+export const DEFAULT_PAYLOAD_THRESHOLD = 256;
 /** Temporal refuses payloads over 2 MiB, so a larger threshold would only let such payloads fail. */
 export const MAX_PAYLOAD_THRESHOLD = 2 * 1024 * 1024;
 /** @default 8081 — the codec server's port (`temporal-compactor codec-server`). */
@@ -337,7 +339,7 @@ const settings = {
     flag: 'payload-threshold',
     expected: `a byte count from 0 to ${MAX_PAYLOAD_THRESHOLD}`,
     defaultText: `\`${DEFAULT_PAYLOAD_THRESHOLD}\``,
-    description: 'Payloads of at least this many bytes go to the store; smaller ones stay inline, compressed (and encrypted with a key).',
+    description: 'Payloads of at least this many bytes go to the store (a claim in history is about 200 bytes); smaller ones stay inline, compressed from 512 bytes, encrypted with a key.',
     schema: z
       .union([z.number(), z.string().trim().regex(/^\d+$/).transform(Number)])
       .pipe(z.number().int().min(0).max(MAX_PAYLOAD_THRESHOLD))

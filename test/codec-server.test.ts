@@ -254,7 +254,7 @@ describe('temporal-compactor codec-server (a process)', () => {
     try {
       await expect.poll(() => /^Codec server at (http:\S+) /m.test(stdout), { timeout: 30_000 }).toBe(true);
       const url = /^Codec server at (http:\S+) /m.exec(stdout)?.[1] ?? '';
-      expect(stdout).toContain(`(payload store file:${env.COMPACTOR_PAYLOAD_STORE?.slice('file:'.length)} (payloads of 1024 B and more), codec deflate + AES-256-GCM (key id k-test))`);
+      expect(stdout).toContain(`(payload store file:${env.COMPACTOR_PAYLOAD_STORE?.slice('file:'.length)} (payloads of 256 B and more), codec deflate + AES-256-GCM (key id k-test))`);
       expect(stdout).toContain('browsers allowed from: http://localhost:8080; no token required');
       expect(stdout).toContain(`temporal server start-dev --ui-codec-endpoint ${url}`);
       const reference = encodeReferencePayload({ driverName: CHUNK_STORE_DRIVER_NAME, claim: stored, sizeBytes: 5000 });

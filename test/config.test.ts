@@ -38,7 +38,7 @@ const defaults: CompactorConfig = {
   toolsRoot: undefined,
   trajectoryDir: undefined,
   payloadStore: undefined,
-  payloadThreshold: 1024,
+  payloadThreshold: 256,
   s3Endpoint: undefined,
   codecKeyring: undefined,
   codecServerHost: '127.0.0.1',

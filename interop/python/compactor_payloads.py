@@ -63,7 +63,7 @@ CODEC_METADATA_KEY = "compactor"
 DRIVER_NAME = "compactor-chunks"
 """The External Storage driver name in every claim the store writes."""
 DRIVER_TYPE = "temporal-compactor.chunk-store"
-DEFAULT_THRESHOLD = 1024
+DEFAULT_THRESHOLD = 256
 """``COMPACTOR_PAYLOAD_THRESHOLD``'s default: payloads of this many bytes and more go to the store."""
 
 KEY_BYTES = 32

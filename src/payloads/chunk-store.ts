@@ -346,7 +346,7 @@ export interface ChunkStoreDriverOptions {
  *
  * @example
  * const driver = new ChunkStoreDriver({ backend: new FileBackend({ directory: '/var/lib/compactor' }) });
- * const dataConverter = { externalStorage: new ExternalStorage({ drivers: [driver], payloadSizeThreshold: 1024 }) };
+ * const dataConverter = { externalStorage: new ExternalStorage({ drivers: [driver], payloadSizeThreshold: 256 }) };
  */
 export class ChunkStoreDriver implements StorageDriver {
   readonly name = CHUNK_STORE_DRIVER_NAME;

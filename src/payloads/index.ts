@@ -46,7 +46,7 @@ export interface ConfiguredPayloads {
   driver: ChunkStoreDriver | undefined;
   /** The store in effect. */
   store: PayloadStoreLocation;
-  /** One line for start-up logs, e.g. `payload store file:/data (threshold 1024 B), codec deflate + AES-256-GCM (key id k-1a2b3c4d)`. */
+  /** One line for start-up logs, e.g. `payload store file:/data (payloads of 256 B and more), codec deflate + AES-256-GCM (key id k-1a2b3c4d)`. */
   describe: string;
 }
 

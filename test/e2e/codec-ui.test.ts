@@ -1,15 +1,16 @@
 // The Temporal UI reads a chat activity's input through the codec server: the demo, with the
 // payload store and encryption on, starts its own dev server whose UI points at the codec server
 // it started; headless Debian Chromium (playwright-core, never a downloaded browser) opens the
-// event of a chat activity and finds the conversation as text. The control is the same page with
-// the codec server out of reach: the text is not there. Screenshots go to test-results/.
+// event of a chat activity and finds the conversation as text, and the run's static details (a claim
+// too, over the threshold) as text on its User Metadata tab. The control is the chat event's page
+// with the codec server out of reach: the text is not there. Screenshots go to test-results/.
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import type { Payload } from '@temporalio/common';
-import { chromium, type Browser } from 'playwright-core';
+import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { installQuietRuntime, runDemo } from '../../src/demo.js';
@@ -34,6 +35,12 @@ function plainSnippet(text: string): string {
   const match = /[A-Za-z0-9 _.,:()-]{30,}/.exec(text);
   if (match === null) throw new Error(`no plain run of 30 characters in ${JSON.stringify(text.slice(0, 200))}`);
   return match[0].trim().slice(0, 60);
+}
+
+/** The text of a page and of its frames (the UI renders Markdown details in a sandboxed frame). */
+async function textOfFrames(page: Page): Promise<string> {
+  const texts = await Promise.all(page.frames().map(async (frame) => await frame.locator('body').innerText().catch(() => '')));
+  return texts.join('\n');
 }
 
 describe.skipIf(process.env.TEMPORAL_TEST_UI === '0')('the Temporal UI through the codec server (payload store and encryption on)', () => {
@@ -74,6 +81,7 @@ describe.skipIf(process.env.TEMPORAL_TEST_UI === '0')('the Temporal UI through t
         // The third chat activity of the run, as the server holds it: a claim, stored encrypted.
         const connection = await Connection.connect({ address: frontend });
         let chatInput: Payload | undefined;
+        let startDetails: Payload | undefined;
         let eventId = '';
         let runId = '';
         try {
@@ -81,6 +89,7 @@ describe.skipIf(process.env.TEMPORAL_TEST_UI === '0')('the Temporal UI through t
           runId = (await client.workflow.getHandle(workflowId).describe()).runId;
           let chats = 0;
           for await (const event of historyEvents(client, workflowId, runId)) {
+            if (event.workflowExecutionStartedEventAttributes) startDetails = event.userMetadata?.details ?? undefined;
             const scheduled = event.activityTaskScheduledEventAttributes;
             if (scheduled?.activityType?.name !== 'chat' || ++chats < 3) continue;
             chatInput = scheduled.input?.payloads?.[0] ?? undefined;
@@ -111,6 +120,23 @@ describe.skipIf(process.env.TEMPORAL_TEST_UI === '0')('the Temporal UI through t
         expect(decodedView).not.toContain(CHUNK_STORE_DRIVER_NAME);
         expect(decodedView).not.toContain(seen.manifest);
         await page.screenshot({ path: 'test-results/codec-server-ui-chat-input.png', fullPage: true });
+        // The run's static details (Markdown, over the threshold): a claim too, which the UI's
+        // User Metadata tab shows as text through the codec server.
+        expect(startDetails === undefined ? undefined : metadataOf(startDetails, 'messageType')).toBe('temporal.api.sdk.v1.ExternalStorageReference');
+        const metadataPage = await browser.newPage({ viewport: { width: 1400, height: 1400 } });
+        await metadataPage.goto(`${uiUrl}/namespaces/default/workflows/${workflowId}/${runId}/history`);
+        // The tab is there once the page has loaded the run; clicked again until its content shows.
+        await expect
+          .poll(
+            async () => {
+              await metadataPage.getByText('User Metadata').first().click();
+              return (await textOfFrames(metadataPage)).includes('Backends:');
+            },
+            { timeout: 60_000, interval: 2_000 },
+          )
+          .toBe(true);
+        await metadataPage.screenshot({ path: 'test-results/codec-server-ui-user-metadata.png', fullPage: true });
+        expect(await textOfFrames(metadataPage)).not.toContain(CHUNK_STORE_DRIVER_NAME);
 
         // Control: the same page with every request to the codec server refused.
         const control = await browser.newPage({ viewport: { width: 1400, height: 1400 } });

@@ -16,7 +16,7 @@ import proto from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findTrajectory } from '../../corpus/index.js';
 import { resolvePythonSdk } from '../../scripts/python-sdk.mjs';
-import { loadConfig } from '../../src/config.js';
+import { DEFAULT_PAYLOAD_THRESHOLD, loadConfig } from '../../src/config.js';
 import {
   CHUNK_STORE_DRIVER_NAME,
   ChunkIntegrityError,
@@ -62,11 +62,18 @@ describe('payload formats between TypeScript and interop/python/compactor_payloa
     for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
   });
 
+  it('has the same default threshold on both sides, so a Python caller offloads what a TypeScript worker does', () => {
+    const module = readFileSync(fileURLToPath(new URL('../../interop/python/compactor_payloads.py', import.meta.url)), 'utf8');
+    const pythonDefault = /^DEFAULT_THRESHOLD = (\d+)$/m.exec(module)?.[1];
+    expect(Number(pythonDefault)).toBe(DEFAULT_PAYLOAD_THRESHOLD);
+  });
+
   it('each side reads what the other wrote, and Python refuses what it must, naming why', async () => {
     const store = mkdtempSync(join(tmpdir(), 'compactor-vectors-'));
     dirs.push(store);
     const [current, retired, stranger] = [randomBytes(32), randomBytes(32), randomBytes(32)];
-    const env = { COMPACTOR_PAYLOAD_STORE: `file:${store}`, COMPACTOR_CODEC_KEY: current.toString('base64'), COMPACTOR_CODEC_OLD_KEYS: retired.toString('base64') };
+    // A 1 KiB threshold (not the default 256) so that `note`, 681 bytes of JSON, stays inline: compressed and encrypted.
+    const env = { COMPACTOR_PAYLOAD_STORE: `file:${store}`, COMPACTOR_PAYLOAD_THRESHOLD: '1024', COMPACTOR_CODEC_KEY: current.toString('base64'), COMPACTOR_CODEC_OLD_KEYS: retired.toString('base64') };
     const ours = payloadConverterFromConfig(loadConfig({ env }));
     const codec = ours.codec as CompactorCodec;
     const driver = ours.driver as ChunkStoreDriver;

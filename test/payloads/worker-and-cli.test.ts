@@ -52,7 +52,7 @@ describe('worker process and CLI with the payload store and a codec key', () => 
       if (worker.child.exitCode !== null || Date.now() > deadline) throw new Error(`the worker did not start:\n${worker.output()}`);
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
-    expect(worker.output()).toContain(`payload store file:${storeDirectory} (payloads of 1024 B and more), codec deflate + AES-256-GCM (key id cli-test)`);
+    expect(worker.output()).toContain(`payload store file:${storeDirectory} (payloads of 256 B and more), codec deflate + AES-256-GCM (key id cli-test)`);
 
     const { client, close } = await connectClient(env, {});
     const workflowId = uniqueId('store-cli');

@@ -98,11 +98,12 @@ describe('a long agent run', { timeout: 900_000 }, () => {
 const STORE_RUN = { rounds: 200, resultChars: 16_000 };
 /**
  * What one round may add to history beyond its own new content: its events (two workflow tasks, the
- * chat and tool activities, a search-attribute upsert; ~2.8 KB measured) with ~250-byte claims in
- * place of the payloads. A chat request carried inline is the whole window (~36 KB here), far over it.
+ * chat and tool activities, a search-attribute upsert; 1,946 bytes at the median in bench:agent-long,
+ * more here with the tests' longer queue names) with claims of ~200 bytes in place of the payloads. A
+ * chat request carried inline is the whole window (~36 KB here), far over it.
  */
 const ROUND_OVERHEAD_BYTES = 4 * 1024;
-/** A claim as history holds it: the driver's name and a manifest id (~250 bytes). */
+/** A claim as history holds it: the driver's name and a manifest id (193 bytes, 210 with a key). */
 const CLAIM_BYTES = 512;
 
 const { HistoryEvent } = proto.temporal.api.history.v1;
