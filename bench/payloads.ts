@@ -306,6 +306,8 @@ interface RoundRow {
   rounds: number;
   medianRoundBytes: number;
   p90RoundBytes: number;
+  /** Milliseconds per round, by the events' timestamps: from a chat activity's scheduling to the next one's. */
+  medianRoundMs: number;
   startBytes: number;
   endBytes: number;
   largestPayload: number;
@@ -313,6 +315,9 @@ interface RoundRow {
 
 const HistoryEvent = proto.temporal.api.history.v1.HistoryEvent;
 type Event = proto.temporal.api.history.v1.IHistoryEvent;
+
+/** An event's time by the server's clock, in milliseconds. */
+const eventMs = (event: Event): number => Number(event.eventTime?.seconds ?? 0) * 1000 + Math.floor((event.eventTime?.nanos ?? 0) / 1e6);
 
 /** Every event of a workflow id's continue-as-new chain, oldest run first (all pages). */
 async function wholeChain(connection: Connection, workflowId: string): Promise<{ events: Event[]; runs: number }> {
@@ -361,12 +366,19 @@ async function agentRounds(label: string, address: string, env: Record<string, s
     // A round: from the scheduling of its chat activity to the next one's. Before the first: the
     // start (the input); from the completion on: the end (the result).
     const rounds: number[] = [];
+    const roundMs: number[] = [];
+    let roundStarted: number | undefined;
     let startBytes = 0;
     let endBytes = 0;
     let largestPayload = 0;
     for (const event of events) {
       const size = HistoryEvent.encode(event).finish().length;
-      if (event.activityTaskScheduledEventAttributes?.activityType?.name === 'chat') rounds.push(0);
+      if (event.activityTaskScheduledEventAttributes?.activityType?.name === 'chat') {
+        rounds.push(0);
+        const at = eventMs(event);
+        if (roundStarted !== undefined) roundMs.push(at - roundStarted);
+        roundStarted = at;
+      }
       if (event.workflowExecutionCompletedEventAttributes !== undefined && event.workflowExecutionCompletedEventAttributes !== null) endBytes += size;
       else if (rounds.length === 0) startBytes += size;
       else rounds[rounds.length - 1] = (rounds.at(-1) ?? 0) + size;
@@ -378,9 +390,11 @@ async function agentRounds(label: string, address: string, env: Record<string, s
       ];
       for (const payload of payloads) largestPayload = Math.max(largestPayload, payloadProtoSize(payload));
     }
+    const last = events.at(-1);
+    if (roundStarted !== undefined && last !== undefined) roundMs.push(eventMs(last) - roundStarted);
     const sorted = [...rounds].sort((a, b) => a - b);
-    const row = { label, trajectory, runs, rounds: rounds.length, medianRoundBytes: median(rounds), p90RoundBytes: sorted[Math.floor(sorted.length * 0.9)] ?? 0, startBytes, endBytes, largestPayload };
-    progress(`agentRun ${trajectory}, ${label}: ${row.rounds} rounds, median ${groupDigits(row.medianRoundBytes)} B per round, p90 ${groupDigits(row.p90RoundBytes)} B`);
+    const row = { label, trajectory, runs, rounds: rounds.length, medianRoundBytes: median(rounds), p90RoundBytes: sorted[Math.floor(sorted.length * 0.9)] ?? 0, medianRoundMs: median(roundMs), startBytes, endBytes, largestPayload };
+    progress(`agentRun ${trajectory}, ${label}: ${row.rounds} rounds, median ${groupDigits(row.medianRoundBytes)} B per round, p90 ${groupDigits(row.p90RoundBytes)} B, median ${fmt(row.medianRoundMs, 0)} ms per round`);
     return row;
   } finally {
     await nativeConnection.close();
@@ -449,14 +463,16 @@ function markdown(growthRows: GrowthRow[], throughput: ThroughputRow[], workflow
     'summarizer) with the store off and on at several `COMPACTOR_PAYLOAD_THRESHOLD`s (no key but in one row). A round is',
     'every event from the scheduling of its `chat` activity to the next one\'s (protobuf bytes of the',
     'events, across continue-as-new: *runs* counts the chain); *start* is what comes before the first',
-    '(the input), *end* the completion (the result). Each worker is set up as a user\'s would be',
+    '(the input), *end* the completion (the result); *ms per round* is the time between two rounds\' `chat`',
+    'schedulings by the server\'s timestamps, the rows run one after another on one dev server (the',
+    'file store, worker and client in this process). Each worker is set up as a user\'s would be',
     '(`compactorPlugin()`, a prebuilt bundle) and polls a queue named like the default `compactor`.',
     '',
-    '| trajectory (window) | store | runs | rounds | median bytes per round | p90 | start | end | largest payload |',
-    '|---|---|---:|---:|---:|---:|---:|---:|---:|',
+    '| trajectory (window) | store | runs | rounds | median bytes per round | p90 | median ms per round | start | end | largest payload |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...roundRows.map(
       (row) =>
-        `| ${row.trajectory} | ${row.label} | ${row.runs} | ${row.rounds} | ${groupDigits(row.medianRoundBytes)} | ${groupDigits(row.p90RoundBytes)} | ${groupDigits(row.startBytes)} | ${groupDigits(row.endBytes)} | ${groupDigits(row.largestPayload)} |`,
+        `| ${row.trajectory} | ${row.label} | ${row.runs} | ${row.rounds} | ${groupDigits(row.medianRoundBytes)} | ${groupDigits(row.p90RoundBytes)} | ${fmt(row.medianRoundMs, 0)} | ${groupDigits(row.startBytes)} | ${groupDigits(row.endBytes)} | ${groupDigits(row.largestPayload)} |`,
     ),
     '',
     `Machine: ${machine}.`,
