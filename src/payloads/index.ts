@@ -83,6 +83,9 @@ export function payloadConverterFromConfig(settings: PayloadSettings, options: P
   }
   const driver = new ChunkStoreDriver({ ...options.driver, backend, keyring });
   const codec = new CompactorCodec({ keyring, passThroughAtOrAbove: settings.payloadThreshold });
+  // Without a key the codec leaves payloads under its floor alone; when the store takes everything
+  // from there up (the default threshold), nothing is left for it to compress.
+  const compresses = keyring !== undefined || settings.payloadThreshold > codec.plainBelow;
   return {
     dataConverter: {
       payloadCodecs: [codec],
@@ -91,6 +94,6 @@ export function payloadConverterFromConfig(settings: PayloadSettings, options: P
     codec,
     driver,
     store,
-    describe: `payload store ${describePayloadStore(store)} (payloads of ${settings.payloadThreshold} B and more), codec deflate${keyring === undefined ? ', no encryption' : ` + ${encryption}`}`,
+    describe: `payload store ${describePayloadStore(store)} (payloads of ${settings.payloadThreshold} B and more${compresses ? '' : '; smaller ones stay inline, too small to compress'}), ${compresses ? 'codec deflate' : 'no compression'}${keyring === undefined ? ', no encryption' : ` + ${encryption}`}`,
   };
 }

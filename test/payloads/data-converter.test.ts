@@ -33,6 +33,18 @@ describe('payloadConverterFromConfig', () => {
     expect(configured.describe).toBe('payloads inline (no store), codec deflate + AES-256-GCM (key id only-key)');
   });
 
+  it('a store: the start-up line says whether the codec has anything to compress', async () => {
+    const line = (env: Record<string, string>): string => payloadConverterFromConfig(loadConfig({ env: { COMPACTOR_PAYLOAD_STORE: `file:${directory}`, ...env } })).describe;
+    // The default threshold: the store takes every payload the codec would compress (512 B and more).
+    expect(line({})).toBe(`payload store file:${directory} (payloads of 256 B and more; smaller ones stay inline, too small to compress), no compression, no encryption`);
+    const small = defaultPayloadConverter.toPayload('s'.repeat(220));
+    expect(payloadProtoSize(small)).toBeLessThan(256);
+    const [unchanged] = (await payloadConverterFromConfig(loadConfig({ env: { COMPACTOR_PAYLOAD_STORE: `file:${directory}` } })).codec?.encode([small])) ?? [];
+    expect(unchanged).toBe(small);
+    expect(line({ COMPACTOR_PAYLOAD_THRESHOLD: '2048' })).toBe(`payload store file:${directory} (payloads of 2048 B and more), codec deflate, no encryption`);
+    expect(line({ COMPACTOR_CODEC_KEY: key, COMPACTOR_CODEC_KEY_ID: 'store-key' })).toBe(`payload store file:${directory} (payloads of 256 B and more), codec deflate + AES-256-GCM (key id store-key)`);
+  });
+
   it('a store: External Storage and the codec share the threshold, so what the codec leaves alone is what the store takes', async () => {
     const configured = payloadConverterFromConfig(loadConfig({ env: { COMPACTOR_PAYLOAD_STORE: `file:${directory}`, COMPACTOR_PAYLOAD_THRESHOLD: '4096', COMPACTOR_CODEC_KEY: key } }));
     const storage = configured.dataConverter.externalStorage;
