@@ -38,6 +38,7 @@ const defaults: CompactorConfig = {
   toolsRoot: undefined,
   trajectoryDir: undefined,
   payloadStore: undefined,
+  claimFormat: 2,
   payloadThreshold: 256,
   s3Endpoint: undefined,
   codecKeyring: undefined,
@@ -116,6 +117,7 @@ describe('loadConfig', () => {
           COMPACTOR_TOOLS_ROOT: '/srv/repo',
           COMPACTOR_TRAJECTORY_DIR: '/srv/trajectories',
           COMPACTOR_PAYLOAD_STORE: 's3://my-bucket/compactor/prod/',
+          COMPACTOR_CLAIM_FORMAT: '1',
           COMPACTOR_PAYLOAD_THRESHOLD: '4096',
           COMPACTOR_S3_ENDPOINT: 'http://127.0.0.1:9000',
           COMPACTOR_CODEC_KEY: KEY_1,
@@ -156,6 +158,7 @@ describe('loadConfig', () => {
         toolsRoot: '/srv/repo',
         trajectoryDir: '/srv/trajectories',
         payloadStore: { kind: 's3', bucket: 'my-bucket', prefix: 'compactor/prod' },
+        claimFormat: 1,
         payloadThreshold: 4096,
         s3Endpoint: 'http://127.0.0.1:9000',
         codecServerHost: '0.0.0.0',
@@ -290,6 +293,7 @@ describe('loadConfig', () => {
       ['COMPACTOR_PAYLOAD_STORE', 'file:', 'COMPACTOR_PAYLOAD_STORE: expected "off", "file:DIR" or "s3://BUCKET/PREFIX" (a valid S3 bucket name), got "file:"'],
       ['COMPACTOR_PAYLOAD_STORE', 's3://My_Bucket/x', 'COMPACTOR_PAYLOAD_STORE: expected "off", "file:DIR" or "s3://BUCKET/PREFIX" (a valid S3 bucket name), got "s3://My_Bucket/x"'],
       ['COMPACTOR_PAYLOAD_STORE', 's3://bucket/../x', 'COMPACTOR_PAYLOAD_STORE: expected "off", "file:DIR" or "s3://BUCKET/PREFIX" (a valid S3 bucket name), got "s3://bucket/../x"'],
+      ['COMPACTOR_CLAIM_FORMAT', '3', 'COMPACTOR_CLAIM_FORMAT: expected 1 or 2, got "3"'],
       ['COMPACTOR_PAYLOAD_THRESHOLD', '1KB', 'COMPACTOR_PAYLOAD_THRESHOLD: expected a byte count from 0 to 2097152, got "1KB"'],
       ['COMPACTOR_PAYLOAD_THRESHOLD', '3000000', 'COMPACTOR_PAYLOAD_THRESHOLD: expected a byte count from 0 to 2097152, got "3000000"'],
       ['COMPACTOR_S3_ENDPOINT', '127.0.0.1:9000', 'COMPACTOR_S3_ENDPOINT: expected an http(s) URL, e.g. http://127.0.0.1:9000, got "127.0.0.1:9000"'],
@@ -464,7 +468,7 @@ describe('README configuration table', () => {
   it('lists every setting exactly once', () => {
     const section = readme.slice(readme.indexOf(start), readme.indexOf(end));
     const rows = configTable();
-    expect(rows.length).toBe(34);
+    expect(rows.length).toBe(35);
     for (const row of rows) {
       const occurrences = section.split('\n').filter((line) => line.startsWith(`| \`${row.env}\` |`));
       expect(occurrences, row.env).toHaveLength(1);

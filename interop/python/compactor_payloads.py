@@ -15,7 +15,7 @@ workflows in two formats of its own (README, "Callers in other languages"):
 A Python client or workflow that calls ``compactConversation`` on such a worker needs both, with
 the same settings as the worker: ``data_converter_from_env()`` builds them from the same
 environment variables the TypeScript side reads (``COMPACTOR_PAYLOAD_STORE``,
-``COMPACTOR_PAYLOAD_THRESHOLD``, ``COMPACTOR_CODEC_KEY``, ``COMPACTOR_CODEC_KEY_ID``,
+``COMPACTOR_PAYLOAD_THRESHOLD``, ``COMPACTOR_CLAIM_FORMAT``, ``COMPACTOR_CODEC_KEY``, ``COMPACTOR_CODEC_KEY_ID``,
 ``COMPACTOR_CODEC_OLD_KEYS``). With none of them set the worker writes plain JSON and nothing
 here is needed.
 
@@ -412,9 +412,12 @@ def open_object(sealed: bytes, oid: str, key_name: str, expected_key_id: str | N
     return plaintext
 
 
-def claim_data_for(manifest_id: str, key_id: str | None) -> dict[str, str]:
+def claim_data_for(manifest_id: str, key_id: str | None, claim_format: int = 2) -> dict[str, str]:
     """The claim data of format 2: ``m``, the hex manifest id's 32 bytes in base64url without
-    padding, and ``k``, the key id, when encrypted (28 bytes shorter than format 1, 32 with a key)."""
+    padding, and ``k``, the key id, when encrypted (28 bytes shorter than format 1, 32 with a key).
+    With ``claim_format=1``: ``{manifest, keyId?}``, the id in hex, what readers before format 2 read."""
+    if claim_format == 1:
+        return {"manifest": manifest_id} if key_id is None else {"manifest": manifest_id, "keyId": key_id}
     m = base64.urlsafe_b64encode(bytes.fromhex(manifest_id)).rstrip(b"=").decode("ascii")
     return {"m": m} if key_id is None else {"m": m, "k": key_id}
 
@@ -498,9 +501,13 @@ def _parse_manifest(plaintext: bytes, key_name: str) -> dict:
 class ChunkStoreDriver(StorageDriver):
     """The ``compactor-chunks`` External Storage driver over an ``ObjectBackend``."""
 
-    def __init__(self, backend: ObjectBackend, keyring: Keyring | None = None) -> None:
+    def __init__(self, backend: ObjectBackend, keyring: Keyring | None = None, claim_format: int = 2) -> None:
+        if claim_format not in (1, 2):
+            raise ValueError(f"claim_format: expected 1 or 2, got {claim_format!r}")
         self.backend = backend
         self.keyring = keyring
+        # The format of the claims it writes (it reads both): 1 only while readers from before format 2 run.
+        self.claim_format = claim_format
 
     def name(self) -> str:
         return DRIVER_NAME
@@ -562,7 +569,7 @@ class ChunkStoreDriver(StorageDriver):
         oid = object_id(plaintext, key)
         # Always written: its modification time tells a gc that a claim to it was just handed out.
         self.backend.put(object_key("manifest", oid), seal_object(plaintext, oid, key))
-        return StorageDriverClaim(claim_data=claim_data_for(oid, None if key is None else key.id))
+        return StorageDriverClaim(claim_data=claim_data_for(oid, None if key is None else key.id, self.claim_format))
 
     def _read(self, kind: str, oid: str, key_id: str | None) -> bytes:
         name = object_key(kind, oid)
@@ -622,7 +629,10 @@ def data_converter_from_env(env: Mapping[str, str] = os.environ, backend: Object
     if not threshold_text.isdigit() or int(threshold_text) < 1:
         raise ValueError(f"COMPACTOR_PAYLOAD_THRESHOLD: expected a positive integer, got {json.dumps(threshold_text)}")
     threshold = int(threshold_text)
+    claim_format_text = env.get("COMPACTOR_CLAIM_FORMAT", "").strip() or "2"
+    if claim_format_text not in ("1", "2"):
+        raise ValueError(f"COMPACTOR_CLAIM_FORMAT: expected 1 or 2, got {json.dumps(claim_format_text)}")
     return DataConverter(
         payload_codec=CompactorCodec(keyring, pass_through_at_or_above=threshold),
-        external_storage=ExternalStorage(drivers=[ChunkStoreDriver(backend, keyring)], payload_size_threshold=threshold),
+        external_storage=ExternalStorage(drivers=[ChunkStoreDriver(backend, keyring, int(claim_format_text))], payload_size_threshold=threshold),
     )

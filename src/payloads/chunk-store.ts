@@ -238,12 +238,17 @@ export interface ClaimFields {
   keyId: string | undefined;
 }
 
+/** The claim formats: 2, written by default, and 1, written before it (every reader reads both). */
+export type ClaimFormat = 1 | 2;
+
 /**
- * The claim data this driver writes (format 2): `{ m }`, the manifest id's 32 bytes in base64url
- * without padding (43 characters instead of 64 hex digits), and `k`, the key id, when encrypted.
- * The short field names and the shorter id save 28 bytes of every claim (32 with a key).
+ * The claim data this driver writes. Format 2 (the default): `{ m }`, the manifest id's 32 bytes in
+ * base64url without padding (43 characters instead of 64 hex digits), and `k`, the key id, when
+ * encrypted; the short field names and the shorter id save 28 bytes of every claim (32 with a
+ * key). Format 1: `{ manifest, keyId? }` with the id in hex, what workers from before format 2 read.
  */
-export function claimDataFor({ manifestId, keyId }: ClaimFields): Record<string, string> {
+export function claimDataFor({ manifestId, keyId }: ClaimFields, format: ClaimFormat = 2): Record<string, string> {
+  if (format === 1) return keyId === undefined ? { manifest: manifestId } : { manifest: manifestId, keyId };
   const m = Buffer.from(manifestId, 'hex').toString('base64url');
   return keyId === undefined ? { m } : { m, k: keyId };
 }
@@ -337,6 +342,12 @@ export interface ChunkStoreDriverOptions {
   chunkerLimits?: ChunkerLimits;
   /** zlib level of chunks. @default 6 */
   compressionLevel?: number;
+  /**
+   * The format of the claims this driver writes (it reads both). 1 only while processes from
+   * before format 2, which read format 1 alone, may still read this store's claims (a rolling
+   * upgrade). @default 2
+   */
+  claimFormat?: ClaimFormat;
   /** @default Date.now */
   now?: () => number;
 }
@@ -361,6 +372,8 @@ export class ChunkStoreDriver implements StorageDriver {
   private readonly refreshAfterMs: number;
   private readonly chunkerLimits: ChunkerLimits;
   private readonly compressionLevel: number;
+  /** The format of the claims this driver writes. */
+  readonly claimFormat: ClaimFormat;
   private readonly now: () => number;
 
   constructor({
@@ -371,6 +384,7 @@ export class ChunkStoreDriver implements StorageDriver {
     refreshAfterMs = 24 * 3_600_000,
     chunkerLimits = DEFAULT_CHUNKER_LIMITS,
     compressionLevel = 6,
+    claimFormat = 2,
     now = Date.now,
   }: ChunkStoreDriverOptions) {
     this.backend = backend;
@@ -380,6 +394,7 @@ export class ChunkStoreDriver implements StorageDriver {
     this.refreshAfterMs = refreshAfterMs;
     this.chunkerLimits = chunkerLimits;
     this.compressionLevel = compressionLevel;
+    this.claimFormat = claimFormat;
     this.now = now;
   }
 
@@ -415,7 +430,7 @@ export class ChunkStoreDriver implements StorageDriver {
         this.stats.payloadsStored += 1;
         this.stats.payloadBytesStored += size;
         // The reference the SDK writes around the claim records the size already.
-        return new StorageDriverClaim(claimDataFor({ manifestId: manifest.id, keyId: this.keyring?.current.id }));
+        return new StorageDriverClaim(claimDataFor({ manifestId: manifest.id, keyId: this.keyring?.current.id }, this.claimFormat));
       }),
     );
   }

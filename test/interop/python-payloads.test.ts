@@ -156,6 +156,11 @@ describe('payload formats between TypeScript and interop/python/compactor_payloa
     expect(defaultPayloadConverter.fromPayload(bigBack)).toEqual({ messages });
     expect(defaultPayloadConverter.fromPayload(await decodeHistoryPayload(small, { codec }))).toEqual(note);
     expect(filesUnder(join(store, 'v1', 'nodes')).length).toBeGreaterThan(0);
+    // With COMPACTOR_CLAIM_FORMAT=1 (a rolling upgrade) Python writes format 1, as TypeScript does, and TypeScript reads it.
+    const legacy = await runPythonScript<VectorReport>(python, VECTORS, { env: { ...env, COMPACTOR_CLAIM_FORMAT: '1' }, read: [], write: { big: { messages } } });
+    const legacyBig = fromBase64(legacy.written.big ?? '');
+    expect(Object.keys(claimOf(legacyBig)?.claimData ?? {}).sort()).toEqual(['keyId', 'manifest']);
+    expect(defaultPayloadConverter.fromPayload(await decodeHistoryPayload(legacyBig, { driver, codec }))).toEqual({ messages });
 
     // Corrupted chunks: every claim fails on the Python side, naming the object it met.
     for (const path of filesUnder(join(store, 'v1', 'chunks'))) writeFileSync(path, Buffer.concat([readFileSync(path).subarray(0, 40), Buffer.from('garbage')]));

@@ -17,6 +17,7 @@ import {
   FileBackend,
   keyringOf,
   objectKey,
+  payloadConverterFromConfig,
   payloadProtoSize,
   PayloadKeyMissingError,
   S3Backend,
@@ -24,6 +25,7 @@ import {
   type ObjectBackend,
 } from '../../src/payloads/index.js';
 import { chatInputSequence } from '../../corpus/chat-inputs.js';
+import { loadConfig } from '../../src/config.js';
 import { startS3Server, type S3TestServer } from '../../scripts/s3-test-server.js';
 
 const toPayload = (value: unknown): Payload => defaultPayloadConverter.toPayload(value);
@@ -215,8 +217,6 @@ describe('ChunkStoreDriver', () => {
 
     it('is configured from s3://BUCKET/PREFIX and COMPACTOR_S3_ENDPOINT with the AWS_* variables', async () => {
       if (s3 === undefined) throw new Error('no S3 server');
-      const { loadConfig } = await import('../../src/config.js');
-      const { payloadConverterFromConfig } = await import('../../src/payloads/index.js');
       const saved = { ...process.env };
       Object.assign(process.env, s3.env);
       try {
@@ -330,6 +330,22 @@ describe('ChunkStoreDriver', () => {
         expect(fromPayload(await retrieveOne(new ChunkStoreDriver({ backend, keyring }), formatOne))).toEqual(bigConversation);
       });
     }
+
+    it('writes format 1 when configured so (COMPACTOR_CLAIM_FORMAT=1, for a rolling upgrade), the same claim a format-1 writer made', async () => {
+      const directory = temporaryDirectory();
+      const keyring = keyringOf(key);
+      const payload = toPayload(bigConversation);
+      const configured = payloadConverterFromConfig(loadConfig({ env: { COMPACTOR_PAYLOAD_STORE: `file:${directory}`, COMPACTOR_CLAIM_FORMAT: '1' } }));
+      expect(configured.driver?.claimFormat).toBe(1);
+      const plain = await storeOne(configured.driver as ChunkStoreDriver, payload);
+      expect(Object.keys(plain.claimData)).toEqual(['manifest']);
+      const backend = new FileBackend({ directory, durable: false });
+      const encrypted = await storeOne(new ChunkStoreDriver({ backend, keyring, claimFormat: 1 }), payload);
+      const current = await storeOne(new ChunkStoreDriver({ backend, keyring }), payload);
+      expect(encrypted.claimData).toEqual(formatOneOf(current).claimData);
+      // A driver that writes format 2 reads it, as every reader reads both.
+      expect(fromPayload(await retrieveOne(new ChunkStoreDriver({ backend, keyring }), encrypted))).toEqual(bigConversation);
+    });
 
     it('refuses a claim of neither format with a ChunkIntegrityError naming it and saying why', async () => {
       const backend = new FileBackend({ directory: temporaryDirectory(), durable: false });
