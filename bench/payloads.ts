@@ -349,10 +349,10 @@ async function agentRounds(label: string, address: string, env: Record<string, s
     const taskQueue = `compactor-${agentQueues}`;
     // Set up as a user's worker is: compactorPlugin() with a prebuilt bundle (and its short build id).
     const config = loadConfig({ env });
-    const dataConverter = (config.payloadStore ?? { kind: 'off' }).kind === 'off' ? undefined : payloadConverterFromConfig(config).dataConverter;
-    const plugin = compactorPlugin({ config, summarizer: createExtractiveSummarizer(), activities: { trajectoryDir }, ...(dataConverter === undefined ? {} : { dataConverter }), tracing: 'off' });
+    const { dataConverter } = payloadConverterFromConfig(config);
+    const plugin = compactorPlugin({ config, summarizer: createExtractiveSummarizer(), activities: { trajectoryDir }, dataConverter, tracing: 'off' });
     const worker = await Worker.create({ connection: nativeConnection, taskQueue, workflowBundle: { codePath: bundlePath }, plugins: [plugin] });
-    const client = new Client({ connection, ...(dataConverter === undefined ? {} : { dataConverter }) });
+    const client = new Client({ connection, dataConverter });
     const opening = openingMessages(JSON.parse(readFileSync(join(trajectoryDir, `${trajectory}.json`), 'utf8')));
     const workflowId = `bench-payloads-agent-${label.replace(/\W+/g, '-')}-${Date.now().toString(36)}`;
     await worker.runUntil(() =>

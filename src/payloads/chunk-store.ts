@@ -296,12 +296,6 @@ export function claimManifestId(claimData: Readonly<Record<string, unknown>>): s
   return 'problem' in parsed ? undefined : parsed.manifestId;
 }
 
-/** The key id of a claim's data (format 2 or 1); undefined when its objects are not encrypted or it is not a valid claim (see {@link claimManifestId}). */
-export function claimKeyId(claimData: Readonly<Record<string, unknown>>): string | undefined {
-  const parsed = parseClaim(claimData);
-  return 'problem' in parsed ? undefined : parsed.keyId;
-}
-
 /** Counters of what a driver wrote and read, by object kind (benchmarks and tests read them). */
 export interface ChunkStoreStats {
   /** Objects written, and their sealed bytes (what the store grew by) and plaintext bytes. */

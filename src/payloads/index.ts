@@ -13,7 +13,7 @@ import { S3Backend } from './s3-backend.js';
 import { describePayloadStore, type PayloadStoreLocation } from './store-location.js';
 
 export { CompactorCodec, CODEC_ENCODING, CODEC_METADATA_KEY, codecEnvelopeOf, payloadProtoSize, type CodecEnvelope, type CompactorCodecOptions } from './codec.js';
-export { ChunkStoreDriver, CHUNK_STORE_DRIVER_NAME, claimDataFor, claimKeyId, claimManifestId, objectKey, parseObjectKey, readClaim, type ClaimFields, type ClaimFormat, type ChunkStoreDriverOptions, type ChunkStoreStats, type InspectedObject, type ListedChild, type ObjectKind } from './chunk-store.js';
+export { ChunkStoreDriver, CHUNK_STORE_DRIVER_NAME, claimDataFor, claimManifestId, objectKey, parseObjectKey, readClaim, type ClaimFields, type ClaimFormat, type ChunkStoreDriverOptions, type ChunkStoreStats, type InspectedObject, type ListedChild, type ObjectKind } from './chunk-store.js';
 export { collectGarbage, DEFAULT_GC_GRACE_MS, GarbageCollectionError, totalOf, type CollectGarbageOptions, type GarbageReport, type SweptKind, type Tally, type TallyByKind } from './gc.js';
 export { collectRetainedClaims, claimedManifestsIn, type RetainedClaims, type RetainedClaimsOptions } from './retained-claims.js';
 export { chunkBoundaries, CHUNKER_VERSION, DEFAULT_CHUNKER_LIMITS, type ChunkerLimits } from './chunker.js';
@@ -25,7 +25,7 @@ export { parsePayloadStore, describePayloadStore, type PayloadStoreLocation } fr
 export { PayloadDecodeError, PayloadKeyMissingError, ChunkIntegrityError, ChunkMissingError } from './errors.js';
 
 /** The configuration settings this module reads. */
-export type PayloadSettings = Pick<CompactorConfig, 'payloadStore' | 'payloadThreshold' | 's3Endpoint' | 'codecKeyring'> & Partial<Pick<CompactorConfig, 'claimFormat'>>;
+export type PayloadSettings = Pick<CompactorConfig, 'payloadStore' | 'payloadThreshold' | 'claimFormat' | 's3Endpoint' | 'codecKeyring'>;
 
 export interface PayloadConverterOptions {
   /** The store when `COMPACTOR_PAYLOAD_STORE` is not set (the demo's file store). @default off */
@@ -81,7 +81,7 @@ export function payloadConverterFromConfig(settings: PayloadSettings, options: P
     const codec = new CompactorCodec({ keyring });
     return { dataConverter: { payloadCodecs: [codec] }, codec, driver: undefined, store, describe: `payloads inline (no store), codec deflate + ${encryption}` };
   }
-  const driver = new ChunkStoreDriver({ ...options.driver, backend, keyring, ...(settings.claimFormat === undefined ? {} : { claimFormat: settings.claimFormat }) });
+  const driver = new ChunkStoreDriver({ ...options.driver, backend, keyring, claimFormat: settings.claimFormat });
   const codec = new CompactorCodec({ keyring, passThroughAtOrAbove: settings.payloadThreshold });
   // Without a key the codec leaves payloads under its floor alone; when the store takes everything
   // from there up (the default threshold), nothing is left for it to compress.

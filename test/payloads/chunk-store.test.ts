@@ -10,7 +10,6 @@ import {
   ChunkIntegrityError,
   ChunkMissingError,
   ChunkStoreDriver,
-  claimKeyId,
   claimManifestId,
   codecKey,
   CompactorCodec,
@@ -20,6 +19,7 @@ import {
   payloadConverterFromConfig,
   payloadProtoSize,
   PayloadKeyMissingError,
+  readClaim,
   S3Backend,
   type Keyring,
   type ObjectBackend,
@@ -323,7 +323,7 @@ describe('ChunkStoreDriver', () => {
         const manifestId = claimManifestId(claim.claimData);
         expect(manifestId).toMatch(/^[0-9a-f]{64}$/);
         expect(claimManifestId(formatOne.claimData)).toBe(manifestId);
-        expect([claimKeyId(claim.claimData), claimKeyId(formatOne.claimData)]).toEqual(encrypted ? ['k1', 'k1'] : [undefined, undefined]);
+        expect([readClaim(claim.claimData).keyId, readClaim(formatOne.claimData).keyId]).toEqual(encrypted ? ['k1', 'k1'] : [undefined, undefined]);
         // The store names its objects in hex whichever format the claim has.
         expect(await backend.stat(objectKey('manifest', manifestId ?? ''))).toBeDefined();
         expect(fromPayload(await retrieveOne(new ChunkStoreDriver({ backend, keyring }), claim))).toEqual(bigConversation);
