@@ -340,7 +340,7 @@ const settings = {
     expected: '1 or 2',
     defaultText: '`2`',
     description:
-      'The format of the claims the store writes (every reader reads both; README, "The store\'s format"). Format 2 is 28 bytes shorter. Set `1` while a rolling upgrade still runs workers or clients from before format 2, which read format 1 only; then `2`.',
+      'The format of the claims the store writes (every reader reads both; docs/payloads.md, "The store\'s format"). Format 2 is 28 bytes shorter. Set `1` while a rolling upgrade still runs workers or clients from before format 2, which read format 1 only; then `2`.',
     schema: z
       .union([z.literal(1), z.literal(2), z.enum(['1', '2']).transform((value) => (value === '1' ? 1 : 2))])
       .default(2),
@@ -443,7 +443,7 @@ const settings = {
     defaultText: '`off`',
     schema: z.enum(['off', 'otlp', 'console']).default('off'),
     description:
-      'OpenTelemetry spans of the worker (its workflows, a `Compaction` span per compaction, its activities) and of the clients `compactorPlugin()` is given to (the demo\'s among them): `otlp` sends them over OTLP/HTTP to the endpoint of the standard `OTEL_EXPORTER_OTLP_*` variables (default `http://localhost:4318`), `console` writes JSON lines to stderr. See [Tracing and metrics](#tracing-and-metrics).',
+      'OpenTelemetry spans of the worker (its workflows, a `Compaction` span per compaction, its activities) and of the clients `compactorPlugin()` is given to (the demo\'s among them): `otlp` sends them over OTLP/HTTP to the endpoint of the standard `OTEL_EXPORTER_OTLP_*` variables (default `http://localhost:4318`), `console` writes JSON lines to stderr. See [telemetry.md](telemetry.md).',
   },
   prometheusAddress: {
     env: 'COMPACTOR_PROMETHEUS_ADDRESS',

@@ -449,24 +449,24 @@ describe('temporalEnvVars', () => {
   });
 });
 
-describe('README configuration table', () => {
-  const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+describe('the configuration table of docs/configuration.md', () => {
+  const page = readFileSync(new URL('../docs/configuration.md', import.meta.url), 'utf8');
   const start = '<!-- config-table:start -->';
   const end = '<!-- config-table:end -->';
 
-  it('sits under the "## Configuration" heading between its markers', () => {
-    expect(readme.split('\n')).toContain('## Configuration');
-    expect(readme.indexOf('## Configuration')).toBeLessThan(readme.indexOf(start));
-    expect(readme.indexOf(start)).toBeLessThan(readme.indexOf(end));
+  it('sits under the page\'s "## Settings" heading between its markers', () => {
+    expect(page.split('\n')).toContain('## Settings');
+    expect(page.indexOf('## Settings')).toBeLessThan(page.indexOf(start));
+    expect(page.indexOf(start)).toBeLessThan(page.indexOf(end));
   });
 
   it('is the table the schema generates (regenerate it with configTableMarkdown())', () => {
-    const section = readme.slice(readme.indexOf(start) + start.length, readme.indexOf(end)).trim();
+    const section = page.slice(page.indexOf(start) + start.length, page.indexOf(end)).trim();
     expect(section).toBe(configTableMarkdown());
   });
 
   it('lists every setting exactly once', () => {
-    const section = readme.slice(readme.indexOf(start), readme.indexOf(end));
+    const section = page.slice(page.indexOf(start), page.indexOf(end));
     const rows = configTable();
     expect(rows.length).toBe(35);
     for (const row of rows) {
