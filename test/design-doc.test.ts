@@ -2,7 +2,10 @@
 // (`docs/design.md#proof`); a citation whose anchor the document lacks points a reader nowhere, and
 // a citation of the former design note by section number points at a file no clone has. Both
 // fail here, each with the file and line, as do the document's own links and the files it names.
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+// The README (a guide) and the docs pages (the reference) link each other: every link must lead to
+// a file that exists and to a heading or anchor it has.
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, extname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -61,15 +64,73 @@ function slug(heading: string): string {
     .replace(/\s/g, '-');
 }
 
+/** The anchors GitHub gives a document's headings (a repeated heading gets `-1`, `-2`, ...). */
 function headingSlugs(markdown: string): Set<string> {
   const slugs = new Set<string>();
   let inFence = false;
   for (const line of markdown.split('\n')) {
     if (line.startsWith('```')) inFence = !inFence;
     const heading = /^#{1,6}\s+(.*)$/.exec(line);
-    if (!inFence && heading?.[1] !== undefined) slugs.add(slug(heading[1]));
+    if (inFence || heading?.[1] === undefined) continue;
+    const base = slug(heading[1]);
+    let candidate = base;
+    for (let n = 1; slugs.has(candidate); n += 1) candidate = `${base}-${n}`;
+    slugs.add(candidate);
   }
   return slugs;
+}
+
+interface Link {
+  line: number;
+  target: string;
+  fragment: string | undefined;
+}
+
+/** The Markdown links of a document outside its code blocks (images too), with their line numbers. */
+function markdownLinks(markdown: string): Link[] {
+  const links: Link[] = [];
+  let inFence = false;
+  markdown.split('\n').forEach((text, index) => {
+    if (text.startsWith('```')) inFence = !inFence;
+    if (inFence) return;
+    // Inline code is not a link, even when it looks like one.
+    const prose = text.replace(/`[^`]*`/g, '');
+    for (const match of prose.matchAll(/\]\(([^)\s]*)\)/g)) {
+      const [target = '', fragment] = (match[1] ?? '').split('#');
+      links.push({ line: index + 1, target, fragment });
+    }
+  });
+  return links;
+}
+
+/** The README and every page of docs/: the guide and its reference. */
+function guidePages(): string[] {
+  const docs = readdirSync(join(root, 'docs'))
+    .filter((name) => name.endsWith('.md'))
+    .map((name) => join(root, 'docs', name));
+  return [join(root, 'README.md'), ...docs];
+}
+
+/**
+ * Where a link of `file` leads that is not there: a file or directory that does not exist, or an
+ * anchor its Markdown target lacks (headings, and the explicit anchors of docs/design.md).
+ */
+function brokenLinks(file: string): string[] {
+  const markdown = readFileSync(file, 'utf8');
+  const broken: string[] = [];
+  for (const { line, target, fragment } of markdownLinks(markdown)) {
+    if (/^[a-z]+:/i.test(target)) continue; // https:, mailto: — not ours to check
+    const path = target === '' ? file : resolve(dirname(file), target);
+    const where = `${relative(root, file)}:${line}: ${target}${fragment === undefined ? '' : `#${fragment}`}`;
+    if (!existsSync(path)) {
+      broken.push(`${where}: no such file`);
+      continue;
+    }
+    if (fragment === undefined || extname(path) !== '.md') continue;
+    const text = path === file ? markdown : readFileSync(path, 'utf8');
+    if (!headingSlugs(text).has(fragment) && !explicitAnchors(text).includes(fragment)) broken.push(`${where}: no such heading or anchor`);
+  }
+  return broken;
 }
 
 const anchors = explicitAnchors(design);
@@ -108,18 +169,6 @@ describe('docs/design.md anchors', () => {
 });
 
 describe('docs/design.md itself', () => {
-  it('links only to its own anchors and headings, and to README headings that exist', () => {
-    const ownSlugs = headingSlugs(design);
-    const readmeSlugs = headingSlugs(readFileSync(join(root, 'README.md'), 'utf8'));
-    const broken: string[] = [];
-    for (const match of design.matchAll(/\]\(([^)\s]*)#([^)\s]+)\)/g)) {
-      const [, target = '', fragment = ''] = match;
-      if (target === '' && !anchorSet.has(fragment) && !ownSlugs.has(fragment)) broken.push(`#${fragment}`);
-      if (target === '../README.md' && !readmeSlugs.has(fragment)) broken.push(`${target}#${fragment}`);
-    }
-    expect(broken).toEqual([]);
-  });
-
   it('names only files and directories that exist', () => {
     const named = [...design.matchAll(/`((?:src|test|bench|scripts|docs|interop|corpus|examples)\/[^`\s]*)`/g)].map((match) => match[1] ?? '');
     expect(named.length).toBeGreaterThan(40);
@@ -129,5 +178,43 @@ describe('docs/design.md itself', () => {
 
   it('is linked from the README', () => {
     expect(readFileSync(join(root, 'README.md'), 'utf8')).toContain('](docs/design.md)');
+  });
+});
+
+describe('the README and the docs pages', () => {
+  const pages = guidePages();
+
+  it('link only to files that exist and to headings or anchors those files have', () => {
+    // Vacuous if the link finder finds nothing: the guide links every page, the pages each other.
+    expect(pages.flatMap((file) => markdownLinks(readFileSync(file, 'utf8'))).length).toBeGreaterThan(60);
+    expect(pages.flatMap(brokenLinks)).toEqual([]);
+  });
+
+  it('finds a missing file, a missing anchor and a repeated heading\'s anchor, and skips code (the checker itself)', () => {
+    const links = markdownLinks('[a](docs/x.md#top) `[b](not-a-link.md)`\n```\n[c](in-a-fence.md)\n```\n[d](#here)');
+    expect(links).toEqual([
+      { line: 1, target: 'docs/x.md', fragment: 'top' },
+      { line: 5, target: '', fragment: 'here' },
+    ]);
+    expect([...headingSlugs('# Setup\n## The store\'s format\n## Setup\n')]).toEqual(['setup', 'the-stores-format', 'setup-1']);
+    const dir = mkdtempSync(join(tmpdir(), 'doc-links-'));
+    try {
+      writeFileSync(join(dir, 'b.md'), '# B\n## There\n## There\n');
+      writeFileSync(join(dir, 'a.md'), '# A\n[ok](b.md#there-1) [web](https://temporal.io/#x) [self](#a)\n[bad](b.md#nowhere) [gone](c.md) [self-bad](#b)\n');
+      expect(brokenLinks(join(dir, 'a.md')).map((problem) => problem.replace(/^.*a\.md:/, 'a.md:'))).toEqual([
+        'a.md:3: b.md#nowhere: no such heading or anchor',
+        'a.md:3: c.md: no such file',
+        'a.md:3: #b: no such heading or anchor',
+      ]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('the README is a guide: at most 250 lines, linking every docs page', () => {
+    const readme = readFileSync(join(root, 'README.md'), 'utf8');
+    expect(readme.split('\n').length).toBeLessThanOrEqual(250);
+    const unlinked = pages.slice(1).map((file) => relative(root, file)).filter((page) => !readme.includes(`](${page})`));
+    expect(unlinked).toEqual([]);
   });
 });
