@@ -1,7 +1,7 @@
 """temporal-compactor's payload codec and chunk store, for Python callers (temporalio).
 
 A worker of temporal-compactor with a payload store or a codec key writes the payloads of its
-workflows in two formats of its own (README, "Callers in other languages"):
+workflows in two formats of its own (docs/other-languages.md and docs/payloads.md, "The byte formats"):
 
 - ``binary/compactor`` payloads: the original payload's protobuf bytes, raw-deflated, and with a
   key sealed with AES-256-GCM. ``PayloadCodec`` below reads and writes them.

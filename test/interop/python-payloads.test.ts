@@ -1,4 +1,4 @@
-// The payload formats a caller in another language meets (README, "Callers in other languages"),
+// The payload formats a caller in another language meets (docs/other-languages.md; the formats: docs/payloads.md),
 // checked byte for byte between our TypeScript codec and chunk store and the Python module
 // interop/python/compactor_payloads.py, without a server: Python reads what TypeScript wrote (a
 // claim of format 2, the same claim in format 1, inline payloads under the current and a retired
