@@ -86,11 +86,11 @@ function distance(a: string, b: string): number {
   return previous[b.length] ?? 0;
 }
 
-/** `; did you mean --budget?` when a known name is within two edits (or a third of the name). */
+/** `; did you mean --budget?` when a known name is within two edits (or a third of the name), or starts the name. */
 export function didYouMean(name: string, known: readonly string[], prefix = '--'): string {
   let best: { name: string; distance: number } | undefined;
   for (const candidate of known) {
-    const d = distance(name, candidate);
+    const d = candidate.length >= 3 && name.startsWith(candidate) ? 1 : distance(name, candidate);
     if (best === undefined || d < best.distance) best = { name: candidate, distance: d };
   }
   return best !== undefined && best.distance <= Math.max(2, Math.floor(name.length / 3)) ? `; did you mean ${prefix}${best.name}?` : '';

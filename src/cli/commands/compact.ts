@@ -101,7 +101,7 @@ const options: Record<string, OptionSpec> = {
 
 export const compact: CliCommand = {
   name: 'compact',
-  usage: '<file.json | -> [--budget N] [--out FILE] [--via-workflow] [options]',
+  usage: '<file.json | -> [--budget N] [--out FILE] [options]',
   summary: 'compact a conversation file once: the report on stderr, the result as JSON on stdout',
   description: [
     'Compacts a conversation once, with the summarizer the configuration selects (OPENAI_API_KEY or OPENAI_BASE_URL: a model; else the offline extractive one), in this process or --via-workflow. The file is a JSON array of chat messages, an object { "messages": [...] } (its other fields are kept), or the JSON lines of `session --jsonl`; - reads standard input.',
