@@ -66,6 +66,15 @@ describe('temporal-compactor conventions', { timeout: 60_000 }, () => {
       }
     });
 
+    it('docs/cli.md has a section for every command and names each of its options', () => {
+      const reference = readFileSync(new URL('../docs/cli.md', import.meta.url), 'utf8');
+      for (const command of Object.values(commands)) {
+        expect(reference).toContain(`## ${command.name}\n`);
+        expect(reference).toContain(`temporal-compactor ${command.name} ${command.usage}\n`);
+        for (const option of Object.keys(command.options ?? {})) expect(reference, `${command.name} --${option}`).toContain(`--${option}`);
+      }
+    });
+
     it('--help wins over a missing argument: it is not a usage mistake', async () => {
       const io = capture();
       expect(await main(['history', '--help'], io)).toBe(0);
@@ -136,6 +145,9 @@ describe('temporal-compactor conventions', { timeout: 60_000 }, () => {
       expect(await main(['compact', '-', '--budget', '6000'], fromStdin)).toBe(0);
       expect(fromStdin.out()).toBe(fromFile.out());
       expect(fromStdin.err()).toContain('compact <stdin>: 62 messages (JSON array)');
+      const outDash = capture({}, text);
+      expect(await main(['compact', '-', '--budget', '6000', '--out', '-'], outDash)).toBe(0);
+      expect(outDash.out()).toBe(fromFile.out());
       const run = await runCli(['compact', '-', '--budget', '6000'], {}, text);
       expect([run.code, run.stdout]).toEqual([0, fromFile.out()]);
       const empty = await runCli(['compact', '-'], {}, '');
