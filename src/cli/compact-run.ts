@@ -310,7 +310,13 @@ export async function compactViaWorkflow(run: CompactRun, client: Client): Promi
     });
     progress(`Started workflow ${workflowId} on task queue "${taskQueue}"; waiting for its result (Ctrl-C cancels it).`);
     const result = await awaitResult(handle, progress);
-    const summarizerFailure = result.fallback ? await summarizerFailureInHistory(handle) : undefined;
+    // The result is in hand: not being allowed to read the history only leaves the reason unsaid.
+    const summarizerFailure = result.fallback
+      ? await summarizerFailureInHistory(handle).catch((error: unknown) => {
+          progress(`Could not read the run's history to say why it ended in the hard trim: ${errorText(error)}`);
+          return undefined;
+        })
+      : undefined;
     return { result, runId: handle.firstExecutionRunId, summarizerFailure };
   };
   const report = (outcome: Outcome, taskQueue: string, worker: 'in-process' | 'existing', summarizer: string): CompactReport => ({
