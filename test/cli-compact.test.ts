@@ -2,6 +2,7 @@
 // stdout (or in --out), the same messages in this process and through compactConversation on the
 // dev server (with a worker the CLI starts, or the workers already polling), and clear errors.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -9,8 +10,9 @@ import proto from '@temporalio/proto';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createActivities } from '../src/activities/index.js';
-import { main, type CliIo } from '../src/cli.js';
-import { COMPACT_TABLE_HEADER, parseConversation } from '../src/compact-command.js';
+import { main, type CliIo } from '../src/cli/main.js';
+import { COMPACT_TABLE_HEADER } from '../src/cli/compact-run.js';
+import { parseConversation } from '../src/cli/conversation-file.js';
 import { Compactor } from '../src/compactor.js';
 import { groupDigits } from '../src/core/agent/compaction-history.js';
 import { recordCompaction, replaySession, toJsonl, type SessionLine } from '../src/core/agent/session.js';
@@ -161,7 +163,7 @@ describe('temporal-compactor compact', () => {
     });
 
     it('usage mistakes exit 2 with the usage line: a missing file, no file, a bad --budget, an unknown flag, --out into no directory', async () => {
-      const usage = 'usage: temporal-compactor compact <conversation.json> [--budget N] [--via-workflow] [--out FILE]';
+      const usage = 'usage: temporal-compactor compact <file.json | -> [--budget N] [--out FILE] [options]';
       const cases: Array<[string[], string]> = [
         [['compact', join(directory, 'nope.json')], `${join(directory, 'nope.json')}: no such file`],
         [['compact'], 'the conversation file is required'],
@@ -170,7 +172,15 @@ describe('temporal-compactor compact', () => {
         [['compact', TRAJECTORY, '--budget=-5'], '--budget takes a positive whole number of tokens, got "-5"'],
         [['compact', TRAJECTORY, '--budget', '12k'], '--budget takes a positive whole number of tokens, got "12k"'],
         [['compact', TRAJECTORY, '--budget', '1.5'], '--budget takes a positive whole number of tokens, got "1.5"'],
-        [['compact', TRAJECTORY, '--bugdet', '10'], "Unknown option '--bugdet'"],
+        [['compact', TRAJECTORY, '--bugdet', '10'], 'unknown option --bugdet; did you mean --budget?'],
+        [['compact', TRAJECTORY, '--budget'], '--budget needs a value'],
+        [['compact', TRAJECTORY, '--via-workflow=yes'], '--via-workflow takes no value'],
+        [['compact', TRAJECTORY, '--keep-recent', 'four'], '--keep-recent takes a whole number, got "four"'],
+        [['compact', TRAJECTORY, '--trigger-ratio', '1.5'], '--trigger-ratio takes a ratio over 0 and at most 1, e.g. 0.5, got "1.5"'],
+        [['compact', TRAJECTORY, '--target-ratio', '0.9'], '--target-ratio: must not exceed --trigger-ratio (0.8), got 0.9'],
+        [['compact', TRAJECTORY, '--max-attempts', '0'], '--max-attempts: Too small: expected number to be >=1'],
+        [['compact', TRAJECTORY, '--retry-backoff', 'soon'], '--retry-backoff: must be milliseconds or a duration'],
+        [['compact', TRAJECTORY, '--target', '0'], '--target takes a positive whole number of tokens, got "0"'],
         [['compact', TRAJECTORY, '--out', join(directory, 'no-such-dir', 'out.json')], `the directory ${join(directory, 'no-such-dir')} does not exist`],
       ];
       for (const [argv, message] of cases) {
@@ -234,6 +244,20 @@ describe('temporal-compactor compact', () => {
       expect(io.err()).toContain(`Workers poll task queue "${t.taskQueue}"`);
       expect(io.err()).toContain('run by the workers polling it');
       expect(io.out()).toBe(local.out());
+    });
+
+    it('a summarizer that fails in the workflow is named from its history, and the exit code is 3', async () => {
+      const server = createServer();
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      const address = server.address();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      const port = address !== null && typeof address === 'object' ? address.port : 0;
+      const local = capture({ OPENAI_BASE_URL: `http://127.0.0.1:${port}/v1` });
+      expect(await main(['compact', TRAJECTORY, '--budget', '6000', '--max-attempts', '2', '--retry-backoff', '10ms'], local)).toBe(3);
+      const io = capture({ ...serverEnv(uniqueId('compact-cli-down')), OPENAI_BASE_URL: `http://127.0.0.1:${port}/v1` });
+      expect(await main(['compact', TRAJECTORY, '--budget', '6000', '--max-attempts', '2', '--retry-backoff', '10ms', '--via-workflow'], io)).toBe(3);
+      expect(io.out()).toBe(local.out());
+      expect(io.err()).toMatch(/Hard trim because the summarizer failed: .*ECONNREFUSED 127\.0\.0\.1:\d+.* \(2 attempts failed\)\n/);
     });
 
     it('a server that cannot be reached fails with exit 1 and says where it tried', async () => {

@@ -3,7 +3,7 @@
 // the JSON lines replaySession reads; usage mistakes exit 2 with the usage line.
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { commands, main, type CliIo } from '../src/cli.js';
+import { commands, main, type CliIo } from '../src/cli/main.js';
 import { parseSessionJsonl, replaySession } from '../src/index.js';
 import { COMPACTION_TABLE_HEADER, groupDigits } from '../src/engine.js';
 import { openingOf, replayActivities, runAgent, type AgentOutcome } from './support/agent.js';

@@ -237,7 +237,7 @@ describe('codec server: bearer token', () => {
 
 describe('temporal-compactor codec-server (a process)', () => {
   function start(env: Record<string, string>) {
-    return spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'codec-server', '--codec-server-port', '0'], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    return spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'codec-server', '--codec-server-port', '0'], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   }
 
   it('serves the configured store and codec until SIGTERM, then exits 0', { timeout: 60_000 }, async () => {

@@ -221,7 +221,7 @@ export class WorkerPool {
   /** Starts a worker and waits until it polls its task queue. */
   async start(name: string, kind: ChaosWorker['kind']): Promise<ChaosWorker> {
     const startedAt = Date.now();
-    const child = spawnWorkerProcess('src/cli.ts', this.env(kind), ['worker']);
+    const child = spawnWorkerProcess('src/cli/main.ts', this.env(kind), ['worker']);
     while (!child.output().includes('polling task queue')) {
       if (child.child.exitCode !== null || child.child.signalCode !== null) throw new Error(`worker ${name} exited at start:\n${child.output()}`);
       if (Date.now() - startedAt > 120_000) throw new Error(`worker ${name} not polling after 120 s:\n${child.output()}`);

@@ -84,7 +84,7 @@ describe('a canary API key set on the worker', { timeout: 180_000 }, () => {
     writeFileSync(join(root, 'a.txt'), 'alpha\n');
     bundle = await writeProductionBundle('secrets-');
     const worker = spawnWorkerProcess(
-      'src/cli.ts',
+      'src/cli/main.ts',
       {
         TEMPORAL_ADDRESS: t.address,
         TEMPORAL_NAMESPACE: t.namespace,

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectClient, main } from '../../src/cli.js';
+import { connectClient, main } from '../../src/cli/main.js';
 import { agentRun, parseSessionJsonl } from '../../src/index.js';
 import { openingMessages } from '../../src/core/agent/trajectory.js';
 import { codecEnvelopeOf, payloadProtoSize } from '../../src/payloads/index.js';

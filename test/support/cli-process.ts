@@ -1,6 +1,7 @@
-// The `temporal-compactor` command as a user runs it: a real `node --import tsx src/cli.ts` process in
-// the repository root, for the tests that check what it prints and how it exits.
-import { spawn } from 'node:child_process';
+// The `temporal-compactor` command as a user runs it: a real `node --import tsx src/cli/main.ts`
+// process in the repository root, for the tests that check what it prints and how it exits.
+import { spawn, type ChildProcessByStdio } from 'node:child_process';
+import type { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -12,15 +13,24 @@ export interface CliRun {
   stderr: string;
 }
 
-/** Runs `temporal-compactor <args>` to its end, with this process's environment plus `env`. */
-export function runCli(args: string[], env: Record<string, string>): Promise<CliRun> {
+/** Starts `temporal-compactor <args>` with this process's environment plus `env`; its stdio are pipes. */
+export function spawnCli(args: string[], env: Record<string, string>): ChildProcessByStdio<Writable, Readable, Readable> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], { cwd: root, env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+  // A command that exits without reading its input must not fail the test with our EPIPE.
+  child.stdin.on('error', () => undefined);
+  return child;
+}
+
+/** Runs `temporal-compactor <args>` to its end, with `input` on its standard input (none: closed at once). */
+export function runCli(args: string[], env: Record<string, string>, input = ''): Promise<CliRun> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawnCli(args, env);
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     child.on('error', reject);
     child.on('close', (code) => resolve({ code, stdout, stderr }));
+    child.stdin.end(input);
   });
 }

@@ -1,167 +1,27 @@
-// Node only: `temporal-compactor compact <conversation.json>` — one compaction of a file, in this
-// process or through the `compactConversation` workflow, reported as a table (stderr) and the new
-// conversation as JSON (stdout or --out). The command's flags and exit codes are wired in cli.ts.
+// Node only: one compaction of a conversation file for `temporal-compactor compact`, in this
+// process or through the `compactConversation` workflow, and the report it prints (stderr). The
+// command's flags and exit codes are in commands/compact.ts.
 import { randomUUID } from 'node:crypto';
-import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
+import { basename } from 'node:path';
 import { WorkflowFailedError, type Client, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import proto from '@temporalio/proto';
 import type { NativeConnection } from '@temporalio/worker';
-import { Compactor } from './compactor.js';
-import type { CompactorConfig } from './config.js';
-import { compactionKind, compactionKindLabel, groupDigits } from './core/agent/compaction-history.js';
-import { needsCompactionCore } from './core/compaction/engine.js';
-import { InvalidInputError } from './core/errors.js';
-import { resolveOptions } from './core/compaction/options.js';
-import { DEFAULT_PAYLOAD_LIMIT_BYTES, jsonPayloadBytes } from './core/limits/payload-size.js';
-import { validateMessages } from './core/schema.js';
-import { parseSessionJsonl, replaySession } from './core/agent/session.js';
-import { defaultCounter } from './core/counting/tokens.js';
-import type { ChatMessage, CompactionResult } from './core/types.js';
-import { installQuietRuntime } from './demo.js';
-import { payloadConverterFromConfig } from './payloads/index.js';
-import { summarizerFromConfig } from './summarizers/from-config.js';
-import { connectTemporal } from './temporal-connection.js';
-import { createWorker, workflowCode } from './worker.js';
-import type { CompactConversationInput, compactConversation } from './workflows/compact-conversation.js';
-
-/** How the conversation file was written; the output keeps the same shape (session lines come back as an array). */
-export type ConversationFormat = 'array' | 'object' | 'session-jsonl';
-
-/** A conversation read from a file, validated. */
-export interface ConversationFile {
-  path: string;
-  format: ConversationFormat;
-  messages: ChatMessage[];
-  /** For `object`: the parsed object, so the output keeps its other fields. */
-  container: Record<string, unknown> | undefined;
-}
-
-/**
- * The file cannot be used: not found (`missing`: a usage mistake), unreadable, not JSON, or not
- * a conversation. The message names the file and, for a bad message, its index and field.
- */
-export class ConversationFileError extends Error {
-  override readonly name = 'ConversationFileError';
-  constructor(
-    readonly path: string,
-    readonly kind: 'missing' | 'unreadable' | 'syntax' | 'invalid',
-    reason: string,
-    /** For `invalid`: the field at fault, e.g. `messages[3].tool_call_id`. */
-    readonly field?: string,
-    /** For `invalid`: the index of the message at fault. */
-    readonly index?: number,
-  ) {
-    super(`${path}: ${reason}`);
-  }
-}
-
-const SESSION_LINE_TYPES: readonly unknown[] = ['message', 'compaction', 'elision'];
-
-/** True when the first non-blank line is a session transcript line (`temporal-compactor session --jsonl`). */
-function looksLikeSessionJsonl(text: string): boolean {
-  const first = text.split('\n').find((line) => line.trim() !== '');
-  if (first === undefined) return false;
-  try {
-    const value: unknown = JSON.parse(first);
-    return typeof value === 'object' && value !== null && !Array.isArray(value) && SESSION_LINE_TYPES.includes(Reflect.get(value, 'type'));
-  } catch {
-    return false;
-  }
-}
-
-/** `line 3, column 17` for a character offset. */
-function lineAndColumn(text: string, offset: number): string {
-  const before = text.slice(0, offset);
-  const line = before.split('\n').length;
-  return `line ${line}, column ${offset - before.lastIndexOf('\n')}`;
-}
-
-/** Where `JSON.parse` stopped, in words (V8 says "at position N" for most errors, nothing for a cut-off file). */
-function describeSyntaxError(text: string, error: SyntaxError): string {
-  const position = /at position (\d+)/.exec(error.message)?.[1];
-  const where = position !== undefined ? `at ${lineAndColumn(text, Number(position))}` : /end of JSON input/.test(error.message) ? 'at the end of the file (is it cut off?)' : '';
-  return `not valid JSON${where === '' ? '' : ` ${where}`}: ${error.message}`;
-}
-
-function invalid(path: string, error: InvalidInputError): ConversationFileError {
-  return new ConversationFileError(path, 'invalid', error.message, error.field, error.index);
-}
-
-/**
- * Parses a conversation: a JSON array of chat messages (the format of examples/trajectories and
- * the corpus), an object `{ "messages": [...] }` (other fields are kept for the output), or the
- * session JSON lines `temporal-compactor session --jsonl` prints (replayed to the live conversation).
- *
- * @throws ConversationFileError naming `path`, and the line and column of a JSON error or the
- * index and field of a bad message.
- */
-export function parseConversation(text: string, path: string): ConversationFile {
-  const body = text.replace(/^\uFEFF/, '');
-  if (looksLikeSessionJsonl(body)) {
-    try {
-      return { path, format: 'session-jsonl', messages: validateMessages(replaySession(parseSessionJsonl(body))), container: undefined };
-    } catch (error) {
-      if (error instanceof InvalidInputError) throw invalid(path, error);
-      throw error;
-    }
-  }
-  let value: unknown;
-  try {
-    value = JSON.parse(body);
-  } catch (error) {
-    if (error instanceof SyntaxError) throw new ConversationFileError(path, 'syntax', describeSyntaxError(body, error));
-    throw error;
-  }
-  const container: Record<string, unknown> | undefined = typeof value === 'object' && value !== null && !Array.isArray(value) ? { ...value } : undefined;
-  if (!Array.isArray(value) && (container === undefined || !Object.hasOwn(container, 'messages'))) {
-    throw new ConversationFileError(path, 'invalid', 'expected a JSON array of chat messages, an object { "messages": [...] }, or the JSON lines of `temporal-compactor session --jsonl`');
-  }
-  try {
-    const messages = validateMessages(Array.isArray(value) ? value : container?.messages);
-    if (messages.length === 0) throw new InvalidInputError('messages', 'is empty: there is nothing to compact');
-    return { path, format: Array.isArray(value) ? 'array' : 'object', messages, container };
-  } catch (error) {
-    if (error instanceof InvalidInputError) throw invalid(path, error);
-    throw error;
-  }
-}
-
-/** Reads and parses a conversation file; see {@link parseConversation}. */
-export function readConversationFile(path: string): ConversationFile {
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (error) {
-    const code = typeof error === 'object' && error !== null ? Reflect.get(error, 'code') : undefined;
-    if (code === 'ENOENT') throw new ConversationFileError(path, 'missing', 'no such file');
-    if (code === 'EISDIR') throw new ConversationFileError(path, 'missing', 'is a directory, not a conversation file');
-    throw new ConversationFileError(path, 'unreadable', `cannot read it: ${error instanceof Error ? error.message : String(error)}`);
-  }
-  return parseConversation(text, path);
-}
-
-/** The compacted conversation in the input's shape, as the file `--out` writes (2-space JSON, final newline). */
-export function conversationOutput(file: ConversationFile, messages: readonly ChatMessage[]): string {
-  const value = file.format === 'object' && file.container !== undefined ? { ...file.container, messages } : messages;
-  return `${JSON.stringify(value, null, 2)}\n`;
-}
-
-/**
- * Writes `text` to `path` through a temporary file beside it and a rename, so a failed write never
- * leaves half a conversation (not even when `--out` names the input file).
- */
-export function writeFileWhole(path: string, text: string): void {
-  const temporary = join(dirname(path), `.${basename(path)}.${process.pid}.${randomUUID().slice(0, 8)}.tmp`);
-  try {
-    writeFileSync(temporary, text);
-    renameSync(temporary, path);
-  } catch (error) {
-    rmSync(temporary, { force: true });
-    throw new Error(`cannot write ${path}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
-  }
-}
+import { Compactor } from '../compactor.js';
+import type { CompactorConfig } from '../config.js';
+import { compactionKind, compactionKindLabel, groupDigits } from '../core/agent/compaction-history.js';
+import { needsCompactionCore } from '../core/compaction/engine.js';
+import { resolveOptions, type CompactionOptions, type ResolvedOptions } from '../core/compaction/options.js';
+import { DEFAULT_PAYLOAD_LIMIT_BYTES, jsonPayloadBytes } from '../core/limits/payload-size.js';
+import { defaultCounter } from '../core/counting/tokens.js';
+import type { CompactionResult, Summarizer } from '../core/types.js';
+import { installQuietRuntime } from '../demo.js';
+import { payloadConverterFromConfig } from '../payloads/index.js';
+import { summarizerFromConfig } from '../summarizers/from-config.js';
+import { connectTemporal } from '../temporal-connection.js';
+import { createWorker, workflowCode } from '../worker.js';
+import type { CompactConversationInput, compactConversation } from '../workflows/compact-conversation.js';
+import type { ConversationFile } from './conversation-file.js';
 
 /** Where the budget came from, for the report. */
 export type BudgetSource = 'flag' | 'config' | 'conversation';
@@ -175,6 +35,16 @@ export interface CompactReport {
   /** Whether an agent loop would have compacted it now (`needsCompaction`); `compact` compacts either way. */
   needed: boolean;
   summarizer: string;
+  /** The options the compaction ran with (defaults applied), and the call's `--target`. */
+  options: ResolvedOptions;
+  target: number | undefined;
+  /** The flags that set compaction options, for the report (empty with the defaults). */
+  optionFlags: readonly string[];
+  /**
+   * Why the summarizer failed, when its failure is what ended the compaction in the hard trim:
+   * the last error of the last request (connection refused, 401, a timeout, an empty summary).
+   */
+  summarizerFailure: string | undefined;
   /** `in-process`, or the workflow that ran it. */
   via: { kind: 'in-process' } | { kind: 'workflow'; workflowId: string; runId: string; taskQueue: string; worker: 'in-process' | 'existing'; link: string | undefined };
 }
@@ -185,7 +55,7 @@ export const COMPACT_TABLE_HEADER = '| tokens before → after | reclaimed | mes
 /** The report for people: what was compacted and how, then a one-row Markdown table like `history`'s. */
 export function renderCompactReport(report: CompactReport): string {
   const { file, result, budget } = report;
-  const options = resolveOptions({ contextBudget: budget });
+  const { options, target } = report;
   const budgetWhy =
     report.budgetSource === 'flag' ? '--budget' : report.budgetSource === 'config' ? 'COMPACTOR_CONTEXT_BUDGET / --context-budget' : "the conversation's own size, as if it had just filled its window; --budget N sets it";
   const what = compactionKindLabel(compactionKind(result), result.summary?.length ?? 0);
@@ -195,7 +65,8 @@ export function renderCompactReport(report: CompactReport): string {
       : `workflow ${report.via.workflowId} (run ${report.via.runId}) on task queue "${report.via.taskQueue}", ${report.via.worker === 'in-process' ? 'run by a worker in this process' : 'run by the workers polling it'}`;
   const lines = [
     `compact ${file.path}: ${groupDigits(file.messages.length)} messages (${file.format === 'session-jsonl' ? 'session transcript' : file.format === 'object' ? '{ "messages": [...] }' : 'JSON array'}), ${groupDigits(result.tokensBefore)} tokens (character estimator)`,
-    `Budget ${groupDigits(budget)} tokens (${budgetWhy}): trigger ${groupDigits(options.triggerRatio * budget)}, low-water mark ${groupDigits(options.targetRatio * budget)}.`,
+    `Budget ${groupDigits(budget)} tokens (${budgetWhy}): trigger ${groupDigits(options.triggerRatio * budget)}, low-water mark ${groupDigits(Math.min(options.targetRatio * budget, target ?? Number.POSITIVE_INFINITY))}${target === undefined ? '' : ` (--target ${groupDigits(target)})`}.`,
+    ...(report.optionFlags.length === 0 ? [] : [`Options: ${report.optionFlags.join(' ')}.`]),
     `Summarizer: ${report.summarizer}.`,
     `Ran ${via}.`,
     ...(report.via.kind === 'workflow' && report.via.link !== undefined ? [`Inspect it: ${report.via.link}`] : []),
@@ -209,6 +80,8 @@ export function renderCompactReport(report: CompactReport): string {
     const why = result.aboveMark.reason === 'recent-window' ? 'the sticky messages and the last complete turn alone leave no room for a summary under it' : 'the summary was longer than the room left for it';
     lines.push('', `Above the low-water mark (${groupDigits(result.aboveMark.mark)}): ${why}.`);
   }
+  if (report.summarizerFailure !== undefined) lines.push('', `Hard trim because the summarizer failed: ${report.summarizerFailure}`);
+  else if (result.fallback) lines.push('', 'Hard trim because no summary fitted: the summarizer answered, but the conversation with its summary was not under the budget (or --target).');
   return `${lines.join('\n')}\n`;
 }
 
@@ -221,6 +94,61 @@ export interface CompactRun {
   env: Readonly<Record<string, string | undefined>>;
   /** Progress lines (stderr). */
   progress: (line: string) => void;
+  /** Compaction options from the flags (`keepRecent`, `ageObservations`, ...); the engine's defaults for the rest. */
+  options: Omit<CompactionOptions, 'contextBudget'>;
+  /** The flags that set them, as written, for the report. */
+  optionFlags: readonly string[];
+  /** `--target`: aim at this many tokens for this call (the hard trim, the proof and `exhausted` use it). */
+  target: number | undefined;
+}
+
+/** What the report needs of the run besides the result. */
+function reported(run: CompactRun, budget: number): Pick<CompactReport, 'options' | 'target' | 'optionFlags'> {
+  return { options: resolveOptions({ ...run.options, contextBudget: budget }), target: run.target, optionFlags: run.optionFlags };
+}
+
+/**
+ * An error's message, with its root cause's when that says more: the OpenAI client's "Connection
+ * error." comes from `fetch failed` from `connect ECONNREFUSED 127.0.0.1:8080`, which is what a
+ * user can act on. (Summarizer errors are redacted down their cause chain.)
+ */
+export function errorText(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  let root: Error = error;
+  const seen = new Set<unknown>([error]);
+  while (root.cause instanceof Error && !seen.has(root.cause)) {
+    seen.add(root.cause);
+    root = root.cause;
+  }
+  return root === error || error.message.includes(root.message) ? error.message : `${error.message} (${root.message})`;
+}
+
+/**
+ * The summarizer, watched: `failure()` is the error of its last request when that request failed
+ * (or answered an empty summary), else undefined. The engine falls back to the hard trim exactly
+ * after a request that failed its last attempt, so this names why.
+ */
+function watched(summarizer: Summarizer): { summarizer: Summarizer; failure: () => string | undefined } {
+  let last: string | undefined;
+  let failedInARow = 0;
+  return {
+    summarizer: {
+      async summarize(request, options) {
+        try {
+          const response = await summarizer.summarize(request, options);
+          const empty = typeof response?.text !== 'string' || response.text.trim() === '';
+          failedInARow = empty ? failedInARow + 1 : 0;
+          last = empty ? 'the summarizer returned an empty summary' : undefined;
+          return response;
+        } catch (error) {
+          failedInARow += 1;
+          last = errorText(error);
+          throw error;
+        }
+      },
+    },
+    failure: () => (last === undefined ? undefined : `${last}${failedInARow > 1 ? ` (${failedInARow} attempts failed)` : ''}`),
+  };
 }
 
 function budgetOf({ budget, config, file }: CompactRun): { budget: number; budgetSource: BudgetSource } {
@@ -233,11 +161,13 @@ function budgetOf({ budget, config, file }: CompactRun): { budget: number; budge
 /** Compacts in this process with the `Compactor`, the configured summarizer and the character estimator. */
 export async function compactInProcess(run: CompactRun): Promise<CompactReport> {
   const { budget, budgetSource } = budgetOf(run);
-  const { summarizer, describe } = summarizerFromConfig(run.config);
-  const compactor = new Compactor({ summarizer, contextBudget: budget });
-  const needed = compactor.needsCompaction(run.file.messages);
-  const result = await compactor.compact(run.file.messages);
-  return { file: run.file, result, budget, budgetSource, needed, summarizer: describe, via: { kind: 'in-process' } };
+  const configured = summarizerFromConfig(run.config);
+  const { summarizer, failure } = watched(configured.summarizer);
+  const compactor = new Compactor({ ...run.options, summarizer, contextBudget: budget });
+  const needed = needsCompactionCore(run.file.messages, compactor.options, { target: run.target });
+  const result = await compactor.compact(run.file.messages, { target: run.target });
+  const summarizerFailure = result.fallback ? failure() : undefined;
+  return { file: run.file, result, budget, budgetSource, needed, summarizer: configured.describe, ...reported(run, budget), summarizerFailure, via: { kind: 'in-process' } };
 }
 
 /**
@@ -314,6 +244,32 @@ async function awaitResult(handle: WorkflowHandle<typeof compactConversation>, p
   }
 }
 
+/** A failure's message in history, with its root cause's when that says more (as {@link errorText}). */
+function failureText(failure: proto.temporal.api.failure.v1.IFailure): string {
+  let root = failure;
+  for (let depth = 0; root.cause !== undefined && root.cause !== null && depth < 16; depth += 1) root = root.cause;
+  const message = failure.message ?? '';
+  const rootMessage = root.message ?? '';
+  return rootMessage === '' || message.includes(rootMessage) ? message || 'no message' : `${message} (${rootMessage})`;
+}
+
+/**
+ * Why the run's last summarize activity failed, when it did (its final attempt's failure, as the
+ * history keeps it); undefined when the last one completed.
+ */
+export async function summarizerFailureInHistory(handle: WorkflowHandle): Promise<string | undefined> {
+  const history = await handle.fetchHistory();
+  let failure: string | undefined;
+  let attempt = 1;
+  for (const event of history.events ?? []) {
+    if (event.activityTaskStartedEventAttributes) attempt = event.activityTaskStartedEventAttributes.attempt ?? 1;
+    if (event.activityTaskCompletedEventAttributes) failure = undefined;
+    const failed = event.activityTaskFailedEventAttributes?.failure ?? event.activityTaskTimedOutEventAttributes?.failure;
+    if (failed) failure = `${failureText(failed)}${attempt > 1 ? ` (${attempt} attempts failed)` : ''}`;
+  }
+  return failure;
+}
+
 /**
  * Compacts through the `compactConversation` workflow on the configured Temporal. When workers
  * already poll the configured task queue (`COMPACTOR_TASK_QUEUE`), they run it; otherwise a
@@ -325,7 +281,10 @@ export async function compactViaWorkflow(run: CompactRun, client: Client): Promi
   const { config, file, progress } = run;
   const namespace = client.options.namespace;
   const payloads = payloadConverterFromConfig(config);
-  const input: CompactConversationInput = { messages: file.messages, options: { contextBudget: budget } };
+  const input: CompactConversationInput = {
+    messages: file.messages,
+    options: { ...run.options, contextBudget: budget, ...(run.target === undefined ? {} : { target: run.target }) },
+  };
   const inputBytes = jsonPayloadBytes(input);
   if (payloads.driver === undefined && inputBytes > DEFAULT_PAYLOAD_LIMIT_BYTES) {
     throw new Error(
@@ -337,8 +296,10 @@ export async function compactViaWorkflow(run: CompactRun, client: Client): Promi
   // configured); a worker started here polls one queue for everything.
   if (existing.length > 0 && config.summarizerTaskQueue !== config.taskQueue) input.options.taskQueue = config.summarizerTaskQueue;
   const workflowId = workflowIdFor(file.path);
-  const needed = needsCompactionCore(file.messages, resolveOptions(input.options));
-  const start = async (taskQueue: string, summarizer: string): Promise<{ result: CompactionResult; runId: string }> => {
+  const details = reported(run, budget);
+  const needed = needsCompactionCore(file.messages, details.options, { target: run.target });
+  type Outcome = { result: CompactionResult; runId: string; summarizerFailure: string | undefined };
+  const start = async (taskQueue: string, summarizer: string): Promise<Outcome> => {
     const handle = await client.workflow.start<typeof compactConversation>('compactConversation', {
       taskQueue,
       workflowId,
@@ -348,15 +309,25 @@ export async function compactViaWorkflow(run: CompactRun, client: Client): Promi
       staticDetails: `Started by \`temporal-compactor compact ${file.path} --via-workflow\`; summarizer: ${summarizer}.`,
     });
     progress(`Started workflow ${workflowId} on task queue "${taskQueue}"; waiting for its result (Ctrl-C cancels it).`);
-    return { result: await awaitResult(handle, progress), runId: handle.firstExecutionRunId };
+    const result = await awaitResult(handle, progress);
+    // The result is in hand: not being allowed to read the history only leaves the reason unsaid.
+    const summarizerFailure = result.fallback
+      ? await summarizerFailureInHistory(handle).catch((error: unknown) => {
+          progress(`Could not read the run's history to say why it ended in the hard trim: ${errorText(error)}`);
+          return undefined;
+        })
+      : undefined;
+    return { result, runId: handle.firstExecutionRunId, summarizerFailure };
   };
-  const report = (outcome: { result: CompactionResult; runId: string }, taskQueue: string, worker: 'in-process' | 'existing', summarizer: string): CompactReport => ({
+  const report = (outcome: Outcome, taskQueue: string, worker: 'in-process' | 'existing', summarizer: string): CompactReport => ({
     file,
     result: outcome.result,
     budget,
     budgetSource,
     needed,
     summarizer,
+    ...details,
+    summarizerFailure: outcome.summarizerFailure,
     via: { kind: 'workflow', workflowId, runId: outcome.runId, taskQueue, worker, link: runLink(config, namespace, workflowId) },
   });
 

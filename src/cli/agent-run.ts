@@ -1,0 +1,37 @@
+// Node only: what `history` and `session` share — the agentRun a workflow id names, and how long a
+// query may wait for a worker.
+import type { WorkflowHandle } from '@temporalio/client';
+import { InvalidInputError } from '../core/errors.js';
+import { parseDuration } from '../core/compaction/options.js';
+import { UsageError, type CommandContext, type OptionSpec } from './command.js';
+
+/** @default 15 s for a query to be answered */
+export const DEFAULT_QUERY_TIMEOUT_MS = 15_000;
+
+export const QUERY_TIMEOUT_OPTION: OptionSpec = {
+  type: 'string',
+  value: 'DURATION',
+  help: 'how long a query waits for a worker to answer, e.g. 15s (default), 500ms, 2m',
+};
+
+/** Describes the run, and refuses a workflow that is not an agentRun. */
+export async function describeAgentRun(handle: WorkflowHandle) {
+  const description = await handle.describe();
+  if (description.type !== 'agentRun') throw new UsageError(`${handle.workflowId} is a ${description.type} workflow, not an agentRun`);
+  return description;
+}
+
+/** `--query-timeout`: a duration longer than zero (bare digits are milliseconds). */
+export function queryTimeoutOf(context: CommandContext): number {
+  const text = context.values['query-timeout'];
+  if (text === undefined) return DEFAULT_QUERY_TIMEOUT_MS;
+  if (typeof text !== 'string') throw new UsageError('--query-timeout takes a duration');
+  try {
+    const ms = parseDuration(/^\d+$/.test(text) ? Number(text) : text, '--query-timeout');
+    if (ms <= 0) throw new UsageError('--query-timeout must be longer than zero');
+    return ms;
+  } catch (error) {
+    if (error instanceof InvalidInputError) throw new UsageError(error.message);
+    throw error;
+  }
+}

@@ -1,0 +1,228 @@
+// Node only: what every `temporal-compactor` command is made of — its options (parsed with
+// util.parseArgs, and the same table prints its --help), the context its handler gets, and the
+// usage mistake that exits 2.
+import { parseArgs } from 'node:util';
+import type { Client } from '@temporalio/client';
+import { configParseArgsOptions, configTable } from '../config.js';
+
+/** Where a command writes, and the environment it reads (tests pass their own). */
+export interface CliIo {
+  stdout(text: string): void;
+  stderr(text: string): void;
+  env: Readonly<Record<string, string | undefined>>;
+  /** The whole of standard input, for a file argument `-`. @default reads the process's fd 0 */
+  readStdin?(): Promise<string>;
+}
+
+/** One option of a command: its parser type, and what `--help` says of it. */
+export interface OptionSpec {
+  type: 'string' | 'boolean';
+  multiple?: boolean;
+  short?: string;
+  /** The value's placeholder in the help, e.g. `N`, `FILE`, `48h`. */
+  value?: string;
+  help: string;
+}
+
+/** One subcommand: its synopsis, a one-line summary, its options, and its handler (returns the exit code). */
+export interface CliCommand {
+  name: string;
+  /** The arguments after the command's name, e.g. `<workflowId> [--all] [--json]`. */
+  usage: string;
+  /** One line for the command list (the top-level help). */
+  summary: string;
+  /** Paragraphs for the command's own help. */
+  description: readonly string[];
+  /** Options besides the configuration flags and --help. */
+  options?: Readonly<Record<string, OptionSpec>>;
+  run(context: CommandContext): Promise<number>;
+}
+
+/** Parsed option values: strings, booleans, or lists of them for `multiple` options. */
+export type OptionValues = Record<string, string | boolean | Array<string | boolean> | undefined>;
+
+/** What a handler gets: its positional arguments, its parsed options, and a client on demand. */
+export interface CommandContext {
+  positionals: string[];
+  values: OptionValues;
+  io: CliIo;
+  /** Connects on first call (as the worker does) and returns the client; closed after the command. */
+  client(): Promise<Client>;
+}
+
+/** A usage mistake: printed with the command's usage, exit code 2. */
+export class UsageError extends Error {
+  override readonly name = 'UsageError';
+}
+
+/**
+ * Exit codes (docs/cli.md#exit-codes): 0 done, 1 failed, 2 usage or configuration mistake,
+ * 3 `compact` wrote a hard trim because the summarizer failed.
+ */
+export const ExitCode = { ok: 0, failure: 1, usage: 2, summarizerFailed: 3 } as const;
+
+/** The widest a help line gets. */
+export const HELP_COLUMNS = 100;
+
+const HELP_OPTION: OptionSpec = { type: 'boolean', short: 'h', help: 'print this help and exit' };
+
+/** Every option a command accepts: its own, --help, and the configuration flags (all strings). */
+function optionsOf(command: CliCommand): Record<string, OptionSpec> {
+  const config: Record<string, OptionSpec> = {};
+  for (const name of Object.keys(configParseArgsOptions())) config[name] = { type: 'string', help: '' };
+  return { ...config, ...command.options, help: HELP_OPTION };
+}
+
+/** Edit distance, for "did you mean". */
+function distance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, index) => index);
+  for (let i = 1; i <= a.length; i += 1) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j += 1) {
+      current[j] = Math.min((previous[j] ?? 0) + 1, (current[j - 1] ?? 0) + 1, (previous[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    previous = current;
+  }
+  return previous[b.length] ?? 0;
+}
+
+/** `; did you mean --budget?` when a known name is within two edits (or a third of the name), or starts the name. */
+export function didYouMean(name: string, known: readonly string[], prefix = '--'): string {
+  let best: { name: string; distance: number } | undefined;
+  for (const candidate of known) {
+    const d = candidate.length >= 3 && name.startsWith(candidate) ? 1 : distance(name, candidate);
+    if (best === undefined || d < best.distance) best = { name: candidate, distance: d };
+  }
+  return best !== undefined && best.distance <= Math.max(2, Math.floor(name.length / 3)) ? `; did you mean ${prefix}${best.name}?` : '';
+}
+
+/**
+ * Parses a command's arguments. Unknown options, a string option without its value and a boolean
+ * one given a value are {@link UsageError}s naming the option as it was written (Node's own parser
+ * messages are not shown).
+ */
+export function parseCommandArgs(command: CliCommand, args: readonly string[]): { values: OptionValues; positionals: string[] } {
+  const options = optionsOf(command);
+  // strict: false, and the checks below: our messages rather than the parser's.
+  const { values, positionals, tokens } = parseArgs({ args: [...args], options, allowPositionals: true, strict: false, tokens: true });
+  for (const token of tokens) {
+    if (token.kind !== 'option') continue;
+    const spec = Object.hasOwn(options, token.name) ? options[token.name] : undefined;
+    if (spec === undefined) throw new UsageError(`unknown option ${token.rawName}${didYouMean(token.name, Object.keys(options))}`);
+    if (spec.type === 'string' && token.value === undefined) throw new UsageError(`${token.rawName} needs a value${spec.value === undefined ? '' : ` (${spec.value})`}`);
+    if (spec.type === 'boolean' && token.inlineValue === true) throw new UsageError(`${token.rawName} takes no value`);
+    if (spec.multiple !== true && tokens.filter((other) => other.kind === 'option' && other.name === token.name).length > 1) {
+      throw new UsageError(`${token.rawName} is given more than once`);
+    }
+  }
+  return { values, positionals };
+}
+
+/** Wraps `text` to lines of at most `width` columns, each after `indent` (the first after `first`). */
+export function wrap(text: string, width: number, indent: string, first = indent): string[] {
+  const lines: string[] = [];
+  let line = first;
+  let empty = true;
+  for (const word of text.split(/\s+/).filter((part) => part !== '')) {
+    if (!empty && line.length + 1 + word.length > width) {
+      lines.push(line);
+      line = indent;
+      empty = true;
+    }
+    line = empty ? `${line}${word}` : `${line} ${word}`;
+    empty = false;
+  }
+  lines.push(line);
+  return lines;
+}
+
+/** The option table of a help text: `  --name VALUE   what it does`, wrapped. */
+function optionLines(options: Readonly<Record<string, OptionSpec>>): string[] {
+  const heads = Object.entries(options).map(([name, spec]) => {
+    const short = spec.short === undefined ? '' : `-${spec.short}, `;
+    return `  ${short}--${name}${spec.value === undefined ? '' : ` ${spec.value}`}`;
+  });
+  const column = Math.min(Math.max(...heads.map((head) => head.length)) + 2, 30);
+  return Object.values(options).flatMap((spec, index) => {
+    const head = heads[index] ?? '';
+    const text = spec.multiple === true ? `${spec.help} (repeatable)` : spec.help;
+    if (head.length + 2 > column) return [head, ...wrap(text, HELP_COLUMNS, ' '.repeat(column))];
+    return wrap(text, HELP_COLUMNS, ' '.repeat(column), head.padEnd(column));
+  });
+}
+
+/** The configuration flags (each also an environment variable), as a wrapped list of names. */
+function configFlagLines(): string[] {
+  const flags = configTable()
+    .flatMap((row) => (row.flag === undefined ? [] : [row.flag]))
+    .join(', ');
+  return [
+    'Configuration flags (each also an environment variable; `temporal-compactor --help` lists them):',
+    ...wrap(flags, HELP_COLUMNS, '  '),
+  ];
+}
+
+/** A command's --help: usage, description, its options, and the configuration flags. */
+export function commandHelp(command: CliCommand): string {
+  const lines = [
+    `usage: temporal-compactor ${command.name} ${command.usage}`,
+    '',
+    ...command.description.flatMap((paragraph) => [...wrap(paragraph, HELP_COLUMNS, ''), '']),
+    'Options:',
+    ...optionLines({ ...command.options, help: HELP_OPTION }),
+    '',
+    ...configFlagLines(),
+  ];
+  return `${lines.join('\n')}\n`;
+}
+
+/** The top-level help: the commands, the global options, and the configuration flags with their variables. */
+export function topLevelHelp(commands: readonly CliCommand[]): string {
+  const width = Math.max(...commands.map((command) => command.name.length)) + 4;
+  const config = configTable().flatMap((row) => (row.flag === undefined ? [] : [[row.flag, row.env] as const]));
+  const flagWidth = Math.max(...config.map(([flag]) => flag.length)) + 4;
+  const lines = [
+    'usage: temporal-compactor <command> [options]',
+    '       temporal-compactor <command> --help',
+    '',
+    'Commands:',
+    ...commands.flatMap((command) => wrap(command.summary, HELP_COLUMNS, ' '.repeat(width), `  ${command.name}`.padEnd(width))),
+    '',
+    'Options:',
+    '  -h, --help      print this help and exit',
+    '  -v, --version   print the version and exit',
+    '',
+    'Configuration flags, and the environment variables they override (docs/cli.md#configuration):',
+    ...config.map(([flag, env]) => `  ${flag.padEnd(flagWidth)}${env}`),
+    '',
+    'Exit codes: 0 done, 1 failed, 2 usage or configuration mistake, 3 compact fell back to the hard',
+    'trim because the summarizer failed (the output is written). See docs/cli.md.',
+  ];
+  return `${lines.join('\n')}\n`;
+}
+
+/** The first positional argument, required; no others. */
+export function onlyArgument(context: CommandContext, what: string): string {
+  const [value, ...rest] = context.positionals;
+  if (value === undefined || value === '') throw new UsageError(`${what} is required`);
+  if (rest.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(rest[0])}`);
+  return value;
+}
+
+/** No positional arguments. */
+export function noArguments(context: CommandContext): void {
+  if (context.positionals.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(context.positionals[0])}`);
+}
+
+/** Resolves on SIGINT or SIGTERM (long-running commands stop cleanly on either). */
+export function untilSignal(): Promise<NodeJS.Signals> {
+  return new Promise((resolve) => {
+    const stop = (signal: NodeJS.Signals): void => {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+      resolve(signal);
+    };
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
+  });
+}

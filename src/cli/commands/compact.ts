@@ -1,0 +1,142 @@
+// Node only: `temporal-compactor compact <conversation.json | ->` — one compaction of a file; the
+// flags, and the exit codes (docs/cli.md#exit-codes). The compaction itself is in ../compact-run.ts.
+import { existsSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import type { Client } from '@temporalio/client';
+import { configFlagsFromArgs, loadConfig, type CompactorConfig } from '../../config.js';
+import { groupDigits } from '../../core/agent/compaction-history.js';
+import { InvalidInputError } from '../../core/errors.js';
+import { resolveOptions, type CompactionOptions } from '../../core/compaction/options.js';
+import { TemporalConnectionError } from '../../temporal-connection.js';
+import { ExitCode, onlyArgument, UsageError, type CliCommand, type CommandContext, type OptionSpec } from '../command.js';
+import { compactInProcess, compactViaWorkflow, renderCompactReport } from '../compact-run.js';
+import { conversationOutput, ConversationFileError, readConversationFile, writeFileWhole } from '../conversation-file.js';
+
+type FlagOptions = Omit<CompactionOptions, 'contextBudget'>;
+
+/** The compaction options a flag sets: its option key, how its value reads, and its help. */
+const COMPACTION_FLAGS = {
+  'keep-recent': { key: 'keepRecent', kind: 'count', value: 'N', help: 'messages at the end kept verbatim (default 8)' },
+  'age-observations': { key: 'ageObservations', kind: 'switch', help: 'elide dead tool output before summarizing (default off)' },
+  'trigger-ratio': { key: 'triggerRatio', kind: 'ratio', value: 'R', help: 'compaction is due over R × the budget (default 0.8; the report says whether it was)' },
+  'target-ratio': { key: 'targetRatio', kind: 'ratio', value: 'R', help: 'the low-water mark: the hard trim aims at R × the budget (default 0.5, at most --trigger-ratio)' },
+  'tool-result-cap': { key: 'toolResultCap', kind: 'count', value: 'N', help: "tool results are cut to N characters in the summarizer's input (default 2000)" },
+  'max-attempts': { key: 'maxAttempts', kind: 'count', value: 'N', help: 'summarizer attempts per request, in all (default 3)' },
+  'retry-backoff': { key: 'retryBackoff', kind: 'duration', value: 'DURATION', help: 'wait before the second attempt, doubling after (default 2s)' },
+} as const satisfies Record<string, { key: keyof FlagOptions; kind: 'count' | 'ratio' | 'switch' | 'duration'; value?: string; help: string }>;
+
+type CompactionFlag = keyof typeof COMPACTION_FLAGS;
+const compactionFlags = Object.keys(COMPACTION_FLAGS).filter((flag): flag is CompactionFlag => Object.hasOwn(COMPACTION_FLAGS, flag));
+
+/** `N` for a whole number ≥ `min` (digits only: `128000`, not `128k`), else a usage error naming `flag`. */
+function wholeNumber(flag: string, text: string | boolean | Array<string | boolean>, min: number, what: string): number {
+  const value = typeof text === 'string' && /^\s*\d+\s*$/.test(text) ? Number(text) : Number.NaN;
+  if (!Number.isSafeInteger(value) || value < min) throw new UsageError(`--${flag} takes ${what}, got ${JSON.stringify(text)}`);
+  return value;
+}
+
+/** The compaction options the flags set (validated as the engine validates them), and the flags as written. */
+export function compactionOptionsOf(values: CommandContext['values']): { options: FlagOptions; flags: string[] } {
+  const options: Record<string, number | string | boolean> = {};
+  const flags: string[] = [];
+  const keyToFlag = new Map<string, string>();
+  for (const flag of compactionFlags) {
+    const spec = COMPACTION_FLAGS[flag];
+    const text = values[flag];
+    if (text === undefined) continue;
+    keyToFlag.set(spec.key, flag);
+    if (spec.kind === 'switch') {
+      options[spec.key] = true;
+      flags.push(`--${flag}`);
+      continue;
+    }
+    if (typeof text !== 'string') throw new UsageError(`--${flag} needs a value`);
+    if (spec.kind === 'count') options[spec.key] = wholeNumber(flag, text, 0, 'a whole number');
+    else if (spec.kind === 'ratio') {
+      const ratio = /^\s*(\d+(\.\d*)?|\.\d+)\s*$/.test(text) ? Number(text) : Number.NaN;
+      if (!(ratio > 0 && ratio <= 1)) throw new UsageError(`--${flag} takes a ratio over 0 and at most 1, e.g. 0.5, got ${JSON.stringify(text)}`);
+      options[spec.key] = ratio;
+    } else options[spec.key] = text;
+    flags.push(`--${flag} ${text}`);
+  }
+  try {
+    // The budget does not take part in these checks; the engine checks the rest (ranges, targetRatio ≤ triggerRatio, durations).
+    resolveOptions({ ...options, contextBudget: 1 });
+  } catch (error) {
+    if (!(error instanceof InvalidInputError)) throw error;
+    const key = error.field.replace(/^options\./, '');
+    // The reason names other options by key (`must not exceed triggerRatio`): name their flags.
+    const reason = compactionFlags.reduce((text, flag) => text.replaceAll(COMPACTION_FLAGS[flag].key, `--${flag}`), error.reason);
+    throw new UsageError(`--${keyToFlag.get(key) ?? key}: ${reason}`);
+  }
+  return { options, flags };
+}
+
+/** The command's client; a server that cannot be reached is named, with what to do about it. */
+async function connectedClient(context: CommandContext, config: CompactorConfig): Promise<Client> {
+  try {
+    return await context.client();
+  } catch (error) {
+    const hint = '(start one with `temporal server start-dev`, point TEMPORAL_ADDRESS at yours, or compact without --via-workflow)';
+    if (error instanceof TemporalConnectionError) throw new TemporalConnectionError(error.address, `${error.reason} ${hint}`, { cause: error.cause });
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new TemporalConnectionError(config.temporalAddress ?? 'localhost:7233', `${reason} ${hint}`, { cause: error });
+  }
+}
+
+const options: Record<string, OptionSpec> = {
+  budget: {
+    type: 'string',
+    value: 'N',
+    help: "the context budget in tokens (also --context-budget, COMPACTOR_CONTEXT_BUDGET); default: the conversation's own size",
+  },
+  target: { type: 'string', value: 'N', help: 'aim at N tokens for this call: the hard trim aims there, and the result is exhausted over it' },
+  ...Object.fromEntries(compactionFlags.map((flag): [string, OptionSpec] => {
+    const spec = COMPACTION_FLAGS[flag];
+    return [flag, spec.kind === 'switch' ? { type: 'boolean', help: spec.help } : { type: 'string', value: spec.value, help: spec.help }];
+  })),
+  'via-workflow': { type: 'boolean', help: 'run it as a compactConversation workflow on the configured Temporal server' },
+  out: { type: 'string', value: 'FILE', help: 'write the compacted conversation to FILE (whole or not at all) instead of stdout' },
+};
+
+export const compact: CliCommand = {
+  name: 'compact',
+  usage: '<file.json | -> [--budget N] [--out FILE] [options]',
+  summary: 'compact a conversation file once: the report on stderr, the result as JSON on stdout',
+  description: [
+    'Compacts a conversation once, with the summarizer the configuration selects (OPENAI_API_KEY or OPENAI_BASE_URL: a model; else the offline extractive one), in this process or --via-workflow. The file is a JSON array of chat messages, an object { "messages": [...] } (its other fields are kept), or the JSON lines of `session --jsonl`; - reads standard input.',
+    'The report goes to stderr; the compacted conversation, in the shape it came in, to stdout or --out. When the summarizer fails (unreachable, 401, timeouts, ...) the hard trim is written all the same, stderr says why, and the exit code is 3.',
+  ],
+  options,
+  async run(context) {
+    const path = onlyArgument(context, 'the conversation file');
+    const out = context.values.out;
+    if (out !== undefined && (typeof out !== 'string' || out === '')) throw new UsageError('--out takes a file name');
+    const toFile = typeof out === 'string' && out !== '-';
+    // Checked before compacting: a result that cannot be written would be lost (a workflow run, a model's summary).
+    if (toFile && !existsSync(dirname(resolve(out)))) throw new UsageError(`--out ${out}: the directory ${dirname(resolve(out))} does not exist`);
+    const budget = context.values.budget === undefined ? undefined : wholeNumber('budget', context.values.budget, 1, 'a positive whole number of tokens');
+    const target = context.values.target === undefined ? undefined : wholeNumber('target', context.values.target, 1, 'a positive whole number of tokens');
+    const { options: compactionOptions, flags } = compactionOptionsOf(context.values);
+    const config = loadConfig({ env: context.io.env, flags: configFlagsFromArgs(context.values) });
+    let file;
+    try {
+      file = await readConversationFile(path, context.io.readStdin);
+    } catch (error) {
+      if (error instanceof ConversationFileError && error.kind === 'missing') throw new UsageError(error.message);
+      throw error;
+    }
+    const run = { file, config, budget, target, options: compactionOptions, optionFlags: flags, env: context.io.env, progress: (line: string) => context.io.stderr(`${line}\n`) };
+    const report = context.values['via-workflow'] === true ? await compactViaWorkflow(run, await connectedClient(context, config)) : await compactInProcess(run);
+    // The report goes to stderr so that stdout is the conversation alone, ready for a pipe.
+    context.io.stderr(renderCompactReport(report));
+    const json = conversationOutput(file, report.result.messages);
+    if (toFile) {
+      writeFileWhole(out, json);
+      context.io.stderr(`Wrote ${groupDigits(report.result.messages.length)} messages to ${out}.\n`);
+    } else context.io.stdout(json);
+    if (report.summarizerFailure === undefined) return ExitCode.ok;
+    context.io.stderr('temporal-compactor compact: warning: the summarizer failed (why: above), so the output is the hard trim; exit code 3\n');
+    return ExitCode.summarizerFailed;
+  },
+};

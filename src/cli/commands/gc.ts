@@ -1,0 +1,97 @@
+// Node only: `temporal-compactor gc` — removes payload store objects no retained history claims.
+import { Client } from '@temporalio/client';
+import { groupDigits } from '../../core/agent/compaction-history.js';
+import { durationTextMs } from '../../core/compaction/options.js';
+import { configFlagsFromArgs, loadConfig } from '../../config.js';
+import { collectGarbage, DEFAULT_GC_GRACE_MS, totalOf, type GarbageReport, type SweptKind, type Tally } from '../../payloads/gc.js';
+import { describePayloadStore, payloadConverterFromConfig } from '../../payloads/index.js';
+import { collectRetainedClaims } from '../../payloads/retained-claims.js';
+import { noArguments, UsageError, type CliCommand, type CommandContext } from '../command.js';
+
+function graceOf(context: CommandContext): number {
+  const text = context.values.grace;
+  if (text === undefined) return DEFAULT_GC_GRACE_MS;
+  const written = typeof text === 'string' ? durationTextMs(text) : undefined;
+  if (written === undefined) throw new UsageError(`--grace takes a duration such as "48h", "3d" or "90m", got ${JSON.stringify(text)}`);
+  const ms = Math.round(written);
+  if (ms < DEFAULT_GC_GRACE_MS) {
+    throw new UsageError(`--grace must be at least 48h: a store refreshes an object it reuses only once it is 24 h old, so anything younger may still be about to be claimed`);
+  }
+  return ms;
+}
+
+/** `1,234 (5.6 MB)`. */
+function describeTally({ objects, bytes }: Tally): string {
+  const units = ['B', 'KB', 'MB', 'GB', 'TB'];
+  let size = bytes;
+  let unit = 0;
+  while (size >= 1000 && unit < units.length - 1) {
+    size /= 1000;
+    unit += 1;
+  }
+  return `${groupDigits(objects)} (${unit === 0 ? size : size.toFixed(1)} ${units[unit]})`;
+}
+
+function describeGarbageReport(report: GarbageReport): string {
+  const kinds: Array<[SweptKind, string]> = [
+    ['manifest', 'manifests'],
+    ['node', 'nodes'],
+    ['chunk', 'chunks'],
+    ['temporary', 'temporary files'],
+  ];
+  const hours = report.graceMs / 3_600_000;
+  const grace = Number.isInteger(hours) ? `${hours}h` : `${Math.round(report.graceMs / 60_000)}m`;
+  const removed = report.dryRun ? 'would be removed' : 'removed';
+  const rows = kinds.map(([kind, label]) => `| ${label} | ${describeTally(report.reachable[kind])} | ${describeTally(report.young[kind])} | ${describeTally(report.deleted[kind])} | ${describeTally(report.renewed[kind])} |`);
+  const total = `| total | ${describeTally(totalOf(report.reachable))} | ${describeTally(totalOf(report.young))} | ${describeTally(totalOf(report.deleted))} | ${describeTally(totalOf(report.renewed))} |`;
+  return [
+    `| objects | reachable (kept) | younger than ${grace} (kept) | ${removed} | renewed meanwhile (kept) |`,
+    '|---|--:|--:|--:|--:|',
+    ...rows,
+    total,
+  ].join('\n');
+}
+
+export const gc: CliCommand = {
+  name: 'gc',
+  usage: '[--dry-run] [--grace 48h] [--namespace NS]...',
+  summary: 'remove payload store objects that no retained workflow history claims',
+  description: [
+    'Marks every payload store object that a retained workflow history still claims (in the namespaces given, else the configured one), then removes the others older than the grace period. Configure the store as the workers have it (COMPACTOR_PAYLOAD_STORE and the codec keys).',
+  ],
+  options: {
+    'dry-run': { type: 'boolean', help: 'only report what would be removed' },
+    grace: { type: 'string', value: 'DURATION', help: 'keep objects younger than this, at least 48h (the default)' },
+    namespace: { type: 'string', multiple: true, value: 'NS', help: 'mark from the histories of this namespace' },
+  },
+  async run(context) {
+    noArguments(context);
+    const graceMs = graceOf(context);
+    const dryRun = context.values['dry-run'] === true;
+    const config = loadConfig({ env: context.io.env, flags: configFlagsFromArgs(context.values) });
+    const { driver, store } = payloadConverterFromConfig(config);
+    if (driver === undefined) throw new UsageError('gc needs the payload store: set COMPACTOR_PAYLOAD_STORE (and the codec keys) as the workers have them');
+    const listed = context.values.namespace;
+    const namespaces = Array.isArray(listed) ? listed.filter((entry): entry is string => typeof entry === 'string') : [config.temporalNamespace];
+    const client = await context.client();
+    const clients = namespaces.map((namespace) => (namespace === client.options.namespace ? client : new Client({ connection: client.connection, namespace, dataConverter: client.options.dataConverter })));
+    const progress = (line: string): void => context.io.stderr(`${line}\n`);
+    context.io.stderr(`gc of ${describePayloadStore(store)}${dryRun ? ' (dry run)' : ''}: marking from the histories of namespace${namespaces.length === 1 ? '' : 's'} ${namespaces.join(', ')}\n`);
+    const retained = await collectRetainedClaims({ clients, onProgress: progress });
+    const report = await collectGarbage({ driver, claimedManifests: retained.manifests, graceMs, dryRun, onProgress: progress });
+    const cutoff = new Date(report.cutoffMs).toISOString().replace(/\.\d+Z$/, 'Z');
+    const lines = [
+      `gc of ${report.store}${dryRun ? ' (dry run: nothing removed)' : ''}, objects last written before ${cutoff} were candidates`,
+      `Marked from ${groupDigits(retained.runs)} run${retained.runs === 1 ? '' : 's'} in ${namespaces.join(', ')}${retained.gone > 0 ? ` (${groupDigits(retained.gone)} more deleted while reading)` : ''}: ${groupDigits(retained.claims)} claims to ${groupDigits(report.claimedManifests)} manifests, and ${groupDigits(report.youngManifests)} manifests and ${groupDigits(report.youngNodes)} nodes younger than the grace period.`,
+      '',
+      describeGarbageReport(report),
+      '',
+      `${dryRun ? 'Would remove' : 'Removed'} ${describeTally(totalOf(report.deleted))}.`,
+    ];
+    if (report.missingCount > 0) {
+      lines.push(`Warning: ${groupDigits(report.missingCount)} objects that retained claims need are missing from the store (${report.missing.slice(0, 3).join(', ')}${report.missingCount > 3 ? ', ...' : ''}): those payloads cannot be read any more.`);
+    }
+    context.io.stdout(`${lines.join('\n')}\n`);
+    return 0;
+  },
+};

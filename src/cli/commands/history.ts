@@ -1,0 +1,70 @@
+// Node only: `temporal-compactor history <workflowId>` — the compaction table of an agentRun.
+import type { Client, WorkflowHandle } from '@temporalio/client';
+import { compactionRecordsFromSession, describeRunUsage, groupDigits, renderCompactionTable, type CompactionHistory } from '../../core/agent/compaction-history.js';
+import type { SessionLine } from '../../core/agent/session.js';
+import { readSession } from '../../session-reader.js';
+import { describeAgentRun, QUERY_TIMEOUT_OPTION, queryTimeoutOf } from '../agent-run.js';
+import { onlyArgument, type CliCommand } from '../command.js';
+
+const isCompactionHistory = (value: unknown): value is CompactionHistory =>
+  typeof value === 'object' && value !== null && Array.isArray(Reflect.get(value, 'recent')) && typeof Reflect.get(value, 'totals') === 'object';
+
+/** Reads the compaction history of an agentRun: from its result when it completed, else by query (a worker must poll its task queue). */
+async function readCompactionHistory(client: Client, handle: WorkflowHandle, queryTimeoutMs: number): Promise<{ value: CompactionHistory; status: string }> {
+  const description = await describeAgentRun(handle);
+  const status = description.status.name;
+  if (status === 'COMPLETED') {
+    const result: unknown = await handle.result();
+    const value: unknown = typeof result === 'object' && result !== null ? Reflect.get(result, 'compactions') : undefined;
+    if (isCompactionHistory(value)) return { value, status };
+  }
+  try {
+    // A query waits for a worker; without a deadline a missing worker would hold the CLI for the server's own timeout.
+    const value: unknown = await client.withDeadline(Date.now() + queryTimeoutMs, () => handle.query('compactions'));
+    if (!isCompactionHistory(value)) throw new Error('the compactions query answered something else than expected');
+    return { value, status };
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new Error(`the run is ${status}; reading its compactions takes a query, which needs a worker polling task queue "${description.taskQueue}" (${reason})`, { cause: error });
+  }
+}
+
+export const history: CliCommand = {
+  name: 'history',
+  usage: '<workflowId> [--all] [--json] [--query-timeout 15s]',
+  summary: 'print the compaction history of an agentRun as a Markdown table',
+  description: [
+    "Prints the compactions of an agentRun: from the run's result when it completed, else by query (a worker must poll the run's task queue). The table holds the most recent compactions the run keeps; --all reads every one from the session transcript.",
+  ],
+  options: {
+    all: { type: 'boolean', help: 'every compaction, rebuilt from the session transcript' },
+    json: { type: 'boolean', help: 'print JSON instead of the table' },
+    'query-timeout': QUERY_TIMEOUT_OPTION,
+  },
+  async run(context) {
+    const workflowId = onlyArgument(context, 'the workflow id');
+    const client = await context.client();
+    const handle = client.workflow.getHandle(workflowId);
+    const queryTimeoutMs = queryTimeoutOf(context);
+    if (context.values.all === true) {
+      const { status } = await describeAgentRun(handle);
+      const lines: SessionLine[] = [];
+      for await (const line of readSession(client, workflowId, { queryTimeoutMs })) lines.push(line);
+      const records = compactionRecordsFromSession(lines);
+      if (context.values.json === true) context.io.stdout(`${JSON.stringify(records, null, 2)}\n`);
+      else context.io.stdout(`agentRun ${workflowId} · ${status} · ${records.length} compaction${records.length === 1 ? '' : 's'}\n\n${renderCompactionTable(records)}\n`);
+      return 0;
+    }
+    const { value: compactions, status } = await readCompactionHistory(client, handle, queryTimeoutMs);
+    if (context.values.json === true) {
+      context.io.stdout(`${JSON.stringify(compactions, null, 2)}\n`);
+      return 0;
+    }
+    const { totals, recent } = compactions;
+    const earlier = totals.compactions - recent.length;
+    const heading = `agentRun ${workflowId} · ${status} · ${totals.compactions} compaction${totals.compactions === 1 ? '' : 's'} · ${groupDigits(totals.tokensReclaimed)} tokens reclaimed`;
+    const note = earlier > 0 ? `\n(${earlier} earlier compaction${earlier === 1 ? '' : 's'} not shown: --all reads them from the transcript)\n` : '';
+    context.io.stdout(`${heading}\n\n${renderCompactionTable(recent, earlier + 1)}\n${note}\nCost so far: ${describeRunUsage(compactions.usage)}.\n`);
+    return 0;
+  },
+};

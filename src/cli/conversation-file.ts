@@ -1,0 +1,161 @@
+// Node only: the conversation file `compact` reads (a JSON array, { "messages": [...] }, or the
+// session JSON lines of `session --jsonl`; `-` is standard input) and the file it writes.
+import { randomUUID } from 'node:crypto';
+import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import { InvalidInputError } from '../core/errors.js';
+import { validateMessages } from '../core/schema.js';
+import { parseSessionJsonl, replaySession } from '../core/agent/session.js';
+import type { ChatMessage } from '../core/types.js';
+
+/** How the conversation file was written; the output keeps the same shape (session lines come back as an array). */
+export type ConversationFormat = 'array' | 'object' | 'session-jsonl';
+
+/** A conversation read from a file, validated. */
+export interface ConversationFile {
+  path: string;
+  format: ConversationFormat;
+  messages: ChatMessage[];
+  /** For `object`: the parsed object, so the output keeps its other fields. */
+  container: Record<string, unknown> | undefined;
+}
+
+/**
+ * The file cannot be used: not found (`missing`: a usage mistake), unreadable, not JSON, or not
+ * a conversation. The message names the file and, for a bad message, its index and field.
+ */
+export class ConversationFileError extends Error {
+  override readonly name = 'ConversationFileError';
+  constructor(
+    readonly path: string,
+    readonly kind: 'missing' | 'unreadable' | 'syntax' | 'invalid',
+    reason: string,
+    /** For `invalid`: the field at fault, e.g. `messages[3].tool_call_id`. */
+    readonly field?: string,
+    /** For `invalid`: the index of the message at fault. */
+    readonly index?: number,
+  ) {
+    super(`${path}: ${reason}`);
+  }
+}
+
+const SESSION_LINE_TYPES: readonly unknown[] = ['message', 'compaction', 'elision'];
+
+/** True when the first non-blank line is a session transcript line (`temporal-compactor session --jsonl`). */
+function looksLikeSessionJsonl(text: string): boolean {
+  const first = text.split('\n').find((line) => line.trim() !== '');
+  if (first === undefined) return false;
+  try {
+    const value: unknown = JSON.parse(first);
+    return typeof value === 'object' && value !== null && !Array.isArray(value) && SESSION_LINE_TYPES.includes(Reflect.get(value, 'type'));
+  } catch {
+    return false;
+  }
+}
+
+/** `line 3, column 17` for a character offset. */
+function lineAndColumn(text: string, offset: number): string {
+  const before = text.slice(0, offset);
+  const line = before.split('\n').length;
+  return `line ${line}, column ${offset - before.lastIndexOf('\n')}`;
+}
+
+/** Where `JSON.parse` stopped, in words (V8 says "at position N" for most errors, nothing for a cut-off file). */
+function describeSyntaxError(text: string, error: SyntaxError): string {
+  const position = /at position (\d+)/.exec(error.message)?.[1];
+  const where = position !== undefined ? `at ${lineAndColumn(text, Number(position))}` : /end of JSON input/.test(error.message) ? 'at the end of the file (is it cut off?)' : '';
+  return `not valid JSON${where === '' ? '' : ` ${where}`}: ${error.message}`;
+}
+
+function invalid(path: string, error: InvalidInputError): ConversationFileError {
+  return new ConversationFileError(path, 'invalid', error.message, error.field, error.index);
+}
+
+/**
+ * Parses a conversation: a JSON array of chat messages (the format of examples/trajectories and
+ * the corpus), an object `{ "messages": [...] }` (other fields are kept for the output), or the
+ * session JSON lines `temporal-compactor session --jsonl` prints (replayed to the live conversation).
+ *
+ * @throws ConversationFileError naming `path`, and the line and column of a JSON error or the
+ * index and field of a bad message.
+ */
+export function parseConversation(text: string, path: string): ConversationFile {
+  const body = text.replace(/^\uFEFF/, '');
+  if (body.trim() === '') throw new ConversationFileError(path, 'invalid', 'is empty: expected a JSON array of chat messages');
+  if (looksLikeSessionJsonl(body)) {
+    try {
+      return { path, format: 'session-jsonl', messages: validateMessages(replaySession(parseSessionJsonl(body))), container: undefined };
+    } catch (error) {
+      if (error instanceof InvalidInputError) throw invalid(path, error);
+      throw error;
+    }
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(body);
+  } catch (error) {
+    if (error instanceof SyntaxError) throw new ConversationFileError(path, 'syntax', describeSyntaxError(body, error));
+    throw error;
+  }
+  const container: Record<string, unknown> | undefined = typeof value === 'object' && value !== null && !Array.isArray(value) ? { ...value } : undefined;
+  if (!Array.isArray(value) && (container === undefined || !Object.hasOwn(container, 'messages'))) {
+    throw new ConversationFileError(path, 'invalid', 'expected a JSON array of chat messages, an object { "messages": [...] }, or the JSON lines of `temporal-compactor session --jsonl`');
+  }
+  try {
+    const messages = validateMessages(Array.isArray(value) ? value : container?.messages);
+    if (messages.length === 0) throw new InvalidInputError('messages', 'is empty: there is nothing to compact');
+    return { path, format: Array.isArray(value) ? 'array' : 'object', messages, container };
+  } catch (error) {
+    if (error instanceof InvalidInputError) throw invalid(path, error);
+    throw error;
+  }
+}
+
+/** The name `compact` uses for standard input (`-` on the command line) in its messages. */
+export const STDIN_NAME = '<stdin>';
+
+/** Reads the whole of file descriptor 0. */
+export async function readProcessStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk)));
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/**
+ * Reads and parses a conversation file, or standard input for `-` (through `readStdin`); see
+ * {@link parseConversation}.
+ */
+export async function readConversationFile(path: string, readStdin: () => Promise<string> = readProcessStdin): Promise<ConversationFile> {
+  if (path === '-') return parseConversation(await readStdin(), STDIN_NAME);
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    const code = typeof error === 'object' && error !== null ? Reflect.get(error, 'code') : undefined;
+    if (code === 'ENOENT') throw new ConversationFileError(path, 'missing', 'no such file');
+    if (code === 'EISDIR') throw new ConversationFileError(path, 'missing', 'is a directory, not a conversation file');
+    throw new ConversationFileError(path, 'unreadable', `cannot read it: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  return parseConversation(text, path);
+}
+
+/** The compacted conversation in the input's shape, as the file `--out` writes (2-space JSON, final newline). */
+export function conversationOutput(file: ConversationFile, messages: readonly ChatMessage[]): string {
+  const value = file.format === 'object' && file.container !== undefined ? { ...file.container, messages } : messages;
+  return `${JSON.stringify(value, null, 2)}\n`;
+}
+
+/**
+ * Writes `text` to `path` through a temporary file beside it and a rename, so a failed write never
+ * leaves half a conversation (not even when `--out` names the input file).
+ */
+export function writeFileWhole(path: string, text: string): void {
+  const temporary = join(dirname(path), `.${basename(path)}.${process.pid}.${randomUUID().slice(0, 8)}.tmp`);
+  try {
+    writeFileSync(temporary, text);
+    renameSync(temporary, path);
+  } catch (error) {
+    rmSync(temporary, { force: true });
+    throw new Error(`cannot write ${path}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+  }
+}

@@ -1,0 +1,131 @@
+#!/usr/bin/env node
+// Node only: the `temporal-compactor` command line. One file per command under commands/; add one by
+// adding it to `commands`. Commands connect like the worker: `loadConfig` (environment and flags) →
+// `connectTemporal` (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TLS, envconfig's profiles).
+import type { Client } from '@temporalio/client';
+import { ConfigError } from '../config.js';
+import { isMain } from '../is-main.js';
+import { commandHelp, didYouMean, ExitCode, parseCommandArgs, topLevelHelp, UsageError, type CliCommand, type CliIo, type CommandContext } from './command.js';
+import { codecServer } from './commands/codec-server.js';
+import { compact } from './commands/compact.js';
+import { demo } from './commands/demo.js';
+import { gc } from './commands/gc.js';
+import { history } from './commands/history.js';
+import { session } from './commands/session.js';
+import { worker } from './commands/worker.js';
+import { connectClient } from './connect.js';
+import { readProcessStdin } from './conversation-file.js';
+import { packageVersion } from './version.js';
+
+export type { CliCommand, CliIo, CommandContext } from './command.js';
+export { connectClient } from './connect.js';
+
+/** The subcommands by name, in the order the help lists them. */
+export const commands: Readonly<Record<string, CliCommand>> = Object.fromEntries([demo, compact, worker, history, session, codecServer, gc].map((command) => [command.name, command]));
+
+/** What the bare command prints: how to call it, on stderr (it is a usage mistake). */
+const SHORT_USAGE = 'usage: temporal-compactor <command> [options]   (temporal-compactor --help lists the commands)';
+
+/**
+ * Runs the command line `argv` (without `node` and the script) and returns the exit code:
+ * 0 done, 1 failed, 2 usage or configuration mistake, 3 `compact` fell back to the hard trim
+ * because the summarizer failed (docs/cli.md#exit-codes).
+ */
+export async function main(argv: readonly string[], io: CliIo = processIo): Promise<number> {
+  const [name, ...rest] = argv;
+  if (name === undefined) {
+    io.stderr(`${SHORT_USAGE}\n`);
+    return ExitCode.usage;
+  }
+  if (name === '--help' || name === '-h') {
+    io.stdout(topLevelHelp(Object.values(commands)));
+    return ExitCode.ok;
+  }
+  if (name === '--version' || name === '-v') {
+    io.stdout(`${packageVersion()}\n`);
+    return ExitCode.ok;
+  }
+  if (name === 'help') {
+    const [topic] = rest;
+    const about = topic === undefined ? undefined : Object.hasOwn(commands, topic) ? commands[topic] : undefined;
+    if (topic !== undefined && about === undefined) return unknownCommand(topic, io);
+    io.stdout(about === undefined ? topLevelHelp(Object.values(commands)) : commandHelp(about));
+    return ExitCode.ok;
+  }
+  const command = Object.hasOwn(commands, name) ? commands[name] : undefined;
+  if (command === undefined) {
+    if (name.startsWith('-')) {
+      io.stderr(`temporal-compactor: unknown option ${name}: options come after the command\n${SHORT_USAGE}\n`);
+      return ExitCode.usage;
+    }
+    return unknownCommand(name, io);
+  }
+  let opened: { client: Client; close: () => Promise<void> } | undefined;
+  try {
+    const { values, positionals } = parseCommandArgs(command, rest);
+    if (values.help === true) {
+      io.stdout(commandHelp(command));
+      return ExitCode.ok;
+    }
+    const context: CommandContext = {
+      positionals,
+      values,
+      io,
+      async client() {
+        opened ??= await connectClient(io.env, values);
+        return opened.client;
+      },
+    };
+    return await command.run(context);
+  } catch (error) {
+    if (error instanceof UsageError) {
+      io.stderr(`temporal-compactor ${name}: ${error.message}\nusage: temporal-compactor ${name} ${command.usage}\n(temporal-compactor ${name} --help for more)\n`);
+      return ExitCode.usage;
+    }
+    if (error instanceof ConfigError) {
+      io.stderr(`temporal-compactor ${name}: configuration error: ${error.message}\n`);
+      return ExitCode.usage;
+    }
+    io.stderr(`temporal-compactor ${name}: ${error instanceof Error ? error.message : String(error)}\n`);
+    return ExitCode.failure;
+  } finally {
+    await opened?.close();
+  }
+}
+
+function unknownCommand(name: string, io: CliIo): number {
+  io.stderr(`temporal-compactor: unknown command ${JSON.stringify(name)}${didYouMean(name, Object.keys(commands), '')}\n${SHORT_USAGE}\n`);
+  return ExitCode.usage;
+}
+
+const processIo: CliIo = {
+  stdout: (text) => process.stdout.write(text),
+  stderr: (text) => process.stderr.write(text),
+  env: process.env,
+  readStdin: readProcessStdin,
+};
+
+/**
+ * A reader that went away (`| head -1`) is no failure: stop quietly, exit 0, as shell tools do.
+ * Other stdout errors (a full disk) still fail the command.
+ */
+function quietOnClosedStdout(): void {
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code === 'EPIPE') process.exit(ExitCode.ok);
+    process.stderr.write(`temporal-compactor: cannot write to standard output: ${error.message}\n`);
+    process.exit(ExitCode.failure);
+  });
+}
+
+if (isMain(import.meta.url)) {
+  quietOnClosedStdout();
+  main(process.argv.slice(2)).then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (error: unknown) => {
+      process.stderr.write(`temporal-compactor: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+      process.exitCode = ExitCode.failure;
+    },
+  );
+}
