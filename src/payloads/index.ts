@@ -13,7 +13,9 @@ import { S3Backend } from './s3-backend.js';
 import { describePayloadStore, type PayloadStoreLocation } from './store-location.js';
 
 export { CompactorCodec, CODEC_ENCODING, CODEC_METADATA_KEY, codecEnvelopeOf, payloadProtoSize, type CodecEnvelope, type CompactorCodecOptions } from './codec.js';
-export { ChunkStoreDriver, CHUNK_STORE_DRIVER_NAME, claimDataFor, claimManifestId, objectKey, parseObjectKey, readClaim, type ClaimFields, type ClaimFormat, type ChunkStoreDriverOptions, type ChunkStoreStats, type InspectedObject, type ListedChild, type ObjectKind } from './chunk-store.js';
+export { ChunkStoreDriver, CHUNK_STORE_DRIVER_NAME, type ChunkStoreDriverOptions, type ChunkStoreStats, type InspectedObject, type ListedChild } from './chunk-store.js';
+export { claimDataFor, claimManifestId, readClaim, type ClaimFields, type ClaimFormat } from './claims.js';
+export { objectKey, parseObjectKey, type ObjectKind } from './object-format.js';
 export { collectGarbage, DEFAULT_GC_GRACE_MS, GarbageCollectionError, totalOf, type CollectGarbageOptions, type GarbageReport, type SweptKind, type Tally, type TallyByKind } from './gc.js';
 export { collectRetainedClaims, claimedManifestsIn, type RetainedClaims, type RetainedClaimsOptions } from './retained-claims.js';
 export { chunkBoundaries, CHUNKER_VERSION, DEFAULT_CHUNKER_LIMITS, type ChunkerLimits } from './chunker.js';
