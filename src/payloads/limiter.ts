@@ -1,4 +1,4 @@
-// Node only (no Node API, but used by the chunk store alone): a concurrency limiter for backend calls.
+// Node only, like the rest of src/payloads (it uses no Node API itself): a concurrency limiter for backend calls.
 
 /** Runs at most `limit` operations at once; waiting callers hold nothing (no deadlock across recursion). */
 export class Limiter {

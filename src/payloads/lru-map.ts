@@ -1,5 +1,5 @@
-// Node only (no Node API, but used by the chunk store alone): a map bounded by a weight budget,
-// forgetting the least recently used entries first.
+// Node only, like the rest of src/payloads (it uses no Node API itself): a map bounded by a weight
+// budget, forgetting the least recently used entries first (the chunk store's read cache).
 
 /** A map that forgets its oldest entries past a budget (plaintext bytes, or entries). */
 export class LruMap<V> {
