@@ -15,7 +15,7 @@ import { noopMetricMeter, type DataConverter } from '@temporalio/common';
 import { SimplePlugin } from '@temporalio/plugin';
 import { Runtime, type BundleOptions, type ReplayWorkerOptions, type Worker, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, createDescribeWorkerActivity, type ActivityDeps } from './activities/index.js';
-import { loadConfig, type CompactorConfig } from './config.js';
+import { loadConfig, readSettings, type CompactorConfig } from './config.js';
 import { summarizerFromConfig } from './summarizers/from-config.js';
 import type { Summarizer } from './core/types.js';
 import { payloadConverterFromConfig } from './payloads/index.js';
@@ -34,7 +34,11 @@ export interface CompactorPluginOptions {
   config?: CompactorConfig;
   /** The summarizer the `summarize` activity calls. @default the one the configuration selects */
   summarizer?: Summarizer;
-  /** More for the activities: the tool root, the trajectory directory, an OpenAI client for chat. */
+  /**
+   * More for the activities: the tool root, the trajectory directory, an OpenAI client for chat.
+   * What is not given comes from `config` (else the environment): COMPACTOR_TOOLS_ROOT,
+   * COMPACTOR_TRAJECTORY_DIR, and, without a client, OPENAI_BASE_URL and OPENAI_API_KEY.
+   */
   activities?: Omit<ActivityDeps, 'summarizer'>;
   /**
    * On a worker: our workflows and our activities (`all`), only the workflows (and the
@@ -62,6 +66,34 @@ export interface CompactorPluginOptions {
    * Off, the plugin adds no interceptor. @default the configuration's COMPACTOR_TRACING (`off`)
    */
   tracing?: TracingOption;
+}
+
+/** The configuration settings the plugin hands our activities, which read none themselves. */
+type ActivitySettingKey = 'toolsRoot' | 'trajectoryDir' | 'openaiBaseUrl' | 'openaiApiKey';
+
+function given(value: string | undefined): string | undefined {
+  return value === undefined || value.trim() === '' ? undefined : value;
+}
+
+/**
+ * The activities' dependencies with what they were not given taken from the configuration: `config`
+ * when there is one, else just the settings needed, from the environment (so a bad setting the
+ * activities do not use stops nothing). The chat server is settled only when no client is given.
+ */
+function withConfiguredSettings(deps: Omit<ActivityDeps, 'summarizer'>, config: CompactorConfig | undefined): Omit<ActivityDeps, 'summarizer'> {
+  const server = deps.openai === undefined ? { baseURL: given(deps.chatServer?.baseURL), apiKey: given(deps.chatServer?.apiKey) } : undefined;
+  const needed: ActivitySettingKey[] = [];
+  if (deps.toolsRoot === undefined) needed.push('toolsRoot');
+  if (deps.trajectoryDir === undefined) needed.push('trajectoryDir');
+  if (server !== undefined && (server.baseURL === undefined || server.apiKey === undefined)) needed.push('openaiBaseUrl', 'openaiApiKey');
+  if (needed.length === 0) return deps;
+  const settings: Partial<Pick<CompactorConfig, ActivitySettingKey>> = config ?? readSettings(needed);
+  return {
+    ...deps,
+    toolsRoot: deps.toolsRoot ?? settings.toolsRoot,
+    trajectoryDir: deps.trajectoryDir ?? settings.trajectoryDir,
+    chatServer: server === undefined ? deps.chatServer : { baseURL: server.baseURL ?? settings.openaiBaseUrl, apiKey: server.apiKey ?? settings.openaiApiKey },
+  };
 }
 
 /** This package's workflows module: the compiled one beside the build output, else the source (tsx). */
@@ -140,10 +172,11 @@ export class CompactorPlugin extends SimplePlugin {
     const configured = (): CompactorConfig => (config ??= loadConfig());
     const registration = pluginOptions.register ?? 'all';
     const dataConverter = pluginOptions.dataConverter ?? payloadConverterFromConfig(configured()).dataConverter;
+    const summarizer = registration === 'workflows' ? undefined : (pluginOptions.summarizer ?? summarizerFromConfig(configured()).summarizer);
     const activities =
-      registration === 'workflows'
+      summarizer === undefined
         ? { describeWorker: createDescribeWorkerActivity() }
-        : createActivities({ ...pluginOptions.activities, summarizer: pluginOptions.summarizer ?? summarizerFromConfig(configured()).summarizer });
+        : createActivities({ ...withConfiguredSettings(pluginOptions.activities ?? {}, config), summarizer });
     const tracing = createTracing(pluginOptions.tracing ?? configured().tracing);
     super({ name: 'temporal-compactor', dataConverter, activities });
     this.registration = registration;

@@ -31,13 +31,13 @@ export interface ActivityDeps {
   heartbeatIntervalMs?: number;
   /** The agent loop's OpenAI-compatible client for `chat`. @default built on first use from `chatServer`, `maxRetries: 0` */
   openai?: OpenAI;
-  /** Where the `chat` client built on first use sends requests. @default OPENAI_BASE_URL and OPENAI_API_KEY (src/config.ts) */
+  /** Where the `chat` client built on first use sends requests. @default the openai client's own (`compactorPlugin` and `createWorker` pass OPENAI_BASE_URL and OPENAI_API_KEY) */
   chatServer?: Pick<OpenAIClientSettings, 'baseURL' | 'apiKey'>;
   /** Deadline of one `chat` request in ms; keep it below the chat activity's startToCloseTimeout. @default 120_000 */
   chatTimeoutMs?: number;
-  /** The directory the built-in tools (`fs_read`, `fs_list`, `grep`) may read. @default COMPACTOR_TOOLS_ROOT (src/config.ts), else the current directory */
+  /** The directory the built-in tools (`fs_read`, `fs_list`, `grep`) may read. @default the current directory (`compactorPlugin` and `createWorker` pass COMPACTOR_TOOLS_ROOT) */
   toolsRoot?: string;
-  /** Where the replay provider finds trajectories by name. @default COMPACTOR_TRAJECTORY_DIR (src/config.ts), else the current directory */
+  /** Where the replay provider finds trajectories by name. @default the current directory (`compactorPlugin` and `createWorker` pass COMPACTOR_TRAJECTORY_DIR) */
   trajectoryDir?: string;
 }
 

@@ -5,7 +5,6 @@ import { readdir, readFile, realpath, stat } from 'node:fs/promises';
 import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
 import { z } from 'zod';
-import { readSettings } from '../config.js';
 import { ReplayFailureType, ToolFailureType } from '../core/agent/agent-errors.js';
 import { capText } from '../core/compaction/transcript.js';
 import type { ChatMessage } from '../core/types.js';
@@ -16,7 +15,7 @@ import type { TrajectoryStore } from './trajectories.js';
 export type ToolActivity = (args: unknown) => Promise<unknown>;
 
 export interface BuiltInToolsOptions {
-  /** The directory the tools may read; paths resolving outside it are refused. @default COMPACTOR_TOOLS_ROOT (src/config.ts), else the current directory */
+  /** The directory the tools may read; paths resolving outside it are refused. @default the current directory (workers of `compactorPlugin`, `createWorker` and the CLI pass COMPACTOR_TOOLS_ROOT) */
   root?: string;
   /** Results longer than this are cut, with a marker saying how much. @default 100_000 characters */
   maxResultChars?: number;
@@ -67,7 +66,7 @@ const grepArgs = z.strictObject({
  * `Tool.PathOutsideRoot` that says so. Bad arguments fail with `Tool.InvalidArguments`, missing
  * files with `Tool.NotFound`; the agent loop hands any tool failure to the model as the result.
  */
-export function createBuiltInTools({ root = readSettings(['toolsRoot']).toolsRoot ?? process.cwd(), maxResultChars = DEFAULT_TOOL_RESULT_CHARS }: BuiltInToolsOptions = {}) {
+export function createBuiltInTools({ root = process.cwd(), maxResultChars = DEFAULT_TOOL_RESULT_CHARS }: BuiltInToolsOptions = {}) {
   const rootPath = resolve(root);
   let realRoot: Promise<string> | undefined;
 

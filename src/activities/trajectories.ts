@@ -3,7 +3,6 @@
 import { readFile, realpath } from 'node:fs/promises';
 import { isAbsolute, relative, resolve, sep } from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
-import { readSettings } from '../config.js';
 import { ReplayFailureType } from '../core/agent/agent-errors.js';
 import { InvalidInputError } from '../core/errors.js';
 import { replayScript, type ReplayScript } from '../core/agent/trajectory.js';
@@ -17,7 +16,7 @@ export interface TrajectoryStore {
 }
 
 export interface TrajectoryStoreOptions {
-  /** @default COMPACTOR_TRAJECTORY_DIR (src/config.ts), else the current directory */
+  /** @default the current directory (workers of `compactorPlugin`, `createWorker` and the CLI pass COMPACTOR_TRAJECTORY_DIR) */
   dir?: string;
 }
 
@@ -35,7 +34,7 @@ function inside(root: string, path: string): boolean {
  * climbs out is refused: workflow input must not read arbitrary files on the worker). Failures
  * are non-retryable `Replay.TrajectoryNotFound` / `Replay.BadTrajectory` ApplicationFailures.
  */
-export function createTrajectoryStore({ dir = readSettings(['trajectoryDir']).trajectoryDir ?? process.cwd() }: TrajectoryStoreOptions = {}): TrajectoryStore {
+export function createTrajectoryStore({ dir = process.cwd() }: TrajectoryStoreOptions = {}): TrajectoryStore {
   const root = resolve(dir);
   const cache = new Map<string, Promise<ReplayScript>>();
   const loadFile = async (name: string): Promise<ReplayScript> => {

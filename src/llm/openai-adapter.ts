@@ -6,7 +6,6 @@
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError } from 'openai';
 import { z } from 'zod';
 import { classifyStatus, statusOf } from '../core/errors.js';
-import { readSettings } from '../config.js';
 
 // ---------------------------------------------------------------------------------------------
 // The client
@@ -14,17 +13,21 @@ import { readSettings } from '../config.js';
 /** The key sent to servers that need none (vLLM, Ollama): the client refuses to construct without one. */
 export const PLACEHOLDER_API_KEY = 'unused';
 
-/** Where the server is and how to authenticate; what is not given comes from the configuration. */
+/**
+ * Where the server is and how to authenticate, as the caller was handed them (the configuration's
+ * OPENAI_BASE_URL and OPENAI_API_KEY are read at the edge: the worker, the plugin, the summarizer's
+ * factory). This module reads no environment of its own.
+ */
 export interface OpenAIClientSettings {
   /**
    * The API's base URL, ending in `/v1` for most servers.
-   * @default OPENAI_BASE_URL (src/config.ts), else https://api.openai.com/v1
+   * @default the openai client's own (https://api.openai.com/v1)
    */
   baseURL?: string | undefined;
   /**
    * The API key.
-   * @default OPENAI_API_KEY (src/config.ts); when that is unset too but a base URL is known (a local
-   * vLLM or Ollama), {@link PLACEHOLDER_API_KEY}
+   * @default {@link PLACEHOLDER_API_KEY} when a base URL is given (a local vLLM or Ollama needs
+   * none), else the openai client's own
    */
   apiKey?: string | undefined;
   /** Deadline the client applies to one request in milliseconds (it covers the wait for headers only). */
@@ -40,18 +43,11 @@ function given(value: string | undefined): string | undefined {
  * Builds a client with `maxRetries: 0`: retries belong to the compactor and to Temporal, which
  * know the run, not to the client.
  *
- * @throws ConfigError when OPENAI_BASE_URL (read only when `baseURL` is not given) is not an http(s) URL.
- * @throws OpenAIError when no API key is found and no base URL is known.
+ * @throws OpenAIError when no API key is given and no base URL is known.
  */
 export function createOpenAIClient({ baseURL, apiKey, timeoutMs }: OpenAIClientSettings): OpenAI {
-  let resolvedBaseURL = given(baseURL);
-  let resolvedApiKey = given(apiKey);
-  if (resolvedBaseURL === undefined || resolvedApiKey === undefined) {
-    const configured = readSettings(['openaiBaseUrl', 'openaiApiKey']);
-    resolvedBaseURL ??= configured.openaiBaseUrl;
-    resolvedApiKey ??= configured.openaiApiKey;
-  }
-  const key = resolvedApiKey ?? (resolvedBaseURL === undefined ? undefined : PLACEHOLDER_API_KEY);
+  const resolvedBaseURL = given(baseURL);
+  const key = given(apiKey) ?? (resolvedBaseURL === undefined ? undefined : PLACEHOLDER_API_KEY);
   return new OpenAI({ apiKey: key, baseURL: resolvedBaseURL, timeout: timeoutMs, maxRetries: 0 });
 }
 

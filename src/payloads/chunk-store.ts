@@ -1,18 +1,9 @@
 // Node only: the content-addressed chunk store, a `StorageDriver` for Temporal's External Storage.
 // A stored payload becomes chunks (chunker.ts), a small tree of nodes listing them, and one
-// manifest; the history keeps a claim naming the manifest. Consecutive chat inputs share almost
-// all chunks and most nodes, so the store grows with what is new in a round, not with the
-// conversation.
-//
-// Layout (the same under a directory and under an S3 prefix):
-//   v1/chunks/<id[0:2]>/<id[2:4]>/<id>      slices of payload data
-//   v1/nodes/<id[0:2]>/<id[2:4]>/<id>       tree nodes: level, then (child id, byte length) entries
-//   v1/manifests/<id[0:2]>/<id[2:4]>/<id>   one per stored payload: size, metadata, root id and level
-// Every object is sealed (sealed-object.ts): named by its content's hash, compressed, and with a
-// key encrypted. A claim is `{ m, k? }`: the manifest id in base64url and the key id (format 2,
-// what every writer writes); claims of format 1, `{ manifest, keyId? }` with the id in hex, stay
-// readable. Object names stay hex in both: only the claim's text is shorter, by 28 bytes (32 with
-// a key), which every claim in every history pays.
+// manifest (object-format.ts); the history keeps a claim naming the manifest (claims.ts).
+// Consecutive chat inputs share almost all chunks and most nodes, so the store grows with what is
+// new in a round, not with the conversation. Every object is sealed (sealed-object.ts): named by
+// its content's hash, compressed, and with a key encrypted.
 //
 // What a garbage collector can rely on (gc.ts is the one): an object is only written after every
 // object it lists, so a node that exists has all its descendants; manifests are rewritten on every
@@ -21,13 +12,17 @@
 // reused node is not). Mark from the claims of retained histories and from manifests and nodes
 // younger than the grace period, follow manifests → nodes → chunks, sweep the rest that is older
 // than the grace period (at least twice `refreshAfterMs`), parents before children.
-import { setMaxListeners } from 'node:events';
 import type { Payload, StorageDriver, StorageDriverRetrieveContext, StorageDriverStoreContext } from '@temporalio/common';
 import { StorageDriverClaim } from '@temporalio/common';
 import { CHUNKER_VERSION, chunkBoundaries, DEFAULT_CHUNKER_LIMITS, type ChunkerLimits } from './chunker.js';
+import { claimDataFor, readClaim, type ClaimFormat } from './claims.js';
 import { ChunkIntegrityError, ChunkMissingError } from './errors.js';
-import { KEY_ID_PATTERN, type Keyring } from './keyring.js';
+import { followSignal } from './follow-signal.js';
+import type { Keyring } from './keyring.js';
+import { Limiter } from './limiter.js';
+import { LruMap } from './lru-map.js';
 import type { ObjectBackend } from './object-backend.js';
+import { decodeNode, encodeNode, MANIFEST_FORMAT, nodeEndsAfter, nodeLevel, objectKey, parseManifest, type ManifestBody, type ObjectKind } from './object-format.js';
 import { objectId, openObject, sealedKeyId, sealObject } from './sealed-object.js';
 
 /** The driver name written into every reference payload: must never change. */
@@ -35,177 +30,12 @@ export const CHUNK_STORE_DRIVER_NAME = 'compactor-chunks';
 /** Reported in worker heartbeats. */
 export const CHUNK_STORE_DRIVER_TYPE = 'temporal-compactor.chunk-store';
 
-export type ObjectKind = 'chunk' | 'node' | 'manifest';
-
-/** The key of an object: `v1/<kind>s/<2 hex>/<2 hex>/<id>`. */
-export function objectKey(kind: ObjectKind, id: string): string {
-  return `v1/${kind}s/${id.slice(0, 2)}/${id.slice(2, 4)}/${id}`;
-}
-
-const ID_PATTERN = /^[0-9a-f]{64}$/;
-const ID_BYTES = 32;
-/** 32 bytes in base64url without padding: a format-2 claim's `m`. */
-const CLAIM_ID_PATTERN = /^[A-Za-z0-9_-]{43}$/;
-const NODE_MAGIC = 0x4e;
-const NODE_ENTRY_BYTES = ID_BYTES + 4;
-// Node boundaries are content-defined by the child ids (uniformly random): a node ends after a
-// child whose first id byte has its low four bits zero (one in 16), with at least 4 and at most 64
-// children. Appending chunks then rewrites only the last node of each level, about 0.6 KB each.
-const NODE_MIN_CHILDREN = 4;
-const NODE_MAX_CHILDREN = 64;
-const MANIFEST_FORMAT = 'temporal-compactor manifest';
-const MAX_PAYLOAD_BYTES = 2 ** 31 - 1;
-
-interface ChildRef {
-  id: string;
-  length: number;
-}
-
 /** An object a store call may have to write, with the objects it lists. */
 interface PlannedObject {
   kind: ObjectKind;
   id: string;
   plaintext: Uint8Array;
   children: PlannedObject[];
-}
-
-interface ManifestBody {
-  format: typeof MANIFEST_FORMAT;
-  v: 1;
-  chunker: number;
-  size: number;
-  /** 0: the root is a chunk (or absent for an empty payload); n: a node whose children are level n-1. */
-  level: number;
-  root: string | null;
-  /** The payload's metadata, values base64. */
-  metadata: Record<string, string>;
-}
-
-function encodeNode(level: number, children: ChildRef[]): Uint8Array {
-  const bytes = Buffer.alloc(2 + children.length * NODE_ENTRY_BYTES);
-  bytes[0] = NODE_MAGIC;
-  bytes[1] = level;
-  children.forEach((child, index) => {
-    const at = 2 + index * NODE_ENTRY_BYTES;
-    bytes.write(child.id, at, 'hex');
-    bytes.writeUInt32BE(child.length, at + ID_BYTES);
-  });
-  return bytes;
-}
-
-/** A node's level (its children are of the level below; level-1 nodes list chunks), as the node itself says. */
-function nodeLevel(plaintext: Uint8Array, key: string): number {
-  if (plaintext.length < 2 || plaintext[0] !== NODE_MAGIC || (plaintext.length - 2) % NODE_ENTRY_BYTES !== 0) throw new ChunkIntegrityError(key, 'malformed tree node');
-  const level = plaintext[1] ?? 0;
-  if (level < 1) throw new ChunkIntegrityError(key, 'tree node of level 0');
-  return level;
-}
-
-function decodeNode(plaintext: Uint8Array, level: number, key: string): ChildRef[] {
-  const bytes = Buffer.from(plaintext.buffer, plaintext.byteOffset, plaintext.byteLength);
-  const actual = nodeLevel(bytes, key);
-  if (actual !== level) throw new ChunkIntegrityError(key, `tree node of level ${actual} where level ${level} was expected`);
-  const children: ChildRef[] = [];
-  for (let at = 2; at < bytes.length; at += NODE_ENTRY_BYTES) children.push({ id: bytes.toString('hex', at, at + ID_BYTES), length: bytes.readUInt32BE(at + ID_BYTES) });
-  return children;
-}
-
-function parseManifest(plaintext: Uint8Array, key: string): ManifestBody {
-  let value: unknown;
-  try {
-    value = JSON.parse(Buffer.from(plaintext).toString('utf8'));
-  } catch {
-    throw new ChunkIntegrityError(key, 'manifest is not JSON');
-  }
-  if (typeof value !== 'object' || value === null) throw new ChunkIntegrityError(key, 'manifest is not an object');
-  const fields: Record<string, unknown> = Object.fromEntries(Object.entries(value));
-  const { format, v, size, level, root, metadata, chunker } = fields;
-  const metadataOk = typeof metadata === 'object' && metadata !== null && Object.values(metadata).every((entry) => typeof entry === 'string');
-  if (format !== MANIFEST_FORMAT || v !== 1) throw new ChunkIntegrityError(key, 'not a version-1 temporal-compactor manifest');
-  // Temporal payloads stay far below 2 GiB; a larger size could only make a reader allocate wildly.
-  if (typeof size !== 'number' || !Number.isSafeInteger(size) || size < 0 || size > MAX_PAYLOAD_BYTES) throw new ChunkIntegrityError(key, 'manifest size is not a plausible byte count');
-  if (typeof level !== 'number' || !Number.isInteger(level) || level < 0 || level > 255) throw new ChunkIntegrityError(key, 'manifest level is out of range');
-  const rootId = typeof root === 'string' && ID_PATTERN.test(root) ? root : null;
-  if (rootId === null && (root !== null || size !== 0)) throw new ChunkIntegrityError(key, 'manifest root is not an object id');
-  if (!metadataOk) throw new ChunkIntegrityError(key, 'manifest metadata is malformed');
-  const entries: Record<string, string> = {};
-  for (const [name, entry] of Object.entries(metadata)) if (typeof entry === 'string') entries[name] = entry;
-  return { format, v, size, level, root: rootId, metadata: entries, chunker: typeof chunker === 'number' ? chunker : 0 };
-}
-
-/**
- * A signal of our own that follows the caller's. One store or retrieve has many backend calls in
- * flight on it, and the S3 client adds a listener per request: on the caller's signal that would
- * trip Node's listener-leak warning; on ours the limit is lifted, and the caller's gets one listener.
- */
-function followSignal(parent: AbortSignal | undefined): { signal: AbortSignal; release: () => void } {
-  const controller = new AbortController();
-  setMaxListeners(0, controller.signal);
-  if (parent === undefined) return { signal: controller.signal, release: () => undefined };
-  if (parent.aborted) controller.abort(parent.reason);
-  const onAbort = (): void => controller.abort(parent.reason);
-  parent.addEventListener('abort', onAbort, { once: true });
-  return { signal: controller.signal, release: () => parent.removeEventListener('abort', onAbort) };
-}
-
-/** Runs at most `limit` operations at once; waiting callers hold nothing (no deadlock across recursion). */
-class Limiter {
-  private active = 0;
-  private readonly waiting: Array<() => void> = [];
-  constructor(private readonly limit: number) {}
-
-  async run<T>(operation: () => Promise<T>): Promise<T> {
-    if (this.active >= this.limit) await new Promise<void>((resolve) => this.waiting.push(resolve));
-    this.active += 1;
-    try {
-      return await operation();
-    } finally {
-      this.active -= 1;
-      this.waiting.shift()?.();
-    }
-  }
-}
-
-/** A map that forgets its oldest entries past a budget (plaintext bytes, or entries). */
-class LruMap<V> {
-  private readonly entries = new Map<string, { value: V; weight: number }>();
-  private total = 0;
-  constructor(
-    private readonly budget: number,
-    private readonly weigh: (value: V) => number,
-  ) {}
-
-  get(key: string): V | undefined {
-    const entry = this.entries.get(key);
-    if (entry === undefined) return undefined;
-    this.entries.delete(key);
-    this.entries.set(key, entry);
-    return entry.value;
-  }
-
-  set(key: string, value: V): void {
-    const weight = this.weigh(value);
-    if (weight > this.budget) return;
-    const old = this.entries.get(key);
-    if (old !== undefined) {
-      this.total -= old.weight;
-      this.entries.delete(key);
-    }
-    this.entries.set(key, { value, weight });
-    this.total += weight;
-    for (const [oldest, entry] of this.entries) {
-      if (this.total <= this.budget) break;
-      this.entries.delete(oldest);
-      this.total -= entry.weight;
-    }
-  }
-
-  delete(key: string): void {
-    const entry = this.entries.get(key);
-    if (entry === undefined) return;
-    this.total -= entry.weight;
-    this.entries.delete(key);
-  }
 }
 
 /** An object a manifest or node lists (a garbage collector follows these). */
@@ -219,81 +49,6 @@ export interface InspectedObject {
   /** A node's level; a manifest's root level (0: its root is a chunk). */
   level: number;
   children: ListedChild[];
-}
-
-/** The id of an object key `v1/<kind>s/xx/yy/<id>`, with its kind; undefined for other keys (temporary files). */
-export function parseObjectKey(key: string): { kind: ObjectKind; id: string } | undefined {
-  const match = /^v1\/(chunk|node|manifest)s\/([0-9a-f]{2})\/([0-9a-f]{2})\/([0-9a-f]{64})$/.exec(key);
-  if (match === null) return undefined;
-  const [, kind, first, second, id = ''] = match;
-  if (kind !== 'chunk' && kind !== 'node' && kind !== 'manifest') return undefined;
-  return id.startsWith(`${first}${second}`) ? { kind, id } : undefined;
-}
-
-/** What a claim of the store names, whichever format it was written in. */
-export interface ClaimFields {
-  /** The manifest's id in hex, as the store names objects. */
-  manifestId: string;
-  /** The key its objects are sealed with; undefined when they are not encrypted. */
-  keyId: string | undefined;
-}
-
-/** The claim formats: 2, written by default, and 1, written before it (every reader reads both). */
-export type ClaimFormat = 1 | 2;
-
-/**
- * The claim data this driver writes. Format 2 (the default): `{ m }`, the manifest id's 32 bytes in
- * base64url without padding (43 characters instead of 64 hex digits), and `k`, the key id, when
- * encrypted; the short field names and the shorter id save 28 bytes of every claim (32 with a
- * key). Format 1: `{ manifest, keyId? }` with the id in hex, what workers from before format 2 read.
- */
-export function claimDataFor({ manifestId, keyId }: ClaimFields, format: ClaimFormat = 2): Record<string, string> {
-  if (format === 1) return keyId === undefined ? { manifest: manifestId } : { manifest: manifestId, keyId };
-  const m = Buffer.from(manifestId, 'hex').toString('base64url');
-  return keyId === undefined ? { m } : { m, k: keyId };
-}
-
-/** The fields of a claim, or why it is not one of ours. */
-function parseClaim(claimData: Readonly<Record<string, unknown>>): ClaimFields | { problem: string } {
-  const { m, k, manifest, keyId } = claimData;
-  const formatTwo = m !== undefined || k !== undefined;
-  const formatOne = manifest !== undefined || keyId !== undefined;
-  // No writer ever mixed them: a claim that does was made by hand or altered, and which field wins would be a guess.
-  if (formatTwo && formatOne) return { problem: 'mixes the fields of claim format 2 (m, k) and format 1 (manifest, keyId)' };
-  let manifestId: string;
-  if (formatTwo) {
-    if (m === undefined) return { problem: 'has a key id (k) but no manifest id (m)' };
-    const bytes = typeof m === 'string' && CLAIM_ID_PATTERN.test(m) ? Buffer.from(m, 'base64url') : undefined;
-    // Round-tripping refuses the other spellings of the same bytes (the unused low bits of the last character set).
-    if (bytes === undefined || bytes.toString('base64url') !== m) return { problem: 'has an m that is not a manifest id (43 characters of base64url without padding)' };
-    manifestId = bytes.toString('hex');
-  } else {
-    if (manifest === undefined) return { problem: keyId === undefined ? 'has no manifest id (m, or manifest in format 1)' : 'has a key id (keyId) but no manifest id (manifest)' };
-    if (typeof manifest !== 'string' || !ID_PATTERN.test(manifest)) return { problem: 'has a manifest that is not a manifest id (64 lowercase hex digits)' };
-    manifestId = manifest;
-  }
-  const key = formatTwo ? k : keyId;
-  if (key !== undefined && (typeof key !== 'string' || !KEY_ID_PATTERN.test(key))) return { problem: `has a ${formatTwo ? 'k' : 'keyId'} that is not a key id (1-64 characters of A-Z, a-z, 0-9, '.', '_', '-')` };
-  return { manifestId, keyId: key };
-}
-
-/**
- * What a claim's data names, from either format: 2 (`{ m, k? }`, written now) or 1
- * (`{ manifest, keyId? }`, written before; readable forever).
- *
- * @throws ChunkIntegrityError naming the claim when it is neither: no manifest id, a malformed id
- * or key id, or fields of both formats at once.
- */
-export function readClaim(claimData: Readonly<Record<string, unknown>>): ClaimFields {
-  const parsed = parseClaim(claimData);
-  if ('problem' in parsed) throw new ChunkIntegrityError(`claim ${JSON.stringify(claimData)}`, `is not a temporal-compactor claim: it ${parsed.problem}`);
-  return parsed;
-}
-
-/** The hex id of the manifest a claim's data names (format 2 or 1), or undefined when it is not a valid claim of the store. */
-export function claimManifestId(claimData: Readonly<Record<string, unknown>>): string | undefined {
-  const parsed = parseClaim(claimData);
-  return 'problem' in parsed ? undefined : parsed.manifestId;
 }
 
 /** Counters of what a driver wrote and read, by object kind (benchmarks and tests read them). */
@@ -456,8 +211,7 @@ export class ChunkStoreDriver implements StorageDriver {
       };
       for (const child of level) {
         group.push(child);
-        const boundary = (parseInt(child.id.slice(0, 2), 16) & 0x0f) === 0;
-        if ((group.length >= NODE_MIN_CHILDREN && boundary) || group.length >= NODE_MAX_CHILDREN) close();
+        if (nodeEndsAfter(child.id, group.length)) close();
       }
       if (group.length > 0) close();
       level = parents;

@@ -19,8 +19,9 @@
 // every moment a node that exists still has all its descendants (a store that finds a node reuses
 // it without looking below). When a store renews an object meanwhile, everything under it is kept.
 import { ChunkIntegrityError, ChunkMissingError } from './errors.js';
-import { objectKey, parseObjectKey, type ChunkStoreDriver, type InspectedObject, type ObjectKind } from './chunk-store.js';
+import type { ChunkStoreDriver, InspectedObject } from './chunk-store.js';
 import { isSweepable } from './object-backend.js';
+import { objectKey, parseObjectKey, type ObjectKind } from './object-format.js';
 
 /** @default 48 h: twice the chunk store's refresh period (see the module comment). */
 export const DEFAULT_GC_GRACE_MS = 48 * 3_600_000;

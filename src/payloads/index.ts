@@ -1,19 +1,23 @@
 // Node only: the payload codec and the chunk store, and the one function that builds a data
 // converter from the configuration. Workers, the CLI's clients, the demo and the tests all build
-// theirs here, so a client and a worker of one configuration always agree.
+// theirs here, so a client and a worker of one configuration always agree. The configuration
+// (src/config.ts) depends on this module, not the other way round: it is handed the settings.
 import type { DataConverter } from '@temporalio/common';
 import { ExternalStorage } from '@temporalio/common';
 import type { S3ClientConfig } from '@aws-sdk/client-s3';
-import type { CompactorConfig } from '../config.js';
 import { ChunkStoreDriver, type ChunkStoreDriverOptions } from './chunk-store.js';
+import type { ClaimFormat } from './claims.js';
 import { CompactorCodec } from './codec.js';
 import { FileBackend } from './file-backend.js';
+import type { Keyring } from './keyring.js';
 import type { ObjectBackend } from './object-backend.js';
 import { S3Backend } from './s3-backend.js';
 import { describePayloadStore, type PayloadStoreLocation } from './store-location.js';
 
 export { CompactorCodec, CODEC_ENCODING, CODEC_METADATA_KEY, codecEnvelopeOf, payloadProtoSize, type CodecEnvelope, type CompactorCodecOptions } from './codec.js';
-export { ChunkStoreDriver, CHUNK_STORE_DRIVER_NAME, claimDataFor, claimManifestId, objectKey, parseObjectKey, readClaim, type ClaimFields, type ClaimFormat, type ChunkStoreDriverOptions, type ChunkStoreStats, type InspectedObject, type ListedChild, type ObjectKind } from './chunk-store.js';
+export { ChunkStoreDriver, CHUNK_STORE_DRIVER_NAME, type ChunkStoreDriverOptions, type ChunkStoreStats, type InspectedObject, type ListedChild } from './chunk-store.js';
+export { claimDataFor, claimManifestId, readClaim, type ClaimFields, type ClaimFormat } from './claims.js';
+export { objectKey, parseObjectKey, type ObjectKind } from './object-format.js';
 export { collectGarbage, DEFAULT_GC_GRACE_MS, GarbageCollectionError, totalOf, type CollectGarbageOptions, type GarbageReport, type SweptKind, type Tally, type TallyByKind } from './gc.js';
 export { collectRetainedClaims, claimedManifestsIn, type RetainedClaims, type RetainedClaimsOptions } from './retained-claims.js';
 export { chunkBoundaries, CHUNKER_VERSION, DEFAULT_CHUNKER_LIMITS, type ChunkerLimits } from './chunker.js';
@@ -24,8 +28,22 @@ export { codecKey, defaultKeyId, keyringFromSettings, keyringOf, type CodecKey, 
 export { parsePayloadStore, describePayloadStore, type PayloadStoreLocation } from './store-location.js';
 export { PayloadDecodeError, PayloadKeyMissingError, ChunkIntegrityError, ChunkMissingError } from './errors.js';
 
-/** The configuration settings this module reads. */
-export type PayloadSettings = Pick<CompactorConfig, 'payloadStore' | 'payloadThreshold' | 'claimFormat' | 's3Endpoint' | 'codecKeyring'>;
+/**
+ * The settings this module is handed: the fields of the same names of the configuration
+ * (`CompactorConfig` of src/config.ts, which `loadConfig()` builds from the environment and flags).
+ */
+export interface PayloadSettings {
+  /** COMPACTOR_PAYLOAD_STORE; `undefined`: not configured (then `defaultStore`, else off). */
+  payloadStore?: PayloadStoreLocation | undefined;
+  /** COMPACTOR_PAYLOAD_THRESHOLD: payloads of at least this many bytes go to the store. */
+  payloadThreshold: number;
+  /** COMPACTOR_CLAIM_FORMAT: the format of the claims the store writes. */
+  claimFormat: ClaimFormat;
+  /** COMPACTOR_S3_ENDPOINT: an S3-compatible server for `s3://` stores; `undefined`: AWS S3. */
+  s3Endpoint?: string | undefined;
+  /** COMPACTOR_CODEC_KEY (and its id and retired keys); `undefined`: no encryption. */
+  codecKeyring: Keyring | undefined;
+}
 
 export interface PayloadConverterOptions {
   /** The store when `COMPACTOR_PAYLOAD_STORE` is not set (the demo's file store). @default off */

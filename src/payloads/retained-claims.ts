@@ -7,7 +7,8 @@ import { isGrpcServiceError, type Client } from '@temporalio/client';
 import type { Payload } from '@temporalio/common';
 import { decodeReferencePayload, isReferencePayload } from '@temporalio/common/lib/internal-non-workflow/index.js';
 import { historyEvents } from '../session-reader.js';
-import { CHUNK_STORE_DRIVER_NAME, claimManifestId } from './chunk-store.js';
+import { CHUNK_STORE_DRIVER_NAME } from './chunk-store.js';
+import { claimManifestId } from './claims.js';
 
 /** gRPC's NOT_FOUND: the run's history is gone (deleted, or past retention). */
 const GRPC_NOT_FOUND = 5;

@@ -1,7 +1,7 @@
 // The OpenAI-compatible summarizer backend (OpenAI, Azure, vLLM, Ollama, ...). Node only: it runs
 // in activities and in the in-process driver, never in the workflow sandbox.
 import type OpenAI from 'openai';
-import { DEFAULT_SUMMARIZER_TIMEOUT_MS } from '../config.js';
+import { DEFAULT_SUMMARIZER_TIMEOUT_MS, readSettings } from '../config.js';
 import { SummarizerError } from '../core/errors.js';
 import { toProviderMessages } from '../core/schema.js';
 import { abortReason, createOpenAIClient, describeProviderError, readCompletion, requestCompletion } from '../llm/openai-adapter.js';
@@ -98,6 +98,18 @@ function toSummarizerError(error: unknown): SummarizerError {
 }
 
 /**
+ * The server the summarizer's own client talks to: what the caller gave, the rest from the
+ * configuration (OPENAI_BASE_URL, OPENAI_API_KEY). Read here, where an application builds its
+ * summarizer, so the adapter it is handed to reads no environment.
+ */
+function serverSettings(baseURL: string | undefined, apiKey: string | undefined): { baseURL: string | undefined; apiKey: string | undefined } {
+  const isGiven = (value: string | undefined): value is string => value !== undefined && value.trim() !== '';
+  if (isGiven(baseURL) && isGiven(apiKey)) return { baseURL, apiKey };
+  const configured = readSettings(['openaiBaseUrl', 'openaiApiKey']);
+  return { baseURL: isGiven(baseURL) ? baseURL : configured.openaiBaseUrl, apiKey: isGiven(apiKey) ? apiKey : configured.openaiApiKey };
+}
+
+/**
  * A {@link Summarizer} over an OpenAI-compatible chat-completions API. Each `summarize` call sends
  * exactly one request (no client retries: the compactor and Temporal own retries) with the
  * request's messages minus the harness flags, and no tools.
@@ -107,6 +119,7 @@ function toSummarizerError(error: unknown): SummarizerError {
  * a blank summary → `empty`. A call aborted through `signal` rejects with the signal's reason.
  *
  * @throws OpenAIError at creation when no API key is found and no base URL is given.
+ * @throws ConfigError at creation when OPENAI_BASE_URL (read only when `baseURL` or `apiKey` is not given) is not an http(s) URL.
  * @throws RangeError at creation when `timeout` is not a positive integer.
  */
 export function createOpenAISummarizer(options: OpenAISummarizerOptions): Summarizer {
@@ -114,7 +127,7 @@ export function createOpenAISummarizer(options: OpenAISummarizerOptions): Summar
   if (!Number.isInteger(timeout) || timeout <= 0) {
     throw new RangeError(`createOpenAISummarizer: timeout must be a positive integer of milliseconds, got ${timeout}`);
   }
-  const client = options.client ?? createOpenAIClient({ baseURL: options.baseURL, apiKey: options.apiKey, timeoutMs: timeout });
+  const client = options.client ?? createOpenAIClient({ ...serverSettings(options.baseURL, options.apiKey), timeoutMs: timeout });
   const { model, maxTokens, temperature } = options;
   const maxTokensParameter = options.maxTokensParameter ?? 'max_completion_tokens';
 
