@@ -83,7 +83,7 @@ const sandboxRules = (imports) => ({
   ],
 });
 
-const SANDBOX_ENTRIES = ['src/workflow.ts', 'src/engine.ts'];
+const SANDBOX_ENTRIES = ['src/workflow.ts'];
 
 export default tseslint.config(
   { ignores: ['dist/', 'node_modules/', '.temporal/', 'test-results/', 'coverage/'] },

@@ -14,8 +14,9 @@ import { Client, Connection, WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { startDevServer, type DevServer } from '../src/dev-server.js';
-import { agentRun, compactionRecordsFromSession, createActivities, createExtractiveSummarizer, readSessionLines, type AgentRunWorkflowInput, type CompactionRecord, type SessionReference } from '../src/index.js';
-import { groupDigits } from '../src/engine.js';
+import { agentRun, compactionRecordsFromSession, createActivities, createExtractiveSummarizer, type AgentRunWorkflowInput, type CompactionRecord, type SessionReference } from '../src/index.js';
+import { readSessionLines } from '../src/session-reader.js';
+import { groupDigits } from '../src/core/agent/compaction-history.js';
 import { openingMessages } from '../src/core/agent/trajectory.js';
 import { benchmarkCorpus, createTrajectoryDir, type Trajectory } from '../corpus/index.js';
 

@@ -7,7 +7,8 @@ import { availableParallelism, cpus, loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
 import { Compactor, defaultCounter, type ChatMessage, type CompactionResult } from '../src/index.js';
-import { compactionSteps, needsCompactionCore, resolveOptions, runCompactionSteps, type ResolvedOptions, type SummarizeOutcome, type SummarizeStep } from '../src/engine.js';
+import { compactionSteps, needsCompactionCore, runCompactionSteps, type SummarizeOutcome, type SummarizeStep } from '../src/core/compaction/engine.js';
+import { resolveOptions, type ResolvedOptions } from '../src/core/compaction/options.js';
 import { createFakeSummarizer, fakeSummaryText } from '../corpus/fake-summarizer.js';
 import { benchmarkCorpus } from '../corpus/index.js';
 

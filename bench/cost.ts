@@ -22,8 +22,12 @@ import { availableParallelism, cpus, loadavg } from 'node:os';
 import { basename, join, relative, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { REFERENCE_EXACT, createBpeCounter, extractiveSummary, validateMessages, type ChatMessage, type CompactionOptions, type TokenCounter } from '../src/index.js';
-import { compactionSteps, countTextTokens, findRegions, needsCompactionCore, resolveOptions, runCompactionSteps, type SummarizeStep } from '../src/engine.js';
+import { REFERENCE_EXACT, createBpeCounter, validateMessages, type ChatMessage, type CompactionOptions, type TokenCounter } from '../src/index.js';
+import { extractiveSummary } from '../src/summarizers/extractive.js';
+import { compactionSteps, needsCompactionCore, runCompactionSteps, type SummarizeStep } from '../src/core/compaction/engine.js';
+import { countTextTokens } from '../src/core/counting/bpe-counter.js';
+import { findRegions } from '../src/core/compaction/regions.js';
+import { resolveOptions } from '../src/core/compaction/options.js';
 
 const REPO_ROOT = fileURLToPath(new URL('../', import.meta.url));
 const README = fileURLToPath(new URL('./README.md', import.meta.url));

@@ -3,7 +3,7 @@
 // and the benchmarks can be compared byte for byte without a model.
 import { SUMMARY_INSTRUCTION } from '../src/core/compaction/transcript.js';
 import type { ChatMessage, SummarizeRequest, Summarizer } from '../src/index.js';
-import type { SummarizeOutcome, SummarizeStep } from '../src/engine.js';
+import type { SummarizeOutcome, SummarizeStep } from '../src/core/compaction/engine.js';
 
 /** Plain text of content as the transcript shows it: text parts joined, other parts as `[type]`. */
 export function renderedText(content: ChatMessage['content']): string {

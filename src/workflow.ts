@@ -2,32 +2,30 @@
 // `needsCompaction` for your own workflows, the workflows `compactConversation` and `agentRun` with
 // their inputs, results, queries and updates, the counters a workflow may count with, reading a
 // transcript back, and every failure type. Nothing here may import Node modules (the linter
-// enforces it). The engine's parts (regions, elision, the step machine, the transcript renderer)
-// are `temporal-compactor/engine` (src/engine.ts).
+// enforces it). The engine's parts are not an entry point: the package's own tests, benchmarks and
+// scripts import them by module path. Every export is listed in api/temporal-compactor-workflow.api.md
+// (`npm run api:report`); keep this entry at 40 runtime names or fewer (test/api-report.test.ts).
 export type * from './core/types.js';
 // Failure types (docs/design.md#failure-types): list them in `nonRetryableErrorTypes`, match them on a caught failure.
 export { FailureType, InvalidInputError, SummarizerError, type SummarizerFailureKind } from './core/errors.js';
 export { ChatFailureType, ReplayFailureType, ToolFailureType, RunFailureType, UpdateFailureType } from './core/agent/agent-errors.js';
-export { invalidInputFailure, type InvalidInputDetails } from './shared/failures.js';
+export type { InvalidInputDetails } from './shared/failures.js';
 export type { PayloadTooLargeDetails } from './core/limits/payload-size.js';
 // Messages and options.
-export { isSticky, toProviderMessages, validateMessages } from './core/schema.js';
+export { toProviderMessages, validateMessages } from './core/schema.js';
 export { REFERENCE_EXACT, type ElisionEpochs, type ElisionEndsPass, type CompactionOptions, type Duration, type CallOverrides } from './core/compaction/options.js';
 // Compaction inside any workflow (docs/design.md#workflow-compact).
 export {
   compact,
   compactWithUsage,
   needsCompaction,
-  ECONOMICS_PATCH_ID,
-  DEFAULT_START_TO_CLOSE_TIMEOUT_MS,
-  DEFAULT_HEARTBEAT_TIMEOUT_MS,
   type CompactOptions,
   type CompactionWithUsage,
   type SummarizeActivitySettings,
 } from './workflows/compact.js';
 // Counters (docs/design.md#counting): deterministic, so a workflow may count with them.
 export { createCharCounter, defaultCounter, type CharCounterOptions } from './core/counting/tokens.js';
-export { createBpeCounter, BPE_ENCODING_NAMES, type BpeCounterOptions, type BpeEncodingName } from './core/counting/bpe-counter.js';
+export { createBpeCounter, type BpeCounterOptions, type BpeEncodingName } from './core/counting/bpe-counter.js';
 export { UsageCounter, type UsageCounterOptions, type UsageCounterState, type UsageCalibrationState } from './core/counting/usage-counter.js';
 export { withRequestFraming, type RequestCounter, type RequestFramingOptions, type ToolDeclaration } from './core/counting/request-counter.js';
 export type { SummarizerUsage } from './core/counting/summarizer-usage.js';
@@ -49,29 +47,24 @@ export {
   type StopAnswer,
   type BackendStatus,
 } from './shared/agent-run.js';
-export {
-  DEFAULT_MAX_ROUNDS,
-  DEFAULT_BACKEND_COOLDOWN_ROUNDS,
-  AGENT_MAXIMUM_RETRY_INTERVAL_MS,
-  type BackendCooldown,
-  type AgentRunInput,
-  type AgentActivitySettings,
-  type AgentCompactionOptions,
-  type ModelConfig,
-  type OpenAIModelConfig,
-  type ReplayModelConfig,
-  type Tokenizer,
+export type {
+  BackendCooldown,
+  AgentRunInput,
+  AgentActivitySettings,
+  AgentCompactionOptions,
+  ModelConfig,
+  OpenAIModelConfig,
+  ReplayModelConfig,
+  Tokenizer,
 } from './core/agent/agent-input.js';
-export { AGENT_HEARTBEAT_TIMEOUT_MS } from './shared/activity-options.js';
-export { BUILT_IN_TOOLS, BUILT_IN_TOOL_NAMES, type BuiltInToolName } from './core/agent/tool-declarations.js';
+export type { BuiltInToolName } from './core/agent/tool-declarations.js';
 export { compactionRecordsFromSession, type CompactionRecord, type CompactionKind, type CompactionHistory, type CompactionTotals } from './core/agent/compaction-history.js';
-export { DEFAULT_PRICING, type Pricing, type RoundUsage, type RunUsage } from './core/agent/run-usage.js';
+export type { Pricing, RoundUsage, RunUsage } from './core/agent/run-usage.js';
 // The transcript an agent run writes (docs/design.md#transcript-format), and replaying it.
 export {
   parseSessionJsonl,
   replaySession,
   replaySessionStream,
-  toJsonl,
   type SessionLine,
   type MessageLine,
   type CompactionLine,
@@ -79,8 +72,6 @@ export {
   type ElisionLine,
   type SessionReference,
   type SessionSnapshot,
-  type SessionBatch,
 } from './core/agent/session.js';
-// What the agent run's worker tells it, and the search attributes it sets (docs/design.md#search-attributes).
-export { COMPACTOR_SEARCH_ATTRIBUTES, COMPACTOR_SEARCH_ATTRIBUTE_NAMES, SearchAttributeKeys, type CompactorSearchAttributeName } from './shared/search-attributes.js';
-export type { WorkerDescription } from './shared/worker-description.js';
+// The search attributes an agent run sets (docs/design.md#search-attributes), for your visibility queries.
+export { SearchAttributeKeys, type CompactorSearchAttributeName } from './shared/search-attributes.js';

@@ -5,7 +5,7 @@ import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { commands, main, type CliIo } from '../src/cli/main.js';
 import { parseSessionJsonl, replaySession } from '../src/index.js';
-import { COMPACTION_TABLE_HEADER, groupDigits } from '../src/engine.js';
+import { COMPACTION_TABLE_HEADER, groupDigits } from '../src/core/agent/compaction-history.js';
 import { openingOf, replayActivities, runAgent, type AgentOutcome } from './support/agent.js';
 import { bundleWorkflows, testConnection, uniqueId, withWorker, type TestConnection } from './support/temporal.js';
 

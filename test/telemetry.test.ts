@@ -7,7 +7,8 @@ import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-tr
 import type { ClientOptions } from '@temporalio/client';
 import type { WorkerOptions } from '@temporalio/worker';
 import { describe, expect, it, vi } from 'vitest';
-import { compactorPlugin, ConfigError, createExtractiveSummarizer, createTracing, loadConfig, StderrSpanExporter, tracingWorkflowInterceptorModules } from '../src/index.js';
+import { compactorPlugin, ConfigError, createExtractiveSummarizer, createTracing, loadConfig, tracingWorkflowInterceptorModules } from '../src/index.js';
+import { StderrSpanExporter } from '../src/telemetry/tracing.js';
 
 const config = loadConfig({ env: {} });
 const baseOptions = { taskQueue: 'q', workflowsPath: '/nowhere/workflows.js' } as WorkerOptions;

@@ -48,7 +48,7 @@ export interface ActivityDeps {
  * @example
  * const worker = await Worker.create({
  *   taskQueue: 'compactor',
- *   workflowsPath: require.resolve('temporal-compactor/workflows'),
+ *   workflowsPath: compactorWorkflowsPath(), // `compactorWorkflowsPath` from 'temporal-compactor': this package's workflows
  *   activities: createActivities({ summarizer: createOpenAISummarizer({ model: 'gpt-4o-mini' }) }),
  * });
  */

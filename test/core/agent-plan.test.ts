@@ -2,8 +2,12 @@
 // preflight (room per backend in its own units, the aim, the backend to call), the compaction
 // table, and how a trajectory is cut into replayable turns.
 import { describe, expect, it } from 'vitest';
-import { BUILT_IN_TOOLS, InvalidInputError, type ChatMessage, type CompactionRecord } from '../../src/index.js';
-import { COMPACTION_TABLE_HEADER, backendCounter, planAgentRun, preflight, renderCompactionTable, replayScript, requestCounter } from '../../src/engine.js';
+import { BUILT_IN_TOOLS } from '../../src/core/agent/tool-declarations.js';
+import { InvalidInputError, type ChatMessage, type CompactionRecord } from '../../src/index.js';
+import { COMPACTION_TABLE_HEADER, renderCompactionTable } from '../../src/core/agent/compaction-history.js';
+import { backendCounter, preflight, requestCounter } from '../../src/core/agent/preflight.js';
+import { planAgentRun } from '../../src/core/agent/agent-input.js';
+import { replayScript } from '../../src/core/agent/trajectory.js';
 import { assistant, system, tool, user } from '../support/messages.js';
 
 const replay = { provider: 'replay', trajectory: 't', contextWindow: 10_000, maxOutputTokens: 1_000 } as const;

@@ -3,7 +3,8 @@
 // against the old engine too.
 import { describe, expect, it } from 'vitest';
 import { Compactor, UsageCounter, defaultCounter, type ChatMessage } from '../../src/index.js';
-import { applyElisions, findRegions, planElisions } from '../../src/engine.js';
+import { applyElisions, planElisions } from '../../src/core/compaction/elision.js';
+import { findRegions } from '../../src/core/compaction/regions.js';
 import { assistant, charCounter, scriptedSummarizer, system, tool, toolRounds, user, httpError } from '../support/messages.js';
 
 describe('(regression) an elision epoch under a calibrated UsageCounter', () => {

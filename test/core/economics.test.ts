@@ -3,8 +3,12 @@
 // these off, are test/core/engine-rules.test.ts.)
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { Compactor, REFERENCE_EXACT, defaultCounter, extractiveSummary, type ChatMessage, type CompactionOptions, type CompactionResult, type TokenCounter } from '../../src/index.js';
-import { SUMMARY_ROOM_SHARE, compactionSteps, needsCompactionCore, resolveOptions, runCompactionSteps, summaryContent } from '../../src/engine.js';
+import { Compactor, REFERENCE_EXACT, defaultCounter, type ChatMessage, type CompactionOptions, type CompactionResult, type TokenCounter } from '../../src/index.js';
+import { extractiveSummary } from '../../src/summarizers/extractive.js';
+import { SUMMARY_ROOM_SHARE } from '../../src/core/compaction/economics.js';
+import { compactionSteps, needsCompactionCore, runCompactionSteps } from '../../src/core/compaction/engine.js';
+import { resolveOptions } from '../../src/core/compaction/options.js';
+import { summaryContent } from '../../src/core/compaction/transcript.js';
 import { conversationArb } from '../support/conversations.js';
 import { repositoryCorpus } from '../../corpus/index.js';
 import { extendedCases } from '../support/corpus.js';

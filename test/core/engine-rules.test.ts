@@ -3,7 +3,9 @@
 // reference's rules exactly (docs/design.md#reference-exact); test/core/economics.test.ts covers the defaults.
 import { describe, expect, it } from 'vitest';
 import { Compactor, InvalidInputError, REFERENCE_EXACT, type ChatMessage } from '../../src/index.js';
-import { SUMMARY_INSTRUCTION, elisionStub, findCut } from '../../src/engine.js';
+import { SUMMARY_INSTRUCTION } from '../../src/core/compaction/transcript.js';
+import { elisionStub } from '../../src/core/compaction/elision.js';
+import { findCut } from '../../src/core/compaction/regions.js';
 import { assistant, charCounter, httpError, scriptedSummarizer, system, tool, toolRounds, user } from '../support/messages.js';
 
 const fast = { retryBackoff: 1 } as const;

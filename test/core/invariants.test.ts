@@ -4,8 +4,10 @@ import { isDeepStrictEqual } from 'node:util';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { Compactor, REFERENCE_EXACT, createCharCounter, defaultCounter, type ChatMessage, type CompactionOptions, type CompactionResult, type ElisionEndsPass, type ElisionEpochs, type SummarizeRequest, type TokenCounter } from '../../src/index.js';
-import { compactionSteps, findRegions, hardTrim, needsCompactionCore, resolveOptions, runCompactionSteps, summaryContent, type ResolvedOptions, type SummarizeOutcome, type SummarizeStep } from '../../src/engine.js';
-import { aimFor } from '../../src/core/compaction/options.js';
+import { compactionSteps, hardTrim, needsCompactionCore, runCompactionSteps, type SummarizeOutcome, type SummarizeStep } from '../../src/core/compaction/engine.js';
+import { findRegions } from '../../src/core/compaction/regions.js';
+import { aimFor, resolveOptions, type ResolvedOptions } from '../../src/core/compaction/options.js';
+import { summaryContent } from '../../src/core/compaction/transcript.js';
 import {
   SUMMARIZER_BEHAVIOURS,
   assertCompactionInvariants,

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { InvalidInputError, isSticky, toProviderMessages, validateMessages } from '../../src/index.js';
-import { parseDuration, resolveOptions } from '../../src/engine.js';
+import { InvalidInputError, toProviderMessages, validateMessages } from '../../src/index.js';
+import { isSticky } from '../../src/core/schema.js';
+import { parseDuration, resolveOptions } from '../../src/core/compaction/options.js';
 
 function errorOf(run: () => unknown): InvalidInputError {
   try {

@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Compactor, REFERENCE_EXACT, type ChatMessage, type SessionLine } from '../../src/index.js';
-import { type SessionEntry } from '../../src/engine.js';
-import { parseSessionJsonl, recordCompaction, replaySession, summaryId, toJsonl } from '../../src/core/agent/session.js';
+import { parseSessionJsonl, recordCompaction, replaySession, summaryId, toJsonl, type SessionEntry } from '../../src/core/agent/session.js';
 import { assistant, charCounter, httpError, scriptedSummarizer, system, tool, toolRounds, user } from '../support/messages.js';
 
 function start(messages: ChatMessage[]): { entries: SessionEntry[]; lines: SessionLine[] } {

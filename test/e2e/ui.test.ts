@@ -9,7 +9,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { chromium, type Browser, type Frame } from 'playwright-core';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { type AgentRunWorkflowInput } from '../../src/index.js';
-import { agentRunStaticMetadata, compactionLine } from '../../src/engine.js';
+import { agentRunStaticMetadata, compactionLine } from '../../src/core/agent/compaction-history.js';
 import { openingOf, replayActivities, runAgent } from '../support/agent.js';
 import { bundleWorkflows, testConnection, uniqueId, withWorker } from '../support/temporal.js';
 

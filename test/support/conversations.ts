@@ -4,7 +4,8 @@
 import { isDeepStrictEqual } from 'node:util';
 import fc from 'fast-check';
 import { toProviderMessages, validateMessages, type ChatMessage, type CompactionResult, type ContentPart, type SummarizeRequest, type TokenCounter, type ToolCall } from '../../src/index.js';
-import { SUMMARY_ROOM_SHARE, type ResolvedOptions } from '../../src/engine.js';
+import { SUMMARY_ROOM_SHARE } from '../../src/core/compaction/economics.js';
+import type { ResolvedOptions } from '../../src/core/compaction/options.js';
 import { renderedText } from '../../corpus/fake-summarizer.js';
 
 // ---------------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 // Small named builders for hand-written conversations in unit tests.
 import type { ChatMessage, SummarizeRequest, Summarizer, TokenCounter } from '../../src/index.js';
-import { messageChars } from '../../src/engine.js';
+import { messageChars } from '../../src/core/counting/tokens.js';
 
 export const system = (content: string, extra: Partial<ChatMessage> = {}): ChatMessage => ({ role: 'system', content, ...extra });
 export const user = (content: string, extra: Partial<ChatMessage> = {}): ChatMessage => ({ role: 'user', content, ...extra });

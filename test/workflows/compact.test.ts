@@ -5,7 +5,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { Compactor, createActivities, createOpenAISummarizer, FailureType, REFERENCE_EXACT, type ChatMessage, type CompactConversationOptions, type CompactionResult, type Summarizer } from '../../src/index.js';
-import { SUMMARY_INSTRUCTION } from '../../src/engine.js';
+import { SUMMARY_INSTRUCTION } from '../../src/core/compaction/transcript.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.js';
 import { toolRounds } from '../support/messages.js';
 import { testConnection } from '../support/temporal.js';

@@ -11,9 +11,10 @@ import proto, { type temporal } from '@temporalio/proto';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateLongRun, longRunName } from '../../corpus/index.js';
-import { agentRun, compactionRecordsFromSession, createActivities, createExtractiveSummarizer, historyEvents, loadConfig, readSessionLines, replaySession, type AgentRunResult, type ChatMessage } from '../../src/index.js';
-import { openingMessages, STORED_SESSION_BATCH_BYTES } from '../../src/engine.js';
-import { chainRunIds } from '../../src/session-reader.js';
+import { agentRun, compactionRecordsFromSession, createActivities, createExtractiveSummarizer, loadConfig, replaySession, type AgentRunResult, type ChatMessage } from '../../src/index.js';
+import { chainRunIds, historyEvents, readSessionLines } from '../../src/session-reader.js';
+import { openingMessages } from '../../src/core/agent/trajectory.js';
+import { STORED_SESSION_BATCH_BYTES } from '../../src/workflows/agent-loop.js';
 import { runAgentThroughPlugin } from '../support/agent.js';
 import { bundleWorkflows, chainHistories, testConnection, uniqueId, withWorker, type TestConnection } from '../support/temporal.js';
 

@@ -5,7 +5,8 @@
 import { temporal } from '@temporalio/proto';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/config.js';
-import { createActivities, createOpenAISummarizer, loadWorkerConfig, type CompactConversationOptions } from '../../src/index.js';
+import { createActivities, createOpenAISummarizer, type CompactConversationOptions } from '../../src/index.js';
+import { loadWorkerConfig } from '../../src/worker.js';
 import type { compactConversation } from '../../src/workflows/index.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.js';
 import { toolRounds } from '../support/messages.js';

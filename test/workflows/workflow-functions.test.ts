@@ -3,7 +3,10 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
 import { FailureType, needsCompaction } from '../../src/workflow.js';
-import { needsCompactionCore, resolveOptions, summarizeActivitySummary, summarizeRequest, type SummarizeStep } from '../../src/engine.js';
+import { needsCompactionCore, type SummarizeStep } from '../../src/core/compaction/engine.js';
+import { resolveOptions } from '../../src/core/compaction/options.js';
+import { summarizeActivitySummary } from '../../src/workflows/compact.js';
+import { summarizeRequest } from '../../src/core/compaction/transcript.js';
 import { charCounter, toolRounds } from '../support/messages.js';
 
 function failureOf(fn: () => unknown): ApplicationFailure {
