@@ -41,7 +41,9 @@ export { applySessionLine, recordCompaction, summaryId, type SessionEntry } from
 export { replayScript, openingMessages, type ReplayScript, type RecordedTurn } from './core/agent/trajectory.js';
 export { isBuiltInToolName } from './core/agent/tool-declarations.js';
 export { CARRIED_STATE_VERSION, type AgentRunCarried, type RequestShape } from './shared/agent-run.js';
-export { CONTEXT_TOKENS_PATCH_ID, LONG_RUN_PATCH_ID, SESSION_BATCH_BYTES, STORED_SESSION_BATCH_BYTES, WORKFLOW_COUNT_CHARS } from './workflows/agent-loop.js';
+export { CONTEXT_TOKENS_PATCH_ID, LONG_RUN_PATCH_ID } from './workflows/agent/patches.js';
+export { SESSION_BATCH_BYTES, STORED_SESSION_BATCH_BYTES } from './workflows/agent/transcript-writer.js';
+export { WORKFLOW_COUNT_CHARS } from './workflows/agent/token-cache.js';
 // What the server accepts (docs/design.md#payload-limits).
 export { DEFAULT_PAYLOAD_LIMIT_BYTES, jsonPayloadBytes, utf8Length } from './core/limits/payload-size.js';
 export { assertTaskQueueName, TASK_QUEUE_MAX_BYTES } from './core/limits/task-queue.js';
