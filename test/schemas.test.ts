@@ -1,7 +1,8 @@
-// The JSON Schemas of compactConversation's input and result (docs/, from src/schemas.ts): the
-// committed files are what the script writes, and the schemas agree with what validates at run
-// time — the same messages and options accepted and rejected as validateMessages and
-// resolveOptions, the same defaults — and describe the results the engine returns.
+// The JSON Schemas of compactConversation's input and result (docs/, from src/schemas.ts): written
+// from the validators' own zod schemas; the committed files are what the script writes, and the
+// schemas agree with what validates at run time — the same messages and options accepted and
+// rejected as validateMessages and resolveOptions, the same defaults — and describe the results
+// the engine returns.
 import { readFileSync } from 'node:fs';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { describe, expect, it } from 'vitest';
@@ -9,10 +10,10 @@ import { repositoryCorpus } from '../corpus/index.js';
 import { createFakeSummarizer } from './support/conversations.js';
 import { jsonSchemaFiles } from '../scripts/json-schemas.js';
 import { InvalidInputError } from '../src/core/errors.js';
-import { resolveOptions } from '../src/core/compaction/options.js';
-import { validateMessages } from '../src/core/schema.js';
+import { durationTextMs, optionsSchema, resolveOptions } from '../src/core/compaction/options.js';
+import { chatMessageSchema as runtimeMessageSchema, validateMessages } from '../src/core/schema.js';
 import { Compactor, defaultCounter, createExtractiveSummarizer } from '../src/index.js';
-import { compactConversationInputSchema, compactConversationJsonSchemas, compactConversationOptionsSchema, compactionResultSchema } from '../src/schemas.js';
+import { DURATION_PATTERN, compactConversationInputSchema, compactConversationJsonSchemas, compactConversationOptionsSchema, compactionResultSchema } from '../src/schemas.js';
 
 const schemas = compactConversationJsonSchemas();
 const ajv = new Ajv2020({ allErrors: true, strict: true, strictRequired: false }) // "required" inside if/then names fields declared beside it: valid JSON Schema, an ajv lint;
@@ -85,6 +86,21 @@ const BAD_OPTIONS: Array<{ options: Record<string, unknown>; field: string; json
 ];
 
 describe('JSON Schemas of compactConversation (docs/)', () => {
+  it('are written from the schemas the validators use, not from copies of them', () => {
+    expect(compactConversationInputSchema.shape.messages.element).toBe(runtimeMessageSchema);
+    for (const key of ['triggerRatio', 'keepRecent', 'ageObservations', 'maxAttempts', 'elisionEpochs', 'cachedInputPrice'] as const) {
+      expect(compactConversationOptionsSchema.shape[key], key).toBe(optionsSchema.shape[key]);
+    }
+  });
+
+  it('allow the duration texts parseDuration reads, and no others', () => {
+    const pattern = new RegExp(DURATION_PATTERN);
+    const texts = ['2s', '500ms', '1.5m', '1h', '3d', ' 2 s ', '0ms', 'soon', '2 days', '-1s', '1.s', 's', '10', '2sec', ''];
+    for (const text of texts) expect(pattern.test(text), JSON.stringify(text)).toBe(durationTextMs(text) !== undefined);
+    expect(validateInput({ messages: [system], options: { contextBudget: 1000, retryBackoff: '1d' } })).toBe(true);
+    expect(optionsVerdict({ contextBudget: 1000, retryBackoff: '1d' })).toBe('ok');
+  });
+
   it('the committed files are what `npm run docs:schemas` writes', () => {
     for (const { path, text } of jsonSchemaFiles()) {
       let committed: string | null = null;

@@ -1,27 +1,79 @@
-// Sandbox-safe: message validation at the public boundary (zod), `isSticky`, `toProviderMessages`.
+// Sandbox-safe: message validation at the public boundary (one zod schema, also the source of the
+// messages' JSON Schema), `isSticky`, `toProviderMessages`.
 import { z } from 'zod';
 import { InvalidInputError } from './errors.js';
 import type { ChatMessage } from './types.js';
 
 const roles = ['system', 'developer', 'user', 'assistant', 'tool'] as const;
 
-const contentPartSchema = z.looseObject({ type: z.string() });
+const textPartSchema = z.looseObject({ type: z.literal('text'), text: z.string() });
+// JSON Schema says "any type but text" on the field; zod checks the same on the part.
+const otherPartSchema = z.looseObject({ type: z.string().meta({ not: { const: 'text' } }) }).refine((part) => part.type !== 'text', { path: ['text'], message: 'must be a string for a "text" part' });
 
 const toolCallSchema = z.looseObject({
   id: z.string().min(1),
   type: z.literal('function'),
-  function: z.looseObject({ name: z.string().min(1), arguments: z.string() }),
+  function: z.looseObject({ name: z.string().min(1), arguments: z.string().meta({ description: 'The arguments as the model wrote them: a JSON text, kept verbatim.' }) }),
 });
 
-const messageSchema = z.looseObject({
-  role: z.enum(roles),
-  content: z.unknown(),
-  tool_calls: z.array(toolCallSchema).optional(),
-  tool_call_id: z.string().min(1).optional(),
-  name: z.string().optional(),
-  sticky: z.boolean().optional(),
-  depth: z.number().int().nonnegative().optional(),
-});
+/** The rules across fields of one message ({@link chatMessageSchema}'s refinement), in JSON Schema: zod cannot write a refinement out. */
+const MESSAGE_CONDITIONS = [
+  {
+    if: { properties: { role: { const: 'tool' } }, required: ['role'] },
+    then: { required: ['tool_call_id'] },
+    else: { not: { required: ['tool_call_id'] } },
+  },
+  { if: { properties: { role: { not: { const: 'assistant' } } }, required: ['role'] }, then: { not: { required: ['tool_calls'] } } },
+  {
+    if: { properties: { content: { type: 'null' } }, required: ['content'] },
+    then: { properties: { role: { const: 'assistant' }, tool_calls: { type: 'array', minItems: 1 } }, required: ['tool_calls'] },
+  },
+];
+
+/**
+ * One chat message: an OpenAI chat-completions message plus the harness flags `sticky` and
+ * `depth`. Unknown fields are allowed and come back verbatim. What {@link validateMessages} checks
+ * each message with, and the source of the messages' JSON Schema (src/schemas.ts): `content` is
+ * last, so a fault elsewhere is named first, as it always was.
+ */
+export const chatMessageSchema = z
+  .looseObject({
+    role: z.enum(roles),
+    tool_calls: z.array(toolCallSchema).optional().meta({ description: 'Only on assistant messages.' }),
+    tool_call_id: z.string().min(1).optional().meta({ description: 'Required on tool messages, not allowed on others.' }),
+    name: z.string().optional(),
+    sticky: z.boolean().optional().meta({ description: 'Keep this message where it is through every compaction.' }),
+    depth: z.number().int().nonnegative().optional().meta({ description: 'An injection at a fixed depth (sticky too).' }),
+    content: z.union([z.string(), z.null(), z.array(z.union([textPartSchema, otherPartSchema]))]).meta({
+      description: 'A string, an array of content parts, or null (only for an assistant message with tool_calls).',
+    }),
+  })
+  .superRefine((message, context) => {
+    const { role } = message;
+    if (role === 'tool' && message.tool_call_id === undefined) context.addIssue({ code: 'custom', path: ['tool_call_id'], message: 'required for role "tool"' });
+    if (role !== 'tool' && message.tool_call_id !== undefined) context.addIssue({ code: 'custom', path: ['tool_call_id'], message: `only allowed for role "tool", not "${role}"` });
+    if (message.tool_calls !== undefined && role !== 'assistant') context.addIssue({ code: 'custom', path: ['tool_calls'], message: `only allowed for role "assistant", not "${role}"` });
+    if (message.content === null && role !== 'assistant') context.addIssue({ code: 'custom', path: ['content'], message: `must not be null for role "${role}"` });
+    if (message.content === null && (message.tool_calls === undefined || message.tool_calls.length === 0)) {
+      context.addIssue({ code: 'custom', path: ['content'], message: 'must not be null for an assistant message without tool_calls' });
+    }
+    // Results name the call they answer by id: two calls of one turn with the same id cannot both be
+    // answered, and pairing a result to "its" turn (compaction's rule never to split a turn from its
+    // results) would be ambiguous. Reusing an id in a later turn is fine (see validateMessages).
+    const positions = new Map<string, number>();
+    message.tool_calls?.forEach((call, position) => {
+      const first = positions.get(call.id);
+      if (first !== undefined) {
+        context.addIssue({
+          code: 'custom',
+          path: ['tool_calls', position, 'id'],
+          message: `"${call.id}" is also the id of tool_calls[${first}]: the ids of one assistant turn must differ (a result could not say which call it answers)`,
+        });
+      }
+      if (first === undefined) positions.set(call.id, position);
+    });
+  })
+  .meta({ title: 'ChatMessage', allOf: MESSAGE_CONDITIONS });
 
 function pathOf(index: number, path: readonly PropertyKey[]): string {
   let field = `messages[${index}]`;
@@ -47,62 +99,33 @@ export function describeIssue(issue: z.core.$ZodIssue, root: unknown): string {
 }
 
 /**
- * Validates one message and the rules zod cannot express alone. Throws `InvalidInputError`
- * naming the index and field, e.g. `messages[12].tool_call_id: required for role "tool"`.
+ * Validates one message with {@link chatMessageSchema}. Throws `InvalidInputError` naming the
+ * index and field, e.g. `messages[12].tool_call_id: required for role "tool"`.
  */
 function assertMessage(value: unknown, index: number): asserts value is ChatMessage {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw new InvalidInputError(`messages[${index}]`, 'must be an object', index);
   }
-  const parsed = messageSchema.safeParse(value);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    if (issue === undefined) throw new InvalidInputError(`messages[${index}]`, 'invalid message', index);
-    throw new InvalidInputError(pathOf(index, issue.path), describeIssue(issue, value), index);
-  }
-  const message = parsed.data;
-  assertContent(message.content, index);
-  if (message.role === 'tool' && message.tool_call_id === undefined) {
-    throw new InvalidInputError(`messages[${index}].tool_call_id`, 'required for role "tool"', index);
-  }
-  if (message.role !== 'tool' && message.tool_call_id !== undefined) {
-    throw new InvalidInputError(`messages[${index}].tool_call_id`, `only allowed for role "tool", not "${message.role}"`, index);
-  }
-  if (message.tool_calls !== undefined && message.role !== 'assistant') {
-    throw new InvalidInputError(`messages[${index}].tool_calls`, `only allowed for role "assistant", not "${message.role}"`, index);
-  }
-  if (message.content === null && message.role !== 'assistant') {
-    throw new InvalidInputError(`messages[${index}].content`, `must not be null for role "${message.role}"`, index);
-  }
-  if (message.content === null && (message.tool_calls === undefined || message.tool_calls.length === 0)) {
-    throw new InvalidInputError(`messages[${index}].content`, 'must not be null for an assistant message without tool_calls', index);
-  }
-  // Results name the call they answer by id: two calls of one turn with the same id cannot both be
-  // answered, and pairing a result to "its" turn (compaction's rule never to split a turn from its
-  // results) would be ambiguous. Reusing an id in a later turn is fine (see validateMessages).
-  const positions = new Map<string, number>();
-  message.tool_calls?.forEach((call, position) => {
-    const first = positions.get(call.id);
-    if (first !== undefined) {
-      throw new InvalidInputError(
-        `messages[${index}].tool_calls[${position}].id`,
-        `"${call.id}" is also the id of tool_calls[${first}]: the ids of one assistant turn must differ (a result could not say which call it answers)`,
-        index,
-      );
-    }
-    positions.set(call.id, position);
-  });
+  const parsed = chatMessageSchema.safeParse(value);
+  if (parsed.success) return;
+  const issue = parsed.error.issues[0];
+  if (issue === undefined) throw new InvalidInputError(`messages[${index}]`, 'invalid message', index);
+  // A fault in the content is named down to the part and field ("required (...)" rather than zod's "no union matched").
+  if (issue.path[0] === 'content' && !(issue.code === 'custom' && issue.path.length === 1)) assertContent(Reflect.get(value, 'content'), index);
+  throw new InvalidInputError(pathOf(index, issue.path), describeIssue(issue, value), index);
 }
 
+/** Names the fault in a message's content (the schema found one): its part and field. */
 function assertContent(content: unknown, index: number): void {
   const field = `messages[${index}].content`;
   if (content === undefined) throw new InvalidInputError(field, 'required (a string, null or an array of content parts)', index);
   if (content === null || typeof content === 'string') return;
   if (!Array.isArray(content)) throw new InvalidInputError(field, 'must be a string, null or an array of content parts', index);
   content.forEach((part: unknown, partIndex) => {
-    const parsed = contentPartSchema.safeParse(part);
-    if (!parsed.success) throw new InvalidInputError(`${field}[${partIndex}].type`, 'required (a content part is an object with a string "type")', index);
-    if (parsed.data.type === 'text' && typeof parsed.data.text !== 'string') {
+    const record = typeof part === 'object' && part !== null && !Array.isArray(part) ? part : undefined;
+    const type: unknown = record === undefined ? undefined : Reflect.get(record, 'type');
+    if (record === undefined || typeof type !== 'string') throw new InvalidInputError(`${field}[${partIndex}].type`, 'required (a content part is an object with a string "type")', index);
+    if (type === 'text' && typeof Reflect.get(record, 'text') !== 'string') {
       throw new InvalidInputError(`${field}[${partIndex}].text`, 'must be a string for a "text" part', index);
     }
   });

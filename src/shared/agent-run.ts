@@ -3,59 +3,17 @@
 // client imports them from here (through `temporal-compactor/workflow`) without the loop itself.
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
 import type { AgentRunInput } from '../core/agent/agent-input.js';
+import type { BackendStatus } from '../core/agent/backend-cooldown.js';
+import type { AgentRunCarried } from '../core/agent/carried-state.js';
 import type { CompactionHistory } from '../core/agent/compaction-history.js';
-import type { SessionEntry, SessionReference, SessionSnapshot } from '../core/agent/session.js';
-import type { UsageCounterState } from '../core/counting/usage-counter.js';
+import type { SessionReference, SessionSnapshot } from '../core/agent/session.js';
 import type { ChatMessage, ContentPart } from '../core/types.js';
 
-/** The format of {@link AgentRunCarried}; a run refuses carried state of another version. */
-export const CARRIED_STATE_VERSION = 2;
-
-/** What a run carries across continue-as-new (internal; plain JSON, bounded by the live context). */
-export interface AgentRunCarried {
-  version: typeof CARRIED_STATE_VERSION;
-  /** The live conversation, each message with its transcript id. */
-  live: SessionEntry[];
-  /** Transcript lines recorded so far, across runs (every line is recorded before continuing as new). */
-  sessionLines: number;
-  compactions: CompactionHistory;
-  rounds: number;
-  nextId: number;
-  /** Each backend's `UsageCounter` state, by position in the chain. */
-  counters: Array<UsageCounterState | null>;
-  pendingUserMessages: ChatMessage[];
-  backendFallbacks: number;
-  /** Each backend's failed rounds and rest, by position in the chain. */
-  backends: BackendStatus[];
-  /** The last chat request, as ids and sizes of its messages: the next one's cache is modelled against it. */
-  previousRequest: RequestShape | null;
-  peakContextTokens: number;
-  continuedAsNew: number;
-  /**
-   * Token counts of the live conversation's texts, per BPE encoding of the chain: one entry per
-   * text, message by message in the order `messageTexts` lists them (null: not counted). The
-   * continued run starts knowing them instead of counting its conversation again. Absent in state
-   * carried by workers before it.
-   */
-  tokenCounts?: Record<string, Array<number | null>>;
-}
-
-/** A chat request as far as prompt caching is concerned: its messages' transcript ids and JSON sizes, in order. */
-export interface RequestShape {
-  ids: string[];
-  sizes: number[];
-}
-
-/** How a backend of the chain has fared: rounds it failed, and until when it rests (not tried first). */
-export interface BackendStatus {
-  label: string;
-  /** Rounds in which it failed after its retries. */
-  failedRounds: number;
-  /** It is not tried first before this round (1-based); null when it is not resting. */
-  restingUntilRound: number | null;
-  /** Nor before this time (ms since the epoch, workflow time), when the cooldown has a time; else null. */
-  restingUntilTime: number | null;
-}
+// Carried state is validated in the core (one zod schema, src/core/agent/carried-state.ts); a backend's
+// status and a request's shape are the core's too (./backend-cooldown.ts, ./request-cost.ts there).
+export { CARRIED_STATE_VERSION, type AgentRunCarried } from '../core/agent/carried-state.js';
+export type { BackendStatus } from '../core/agent/backend-cooldown.js';
+export type { RequestShape } from '../core/agent/request-cost.js';
 
 /** The workflow's input: {@link AgentRunInput}, plus the state a continued run carries. */
 export interface AgentRunWorkflowInput extends AgentRunInput {
@@ -89,6 +47,12 @@ export interface AgentRunResult {
   /** How many times the run continued as new. */
   continuedAsNew: number;
 }
+
+/**
+ * The workflow function's type, for `continueAsNew` and typed starts without importing the loop
+ * (the workflow is `agentRun` in src/workflows/agent-run.ts).
+ */
+export type AgentRunWorkflow = (input: AgentRunWorkflowInput) => Promise<AgentRunResult>;
 
 /** Details of a `RunFailed.ContextExhausted` failure. */
 export interface ContextExhaustedDetails {

@@ -1,5 +1,5 @@
 // Sandbox-safe: the reference agent loop `agentRun` as a workflow (docs/design.md#agent-run): its
-// queries and updates wired to the loop (./agent-loop.ts), and a failure or a cancellation ending
+// queries and updates wired to the loop (./agent/loop.ts), and a failure or a cancellation ending
 // the run only after its transcript is written. Its definitions — input, result, queries and
 // updates — are in src/shared/agent-run.ts, so a client needs none of the loop to call it.
 import { ApplicationFailure } from '@temporalio/common';
@@ -20,7 +20,7 @@ import {
   type AgentRunWorkflowInput,
 } from '../shared/agent-run.js';
 import { failOnInvalidInput, invalidInputFailure } from '../shared/failures.js';
-import { AgentLoop } from './agent-loop.js';
+import { AgentLoop } from './agent/loop.js';
 
 export * from '../shared/agent-run.js';
 

@@ -608,7 +608,7 @@ export const MALFORMED_CLASSES: readonly MalformedClass[] = [
       .constantFrom(
         { carried: 'resume', field: 'input.carried' },
         { carried: { version: 1 }, field: 'input.carried.version' },
-        { carried: { version: 2, live: 'x' }, field: 'input.carried' },
+        { carried: { version: 2, live: 'x' }, field: 'input.carried.live' },
       )
       .map(({ carried, field }) => ({ value: { ...validAgentInput([]), carried }, field })),
   ),

@@ -7,7 +7,7 @@ import type { HistoryAndWorkflowId } from '@temporalio/common';
 import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ECONOMICS_PATCH_ID } from '../../src/workflows/compact.js';
-import { CONTEXT_TOKENS_PATCH_ID } from '../../src/workflows/agent-loop.js';
+import { CONTEXT_TOKENS_PATCH_ID } from '../../src/workflows/agent/patches.js';
 import { bundleTestWorkflows, HISTORIES_DIR } from './harness.js';
 
 interface JsonEvent {

@@ -12,7 +12,7 @@ import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig, replaySession, type ChatMessage } from '../../src/index.js';
 import { readSessionLines } from '../../src/session-reader.js';
-import { WORKFLOW_COUNT_CHARS } from '../../src/workflows/agent-loop.js';
+import { WORKFLOW_COUNT_CHARS } from '../../src/workflows/agent/token-cache.js';
 import { readTurn, sourceText } from '../support/source-text.js';
 import { runAgentThroughPlugin } from '../support/agent.js';
 import { bundleWorkflows, chainHistories, testConnection, uniqueId, type TestConnection } from '../support/temporal.js';

@@ -162,7 +162,8 @@ export const MAX_RETRY_BACKOFF_MS = 30_000;
 
 const ratio = z.number().gt(0).lte(1);
 const count = z.number().int().nonnegative();
-const optionsSchema = z.object({
+/** The compaction options with their defaults: what {@link resolveOptions} parses, and the source of their JSON Schema (src/schemas.ts). */
+export const optionsSchema = z.object({
   contextBudget: z.number().int().positive(),
   triggerRatio: ratio.default(0.8),
   targetRatio: ratio.default(0.5),

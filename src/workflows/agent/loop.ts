@@ -1,0 +1,364 @@
+// Sandbox-safe: the agent loop behind `agentRun` (docs/design.md#agent-run). Each round: preflight in every
+// backend's own units, compact when needed (inline, through `compact`), one `chat` activity, the
+// requested tools as activities (../tool-dispatch.ts), append, calibrate.
+//
+// What the run holds is bounded by its live context, never by its length: the transcript leaves
+// the workflow in batches (./transcript-writer.ts), the compaction history keeps recent records and
+// totals, and continue-as-new carries the live conversation with its transcript ids. Anything that
+// could still exceed the server's payload limit is measured before it is sent (./payload-limit.ts,
+// docs/design.md#never-wedge). Its other parts, one job each: the token counts it knows
+// (./token-cache.ts), what it publishes (./visibility.ts), its patches (./patches.ts), backend
+// cooldown and request cost (src/core/agent/backend-cooldown.ts, request-cost.ts).
+import { ApplicationFailure } from '@temporalio/common';
+import { ActivityFailure, allHandlersFinished, condition, continueAsNew, isCancellation, log, proxyActivities, workflowInfo } from '@temporalio/workflow';
+import type { ChatActivityInput, ChatActivityOutput, CompactorActivities } from '../../activities/index.js';
+import { RunFailureType } from '../../core/agent/agent-errors.js';
+import { pinTask, type AgentRunPlan, type ResolvedBackend } from '../../core/agent/agent-input.js';
+import { freshBackendStatus, isResting, restingNote, startRest, type BackendStatus } from '../../core/agent/backend-cooldown.js';
+import { CARRIED_STATE_VERSION, parseCarriedState, type AgentRunCarried } from '../../core/agent/carried-state.js';
+import { addCompactionRecord, compactionRecord, emptyCompactionHistory, groupDigits, type CompactionHistory } from '../../core/agent/compaction-history.js';
+import { backendCounter, preflight, type BackendCounter } from '../../core/agent/preflight.js';
+import { requestCost, type RequestShape } from '../../core/agent/request-cost.js';
+import { addRoundUsage, addSummarizerUsage, type RoundUsage } from '../../core/agent/run-usage.js';
+import { applySessionLine, recordCompaction, type SessionEntry, type SessionLine, type SessionSnapshot } from '../../core/agent/session.js';
+import type { SummarizerUsage } from '../../core/counting/summarizer-usage.js';
+import { jsonPayloadBytes } from '../../core/limits/payload-size.js';
+import type { ChatMessage, CompactionResult } from '../../core/types.js';
+import { CHAT_ACTIVITY_DEFAULTS, agentActivityOptions } from '../../shared/activity-options.js';
+import type { AgentRunResult, AgentRunWorkflow, AgentRunWorkflowInput, ContextExhaustedDetails, StopAnswer, StopReason } from '../../shared/agent-run.js';
+import { failureMessage } from '../../shared/failures.js';
+import { UNDESCRIBED_WORKER, type WorkerDescription } from '../../shared/worker-description.js';
+import { compactWithUsage, needsCompaction, type CompactOptions } from '../compact.js';
+import { describeWorker } from '../describe-worker.js';
+import { runToolCalls } from '../tool-dispatch.js';
+import { RunPatches } from './patches.js';
+import { PayloadLimit } from './payload-limit.js';
+import { TokenCache } from './token-cache.js';
+import { TranscriptWriter } from './transcript-writer.js';
+import { RunVisibility } from './visibility.js';
+
+/**
+ * Workflow time in ms: the sandbox replaces `Date` with the time of the workflow task, the same
+ * on replay, so this is deterministic (the lint rule against clocks is for the pure core).
+ */
+function workflowTime(): number {
+  // eslint-disable-next-line no-restricted-properties -- workflow time, not the machine's clock (see above)
+  return Date.now();
+}
+
+/** One run of the loop: its state, which only its own methods change, and what a round does with it. */
+export class AgentLoop {
+  private entries: SessionEntry[] = [];
+  private readonly patches = new RunPatches();
+  private readonly limit: PayloadLimit;
+  private readonly transcript: TranscriptWriter;
+  private readonly visibility: RunVisibility;
+  private compactions: CompactionHistory;
+  private readonly counters: BackendCounter[];
+  private readonly tokens: TokenCache;
+  private readonly pendingUserMessages: ChatMessage[];
+  private rounds: number;
+  private roundsThisRun = 0;
+  private nextId: number;
+  private backendFallbacks: number;
+  private readonly backends: BackendStatus[];
+  private peakContextTokens: number;
+  private readonly continuedAsNew: number;
+  private worker: WorkerDescription = UNDESCRIBED_WORKER;
+  private finished = false;
+  private stopRequested = false;
+  private previousRequest: RequestShape | null;
+  /** JSON sizes of messages already measured (the same message object is not measured twice). */
+  private readonly sizes = new WeakMap<ChatMessage, number>();
+
+  constructor(
+    private readonly input: AgentRunWorkflowInput,
+    private readonly plan: AgentRunPlan,
+  ) {
+    const carried = input.carried === undefined ? undefined : parseCarriedState(input.carried);
+    this.limit = new PayloadLimit(plan.maxPayloadBytes);
+    this.transcript = new TranscriptWriter(carried?.sessionLines ?? 0, this.patches, this.limit);
+    this.visibility = new RunVisibility(this.patches);
+    this.compactions = carried?.compactions ?? emptyCompactionHistory(plan.pricing);
+    this.previousRequest = carried?.previousRequest ?? null;
+    this.rounds = carried?.rounds ?? 0;
+    this.nextId = carried?.nextId ?? 1;
+    this.pendingUserMessages = carried?.pendingUserMessages ?? [];
+    this.backendFallbacks = carried?.backendFallbacks ?? 0;
+    this.backends = plan.backends.map((backend) => carried?.backends[backend.index] ?? freshBackendStatus(backend.label));
+    this.peakContextTokens = carried?.peakContextTokens ?? 0;
+    this.continuedAsNew = carried?.continuedAsNew ?? 0;
+    this.tokens = new TokenCache(plan.backends);
+    if (carried?.tokenCounts !== undefined) this.tokens.remember(carried.live, carried.tokenCounts);
+    this.counters = plan.backends.map((backend) => backendCounter(backend, plan.tools, carried?.counters[backend.index] ?? null, this.tokens.countsFor(backend.tokenizer)));
+    if (carried !== undefined) this.entries = carried.live;
+    else {
+      // docs/design.md#task-survives: the task stays verbatim (sticky) unless the input says otherwise.
+      for (const message of plan.keepTask ? pinTask(plan.messages) : plan.messages) this.append(message);
+    }
+  }
+
+  get messages(): ChatMessage[] {
+    return this.entries.map((entry) => entry.message);
+  }
+
+  get isFinished(): boolean {
+    return this.finished;
+  }
+
+  get compactionHistory(): CompactionHistory {
+    return this.compactions;
+  }
+
+  /** What the `session` query answers. */
+  sessionSnapshot(): SessionSnapshot {
+    return { reference: this.transcript.reference(), pending: this.transcript.pending };
+  }
+
+  /** Asks the run to stop once the round in progress is done (the `stop` update). */
+  requestStop(): StopAnswer {
+    this.stopRequested = true;
+    return { stopping: true, rounds: this.rounds };
+  }
+
+  /** Queues a user message for the next round (the `addUserMessage` update); returns how many wait. */
+  queueUserMessage(message: ChatMessage): number {
+    this.pendingUserMessages.push(message);
+    return this.pendingUserMessages.length;
+  }
+
+  private writeLine(line: SessionLine): void {
+    this.entries = applySessionLine(this.entries, line, this.transcript.nextLineIndex);
+    this.transcript.write(line);
+  }
+
+  private append(message: ChatMessage, usage?: RoundUsage): void {
+    this.writeLine(usage === undefined ? { type: 'message', id: `m${this.nextId}`, message } : { type: 'message', id: `m${this.nextId}`, message, usage });
+    this.nextId += 1;
+  }
+
+  /**
+   * Before the run fails: records what it can of the transcript, so a failed run's transcript is
+   * whole. A failure to record (a batch over the payload limit, the cause of this very failure
+   * perhaps) must not replace the run's own failure.
+   */
+  async recordSessionBeforeFailing(): Promise<void> {
+    this.finished = true;
+    try {
+      await this.transcript.recordNow();
+    } catch (error) {
+      if (!(error instanceof ApplicationFailure)) throw error;
+      log.warn('the transcript could not be recorded in whole before the run failed', { recordedLines: this.transcript.recorded, pendingLines: this.transcript.pending.length, error: error.message });
+    }
+  }
+
+  private carry(): AgentRunCarried {
+    return {
+      version: CARRIED_STATE_VERSION,
+      live: this.entries,
+      sessionLines: this.transcript.recorded,
+      compactions: this.compactions,
+      rounds: this.rounds,
+      nextId: this.nextId,
+      counters: this.counters.map((counter) => counter.usage.toJSON()),
+      pendingUserMessages: this.pendingUserMessages,
+      backendFallbacks: this.backendFallbacks,
+      backends: this.backends,
+      previousRequest: this.previousRequest,
+      peakContextTokens: this.peakContextTokens,
+      continuedAsNew: this.continuedAsNew,
+      tokenCounts: this.tokens.toCarry(this.messages),
+    };
+  }
+
+  /** Records the transcript, then builds the result and checks it fits a payload. */
+  private async finish(stopReason: StopReason): Promise<AgentRunResult> {
+    this.finished = true;
+    await this.transcript.recordNow();
+    const result: AgentRunResult = {
+      messages: this.messages,
+      session: this.transcript.reference(),
+      compactions: this.compactions,
+      rounds: this.rounds,
+      stopReason,
+      backendFallbacks: this.backendFallbacks,
+      backends: this.backends,
+      peakContextTokens: this.peakContextTokens,
+      continuedAsNew: this.continuedAsNew,
+    };
+    this.publish(undefined);
+    this.limit.check('the result of the run', jsonPayloadBytes(result));
+    return result;
+  }
+
+  /**
+   * Current details and search attributes, when they changed (./visibility.ts); `window` is the
+   * context window of the backend `contextTokens` was counted for.
+   */
+  private publish(contextTokens: number | undefined, window?: number): void {
+    const note = restingNote(this.backends.filter((_, index) => this.isResting(index)));
+    const allowed = new Set(this.plan.searchAttributes ? this.worker.searchAttributes : []);
+    this.visibility.publish(this.compactions, note, allowed, contextTokens, window);
+  }
+
+  /** Whether a backend rests in the coming round (docs/design.md#cooldown). */
+  private isResting(index: number): boolean {
+    return isResting(this.backends[index], this.rounds + 1, workflowTime);
+  }
+
+  private rest(index: number): void {
+    const status = this.backends[index];
+    if (status !== undefined) startRest(status, this.plan.backendCooldown, this.rounds + 1, workflowTime);
+  }
+
+  private compactOptions(aimAt: BackendCounter, aim: number): CompactOptions {
+    const { contextBudget, ...rest } = this.plan.compaction;
+    return { ...rest, contextBudget: contextBudget ?? aim, counter: aimAt.conversation, maxPayloadBytes: this.plan.maxPayloadBytes, payloadStore: this.worker.externalStorage };
+  }
+
+  /**
+   * Compacts when the conversation does not fit the aim, or is over the compaction trigger (or
+   * holds an elision batch). Over the room, `compact` aims at the room exactly (docs/design.md#overrides);
+   * merely over the trigger, it aims at `targetRatio × contextBudget` so one compaction buys
+   * several rounds instead of trimming a little every round.
+   */
+  private async compactIfNeeded(candidates: readonly BackendCounter[]): Promise<void> {
+    const { aimAt, aim, tokens } = preflight(this.messages, candidates);
+    const options = this.compactOptions(aimAt, aim);
+    const overRoom = tokens > aim;
+    if (!overRoom && !needsCompaction(this.messages, options)) return;
+    const { result: compacted, summarizerUsage } = await compactWithUsage(this.messages, overRoom ? { ...options, target: aim } : options);
+    // The run is out of room only when the conversation does not fit the backend: a `contextBudget`
+    // set below the room is what compaction aims at, not a limit the model has.
+    const result = { ...compacted, exhausted: compacted.tokensAfter > aim };
+    this.record(result, aimAt.backend, overRoom ? aim : (this.plan.compaction.contextBudget ?? aim), summarizerUsage);
+    if (result.exhausted) {
+      this.publish(result.tokensAfter);
+      const details: ContextExhaustedDetails = { round: this.rounds + 1, backend: aimAt.backend.label, tokens: result.tokensAfter, room: aim };
+      throw ApplicationFailure.create({
+        type: RunFailureType.ContextExhausted,
+        message: `context exhausted before round ${details.round}: ${groupDigits(details.tokens)} tokens after compaction, ${groupDigits(aim)} usable on ${details.backend} (keepRecent or a recent tool result is too large for the window)`,
+        nonRetryable: true,
+        details: [details],
+      });
+    }
+  }
+
+  private record(result: CompactionResult, backend: ResolvedBackend, target: number, summarizerUsage: SummarizerUsage | undefined): void {
+    // The summarizer was billed even when its summary lost to the hard trim.
+    if (summarizerUsage !== undefined) this.compactions = { ...this.compactions, usage: addSummarizerUsage(this.compactions.usage, summarizerUsage) };
+    const changed = result.cutIndex >= 0 || result.elisions.length > 0 || result.fallback || result.exhausted;
+    if (!changed) return;
+    const { cacheHitRate, billedInput } = this.compactions.usage;
+    const context = { round: this.rounds + 1, backend: backend.label, target, ...(summarizerUsage === undefined ? {} : { summarizerUsage }), cacheHitRate, billedInput };
+    const { lines, entries } = recordCompaction(this.entries, result, context);
+    for (const line of lines) this.transcript.write(line);
+    this.entries = entries;
+    this.compactions = addCompactionRecord(this.compactions, compactionRecord(context, result));
+    // LONG_RUN_PATCH_ID: the cache forgets what compaction dropped (runs before it kept every text).
+    if (this.patches.longRunV2()) this.tokens.forgetAllBut(this.messages);
+  }
+
+  private sizeOf(message: ChatMessage): number {
+    let size = this.sizes.get(message);
+    if (size === undefined) {
+      size = JSON.stringify(message).length;
+      this.sizes.set(message, size);
+    }
+    return size;
+  }
+
+  /** What this request cost (src/core/agent/request-cost.ts); it becomes the request the next one's cache is modelled against. */
+  private roundUsage(sent: readonly ChatMessage[], backend: BackendCounter, tokens: number, answer: ChatActivityOutput): RoundUsage {
+    const shape: RequestShape = { ids: this.entries.map((entry) => entry.id), sizes: sent.map((message) => this.sizeOf(message)) };
+    const usage = requestCost({ backend: backend.backend.label, sent, shape, previous: this.previousRequest, tokens, reported: answer.usage, count: (messages) => backend.usage.count(messages) });
+    this.previousRequest = shape;
+    return usage;
+  }
+
+  /** One chat call, falling back along the chain when a backend fails after its retries. */
+  private async chat(): Promise<{ answer: ChatActivityOutput; backend: BackendCounter; usage: RoundUsage }> {
+    const failed = new Set<number>();
+    let lastFailure: unknown;
+    await this.tokens.countNewText(this.messages, this.limit.externalStorage ? Number.POSITIVE_INFINITY : this.limit.inlineBatchBytes());
+    for (;;) {
+      const available = this.counters.filter((counter) => !failed.has(counter.backend.index));
+      // Resting backends are left out while another one can take the round.
+      const rested = available.filter((counter) => !this.isResting(counter.backend.index));
+      const candidates = rested.length > 0 ? rested : available;
+      if (candidates.length === 0) {
+        throw ApplicationFailure.create({
+          type: RunFailureType.BackendsFailed,
+          message: `every backend failed in round ${this.rounds + 1}; last: ${failureMessage(lastFailure)}`,
+          nonRetryable: true,
+          cause: lastFailure instanceof Error ? lastFailure : undefined,
+        });
+      }
+      await this.compactIfNeeded(candidates);
+      const { fits, aimAt } = preflight(this.messages, candidates);
+      const backend = fits ?? aimAt;
+      const sent = this.messages;
+      const tokens = backend.conversation.count(sent);
+      this.publish(tokens, backend.backend.config.contextWindow);
+      const input: ChatActivityInput = { backend: backend.backend.config, messages: sent, tools: this.plan.tools, turn: this.rounds };
+      this.limit.check(`the chat request of round ${this.rounds + 1}`, jsonPayloadBytes([input]));
+      try {
+        const { chat } = proxyActivities<CompactorActivities>({
+          ...agentActivityOptions(this.plan.chatActivity, 'input.chatActivity', CHAT_ACTIVITY_DEFAULTS),
+          // The backend is named only when there is a choice of them (one-backend runs name it in their input): a summary is history bytes every round.
+          summary: `chat${this.backends.length > 1 ? ` · ${backend.backend.label}` : ''} · ${sent.length} messages (${groupDigits(tokens)} tokens)`,
+        });
+        const answer = await chat(input);
+        const usage = this.roundUsage(sent, backend, tokens, answer);
+        this.compactions = { ...this.compactions, usage: addRoundUsage(this.compactions.usage, usage) };
+        if (answer.usage !== undefined) backend.usage.calibrate(sent, answer.usage.promptTokens);
+        this.peakContextTokens = Math.max(this.peakContextTokens, answer.usage?.promptTokens ?? tokens);
+        return { answer, backend, usage };
+      } catch (error) {
+        if (isCancellation(error) || !(error instanceof ActivityFailure)) throw error;
+        lastFailure = error;
+        failed.add(backend.backend.index);
+        this.rest(backend.backend.index);
+        if (failed.size < this.counters.length) this.backendFallbacks += 1;
+      }
+    }
+  }
+
+  private shouldContinueAsNew(): boolean {
+    if (this.roundsThisRun === 0) return false;
+    const every = this.plan.continueAsNewAfterRounds;
+    return workflowInfo().continueAsNewSuggested || (every !== undefined && this.roundsThisRun >= every);
+  }
+
+  private async continueAsNew(): Promise<never> {
+    // Updates in flight finish first: their messages must be in what the next run carries.
+    await condition(allHandlersFinished);
+    for (const message of this.pendingUserMessages.splice(0)) this.append(message);
+    await this.transcript.record();
+    const next: AgentRunWorkflowInput = { ...this.input, messages: [], carried: { ...this.carry(), continuedAsNew: this.continuedAsNew + 1 } };
+    this.limit.check('the state the run continues as new with', jsonPayloadBytes([next]));
+    return continueAsNew<AgentRunWorkflow>(next);
+  }
+
+  async run(): Promise<AgentRunResult> {
+    this.worker = await describeWorker();
+    this.limit.externalStorage = this.worker.externalStorage;
+    this.publish(undefined);
+    for (;;) {
+      for (const message of this.pendingUserMessages.splice(0)) this.append(message);
+      if (this.rounds >= this.plan.maxRounds) return this.finish('maxRounds');
+      if (this.stopRequested) return this.finish('stopped');
+      if (this.shouldContinueAsNew()) await this.continueAsNew();
+      const { answer, backend, usage } = await this.chat();
+      this.append(answer.message, usage);
+      this.rounds += 1;
+      this.roundsThisRun += 1;
+      const results = await runToolCalls(answer.message, answer.unanswered ?? [], { plan: this.plan, backend: backend.backend.config, externalStorage: this.worker.externalStorage });
+      for (const result of results) this.append(result);
+      for (const message of answer.userMessages ?? []) this.append(message);
+      if (answer.endOfTrajectory === true) return this.finish('completed');
+      if (results.length === 0 && (answer.userMessages ?? []).length === 0 && this.pendingUserMessages.length === 0) return this.finish('completed');
+      if (this.transcript.batchIsDue()) await this.transcript.record();
+    }
+  }
+}

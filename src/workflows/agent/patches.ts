@@ -1,0 +1,40 @@
+// Sandbox-safe: the patches of `agentRun` (docs/design.md#economics-patch) — what a long run changed after
+// it shipped, each asked of `patched()` once, when first needed, so that a run recorded before a
+// patch replays with the behaviour it was recorded with.
+import { patched } from '@temporalio/workflow';
+
+/**
+ * Gates what a long run changed after it shipped: larger transcript batches with a payload store
+ * (`STORED_SESSION_BATCH_BYTES`), and a token-count cache that forgets the texts compaction
+ * dropped. A run recorded before them replays with the old batches and cache.
+ */
+export const LONG_RUN_PATCH_ID = 'temporal-compactor:long-run-v2';
+
+/**
+ * Runs that refresh the `ContextTokens` search attribute when the context moved by a tenth of the
+ * round's context window (or at a compaction). Before it, the rule was a tenth of the last value:
+ * a context that grows by a large tool result each round was upserted every round, one history
+ * event each, for a figure that serves to find runs near their window.
+ */
+export const CONTEXT_TOKENS_PATCH_ID = 'temporal-compactor:context-tokens-window';
+
+/**
+ * The patches one run has, each asked once, at its first use: `patched()` writes a marker into
+ * history where it is first called, so where that is must not move (nor be asked earlier).
+ */
+export class RunPatches {
+  private longRun: boolean | undefined;
+  private contextTokens: boolean | undefined;
+
+  /** {@link LONG_RUN_PATCH_ID}: asked when a batch size or the token cache first depends on it. */
+  longRunV2(): boolean {
+    this.longRun ??= patched(LONG_RUN_PATCH_ID);
+    return this.longRun;
+  }
+
+  /** {@link CONTEXT_TOKENS_PATCH_ID}: asked at the first round's publication of the context size. */
+  contextTokensByWindow(): boolean {
+    this.contextTokens ??= patched(CONTEXT_TOKENS_PATCH_ID);
+    return this.contextTokens;
+  }
+}

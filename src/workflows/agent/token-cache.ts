@@ -1,0 +1,111 @@
+// Sandbox-safe: the token counts an agent run knows, by text, per BPE encoding of its chain
+// (docs/design.md#count-tokens) — what the backends' counters look up before tokenizing, what the
+// `countTokens` activity counts when there is too much new text to tokenize in the workflow, and
+// what a continued run is handed so that it need not count its conversation again.
+import { proxyActivities } from '@temporalio/workflow';
+import type { CompactorActivities } from '../../activities/index.js';
+import type { ResolvedBackend } from '../../core/agent/agent-input.js';
+import { groupDigits } from '../../core/agent/compaction-history.js';
+import type { SessionEntry } from '../../core/agent/session.js';
+import { messageTexts, type BpeEncodingName } from '../../core/counting/bpe-counter.js';
+import { utf8Length } from '../../core/limits/payload-size.js';
+import type { ChatMessage } from '../../core/types.js';
+import { BOOKKEEPING_ACTIVITY } from '../../shared/activity-options.js';
+
+/**
+ * Text the workflow may tokenize itself per round, in characters. More new text than this (a long
+ * conversation at the start of a run, a huge tool result) is counted by the `countTokens` activity
+ * instead: pure-JS BPE runs at a few MB/s, and a workflow activation must stay far below the SDK's
+ * 2 s deadlock timeout, on a warm worker and on one replaying the run from history.
+ * @default 200,000
+ */
+export const WORKFLOW_COUNT_CHARS = 200_000;
+
+/** Token counts by text, per BPE encoding of the chain: what this run has counted or was told (`countTokens`). */
+export class TokenCache {
+  private readonly known = new Map<BpeEncodingName, Map<string, number>>();
+
+  /** One (empty) cache per BPE encoding of the chain; the character estimator needs none. */
+  constructor(backends: readonly ResolvedBackend[]) {
+    for (const backend of backends) {
+      if (backend.tokenizer !== 'chars' && !this.known.has(backend.tokenizer)) this.known.set(backend.tokenizer, new Map());
+    }
+  }
+
+  /** The counts of one encoding, which its backends' counters read and fill; undefined for the character estimator. */
+  countsFor(tokenizer: ResolvedBackend['tokenizer']): Map<string, number> | undefined {
+    return tokenizer === 'chars' ? undefined : this.known.get(tokenizer);
+  }
+
+  /** The counts a continued run was handed (see `AgentRunCarried.tokenCounts`), for the encodings this chain uses. */
+  remember(live: readonly SessionEntry[], counts: Record<string, Array<number | null>>): void {
+    const texts = live.flatMap((entry) => messageTexts(entry.message));
+    for (const [encoding, known] of this.known) {
+      const list = counts[encoding];
+      if (list === undefined) continue;
+      texts.forEach((text, index) => {
+        const count = list[index];
+        if (typeof count === 'number') known.set(text, count);
+      });
+    }
+  }
+
+  /** What this run knows of the live conversation's token counts, to carry: a continued run need not count it again. */
+  toCarry(messages: readonly ChatMessage[]): Record<string, Array<number | null>> {
+    const texts = messages.flatMap((message) => messageTexts(message));
+    return Object.fromEntries([...this.known].map(([encoding, known]) => [encoding, texts.map((text) => known.get(text) ?? null)]));
+  }
+
+  /**
+   * Forgets the counts of texts no longer in the conversation — summarized, trimmed or elided away:
+   * without this the cache holds every text the run ever counted until it continues as new
+   * (megabytes on a long run with big tool results).
+   */
+  forgetAllBut(messages: readonly ChatMessage[]): void {
+    const live = new Set(messages.flatMap((message) => messageTexts(message)));
+    for (const known of this.known.values()) {
+      for (const text of known.keys()) if (!live.has(text)) known.delete(text);
+    }
+  }
+
+  /**
+   * Makes sure the run knows the token counts of `messages` in every BPE encoding of the chain:
+   * when more than {@link WORKFLOW_COUNT_CHARS} of their text is new, the `countTokens` activity
+   * counts it (in requests of at most `batchBytes` of text); less is tokenized when it is counted.
+   */
+  async countNewText(messages: readonly ChatMessage[], batchBytes: number): Promise<void> {
+    for (const [encoding, known] of this.known) {
+      const texts: string[] = [];
+      const seen = new Set<string>();
+      let chars = 0;
+      for (const message of messages) {
+        for (const text of messageTexts(message)) {
+          if (known.has(text) || seen.has(text)) continue;
+          seen.add(text);
+          texts.push(text);
+          chars += text.length;
+        }
+      }
+      if (chars <= WORKFLOW_COUNT_CHARS) continue;
+      for (let start = 0; start < texts.length; ) {
+        let bytes = 0;
+        let end = start;
+        while (end < texts.length && (end === start || bytes + utf8Length(texts[end] ?? '') <= batchBytes)) {
+          bytes += utf8Length(texts[end] ?? '');
+          end += 1;
+        }
+        const batch = texts.slice(start, end);
+        const { countTokens } = proxyActivities<CompactorActivities>({
+          ...BOOKKEEPING_ACTIVITY,
+          summary: `count ${groupDigits(batch.reduce((sum, text) => sum + text.length, 0))} chars of new text (${encoding})`,
+        });
+        const { tokens } = await countTokens({ encoding, texts: batch });
+        batch.forEach((text, index) => {
+          const count = tokens[index];
+          if (typeof count === 'number' && Number.isSafeInteger(count) && count >= 0) known.set(text, count);
+        });
+        start = end;
+      }
+    }
+  }
+}

@@ -1,0 +1,135 @@
+// Sandbox-safe: an agent run's transcript leaving the workflow (docs/design.md#transcript-format) —
+// lines wait in the run's memory and are recorded in batches by the `recordSession` activity (with
+// a payload store the batches live in the store and history holds claims), so what the run holds
+// is bounded by its live context, never by its length.
+import { ActivityFailure, CancellationScope, isCancellation, log, proxyActivities, workflowInfo } from '@temporalio/workflow';
+import type { CompactorActivities } from '../../activities/index.js';
+import { groupDigits } from '../../core/agent/compaction-history.js';
+import type { SessionBatch, SessionLine, SessionReference } from '../../core/agent/session.js';
+import { jsonPayloadBytes } from '../../core/limits/payload-size.js';
+import { BOOKKEEPING_ACTIVITY } from '../../shared/activity-options.js';
+import { failureMessage } from '../../shared/failures.js';
+import type { RunPatches } from './patches.js';
+import type { PayloadLimit } from './payload-limit.js';
+
+/**
+ * Transcript lines are recorded (one `recordSession` activity) once this many bytes of them are
+ * waiting, and always before the run continues as new, ends or fails. Small enough that a batch
+ * travels inline without a payload store, under the 256 KB a history payload should stay below;
+ * large enough that a long run records rarely (every dozen rounds at 10 KB a round).
+ * @default 128 KiB
+ */
+export const SESSION_BATCH_BYTES = 128 * 1024;
+
+/**
+ * The batch size when the worker stores payloads externally: a batch is then a claim in history
+ * whatever its size, and each `recordSession` costs about 1.2 KB of history (its three events and
+ * the workflow task its completion wakes) — at 40 KB of new content a round, 128 KiB batches cost
+ * one every third round. The waiting lines stay in the workflow's memory, so this is still a bound.
+ * @default 1 MiB
+ */
+export const STORED_SESSION_BATCH_BYTES = 1024 * 1024;
+
+/** The lines of one run's transcript not recorded yet, and how many were recorded before them (across runs). */
+export class TranscriptWriter {
+  /** Transcript lines not recorded yet. */
+  private unrecorded: SessionLine[] = [];
+  /** The JSON size of each line of {@link unrecorded}, measured once when it was written. */
+  private unrecordedSizes: number[] = [];
+  private unrecordedBytes = 0;
+
+  constructor(
+    /** Transcript lines recorded so far, across runs. */
+    private recordedLines: number,
+    private readonly patches: RunPatches,
+    private readonly limit: PayloadLimit,
+  ) {}
+
+  /** Lines recorded so far, across runs. */
+  get recorded(): number {
+    return this.recordedLines;
+  }
+
+  /** Lines written and not recorded yet. */
+  get pending(): SessionLine[] {
+    return this.unrecorded;
+  }
+
+  /** The position in the whole transcript the next line written will have. */
+  get nextLineIndex(): number {
+    return this.recordedLines + this.unrecorded.length;
+  }
+
+  /** Where the recorded lines are: this run, and how many lines were recorded. */
+  reference(): SessionReference {
+    const { workflowId, runId } = workflowInfo();
+    return { workflowId, runId, lines: this.recordedLines };
+  }
+
+  /** Puts a transcript line in the queue of lines to record, with its size. */
+  write(line: SessionLine): void {
+    const size = jsonPayloadBytes(line);
+    this.unrecorded.push(line);
+    this.unrecordedSizes.push(size);
+    this.unrecordedBytes += size;
+  }
+
+  /** Whether enough lines wait for a batch to be recorded at the end of a round. */
+  batchIsDue(): boolean {
+    return this.unrecordedBytes >= this.batchBytes();
+  }
+
+  /** How many bytes of transcript lines wait before they are recorded. */
+  private batchBytes(): number {
+    return this.limit.externalStorage && this.patches.longRunV2() ? STORED_SESSION_BATCH_BYTES : SESSION_BATCH_BYTES;
+  }
+
+  /**
+   * Records the waiting transcript lines, in batches of about {@link SESSION_BATCH_BYTES}. The
+   * batch is the record (the activity's input in history, or in the payload store), so a batch is
+   * recorded once it is scheduled; the activity only acknowledges it.
+   */
+  async record(): Promise<void> {
+    // Without a store a batch must travel inline: at most ¾ of the payload limit (one line may be more, and is checked).
+    // With a store (since LONG_RUN_PATCH_ID) everything waiting goes as one batch: a claim whatever
+    // its size, and the waiting lines are bounded by when this is called.
+    const batchBytes = !this.limit.externalStorage
+      ? Math.min(SESSION_BATCH_BYTES, this.limit.inlineBatchBytes())
+      : this.patches.longRunV2()
+        ? Number.POSITIVE_INFINITY
+        : SESSION_BATCH_BYTES;
+    while (this.unrecorded.length > 0) {
+      let bytes = 0;
+      let count = 0;
+      for (const size of this.unrecordedSizes) {
+        if (count > 0 && bytes + size > batchBytes) break;
+        bytes += size;
+        count += 1;
+      }
+      const batch: SessionBatch = { from: this.recordedLines, lines: this.unrecorded.slice(0, count) };
+      this.limit.check(`a batch of ${count} transcript line${count === 1 ? '' : 's'} (from line ${batch.from})`, bytes);
+      const last = batch.from + count - 1;
+      const { recordSession } = proxyActivities<CompactorActivities>({
+        ...BOOKKEEPING_ACTIVITY,
+        summary: `session lines ${batch.from}–${last} (${groupDigits(bytes)} bytes)`,
+      });
+      try {
+        await recordSession(batch);
+      } catch (error) {
+        if (isCancellation(error) || !(error instanceof ActivityFailure)) throw error;
+        // The batch is in history as the activity's input whether or not a worker acknowledged it.
+        log.warn('recordSession was not acknowledged; the batch is recorded as its input', { from: batch.from, lines: count, error: failureMessage(error) });
+      }
+      this.unrecorded = this.unrecorded.slice(count);
+      this.unrecordedSizes = this.unrecordedSizes.slice(count);
+      this.unrecordedBytes -= bytes;
+      this.recordedLines += count;
+    }
+    this.unrecordedBytes = 0;
+  }
+
+  /** Records the transcript even while the run is being cancelled: nothing it wrote is lost. */
+  recordNow(): Promise<void> {
+    return CancellationScope.nonCancellable(() => this.record());
+  }
+}

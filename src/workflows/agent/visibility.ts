@@ -1,0 +1,51 @@
+// Sandbox-safe: what an agent run shows outside itself (docs/design.md#search-attributes) — its
+// current details (the compaction history, which backends rest) and the search attributes
+// CompactionCount, ContextTokens, CompactionFallbacks and ContextExhausted, each written only when
+// it changed: a search-attribute upsert is a history event.
+import type { SearchAttributeUpdatePair } from '@temporalio/common';
+import { setCurrentDetails, upsertSearchAttributes } from '@temporalio/workflow';
+import { renderCompactionDetails, type CompactionHistory } from '../../core/agent/compaction-history.js';
+import { SearchAttributeKeys } from '../../shared/search-attributes.js';
+import type { RunPatches } from './patches.js';
+
+/** What the run last published (the context size -1 and the count -1 before the first publication). */
+interface Published {
+  compactions: number;
+  contextTokens: number;
+  fallbacks: number;
+  exhausted: boolean;
+  details: string;
+}
+
+/** The run's current details and search attributes, as last published. */
+export class RunVisibility {
+  private published: Published = { compactions: -1, contextTokens: -1, fallbacks: -1, exhausted: false, details: '' };
+
+  constructor(private readonly patches: RunPatches) {}
+
+  /**
+   * Current details (the compaction history, and `note` when there is one) and the search
+   * attributes in `allowed`, when they changed; `window` is the context window of the backend
+   * `contextTokens` was counted for.
+   */
+  publish(history: CompactionHistory, note: string, allowed: ReadonlySet<string>, contextTokens: number | undefined, window?: number): void {
+    const { totals } = history;
+    const exhausted = totals.exhausted > 0;
+    // Current details are workflow state answered by query, not history: keep them current every round.
+    const details = renderCompactionDetails(history, note === '' ? [] : [note]);
+    if (details !== this.published.details) setCurrentDetails(details);
+    const updates: SearchAttributeUpdatePair[] = [];
+    if (allowed.has('CompactionCount') && this.published.compactions !== totals.compactions) updates.push({ key: SearchAttributeKeys.CompactionCount, value: totals.compactions });
+    if (allowed.has('CompactionFallbacks') && this.published.fallbacks !== totals.fallbacks) updates.push({ key: SearchAttributeKeys.CompactionFallbacks, value: totals.fallbacks });
+    if (allowed.has('ContextExhausted') && (this.published.exhausted !== exhausted || this.published.compactions < 0)) updates.push({ key: SearchAttributeKeys.ContextExhausted, value: exhausted });
+    // The context size moves every round: upsert it when it moved by a tenth of the window (runs
+    // before CONTEXT_TOKENS_PATCH_ID: a tenth of itself), or at a compaction, not every round (one history event each).
+    const tolerance = window !== undefined && this.patches.contextTokensByWindow() ? window / 10 : this.published.contextTokens / 10;
+    const moved = contextTokens !== undefined && (this.published.contextTokens < 0 || Math.abs(contextTokens - this.published.contextTokens) > tolerance);
+    const compacted = this.published.compactions !== totals.compactions;
+    const contextTokensNow = contextTokens !== undefined && (moved || compacted) ? contextTokens : this.published.contextTokens;
+    if (allowed.has('ContextTokens') && contextTokensNow !== this.published.contextTokens) updates.push({ key: SearchAttributeKeys.ContextTokens, value: contextTokensNow });
+    this.published = { compactions: totals.compactions, contextTokens: contextTokensNow, fallbacks: totals.fallbacks, exhausted, details };
+    if (updates.length > 0) upsertSearchAttributes(updates);
+  }
+}
