@@ -35,13 +35,17 @@ import { dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startDevServer, type DevServer } from '../src/dev-server.js';
 import { startFakeOpenAI, type FakeOpenAI, type RecordedRequest } from '../test/support/fake-openai.js';
-import { mapDiagnostics, projectFiles, tsBlocksOfFile, MarkdownBlockError, type ProjectFile } from '../test/package/markdown-blocks.js';
+import { commonJsGlobals, mapDiagnostics, projectFiles, tsBlocksOfFile, MarkdownBlockError, type ProjectFile } from '../test/package/markdown-blocks.js';
 
 /** The summarizer model the worker is configured with; the fake endpoint answers it with SUMMARY_TEXT. */
 const SUMMARIZER_MODEL = 'package-test-summarizer';
 const SUMMARY_TEXT = 'Package-test summary: the customer asked where twelve orders were; all left the warehouse.';
 const AGENT_REPLY = 'Package-test agent reply: order 1042 ships tomorrow.';
-/** The markdown files checked when none are named on the command line. */
+/**
+ * The markdown files checked when none are named on the command line (relative to the repository;
+ * `dir/*.md` stands for every markdown file in dir). Once the README's quick start has its named
+ * blocks (```ts workflows.ts, worker.ts, client.ts): ['README.md', 'docs/*.md'].
+ */
 const DEFAULT_MARKDOWN = ['test/package/quickstart.md'];
 const CLIENT_TIMEOUT_MS = 300_000;
 const COMMAND_TIMEOUT_MS = 600_000;
@@ -216,14 +220,23 @@ function protobufCopies(dir: string): Array<{ version: string; path: string }> {
 
 /** Step 3: the markdown files' blocks in the project, type-checked. Returns the files written. */
 function typeCheckBlocks(dir: string, markdown: readonly string[]): ProjectFile[] {
-  const blocks = markdown.flatMap((path) => {
+  const expanded = markdown.flatMap((path) => {
+    if (!path.endsWith('/*.md')) return [path];
+    const folder = path.slice(0, -'/*.md'.length);
+    if (!existsSync(resolve(root, folder))) throw new PackageTestError(`${path}: there is no folder ${folder}`);
+    return readdirSync(resolve(root, folder))
+      .filter((name) => name.endsWith('.md'))
+      .sort()
+      .map((name) => join(folder, name));
+  });
+  const blocks = expanded.flatMap((path) => {
     const absolute = resolve(root, path);
     if (!existsSync(absolute)) throw new PackageTestError(`markdown file ${path} does not exist`);
     // Named relative to the repository in messages and snippet names, unless it lies outside.
     const shown = relative(root, absolute);
     return tsBlocksOfFile(shown.startsWith('..') ? absolute : shown);
   });
-  if (blocks.length === 0) throw new PackageTestError(`no \`\`\`ts blocks in ${markdown.join(', ')}`);
+  if (blocks.length === 0) throw new PackageTestError(`no \`\`\`ts blocks in ${expanded.join(', ')}`);
   const files = projectFiles(blocks);
   for (const file of files) {
     mkdirSync(dirname(join(dir, file.path)), { recursive: true });
@@ -249,12 +262,17 @@ function typeCheckBlocks(dir: string, markdown: readonly string[]): ProjectFile[
   };
   writeFileSync(join(dir, 'tsconfig.json'), `${JSON.stringify(tsconfig, null, 2)}\n`);
   const named = files.filter((file) => file.block.name !== undefined).map((file) => file.path);
-  progress(`tsc on ${files.length} block(s) from ${markdown.join(', ')} (named: ${named.join(', ') || 'none'}) ...`);
+  progress(`tsc on ${files.length} block(s) from ${expanded.join(', ')} (named: ${named.join(', ') || 'none'}) ...`);
   const result = spawnSync('npx', ['--no-install', 'tsc', '-p', 'tsconfig.json', '--pretty', 'false'], { cwd: dir, env: cleanEnv({}), encoding: 'utf8', timeout: COMMAND_TIMEOUT_MS });
+  const problems: string[] = [];
   if (result.status !== 0) {
     const diagnostics = mapDiagnostics(`${result.stdout ?? ''}${result.stderr ?? ''}`, files);
-    throw new PackageTestError(`the markdown's TypeScript blocks do not type-check against the installed package:\n  ${diagnostics.join('\n  ')}`);
+    problems.push(`the markdown's TypeScript blocks do not type-check against the installed package:\n  ${diagnostics.join('\n  ')}`);
   }
+  // tsc accepts these (@types/node declares them); Node throws ReferenceError in an ES module.
+  const commonJs = commonJsGlobals(files);
+  if (commonJs.length > 0) problems.push(`the blocks are ES modules here (type: module), yet:\n  ${commonJs.join('\n  ')}`);
+  if (problems.length > 0) throw new PackageTestError(problems.join('\n'));
   progress('the blocks type-check');
   return files;
 }

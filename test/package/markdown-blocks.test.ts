@@ -1,7 +1,7 @@
 // The block extractor of `npm run test:package`: which blocks become which files, and how a
 // compiler error finds its way back to the markdown line.
 import { describe, expect, it } from 'vitest';
-import { mapDiagnostics, MarkdownBlockError, projectFiles, tsBlocks } from './markdown-blocks.js';
+import { commonJsGlobals, mapDiagnostics, MarkdownBlockError, projectFiles, tsBlocks } from './markdown-blocks.js';
 
 const guide = [
   '# Guide', //                                   1
@@ -77,6 +77,16 @@ describe('mapDiagnostics', () => {
       "docs/guide.md:13:7: error TS2322: Type 'string' is not assignable to type 'number'. (in snippets/docs_guide-L12.ts)",
       'node_modules/x/index.d.ts(3,1): error TS1005: something else',
       '  a continuation line',
+    ]);
+  });
+});
+
+describe('commonJsGlobals', () => {
+  it('names the markdown line of require(), require.resolve() and __dirname in an ES-module block (tsc accepts them, Node does not)', () => {
+    const markdown = ['```ts worker.ts', "import { Worker } from '@temporalio/worker';", "const workflowsPath = require.resolve('./workflows');", '```', '```ts', 'const here = __dirname;', 'const fine = import.meta.url;', '```'].join('\n');
+    expect(commonJsGlobals(projectFiles(tsBlocks('README.md', markdown)))).toEqual([
+      "README.md:3: uses require.resolve( (in worker.ts), which an ES module does not have: use import.meta.url / import.meta.resolve",
+      'README.md:6: uses __dirname (in snippets/README-L5.ts), which an ES module does not have: use import.meta.url / import.meta.resolve',
     ]);
   });
 });

@@ -119,3 +119,21 @@ export function mapDiagnostics(output: string, files: readonly ProjectFile[]): s
       return `${markdownPosition(file.block, Number(match[2]), Number(match[3]))}: ${match[4]} ${match[5]} (in ${file.path})`;
     });
 }
+
+/** CommonJS globals an ES module does not have: tsc accepts them (@types/node declares them), Node throws ReferenceError. */
+const COMMONJS_ONLY = /\b(require(?:\.resolve)?\s*\(|__dirname\b|__filename\b|module\.exports\b)/;
+
+/**
+ * Where the ES-module files among `files` (`.ts`, `.mts` in a `type: module` project) use a
+ * CommonJS global, as `README.md:209: ... uses require.resolve(` lines; comments are not skipped.
+ */
+export function commonJsGlobals(files: readonly ProjectFile[]): string[] {
+  return files
+    .filter((file) => !file.path.endsWith('.cts'))
+    .flatMap((file) =>
+      file.block.code.split('\n').flatMap((line, at) => {
+        const found = COMMONJS_ONLY.exec(line);
+        return found === null ? [] : [`${file.block.source}:${file.block.firstLine + at}: uses ${found[1]} (in ${file.path}), which an ES module does not have: use import.meta.url / import.meta.resolve`];
+      }),
+    );
+}
