@@ -319,4 +319,6 @@ async function main(): Promise<void> {
   }
 }
 
-if (isMain(import.meta.url)) await main();
+// No top-level await: the package's main entry imports this module, and require() of an ESM graph
+// (CommonJS callers, Node 20.19+) refuses one with top-level await anywhere in it.
+if (isMain(import.meta.url)) void main();
