@@ -337,7 +337,7 @@ export async function compactViaWorkflow(run: CompactRun, client: Client): Promi
   // configured); a worker started here polls one queue for everything.
   if (existing.length > 0 && config.summarizerTaskQueue !== config.taskQueue) input.options.taskQueue = config.summarizerTaskQueue;
   const workflowId = workflowIdFor(file.path);
-  const needed = needsCompactionCore(file.messages, resolveOptions(input.options));
+  const needed = needsCompactionCore(file.messages, resolveOptions({ contextBudget: input.options.contextBudget }));
   const start = async (taskQueue: string, summarizer: string): Promise<{ result: CompactionResult; runId: string }> => {
     const handle = await client.workflow.start<typeof compactConversation>('compactConversation', {
       taskQueue,
