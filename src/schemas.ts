@@ -76,10 +76,10 @@ const positiveDuration = z.union([z.number().positive(), z.string().regex(new Re
 /**
  * `compactConversation`'s options: the compaction options (src/core/compaction/options.ts, with their
  * defaults), the per-call `target`, and the summarize activity's settings. Unknown fields are
- * ignored (`counter` among them: a counter cannot travel as JSON; the character estimator counts).
+ * refused, naming the closest known one (a counter cannot travel as JSON: the character estimator counts).
  */
 export const compactConversationOptionsSchema = z
-  .object({
+  .strictObject({
     contextBudget: z.number().int().positive().meta({ description: 'The window the conversation must fit, in tokens of the character estimator (characters / 4 + 4 per message).' }),
     triggerRatio: ratio.default(0.8),
     targetRatio: ratio.default(0.5).meta({ description: 'Not above triggerRatio.' }),
@@ -112,7 +112,7 @@ export const compactConversationOptionsSchema = z
 
 /** The input of `compactConversation`: its one argument. */
 export const compactConversationInputSchema = z
-  .object({
+  .strictObject({
     messages: z.array(chatMessageSchema),
     options: compactConversationOptionsSchema,
   })
