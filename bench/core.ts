@@ -144,7 +144,8 @@ async function figuresFor(messages: ChatMessage[], options: ResolvedOptions, run
     requestChars = step.transcript.characters;
     return instantSummary(step);
   });
-  const compactor = new Compactor({ ...options, retryBackoff: options.retryBackoffMs, summarizer: createFakeSummarizer('ok') });
+  const { retryBackoffMs, legacyEpochRecount: _legacy, ...compactionOptions } = options;
+  const compactor = new Compactor({ ...compactionOptions, retryBackoff: retryBackoffMs, summarizer: createFakeSummarizer('ok') });
   return {
     plan: await measure(() => needsCompactionCore(messages, options, {}, defaultCounter), runs),
     compact: await measure(compact, runs),

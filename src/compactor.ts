@@ -1,9 +1,11 @@
 // Node (also runs in any JS runtime with timers): the in-process driver of the compaction engine.
 import { compactionSteps, needsCompactionCore, type SummarizeOutcome, type SummarizeStep } from './core/compaction/engine.js';
 import { classifyError, InvalidInputError, retryAfterOf } from './core/errors.js';
-import { backoffDelayMs, resolveOptions, type CompactionOptions, type ResolvedOptions } from './core/compaction/options.js';
+import { backoffDelayMs, COMPACTION_OPTION_KEYS, resolveOptions, type CompactionOptions, type ResolvedOptions } from './core/compaction/options.js';
+import { assertKnownKeys, keysOf } from './core/unknown-keys.js';
 import { defaultCounter } from './core/counting/tokens.js';
 import type { ChatMessage, CompactionResult, Summarizer, TokenCounter } from './core/types.js';
+import type { SummarizeActivitySettings } from './workflows/compact.js';
 
 export interface CompactorOptions extends CompactionOptions {
   /** The backend that writes summaries; a small cheap model does it well. */
@@ -22,6 +24,18 @@ export interface CompactCallOptions {
 }
 
 /**
+ * The constructor's option names. The workflow `compact`'s activity settings are among them: they
+ * change nothing in-process, and one options object may serve both drivers (as parity checks do).
+ * Its `target` is not: here it is a per-call option, and ignoring it would compact to another size.
+ */
+const COMPACTOR_OPTION_KEYS: readonly string[] = [
+  ...COMPACTION_OPTION_KEYS,
+  ...keysOf<Omit<CompactorOptions, keyof CompactionOptions>>({ summarizer: true, counter: true }),
+  ...keysOf<SummarizeActivitySettings>({ startToCloseTimeout: true, heartbeatTimeout: true, taskQueue: true, summarizerModel: true, maxPayloadBytes: true, payloadStore: true }),
+];
+const CALL_OPTION_KEYS = keysOf<CompactCallOptions>({ target: true, counter: true, signal: true });
+
+/**
  * Compacts conversations in-process: the same engine as the workflow `compact`, with the
  * summarizer called directly and retried per docs/design.md#failures.
  *
@@ -37,10 +51,14 @@ export class Compactor {
   readonly counter: TokenCounter;
   private readonly summarizer: Summarizer;
 
-  constructor({ summarizer, counter = defaultCounter, ...options }: CompactorOptions) {
+  constructor(compactorOptions: CompactorOptions) {
+    // Unknown keys first, so a misspelt summarizer or counter is named as such, with the closest name.
+    assertKnownKeys(compactorOptions, COMPACTOR_OPTION_KEYS, 'options');
+    const { summarizer, counter = defaultCounter, ...options } = compactorOptions;
     if (typeof summarizer?.summarize !== 'function') throw new InvalidInputError('summarizer', 'must have a summarize(request, options) method');
     if (typeof counter?.count !== 'function') throw new InvalidInputError('counter', 'must have a count(messages) method');
-    this.options = resolveOptions(options);
+    // Every key is known by now; what resolveOptions ignores are the activity settings above.
+    this.options = resolveOptions(options, 'options', 'ignore');
     this.summarizer = summarizer;
     this.counter = counter;
   }
@@ -51,7 +69,10 @@ export class Compactor {
   }
 
   /** Compacts once. Never rejects for a summarizer failure or a cancellation: those end in the hard trim. */
-  async compact(messages: readonly ChatMessage[], { target, counter, signal }: CompactCallOptions = {}): Promise<CompactionResult> {
+  async compact(messages: readonly ChatMessage[], callOptions: CompactCallOptions = {}): Promise<CompactionResult> {
+    // A compaction option here (`keepRecent`) belongs in the constructor's options: refuse it rather than ignore it.
+    assertKnownKeys(callOptions, CALL_OPTION_KEYS, 'callOptions');
+    const { target, counter, signal } = callOptions;
     const steps = compactionSteps(messages, this.options, { target, counter }, this.counter);
     let next = steps.next();
     while (next.done !== true) next = steps.next(await this.summarize(next.value, signal));

@@ -18,6 +18,7 @@ import { createActivities, createDescribeWorkerActivity, type ActivityDeps } fro
 import { loadConfig, readSettings, type CompactorConfig } from './config.js';
 import { summarizerFromConfig } from './summarizers/from-config.js';
 import type { Summarizer } from './core/types.js';
+import { assertKnownKeys, keysOf } from './core/unknown-keys.js';
 import { payloadConverterFromConfig } from './payloads/index.js';
 import { ensureSearchAttributesIfAllowed, searchAttributeWarning, type SearchAttributeSetup } from './search-attributes.js';
 import { activityMetricsInterceptor } from './telemetry/metrics.js';
@@ -96,6 +97,29 @@ function withConfiguredSettings(deps: Omit<ActivityDeps, 'summarizer'>, config: 
   };
 }
 
+const PLUGIN_OPTION_KEYS = keysOf<CompactorPluginOptions>({
+  config: true,
+  summarizer: true,
+  activities: true,
+  register: true,
+  dataConverter: true,
+  searchAttributes: true,
+  warn: true,
+  onSearchAttributes: true,
+  tracing: true,
+});
+const ACTIVITY_OPTION_KEYS = keysOf<Omit<ActivityDeps, 'summarizer'>>({
+  model: true,
+  heartbeatIntervalMs: true,
+  openai: true,
+  chatServer: true,
+  chatTimeoutMs: true,
+  toolsRoot: true,
+  trajectoryDir: true,
+});
+/** The keys of `chatServer` (here and in `createWorker`'s configuration). */
+export const CHAT_SERVER_KEYS = keysOf<NonNullable<ActivityDeps['chatServer']>>({ baseURL: true, apiKey: true });
+
 /** This package's workflows module: the compiled one beside the build output, else the source (tsx). */
 export function compactorWorkflowsPath(): string {
   const candidates = ['./workflows/index.js', './workflows/index.ts'].map((path) => fileURLToPath(new URL(path, import.meta.url)));
@@ -167,6 +191,9 @@ export class CompactorPlugin extends SimplePlugin {
   readonly tracing: CompactorTracing | undefined;
 
   constructor(private readonly pluginOptions: CompactorPluginOptions = {}) {
+    assertKnownKeys(pluginOptions, PLUGIN_OPTION_KEYS, 'options');
+    assertKnownKeys(pluginOptions.activities, ACTIVITY_OPTION_KEYS, 'options.activities');
+    assertKnownKeys(pluginOptions.activities?.chatServer, CHAT_SERVER_KEYS, 'options.activities.chatServer');
     // The configuration is read only for what was not given.
     let config = pluginOptions.config;
     const configured = (): CompactorConfig => (config ??= loadConfig());

@@ -28,7 +28,7 @@ const positiveDuration = z.union([z.number().positive(), z.string().regex(new Re
 /**
  * `compactConversation`'s options: the compaction options (src/core/compaction/options.ts, with their
  * defaults), the per-call `target`, and the summarize activity's settings. Unknown fields are
- * ignored (`counter` among them: a counter cannot travel as JSON; the character estimator counts).
+ * refused, naming the closest known one (a counter cannot travel as JSON: the character estimator counts).
  */
 export const compactConversationOptionsSchema = optionsSchema
   .extend({
@@ -43,6 +43,7 @@ export const compactConversationOptionsSchema = optionsSchema
     maxPayloadBytes: z.number().int().min(1024).max(Number.MAX_SAFE_INTEGER).optional().meta({ description: 'Default 2,000,000.' }),
     payloadStore: z.boolean().optional().meta({ description: 'Whether the worker stores large payloads externally. Default: the worker says.' }),
   })
+  .strict()
   .superRefine((options, context) => {
     if (options.targetRatio > options.triggerRatio) context.addIssue({ code: 'custom', path: ['targetRatio'], message: `must not exceed triggerRatio (${options.triggerRatio})` });
   })
@@ -50,7 +51,7 @@ export const compactConversationOptionsSchema = optionsSchema
 
 /** The input of `compactConversation`: its one argument. */
 export const compactConversationInputSchema = z
-  .object({
+  .strictObject({
     messages: z.array(chatMessageSchema),
     options: compactConversationOptionsSchema,
   })

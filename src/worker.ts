@@ -7,7 +7,8 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from '@temporalio/worker';
 import type { NativeConnection, WorkerOptions, WorkflowBundleOption } from '@temporalio/worker';
 import type { DataConverter } from '@temporalio/common';
-import { compactorPlugin, type CompactorPlugin, type PluginRegistration } from './plugin.js';
+import { CHAT_SERVER_KEYS, compactorPlugin, type CompactorPlugin, type PluginRegistration } from './plugin.js';
+import { assertKnownKeys, keysOf } from './core/unknown-keys.js';
 import { ensureSearchAttributesIfAllowed, searchAttributeWarning, type SearchAttributeSetup } from './search-attributes.js';
 import { ConfigError, DEFAULT_TASK_QUEUE, loadConfig, readSettings, TEMPORAL_SETTING_KEYS, temporalEnvVars, type WorkerModeSetting } from './config.js';
 import { summarizerFromConfig } from './summarizers/from-config.js';
@@ -88,6 +89,30 @@ export interface CompactorWorkerConfig {
    */
   dataConverter?: DataConverter;
 }
+
+const WORKER_CONFIG_KEYS = keysOf<CompactorWorkerConfig>({
+  connection: true,
+  namespace: true,
+  taskQueue: true,
+  summarizerTaskQueue: true,
+  mode: true,
+  summarizer: true,
+  trajectoryDir: true,
+  toolsRoot: true,
+  chatServer: true,
+  chatTimeoutMs: true,
+  workflowBundlePath: true,
+  workflowBundle: true,
+  workflowsPath: true,
+  maxConcurrentActivityTaskExecutions: true,
+  maxConcurrentWorkflowTaskExecutions: true,
+  shutdownGraceTime: true,
+  tracing: true,
+  temporalEnv: true,
+  registerSearchAttributes: true,
+  warn: true,
+  dataConverter: true,
+});
 
 /**
  * The worker configuration from the environment (`loadConfig` of `src/config.ts`: the README's
@@ -176,6 +201,8 @@ export interface CompactorWorker {
  * await run(); // until SIGINT/SIGTERM
  */
 export async function createWorker(config: CompactorWorkerConfig): Promise<CompactorWorker> {
+  assertKnownKeys(config, WORKER_CONFIG_KEYS, 'config');
+  assertKnownKeys(config.chatServer, CHAT_SERVER_KEYS, 'config.chatServer');
   const mode = config.mode ?? 'all';
   const taskQueue = config.taskQueue ?? DEFAULT_TASK_QUEUE;
   const summarizerTaskQueue = config.summarizerTaskQueue ?? taskQueue;
@@ -258,7 +285,8 @@ export async function runWorker(env: Environment = process.env, flags: Readonly<
   // The metrics endpoint belongs to the SDK's Runtime, which must be set up before the first connection.
   if (config.prometheusAddress !== undefined) installTelemetryRuntime({ prometheusAddress: config.prometheusAddress });
   const tracing = createTracing(config.tracing ?? 'off', env);
-  const { run, taskQueues } = await createWorker({ ...config, tracing: tracing ?? 'off' });
+  const { describeSummarizer: _summarizer, describePayloads: _payloads, prometheusAddress: _metrics, ...workerConfig } = config;
+  const { run, taskQueues } = await createWorker({ ...workerConfig, tracing: tracing ?? 'off' });
   const telemetry = [tracing === undefined ? undefined : `tracing: ${tracing.describe}`, config.prometheusAddress === undefined ? undefined : `metrics: http://${config.prometheusAddress}/metrics`].filter((part) => part !== undefined);
   console.error(
     `temporal-compactor worker: polling task queue ${taskQueues.map((queue) => `"${queue}"`).join(' and ')} (mode ${config.mode ?? 'all'}); ${config.describeSummarizer}; ${config.describePayloads}; ${[...telemetry, 'stop with Ctrl-C'].join('; ')}`,

@@ -3,6 +3,7 @@
 import { isSummaryMessage } from '../core/compaction/transcript.js';
 import { contentText } from '../core/counting/tokens.js';
 import type { ChatMessage, SummarizeRequest, SummarizeResponse, Summarizer } from '../core/types.js';
+import { assertKnownKeys, keysOf } from '../core/unknown-keys.js';
 
 /** Options of {@link createExtractiveSummarizer}. */
 export interface ExtractiveSummarizerOptions {
@@ -61,6 +62,7 @@ const NOTHING = '- nothing recorded';
  * const compactor = new Compactor({ summarizer: createExtractiveSummarizer(), contextBudget: 128_000 });
  */
 export function createExtractiveSummarizer(options: ExtractiveSummarizerOptions = {}): Summarizer {
+  assertKnownKeys(options, keysOf<ExtractiveSummarizerOptions>({ maxChars: true, maxRatio: true }), 'options');
   const resolved = resolveExtractiveOptions(options);
   return {
     async summarize(request: SummarizeRequest, callOptions?: { signal?: AbortSignal }): Promise<SummarizeResponse> {

@@ -3,6 +3,7 @@
 import type OpenAI from 'openai';
 import { DEFAULT_SUMMARIZER_TIMEOUT_MS, readSettings } from '../config.js';
 import { SummarizerError } from '../core/errors.js';
+import { assertKnownKeys, keysOf } from '../core/unknown-keys.js';
 import { toProviderMessages } from '../core/schema.js';
 import { abortReason, createOpenAIClient, describeProviderError, readCompletion, requestCompletion } from '../llm/openai-adapter.js';
 import { redactFailure, workerSecrets } from '../redact.js';
@@ -69,6 +70,17 @@ interface OpenAISummarizerGivenClientOptions extends OpenAISummarizerCommonOptio
 /** Options of {@link createOpenAISummarizer}: `model` plus either `baseURL`/`apiKey` or a ready `client`. */
 export type OpenAISummarizerOptions = OpenAISummarizerOwnClientOptions | OpenAISummarizerGivenClientOptions;
 
+const OPENAI_SUMMARIZER_OPTION_KEYS = keysOf<OpenAISummarizerOptions>({
+  model: true,
+  timeout: true,
+  maxTokens: true,
+  maxTokensParameter: true,
+  temperature: true,
+  baseURL: true,
+  apiKey: true,
+  client: true,
+});
+
 /** Reads the summary out of a 200 response body, or throws the matching `SummarizerError`. */
 function summaryFrom(responseBody: unknown): SummarizeResponse {
   const read = readCompletion(responseBody);
@@ -123,6 +135,7 @@ function serverSettings(baseURL: string | undefined, apiKey: string | undefined)
  * @throws RangeError at creation when `timeout` is not a positive integer.
  */
 export function createOpenAISummarizer(options: OpenAISummarizerOptions): Summarizer {
+  assertKnownKeys(options, OPENAI_SUMMARIZER_OPTION_KEYS, 'options');
   const timeout = options.timeout ?? DEFAULT_SUMMARIZER_TIMEOUT_MS;
   if (!Number.isInteger(timeout) || timeout <= 0) {
     throw new RangeError(`createOpenAISummarizer: timeout must be a positive integer of milliseconds, got ${timeout}`);

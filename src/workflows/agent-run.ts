@@ -21,6 +21,7 @@ import {
 } from '../shared/agent-run.js';
 import { failOnInvalidInput, invalidInputFailure } from '../shared/failures.js';
 import { AgentLoop } from './agent/loop.js';
+import { unknownKeysInWorkflow } from './compact.js';
 
 export * from '../shared/agent-run.js';
 
@@ -60,7 +61,7 @@ function userMessageFrom(input: AddUserMessageInput): ChatMessage {
  * });
  */
 export async function agentRun(input: AgentRunWorkflowInput): Promise<AgentRunResult> {
-  const plan = failOnInvalidInput(() => planAgentRun(input));
+  const plan = failOnInvalidInput(() => planAgentRun(input, unknownKeysInWorkflow()));
   const loop = failOnInvalidInput(() => new AgentLoop(input, plan));
   setHandler(sessionQuery, () => loop.sessionSnapshot());
   setHandler(compactionsQuery, () => loop.compactionHistory);

@@ -4,7 +4,8 @@ import { FailureType, InvalidInputError } from '../core/errors.js';
 import { DEFAULT_PAYLOAD_LIMIT_BYTES, jsonPayloadBytes, type PayloadTooLargeDetails } from '../core/limits/payload-size.js';
 import { describeWorker } from './describe-worker.js';
 import type { ChatMessage, CompactionResult } from '../core/types.js';
-import { driveCompaction, type CompactOptions } from './compact.js';
+import { driveCompaction, unknownKeysInWorkflow, type CompactOptions } from './compact.js';
+import { assertKnownKeys, keysOf } from '../core/unknown-keys.js';
 import { assertTaskQueueName } from '../core/limits/task-queue.js';
 import { failOnInvalidInput, invalidInputFailure } from '../shared/failures.js';
 
@@ -15,6 +16,8 @@ export interface CompactConversationInput {
   messages: ChatMessage[];
   options: CompactConversationOptions;
 }
+
+const INPUT_KEYS = keysOf<CompactConversationInput>({ messages: true, options: true });
 
 /**
  * One compaction as a workflow (docs/design.md#compact-conversation). Returns the `CompactionResult`. Cancelled, it stops
@@ -34,6 +37,10 @@ export async function compactConversation(input: CompactConversationInput): Prom
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
     throw invalidInputFailure(new InvalidInputError('input', 'must be an object { messages, options }'));
   }
+  // Unknown keys of `options` are refused by `compact`'s own check, naming `options.<key>`.
+  failOnInvalidInput(() => {
+    if (unknownKeysInWorkflow() === 'refuse') assertKnownKeys(input, INPUT_KEYS, 'input', 'field');
+  });
   const { messages, options } = input;
   // A counter cannot travel as JSON: drop whatever a client put there rather than call it.
   const jsonOptions: CompactOptions = typeof options === 'object' && options !== null ? { ...options, counter: undefined } : options;

@@ -8,7 +8,18 @@ import { ActivityFailure, CancellationScope, inWorkflowContext, isCancellation, 
 import type { ActivityOptions } from '@temporalio/workflow';
 import { compactionSteps, needsCompactionCore, type SummarizeOutcome, type SummarizeStep } from '../core/compaction/engine.js';
 import { FailureType, InvalidInputError } from '../core/errors.js';
-import { MAX_RETRY_BACKOFF_MS, REFERENCE_EXACT, parseDuration, resolveOptions, type CompactionOptions, type Duration, type ResolvedOptions } from '../core/compaction/options.js';
+import {
+  COMPACTION_OPTION_KEYS,
+  MAX_RETRY_BACKOFF_MS,
+  REFERENCE_EXACT,
+  parseDuration,
+  resolveOptions,
+  type CompactionOptions,
+  type Duration,
+  type ResolvedOptions,
+  type UnknownKeys,
+} from '../core/compaction/options.js';
+import { assertKnownKeys, keysOf } from '../core/unknown-keys.js';
 import type { ChatMessage, CompactionResult, TokenCounter } from '../core/types.js';
 import type { CompactorActivities } from '../activities/index.js';
 import { DEFAULT_PAYLOAD_LIMIT_BYTES, jsonPayloadBytes } from '../core/limits/payload-size.js';
@@ -52,6 +63,21 @@ export interface CompactOptions extends CompactionOptions, SummarizeActivitySett
   /** Count with this counter (code in the workflow: it must be deterministic). @default the character estimator */
   counter?: TokenCounter;
 }
+
+/** The names of `compact`'s options: the compaction options, the activity settings, `target` and `counter`. */
+export const COMPACT_OPTION_KEYS: readonly string[] = [
+  ...COMPACTION_OPTION_KEYS,
+  ...keysOf<Omit<CompactOptions, keyof CompactionOptions>>({
+    startToCloseTimeout: true,
+    heartbeatTimeout: true,
+    taskQueue: true,
+    summarizerModel: true,
+    maxPayloadBytes: true,
+    payloadStore: true,
+    target: true,
+    counter: true,
+  }),
+];
 
 /** @default '5m' */
 export const DEFAULT_START_TO_CLOSE_TIMEOUT_MS = 5 * 60_000;
@@ -99,12 +125,37 @@ function economicsPatched(): boolean {
   return !inWorkflowContext() || patched(ECONOMICS_PATCH_ID);
 }
 
+/**
+ * The patch that makes workflow code refuse unknown keys in options and inputs (docs/design.md#unknown-keys).
+ * Before it, an unknown key was ignored: a workflow recorded then with one (a typo) must replay as
+ * it ran, not fail where it once went on — histories without this marker ignore unknown keys, new
+ * executions record it and refuse them. Stable forever: never rename it.
+ */
+export const UNKNOWN_KEYS_PATCH_ID = 'temporal-compactor:unknown-keys-v1';
+
+/** This execution's answer, once asked (module state is per execution in the workflow sandbox). */
+let unknownKeysOfThisExecution: UnknownKeys | undefined;
+
+/**
+ * What workflow code does with unknown keys of an options object or input: `'refuse'` outside
+ * workflow code and in executions that carry {@link UNKNOWN_KEYS_PATCH_ID}; `'ignore'` in an
+ * execution whose history was recorded before it — for the rest of that execution, also once it
+ * runs live again, so a run that started with an unknown key goes on as it started.
+ */
+export function unknownKeysInWorkflow(): UnknownKeys {
+  if (!inWorkflowContext()) return 'refuse';
+  unknownKeysOfThisExecution ??= patched(UNKNOWN_KEYS_PATCH_ID) ? 'refuse' : 'ignore';
+  return unknownKeysOfThisExecution;
+}
+
 function plan(options: CompactOptions): Plan {
   if (typeof options !== 'object' || options === null) throw new InvalidInputError('options', 'must be an object with at least contextBudget');
+  const unknownKeys = unknownKeysInWorkflow();
+  if (unknownKeys === 'refuse') assertKnownKeys(options, COMPACT_OPTION_KEYS, 'options');
   const { target, counter, startToCloseTimeout, heartbeatTimeout, taskQueue, summarizerModel, maxPayloadBytes, payloadStore, ...compaction } = options;
   const resolved: ResolvedOptions = economicsPatched()
-    ? resolveOptions(compaction)
-    : { ...resolveOptions({ ...compaction, ...REFERENCE_EXACT }), legacyEpochRecount: true };
+    ? resolveOptions(compaction, 'options', unknownKeys)
+    : { ...resolveOptions({ ...compaction, ...REFERENCE_EXACT }, 'options', unknownKeys), legacyEpochRecount: true };
   if (counter !== undefined && typeof counter?.count !== 'function') throw new InvalidInputError('options.counter', 'must have a count(messages) method');
   const queue = optionalString(taskQueue, 'options.taskQueue');
   // Temporal reads a zero interval as "unset" (1 s): keep a zero backoff at the smallest real one.

@@ -1,11 +1,12 @@
 // The Temporal UI reads a chat activity's input through the codec server: the demo, with the
 // payload store and encryption on, starts its own dev server whose UI points at the codec server
-// it started; headless Debian Chromium (playwright-core, never a downloaded browser) opens the
+// it started; headless Chromium (playwright-core driving the one test/support/chromium.ts finds) opens the
 // event of a chat activity and finds the conversation as text, and the run's static details (a claim
 // too, over the threshold) as text on its User Metadata tab. The control is the chat event's page
 // with the codec server out of reach: the text is not there. Screenshots go to test-results/.
+// Without Chromium the test skips with one line saying what to install, unless REQUIRE_CHROMIUM=1.
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
@@ -16,10 +17,11 @@ import { loadConfig } from '../../src/config.js';
 import { installQuietRuntime, runDemo } from '../../src/demo.js';
 import { CHUNK_STORE_DRIVER_NAME, payloadConverterFromConfig } from '../../src/payloads/index.js';
 import { historyEvents } from '../../src/session-reader.js';
+import { CHROMIUM_ARGS, chromiumForTests } from '../support/chromium.js';
 import { claimOf, decodeHistoryPayload, metadataOf } from '../support/history-payloads.js';
 
-const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const uiOff = process.env.TEMPORAL_TEST_UI === '0';
+const CHROMIUM = uiOff ? undefined : chromiumForTests('the codec server UI test (test/e2e/codec-ui.test.ts)');
 const directories: string[] = [];
 let browser: Browser | undefined;
 
@@ -43,9 +45,8 @@ async function textOfFrames(page: Page): Promise<string> {
   return texts.join('\n');
 }
 
-describe.skipIf(process.env.TEMPORAL_TEST_UI === '0')('the Temporal UI through the codec server (payload store and encryption on)', () => {
+describe.skipIf(uiOff || CHROMIUM === undefined)('the Temporal UI through the codec server (payload store and encryption on)', () => {
   it('shows a chat activity input as text, and does not without the codec server', { timeout: 300_000 }, async () => {
-    expect(existsSync(CHROMIUM), `${CHROMIUM} is missing: apt-get install chromium`).toBe(true);
     const store = mkdtempSync(join(tmpdir(), 'compactor-codec-ui-'));
     directories.push(store);
     mkdirSync('test-results', { recursive: true });
@@ -112,7 +113,7 @@ describe.skipIf(process.env.TEMPORAL_TEST_UI === '0')('the Temporal UI through t
         seen.snippet = plainSnippet(task);
         seen.eventUrl = `${uiUrl}/namespaces/default/workflows/${workflowId}/${runId}/history/events/${eventId}`;
 
-        browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+        browser = await chromium.launch({ executablePath: CHROMIUM, args: [...CHROMIUM_ARGS] });
         const page = await browser.newPage({ viewport: { width: 1400, height: 1400 } });
         await page.goto(seen.eventUrl);
         await expect.poll(async () => (await page.locator('main').innerText()).includes(seen.snippet), { timeout: 60_000 }).toBe(true);

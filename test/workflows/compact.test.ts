@@ -174,7 +174,8 @@ describe('compactConversation on a dev server', () => {
     const { result, handle, events } = await run('economics-window-gives-way', { messages: heavy, options: economics });
     const history = await handle.fetchHistory();
     const markers = (history.events ?? []).flatMap((event) => (event.markerRecordedEventAttributes?.markerName === 'core_patch' ? [event] : []));
-    expect(markers).toHaveLength(1);
+    // The economic rules' patch, and the one that refuses unknown option keys (docs/design.md#unknown-keys).
+    expect(markers).toHaveLength(2);
     expect(events.filter((type) => type === 'ActivityTaskScheduled')).toHaveLength(1);
     expect(result.summary).toContain(SHORT_SUMMARY);
     expect(result.elisions).toHaveLength(6);

@@ -2,7 +2,8 @@
 // settings — validated once, at the edge, into a plain-JSON plan the workflow runs.
 import { z } from 'zod';
 import { InvalidInputError } from '../errors.js';
-import { parseDuration, resolveOptions, type CompactionOptions, type Duration } from '../compaction/options.js';
+import { COMPACTION_OPTION_KEYS, parseDuration, resolveOptions, type CompactionOptions, type Duration, type UnknownKeys } from '../compaction/options.js';
+import { assertKnownKeys, keysOf, unknownKeyReason } from '../unknown-keys.js';
 import { DEFAULT_PAYLOAD_LIMIT_BYTES } from '../limits/payload-size.js';
 import { DEFAULT_PRICING, type Pricing } from './run-usage.js';
 import type { ToolDeclaration } from '../counting/request-counter.js';
@@ -185,10 +186,9 @@ const modelBase = {
   tokenizer: tokenizer.optional(),
   label: z.string().min(1).optional(),
 };
-const modelSchema = z.discriminatedUnion('provider', [
-  z.strictObject({ provider: z.literal('openai'), model: z.string().min(1), temperature: z.number().min(0).max(2).optional(), ...modelBase }),
-  z.strictObject({ provider: z.literal('replay'), trajectory: z.string().min(1), ...modelBase }),
-]);
+const openaiModelSchema = z.strictObject({ provider: z.literal('openai'), model: z.string().min(1), temperature: z.number().min(0).max(2).optional(), ...modelBase });
+const replayModelSchema = z.strictObject({ provider: z.literal('replay'), trajectory: z.string().min(1), ...modelBase });
+const modelSchema = z.discriminatedUnion('provider', [openaiModelSchema, replayModelSchema]);
 const activitySchema = z.strictObject({
   startToCloseTimeout: duration.optional(),
   heartbeatTimeout: duration.optional(),
@@ -215,10 +215,38 @@ const inputSchema = z.strictObject({
   carried: z.unknown().optional(),
 });
 
-function fieldOf(path: readonly PropertyKey[]): string {
-  let field = 'input';
+/** The names of `input.compaction`: the compaction options and the `summarize` activity's settings. */
+export const AGENT_COMPACTION_KEYS: readonly string[] = [
+  ...COMPACTION_OPTION_KEYS,
+  ...keysOf<Omit<AgentCompactionOptions, keyof CompactionOptions>>({ startToCloseTimeout: true, heartbeatTimeout: true, taskQueue: true, summarizerModel: true }),
+];
+
+function fieldOf(path: readonly PropertyKey[], root = 'input'): string {
+  let field = root;
   for (const key of path) field += typeof key === 'number' ? `[${key}]` : `.${String(key)}`;
   return field;
+}
+
+/** The keys of the object schema at `path` inside `schema` (through optional wrappers); empty when there is none. */
+function schemaKeysAt(schema: z.core.$ZodType, path: readonly PropertyKey[]): string[] {
+  let at: z.core.$ZodType = schema;
+  for (const key of path) {
+    while (at instanceof z.ZodOptional) at = at.unwrap();
+    const next: z.core.$ZodType | undefined = at instanceof z.ZodObject && typeof key === 'string' ? at.shape[key] : undefined;
+    if (next === undefined) return [];
+    at = next;
+  }
+  while (at instanceof z.ZodOptional) at = at.unwrap();
+  return at instanceof z.ZodObject ? Object.keys(at.shape) : [];
+}
+
+/** A zod issue of `schema` as an `InvalidInputError` under `root`; an unknown key with the closest known name. */
+function issueError(issue: z.core.$ZodIssue, schema: z.core.$ZodType, value: unknown, root: string): InvalidInputError {
+  if (issue.code === 'unrecognized_keys') {
+    const key = issue.keys[0] ?? '';
+    return new InvalidInputError(fieldOf([...issue.path, key], root), unknownKeyReason(key, schemaKeysAt(schema, issue.path), 'field'));
+  }
+  return new InvalidInputError(fieldOf(issue.path, root), describeIssue(issue, value));
 }
 
 /**
@@ -227,8 +255,12 @@ function fieldOf(path: readonly PropertyKey[]): string {
  * `messages[3].tool_call_id`. The messages of a new run must be a conversation a provider accepts
  * ({@link validateAgentMessages}); a continued run's carried conversation is the run's own and is
  * checked by the workflow.
+ *
+ * An unknown key of `input.compaction` is refused with the closest known name, unless `unknownKeys`
+ * is `'ignore'` (a history recorded before such keys were refused: docs/design.md#unknown-keys) or the
+ * run is continued (its input was accepted when its first run started): the plan then leaves it out.
  */
-export function planAgentRun(input: unknown): AgentRunPlan {
+export function planAgentRun(input: unknown, unknownKeys: UnknownKeys = 'refuse'): AgentRunPlan {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
     throw new InvalidInputError('input', 'must be an object { messages, model, compaction, tools?, maxRounds? }');
   }
@@ -236,10 +268,12 @@ export function planAgentRun(input: unknown): AgentRunPlan {
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     if (issue === undefined) throw new InvalidInputError('input', 'invalid');
-    const path = issue.code === 'unrecognized_keys' ? [...issue.path, issue.keys[0] ?? ''] : issue.path;
-    throw new InvalidInputError(fieldOf(path), issue.code === 'unrecognized_keys' ? 'unknown field' : describeIssue(issue, input));
+    throw issueError(issue, inputSchema, input, 'input');
   }
   const data = parsed.data;
+  if (unknownKeys === 'refuse' && data.carried === undefined) assertKnownKeys(data.compaction, AGENT_COMPACTION_KEYS, 'input.compaction');
+  // Tolerated (see above), an unknown key goes no further than here: `compact` refuses what it does not know.
+  const compaction: AgentCompactionOptions = Object.fromEntries(Object.entries(data.compaction).filter(([key]) => AGENT_COMPACTION_KEYS.includes(key)));
   const models = parseModels(data.model);
   const tools = (data.tools ?? []).map(parseTool);
   const names = new Set<string>();
@@ -257,7 +291,7 @@ export function planAgentRun(input: unknown): AgentRunPlan {
     return { index, label, config, safetyMargin, tokenizer: config.tokenizer ?? 'o200k_base' };
   });
   // Check the compaction options now (with a stand-in budget when the preflight supplies it), so a bad option fails the run at its start.
-  const { contextBudget, startToCloseTimeout, heartbeatTimeout, taskQueue, summarizerModel, ...compactionOptions } = data.compaction;
+  const { contextBudget, startToCloseTimeout, heartbeatTimeout, taskQueue, summarizerModel, ...compactionOptions } = compaction;
   resolveOptions({ ...compactionOptions, contextBudget: contextBudget ?? 1 }, 'input.compaction');
   checkDuration(startToCloseTimeout, 'input.compaction.startToCloseTimeout');
   checkDuration(heartbeatTimeout, 'input.compaction.heartbeatTimeout');
@@ -274,7 +308,6 @@ export function planAgentRun(input: unknown): AgentRunPlan {
     assertTaskQueueName(settings?.taskQueue, `${field}.taskQueue`);
   }
   const messages = data.carried === undefined ? validateAgentMessages(data.messages) : [];
-  const compaction: AgentCompactionOptions = data.compaction;
   return {
     messages,
     backends,
@@ -325,9 +358,7 @@ function parseModels(model: unknown): ModelConfig[] {
     if (parsed.success) return parsed.data;
     const issue = parsed.error.issues[0];
     if (issue === undefined) throw new InvalidInputError(field, `must be ${MODEL_SHAPES}`);
-    const path = issue.code === 'unrecognized_keys' ? [...issue.path, issue.keys[0] ?? ''] : issue.path;
-    const at = path.reduce<string>((text, key) => text + (typeof key === 'number' ? `[${key}]` : `.${String(key)}`), field);
-    throw new InvalidInputError(at, issue.code === 'unrecognized_keys' ? 'unknown field' : describeIssue(issue, config));
+    throw issueError(issue, provider === 'openai' ? openaiModelSchema : replayModelSchema, config, field);
   });
 }
 

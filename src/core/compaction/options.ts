@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { InvalidInputError } from '../errors.js';
 import { describeIssue } from '../schema.js';
+import { assertKnownKeys, keysOf } from '../unknown-keys.js';
 import { defaultCounter } from '../counting/tokens.js';
 import type { TokenCounter } from '../types.js';
 
@@ -183,9 +184,43 @@ export const optionsSchema = z.object({
   cachedInputPrice: ratio.default(0.1),
 });
 
-/** Applies defaults and validates; throws `InvalidInputError` naming the option. */
-export function resolveOptions(options: unknown, field = 'options'): ResolvedOptions {
+/** The names of the compaction options ({@link CompactionOptions}), for the closest name to an unknown one. */
+export const COMPACTION_OPTION_KEYS = keysOf<CompactionOptions>({
+  contextBudget: true,
+  triggerRatio: true,
+  targetRatio: true,
+  keepRecent: true,
+  toolResultCap: true,
+  ageObservations: true,
+  ageMinChars: true,
+  ageReclaimMin: true,
+  maxAttempts: true,
+  retryBackoff: true,
+  recentWindowGivesWay: true,
+  elisionEndsPass: true,
+  elisionEpochs: true,
+  deferShallowCompactions: true,
+  stubsShorterOnly: true,
+  trimBeatsOverflow: true,
+  cachedInputPrice: true,
+});
+
+/**
+ * What an options check does with a key it does not know: refuse it (an `InvalidInputError` naming
+ * it and the closest known name), or ignore it — only for input a workflow accepted before unknown
+ * keys were refused (docs/design.md#unknown-keys).
+ */
+export type UnknownKeys = 'refuse' | 'ignore';
+
+/**
+ * Applies defaults and validates; throws `InvalidInputError` naming the option, and for an unknown
+ * option the closest known name (`options.keepRecnt: unknown option; did you mean keepRecent?`).
+ * Callers whose options carry more than the compaction options check those keys first and pass
+ * only the compaction options here.
+ */
+export function resolveOptions(options: unknown, field = 'options', unknownKeys: UnknownKeys = 'refuse'): ResolvedOptions {
   if (typeof options !== 'object' || options === null) throw new InvalidInputError(field, 'must be an object with at least contextBudget');
+  if (unknownKeys === 'refuse') assertKnownKeys(options, COMPACTION_OPTION_KEYS, field);
   const parsed = optionsSchema.safeParse(options);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];

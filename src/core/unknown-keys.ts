@@ -1,0 +1,75 @@
+// Sandbox-safe: unknown keys in options objects and workflow inputs, refused with the closest known
+// name (`options.keepRecnt: unknown option; did you mean keepRecent?`). A typo must not run as if
+// the key were not there: the caller would get a compaction other than the one they asked for.
+import { InvalidInputError } from './errors.js';
+
+/** The keys of an options type as a list the compiler keeps complete: `keysOf<T>({ a: true, b: true })`. */
+export function keysOf<T extends object>(keys: { readonly [K in keyof Required<T>]: true }): ReadonlyArray<keyof T & string> {
+  return Object.keys(keys).filter((key): key is keyof T & string => key in keys);
+}
+
+/** The edit distance (insertions, deletions, substitutions, and swaps of two neighbours) between two names. */
+export function editDistance(a: string, b: string): number {
+  // Optimal string alignment: a swapped pair of letters (`keepRecnet`) is one edit, as people make it.
+  const rows: number[][] = Array.from({ length: a.length + 1 }, (_, i) => Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)));
+  for (let i = 1; i <= a.length; i += 1) {
+    const row = rows[i] ?? [];
+    const previous = rows[i - 1] ?? [];
+    for (let j = 1; j <= b.length; j += 1) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let best = Math.min((previous[j] ?? 0) + 1, (row[j - 1] ?? 0) + 1, (previous[j - 1] ?? 0) + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) best = Math.min(best, (rows[i - 2]?.[j - 2] ?? 0) + 1);
+      row[j] = best;
+    }
+  }
+  return rows[a.length]?.[b.length] ?? Math.max(a.length, b.length);
+}
+
+/**
+ * The known name closest to `name`, when it is close enough to be what was meant: the same name in
+ * another case or spelling (`keep_recent`, `KeepRecent`), or within a third of its length in edits
+ * (at least one, at most three). Ties go to the earlier name of `known`.
+ */
+export function closestName(name: string, known: readonly string[]): string | undefined {
+  const folded = fold(name);
+  const sameWord = known.find((candidate) => fold(candidate) === folded);
+  if (sameWord !== undefined) return sameWord;
+  const limit = Math.min(3, Math.max(1, Math.floor(name.length / 3)));
+  let best: { name: string; distance: number } | undefined;
+  for (const candidate of known) {
+    const distance = editDistance(name.toLowerCase(), candidate.toLowerCase());
+    if (distance <= limit && (best === undefined || distance < best.distance)) best = { name: candidate, distance };
+  }
+  return best?.name;
+}
+
+/** Lower case without separators: `keep_recent`, `keep-recent` and `KeepRecent` are one word. */
+function fold(name: string): string {
+  return name.toLowerCase().replace(/[-_\s]/g, '');
+}
+
+/** What an unknown key is called in the message: an option of an options object, a field of an input. */
+export type UnknownKeyKind = 'option' | 'field';
+
+/** `unknown option; did you mean keepRecent?`, or the known names when none is close. */
+export function unknownKeyReason(key: string, known: readonly string[], kind: UnknownKeyKind = 'option'): string {
+  const closest = closestName(key, known);
+  if (closest !== undefined) return `unknown ${kind}; did you mean ${closest}?`;
+  return `unknown ${kind}; the ${kind}s are ${known.join(', ')}`;
+}
+
+/** The own enumerable keys of `value` that `known` does not list, in the object's order. */
+export function unknownKeys(value: object, known: readonly string[]): string[] {
+  return Object.keys(value).filter((key) => !known.includes(key));
+}
+
+/**
+ * Throws `InvalidInputError` for the first key of `value` that `known` does not list, naming its
+ * path (`${field}.${key}`) and the closest known name. Values that are not plain objects are left
+ * to the caller's own checks.
+ */
+export function assertKnownKeys(value: unknown, known: readonly string[], field: string, kind: UnknownKeyKind = 'option'): void {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return;
+  const [key] = unknownKeys(value, known);
+  if (key !== undefined) throw new InvalidInputError(`${field}.${key}`, unknownKeyReason(key, known, kind));
+}
