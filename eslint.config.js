@@ -6,10 +6,10 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
-/** src/ is the package: scripts/, test/, bench/ and corpus/ never ship with it. */
+/** src/ is the package: dev/, scripts/, test/, bench/ and corpus/ never ship with it. */
 const outsideThePackage = {
-  regex: '^(\\.\\./)+(scripts|test|bench|corpus)(/|$)',
-  message: 'src/ imports nothing from scripts/, test/, bench/ or corpus/: they do not ship with the package.',
+  regex: '^(\\.\\./)+(dev|scripts|test|bench|corpus)(/|$)',
+  message: 'src/ imports nothing from dev/, scripts/, test/, bench/ or corpus/: they do not ship with the package.',
 };
 
 /** Workflow code (src/workflows/, the `temporal-compactor/workflow` entry): what activities and shared code never import. */

@@ -3,7 +3,7 @@
 // tokens, history events and bytes (total and per round, across continue-as-new), wall time.
 // The question: how does workflow history grow with an agent run — each `chat` input carries the
 // whole conversation again, which is the known scaling limit of agents on Temporal.
-// Run: `npm run bench:agent` (uses TEMPORAL_ADDRESS, else starts a dev server with src/dev-server.ts)
+// Run: `npm run bench:agent` (uses TEMPORAL_ADDRESS, else starts a dev server with dev/dev-server.ts)
 // on the repository's trajectories; `-- --corpus DIR` (or COMPACTOR_EXTENDED_CORPUS) adds the extended corpus.
 // Figures are written to bench/README.md, section "Agent runs"; the raw rows to bench/results/agent.json.
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -13,9 +13,9 @@ import { fileURLToPath } from 'node:url';
 import { Client, Connection, WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
-import { startDevServer, type DevServer } from '../src/dev-server.js';
+import { startDevServer, type DevServer } from '../dev/dev-server.js';
 import { agentRun, compactionRecordsFromSession, createActivities, createExtractiveSummarizer, type AgentRunWorkflowInput, type CompactionRecord, type SessionReference } from '../src/index.js';
-import { readSessionLines } from '../src/session-reader.js';
+import { readSessionLines } from '../src/client/session-reader.js';
 import { groupDigits } from '../src/core/agent/compaction-history.js';
 import { openingMessages } from '../src/core/agent/trajectory.js';
 import { benchmarkCorpus, createTrajectoryDir, type Trajectory } from '../corpus/index.js';

@@ -2,7 +2,7 @@
 // `compactConversation` workflow on a Temporal dev server, with the same instant deterministic
 // fake summarizer, so the difference is Temporal's: scheduling, persistence, payload conversion.
 // Reports the median latency of each, their ratio, and the history events and bytes per compaction.
-// Run: `npm run bench:temporal` (uses TEMPORAL_ADDRESS, else starts a dev server with src/dev-server.ts)
+// Run: `npm run bench:temporal` (uses TEMPORAL_ADDRESS, else starts a dev server with dev/dev-server.ts)
 // on the repository's trajectories; `-- --corpus DIR` (or COMPACTOR_EXTENDED_CORPUS) adds
 // conversations of the extended corpus. Figures are written to bench/README.md, section "Temporal".
 import { availableParallelism, cpus, loadavg } from 'node:os';
@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { Client, Connection } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
-import { startDevServer, type DevServer } from '../src/dev-server.js';
+import { startDevServer, type DevServer } from '../dev/dev-server.js';
 import { Compactor, createActivities, defaultCounter, type ChatMessage, type CompactConversationOptions, type CompactionResult } from '../src/index.js';
 import type { compactConversation } from '../src/workflows/index.js';
 import { createFakeSummarizer } from '../corpus/fake-summarizer.js';

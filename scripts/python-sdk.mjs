@@ -2,7 +2,7 @@
 // Find or install the Python Temporal SDK the cross-language test runs on, and print the absolute
 // path of the Python that has it: PyPI `temporalio` (pinned below) with `cryptography` (AES-256-GCM
 // for interop/python/compactor_payloads.py), in a venv of its own under .temporal/python/, the way
-// src/temporal-cli.ts installs the Temporal CLI.
+// dev/temporal-cli.ts installs the Temporal CLI.
 //
 //   node scripts/python-sdk.mjs               resolve, installing into .temporal/python if needed
 //   node scripts/python-sdk.mjs --no-install  resolve only, never install

@@ -2,7 +2,7 @@
 // Find or install the S3-compatible server the tests and benchmarks run against, and print the
 // absolute path of the Python that runs it: moto's S3 server (PyPI `moto`, pinned below; start it
 // as `PYTHON -m moto.server -H 127.0.0.1 -p PORT`), installed into .temporal/moto/ the way
-// src/temporal-cli.ts installs the Temporal CLI.
+// dev/temporal-cli.ts installs the Temporal CLI.
 //
 //   node scripts/s3-server.mjs               resolve, installing into .temporal/moto if needed
 //   node scripts/s3-server.mjs --no-install  resolve only, never install

@@ -10,7 +10,7 @@ import { spawn } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CreateBucketCommand, S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
 import { resolveS3Server } from './s3-server.mjs';
-import { freePort } from '../src/dev-server.js';
+import { freePort } from '../dev/dev-server.js';
 
 export interface S3TestServer {
   /** `http://127.0.0.1:PORT` (what COMPACTOR_S3_ENDPOINT would be). */

@@ -10,14 +10,14 @@ export * from './workflow.js';
 export { Compactor, type CompactorOptions, type CompactCallOptions } from './compactor.js';
 export { createOpenAISummarizer, createExtractiveSummarizer, type OpenAISummarizerOptions, type ExtractiveSummarizerOptions } from './summarizers/index.js';
 // Workers: the plugin (workflows and activities on your own worker), or a whole worker of ours.
-export { compactorPlugin, compactorWorkflowsPath, workerBuildId, type CompactorPlugin, type CompactorPluginOptions, type PluginRegistration } from './plugin.js';
+export { compactorPlugin, compactorWorkflowsPath, workerBuildId, type CompactorPlugin, type CompactorPluginOptions, type PluginRegistration } from './worker/plugin.js';
 export { createActivities, type ActivityDeps, type CompactorActivities } from './activities/index.js';
-export { createWorker, runWorker, type CompactorWorker, type CompactorWorkerConfig, type WorkerMode } from './worker.js';
+export { createWorker, runWorker, type CompactorWorker, type CompactorWorkerConfig, type WorkerMode } from './worker/create-worker.js';
 // Configuration (environment and flags) and the connection it describes.
-export { loadConfig, ConfigError, type CompactorConfig, type LoadConfigOptions, type TemporalSettings } from './config.js';
-export { connectTemporal, TemporalConnectionError, type ConnectTemporalOptions, type TemporalConnection } from './temporal-connection.js';
+export { loadConfig, ConfigError, type CompactorConfig, type LoadConfigOptions, type TemporalSettings } from './worker/config.js';
+export { connectTemporal, TemporalConnectionError, type ConnectTemporalOptions, type TemporalConnection } from './worker/temporal-connection.js';
 // An agent run's transcript, read back from its histories.
-export { readSession, SessionReadError, type ReadSessionOptions } from './session-reader.js';
+export { readSession, SessionReadError, type ReadSessionOptions } from './client/session-reader.js';
 // Payloads by reference: the data converter of a configuration (codec + chunk store), the codec
 // server for the Temporal UI and CLI, and the store's garbage collection.
 export {
@@ -36,7 +36,7 @@ export {
   type RetainedClaims,
   type RetainedClaimsOptions,
 } from './payloads/index.js';
-export { startCodecServer, type CodecServer, type CodecServerOptions } from './codec-server.js';
+export { startCodecServer, type CodecServer, type CodecServerOptions } from './payloads/codec-server.js';
 // Tracing and metrics: the setup and the names of the spans and metrics.
 export { createTracing, tracingWorkflowInterceptorModules, type CompactorTracing, type CompactorTracingOptions, type TracingOption, type TracingSetting } from './telemetry/tracing.js';
 export { installTelemetryRuntime, type TelemetryRuntimeOptions } from './telemetry/metrics.js';

@@ -10,7 +10,7 @@ import {
   loadConfig,
   temporalEnvVars,
   type CompactorConfig,
-} from '../src/config.js';
+} from '../src/worker/config.js';
 import { EXTRACTIVE_SUMMARY_NOTICE } from '../src/summarizers/extractive.js';
 import { summarizerFromConfig } from '../src/summarizers/from-config.js';
 import { startFakeOpenAI, type FakeOpenAI } from './support/fake-openai.js';

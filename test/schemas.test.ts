@@ -1,4 +1,4 @@
-// The JSON Schemas of compactConversation's input and result (docs/, from src/schemas.ts): written
+// The JSON Schemas of compactConversation's input and result (docs/, from src/shared/json-schemas.ts): written
 // from the validators' own zod schemas; the committed files are what the script writes, and the
 // schemas agree with what validates at run time — the same messages and options accepted and
 // rejected as validateMessages and resolveOptions, the same defaults — and describe the results
@@ -13,7 +13,7 @@ import { InvalidInputError } from '../src/core/errors.js';
 import { durationTextMs, optionsSchema, resolveOptions } from '../src/core/compaction/options.js';
 import { chatMessageSchema as runtimeMessageSchema, validateMessages } from '../src/core/schema.js';
 import { Compactor, defaultCounter, createExtractiveSummarizer } from '../src/index.js';
-import { DURATION_PATTERN, compactConversationInputSchema, compactConversationJsonSchemas, compactConversationOptionsSchema, compactionResultSchema } from '../src/schemas.js';
+import { DURATION_PATTERN, compactConversationInputSchema, compactConversationJsonSchemas, compactConversationOptionsSchema, compactionResultSchema } from '../src/shared/json-schemas.js';
 
 const schemas = compactConversationJsonSchemas();
 const ajv = new Ajv2020({ allErrors: true, strict: true, strictRequired: false }) // "required" inside if/then names fields declared beside it: valid JSON Schema, an ajv lint;

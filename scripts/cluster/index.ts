@@ -26,7 +26,7 @@ import { status as grpcStatus } from '@grpc/grpc-js';
 import { Connection, isGrpcServiceError } from '@temporalio/client';
 import Long from 'long';
 import { stringify } from 'yaml';
-import { COMPACTOR_SEARCH_ATTRIBUTES, ensureSearchAttributes, type SearchAttributeType } from '../../src/dev-server.js';
+import { COMPACTOR_SEARCH_ATTRIBUTES, ensureSearchAttributes, type SearchAttributeType } from '../../dev/dev-server.js';
 import { describeCluster, describeMutableState, type ClusterDescription } from './admin.js';
 import { ensureServerBinaries, ensureUiServer, type ServerBinaries } from './build.js';
 import { ManagedProcess, ProcessRegistry, runCommand } from './process.js';

@@ -3,7 +3,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import type OpenAI from 'openai';
 import { z } from 'zod';
-import { DEFAULT_CHAT_TIMEOUT_MS } from '../config.js';
+import { DEFAULT_CHAT_TIMEOUT_MS } from '../worker/config.js';
 import { ChatFailureType, ReplayFailureType } from '../core/agent/agent-errors.js';
 import type { ModelConfig, OpenAIModelConfig, ReplayModelConfig } from '../core/agent/agent-input.js';
 import { requestCounter } from '../core/agent/preflight.js';

@@ -3,7 +3,7 @@
 // usage mistake that exits 2.
 import { parseArgs } from 'node:util';
 import type { Client } from '@temporalio/client';
-import { configParseArgsOptions, configTable } from '../config.js';
+import { configParseArgsOptions, configTable } from '../worker/config.js';
 
 /** Where a command writes, and the environment it reads (tests pass their own). */
 export interface CliIo {
@@ -163,9 +163,9 @@ function configFlagLines(): string[] {
 }
 
 /** A command's --help: usage, description, its options, and the configuration flags. */
-export function commandHelp(command: CliCommand): string {
+export function commandHelp(command: CliCommand, program = `temporal-compactor ${command.name}`): string {
   const lines = [
-    `usage: temporal-compactor ${command.name} ${command.usage}`,
+    `usage: ${program} ${command.usage}`,
     '',
     ...command.description.flatMap((paragraph) => [...wrap(paragraph, HELP_COLUMNS, ''), '']),
     'Options:',

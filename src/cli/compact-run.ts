@@ -8,18 +8,18 @@ import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import proto from '@temporalio/proto';
 import type { NativeConnection } from '@temporalio/worker';
 import { Compactor } from '../compactor.js';
-import type { CompactorConfig } from '../config.js';
+import type { CompactorConfig } from '../worker/config.js';
 import { compactionKind, compactionKindLabel, groupDigits } from '../core/agent/compaction-history.js';
 import { needsCompactionCore } from '../core/compaction/engine.js';
 import { resolveOptions, type CompactionOptions, type ResolvedOptions } from '../core/compaction/options.js';
 import { DEFAULT_PAYLOAD_LIMIT_BYTES, jsonPayloadBytes } from '../core/limits/payload-size.js';
 import { defaultCounter } from '../core/counting/tokens.js';
 import type { CompactionResult, Summarizer } from '../core/types.js';
-import { installQuietRuntime } from '../demo.js';
+import { installQuietTelemetryRuntime } from '../telemetry/metrics.js';
 import { payloadConverterFromConfig } from '../payloads/index.js';
 import { summarizerFromConfig } from '../summarizers/from-config.js';
-import { connectTemporal } from '../temporal-connection.js';
-import { createWorker, workflowCode } from '../worker.js';
+import { connectTemporal } from '../worker/temporal-connection.js';
+import { createWorker, workflowCode } from '../worker/create-worker.js';
 import type { CompactConversationInput, compactConversation } from '../workflows/compact-conversation.js';
 import type { ConversationFile } from './conversation-file.js';
 
@@ -343,7 +343,7 @@ export async function compactViaWorkflow(run: CompactRun, client: Client): Promi
   const bundling = workflowCode({ workflowBundlePath: config.workflowBundle }).workflowsPath !== undefined;
   progress(`No worker polls task queue "${config.taskQueue}": starting one in this process on "${taskQueue}"${bundling ? ' (bundling the workflows first takes a few seconds)' : ''}...`);
   try {
-    installQuietRuntime();
+    installQuietTelemetryRuntime(undefined);
   } catch {
     // A Runtime is already installed in this process (an embedding program, a test): keep it.
   }

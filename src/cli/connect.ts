@@ -1,9 +1,9 @@
 // Node only: the client the commands use, connected the way the worker connects.
 import { Client } from '@temporalio/client';
-import { configFlagsFromArgs, loadConfig } from '../config.js';
+import { configFlagsFromArgs, loadConfig } from '../worker/config.js';
 import { payloadConverterFromConfig } from '../payloads/index.js';
-import { HISTORY_CHANNEL_ARGS } from '../session-reader.js';
-import { connectTemporal } from '../temporal-connection.js';
+import { HISTORY_CHANNEL_ARGS } from '../client/session-reader.js';
+import { connectTemporal } from '../worker/temporal-connection.js';
 
 /**
  * Opens a client the way the worker connects: the configuration (environment + flags) through

@@ -3,12 +3,11 @@
 // adding it to `commands`. Commands connect like the worker: `loadConfig` (environment and flags) →
 // `connectTemporal` (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TLS, envconfig's profiles).
 import type { Client } from '@temporalio/client';
-import { ConfigError } from '../config.js';
-import { isMain } from '../is-main.js';
+import { ConfigError } from '../worker/config.js';
+import { isMain } from '../worker/is-main.js';
 import { commandHelp, didYouMean, ExitCode, parseCommandArgs, topLevelHelp, UsageError, type CliCommand, type CliIo, type CommandContext } from './command.js';
 import { codecServer } from './commands/codec-server.js';
 import { compact } from './commands/compact.js';
-import { demo } from './commands/demo.js';
 import { gc } from './commands/gc.js';
 import { history } from './commands/history.js';
 import { session } from './commands/session.js';
@@ -21,7 +20,7 @@ export type { CliCommand, CliIo, CommandContext } from './command.js';
 export { connectClient } from './connect.js';
 
 /** The subcommands by name, in the order the help lists them. */
-export const commands: Readonly<Record<string, CliCommand>> = Object.fromEntries([demo, compact, worker, history, session, codecServer, gc].map((command) => [command.name, command]));
+export const commands: Readonly<Record<string, CliCommand>> = Object.fromEntries([compact, worker, history, session, codecServer, gc].map((command) => [command.name, command]));
 
 /** What the bare command prints: how to call it, on stderr (it is a usage mistake). */
 const SHORT_USAGE = 'usage: temporal-compactor <command> [options]   (temporal-compactor --help lists the commands)';
@@ -60,11 +59,19 @@ export async function main(argv: readonly string[], io: CliIo = processIo): Prom
     }
     return unknownCommand(name, io);
   }
+  return runCommand(command, rest, io);
+}
+
+/**
+ * Runs one command with its arguments (after the command's name) and returns the exit code; its
+ * messages and help name it as `program` (the dev-only demo runs as `npm run demo --`).
+ */
+export async function runCommand(command: CliCommand, rest: readonly string[], io: CliIo = processIo, program = `temporal-compactor ${command.name}`): Promise<number> {
   let opened: { client: Client; close: () => Promise<void> } | undefined;
   try {
     const { values, positionals } = parseCommandArgs(command, rest);
     if (values.help === true) {
-      io.stdout(commandHelp(command));
+      io.stdout(commandHelp(command, program));
       return ExitCode.ok;
     }
     const context: CommandContext = {
@@ -79,14 +86,14 @@ export async function main(argv: readonly string[], io: CliIo = processIo): Prom
     return await command.run(context);
   } catch (error) {
     if (error instanceof UsageError) {
-      io.stderr(`temporal-compactor ${name}: ${error.message}\nusage: temporal-compactor ${name} ${command.usage}\n(temporal-compactor ${name} --help for more)\n`);
+      io.stderr(`${program}: ${error.message}\nusage: ${program} ${command.usage}\n(${program} --help for more)\n`);
       return ExitCode.usage;
     }
     if (error instanceof ConfigError) {
-      io.stderr(`temporal-compactor ${name}: configuration error: ${error.message}\n`);
+      io.stderr(`${program}: configuration error: ${error.message}\n`);
       return ExitCode.usage;
     }
-    io.stderr(`temporal-compactor ${name}: ${error instanceof Error ? error.message : String(error)}\n`);
+    io.stderr(`${program}: ${error instanceof Error ? error.message : String(error)}\n`);
     return ExitCode.failure;
   } finally {
     await opened?.close();
@@ -98,7 +105,7 @@ function unknownCommand(name: string, io: CliIo): number {
   return ExitCode.usage;
 }
 
-const processIo: CliIo = {
+export const processIo: CliIo = {
   stdout: (text) => process.stdout.write(text),
   stderr: (text) => process.stderr.write(text),
   env: process.env,
@@ -109,7 +116,7 @@ const processIo: CliIo = {
  * A reader that went away (`| head -1`) is no failure: stop quietly, exit 0, as shell tools do.
  * Other stdout errors (a full disk) still fail the command.
  */
-function quietOnClosedStdout(): void {
+export function quietOnClosedStdout(): void {
   process.stdout.on('error', (error: NodeJS.ErrnoException) => {
     if (error.code === 'EPIPE') process.exit(ExitCode.ok);
     process.stderr.write(`temporal-compactor: cannot write to standard output: ${error.message}\n`);

@@ -33,7 +33,7 @@ const MESSAGE_CONDITIONS = [
 /**
  * One chat message: an OpenAI chat-completions message plus the harness flags `sticky` and
  * `depth`. Unknown fields are allowed and come back verbatim. What {@link validateMessages} checks
- * each message with, and the source of the messages' JSON Schema (src/schemas.ts): `content` is
+ * each message with, and the source of the messages' JSON Schema (src/shared/json-schemas.ts): `content` is
  * last, so a fault elsewhere is named first, as it always was.
  */
 export const chatMessageSchema = z

@@ -6,7 +6,7 @@
 import { isGrpcServiceError, type Client } from '@temporalio/client';
 import type { Payload } from '@temporalio/common';
 import { decodeReferencePayload, isReferencePayload } from '@temporalio/common/lib/internal-non-workflow/index.js';
-import { historyEvents } from '../session-reader.js';
+import { historyEvents } from '../client/session-reader.js';
 import { CHUNK_STORE_DRIVER_NAME } from './chunk-store.js';
 import { claimManifestId } from './claims.js';
 

@@ -1,6 +1,6 @@
-// Node only: the summarizer a configuration (src/config.ts) selects, built on the worker so API keys
+// Node only: the summarizer a configuration (src/worker/config.ts) selects, built on the worker so API keys
 // never enter workflow history.
-import { DEFAULT_OPENAI_BASE_URL, type CompactorConfig } from '../config.js';
+import { DEFAULT_OPENAI_BASE_URL, type CompactorConfig } from '../worker/config.js';
 import type { Summarizer } from '../core/types.js';
 import { createExtractiveSummarizer, type ExtractiveSummarizerOptions } from './extractive.js';
 import { createOpenAISummarizer } from './openai.js';

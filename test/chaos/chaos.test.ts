@@ -24,8 +24,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startCluster, TEMPORAL_SERVER_VERSION, type Cluster, type ClusterNode } from '../../scripts/cluster/index.js';
-import { installQuietRuntime } from '../../src/demo.js';
-import { HISTORY_CHANNEL_ARGS } from '../../src/session-reader.js';
+import { installQuietTelemetryRuntime } from '../../src/telemetry/metrics.js';
+import { HISTORY_CHANNEL_ARGS } from '../../src/client/session-reader.js';
 import { writeProductionBundle } from '../support/worker-process.js';
 import {
   chaosInputs,
@@ -94,7 +94,7 @@ describe(`chaos on a three-node cluster (profile ${profile.name}: ${profile.runs
   let sequence = 0;
 
   beforeAll(async () => {
-    installQuietRuntime();
+    installQuietTelemetryRuntime(undefined);
     dataDir = scratchDir('compactor-chaos-');
     cluster = await startCluster({ dataDir, ui: false, log: (line) => log(`cluster ${line}`) });
     report.cluster = `3 nodes of temporal-server ${TEMPORAL_SERVER_VERSION} on PostgreSQL ${cluster.versions.postgres}, frontend ${cluster.address}`;

@@ -14,7 +14,7 @@ import { compactionRecordsFromSession, type CompactionRecord } from '../../src/c
 import { replaySession, type SessionLine } from '../../src/core/agent/session.js';
 import { openingMessages } from '../../src/core/agent/trajectory.js';
 import type { ChatMessage } from '../../src/core/types.js';
-import { historyEvents, readSessionLines } from '../../src/session-reader.js';
+import { historyEvents, readSessionLines } from '../../src/client/session-reader.js';
 import type { AgentRunResult, AgentRunWorkflowInput } from '../../src/workflows/agent-run.js';
 import { startFakeOpenAI, type FakeOpenAI, type RecordedRequest, type ScriptedResponse } from '../support/fake-openai.js';
 import { spawnWorkerProcess, type WorkerProcess } from '../support/worker-process.js';

@@ -25,13 +25,13 @@ import {
 } from '../../scripts/cluster/index.js';
 import { createActivities } from '../../src/activities/index.js';
 import { replaySession } from '../../src/core/agent/session.js';
-import { readSessionLines } from '../../src/session-reader.js';
+import { readSessionLines } from '../../src/client/session-reader.js';
 import { openingMessages } from '../../src/core/agent/trajectory.js';
 import type { ChatMessage } from '../../src/core/types.js';
-import { DEMO_CONTEXT_WINDOW, DEMO_MAX_OUTPUT_TOKENS, DEMO_TRAJECTORY, installQuietRuntime } from '../../src/demo.js';
-import { COMPACTOR_SEARCH_ATTRIBUTES, searchAttributeTypeName } from '../../src/dev-server.js';
+import { DEMO_CONTEXT_WINDOW, DEMO_MAX_OUTPUT_TOKENS, DEMO_TRAJECTORY, installQuietRuntime } from '../../dev/demo.js';
+import { COMPACTOR_SEARCH_ATTRIBUTES, searchAttributeTypeName } from '../../dev/dev-server.js';
 import { createExtractiveSummarizer } from '../../src/summarizers/extractive.js';
-import { workflowCode } from '../../src/worker.js';
+import { workflowCode } from '../../src/worker/create-worker.js';
 import { agentRun, type AgentRunResult, type AgentRunWorkflowInput } from '../../src/workflows/agent-run.js';
 
 const TRAJECTORY_DIR = fileURLToPath(new URL('../../examples/trajectories/', import.meta.url));

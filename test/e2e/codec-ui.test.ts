@@ -13,10 +13,10 @@ import { Client, Connection } from '@temporalio/client';
 import type { Payload } from '@temporalio/common';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
-import { installQuietRuntime, runDemo } from '../../src/demo.js';
+import { loadConfig } from '../../src/worker/config.js';
+import { installQuietRuntime, runDemo } from '../../dev/demo.js';
 import { CHUNK_STORE_DRIVER_NAME, payloadConverterFromConfig } from '../../src/payloads/index.js';
-import { historyEvents } from '../../src/session-reader.js';
+import { historyEvents } from '../../src/client/session-reader.js';
 import { CHROMIUM_ARGS, chromiumForTests } from '../support/chromium.js';
 import { claimOf, decodeHistoryPayload, metadataOf } from '../support/history-payloads.js';
 

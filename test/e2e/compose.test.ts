@@ -15,9 +15,9 @@ import {
   TEMPORAL_SERVER_VERSION,
   TEMPORAL_UI_SERVER_VERSION,
 } from '../../scripts/cluster/index.js';
-import { configTable, loadConfig } from '../../src/config.js';
+import { configTable, loadConfig } from '../../src/worker/config.js';
 import { summarizerFromConfig } from '../../src/summarizers/from-config.js';
-import { COMPACTOR_SEARCH_ATTRIBUTES } from '../../src/dev-server.js';
+import { COMPACTOR_SEARCH_ATTRIBUTES } from '../../dev/dev-server.js';
 
 const root = new URL('../../', import.meta.url);
 const read = (path: string): string => readFileSync(new URL(path, root), 'utf8');
@@ -250,10 +250,10 @@ describe('Dockerfile', () => {
     expect(scripts.build).toMatch(/^tsc -p tsconfig\.build\.json( && npm run build:bundle)?$/);
   });
 
-  it('runs dist/worker.js, which the build emits from src/worker.ts', () => {
+  it('runs dist/worker/create-worker.js, which the build emits from src/worker/create-worker.ts', () => {
     const cmd = instructions.find((line) => line.startsWith('CMD '));
     const argv = z.array(z.string()).parse(JSON.parse((cmd ?? 'CMD null').slice(4)));
-    expect(argv).toEqual(['node', 'dist/worker.js']);
+    expect(argv).toEqual(['node', 'dist/worker/create-worker.js']);
     const build = z
       .object({ compilerOptions: z.object({ outDir: z.string(), rootDir: z.string() }), include: z.array(z.string()) })
       .parse(JSON.parse(read('tsconfig.build.json')));

@@ -1,16 +1,18 @@
-// The quick start's main job: `temporal-compactor demo` as a user runs it (a real process), against
-// the suite's dev server (TEMPORAL_ADDRESS), with the built-in offline summarizer.
+// The quick start's main job: `npm run demo` as a user runs it (a real process of
+// dev/demo-command.ts), against the suite's dev server (TEMPORAL_ADDRESS), with the built-in offline
+// summarizer. The demo is dev tooling: the published `temporal-compactor` command has no `demo`.
 import { describe, expect, inject, it } from 'vitest';
-import { runCli } from '../support/cli-process.js';
+import { DEMO_ENTRY, runCli } from '../support/cli-process.js';
 
-describe('temporal-compactor demo', () => {
+describe('npm run demo', () => {
   it('replays the bundled trajectory, compacts several times, prints the table and exits 0', { timeout: 180_000 }, async () => {
-    const { code, stdout, stderr } = await runCli(['demo'], {
+    const env = {
       TEMPORAL_ADDRESS: inject('temporalAddress') ?? 'the suite has no dev server (see its start error)',
       COMPACTOR_TASK_QUEUE: `demo-test-${process.pid}`,
       OPENAI_API_KEY: '',
       OPENAI_BASE_URL: '',
-    });
+    };
+    const { code, stdout, stderr } = await runCli([], env, '', DEMO_ENTRY);
     expect(code, stderr).toBe(0);
     expect(stderr).toContain('built-in offline extractive summarizer');
     // The demo turns the file store on: chat inputs leave history as claims.
@@ -27,8 +29,17 @@ describe('temporal-compactor demo', () => {
   });
 
   it('a bad setting stops start-up naming it', async () => {
-    const { code, stderr } = await runCli(['demo'], { COMPACTOR_CONTEXT_BUDGET: 'lots' });
+    const { code, stderr } = await runCli([], { COMPACTOR_CONTEXT_BUDGET: 'lots' }, '', DEMO_ENTRY);
     expect(code).toBe(2);
     expect(stderr).toContain('COMPACTOR_CONTEXT_BUDGET');
+  });
+
+  it('--help prints the usage under npm run demo; the published command has no demo', async () => {
+    const help = await runCli(['--help'], {}, '', DEMO_ENTRY);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/^usage: npm run demo -- \[--keep-server\]$/m);
+    const published = await runCli(['demo'], {});
+    expect(published.code).toBe(2);
+    expect(published.stderr).toContain('unknown command "demo"');
   });
 });

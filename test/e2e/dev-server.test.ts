@@ -2,7 +2,7 @@
 // project's search attributes, and a worker can run a workflow on it.
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
-import { COMPACTOR_SEARCH_ATTRIBUTES, searchAttributeTypeName } from '../../src/dev-server.js';
+import { COMPACTOR_SEARCH_ATTRIBUTES, searchAttributeTypeName } from '../../dev/dev-server.js';
 import type { echo } from '../fixtures/workflows/echo.js';
 import { bundleWorkflows, testConnection, uniqueId, withWorker, type TestConnection } from '../support/temporal.js';
 

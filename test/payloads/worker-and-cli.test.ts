@@ -45,7 +45,7 @@ describe('worker process and CLI with the payload store and a codec key', () => 
       COMPACTOR_CODEC_KEY: randomBytes(32).toString('base64'),
       COMPACTOR_CODEC_KEY_ID: 'cli-test',
     };
-    const worker = spawnWorkerProcess('src/worker.ts', env);
+    const worker = spawnWorkerProcess('src/worker/create-worker.ts', env);
     spawned.push(worker);
     const deadline = Date.now() + 60_000;
     while (!/polling task queue/.test(worker.output())) {

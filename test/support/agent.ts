@@ -7,14 +7,14 @@ import { Worker, type WorkerOptions, type WorkflowBundleWithSourceMap } from '@t
 import { createTrajectoryDir, findTrajectory, TRAJECTORY_DIR_ENV } from '../../corpus/index.js';
 import { createActivities, type ActivityDeps } from '../../src/activities/index.js';
 import { compactionRecordsFromSession, type CompactionHistory, type CompactionRecord } from '../../src/core/agent/compaction-history.js';
-import { readSessionLines } from '../../src/session-reader.js';
+import { readSessionLines } from '../../src/client/session-reader.js';
 import { requestCounter } from '../../src/core/agent/preflight.js';
 import type { SessionLine } from '../../src/core/agent/session.js';
 import { openingMessages } from '../../src/core/agent/trajectory.js';
 import type { ChatMessage } from '../../src/core/types.js';
 import { createExtractiveSummarizer } from '../../src/summarizers/extractive.js';
 import { agentRun, compactionsQuery, conversationQuery, type AgentRunResult, type AgentRunWorkflowInput } from '../../src/workflows/agent-run.js';
-import { compactorPlugin, type CompactorPlugin, type CompactorPluginOptions } from '../../src/plugin.js';
+import { compactorPlugin, type CompactorPlugin, type CompactorPluginOptions } from '../../src/worker/plugin.js';
 import { registerCleanup } from './cleanup.js';
 import { uniqueId, type TestConnection } from './temporal.js';
 

@@ -13,18 +13,22 @@ export interface CliRun {
   stderr: string;
 }
 
-/** Starts `temporal-compactor <args>` with this process's environment plus `env`; its stdio are pipes. */
-export function spawnCli(args: string[], env: Record<string, string>): ChildProcessByStdio<Writable, Readable, Readable> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], { cwd: root, env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+/** The published command's entry, and the dev-only demo's (`npm run demo`). */
+export const CLI_ENTRY = 'src/cli/main.ts';
+export const DEMO_ENTRY = 'dev/demo-command.ts';
+
+/** Starts `temporal-compactor <args>` (or another entry) with this process's environment plus `env`; its stdio are pipes. */
+export function spawnCli(args: string[], env: Record<string, string>, entry = CLI_ENTRY): ChildProcessByStdio<Writable, Readable, Readable> {
+  const child = spawn(process.execPath, ['--import', 'tsx', entry, ...args], { cwd: root, env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
   // A command that exits without reading its input must not fail the test with our EPIPE.
   child.stdin.on('error', () => undefined);
   return child;
 }
 
 /** Runs `temporal-compactor <args>` to its end, with `input` on its standard input (none: closed at once). */
-export function runCli(args: string[], env: Record<string, string>, input = ''): Promise<CliRun> {
+export function runCli(args: string[], env: Record<string, string>, input = '', entry = CLI_ENTRY): Promise<CliRun> {
   return new Promise((resolve, reject) => {
-    const child = spawnCli(args, env);
+    const child = spawnCli(args, env, entry);
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));

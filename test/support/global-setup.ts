@@ -16,7 +16,7 @@
 import { Connection } from '@temporalio/client';
 import type { TestProject } from 'vitest/node';
 import { createTrajectoryDir, extendedCorpusLocation, extendedCorpusMissing, fullCorpus, TRAJECTORY_DIR_ENV } from '../../corpus/index.js';
-import { ensureSearchAttributes, startDevServer, type DevServer } from '../../src/dev-server.js';
+import { ensureSearchAttributes, startDevServer, type DevServer } from '../../dev/dev-server.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {

@@ -4,7 +4,7 @@
 // of an uninterrupted run of the same input.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentRun, compactionsQuery, replaySession, sessionQuery, type AgentRunWorkflowInput } from '../../src/index.js';
-import { readSessionLines } from '../../src/session-reader.js';
+import { readSessionLines } from '../../src/client/session-reader.js';
 import { TRAJECTORY_DIR_ENV } from '../../corpus/index.js';
 import { openingOf, replayActivities, trajectoryDir } from '../support/agent.js';
 import { testConnection, uniqueId, withWorker } from '../support/temporal.js';

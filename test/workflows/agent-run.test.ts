@@ -10,7 +10,7 @@ import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import OpenAI from 'openai';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { addUserMessageUpdate, agentRun, stopUpdate, compactionsQuery, conversationQuery, FailureType, replaySession, toProviderMessages, RunFailureType, sessionQuery, type AgentRunWorkflowInput, type ChatMessage, type ContextExhaustedDetails } from '../../src/index.js';
-import { readSessionLines } from '../../src/session-reader.js';
+import { readSessionLines } from '../../src/client/session-reader.js';
 import { pinTask } from '../../src/core/agent/agent-input.js';
 import { emptyCompactionHistory, RECENT_COMPACTIONS } from '../../src/core/agent/compaction-history.js';
 import { createHold, startFakeOpenAI, type FakeOpenAI, type ScriptedResponse } from '../support/fake-openai.js';

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig, replaySession, type ChatMessage } from '../../src/index.js';
-import { readSessionLines } from '../../src/session-reader.js';
+import { readSessionLines } from '../../src/client/session-reader.js';
 import { payloadProtoSize } from '../../src/payloads/index.js';
 import { historyPayloads, isSdkMetadata } from '../support/history-payloads.js';
 import { readTurn, sourceText } from '../support/source-text.js';

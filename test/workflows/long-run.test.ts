@@ -12,7 +12,7 @@ import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateLongRun, longRunName } from '../../corpus/index.js';
 import { agentRun, compactionRecordsFromSession, createActivities, createExtractiveSummarizer, loadConfig, replaySession, type AgentRunResult, type ChatMessage } from '../../src/index.js';
-import { chainRunIds, historyEvents, readSessionLines } from '../../src/session-reader.js';
+import { chainRunIds, historyEvents, readSessionLines } from '../../src/client/session-reader.js';
 import { openingMessages } from '../../src/core/agent/trajectory.js';
 import { STORED_SESSION_BATCH_BYTES } from '../../src/workflows/agent/transcript-writer.js';
 import { runAgentThroughPlugin } from '../support/agent.js';

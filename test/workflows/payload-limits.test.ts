@@ -9,7 +9,7 @@ import { WorkflowFailedError } from '@temporalio/client';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentRun, compactConversation, createActivities, createExtractiveSummarizer, FailureType, replaySession, RunFailureType, toProviderMessages, type ChatMessage, type PayloadTooLargeDetails } from '../../src/index.js';
-import { readSessionLines } from '../../src/session-reader.js';
+import { readSessionLines } from '../../src/client/session-reader.js';
 import { failureTypeOf } from '../support/agent.js';
 import { bundleWorkflows, chainHistories, testConnection, uniqueId, withWorker, type TestConnection } from '../support/temporal.js';
 

@@ -11,7 +11,7 @@ import type { temporal } from '@temporalio/proto';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig, replaySession, type ChatMessage } from '../../src/index.js';
-import { readSessionLines } from '../../src/session-reader.js';
+import { readSessionLines } from '../../src/client/session-reader.js';
 import { WORKFLOW_COUNT_CHARS } from '../../src/workflows/agent/token-cache.js';
 import { readTurn, sourceText } from '../support/source-text.js';
 import { runAgentThroughPlugin } from '../support/agent.js';

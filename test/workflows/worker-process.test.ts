@@ -1,12 +1,12 @@
-// The worker as a process (`tsx src/worker.ts`, configured only by its environment): a worker
+// The worker as a process (`tsx src/worker/create-worker.ts`, configured only by its environment): a worker
 // SIGKILLed while the fake server holds its summarize request loses nothing — a second worker
 // takes the retry after the heartbeat timeout and the workflow completes with the summary. Also:
 // configuration errors name the variable, and SIGTERM shuts the worker down gracefully.
 import { temporal } from '@temporalio/proto';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { ConfigError } from '../../src/config.js';
+import { ConfigError } from '../../src/worker/config.js';
 import { createActivities, createOpenAISummarizer, type CompactConversationOptions } from '../../src/index.js';
-import { loadWorkerConfig } from '../../src/worker.js';
+import { loadWorkerConfig } from '../../src/worker/create-worker.js';
 import type { compactConversation } from '../../src/workflows/index.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.js';
 import { toolRounds } from '../support/messages.js';
@@ -57,7 +57,7 @@ describe('worker process', () => {
   it('SIGKILLed while its request is held: a second worker completes the compaction with the summary', async () => {
     const t = await testConnection();
     server.script({ kind: 'hang' }, { kind: 'summary', text: SUMMARY });
-    const first = spawnWorkerProcess('src/worker.ts', workerEnv(t.address, t.namespace, t.taskQueue));
+    const first = spawnWorkerProcess('src/worker/create-worker.ts', workerEnv(t.address, t.namespace, t.taskQueue));
     spawned.push(first);
     // Without a prebuilt bundle the worker bundles its workflows at start: on a loaded machine that takes a while.
     await waitForOutput(first, /polling task queue/, 90_000);
@@ -90,7 +90,7 @@ describe('worker process', () => {
 
   it('SIGTERM: shuts down gracefully and exits 0', async () => {
     const t = await testConnection();
-    const worker = spawnWorkerProcess('src/worker.ts', workerEnv(t.address, t.namespace, t.taskQueue));
+    const worker = spawnWorkerProcess('src/worker/create-worker.ts', workerEnv(t.address, t.namespace, t.taskQueue));
     spawned.push(worker);
     // Without a prebuilt bundle the worker bundles its workflows at start: on a loaded machine that takes a while.
     await waitForOutput(worker, /polling task queue/, 90_000);
@@ -100,14 +100,14 @@ describe('worker process', () => {
   }, 120_000);
 
   it('a configuration error exits 1 naming the variable', async () => {
-    const worker = spawnWorkerProcess('src/worker.ts', { TEMPORAL_ADDRESS: '127.0.0.1:1', COMPACTOR_MAX_CONCURRENT_ACTIVITIES: 'lots', COMPACTOR_SUMMARIZER_MODEL: 'm' });
+    const worker = spawnWorkerProcess('src/worker/create-worker.ts', { TEMPORAL_ADDRESS: '127.0.0.1:1', COMPACTOR_MAX_CONCURRENT_ACTIVITIES: 'lots', COMPACTOR_SUMMARIZER_MODEL: 'm' });
     spawned.push(worker);
     expect((await worker.exited).code).toBe(1);
     expect(worker.output()).toContain('configuration error: COMPACTOR_MAX_CONCURRENT_ACTIVITIES: expected a positive integer, got "lots"');
   }, 30_000);
 });
 
-describe('loadWorkerConfig (the environment through src/config.ts)', () => {
+describe('loadWorkerConfig (the environment through src/worker/config.ts)', () => {
   function errorOf(env: Record<string, string>): ConfigError {
     try {
       loadWorkerConfig(env);

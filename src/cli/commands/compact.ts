@@ -3,11 +3,11 @@
 import { existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { Client } from '@temporalio/client';
-import { configFlagsFromArgs, loadConfig, type CompactorConfig } from '../../config.js';
+import { configFlagsFromArgs, loadConfig, type CompactorConfig } from '../../worker/config.js';
 import { groupDigits } from '../../core/agent/compaction-history.js';
 import { InvalidInputError } from '../../core/errors.js';
 import { resolveOptions, type CompactionOptions } from '../../core/compaction/options.js';
-import { TemporalConnectionError } from '../../temporal-connection.js';
+import { TemporalConnectionError } from '../../worker/temporal-connection.js';
 import { ExitCode, onlyArgument, UsageError, type CliCommand, type CommandContext, type OptionSpec } from '../command.js';
 import { compactInProcess, compactViaWorkflow, renderCompactReport } from '../compact-run.js';
 import { conversationOutput, ConversationFileError, readConversationFile, writeFileWhole } from '../conversation-file.js';

@@ -2,7 +2,7 @@
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import { compactionRecordsFromSession, describeRunUsage, groupDigits, renderCompactionTable, type CompactionHistory } from '../../core/agent/compaction-history.js';
 import type { SessionLine } from '../../core/agent/session.js';
-import { readSession } from '../../session-reader.js';
+import { readSession } from '../../client/session-reader.js';
 import { describeAgentRun, QUERY_TIMEOUT_OPTION, queryTimeoutOf } from '../agent-run.js';
 import { onlyArgument, type CliCommand } from '../command.js';
 

@@ -3,7 +3,7 @@ import { groupDigits, oneLine } from '../../core/agent/compaction-history.js';
 import type { SessionLine } from '../../core/agent/session.js';
 import { contentText } from '../../core/counting/tokens.js';
 import type { ChatMessage } from '../../core/types.js';
-import { readSession } from '../../session-reader.js';
+import { readSession } from '../../client/session-reader.js';
 import { describeAgentRun, QUERY_TIMEOUT_OPTION, queryTimeoutOf } from '../agent-run.js';
 import { onlyArgument, type CliCommand } from '../command.js';
 

@@ -1,6 +1,6 @@
 // Node only: `temporal-compactor worker` — a compactor worker until SIGINT/SIGTERM.
-import { configFlagsFromArgs } from '../../config.js';
-import { runWorker } from '../../worker.js';
+import { configFlagsFromArgs } from '../../worker/config.js';
+import { runWorker } from '../../worker/create-worker.js';
 import { noArguments, type CliCommand } from '../command.js';
 
 export const worker: CliCommand = {

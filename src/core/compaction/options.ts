@@ -163,7 +163,7 @@ export const MAX_RETRY_BACKOFF_MS = 30_000;
 
 const ratio = z.number().gt(0).lte(1);
 const count = z.number().int().nonnegative();
-/** The compaction options with their defaults: what {@link resolveOptions} parses, and the source of their JSON Schema (src/schemas.ts). */
+/** The compaction options with their defaults: what {@link resolveOptions} parses, and the source of their JSON Schema (src/shared/json-schemas.ts). */
 export const optionsSchema = z.object({
   contextBudget: z.number().int().positive(),
   triggerRatio: ratio.default(0.8),

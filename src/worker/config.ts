@@ -1,9 +1,9 @@
 // Node only: the one configuration schema — environment variables and CLI flags — shared by the
 // worker, the CLI and the demo. A bad value stops start-up with a message naming the setting.
 import { z } from 'zod';
-import { durationTextMs } from './core/compaction/options.js';
-import { KEY_BYTES, KeyFormatError, keyringFromSettings, type Keyring } from './payloads/keyring.js';
-import { parsePayloadStore } from './payloads/store-location.js';
+import { durationTextMs } from '../core/compaction/options.js';
+import { KEY_BYTES, KeyFormatError, keyringFromSettings, type Keyring } from '../payloads/keyring.js';
+import { parsePayloadStore } from '../payloads/store-location.js';
 
 /** A setting's value as the environment (strings) or a flag parser (strings, numbers, booleans) gives it. */
 export type RawSettingValue = string | number | boolean | undefined;
@@ -669,7 +669,7 @@ export function configFlagsFromArgs(values: Readonly<Record<string, unknown>>): 
 // ---------------------------------------------------------------------------------------------
 // Derived values
 
-/** The settings that say how to reach Temporal (`connectTemporal` of src/temporal-connection.ts). */
+/** The settings that say how to reach Temporal (`connectTemporal` of src/worker/temporal-connection.ts). */
 export const TEMPORAL_SETTING_KEYS = ['temporalAddress', 'temporalNamespace', 'temporalApiKey', 'temporalTls'] as const;
 
 /** How to reach Temporal: a whole configuration, or just these settings (`readSettings(TEMPORAL_SETTING_KEYS)`). */

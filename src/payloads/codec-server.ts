@@ -23,7 +23,7 @@ import type { AddressInfo } from 'node:net';
 import type { DataConverter, Payload } from '@temporalio/common';
 import { decodeReferencePayload, ExternalStorageRunner, isReferencePayload } from '@temporalio/common/lib/internal-non-workflow/index.js';
 import proto from '@temporalio/proto';
-import { DEFAULT_CODEC_SERVER_HOST, DEFAULT_CODEC_SERVER_PORT, MAX_PAYLOAD_THRESHOLD } from './config.js';
+import { DEFAULT_CODEC_SERVER_HOST, DEFAULT_CODEC_SERVER_PORT, MAX_PAYLOAD_THRESHOLD } from '../worker/config.js';
 
 const PayloadProto = proto.temporal.api.common.v1.Payload;
 

@@ -13,9 +13,9 @@
 // test/schemas.test.ts holds all of it to the validators (the same inputs accepted and rejected,
 // the same defaults) and to real results.
 import { z } from 'zod';
-import { optionsSchema } from './core/compaction/options.js';
-import { FailureType } from './core/errors.js';
-import { chatMessageSchema } from './core/schema.js';
+import { optionsSchema } from '../core/compaction/options.js';
+import { FailureType } from '../core/errors.js';
+import { chatMessageSchema } from '../core/schema.js';
 
 export { chatMessageSchema };
 

@@ -5,18 +5,18 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Client, WorkflowFailedError } from '@temporalio/client';
 import { Worker } from '@temporalio/worker';
-import { loadConfig, type CompactorConfig } from './config.js';
-import { summarizerFromConfig } from './summarizers/from-config.js';
-import { agentRunStaticMetadata, describeRunUsage, groupDigits, renderCompactionTable, type CompactionHistory } from './core/agent/compaction-history.js';
-import { openingMessages } from './core/agent/trajectory.js';
-import { startCodecServer, type CodecServer } from './codec-server.js';
+import { loadConfig, type CompactorConfig } from '../src/worker/config.js';
+import { summarizerFromConfig } from '../src/summarizers/from-config.js';
+import { agentRunStaticMetadata, describeRunUsage, groupDigits, renderCompactionTable, type CompactionHistory } from '../src/core/agent/compaction-history.js';
+import { openingMessages } from '../src/core/agent/trajectory.js';
+import { startCodecServer, type CodecServer } from '../src/payloads/codec-server.js';
 import { startDevServer, type DevServer } from './dev-server.js';
-import { payloadConverterFromConfig } from './payloads/index.js';
-import { connectTemporal } from './temporal-connection.js';
-import { compactorPlugin } from './plugin.js';
-import { installQuietTelemetryRuntime } from './telemetry/metrics.js';
-import { workflowCode } from './worker.js';
-import { agentRun, compactionsQuery, type AgentRunResult, type AgentRunWorkflowInput } from './workflows/agent-run.js';
+import { payloadConverterFromConfig } from '../src/payloads/index.js';
+import { connectTemporal } from '../src/worker/temporal-connection.js';
+import { compactorPlugin } from '../src/worker/plugin.js';
+import { installQuietTelemetryRuntime } from '../src/telemetry/metrics.js';
+import { workflowCode } from '../src/worker/create-worker.js';
+import { agentRun, compactionsQuery, type AgentRunResult, type AgentRunWorkflowInput } from '../src/workflows/agent-run.js';
 
 /** The bundled MIT trajectory the demo replays (see examples/trajectories/ATTRIBUTION.md). */
 export const DEMO_TRAJECTORY = 'openhands_gpt4o_Project-MONAI__MONAI-3715';
@@ -60,7 +60,7 @@ export interface DemoOutcome {
   codecServerUrl: string | undefined;
 }
 
-const defaultTrajectoryDir = (): string => fileURLToPath(new URL('../examples/trajectories/', import.meta.url));
+const defaultTrajectoryDir = (): string => fileURLToPath(new URL('../examples/trajectories', import.meta.url));
 
 function waitForSignal(): Promise<void> {
   return new Promise((resolve) => {

@@ -9,9 +9,9 @@ import type { Payload } from '@temporalio/common';
 // the client resolves a workflow's result): history events come back as stored, claims unresolved.
 import { decodeFromPayloadsAtIndex, ExternalStorageRunner, isReferencePayload } from '@temporalio/common/lib/internal-non-workflow/index.js';
 import type { temporal } from '@temporalio/proto';
-import { compactionRecordsFromSession, type CompactionRecord } from './core/agent/compaction-history.js';
-import { replaySessionStream, type SessionBatch, type SessionLine, type SessionReference, type SessionSnapshot } from './core/agent/session.js';
-import type { ChatMessage } from './core/types.js';
+import { compactionRecordsFromSession, type CompactionRecord } from '../core/agent/compaction-history.js';
+import { replaySessionStream, type SessionBatch, type SessionLine, type SessionReference, type SessionSnapshot } from '../core/agent/session.js';
+import type { ChatMessage } from '../core/types.js';
 
 /** The name of the activity whose inputs hold the transcript. */
 export const RECORD_SESSION_ACTIVITY = 'recordSession';

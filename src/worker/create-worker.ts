@@ -1,6 +1,6 @@
 // Node only: the compactor worker (docs/design.md#worker). Runs the workflows (`compactConversation`, and
-// `compact` inside them) and the activities. Runnable as `tsx src/worker.ts` or
-// `node dist/worker.js`; configured from the environment through `src/config.ts`.
+// `compact` inside them) and the activities. Runnable as `tsx src/worker/create-worker.ts` or
+// `node dist/worker/create-worker.js`; configured from the environment through `src/worker/config.ts`.
 import { isMain } from './is-main.js';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -8,17 +8,17 @@ import { Worker } from '@temporalio/worker';
 import type { NativeConnection, WorkerOptions, WorkflowBundleOption } from '@temporalio/worker';
 import type { DataConverter } from '@temporalio/common';
 import { CHAT_SERVER_KEYS, compactorPlugin, type CompactorPlugin, type PluginRegistration } from './plugin.js';
-import { assertKnownKeys, keysOf } from './core/unknown-keys.js';
-import { ensureSearchAttributesIfAllowed, searchAttributeWarning, type SearchAttributeSetup } from './search-attributes.js';
+import { assertKnownKeys, keysOf } from '../core/unknown-keys.js';
+import { ensureSearchAttributesIfAllowed, searchAttributeWarning, type SearchAttributeSetup } from './namespace-search-attributes.js';
 import { ConfigError, DEFAULT_TASK_QUEUE, loadConfig, readSettings, TEMPORAL_SETTING_KEYS, temporalEnvVars, type WorkerModeSetting } from './config.js';
-import { summarizerFromConfig } from './summarizers/from-config.js';
-import { parseDuration, type Duration } from './core/compaction/options.js';
-import type { Summarizer } from './core/types.js';
-import type { OpenAIClientSettings } from './llm/openai-adapter.js';
-import { payloadConverterFromConfig } from './payloads/index.js';
+import { summarizerFromConfig } from '../summarizers/from-config.js';
+import { parseDuration, type Duration } from '../core/compaction/options.js';
+import type { Summarizer } from '../core/types.js';
+import type { OpenAIClientSettings } from '../llm/openai-adapter.js';
+import { payloadConverterFromConfig } from '../payloads/index.js';
 import { connectTemporal, TemporalConnectionError } from './temporal-connection.js';
-import { installTelemetryRuntime } from './telemetry/metrics.js';
-import { createTracing, type CompactorTracing, type TracingOption } from './telemetry/tracing.js';
+import { installTelemetryRuntime } from '../telemetry/metrics.js';
+import { createTracing, type CompactorTracing, type TracingOption } from '../telemetry/tracing.js';
 
 /** What a worker polls for: workflows and activities (one queue does it all), or one kind only. */
 export type WorkerMode = WorkerModeSetting;
@@ -44,11 +44,11 @@ export interface CompactorWorkerConfig {
   mode?: WorkerMode;
   /** The summarizer backend; built on the worker, so API keys never enter workflow history. Required unless mode is `workflows`. */
   summarizer?: Summarizer;
-  /** Where the replay provider finds trajectories. @default COMPACTOR_TRAJECTORY_DIR (src/config.ts), else the current directory */
+  /** Where the replay provider finds trajectories. @default COMPACTOR_TRAJECTORY_DIR (src/worker/config.ts), else the current directory */
   trajectoryDir?: string;
-  /** The directory the built-in tools may read. @default COMPACTOR_TOOLS_ROOT (src/config.ts), else the current directory */
+  /** The directory the built-in tools may read. @default COMPACTOR_TOOLS_ROOT (src/worker/config.ts), else the current directory */
   toolsRoot?: string;
-  /** Where the agent loop's `chat` sends requests (`provider: 'openai'`). @default OPENAI_BASE_URL and OPENAI_API_KEY (src/config.ts) */
+  /** Where the agent loop's `chat` sends requests (`provider: 'openai'`). @default OPENAI_BASE_URL and OPENAI_API_KEY (src/worker/config.ts) */
   chatServer?: Pick<OpenAIClientSettings, 'baseURL' | 'apiKey'>;
   /** Deadline of one `chat` request in ms. @default 120_000 (COMPACTOR_CHAT_TIMEOUT) */
   chatTimeoutMs?: number;
@@ -115,7 +115,7 @@ const WORKER_CONFIG_KEYS = keysOf<CompactorWorkerConfig>({
 });
 
 /**
- * The worker configuration from the environment (`loadConfig` of `src/config.ts`: the README's
+ * The worker configuration from the environment (`loadConfig` of `src/worker/config.ts`: the README's
  * configuration table), with the summarizer it selects already built.
  *
  * @throws ConfigError naming the variable at fault, e.g.
@@ -169,10 +169,10 @@ export function workflowCode(
     return { workflowBundle: { codePath: config.workflowBundlePath } };
   }
   if (config.workflowsPath !== undefined) return { workflowsPath: config.workflowsPath };
-  const prebuilt = fileURLToPath(new URL(tracing ? './workflow-bundle-tracing.js' : './workflow-bundle.js', import.meta.url));
+  const prebuilt = fileURLToPath(new URL(tracing ? '../workflow-bundle-tracing.js' : '../workflow-bundle.js', import.meta.url));
   if (existsSync(prebuilt)) return { workflowBundle: { codePath: prebuilt } };
   // From the build output the workflows are `.js`; run from source (tsx) they are `.ts`.
-  const source = ['./workflows/index.js', './workflows/index.ts'].map((path) => fileURLToPath(new URL(path, import.meta.url))).find((path) => existsSync(path));
+  const source = ['../workflows/index.js', '../workflows/index.ts'].map((path) => fileURLToPath(new URL(path, import.meta.url))).find((path) => existsSync(path));
   if (source === undefined) throw new Error('temporal-compactor worker: found neither a workflow bundle nor workflows/index beside the worker');
   return { workflowsPath: source };
 }

@@ -1,6 +1,6 @@
 // A local Temporal dev server (`temporal server start-dev`) for tests, CI and the demo.
 //
-// Node-only: spawns the CLI found (or installed) by src/temporal-cli.ts, binds every port to
+// Node-only: spawns the CLI found (or installed) by dev/temporal-cli.ts, binds every port to
 // 127.0.0.1, waits until the frontend answers, makes sure the project's custom search attributes
 // exist, and hands back the address plus a stop() that kills the whole process group.
 // Deliberately independent of src/core.
@@ -14,13 +14,13 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Connection } from '@temporalio/client';
 import { SearchAttributeType } from '@temporalio/common';
 import { resolveTemporalCli } from './temporal-cli.js';
-import { COMPACTOR_SEARCH_ATTRIBUTES } from './shared/search-attributes.js';
-import { addSearchAttributes, CLI_TYPE_NAMES, searchAttributeStatus, type HasOperatorService } from './search-attributes.js';
+import { COMPACTOR_SEARCH_ATTRIBUTES } from '../src/shared/search-attributes.js';
+import { addSearchAttributes, CLI_TYPE_NAMES, searchAttributeStatus, type HasOperatorService } from '../src/worker/namespace-search-attributes.js';
 
 export { SearchAttributeType };
 
 /** Custom search attributes the compactor's workflows upsert; registered on every dev server. */
-export { COMPACTOR_SEARCH_ATTRIBUTES } from './shared/search-attributes.js';
+export { COMPACTOR_SEARCH_ATTRIBUTES } from '../src/shared/search-attributes.js';
 
 export interface DevServerOptions {
   /** Namespace to create and to report (default "default", which always exists). */
@@ -66,7 +66,7 @@ export interface DevServer {
 const HOST = '127.0.0.1';
 const OUTPUT_TAIL_CHARS = 16_000;
 
-export { searchAttributeTypeName } from './search-attributes.js';
+export { searchAttributeTypeName } from '../src/worker/namespace-search-attributes.js';
 
 /** A port that was free on 127.0.0.1 a moment ago (the OS picks it). */
 export async function freePort(): Promise<number> {

@@ -1,5 +1,5 @@
 // Node only: the one way the worker, the CLI and the demo reach Temporal. The configuration
-// (src/config.ts: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS, flags
+// (src/worker/config.ts: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS, flags
 // included) goes through `@temporalio/envconfig`, which adds what only it reads: the
 // `TEMPORAL_TLS_*` certificates, gRPC metadata and the profiles of its config file.
 import { Connection } from '@temporalio/client';

@@ -14,15 +14,15 @@ import type { ClientOptions } from '@temporalio/client';
 import { noopMetricMeter, type DataConverter } from '@temporalio/common';
 import { SimplePlugin } from '@temporalio/plugin';
 import { Runtime, type BundleOptions, type ReplayWorkerOptions, type Worker, type WorkerOptions } from '@temporalio/worker';
-import { createActivities, createDescribeWorkerActivity, type ActivityDeps } from './activities/index.js';
+import { createActivities, createDescribeWorkerActivity, type ActivityDeps } from '../activities/index.js';
 import { loadConfig, readSettings, type CompactorConfig } from './config.js';
-import { summarizerFromConfig } from './summarizers/from-config.js';
-import type { Summarizer } from './core/types.js';
-import { assertKnownKeys, keysOf } from './core/unknown-keys.js';
-import { payloadConverterFromConfig } from './payloads/index.js';
-import { ensureSearchAttributesIfAllowed, searchAttributeWarning, type SearchAttributeSetup } from './search-attributes.js';
-import { activityMetricsInterceptor } from './telemetry/metrics.js';
-import { bundleHasTracing, createTracing, type CompactorTracing, type TracingOption } from './telemetry/tracing.js';
+import { summarizerFromConfig } from '../summarizers/from-config.js';
+import type { Summarizer } from '../core/types.js';
+import { assertKnownKeys, keysOf } from '../core/unknown-keys.js';
+import { payloadConverterFromConfig } from '../payloads/index.js';
+import { ensureSearchAttributesIfAllowed, searchAttributeWarning, type SearchAttributeSetup } from './namespace-search-attributes.js';
+import { activityMetricsInterceptor } from '../telemetry/metrics.js';
+import { bundleHasTracing, createTracing, type CompactorTracing, type TracingOption } from '../telemetry/tracing.js';
 
 /** What the plugin registers on a worker. */
 export type PluginRegistration = 'all' | 'workflows' | 'activities';
@@ -122,7 +122,7 @@ export const CHAT_SERVER_KEYS = keysOf<NonNullable<ActivityDeps['chatServer']>>(
 
 /** This package's workflows module: the compiled one beside the build output, else the source (tsx). */
 export function compactorWorkflowsPath(): string {
-  const candidates = ['./workflows/index.js', './workflows/index.ts'].map((path) => fileURLToPath(new URL(path, import.meta.url)));
+  const candidates = ['../workflows/index.js', '../workflows/index.ts'].map((path) => fileURLToPath(new URL(path, import.meta.url)));
   const found = candidates.find((path) => existsSync(path));
   if (found === undefined) throw new Error('temporal-compactor: found no workflows/index beside the plugin');
   return found;

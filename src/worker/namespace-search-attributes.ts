@@ -3,7 +3,7 @@
 // attribute its namespace lacks fails every workflow task, forever (docs/design.md#never-wedge).
 import type { OperatorService } from '@temporalio/client';
 import type { SearchAttributeType } from '@temporalio/common';
-import { COMPACTOR_SEARCH_ATTRIBUTES } from './shared/search-attributes.js';
+import { COMPACTOR_SEARCH_ATTRIBUTES } from '../shared/search-attributes.js';
 
 /** The `temporal` CLI's names of the types (`--type Int`, `--search-attribute Name=Int`). */
 export const CLI_TYPE_NAMES: Record<SearchAttributeType, string> = {
