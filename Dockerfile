@@ -15,6 +15,6 @@ WORKDIR /app
 COPY --from=build /app/package.json ./package.json
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
-# The worker reads its settings from the environment (src/worker/config.ts, docs/configuration.md).
+# The worker reads its settings from the environment (src/config.ts, docs/configuration.md).
 USER node
 CMD ["node", "dist/worker/create-worker.js"]

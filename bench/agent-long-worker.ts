@@ -9,7 +9,7 @@ import { performance } from 'node:perf_hooks';
 import type { Context } from '@temporalio/activity';
 import type { ActivityExecuteInput, ActivityInboundCallsInterceptor, Next } from '@temporalio/worker';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
-import { loadConfig } from '../src/worker/config.js';
+import { loadConfig } from '../src/config.js';
 import { compactorPlugin, createExtractiveSummarizer } from '../src/index.js';
 import { payloadConverterFromConfig } from '../src/payloads/index.js';
 import { storeEnvironment } from './agent-long-store.js';

@@ -23,7 +23,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import proto, { type temporal } from '@temporalio/proto';
 import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
 import { generateLongRun, longRunName } from '../corpus/index.js';
-import { loadConfig } from '../src/worker/config.js';
+import { loadConfig } from '../src/config.js';
 import { groupDigits } from '../src/core/agent/compaction-history.js';
 import { openingMessages } from '../src/core/agent/trajectory.js';
 import { startDevServer, type DevServer } from '../dev/dev-server.js';

@@ -19,7 +19,7 @@ import { Client, Connection } from '@temporalio/client';
 import { defaultPayloadConverter, type DataConverter, type Payload } from '@temporalio/common';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import proto from '@temporalio/proto';
-import { DEFAULT_PAYLOAD_THRESHOLD, loadConfig } from '../src/worker/config.js';
+import { DEFAULT_PAYLOAD_THRESHOLD, loadConfig } from '../src/config.js';
 import { startDevServer, type DevServer } from '../dev/dev-server.js';
 import { groupDigits } from '../src/core/agent/compaction-history.js';
 import { openingMessages } from '../src/core/agent/trajectory.js';

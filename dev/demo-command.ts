@@ -2,7 +2,7 @@
 // a local dev server. It runs as a command of our CLI's framework (help, flags, exit codes) but is
 // not one of the published `temporal-compactor` commands: it needs the Temporal CLI that
 // dev/temporal-cli.ts installs.
-import { configFlagsFromArgs, loadConfig } from '../src/worker/config.js';
+import { configFlagsFromArgs, loadConfig } from '../src/config.js';
 import { installQuietRuntime, runDemo } from './demo.js';
 import { noArguments, type CliCommand } from '../src/cli/command.js';
 import { processIo, quietOnClosedStdout, runCommand } from '../src/cli/main.js';

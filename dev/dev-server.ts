@@ -15,7 +15,7 @@ import { Connection } from '@temporalio/client';
 import { SearchAttributeType } from '@temporalio/common';
 import { resolveTemporalCli } from './temporal-cli.js';
 import { COMPACTOR_SEARCH_ATTRIBUTES } from '../src/shared/search-attributes.js';
-import { addSearchAttributes, CLI_TYPE_NAMES, searchAttributeStatus, type HasOperatorService } from '../src/worker/namespace-search-attributes.js';
+import { addSearchAttributes, CLI_TYPE_NAMES, searchAttributeStatus, type HasOperatorService } from '../src/client/namespace-search-attributes.js';
 
 export { SearchAttributeType };
 
@@ -66,7 +66,7 @@ export interface DevServer {
 const HOST = '127.0.0.1';
 const OUTPUT_TAIL_CHARS = 16_000;
 
-export { searchAttributeTypeName } from '../src/worker/namespace-search-attributes.js';
+export { searchAttributeTypeName } from '../src/client/namespace-search-attributes.js';
 
 /** A port that was free on 127.0.0.1 a moment ago (the OS picks it). */
 export async function freePort(): Promise<number> {

@@ -1,12 +1,12 @@
 // Writes the configuration table of docs/configuration.md (between its config-table markers) from
-// the settings table in src/worker/config.ts. `npm run docs:config` after adding or changing a setting;
+// the settings table in src/config.ts. `npm run docs:config` after adding or changing a setting;
 // test/config.test.ts fails while the page differs from what this writes.
 //
 //   npm run docs:config              rewrite the table in docs/configuration.md
 //   npm run docs:config -- --check   only say whether it is stale (exit code 1 if so)
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { configTableMarkdown } from '../src/worker/config.js';
+import { configTableMarkdown } from '../src/config.js';
 
 const PAGE = fileURLToPath(new URL('../docs/configuration.md', import.meta.url));
 const NAME = 'docs/configuration.md';

@@ -14,7 +14,7 @@ export { compactorPlugin, compactorWorkflowsPath, workerBuildId, type CompactorP
 export { createActivities, type ActivityDeps, type CompactorActivities } from './activities/index.js';
 export { createWorker, runWorker, type CompactorWorker, type CompactorWorkerConfig, type WorkerMode } from './worker/create-worker.js';
 // Configuration (environment and flags) and the connection it describes.
-export { loadConfig, ConfigError, type CompactorConfig, type LoadConfigOptions, type TemporalSettings } from './worker/config.js';
+export { loadConfig, ConfigError, type CompactorConfig, type LoadConfigOptions, type TemporalSettings } from './config.js';
 export { connectTemporal, TemporalConnectionError, type ConnectTemporalOptions, type TemporalConnection } from './worker/temporal-connection.js';
 // An agent run's transcript, read back from its histories.
 export { readSession, SessionReadError, type ReadSessionOptions } from './client/session-reader.js';

@@ -13,7 +13,7 @@ import { StorageDriverClaim } from '@temporalio/common';
 import proto from '@temporalio/proto';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { startCodecServer, type CodecServer, type CodecServerOptions } from '../src/payloads/codec-server.js';
-import { loadConfig } from '../src/worker/config.js';
+import { loadConfig } from '../src/config.js';
 import { CHUNK_STORE_DRIVER_NAME, payloadConverterFromConfig, type ConfiguredPayloads } from '../src/payloads/index.js';
 import { claimOf, metadataOf } from './support/history-payloads.js';
 

@@ -10,9 +10,9 @@ import {
   loadConfig,
   temporalEnvVars,
   type CompactorConfig,
-} from '../src/worker/config.js';
+} from '../src/config.js';
 import { EXTRACTIVE_SUMMARY_NOTICE } from '../src/summarizers/extractive.js';
-import { summarizerFromConfig } from '../src/summarizers/from-config.js';
+import { summarizerFromConfig } from '../src/worker/summarizer-from-config.js';
 import { startFakeOpenAI, type FakeOpenAI } from './support/fake-openai.js';
 
 const defaults: CompactorConfig = {

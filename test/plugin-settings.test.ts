@@ -8,7 +8,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { ChatActivityInput } from '../src/activities/index.js';
-import { loadConfig } from '../src/worker/config.js';
+import { loadConfig } from '../src/config.js';
 import { createOpenAIClient, PLACEHOLDER_API_KEY } from '../src/llm/openai-adapter.js';
 import { compactorPlugin, type CompactorPluginOptions } from '../src/worker/plugin.js';
 import { createExtractiveSummarizer } from '../src/summarizers/extractive.js';

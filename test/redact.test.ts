@@ -1,8 +1,8 @@
-// The worker's API keys taken out of failures (src/llm/redact.ts); the end-to-end check with a worker
+// The worker's API keys taken out of failures (src/redact.ts); the end-to-end check with a worker
 // process and an echoing provider is test/e2e/secrets.test.ts.
 import { ApplicationFailure } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
-import { REDACTED, redactFailure, redactText, workerSecrets } from '../src/llm/redact.js';
+import { REDACTED, redactFailure, redactText, workerSecrets } from '../src/redact.js';
 
 describe('redact', () => {
   it('finds the secrets in the environment and the extra keys, ignoring placeholders shorter than 8 characters', () => {

@@ -2,7 +2,7 @@
 // `Connection` or a worker `NativeConnection`), against the suite's dev server.
 import { createServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../src/worker/config.js';
+import { loadConfig } from '../src/config.js';
 import { connectTemporal, TemporalConnectionError } from '../src/worker/temporal-connection.js';
 import { temporalTarget } from './support/temporal.js';
 

@@ -3,7 +3,6 @@
 import { ApplicationFailure } from '@temporalio/common';
 import type OpenAI from 'openai';
 import { z } from 'zod';
-import { DEFAULT_CHAT_TIMEOUT_MS } from '../worker/config.js';
 import { ChatFailureType, ReplayFailureType } from '../core/agent/agent-errors.js';
 import type { ModelConfig, OpenAIModelConfig, ReplayModelConfig } from '../core/agent/agent-input.js';
 import { requestCounter } from '../core/agent/preflight.js';
@@ -13,6 +12,7 @@ import { toProviderMessages, validateMessages } from '../core/schema.js';
 import type { ChatMessage, ToolCall } from '../core/types.js';
 import { createOpenAIClient, describeProviderError, readCompletion, requestCompletion, type OpenAIClientSettings } from '../llm/openai-adapter.js';
 import { failOnInvalidInput } from '../shared/failures.js';
+import { DEFAULT_CHAT_TIMEOUT_MS } from '../config.js';
 import type { TrajectoryStore } from './trajectories.js';
 import { whileHeartbeating } from './heartbeats.js';
 

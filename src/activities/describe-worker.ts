@@ -4,7 +4,7 @@
 // worker of a task queue should share one payload-store configuration: a run asks one of them.
 import { Context } from '@temporalio/activity';
 import { COMPACTOR_SEARCH_ATTRIBUTES } from '../shared/search-attributes.js';
-import { searchAttributeStatus } from '../worker/namespace-search-attributes.js';
+import { searchAttributeStatus } from '../client/namespace-search-attributes.js';
 import type { WorkerDescription } from '../shared/worker-description.js';
 
 export type { WorkerDescription } from '../shared/worker-description.js';

@@ -3,7 +3,7 @@
 // activity's own cancellation reason rethrown (never the backend's abort error, which the worker
 // would report as a failure).
 import { Context } from '@temporalio/activity';
-import { redactFailure, workerSecrets } from '../llm/redact.js';
+import { redactFailure, workerSecrets } from '../redact.js';
 
 /** Longest pause between heartbeats when the activity has no heartbeat timeout (cancellation still travels on them). */
 const MAX_HEARTBEAT_INTERVAL_MS = 5000;

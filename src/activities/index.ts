@@ -25,7 +25,7 @@ export { createDescribeWorkerActivity, type DescribeWorkerOptions, type WorkerDe
 export interface ActivityDeps {
   /** The backend that writes summaries. @default an OpenAI-compatible summarizer for `model`, configured from the environment */
   summarizer?: Summarizer;
-  /** The summarizer model, when `summarizer` is not given (`OPENAI_BASE_URL` and `OPENAI_API_KEY` of src/worker/config.ts configure the client). */
+  /** The summarizer model, when `summarizer` is not given (`OPENAI_BASE_URL` and `OPENAI_API_KEY` of src/config.ts configure the client). */
   model?: string;
   /** Heartbeat interval while a request is in flight. @default a quarter of the heartbeatTimeout, at most 5 s */
   heartbeatIntervalMs?: number;

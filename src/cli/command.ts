@@ -3,7 +3,7 @@
 // usage mistake that exits 2.
 import { parseArgs } from 'node:util';
 import type { Client } from '@temporalio/client';
-import { configParseArgsOptions, configTable } from '../worker/config.js';
+import { configParseArgsOptions, configTable } from '../config.js';
 
 /** Where a command writes, and the environment it reads (tests pass their own). */
 export interface CliIo {

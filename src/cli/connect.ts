@@ -1,6 +1,6 @@
 // Node only: the client the commands use, connected the way the worker connects.
 import { Client } from '@temporalio/client';
-import { configFlagsFromArgs, loadConfig } from '../worker/config.js';
+import { configFlagsFromArgs, loadConfig } from '../config.js';
 import { payloadConverterFromConfig } from '../payloads/index.js';
 import { HISTORY_CHANNEL_ARGS } from '../client/session-reader.js';
 import { connectTemporal } from '../worker/temporal-connection.js';

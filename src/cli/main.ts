@@ -3,7 +3,7 @@
 // adding it to `commands`. Commands connect like the worker: `loadConfig` (environment and flags) →
 // `connectTemporal` (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TLS, envconfig's profiles).
 import type { Client } from '@temporalio/client';
-import { ConfigError } from '../worker/config.js';
+import { ConfigError } from '../config.js';
 import { isMain } from '../worker/is-main.js';
 import { commandHelp, didYouMean, ExitCode, parseCommandArgs, topLevelHelp, UsageError, type CliCommand, type CliIo, type CommandContext } from './command.js';
 import { codecServer } from './commands/codec-server.js';

@@ -23,11 +23,16 @@ import type { AddressInfo } from 'node:net';
 import type { DataConverter, Payload } from '@temporalio/common';
 import { decodeReferencePayload, ExternalStorageRunner, isReferencePayload } from '@temporalio/common/lib/internal-non-workflow/index.js';
 import proto from '@temporalio/proto';
-import { DEFAULT_CODEC_SERVER_HOST, DEFAULT_CODEC_SERVER_PORT, MAX_PAYLOAD_THRESHOLD } from '../worker/config.js';
 
 const PayloadProto = proto.temporal.api.common.v1.Payload;
 
 /** @default 64 MiB: without a store one payload may reach Temporal's 2 MB limit, and a request carries many. */
+/** Temporal refuses payloads over 2 MiB, so a larger store threshold would only let such payloads fail. */
+export const MAX_PAYLOAD_THRESHOLD = 2 * 1024 * 1024;
+/** @default 8081 — the codec server's port (`temporal-compactor codec-server`). */
+export const DEFAULT_CODEC_SERVER_PORT = 8081;
+/** @default '127.0.0.1' — the codec server answers this machine only unless told otherwise. */
+export const DEFAULT_CODEC_SERVER_HOST = '127.0.0.1';
 export const DEFAULT_CODEC_SERVER_MAX_BODY_BYTES = 64 * 1024 * 1024;
 
 /** @default 2 MiB, Temporal's own payload limit: a claim to anything larger stays a claim when the caller asks to keep claims. */

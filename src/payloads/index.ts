@@ -1,7 +1,7 @@
 // Node only: the payload codec and the chunk store, and the one function that builds a data
 // converter from the configuration. Workers, the CLI's clients, the demo and the tests all build
 // theirs here, so a client and a worker of one configuration always agree. The configuration
-// (src/worker/config.ts) depends on this module, not the other way round: it is handed the settings.
+// (src/config.ts) depends on this module, not the other way round: it is handed the settings.
 import type { DataConverter } from '@temporalio/common';
 import { ExternalStorage } from '@temporalio/common';
 import type { S3ClientConfig } from '@aws-sdk/client-s3';
@@ -30,7 +30,7 @@ export { PayloadDecodeError, PayloadKeyMissingError, ChunkIntegrityError, ChunkM
 
 /**
  * The settings this module is handed: the fields of the same names of the configuration
- * (`CompactorConfig` of src/worker/config.ts, which `loadConfig()` builds from the environment and flags).
+ * (`CompactorConfig` of src/config.ts, which `loadConfig()` builds from the environment and flags).
  */
 export interface PayloadSettings {
   /** COMPACTOR_PAYLOAD_STORE; `undefined`: not configured (then `defaultStore`, else off). */

@@ -6,7 +6,6 @@ export {
   type OpenAISummarizerOptions,
 } from './openai.js';
 export { parseRetryAfter, type HeaderBag } from '../llm/openai-adapter.js';
-export { summarizerFromConfig, type ConfiguredSummarizer } from './from-config.js';
 export {
   createExtractiveSummarizer,
   extractiveSummary,

@@ -1,12 +1,12 @@
 // The OpenAI-compatible summarizer backend (OpenAI, Azure, vLLM, Ollama, ...). Node only: it runs
 // in activities and in the in-process driver, never in the workflow sandbox.
 import type OpenAI from 'openai';
-import { DEFAULT_SUMMARIZER_TIMEOUT_MS, readSettings } from '../worker/config.js';
+import { DEFAULT_SUMMARIZER_TIMEOUT_MS, readSettings } from '../config.js';
 import { SummarizerError } from '../core/errors.js';
 import { assertKnownKeys, keysOf } from '../core/unknown-keys.js';
 import { toProviderMessages } from '../core/schema.js';
 import { abortReason, createOpenAIClient, describeProviderError, readCompletion, requestCompletion } from '../llm/openai-adapter.js';
-import { redactFailure, workerSecrets } from '../llm/redact.js';
+import { redactFailure, workerSecrets } from '../redact.js';
 import type { SummarizeRequest, SummarizeResponse, Summarizer } from '../core/types.js';
 
 export { DEFAULT_SUMMARIZER_TIMEOUT_MS };
@@ -44,12 +44,12 @@ interface OpenAISummarizerCommonOptions {
 interface OpenAISummarizerOwnClientOptions extends OpenAISummarizerCommonOptions {
   /**
    * The API's base URL, ending in `/v1` for most servers.
-   * @default OPENAI_BASE_URL (src/worker/config.ts), else https://api.openai.com/v1
+   * @default OPENAI_BASE_URL (src/config.ts), else https://api.openai.com/v1
    */
   baseURL?: string;
   /**
    * The API key.
-   * @default OPENAI_API_KEY (src/worker/config.ts); when that is unset too but a base URL is given
+   * @default OPENAI_API_KEY (src/config.ts); when that is unset too but a base URL is given
    * (a local vLLM or Ollama), the placeholder `'unused'`
    */
   apiKey?: string;

@@ -10,7 +10,7 @@ import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { envDetectorSync, Resource } from '@opentelemetry/resources';
 import { BasicTracerProvider, BatchSpanProcessor, SimpleSpanProcessor, type ReadableSpan, type SpanExporter, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { OpenTelemetryPlugin } from '@temporalio/interceptors-opentelemetry';
-import { ConfigError, type TracingSettingValue } from '../worker/config.js';
+import { ConfigError, type TracingSettingValue } from '../config.js';
 
 /**
  * `off`; `otlp`: OTLP over HTTP (protobuf) to the endpoint of the standard `OTEL_EXPORTER_OTLP_*`

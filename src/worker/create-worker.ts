@@ -1,6 +1,6 @@
 // Node only: the compactor worker (docs/design.md#worker). Runs the workflows (`compactConversation`, and
 // `compact` inside them) and the activities. Runnable as `tsx src/worker/create-worker.ts` or
-// `node dist/worker/create-worker.js`; configured from the environment through `src/worker/config.ts`.
+// `node dist/worker/create-worker.js`; configured from the environment through `src/config.ts`.
 import { isMain } from './is-main.js';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -9,9 +9,9 @@ import type { NativeConnection, WorkerOptions, WorkflowBundleOption } from '@tem
 import type { DataConverter } from '@temporalio/common';
 import { CHAT_SERVER_KEYS, compactorPlugin, type CompactorPlugin, type PluginRegistration } from './plugin.js';
 import { assertKnownKeys, keysOf } from '../core/unknown-keys.js';
-import { ensureSearchAttributesIfAllowed, searchAttributeWarning, type SearchAttributeSetup } from './namespace-search-attributes.js';
-import { ConfigError, DEFAULT_TASK_QUEUE, loadConfig, readSettings, TEMPORAL_SETTING_KEYS, temporalEnvVars, type WorkerModeSetting } from './config.js';
-import { summarizerFromConfig } from '../summarizers/from-config.js';
+import { ensureSearchAttributesIfAllowed, searchAttributeWarning, type SearchAttributeSetup } from '../client/namespace-search-attributes.js';
+import { ConfigError, DEFAULT_TASK_QUEUE, loadConfig, readSettings, TEMPORAL_SETTING_KEYS, temporalEnvVars, type WorkerModeSetting } from '../config.js';
+import { summarizerFromConfig } from './summarizer-from-config.js';
 import { parseDuration, type Duration } from '../core/compaction/options.js';
 import type { Summarizer } from '../core/types.js';
 import type { OpenAIClientSettings } from '../llm/openai-adapter.js';
@@ -44,11 +44,11 @@ export interface CompactorWorkerConfig {
   mode?: WorkerMode;
   /** The summarizer backend; built on the worker, so API keys never enter workflow history. Required unless mode is `workflows`. */
   summarizer?: Summarizer;
-  /** Where the replay provider finds trajectories. @default COMPACTOR_TRAJECTORY_DIR (src/worker/config.ts), else the current directory */
+  /** Where the replay provider finds trajectories. @default COMPACTOR_TRAJECTORY_DIR (src/config.ts), else the current directory */
   trajectoryDir?: string;
-  /** The directory the built-in tools may read. @default COMPACTOR_TOOLS_ROOT (src/worker/config.ts), else the current directory */
+  /** The directory the built-in tools may read. @default COMPACTOR_TOOLS_ROOT (src/config.ts), else the current directory */
   toolsRoot?: string;
-  /** Where the agent loop's `chat` sends requests (`provider: 'openai'`). @default OPENAI_BASE_URL and OPENAI_API_KEY (src/worker/config.ts) */
+  /** Where the agent loop's `chat` sends requests (`provider: 'openai'`). @default OPENAI_BASE_URL and OPENAI_API_KEY (src/config.ts) */
   chatServer?: Pick<OpenAIClientSettings, 'baseURL' | 'apiKey'>;
   /** Deadline of one `chat` request in ms. @default 120_000 (COMPACTOR_CHAT_TIMEOUT) */
   chatTimeoutMs?: number;
@@ -115,7 +115,7 @@ const WORKER_CONFIG_KEYS = keysOf<CompactorWorkerConfig>({
 });
 
 /**
- * The worker configuration from the environment (`loadConfig` of `src/worker/config.ts`: the README's
+ * The worker configuration from the environment (`loadConfig` of `src/config.ts`: the README's
  * configuration table), with the summarizer it selects already built.
  *
  * @throws ConfigError naming the variable at fault, e.g.

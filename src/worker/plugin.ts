@@ -15,12 +15,12 @@ import { noopMetricMeter, type DataConverter } from '@temporalio/common';
 import { SimplePlugin } from '@temporalio/plugin';
 import { Runtime, type BundleOptions, type ReplayWorkerOptions, type Worker, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, createDescribeWorkerActivity, type ActivityDeps } from '../activities/index.js';
-import { loadConfig, readSettings, type CompactorConfig } from './config.js';
-import { summarizerFromConfig } from '../summarizers/from-config.js';
+import { loadConfig, readSettings, type CompactorConfig } from '../config.js';
+import { summarizerFromConfig } from './summarizer-from-config.js';
 import type { Summarizer } from '../core/types.js';
 import { assertKnownKeys, keysOf } from '../core/unknown-keys.js';
 import { payloadConverterFromConfig } from '../payloads/index.js';
-import { ensureSearchAttributesIfAllowed, searchAttributeWarning, type SearchAttributeSetup } from './namespace-search-attributes.js';
+import { ensureSearchAttributesIfAllowed, searchAttributeWarning, type SearchAttributeSetup } from '../client/namespace-search-attributes.js';
 import { activityMetricsInterceptor } from '../telemetry/metrics.js';
 import { bundleHasTracing, createTracing, type CompactorTracing, type TracingOption } from '../telemetry/tracing.js';
 

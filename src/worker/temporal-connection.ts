@@ -1,11 +1,11 @@
 // Node only: the one way the worker, the CLI and the demo reach Temporal. The configuration
-// (src/worker/config.ts: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS, flags
+// (src/config.ts: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS, flags
 // included) goes through `@temporalio/envconfig`, which adds what only it reads: the
 // `TEMPORAL_TLS_*` certificates, gRPC metadata and the profiles of its config file.
 import { Connection } from '@temporalio/client';
 import { loadClientConnectConfig } from '@temporalio/envconfig';
 import { NativeConnection } from '@temporalio/worker';
-import { temporalEnvVars, type TemporalSettings } from './config.js';
+import { temporalEnvVars, type TemporalSettings } from '../config.js';
 
 /** Where envconfig sends a client when no address is configured. */
 const SDK_DEFAULT_ADDRESS = 'localhost:7233';

@@ -13,7 +13,7 @@ import { Client, Connection } from '@temporalio/client';
 import type { Payload } from '@temporalio/common';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/worker/config.js';
+import { loadConfig } from '../../src/config.js';
 import { installQuietRuntime, runDemo } from '../../dev/demo.js';
 import { CHUNK_STORE_DRIVER_NAME, payloadConverterFromConfig } from '../../src/payloads/index.js';
 import { historyEvents } from '../../src/client/session-reader.js';

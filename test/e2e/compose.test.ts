@@ -15,8 +15,8 @@ import {
   TEMPORAL_SERVER_VERSION,
   TEMPORAL_UI_SERVER_VERSION,
 } from '../../scripts/cluster/index.js';
-import { configTable, loadConfig } from '../../src/worker/config.js';
-import { summarizerFromConfig } from '../../src/summarizers/from-config.js';
+import { configTable, loadConfig } from '../../src/config.js';
+import { summarizerFromConfig } from '../../src/worker/summarizer-from-config.js';
 import { COMPACTOR_SEARCH_ATTRIBUTES } from '../../dev/dev-server.js';
 
 const root = new URL('../../', import.meta.url);

@@ -19,7 +19,7 @@ import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findTrajectory } from '../../corpus/index.js';
 import { resolvePythonSdk } from '../../scripts/python-sdk.mjs';
-import { loadConfig } from '../../src/worker/config.js';
+import { loadConfig } from '../../src/config.js';
 import { InvalidInputError } from '../../src/core/errors.js';
 import { validateMessages } from '../../src/core/schema.js';
 import { Compactor, createActivities, createExtractiveSummarizer, type ChatMessage, type CompactConversationOptions } from '../../src/index.js';

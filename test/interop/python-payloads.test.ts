@@ -16,7 +16,7 @@ import proto from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findTrajectory } from '../../corpus/index.js';
 import { resolvePythonSdk } from '../../scripts/python-sdk.mjs';
-import { DEFAULT_PAYLOAD_THRESHOLD, loadConfig } from '../../src/worker/config.js';
+import { DEFAULT_PAYLOAD_THRESHOLD, loadConfig } from '../../src/config.js';
 import {
   CHUNK_STORE_DRIVER_NAME,
   ChunkIntegrityError,

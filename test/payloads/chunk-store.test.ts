@@ -25,7 +25,7 @@ import {
   type ObjectBackend,
 } from '../../src/payloads/index.js';
 import { chatInputSequence } from '../../corpus/chat-inputs.js';
-import { loadConfig } from '../../src/worker/config.js';
+import { loadConfig } from '../../src/config.js';
 import { startS3Server, type S3TestServer } from '../../scripts/s3-test-server.js';
 
 const toPayload = (value: unknown): Payload => defaultPayloadConverter.toPayload(value);

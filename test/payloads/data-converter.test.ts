@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/worker/config.js';
+import { loadConfig } from '../../src/config.js';
 import { CHUNK_STORE_DRIVER_NAME, codecEnvelopeOf, payloadConverterFromConfig, payloadProtoSize } from '../../src/payloads/index.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'compactor-converter-'));

@@ -13,7 +13,7 @@ import { msToTs } from '@temporalio/common/lib/time.js';
 import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startS3Server, type S3TestServer } from '../../scripts/s3-test-server.js';
-import { loadConfig } from '../../src/worker/config.js';
+import { loadConfig } from '../../src/config.js';
 import { ChunkStoreDriver, claimDataFor, claimManifestId, objectKey, payloadConverterFromConfig, payloadProtoSize, type ConfiguredPayloads, type ObjectBackend } from '../../src/payloads/index.js';
 import { collectGarbage, DEFAULT_GC_GRACE_MS, totalOf, type GarbageReport } from '../../src/payloads/gc.js';
 import { collectRetainedClaims } from '../../src/payloads/retained-claims.js';

@@ -10,7 +10,7 @@ import { Client } from '@temporalio/client';
 import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/worker/config.js';
+import { loadConfig } from '../../src/config.js';
 import { agentRun, createActivities, createOpenAISummarizer, type ChatMessage } from '../../src/index.js';
 import { codecEnvelopeOf, payloadConverterFromConfig, payloadProtoSize, type ConfiguredPayloads } from '../../src/payloads/index.js';
 import { startFakeOpenAI, type FakeOpenAI, type ScriptedResponse } from '../support/fake-openai.js';

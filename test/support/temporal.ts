@@ -30,7 +30,7 @@ import {
   type WorkflowBundleWithSourceMap,
 } from '@temporalio/worker';
 import { inject } from 'vitest';
-import { loadConfig } from '../../src/worker/config.js';
+import { loadConfig } from '../../src/config.js';
 import { payloadConverterFromConfig } from '../../src/payloads/index.js';
 import type { temporal } from '@temporalio/proto';
 import { chainRunIds, HISTORY_CHANNEL_ARGS, historyEvents } from '../../src/client/session-reader.js';

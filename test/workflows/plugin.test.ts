@@ -9,7 +9,7 @@ import { Client } from '@temporalio/client';
 import { Worker, type WorkerOptions } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentRun, compactConversation, compactorPlugin, createExtractiveSummarizer, loadConfig, workerBuildId } from '../../src/index.js';
-import type { SearchAttributeSetup } from '../../src/worker/namespace-search-attributes.js';
+import type { SearchAttributeSetup } from '../../src/client/namespace-search-attributes.js';
 import type { SupportChatOutput, supportChat } from '../fixtures/user-worker/workflows.js';
 import { openingOf, trajectoryDir } from '../support/agent.js';
 import { historyPayloads, claimOf, isSdkMetadata } from '../support/history-payloads.js';

@@ -20,7 +20,7 @@ import { temporal } from '@temporalio/proto';
 import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChatActivityInput } from '../../src/activities/index.js';
-import { loadConfig } from '../../src/worker/config.js';
+import { loadConfig } from '../../src/config.js';
 import { addUserMessageUpdate, agentRun, stopUpdate, type AgentRunWorkflowInput } from '../../src/index.js';
 import { payloadConverterFromConfig, payloadProtoSize, type ConfiguredPayloads } from '../../src/payloads/index.js';
 import { openingOf, replayActivities } from '../support/agent.js';

@@ -7,7 +7,7 @@ import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { agentRun, createActivities, createExtractiveSummarizer, createWorker, type AgentRunWorkflowInput, type CompactorWorker, type CompactorWorkerConfig } from '../../src/index.js';
 import { COMPACTOR_SEARCH_ATTRIBUTES } from '../../src/shared/search-attributes.js';
-import { searchAttributeStatus } from '../../src/worker/namespace-search-attributes.js';
+import { searchAttributeStatus } from '../../src/client/namespace-search-attributes.js';
 import { openingOf, trajectoryDir } from '../support/agent.js';
 import { bundleWorkflows, testConnection, uniqueId, withWorker, type TestConnection } from '../support/temporal.js';
 

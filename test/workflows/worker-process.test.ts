@@ -4,7 +4,7 @@
 // configuration errors name the variable, and SIGTERM shuts the worker down gracefully.
 import { temporal } from '@temporalio/proto';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { ConfigError } from '../../src/worker/config.js';
+import { ConfigError } from '../../src/config.js';
 import { createActivities, createOpenAISummarizer, type CompactConversationOptions } from '../../src/index.js';
 import { loadWorkerConfig } from '../../src/worker/create-worker.js';
 import type { compactConversation } from '../../src/workflows/index.js';
@@ -107,7 +107,7 @@ describe('worker process', () => {
   }, 30_000);
 });
 
-describe('loadWorkerConfig (the environment through src/worker/config.ts)', () => {
+describe('loadWorkerConfig (the environment through src/config.ts)', () => {
   function errorOf(env: Record<string, string>): ConfigError {
     try {
       loadWorkerConfig(env);

@@ -1,6 +1,6 @@
 // Node only: `temporal-compactor codec-server` — a codec endpoint for the Temporal UI and CLI.
 import { startCodecServer } from '../../payloads/codec-server.js';
-import { configFlagsFromArgs, loadConfig } from '../../worker/config.js';
+import { configFlagsFromArgs, loadConfig } from '../../config.js';
 import { describePayloadStore, payloadConverterFromConfig } from '../../payloads/index.js';
 import { noArguments, untilSignal, UsageError, type CliCommand } from '../command.js';
 

@@ -3,7 +3,7 @@
 import { existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { Client } from '@temporalio/client';
-import { configFlagsFromArgs, loadConfig, type CompactorConfig } from '../../worker/config.js';
+import { configFlagsFromArgs, loadConfig, type CompactorConfig } from '../../config.js';
 import { groupDigits } from '../../core/agent/compaction-history.js';
 import { InvalidInputError } from '../../core/errors.js';
 import { resolveOptions, type CompactionOptions } from '../../core/compaction/options.js';

@@ -2,7 +2,7 @@
 import { Client } from '@temporalio/client';
 import { groupDigits } from '../../core/agent/compaction-history.js';
 import { durationTextMs } from '../../core/compaction/options.js';
-import { configFlagsFromArgs, loadConfig } from '../../worker/config.js';
+import { configFlagsFromArgs, loadConfig } from '../../config.js';
 import { collectGarbage, DEFAULT_GC_GRACE_MS, totalOf, type GarbageReport, type SweptKind, type Tally } from '../../payloads/gc.js';
 import { describePayloadStore, payloadConverterFromConfig } from '../../payloads/index.js';
 import { collectRetainedClaims } from '../../payloads/retained-claims.js';

@@ -1,5 +1,5 @@
 // Node only: `temporal-compactor worker` — a compactor worker until SIGINT/SIGTERM.
-import { configFlagsFromArgs } from '../../worker/config.js';
+import { configFlagsFromArgs } from '../../config.js';
 import { runWorker } from '../../worker/create-worker.js';
 import { noArguments, type CliCommand } from '../command.js';
 

@@ -1,9 +1,10 @@
 // Node only: the one configuration schema — environment variables and CLI flags — shared by the
 // worker, the CLI and the demo. A bad value stops start-up with a message naming the setting.
 import { z } from 'zod';
-import { durationTextMs } from '../core/compaction/options.js';
-import { KEY_BYTES, KeyFormatError, keyringFromSettings, type Keyring } from '../payloads/keyring.js';
-import { parsePayloadStore } from '../payloads/store-location.js';
+import { durationTextMs } from './core/compaction/options.js';
+import { KEY_BYTES, KeyFormatError, keyringFromSettings, type Keyring } from './payloads/keyring.js';
+import { parsePayloadStore } from './payloads/store-location.js';
+import { DEFAULT_CODEC_SERVER_HOST, DEFAULT_CODEC_SERVER_PORT, MAX_PAYLOAD_THRESHOLD } from './payloads/codec-server.js';
 
 /** A setting's value as the environment (strings) or a flag parser (strings, numbers, booleans) gives it. */
 export type RawSettingValue = string | number | boolean | undefined;
@@ -40,12 +41,7 @@ export const DEFAULT_OPENAI_BASE_URL = 'https://api.openai.com/v1';
  * `bench:agent-long`.
  */
 export const DEFAULT_PAYLOAD_THRESHOLD = 256;
-/** Temporal refuses payloads over 2 MiB, so a larger threshold would only let such payloads fail. */
-export const MAX_PAYLOAD_THRESHOLD = 2 * 1024 * 1024;
-/** @default 8081 — the codec server's port (`temporal-compactor codec-server`). */
-export const DEFAULT_CODEC_SERVER_PORT = 8081;
-/** @default '127.0.0.1' — the codec server answers this machine only unless told otherwise. */
-export const DEFAULT_CODEC_SERVER_HOST = '127.0.0.1';
+export { DEFAULT_CODEC_SERVER_HOST, DEFAULT_CODEC_SERVER_PORT, MAX_PAYLOAD_THRESHOLD };
 /** @default the origins of `temporal server start-dev`'s UI (port 8233), by name and by address. */
 export const DEFAULT_CODEC_SERVER_ORIGINS: readonly string[] = ['http://localhost:8233', 'http://127.0.0.1:8233'];
 

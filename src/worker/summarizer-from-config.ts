@@ -1,9 +1,9 @@
-// Node only: the summarizer a configuration (src/worker/config.ts) selects, built on the worker so API keys
+// Node only: the summarizer a configuration (src/config.ts) selects, built on the worker so API keys
 // never enter workflow history.
-import { DEFAULT_OPENAI_BASE_URL, type CompactorConfig } from '../worker/config.js';
+import { DEFAULT_OPENAI_BASE_URL, type CompactorConfig } from '../config.js';
 import type { Summarizer } from '../core/types.js';
-import { createExtractiveSummarizer, type ExtractiveSummarizerOptions } from './extractive.js';
-import { createOpenAISummarizer } from './openai.js';
+import { createExtractiveSummarizer, type ExtractiveSummarizerOptions } from '../summarizers/extractive.js';
+import { createOpenAISummarizer } from '../summarizers/openai.js';
 
 /** The summarizer a configuration selects, and a line for start-up logs saying which it is. */
 export interface ConfiguredSummarizer {
