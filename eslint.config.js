@@ -28,8 +28,14 @@ const sandboxPatterns = [
   },
   {
     // The API alone is sandbox-safe (a no-op until the tracing interceptors register a tracer in the sandbox).
-    group: ['@opentelemetry/*', '!@opentelemetry/api', '@temporalio/interceptors-opentelemetry', '@temporalio/interceptors-opentelemetry/*'],
-    message: 'Workflow code uses @opentelemetry/api only; the OpenTelemetry SDK and exporters run on the worker (src/telemetry).',
+    group: [
+      '@opentelemetry/*',
+      '!@opentelemetry/api',
+      '@temporalio/interceptors-opentelemetry',
+      '@temporalio/interceptors-opentelemetry/*',
+    ],
+    message:
+      'Workflow code uses @opentelemetry/api only; the OpenTelemetry SDK and exporters run on the worker (src/telemetry).',
   },
   {
     group: ['**/activities', '**/activities/*', '../activities/**'],
@@ -38,7 +44,20 @@ const sandboxPatterns = [
   },
 ];
 
-const sandboxPaths = ['fs', 'path', 'os', 'crypto', 'child_process', 'http', 'https', 'net', 'util', 'events', 'stream', 'process'].map((name) => ({
+const sandboxPaths = [
+  'fs',
+  'path',
+  'os',
+  'crypto',
+  'child_process',
+  'http',
+  'https',
+  'net',
+  'util',
+  'events',
+  'stream',
+  'process',
+].map((name) => ({
   name,
   message: 'Node built-ins are not available in the workflow sandbox.',
 }));
@@ -51,7 +70,11 @@ const sharedBans = {
   patterns: [
     ...sandboxPatterns,
     workflowCode,
-    { regex: '^\\.\\./(?!core/)', message: 'src/shared/ imports only the core (and itself): workflows and activities import it, not the other way round.' },
+    {
+      regex: '^\\.\\./(?!core/)',
+      message:
+        'src/shared/ imports only the core (and itself): workflows and activities import it, not the other way round.',
+    },
   ],
   paths: sandboxPaths,
 };
@@ -61,7 +84,10 @@ function coreBans(leaveCore) {
   return {
     patterns: [
       ...sandboxPatterns,
-      { group: ['@temporalio/*'], message: 'src/core/ is plain TypeScript: Temporal belongs to the workflows, the activities and src/shared/.' },
+      {
+        group: ['@temporalio/*'],
+        message: 'src/core/ is plain TypeScript: Temporal belongs to the workflows, the activities and src/shared/.',
+      },
       { regex: leaveCore, message: 'src/core/ imports nothing outside src/core/: the other layers import it.' },
     ],
     paths: sandboxPaths,
@@ -129,7 +155,14 @@ export default tseslint.config(
     // Benchmarks share corpus/ with the tests, never the tests' own helpers.
     files: ['bench/**/*.ts'],
     rules: {
-      'no-restricted-imports': ['error', { patterns: [{ group: ['**/test/**', '../test', '../test/*'], message: 'Benchmarks import corpus/, not test helpers.' }] }],
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: ['**/test/**', '../test', '../test/*'], message: 'Benchmarks import corpus/, not test helpers.' },
+          ],
+        },
+      ],
     },
   },
   {

@@ -4,5 +4,8 @@
 /** A side's settings: the store off, or the file store at `directory` with `threshold` bytes (undefined: the default). */
 export function storeEnvironment(directory: string | undefined, threshold: number | undefined): Record<string, string> {
   if (directory === undefined) return { COMPACTOR_PAYLOAD_STORE: 'off' };
-  return { COMPACTOR_PAYLOAD_STORE: `file:${directory}`, ...(threshold === undefined ? {} : { COMPACTOR_PAYLOAD_THRESHOLD: String(threshold) }) };
+  return {
+    COMPACTOR_PAYLOAD_STORE: `file:${directory}`,
+    ...(threshold === undefined ? {} : { COMPACTOR_PAYLOAD_THRESHOLD: String(threshold) }),
+  };
 }

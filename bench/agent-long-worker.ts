@@ -33,7 +33,10 @@ const PROGRESS_EVERY = 50;
 
 function settingsFromEnvironment(): LongRunWorkerSettings {
   const text = process.env.BENCH_AGENT_LONG_WORKER;
-  if (text === undefined || text === '') throw new Error('BENCH_AGENT_LONG_WORKER: expected the worker settings as JSON (bench/agent-long.ts starts this process)');
+  if (text === undefined || text === '')
+    throw new Error(
+      'BENCH_AGENT_LONG_WORKER: expected the worker settings as JSON (bench/agent-long.ts starts this process)',
+    );
   return JSON.parse(text) as LongRunWorkerSettings;
 }
 
@@ -51,7 +54,9 @@ async function main(): Promise<void> {
     if (rounds % PROGRESS_EVERY !== 0) return;
     const now = performance.now();
     const rss = process.memoryUsage().rss / 1024 / 1024;
-    process.stderr.write(`[bench:agent-long] ${settings.label}: ${rounds} rounds, the last ${PROGRESS_EVERY} in ${((now - since) / 1000).toFixed(1)} s, worker RSS ${rss.toFixed(0)} MB\n`);
+    process.stderr.write(
+      `[bench:agent-long] ${settings.label}: ${rounds} rounds, the last ${PROGRESS_EVERY} in ${((now - since) / 1000).toFixed(1)} s, worker RSS ${rss.toFixed(0)} MB\n`,
+    );
     since = now;
   };
   const roundCounter = (context: Context): { inbound: ActivityInboundCallsInterceptor } => ({
@@ -86,7 +91,9 @@ async function main(): Promise<void> {
     await connection.close();
   }
   // maxRSS is in KiB: the worker's peak memory, workflow threads included.
-  process.stdout.write(`${JSON.stringify({ stats: payloads?.driver?.stats ?? null, peakRssBytes: process.resourceUsage().maxRSS * 1024 })}\n`);
+  process.stdout.write(
+    `${JSON.stringify({ stats: payloads?.driver?.stats ?? null, peakRssBytes: process.resourceUsage().maxRSS * 1024 })}\n`,
+  );
 }
 
 await main();

@@ -27,7 +27,13 @@ import { loadConfig } from '../src/config.js';
 import { groupDigits } from '../src/core/agent/compaction-history.js';
 import { openingMessages } from '../src/core/agent/trajectory.js';
 import { startDevServer, type DevServer } from '../dev/dev-server.js';
-import { agentRun, replaySession, type AgentRunResult, type AgentRunWorkflowInput, type ChatMessage } from '../src/index.js';
+import {
+  agentRun,
+  replaySession,
+  type AgentRunResult,
+  type AgentRunWorkflowInput,
+  type ChatMessage,
+} from '../src/index.js';
 import { chainRunIds, HISTORY_CHANNEL_ARGS, historyEvents, readSessionLines } from '../src/client/session-reader.js';
 import { payloadConverterFromConfig, payloadProtoSize, type ChunkStoreStats } from '../src/payloads/index.js';
 import { storeEnvironment } from './agent-long-store.js';
@@ -59,7 +65,10 @@ function quantile(values: readonly number[], q: number): number {
 
 function directoryBytes(directory: string): { files: number; bytes: number } {
   const files = readdirSync(directory, { recursive: true, withFileTypes: true }).filter((entry) => entry.isFile());
-  return { files: files.length, bytes: files.reduce((sum, entry) => sum + statSync(join(entry.parentPath, entry.name)).size, 0) };
+  return {
+    files: files.length,
+    bytes: files.reduce((sum, entry) => sum + statSync(join(entry.parentPath, entry.name)).size, 0),
+  };
 }
 
 interface Options {
@@ -85,7 +94,8 @@ function options(): Options {
   });
   const integer = (name: string, text: string, min: number): number => {
     const value = Number(text);
-    if (!Number.isInteger(value) || value < min) throw new RangeError(`--${name}: expected an integer of at least ${min}, got "${text}"`);
+    if (!Number.isInteger(value) || value < min)
+      throw new RangeError(`--${name}: expected an integer of at least ${min}, got "${text}"`);
     return value;
   };
   return {
@@ -159,7 +169,10 @@ interface WorkerReport {
 
 function startWorker(settings: LongRunWorkerSettings): { worker: ChildProcess; report: Promise<string> } {
   // process.execArgv carries tsx's loader when this runs under tsx, so the child runs TypeScript too.
-  const worker = spawn(process.execPath, [...process.execArgv, WORKER], { env: { ...process.env, BENCH_AGENT_LONG_WORKER: JSON.stringify(settings) }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const worker = spawn(process.execPath, [...process.execArgv, WORKER], {
+    env: { ...process.env, BENCH_AGENT_LONG_WORKER: JSON.stringify(settings) },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   let output = '';
   worker.stdout?.on('data', (chunk: Buffer) => {
     output += chunk.toString();
@@ -185,8 +198,14 @@ const EVENT_TYPE_NAMES = proto.temporal.api.enums.v1.EventType;
 
 /** `ActivityTaskScheduled chat`, `WorkflowTaskCompleted`, ...: the event type, and for activity events the activity. */
 function eventKind(event: temporal.api.history.v1.IHistoryEvent, activities: Map<string, string>): string {
-  const type = typeof event.eventType === 'number' ? (EVENT_TYPE_NAMES[event.eventType] ?? String(event.eventType)) : String(event.eventType);
-  const name = type.replace(/^EVENT_TYPE_/, '').toLowerCase().replace(/(?:^|_)([a-z])/g, (_, letter: string) => letter.toUpperCase());
+  const type =
+    typeof event.eventType === 'number'
+      ? (EVENT_TYPE_NAMES[event.eventType] ?? String(event.eventType))
+      : String(event.eventType);
+  const name = type
+    .replace(/^EVENT_TYPE_/, '')
+    .toLowerCase()
+    .replace(/(?:^|_)([a-z])/g, (_, letter: string) => letter.toUpperCase());
   const scheduled = event.activityTaskScheduledEventAttributes;
   if (scheduled !== undefined && scheduled !== null) {
     const activity = scheduled.activityType?.name ?? '?';
@@ -198,13 +217,26 @@ function eventKind(event: temporal.api.history.v1.IHistoryEvent, activities: Map
     event.activityTaskCompletedEventAttributes?.scheduledEventId ??
     event.activityTaskFailedEventAttributes?.scheduledEventId ??
     event.activityTaskTimedOutEventAttributes?.scheduledEventId;
-  return scheduledId === undefined || scheduledId === null ? name : `${name} ${activities.get(String(scheduledId)) ?? '?'}`;
+  return scheduledId === undefined || scheduledId === null
+    ? name
+    : `${name} ${activities.get(String(scheduledId)) ?? '?'}`;
 }
 
 /** Reads the chain's histories once, event by event (the store-off chain holds hundreds of MB), and sums them up by round. */
 async function chainFigures(client: Client, workflowId: string): Promise<ChainFigures> {
   const runs = await chainRunIds(client, workflowId, (await client.workflow.getHandle(workflowId).describe()).runId);
-  const figures: ChainFigures = { runs: runs.length, events: 0, historyBytes: 0, roundBytes: [], roundMs: [], startBytes: 0, largestPayload: 0, workflowTasksFailed: 0, firstTaskFailure: undefined, byKind: {} };
+  const figures: ChainFigures = {
+    runs: runs.length,
+    events: 0,
+    historyBytes: 0,
+    roundBytes: [],
+    roundMs: [],
+    startBytes: 0,
+    largestPayload: 0,
+    workflowTasksFailed: 0,
+    firstTaskFailure: undefined,
+    byKind: {},
+  };
   let roundStarted: number | undefined;
   let lastEvent = 0;
   for (const [index, runId] of runs.entries()) {
@@ -239,7 +271,8 @@ async function chainFigures(client: Client, workflowId: string): Promise<ChainFi
         ...(event.workflowExecutionCompletedEventAttributes?.result?.payloads ?? []),
         ...(event.workflowExecutionContinuedAsNewEventAttributes?.input?.payloads ?? []),
       ];
-      for (const payload of payloads) figures.largestPayload = Math.max(figures.largestPayload, payloadProtoSize(payload));
+      for (const payload of payloads)
+        figures.largestPayload = Math.max(figures.largestPayload, payloadProtoSize(payload));
     }
   }
   if (roundStarted !== undefined) figures.roundMs.push(lastEvent - roundStarted);
@@ -267,12 +300,15 @@ async function awaitRun(side: Side, started: number): Promise<Outcome> {
         }
         const description = await handle.describe();
         const attempt = description.raw.pendingWorkflowTask?.attempt ?? 0;
-        progress(`${side.label}: ${((performance.now() - started) / 1000).toFixed(0)} s, current run ${description.runId.slice(0, 8)}: ${groupDigits(description.historyLength)} events, ${mb(Number(description.historySize ?? 0))} of history${attempt > 1 ? `, workflow task attempt ${attempt}` : ''}`);
+        progress(
+          `${side.label}: ${((performance.now() - started) / 1000).toFixed(0)} s, current run ${description.runId.slice(0, 8)}: ${groupDigits(description.historyLength)} events, ${mb(Number(description.historySize ?? 0))} of history${attempt > 1 ? `, workflow task attempt ${attempt}` : ''}`,
+        );
         if (attempt >= WEDGED_ATTEMPTS) {
           let cause = 'unknown cause';
           for await (const event of historyEvents(side.client, side.workflowId, description.runId)) {
             const failed = event.workflowTaskFailedEventAttributes;
-            if (failed !== undefined && failed !== null) cause = `${String(failed.cause)}: ${failed.failure?.message ?? ''}`;
+            if (failed !== undefined && failed !== null)
+              cause = `${String(failed.cause)}: ${failed.failure?.message ?? ''}`;
           }
           wedged = `wedged: workflow task attempt ${attempt}, ${cause}`;
           progress(`${side.label}: ${wedged}; terminating it`);
@@ -280,7 +316,9 @@ async function awaitRun(side: Side, started: number): Promise<Outcome> {
           return;
         }
       } catch (error) {
-        progress(`${side.label}: could not check on the run: ${error instanceof Error ? error.message : String(error)}`);
+        progress(
+          `${side.label}: could not check on the run: ${error instanceof Error ? error.message : String(error)}`,
+        );
       }
     }
   })();
@@ -289,7 +327,11 @@ async function awaitRun(side: Side, started: number): Promise<Outcome> {
     return { outcome: 'completed', result, wallMs: performance.now() - started };
   } catch (error) {
     if (!(error instanceof WorkflowFailedError)) throw error;
-    const outcome = wedged ?? (error.cause instanceof ApplicationFailure ? `failed: ${error.cause.type ?? 'ApplicationFailure'}: ${error.cause.message}` : `failed: ${error.cause?.message ?? error.message}`);
+    const outcome =
+      wedged ??
+      (error.cause instanceof ApplicationFailure
+        ? `failed: ${error.cause.type ?? 'ApplicationFailure'}: ${error.cause.message}`
+        : `failed: ${error.cause?.message ?? error.message}`);
     return { outcome, result: undefined, wallMs: performance.now() - started };
   } finally {
     done = true;
@@ -297,12 +339,20 @@ async function awaitRun(side: Side, started: number): Promise<Outcome> {
   }
 }
 
-async function figuresOf(side: Side, outcome: Outcome, stats: ChunkStoreStats[], workerPeakRssBytes: number): Promise<SideFigures> {
+async function figuresOf(
+  side: Side,
+  outcome: Outcome,
+  stats: ChunkStoreStats[],
+  workerPeakRssBytes: number,
+): Promise<SideFigures> {
   progress(`${side.label}: reading its history`);
   const chain = await chainFigures(side.client, side.workflowId);
   progress(`${side.label}: reading its transcript`);
   const lines = await readSessionLines(side.client, outcome.result?.session ?? side.workflowId, { pending: false });
-  const replays = outcome.result === undefined ? false : JSON.stringify(replaySession(lines)) === JSON.stringify(outcome.result.messages);
+  const replays =
+    outcome.result === undefined
+      ? false
+      : JSON.stringify(replaySession(lines)) === JSON.stringify(outcome.result.messages);
   const written = stats.length === 0 ? undefined : { bytes: 0, plaintextBytes: 0, objects: 0 };
   for (const stat of stats) {
     for (const kind of Object.values(stat.written)) {
@@ -315,7 +365,9 @@ async function figuresOf(side: Side, outcome: Outcome, stats: ChunkStoreStats[],
   return {
     label: side.label,
     outcome: outcome.outcome,
-    rounds: outcome.result?.rounds ?? lines.filter((line) => line.type === 'message' && line.message.role === 'assistant').length,
+    rounds:
+      outcome.result?.rounds ??
+      lines.filter((line) => line.type === 'message' && line.message.role === 'assistant').length,
     wallMs: outcome.wallMs,
     chain,
     transcriptLines: lines.length,
@@ -327,7 +379,15 @@ async function figuresOf(side: Side, outcome: Outcome, stats: ChunkStoreStats[],
   };
 }
 
-function section(figures: SideFigures[], opts: Options, trajectoryBytes: number, newPerRound: number, machine: string, date: string, command: string): string {
+function section(
+  figures: SideFigures[],
+  opts: Options,
+  trajectoryBytes: number,
+  newPerRound: number,
+  machine: string,
+  date: string,
+  command: string,
+): string {
   const row = (f: SideFigures): string => {
     const c = f.chain;
     const perRound = (q: number) => groupDigits(Math.round(quantile(c.roundBytes, q)));
@@ -349,8 +409,8 @@ function section(figures: SideFigures[], opts: Options, trajectoryBytes: number,
     'compaction defaults, the extractive summarizer; once with the payload store off (payloads inline) and once',
     'with the file store on (`COMPACTOR_PAYLOAD_STORE=file:DIR`, default threshold, no key), **both at once** on one',
     'dev server, each with its own worker process. A round is every event from the scheduling of its `chat`',
-    'activity to the next one\'s (across continue-as-new; the last round ends with the chain), in protobuf',
-    'bytes; its latency is the time between those two events by the server\'s timestamps (chat, tool, compaction,',
+    "activity to the next one's (across continue-as-new; the last round ends with the chain), in protobuf",
+    "bytes; its latency is the time between those two events by the server's timestamps (chat, tool, compaction,",
     'workflow tasks, continue-as-new).',
     '',
     `Command: \`${command}\`. Date: ${date}. Machine: ${machine}.`,
@@ -359,7 +419,7 @@ function section(figures: SideFigures[], opts: Options, trajectoryBytes: number,
     '|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
     ...figures.map(row),
     '',
-    'Store against the run\'s new content (its transcript as read back: every message and compaction record once, JSON):',
+    "Store against the run's new content (its transcript as read back: every message and compaction record once, JSON):",
     '',
     '| store | new content | store on disk | stored / new | plaintext written (/ new) |',
     '|---|--:|--:|--:|--:|',
@@ -426,7 +486,10 @@ async function main(): Promise<void> {
       address = server.address;
       progress(`dev server at ${address}`);
     }
-    const bundle = await bundleWorkflowCode({ workflowsPath: fileURLToPath(new URL('../src/workflows/index.ts', import.meta.url)), logger: new DefaultLogger('ERROR') });
+    const bundle = await bundleWorkflowCode({
+      workflowsPath: fileURLToPath(new URL('../src/workflows/index.ts', import.meta.url)),
+      logger: new DefaultLogger('ERROR'),
+    });
     const bundlePath = join(work, 'workflow-bundle.js');
     writeFileSync(bundlePath, bundle.code);
     // Without a store a history page holds megabytes of payloads: over gRPC's 4 MB default.
@@ -436,28 +499,68 @@ async function main(): Promise<void> {
     const clientStats: Array<ChunkStoreStats | undefined> = [];
     for (const label of ['store off', 'store on'] as const) {
       const storeDirectory = label === 'store on' ? join(work, 'store') : undefined;
-      const payloads = storeDirectory === undefined ? undefined : payloadConverterFromConfig(loadConfig({ env: storeEnvironment(storeDirectory, opts.threshold) }));
+      const payloads =
+        storeDirectory === undefined
+          ? undefined
+          : payloadConverterFromConfig(loadConfig({ env: storeEnvironment(storeDirectory, opts.threshold) }));
       clientStats.push(payloads?.driver?.stats);
       // Every round's history names the task queue four times (two activities, two workflow tasks):
       // on its own dev server the bench uses names as short as the default `compactor`; on a shared
       // server (TEMPORAL_ADDRESS) a stamp keeps it away from earlier runs' tasks.
-      const taskQueue = server === undefined ? `bench-agent-long-${label.replace(' ', '-')}-${stamp}` : `compactor-${label.replace('store ', '')}`;
-      const { worker, report } = startWorker({ label, address, namespace, taskQueue, bundlePath, trajectoryDir, storeDirectory, threshold: opts.threshold });
+      const taskQueue =
+        server === undefined
+          ? `bench-agent-long-${label.replace(' ', '-')}-${stamp}`
+          : `compactor-${label.replace('store ', '')}`;
+      const { worker, report } = startWorker({
+        label,
+        address,
+        namespace,
+        taskQueue,
+        bundlePath,
+        trajectoryDir,
+        storeDirectory,
+        threshold: opts.threshold,
+      });
       workers.push(worker);
-      const client = new Client({ connection, namespace, ...(payloads === undefined ? {} : { dataConverter: payloads.dataConverter }) });
-      sides.push({ label, taskQueue, storeDirectory, client, worker, workerReport: report, workflowId: `bench-agent-long-${label.replace(' ', '-')}-${stamp}` });
+      const client = new Client({
+        connection,
+        namespace,
+        ...(payloads === undefined ? {} : { dataConverter: payloads.dataConverter }),
+      });
+      sides.push({
+        label,
+        taskQueue,
+        storeDirectory,
+        client,
+        worker,
+        workerReport: report,
+        workflowId: `bench-agent-long-${label.replace(' ', '-')}-${stamp}`,
+      });
     }
     const input: AgentRunWorkflowInput = {
       messages: opening,
-      model: { provider: 'replay', trajectory: name, contextWindow: opts.window, maxOutputTokens: opts.maxOutputTokens },
+      model: {
+        provider: 'replay',
+        trajectory: name,
+        contextWindow: opts.window,
+        maxOutputTokens: opts.maxOutputTokens,
+      },
       compaction: {},
       maxRounds: opts.rounds + 10,
     };
     const started = performance.now();
-    for (const side of sides) await side.client.workflow.start(agentRun, { taskQueue: side.taskQueue, workflowId: side.workflowId, args: [input] });
+    for (const side of sides)
+      await side.client.workflow.start(agentRun, {
+        taskQueue: side.taskQueue,
+        workflowId: side.workflowId,
+        args: [input],
+      });
     progress('both runs started');
     const outcomes = await Promise.race([Promise.all(sides.map((side) => awaitRun(side, started))), interrupted]);
-    for (const [index, side] of sides.entries()) progress(`${side.label}: ${outcomes[index]?.outcome} after ${(((outcomes[index]?.wallMs ?? 0)) / 1000).toFixed(0)} s`);
+    for (const [index, side] of sides.entries())
+      progress(
+        `${side.label}: ${outcomes[index]?.outcome} after ${((outcomes[index]?.wallMs ?? 0) / 1000).toFixed(0)} s`,
+      );
     // The workers stop (SIGTERM) and report their drivers' counters.
     for (const side of sides) side.worker.kill('SIGTERM');
     const reports = await Promise.all(sides.map((side) => side.workerReport));
@@ -466,7 +569,9 @@ async function main(): Promise<void> {
       const outcome = outcomes[index];
       if (outcome === undefined) continue;
       const report = JSON.parse(reports[index] ?? '{}') as Partial<WorkerReport>;
-      const stats = [report.stats ?? undefined, clientStats[index]].filter((stat): stat is ChunkStoreStats => stat !== undefined);
+      const stats = [report.stats ?? undefined, clientStats[index]].filter(
+        (stat): stat is ChunkStoreStats => stat !== undefined,
+      );
       figures.push(await figuresOf(side, outcome, stats, report.peakRssBytes ?? 0));
     }
     await connection.close();
@@ -478,7 +583,10 @@ async function main(): Promise<void> {
     // A trial run (other sizes, no --write) leaves the recorded figures alone.
     if (opts.write) {
       mkdirSync(fileURLToPath(new URL('./results/', import.meta.url)), { recursive: true });
-      writeFileSync(RESULTS, `${JSON.stringify({ command, date, machine, options: opts, trajectoryBytes, newContentPerRoundMedian: newPerRound, figures }, null, 2)}\n`);
+      writeFileSync(
+        RESULTS,
+        `${JSON.stringify({ command, date, machine, options: opts, trajectoryBytes, newContentPerRoundMedian: newPerRound, figures }, null, 2)}\n`,
+      );
       writeReadmeSection('agent-long', text);
     }
     process.stdout.write(`${text}\n`);
@@ -494,10 +602,13 @@ const running = (worker: ChildProcess): boolean => worker.exitCode === null && w
 
 /** SIGTERM, then SIGKILL for a worker still there after 20 s (a worker whose server is gone does not finish its shutdown). */
 async function stopWorkers(workers: readonly ChildProcess[]): Promise<void> {
-  const exits = workers.filter(running).map((worker) => new Promise<void>((resolve) => {
-    worker.once('exit', () => resolve());
-    worker.kill('SIGTERM');
-  }));
+  const exits = workers.filter(running).map(
+    (worker) =>
+      new Promise<void>((resolve) => {
+        worker.once('exit', () => resolve());
+        worker.kill('SIGTERM');
+      }),
+  );
   const timer = setTimeout(() => {
     for (const worker of workers) if (running(worker)) worker.kill('SIGKILL');
   }, 20_000);

@@ -14,7 +14,15 @@ import { Client, Connection, WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { startDevServer, type DevServer } from '../dev/dev-server.js';
-import { agentRun, compactionRecordsFromSession, createActivities, createExtractiveSummarizer, type AgentRunWorkflowInput, type CompactionRecord, type SessionReference } from '../src/index.js';
+import {
+  agentRun,
+  compactionRecordsFromSession,
+  createActivities,
+  createExtractiveSummarizer,
+  type AgentRunWorkflowInput,
+  type CompactionRecord,
+  type SessionReference,
+} from '../src/index.js';
 import { readSessionLines } from '../src/client/session-reader.js';
 import { groupDigits } from '../src/core/agent/compaction-history.js';
 import { openingMessages } from '../src/core/agent/trajectory.js';
@@ -50,8 +58,15 @@ function progress(line: string): void {
   process.stderr.write(`${line}\n`);
 }
 
-async function historyOf(client: Client, namespace: string, workflowId: string): Promise<{ runs: number; events: number; bytes: number }> {
-  const { executions } = await client.workflowService.listWorkflowExecutions({ namespace, query: `WorkflowId = '${workflowId}'` });
+async function historyOf(
+  client: Client,
+  namespace: string,
+  workflowId: string,
+): Promise<{ runs: number; events: number; bytes: number }> {
+  const { executions } = await client.workflowService.listWorkflowExecutions({
+    namespace,
+    query: `WorkflowId = '${workflowId}'`,
+  });
   let events = 0;
   let bytes = 0;
   for (const execution of executions) {
@@ -62,7 +77,13 @@ async function historyOf(client: Client, namespace: string, workflowId: string):
   return { runs: executions.length, events, bytes };
 }
 
-async function runOne(client: Client, namespace: string, taskQueue: string, trajectory: Trajectory, ageObservations: boolean): Promise<Row> {
+async function runOne(
+  client: Client,
+  namespace: string,
+  taskQueue: string,
+  trajectory: Trajectory,
+  ageObservations: boolean,
+): Promise<Row> {
   const name = trajectory.name;
   const workflowId = `bench-agent-${name}-${ageObservations ? 'age' : 'plain'}-${Date.now().toString(36)}`;
   const input: AgentRunWorkflowInput = {
@@ -91,7 +112,8 @@ async function runOne(client: Client, namespace: string, taskQueue: string, traj
   // Every compaction, from the transcript the run recorded (its result keeps only the recent ones).
   const session = await readSessionLines(client, sessionFrom);
   compactions = compactionRecordsFromSession(session);
-  if (rounds < 0) rounds = session.filter((line) => line.type === 'message' && line.message.role === 'assistant').length;
+  if (rounds < 0)
+    rounds = session.filter((line) => line.type === 'message' && line.message.role === 'assistant').length;
   const wallMs = performance.now() - started;
   const history = await historyOf(client, namespace, workflowId);
   return {
@@ -170,13 +192,13 @@ function section(rows: Row[], machine: string, corpusLabel: string): string {
     '**Reading it.** A round costs about 13 history events whatever the trajectory (workflow tasks, the',
     '`chat` activity, one activity per tool call, a search-attribute upsert), but its bytes follow the',
     'context: every `chat` input carries the whole conversation again, so bytes per round track the',
-    'context size (tens of KB at a 28k-token room), and a run\'s history is the sum of its context sizes.',
+    "context size (tens of KB at a 28k-token room), and a run's history is the sum of its context sizes.",
     'Compaction bounds each term, so history grows linearly with the rounds instead of with their',
-    'square; Temporal\'s `continueAsNewSuggested` then cuts the longest runs into 2-3 runs of about 4 MB.',
+    "square; Temporal's `continueAsNewSuggested` then cuts the longest runs into 2-3 runs of about 4 MB.",
     'ageObservations elides more and summarizes less, which keeps more turns verbatim and so sends',
     'slightly more per round. `ContextExhausted` runs hit a recorded tool result bigger than the whole',
-    'room (moto-pr_6055\'s 100,266-char read at round 2, the `find` of 650,000 characters in generated_huge-result, and jackson-databind-4304\'s 666,865 with the extended corpus);',
-    'their figures stop there, and that single result also exceeds Temporal\'s 512 KB payload warning',
+    "room (moto-pr_6055's 100,266-char read at round 2, the `find` of 650,000 characters in generated_huge-result, and jackson-databind-4304's 666,865 with the extended corpus);",
+    "their figures stop there, and that single result also exceeds Temporal's 512 KB payload warning",
     '(the hard limit is 2 MB). These runs have the payload store off; with it on',
     '(`COMPACTOR_PAYLOAD_STORE`) every chat request is a claim and a round costs what it adds, not what',
     'the context holds: see [Long agent runs](#long-agent-runs-the-payload-store-on-and-off).',
@@ -193,7 +215,10 @@ function writeReadme(text: string): void {
   }
   const start = readme.indexOf(START_MARKER);
   const end = readme.indexOf(END_MARKER);
-  const next = start >= 0 && end > start ? readme.slice(0, start) + text + readme.slice(end + END_MARKER.length) : `${readme.trimEnd()}\n\n${text}\n`;
+  const next =
+    start >= 0 && end > start
+      ? readme.slice(0, start) + text + readme.slice(end + END_MARKER.length)
+      : `${readme.trimEnd()}\n\n${text}\n`;
   writeFileSync(README, next);
 }
 
@@ -216,7 +241,10 @@ async function main(): Promise<void> {
     const client = new Client({ connection, namespace });
     const nativeConnection = await NativeConnection.connect({ address });
     const taskQueue = `bench-agent-${Date.now().toString(36)}`;
-    const workflowBundle = await bundleWorkflowCode({ workflowsPath: fileURLToPath(new URL('../src/workflows/index.ts', import.meta.url)), logger: new DefaultLogger('ERROR') });
+    const workflowBundle = await bundleWorkflowCode({
+      workflowsPath: fileURLToPath(new URL('../src/workflows/index.ts', import.meta.url)),
+      logger: new DefaultLogger('ERROR'),
+    });
     const worker = await Worker.create({
       connection: nativeConnection,
       namespace,
@@ -226,23 +254,36 @@ async function main(): Promise<void> {
     });
     const rows: Row[] = [];
     await worker.runUntil(async () => {
-      const jobs = corpus.trajectories.flatMap((trajectory) => [false, true].map((ageObservations) => ({ trajectory, ageObservations })));
+      const jobs = corpus.trajectories.flatMap((trajectory) =>
+        [false, true].map((ageObservations) => ({ trajectory, ageObservations })),
+      );
       let next = 0;
       const lane = async (): Promise<void> => {
         for (let job = jobs[next++]; job !== undefined; job = jobs[next++]) {
           const row = await runOne(client, namespace, taskQueue, job.trajectory, job.ageObservations);
           rows.push(row);
-          progress(`${row.name} age=${row.ageObservations}: ${row.outcome}, ${row.rounds} rounds, ${row.compactions} compactions, ${row.events} events, ${kb(row.historyBytes)}, ${(row.wallMs / 1000).toFixed(1)} s`);
+          progress(
+            `${row.name} age=${row.ageObservations}: ${row.outcome}, ${row.rounds} rounds, ${row.compactions} compactions, ${row.events} events, ${kb(row.historyBytes)}, ${(row.wallMs / 1000).toFixed(1)} s`,
+          );
         }
       };
       await Promise.all(Array.from({ length: CONCURRENCY }, lane));
     });
     await nativeConnection.close();
     await connection.close();
-    rows.sort((left, right) => (left.name < right.name ? -1 : left.name > right.name ? 1 : Number(left.ageObservations) - Number(right.ageObservations)));
+    rows.sort((left, right) =>
+      left.name < right.name
+        ? -1
+        : left.name > right.name
+          ? 1
+          : Number(left.ageObservations) - Number(right.ageObservations),
+    );
     const machine = `${availableParallelism()} CPUs (${cpus()[0]?.model.trim() ?? 'unknown'}), Node ${process.version}, ${process.platform}/${process.arch}, load average ${loadavg()[0]?.toFixed(1)} at the end`;
     mkdirSync(fileURLToPath(new URL('./results/', import.meta.url)), { recursive: true });
-    writeFileSync(RESULTS, `${JSON.stringify({ contextWindow: CONTEXT_WINDOW, maxOutputTokens: MAX_OUTPUT_TOKENS, machine, corpus: corpus.label, rows }, null, 2)}\n`);
+    writeFileSync(
+      RESULTS,
+      `${JSON.stringify({ contextWindow: CONTEXT_WINDOW, maxOutputTokens: MAX_OUTPUT_TOKENS, machine, corpus: corpus.label, rows }, null, 2)}\n`,
+    );
     const text = section(rows, machine, corpus.label);
     writeReadme(text);
     process.stdout.write(`${text}\n`);

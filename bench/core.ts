@@ -7,7 +7,13 @@ import { availableParallelism, cpus, loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
 import { Compactor, defaultCounter, type ChatMessage, type CompactionResult } from '../src/index.js';
-import { compactionSteps, needsCompactionCore, runCompactionSteps, type SummarizeOutcome, type SummarizeStep } from '../src/core/compaction/engine.js';
+import {
+  compactionSteps,
+  needsCompactionCore,
+  runCompactionSteps,
+  type SummarizeOutcome,
+  type SummarizeStep,
+} from '../src/core/compaction/engine.js';
 import { resolveOptions, type ResolvedOptions } from '../src/core/compaction/options.js';
 import { createFakeSummarizer, fakeSummaryText } from '../corpus/fake-summarizer.js';
 import { benchmarkCorpus } from '../corpus/index.js';
@@ -37,7 +43,10 @@ function prng(seed: number): () => number {
   };
 }
 
-const WORDS = 'the of and to in is for on that with as it by this from be or are at an not function return const import export class if else error test file line src'.split(' ');
+const WORDS =
+  'the of and to in is for on that with as it by this from be or are at an not function return const import export class if else error test file line src'.split(
+    ' ',
+  );
 
 /** A flat string of about `length` characters (joined words; not a rope of repeats). */
 function prose(random: () => number, length: number): string {
@@ -80,7 +89,10 @@ export function generateConversation(count: number, seed = 42): ChatMessage[] {
       content: random() < 0.3 ? null : pick(thoughts),
       tool_calls: ids.map((id) => {
         const name = pick(tools);
-        const args = name === 'bash' ? { command: `npm test -- file${Math.floor(random() * 300)}` } : { path: `src/file${Math.floor(random() * 300)}.ts` };
+        const args =
+          name === 'bash'
+            ? { command: `npm test -- file${Math.floor(random() * 300)}` }
+            : { path: `src/file${Math.floor(random() * 300)}.ts` };
         return { id, type: 'function' as const, function: { name, arguments: JSON.stringify(args) } };
       }),
     });
@@ -93,8 +105,15 @@ export function generateConversation(count: number, seed = 42): ChatMessage[] {
 // Measuring
 // ---------------------------------------------------------------------------------------------
 
-const instantSummary = (step: SummarizeStep): SummarizeOutcome => ({ kind: 'summary', text: fakeSummaryText(step.request, 'ok') });
-const failedSummary = (): SummarizeOutcome => ({ kind: 'failed', reason: 'exhausted', message: 'bench: summarizer down' });
+const instantSummary = (step: SummarizeStep): SummarizeOutcome => ({
+  kind: 'summary',
+  text: fakeSummaryText(step.request, 'ok'),
+});
+const failedSummary = (): SummarizeOutcome => ({
+  kind: 'failed',
+  reason: 'exhausted',
+  message: 'bench: summarizer down',
+});
 
 function median(values: readonly number[]): number {
   const sorted = [...values].sort((left, right) => left - right);
@@ -138,18 +157,26 @@ interface Figures {
 }
 
 async function figuresFor(messages: ChatMessage[], options: ResolvedOptions, runs: number): Promise<Figures> {
-  const compact = (): CompactionResult => runCompactionSteps(compactionSteps(messages, options, {}, defaultCounter), instantSummary);
+  const compact = (): CompactionResult =>
+    runCompactionSteps(compactionSteps(messages, options, {}, defaultCounter), instantSummary);
   let requestChars = 0;
   const result = runCompactionSteps(compactionSteps(messages, options, {}, defaultCounter), (step) => {
     requestChars = step.transcript.characters;
     return instantSummary(step);
   });
   const { retryBackoffMs, legacyEpochRecount: _legacy, ...compactionOptions } = options;
-  const compactor = new Compactor({ ...compactionOptions, retryBackoff: retryBackoffMs, summarizer: createFakeSummarizer('ok') });
+  const compactor = new Compactor({
+    ...compactionOptions,
+    retryBackoff: retryBackoffMs,
+    summarizer: createFakeSummarizer('ok'),
+  });
   return {
     plan: await measure(() => needsCompactionCore(messages, options, {}, defaultCounter), runs),
     compact: await measure(compact, runs),
-    trim: await measure(() => runCompactionSteps(compactionSteps(messages, options, {}, defaultCounter), failedSummary), runs),
+    trim: await measure(
+      () => runCompactionSteps(compactionSteps(messages, options, {}, defaultCounter), failedSummary),
+      runs,
+    ),
     compactor: await measure(() => compactor.compact(messages), runs),
     result,
     requestChars,
@@ -183,8 +210,13 @@ async function main(): Promise<void> {
     const start = performance.now();
     const messages = generateConversation(size);
     generated.set(size, messages);
-    const chars = messages.reduce((sum, message) => sum + (typeof message.content === 'string' ? message.content.length : 0), 0);
-    progress(`generated ${size} messages (${(chars / 1e6).toFixed(1)}M chars, ${defaultCounter.count(messages)} tokens) in ${ms(performance.now() - start)} ms`);
+    const chars = messages.reduce(
+      (sum, message) => sum + (typeof message.content === 'string' ? message.content.length : 0),
+      0,
+    );
+    progress(
+      `generated ${size} messages (${(chars / 1e6).toFixed(1)}M chars, ${defaultCounter.count(messages)} tokens) in ${ms(performance.now() - start)} ms`,
+    );
   }
   lines.push(
     '### Generated conversations',
@@ -203,7 +235,9 @@ async function main(): Promise<void> {
       progress(`measuring ${size} messages, ageObservations ${ageObservations} ...`);
       const figures = await figuresFor(messages, options, RUNS[size] ?? 5);
       compactTimes.set(`${size}/${ageObservations}`, figures.compact);
-      progress(`  plan ${cell(figures.plan)}, compact ${cell(figures.compact)}, trim ${cell(figures.trim)}, Compactor ${cell(figures.compactor)} ms`);
+      progress(
+        `  plan ${cell(figures.plan)}, compact ${cell(figures.compact)}, trim ${cell(figures.trim)}, Compactor ${cell(figures.compactor)} ms`,
+      );
       lines.push(
         `| ${size.toLocaleString('en')} | ${ageObservations ? 'on' : 'off'} | ${cell(figures.plan)} | ${cell(figures.compact)} | ${cell(figures.trim)} | ${cell(figures.compactor)} | ${(figures.requestChars / 1e6).toFixed(1)}M chars | ${outcome(figures.result)} |`,
       );
@@ -211,7 +245,8 @@ async function main(): Promise<void> {
   }
   lines.push('', 'Growth of compact (summary), ratio of medians (10.0 per ×10 is linear):', '');
   for (const ageObservations of [false, true]) {
-    const at = (size: number): Timing => compactTimes.get(`${size}/${ageObservations}`) ?? { wall: Number.NaN, cpu: Number.NaN };
+    const at = (size: number): Timing =>
+      compactTimes.get(`${size}/${ageObservations}`) ?? { wall: Number.NaN, cpu: Number.NaN };
     const ratio = (from: number, to: number, key: keyof Timing): string => (at(to)[key] / at(from)[key]).toFixed(1);
     lines.push(
       `- ageObservations ${ageObservations ? 'on' : 'off'}: 10k → 100k ×${ratio(10_000, 100_000, 'wall')} wall, ×${ratio(10_000, 100_000, 'cpu')} CPU` +
@@ -235,16 +270,22 @@ async function main(): Promise<void> {
     progress(`measuring corpus ${name} ...`);
     const run = async (ageObservations: boolean): Promise<{ timing: Timing; result: CompactionResult }> => {
       const options = resolveOptions({ contextBudget: 32_000, ageObservations });
-      const compact = (): CompactionResult => runCompactionSteps(compactionSteps(messages, options, {}, defaultCounter), instantSummary);
+      const compact = (): CompactionResult =>
+        runCompactionSteps(compactionSteps(messages, options, {}, defaultCounter), instantSummary);
       return { timing: await measure(compact, 21), result: compact() };
     };
     const off = await run(false);
     const on = await run(true);
-    for (const [key, timing] of [['off', off.timing], ['on', on.timing]] as const) {
+    for (const [key, timing] of [
+      ['off', off.timing],
+      ['on', on.timing],
+    ] as const) {
       totals[key].wall += timing.wall;
       totals[key].cpu += timing.cpu;
     }
-    lines.push(`| ${name} | ${messages.length} | ${defaultCounter.count(messages)} | ${cell(off.timing)} | ${cell(on.timing)} | ${outcome(on.result)} |`);
+    lines.push(
+      `| ${name} | ${messages.length} | ${defaultCounter.count(messages)} | ${cell(off.timing)} | ${cell(on.timing)} | ${outcome(on.result)} |`,
+    );
   }
   lines.push(`| **all ${corpus.length}, summed** | | | ${cell(totals.off)} | ${cell(totals.on)} | |`);
 

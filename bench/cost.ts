@@ -22,9 +22,21 @@ import { availableParallelism, cpus, loadavg } from 'node:os';
 import { basename, join, relative, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { REFERENCE_EXACT, createBpeCounter, validateMessages, type ChatMessage, type CompactionOptions, type TokenCounter } from '../src/index.js';
+import {
+  REFERENCE_EXACT,
+  createBpeCounter,
+  validateMessages,
+  type ChatMessage,
+  type CompactionOptions,
+  type TokenCounter,
+} from '../src/index.js';
 import { extractiveSummary } from '../src/summarizers/extractive.js';
-import { compactionSteps, needsCompactionCore, runCompactionSteps, type SummarizeStep } from '../src/core/compaction/engine.js';
+import {
+  compactionSteps,
+  needsCompactionCore,
+  runCompactionSteps,
+  type SummarizeStep,
+} from '../src/core/compaction/engine.js';
 import { countTextTokens } from '../src/core/counting/bpe-counter.js';
 import { findRegions } from '../src/core/compaction/regions.js';
 import { resolveOptions } from '../src/core/compaction/options.js';
@@ -49,12 +61,17 @@ interface Trajectory {
 function loadTrajectories(dir: string): Trajectory[] {
   let files: string[];
   try {
-    files = readdirSync(dir).filter((file) => file.endsWith('.json')).sort();
+    files = readdirSync(dir)
+      .filter((file) => file.endsWith('.json'))
+      .sort();
   } catch (error) {
     throw new Error(`--corpus ${dir}: cannot read the directory`, { cause: error });
   }
   if (files.length === 0) throw new Error(`--corpus ${dir}: no *.json trajectories there`);
-  return files.map((file) => ({ name: file.replace(/\.json$/, ''), messages: validateMessages(JSON.parse(readFileSync(join(dir, file), 'utf8')), file) }));
+  return files.map((file) => ({
+    name: file.replace(/\.json$/, ''),
+    messages: validateMessages(JSON.parse(readFileSync(join(dir, file), 'utf8')), file),
+  }));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -72,8 +89,17 @@ function messageTokenizer(tokenizer: Tokenizer): (message: ChatMessage) => numbe
   const memo = new WeakMap<ChatMessage, number>();
   const measure =
     tokenizer === 'chars'
-      ? (message: ChatMessage): number => 4 + Math.ceil((contentString(message).length + (message.tool_calls === undefined ? 0 : JSON.stringify(message.tool_calls).length)) / 4)
-      : (message: ChatMessage): number => 4 + countTextTokens(contentString(message)) + (message.tool_calls === undefined ? 0 : countTextTokens(JSON.stringify(message.tool_calls)));
+      ? (message: ChatMessage): number =>
+          4 +
+          Math.ceil(
+            (contentString(message).length +
+              (message.tool_calls === undefined ? 0 : JSON.stringify(message.tool_calls).length)) /
+              4,
+          )
+      : (message: ChatMessage): number =>
+          4 +
+          countTextTokens(contentString(message)) +
+          (message.tool_calls === undefined ? 0 : countTextTokens(JSON.stringify(message.tool_calls)));
   return (message) => {
     let tokens = memo.get(message);
     if (tokens === undefined) {
@@ -113,7 +139,9 @@ const TOKEN = /[A-Za-z0-9_][A-Za-z0-9_./-]*[A-Za-z0-9_]/g;
  */
 function isIdentifier(token: string): boolean {
   if (token.length < 3 || !/[A-Za-z]/.test(token)) return false;
-  return token.includes('/') || /\w\.\w/.test(token) || token.includes('_') || /[a-z][A-Z]/.test(token) || /\d/.test(token);
+  return (
+    token.includes('/') || /\w\.\w/.test(token) || token.includes('_') || /[a-z][A-Z]/.test(token) || /\d/.test(token)
+  );
 }
 
 const identifierMemo = new WeakMap<ChatMessage, Set<string>>();
@@ -135,8 +163,13 @@ function retentionProbes(messages: readonly ChatMessage[]): Map<number, string[]
   const probes = new Map<number, string[]>();
   messages.forEach((message, index) => {
     const identifiers = identifiersOf(message);
-    if (message.role === 'assistant') probes.set(index, [...identifiers].filter((identifier) => firstSeenInTool.get(identifier) === true));
-    for (const identifier of identifiers) if (!firstSeenInTool.has(identifier)) firstSeenInTool.set(identifier, message.role === 'tool');
+    if (message.role === 'assistant')
+      probes.set(
+        index,
+        [...identifiers].filter((identifier) => firstSeenInTool.get(identifier) === true),
+      );
+    for (const identifier of identifiers)
+      if (!firstSeenInTool.has(identifier)) firstSeenInTool.set(identifier, message.role === 'tool');
   });
   return probes;
 }
@@ -184,7 +217,11 @@ const none: Policy = {
 };
 
 /** The view with every tool result but the newest `keep` replaced by `replacement(message)` (when that differs). */
-function replaceOldResults(view: readonly ChatMessage[], keep: number, replacement: (message: ChatMessage) => string): ChatMessage[] {
+function replaceOldResults(
+  view: readonly ChatMessage[],
+  keep: number,
+  replacement: (message: ChatMessage) => string,
+): ChatMessage[] {
   const replaced = [...view];
   let kept = 0;
   for (let index = replaced.length - 1; index >= 0; index -= 1) {
@@ -205,7 +242,11 @@ function rollingMask(keep: number): Policy {
       ({ trajectory, tokens }) =>
       (end) => {
         const view = trajectory.slice(0, end);
-        const masked = replaceOldResults(view, keep, (message) => `[Old tool output omitted: ${contentString(message).length} chars]`);
+        const masked = replaceOldResults(
+          view,
+          keep,
+          (message) => `[Old tool output omitted: ${contentString(message).length} chars]`,
+        );
         return { ...quiet, messages: masked, viewTokens: tokens(view) };
       },
   };
@@ -218,7 +259,10 @@ function rollingMask(keep: number): Policy {
  */
 function clearToolUses(keep: number, trigger: number, atLeast: number): Policy {
   return {
-    name: atLeast > 0 ? `clear_tool_uses + clear_at_least ${atLeast.toLocaleString('en-US')}` : 'clear_tool_uses (over 0.5 × window, keep 3)',
+    name:
+      atLeast > 0
+        ? `clear_tool_uses + clear_at_least ${atLeast.toLocaleString('en-US')}`
+        : 'clear_tool_uses (over 0.5 × window, keep 3)',
     start:
       ({ trajectory, window, tokens }) =>
       (end) => {
@@ -273,11 +317,19 @@ function engine(name: string, options: Omit<CompactionOptions, 'contextBudget'>,
         if (summarizerInput === 'middle' && result.summary !== null) {
           // The variant the issue's first figures used: the summarized messages themselves, uncapped.
           const regions = findRegions(conversation, resolved.keepRecent);
-          summarizerTokens = tokens(conversation.filter((_, index) => index <= result.cutIndex && regions.removable[index] === true));
+          summarizerTokens = tokens(
+            conversation.filter((_, index) => index <= result.cutIndex && regions.removable[index] === true),
+          );
         }
         managed = result.messages;
         const rewrote = result.dropped > 0 || result.elisions.length > 0;
-        return { ...round, messages: managed, compactions: rewrote ? 1 : 0, summarizerTokens, aboveMark: result.aboveMark === undefined ? 0 : 1 };
+        return {
+          ...round,
+          messages: managed,
+          compactions: rewrote ? 1 : 0,
+          summarizerTokens,
+          aboveMark: result.aboveMark === undefined ? 0 : 1,
+        };
       };
     },
   };
@@ -308,7 +360,20 @@ interface Totals {
 }
 
 function emptyTotals(): Totals {
-  return { requests: 0, inputTokens: 0, cachedTokens: 0, summarizerTokens: 0, billed: 0, coldRounds: 0, overWindow: 0, compactions: 0, thrash: 0, aboveMark: 0, probes: 0, retained: 0 };
+  return {
+    requests: 0,
+    inputTokens: 0,
+    cachedTokens: 0,
+    summarizerTokens: 0,
+    billed: 0,
+    coldRounds: 0,
+    overWindow: 0,
+    compactions: 0,
+    thrash: 0,
+    aboveMark: 0,
+    probes: 0,
+    retained: 0,
+  };
 }
 
 function addInto(into: Totals, from: Totals): void {
@@ -336,13 +401,15 @@ function runPolicy(policy: Policy, context: PolicyContext, prices: Prices): Tota
     const request = round.messages;
     const requestTokens = tokens(request);
     let prefix = 0;
-    while (prefix < request.length && prefix < previous.length && sameMessage(request[prefix], previous[prefix])) prefix += 1;
+    while (prefix < request.length && prefix < previous.length && sameMessage(request[prefix], previous[prefix]))
+      prefix += 1;
     const cached = tokens(request.slice(0, prefix));
     totals.requests += 1;
     totals.inputTokens += requestTokens;
     totals.cachedTokens += cached;
     totals.summarizerTokens += round.summarizerTokens;
-    totals.billed += requestTokens - cached + prices.cachedPrice * cached + prices.summarizerPrice * round.summarizerTokens;
+    totals.billed +=
+      requestTokens - cached + prices.cachedPrice * cached + prices.summarizerPrice * round.summarizerTokens;
     if (requestTokens - cached > 0.5 * requestTokens) totals.coldRounds += 1;
     if (requestTokens > window) totals.overWindow += 1;
     totals.compactions += round.compactions;
@@ -388,7 +455,10 @@ const ABLATION: Policy[] = (
     ['stubsShorterOnly: false', { stubsShorterOnly: false }],
     ['trimBeatsOverflow: false', { trimBeatsOverflow: false }],
   ] as const
-).flatMap(([label, change]) => [engine(`defaults, ${label}`, { ...change }), engine(`defaults + ageObservations, ${label}`, { ...change, ageObservations: true })]);
+).flatMap(([label, change]) => [
+  engine(`defaults, ${label}`, { ...change }),
+  engine(`defaults + ageObservations, ${label}`, { ...change, ageObservations: true }),
+]);
 
 /**
  * The elision rules at a smaller `ageReclaimMin` (10,000 characters), where this corpus has
@@ -403,7 +473,13 @@ const ELISION_ABLATION: Policy[] = (
     ["elisionEndsPass: 'under-trigger'", { elisionEndsPass: 'under-trigger' }],
     ['REFERENCE_EXACT', { ...REFERENCE_EXACT }],
   ] as const
-).map(([label, change]) => engine(`ageObservations, ageReclaimMin 10,000, ${label}`, { ...change, ageObservations: true, ageReclaimMin: 10_000 }));
+).map(([label, change]) =>
+  engine(`ageObservations, ageReclaimMin 10,000, ${label}`, {
+    ...change,
+    ageObservations: true,
+    ageReclaimMin: 10_000,
+  }),
+);
 
 // ---------------------------------------------------------------------------------------------
 // Main
@@ -430,13 +506,16 @@ function parseFlags(argv: readonly string[]): Flags {
     const given = value(name);
     if (given === undefined) return fallback;
     const parsed = Number(given);
-    if (!Number.isFinite(parsed) || parsed < 0) throw new Error(`--${name}: expected a non-negative number, got "${given}"`);
+    if (!Number.isFinite(parsed) || parsed < 0)
+      throw new Error(`--${name}: expected a non-negative number, got "${given}"`);
     return parsed;
   };
   const summarizerInput = value('summarizer-input') ?? 'request';
-  if (summarizerInput !== 'request' && summarizerInput !== 'middle') throw new Error(`--summarizer-input: expected request or middle, got "${summarizerInput}"`);
+  if (summarizerInput !== 'request' && summarizerInput !== 'middle')
+    throw new Error(`--summarizer-input: expected request or middle, got "${summarizerInput}"`);
   const tokenizer = value('tokenizer') ?? 'both';
-  if (tokenizer !== 'chars' && tokenizer !== 'o200k' && tokenizer !== 'both') throw new Error(`--tokenizer: expected chars, o200k or both, got "${tokenizer}"`);
+  if (tokenizer !== 'chars' && tokenizer !== 'o200k' && tokenizer !== 'both')
+    throw new Error(`--tokenizer: expected chars, o200k or both, got "${tokenizer}"`);
   return {
     dir: resolve(value('corpus') ?? join(REPO_ROOT, 'examples/trajectories')),
     prices: { cachedPrice: price('cached-price', 0.1), summarizerPrice: price('summarizer-price', 0.25) },
@@ -453,16 +532,28 @@ interface Table {
   totals: Totals[];
 }
 
-function runAll(trajectories: readonly Trajectory[], policies: readonly Policy[], tokenizer: Tokenizer, flags: Flags): Table {
+function runAll(
+  trajectories: readonly Trajectory[],
+  policies: readonly Policy[],
+  tokenizer: Tokenizer,
+  flags: Flags,
+): Table {
   const messageTokens = messageTokenizer(tokenizer);
-  const tokens = (messages: readonly ChatMessage[]): number => messages.reduce((sum, message) => sum + messageTokens(message), 0);
+  const tokens = (messages: readonly ChatMessage[]): number =>
+    messages.reduce((sum, message) => sum + messageTokens(message), 0);
   const totals = policies.map(() => emptyTotals());
   trajectories.forEach(({ name, messages }, position) => {
     const started = performance.now();
     const ends = requestEnds(messages);
     const finalContext = tokens(messages.slice(0, ends.at(-1) ?? messages.length));
     const window = Math.max(8_000, Math.floor(finalContext / 2));
-    const context: PolicyContext = { trajectory: messages, window, tokens, tokenizer, summarizerInput: flags.summarizerInput };
+    const context: PolicyContext = {
+      trajectory: messages,
+      window,
+      tokens,
+      tokenizer,
+      summarizerInput: flags.summarizerInput,
+    };
     const billed: string[] = [];
     let base = 1;
     policies.forEach((policy, index) => {
@@ -473,7 +564,9 @@ function runAll(trajectories: readonly Trajectory[], policies: readonly Policy[]
       billed.push((result.billed / base).toFixed(2));
     });
     const seconds = ((performance.now() - started) / 1000).toFixed(1);
-    progress(`[${tokenizer} ${position + 1}/${trajectories.length}] ${name}: window ${window.toLocaleString('en-US')}, ${ends.length} requests, ${seconds} s — billed × none: ${billed.join(' ')}`);
+    progress(
+      `[${tokenizer} ${position + 1}/${trajectories.length}] ${name}: window ${window.toLocaleString('en-US')}, ${ends.length} requests, ${seconds} s — billed × none: ${billed.join(' ')}`,
+    );
   });
   return { tokenizer, policies: [...policies], totals };
 }
@@ -501,7 +594,11 @@ function main(): void {
   progress(`bench:cost — ${trajectories.length} trajectories (${requests} requests) from ${flags.dir}`);
   const started = performance.now();
   const tables = flags.tokenizers.map((tokenizer) => {
-    const policies = [...ANCHORS, ...ENGINES, ...(flags.ablation && tokenizer === 'chars' ? [...ABLATION, ...ELISION_ABLATION] : [])];
+    const policies = [
+      ...ANCHORS,
+      ...ENGINES,
+      ...(flags.ablation && tokenizer === 'chars' ? [...ABLATION, ...ELISION_ABLATION] : []),
+    ];
     return runAll(trajectories, policies, tokenizer, flags);
   });
   const seconds = (performance.now() - started) / 1000;
@@ -515,7 +612,12 @@ function main(): void {
     '',
     `Command: \`${command}\`. Prices: cached input ${flags.prices.cachedPrice}, summarizer input ${flags.prices.summarizerPrice} (summarizer input = ${flags.summarizerInput === 'request' ? 'its request as sent' : 'the summarized messages, uncapped'}). ${seconds.toFixed(0)} s on ${availableParallelism()} CPUs (${cpu}), Node ${process.version}, load average ${loadavg()[0]?.toFixed(1)} at the end.`,
     '',
-    ...tables.flatMap((table) => [`Token count: ${table.tokenizer === 'chars' ? '4 + ceil(chars / 4) per message' : '4 + o200k BPE tokens per message (the engine counts with `createBpeCounter()`)'}.`, '', markdownTable(table), '']),
+    ...tables.flatMap((table) => [
+      `Token count: ${table.tokenizer === 'chars' ? '4 + ceil(chars / 4) per message' : '4 + o200k BPE tokens per message (the engine counts with `createBpeCounter()`)'}.`,
+      '',
+      markdownTable(table),
+      '',
+    ]),
   ].join('\n');
   console.log(section);
 

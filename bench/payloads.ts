@@ -24,7 +24,18 @@ import { startDevServer, type DevServer } from '../dev/dev-server.js';
 import { groupDigits } from '../src/core/agent/compaction-history.js';
 import { openingMessages } from '../src/core/agent/trajectory.js';
 import { agentRun, compactorPlugin, createExtractiveSummarizer } from '../src/index.js';
-import { ChunkStoreDriver, codecKey, CompactorCodec, FileBackend, keyringOf, payloadConverterFromConfig, payloadProtoSize, S3Backend, type Keyring, type ObjectBackend } from '../src/payloads/index.js';
+import {
+  ChunkStoreDriver,
+  codecKey,
+  CompactorCodec,
+  FileBackend,
+  keyringOf,
+  payloadConverterFromConfig,
+  payloadProtoSize,
+  S3Backend,
+  type Keyring,
+  type ObjectBackend,
+} from '../src/payloads/index.js';
 import { chatInputSequence } from '../corpus/chat-inputs.js';
 import { fillText } from '../corpus/content.js';
 import { startS3Server, type S3TestServer } from '../scripts/s3-test-server.js';
@@ -37,7 +48,8 @@ const LARGE_MESSAGES = { 'grpc.max_receive_message_length': 256 * 1024 * 1024 };
 const progress = (message: string): void => {
   process.stderr.write(`[bench:payloads] ${message}\n`);
 };
-const fmt = (value: number, digits = 1): string => value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+const fmt = (value: number, digits = 1): string =>
+  value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 const kb = (bytes: number): string => `${groupDigits(Math.round(bytes / 1024))} KB`;
 const median = (values: number[]): number => {
   const sorted = [...values].sort((a, b) => a - b);
@@ -52,7 +64,22 @@ function temporaryDirectory(): { directory: string; remove: () => void } {
 
 /** Prose as agents produce it: compressible, but not trivially (fresh words every call). */
 function prose(length: number, seed: number): string {
-  const words = ['build', 'failed', 'module', 'import', 'error', 'line', 'config', 'patch', 'test', 'trace', 'value', 'field', 'request', 'result'];
+  const words = [
+    'build',
+    'failed',
+    'module',
+    'import',
+    'error',
+    'line',
+    'config',
+    'patch',
+    'test',
+    'trace',
+    'value',
+    'field',
+    'request',
+    'result',
+  ];
   let state = seed >>> 0 || 1;
   return fillText(length, () => {
     state = (Math.imul(state, 1_103_515_245) + 12_345) >>> 0;
@@ -78,7 +105,12 @@ interface GrowthRow {
   msPerRound: number;
 }
 
-async function growth(label: string, backend: ObjectBackend, keyring: Keyring | undefined, options: Parameters<typeof chatInputSequence>[0]): Promise<GrowthRow> {
+async function growth(
+  label: string,
+  backend: ObjectBackend,
+  keyring: Keyring | undefined,
+  options: Parameters<typeof chatInputSequence>[0],
+): Promise<GrowthRow> {
   const steps = chatInputSequence(options);
   const driver = new ChunkStoreDriver({ backend, keyring });
   let newContent = 0;
@@ -100,7 +132,8 @@ async function growth(label: string, backend: ObjectBackend, keyring: Keyring | 
   if (last !== undefined) {
     const [claim] = await driver.store({}, [{ metadata: {}, data: last.data }]);
     const [back] = await reader.retrieve({}, claim === undefined ? [] : [claim]);
-    if (!Buffer.from(back?.data ?? []).equals(Buffer.from(last.data))) throw new Error(`${label}: the last payload did not read back`);
+    if (!Buffer.from(back?.data ?? []).equals(Buffer.from(last.data)))
+      throw new Error(`${label}: the last payload did not read back`);
   }
   const { chunk, node, manifest } = driver.stats.written;
   return {
@@ -178,9 +211,20 @@ interface StoreSetup {
  */
 async function storeThroughput(setups: StoreSetup[], runs: number): Promise<ThroughputRow[]> {
   const size = 1_000_000;
-  const payloadOf = (seed: number): Payload => defaultPayloadConverter.toPayload({ messages: Array.from({ length: 100 }, (_, index) => ({ role: 'tool', content: prose(size / 100 - 40, seed * 1000 + index) })) });
+  const payloadOf = (seed: number): Payload =>
+    defaultPayloadConverter.toPayload({
+      messages: Array.from({ length: 100 }, (_, index) => ({
+        role: 'tool',
+        content: prose(size / 100 - 40, seed * 1000 + index),
+      })),
+    });
   const mb = (payloadOf(1).data?.length ?? 0) / 1e6;
-  const times = setups.map(() => ({ fresh: [] as number[], again: [] as number[], cold: [] as number[], warm: [] as number[] }));
+  const times = setups.map(() => ({
+    fresh: [] as number[],
+    again: [] as number[],
+    cold: [] as number[],
+    warm: [] as number[],
+  }));
   const known = payloadOf(1);
   const claims = [];
   for (const setup of setups) {
@@ -218,9 +262,15 @@ async function storeThroughput(setups: StoreSetup[], runs: number): Promise<Thro
     const fresh = median(timing.fresh);
     const cold = median(timing.cold);
     return [
-      { what: `${setup.label}: store 1 MB of new content`, value: `${fmt(fresh, 0)} ms (${fmt(mb / (fresh / 1000))} MB/s)` },
+      {
+        what: `${setup.label}: store 1 MB of new content`,
+        value: `${fmt(fresh, 0)} ms (${fmt(mb / (fresh / 1000))} MB/s)`,
+      },
       { what: `${setup.label}: store 1 MB already stored (new driver)`, value: `${fmt(median(timing.again), 0)} ms` },
-      { what: `${setup.label}: retrieve 1 MB, cold cache`, value: `${fmt(cold, 0)} ms (${fmt(mb / (cold / 1000))} MB/s)` },
+      {
+        what: `${setup.label}: retrieve 1 MB, cold cache`,
+        value: `${fmt(cold, 0)} ms (${fmt(mb / (cold / 1000))} MB/s)`,
+      },
       { what: `${setup.label}: retrieve 1 MB, warm cache`, value: `${fmt(median(timing.warm), 1)} ms` },
     ];
   });
@@ -245,10 +295,24 @@ interface WorkflowSetup {
  * One worker and client per configuration, all polling at once on their own task queues; the
  * runs alternate between configurations (A, B, C, D, A, ...) so they compare side by side.
  */
-async function workflowRoundTrips(setups: WorkflowSetup[], address: string, bundlePath: string, runs: number): Promise<WorkflowRow[]> {
+async function workflowRoundTrips(
+  setups: WorkflowSetup[],
+  address: string,
+  bundlePath: string,
+  runs: number,
+): Promise<WorkflowRow[]> {
   const connection = await Connection.connect({ address, channelArgs: LARGE_MESSAGES });
   const nativeConnection = await NativeConnection.connect({ address });
-  const started: Array<{ setup: WorkflowSetup; worker: Worker; running: Promise<void>; client: Client; taskQueue: string; times: number[]; historyBytes: number; largestPayload: number }> = [];
+  const started: Array<{
+    setup: WorkflowSetup;
+    worker: Worker;
+    running: Promise<void>;
+    client: Client;
+    taskQueue: string;
+    times: number[];
+    historyBytes: number;
+    largestPayload: number;
+  }> = [];
   try {
     for (const [index, setup] of setups.entries()) {
       const taskQueue = `bench-payloads-${process.pid}-${index}-${Date.now().toString(36)}`;
@@ -256,11 +320,26 @@ async function workflowRoundTrips(setups: WorkflowSetup[], address: string, bund
         connection: nativeConnection,
         taskQueue,
         workflowBundle: { codePath: bundlePath },
-        activities: { echo: async (value: EchoValue) => value, incompressible: async (bytes: number) => new Uint8Array(randomBytes(bytes)) },
+        activities: {
+          echo: async (value: EchoValue) => value,
+          incompressible: async (bytes: number) => new Uint8Array(randomBytes(bytes)),
+        },
         ...(setup.dataConverter === undefined ? {} : { dataConverter: setup.dataConverter }),
       });
-      const client = new Client({ connection, ...(setup.dataConverter === undefined ? {} : { dataConverter: setup.dataConverter }) });
-      started.push({ setup, worker, running: worker.run(), client, taskQueue, times: [], historyBytes: 0, largestPayload: 0 });
+      const client = new Client({
+        connection,
+        ...(setup.dataConverter === undefined ? {} : { dataConverter: setup.dataConverter }),
+      });
+      started.push({
+        setup,
+        worker,
+        running: worker.run(),
+        client,
+        taskQueue,
+        times: [],
+        historyBytes: 0,
+        largestPayload: 0,
+      });
     }
     for (let run = -1; run < runs; run += 1) {
       for (const [index, entry] of started.entries()) {
@@ -268,24 +347,42 @@ async function workflowRoundTrips(setups: WorkflowSetup[], address: string, bund
         const value: EchoValue = { text: prose(1_000_000, (run + 2) * 10 + index), note: entry.setup.label };
         const workflowId = `bench-payloads-${index}-${run}-${Date.now().toString(36)}`;
         const begin = performance.now();
-        const result = await entry.client.workflow.execute('storeEcho', { taskQueue: entry.taskQueue, workflowId, args: [value] });
+        const result = await entry.client.workflow.execute('storeEcho', {
+          taskQueue: entry.taskQueue,
+          workflowId,
+          args: [value],
+        });
         const ms = performance.now() - begin;
-        if (JSON.stringify(result) !== JSON.stringify({ ...value, length: value.text.length })) throw new Error(`${entry.setup.label}: the workflow result differs`);
+        if (JSON.stringify(result) !== JSON.stringify({ ...value, length: value.text.length }))
+          throw new Error(`${entry.setup.label}: the workflow result differs`);
         if (run < 0) continue;
         entry.times.push(ms);
         const description = await entry.client.workflow.getHandle(workflowId).describe();
         entry.historyBytes = Number(description.historySize ?? 0);
         const { events } = await wholeChain(connection, workflowId);
         for (const event of events) {
-          for (const payloads of [event.workflowExecutionStartedEventAttributes?.input?.payloads, event.activityTaskScheduledEventAttributes?.input?.payloads, event.activityTaskCompletedEventAttributes?.result?.payloads, event.workflowExecutionCompletedEventAttributes?.result?.payloads]) {
-            for (const payload of payloads ?? []) entry.largestPayload = Math.max(entry.largestPayload, payloadProtoSize(payload));
+          for (const payloads of [
+            event.workflowExecutionStartedEventAttributes?.input?.payloads,
+            event.activityTaskScheduledEventAttributes?.input?.payloads,
+            event.activityTaskCompletedEventAttributes?.result?.payloads,
+            event.workflowExecutionCompletedEventAttributes?.result?.payloads,
+          ]) {
+            for (const payload of payloads ?? [])
+              entry.largestPayload = Math.max(entry.largestPayload, payloadProtoSize(payload));
           }
         }
       }
     }
     return started.map((entry) => {
-      progress(`${entry.setup.label}: median ${fmt(median(entry.times), 0)} ms, history ${groupDigits(entry.historyBytes)} bytes, largest payload ${groupDigits(entry.largestPayload)} bytes`);
-      return { label: entry.setup.label, medianMs: median(entry.times), historyBytes: entry.historyBytes, largestPayload: entry.largestPayload };
+      progress(
+        `${entry.setup.label}: median ${fmt(median(entry.times), 0)} ms, history ${groupDigits(entry.historyBytes)} bytes, largest payload ${groupDigits(entry.largestPayload)} bytes`,
+      );
+      return {
+        label: entry.setup.label,
+        medianMs: median(entry.times),
+        historyBytes: entry.historyBytes,
+        largestPayload: entry.largestPayload,
+      };
     });
   } finally {
     for (const entry of started) entry.worker.shutdown();
@@ -317,7 +414,8 @@ const HistoryEvent = proto.temporal.api.history.v1.HistoryEvent;
 type Event = proto.temporal.api.history.v1.IHistoryEvent;
 
 /** An event's time by the server's clock, in milliseconds. */
-const eventMs = (event: Event): number => Number(event.eventTime?.seconds ?? 0) * 1000 + Math.floor((event.eventTime?.nanos ?? 0) / 1e6);
+const eventMs = (event: Event): number =>
+  Number(event.eventTime?.seconds ?? 0) * 1000 + Math.floor((event.eventTime?.nanos ?? 0) / 1e6);
 
 /** Every event of a workflow id's continue-as-new chain, oldest run first (all pages). */
 async function wholeChain(connection: Connection, workflowId: string): Promise<{ events: Event[]; runs: number }> {
@@ -327,9 +425,16 @@ async function wholeChain(connection: Connection, workflowId: string): Promise<{
     const events: Event[] = [];
     let nextPageToken: Uint8Array | undefined;
     do {
-      const page = await connection.workflowService.getWorkflowExecutionHistory({ namespace: 'default', execution: { workflowId, ...(runId === undefined ? {} : { runId }) }, ...(nextPageToken === undefined ? {} : { nextPageToken }) });
+      const page = await connection.workflowService.getWorkflowExecutionHistory({
+        namespace: 'default',
+        execution: { workflowId, ...(runId === undefined ? {} : { runId }) },
+        ...(nextPageToken === undefined ? {} : { nextPageToken }),
+      });
       events.push(...(page.history?.events ?? []));
-      nextPageToken = page.nextPageToken !== null && page.nextPageToken !== undefined && page.nextPageToken.length > 0 ? page.nextPageToken : undefined;
+      nextPageToken =
+        page.nextPageToken !== null && page.nextPageToken !== undefined && page.nextPageToken.length > 0
+          ? page.nextPageToken
+          : undefined;
     } while (nextPageToken !== undefined);
     chain.unshift(events);
     const previous = events[0]?.workflowExecutionStartedEventAttributes?.continuedExecutionRunId;
@@ -341,7 +446,15 @@ async function wholeChain(connection: Connection, workflowId: string): Promise<{
 /** Names each agentRun's task queue: as short as the default `compactor` (a round's history names it four times). */
 let agentQueues = 0;
 
-async function agentRounds(label: string, address: string, env: Record<string, string>, bundlePath: string, trajectoryDir: string, trajectory: string, contextWindow: number): Promise<RoundRow> {
+async function agentRounds(
+  label: string,
+  address: string,
+  env: Record<string, string>,
+  bundlePath: string,
+  trajectoryDir: string,
+  trajectory: string,
+  contextWindow: number,
+): Promise<RoundRow> {
   const connection = await Connection.connect({ address, channelArgs: LARGE_MESSAGES });
   const nativeConnection = await NativeConnection.connect({ address });
   try {
@@ -350,8 +463,19 @@ async function agentRounds(label: string, address: string, env: Record<string, s
     // Set up as a user's worker is: compactorPlugin() with a prebuilt bundle (and its short build id).
     const config = loadConfig({ env });
     const { dataConverter } = payloadConverterFromConfig(config);
-    const plugin = compactorPlugin({ config, summarizer: createExtractiveSummarizer(), activities: { trajectoryDir }, dataConverter, tracing: 'off' });
-    const worker = await Worker.create({ connection: nativeConnection, taskQueue, workflowBundle: { codePath: bundlePath }, plugins: [plugin] });
+    const plugin = compactorPlugin({
+      config,
+      summarizer: createExtractiveSummarizer(),
+      activities: { trajectoryDir },
+      dataConverter,
+      tracing: 'off',
+    });
+    const worker = await Worker.create({
+      connection: nativeConnection,
+      taskQueue,
+      workflowBundle: { codePath: bundlePath },
+      plugins: [plugin],
+    });
     const client = new Client({ connection, dataConverter });
     const opening = openingMessages(JSON.parse(readFileSync(join(trajectoryDir, `${trajectory}.json`), 'utf8')));
     const workflowId = `bench-payloads-agent-${label.replace(/\W+/g, '-')}-${Date.now().toString(36)}`;
@@ -359,7 +483,14 @@ async function agentRounds(label: string, address: string, env: Record<string, s
       client.workflow.execute(agentRun, {
         taskQueue,
         workflowId,
-        args: [{ messages: opening, model: { provider: 'replay', trajectory, contextWindow, maxOutputTokens: 1_000 }, compaction: { ageObservations: true }, maxRounds: 1000 }],
+        args: [
+          {
+            messages: opening,
+            model: { provider: 'replay', trajectory, contextWindow, maxOutputTokens: 1_000 },
+            compaction: { ageObservations: true },
+            maxRounds: 1000,
+          },
+        ],
       }),
     );
     const { events, runs } = await wholeChain(connection, workflowId);
@@ -379,7 +510,11 @@ async function agentRounds(label: string, address: string, env: Record<string, s
         if (roundStarted !== undefined) roundMs.push(at - roundStarted);
         roundStarted = at;
       }
-      if (event.workflowExecutionCompletedEventAttributes !== undefined && event.workflowExecutionCompletedEventAttributes !== null) endBytes += size;
+      if (
+        event.workflowExecutionCompletedEventAttributes !== undefined &&
+        event.workflowExecutionCompletedEventAttributes !== null
+      )
+        endBytes += size;
       else if (rounds.length === 0) startBytes += size;
       else rounds[rounds.length - 1] = (rounds.at(-1) ?? 0) + size;
       const payloads = [
@@ -393,8 +528,21 @@ async function agentRounds(label: string, address: string, env: Record<string, s
     const last = events.at(-1);
     if (roundStarted !== undefined && last !== undefined) roundMs.push(eventMs(last) - roundStarted);
     const sorted = [...rounds].sort((a, b) => a - b);
-    const row = { label, trajectory, runs, rounds: rounds.length, medianRoundBytes: median(rounds), p90RoundBytes: sorted[Math.floor(sorted.length * 0.9)] ?? 0, medianRoundMs: median(roundMs), startBytes, endBytes, largestPayload };
-    progress(`agentRun ${trajectory}, ${label}: ${row.rounds} rounds, median ${groupDigits(row.medianRoundBytes)} B per round, p90 ${groupDigits(row.p90RoundBytes)} B, median ${fmt(row.medianRoundMs, 0)} ms per round`);
+    const row = {
+      label,
+      trajectory,
+      runs,
+      rounds: rounds.length,
+      medianRoundBytes: median(rounds),
+      p90RoundBytes: sorted[Math.floor(sorted.length * 0.9)] ?? 0,
+      medianRoundMs: median(roundMs),
+      startBytes,
+      endBytes,
+      largestPayload,
+    };
+    progress(
+      `agentRun ${trajectory}, ${label}: ${row.rounds} rounds, median ${groupDigits(row.medianRoundBytes)} B per round, p90 ${groupDigits(row.p90RoundBytes)} B, median ${fmt(row.medianRoundMs, 0)} ms per round`,
+    );
     return row;
   } finally {
     await nativeConnection.close();
@@ -404,13 +552,19 @@ async function agentRounds(label: string, address: string, env: Record<string, s
 
 // ---------------------------------------------------------------------------------------------
 
-function markdown(growthRows: GrowthRow[], throughput: ThroughputRow[], workflowRows: WorkflowRow[], roundRows: RoundRow[], machine: string): string {
+function markdown(
+  growthRows: GrowthRow[],
+  throughput: ThroughputRow[],
+  workflowRows: WorkflowRow[],
+  roundRows: RoundRow[],
+  machine: string,
+): string {
   const lines = [
     '## Payloads',
     '',
     'What the payload store (`COMPACTOR_PAYLOAD_STORE`) and the codec (`COMPACTOR_CODEC_KEY`) cost and',
-    'save. S3 is moto\'s server on 127.0.0.1 (a local Python process: its per-request latency, not',
-    'S3\'s). Reproduce: `npm run bench:payloads`.',
+    "save. S3 is moto's server on 127.0.0.1 (a local Python process: its per-request latency, not",
+    "S3's). Reproduce: `npm run bench:payloads`.",
     '',
     '### Store growth over new content',
     '',
@@ -429,14 +583,14 @@ function markdown(growthRows: GrowthRow[], throughput: ThroughputRow[], workflow
     ),
     '',
     'The store grows with the new content (target: at most 1.5×), with and without encryption: equal',
-    'chunks encrypt to equal objects (the nonce comes from the chunk\'s keyed hash). A whole-payload driver',
+    "chunks encrypt to equal objects (the nonce comes from the chunk's keyed hash). A whole-payload driver",
     'grows with the conversation every round instead.',
     '',
     '### Throughput (in-process)',
     '',
     'Medians. The codec handles the payloads that stay inline (under the threshold); the 1 MB rows show its',
     'rate when it is used without a store. The store rows run the whole driver (chunking, hashing,',
-    'compression, encryption with a key, the backend\'s I/O; files are fsynced), 7 runs after a warm-up,',
+    "compression, encryption with a key, the backend's I/O; files are fsynced), 7 runs after a warm-up,",
     'the three stores interleaved run by run so load on the shared machine hits them alike.',
     '',
     '| what | median |',
@@ -445,27 +599,30 @@ function markdown(growthRows: GrowthRow[], throughput: ThroughputRow[], workflow
     '',
     '### A 1 MB value through a workflow, store off and on',
     '',
-    'The `storeEcho` test workflow (`test/payloads/store-workflows.ts`): a 1 MB value as the workflow\'s',
+    "The `storeEcho` test workflow (`test/payloads/store-workflows.ts`): a 1 MB value as the workflow's",
     'input, the input and result of one activity, and the result (four payloads of 1 MB). Median from',
     '`start` to the result over 7 runs after a warm-up, a fresh value every run (nothing to dedup against:',
-    'the store\'s worst case), one worker and client per configuration, all polling at once against one',
+    "the store's worst case), one worker and client per configuration, all polling at once against one",
     'dev server, the runs alternating between configurations. Client and worker share the process here,',
     'so the worker finds the chunks the client just stored in its in-memory index. *History bytes* is the',
-    'server\'s history size of the last run.',
+    "server's history size of the last run.",
     '',
     '| configuration | median ms | history bytes | largest payload in history |',
     '|---|---:|---:|---:|',
-    ...workflowRows.map((row) => `| ${row.label} | ${fmt(row.medianMs, 0)} | ${groupDigits(row.historyBytes)} | ${groupDigits(row.largestPayload)} |`),
+    ...workflowRows.map(
+      (row) =>
+        `| ${row.label} | ${fmt(row.medianMs, 0)} | ${groupDigits(row.historyBytes)} | ${groupDigits(row.largestPayload)} |`,
+    ),
     '',
     '### agentRun: history bytes per round by threshold',
     '',
     'Recorded trajectories through `agentRun` (replay provider, `ageObservations`, the extractive',
     'summarizer) with the store off and on at several `COMPACTOR_PAYLOAD_THRESHOLD`s (no key but in one row). A round is',
-    'every event from the scheduling of its `chat` activity to the next one\'s (protobuf bytes of the',
+    "every event from the scheduling of its `chat` activity to the next one's (protobuf bytes of the",
     'events, across continue-as-new: *runs* counts the chain); *start* is what comes before the first',
-    '(the input), *end* the completion (the result); *ms per round* is the time between two rounds\' `chat`',
-    'schedulings by the server\'s timestamps, the rows run one after another on one dev server (the',
-    'file store, worker and client in this process). Each worker is set up as a user\'s would be',
+    "(the input), *end* the completion (the result); *ms per round* is the time between two rounds' `chat`",
+    "schedulings by the server's timestamps, the rows run one after another on one dev server (the",
+    "file store, worker and client in this process). Each worker is set up as a user's would be",
     '(`compactorPlugin()`, a prebuilt bundle) and polls a queue named like the default `compactor`.',
     '',
     '| trajectory (window) | store | runs | rounds | median bytes per round | p90 | median ms per round | start | end | largest payload |',
@@ -496,7 +653,8 @@ async function main(): Promise<void> {
       return new FileBackend({ directory: made.directory });
     };
     let prefixCounter = 0;
-    const s3Backend = (): ObjectBackend => new S3Backend({ bucket: s3Server.bucket, prefix: `run-${(prefixCounter += 1)}`, client: s3Server.client() });
+    const s3Backend = (): ObjectBackend =>
+      new S3Backend({ bucket: s3Server.bucket, prefix: `run-${(prefixCounter += 1)}`, client: s3Server.client() });
 
     progress('store growth (after a warm-up run)...');
     await growth('warm-up', fileBackend(), key, { rounds: 20 });
@@ -510,7 +668,9 @@ async function main(): Promise<void> {
       ['file, AES-256-GCM, no compaction (input reaches 1.2 MB)', fileBackend, key, long],
     ] as const) {
       const row = await growth(label, make(), keyring, options);
-      progress(`${label}: stored ${kb(row.stored)} for ${kb(row.newContent)} new (${fmt(row.stored / row.newContent, 2)}×), ${fmt(row.msPerRound, 1)} ms per round`);
+      progress(
+        `${label}: stored ${kb(row.stored)} for ${kb(row.newContent)} new (${fmt(row.stored / row.newContent, 2)}×), ${fmt(row.msPerRound, 1)} ms per round`,
+      );
       growthRows.push(row);
     }
 
@@ -532,7 +692,10 @@ async function main(): Promise<void> {
     devServer = await startDevServer({ ui: false });
     const bundleDir = temporaryDirectory();
     cleanups.push(bundleDir.remove);
-    const bundle = await bundleWorkflowCode({ workflowsPath: fileURLToPath(new URL('../corpus/store-workflows.ts', import.meta.url)), logger: new DefaultLogger('WARN') });
+    const bundle = await bundleWorkflowCode({
+      workflowsPath: fileURLToPath(new URL('../corpus/store-workflows.ts', import.meta.url)),
+      logger: new DefaultLogger('WARN'),
+    });
     const bundlePath = join(bundleDir.directory, 'bundle.js');
     writeFileSync(bundlePath, bundle.code);
     const codecKeyText = randomBytes(32).toString('base64');
@@ -541,16 +704,33 @@ async function main(): Promise<void> {
     const configurations: Array<[string, Record<string, string>]> = [
       ['store off (payloads inline)', {}],
       ['file store, no encryption', { COMPACTOR_PAYLOAD_STORE: `file:${fileStore.directory}/plain` }],
-      ['file store, AES-256-GCM', { COMPACTOR_PAYLOAD_STORE: `file:${fileStore.directory}/encrypted`, COMPACTOR_CODEC_KEY: codecKeyText }],
-      ['S3 store (moto), AES-256-GCM', { ...s3Server.env, COMPACTOR_PAYLOAD_STORE: `s3://${s3Server.bucket}/workflows`, COMPACTOR_CODEC_KEY: codecKeyText }],
+      [
+        'file store, AES-256-GCM',
+        { COMPACTOR_PAYLOAD_STORE: `file:${fileStore.directory}/encrypted`, COMPACTOR_CODEC_KEY: codecKeyText },
+      ],
+      [
+        'S3 store (moto), AES-256-GCM',
+        {
+          ...s3Server.env,
+          COMPACTOR_PAYLOAD_STORE: `s3://${s3Server.bucket}/workflows`,
+          COMPACTOR_CODEC_KEY: codecKeyText,
+        },
+      ],
     ];
     // The S3 client reads AWS_* from the environment, as a worker's would.
     Object.assign(process.env, s3Server.env);
-    const setups = configurations.map(([label, env]) => ({ label, dataConverter: label.startsWith('store off') ? undefined : payloadConverterFromConfig(loadConfig({ env })).dataConverter }));
+    const setups = configurations.map(([label, env]) => ({
+      label,
+      dataConverter: label.startsWith('store off')
+        ? undefined
+        : payloadConverterFromConfig(loadConfig({ env })).dataConverter,
+    }));
     const workflowRows = await workflowRoundTrips(setups, devServer.address, bundlePath, 7);
 
     progress('agentRun history per round...');
-    const trajectories: Array<[string, string, number]> = [['openhands_gpt4o_Project-MONAI__MONAI-3715 (9,000)', 'openhands_gpt4o_Project-MONAI__MONAI-3715', 9_000]];
+    const trajectories: Array<[string, string, number]> = [
+      ['openhands_gpt4o_Project-MONAI__MONAI-3715 (9,000)', 'openhands_gpt4o_Project-MONAI__MONAI-3715', 9_000],
+    ];
     const examples = fileURLToPath(new URL('../examples/trajectories/', import.meta.url));
     const corpus = fileURLToPath(new URL('../../shared/corpus/', import.meta.url));
     const corpusRun = 'claudecode_django__django-11797';
@@ -572,8 +752,15 @@ async function main(): Promise<void> {
         const env: Record<string, string> =
           setting === 'off'
             ? {}
-            : { COMPACTOR_PAYLOAD_STORE: `file:${roundStores.directory}/${threshold}`, COMPACTOR_PAYLOAD_THRESHOLD: threshold, ...(setting.endsWith('key') ? { COMPACTOR_CODEC_KEY: codecKeyText } : {}) };
-        const label = setting === 'off' ? 'off' : `threshold ${threshold}${Number(threshold) === DEFAULT_PAYLOAD_THRESHOLD ? ' (default)' : ''}${setting.endsWith('key') ? ', AES-256-GCM' : ''}`;
+            : {
+                COMPACTOR_PAYLOAD_STORE: `file:${roundStores.directory}/${threshold}`,
+                COMPACTOR_PAYLOAD_THRESHOLD: threshold,
+                ...(setting.endsWith('key') ? { COMPACTOR_CODEC_KEY: codecKeyText } : {}),
+              };
+        const label =
+          setting === 'off'
+            ? 'off'
+            : `threshold ${threshold}${Number(threshold) === DEFAULT_PAYLOAD_THRESHOLD ? ' (default)' : ''}${setting.endsWith('key') ? ', AES-256-GCM' : ''}`;
         const row = await agentRounds(label, devServer.address, env, bundlePath, dir, trajectory, window);
         roundRows.push({ ...row, trajectory: name });
       }

@@ -22,6 +22,9 @@ export function writeReadmeSection(name: string, section: string): void {
   const block = `${startMarker}\n${section}\n${endMarker}`;
   const start = text.indexOf(startMarker);
   const end = text.indexOf(endMarker);
-  const next = start >= 0 && end > start ? `${text.slice(0, start)}${block}${text.slice(end + endMarker.length)}` : `${text.trimEnd()}\n\n${block}\n`;
+  const next =
+    start >= 0 && end > start
+      ? `${text.slice(0, start)}${block}${text.slice(end + endMarker.length)}`
+      : `${text.trimEnd()}\n\n${block}\n`;
   writeFileSync(README, next);
 }

@@ -12,7 +12,14 @@ import { Client, Connection } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { startDevServer, type DevServer } from '../dev/dev-server.js';
-import { Compactor, createActivities, defaultCounter, type ChatMessage, type CompactConversationOptions, type CompactionResult } from '../src/index.js';
+import {
+  Compactor,
+  createActivities,
+  defaultCounter,
+  type ChatMessage,
+  type CompactConversationOptions,
+  type CompactionResult,
+} from '../src/index.js';
 import type { compactConversation } from '../src/workflows/index.js';
 import { createFakeSummarizer } from '../corpus/fake-summarizer.js';
 import { benchmarkCorpus, type Trajectory } from '../corpus/index.js';
@@ -30,7 +37,11 @@ const FILES = [
   'generated_huge-result',
 ];
 /** The same shapes from the extended corpus, when it is given (jackson-databind-4304 holds a 666,865-char result). */
-const EXTENDED_FILES = ['sweagent_doubao_fasterxml__jackson-databind-4365', 'claudecode_django__django-11797', 'sweagent_doubao_fasterxml__jackson-databind-4304'];
+const EXTENDED_FILES = [
+  'sweagent_doubao_fasterxml__jackson-databind-4365',
+  'claudecode_django__django-11797',
+  'sweagent_doubao_fasterxml__jackson-databind-4304',
+];
 
 interface Row {
   name: string;
@@ -74,7 +85,11 @@ async function timeInProcess(messages: ChatMessage[]): Promise<{ ms: number; res
   return { ms: median(times), result };
 }
 
-async function timeWorkflow(client: Client, taskQueue: string, trajectory: Trajectory): Promise<{ ms: number; events: number; bytes: number; activities: number; result: CompactionResult }> {
+async function timeWorkflow(
+  client: Client,
+  taskQueue: string,
+  trajectory: Trajectory,
+): Promise<{ ms: number; events: number; bytes: number; activities: number; result: CompactionResult }> {
   const execute = async (run: number) => {
     const workflowId = `bench-${trajectory.name}-${process.pid}-${Date.now().toString(36)}-${run}`;
     const started = performance.now();
@@ -99,7 +114,10 @@ async function timeWorkflow(client: Client, taskQueue: string, trajectory: Traje
     ms: median(times),
     events: events.length,
     bytes: proto.temporal.api.history.v1.History.encode(history).finish().length,
-    activities: events.filter((event) => event.activityTaskScheduledEventAttributes !== undefined && event.activityTaskScheduledEventAttributes !== null).length,
+    activities: events.filter(
+      (event) =>
+        event.activityTaskScheduledEventAttributes !== undefined && event.activityTaskScheduledEventAttributes !== null,
+    ).length,
     result: last.result,
   };
 }
@@ -114,11 +132,11 @@ function markdown(rows: Row[], machine: string, server: string, corpusLabel: str
     '',
     'What durability costs: the same compactions in-process (`Compactor`) and through the',
     '`compactConversation` workflow on a local Temporal dev server, both with the same instant',
-    'deterministic fake summarizer, so the difference is Temporal\'s own (start, workflow and activity',
+    "deterministic fake summarizer, so the difference is Temporal's own (start, workflow and activity",
     'tasks, persistence, payload conversion). A real summarizer call takes seconds; these overheads',
     'are what is added to it. Latency is the median of ' + RUNS + ' runs after a warm-up, from `start` to',
     'the result for the workflow; history bytes are the protobuf-encoded history of one compaction.',
-    '`contextBudget` is half of each conversation\'s size, so every run summarizes.',
+    "`contextBudget` is half of each conversation's size, so every run summarizes.",
     '',
     '| conversation | messages | JSON chars | in-process ms | workflow ms | ratio | history events | history bytes | activities |',
     '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
@@ -129,10 +147,10 @@ function markdown(rows: Row[], machine: string, server: string, corpusLabel: str
     '',
     `Median over the conversations: in-process ${fmt(median(rows.map((row) => row.inProcessMs)), 2)} ms, workflow ${fmt(median(rows.map((row) => row.temporalMs)))} ms; ` +
       `history ${median(rows.map((row) => row.events))} events per compaction. The workflow's history holds the whole conversation twice ` +
-      '(input and result) plus the capped transcript once (the activity\'s input), so its bytes grow with the conversation; ' +
+      "(input and result) plus the capped transcript once (the activity's input), so its bytes grow with the conversation; " +
       'the event count does not (one summarize activity, no timers). The tool results of over 600,000 characters ' +
-      '(generated_huge-result; jackson-databind-4304\'s 666,865 with the extended corpus) sit in the recent window, so input and result are each 0.7–0.9 MB: ' +
-      'above the SDK\'s 512 KB payload *warning* (TMPRL1103, logged), well below the server\'s 2 MB per-payload error limit.',
+      "(generated_huge-result; jackson-databind-4304's 666,865 with the extended corpus) sit in the recent window, so input and result are each 0.7–0.9 MB: " +
+      "above the SDK's 512 KB payload *warning* (TMPRL1103, logged), well below the server's 2 MB per-payload error limit.",
     '',
     `Conversations: ${corpusLabel}. Machine: ${machine}. Server: ${server}. Reproduce: \`npm run bench:temporal\` (add \`-- --corpus DIR\` for the extended corpus' rows; set TEMPORAL_ADDRESS to use a running server).`,
   ];
@@ -153,12 +171,18 @@ async function main(): Promise<void> {
     devServer = await startDevServer({ ui: false });
     address = devServer.address;
   }
-  const serverLabel = devServer === undefined ? `TEMPORAL_ADDRESS=${address}` : `\`temporal server start-dev\` (in-memory SQLite) started by the bench`;
+  const serverLabel =
+    devServer === undefined
+      ? `TEMPORAL_ADDRESS=${address}`
+      : `\`temporal server start-dev\` (in-memory SQLite) started by the bench`;
   const connection = await Connection.connect({ address });
   const nativeConnection = await NativeConnection.connect({ address });
   try {
     progress('bundling the workflows...');
-    const bundle = await bundleWorkflowCode({ workflowsPath: fileURLToPath(new URL('../src/workflows/index.ts', import.meta.url)), logger: new DefaultLogger('WARN') });
+    const bundle = await bundleWorkflowCode({
+      workflowsPath: fileURLToPath(new URL('../src/workflows/index.ts', import.meta.url)),
+      logger: new DefaultLogger('WARN'),
+    });
     const taskQueue = `bench-temporal-${process.pid}-${Date.now().toString(36)}`;
     const worker = await Worker.create({
       connection: nativeConnection,
@@ -175,7 +199,8 @@ async function main(): Promise<void> {
         const inProcess = await timeInProcess(trajectory.messages);
         const viaTemporal = await timeWorkflow(client, taskQueue, trajectory);
         // The two drivers must agree, or the comparison means nothing.
-        if (JSON.stringify(inProcess.result) !== JSON.stringify(viaTemporal.result)) throw new Error(`${name}: the workflow result differs from the in-process one`);
+        if (JSON.stringify(inProcess.result) !== JSON.stringify(viaTemporal.result))
+          throw new Error(`${name}: the workflow result differs from the in-process one`);
         const row: Row = {
           name,
           messages: trajectory.messages.length,
@@ -186,7 +211,9 @@ async function main(): Promise<void> {
           historyBytes: viaTemporal.bytes,
           activities: viaTemporal.activities,
         };
-        progress(`${name}: in-process ${fmt(row.inProcessMs, 2)} ms, workflow ${fmt(row.temporalMs)} ms, ${row.events} events, ${row.historyBytes} bytes`);
+        progress(
+          `${name}: in-process ${fmt(row.inProcessMs, 2)} ms, workflow ${fmt(row.temporalMs)} ms, ${row.events} events, ${row.historyBytes} bytes`,
+        );
         collected.push(row);
       }
       return collected;
@@ -205,6 +232,8 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  process.stderr.write(`bench:temporal failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.stderr.write(
+    `bench:temporal failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+  );
   process.exit(1);
 });

@@ -38,7 +38,9 @@ const WORDS = (
 function text(next: () => number, length: number): string {
   // Prose with now and then a line of "code": numbers and identifiers compress less than words.
   return fillText(length, () =>
-    next() < 0.1 ? `\n${Math.floor(next() * 1e9).toString(36)}_${Math.floor(next() * 1e6)}(${Math.floor(next() * 997)}) ` : `${WORDS[Math.floor(next() * WORDS.length)] ?? 'x'} `,
+    next() < 0.1
+      ? `\n${Math.floor(next() * 1e9).toString(36)}_${Math.floor(next() * 1e6)}(${Math.floor(next() * 997)}) `
+      : `${WORDS[Math.floor(next() * WORDS.length)] ?? 'x'} `,
   );
 }
 
@@ -50,12 +52,26 @@ interface Message {
 }
 
 /** The sequence of chat inputs of a synthetic agent run. */
-export function chatInputSequence({ rounds = 60, bytesPerRound = 10_000, compactEvery = 15, keepRecent = 8, seed = 1 }: ChatInputSequenceOptions = {}): ChatInputStep[] {
+export function chatInputSequence({
+  rounds = 60,
+  bytesPerRound = 10_000,
+  compactEvery = 15,
+  keepRecent = 8,
+  seed = 1,
+}: ChatInputSequenceOptions = {}): ChatInputStep[] {
   const next = createRandom(seed).next;
   const backend = { provider: 'openai', model: 'gpt-4o', contextWindow: 128_000, maxOutputTokens: 4_096 };
   const tools = ['fs_read', 'bash', 'grep'].map((name) => ({
     type: 'function',
-    function: { name, description: text(next, 300), parameters: { type: 'object', properties: { path: { type: 'string', description: text(next, 80) } }, required: ['path'] } },
+    function: {
+      name,
+      description: text(next, 300),
+      parameters: {
+        type: 'object',
+        properties: { path: { type: 'string', description: text(next, 80) } },
+        required: ['path'],
+      },
+    },
   }));
   let messages: Message[] = [
     { role: 'system', content: text(next, 1500) },
@@ -74,12 +90,25 @@ export function chatInputSequence({ rounds = 60, bytesPerRound = 10_000, compact
     const assistantText = text(next, 200);
     messages = [
       ...messages,
-      { role: 'assistant', content: assistantText, tool_calls: [{ id: callId, type: 'function', function: { name: 'fs_read', arguments: JSON.stringify({ path: `src/${text(next, 12).trim()}.ts` }) } }] },
+      {
+        role: 'assistant',
+        content: assistantText,
+        tool_calls: [
+          {
+            id: callId,
+            type: 'function',
+            function: { name: 'fs_read', arguments: JSON.stringify({ path: `src/${text(next, 12).trim()}.ts` }) },
+          },
+        ],
+      },
       { role: 'tool', tool_call_id: callId, content: text(next, Math.max(100, bytesPerRound - 350)) },
     ];
     const serialized = messages.map((message) => JSON.stringify(message));
     const data = new TextEncoder().encode(JSON.stringify({ backend, messages, tools, turn: round }));
-    const newContentBytes = round === 1 ? data.length : serialized.filter((message) => !previous.has(message)).reduce((sum, message) => sum + message.length + 1, 0);
+    const newContentBytes =
+      round === 1
+        ? data.length
+        : serialized.filter((message) => !previous.has(message)).reduce((sum, message) => sum + message.length + 1, 0);
     previous = new Set(serialized);
     steps.push({ data, newContentBytes, compacted });
   }

@@ -6,10 +6,92 @@ import { createRandom, type Random } from './random.js';
 
 export type Language = 'python' | 'typescript' | 'java';
 
-const VERBS = ['parse', 'load', 'build', 'apply', 'normalize', 'resolve', 'validate', 'flush', 'render', 'fetch', 'merge', 'split', 'encode', 'decode', 'compute', 'register', 'dispatch', 'schedule', 'retry', 'serialize', 'collect', 'format', 'convert', 'update', 'create', 'remove', 'read', 'write', 'check', 'find'] as const;
-const NOUNS = ['invoice', 'ledger', 'entry', 'currency', 'rate', 'batch', 'record', 'row', 'column', 'header', 'token', 'session', 'payload', 'schema', 'config', 'cache', 'event', 'report', 'account', 'period', 'amount', 'timestamp', 'queue', 'worker', 'policy', 'window', 'chunk', 'index', 'field', 'offset'] as const;
-const PACKAGES = ['billing', 'ledger', 'ingest', 'reports', 'auth', 'scheduler', 'storage', 'api', 'cli', 'core'] as const;
-const PROJECT_NAMES = ['ledgerly', 'tallyhub', 'fluxbook', 'quillpay', 'orbitcsv', 'rivetdb', 'kestrel', 'harbor'] as const;
+const VERBS = [
+  'parse',
+  'load',
+  'build',
+  'apply',
+  'normalize',
+  'resolve',
+  'validate',
+  'flush',
+  'render',
+  'fetch',
+  'merge',
+  'split',
+  'encode',
+  'decode',
+  'compute',
+  'register',
+  'dispatch',
+  'schedule',
+  'retry',
+  'serialize',
+  'collect',
+  'format',
+  'convert',
+  'update',
+  'create',
+  'remove',
+  'read',
+  'write',
+  'check',
+  'find',
+] as const;
+const NOUNS = [
+  'invoice',
+  'ledger',
+  'entry',
+  'currency',
+  'rate',
+  'batch',
+  'record',
+  'row',
+  'column',
+  'header',
+  'token',
+  'session',
+  'payload',
+  'schema',
+  'config',
+  'cache',
+  'event',
+  'report',
+  'account',
+  'period',
+  'amount',
+  'timestamp',
+  'queue',
+  'worker',
+  'policy',
+  'window',
+  'chunk',
+  'index',
+  'field',
+  'offset',
+] as const;
+const PACKAGES = [
+  'billing',
+  'ledger',
+  'ingest',
+  'reports',
+  'auth',
+  'scheduler',
+  'storage',
+  'api',
+  'cli',
+  'core',
+] as const;
+const PROJECT_NAMES = [
+  'ledgerly',
+  'tallyhub',
+  'fluxbook',
+  'quillpay',
+  'orbitcsv',
+  'rivetdb',
+  'kestrel',
+  'harbor',
+] as const;
 const ERRORS: Record<Language, readonly string[]> = {
   python: ['KeyError', 'ValueError', 'TypeError', 'AttributeError', 'IndexError'],
   typescript: ['TypeError', 'RangeError', 'ValidationError', 'NotFoundError'],
@@ -17,7 +99,8 @@ const ERRORS: Record<Language, readonly string[]> = {
 };
 
 const capitalized = (word: string): string => word.charAt(0).toUpperCase() + word.slice(1);
-const plural = (noun: string): string => (noun.endsWith('y') ? `${noun.slice(0, -1)}ies` : noun.endsWith('x') ? `${noun}es` : `${noun}s`);
+const plural = (noun: string): string =>
+  noun.endsWith('y') ? `${noun.slice(0, -1)}ies` : noun.endsWith('x') ? `${noun}es` : `${noun}s`;
 
 /** One source file of the made-up project. */
 export interface SourceFile {
@@ -45,11 +128,27 @@ export function methodName(language: Language, verb: string, noun: string): stri
   return language === 'python' ? `${verb}_${noun}` : `${verb}${capitalized(noun)}`;
 }
 
-function fileFor(language: Language, name: string, pkg: string, first: string, second: string): { path: string; test: string; className: string } {
+function fileFor(
+  language: Language,
+  name: string,
+  pkg: string,
+  first: string,
+  second: string,
+): { path: string; test: string; className: string } {
   const className = `${capitalized(first)}${capitalized(second)}`;
-  if (language === 'python') return { path: `src/${name}/${pkg}/${first}_${second}.py`, test: `tests/${pkg}/test_${first}_${second}.py`, className };
-  if (language === 'typescript') return { path: `src/${pkg}/${first}-${second}.ts`, test: `test/${pkg}/${first}-${second}.test.ts`, className };
-  return { path: `src/main/java/com/acme/${name}/${pkg}/${className}.java`, test: `src/test/java/com/acme/${name}/${pkg}/${className}Test.java`, className };
+  if (language === 'python')
+    return {
+      path: `src/${name}/${pkg}/${first}_${second}.py`,
+      test: `tests/${pkg}/test_${first}_${second}.py`,
+      className,
+    };
+  if (language === 'typescript')
+    return { path: `src/${pkg}/${first}-${second}.ts`, test: `test/${pkg}/${first}-${second}.test.ts`, className };
+  return {
+    path: `src/main/java/com/acme/${name}/${pkg}/${className}.java`,
+    test: `src/test/java/com/acme/${name}/${pkg}/${className}Test.java`,
+    className,
+  };
 }
 
 /** A project of 12–20 source files, each with 3–6 methods, and a test file per source file. */
@@ -85,7 +184,12 @@ export function createProject(random: Random, language: Language): Project {
  * within `size` characters (with `tail` at the end). Never longer than `size` unless head and
  * tail alone are; within one line of it otherwise.
  */
-export function fillLines(size: number, head: readonly string[], line: (index: number) => string, tail: readonly string[] = []): string {
+export function fillLines(
+  size: number,
+  head: readonly string[],
+  line: (index: number) => string,
+  tail: readonly string[] = [],
+): string {
   const lines = [...head];
   let length = head.reduce((sum, text) => sum + text.length + 1, 0);
   const tailLength = tail.reduce((sum, text) => sum + text.length + 1, 0);
@@ -119,27 +223,54 @@ function identifiers(random: Random, language: Language) {
   const other = random.pick(NOUNS);
   const variable = language === 'python' ? `${noun}_${plural(other)}` : `${noun}${capitalized(plural(other))}`;
   const helper = methodName(language, random.pick(VERBS), random.pick(NOUNS));
-  return { noun, other, variable, helper, field: plural(random.pick(NOUNS)), type: `${capitalized(noun)}${capitalized(other)}` };
+  return {
+    noun,
+    other,
+    variable,
+    helper,
+    field: plural(random.pick(NOUNS)),
+    type: `${capitalized(noun)}${capitalized(other)}`,
+  };
 }
 
 function pythonMethod(random: Random, file: SourceFile, method: string, errors: readonly string[]): string[] {
   const { noun, other, variable, helper, field, type } = identifiers(random, 'python');
-  const lines = [`    def ${method}(self, ${noun}: ${type}, *, strict: bool = False) -> list[${capitalized(other)}]:`, `        """${capitalized(method.replace('_', ' '))} for one ${noun}; see ${file.className}.${random.pick(file.methods)}."""`];
-  if (random.chance(0.7)) lines.push(`        if ${noun} is None:`, `            raise ${random.pick(errors)}(f"${noun} is required (got {${noun}!r})")`);
-  lines.push(`        ${variable} = self._${field}.get(${noun}.${other}_id, [])`, `        result: list[${capitalized(other)}] = []`);
+  const lines = [
+    `    def ${method}(self, ${noun}: ${type}, *, strict: bool = False) -> list[${capitalized(other)}]:`,
+    `        """${capitalized(method.replace('_', ' '))} for one ${noun}; see ${file.className}.${random.pick(file.methods)}."""`,
+  ];
+  if (random.chance(0.7))
+    lines.push(
+      `        if ${noun} is None:`,
+      `            raise ${random.pick(errors)}(f"${noun} is required (got {${noun}!r})")`,
+    );
+  lines.push(
+    `        ${variable} = self._${field}.get(${noun}.${other}_id, [])`,
+    `        result: list[${capitalized(other)}] = []`,
+  );
   lines.push(`        for item in ${variable}:`);
-  if (random.chance(0.5)) lines.push(`            if strict and not item.${random.pick(NOUNS)}:`, '                continue');
+  if (random.chance(0.5))
+    lines.push(`            if strict and not item.${random.pick(NOUNS)}:`, '                continue');
   lines.push(`            result.append(${helper}(item, ${noun}))`);
-  if (random.chance(0.5)) lines.push(`        logger.debug("${method}: %d ${plural(other)} for %s", len(result), ${noun}.${other}_id)`);
+  if (random.chance(0.5))
+    lines.push(`        logger.debug("${method}: %d ${plural(other)} for %s", len(result), ${noun}.${other}_id)`);
   lines.push('        return result', '');
   return lines;
 }
 
 function typescriptMethod(random: Random, file: SourceFile, method: string, errors: readonly string[]): string[] {
   const { noun, other, variable, helper, field, type } = identifiers(random, 'typescript');
-  const lines = [`  /** ${capitalized(noun)} → ${plural(other)}; used by ${file.className}.${random.pick(file.methods)}. */`, `  ${method}(${noun}: ${type}, options: { strict?: boolean } = {}): ${capitalized(other)}[] {`];
-  if (random.chance(0.7)) lines.push(`    if (${noun} === undefined) throw new ${random.pick(errors)}(\`${method}: ${noun} is required\`);`);
-  lines.push(`    const ${variable} = this.${field}.get(${noun}.${other}Id) ?? [];`, `    const result: ${capitalized(other)}[] = [];`, `    for (const item of ${variable}) {`);
+  const lines = [
+    `  /** ${capitalized(noun)} → ${plural(other)}; used by ${file.className}.${random.pick(file.methods)}. */`,
+    `  ${method}(${noun}: ${type}, options: { strict?: boolean } = {}): ${capitalized(other)}[] {`,
+  ];
+  if (random.chance(0.7))
+    lines.push(`    if (${noun} === undefined) throw new ${random.pick(errors)}(\`${method}: ${noun} is required\`);`);
+  lines.push(
+    `    const ${variable} = this.${field}.get(${noun}.${other}Id) ?? [];`,
+    `    const result: ${capitalized(other)}[] = [];`,
+    `    for (const item of ${variable}) {`,
+  );
   if (random.chance(0.5)) lines.push(`      if (options.strict && !item.${random.pick(NOUNS)}) continue;`);
   lines.push(`      result.push(${helper}(item, ${noun}));`, '    }', '    return result;', '  }', '');
   return lines;
@@ -147,10 +278,27 @@ function typescriptMethod(random: Random, file: SourceFile, method: string, erro
 
 function javaMethod(random: Random, file: SourceFile, method: string, errors: readonly string[]): string[] {
   const { noun, other, variable, helper, field, type } = identifiers(random, 'java');
-  const lines = [`    /** Called by {@link ${file.className}#${random.pick(file.methods)}}. */`, `    public List<${capitalized(other)}> ${method}(${type} ${noun}, boolean strict) {`];
-  if (random.chance(0.7)) lines.push(`        if (${noun} == null) {`, `            throw new ${random.pick(errors)}("${noun} must not be null");`, '        }');
-  lines.push(`        List<${capitalized(other)}> ${variable} = this.${field}.getOrDefault(${noun}.get${capitalized(other)}Id(), List.of());`, `        List<${capitalized(other)}> result = new ArrayList<>();`, `        for (${capitalized(other)} item : ${variable}) {`);
-  if (random.chance(0.5)) lines.push(`            if (strict && item.get${capitalized(random.pick(NOUNS))}() == null) {`, '                continue;', '            }');
+  const lines = [
+    `    /** Called by {@link ${file.className}#${random.pick(file.methods)}}. */`,
+    `    public List<${capitalized(other)}> ${method}(${type} ${noun}, boolean strict) {`,
+  ];
+  if (random.chance(0.7))
+    lines.push(
+      `        if (${noun} == null) {`,
+      `            throw new ${random.pick(errors)}("${noun} must not be null");`,
+      '        }',
+    );
+  lines.push(
+    `        List<${capitalized(other)}> ${variable} = this.${field}.getOrDefault(${noun}.get${capitalized(other)}Id(), List.of());`,
+    `        List<${capitalized(other)}> result = new ArrayList<>();`,
+    `        for (${capitalized(other)} item : ${variable}) {`,
+  );
+  if (random.chance(0.5))
+    lines.push(
+      `            if (strict && item.get${capitalized(random.pick(NOUNS))}() == null) {`,
+      '                continue;',
+      '            }',
+    );
   lines.push(`            result.add(${helper}(item, ${noun}));`, '        }', '        return result;', '    }', '');
   return lines;
 }
@@ -175,7 +323,13 @@ function header(project: Project, file: SourceFile, random: Random): string[] {
     ];
   }
   if (project.language === 'typescript') {
-    return [`import { ${imported.className} } from '../${imported.pkg}/${imported.path.split('/').at(-1)?.replace(/\.ts$/, '.js') ?? 'index.js'}';`, '', `export class ${file.className} {`, `  constructor(private readonly config: ${imported.className}) {}`, ''];
+    return [
+      `import { ${imported.className} } from '../${imported.pkg}/${imported.path.split('/').at(-1)?.replace(/\.ts$/, '.js') ?? 'index.js'}';`,
+      '',
+      `export class ${file.className} {`,
+      `  constructor(private readonly config: ${imported.className}) {}`,
+      '',
+    ];
   }
   return [
     `package com.acme.${project.name}.${file.pkg};`,
@@ -193,7 +347,8 @@ function header(project: Project, file: SourceFile, random: Random): string[] {
 /** The lines of a source file, endless: a header, then methods (its own, then made-up ones). */
 export function sourceLines(project: Project, file: SourceFile, seed: string): () => string {
   const random = createRandom(seed);
-  const method = project.language === 'python' ? pythonMethod : project.language === 'typescript' ? typescriptMethod : javaMethod;
+  const method =
+    project.language === 'python' ? pythonMethod : project.language === 'typescript' ? typescriptMethod : javaMethod;
   const queue = header(project, file, random);
   let next = 0;
   let methods = 0;
@@ -267,12 +422,16 @@ export function listingOutput(project: Project, random: Random, directory: strin
   const date = `${random.pick(MONTHS)} ${String(random.int(1, 28)).padStart(2)} ${String(random.int(0, 23)).padStart(2, '0')}:${String(random.int(0, 59)).padStart(2, '0')}`;
   const entry = (name: string, isDirectory: boolean): string =>
     `${isDirectory ? 'drwxr-xr-x' : '-rw-r--r--'} 1 agent agent ${String(isDirectory ? 4096 : random.int(180, 24_000)).padStart(6)} ${date} ${name}`;
-  const inside = project.files.filter((file) => file.path.startsWith(`${directory}/`)).map((file) => file.path.slice(directory.length + 1));
+  const inside = project.files
+    .filter((file) => file.path.startsWith(`${directory}/`))
+    .map((file) => file.path.slice(directory.length + 1));
   const extension = project.files[0]?.path.split('.').at(-1) ?? 'txt';
   const separator = project.language === 'python' ? '_' : '-';
   return fillLines(size, [`total ${random.int(24, 400)}`, entry('.', true), entry('..', true)], (index) => {
     const more = index - inside.length;
-    const name = inside[index] ?? `${NOUNS[more % NOUNS.length] ?? 'row'}${separator}${NOUNS[Math.floor(more / NOUNS.length) % NOUNS.length] ?? 'entry'}${more >= NOUNS.length * NOUNS.length ? String(Math.floor(more / (NOUNS.length * NOUNS.length))) : ''}.${extension}`;
+    const name =
+      inside[index] ??
+      `${NOUNS[more % NOUNS.length] ?? 'row'}${separator}${NOUNS[Math.floor(more / NOUNS.length) % NOUNS.length] ?? 'entry'}${more >= NOUNS.length * NOUNS.length ? String(Math.floor(more / (NOUNS.length * NOUNS.length))) : ''}.${extension}`;
     return entry(name, false);
   });
 }
@@ -299,10 +458,22 @@ const SYSTEM_ROOTS = [
 /** `find / -name "*runtime*"`: a whole-disk listing, the kind of output that is megabytes long. */
 export function diskFindOutput(random: Random, size: number): string {
   return fillLines(size, [], (index) => {
-    if (index % 97 === 13) return `find: '/proc/${random.int(2, 40_000)}/task/${random.int(2, 40_000)}/net': Invalid argument`;
+    if (index % 97 === 13)
+      return `find: '/proc/${random.int(2, 40_000)}/task/${random.int(2, 40_000)}/net': Invalid argument`;
     const depth = random.int(1, 4);
-    const parts = Array.from({ length: depth }, () => `${random.pick(NOUNS)}${random.chance(0.3) ? `-${random.int(1, 9)}.${random.int(0, 20)}` : ''}`);
-    const leaf = random.pick(['runtime', 'runtime.jar', 'runtime-common', 'RuntimeException.class', 'runtime.py', 'runtime_info.json', 'runtime.d.ts']);
+    const parts = Array.from(
+      { length: depth },
+      () => `${random.pick(NOUNS)}${random.chance(0.3) ? `-${random.int(1, 9)}.${random.int(0, 20)}` : ''}`,
+    );
+    const leaf = random.pick([
+      'runtime',
+      'runtime.jar',
+      'runtime-common',
+      'RuntimeException.class',
+      'runtime.py',
+      'runtime_info.json',
+      'runtime.d.ts',
+    ]);
     return `${random.pick(SYSTEM_ROOTS)}/${parts.join('/')}/${leaf}`;
   });
 }
@@ -311,64 +482,110 @@ export function diskFindOutput(random: Random, size: number): string {
 export function testOutput(
   project: Project,
   random: Random,
-  options: { file: SourceFile; failing?: { test: string; method: string; error: string; message: string }; size: number },
+  options: {
+    file: SourceFile;
+    failing?: { test: string; method: string; error: string; message: string };
+    size: number;
+  },
 ): string {
   const { file, failing, size } = options;
   const total = random.int(24, 180);
   const seconds = (random.int(40, 900) / 100).toFixed(2);
-  const testName = (): string => (project.language === 'python' ? `test_${random.pick(VERBS)}_${random.pick(NOUNS)}` : `${random.pick(VERBS)}s the ${random.pick(NOUNS)}`);
+  const testName = (): string =>
+    project.language === 'python'
+      ? `test_${random.pick(VERBS)}_${random.pick(NOUNS)}`
+      : `${random.pick(VERBS)}s the ${random.pick(NOUNS)}`;
   if (project.language === 'python') {
-    const head = ['============================= test session starts ==============================', 'platform linux -- Python 3.11.6, pytest-7.4.3, pluggy-1.3.0', `rootdir: ${project.root}`, `collected ${total} items`, ''];
-    const tail = failing === undefined
-      ? [`============================== ${total} passed in ${seconds}s ==============================`]
-      : [
-          '=================================== FAILURES ===================================',
-          `______________________________ ${failing.test} ______________________________`,
-          '',
-          `    def ${failing.test}():`,
-          `>       result = ${file.className}(make_config()).${failing.method}(make_row())`,
-          '',
-          `${file.test}:${random.int(12, 200)}: `,
-          `${file.path}:${random.int(20, 300)}: in ${failing.method}`,
-          `E   ${failing.error}: ${failing.message}`,
-          '=========================== short test summary info ============================',
-          `FAILED ${file.test}::${failing.test} - ${failing.error}: ${failing.message}`,
-          `========================= 1 failed, ${total - 1} passed in ${seconds}s =========================`,
-        ];
-    return fillLines(size, head, (index) => `${file.test}::${testName()} PASSED${' '.repeat(4)}[${String(Math.min(99, index)).padStart(3)}%]`, tail);
+    const head = [
+      '============================= test session starts ==============================',
+      'platform linux -- Python 3.11.6, pytest-7.4.3, pluggy-1.3.0',
+      `rootdir: ${project.root}`,
+      `collected ${total} items`,
+      '',
+    ];
+    const tail =
+      failing === undefined
+        ? [`============================== ${total} passed in ${seconds}s ==============================`]
+        : [
+            '=================================== FAILURES ===================================',
+            `______________________________ ${failing.test} ______________________________`,
+            '',
+            `    def ${failing.test}():`,
+            `>       result = ${file.className}(make_config()).${failing.method}(make_row())`,
+            '',
+            `${file.test}:${random.int(12, 200)}: `,
+            `${file.path}:${random.int(20, 300)}: in ${failing.method}`,
+            `E   ${failing.error}: ${failing.message}`,
+            '=========================== short test summary info ============================',
+            `FAILED ${file.test}::${failing.test} - ${failing.error}: ${failing.message}`,
+            `========================= 1 failed, ${total - 1} passed in ${seconds}s =========================`,
+          ];
+    return fillLines(
+      size,
+      head,
+      (index) => `${file.test}::${testName()} PASSED${' '.repeat(4)}[${String(Math.min(99, index)).padStart(3)}%]`,
+      tail,
+    );
   }
   if (project.language === 'typescript') {
-    const tail = failing === undefined
-      ? ['', ` Test Files  ${random.int(4, 30)} passed`, `      Tests  ${total} passed (${total})`, `   Duration  ${seconds}s`]
-      : [
-          '',
-          ` FAIL  ${file.test} > ${file.className} > ${failing.test}`,
-          `${failing.error}: ${failing.message}`,
-          ` ❯ ${file.className}.${failing.method} ${file.path}:${random.int(20, 300)}:${random.int(5, 40)}`,
-          ` ❯ ${file.test}:${random.int(12, 200)}:${random.int(5, 40)}`,
-          '',
-          ` Test Files  1 failed | ${random.int(4, 30)} passed`,
-          `      Tests  1 failed | ${total - 1} passed (${total})`,
-        ];
-    return fillLines(size, [` RUN  v1.6.0 ${project.root}`, ''], () => ` ✓ ${file.test} > ${file.className} > ${testName()} ${random.int(1, 40)}ms`, tail);
+    const tail =
+      failing === undefined
+        ? [
+            '',
+            ` Test Files  ${random.int(4, 30)} passed`,
+            `      Tests  ${total} passed (${total})`,
+            `   Duration  ${seconds}s`,
+          ]
+        : [
+            '',
+            ` FAIL  ${file.test} > ${file.className} > ${failing.test}`,
+            `${failing.error}: ${failing.message}`,
+            ` ❯ ${file.className}.${failing.method} ${file.path}:${random.int(20, 300)}:${random.int(5, 40)}`,
+            ` ❯ ${file.test}:${random.int(12, 200)}:${random.int(5, 40)}`,
+            '',
+            ` Test Files  1 failed | ${random.int(4, 30)} passed`,
+            `      Tests  1 failed | ${total - 1} passed (${total})`,
+          ];
+    return fillLines(
+      size,
+      [` RUN  v1.6.0 ${project.root}`, ''],
+      () => ` ✓ ${file.test} > ${file.className} > ${testName()} ${random.int(1, 40)}ms`,
+      tail,
+    );
   }
-  const tail = failing === undefined
-    ? ['[INFO] ', `[INFO] Tests run: ${total}, Failures: 0, Errors: 0, Skipped: 0`, '[INFO] BUILD SUCCESS']
-    : [
-        `[ERROR] ${failing.test}(${file.className}Test)  Time elapsed: 0.${random.int(10, 99)} s  <<< ERROR!`,
-        `${failing.error}: ${failing.message}`,
-        `\tat com.acme.${project.name}.${file.pkg}.${file.className}.${failing.method}(${file.className}.java:${random.int(20, 300)})`,
-        `\tat com.acme.${project.name}.${file.pkg}.${file.className}Test.${failing.test}(${file.className}Test.java:${random.int(12, 200)})`,
-        `[ERROR] Tests run: ${total}, Failures: 0, Errors: 1, Skipped: 0`,
-        '[INFO] BUILD FAILURE',
-      ];
-  return fillLines(size, ['[INFO] -------------------------------------------------------', '[INFO]  T E S T S', '[INFO] -------------------------------------------------------'], () => `[INFO] Tests run: ${random.int(1, 40)}, Failures: 0, Errors: 0, Skipped: 0, Time elapsed: ${(random.int(5, 400) / 100).toFixed(2)} s - in com.acme.${project.name}.${random.pick(PACKAGES)}.${capitalized(random.pick(NOUNS))}${capitalized(random.pick(NOUNS))}Test`, tail);
+  const tail =
+    failing === undefined
+      ? ['[INFO] ', `[INFO] Tests run: ${total}, Failures: 0, Errors: 0, Skipped: 0`, '[INFO] BUILD SUCCESS']
+      : [
+          `[ERROR] ${failing.test}(${file.className}Test)  Time elapsed: 0.${random.int(10, 99)} s  <<< ERROR!`,
+          `${failing.error}: ${failing.message}`,
+          `\tat com.acme.${project.name}.${file.pkg}.${file.className}.${failing.method}(${file.className}.java:${random.int(20, 300)})`,
+          `\tat com.acme.${project.name}.${file.pkg}.${file.className}Test.${failing.test}(${file.className}Test.java:${random.int(12, 200)})`,
+          `[ERROR] Tests run: ${total}, Failures: 0, Errors: 1, Skipped: 0`,
+          '[INFO] BUILD FAILURE',
+        ];
+  return fillLines(
+    size,
+    [
+      '[INFO] -------------------------------------------------------',
+      '[INFO]  T E S T S',
+      '[INFO] -------------------------------------------------------',
+    ],
+    () =>
+      `[INFO] Tests run: ${random.int(1, 40)}, Failures: 0, Errors: 0, Skipped: 0, Time elapsed: ${(random.int(5, 400) / 100).toFixed(2)} s - in com.acme.${project.name}.${random.pick(PACKAGES)}.${capitalized(random.pick(NOUNS))}${capitalized(random.pick(NOUNS))}Test`,
+    tail,
+  );
 }
 
 /** `git diff` of an edit to `file`. */
 export function diffOutput(project: Project, random: Random, file: SourceFile, size: number, seed: string): string {
   const line = sourceLines(project, file, seed);
-  const head = [`diff --git a/${file.path} b/${file.path}`, `index ${random.int(0x1000000, 0xfffffff).toString(16)}..${random.int(0x1000000, 0xfffffff).toString(16)} 100644`, `--- a/${file.path}`, `+++ b/${file.path}`];
+  const head = [
+    `diff --git a/${file.path} b/${file.path}`,
+    `index ${random.int(0x1000000, 0xfffffff).toString(16)}..${random.int(0x1000000, 0xfffffff).toString(16)} 100644`,
+    `--- a/${file.path}`,
+    `+++ b/${file.path}`,
+  ];
   return fillLines(size, head, (index) => {
     if (index % 24 === 0) {
       const start = random.int(10, 400);
@@ -384,7 +601,9 @@ export function diffOutput(project: Project, random: Random, file: SourceFile, s
 export function editOutput(project: Project, file: SourceFile, seed: string, at: number, size: number): string {
   const head = `The file ${project.root}/${file.path} has been edited. Here's the result of running \`cat -n\` on a snippet of ${project.root}/${file.path}:`;
   const tail = 'Review the changes and make sure they are as expected. Edit the file again if necessary.';
-  return [head, readOutput(project, file, Math.max(0, size - head.length - tail.length - 2), seed, at), tail].join('\n');
+  return [head, readOutput(project, file, Math.max(0, size - head.length - tail.length - 2), seed, at), tail].join(
+    '\n',
+  );
 }
 
 export { NOUNS };

@@ -9,9 +9,10 @@ import type { SummarizeOutcome, SummarizeStep } from '../src/core/compaction/eng
 export function renderedText(content: ChatMessage['content']): string {
   if (content === null) return '';
   if (typeof content === 'string') return content;
-  return content.map((part) => (part.type === 'text' && typeof part.text === 'string' ? part.text : `[${part.type}]`)).join('');
+  return content
+    .map((part) => (part.type === 'text' && typeof part.text === 'string' ? part.text : `[${part.type}]`))
+    .join('');
 }
-
 
 /**
  * `ok`: a short four-section summary; `tooLong`: more characters and more words than the request;
@@ -19,7 +20,14 @@ export function renderedText(content: ChatMessage['content']): string {
  * retry's "shorter than the first attempt" rule is what rejects it); `empty`: blank text.
  */
 export type SummarizerBehaviour = 'ok' | 'tooLong' | 'dense' | 'empty' | 'failing' | 'rejected';
-export const SUMMARIZER_BEHAVIOURS: readonly SummarizerBehaviour[] = ['ok', 'tooLong', 'dense', 'empty', 'failing', 'rejected'];
+export const SUMMARIZER_BEHAVIOURS: readonly SummarizerBehaviour[] = [
+  'ok',
+  'tooLong',
+  'dense',
+  'empty',
+  'failing',
+  'rejected',
+];
 
 /** Behaviour per request purpose; a single behaviour applies to both. */
 export type SummarizerPlan = SummarizerBehaviour | { summary: SummarizerBehaviour; tighter: SummarizerBehaviour };
@@ -42,7 +50,8 @@ export function fakeSummaryText(request: SummarizeRequest, behaviour: 'ok' | 'to
   const chars = requestChars(request);
   if (behaviour === 'empty') return ' \n ';
   if (behaviour === 'dense') return `## ${'x'.repeat(chars * 3 + 200)}`;
-  if (behaviour === 'tooLong') return `## Goals\n${'The agent read, ran and changed many things. '.repeat(Math.ceil(chars / 22) + 4)}`;
+  if (behaviour === 'tooLong')
+    return `## Goals\n${'The agent read, ran and changed many things. '.repeat(Math.ceil(chars / 22) + 4)}`;
   return [
     '## Goals',
     `Continue the task (summary of a ${chars}-char request).`,
@@ -93,7 +102,9 @@ export function createFakeSummarizer(plan: SummarizerPlan = 'ok'): FakeSummarize
 export function fakeOutcome(step: SummarizeStep, plan: SummarizerPlan | 'cancelled'): SummarizeOutcome {
   if (plan === 'cancelled') return { kind: 'cancelled' };
   const behaviour = behaviourFor(plan, step.request);
-  if (behaviour === 'failing') return { kind: 'failed', reason: 'exhausted', message: 'HTTP 503 from the fake summarizer' };
-  if (behaviour === 'rejected') return { kind: 'failed', reason: 'rejected', message: 'HTTP 401 from the fake summarizer' };
+  if (behaviour === 'failing')
+    return { kind: 'failed', reason: 'exhausted', message: 'HTTP 503 from the fake summarizer' };
+  if (behaviour === 'rejected')
+    return { kind: 'failed', reason: 'rejected', message: 'HTTP 401 from the fake summarizer' };
   return { kind: 'summary', text: fakeSummaryText(step.request, behaviour) };
 }

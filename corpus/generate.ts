@@ -66,11 +66,21 @@ class TrajectoryBuilder {
    * unanswered.
    */
   turn(content: string | null, calls: readonly PlannedCall[], { shuffle = false }: { shuffle?: boolean } = {}): void {
-    const toolCalls: ToolCall[] = calls.map((call) => ({ id: this.callId(), type: 'function', function: { name: call.name, arguments: JSON.stringify(call.args) } }));
-    this.messages.push(toolCalls.length === 0 ? { role: 'assistant', content: content ?? '' } : { role: 'assistant', content, tool_calls: toolCalls });
+    const toolCalls: ToolCall[] = calls.map((call) => ({
+      id: this.callId(),
+      type: 'function',
+      function: { name: call.name, arguments: JSON.stringify(call.args) },
+    }));
+    this.messages.push(
+      toolCalls.length === 0
+        ? { role: 'assistant', content: content ?? '' }
+        : { role: 'assistant', content, tool_calls: toolCalls },
+    );
     const answered = calls.flatMap((call, position) => {
       const id = toolCalls[position]?.id;
-      return call.result === null || id === undefined ? [] : [{ role: 'tool' as const, tool_call_id: id, content: call.result }];
+      return call.result === null || id === undefined
+        ? []
+        : [{ role: 'tool' as const, tool_call_id: id, content: call.result }];
     });
     this.messages.push(...(shuffle ? this.random.shuffled(answered) : answered));
   }
@@ -92,7 +102,10 @@ class AgentSession {
   private readonly outputs = new Map<string, string>();
   private edits = 0;
 
-  constructor(readonly name: string, language: Language) {
+  constructor(
+    readonly name: string,
+    language: Language,
+  ) {
     this.random = createRandom(name);
     this.project = createProject(this.random, language);
     const file = this.random.pick(this.project.files);
@@ -136,10 +149,21 @@ class AgentSession {
     const language = this.project.language;
     const snippet =
       language === 'python'
-        ? [`from ${this.project.name}.${file.pkg} import ${file.className}`, '', `${file.className}(load_config()).${method}({"amount": "12.50"})`]
+        ? [
+            `from ${this.project.name}.${file.pkg} import ${file.className}`,
+            '',
+            `${file.className}(load_config()).${method}({"amount": "12.50"})`,
+          ]
         : language === 'typescript'
-          ? [`import { ${file.className} } from './src/${file.pkg}/index.js';`, '', `new ${file.className}(loadConfig()).${method}({ amount: '12.50' });`]
-          : [`${file.className} subject = new ${file.className}(Config.load());`, `subject.${method}(Row.of("amount", "12.50"), false);`];
+          ? [
+              `import { ${file.className} } from './src/${file.pkg}/index.js';`,
+              '',
+              `new ${file.className}(loadConfig()).${method}({ amount: '12.50' });`,
+            ]
+          : [
+              `${file.className} subject = new ${file.className}(Config.load());`,
+              `subject.${method}(Row.of("amount", "12.50"), false);`,
+            ];
     return [
       `Fix the bug in ${this.project.name}: \`${file.className}.${method}\` raises ${error} when a row has no \`${key}\`.`,
       '',
@@ -174,61 +198,117 @@ class AgentSession {
       case 'ls': {
         const directory = file.path.split('/').slice(0, -1).join('/');
         return {
-          thought: random.pick([`Let me look at the layout of \`${directory}\` first.`, `I'll list \`${directory}\` to see which modules sit next to \`${file.path}\`.`]),
-          call: this.once('bash', { command: `ls -la ${root}/${directory}` }, () => listingOutput(project, random, directory, sized(300, 1800))),
+          thought: random.pick([
+            `Let me look at the layout of \`${directory}\` first.`,
+            `I'll list \`${directory}\` to see which modules sit next to \`${file.path}\`.`,
+          ]),
+          call: this.once('bash', { command: `ls -la ${root}/${directory}` }, () =>
+            listingOutput(project, random, directory, sized(300, 1800)),
+          ),
         };
       }
       case 'find':
         return {
           thought: 'Let me find the source and test files of the project.',
-          call: this.once('bash', { command: `cd ${root} && find . -type f -name "*.${file.path.split('.').at(-1) ?? 'txt'}" | sort` }, () => findOutput(project, sized(600, 3000))),
+          call: this.once(
+            'bash',
+            { command: `cd ${root} && find . -type f -name "*.${file.path.split('.').at(-1) ?? 'txt'}" | sort` },
+            () => findOutput(project, sized(600, 3000)),
+          ),
         };
       case 'grep': {
         const identifier = random.chance(0.5) ? bug.method : method;
         return {
-          thought: random.pick([`I'll search for \`${identifier}\` to find its callers.`, `Let me check where \`${identifier}\` is used.`, `Where else is \`${identifier}\` called? Let me grep for it.`]),
-          call: this.once('grep', { pattern: identifier, path: random.chance(0.5) ? 'src' : '.' }, () => grepOutput(project, random, identifier, sized(300, 3500))),
+          thought: random.pick([
+            `I'll search for \`${identifier}\` to find its callers.`,
+            `Let me check where \`${identifier}\` is used.`,
+            `Where else is \`${identifier}\` called? Let me grep for it.`,
+          ]),
+          call: this.once('grep', { pattern: identifier, path: random.chance(0.5) ? 'src' : '.' }, () =>
+            grepOutput(project, random, identifier, sized(300, 3500)),
+          ),
         };
       }
       case 'read':
         return {
-          thought: random.pick([
-            `Let me open \`${file.path}\` to see how \`${file.className}.${method}\` handles a missing \`${bug.key}\`.`,
-            `I need to read \`${file.path}\` before changing anything.`,
-          ].concat(this.outputs.has(`read_file ${JSON.stringify({ path: file.path })}`) ? [`Let me read \`${file.path}\` again to check \`${method}\`.`] : [])),
-          call: this.once('read_file', { path: file.path }, () => readOutput(project, file, sized(1500, 7000), `${this.name}:${file.path}`)),
+          thought: random.pick(
+            [
+              `Let me open \`${file.path}\` to see how \`${file.className}.${method}\` handles a missing \`${bug.key}\`.`,
+              `I need to read \`${file.path}\` before changing anything.`,
+            ].concat(
+              this.outputs.has(`read_file ${JSON.stringify({ path: file.path })}`)
+                ? [`Let me read \`${file.path}\` again to check \`${method}\`.`]
+                : [],
+            ),
+          ),
+          call: this.once('read_file', { path: file.path }, () =>
+            readOutput(project, file, sized(1500, 7000), `${this.name}:${file.path}`),
+          ),
         };
       case 'test-fail':
         return {
-          thought: random.pick([`I'll run \`${bug.file.test}\` to reproduce the failure.`, `Let me run the tests for \`${bug.file.className}\` again.`]),
+          thought: random.pick([
+            `I'll run \`${bug.file.test}\` to reproduce the failure.`,
+            `Let me run the tests for \`${bug.file.className}\` again.`,
+          ]),
           call: {
             name: 'bash',
             args: { command: this.testCommand },
-            result: testOutput(project, random, { file: bug.file, failing: { test: bug.test.replaceAll(' ', '_'), method: bug.method, error: bug.error, message: bug.message }, size: sized(900, 4000) }),
+            result: testOutput(project, random, {
+              file: bug.file,
+              failing: {
+                test: bug.test.replaceAll(' ', '_'),
+                method: bug.method,
+                error: bug.error,
+                message: bug.message,
+              },
+              size: sized(900, 4000),
+            }),
           },
         };
       case 'test-pass':
         return {
-          thought: random.pick(['Let me run the tests again to confirm the fix.', `The change is in; running \`${bug.file.test}\` once more.`]),
-          call: { name: 'bash', args: { command: this.testCommand }, result: testOutput(project, random, { file: bug.file, size: sized(600, 3000) }) },
+          thought: random.pick([
+            'Let me run the tests again to confirm the fix.',
+            `The change is in; running \`${bug.file.test}\` once more.`,
+          ]),
+          call: {
+            name: 'bash',
+            args: { command: this.testCommand },
+            result: testOutput(project, random, { file: bug.file, size: sized(600, 3000) }),
+          },
         };
       case 'edit': {
         this.edits += 1;
         const target = this.edits === 1 ? bug.file : file;
         const oldText = project.language === 'python' ? `value = row["${bug.key}"]` : `const value = row.${bug.key}!;`;
-        const newText = project.language === 'python' ? `value = row.get("${bug.key}")\n        if value is None:\n            continue` : `const value = row.${bug.key};\n    if (value === undefined) continue;`;
+        const newText =
+          project.language === 'python'
+            ? `value = row.get("${bug.key}")\n        if value is None:\n            continue`
+            : `const value = row.${bug.key};\n    if (value === undefined) continue;`;
         return {
           thought:
             this.edits === 1
               ? `The root cause is that \`${bug.file.className}.${bug.method}\` reads \`${bug.key}\` without checking it, because ${random.pick(REASONS)}. I will make it skip such rows instead.`
-              : random.pick([`I will also guard \`${method}\` in \`${file.path}\` the same way.`, `I will update \`${file.path}\` so that \`${method}\` keeps working without \`${bug.key}\`.`]),
-          call: { name: 'edit_file', args: { path: target.path, old_str: oldText, new_str: newText }, result: editOutput(project, target, `${this.name}:${target.path}`, random.int(20, 240), sized(500, 900)) },
+              : random.pick([
+                  `I will also guard \`${method}\` in \`${file.path}\` the same way.`,
+                  `I will update \`${file.path}\` so that \`${method}\` keeps working without \`${bug.key}\`.`,
+                ]),
+          call: {
+            name: 'edit_file',
+            args: { path: target.path, old_str: oldText, new_str: newText },
+            result: editOutput(project, target, `${this.name}:${target.path}`, random.int(20, 240), sized(500, 900)),
+          },
         };
       }
       case 'diff':
         return {
           thought: 'Let me review the whole change with `git diff`.',
-          call: { name: 'bash', args: { command: `cd ${root} && git diff` }, result: diffOutput(project, random, bug.file, sized(500, 2500), `${this.name}:diff:${this.edits}`) },
+          call: {
+            name: 'bash',
+            args: { command: `cd ${root} && git diff` },
+            result: diffOutput(project, random, bug.file, sized(500, 2500), `${this.name}:diff:${this.edits}`),
+          },
         };
     }
   }
@@ -239,23 +319,39 @@ const INVESTIGATING: readonly ActionKind[] = ['read', 'grep', 'read'];
 
 /** Exploring first, then reproducing, reading and editing, then verifying: the kinds of one turn's calls by position in the run. */
 function planTurn(random: Random, progress: number, parallel: number): ActionKind[] {
-  if (progress < 0.12) return random.chance(parallel) ? random.shuffled(LOOKING).slice(0, random.int(2, 4)) : [random.pick(LOOKING)];
+  if (progress < 0.12)
+    return random.chance(parallel) ? random.shuffled(LOOKING).slice(0, random.int(2, 4)) : [random.pick(LOOKING)];
   if (progress < 0.2) return ['test-fail'];
   if (progress < 0.75) {
     if (random.chance(0.15)) return ['edit'];
     if (random.chance(0.1)) return ['test-fail'];
-    return random.chance(parallel) ? random.shuffled(INVESTIGATING).slice(0, random.int(2, 3)) : [random.pick(INVESTIGATING)];
+    return random.chance(parallel)
+      ? random.shuffled(INVESTIGATING).slice(0, random.int(2, 3))
+      : [random.pick(INVESTIGATING)];
   }
   if (random.chance(0.35)) return ['test-pass'];
   if (random.chance(0.2)) return ['diff'];
   return random.chance(parallel) ? ['grep', 'grep'] : [random.pick(INVESTIGATING.slice(0, 2))];
 }
 
-function turns(session: AgentSession, builder: TrajectoryBuilder, count: number, { parallel = 0, shuffle = 0 }: { parallel?: number; shuffle?: number } = {}, between?: (turn: number) => void): void {
+function turns(
+  session: AgentSession,
+  builder: TrajectoryBuilder,
+  count: number,
+  { parallel = 0, shuffle = 0 }: { parallel?: number; shuffle?: number } = {},
+  between?: (turn: number) => void,
+): void {
   for (let turn = 0; turn < count; turn += 1) {
     const actions = planTurn(session.random, turn / count, parallel).map((kind) => session.action(kind));
-    const thought = actions.length > 1 ? `${actions[0]?.thought ?? ''} I'll run ${actions.length} lookups at once.` : (actions[0]?.thought ?? null);
-    builder.turn(session.random.chance(0.15) && actions.length === 1 ? null : thought, actions.map((action) => action.call), { shuffle: session.random.chance(shuffle) });
+    const thought =
+      actions.length > 1
+        ? `${actions[0]?.thought ?? ''} I'll run ${actions.length} lookups at once.`
+        : (actions[0]?.thought ?? null);
+    builder.turn(
+      session.random.chance(0.15) && actions.length === 1 ? null : thought,
+      actions.map((action) => action.call),
+      { shuffle: session.random.chance(shuffle) },
+    );
     between?.(turn);
   }
 }
@@ -271,11 +367,19 @@ function parallelCalls(name: string): ChatMessage[] {
   builder.push({ role: 'user', content: session.task() });
   turns(session, builder, 40, { parallel: 0.6, shuffle: 0.6 }, (turn) => {
     if (turn !== 22) return;
-    builder.turn(`I have found the cause: \`${session.bug.file.className}.${session.bug.method}\` reads \`${session.bug.key}\` unconditionally. I have not changed the callers yet.`, []);
-    builder.push({ role: 'user', content: 'Please continue working on the task. If you think you have solved it, run the tests and submit.' });
+    builder.turn(
+      `I have found the cause: \`${session.bug.file.className}.${session.bug.method}\` reads \`${session.bug.key}\` unconditionally. I have not changed the callers yet.`,
+      [],
+    );
+    builder.push({
+      role: 'user',
+      content: 'Please continue working on the task. If you think you have solved it, run the tests and submit.',
+    });
   });
   const check = session.action('test-pass');
-  builder.turn(`${check.thought} Then I'll submit.`, [check.call, { name: 'submit', args: {}, result: null }], { shuffle: true });
+  builder.turn(`${check.thought} Then I'll submit.`, [check.call, { name: 'submit', args: {}, result: null }], {
+    shuffle: true,
+  });
   return builder.messages;
 }
 
@@ -289,7 +393,13 @@ function demonstration(name: string, size: number): string {
   let length = 0;
   for (let step = 0; length < size; step += 1) {
     const { thought, call } = session.action(planTurn(session.random, (step % 20) / 20, 0)[0] ?? 'read', 1200);
-    const text = [`THOUGHT: ${thought}`, `ACTION: ${call.name} ${JSON.stringify(call.args)}`, 'OBSERVATION:', call.result ?? '', ''].join('\n');
+    const text = [
+      `THOUGHT: ${thought}`,
+      `ACTION: ${call.name} ${JSON.stringify(call.args)}`,
+      'OBSERVATION:',
+      call.result ?? '',
+      '',
+    ].join('\n');
     steps.push(text);
     length += text.length;
   }
@@ -312,9 +422,10 @@ function hugeResult(name: string): ChatMessage[] {
   builder.push({ role: 'user', content: demonstration(name, 19_000) });
   builder.push({ role: 'user', content: session.task() });
   turns(session, builder, 44);
-  builder.turn('The tests still use the old runtime. Let me find where the `runtime` directories are on this machine.', [
-    { name: 'bash', args: { command: 'find / -name "*runtime*"' }, result: diskFindOutput(session.random, 650_000) },
-  ]);
+  builder.turn(
+    'The tests still use the old runtime. Let me find where the `runtime` directories are on this machine.',
+    [{ name: 'bash', args: { command: 'find / -name "*runtime*"' }, result: diskFindOutput(session.random, 650_000) }],
+  );
   builder.turn('Exit due to cost limit', [{ name: 'submit', args: {}, result: 'Exited (autosubmitted)' }]);
   return builder.messages;
 }
@@ -325,19 +436,44 @@ function stickyInjections(name: string): ChatMessage[] {
   const builder = new TrajectoryBuilder(session.random);
   const { bug } = session;
   builder.push({ role: 'system', content: session.systemPrompt() });
-  builder.push({ role: 'developer', content: 'Tool policy: never run `git push` or `pip install`; the network is off. Prefer `read_file` over `cat`.' });
+  builder.push({
+    role: 'developer',
+    content: 'Tool policy: never run `git push` or `pip install`; the network is off. Prefer `read_file` over `cat`.',
+  });
   builder.push({ role: 'user', content: session.task(), sticky: true });
   turns(session, builder, 40, { parallel: 0.2, shuffle: 0.5 }, (turn) => {
-    if (turn === 6) builder.push({ role: 'user', content: `Reminder: keep the change minimal and run \`python -m pytest ${bug.file.test} -q\` before you finish.`, depth: 2 });
+    if (turn === 6)
+      builder.push({
+        role: 'user',
+        content: `Reminder: keep the change minimal and run \`python -m pytest ${bug.file.test} -q\` before you finish.`,
+        depth: 2,
+      });
     if (turn === 14) {
-      builder.turn(`Should \`${bug.file.className}.${bug.method}\` skip rows without \`${bug.key}\`, or return an empty list for the whole batch?`, []);
+      builder.turn(
+        `Should \`${bug.file.className}.${bug.method}\` skip rows without \`${bug.key}\`, or return an empty list for the whole batch?`,
+        [],
+      );
       builder.push({ role: 'user', content: 'Skip the row and log a warning; keep the signature as it is.' });
     }
-    if (turn === 20) builder.push({ role: 'system', content: 'Note from the harness: the working tree was reset to origin/main by another job; re-read files before editing them.' });
-    if (turn === 26) builder.push({ role: 'user', content: `Constraint from the maintainers: do not change the public API of \`${bug.file.className}\`.`, sticky: true });
-    if (turn === 32) builder.push({ role: 'user', content: 'Reminder: say what you changed and why when you are done.', depth: 1 });
+    if (turn === 20)
+      builder.push({
+        role: 'system',
+        content:
+          'Note from the harness: the working tree was reset to origin/main by another job; re-read files before editing them.',
+      });
+    if (turn === 26)
+      builder.push({
+        role: 'user',
+        content: `Constraint from the maintainers: do not change the public API of \`${bug.file.className}\`.`,
+        sticky: true,
+      });
+    if (turn === 32)
+      builder.push({ role: 'user', content: 'Reminder: say what you changed and why when you are done.', depth: 1 });
   });
-  builder.turn(`I changed \`${bug.file.className}.${bug.method}\` in \`${bug.file.path}\` to skip rows without \`${bug.key}\` and log a warning; \`${bug.file.test}\` passes and the public API is unchanged.`, []);
+  builder.turn(
+    `I changed \`${bug.file.className}.${bug.method}\` in \`${bug.file.path}\` to skip rows without \`${bug.key}\` and log a warning; \`${bug.file.test}\` passes and the public API is unchanged.`,
+    [],
+  );
   return builder.messages;
 }
 
@@ -364,9 +500,12 @@ export function longRunName({ rounds, resultChars }: LongRunOptions): string {
  */
 export function generateLongRun(options: LongRunOptions): ChatMessage[] {
   const { rounds, resultChars, userEvery = 50 } = options;
-  if (!Number.isInteger(rounds) || rounds < 1) throw new RangeError(`rounds: expected a positive integer, got ${rounds}`);
-  if (!Number.isInteger(resultChars) || resultChars < 200) throw new RangeError(`resultChars: expected an integer of at least 200, got ${resultChars}`);
-  if (!Number.isInteger(userEvery) || userEvery < 1) throw new RangeError(`userEvery: expected a positive integer, got ${userEvery}`);
+  if (!Number.isInteger(rounds) || rounds < 1)
+    throw new RangeError(`rounds: expected a positive integer, got ${rounds}`);
+  if (!Number.isInteger(resultChars) || resultChars < 200)
+    throw new RangeError(`resultChars: expected an integer of at least 200, got ${resultChars}`);
+  if (!Number.isInteger(userEvery) || userEvery < 1)
+    throw new RangeError(`userEvery: expected a positive integer, got ${userEvery}`);
   const name = longRunName(options);
   const session = new AgentSession(name, 'python');
   const builder = new TrajectoryBuilder(session.random);
@@ -374,10 +513,29 @@ export function generateLongRun(options: LongRunOptions): ChatMessage[] {
   builder.push({ role: 'user', content: session.task() });
   for (let round = 0; round < rounds; round += 1) {
     const last = round === rounds - 1;
-    const kind: ActionKind = last ? 'test-pass' : round === 2 ? 'test-fail' : session.random.pick(['read', 'read', 'read', 'grep', 'grep', 'test-fail', 'ls', 'find', 'diff', 'edit'] as const);
+    const kind: ActionKind = last
+      ? 'test-pass'
+      : round === 2
+        ? 'test-fail'
+        : session.random.pick([
+            'read',
+            'read',
+            'read',
+            'grep',
+            'grep',
+            'test-fail',
+            'ls',
+            'find',
+            'diff',
+            'edit',
+          ] as const);
     const action = session.action(kind, resultChars);
     builder.turn(action.thought, [action.call]);
-    if (!last && (round + 1) % userEvery === 0) builder.push({ role: 'user', content: `Please continue working on the task (${round + 1} of your steps so far). Run the tests before you stop.` });
+    if (!last && (round + 1) % userEvery === 0)
+      builder.push({
+        role: 'user',
+        content: `Please continue working on the task (${round + 1} of your steps so far). Run the tests before you stop.`,
+      });
   }
   return builder.messages;
 }
@@ -410,5 +568,7 @@ export function generateTrajectory(name: string): ChatMessage[] {
   if (preset !== undefined) return preset(name);
   const longRun = LONG_RUN.exec(name);
   if (longRun !== null) return generateLongRun({ rounds: Number(longRun[1]), resultChars: Number(longRun[2]) });
-  throw new RangeError(`no generated trajectory "${name}": expected one of ${GENERATED_NAMES.join(', ')} or generated_long-run-<rounds>x<resultChars>`);
+  throw new RangeError(
+    `no generated trajectory "${name}": expected one of ${GENERATED_NAMES.join(', ')} or generated_long-run-<rounds>x<resultChars>`,
+  );
 }

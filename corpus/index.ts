@@ -9,7 +9,16 @@
 //
 // The replay provider loads trajectories by name from one directory: `createTrajectoryDir` writes
 // a set of them into a temporary one.
-import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -17,7 +26,15 @@ import { validateMessages } from '../src/core/schema.js';
 import type { ChatMessage } from '../src/core/types.js';
 import { GENERATED_NAMES, generateTrajectory, isGeneratedName } from './generate.js';
 
-export { GENERATED_NAMES, generateLongRun, generateTrajectory, isGeneratedName, longRunName, REPOSITORY_LONG_RUN, type LongRunOptions } from './generate.js';
+export {
+  GENERATED_NAMES,
+  generateLongRun,
+  generateTrajectory,
+  isGeneratedName,
+  longRunName,
+  REPOSITORY_LONG_RUN,
+  type LongRunOptions,
+} from './generate.js';
 
 /** The repository's root directory. */
 export const REPO_ROOT = fileURLToPath(new URL('../', import.meta.url));
@@ -46,7 +63,10 @@ function readTrajectory(path: string, origin: TrajectoryOrigin): Trajectory {
   try {
     parsed = JSON.parse(readFileSync(path, 'utf8'));
   } catch (error) {
-    throw new Error(`${path}: not a readable JSON trajectory: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    throw new Error(
+      `${path}: not a readable JSON trajectory: ${error instanceof Error ? error.message : String(error)}`,
+      { cause: error },
+    );
   }
   return { name: file.replace(/\.json$/, ''), origin, path, messages: validateMessages(parsed, file) };
 }
@@ -57,7 +77,8 @@ function jsonFiles(dir: string): string[] {
     .sort();
 }
 
-const byName = (left: Trajectory, right: Trajectory): number => (left.name < right.name ? -1 : left.name > right.name ? 1 : 0);
+const byName = (left: Trajectory, right: Trajectory): number =>
+  left.name < right.name ? -1 : left.name > right.name ? 1 : 0;
 
 let bundled: Trajectory[] | undefined;
 /** The MIT trajectories of examples/trajectories/, validated, by name. */
@@ -125,8 +146,11 @@ let extended: { dir: string; trajectories: Trajectory[] | undefined } | undefine
 export function extendedCorpus(): Trajectory[] | undefined {
   const location = extendedCorpusLocation();
   if (extended?.dir === location.dir) return extended.trajectories;
-  if (!location.present && location.fromEnv) throw new Error(`${EXTENDED_CORPUS_ENV}=${location.dir}: no *.json trajectories there`);
-  const trajectories = location.present ? jsonFiles(location.dir).map((file) => readTrajectory(join(location.dir, file), 'extended')) : undefined;
+  if (!location.present && location.fromEnv)
+    throw new Error(`${EXTENDED_CORPUS_ENV}=${location.dir}: no *.json trajectories there`);
+  const trajectories = location.present
+    ? jsonFiles(location.dir).map((file) => readTrajectory(join(location.dir, file), 'extended'))
+    : undefined;
   extended = { dir: location.dir, trajectories };
   return trajectories;
 }
@@ -153,7 +177,9 @@ export function findTrajectory(name: string): Trajectory {
   const other = extendedCorpus()?.find((trajectory) => trajectory.name === name);
   if (other !== undefined) return other;
   const location = extendedCorpusLocation();
-  throw new Error(`no trajectory "${name}" in the repository set${location.present ? ` or in the extended corpus at ${location.dir}` : ` (${extendedCorpusMissing(location)})`}`);
+  throw new Error(
+    `no trajectory "${name}" in the repository set${location.present ? ` or in the extended corpus at ${location.dir}` : ` (${extendedCorpusMissing(location)})`}`,
+  );
 }
 
 /** The SOURCES.md of a corpus directory lists its files: their names, when there is one. */
@@ -230,7 +256,8 @@ export function benchmarkCorpus(argv: readonly string[] = process.argv.slice(2))
   argv.forEach((arg, index) => {
     if (arg === '--corpus') {
       const value = argv[index + 1];
-      if (value === undefined || value.startsWith('--')) throw new Error('--corpus: expected a directory of *.json trajectories');
+      if (value === undefined || value.startsWith('--'))
+        throw new Error('--corpus: expected a directory of *.json trajectories');
       dir = value;
     } else if (arg.startsWith('--corpus=')) dir = arg.slice('--corpus='.length);
   });

@@ -17,7 +17,10 @@ export interface StoreTestActivities {
   incompressible(bytes: number): Promise<Uint8Array>;
 }
 
-const activities = proxyActivities<StoreTestActivities>({ startToCloseTimeout: '1 minute', retry: { maximumAttempts: 1 } });
+const activities = proxyActivities<StoreTestActivities>({
+  startToCloseTimeout: '1 minute',
+  retry: { maximumAttempts: 1 },
+});
 
 /** Sends `value` through the echo activity and returns it with its length. */
 export async function storeEcho(value: EchoValue): Promise<EchoValue & { length: number }> {

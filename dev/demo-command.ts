@@ -15,10 +15,14 @@ export const demo: CliCommand = {
   description: [
     'Starts a local Temporal dev server (unless TEMPORAL_ADDRESS names one) and a worker, replays a bundled real agent trajectory through agentRun, and prints its compactions. Needs no model and no API key.',
   ],
-  options: { 'keep-server': { type: 'boolean', help: 'leave the dev server running afterwards, to look at the run in its UI' } },
+  options: {
+    'keep-server': { type: 'boolean', help: 'leave the dev server running afterwards, to look at the run in its UI' },
+  },
   async run(context) {
     noArguments(context);
-    installQuietRuntime(loadConfig({ env: context.io.env, flags: configFlagsFromArgs(context.values) }).prometheusAddress);
+    installQuietRuntime(
+      loadConfig({ env: context.io.env, flags: configFlagsFromArgs(context.values) }).prometheusAddress,
+    );
     const outcome = await runDemo({
       keepServer: context.values['keep-server'] === true,
       env: context.io.env,
@@ -37,7 +41,9 @@ if (isMain(import.meta.url)) {
       process.exitCode = code;
     },
     (error: unknown) => {
-      process.stderr.write(`npm run demo: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+      process.stderr.write(
+        `npm run demo: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+      );
       process.exitCode = 1;
     },
   );

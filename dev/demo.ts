@@ -7,7 +7,13 @@ import { Client, WorkflowFailedError } from '@temporalio/client';
 import { Worker } from '@temporalio/worker';
 import { loadConfig, type CompactorConfig } from '../src/config.js';
 import { summarizerFromConfig } from '../src/worker/summarizer-from-config.js';
-import { agentRunStaticMetadata, describeRunUsage, groupDigits, renderCompactionTable, type CompactionHistory } from '../src/core/agent/compaction-history.js';
+import {
+  agentRunStaticMetadata,
+  describeRunUsage,
+  groupDigits,
+  renderCompactionTable,
+  type CompactionHistory,
+} from '../src/core/agent/compaction-history.js';
 import { openingMessages } from '../src/core/agent/trajectory.js';
 import { startCodecServer, type CodecServer } from '../src/payloads/codec-server.js';
 import { startDevServer, type DevServer } from './dev-server.js';
@@ -16,7 +22,12 @@ import { connectTemporal } from '../src/worker/temporal-connection.js';
 import { compactorPlugin } from '../src/worker/plugin.js';
 import { installQuietTelemetryRuntime } from '../src/telemetry/metrics.js';
 import { workflowCode } from '../src/worker/create-worker.js';
-import { agentRun, compactionsQuery, type AgentRunResult, type AgentRunWorkflowInput } from '../src/workflows/agent-run.js';
+import {
+  agentRun,
+  compactionsQuery,
+  type AgentRunResult,
+  type AgentRunWorkflowInput,
+} from '../src/workflows/agent-run.js';
 
 /** The bundled MIT trajectory the demo replays (see examples/trajectories/ATTRIBUTION.md). */
 export const DEMO_TRAJECTORY = 'openhands_gpt4o_Project-MONAI__MONAI-3715';
@@ -109,7 +120,8 @@ async function followHistory(
         event.workflowExecutionTimedOutEventAttributes;
       if (closed) return;
     }
-    if (page.nextPageToken !== undefined && page.nextPageToken !== null && page.nextPageToken.length > 0) nextPageToken = page.nextPageToken;
+    if (page.nextPageToken !== undefined && page.nextPageToken !== null && page.nextPageToken.length > 0)
+      nextPageToken = page.nextPageToken;
   }
 }
 
@@ -126,7 +138,9 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoOutcome> {
   const trajectory = options.trajectory ?? DEMO_TRAJECTORY;
   const contextWindow = options.contextWindow ?? config.contextBudget ?? DEMO_CONTEXT_WINDOW;
   const { summarizer, describe } = summarizerFromConfig(config);
-  const payloads = payloadConverterFromConfig(config, { defaultStore: { kind: 'file', directory: DEMO_PAYLOAD_STORE } });
+  const payloads = payloadConverterFromConfig(config, {
+    defaultStore: { kind: 'file', directory: DEMO_PAYLOAD_STORE },
+  });
 
   let server: DevServer | undefined;
   let codecServer: CodecServer | undefined;
@@ -139,35 +153,67 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoOutcome> {
       // dev server learns its address at start, so the codec server comes first (on a free port)
       // and learns the UI's origin once the dev server has picked its port.
       if (ui && payloads.codec !== undefined) {
-        codecServer = await startCodecServer({ dataConverter: payloads.dataConverter, port: 0, allowedOrigins: config.codecServerOrigins, inlineLimit: config.codecServerInlineLimit, log: (line) => stderr(`codec server: ${line}\n`) });
+        codecServer = await startCodecServer({
+          dataConverter: payloads.dataConverter,
+          port: 0,
+          allowedOrigins: config.codecServerOrigins,
+          inlineLimit: config.codecServerInlineLimit,
+          log: (line) => stderr(`codec server: ${line}\n`),
+        });
       }
       stderr('Starting a local Temporal dev server (first run installs the temporal CLI into .temporal/)...\n');
-      server = await startDevServer({ ui, extraArgs: codecServer === undefined ? [] : ['--ui-codec-endpoint', codecServer.url] });
+      server = await startDevServer({
+        ui,
+        extraArgs: codecServer === undefined ? [] : ['--ui-codec-endpoint', codecServer.url],
+      });
       devServerTarget = { address: server.address, namespace: server.namespace };
-      stderr(`Temporal dev server at ${server.address}${server.uiUrl === undefined ? '' : `, UI at ${server.uiUrl}`}\n`);
+      stderr(
+        `Temporal dev server at ${server.address}${server.uiUrl === undefined ? '' : `, UI at ${server.uiUrl}`}\n`,
+      );
       if (codecServer !== undefined && server.uiUrl !== undefined) {
         codecServer.allowOrigin(server.uiUrl);
-        stderr(`Codec server at ${codecServer.url} (the UI decodes payloads through it: claims resolved, decompressed${config.codecKeyring === undefined ? '' : ', decrypted'})\n`);
+        stderr(
+          `Codec server at ${codecServer.url} (the UI decodes payloads through it: claims resolved, decompressed${config.codecKeyring === undefined ? '' : ', decrypted'})\n`,
+        );
       }
     }
     const { connection, namespace } = await connectTemporal(config, { kind: 'client', env, ...devServerTarget });
-    const { connection: nativeConnection } = await connectTemporal(config, { kind: 'worker', env, ...devServerTarget }).catch(async (error: unknown) => {
+    const { connection: nativeConnection } = await connectTemporal(config, {
+      kind: 'worker',
+      env,
+      ...devServerTarget,
+    }).catch(async (error: unknown) => {
       await connection.close();
       throw error;
     });
     try {
       // Worker and client set up as a user's would be: through the plugin (codec and store, tracing when on).
-      const plugin = compactorPlugin({ config, summarizer, dataConverter: payloads.dataConverter, activities: { trajectoryDir }, warn: (message) => stderr(`${message}\n`) });
+      const plugin = compactorPlugin({
+        config,
+        summarizer,
+        dataConverter: payloads.dataConverter,
+        activities: { trajectoryDir },
+        warn: (message) => stderr(`${message}\n`),
+      });
       const client = new Client({ connection, namespace, plugins: [plugin] });
       const taskQueue = `${config.taskQueue}-demo`;
       stderr(`Summarizer: ${describe}\n`);
       stderr(`Payloads: ${payloads.describe}\n`);
       if (plugin.tracing !== undefined) stderr(`Tracing: ${plugin.tracing.describe}\n`);
-      if (config.prometheusAddress !== undefined) stderr(`Metrics: curl http://${config.prometheusAddress}/metrics (while the demo runs)\n`);
-      const worker = await Worker.create({ connection: nativeConnection, namespace, taskQueue, ...workflowCode({}, { tracing: plugin.tracing !== undefined }), plugins: [plugin] });
+      if (config.prometheusAddress !== undefined)
+        stderr(`Metrics: curl http://${config.prometheusAddress}/metrics (while the demo runs)\n`);
+      const worker = await Worker.create({
+        connection: nativeConnection,
+        namespace,
+        taskQueue,
+        ...workflowCode({}, { tracing: plugin.tracing !== undefined }),
+        plugins: [plugin],
+      });
       const opening = openingMessages(JSON.parse(readFileSync(`${trajectoryDir}/${trajectory}.json`, 'utf8')));
       const workflowId = `demo-${trajectory}-${Date.now().toString(36)}`;
-      stdout(`Replaying ${trajectory} through agentRun (window ${groupDigits(contextWindow)} tokens), workflow ${workflowId}\n`);
+      stdout(
+        `Replaying ${trajectory} through agentRun (window ${groupDigits(contextWindow)} tokens), workflow ${workflowId}\n`,
+      );
       const outcome = await worker.runUntil(async () => {
         const input: AgentRunWorkflowInput = {
           messages: opening,
@@ -176,7 +222,12 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoOutcome> {
           maxRounds: 1000,
         };
         // What the UI shows above the run: what it replays, through which window, with which compaction.
-        const handle = await client.workflow.start(agentRun, { taskQueue, workflowId, args: [input], ...agentRunStaticMetadata(input, `demo · ${trajectory} · window ${groupDigits(contextWindow)} tokens`) });
+        const handle = await client.workflow.start(agentRun, {
+          taskQueue,
+          workflowId,
+          args: [input],
+          ...agentRunStaticMetadata(input, `demo · ${trajectory} · window ${groupDigits(contextWindow)} tokens`),
+        });
         let printed = 0;
         // Progress from the server's event history: one line per round, as the `chat` activity is scheduled.
         const following = followHistory(
@@ -188,7 +239,9 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoOutcome> {
             stdout(`  round ${String(round).padStart(3)} · chat\n`);
           },
           (round) => stdout(`  round ${String(round).padStart(3)} · summarize (compacting before the chat)\n`),
-        ).catch((error: unknown) => stderr(`(progress unavailable: ${error instanceof Error ? error.message : String(error)})\n`));
+        ).catch((error: unknown) =>
+          stderr(`(progress unavailable: ${error instanceof Error ? error.message : String(error)})\n`),
+        );
         try {
           const result: AgentRunResult = await handle.result();
           return { status: 'completed' as const, rounds: result.rounds, compactions: result.compactions };
@@ -200,13 +253,22 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoOutcome> {
           await following;
         }
       });
-      const uiUrl = server?.uiUrl === undefined ? undefined : `${server.uiUrl}/namespaces/${namespace}/workflows/${workflowId}`;
+      const uiUrl =
+        server?.uiUrl === undefined ? undefined : `${server.uiUrl}/namespaces/${namespace}/workflows/${workflowId}`;
       const { totals, recent, usage } = outcome.compactions;
-      stdout(`\nDone: ${outcome.status} after ${outcome.rounds} rounds with ${totals.compactions} compactions.\n\n${renderCompactionTable(recent, totals.compactions - recent.length + 1)}\n\n`);
+      stdout(
+        `\nDone: ${outcome.status} after ${outcome.rounds} rounds with ${totals.compactions} compactions.\n\n${renderCompactionTable(recent, totals.compactions - recent.length + 1)}\n\n`,
+      );
       stdout(`Cost: ${describeRunUsage(usage)}.\n\n`);
-      stdout(uiUrl === undefined ? `Inspect it: temporal-compactor history ${workflowId}\n` : `Inspect it in the Temporal UI: ${uiUrl}\n`);
+      stdout(
+        uiUrl === undefined
+          ? `Inspect it: temporal-compactor history ${workflowId}\n`
+          : `Inspect it in the Temporal UI: ${uiUrl}\n`,
+      );
       if (options.keepServer === true && server !== undefined) {
-        stdout(`The dev server${codecServer === undefined ? '' : ' and the codec server'} keep${codecServer === undefined ? 's' : ''} running (--keep-server); press Ctrl-C to stop ${codecServer === undefined ? 'it' : 'them'}.\n`);
+        stdout(
+          `The dev server${codecServer === undefined ? '' : ' and the codec server'} keep${codecServer === undefined ? 's' : ''} running (--keep-server); press Ctrl-C to stop ${codecServer === undefined ? 'it' : 'them'}.\n`,
+        );
         await (options.untilStopped ?? waitForSignal)();
       }
       return { workflowId, ...outcome, uiUrl, codecServerUrl: codecServer?.url };

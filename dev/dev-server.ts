@@ -15,7 +15,12 @@ import { Connection } from '@temporalio/client';
 import { SearchAttributeType } from '@temporalio/common';
 import { resolveTemporalCli } from './temporal-cli.js';
 import { COMPACTOR_SEARCH_ATTRIBUTES } from '../src/shared/search-attributes.js';
-import { addSearchAttributes, CLI_TYPE_NAMES, searchAttributeStatus, type HasOperatorService } from '../src/client/namespace-search-attributes.js';
+import {
+  addSearchAttributes,
+  CLI_TYPE_NAMES,
+  searchAttributeStatus,
+  type HasOperatorService,
+} from '../src/client/namespace-search-attributes.js';
 
 export { SearchAttributeType };
 
@@ -99,7 +104,9 @@ export async function ensureSearchAttributes(
 ): Promise<void> {
   const status = await searchAttributeStatus(connection, namespace, wanted);
   if (status.conflicting.length > 0) {
-    throw new Error(`search attributes of namespace ${namespace} exist with another type: ${status.conflicting.join(', ')}`);
+    throw new Error(
+      `search attributes of namespace ${namespace} exist with another type: ${status.conflicting.join(', ')}`,
+    );
   }
   await addSearchAttributes(connection, namespace, status.missing, wanted);
 }
@@ -233,7 +240,16 @@ async function startOnce(cliPath: string, options: DevServerOptions): Promise<De
   };
 
   try {
-    await waitUntilReady({ address, namespace, searchAttributes, timeoutMs, child, exited, getSpawnError: () => spawnError, tail });
+    await waitUntilReady({
+      address,
+      namespace,
+      searchAttributes,
+      timeoutMs,
+      child,
+      exited,
+      getSpawnError: () => spawnError,
+      tail,
+    });
   } catch (err) {
     await stop();
     throw err;
@@ -267,7 +283,8 @@ async function waitUntilReady(ctx: {
 
   while (Date.now() < deadline) {
     const spawnError = ctx.getSpawnError();
-    if (spawnError) throw new DevServerStartError(`could not spawn the Temporal CLI: ${spawnError.message}`, ctx.tail.toString());
+    if (spawnError)
+      throw new DevServerStartError(`could not spawn the Temporal CLI: ${spawnError.message}`, ctx.tail.toString());
     if (exitedEarly) {
       throw new DevServerStartError(
         `temporal server start-dev exited early (code ${ctx.child.exitCode}, signal ${ctx.child.signalCode})`,

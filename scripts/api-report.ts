@@ -25,8 +25,18 @@ export interface ApiEntry {
 
 /** The package's entry points (package.json `exports`). */
 export const API_ENTRIES: readonly ApiEntry[] = [
-  { importPath: 'temporal-compactor', source: 'src/index.ts', maxRuntimeNames: 60, report: 'temporal-compactor.api.md' },
-  { importPath: 'temporal-compactor/workflow', source: 'src/workflow.ts', maxRuntimeNames: 40, report: 'temporal-compactor-workflow.api.md' },
+  {
+    importPath: 'temporal-compactor',
+    source: 'src/index.ts',
+    maxRuntimeNames: 60,
+    report: 'temporal-compactor.api.md',
+  },
+  {
+    importPath: 'temporal-compactor/workflow',
+    source: 'src/workflow.ts',
+    maxRuntimeNames: 40,
+    report: 'temporal-compactor-workflow.api.md',
+  },
 ];
 
 /** One exported name as the compiler sees it. */
@@ -51,7 +61,8 @@ function exportedAsTypeOnly(checker: ts.TypeChecker, symbol: ts.Symbol): boolean
   let current = symbol;
   while (current.flags & ts.SymbolFlags.Alias) {
     for (const declaration of current.declarations ?? []) {
-      if (ts.isExportSpecifier(declaration) && (declaration.isTypeOnly || declaration.parent.parent.isTypeOnly)) return true;
+      if (ts.isExportSpecifier(declaration) && (declaration.isTypeOnly || declaration.parent.parent.isTypeOnly))
+        return true;
     }
     const next = checker.getImmediateAliasedSymbol(current);
     if (next === undefined) break;
@@ -61,12 +72,22 @@ function exportedAsTypeOnly(checker: ts.TypeChecker, symbol: ts.Symbol): boolean
 }
 
 /** Names that `export type * from '…'` brings into a module (directly or through its `export *`). */
-function typeOnlyStarNames(program: ts.Program, checker: ts.TypeChecker, file: ts.SourceFile, seen = new Set<string>()): Set<string> {
+function typeOnlyStarNames(
+  program: ts.Program,
+  checker: ts.TypeChecker,
+  file: ts.SourceFile,
+  seen = new Set<string>(),
+): Set<string> {
   const names = new Set<string>();
   if (seen.has(file.fileName)) return names;
   seen.add(file.fileName);
   for (const statement of file.statements) {
-    if (!ts.isExportDeclaration(statement) || statement.exportClause !== undefined || statement.moduleSpecifier === undefined) continue;
+    if (
+      !ts.isExportDeclaration(statement) ||
+      statement.exportClause !== undefined ||
+      statement.moduleSpecifier === undefined
+    )
+      continue;
     const target = checker.getSymbolAtLocation(statement.moduleSpecifier);
     const targetFile = target?.valueDeclaration ?? target?.declarations?.[0];
     if (target === undefined || targetFile === undefined || !ts.isSourceFile(targetFile)) continue;
@@ -85,7 +106,8 @@ function constKind(checker: ts.TypeChecker, symbol: ts.Symbol, declaration: ts.D
   if (type.flags & ts.TypeFlags.BooleanLike) return 'const boolean';
   if (checker.isArrayType(type) || checker.isTupleType(type)) return 'const array';
   const named = type.aliasSymbol ?? type.getSymbol();
-  if (named !== undefined && !(named.flags & (ts.SymbolFlags.TypeLiteral | ts.SymbolFlags.ObjectLiteral))) return `const ${named.name}`;
+  if (named !== undefined && !(named.flags & (ts.SymbolFlags.TypeLiteral | ts.SymbolFlags.ObjectLiteral)))
+    return `const ${named.name}`;
   return 'const object';
 }
 
@@ -101,13 +123,24 @@ function kindOf(checker: ts.TypeChecker, target: ts.Symbol, declaration: ts.Decl
     const kind = constKind(checker, target, declaration);
     return runtime ? kind.replace(/^const/, keyword) : `${kind.replace(/^const/, keyword)} (type only)`;
   }
-  throw new Error(`api-report: ${target.name} is declared by a ${ts.SyntaxKind[declaration.kind]}, which this report does not know`);
+  throw new Error(
+    `api-report: ${target.name} is declared by a ${ts.SyntaxKind[declaration.kind]}, which this report does not know`,
+  );
 }
 
 /** Every export of each entry, sorted by name. */
 export function readApi(): Map<ApiEntry, ApiExport[]> {
   const configPath = join(ROOT, 'tsconfig.json');
-  const config = ts.getParsedCommandLineOfConfigFile(configPath, {}, { ...ts.sys, onUnRecoverableConfigFileDiagnostic: (diagnostic) => { throw new Error(ts.flattenDiagnosticMessageText(diagnostic.messageText, '\n')); } });
+  const config = ts.getParsedCommandLineOfConfigFile(
+    configPath,
+    {},
+    {
+      ...ts.sys,
+      onUnRecoverableConfigFileDiagnostic: (diagnostic) => {
+        throw new Error(ts.flattenDiagnosticMessageText(diagnostic.messageText, '\n'));
+      },
+    },
+  );
   if (config === undefined) throw new Error(`api-report: cannot read ${configPath}`);
   const sources = API_ENTRIES.map((entry) => join(ROOT, entry.source));
   const program = ts.createProgram(sources, config.options);
@@ -121,16 +154,31 @@ export function readApi(): Map<ApiEntry, ApiExport[]> {
     const exports = checker.getExportsOfModule(module).map((symbol): ApiExport => {
       const target = symbol.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(symbol) : symbol;
       const declaration = declarationOf(target);
-      const runtime = (target.flags & ts.SymbolFlags.Value) !== 0 && !exportedAsTypeOnly(checker, symbol) && !typeOnlyStars.has(symbol.name);
-      return { name: symbol.name, runtime, kind: kindOf(checker, target, declaration, runtime), from: relative(ROOT, declaration.getSourceFile().fileName) };
+      const runtime =
+        (target.flags & ts.SymbolFlags.Value) !== 0 &&
+        !exportedAsTypeOnly(checker, symbol) &&
+        !typeOnlyStars.has(symbol.name);
+      return {
+        name: symbol.name,
+        runtime,
+        kind: kindOf(checker, target, declaration, runtime),
+        from: relative(ROOT, declaration.getSourceFile().fileName),
+      };
     });
-    api.set(entry, exports.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)));
+    api.set(
+      entry,
+      exports.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)),
+    );
   }
   return api;
 }
 
 function table(rows: readonly ApiExport[]): string[] {
-  return ['| name | kind | declared in |', '|---|---|---|', ...rows.map((row) => `| \`${row.name}\` | ${row.kind} | \`${row.from}\` |`)];
+  return [
+    '| name | kind | declared in |',
+    '|---|---|---|',
+    ...rows.map((row) => `| \`${row.name}\` | ${row.kind} | \`${row.from}\` |`),
+  ];
 }
 
 /** The report of one entry (markdown). */
@@ -157,7 +205,10 @@ export function renderReport(entry: ApiEntry, exports: readonly ApiExport[]): st
 
 /** Each report's path and the text it must hold. */
 export function apiReportFiles(): Array<{ path: string; text: string }> {
-  return [...readApi()].map(([entry, exports]) => ({ path: join(API_DIR, entry.report), text: renderReport(entry, exports) }));
+  return [...readApi()].map(([entry, exports]) => ({
+    path: join(API_DIR, entry.report),
+    text: renderReport(entry, exports),
+  }));
 }
 
 function readOrNull(path: string): string | null {

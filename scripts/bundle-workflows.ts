@@ -18,7 +18,10 @@ for (const [path, workflowInterceptorModules] of [
   [output, []],
   [tracingOutput, tracingWorkflowInterceptorModules()],
 ] as const) {
-  const { code } = await bundleWorkflowCode({ workflowsPath, workflowInterceptorModules: [...workflowInterceptorModules] });
+  const { code } = await bundleWorkflowCode({
+    workflowsPath,
+    workflowInterceptorModules: [...workflowInterceptorModules],
+  });
   await writeFile(path, code);
   console.log(`workflow bundle: ${path} (${(code.length / 1024).toFixed(0)} KiB)`);
 }

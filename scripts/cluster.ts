@@ -16,7 +16,8 @@ const USAGE = `usage: npm run cluster -- [--keep-data] [--no-ui] [--frontend-por
 function port(value: string | undefined, flag: string): number | undefined {
   if (value === undefined) return undefined;
   const parsed = Number(value);
-  if (!Number.isInteger(parsed) || parsed < 1 || parsed > 65_535) throw new Error(`${flag}: expected a port number (1-65535), got "${value}"`);
+  if (!Number.isInteger(parsed) || parsed < 1 || parsed > 65_535)
+    throw new Error(`${flag}: expected a port number (1-65535), got "${value}"`);
   return parsed;
 }
 
@@ -118,7 +119,9 @@ async function main(): Promise<number> {
   log('\nStopping the UI, the nodes, the balancer and PostgreSQL ...');
   const began = Date.now();
   await cluster.stop();
-  log(`Stopped in ${((Date.now() - began) / 1000).toFixed(1)} s${values['keep-data'] ? `; data kept in ${cluster.dataDir}` : ''}.`);
+  log(
+    `Stopped in ${((Date.now() - began) / 1000).toFixed(1)} s${values['keep-data'] ? `; data kept in ${cluster.dataDir}` : ''}.`,
+  );
   return 0;
 }
 

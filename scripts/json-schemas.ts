@@ -14,7 +14,10 @@ export const DOCS_DIR = fileURLToPath(new URL('../docs/', import.meta.url));
 
 /** Each schema file's path and the text it must hold. */
 export function jsonSchemaFiles(): Array<{ path: string; text: string }> {
-  return Object.entries(compactConversationJsonSchemas()).map(([name, schema]) => ({ path: join(DOCS_DIR, name), text: `${JSON.stringify(schema, null, 2)}\n` }));
+  return Object.entries(compactConversationJsonSchemas()).map(([name, schema]) => ({
+    path: join(DOCS_DIR, name),
+    text: `${JSON.stringify(schema, null, 2)}\n`,
+  }));
 }
 
 function readOrNull(path: string): string | null {

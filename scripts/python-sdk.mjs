@@ -23,7 +23,8 @@ export const CRYPTOGRAPHY_VERSION = '50.0.2';
 export const PYTHON_SDK_REQUIREMENTS = [`temporalio==${TEMPORALIO_VERSION}`, `cryptography==${CRYPTOGRAPHY_VERSION}`];
 
 // What the probe prints: both versions, so a venv with other versions is installed anew.
-const PROBE = "import importlib.metadata as m, temporalio.converter, cryptography.hazmat.primitives.ciphers.aead; print(m.version('temporalio'), m.version('cryptography'))";
+const PROBE =
+  "import importlib.metadata as m, temporalio.converter, cryptography.hazmat.primitives.ciphers.aead; print(m.version('temporalio'), m.version('cryptography'))";
 
 const log = stderrLogger('python-sdk');
 
@@ -37,8 +38,13 @@ async function probe(venv) {
   if (!(await isExecutable(python))) return { ok: false, reason: `${python} does not exist` };
   const check = await run(python, ['-c', PROBE], { timeoutMs: 60_000, capture: true });
   const want = `${TEMPORALIO_VERSION} ${CRYPTOGRAPHY_VERSION}`;
-  if (!check.ok) return { ok: false, reason: `${python} cannot import temporalio and cryptography (${check.error}: ${tail(check.output)})` };
-  if (check.output.trim() !== want) return { ok: false, reason: `${venv} has temporalio and cryptography ${check.output.trim()}, not ${want}` };
+  if (!check.ok)
+    return {
+      ok: false,
+      reason: `${python} cannot import temporalio and cryptography (${check.error}: ${tail(check.output)})`,
+    };
+  if (check.output.trim() !== want)
+    return { ok: false, reason: `${venv} has temporalio and cryptography ${check.output.trim()}, not ${want}` };
   return { ok: true, python };
 }
 
@@ -51,7 +57,8 @@ export async function resolvePythonSdk({ install = true, projectRoot = PROJECT_R
   const venv = join(projectRoot, '.temporal', 'python');
   const found = await probe(venv);
   if (found.ok) return found.python;
-  if (!install) throw new Error(`the Python Temporal SDK is not installed: ${found.reason} (run: node scripts/python-sdk.mjs)`);
+  if (!install)
+    throw new Error(`the Python Temporal SDK is not installed: ${found.reason} (run: node scripts/python-sdk.mjs)`);
   const started = Date.now();
   await installVenv({
     projectRoot,
@@ -59,16 +66,20 @@ export async function resolvePythonSdk({ install = true, projectRoot = PROJECT_R
     requirements: PYTHON_SDK_REQUIREMENTS,
     log,
     noPython: `installing ${PYTHON_SDK_REQUIREMENTS.join(' ')} needs python3 (3.10 or newer) on PATH; none found`,
-    pipHint: 'It needs PyPI (or a mirror set in PIP_INDEX_URL); the Python interop test (test/interop/) cannot run without it.',
+    pipHint:
+      'It needs PyPI (or a mirror set in PIP_INDEX_URL); the Python interop test (test/interop/) cannot run without it.',
   });
   const installed = await probe(venv);
   if (!installed.ok) throw new Error(`installed into ${venv}, but ${installed.reason}`);
-  log(`installed temporalio ${TEMPORALIO_VERSION} and cryptography ${CRYPTOGRAPHY_VERSION} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  log(
+    `installed temporalio ${TEMPORALIO_VERSION} and cryptography ${CRYPTOGRAPHY_VERSION} in ${((Date.now() - started) / 1000).toFixed(1)} s`,
+  );
   return installed.python;
 }
 
 await runAsCommand(import.meta.url, {
-  usage: 'usage: node scripts/python-sdk.mjs [--no-install]\nPrints the python that has the pinned temporalio (the Python Temporal SDK).\n',
+  usage:
+    'usage: node scripts/python-sdk.mjs [--no-install]\nPrints the python that has the pinned temporalio (the Python Temporal SDK).\n',
   resolve: resolvePythonSdk,
   log,
 });

@@ -38,7 +38,11 @@ export const stderrLogger = (name) => (message) => process.stderr.write(`[${name
 export function run(command, args, { timeoutMs, capture = false }) {
   return new Promise((resolvePromise) => {
     let output = '';
-    const child = spawn(command, args, { cwd: PROJECT_ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PIP_NO_INPUT: '1' } });
+    const child = spawn(command, args, {
+      cwd: PROJECT_ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, PIP_NO_INPUT: '1' },
+    });
     /** @param {Buffer} data */
     const collect = (data) => {
       output = (output + data.toString('utf8')).slice(-8000);
@@ -57,14 +61,27 @@ export function run(command, args, { timeoutMs, capture = false }) {
     });
     child.on('close', (code, signal) => {
       clearTimeout(timer);
-      const error = code === 0 ? undefined : timedOut ? `timed out after ${Math.round(timeoutMs / 1000)} s` : signal ? `killed by ${signal}` : `exit code ${code}`;
+      const error =
+        code === 0
+          ? undefined
+          : timedOut
+            ? `timed out after ${Math.round(timeoutMs / 1000)} s`
+            : signal
+              ? `killed by ${signal}`
+              : `exit code ${code}`;
       resolvePromise({ ok: code === 0, output, error });
     });
   });
 }
 
 /** The last non-empty lines of some output, for an error message. @param {string} text */
-export const tail = (text) => text.trim().split('\n').filter((line) => line.trim() !== '').slice(-3).join(' | ');
+export const tail = (text) =>
+  text
+    .trim()
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+    .slice(-3)
+    .join(' | ');
 
 /** @param {string} file */
 export async function isExecutable(file) {
@@ -104,13 +121,20 @@ export async function installVenv({ projectRoot, name, requirements, log, noPyth
   log(`installing ${requirements.join(' ')} into .temporal/${name} with ${python} ...`);
   try {
     const venvResult = await run(python, ['-m', 'venv', temporary], { timeoutMs: 120_000 });
-    if (!venvResult.ok) throw new Error(`\`${python} -m venv ${temporary}\` failed (${venvResult.error}): ${tail(venvResult.output)}`);
-    const pip = await run(join(temporary, 'bin', 'python'), ['-m', 'pip', 'install', '--disable-pip-version-check', '--no-input', '--progress-bar', 'off', ...requirements], {
-      timeoutMs: PIP_TIMEOUT_MS,
-    });
+    if (!venvResult.ok)
+      throw new Error(`\`${python} -m venv ${temporary}\` failed (${venvResult.error}): ${tail(venvResult.output)}`);
+    const pip = await run(
+      join(temporary, 'bin', 'python'),
+      ['-m', 'pip', 'install', '--disable-pip-version-check', '--no-input', '--progress-bar', 'off', ...requirements],
+      {
+        timeoutMs: PIP_TIMEOUT_MS,
+      },
+    );
     if (!pip.ok) {
       const hint = pipHint === undefined ? '' : ` ${pipHint}`;
-      throw new Error(`\`pip install ${requirements.join(' ')}\` into .temporal/${name} failed (${pip.error}): ${tail(pip.output)}.${hint}`);
+      throw new Error(
+        `\`pip install ${requirements.join(' ')}\` into .temporal/${name} failed (${pip.error}): ${tail(pip.output)}.${hint}`,
+      );
     }
     await rm(venv, { recursive: true, force: true });
     await rename(temporary, venv);

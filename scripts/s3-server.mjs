@@ -34,7 +34,10 @@ const log = stderrLogger('s3-server');
 async function probe(venv) {
   const python = join(venv, 'bin', 'python');
   if (!(await isExecutable(python))) return undefined;
-  const check = await run(python, ['-c', 'import moto.server, flask, flask_cors; print(moto.__version__)'], { timeoutMs: 60_000, capture: true });
+  const check = await run(python, ['-c', 'import moto.server, flask, flask_cors; print(moto.__version__)'], {
+    timeoutMs: 60_000,
+    capture: true,
+  });
   return check.ok && check.output.trim() === MOTO_VERSION ? python : undefined;
 }
 
@@ -49,7 +52,13 @@ export async function resolveS3Server({ install = true, projectRoot = PROJECT_RO
   if (found !== undefined) return found;
   if (!install) throw new Error(`moto ${MOTO_VERSION} is not installed in ${venv} (run: node scripts/s3-server.mjs)`);
   const started = Date.now();
-  await installVenv({ projectRoot, name: 'moto', requirements: MOTO_REQUIREMENTS, log, noPython: 'installing moto (the S3 test server) needs python3 on PATH' });
+  await installVenv({
+    projectRoot,
+    name: 'moto',
+    requirements: MOTO_REQUIREMENTS,
+    log,
+    noPython: 'installing moto (the S3 test server) needs python3 on PATH',
+  });
   const installed = await probe(venv);
   if (installed === undefined) throw new Error(`moto installed into ${venv} but does not import`);
   log(`installed moto ${MOTO_VERSION} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
@@ -57,7 +66,8 @@ export async function resolveS3Server({ install = true, projectRoot = PROJECT_RO
 }
 
 await runAsCommand(import.meta.url, {
-  usage: 'usage: node scripts/s3-server.mjs [--no-install]\nPrints the python that runs the S3 test server (python -m moto.server).\n',
+  usage:
+    'usage: node scripts/s3-server.mjs [--no-install]\nPrints the python that runs the S3 test server (python -m moto.server).\n',
   resolve: resolveS3Server,
   log,
 });

@@ -31,7 +31,9 @@ export async function startS3Server({ bucket = 'compactor-test' }: { bucket?: st
   const python = await resolveS3Server();
   const port = await freePort();
   const endpoint = `http://127.0.0.1:${port}`;
-  const child = spawn(python, ['-m', 'moto.server', '-H', '127.0.0.1', '-p', String(port)], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(python, ['-m', 'moto.server', '-H', '127.0.0.1', '-p', String(port)], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let output = '';
   child.stderr?.setEncoding('utf8');
   child.stderr?.on('data', (text: string) => {
@@ -66,7 +68,10 @@ export async function startS3Server({ bucket = 'compactor-test' }: { bucket?: st
         await admin.send(new CreateBucketCommand({ Bucket: bucket }));
         break;
       } catch (error) {
-        if (Date.now() > deadline) throw new Error(`moto's S3 server at ${endpoint} did not answer within ${READY_TIMEOUT_MS / 1000} s: ${String(error)}\n${output}`);
+        if (Date.now() > deadline)
+          throw new Error(
+            `moto's S3 server at ${endpoint} did not answer within ${READY_TIMEOUT_MS / 1000} s: ${String(error)}\n${output}`,
+          );
         await sleep(200);
       }
     }
@@ -79,7 +84,12 @@ export async function startS3Server({ bucket = 'compactor-test' }: { bucket?: st
     endpoint,
     bucket,
     clientConfig,
-    env: { COMPACTOR_S3_ENDPOINT: endpoint, AWS_ACCESS_KEY_ID: 'testing', AWS_SECRET_ACCESS_KEY: 'testing', AWS_REGION: 'us-east-1' },
+    env: {
+      COMPACTOR_S3_ENDPOINT: endpoint,
+      AWS_ACCESS_KEY_ID: 'testing',
+      AWS_SECRET_ACCESS_KEY: 'testing',
+      AWS_REGION: 'us-east-1',
+    },
     client,
     stop,
   };

@@ -8,6 +8,11 @@ import { fileURLToPath, URL } from 'node:url';
 
 const resolver = fileURLToPath(new URL('../dev/temporal-cli.ts', import.meta.url));
 // tsx as this project has it, whatever the directory the command is run from.
-const child = spawnSync(process.execPath, ['--import', import.meta.resolve('tsx'), resolver, ...process.argv.slice(2)], { stdio: 'inherit' });
-if (child.error !== undefined) process.stderr.write(`[temporal-cli] could not run ${resolver}: ${child.error.message}\n`);
+const child = spawnSync(
+  process.execPath,
+  ['--import', import.meta.resolve('tsx'), resolver, ...process.argv.slice(2)],
+  { stdio: 'inherit' },
+);
+if (child.error !== undefined)
+  process.stderr.write(`[temporal-cli] could not run ${resolver}: ${child.error.message}\n`);
 process.exitCode = child.status ?? 1;

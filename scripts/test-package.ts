@@ -29,13 +29,30 @@
 // package.json (to see what a plain install resolves); --skip-run stops after the type-check and
 // the module checks.
 import { spawn, spawnSync, type ChildProcess, type SpawnSyncReturns } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startDevServer, type DevServer } from '../dev/dev-server.js';
 import { startFakeOpenAI, type FakeOpenAI, type RecordedRequest } from '../test/support/fake-openai.js';
-import { commonJsGlobals, mapDiagnostics, projectFiles, tsBlocksOfFile, MarkdownBlockError, type ProjectFile } from '../test/package/markdown-blocks.js';
+import {
+  commonJsGlobals,
+  mapDiagnostics,
+  projectFiles,
+  tsBlocksOfFile,
+  MarkdownBlockError,
+  type ProjectFile,
+} from '../test/package/markdown-blocks.js';
 
 /** The summarizer model the worker is configured with; the fake endpoint answers it with SUMMARY_TEXT. */
 const SUMMARIZER_MODEL = 'package-test-summarizer';
@@ -90,7 +107,10 @@ function run(command: string, args: readonly string[], options: RunOptions): Spa
     maxBuffer: 64 * 1024 * 1024,
     stdio: ['pipe', 'pipe', options.showStderr === true ? 'inherit' : 'pipe'],
   });
-  if (result.error !== undefined) throw new PackageTestError(`\`${command} ${args.join(' ')}\` in ${options.cwd} could not run: ${result.error.message}`);
+  if (result.error !== undefined)
+    throw new PackageTestError(
+      `\`${command} ${args.join(' ')}\` in ${options.cwd} could not run: ${result.error.message}`,
+    );
   if (result.status !== 0) {
     throw new PackageTestError(
       `\`${command} ${args.join(' ')}\` in ${options.cwd} exited with ${result.status ?? result.signal}\n--- stdout ---\n${tail(result.stdout ?? '')}\n--- stderr ---\n${tail(result.stderr ?? '')}`,
@@ -134,9 +154,13 @@ function parseArgs(argv: readonly string[]): Options {
     else if (arg === '--skip-run') skipRun = true;
     else if (arg === '--tarball') {
       const path = argv[++index];
-      if (path === undefined || !existsSync(path)) throw new PackageTestError(`--tarball takes the path of an existing .tgz, got ${JSON.stringify(path)}`);
+      if (path === undefined || !existsSync(path))
+        throw new PackageTestError(`--tarball takes the path of an existing .tgz, got ${JSON.stringify(path)}`);
       tarball = resolve(path);
-    } else if (arg.startsWith('-')) throw new PackageTestError(`unknown option ${arg} (known: --no-overrides, --skip-run, --tarball FILE, then markdown files)`);
+    } else if (arg.startsWith('-'))
+      throw new PackageTestError(
+        `unknown option ${arg} (known: --no-overrides, --skip-run, --tarball FILE, then markdown files)`,
+      );
     else markdown.push(arg);
   }
   return { markdown: markdown.length > 0 ? markdown : DEFAULT_MARKDOWN, overrides, skipRun, tarball };
@@ -147,7 +171,8 @@ function pack(into: string): string {
   progress('npm pack (prepack: clean, tsc, workflow bundles) ...');
   run('npm', ['pack', '--pack-destination', into, '--silent'], { cwd: root, showStderr: true });
   const tarballs = readdirSync(into).filter((name) => name.endsWith('.tgz'));
-  if (tarballs.length !== 1) throw new PackageTestError(`npm pack left ${tarballs.length} tarballs in ${into}: ${tarballs.join(', ')}`);
+  if (tarballs.length !== 1)
+    throw new PackageTestError(`npm pack left ${tarballs.length} tarballs in ${into}: ${tarballs.join(', ')}`);
   return join(into, tarballs[0] ?? '');
 }
 
@@ -161,7 +186,9 @@ function binPath(): string {
 }
 
 function checkTarball(tarball: string): void {
-  const listed = run('tar', ['-tzf', tarball], { cwd: dirname(tarball) }).stdout.split('\n').filter((line) => line !== '');
+  const listed = run('tar', ['-tzf', tarball], { cwd: dirname(tarball) })
+    .stdout.split('\n')
+    .filter((line) => line !== '');
   const required = [
     'package/package.json',
     'package/README.md',
@@ -175,17 +202,25 @@ function checkTarball(tarball: string): void {
   ];
   const missing = required.filter((path) => !listed.includes(path));
   if (missing.length > 0) throw new PackageTestError(`the tarball lacks ${missing.join(', ')}`);
-  const unwanted = listed.filter((path) => /^package\/(src|dev|test|scripts|bench|corpus|examples|\.ci|node_modules)\//.test(path));
-  if (unwanted.length > 0) throw new PackageTestError(`the tarball holds files a user does not need: ${unwanted.slice(0, 5).join(', ')}${unwanted.length > 5 ? ', …' : ''}`);
+  const unwanted = listed.filter((path) =>
+    /^package\/(src|dev|test|scripts|bench|corpus|examples|\.ci|node_modules)\//.test(path),
+  );
+  if (unwanted.length > 0)
+    throw new PackageTestError(
+      `the tarball holds files a user does not need: ${unwanted.slice(0, 5).join(', ')}${unwanted.length > 5 ? ', …' : ''}`,
+    );
   progress(`tarball ${tarball}: ${listed.length} files, ${(statSync(tarball).size / 1024 / 1024).toFixed(1)} MiB`);
 }
 
 /** Step 2: a fresh project outside the repository with the tarball and what a user installs beside it. */
 function createProject(dir: string, tarball: string, overrides: boolean): void {
-  const repo = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { devDependencies?: Record<string, string> };
+  const repo = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
+    devDependencies?: Record<string, string>;
+  };
   const dev = (name: string): string => {
     const version = repo.devDependencies?.[name];
-    if (version === undefined) throw new PackageTestError(`package.json has no devDependency ${name} to pin the project's copy to`);
+    if (version === undefined)
+      throw new PackageTestError(`package.json has no devDependency ${name} to pin the project's copy to`);
     return `${name}@${version}`;
   };
   const project = {
@@ -195,9 +230,23 @@ function createProject(dir: string, tarball: string, overrides: boolean): void {
     ...(overrides ? { overrides: { protobufjs: '^8.8.1' } } : {}),
   };
   writeFileSync(join(dir, 'package.json'), `${JSON.stringify(project, null, 2)}\n`);
-  const packages = [tarball, '@temporalio/client@1.24.0', '@temporalio/worker@1.24.0', '@temporalio/workflow@1.24.0', dev('typescript'), dev('tsx'), dev('@types/node')];
-  progress(`npm install in ${dir}${overrides ? '' : ' (no protobufjs override)'}: ${packages.map((name) => (name === tarball ? 'the tarball' : name)).join(', ')} ...`);
-  run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error', ...packages], { cwd: dir, env: cleanEnv({}), showStderr: true });
+  const packages = [
+    tarball,
+    '@temporalio/client@1.24.0',
+    '@temporalio/worker@1.24.0',
+    '@temporalio/workflow@1.24.0',
+    dev('typescript'),
+    dev('tsx'),
+    dev('@types/node'),
+  ];
+  progress(
+    `npm install in ${dir}${overrides ? '' : ' (no protobufjs override)'}: ${packages.map((name) => (name === tarball ? 'the tarball' : name)).join(', ')} ...`,
+  );
+  run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error', ...packages], {
+    cwd: dir,
+    env: cleanEnv({}),
+    showStderr: true,
+  });
   const copies = protobufCopies(dir);
   progress(`protobufjs in the project: ${copies.map(({ version, path }) => `${version} at ${path}`).join('; ')}`);
 }
@@ -269,15 +318,23 @@ function typeCheckBlocks(dir: string, markdown: readonly string[]): ProjectFile[
   writeFileSync(join(dir, 'tsconfig.json'), `${JSON.stringify(tsconfig, null, 2)}\n`);
   const named = files.filter((file) => file.block.name !== undefined).map((file) => file.path);
   progress(`tsc on ${files.length} block(s) from ${expanded.join(', ')} (named: ${named.join(', ') || 'none'}) ...`);
-  const result = spawnSync('npx', ['--no-install', 'tsc', '-p', 'tsconfig.json', '--pretty', 'false'], { cwd: dir, env: cleanEnv({}), encoding: 'utf8', timeout: COMMAND_TIMEOUT_MS });
+  const result = spawnSync('npx', ['--no-install', 'tsc', '-p', 'tsconfig.json', '--pretty', 'false'], {
+    cwd: dir,
+    env: cleanEnv({}),
+    encoding: 'utf8',
+    timeout: COMMAND_TIMEOUT_MS,
+  });
   const problems: string[] = [];
   if (result.status !== 0) {
     const diagnostics = mapDiagnostics(`${result.stdout ?? ''}${result.stderr ?? ''}`, files);
-    problems.push(`the markdown's TypeScript blocks do not type-check against the installed package:\n  ${diagnostics.join('\n  ')}`);
+    problems.push(
+      `the markdown's TypeScript blocks do not type-check against the installed package:\n  ${diagnostics.join('\n  ')}`,
+    );
   }
   // tsc accepts these (@types/node declares them); Node throws ReferenceError in an ES module.
   const commonJs = commonJsGlobals(files);
-  if (commonJs.length > 0) problems.push(`the blocks are ES modules here (type: module), yet:\n  ${commonJs.join('\n  ')}`);
+  if (commonJs.length > 0)
+    problems.push(`the blocks are ES modules here (type: module), yet:\n  ${commonJs.join('\n  ')}`);
   if (problems.length > 0) throw new PackageTestError(problems.join('\n'));
   progress('the blocks type-check');
   return files;
@@ -287,7 +344,8 @@ function typeCheckBlocks(dir: string, markdown: readonly string[]): ProjectFile[
 function checkModules(dir: string): void {
   const expected = realpathSync(join(dir, 'node_modules', 'temporal-compactor', 'dist', 'workflows', 'index.js'));
   const check = (workflowsPath: string, how: string): void => {
-    if (realpathSync(workflowsPath) !== expected) throw new PackageTestError(`${how}: compactorWorkflowsPath() is ${workflowsPath}, expected ${expected}`);
+    if (realpathSync(workflowsPath) !== expected)
+      throw new PackageTestError(`${how}: compactorWorkflowsPath() is ${workflowsPath}, expected ${expected}`);
   };
   writeFileSync(
     join(dir, 'check-esm.mjs'),
@@ -296,13 +354,18 @@ function checkModules(dir: string): void {
       "import { compact, needsCompaction } from 'temporal-compactor/workflow';",
       "import manifest from 'temporal-compactor/package.json' with { type: 'json' };",
       "if (typeof compactorPlugin !== 'function' || typeof compact !== 'function' || typeof needsCompaction !== 'function') throw new Error('an entry point lacks its functions');",
-      "console.log(JSON.stringify({ workflowsPath: compactorWorkflowsPath(), version: manifest.version }));",
+      'console.log(JSON.stringify({ workflowsPath: compactorWorkflowsPath(), version: manifest.version }));',
       '',
     ].join('\n'),
   );
-  const esm = JSON.parse(run('node', ['check-esm.mjs'], { cwd: dir, env: cleanEnv({}) }).stdout) as { workflowsPath: string; version: string };
+  const esm = JSON.parse(run('node', ['check-esm.mjs'], { cwd: dir, env: cleanEnv({}) }).stdout) as {
+    workflowsPath: string;
+    version: string;
+  };
   check(esm.workflowsPath, 'ESM');
-  progress(`ESM: temporal-compactor ${esm.version} and temporal-compactor/workflow import; compactorWorkflowsPath() = ${relative(dir, esm.workflowsPath)}`);
+  progress(
+    `ESM: temporal-compactor ${esm.version} and temporal-compactor/workflow import; compactorWorkflowsPath() = ${relative(dir, esm.workflowsPath)}`,
+  );
   writeFileSync(
     join(dir, 'check-cjs.cjs'),
     [
@@ -320,8 +383,13 @@ function checkModules(dir: string): void {
   try {
     cjs = run('node', ['--experimental-print-required-tla', 'check-cjs.cjs'], { cwd: dir, env: cleanEnv({}) });
   } catch (error) {
-    const hint = error instanceof Error && error.message.includes('ERR_REQUIRE_ASYNC_MODULE') ? ' (a module the entry point imports has a top-level await, named above: require() of ESM refuses it)' : '';
-    throw new PackageTestError(`CommonJS: require('temporal-compactor') failed${hint}\n${error instanceof Error ? error.message : String(error)}`);
+    const hint =
+      error instanceof Error && error.message.includes('ERR_REQUIRE_ASYNC_MODULE')
+        ? ' (a module the entry point imports has a top-level await, named above: require() of ESM refuses it)'
+        : '';
+    throw new PackageTestError(
+      `CommonJS: require('temporal-compactor') failed${hint}\n${error instanceof Error ? error.message : String(error)}`,
+    );
   }
   const cjsOut = JSON.parse(cjs.stdout) as { workflowsPath: string };
   check(cjsOut.workflowsPath, 'CommonJS');
@@ -337,7 +405,13 @@ interface Background {
 }
 
 /** Starts a command in its own process group, its output kept (and echoed to stderr with `prefix`). */
-function background(command: string, args: readonly string[], cwd: string, env: NodeJS.ProcessEnv, prefix: string): Background {
+function background(
+  command: string,
+  args: readonly string[],
+  cwd: string,
+  env: NodeJS.ProcessEnv,
+  prefix: string,
+): Background {
   const child = spawn(command, [...args], { cwd, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   let text = '';
   let exited = false;
@@ -384,7 +458,10 @@ async function waitForExit(task: Background, timeoutMs: number, what: string): P
     }),
   ]);
   clearTimeout(timer);
-  if (code === undefined) throw new PackageTestError(`${what} did not finish within ${timeoutMs / 1000} s\n--- its output ---\n${tail(task.output())}`);
+  if (code === undefined)
+    throw new PackageTestError(
+      `${what} did not finish within ${timeoutMs / 1000} s\n--- its output ---\n${tail(task.output())}`,
+    );
   return code;
 }
 
@@ -398,14 +475,20 @@ function modelOf(request: RecordedRequest): string | undefined {
 /** Step 5: the user's worker and client from the blocks, against a dev server and the fake endpoint. */
 async function runQuickStart(dir: string, files: readonly ProjectFile[]): Promise<void> {
   for (const name of ['worker.ts', 'client.ts']) {
-    if (!files.some((file) => file.path === name)) throw new PackageTestError(`no block is named ${name} (\`\`\`ts ${name}): the run needs a worker and a client from the markdown`);
+    if (!files.some((file) => file.path === name))
+      throw new PackageTestError(
+        `no block is named ${name} (\`\`\`ts ${name}): the run needs a worker and a client from the markdown`,
+      );
   }
   progress('starting a Temporal dev server (headless, 127.0.0.1) and the fake OpenAI endpoint ...');
   const server: DevServer = await startDevServer({ ui: false });
   cleanup.push(() => server.stop());
   const fake: FakeOpenAI = await startFakeOpenAI();
   cleanup.push(() => fake.close());
-  fake.setDefault((request) => ({ kind: 'summary', text: modelOf(request) === SUMMARIZER_MODEL ? SUMMARY_TEXT : AGENT_REPLY }));
+  fake.setDefault((request) => ({
+    kind: 'summary',
+    text: modelOf(request) === SUMMARIZER_MODEL ? SUMMARY_TEXT : AGENT_REPLY,
+  }));
   const store = join(dir, 'payload-store');
   mkdirSync(store);
   const env = cleanEnv({
@@ -425,19 +508,39 @@ async function runQuickStart(dir: string, files: readonly ProjectFile[]): Promis
   cleanup.push(() => client.stop());
   const code = await waitForExit(client, CLIENT_TIMEOUT_MS, 'client.ts');
   const stdout = client.output();
-  if (code !== 0) throw new PackageTestError(`client.ts exited with ${code}\n--- client output ---\n${tail(stdout)}\n--- worker output ---\n${tail(worker.output())}`);
-  if (worker.exited()) throw new PackageTestError(`worker.ts exited before it was stopped\n--- worker output ---\n${tail(worker.output())}`);
+  if (code !== 0)
+    throw new PackageTestError(
+      `client.ts exited with ${code}\n--- client output ---\n${tail(stdout)}\n--- worker output ---\n${tail(worker.output())}`,
+    );
+  if (worker.exited())
+    throw new PackageTestError(
+      `worker.ts exited before it was stopped\n--- worker output ---\n${tail(worker.output())}`,
+    );
 
   const models = fake.requests.map(modelOf);
   const failures: string[] = [];
-  if (!models.includes(SUMMARIZER_MODEL)) failures.push(`the summarize activity never called the endpoint (models asked: ${JSON.stringify(models)})`);
-  if (!models.some((model) => model !== SUMMARIZER_MODEL)) failures.push(`agentRun's chat never called the endpoint (models asked: ${JSON.stringify(models)})`);
-  if (!stdout.includes(SUMMARY_TEXT)) failures.push(`client.ts did not print the summary its workflow's compact() got (expected ${JSON.stringify(SUMMARY_TEXT)} in its output)`);
-  if (!stdout.includes(AGENT_REPLY)) failures.push(`client.ts did not print agentRun's result with the model's reply (expected ${JSON.stringify(AGENT_REPLY)} in its output)`);
+  if (!models.includes(SUMMARIZER_MODEL))
+    failures.push(`the summarize activity never called the endpoint (models asked: ${JSON.stringify(models)})`);
+  if (!models.some((model) => model !== SUMMARIZER_MODEL))
+    failures.push(`agentRun's chat never called the endpoint (models asked: ${JSON.stringify(models)})`);
+  if (!stdout.includes(SUMMARY_TEXT))
+    failures.push(
+      `client.ts did not print the summary its workflow's compact() got (expected ${JSON.stringify(SUMMARY_TEXT)} in its output)`,
+    );
+  if (!stdout.includes(AGENT_REPLY))
+    failures.push(
+      `client.ts did not print agentRun's result with the model's reply (expected ${JSON.stringify(AGENT_REPLY)} in its output)`,
+    );
   const stored = filesUnder(store);
-  if (stored.length === 0) failures.push(`the payload store ${store} holds no object (COMPACTOR_PAYLOAD_STORE was set for worker and client)`);
-  if (failures.length > 0) throw new PackageTestError(`the quick start ran but:\n  - ${failures.join('\n  - ')}\n--- client output ---\n${tail(stdout)}`);
-  progress(`client.ts printed the summary and agentRun's reply; endpoint asked ${fake.requests.length} time(s); payload store holds ${stored.length} file(s)`);
+  if (stored.length === 0)
+    failures.push(`the payload store ${store} holds no object (COMPACTOR_PAYLOAD_STORE was set for worker and client)`);
+  if (failures.length > 0)
+    throw new PackageTestError(
+      `the quick start ran but:\n  - ${failures.join('\n  - ')}\n--- client output ---\n${tail(stdout)}`,
+    );
+  progress(
+    `client.ts printed the summary and agentRun's reply; endpoint asked ${fake.requests.length} time(s); payload store holds ${stored.length} file(s)`,
+  );
   await worker.stop();
 }
 
@@ -446,32 +549,51 @@ function checkBin(dir: string): void {
   const link = join(dir, 'node_modules', '.bin', 'temporal-compactor');
   if (!existsSync(link)) throw new PackageTestError(`npm install made no node_modules/.bin/temporal-compactor`);
   const target = realpathSync(link);
-  if (!readFileSync(target, 'utf8').startsWith('#!/usr/bin/env node\n')) throw new PackageTestError(`${target} does not start with #!/usr/bin/env node`);
+  if (!readFileSync(target, 'utf8').startsWith('#!/usr/bin/env node\n'))
+    throw new PackageTestError(`${target} does not start with #!/usr/bin/env node`);
   if ((statSync(target).mode & 0o111) === 0) throw new PackageTestError(`${target} is not executable after install`);
   const env = cleanEnv({});
   const help = run('npx', ['--no-install', 'temporal-compactor', '--help'], { cwd: dir, env });
-  if (!/\bcompact\b/.test(help.stdout)) throw new PackageTestError(`\`temporal-compactor --help\` printed no usage naming compact:\n${tail(help.stdout)}`);
+  if (!/\bcompact\b/.test(help.stdout))
+    throw new PackageTestError(`\`temporal-compactor --help\` printed no usage naming compact:\n${tail(help.stdout)}`);
   const conversation = [{ role: 'system', content: 'You help with orders.' }];
   for (let turn = 1; turn <= 10; turn++) {
-    conversation.push({ role: 'user', content: `Turn ${turn}: where is order ${1000 + turn}? ${'Please check the tracking. '.repeat(12)}` });
-    conversation.push({ role: 'assistant', content: `Order ${1000 + turn} left the warehouse. ${'It is on its way. '.repeat(12)}` });
+    conversation.push({
+      role: 'user',
+      content: `Turn ${turn}: where is order ${1000 + turn}? ${'Please check the tracking. '.repeat(12)}`,
+    });
+    conversation.push({
+      role: 'assistant',
+      content: `Order ${1000 + turn} left the warehouse. ${'It is on its way. '.repeat(12)}`,
+    });
   }
   writeFileSync(join(dir, 'conversation.json'), JSON.stringify(conversation));
-  const compacted = run('npx', ['--no-install', 'temporal-compactor', 'compact', 'conversation.json', '--budget', '500'], { cwd: dir, env });
+  const compacted = run(
+    'npx',
+    ['--no-install', 'temporal-compactor', 'compact', 'conversation.json', '--budget', '500'],
+    { cwd: dir, env },
+  );
   let messages: unknown;
   try {
     messages = JSON.parse(compacted.stdout);
   } catch {
-    throw new PackageTestError(`\`temporal-compactor compact\` printed no JSON conversation:\n${tail(compacted.stdout)}`);
+    throw new PackageTestError(
+      `\`temporal-compactor compact\` printed no JSON conversation:\n${tail(compacted.stdout)}`,
+    );
   }
   if (!Array.isArray(messages) || messages.length === 0 || messages.length >= conversation.length) {
-    throw new PackageTestError(`\`temporal-compactor compact conversation.json --budget 500\` did not shorten the ${conversation.length}-message conversation:\n${tail(compacted.stdout)}`);
+    throw new PackageTestError(
+      `\`temporal-compactor compact conversation.json --budget 500\` did not shorten the ${conversation.length}-message conversation:\n${tail(compacted.stdout)}`,
+    );
   }
   progress(`bin: --help prints the usage; compact took ${conversation.length} messages to ${messages.length}`);
 }
 
 async function cleanUp(): Promise<void> {
-  for (const step of cleanup.splice(0).reverse()) await step().catch((error: unknown) => progress(`cleanup: ${error instanceof Error ? error.message : String(error)}`));
+  for (const step of cleanup.splice(0).reverse())
+    await step().catch((error: unknown) =>
+      progress(`cleanup: ${error instanceof Error ? error.message : String(error)}`),
+    );
   if (temp === undefined) return;
   if (process.env.TEST_PACKAGE_KEEP === '1') progress(`kept ${temp}`);
   else rmSync(temp, { recursive: true, force: true });
@@ -482,7 +604,8 @@ async function main(): Promise<void> {
   const options = parseArgs(process.argv.slice(2));
   const dir = mkdtempSync(join(realpathSync(tmpdir()), 'temporal-compactor-package-'));
   temp = dir;
-  if (`${dir}${sep}`.startsWith(`${root}${sep}`)) throw new PackageTestError(`the temporary directory ${dir} is inside the repository`);
+  if (`${dir}${sep}`.startsWith(`${root}${sep}`))
+    throw new PackageTestError(`the temporary directory ${dir} is inside the repository`);
   const packDir = join(dir, 'pack');
   const project = join(dir, 'project');
   mkdirSync(packDir);
@@ -508,7 +631,12 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 try {
   await main();
 } catch (error) {
-  const message = error instanceof PackageTestError || error instanceof MarkdownBlockError ? error.message : error instanceof Error ? (error.stack ?? error.message) : String(error);
+  const message =
+    error instanceof PackageTestError || error instanceof MarkdownBlockError
+      ? error.message
+      : error instanceof Error
+        ? (error.stack ?? error.message)
+        : String(error);
   process.stderr.write(`[test:package] FAILED: ${message}\n`);
   process.exitCode = 1;
 } finally {

@@ -1,7 +1,18 @@
 // Node (also runs in any JS runtime with timers): the in-process driver of the compaction engine.
-import { compactionSteps, needsCompactionCore, type SummarizeOutcome, type SummarizeStep } from './core/compaction/engine.js';
+import {
+  compactionSteps,
+  needsCompactionCore,
+  type SummarizeOutcome,
+  type SummarizeStep,
+} from './core/compaction/engine.js';
 import { classifyError, InvalidInputError, retryAfterOf } from './core/errors.js';
-import { backoffDelayMs, COMPACTION_OPTION_KEYS, resolveOptions, type CompactionOptions, type ResolvedOptions } from './core/compaction/options.js';
+import {
+  backoffDelayMs,
+  COMPACTION_OPTION_KEYS,
+  resolveOptions,
+  type CompactionOptions,
+  type ResolvedOptions,
+} from './core/compaction/options.js';
 import { assertKnownKeys, keysOf } from './core/unknown-keys.js';
 import { defaultCounter } from './core/counting/tokens.js';
 import type { ChatMessage, CompactionResult, Summarizer, TokenCounter } from './core/types.js';
@@ -31,7 +42,14 @@ export interface CompactCallOptions {
 const COMPACTOR_OPTION_KEYS: readonly string[] = [
   ...COMPACTION_OPTION_KEYS,
   ...keysOf<Omit<CompactorOptions, keyof CompactionOptions>>({ summarizer: true, counter: true }),
-  ...keysOf<SummarizeActivitySettings>({ startToCloseTimeout: true, heartbeatTimeout: true, taskQueue: true, summarizerModel: true, maxPayloadBytes: true, payloadStore: true }),
+  ...keysOf<SummarizeActivitySettings>({
+    startToCloseTimeout: true,
+    heartbeatTimeout: true,
+    taskQueue: true,
+    summarizerModel: true,
+    maxPayloadBytes: true,
+    payloadStore: true,
+  }),
 ];
 const CALL_OPTION_KEYS = keysOf<CompactCallOptions>({ target: true, counter: true, signal: true });
 
@@ -55,8 +73,10 @@ export class Compactor {
     // Unknown keys first, so a misspelt summarizer or counter is named as such, with the closest name.
     assertKnownKeys(compactorOptions, COMPACTOR_OPTION_KEYS, 'options');
     const { summarizer, counter = defaultCounter, ...options } = compactorOptions;
-    if (typeof summarizer?.summarize !== 'function') throw new InvalidInputError('summarizer', 'must have a summarize(request, options) method');
-    if (typeof counter?.count !== 'function') throw new InvalidInputError('counter', 'must have a count(messages) method');
+    if (typeof summarizer?.summarize !== 'function')
+      throw new InvalidInputError('summarizer', 'must have a summarize(request, options) method');
+    if (typeof counter?.count !== 'function')
+      throw new InvalidInputError('counter', 'must have a count(messages) method');
     // Every key is known by now; what resolveOptions ignores are the activity settings above.
     this.options = resolveOptions(options, 'options', 'ignore');
     this.summarizer = summarizer;
@@ -90,7 +110,9 @@ export class Compactor {
       try {
         const response = await untilAborted(this.summarizer.summarize(step.request, signal ? { signal } : {}), signal);
         if (typeof response?.text === 'string' && response.text.trim() !== '') {
-          return response.usage === undefined ? { kind: 'summary', text: response.text } : { kind: 'summary', text: response.text, usage: response.usage };
+          return response.usage === undefined
+            ? { kind: 'summary', text: response.text }
+            : { kind: 'summary', text: response.text, usage: response.usage };
         }
         lastFailure = 'the summarizer returned an empty summary';
       } catch (error) {

@@ -4,7 +4,11 @@ import { z } from 'zod';
 import { durationTextMs } from './core/compaction/options.js';
 import { KEY_BYTES, KeyFormatError, keyringFromSettings, type Keyring } from './payloads/keyring.js';
 import { parsePayloadStore } from './payloads/store-location.js';
-import { DEFAULT_CODEC_SERVER_HOST, DEFAULT_CODEC_SERVER_PORT, MAX_PAYLOAD_THRESHOLD } from './payloads/codec-server.js';
+import {
+  DEFAULT_CODEC_SERVER_HOST,
+  DEFAULT_CODEC_SERVER_PORT,
+  MAX_PAYLOAD_THRESHOLD,
+} from './payloads/codec-server.js';
 
 /** A setting's value as the environment (strings) or a flag parser (strings, numbers, booleans) gives it. */
 export type RawSettingValue = string | number | boolean | undefined;
@@ -58,7 +62,10 @@ const positiveInteger = (minimum: number) =>
 
 // envconfig reads TEMPORAL_TLS as true only for `1` and `true` (anything else is false), so
 // accepting `yes` here would silently disagree with the connection it configures.
-const flag = z.union([z.boolean(), z.enum(['true', 'false', '1', '0']).transform((value) => value === 'true' || value === '1')]);
+const flag = z.union([
+  z.boolean(),
+  z.enum(['true', 'false', '1', '0']).transform((value) => value === 'true' || value === '1'),
+]);
 
 const durationOf = (minimumMs: number) =>
   z
@@ -91,7 +98,8 @@ const originList = nonEmptyText.transform((value, context) => {
     let origin: string | undefined;
     try {
       const url = new URL(entry);
-      const bare = url.pathname === '/' && url.search === '' && url.hash === '' && url.username === '' && url.password === '';
+      const bare =
+        url.pathname === '/' && url.search === '' && url.hash === '' && url.username === '' && url.password === '';
       if ((url.protocol === 'http:' || url.protocol === 'https:') && bare) origin = url.origin;
     } catch {
       origin = undefined;
@@ -197,7 +205,8 @@ const settings = {
     flag: 'summarizer-task-queue',
     expected: 'a task queue name',
     defaultText: 'the task queue',
-    description: 'Own task queue for summarize activities, so summarizer capacity and provider rate limits scale apart from the agents.',
+    description:
+      'Own task queue for summarize activities, so summarizer capacity and provider rate limits scale apart from the agents.',
     schema: nonEmptyText.optional(),
   },
   workerMode: {
@@ -205,7 +214,8 @@ const settings = {
     flag: 'worker-mode',
     expected: '"all", "workflows" or "activities"',
     defaultText: '`all`',
-    description: 'What a worker polls for: `all`, or only `workflows` or only `activities` (e.g. a summarizer-only worker on its own queue).',
+    description:
+      'What a worker polls for: `all`, or only `workflows` or only `activities` (e.g. a summarizer-only worker on its own queue).',
     schema: z.enum(['all', 'workflows', 'activities']).default('all'),
   },
   workflowBundle: {
@@ -238,7 +248,8 @@ const settings = {
     flag: 'openai-base-url',
     expected: 'an http(s) URL, e.g. http://localhost:11434/v1',
     defaultText: `\`${DEFAULT_OPENAI_BASE_URL}\``,
-    description: "Any OpenAI-compatible server (OpenAI, vLLM, Ollama, llama.cpp), usually ending in `/v1`: the summarizer's, and the agent loop's chat (`provider: 'openai'`).",
+    description:
+      "Any OpenAI-compatible server (OpenAI, vLLM, Ollama, llama.cpp), usually ending in `/v1`: the summarizer's, and the agent loop's chat (`provider: 'openai'`).",
     schema: httpUrl.optional(),
   },
   openaiApiKey: {
@@ -246,7 +257,7 @@ const settings = {
     flag: undefined,
     expected: 'an API key',
     defaultText: '—',
-    description: "The API key of that server (environment only); local servers need none.",
+    description: 'The API key of that server (environment only); local servers need none.',
     secret: true,
     schema: nonEmptyText.optional(),
   },
@@ -271,7 +282,8 @@ const settings = {
     flag: 'chat-timeout',
     expected: 'a positive duration such as "120s", "500ms", "2m" or milliseconds',
     defaultText: `\`${DEFAULT_CHAT_TIMEOUT_MS / 1000}s\``,
-    description: "Deadline of one chat request of an agent run (`provider: 'openai'`); keep it below the chat activity's `startToCloseTimeout`.",
+    description:
+      "Deadline of one chat request of an agent run (`provider: 'openai'`); keep it below the chat activity's `startToCloseTimeout`.",
     schema: durationOf(1).default(DEFAULT_CHAT_TIMEOUT_MS),
   },
   maxConcurrentActivities: {
@@ -303,7 +315,8 @@ const settings = {
     flag: 'tools-root',
     expected: 'a directory path',
     defaultText: 'the current directory',
-    description: 'The directory the built-in tools (`fs_read`, `fs_list`, `grep`) may read; paths resolving outside it are refused.',
+    description:
+      'The directory the built-in tools (`fs_read`, `fs_list`, `grep`) may read; paths resolving outside it are refused.',
     schema: nonEmptyText.optional(),
   },
   trajectoryDir: {
@@ -346,7 +359,8 @@ const settings = {
     flag: 'payload-threshold',
     expected: `a byte count from 0 to ${MAX_PAYLOAD_THRESHOLD}`,
     defaultText: `\`${DEFAULT_PAYLOAD_THRESHOLD}\``,
-    description: 'Payloads of at least this many bytes go to the store (a claim in history is about 200 bytes); smaller ones stay inline, compressed from 512 bytes, encrypted with a key.',
+    description:
+      'Payloads of at least this many bytes go to the store (a claim in history is about 200 bytes); smaller ones stay inline, compressed from 512 bytes, encrypted with a key.',
     schema: z
       .union([z.number(), z.string().trim().regex(/^\d+$/).transform(Number)])
       .pipe(z.number().int().min(0).max(MAX_PAYLOAD_THRESHOLD))
@@ -357,7 +371,8 @@ const settings = {
     flag: 's3-endpoint',
     expected: 'an http(s) URL, e.g. http://127.0.0.1:9000',
     defaultText: 'AWS S3',
-    description: 'An S3-compatible server for `s3://` stores (path-style requests). Credentials and region: the usual `AWS_*` variables.',
+    description:
+      'An S3-compatible server for `s3://` stores (path-style requests). Credentials and region: the usual `AWS_*` variables.',
     schema: httpUrl.optional(),
   },
   codecKey: {
@@ -365,7 +380,8 @@ const settings = {
     flag: undefined,
     expected: `base64 of exactly ${KEY_BYTES} random bytes, e.g. from \`openssl rand -base64 32\``,
     defaultText: '— (no encryption)',
-    description: 'AES-256-GCM key (environment only) for inline payloads and stored chunks. Clients and workers need the same key.',
+    description:
+      'AES-256-GCM key (environment only) for inline payloads and stored chunks. Clients and workers need the same key.',
     secret: true,
     schema: nonEmptyText.optional(),
   },
@@ -382,7 +398,8 @@ const settings = {
     flag: undefined,
     expected: `comma-separated ID:BASE64 entries (ID optional) of ${KEY_BYTES}-byte keys, with COMPACTOR_CODEC_KEY set`,
     defaultText: '—',
-    description: 'Retired keys (environment only), for decoding only: rotate by moving the old key here and setting a new `COMPACTOR_CODEC_KEY`.',
+    description:
+      'Retired keys (environment only), for decoding only: rotate by moving the old key here and setting a new `COMPACTOR_CODEC_KEY`.',
     secret: true,
     schema: nonEmptyText.optional(),
   },
@@ -391,7 +408,8 @@ const settings = {
     flag: 'codec-server-host',
     expected: 'a host name or IP address to listen on, e.g. 127.0.0.1',
     defaultText: `\`${DEFAULT_CODEC_SERVER_HOST}\``,
-    description: "Where `temporal-compactor codec-server` listens. It hands out decrypted payloads: beyond this machine, set a token and put TLS in front.",
+    description:
+      'Where `temporal-compactor codec-server` listens. It hands out decrypted payloads: beyond this machine, set a token and put TLS in front.',
     schema: nonEmptyText.default(DEFAULT_CODEC_SERVER_HOST),
   },
   codecServerPort: {
@@ -405,9 +423,10 @@ const settings = {
   codecServerOrigins: {
     env: 'COMPACTOR_CODEC_SERVER_ORIGINS',
     flag: 'codec-server-origins',
-    expected: 'comma-separated origins such as http://localhost:8233,https://cloud.temporal.io (scheme, host and port, no path), or *',
+    expected:
+      'comma-separated origins such as http://localhost:8233,https://cloud.temporal.io (scheme, host and port, no path), or *',
     defaultText: `\`${DEFAULT_CODEC_SERVER_ORIGINS.join(',')}\`; the demo: its UI`,
-    description: 'Browser origins (the Temporal UI\'s) the codec server answers (CORS); `*` answers any web page.',
+    description: "Browser origins (the Temporal UI's) the codec server answers (CORS); `*` answers any web page.",
     schema: originList.default(() => [...DEFAULT_CODEC_SERVER_ORIGINS]),
   },
   codecServerInlineLimit: {
@@ -439,7 +458,7 @@ const settings = {
     defaultText: '`off`',
     schema: z.enum(['off', 'otlp', 'console']).default('off'),
     description:
-      'OpenTelemetry spans of the worker (its workflows, a `Compaction` span per compaction, its activities) and of the clients `compactorPlugin()` is given to (the demo\'s among them): `otlp` sends them over OTLP/HTTP to the endpoint of the standard `OTEL_EXPORTER_OTLP_*` variables (default `http://localhost:4318`), `console` writes JSON lines to stderr. See [telemetry.md](telemetry.md).',
+      "OpenTelemetry spans of the worker (its workflows, a `Compaction` span per compaction, its activities) and of the clients `compactorPlugin()` is given to (the demo's among them): `otlp` sends them over OTLP/HTTP to the endpoint of the standard `OTEL_EXPORTER_OTLP_*` variables (default `http://localhost:4318`), `console` writes JSON lines to stderr. See [telemetry.md](telemetry.md).",
   },
   prometheusAddress: {
     env: 'COMPACTOR_PROMETHEUS_ADDRESS',
@@ -485,7 +504,14 @@ export type SettingValues = z.output<typeof configSchema>;
  * Settings the configuration carries in another form: durations in milliseconds under a `…Ms`
  * name, the three codec settings as one keyring, and the summarizer queue resolved to a queue.
  */
-type ReshapedSetting = 'shutdownGraceTime' | 'summarizerTimeout' | 'chatTimeout' | 'codecKey' | 'codecKeyId' | 'codecOldKeys' | 'summarizerTaskQueue';
+type ReshapedSetting =
+  | 'shutdownGraceTime'
+  | 'summarizerTimeout'
+  | 'chatTimeout'
+  | 'codecKey'
+  | 'codecKeyId'
+  | 'codecOldKeys'
+  | 'summarizerTaskQueue';
 
 /**
  * The typed configuration `loadConfig` returns: every setting of the table under its key (what the
@@ -513,7 +539,9 @@ export class ConfigError extends Error {
     /** The value given; `undefined` for secrets, which are never echoed. */
     readonly value: RawSettingValue,
   ) {
-    super(`${setting}: expected ${expected}, got ${value === undefined ? 'an invalid value (not shown)' : JSON.stringify(value)}`);
+    super(
+      `${setting}: expected ${expected}, got ${value === undefined ? 'an invalid value (not shown)' : JSON.stringify(value)}`,
+    );
   }
 }
 
@@ -579,7 +607,10 @@ function parseSettings<K extends SettingKey>(keys: readonly K[], { raw, source }
  * @example
  * const { toolsRoot } = readSettings(['toolsRoot']); // COMPACTOR_TOOLS_ROOT, or undefined
  */
-export function readSettings<K extends SettingKey>(keys: readonly K[], options: LoadConfigOptions = {}): Pick<SettingValues, K> {
+export function readSettings<K extends SettingKey>(
+  keys: readonly K[],
+  options: LoadConfigOptions = {},
+): Pick<SettingValues, K> {
   return parseSettings(keys, rawSettings(keys, options));
 }
 
@@ -607,13 +638,25 @@ export function loadConfig(options: LoadConfigOptions = {}): CompactorConfig {
       raw.summarizer,
     );
   }
-  const { shutdownGraceTime, summarizerTimeout, chatTimeout, codecKey, codecKeyId, codecOldKeys, summarizerTaskQueue, ...unchanged } = values;
+  const {
+    shutdownGraceTime,
+    summarizerTimeout,
+    chatTimeout,
+    codecKey,
+    codecKeyId,
+    codecOldKeys,
+    summarizerTaskQueue,
+    ...unchanged
+  } = values;
   let codecKeyring: Keyring | undefined;
   try {
     codecKeyring = keyringFromSettings({ key: codecKey, keyId: codecKeyId, oldKeys: codecOldKeys });
   } catch (error) {
     if (!(error instanceof KeyFormatError)) throw error;
-    const key = (['codecKey', 'codecKeyId', 'codecOldKeys'] as const).find((candidate) => settings[candidate].env === error.setting) ?? 'codecKey';
+    const key =
+      (['codecKey', 'codecKeyId', 'codecOldKeys'] as const).find(
+        (candidate) => settings[candidate].env === error.setting,
+      ) ?? 'codecKey';
     const setting: Setting = settings[key];
     throw new ConfigError(source[key] ?? setting.env, error.expected, setting.secret === true ? undefined : raw[key]);
   }
@@ -677,7 +720,10 @@ export type TemporalSettings = Pick<CompactorConfig, (typeof TEMPORAL_SETTING_KE
  * certificates, gRPC metadata, profiles) pass through; blank ones are dropped, because envconfig
  * reads a blank `TEMPORAL_API_KEY` as a key and turns TLS on.
  */
-export function temporalEnvVars(config: TemporalSettings, env: Readonly<Record<string, string | undefined>> = process.env): Record<string, string> {
+export function temporalEnvVars(
+  config: TemporalSettings,
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): Record<string, string> {
   const result: Record<string, string> = {};
   for (const [name, value] of Object.entries(env)) if (value !== undefined && value.trim() !== '') result[name] = value;
   const set = (name: string, value: string | undefined): void => {
@@ -723,7 +769,8 @@ export function configTable(): ConfigTableRow[] {
 export function configTableMarkdown(): string {
   const cell = (text: string): string => text.replace(/\|/g, '\\|');
   const rows = configTable().map(
-    (row) => `| \`${row.env}\` | ${row.flag === undefined ? 'env only' : `\`${row.flag}\``} | ${cell(row.default)} | ${cell(row.description)} |`,
+    (row) =>
+      `| \`${row.env}\` | ${row.flag === undefined ? 'env only' : `\`${row.flag}\``} | ${cell(row.default)} | ${cell(row.description)} |`,
   );
   return ['| Variable | Flag | Default | Description |', '|---|---|---|---|', ...rows].join('\n');
 }

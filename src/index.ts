@@ -8,14 +8,43 @@
 export * from './workflow.js';
 // Compaction in this process (docs/design.md#compactor), and the summarizers.
 export { Compactor, type CompactorOptions, type CompactCallOptions } from './compactor.js';
-export { createOpenAISummarizer, createExtractiveSummarizer, type OpenAISummarizerOptions, type ExtractiveSummarizerOptions } from './summarizers/index.js';
+export {
+  createOpenAISummarizer,
+  createExtractiveSummarizer,
+  type OpenAISummarizerOptions,
+  type ExtractiveSummarizerOptions,
+} from './summarizers/index.js';
 // Workers: the plugin (workflows and activities on your own worker), or a whole worker of ours.
-export { compactorPlugin, compactorWorkflowsPath, workerBuildId, type CompactorPlugin, type CompactorPluginOptions, type PluginRegistration } from './worker/plugin.js';
+export {
+  compactorPlugin,
+  compactorWorkflowsPath,
+  workerBuildId,
+  type CompactorPlugin,
+  type CompactorPluginOptions,
+  type PluginRegistration,
+} from './worker/plugin.js';
 export { createActivities, type ActivityDeps, type CompactorActivities } from './activities/index.js';
-export { createWorker, runWorker, type CompactorWorker, type CompactorWorkerConfig, type WorkerMode } from './worker/create-worker.js';
+export {
+  createWorker,
+  runWorker,
+  type CompactorWorker,
+  type CompactorWorkerConfig,
+  type WorkerMode,
+} from './worker/create-worker.js';
 // Configuration (environment and flags) and the connection it describes.
-export { loadConfig, ConfigError, type CompactorConfig, type LoadConfigOptions, type TemporalSettings } from './config.js';
-export { connectTemporal, TemporalConnectionError, type ConnectTemporalOptions, type TemporalConnection } from './worker/temporal-connection.js';
+export {
+  loadConfig,
+  ConfigError,
+  type CompactorConfig,
+  type LoadConfigOptions,
+  type TemporalSettings,
+} from './config.js';
+export {
+  connectTemporal,
+  TemporalConnectionError,
+  type ConnectTemporalOptions,
+  type TemporalConnection,
+} from './worker/temporal-connection.js';
 // An agent run's transcript, read back from its histories.
 export { readSession, SessionReadError, type ReadSessionOptions } from './client/session-reader.js';
 // Payloads by reference: the data converter of a configuration (codec + chunk store), the codec
@@ -38,6 +67,13 @@ export {
 } from './payloads/index.js';
 export { startCodecServer, type CodecServer, type CodecServerOptions } from './payloads/codec-server.js';
 // Tracing and metrics: the setup and the names of the spans and metrics.
-export { createTracing, tracingWorkflowInterceptorModules, type CompactorTracing, type CompactorTracingOptions, type TracingOption, type TracingSetting } from './telemetry/tracing.js';
+export {
+  createTracing,
+  tracingWorkflowInterceptorModules,
+  type CompactorTracing,
+  type CompactorTracingOptions,
+  type TracingOption,
+  type TracingSetting,
+} from './telemetry/tracing.js';
 export { installTelemetryRuntime, type TelemetryRuntimeOptions } from './telemetry/metrics.js';
 export { COMPACTION_SPAN_NAME, CompactionSpanAttribute, CompactionMetric } from './core/compaction/telemetry.js';

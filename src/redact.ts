@@ -13,9 +13,14 @@ export const SECRET_VARIABLES = ['OPENAI_API_KEY', 'TEMPORAL_API_KEY'] as const;
 const MIN_SECRET_LENGTH = 8;
 
 /** The secret values to keep out of failures: the worker's keys from `env`, plus `extra` (a client's own key). */
-export function workerSecrets(extra: ReadonlyArray<string | null | undefined> = [], env: Readonly<Record<string, string | undefined>> = process.env): string[] {
+export function workerSecrets(
+  extra: ReadonlyArray<string | null | undefined> = [],
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): string[] {
   const values = [...SECRET_VARIABLES.map((name) => env[name]?.trim()), ...extra.map((value) => value?.trim())];
-  return [...new Set(values.filter((value): value is string => value !== undefined && value.length >= MIN_SECRET_LENGTH))];
+  return [
+    ...new Set(values.filter((value): value is string => value !== undefined && value.length >= MIN_SECRET_LENGTH)),
+  ];
 }
 
 /** `text` with every occurrence of a secret replaced by {@link REDACTED}. */

@@ -8,12 +8,25 @@
 export type * from './core/types.js';
 // Failure types (docs/design.md#failure-types): list them in `nonRetryableErrorTypes`, match them on a caught failure.
 export { FailureType, InvalidInputError, SummarizerError, type SummarizerFailureKind } from './core/errors.js';
-export { ChatFailureType, ReplayFailureType, ToolFailureType, RunFailureType, UpdateFailureType } from './core/agent/agent-errors.js';
+export {
+  ChatFailureType,
+  ReplayFailureType,
+  ToolFailureType,
+  RunFailureType,
+  UpdateFailureType,
+} from './core/agent/agent-errors.js';
 export type { InvalidInputDetails } from './shared/failures.js';
 export type { PayloadTooLargeDetails } from './core/limits/payload-size.js';
 // Messages and options.
 export { toProviderMessages, validateMessages } from './core/schema.js';
-export { REFERENCE_EXACT, type ElisionEpochs, type ElisionEndsPass, type CompactionOptions, type Duration, type CallOverrides } from './core/compaction/options.js';
+export {
+  REFERENCE_EXACT,
+  type ElisionEpochs,
+  type ElisionEndsPass,
+  type CompactionOptions,
+  type Duration,
+  type CallOverrides,
+} from './core/compaction/options.js';
 // Compaction inside any workflow (docs/design.md#workflow-compact).
 export {
   compact,
@@ -26,11 +39,25 @@ export {
 // Counters (docs/design.md#counting): deterministic, so a workflow may count with them.
 export { createCharCounter, defaultCounter, type CharCounterOptions } from './core/counting/tokens.js';
 export { createBpeCounter, type BpeCounterOptions, type BpeEncodingName } from './core/counting/bpe-counter.js';
-export { UsageCounter, type UsageCounterOptions, type UsageCounterState, type UsageCalibrationState } from './core/counting/usage-counter.js';
-export { withRequestFraming, type RequestCounter, type RequestFramingOptions, type ToolDeclaration } from './core/counting/request-counter.js';
+export {
+  UsageCounter,
+  type UsageCounterOptions,
+  type UsageCounterState,
+  type UsageCalibrationState,
+} from './core/counting/usage-counter.js';
+export {
+  withRequestFraming,
+  type RequestCounter,
+  type RequestFramingOptions,
+  type ToolDeclaration,
+} from './core/counting/request-counter.js';
 export type { SummarizerUsage } from './core/counting/summarizer-usage.js';
 // The workflow `compactConversation` (docs/design.md#compact-conversation).
-export { compactConversation, type CompactConversationInput, type CompactConversationOptions } from './workflows/compact-conversation.js';
+export {
+  compactConversation,
+  type CompactConversationInput,
+  type CompactConversationOptions,
+} from './workflows/compact-conversation.js';
 // The agent loop `agentRun` (docs/design.md#agent-run): the workflow, its definitions, its input and compaction history.
 export { agentRun } from './workflows/agent-run.js';
 export {
@@ -58,7 +85,13 @@ export type {
   Tokenizer,
 } from './core/agent/agent-input.js';
 export type { BuiltInToolName } from './core/agent/tool-declarations.js';
-export { compactionRecordsFromSession, type CompactionRecord, type CompactionKind, type CompactionHistory, type CompactionTotals } from './core/agent/compaction-history.js';
+export {
+  compactionRecordsFromSession,
+  type CompactionRecord,
+  type CompactionKind,
+  type CompactionHistory,
+  type CompactionTotals,
+} from './core/agent/compaction-history.js';
 export type { Pricing, RoundUsage, RunUsage } from './core/agent/run-usage.js';
 // The transcript an agent run writes (docs/design.md#transcript-format), and replaying it.
 export {

@@ -31,22 +31,37 @@ describe('public API (api/*.api.md)', () => {
     }
   }, 300_000);
 
-  it.each(API_ENTRIES.map((entry) => [entry.importPath, entry] as const))('%s: the committed report is what `npm run api:report` writes', (_name, entry) => {
-    const exports = api.get(entry) ?? [];
-    expect(committed(entry), `api/${entry.report} is stale or missing: run npm run api:report`).toBe(renderReport(entry, exports));
-  });
+  it.each(API_ENTRIES.map((entry) => [entry.importPath, entry] as const))(
+    '%s: the committed report is what `npm run api:report` writes',
+    (_name, entry) => {
+      const exports = api.get(entry) ?? [];
+      expect(committed(entry), `api/${entry.report} is stale or missing: run npm run api:report`).toBe(
+        renderReport(entry, exports),
+      );
+    },
+  );
 
-  it.each(API_ENTRIES.map((entry) => [entry.importPath, entry] as const))('%s: within its count of runtime names, and the report lists exactly those', (_name, entry) => {
-    const names = runtime.get(entry) ?? [];
-    expect(names.length, `${entry.importPath} exports ${names.length} runtime names: ${names.join(', ')}`).toBeLessThanOrEqual(entry.maxRuntimeNames);
-    const reported = (api.get(entry) ?? []).filter((row) => row.runtime).map((row) => row.name);
-    expect(reported).toEqual(names);
-  });
+  it.each(API_ENTRIES.map((entry) => [entry.importPath, entry] as const))(
+    '%s: within its count of runtime names, and the report lists exactly those',
+    (_name, entry) => {
+      const names = runtime.get(entry) ?? [];
+      expect(
+        names.length,
+        `${entry.importPath} exports ${names.length} runtime names: ${names.join(', ')}`,
+      ).toBeLessThanOrEqual(entry.maxRuntimeNames);
+      const reported = (api.get(entry) ?? []).filter((row) => row.runtime).map((row) => row.name);
+      expect(reported).toEqual(names);
+    },
+  );
 
   it('package.json exports the reported entries and no other', () => {
-    const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { exports?: Record<string, unknown> };
+    const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+      exports?: Record<string, unknown>;
+    };
     const subpaths = Object.keys(pkg.exports ?? {}).filter((subpath) => subpath !== './package.json');
-    const expected = API_ENTRIES.map((entry) => (entry.importPath === 'temporal-compactor' ? '.' : `./${entry.importPath.slice('temporal-compactor/'.length)}`));
+    const expected = API_ENTRIES.map((entry) =>
+      entry.importPath === 'temporal-compactor' ? '.' : `./${entry.importPath.slice('temporal-compactor/'.length)}`,
+    );
     expect(subpaths.sort()).toEqual(expected.sort());
   });
 });

@@ -21,7 +21,9 @@ import type { ChatMessage, CompactionResult } from '../src/core/types.js';
 import { createExtractiveSummarizer } from '../src/summarizers/extractive.js';
 import { bundleWorkflows, testConnection, uniqueId, withWorker, type TestConnection } from './support/temporal.js';
 
-const TRAJECTORY = fileURLToPath(new URL('../examples/trajectories/taubench_gpt4o_airline_task2_trial1.json', import.meta.url));
+const TRAJECTORY = fileURLToPath(
+  new URL('../examples/trajectories/taubench_gpt4o_airline_task2_trial1.json', import.meta.url),
+);
 const trajectory = (): ChatMessage[] => JSON.parse(readFileSync(TRAJECTORY, 'utf8'));
 
 function capture(env: Record<string, string | undefined> = {}): CliIo & { out: () => string; err: () => string } {
@@ -63,12 +65,16 @@ describe('temporal-compactor compact', () => {
       expect(JSON.parse(io.out())).toEqual(expected.messages);
       expect(expected.summary).not.toBeNull();
       const report = io.err();
-      expect(report).toContain(`${messages.length} messages (JSON array), ${groupDigits(budget)} tokens (character estimator)`);
+      expect(report).toContain(
+        `${messages.length} messages (JSON array), ${groupDigits(budget)} tokens (character estimator)`,
+      );
       expect(report).toContain(`Budget ${groupDigits(budget)} tokens (the conversation's own size`);
       expect(report).toContain('Summarizer: built-in offline extractive summarizer');
       expect(report).toContain('Ran in this process');
       expect(report).toContain(COMPACT_TABLE_HEADER);
-      expect(report).toContain(`${tableRow(expected, messages.length)} summary (${groupDigits(expected.summary?.length ?? 0)} chars) | no | no |`);
+      expect(report).toContain(
+        `${tableRow(expected, messages.length)} summary (${groupDigits(expected.summary?.length ?? 0)} chars) | no | no |`,
+      );
     });
 
     describe('--budget', () => {
@@ -101,7 +107,7 @@ describe('temporal-compactor compact', () => {
       });
     });
 
-    it('--out writes the file in the input\'s shape ({ messages } keeps its other fields) and leaves stdout empty', async () => {
+    it("--out writes the file in the input's shape ({ messages } keeps its other fields) and leaves stdout empty", async () => {
       const messages = trajectory();
       const input = fileWith('wrapped.json', JSON.stringify({ id: 'run-7', messages, note: { kept: true } }));
       const out = join(directory, 'out.json');
@@ -135,7 +141,10 @@ describe('temporal-compactor compact', () => {
 
   describe('errors', () => {
     it('bad JSON names the file, the line and the column', async () => {
-      const path = fileWith('broken.json', '[\n  {"role": "user", "content": "hi"},\n  {"role": "assistant" "content": "x"}\n]\n');
+      const path = fileWith(
+        'broken.json',
+        '[\n  {"role": "user", "content": "hi"},\n  {"role": "assistant" "content": "x"}\n]\n',
+      );
       const io = capture();
       expect(await main(['compact', path], io)).toBe(1);
       expect(io.err()).toContain(`temporal-compactor compact: ${path}: not valid JSON at line 3, column 24`);
@@ -150,9 +159,17 @@ describe('temporal-compactor compact', () => {
       const path = fileWith('bad-message.json', JSON.stringify(messages));
       const io = capture();
       expect(await main(['compact', path], io)).toBe(1);
-      expect(io.err()).toBe(`temporal-compactor compact: ${path}: messages[3].tool_call_id: required for role "tool"\n`);
-      expect(() => parseConversation(JSON.stringify({ messages: [{ role: 'robot', content: 'x' }] }), 'f.json')).toThrow(
-        expect.objectContaining({ field: 'messages[0].role', index: 0, message: 'f.json: messages[0].role: must be one of system, developer, user, assistant, tool' }),
+      expect(io.err()).toBe(
+        `temporal-compactor compact: ${path}: messages[3].tool_call_id: required for role "tool"\n`,
+      );
+      expect(() =>
+        parseConversation(JSON.stringify({ messages: [{ role: 'robot', content: 'x' }] }), 'f.json'),
+      ).toThrow(
+        expect.objectContaining({
+          field: 'messages[0].role',
+          index: 0,
+          message: 'f.json: messages[0].role: must be one of system, developer, user, assistant, tool',
+        }),
       );
       const shape = capture();
       expect(await main(['compact', fileWith('shape.json', '{"conversation": []}')], shape)).toBe(1);
@@ -176,12 +193,21 @@ describe('temporal-compactor compact', () => {
         [['compact', TRAJECTORY, '--budget'], '--budget needs a value'],
         [['compact', TRAJECTORY, '--via-workflow=yes'], '--via-workflow takes no value'],
         [['compact', TRAJECTORY, '--keep-recent', 'four'], '--keep-recent takes a whole number, got "four"'],
-        [['compact', TRAJECTORY, '--trigger-ratio', '1.5'], '--trigger-ratio takes a ratio over 0 and at most 1, e.g. 0.5, got "1.5"'],
-        [['compact', TRAJECTORY, '--target-ratio', '0.9'], '--target-ratio: must not exceed --trigger-ratio (0.8), got 0.9'],
+        [
+          ['compact', TRAJECTORY, '--trigger-ratio', '1.5'],
+          '--trigger-ratio takes a ratio over 0 and at most 1, e.g. 0.5, got "1.5"',
+        ],
+        [
+          ['compact', TRAJECTORY, '--target-ratio', '0.9'],
+          '--target-ratio: must not exceed --trigger-ratio (0.8), got 0.9',
+        ],
         [['compact', TRAJECTORY, '--max-attempts', '0'], '--max-attempts: Too small: expected number to be >=1'],
         [['compact', TRAJECTORY, '--retry-backoff', 'soon'], '--retry-backoff: must be milliseconds or a duration'],
         [['compact', TRAJECTORY, '--target', '0'], '--target takes a positive whole number of tokens, got "0"'],
-        [['compact', TRAJECTORY, '--out', join(directory, 'no-such-dir', 'out.json')], `the directory ${join(directory, 'no-such-dir')} does not exist`],
+        [
+          ['compact', TRAJECTORY, '--out', join(directory, 'no-such-dir', 'out.json')],
+          `the directory ${join(directory, 'no-such-dir')} does not exist`,
+        ],
       ];
       for (const [argv, message] of cases) {
         const io = capture();
@@ -203,7 +229,12 @@ describe('temporal-compactor compact', () => {
       // The same bundle for the worker the CLI starts (COMPACTOR_WORKFLOW_BUNDLE): one bundling per file.
       bundlePath = fileWith('workflow-bundle.js', bundle.code);
     });
-    const serverEnv = (taskQueue: string) => ({ TEMPORAL_ADDRESS: t.address, TEMPORAL_NAMESPACE: t.namespace, COMPACTOR_TASK_QUEUE: taskQueue, COMPACTOR_WORKFLOW_BUNDLE: bundlePath });
+    const serverEnv = (taskQueue: string) => ({
+      TEMPORAL_ADDRESS: t.address,
+      TEMPORAL_NAMESPACE: t.namespace,
+      COMPACTOR_TASK_QUEUE: taskQueue,
+      COMPACTOR_WORKFLOW_BUNDLE: bundlePath,
+    });
 
     it('with no worker polling, starts one in this process and gives the same messages as in-process', async () => {
       const local = capture();
@@ -212,13 +243,19 @@ describe('temporal-compactor compact', () => {
       expect(await main(['compact', TRAJECTORY, '--budget', '6000', '--via-workflow'], io)).toBe(0);
       expect(JSON.parse(io.out())).toEqual(JSON.parse(local.out()));
       expect(io.out()).toBe(local.out());
-      const workflowId = /Started workflow (compact-taubench_gpt4o_airline_task2_trial1-\S+) on task queue "([^"]+)"/.exec(io.err());
+      const workflowId =
+        /Started workflow (compact-taubench_gpt4o_airline_task2_trial1-\S+) on task queue "([^"]+)"/.exec(io.err());
       expect(workflowId, io.err()).not.toBeNull();
       expect(io.err()).toContain('starting one in this process');
       expect(io.err()).toContain('run by a worker in this process');
-      expect(io.err()).toContain(`Inspect it: temporal workflow show --address ${t.address} --namespace ${t.namespace} --workflow-id ${workflowId?.[1]}`);
+      expect(io.err()).toContain(
+        `Inspect it: temporal workflow show --address ${t.address} --namespace ${t.namespace} --workflow-id ${workflowId?.[1]}`,
+      );
       // The same table row: the run's result is the engine's.
-      const row = local.err().split('\n').find((line) => /^\| [\d,]+ → /.test(line));
+      const row = local
+        .err()
+        .split('\n')
+        .find((line) => /^\| [\d,]+ → /.test(line));
       expect(row).toBeDefined();
       expect(io.err()).toContain(row);
       const description = await t.client.workflow.getHandle(workflowId?.[1] ?? '').describe();
@@ -231,15 +268,23 @@ describe('temporal-compactor compact', () => {
       const local = capture();
       expect(await main(['compact', TRAJECTORY], local)).toBe(0);
       const io = capture(serverEnv(t.taskQueue));
-      const code = await withWorker(t, { workflowBundle: bundle, activities: createActivities({ summarizer: createExtractiveSummarizer() }) }, async () => {
-        // The CLI looks for pollers: wait until the server has seen this worker's first poll.
-        for (let tries = 0; tries < 100; tries += 1) {
-          const { pollers } = await t.client.workflowService.describeTaskQueue({ namespace: t.namespace, taskQueue: { name: t.taskQueue }, taskQueueType: proto.temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW });
-          if ((pollers ?? []).length > 0) break;
-          await new Promise((resolve) => setTimeout(resolve, 100));
-        }
-        return main(['compact', TRAJECTORY, '--via-workflow'], io);
-      });
+      const code = await withWorker(
+        t,
+        { workflowBundle: bundle, activities: createActivities({ summarizer: createExtractiveSummarizer() }) },
+        async () => {
+          // The CLI looks for pollers: wait until the server has seen this worker's first poll.
+          for (let tries = 0; tries < 100; tries += 1) {
+            const { pollers } = await t.client.workflowService.describeTaskQueue({
+              namespace: t.namespace,
+              taskQueue: { name: t.taskQueue },
+              taskQueueType: proto.temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+            });
+            if ((pollers ?? []).length > 0) break;
+            await new Promise((resolve) => setTimeout(resolve, 100));
+          }
+          return main(['compact', TRAJECTORY, '--via-workflow'], io);
+        },
+      );
       expect(code, io.err()).toBe(0);
       expect(io.err()).toContain(`Workers poll task queue "${t.taskQueue}"`);
       expect(io.err()).toContain('run by the workers polling it');
@@ -253,17 +298,44 @@ describe('temporal-compactor compact', () => {
       await new Promise<void>((resolve) => server.close(() => resolve()));
       const port = address !== null && typeof address === 'object' ? address.port : 0;
       const local = capture({ OPENAI_BASE_URL: `http://127.0.0.1:${port}/v1` });
-      expect(await main(['compact', TRAJECTORY, '--budget', '6000', '--max-attempts', '2', '--retry-backoff', '10ms'], local)).toBe(3);
-      const io = capture({ ...serverEnv(uniqueId('compact-cli-down')), OPENAI_BASE_URL: `http://127.0.0.1:${port}/v1` });
-      expect(await main(['compact', TRAJECTORY, '--budget', '6000', '--max-attempts', '2', '--retry-backoff', '10ms', '--via-workflow'], io)).toBe(3);
+      expect(
+        await main(
+          ['compact', TRAJECTORY, '--budget', '6000', '--max-attempts', '2', '--retry-backoff', '10ms'],
+          local,
+        ),
+      ).toBe(3);
+      const io = capture({
+        ...serverEnv(uniqueId('compact-cli-down')),
+        OPENAI_BASE_URL: `http://127.0.0.1:${port}/v1`,
+      });
+      expect(
+        await main(
+          [
+            'compact',
+            TRAJECTORY,
+            '--budget',
+            '6000',
+            '--max-attempts',
+            '2',
+            '--retry-backoff',
+            '10ms',
+            '--via-workflow',
+          ],
+          io,
+        ),
+      ).toBe(3);
       expect(io.out()).toBe(local.out());
-      expect(io.err()).toMatch(/Hard trim because the summarizer failed: .*ECONNREFUSED 127\.0\.0\.1:\d+.* \(2 attempts failed\)\n/);
+      expect(io.err()).toMatch(
+        /Hard trim because the summarizer failed: .*ECONNREFUSED 127\.0\.0\.1:\d+.* \(2 attempts failed\)\n/,
+      );
     });
 
     it('a server that cannot be reached fails with exit 1 and says where it tried', async () => {
       const io = capture({ TEMPORAL_ADDRESS: '127.0.0.1:1' });
       expect(await main(['compact', TRAJECTORY, '--via-workflow'], io)).toBe(1);
-      expect(io.err()).toMatch(/^temporal-compactor compact: cannot connect to the Temporal server at 127\.0\.0\.1:1 \(TEMPORAL_ADDRESS\): .*or compact without --via-workflow\)\n$/);
+      expect(io.err()).toMatch(
+        /^temporal-compactor compact: cannot connect to the Temporal server at 127\.0\.0\.1:1 \(TEMPORAL_ADDRESS\): .*or compact without --via-workflow\)\n$/,
+      );
       expect(io.out()).toBe('');
     });
   });

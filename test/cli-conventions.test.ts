@@ -13,13 +13,20 @@ import { createExtractiveSummarizer } from '../src/summarizers/extractive.js';
 import { runCli, spawnCli } from './support/cli-process.js';
 import { startFakeOpenAI, type FakeOpenAI } from './support/fake-openai.js';
 
-const TRAJECTORY = fileURLToPath(new URL('../examples/trajectories/taubench_gpt4o_airline_task2_trial1.json', import.meta.url));
+const TRAJECTORY = fileURLToPath(
+  new URL('../examples/trajectories/taubench_gpt4o_airline_task2_trial1.json', import.meta.url),
+);
 /** The largest bundled trajectory: printed whole, it is far over a pipe's buffer. */
-const LARGE = fileURLToPath(new URL('../examples/trajectories/swesmith_claude37_getmoto__moto-pr_6055.json', import.meta.url));
+const LARGE = fileURLToPath(
+  new URL('../examples/trajectories/swesmith_claude37_getmoto__moto-pr_6055.json', import.meta.url),
+);
 const trajectory = (): ChatMessage[] => JSON.parse(readFileSync(TRAJECTORY, 'utf8'));
 const packageVersion: unknown = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version;
 
-function capture(env: Record<string, string | undefined> = {}, stdin?: string): CliIo & { out: () => string; err: () => string } {
+function capture(
+  env: Record<string, string | undefined> = {},
+  stdin?: string,
+): CliIo & { out: () => string; err: () => string } {
   let out = '';
   let err = '';
   return {
@@ -44,15 +51,30 @@ async function closedPort(): Promise<number> {
 
 describe('temporal-compactor conventions', { timeout: 60_000 }, () => {
   describe('--help', () => {
-    const helpCalls: string[][] = [['--help'], ['-h'], ['help'], ...Object.keys(commands).flatMap((name) => [[name, '--help'], [name, '-h'], ['help', name]])];
-    it.each(helpCalls.map((argv) => ({ argv, line: argv.join(' ') })))('$line: exit 0, the text on stdout, no line over 100 columns', async ({ argv }) => {
-      const io = capture();
-      expect(await main(argv, io)).toBe(0);
-      expect(io.err()).toBe('');
-      expect(io.out()).toMatch(/^usage: temporal-compactor /);
-      const long = io.out().split('\n').filter((line) => line.length > 100);
-      expect(long).toEqual([]);
-    });
+    const helpCalls: string[][] = [
+      ['--help'],
+      ['-h'],
+      ['help'],
+      ...Object.keys(commands).flatMap((name) => [
+        [name, '--help'],
+        [name, '-h'],
+        ['help', name],
+      ]),
+    ];
+    it.each(helpCalls.map((argv) => ({ argv, line: argv.join(' ') })))(
+      '$line: exit 0, the text on stdout, no line over 100 columns',
+      async ({ argv }) => {
+        const io = capture();
+        expect(await main(argv, io)).toBe(0);
+        expect(io.err()).toBe('');
+        expect(io.out()).toMatch(/^usage: temporal-compactor /);
+        const long = io
+          .out()
+          .split('\n')
+          .filter((line) => line.length > 100);
+        expect(long).toEqual([]);
+      },
+    );
 
     it('lists every command at the top, and each command its own options', async () => {
       const top = capture();
@@ -61,7 +83,16 @@ describe('temporal-compactor conventions', { timeout: 60_000 }, () => {
       expect(top.out()).toMatch(/^ {2}--temporal-address +TEMPORAL_ADDRESS$/m);
       const compact = capture();
       await main(['compact', '--help'], compact);
-      for (const flag of ['--budget N', '--target N', '--keep-recent N', '--age-observations', '--trigger-ratio R', '--target-ratio R', '--out FILE', '--via-workflow']) {
+      for (const flag of [
+        '--budget N',
+        '--target N',
+        '--keep-recent N',
+        '--age-observations',
+        '--trigger-ratio R',
+        '--target-ratio R',
+        '--out FILE',
+        '--via-workflow',
+      ]) {
         expect(compact.out()).toMatch(new RegExp(`^  ${flag} +\\S`, 'm'));
       }
     });
@@ -71,7 +102,8 @@ describe('temporal-compactor conventions', { timeout: 60_000 }, () => {
       for (const command of Object.values(commands)) {
         expect(reference).toContain(`## ${command.name}\n`);
         expect(reference).toContain(`temporal-compactor ${command.name} ${command.usage}\n`);
-        for (const option of Object.keys(command.options ?? {})) expect(reference, `${command.name} --${option}`).toContain(`--${option}`);
+        for (const option of Object.keys(command.options ?? {}))
+          expect(reference, `${command.name} --${option}`).toContain(`--${option}`);
       }
     });
 
@@ -108,7 +140,10 @@ describe('temporal-compactor conventions', { timeout: 60_000 }, () => {
     expect(before.err()).toContain('unknown option --keep-recent: options come after the command');
     const bare = capture();
     expect(await main([], bare)).toBe(2);
-    expect([bare.out(), bare.err()]).toEqual(['', expect.stringContaining('usage: temporal-compactor <command> [options]')]);
+    expect([bare.out(), bare.err()]).toEqual([
+      '',
+      expect.stringContaining('usage: temporal-compactor <command> [options]'),
+    ]);
   });
 
   describe('compact', () => {
@@ -116,8 +151,18 @@ describe('temporal-compactor conventions', { timeout: 60_000 }, () => {
       const messages = trajectory();
       const budget = 6000;
       const withFlags = capture();
-      expect(await main(['compact', TRAJECTORY, '--budget', String(budget), '--keep-recent', '2', '--age-observations'], withFlags)).toBe(0);
-      const expected = await new Compactor({ summarizer: createExtractiveSummarizer(), contextBudget: budget, keepRecent: 2, ageObservations: true }).compact(messages);
+      expect(
+        await main(
+          ['compact', TRAJECTORY, '--budget', String(budget), '--keep-recent', '2', '--age-observations'],
+          withFlags,
+        ),
+      ).toBe(0);
+      const expected = await new Compactor({
+        summarizer: createExtractiveSummarizer(),
+        contextBudget: budget,
+        keepRecent: 2,
+        ageObservations: true,
+      }).compact(messages);
       expect(JSON.parse(withFlags.out())).toEqual(expected.messages);
       expect(expected.messages.slice(-2)).toEqual(messages.slice(-2));
       expect(withFlags.err()).toContain('Options: --keep-recent 2 --age-observations.');
@@ -131,8 +176,14 @@ describe('temporal-compactor conventions', { timeout: 60_000 }, () => {
     it('--target aims the hard trim and --target-ratio moves the low-water mark', async () => {
       const messages = trajectory();
       const io = capture();
-      expect(await main(['compact', TRAJECTORY, '--budget', '6000', '--target', '1500', '--target-ratio', '0.4'], io)).toBe(0);
-      const expected = await new Compactor({ summarizer: createExtractiveSummarizer(), contextBudget: 6000, targetRatio: 0.4 }).compact(messages, { target: 1500 });
+      expect(
+        await main(['compact', TRAJECTORY, '--budget', '6000', '--target', '1500', '--target-ratio', '0.4'], io),
+      ).toBe(0);
+      const expected = await new Compactor({
+        summarizer: createExtractiveSummarizer(),
+        contextBudget: 6000,
+        targetRatio: 0.4,
+      }).compact(messages, { target: 1500 });
       expect(JSON.parse(io.out())).toEqual(expected.messages);
       expect(io.err()).toContain('low-water mark 1,500 (--target 1,500)');
     });
@@ -151,7 +202,10 @@ describe('temporal-compactor conventions', { timeout: 60_000 }, () => {
       const run = await runCli(['compact', '-', '--budget', '6000'], {}, text);
       expect([run.code, run.stdout]).toEqual([0, fromFile.out()]);
       const empty = await runCli(['compact', '-'], {}, '');
-      expect([empty.code, empty.stderr]).toEqual([1, 'temporal-compactor compact: <stdin>: is empty: expected a JSON array of chat messages\n']);
+      expect([empty.code, empty.stderr]).toEqual([
+        1,
+        'temporal-compactor compact: <stdin>: is empty: expected a JSON array of chat messages\n',
+      ]);
     });
 
     it('a reader that goes away (| head -1) ends it quietly with exit 0', async () => {
@@ -177,11 +231,19 @@ describe('temporal-compactor conventions', { timeout: 60_000 }, () => {
         const messages = trajectory();
         const io = capture({ OPENAI_BASE_URL: `http://127.0.0.1:${await closedPort()}/v1` });
         expect(await main(['compact', TRAJECTORY, '--budget', '6000', '--retry-backoff', '1ms'], io)).toBe(3);
-        const trimmed = await new Compactor({ summarizer: { summarize: () => Promise.reject(new Error('down')) }, contextBudget: 6000, retryBackoff: 1 }).compact(messages);
+        const trimmed = await new Compactor({
+          summarizer: { summarize: () => Promise.reject(new Error('down')) },
+          contextBudget: 6000,
+          retryBackoff: 1,
+        }).compact(messages);
         expect(trimmed.fallback).toBe(true);
         expect(JSON.parse(io.out())).toEqual(trimmed.messages);
-        expect(io.err()).toMatch(/Hard trim because the summarizer failed: summarizer: .*ECONNREFUSED 127\.0\.0\.1:\d+.* \(3 attempts failed\)\n/);
-        expect(io.err()).toMatch(/warning: the summarizer failed \(why: above\), so the output is the hard trim; exit code 3\n$/);
+        expect(io.err()).toMatch(
+          /Hard trim because the summarizer failed: summarizer: .*ECONNREFUSED 127\.0\.0\.1:\d+.* \(3 attempts failed\)\n/,
+        );
+        expect(io.err()).toMatch(
+          /warning: the summarizer failed \(why: above\), so the output is the hard trim; exit code 3\n$/,
+        );
       });
 
       it('401 from the provider: refused at once, and said so', async () => {

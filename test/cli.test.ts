@@ -37,7 +37,16 @@ describe('temporal-compactor CLI', { timeout: 90_000 }, () => {
     const name = 'generated_parallel-calls';
     const workflowId = uniqueId('cli-run');
     const outcome: AgentOutcome = await withWorker(t, { workflowBundle: bundle, activities: replayActivities() }, () =>
-      runAgent(t, { messages: openingOf(name), model: { provider: 'replay', trajectory: name, contextWindow: 14_000, maxOutputTokens: 1000 }, compaction: { keepRecent: 4 }, maxRounds: 1000 }, workflowId),
+      runAgent(
+        t,
+        {
+          messages: openingOf(name),
+          model: { provider: 'replay', trajectory: name, contextWindow: 14_000, maxOutputTokens: 1000 },
+          compaction: { keepRecent: 4 },
+          maxRounds: 1000,
+        },
+        workflowId,
+      ),
     );
     expect(outcome.status).toBe('completed');
     // No worker polls now: a completed run is read from its result.
@@ -45,7 +54,9 @@ describe('temporal-compactor CLI', { timeout: 90_000 }, () => {
     expect(await main(['history', workflowId], history)).toBe(0);
     const lines = history.out().split('\n');
     const reclaimed = outcome.compactions.reduce((sum, record) => sum + record.tokensBefore - record.tokensAfter, 0);
-    expect(lines[0]).toBe(`agentRun ${workflowId} · COMPLETED · ${outcome.compactions.length} compactions · ${groupDigits(reclaimed)} tokens reclaimed`);
+    expect(lines[0]).toBe(
+      `agentRun ${workflowId} · COMPLETED · ${outcome.compactions.length} compactions · ${groupDigits(reclaimed)} tokens reclaimed`,
+    );
     expect(lines).toContain(COMPACTION_TABLE_HEADER);
     const rows = lines.filter((line) => /^\| \d+ \|/.test(line));
     expect(rows).toHaveLength(outcome.compactions.length);
@@ -63,7 +74,9 @@ describe('temporal-compactor CLI', { timeout: 90_000 }, () => {
     const readable = capture(t);
     expect(await main(['session', workflowId], readable)).toBe(0);
     const text = readable.out().split('\n');
-    expect(text.filter((line) => line.startsWith('── compaction:'))).toHaveLength(outcome.session.filter((line) => line.type === 'compaction').length);
+    expect(text.filter((line) => line.startsWith('── compaction:'))).toHaveLength(
+      outcome.session.filter((line) => line.type === 'compaction').length,
+    );
     expect(text[0]).toMatch(/^m1 +user +/);
   });
 
@@ -71,15 +84,27 @@ describe('temporal-compactor CLI', { timeout: 90_000 }, () => {
     const name = 'taubench_gpt4o_airline_task46_trial3';
     const workflowId = uniqueId('cli-failed');
     await withWorker(t, { workflowBundle: bundle, activities: replayActivities() }, async () => {
-      const outcome = await runAgent(t, { messages: openingOf(name), model: { provider: 'replay', trajectory: name, contextWindow: 2500, maxOutputTokens: 1000 }, compaction: {} }, workflowId);
+      const outcome = await runAgent(
+        t,
+        {
+          messages: openingOf(name),
+          model: { provider: 'replay', trajectory: name, contextWindow: 2500, maxOutputTokens: 1000 },
+          compaction: {},
+        },
+        workflowId,
+      );
       expect(outcome.status).toBe('failed');
       const io = capture(t);
       expect(await main(['history', workflowId], io)).toBe(0);
       // Round 3 is over the room: the recent window gives way (docs/design.md#window-gives-way) and a summary makes it
       // fit; at round 4 even the hard trim cannot, and the run fails exhausted.
       expect(io.out()).toContain(`agentRun ${workflowId} · FAILED · 2 compactions · `);
-      expect(io.out()).toMatch(/\| 1 \| 3 \| .* \| summary \(\d+ chars\) \| no \| no \| \d+% \| [\d,]+ \|\n\| 2 \| 4 \| .* \| trim \| yes \| yes \| \d+% \| [\d,]+ \|\n/);
-      expect(io.out()).toMatch(/\nCost so far: [\d,]+ prompt tokens in 3 requests, \d+% from the cache \(modelled\); billed input ≈ [\d,]+/);
+      expect(io.out()).toMatch(
+        /\| 1 \| 3 \| .* \| summary \(\d+ chars\) \| no \| no \| \d+% \| [\d,]+ \|\n\| 2 \| 4 \| .* \| trim \| yes \| yes \| \d+% \| [\d,]+ \|\n/,
+      );
+      expect(io.out()).toMatch(
+        /\nCost so far: [\d,]+ prompt tokens in 3 requests, \d+% from the cache \(modelled\); billed input ≈ [\d,]+/,
+      );
     });
     // Without a worker, the query cannot be answered: the error says what is needed.
     const io = capture(t);

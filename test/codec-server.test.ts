@@ -35,18 +35,29 @@ function storeEnv(key = randomBytes(32).toString('base64')): Record<string, stri
 }
 
 async function serve(payloads: ConfiguredPayloads, options: Partial<CodecServerOptions> = {}): Promise<CodecServer> {
-  const server = await startCodecServer({ dataConverter: payloads.dataConverter, port: 0, allowedOrigins: [UI], ...options });
+  const server = await startCodecServer({
+    dataConverter: payloads.dataConverter,
+    port: 0,
+    allowedOrigins: [UI],
+    ...options,
+  });
   servers.push(server);
   return server;
 }
 
-const toJson = (payload: Payload) => PayloadProto.toObject(PayloadProto.fromObject(payload), { bytes: String, longs: String });
+const toJson = (payload: Payload) =>
+  PayloadProto.toObject(PayloadProto.fromObject(payload), { bytes: String, longs: String });
 const fromJson = (value: unknown): Payload => {
   if (typeof value !== 'object' || value === null) throw new Error(`not a payload: ${JSON.stringify(value)}`);
   return PayloadProto.fromObject(Object.fromEntries(Object.entries(value)));
 };
 
-async function call(server: CodecServer, path: string, payloads: Payload[], headers: Record<string, string> = {}): Promise<{ status: number; payloads: Payload[]; text: string; headers: Headers }> {
+async function call(
+  server: CodecServer,
+  path: string,
+  payloads: Payload[],
+  headers: Record<string, string> = {},
+): Promise<{ status: number; payloads: Payload[]; text: string; headers: Headers }> {
   const response = await fetch(`${server.url}${path}`, {
     method: 'POST',
     headers: { 'Content-Type': 'application/json', 'X-Namespace': 'default', ...headers },
@@ -55,7 +66,12 @@ async function call(server: CodecServer, path: string, payloads: Payload[], head
   const text = await response.text();
   const body: unknown = response.ok ? JSON.parse(text) : undefined;
   const list: unknown = typeof body === 'object' && body !== null ? Reflect.get(body, 'payloads') : [];
-  return { status: response.status, payloads: Array.isArray(list) ? list.map(fromJson) : [], text, headers: response.headers };
+  return {
+    status: response.status,
+    payloads: Array.isArray(list) ? list.map(fromJson) : [],
+    text,
+    headers: response.headers,
+  };
 }
 
 const plain = (value: unknown): Payload => {
@@ -63,9 +79,15 @@ const plain = (value: unknown): Payload => {
   if (payload === undefined) throw new Error('not convertible');
   return payload;
 };
-const valueOf = (payload: Payload | undefined): unknown => (payload === undefined ? undefined : defaultPayloadConverter.fromPayload(payload));
+const valueOf = (payload: Payload | undefined): unknown =>
+  payload === undefined ? undefined : defaultPayloadConverter.fromPayload(payload);
 
-const conversation = { messages: Array.from({ length: 40 }, (_, index) => ({ role: index % 2 === 0 ? 'user' : 'assistant', content: `turn ${index}: the build failed at line ${index * 7}` })) };
+const conversation = {
+  messages: Array.from({ length: 40 }, (_, index) => ({
+    role: index % 2 === 0 ? 'user' : 'assistant',
+    content: `turn ${index}: the build failed at line ${index * 7}`,
+  })),
+};
 
 describe('codec server: the remote codec protocol', () => {
   it('encodes as a worker does (large values become claims, small ones ciphertext) and decodes both back', async () => {
@@ -89,12 +111,19 @@ describe('codec server: the remote codec protocol', () => {
 
   it('resolves a claim the chunk store driver wrote, and one of format 1, and passes payloads that are not its own through', async () => {
     const payloads = payloadConverterFromConfig(loadConfig({ env: storeEnv() }));
-    const [stored] = await payloads.driver?.store({}, [plain(conversation)]) ?? [];
+    const [stored] = (await payloads.driver?.store({}, [plain(conversation)])) ?? [];
     if (stored === undefined) throw new Error('no claim');
     const reference = encodeReferencePayload({ driverName: CHUNK_STORE_DRIVER_NAME, claim: stored, sizeBytes: 5000 });
     // The same claim as histories from before format 2 hold it: the manifest id in hex, `keyId`.
-    const formatOne = new StorageDriverClaim({ manifest: Buffer.from(stored.claimData.m ?? '', 'base64url').toString('hex'), keyId: stored.claimData.k ?? '' });
-    const olderReference = encodeReferencePayload({ driverName: CHUNK_STORE_DRIVER_NAME, claim: formatOne, sizeBytes: 5000 });
+    const formatOne = new StorageDriverClaim({
+      manifest: Buffer.from(stored.claimData.m ?? '', 'base64url').toString('hex'),
+      keyId: stored.claimData.k ?? '',
+    });
+    const olderReference = encodeReferencePayload({
+      driverName: CHUNK_STORE_DRIVER_NAME,
+      claim: formatOne,
+      sizeBytes: 5000,
+    });
     const server = await serve(payloads);
     const decoded = await call(server, '/default/decode', [reference, plain({ note: 'not encoded' }), olderReference]);
     expect(decoded.status).toBe(200);
@@ -125,7 +154,10 @@ describe('codec server: the remote codec protocol', () => {
       const downloaded = await call(server, '/download?preserveStorageRefs=true', [claim]);
       expect(downloaded.payloads.map(valueOf)).toEqual([conversation]);
       const refused = await call(server, '/download', [claim, plain('not a claim')]);
-      expect([refused.status, refused.text]).toEqual([400, 'payloads[1]: not a storage reference: /download takes claims only\n']);
+      expect([refused.status, refused.text]).toEqual([
+        400,
+        'payloads[1]: not a storage reference: /download takes claims only\n',
+      ]);
     });
   });
 
@@ -138,8 +170,14 @@ describe('codec server: the remote codec protocol', () => {
       };
       expect(await post('not json')).toEqual([400, 'the body is not JSON: expected {"payloads": [...]}\n']);
       expect(await post('{"payloads": 3}')).toEqual([400, 'payloads: expected an array of payloads\n']);
-      expect(await post('{"payloads": [{"data": "aGk="}, {"data": "%%%"}]}')).toEqual([400, 'payloads[1].data: expected a base64 string\n']);
-      expect(await post('{"payloads": [{"metadata": {"encoding": 5}}]}')).toEqual([400, 'payloads[0].metadata.encoding: expected a base64 string\n']);
+      expect(await post('{"payloads": [{"data": "aGk="}, {"data": "%%%"}]}')).toEqual([
+        400,
+        'payloads[1].data: expected a base64 string\n',
+      ]);
+      expect(await post('{"payloads": [{"metadata": {"encoding": 5}}]}')).toEqual([
+        400,
+        'payloads[0].metadata.encoding: expected a base64 string\n',
+      ]);
       expect(await post('{"payloads": ["x"]}')).toEqual([400, 'payloads[0]: expected a payload object\n']);
       // Protobuf's JSON form leaves an empty list out.
       expect(await post('{}')).toEqual([200, '{"payloads":[]}']);
@@ -148,23 +186,40 @@ describe('codec server: the remote codec protocol', () => {
     it('answers 400 naming the payload whose claim cannot be resolved or whose key is not configured', async () => {
       const payloads = payloadConverterFromConfig(loadConfig({ env: storeEnv() }));
       const server = await serve(payloads);
-      const missing = encodeReferencePayload({ driverName: CHUNK_STORE_DRIVER_NAME, claim: new StorageDriverClaim({ manifest: 'ab'.repeat(32), keyId: 'k-test' }), sizeBytes: 10 });
+      const missing = encodeReferencePayload({
+        driverName: CHUNK_STORE_DRIVER_NAME,
+        claim: new StorageDriverClaim({ manifest: 'ab'.repeat(32), keyId: 'k-test' }),
+        sizeBytes: 10,
+      });
       const unresolvable = await call(server, '/decode', [plain('fine'), missing]);
       expect(unresolvable.status).toBe(400);
-      expect(unresolvable.text).toMatch(/^payloads\[1\]: cannot decode: payload store object v1\/manifests\/ab\/ab\/(ab){32} is missing from file:/);
+      expect(unresolvable.text).toMatch(
+        /^payloads\[1\]: cannot decode: payload store object v1\/manifests\/ab\/ab\/(ab){32} is missing from file:/,
+      );
 
       const [encrypted] = (await call(server, '/encode', [plain('secret')])).payloads;
-      const otherKey = await serve(payloadConverterFromConfig(loadConfig({ env: { COMPACTOR_CODEC_KEY: randomBytes(32).toString('base64'), COMPACTOR_CODEC_KEY_ID: 'k-other' } })));
+      const otherKey = await serve(
+        payloadConverterFromConfig(
+          loadConfig({
+            env: { COMPACTOR_CODEC_KEY: randomBytes(32).toString('base64'), COMPACTOR_CODEC_KEY_ID: 'k-other' },
+          }),
+        ),
+      );
       const wrongKey = await call(otherKey, '/decode', [encrypted ?? {}]);
       expect(wrongKey.status).toBe(400);
-      expect(wrongKey.text).toContain('payloads[0]: cannot decode: a payload is encrypted with key id "k-test", which is not configured');
+      expect(wrongKey.text).toContain(
+        'payloads[0]: cannot decode: a payload is encrypted with key id "k-test", which is not configured',
+      );
     });
 
     it('serves /decode, /encode and /download at any depth, by POST only', async () => {
       const server = await serve(payloadConverterFromConfig(loadConfig({ env: storeEnv() })));
       expect((await call(server, '/my-namespace/decode', [plain(1)])).status).toBe(200);
       const elsewhere = await call(server, '/decoder', [plain(1)]);
-      expect([elsewhere.status, elsewhere.text]).toEqual([404, 'no such endpoint /decoder: POST /decode, /encode or /download\n']);
+      expect([elsewhere.status, elsewhere.text]).toEqual([
+        404,
+        'no such endpoint /decoder: POST /decode, /encode or /download\n',
+      ]);
       const get = await fetch(`${server.url}/decode`);
       expect([get.status, get.headers.get('allow')]).toEqual([405, 'POST, OPTIONS']);
     });
@@ -182,7 +237,12 @@ describe('codec server: CORS for the UI', () => {
   const preflight = (server: CodecServer, origin: string, extra: Record<string, string> = {}) =>
     fetch(`${server.url}/decode`, {
       method: 'OPTIONS',
-      headers: { Origin: origin, 'Access-Control-Request-Method': 'POST', 'Access-Control-Request-Headers': 'content-type,x-namespace,authorization', ...extra },
+      headers: {
+        Origin: origin,
+        'Access-Control-Request-Method': 'POST',
+        'Access-Control-Request-Headers': 'content-type,x-namespace,authorization',
+        ...extra,
+      },
     });
 
   it('answers the preflight of an allowed origin with the headers the UI sends', async () => {
@@ -192,10 +252,19 @@ describe('codec server: CORS for the UI', () => {
     expect(response.headers.get('access-control-allow-origin')).toBe(UI);
     expect(response.headers.get('access-control-allow-credentials')).toBe('true');
     expect(response.headers.get('access-control-allow-methods')).toBe('POST, OPTIONS');
-    expect(response.headers.get('access-control-allow-headers')?.split(', ')).toEqual(['Content-Type', 'X-Namespace', 'Authorization', 'Authorization-Extras']);
+    expect(response.headers.get('access-control-allow-headers')?.split(', ')).toEqual([
+      'Content-Type',
+      'X-Namespace',
+      'Authorization',
+      'Authorization-Extras',
+    ]);
     expect(response.headers.get('access-control-allow-private-network')).toBe('true');
     const post = await call(server, '/decode', [plain(1)], { Origin: UI });
-    expect([post.status, post.headers.get('access-control-allow-origin'), post.headers.get('vary')]).toEqual([200, UI, 'Origin']);
+    expect([post.status, post.headers.get('access-control-allow-origin'), post.headers.get('vary')]).toEqual([
+      200,
+      UI,
+      'Origin',
+    ]);
   });
 
   it('refuses other origins, preflight and request alike, without CORS headers', async () => {
@@ -215,7 +284,10 @@ describe('codec server: CORS for the UI', () => {
     expect((await preflight(server, 'http://127.0.0.1:41234')).status).toBe(204);
     const any = await serve(payloadConverterFromConfig(loadConfig({ env: storeEnv() })), { allowedOrigins: ['*'] });
     const response = await preflight(any, 'https://cloud.temporal.io');
-    expect([response.status, response.headers.get('access-control-allow-origin')]).toEqual([204, 'https://cloud.temporal.io']);
+    expect([response.status, response.headers.get('access-control-allow-origin')]).toEqual([
+      204,
+      'https://cloud.temporal.io',
+    ]);
   });
 });
 
@@ -230,20 +302,27 @@ describe('codec server: bearer token', () => {
     expect((await call(server, '/decode', [plain(1)], { Authorization: token })).status).toBe(401);
     const allowed = await call(server, '/decode', [plain(1)], { Authorization: `Bearer ${token}` });
     expect(allowed.payloads.map(valueOf)).toEqual([1]);
-    const preflight = await fetch(`${server.url}/decode`, { method: 'OPTIONS', headers: { Origin: UI, 'Access-Control-Request-Method': 'POST' } });
+    const preflight = await fetch(`${server.url}/decode`, {
+      method: 'OPTIONS',
+      headers: { Origin: UI, 'Access-Control-Request-Method': 'POST' },
+    });
     expect(preflight.status).toBe(204);
   });
 });
 
 describe('temporal-compactor codec-server (a process)', () => {
   function start(env: Record<string, string>) {
-    return spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'codec-server', '--codec-server-port', '0'], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    return spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'codec-server', '--codec-server-port', '0'], {
+      cwd: root,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
   }
 
   it('serves the configured store and codec until SIGTERM, then exits 0', { timeout: 60_000 }, async () => {
     const env = storeEnv();
     const payloads = payloadConverterFromConfig(loadConfig({ env }));
-    const [stored] = await payloads.driver?.store({}, [plain(conversation)]) ?? [];
+    const [stored] = (await payloads.driver?.store({}, [plain(conversation)])) ?? [];
     if (stored === undefined) throw new Error('no claim');
     const child = start({ ...env, COMPACTOR_CODEC_SERVER_ORIGINS: 'http://localhost:8080' });
     let stdout = '';
@@ -254,11 +333,16 @@ describe('temporal-compactor codec-server (a process)', () => {
     try {
       await expect.poll(() => /^Codec server at (http:\S+) /m.test(stdout), { timeout: 30_000 }).toBe(true);
       const url = /^Codec server at (http:\S+) /m.exec(stdout)?.[1] ?? '';
-      expect(stdout).toContain(`(payload store file:${env.COMPACTOR_PAYLOAD_STORE?.slice('file:'.length)} (payloads of 256 B and more), codec deflate + AES-256-GCM (key id k-test))`);
+      expect(stdout).toContain(
+        `(payload store file:${env.COMPACTOR_PAYLOAD_STORE?.slice('file:'.length)} (payloads of 256 B and more), codec deflate + AES-256-GCM (key id k-test))`,
+      );
       expect(stdout).toContain('browsers allowed from: http://localhost:8080; no token required');
       expect(stdout).toContain(`temporal server start-dev --ui-codec-endpoint ${url}`);
       const reference = encodeReferencePayload({ driverName: CHUNK_STORE_DRIVER_NAME, claim: stored, sizeBytes: 5000 });
-      const response = await fetch(`${url}/decode`, { method: 'POST', body: JSON.stringify({ payloads: [toJson(reference)] }) });
+      const response = await fetch(`${url}/decode`, {
+        method: 'POST',
+        body: JSON.stringify({ payloads: [toJson(reference)] }),
+      });
       const body: unknown = await response.json();
       const list: unknown = typeof body === 'object' && body !== null ? Reflect.get(body, 'payloads') : undefined;
       expect(Array.isArray(list) ? list.map(fromJson).map(valueOf) : list).toEqual([conversation]);
@@ -275,6 +359,8 @@ describe('temporal-compactor codec-server (a process)', () => {
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     const code = await new Promise<number | null>((resolve) => child.once('exit', (exitCode) => resolve(exitCode)));
     expect(code).toBe(2);
-    expect(stderr).toContain('temporal-compactor codec-server: nothing to decode: set COMPACTOR_PAYLOAD_STORE and/or COMPACTOR_CODEC_KEY as the workers have them');
+    expect(stderr).toContain(
+      'temporal-compactor codec-server: nothing to decode: set COMPACTOR_PAYLOAD_STORE and/or COMPACTOR_CODEC_KEY as the workers have them',
+    );
   });
 });

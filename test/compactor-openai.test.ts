@@ -14,10 +14,17 @@ afterEach(async () => {
 
 const messages = toolRounds(8, 200);
 
-function compactor(options: { maxAttempts?: number; retryBackoff?: number | string; timeout?: number } = {}): Compactor {
+function compactor(
+  options: { maxAttempts?: number; retryBackoff?: number | string; timeout?: number } = {},
+): Compactor {
   const { timeout = 5000, ...rest } = options;
   return new Compactor({
-    summarizer: createOpenAISummarizer({ model: 'summarizer-test', baseURL: server.baseURL, apiKey: 'test-key', timeout }),
+    summarizer: createOpenAISummarizer({
+      model: 'summarizer-test',
+      baseURL: server.baseURL,
+      apiKey: 'test-key',
+      timeout,
+    }),
     counter: charCounter,
     contextBudget: 1000,
     keepRecent: 2,
@@ -32,7 +39,10 @@ describe('Compactor with the OpenAI summarizer', () => {
     const result = await compactor().compact(messages);
     expect(result.summary).toContain('## Goals\nfix app.py');
     expect(server.requests).toHaveLength(1);
-    expect(server.requests[0]?.body).toMatchObject({ model: 'summarizer-test', messages: [{ role: 'system' }, { role: 'user' }] });
+    expect(server.requests[0]?.body).toMatchObject({
+      model: 'summarizer-test',
+      messages: [{ role: 'system' }, { role: 'user' }],
+    });
   });
 
   it('retries a 500 and a connection reset, then accepts the summary', async () => {
@@ -51,7 +61,10 @@ describe('Compactor with the OpenAI summarizer', () => {
   });
 
   it('honours Retry-After on a 429 (the backoff is an hour; the hint is 1 s)', async () => {
-    server.script({ kind: 'status', status: 429, headers: { 'retry-after': '1' } }, { kind: 'summary', text: 'after the hint' });
+    server.script(
+      { kind: 'status', status: 429, headers: { 'retry-after': '1' } },
+      { kind: 'summary', text: 'after the hint' },
+    );
     const started = Date.now();
     const result = await compactor({ retryBackoff: '1h' }).compact(messages);
     expect(result.summary).toContain('after the hint');

@@ -84,7 +84,9 @@ describe('loadConfig', () => {
     });
 
     it('counts a blank variable as unset, as `KEY=` in a compose file means', () => {
-      const config = loadConfig({ env: { COMPACTOR_TASK_QUEUE: '', OPENAI_API_KEY: '   ', COMPACTOR_MAX_CONCURRENT_ACTIVITIES: '' } });
+      const config = loadConfig({
+        env: { COMPACTOR_TASK_QUEUE: '', OPENAI_API_KEY: '   ', COMPACTOR_MAX_CONCURRENT_ACTIVITIES: '' },
+      });
       expect(config.taskQueue).toBe('compactor');
       expect(config.openaiApiKey).toBeUndefined();
       expect(config.maxConcurrentActivities).toBeUndefined();
@@ -177,7 +179,10 @@ describe('loadConfig', () => {
 
     it('runs summarize activities on the task queue unless a summarizer queue is set', () => {
       expect(loadConfig({ env: { COMPACTOR_TASK_QUEUE: 'agents' } }).summarizerTaskQueue).toBe('agents');
-      expect(loadConfig({ env: { COMPACTOR_TASK_QUEUE: 'agents', COMPACTOR_SUMMARIZER_TASK_QUEUE: 'llm' } }).summarizerTaskQueue).toBe('llm');
+      expect(
+        loadConfig({ env: { COMPACTOR_TASK_QUEUE: 'agents', COMPACTOR_SUMMARIZER_TASK_QUEUE: 'llm' } })
+          .summarizerTaskQueue,
+      ).toBe('llm');
     });
 
     it.each([
@@ -214,8 +219,12 @@ describe('loadConfig', () => {
     it('names a codec key by a hash of it unless COMPACTOR_CODEC_KEY_ID is set', () => {
       const config = loadConfig({ env: { COMPACTOR_CODEC_KEY: KEY_1 } });
       expect(config.codecKeyring?.current.id).toMatch(/^k-[0-9a-f]{8}$/);
-      expect(loadConfig({ env: { COMPACTOR_CODEC_KEY: ` ${KEY_1}\n` } }).codecKeyring?.current.id).toBe(config.codecKeyring?.current.id);
-      expect(loadConfig({ env: { COMPACTOR_CODEC_KEY: KEY_2 } }).codecKeyring?.current.id).not.toBe(config.codecKeyring?.current.id);
+      expect(loadConfig({ env: { COMPACTOR_CODEC_KEY: ` ${KEY_1}\n` } }).codecKeyring?.current.id).toBe(
+        config.codecKeyring?.current.id,
+      );
+      expect(loadConfig({ env: { COMPACTOR_CODEC_KEY: KEY_2 } }).codecKeyring?.current.id).not.toBe(
+        config.codecKeyring?.current.id,
+      );
     });
 
     it('accepts addresses without a port and IPv6 hosts', () => {
@@ -224,9 +233,14 @@ describe('loadConfig', () => {
     });
 
     it('binds the metrics endpoint to an IPv4 or bracketed IPv6 address with a port', () => {
-      expect(loadConfig({ env: { COMPACTOR_PROMETHEUS_ADDRESS: '0.0.0.0:9464' } }).prometheusAddress).toBe('0.0.0.0:9464');
+      expect(loadConfig({ env: { COMPACTOR_PROMETHEUS_ADDRESS: '0.0.0.0:9464' } }).prometheusAddress).toBe(
+        '0.0.0.0:9464',
+      );
       expect(loadConfig({ env: { COMPACTOR_PROMETHEUS_ADDRESS: '[::1]:9464' } }).prometheusAddress).toBe('[::1]:9464');
-      expect(loadConfig({ flags: { tracing: 'console', prometheusAddress: '127.0.0.1:1' } })).toMatchObject({ tracing: 'console', prometheusAddress: '127.0.0.1:1' });
+      expect(loadConfig({ flags: { tracing: 'console', prometheusAddress: '127.0.0.1:1' } })).toMatchObject({
+        tracing: 'console',
+        prometheusAddress: '127.0.0.1:1',
+      });
     });
   });
 
@@ -244,16 +258,30 @@ describe('loadConfig', () => {
     });
 
     it('leave the environment in force when blank', () => {
-      expect(loadConfig({ env: { COMPACTOR_TASK_QUEUE: 'from-env' }, flags: { taskQueue: '' } }).taskQueue).toBe('from-env');
+      expect(loadConfig({ env: { COMPACTOR_TASK_QUEUE: 'from-env' }, flags: { taskQueue: '' } }).taskQueue).toBe(
+        'from-env',
+      );
     });
 
     it('come from node:util parseArgs with the options the schema gives', () => {
       const { values } = parseArgs({
-        args: ['--task-queue', 'agents', '--max-concurrent-activities', '12', '--keep-server', '--openai-base-url', 'http://127.0.0.1:8000/v1'],
+        args: [
+          '--task-queue',
+          'agents',
+          '--max-concurrent-activities',
+          '12',
+          '--keep-server',
+          '--openai-base-url',
+          'http://127.0.0.1:8000/v1',
+        ],
         options: { ...configParseArgsOptions(), 'keep-server': { type: 'boolean' } },
       });
       const flags = configFlagsFromArgs(values);
-      expect(flags).toEqual({ taskQueue: 'agents', maxConcurrentActivities: '12', openaiBaseUrl: 'http://127.0.0.1:8000/v1' });
+      expect(flags).toEqual({
+        taskQueue: 'agents',
+        maxConcurrentActivities: '12',
+        openaiBaseUrl: 'http://127.0.0.1:8000/v1',
+      });
       const config = loadConfig({ env: {}, flags });
       expect(config.taskQueue).toBe('agents');
       expect(config.maxConcurrentActivities).toBe(12);
@@ -265,40 +293,142 @@ describe('loadConfig', () => {
       expect(Object.keys(options)).not.toContain('openai-api-key');
       expect(Object.keys(options)).not.toContain('temporal-api-key');
       expect(configFlagsFromArgs({ 'openai-api-key': 'sk-flag', 'temporal-api-key': 'tk-flag' })).toEqual({});
-      expect(configTable().filter((row) => row.flag === undefined).map((row) => row.env)).toEqual(['TEMPORAL_API_KEY', 'OPENAI_API_KEY', 'COMPACTOR_CODEC_KEY', 'COMPACTOR_CODEC_OLD_KEYS', 'COMPACTOR_CODEC_SERVER_TOKEN']);
+      expect(
+        configTable()
+          .filter((row) => row.flag === undefined)
+          .map((row) => row.env),
+      ).toEqual([
+        'TEMPORAL_API_KEY',
+        'OPENAI_API_KEY',
+        'COMPACTOR_CODEC_KEY',
+        'COMPACTOR_CODEC_OLD_KEYS',
+        'COMPACTOR_CODEC_SERVER_TOKEN',
+      ]);
       expect(configFlagsFromArgs({ 'codec-key': KEY_1, 'codec-old-keys': KEY_2 })).toEqual({});
     });
   });
 
   describe('bad values', () => {
     it.each([
-      ['COMPACTOR_MAX_CONCURRENT_ACTIVITIES', 'abc', 'COMPACTOR_MAX_CONCURRENT_ACTIVITIES: expected a positive integer, got "abc"'],
-      ['COMPACTOR_MAX_CONCURRENT_ACTIVITIES', '0', 'COMPACTOR_MAX_CONCURRENT_ACTIVITIES: expected a positive integer, got "0"'],
-      ['COMPACTOR_MAX_CONCURRENT_ACTIVITIES', '2.5', 'COMPACTOR_MAX_CONCURRENT_ACTIVITIES: expected a positive integer, got "2.5"'],
-      ['COMPACTOR_MAX_CONCURRENT_WORKFLOW_TASKS', '1', 'COMPACTOR_MAX_CONCURRENT_WORKFLOW_TASKS: expected an integer of at least 2, got "1"'],
-      ['COMPACTOR_MAX_CONCURRENT_WORKFLOW_TASKS', '-4', 'COMPACTOR_MAX_CONCURRENT_WORKFLOW_TASKS: expected an integer of at least 2, got "-4"'],
-      ['COMPACTOR_CONTEXT_BUDGET', '128k', 'COMPACTOR_CONTEXT_BUDGET: expected a positive integer (tokens), got "128k"'],
-      ['COMPACTOR_SUMMARIZER_TIMEOUT', '5 minutes', 'COMPACTOR_SUMMARIZER_TIMEOUT: expected a positive duration such as "60s", "500ms", "2m" or milliseconds, got "5 minutes"'],
-      ['COMPACTOR_SUMMARIZER_TIMEOUT', '0s', 'COMPACTOR_SUMMARIZER_TIMEOUT: expected a positive duration such as "60s", "500ms", "2m" or milliseconds, got "0s"'],
+      [
+        'COMPACTOR_MAX_CONCURRENT_ACTIVITIES',
+        'abc',
+        'COMPACTOR_MAX_CONCURRENT_ACTIVITIES: expected a positive integer, got "abc"',
+      ],
+      [
+        'COMPACTOR_MAX_CONCURRENT_ACTIVITIES',
+        '0',
+        'COMPACTOR_MAX_CONCURRENT_ACTIVITIES: expected a positive integer, got "0"',
+      ],
+      [
+        'COMPACTOR_MAX_CONCURRENT_ACTIVITIES',
+        '2.5',
+        'COMPACTOR_MAX_CONCURRENT_ACTIVITIES: expected a positive integer, got "2.5"',
+      ],
+      [
+        'COMPACTOR_MAX_CONCURRENT_WORKFLOW_TASKS',
+        '1',
+        'COMPACTOR_MAX_CONCURRENT_WORKFLOW_TASKS: expected an integer of at least 2, got "1"',
+      ],
+      [
+        'COMPACTOR_MAX_CONCURRENT_WORKFLOW_TASKS',
+        '-4',
+        'COMPACTOR_MAX_CONCURRENT_WORKFLOW_TASKS: expected an integer of at least 2, got "-4"',
+      ],
+      [
+        'COMPACTOR_CONTEXT_BUDGET',
+        '128k',
+        'COMPACTOR_CONTEXT_BUDGET: expected a positive integer (tokens), got "128k"',
+      ],
+      [
+        'COMPACTOR_SUMMARIZER_TIMEOUT',
+        '5 minutes',
+        'COMPACTOR_SUMMARIZER_TIMEOUT: expected a positive duration such as "60s", "500ms", "2m" or milliseconds, got "5 minutes"',
+      ],
+      [
+        'COMPACTOR_SUMMARIZER_TIMEOUT',
+        '0s',
+        'COMPACTOR_SUMMARIZER_TIMEOUT: expected a positive duration such as "60s", "500ms", "2m" or milliseconds, got "0s"',
+      ],
       ['TEMPORAL_TLS', 'yes', 'TEMPORAL_TLS: expected true, false, 1 or 0, got "yes"'],
       ['TEMPORAL_TLS', 'TRUE', 'TEMPORAL_TLS: expected true, false, 1 or 0, got "TRUE"'],
-      ['TEMPORAL_ADDRESS', 'http://localhost:7233', 'TEMPORAL_ADDRESS: expected host:port, e.g. localhost:7233, got "http://localhost:7233"'],
-      ['TEMPORAL_ADDRESS', 'localhost:port', 'TEMPORAL_ADDRESS: expected host:port, e.g. localhost:7233, got "localhost:port"'],
-      ['OPENAI_BASE_URL', 'localhost:11434/v1', 'OPENAI_BASE_URL: expected an http(s) URL, e.g. http://localhost:11434/v1, got "localhost:11434/v1"'],
-      ['OPENAI_BASE_URL', 'ftp://models.example/v1', 'OPENAI_BASE_URL: expected an http(s) URL, e.g. http://localhost:11434/v1, got "ftp://models.example/v1"'],
+      [
+        'TEMPORAL_ADDRESS',
+        'http://localhost:7233',
+        'TEMPORAL_ADDRESS: expected host:port, e.g. localhost:7233, got "http://localhost:7233"',
+      ],
+      [
+        'TEMPORAL_ADDRESS',
+        'localhost:port',
+        'TEMPORAL_ADDRESS: expected host:port, e.g. localhost:7233, got "localhost:port"',
+      ],
+      [
+        'OPENAI_BASE_URL',
+        'localhost:11434/v1',
+        'OPENAI_BASE_URL: expected an http(s) URL, e.g. http://localhost:11434/v1, got "localhost:11434/v1"',
+      ],
+      [
+        'OPENAI_BASE_URL',
+        'ftp://models.example/v1',
+        'OPENAI_BASE_URL: expected an http(s) URL, e.g. http://localhost:11434/v1, got "ftp://models.example/v1"',
+      ],
       ['COMPACTOR_SUMMARIZER', 'gpt', 'COMPACTOR_SUMMARIZER: expected "auto", "openai" or "extractive", got "gpt"'],
-      ['COMPACTOR_WORKER_MODE', 'summarizer', 'COMPACTOR_WORKER_MODE: expected "all", "workflows" or "activities", got "summarizer"'],
-      ['COMPACTOR_SHUTDOWN_GRACE_TIME', 'soon', 'COMPACTOR_SHUTDOWN_GRACE_TIME: expected a duration such as "10s", "500ms", "1m" or milliseconds, got "soon"'],
-      ['COMPACTOR_PAYLOAD_STORE', 'on', 'COMPACTOR_PAYLOAD_STORE: expected "off", "file:DIR" or "s3://BUCKET/PREFIX" (a valid S3 bucket name), got "on"'],
-      ['COMPACTOR_PAYLOAD_STORE', 'file:', 'COMPACTOR_PAYLOAD_STORE: expected "off", "file:DIR" or "s3://BUCKET/PREFIX" (a valid S3 bucket name), got "file:"'],
-      ['COMPACTOR_PAYLOAD_STORE', 's3://My_Bucket/x', 'COMPACTOR_PAYLOAD_STORE: expected "off", "file:DIR" or "s3://BUCKET/PREFIX" (a valid S3 bucket name), got "s3://My_Bucket/x"'],
-      ['COMPACTOR_PAYLOAD_STORE', 's3://bucket/../x', 'COMPACTOR_PAYLOAD_STORE: expected "off", "file:DIR" or "s3://BUCKET/PREFIX" (a valid S3 bucket name), got "s3://bucket/../x"'],
+      [
+        'COMPACTOR_WORKER_MODE',
+        'summarizer',
+        'COMPACTOR_WORKER_MODE: expected "all", "workflows" or "activities", got "summarizer"',
+      ],
+      [
+        'COMPACTOR_SHUTDOWN_GRACE_TIME',
+        'soon',
+        'COMPACTOR_SHUTDOWN_GRACE_TIME: expected a duration such as "10s", "500ms", "1m" or milliseconds, got "soon"',
+      ],
+      [
+        'COMPACTOR_PAYLOAD_STORE',
+        'on',
+        'COMPACTOR_PAYLOAD_STORE: expected "off", "file:DIR" or "s3://BUCKET/PREFIX" (a valid S3 bucket name), got "on"',
+      ],
+      [
+        'COMPACTOR_PAYLOAD_STORE',
+        'file:',
+        'COMPACTOR_PAYLOAD_STORE: expected "off", "file:DIR" or "s3://BUCKET/PREFIX" (a valid S3 bucket name), got "file:"',
+      ],
+      [
+        'COMPACTOR_PAYLOAD_STORE',
+        's3://My_Bucket/x',
+        'COMPACTOR_PAYLOAD_STORE: expected "off", "file:DIR" or "s3://BUCKET/PREFIX" (a valid S3 bucket name), got "s3://My_Bucket/x"',
+      ],
+      [
+        'COMPACTOR_PAYLOAD_STORE',
+        's3://bucket/../x',
+        'COMPACTOR_PAYLOAD_STORE: expected "off", "file:DIR" or "s3://BUCKET/PREFIX" (a valid S3 bucket name), got "s3://bucket/../x"',
+      ],
       ['COMPACTOR_CLAIM_FORMAT', '3', 'COMPACTOR_CLAIM_FORMAT: expected 1 or 2, got "3"'],
-      ['COMPACTOR_PAYLOAD_THRESHOLD', '1KB', 'COMPACTOR_PAYLOAD_THRESHOLD: expected a byte count from 0 to 2097152, got "1KB"'],
-      ['COMPACTOR_PAYLOAD_THRESHOLD', '3000000', 'COMPACTOR_PAYLOAD_THRESHOLD: expected a byte count from 0 to 2097152, got "3000000"'],
-      ['COMPACTOR_S3_ENDPOINT', '127.0.0.1:9000', 'COMPACTOR_S3_ENDPOINT: expected an http(s) URL, e.g. http://127.0.0.1:9000, got "127.0.0.1:9000"'],
-      ['COMPACTOR_CODEC_KEY_ID', 'k1', 'COMPACTOR_CODEC_KEY_ID: expected COMPACTOR_CODEC_KEY to be set as well (a key id names a key), got "k1"'],
-      ['COMPACTOR_CODEC_SERVER_PORT', '70000', 'COMPACTOR_CODEC_SERVER_PORT: expected a port number from 0 to 65535 (0: any free port), got "70000"'],
+      [
+        'COMPACTOR_PAYLOAD_THRESHOLD',
+        '1KB',
+        'COMPACTOR_PAYLOAD_THRESHOLD: expected a byte count from 0 to 2097152, got "1KB"',
+      ],
+      [
+        'COMPACTOR_PAYLOAD_THRESHOLD',
+        '3000000',
+        'COMPACTOR_PAYLOAD_THRESHOLD: expected a byte count from 0 to 2097152, got "3000000"',
+      ],
+      [
+        'COMPACTOR_S3_ENDPOINT',
+        '127.0.0.1:9000',
+        'COMPACTOR_S3_ENDPOINT: expected an http(s) URL, e.g. http://127.0.0.1:9000, got "127.0.0.1:9000"',
+      ],
+      [
+        'COMPACTOR_CODEC_KEY_ID',
+        'k1',
+        'COMPACTOR_CODEC_KEY_ID: expected COMPACTOR_CODEC_KEY to be set as well (a key id names a key), got "k1"',
+      ],
+      [
+        'COMPACTOR_CODEC_SERVER_PORT',
+        '70000',
+        'COMPACTOR_CODEC_SERVER_PORT: expected a port number from 0 to 65535 (0: any free port), got "70000"',
+      ],
       [
         'COMPACTOR_CODEC_SERVER_ORIGINS',
         'http://localhost:8233/ui',
@@ -310,10 +440,26 @@ describe('loadConfig', () => {
         'COMPACTOR_CODEC_SERVER_ORIGINS: expected comma-separated origins such as http://localhost:8233,https://cloud.temporal.io (scheme, host and port, no path), or *, got "localhost:8233"',
       ],
       ['COMPACTOR_TRACING', 'jaeger', 'COMPACTOR_TRACING: expected "off", "otlp" or "console", got "jaeger"'],
-      ['COMPACTOR_PROMETHEUS_ADDRESS', 'localhost:9464', 'COMPACTOR_PROMETHEUS_ADDRESS: expected an IP address and port, e.g. 127.0.0.1:9464, got "localhost:9464"'],
-      ['COMPACTOR_PROMETHEUS_ADDRESS', '127.0.0.1', 'COMPACTOR_PROMETHEUS_ADDRESS: expected an IP address and port, e.g. 127.0.0.1:9464, got "127.0.0.1"'],
-      ['COMPACTOR_PROMETHEUS_ADDRESS', '127.0.0.1:70000', 'COMPACTOR_PROMETHEUS_ADDRESS: expected an IP address and port, e.g. 127.0.0.1:9464, got "127.0.0.1:70000"'],
-      ['COMPACTOR_PROMETHEUS_ADDRESS', '300.0.0.1:9464', 'COMPACTOR_PROMETHEUS_ADDRESS: expected an IP address and port, e.g. 127.0.0.1:9464, got "300.0.0.1:9464"'],
+      [
+        'COMPACTOR_PROMETHEUS_ADDRESS',
+        'localhost:9464',
+        'COMPACTOR_PROMETHEUS_ADDRESS: expected an IP address and port, e.g. 127.0.0.1:9464, got "localhost:9464"',
+      ],
+      [
+        'COMPACTOR_PROMETHEUS_ADDRESS',
+        '127.0.0.1',
+        'COMPACTOR_PROMETHEUS_ADDRESS: expected an IP address and port, e.g. 127.0.0.1:9464, got "127.0.0.1"',
+      ],
+      [
+        'COMPACTOR_PROMETHEUS_ADDRESS',
+        '127.0.0.1:70000',
+        'COMPACTOR_PROMETHEUS_ADDRESS: expected an IP address and port, e.g. 127.0.0.1:9464, got "127.0.0.1:70000"',
+      ],
+      [
+        'COMPACTOR_PROMETHEUS_ADDRESS',
+        '300.0.0.1:9464',
+        'COMPACTOR_PROMETHEUS_ADDRESS: expected an IP address and port, e.g. 127.0.0.1:9464, got "300.0.0.1:9464"',
+      ],
     ])('%s=%j stops start-up with a message naming it', (name, value, message) => {
       const error = configErrorOf({ env: { [name]: value } });
       expect(error.message).toBe(message);
@@ -325,9 +471,21 @@ describe('loadConfig', () => {
       [{ COMPACTOR_CODEC_KEY: 'c2hvcnQ=' }, 'COMPACTOR_CODEC_KEY', 'base64 of exactly 32 random bytes'],
       [{ COMPACTOR_CODEC_KEY: 'not base64 at all!' }, 'COMPACTOR_CODEC_KEY', 'base64 of exactly 32 random bytes'],
       [{ COMPACTOR_CODEC_OLD_KEYS: KEY_2 }, 'COMPACTOR_CODEC_OLD_KEYS', 'COMPACTOR_CODEC_KEY to be set as well'],
-      [{ COMPACTOR_CODEC_KEY: KEY_1, COMPACTOR_CODEC_OLD_KEYS: `old:${KEY_2},old:c2hvcnQ=` }, 'COMPACTOR_CODEC_OLD_KEYS', 'entry 2 is not one'],
-      [{ COMPACTOR_CODEC_KEY: KEY_1, COMPACTOR_CODEC_KEY_ID: 'a', COMPACTOR_CODEC_OLD_KEYS: `a:${KEY_2}` }, 'COMPACTOR_CODEC_OLD_KEYS', 'reuses the id "a" for another key'],
-      [{ COMPACTOR_CODEC_KEY: KEY_1, COMPACTOR_CODEC_KEY_ID: 'has space' }, 'COMPACTOR_CODEC_KEY_ID', '1-64 characters'],
+      [
+        { COMPACTOR_CODEC_KEY: KEY_1, COMPACTOR_CODEC_OLD_KEYS: `old:${KEY_2},old:c2hvcnQ=` },
+        'COMPACTOR_CODEC_OLD_KEYS',
+        'entry 2 is not one',
+      ],
+      [
+        { COMPACTOR_CODEC_KEY: KEY_1, COMPACTOR_CODEC_KEY_ID: 'a', COMPACTOR_CODEC_OLD_KEYS: `a:${KEY_2}` },
+        'COMPACTOR_CODEC_OLD_KEYS',
+        'reuses the id "a" for another key',
+      ],
+      [
+        { COMPACTOR_CODEC_KEY: KEY_1, COMPACTOR_CODEC_KEY_ID: 'has space' },
+        'COMPACTOR_CODEC_KEY_ID',
+        '1-64 characters',
+      ],
     ])('rejects bad key settings %j naming the setting and never echoing a key', (env, setting, expected) => {
       const error = configErrorOf({ env });
       expect(error.setting).toBe(setting);
@@ -338,18 +496,27 @@ describe('loadConfig', () => {
 
     it('refuses a short codec server token without echoing it', () => {
       const error = configErrorOf({ env: { COMPACTOR_CODEC_SERVER_TOKEN: 'short' } });
-      expect(error.message).toBe('COMPACTOR_CODEC_SERVER_TOKEN: expected a token of at least 16 characters, got an invalid value (not shown)');
+      expect(error.message).toBe(
+        'COMPACTOR_CODEC_SERVER_TOKEN: expected a token of at least 16 characters, got an invalid value (not shown)',
+      );
     });
 
     it('names the flag, not the variable, when the flag gave the bad value', () => {
-      const error = configErrorOf({ env: { COMPACTOR_MAX_CONCURRENT_ACTIVITIES: '10' }, flags: { maxConcurrentActivities: 'lots' } });
+      const error = configErrorOf({
+        env: { COMPACTOR_MAX_CONCURRENT_ACTIVITIES: '10' },
+        flags: { maxConcurrentActivities: 'lots' },
+      });
       expect(error.message).toBe('--max-concurrent-activities: expected a positive integer, got "lots"');
       expect(error.setting).toBe('--max-concurrent-activities');
     });
 
     it('rejects a flag value of the wrong type', () => {
-      expect(configErrorOf({ env: {}, flags: { taskQueue: true } }).message).toBe('--task-queue: expected a task queue name, got true');
-      expect(configErrorOf({ env: {}, flags: { contextBudget: -1 } }).message).toBe('--context-budget: expected a positive integer (tokens), got -1');
+      expect(configErrorOf({ env: {}, flags: { taskQueue: true } }).message).toBe(
+        '--task-queue: expected a task queue name, got true',
+      );
+      expect(configErrorOf({ env: {}, flags: { contextBudget: -1 } }).message).toBe(
+        '--context-budget: expected a positive integer (tokens), got -1',
+      );
     });
 
     it('refuses the OpenAI summarizer when nothing configures it', () => {
@@ -389,7 +556,9 @@ describe('summarizerFromConfig', () => {
   it('picks the offline extractive summarizer when no model is configured, and says so', async () => {
     const configured = summarizerFromConfig(loadConfig({ env: {} }));
     expect(configured.kind).toBe('extractive');
-    expect(configured.describe).toBe('built-in offline extractive summarizer (no model configured; set OPENAI_API_KEY or OPENAI_BASE_URL to use one)');
+    expect(configured.describe).toBe(
+      'built-in offline extractive summarizer (no model configured; set OPENAI_API_KEY or OPENAI_BASE_URL to use one)',
+    );
     const { text } = await configured.summarizer.summarize(request);
     expect(text.startsWith(EXTRACTIVE_SUMMARY_NOTICE)).toBe(true);
     expect(text).toContain('- Please fix src/app.py.');
@@ -397,10 +566,18 @@ describe('summarizerFromConfig', () => {
 
   it('picks the OpenAI-compatible summarizer when OPENAI_BASE_URL is set, with the configured model', async () => {
     server.script({ kind: 'summary', text: '## Goals\n- fix src/app.py' });
-    const config = loadConfig({ env: { OPENAI_BASE_URL: server.baseURL, COMPACTOR_SUMMARIZER_MODEL: 'local-model', COMPACTOR_SUMMARIZER_TIMEOUT: '5s' } });
+    const config = loadConfig({
+      env: {
+        OPENAI_BASE_URL: server.baseURL,
+        COMPACTOR_SUMMARIZER_MODEL: 'local-model',
+        COMPACTOR_SUMMARIZER_TIMEOUT: '5s',
+      },
+    });
     const configured = summarizerFromConfig(config);
     expect(configured.kind).toBe('openai');
-    expect(configured.describe).toBe(`OpenAI-compatible summarizer: model local-model at ${server.baseURL}, timeout 5000 ms`);
+    expect(configured.describe).toBe(
+      `OpenAI-compatible summarizer: model local-model at ${server.baseURL}, timeout 5000 ms`,
+    );
     const { text } = await configured.summarizer.summarize(request);
     expect(text).toBe('## Goals\n- fix src/app.py');
     const [sent] = await server.waitForRequests(1);
@@ -411,7 +588,9 @@ describe('summarizerFromConfig', () => {
 
   it('sends the configured API key', async () => {
     server.script({ kind: 'summary', text: 'ok' });
-    const configured = summarizerFromConfig(loadConfig({ env: { OPENAI_BASE_URL: server.baseURL, OPENAI_API_KEY: 'sk-configured' } }));
+    const configured = summarizerFromConfig(
+      loadConfig({ env: { OPENAI_BASE_URL: server.baseURL, OPENAI_API_KEY: 'sk-configured' } }),
+    );
     await configured.summarizer.summarize(request);
     const [sent] = await server.waitForRequests(1);
     expect(sent?.headers.authorization).toBe('Bearer sk-configured');
@@ -420,11 +599,15 @@ describe('summarizerFromConfig', () => {
   it('picks the OpenAI-compatible summarizer when only OPENAI_API_KEY is set', () => {
     const configured = summarizerFromConfig(loadConfig({ env: { OPENAI_API_KEY: 'sk-test' } }));
     expect(configured.kind).toBe('openai');
-    expect(configured.describe).toBe('OpenAI-compatible summarizer: model gpt-4o-mini at https://api.openai.com/v1, timeout 60000 ms');
+    expect(configured.describe).toBe(
+      'OpenAI-compatible summarizer: model gpt-4o-mini at https://api.openai.com/v1, timeout 60000 ms',
+    );
   });
 
   it('keeps the extractive summarizer when COMPACTOR_SUMMARIZER=extractive, even with a key', () => {
-    const configured = summarizerFromConfig(loadConfig({ env: { OPENAI_API_KEY: 'sk-test', COMPACTOR_SUMMARIZER: 'extractive' } }));
+    const configured = summarizerFromConfig(
+      loadConfig({ env: { OPENAI_API_KEY: 'sk-test', COMPACTOR_SUMMARIZER: 'extractive' } }),
+    );
     expect(configured.kind).toBe('extractive');
     expect(configured.describe).toBe('built-in offline extractive summarizer (COMPACTOR_SUMMARIZER=extractive)');
   });
@@ -432,7 +615,12 @@ describe('summarizerFromConfig', () => {
 
 describe('temporalEnvVars', () => {
   it('carries the configuration, flags included, and passes other variables through', () => {
-    const env = { TEMPORAL_ADDRESS: 'env-host:7233', TEMPORAL_TLS_SERVER_NAME: 'frontend.internal', TEMPORAL_API_KEY: '', PATH: '/usr/bin' };
+    const env = {
+      TEMPORAL_ADDRESS: 'env-host:7233',
+      TEMPORAL_TLS_SERVER_NAME: 'frontend.internal',
+      TEMPORAL_API_KEY: '',
+      PATH: '/usr/bin',
+    };
     const config = loadConfig({ env, flags: { temporalAddress: 'flag-host:7233', temporalTls: 'true' } });
     expect(temporalEnvVars(config, env)).toEqual({
       TEMPORAL_ADDRESS: 'flag-host:7233',

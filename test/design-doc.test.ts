@@ -128,7 +128,8 @@ function brokenLinks(file: string): string[] {
     }
     if (fragment === undefined || extname(path) !== '.md') continue;
     const text = path === file ? markdown : readFileSync(path, 'utf8');
-    if (!headingSlugs(text).has(fragment) && !explicitAnchors(text).includes(fragment)) broken.push(`${where}: no such heading or anchor`);
+    if (!headingSlugs(text).has(fragment) && !explicitAnchors(text).includes(fragment))
+      broken.push(`${where}: no such heading or anchor`);
   }
   return broken;
 }
@@ -147,10 +148,14 @@ describe('docs/design.md anchors', () => {
 
   it('holds every anchor a citation in the code names', () => {
     const citation = /docs\/design\.md#([A-Za-z0-9_-]+)/g;
-    const cited = lines.flatMap((line) => [...line.text.matchAll(citation)].map((match) => ({ ...line, anchor: match[1] ?? '' })));
+    const cited = lines.flatMap((line) =>
+      [...line.text.matchAll(citation)].map((match) => ({ ...line, anchor: match[1] ?? '' })),
+    );
     // Vacuous if nothing cites the document: the sweep put the citations in, they must stay found.
     expect(cited.length).toBeGreaterThan(40);
-    const missing = cited.filter(({ anchor }) => !anchorSet.has(anchor)).map(({ file, number, anchor }) => `${file}:${number} cites #${anchor}, which docs/design.md lacks`);
+    const missing = cited
+      .filter(({ anchor }) => !anchorSet.has(anchor))
+      .map(({ file, number, anchor }) => `${file}:${number} cites #${anchor}, which docs/design.md lacks`);
     expect(missing).toEqual([]);
   });
 
@@ -170,9 +175,13 @@ describe('docs/design.md anchors', () => {
 
 describe('docs/design.md itself', () => {
   it('names only files and directories that exist', () => {
-    const named = [...design.matchAll(/`((?:src|test|bench|scripts|docs|interop|corpus|examples)\/[^`\s]*)`/g)].map((match) => match[1] ?? '');
+    const named = [...design.matchAll(/`((?:src|test|bench|scripts|docs|interop|corpus|examples)\/[^`\s]*)`/g)].map(
+      (match) => match[1] ?? '',
+    );
     expect(named.length).toBeGreaterThan(40);
-    const missing = [...new Set(named.map((path) => path.replace(/#.*$/, '')))].filter((path) => !existsSync(join(root, path)));
+    const missing = [...new Set(named.map((path) => path.replace(/#.*$/, '')))].filter(
+      (path) => !existsSync(join(root, path)),
+    );
     expect(missing).toEqual([]);
   });
 
@@ -190,17 +199,24 @@ describe('the README and the docs pages', () => {
     expect(pages.flatMap(brokenLinks)).toEqual([]);
   });
 
-  it('finds a missing file, a missing anchor and a repeated heading\'s anchor, and skips code (the checker itself)', () => {
+  it("finds a missing file, a missing anchor and a repeated heading's anchor, and skips code (the checker itself)", () => {
     const links = markdownLinks('[a](docs/x.md#top) `[b](not-a-link.md)`\n```\n[c](in-a-fence.md)\n```\n[d](#here)');
     expect(links).toEqual([
       { line: 1, target: 'docs/x.md', fragment: 'top' },
       { line: 5, target: '', fragment: 'here' },
     ]);
-    expect([...headingSlugs('# Setup\n## The store\'s format\n## Setup\n')]).toEqual(['setup', 'the-stores-format', 'setup-1']);
+    expect([...headingSlugs("# Setup\n## The store's format\n## Setup\n")]).toEqual([
+      'setup',
+      'the-stores-format',
+      'setup-1',
+    ]);
     const dir = mkdtempSync(join(tmpdir(), 'doc-links-'));
     try {
       writeFileSync(join(dir, 'b.md'), '# B\n## There\n## There\n');
-      writeFileSync(join(dir, 'a.md'), '# A\n[ok](b.md#there-1) [web](https://temporal.io/#x) [self](#a)\n[bad](b.md#nowhere) [gone](c.md) [self-bad](#b)\n');
+      writeFileSync(
+        join(dir, 'a.md'),
+        '# A\n[ok](b.md#there-1) [web](https://temporal.io/#x) [self](#a)\n[bad](b.md#nowhere) [gone](c.md) [self-bad](#b)\n',
+      );
       expect(brokenLinks(join(dir, 'a.md')).map((problem) => problem.replace(/^.*a\.md:/, 'a.md:'))).toEqual([
         'a.md:3: b.md#nowhere: no such heading or anchor',
         'a.md:3: c.md: no such file',
@@ -214,7 +230,10 @@ describe('the README and the docs pages', () => {
   it('the README is a guide: at most 250 lines, linking every docs page', () => {
     const readme = readFileSync(join(root, 'README.md'), 'utf8');
     expect(readme.split('\n').length).toBeLessThanOrEqual(250);
-    const unlinked = pages.slice(1).map((file) => relative(root, file)).filter((page) => !readme.includes(`](${page})`));
+    const unlinked = pages
+      .slice(1)
+      .map((file) => relative(root, file))
+      .filter((page) => !readme.includes(`](${page})`));
     expect(unlinked).toEqual([]);
   });
 });

@@ -44,7 +44,8 @@ function importGraph(): Map<string, string[]> {
       .filter((specifier) => specifier.startsWith('.'))
       .map((specifier) => {
         const target = resolveImport(file, specifier);
-        if (target === undefined) throw new Error(`${shown(file)} imports ${specifier}, which names no file under src/`);
+        if (target === undefined)
+          throw new Error(`${shown(file)} imports ${specifier}, which names no file under src/`);
         return shown(target);
       });
     graph.set(shown(file), [...new Set(targets)]);
@@ -144,17 +145,28 @@ describe('import cycles in src/', () => {
 
   it('walks every file (relative imports, type-only ones included)', () => {
     // Two known edges, one of them type-only, so a walk that missed either kind would show here.
-    expect(files.get('src/payloads/gc.ts')).toEqual(expect.arrayContaining(['src/payloads/chunk-store.ts', 'src/payloads/object-format.ts']));
-    expect(readFileSync(join(SRC, 'payloads/gc.ts'), 'utf8')).toContain("import type { ChunkStoreDriver, InspectedObject } from './chunk-store.js';");
+    expect(files.get('src/payloads/gc.ts')).toEqual(
+      expect.arrayContaining(['src/payloads/chunk-store.ts', 'src/payloads/object-format.ts']),
+    );
+    expect(readFileSync(join(SRC, 'payloads/gc.ts'), 'utf8')).toContain(
+      "import type { ChunkStoreDriver, InspectedObject } from './chunk-store.js';",
+    );
     expect(files.size).toBe(sourceFiles(SRC).length);
   });
 
   it('no cycle between files, but the one allowed while it is being broken elsewhere', () => {
     const components = cyclicComponents(files);
-    const allowed = (component: readonly string[]): boolean => ALLOWED_FILE_CYCLES.some((entry) => entry.length === component.length && entry.every((file) => component.includes(file)));
-    const found = components.filter((component) => !allowed(component)).map((component) => describeCycle(cycleThrough(files, component)));
+    const allowed = (component: readonly string[]): boolean =>
+      ALLOWED_FILE_CYCLES.some(
+        (entry) => entry.length === component.length && entry.every((file) => component.includes(file)),
+      );
+    const found = components
+      .filter((component) => !allowed(component))
+      .map((component) => describeCycle(cycleThrough(files, component)));
     expect(found, 'import cycles between files of src/').toEqual([]);
-    const stale = ALLOWED_FILE_CYCLES.filter((entry) => !components.some((component) => allowed(component) && entry.every((file) => component.includes(file))));
+    const stale = ALLOWED_FILE_CYCLES.filter(
+      (entry) => !components.some((component) => allowed(component) && entry.every((file) => component.includes(file))),
+    );
     expect(stale, 'allowed cycles that no longer exist: remove them from ALLOWED_FILE_CYCLES').toEqual([]);
   });
 
@@ -162,7 +174,9 @@ describe('import cycles in src/', () => {
     const { graph, witness } = partGraph(files);
     const found = cyclicComponents(graph).map((component) => {
       const cycle = cycleThrough(graph, component);
-      const steps = cycle.slice(1).map((part, step) => `${part} (${witness.get(`${cycle[step] ?? ''} ${part}`) ?? '?'})`);
+      const steps = cycle
+        .slice(1)
+        .map((part, step) => `${part} (${witness.get(`${cycle[step] ?? ''} ${part}`) ?? '?'})`);
       return `${cycle[0] ?? ''} → ${steps.join(' → ')}`;
     });
     expect(found, 'import cycles between parts of src/').toEqual([]);

@@ -19,7 +19,13 @@ type RegisteredActivity = (input: unknown) => Promise<unknown>;
 
 /** The activities a plugin registers on an activities-only worker, by name. */
 function pluginActivities(options: CompactorPluginOptions = {}): (name: string) => RegisteredActivity {
-  const plugin = compactorPlugin({ register: 'activities', summarizer: createExtractiveSummarizer(), dataConverter: {}, tracing: 'off', ...options });
+  const plugin = compactorPlugin({
+    register: 'activities',
+    summarizer: createExtractiveSummarizer(),
+    dataConverter: {},
+    tracing: 'off',
+    ...options,
+  });
   const { activities = {} } = plugin.configureWorker({ taskQueue: 'settings-test' });
   return (name) => {
     const activity: unknown = Reflect.get(activities, name);
@@ -77,13 +83,17 @@ describe('the plugin hands the activities their settings', () => {
     it('activities.toolsRoot, over both', async () => {
       vi.stubEnv('COMPACTOR_TOOLS_ROOT', rootWith('from-env.txt'));
       const config = loadConfig({ env: { COMPACTOR_TOOLS_ROOT: rootWith('from-config.txt') } });
-      expect(await listed(pluginActivities({ config, activities: { toolsRoot: rootWith('given.txt') } }))).toBe('given.txt');
+      expect(await listed(pluginActivities({ config, activities: { toolsRoot: rootWith('given.txt') } }))).toBe(
+        'given.txt',
+      );
     });
 
     it('the current directory when nothing names one', async () => {
       vi.stubEnv('COMPACTOR_TOOLS_ROOT', '');
       const listing = await listed(pluginActivities());
-      expect(typeof listing === 'string' ? listing.split('\n') : listing).toEqual(expect.arrayContaining(['package.json', 'src/', 'test/']));
+      expect(typeof listing === 'string' ? listing.split('\n') : listing).toEqual(
+        expect.arrayContaining(['package.json', 'src/', 'test/']),
+      );
     });
   });
 
@@ -93,7 +103,9 @@ describe('the plugin hands the activities their settings', () => {
       vi.stubEnv('COMPACTOR_TRAJECTORY_DIR', dir);
       const replayTool = pluginActivities()('replayTool');
       const failure = await failureOf(() => run(replayTool, { trajectory: 'missing', toolCallId: 'call_1' }));
-      expect(failure.message).toBe(`replay: no trajectory "missing" in ${dir} (set COMPACTOR_TRAJECTORY_DIR or createActivities({ trajectoryDir }))`);
+      expect(failure.message).toBe(
+        `replay: no trajectory "missing" in ${dir} (set COMPACTOR_TRAJECTORY_DIR or createActivities({ trajectoryDir }))`,
+      );
     });
   });
 
@@ -136,13 +148,18 @@ describe('the plugin hands the activities their settings', () => {
       vi.stubEnv('OPENAI_BASE_URL', 'http://127.0.0.1:9/v1');
       vi.stubEnv('OPENAI_API_KEY', 'sk-from-env');
       server.script({ kind: 'summary', text: 'ok' });
-      expect(await chat(pluginActivities({ activities: { chatServer: { baseURL: server.baseURL } } }))).toEqual({ role: 'assistant', content: 'ok' });
+      expect(await chat(pluginActivities({ activities: { chatServer: { baseURL: server.baseURL } } }))).toEqual({
+        role: 'assistant',
+        content: 'ok',
+      });
       expect(server.requests[0]?.headers.authorization).toBe('Bearer sk-from-env');
     });
 
     it('a bad OPENAI_BASE_URL is refused when the plugin is made, naming the setting', () => {
       vi.stubEnv('OPENAI_BASE_URL', 'localhost:11434/v1');
-      expect(() => pluginActivities()).toThrow('OPENAI_BASE_URL: expected an http(s) URL, e.g. http://localhost:11434/v1, got "localhost:11434/v1"');
+      expect(() => pluginActivities()).toThrow(
+        'OPENAI_BASE_URL: expected an http(s) URL, e.g. http://localhost:11434/v1, got "localhost:11434/v1"',
+      );
     });
   });
 });

@@ -6,7 +6,13 @@ import { REDACTED, redactFailure, redactText, workerSecrets } from '../src/redac
 
 describe('redact', () => {
   it('finds the secrets in the environment and the extra keys, ignoring placeholders shorter than 8 characters', () => {
-    expect(workerSecrets(['sk-client-key-123', 'unused', null, undefined], { OPENAI_API_KEY: ' sk-env-key-456 ', TEMPORAL_API_KEY: '', PATH: '/bin' })).toEqual(['sk-env-key-456', 'sk-client-key-123']);
+    expect(
+      workerSecrets(['sk-client-key-123', 'unused', null, undefined], {
+        OPENAI_API_KEY: ' sk-env-key-456 ',
+        TEMPORAL_API_KEY: '',
+        PATH: '/bin',
+      }),
+    ).toEqual(['sk-env-key-456', 'sk-client-key-123']);
   });
 
   it('replaces every occurrence', () => {
@@ -15,7 +21,13 @@ describe('redact', () => {
 
   it('cleans the message and stack of a failure and of its causes, keeping its type and retry hints', () => {
     const cause = new Error('401 Incorrect API key provided: sk-1234567890.');
-    const failure = ApplicationFailure.create({ type: 'Chat.Rejected', message: 'chat: HTTP 401 Incorrect API key provided: sk-1234567890.', nonRetryable: true, cause, nextRetryDelay: 500 });
+    const failure = ApplicationFailure.create({
+      type: 'Chat.Rejected',
+      message: 'chat: HTTP 401 Incorrect API key provided: sk-1234567890.',
+      nonRetryable: true,
+      cause,
+      nextRetryDelay: 500,
+    });
     expect(redactFailure(failure, ['sk-1234567890'])).toBe(failure);
     expect([failure.type, failure.nonRetryable, failure.nextRetryDelay]).toEqual(['Chat.Rejected', true, 500]);
     expect(failure.message).toBe(`chat: HTTP 401 Incorrect API key provided: ${REDACTED}.`);

@@ -13,10 +13,16 @@ import { InvalidInputError } from '../src/core/errors.js';
 import { durationTextMs, optionsSchema, resolveOptions } from '../src/core/compaction/options.js';
 import { chatMessageSchema as runtimeMessageSchema, validateMessages } from '../src/core/schema.js';
 import { Compactor, defaultCounter, createExtractiveSummarizer } from '../src/index.js';
-import { DURATION_PATTERN, compactConversationInputSchema, compactConversationJsonSchemas, compactConversationOptionsSchema, compactionResultSchema } from '../src/shared/json-schemas.js';
+import {
+  DURATION_PATTERN,
+  compactConversationInputSchema,
+  compactConversationJsonSchemas,
+  compactConversationOptionsSchema,
+  compactionResultSchema,
+} from '../src/shared/json-schemas.js';
 
 const schemas = compactConversationJsonSchemas();
-const ajv = new Ajv2020({ allErrors: true, strict: true, strictRequired: false }) // "required" inside if/then names fields declared beside it: valid JSON Schema, an ajv lint;
+const ajv = new Ajv2020({ allErrors: true, strict: true, strictRequired: false }); // "required" inside if/then names fields declared beside it: valid JSON Schema, an ajv lint;
 const validateInput = ajv.compile(schemas['compact-conversation.input.schema.json'] as object);
 const validateResult = ajv.compile(schemas['compact-conversation.result.schema.json'] as object);
 
@@ -49,16 +55,52 @@ const BAD_MESSAGES: Array<{ case: string; message: unknown; field: string }> = [
   { case: 'an unknown role', message: { role: 'robot', content: 'hi' }, field: 'messages[1].role' },
   { case: 'no content', message: { role: 'user' }, field: 'messages[1].content' },
   { case: 'content a number', message: { role: 'user', content: 42 }, field: 'messages[1].content' },
-  { case: 'a part without a type', message: { role: 'user', content: [{ text: 'x' }] }, field: 'messages[1].content[0].type' },
-  { case: 'a text part without text', message: { role: 'user', content: [{ type: 'text' }] }, field: 'messages[1].content[0].text' },
-  { case: 'a tool result without tool_call_id', message: { role: 'tool', content: 'ok' }, field: 'messages[1].tool_call_id' },
-  { case: 'tool_call_id on a user message', message: { role: 'user', content: 'x', tool_call_id: 'c1' }, field: 'messages[1].tool_call_id' },
-  { case: 'tool_calls on a user message', message: { role: 'user', content: 'x', tool_calls: [call] }, field: 'messages[1].tool_calls' },
+  {
+    case: 'a part without a type',
+    message: { role: 'user', content: [{ text: 'x' }] },
+    field: 'messages[1].content[0].type',
+  },
+  {
+    case: 'a text part without text',
+    message: { role: 'user', content: [{ type: 'text' }] },
+    field: 'messages[1].content[0].text',
+  },
+  {
+    case: 'a tool result without tool_call_id',
+    message: { role: 'tool', content: 'ok' },
+    field: 'messages[1].tool_call_id',
+  },
+  {
+    case: 'tool_call_id on a user message',
+    message: { role: 'user', content: 'x', tool_call_id: 'c1' },
+    field: 'messages[1].tool_call_id',
+  },
+  {
+    case: 'tool_calls on a user message',
+    message: { role: 'user', content: 'x', tool_calls: [call] },
+    field: 'messages[1].tool_calls',
+  },
   { case: 'null content on a user message', message: { role: 'user', content: null }, field: 'messages[1].content' },
-  { case: 'null content without tool_calls', message: { role: 'assistant', content: null }, field: 'messages[1].content' },
-  { case: 'null content with no tool calls', message: { role: 'assistant', content: null, tool_calls: [] }, field: 'messages[1].content' },
-  { case: 'a tool call of another type', message: { role: 'assistant', content: null, tool_calls: [{ ...call, type: 'custom' }] }, field: 'messages[1].tool_calls[0].type' },
-  { case: 'a tool call without a name', message: { role: 'assistant', content: null, tool_calls: [{ ...call, function: { name: '', arguments: '{}' } }] }, field: 'messages[1].tool_calls[0].function.name' },
+  {
+    case: 'null content without tool_calls',
+    message: { role: 'assistant', content: null },
+    field: 'messages[1].content',
+  },
+  {
+    case: 'null content with no tool calls',
+    message: { role: 'assistant', content: null, tool_calls: [] },
+    field: 'messages[1].content',
+  },
+  {
+    case: 'a tool call of another type',
+    message: { role: 'assistant', content: null, tool_calls: [{ ...call, type: 'custom' }] },
+    field: 'messages[1].tool_calls[0].type',
+  },
+  {
+    case: 'a tool call without a name',
+    message: { role: 'assistant', content: null, tool_calls: [{ ...call, function: { name: '', arguments: '{}' } }] },
+    field: 'messages[1].tool_calls[0].function.name',
+  },
   { case: 'a negative depth', message: { role: 'user', content: 'x', depth: -1 }, field: 'messages[1].depth' },
   { case: 'sticky as a string', message: { role: 'user', content: 'x', sticky: 'yes' }, field: 'messages[1].sticky' },
   { case: 'a message that is a string', message: 'hello', field: 'messages[1]' },
@@ -82,20 +124,47 @@ const BAD_OPTIONS: Array<{ options: Record<string, unknown>; field: string; json
   { options: { contextBudget: 100, ageObservations: 'yes' }, field: 'options.ageObservations', jsonSchema: true },
   { options: { contextBudget: 100, cachedInputPrice: 2 }, field: 'options.cachedInputPrice', jsonSchema: true },
   // A rule across two fields: zod checks it, JSON Schema cannot say it (the schema's description does).
-  { options: { contextBudget: 100, triggerRatio: 0.4, targetRatio: 0.6 }, field: 'options.targetRatio', jsonSchema: false },
+  {
+    options: { contextBudget: 100, triggerRatio: 0.4, targetRatio: 0.6 },
+    field: 'options.targetRatio',
+    jsonSchema: false,
+  },
 ];
 
 describe('JSON Schemas of compactConversation (docs/)', () => {
   it('are written from the schemas the validators use, not from copies of them', () => {
     expect(compactConversationInputSchema.shape.messages.element).toBe(runtimeMessageSchema);
-    for (const key of ['triggerRatio', 'keepRecent', 'ageObservations', 'maxAttempts', 'elisionEpochs', 'cachedInputPrice'] as const) {
+    for (const key of [
+      'triggerRatio',
+      'keepRecent',
+      'ageObservations',
+      'maxAttempts',
+      'elisionEpochs',
+      'cachedInputPrice',
+    ] as const) {
       expect(compactConversationOptionsSchema.shape[key], key).toBe(optionsSchema.shape[key]);
     }
   });
 
   it('allow the duration texts parseDuration reads, and no others', () => {
     const pattern = new RegExp(DURATION_PATTERN);
-    const texts = ['2s', '500ms', '1.5m', '1h', '3d', ' 2 s ', '0ms', 'soon', '2 days', '-1s', '1.s', 's', '10', '2sec', ''];
+    const texts = [
+      '2s',
+      '500ms',
+      '1.5m',
+      '1h',
+      '3d',
+      ' 2 s ',
+      '0ms',
+      'soon',
+      '2 days',
+      '-1s',
+      '1.s',
+      's',
+      '10',
+      '2sec',
+      '',
+    ];
     for (const text of texts) expect(pattern.test(text), JSON.stringify(text)).toBe(durationTextMs(text) !== undefined);
     expect(validateInput({ messages: [system], options: { contextBudget: 1000, retryBackoff: '1d' } })).toBe(true);
     expect(optionsVerdict({ contextBudget: 1000, retryBackoff: '1d' })).toBe('ok');
@@ -136,7 +205,17 @@ describe('JSON Schemas of compactConversation (docs/)', () => {
   it('has the defaults resolveOptions applies', () => {
     const fromSchema = compactConversationOptionsSchema.parse({ contextBudget: 1000 });
     const { retryBackoffMs, ...resolved } = resolveOptions({ contextBudget: 1000 });
-    const { retryBackoff, target: _target, startToCloseTimeout: _a, heartbeatTimeout: _b, taskQueue: _c, summarizerModel: _d, maxPayloadBytes: _e, payloadStore: _f, ...compaction } = fromSchema;
+    const {
+      retryBackoff,
+      target: _target,
+      startToCloseTimeout: _a,
+      heartbeatTimeout: _b,
+      taskQueue: _c,
+      summarizerModel: _d,
+      maxPayloadBytes: _e,
+      payloadStore: _f,
+      ...compaction
+    } = fromSchema;
     expect(compaction).toEqual(resolved);
     expect(retryBackoff).toBe(retryBackoffMs);
   });
@@ -152,12 +231,24 @@ describe('JSON Schemas of compactConversation (docs/)', () => {
     const results = [];
     for (const { messages } of corpus) {
       const contextBudget = Math.ceil(defaultCounter.count(messages) / 2);
-      results.push(await new Compactor({ contextBudget, ageObservations: true, ageMinChars: 500, ageReclaimMin: 5000, summarizer: createExtractiveSummarizer() }).compact(messages));
-      results.push(await new Compactor({ contextBudget, summarizer: createFakeSummarizer('rejected') }).compact(messages));
+      results.push(
+        await new Compactor({
+          contextBudget,
+          ageObservations: true,
+          ageMinChars: 500,
+          ageReclaimMin: 5000,
+          summarizer: createExtractiveSummarizer(),
+        }).compact(messages),
+      );
+      results.push(
+        await new Compactor({ contextBudget, summarizer: createFakeSummarizer('rejected') }).compact(messages),
+      );
     }
     // Three messages under a window of eight: nothing to cut.
     const short = corpus[0]?.messages.slice(0, 3) ?? [];
-    results.push(await new Compactor({ contextBudget: 100_000, summarizer: createExtractiveSummarizer() }).compact(short));
+    results.push(
+      await new Compactor({ contextBudget: 100_000, summarizer: createExtractiveSummarizer() }).compact(short),
+    );
     expect(results.some((result) => result.summary !== null && result.elisions.length > 0)).toBe(true);
     expect(results.some((result) => result.fallback)).toBe(true);
     expect(results.some((result) => result.cutIndex === -1)).toBe(true);

@@ -7,7 +7,14 @@ import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-tr
 import type { ClientOptions } from '@temporalio/client';
 import type { WorkerOptions } from '@temporalio/worker';
 import { describe, expect, it, vi } from 'vitest';
-import { compactorPlugin, ConfigError, createExtractiveSummarizer, createTracing, loadConfig, tracingWorkflowInterceptorModules } from '../src/index.js';
+import {
+  compactorPlugin,
+  ConfigError,
+  createExtractiveSummarizer,
+  createTracing,
+  loadConfig,
+  tracingWorkflowInterceptorModules,
+} from '../src/index.js';
 import { StderrSpanExporter } from '../src/telemetry/tracing.js';
 
 const config = loadConfig({ env: {} });
@@ -25,21 +32,37 @@ describe('compactorPlugin tracing options', () => {
     expect(otelWorkflowModules(worker)).toEqual([]);
     expect(worker.sinks ?? {}).not.toHaveProperty('exporter');
     expect(worker.interceptors?.activity ?? []).toEqual([]);
-    expect((plugin.configureClient({} as ClientOptions).interceptors as { workflow?: unknown[] } | undefined)?.workflow ?? []).toEqual([]);
+    expect(
+      (plugin.configureClient({} as ClientOptions).interceptors as { workflow?: unknown[] } | undefined)?.workflow ??
+        [],
+    ).toEqual([]);
   });
 
   it('on: the OpenTelemetry workflow interceptors, the span sink, activity and client interceptors', () => {
-    const plugin = compactorPlugin({ config, summarizer: createExtractiveSummarizer(), tracing: { spanProcessor: new SimpleSpanProcessor(new InMemorySpanExporter()) } });
+    const plugin = compactorPlugin({
+      config,
+      summarizer: createExtractiveSummarizer(),
+      tracing: { spanProcessor: new SimpleSpanProcessor(new InMemorySpanExporter()) },
+    });
     const worker = plugin.configureWorker(baseOptions);
     expect(otelWorkflowModules(worker)).toHaveLength(1);
     expect(worker.sinks).toHaveProperty('exporter');
     expect(worker.interceptors?.activity?.length).toBeGreaterThanOrEqual(1);
-    expect((plugin.configureClient({} as ClientOptions).interceptors as { workflow?: unknown[] } | undefined)?.workflow?.length).toBe(1);
+    expect(
+      (plugin.configureClient({} as ClientOptions).interceptors as { workflow?: unknown[] } | undefined)?.workflow
+        ?.length,
+    ).toBe(1);
   });
 
   it('on, with a prebuilt bundle that lacks the tracing interceptors: refused at Worker.create, saying which bundle to use', () => {
-    const plugin = compactorPlugin({ config, summarizer: createExtractiveSummarizer(), tracing: { spanProcessor: new SimpleSpanProcessor(new InMemorySpanExporter()) } });
-    expect(() => plugin.configureWorker({ taskQueue: 'q', workflowBundle: { code: 'var plain = 1;' } })).toThrow(/workflow-bundle-tracing\.js/);
+    const plugin = compactorPlugin({
+      config,
+      summarizer: createExtractiveSummarizer(),
+      tracing: { spanProcessor: new SimpleSpanProcessor(new InMemorySpanExporter()) },
+    });
+    expect(() => plugin.configureWorker({ taskQueue: 'q', workflowBundle: { code: 'var plain = 1;' } })).toThrow(
+      /workflow-bundle-tracing\.js/,
+    );
     // A bundle made with the interceptor module passes.
     const traced = { code: `// ${tracingWorkflowInterceptorModules()[0]}` };
     expect(plugin.configureWorker({ taskQueue: 'q', workflowBundle: traced }).workflowBundle).toEqual(traced);
@@ -53,7 +76,11 @@ describe('createTracing exporters', () => {
       const chunks: Buffer[] = [];
       request.on('data', (chunk: Buffer) => chunks.push(chunk));
       request.on('end', () => {
-        received.push({ url: request.url ?? '', type: request.headers['content-type'] ?? '', body: Buffer.concat(chunks) });
+        received.push({
+          url: request.url ?? '',
+          type: request.headers['content-type'] ?? '',
+          body: Buffer.concat(chunks),
+        });
         response.writeHead(200, { 'content-type': 'application/x-protobuf' }).end();
       });
     });
@@ -67,7 +94,9 @@ describe('createTracing exporters', () => {
       if (tracer === undefined) throw new Error('no tracer');
       tracer.startSpan('a-test-span').end();
       await tracing.flush();
-      expect(received.map(({ url, type }) => ({ url, type }))).toEqual([{ url: '/v1/traces', type: 'application/x-protobuf' }]);
+      expect(received.map(({ url, type }) => ({ url, type }))).toEqual([
+        { url: '/v1/traces', type: 'application/x-protobuf' },
+      ]);
       const body = received[0]?.body.toString('latin1') ?? '';
       expect(body).toContain('a-test-span');
       expect(body).toContain('temporal-compactor');
@@ -89,7 +118,13 @@ describe('createTracing exporters', () => {
     const errors = vi.spyOn(console, 'error').mockImplementation(() => undefined);
     try {
       await expect(tracing.flush()).resolves.toBeUndefined();
-      expect(errors.mock.calls.map((call) => String(call[0]))).toEqual([expect.stringMatching(new RegExp(`^temporal-compactor: tracing \\(OTLP/HTTP to http://127\\.0\\.0\\.1:${port}/v1/traces\\): spans not exported: `))]);
+      expect(errors.mock.calls.map((call) => String(call[0]))).toEqual([
+        expect.stringMatching(
+          new RegExp(
+            `^temporal-compactor: tracing \\(OTLP/HTTP to http://127\\.0\\.0\\.1:${port}/v1/traces\\): spans not exported: `,
+          ),
+        ),
+      ]);
     } finally {
       errors.mockRestore();
     }
@@ -97,12 +132,16 @@ describe('createTracing exporters', () => {
 
   it('otlp refuses an OTLP protocol it does not speak, naming the variable', () => {
     expect(() => createTracing('otlp', { OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' })).toThrow(ConfigError);
-    expect(() => createTracing('otlp', { OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/json' })).toThrow(/OTEL_EXPORTER_OTLP_TRACES_PROTOCOL/);
+    expect(() => createTracing('otlp', { OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/json' })).toThrow(
+      /OTEL_EXPORTER_OTLP_TRACES_PROTOCOL/,
+    );
   });
 
   it('console: one JSON line per span with its name, ids, parent and attributes', async () => {
     const lines: string[] = [];
-    const tracing = createTracing({ spanProcessor: new SimpleSpanProcessor(new StderrSpanExporter((line) => lines.push(line))) });
+    const tracing = createTracing({
+      spanProcessor: new SimpleSpanProcessor(new StderrSpanExporter((line) => lines.push(line))),
+    });
     const tracer = tracing?.plugin.otelOptions.tracer;
     if (tracer === undefined) throw new Error('no tracer');
     const parent = tracer.startSpan('parent');
@@ -111,6 +150,12 @@ describe('createTracing exporters', () => {
     await tracing?.flush();
     expect(lines).toHaveLength(1);
     expect(lines[0]?.endsWith('\n')).toBe(true);
-    expect(JSON.parse(lines[0] ?? '')).toMatchObject({ span: 'parent', traceId: parent.spanContext().traceId, spanId: parent.spanContext().spanId, status: 'UNSET', attributes: { 'compaction.dropped': 3 } });
+    expect(JSON.parse(lines[0] ?? '')).toMatchObject({
+      span: 'parent',
+      traceId: parent.spanContext().traceId,
+      spanId: parent.spanContext().spanId,
+      status: 'UNSET',
+      attributes: { 'compaction.dropped': 3 },
+    });
   });
 });

@@ -106,7 +106,9 @@ function parseRing(bytes: Uint8Array): MembershipRing {
   return {
     role: firstString(fields, 1),
     memberCount: typeof count === 'number' ? count : 0,
-    members: fields.filter((entry) => entry.field === 3).map((entry) => firstString(decodeFields(bytesOf(entry.value)), 1)),
+    members: fields
+      .filter((entry) => entry.field === 3)
+      .map((entry) => firstString(decodeFields(bytesOf(entry.value)), 1)),
   };
 }
 
@@ -118,7 +120,10 @@ function parseDescribeCluster(bytes: Uint8Array): ClusterDescription {
     serverVersion: firstString(fields, 2),
     clusterName: firstString(fields, 5),
     historyShardCount: typeof shards === 'number' ? shards : 0,
-    currentHost: firstString(decodeFields(bytesOf(membership.find((entry) => entry.field === 1)?.value ?? new Uint8Array())), 1),
+    currentHost: firstString(
+      decodeFields(bytesOf(membership.find((entry) => entry.field === 1)?.value ?? new Uint8Array())),
+      1,
+    ),
     rings: membership.filter((entry) => entry.field === 3).map((entry) => parseRing(bytesOf(entry.value))),
   };
 }
@@ -154,8 +159,14 @@ export async function describeMutableState(
   request: { namespace: string; workflowId: string; runId?: string },
   timeoutMs = 5_000,
 ): Promise<MutableStateLocation> {
-  const execution = [...encodeStringField(1, request.workflowId), ...(request.runId ? encodeStringField(2, request.runId) : [])];
-  const body = new Uint8Array([...encodeStringField(1, request.namespace), ...encodeBytesField(2, new Uint8Array(execution))]);
+  const execution = [
+    ...encodeStringField(1, request.workflowId),
+    ...(request.runId ? encodeStringField(2, request.runId) : []),
+  ];
+  const body = new Uint8Array([
+    ...encodeStringField(1, request.namespace),
+    ...encodeBytesField(2, new Uint8Array(execution)),
+  ]);
   const fields = decodeFields(await call(address, 'DescribeMutableState', body, timeoutMs));
   return { shardId: firstString(fields, 1), historyAddress: firstString(fields, 2) };
 }

@@ -62,7 +62,9 @@ function serverBinariesIn(dir: string, version: string): ServerBinaries {
 /** The cached server binaries, or undefined when they have not been built. */
 export function cachedServerBinaries(cacheRoot: string, version = TEMPORAL_SERVER_VERSION): ServerBinaries | undefined {
   const binaries = serverBinariesIn(binaryDir(cacheRoot, 'server', version), version);
-  return [binaries.server, binaries.sqlTool, binaries.postgresSchemaDir].every((path) => existsSync(path)) ? binaries : undefined;
+  return [binaries.server, binaries.sqlTool, binaries.postgresSchemaDir].every((path) => existsSync(path))
+    ? binaries
+    : undefined;
 }
 
 /** The cached UI server binary, or undefined when it has not been built. */
@@ -72,7 +74,12 @@ export function cachedUiServer(cacheRoot: string, version = TEMPORAL_UI_SERVER_V
 }
 
 async function goEnv(name: string, log: string): Promise<string> {
-  const result = await runCommand({ command: 'go', args: ['env', name], env: { ...stringEnv(process.env) }, logFile: log });
+  const result = await runCommand({
+    command: 'go',
+    args: ['env', name],
+    env: { ...stringEnv(process.env) },
+    logFile: log,
+  });
   if (result.code !== 0) {
     throw new Error(
       `Go is needed once to build the Temporal server from its module (\`go install\`), and \`go env ${name}\` failed: ${result.output.trim()}`,
@@ -86,9 +93,17 @@ function stringEnv(env: NodeJS.ProcessEnv): Record<string, string> {
 }
 
 /** `go install` the packages into `gobin`, printing a line every 30 s while it runs. */
-async function goInstall(packages: string[], gobin: string, logFile: string, log: (line: string) => void): Promise<void> {
+async function goInstall(
+  packages: string[],
+  gobin: string,
+  logFile: string,
+  log: (line: string) => void,
+): Promise<void> {
   const started = Date.now();
-  const ticker = setInterval(() => log(`  still building (${Math.round((Date.now() - started) / 1000)} s; output in ${logFile})`), 30_000);
+  const ticker = setInterval(
+    () => log(`  still building (${Math.round((Date.now() - started) / 1000)} s; output in ${logFile})`),
+    30_000,
+  );
   try {
     // CGO off, as Temporal's own release builds: static binaries, no C toolchain needed.
     const result = await runCommand({
@@ -98,7 +113,9 @@ async function goInstall(packages: string[], gobin: string, logFile: string, log
       logFile,
     });
     if (result.code === null && /ENOENT/.test(result.output)) {
-      throw new Error('Go is not installed: it is needed once to build the Temporal server from its module (go install); the machine\'s Go 1.26 works');
+      throw new Error(
+        "Go is not installed: it is needed once to build the Temporal server from its module (go install); the machine's Go 1.26 works",
+      );
     }
     if (result.code !== 0) {
       const tail = result.output.trim().split('\n').slice(-15).join('\n');
@@ -136,15 +153,23 @@ export async function ensureServerBinaries(options: BuildOptions): Promise<Serve
   const logFile = join(options.cacheRoot, 'logs', `build-server-${version}.log`);
   rmSync(scratch, { recursive: true, force: true });
   mkdirSync(scratch, { recursive: true });
-  options.log(`  building go.temporal.io/server@${version} (cmd/server, cmd/tools/sql) with go install; this takes minutes once`);
+  options.log(
+    `  building go.temporal.io/server@${version} (cmd/server, cmd/tools/sql) with go install; this takes minutes once`,
+  );
   try {
-    await goInstall([`go.temporal.io/server/cmd/server@${version}`, `go.temporal.io/server/cmd/tools/sql@${version}`], scratch, logFile, options.log);
+    await goInstall(
+      [`go.temporal.io/server/cmd/server@${version}`, `go.temporal.io/server/cmd/tools/sql@${version}`],
+      scratch,
+      logFile,
+      options.log,
+    );
     renameSync(join(scratch, 'server'), join(scratch, 'temporal-server'));
     renameSync(join(scratch, 'sql'), join(scratch, 'temporal-sql-tool'));
     // The schema files are not in the binaries: copy them from the module source the build downloaded.
     const moduleDir = join(await goEnv('GOMODCACHE', logFile), 'go.temporal.io', `server@${version}`);
     const schemaSource = join(moduleDir, 'schema', 'postgresql', 'v12');
-    if (!existsSync(schemaSource)) throw new Error(`the schema files are not where the build left the module: ${schemaSource}`);
+    if (!existsSync(schemaSource))
+      throw new Error(`the schema files are not where the build left the module: ${schemaSource}`);
     cpSync(schemaSource, join(scratch, 'schema', 'postgresql', 'v12'), { recursive: true });
     makeWritable(join(scratch, 'schema'));
     publish(scratch, target);
@@ -158,7 +183,9 @@ export async function ensureServerBinaries(options: BuildOptions): Promise<Serve
 }
 
 /** The UI server binary, built on first use. */
-export async function ensureUiServer(options: BuildOptions): Promise<{ path: string; version: string; built: boolean }> {
+export async function ensureUiServer(
+  options: BuildOptions,
+): Promise<{ path: string; version: string; built: boolean }> {
   const version = options.uiVersion ?? TEMPORAL_UI_SERVER_VERSION;
   const cached = cachedUiServer(options.cacheRoot, version);
   if (cached) return { path: cached, version, built: false };

@@ -138,7 +138,10 @@ export interface Cluster {
    */
   waitForMembership(options?: { expected?: number; timeoutMs?: number }): Promise<ClusterDescription[]>;
   /** The node whose history service owns the shard of `workflowId` (asked through a running node). */
-  shardOwner(workflowId: string, runId?: string): Promise<{ node: ClusterNode | undefined; shardId: string; historyAddress: string }>;
+  shardOwner(
+    workflowId: string,
+    runId?: string,
+  ): Promise<{ node: ClusterNode | undefined; shardId: string; historyAddress: string }>;
   /** Stop everything (UI, nodes, balancer, PostgreSQL); removes the data unless keepData. Idempotent. */
   stop(): Promise<void>;
 }
@@ -220,7 +223,8 @@ function portIsFree(port: number): Promise<boolean> {
 async function distinctFreePorts(count: number, taken: ReadonlySet<number>): Promise<number[]> {
   const ports = new Set<number>();
   for (let tries = 0; ports.size < count; tries++) {
-    if (tries > count * 50) throw new Error(`could not find ${count} free ports in ${PORT_RANGE.min}-${PORT_RANGE.max} on ${HOST}`);
+    if (tries > count * 50)
+      throw new Error(`could not find ${count} free ports in ${PORT_RANGE.min}-${PORT_RANGE.max} on ${HOST}`);
     const port = PORT_RANGE.min + randomInt(PORT_RANGE.max - PORT_RANGE.min + 1);
     if (!taken.has(port) && !ports.has(port) && (await portIsFree(port))) ports.add(port);
   }
@@ -244,7 +248,8 @@ function serverLogSummary(tail: string): string {
     })
     .filter((entry) => entry !== undefined)
     .reverse();
-  const worst = entries.find((entry) => entry.get('level') === 'fatal') ?? entries.find((entry) => entry.get('level') === 'error');
+  const worst =
+    entries.find((entry) => entry.get('level') === 'fatal') ?? entries.find((entry) => entry.get('level') === 'error');
   if (worst) return `${String(worst.get('msg'))}${worst.has('error') ? `: ${String(worst.get('error'))}` : ''}`;
   return tail.trim().split('\n').slice(-5).join('\n');
 }
@@ -265,7 +270,8 @@ async function until<T>(what: string, timeoutMs: number, attempt: () => Promise<
       lastError = error;
     }
     if (Date.now() > deadline) {
-      const reason = lastError instanceof Error ? lastError.message : lastError === undefined ? 'not yet' : String(lastError);
+      const reason =
+        lastError instanceof Error ? lastError.message : lastError === undefined ? 'not yet' : String(lastError);
       throw new Error(`${what}: not done within ${seconds(timeoutMs)} (last: ${reason})`);
     }
     await sleep(500);
@@ -360,7 +366,9 @@ async function sqlTool(
     timeoutMs: 120_000,
   });
   if (result.code === 0 || tolerate?.test(result.output)) return;
-  throw new Error(`temporal-sql-tool --db ${database} ${args.join(' ')} failed (exit ${result.code}):\n${result.output.trim().split('\n').slice(-10).join('\n')}`);
+  throw new Error(
+    `temporal-sql-tool --db ${database} ${args.join(' ')} failed (exit ${result.code}):\n${result.output.trim().split('\n').slice(-10).join('\n')}`,
+  );
 }
 
 /**
@@ -397,7 +405,9 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
   const cleanups: Array<() => Promise<void>> = [];
   const stopStarted = async (): Promise<void> => {
     for (const cleanup of cleanups.splice(0).reverse()) {
-      await cleanup().catch((error: unknown) => log(`  while stopping: ${error instanceof Error ? error.message : String(error)}`));
+      await cleanup().catch((error: unknown) =>
+        log(`  while stopping: ${error instanceof Error ? error.message : String(error)}`),
+      );
     }
   };
 
@@ -405,10 +415,14 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     const binaries = await steps.run('binaries', async () => {
       const server = await ensureServerBinaries({ cacheRoot: TEMPORAL_CACHE_DIR, log });
       const ui = withUi ? await ensureUiServer({ cacheRoot: TEMPORAL_CACHE_DIR, log }) : undefined;
-      const describe = (name: string, version: string, built: boolean) => `${name} ${version} ${built ? 'built' : 'cached'}`;
+      const describe = (name: string, version: string, built: boolean) =>
+        `${name} ${version} ${built ? 'built' : 'cached'}`;
       return {
         value: { server, ui },
-        detail: [describe('server', server.version, server.built), ...(ui ? [describe('ui-server', ui.version, ui.built)] : [])].join(', '),
+        detail: [
+          describe('server', server.version, server.built),
+          ...(ui ? [describe('ui-server', ui.version, ui.built)] : []),
+        ].join(', '),
       };
     });
 
@@ -459,9 +473,24 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
       ] as const) {
         // Each step is a no-op on a database that has it already (a kept data directory).
         await sqlTool(binaries.server, postgres.server.port, database, ['create'], schemaLog, /already exists/);
-        await sqlTool(binaries.server, postgres.server.port, database, ['setup-schema', '-v', '0.0'], schemaLog, /already exists/);
-        await sqlTool(binaries.server, postgres.server.port, database, ['update-schema', '-d', join(binaries.server.postgresSchemaDir, dir, 'versioned')], schemaLog);
-        versions.push(`${database} at schema ${await postgres.server.query(database, 'SELECT curr_version FROM schema_version')}`);
+        await sqlTool(
+          binaries.server,
+          postgres.server.port,
+          database,
+          ['setup-schema', '-v', '0.0'],
+          schemaLog,
+          /already exists/,
+        );
+        await sqlTool(
+          binaries.server,
+          postgres.server.port,
+          database,
+          ['update-schema', '-d', join(binaries.server.postgresSchemaDir, dir, 'versioned')],
+          schemaLog,
+        );
+        versions.push(
+          `${database} at schema ${await postgres.server.query(database, 'SELECT curr_version FROM schema_version')}`,
+        );
       }
       if (postgres.server.reused) {
         // Members of an earlier run, on other ports and all down now: left in the table, new
@@ -476,10 +505,17 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     const proxy = await steps.run('frontend balancer', async () => {
       const started = await startFrontendProxy(
         proxyPort,
-        allNodePorts.map((ports, index) => ({ host: HOST, port: ports.frontend, up: () => nodeStates[index]?.process?.alive ?? false })),
+        allNodePorts.map((ports, index) => ({
+          host: HOST,
+          port: ports.frontend,
+          up: () => nodeStates[index]?.process?.alive ?? false,
+        })),
       );
       cleanups.push(() => started.close());
-      return { value: started, detail: `${started.address} -> ${allNodePorts.map((ports) => ports.frontend).join(', ')}` };
+      return {
+        value: started,
+        detail: `${started.address} -> ${allNodePorts.map((ports) => ports.frontend).join(', ')}`,
+      };
     });
 
     const nodes: ClusterNode[] = allNodePorts.map((ports, index) => {
@@ -490,7 +526,14 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
       writeFileSync(
         configFile,
         `# ${name} of the cluster started by scripts/cluster (temporal-server ${binaries.server.version}); written at every start.\n` +
-          stringify(nodeConfig({ ports, postgresPort: postgres.server.port, clusterAddress: proxy.address, logLevel: options.serverLogLevel ?? 'info' })),
+          stringify(
+            nodeConfig({
+              ports,
+              postgresPort: postgres.server.port,
+              clusterAddress: proxy.address,
+              logLevel: options.serverLogLevel ?? 'info',
+            }),
+          ),
       );
       const frontendAddress = `${HOST}:${ports.frontend}`;
       const start = async (): Promise<void> => {
@@ -506,7 +549,10 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
         });
         state.process = started;
         await until(`${name}: frontend ${frontendAddress} answering`, stepTimeoutMs, async () => {
-          if (!started.alive) throw new Hopeless(`${name} ${started.describeExit()}: ${serverLogSummary(started.tail.toString())} (log: ${logFile})`);
+          if (!started.alive)
+            throw new Hopeless(
+              `${name} ${started.describeExit()}: ${serverLogSummary(started.tail.toString())} (log: ${logFile})`,
+            );
           return describeCluster(frontendAddress, 2_000);
         });
       };
@@ -537,20 +583,31 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
       await Promise.all(nodes.map((node) => node.stop()));
     });
 
-    const waitForMembership = async (waitOptions: { expected?: number; timeoutMs?: number } = {}): Promise<ClusterDescription[]> => {
+    const waitForMembership = async (
+      waitOptions: { expected?: number; timeoutMs?: number } = {},
+    ): Promise<ClusterDescription[]> => {
       const live = nodes.filter((node) => node.running());
       const expected = waitOptions.expected ?? live.length;
-      return until(`every node's frontend seeing ${expected} members in each ring`, waitOptions.timeoutMs ?? stepTimeoutMs, async () => {
-        const views = await Promise.all(live.map((node) => describeCluster(node.frontendAddress, 3_000)));
-        const complete = views.every((view) =>
-          SERVER_SERVICES.every((service) => view.rings.find((ring) => ring.role === service)?.memberCount === expected),
-        );
-        if (!complete) {
-          const seen = views.map((view, index) => `${live[index]?.name}: ${view.rings.map((ring) => `${ring.role}=${ring.memberCount}`).join(' ')}`);
-          throw new Error(`membership so far: ${seen.join('; ')}`);
-        }
-        return views;
-      });
+      return until(
+        `every node's frontend seeing ${expected} members in each ring`,
+        waitOptions.timeoutMs ?? stepTimeoutMs,
+        async () => {
+          const views = await Promise.all(live.map((node) => describeCluster(node.frontendAddress, 3_000)));
+          const complete = views.every((view) =>
+            SERVER_SERVICES.every(
+              (service) => view.rings.find((ring) => ring.role === service)?.memberCount === expected,
+            ),
+          );
+          if (!complete) {
+            const seen = views.map(
+              (view, index) =>
+                `${live[index]?.name}: ${view.rings.map((ring) => `${ring.role}=${ring.memberCount}`).join(' ')}`,
+            );
+            throw new Error(`membership so far: ${seen.join('; ')}`);
+          }
+          return views;
+        },
+      );
     };
 
     const nodesStarted = Date.now();
@@ -560,7 +617,10 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
       // the others then read instead of racing to create it.
       await first?.start();
       await Promise.all(rest.map((node) => node.start()));
-      return { value: undefined, detail: nodes.map((node) => `${node.name} pid ${node.pid()} frontend ${node.frontendAddress}`).join(', ') };
+      return {
+        value: undefined,
+        detail: nodes.map((node) => `${node.name} pid ${node.pid()} frontend ${node.frontendAddress}`).join(', '),
+      };
     });
 
     await steps.run('membership', async () => {
@@ -609,7 +669,9 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
         }
         return {
           value: undefined,
-          detail: `${namespace} ${registered} (retention ${NAMESPACE_RETENTION_HOURS} h); ${Object.entries(searchAttributes)
+          detail: `${namespace} ${registered} (retention ${NAMESPACE_RETENTION_HOURS} h); ${Object.entries(
+            searchAttributes,
+          )
             .map(([name, type]) => `${name} ${type}`)
             .join(', ')} visible on every node`,
         };
@@ -653,7 +715,10 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
         // Ready when it serves the app and reaches the cluster through its API.
         await until(`UI at ${url}`, stepTimeoutMs, async () => {
           if (!ui.alive) throw new Hopeless(`the UI server ${ui.describeExit()}:\n${ui.tail.toString()}`);
-          const [page, api] = await Promise.all([fetch(`${url}/`), fetch(`${url}/api/v1/namespaces/${encodeURIComponent(namespace)}`)]);
+          const [page, api] = await Promise.all([
+            fetch(`${url}/`),
+            fetch(`${url}/api/v1/namespaces/${encodeURIComponent(namespace)}`),
+          ]);
           if (!page.ok) throw new Error(`GET / answered ${page.status}`);
           if (!api.ok) throw new Error(`GET /api/v1/namespaces/${namespace} answered ${api.status}`);
           return true;
@@ -679,20 +744,26 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
       shardOwner: async (workflowId: string, runId?: string) => {
         const via = nodes.find((node) => node.running());
         if (!via) throw new Error('no node is running');
-        const location = await describeMutableState(via.frontendAddress, { namespace, workflowId, ...(runId ? { runId } : {}) });
+        const location = await describeMutableState(via.frontendAddress, {
+          namespace,
+          workflowId,
+          ...(runId ? { runId } : {}),
+        });
         return { ...location, node: nodes.find((node) => node.historyAddress === location.historyAddress) };
       },
       stop: () => {
         stopping ??= stopStarted().then(() => {
           // Logs stay for a look after the run; the next start replaces them.
-          if (!options.keepData) for (const dir of [configDir, join(dataDir, 'ui')]) rmSync(dir, { recursive: true, force: true });
+          if (!options.keepData)
+            for (const dir of [configDir, join(dataDir, 'ui')]) rmSync(dir, { recursive: true, force: true });
         });
         return stopping;
       },
     };
   } catch (error) {
     await stopStarted();
-    if (error instanceof ClusterStartError) log(`cluster start failed at step "${error.step}"; stopped what it had started (logs in ${logDir})`);
+    if (error instanceof ClusterStartError)
+      log(`cluster start failed at step "${error.step}"; stopped what it had started (logs in ${logDir})`);
     throw error;
   }
 }

@@ -26,7 +26,9 @@ export function findPostgres(root = '/usr/lib/postgresql'): PostgresInstall {
   const majors = existsSync(root)
     ? readdirSync(root)
         .map(Number)
-        .filter((major) => Number.isInteger(major) && major >= 12 && existsSync(join(root, String(major), 'bin', 'postgres')))
+        .filter(
+          (major) => Number.isInteger(major) && major >= 12 && existsSync(join(root, String(major), 'bin', 'postgres')),
+        )
         .sort((a, b) => b - a)
     : [];
   const major = majors.includes(POSTGRES_MAJOR) ? POSTGRES_MAJOR : majors[0];
@@ -46,13 +48,17 @@ function postgresUser(): { uid: number; gid: number } | undefined {
     const gid = Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).trim());
     return { uid, gid };
   } catch {
-    throw new Error('running as root, and PostgreSQL refuses root: a `postgres` user is needed (the Debian package creates it).');
+    throw new Error(
+      'running as root, and PostgreSQL refuses root: a `postgres` user is needed (the Debian package creates it).',
+    );
   }
 }
 
 /** Can `user` create files in `dir`? (A checkout under a private home directory is not reachable.) */
 function writableBy(dir: string, user: { uid: number; gid: number }): boolean {
-  return spawnSync('/bin/sh', ['-c', 'test -w "$0" && test -x "$0"', dir], { uid: user.uid, gid: user.gid }).status === 0;
+  return (
+    spawnSync('/bin/sh', ['-c', 'test -w "$0" && test -x "$0"', dir], { uid: user.uid, gid: user.gid }).status === 0
+  );
 }
 
 export interface PostgresOptions {
@@ -87,14 +93,21 @@ export interface PostgresServer {
  * with a checkout the `postgres` user cannot reach) a directory under the system temp dir named
  * after `home`, so a kept data directory is found again by the next run.
  */
-function preparePostgresHome(home: string, user: { uid: number; gid: number } | undefined, log: (line: string) => void): string {
+function preparePostgresHome(
+  home: string,
+  user: { uid: number; gid: number } | undefined,
+  log: (line: string) => void,
+): string {
   const preferred = join(home, 'postgres');
   mkdirSync(preferred, { recursive: true, mode: 0o700 });
   if (!user) return preferred;
   chownSync(preferred, user.uid, user.gid);
   if (writableBy(preferred, user)) return preferred;
   rmSync(preferred, { recursive: true, force: true });
-  const fallback = join(tmpdir(), `temporal-compactor-postgres-${createHash('sha256').update(home).digest('hex').slice(0, 12)}`);
+  const fallback = join(
+    tmpdir(),
+    `temporal-compactor-postgres-${createHash('sha256').update(home).digest('hex').slice(0, 12)}`,
+  );
   mkdirSync(fallback, { recursive: true, mode: 0o700 });
   chownSync(fallback, user.uid, user.gid);
   log(`  the postgres user cannot reach ${home}; PostgreSQL data goes to ${fallback}`);
@@ -117,14 +130,27 @@ export async function startPostgres(options: PostgresOptions): Promise<PostgresS
     if (user) chownSync(passwordFile, user.uid, user.gid);
     const initdb = await runCommand({
       command: bin('initdb'),
-      args: ['-D', dataDir, '-U', POSTGRES_USER, `--pwfile=${passwordFile}`, '--auth=scram-sha-256', '-E', 'UTF8', '--no-locale'],
+      args: [
+        '-D',
+        dataDir,
+        '-U',
+        POSTGRES_USER,
+        `--pwfile=${passwordFile}`,
+        '--auth=scram-sha-256',
+        '-E',
+        'UTF8',
+        '--no-locale',
+      ],
       env,
       user,
       logFile: join(options.logDir, 'postgres-initdb.log'),
       timeoutMs: 120_000,
     });
     rmSync(passwordFile, { force: true });
-    if (initdb.code !== 0) throw new Error(`initdb failed (exit ${initdb.code}):\n${initdb.output.trim().split('\n').slice(-15).join('\n')}`);
+    if (initdb.code !== 0)
+      throw new Error(
+        `initdb failed (exit ${initdb.code}):\n${initdb.output.trim().split('\n').slice(-15).join('\n')}`,
+      );
   }
 
   let server: ManagedProcess | undefined;
@@ -163,7 +189,8 @@ export async function startPostgres(options: PostgresOptions): Promise<PostgresS
           timeoutMs: 5_000,
         });
         if (ready.code === 0) return;
-        if (Date.now() > deadline) throw new Error(`postgres did not accept connections within 60 s:\n${started.tail.toString()}`);
+        if (Date.now() > deadline)
+          throw new Error(`postgres did not accept connections within 60 s:\n${started.tail.toString()}`);
         await sleep(250);
       }
     } catch (error) {
@@ -187,7 +214,21 @@ export async function startPostgres(options: PostgresOptions): Promise<PostgresS
     query: async (database: string, sql: string) => {
       const result = await runCommand({
         command: bin('psql'),
-        args: ['-h', '127.0.0.1', '-p', String(options.port), '-U', POSTGRES_USER, '-d', database, '-At', '-v', 'ON_ERROR_STOP=1', '-c', sql],
+        args: [
+          '-h',
+          '127.0.0.1',
+          '-p',
+          String(options.port),
+          '-U',
+          POSTGRES_USER,
+          '-d',
+          database,
+          '-At',
+          '-v',
+          'ON_ERROR_STOP=1',
+          '-c',
+          sql,
+        ],
         env: { ...env, PGPASSWORD: POSTGRES_PASSWORD },
         logFile: join(options.logDir, 'postgres-queries.log'),
         timeoutMs: 30_000,

@@ -4,7 +4,15 @@
 // messages; if this Node process exits without stopping them, they are SIGKILLed so nothing is
 // left behind.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync, type WriteStream } from 'node:fs';
+import {
+  createWriteStream,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+  type WriteStream,
+} from 'node:fs';
 import { dirname } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -42,11 +50,15 @@ export class ProcessRegistry {
 
   add(name: string, pid: number, command: string): void {
     mkdirSync(dirname(this.file), { recursive: true });
-    writeFileSync(this.file, JSON.stringify([...this.read().filter((entry) => entry.pid !== pid), { name, pid, command }]));
+    writeFileSync(
+      this.file,
+      JSON.stringify([...this.read().filter((entry) => entry.pid !== pid), { name, pid, command }]),
+    );
   }
 
   remove(pid: number): void {
-    if (existsSync(this.file)) writeFileSync(this.file, JSON.stringify(this.read().filter((entry) => entry.pid !== pid)));
+    if (existsSync(this.file))
+      writeFileSync(this.file, JSON.stringify(this.read().filter((entry) => entry.pid !== pid)));
   }
 
   /**
@@ -181,7 +193,10 @@ export class ManagedProcess {
         // already gone
       }
       const timer = new AbortController();
-      const timedOut = await Promise.race([this.exited.then(() => false), sleep(graceMs, true, { signal: timer.signal }).catch(() => false)]);
+      const timedOut = await Promise.race([
+        this.exited.then(() => false),
+        sleep(graceMs, true, { signal: timer.signal }).catch(() => false),
+      ]);
       timer.abort();
       if (timedOut) {
         this.killNow();

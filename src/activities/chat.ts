@@ -10,7 +10,13 @@ import type { ToolDeclaration } from '../core/counting/request-counter.js';
 import { InvalidInputError } from '../core/errors.js';
 import { toProviderMessages, validateMessages } from '../core/schema.js';
 import type { ChatMessage, ToolCall } from '../core/types.js';
-import { createOpenAIClient, describeProviderError, readCompletion, requestCompletion, type OpenAIClientSettings } from '../llm/openai-adapter.js';
+import {
+  createOpenAIClient,
+  describeProviderError,
+  readCompletion,
+  requestCompletion,
+  type OpenAIClientSettings,
+} from '../llm/openai-adapter.js';
 import { failOnInvalidInput } from '../shared/failures.js';
 import { DEFAULT_CHAT_TIMEOUT_MS } from '../config.js';
 import type { TrajectoryStore } from './trajectories.js';
@@ -71,7 +77,12 @@ const toolCallSchema = z.looseObject({
 const toolCallsSchema = z.array(toolCallSchema).nullish();
 
 function malformed(message: string, cause?: unknown): ApplicationFailure {
-  return ApplicationFailure.create({ type: ChatFailureType.Malformed, message: `chat: ${message}`, nonRetryable: false, cause: cause instanceof Error ? cause : undefined });
+  return ApplicationFailure.create({
+    type: ChatFailureType.Malformed,
+    message: `chat: ${message}`,
+    nonRetryable: false,
+    cause: cause instanceof Error ? cause : undefined,
+  });
 }
 
 /** Maps what the request threw to the failure Temporal's retry policy acts on (400-404 never retried). */
@@ -80,9 +91,17 @@ export function toChatFailure(error: unknown): ApplicationFailure {
   const cause = error instanceof Error ? error : undefined;
   const fault = describeProviderError(error);
   const message = `chat: ${fault.message}`;
-  if (fault.kind === 'deadline' || fault.kind === 'timeout' || fault.kind === 'connection') return ApplicationFailure.create({ type: ChatFailureType.Transient, message, cause });
+  if (fault.kind === 'deadline' || fault.kind === 'timeout' || fault.kind === 'connection')
+    return ApplicationFailure.create({ type: ChatFailureType.Transient, message, cause });
   const { status, retryAfterMs } = fault;
-  if (fault.rejected) return ApplicationFailure.create({ type: ChatFailureType.Rejected, message, nonRetryable: true, details: [{ status }], cause });
+  if (fault.rejected)
+    return ApplicationFailure.create({
+      type: ChatFailureType.Rejected,
+      message,
+      nonRetryable: true,
+      details: [{ status }],
+      cause,
+    });
   return ApplicationFailure.create({
     type: ChatFailureType.Transient,
     message,
@@ -98,7 +117,13 @@ function assistantMessage(content: string | null | undefined, toolCalls: ToolCal
   return { role: 'assistant', content: content ?? null, tool_calls: toolCalls };
 }
 
-async function openAIChat(client: OpenAI, backend: OpenAIModelConfig, input: ChatActivityInput, timeoutMs: number, signal: AbortSignal): Promise<ChatActivityOutput> {
+async function openAIChat(
+  client: OpenAI,
+  backend: OpenAIModelConfig,
+  input: ChatActivityInput,
+  timeoutMs: number,
+  signal: AbortSignal,
+): Promise<ChatActivityOutput> {
   const body = {
     model: backend.model,
     messages: toProviderMessages(input.messages),
@@ -111,7 +136,8 @@ async function openAIChat(client: OpenAI, backend: OpenAIModelConfig, input: Cha
     response = await requestCompletion(client, body, { signal, timeoutMs });
   } catch (error) {
     if (signal.aborted) throw error;
-    if (describeProviderError(error).kind === 'invalid-json') throw malformed('the response body is not valid JSON', error);
+    if (describeProviderError(error).kind === 'invalid-json')
+      throw malformed('the response body is not valid JSON', error);
     throw toChatFailure(error);
   }
   const read = readCompletion(response);
@@ -121,14 +147,22 @@ async function openAIChat(client: OpenAI, backend: OpenAIModelConfig, input: Cha
     const cause = 'error' in read ? read.error : parsedCalls.success ? undefined : parsedCalls.error;
     throw malformed('the response is not a chat completion with at least one choice', cause);
   }
-  const toolCalls: ToolCall[] = (parsedCalls.data ?? []).map((call) => ({ id: call.id, type: 'function', function: { name: call.function.name, arguments: call.function.arguments } }));
+  const toolCalls: ToolCall[] = (parsedCalls.data ?? []).map((call) => ({
+    id: call.id,
+    type: 'function',
+    function: { name: call.function.name, arguments: call.function.arguments },
+  }));
   // A reply the conversation's own rules refuse (two tool calls of one id: a result could not say
   // which it answers) would fail the run's next validation once appended. Asking again usually heals it.
   const message = assistantMessage(choice.content, toolCalls);
   try {
     validateMessages([message]);
   } catch (error) {
-    if (error instanceof InvalidInputError) throw malformed(`the reply's ${error.field.replace(/^messages\[0\]\.?/, '') || 'message'}: ${error.reason}`, error);
+    if (error instanceof InvalidInputError)
+      throw malformed(
+        `the reply's ${error.field.replace(/^messages\[0\]\.?/, '') || 'message'}: ${error.reason}`,
+        error,
+      );
     throw error;
   }
   const output: ChatActivityOutput = { message };
@@ -145,7 +179,11 @@ async function openAIChat(client: OpenAI, backend: OpenAIModelConfig, input: Cha
   return output;
 }
 
-async function replayChat(trajectories: TrajectoryStore, backend: ReplayModelConfig, input: ChatActivityInput): Promise<ChatActivityOutput> {
+async function replayChat(
+  trajectories: TrajectoryStore,
+  backend: ReplayModelConfig,
+  input: ChatActivityInput,
+): Promise<ChatActivityOutput> {
   const script = await trajectories.load(backend.trajectory);
   const turn = script.turns[input.turn];
   if (turn === undefined) {
@@ -156,7 +194,9 @@ async function replayChat(trajectories: TrajectoryStore, backend: ReplayModelCon
     });
   }
   // Billed as the workflow's own estimator counts the request actually sent, so calibration is exact.
-  const promptTokens = requestCounter(backend.tokenizer ?? 'o200k_base', input.tools).count(toProviderMessages(input.messages));
+  const promptTokens = requestCounter(backend.tokenizer ?? 'o200k_base', input.tools).count(
+    toProviderMessages(input.messages),
+  );
   const completionTokens = requestCounter(backend.tokenizer ?? 'o200k_base', []).count([turn.message]);
   const output: ChatActivityOutput = {
     message: turn.message,
@@ -177,13 +217,24 @@ async function replayChat(trajectories: TrajectoryStore, backend: ReplayModelCon
  * Cancelled, it rethrows the activity's cancellation. For `provider: 'replay'` it returns the
  * recorded assistant turn number `turn`, with usage = the request's count in the backend's tokenizer.
  */
-export function createChatActivity({ openai, server = {}, timeoutMs = DEFAULT_CHAT_TIMEOUT_MS, heartbeatIntervalMs, trajectories }: ChatActivityDeps) {
+export function createChatActivity({
+  openai,
+  server = {},
+  timeoutMs = DEFAULT_CHAT_TIMEOUT_MS,
+  heartbeatIntervalMs,
+  trajectories,
+}: ChatActivityDeps) {
   let client = openai;
   return async function chat(input: ChatActivityInput): Promise<ChatActivityOutput> {
     failOnInvalidInput(() => validateMessages(input?.messages, 'input.messages'));
     const { backend } = input;
     if (backend.provider === 'replay') return replayChat(trajectories, backend, input);
     const connected = (client ??= createOpenAIClient({ ...server, timeoutMs }));
-    return whileHeartbeating((signal) => openAIChat(connected, backend, input, timeoutMs, signal), toChatFailure, heartbeatIntervalMs, [connected.apiKey]);
+    return whileHeartbeating(
+      (signal) => openAIChat(connected, backend, input, timeoutMs, signal),
+      toChatFailure,
+      heartbeatIntervalMs,
+      [connected.apiKey],
+    );
   };
 }

@@ -22,7 +22,12 @@ export function createCountTokensActivity() {
   return async function countTokens(input: CountTokensInput): Promise<CountTokensOutput> {
     const encoding: unknown = input?.encoding;
     const texts: unknown = input?.texts;
-    if (typeof encoding !== 'string' || !BPE_ENCODING_NAMES.some((name) => name === encoding) || !Array.isArray(texts) || !texts.every((text) => typeof text === 'string')) {
+    if (
+      typeof encoding !== 'string' ||
+      !BPE_ENCODING_NAMES.some((name) => name === encoding) ||
+      !Array.isArray(texts) ||
+      !texts.every((text) => typeof text === 'string')
+    ) {
       throw ApplicationFailure.create({
         type: FailureType.InvalidInput,
         message: `countTokens: the input must be { encoding: ${BPE_ENCODING_NAMES.join(' | ')}, texts: string[] }`,

@@ -20,7 +20,10 @@ export interface DescribeWorkerOptions {
 const LIST_DEADLINE_MS = 5_000;
 
 /** Creates the `describeWorker` activity; register it on every worker of a queue that runs our workflows. */
-export function createDescribeWorkerActivity({ cacheMs = 60_000, warn = (message) => console.warn(message) }: DescribeWorkerOptions = {}) {
+export function createDescribeWorkerActivity({
+  cacheMs = 60_000,
+  warn = (message) => console.warn(message),
+}: DescribeWorkerOptions = {}) {
   const known = new Map<string, { at: number; names: string[] }>();
   const warned = new Set<string>();
   return async function describeWorker(): Promise<WorkerDescription> {
@@ -35,20 +38,27 @@ export function createDescribeWorkerActivity({ cacheMs = 60_000, warn = (message
     }
     const externalStorage = client.options.loadedDataConverter.externalStorage !== undefined;
     const cached = known.get(namespace);
-    if (cached !== undefined && Date.now() - cached.at < cacheMs) return { externalStorage, searchAttributes: cached.names };
+    if (cached !== undefined && Date.now() - cached.at < cacheMs)
+      return { externalStorage, searchAttributes: cached.names };
     let names: string[] = [];
     try {
-      const status = await client.connection.withDeadline(Date.now() + LIST_DEADLINE_MS, () => searchAttributeStatus(client.connection, namespace, COMPACTOR_SEARCH_ATTRIBUTES));
+      const status = await client.connection.withDeadline(Date.now() + LIST_DEADLINE_MS, () =>
+        searchAttributeStatus(client.connection, namespace, COMPACTOR_SEARCH_ATTRIBUTES),
+      );
       names = status.present;
       const absent = [...status.missing, ...status.conflicting];
       if (absent.length > 0 && !warned.has(namespace)) {
         warned.add(namespace);
-        warn(`temporal-compactor: namespace "${namespace}" lacks the search attributes ${absent.join(', ')}; agent runs there do not set them (the worker registers them at start where the operator API allows it)`);
+        warn(
+          `temporal-compactor: namespace "${namespace}" lacks the search attributes ${absent.join(', ')}; agent runs there do not set them (the worker registers them at start where the operator API allows it)`,
+        );
       }
     } catch (error) {
       if (!warned.has(namespace)) {
         warned.add(namespace);
-        warn(`temporal-compactor: could not list the search attributes of namespace "${namespace}" (${error instanceof Error ? error.message : String(error)}); agent runs do not set them`);
+        warn(
+          `temporal-compactor: could not list the search attributes of namespace "${namespace}" (${error instanceof Error ? error.message : String(error)}); agent runs do not set them`,
+        );
       }
     }
     known.set(namespace, { at: Date.now(), names });

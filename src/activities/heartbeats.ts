@@ -31,7 +31,10 @@ export async function whileHeartbeating<T>(
   const context = Context.current();
   const signal = context.cancellationSignal;
   context.heartbeat();
-  const timer = setInterval(() => context.heartbeat(), heartbeatInterval(context.info.heartbeatTimeoutMs, heartbeatIntervalMs));
+  const timer = setInterval(
+    () => context.heartbeat(),
+    heartbeatInterval(context.info.heartbeatTimeoutMs, heartbeatIntervalMs),
+  );
   try {
     return await Promise.race([work(signal), context.cancelled]);
   } catch (error) {
@@ -53,8 +56,16 @@ function cancellationReason(signal: AbortSignal): unknown {
  * elsewhere after the heartbeat timeout, not after the start-to-close timeout) and stops at a
  * cancellation. Its own failures pass through unchanged.
  */
-export function heartbeating<A extends unknown[], R>(activity: (...args: A) => Promise<R>, heartbeatIntervalMs?: number): (...args: A) => Promise<R> {
-  const wrapped = (...args: A): Promise<R> => whileHeartbeating(() => activity(...args), (error) => error, heartbeatIntervalMs);
+export function heartbeating<A extends unknown[], R>(
+  activity: (...args: A) => Promise<R>,
+  heartbeatIntervalMs?: number,
+): (...args: A) => Promise<R> {
+  const wrapped = (...args: A): Promise<R> =>
+    whileHeartbeating(
+      () => activity(...args),
+      (error) => error,
+      heartbeatIntervalMs,
+    );
   // The worker registers activities by their function name: keep it.
   Object.defineProperty(wrapped, 'name', { value: activity.name });
   return wrapped;

@@ -14,8 +14,23 @@ import { createTrajectoryStore } from './trajectories.js';
 export type { SummarizeActivityInput, SummarizeActivityOutput, SummarizeActivityDeps } from './summarize.js';
 export { createSummarizeActivity } from './summarize.js';
 export { toSummarizerFailure, emptySummaryFailure, type SummarizerFailureDetails } from './to-failure.js';
-export { createChatActivity, toChatFailure, DEFAULT_CHAT_TIMEOUT_MS, type ChatActivityInput, type ChatActivityOutput, type ChatActivityDeps, type ChatUsage } from './chat.js';
-export { createBuiltInTools, createReplayTool, DEFAULT_TOOL_RESULT_CHARS, type ToolActivity, type BuiltInToolsOptions, type ReplayToolInput } from './tools.js';
+export {
+  createChatActivity,
+  toChatFailure,
+  DEFAULT_CHAT_TIMEOUT_MS,
+  type ChatActivityInput,
+  type ChatActivityOutput,
+  type ChatActivityDeps,
+  type ChatUsage,
+} from './chat.js';
+export {
+  createBuiltInTools,
+  createReplayTool,
+  DEFAULT_TOOL_RESULT_CHARS,
+  type ToolActivity,
+  type BuiltInToolsOptions,
+  type ReplayToolInput,
+} from './tools.js';
 export { createTrajectoryStore, type TrajectoryStore, type TrajectoryStoreOptions } from './trajectories.js';
 export { createRecordSessionActivity, type SessionBatchReceipt } from './session.js';
 export { createCountTokensActivity, type CountTokensInput, type CountTokensOutput } from './count-tokens.js';
@@ -52,16 +67,32 @@ export interface ActivityDeps {
  *   activities: createActivities({ summarizer: createOpenAISummarizer({ model: 'gpt-4o-mini' }) }),
  * });
  */
-export function createActivities({ summarizer, model, heartbeatIntervalMs, openai, chatServer, chatTimeoutMs, toolsRoot, trajectoryDir }: ActivityDeps) {
+export function createActivities({
+  summarizer,
+  model,
+  heartbeatIntervalMs,
+  openai,
+  chatServer,
+  chatTimeoutMs,
+  toolsRoot,
+  trajectoryDir,
+}: ActivityDeps) {
   const backend = summarizer ?? (model !== undefined && model !== '' ? createOpenAISummarizer({ model }) : undefined);
-  if (backend === undefined) throw new TypeError('createActivities: pass a summarizer, or the summarizer model name as `model`');
+  if (backend === undefined)
+    throw new TypeError('createActivities: pass a summarizer, or the summarizer model name as `model`');
   const trajectories = createTrajectoryStore(trajectoryDir === undefined ? {} : { dir: trajectoryDir });
   return {
     summarize: createSummarizeActivity({ summarizer: backend, heartbeatIntervalMs }),
     // The agent loop (agentRun): chat with an OpenAI-compatible backend or a replayed trajectory,
     // the built-in read-only tools, and the replay provider's recorded tool results. Register your
     // own tools as activities named like their declarations: `{ ...createActivities(deps), my_tool }`.
-    chat: createChatActivity({ openai, server: chatServer, timeoutMs: chatTimeoutMs, heartbeatIntervalMs, trajectories }),
+    chat: createChatActivity({
+      openai,
+      server: chatServer,
+      timeoutMs: chatTimeoutMs,
+      heartbeatIntervalMs,
+      trajectories,
+    }),
     replayTool: createReplayTool(trajectories),
     // The agent loop's bookkeeping: its transcript batches, token counts taken outside the sandbox,
     // and what the worker knows of payload storage and search attributes.

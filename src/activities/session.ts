@@ -21,7 +21,8 @@ export function createRecordSessionActivity() {
     if (!Number.isSafeInteger(from) || typeof from !== 'number' || from < 0 || !Array.isArray(lines)) {
       throw ApplicationFailure.create({
         type: FailureType.InvalidInput,
-        message: 'recordSession: the input must be { from: a non-negative integer, lines: an array of transcript lines }',
+        message:
+          'recordSession: the input must be { from: a non-negative integer, lines: an array of transcript lines }',
         nonRetryable: true,
       });
     }

@@ -1,7 +1,14 @@
 // Node only (activities): turns what a summarizer threw into the `ApplicationFailure` Temporal's
 // retry policy acts on (docs/design.md#summarize-activity). Never wraps a cancellation into a failure.
 import { ApplicationFailure } from '@temporalio/common';
-import { classifyError, FailureType, InvalidInputError, retryAfterOf, statusOf, SummarizerError } from '../core/errors.js';
+import {
+  classifyError,
+  FailureType,
+  InvalidInputError,
+  retryAfterOf,
+  statusOf,
+  SummarizerError,
+} from '../core/errors.js';
 import { invalidInputFailure } from '../shared/failures.js';
 
 /** What the workflow side and the UI can read from a summarizer failure's `details[0]`. */
@@ -24,7 +31,10 @@ export interface SummarizerFailureDetails {
  *
  * Cancellation is not handled here: the caller rethrows the activity's cancellation reason first.
  */
-export function toSummarizerFailure(error: unknown, known: Pick<SummarizerFailureDetails, 'attempt'> = {}): ApplicationFailure {
+export function toSummarizerFailure(
+  error: unknown,
+  known: Pick<SummarizerFailureDetails, 'attempt'> = {},
+): ApplicationFailure {
   if (error instanceof ApplicationFailure) return error;
   if (error instanceof InvalidInputError) return invalidInputFailure(error);
   const message = error instanceof Error ? error.message : String(error);
@@ -36,7 +46,13 @@ export function toSummarizerFailure(error: unknown, known: Pick<SummarizerFailur
   if (retryAfterMs !== undefined) details.retryAfterMs = retryAfterMs;
 
   if (classifyError(error) === 'abort') {
-    return ApplicationFailure.create({ type: FailureType.Rejected, message, nonRetryable: true, details: [details], cause });
+    return ApplicationFailure.create({
+      type: FailureType.Rejected,
+      message,
+      nonRetryable: true,
+      details: [details],
+      cause,
+    });
   }
   const type = error instanceof SummarizerError && error.kind === 'empty' ? FailureType.Empty : FailureType.Transient;
   return ApplicationFailure.create({
@@ -52,5 +68,10 @@ export function toSummarizerFailure(error: unknown, known: Pick<SummarizerFailur
 
 /** The failure for a summary that is empty or only whitespace: never accepted, retried. */
 export function emptySummaryFailure(known: Pick<SummarizerFailureDetails, 'attempt'> = {}): ApplicationFailure {
-  return ApplicationFailure.create({ type: FailureType.Empty, message: 'summarizer: the summary is empty', nonRetryable: false, details: [{ ...known }] });
+  return ApplicationFailure.create({
+    type: FailureType.Empty,
+    message: 'summarizer: the summary is empty',
+    nonRetryable: false,
+    details: [{ ...known }],
+  });
 }

@@ -29,7 +29,11 @@ const SKIPPED_DIRECTORIES = new Set(['.git', 'node_modules']);
 function invalidArguments(tool: string, error: z.ZodError): ApplicationFailure {
   const issue = error.issues[0];
   const field = issue === undefined ? 'arguments' : ['arguments', ...issue.path.map(String)].join('.');
-  return ApplicationFailure.create({ type: ToolFailureType.InvalidArguments, message: `${tool}: ${field}: ${issue?.message ?? 'invalid'}`, nonRetryable: true });
+  return ApplicationFailure.create({
+    type: ToolFailureType.InvalidArguments,
+    message: `${tool}: ${field}: ${issue?.message ?? 'invalid'}`,
+    nonRetryable: true,
+  });
 }
 
 function parseArgs<T>(tool: string, schema: z.ZodType<T>, args: unknown): T {
@@ -51,7 +55,11 @@ function isInside(root: string, path: string): boolean {
   return rel === '' || (!rel.startsWith(`..${sep}`) && rel !== '..' && !isAbsolute(rel));
 }
 
-const readArgs = z.strictObject({ path: z.string().min(1), offset: z.number().int().min(1).optional(), limit: z.number().int().min(1).optional() });
+const readArgs = z.strictObject({
+  path: z.string().min(1),
+  offset: z.number().int().min(1).optional(),
+  limit: z.number().int().min(1).optional(),
+});
 const listArgs = z.strictObject({ path: z.string().min(1).optional() });
 const grepArgs = z.strictObject({
   pattern: z.string().min(1),
@@ -66,7 +74,10 @@ const grepArgs = z.strictObject({
  * `Tool.PathOutsideRoot` that says so. Bad arguments fail with `Tool.InvalidArguments`, missing
  * files with `Tool.NotFound`; the agent loop hands any tool failure to the model as the result.
  */
-export function createBuiltInTools({ root = process.cwd(), maxResultChars = DEFAULT_TOOL_RESULT_CHARS }: BuiltInToolsOptions = {}) {
+export function createBuiltInTools({
+  root = process.cwd(),
+  maxResultChars = DEFAULT_TOOL_RESULT_CHARS,
+}: BuiltInToolsOptions = {}) {
   const rootPath = resolve(root);
   let realRoot: Promise<string> | undefined;
 
@@ -80,7 +91,11 @@ export function createBuiltInTools({ root = process.cwd(), maxResultChars = DEFA
     try {
       real = await realpath(target);
     } catch {
-      throw ApplicationFailure.create({ type: ToolFailureType.NotFound, message: `${tool}: no such file or directory: ${path}`, nonRetryable: true });
+      throw ApplicationFailure.create({
+        type: ToolFailureType.NotFound,
+        message: `${tool}: no such file or directory: ${path}`,
+        nonRetryable: true,
+      });
     }
     // A symlink inside the root may point outside it.
     if (!isInside(base, real)) throw outsideRoot(tool, path, rootPath);
@@ -91,7 +106,11 @@ export function createBuiltInTools({ root = process.cwd(), maxResultChars = DEFA
     const { path, offset = 1, limit } = parseArgs('fs_read', readArgs, args);
     const { real } = await locate('fs_read', path);
     if ((await stat(real)).isDirectory()) {
-      throw ApplicationFailure.create({ type: ToolFailureType.InvalidArguments, message: `fs_read: ${path} is a directory; use fs_list`, nonRetryable: true });
+      throw ApplicationFailure.create({
+        type: ToolFailureType.InvalidArguments,
+        message: `fs_read: ${path} is a directory; use fs_list`,
+        nonRetryable: true,
+      });
     }
     const lines = (await readFile(real, 'utf8')).split('\n');
     const selected = lines.slice(offset - 1, limit === undefined ? undefined : offset - 1 + limit);
@@ -103,7 +122,11 @@ export function createBuiltInTools({ root = process.cwd(), maxResultChars = DEFA
     const { path = '.' } = parseArgs('fs_list', listArgs, args);
     const { real } = await locate('fs_list', path);
     if (!(await stat(real)).isDirectory()) {
-      throw ApplicationFailure.create({ type: ToolFailureType.InvalidArguments, message: `fs_list: ${path} is not a directory; use fs_read`, nonRetryable: true });
+      throw ApplicationFailure.create({
+        type: ToolFailureType.InvalidArguments,
+        message: `fs_list: ${path} is not a directory; use fs_read`,
+        nonRetryable: true,
+      });
     }
     const entries = await readdir(real, { withFileTypes: true });
     const names = entries.map((entry) => (entry.isDirectory() ? `${entry.name}/` : entry.name)).sort();
@@ -116,7 +139,11 @@ export function createBuiltInTools({ root = process.cwd(), maxResultChars = DEFA
     try {
       regex = new RegExp(pattern, ignoreCase ? 'i' : '');
     } catch (error) {
-      throw ApplicationFailure.create({ type: ToolFailureType.InvalidArguments, message: `grep: arguments.pattern: ${error instanceof Error ? error.message : String(error)}`, nonRetryable: true });
+      throw ApplicationFailure.create({
+        type: ToolFailureType.InvalidArguments,
+        message: `grep: arguments.pattern: ${error instanceof Error ? error.message : String(error)}`,
+        nonRetryable: true,
+      });
     }
     const { real } = await locate('grep', path);
     realRoot ??= realpath(rootPath);
@@ -171,7 +198,11 @@ export function createReplayTool(trajectories: TrajectoryStore) {
     const script = await trajectories.load(trajectory);
     const result = script.results.get(toolCallId);
     if (result === undefined) {
-      throw ApplicationFailure.create({ type: ReplayFailureType.NotRecorded, message: `replay: trajectory "${trajectory}" has no result for tool call ${toolCallId}`, nonRetryable: true });
+      throw ApplicationFailure.create({
+        type: ReplayFailureType.NotRecorded,
+        message: `replay: trajectory "${trajectory}" has no result for tool call ${toolCallId}`,
+        nonRetryable: true,
+      });
     }
     return result;
   });

@@ -38,7 +38,10 @@ export function createTrajectoryStore({ dir = process.cwd() }: TrajectoryStoreOp
   const root = resolve(dir);
   const cache = new Map<string, Promise<ReplayScript>>();
   const loadFile = async (name: string): Promise<ReplayScript> => {
-    if (isAbsolute(name)) throw notFound(`replay: trajectory "${name}" must be a name or a relative path under ${root}, not an absolute path`);
+    if (isAbsolute(name))
+      throw notFound(
+        `replay: trajectory "${name}" must be a name or a relative path under ${root}, not an absolute path`,
+      );
     const candidates = name.endsWith('.json') ? [name] : [`${name}.json`, name];
     for (const candidate of candidates) {
       const path = resolve(root, candidate);
@@ -48,21 +51,33 @@ export function createTrajectoryStore({ dir = process.cwd() }: TrajectoryStoreOp
       } catch {
         continue;
       }
-      if (!inside(await realpath(root), real)) throw notFound(`replay: trajectory "${name}" resolves outside the trajectory directory ${root}`);
+      if (!inside(await realpath(root), real))
+        throw notFound(`replay: trajectory "${name}" resolves outside the trajectory directory ${root}`);
       let parsed: unknown;
       try {
         parsed = JSON.parse(await readFile(real, 'utf8'));
       } catch (error) {
-        throw ApplicationFailure.create({ type: ReplayFailureType.BadTrajectory, message: `replay: ${real} is not JSON: ${error instanceof Error ? error.message : String(error)}`, nonRetryable: true });
+        throw ApplicationFailure.create({
+          type: ReplayFailureType.BadTrajectory,
+          message: `replay: ${real} is not JSON: ${error instanceof Error ? error.message : String(error)}`,
+          nonRetryable: true,
+        });
       }
       try {
         return replayScript(parsed);
       } catch (error) {
-        if (error instanceof InvalidInputError) throw ApplicationFailure.create({ type: ReplayFailureType.BadTrajectory, message: `replay: ${real}: ${error.message}`, nonRetryable: true });
+        if (error instanceof InvalidInputError)
+          throw ApplicationFailure.create({
+            type: ReplayFailureType.BadTrajectory,
+            message: `replay: ${real}: ${error.message}`,
+            nonRetryable: true,
+          });
         throw error;
       }
     }
-    throw notFound(`replay: no trajectory "${name}" in ${root} (set COMPACTOR_TRAJECTORY_DIR or createActivities({ trajectoryDir }))`);
+    throw notFound(
+      `replay: no trajectory "${name}" in ${root} (set COMPACTOR_TRAJECTORY_DIR or createActivities({ trajectoryDir }))`,
+    );
   };
   return {
     dir: root,

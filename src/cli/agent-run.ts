@@ -17,7 +17,8 @@ export const QUERY_TIMEOUT_OPTION: OptionSpec = {
 /** Describes the run, and refuses a workflow that is not an agentRun. */
 export async function describeAgentRun(handle: WorkflowHandle) {
   const description = await handle.describe();
-  if (description.type !== 'agentRun') throw new UsageError(`${handle.workflowId} is a ${description.type} workflow, not an agentRun`);
+  if (description.type !== 'agentRun')
+    throw new UsageError(`${handle.workflowId} is a ${description.type} workflow, not an agentRun`);
   return description;
 }
 

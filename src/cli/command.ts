@@ -79,7 +79,11 @@ function distance(a: string, b: string): number {
   for (let i = 1; i <= a.length; i += 1) {
     const current = [i];
     for (let j = 1; j <= b.length; j += 1) {
-      current[j] = Math.min((previous[j] ?? 0) + 1, (current[j - 1] ?? 0) + 1, (previous[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1));
+      current[j] = Math.min(
+        (previous[j] ?? 0) + 1,
+        (current[j - 1] ?? 0) + 1,
+        (previous[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1),
+      );
     }
     previous = current;
   }
@@ -93,7 +97,9 @@ export function didYouMean(name: string, known: readonly string[], prefix = '--'
     const d = candidate.length >= 3 && name.startsWith(candidate) ? 1 : distance(name, candidate);
     if (best === undefined || d < best.distance) best = { name: candidate, distance: d };
   }
-  return best !== undefined && best.distance <= Math.max(2, Math.floor(name.length / 3)) ? `; did you mean ${prefix}${best.name}?` : '';
+  return best !== undefined && best.distance <= Math.max(2, Math.floor(name.length / 3))
+    ? `; did you mean ${prefix}${best.name}?`
+    : '';
 }
 
 /**
@@ -101,17 +107,31 @@ export function didYouMean(name: string, known: readonly string[], prefix = '--'
  * one given a value are {@link UsageError}s naming the option as it was written (Node's own parser
  * messages are not shown).
  */
-export function parseCommandArgs(command: CliCommand, args: readonly string[]): { values: OptionValues; positionals: string[] } {
+export function parseCommandArgs(
+  command: CliCommand,
+  args: readonly string[],
+): { values: OptionValues; positionals: string[] } {
   const options = optionsOf(command);
   // strict: false, and the checks below: our messages rather than the parser's.
-  const { values, positionals, tokens } = parseArgs({ args: [...args], options, allowPositionals: true, strict: false, tokens: true });
+  const { values, positionals, tokens } = parseArgs({
+    args: [...args],
+    options,
+    allowPositionals: true,
+    strict: false,
+    tokens: true,
+  });
   for (const token of tokens) {
     if (token.kind !== 'option') continue;
     const spec = Object.hasOwn(options, token.name) ? options[token.name] : undefined;
-    if (spec === undefined) throw new UsageError(`unknown option ${token.rawName}${didYouMean(token.name, Object.keys(options))}`);
-    if (spec.type === 'string' && token.value === undefined) throw new UsageError(`${token.rawName} needs a value${spec.value === undefined ? '' : ` (${spec.value})`}`);
+    if (spec === undefined)
+      throw new UsageError(`unknown option ${token.rawName}${didYouMean(token.name, Object.keys(options))}`);
+    if (spec.type === 'string' && token.value === undefined)
+      throw new UsageError(`${token.rawName} needs a value${spec.value === undefined ? '' : ` (${spec.value})`}`);
     if (spec.type === 'boolean' && token.inlineValue === true) throw new UsageError(`${token.rawName} takes no value`);
-    if (spec.multiple !== true && tokens.filter((other) => other.kind === 'option' && other.name === token.name).length > 1) {
+    if (
+      spec.multiple !== true &&
+      tokens.filter((other) => other.kind === 'option' && other.name === token.name).length > 1
+    ) {
       throw new UsageError(`${token.rawName} is given more than once`);
     }
   }
@@ -186,7 +206,9 @@ export function topLevelHelp(commands: readonly CliCommand[]): string {
     '       temporal-compactor <command> --help',
     '',
     'Commands:',
-    ...commands.flatMap((command) => wrap(command.summary, HELP_COLUMNS, ' '.repeat(width), `  ${command.name}`.padEnd(width))),
+    ...commands.flatMap((command) =>
+      wrap(command.summary, HELP_COLUMNS, ' '.repeat(width), `  ${command.name}`.padEnd(width)),
+    ),
     '',
     'Options:',
     '  -h, --help      print this help and exit',
@@ -211,7 +233,8 @@ export function onlyArgument(context: CommandContext, what: string): string {
 
 /** No positional arguments. */
 export function noArguments(context: CommandContext): void {
-  if (context.positionals.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(context.positionals[0])}`);
+  if (context.positionals.length > 0)
+    throw new UsageError(`unexpected argument ${JSON.stringify(context.positionals[0])}`);
 }
 
 /** Resolves on SIGINT or SIGTERM (long-running commands stop cleanly on either). */

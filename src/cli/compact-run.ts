@@ -46,18 +46,32 @@ export interface CompactReport {
    */
   summarizerFailure: string | undefined;
   /** `in-process`, or the workflow that ran it. */
-  via: { kind: 'in-process' } | { kind: 'workflow'; workflowId: string; runId: string; taskQueue: string; worker: 'in-process' | 'existing'; link: string | undefined };
+  via:
+    | { kind: 'in-process' }
+    | {
+        kind: 'workflow';
+        workflowId: string;
+        runId: string;
+        taskQueue: string;
+        worker: 'in-process' | 'existing';
+        link: string | undefined;
+      };
 }
 
 /** The header line of the table {@link renderCompactReport} prints (tests look for it). */
-export const COMPACT_TABLE_HEADER = '| tokens before → after | reclaimed | messages before → after | dropped | elided | summary or trim | fallback | exhausted |';
+export const COMPACT_TABLE_HEADER =
+  '| tokens before → after | reclaimed | messages before → after | dropped | elided | summary or trim | fallback | exhausted |';
 
 /** The report for people: what was compacted and how, then a one-row Markdown table like `history`'s. */
 export function renderCompactReport(report: CompactReport): string {
   const { file, result, budget } = report;
   const { options, target } = report;
   const budgetWhy =
-    report.budgetSource === 'flag' ? '--budget' : report.budgetSource === 'config' ? 'COMPACTOR_CONTEXT_BUDGET / --context-budget' : "the conversation's own size, as if it had just filled its window; --budget N sets it";
+    report.budgetSource === 'flag'
+      ? '--budget'
+      : report.budgetSource === 'config'
+        ? 'COMPACTOR_CONTEXT_BUDGET / --context-budget'
+        : "the conversation's own size, as if it had just filled its window; --budget N sets it";
   const what = compactionKindLabel(compactionKind(result), result.summary?.length ?? 0);
   const via =
     report.via.kind === 'in-process'
@@ -70,18 +84,30 @@ export function renderCompactReport(report: CompactReport): string {
     `Summarizer: ${report.summarizer}.`,
     `Ran ${via}.`,
     ...(report.via.kind === 'workflow' && report.via.link !== undefined ? [`Inspect it: ${report.via.link}`] : []),
-    ...(report.needed ? [] : ['Under the trigger: an agent loop would not compact this conversation yet (needsCompaction is false); compacted anyway.']),
+    ...(report.needed
+      ? []
+      : [
+          'Under the trigger: an agent loop would not compact this conversation yet (needsCompaction is false); compacted anyway.',
+        ]),
     '',
     COMPACT_TABLE_HEADER,
     '|--:|--:|--:|--:|--:|---|---|---|',
     `| ${groupDigits(result.tokensBefore)} → ${groupDigits(result.tokensAfter)} | ${groupDigits(result.tokensBefore - result.tokensAfter)} | ${groupDigits(file.messages.length)} → ${groupDigits(result.messages.length)} | ${result.dropped} | ${result.elisions.length} | ${what} | ${result.fallback ? 'yes' : 'no'} | ${result.exhausted ? 'yes' : 'no'} |`,
   ];
   if (result.aboveMark !== undefined) {
-    const why = result.aboveMark.reason === 'recent-window' ? 'the sticky messages and the last complete turn alone leave no room for a summary under it' : 'the summary was longer than the room left for it';
+    const why =
+      result.aboveMark.reason === 'recent-window'
+        ? 'the sticky messages and the last complete turn alone leave no room for a summary under it'
+        : 'the summary was longer than the room left for it';
     lines.push('', `Above the low-water mark (${groupDigits(result.aboveMark.mark)}): ${why}.`);
   }
-  if (report.summarizerFailure !== undefined) lines.push('', `Hard trim because the summarizer failed: ${report.summarizerFailure}`);
-  else if (result.fallback) lines.push('', 'Hard trim because no summary fitted: the summarizer answered, but the conversation with its summary was not under the budget (or --target).');
+  if (report.summarizerFailure !== undefined)
+    lines.push('', `Hard trim because the summarizer failed: ${report.summarizerFailure}`);
+  else if (result.fallback)
+    lines.push(
+      '',
+      'Hard trim because no summary fitted: the summarizer answered, but the conversation with its summary was not under the budget (or --target).',
+    );
   return `${lines.join('\n')}\n`;
 }
 
@@ -104,7 +130,11 @@ export interface CompactRun {
 
 /** What the report needs of the run besides the result. */
 function reported(run: CompactRun, budget: number): Pick<CompactReport, 'options' | 'target' | 'optionFlags'> {
-  return { options: resolveOptions({ ...run.options, contextBudget: budget }), target: run.target, optionFlags: run.optionFlags };
+  return {
+    options: resolveOptions({ ...run.options, contextBudget: budget }),
+    target: run.target,
+    optionFlags: run.optionFlags,
+  };
 }
 
 /**
@@ -147,7 +177,8 @@ function watched(summarizer: Summarizer): { summarizer: Summarizer; failure: () 
         }
       },
     },
-    failure: () => (last === undefined ? undefined : `${last}${failedInARow > 1 ? ` (${failedInARow} attempts failed)` : ''}`),
+    failure: () =>
+      last === undefined ? undefined : `${last}${failedInARow > 1 ? ` (${failedInARow} attempts failed)` : ''}`,
   };
 }
 
@@ -167,7 +198,17 @@ export async function compactInProcess(run: CompactRun): Promise<CompactReport> 
   const needed = needsCompactionCore(run.file.messages, compactor.options, { target: run.target });
   const result = await compactor.compact(run.file.messages, { target: run.target });
   const summarizerFailure = result.fallback ? failure() : undefined;
-  return { file: run.file, result, budget, budgetSource, needed, summarizer: configured.describe, ...reported(run, budget), summarizerFailure, via: { kind: 'in-process' } };
+  return {
+    file: run.file,
+    result,
+    budget,
+    budgetSource,
+    needed,
+    summarizer: configured.describe,
+    ...reported(run, budget),
+    summarizerFailure,
+    via: { kind: 'in-process' },
+  };
 }
 
 /**
@@ -187,7 +228,10 @@ export async function liveWorkflowPollers(client: Client, taskQueue: string, now
   });
   return (response.pollers ?? []).flatMap((poller) => {
     const seconds = poller.lastAccessTime?.seconds;
-    const at = seconds === undefined || seconds === null ? 0 : Number(seconds) * 1000 + Math.round((poller.lastAccessTime?.nanos ?? 0) / 1e6);
+    const at =
+      seconds === undefined || seconds === null
+        ? 0
+        : Number(seconds) * 1000 + Math.round((poller.lastAccessTime?.nanos ?? 0) / 1e6);
     return now - at <= LIVE_POLLER_MS ? [poller.identity ?? '?'] : [];
   });
 }
@@ -205,7 +249,10 @@ function runLink(config: CompactorConfig, namespace: string, workflowId: string)
 
 /** A workflow id that says what ran: `compact-<file name>-<time>-<random>`. */
 function workflowIdFor(path: string): string {
-  const name = basename(path).replace(/\.[^.]*$/, '').replace(/[^A-Za-z0-9_.-]+/g, '-').slice(0, 60);
+  const name = basename(path)
+    .replace(/\.[^.]*$/, '')
+    .replace(/[^A-Za-z0-9_.-]+/g, '-')
+    .slice(0, 60);
   return `compact-${name}-${Date.now().toString(36)}-${randomUUID().slice(0, 6)}`;
 }
 
@@ -223,20 +270,31 @@ function onInterrupt(handler: () => void): () => void {
   return () => process.off('SIGINT', handler);
 }
 
-async function awaitResult(handle: WorkflowHandle<typeof compactConversation>, progress: (line: string) => void): Promise<CompactionResult> {
+async function awaitResult(
+  handle: WorkflowHandle<typeof compactConversation>,
+  progress: (line: string) => void,
+): Promise<CompactionResult> {
   // Ctrl-C cancels the run rather than leaving it for a worker to pick up later.
   const stop = onInterrupt(() => {
     progress(`Cancelling workflow ${handle.workflowId}...`);
-    handle.cancel().catch((error: unknown) => progress(`could not cancel: ${error instanceof Error ? error.message : String(error)}`));
+    handle
+      .cancel()
+      .catch((error: unknown) =>
+        progress(`could not cancel: ${error instanceof Error ? error.message : String(error)}`),
+      );
   });
   try {
     return await handle.result();
   } catch (error) {
     if (error instanceof WorkflowFailedError) {
       const cause = error.cause;
-      if (cause instanceof CancelledFailure) throw new Error(`workflow ${handle.workflowId} was cancelled`, { cause: error });
-      const type = cause instanceof ApplicationFailure && cause.type !== undefined && cause.type !== null ? `${cause.type}: ` : '';
-      throw new Error(`workflow ${handle.workflowId} failed: ${type}${cause?.message ?? error.message}`, { cause: error });
+      if (cause instanceof CancelledFailure)
+        throw new Error(`workflow ${handle.workflowId} was cancelled`, { cause: error });
+      const type =
+        cause instanceof ApplicationFailure && cause.type !== undefined && cause.type !== null ? `${cause.type}: ` : '';
+      throw new Error(`workflow ${handle.workflowId} failed: ${type}${cause?.message ?? error.message}`, {
+        cause: error,
+      });
     }
     throw error;
   } finally {
@@ -264,7 +322,8 @@ export async function summarizerFailureInHistory(handle: WorkflowHandle): Promis
   for (const event of history.events ?? []) {
     if (event.activityTaskStartedEventAttributes) attempt = event.activityTaskStartedEventAttributes.attempt ?? 1;
     if (event.activityTaskCompletedEventAttributes) failure = undefined;
-    const failed = event.activityTaskFailedEventAttributes?.failure ?? event.activityTaskTimedOutEventAttributes?.failure;
+    const failed =
+      event.activityTaskFailedEventAttributes?.failure ?? event.activityTaskTimedOutEventAttributes?.failure;
     if (failed) failure = `${failureText(failed)}${attempt > 1 ? ` (${attempt} attempts failed)` : ''}`;
   }
   return failure;
@@ -294,7 +353,8 @@ export async function compactViaWorkflow(run: CompactRun, client: Client): Promi
   const existing = await liveWorkflowPollers(client, config.taskQueue);
   // Summarize activities go where those workers expect them (their own queue when one is
   // configured); a worker started here polls one queue for everything.
-  if (existing.length > 0 && config.summarizerTaskQueue !== config.taskQueue) input.options.taskQueue = config.summarizerTaskQueue;
+  if (existing.length > 0 && config.summarizerTaskQueue !== config.taskQueue)
+    input.options.taskQueue = config.summarizerTaskQueue;
   const workflowId = workflowIdFor(file.path);
   const details = reported(run, budget);
   const needed = needsCompactionCore(file.messages, details.options, { target: run.target });
@@ -308,7 +368,9 @@ export async function compactViaWorkflow(run: CompactRun, client: Client): Promi
       staticSummary: `compact · ${basename(file.path)} · budget ${groupDigits(budget)} tokens`,
       staticDetails: `Started by \`temporal-compactor compact ${file.path} --via-workflow\`; summarizer: ${summarizer}.`,
     });
-    progress(`Started workflow ${workflowId} on task queue "${taskQueue}"; waiting for its result (Ctrl-C cancels it).`);
+    progress(
+      `Started workflow ${workflowId} on task queue "${taskQueue}"; waiting for its result (Ctrl-C cancels it).`,
+    );
     const result = await awaitResult(handle, progress);
     // The result is in hand: not being allowed to read the history only leaves the reason unsaid.
     const summarizerFailure = result.fallback
@@ -319,7 +381,12 @@ export async function compactViaWorkflow(run: CompactRun, client: Client): Promi
       : undefined;
     return { result, runId: handle.firstExecutionRunId, summarizerFailure };
   };
-  const report = (outcome: Outcome, taskQueue: string, worker: 'in-process' | 'existing', summarizer: string): CompactReport => ({
+  const report = (
+    outcome: Outcome,
+    taskQueue: string,
+    worker: 'in-process' | 'existing',
+    summarizer: string,
+  ): CompactReport => ({
     file,
     result: outcome.result,
     budget,
@@ -328,11 +395,20 @@ export async function compactViaWorkflow(run: CompactRun, client: Client): Promi
     summarizer,
     ...details,
     summarizerFailure: outcome.summarizerFailure,
-    via: { kind: 'workflow', workflowId, runId: outcome.runId, taskQueue, worker, link: runLink(config, namespace, workflowId) },
+    via: {
+      kind: 'workflow',
+      workflowId,
+      runId: outcome.runId,
+      taskQueue,
+      worker,
+      link: runLink(config, namespace, workflowId),
+    },
   });
 
   if (existing.length > 0) {
-    progress(`Workers poll task queue "${config.taskQueue}" (${existing.slice(0, 3).join(', ')}${existing.length > 3 ? ', ...' : ''}): they run the workflow.`);
+    progress(
+      `Workers poll task queue "${config.taskQueue}" (${existing.slice(0, 3).join(', ')}${existing.length > 3 ? ', ...' : ''}): they run the workflow.`,
+    );
     const summarizer = "the workers' own (the one their configuration selects)";
     return report(await start(config.taskQueue, summarizer), config.taskQueue, 'existing', summarizer);
   }
@@ -341,7 +417,9 @@ export async function compactViaWorkflow(run: CompactRun, client: Client): Promi
   const { summarizer, describe } = summarizerFromConfig(config);
   // Run from source there is no prebuilt bundle: the worker bundles the workflows as it starts.
   const bundling = workflowCode({ workflowBundlePath: config.workflowBundle }).workflowsPath !== undefined;
-  progress(`No worker polls task queue "${config.taskQueue}": starting one in this process on "${taskQueue}"${bundling ? ' (bundling the workflows first takes a few seconds)' : ''}...`);
+  progress(
+    `No worker polls task queue "${config.taskQueue}": starting one in this process on "${taskQueue}"${bundling ? ' (bundling the workflows first takes a few seconds)' : ''}...`,
+  );
   try {
     installQuietTelemetryRuntime(undefined);
   } catch {

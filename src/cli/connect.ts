@@ -10,10 +10,17 @@ import { connectTemporal } from '../worker/temporal-connection.js';
  * envconfig, with the worker's payload codec and store, so results and queries of runs whose
  * payloads were offloaded or encrypted read back as plain values.
  */
-export async function connectClient(env: Readonly<Record<string, string | undefined>>, values: Readonly<Record<string, unknown>>): Promise<{ client: Client; close: () => Promise<void> }> {
+export async function connectClient(
+  env: Readonly<Record<string, string | undefined>>,
+  values: Readonly<Record<string, unknown>>,
+): Promise<{ client: Client; close: () => Promise<void> }> {
   const config = loadConfig({ env, flags: configFlagsFromArgs(values) });
   const { dataConverter } = payloadConverterFromConfig(config);
   // Histories without a payload store can hold 2 MB events: read them with a larger receive limit.
-  const { connection, namespace } = await connectTemporal(config, { kind: 'client', env, channelArgs: HISTORY_CHANNEL_ARGS });
+  const { connection, namespace } = await connectTemporal(config, {
+    kind: 'client',
+    env,
+    channelArgs: HISTORY_CHANNEL_ARGS,
+  });
   return { client: new Client({ connection, namespace, dataConverter }), close: () => connection.close() };
 }

@@ -47,7 +47,12 @@ function looksLikeSessionJsonl(text: string): boolean {
   if (first === undefined) return false;
   try {
     const value: unknown = JSON.parse(first);
-    return typeof value === 'object' && value !== null && !Array.isArray(value) && SESSION_LINE_TYPES.includes(Reflect.get(value, 'type'));
+    return (
+      typeof value === 'object' &&
+      value !== null &&
+      !Array.isArray(value) &&
+      SESSION_LINE_TYPES.includes(Reflect.get(value, 'type'))
+    );
   } catch {
     return false;
   }
@@ -63,7 +68,12 @@ function lineAndColumn(text: string, offset: number): string {
 /** Where `JSON.parse` stopped, in words (V8 says "at position N" for most errors, nothing for a cut-off file). */
 function describeSyntaxError(text: string, error: SyntaxError): string {
   const position = /at position (\d+)/.exec(error.message)?.[1];
-  const where = position !== undefined ? `at ${lineAndColumn(text, Number(position))}` : /end of JSON input/.test(error.message) ? 'at the end of the file (is it cut off?)' : '';
+  const where =
+    position !== undefined
+      ? `at ${lineAndColumn(text, Number(position))}`
+      : /end of JSON input/.test(error.message)
+        ? 'at the end of the file (is it cut off?)'
+        : '';
   return `not valid JSON${where === '' ? '' : ` ${where}`}: ${error.message}`;
 }
 
@@ -81,10 +91,16 @@ function invalid(path: string, error: InvalidInputError): ConversationFileError 
  */
 export function parseConversation(text: string, path: string): ConversationFile {
   const body = text.replace(/^\uFEFF/, '');
-  if (body.trim() === '') throw new ConversationFileError(path, 'invalid', 'is empty: expected a JSON array of chat messages');
+  if (body.trim() === '')
+    throw new ConversationFileError(path, 'invalid', 'is empty: expected a JSON array of chat messages');
   if (looksLikeSessionJsonl(body)) {
     try {
-      return { path, format: 'session-jsonl', messages: validateMessages(replaySession(parseSessionJsonl(body))), container: undefined };
+      return {
+        path,
+        format: 'session-jsonl',
+        messages: validateMessages(replaySession(parseSessionJsonl(body))),
+        container: undefined,
+      };
     } catch (error) {
       if (error instanceof InvalidInputError) throw invalid(path, error);
       throw error;
@@ -97,9 +113,14 @@ export function parseConversation(text: string, path: string): ConversationFile 
     if (error instanceof SyntaxError) throw new ConversationFileError(path, 'syntax', describeSyntaxError(body, error));
     throw error;
   }
-  const container: Record<string, unknown> | undefined = typeof value === 'object' && value !== null && !Array.isArray(value) ? { ...value } : undefined;
+  const container: Record<string, unknown> | undefined =
+    typeof value === 'object' && value !== null && !Array.isArray(value) ? { ...value } : undefined;
   if (!Array.isArray(value) && (container === undefined || !Object.hasOwn(container, 'messages'))) {
-    throw new ConversationFileError(path, 'invalid', 'expected a JSON array of chat messages, an object { "messages": [...] }, or the JSON lines of `temporal-compactor session --jsonl`');
+    throw new ConversationFileError(
+      path,
+      'invalid',
+      'expected a JSON array of chat messages, an object { "messages": [...] }, or the JSON lines of `temporal-compactor session --jsonl`',
+    );
   }
   try {
     const messages = validateMessages(Array.isArray(value) ? value : container?.messages);
@@ -125,7 +146,10 @@ export async function readProcessStdin(): Promise<string> {
  * Reads and parses a conversation file, or standard input for `-` (through `readStdin`); see
  * {@link parseConversation}.
  */
-export async function readConversationFile(path: string, readStdin: () => Promise<string> = readProcessStdin): Promise<ConversationFile> {
+export async function readConversationFile(
+  path: string,
+  readStdin: () => Promise<string> = readProcessStdin,
+): Promise<ConversationFile> {
   if (path === '-') return parseConversation(await readStdin(), STDIN_NAME);
   let text: string;
   try {
@@ -134,7 +158,11 @@ export async function readConversationFile(path: string, readStdin: () => Promis
     const code = typeof error === 'object' && error !== null ? Reflect.get(error, 'code') : undefined;
     if (code === 'ENOENT') throw new ConversationFileError(path, 'missing', 'no such file');
     if (code === 'EISDIR') throw new ConversationFileError(path, 'missing', 'is a directory, not a conversation file');
-    throw new ConversationFileError(path, 'unreadable', `cannot read it: ${error instanceof Error ? error.message : String(error)}`);
+    throw new ConversationFileError(
+      path,
+      'unreadable',
+      `cannot read it: ${error instanceof Error ? error.message : String(error)}`,
+    );
   }
   return parseConversation(text, path);
 }
@@ -156,6 +184,8 @@ export function writeFileWhole(path: string, text: string): void {
     renameSync(temporary, path);
   } catch (error) {
     rmSync(temporary, { force: true });
-    throw new Error(`cannot write ${path}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    throw new Error(`cannot write ${path}: ${error instanceof Error ? error.message : String(error)}`, {
+      cause: error,
+    });
   }
 }

@@ -5,7 +5,17 @@
 import type { Client } from '@temporalio/client';
 import { ConfigError } from '../config.js';
 import { isMain } from '../worker/is-main.js';
-import { commandHelp, didYouMean, ExitCode, parseCommandArgs, topLevelHelp, UsageError, type CliCommand, type CliIo, type CommandContext } from './command.js';
+import {
+  commandHelp,
+  didYouMean,
+  ExitCode,
+  parseCommandArgs,
+  topLevelHelp,
+  UsageError,
+  type CliCommand,
+  type CliIo,
+  type CommandContext,
+} from './command.js';
 import { codecServer } from './commands/codec-server.js';
 import { compact } from './commands/compact.js';
 import { gc } from './commands/gc.js';
@@ -20,7 +30,9 @@ export type { CliCommand, CliIo, CommandContext } from './command.js';
 export { connectClient } from './connect.js';
 
 /** The subcommands by name, in the order the help lists them. */
-export const commands: Readonly<Record<string, CliCommand>> = Object.fromEntries([compact, worker, history, session, codecServer, gc].map((command) => [command.name, command]));
+export const commands: Readonly<Record<string, CliCommand>> = Object.fromEntries(
+  [compact, worker, history, session, codecServer, gc].map((command) => [command.name, command]),
+);
 
 /** What the bare command prints: how to call it, on stderr (it is a usage mistake). */
 const SHORT_USAGE = 'usage: temporal-compactor <command> [options]   (temporal-compactor --help lists the commands)';
@@ -66,7 +78,12 @@ export async function main(argv: readonly string[], io: CliIo = processIo): Prom
  * Runs one command with its arguments (after the command's name) and returns the exit code; its
  * messages and help name it as `program` (the dev-only demo runs as `npm run demo --`).
  */
-export async function runCommand(command: CliCommand, rest: readonly string[], io: CliIo = processIo, program = `temporal-compactor ${command.name}`): Promise<number> {
+export async function runCommand(
+  command: CliCommand,
+  rest: readonly string[],
+  io: CliIo = processIo,
+  program = `temporal-compactor ${command.name}`,
+): Promise<number> {
   let opened: { client: Client; close: () => Promise<void> } | undefined;
   try {
     const { values, positionals } = parseCommandArgs(command, rest);
@@ -101,7 +118,9 @@ export async function runCommand(command: CliCommand, rest: readonly string[], i
 }
 
 function unknownCommand(name: string, io: CliIo): number {
-  io.stderr(`temporal-compactor: unknown command ${JSON.stringify(name)}${didYouMean(name, Object.keys(commands), '')}\n${SHORT_USAGE}\n`);
+  io.stderr(
+    `temporal-compactor: unknown command ${JSON.stringify(name)}${didYouMean(name, Object.keys(commands), '')}\n${SHORT_USAGE}\n`,
+  );
   return ExitCode.usage;
 }
 
@@ -131,7 +150,9 @@ if (isMain(import.meta.url)) {
       process.exitCode = code;
     },
     (error: unknown) => {
-      process.stderr.write(`temporal-compactor: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+      process.stderr.write(
+        `temporal-compactor: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+      );
       process.exitCode = ExitCode.failure;
     },
   );

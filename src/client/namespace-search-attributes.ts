@@ -29,7 +29,9 @@ const INDEXED_VALUE_TYPES: Record<SearchAttributeType, number> = {
 
 /** The SDK's name of an operator-API `IndexedValueType` number. */
 export function searchAttributeTypeName(indexedValueType: number): SearchAttributeType | undefined {
-  return (Object.keys(INDEXED_VALUE_TYPES) as SearchAttributeType[]).find((name) => INDEXED_VALUE_TYPES[name] === indexedValueType);
+  return (Object.keys(INDEXED_VALUE_TYPES) as SearchAttributeType[]).find(
+    (name) => INDEXED_VALUE_TYPES[name] === indexedValueType,
+  );
 }
 
 /** Anything with the operator service: a client `Connection` or a worker's `NativeConnection`. */
@@ -54,12 +56,15 @@ export async function searchAttributeStatus(
   wanted: Record<string, SearchAttributeType> = COMPACTOR_SEARCH_ATTRIBUTES,
 ): Promise<SearchAttributeStatus> {
   const { customAttributes } = await connection.operatorService.listSearchAttributes({ namespace });
-  const existing = new Map<string, number>(Object.entries(customAttributes ?? {}).map(([name, type]) => [name, Number(type)]));
+  const existing = new Map<string, number>(
+    Object.entries(customAttributes ?? {}).map(([name, type]) => [name, Number(type)]),
+  );
   const status: SearchAttributeStatus = { present: [], missing: [], conflicting: [] };
   for (const [name, type] of Object.entries(wanted)) {
     const have = existing.get(name);
     if (have === undefined) status.missing.push(name);
-    else if (have !== INDEXED_VALUE_TYPES[type]) status.conflicting.push(`${name}: ${searchAttributeTypeName(have) ?? have}`);
+    else if (have !== INDEXED_VALUE_TYPES[type])
+      status.conflicting.push(`${name}: ${searchAttributeTypeName(have) ?? have}`);
     else status.present.push(name);
   }
   return status;
@@ -98,32 +103,56 @@ export interface SearchAttributeSetup extends SearchAttributeStatus {
 export async function ensureSearchAttributesIfAllowed(
   connection: HasOperatorService,
   namespace: string,
-  { register = true, wanted = COMPACTOR_SEARCH_ATTRIBUTES }: { register?: boolean; wanted?: Record<string, SearchAttributeType> } = {},
+  {
+    register = true,
+    wanted = COMPACTOR_SEARCH_ATTRIBUTES,
+  }: { register?: boolean; wanted?: Record<string, SearchAttributeType> } = {},
 ): Promise<SearchAttributeSetup> {
   let status: SearchAttributeStatus;
   try {
     status = await searchAttributeStatus(connection, namespace, wanted);
   } catch (error) {
-    return { present: [], missing: Object.keys(wanted), conflicting: [], registered: [], error: `listing them failed: ${messageOf(error)}` };
+    return {
+      present: [],
+      missing: Object.keys(wanted),
+      conflicting: [],
+      registered: [],
+      error: `listing them failed: ${messageOf(error)}`,
+    };
   }
   if (status.missing.length === 0) return { ...status, registered: [], error: undefined };
   if (!register) return { ...status, registered: [], error: 'registering is turned off for this worker' };
   try {
     await addSearchAttributes(connection, namespace, status.missing, wanted);
-    return { present: [...status.present, ...status.missing], missing: [], conflicting: status.conflicting, registered: status.missing, error: undefined };
+    return {
+      present: [...status.present, ...status.missing],
+      missing: [],
+      conflicting: status.conflicting,
+      registered: status.missing,
+      error: undefined,
+    };
   } catch (error) {
     return { ...status, registered: [], error: messageOf(error) };
   }
 }
 
 /** The line a worker prints once when some of our attributes are not usable: what, why, and the command that fixes it. */
-export function searchAttributeWarning(namespace: string, setup: Pick<SearchAttributeSetup, 'missing' | 'conflicting' | 'error'>): string | undefined {
+export function searchAttributeWarning(
+  namespace: string,
+  setup: Pick<SearchAttributeSetup, 'missing' | 'conflicting' | 'error'>,
+): string | undefined {
   if (setup.missing.length === 0 && setup.conflicting.length === 0) return undefined;
   const parts: string[] = [];
-  if (setup.missing.length > 0) parts.push(`missing ${setup.missing.join(', ')}${setup.error === undefined ? '' : ` (could not register them: ${setup.error})`}`);
+  if (setup.missing.length > 0)
+    parts.push(
+      `missing ${setup.missing.join(', ')}${setup.error === undefined ? '' : ` (could not register them: ${setup.error})`}`,
+    );
   if (setup.conflicting.length > 0) parts.push(`registered with another type: ${setup.conflicting.join(', ')}`);
   const commands = setup.missing
-    .map((name) => `temporal operator search-attribute create --namespace ${namespace} --name ${name} --type ${CLI_TYPE_NAMES[COMPACTOR_SEARCH_ATTRIBUTES[name as keyof typeof COMPACTOR_SEARCH_ATTRIBUTES]]}`)
+    .map(
+      (name) =>
+        `temporal operator search-attribute create --namespace ${namespace} --name ${name} --type ${CLI_TYPE_NAMES[COMPACTOR_SEARCH_ATTRIBUTES[name as keyof typeof COMPACTOR_SEARCH_ATTRIBUTES]]}`,
+    )
     .join(' && ');
   return `WARNING: namespace "${namespace}" search attributes ${parts.join('; ')}. Agent runs go on without them (no filtering by CompactionCount, ContextTokens, CompactionFallbacks, ContextExhausted)${commands === '' ? '' : `; to add them: ${commands}`}`;
 }

@@ -7,10 +7,20 @@ import type { Client } from '@temporalio/client';
 import type { Payload } from '@temporalio/common';
 // The SDK's own claim resolution and decoding (internal modules of @temporalio/common, used the way
 // the client resolves a workflow's result): history events come back as stored, claims unresolved.
-import { decodeFromPayloadsAtIndex, ExternalStorageRunner, isReferencePayload } from '@temporalio/common/lib/internal-non-workflow/index.js';
+import {
+  decodeFromPayloadsAtIndex,
+  ExternalStorageRunner,
+  isReferencePayload,
+} from '@temporalio/common/lib/internal-non-workflow/index.js';
 import type { temporal } from '@temporalio/proto';
 import { compactionRecordsFromSession, type CompactionRecord } from '../core/agent/compaction-history.js';
-import { replaySessionStream, type SessionBatch, type SessionLine, type SessionReference, type SessionSnapshot } from '../core/agent/session.js';
+import {
+  replaySessionStream,
+  type SessionBatch,
+  type SessionLine,
+  type SessionReference,
+  type SessionSnapshot,
+} from '../core/agent/session.js';
 import type { ChatMessage } from '../core/types.js';
 
 /** The name of the activity whose inputs hold the transcript. */
@@ -34,26 +44,39 @@ export interface ReadSessionOptions {
 function isSnapshot(value: unknown): value is SessionSnapshot {
   if (typeof value !== 'object' || value === null) return false;
   const reference: unknown = Reflect.get(value, 'reference');
-  return Array.isArray(Reflect.get(value, 'pending')) && typeof reference === 'object' && reference !== null && typeof Reflect.get(reference, 'lines') === 'number';
+  return (
+    Array.isArray(Reflect.get(value, 'pending')) &&
+    typeof reference === 'object' &&
+    reference !== null &&
+    typeof Reflect.get(reference, 'lines') === 'number'
+  );
 }
 
 function isBatch(value: unknown): value is SessionBatch {
-  return typeof value === 'object' && value !== null && typeof Reflect.get(value, 'from') === 'number' && Array.isArray(Reflect.get(value, 'lines'));
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof Reflect.get(value, 'from') === 'number' &&
+    Array.isArray(Reflect.get(value, 'lines'))
+  );
 }
 
 /** The runs of a continue-as-new chain up to `runId`, first run first (each run's start event names the run it continued). */
 export async function chainRunIds(client: Client, workflowId: string, runId: string): Promise<string[]> {
   const runs = [runId];
-  for (let current: string | undefined = runId; current !== undefined; ) {
-    const page: temporal.api.workflowservice.v1.IGetWorkflowExecutionHistoryResponse = await client.workflowService.getWorkflowExecutionHistory({
-      namespace: client.options.namespace,
-      execution: { workflowId, runId: current },
-      maximumPageSize: 1,
-    });
-    const previous: string | null | undefined = page.history?.events?.[0]?.workflowExecutionStartedEventAttributes?.continuedExecutionRunId;
+  for (let current: string | undefined = runId; current !== undefined;) {
+    const page: temporal.api.workflowservice.v1.IGetWorkflowExecutionHistoryResponse =
+      await client.workflowService.getWorkflowExecutionHistory({
+        namespace: client.options.namespace,
+        execution: { workflowId, runId: current },
+        maximumPageSize: 1,
+      });
+    const previous: string | null | undefined =
+      page.history?.events?.[0]?.workflowExecutionStartedEventAttributes?.continuedExecutionRunId;
     current = previous === undefined || previous === null || previous === '' ? undefined : previous;
     if (current !== undefined) {
-      if (runs.includes(current)) throw new SessionReadError(`the continue-as-new chain of ${workflowId} loops at run ${current}`);
+      if (runs.includes(current))
+        throw new SessionReadError(`the continue-as-new chain of ${workflowId} loops at run ${current}`);
       runs.unshift(current);
     }
   }
@@ -78,15 +101,20 @@ export const HISTORY_CHANNEL_ARGS = { 'grpc.max_receive_message_length': 64 * 10
  * Pages are {@link HISTORY_PAGE_EVENTS} events: without a payload store, connect with
  * {@link HISTORY_CHANNEL_ARGS} (the CLI does), or a page of large events may pass the default limit.
  */
-export async function* historyEvents(client: Client, workflowId: string, runId: string): AsyncGenerator<temporal.api.history.v1.IHistoryEvent> {
+export async function* historyEvents(
+  client: Client,
+  workflowId: string,
+  runId: string,
+): AsyncGenerator<temporal.api.history.v1.IHistoryEvent> {
   let nextPageToken: Uint8Array | undefined;
   for (;;) {
-    const page: temporal.api.workflowservice.v1.IGetWorkflowExecutionHistoryResponse = await client.workflowService.getWorkflowExecutionHistory({
-      namespace: client.options.namespace,
-      execution: { workflowId, runId },
-      maximumPageSize: HISTORY_PAGE_EVENTS,
-      ...(nextPageToken === undefined ? {} : { nextPageToken }),
-    });
+    const page: temporal.api.workflowservice.v1.IGetWorkflowExecutionHistoryResponse =
+      await client.workflowService.getWorkflowExecutionHistory({
+        namespace: client.options.namespace,
+        execution: { workflowId, runId },
+        maximumPageSize: HISTORY_PAGE_EVENTS,
+        ...(nextPageToken === undefined ? {} : { nextPageToken }),
+      });
     yield* page.history?.events ?? [];
     const token = page.nextPageToken;
     if (token === undefined || token === null || token.length === 0) return;
@@ -104,12 +132,17 @@ async function* batchesOf(client: Client, workflowId: string, runId: string): As
     let payloads: Payload[] = scheduled.input?.payloads ?? [];
     if (payloads.some((payload) => isReferencePayload(payload))) {
       if (runner === undefined) {
-        throw new SessionReadError(`run ${runId} of ${workflowId} recorded its transcript in a payload store: read it with a client configured for that store (COMPACTOR_PAYLOAD_STORE)`);
+        throw new SessionReadError(
+          `run ${runId} of ${workflowId} recorded its transcript in a payload store: read it with a client configured for that store (COMPACTOR_PAYLOAD_STORE)`,
+        );
       }
       payloads = await runner.retrieve(payloads);
     }
     const batch: unknown = await decodeFromPayloadsAtIndex(client.options.loadedDataConverter, 0, payloads);
-    if (!isBatch(batch)) throw new SessionReadError(`run ${runId} of ${workflowId}: event ${String(event.eventId)} is not a transcript batch`);
+    if (!isBatch(batch))
+      throw new SessionReadError(
+        `run ${runId} of ${workflowId}: event ${String(event.eventId)} is not a transcript batch`,
+      );
     yield batch;
   }
 }
@@ -126,27 +159,40 @@ async function* batchesOf(client: Client, workflowId: string, runId: string): As
  * const result = await handle.result();
  * const messages = await replaySessionStream(readSession(client, result.session));
  */
-export async function* readSession(client: Client, from: SessionReference | string, options: ReadSessionOptions = {}): AsyncGenerator<SessionLine> {
+export async function* readSession(
+  client: Client,
+  from: SessionReference | string,
+  options: ReadSessionOptions = {},
+): AsyncGenerator<SessionLine> {
   const workflowId = typeof from === 'string' ? from : from.workflowId;
-  const latest = await client.workflow.getHandle(workflowId, typeof from === 'string' ? undefined : from.runId).describe();
+  const latest = await client.workflow
+    .getHandle(workflowId, typeof from === 'string' ? undefined : from.runId)
+    .describe();
   const running = latest.status.name === 'RUNNING';
   let snapshot: SessionSnapshot | undefined;
   if (running && options.pending !== false) {
     const handle = client.workflow.getHandle(workflowId, latest.runId);
-    const answer: unknown = await client.withDeadline(Date.now() + (options.queryTimeoutMs ?? 15_000), () => handle.query('session'));
-    if (!isSnapshot(answer)) throw new SessionReadError(`the session query of ${workflowId} answered something else than a session snapshot`);
+    const answer: unknown = await client.withDeadline(Date.now() + (options.queryTimeoutMs ?? 15_000), () =>
+      handle.query('session'),
+    );
+    if (!isSnapshot(answer))
+      throw new SessionReadError(`the session query of ${workflowId} answered something else than a session snapshot`);
     snapshot = answer;
   }
   let next = 0;
   for (const runId of await chainRunIds(client, workflowId, latest.runId)) {
     for await (const batch of batchesOf(client, workflowId, runId)) {
-      if (batch.from !== next) throw new SessionReadError(`run ${runId} of ${workflowId} recorded lines from ${batch.from}, but ${next} lines came before it`);
+      if (batch.from !== next)
+        throw new SessionReadError(
+          `run ${runId} of ${workflowId} recorded lines from ${batch.from}, but ${next} lines came before it`,
+        );
       yield* batch.lines;
       next += batch.lines.length;
     }
   }
   const expected = snapshot?.reference.lines ?? (typeof from === 'string' ? undefined : from.lines);
-  if (expected !== undefined && next < expected) throw new SessionReadError(`${workflowId} recorded ${expected} transcript lines, but its histories hold ${next}`);
+  if (expected !== undefined && next < expected)
+    throw new SessionReadError(`${workflowId} recorded ${expected} transcript lines, but its histories hold ${next}`);
   if (snapshot !== undefined) {
     const skip = next - snapshot.reference.lines;
     // Lines recorded between the query and the history read are already out; the rest are pending.
@@ -155,18 +201,30 @@ export async function* readSession(client: Client, from: SessionReference | stri
 }
 
 /** Every line of an agent run's transcript, in an array (see {@link readSession}; prefer the stream for long runs). */
-export async function readSessionLines(client: Client, from: SessionReference | string, options?: ReadSessionOptions): Promise<SessionLine[]> {
+export async function readSessionLines(
+  client: Client,
+  from: SessionReference | string,
+  options?: ReadSessionOptions,
+): Promise<SessionLine[]> {
   const lines: SessionLine[] = [];
   for await (const line of readSession(client, from, options)) lines.push(line);
   return lines;
 }
 
 /** The live conversation rebuilt from an agent run's transcript (equal to its result's `messages`). */
-export function replayRun(client: Client, from: SessionReference | string, options?: ReadSessionOptions): Promise<ChatMessage[]> {
+export function replayRun(
+  client: Client,
+  from: SessionReference | string,
+  options?: ReadSessionOptions,
+): Promise<ChatMessage[]> {
   return replaySessionStream(readSession(client, from, options));
 }
 
 /** Every compaction record of an agent run, rebuilt from its transcript (its result keeps only the recent ones). */
-export async function readCompactionRecords(client: Client, from: SessionReference | string, options?: ReadSessionOptions): Promise<CompactionRecord[]> {
+export async function readCompactionRecords(
+  client: Client,
+  from: SessionReference | string,
+  options?: ReadSessionOptions,
+): Promise<CompactionRecord[]> {
   return compactionRecordsFromSession(await readSessionLines(client, from, options));
 }

@@ -41,7 +41,9 @@ export function statusOf(error: unknown): number | undefined {
 export function retryAfterOf(error: unknown): number | undefined {
   if (typeof error !== 'object' || error === null || !('retryAfterMs' in error)) return undefined;
   const { retryAfterMs } = error;
-  return typeof retryAfterMs === 'number' && Number.isFinite(retryAfterMs) && retryAfterMs >= 0 ? retryAfterMs : undefined;
+  return typeof retryAfterMs === 'number' && Number.isFinite(retryAfterMs) && retryAfterMs >= 0
+    ? retryAfterMs
+    : undefined;
 }
 
 /** Structurally invalid input. `field` is the full path, e.g. `messages[12].tool_call_id`. */
@@ -77,7 +79,11 @@ export class SummarizerError extends Error {
   }
 
   get type(): FailureType {
-    return this.kind === 'rejected' ? FailureType.Rejected : this.kind === 'empty' ? FailureType.Empty : FailureType.Transient;
+    return this.kind === 'rejected'
+      ? FailureType.Rejected
+      : this.kind === 'empty'
+        ? FailureType.Empty
+        : FailureType.Transient;
   }
 }
 

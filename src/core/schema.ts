@@ -8,12 +8,17 @@ const roles = ['system', 'developer', 'user', 'assistant', 'tool'] as const;
 
 const textPartSchema = z.looseObject({ type: z.literal('text'), text: z.string() });
 // JSON Schema says "any type but text" on the field; zod checks the same on the part.
-const otherPartSchema = z.looseObject({ type: z.string().meta({ not: { const: 'text' } }) }).refine((part) => part.type !== 'text', { path: ['text'], message: 'must be a string for a "text" part' });
+const otherPartSchema = z
+  .looseObject({ type: z.string().meta({ not: { const: 'text' } }) })
+  .refine((part) => part.type !== 'text', { path: ['text'], message: 'must be a string for a "text" part' });
 
 const toolCallSchema = z.looseObject({
   id: z.string().min(1),
   type: z.literal('function'),
-  function: z.looseObject({ name: z.string().min(1), arguments: z.string().meta({ description: 'The arguments as the model wrote them: a JSON text, kept verbatim.' }) }),
+  function: z.looseObject({
+    name: z.string().min(1),
+    arguments: z.string().meta({ description: 'The arguments as the model wrote them: a JSON text, kept verbatim.' }),
+  }),
 });
 
 /** The rules across fields of one message ({@link chatMessageSchema}'s refinement), in JSON Schema: zod cannot write a refinement out. */
@@ -23,10 +28,16 @@ const MESSAGE_CONDITIONS = [
     then: { required: ['tool_call_id'] },
     else: { not: { required: ['tool_call_id'] } },
   },
-  { if: { properties: { role: { not: { const: 'assistant' } } }, required: ['role'] }, then: { not: { required: ['tool_calls'] } } },
+  {
+    if: { properties: { role: { not: { const: 'assistant' } } }, required: ['role'] },
+    then: { not: { required: ['tool_calls'] } },
+  },
   {
     if: { properties: { content: { type: 'null' } }, required: ['content'] },
-    then: { properties: { role: { const: 'assistant' }, tool_calls: { type: 'array', minItems: 1 } }, required: ['tool_calls'] },
+    then: {
+      properties: { role: { const: 'assistant' }, tool_calls: { type: 'array', minItems: 1 } },
+      required: ['tool_calls'],
+    },
   },
 ];
 
@@ -40,22 +51,47 @@ export const chatMessageSchema = z
   .looseObject({
     role: z.enum(roles),
     tool_calls: z.array(toolCallSchema).optional().meta({ description: 'Only on assistant messages.' }),
-    tool_call_id: z.string().min(1).optional().meta({ description: 'Required on tool messages, not allowed on others.' }),
+    tool_call_id: z
+      .string()
+      .min(1)
+      .optional()
+      .meta({ description: 'Required on tool messages, not allowed on others.' }),
     name: z.string().optional(),
     sticky: z.boolean().optional().meta({ description: 'Keep this message where it is through every compaction.' }),
-    depth: z.number().int().nonnegative().optional().meta({ description: 'An injection at a fixed depth (sticky too).' }),
+    depth: z
+      .number()
+      .int()
+      .nonnegative()
+      .optional()
+      .meta({ description: 'An injection at a fixed depth (sticky too).' }),
     content: z.union([z.string(), z.null(), z.array(z.union([textPartSchema, otherPartSchema]))]).meta({
       description: 'A string, an array of content parts, or null (only for an assistant message with tool_calls).',
     }),
   })
   .superRefine((message, context) => {
     const { role } = message;
-    if (role === 'tool' && message.tool_call_id === undefined) context.addIssue({ code: 'custom', path: ['tool_call_id'], message: 'required for role "tool"' });
-    if (role !== 'tool' && message.tool_call_id !== undefined) context.addIssue({ code: 'custom', path: ['tool_call_id'], message: `only allowed for role "tool", not "${role}"` });
-    if (message.tool_calls !== undefined && role !== 'assistant') context.addIssue({ code: 'custom', path: ['tool_calls'], message: `only allowed for role "assistant", not "${role}"` });
-    if (message.content === null && role !== 'assistant') context.addIssue({ code: 'custom', path: ['content'], message: `must not be null for role "${role}"` });
+    if (role === 'tool' && message.tool_call_id === undefined)
+      context.addIssue({ code: 'custom', path: ['tool_call_id'], message: 'required for role "tool"' });
+    if (role !== 'tool' && message.tool_call_id !== undefined)
+      context.addIssue({
+        code: 'custom',
+        path: ['tool_call_id'],
+        message: `only allowed for role "tool", not "${role}"`,
+      });
+    if (message.tool_calls !== undefined && role !== 'assistant')
+      context.addIssue({
+        code: 'custom',
+        path: ['tool_calls'],
+        message: `only allowed for role "assistant", not "${role}"`,
+      });
+    if (message.content === null && role !== 'assistant')
+      context.addIssue({ code: 'custom', path: ['content'], message: `must not be null for role "${role}"` });
     if (message.content === null && (message.tool_calls === undefined || message.tool_calls.length === 0)) {
-      context.addIssue({ code: 'custom', path: ['content'], message: 'must not be null for an assistant message without tool_calls' });
+      context.addIssue({
+        code: 'custom',
+        path: ['content'],
+        message: 'must not be null for an assistant message without tool_calls',
+      });
     }
     // Results name the call they answer by id: two calls of one turn with the same id cannot both be
     // answered, and pairing a result to "its" turn (compaction's rule never to split a turn from its
@@ -111,20 +147,28 @@ function assertMessage(value: unknown, index: number): asserts value is ChatMess
   const issue = parsed.error.issues[0];
   if (issue === undefined) throw new InvalidInputError(`messages[${index}]`, 'invalid message', index);
   // A fault in the content is named down to the part and field ("required (...)" rather than zod's "no union matched").
-  if (issue.path[0] === 'content' && !(issue.code === 'custom' && issue.path.length === 1)) assertContent(Reflect.get(value, 'content'), index);
+  if (issue.path[0] === 'content' && !(issue.code === 'custom' && issue.path.length === 1))
+    assertContent(Reflect.get(value, 'content'), index);
   throw new InvalidInputError(pathOf(index, issue.path), describeIssue(issue, value), index);
 }
 
 /** Names the fault in a message's content (the schema found one): its part and field. */
 function assertContent(content: unknown, index: number): void {
   const field = `messages[${index}].content`;
-  if (content === undefined) throw new InvalidInputError(field, 'required (a string, null or an array of content parts)', index);
+  if (content === undefined)
+    throw new InvalidInputError(field, 'required (a string, null or an array of content parts)', index);
   if (content === null || typeof content === 'string') return;
-  if (!Array.isArray(content)) throw new InvalidInputError(field, 'must be a string, null or an array of content parts', index);
+  if (!Array.isArray(content))
+    throw new InvalidInputError(field, 'must be a string, null or an array of content parts', index);
   content.forEach((part: unknown, partIndex) => {
     const record = typeof part === 'object' && part !== null && !Array.isArray(part) ? part : undefined;
     const type: unknown = record === undefined ? undefined : Reflect.get(record, 'type');
-    if (record === undefined || typeof type !== 'string') throw new InvalidInputError(`${field}[${partIndex}].type`, 'required (a content part is an object with a string "type")', index);
+    if (record === undefined || typeof type !== 'string')
+      throw new InvalidInputError(
+        `${field}[${partIndex}].type`,
+        'required (a content part is an object with a string "type")',
+        index,
+      );
     if (type === 'text' && typeof Reflect.get(record, 'text') !== 'string') {
       throw new InvalidInputError(`${field}[${partIndex}].text`, 'must be a string for a "text" part', index);
     }
@@ -149,7 +193,9 @@ export function validateMessages(messages: unknown, field = 'messages'): ChatMes
 
 /** Sticky messages stay exactly where they are through every compaction. */
 export function isSticky(message: ChatMessage): boolean {
-  return message.sticky === true || message.role === 'system' || message.role === 'developer' || message.depth !== undefined;
+  return (
+    message.sticky === true || message.role === 'system' || message.role === 'developer' || message.depth !== undefined
+  );
 }
 
 /** Strips the harness flags (`sticky`, `depth`) so a provider never sees them. */

@@ -4,21 +4,26 @@
 import { InvalidInputError } from './errors.js';
 
 /** The keys of an options type as a list the compiler keeps complete: `keysOf<T>({ a: true, b: true })`. */
-export function keysOf<T extends object>(keys: { readonly [K in keyof Required<T>]: true }): ReadonlyArray<keyof T & string> {
+export function keysOf<T extends object>(keys: { readonly [K in keyof Required<T>]: true }): ReadonlyArray<
+  keyof T & string
+> {
   return Object.keys(keys).filter((key): key is keyof T & string => key in keys);
 }
 
 /** The edit distance (insertions, deletions, substitutions, and swaps of two neighbours) between two names. */
 export function editDistance(a: string, b: string): number {
   // Optimal string alignment: a swapped pair of letters (`keepRecnet`) is one edit, as people make it.
-  const rows: number[][] = Array.from({ length: a.length + 1 }, (_, i) => Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)));
+  const rows: number[][] = Array.from({ length: a.length + 1 }, (_, i) =>
+    Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)),
+  );
   for (let i = 1; i <= a.length; i += 1) {
     const row = rows[i] ?? [];
     const previous = rows[i - 1] ?? [];
     for (let j = 1; j <= b.length; j += 1) {
       const cost = a[i - 1] === b[j - 1] ? 0 : 1;
       let best = Math.min((previous[j] ?? 0) + 1, (row[j - 1] ?? 0) + 1, (previous[j - 1] ?? 0) + cost);
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) best = Math.min(best, (rows[i - 2]?.[j - 2] ?? 0) + 1);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1])
+        best = Math.min(best, (rows[i - 2]?.[j - 2] ?? 0) + 1);
       row[j] = best;
     }
   }
@@ -68,7 +73,12 @@ export function unknownKeys(value: object, known: readonly string[]): string[] {
  * path (`${field}.${key}`) and the closest known name. Values that are not plain objects are left
  * to the caller's own checks.
  */
-export function assertKnownKeys(value: unknown, known: readonly string[], field: string, kind: UnknownKeyKind = 'option'): void {
+export function assertKnownKeys(
+  value: unknown,
+  known: readonly string[],
+  field: string,
+  kind: UnknownKeyKind = 'option',
+): void {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return;
   const [key] = unknownKeys(value, known);
   if (key !== undefined) throw new InvalidInputError(`${field}.${key}`, unknownKeyReason(key, known, kind));

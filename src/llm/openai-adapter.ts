@@ -76,7 +76,11 @@ export class CompletionDeadlineError extends Error {
  * @throws CompletionDeadlineError when `timeoutMs` passes first.
  * @throws what the client threw otherwise (read it with {@link describeProviderError}).
  */
-export async function requestCompletion(client: OpenAI, body: Record<string, unknown>, { signal, timeoutMs }: { signal?: AbortSignal | undefined; timeoutMs: number }): Promise<unknown> {
+export async function requestCompletion(
+  client: OpenAI,
+  body: Record<string, unknown>,
+  { signal, timeoutMs }: { signal?: AbortSignal | undefined; timeoutMs: number },
+): Promise<unknown> {
   if (signal?.aborted) throw abortReason(signal);
   const controller = new AbortController();
   const onCallerAbort = (): void => controller.abort(signal?.reason);
@@ -87,7 +91,12 @@ export async function requestCompletion(client: OpenAI, body: Record<string, unk
     controller.abort();
   }, timeoutMs);
   try {
-    return await client.post<unknown>('/chat/completions', { body, signal: controller.signal, maxRetries: 0, timeout: timeoutMs });
+    return await client.post<unknown>('/chat/completions', {
+      body,
+      signal: controller.signal,
+      maxRetries: 0,
+      timeout: timeoutMs,
+    });
   } catch (error) {
     if (signal?.aborted) throw abortReason(signal);
     if (timedOut) throw new CompletionDeadlineError(timeoutMs, { cause: error });
@@ -119,7 +128,9 @@ const completionSchema = z.looseObject({
       finish_reason: z.string().nullish().catch(undefined),
       message: z
         .looseObject({
-          content: z.union([z.string(), z.array(z.looseObject({ type: z.string(), text: z.string().optional() }))]).nullish(),
+          content: z
+            .union([z.string(), z.array(z.looseObject({ type: z.string(), text: z.string().optional() }))])
+            .nullish(),
           tool_calls: z.unknown().optional(),
         })
         .nullish(),
@@ -174,7 +185,12 @@ export function readCompletion(body: unknown): { completion: Completion } | { er
       ? undefined
       : {
           hasMessage: first.message !== null && first.message !== undefined,
-          content: content === null || content === undefined ? null : typeof content === 'string' ? content : content.map((part) => (part.type === 'text' && part.text !== undefined ? part.text : '')).join(''),
+          content:
+            content === null || content === undefined
+              ? null
+              : typeof content === 'string'
+                ? content
+                : content.map((part) => (part.type === 'text' && part.text !== undefined ? part.text : '')).join(''),
           toolCalls: first.message?.tool_calls,
           finishReason: first.finish_reason ?? undefined,
         };

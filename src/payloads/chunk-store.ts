@@ -12,7 +12,12 @@
 // reused node is not). Mark from the claims of retained histories and from manifests and nodes
 // younger than the grace period, follow manifests → nodes → chunks, sweep the rest that is older
 // than the grace period (at least twice `refreshAfterMs`), parents before children.
-import type { Payload, StorageDriver, StorageDriverRetrieveContext, StorageDriverStoreContext } from '@temporalio/common';
+import type {
+  Payload,
+  StorageDriver,
+  StorageDriverRetrieveContext,
+  StorageDriverStoreContext,
+} from '@temporalio/common';
 import { StorageDriverClaim } from '@temporalio/common';
 import { CHUNKER_VERSION, chunkBoundaries, DEFAULT_CHUNKER_LIMITS, type ChunkerLimits } from './chunker.js';
 import { claimDataFor, readClaim, type ClaimFormat } from './claims.js';
@@ -22,7 +27,17 @@ import type { Keyring } from './keyring.js';
 import { Limiter } from './limiter.js';
 import { LruMap } from './lru-map.js';
 import type { ObjectBackend } from './object-backend.js';
-import { decodeNode, encodeNode, MANIFEST_FORMAT, nodeEndsAfter, nodeLevel, objectKey, parseManifest, type ManifestBody, type ObjectKind } from './object-format.js';
+import {
+  decodeNode,
+  encodeNode,
+  MANIFEST_FORMAT,
+  nodeEndsAfter,
+  nodeLevel,
+  objectKey,
+  parseManifest,
+  type ManifestBody,
+  type ObjectKind,
+} from './object-format.js';
 import { objectId, openObject, sealedKeyId, sealObject } from './sealed-object.js';
 
 /** The driver name written into every reference payload: must never change. */
@@ -168,7 +183,11 @@ export class ChunkStoreDriver implements StorageDriver {
     }
   }
 
-  private storeAll(payloads: Payload[], inFlight: Map<string, Promise<void>>, signal: AbortSignal): Promise<StorageDriverClaim[]> {
+  private storeAll(
+    payloads: Payload[],
+    inFlight: Map<string, Promise<void>>,
+    signal: AbortSignal,
+  ): Promise<StorageDriverClaim[]> {
     return Promise.all(
       payloads.map(async (payload) => {
         const { manifest, size } = this.plan(payload);
@@ -179,7 +198,9 @@ export class ChunkStoreDriver implements StorageDriver {
         this.stats.payloadsStored += 1;
         this.stats.payloadBytesStored += size;
         // The reference the SDK writes around the claim records the size already.
-        return new StorageDriverClaim(claimDataFor({ manifestId: manifest.id, keyId: this.keyring?.current.id }, this.claimFormat));
+        return new StorageDriverClaim(
+          claimDataFor({ manifestId: manifest.id, keyId: this.keyring?.current.id }, this.claimFormat),
+        );
       }),
     );
   }
@@ -205,7 +226,10 @@ export class ChunkStoreDriver implements StorageDriver {
         const children = group.map((child) => ({ id: child.id, length: lengthOf.get(child) ?? 0 }));
         const plaintext = encodeNode(depth, children);
         const node: PlannedObject = { kind: 'node', id: objectId(plaintext, key), plaintext, children: group };
-        lengthOf.set(node, children.reduce((sum, child) => sum + child.length, 0));
+        lengthOf.set(
+          node,
+          children.reduce((sum, child) => sum + child.length, 0),
+        );
         parents.push(node);
         group = [];
       };
@@ -218,14 +242,35 @@ export class ChunkStoreDriver implements StorageDriver {
     }
     const root = level[0];
     const metadata: Record<string, string> = {};
-    for (const [name, value] of Object.entries(payload.metadata ?? {})) if (value !== null && value !== undefined) metadata[name] = Buffer.from(value).toString('base64');
-    const body: ManifestBody = { format: MANIFEST_FORMAT, v: 1, chunker: CHUNKER_VERSION, size: data.length, level: depth, root: root?.id ?? null, metadata };
+    for (const [name, value] of Object.entries(payload.metadata ?? {}))
+      if (value !== null && value !== undefined) metadata[name] = Buffer.from(value).toString('base64');
+    const body: ManifestBody = {
+      format: MANIFEST_FORMAT,
+      v: 1,
+      chunker: CHUNKER_VERSION,
+      size: data.length,
+      level: depth,
+      root: root?.id ?? null,
+      metadata,
+    };
     const plaintext = Buffer.from(JSON.stringify(body), 'utf8');
-    return { manifest: { kind: 'manifest', id: objectId(plaintext, key), plaintext, children: root === undefined ? [] : [root] }, size: data.length };
+    return {
+      manifest: {
+        kind: 'manifest',
+        id: objectId(plaintext, key),
+        plaintext,
+        children: root === undefined ? [] : [root],
+      },
+      size: data.length,
+    };
   }
 
   /** Makes sure `object` and everything below it is in the store, children before parents. */
-  private ensure(object: PlannedObject | undefined, inFlight: Map<string, Promise<void>>, signal: AbortSignal | undefined): Promise<void> {
+  private ensure(
+    object: PlannedObject | undefined,
+    inFlight: Map<string, Promise<void>>,
+    signal: AbortSignal | undefined,
+  ): Promise<void> {
     if (object === undefined) return Promise.resolve();
     const key = objectKey(object.kind, object.id);
     const running = inFlight.get(key);
@@ -271,7 +316,12 @@ export class ChunkStoreDriver implements StorageDriver {
     this.present.set(key, this.now());
   }
 
-  private async read(kind: ObjectKind, id: string, keyId: string | undefined, signal: AbortSignal | undefined): Promise<Uint8Array> {
+  private async read(
+    kind: ObjectKind,
+    id: string,
+    keyId: string | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<Uint8Array> {
     const key = objectKey(kind, id);
     const cacheKey = `${key}\u0000${keyId ?? ''}`;
     const cached = kind === 'manifest' ? undefined : this.cache.get(cacheKey);
@@ -301,10 +351,16 @@ export class ChunkStoreDriver implements StorageDriver {
     const childKind = (level: number): 'node' | 'chunk' => (level === 0 ? 'chunk' : 'node');
     if (kind === 'manifest') {
       const manifest = parseManifest(plaintext, key);
-      return { level: manifest.level, children: manifest.root === null ? [] : [{ kind: childKind(manifest.level), id: manifest.root }] };
+      return {
+        level: manifest.level,
+        children: manifest.root === null ? [] : [{ kind: childKind(manifest.level), id: manifest.root }],
+      };
     }
     const level = nodeLevel(plaintext, key);
-    return { level, children: decodeNode(plaintext, level, key).map((child) => ({ kind: childKind(level - 1), id: child.id })) };
+    return {
+      level,
+      children: decodeNode(plaintext, level, key).map((child) => ({ kind: childKind(level - 1), id: child.id })),
+    };
   }
 
   private async retrieveOne(claim: StorageDriverClaim, signal: AbortSignal | undefined): Promise<Payload> {
@@ -312,17 +368,25 @@ export class ChunkStoreDriver implements StorageDriver {
     const manifestKey = objectKey('manifest', manifestId);
     const manifest = parseManifest(await this.read('manifest', manifestId, keyId, signal), manifestKey);
     const data = new Uint8Array(manifest.size);
-    const fill = async (id: string, level: number, offset: number, length: number, parentKey: string): Promise<void> => {
+    const fill = async (
+      id: string,
+      level: number,
+      offset: number,
+      length: number,
+      parentKey: string,
+    ): Promise<void> => {
       if (level === 0) {
         const chunk = await this.read('chunk', id, keyId, signal);
-        if (chunk.length !== length) throw new ChunkIntegrityError(parentKey, `lists chunk ${id} as ${length} bytes, but it has ${chunk.length}`);
+        if (chunk.length !== length)
+          throw new ChunkIntegrityError(parentKey, `lists chunk ${id} as ${length} bytes, but it has ${chunk.length}`);
         data.set(chunk, offset);
         return;
       }
       const nodeKey = objectKey('node', id);
       const children = decodeNode(await this.read('node', id, keyId, signal), level, nodeKey);
       const total = children.reduce((sum, child) => sum + child.length, 0);
-      if (total !== length) throw new ChunkIntegrityError(nodeKey, `covers ${total} bytes where ${length} were expected`);
+      if (total !== length)
+        throw new ChunkIntegrityError(nodeKey, `covers ${total} bytes where ${length} were expected`);
       let at = offset;
       await Promise.all(
         children.map((child) => {

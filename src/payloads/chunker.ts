@@ -32,13 +32,21 @@ export interface ChunkerLimits {
 }
 
 /** @default the limits documented on {@link ChunkerLimits} */
-export const DEFAULT_CHUNKER_LIMITS: ChunkerLimits = { minChunk: 512, soloElement: 2048, groupMax: 8192, maxChunk: 16_384, hashMin: 2048, hashBits: 12 };
+export const DEFAULT_CHUNKER_LIMITS: ChunkerLimits = {
+  minChunk: 512,
+  soloElement: 2048,
+  groupMax: 8192,
+  maxChunk: 16_384,
+  hashMin: 2048,
+  hashBits: 12,
+};
 
 // The gear table: 256 fixed pseudo-random words. Derived from a hash so it is the same in every
 // process and version (changing it would move every cut and lose all dedup with older chunks).
 const GEAR = (() => {
   const table = new Uint32Array(256);
-  for (let index = 0; index < 256; index += 1) table[index] = createHash('sha256').update(`temporal-compactor gear ${index}`).digest().readUInt32BE(0);
+  for (let index = 0; index < 256; index += 1)
+    table[index] = createHash('sha256').update(`temporal-compactor gear ${index}`).digest().readUInt32BE(0);
   return table;
 })();
 
@@ -103,7 +111,13 @@ function elementEnds(data: Uint8Array): ElementEnd[] {
       }
       const parent = stack[stack.length - 1];
       if (parent !== undefined && parent.isArray && parent.elementStart >= 0) {
-        const end: ElementEnd = { end: index + 1, length: index + 1 - parent.elementStart, last: false, nextLength: 0, gear };
+        const end: ElementEnd = {
+          end: index + 1,
+          length: index + 1 - parent.elementStart,
+          last: false,
+          nextLength: 0,
+          gear,
+        };
         const before = ends[parent.previous];
         if (before !== undefined) before.nextLength = end.length;
         parent.previous = ends.push(end) - 1;
@@ -146,7 +160,13 @@ export function chunkBoundaries(data: Uint8Array, limits: ChunkerLimits = DEFAUL
   for (const element of elementEnds(data)) {
     const length = element.end - start;
     if (length < limits.minChunk) continue;
-    if (element.last || element.length >= limits.soloElement || element.nextLength >= limits.soloElement || element.gear >>> GROUP_HASH_SHIFT === 0 || length >= limits.groupMax) {
+    if (
+      element.last ||
+      element.length >= limits.soloElement ||
+      element.nextLength >= limits.soloElement ||
+      element.gear >>> GROUP_HASH_SHIFT === 0 ||
+      length >= limits.groupMax
+    ) {
       structural.push(element.end);
       start = element.end;
     }

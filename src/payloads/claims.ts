@@ -39,21 +39,33 @@ function parseClaim(claimData: Readonly<Record<string, unknown>>): ClaimFields |
   const formatTwo = m !== undefined || k !== undefined;
   const formatOne = manifest !== undefined || keyId !== undefined;
   // No writer ever mixed them: a claim that does was made by hand or altered, and which field wins would be a guess.
-  if (formatTwo && formatOne) return { problem: 'mixes the fields of claim format 2 (m, k) and format 1 (manifest, keyId)' };
+  if (formatTwo && formatOne)
+    return { problem: 'mixes the fields of claim format 2 (m, k) and format 1 (manifest, keyId)' };
   let manifestId: string;
   if (formatTwo) {
     if (m === undefined) return { problem: 'has a key id (k) but no manifest id (m)' };
     const bytes = typeof m === 'string' && CLAIM_ID_PATTERN.test(m) ? Buffer.from(m, 'base64url') : undefined;
     // Round-tripping refuses the other spellings of the same bytes (the unused low bits of the last character set).
-    if (bytes === undefined || bytes.toString('base64url') !== m) return { problem: 'has an m that is not a manifest id (43 characters of base64url without padding)' };
+    if (bytes === undefined || bytes.toString('base64url') !== m)
+      return { problem: 'has an m that is not a manifest id (43 characters of base64url without padding)' };
     manifestId = bytes.toString('hex');
   } else {
-    if (manifest === undefined) return { problem: keyId === undefined ? 'has no manifest id (m, or manifest in format 1)' : 'has a key id (keyId) but no manifest id (manifest)' };
-    if (typeof manifest !== 'string' || !OBJECT_ID_PATTERN.test(manifest)) return { problem: 'has a manifest that is not a manifest id (64 lowercase hex digits)' };
+    if (manifest === undefined)
+      return {
+        problem:
+          keyId === undefined
+            ? 'has no manifest id (m, or manifest in format 1)'
+            : 'has a key id (keyId) but no manifest id (manifest)',
+      };
+    if (typeof manifest !== 'string' || !OBJECT_ID_PATTERN.test(manifest))
+      return { problem: 'has a manifest that is not a manifest id (64 lowercase hex digits)' };
     manifestId = manifest;
   }
   const key = formatTwo ? k : keyId;
-  if (key !== undefined && (typeof key !== 'string' || !KEY_ID_PATTERN.test(key))) return { problem: `has a ${formatTwo ? 'k' : 'keyId'} that is not a key id (1-64 characters of A-Z, a-z, 0-9, '.', '_', '-')` };
+  if (key !== undefined && (typeof key !== 'string' || !KEY_ID_PATTERN.test(key)))
+    return {
+      problem: `has a ${formatTwo ? 'k' : 'keyId'} that is not a key id (1-64 characters of A-Z, a-z, 0-9, '.', '_', '-')`,
+    };
   return { manifestId, keyId: key };
 }
 
@@ -66,7 +78,11 @@ function parseClaim(claimData: Readonly<Record<string, unknown>>): ClaimFields |
  */
 export function readClaim(claimData: Readonly<Record<string, unknown>>): ClaimFields {
   const parsed = parseClaim(claimData);
-  if ('problem' in parsed) throw new ChunkIntegrityError(`claim ${JSON.stringify(claimData)}`, `is not a temporal-compactor claim: it ${parsed.problem}`);
+  if ('problem' in parsed)
+    throw new ChunkIntegrityError(
+      `claim ${JSON.stringify(claimData)}`,
+      `is not a temporal-compactor claim: it ${parsed.problem}`,
+    );
   return parsed;
 }
 

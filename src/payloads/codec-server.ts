@@ -21,7 +21,11 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { DataConverter, Payload } from '@temporalio/common';
-import { decodeReferencePayload, ExternalStorageRunner, isReferencePayload } from '@temporalio/common/lib/internal-non-workflow/index.js';
+import {
+  decodeReferencePayload,
+  ExternalStorageRunner,
+  isReferencePayload,
+} from '@temporalio/common/lib/internal-non-workflow/index.js';
 import proto from '@temporalio/proto';
 
 const PayloadProto = proto.temporal.api.common.v1.Payload;
@@ -43,7 +47,8 @@ const ALLOWED_HEADERS = 'Content-Type, X-Namespace, Authorization, Authorization
 
 const OPERATIONS = ['decode', 'encode', 'download'] as const;
 type Operation = (typeof OPERATIONS)[number];
-const isOperation = (value: string | undefined): value is Operation => OPERATIONS.some((operation) => operation === value);
+const isOperation = (value: string | undefined): value is Operation =>
+  OPERATIONS.some((operation) => operation === value);
 
 export interface CodecServerOptions {
   /**
@@ -97,15 +102,18 @@ class Refusal extends Error {
 const BASE64 = /^[A-Za-z0-9+/_-]*={0,2}$/;
 
 function base64Field(value: unknown, path: string): void {
-  if (typeof value !== 'string' || !BASE64.test(value) || value.replace(/=+$/, '').length % 4 === 1) throw new Refusal(400, `${path}: expected a base64 string`);
+  if (typeof value !== 'string' || !BASE64.test(value) || value.replace(/=+$/, '').length % 4 === 1)
+    throw new Refusal(400, `${path}: expected a base64 string`);
 }
 
 /** One payload of a request body, checked field by field (the error names the field), as protobuf's JSON form reads. */
 function payloadFromJson(value: unknown, path: string): Payload {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new Refusal(400, `${path}: expected a payload object`);
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new Refusal(400, `${path}: expected a payload object`);
   const metadata: unknown = Reflect.get(value, 'metadata');
   if (metadata !== undefined && metadata !== null) {
-    if (typeof metadata !== 'object' || Array.isArray(metadata)) throw new Refusal(400, `${path}.metadata: expected an object of base64 strings`);
+    if (typeof metadata !== 'object' || Array.isArray(metadata))
+      throw new Refusal(400, `${path}.metadata: expected an object of base64 strings`);
     for (const [name, entry] of Object.entries(metadata)) base64Field(entry, `${path}.metadata.${name}`);
   }
   const data: unknown = Reflect.get(value, 'data');
@@ -141,7 +149,10 @@ function digest(text: string): Buffer {
 
 function readBody(request: IncomingMessage, limit: number): Promise<string> {
   const declared = Number(request.headers['content-length']);
-  if (Number.isFinite(declared) && declared > limit) return Promise.reject(new Refusal(413, `the body is ${declared} bytes; at most ${limit} are accepted`, { Connection: 'close' }));
+  if (Number.isFinite(declared) && declared > limit)
+    return Promise.reject(
+      new Refusal(413, `the body is ${declared} bytes; at most ${limit} are accepted`, { Connection: 'close' }),
+    );
   // Events rather than async iteration: leaving an iteration early destroys the socket, and the
   // client would see a reset instead of the 413. Past the limit the rest is read and dropped.
   return new Promise((resolve, reject) => {
@@ -167,13 +178,19 @@ function readBody(request: IncomingMessage, limit: number): Promise<string> {
 }
 
 function isAddressInfo(value: unknown): value is AddressInfo {
-  return typeof value === 'object' && value !== null && typeof Reflect.get(value, 'port') === 'number' && typeof Reflect.get(value, 'address') === 'string';
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof Reflect.get(value, 'port') === 'number' &&
+    typeof Reflect.get(value, 'address') === 'string'
+  );
 }
 
 /** The one result of a list operation on one payload. */
 function single(results: Payload[], what: string): Payload {
   const [result] = results;
-  if (result === undefined || results.length !== 1) throw new Error(`${what} returned ${results.length} payloads for one`);
+  if (result === undefined || results.length !== 1)
+    throw new Error(`${what} returned ${results.length} payloads for one`);
   return result;
 }
 
@@ -207,7 +224,8 @@ export async function startCodecServer({
   log = () => undefined,
 }: CodecServerOptions): Promise<CodecServer> {
   const codecs = dataConverter.payloadCodecs ?? [];
-  const runner = dataConverter.externalStorage === undefined ? undefined : new ExternalStorageRunner(dataConverter.externalStorage);
+  const runner =
+    dataConverter.externalStorage === undefined ? undefined : new ExternalStorageRunner(dataConverter.externalStorage);
   const origins = new Set<string>();
   const allowOrigin = (origin: string): void => {
     const normalized = normalizeOrigin(origin.trim());
@@ -241,10 +259,16 @@ export async function startCodecServer({
   const handle = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
     const cors = corsHeaders(request);
     const path = new URL(request.url ?? '/', 'http://codec-server').pathname;
-    const operation = path.split('/').filter((segment) => segment !== '').at(-1);
+    const operation = path
+      .split('/')
+      .filter((segment) => segment !== '')
+      .at(-1);
     if (!isOperation(operation)) throw new Refusal(404, `no such endpoint ${path}: POST /decode, /encode or /download`);
     if (cors === undefined) {
-      throw new Refusal(403, `origin ${request.headers.origin ?? ''} is not allowed: add it to COMPACTOR_CODEC_SERVER_ORIGINS`);
+      throw new Refusal(
+        403,
+        `origin ${request.headers.origin ?? ''} is not allowed: add it to COMPACTOR_CODEC_SERVER_ORIGINS`,
+      );
     }
     if (request.method === 'OPTIONS') {
       // A preflight carries no credentials: it is answered for allowed origins alone.
@@ -255,25 +279,40 @@ export async function startCodecServer({
         'Access-Control-Max-Age': '600',
       };
       // Chrome asks before a public page (e.g. Temporal Cloud's UI) may call a server on this machine.
-      if (request.headers['access-control-request-private-network'] === 'true') headers['Access-Control-Allow-Private-Network'] = 'true';
+      if (request.headers['access-control-request-private-network'] === 'true')
+        headers['Access-Control-Allow-Private-Network'] = 'true';
       response.writeHead(204, headers).end();
       return;
     }
-    if (request.method !== 'POST') throw new Refusal(405, `${request.method ?? 'this method'} is not allowed: POST /${operation}`, { Allow: 'POST, OPTIONS' });
+    if (request.method !== 'POST')
+      throw new Refusal(405, `${request.method ?? 'this method'} is not allowed: POST /${operation}`, {
+        Allow: 'POST, OPTIONS',
+      });
     if (expectedToken !== undefined) {
       // Compared as digests: equal lengths for timingSafeEqual, and no timing hint about the token.
       const given = digest(request.headers.authorization ?? '');
-      if (!timingSafeEqual(given, expectedToken)) throw new Refusal(401, 'a valid "Authorization: Bearer <token>" header is required', { 'WWW-Authenticate': 'Bearer' });
+      if (!timingSafeEqual(given, expectedToken))
+        throw new Refusal(401, 'a valid "Authorization: Bearer <token>" header is required', {
+          'WWW-Authenticate': 'Bearer',
+        });
     }
     const payloads = payloadsFromBody(await readBody(request, maxBodyBytes));
-    const keepLargeClaims = new URL(request.url ?? '/', 'http://codec-server').searchParams.get('preserveStorageRefs') === 'true';
+    const keepLargeClaims =
+      new URL(request.url ?? '/', 'http://codec-server').searchParams.get('preserveStorageRefs') === 'true';
     if (operation === 'download') {
       const index = payloads.findIndex((payload) => !isReferencePayload(payload));
-      if (index >= 0) throw new Refusal(400, `payloads[${index}]: not a storage reference: /download takes claims only`);
+      if (index >= 0)
+        throw new Refusal(400, `payloads[${index}]: not a storage reference: /download takes claims only`);
     }
     const transform = (payload: Payload): Promise<Payload> => {
       if (operation === 'encode') return encodeOne(payload);
-      if (operation === 'decode' && keepLargeClaims && isReferencePayload(payload) && decodeReferencePayload(payload).sizeBytes > inlineLimit) return Promise.resolve(payload);
+      if (
+        operation === 'decode' &&
+        keepLargeClaims &&
+        isReferencePayload(payload) &&
+        decodeReferencePayload(payload).sizeBytes > inlineLimit
+      )
+        return Promise.resolve(payload);
       return decodeOne(payload);
     };
     const results = await Promise.all(
@@ -282,7 +321,10 @@ export async function startCodecServer({
           return await transform(payload);
         } catch (error) {
           // The protocol answers codec errors with 400; the text names the payload and why.
-          throw new Refusal(400, `payloads[${index}]: cannot ${operation}: ${error instanceof Error ? error.message : String(error)}`);
+          throw new Refusal(
+            400,
+            `payloads[${index}]: cannot ${operation}: ${error instanceof Error ? error.message : String(error)}`,
+          );
         }
       }),
     );
@@ -292,13 +334,23 @@ export async function startCodecServer({
 
   const server: Server = createServer((request, response) => {
     handle(request, response).catch((error: unknown) => {
-      const refusal = error instanceof Refusal ? error : new Refusal(500, `internal error: ${error instanceof Error ? error.message : String(error)}`);
+      const refusal =
+        error instanceof Refusal
+          ? error
+          : new Refusal(500, `internal error: ${error instanceof Error ? error.message : String(error)}`);
       const namespace = request.headers['x-namespace'];
-      log(`${request.method ?? '?'} ${request.url ?? '?'}${typeof namespace === 'string' ? ` (namespace ${namespace})` : ''}: ${refusal.status} ${refusal.message}`);
+      log(
+        `${request.method ?? '?'} ${request.url ?? '?'}${typeof namespace === 'string' ? ` (namespace ${namespace})` : ''}: ${refusal.status} ${refusal.message}`,
+      );
       // Plain text, one line: the UI (and the CLI) show the payloads undecoded on any 4xx and flag
       // the codec server as failing; the line is for the person reading logs or the network tab,
       // which is why it carries the CORS headers too.
-      if (!response.headersSent) response.writeHead(refusal.status, { ...corsHeaders(request), ...refusal.headers, 'Content-Type': 'text/plain; charset=utf-8' });
+      if (!response.headersSent)
+        response.writeHead(refusal.status, {
+          ...corsHeaders(request),
+          ...refusal.headers,
+          'Content-Type': 'text/plain; charset=utf-8',
+        });
       response.end(`${refusal.message}\n`);
     });
   });

@@ -86,7 +86,10 @@ export function codecEnvelopeOf(payload: Payload): CodecEnvelope | undefined {
   if (metadataText(payload, 'encoding') !== CODEC_ENCODING) return undefined;
   const description = metadataText(payload, CODEC_METADATA_KEY) ?? '';
   const match = /^(deflate|none)(?:;key=([A-Za-z0-9._-]{1,64}))?$/.exec(description);
-  if (match === null) throw new PayloadDecodeError(`payload encoded by temporal-compactor has a malformed ${JSON.stringify(CODEC_METADATA_KEY)} entry ${JSON.stringify(description)}`);
+  if (match === null)
+    throw new PayloadDecodeError(
+      `payload encoded by temporal-compactor has a malformed ${JSON.stringify(CODEC_METADATA_KEY)} entry ${JSON.stringify(description)}`,
+    );
   return { compression: match[1] === 'deflate' ? 'deflate' : 'none', keyId: match[2] };
 }
 
@@ -126,7 +129,8 @@ export class CompactorCodec implements PayloadCodec {
     if (this.passThroughAtOrAbove !== undefined && size >= this.passThroughAtOrAbove) return payload;
     if (this.keyring === undefined && size < this.plainBelow) return payload;
     const inner = PayloadProto.encode(payload).finish();
-    const compressed = inner.length >= MIN_COMPRESS_BYTES ? deflateRawSync(inner, { level: this.compressionLevel }) : undefined;
+    const compressed =
+      inner.length >= MIN_COMPRESS_BYTES ? deflateRawSync(inner, { level: this.compressionLevel }) : undefined;
     const useCompression = compressed !== undefined && compressed.length < inner.length;
     const compression = useCompression ? 'deflate' : 'none';
     const body = useCompression ? compressed : inner;
@@ -134,13 +138,22 @@ export class CompactorCodec implements PayloadCodec {
     if (key === undefined) {
       // Without encryption, wrapping a payload that does not shrink would only add bytes.
       if (!useCompression) return payload;
-      return { metadata: { encoding: utf8.encode(CODEC_ENCODING), [CODEC_METADATA_KEY]: utf8.encode(compression) }, data: body };
+      return {
+        metadata: { encoding: utf8.encode(CODEC_ENCODING), [CODEC_METADATA_KEY]: utf8.encode(compression) },
+        data: body,
+      };
     }
     const nonce = randomBytes(NONCE_BYTES);
     const cipher = createCipheriv('aes-256-gcm', key.codecKey, nonce);
     cipher.setAAD(additionalData(compression, key.id));
     const sealed = Buffer.concat([nonce, cipher.update(body), cipher.final(), cipher.getAuthTag()]);
-    return { metadata: { encoding: utf8.encode(CODEC_ENCODING), [CODEC_METADATA_KEY]: utf8.encode(`${compression};key=${key.id}`) }, data: sealed };
+    return {
+      metadata: {
+        encoding: utf8.encode(CODEC_ENCODING),
+        [CODEC_METADATA_KEY]: utf8.encode(`${compression};key=${key.id}`),
+      },
+      data: sealed,
+    };
   }
 
   /** Decodes one payload (synchronous; `decode` is the codec interface). */
@@ -153,7 +166,10 @@ export class CompactorCodec implements PayloadCodec {
     if (keyId !== undefined) {
       const key = this.keyring?.byId.get(keyId);
       if (key === undefined) throw new PayloadKeyMissingError(keyId, 'a payload');
-      if (data.length < NONCE_BYTES + TAG_BYTES) throw new PayloadDecodeError(`encrypted payload (key id ${JSON.stringify(keyId)}) is truncated: ${data.length} bytes`);
+      if (data.length < NONCE_BYTES + TAG_BYTES)
+        throw new PayloadDecodeError(
+          `encrypted payload (key id ${JSON.stringify(keyId)}) is truncated: ${data.length} bytes`,
+        );
       const decipher = createDecipheriv('aes-256-gcm', key.codecKey, data.subarray(0, NONCE_BYTES));
       decipher.setAAD(additionalData(compression, keyId));
       decipher.setAuthTag(data.subarray(data.length - TAG_BYTES));
@@ -170,13 +186,17 @@ export class CompactorCodec implements PayloadCodec {
     try {
       inner = compression === 'deflate' ? inflateRawSync(body) : body;
     } catch (error) {
-      throw new PayloadDecodeError('payload encoded by temporal-compactor does not inflate: it is corrupted', { cause: error });
+      throw new PayloadDecodeError('payload encoded by temporal-compactor does not inflate: it is corrupted', {
+        cause: error,
+      });
     }
     try {
       const decoded = PayloadProto.decode(inner);
       return { metadata: decoded.metadata ?? {}, data: decoded.data ?? new Uint8Array(0) };
     } catch (error) {
-      throw new PayloadDecodeError('payload encoded by temporal-compactor does not hold a payload: it is corrupted', { cause: error });
+      throw new PayloadDecodeError('payload encoded by temporal-compactor does not hold a payload: it is corrupted', {
+        cause: error,
+      });
     }
   }
 }

@@ -41,6 +41,8 @@ export class ChunkMissingError extends Error {
     readonly objectKey: string,
     readonly store: string,
   ) {
-    super(`payload store object ${objectKey} is missing from ${store}: was it deleted, or does this process point at another store (COMPACTOR_PAYLOAD_STORE)?`);
+    super(
+      `payload store object ${objectKey} is missing from ${store}: was it deleted, or does this process point at another store (COMPACTOR_PAYLOAD_STORE)?`,
+    );
   }
 }

@@ -37,7 +37,8 @@ export class FileBackend implements SweepableBackend {
   private pathOf(key: string): string {
     const path = resolve(this.directory, ...key.split('/'));
     // Keys are built by the store from hex ids; this guards the invariant rather than user input.
-    if (!path.startsWith(this.directory + sep)) throw new RangeError(`object key ${JSON.stringify(key)} escapes the store directory`);
+    if (!path.startsWith(this.directory + sep))
+      throw new RangeError(`object key ${JSON.stringify(key)} escapes the store directory`);
     return path;
   }
 

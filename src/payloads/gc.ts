@@ -91,7 +91,12 @@ export class GarbageCollectionError extends Error {
 }
 
 const KINDS: readonly SweptKind[] = ['manifest', 'node', 'chunk', 'temporary'];
-const emptyTallies = (): TallyByKind => ({ manifest: { objects: 0, bytes: 0 }, node: { objects: 0, bytes: 0 }, chunk: { objects: 0, bytes: 0 }, temporary: { objects: 0, bytes: 0 } });
+const emptyTallies = (): TallyByKind => ({
+  manifest: { objects: 0, bytes: 0 },
+  node: { objects: 0, bytes: 0 },
+  chunk: { objects: 0, bytes: 0 },
+  temporary: { objects: 0, bytes: 0 },
+});
 const MISSING_SHOWN = 20;
 const PROGRESS_EVERY_MS = 2_000;
 
@@ -160,7 +165,10 @@ export async function collectGarbage({
   now = Date.now,
 }: CollectGarbageOptions): Promise<GarbageReport> {
   const backend = driver.backend;
-  if (!isSweepable(backend)) throw new GarbageCollectionError(`the payload store ${backend.description} cannot be listed, so it cannot be collected`);
+  if (!isSweepable(backend))
+    throw new GarbageCollectionError(
+      `the payload store ${backend.description} cannot be listed, so it cannot be collected`,
+    );
   const cutoffMs = now() - graceMs;
   const report: GarbageReport = {
     store: backend.description,
@@ -196,7 +204,10 @@ export async function collectGarbage({
   for (const prefix of ['v1/manifests/', 'v1/nodes/']) {
     for await (const object of backend.list(prefix, signal)) {
       listed += 1;
-      progress(() => `gc: listing manifests and nodes: ${count(listed)} so far, ${count(report.youngManifests + report.youngNodes)} younger than the grace period`);
+      progress(
+        () =>
+          `gc: listing manifests and nodes: ${count(listed)} so far, ${count(report.youngManifests + report.youngNodes)} younger than the grace period`,
+      );
       const parsed = parseObjectKey(object.key);
       if (parsed === undefined || parsed.kind === 'chunk' || object.modifiedMs < cutoffMs) continue;
       if (parsed.kind === 'manifest') report.youngManifests += 1;
@@ -205,8 +216,16 @@ export async function collectGarbage({
       root(parsed.kind, parsed.id);
     }
   }
-  progress(() => `gc: listed ${count(listed)} manifests and nodes: ${count(report.youngManifests)} manifests and ${count(report.youngNodes)} nodes younger than the grace period`, true);
-  progress(() => `gc: marking from ${count(queue.length)} roots (${count(report.claimedManifests)} claimed manifests, and the young ones)`, true);
+  progress(
+    () =>
+      `gc: listed ${count(listed)} manifests and nodes: ${count(report.youngManifests)} manifests and ${count(report.youngNodes)} nodes younger than the grace period`,
+    true,
+  );
+  progress(
+    () =>
+      `gc: marking from ${count(queue.length)} roots (${count(report.claimedManifests)} claimed manifests, and the young ones)`,
+    true,
+  );
   await drain(queue, concurrency, async (item) => {
     let inspected: InspectedObject;
     try {
@@ -220,7 +239,10 @@ export async function collectGarbage({
         }
         return;
       }
-      throw new GarbageCollectionError(`marking stopped, nothing was removed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+      throw new GarbageCollectionError(
+        `marking stopped, nothing was removed: ${error instanceof Error ? error.message : String(error)}`,
+        { cause: error },
+      );
     }
     for (const child of inspected.children) {
       const key = objectKey(child.kind, child.id);
@@ -230,7 +252,11 @@ export async function collectGarbage({
     }
     progress(() => `gc: marking: ${count(marked.size)} objects reachable so far`);
   });
-  progress(() => `gc: marked ${count(marked.size)} reachable objects${report.missingCount > 0 ? ` (${count(report.missingCount)} missing from the store)` : ''}`, true);
+  progress(
+    () =>
+      `gc: marked ${count(marked.size)} reachable objects${report.missingCount > 0 ? ` (${count(report.missingCount)} missing from the store)` : ''}`,
+    true,
+  );
 
   // Sweep: sort every object; candidates are old and unreachable.
   const candidates: Candidate[] = [];
@@ -239,16 +265,27 @@ export async function collectGarbage({
     seen += 1;
     const parsed = parseObjectKey(object.key);
     const kind: SweptKind = parsed?.kind ?? 'temporary';
-    const tally = parsed !== undefined && marked.has(object.key) ? report.reachable[kind] : object.modifiedMs >= cutoffMs ? report.young[kind] : undefined;
+    const tally =
+      parsed !== undefined && marked.has(object.key)
+        ? report.reachable[kind]
+        : object.modifiedMs >= cutoffMs
+          ? report.young[kind]
+          : undefined;
     if (tally !== undefined) {
       tally.objects += 1;
       tally.bytes += object.bytes;
     } else {
       candidates.push({ key: object.key, kind, id: parsed?.id, bytes: object.bytes });
     }
-    progress(() => `gc: sweeping: listed ${count(seen)} objects, ${count(candidates.length)} unreachable and older than the grace period`);
+    progress(
+      () =>
+        `gc: sweeping: listed ${count(seen)} objects, ${count(candidates.length)} unreachable and older than the grace period`,
+    );
   }
-  progress(() => `gc: listed ${count(seen)} objects, ${count(candidates.length)} unreachable and older than the grace period`, true);
+  progress(
+    () => `gc: listed ${count(seen)} objects, ${count(candidates.length)} unreachable and older than the grace period`,
+    true,
+  );
   // What candidate manifests and nodes list decides the order of removal and what a renewal protects.
   const toRead = candidates.filter((candidate) => candidate.kind === 'manifest' || candidate.kind === 'node');
   let read = 0;
@@ -260,7 +297,10 @@ export async function collectGarbage({
       // Corrupt objects are removed first (a store would only ever reuse them wrongly); gone ones need nothing.
       if (error instanceof ChunkMissingError) candidate.gone = true;
       else if (!(error instanceof ChunkIntegrityError)) {
-        throw new GarbageCollectionError(`reading ${candidate.key} stopped the sweep, nothing was removed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+        throw new GarbageCollectionError(
+          `reading ${candidate.key} stopped the sweep, nothing was removed: ${error instanceof Error ? error.message : String(error)}`,
+          { cause: error },
+        );
       }
     }
     read += 1;
@@ -300,11 +340,18 @@ export async function collectGarbage({
       progress(() => `gc: ${dryRun ? 'would remove' : 'removing'}: ${count(done)} of ${count(total)} objects`);
     });
   }
-  progress(() => `gc: ${dryRun ? 'dry run done: would remove' : 'done: removed'} ${count(totalOf(report.deleted).objects)} objects`, true);
+  progress(
+    () =>
+      `gc: ${dryRun ? 'dry run done: would remove' : 'done: removed'} ${count(totalOf(report.deleted).objects)} objects`,
+    true,
+  );
   return report;
 }
 
 /** Sums a tally over the kinds. */
 export function totalOf(tallies: TallyByKind): Tally {
-  return KINDS.reduce((sum, kind) => ({ objects: sum.objects + tallies[kind].objects, bytes: sum.bytes + tallies[kind].bytes }), { objects: 0, bytes: 0 });
+  return KINDS.reduce(
+    (sum, kind) => ({ objects: sum.objects + tallies[kind].objects, bytes: sum.bytes + tallies[kind].bytes }),
+    { objects: 0, bytes: 0 },
+  );
 }

@@ -14,16 +14,52 @@ import type { ObjectBackend } from './object-backend.js';
 import { S3Backend } from './s3-backend.js';
 import { describePayloadStore, type PayloadStoreLocation } from './store-location.js';
 
-export { CompactorCodec, CODEC_ENCODING, CODEC_METADATA_KEY, codecEnvelopeOf, payloadProtoSize, type CodecEnvelope, type CompactorCodecOptions } from './codec.js';
-export { ChunkStoreDriver, CHUNK_STORE_DRIVER_NAME, type ChunkStoreDriverOptions, type ChunkStoreStats, type InspectedObject, type ListedChild } from './chunk-store.js';
+export {
+  CompactorCodec,
+  CODEC_ENCODING,
+  CODEC_METADATA_KEY,
+  codecEnvelopeOf,
+  payloadProtoSize,
+  type CodecEnvelope,
+  type CompactorCodecOptions,
+} from './codec.js';
+export {
+  ChunkStoreDriver,
+  CHUNK_STORE_DRIVER_NAME,
+  type ChunkStoreDriverOptions,
+  type ChunkStoreStats,
+  type InspectedObject,
+  type ListedChild,
+} from './chunk-store.js';
 export { claimDataFor, claimManifestId, readClaim, type ClaimFields, type ClaimFormat } from './claims.js';
 export { objectKey, parseObjectKey, type ObjectKind } from './object-format.js';
-export { collectGarbage, DEFAULT_GC_GRACE_MS, GarbageCollectionError, totalOf, type CollectGarbageOptions, type GarbageReport, type SweptKind, type Tally, type TallyByKind } from './gc.js';
-export { collectRetainedClaims, claimedManifestsIn, type RetainedClaims, type RetainedClaimsOptions } from './retained-claims.js';
+export {
+  collectGarbage,
+  DEFAULT_GC_GRACE_MS,
+  GarbageCollectionError,
+  totalOf,
+  type CollectGarbageOptions,
+  type GarbageReport,
+  type SweptKind,
+  type Tally,
+  type TallyByKind,
+} from './gc.js';
+export {
+  collectRetainedClaims,
+  claimedManifestsIn,
+  type RetainedClaims,
+  type RetainedClaimsOptions,
+} from './retained-claims.js';
 export { chunkBoundaries, CHUNKER_VERSION, DEFAULT_CHUNKER_LIMITS, type ChunkerLimits } from './chunker.js';
 export { FileBackend, type FileBackendOptions } from './file-backend.js';
 export { S3Backend, type S3BackendOptions } from './s3-backend.js';
-export { isSweepable, type ListedObject, type ObjectBackend, type ObjectStat, type SweepableBackend } from './object-backend.js';
+export {
+  isSweepable,
+  type ListedObject,
+  type ObjectBackend,
+  type ObjectStat,
+  type SweepableBackend,
+} from './object-backend.js';
 export { codecKey, defaultKeyId, keyringFromSettings, keyringOf, type CodecKey, type Keyring } from './keyring.js';
 export { parsePayloadStore, describePayloadStore, type PayloadStoreLocation } from './store-location.js';
 export { PayloadDecodeError, PayloadKeyMissingError, ChunkIntegrityError, ChunkMissingError } from './errors.js';
@@ -68,14 +104,23 @@ export interface ConfiguredPayloads {
   describe: string;
 }
 
-function backendOf(store: PayloadStoreLocation, settings: PayloadSettings, options: PayloadConverterOptions): ObjectBackend | undefined {
+function backendOf(
+  store: PayloadStoreLocation,
+  settings: PayloadSettings,
+  options: PayloadConverterOptions,
+): ObjectBackend | undefined {
   switch (store.kind) {
     case 'off':
       return undefined;
     case 'file':
       return new FileBackend({ directory: store.directory });
     case 's3':
-      return new S3Backend({ bucket: store.bucket, prefix: store.prefix, endpoint: settings.s3Endpoint, clientConfig: options.s3ClientConfig });
+      return new S3Backend({
+        bucket: store.bucket,
+        prefix: store.prefix,
+        endpoint: settings.s3Endpoint,
+        clientConfig: options.s3ClientConfig,
+      });
   }
 }
 
@@ -89,15 +134,34 @@ function backendOf(store: PayloadStoreLocation, settings: PayloadSettings, optio
  * const { dataConverter, describe } = payloadConverterFromConfig(loadConfig());
  * const client = new Client({ connection, dataConverter });
  */
-export function payloadConverterFromConfig(settings: PayloadSettings, options: PayloadConverterOptions = {}): ConfiguredPayloads {
+export function payloadConverterFromConfig(
+  settings: PayloadSettings,
+  options: PayloadConverterOptions = {},
+): ConfiguredPayloads {
   const store = settings.payloadStore ?? options.defaultStore ?? { kind: 'off' };
   const keyring = settings.codecKeyring;
   const backend = backendOf(store, settings, options);
-  const encryption = keyring === undefined ? 'no encryption' : `AES-256-GCM (key id ${keyring.current.id}${keyring.byId.size > 1 ? `, ${keyring.byId.size - 1} retired key${keyring.byId.size > 2 ? 's' : ''} for decoding` : ''})`;
+  const encryption =
+    keyring === undefined
+      ? 'no encryption'
+      : `AES-256-GCM (key id ${keyring.current.id}${keyring.byId.size > 1 ? `, ${keyring.byId.size - 1} retired key${keyring.byId.size > 2 ? 's' : ''} for decoding` : ''})`;
   if (backend === undefined) {
-    if (keyring === undefined) return { dataConverter: {}, codec: undefined, driver: undefined, store, describe: 'payloads inline (no store, no codec)' };
+    if (keyring === undefined)
+      return {
+        dataConverter: {},
+        codec: undefined,
+        driver: undefined,
+        store,
+        describe: 'payloads inline (no store, no codec)',
+      };
     const codec = new CompactorCodec({ keyring });
-    return { dataConverter: { payloadCodecs: [codec] }, codec, driver: undefined, store, describe: `payloads inline (no store), codec deflate + ${encryption}` };
+    return {
+      dataConverter: { payloadCodecs: [codec] },
+      codec,
+      driver: undefined,
+      store,
+      describe: `payloads inline (no store), codec deflate + ${encryption}`,
+    };
   }
   const driver = new ChunkStoreDriver({ ...options.driver, backend, keyring, claimFormat: settings.claimFormat });
   const codec = new CompactorCodec({ keyring, passThroughAtOrAbove: settings.payloadThreshold });

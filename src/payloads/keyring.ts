@@ -57,7 +57,12 @@ export function codecKey(raw: Uint8Array, id: string = defaultKeyId(raw)): Codec
   if (raw.length !== KEY_BYTES) throw new RangeError(`an AES-256 key has ${KEY_BYTES} bytes, got ${raw.length}`);
   if (!KEY_ID_PATTERN.test(id)) throw new RangeError(`key id ${JSON.stringify(id)} must match ${KEY_ID_PATTERN}`);
   const key = Buffer.from(raw);
-  return { id, codecKey: derive(key, 'payload codec'), chunkKey: derive(key, 'chunk encryption'), chunkMacKey: derive(key, 'chunk id') };
+  return {
+    id,
+    codecKey: derive(key, 'payload codec'),
+    chunkKey: derive(key, 'chunk encryption'),
+    chunkMacKey: derive(key, 'chunk id'),
+  };
 }
 
 /** Decodes base64 (standard or URL-safe, padding optional) to exactly 32 bytes, or undefined. */
@@ -76,32 +81,58 @@ export function decodeKey(text: string): Buffer | undefined {
  *
  * @throws KeyFormatError naming the setting at fault.
  */
-export function keyringFromSettings(settings: { key?: string | undefined; keyId?: string | undefined; oldKeys?: string | undefined }): Keyring | undefined {
+export function keyringFromSettings(settings: {
+  key?: string | undefined;
+  keyId?: string | undefined;
+  oldKeys?: string | undefined;
+}): Keyring | undefined {
   if (settings.key === undefined) {
-    if (settings.keyId !== undefined) throw new KeyFormatError('COMPACTOR_CODEC_KEY_ID', 'COMPACTOR_CODEC_KEY to be set as well (a key id names a key)');
-    if (settings.oldKeys !== undefined) throw new KeyFormatError('COMPACTOR_CODEC_OLD_KEYS', 'COMPACTOR_CODEC_KEY to be set as well (old keys only decrypt; the current key encrypts)');
+    if (settings.keyId !== undefined)
+      throw new KeyFormatError(
+        'COMPACTOR_CODEC_KEY_ID',
+        'COMPACTOR_CODEC_KEY to be set as well (a key id names a key)',
+      );
+    if (settings.oldKeys !== undefined)
+      throw new KeyFormatError(
+        'COMPACTOR_CODEC_OLD_KEYS',
+        'COMPACTOR_CODEC_KEY to be set as well (old keys only decrypt; the current key encrypts)',
+      );
     return undefined;
   }
   const raw = decodeKey(settings.key);
-  if (raw === undefined) throw new KeyFormatError('COMPACTOR_CODEC_KEY', `base64 of exactly ${KEY_BYTES} random bytes, e.g. from \`openssl rand -base64 32\``);
+  if (raw === undefined)
+    throw new KeyFormatError(
+      'COMPACTOR_CODEC_KEY',
+      `base64 of exactly ${KEY_BYTES} random bytes, e.g. from \`openssl rand -base64 32\``,
+    );
   if (settings.keyId !== undefined && !KEY_ID_PATTERN.test(settings.keyId)) {
     throw new KeyFormatError('COMPACTOR_CODEC_KEY_ID', '1-64 characters of A-Z, a-z, 0-9, ".", "_" or "-"');
   }
   const current = codecKey(raw, settings.keyId);
   const byId = new Map<string, CodecKey>([[current.id, current]]);
-  const entries = (settings.oldKeys ?? '').split(',').map((entry) => entry.trim()).filter((entry) => entry !== '');
+  const entries = (settings.oldKeys ?? '')
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '');
   entries.forEach((entry, index) => {
     const colon = entry.indexOf(':');
     const id = colon < 0 ? undefined : entry.slice(0, colon).trim();
     const oldRaw = decodeKey(colon < 0 ? entry : entry.slice(colon + 1));
     if (oldRaw === undefined || (id !== undefined && !KEY_ID_PATTERN.test(id))) {
-      throw new KeyFormatError('COMPACTOR_CODEC_OLD_KEYS', `comma-separated ID:BASE64 entries (ID optional) of ${KEY_BYTES}-byte keys; entry ${index + 1} is not one`);
+      throw new KeyFormatError(
+        'COMPACTOR_CODEC_OLD_KEYS',
+        `comma-separated ID:BASE64 entries (ID optional) of ${KEY_BYTES}-byte keys; entry ${index + 1} is not one`,
+      );
     }
     const old = codecKey(oldRaw, id);
     const known = byId.get(old.id);
     if (known !== undefined) {
       // The same id for two different keys would make decoding pick one at random; the same key twice is harmless.
-      if (!known.codecKey.equals(old.codecKey)) throw new KeyFormatError('COMPACTOR_CODEC_OLD_KEYS', `distinct key ids; entry ${index + 1} reuses the id ${JSON.stringify(old.id)} for another key`);
+      if (!known.codecKey.equals(old.codecKey))
+        throw new KeyFormatError(
+          'COMPACTOR_CODEC_OLD_KEYS',
+          `distinct key ids; entry ${index + 1} reuses the id ${JSON.stringify(old.id)} for another key`,
+        );
       return;
     }
     byId.set(old.id, old);

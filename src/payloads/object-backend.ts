@@ -50,5 +50,10 @@ export interface SweepableBackend extends ObjectBackend {
 
 /** Whether `backend` can be swept (both shipped backends can). */
 export function isSweepable(backend: ObjectBackend): backend is SweepableBackend {
-  return 'list' in backend && typeof backend.list === 'function' && 'removeIfOlder' in backend && typeof backend.removeIfOlder === 'function';
+  return (
+    'list' in backend &&
+    typeof backend.list === 'function' &&
+    'removeIfOlder' in backend &&
+    typeof backend.removeIfOlder === 'function'
+  );
 }

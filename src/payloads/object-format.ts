@@ -64,7 +64,8 @@ export function encodeNode(level: number, children: ChildRef[]): Uint8Array {
 
 /** A node's level (its children are of the level below; level-1 nodes list chunks), as the node itself says. */
 export function nodeLevel(plaintext: Uint8Array, key: string): number {
-  if (plaintext.length < 2 || plaintext[0] !== NODE_MAGIC || (plaintext.length - 2) % NODE_ENTRY_BYTES !== 0) throw new ChunkIntegrityError(key, 'malformed tree node');
+  if (plaintext.length < 2 || plaintext[0] !== NODE_MAGIC || (plaintext.length - 2) % NODE_ENTRY_BYTES !== 0)
+    throw new ChunkIntegrityError(key, 'malformed tree node');
   const level = plaintext[1] ?? 0;
   if (level < 1) throw new ChunkIntegrityError(key, 'tree node of level 0');
   return level;
@@ -73,9 +74,11 @@ export function nodeLevel(plaintext: Uint8Array, key: string): number {
 export function decodeNode(plaintext: Uint8Array, level: number, key: string): ChildRef[] {
   const bytes = Buffer.from(plaintext.buffer, plaintext.byteOffset, plaintext.byteLength);
   const actual = nodeLevel(bytes, key);
-  if (actual !== level) throw new ChunkIntegrityError(key, `tree node of level ${actual} where level ${level} was expected`);
+  if (actual !== level)
+    throw new ChunkIntegrityError(key, `tree node of level ${actual} where level ${level} was expected`);
   const children: ChildRef[] = [];
-  for (let at = 2; at < bytes.length; at += NODE_ENTRY_BYTES) children.push({ id: bytes.toString('hex', at, at + ID_BYTES), length: bytes.readUInt32BE(at + ID_BYTES) });
+  for (let at = 2; at < bytes.length; at += NODE_ENTRY_BYTES)
+    children.push({ id: bytes.toString('hex', at, at + ID_BYTES), length: bytes.readUInt32BE(at + ID_BYTES) });
   return children;
 }
 
@@ -101,15 +104,30 @@ export function parseManifest(plaintext: Uint8Array, key: string): ManifestBody 
   if (typeof value !== 'object' || value === null) throw new ChunkIntegrityError(key, 'manifest is not an object');
   const fields: Record<string, unknown> = Object.fromEntries(Object.entries(value));
   const { format, v, size, level, root, metadata, chunker } = fields;
-  const metadataOk = typeof metadata === 'object' && metadata !== null && Object.values(metadata).every((entry) => typeof entry === 'string');
-  if (format !== MANIFEST_FORMAT || v !== 1) throw new ChunkIntegrityError(key, 'not a version-1 temporal-compactor manifest');
+  const metadataOk =
+    typeof metadata === 'object' &&
+    metadata !== null &&
+    Object.values(metadata).every((entry) => typeof entry === 'string');
+  if (format !== MANIFEST_FORMAT || v !== 1)
+    throw new ChunkIntegrityError(key, 'not a version-1 temporal-compactor manifest');
   // Temporal payloads stay far below 2 GiB; a larger size could only make a reader allocate wildly.
-  if (typeof size !== 'number' || !Number.isSafeInteger(size) || size < 0 || size > MAX_PAYLOAD_BYTES) throw new ChunkIntegrityError(key, 'manifest size is not a plausible byte count');
-  if (typeof level !== 'number' || !Number.isInteger(level) || level < 0 || level > 255) throw new ChunkIntegrityError(key, 'manifest level is out of range');
+  if (typeof size !== 'number' || !Number.isSafeInteger(size) || size < 0 || size > MAX_PAYLOAD_BYTES)
+    throw new ChunkIntegrityError(key, 'manifest size is not a plausible byte count');
+  if (typeof level !== 'number' || !Number.isInteger(level) || level < 0 || level > 255)
+    throw new ChunkIntegrityError(key, 'manifest level is out of range');
   const rootId = typeof root === 'string' && OBJECT_ID_PATTERN.test(root) ? root : null;
-  if (rootId === null && (root !== null || size !== 0)) throw new ChunkIntegrityError(key, 'manifest root is not an object id');
+  if (rootId === null && (root !== null || size !== 0))
+    throw new ChunkIntegrityError(key, 'manifest root is not an object id');
   if (!metadataOk) throw new ChunkIntegrityError(key, 'manifest metadata is malformed');
   const entries: Record<string, string> = {};
   for (const [name, entry] of Object.entries(metadata)) if (typeof entry === 'string') entries[name] = entry;
-  return { format, v, size, level, root: rootId, metadata: entries, chunker: typeof chunker === 'number' ? chunker : 0 };
+  return {
+    format,
+    v,
+    size,
+    level,
+    root: rootId,
+    metadata: entries,
+    chunker: typeof chunker === 'number' ? chunker : 0,
+  };
 }

@@ -62,21 +62,34 @@ export function claimedManifestsIn(value: unknown, found: (manifest: string) => 
  * claims name. Visibility is eventually consistent: a run started moments ago may not be listed
  * yet, which is why the collector also keeps everything younger than its grace period.
  */
-export async function collectRetainedClaims({ clients, concurrency = 8, onProgress }: RetainedClaimsOptions): Promise<RetainedClaims> {
-  const result: RetainedClaims = { manifests: new Set(), claims: 0, runs: 0, gone: 0, namespaces: clients.map((client) => client.options.namespace) };
+export async function collectRetainedClaims({
+  clients,
+  concurrency = 8,
+  onProgress,
+}: RetainedClaimsOptions): Promise<RetainedClaims> {
+  const result: RetainedClaims = {
+    manifests: new Set(),
+    claims: 0,
+    runs: 0,
+    gone: 0,
+    namespaces: clients.map((client) => client.options.namespace),
+  };
   // Short work prints only the last line: the first comes two seconds in.
   let lastProgress = Date.now();
   const progress = (force = false): void => {
     if (onProgress === undefined || (!force && Date.now() - lastProgress < 2_000)) return;
     lastProgress = Date.now();
     const runs = `${result.runs.toLocaleString('en-US')} run${result.runs === 1 ? '' : 's'}`;
-    onProgress(`gc: ${force ? 'read the histories of' : 'reading histories:'} ${runs}, ${result.claims.toLocaleString('en-US')} claims to ${result.manifests.size.toLocaleString('en-US')} manifests`);
+    onProgress(
+      `gc: ${force ? 'read the histories of' : 'reading histories:'} ${runs}, ${result.claims.toLocaleString('en-US')} claims to ${result.manifests.size.toLocaleString('en-US')} manifests`,
+    );
   };
   const readRun = async (client: Client, workflowId: string, runId: string): Promise<void> => {
     // Merged only once the whole history is read: a run deleted halfway has nothing left to keep.
     const found: string[] = [];
     try {
-      for await (const event of historyEvents(client, workflowId, runId)) claimedManifestsIn(event, (manifest) => found.push(manifest));
+      for await (const event of historyEvents(client, workflowId, runId))
+        claimedManifestsIn(event, (manifest) => found.push(manifest));
     } catch (error) {
       if (isGrpcServiceError(error) && error.code === GRPC_NOT_FOUND) {
         result.gone += 1;

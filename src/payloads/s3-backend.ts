@@ -47,7 +47,10 @@ export class S3Backend implements SweepableBackend {
   }
 
   private load(): Promise<{ sdk: typeof S3; client: S3.S3Client }> {
-    this.loaded ??= import('@aws-sdk/client-s3').then((sdk) => ({ sdk, client: this.options.client ?? this.newClient(sdk) }));
+    this.loaded ??= import('@aws-sdk/client-s3').then((sdk) => ({
+      sdk,
+      client: this.options.client ?? this.newClient(sdk),
+    }));
     return this.loaded;
   }
 
@@ -77,7 +80,9 @@ export class S3Backend implements SweepableBackend {
   async get(key: string, signal?: AbortSignal): Promise<Uint8Array | undefined> {
     try {
       const { sdk, client } = await this.load();
-      const response = await client.send(new sdk.GetObjectCommand({ Bucket: this.bucket, Key: this.keyOf(key) }), { abortSignal: signal });
+      const response = await client.send(new sdk.GetObjectCommand({ Bucket: this.bucket, Key: this.keyOf(key) }), {
+        abortSignal: signal,
+      });
       if (response.Body === undefined) return new Uint8Array(0);
       return await response.Body.transformToByteArray();
     } catch (error) {
@@ -88,13 +93,23 @@ export class S3Backend implements SweepableBackend {
 
   async put(key: string, body: Uint8Array, signal?: AbortSignal): Promise<void> {
     const { sdk, client } = await this.load();
-    await client.send(new sdk.PutObjectCommand({ Bucket: this.bucket, Key: this.keyOf(key), Body: body, ContentType: 'application/octet-stream' }), { abortSignal: signal });
+    await client.send(
+      new sdk.PutObjectCommand({
+        Bucket: this.bucket,
+        Key: this.keyOf(key),
+        Body: body,
+        ContentType: 'application/octet-stream',
+      }),
+      { abortSignal: signal },
+    );
   }
 
   async stat(key: string, signal?: AbortSignal): Promise<ObjectStat | undefined> {
     try {
       const { sdk, client } = await this.load();
-      const response = await client.send(new sdk.HeadObjectCommand({ Bucket: this.bucket, Key: this.keyOf(key) }), { abortSignal: signal });
+      const response = await client.send(new sdk.HeadObjectCommand({ Bucket: this.bucket, Key: this.keyOf(key) }), {
+        abortSignal: signal,
+      });
       return { modifiedMs: response.LastModified?.getTime() ?? 0 };
     } catch (error) {
       if (isMissing(error)) return undefined;
@@ -123,10 +138,21 @@ export class S3Backend implements SweepableBackend {
     const strip = this.prefix === '' ? 0 : this.prefix.length + 1;
     let continuationToken: string | undefined;
     do {
-      const page = await client.send(new sdk.ListObjectsV2Command({ Bucket: this.bucket, Prefix: this.keyOf(prefix), ContinuationToken: continuationToken }), { abortSignal: signal });
+      const page = await client.send(
+        new sdk.ListObjectsV2Command({
+          Bucket: this.bucket,
+          Prefix: this.keyOf(prefix),
+          ContinuationToken: continuationToken,
+        }),
+        { abortSignal: signal },
+      );
       for (const object of page.Contents ?? []) {
         if (object.Key === undefined) continue;
-        yield { key: object.Key.slice(strip), modifiedMs: object.LastModified?.getTime() ?? 0, bytes: object.Size ?? 0 };
+        yield {
+          key: object.Key.slice(strip),
+          modifiedMs: object.LastModified?.getTime() ?? 0,
+          bytes: object.Size ?? 0,
+        };
       }
       continuationToken = page.IsTruncated === true ? page.NextContinuationToken : undefined;
     } while (continuationToken !== undefined);
@@ -139,7 +165,9 @@ export class S3Backend implements SweepableBackend {
     if (found === undefined) return true;
     if (found.modifiedMs >= cutoffMs) return false;
     const { sdk, client } = await this.load();
-    await client.send(new sdk.DeleteObjectCommand({ Bucket: this.bucket, Key: this.keyOf(key) }), { abortSignal: signal });
+    await client.send(new sdk.DeleteObjectCommand({ Bucket: this.bucket, Key: this.keyOf(key) }), {
+      abortSignal: signal,
+    });
     return true;
   }
 }

@@ -25,12 +25,15 @@ const MIN_COMPRESS_BYTES = 64;
 
 /** Hex content address of a plaintext: HMAC-SHA256 with the key's MAC key, else SHA-256. */
 export function objectId(plaintext: Uint8Array, key: CodecKey | undefined): string {
-  return (key === undefined ? createHash('sha256') : createHmac('sha256', key.chunkMacKey)).update(plaintext).digest('hex');
+  return (key === undefined ? createHash('sha256') : createHmac('sha256', key.chunkMacKey))
+    .update(plaintext)
+    .digest('hex');
 }
 
 /** Seals `plaintext` (whose id is `id`, from {@link objectId} with the same key). Deterministic. */
 export function sealObject(plaintext: Uint8Array, id: string, key: CodecKey | undefined, compressionLevel = 6): Buffer {
-  const compressed = plaintext.length >= MIN_COMPRESS_BYTES ? deflateRawSync(plaintext, { level: compressionLevel }) : undefined;
+  const compressed =
+    plaintext.length >= MIN_COMPRESS_BYTES ? deflateRawSync(plaintext, { level: compressionLevel }) : undefined;
   const useCompression = compressed !== undefined && compressed.length < plaintext.length;
   const body = useCompression ? compressed : plaintext;
   const flags = (useCompression ? FLAG_DEFLATE : 0) | (key === undefined ? 0 : FLAG_ENCRYPTED);
@@ -47,11 +50,13 @@ export function sealObject(plaintext: Uint8Array, id: string, key: CodecKey | un
 
 /** The key id a sealed object was encrypted with (undefined: not encrypted). Throws on a malformed header. */
 export function sealedKeyId(sealed: Uint8Array, objectKey: string): string | undefined {
-  if (sealed.length < 5 || MAGIC.some((byte, index) => sealed[index] !== byte)) throw new ChunkIntegrityError(objectKey, 'not a temporal-compactor object (bad header)');
+  if (sealed.length < 5 || MAGIC.some((byte, index) => sealed[index] !== byte))
+    throw new ChunkIntegrityError(objectKey, 'not a temporal-compactor object (bad header)');
   const flags = sealed[4] ?? 0;
   if ((flags & FLAG_ENCRYPTED) === 0) return undefined;
   const length = sealed[5] ?? 0;
-  if (length === 0 || sealed.length < 6 + length + NONCE_BYTES + TAG_BYTES) throw new ChunkIntegrityError(objectKey, 'truncated header');
+  if (length === 0 || sealed.length < 6 + length + NONCE_BYTES + TAG_BYTES)
+    throw new ChunkIntegrityError(objectKey, 'truncated header');
   return Buffer.from(sealed.subarray(6, 6 + length)).toString('ascii');
 }
 
@@ -63,10 +68,19 @@ export function sealedKeyId(sealed: Uint8Array, objectKey: string): string | und
  * @throws ChunkIntegrityError when the object is malformed, fails authentication, or does not hash to `id`.
  * @throws PayloadKeyMissingError when the key it was encrypted with is not in `keyring`.
  */
-export function openObject(sealed: Uint8Array, id: string, objectKey: string, expectedKeyId: string | undefined, keyring: Keyring | undefined): Uint8Array {
+export function openObject(
+  sealed: Uint8Array,
+  id: string,
+  objectKey: string,
+  expectedKeyId: string | undefined,
+  keyring: Keyring | undefined,
+): Uint8Array {
   const keyId = sealedKeyId(sealed, objectKey);
   if (keyId !== expectedKeyId) {
-    throw new ChunkIntegrityError(objectKey, `sealed ${keyId === undefined ? 'without encryption' : `with key id ${JSON.stringify(keyId)}`}, but its payload was stored ${expectedKeyId === undefined ? 'without encryption' : `with key id ${JSON.stringify(expectedKeyId)}`}`);
+    throw new ChunkIntegrityError(
+      objectKey,
+      `sealed ${keyId === undefined ? 'without encryption' : `with key id ${JSON.stringify(keyId)}`}, but its payload was stored ${expectedKeyId === undefined ? 'without encryption' : `with key id ${JSON.stringify(expectedKeyId)}`}`,
+    );
   }
   const flags = sealed[4] ?? 0;
   let key: CodecKey | undefined;
@@ -77,13 +91,23 @@ export function openObject(sealed: Uint8Array, id: string, objectKey: string, ex
     key = keyring?.byId.get(keyId);
     if (key === undefined) throw new PayloadKeyMissingError(keyId, `payload store object ${objectKey}`);
     const headerLength = 6 + keyId.length + NONCE_BYTES;
-    const decipher = createDecipheriv('aes-256-gcm', key.chunkKey, sealed.subarray(headerLength - NONCE_BYTES, headerLength));
+    const decipher = createDecipheriv(
+      'aes-256-gcm',
+      key.chunkKey,
+      sealed.subarray(headerLength - NONCE_BYTES, headerLength),
+    );
     decipher.setAAD(sealed.subarray(0, headerLength));
     decipher.setAuthTag(sealed.subarray(sealed.length - TAG_BYTES));
     try {
-      body = Buffer.concat([decipher.update(sealed.subarray(headerLength, sealed.length - TAG_BYTES)), decipher.final()]);
+      body = Buffer.concat([
+        decipher.update(sealed.subarray(headerLength, sealed.length - TAG_BYTES)),
+        decipher.final(),
+      ]);
     } catch {
-      throw new ChunkIntegrityError(objectKey, `failed authentication under key id ${JSON.stringify(keyId)} (altered, or another key was configured under that id)`);
+      throw new ChunkIntegrityError(
+        objectKey,
+        `failed authentication under key id ${JSON.stringify(keyId)} (altered, or another key was configured under that id)`,
+      );
     }
   }
   let plaintext: Uint8Array;
@@ -94,6 +118,7 @@ export function openObject(sealed: Uint8Array, id: string, objectKey: string, ex
   }
   const actual = Buffer.from(objectId(plaintext, key), 'hex');
   const expected = Buffer.from(id, 'hex');
-  if (actual.length !== expected.length || !timingSafeEqual(actual, expected)) throw new ChunkIntegrityError(objectKey, 'content does not match its name (hash mismatch: corrupted or replaced)');
+  if (actual.length !== expected.length || !timingSafeEqual(actual, expected))
+    throw new ChunkIntegrityError(objectKey, 'content does not match its name (hash mismatch: corrupted or replaced)');
   return plaintext;
 }

@@ -3,7 +3,8 @@ import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /** Where payloads over the threshold go; `off` keeps every payload inline in history. */
-export type PayloadStoreLocation = { kind: 'off' } | { kind: 'file'; directory: string } | { kind: 's3'; bucket: string; prefix: string };
+export type PayloadStoreLocation =
+  { kind: 'off' } | { kind: 'file'; directory: string } | { kind: 's3'; bucket: string; prefix: string };
 
 // S3's bucket naming rules (lower case, digits, dots, hyphens; 3-63 characters).
 const BUCKET = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/;

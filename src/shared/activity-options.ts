@@ -30,7 +30,10 @@ export interface AgentActivityDefaults {
 }
 
 /** @default '5m' per chat attempt, heartbeats within 10 s (it heartbeats while waiting). */
-export const CHAT_ACTIVITY_DEFAULTS: AgentActivityDefaults = { startToClose: 300_000, heartbeat: AGENT_HEARTBEAT_TIMEOUT_MS };
+export const CHAT_ACTIVITY_DEFAULTS: AgentActivityDefaults = {
+  startToClose: 300_000,
+  heartbeat: AGENT_HEARTBEAT_TIMEOUT_MS,
+};
 /** @default '1m' per attempt of the built-in and replayed tools, which heartbeat within 10 s. */
 export const OUR_TOOL_DEFAULTS: AgentActivityDefaults = { startToClose: 60_000, heartbeat: AGENT_HEARTBEAT_TIMEOUT_MS };
 /** @default '1m' per attempt of your own tool activities, no heartbeat unless `toolActivity.heartbeatTimeout` says so (they may not heartbeat). */
@@ -42,7 +45,13 @@ export const USER_TOOL_DEFAULTS: AgentActivityDefaults = { startToClose: 60_000,
  */
 export const BOOKKEEPING_ACTIVITY: ActivityOptions = {
   startToCloseTimeout: 60_000,
-  retry: { maximumAttempts: 5, initialInterval: 1_000, backoffCoefficient: 2, maximumInterval: 30_000, nonRetryableErrorTypes: [FailureType.InvalidInput] },
+  retry: {
+    maximumAttempts: 5,
+    initialInterval: 1_000,
+    backoffCoefficient: 2,
+    maximumInterval: 30_000,
+    nonRetryableErrorTypes: [FailureType.InvalidInput],
+  },
 };
 
 /**
@@ -67,14 +76,24 @@ function ms(value: Duration | undefined, field: string, fallback: number): numbe
  * with `nonRetryable: true`, and the list would be written into every scheduled event of every
  * round (~150 bytes of history each).
  */
-export function agentActivityOptions(settings: AgentActivitySettings, field: string, defaults: AgentActivityDefaults): ActivityOptions {
+export function agentActivityOptions(
+  settings: AgentActivitySettings,
+  field: string,
+  defaults: AgentActivityDefaults,
+): ActivityOptions {
   const heartbeat = ms(settings.heartbeatTimeout, `${field}.heartbeatTimeout`, defaults.heartbeat ?? 0);
   return {
-    startToCloseTimeout: Math.max(1, ms(settings.startToCloseTimeout, `${field}.startToCloseTimeout`, defaults.startToClose)),
+    startToCloseTimeout: Math.max(
+      1,
+      ms(settings.startToCloseTimeout, `${field}.startToCloseTimeout`, defaults.startToClose),
+    ),
     ...(heartbeat > 0 ? { heartbeatTimeout: heartbeat } : {}),
     retry: {
       maximumAttempts: settings.maximumAttempts ?? DEFAULT_AGENT_ACTIVITY_ATTEMPTS,
-      initialInterval: Math.max(1, ms(settings.initialInterval, `${field}.initialInterval`, DEFAULT_AGENT_RETRY_INTERVAL_MS)),
+      initialInterval: Math.max(
+        1,
+        ms(settings.initialInterval, `${field}.initialInterval`, DEFAULT_AGENT_RETRY_INTERVAL_MS),
+      ),
       backoffCoefficient: 2,
       maximumInterval: AGENT_MAXIMUM_RETRY_INTERVAL_MS,
     },

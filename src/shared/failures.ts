@@ -20,7 +20,12 @@ export interface InvalidInputDetails {
 export function invalidInputFailure(error: InvalidInputError): ApplicationFailure {
   const details: InvalidInputDetails = { field: error.field, reason: error.reason };
   if (error.index !== undefined) details.index = error.index;
-  return ApplicationFailure.create({ type: FailureType.InvalidInput, message: error.message, nonRetryable: true, details: [details] });
+  return ApplicationFailure.create({
+    type: FailureType.InvalidInput,
+    message: error.message,
+    nonRetryable: true,
+    details: [details],
+  });
 }
 
 /** Runs `fn`, turning an `InvalidInputError` into its non-retryable `ApplicationFailure`. */

@@ -32,20 +32,52 @@ const positiveDuration = z.union([z.number().positive(), z.string().regex(new Re
  */
 export const compactConversationOptionsSchema = optionsSchema
   .extend({
-    contextBudget: optionsSchema.shape.contextBudget.meta({ description: 'The window the conversation must fit, in tokens of the character estimator (characters / 4 + 4 per message).' }),
+    contextBudget: optionsSchema.shape.contextBudget.meta({
+      description:
+        'The window the conversation must fit, in tokens of the character estimator (characters / 4 + 4 per message).',
+    }),
     targetRatio: optionsSchema.shape.targetRatio.meta({ description: 'Not above triggerRatio.' }),
-    retryBackoff: duration.default(2000).meta({ description: 'Milliseconds, or a duration such as "2s", "500ms", "1m".' }),
-    target: z.number().nonnegative().optional().meta({ description: 'Aim at this many tokens instead of targetRatio × contextBudget; also the limit `exhausted` is judged by.' }),
-    startToCloseTimeout: positiveDuration.optional().meta({ description: 'Deadline of one summarize attempt. Default "5m".' }),
+    retryBackoff: duration
+      .default(2000)
+      .meta({ description: 'Milliseconds, or a duration such as "2s", "500ms", "1m".' }),
+    target: z.number().nonnegative().optional().meta({
+      description:
+        'Aim at this many tokens instead of targetRatio × contextBudget; also the limit `exhausted` is judged by.',
+    }),
+    startToCloseTimeout: positiveDuration
+      .optional()
+      .meta({ description: 'Deadline of one summarize attempt. Default "5m".' }),
     heartbeatTimeout: positiveDuration.optional().meta({ description: 'Default "10s".' }),
-    taskQueue: z.string().min(1).optional().meta({ description: 'Task queue of the summarize activity. Default: the workflow\'s.' }),
-    summarizerModel: z.string().min(1).optional().meta({ description: 'A label for the UI only: the worker decides which model runs.' }),
-    maxPayloadBytes: z.number().int().min(1024).max(Number.MAX_SAFE_INTEGER).optional().meta({ description: 'Default 2,000,000.' }),
-    payloadStore: z.boolean().optional().meta({ description: 'Whether the worker stores large payloads externally. Default: the worker says.' }),
+    taskQueue: z
+      .string()
+      .min(1)
+      .optional()
+      .meta({ description: "Task queue of the summarize activity. Default: the workflow's." }),
+    summarizerModel: z
+      .string()
+      .min(1)
+      .optional()
+      .meta({ description: 'A label for the UI only: the worker decides which model runs.' }),
+    maxPayloadBytes: z
+      .number()
+      .int()
+      .min(1024)
+      .max(Number.MAX_SAFE_INTEGER)
+      .optional()
+      .meta({ description: 'Default 2,000,000.' }),
+    payloadStore: z
+      .boolean()
+      .optional()
+      .meta({ description: 'Whether the worker stores large payloads externally. Default: the worker says.' }),
   })
   .strict()
   .superRefine((options, context) => {
-    if (options.targetRatio > options.triggerRatio) context.addIssue({ code: 'custom', path: ['targetRatio'], message: `must not exceed triggerRatio (${options.triggerRatio})` });
+    if (options.targetRatio > options.triggerRatio)
+      context.addIssue({
+        code: 'custom',
+        path: ['targetRatio'],
+        message: `must not exceed triggerRatio (${options.triggerRatio})`,
+      });
   })
   .meta({ title: 'CompactConversationOptions' });
 
@@ -65,15 +97,26 @@ export const compactConversationInputSchema = z
 /** What `compactConversation` returns: a `CompactionResult` (src/core/types.ts). */
 export const compactionResultSchema = z
   .object({
-    messages: z.array(chatMessageSchema).meta({ description: 'The compacted conversation: the input\'s own messages, stubs and at most one summary message.' }),
+    messages: z.array(chatMessageSchema).meta({
+      description: "The compacted conversation: the input's own messages, stubs and at most one summary message.",
+    }),
     dropped: count.meta({ description: 'Messages removed (replaced by the summary or trimmed).' }),
     tokensBefore: count,
     tokensAfter: count,
     fallback: z.boolean().meta({ description: 'True exactly when the messages came from the hard trim.' }),
     exhausted: z.boolean().meta({ description: 'True when the result is still over contextBudget (or target).' }),
-    elisions: z.array(z.object({ index: count.meta({ description: 'Position in the input.' }), stub: z.string().meta({ description: 'The whole new content of that message.' }) })),
+    elisions: z.array(
+      z.object({
+        index: count.meta({ description: 'Position in the input.' }),
+        stub: z.string().meta({ description: 'The whole new content of that message.' }),
+      }),
+    ),
     summary: z.string().nullable().meta({ description: 'The whole content of the summary message, or null.' }),
-    cutIndex: z.number().int().min(-1).meta({ description: 'Input index of the last message replaced or dropped; -1 when none was.' }),
+    cutIndex: z
+      .number()
+      .int()
+      .min(-1)
+      .meta({ description: 'Input index of the last message replaced or dropped; -1 when none was.' }),
     aboveMark: z
       .object({ mark: z.number().nonnegative(), reason: z.enum(['recent-window', 'summary-length']) })
       .optional()
@@ -84,7 +127,13 @@ export const compactionResultSchema = z
 /** The JSON Schemas committed under docs/ (file name → schema), as `scripts/json-schemas.ts` writes them. */
 export function compactConversationJsonSchemas(): Record<string, unknown> {
   return {
-    'compact-conversation.input.schema.json': z.toJSONSchema(compactConversationInputSchema, { target: 'draft-2020-12', io: 'input' }),
-    'compact-conversation.result.schema.json': z.toJSONSchema(compactionResultSchema, { target: 'draft-2020-12', io: 'output' }),
+    'compact-conversation.input.schema.json': z.toJSONSchema(compactConversationInputSchema, {
+      target: 'draft-2020-12',
+      io: 'input',
+    }),
+    'compact-conversation.result.schema.json': z.toJSONSchema(compactionResultSchema, {
+      target: 'draft-2020-12',
+      io: 'output',
+    }),
   };
 }

@@ -22,7 +22,8 @@ export interface ExtractiveSummarizerOptions {
 }
 
 /** The first line of every extractive summary: whoever reads it must know no model wrote it. */
-export const EXTRACTIVE_SUMMARY_NOTICE = '_Offline extractive summary: lines copied from the transcript, not written by a model._';
+export const EXTRACTIVE_SUMMARY_NOTICE =
+  '_Offline extractive summary: lines copied from the transcript, not written by a model._';
 
 /** @default 6000 characters */
 export const DEFAULT_EXTRACTIVE_MAX_CHARS = 6000;
@@ -88,7 +89,9 @@ function resolveExtractiveOptions({
   maxRatio = DEFAULT_EXTRACTIVE_MAX_RATIO,
 }: ExtractiveSummarizerOptions): ResolvedExtractiveOptions {
   if (!Number.isInteger(maxChars) || maxChars < MIN_EXTRACTIVE_SUMMARY_CHARS) {
-    throw new RangeError(`createExtractiveSummarizer: maxChars must be an integer of at least ${MIN_EXTRACTIVE_SUMMARY_CHARS}, got ${maxChars}`);
+    throw new RangeError(
+      `createExtractiveSummarizer: maxChars must be an integer of at least ${MIN_EXTRACTIVE_SUMMARY_CHARS}, got ${maxChars}`,
+    );
   }
   if (Number.isNaN(maxRatio) || maxRatio <= 0) {
     throw new RangeError(`createExtractiveSummarizer: maxRatio must be a positive number, got ${maxRatio}`);
@@ -137,7 +140,10 @@ export function extractiveSummary(request: SummarizeRequest, options: Extractive
 /** The transcript: the user message's text without the renderer's first line. */
 function transcriptText(messages: readonly ChatMessage[]): string {
   const userMessages = messages.filter((message) => message.role === 'user');
-  const source = userMessages.length > 0 ? userMessages : messages.filter((message) => message.role !== 'system' && message.role !== 'developer');
+  const source =
+    userMessages.length > 0
+      ? userMessages
+      : messages.filter((message) => message.role !== 'system' && message.role !== 'developer');
   const text = source.map((message) => contentText(message.content)).join('\n\n');
   return text.replace(/^Transcript to summarize \(\d+ messages?\):\r?\n(?:\r?\n)?/, '');
 }
@@ -151,7 +157,9 @@ function statedCharLimit(messages: readonly ChatMessage[]): number | undefined {
   for (const message of messages) {
     if (message.role !== 'system' && message.role !== 'developer') continue;
     const text = contentText(message.content);
-    for (const match of text.matchAll(/\b(under|fewer than|less than|at most|no more than)\s+([\d,_]+)\s+characters\b/gi)) {
+    for (const match of text.matchAll(
+      /\b(under|fewer than|less than|at most|no more than)\s+([\d,_]+)\s+characters\b/gi,
+    )) {
       const amount = Number((match[2] ?? '').replace(/[,_]/g, ''));
       if (!Number.isFinite(amount)) continue;
       const allowed = /^(under|fewer than|less than)$/i.test(match[1] ?? '') ? amount - 1 : amount;
@@ -200,7 +208,15 @@ const CALL_LINE = /^-> call (\S+) \(([^()]*)\) ?(.*)$/;
 const HARNESS_CUT = /» \[truncated by the harness: \d+ more characters\]$/;
 
 function parseTranscript(raw: string): ParsedTranscript {
-  const parsed: ParsedTranscript = { structured: false, users: [], assistants: [], earlier: readEarlierSummaries([]), calls: [], results: [], raw };
+  const parsed: ParsedTranscript = {
+    structured: false,
+    users: [],
+    assistants: [],
+    earlier: readEarlierSummaries([]),
+    calls: [],
+    results: [],
+    raw,
+  };
   const lines = raw.split(/\r?\n/);
   const blocks: Array<{ header: RegExpExecArray; body: string[] }> = [];
   for (let index = 0; index < lines.length; index += 1) {
@@ -290,7 +306,12 @@ const OMITTED_LINE = /^- \((\d+) more not shown\)$/;
 function sectionOfHeading(line: string): SectionName | undefined {
   const trimmed = line.trim();
   if (!/^(?:#{1,6}\s|\*\*)/.test(trimmed) && !trimmed.endsWith(':')) return undefined;
-  const name = trimmed.replace(/^#{1,6}\s+/, '').replace(/\*\*/g, '').replace(/:$/, '').trim().toLowerCase();
+  const name = trimmed
+    .replace(/^#{1,6}\s+/, '')
+    .replace(/\*\*/g, '')
+    .replace(/:$/, '')
+    .trim()
+    .toLowerCase();
   return SECTIONS.find(([, heading]) => heading.slice(3).toLowerCase() === name)?.[0];
 }
 
@@ -326,7 +347,8 @@ function readEarlierSummaries(texts: readonly string[]): EarlierSummaries {
         continue;
       }
       const body = head.slice(2);
-      if (section === 'unresolved' && body.startsWith(LATEST_REQUEST)) earlier.latestRequest = body.slice(LATEST_REQUEST.length);
+      if (section === 'unresolved' && body.startsWith(LATEST_REQUEST))
+        earlier.latestRequest = body.slice(LATEST_REQUEST.length);
       else earlier[section].push(lines.join('\n'));
     }
   }
@@ -418,7 +440,8 @@ function sentencesOf(line: string): string[] {
 
 const STRONG_DECISION =
   /\b(decid\w*|chose|choos\w*|instead|because|root cause|the (?:issue|problem|bug|cause|fix) (?:is|was)|turns out|confirm\w*|conclu\w*|ruled out|doesn't work|does not work|won't work|works now|fixed|resolved|the fix)\b/i;
-const WEAK_DECISION = /\b(found|fix(?:es)?|works?|worked|should|need to|must|approach|plan|so that|therefore|caus\w*|problem|issue|will)\b/i;
+const WEAK_DECISION =
+  /\b(found|fix(?:es)?|works?|worked|should|need to|must|approach|plan|so that|therefore|caus\w*|problem|issue|will)\b/i;
 
 function decisionScore(sentence: string): number {
   if (STRONG_DECISION.test(sentence)) return 3;
@@ -429,8 +452,15 @@ function decisionScore(sentence: string): number {
 const ERROR_PATTERNS: ReadonlyArray<{ pattern: RegExp; rank: number }> = [
   // Most specific first: the exception line a traceback ends with.
   { pattern: /^(?:[A-Za-z_][\w]*\.)*[A-Z]\w*(?:Error|Exception|Exit)\b(?::|$)/, rank: 5 },
-  { pattern: /<tool_use_error>|\bsyntax error\b|\bNo such file or directory\b|\bcommand not found\b|\bPermission denied\b/i, rank: 4 },
-  { pattern: /^(?:ERROR|Error|error(?:\[\w+\])?|fatal|FAILED|FAIL)\b:?|^E {2,}\S|\b[1-9]\d* (?:failed|errors?)\b/, rank: 3 },
+  {
+    pattern:
+      /<tool_use_error>|\bsyntax error\b|\bNo such file or directory\b|\bcommand not found\b|\bPermission denied\b/i,
+    rank: 4,
+  },
+  {
+    pattern: /^(?:ERROR|Error|error(?:\[\w+\])?|fatal|FAILED|FAIL)\b:?|^E {2,}\S|\b[1-9]\d* (?:failed|errors?)\b/,
+    rank: 3,
+  },
   { pattern: /^Exit code [1-9]\d*\b|^Traceback \(most recent call last\):/, rank: 1 },
 ];
 
@@ -479,10 +509,12 @@ function argumentFields(args: string): Record<string, string> {
 
 const PATH_KEYS = ['path', 'file_path', 'filepath', 'filename', 'file', 'notebook_path', 'directory', 'dir'];
 const COMMAND_KEYS = ['command', 'cmd', 'script'];
-const SHELL_TOOLS = /^(bash|shell|sh|zsh|terminal|execute_bash|run_command|run_shell_command|exec|execute_command|run)$/i;
+const SHELL_TOOLS =
+  /^(bash|shell|sh|zsh|terminal|execute_bash|run_command|run_shell_command|exec|execute_command|run)$/i;
 
 const PATH_PATTERN = /(?<![\w./:~-])((?:\.{1,2}\/|\/|~\/)?(?:[\w@+-][\w.@+-]*\/)+[\w@+-][\w.@+-]*)/g;
-const BARE_FILE_PATTERN = /(?<![\w./-])([\w-][\w.-]*\.(?:py|pyi|js|mjs|cjs|ts|tsx|jsx|java|kt|go|rs|rb|php|c|cc|cpp|h|hpp|cs|swift|scala|sh|json|ya?ml|toml|ini|cfg|md|rst|txt|html|css|sql|xml|gradle|lock))\b/g;
+const BARE_FILE_PATTERN =
+  /(?<![\w./-])([\w-][\w.-]*\.(?:py|pyi|js|mjs|cjs|ts|tsx|jsx|java|kt|go|rs|rb|php|c|cc|cpp|h|hpp|cs|swift|scala|sh|json|ya?ml|toml|ini|cfg|md|rst|txt|html|css|sql|xml|gradle|lock))\b/g;
 
 /** Paths every shell transcript mentions and no summary needs. */
 const NOISE_PATHS = new Set(['/dev/null', '/bin/bash', '/bin/sh', '/usr/bin/env', '/dev/stdout', '/dev/stderr']);
@@ -623,7 +655,11 @@ function decisionCandidates(assistants: ParsedTranscript['assistants'], carried:
       seen.add(key);
       // Recent reasoning matters most to an agent that continues; ties go to the later turn.
       const recency = turnIndex / Math.max(1, assistants.length);
-      candidates.push({ text: `- ${copied}`, priority: (score === 0 ? 1 : score) + recency, order: turn.order + sentenceIndex / 1000 });
+      candidates.push({
+        text: `- ${copied}`,
+        priority: (score === 0 ? 1 : score) + recency,
+        order: turn.order + sentenceIndex / 1000,
+      });
     });
   });
   // Earlier decisions are older than every turn here: the same strength ranks them lower, in
@@ -634,7 +670,11 @@ function decisionCandidates(assistants: ParsedTranscript['assistants'], carried:
     if (line === '' || seen.has(key)) return;
     seen.add(key);
     const score = decisionScore(line);
-    candidates.push({ text: `- ${line}`, priority: (score === 0 ? 1 : score) + (index - lines.length) / lines.length, order: index - lines.length });
+    candidates.push({
+      text: `- ${line}`,
+      priority: (score === 0 ? 1 : score) + (index - lines.length) / lines.length,
+      order: index - lines.length,
+    });
   });
   return candidates;
 }
@@ -673,7 +713,9 @@ const EDIT_TOOLS = /edit|write|create|replace|insert|patch|str_replace/i;
 /** Inline code as {@link code} writes it: `` `x` `` or ``` `` x `` ```. */
 const CODE_SPAN = '(``\\s.+?\\s``|`[^`]*`)';
 const FILE_USE_LINE = new RegExp(`^- ${CODE_SPAN} — (.+)$`);
-const COMMAND_USE_LINE = new RegExp(`^- ${CODE_SPAN} \\(([^()]+?)(?: ×(\\d+))?\\)(?: → (?:error: (.*)|(no result recorded)))?$`);
+const COMMAND_USE_LINE = new RegExp(
+  `^- ${CODE_SPAN} \\(([^()]+?)(?: ×(\\d+))?\\)(?: → (?:error: (.*)|(no result recorded)))?$`,
+);
 const OTHER_TOOLS_LINE = /^- Other tools called: (.*)$/;
 const FILE_ERROR = '; last result an error: ';
 
@@ -725,7 +767,16 @@ function earlierUses(lines: readonly string[]): {
       const cut = detail.indexOf(FILE_ERROR);
       const toolList = cut < 0 ? detail : detail.slice(0, cut);
       const seen = /^(?:seen in results|mentioned) ×(\d+)$/.exec(toolList);
-      const use = files.get(path) ?? { path, tools: new Map(), firstOrder: order, lastOrder: order, lastError: undefined, acted: false, edited: false, mentions: 0 };
+      const use = files.get(path) ?? {
+        path,
+        tools: new Map(),
+        firstOrder: order,
+        lastOrder: order,
+        lastError: undefined,
+        acted: false,
+        edited: false,
+        mentions: 0,
+      };
       use.lastOrder = order;
       use.lastError = cut < 0 ? undefined : detail.slice(cut + FILE_ERROR.length);
       if (seen !== null) use.mentions += Number(seen[1]);
@@ -739,7 +790,9 @@ function earlierUses(lines: readonly string[]): {
       }
       files.set(path, use);
     } else if (others !== null) {
-      for (const match of (others[1] ?? '').matchAll(/(?:^|, )([^,]+?) ×(\d+)(?: \((\d+) looked like errors\))?(?=, |…?$)/g)) {
+      for (const match of (others[1] ?? '').matchAll(
+        /(?:^|, )([^,]+?) ×(\d+)(?: \((\d+) looked like errors\))?(?=, |…?$)/g,
+      )) {
         const name = match[1] ?? '';
         const use = otherTools.get(name) ?? { calls: 0, errors: 0, order };
         use.calls += Number(match[2]);
@@ -773,16 +826,29 @@ function fileAndCommandCandidates(transcript: ParsedTranscript): Candidate[] {
       existing.lastOrder = order;
       return existing;
     }
-    const created: FileUse = { path, tools: new Map(), firstOrder: order, lastOrder: order, lastError: undefined, acted, edited: false, mentions: 1 };
+    const created: FileUse = {
+      path,
+      tools: new Map(),
+      firstOrder: order,
+      lastOrder: order,
+      lastError: undefined,
+      acted,
+      edited: false,
+      mentions: 1,
+    };
     files.set(path, created);
     return created;
   };
 
   for (const call of transcript.calls) {
     const fields = argumentFields(call.args);
-    const subcommand = COMMAND_KEYS.map((key) => fields[key]).find((value) => value !== undefined && value.trim() !== '');
+    const subcommand = COMMAND_KEYS.map((key) => fields[key]).find(
+      (value) => value !== undefined && value.trim() !== '',
+    );
     const isCommandLine = subcommand !== undefined && (SHELL_TOOLS.test(call.name) || /\s/.test(subcommand.trim()));
-    const argPaths = PATH_KEYS.map((key) => fields[key]).filter((value): value is string => value !== undefined && value.trim() !== '');
+    const argPaths = PATH_KEYS.map((key) => fields[key]).filter(
+      (value): value is string => value !== undefined && value.trim() !== '',
+    );
     const paths = [...argPaths.map((path) => path.trim()), ...(isCommandLine ? pathsInCommand(subcommand) : [])];
     const error = call.result?.error;
     // str_replace_editor's `command` is a sub-action (`view`, `create`), not a shell command.
@@ -798,7 +864,14 @@ function fileAndCommandCandidates(transcript: ParsedTranscript): Candidate[] {
       const line = firstLine(subcommand).trim();
       const command = clip(line, 160) + (subcommand.trim() !== line ? ' …' : '');
       const key = `${call.name}\u0000${command}`;
-      const use = commands.get(key) ?? { command, tool: call.name, times: 0, lastOrder: call.order, outcome: 'done', error: undefined };
+      const use = commands.get(key) ?? {
+        command,
+        tool: call.name,
+        times: 0,
+        lastOrder: call.order,
+        outcome: 'done',
+        error: undefined,
+      };
       use.times += 1;
       use.lastOrder = call.order;
       use.outcome = call.result === undefined ? 'no result' : error === undefined ? 'done' : 'error';
@@ -831,11 +904,20 @@ function fileAndCommandCandidates(transcript: ParsedTranscript): Candidate[] {
   }
   for (const use of commands.values()) {
     const times = use.times > 1 ? ` ×${use.times}` : '';
-    const outcome = use.outcome === 'error' ? ` → error: ${use.error ?? ''}` : use.outcome === 'no result' ? ' → no result recorded' : '';
+    const outcome =
+      use.outcome === 'error'
+        ? ` → error: ${use.error ?? ''}`
+        : use.outcome === 'no result'
+          ? ' → no result recorded'
+          : '';
     // Later commands are the ones the agent builds on; failed ones say what not to repeat.
     const recency = use.lastOrder > 0 ? (use.lastOrder / lastOrder) * 10 : -staleness(use.lastOrder);
     const priority = 10 + recency + (use.outcome === 'error' ? 5 : 0);
-    candidates.push({ text: `- ${code(use.command)} (${use.tool}${times})${outcome}`, priority, order: 1e9 + use.lastOrder });
+    candidates.push({
+      text: `- ${code(use.command)} (${use.tool}${times})${outcome}`,
+      priority,
+      order: 1e9 + use.lastOrder,
+    });
   }
   if (otherTools.size > 0) {
     const listed = [...otherTools]
@@ -866,7 +948,12 @@ function unresolvedCandidates(transcript: ParsedTranscript): Candidate[] {
     const identity = call === undefined ? undefined : `${call.name}\u0000${call.args}`;
     const clearedLater = recent
       .slice(index + 1)
-      .some((later) => later.call !== undefined && `${later.call.name}\u0000${later.call.args}` === identity && later.result.error === undefined);
+      .some(
+        (later) =>
+          later.call !== undefined &&
+          `${later.call.name}\u0000${later.call.args}` === identity &&
+          later.result.error === undefined,
+      );
     if (clearedLater) continue;
     const subject = call === undefined ? (name ?? 'a tool') : callSubject(call);
     candidates.push({ text: `- ${subject} failed: ${result.error}`, priority: 80 + index, order: result.order });
@@ -899,7 +986,11 @@ function unresolvedCandidates(transcript: ParsedTranscript): Candidate[] {
   });
   open.forEach((item, index) => {
     const rank = (index + 1) / (open.length + 1);
-    candidates.push({ text: item, priority: item.startsWith(`- ${LAST_AGENT_MESSAGE}`) ? 60 : 65 + rank, order: -1 + rank });
+    candidates.push({
+      text: item,
+      priority: item.startsWith(`- ${LAST_AGENT_MESSAGE}`) ? 60 : 65 + rank,
+      order: -1 + rank,
+    });
   });
   return candidates;
 }
@@ -907,7 +998,9 @@ function unresolvedCandidates(transcript: ParsedTranscript): Candidate[] {
 /** How a call is named in a line: its command, else its path, else its tool name. */
 function callSubject(call: ParsedCall): string {
   const fields = argumentFields(call.args);
-  const command = COMMAND_KEYS.map((key) => fields[key]).find((value) => value !== undefined && /\s/.test(value.trim()));
+  const command = COMMAND_KEYS.map((key) => fields[key]).find(
+    (value) => value !== undefined && /\s/.test(value.trim()),
+  );
   if (command !== undefined) return `${code(clip(firstLine(command), 120))} (${call.name})`;
   const path = PATH_KEYS.map((key) => fields[key]).find((value) => value !== undefined && value.trim() !== '');
   if (path !== undefined) return `${call.name} ${code(path.trim())}`;
@@ -917,7 +1010,9 @@ function callSubject(call: ParsedCall): string {
 /** Best effort on text that is not our transcript format: decision sentences, paths, error lines. */
 function rawTextSections(raw: string): Sections {
   const lines = proseLines(raw);
-  const goals = lines.slice(0, 1).map((line, order) => ({ text: `- ${clip(withoutMarker(line), 240)}`, priority: 100, order }));
+  const goals = lines
+    .slice(0, 1)
+    .map((line, order) => ({ text: `- ${clip(withoutMarker(line), 240)}`, priority: 100, order }));
   const decisions = decisionCandidates([{ text: raw, order: 0 }]).filter((candidate) => candidate.priority >= 2);
   const counts = new Map<string, number>();
   for (const path of pathsIn(raw)) counts.set(path, (counts.get(path) ?? 0) + 1);
@@ -931,7 +1026,9 @@ function rawTextSections(raw: string): Sections {
     if (command !== undefined) files.push({ text: `- ${code(clip(command, 160))}`, priority: 5, order: 1e9 + order });
   }
   const errors = lines.map((line) => errorLine(line)).filter((line): line is string => line !== undefined);
-  const unresolved = errors.slice(-3).map((line, order) => ({ text: `- Error seen: ${line}`, priority: 50 + order, order }));
+  const unresolved = errors
+    .slice(-3)
+    .map((line, order) => ({ text: `- Error seen: ${line}`, priority: 50 + order, order }));
   return { goals, decisions, files, unresolved };
 }
 
@@ -959,13 +1056,18 @@ function sectionBody(candidates: readonly Candidate[], allowance: number, earlie
     // An item with lines under it (a goal's opening) that does not fit whole keeps the first lines
     // that do: the run's first request must not vanish because its details are long.
     const lines = candidate.text.split('\n');
-    const fitting = lines.map((_, index) => lines.slice(0, lines.length - index).join('\n')).find((text) => used + text.length + 1 <= room);
+    const fitting = lines
+      .map((_, index) => lines.slice(0, lines.length - index).join('\n'))
+      .find((text) => used + text.length + 1 <= room);
     if (fitting === undefined) continue;
     kept.push({ ...candidate, text: fitting });
     used += fitting.length + 1;
   }
   kept.sort((a, b) => a.order - b.order);
-  return [...kept.map((candidate) => candidate.text), omittedLine(candidates.length - kept.length + earlierOmitted)].join('\n');
+  return [
+    ...kept.map((candidate) => candidate.text),
+    omittedLine(candidates.length - kept.length + earlierOmitted),
+  ].join('\n');
 }
 
 function omittedLine(omitted: number): string {

@@ -5,7 +5,13 @@ import { DEFAULT_SUMMARIZER_TIMEOUT_MS, readSettings } from '../config.js';
 import { SummarizerError } from '../core/errors.js';
 import { assertKnownKeys, keysOf } from '../core/unknown-keys.js';
 import { toProviderMessages } from '../core/schema.js';
-import { abortReason, createOpenAIClient, describeProviderError, readCompletion, requestCompletion } from '../llm/openai-adapter.js';
+import {
+  abortReason,
+  createOpenAIClient,
+  describeProviderError,
+  readCompletion,
+  requestCompletion,
+} from '../llm/openai-adapter.js';
 import { redactFailure, workerSecrets } from '../redact.js';
 import type { SummarizeRequest, SummarizeResponse, Summarizer } from '../core/types.js';
 
@@ -85,7 +91,9 @@ const OPENAI_SUMMARIZER_OPTION_KEYS = keysOf<OpenAISummarizerOptions>({
 function summaryFrom(responseBody: unknown): SummarizeResponse {
   const read = readCompletion(responseBody);
   if ('error' in read) {
-    throw new SummarizerError('summarizer: the response is not a chat completion', 'transient', undefined, undefined, { cause: read.error });
+    throw new SummarizerError('summarizer: the response is not a chat completion', 'transient', undefined, undefined, {
+      cause: read.error,
+    });
   }
   const { choice, usage } = read.completion;
   const text = choice?.content?.trim() ?? '';
@@ -104,9 +112,15 @@ function toSummarizerError(error: unknown): SummarizerError {
   if (error instanceof SummarizerError) return error;
   const fault = describeProviderError(error);
   const http = fault.kind === 'http';
-  return new SummarizerError(`summarizer: ${fault.message}`, fault.rejected ? 'rejected' : 'transient', http ? fault.status : undefined, http ? fault.retryAfterMs : undefined, {
-    cause: error,
-  });
+  return new SummarizerError(
+    `summarizer: ${fault.message}`,
+    fault.rejected ? 'rejected' : 'transient',
+    http ? fault.status : undefined,
+    http ? fault.retryAfterMs : undefined,
+    {
+      cause: error,
+    },
+  );
 }
 
 /**
@@ -114,11 +128,17 @@ function toSummarizerError(error: unknown): SummarizerError {
  * configuration (OPENAI_BASE_URL, OPENAI_API_KEY). Read here, where an application builds its
  * summarizer, so the adapter it is handed to reads no environment.
  */
-function serverSettings(baseURL: string | undefined, apiKey: string | undefined): { baseURL: string | undefined; apiKey: string | undefined } {
+function serverSettings(
+  baseURL: string | undefined,
+  apiKey: string | undefined,
+): { baseURL: string | undefined; apiKey: string | undefined } {
   const isGiven = (value: string | undefined): value is string => value !== undefined && value.trim() !== '';
   if (isGiven(baseURL) && isGiven(apiKey)) return { baseURL, apiKey };
   const configured = readSettings(['openaiBaseUrl', 'openaiApiKey']);
-  return { baseURL: isGiven(baseURL) ? baseURL : configured.openaiBaseUrl, apiKey: isGiven(apiKey) ? apiKey : configured.openaiApiKey };
+  return {
+    baseURL: isGiven(baseURL) ? baseURL : configured.openaiBaseUrl,
+    apiKey: isGiven(apiKey) ? apiKey : configured.openaiApiKey,
+  };
 }
 
 /**
@@ -140,7 +160,8 @@ export function createOpenAISummarizer(options: OpenAISummarizerOptions): Summar
   if (!Number.isInteger(timeout) || timeout <= 0) {
     throw new RangeError(`createOpenAISummarizer: timeout must be a positive integer of milliseconds, got ${timeout}`);
   }
-  const client = options.client ?? createOpenAIClient({ ...serverSettings(options.baseURL, options.apiKey), timeoutMs: timeout });
+  const client =
+    options.client ?? createOpenAIClient({ ...serverSettings(options.baseURL, options.apiKey), timeoutMs: timeout });
   const { model, maxTokens, temperature } = options;
   const maxTokensParameter = options.maxTokensParameter ?? 'max_completion_tokens';
 

@@ -10,7 +10,9 @@ import { CompactionMetric } from '../core/compaction/telemetry.js';
  * Buckets of {@link CompactionMetric.SummarizerLatency}, in milliseconds: a model writes a summary
  * in seconds to a minute, the offline summarizer in milliseconds.
  */
-export const SUMMARIZER_LATENCY_BUCKETS_MS = [10, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 20_000, 30_000, 60_000, 120_000];
+export const SUMMARIZER_LATENCY_BUCKETS_MS = [
+  10, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 20_000, 30_000, 60_000, 120_000,
+];
 
 export interface TelemetryRuntimeOptions {
   /** Serve metrics for Prometheus at `http://<address>/metrics` (an IP and a port, e.g. `127.0.0.1:9464`). @default no metrics */
@@ -41,7 +43,11 @@ export class RuntimeAlreadyInstalledError extends Error {
  * installTelemetryRuntime({ prometheusAddress: '127.0.0.1:9464' });
  * const worker = await Worker.create({ ..., plugins: [compactorPlugin()] }); // curl 127.0.0.1:9464/metrics
  */
-export function installTelemetryRuntime({ prometheusAddress, logger, shutdownSignals }: TelemetryRuntimeOptions): Runtime {
+export function installTelemetryRuntime({
+  prometheusAddress,
+  logger,
+  shutdownSignals,
+}: TelemetryRuntimeOptions): Runtime {
   const metrics =
     prometheusAddress === undefined
       ? undefined
@@ -92,7 +98,9 @@ export function activityMetricsInterceptor(activityTypes: ReadonlySet<string>): 
           const started = performance.now();
           const latency = (outcome: string): void => {
             if (activityType === 'summarize') {
-              meter.createHistogram(CompactionMetric.SummarizerLatency, 'float', 'ms', 'Summarize attempts, by outcome').record(performance.now() - started, { outcome });
+              meter
+                .createHistogram(CompactionMetric.SummarizerLatency, 'float', 'ms', 'Summarize attempts, by outcome')
+                .record(performance.now() - started, { outcome });
             }
           };
           try {
@@ -102,7 +110,13 @@ export function activityMetricsInterceptor(activityTypes: ReadonlySet<string>): 
           } catch (error) {
             if (!(error instanceof CancelledFailure) && !ctx.cancellationSignal.aborted) {
               const type = failureType(error);
-              meter.createCounter(CompactionMetric.ActivityFailures, 'attempts', 'Failed attempts of our activities, by failure type').add(1, { type });
+              meter
+                .createCounter(
+                  CompactionMetric.ActivityFailures,
+                  'attempts',
+                  'Failed attempts of our activities, by failure type',
+                )
+                .add(1, { type });
               latency(type);
             }
             throw error;

@@ -8,7 +8,14 @@ import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-ho
 import { ExportResultCode, W3CTraceContextPropagator, type ExportResult } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { envDetectorSync, Resource } from '@opentelemetry/resources';
-import { BasicTracerProvider, BatchSpanProcessor, SimpleSpanProcessor, type ReadableSpan, type SpanExporter, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import {
+  BasicTracerProvider,
+  BatchSpanProcessor,
+  SimpleSpanProcessor,
+  type ReadableSpan,
+  type SpanExporter,
+  type SpanProcessor,
+} from '@opentelemetry/sdk-trace-base';
 import { OpenTelemetryPlugin } from '@temporalio/interceptors-opentelemetry';
 import { ConfigError, type TracingSettingValue } from '../config.js';
 
@@ -58,7 +65,9 @@ export function bundleHasTracing(code: string): boolean {
 
 /** The default resource: our service name, then what OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES say. */
 export function tracingResource(): Resource {
-  return Resource.default().merge(new Resource({ 'service.name': DEFAULT_TRACING_SERVICE_NAME })).merge(envDetectorSync.detect());
+  return Resource.default()
+    .merge(new Resource({ 'service.name': DEFAULT_TRACING_SERVICE_NAME }))
+    .merge(envDetectorSync.detect());
 }
 
 /** Where `otlp` sends spans, as the OTLP exporter reads the standard variables. */
@@ -74,7 +83,8 @@ function checkOtlpProtocol(env: Readonly<Record<string, string | undefined>>): v
   for (const name of ['OTEL_EXPORTER_OTLP_TRACES_PROTOCOL', 'OTEL_EXPORTER_OTLP_PROTOCOL']) {
     const value = env[name]?.trim();
     if (value) {
-      if (value !== 'http/protobuf') throw new ConfigError(name, '"http/protobuf", the OTLP protocol COMPACTOR_TRACING=otlp speaks', value);
+      if (value !== 'http/protobuf')
+        throw new ConfigError(name, '"http/protobuf", the OTLP protocol COMPACTOR_TRACING=otlp speaks', value);
       return;
     }
   }
@@ -96,7 +106,8 @@ export class StderrSpanExporter implements SpanExporter {
     for (const span of spans) {
       const attributes: Attributes = {};
       for (const [key, value] of Object.entries(span.attributes)) {
-        if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') attributes[key] = value;
+        if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean')
+          attributes[key] = value;
       }
       const { traceId, spanId } = span.spanContext();
       const line = {
@@ -105,7 +116,12 @@ export class StderrSpanExporter implements SpanExporter {
         spanId,
         ...(span.parentSpanId === undefined ? {} : { parentSpanId: span.parentSpanId }),
         ms: Math.round(hrMilliseconds(span.duration) * 1000) / 1000,
-        status: span.status.code === SpanStatusCode.ERROR ? `ERROR${span.status.message === undefined ? '' : `: ${span.status.message}`}` : span.status.code === SpanStatusCode.OK ? 'OK' : 'UNSET',
+        status:
+          span.status.code === SpanStatusCode.ERROR
+            ? `ERROR${span.status.message === undefined ? '' : `: ${span.status.message}`}`
+            : span.status.code === SpanStatusCode.OK
+              ? 'OK'
+              : 'UNSET',
         attributes,
       };
       this.write(`${JSON.stringify(line)}\n`);
@@ -135,7 +151,10 @@ function ensureContextPropagation(): void {
  *
  * @throws ConfigError when `otlp` meets an OTLP protocol other than http/protobuf.
  */
-export function createTracing(option: TracingOption, env: Readonly<Record<string, string | undefined>> = process.env): CompactorTracing | undefined {
+export function createTracing(
+  option: TracingOption,
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): CompactorTracing | undefined {
   if (option === 'off') return undefined;
   if (typeof option === 'object' && 'plugin' in option) return option;
   let spanProcessor: SpanProcessor;
@@ -159,7 +178,9 @@ export function createTracing(option: TracingOption, env: Readonly<Record<string
   // A collector that is down must not turn a worker's clean stop into a failure: say so and go on.
   const flush = () =>
     provider.forceFlush().catch((error: unknown) => {
-      console.error(`temporal-compactor: tracing (${describe}): spans not exported: ${error instanceof Error ? error.message : String(error)}`);
+      console.error(
+        `temporal-compactor: tracing (${describe}): spans not exported: ${error instanceof Error ? error.message : String(error)}`,
+      );
     });
   return { plugin, flush, describe };
 }

@@ -9,8 +9,20 @@ import type { NativeConnection, WorkerOptions, WorkflowBundleOption } from '@tem
 import type { DataConverter } from '@temporalio/common';
 import { CHAT_SERVER_KEYS, compactorPlugin, type CompactorPlugin, type PluginRegistration } from './plugin.js';
 import { assertKnownKeys, keysOf } from '../core/unknown-keys.js';
-import { ensureSearchAttributesIfAllowed, searchAttributeWarning, type SearchAttributeSetup } from '../client/namespace-search-attributes.js';
-import { ConfigError, DEFAULT_TASK_QUEUE, loadConfig, readSettings, TEMPORAL_SETTING_KEYS, temporalEnvVars, type WorkerModeSetting } from '../config.js';
+import {
+  ensureSearchAttributesIfAllowed,
+  searchAttributeWarning,
+  type SearchAttributeSetup,
+} from '../client/namespace-search-attributes.js';
+import {
+  ConfigError,
+  DEFAULT_TASK_QUEUE,
+  loadConfig,
+  readSettings,
+  TEMPORAL_SETTING_KEYS,
+  temporalEnvVars,
+  type WorkerModeSetting,
+} from '../config.js';
 import { summarizerFromConfig } from './summarizer-from-config.js';
 import { parseDuration, type Duration } from '../core/compaction/options.js';
 import type { Summarizer } from '../core/types.js';
@@ -124,10 +136,18 @@ const WORKER_CONFIG_KEYS = keysOf<CompactorWorkerConfig>({
 export function loadWorkerConfig(
   env: Environment = process.env,
   flags: Readonly<Record<string, unknown>> = {},
-): CompactorWorkerConfig & { describeSummarizer: string; describePayloads: string; prometheusAddress: string | undefined } {
+): CompactorWorkerConfig & {
+  describeSummarizer: string;
+  describePayloads: string;
+  prometheusAddress: string | undefined;
+} {
   const config = loadConfig({ env, flags });
   if (config.workflowBundle !== undefined && !existsSync(config.workflowBundle)) {
-    throw new ConfigError('COMPACTOR_WORKFLOW_BUNDLE', 'the path of an existing workflow bundle (npm run build:bundle writes dist/workflow-bundle.js)', config.workflowBundle);
+    throw new ConfigError(
+      'COMPACTOR_WORKFLOW_BUNDLE',
+      'the path of an existing workflow bundle (npm run build:bundle writes dist/workflow-bundle.js)',
+      config.workflowBundle,
+    );
   }
   const { summarizer, describe } = summarizerFromConfig(config);
   const payloads = payloadConverterFromConfig(config);
@@ -139,8 +159,12 @@ export function loadWorkerConfig(
     summarizer,
     describeSummarizer: describe,
     ...(config.workflowBundle === undefined ? {} : { workflowBundlePath: config.workflowBundle }),
-    ...(config.maxConcurrentActivities === undefined ? {} : { maxConcurrentActivityTaskExecutions: config.maxConcurrentActivities }),
-    ...(config.maxConcurrentWorkflowTasks === undefined ? {} : { maxConcurrentWorkflowTaskExecutions: config.maxConcurrentWorkflowTasks }),
+    ...(config.maxConcurrentActivities === undefined
+      ? {}
+      : { maxConcurrentActivityTaskExecutions: config.maxConcurrentActivities }),
+    ...(config.maxConcurrentWorkflowTasks === undefined
+      ? {}
+      : { maxConcurrentWorkflowTaskExecutions: config.maxConcurrentWorkflowTasks }),
     shutdownGraceTime: config.shutdownGraceMs,
     ...(config.trajectoryDir === undefined ? {} : { trajectoryDir: config.trajectoryDir }),
     ...(config.toolsRoot === undefined ? {} : { toolsRoot: config.toolsRoot }),
@@ -165,15 +189,25 @@ export function workflowCode(
 ): Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath'> {
   if (config.workflowBundle !== undefined) return { workflowBundle: config.workflowBundle };
   if (config.workflowBundlePath !== undefined) {
-    if (!existsSync(config.workflowBundlePath)) throw new ConfigError('COMPACTOR_WORKFLOW_BUNDLE', 'the path of an existing workflow bundle', config.workflowBundlePath);
+    if (!existsSync(config.workflowBundlePath))
+      throw new ConfigError(
+        'COMPACTOR_WORKFLOW_BUNDLE',
+        'the path of an existing workflow bundle',
+        config.workflowBundlePath,
+      );
     return { workflowBundle: { codePath: config.workflowBundlePath } };
   }
   if (config.workflowsPath !== undefined) return { workflowsPath: config.workflowsPath };
-  const prebuilt = fileURLToPath(new URL(tracing ? '../workflow-bundle-tracing.js' : '../workflow-bundle.js', import.meta.url));
+  const prebuilt = fileURLToPath(
+    new URL(tracing ? '../workflow-bundle-tracing.js' : '../workflow-bundle.js', import.meta.url),
+  );
   if (existsSync(prebuilt)) return { workflowBundle: { codePath: prebuilt } };
   // From the build output the workflows are `.js`; run from source (tsx) they are `.ts`.
-  const source = ['../workflows/index.js', '../workflows/index.ts'].map((path) => fileURLToPath(new URL(path, import.meta.url))).find((path) => existsSync(path));
-  if (source === undefined) throw new Error('temporal-compactor worker: found neither a workflow bundle nor workflows/index beside the worker');
+  const source = ['../workflows/index.js', '../workflows/index.ts']
+    .map((path) => fileURLToPath(new URL(path, import.meta.url)))
+    .find((path) => existsSync(path));
+  if (source === undefined)
+    throw new Error('temporal-compactor worker: found neither a workflow bundle nor workflows/index beside the worker');
   return { workflowsPath: source };
 }
 
@@ -206,7 +240,8 @@ export async function createWorker(config: CompactorWorkerConfig): Promise<Compa
   const mode = config.mode ?? 'all';
   const taskQueue = config.taskQueue ?? DEFAULT_TASK_QUEUE;
   const summarizerTaskQueue = config.summarizerTaskQueue ?? taskQueue;
-  if (mode !== 'workflows' && config.summarizer === undefined) throw new TypeError(`createWorker: a worker in mode "${mode}" needs a summarizer`);
+  if (mode !== 'workflows' && config.summarizer === undefined)
+    throw new TypeError(`createWorker: a worker in mode "${mode}" needs a summarizer`);
   // One tracer for every worker made here (one per task queue), so their spans share one exporter.
   const tracing: CompactorTracing | undefined = createTracing(config.tracing ?? readSettings(['tracing']).tracing);
   const code = mode === 'activities' ? undefined : workflowCode(config, { tracing: tracing !== undefined });
@@ -216,7 +251,12 @@ export async function createWorker(config: CompactorWorkerConfig): Promise<Compa
       register,
       ...(config.summarizer === undefined ? {} : { summarizer: config.summarizer }),
       dataConverter: config.dataConverter ?? {},
-      activities: { trajectoryDir: config.trajectoryDir, toolsRoot: config.toolsRoot, chatServer: config.chatServer, chatTimeoutMs: config.chatTimeoutMs },
+      activities: {
+        trajectoryDir: config.trajectoryDir,
+        toolsRoot: config.toolsRoot,
+        chatServer: config.chatServer,
+        chatTimeoutMs: config.chatTimeoutMs,
+      },
       // Checked once below, before any worker polls, so the result can say what was found.
       searchAttributes: 'skip',
       tracing: tracing ?? 'off',
@@ -225,7 +265,10 @@ export async function createWorker(config: CompactorWorkerConfig): Promise<Compa
   // included, there), else from the process's environment, through the same table as everything else.
   const opened =
     config.connection === undefined
-      ? await connectTemporal(readSettings(TEMPORAL_SETTING_KEYS, { env: config.temporalEnv }), { kind: 'worker', env: config.temporalEnv })
+      ? await connectTemporal(readSettings(TEMPORAL_SETTING_KEYS, { env: config.temporalEnv }), {
+          kind: 'worker',
+          env: config.temporalEnv,
+        })
       : undefined;
   const connection = config.connection ?? opened?.connection;
   if (connection === undefined) throw new TypeError('createWorker: no connection');
@@ -236,23 +279,31 @@ export async function createWorker(config: CompactorWorkerConfig): Promise<Compa
   // otherwise say so once here (the runs ask the worker which ones exist and upsert only those).
   let searchAttributes: SearchAttributeSetup | undefined;
   if (mode !== 'activities') {
-    searchAttributes = await ensureSearchAttributesIfAllowed(connection, namespace, { register: config.registerSearchAttributes !== false });
+    searchAttributes = await ensureSearchAttributesIfAllowed(connection, namespace, {
+      register: config.registerSearchAttributes !== false,
+    });
     const warning = searchAttributeWarning(namespace, searchAttributes);
     if (warning !== undefined) warn(`temporal-compactor worker: ${warning}`);
   }
   const common = {
     connection,
     namespace,
-    ...(config.maxConcurrentActivityTaskExecutions === undefined ? {} : { maxConcurrentActivityTaskExecutions: config.maxConcurrentActivityTaskExecutions }),
-    ...(config.maxConcurrentWorkflowTaskExecutions === undefined ? {} : { maxConcurrentWorkflowTaskExecutions: config.maxConcurrentWorkflowTaskExecutions }),
-    shutdownGraceTime: config.shutdownGraceTime === undefined ? 10_000 : parseDuration(config.shutdownGraceTime, 'shutdownGraceTime'),
+    ...(config.maxConcurrentActivityTaskExecutions === undefined
+      ? {}
+      : { maxConcurrentActivityTaskExecutions: config.maxConcurrentActivityTaskExecutions }),
+    ...(config.maxConcurrentWorkflowTaskExecutions === undefined
+      ? {}
+      : { maxConcurrentWorkflowTaskExecutions: config.maxConcurrentWorkflowTaskExecutions }),
+    shutdownGraceTime:
+      config.shutdownGraceTime === undefined ? 10_000 : parseDuration(config.shutdownGraceTime, 'shutdownGraceTime'),
   };
   const plans: WorkerOptions[] = [];
   if (mode === 'activities') plans.push({ ...common, taskQueue: summarizerTaskQueue, plugins: [plugin('activities')] });
   else {
     // A workflows-only worker still answers its workflows' `describeWorker` (its payload store is theirs).
     plans.push({ ...common, taskQueue, ...code, plugins: [plugin(mode === 'all' ? 'all' : 'workflows')] });
-    if (mode === 'all' && summarizerTaskQueue !== taskQueue) plans.push({ ...common, taskQueue: summarizerTaskQueue, plugins: [plugin('activities')] });
+    if (mode === 'all' && summarizerTaskQueue !== taskQueue)
+      plans.push({ ...common, taskQueue: summarizerTaskQueue, plugins: [plugin('activities')] });
   }
 
   try {
@@ -280,14 +331,25 @@ export async function createWorker(config: CompactorWorkerConfig): Promise<Compa
 }
 
 /** Loads the configuration from the environment, creates the worker and runs it until SIGINT/SIGTERM. */
-export async function runWorker(env: Environment = process.env, flags: Readonly<Record<string, unknown>> = {}): Promise<void> {
+export async function runWorker(
+  env: Environment = process.env,
+  flags: Readonly<Record<string, unknown>> = {},
+): Promise<void> {
   const config = loadWorkerConfig(env, flags);
   // The metrics endpoint belongs to the SDK's Runtime, which must be set up before the first connection.
   if (config.prometheusAddress !== undefined) installTelemetryRuntime({ prometheusAddress: config.prometheusAddress });
   const tracing = createTracing(config.tracing ?? 'off', env);
-  const { describeSummarizer: _summarizer, describePayloads: _payloads, prometheusAddress: _metrics, ...workerConfig } = config;
+  const {
+    describeSummarizer: _summarizer,
+    describePayloads: _payloads,
+    prometheusAddress: _metrics,
+    ...workerConfig
+  } = config;
   const { run, taskQueues } = await createWorker({ ...workerConfig, tracing: tracing ?? 'off' });
-  const telemetry = [tracing === undefined ? undefined : `tracing: ${tracing.describe}`, config.prometheusAddress === undefined ? undefined : `metrics: http://${config.prometheusAddress}/metrics`].filter((part) => part !== undefined);
+  const telemetry = [
+    tracing === undefined ? undefined : `tracing: ${tracing.describe}`,
+    config.prometheusAddress === undefined ? undefined : `metrics: http://${config.prometheusAddress}/metrics`,
+  ].filter((part) => part !== undefined);
   console.error(
     `temporal-compactor worker: polling task queue ${taskQueues.map((queue) => `"${queue}"`).join(' and ')} (mode ${config.mode ?? 'all'}); ${config.describeSummarizer}; ${config.describePayloads}; ${[...telemetry, 'stop with Ctrl-C'].join('; ')}`,
   );

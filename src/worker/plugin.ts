@@ -13,14 +13,24 @@ import { fileURLToPath } from 'node:url';
 import type { ClientOptions } from '@temporalio/client';
 import { noopMetricMeter, type DataConverter } from '@temporalio/common';
 import { SimplePlugin } from '@temporalio/plugin';
-import { Runtime, type BundleOptions, type ReplayWorkerOptions, type Worker, type WorkerOptions } from '@temporalio/worker';
+import {
+  Runtime,
+  type BundleOptions,
+  type ReplayWorkerOptions,
+  type Worker,
+  type WorkerOptions,
+} from '@temporalio/worker';
 import { createActivities, createDescribeWorkerActivity, type ActivityDeps } from '../activities/index.js';
 import { loadConfig, readSettings, type CompactorConfig } from '../config.js';
 import { summarizerFromConfig } from './summarizer-from-config.js';
 import type { Summarizer } from '../core/types.js';
 import { assertKnownKeys, keysOf } from '../core/unknown-keys.js';
 import { payloadConverterFromConfig } from '../payloads/index.js';
-import { ensureSearchAttributesIfAllowed, searchAttributeWarning, type SearchAttributeSetup } from '../client/namespace-search-attributes.js';
+import {
+  ensureSearchAttributesIfAllowed,
+  searchAttributeWarning,
+  type SearchAttributeSetup,
+} from '../client/namespace-search-attributes.js';
 import { activityMetricsInterceptor } from '../telemetry/metrics.js';
 import { bundleHasTracing, createTracing, type CompactorTracing, type TracingOption } from '../telemetry/tracing.js';
 
@@ -81,19 +91,29 @@ function given(value: string | undefined): string | undefined {
  * when there is one, else just the settings needed, from the environment (so a bad setting the
  * activities do not use stops nothing). The chat server is settled only when no client is given.
  */
-function withConfiguredSettings(deps: Omit<ActivityDeps, 'summarizer'>, config: CompactorConfig | undefined): Omit<ActivityDeps, 'summarizer'> {
-  const server = deps.openai === undefined ? { baseURL: given(deps.chatServer?.baseURL), apiKey: given(deps.chatServer?.apiKey) } : undefined;
+function withConfiguredSettings(
+  deps: Omit<ActivityDeps, 'summarizer'>,
+  config: CompactorConfig | undefined,
+): Omit<ActivityDeps, 'summarizer'> {
+  const server =
+    deps.openai === undefined
+      ? { baseURL: given(deps.chatServer?.baseURL), apiKey: given(deps.chatServer?.apiKey) }
+      : undefined;
   const needed: ActivitySettingKey[] = [];
   if (deps.toolsRoot === undefined) needed.push('toolsRoot');
   if (deps.trajectoryDir === undefined) needed.push('trajectoryDir');
-  if (server !== undefined && (server.baseURL === undefined || server.apiKey === undefined)) needed.push('openaiBaseUrl', 'openaiApiKey');
+  if (server !== undefined && (server.baseURL === undefined || server.apiKey === undefined))
+    needed.push('openaiBaseUrl', 'openaiApiKey');
   if (needed.length === 0) return deps;
   const settings: Partial<Pick<CompactorConfig, ActivitySettingKey>> = config ?? readSettings(needed);
   return {
     ...deps,
     toolsRoot: deps.toolsRoot ?? settings.toolsRoot,
     trajectoryDir: deps.trajectoryDir ?? settings.trajectoryDir,
-    chatServer: server === undefined ? deps.chatServer : { baseURL: server.baseURL ?? settings.openaiBaseUrl, apiKey: server.apiKey ?? settings.openaiApiKey },
+    chatServer:
+      server === undefined
+        ? deps.chatServer
+        : { baseURL: server.baseURL ?? settings.openaiBaseUrl, apiKey: server.apiKey ?? settings.openaiApiKey },
   };
 }
 
@@ -122,7 +142,9 @@ export const CHAT_SERVER_KEYS = keysOf<NonNullable<ActivityDeps['chatServer']>>(
 
 /** This package's workflows module: the compiled one beside the build output, else the source (tsx). */
 export function compactorWorkflowsPath(): string {
-  const candidates = ['../workflows/index.js', '../workflows/index.ts'].map((path) => fileURLToPath(new URL(path, import.meta.url)));
+  const candidates = ['../workflows/index.js', '../workflows/index.ts'].map((path) =>
+    fileURLToPath(new URL(path, import.meta.url)),
+  );
   const found = candidates.find((path) => existsSync(path));
   if (found === undefined) throw new Error('temporal-compactor: found no workflows/index beside the plugin');
   return found;
@@ -141,7 +163,9 @@ function workflowPackageModules(): string {
  * a small module re-exporting both (written under the system's temporary directory, so the bundler
  * is also told where the SDK's packages are).
  */
-function withOurWorkflows<T extends { workflowsPath?: string; bundlerOptions?: WorkerOptions['bundlerOptions'] }>(options: T): T {
+function withOurWorkflows<T extends { workflowsPath?: string; bundlerOptions?: WorkerOptions['bundlerOptions'] }>(
+  options: T,
+): T {
   if (options.workflowsPath === undefined) return { ...options, workflowsPath: compactorWorkflowsPath() };
   const workflowsPath = combinedWorkflowsPath(options.workflowsPath);
   if (workflowsPath === options.workflowsPath) return options;
@@ -170,8 +194,14 @@ function combinedWorkflowsPath(theirs: string): string {
   if (theirs === ours) return ours;
   const dir = join(tmpdir(), 'temporal-compactor-workflows');
   mkdirSync(dir, { recursive: true });
-  const path = join(dir, `workflows-${createHash('sha256').update(`${theirs}\n${ours}`).digest('hex').slice(0, 16)}.js`);
-  writeFileSync(path, `// Written by temporal-compactor's plugin: the worker's own workflows, then compactConversation and agentRun.\nexport * from ${JSON.stringify(theirs)};\nexport * from ${JSON.stringify(ours)};\n`);
+  const path = join(
+    dir,
+    `workflows-${createHash('sha256').update(`${theirs}\n${ours}`).digest('hex').slice(0, 16)}.js`,
+  );
+  writeFileSync(
+    path,
+    `// Written by temporal-compactor's plugin: the worker's own workflows, then compactConversation and agentRun.\nexport * from ${JSON.stringify(theirs)};\nexport * from ${JSON.stringify(ours)};\n`,
+  );
   return path;
 }
 
@@ -199,7 +229,10 @@ export class CompactorPlugin extends SimplePlugin {
     const configured = (): CompactorConfig => (config ??= loadConfig());
     const registration = pluginOptions.register ?? 'all';
     const dataConverter = pluginOptions.dataConverter ?? payloadConverterFromConfig(configured()).dataConverter;
-    const summarizer = registration === 'workflows' ? undefined : (pluginOptions.summarizer ?? summarizerFromConfig(configured()).summarizer);
+    const summarizer =
+      registration === 'workflows'
+        ? undefined
+        : (pluginOptions.summarizer ?? summarizerFromConfig(configured()).summarizer);
     const activities =
       summarizer === undefined
         ? { describeWorker: createDescribeWorkerActivity() }
@@ -219,7 +252,8 @@ export class CompactorPlugin extends SimplePlugin {
    */
   override configureWorker(options: WorkerOptions): WorkerOptions {
     const base = super.configureWorker(options);
-    const configured = this.registration === 'activities' || base.workflowBundle !== undefined ? base : withOurWorkflows(base);
+    const configured =
+      this.registration === 'activities' || base.workflowBundle !== undefined ? base : withOurWorkflows(base);
     // After our workflows are set: the tracing plugin adds its workflow interceptors only to a worker that bundles.
     const withTracing = this.tracing === undefined ? configured : this.tracing.plugin.configureWorker(configured);
     // A prebuilt bundle's code is read once (a file of a few MB): for the build id and the tracing check.
@@ -233,7 +267,13 @@ export class CompactorPlugin extends SimplePlugin {
     // Only a Runtime that exports metrics gets them: without one the interceptor would measure for nothing.
     if (Runtime.instance().metricMeter === noopMetricMeter) return traced;
     const interceptors = traced.interceptors ?? {};
-    return { ...traced, interceptors: { ...interceptors, activity: [...(interceptors.activity ?? []), activityMetricsInterceptor(this.activityTypes)] } };
+    return {
+      ...traced,
+      interceptors: {
+        ...interceptors,
+        activity: [...(interceptors.activity ?? []), activityMetricsInterceptor(this.activityTypes)],
+      },
+    };
   }
 
   override configureReplayWorker(options: ReplayWorkerOptions): ReplayWorkerOptions {
@@ -262,12 +302,18 @@ export class CompactorPlugin extends SimplePlugin {
     const connection = worker.connection;
     const namespace = worker.options.namespace;
     const mode = this.pluginOptions.searchAttributes ?? 'register';
-    if (mode !== 'skip' && this.registration !== 'activities' && connection !== undefined && !this.checked.has(namespace)) {
+    if (
+      mode !== 'skip' &&
+      this.registration !== 'activities' &&
+      connection !== undefined &&
+      !this.checked.has(namespace)
+    ) {
       this.checked.add(namespace);
       const setup = await ensureSearchAttributesIfAllowed(connection, namespace, { register: mode === 'register' });
       this.pluginOptions.onSearchAttributes?.(setup);
       const warning = searchAttributeWarning(namespace, setup);
-      if (warning !== undefined) (this.pluginOptions.warn ?? ((message: string) => console.error(message)))(`temporal-compactor: ${warning}`);
+      if (warning !== undefined)
+        (this.pluginOptions.warn ?? ((message: string) => console.error(message)))(`temporal-compactor: ${warning}`);
     }
     try {
       return await super.runWorker(worker, next);
@@ -299,7 +345,8 @@ export function workerBuildId(bundleCode: string): string {
  * default: its code is not known before `Worker.create` bundles it.)
  */
 function withShortBuildId(options: WorkerOptions, code: string): WorkerOptions {
-  if (options.buildId !== undefined || options.useVersioning === true || options.workerDeploymentOptions !== undefined) return options;
+  if (options.buildId !== undefined || options.useVersioning === true || options.workerDeploymentOptions !== undefined)
+    return options;
   return { ...options, buildId: workerBuildId(code) };
 }
 

@@ -18,7 +18,10 @@ export interface ConfiguredSummarizer {
  * `COMPACTOR_SUMMARIZER` is `openai`, or `auto` with `OPENAI_API_KEY` or `OPENAI_BASE_URL` set;
  * otherwise the built-in offline extractive summarizer.
  */
-export function summarizerFromConfig(config: CompactorConfig, { extractive }: { extractive?: ExtractiveSummarizerOptions } = {}): ConfiguredSummarizer {
+export function summarizerFromConfig(
+  config: CompactorConfig,
+  { extractive }: { extractive?: ExtractiveSummarizerOptions } = {},
+): ConfiguredSummarizer {
   const openaiConfigured = config.openaiApiKey !== undefined || config.openaiBaseUrl !== undefined;
   const useOpenAI = config.summarizer === 'openai' || (config.summarizer === 'auto' && openaiConfigured);
   if (useOpenAI) {
@@ -45,4 +48,3 @@ export function summarizerFromConfig(config: CompactorConfig, { extractive }: { 
     describe: `built-in offline extractive summarizer (${why})`,
   };
 }
-

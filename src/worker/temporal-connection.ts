@@ -59,8 +59,14 @@ export interface TemporalConnection<C> {
  * const { connection, namespace } = await connectTemporal(loadConfig(), { kind: 'client' });
  * const client = new Client({ connection, namespace });
  */
-export async function connectTemporal(config: TemporalSettings, options: ConnectTemporalOptions<'client'>): Promise<TemporalConnection<Connection>>;
-export async function connectTemporal(config: TemporalSettings, options: ConnectTemporalOptions<'worker'>): Promise<TemporalConnection<NativeConnection>>;
+export async function connectTemporal(
+  config: TemporalSettings,
+  options: ConnectTemporalOptions<'client'>,
+): Promise<TemporalConnection<Connection>>;
+export async function connectTemporal(
+  config: TemporalSettings,
+  options: ConnectTemporalOptions<'worker'>,
+): Promise<TemporalConnection<NativeConnection>>;
 export async function connectTemporal(
   config: TemporalSettings,
   { kind, env = process.env, address, namespace, channelArgs }: ConnectTemporalOptions<'client' | 'worker'>,
@@ -70,7 +76,9 @@ export async function connectTemporal(
     ...(address === undefined ? {} : { temporalAddress: address }),
     ...(namespace === undefined ? {} : { temporalNamespace: namespace }),
   };
-  const { connectionOptions, namespace: resolvedNamespace } = loadClientConnectConfig({ overrideEnvVars: temporalEnvVars(settings, env) });
+  const { connectionOptions, namespace: resolvedNamespace } = loadClientConnectConfig({
+    overrideEnvVars: temporalEnvVars(settings, env),
+  });
   const target = connectionOptions.address ?? SDK_DEFAULT_ADDRESS;
   try {
     const connection =

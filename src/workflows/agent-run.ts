@@ -33,7 +33,8 @@ function userMessageFrom(input: AddUserMessageInput): ChatMessage {
     return message;
   } catch (error) {
     // Name the update's argument, not the one-message conversation it was checked as.
-    if (error instanceof InvalidInputError) throw new InvalidInputError(error.field.replace(/^messages\[0\]/, 'message'), error.reason);
+    if (error instanceof InvalidInputError)
+      throw new InvalidInputError(error.field.replace(/^messages\[0\]/, 'message'), error.reason);
     throw error;
   }
 }
@@ -68,7 +69,12 @@ export async function agentRun(input: AgentRunWorkflowInput): Promise<AgentRunRe
   setHandler(conversationQuery, () => loop.messages);
   setHandler(addUserMessageUpdate, (message) => ({ pending: loop.queueUserMessage(userMessageFrom(message)) }), {
     validator: (message) => {
-      if (loop.isFinished) throw ApplicationFailure.create({ type: UpdateFailureType.Finished, message: 'the run has finished; start a new one', nonRetryable: true });
+      if (loop.isFinished)
+        throw ApplicationFailure.create({
+          type: UpdateFailureType.Finished,
+          message: 'the run has finished; start a new one',
+          nonRetryable: true,
+        });
       try {
         userMessageFrom(message);
       } catch (error) {
@@ -79,7 +85,12 @@ export async function agentRun(input: AgentRunWorkflowInput): Promise<AgentRunRe
   });
   setHandler(stopUpdate, () => loop.requestStop(), {
     validator: () => {
-      if (loop.isFinished) throw ApplicationFailure.create({ type: UpdateFailureType.Finished, message: 'the run has finished', nonRetryable: true });
+      if (loop.isFinished)
+        throw ApplicationFailure.create({
+          type: UpdateFailureType.Finished,
+          message: 'the run has finished',
+          nonRetryable: true,
+        });
     },
   });
   try {

@@ -1,7 +1,11 @@
 // Sandbox-safe: the standalone workflow `compactConversation` — one compaction by name, from any client or SDK.
 import { ApplicationFailure } from '@temporalio/common';
 import { FailureType, InvalidInputError } from '../core/errors.js';
-import { DEFAULT_PAYLOAD_LIMIT_BYTES, jsonPayloadBytes, type PayloadTooLargeDetails } from '../core/limits/payload-size.js';
+import {
+  DEFAULT_PAYLOAD_LIMIT_BYTES,
+  jsonPayloadBytes,
+  type PayloadTooLargeDetails,
+} from '../core/limits/payload-size.js';
 import { describeWorker } from './describe-worker.js';
 import type { ChatMessage, CompactionResult } from '../core/types.js';
 import { driveCompaction, unknownKeysInWorkflow, type CompactOptions } from './compact.js';
@@ -43,9 +47,15 @@ export async function compactConversation(input: CompactConversationInput): Prom
   });
   const { messages, options } = input;
   // A counter cannot travel as JSON: drop whatever a client put there rather than call it.
-  const jsonOptions: CompactOptions = typeof options === 'object' && options !== null ? { ...options, counter: undefined } : options;
+  const jsonOptions: CompactOptions =
+    typeof options === 'object' && options !== null ? { ...options, counter: undefined } : options;
   // A queue name the server refuses would fail the workflow task at every retry, not the workflow.
-  failOnInvalidInput(() => assertTaskQueueName(typeof options === 'object' && options !== null ? options.taskQueue : undefined, 'options.taskQueue'));
+  failOnInvalidInput(() =>
+    assertTaskQueueName(
+      typeof options === 'object' && options !== null ? options.taskQueue : undefined,
+      'options.taskQueue',
+    ),
+  );
   const { result } = await driveCompaction(messages, jsonOptions, 'rethrow');
   const limit = typeof options?.maxPayloadBytes === 'number' ? options.maxPayloadBytes : DEFAULT_PAYLOAD_LIMIT_BYTES;
   const bytes = jsonPayloadBytes(result);

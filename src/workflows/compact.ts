@@ -4,9 +4,22 @@
 // (recorded only when the worker traces) and adds to the workflow metrics.
 import { SpanStatusCode, trace } from '@opentelemetry/api';
 import { ApplicationFailure, RetryState } from '@temporalio/common';
-import { ActivityFailure, CancellationScope, inWorkflowContext, isCancellation, metricMeter, patched, proxyActivities } from '@temporalio/workflow';
+import {
+  ActivityFailure,
+  CancellationScope,
+  inWorkflowContext,
+  isCancellation,
+  metricMeter,
+  patched,
+  proxyActivities,
+} from '@temporalio/workflow';
 import type { ActivityOptions } from '@temporalio/workflow';
-import { compactionSteps, needsCompactionCore, type SummarizeOutcome, type SummarizeStep } from '../core/compaction/engine.js';
+import {
+  compactionSteps,
+  needsCompactionCore,
+  type SummarizeOutcome,
+  type SummarizeStep,
+} from '../core/compaction/engine.js';
 import { FailureType, InvalidInputError } from '../core/errors.js';
 import {
   COMPACTION_OPTION_KEYS,
@@ -24,7 +37,13 @@ import type { ChatMessage, CompactionResult, TokenCounter } from '../core/types.
 import type { CompactorActivities } from '../activities/index.js';
 import { DEFAULT_PAYLOAD_LIMIT_BYTES, jsonPayloadBytes } from '../core/limits/payload-size.js';
 import { addSummarizerRequest, type SummarizerUsage } from '../core/counting/summarizer-usage.js';
-import { COMPACTION_SPAN_NAME, CompactionMetric, compactionResultKind, compactionSpanAttributes, type SummarizerTally } from '../core/compaction/telemetry.js';
+import {
+  COMPACTION_SPAN_NAME,
+  CompactionMetric,
+  compactionResultKind,
+  compactionSpanAttributes,
+  type SummarizerTally,
+} from '../core/compaction/telemetry.js';
 import { describeWorker } from './describe-worker.js';
 import { failOnInvalidInput } from '../shared/failures.js';
 
@@ -149,19 +168,35 @@ export function unknownKeysInWorkflow(): UnknownKeys {
 }
 
 function plan(options: CompactOptions): Plan {
-  if (typeof options !== 'object' || options === null) throw new InvalidInputError('options', 'must be an object with at least contextBudget');
+  if (typeof options !== 'object' || options === null)
+    throw new InvalidInputError('options', 'must be an object with at least contextBudget');
   const unknownKeys = unknownKeysInWorkflow();
   if (unknownKeys === 'refuse') assertKnownKeys(options, COMPACT_OPTION_KEYS, 'options');
-  const { target, counter, startToCloseTimeout, heartbeatTimeout, taskQueue, summarizerModel, maxPayloadBytes, payloadStore, ...compaction } = options;
+  const {
+    target,
+    counter,
+    startToCloseTimeout,
+    heartbeatTimeout,
+    taskQueue,
+    summarizerModel,
+    maxPayloadBytes,
+    payloadStore,
+    ...compaction
+  } = options;
   const resolved: ResolvedOptions = economicsPatched()
     ? resolveOptions(compaction, 'options', unknownKeys)
     : { ...resolveOptions({ ...compaction, ...REFERENCE_EXACT }, 'options', unknownKeys), legacyEpochRecount: true };
-  if (counter !== undefined && typeof counter?.count !== 'function') throw new InvalidInputError('options.counter', 'must have a count(messages) method');
+  if (counter !== undefined && typeof counter?.count !== 'function')
+    throw new InvalidInputError('options.counter', 'must have a count(messages) method');
   const queue = optionalString(taskQueue, 'options.taskQueue');
   // Temporal reads a zero interval as "unset" (1 s): keep a zero backoff at the smallest real one.
   const initialInterval = Math.min(Math.max(1, resolved.retryBackoffMs), MAX_RETRY_BACKOFF_MS);
   const activity: ActivityOptions = {
-    startToCloseTimeout: positiveDuration(startToCloseTimeout, 'options.startToCloseTimeout', DEFAULT_START_TO_CLOSE_TIMEOUT_MS),
+    startToCloseTimeout: positiveDuration(
+      startToCloseTimeout,
+      'options.startToCloseTimeout',
+      DEFAULT_START_TO_CLOSE_TIMEOUT_MS,
+    ),
     heartbeatTimeout: positiveDuration(heartbeatTimeout, 'options.heartbeatTimeout', DEFAULT_HEARTBEAT_TIMEOUT_MS),
     retry: {
       maximumAttempts: resolved.maxAttempts,
@@ -173,9 +208,13 @@ function plan(options: CompactOptions): Plan {
     ...(queue === undefined ? {} : { taskQueue: queue }),
   };
   if (maxPayloadBytes !== undefined && !(Number.isSafeInteger(maxPayloadBytes) && maxPayloadBytes >= 1024)) {
-    throw new InvalidInputError('options.maxPayloadBytes', `must be an integer of at least 1024, got ${JSON.stringify(maxPayloadBytes)}`);
+    throw new InvalidInputError(
+      'options.maxPayloadBytes',
+      `must be an integer of at least 1024, got ${JSON.stringify(maxPayloadBytes)}`,
+    );
   }
-  if (payloadStore !== undefined && typeof payloadStore !== 'boolean') throw new InvalidInputError('options.payloadStore', 'must be true or false');
+  if (payloadStore !== undefined && typeof payloadStore !== 'boolean')
+    throw new InvalidInputError('options.payloadStore', 'must be true or false');
   return {
     options: resolved,
     target,
@@ -206,17 +245,29 @@ function reportedAttempt(value: unknown): number {
 }
 
 /** Answers one step with the `summarize` activity; maps how it ended to the engine's outcome. */
-async function summarizeStep(step: SummarizeStep, compaction: Plan, onCancel: OnCancel, tally: SummarizerTally): Promise<SummarizeOutcome> {
+async function summarizeStep(
+  step: SummarizeStep,
+  compaction: Plan,
+  onCancel: OnCancel,
+  tally: SummarizerTally,
+): Promise<SummarizeOutcome> {
   const bytes = jsonPayloadBytes({ request: step.request });
   if (bytes > compaction.maxPayloadBytes) {
     compaction.payloadStore ??= (await describeWorker()).externalStorage;
     if (!compaction.payloadStore) {
       // Sent inline, the server would refuse it and the workflow task would fail without end: the
       // hard trim instead, as for a summarizer that refused the request.
-      return { kind: 'failed', reason: 'rejected', message: `the summarize request is ${bytes} bytes, over maxPayloadBytes (${compaction.maxPayloadBytes}), and the worker stores no payloads externally` };
+      return {
+        kind: 'failed',
+        reason: 'rejected',
+        message: `the summarize request is ${bytes} bytes, over maxPayloadBytes (${compaction.maxPayloadBytes}), and the worker stores no payloads externally`,
+      };
     }
   }
-  const { summarize } = proxyActivities<CompactorActivities>({ ...compaction.activity, summary: summarizeActivitySummary(step, compaction.summarizerModel) });
+  const { summarize } = proxyActivities<CompactorActivities>({
+    ...compaction.activity,
+    summary: summarizeActivitySummary(step, compaction.summarizerModel),
+  });
   tally.requests += 1;
   try {
     // Its own scope, a child of the caller's: cancelling the caller cancels the attempt in flight
@@ -249,11 +300,26 @@ export interface CompactionWithUsage {
 /** Adds one compaction to the workflow metrics. The SDK sends nothing while a workflow replays. */
 function countCompaction({ result }: CompactionWithUsage): void {
   if (!inWorkflowContext()) return;
-  metricMeter.createCounter(CompactionMetric.Compactions, 'compactions', 'Compactions, by result').add(1, { result: compactionResultKind(result) });
+  metricMeter
+    .createCounter(CompactionMetric.Compactions, 'compactions', 'Compactions, by result')
+    .add(1, { result: compactionResultKind(result) });
   const reclaimed = result.tokensBefore - result.tokensAfter;
-  if (reclaimed > 0) metricMeter.createCounter(CompactionMetric.TokensReclaimed, 'tokens', 'Tokens the compactions took out of the context').add(reclaimed);
-  if (result.fallback) metricMeter.createCounter(CompactionMetric.Fallbacks, 'compactions', 'Compactions that fell back to the hard trim').add(1);
-  if (result.exhausted) metricMeter.createCounter(CompactionMetric.Exhausted, 'compactions', 'Compactions still over their target after the hard trim').add(1);
+  if (reclaimed > 0)
+    metricMeter
+      .createCounter(CompactionMetric.TokensReclaimed, 'tokens', 'Tokens the compactions took out of the context')
+      .add(reclaimed);
+  if (result.fallback)
+    metricMeter
+      .createCounter(CompactionMetric.Fallbacks, 'compactions', 'Compactions that fell back to the hard trim')
+      .add(1);
+  if (result.exhausted)
+    metricMeter
+      .createCounter(
+        CompactionMetric.Exhausted,
+        'compactions',
+        'Compactions still over their target after the hard trim',
+      )
+      .add(1);
 }
 
 /**
@@ -264,18 +330,35 @@ function countCompaction({ result }: CompactionWithUsage): void {
  * The compaction is a `Compaction` span with its figures as attributes. With no tracing on the
  * worker the OpenTelemetry API answers with its no-op tracer: no span, no id drawn, nothing sent.
  */
-export function driveCompaction(messages: readonly ChatMessage[], options: CompactOptions, onCancel: OnCancel): Promise<CompactionWithUsage> {
+export function driveCompaction(
+  messages: readonly ChatMessage[],
+  options: CompactOptions,
+  onCancel: OnCancel,
+): Promise<CompactionWithUsage> {
   return trace.getTracer('temporal-compactor').startActiveSpan(COMPACTION_SPAN_NAME, async (span) => {
     const tally: SummarizerTally = { requests: 0, attempts: 0 };
     try {
       const compaction = await runCompaction(messages, options, onCancel, tally);
-      if (span.isRecording()) span.setAttributes(compactionSpanAttributes(compaction.result, compaction.summarizerUsage, tally));
+      if (span.isRecording())
+        span.setAttributes(compactionSpanAttributes(compaction.result, compaction.summarizerUsage, tally));
       countCompaction(compaction);
       return compaction;
     } catch (error) {
       if (!isCancellation(error)) {
-        const type = error instanceof ApplicationFailure ? (error.type ?? 'ApplicationFailure') : error instanceof Error ? error.name : 'Error';
-        if (inWorkflowContext()) metricMeter.createCounter(CompactionMetric.CompactionFailures, 'compactions', 'Compactions that failed, by failure type').add(1, { type });
+        const type =
+          error instanceof ApplicationFailure
+            ? (error.type ?? 'ApplicationFailure')
+            : error instanceof Error
+              ? error.name
+              : 'Error';
+        if (inWorkflowContext())
+          metricMeter
+            .createCounter(
+              CompactionMetric.CompactionFailures,
+              'compactions',
+              'Compactions that failed, by failure type',
+            )
+            .add(1, { type });
         span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
       }
       throw error;
@@ -285,10 +368,20 @@ export function driveCompaction(messages: readonly ChatMessage[], options: Compa
   });
 }
 
-async function runCompaction(messages: readonly ChatMessage[], options: CompactOptions, onCancel: OnCancel, tally: SummarizerTally): Promise<CompactionWithUsage> {
+async function runCompaction(
+  messages: readonly ChatMessage[],
+  options: CompactOptions,
+  onCancel: OnCancel,
+  tally: SummarizerTally,
+): Promise<CompactionWithUsage> {
   const steps = failOnInvalidInput(() => {
     const compaction = plan(options);
-    const generator = compactionSteps(messages, compaction.options, { target: compaction.target, counter: compaction.counter }, compaction.counter);
+    const generator = compactionSteps(
+      messages,
+      compaction.options,
+      { target: compaction.target, counter: compaction.counter },
+      compaction.counter,
+    );
     // The engine validates the messages before its first step: run to it here so bad input fails now.
     return { compaction, generator, first: generator.next() };
   });
@@ -298,7 +391,8 @@ async function runCompaction(messages: readonly ChatMessage[], options: CompactO
   while (next.done !== true) {
     const step = next.value;
     const outcome = await summarizeStep(step, compaction, onCancel, tally);
-    if (outcome.kind === 'summary' && outcome.text.trim() !== '') summarizerUsage = addSummarizerRequest(summarizerUsage, step.request, outcome.text, outcome.usage);
+    if (outcome.kind === 'summary' && outcome.text.trim() !== '')
+      summarizerUsage = addSummarizerRequest(summarizerUsage, step.request, outcome.text, outcome.usage);
     // After a cancellation the rest is pure and synchronous (the engine trims and returns), so it
     // completes even though the caller's scope is cancelled; nothing here awaits again.
     next = generator.next(outcome);
@@ -327,7 +421,10 @@ export async function compact(messages: readonly ChatMessage[], options: Compact
 }
 
 /** {@link compact}, also returning what its summarizer requests cost (for callers that account for it, as agentRun does). */
-export function compactWithUsage(messages: readonly ChatMessage[], options: CompactOptions): Promise<CompactionWithUsage> {
+export function compactWithUsage(
+  messages: readonly ChatMessage[],
+  options: CompactOptions,
+): Promise<CompactionWithUsage> {
   return driveCompaction(messages, options, 'hard-trim');
 }
 

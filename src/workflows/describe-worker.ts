@@ -19,7 +19,11 @@ const { describeWorker: describe } = proxyActivities<CompactorActivities>({
 function isDescription(value: unknown): value is WorkerDescription {
   if (typeof value !== 'object' || value === null) return false;
   const names: unknown = Reflect.get(value, 'searchAttributes');
-  return typeof Reflect.get(value, 'externalStorage') === 'boolean' && Array.isArray(names) && names.every((name) => typeof name === 'string');
+  return (
+    typeof Reflect.get(value, 'externalStorage') === 'boolean' &&
+    Array.isArray(names) &&
+    names.every((name) => typeof name === 'string')
+  );
 }
 
 /** What the workers of this task queue know; {@link UNDESCRIBED_WORKER} when none can say. */

@@ -26,7 +26,11 @@ export interface ToolDispatch {
  * Runs the tool calls of an assistant turn as activities (in parallel) and returns their results
  * in call order; the calls in `unanswered` (a recording that never answered them) are left out.
  */
-export async function runToolCalls(message: ChatMessage, unanswered: readonly string[], { plan, backend: config, externalStorage }: ToolDispatch): Promise<ChatMessage[]> {
+export async function runToolCalls(
+  message: ChatMessage,
+  unanswered: readonly string[],
+  { plan, backend: config, externalStorage }: ToolDispatch,
+): Promise<ChatMessage[]> {
   const calls = (message.tool_calls ?? []).filter((call) => !unanswered.includes(call.id));
   const ours = agentActivityOptions(plan.toolActivity, 'input.toolActivity', OUR_TOOL_DEFAULTS);
   const theirs = agentActivityOptions(plan.toolActivity, 'input.toolActivity', USER_TOOL_DEFAULTS);
@@ -40,16 +44,23 @@ export async function runToolCalls(message: ChatMessage, unanswered: readonly st
           const { replayTool } = proxyActivities<CompactorActivities>({ ...ours, summary: `replay ${summary}` });
           return await replayTool({ trajectory: config.trajectory, toolCallId: call.id });
         }
-        if (!declared.has(call.function.name)) return answer(`Error: there is no tool named "${call.function.name}"; the tools are: ${[...declared].join(', ') || 'none'}`);
+        if (!declared.has(call.function.name))
+          return answer(
+            `Error: there is no tool named "${call.function.name}"; the tools are: ${[...declared].join(', ') || 'none'}`,
+          );
         let args: unknown;
         try {
           args = call.function.arguments.trim() === '' ? {} : JSON.parse(call.function.arguments);
         } catch {
-          return answer(`Error: the arguments of ${call.function.name} are not valid JSON: ${oneLine(call.function.arguments, 200)}`);
+          return answer(
+            `Error: the arguments of ${call.function.name} are not valid JSON: ${oneLine(call.function.arguments, 200)}`,
+          );
         }
         const bytes = jsonPayloadBytes([args]);
         if (bytes > plan.maxPayloadBytes && !externalStorage) {
-          return answer(`Error: the arguments of ${call.function.name} are ${bytes} bytes, more than a tool call may carry (${plan.maxPayloadBytes})`);
+          return answer(
+            `Error: the arguments of ${call.function.name} are ${bytes} bytes, more than a tool call may carry (${plan.maxPayloadBytes})`,
+          );
         }
         const settings = isBuiltInToolName(call.function.name) ? ours : theirs;
         // Typed by name, not from createActivities: a worker registers the user's own tools beside ours.

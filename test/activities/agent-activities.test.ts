@@ -17,7 +17,10 @@ import { REPO_ROOT } from '../../corpus/index.js';
 import { loadTrajectory, openingOf, replayActivities, trajectoryDir } from '../support/agent.js';
 
 /** MockActivityEnvironment.run does not infer the result type: name it once here. */
-function runChat(chat: (input: ChatActivityInput) => Promise<ChatActivityOutput>, input: ChatActivityInput): Promise<ChatActivityOutput> {
+function runChat(
+  chat: (input: ChatActivityInput) => Promise<ChatActivityOutput>,
+  input: ChatActivityInput,
+): Promise<ChatActivityOutput> {
   return new MockActivityEnvironment().run<[ChatActivityInput], ChatActivityOutput, typeof chat>(chat, input);
 }
 
@@ -31,10 +34,20 @@ async function failureOf(run: () => Promise<unknown>): Promise<ApplicationFailur
   }
 }
 
-const completion = (message: Record<string, unknown>, usage: Record<string, unknown> = { prompt_tokens: 321, completion_tokens: 12, total_tokens: 333 }) => ({
+const completion = (
+  message: Record<string, unknown>,
+  usage: Record<string, unknown> = { prompt_tokens: 321, completion_tokens: 12, total_tokens: 333 },
+) => ({
   kind: 'status' as const,
   status: 200,
-  body: { id: 'chatcmpl-1', object: 'chat.completion', created: 0, model: 'fake', choices: [{ index: 0, finish_reason: 'tool_calls', message: { role: 'assistant', ...message } }], usage },
+  body: {
+    id: 'chatcmpl-1',
+    object: 'chat.completion',
+    created: 0,
+    model: 'fake',
+    choices: [{ index: 0, finish_reason: 'tool_calls', message: { role: 'assistant', ...message } }],
+    usage,
+  },
 });
 
 describe('chat activity', () => {
@@ -43,32 +56,67 @@ describe('chat activity', () => {
     let activities: ReturnType<typeof replayActivities>;
     const input = (): ChatActivityInput => ({
       backend: { provider: 'openai', model: 'fake-agent', contextWindow: 8000, maxOutputTokens: 500 },
-      messages: [{ role: 'system', content: 'Be brief.', sticky: true }, { role: 'user', content: 'Read a.txt' }],
+      messages: [
+        { role: 'system', content: 'Be brief.', sticky: true },
+        { role: 'user', content: 'Read a.txt' },
+      ],
       tools: [BUILT_IN_TOOLS.fs_read],
       turn: 0,
     });
     beforeEach(async () => {
       server = await startFakeOpenAI();
-      activities = replayActivities({ openai: new OpenAI({ baseURL: server.baseURL, apiKey: 'test-key', maxRetries: 0 }) });
+      activities = replayActivities({
+        openai: new OpenAI({ baseURL: server.baseURL, apiKey: 'test-key', maxRetries: 0 }),
+      });
     });
     afterEach(() => server.close());
 
     it('sends the conversation without harness flags, the tools and max_completion_tokens; returns tool calls and billed usage', async () => {
-      server.script(completion({ content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'fs_read', arguments: '{"path":"a.txt"}' } }] }));
+      server.script(
+        completion({
+          content: null,
+          tool_calls: [
+            { id: 'call_1', type: 'function', function: { name: 'fs_read', arguments: '{"path":"a.txt"}' } },
+          ],
+        }),
+      );
       const output = await runChat(activities.chat, input());
       expect(output).toEqual({
-        message: { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'fs_read', arguments: '{"path":"a.txt"}' } }] },
+        message: {
+          role: 'assistant',
+          content: null,
+          tool_calls: [
+            { id: 'call_1', type: 'function', function: { name: 'fs_read', arguments: '{"path":"a.txt"}' } },
+          ],
+        },
         usage: { promptTokens: 321, completionTokens: 12 },
         finishReason: 'tool_calls',
       });
       const body = server.requests[0]?.body;
       expect(body).toMatchObject({ model: 'fake-agent', max_completion_tokens: 500, tools: [BUILT_IN_TOOLS.fs_read] });
-      expect(body).toHaveProperty('messages', [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Read a.txt' }]);
+      expect(body).toHaveProperty('messages', [
+        { role: 'system', content: 'Be brief.' },
+        { role: 'user', content: 'Read a.txt' },
+      ]);
     });
 
     it("reports the provider's cached prompt tokens (prompt_tokens_details.cached_tokens) when it gives them", async () => {
-      server.script(completion({ content: 'ok' }, { prompt_tokens: 1_000, completion_tokens: 5, total_tokens: 1_005, prompt_tokens_details: { cached_tokens: 768 } }));
-      expect((await runChat(activities.chat, input())).usage).toEqual({ promptTokens: 1_000, cachedPromptTokens: 768, completionTokens: 5 });
+      server.script(
+        completion(
+          { content: 'ok' },
+          {
+            prompt_tokens: 1_000,
+            completion_tokens: 5,
+            total_tokens: 1_005,
+            prompt_tokens_details: { cached_tokens: 768 },
+          },
+        ),
+      );
+      expect((await runChat(activities.chat, input())).usage).toEqual({
+        promptTokens: 1_000,
+        cachedPromptTokens: 768,
+        completionTokens: 5,
+      });
     });
 
     it('a text answer without content becomes an empty assistant message', async () => {
@@ -102,18 +150,38 @@ describe('chat activity', () => {
 
     it('a reply whose tool calls share an id → retryable Chat.Malformed: appended, it would fail the run at its next validation (regression)', async () => {
       const call = { id: 'call_1', type: 'function', function: { name: 'fs_read', arguments: '{"path":"a.txt"}' } };
-      server.script(completion({ content: null, tool_calls: [call, { ...call, function: { name: 'fs_read', arguments: '{"path":"b.txt"}' } }] }));
+      server.script(
+        completion({
+          content: null,
+          tool_calls: [call, { ...call, function: { name: 'fs_read', arguments: '{"path":"b.txt"}' } }],
+        }),
+      );
       const failure = await failureOf(() => runChat(activities.chat, input()));
-      expect([failure.type, failure.nonRetryable, failure.message]).toEqual([ChatFailureType.Malformed, false, 'chat: the reply\'s tool_calls[1].id: "call_1" is also the id of tool_calls[0]: the ids of one assistant turn must differ (a result could not say which call it answers)']);
+      expect([failure.type, failure.nonRetryable, failure.message]).toEqual([
+        ChatFailureType.Malformed,
+        false,
+        'chat: the reply\'s tool_calls[1].id: "call_1" is also the id of tool_calls[0]: the ids of one assistant turn must differ (a result could not say which call it answers)',
+      ]);
     });
 
-    it('a body that stalls past the deadline → retryable Chat.Transient (the deadline the summarizer has too)', { timeout: 10_000 }, async () => {
-      server.script({ kind: 'stalled-body' });
-      const chat = replayActivities({ openai: new OpenAI({ baseURL: server.baseURL, apiKey: 'test-key', maxRetries: 0 }), chatTimeoutMs: 200 }).chat;
-      const failure = await failureOf(() => runChat(chat, input()));
-      expect([failure.type, failure.nonRetryable, failure.message]).toEqual([ChatFailureType.Transient, false, 'chat: no complete answer within 200 ms']);
-      expect(server.requests).toHaveLength(1);
-    });
+    it(
+      'a body that stalls past the deadline → retryable Chat.Transient (the deadline the summarizer has too)',
+      { timeout: 10_000 },
+      async () => {
+        server.script({ kind: 'stalled-body' });
+        const chat = replayActivities({
+          openai: new OpenAI({ baseURL: server.baseURL, apiKey: 'test-key', maxRetries: 0 }),
+          chatTimeoutMs: 200,
+        }).chat;
+        const failure = await failureOf(() => runChat(chat, input()));
+        expect([failure.type, failure.nonRetryable, failure.message]).toEqual([
+          ChatFailureType.Transient,
+          false,
+          'chat: no complete answer within 200 ms',
+        ]);
+        expect(server.requests).toHaveLength(1);
+      },
+    );
 
     it('builds its client from chatServer when given no client: that base URL and key, not the environment', async () => {
       server.script(completion({ content: 'ok' }));
@@ -123,7 +191,9 @@ describe('chat activity', () => {
     });
 
     it('bad messages → non-retryable Compaction.InvalidInput naming the field', async () => {
-      const failure = await failureOf(() => runChat(activities.chat, { ...input(), messages: JSON.parse('[{"role":"tool","content":"x"}]') }));
+      const failure = await failureOf(() =>
+        runChat(activities.chat, { ...input(), messages: JSON.parse('[{"role":"tool","content":"x"}]') }),
+      );
       expect([failure.type, failure.nonRetryable]).toEqual([FailureType.InvalidInput, true]);
       expect(failure.message).toBe('messages[0].tool_call_id: required for role "tool"');
       expect(server.requests).toHaveLength(0);
@@ -153,28 +223,57 @@ describe('chat activity', () => {
       const at = trajectory.indexOf(assistantTurns[textTurn] as ChatMessage);
       expect(output.userMessages).toEqual([trajectory[at + 1]]);
       expect(output.endOfTrajectory).toBeUndefined();
-      const last = await runChat(activities.chat, { backend, messages: openingOf(name), tools: [], turn: assistantTurns.length - 1 });
+      const last = await runChat(activities.chat, {
+        backend,
+        messages: openingOf(name),
+        tools: [],
+        turn: assistantTurns.length - 1,
+      });
       expect(last.endOfTrajectory).toBe(true);
     });
 
     it('a turn past the recording, or an unknown trajectory, is a non-retryable Replay failure', async () => {
-      const past = await failureOf(() => runChat(activities.chat, { backend, messages: openingOf(name), tools: [], turn: 10_000 }));
+      const past = await failureOf(() =>
+        runChat(activities.chat, { backend, messages: openingOf(name), tools: [], turn: 10_000 }),
+      );
       expect([past.type, past.nonRetryable]).toEqual([ReplayFailureType.NotRecorded, true]);
-      const missing = await failureOf(() => runChat(activities.chat, { backend: { ...backend, trajectory: 'no-such-run' }, messages: openingOf(name), tools: [], turn: 0 }));
+      const missing = await failureOf(() =>
+        runChat(activities.chat, {
+          backend: { ...backend, trajectory: 'no-such-run' },
+          messages: openingOf(name),
+          tools: [],
+          turn: 0,
+        }),
+      );
       expect([missing.type, missing.nonRetryable]).toEqual([ReplayFailureType.TrajectoryNotFound, true]);
       expect(missing.message).toContain('no-such-run');
       // A relative name that climbs out of the trajectory directory to a file that exists (this repository's package.json).
       const outside = relative(trajectoryDir(), join(REPO_ROOT, 'package.json'));
       expect(outside.startsWith('..')).toBe(true);
-      const escape = await failureOf(() => runChat(activities.chat, { backend: { ...backend, trajectory: outside }, messages: openingOf(name), tools: [], turn: 0 }));
-      expect([escape.type, escape.message]).toEqual([ReplayFailureType.TrajectoryNotFound, expect.stringContaining('outside the trajectory directory')]);
+      const escape = await failureOf(() =>
+        runChat(activities.chat, {
+          backend: { ...backend, trajectory: outside },
+          messages: openingOf(name),
+          tools: [],
+          turn: 0,
+        }),
+      );
+      expect([escape.type, escape.message]).toEqual([
+        ReplayFailureType.TrajectoryNotFound,
+        expect.stringContaining('outside the trajectory directory'),
+      ]);
     });
 
     it('replayTool returns the recorded result message verbatim', async () => {
       const result = trajectory.find((message) => message.role === 'tool');
-      const output = await new MockActivityEnvironment().run(activities.replayTool, { trajectory: name, toolCallId: result?.tool_call_id ?? '' });
+      const output = await new MockActivityEnvironment().run(activities.replayTool, {
+        trajectory: name,
+        toolCallId: result?.tool_call_id ?? '',
+      });
       expect(output).toEqual(result);
-      const unknown = await failureOf(() => new MockActivityEnvironment().run(activities.replayTool, { trajectory: name, toolCallId: 'call_nope' }));
+      const unknown = await failureOf(() =>
+        new MockActivityEnvironment().run(activities.replayTool, { trajectory: name, toolCallId: 'call_nope' }),
+      );
       expect([unknown.type, unknown.nonRetryable]).toEqual([ReplayFailureType.NotRecorded, true]);
     });
   });
@@ -212,11 +311,17 @@ describe('built-in tools', () => {
       await environment.run(tool, args);
       expect(heartbeats).toBeGreaterThan(0);
     }
-    expect(Object.keys(tools).filter((name) => ['fs_read', 'fs_list', 'grep'].includes(name)).map((name) => Reflect.get(tools, name).name)).toEqual(['fs_read', 'fs_list', 'grep']);
+    expect(
+      Object.keys(tools)
+        .filter((name) => ['fs_read', 'fs_list', 'grep'].includes(name))
+        .map((name) => Reflect.get(tools, name).name),
+    ).toEqual(['fs_read', 'fs_list', 'grep']);
   });
 
   it('fs_read numbers lines and honours offset/limit', async () => {
-    expect(await run(tools.fs_read, { path: 'src/app.py' })).toBe('     1\timport os\n     2\t\n     3\tdef main():\n     4\t    print("hello")\n     5\t');
+    expect(await run(tools.fs_read, { path: 'src/app.py' })).toBe(
+      '     1\timport os\n     2\t\n     3\tdef main():\n     4\t    print("hello")\n     5\t',
+    );
     expect(await run(tools.fs_read, { path: 'src/app.py', offset: 3, limit: 1 })).toBe('     3\tdef main():');
   });
 
@@ -225,8 +330,12 @@ describe('built-in tools', () => {
   });
 
   it('grep prints path:line: text per match', async () => {
-    expect(await run(tools.grep, { pattern: 'hello' })).toBe('README.md:1: hello world\nsrc/app.py:4:     print("hello")');
-    expect(await run(tools.grep, { pattern: 'HELLO', path: 'src', ignoreCase: true })).toBe('src/app.py:4:     print("hello")');
+    expect(await run(tools.grep, { pattern: 'hello' })).toBe(
+      'README.md:1: hello world\nsrc/app.py:4:     print("hello")',
+    );
+    expect(await run(tools.grep, { pattern: 'HELLO', path: 'src', ignoreCase: true })).toBe(
+      'src/app.py:4:     print("hello")',
+    );
     expect(await run(tools.grep, { pattern: 'absent' })).toBe('no matches for /absent/ in .');
   });
 
@@ -246,8 +355,15 @@ describe('built-in tools', () => {
     const bad = await failureOf(() => run(tools.fs_read, { file: 'x' }));
     expect([bad.type, bad.nonRetryable]).toEqual([ToolFailureType.InvalidArguments, true]);
     const badPattern = await failureOf(() => run(tools.grep, { pattern: '(' }));
-    expect([badPattern.type, badPattern.message]).toEqual([ToolFailureType.InvalidArguments, expect.stringContaining('arguments.pattern')]);
+    expect([badPattern.type, badPattern.message]).toEqual([
+      ToolFailureType.InvalidArguments,
+      expect.stringContaining('arguments.pattern'),
+    ]);
     const missing = await failureOf(() => run(tools.fs_read, { path: 'nope.txt' }));
-    expect([missing.type, missing.nonRetryable, missing.message]).toEqual([ToolFailureType.NotFound, true, 'fs_read: no such file or directory: nope.txt']);
+    expect([missing.type, missing.nonRetryable, missing.message]).toEqual([
+      ToolFailureType.NotFound,
+      true,
+      'fs_read: no such file or directory: nope.txt',
+    ]);
   });
 });

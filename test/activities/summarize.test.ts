@@ -2,7 +2,14 @@
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createActivities, createOpenAISummarizer, FailureType, SummarizerError, type SummarizeRequest, type Summarizer } from '../../src/index.js';
+import {
+  createActivities,
+  createOpenAISummarizer,
+  FailureType,
+  SummarizerError,
+  type SummarizeRequest,
+  type Summarizer,
+} from '../../src/index.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.js';
 
 const request: SummarizeRequest = {
@@ -40,33 +47,60 @@ describe('summarize activity', () => {
     let summarizer: Summarizer;
     beforeEach(async () => {
       server = await startFakeOpenAI();
-      summarizer = createOpenAISummarizer({ model: 'fake-summarizer', baseURL: server.baseURL, apiKey: 'test-key', timeout: 5000 });
+      summarizer = createOpenAISummarizer({
+        model: 'fake-summarizer',
+        baseURL: server.baseURL,
+        apiKey: 'test-key',
+        timeout: 5000,
+      });
     });
     afterEach(() => server.close());
 
     it('returns the summary text and the billed usage', async () => {
-      server.script({ kind: 'summary', text: '## Goals\nShip it.', usage: { promptTokens: 120, completionTokens: 7, totalTokens: 127 } });
+      server.script({
+        kind: 'summary',
+        text: '## Goals\nShip it.',
+        usage: { promptTokens: 120, completionTokens: 7, totalTokens: 127 },
+      });
       const { summarize } = createActivities({ summarizer });
       const output = await new MockActivityEnvironment().run(summarize, { request });
-      expect(output).toEqual({ text: '## Goals\nShip it.', usage: { promptTokens: 120, completionTokens: 7, totalTokens: 127 } });
+      expect(output).toEqual({
+        text: '## Goals\nShip it.',
+        usage: { promptTokens: 120, completionTokens: 7, totalTokens: 127 },
+      });
       expect(server.requests).toHaveLength(1);
     });
 
-    it.each([400, 401, 402, 403, 404])('HTTP %i → non-retryable Summarizer.Rejected carrying the status', async (status) => {
-      server.script({ kind: 'status', status });
-      const failure = expectApplicationFailure(await failureOf(new MockActivityEnvironment(), summarizer), FailureType.Rejected, true);
-      expect(failure.details).toEqual([{ status }]);
-    });
+    it.each([400, 401, 402, 403, 404])(
+      'HTTP %i → non-retryable Summarizer.Rejected carrying the status',
+      async (status) => {
+        server.script({ kind: 'status', status });
+        const failure = expectApplicationFailure(
+          await failureOf(new MockActivityEnvironment(), summarizer),
+          FailureType.Rejected,
+          true,
+        );
+        expect(failure.details).toEqual([{ status }]);
+      },
+    );
 
     it.each([408, 409, 422, 500, 502, 503])('HTTP %i → retryable Summarizer.Transient', async (status) => {
       server.script({ kind: 'status', status });
-      const failure = expectApplicationFailure(await failureOf(new MockActivityEnvironment(), summarizer), FailureType.Transient, false);
+      const failure = expectApplicationFailure(
+        await failureOf(new MockActivityEnvironment(), summarizer),
+        FailureType.Transient,
+        false,
+      );
       expect(failure.nextRetryDelay).toBeUndefined();
     });
 
     it('429 with Retry-After → Summarizer.Transient with nextRetryDelay from the header', async () => {
       server.script({ kind: 'status', status: 429, headers: { 'retry-after': '3' } });
-      const failure = expectApplicationFailure(await failureOf(new MockActivityEnvironment(), summarizer), FailureType.Transient, false);
+      const failure = expectApplicationFailure(
+        await failureOf(new MockActivityEnvironment(), summarizer),
+        FailureType.Transient,
+        false,
+      );
       expect(failure.nextRetryDelay).toBe(3000);
       expect(failure.details).toEqual([{ status: 429, retryAfterMs: 3000 }]);
     });
@@ -78,8 +112,16 @@ describe('summarize activity', () => {
 
     it('a malformed body or a reset connection → retryable Summarizer.Transient', async () => {
       server.script({ kind: 'malformed' }, { kind: 'reset' });
-      expectApplicationFailure(await failureOf(new MockActivityEnvironment(), summarizer), FailureType.Transient, false);
-      expectApplicationFailure(await failureOf(new MockActivityEnvironment(), summarizer), FailureType.Transient, false);
+      expectApplicationFailure(
+        await failureOf(new MockActivityEnvironment(), summarizer),
+        FailureType.Transient,
+        false,
+      );
+      expectApplicationFailure(
+        await failureOf(new MockActivityEnvironment(), summarizer),
+        FailureType.Transient,
+        false,
+      );
     });
 
     it("cancelled while the request hangs: aborts the request and rethrows the activity's CancelledFailure, not openai's abort error", async () => {
@@ -101,18 +143,34 @@ describe('summarize activity', () => {
 
   describe('with any summarizer', () => {
     it('a blank summary is Summarizer.Empty, never accepted', async () => {
-      expectApplicationFailure(await failureOf(new MockActivityEnvironment(), answers(' \n\t ')), FailureType.Empty, false);
+      expectApplicationFailure(
+        await failureOf(new MockActivityEnvironment(), answers(' \n\t ')),
+        FailureType.Empty,
+        false,
+      );
     });
 
     it('classifies plain errors by their numeric status: 401 rejects, none retries', async () => {
       const rejected = Object.assign(new Error('unauthorized'), { status: 401 });
-      expectApplicationFailure(await failureOf(new MockActivityEnvironment(), fails(rejected)), FailureType.Rejected, true);
-      expectApplicationFailure(await failureOf(new MockActivityEnvironment(), fails(new Error('socket hang up'))), FailureType.Transient, false);
+      expectApplicationFailure(
+        await failureOf(new MockActivityEnvironment(), fails(rejected)),
+        FailureType.Rejected,
+        true,
+      );
+      expectApplicationFailure(
+        await failureOf(new MockActivityEnvironment(), fails(new Error('socket hang up'))),
+        FailureType.Transient,
+        false,
+      );
     });
 
     it('maps SummarizerError kinds and keeps the retry hint', async () => {
       const transient = new SummarizerError('slow down', 'transient', 429, 1500);
-      const failure = expectApplicationFailure(await failureOf(new MockActivityEnvironment(), fails(transient)), FailureType.Transient, false);
+      const failure = expectApplicationFailure(
+        await failureOf(new MockActivityEnvironment(), fails(transient)),
+        FailureType.Transient,
+        false,
+      );
       expect(failure.nextRetryDelay).toBe(1500);
       expect(failure.message).toBe('slow down');
       const empty = new SummarizerError('blank', 'empty');
@@ -126,7 +184,12 @@ describe('summarize activity', () => {
 
     it('a request with invalid messages → non-retryable Compaction.InvalidInput naming the field', async () => {
       const { summarize } = createActivities({ summarizer: answers('unused') });
-      const bad: SummarizeRequest = { messages: [{ role: 'user', content: 'ok' }, { role: 'tool', content: 'no id' }] };
+      const bad: SummarizeRequest = {
+        messages: [
+          { role: 'user', content: 'ok' },
+          { role: 'tool', content: 'no id' },
+        ],
+      };
       const error = await new MockActivityEnvironment().run(summarize, { request: bad }).then(
         () => undefined,
         (thrown: unknown) => thrown,
@@ -164,7 +227,9 @@ describe('summarize activity', () => {
       const env = new MockActivityEnvironment({ heartbeatTimeoutMs: 200 });
       const beats: number[] = [];
       env.on('heartbeat', () => beats.push(performance.now()));
-      const slow: Summarizer = { summarize: () => new Promise((resolve) => setTimeout(() => resolve({ text: 'done' }), 420)) };
+      const slow: Summarizer = {
+        summarize: () => new Promise((resolve) => setTimeout(() => resolve({ text: 'done' }), 420)),
+      };
       const { summarize } = createActivities({ summarizer: slow });
       const started = performance.now();
       await expect(env.run(summarize, { request })).resolves.toEqual({ text: 'done' });

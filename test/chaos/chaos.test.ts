@@ -49,7 +49,15 @@ import {
   type RunOutcome,
   type Scenario,
 } from './harness.js';
-import { machineLine, renderReport, scenarioTotals, writeReport, type ChaosReport, type FaultReport, type ScenarioReport } from './report.js';
+import {
+  machineLine,
+  renderReport,
+  scenarioTotals,
+  writeReport,
+  type ChaosReport,
+  type FaultReport,
+  type ScenarioReport,
+} from './report.js';
 
 const profile = chaosProfile();
 /** A scenario that has not finished in this long has wedged. */
@@ -102,14 +110,31 @@ describe(`chaos on a three-node cluster (profile ${profile.name}: ${profile.runs
     client = new Client({ connection, namespace: cluster.namespace });
     summarizer = await startChaosSummarizer();
     bundle = await writeProductionBundle('compactor-chaos-bundle-');
-    pool = new WorkerPool({ address: cluster.address, namespace: cluster.namespace, bundlePath: bundle.bundlePath, summarizerBaseURL: summarizer.baseURL, agentEnv: profile.agentWorkerEnv });
+    pool = new WorkerPool({
+      address: cluster.address,
+      namespace: cluster.namespace,
+      bundlePath: bundle.bundlePath,
+      summarizerBaseURL: summarizer.baseURL,
+      agentEnv: profile.agentWorkerEnv,
+    });
     await pool.startAll();
-    log(`workers polling: ${pool.workers.map((worker) => `${worker.name} (pid ${worker.process.child.pid}, ready in ${seconds(worker.readyAt - worker.startedAt)})`).join(', ')}`);
+    log(
+      `workers polling: ${pool.workers.map((worker) => `${worker.name} (pid ${worker.process.child.pid}, ready in ${seconds(worker.readyAt - worker.startedAt)})`).join(', ')}`,
+    );
 
     // One undisturbed run of every input: what every other run must end with.
     const started = Date.now();
     log(`reference runs: ${inputs.length} inputs, undisturbed`);
-    const outcomes = await Promise.all(inputs.map((input) => runToEnd(client, input, `chaos-reference-${input.key}-${Date.now().toString(36)}`, started + SCENARIO_DEADLINE_MS)));
+    const outcomes = await Promise.all(
+      inputs.map((input) =>
+        runToEnd(
+          client,
+          input,
+          `chaos-reference-${input.key}-${Date.now().toString(36)}`,
+          started + SCENARIO_DEADLINE_MS,
+        ),
+      ),
+    );
     for (const outcome of outcomes) {
       if (outcome.status !== 'completed') throw new Error(`reference run ${outcome.key} failed: ${outcome.failure}`);
       references.set(outcome.key, outcome);
@@ -124,8 +149,17 @@ describe(`chaos on a three-node cluster (profile ${profile.name}: ${profile.runs
     };
     typicalScenarioMs = report.references.ms;
     // The references are the first row of the figures: runs with nothing disturbing them.
-    report.scenarios.push({ scenario: 'reference', runs: outcomes, comparisons: outcomes.map((outcome) => compareWithReference(outcome, outcome)), startedAt: started, endedAt: Date.now(), faults: [] });
-    log(`reference runs done in ${seconds(report.references.ms)}: ${report.references.rounds} rounds, ${report.references.compactions} compactions, ${report.references.summaries} summaries`);
+    report.scenarios.push({
+      scenario: 'reference',
+      runs: outcomes,
+      comparisons: outcomes.map((outcome) => compareWithReference(outcome, outcome)),
+      startedAt: started,
+      endedAt: Date.now(),
+      faults: [],
+    });
+    log(
+      `reference runs done in ${seconds(report.references.ms)}: ${report.references.rounds} rounds, ${report.references.compactions} compactions, ${report.references.summaries} summaries`,
+    );
   }, 45 * 60_000);
 
   afterAll(async () => {
@@ -143,7 +177,10 @@ describe(`chaos on a three-node cluster (profile ${profile.name}: ${profile.runs
   }, 5 * 60_000);
 
   /** Runs `profile.runs` agent runs (the inputs in turn) while `inject` does its worst, and gathers the figures. */
-  async function runScenario(scenario: Scenario, inject?: (view: ScenarioView) => Promise<FaultReport[]>): Promise<ScenarioReport> {
+  async function runScenario(
+    scenario: Scenario,
+    inject?: (view: ScenarioView) => Promise<FaultReport[]>,
+  ): Promise<ScenarioReport> {
     const startedAt = Date.now();
     const deadline = startedAt + SCENARIO_DEADLINE_MS;
     const inFlight = new Set<string>();
@@ -173,21 +210,29 @@ describe(`chaos on a three-node cluster (profile ${profile.name}: ${profile.runs
       waitOrFinish: (ms) => Promise.race([sleep(ms), allEnded]),
     };
     const ticker = setInterval(() => {
-      log(`${scenario}: ${ended.size}/${profile.runs} runs ended (${failed} failed), ${inFlight.size} in flight, ${seconds(Date.now() - startedAt)} in`);
+      log(
+        `${scenario}: ${ended.size}/${profile.runs} runs ended (${failed} failed), ${inFlight.size} in flight, ${seconds(Date.now() - startedAt)} in`,
+      );
     }, 15_000);
     try {
       const injecting = inject?.(view) ?? Promise.resolve([]);
-      const outcomes = await Promise.all(runs.map((run) => run.then((outcome) => {
-        if (outcome.status === 'failed') failed += 1;
-        return outcome;
-      })));
+      const outcomes = await Promise.all(
+        runs.map((run) =>
+          run.then((outcome) => {
+            if (outcome.status === 'failed') failed += 1;
+            return outcome;
+          }),
+        ),
+      );
       const faults = await injecting;
       const endedAt = Date.now();
-      const comparisons = outcomes.filter((outcome) => outcome.status === 'completed').map((outcome) => {
-        const reference = references.get(outcome.key);
-        if (reference === undefined) throw new Error(`no reference for ${outcome.key}`);
-        return compareWithReference(outcome, reference);
-      });
+      const comparisons = outcomes
+        .filter((outcome) => outcome.status === 'completed')
+        .map((outcome) => {
+          const reference = references.get(outcome.key);
+          if (reference === undefined) throw new Error(`no reference for ${outcome.key}`);
+          return compareWithReference(outcome, reference);
+        });
       // Recovery, from the runs' own histories.
       for (const fault of faults) {
         const at = startedAt + fault.atMs;
@@ -215,14 +260,20 @@ describe(`chaos on a three-node cluster (profile ${profile.name}: ${profile.runs
    * timeout not before the activity's deadline).
    */
   function attributeKills(scenarioReport: ScenarioReport): void {
-    const kills = scenarioReport.faults.filter((fault) => fault.kind === 'worker SIGKILL').sort((a, b) => a.atMs - b.atMs);
+    const kills = scenarioReport.faults
+      .filter((fault) => fault.kind === 'worker SIGKILL')
+      .sort((a, b) => a.atMs - b.atMs);
     for (const run of scenarioReport.runs) {
       for (const retried of run.facts.retried) {
         const timeout = minimumResumeMs(retried.activity, retried.lastFailure);
         if (timeout === undefined) continue;
         const since = retried.startedAt - scenarioReport.startedAt;
         const kind = retried.activity === 'summarize' ? 'summarizer' : 'agent';
-        const kill = kills.filter((fault) => fault.atMs <= since - timeout && (fault.target === 'summarizer') === (kind === 'summarizer')).at(-1);
+        const kill = kills
+          .filter(
+            (fault) => fault.atMs <= since - timeout && (fault.target === 'summarizer') === (kind === 'summarizer'),
+          )
+          .at(-1);
         if (kill === undefined) continue;
         kill.resumedMs.push(since - kill.atMs);
         (kill.resumedByActivity[retried.activity] ??= []).push(since - kill.atMs);
@@ -238,126 +289,196 @@ describe(`chaos on a three-node cluster (profile ${profile.name}: ${profile.runs
   /** What every scenario must show: every run completed like its reference, nothing lost or duplicated. */
   function expectNothingLost(scenarioReport: ScenarioReport, options: { fallbackAllowed?: boolean } = {}): void {
     const totals = scenarioTotals(scenarioReport);
-    const failures = scenarioReport.runs.filter((run) => run.status !== 'completed').map((run) => `${run.workflowId}: ${run.failure}`);
+    const failures = scenarioReport.runs
+      .filter((run) => run.status !== 'completed')
+      .map((run) => `${run.workflowId}: ${run.failure}`);
     expect(failures).toEqual([]);
     expect([totals.lost, totals.duplicated]).toEqual([0, 0]);
     expect(totals.replays).toBe(totals.started);
     const differing = scenarioReport.runs.filter((_, index) => {
       const comparison = scenarioReport.comparisons[index];
-      return comparison !== undefined && !comparison.identical && !(options.fallbackAllowed === true && comparison.fallbacks > 0);
+      return (
+        comparison !== undefined &&
+        !comparison.identical &&
+        !(options.fallbackAllowed === true && comparison.fallbacks > 0)
+      );
     });
     expect(differing.map((run) => run.workflowId)).toEqual([]);
-    const taskFailures = scenarioReport.runs.flatMap((run) => run.facts.workflowTaskFailed.map((failure) => `${run.workflowId}: ${failure.cause} ${failure.message}`));
+    const taskFailures = scenarioReport.runs.flatMap((run) =>
+      run.facts.workflowTaskFailed.map((failure) => `${run.workflowId}: ${failure.cause} ${failure.message}`),
+    );
     expect(taskFailures).toEqual([]);
   }
 
-  it.runIf(profile.scenarios.includes('load'))('load: concurrent runs on three agent workers and a summarizer worker end like their references', async () => {
-    const scenarioReport = await runScenario('load');
-    typicalScenarioMs = scenarioReport.endedAt - scenarioReport.startedAt;
-    expectNothingLost(scenarioReport);
-  }, SCENARIO_DEADLINE_MS + 60_000);
+  it.runIf(profile.scenarios.includes('load'))(
+    'load: concurrent runs on three agent workers and a summarizer worker end like their references',
+    async () => {
+      const scenarioReport = await runScenario('load');
+      typicalScenarioMs = scenarioReport.endedAt - scenarioReport.startedAt;
+      expectNothingLost(scenarioReport);
+    },
+    SCENARIO_DEADLINE_MS + 60_000,
+  );
 
-  it.runIf(profile.scenarios.includes('worker-kills'))('worker kills: a worker SIGKILLed every 15-30 s and replaced; every run ends like its reference', async () => {
-    const random = seededRandom(7);
-    // Agent workers and the summarizer's in turn: each kind of work is lost mid-flight.
-    const victims = ['agent-1', 'summarizer', 'agent-2', 'agent-3'];
-    const scenarioReport = await runScenario('worker-kills', async (view) => {
-      const faults: FaultReport[] = [];
-      for (let next = 0; ; next += 1) {
-        const [min, max] = profile.killEveryMs;
-        await view.waitOrFinish(min + Math.floor(random() * (max - min)));
-        if (view.finished()) break;
-        const victim = victims[next % victims.length] ?? 'agent-1';
-        const kill = await pool.killAndReplace(victim);
-        log(`worker-kills: SIGKILL ${victim} (pid ${kill.pid}) with ${view.inFlight().length} runs in flight; replacement polling ${seconds(kill.replacedAt - kill.at)} later`);
-        faults.push({ kind: 'worker SIGKILL', target: victim, atMs: kill.at - view.startedAt, downMs: kill.replacedAt - kill.at, stalls: [], resumedMs: [], resumedByActivity: {}, workflowTaskTimeouts: 0 });
+  it.runIf(profile.scenarios.includes('worker-kills'))(
+    'worker kills: a worker SIGKILLed every 15-30 s and replaced; every run ends like its reference',
+    async () => {
+      const random = seededRandom(7);
+      // Agent workers and the summarizer's in turn: each kind of work is lost mid-flight.
+      const victims = ['agent-1', 'summarizer', 'agent-2', 'agent-3'];
+      const scenarioReport = await runScenario('worker-kills', async (view) => {
+        const faults: FaultReport[] = [];
+        for (let next = 0; ; next += 1) {
+          const [min, max] = profile.killEveryMs;
+          await view.waitOrFinish(min + Math.floor(random() * (max - min)));
+          if (view.finished()) break;
+          const victim = victims[next % victims.length] ?? 'agent-1';
+          const kill = await pool.killAndReplace(victim);
+          log(
+            `worker-kills: SIGKILL ${victim} (pid ${kill.pid}) with ${view.inFlight().length} runs in flight; replacement polling ${seconds(kill.replacedAt - kill.at)} later`,
+          );
+          faults.push({
+            kind: 'worker SIGKILL',
+            target: victim,
+            atMs: kill.at - view.startedAt,
+            downMs: kill.replacedAt - kill.at,
+            stalls: [],
+            resumedMs: [],
+            resumedByActivity: {},
+            workflowTaskTimeouts: 0,
+          });
+        }
+        return faults;
+      });
+      attributeKills(scenarioReport);
+      expect(scenarioReport.faults.length).toBeGreaterThan(0);
+      expectNothingLost(scenarioReport);
+    },
+    SCENARIO_DEADLINE_MS + 60_000,
+  );
+
+  it.runIf(profile.scenarios.includes('server-faults'))(
+    'server faults: a node SIGKILLed and restarted, then PostgreSQL restarted; every run ends like its reference',
+    async () => {
+      const scenarioReport = await runScenario('server-faults', async (view) => {
+        const faults: FaultReport[] = [];
+        // Once the runs are well under way (a quarter of an undisturbed batch, 10-30 s): the node
+        // owning the history shard of a run in flight.
+        await view.waitOrFinish(Math.min(30_000, Math.max(10_000, typicalScenarioMs * 0.25)));
+        const running = view.inFlight();
+        const target = running[Math.floor(running.length / 2)];
+        if (view.finished() || target === undefined) return faults;
+        const owner = await cluster.shardOwner(target);
+        const node: ClusterNode =
+          owner.node ??
+          cluster.nodes[0] ??
+          (() => {
+            throw new Error('no node');
+          })();
+        const killedAt = Date.now();
+        await node.kill('SIGKILL');
+        log(
+          `server-faults: SIGKILL ${node.name} (owner of history shard ${owner.shardId}) with ${running.length} runs in flight`,
+        );
+        await sleep(5_000);
+        await node.start();
+        await cluster.waitForMembership({ expected: cluster.nodes.length });
+        const rejoinedAt = Date.now();
+        log(
+          `server-faults: ${node.name} restarted and back in every ring ${seconds(rejoinedAt - killedAt)} after the kill`,
+        );
+        faults.push({
+          kind: 'server node SIGKILL',
+          target: node.name,
+          atMs: killedAt - view.startedAt,
+          downMs: rejoinedAt - killedAt,
+          stalls: [],
+          resumedMs: [],
+          resumedByActivity: {},
+          workflowTaskTimeouts: 0,
+        });
+
+        // 3 s after the cluster is whole again (runs of the ci profile may end 15 s later):
+        // PostgreSQL, fast shutdown then start.
+        await view.waitOrFinish(3_000);
+        if (view.finished()) return faults;
+        const inFlight = view.inFlight().length;
+        const stoppedAt = Date.now();
+        await cluster.postgres.stop();
+        await cluster.postgres.start();
+        const backAt = Date.now();
+        log(
+          `server-faults: PostgreSQL restarted (fast shutdown, start) with ${inFlight} runs in flight; accepting again ${seconds(backAt - stoppedAt)} after the stop`,
+        );
+        faults.push({
+          kind: 'PostgreSQL restart',
+          target: 'postgres',
+          atMs: stoppedAt - view.startedAt,
+          downMs: backAt - stoppedAt,
+          stalls: [],
+          resumedMs: [],
+          resumedByActivity: {},
+          workflowTaskTimeouts: 0,
+        });
+        const dead = cluster.nodes.filter((clusterNode) => !clusterNode.running());
+        if (dead.length > 0) {
+          log(
+            `server-faults: ${dead.map((clusterNode) => clusterNode.name).join(', ')} exited while PostgreSQL was down; restarting`,
+          );
+          for (const clusterNode of dead) await clusterNode.start();
+        }
+        return faults;
+      });
+      expect(scenarioReport.faults.map((fault) => fault.kind)).toEqual(['server node SIGKILL', 'PostgreSQL restart']);
+      expectNothingLost(scenarioReport);
+    },
+    SCENARIO_DEADLINE_MS + 60_000,
+  );
+
+  it.runIf(profile.scenarios.includes('llm-faults'))(
+    'LLM faults: every compaction ends with a summary or the hard trim, none past its deadlines; runs without a fallback end like their references',
+    async () => {
+      const firstRequest = summarizer.requests.length;
+      summarizer.setFaultRate(profile.llmFaultRate);
+      let scenarioReport: ScenarioReport;
+      try {
+        scenarioReport = await runScenario('llm-faults');
+      } finally {
+        summarizer.setFaultRate(0);
       }
-      return faults;
-    });
-    attributeKills(scenarioReport);
-    expect(scenarioReport.faults.length).toBeGreaterThan(0);
-    expectNothingLost(scenarioReport);
-  }, SCENARIO_DEADLINE_MS + 60_000);
-
-  it.runIf(profile.scenarios.includes('server-faults'))('server faults: a node SIGKILLed and restarted, then PostgreSQL restarted; every run ends like its reference', async () => {
-    const scenarioReport = await runScenario('server-faults', async (view) => {
-      const faults: FaultReport[] = [];
-      // Once the runs are well under way (a quarter of an undisturbed batch, 10-30 s): the node
-      // owning the history shard of a run in flight.
-      await view.waitOrFinish(Math.min(30_000, Math.max(10_000, typicalScenarioMs * 0.25)));
-      const running = view.inFlight();
-      const target = running[Math.floor(running.length / 2)];
-      if (view.finished() || target === undefined) return faults;
-      const owner = await cluster.shardOwner(target);
-      const node: ClusterNode = owner.node ?? cluster.nodes[0] ?? (() => { throw new Error('no node'); })();
-      const killedAt = Date.now();
-      await node.kill('SIGKILL');
-      log(`server-faults: SIGKILL ${node.name} (owner of history shard ${owner.shardId}) with ${running.length} runs in flight`);
-      await sleep(5_000);
-      await node.start();
-      await cluster.waitForMembership({ expected: cluster.nodes.length });
-      const rejoinedAt = Date.now();
-      log(`server-faults: ${node.name} restarted and back in every ring ${seconds(rejoinedAt - killedAt)} after the kill`);
-      faults.push({ kind: 'server node SIGKILL', target: node.name, atMs: killedAt - view.startedAt, downMs: rejoinedAt - killedAt, stalls: [], resumedMs: [], resumedByActivity: {}, workflowTaskTimeouts: 0 });
-
-      // 3 s after the cluster is whole again (runs of the ci profile may end 15 s later):
-      // PostgreSQL, fast shutdown then start.
-      await view.waitOrFinish(3_000);
-      if (view.finished()) return faults;
-      const inFlight = view.inFlight().length;
-      const stoppedAt = Date.now();
-      await cluster.postgres.stop();
-      await cluster.postgres.start();
-      const backAt = Date.now();
-      log(`server-faults: PostgreSQL restarted (fast shutdown, start) with ${inFlight} runs in flight; accepting again ${seconds(backAt - stoppedAt)} after the stop`);
-      faults.push({ kind: 'PostgreSQL restart', target: 'postgres', atMs: stoppedAt - view.startedAt, downMs: backAt - stoppedAt, stalls: [], resumedMs: [], resumedByActivity: {}, workflowTaskTimeouts: 0 });
-      const dead = cluster.nodes.filter((clusterNode) => !clusterNode.running());
-      if (dead.length > 0) {
-        log(`server-faults: ${dead.map((clusterNode) => clusterNode.name).join(', ')} exited while PostgreSQL was down; restarting`);
-        for (const clusterNode of dead) await clusterNode.start();
+      const requests = summarizer.requests.slice(firstRequest);
+      const outcomes: Partial<Record<LlmFault | 'summary', number>> = {};
+      for (const request of requests) {
+        const outcome = summarizer.outcomes[request.index] ?? 'summary';
+        outcomes[outcome] = (outcomes[outcome] ?? 0) + 1;
       }
-      return faults;
-    });
-    expect(scenarioReport.faults.map((fault) => fault.kind)).toEqual(['server node SIGKILL', 'PostgreSQL restart']);
-    expectNothingLost(scenarioReport);
-  }, SCENARIO_DEADLINE_MS + 60_000);
-
-  it.runIf(profile.scenarios.includes('llm-faults'))('LLM faults: every compaction ends with a summary or the hard trim, none past its deadlines; runs without a fallback end like their references', async () => {
-    const firstRequest = summarizer.requests.length;
-    summarizer.setFaultRate(profile.llmFaultRate);
-    let scenarioReport: ScenarioReport;
-    try {
-      scenarioReport = await runScenario('llm-faults');
-    } finally {
-      summarizer.setFaultRate(0);
-    }
-    const requests = summarizer.requests.slice(firstRequest);
-    const outcomes: Partial<Record<LlmFault | 'summary', number>> = {};
-    for (const request of requests) {
-      const outcome = summarizer.outcomes[request.index] ?? 'summary';
-      outcomes[outcome] = (outcomes[outcome] ?? 0) + 1;
-    }
-    const requestMs = requests.map((request) => (request.settledAt ?? Number.POSITIVE_INFINITY) - request.receivedAt);
-    const summarizes = scenarioReport.runs.flatMap((run) => run.facts.summarizes);
-    scenarioReport.llm = {
-      outcomes,
-      requests: requests.length,
-      longestRequestMs: percentile(requestMs, 100),
-      longestSummarizeActivityMs: percentile(summarizes.map((activity) => activity.closedAt - activity.scheduledAt).filter(Number.isFinite), 100),
-      openSummarizeActivities: summarizes.filter((activity) => activity.outcome === 'open').length,
-    };
-    expect(Object.keys(outcomes).length, 'every kind of fault was injected').toBe(7);
-    // No request outlived the summarizer's deadline (2 s of slack for a loaded machine), none was left open.
-    expect(requestMs.filter((duration) => duration > SUMMARIZER_TIMEOUT_MS + 2_000)).toEqual([]);
-    expect(scenarioReport.llm.openSummarizeActivities).toBe(0);
-    // Every compaction ended with a summary, an elision, or the hard trim marked as a fallback.
-    const records = scenarioReport.comparisons.flatMap((comparison) => comparison.compactions);
-    expect(records.filter((record) => record.kind === 'trim' && !record.fallback)).toEqual([]);
-    expect(records.filter((record) => record.exhausted)).toEqual([]);
-    expectNothingLost(scenarioReport, { fallbackAllowed: true });
-  }, SCENARIO_DEADLINE_MS + 60_000);
+      const requestMs = requests.map((request) => (request.settledAt ?? Number.POSITIVE_INFINITY) - request.receivedAt);
+      const summarizes = scenarioReport.runs.flatMap((run) => run.facts.summarizes);
+      scenarioReport.llm = {
+        outcomes,
+        requests: requests.length,
+        longestRequestMs: percentile(requestMs, 100),
+        longestSummarizeActivityMs: percentile(
+          summarizes.map((activity) => activity.closedAt - activity.scheduledAt).filter(Number.isFinite),
+          100,
+        ),
+        openSummarizeActivities: summarizes.filter((activity) => activity.outcome === 'open').length,
+      };
+      expect(Object.keys(outcomes).length, 'every kind of fault was injected').toBe(7);
+      // No request outlived the summarizer's deadline (2 s of slack for a loaded machine), none was left open.
+      expect(requestMs.filter((duration) => duration > SUMMARIZER_TIMEOUT_MS + 2_000)).toEqual([]);
+      expect(scenarioReport.llm.openSummarizeActivities).toBe(0);
+      // Every compaction ended with a summary, an elision, or the hard trim marked as a fallback.
+      const records = scenarioReport.comparisons.flatMap((comparison) => comparison.compactions);
+      expect(records.filter((record) => record.kind === 'trim' && !record.fallback)).toEqual([]);
+      expect(records.filter((record) => record.exhausted)).toEqual([]);
+      expectNothingLost(scenarioReport, { fallbackAllowed: true });
+    },
+    SCENARIO_DEADLINE_MS + 60_000,
+  );
 
   it('round latency: the figures exist for every scenario that ran', () => {
-    for (const scenarioReport of report.scenarios) expect(roundLatencies(scenarioReport.runs).length, scenarioReport.scenario).toBeGreaterThan(0);
+    for (const scenarioReport of report.scenarios)
+      expect(roundLatencies(scenarioReport.runs).length, scenarioReport.scenario).toBeGreaterThan(0);
   });
 });

@@ -16,7 +16,12 @@ import { openingMessages } from '../../src/core/agent/trajectory.js';
 import type { ChatMessage } from '../../src/core/types.js';
 import { historyEvents, readSessionLines } from '../../src/client/session-reader.js';
 import type { AgentRunResult, AgentRunWorkflowInput } from '../../src/workflows/agent-run.js';
-import { startFakeOpenAI, type FakeOpenAI, type RecordedRequest, type ScriptedResponse } from '../support/fake-openai.js';
+import {
+  startFakeOpenAI,
+  type FakeOpenAI,
+  type RecordedRequest,
+  type ScriptedResponse,
+} from '../support/fake-openai.js';
 import { spawnWorkerProcess, type WorkerProcess } from '../support/worker-process.js';
 
 export const TRAJECTORY_DIR = fileURLToPath(new URL('../../examples/trajectories/', import.meta.url));
@@ -59,20 +64,31 @@ export function chaosProfile(env: Readonly<Record<string, string | undefined>> =
   const name = env.CHAOS_PROFILE === 'ci' ? 'ci' : 'full';
   // CI: fewer runs, and no load scenario (the reference runs are the undisturbed baseline there).
   const runs = Number(env.CHAOS_RUNS ?? (name === 'ci' ? 8 : 50));
-  if (!Number.isInteger(runs) || runs < 1) throw new Error(`CHAOS_RUNS: expected a positive integer, got ${JSON.stringify(env.CHAOS_RUNS)}`);
-  const scenarios = (env.CHAOS_SCENARIOS ?? (name === 'ci' ? SCENARIOS.filter((scenario) => scenario !== 'load') : SCENARIOS).join(','))
+  if (!Number.isInteger(runs) || runs < 1)
+    throw new Error(`CHAOS_RUNS: expected a positive integer, got ${JSON.stringify(env.CHAOS_RUNS)}`);
+  const scenarios = (
+    env.CHAOS_SCENARIOS ?? (name === 'ci' ? SCENARIOS.filter((scenario) => scenario !== 'load') : SCENARIOS).join(',')
+  )
     .split(',')
     .map((scenario) => scenario.trim())
     .filter((scenario) => scenario !== '');
   const unknown = scenarios.filter((scenario) => !SCENARIOS.some((known) => known === scenario));
-  if (unknown.length > 0) throw new Error(`CHAOS_SCENARIOS: unknown ${unknown.join(', ')}; expected some of ${SCENARIOS.join(', ')}`);
+  if (unknown.length > 0)
+    throw new Error(`CHAOS_SCENARIOS: unknown ${unknown.join(', ')}; expected some of ${SCENARIOS.join(', ')}`);
   const agentWorkerEnv = Object.fromEntries(
     (env.CHAOS_AGENT_WORKER_ENV ?? '')
       .split(/\s+/)
       .filter((pair) => pair.includes('='))
       .map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]),
   );
-  return { name, runs, scenarios: SCENARIOS.filter((scenario) => scenarios.includes(scenario)), killEveryMs: [15_000, 30_000], llmFaultRate: 0.35, agentWorkerEnv };
+  return {
+    name,
+    runs,
+    scenarios: SCENARIOS.filter((scenario) => scenarios.includes(scenario)),
+    killEveryMs: [15_000, 30_000],
+    llmFaultRate: 0.35,
+    agentWorkerEnv,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -96,7 +112,14 @@ export function seededRandom(seed: number): () => number {
 // ---------------------------------------------------------------------------------------------
 
 export type LlmFault = 'http-500' | 'http-429' | 'malformed-json' | 'empty-content' | 'connection-reset' | 'hang-10s';
-export const LLM_FAULTS: readonly LlmFault[] = ['http-500', 'http-429', 'malformed-json', 'empty-content', 'connection-reset', 'hang-10s'];
+export const LLM_FAULTS: readonly LlmFault[] = [
+  'http-500',
+  'http-429',
+  'malformed-json',
+  'empty-content',
+  'connection-reset',
+  'hang-10s',
+];
 
 export interface ChaosSummarizer {
   baseURL: string;
@@ -151,7 +174,9 @@ export async function startChaosSummarizer(seed = 11): Promise<ChaosSummarizer> 
       const fault = LLM_FAULTS[faults % LLM_FAULTS.length] ?? 'http-500';
       faults += 1;
       outcomes[request.index] = fault;
-      return fault === 'hang-10s' ? faultResponse(fault) : { kind: 'slow', delayMs: Math.floor(latencyMs / 4), then: faultResponse(fault) };
+      return fault === 'hang-10s'
+        ? faultResponse(fault)
+        : { kind: 'slow', delayMs: Math.floor(latencyMs / 4), then: faultResponse(fault) };
     }
     outcomes[request.index] = 'summary';
     return { kind: 'slow', delayMs: latencyMs, then: { kind: 'summary', text: summaryFor(request.body) } };
@@ -196,7 +221,13 @@ export class WorkerPool {
   readonly retired: Array<{ name: string; output: string }> = [];
 
   constructor(
-    private readonly options: { address: string; namespace: string; bundlePath: string; summarizerBaseURL: string; agentEnv?: Record<string, string> },
+    private readonly options: {
+      address: string;
+      namespace: string;
+      bundlePath: string;
+      summarizerBaseURL: string;
+      agentEnv?: Record<string, string>;
+    },
   ) {}
 
   private env(kind: ChaosWorker['kind']): Record<string, string> {
@@ -206,7 +237,13 @@ export class WorkerPool {
       COMPACTOR_TASK_QUEUE: AGENT_QUEUE,
       COMPACTOR_WORKFLOW_BUNDLE: this.options.bundlePath,
     };
-    if (kind === 'agent') return { ...common, COMPACTOR_TRAJECTORY_DIR: TRAJECTORY_DIR, COMPACTOR_SUMMARIZER: 'extractive', ...this.options.agentEnv };
+    if (kind === 'agent')
+      return {
+        ...common,
+        COMPACTOR_TRAJECTORY_DIR: TRAJECTORY_DIR,
+        COMPACTOR_SUMMARIZER: 'extractive',
+        ...this.options.agentEnv,
+      };
     return {
       ...common,
       COMPACTOR_WORKER_MODE: 'activities',
@@ -223,8 +260,10 @@ export class WorkerPool {
     const startedAt = Date.now();
     const child = spawnWorkerProcess('src/cli/main.ts', this.env(kind), ['worker']);
     while (!child.output().includes('polling task queue')) {
-      if (child.child.exitCode !== null || child.child.signalCode !== null) throw new Error(`worker ${name} exited at start:\n${child.output()}`);
-      if (Date.now() - startedAt > 120_000) throw new Error(`worker ${name} not polling after 120 s:\n${child.output()}`);
+      if (child.child.exitCode !== null || child.child.signalCode !== null)
+        throw new Error(`worker ${name} exited at start:\n${child.output()}`);
+      if (Date.now() - startedAt > 120_000)
+        throw new Error(`worker ${name} not polling after 120 s:\n${child.output()}`);
       await sleep(100);
     }
     const worker: ChaosWorker = { name, kind, process: child, startedAt, readyAt: Date.now() };
@@ -233,7 +272,10 @@ export class WorkerPool {
   }
 
   async startAll(agents = 3): Promise<void> {
-    await Promise.all([...Array.from({ length: agents }, (_, index) => this.start(`agent-${index + 1}`, 'agent')), this.start('summarizer', 'summarizer')]);
+    await Promise.all([
+      ...Array.from({ length: agents }, (_, index) => this.start(`agent-${index + 1}`, 'agent')),
+      this.start('summarizer', 'summarizer'),
+    ]);
   }
 
   /** SIGKILLs the worker called `name` and starts its replacement at once, as a supervisor would. */
@@ -303,7 +345,13 @@ export function chaosInputs(): ChaosInput[] {
         messages: openingMessages(recorded),
         model: { provider: 'replay', trajectory, contextWindow, maxOutputTokens: 1_000 },
         // Summaries on their own queue and worker; the summarize activity keeps its default timeouts.
-        compaction: { ageObservations: true, ageMinChars: 1_000, ageReclaimMin: 4_000, taskQueue: SUMMARIZER_QUEUE, summarizerModel: 'chaos-summarizer' },
+        compaction: {
+          ageObservations: true,
+          ageMinChars: 1_000,
+          ageReclaimMin: 4_000,
+          taskQueue: SUMMARIZER_QUEUE,
+          summarizerModel: 'chaos-summarizer',
+        },
         maxRounds: 1_000,
       },
     };
@@ -340,7 +388,11 @@ export interface HistoryFacts {
   workflowTaskTimedOut: number[];
   retried: RetriedAttempt[];
   /** Every summarize activity: scheduled → closed, and how it closed. */
-  summarizes: Array<{ scheduledAt: number; closedAt: number; outcome: 'completed' | 'failed' | 'timedOut' | 'canceled' | 'open' }>;
+  summarizes: Array<{
+    scheduledAt: number;
+    closedAt: number;
+    outcome: 'completed' | 'failed' | 'timedOut' | 'canceled' | 'open';
+  }>;
   startedAt: number;
   closedAt: number;
   events: number;
@@ -350,7 +402,18 @@ export interface HistoryFacts {
 
 /** Reads the facts the report needs out of one run's history. */
 export async function historyFacts(client: Client, workflowId: string, runId: string): Promise<HistoryFacts> {
-  const facts: HistoryFacts = { chatScheduled: [], chatCompleted: [], workflowTaskFailed: [], workflowTaskTimedOut: [], retried: [], summarizes: [], startedAt: Number.NaN, closedAt: Number.NaN, events: 0, timeline: [] };
+  const facts: HistoryFacts = {
+    chatScheduled: [],
+    chatCompleted: [],
+    workflowTaskFailed: [],
+    workflowTaskTimedOut: [],
+    retried: [],
+    summarizes: [],
+    startedAt: Number.NaN,
+    closedAt: Number.NaN,
+    events: 0,
+    timeline: [],
+  };
   const activityOf = new Map<string, string>();
   const summarizeAt = new Map<string, number>();
   let last: HistoryEvent | undefined;
@@ -359,7 +422,9 @@ export async function historyFacts(client: Client, workflowId: string, runId: st
     const at = eventMs(event);
     if (facts.events === 1) facts.startedAt = at;
     last = event;
-    const kind = Object.keys(event).find((name) => name.endsWith('EventAttributes') && Reflect.get(event, name) != null);
+    const kind = Object.keys(event).find(
+      (name) => name.endsWith('EventAttributes') && Reflect.get(event, name) != null,
+    );
     facts.timeline.push([at, kind === undefined ? '?' : kind.slice(0, -'EventAttributes'.length)]);
     const scheduled = event.activityTaskScheduledEventAttributes;
     if (scheduled) {
@@ -372,7 +437,12 @@ export async function historyFacts(client: Client, workflowId: string, runId: st
     if (started && (started.attempt ?? 1) > 1) {
       const timeoutType = decodeTimeoutType(started.lastFailure?.timeoutFailureInfo?.timeoutType);
       const timeout = timeoutType === undefined ? '' : ` [${timeoutType}]`;
-      facts.retried.push({ activity: activityOf.get(String(started.scheduledEventId)) ?? '?', attempt: started.attempt ?? 1, startedAt: at, lastFailure: `${started.lastFailure?.message ?? ''}${timeout}` });
+      facts.retried.push({
+        activity: activityOf.get(String(started.scheduledEventId)) ?? '?',
+        attempt: started.attempt ?? 1,
+        startedAt: at,
+        lastFailure: `${started.lastFailure?.message ?? ''}${timeout}`,
+      });
     }
     const closedActivity = (['completed', 'failed', 'timedOut', 'canceled'] as const)
       .map((outcome) => {
@@ -397,10 +467,16 @@ export async function historyFacts(client: Client, workflowId: string, runId: st
       }
     }
     const taskFailed = event.workflowTaskFailedEventAttributes;
-    if (taskFailed) facts.workflowTaskFailed.push({ at, cause: String(taskFailed.cause ?? ''), message: taskFailed.failure?.message ?? '' });
+    if (taskFailed)
+      facts.workflowTaskFailed.push({
+        at,
+        cause: String(taskFailed.cause ?? ''),
+        message: taskFailed.failure?.message ?? '',
+      });
     if (event.workflowTaskTimedOutEventAttributes) facts.workflowTaskTimedOut.push(at);
   }
-  for (const scheduledAt of summarizeAt.values()) facts.summarizes.push({ scheduledAt, closedAt: Number.NaN, outcome: 'open' });
+  for (const scheduledAt of summarizeAt.values())
+    facts.summarizes.push({ scheduledAt, closedAt: Number.NaN, outcome: 'open' });
   facts.closedAt = eventMs(last);
   return facts;
 }
@@ -427,8 +503,15 @@ function failureText(error: unknown): string {
  * Starts one run of `input` and waits for its end. The wait survives the cluster's faults: a
  * client call that fails while a node or PostgreSQL is down is retried until `deadline`.
  */
-export async function runToEnd(client: Client, input: ChaosInput, workflowId: string, deadline: number): Promise<RunOutcome> {
-  const handle = await retrying(`start ${workflowId}`, deadline, () => client.workflow.start('agentRun', { taskQueue: AGENT_QUEUE, workflowId, args: [input.input] }));
+export async function runToEnd(
+  client: Client,
+  input: ChaosInput,
+  workflowId: string,
+  deadline: number,
+): Promise<RunOutcome> {
+  const handle = await retrying(`start ${workflowId}`, deadline, () =>
+    client.workflow.start('agentRun', { taskQueue: AGENT_QUEUE, workflowId, args: [input.input] }),
+  );
   const settled = await retrying(`result of ${workflowId}`, deadline, () =>
     handle.result().then(
       (result: AgentRunResult) => ({ status: 'completed' as const, result }),
@@ -439,9 +522,14 @@ export async function runToEnd(client: Client, input: ChaosInput, workflowId: st
     ),
   );
   // The inputs never continue as new (a few dozen rounds): the first run's history is the whole run.
-  const facts = await retrying(`history of ${workflowId}`, deadline, () => historyFacts(client, workflowId, handle.firstExecutionRunId));
-  if (settled.status === 'failed') return { key: input.key, workflowId, status: 'failed', failure: settled.failure, facts };
-  const lines = await retrying(`transcript of ${workflowId}`, deadline, () => readSessionLines(client, settled.result.session));
+  const facts = await retrying(`history of ${workflowId}`, deadline, () =>
+    historyFacts(client, workflowId, handle.firstExecutionRunId),
+  );
+  if (settled.status === 'failed')
+    return { key: input.key, workflowId, status: 'failed', failure: settled.failure, facts };
+  const lines = await retrying(`transcript of ${workflowId}`, deadline, () =>
+    readSessionLines(client, settled.result.session),
+  );
   return { key: input.key, workflowId, status: 'completed', result: settled.result, lines, facts };
 }
 
@@ -456,7 +544,8 @@ export async function retrying<T>(what: string, deadline: number, work: () => Pr
     } catch (error) {
       failures += 1;
       if (Date.now() > deadline) throw error;
-      if (failures === 1) log(`  ${what}: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}; retrying`);
+      if (failures === 1)
+        log(`  ${what}: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}; retrying`);
       await sleep(2_000);
     }
   }
@@ -523,7 +612,9 @@ export function percentile(values: readonly number[], p: number): number {
 
 /** Gaps between consecutive rounds of each run (chat scheduled → next chat scheduled), in ms. */
 export function roundLatencies(runs: readonly RunOutcome[]): number[] {
-  return runs.flatMap(({ facts }) => facts.chatScheduled.slice(1).map((at, index) => at - (facts.chatScheduled[index] ?? at)));
+  return runs.flatMap(({ facts }) =>
+    facts.chatScheduled.slice(1).map((at, index) => at - (facts.chatScheduled[index] ?? at)),
+  );
 }
 
 /**
@@ -563,7 +654,9 @@ export function slowestAfter(runs: readonly RunOutcome[], at: number): string | 
   if (slowest === undefined) return undefined;
   const until = at + slowest.stall;
   const before = slowest.run.facts.timeline.filter(([time]) => time <= at).at(-1);
-  const events = slowest.run.facts.timeline.filter(([time]) => time > at && time <= until).map(([time, kind]) => `+${((time - at) / 1000).toFixed(1)}s ${kind}`);
+  const events = slowest.run.facts.timeline
+    .filter(([time]) => time > at && time <= until)
+    .map(([time, kind]) => `+${((time - at) / 1000).toFixed(1)}s ${kind}`);
   return `${slowest.run.workflowId} waited ${seconds(slowest.stall)}; last event before: ${before?.[1] ?? '-'}; then ${events.join(', ') || 'nothing'}`;
 }
 

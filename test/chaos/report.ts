@@ -46,7 +46,13 @@ export interface ScenarioReport {
   endedAt: number;
   faults: FaultReport[];
   /** LLM faults only: what the summarize requests of the scenario met, and how long they took. */
-  llm?: { outcomes: Partial<Record<LlmFault | 'summary', number>>; requests: number; longestRequestMs: number; longestSummarizeActivityMs: number; openSummarizeActivities: number };
+  llm?: {
+    outcomes: Partial<Record<LlmFault | 'summary', number>>;
+    requests: number;
+    longestRequestMs: number;
+    longestSummarizeActivityMs: number;
+    openSummarizeActivities: number;
+  };
 }
 
 export interface ChaosReport {
@@ -98,27 +104,40 @@ export function renderReport(report: ChaosReport): string {
   lines.push('');
   lines.push(`Machine: ${report.machine}. Cluster: ${report.cluster}.`);
   const extra = Object.entries(report.profile.agentWorkerEnv).map(([name, value]) => `${name}=${value}`);
-  lines.push(`Workers: 3 agent workers${extra.length > 0 ? ` with ${extra.join(' ')}` : ' with their defaults'}, 1 summarizer worker (its own task queue, summarizer deadline ${SUMMARIZER_TIMEOUT_MS / 1000} s).`);
+  lines.push(
+    `Workers: 3 agent workers${extra.length > 0 ? ` with ${extra.join(' ')}` : ' with their defaults'}, 1 summarizer worker (its own task queue, summarizer deadline ${SUMMARIZER_TIMEOUT_MS / 1000} s).`,
+  );
   lines.push(
     `Reference runs (undisturbed, one per input): ${report.references.runs} runs of ${report.references.inputs} inputs in ${seconds(report.references.ms)}, ${report.references.rounds} rounds, ${report.references.compactions} compactions (${report.references.summaries} summaries).`,
   );
   lines.push('');
-  lines.push('| scenario | runs started | completed | identical to reference | transcript replays | lost msgs | duplicated msgs | workflow tasks failed | workflow tasks timed out | rounds | rounds/min | round p50 | round p99 | round max | duration |');
+  lines.push(
+    '| scenario | runs started | completed | identical to reference | transcript replays | lost msgs | duplicated msgs | workflow tasks failed | workflow tasks timed out | rounds | rounds/min | round p50 | round p99 | round max | duration |',
+  );
   lines.push('|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|');
   for (const scenario of report.scenarios) {
     const totals = scenarioTotals(scenario);
-    const identical = scenario.scenario === 'llm-faults' && totals.withFallback > 0 ? `${totals.identical} (+${totals.withFallback} with a hard-trim fallback)` : String(totals.identical);
+    const identical =
+      scenario.scenario === 'llm-faults' && totals.withFallback > 0
+        ? `${totals.identical} (+${totals.withFallback} with a hard-trim fallback)`
+        : String(totals.identical);
     const name = scenario.scenario === 'reference' ? 'reference (undisturbed)' : scenario.scenario;
     lines.push(
       `| ${name} | ${totals.started} | ${totals.completed} | ${identical} | ${totals.replays} | ${totals.lost} | ${totals.duplicated} | ${totals.workflowTaskFailed} | ${totals.workflowTaskTimedOut} | ${totals.rounds} | ${totals.roundsPerMinute.toFixed(0)} | ${ms(totals.p50)} | ${ms(totals.p99)} | ${ms(totals.max)} | ${seconds(totals.ms)} |`,
     );
   }
-  const faults = report.scenarios.flatMap((scenario) => scenario.faults.map((fault) => ({ scenario: scenario.scenario, fault })));
+  const faults = report.scenarios.flatMap((scenario) =>
+    scenario.faults.map((fault) => ({ scenario: scenario.scenario, fault })),
+  );
   if (faults.length > 0) {
     lines.push('');
-    lines.push('Faults, and how the runs in flight came through them (stall: from the fault to a run\'s next completed round; resumed: from the fault to the retry of an activity attempt the dead worker held):');
+    lines.push(
+      "Faults, and how the runs in flight came through them (stall: from the fault to a run's next completed round; resumed: from the fault to the retry of an activity attempt the dead worker held):",
+    );
     lines.push('');
-    lines.push('| scenario | fault | target | at | away for | runs in flight | stall p50 | stall max | attempts resumed | resumed p50 | resumed max | workflow tasks timed out |');
+    lines.push(
+      '| scenario | fault | target | at | away for | runs in flight | stall p50 | stall max | attempts resumed | resumed p50 | resumed max | workflow tasks timed out |',
+    );
     lines.push('|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|');
     for (const { scenario, fault } of faults) {
       lines.push(
@@ -128,13 +147,20 @@ export function renderReport(report: ChaosReport): string {
     const resumed = faults.flatMap(({ fault }) => fault.resumedMs);
     if (resumed.length > 0) {
       const byActivity = new Map<string, number[]>();
-      for (const { fault } of faults) for (const [activity, delays] of Object.entries(fault.resumedByActivity)) byActivity.set(activity, [...(byActivity.get(activity) ?? []), ...delays]);
+      for (const { fault } of faults)
+        for (const [activity, delays] of Object.entries(fault.resumedByActivity))
+          byActivity.set(activity, [...(byActivity.get(activity) ?? []), ...delays]);
       const perActivity = [...byActivity.entries()]
         .sort(([a], [b]) => a.localeCompare(b))
-        .map(([activity, delays]) => `\`${activity}\` ${delays.length} (p50 ${seconds(percentile(delays, 50))}, max ${seconds(percentile(delays, 100))})`)
+        .map(
+          ([activity, delays]) =>
+            `\`${activity}\` ${delays.length} (p50 ${seconds(percentile(delays, 50))}, max ${seconds(percentile(delays, 100))})`,
+        )
         .join(', ');
       lines.push('');
-      lines.push(`Activity attempts a killed worker held, started again on another worker: ${resumed.length} attempts, p50 ${seconds(percentile(resumed, 50))}, p99 ${seconds(percentile(resumed, 99))}, max ${seconds(percentile(resumed, 100))} after the kill; by activity: ${perActivity}.`);
+      lines.push(
+        `Activity attempts a killed worker held, started again on another worker: ${resumed.length} attempts, p50 ${seconds(percentile(resumed, 50))}, p99 ${seconds(percentile(resumed, 99))}, max ${seconds(percentile(resumed, 100))} after the kill; by activity: ${perActivity}.`,
+      );
     }
   }
   for (const scenario of report.scenarios) {
@@ -161,7 +187,12 @@ export function writeReport(report: ChaosReport): string {
     machine: report.machine,
     cluster: report.cluster,
     references: report.references,
-    scenarios: report.scenarios.map((scenario) => ({ scenario: scenario.scenario, totals: scenarioTotals(scenario), faults: scenario.faults, llm: scenario.llm })),
+    scenarios: report.scenarios.map((scenario) => ({
+      scenario: scenario.scenario,
+      totals: scenarioTotals(scenario),
+      faults: scenario.faults,
+      llm: scenario.llm,
+    })),
   };
   writeFileSync(join(RESULTS_DIR, `chaos-${report.profile.name}.json`), `${JSON.stringify(raw, null, 2)}\n`);
   return markdownPath;

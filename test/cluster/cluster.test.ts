@@ -45,10 +45,17 @@ function scratchDir(prefix: string): string {
 }
 
 function demoInput(): AgentRunWorkflowInput {
-  const opening: ChatMessage[] = openingMessages(JSON.parse(readFileSync(join(TRAJECTORY_DIR, `${DEMO_TRAJECTORY}.json`), 'utf8')));
+  const opening: ChatMessage[] = openingMessages(
+    JSON.parse(readFileSync(join(TRAJECTORY_DIR, `${DEMO_TRAJECTORY}.json`), 'utf8')),
+  );
   return {
     messages: opening,
-    model: { provider: 'replay', trajectory: DEMO_TRAJECTORY, contextWindow: DEMO_CONTEXT_WINDOW, maxOutputTokens: DEMO_MAX_OUTPUT_TOKENS },
+    model: {
+      provider: 'replay',
+      trajectory: DEMO_TRAJECTORY,
+      contextWindow: DEMO_CONTEXT_WINDOW,
+      maxOutputTokens: DEMO_MAX_OUTPUT_TOKENS,
+    },
     compaction: { ageObservations: true, ageMinChars: 1000, ageReclaimMin: 4000 },
     maxRounds: 1000,
   };
@@ -57,7 +64,9 @@ function demoInput(): AgentRunWorkflowInput {
 /** `chat` activities scheduled so far in the run's history: its rounds. */
 async function roundsScheduled(handle: WorkflowHandle): Promise<number> {
   const history = await handle.fetchHistory();
-  return (history.events ?? []).filter((event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'chat').length;
+  return (history.events ?? []).filter(
+    (event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'chat',
+  ).length;
 }
 
 describe('a three-node Temporal cluster on PostgreSQL (scripts/cluster)', () => {
@@ -118,8 +127,12 @@ describe('a three-node Temporal cluster on PostgreSQL (scripts/cluster)', () => 
     for (const node of cluster.nodes) {
       const nodeConnection = await Connection.connect({ address: node.frontendAddress });
       try {
-        const { customAttributes } = await nodeConnection.operatorService.listSearchAttributes({ namespace: cluster.namespace });
-        const types = Object.fromEntries(Object.entries(customAttributes ?? {}).map(([name, type]) => [name, searchAttributeTypeName(Number(type))]));
+        const { customAttributes } = await nodeConnection.operatorService.listSearchAttributes({
+          namespace: cluster.namespace,
+        });
+        const types = Object.fromEntries(
+          Object.entries(customAttributes ?? {}).map(([name, type]) => [name, searchAttributeTypeName(Number(type))]),
+        );
         expect(types, node.name).toMatchObject(COMPACTOR_SEARCH_ATTRIBUTES);
       } finally {
         await nodeConnection.close();
@@ -133,7 +146,9 @@ describe('a three-node Temporal cluster on PostgreSQL (scripts/cluster)', () => 
     const page = await fetch(`${uiUrl}/namespaces/${cluster.namespace}/workflows`);
     expect(page.status).toBe(200);
     expect(await page.text()).toMatch(/<html/i);
-    const attributes: unknown = await (await fetch(`${uiUrl}/api/v1/namespaces/${cluster.namespace}/search-attributes`)).json();
+    const attributes: unknown = await (
+      await fetch(`${uiUrl}/api/v1/namespaces/${cluster.namespace}/search-attributes`)
+    ).json();
     expect(attributes).toMatchObject({
       customAttributes: {
         CompactionCount: 'INDEXED_VALUE_TYPE_INT',
@@ -146,11 +161,19 @@ describe('a three-node Temporal cluster on PostgreSQL (scripts/cluster)', () => 
 
   it('finishes an agentRun with the undisturbed result when the node owning its history shard is SIGKILLed mid-run', async () => {
     const input = demoInput();
-    const reference: AgentRunResult = await client.workflow.execute(agentRun, { taskQueue, workflowId: `${taskQueue}-reference`, args: [input] });
+    const reference: AgentRunResult = await client.workflow.execute(agentRun, {
+      taskQueue,
+      workflowId: `${taskQueue}-reference`,
+      args: [input],
+    });
     expect(reference.stopReason).toBe('completed');
     expect(reference.compactions.totals.compactions).toBeGreaterThan(0);
 
-    const handle = await client.workflow.start(agentRun, { taskQueue, workflowId: `${taskQueue}-disturbed`, args: [input] });
+    const handle = await client.workflow.start(agentRun, {
+      taskQueue,
+      workflowId: `${taskQueue}-disturbed`,
+      args: [input],
+    });
     const killAfterRounds = Math.floor(reference.rounds / 3);
     for (;;) {
       const rounds = await roundsScheduled(handle);
@@ -162,7 +185,9 @@ describe('a three-node Temporal cluster on PostgreSQL (scripts/cluster)', () => 
     const victim = owner.node;
     if (victim === undefined) throw new Error(`no node has the shard owner's history address ${owner.historyAddress}`);
     const killedAt = Date.now();
-    log(`SIGKILL ${victim.name} (owner of history shard ${owner.shardId}) after ${await roundsScheduled(handle)} of ${reference.rounds} rounds`);
+    log(
+      `SIGKILL ${victim.name} (owner of history shard ${owner.shardId}) after ${await roundsScheduled(handle)} of ${reference.rounds} rounds`,
+    );
     await victim.kill('SIGKILL');
     expect(victim.running()).toBe(false);
 
@@ -185,11 +210,16 @@ describe('a three-node Temporal cluster on PostgreSQL (scripts/cluster)', () => 
 
     // Search attributes were upserted and are queryable through SQL visibility.
     const description = await handle.describe();
-    expect(description.typedSearchAttributes.get(defineSearchAttributeKey('CompactionCount', 'INT'))).toBe(reference.compactions.totals.compactions);
+    expect(description.typedSearchAttributes.get(defineSearchAttributeKey('CompactionCount', 'INT'))).toBe(
+      reference.compactions.totals.compactions,
+    );
     let listed: string[] = [];
     for (let attempt = 0; attempt < 50 && listed.length === 0; attempt++) {
       listed = [];
-      for await (const execution of client.workflow.list({ query: `WorkflowId = '${handle.workflowId}' AND CompactionCount >= 1` })) listed.push(execution.workflowId);
+      for await (const execution of client.workflow.list({
+        query: `WorkflowId = '${handle.workflowId}' AND CompactionCount >= 1`,
+      }))
+        listed.push(execution.workflowId);
       if (listed.length === 0) await sleep(200);
     }
     expect(listed).toEqual([handle.workflowId]);
@@ -223,7 +253,8 @@ describe('startCluster failures', () => {
         () => undefined,
         (error: unknown) => error,
       );
-      if (!(failure instanceof ClusterStartError)) throw new Error(`expected a ClusterStartError, got ${String(failure)}`);
+      if (!(failure instanceof ClusterStartError))
+        throw new Error(`expected a ClusterStartError, got ${String(failure)}`);
       const error = failure;
       expect(error.step).toBe('frontend balancer');
       expect(error.completed).toEqual(['binaries', 'postgres', 'schema']);

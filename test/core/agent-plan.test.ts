@@ -24,8 +24,14 @@ function invalid(input: unknown): InvalidInputError {
 
 describe('planAgentRun', () => {
   it('applies the defaults: safety margin 5% for openai and 0 for replay, o200k, labels, 100 rounds', () => {
-    const plan = planAgentRun({ messages: [], model: [{ provider: 'openai', model: 'gpt-4o', contextWindow: 128_000, maxOutputTokens: 4_096 }, replay], compaction: {} });
-    expect(plan.backends.map(({ index, label, safetyMargin, tokenizer }) => ({ index, label, safetyMargin, tokenizer }))).toEqual([
+    const plan = planAgentRun({
+      messages: [],
+      model: [{ provider: 'openai', model: 'gpt-4o', contextWindow: 128_000, maxOutputTokens: 4_096 }, replay],
+      compaction: {},
+    });
+    expect(
+      plan.backends.map(({ index, label, safetyMargin, tokenizer }) => ({ index, label, safetyMargin, tokenizer })),
+    ).toEqual([
       { index: 0, label: 'openai:gpt-4o', safetyMargin: 6_400, tokenizer: 'o200k_base' },
       { index: 1, label: 'replay:t', safetyMargin: 0, tokenizer: 'o200k_base' },
     ]);
@@ -34,7 +40,10 @@ describe('planAgentRun', () => {
 
   it('maps built-in tool names to their declarations and keeps declared tools', () => {
     const own = { type: 'function', function: { name: 'lookup', parameters: { type: 'object' } } } as const;
-    expect(planAgentRun({ messages: [], model: replay, tools: ['grep', own], compaction: {} }).tools).toEqual([BUILT_IN_TOOLS.grep, own]);
+    expect(planAgentRun({ messages: [], model: replay, tools: ['grep', own], compaction: {} }).tools).toEqual([
+      BUILT_IN_TOOLS.grep,
+      own,
+    ]);
   });
 
   it.each([
@@ -43,7 +52,10 @@ describe('planAgentRun', () => {
     [{ messages: [], model: [], compaction: {} }, 'input.model'],
     [{ messages: [], model: { ...replay, extra: 1 }, compaction: {} }, 'input.model.extra'],
     [{ messages: [], model: replay, compaction: { triggerRatio: 2 } }, 'input.compaction.triggerRatio'],
-    [{ messages: [], model: replay, compaction: {}, toolActivity: { maximumAttempts: 0 } }, 'input.toolActivity.maximumAttempts'],
+    [
+      { messages: [], model: replay, compaction: {}, toolActivity: { maximumAttempts: 0 } },
+      'input.toolActivity.maximumAttempts',
+    ],
     ['not an object', 'input'],
   ])('%j → %s', (input, field) => {
     expect(invalid(input).field).toBe(field);
@@ -57,18 +69,60 @@ describe('planAgentRun: input a provider would reject', () => {
   const run = (messages: unknown[]) => ({ messages, model: replay, compaction: {} });
 
   it('accepts a conversation whose every call is answered right after its turn', () => {
-    expect(() => planAgentRun(run([user('go'), turn(call('a'), call('b')), result('b'), result('a'), user('next')]))).not.toThrow();
+    expect(() =>
+      planAgentRun(run([user('go'), turn(call('a'), call('b')), result('b'), result('a'), user('next')])),
+    ).not.toThrow();
   });
 
   it.each([
-    ['an orphan tool result (no turn asked for it) (regression)', [user('go'), result('zz')], 'messages[1].tool_call_id', 'answers no tool call: a tool result must follow the assistant turn that asked for it (only other results in between)'],
-    ['a result that answers a call of another turn', [user('go'), turn(call('a')), result('a'), user('more'), result('a')], 'messages[4].tool_call_id', 'answers no tool call: a tool result must follow the assistant turn that asked for it (only other results in between)'],
-    ['a result for a call the turn before did not make', [user('go'), turn(call('a')), result('a'), result('b')], 'messages[3].tool_call_id', '"b" answers no tool call of messages[1] (its calls: "a")'],
-    ['a call answered twice', [user('go'), turn(call('a')), result('a'), result('a')], 'messages[3].tool_call_id', '"a" is answered twice (also messages[2])'],
-    ['a call left unanswered before the next message', [user('go'), turn(call('a'), call('b')), result('a'), user('next')], 'messages[1].tool_calls[1].id', '"b" has no tool result: every call of a turn must be answered before the next message'],
-    ['a call left unanswered at the end', [user('go'), turn(call('a'))], 'messages[1].tool_calls[0].id', '"a" has no tool result: every call of a turn must be answered before the next message'],
-    ['arguments that are not JSON', [user('go'), turn(call('a', '{"path": ')), result('a')], 'messages[1].tool_calls[0].function.arguments', 'must be a JSON object, got "{\\"path\\": " (not JSON)'],
-    ['arguments that are JSON but not an object', [user('go'), turn(call('a', '[1]')), result('a')], 'messages[1].tool_calls[0].function.arguments', 'must be a JSON object, got "[1]"'],
+    [
+      'an orphan tool result (no turn asked for it) (regression)',
+      [user('go'), result('zz')],
+      'messages[1].tool_call_id',
+      'answers no tool call: a tool result must follow the assistant turn that asked for it (only other results in between)',
+    ],
+    [
+      'a result that answers a call of another turn',
+      [user('go'), turn(call('a')), result('a'), user('more'), result('a')],
+      'messages[4].tool_call_id',
+      'answers no tool call: a tool result must follow the assistant turn that asked for it (only other results in between)',
+    ],
+    [
+      'a result for a call the turn before did not make',
+      [user('go'), turn(call('a')), result('a'), result('b')],
+      'messages[3].tool_call_id',
+      '"b" answers no tool call of messages[1] (its calls: "a")',
+    ],
+    [
+      'a call answered twice',
+      [user('go'), turn(call('a')), result('a'), result('a')],
+      'messages[3].tool_call_id',
+      '"a" is answered twice (also messages[2])',
+    ],
+    [
+      'a call left unanswered before the next message',
+      [user('go'), turn(call('a'), call('b')), result('a'), user('next')],
+      'messages[1].tool_calls[1].id',
+      '"b" has no tool result: every call of a turn must be answered before the next message',
+    ],
+    [
+      'a call left unanswered at the end',
+      [user('go'), turn(call('a'))],
+      'messages[1].tool_calls[0].id',
+      '"a" has no tool result: every call of a turn must be answered before the next message',
+    ],
+    [
+      'arguments that are not JSON',
+      [user('go'), turn(call('a', '{"path": ')), result('a')],
+      'messages[1].tool_calls[0].function.arguments',
+      'must be a JSON object, got "{\\"path\\": " (not JSON)',
+    ],
+    [
+      'arguments that are JSON but not an object',
+      [user('go'), turn(call('a', '[1]')), result('a')],
+      'messages[1].tool_calls[0].function.arguments',
+      'must be a JSON object, got "[1]"',
+    ],
   ])('%s', (_name, messages, field, reason) => {
     const error = invalid(run(messages));
     expect([error.field, error.reason]).toEqual([field, reason]);
@@ -82,17 +136,67 @@ describe('planAgentRun: input a provider would reject', () => {
 describe('planAgentRun: tool declarations', () => {
   const run = (tools: unknown[]) => ({ messages: [], model: replay, compaction: {}, tools });
   it.each([
-    ['a declaration without type (regression)', [{ function: { name: 'lookup' } }], 'input.tools[0].type', 'must be "function"'],
-    ['another type', ['grep', { type: 'web_search', function: { name: 'lookup' } }], 'input.tools[1].type', 'must be "function", got "web_search"'],
+    [
+      'a declaration without type (regression)',
+      [{ function: { name: 'lookup' } }],
+      'input.tools[0].type',
+      'must be "function"',
+    ],
+    [
+      'another type',
+      ['grep', { type: 'web_search', function: { name: 'lookup' } }],
+      'input.tools[1].type',
+      'must be "function", got "web_search"',
+    ],
     ['no function', [{ type: 'function' }], 'input.tools[0].function', 'required: { name, description?, parameters? }'],
-    ['a bad name', [{ type: 'function', function: { name: 'look up' } }], 'input.tools[0].function.name', 'must be 1-64 letters, digits, _ or -, got "look up"'],
-    ['parameters that are not a schema object (regression)', [{ type: 'function', function: { name: 'lookup', parameters: 'x' } }], 'input.tools[0].function.parameters', 'must be a JSON Schema object, got a string'],
-    ['parameters of another type than object', [{ type: 'function', function: { name: 'lookup', parameters: { type: 'string' } } }], 'input.tools[0].function.parameters.type', 'must be "object" (a function takes named arguments), got "string"'],
-    ['properties that are not an object', [{ type: 'function', function: { name: 'lookup', parameters: { type: 'object', properties: [] } } }], 'input.tools[0].function.parameters.properties', 'must be an object of property schemas'],
-    ['required that is not a list of names', [{ type: 'function', function: { name: 'lookup', parameters: { type: 'object', required: 'id' } } }], 'input.tools[0].function.parameters.required', 'must be a list of property names'],
-    ['a description that is not text', [{ type: 'function', function: { name: 'lookup', description: 5 } }], 'input.tools[0].function.description', 'must be a string'],
-    ['strict that is not a boolean', [{ type: 'function', function: { name: 'lookup', strict: 'yes' } }], 'input.tools[0].function.strict', 'must be true, false or null'],
-    ['a declaration that is not an object', [7], 'input.tools[0]', 'must be a built-in tool name or { type: "function", function: { name, description?, parameters? } }'],
+    [
+      'a bad name',
+      [{ type: 'function', function: { name: 'look up' } }],
+      'input.tools[0].function.name',
+      'must be 1-64 letters, digits, _ or -, got "look up"',
+    ],
+    [
+      'parameters that are not a schema object (regression)',
+      [{ type: 'function', function: { name: 'lookup', parameters: 'x' } }],
+      'input.tools[0].function.parameters',
+      'must be a JSON Schema object, got a string',
+    ],
+    [
+      'parameters of another type than object',
+      [{ type: 'function', function: { name: 'lookup', parameters: { type: 'string' } } }],
+      'input.tools[0].function.parameters.type',
+      'must be "object" (a function takes named arguments), got "string"',
+    ],
+    [
+      'properties that are not an object',
+      [{ type: 'function', function: { name: 'lookup', parameters: { type: 'object', properties: [] } } }],
+      'input.tools[0].function.parameters.properties',
+      'must be an object of property schemas',
+    ],
+    [
+      'required that is not a list of names',
+      [{ type: 'function', function: { name: 'lookup', parameters: { type: 'object', required: 'id' } } }],
+      'input.tools[0].function.parameters.required',
+      'must be a list of property names',
+    ],
+    [
+      'a description that is not text',
+      [{ type: 'function', function: { name: 'lookup', description: 5 } }],
+      'input.tools[0].function.description',
+      'must be a string',
+    ],
+    [
+      'strict that is not a boolean',
+      [{ type: 'function', function: { name: 'lookup', strict: 'yes' } }],
+      'input.tools[0].function.strict',
+      'must be true, false or null',
+    ],
+    [
+      'a declaration that is not an object',
+      [7],
+      'input.tools[0]',
+      'must be a built-in tool name or { type: "function", function: { name, description?, parameters? } }',
+    ],
   ])('%s', (_name, tools, field, reason) => {
     const error = invalid(run(tools));
     expect([error.field, error.reason]).toEqual([field, reason]);
@@ -102,11 +206,36 @@ describe('planAgentRun: tool declarations', () => {
 describe('planAgentRun: activity settings the server or SDK would refuse at scheduling time (regression: the workflow task failed and retried forever)', () => {
   const run = (extra: Record<string, unknown>) => ({ messages: [], model: replay, compaction: {}, ...extra });
   it.each([
-    ['a chat retry interval over the maximum', { chatActivity: { initialInterval: '1m' } }, 'input.chatActivity.initialInterval', 'must be at most 30s (the longest wait between attempts), got "1m"'],
-    ['a tool retry interval over the maximum', { toolActivity: { initialInterval: 40_000 } }, 'input.toolActivity.initialInterval', 'must be at most 30s (the longest wait between attempts), got 40000'],
-    ['a chat task queue name over the server limit', { chatActivity: { taskQueue: 'q'.repeat(1001) } }, 'input.chatActivity.taskQueue', 'must be at most 1000 bytes, got 1001'],
-    ['a summarizer task queue name over the server limit', { compaction: { taskQueue: 'q'.repeat(1001) } }, 'input.compaction.taskQueue', 'must be at most 1000 bytes, got 1001'],
-    ['a blank tool task queue', { toolActivity: { taskQueue: '  ' } }, 'input.toolActivity.taskQueue', 'must not be blank or start or end with whitespace, got "  "'],
+    [
+      'a chat retry interval over the maximum',
+      { chatActivity: { initialInterval: '1m' } },
+      'input.chatActivity.initialInterval',
+      'must be at most 30s (the longest wait between attempts), got "1m"',
+    ],
+    [
+      'a tool retry interval over the maximum',
+      { toolActivity: { initialInterval: 40_000 } },
+      'input.toolActivity.initialInterval',
+      'must be at most 30s (the longest wait between attempts), got 40000',
+    ],
+    [
+      'a chat task queue name over the server limit',
+      { chatActivity: { taskQueue: 'q'.repeat(1001) } },
+      'input.chatActivity.taskQueue',
+      'must be at most 1000 bytes, got 1001',
+    ],
+    [
+      'a summarizer task queue name over the server limit',
+      { compaction: { taskQueue: 'q'.repeat(1001) } },
+      'input.compaction.taskQueue',
+      'must be at most 1000 bytes, got 1001',
+    ],
+    [
+      'a blank tool task queue',
+      { toolActivity: { taskQueue: '  ' } },
+      'input.toolActivity.taskQueue',
+      'must not be blank or start or end with whitespace, got "  "',
+    ],
   ])('%s', (_name, extra, field, reason) => {
     const error = invalid(run(extra));
     expect([error.field, error.reason]).toEqual([field, reason]);
@@ -158,10 +287,30 @@ describe('preflight', () => {
 describe('renderCompactionTable', () => {
   it('one row per compaction, digits grouped, summary or trim in words', () => {
     const record = (overrides: Partial<CompactionRecord>): CompactionRecord => ({
-      round: 12, backend: 'b', target: 9_000, tokensBefore: 30_512, tokensAfter: 9_876, dropped: 24, elided: 3, kind: 'summary', summaryChars: 1_234, fallback: false, exhausted: false,
-      tokensReclaimed: 20_636, summarizerTokens: 3_000, cacheHitRate: 0.8149, billedInput: 104_332, ...overrides,
+      round: 12,
+      backend: 'b',
+      target: 9_000,
+      tokensBefore: 30_512,
+      tokensAfter: 9_876,
+      dropped: 24,
+      elided: 3,
+      kind: 'summary',
+      summaryChars: 1_234,
+      fallback: false,
+      exhausted: false,
+      tokensReclaimed: 20_636,
+      summarizerTokens: 3_000,
+      cacheHitRate: 0.8149,
+      billedInput: 104_332,
+      ...overrides,
     });
-    expect(renderCompactionTable([record({}), record({ round: 20, kind: 'trim', summaryChars: null, fallback: true }), record({ round: 30, kind: 'elision', summaryChars: null, dropped: 0, cacheHitRate: null, billedInput: null })]).split('\n')).toEqual([
+    expect(
+      renderCompactionTable([
+        record({}),
+        record({ round: 20, kind: 'trim', summaryChars: null, fallback: true }),
+        record({ round: 30, kind: 'elision', summaryChars: null, dropped: 0, cacheHitRate: null, billedInput: null }),
+      ]).split('\n'),
+    ).toEqual([
       COMPACTION_TABLE_HEADER,
       '|--:|--:|--:|--:|--:|--:|---|---|---|--:|--:|',
       '| 1 | 12 | 30,512 → 9,876 | 20,636 | 24 | 3 | summary (1,234 chars) | no | no | 81% | 104,332 |',
@@ -176,7 +325,10 @@ describe('replayScript', () => {
     const trajectory = [
       system('policy'),
       user('task'),
-      assistant(null, [['c1', 'read', '{}'], ['c2', 'read', '{"a":1}']]),
+      assistant(null, [
+        ['c1', 'read', '{}'],
+        ['c2', 'read', '{"a":1}'],
+      ]),
       tool('c2', 'two'),
       tool('c1', 'one'),
       assistant('Done? Anything else?'),
@@ -185,7 +337,9 @@ describe('replayScript', () => {
     ];
     const script = replayScript(trajectory);
     expect(script.opening).toEqual(trajectory.slice(0, 2));
-    expect(script.turns.map((turn) => [turn.message, [...turn.results.keys()], turn.userMessages, turn.unanswered])).toEqual([
+    expect(
+      script.turns.map((turn) => [turn.message, [...turn.results.keys()], turn.userMessages, turn.unanswered]),
+    ).toEqual([
       [trajectory[2], ['c2', 'c1'], [], []],
       [trajectory[5], [], [trajectory[6]], []],
       [trajectory[7], [], [], ['c3']],

@@ -60,10 +60,14 @@ describe('createBpeCounter', () => {
 
   it('counts a message like the OpenAI cookbook: 3 + role + content per message, 3 per request', () => {
     expect(counter.count([])).toBe(3);
-    expect(counter.count([{ role: 'user', content: 'Hello world' }])).toBe(3 + 3 + o200k('user') + o200k('Hello world'));
+    expect(counter.count([{ role: 'user', content: 'Hello world' }])).toBe(
+      3 + 3 + o200k('user') + o200k('Hello world'),
+    );
     const system: ChatMessage = { role: 'system', content: samples[1]! };
     const user: ChatMessage = { role: 'user', content: samples[2]! };
-    expect(counter.count([system, user])).toBe(3 + 3 + o200k('system') + o200k(samples[1]!) + 3 + o200k('user') + o200k(samples[2]!));
+    expect(counter.count([system, user])).toBe(
+      3 + 3 + o200k('system') + o200k(samples[1]!) + 3 + o200k('user') + o200k(samples[2]!),
+    );
     expect(counter.count([{ role: 'assistant', content: null }])).toBe(3 + 3 + o200k('assistant'));
   });
 
@@ -95,14 +99,20 @@ describe('createBpeCounter', () => {
         { type: 'text', text: ' Be brief.' },
       ],
     };
-    expect(counter.count([parts])).toBe(3 + 3 + o200k('user') + o200k('What is in this image?') + 85 + o200k(' Be brief.'));
+    expect(counter.count([parts])).toBe(
+      3 + 3 + o200k('user') + o200k('What is in this image?') + 85 + o200k(' Be brief.'),
+    );
     expect(createBpeCounter({ perNonTextPart: 1000 }).count([parts]) - counter.count([parts])).toBe(1000 - 85);
   });
 
   it('takes its framing and encoding from the options', () => {
     const message: ChatMessage = { role: 'user', content: samples[4]! };
-    expect(createBpeCounter({ perMessage: 0, perRequest: 0 }).count([message])).toBe(o200k('user') + o200k(samples[4]!));
-    expect(createBpeCounter({ encoding: 'cl100k_base' }).count([message])).toBe(3 + 3 + cl100k('user') + cl100k(samples[4]!));
+    expect(createBpeCounter({ perMessage: 0, perRequest: 0 }).count([message])).toBe(
+      o200k('user') + o200k(samples[4]!),
+    );
+    expect(createBpeCounter({ encoding: 'cl100k_base' }).count([message])).toBe(
+      3 + 3 + cl100k('user') + cl100k(samples[4]!),
+    );
   });
 
   it('remembers counts by text, so in-place edits are recounted', () => {
@@ -124,8 +134,15 @@ describe('createBpeCounter', () => {
   });
 
   const message: fc.Arbitrary<ChatMessage> = fc.oneof(
-    fc.record({ role: fc.constantFrom('system' as const, 'user' as const, 'assistant' as const), content: fc.string({ maxLength: 80 }) }),
-    fc.record({ role: fc.constant('user' as const), content: fc.string({ unit: 'grapheme', maxLength: 40 }), name: fc.string({ minLength: 1, maxLength: 10 }) }),
+    fc.record({
+      role: fc.constantFrom('system' as const, 'user' as const, 'assistant' as const),
+      content: fc.string({ maxLength: 80 }),
+    }),
+    fc.record({
+      role: fc.constant('user' as const),
+      content: fc.string({ unit: 'grapheme', maxLength: 40 }),
+      name: fc.string({ minLength: 1, maxLength: 10 }),
+    }),
     fc.record({
       role: fc.constant('assistant' as const),
       content: fc.constant(null),
@@ -133,7 +150,10 @@ describe('createBpeCounter', () => {
         fc.record({
           id: fc.constant('call'),
           type: fc.constant('function' as const),
-          function: fc.record({ name: fc.string({ minLength: 1, maxLength: 12 }), arguments: fc.json({ maxDepth: 2 }) }),
+          function: fc.record({
+            name: fc.string({ minLength: 1, maxLength: 12 }),
+            arguments: fc.json({ maxDepth: 2 }),
+          }),
         }),
         { minLength: 1, maxLength: 3 },
       ),
@@ -141,7 +161,13 @@ describe('createBpeCounter', () => {
     fc.record({
       role: fc.constant('tool' as const),
       tool_call_id: fc.constant('call'),
-      content: fc.array(fc.oneof(fc.record({ type: fc.constant('text'), text: fc.string({ maxLength: 30 }) }), fc.record({ type: fc.constant('input_audio') })), { maxLength: 3 }),
+      content: fc.array(
+        fc.oneof(
+          fc.record({ type: fc.constant('text'), text: fc.string({ maxLength: 30 }) }),
+          fc.record({ type: fc.constant('input_audio') }),
+        ),
+        { maxLength: 3 },
+      ),
     }),
   );
 
@@ -160,11 +186,15 @@ describe('createBpeCounter', () => {
 
   it('never grows when messages are removed', () => {
     fc.assert(
-      fc.property(fc.array(message, { minLength: 1, maxLength: 10 }), fc.array(fc.boolean(), { minLength: 10, maxLength: 10 }), (messages, keep) => {
-        const kept = messages.filter((_, index) => keep[index]);
-        expect(counter.count(kept)).toBeLessThanOrEqual(counter.count(messages));
-        expect(counter.count(messages.slice(1))).toBeLessThan(counter.count(messages));
-      }),
+      fc.property(
+        fc.array(message, { minLength: 1, maxLength: 10 }),
+        fc.array(fc.boolean(), { minLength: 10, maxLength: 10 }),
+        (messages, keep) => {
+          const kept = messages.filter((_, index) => keep[index]);
+          expect(counter.count(kept)).toBeLessThanOrEqual(counter.count(messages));
+          expect(counter.count(messages.slice(1))).toBeLessThan(counter.count(messages));
+        },
+      ),
       { numRuns: 300 },
     );
   });

@@ -13,7 +13,12 @@ interface RecordedHistory {
 
 /** The carried state a recorded run continued with (the first run of the history is a continued one). */
 function recordedCarried(): Record<string, unknown> {
-  const history = JSON.parse(readFileSync(new URL('../histories/agent-run-compactions-taubench_gpt4o_airline_task2_trial1.json', import.meta.url), 'utf8')) as RecordedHistory;
+  const history = JSON.parse(
+    readFileSync(
+      new URL('../histories/agent-run-compactions-taubench_gpt4o_airline_task2_trial1.json', import.meta.url),
+      'utf8',
+    ),
+  ) as RecordedHistory;
   const data = history.events[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0]?.data ?? '';
   const input: unknown = JSON.parse(Buffer.from(data, 'base64').toString('utf8'));
   const carried: unknown = typeof input === 'object' && input !== null ? Reflect.get(input, 'carried') : undefined;
@@ -78,19 +83,75 @@ describe('carried state (agentRun across continue-as-new)', () => {
     ['another version', (state) => ({ ...state, version: 1 }), 'input.carried.version: must be 2'],
     ['no version', ({ version: _version, ...state }) => state, 'input.carried.version: must be 2'],
     ['live that is not a list', (state) => ({ ...state, live: 'x' }), 'input.carried.live: '],
-    ['an entry without an id', (state) => ({ ...state, live: [{ message: { role: 'user', content: 'x' } }] }), 'input.carried.live[0].id: required'],
-    ['two entries with one id', (state) => ({ ...state, live: [{ id: 'm1', message: { role: 'user', content: 'x' } }, { id: 'm1', message: { role: 'user', content: 'y' } }] }), 'input.carried.live[1].id: must be a unique transcript id'],
-    ['a broken live message', (state) => ({ ...state, live: [{ id: 'm1', message: { role: 'user', content: 'x' } }, { id: 'm2', message: { role: 'tool', content: 'x' } }], tokenCounts: undefined }), 'input.carried.live[1].message.tool_call_id: required for role "tool"'],
-    ['a broken pending message', (state) => ({ ...state, pendingUserMessages: [{ role: 'robot', content: 'x' }] }), 'input.carried.pendingUserMessages[0].role: must be one of'],
+    [
+      'an entry without an id',
+      (state) => ({ ...state, live: [{ message: { role: 'user', content: 'x' } }] }),
+      'input.carried.live[0].id: required',
+    ],
+    [
+      'two entries with one id',
+      (state) => ({
+        ...state,
+        live: [
+          { id: 'm1', message: { role: 'user', content: 'x' } },
+          { id: 'm1', message: { role: 'user', content: 'y' } },
+        ],
+      }),
+      'input.carried.live[1].id: must be a unique transcript id',
+    ],
+    [
+      'a broken live message',
+      (state) => ({
+        ...state,
+        live: [
+          { id: 'm1', message: { role: 'user', content: 'x' } },
+          { id: 'm2', message: { role: 'tool', content: 'x' } },
+        ],
+        tokenCounts: undefined,
+      }),
+      'input.carried.live[1].message.tool_call_id: required for role "tool"',
+    ],
+    [
+      'a broken pending message',
+      (state) => ({ ...state, pendingUserMessages: [{ role: 'robot', content: 'x' }] }),
+      'input.carried.pendingUserMessages[0].role: must be one of',
+    ],
     ['a negative round count', (state) => ({ ...state, rounds: -1 }), 'input.carried.rounds: '],
     ['a fractional nextId', (state) => ({ ...state, nextId: 2.5 }), 'input.carried.nextId: '],
-    ['compactions without totals', (state) => ({ ...state, compactions: { recent: [], usage: {} } }), 'input.carried.compactions.totals: required'],
-    ['a backend status with failedRounds as text', (state) => ({ ...state, backends: [{ label: 'x', failedRounds: 'two', restingUntilRound: null, restingUntilTime: null }] }), 'input.carried.backends[0].failedRounds: '],
+    [
+      'compactions without totals',
+      (state) => ({ ...state, compactions: { recent: [], usage: {} } }),
+      'input.carried.compactions.totals: required',
+    ],
+    [
+      'a backend status with failedRounds as text',
+      (state) => ({
+        ...state,
+        backends: [{ label: 'x', failedRounds: 'two', restingUntilRound: null, restingUntilTime: null }],
+      }),
+      'input.carried.backends[0].failedRounds: ',
+    ],
     ['a counter state that is a number', (state) => ({ ...state, counters: [3] }), 'input.carried.counters[0]: '],
-    ['a previous request with a negative size', (state) => ({ ...state, previousRequest: { ids: ['m1', 'm2'], sizes: [30, -1] } }), 'input.carried.previousRequest.sizes[1]: '],
-    ['token counts as a list', (state) => ({ ...state, tokenCounts: [1, 2] }), 'input.carried.tokenCounts: must be an object of count lists by encoding'],
-    ['token counts that do not match the conversation', (state) => ({ ...state, tokenCounts: { o200k_base: [1] } }), 'input.carried.tokenCounts.o200k_base: must list a count or null for each of the 2 texts'],
-    ['a token count that is not one', (state) => ({ ...state, tokenCounts: { o200k_base: [1, 2], cl100k_base: [4, -3] } }), 'input.carried.tokenCounts.cl100k_base[1]: must be a non-negative integer or null'],
+    [
+      'a previous request with a negative size',
+      (state) => ({ ...state, previousRequest: { ids: ['m1', 'm2'], sizes: [30, -1] } }),
+      'input.carried.previousRequest.sizes[1]: ',
+    ],
+    [
+      'token counts as a list',
+      (state) => ({ ...state, tokenCounts: [1, 2] }),
+      'input.carried.tokenCounts: must be an object of count lists by encoding',
+    ],
+    [
+      'token counts that do not match the conversation',
+      (state) => ({ ...state, tokenCounts: { o200k_base: [1] } }),
+      'input.carried.tokenCounts.o200k_base: must list a count or null for each of the 2 texts',
+    ],
+    [
+      'a token count that is not one',
+      (state) => ({ ...state, tokenCounts: { o200k_base: [1, 2], cl100k_base: [4, -3] } }),
+      'input.carried.tokenCounts.cl100k_base[1]: must be a non-negative integer or null',
+    ],
   ];
 
   it.each(cases)('refuses %s, naming the field', (_case, make, expected) => {

@@ -3,7 +3,14 @@
 // corpus/) always, the rest of the extended corpus when it is present (else one skipped test says so).
 import { describe, expect, it } from 'vitest';
 import { findTrajectory, type Trajectory } from '../../corpus/index.js';
-import { Compactor, defaultCounter, toProviderMessages, validateMessages, type ChatMessage, type CompactionResult } from '../../src/index.js';
+import {
+  Compactor,
+  defaultCounter,
+  toProviderMessages,
+  validateMessages,
+  type ChatMessage,
+  type CompactionResult,
+} from '../../src/index.js';
 import { REFERENCE_EXACT, resolveOptions, type CompactionOptions } from '../../src/core/compaction/options.js';
 import {
   askers,
@@ -43,7 +50,11 @@ interface Compaction {
   result: CompactionResult;
 }
 
-async function compactWith(input: ChatMessage[], behaviour: SummarizerBehaviour, options: CompactionOptions): Promise<Compaction> {
+async function compactWith(
+  input: ChatMessage[],
+  behaviour: SummarizerBehaviour,
+  options: CompactionOptions,
+): Promise<Compaction> {
   const summarizer = createFakeSummarizer(behaviour);
   const compactor = new Compactor({ summarizer, retryBackoff: 0, ...options });
   const result = await compactor.compact(input);
@@ -65,7 +76,8 @@ function assertSane({ input, options, summarizer, result }: Compaction, behaviou
   // A valid provider conversation: every tool message answers a call of an earlier assistant turn, no harness flags.
   const asker = askers(output);
   output.forEach((message, index) => {
-    if (message.role === 'tool') expect(asker[index], `output[${index}] answers an earlier call`).toBeGreaterThanOrEqual(0);
+    if (message.role === 'tool')
+      expect(asker[index], `output[${index}] answers an earlier call`).toBeGreaterThanOrEqual(0);
   });
   for (const message of toProviderMessages(output)) {
     expect(message).not.toHaveProperty('sticky');
@@ -118,7 +130,9 @@ describe.each(corpus)('corpus: $name', ({ messages }) => {
  */
 const hugeResultCases: Array<{ trajectory: Trajectory; length: number | undefined }> = [
   { trajectory: findTrajectory('generated_huge-result'), length: undefined },
-  ...corpus.filter(({ name }) => name === 'sweagent_doubao_fasterxml__jackson-databind-4304').map((trajectory) => ({ trajectory, length: 666_865 })),
+  ...corpus
+    .filter(({ name }) => name === 'sweagent_doubao_fasterxml__jackson-databind-4304')
+    .map((trajectory) => ({ trajectory, length: 666_865 })),
 ];
 
 describe.each(hugeResultCases)('corpus: the huge tool result of $trajectory.name', ({ trajectory, length }) => {
@@ -140,39 +154,55 @@ describe.each(hugeResultCases)('corpus: the huge tool result of $trajectory.name
     for (const message of middle) {
       const text = renderedText(message.content);
       bound += (message.role === 'tool' ? Math.min(text.length, cap) + 64 : text.length) + 64;
-      for (const call of message.tool_calls ?? []) bound += call.function.name.length + call.id.length + Math.min(call.function.arguments.length, cap) + 64 + 16;
+      for (const call of message.tool_calls ?? [])
+        bound += call.function.name.length + call.id.length + Math.min(call.function.arguments.length, cap) + 64 + 16;
     }
     return bound;
   }
 
   describe.each([2000, 500])('toolResultCap %i', (toolResultCap) => {
-    it.each(['ok', 'failing'] as const)('summarizer %s: no request holds more than toolResultCap characters of it', async (behaviour) => {
-      const options = { contextBudget: 32_000, keepRecent: 2, toolResultCap };
-      const compaction = await compactWith(messages, behaviour, options);
-      assertSane(compaction, behaviour);
-      const regions = referenceRegions(messages, 2);
-      expect(regions.middle).toContain(hugeIndex);
-      expect(compaction.summarizer.requests.length).toBeGreaterThan(0);
-      const middle = regions.middle.flatMap((index) => messages[index] ?? []);
-      for (const request of compaction.summarizer.requests) {
-        const transcript = renderedText(request.messages[1]?.content ?? null);
-        expect(transcript).toContain(`${huge.slice(0, toolResultCap)}» [truncated by the harness: ${huge.length - toolResultCap} more characters]`);
-        expect(transcript).not.toContain(huge.slice(0, toolResultCap + 1));
-        expect(transcript.length).toBeLessThanOrEqual(transcriptBound(middle, toolResultCap));
-        expect(transcript.length).toBeLessThan(150_000);
-      }
-    });
+    it.each(['ok', 'failing'] as const)(
+      'summarizer %s: no request holds more than toolResultCap characters of it',
+      async (behaviour) => {
+        const options = { contextBudget: 32_000, keepRecent: 2, toolResultCap };
+        const compaction = await compactWith(messages, behaviour, options);
+        assertSane(compaction, behaviour);
+        const regions = referenceRegions(messages, 2);
+        expect(regions.middle).toContain(hugeIndex);
+        expect(compaction.summarizer.requests.length).toBeGreaterThan(0);
+        const middle = regions.middle.flatMap((index) => messages[index] ?? []);
+        for (const request of compaction.summarizer.requests) {
+          const transcript = renderedText(request.messages[1]?.content ?? null);
+          expect(transcript).toContain(
+            `${huge.slice(0, toolResultCap)}» [truncated by the harness: ${huge.length - toolResultCap} more characters]`,
+          );
+          expect(transcript).not.toContain(huge.slice(0, toolResultCap + 1));
+          expect(transcript.length).toBeLessThanOrEqual(transcriptBound(middle, toolResultCap));
+          expect(transcript.length).toBeLessThan(150_000);
+        }
+      },
+    );
   });
 
   it('with ageObservations and no trailing grace, the summarizer sees the stub instead', async () => {
     // 16k: still over the trigger once the result is stubbed, so the summarizer runs over the stubbed middle.
-    const compaction = await compactWith(messages, 'ok', { contextBudget: 16_000, keepRecent: 2, ageObservations: true, ageReclaimMin: 0 });
+    const compaction = await compactWith(messages, 'ok', {
+      contextBudget: 16_000,
+      keepRecent: 2,
+      ageObservations: true,
+      ageReclaimMin: 0,
+    });
     assertSane(compaction, 'ok');
     const { result, summarizer } = compaction;
-    expect(result.elisions).toContainEqual({ index: hugeIndex, stub: `[elided by the harness: ${huge.length}-char bash result; re-run the call if you need it again]` });
+    expect(result.elisions).toContainEqual({
+      index: hugeIndex,
+      stub: `[elided by the harness: ${huge.length}-char bash result; re-run the call if you need it again]`,
+    });
     expect(result.summary).not.toBeNull();
     const transcript = renderedText(summarizer.requests[0]?.messages[1]?.content ?? null);
-    expect(transcript).toContain(`[elided by the harness: ${huge.length}-char bash result; re-run the call if you need it again]`);
+    expect(transcript).toContain(
+      `[elided by the harness: ${huge.length}-char bash result; re-run the call if you need it again]`,
+    );
     expect(transcript).not.toContain(huge.slice(0, 200));
   });
 
@@ -205,7 +235,11 @@ describe('corpus: small older duplicates', () => {
   it('reference rules: stubs the small older duplicate even though the stub is longer than the result', async () => {
     expect(trajectory).toBeDefined();
     const messages = trajectory?.messages ?? [];
-    const { result } = await compactWith(messages, 'ok', { contextBudget: 8_000, ageObservations: true, ...REFERENCE_EXACT });
+    const { result } = await compactWith(messages, 'ok', {
+      contextBudget: 8_000,
+      ageObservations: true,
+      ...REFERENCE_EXACT,
+    });
     const small = result.elisions.find(({ index }) => index === 39);
     expect(small?.stub).toMatch(/^\[elided by the harness: 72-char book_reservation result;/);
     expect(small?.stub.length).toBe(94);

@@ -5,7 +5,16 @@ import { describe, expect, it } from 'vitest';
 import { Compactor, UsageCounter, defaultCounter, type ChatMessage } from '../../src/index.js';
 import { applyElisions, planElisions } from '../../src/core/compaction/elision.js';
 import { findRegions } from '../../src/core/compaction/regions.js';
-import { assistant, charCounter, scriptedSummarizer, system, tool, toolRounds, user, httpError } from '../support/messages.js';
+import {
+  assistant,
+  charCounter,
+  scriptedSummarizer,
+  system,
+  tool,
+  toolRounds,
+  user,
+  httpError,
+} from '../support/messages.js';
 
 describe('(regression) an elision epoch under a calibrated UsageCounter', () => {
   // The provider billed far less than the estimator says: the calibrated count of the conversation
@@ -37,7 +46,14 @@ describe('(regression) an elision epoch under a calibrated UsageCounter', () => 
     ['the defaults', {}],
   ] as const)('with %s: never summarizes, never calls a backend, never drops a message', async (_, rules) => {
     const summarizer = scriptedSummarizer(httpError(503));
-    const compactor = new Compactor({ summarizer, counter: calibrated(), contextBudget, retryBackoff: 0, ...elisionOptions, ...rules });
+    const compactor = new Compactor({
+      summarizer,
+      counter: calibrated(),
+      contextBudget,
+      retryBackoff: 0,
+      ...elisionOptions,
+      ...rules,
+    });
     const result = await compactor.compact(messages);
     expect(summarizer.requests).toHaveLength(0);
     expect(result).toMatchObject({ dropped: 0, summary: null, fallback: false, cutIndex: -1, tokensBefore: billed });
@@ -62,22 +78,42 @@ describe('(regression) a stub longer than the result it replaces is never writte
   ];
 
   it('the older duplicate keeps its content; a result its stub does shorten is still elided', async () => {
-    const compactor = new Compactor({ summarizer: scriptedSummarizer('never'), counter: charCounter, contextBudget: 100_000, keepRecent: 2, ageObservations: true, ageMinChars: 100, ageReclaimMin: 10 });
+    const compactor = new Compactor({
+      summarizer: scriptedSummarizer('never'),
+      counter: charCounter,
+      contextBudget: 100_000,
+      keepRecent: 2,
+      ageObservations: true,
+      ageMinChars: 100,
+      ageReclaimMin: 10,
+    });
     const result = await compactor.compact(messages);
     expect(result.elisions.map(({ index }) => index)).toEqual([7]);
     expect(result.messages[3]).toBe(messages[3]);
-    for (const { index, stub } of result.elisions) expect(stub.length).toBeLessThan(String(messages[index]?.content).length);
+    for (const { index, stub } of result.elisions)
+      expect(stub.length).toBeLessThan(String(messages[index]?.content).length);
   });
 });
 
 describe('(regression) without a target, a summary left over contextBudget loses to a hard trim that fits', () => {
   // keepRecent 2: the recent window is 40 characters; the middle holds 3,000. Each summary shrinks
   // the conversation but leaves it over the 1,000 budget; dropping the middle fits.
-  const messages: ChatMessage[] = [system('rules'), ...toolRounds(6, 480).slice(1), user('one more thing'), assistant('sure, doing it now')];
+  const messages: ChatMessage[] = [
+    system('rules'),
+    ...toolRounds(6, 480).slice(1),
+    user('one more thing'),
+    assistant('sure, doing it now'),
+  ];
 
   it('the summary is refused (a tighter retry, then the trim), so the result fits', async () => {
     const summarizer = scriptedSummarizer('s'.repeat(1500), 't'.repeat(1400));
-    const compactor = new Compactor({ summarizer, counter: charCounter, contextBudget: 1000, keepRecent: 2, retryBackoff: 0 });
+    const compactor = new Compactor({
+      summarizer,
+      counter: charCounter,
+      contextBudget: 1000,
+      keepRecent: 2,
+      retryBackoff: 0,
+    });
     expect(charCounter.count(messages)).toBeGreaterThan(3000);
     const result = await compactor.compact(messages);
     expect(summarizer.requests).toHaveLength(2);

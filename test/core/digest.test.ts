@@ -1,7 +1,13 @@
 import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { Sha256, digestMessagePrefix, digestMessages, serializeMessage, sha256Hex } from '../../src/core/counting/digest.js';
+import {
+  Sha256,
+  digestMessagePrefix,
+  digestMessages,
+  serializeMessage,
+  sha256Hex,
+} from '../../src/core/counting/digest.js';
 import type { ChatMessage } from '../../src/core/types.js';
 
 /** Node's own SHA-256 of the UTF-8 of a string (Buffer.from replaces lone surrogates with U+FFFD, as TextEncoder does). */
@@ -30,11 +36,23 @@ describe('sha256Hex', () => {
   });
 
   it('hashes the UTF-8 encoding of non-ASCII text', () => {
-    for (const text of ['é', 'héllo wörld', '日本語のテキスト', '🎉 emoji 👩‍💻', 'Ω≈ç√∫', '\u0800\uffff', '𝄞'.repeat(1000)]) {
+    for (const text of [
+      'é',
+      'héllo wörld',
+      '日本語のテキスト',
+      '🎉 emoji 👩‍💻',
+      'Ω≈ç√∫',
+      '\u0800\uffff',
+      '𝄞'.repeat(1000),
+    ]) {
       expect(sha256Hex(text)).toBe(nodeSha256(text));
     }
     // 'é' is two bytes in UTF-8: the digest is not the one of the Latin-1 byte.
-    expect(sha256Hex('é')).toBe(createHash('sha256').update(Uint8Array.from([0xc3, 0xa9])).digest('hex'));
+    expect(sha256Hex('é')).toBe(
+      createHash('sha256')
+        .update(Uint8Array.from([0xc3, 0xa9]))
+        .digest('hex'),
+    );
   });
 
   it('encodes lone surrogates as U+FFFD, like TextEncoder', () => {
@@ -102,7 +120,9 @@ describe('digestMessages', () => {
   it('ignores the harness flags sticky and depth, and nothing else', () => {
     const unflagged = conversation.map(({ sticky: _sticky, depth: _depth, ...rest }) => rest);
     expect(digestMessages(unflagged)).toBe(digestMessages(conversation));
-    const edited = conversation.map((message, index) => (index === 1 ? { ...message, content: 'Read a file' } : message));
+    const edited = conversation.map((message, index) =>
+      index === 1 ? { ...message, content: 'Read a file' } : message,
+    );
     expect(digestMessages(edited)).not.toBe(digestMessages(conversation));
     const named = conversation.map((message, index) => (index === 1 ? { ...message, name: 'bob' } : message));
     expect(digestMessages(named)).not.toBe(digestMessages(conversation));

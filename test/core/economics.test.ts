@@ -3,7 +3,15 @@
 // these off, are test/core/engine-rules.test.ts.)
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { Compactor, REFERENCE_EXACT, defaultCounter, type ChatMessage, type CompactionOptions, type CompactionResult, type TokenCounter } from '../../src/index.js';
+import {
+  Compactor,
+  REFERENCE_EXACT,
+  defaultCounter,
+  type ChatMessage,
+  type CompactionOptions,
+  type CompactionResult,
+  type TokenCounter,
+} from '../../src/index.js';
 import { extractiveSummary } from '../../src/summarizers/extractive.js';
 import { SUMMARY_ROOM_SHARE } from '../../src/core/compaction/economics.js';
 import { compactionSteps, needsCompactionCore, runCompactionSteps } from '../../src/core/compaction/engine.js';
@@ -16,7 +24,10 @@ import { assistant, charCounter, scriptedSummarizer, system, tool, toolRounds, u
 
 const fast = { retryBackoff: 1 } as const;
 
-function compactor(options: Partial<ConstructorParameters<typeof Compactor>[0]> = {}, summarizer = scriptedSummarizer('short summary')) {
+function compactor(
+  options: Partial<ConstructorParameters<typeof Compactor>[0]> = {},
+  summarizer = scriptedSummarizer('short summary'),
+) {
   return new Compactor({ summarizer, counter: charCounter, contextBudget: 1000, keepRecent: 8, ...fast, ...options });
 }
 
@@ -103,7 +114,10 @@ describe('elisionEndsPass: when elision alone ends a pass over the trigger (docs
     const transcript = String(summarizer.requests[0]?.messages[1]?.content);
     expect(transcript).toContain('[elided by the harness: 300-char fs_read result');
     // At a 1,600 budget the stubbed conversation (729) is under the mark (800): elision alone ends the pass.
-    const reaching = await compactor({ ...options, elisionEndsPass: 'at-mark', contextBudget: 1600 }, scriptedSummarizer('never')).compact(messages);
+    const reaching = await compactor(
+      { ...options, elisionEndsPass: 'at-mark', contextBudget: 1600 },
+      scriptedSummarizer('never'),
+    ).compact(messages);
     expect(charCounter.count(messages)).toBeGreaterThan(0.8 * 1600);
     expect(reaching.summary).toBeNull();
     expect(reaching.tokensAfter).toBeLessThanOrEqual(800);
@@ -111,7 +125,10 @@ describe('elisionEndsPass: when elision alone ends a pass over the trigger (docs
 
   it('never (the default): the pass always summarizes; the stubs only lighten its transcript', async () => {
     const summarizer = scriptedSummarizer('short summary');
-    const result = await compactor({ ...options, contextBudget: 1400, triggerRatio: 0.5, targetRatio: 0.5 }, summarizer).compact(messages);
+    const result = await compactor(
+      { ...options, contextBudget: 1400, triggerRatio: 0.5, targetRatio: 0.5 },
+      summarizer,
+    ).compact(messages);
     expect(result.elisions.length).toBe(3);
     expect(result.summary).not.toBeNull();
     expect(resolveOptions({ contextBudget: 1 }).elisionEndsPass).toBe('never');
@@ -120,7 +137,13 @@ describe('elisionEndsPass: when elision alone ends a pass over the trigger (docs
 
 describe('elisionEpochs: which elision-only epochs needsCompaction starts below the trigger (docs/design.md#elision-that-pays)', () => {
   const messages = toolRounds(12, 500);
-  const options = { contextBudget: 1_000_000, ageObservations: true, ageMinChars: 100, ageReclaimMin: 1000, keepRecent: 2 } as const;
+  const options = {
+    contextBudget: 1_000_000,
+    ageObservations: true,
+    ageMinChars: 100,
+    ageReclaimMin: 1000,
+    keepRecent: 2,
+  } as const;
 
   it("'batch' (the reference): whenever the eligible pool reaches ageReclaimMin; 'never': never", () => {
     expect(compactor({ ...options, elisionEpochs: 'batch' }).needsCompaction(messages)).toBe(true);
@@ -129,7 +152,9 @@ describe('elisionEpochs: which elision-only epochs needsCompaction starts below 
 
   it("'paying' (the default): not when a summary at the trigger would do the job — the epoch would only move it later", () => {
     expect(compactor({ ...options, contextBudget: 20_000 }).needsCompaction(messages)).toBe(false);
-    expect(compactor({ ...options, contextBudget: 20_000, cachedInputPrice: 0.5 }).needsCompaction(messages)).toBe(false);
+    expect(compactor({ ...options, contextBudget: 20_000, cachedInputPrice: 0.5 }).needsCompaction(messages)).toBe(
+      false,
+    );
   });
 
   it("'paying': yes when no summary can get the conversation down (a large sticky prefix), so the stubs' saving lasts", () => {
@@ -137,7 +162,9 @@ describe('elisionEpochs: which elision-only epochs needsCompaction starts below 
     const budget = Math.ceil(charCounter.count(pinned) / 0.79);
     expect(charCounter.count(pinned)).toBeLessThanOrEqual(0.8 * budget);
     expect(compactor({ ...options, contextBudget: budget }).needsCompaction(pinned)).toBe(true);
-    expect(compactor({ ...options, contextBudget: budget, elisionEpochs: 'never' }).needsCompaction(pinned)).toBe(false);
+    expect(compactor({ ...options, contextBudget: budget, elisionEpochs: 'never' }).needsCompaction(pinned)).toBe(
+      false,
+    );
   });
 });
 
@@ -158,25 +185,42 @@ describe('deferShallowCompactions: a compaction is started only when it is worth
     expect(compactor().needsCompaction(over)).toBe(true);
     expect(compactor().needsCompaction(hugeLastTurn)).toBe(false);
     // A caller's target is the limit: over it, the compaction is started whatever it can reclaim.
-    expect(needsCompactionCore(hugeLastTurn, resolveOptions({ contextBudget: 5000 }), { target: 900 }, charCounter)).toBe(true);
+    expect(
+      needsCompactionCore(hugeLastTurn, resolveOptions({ contextBudget: 5000 }), { target: 900 }, charCounter),
+    ).toBe(true);
   });
 
   it('never two compactions in consecutive rounds within the limit: a summary written last round defers the next', () => {
     // What a compaction left one round ago: the summary, the window it kept, and a new round.
-    const afterCompaction = [system('You are an agent.'), { role: 'user' as const, content: summaryContent('s'.repeat(100), 30) }, ...roundsOf([700]).slice(2)];
-    const oneRoundLater = [...afterCompaction, assistant('step 9', [['call_9', 'fs_read', '{"path":"g.py"}']]), tool('call_9', 'z'.repeat(60))];
+    const afterCompaction = [
+      system('You are an agent.'),
+      { role: 'user' as const, content: summaryContent('s'.repeat(100), 30) },
+      ...roundsOf([700]).slice(2),
+    ];
+    const oneRoundLater = [
+      ...afterCompaction,
+      assistant('step 9', [['call_9', 'fs_read', '{"path":"g.py"}']]),
+      tool('call_9', 'z'.repeat(60)),
+    ];
     expect(charCounter.count(oneRoundLater)).toBeGreaterThan(800);
     expect(charCounter.count(oneRoundLater)).toBeLessThanOrEqual(1000);
     expect(compactor({ keepRecent: 2 }).needsCompaction(oneRoundLater)).toBe(false);
     // Without a summary in sight the same conversation is compacted (the giant result is not in the last turn).
-    const noSummary = oneRoundLater.filter((message) => !(typeof message.content === 'string' && message.content.startsWith('[Summary by the harness')));
+    const noSummary = oneRoundLater.filter(
+      (message) => !(typeof message.content === 'string' && message.content.startsWith('[Summary by the harness')),
+    );
     expect(compactor({ keepRecent: 2 }).needsCompaction(noSummary)).toBe(charCounter.count(noSummary) > 800);
   });
 });
 
 describe('trimBeatsOverflow off: the reference accepts a summary that shrinks the conversation, over budget or not (docs/design.md#never-worse)', () => {
   it('is accepted with exhausted: true', async () => {
-    const messages = [system('rules'), ...toolRounds(6, 480).slice(1), user('one more thing'), assistant('sure, doing it now')];
+    const messages = [
+      system('rules'),
+      ...toolRounds(6, 480).slice(1),
+      user('one more thing'),
+      assistant('sure, doing it now'),
+    ];
     const summarizer = scriptedSummarizer('s'.repeat(1500));
     const result = await compactor({ keepRecent: 2, trimBeatsOverflow: false }, summarizer).compact(messages);
     expect(result.summary).not.toBeNull();
@@ -189,8 +233,23 @@ describe('REFERENCE_EXACT', () => {
   it('turns every docs/design.md#economics rule off, and each of them defaults to on', () => {
     const reference = resolveOptions({ contextBudget: 1000, ...REFERENCE_EXACT });
     const defaults = resolveOptions({ contextBudget: 1000 });
-    expect(reference).toMatchObject({ recentWindowGivesWay: false, elisionEndsPass: 'under-trigger', elisionEpochs: 'batch', deferShallowCompactions: false, stubsShorterOnly: false, trimBeatsOverflow: false });
-    expect(defaults).toMatchObject({ recentWindowGivesWay: true, elisionEndsPass: 'never', elisionEpochs: 'paying', deferShallowCompactions: true, stubsShorterOnly: true, trimBeatsOverflow: true, cachedInputPrice: 0.1 });
+    expect(reference).toMatchObject({
+      recentWindowGivesWay: false,
+      elisionEndsPass: 'under-trigger',
+      elisionEpochs: 'batch',
+      deferShallowCompactions: false,
+      stubsShorterOnly: false,
+      trimBeatsOverflow: false,
+    });
+    expect(defaults).toMatchObject({
+      recentWindowGivesWay: true,
+      elisionEndsPass: 'never',
+      elisionEpochs: 'paying',
+      deferShallowCompactions: true,
+      stubsShorterOnly: true,
+      trimBeatsOverflow: true,
+      cachedInputPrice: 0.1,
+    });
   });
 
   it('rejects bad values naming the option', () => {
@@ -216,7 +275,11 @@ interface RunOutcome {
  * assistant turn and compacts when `needsCompaction` says so (offline summaries). Thrash: a
  * compaction in the round after another while the conversation is within `contextBudget`.
  */
-function runRounds(trajectory: readonly ChatMessage[], options: CompactionOptions, counter: TokenCounter = defaultCounter): RunOutcome {
+function runRounds(
+  trajectory: readonly ChatMessage[],
+  options: CompactionOptions,
+  counter: TokenCounter = defaultCounter,
+): RunOutcome {
   const resolved = resolveOptions(options);
   const ends = trajectory.flatMap((message, index) => (message.role === 'assistant' && index > 0 ? [index] : []));
   let conversation: ChatMessage[] = [];
@@ -229,7 +292,10 @@ function runRounds(trajectory: readonly ChatMessage[], options: CompactionOption
     seen = end;
     if (!needsCompactionCore(conversation, resolved, {}, counter)) return;
     const tokens = counter.count(conversation);
-    const result: CompactionResult = runCompactionSteps(compactionSteps(conversation, resolved, {}, counter), (step) => ({ kind: 'summary', text: extractiveSummary(step.request) }));
+    const result: CompactionResult = runCompactionSteps(
+      compactionSteps(conversation, resolved, {}, counter),
+      (step) => ({ kind: 'summary', text: extractiveSummary(step.request) }),
+    );
     if (result.dropped === 0 && result.elisions.length === 0) return;
     if (last === round - 1 && tokens <= resolved.contextBudget) outcome.thrash.push({ round, tokens });
     if (lastSummary === round - 1 && tokens <= resolved.contextBudget) outcome.afterSummary.push({ round, tokens });
@@ -248,18 +314,21 @@ const repository = repositoryCorpus();
 describe('no thrash (docs/design.md#no-thrash): never two compactions in consecutive rounds within contextBudget', () => {
   const budgets = [8_000, 16_000, 32_000] as const;
 
-  it.each(repository.map(({ name, messages }) => [name, messages] as const))('%s at several budgets, ageObservations off and on', (_, messages) => {
-    let compacted = 0;
-    // A third of its own size too, so a short trajectory (tau-bench task 46 is ~8,000 tokens) compacts as well.
-    for (const contextBudget of [...budgets, Math.max(2_000, Math.floor(defaultCounter.count(messages) / 3))]) {
-      for (const ageObservations of [false, true]) {
-        const { compactions, thrash } = runRounds(messages, { contextBudget, ageObservations });
-        expect(thrash).toEqual([]);
-        compacted += compactions.length;
+  it.each(repository.map(({ name, messages }) => [name, messages] as const))(
+    '%s at several budgets, ageObservations off and on',
+    (_, messages) => {
+      let compacted = 0;
+      // A third of its own size too, so a short trajectory (tau-bench task 46 is ~8,000 tokens) compacts as well.
+      for (const contextBudget of [...budgets, Math.max(2_000, Math.floor(defaultCounter.count(messages) / 3))]) {
+        for (const ageObservations of [false, true]) {
+          const { compactions, thrash } = runRounds(messages, { contextBudget, ageObservations });
+          expect(thrash).toEqual([]);
+          compacted += compactions.length;
+        }
       }
-    }
-    expect(compacted).toBeGreaterThan(0);
-  });
+      expect(compacted).toBeGreaterThan(0);
+    },
+  );
 
   it('(control) the reference rules do thrash on the repository trajectory the demo replays', () => {
     const monai = repository.find(({ name }) => name.startsWith('openhands_gpt4o_Project-MONAI__MONAI-3715'));
@@ -269,10 +338,14 @@ describe('no thrash (docs/design.md#no-thrash): never two compactions in consecu
     expect(runRounds(monai?.messages ?? [], { contextBudget: 8_000 }).thrash).toEqual([]);
   });
 
-  it.each([...repository, ...extendedCases()].map(({ name, messages }) => [name, messages] as const))('%s at the bench:cost window, ageObservations off and on', (_, messages) => {
-    const half = Math.floor(defaultCounter.count(messages) / 2);
-    for (const ageObservations of [false, true]) expect(runRounds(messages, { contextBudget: Math.max(8_000, half), ageObservations }).thrash).toEqual([]);
-  });
+  it.each([...repository, ...extendedCases()].map(({ name, messages }) => [name, messages] as const))(
+    '%s at the bench:cost window, ageObservations off and on',
+    (_, messages) => {
+      const half = Math.floor(defaultCounter.count(messages) / 2);
+      for (const ageObservations of [false, true])
+        expect(runRounds(messages, { contextBudget: Math.max(8_000, half), ageObservations }).thrash).toEqual([]);
+    },
+  );
 
   // The engine keeps no state between calls: it recognises a compaction of the previous round by
   // the summary it left. A hard trim or an elision epoch leaves no such trace, so on generated runs
@@ -287,7 +360,11 @@ describe('no thrash (docs/design.md#no-thrash): never two compactions in consecu
         fc.boolean(),
         (messages, share, keepRecent, ageObservations) => {
           const contextBudget = Math.max(50, Math.floor(charCounter.count(messages) * share));
-          const { afterSummary, summarized } = runRounds(messages, { contextBudget, keepRecent, ageObservations, ageMinChars: 50, ageReclaimMin: 200 }, charCounter);
+          const { afterSummary, summarized } = runRounds(
+            messages,
+            { contextBudget, keepRecent, ageObservations, ageMinChars: 50, ageReclaimMin: 200 },
+            charCounter,
+          );
           summaries += summarized;
           expect(afterSummary).toEqual([]);
         },

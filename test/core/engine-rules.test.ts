@@ -6,13 +6,33 @@ import { Compactor, InvalidInputError, REFERENCE_EXACT, type ChatMessage } from 
 import { SUMMARY_INSTRUCTION } from '../../src/core/compaction/transcript.js';
 import { elisionStub } from '../../src/core/compaction/elision.js';
 import { findCut } from '../../src/core/compaction/regions.js';
-import { assistant, charCounter, httpError, scriptedSummarizer, system, tool, toolRounds, user } from '../support/messages.js';
+import {
+  assistant,
+  charCounter,
+  httpError,
+  scriptedSummarizer,
+  system,
+  tool,
+  toolRounds,
+  user,
+} from '../support/messages.js';
 
 const fast = { retryBackoff: 1 } as const;
 const big = (char: string, length: number): string => char.repeat(length);
 
-function compactor(summarizer = scriptedSummarizer('short summary'), options: Partial<ConstructorParameters<typeof Compactor>[0]> = {}) {
-  return new Compactor({ summarizer, counter: charCounter, contextBudget: 1000, keepRecent: 2, ...REFERENCE_EXACT, ...fast, ...options });
+function compactor(
+  summarizer = scriptedSummarizer('short summary'),
+  options: Partial<ConstructorParameters<typeof Compactor>[0]> = {},
+) {
+  return new Compactor({
+    summarizer,
+    counter: charCounter,
+    contextBudget: 1000,
+    keepRecent: 2,
+    ...REFERENCE_EXACT,
+    ...fast,
+    ...options,
+  });
 }
 
 describe('regions: the cut (docs/design.md#cut)', () => {
@@ -26,7 +46,11 @@ describe('regions: the cut (docs/design.md#cut)', () => {
   it('moves backwards while the window starts with a tool result (reference: the cut, and why it moves)', () => {
     const messages = [
       user('task'),
-      assistant(null, [['c1', 'fs_read', '{}'], ['c2', 'fs_read', '{"a":1}'], ['c3', 'grep', '{}']]),
+      assistant(null, [
+        ['c1', 'fs_read', '{}'],
+        ['c2', 'fs_read', '{"a":1}'],
+        ['c3', 'grep', '{}'],
+      ]),
       tool('c1', 'r1'),
       tool('c2', 'r2'),
       tool('c3', 'r3'),
@@ -39,7 +63,10 @@ describe('regions: the cut (docs/design.md#cut)', () => {
   it('never lets a turn straddle the cut when something sits between its results', () => {
     const messages = [
       user('task'),
-      assistant(null, [['c1', 'fs_read', '{}'], ['c2', 'fs_read', '{"a":1}']]),
+      assistant(null, [
+        ['c1', 'fs_read', '{}'],
+        ['c2', 'fs_read', '{"a":1}'],
+      ]),
       tool('c1', 'r1'),
       user('injected', { depth: 0 }),
       tool('c2', 'r2'),
@@ -55,15 +82,23 @@ describe('needsCompaction (docs/design.md#needs-compaction)', () => {
 
   it('is true only when the count is over triggerRatio × contextBudget', () => {
     expect(compactor(undefined, { contextBudget: tokens, triggerRatio: 0.8 }).needsCompaction(messages)).toBe(true);
-    expect(compactor(undefined, { contextBudget: Math.ceil(tokens / 0.8), triggerRatio: 0.8 }).needsCompaction(messages)).toBe(false);
-    expect(compactor(undefined, { contextBudget: Math.floor(tokens / 0.8) - 1, triggerRatio: 0.8 }).needsCompaction(messages)).toBe(true);
+    expect(
+      compactor(undefined, { contextBudget: Math.ceil(tokens / 0.8), triggerRatio: 0.8 }).needsCompaction(messages),
+    ).toBe(false);
+    expect(
+      compactor(undefined, { contextBudget: Math.floor(tokens / 0.8) - 1, triggerRatio: 0.8 }).needsCompaction(
+        messages,
+      ),
+    ).toBe(true);
   });
 
   it('with ageObservations, is true below the trigger once the eligible pool reaches ageReclaimMin', () => {
     const options = { contextBudget: 1_000_000, ageObservations: true, ageMinChars: 50, keepRecent: 2 };
     expect(compactor(undefined, { ...options, ageReclaimMin: 500 }).needsCompaction(messages)).toBe(true);
     expect(compactor(undefined, { ...options, ageReclaimMin: 5000 }).needsCompaction(messages)).toBe(false);
-    expect(compactor(undefined, { ...options, ageReclaimMin: 500, ageObservations: false }).needsCompaction(messages)).toBe(false);
+    expect(
+      compactor(undefined, { ...options, ageReclaimMin: 500, ageObservations: false }).needsCompaction(messages),
+    ).toBe(false);
   });
 });
 
@@ -73,7 +108,14 @@ describe('no-op (docs/design.md#no-op)', () => {
     const messages = [system('rules'), user('hi'), assistant('hello')];
     const result = await compactor(summarizer, { keepRecent: 8 }).compact(messages);
     expect(summarizer.requests).toHaveLength(0);
-    expect(result).toMatchObject({ dropped: 0, cutIndex: -1, fallback: false, summary: null, elisions: [], exhausted: false });
+    expect(result).toMatchObject({
+      dropped: 0,
+      cutIndex: -1,
+      fallback: false,
+      summary: null,
+      elisions: [],
+      exhausted: false,
+    });
     expect(result.messages).toEqual(messages);
     result.messages.forEach((message, index) => expect(message).toBe(messages[index]));
   });
@@ -92,14 +134,22 @@ describe('no-op (docs/design.md#no-op)', () => {
 
   it('judges exhaustion against target when one is given', async () => {
     const messages = [system('rules'), user(big('x', 600))];
-    const result = await compactor(undefined, { contextBudget: 1000, keepRecent: 8 }).compact(messages, { target: 500 });
+    const result = await compactor(undefined, { contextBudget: 1000, keepRecent: 8 }).compact(messages, {
+      target: 500,
+    });
     expect(result.exhausted).toBe(true);
   });
 });
 
 describe('elision eligibility (docs/design.md#elision)', () => {
   // Middle: [asst c0, tool c0, asst c1, tool c1, ...]; the recent window is the last two messages.
-  const options = { contextBudget: 1_000_000, ageObservations: true, ageMinChars: 100, ageReclaimMin: 300, keepRecent: 2 };
+  const options = {
+    contextBudget: 1_000_000,
+    ageObservations: true,
+    ageMinChars: 100,
+    ageReclaimMin: 300,
+    keepRecent: 2,
+  };
 
   it('elides a fat result in the middle with enough content after it; the stub is a pure function of (length, tool name)', async () => {
     const messages = toolRounds(6, 200);
@@ -111,7 +161,9 @@ describe('elision eligibility (docs/design.md#elision)', () => {
       expect(stub).toBe(elisionStub(200, 'fs_read'));
       expect(result.messages[index]).toEqual({ ...messages[index], content: stub });
     }
-    expect(elisionStub(41062, 'fs_read')).toBe('[elided by the harness: 41062-char fs_read result; re-run the call if you need it again]');
+    expect(elisionStub(41062, 'fs_read')).toBe(
+      '[elided by the harness: 41062-char fs_read result; re-run the call if you need it again]',
+    );
   });
 
   it('skips results not longer than ageMinChars', async () => {
@@ -149,7 +201,11 @@ describe('elision eligibility (docs/design.md#elision)', () => {
     ];
 
     it('elides older copies of a repeated identity whatever their size or grace; protects the newest', async () => {
-      const result = await compactor(scriptedSummarizer('never'), { ...options, ageMinChars: 100, ageReclaimMin: 300 }).compact(readTwice());
+      const result = await compactor(scriptedSummarizer('never'), {
+        ...options,
+        ageMinChars: 100,
+        ageReclaimMin: 300,
+      }).compact(readTwice());
       // a1 and a2 are the same call (canonical JSON); 'old copy' is tiny but an older duplicate; a2 is the newest: protected
       // even though it is over ageMinChars with 1000+ chars after it.
       expect(result.elisions).toEqual([{ index: 3, stub: elisionStub(8, 'fs_read') }]);
@@ -165,7 +221,13 @@ describe('elision eligibility (docs/design.md#elision)', () => {
 
   it('with ageObservations off, behaviour is byte-identical to a compactor without elision', async () => {
     const messages = toolRounds(12, 500);
-    const plain = new Compactor({ summarizer: scriptedSummarizer('sum'), counter: charCounter, contextBudget: 2000, keepRecent: 2, ...REFERENCE_EXACT });
+    const plain = new Compactor({
+      summarizer: scriptedSummarizer('sum'),
+      counter: charCounter,
+      contextBudget: 2000,
+      keepRecent: 2,
+      ...REFERENCE_EXACT,
+    });
     const off = new Compactor({
       ...REFERENCE_EXACT,
       summarizer: scriptedSummarizer('sum'),
@@ -185,7 +247,12 @@ describe('elision-only epoch (docs/design.md#epochs)', () => {
   it('below the trigger with a full pool: elides the whole pool; never summarizes, drops or calls a backend', async () => {
     const summarizer = scriptedSummarizer('never');
     const messages = toolRounds(10, 500);
-    const c = compactor(summarizer, { contextBudget: 100_000, ageObservations: true, ageMinChars: 100, ageReclaimMin: 1000 });
+    const c = compactor(summarizer, {
+      contextBudget: 100_000,
+      ageObservations: true,
+      ageMinChars: 100,
+      ageReclaimMin: 1000,
+    });
     expect(c.needsCompaction(messages)).toBe(true);
     const result = await c.compact(messages);
     expect(summarizer.requests).toHaveLength(0);
@@ -217,17 +284,24 @@ describe('over the trigger (docs/design.md#over-trigger)', () => {
 
   it('stops after eliding when the result is under the caller target', async () => {
     const summarizer = scriptedSummarizer('never');
-    const result = await compactor(summarizer, { contextBudget: 100_000, ageObservations: true, ageMinChars: 100, ageReclaimMin: 600 }).compact(
-      messages,
-      { target: tokens - 1000 },
-    );
+    const result = await compactor(summarizer, {
+      contextBudget: 100_000,
+      ageObservations: true,
+      ageMinChars: 100,
+      ageReclaimMin: 600,
+    }).compact(messages, { target: tokens - 1000 });
     expect(summarizer.requests).toHaveLength(0);
     expect(result.tokensAfter).toBeLessThanOrEqual(tokens - 1000);
   });
 
   it('summarizes the stubbed middle when eliding was not enough', async () => {
     const summarizer = scriptedSummarizer('short summary');
-    const result = await compactor(summarizer, { contextBudget: 1000, ageObservations: true, ageMinChars: 100, ageReclaimMin: 600 }).compact(messages);
+    const result = await compactor(summarizer, {
+      contextBudget: 1000,
+      ageObservations: true,
+      ageMinChars: 100,
+      ageReclaimMin: 600,
+    }).compact(messages);
     expect(summarizer.requests).toHaveLength(1);
     const transcript = String(summarizer.requests[0]?.messages[1]?.content);
     expect(transcript).toContain(elisionStub(500, 'fs_read'));
@@ -252,7 +326,9 @@ describe('the summarizer request (docs/design.md#summarizer-request)', () => {
     const [request] = summarizer.requests;
     expect(request?.messages).toHaveLength(2);
     expect(request?.messages[0]).toEqual({ role: 'system', content: SUMMARY_INSTRUCTION });
-    const positions = ['Goals', 'Decisions', 'Files and commands', 'Unresolved'].map((heading) => SUMMARY_INSTRUCTION.indexOf(`## ${heading}`));
+    const positions = ['Goals', 'Decisions', 'Files and commands', 'Unresolved'].map((heading) =>
+      SUMMARY_INSTRUCTION.indexOf(`## ${heading}`),
+    );
     expect(positions.every((position) => position >= 0)).toBe(true);
     expect([...positions].sort((left, right) => left - right)).toEqual(positions);
     expect(SUMMARY_INSTRUCTION).toMatch(/no preamble/i);
@@ -346,7 +422,10 @@ describe('the proof (docs/design.md#proof)', () => {
     // The first attempt fits the conversation but not the target; the second would fit the target only
     // because the counter is told so — it is longer than the first, so it is refused.
     const summarizer = scriptedSummarizer(big('a', 40), big('b', 60));
-    const result = await compactor(summarizer).compact(messages, { target: 10, counter: { count: (list) => (list.some((m) => String(m.content).includes('bbb')) ? 1 : charCounter.count(list)) } });
+    const result = await compactor(summarizer).compact(messages, {
+      target: 10,
+      counter: { count: (list) => (list.some((m) => String(m.content).includes('bbb')) ? 1 : charCounter.count(list)) },
+    });
     expect(summarizer.requests).toHaveLength(2);
     expect(result.fallback).toBe(true);
   });
@@ -413,7 +492,10 @@ describe('hard trim (docs/design.md#hard-trim)', () => {
     const messages = [
       system('rules'),
       user('task'),
-      assistant(null, [['p1', 'fs_read', '{}'], ['p2', 'grep', '{}']]),
+      assistant(null, [
+        ['p1', 'fs_read', '{}'],
+        ['p2', 'grep', '{}'],
+      ]),
       tool('p1', big('1', 100)),
       tool('p2', big('2', 100)),
       assistant('middle note'),
@@ -423,7 +505,9 @@ describe('hard trim (docs/design.md#hard-trim)', () => {
       assistant('recent answer'),
     ];
     const tokens = charCounter.count(messages);
-    const result = await compactor(scriptedSummarizer(httpError(401)), { contextBudget: 2 * (tokens - 219) }).compact(messages);
+    const result = await compactor(scriptedSummarizer(httpError(401)), { contextBudget: 2 * (tokens - 219) }).compact(
+      messages,
+    );
     // the first two units (the user message, the two-result turn) must go: 4 + 15 + 200 = 219 chars; one is not enough
     expect(result.messages).toEqual([messages[0], messages[5], messages[6], messages[7], messages[8], messages[9]]);
     expect(result).toMatchObject({ fallback: true, dropped: 4, cutIndex: 4, exhausted: false });
@@ -432,7 +516,9 @@ describe('hard trim (docs/design.md#hard-trim)', () => {
 
   it('is bounded by the cut: never touches the recent window, and reports exhausted when that is not enough', async () => {
     const messages = [system('rules'), user('old'), assistant('old answer'), user(big('x', 3000)), assistant('recent')];
-    const result = await compactor(scriptedSummarizer(httpError(500)), { contextBudget: 1000, maxAttempts: 1 }).compact(messages);
+    const result = await compactor(scriptedSummarizer(httpError(500)), { contextBudget: 1000, maxAttempts: 1 }).compact(
+      messages,
+    );
     expect(result.messages).toEqual([messages[0], messages[3], messages[4]]);
     expect(result).toMatchObject({ fallback: true, exhausted: true, dropped: 2 });
   });
@@ -476,7 +562,9 @@ describe('cancellation (docs/design.md#cancellation)', () => {
       setTimeout(() => controller.abort(), 5);
       throw httpError(503);
     });
-    const result = await compactor(summarizer, { retryBackoff: '1h', maxAttempts: 3 }).compact(messages, { signal: controller.signal });
+    const result = await compactor(summarizer, { retryBackoff: '1h', maxAttempts: 3 }).compact(messages, {
+      signal: controller.signal,
+    });
     expect(summarizer.requests).toHaveLength(1);
     expect(result.fallback).toBe(true);
   });
@@ -493,10 +581,14 @@ describe('overrides (docs/design.md#overrides)', () => {
   const messages = toolRounds(8, 100);
 
   it('target: the trim aims at it and exhaustion is judged against it', async () => {
-    const result = await compactor(scriptedSummarizer(httpError(400)), { contextBudget: 100_000 }).compact(messages, { target: 400 });
+    const result = await compactor(scriptedSummarizer(httpError(400)), { contextBudget: 100_000 }).compact(messages, {
+      target: 400,
+    });
     expect(result.tokensAfter).toBeLessThanOrEqual(400);
     expect(result.exhausted).toBe(false);
-    const tight = await compactor(scriptedSummarizer(httpError(400)), { contextBudget: 100_000 }).compact(messages, { target: 10 });
+    const tight = await compactor(scriptedSummarizer(httpError(400)), { contextBudget: 100_000 }).compact(messages, {
+      target: 10,
+    });
     expect(tight.exhausted).toBe(true);
   });
 
@@ -513,7 +605,10 @@ describe('overrides (docs/design.md#overrides)', () => {
   });
 
   it('without overrides every number is the compactor’s own', async () => {
-    const result = await compactor(scriptedSummarizer(httpError(400)), { contextBudget: 1000, targetRatio: 0.5 }).compact(messages);
+    const result = await compactor(scriptedSummarizer(httpError(400)), {
+      contextBudget: 1000,
+      targetRatio: 0.5,
+    }).compact(messages);
     expect(result.tokensAfter).toBeLessThanOrEqual(500);
     expect(result.tokensBefore).toBe(charCounter.count(messages));
   });
@@ -545,7 +640,9 @@ describe('input validation', () => {
       user('recent'),
       assistant(null, [['pending', 'fs_read', '{"p":1}']]),
     ];
-    const result = await compactor(scriptedSummarizer(httpError(401)), { contextBudget: 100, keepRecent: 2 }).compact(messages);
+    const result = await compactor(scriptedSummarizer(httpError(401)), { contextBudget: 100, keepRecent: 2 }).compact(
+      messages,
+    );
     expect(result.messages.slice(-2)).toEqual(messages.slice(-2));
     expect(result.messages.filter((message) => message.role === 'tool')).toHaveLength(0);
   });
@@ -555,7 +652,17 @@ describe('the result object', () => {
   it('has exactly the fields docs/design.md#result pins', async () => {
     const result = await compactor().compact(toolRounds(4, 10));
     expect(Object.keys(result).sort()).toEqual(
-      ['messages', 'dropped', 'tokensBefore', 'tokensAfter', 'fallback', 'exhausted', 'elisions', 'summary', 'cutIndex'].sort(),
+      [
+        'messages',
+        'dropped',
+        'tokensBefore',
+        'tokensAfter',
+        'fallback',
+        'exhausted',
+        'elisions',
+        'summary',
+        'cutIndex',
+      ].sort(),
     );
   });
 });

@@ -3,8 +3,27 @@
 import { isDeepStrictEqual } from 'node:util';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { Compactor, REFERENCE_EXACT, createCharCounter, defaultCounter, type ChatMessage, type CompactionOptions, type CompactionResult, type ElisionEndsPass, type ElisionEpochs, type SummarizeRequest, type TokenCounter } from '../../src/index.js';
-import { compactionSteps, hardTrim, needsCompactionCore, runCompactionSteps, type SummarizeOutcome, type SummarizeStep } from '../../src/core/compaction/engine.js';
+import {
+  Compactor,
+  REFERENCE_EXACT,
+  createCharCounter,
+  defaultCounter,
+  type ChatMessage,
+  type CompactionOptions,
+  type CompactionResult,
+  type ElisionEndsPass,
+  type ElisionEpochs,
+  type SummarizeRequest,
+  type TokenCounter,
+} from '../../src/index.js';
+import {
+  compactionSteps,
+  hardTrim,
+  needsCompactionCore,
+  runCompactionSteps,
+  type SummarizeOutcome,
+  type SummarizeStep,
+} from '../../src/core/compaction/engine.js';
 import { findRegions } from '../../src/core/compaction/regions.js';
 import { aimFor, resolveOptions, type ResolvedOptions } from '../../src/core/compaction/options.js';
 import { summaryContent } from '../../src/core/compaction/transcript.js';
@@ -53,7 +72,8 @@ const counters = {
         let words = 4;
         if (typeof message.content === 'string') words += wordsIn(message.content);
         else for (const part of message.content ?? []) words += typeof part.text === 'string' ? wordsIn(part.text) : 0;
-        for (const call of message.tool_calls ?? []) words += wordsIn(call.function.name) + wordsIn(call.function.arguments);
+        for (const call of message.tool_calls ?? [])
+          words += wordsIn(call.function.name) + wordsIn(call.function.arguments);
         return sum + words;
       }, 0),
   },
@@ -74,7 +94,9 @@ function shallowSnapshot(messages: readonly ChatMessage[]): unknown[] {
     Object.entries(message).map(([key, value]) => [
       key,
       value,
-      Array.isArray(value) ? value.map((item: unknown) => (typeof item === 'object' && item !== null ? { ...item } : item)) : undefined,
+      Array.isArray(value)
+        ? value.map((item: unknown) => (typeof item === 'object' && item !== null ? { ...item } : item))
+        : undefined,
     ]),
   ]);
 }
@@ -118,7 +140,13 @@ const behaviourArb = (withCancel: boolean): fc.Arbitrary<StepBehaviour> =>
   fc.oneof(
     { weight: 3, arbitrary: fc.constantFrom<StepBehaviour>('ok', 'tooLong') },
     { weight: 1, arbitrary: fc.constant<StepBehaviour>('dense') },
-    { weight: withCancel ? 4 : 3, arbitrary: fc.constantFrom<StepBehaviour>(...SUMMARIZER_BEHAVIOURS, ...(withCancel ? (['cancelled'] as const) : [])) },
+    {
+      weight: withCancel ? 4 : 3,
+      arbitrary: fc.constantFrom<StepBehaviour>(
+        ...SUMMARIZER_BEHAVIOURS,
+        ...(withCancel ? (['cancelled'] as const) : []),
+      ),
+    },
   );
 
 const setupArb = (withCancel = true): fc.Arbitrary<SetupSpec> =>
@@ -191,13 +219,16 @@ function runSync(messages: readonly ChatMessage[], setup: Setup): SyncRun {
   const steps: SummarizeStep[] = [];
   const texts: string[] = [];
   const overrides = { target: setup.target, counter: setup.callCounter };
-  const result = runCompactionSteps(compactionSteps(messages, setup.options, overrides, setup.driverCounter), (step) => {
-    steps.push(step);
-    const behaviour = setup.behaviourFor(step);
-    const outcome = behaviour === 'cancelled' ? ({ kind: 'cancelled' } as const) : fakeOutcome(step, behaviour);
-    if (outcome.kind === 'summary') texts.push(outcome.text);
-    return outcome;
-  });
+  const result = runCompactionSteps(
+    compactionSteps(messages, setup.options, overrides, setup.driverCounter),
+    (step) => {
+      steps.push(step);
+      const behaviour = setup.behaviourFor(step);
+      const outcome = behaviour === 'cancelled' ? ({ kind: 'cancelled' } as const) : fakeOutcome(step, behaviour);
+      if (outcome.kind === 'summary') texts.push(outcome.text);
+      return outcome;
+    },
+  );
   return { result, steps, texts };
 }
 
@@ -247,12 +278,19 @@ describe('compaction invariants (sync step driver)', () => {
         expect(isDeepStrictEqual(again.steps, run.steps), 'the same requests twice').toBe(true);
         // needsCompaction is true whenever the input is over the trigger (or the target) — with
         // deferShallowCompactions (docs/design.md#no-thrash), whenever it is over contextBudget (or the target).
-        const over = run.result.tokensBefore > (setup.target ?? setup.options.triggerRatio * setup.options.contextBudget);
+        const over =
+          run.result.tokensBefore > (setup.target ?? setup.options.triggerRatio * setup.options.contextBudget);
         const overLimit = run.result.tokensBefore > (setup.target ?? setup.options.contextBudget);
-        const needs = needsCompactionCore(messages, setup.options, { target: setup.target, counter: setup.callCounter }, setup.driverCounter);
+        const needs = needsCompactionCore(
+          messages,
+          setup.options,
+          { target: setup.target, counter: setup.callCounter },
+          setup.driverCounter,
+        );
         if (over && (!setup.options.deferShallowCompactions || overLimit)) expect(needs).toBe(true);
         // Below the trigger it is an elision epoch, which elisionEpochs 'never' never starts (docs/design.md#elision-that-pays).
-        if (!over && (!setup.options.ageObservations || setup.options.elisionEpochs === 'never')) expect(needs).toBe(false);
+        if (!over && (!setup.options.ageObservations || setup.options.elisionEpochs === 'never'))
+          expect(needs).toBe(false);
 
         const branch = branchOf(run);
         branches.set(branch, (branches.get(branch) ?? 0) + 1);
@@ -262,7 +300,14 @@ describe('compaction invariants (sync step driver)', () => {
       { numRuns: 1500 },
     );
     // The generator must reach every branch, or the properties above prove little.
-    for (const branch of ['no-op', 'elision-only', 'summary', 'summary after retry', 'trim', 'trim dropping nothing'] as const) {
+    for (const branch of [
+      'no-op',
+      'elision-only',
+      'summary',
+      'summary after retry',
+      'trim',
+      'trim dropping nothing',
+    ] as const) {
       expect(branches.get(branch) ?? 0, `runs that ended in "${branch}"`).toBeGreaterThan(10);
     }
     expect(elided).toBeGreaterThan(150);
@@ -406,39 +451,48 @@ describe('compaction invariants (async Compactor)', () => {
     });
     return { compactor, summarizer };
   }
-  const asAsync = (behaviour: StepBehaviour): SummarizerBehaviour => (behaviour === 'cancelled' ? 'failing' : behaviour);
+  const asAsync = (behaviour: StepBehaviour): SummarizerBehaviour =>
+    behaviour === 'cancelled' ? 'failing' : behaviour;
 
   it('produce the same result as the sync driver, and the invariants hold', async () => {
     await fc.assert(
-      fc.asyncProperty(conversationArb({ maxBlocks: 20 }), setupArb(false), fc.integer({ min: 1, max: 3 }), async (messages, spec, maxAttempts) => {
-        const setup = materialise(messages, spec);
-        const { compactor, summarizer } = compactorFor(setup, spec, maxAttempts);
-        const result = await compactor.compact(messages, { target: setup.target, counter: setup.callCounter });
-        assertCompactionInvariants({
-          input: messages,
-          options: setup.options,
-          target: setup.target,
-          counter: setup.counter,
-          requests: summarizer.requests,
-          texts: summarizer.texts,
-          result,
-          uniqueContent: true,
-        });
-        const sync = runSync(messages, setup);
-        expect(result).toEqual(sync.result);
-        // Retries: a failing or empty answer is asked maxAttempts times, a rejection once.
-        const expectedRequests = sync.steps.reduce((sum, step) => {
-          const behaviour = setup.behaviourFor(step);
-          return sum + (behaviour === 'failing' || behaviour === 'empty' ? maxAttempts : 1);
-        }, 0);
-        expect(summarizer.requests.length).toBe(expectedRequests);
-        expect(summarizer.requests.map((request: SummarizeRequest) => request.messages)).toEqual(
-          sync.steps.flatMap((step) => {
+      fc.asyncProperty(
+        conversationArb({ maxBlocks: 20 }),
+        setupArb(false),
+        fc.integer({ min: 1, max: 3 }),
+        async (messages, spec, maxAttempts) => {
+          const setup = materialise(messages, spec);
+          const { compactor, summarizer } = compactorFor(setup, spec, maxAttempts);
+          const result = await compactor.compact(messages, { target: setup.target, counter: setup.callCounter });
+          assertCompactionInvariants({
+            input: messages,
+            options: setup.options,
+            target: setup.target,
+            counter: setup.counter,
+            requests: summarizer.requests,
+            texts: summarizer.texts,
+            result,
+            uniqueContent: true,
+          });
+          const sync = runSync(messages, setup);
+          expect(result).toEqual(sync.result);
+          // Retries: a failing or empty answer is asked maxAttempts times, a rejection once.
+          const expectedRequests = sync.steps.reduce((sum, step) => {
             const behaviour = setup.behaviourFor(step);
-            return Array.from({ length: behaviour === 'failing' || behaviour === 'empty' ? maxAttempts : 1 }, () => step.request.messages);
-          }),
-        );
-      }),
+            return sum + (behaviour === 'failing' || behaviour === 'empty' ? maxAttempts : 1);
+          }, 0);
+          expect(summarizer.requests.length).toBe(expectedRequests);
+          expect(summarizer.requests.map((request: SummarizeRequest) => request.messages)).toEqual(
+            sync.steps.flatMap((step) => {
+              const behaviour = setup.behaviourFor(step);
+              return Array.from(
+                { length: behaviour === 'failing' || behaviour === 'empty' ? maxAttempts : 1 },
+                () => step.request.messages,
+              );
+            }),
+          );
+        },
+      ),
       { numRuns: 300 },
     );
   }, 60_000);
@@ -450,7 +504,11 @@ describe('compaction invariants (async Compactor)', () => {
         const { compactor, summarizer } = compactorFor(setup, spec, 3);
         const controller = new AbortController();
         controller.abort();
-        const result = await compactor.compact(messages, { target: setup.target, counter: setup.callCounter, signal: controller.signal });
+        const result = await compactor.compact(messages, {
+          target: setup.target,
+          counter: setup.callCounter,
+          signal: controller.signal,
+        });
         expect(summarizer.requests).toHaveLength(0);
         const sync = runSync(messages, { ...setup, behaviourFor: () => 'cancelled' });
         expect(result).toEqual(sync.result);

@@ -12,12 +12,21 @@ const tools: ToolDeclaration[] = [
     function: {
       name: 'read_file',
       description: 'Read a file of the workspace.',
-      parameters: { type: 'object', properties: { path: { type: 'string', description: 'Relative path' } }, required: ['path'] },
+      parameters: {
+        type: 'object',
+        properties: { path: { type: 'string', description: 'Relative path' } },
+        required: ['path'],
+      },
     },
   },
   {
     type: 'function',
-    function: { name: 'run', description: 'Run a shell command.', parameters: { type: 'object', properties: { command: { type: 'string' } } }, strict: true },
+    function: {
+      name: 'run',
+      description: 'Run a shell command.',
+      parameters: { type: 'object', properties: { command: { type: 'string' } } },
+      strict: true,
+    },
   },
 ];
 
@@ -67,12 +76,16 @@ describe('withRequestFraming', () => {
 
   it('rejects bad options', () => {
     expect(() => withRequestFraming(defaultCounter, { perRequest: -1 })).toThrow(/options\.perRequest/);
-    expect(() => withRequestFraming(defaultCounter, { tools: [{ type: 'function' } as unknown as ToolDeclaration] })).toThrow(
-      /options\.tools\[0\]/,
-    );
     expect(() =>
-      withRequestFraming(defaultCounter, { tools: [tools[0]!, { type: 'function', function: { name: 42 } } as unknown as ToolDeclaration] }),
+      withRequestFraming(defaultCounter, { tools: [{ type: 'function' } as unknown as ToolDeclaration] }),
+    ).toThrow(/options\.tools\[0\]/);
+    expect(() =>
+      withRequestFraming(defaultCounter, {
+        tools: [tools[0]!, { type: 'function', function: { name: 42 } } as unknown as ToolDeclaration],
+      }),
     ).toThrow(/options\.tools\[1\]\.function\.name/);
-    expect(() => withRequestFraming(defaultCounter, { tools: 'read_file' as unknown as ToolDeclaration[] })).toThrow(InvalidInputError);
+    expect(() => withRequestFraming(defaultCounter, { tools: 'read_file' as unknown as ToolDeclaration[] })).toThrow(
+      InvalidInputError,
+    );
   });
 });

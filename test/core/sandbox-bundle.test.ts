@@ -18,7 +18,10 @@ describe('the counters in the Temporal workflow bundle', () => {
   beforeAll(async () => {
     // The bundler rejects (throws on) disallowed modules — Node built-ins — and logs webpack's
     // output (warnings included) through this logger.
-    const bundle = await bundleWorkflowCode({ workflowsPath, logger: new DefaultLogger('TRACE', (entry) => logs.push(entry)) });
+    const bundle = await bundleWorkflowCode({
+      workflowsPath,
+      logger: new DefaultLogger('TRACE', (entry) => logs.push(entry)),
+    });
     code = bundle.code;
   }, 120_000);
 
@@ -37,7 +40,14 @@ describe('the counters in the Temporal workflow bundle', () => {
   });
 
   it('contains the counters, the digest and the rank tables', () => {
-    for (const name of ['createBpeCounter', 'countTextTokens', 'UsageCounter', 'digestMessages', 'withRequestFraming', 'bpeCountWorkflow']) {
+    for (const name of [
+      'createBpeCounter',
+      'countTextTokens',
+      'UsageCounter',
+      'digestMessages',
+      'withRequestFraming',
+      'bpeCountWorkflow',
+    ]) {
       expect(code).toContain(name);
     }
     expect(code).toMatch(/src\/core\/counting\/bpe-counter\.ts/);
@@ -57,7 +67,12 @@ describe('the counters in the Temporal workflow bundle', () => {
     vm.runInContext('globalThis.__webpack_module_cache__ = {};', context);
     vm.runInContext(code, context, { filename: 'workflow-bundle.js' });
     const workflows: unknown = vm.runInContext('__TEMPORAL__.importWorkflows()', context);
-    if (typeof workflows !== 'object' || workflows === null || !('bpeCountWorkflow' in workflows) || typeof workflows.bpeCountWorkflow !== 'function') {
+    if (
+      typeof workflows !== 'object' ||
+      workflows === null ||
+      !('bpeCountWorkflow' in workflows) ||
+      typeof workflows.bpeCountWorkflow !== 'function'
+    ) {
       throw new Error('the bundle does not export bpeCountWorkflow');
     }
     const sandboxed: unknown = await workflows.bpeCountWorkflow();

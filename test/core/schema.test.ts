@@ -16,13 +16,36 @@ function errorOf(run: () => unknown): InvalidInputError {
 describe('validateMessages', () => {
   it.each([
     [[{ role: 'bogus', content: 'x' }], 'messages[0].role', 'must be one of system, developer, user, assistant, tool'],
-    [[{ role: 'user', content: 'ok' }, { role: 'tool', content: 'x' }], 'messages[1].tool_call_id', 'required for role "tool"'],
+    [
+      [
+        { role: 'user', content: 'ok' },
+        { role: 'tool', content: 'x' },
+      ],
+      'messages[1].tool_call_id',
+      'required for role "tool"',
+    ],
     [[{ role: 'user', content: 5 }], 'messages[0].content', 'must be a string, null or an array of content parts'],
     [[{ role: 'user', content: null }], 'messages[0].content', 'must not be null for role "user"'],
-    [[{ role: 'assistant', content: null }], 'messages[0].content', 'must not be null for an assistant message without tool_calls'],
-    [[{ role: 'user', content: [{ type: 'text' }] }], 'messages[0].content[0].text', 'must be a string for a "text" part'],
-    [[{ role: 'user', content: 'x', tool_call_id: 'c' }], 'messages[0].tool_call_id', 'only allowed for role "tool", not "user"'],
-    [[{ role: 'user', content: 'x', sticky: 'yes' }], 'messages[0].sticky', 'Invalid input: expected boolean, received string'],
+    [
+      [{ role: 'assistant', content: null }],
+      'messages[0].content',
+      'must not be null for an assistant message without tool_calls',
+    ],
+    [
+      [{ role: 'user', content: [{ type: 'text' }] }],
+      'messages[0].content[0].text',
+      'must be a string for a "text" part',
+    ],
+    [
+      [{ role: 'user', content: 'x', tool_call_id: 'c' }],
+      'messages[0].tool_call_id',
+      'only allowed for role "tool", not "user"',
+    ],
+    [
+      [{ role: 'user', content: 'x', sticky: 'yes' }],
+      'messages[0].sticky',
+      'Invalid input: expected boolean, received string',
+    ],
     [[{ role: 'user', content: 'x', depth: -1 }], 'messages[0].depth', 'Too small: expected number to be >=0'],
     [
       [{ role: 'assistant', content: null, tool_calls: [{ id: 'c', type: 'function', function: { name: 'f' } }] }],
@@ -39,11 +62,17 @@ describe('validateMessages', () => {
   });
 
   it('rejects a non-array', () => {
-    expect(errorOf(() => validateMessages({ role: 'user' })).message).toBe('messages: must be an array of chat messages');
+    expect(errorOf(() => validateMessages({ role: 'user' })).message).toBe(
+      'messages: must be an array of chat messages',
+    );
   });
 
   it('accepts a reused tool-call id (well-formed, unusual): a result answers the latest turn that asked', () => {
-    const call = (name: string) => ({ role: 'assistant', content: null, tool_calls: [{ id: 'c', type: 'function', function: { name, arguments: '{}' } }] });
+    const call = (name: string) => ({
+      role: 'assistant',
+      content: null,
+      tool_calls: [{ id: 'c', type: 'function', function: { name, arguments: '{}' } }],
+    });
     expect(validateMessages([call('f'), { role: 'tool', tool_call_id: 'c', content: 'r' }, call('g')])).toHaveLength(3);
   });
 
@@ -56,7 +85,9 @@ describe('validateMessages', () => {
     ];
     const error = errorOf(() => validateMessages(messages));
     expect(error.field).toBe('messages[1].tool_calls[2].id');
-    expect(error.reason).toBe('"c1" is also the id of tool_calls[0]: the ids of one assistant turn must differ (a result could not say which call it answers)');
+    expect(error.reason).toBe(
+      '"c1" is also the id of tool_calls[0]: the ids of one assistant turn must differ (a result could not say which call it answers)',
+    );
     expect(error.index).toBe(1);
   });
 
@@ -111,7 +142,9 @@ describe('options', () => {
     expect(parseDuration('2s', 'd')).toBe(2000);
     expect(parseDuration('500ms', 'd')).toBe(500);
     expect(parseDuration('1.5m', 'd')).toBe(90_000);
-    expect(() => parseDuration('soon', 'options.retryBackoff')).toThrow('options.retryBackoff: must be milliseconds or a duration like');
+    expect(() => parseDuration('soon', 'options.retryBackoff')).toThrow(
+      'options.retryBackoff: must be milliseconds or a duration like',
+    );
     expect(() => parseDuration(-1, 'd')).toThrow(InvalidInputError);
   });
 

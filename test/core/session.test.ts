@@ -1,7 +1,23 @@
 import { describe, expect, it } from 'vitest';
 import { Compactor, REFERENCE_EXACT, type ChatMessage, type SessionLine } from '../../src/index.js';
-import { parseSessionJsonl, recordCompaction, replaySession, summaryId, toJsonl, type SessionEntry } from '../../src/core/agent/session.js';
-import { assistant, charCounter, httpError, scriptedSummarizer, system, tool, toolRounds, user } from '../support/messages.js';
+import {
+  parseSessionJsonl,
+  recordCompaction,
+  replaySession,
+  summaryId,
+  toJsonl,
+  type SessionEntry,
+} from '../../src/core/agent/session.js';
+import {
+  assistant,
+  charCounter,
+  httpError,
+  scriptedSummarizer,
+  system,
+  tool,
+  toolRounds,
+  user,
+} from '../support/messages.js';
 
 function start(messages: ChatMessage[]): { entries: SessionEntry[]; lines: SessionLine[] } {
   const entries = messages.map((message, index) => ({ id: `m${index}`, message }));
@@ -12,12 +28,24 @@ describe('session transcript', () => {
   it('replays a summarizing compaction byte for byte, with the summary where the middle stood', async () => {
     const messages = [...toolRounds(6, 300), user('pinned', { sticky: true }), user('recent'), assistant('answer')];
     const { entries, lines } = start(messages);
-    const result = await new Compactor({ summarizer: scriptedSummarizer('sum'), counter: charCounter, contextBudget: 1000, keepRecent: 2 }).compact(messages);
+    const result = await new Compactor({
+      summarizer: scriptedSummarizer('sum'),
+      counter: charCounter,
+      contextBudget: 1000,
+      keepRecent: 2,
+    }).compact(messages);
     const recorded = recordCompaction(entries, result);
     const transcript = [...lines, ...recorded.lines];
     expect(JSON.stringify(replaySession(transcript))).toBe(JSON.stringify(result.messages));
-    expect(recorded.lines.at(-1)).toMatchObject({ type: 'compaction', replacesThroughId: `m${result.cutIndex}`, summary: result.summary, fallback: false });
-    expect(recorded.entries.find((entry) => entry.message.content === result.summary)?.id).toBe(summaryId(`m${result.cutIndex}`));
+    expect(recorded.lines.at(-1)).toMatchObject({
+      type: 'compaction',
+      replacesThroughId: `m${result.cutIndex}`,
+      summary: result.summary,
+      fallback: false,
+    });
+    expect(recorded.entries.find((entry) => entry.message.content === result.summary)?.id).toBe(
+      summaryId(`m${result.cutIndex}`),
+    );
   });
 
   it('replays elisions and a hard trim, through JSONL text', async () => {
@@ -43,11 +71,18 @@ describe('session transcript', () => {
   });
 
   it('a second compaction can replace through the first summary (summaries of summaries replay too)', async () => {
-    const compactor = new Compactor({ summarizer: scriptedSummarizer('first', 'second'), counter: charCounter, contextBudget: 600, keepRecent: 2 });
+    const compactor = new Compactor({
+      summarizer: scriptedSummarizer('first', 'second'),
+      counter: charCounter,
+      contextBudget: 600,
+      keepRecent: 2,
+    });
     const first = start(toolRounds(5, 100));
     const one = await compactor.compact(first.entries.map((entry) => entry.message));
     const afterOne = recordCompaction(first.entries, one);
-    const more = toolRounds(3, 100).slice(2).map((message, index) => ({ id: `n${index}`, message }));
+    const more = toolRounds(3, 100)
+      .slice(2)
+      .map((message, index) => ({ id: `n${index}`, message }));
     const entries = [...afterOne.entries, ...more];
     const two = await compactor.compact(entries.map((entry) => entry.message));
     const afterTwo = recordCompaction(entries, two);
@@ -83,7 +118,9 @@ describe('session transcript', () => {
       { type: 'elision', id: 'zzz', stub: 's' },
     ];
     expect(() => replaySession(lines)).toThrow('lines[1].id: no message with id "zzz"');
-    expect(() => parseSessionJsonl('{"type":"message","id":"a","message":{"role":"user","content":"x"}}\nnot json')).toThrow('lines[1]: is not valid JSON');
+    expect(() =>
+      parseSessionJsonl('{"type":"message","id":"a","message":{"role":"user","content":"x"}}\nnot json'),
+    ).toThrow('lines[1]: is not valid JSON');
     expect(() => parseSessionJsonl('{"type":"other"}')).toThrow('lines[0].type');
   });
 
@@ -98,13 +135,22 @@ describe('session transcript', () => {
       assistant('now'),
     ];
     const { entries, lines } = start(messages);
-    const options = { summarizer: scriptedSummarizer(httpError(400)), counter: charCounter, contextBudget: 10, keepRecent: 2 };
+    const options = {
+      summarizer: scriptedSummarizer(httpError(400)),
+      counter: charCounter,
+      contextBudget: 10,
+      keepRecent: 2,
+    };
     const reference = await new Compactor({ ...options, ...REFERENCE_EXACT }).compact(messages);
     expect(reference.messages).toEqual([messages[0], messages[2], messages[3], messages[5], messages[6]]);
-    expect(JSON.stringify(replaySession([...lines, ...recordCompaction(entries, reference).lines]))).toBe(JSON.stringify(reference.messages));
+    expect(JSON.stringify(replaySession([...lines, ...recordCompaction(entries, reference).lines]))).toBe(
+      JSON.stringify(reference.messages),
+    );
     // With the defaults the recent window gives way to the last complete turn (docs/design.md#window-gives-way); the pinned turn stays whole.
     const defaults = await new Compactor(options).compact(messages);
     expect(defaults.messages).toEqual([messages[0], messages[2], messages[3], messages[6]]);
-    expect(JSON.stringify(replaySession([...lines, ...recordCompaction(entries, defaults).lines]))).toBe(JSON.stringify(defaults.messages));
+    expect(JSON.stringify(replaySession([...lines, ...recordCompaction(entries, defaults).lines]))).toBe(
+      JSON.stringify(defaults.messages),
+    );
   });
 });

@@ -16,7 +16,13 @@ function conversation(length: number, seed = 'm'): ChatMessage[] {
       messages.push({
         role: 'assistant',
         content: null,
-        tool_calls: [{ id: `call_${i}`, type: 'function', function: { name: 'read_file', arguments: `{"path":"src/${seed}${i}.ts"}` } }],
+        tool_calls: [
+          {
+            id: `call_${i}`,
+            type: 'function',
+            function: { name: 'read_file', arguments: `{"path":"src/${seed}${i}.ts"}` },
+          },
+        ],
       });
     } else messages.push({ role: 'tool', tool_call_id: `call_${i - 1}`, content: `file ${i} ${'x'.repeat(40 + i)}` });
   }
@@ -53,7 +59,12 @@ describe('UsageCounter', () => {
     expect(counter.count(grown)).toBe(7_777 + 3 * 10);
     // the same with a real complete-request estimator: BPE + tool declarations
     const estimator = withRequestFraming(createBpeCounter(), {
-      tools: [{ type: 'function', function: { name: 'read_file', parameters: { type: 'object', properties: { path: { type: 'string' } } } } }],
+      tools: [
+        {
+          type: 'function',
+          function: { name: 'read_file', parameters: { type: 'object', properties: { path: { type: 'string' } } } },
+        },
+      ],
     });
     const bpeCounter = new UsageCounter({ estimator });
     bpeCounter.calibrate(sent, 7_777);
@@ -74,17 +85,26 @@ describe('UsageCounter', () => {
     const grown = [...sent, { role: 'user', content: 'next' } satisfies ChatMessage];
     const changes: Record<string, ChatMessage[]> = {
       'content of message 0': [{ ...sent[0]!, content: 'You are a careless assistant.' }, ...grown.slice(1)],
-      'an elision stub': grown.map((message, index) => (index === 3 ? { ...message, content: '[elided: 83 chars of read_file output]' } : message)),
+      'an elision stub': grown.map((message, index) =>
+        index === 3 ? { ...message, content: '[elided: 83 chars of read_file output]' } : message,
+      ),
       'a removed message': [...grown.slice(0, 5), ...grown.slice(6)],
       'an inserted message': [...grown.slice(0, 5), { role: 'user', content: 'inserted' }, ...grown.slice(5)],
       'a compaction': [sent[0]!, { role: 'user', content: 'Summary: the user asked questions.' }, ...grown.slice(-4)],
       'a shorter conversation': sent.slice(0, -1),
       'a changed tool-call argument': grown.map((message, index) =>
         index === 2 && message.tool_calls
-          ? { ...message, tool_calls: [{ ...message.tool_calls[0]!, function: { name: 'read_file', arguments: '{"path":"other.ts"}' } }] }
+          ? {
+              ...message,
+              tool_calls: [
+                { ...message.tool_calls[0]!, function: { name: 'read_file', arguments: '{"path":"other.ts"}' } },
+              ],
+            }
           : message,
       ),
-      'an added provider field': grown.map((message, index) => (index === 4 ? { ...message, reasoning_content: 'hmm' } : message)),
+      'an added provider field': grown.map((message, index) =>
+        index === 4 ? { ...message, reasoning_content: 'hmm' } : message,
+      ),
       'a reordered message': [sent[0]!, sent[2]!, sent[1]!, ...grown.slice(3)],
     };
     for (const [name, messages] of Object.entries(changes)) {
@@ -153,7 +173,10 @@ describe('UsageCounter', () => {
     expect(counter.toJSON()).toEqual({ version: 1, calibration: null });
     counter.calibrate(sent, 12_345);
     const state: UsageCounterState = JSON.parse(JSON.stringify(counter));
-    expect(state).toEqual({ version: 1, calibration: { messageCount: 30, digest: digestMessages(sent), billedPromptTokens: 12_345 } });
+    expect(state).toEqual({
+      version: 1,
+      calibration: { messageCount: 30, digest: digestMessages(sent), billedPromptTokens: 12_345 },
+    });
     const restored = UsageCounter.fromJSON(state, estimator);
     const probes = [
       sent,
@@ -185,29 +208,51 @@ describe('UsageCounter', () => {
   });
 
   it('agrees with the digest definition on random conversations and random edits', () => {
-    const jsonLeaf = fc.oneof(fc.string({ maxLength: 8 }), fc.integer(), fc.constant(-0), fc.double({ noNaN: true }), fc.boolean(), fc.constant(null));
-    const extra = fc.dictionary(fc.constantFrom('reasoning_content', 'refusal', 'x', '__proto__', '1', 'meta'), fc.oneof(jsonLeaf, fc.array(jsonLeaf, { maxLength: 3 })), {
-      maxKeys: 2,
-    });
+    const jsonLeaf = fc.oneof(
+      fc.string({ maxLength: 8 }),
+      fc.integer(),
+      fc.constant(-0),
+      fc.double({ noNaN: true }),
+      fc.boolean(),
+      fc.constant(null),
+    );
+    const extra = fc.dictionary(
+      fc.constantFrom('reasoning_content', 'refusal', 'x', '__proto__', '1', 'meta'),
+      fc.oneof(jsonLeaf, fc.array(jsonLeaf, { maxLength: 3 })),
+      {
+        maxKeys: 2,
+      },
+    );
     const message: fc.Arbitrary<ChatMessage> = fc
       .record({
         role: fc.constantFrom('system', 'user', 'assistant', 'tool'),
         content: fc.oneof(
           fc.string({ maxLength: 20 }),
           fc.constant(null),
-          fc.array(fc.oneof(fc.record({ type: fc.constant('text'), text: fc.string({ maxLength: 10 }) }), fc.record({ type: fc.constant('image_url'), image_url: fc.record({ url: fc.string({ maxLength: 10 }) }) })), { maxLength: 2 }),
+          fc.array(
+            fc.oneof(
+              fc.record({ type: fc.constant('text'), text: fc.string({ maxLength: 10 }) }),
+              fc.record({
+                type: fc.constant('image_url'),
+                image_url: fc.record({ url: fc.string({ maxLength: 10 }) }),
+              }),
+            ),
+            { maxLength: 2 },
+          ),
         ),
         extra,
       })
       .map(({ role, content, extra }) => ({ role, content, ...extra }));
     type Edit = (messages: ChatMessage[], index: number) => ChatMessage[];
-    const replaceAt = (messages: ChatMessage[], index: number, replacement: ChatMessage) => messages.map((m, i) => (i === index ? replacement : m));
+    const replaceAt = (messages: ChatMessage[], index: number, replacement: ChatMessage) =>
+      messages.map((m, i) => (i === index ? replacement : m));
     const edits: Record<string, Edit> = {
       none: (messages) => messages,
       clone: (messages, index) => replaceAt(messages, index, structuredClone(messages[index]!)),
       undefinedKey: (messages, index) => replaceAt(messages, index, { ...messages[index]!, ghost: undefined }),
       sticky: (messages, index) => replaceAt(messages, index, { ...messages[index]!, sticky: true, depth: 3 }),
-      content: (messages, index) => replaceAt(messages, index, { ...messages[index]!, content: `${JSON.stringify(messages[index]!.content)}!` }),
+      content: (messages, index) =>
+        replaceAt(messages, index, { ...messages[index]!, content: `${JSON.stringify(messages[index]!.content)}!` }),
       reorder: (messages, index) => {
         const { role, ...rest } = messages[index]!;
         return replaceAt(messages, index, { ...rest, role });
@@ -235,7 +280,8 @@ describe('UsageCounter', () => {
           counter.calibrate(sent, 42_000);
           if (restore) counter = UsageCounter.fromJSON(JSON.parse(JSON.stringify(counter)), framedEstimator);
           const edited = edits[editName]!(sent, at % sent.length);
-          const matches = edited.length >= sent.length && digestMessagePrefix(edited, sent.length) === digestAtCalibration;
+          const matches =
+            edited.length >= sent.length && digestMessagePrefix(edited, sent.length) === digestAtCalibration;
           const expected = matches ? 42_000 + 10 * (edited.length - sent.length) : framedEstimator.count(edited);
           expect(counter.count(edited)).toBe(expected);
           // twice: the second count may use the copy taken by the first
@@ -248,7 +294,10 @@ describe('UsageCounter', () => {
   });
 
   it('rejects a bad state, naming the field', () => {
-    const good: UsageCounterState = { version: 1, calibration: { messageCount: 2, digest: 'a'.repeat(64), billedPromptTokens: 10 } };
+    const good: UsageCounterState = {
+      version: 1,
+      calibration: { messageCount: 2, digest: 'a'.repeat(64), billedPromptTokens: 10 },
+    };
     expect(() => UsageCounter.fromJSON(good)).not.toThrow();
     const cases: [unknown, RegExp][] = [
       [null, /^state: /],
@@ -259,10 +308,19 @@ describe('UsageCounter', () => {
       [{ version: 1, calibration: null, extra: true }, /^state\.extra: unknown field/],
       [{ version: 1, calibration: { ...good.calibration, messageCount: -1 } }, /^state\.calibration\.messageCount: /],
       [{ version: 1, calibration: { ...good.calibration, messageCount: 1.5 } }, /^state\.calibration\.messageCount: /],
-      [{ version: 1, calibration: { ...good.calibration, digest: 'A'.repeat(64) } }, /^state\.calibration\.digest: must be 64 lowercase hex digits/],
+      [
+        { version: 1, calibration: { ...good.calibration, digest: 'A'.repeat(64) } },
+        /^state\.calibration\.digest: must be 64 lowercase hex digits/,
+      ],
       [{ version: 1, calibration: { ...good.calibration, digest: 'abc' } }, /^state\.calibration\.digest: /],
-      [{ version: 1, calibration: { messageCount: 2, digest: 'a'.repeat(64) } }, /^state\.calibration\.billedPromptTokens: /],
-      [{ version: 1, calibration: { ...good.calibration, billedPromptTokens: '10' } }, /^state\.calibration\.billedPromptTokens: /],
+      [
+        { version: 1, calibration: { messageCount: 2, digest: 'a'.repeat(64) } },
+        /^state\.calibration\.billedPromptTokens: /,
+      ],
+      [
+        { version: 1, calibration: { ...good.calibration, billedPromptTokens: '10' } },
+        /^state\.calibration\.billedPromptTokens: /,
+      ],
     ];
     for (const [state, message] of cases) {
       let error: unknown;

@@ -23,16 +23,24 @@ const missing = join(dir, 'google-chrome');
 describe('findChromium', () => {
   it('CHROMIUM_PATH alone when it is set: the defaults are not searched', () => {
     expect(findChromium({ CHROMIUM_PATH: browser }, [missing])).toEqual({ executablePath: browser, tried: [browser] });
-    expect(findChromium({ CHROMIUM_PATH: '/nonexistent' }, [browser])).toEqual({ executablePath: undefined, tried: ['/nonexistent'] });
+    expect(findChromium({ CHROMIUM_PATH: '/nonexistent' }, [browser])).toEqual({
+      executablePath: undefined,
+      tried: ['/nonexistent'],
+    });
   });
 
   it('else the first executable file of the usual places, in order', () => {
-    expect(findChromium({}, [missing, notExecutable, dir, browser])).toEqual({ executablePath: browser, tried: [missing, notExecutable, dir, browser] });
+    expect(findChromium({}, [missing, notExecutable, dir, browser])).toEqual({
+      executablePath: browser,
+      tried: [missing, notExecutable, dir, browser],
+    });
     expect(findChromium({ CHROMIUM_PATH: '' }, [missing, notExecutable]).executablePath).toBeUndefined();
   });
 
   it('the usual places include /usr/bin/chromium and Chrome', () => {
-    expect(findChromium({}).tried).toEqual(expect.arrayContaining(['/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome']));
+    expect(findChromium({}).tried).toEqual(
+      expect.arrayContaining(['/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome']),
+    );
   });
 });
 
@@ -53,7 +61,9 @@ describe('chromiumForTests', () => {
       expect(chromiumForTests('the UI test', { CHROMIUM_PATH: '/nonexistent' })).toBeUndefined();
       expect(warn).toHaveBeenCalledTimes(1);
       const line = String(warn.mock.calls[0]?.[0]);
-      expect(line).toBe('skipping the UI test: no Chromium at /nonexistent: install it (apt-get install chromium, or npx playwright-core install chromium) or point CHROMIUM_PATH at it');
+      expect(line).toBe(
+        'skipping the UI test: no Chromium at /nonexistent: install it (apt-get install chromium, or npx playwright-core install chromium) or point CHROMIUM_PATH at it',
+      );
       expect(line).not.toContain('\n');
     } finally {
       warn.mockRestore();
@@ -61,6 +71,8 @@ describe('chromiumForTests', () => {
   });
 
   it('absent with REQUIRE_CHROMIUM=1: a failure', () => {
-    expect(() => chromiumForTests('the UI test', { CHROMIUM_PATH: '/nonexistent', REQUIRE_CHROMIUM: '1' })).toThrow(/^REQUIRE_CHROMIUM=1 but no Chromium at \/nonexistent: install it/);
+    expect(() => chromiumForTests('the UI test', { CHROMIUM_PATH: '/nonexistent', REQUIRE_CHROMIUM: '1' })).toThrow(
+      /^REQUIRE_CHROMIUM=1 but no Chromium at \/nonexistent: install it/,
+    );
   });
 });

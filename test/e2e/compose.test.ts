@@ -33,7 +33,10 @@ const serviceSchema = z.looseObject({
   command: z.union([z.string(), z.array(z.string())]).optional(),
   container_name: z.string().optional(),
 });
-const composeSchema = z.looseObject({ services: z.record(z.string(), serviceSchema), volumes: z.record(z.string(), z.unknown()).optional() });
+const composeSchema = z.looseObject({
+  services: z.record(z.string(), serviceSchema),
+  volumes: z.record(z.string(), z.unknown()).optional(),
+});
 
 // Compose reads YAML 1.1 merge keys (`<<: *postgres-env`); `yaml` needs to be told.
 const compose = composeSchema.parse(parse(read('docker-compose.yml'), { merge: true }));
@@ -46,7 +49,9 @@ function service(name: string): z.infer<typeof serviceSchema> {
 }
 
 function environmentOf(name: string): Record<string, string> {
-  return Object.fromEntries(Object.entries(service(name).environment ?? {}).map(([key, value]) => [key, value === null ? '' : String(value)]));
+  return Object.fromEntries(
+    Object.entries(service(name).environment ?? {}).map(([key, value]) => [key, value === null ? '' : String(value)]),
+  );
 }
 
 function commandText(name: string): string {
@@ -56,21 +61,33 @@ function commandText(name: string): string {
 
 /** Compose's `${VAR:-default}` / `${VAR-default}` / `${VAR}` substitution against `shell`. */
 function interpolate(value: string, shell: Readonly<Record<string, string>>): string {
-  return value.replace(/\$\{(\w+)(?:(:?-)([^}]*))?\}/g, (_match, name: string, operator: string | undefined, fallback: string | undefined) => {
-    const set = shell[name];
-    if (operator === ':-') return set === undefined || set === '' ? (fallback ?? '') : set;
-    if (operator === '-') return set ?? fallback ?? '';
-    return set ?? '';
-  });
+  return value.replace(
+    /\$\{(\w+)(?:(:?-)([^}]*))?\}/g,
+    (_match, name: string, operator: string | undefined, fallback: string | undefined) => {
+      const set = shell[name];
+      if (operator === ':-') return set === undefined || set === '' ? (fallback ?? '') : set;
+      if (operator === '-') return set ?? fallback ?? '';
+      return set ?? '';
+    },
+  );
 }
 
 function workerEnv(shell: Readonly<Record<string, string>> = {}): Record<string, string> {
-  return Object.fromEntries(Object.entries(environmentOf('worker')).map(([key, value]) => [key, interpolate(value, shell)]));
+  return Object.fromEntries(
+    Object.entries(environmentOf('worker')).map(([key, value]) => [key, interpolate(value, shell)]),
+  );
 }
 
 describe('docker-compose.yml', () => {
   it('has the Temporal server on PostgreSQL, the schema and setup jobs, the UI and our worker', () => {
-    expect(Object.keys(services).sort()).toEqual(['postgresql', 'temporal', 'temporal-schema', 'temporal-setup', 'temporal-ui', 'worker']);
+    expect(Object.keys(services).sort()).toEqual([
+      'postgresql',
+      'temporal',
+      'temporal-schema',
+      'temporal-setup',
+      'temporal-ui',
+      'worker',
+    ]);
     expect(service('postgresql').image).toMatch(/^postgres:\d+/);
     expect(service('temporal').image).toMatch(/^temporalio\/server:/);
     expect(service('temporal-schema').image).toMatch(/^temporalio\/admin-tools:/);
@@ -91,7 +108,9 @@ describe('docker-compose.yml', () => {
 
   it('starts things in order: database, schema, server, setup, worker', () => {
     expect(service('temporal-schema').depends_on).toEqual({ postgresql: { condition: 'service_healthy' } });
-    expect(service('temporal').depends_on).toEqual({ 'temporal-schema': { condition: 'service_completed_successfully' } });
+    expect(service('temporal').depends_on).toEqual({
+      'temporal-schema': { condition: 'service_completed_successfully' },
+    });
     expect(Object.keys(service('temporal-setup').depends_on ?? {})).toEqual(['temporal']);
     expect(service('worker').depends_on).toEqual({ 'temporal-setup': { condition: 'service_completed_successfully' } });
   });
@@ -111,9 +130,15 @@ describe('docker-compose.yml', () => {
   it('wires the server, the jobs and the UI to the same database and frontend', () => {
     const server = environmentOf('temporal');
     expect(server).toMatchObject({ DB: 'postgres12', POSTGRES_SEEDS: 'postgresql', DB_PORT: '5432' });
-    expect(environmentOf('temporal-schema')).toMatchObject({ SQL_PLUGIN: 'postgres12', SQL_HOST: 'postgresql', SQL_PORT: '5432' });
+    expect(environmentOf('temporal-schema')).toMatchObject({
+      SQL_PLUGIN: 'postgres12',
+      SQL_HOST: 'postgresql',
+      SQL_PORT: '5432',
+    });
     expect(commandText('temporal-schema')).toMatch(/temporal-sql-tool .*create/);
-    expect(commandText('temporal-schema')).toMatch(/update-schema -d "\/etc\/temporal\/schema\/postgresql\/v12\/\$\$dir\/versioned"/);
+    expect(commandText('temporal-schema')).toMatch(
+      /update-schema -d "\/etc\/temporal\/schema\/postgresql\/v12\/\$\$dir\/versioned"/,
+    );
     expect(environmentOf('temporal-setup').TEMPORAL_ADDRESS).toBe('temporal:7233');
     expect(environmentOf('temporal-ui').TEMPORAL_ADDRESS).toBe('temporal:7233');
   });
@@ -121,7 +146,9 @@ describe('docker-compose.yml', () => {
   it('mounts the dynamic config file the server is told to read', () => {
     const server = service('temporal');
     const path = environmentOf('temporal').DYNAMIC_CONFIG_FILE_PATH ?? '';
-    const mount = (server.volumes ?? []).find((volume) => volume.split(':')[1] === '/etc/temporal/config/dynamicconfig');
+    const mount = (server.volumes ?? []).find(
+      (volume) => volume.split(':')[1] === '/etc/temporal/config/dynamicconfig',
+    );
     expect(path).toMatch(/^config\/dynamicconfig\/[\w.-]+\.yaml$/);
     expect(mount).toBeDefined();
     const hostDir = (mount ?? '').split(':')[0] ?? '';
@@ -135,9 +162,16 @@ describe('docker-compose.yml', () => {
     const namespace = environmentOf('temporal-setup').TEMPORAL_NAMESPACE;
     expect(namespace).toBe(environmentOf('worker').TEMPORAL_NAMESPACE);
     expect(setup).toContain('temporal operator namespace create --namespace "$$TEMPORAL_NAMESPACE"');
-    expect(setup).toContain('temporal operator search-attribute create --namespace "$$TEMPORAL_NAMESPACE" --name "$$name" --type "$$type"');
+    expect(setup).toContain(
+      'temporal operator search-attribute create --namespace "$$TEMPORAL_NAMESPACE" --name "$$name" --type "$$type"',
+    );
     const attributes = /for attribute in ([^;]+);/.exec(setup)?.[1]?.trim().split(/\s+/);
-    expect(attributes).toEqual(['CompactionCount:Int', 'ContextTokens:Int', 'CompactionFallbacks:Int', 'ContextExhausted:Bool']);
+    expect(attributes).toEqual([
+      'CompactionCount:Int',
+      'ContextTokens:Int',
+      'CompactionFallbacks:Int',
+      'ContextExhausted:Bool',
+    ]);
   });
 
   describe('agrees with scripts/cluster, the self-hosted path started and tested here (npm run test:cluster)', () => {
@@ -155,12 +189,21 @@ describe('docker-compose.yml', () => {
       const schema = commandText('temporal-schema');
       expect(schema).toMatch(/for db in temporal temporal_visibility;/);
       // scripts/cluster/index.ts runs: create, setup-schema -v 0.0, update-schema -d <dir>/versioned
-      const steps = [...schema.matchAll(/temporal-sql-tool --db "\$\$db" ([\w-]+(?: -v 0\.0| -d "[^"]+")?)/g)].map((match) => match[1]);
-      expect(steps).toEqual(['create', 'setup-schema -v 0.0', 'update-schema -d "/etc/temporal/schema/postgresql/v12/$$dir/versioned"']);
+      const steps = [...schema.matchAll(/temporal-sql-tool --db "\$\$db" ([\w-]+(?: -v 0\.0| -d "[^"]+")?)/g)].map(
+        (match) => match[1],
+      );
+      expect(steps).toEqual([
+        'create',
+        'setup-schema -v 0.0',
+        'update-schema -d "/etc/temporal/schema/postgresql/v12/$$dir/versioned"',
+      ]);
     });
 
     it('reads the same dynamic config file', () => {
-      const mount = (service('temporal').volumes ?? []).find((volume) => volume.split(':')[1] === '/etc/temporal/config/dynamicconfig') ?? '';
+      const mount =
+        (service('temporal').volumes ?? []).find(
+          (volume) => volume.split(':')[1] === '/etc/temporal/config/dynamicconfig',
+        ) ?? '';
       const file = `${mount.split(':')[0]?.replace(/^\.\//, '')}/${environmentOf('temporal').DYNAMIC_CONFIG_FILE_PATH?.split('/').at(-1)}`;
       expect(new URL(file, root).pathname).toBe(new URL(DYNAMIC_CONFIG_FILE.slice(PROJECT_ROOT.length), root).pathname);
     });
@@ -169,8 +212,18 @@ describe('docker-compose.yml', () => {
       const setup = commandText('temporal-setup');
       expect(setup).toContain(`--retention ${NAMESPACE_RETENTION_HOURS}h`);
       const attributes = /for attribute in ([^;]+);/.exec(setup)?.[1]?.trim().split(/\s+/) ?? [];
-      const cliType = { INT: 'Int', BOOL: 'Bool', KEYWORD: 'Keyword', TEXT: 'Text', DOUBLE: 'Double', DATETIME: 'Datetime', KEYWORD_LIST: 'KeywordList' } as const;
-      expect(attributes).toEqual(Object.entries(COMPACTOR_SEARCH_ATTRIBUTES).map(([name, type]) => `${name}:${cliType[type]}`));
+      const cliType = {
+        INT: 'Int',
+        BOOL: 'Bool',
+        KEYWORD: 'Keyword',
+        TEXT: 'Text',
+        DOUBLE: 'Double',
+        DATETIME: 'Datetime',
+        KEYWORD_LIST: 'KeywordList',
+      } as const;
+      expect(attributes).toEqual(
+        Object.entries(COMPACTOR_SEARCH_ATTRIBUTES).map(([name, type]) => `${name}:${cliType[type]}`),
+      );
     });
   });
 
@@ -218,7 +271,11 @@ describe('docker-compose.yml', () => {
 
     it('passes the shell environment through, so an OpenAI-compatible server takes over', () => {
       const config = loadConfig({
-        env: workerEnv({ OPENAI_BASE_URL: 'http://host.docker.internal:11434/v1', COMPACTOR_SUMMARIZER_MODEL: 'qwen2.5:7b', COMPACTOR_SUMMARIZER_TASK_QUEUE: 'llm' }),
+        env: workerEnv({
+          OPENAI_BASE_URL: 'http://host.docker.internal:11434/v1',
+          COMPACTOR_SUMMARIZER_MODEL: 'qwen2.5:7b',
+          COMPACTOR_SUMMARIZER_TASK_QUEUE: 'llm',
+        }),
       });
       expect(config.openaiBaseUrl).toBe('http://host.docker.internal:11434/v1');
       expect(config.summarizerModel).toBe('qwen2.5:7b');
@@ -245,7 +302,9 @@ describe('Dockerfile', () => {
     expect(instructions).toContain('COPY package.json package-lock.json ./');
     expect(instructions.some((line) => /^RUN npm ci\b/.test(line))).toBe(true);
     expect(instructions.some((line) => /^RUN npm run build\b/.test(line))).toBe(true);
-    const scripts = z.object({ scripts: z.record(z.string(), z.string()) }).parse(JSON.parse(read('package.json'))).scripts;
+    const scripts = z
+      .object({ scripts: z.record(z.string(), z.string()) })
+      .parse(JSON.parse(read('package.json'))).scripts;
     // the build compiles src/ to dist/ and writes the prebuilt workflow bundle the worker starts from
     expect(scripts.build).toMatch(/^tsc -p tsconfig\.build\.json( && npm run build:bundle)?$/);
   });
@@ -269,6 +328,7 @@ describe('Dockerfile', () => {
       .map((line) => line.trim())
       .filter((line) => line !== '' && !line.startsWith('#'));
     for (const entry of ['.git', 'node_modules', 'dist', '.env', '.temporal']) expect(ignored).toContain(entry);
-    for (const needed of ['src', 'package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json']) expect(ignored).not.toContain(needed);
+    for (const needed of ['src', 'package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json'])
+      expect(ignored).not.toContain(needed);
   });
 });

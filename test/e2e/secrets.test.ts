@@ -9,10 +9,28 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { agentRun, compactConversation, compactionsQuery, conversationQuery, sessionQuery, type AgentRunWorkflowInput, type ChatMessage } from '../../src/index.js';
-import { startFakeOpenAI, type FakeOpenAI, type RecordedRequest, type ScriptedResponse } from '../support/fake-openai.js';
+import {
+  agentRun,
+  compactConversation,
+  compactionsQuery,
+  conversationQuery,
+  sessionQuery,
+  type AgentRunWorkflowInput,
+  type ChatMessage,
+} from '../../src/index.js';
+import {
+  startFakeOpenAI,
+  type FakeOpenAI,
+  type RecordedRequest,
+  type ScriptedResponse,
+} from '../support/fake-openai.js';
 import { testConnection, uniqueId, type TestConnection } from '../support/temporal.js';
-import { killWorkerProcesses, spawnWorkerProcess, writeProductionBundle, type WorkerProcess } from '../support/worker-process.js';
+import {
+  killWorkerProcesses,
+  spawnWorkerProcess,
+  writeProductionBundle,
+  type WorkerProcess,
+} from '../support/worker-process.js';
 
 const OPENAI_CANARY = 'sk-canary-openai-7f3a91c2e4b8d05f6a17';
 const TEMPORAL_CANARY = 'tmprl-canary-api-key-41d9e0c7b2a6f835';
@@ -40,13 +58,32 @@ function completion(message: Record<string, unknown>): ScriptedResponse {
   return {
     kind: 'status',
     status: 200,
-    body: { id: 'c', object: 'chat.completion', created: 0, model: 'fake', choices: [{ index: 0, finish_reason: 'stop', message: { role: 'assistant', ...message } }], usage: { prompt_tokens: 900, completion_tokens: 10, total_tokens: 910 } },
+    body: {
+      id: 'c',
+      object: 'chat.completion',
+      created: 0,
+      model: 'fake',
+      choices: [{ index: 0, finish_reason: 'stop', message: { role: 'assistant', ...message } }],
+      usage: { prompt_tokens: 900, completion_tokens: 10, total_tokens: 910 },
+    },
   };
 }
 
 /** An OpenAI-style error whose message carries the key the request was sent with. */
 function echoing(status: number, headers: Record<string, string> = {}): ScriptedResponse {
-  return (request) => ({ kind: 'status', status, headers, body: { error: { message: `Incorrect API key provided: ${bearer(request)}.`, type: 'invalid_request_error', param: null, code: 'invalid_api_key' } } });
+  return (request) => ({
+    kind: 'status',
+    status,
+    headers,
+    body: {
+      error: {
+        message: `Incorrect API key provided: ${bearer(request)}.`,
+        type: 'invalid_request_error',
+        param: null,
+        code: 'invalid_api_key',
+      },
+    },
+  });
 }
 
 /** A conversation long enough to be compacted in a 2,000-token window, every call answered. */
@@ -56,8 +93,22 @@ function longOpening(): ChatMessage[] {
     { role: 'user', content: 'Read the notes and summarize them.' },
   ];
   for (let turn = 1; turn <= 6; turn += 1) {
-    messages.push({ role: 'assistant', content: null, tool_calls: [{ id: `call_${turn}`, type: 'function', function: { name: 'fs_read', arguments: JSON.stringify({ path: `notes-${turn}.txt` }) } }] });
-    messages.push({ role: 'tool', tool_call_id: `call_${turn}`, content: `notes ${turn}: ${'lorem ipsum dolor sit amet '.repeat(40)}` });
+    messages.push({
+      role: 'assistant',
+      content: null,
+      tool_calls: [
+        {
+          id: `call_${turn}`,
+          type: 'function',
+          function: { name: 'fs_read', arguments: JSON.stringify({ path: `notes-${turn}.txt` }) },
+        },
+      ],
+    });
+    messages.push({
+      role: 'tool',
+      tool_call_id: `call_${turn}`,
+      content: `notes ${turn}: ${'lorem ipsum dolor sit amet '.repeat(40)}`,
+    });
   }
   messages.push({ role: 'user', content: 'Now read a.txt.' });
   return messages;
@@ -78,7 +129,9 @@ describe('a canary API key set on the worker', { timeout: 180_000 }, () => {
     server.setDefault((request) => {
       const model = Reflect.get(Object(request.body), 'model');
       const next = answers.get(String(model))?.shift();
-      return next ?? { kind: 'status', status: 500, body: { error: { message: `unscripted request for ${String(model)}` } } };
+      return (
+        next ?? { kind: 'status', status: 500, body: { error: { message: `unscripted request for ${String(model)}` } } }
+      );
     });
     root = mkdtempSync(join(tmpdir(), 'secrets-root-'));
     writeFileSync(join(root, 'a.txt'), 'alpha\n');
@@ -101,7 +154,8 @@ describe('a canary API key set on the worker', { timeout: 180_000 }, () => {
     );
     workers.push(worker);
     for (let waited = 0; !worker.output().includes('polling task queue'); waited += 100) {
-      if (waited > 60_000 || worker.child.exitCode !== null) throw new Error(`the worker did not start:\n${worker.output()}`);
+      if (waited > 60_000 || worker.child.exitCode !== null)
+        throw new Error(`the worker did not start:\n${worker.output()}`);
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
   });
@@ -119,8 +173,18 @@ describe('a canary API key set on the worker', { timeout: 180_000 }, () => {
 
     // A run that retries a chat (500), runs a tool, and compacts through a summarizer that first
     // answers 429 and then a summary — every error message carrying the key.
-    answers.set('agent-a', [echoing(500), completion({ content: null, tool_calls: [{ id: 'call_9', type: 'function', function: { name: 'fs_read', arguments: '{"path":"a.txt"}' } }] }), completion({ content: 'a.txt holds alpha.' })]);
-    answers.set('gpt-4o-mini', [echoing(429, { 'retry-after': '0' }), completion({ content: 'The notes were read; a.txt is next.' })]);
+    answers.set('agent-a', [
+      echoing(500),
+      completion({
+        content: null,
+        tool_calls: [{ id: 'call_9', type: 'function', function: { name: 'fs_read', arguments: '{"path":"a.txt"}' } }],
+      }),
+      completion({ content: 'a.txt holds alpha.' }),
+    ]);
+    answers.set('gpt-4o-mini', [
+      echoing(429, { 'retry-after': '0' }),
+      completion({ content: 'The notes were read; a.txt is next.' }),
+    ]);
     const input: AgentRunWorkflowInput = {
       messages: longOpening(),
       model: { provider: 'openai', model: 'agent-a', contextWindow: 2_000, maxOutputTokens: 200 },
@@ -128,7 +192,11 @@ describe('a canary API key set on the worker', { timeout: 180_000 }, () => {
       compaction: { keepRecent: 2, retryBackoff: 10 },
       chatActivity: fastRetries,
     };
-    const completed = await t.client.workflow.start(agentRun, { taskQueue: t.taskQueue, workflowId: uniqueId('secrets-agent'), args: [input] });
+    const completed = await t.client.workflow.start(agentRun, {
+      taskQueue: t.taskQueue,
+      workflowId: uniqueId('secrets-agent'),
+      args: [input],
+    });
     handles.push(completed);
     const result = await completed.result();
     expect(result.stopReason).toBe('completed');
@@ -149,7 +217,13 @@ describe('a canary API key set on the worker', { timeout: 180_000 }, () => {
     const failed = await t.client.workflow.start(agentRun, {
       taskQueue: t.taskQueue,
       workflowId: uniqueId('secrets-failed'),
-      args: [{ ...input, messages: [{ role: 'user', content: 'hi' }], model: { provider: 'openai', model: 'agent-c', contextWindow: 8_000, maxOutputTokens: 200 } }],
+      args: [
+        {
+          ...input,
+          messages: [{ role: 'user', content: 'hi' }],
+          model: { provider: 'openai', model: 'agent-c', contextWindow: 8_000, maxOutputTokens: 200 },
+        },
+      ],
     });
     handles.push(failed);
     const failure = await failed.result().catch((error: unknown) => error);
@@ -161,10 +235,20 @@ describe('a canary API key set on the worker', { timeout: 180_000 }, () => {
 
     const histories = await Promise.all(handles.map(async (handle) => stringsIn(await handle.fetchHistory())));
     const queries = await Promise.all(
-      [completed, failed].map(async (handle) => stringsIn([await handle.query(sessionQuery), await handle.query(compactionsQuery), await handle.query(conversationQuery)])),
+      [completed, failed].map(async (handle) =>
+        stringsIn([
+          await handle.query(sessionQuery),
+          await handle.query(compactionsQuery),
+          await handle.query(conversationQuery),
+        ]),
+      ),
     );
     const logLines = workers.flatMap((worker) => worker.output().split('\n'));
-    expect({ histories: leaksIn(histories.flat()), queries: leaksIn(queries.flat()), logLines: leaksIn(logLines) }).toEqual({ histories: [], queries: [], logLines: [] });
+    expect({
+      histories: leaksIn(histories.flat()),
+      queries: leaksIn(queries.flat()),
+      logLines: leaksIn(logLines),
+    }).toEqual({ histories: [], queries: [], logLines: [] });
     // The errors were recorded, with the key taken out.
     expect(histories.flat().some((text) => text.includes('Incorrect API key provided: [redacted]'))).toBe(true);
     // The worker logged at INFO (its default): the check read real log lines.

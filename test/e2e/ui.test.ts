@@ -34,7 +34,12 @@ describe.skipIf(uiUrl === null || CHROMIUM === undefined)('the Temporal UI of a 
     mkdirSync('test-results', { recursive: true });
     // The worker keeps polling while the browser looks: the UI reads current details through a query.
     await withWorker(t, { workflowBundle: bundle, activities: replayActivities() }, async () => {
-      const input: AgentRunWorkflowInput = { messages: openingOf(name), model: { provider: 'replay', trajectory: name, contextWindow: 14_000, maxOutputTokens: 1000 }, compaction: { keepRecent: 4 }, maxRounds: 1000 };
+      const input: AgentRunWorkflowInput = {
+        messages: openingOf(name),
+        model: { provider: 'replay', trajectory: name, contextWindow: 14_000, maxOutputTokens: 1000 },
+        compaction: { keepRecent: 4 },
+        maxRounds: 1000,
+      };
       const metadata = agentRunStaticMetadata(input);
       // Started as the demo starts its run: with a static summary and details for the UI.
       const outcome = await runAgent(t, input, workflowId, metadata);
@@ -56,24 +61,50 @@ describe.skipIf(uiUrl === null || CHROMIUM === undefined)('the Temporal UI of a 
       const frameSaying = async (text: string): Promise<Frame> => {
         const deadline = Date.now() + 30_000;
         for (;;) {
-          for (const frame of page.frames()) if ((await frame.locator('body').innerText().catch(() => '')).includes(text)) return frame;
+          for (const frame of page.frames())
+            if (
+              (
+                await frame
+                  .locator('body')
+                  .innerText()
+                  .catch(() => '')
+              ).includes(text)
+            )
+              return frame;
           if (Date.now() > deadline) throw new Error(`no frame of the page says ${JSON.stringify(text)}`);
           await page.waitForTimeout(250);
         }
       };
       await frameSaying(metadata.staticSummary);
       const details = await frameSaying('Cost so far:');
-      await expect.poll(async () => details.locator('body').innerText(), { timeout: 30_000 }).toContain(`${outcome.compactions.length} compactions`);
-      expect(await details.locator('body').innerText()).toMatch(/Cost so far: [\d,]+ prompt tokens in \d+ requests, \d+% from the cache/);
+      await expect
+        .poll(async () => details.locator('body').innerText(), { timeout: 30_000 })
+        .toContain(`${outcome.compactions.length} compactions`);
+      expect(await details.locator('body').innerText()).toMatch(
+        /Cost so far: [\d,]+ prompt tokens in \d+ requests, \d+% from the cache/,
+      );
       // One list item per recent compaction, each the line `compactionLine` writes.
       const items = details.locator('li');
-      expect(await items.allInnerTexts()).toEqual(outcome.compactions.slice(-20).map((record, index) => compactionLine(record, outcome.compactions.length - Math.min(outcome.compactions.length, 20) + index + 1)));
+      expect(await items.allInnerTexts()).toEqual(
+        outcome.compactions
+          .slice(-20)
+          .map((record, index) =>
+            compactionLine(record, outcome.compactions.length - Math.min(outcome.compactions.length, 20) + index + 1),
+          ),
+      );
       const firstSummary = summarized[0];
-      expect(await items.allInnerTexts()).toContainEqual(expect.stringMatching(new RegExp(`round ${firstSummary?.round} · [\\d,]+ → [\\d,]+ · summary of ${firstSummary?.dropped}$`)));
+      expect(await items.allInnerTexts()).toContainEqual(
+        expect.stringMatching(
+          new RegExp(`round ${firstSummary?.round} · [\\d,]+ → [\\d,]+ · summary of ${firstSummary?.dropped}$`),
+        ),
+      );
       // Readable in this panel: nothing overflows it sideways, and an item fits on one line.
       const fits = await details.locator('ul').evaluate((list) => {
-        const lineHeight = parseFloat(getComputedStyle(list).lineHeight) || 1.25 * parseFloat(getComputedStyle(list).fontSize);
-        const tallest = Math.max(...Array.from(list.querySelectorAll('li')).map((item) => item.getBoundingClientRect().height));
+        const lineHeight =
+          parseFloat(getComputedStyle(list).lineHeight) || 1.25 * parseFloat(getComputedStyle(list).fontSize);
+        const tallest = Math.max(
+          ...Array.from(list.querySelectorAll('li')).map((item) => item.getBoundingClientRect().height),
+        );
         return { overflow: list.scrollWidth - list.clientWidth, tallest, lineHeight };
       });
       expect(fits.overflow).toBeLessThanOrEqual(0);

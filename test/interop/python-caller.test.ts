@@ -22,7 +22,13 @@ import { resolvePythonSdk } from '../../scripts/python-sdk.mjs';
 import { loadConfig } from '../../src/config.js';
 import { InvalidInputError } from '../../src/core/errors.js';
 import { validateMessages } from '../../src/core/schema.js';
-import { Compactor, createActivities, createExtractiveSummarizer, type ChatMessage, type CompactConversationOptions } from '../../src/index.js';
+import {
+  Compactor,
+  createActivities,
+  createExtractiveSummarizer,
+  type ChatMessage,
+  type CompactConversationOptions,
+} from '../../src/index.js';
 import { CODEC_ENCODING, payloadConverterFromConfig } from '../../src/payloads/index.js';
 import { compactConversationInputSchema, compactionResultSchema } from '../../src/shared/json-schemas.js';
 import { claimOf, metadataOf } from '../support/history-payloads.js';
@@ -68,7 +74,8 @@ interface PythonReport {
   calls: Array<{
     name: string;
     outcome: { ok: true; result: unknown } | { ok: false; error: PythonError };
-    withoutConverter: { ok: true; result: unknown } | { ok: false; class: string; message: string; cause: string | null } | null;
+    withoutConverter:
+      { ok: true; result: unknown } | { ok: false; class: string; message: string; cause: string | null } | null;
   }>;
   seconds: number;
 }
@@ -97,7 +104,10 @@ const MODES = [
   { mode: 'off', env: (): Record<string, string> => ({}) },
   {
     mode: 'on',
-    env: (dir: string): Record<string, string> => ({ COMPACTOR_PAYLOAD_STORE: `file:${dir}`, COMPACTOR_CODEC_KEY: randomBytes(32).toString('base64') }),
+    env: (dir: string): Record<string, string> => ({
+      COMPACTOR_PAYLOAD_STORE: `file:${dir}`,
+      COMPACTOR_CODEC_KEY: randomBytes(32).toString('base64'),
+    }),
   },
 ] as const;
 
@@ -107,7 +117,13 @@ describe('a Python workflow calls compactConversation as a child workflow', () =
   let messages: ChatMessage[];
   let options: CompactConversationOptions;
   let expected: unknown;
-  const badInput = { messages: [{ role: 'system', content: 'You are a careful agent.' }, { role: 'tool', content: '42' }], options: { contextBudget: 1000 } };
+  const badInput = {
+    messages: [
+      { role: 'system', content: 'You are a careful agent.' },
+      { role: 'tool', content: '42' },
+    ],
+    options: { contextBudget: 1000 },
+  };
   let expectedFailure: { message: string; details: unknown };
   const stores: string[] = [];
 
@@ -115,14 +131,26 @@ describe('a Python workflow calls compactConversation as a child workflow', () =
     [python, bundle] = await Promise.all([resolvePythonSdk(), bundleWorkflows(WORKFLOWS)]);
     messages = findTrajectory(CONVERSATION).messages;
     const size = Math.ceil(JSON.stringify(messages).length / 4);
-    options = { contextBudget: Math.ceil(size / 2), ageObservations: true, ageMinChars: 500, ageReclaimMin: 5000, keepRecent: 6, triggerRatio: 0.5, targetRatio: 0.25, retryBackoff: '50ms' };
+    options = {
+      contextBudget: Math.ceil(size / 2),
+      ageObservations: true,
+      ageMinChars: 500,
+      ageReclaimMin: 5000,
+      keepRecent: 6,
+      triggerRatio: 0.5,
+      targetRatio: 0.25,
+      retryBackoff: '50ms',
+    };
     expected = await new Compactor({ ...options, summarizer: createExtractiveSummarizer() }).compact(messages);
     try {
       validateMessages(badInput.messages);
       throw new Error('the bad input validated');
     } catch (error) {
       if (!(error instanceof InvalidInputError)) throw error;
-      expectedFailure = { message: error.message, details: { field: error.field, reason: error.reason, index: error.index } };
+      expectedFailure = {
+        message: error.message,
+        details: { field: error.field, reason: error.reason, index: error.index },
+      };
     }
   });
 
@@ -130,68 +158,111 @@ describe('a Python workflow calls compactConversation as a child workflow', () =
     for (const dir of stores) rmSync(dir, { recursive: true, force: true });
   });
 
-  it.each(MODES)('payload store $mode: the same result as the in-process Compactor, InvalidInput as an ApplicationError', async ({ mode, env: envOf }) => {
-    const store = mkdtempSync(join(tmpdir(), 'compactor-python-'));
-    stores.push(store);
-    const env = envOf(store);
-    const payloads = payloadConverterFromConfig(loadConfig({ env }));
-    const t = await testConnection({ dataConverter: payloads.dataConverter });
-    const calls: PythonCall[] = [
-      { name: 'compact', workflowId: uniqueId(`py-parent-${mode}`), childId: uniqueId(`py-child-${mode}`), input: { messages, options } },
-      { name: 'invalid', workflowId: uniqueId(`py-parent-bad-${mode}`), childId: uniqueId(`py-child-bad-${mode}`), input: badInput },
-    ];
-    for (const call of calls) expect(compactConversationInputSchema.safeParse(call.input).success, `${call.name}: the JSON Schema's source accepts the input shape`).toBe(call.name === 'compact');
+  it.each(MODES)(
+    'payload store $mode: the same result as the in-process Compactor, InvalidInput as an ApplicationError',
+    async ({ mode, env: envOf }) => {
+      const store = mkdtempSync(join(tmpdir(), 'compactor-python-'));
+      stores.push(store);
+      const env = envOf(store);
+      const payloads = payloadConverterFromConfig(loadConfig({ env }));
+      const t = await testConnection({ dataConverter: payloads.dataConverter });
+      const calls: PythonCall[] = [
+        {
+          name: 'compact',
+          workflowId: uniqueId(`py-parent-${mode}`),
+          childId: uniqueId(`py-child-${mode}`),
+          input: { messages, options },
+        },
+        {
+          name: 'invalid',
+          workflowId: uniqueId(`py-parent-bad-${mode}`),
+          childId: uniqueId(`py-child-bad-${mode}`),
+          input: badInput,
+        },
+      ];
+      for (const call of calls)
+        expect(
+          compactConversationInputSchema.safeParse(call.input).success,
+          `${call.name}: the JSON Schema's source accepts the input shape`,
+        ).toBe(call.name === 'compact');
 
-    const report = await withWorker(t, { workflowBundle: bundle, activities: createActivities({ summarizer: createExtractiveSummarizer() }) }, () =>
-      runPythonScript<PythonReport>(python, CALLER, { address: t.address, namespace: t.namespace, compactorTaskQueue: t.taskQueue, pythonTaskQueue: uniqueId('py-tq'), calls }, env),
-    );
-    process.stderr.write(`[python-caller] store ${mode}: caller.py ran both calls in ${report.seconds} s\n`);
+      const report = await withWorker(
+        t,
+        { workflowBundle: bundle, activities: createActivities({ summarizer: createExtractiveSummarizer() }) },
+        () =>
+          runPythonScript<PythonReport>(
+            python,
+            CALLER,
+            {
+              address: t.address,
+              namespace: t.namespace,
+              compactorTaskQueue: t.taskQueue,
+              pythonTaskQueue: uniqueId('py-tq'),
+              calls,
+            },
+            env,
+          ),
+      );
+      process.stderr.write(`[python-caller] store ${mode}: caller.py ran both calls in ${report.seconds} s\n`);
 
-    const [compacted, invalid] = report.calls;
-    if (compacted?.outcome.ok !== true) throw new Error(`compact call failed in Python: ${JSON.stringify(compacted?.outcome)}`);
-    expect(canonical(compacted.outcome.result)).toBe(canonical(expected));
-    expect(compactionResultSchema.safeParse(compacted.outcome.result).success).toBe(true);
-    // The case does what it says: elisions and a summary, and fewer messages.
-    const result = compactionResultSchema.parse(compacted.outcome.result);
-    expect(result.summary).not.toBeNull();
-    expect(result.elisions.length).toBeGreaterThan(0);
-    expect(result.messages.length).toBeLessThan(messages.length);
+      const [compacted, invalid] = report.calls;
+      if (compacted?.outcome.ok !== true)
+        throw new Error(`compact call failed in Python: ${JSON.stringify(compacted?.outcome)}`);
+      expect(canonical(compacted.outcome.result)).toBe(canonical(expected));
+      expect(compactionResultSchema.safeParse(compacted.outcome.result).success).toBe(true);
+      // The case does what it says: elisions and a summary, and fewer messages.
+      const result = compactionResultSchema.parse(compacted.outcome.result);
+      expect(result.summary).not.toBeNull();
+      expect(result.elisions.length).toBeGreaterThan(0);
+      expect(result.messages.length).toBeLessThan(messages.length);
 
-    expect(invalid?.outcome).toEqual({
-      ok: false,
-      error: { class: 'ApplicationError', type: 'Compaction.InvalidInput', message: expectedFailure.message, nonRetryable: true, details: [expectedFailure.details] },
-    });
-
-    // How the payloads crossed: in history, as the server keeps them.
-    const child = await rawEvents(t, calls[0]?.childId ?? '');
-    const completed = child.find((event) => event.workflowExecutionCompletedEventAttributes)?.workflowExecutionCompletedEventAttributes?.result?.payloads?.[0];
-    const failed = await rawEvents(t, calls[1]?.childId ?? '');
-    const details = failed.find((event) => event.workflowExecutionFailedEventAttributes)?.workflowExecutionFailedEventAttributes?.failure?.applicationFailureInfo?.details?.payloads?.[0];
-    const forms = {
-      'input (written by Python)': form(startedInput(child)),
-      'result (written by TypeScript)': form(completed as Payload),
-      'small input (written by Python)': form(startedInput(failed)),
-      'failure details (written by TypeScript)': form(details as Payload),
-    };
-    if (mode === 'off') {
-      expect(forms).toEqual({
-        'input (written by Python)': 'json/plain',
-        'result (written by TypeScript)': 'json/plain',
-        'small input (written by Python)': 'json/plain',
-        'failure details (written by TypeScript)': 'json/plain',
+      expect(invalid?.outcome).toEqual({
+        ok: false,
+        error: {
+          class: 'ApplicationError',
+          type: 'Compaction.InvalidInput',
+          message: expectedFailure.message,
+          nonRetryable: true,
+          details: [expectedFailure.details],
+        },
       });
-      // Nothing of ours is needed to read it: a plain Python client gets the same result.
-      expect(canonical(compacted.withoutConverter?.ok === true ? compacted.withoutConverter.result : null)).toBe(canonical(expected));
-    } else {
-      expect(forms).toEqual({
-        'input (written by Python)': 'claim',
-        'result (written by TypeScript)': 'claim',
-        'small input (written by Python)': 'binary/compactor, encrypted',
-        'failure details (written by TypeScript)': 'binary/compactor, encrypted',
-      });
-      // Without interop/python/compactor_payloads.py, a claim is an error, never a value.
-      expect(compacted.withoutConverter).toMatchObject({ ok: false });
-      expect(JSON.stringify(compacted.withoutConverter)).toMatch(/external storage is not configured/);
-    }
-  }, 120_000);
+
+      // How the payloads crossed: in history, as the server keeps them.
+      const child = await rawEvents(t, calls[0]?.childId ?? '');
+      const completed = child.find((event) => event.workflowExecutionCompletedEventAttributes)
+        ?.workflowExecutionCompletedEventAttributes?.result?.payloads?.[0];
+      const failed = await rawEvents(t, calls[1]?.childId ?? '');
+      const details = failed.find((event) => event.workflowExecutionFailedEventAttributes)
+        ?.workflowExecutionFailedEventAttributes?.failure?.applicationFailureInfo?.details?.payloads?.[0];
+      const forms = {
+        'input (written by Python)': form(startedInput(child)),
+        'result (written by TypeScript)': form(completed as Payload),
+        'small input (written by Python)': form(startedInput(failed)),
+        'failure details (written by TypeScript)': form(details as Payload),
+      };
+      if (mode === 'off') {
+        expect(forms).toEqual({
+          'input (written by Python)': 'json/plain',
+          'result (written by TypeScript)': 'json/plain',
+          'small input (written by Python)': 'json/plain',
+          'failure details (written by TypeScript)': 'json/plain',
+        });
+        // Nothing of ours is needed to read it: a plain Python client gets the same result.
+        expect(canonical(compacted.withoutConverter?.ok === true ? compacted.withoutConverter.result : null)).toBe(
+          canonical(expected),
+        );
+      } else {
+        expect(forms).toEqual({
+          'input (written by Python)': 'claim',
+          'result (written by TypeScript)': 'claim',
+          'small input (written by Python)': 'binary/compactor, encrypted',
+          'failure details (written by TypeScript)': 'binary/compactor, encrypted',
+        });
+        // Without interop/python/compactor_payloads.py, a claim is an error, never a value.
+        expect(compacted.withoutConverter).toMatchObject({ ok: false });
+        expect(JSON.stringify(compacted.withoutConverter)).toMatch(/external storage is not configured/);
+      }
+    },
+    120_000,
+  );
 });

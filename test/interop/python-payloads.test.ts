@@ -63,7 +63,10 @@ describe('payload formats between TypeScript and interop/python/compactor_payloa
   });
 
   it('has the same default threshold on both sides, so a Python caller offloads what a TypeScript worker does', () => {
-    const module = readFileSync(fileURLToPath(new URL('../../interop/python/compactor_payloads.py', import.meta.url)), 'utf8');
+    const module = readFileSync(
+      fileURLToPath(new URL('../../interop/python/compactor_payloads.py', import.meta.url)),
+      'utf8',
+    );
     const pythonDefault = /^DEFAULT_THRESHOLD = (\d+)$/m.exec(module)?.[1];
     expect(Number(pythonDefault)).toBe(DEFAULT_PAYLOAD_THRESHOLD);
   });
@@ -73,23 +76,37 @@ describe('payload formats between TypeScript and interop/python/compactor_payloa
     dirs.push(store);
     const [current, retired, stranger] = [randomBytes(32), randomBytes(32), randomBytes(32)];
     // A 1 KiB threshold (not the default 256) so that `note`, 681 bytes of JSON, stays inline: compressed and encrypted.
-    const env = { COMPACTOR_PAYLOAD_STORE: `file:${store}`, COMPACTOR_PAYLOAD_THRESHOLD: '1024', COMPACTOR_CODEC_KEY: current.toString('base64'), COMPACTOR_CODEC_OLD_KEYS: retired.toString('base64') };
+    const env = {
+      COMPACTOR_PAYLOAD_STORE: `file:${store}`,
+      COMPACTOR_PAYLOAD_THRESHOLD: '1024',
+      COMPACTOR_CODEC_KEY: current.toString('base64'),
+      COMPACTOR_CODEC_OLD_KEYS: retired.toString('base64'),
+    };
     const ours = payloadConverterFromConfig(loadConfig({ env }));
     const codec = ours.codec as CompactorCodec;
     const driver = ours.driver as ChunkStoreDriver;
     const messages = findTrajectory('openhands_gpt4o_Project-MONAI__MONAI-3715').messages;
     const note = { note: 'a small value that stays inline, compressed and encrypted', padding: 'abc '.repeat(150) };
 
-    const referenceTo = (claim: StorageDriverClaim): Payload => encodeReferencePayload({ driverName: CHUNK_STORE_DRIVER_NAME, claim, sizeBytes: 50_000 });
+    const referenceTo = (claim: StorageDriverClaim): Payload =>
+      encodeReferencePayload({ driverName: CHUNK_STORE_DRIVER_NAME, claim, sizeBytes: 50_000 });
     const claimFor = async (value: unknown): Promise<Payload> => {
       const payload = defaultPayloadConverter.toPayload(value);
       const [claim] = await driver.store({}, [payload]);
       if (claim === undefined) throw new Error('no claim');
-      return encodeReferencePayload({ driverName: CHUNK_STORE_DRIVER_NAME, claim, sizeBytes: payloadProtoSize(payload) });
+      return encodeReferencePayload({
+        driverName: CHUNK_STORE_DRIVER_NAME,
+        claim,
+        sizeBytes: payloadProtoSize(payload),
+      });
     };
-    const encodedWith = (codecOf: CompactorCodec, value: unknown): Payload => codecOf.encodeOne(defaultPayloadConverter.toPayload(value));
+    const encodedWith = (codecOf: CompactorCodec, value: unknown): Payload =>
+      codecOf.encodeOne(defaultPayloadConverter.toPayload(value));
     const inline = encodedWith(codec, note);
-    const altered = { ...inline, data: Uint8Array.from(inline.data ?? [], (byte, index) => (index === 20 ? byte ^ 1 : byte)) };
+    const altered = {
+      ...inline,
+      data: Uint8Array.from(inline.data ?? [], (byte, index) => (index === 20 ? byte ^ 1 : byte)),
+    };
     const claim = await claimFor({ messages });
     const corruptedClaim = await claimFor({ messages: messages.slice(0, 12) });
     const missingClaim = await claimFor({ messages: messages.slice(0, 5) });
@@ -102,7 +119,9 @@ describe('payload formats between TypeScript and interop/python/compactor_payloa
     const { m = '', k = '' } = claimOf(claim)?.claimData ?? {};
     expect(Object.keys(claimOf(claim)?.claimData ?? {}).sort()).toEqual(['k', 'm']);
     expect(m).toMatch(/^[A-Za-z0-9_-]{43}$/);
-    const formatOne = referenceTo(new StorageDriverClaim({ manifest: Buffer.from(m, 'base64url').toString('hex'), keyId: k }));
+    const formatOne = referenceTo(
+      new StorageDriverClaim({ manifest: Buffer.from(m, 'base64url').toString('hex'), keyId: k }),
+    );
     // Refused on both sides, for the same reason.
     const malformed: Record<string, Record<string, string>> = {
       'short m': { m: m.slice(0, 42), k },
@@ -116,23 +135,49 @@ describe('payload formats between TypeScript and interop/python/compactor_payloa
     const read = [
       { name: 'claim', payload: claim },
       { name: 'inline', payload: inline },
-      { name: 'retired key', payload: encodedWith(new CompactorCodec({ keyring: keyringOf(codecKey(retired)) }), note) },
+      {
+        name: 'retired key',
+        payload: encodedWith(new CompactorCodec({ keyring: keyringOf(codecKey(retired)) }), note),
+      },
       { name: 'altered', payload: altered },
-      { name: 'unknown key', payload: encodedWith(new CompactorCodec({ keyring: keyringOf(codecKey(stranger, 'k-stranger')) }), note) },
+      {
+        name: 'unknown key',
+        payload: encodedWith(new CompactorCodec({ keyring: keyringOf(codecKey(stranger, 'k-stranger')) }), note),
+      },
       { name: 'missing manifest', payload: missingClaim },
       { name: 'format 1 claim', payload: formatOne },
-      ...Object.entries(malformed).map(([name, claimData]) => ({ name, payload: referenceTo(new StorageDriverClaim(claimData)) })),
+      ...Object.entries(malformed).map(([name, claimData]) => ({
+        name,
+        payload: referenceTo(new StorageDriverClaim(claimData)),
+      })),
     ];
-    const first = await runPythonScript<VectorReport>(python, VECTORS, { env, read: read.map(({ name, payload }) => ({ name, payload: toBase64(payload) })), write: { big: { messages }, small: note } });
+    const first = await runPythonScript<VectorReport>(python, VECTORS, {
+      env,
+      read: read.map(({ name, payload }) => ({ name, payload: toBase64(payload) })),
+      write: { big: { messages }, small: note },
+    });
     const byName = Object.fromEntries(first.read.map((entry) => [entry.name, entry]));
     expect(byName.claim).toEqual({ name: 'claim', ok: true, value: { messages } });
     expect(byName.inline).toEqual({ name: 'inline', ok: true, value: note });
     expect(byName['retired key']).toEqual({ name: 'retired key', ok: true, value: note });
-    expect(byName.altered).toMatchObject({ ok: false, class: 'PayloadDecodeError', message: expect.stringContaining('failed authentication') });
-    expect(byName['unknown key']).toMatchObject({ ok: false, class: 'PayloadKeyMissingError', message: expect.stringContaining('"k-stranger"') });
-    expect(byName['missing manifest']).toMatchObject({ ok: false, class: 'ChunkMissingError', message: expect.stringContaining(`v1/manifests/${manifestOf(missingClaim).slice(0, 2)}`) });
+    expect(byName.altered).toMatchObject({
+      ok: false,
+      class: 'PayloadDecodeError',
+      message: expect.stringContaining('failed authentication'),
+    });
+    expect(byName['unknown key']).toMatchObject({
+      ok: false,
+      class: 'PayloadKeyMissingError',
+      message: expect.stringContaining('"k-stranger"'),
+    });
+    expect(byName['missing manifest']).toMatchObject({
+      ok: false,
+      class: 'ChunkMissingError',
+      message: expect.stringContaining(`v1/manifests/${manifestOf(missingClaim).slice(0, 2)}`),
+    });
     expect(byName['format 1 claim']).toEqual({ name: 'format 1 claim', ok: true, value: { messages } });
-    const reasonOf = (message: string): string | undefined => /^payload store object claim \{.*\}: is not a temporal-compactor claim: it (.+)$/.exec(message)?.[1];
+    const reasonOf = (message: string): string | undefined =>
+      /^payload store object claim \{.*\}: is not a temporal-compactor claim: it (.+)$/.exec(message)?.[1];
     for (const [name, claimData] of Object.entries(malformed)) {
       const theirs = byName[name];
       const ours = await driver.retrieve({}, [new StorageDriverClaim(claimData)]).then(
@@ -157,14 +202,35 @@ describe('payload formats between TypeScript and interop/python/compactor_payloa
     expect(defaultPayloadConverter.fromPayload(await decodeHistoryPayload(small, { codec }))).toEqual(note);
     expect(filesUnder(join(store, 'v1', 'nodes')).length).toBeGreaterThan(0);
     // With COMPACTOR_CLAIM_FORMAT=1 (a rolling upgrade) Python writes format 1, as TypeScript does, and TypeScript reads it.
-    const legacy = await runPythonScript<VectorReport>(python, VECTORS, { env: { ...env, COMPACTOR_CLAIM_FORMAT: '1' }, read: [], write: { big: { messages } } });
+    const legacy = await runPythonScript<VectorReport>(python, VECTORS, {
+      env: { ...env, COMPACTOR_CLAIM_FORMAT: '1' },
+      read: [],
+      write: { big: { messages } },
+    });
     const legacyBig = fromBase64(legacy.written.big ?? '');
     expect(Object.keys(claimOf(legacyBig)?.claimData ?? {}).sort()).toEqual(['keyId', 'manifest']);
-    expect(defaultPayloadConverter.fromPayload(await decodeHistoryPayload(legacyBig, { driver, codec }))).toEqual({ messages });
+    expect(defaultPayloadConverter.fromPayload(await decodeHistoryPayload(legacyBig, { driver, codec }))).toEqual({
+      messages,
+    });
 
     // Corrupted chunks: every claim fails on the Python side, naming the object it met.
-    for (const path of filesUnder(join(store, 'v1', 'chunks'))) writeFileSync(path, Buffer.concat([readFileSync(path).subarray(0, 40), Buffer.from('garbage')]));
-    const second = await runPythonScript<VectorReport>(python, VECTORS, { env, read: [{ name: 'corrupted', payload: toBase64(corruptedClaim) }, { name: 'claim again', payload: toBase64(claim) }], write: {} });
-    for (const entry of second.read) expect(entry).toMatchObject({ ok: false, class: 'ChunkIntegrityError', message: expect.stringMatching(/^payload store object v1\/chunks\/[0-9a-f]{2}\/[0-9a-f]{2}\/[0-9a-f]{64}: failed authentication/) });
+    for (const path of filesUnder(join(store, 'v1', 'chunks')))
+      writeFileSync(path, Buffer.concat([readFileSync(path).subarray(0, 40), Buffer.from('garbage')]));
+    const second = await runPythonScript<VectorReport>(python, VECTORS, {
+      env,
+      read: [
+        { name: 'corrupted', payload: toBase64(corruptedClaim) },
+        { name: 'claim again', payload: toBase64(claim) },
+      ],
+      write: {},
+    });
+    for (const entry of second.read)
+      expect(entry).toMatchObject({
+        ok: false,
+        class: 'ChunkIntegrityError',
+        message: expect.stringMatching(
+          /^payload store object v1\/chunks\/[0-9a-f]{2}\/[0-9a-f]{2}\/[0-9a-f]{64}: failed authentication/,
+        ),
+      });
   }, 60_000);
 });

@@ -30,14 +30,21 @@ const guide = [
 describe('tsBlocks', () => {
   it('takes ```ts and ```typescript blocks with their first line and name, skips other fences whole, and strips a list indent', () => {
     expect(tsBlocks('docs/guide.md', guide)).toEqual([
-      { source: 'docs/guide.md', firstLine: 4, name: 'worker.ts', code: "import { Worker } from '@temporalio/worker';\nawait Worker.create(options);" },
+      {
+        source: 'docs/guide.md',
+        firstLine: 4,
+        name: 'worker.ts',
+        code: "import { Worker } from '@temporalio/worker';\nawait Worker.create(options);",
+      },
       { source: 'docs/guide.md', firstLine: 13, name: undefined, code: 'const x: number = "one";' },
       { source: 'docs/guide.md', firstLine: 17, name: undefined, code: 'const y = 1;' },
     ]);
   });
 
   it('names the line of a fence that is never closed', () => {
-    expect(() => tsBlocks('README.md', 'text\n```ts\nconst a = 1;\n')).toThrow(new MarkdownBlockError('README.md:2: the code fence opened here is never closed'));
+    expect(() => tsBlocks('README.md', 'text\n```ts\nconst a = 1;\n')).toThrow(
+      new MarkdownBlockError('README.md:2: the code fence opened here is never closed'),
+    );
   });
 });
 
@@ -52,13 +59,20 @@ describe('projectFiles', () => {
   });
 
   it('refuses a second block of the same name, naming both places', () => {
-    const blocks = [...tsBlocks('README.md', '```ts client.ts\na\n```\n'), ...tsBlocks('docs/more.md', 'x\n```ts client.ts\nb\n```\n')];
-    expect(() => projectFiles(blocks)).toThrow('docs/more.md:2: a second block named client.ts (the first is at README.md:1); one block per file name');
+    const blocks = [
+      ...tsBlocks('README.md', '```ts client.ts\na\n```\n'),
+      ...tsBlocks('docs/more.md', 'x\n```ts client.ts\nb\n```\n'),
+    ];
+    expect(() => projectFiles(blocks)).toThrow(
+      'docs/more.md:2: a second block named client.ts (the first is at README.md:1); one block per file name',
+    );
   });
 
   it('refuses a name outside the project or not a TypeScript file', () => {
     for (const name of ['../worker.ts', '/tmp/worker.ts', 'worker.js', 'snippets/a.ts']) {
-      expect(() => projectFiles(tsBlocks('README.md', `\`\`\`ts ${name}\na\n\`\`\`\n`)), name).toThrow(`README.md:1: the block's file name "${name}" must be a relative .ts path`);
+      expect(() => projectFiles(tsBlocks('README.md', `\`\`\`ts ${name}\na\n\`\`\`\n`)), name).toThrow(
+        `README.md:1: the block's file name "${name}" must be a relative .ts path`,
+      );
     }
   });
 });
@@ -83,9 +97,18 @@ describe('mapDiagnostics', () => {
 
 describe('commonJsGlobals', () => {
   it('names the markdown line of require(), require.resolve() and __dirname in an ES-module block (tsc accepts them, Node does not)', () => {
-    const markdown = ['```ts worker.ts', "import { Worker } from '@temporalio/worker';", "const workflowsPath = require.resolve('./workflows');", '```', '```ts', 'const here = __dirname;', 'const fine = import.meta.url;', '```'].join('\n');
+    const markdown = [
+      '```ts worker.ts',
+      "import { Worker } from '@temporalio/worker';",
+      "const workflowsPath = require.resolve('./workflows');",
+      '```',
+      '```ts',
+      'const here = __dirname;',
+      'const fine = import.meta.url;',
+      '```',
+    ].join('\n');
     expect(commonJsGlobals(projectFiles(tsBlocks('README.md', markdown)))).toEqual([
-      "README.md:3: uses require.resolve( (in worker.ts), which an ES module does not have: use import.meta.url / import.meta.resolve",
+      'README.md:3: uses require.resolve( (in worker.ts), which an ES module does not have: use import.meta.url / import.meta.resolve',
       'README.md:6: uses __dirname (in snippets/README-L5.ts), which an ES module does not have: use import.meta.url / import.meta.resolve',
     ]);
   });

@@ -78,16 +78,23 @@ export function projectFiles(blocks: readonly TsBlock[]): ProjectFile[] {
   return blocks.map((block) => {
     const where = `${block.source}:${block.firstLine - 1}`;
     if (block.name === undefined) {
-      const stem = block.source.replace(/\.md$/i, '').replace(/^[./]+/, '').replace(/[^A-Za-z0-9_-]/g, '_');
+      const stem = block.source
+        .replace(/\.md$/i, '')
+        .replace(/^[./]+/, '')
+        .replace(/[^A-Za-z0-9_-]/g, '_');
       return { path: `snippets/${stem}-L${block.firstLine - 1}.ts`, content: `${block.code}\nexport {};\n`, block };
     }
     const path = normalize(block.name);
     if (isAbsolute(path) || path.startsWith('..') || path.startsWith('snippets') || !/\.(ts|mts|cts)$/.test(path)) {
-      throw new MarkdownBlockError(`${where}: the block's file name ${JSON.stringify(block.name)} must be a relative .ts path inside the project (not under snippets/)`);
+      throw new MarkdownBlockError(
+        `${where}: the block's file name ${JSON.stringify(block.name)} must be a relative .ts path inside the project (not under snippets/)`,
+      );
     }
     const earlier = named.get(path);
     if (earlier !== undefined) {
-      throw new MarkdownBlockError(`${where}: a second block named ${path} (the first is at ${earlier.source}:${earlier.firstLine - 1}); one block per file name`);
+      throw new MarkdownBlockError(
+        `${where}: a second block named ${path} (the first is at ${earlier.source}:${earlier.firstLine - 1}); one block per file name`,
+      );
     }
     named.set(path, block);
     return { path, content: `${block.code}\n`, block };
@@ -133,7 +140,11 @@ export function commonJsGlobals(files: readonly ProjectFile[]): string[] {
     .flatMap((file) =>
       file.block.code.split('\n').flatMap((line, at) => {
         const found = COMMONJS_ONLY.exec(line);
-        return found === null ? [] : [`${file.block.source}:${file.block.firstLine + at}: uses ${found[1]} (in ${file.path}), which an ES module does not have: use import.meta.url / import.meta.resolve`];
+        return found === null
+          ? []
+          : [
+              `${file.block.source}:${file.block.firstLine + at}: uses ${found[1]} (in ${file.path}), which an ES module does not have: use import.meta.url / import.meta.resolve`,
+            ];
       }),
     );
 }

@@ -66,7 +66,10 @@ function formatOneOf(claim: StorageDriverClaim): StorageDriverClaim {
 }
 
 /** Stores the synthetic run's chat inputs one per round; returns store growth over new content. */
-async function dedupRatio(backend: ObjectBackend, keyring: Keyring | undefined): Promise<{ stored: number; plaintext: number; newContent: number; total: number }> {
+async function dedupRatio(
+  backend: ObjectBackend,
+  keyring: Keyring | undefined,
+): Promise<{ stored: number; plaintext: number; newContent: number; total: number }> {
   const driver = new ChunkStoreDriver({ backend, keyring });
   let newContent = 0;
   let total = 0;
@@ -78,11 +81,19 @@ async function dedupRatio(backend: ObjectBackend, keyring: Keyring | undefined):
     total += step.data.length;
   }
   const { chunk, node, manifest } = driver.stats.written;
-  return { stored: chunk.bytes + node.bytes + manifest.bytes, plaintext: chunk.plaintextBytes + node.plaintextBytes + manifest.plaintextBytes, newContent, total };
+  return {
+    stored: chunk.bytes + node.bytes + manifest.bytes,
+    plaintext: chunk.plaintextBytes + node.plaintextBytes + manifest.plaintextBytes,
+    newContent,
+    total,
+  };
 }
 
 const bigConversation = {
-  messages: Array.from({ length: 60 }, (_, index) => ({ role: index % 2 === 0 ? 'assistant' : 'tool', content: `${index}: ${'the quick brown fox '.repeat(200)}` })),
+  messages: Array.from({ length: 60 }, (_, index) => ({
+    role: index % 2 === 0 ? 'assistant' : 'tool',
+    content: `${index}: ${'the quick brown fox '.repeat(200)}`,
+  })),
 };
 
 /**
@@ -101,7 +112,15 @@ function backendContract(name: string, makeBackend: () => ObjectBackend, dedupMo
         it('round-trips payloads of every shape, metadata included, through a fresh driver', async () => {
           const backend = makeBackend();
           const writer = new ChunkStoreDriver({ backend, keyring });
-          const payloads: Payload[] = [toPayload(null), toPayload(bigConversation), { metadata: { encoding: new TextEncoder().encode('binary/plain'), other: Uint8Array.of(1, 2) }, data: randomBytes(100_000) }, { metadata: {}, data: new Uint8Array(0) }];
+          const payloads: Payload[] = [
+            toPayload(null),
+            toPayload(bigConversation),
+            {
+              metadata: { encoding: new TextEncoder().encode('binary/plain'), other: Uint8Array.of(1, 2) },
+              data: randomBytes(100_000),
+            },
+            { metadata: {}, data: new Uint8Array(0) },
+          ];
           const claims = await writer.store({}, payloads);
           for (const claim of claims) {
             expect(Object.keys(claim.claimData).sort()).toEqual(encrypted ? ['k', 'm'] : ['m']);
@@ -115,19 +134,23 @@ function backendContract(name: string, makeBackend: () => ObjectBackend, dedupMo
           expect(back.map(hexOf)).toEqual(payloads.map(hexOf));
           expect(Buffer.from(back[2]?.metadata?.other ?? []).toString('hex')).toBe('0102');
           // The claims of histories written before format 2 name the same objects.
-          const backFromFormatOne = await new ChunkStoreDriver({ backend, keyring }).retrieve({}, claims.map(formatOneOf));
+          const backFromFormatOne = await new ChunkStoreDriver({ backend, keyring }).retrieve(
+            {},
+            claims.map(formatOneOf),
+          );
           expect(backFromFormatOne.map(hexOf)).toEqual(payloads.map(hexOf));
           expect(backFromFormatOne.map((payload) => payload.metadata)).toEqual(back.map((payload) => payload.metadata));
         });
 
-        if (dedupModes.includes(encrypted)) it(`grows by at most 1.5× the new content over a 60-round run with compactions`, async () => {
-          const { stored, plaintext, newContent, total } = await dedupRatio(makeBackend(), keyring);
-          // Stored bytes are compressed; the plaintext measure shows the dedup alone.
-          expect(plaintext / newContent).toBeLessThanOrEqual(1.5);
-          expect(stored / newContent).toBeLessThanOrEqual(1.5);
-          // And the run sent far more than that: the payloads share almost everything.
-          expect(total / newContent).toBeGreaterThan(8);
-        });
+        if (dedupModes.includes(encrypted))
+          it(`grows by at most 1.5× the new content over a 60-round run with compactions`, async () => {
+            const { stored, plaintext, newContent, total } = await dedupRatio(makeBackend(), keyring);
+            // Stored bytes are compressed; the plaintext measure shows the dedup alone.
+            expect(plaintext / newContent).toBeLessThanOrEqual(1.5);
+            expect(stored / newContent).toBeLessThanOrEqual(1.5);
+            // And the run sent far more than that: the payloads share almost everything.
+            expect(total / newContent).toBeGreaterThan(8);
+          });
       });
     }
 
@@ -146,21 +169,36 @@ function backendContract(name: string, makeBackend: () => ObjectBackend, dedupMo
       await expect(retrieveOne(new ChunkStoreDriver({ backend }), claim)).rejects.toThrow(victim);
       // A well-formed object under the wrong name: only the hash check can tell.
       await backend.put(victim, (await backend.get(other)) ?? new Uint8Array(0));
-      await expect(retrieveOne(new ChunkStoreDriver({ backend }), claim)).rejects.toThrow(/content does not match its name \(hash mismatch/);
+      await expect(retrieveOne(new ChunkStoreDriver({ backend }), claim)).rejects.toThrow(
+        /content does not match its name \(hash mismatch/,
+      );
       if (backend instanceof FileBackend) rmSync(join(backend.directory, ...victim.split('/')));
       else await backend.put(victim, new Uint8Array(0));
-      await expect(retrieveOne(new ChunkStoreDriver({ backend }), claim)).rejects.toThrow(backend instanceof FileBackend ? ChunkMissingError : ChunkIntegrityError);
+      await expect(retrieveOne(new ChunkStoreDriver({ backend }), claim)).rejects.toThrow(
+        backend instanceof FileBackend ? ChunkMissingError : ChunkIntegrityError,
+      );
     });
 
     it('reads with a retired key, and names the key id when it is missing', async () => {
       const backend = makeBackend();
-      const claim = await storeOne(new ChunkStoreDriver({ backend, keyring: keyringOf(key) }), toPayload(bigConversation));
+      const claim = await storeOne(
+        new ChunkStoreDriver({ backend, keyring: keyringOf(key) }),
+        toPayload(bigConversation),
+      );
       const newKey = codecKey(randomBytes(32), 'k2');
-      expect(fromPayload(await retrieveOne(new ChunkStoreDriver({ backend, keyring: keyringOf(newKey, key) }), claim))).toEqual(bigConversation);
-      await expect(retrieveOne(new ChunkStoreDriver({ backend, keyring: keyringOf(newKey) }), claim)).rejects.toThrow(PayloadKeyMissingError);
-      await expect(retrieveOne(new ChunkStoreDriver({ backend }), claim)).rejects.toThrow(/key id "k1", which is not configured/);
+      expect(
+        fromPayload(await retrieveOne(new ChunkStoreDriver({ backend, keyring: keyringOf(newKey, key) }), claim)),
+      ).toEqual(bigConversation);
+      await expect(retrieveOne(new ChunkStoreDriver({ backend, keyring: keyringOf(newKey) }), claim)).rejects.toThrow(
+        PayloadKeyMissingError,
+      );
+      await expect(retrieveOne(new ChunkStoreDriver({ backend }), claim)).rejects.toThrow(
+        /key id "k1", which is not configured/,
+      );
       const impostor = keyringOf(codecKey(randomBytes(32), 'k1'));
-      await expect(retrieveOne(new ChunkStoreDriver({ backend, keyring: impostor }), claim)).rejects.toThrow(/failed authentication under key id "k1"/);
+      await expect(retrieveOne(new ChunkStoreDriver({ backend, keyring: impostor }), claim)).rejects.toThrow(
+        /failed authentication under key id "k1"/,
+      );
     });
   });
 }
@@ -184,7 +222,10 @@ async function chunkKeysOf(backend: ObjectBackend, claim: StorageDriverClaim): P
 }
 
 describe('ChunkStoreDriver', () => {
-  backendContract('file backend', () => new FileBackend({ directory: mkdtempSync(join(tmpdir(), 'compactor-store-test-')), durable: false }));
+  backendContract(
+    'file backend',
+    () => new FileBackend({ directory: mkdtempSync(join(tmpdir(), 'compactor-store-test-')), durable: false }),
+  );
 
   describe('S3 backend (moto)', () => {
     let s3: S3TestServer | undefined;
@@ -195,11 +236,15 @@ describe('ChunkStoreDriver', () => {
     afterAll(async () => {
       await s3?.stop();
     });
-    backendContract('contract', () => {
-      if (s3 === undefined) throw new Error('no S3 server');
-      counter += 1;
-      return new S3Backend({ bucket: s3.bucket, prefix: `run-${process.pid}/${counter}`, client: s3.client() });
-    }, [true]);
+    backendContract(
+      'contract',
+      () => {
+        if (s3 === undefined) throw new Error('no S3 server');
+        counter += 1;
+        return new S3Backend({ bucket: s3.bucket, prefix: `run-${process.pid}/${counter}`, client: s3.client() });
+      },
+      [true],
+    );
 
     it('touches an old reused object so a gc grace period never expires under a live claim', async () => {
       if (s3 === undefined) throw new Error('no S3 server');
@@ -220,7 +265,9 @@ describe('ChunkStoreDriver', () => {
       const saved = { ...process.env };
       Object.assign(process.env, s3.env);
       try {
-        const configured = payloadConverterFromConfig(loadConfig({ env: { ...s3.env, COMPACTOR_PAYLOAD_STORE: `s3://${s3.bucket}/from-config` } }));
+        const configured = payloadConverterFromConfig(
+          loadConfig({ env: { ...s3.env, COMPACTOR_PAYLOAD_STORE: `s3://${s3.bucket}/from-config` } }),
+        );
         if (configured.driver === undefined) throw new Error('no driver');
         const claim = await storeOne(configured.driver, toPayload(bigConversation));
         expect(fromPayload(await retrieveOne(configured.driver, claim))).toEqual(bigConversation);
@@ -235,12 +282,16 @@ describe('ChunkStoreDriver', () => {
   describe('file backend layout', () => {
     it('writes sharded, sealed objects atomically and nothing readable with a key', async () => {
       const directory = temporaryDirectory();
-      const driver = new ChunkStoreDriver({ backend: new FileBackend({ directory }), keyring: keyringOf(codecKey(randomBytes(32))) });
+      const driver = new ChunkStoreDriver({
+        backend: new FileBackend({ directory }),
+        keyring: keyringOf(codecKey(randomBytes(32))),
+      });
       const canary = 'canary-7c2e9a-never-stored-in-clear';
       await storeOne(driver, toPayload({ ...bigConversation, canary }));
       const files = filesUnder(directory).map((file) => relative(directory, file));
       expect(files.length).toBeGreaterThan(3);
-      for (const file of files) expect(file).toMatch(/^v1\/(chunks|nodes|manifests)\/[0-9a-f]{2}\/[0-9a-f]{2}\/[0-9a-f]{64}$/);
+      for (const file of files)
+        expect(file).toMatch(/^v1\/(chunks|nodes|manifests)\/[0-9a-f]{2}\/[0-9a-f]{2}\/[0-9a-f]{64}$/);
       for (const file of filesUnder(directory)) {
         const bytes = readFileSync(file);
         expect(bytes.includes(canary)).toBe(false);
@@ -306,7 +357,9 @@ describe('ChunkStoreDriver', () => {
     const key = codecKey(randomBytes(32), 'k1');
     /** The protobuf size of the reference payload the SDK writes into history around a claim. */
     const referenceSize = (claim: StorageDriverClaim, payload: Payload): number =>
-      payloadProtoSize(encodeReferencePayload({ driverName: CHUNK_STORE_DRIVER_NAME, claim, sizeBytes: payloadProtoSize(payload) }));
+      payloadProtoSize(
+        encodeReferencePayload({ driverName: CHUNK_STORE_DRIVER_NAME, claim, sizeBytes: payloadProtoSize(payload) }),
+      );
 
     for (const encrypted of [false, true]) {
       it(`${encrypted ? 'encrypted' : 'not encrypted'}: written in format 2, smaller in history than format 1 by at least ${encrypted ? 32 : 28} bytes; both read back the payload`, async () => {
@@ -318,16 +371,24 @@ describe('ChunkStoreDriver', () => {
         expect(claim.claimData.m).toMatch(/^[A-Za-z0-9_-]{43}$/);
         const formatOne = formatOneOf(claim);
         // 21 fewer characters of id, "m" for "manifest" (and "k" for "keyId").
-        expect(referenceSize(formatOne, payload) - referenceSize(claim, payload)).toBeGreaterThanOrEqual(encrypted ? 32 : 28);
+        expect(referenceSize(formatOne, payload) - referenceSize(claim, payload)).toBeGreaterThanOrEqual(
+          encrypted ? 32 : 28,
+        );
 
         const manifestId = claimManifestId(claim.claimData);
         expect(manifestId).toMatch(/^[0-9a-f]{64}$/);
         expect(claimManifestId(formatOne.claimData)).toBe(manifestId);
-        expect([readClaim(claim.claimData).keyId, readClaim(formatOne.claimData).keyId]).toEqual(encrypted ? ['k1', 'k1'] : [undefined, undefined]);
+        expect([readClaim(claim.claimData).keyId, readClaim(formatOne.claimData).keyId]).toEqual(
+          encrypted ? ['k1', 'k1'] : [undefined, undefined],
+        );
         // The store names its objects in hex whichever format the claim has.
         expect(await backend.stat(objectKey('manifest', manifestId ?? ''))).toBeDefined();
-        expect(fromPayload(await retrieveOne(new ChunkStoreDriver({ backend, keyring }), claim))).toEqual(bigConversation);
-        expect(fromPayload(await retrieveOne(new ChunkStoreDriver({ backend, keyring }), formatOne))).toEqual(bigConversation);
+        expect(fromPayload(await retrieveOne(new ChunkStoreDriver({ backend, keyring }), claim))).toEqual(
+          bigConversation,
+        );
+        expect(fromPayload(await retrieveOne(new ChunkStoreDriver({ backend, keyring }), formatOne))).toEqual(
+          bigConversation,
+        );
       });
     }
 
@@ -335,7 +396,9 @@ describe('ChunkStoreDriver', () => {
       const directory = temporaryDirectory();
       const keyring = keyringOf(key);
       const payload = toPayload(bigConversation);
-      const configured = payloadConverterFromConfig(loadConfig({ env: { COMPACTOR_PAYLOAD_STORE: `file:${directory}`, COMPACTOR_CLAIM_FORMAT: '1' } }));
+      const configured = payloadConverterFromConfig(
+        loadConfig({ env: { COMPACTOR_PAYLOAD_STORE: `file:${directory}`, COMPACTOR_CLAIM_FORMAT: '1' } }),
+      );
       expect(configured.driver?.claimFormat).toBe(1);
       const plain = await storeOne(configured.driver as ChunkStoreDriver, payload);
       expect(Object.keys(plain.claimData)).toEqual(['manifest']);
@@ -344,7 +407,9 @@ describe('ChunkStoreDriver', () => {
       const current = await storeOne(new ChunkStoreDriver({ backend, keyring }), payload);
       expect(encrypted.claimData).toEqual(formatOneOf(current).claimData);
       // A driver that writes format 2 reads it, as every reader reads both.
-      expect(fromPayload(await retrieveOne(new ChunkStoreDriver({ backend, keyring }), encrypted))).toEqual(bigConversation);
+      expect(fromPayload(await retrieveOne(new ChunkStoreDriver({ backend, keyring }), encrypted))).toEqual(
+        bigConversation,
+      );
     });
 
     it('refuses a claim of neither format with a ChunkIntegrityError naming it and saying why', async () => {
@@ -386,11 +451,18 @@ describe('ChunkStoreDriver', () => {
           (thrown: unknown) => thrown,
         );
         expect(error, JSON.stringify(claimData)).toBeInstanceOf(ChunkIntegrityError);
-        expect(error).toHaveProperty('message', `payload store object claim ${JSON.stringify(claimData)}: is not a temporal-compactor claim: it ${why}`);
+        expect(error).toHaveProperty(
+          'message',
+          `payload store object claim ${JSON.stringify(claimData)}: is not a temporal-compactor claim: it ${why}`,
+        );
       }
       // The same claim, well formed in either format, reads: the refusals were the claims' alone.
-      expect(fromPayload(await retrieveOne(driver, new StorageDriverClaim({ m: claim.claimData.m ?? '', k: 'k1' })))).toEqual(bigConversation);
-      expect(fromPayload(await retrieveOne(driver, new StorageDriverClaim({ manifest: hex, keyId: 'k1' })))).toEqual(bigConversation);
+      expect(
+        fromPayload(await retrieveOne(driver, new StorageDriverClaim({ m: claim.claimData.m ?? '', k: 'k1' }))),
+      ).toEqual(bigConversation);
+      expect(fromPayload(await retrieveOne(driver, new StorageDriverClaim({ manifest: hex, keyId: 'k1' })))).toEqual(
+        bigConversation,
+      );
     });
   });
 

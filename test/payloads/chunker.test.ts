@@ -18,7 +18,12 @@ function chunksOf(data: Uint8Array): string[] {
 
 describe('chunkBoundaries', () => {
   it('covers the data exactly, ascending, within the size limits (JSON, binary, empty)', () => {
-    const inputs = [new Uint8Array(0), encode({ a: 1 }), randomBytes(200_000), ...chatInputSequence({ rounds: 30 }).map((step) => step.data)];
+    const inputs = [
+      new Uint8Array(0),
+      encode({ a: 1 }),
+      randomBytes(200_000),
+      ...chatInputSequence({ rounds: 30 }).map((step) => step.data),
+    ];
     for (const data of inputs) {
       const cuts = chunkBoundaries(data);
       expect(cuts.at(-1) ?? 0).toBe(data.length);
@@ -26,7 +31,10 @@ describe('chunkBoundaries', () => {
       cuts.forEach((cut, index) => {
         expect(cut).toBeGreaterThan(previous);
         expect(cut - previous).toBeLessThanOrEqual(DEFAULT_CHUNKER_LIMITS.maxChunk);
-        if (index < cuts.length - 1) expect(cut - previous).toBeGreaterThanOrEqual(Math.min(DEFAULT_CHUNKER_LIMITS.minChunk, DEFAULT_CHUNKER_LIMITS.hashMin));
+        if (index < cuts.length - 1)
+          expect(cut - previous).toBeGreaterThanOrEqual(
+            Math.min(DEFAULT_CHUNKER_LIMITS.minChunk, DEFAULT_CHUNKER_LIMITS.hashMin),
+          );
         previous = cut;
       });
     }
@@ -38,14 +46,31 @@ describe('chunkBoundaries', () => {
     const system = { role: 'system', content: 's'.repeat(3000) };
     const user = { role: 'user', content: 'u'.repeat(2500) };
     const data = encode({ messages: [system, call, big, user], turn: 1 });
-    expect(chunksOf(data)).toEqual([`{"messages":[${JSON.stringify(system)}`, `,${JSON.stringify(call)},${JSON.stringify(big)}`, `,${JSON.stringify(user)}`, '],"turn":1}']);
+    expect(chunksOf(data)).toEqual([
+      `{"messages":[${JSON.stringify(system)}`,
+      `,${JSON.stringify(call)},${JSON.stringify(big)}`,
+      `,${JSON.stringify(user)}`,
+      '],"turn":1}',
+    ]);
   });
 
   it('keeps every chunk of a prefix when messages are appended, except the open group at its end', () => {
     fc.assert(
       fc.property(
-        fc.array(fc.record({ role: fc.constantFrom('user', 'assistant', 'tool'), content: fc.string({ minLength: 0, maxLength: 6000 }) }), { minLength: 1, maxLength: 40 }),
-        fc.array(fc.record({ role: fc.constantFrom('assistant', 'tool'), content: fc.string({ minLength: 0, maxLength: 6000 }) }), { minLength: 1, maxLength: 5 }),
+        fc.array(
+          fc.record({
+            role: fc.constantFrom('user', 'assistant', 'tool'),
+            content: fc.string({ minLength: 0, maxLength: 6000 }),
+          }),
+          { minLength: 1, maxLength: 40 },
+        ),
+        fc.array(
+          fc.record({
+            role: fc.constantFrom('assistant', 'tool'),
+            content: fc.string({ minLength: 0, maxLength: 6000 }),
+          }),
+          { minLength: 1, maxLength: 5 },
+        ),
         (messages, appended) => {
           const before = chunksOf(encode({ messages, tools: [], turn: 1 }));
           const after = new Set(chunksOf(encode({ messages: [...messages, ...appended], tools: [], turn: 2 })));
@@ -53,7 +78,9 @@ describe('chunkBoundaries', () => {
           // What is lost: the final chunk (it holds `"turn":1`) and at most the open group before it
           // (under groupMax bytes), plus the one rolling-hash chunk it may have been cut from.
           expect(lost.length).toBeLessThanOrEqual(3);
-          expect(lost.slice(0, -1).reduce((sum, chunk) => sum + chunk.length, 0)).toBeLessThanOrEqual(DEFAULT_CHUNKER_LIMITS.groupMax + DEFAULT_CHUNKER_LIMITS.maxChunk);
+          expect(lost.slice(0, -1).reduce((sum, chunk) => sum + chunk.length, 0)).toBeLessThanOrEqual(
+            DEFAULT_CHUNKER_LIMITS.groupMax + DEFAULT_CHUNKER_LIMITS.maxChunk,
+          );
         },
       ),
       { numRuns: 200 },
@@ -64,7 +91,8 @@ describe('chunkBoundaries', () => {
     const sequence = chatInputSequence({ rounds: 40, compactEvery: 20 });
     const before = sequence[18];
     const after = sequence[19];
-    if (before === undefined || after === undefined || !after.compacted) throw new Error('the fixture has a compaction at round 20');
+    if (before === undefined || after === undefined || !after.compacted)
+      throw new Error('the fixture has a compaction at round 20');
     const known = new Set(chunksOf(before.data));
     const afterChunks = chunksOf(after.data);
     const newBytes = afterChunks.filter((chunk) => !known.has(chunk)).reduce((sum, chunk) => sum + chunk.length, 0);
@@ -74,7 +102,12 @@ describe('chunkBoundaries', () => {
   });
 
   it('is not fooled by brackets and quotes inside strings', () => {
-    const tricky = encode({ messages: [{ role: 'tool', content: '["not", {"an": "element"}] \\" ] } [' + 'x'.repeat(3000) }, { role: 'user', content: 'y'.repeat(3000) }] });
+    const tricky = encode({
+      messages: [
+        { role: 'tool', content: '["not", {"an": "element"}] \\" ] } [' + 'x'.repeat(3000) },
+        { role: 'user', content: 'y'.repeat(3000) },
+      ],
+    });
     const cuts = chunkBoundaries(tricky);
     expect(cuts.at(-1)).toBe(tricky.length);
     // The only element ends are the two messages: the cut after the first falls right after its closing brace.

@@ -17,7 +17,10 @@ const text = new TextDecoder();
 const toPayload = (value: unknown): Payload => defaultPayloadConverter.toPayload(value);
 const fromPayload = (payload: Payload): unknown => defaultPayloadConverter.fromPayload(payload);
 const conversation = {
-  messages: Array.from({ length: 40 }, (_, index) => ({ role: index % 2 === 0 ? 'assistant' : 'tool', content: `step ${index}: the build failed in module ${index % 7} with the same error again` })),
+  messages: Array.from({ length: 40 }, (_, index) => ({
+    role: index % 2 === 0 ? 'assistant' : 'tool',
+    content: `step ${index}: the build failed in module ${index % 7} with the same error again`,
+  })),
 };
 const metadataText = (payload: Payload, key: string): string | undefined => {
   const value = payload.metadata?.[key];
@@ -104,7 +107,10 @@ describe('CompactorCodec', () => {
       const [encoded] = await codec.encode([toPayload(conversation)]);
       if (encoded === undefined) throw new Error('no payload');
       expect(metadataText(encoded, 'compactor')).toBe('deflate;key=k1');
-      const rewritten = { ...encoded, metadata: { ...encoded.metadata, compactor: new TextEncoder().encode('none;key=k1') } };
+      const rewritten = {
+        ...encoded,
+        metadata: { ...encoded.metadata, compactor: new TextEncoder().encode('none;key=k1') },
+      };
       await expect(codec.decode([rewritten])).rejects.toThrow(/failed authentication/);
     });
 
@@ -143,7 +149,9 @@ describe('CompactorCodec', () => {
       if (written === undefined) throw new Error('no payload');
       const withoutOld = new CompactorCodec({ keyring: keyringOf(newKey) });
       await expect(withoutOld.decode([written])).rejects.toThrow(PayloadKeyMissingError);
-      await expect(withoutOld.decode([written])).rejects.toThrow(/key id "old", which is not configured: set it as COMPACTOR_CODEC_KEY .* or add it to COMPACTOR_CODEC_OLD_KEYS/);
+      await expect(withoutOld.decode([written])).rejects.toThrow(
+        /key id "old", which is not configured: set it as COMPACTOR_CODEC_KEY .* or add it to COMPACTOR_CODEC_OLD_KEYS/,
+      );
       await expect(new CompactorCodec().decode([written])).rejects.toThrow(/key id "old", which is not configured/);
     });
 
@@ -151,17 +159,27 @@ describe('CompactorCodec', () => {
       const [written] = await new CompactorCodec({ keyring: keyringOf(oldKey) }).encode([toPayload(conversation)]);
       if (written === undefined) throw new Error('no payload');
       const impostor = new CompactorCodec({ keyring: keyringOf(codecKey(randomBytes(32), 'old')) });
-      await expect(impostor.decode([written])).rejects.toThrow(/key id "old"\) failed authentication: it was altered, or the key configured under that id is not the one that encrypted it/);
+      await expect(impostor.decode([written])).rejects.toThrow(
+        /key id "old"\) failed authentication: it was altered, or the key configured under that id is not the one that encrypted it/,
+      );
     });
 
     it('reads retired keys from COMPACTOR_CODEC_OLD_KEYS (ID:BASE64, or BASE64 with the default id)', async () => {
       const rawOld = randomBytes(32);
       const rawOlder = randomBytes(32);
       const [byId, byDefaultId] = await Promise.all([
-        new CompactorCodec({ keyring: keyringFromSettings({ key: rawOld.toString('base64'), keyId: 'v1' }) }).encode([toPayload('one')]),
-        new CompactorCodec({ keyring: keyringFromSettings({ key: rawOlder.toString('base64') }) }).encode([toPayload('two')]),
+        new CompactorCodec({ keyring: keyringFromSettings({ key: rawOld.toString('base64'), keyId: 'v1' }) }).encode([
+          toPayload('one'),
+        ]),
+        new CompactorCodec({ keyring: keyringFromSettings({ key: rawOlder.toString('base64') }) }).encode([
+          toPayload('two'),
+        ]),
       ]);
-      const keyring = keyringFromSettings({ key: randomBytes(32).toString('base64'), keyId: 'v3', oldKeys: ` v1:${rawOld.toString('base64')} , ${rawOlder.toString('base64url')}` });
+      const keyring = keyringFromSettings({
+        key: randomBytes(32).toString('base64'),
+        keyId: 'v3',
+        oldKeys: ` v1:${rawOld.toString('base64')} , ${rawOlder.toString('base64url')}`,
+      });
       expect([...(keyring?.byId.keys() ?? [])]).toHaveLength(3);
       const decoded = await new CompactorCodec({ keyring }).decode([...byId, ...byDefaultId]);
       expect(decoded.map(fromPayload)).toEqual(['one', 'two']);

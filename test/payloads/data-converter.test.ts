@@ -5,7 +5,12 @@ import { join } from 'node:path';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
-import { CHUNK_STORE_DRIVER_NAME, codecEnvelopeOf, payloadConverterFromConfig, payloadProtoSize } from '../../src/payloads/index.js';
+import {
+  CHUNK_STORE_DRIVER_NAME,
+  codecEnvelopeOf,
+  payloadConverterFromConfig,
+  payloadProtoSize,
+} from '../../src/payloads/index.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'compactor-converter-'));
 afterAll(() => rmSync(directory, { recursive: true, force: true }));
@@ -26,7 +31,9 @@ describe('payloadConverterFromConfig', () => {
   });
 
   it('a key without a store: the codec encrypts every payload, large ones included', async () => {
-    const configured = payloadConverterFromConfig(loadConfig({ env: { COMPACTOR_CODEC_KEY: key, COMPACTOR_CODEC_KEY_ID: 'only-key' } }));
+    const configured = payloadConverterFromConfig(
+      loadConfig({ env: { COMPACTOR_CODEC_KEY: key, COMPACTOR_CODEC_KEY_ID: 'only-key' } }),
+    );
     expect(configured.dataConverter.externalStorage).toBeUndefined();
     const [encoded] = (await configured.codec?.encode([big])) ?? [];
     expect(codecEnvelopeOf(encoded ?? {})?.keyId).toBe('only-key');
@@ -34,19 +41,38 @@ describe('payloadConverterFromConfig', () => {
   });
 
   it('a store: the start-up line says whether the codec has anything to compress', async () => {
-    const line = (env: Record<string, string>): string => payloadConverterFromConfig(loadConfig({ env: { COMPACTOR_PAYLOAD_STORE: `file:${directory}`, ...env } })).describe;
+    const line = (env: Record<string, string>): string =>
+      payloadConverterFromConfig(loadConfig({ env: { COMPACTOR_PAYLOAD_STORE: `file:${directory}`, ...env } }))
+        .describe;
     // The default threshold: the store takes every payload the codec would compress (512 B and more).
-    expect(line({})).toBe(`payload store file:${directory} (payloads of 256 B and more; smaller ones stay inline, too small to compress), no compression, no encryption`);
+    expect(line({})).toBe(
+      `payload store file:${directory} (payloads of 256 B and more; smaller ones stay inline, too small to compress), no compression, no encryption`,
+    );
     const small = defaultPayloadConverter.toPayload('s'.repeat(220));
     expect(payloadProtoSize(small)).toBeLessThan(256);
-    const [unchanged] = (await payloadConverterFromConfig(loadConfig({ env: { COMPACTOR_PAYLOAD_STORE: `file:${directory}` } })).codec?.encode([small])) ?? [];
+    const [unchanged] =
+      (await payloadConverterFromConfig(
+        loadConfig({ env: { COMPACTOR_PAYLOAD_STORE: `file:${directory}` } }),
+      ).codec?.encode([small])) ?? [];
     expect(unchanged).toBe(small);
-    expect(line({ COMPACTOR_PAYLOAD_THRESHOLD: '2048' })).toBe(`payload store file:${directory} (payloads of 2048 B and more), codec deflate, no encryption`);
-    expect(line({ COMPACTOR_CODEC_KEY: key, COMPACTOR_CODEC_KEY_ID: 'store-key' })).toBe(`payload store file:${directory} (payloads of 256 B and more), codec deflate + AES-256-GCM (key id store-key)`);
+    expect(line({ COMPACTOR_PAYLOAD_THRESHOLD: '2048' })).toBe(
+      `payload store file:${directory} (payloads of 2048 B and more), codec deflate, no encryption`,
+    );
+    expect(line({ COMPACTOR_CODEC_KEY: key, COMPACTOR_CODEC_KEY_ID: 'store-key' })).toBe(
+      `payload store file:${directory} (payloads of 256 B and more), codec deflate + AES-256-GCM (key id store-key)`,
+    );
   });
 
   it('a store: External Storage and the codec share the threshold, so what the codec leaves alone is what the store takes', async () => {
-    const configured = payloadConverterFromConfig(loadConfig({ env: { COMPACTOR_PAYLOAD_STORE: `file:${directory}`, COMPACTOR_PAYLOAD_THRESHOLD: '4096', COMPACTOR_CODEC_KEY: key } }));
+    const configured = payloadConverterFromConfig(
+      loadConfig({
+        env: {
+          COMPACTOR_PAYLOAD_STORE: `file:${directory}`,
+          COMPACTOR_PAYLOAD_THRESHOLD: '4096',
+          COMPACTOR_CODEC_KEY: key,
+        },
+      }),
+    );
     const storage = configured.dataConverter.externalStorage;
     expect(storage?.payloadSizeThreshold).toBe(4096);
     expect(storage?.drivers.map((driver) => driver.name)).toEqual([CHUNK_STORE_DRIVER_NAME]);
@@ -61,7 +87,12 @@ describe('payloadConverterFromConfig', () => {
 
   it('the demo default applies only when COMPACTOR_PAYLOAD_STORE is unset; `off` turns it off', () => {
     const demoDefault = { kind: 'file' as const, directory };
-    expect(payloadConverterFromConfig(loadConfig({ env: {} }), { defaultStore: demoDefault }).store).toEqual(demoDefault);
-    expect(payloadConverterFromConfig(loadConfig({ env: { COMPACTOR_PAYLOAD_STORE: 'off' } }), { defaultStore: demoDefault }).store).toEqual({ kind: 'off' });
+    expect(payloadConverterFromConfig(loadConfig({ env: {} }), { defaultStore: demoDefault }).store).toEqual(
+      demoDefault,
+    );
+    expect(
+      payloadConverterFromConfig(loadConfig({ env: { COMPACTOR_PAYLOAD_STORE: 'off' } }), { defaultStore: demoDefault })
+        .store,
+    ).toEqual({ kind: 'off' });
   });
 });

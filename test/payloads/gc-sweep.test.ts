@@ -48,7 +48,12 @@ function ageAll(directory: string, hours: number): void {
 
 /** A conversation large enough for a tree of a few levels (small chunks), distinct per seed. */
 function conversation(seed: string, messages = 400) {
-  return { messages: Array.from({ length: messages }, (_, index) => ({ role: 'tool', content: `${seed} result ${index}: ${randomBytes(24).toString('hex')}` })) };
+  return {
+    messages: Array.from({ length: messages }, (_, index) => ({
+      role: 'tool',
+      content: `${seed} result ${index}: ${randomBytes(24).toString('hex')}`,
+    })),
+  };
 }
 
 async function store(driver: ChunkStoreDriver, value: unknown): Promise<StorageDriverClaim> {
@@ -77,7 +82,10 @@ async function treeOf(driver: ChunkStoreDriver, manifest: string): Promise<Map<s
 }
 
 /** The file backend, recording removals in order; `beforeRemove` runs first (a concurrent store). */
-function recording(directory: string, beforeRemove: (key: string, backend: FileBackend) => Promise<void> = async () => undefined): { backend: SweepableBackend; removed: string[] } {
+function recording(
+  directory: string,
+  beforeRemove: (key: string, backend: FileBackend) => Promise<void> = async () => undefined,
+): { backend: SweepableBackend; removed: string[] } {
   const inner = new FileBackend({ directory, durable: false });
   const removed: string[] = [];
   const backend: SweepableBackend = {
@@ -128,7 +136,9 @@ describe('collectGarbage (sweep)', () => {
     expect(totalOf(report.reachable).objects).toBe(keptTree.size);
     const reader = new ChunkStoreDriver({ backend, keyring });
     const [value] = await reader.retrieve({}, [kept]);
-    expect(defaultPayloadConverter.fromPayload(value ?? {})).toEqual(expect.objectContaining({ messages: expect.any(Array) }));
+    expect(defaultPayloadConverter.fromPayload(value ?? {})).toEqual(
+      expect.objectContaining({ messages: expect.any(Array) }),
+    );
     await expect(reader.retrieve({}, [dropped])).rejects.toThrow(/is missing from file:/);
   });
 
@@ -157,7 +167,11 @@ describe('collectGarbage (sweep)', () => {
 
   it('keeps young objects and young manifests with their trees, removes old temporary files', async () => {
     const directory = storeDirectory();
-    const driver = new ChunkStoreDriver({ backend: new FileBackend({ directory, durable: false }), keyring, chunkerLimits: smallChunks });
+    const driver = new ChunkStoreDriver({
+      backend: new FileBackend({ directory, durable: false }),
+      keyring,
+      chunkerLimits: smallChunks,
+    });
     const oldValue = conversation('old');
     const old = await store(driver, oldValue);
     ageAll(directory, 72);
@@ -192,11 +206,15 @@ describe('collectGarbage (sweep)', () => {
     const claim = await store(driver, conversation('interrupted'));
     ageAll(directory, 72);
     const tree = await treeOf(driver, manifestOf(claim));
-    const [node] = [...tree.entries()].filter(([key, level]) => key.startsWith('v1/nodes/') && level === 1).map(([key]) => key);
+    const [node] = [...tree.entries()]
+      .filter(([key, level]) => key.startsWith('v1/nodes/') && level === 1)
+      .map(([key]) => key);
     if (node === undefined) throw new Error('no level-1 node');
     await backend.touch(node);
     const parsed = parseObjectKey(node);
-    const under = new Set((await driver.inspect('node', parsed?.id ?? '')).children.map((child) => objectKey(child.kind, child.id)));
+    const under = new Set(
+      (await driver.inspect('node', parsed?.id ?? '')).children.map((child) => objectKey(child.kind, child.id)),
+    );
 
     const report = await collectGarbage({ driver, claimedManifests: [] });
     expect([report.youngManifests, report.youngNodes]).toEqual([0, 1]);
@@ -212,10 +230,15 @@ describe('collectGarbage (sweep)', () => {
     await store(writer, conversation('garbage'));
     ageAll(directory, 72);
     const before = filesUnder(directory).length;
-    const keyless = new ChunkStoreDriver({ backend: new FileBackend({ directory }), keyring: keyringOf(codecKey(randomBytes(32), 'k2')) });
+    const keyless = new ChunkStoreDriver({
+      backend: new FileBackend({ directory }),
+      keyring: keyringOf(codecKey(randomBytes(32), 'k2')),
+    });
     const failure = collectGarbage({ driver: keyless, claimedManifests: [manifestOf(claim)] });
     await expect(failure).rejects.toThrow(GarbageCollectionError);
-    await expect(failure).rejects.toThrow(/^marking stopped, nothing was removed: payload store object v1\/manifests\/.* is encrypted with key id "k1", which is not configured/);
+    await expect(failure).rejects.toThrow(
+      /^marking stopped, nothing was removed: payload store object v1\/manifests\/.* is encrypted with key id "k1", which is not configured/,
+    );
     expect(filesUnder(directory)).toHaveLength(before);
   });
 
@@ -223,7 +246,11 @@ describe('collectGarbage (sweep)', () => {
     const directory = storeDirectory();
     const driver = new ChunkStoreDriver({ backend: new FileBackend({ directory, durable: false }), keyring });
     const report = await collectGarbage({ driver, claimedManifests: ['ab'.repeat(32), 'not an id'] });
-    expect([report.claimedManifests, report.missingCount, report.missing]).toEqual([1, 1, [objectKey('manifest', 'ab'.repeat(32))]]);
+    expect([report.claimedManifests, report.missingCount, report.missing]).toEqual([
+      1,
+      1,
+      [objectKey('manifest', 'ab'.repeat(32))],
+    ]);
   });
 });
 
@@ -236,9 +263,21 @@ describe('temporal-compactor gc: usage', () => {
 
   it('refuses a short or malformed grace period, and a configuration without a store, before connecting', async () => {
     const store = { COMPACTOR_PAYLOAD_STORE: `file:${storeDirectory()}` };
-    expect(await run(['gc', '--grace', '47h'], store)).toEqual({ code: 2, stderr: expect.stringContaining('temporal-compactor gc: --grace must be at least 48h') });
-    expect(await run(['gc', '--grace', 'soon'], store)).toEqual({ code: 2, stderr: expect.stringContaining('--grace takes a duration such as "48h", "3d" or "90m", got "soon"') });
-    expect(await run(['gc', 'extra'], store)).toEqual({ code: 2, stderr: expect.stringContaining('unexpected argument "extra"') });
-    expect(await run(['gc', '--dry-run'], {})).toEqual({ code: 2, stderr: expect.stringContaining('gc needs the payload store: set COMPACTOR_PAYLOAD_STORE') });
+    expect(await run(['gc', '--grace', '47h'], store)).toEqual({
+      code: 2,
+      stderr: expect.stringContaining('temporal-compactor gc: --grace must be at least 48h'),
+    });
+    expect(await run(['gc', '--grace', 'soon'], store)).toEqual({
+      code: 2,
+      stderr: expect.stringContaining('--grace takes a duration such as "48h", "3d" or "90m", got "soon"'),
+    });
+    expect(await run(['gc', 'extra'], store)).toEqual({
+      code: 2,
+      stderr: expect.stringContaining('unexpected argument "extra"'),
+    });
+    expect(await run(['gc', '--dry-run'], {})).toEqual({
+      code: 2,
+      stderr: expect.stringContaining('gc needs the payload store: set COMPACTOR_PAYLOAD_STORE'),
+    });
   });
 });

@@ -14,7 +14,16 @@ import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startS3Server, type S3TestServer } from '../../scripts/s3-test-server.js';
 import { loadConfig } from '../../src/config.js';
-import { ChunkStoreDriver, claimDataFor, claimManifestId, objectKey, payloadConverterFromConfig, payloadProtoSize, type ConfiguredPayloads, type ObjectBackend } from '../../src/payloads/index.js';
+import {
+  ChunkStoreDriver,
+  claimDataFor,
+  claimManifestId,
+  objectKey,
+  payloadConverterFromConfig,
+  payloadProtoSize,
+  type ConfiguredPayloads,
+  type ObjectBackend,
+} from '../../src/payloads/index.js';
 import { collectGarbage, DEFAULT_GC_GRACE_MS, totalOf, type GarbageReport } from '../../src/payloads/gc.js';
 import { collectRetainedClaims } from '../../src/payloads/retained-claims.js';
 import { sealObject, objectId } from '../../src/payloads/sealed-object.js';
@@ -38,7 +47,10 @@ beforeAll(async () => {
 /** A namespace of this test's own: the collector reads every history of the namespaces it is given. */
 async function ownNamespace(): Promise<string> {
   const namespace = uniqueId('ns-gc');
-  await t.connection.workflowService.registerNamespace({ namespace, workflowExecutionRetentionPeriod: msToTs('1 day') });
+  await t.connection.workflowService.registerNamespace({
+    namespace,
+    workflowExecutionRetentionPeriod: msToTs('1 day'),
+  });
   for (let attempt = 0; ; attempt += 1) {
     try {
       await t.connection.workflowService.describeNamespace({ namespace });
@@ -76,7 +88,10 @@ async function claimedBy(client: Client, workflowId: string): Promise<string[]> 
 /** Every object key reachable from these manifests. */
 async function reachable(driver: ChunkStoreDriver, manifests: Iterable<string>): Promise<Set<string>> {
   const keys = new Set<string>();
-  const queue: Array<{ kind: 'manifest' | 'node'; id: string }> = [...manifests].map((id) => ({ kind: 'manifest' as const, id }));
+  const queue: Array<{ kind: 'manifest' | 'node'; id: string }> = [...manifests].map((id) => ({
+    kind: 'manifest' as const,
+    id,
+  }));
   for (let item = queue.pop(); item !== undefined; item = queue.pop()) {
     const key = objectKey(item.kind, item.id);
     if (keys.has(key)) continue;
@@ -116,7 +131,11 @@ interface Scenario {
  * live run (its activity waits), and a payload stored that no history records; then `age()` makes
  * all of that older than the grace period; then a young payload and a young lone chunk are written.
  */
-async function scenario(env: Record<string, string>, age: () => Promise<void>, s3ClientConfig?: S3TestServer['clientConfig']): Promise<Scenario> {
+async function scenario(
+  env: Record<string, string>,
+  age: () => Promise<void>,
+  s3ClientConfig?: S3TestServer['clientConfig'],
+): Promise<Scenario> {
   const namespace = await ownNamespace();
   const payloads = payloadConverterFromConfig(loadConfig({ env }), { s3ClientConfig });
   const driver = payloads.driver;
@@ -137,22 +156,39 @@ async function scenario(env: Record<string, string>, age: () => Promise<void>, s
     },
     incompressible: async (bytes: number) => new Uint8Array(randomBytes(bytes)),
   };
-  const worker = await Worker.create({ connection: t.nativeConnection, namespace, taskQueue, workflowBundle: bundle, activities, dataConverter: payloads.dataConverter });
+  const worker = await Worker.create({
+    connection: t.nativeConnection,
+    namespace,
+    taskQueue,
+    workflowBundle: bundle,
+    activities,
+    dataConverter: payloads.dataConverter,
+  });
   const running = worker.run();
-  const echo = (note: string) => ({ taskQueue, workflowId: uniqueId(`gc-${note}`), args: [{ text: prose(note, 30_000), note }] as [EchoValue] });
+  const echo = (note: string) => ({
+    taskQueue,
+    workflowId: uniqueId(`gc-${note}`),
+    args: [{ text: prose(note, 30_000), note }] as [EchoValue],
+  });
 
   const closed = echo('closed');
   await client.workflow.execute<typeof storeEcho>('storeEcho', closed);
   const deleted = echo('deleted');
   await client.workflow.execute<typeof storeEcho>('storeEcho', deleted);
   const deletedClaims = await claimedBy(client, deleted.workflowId);
-  await client.workflowService.deleteWorkflowExecution({ namespace, workflowExecution: { workflowId: deleted.workflowId } });
+  await client.workflowService.deleteWorkflowExecution({
+    namespace,
+    workflowExecution: { workflowId: deleted.workflowId },
+  });
   // The server deletes in the background (seconds; longer on a busy machine).
   await expect
     .poll(
       async () => {
         try {
-          await client.workflowService.getWorkflowExecutionHistory({ namespace, execution: { workflowId: deleted.workflowId } });
+          await client.workflowService.getWorkflowExecutionHistory({
+            namespace,
+            execution: { workflowId: deleted.workflowId },
+          });
           return 'still there';
         } catch (error) {
           return isGrpcServiceError(error) ? error.code : String(error);
@@ -164,7 +200,9 @@ async function scenario(env: Record<string, string>, age: () => Promise<void>, s
   const live = echo('live');
   const liveHandle = await client.workflow.start<typeof storeEcho>('storeEcho', live);
   await liveActivityStarted;
-  const [neverRecorded] = await driver.store({}, [defaultPayloadConverter.toPayload({ text: prose('never-recorded', 30_000) }) ?? {}]);
+  const [neverRecorded] = await driver.store({}, [
+    defaultPayloadConverter.toPayload({ text: prose('never-recorded', 30_000) }) ?? {},
+  ]);
   if (neverRecorded === undefined) throw new Error('no claim');
 
   const liveClaims = await claimedBy(client, live.workflowId);
@@ -173,17 +211,22 @@ async function scenario(env: Record<string, string>, age: () => Promise<void>, s
   expect(closedClaims.length).toBeGreaterThanOrEqual(4);
   // The collector finds runs through visibility: wait until both are listed.
   await expect
-    .poll(async () => {
-      const listed: string[] = [];
-      for await (const execution of client.workflow.list({ query: '' })) listed.push(execution.workflowId);
-      return [live.workflowId, closed.workflowId].every((id) => listed.includes(id));
-    }, { timeout: 30_000 })
+    .poll(
+      async () => {
+        const listed: string[] = [];
+        for await (const execution of client.workflow.list({ query: '' })) listed.push(execution.workflowId);
+        return [live.workflowId, closed.workflowId].every((id) => listed.includes(id));
+      },
+      { timeout: 30_000 },
+    )
     .toBe(true);
 
   await age();
   // Young: a payload stored by a driver that has seen nothing yet, and one chunk on its own (a store in progress).
   const freshDriver = new ChunkStoreDriver({ backend: driver.backend, keyring: driver.keyring });
-  const [young] = await freshDriver.store({}, [defaultPayloadConverter.toPayload({ text: prose('young', 30_000) }) ?? {}]);
+  const [young] = await freshDriver.store({}, [
+    defaultPayloadConverter.toPayload({ text: prose('young', 30_000) }) ?? {},
+  ]);
   if (young === undefined) throw new Error('no claim');
   const lone = Buffer.from(`a lone chunk ${randomBytes(8).toString('hex')}`);
   const loneId = objectId(lone, driver.keyring?.current);
@@ -192,7 +235,11 @@ async function scenario(env: Record<string, string>, age: () => Promise<void>, s
 
   const kept = await reachable(driver, [...liveClaims, ...closedClaims, claimManifestId(young.claimData) ?? '']);
   kept.add(youngChunk);
-  const garbage = new Set([...(await reachable(driver, [...deletedClaims, claimManifestId(neverRecorded.claimData) ?? '']))].filter((key) => !kept.has(key)));
+  const garbage = new Set(
+    [...(await reachable(driver, [...deletedClaims, claimManifestId(neverRecorded.claimData) ?? '']))].filter(
+      (key) => !kept.has(key),
+    ),
+  );
   expect(garbage.size).toBeGreaterThan(4);
   return {
     namespace,
@@ -226,13 +273,21 @@ async function expectCollected(s: Scenario, report: GarbageReport): Promise<void
   expect(report.missingCount).toBe(0);
   // A driver with an empty cache reads every kept claim back from the store.
   const reader = new ChunkStoreDriver({ backend, keyring: s.driver.keyring });
-  const claims = [...s.liveClaims, ...s.closedClaims].map((manifestId) => new StorageDriverClaim(claimDataFor({ manifestId, keyId: reader.keyring?.current.id })));
-  const values = (await reader.retrieve({}, claims)).map((payload) => JSON.stringify(defaultPayloadConverter.fromPayload(payload)));
+  const claims = [...s.liveClaims, ...s.closedClaims].map(
+    (manifestId) => new StorageDriverClaim(claimDataFor({ manifestId, keyId: reader.keyring?.current.id })),
+  );
+  const values = (await reader.retrieve({}, claims)).map((payload) =>
+    JSON.stringify(defaultPayloadConverter.fromPayload(payload)),
+  );
   expect(values.every((value) => value.includes('live-') || value.includes('closed-'))).toBe(true);
 }
 
 async function claimsOf(s: Scenario): Promise<Set<string>> {
-  const client = new Client({ connection: t.connection, namespace: s.namespace, dataConverter: s.payloads.dataConverter });
+  const client = new Client({
+    connection: t.connection,
+    namespace: s.namespace,
+    dataConverter: s.payloads.dataConverter,
+  });
   const retained = await collectRetainedClaims({ clients: [client] });
   expect(retained.runs).toBe(2); // the live and the closed run; the deleted one is not listed any more
   return retained.manifests;
@@ -248,7 +303,10 @@ describe('gc of the payload store', { timeout: 240_000 }, () => {
   it('file backend: keeps live and retained claims and young objects, removes the rest older than 48 h (the CLI dry run first)', async () => {
     const directory = mkdtempSync(join(tmpdir(), 'compactor-gc-'));
     directories.push(directory);
-    const env = { COMPACTOR_PAYLOAD_STORE: `file:${directory}`, COMPACTOR_CODEC_KEY: randomBytes(32).toString('base64') };
+    const env = {
+      COMPACTOR_PAYLOAD_STORE: `file:${directory}`,
+      COMPACTOR_CODEC_KEY: randomBytes(32).toString('base64'),
+    };
     // Everything written so far becomes 72 hours old: older than the default grace period.
     const age = async (): Promise<void> => {
       const then = new Date(Date.now() - 72 * HOUR);
@@ -257,10 +315,18 @@ describe('gc of the payload store', { timeout: 240_000 }, () => {
     const s = await scenario(env, age);
     try {
       const before = filesUnder(directory).length;
-      const dry = await runCli(['gc', '--dry-run', '--namespace', s.namespace], { ...env, TEMPORAL_ADDRESS: t.address });
+      const dry = await runCli(['gc', '--dry-run', '--namespace', s.namespace], {
+        ...env,
+        TEMPORAL_ADDRESS: t.address,
+      });
       expect(dry.code, dry.stderr).toBe(0);
       expect(dry.stdout).toContain(`gc of file:${directory} (dry run: nothing removed)`);
-      expect(dry.stdout).toMatch(new RegExp(`^Marked from 2 runs in ${s.namespace}: \\d+ claims to \\d+ manifests, and \\d+ manifests and \\d+ nodes younger than the grace period\\.$`, 'm'));
+      expect(dry.stdout).toMatch(
+        new RegExp(
+          `^Marked from 2 runs in ${s.namespace}: \\d+ claims to \\d+ manifests, and \\d+ manifests and \\d+ nodes younger than the grace period\\.$`,
+          'm',
+        ),
+      );
       expect(dry.stdout).toContain(`Would remove ${s.garbage.size.toLocaleString('en-US')} (`);
       expect(dry.stderr).toContain('gc: read the histories of 2 runs, ');
       expect(filesUnder(directory)).toHaveLength(before);
@@ -292,14 +358,23 @@ describe('gc of the payload store', { timeout: 240_000 }, () => {
 
     it('keeps live and retained claims and young objects, removes the rest older than the grace period', async () => {
       if (s3 === undefined) throw new Error('no S3 server');
-      const env = { ...s3.env, COMPACTOR_PAYLOAD_STORE: `s3://${s3.bucket}/gc-${process.pid}`, COMPACTOR_CODEC_KEY: randomBytes(32).toString('base64') };
+      const env = {
+        ...s3.env,
+        COMPACTOR_PAYLOAD_STORE: `s3://${s3.bucket}/gc-${process.pid}`,
+        COMPACTOR_CODEC_KEY: randomBytes(32).toString('base64'),
+      };
       // S3 keeps its own modification times: instead of aging objects, wait longer than a short
       // grace period, and judge from the moment the young objects were written.
       const graceMs = 2_000;
       const s = await scenario(env, () => new Promise((resolve) => setTimeout(resolve, 3_500)), s3.clientConfig);
       const judgedAt = Date.now();
       try {
-        const report = await collectGarbage({ driver: s.driver, claimedManifests: await claimsOf(s), graceMs, now: () => judgedAt });
+        const report = await collectGarbage({
+          driver: s.driver,
+          claimedManifests: await claimsOf(s),
+          graceMs,
+          now: () => judgedAt,
+        });
         await expectCollected(s, report);
         expect(await s.finishLiveRun()).toMatchObject({ note: 'live', length: 30_000 });
       } finally {

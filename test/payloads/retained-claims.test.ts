@@ -9,14 +9,28 @@ import { join } from 'node:path';
 import { defaultPayloadConverter, StorageDriverClaim, type Payload } from '@temporalio/common';
 import { encodeReferencePayload } from '@temporalio/common/lib/internal-non-workflow/extstore-helpers.js';
 import { afterAll, describe, expect, it } from 'vitest';
-import { CHUNK_STORE_DRIVER_NAME, ChunkMissingError, ChunkStoreDriver, claimedManifestsIn, codecKey, collectGarbage, FileBackend, keyringOf } from '../../src/payloads/index.js';
+import {
+  CHUNK_STORE_DRIVER_NAME,
+  ChunkMissingError,
+  ChunkStoreDriver,
+  claimedManifestsIn,
+  codecKey,
+  collectGarbage,
+  FileBackend,
+  keyringOf,
+} from '../../src/payloads/index.js';
 
 const directories: string[] = [];
 afterAll(() => directories.forEach((directory) => rmSync(directory, { recursive: true, force: true })));
 
 /** Distinct per seed: two conversations share no chunk. */
 function conversation(seed: string) {
-  return { messages: Array.from({ length: 50 }, (_, index) => ({ role: 'tool', content: `${seed} ${index}: ${randomBytes(200).toString('hex')}` })) };
+  return {
+    messages: Array.from({ length: 50 }, (_, index) => ({
+      role: 'tool',
+      content: `${seed} ${index}: ${randomBytes(200).toString('hex')}`,
+    })),
+  };
 }
 
 /** The reference payload the SDK writes into history for a claim. */
@@ -33,20 +47,40 @@ describe('claimedManifestsIn', () => {
     directories.push(directory);
     const backend = new FileBackend({ directory, durable: false });
     const keyring = keyringOf(codecKey(randomBytes(32), 'k1'));
-    const values = { newer: conversation('newer'), older: conversation('older'), unclaimed: conversation('unclaimed'), foreign: conversation('foreign') };
+    const values = {
+      newer: conversation('newer'),
+      older: conversation('older'),
+      unclaimed: conversation('unclaimed'),
+      foreign: conversation('foreign'),
+    };
     const [newer, older, unclaimed, foreign] = await new ChunkStoreDriver({ backend, keyring }).store(
       {},
-      [values.newer, values.older, values.unclaimed, values.foreign].map((value) => defaultPayloadConverter.toPayload(value) ?? {}),
+      [values.newer, values.older, values.unclaimed, values.foreign].map(
+        (value) => defaultPayloadConverter.toPayload(value) ?? {},
+      ),
     );
-    if (newer === undefined || older === undefined || unclaimed === undefined || foreign === undefined) throw new Error('four claims expected');
+    if (newer === undefined || older === undefined || unclaimed === undefined || foreign === undefined)
+      throw new Error('four claims expected');
     expect(Object.keys(older.claimData).sort()).toEqual(['k', 'm']);
     // As the history of a run from before format 2 holds it.
     const olderFormatOne = new StorageDriverClaim({ manifest: hexOf(older), keyId: older.claimData.k ?? '' });
     // Shaped like a history event: payloads a few levels down, in lists and maps.
     const event = {
       eventId: 7,
-      activityTaskScheduledEventAttributes: { input: { payloads: [reference(newer)] }, header: { fields: { carried: reference(olderFormatOne) } } },
-      markerRecordedEventAttributes: { details: { data: { payloads: [reference(foreign, 'another-driver'), reference(new StorageDriverClaim({ m: hexOf(unclaimed), k: 'k1' }))] } } },
+      activityTaskScheduledEventAttributes: {
+        input: { payloads: [reference(newer)] },
+        header: { fields: { carried: reference(olderFormatOne) } },
+      },
+      markerRecordedEventAttributes: {
+        details: {
+          data: {
+            payloads: [
+              reference(foreign, 'another-driver'),
+              reference(new StorageDriverClaim({ m: hexOf(unclaimed), k: 'k1' })),
+            ],
+          },
+        },
+      },
     };
     const found: string[] = [];
     claimedManifestsIn(event, (manifest) => found.push(manifest));
@@ -54,7 +88,8 @@ describe('claimedManifestsIn', () => {
 
     // Everything is older than the grace period: what no claim names goes.
     const then = new Date(Date.now() - 72 * 3_600_000);
-    for (const entry of readdirSync(directory, { recursive: true, withFileTypes: true })) if (entry.isFile()) utimesSync(join(entry.parentPath, entry.name), then, then);
+    for (const entry of readdirSync(directory, { recursive: true, withFileTypes: true }))
+      if (entry.isFile()) utimesSync(join(entry.parentPath, entry.name), then, then);
     const driver = new ChunkStoreDriver({ backend, keyring });
     const report = await collectGarbage({ driver, claimedManifests: found });
     expect(report.deleted.manifest.objects).toBe(2);

@@ -12,9 +12,21 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { agentRun, createActivities, createOpenAISummarizer, type ChatMessage } from '../../src/index.js';
-import { codecEnvelopeOf, payloadConverterFromConfig, payloadProtoSize, type ConfiguredPayloads } from '../../src/payloads/index.js';
+import {
+  codecEnvelopeOf,
+  payloadConverterFromConfig,
+  payloadProtoSize,
+  type ConfiguredPayloads,
+} from '../../src/payloads/index.js';
 import { startFakeOpenAI, type FakeOpenAI, type ScriptedResponse } from '../support/fake-openai.js';
-import { claimOf, decodeHistoryPayload, historyPayloads, isSdkMetadata, metadataOf, type HistoryPayload } from '../support/history-payloads.js';
+import {
+  claimOf,
+  decodeHistoryPayload,
+  historyPayloads,
+  isSdkMetadata,
+  metadataOf,
+  type HistoryPayload,
+} from '../support/history-payloads.js';
 import { bundleWorkflows, testConnection, uniqueId, withWorker, type TestConnection } from '../support/temporal.js';
 import type { EchoValue, StoreTestActivities, storeEcho, storeIncompressible } from '../../corpus/store-workflows.js';
 
@@ -37,17 +49,36 @@ async function rawHistory(t: TestConnection, workflowId: string): Promise<Histor
   const events = [];
   let nextPageToken: Uint8Array | undefined;
   do {
-    const page = await t.connection.workflowService.getWorkflowExecutionHistory({ namespace: t.namespace, execution: { workflowId }, ...(nextPageToken === undefined ? {} : { nextPageToken }) });
+    const page = await t.connection.workflowService.getWorkflowExecutionHistory({
+      namespace: t.namespace,
+      execution: { workflowId },
+      ...(nextPageToken === undefined ? {} : { nextPageToken }),
+    });
     events.push(...(page.history?.events ?? []));
-    nextPageToken = page.nextPageToken !== null && page.nextPageToken !== undefined && page.nextPageToken.length > 0 ? page.nextPageToken : undefined;
+    nextPageToken =
+      page.nextPageToken !== null && page.nextPageToken !== undefined && page.nextPageToken.length > 0
+        ? page.nextPageToken
+        : undefined;
   } while (nextPageToken !== undefined);
   return historyPayloads(events, payloadProtoSize);
 }
 
-
 /** Prose that compresses like real text, but not to nothing. */
 function prose(length: number): string {
-  const words = ['build', 'failed', 'module', 'import', 'error', 'line', 'config', 'patch', 'test', 'trace', 'value', 'field'];
+  const words = [
+    'build',
+    'failed',
+    'module',
+    'import',
+    'error',
+    'line',
+    'config',
+    'patch',
+    'test',
+    'trace',
+    'value',
+    'field',
+  ];
   const parts: string[] = [];
   let size = 0;
   for (let index = 0; size < length; index += 1) {
@@ -71,7 +102,10 @@ beforeAll(async () => {
 describe('payload store and codec on the dev server', { timeout: 120_000 }, () => {
   it('round-trips a 1.2 MB value through input, activity and result while the history holds only small claims', async () => {
     const directory = storeDirectory();
-    const payloads = configured({ COMPACTOR_PAYLOAD_STORE: `file:${directory}`, COMPACTOR_CODEC_KEY: randomBytes(32).toString('base64') });
+    const payloads = configured({
+      COMPACTOR_PAYLOAD_STORE: `file:${directory}`,
+      COMPACTOR_CODEC_KEY: randomBytes(32).toString('base64'),
+    });
     const t = await testConnection({ dataConverter: payloads.dataConverter });
     const value: EchoValue = { text: prose(1_200_000), note: 'round trip' };
     const workflowId = uniqueId('store-echo');
@@ -96,26 +130,47 @@ describe('payload store and codec on the dev server', { timeout: 120_000 }, () =
 
     // A client without the store cannot read the claims: it says so instead of handing out references.
     const plainClient = new Client({ connection: t.connection, namespace: t.namespace });
-    await expect(plainClient.workflow.getHandle(workflowId).result()).rejects.toThrow(/External Storage|external storage/);
+    await expect(plainClient.workflow.getHandle(workflowId).result()).rejects.toThrow(
+      /External Storage|external storage/,
+    );
 
     // The history as the server keeps it (claims) replays with the store, and not without it.
-    const raw = (await t.connection.workflowService.getWorkflowExecutionHistory({ namespace: t.namespace, execution: { workflowId } })).history;
+    const raw = (
+      await t.connection.workflowService.getWorkflowExecutionHistory({
+        namespace: t.namespace,
+        execution: { workflowId },
+      })
+    ).history;
     if (raw === null || raw === undefined) throw new Error('no history');
-    await expect(Worker.runReplayHistory({ workflowBundle: bundle, dataConverter: payloads.dataConverter }, raw, workflowId)).resolves.toBeUndefined();
-    await expect(Worker.runReplayHistory({ workflowBundle: bundle }, raw, workflowId)).rejects.toThrow(/external storage is not configured/);
+    await expect(
+      Worker.runReplayHistory({ workflowBundle: bundle, dataConverter: payloads.dataConverter }, raw, workflowId),
+    ).resolves.toBeUndefined();
+    await expect(Worker.runReplayHistory({ workflowBundle: bundle }, raw, workflowId)).rejects.toThrow(
+      /external storage is not configured/,
+    );
   });
 
   it('offloads a payload that reaches the threshold only once encrypted, and reads it back', async () => {
-    const payloads = configured({ COMPACTOR_PAYLOAD_STORE: `file:${storeDirectory()}`, COMPACTOR_CODEC_KEY: randomBytes(32).toString('base64'), COMPACTOR_PAYLOAD_THRESHOLD: '1024' });
+    const payloads = configured({
+      COMPACTOR_PAYLOAD_STORE: `file:${storeDirectory()}`,
+      COMPACTOR_CODEC_KEY: randomBytes(32).toString('base64'),
+      COMPACTOR_PAYLOAD_THRESHOLD: '1024',
+    });
     const t = await testConnection({ dataConverter: payloads.dataConverter });
     const workflowId = uniqueId('store-incompressible');
     // 960 random bytes: under 1 KiB as a payload, over it with the codec's nonce, tag and metadata.
     const result = await withWorker(t, { workflowBundle: bundle, activities: storeActivities }, () =>
-      t.client.workflow.execute<typeof storeIncompressible>('storeIncompressible', { taskQueue: t.taskQueue, workflowId, args: [960] }),
+      t.client.workflow.execute<typeof storeIncompressible>('storeIncompressible', {
+        taskQueue: t.taskQueue,
+        workflowId,
+        args: [960],
+      }),
     );
     expect(result).toHaveLength(960);
     const history = await rawHistory(t, workflowId);
-    const completed = history.find((found) => found.path.endsWith('activityTaskCompletedEventAttributes.result.payloads[0]'));
+    const completed = history.find((found) =>
+      found.path.endsWith('activityTaskCompletedEventAttributes.result.payloads[0]'),
+    );
     if (completed === undefined) throw new Error('no activity result in the history');
     expect(claimOf(completed.payload)).toBeDefined();
     const decoded = await decodeHistoryPayload(completed.payload, { driver: payloads.driver, codec: payloads.codec });
@@ -136,7 +191,14 @@ describe('payload store and codec on the dev server', { timeout: 120_000 }, () =
       return {
         kind: 'status',
         status: 200,
-        body: { id: 'c', object: 'chat.completion', created: 0, model: 'fake-agent', choices: [{ index: 0, finish_reason: 'stop', message: { role: 'assistant', ...message } }], usage: { prompt_tokens: 100, completion_tokens: 5, total_tokens: 105 } },
+        body: {
+          id: 'c',
+          object: 'chat.completion',
+          created: 0,
+          model: 'fake-agent',
+          choices: [{ index: 0, finish_reason: 'stop', message: { role: 'assistant', ...message } }],
+          usage: { prompt_tokens: 100, completion_tokens: 5, total_tokens: 105 },
+        },
       };
     }
 
@@ -145,12 +207,21 @@ describe('payload store and codec on the dev server', { timeout: 120_000 }, () =
       const rawKey = randomBytes(32);
       const codecKeyText = rawKey.toString('base64');
       const directory = storeDirectory();
-      const env = { COMPACTOR_PAYLOAD_STORE: `file:${directory}`, COMPACTOR_CODEC_KEY: codecKeyText, COMPACTOR_CODEC_KEY_ID: 'canary', OPENAI_API_KEY: apiKey, OPENAI_BASE_URL: server.baseURL };
+      const env = {
+        COMPACTOR_PAYLOAD_STORE: `file:${directory}`,
+        COMPACTOR_CODEC_KEY: codecKeyText,
+        COMPACTOR_CODEC_KEY_ID: 'canary',
+        OPENAI_API_KEY: apiKey,
+        OPENAI_BASE_URL: server.baseURL,
+      };
       const config = loadConfig({ env });
       const payloads = payloadConverterFromConfig(config);
       const t = await testConnection({ dataConverter: payloads.dataConverter });
       server.script(
-        completion({ content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'lookup', arguments: '{"id":"A-17"}' } }] }),
+        completion({
+          content: null,
+          tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'lookup', arguments: '{"id":"A-17"}' } }],
+        }),
         completion({ content: 'Order A-17 shipped.' }),
       );
       const lookup = async (): Promise<string> => `order A-17: shipped. ${prose(3000)}`;
@@ -159,15 +230,36 @@ describe('payload store and codec on the dev server', { timeout: 120_000 }, () =
         { role: 'user', content: 'Where is order A-17?' },
       ];
       const openai = new OpenAI({ baseURL: config.openaiBaseUrl, apiKey: config.openaiApiKey, maxRetries: 0 });
-      const summarizer = createOpenAISummarizer({ model: 'fake-summarizer', baseURL: config.openaiBaseUrl, apiKey: config.openaiApiKey });
+      const summarizer = createOpenAISummarizer({
+        model: 'fake-summarizer',
+        baseURL: config.openaiBaseUrl,
+        apiKey: config.openaiApiKey,
+      });
       const workflowId = uniqueId('store-canary');
-      const lookupDeclaration = { type: 'function' as const, function: { name: 'lookup', description: 'Find an order', parameters: { type: 'object', properties: { id: { type: 'string' } } } } };
-      const result = await withWorker(t, { workflowBundle: bundle, activities: { ...createActivities({ summarizer, openai }), lookup } }, () =>
-        t.client.workflow.execute(agentRun, {
-          taskQueue: t.taskQueue,
-          workflowId,
-          args: [{ messages: opening, model: { provider: 'openai', model: 'fake-agent', contextWindow: 16_000, maxOutputTokens: 500 }, tools: [lookupDeclaration], compaction: {} }],
-        }),
+      const lookupDeclaration = {
+        type: 'function' as const,
+        function: {
+          name: 'lookup',
+          description: 'Find an order',
+          parameters: { type: 'object', properties: { id: { type: 'string' } } },
+        },
+      };
+      const result = await withWorker(
+        t,
+        { workflowBundle: bundle, activities: { ...createActivities({ summarizer, openai }), lookup } },
+        () =>
+          t.client.workflow.execute(agentRun, {
+            taskQueue: t.taskQueue,
+            workflowId,
+            args: [
+              {
+                messages: opening,
+                model: { provider: 'openai', model: 'fake-agent', contextWindow: 16_000, maxOutputTokens: 500 },
+                tools: [lookupDeclaration],
+                compaction: {},
+              },
+            ],
+          }),
       );
       expect(result.stopReason).toBe('completed');
       // The key did reach the model server: the canary is live, not a string nobody used.
@@ -178,19 +270,27 @@ describe('payload store and codec on the dev server', { timeout: 120_000 }, () =
       const decodedTexts: string[] = [];
       for (const found of history) {
         const raw = Buffer.from(found.payload.data ?? []);
-        const decoded = Buffer.from((await decodeHistoryPayload(found.payload, { driver: payloads.driver, codec: payloads.codec })).data ?? []);
+        const decoded = Buffer.from(
+          (await decodeHistoryPayload(found.payload, { driver: payloads.driver, codec: payloads.codec })).data ?? [],
+        );
         for (const bytes of [raw, decoded]) {
           for (const secret of secrets) expect(bytes.includes(secret), `${found.path} holds a secret`).toBe(false);
           expect(bytes.includes(rawKey), `${found.path} holds the raw key`).toBe(false);
         }
         decodedTexts.push(decoded.toString('utf8'));
         // Nothing readable in history: every payload but search attributes is a claim or encrypted.
-        if (!isSdkMetadata(found)) expect(claimOf(found.payload) !== undefined || codecEnvelopeOf(found.payload)?.keyId === 'canary', found.path).toBe(true);
+        if (!isSdkMetadata(found))
+          expect(
+            claimOf(found.payload) !== undefined || codecEnvelopeOf(found.payload)?.keyId === 'canary',
+            found.path,
+          ).toBe(true);
       }
       // The decoding works (so the search above looked at real content).
       expect(decodedTexts.some((decoded) => decoded.includes('Where is order A-17?'))).toBe(true);
       expect(decodedTexts.some((decoded) => decoded.includes('Order A-17 shipped.'))).toBe(true);
-      for (const file of readdirSync(directory, { recursive: true, withFileTypes: true }).filter((entry) => entry.isFile())) {
+      for (const file of readdirSync(directory, { recursive: true, withFileTypes: true }).filter((entry) =>
+        entry.isFile(),
+      )) {
         const bytes = readFileSync(join(file.parentPath, file.name));
         for (const secret of [...secrets, 'Where is order A-17?']) expect(bytes.includes(secret)).toBe(false);
       }

@@ -14,7 +14,12 @@ import { openingMessages } from '../../src/core/agent/trajectory.js';
 import { codecEnvelopeOf, payloadProtoSize } from '../../src/payloads/index.js';
 import { claimOf, historyPayloads, isSdkMetadata } from '../support/history-payloads.js';
 import { testConnection, uniqueId } from '../support/temporal.js';
-import { killWorkerProcesses, spawnWorkerProcess, writeProductionBundle, type WorkerProcess } from '../support/worker-process.js';
+import {
+  killWorkerProcesses,
+  spawnWorkerProcess,
+  writeProductionBundle,
+  type WorkerProcess,
+} from '../support/worker-process.js';
 
 const TRAJECTORY = 'openhands_gpt4o_Project-MONAI__MONAI-3715';
 const trajectoryDir = fileURLToPath(new URL('../../examples/trajectories/', import.meta.url));
@@ -49,10 +54,13 @@ describe('worker process and CLI with the payload store and a codec key', () => 
     spawned.push(worker);
     const deadline = Date.now() + 60_000;
     while (!/polling task queue/.test(worker.output())) {
-      if (worker.child.exitCode !== null || Date.now() > deadline) throw new Error(`the worker did not start:\n${worker.output()}`);
+      if (worker.child.exitCode !== null || Date.now() > deadline)
+        throw new Error(`the worker did not start:\n${worker.output()}`);
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
-    expect(worker.output()).toContain(`payload store file:${storeDirectory} (payloads of 256 B and more), codec deflate + AES-256-GCM (key id cli-test)`);
+    expect(worker.output()).toContain(
+      `payload store file:${storeDirectory} (payloads of 256 B and more), codec deflate + AES-256-GCM (key id cli-test)`,
+    );
 
     const { client, close } = await connectClient(env, {});
     const workflowId = uniqueId('store-cli');
@@ -61,17 +69,34 @@ describe('worker process and CLI with the payload store and a codec key', () => 
       const result = await client.workflow.execute(agentRun, {
         taskQueue: t.taskQueue,
         workflowId,
-        args: [{ messages: opening, model: { provider: 'replay', trajectory: TRAJECTORY, contextWindow: 9_000, maxOutputTokens: 1_000 }, compaction: { ageObservations: true }, maxRounds: 8 }],
+        args: [
+          {
+            messages: opening,
+            model: { provider: 'replay', trajectory: TRAJECTORY, contextWindow: 9_000, maxOutputTokens: 1_000 },
+            compaction: { ageObservations: true },
+            maxRounds: 8,
+          },
+        ],
       });
       expect(result.rounds).toBe(8);
     } finally {
       await close();
     }
 
-    const events = (await t.connection.workflowService.getWorkflowExecutionHistory({ namespace: t.namespace, execution: { workflowId } })).history?.events ?? [];
+    const events =
+      (
+        await t.connection.workflowService.getWorkflowExecutionHistory({
+          namespace: t.namespace,
+          execution: { workflowId },
+        })
+      ).history?.events ?? [];
     const payloads = historyPayloads(events, payloadProtoSize).filter((found) => !isSdkMetadata(found));
     expect(payloads.filter((found) => claimOf(found.payload) !== undefined).length).toBeGreaterThan(3);
-    for (const found of payloads) expect(claimOf(found.payload) !== undefined || codecEnvelopeOf(found.payload)?.keyId === 'cli-test', found.path).toBe(true);
+    for (const found of payloads)
+      expect(
+        claimOf(found.payload) !== undefined || codecEnvelopeOf(found.payload)?.keyId === 'cli-test',
+        found.path,
+      ).toBe(true);
 
     let out = '';
     const io = { stdout: (text: string) => (out += text), stderr: (text: string) => (out += text), env };

@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { bundledTrajectories, extendedCorpusLocation, GENERATED_NAMES, listedNames, repositoryCorpus } from '../../corpus/index.js';
+import {
+  bundledTrajectories,
+  extendedCorpusLocation,
+  GENERATED_NAMES,
+  listedNames,
+  repositoryCorpus,
+} from '../../corpus/index.js';
 import { Compactor } from '../../src/compactor.js';
 import { contentText } from '../../src/core/counting/tokens.js';
 import { summarizeRequest, summaryContent, tooLongInstruction } from '../../src/core/compaction/transcript.js';
@@ -62,7 +68,10 @@ function copied(text: string): string {
 
 /** The first inline-code span of a line (single or double backticks). */
 function codeSpan(line: string): string | undefined {
-  return /``\s(.+?)\s``|`([^`]+)`/.exec(line)?.slice(1).find((group) => group !== undefined);
+  return /``\s(.+?)\s``|`([^`]+)`/
+    .exec(line)
+    ?.slice(1)
+    .find((group) => group !== undefined);
 }
 
 /** Every string argument of every tool call, decoded (commands are shown decoded, not JSON-escaped). */
@@ -72,7 +81,8 @@ function argumentStrings(messages: readonly ChatMessage[]): string[] {
     for (const call of message.tool_calls ?? []) {
       try {
         const args: unknown = JSON.parse(call.function.arguments);
-        if (typeof args === 'object' && args !== null) strings.push(...Object.values(args).filter((value): value is string => typeof value === 'string'));
+        if (typeof args === 'object' && args !== null)
+          strings.push(...Object.values(args).filter((value): value is string => typeof value === 'string'));
       } catch {
         strings.push(call.function.arguments);
       }
@@ -110,7 +120,9 @@ describe('extractive summarizer on the corpus', () => {
 
     it('is much shorter than its input', () => {
       expect(summary.length).toBeLessThan(transcript.length);
-      expect(summary.length).toBeLessThanOrEqual(Math.min(DEFAULT_EXTRACTIVE_MAX_CHARS, Math.max(MIN_EXTRACTIVE_SUMMARY_CHARS, transcript.length * 0.15)));
+      expect(summary.length).toBeLessThanOrEqual(
+        Math.min(DEFAULT_EXTRACTIVE_MAX_CHARS, Math.max(MIN_EXTRACTIVE_SUMMARY_CHARS, transcript.length * 0.15)),
+      );
     });
 
     it('says first that it is an offline extractive summary, not a model’s', () => {
@@ -140,7 +152,10 @@ describe('extractive summarizer on the corpus', () => {
         const item = copied(codeSpan(line) ?? '');
         const found = transcript.includes(item) || args.some((value) => value.includes(item));
         expect(found, line).toBe(true);
-        const error = / → error: (.+)$|; last result an error: (.+)$/.exec(line)?.slice(1).find((group) => group !== undefined);
+        const error = / → error: (.+)$|; last result an error: (.+)$/
+          .exec(line)
+          ?.slice(1)
+          .find((group) => group !== undefined);
         if (error !== undefined) expect(transcript, line).toContain(copied(error));
       }
     });
@@ -176,8 +191,13 @@ const ROOMY = { maxRatio: Number.POSITIVE_INFINITY };
 /** A short bug-fix run: a failing test, an edit, a missing file and a second request. */
 const HAND_WRITTEN_RUN: ChatMessage[] = [
   user('Fix the failing test in src/app.py.\nIt fails on CI since yesterday.'),
-  assistant('I will run the test first.', [['call_1', 'bash', JSON.stringify({ command: 'pytest tests/test_app.py -q' })]]),
-  tool('call_1', 'Traceback (most recent call last):\n  File "src/app.py", line 3, in total\nAssertionError: expected 2, got 3'),
+  assistant('I will run the test first.', [
+    ['call_1', 'bash', JSON.stringify({ command: 'pytest tests/test_app.py -q' })],
+  ]),
+  tool(
+    'call_1',
+    'Traceback (most recent call last):\n  File "src/app.py", line 3, in total\nAssertionError: expected 2, got 3',
+  ),
   assistant('The root cause is an off-by-one in total() because the loop starts at 1. Let me edit it.', [
     ['call_2', 'edit_file', JSON.stringify({ path: 'src/app.py', old: 'range(1, n)', new: 'range(n)' })],
   ]),
@@ -192,7 +212,11 @@ describe('extractive summarizer on a hand-written run', () => {
   const sections = sectionsOf(summary);
 
   it('fills Goals with the first lines of the user turns', () => {
-    expect(sections.get('## Goals')).toEqual(['- Fix the failing test in src/app.py.', '  - It fails on CI since yesterday.', '- Also update the changelog.']);
+    expect(sections.get('## Goals')).toEqual([
+      '- Fix the failing test in src/app.py.',
+      '  - It fails on CI since yesterday.',
+      '- Also update the changelog.',
+    ]);
   });
 
   it('fills Decisions with decision sentences and turn openings', () => {
@@ -224,7 +248,9 @@ describe('extractive summarizer on a hand-written run', () => {
   it('drops an error that a later identical call cleared', () => {
     const retried = [
       ...HAND_WRITTEN_RUN.slice(0, 3),
-      assistant('Run it again after the fix.', [['call_9', 'bash', JSON.stringify({ command: 'pytest tests/test_app.py -q' })]]),
+      assistant('Run it again after the fix.', [
+        ['call_9', 'bash', JSON.stringify({ command: 'pytest tests/test_app.py -q' })],
+      ]),
       tool('call_9', '1 passed in 0.01s'),
     ];
     const unresolved = sectionsOf(extractiveSummary(summarizeRequest(retried, 2000), ROOMY)).get('## Unresolved') ?? [];
@@ -280,16 +306,24 @@ describe('extractive summarizer on a transcript that holds an earlier summary', 
   it('merges the earlier sections with the new turns: counts summed, cleared failures gone', () => {
     const next = [
       earlier,
-      assistant('Run it again after the fix.', [['call_9', 'bash', JSON.stringify({ command: 'pytest tests/test_app.py -q' })]]),
+      assistant('Run it again after the fix.', [
+        ['call_9', 'bash', JSON.stringify({ command: 'pytest tests/test_app.py -q' })],
+      ]),
       tool('call_9', '1 passed in 0.01s'),
-      assistant(null, [['call_10', 'edit_file', JSON.stringify({ path: 'src/app.py', old: 'return s', new: 'return s + 0' })]]),
+      assistant(null, [
+        ['call_10', 'edit_file', JSON.stringify({ path: 'src/app.py', old: 'return s', new: 'return s + 0' })],
+      ]),
       tool('call_10', 'The file src/app.py has been edited.'),
     ];
     const summary = extractiveSummary(summarizeRequest(next, 2000), ROOMY);
     const sections = sectionsOf(summary);
     expect(summary.split('\n')[0]).toBe(EXTRACTIVE_SUMMARY_NOTICE);
     expect(summary).not.toContain(SUMMARY_HEADER);
-    expect(sections.get('## Goals')).toEqual(['- Fix the failing test in src/app.py.', '  - It fails on CI since yesterday.', '- Also update the changelog.']);
+    expect(sections.get('## Goals')).toEqual([
+      '- Fix the failing test in src/app.py.',
+      '  - It fails on CI since yesterday.',
+      '- Also update the changelog.',
+    ]);
     expect(sections.get('## Decisions')).toEqual([
       '- I will run the test first.',
       '- The root cause is an off-by-one in total() because the loop starts at 1.',
@@ -312,10 +346,13 @@ describe('extractive summarizer on a transcript that holds an earlier summary', 
 
   it('lets earlier failures go once six newer tool results follow them', () => {
     const rounds = Array.from({ length: 6 }, (_, index) => [
-      assistant(`Reading part ${index} of the module now.`, [[`call_r${index}`, 'read_file', JSON.stringify({ path: `src/part${index}.py` })]]),
+      assistant(`Reading part ${index} of the module now.`, [
+        [`call_r${index}`, 'read_file', JSON.stringify({ path: `src/part${index}.py` })],
+      ]),
       tool(`call_r${index}`, `def part${index}(): pass`),
     ]).flat();
-    const unresolved = sectionsOf(extractiveSummary(summarizeRequest([earlier, ...rounds], 2000), ROOMY)).get('## Unresolved') ?? [];
+    const unresolved =
+      sectionsOf(extractiveSummary(summarizeRequest([earlier, ...rounds], 2000), ROOMY)).get('## Unresolved') ?? [];
     expect(unresolved.filter((line) => line.includes(' failed: '))).toEqual([]);
     expect(unresolved[0]).toBe('- Latest user request: Also update the changelog.');
   });
@@ -338,19 +375,27 @@ describe('extractive summarizer on a transcript that holds an earlier summary', 
     const next = [
       user(summaryContent(written, 12)),
       user('Now also run the smoke tests.'),
-      assistant('I will run the smoke tests with make smoke now.', [['call_s', 'bash', JSON.stringify({ command: 'make smoke' })]]),
+      assistant('I will run the smoke tests with make smoke now.', [
+        ['call_s', 'bash', JSON.stringify({ command: 'make smoke' })],
+      ]),
       tool('call_s', '2 passed'),
     ];
     const summary = extractiveSummary(summarizeRequest(next, 2000), ROOMY);
     const sections = sectionsOf(summary);
     expect(summary.split('\n').filter((line) => line.startsWith('#'))).toEqual(HEADINGS);
-    expect(sections.get('## Goals')).toEqual(['- Migrate the billing service to Postgres 16.', '- Now also run the smoke tests.']);
+    expect(sections.get('## Goals')).toEqual([
+      '- Migrate the billing service to Postgres 16.',
+      '- Now also run the smoke tests.',
+    ]);
     expect(sections.get('## Decisions')).toEqual([
       '- The team chose pg_dump over logical replication because downtime is acceptable.',
       '- Ruled out pglogical: it does not support the extension we use.',
       '- I will run the smoke tests with make smoke now.',
     ]);
-    expect(sections.get('## Files and commands')).toEqual(['- Edited `config/db.yml` to point at the new host.', '- `make smoke` (bash)']);
+    expect(sections.get('## Files and commands')).toEqual([
+      '- Edited `config/db.yml` to point at the new host.',
+      '- `make smoke` (bash)',
+    ]);
     expect(sections.get('## Unresolved')).toEqual([
       '- Latest user request: Now also run the smoke tests.',
       "- The nightly job `jobs/reconcile.py` still fails with `KeyError: 'currency'`.",
@@ -404,24 +449,48 @@ describe('extractive summarizer on a transcript that holds an earlier summary', 
   });
 
   it('keeps the opening lines of the first request when all of it does not fit', () => {
-    const details = Array.from({ length: 4 }, (_, index) => `  - Detail ${index}: ${'the PR description goes on about the bug. '.repeat(4).trim()}`);
-    const written = ['## Goals', '- /testbed', "  - I've uploaded a python code repository in the directory /testbed.", ...details].join('\n');
+    const details = Array.from(
+      { length: 4 },
+      (_, index) => `  - Detail ${index}: ${'the PR description goes on about the bug. '.repeat(4).trim()}`,
+    );
+    const written = [
+      '## Goals',
+      '- /testbed',
+      "  - I've uploaded a python code repository in the directory /testbed.",
+      ...details,
+    ].join('\n');
     const rounds = Array.from({ length: 30 }, (_, index) => [
-      assistant(`Decided to read part ${index} because the bug may be there.`, [[`call_${index}`, 'read_file', JSON.stringify({ path: `src/part${index}.py` })]]),
+      assistant(`Decided to read part ${index} because the bug may be there.`, [
+        [`call_${index}`, 'read_file', JSON.stringify({ path: `src/part${index}.py` })],
+      ]),
       tool(`call_${index}`, `def part${index}(): pass`),
     ]).flat();
-    const summary = extractiveSummary(summarizeRequest([user(summaryContent(written, 9)), ...rounds], 2000), { maxChars: 1500, maxRatio: Number.POSITIVE_INFINITY });
+    const summary = extractiveSummary(summarizeRequest([user(summaryContent(written, 9)), ...rounds], 2000), {
+      maxChars: 1500,
+      maxRatio: Number.POSITIVE_INFINITY,
+    });
     const goals = sectionsOf(summary).get('## Goals') ?? [];
     expect(summary.length).toBeLessThanOrEqual(1500);
-    expect(goals.slice(0, 2)).toEqual(['- /testbed', "  - I've uploaded a python code repository in the directory /testbed."]);
+    expect(goals.slice(0, 2)).toEqual([
+      '- /testbed',
+      "  - I've uploaded a python code repository in the directory /testbed.",
+    ]);
     expect(goals.length).toBeLessThan(6);
   });
 
   it('adds what earlier summaries left out to the count of what this one leaves out', () => {
-    const crowded = Array.from({ length: 40 }, (_, index) => `- Decided to keep option ${index} because the benchmark ${index} favours it.`);
-    const written = ['## Goals', '- Tune the options.', '', '## Decisions', ...crowded, '- (7 more not shown)'].join('\n');
+    const crowded = Array.from(
+      { length: 40 },
+      (_, index) => `- Decided to keep option ${index} because the benchmark ${index} favours it.`,
+    );
+    const written = ['## Goals', '- Tune the options.', '', '## Decisions', ...crowded, '- (7 more not shown)'].join(
+      '\n',
+    );
     const request = summarizeRequest([user(summaryContent(written, 50))], 2000);
-    const decisions = sectionsOf(extractiveSummary(request, { maxChars: 1200, maxRatio: Number.POSITIVE_INFINITY })).get('## Decisions') ?? [];
+    const decisions =
+      sectionsOf(extractiveSummary(request, { maxChars: 1200, maxRatio: Number.POSITIVE_INFINITY })).get(
+        '## Decisions',
+      ) ?? [];
     const shown = decisions.filter((line) => !/^- \(\d+ more not shown\)$/.test(line));
     expect(shown.length).toBeLessThan(40);
     expect(omittedCount(decisions)).toBe(7 + 40 - shown.length);
@@ -438,23 +507,39 @@ describe('extractive summarizer on text in another format', () => {
       '$ npm test',
       'Error: 3 tests failed in test/parser.test.ts',
     ].join('\n');
-    const summary = extractiveSummary({ messages: [{ role: 'system', content: 'Summarize.' }, { role: 'user', content: raw }] }, { maxRatio: Number.POSITIVE_INFINITY });
+    const summary = extractiveSummary(
+      {
+        messages: [
+          { role: 'system', content: 'Summarize.' },
+          { role: 'user', content: raw },
+        ],
+      },
+      { maxRatio: Number.POSITIVE_INFINITY },
+    );
     const sections = sectionsOf(summary);
     expect(summary.split('\n').filter((line) => line.startsWith('#'))).toEqual(HEADINGS);
     expect(sections.get('## Goals')).toEqual(['- Notes from the session, not in the transcript format.']);
     expect(sections.get('## Decisions')).toEqual(['- We decided to keep src/lib/parser.ts because it is faster.']);
-    expect(sections.get('## Files and commands')).toEqual(['- `src/lib/parser.ts`', '- `test/parser.test.ts`', '- `npm test`']);
+    expect(sections.get('## Files and commands')).toEqual([
+      '- `src/lib/parser.ts`',
+      '- `test/parser.test.ts`',
+      '- `npm test`',
+    ]);
     expect(sections.get('## Unresolved')).toEqual(['- Error seen: Error: 3 tests failed in test/parser.test.ts']);
   });
 
   it('still answers with the skeleton when there is no transcript at all', () => {
     const summary = extractiveSummary({ messages: [{ role: 'system', content: 'Summarize.' }] });
-    expect(summary).toBe([EXTRACTIVE_SUMMARY_NOTICE, ...HEADINGS.map((heading) => `${heading}\n- nothing recorded`)].join('\n\n'));
+    expect(summary).toBe(
+      [EXTRACTIVE_SUMMARY_NOTICE, ...HEADINGS.map((heading) => `${heading}\n- nothing recorded`)].join('\n\n'),
+    );
   });
 });
 
 // A long generated run always; the recording these bounds were first written for when the extended corpus is there.
-const boundsCases = corpus.filter(({ name }) => name === 'generated_long-run-100x1500' || name === 'claudecode_django__django-11797');
+const boundsCases = corpus.filter(
+  ({ name }) => name === 'generated_long-run-100x1500' || name === 'claudecode_django__django-11797',
+);
 
 describe.each(boundsCases)('extractive summarizer bounds on $name', ({ messages }) => {
   const request = summarizeRequest(middleOf(messages), 2000);
@@ -475,7 +560,9 @@ describe.each(boundsCases)('extractive summarizer bounds on $name', ({ messages 
     it('keeps the summary within the ratio of the transcript', () => {
       const transcript = transcriptOf(request);
       const summary = extractiveSummary(request, { maxRatio: 0.01 });
-      expect(summary.length).toBeLessThanOrEqual(Math.max(MIN_EXTRACTIVE_SUMMARY_CHARS, Math.floor(transcript.length * 0.01)));
+      expect(summary.length).toBeLessThanOrEqual(
+        Math.max(MIN_EXTRACTIVE_SUMMARY_CHARS, Math.floor(transcript.length * 0.01)),
+      );
     });
 
     it('rejects a ratio that is not positive', () => {
@@ -495,7 +582,9 @@ describe.each(boundsCases)('extractive summarizer bounds on $name', ({ messages 
       const summary = extractiveSummary(summarizeRequest(middleOf(messages), 2000, 100));
       expect(summary.startsWith(EXTRACTIVE_SUMMARY_NOTICE)).toBe(true);
       expect(summary.split('\n').filter((line) => line.startsWith('#'))).toEqual(HEADINGS);
-      expect(summary.split('\n').filter((line) => line.startsWith('- ') && !/^- \(\d+ more not shown\)$/.test(line))).toEqual([]);
+      expect(
+        summary.split('\n').filter((line) => line.startsWith('- ') && !/^- \(\d+ more not shown\)$/.test(line)),
+      ).toEqual([]);
     });
   });
 });
@@ -505,7 +594,9 @@ describe('createExtractiveSummarizer', () => {
     const controller = new AbortController();
     const reason = new Error('cancelled by the caller');
     controller.abort(reason);
-    await expect(createExtractiveSummarizer().summarize({ messages: [user('x')] }, { signal: controller.signal })).rejects.toBe(reason);
+    await expect(
+      createExtractiveSummarizer().summarize({ messages: [user('x')] }, { signal: controller.signal }),
+    ).rejects.toBe(reason);
   });
 
   it('answers with text only: no model, no usage', async () => {
@@ -517,7 +608,6 @@ describe('createExtractiveSummarizer', () => {
 
 // ---------------------------------------------------------------------------------------------
 // A summary of a summary (issue 10 §4): the earlier summary is one `[user]` block of the transcript.
-
 
 describe('(regression) extractive summarizer over 50 successive compactions', () => {
   const TASK = 'Fix the failing test in src/app.py and keep the changelog current.';
@@ -534,16 +624,30 @@ describe('(regression) extractive summarizer over 50 successive compactions', ()
     const messages: ChatMessage[] = [];
     if (round % 9 === 0) messages.push(user(`Request ${round}: also document module m${round} in docs/m${round}.md.`));
     const id = `call_${round}`;
-    const words = round % 5 === 0 ? `Decided in round ${round} to cache m${round} because it is read often.` : `Round ${round}: I will look at m${round} next.`;
+    const words =
+      round % 5 === 0
+        ? `Decided in round ${round} to cache m${round} because it is read often.`
+        : `Round ${round}: I will look at m${round} next.`;
     switch (round % 4) {
       case 1: {
         const passing = round >= FIXED_AT;
         messages.push(assistant(words, [[id, 'bash', JSON.stringify({ command: PYTEST })]]));
-        messages.push(tool(id, passing ? `1 passed in 0.01s\n${filler(round)}` : `${filler(round)}\n  File "src/app.py", line 3, in total\nAssertionError: expected 2, got 3`));
+        messages.push(
+          tool(
+            id,
+            passing
+              ? `1 passed in 0.01s\n${filler(round)}`
+              : `${filler(round)}\n  File "src/app.py", line 3, in total\nAssertionError: expected 2, got 3`,
+          ),
+        );
         break;
       }
       case 2:
-        messages.push(assistant(words, [[id, 'edit_file', JSON.stringify({ path: 'src/app.py', old: `x${round}`, new: `y${round}` })]]));
+        messages.push(
+          assistant(words, [
+            [id, 'edit_file', JSON.stringify({ path: 'src/app.py', old: `x${round}`, new: `y${round}` })],
+          ]),
+        );
         messages.push(tool(id, `The file src/app.py has been edited.\n${filler(round)}`));
         break;
       case 3:
@@ -568,7 +672,10 @@ describe('(regression) extractive summarizer over 50 successive compactions', ()
   }
 
   /** Grows a conversation round by round and compacts it whenever the engine says so, 50 times. */
-  async function run(): Promise<{ results: Array<{ summary: string; summarized: ChatMessage[]; fallback: boolean }>; seen: Observation[] }> {
+  async function run(): Promise<{
+    results: Array<{ summary: string; summarized: ChatMessage[]; fallback: boolean }>;
+    seen: Observation[];
+  }> {
     const extractive = createExtractiveSummarizer();
     const seen: Observation[] = [];
     const summarizer = {
@@ -591,7 +698,11 @@ describe('(regression) extractive summarizer over 50 successive compactions', ()
       const result = await compactor.compact(messages);
       messages = result.messages;
       const kept = new Set(messages);
-      results.push({ summary: result.summary ?? '', summarized: sent.filter((message) => !kept.has(message)), fallback: result.fallback });
+      results.push({
+        summary: result.summary ?? '',
+        summarized: sent.filter((message) => !kept.has(message)),
+        fallback: result.fallback,
+      });
     }
     return { results, seen };
   }
@@ -603,7 +714,9 @@ describe('(regression) extractive summarizer over 50 successive compactions', ()
     expect(results).toHaveLength(50);
     expect(results.filter(({ fallback, summary }) => fallback || summary === '')).toEqual([]);
     // The run is long enough for the facts below to have a history: pytest fixed and lint failing.
-    expect(results.at(-1)?.summarized.filter((message) => message.role === 'assistant').length).toBeGreaterThan(LINT_FROM);
+    expect(results.at(-1)?.summarized.filter((message) => message.role === 'assistant').length).toBeGreaterThan(
+      LINT_FROM,
+    );
   });
 
   it('never nests an earlier summary: one header, one notice line, the four sections once each in order', async () => {
@@ -627,7 +740,10 @@ describe('(regression) extractive summarizer over 50 successive compactions', ()
     expect(seen.length).toBeGreaterThanOrEqual(50);
     for (const [index, { request, text }] of seen.entries()) {
       const transcript = transcriptOf(request).replace(/^Transcript to summarize \(\d+ messages?\):\n\n/, '');
-      const bound = Math.min(DEFAULT_EXTRACTIVE_MAX_CHARS, Math.max(MIN_EXTRACTIVE_SUMMARY_CHARS, Math.floor(transcript.length * 0.15)));
+      const bound = Math.min(
+        DEFAULT_EXTRACTIVE_MAX_CHARS,
+        Math.max(MIN_EXTRACTIVE_SUMMARY_CHARS, Math.floor(transcript.length * 0.15)),
+      );
       expect(text.length, `summary ${index + 1}`).toBeLessThanOrEqual(bound);
     }
     // The message adds the engine's one header line and nothing else.
@@ -637,7 +753,9 @@ describe('(regression) extractive summarizer over 50 successive compactions', ()
   it('honours the tighter retry’s limit on a summary of a summary', async () => {
     const { seen } = await outcome;
     for (const { request, text } of seen.filter((_, index) => index % 10 === 9)) {
-      const retry: SummarizeRequest = { messages: [{ role: 'system', content: tooLongInstruction(text.length) }, ...request.messages.slice(1)] };
+      const retry: SummarizeRequest = {
+        messages: [{ role: 'system', content: tooLongInstruction(text.length) }, ...request.messages.slice(1)],
+      };
       const shorter = extractiveSummary(retry);
       expect(shorter.length).toBeLessThan(Math.floor(text.length / 2));
       expect(shorter.split('\n')[0]).toBe(EXTRACTIVE_SUMMARY_NOTICE);
@@ -651,7 +769,9 @@ describe('(regression) extractive summarizer over 50 successive compactions', ()
       const where = `compaction ${index + 1}`;
       const sections = sectionsOf(summary);
       expect(sections.get('## Goals')?.[0], where).toBe(`- ${TASK}`);
-      const requests = summarized.filter((message) => message.role === 'user').map((message) => contentText(message.content));
+      const requests = summarized
+        .filter((message) => message.role === 'user')
+        .map((message) => contentText(message.content));
       const latest = requests.at(-1)?.split('\n')[0];
       expect(sections.get('## Unresolved')?.[0], where).toBe(`- Latest user request: ${latest}`);
       const goals = sections.get('## Goals') ?? [];
@@ -670,13 +790,17 @@ describe('(regression) extractive summarizer over 50 successive compactions', ()
       const calls = summarized.flatMap((message) => message.tool_calls ?? []);
       const edits = calls.filter((call) => call.function.name === 'edit_file').length;
       const appLine = files.find((line) => line.startsWith('- `src/app.py` — '));
-      expect(appLine, where).toMatch(new RegExp(`^- \`src/app\\.py\` — edit_file${edits > 1 ? ` ×${edits}` : ''}(;|$)`));
+      expect(appLine, where).toMatch(
+        new RegExp(`^- \`src/app\\.py\` — edit_file${edits > 1 ? ` ×${edits}` : ''}(;|$)`),
+      );
 
       const pytestRuns = calls.filter((call) => call.function.arguments.includes(PYTEST));
       const lastRound = Number(pytestRuns.at(-1)?.id.replace('call_', ''));
       const pytestLine = files.find((line) => line.startsWith(`- \`${PYTEST}\` (bash`));
       const outcomeText = lastRound >= FIXED_AT ? '' : ' → error: AssertionError: expected 2, got 3';
-      expect(pytestLine, where).toBe(`- \`${PYTEST}\` (bash${pytestRuns.length > 1 ? ` ×${pytestRuns.length}` : ''})${outcomeText}`);
+      expect(pytestLine, where).toBe(
+        `- \`${PYTEST}\` (bash${pytestRuns.length > 1 ? ` ×${pytestRuns.length}` : ''})${outcomeText}`,
+      );
     }
   });
 
@@ -687,7 +811,12 @@ describe('(regression) extractive summarizer over 50 successive compactions', ()
       const where = `compaction ${index + 1}`;
       const unresolved = sectionsOf(summary).get('## Unresolved') ?? [];
       const toolResults = summarized.filter((message) => message.role === 'tool');
-      const lastPytest = toolResults.filter((message) => contentText(message.content).includes('passed') || contentText(message.content).includes('AssertionError')).at(-1);
+      const lastPytest = toolResults
+        .filter(
+          (message) =>
+            contentText(message.content).includes('passed') || contentText(message.content).includes('AssertionError'),
+        )
+        .at(-1);
       const pytestFailed = unresolved.some((line) => line.startsWith(`- \`${PYTEST}\` (bash) failed:`));
       if (contentText(lastPytest?.content ?? null).includes('passed')) {
         expect(pytestFailed, where).toBe(false);
@@ -695,7 +824,9 @@ describe('(regression) extractive summarizer over 50 successive compactions', ()
       }
       const last = toolResults.at(-1);
       if (last !== undefined && /^error: 3 problems/m.test(contentText(last.content))) {
-        expect(unresolved, where).toContain(`- \`${LINT}\` (bash) failed: ${contentText(last.content).split('\n').at(-1)}`);
+        expect(unresolved, where).toContain(
+          `- \`${LINT}\` (bash) failed: ${contentText(last.content).split('\n').at(-1)}`,
+        );
         checked.open += 1;
       }
     }
@@ -711,7 +842,9 @@ describe('(regression) extractive summarizer over 50 successive compactions', ()
       const where = `compaction ${index + 1}`;
       const sections = sectionsOf(summary);
       const decided = summarized
-        .filter((message) => message.role === 'assistant' && contentText(message.content).startsWith('Decided in round'))
+        .filter(
+          (message) => message.role === 'assistant' && contentText(message.content).startsWith('Decided in round'),
+        )
         .map((message) => contentText(message.content));
       expect(sections.get('## Decisions'), where).toContain(`- ${decided.at(-1)}`);
       const now = {

@@ -57,11 +57,18 @@ async function summarizerErrorOf(promise: Promise<unknown>): Promise<SummarizerE
 
 describe('createOpenAISummarizer: success', () => {
   it('sends one chat completion with the messages minus harness flags, no tools, and returns text and usage', async () => {
-    server.script({ kind: 'summary', text: 'Goals: refactor.', usage: { promptTokens: 120, completionTokens: 8, totalTokens: 128 } });
+    server.script({
+      kind: 'summary',
+      text: 'Goals: refactor.',
+      usage: { promptTokens: 120, completionTokens: 8, totalTokens: 128 },
+    });
 
     const response = await summarizer().summarize({ messages });
 
-    expect(response).toEqual({ text: 'Goals: refactor.', usage: { promptTokens: 120, completionTokens: 8, totalTokens: 128 } });
+    expect(response).toEqual({
+      text: 'Goals: refactor.',
+      usage: { promptTokens: 120, completionTokens: 8, totalTokens: 128 },
+    });
     expect(server.requests).toHaveLength(1);
     const [request] = server.requests;
     expect(request?.method).toBe('POST');
@@ -86,12 +93,21 @@ describe('createOpenAISummarizer: success', () => {
     await summarizer({ maxTokens: 512, temperature: 0 }).summarize({ messages });
     await summarizer({ maxTokens: 256, maxTokensParameter: 'max_tokens' }).summarize({ messages });
 
-    expect(server.requests[0]?.body).toEqual({ model, messages: messagesOnTheWire, max_completion_tokens: 512, temperature: 0 });
+    expect(server.requests[0]?.body).toEqual({
+      model,
+      messages: messagesOnTheWire,
+      max_completion_tokens: 512,
+      temperature: 0,
+    });
     expect(server.requests[1]?.body).toEqual({ model, messages: messagesOnTheWire, max_tokens: 256 });
   });
 
   it('trims the summary and omits usage when the server reports none', async () => {
-    server.script({ kind: 'status', status: 200, body: { choices: [{ message: { role: 'assistant', content: '\n  Decisions: none.  \n' } }] } });
+    server.script({
+      kind: 'status',
+      status: 200,
+      body: { choices: [{ message: { role: 'assistant', content: '\n  Decisions: none.  \n' } }] },
+    });
     await expect(summarizer().summarize({ messages })).resolves.toEqual({ text: 'Decisions: none.' });
   });
 
@@ -106,12 +122,15 @@ describe('createOpenAISummarizer: success', () => {
   });
 
   it('answers through a dynamic response and a slow one', async () => {
-    server.script(
-      (request) => ({ kind: 'summary', text: `saw ${JSON.stringify(request.body).length} bytes` }),
-      { kind: 'slow', delayMs: 50, then: { kind: 'summary', text: 'late but fine' } },
-    );
+    server.script((request) => ({ kind: 'summary', text: `saw ${JSON.stringify(request.body).length} bytes` }), {
+      kind: 'slow',
+      delayMs: 50,
+      then: { kind: 'summary', text: 'late but fine' },
+    });
     const backend = summarizer();
-    await expect(backend.summarize({ messages })).resolves.toMatchObject({ text: expect.stringMatching(/^saw \d+ bytes$/) });
+    await expect(backend.summarize({ messages })).resolves.toMatchObject({
+      text: expect.stringMatching(/^saw \d+ bytes$/),
+    });
     await expect(backend.summarize({ messages })).resolves.toMatchObject({ text: 'late but fine' });
   });
 
@@ -141,18 +160,21 @@ describe('createOpenAISummarizer: HTTP errors', () => {
     expect(server.requests).toHaveLength(1);
   });
 
-  it.each([408, 409, 422, 429, 500, 502, 503])('%i → transient with that status after exactly one request', async (status) => {
-    server.script({ kind: 'status', status });
+  it.each([408, 409, 422, 429, 500, 502, 503])(
+    '%i → transient with that status after exactly one request',
+    async (status) => {
+      server.script({ kind: 'status', status });
 
-    const error = await summarizerErrorOf(summarizer().summarize({ messages }));
+      const error = await summarizerErrorOf(summarizer().summarize({ messages }));
 
-    expect(error.kind).toBe('transient');
-    expect(error.status).toBe(status);
-    expect(error.type).toBe(FailureType.Transient);
-    expect(classifyError(error)).toBe('retry');
-    expect(error.retryAfterMs).toBeUndefined();
-    expect(server.requests).toHaveLength(1);
-  });
+      expect(error.kind).toBe('transient');
+      expect(error.status).toBe(status);
+      expect(error.type).toBe(FailureType.Transient);
+      expect(classifyError(error)).toBe('retry');
+      expect(error.retryAfterMs).toBeUndefined();
+      expect(server.requests).toHaveLength(1);
+    },
+  );
 
   it('reads Retry-After in seconds', async () => {
     server.script({ kind: 'status', status: 429, headers: { 'retry-after': '3' } });
@@ -264,7 +286,11 @@ describe('createOpenAISummarizer: connections, timeouts, cancellation', () => {
   it('a stalled body times out → transient without status', { timeout: 10_000 }, async () => {
     server.script({ kind: 'stalled-body' });
     const error = await summarizerErrorOf(summarizer({ timeout: 200 }).summarize({ messages }));
-    expect(error).toMatchObject({ kind: 'transient', status: undefined, message: 'summarizer: no complete answer within 200 ms' });
+    expect(error).toMatchObject({
+      kind: 'transient',
+      status: undefined,
+      message: 'summarizer: no complete answer within 200 ms',
+    });
     expect(server.requests).toHaveLength(1);
   });
 
@@ -336,7 +362,11 @@ describe('createOpenAISummarizer: one request per call', () => {
 
     await expect(backend.summarize({ messages })).rejects.toMatchObject({ kind: 'transient', status: 500 });
     expect(server.requests).toHaveLength(1);
-    await expect(backend.summarize({ messages })).rejects.toMatchObject({ kind: 'transient', status: 429, retryAfterMs: 0 });
+    await expect(backend.summarize({ messages })).rejects.toMatchObject({
+      kind: 'transient',
+      status: 429,
+      retryAfterMs: 0,
+    });
     expect(server.requests).toHaveLength(2);
     await expect(backend.summarize({ messages })).rejects.toMatchObject({ kind: 'transient' });
     expect(server.requests).toHaveLength(3);
@@ -345,7 +375,10 @@ describe('createOpenAISummarizer: one request per call', () => {
   });
 
   it('overrides the retries of a client the caller built', async () => {
-    server.script({ kind: 'status', status: 503, headers: { 'retry-after-ms': '0' } }, { kind: 'summary', text: 'second' });
+    server.script(
+      { kind: 'status', status: 503, headers: { 'retry-after-ms': '0' } },
+      { kind: 'summary', text: 'second' },
+    );
     const client = new OpenAI({ apiKey: 'test-key', baseURL: server.baseURL, maxRetries: 5 });
     const backend = createOpenAISummarizer({ model, client });
 
@@ -410,9 +443,12 @@ describe('parseRetryAfter', () => {
     expect(parseRetryAfter({ 'RETRY-AFTER-MS': '12' })).toBe(12);
   });
 
-  it.each([['-1'], ['3s'], ['0x10'], ['soon'], [''], ['1e3'], ['Infinity'], ['2025-01-01T00:00:07Z'], ['Mon']])('ignores %j', (value) => {
-    expect(parseRetryAfter(new Headers({ 'retry-after': value }), now)).toBeUndefined();
-  });
+  it.each([['-1'], ['3s'], ['0x10'], ['soon'], [''], ['1e3'], ['Infinity'], ['2025-01-01T00:00:07Z'], ['Mon']])(
+    'ignores %j',
+    (value) => {
+      expect(parseRetryAfter(new Headers({ 'retry-after': value }), now)).toBeUndefined();
+    },
+  );
 
   it('returns undefined without headers or without a hint', () => {
     expect(parseRetryAfter(undefined)).toBeUndefined();
@@ -447,7 +483,9 @@ describe('openai 6.49 facts this module relies on', () => {
   it('APIError.headers is a Headers object', async () => {
     server.script({ kind: 'status', status: 429, headers: { 'retry-after': '3' } });
     const client = new OpenAI({ apiKey: 'test-key', baseURL: server.baseURL, maxRetries: 0 });
-    const error = await rejectionOf(client.chat.completions.create({ model, messages: [{ role: 'user', content: 'hi' }] }));
+    const error = await rejectionOf(
+      client.chat.completions.create({ model, messages: [{ role: 'user', content: 'hi' }] }),
+    );
     expect(error).toBeInstanceOf(APIError);
     if (!(error instanceof APIError)) throw error;
     expect(error.headers).toBeInstanceOf(Headers);

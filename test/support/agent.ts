@@ -6,14 +6,24 @@ import { ApplicationFailure } from '@temporalio/common';
 import { Worker, type WorkerOptions, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { createTrajectoryDir, findTrajectory, TRAJECTORY_DIR_ENV } from '../../corpus/index.js';
 import { createActivities, type ActivityDeps } from '../../src/activities/index.js';
-import { compactionRecordsFromSession, type CompactionHistory, type CompactionRecord } from '../../src/core/agent/compaction-history.js';
+import {
+  compactionRecordsFromSession,
+  type CompactionHistory,
+  type CompactionRecord,
+} from '../../src/core/agent/compaction-history.js';
 import { readSessionLines } from '../../src/client/session-reader.js';
 import { requestCounter } from '../../src/core/agent/preflight.js';
 import type { SessionLine } from '../../src/core/agent/session.js';
 import { openingMessages } from '../../src/core/agent/trajectory.js';
 import type { ChatMessage } from '../../src/core/types.js';
 import { createExtractiveSummarizer } from '../../src/summarizers/extractive.js';
-import { agentRun, compactionsQuery, conversationQuery, type AgentRunResult, type AgentRunWorkflowInput } from '../../src/workflows/agent-run.js';
+import {
+  agentRun,
+  compactionsQuery,
+  conversationQuery,
+  type AgentRunResult,
+  type AgentRunWorkflowInput,
+} from '../../src/workflows/agent-run.js';
 import { compactorPlugin, type CompactorPlugin, type CompactorPluginOptions } from '../../src/worker/plugin.js';
 import { registerCleanup } from './cleanup.js';
 import { uniqueId, type TestConnection } from './temporal.js';
@@ -59,7 +69,12 @@ export async function startBackgroundWorker(
   t: TestConnection,
   options: Omit<WorkerOptions, 'connection' | 'namespace' | 'taskQueue'>,
 ): Promise<{ worker: Worker; stop: () => Promise<void> }> {
-  const worker = await Worker.create({ connection: t.nativeConnection, namespace: t.namespace, taskQueue: t.taskQueue, ...options });
+  const worker = await Worker.create({
+    connection: t.nativeConnection,
+    namespace: t.namespace,
+    taskQueue: t.taskQueue,
+    ...options,
+  });
   const running = worker.run();
   let stopped = false;
   const stop = async (): Promise<void> => {
@@ -106,11 +121,24 @@ export async function runAgent(
   workflowId = uniqueId('agent'),
   start: { staticSummary?: string; staticDetails?: string } = {},
 ): Promise<AgentOutcome> {
-  const handle = await t.client.workflow.start(agentRun, { taskQueue: t.taskQueue, workflowId, args: [input], ...start });
+  const handle = await t.client.workflow.start(agentRun, {
+    taskQueue: t.taskQueue,
+    workflowId,
+    args: [input],
+    ...start,
+  });
   try {
     const result = await handle.result();
     const session = await readSessionLines(t.client, result.session);
-    return { status: 'completed', messages: result.messages, session, compactions: compactionRecordsFromSession(session), history: result.compactions, rounds: result.rounds, result };
+    return {
+      status: 'completed',
+      messages: result.messages,
+      session,
+      compactions: compactionRecordsFromSession(session),
+      history: result.compactions,
+      rounds: result.rounds,
+      result,
+    };
   } catch (error) {
     if (!(error instanceof WorkflowFailedError)) throw error;
     const failure = failureTypeOf(error);
@@ -128,7 +156,15 @@ export async function runAgent(
     const history = await query(() => handle.query(compactionsQuery));
     // A failed run recorded its whole transcript before failing: the histories hold every line.
     const session = await readSessionLines(t.client, workflowId);
-    return { status: 'failed', failureType: failure.type, failureMessage: failure.message, messages, session, compactions: compactionRecordsFromSession(session), history };
+    return {
+      status: 'failed',
+      failureType: failure.type,
+      failureMessage: failure.message,
+      messages,
+      session,
+      compactions: compactionRecordsFromSession(session),
+      history,
+    };
   }
 }
 
@@ -139,11 +175,28 @@ export async function runAgent(
  */
 export async function runAgentThroughPlugin(
   t: TestConnection,
-  options: { workflowBundle: WorkflowBundleWithSourceMap; plugin: CompactorPluginOptions; input: AgentRunWorkflowInput; workflowId: string },
+  options: {
+    workflowBundle: WorkflowBundleWithSourceMap;
+    plugin: CompactorPluginOptions;
+    input: AgentRunWorkflowInput;
+    workflowId: string;
+  },
 ): Promise<{ result: AgentRunResult; client: Client; plugin: CompactorPlugin }> {
   const plugin = compactorPlugin({ summarizer: createExtractiveSummarizer(), ...options.plugin });
-  const worker = await Worker.create({ connection: t.nativeConnection, namespace: t.namespace, taskQueue: t.taskQueue, workflowBundle: options.workflowBundle, plugins: [plugin] });
+  const worker = await Worker.create({
+    connection: t.nativeConnection,
+    namespace: t.namespace,
+    taskQueue: t.taskQueue,
+    workflowBundle: options.workflowBundle,
+    plugins: [plugin],
+  });
   const client = new Client({ connection: t.connection, namespace: t.namespace, plugins: [plugin] });
-  const result = await worker.runUntil(() => client.workflow.execute(agentRun, { taskQueue: t.taskQueue, workflowId: options.workflowId, args: [options.input] }));
+  const result = await worker.runUntil(() =>
+    client.workflow.execute(agentRun, {
+      taskQueue: t.taskQueue,
+      workflowId: options.workflowId,
+      args: [options.input],
+    }),
+  );
   return { result, client, plugin };
 }

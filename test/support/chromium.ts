@@ -5,10 +5,22 @@ import { accessSync, constants, statSync } from 'node:fs';
 import { chromium } from 'playwright-core';
 
 /** How the browser tests launch it: headless, no sandbox (CI runs as root), nothing fetched in the background. */
-export const CHROMIUM_ARGS: readonly string[] = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+export const CHROMIUM_ARGS: readonly string[] = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 
 /** Where users keep Chromium (or Chrome), in the order they are tried after `CHROMIUM_PATH`. */
-export const CHROMIUM_LOCATIONS: readonly string[] = ['/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome', '/usr/bin/google-chrome-stable'];
+export const CHROMIUM_LOCATIONS: readonly string[] = [
+  '/usr/bin/chromium',
+  '/usr/bin/chromium-browser',
+  '/usr/bin/google-chrome',
+  '/usr/bin/google-chrome-stable',
+];
 
 type Environment = Readonly<Record<string, string | undefined>>;
 
@@ -41,7 +53,10 @@ function isExecutableFile(path: string): boolean {
  * Finds Chromium: `CHROMIUM_PATH` alone when it is set (so `CHROMIUM_PATH=/nonexistent` means "none
  * here"), else the usual locations and then playwright-core's own install.
  */
-export function findChromium(env: Environment = process.env, defaults: readonly string[] = [...CHROMIUM_LOCATIONS, ...playwrightChromium()]): ChromiumLookup {
+export function findChromium(
+  env: Environment = process.env,
+  defaults: readonly string[] = [...CHROMIUM_LOCATIONS, ...playwrightChromium()],
+): ChromiumLookup {
   const chosen = env.CHROMIUM_PATH;
   const tried = chosen !== undefined && chosen !== '' ? [chosen] : [...defaults];
   return { executablePath: tried.find(isExecutableFile), tried };
@@ -57,7 +72,11 @@ export function missingChromiumMessage(lookup: ChromiumLookup): string {
  * (the test then skips). Throws when `REQUIRE_CHROMIUM=1`: where Chromium was installed for the
  * tests (CI), its absence is a failure, not a skip.
  */
-export function chromiumForTests(what: string, env: Environment = process.env, defaults?: readonly string[]): string | undefined {
+export function chromiumForTests(
+  what: string,
+  env: Environment = process.env,
+  defaults?: readonly string[],
+): string | undefined {
   const lookup = defaults === undefined ? findChromium(env) : findChromium(env, defaults);
   if (lookup.executablePath !== undefined) return lookup.executablePath;
   if (env.REQUIRE_CHROMIUM === '1') throw new Error(`REQUIRE_CHROMIUM=1 but ${missingChromiumMessage(lookup)}`);

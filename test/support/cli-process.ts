@@ -18,8 +18,16 @@ export const CLI_ENTRY = 'src/cli/main.ts';
 export const DEMO_ENTRY = 'dev/demo-command.ts';
 
 /** Starts `temporal-compactor <args>` (or another entry) with this process's environment plus `env`; its stdio are pipes. */
-export function spawnCli(args: string[], env: Record<string, string>, entry = CLI_ENTRY): ChildProcessByStdio<Writable, Readable, Readable> {
-  const child = spawn(process.execPath, ['--import', 'tsx', entry, ...args], { cwd: root, env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+export function spawnCli(
+  args: string[],
+  env: Record<string, string>,
+  entry = CLI_ENTRY,
+): ChildProcessByStdio<Writable, Readable, Readable> {
+  const child = spawn(process.execPath, ['--import', 'tsx', entry, ...args], {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
   // A command that exits without reading its input must not fail the test with our EPIPE.
   child.stdin.on('error', () => undefined);
   return child;

@@ -3,7 +3,16 @@
 // benchmarks share) the deterministic fake summarizer.
 import { isDeepStrictEqual } from 'node:util';
 import fc from 'fast-check';
-import { toProviderMessages, validateMessages, type ChatMessage, type CompactionResult, type ContentPart, type SummarizeRequest, type TokenCounter, type ToolCall } from '../../src/index.js';
+import {
+  toProviderMessages,
+  validateMessages,
+  type ChatMessage,
+  type CompactionResult,
+  type ContentPart,
+  type SummarizeRequest,
+  type TokenCounter,
+  type ToolCall,
+} from '../../src/index.js';
 import { SUMMARY_ROOM_SHARE } from '../../src/core/compaction/economics.js';
 import type { ResolvedOptions } from '../../src/core/compaction/options.js';
 import { renderedText } from '../../corpus/fake-summarizer.js';
@@ -50,7 +59,12 @@ export interface CallSpec {
 
 export type BlockSpec =
   | { kind: 'user' | 'assistant'; text: TextSpec; flag: FlagSpec }
-  | { kind: 'injection'; role: 'system' | 'developer' | 'user' | 'assistant'; text: TextSpec; flag: 'sticky' | { depth: number } }
+  | {
+      kind: 'injection';
+      role: 'system' | 'developer' | 'user' | 'assistant';
+      text: TextSpec;
+      flag: 'sticky' | { depth: number };
+    }
   | { kind: 'turn'; text: TextSpec | null; calls: CallSpec[]; flag: FlagSpec; reasoning: boolean }
   | { kind: 'orphan'; text: TextSpec; flag: FlagSpec; answersNextCall: boolean };
 
@@ -132,7 +146,12 @@ export const blockArb: fc.Arbitrary<BlockSpec> = fc.oneof(
   },
   {
     weight: 1,
-    arbitrary: fc.record({ kind: fc.constant('orphan' as const), text: textArb, flag: flagArb, answersNextCall: fc.boolean() }),
+    arbitrary: fc.record({
+      kind: fc.constant('orphan' as const),
+      text: textArb,
+      flag: flagArb,
+      answersNextCall: fc.boolean(),
+    }),
   },
 );
 
@@ -143,9 +162,14 @@ export interface ConversationArbOptions {
   tidy?: boolean;
 }
 
-export function conversationSpecArb({ maxBlocks = 30, tidy }: ConversationArbOptions = {}): fc.Arbitrary<ConversationSpec> {
+export function conversationSpecArb({
+  maxBlocks = 30,
+  tidy,
+}: ConversationArbOptions = {}): fc.Arbitrary<ConversationSpec> {
   return fc.record({
-    prefix: fc.array(fc.record({ role: fc.constantFrom('system' as const, 'developer' as const), text: textArb }), { maxLength: 2 }),
+    prefix: fc.array(fc.record({ role: fc.constantFrom('system' as const, 'developer' as const), text: textArb }), {
+      maxLength: 2,
+    }),
     blocks: fc.array(blockArb, { maxLength: maxBlocks, size: 'medium' }),
     tail: fc.option(fc.record({ turn: turnArb(1), answerSome: fc.boolean() }), { nil: null, freq: 2 }),
     tidy: tidy === undefined ? fc.boolean() : fc.constant(tidy),
@@ -205,7 +229,10 @@ export function buildConversation(spec: ConversationSpec): ChatMessage[] {
   let nextOrphan = 0;
   const tag = (): number => messages.length;
 
-  const pushTurn = (turn: Extract<BlockSpec, { kind: 'turn' }>, answer: (call: CallSpec, position: number) => boolean): void => {
+  const pushTurn = (
+    turn: Extract<BlockSpec, { kind: 'turn' }>,
+    answer: (call: CallSpec, position: number) => boolean,
+  ): void => {
     const ids = turn.calls.map(() => `call_${nextCall++}`);
     const toolCalls: ToolCall[] = turn.calls.map((call, position) => ({
       id: ids[position] ?? '',
@@ -214,7 +241,11 @@ export function buildConversation(spec: ConversationSpec): ChatMessage[] {
     }));
     // An assistant message without calls must have content (schema); `tool_calls: []` is allowed.
     const text = turn.text ?? (toolCalls.length === 0 ? { size: 12, parts: 'string' as const } : null);
-    let asked: ChatMessage = { role: 'assistant', content: text === null ? null : content(text, tag()), tool_calls: toolCalls };
+    let asked: ChatMessage = {
+      role: 'assistant',
+      content: text === null ? null : content(text, tag()),
+      tool_calls: toolCalls,
+    };
     if (turn.reasoning) asked = { ...asked, reasoning_content: `thinking ${tag()}` };
     messages.push(withFlag(asked, turn.flag));
     const answered = turn.calls
@@ -228,7 +259,11 @@ export function buildConversation(spec: ConversationSpec): ChatMessage[] {
         else if (call.before === 'depth') messages.push({ ...between, depth: 1 });
         else messages.push(between);
       }
-      const result: ChatMessage = { role: 'tool', tool_call_id: ids[position] ?? '', content: content(call.result, tag()) };
+      const result: ChatMessage = {
+        role: 'tool',
+        tool_call_id: ids[position] ?? '',
+        content: content(call.result, tag()),
+      };
       messages.push(withFlag(call.named ? { ...result, name: TOOL_NAMES[call.name] ?? 'bash' } : result, call.flag));
     }
   };
@@ -251,7 +286,11 @@ export function buildConversation(spec: ConversationSpec): ChatMessage[] {
         // `answersNextCall`: a result that arrives before the call it names (an orphan all the same).
         messages.push(
           withFlag(
-            { role: 'tool', tool_call_id: block.answersNextCall ? `call_${nextCall}` : `orphan_${nextOrphan++}`, content: content(block.text, tag()) },
+            {
+              role: 'tool',
+              tool_call_id: block.answersNextCall ? `call_${nextCall}` : `orphan_${nextOrphan++}`,
+              content: content(block.text, tag()),
+            },
             block.flag,
           ),
         );
@@ -262,7 +301,10 @@ export function buildConversation(spec: ConversationSpec): ChatMessage[] {
     const { turn, answerSome } = spec.tail;
     pushTurn(turn, (call, position) => answerSome && call.answered && position % 2 === 0);
   }
-  Object.defineProperty(messages, fc.toStringMethod, { value: () => describeConversation(messages), enumerable: false });
+  Object.defineProperty(messages, fc.toStringMethod, {
+    value: () => describeConversation(messages),
+    enumerable: false,
+  });
   return messages;
 }
 
@@ -277,8 +319,11 @@ export function describeConversation(messages: readonly ChatMessage[]): string {
       message.sticky !== undefined ? `sticky=${String(message.sticky)}` : '',
       message.depth !== undefined ? `depth=${message.depth}` : '',
     ].filter((flag) => flag !== '');
-    const calls = (message.tool_calls ?? []).map((call) => `${call.id}:${call.function.name}(${call.function.arguments})`);
-    const shape = message.content === null ? 'null' : Array.isArray(message.content) ? `parts[${message.content.length}]` : 'str';
+    const calls = (message.tool_calls ?? []).map(
+      (call) => `${call.id}:${call.function.name}(${call.function.arguments})`,
+    );
+    const shape =
+      message.content === null ? 'null' : Array.isArray(message.content) ? `parts[${message.content.length}]` : 'str';
     return [
       `  ${index} ${message.role}`,
       flags.length > 0 ? `[${flags.join(',')}]` : '',
@@ -327,7 +372,9 @@ function check(condition: boolean, invariant: string, detail: () => string = () 
 
 /** docs/design.md#sticky: `sticky: true`, a system or developer message, or a depth injection. */
 export function isStickyBySpec(message: ChatMessage): boolean {
-  return message.sticky === true || message.role === 'system' || message.role === 'developer' || message.depth !== undefined;
+  return (
+    message.sticky === true || message.role === 'system' || message.role === 'developer' || message.depth !== undefined
+  );
 }
 
 /** Text of content as the counters and the elision rules measure it (non-text parts weigh nothing). */
@@ -341,7 +388,8 @@ export function textOf(content: ChatMessage['content']): string {
 export function askers(messages: readonly ChatMessage[]): number[] {
   const owner = new Map<string, number>();
   return messages.map((message, index) => {
-    const asker = message.role === 'tool' && message.tool_call_id !== undefined ? (owner.get(message.tool_call_id) ?? -1) : -1;
+    const asker =
+      message.role === 'tool' && message.tool_call_id !== undefined ? (owner.get(message.tool_call_id) ?? -1) : -1;
     for (const call of message.tool_calls ?? []) owner.set(call.id, index);
     return asker;
   });
@@ -351,7 +399,11 @@ export function askers(messages: readonly ChatMessage[]): number[] {
  * The start of the recent window by the spec: `keepRecent` from the end, back over tool results,
  * then the largest position at or before that which no answered pair straddles.
  */
-export function referenceCut(messages: readonly ChatMessage[], keepRecent: number, asker: readonly number[] = askers(messages)): number {
+export function referenceCut(
+  messages: readonly ChatMessage[],
+  keepRecent: number,
+  asker: readonly number[] = askers(messages),
+): number {
   const length = messages.length;
   let cut = Math.max(0, length - keepRecent);
   while (cut > 0 && cut < length && messages[cut]?.role === 'tool') cut -= 1;
@@ -384,7 +436,9 @@ export function referenceRegions(messages: readonly ChatMessage[], keepRecent: n
     if (isSticky) pinnedGroups.add(group[index] ?? index);
   });
   const cut = referenceCut(messages, keepRecent, asker);
-  const inMiddle = messages.map((_, index) => index < cut && sticky[index] !== true && !pinnedGroups.has(group[index] ?? index));
+  const inMiddle = messages.map(
+    (_, index) => index < cut && sticky[index] !== true && !pinnedGroups.has(group[index] ?? index),
+  );
   const middle = inMiddle.flatMap((isMiddle, index) => (isMiddle ? [index] : []));
   return { asker, group, sticky, cut, middle, inMiddle };
 }
@@ -407,11 +461,19 @@ function validStarts(messages: readonly ChatMessage[], group: readonly number[])
  * otherwise the largest window, at a valid start no later than the last complete turn (the last
  * assistant message and what follows it), that does; otherwise that last complete turn.
  */
-export function givenWayRegions(conversation: readonly ChatMessage[], standard: ReferenceRegions, counter: TokenCounter, mark: number): ReferenceRegions {
+export function givenWayRegions(
+  conversation: readonly ChatMessage[],
+  standard: ReferenceRegions,
+  counter: TokenCounter,
+  mark: number,
+): ReferenceRegions {
   const room = Math.ceil(SUMMARY_ROOM_SHARE * mark);
   const pinnedGroups = new Set(standard.group.filter((_, index) => standard.sticky[index] === true));
-  const removable = conversation.map((_, index) => standard.sticky[index] !== true && !pinnedGroups.has(standard.group[index] ?? index));
-  const fits = (cut: number): boolean => counter.count(conversation.filter((_, index) => index >= cut || removable[index] !== true)) + room <= mark;
+  const removable = conversation.map(
+    (_, index) => standard.sticky[index] !== true && !pinnedGroups.has(standard.group[index] ?? index),
+  );
+  const fits = (cut: number): boolean =>
+    counter.count(conversation.filter((_, index) => index >= cut || removable[index] !== true)) + room <= mark;
   if (fits(standard.cut)) return standard;
   const valid = validStarts(conversation, standard.group);
   let lastAssistant = conversation.length - 1;
@@ -436,7 +498,8 @@ export function isProviderStrict(messages: readonly ChatMessage[]): boolean {
       lastTurn = message;
       continue;
     }
-    if (lastTurn?.role !== 'assistant' || !(lastTurn.tool_calls ?? []).some((call) => call.id === message.tool_call_id)) return false;
+    if (lastTurn?.role !== 'assistant' || !(lastTurn.tool_calls ?? []).some((call) => call.id === message.tool_call_id))
+      return false;
   }
   return true;
 }
@@ -497,9 +560,21 @@ export function assertCompactionInvariants(run: CompactionRun): void {
   const below = result.tokensBefore <= (target ?? trigger);
 
   // Counts are honest: every count uses the call's counter.
-  check(result.tokensBefore === counter.count(input), 'tokensBefore is the count of the input', () => `${result.tokensBefore} vs ${counter.count(input)}`);
-  check(result.tokensAfter === counter.count(output), 'tokensAfter is the count of the output', () => `${result.tokensAfter} vs ${counter.count(output)}`);
-  check(result.exhausted === result.tokensAfter > limit, 'exhausted iff tokensAfter > contextBudget (or target)', () => `exhausted=${result.exhausted}, ${result.tokensAfter} vs ${limit}`);
+  check(
+    result.tokensBefore === counter.count(input),
+    'tokensBefore is the count of the input',
+    () => `${result.tokensBefore} vs ${counter.count(input)}`,
+  );
+  check(
+    result.tokensAfter === counter.count(output),
+    'tokensAfter is the count of the output',
+    () => `${result.tokensAfter} vs ${counter.count(output)}`,
+  );
+  check(
+    result.exhausted === result.tokensAfter > limit,
+    'exhausted iff tokensAfter > contextBudget (or target)',
+    () => `exhausted=${result.exhausted}, ${result.tokensAfter} vs ${limit}`,
+  );
   check(validateMessages(output).length === output.length, 'the output validates');
   check(
     toProviderMessages(output).every((message) => !('sticky' in message) && !('depth' in message)),
@@ -514,11 +589,20 @@ export function assertCompactionInvariants(run: CompactionRun): void {
     check(index > previous, 'elision indices ascend', () => `${previous} then ${index}`);
     previous = index;
     const original = input[index];
-    check(original !== undefined && standard.inMiddle[index] === true, 'elisions are in the middle', () => `index ${index}, cut ${standard.cut}`);
+    check(
+      original !== undefined && standard.inMiddle[index] === true,
+      'elisions are in the middle',
+      () => `index ${index}, cut ${standard.cut}`,
+    );
     check(original.role === 'tool', 'only tool results are elided', () => `index ${index} is ${original.role}`);
-    check(!(typeof original.content === 'string' && STUB.test(original.content)), 'a stub is never elided again', () => `index ${index}`);
+    check(
+      !(typeof original.content === 'string' && STUB.test(original.content)),
+      'a stub is never elided again',
+      () => `index ${index}`,
+    );
     const owner = asker[index] ?? -1;
-    const call = owner >= 0 ? input[owner]?.tool_calls?.find((candidate) => candidate.id === original.tool_call_id) : undefined;
+    const call =
+      owner >= 0 ? input[owner]?.tool_calls?.find((candidate) => candidate.id === original.tool_call_id) : undefined;
     const toolName = call?.function.name ?? original.name ?? 'tool';
     const length = textOf(original.content).length;
     check(
@@ -526,7 +610,12 @@ export function assertCompactionInvariants(run: CompactionRun): void {
       'the stub is a pure function of (content length, tool name)',
       () => `index ${index}: ${JSON.stringify(stub)}`,
     );
-    if (options.stubsShorterOnly) check(stub.length < length, 'a stub is shorter than the result it replaces (docs/design.md#never-worse)', () => `index ${index}: ${length} chars`);
+    if (options.stubsShorterOnly)
+      check(
+        stub.length < length,
+        'a stub is shorter than the result it replaces (docs/design.md#never-worse)',
+        () => `index ${index}: ${length} chars`,
+      );
     elided.set(index, stub);
   }
   checkElisionEligibility(input, standard, options, elided);
@@ -580,35 +669,63 @@ export function assertCompactionInvariants(run: CompactionRun): void {
   const removedSet = new Set(removed);
 
   // dropped / cutIndex / summary / fallback are consistent with what was removed.
-  check(removed.length === result.dropped, 'dropped is the number of messages removed', () => `dropped=${result.dropped}, removed ${removed.length}: ${removed.join(',')}`);
+  check(
+    removed.length === result.dropped,
+    'dropped is the number of messages removed',
+    () => `dropped=${result.dropped}, removed ${removed.length}: ${removed.join(',')}`,
+  );
   check(
     result.cutIndex === (removed.length === 0 ? -1 : Math.max(...removed)),
     'cutIndex is the input index of the last removed message (-1 when none)',
     () => `cutIndex=${result.cutIndex}, removed ${removed.join(',')}`,
   );
   for (const index of removed) {
-    check(inMiddle[index] === true, 'only middle messages are removed (never sticky, never pinned, never the recent window)', () => `removed ${index}, cut ${cut}`);
+    check(
+      inMiddle[index] === true,
+      'only middle messages are removed (never sticky, never pinned, never the recent window)',
+      () => `removed ${index}, cut ${cut}`,
+    );
   }
   for (const index of middle) {
-    check(index <= result.cutIndex === removedSet.has(index), 'removal is a prefix of the middle (oldest first)', () => `middle ${index}, cutIndex ${result.cutIndex}`);
+    check(
+      index <= result.cutIndex === removedSet.has(index),
+      'removal is a prefix of the middle (oldest first)',
+      () => `middle ${index}, cutIndex ${result.cutIndex}`,
+    );
   }
   for (let index = 0; index < input.length; index += 1) {
     const first = group[index] ?? index;
-    check(removedSet.has(index) === removedSet.has(first), 'pairs are removed or kept whole', () => `message ${index} and its turn ${first}`);
+    check(
+      removedSet.has(index) === removedSet.has(first),
+      'pairs are removed or kept whole',
+      () => `message ${index} and its turn ${first}`,
+    );
   }
 
   if (result.summary !== null) {
     check(!result.fallback, 'a summary is never a fallback');
     check(summaryAt >= 0, 'the summary message is in the output, role user, not sticky');
-    check(result.dropped === middle.length && result.dropped > 0, 'a summary replaces the whole middle', () => `dropped ${result.dropped} of ${middle.length}`);
+    check(
+      result.dropped === middle.length && result.dropped > 0,
+      'a summary replaces the whole middle',
+      () => `dropped ${result.dropped} of ${middle.length}`,
+    );
     const firstRemoved = removed[0] ?? -1;
     check(
       summaryAt === kept.filter((index) => index < firstRemoved).length,
       'the summary stands where the first removed message stood',
       () => `at ${summaryAt}, first removed ${firstRemoved}`,
     );
-    check(result.tokensAfter < result.tokensBefore, 'an accepted summary shrinks the conversation', () => `${result.tokensBefore} → ${result.tokensAfter}`);
-    check(target === undefined || result.tokensAfter <= target, 'an accepted summary fits the target', () => `${result.tokensAfter} > ${target}`);
+    check(
+      result.tokensAfter < result.tokensBefore,
+      'an accepted summary shrinks the conversation',
+      () => `${result.tokensBefore} → ${result.tokensAfter}`,
+    );
+    check(
+      target === undefined || result.tokensAfter <= target,
+      'an accepted summary fits the target',
+      () => `${result.tokensAfter} > ${target}`,
+    );
     check(
       texts.some((text) => text.trim() !== '' && result.summary?.endsWith(text.trim()) === true),
       'the summary holds a text the summarizer answered',
@@ -622,11 +739,21 @@ export function assertCompactionInvariants(run: CompactionRun): void {
       );
     }
     if (options.recentWindowGivesWay && result.tokensAfter > mark) {
-      const keptTokens = counter.count(transformed.filter((_, index) => index >= cut || (!inMiddle[index] && index < cut)));
+      const keptTokens = counter.count(
+        transformed.filter((_, index) => index >= cut || (!inMiddle[index] && index < cut)),
+      );
       const reason = keptTokens + Math.ceil(SUMMARY_ROOM_SHARE * mark) > mark ? 'recent-window' : 'summary-length';
-      check(isDeepStrictEqual(result.aboveMark, { mark, reason }), 'a summary that ends over the low-water mark says why (docs/design.md#window-gives-way)', () => JSON.stringify(result.aboveMark));
+      check(
+        isDeepStrictEqual(result.aboveMark, { mark, reason }),
+        'a summary that ends over the low-water mark says why (docs/design.md#window-gives-way)',
+        () => JSON.stringify(result.aboveMark),
+      );
     } else {
-      check(result.aboveMark === undefined, 'aboveMark only when a summary ends over the low-water mark (docs/design.md#window-gives-way)', () => JSON.stringify(result.aboveMark));
+      check(
+        result.aboveMark === undefined,
+        'aboveMark only when a summary ends over the low-water mark (docs/design.md#window-gives-way)',
+        () => JSON.stringify(result.aboveMark),
+      );
     }
   } else {
     check(summaryAt === -1, 'no summary message without a summary');
@@ -635,33 +762,49 @@ export function assertCompactionInvariants(run: CompactionRun): void {
 
   if (result.fallback) {
     check(result.summary === null, 'a fallback has no summary');
-    check(result.dropped === expectedTrim(transformed, regions, counter, trimTo), 'the hard trim drops the shortest pair-aligned prefix of the middle that fits (or all of it)', () =>
-      `dropped ${result.dropped}, expected ${expectedTrim(transformed, regions, counter, trimTo)}, trimTo ${trimTo}`,
+    check(
+      result.dropped === expectedTrim(transformed, regions, counter, trimTo),
+      'the hard trim drops the shortest pair-aligned prefix of the middle that fits (or all of it)',
+      () =>
+        `dropped ${result.dropped}, expected ${expectedTrim(transformed, regions, counter, trimTo)}, trimTo ${trimTo}`,
     );
   } else if (result.summary === null) {
-    check(result.dropped === 0 && requests.length === 0, 'without a summary or a trim nothing is removed and no request is made', () => `dropped ${result.dropped}, ${requests.length} requests`);
+    check(
+      result.dropped === 0 && requests.length === 0,
+      'without a summary or a trim nothing is removed and no request is made',
+      () => `dropped ${result.dropped}, ${requests.length} requests`,
+    );
     // An epoch (entered at or below the trigger) is elision only (docs/design.md#epochs); over it, elision alone ends
     // the pass only under the trigger (the reference), at the mark, or never (docs/design.md#elision-that-pays).
     const stop = { 'under-trigger': target ?? trigger, 'at-mark': mark, never: -Infinity }[options.elisionEndsPass];
     check(
       middle.length === 0 || (result.elisions.length > 0 && (below || result.tokensAfter <= stop)),
       'a result without a summary or a trim is a no-op (empty middle), an epoch, or an elision pass that reached where elision may end a pass',
-      () => `middle ${middle.length}, elisions ${result.elisions.length}, tokensBefore ${result.tokensBefore}, tokensAfter ${result.tokensAfter}`,
+      () =>
+        `middle ${middle.length}, elisions ${result.elisions.length}, tokensBefore ${result.tokensBefore}, tokensAfter ${result.tokensAfter}`,
     );
   }
   if (middle.length === 0) {
-    check(result.cutIndex === -1 && result.elisions.length === 0 && !result.fallback && requests.length === 0, 'an empty middle is a no-op');
+    check(
+      result.cutIndex === -1 && result.elisions.length === 0 && !result.fallback && requests.length === 0,
+      'an empty middle is a no-op',
+    );
   }
 
   // Sticky messages: all present, the same objects (so in their original relative order).
   sticky.forEach((isSticky, index) => {
-    if (isSticky) check(!removedSet.has(index) && !elided.has(index), 'sticky messages stay unchanged', () => `message ${index}`);
+    if (isSticky)
+      check(!removedSet.has(index) && !elided.has(index), 'sticky messages stay unchanged', () => `message ${index}`);
   });
 
   // The recent window is verbatim at the end.
   const window = input.length - cut;
   for (let offset = 0; offset < window; offset += 1) {
-    check(output[output.length - window + offset] === input[cut + offset], 'the recent window is verbatim at the end', () => `input ${cut + offset}`);
+    check(
+      output[output.length - window + offset] === input[cut + offset],
+      'the recent window is verbatim at the end',
+      () => `input ${cut + offset}`,
+    );
   }
 
   // Pairs never split: no new orphan, no turn left without the results it had.
@@ -670,20 +813,31 @@ export function assertCompactionInvariants(run: CompactionRun): void {
     if (message.role !== 'tool' || index === summaryAt) return;
     const inputIndex = kept[index - (summaryAt >= 0 && index > summaryAt ? 1 : 0)] ?? -1;
     const wasAnswer = (asker[inputIndex] ?? -1) >= 0;
-    check(wasAnswer === (outputAsker[index] ?? -1) >= 0, 'no new orphan: a result answers an earlier turn in the output iff it did in the input', () => `output ${index} (input ${inputIndex})`);
+    check(
+      wasAnswer === (outputAsker[index] ?? -1) >= 0,
+      'no new orphan: a result answers an earlier turn in the output iff it did in the input',
+      () => `output ${index} (input ${inputIndex})`,
+    );
   });
   if (isProviderStrict(input)) check(isProviderStrict(output), 'a provider-strict conversation stays provider-strict');
 
-  for (const request of requests) checkRequest(request, transformed, regions, options.toolResultCap, run.uniqueContent === true);
+  for (const request of requests)
+    checkRequest(request, transformed, regions, options.toolResultCap, run.uniqueContent === true);
 }
 
-function checkElisionEligibility(input: readonly ChatMessage[], regions: ReferenceRegions, options: ResolvedOptions, elided: ReadonlyMap<number, string>): void {
+function checkElisionEligibility(
+  input: readonly ChatMessage[],
+  regions: ReferenceRegions,
+  options: ResolvedOptions,
+  elided: ReadonlyMap<number, string>,
+): void {
   if (elided.size === 0) return;
   const identityOf = new Map<number, string>();
   const copies = new Map<string, number[]>();
   input.forEach((message, index) => {
     const owner = regions.asker[index] ?? -1;
-    const call = owner >= 0 ? input[owner]?.tool_calls?.find((candidate) => candidate.id === message.tool_call_id) : undefined;
+    const call =
+      owner >= 0 ? input[owner]?.tool_calls?.find((candidate) => candidate.id === message.tool_call_id) : undefined;
     if (call === undefined) return;
     const identity = `${call.function.name}\u0000${canonicalJson(call.function.arguments)}`;
     identityOf.set(index, identity);
@@ -699,10 +853,16 @@ function checkElisionEligibility(input: readonly ChatMessage[], regions: Referen
     const same = identity === undefined ? [] : (copies.get(identity) ?? []);
     const message = input[index];
     if (same.length > 1) {
-      check(same.at(-1) !== index, 'the newest result of a repeated call identity is never elided', () => `index ${index}`);
+      check(
+        same.at(-1) !== index,
+        'the newest result of a repeated call identity is never elided',
+        () => `index ${index}`,
+      );
     } else {
       check(
-        message !== undefined && textOf(message.content).length > options.ageMinChars && (charsAfter[index] ?? 0) >= options.ageReclaimMin,
+        message !== undefined &&
+          textOf(message.content).length > options.ageMinChars &&
+          (charsAfter[index] ?? 0) >= options.ageReclaimMin,
         'an elided result that is not an older duplicate is longer than ageMinChars with ageReclaimMin characters after it',
         () => `index ${index}`,
       );
@@ -711,7 +871,12 @@ function checkElisionEligibility(input: readonly ChatMessage[], regions: Referen
 }
 
 /** The hard trim by the spec: the shortest prefix of the middle that keeps pairs whole and fits `trimTo`, else all of it. */
-export function expectedTrim(conversation: readonly ChatMessage[], regions: ReferenceRegions, counter: TokenCounter, trimTo: number): number {
+export function expectedTrim(
+  conversation: readonly ChatMessage[],
+  regions: ReferenceRegions,
+  counter: TokenCounter,
+  trimTo: number,
+): number {
   const { middle, group } = regions;
   const lastOfGroup = new Map<number, number>();
   conversation.forEach((_, index) => lastOfGroup.set(group[index] ?? index, index));
@@ -732,8 +897,17 @@ export function expectedTrim(conversation: readonly ChatMessage[], regions: Refe
 const marker = (cutChars: number): string => `[truncated by the harness: ${cutChars} more characters]`;
 
 /** The summarizer sees the middle only, with every tool result and call argument cut to `toolResultCap` plus a marker. */
-function checkRequest(request: SummarizeRequest, conversation: readonly ChatMessage[], regions: ReferenceRegions, cap: number, uniqueContent: boolean): void {
-  check(request.messages.length === 2 && request.messages[0]?.role === 'system' && request.messages[1]?.role === 'user', 'a request is one instruction and one transcript');
+function checkRequest(
+  request: SummarizeRequest,
+  conversation: readonly ChatMessage[],
+  regions: ReferenceRegions,
+  cap: number,
+  uniqueContent: boolean,
+): void {
+  check(
+    request.messages.length === 2 && request.messages[0]?.role === 'system' && request.messages[1]?.role === 'user',
+    'a request is one instruction and one transcript',
+  );
   const transcript = renderedText(request.messages[1]?.content ?? null);
   for (const index of regions.middle) {
     const message = conversation[index];
@@ -744,10 +918,22 @@ function checkRequest(request: SummarizeRequest, conversation: readonly ChatMess
     ];
     for (const text of texts) {
       if (text.length <= cap) continue;
-      check(transcript.includes(text.slice(0, cap)), 'the transcript holds the first toolResultCap characters of a capped text', () => `message ${index}`);
-      check(transcript.includes(marker(text.length - cap)), 'a capped text carries a marker saying how many characters were cut', () => `message ${index}`);
+      check(
+        transcript.includes(text.slice(0, cap)),
+        'the transcript holds the first toolResultCap characters of a capped text',
+        () => `message ${index}`,
+      );
+      check(
+        transcript.includes(marker(text.length - cap)),
+        'a capped text carries a marker saying how many characters were cut',
+        () => `message ${index}`,
+      );
       if (uniqueContent && cap >= 16) {
-        check(!transcript.includes(text.slice(0, cap + 1)), 'the transcript never holds more than toolResultCap characters of one tool result or argument string', () => `message ${index}`);
+        check(
+          !transcript.includes(text.slice(0, cap + 1)),
+          'the transcript never holds more than toolResultCap characters of one tool result or argument string',
+          () => `message ${index}`,
+        );
       }
     }
   }
@@ -757,7 +943,11 @@ function checkRequest(request: SummarizeRequest, conversation: readonly ChatMess
       if (regions.inMiddle[index] === true) return;
       const text = renderedText(message.content);
       if (text.length >= 16 && text.startsWith('⟨')) {
-        check(!transcript.includes(text.slice(0, 16)), 'the transcript holds only the middle', () => `message ${index}`);
+        check(
+          !transcript.includes(text.slice(0, 16)),
+          'the transcript holds only the middle',
+          () => `message ${index}`,
+        );
       }
     });
   }

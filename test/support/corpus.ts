@@ -2,7 +2,13 @@
 // rest of the extended corpus when it is present. When it is absent a test file shows ONE skipped
 // test that says where it was looked for and how to point at it, instead of failing or passing silently.
 import { it } from 'vitest';
-import { extendedCorpusLocation, extendedCorpusMissing, extendedOnly, repositoryCorpus, type Trajectory } from '../../corpus/index.js';
+import {
+  extendedCorpusLocation,
+  extendedCorpusMissing,
+  extendedOnly,
+  repositoryCorpus,
+  type Trajectory,
+} from '../../corpus/index.js';
 
 /**
  * The extended corpus' trajectories beyond the repository set. When the corpus is absent this

@@ -188,7 +188,14 @@ export async function startFakeOpenAI(): Promise<FakeOpenAI> {
     return {
       kind: 'status',
       status: 500,
-      body: { error: { message: 'fake-openai: no response scripted for this request', type: 'fake_unscripted', param: null, code: null } },
+      body: {
+        error: {
+          message: 'fake-openai: no response scripted for this request',
+          type: 'fake_unscripted',
+          param: null,
+          code: null,
+        },
+      },
     };
   };
 
@@ -222,7 +229,10 @@ export async function startFakeOpenAI(): Promise<FakeOpenAI> {
       }
       case 'malformed':
         res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(scripted.body ?? '{"id":"chatcmpl-fake","object":"chat.completion","choices":[{"index":0,"message":{"role":"assis');
+        res.end(
+          scripted.body ??
+            '{"id":"chatcmpl-fake","object":"chat.completion","choices":[{"index":0,"message":{"role":"assis',
+        );
         return;
       case 'stalled-body':
         res.writeHead(200, { 'content-type': 'application/json' });
@@ -275,7 +285,14 @@ export async function startFakeOpenAI(): Promise<FakeOpenAI> {
         // A failing response function: answer 500 with its message so the test sees it.
         if (!res.headersSent && !res.destroyed) {
           const message = error instanceof Error ? error.message : String(error);
-          sendJSON(res, 500, { error: { message: `fake-openai: response function threw: ${message}`, type: 'fake_error', param: null, code: null } });
+          sendJSON(res, 500, {
+            error: {
+              message: `fake-openai: response function threw: ${message}`,
+              type: 'fake_error',
+              param: null,
+              code: null,
+            },
+          });
         }
       });
     });
@@ -379,7 +396,9 @@ function chatCompletion(request: RecordedRequest, content: string | null, usage:
     object: 'chat.completion',
     created: 1_700_000_000 + request.index,
     model: modelOf(request.body),
-    choices: [{ index: 0, message: { role: 'assistant', content, refusal: null }, logprobs: null, finish_reason: 'stop' }],
+    choices: [
+      { index: 0, message: { role: 'assistant', content, refusal: null }, logprobs: null, finish_reason: 'stop' },
+    ],
     usage: {
       prompt_tokens: promptTokens,
       completion_tokens: completionTokens,

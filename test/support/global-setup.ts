@@ -15,7 +15,13 @@
 // line saying whether the extended corpus was found (its cases are skipped when it was not).
 import { Connection } from '@temporalio/client';
 import type { TestProject } from 'vitest/node';
-import { createTrajectoryDir, extendedCorpusLocation, extendedCorpusMissing, fullCorpus, TRAJECTORY_DIR_ENV } from '../../corpus/index.js';
+import {
+  createTrajectoryDir,
+  extendedCorpusLocation,
+  extendedCorpusMissing,
+  fullCorpus,
+  TRAJECTORY_DIR_ENV,
+} from '../../corpus/index.js';
 import { ensureSearchAttributes, startDevServer, type DevServer } from '../../dev/dev-server.js';
 
 declare module 'vitest' {
@@ -69,7 +75,9 @@ export default async function setup(project: TestProject): Promise<() => Promise
       } finally {
         await connection.close();
       }
-      process.stderr.write(`[global-setup] using the Temporal server at TEMPORAL_ADDRESS=${address} (namespace ${namespace})\n`);
+      process.stderr.write(
+        `[global-setup] using the Temporal server at TEMPORAL_ADDRESS=${address} (namespace ${namespace})\n`,
+      );
     } else {
       const started = Date.now();
       server = await startDevServer({

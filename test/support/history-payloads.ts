@@ -28,7 +28,10 @@ export function isSdkMetadata(found: HistoryPayload): boolean {
 }
 
 /** Every payload in `events`, search attributes included (their path says so). */
-export function historyPayloads(events: readonly temporal.api.history.v1.IHistoryEvent[], size: (payload: Payload) => number): HistoryPayload[] {
+export function historyPayloads(
+  events: readonly temporal.api.history.v1.IHistoryEvent[],
+  size: (payload: Payload) => number,
+): HistoryPayload[] {
   const found: HistoryPayload[] = [];
   const walk = (value: unknown, path: string): void => {
     if (typeof value !== 'object' || value === null || value instanceof Uint8Array) return;
@@ -36,7 +39,8 @@ export function historyPayloads(events: readonly temporal.api.history.v1.IHistor
       found.push({ path, payload: value, size: size(value) });
       return;
     }
-    for (const [key, child] of Object.entries(value)) walk(child, Array.isArray(value) ? `${path}[${key}]` : `${path}.${key}`);
+    for (const [key, child] of Object.entries(value))
+      walk(child, Array.isArray(value) ? `${path}[${key}]` : `${path}.${key}`);
   };
   events.forEach((event, index) => walk(event, `events[${index}]`));
   return found;
@@ -51,14 +55,25 @@ export function metadataOf(payload: Payload, key: string): string | undefined {
 export function claimOf(payload: Payload): StorageDriverClaim | undefined {
   if (metadataOf(payload, 'messageType') !== 'temporal.api.sdk.v1.ExternalStorageReference') return undefined;
   const reference: unknown = JSON.parse(text.decode(payload.data ?? new Uint8Array(0)));
-  if (typeof reference !== 'object' || reference === null || !('driverName' in reference) || !('claimData' in reference)) return undefined;
+  if (
+    typeof reference !== 'object' ||
+    reference === null ||
+    !('driverName' in reference) ||
+    !('claimData' in reference)
+  )
+    return undefined;
   const { driverName, claimData } = reference;
   if (driverName !== CHUNK_STORE_DRIVER_NAME || typeof claimData !== 'object' || claimData === null) return undefined;
-  return new StorageDriverClaim(Object.fromEntries(Object.entries(claimData).map(([key, value]) => [key, String(value)])));
+  return new StorageDriverClaim(
+    Object.fromEntries(Object.entries(claimData).map(([key, value]) => [key, String(value)])),
+  );
 }
 
 /** The payload as its producer's converter wrote it: claims resolved through `driver`, then `codec` decoded. */
-export async function decodeHistoryPayload(payload: Payload, { driver, codec }: { driver?: ChunkStoreDriver; codec?: CompactorCodec }): Promise<Payload> {
+export async function decodeHistoryPayload(
+  payload: Payload,
+  { driver, codec }: { driver?: ChunkStoreDriver; codec?: CompactorCodec },
+): Promise<Payload> {
   const claim = claimOf(payload);
   let resolved = payload;
   if (claim !== undefined) {

@@ -60,7 +60,10 @@ export const validConversationArb: fc.Arbitrary<ChatMessage[]> = fc
     system: fc.boolean(),
     rounds: fc.array(
       fc.record({
-        calls: fc.array(fc.record({ tool: fc.constantFrom(...TOOLS), path: fc.constantFrom('app.py', 'src/', 'README.md') }), { minLength: 0, maxLength: 3 }),
+        calls: fc.array(
+          fc.record({ tool: fc.constantFrom(...TOOLS), path: fc.constantFrom('app.py', 'src/', 'README.md') }),
+          { minLength: 0, maxLength: 3 },
+        ),
         resultSize: fc.integer({ min: 0, max: 400 }),
         reversed: fc.boolean(),
         userAfter: fc.boolean(),
@@ -77,10 +80,19 @@ export const validConversationArb: fc.Arbitrary<ChatMessage[]> = fc
       if (round.calls.length === 0) {
         messages.push({ role: 'assistant', content: `Round ${roundIndex}: thinking.` });
       } else {
-        const calls: ToolCall[] = round.calls.map((call) => ({ id: `call_${next++}`, type: 'function', function: { name: call.tool, arguments: JSON.stringify({ path: call.path }) } }));
+        const calls: ToolCall[] = round.calls.map((call) => ({
+          id: `call_${next++}`,
+          type: 'function',
+          function: { name: call.tool, arguments: JSON.stringify({ path: call.path }) },
+        }));
         messages.push({ role: 'assistant', content: null, tool_calls: calls });
         const answered = round.reversed ? [...calls].reverse() : calls;
-        for (const call of answered) messages.push({ role: 'tool', tool_call_id: call.id, content: `result of ${call.function.name}: ${'x'.repeat(round.resultSize)}` });
+        for (const call of answered)
+          messages.push({
+            role: 'tool',
+            tool_call_id: call.id,
+            content: `result of ${call.function.name}: ${'x'.repeat(round.resultSize)}`,
+          });
       }
       if (round.userAfter) messages.push({ role: 'user', content: `Keep going (${roundIndex}).` });
     });
@@ -92,7 +104,8 @@ function indicesOf(messages: readonly ChatMessage[], predicate: (message: ChatMe
   return messages.flatMap((message, index) => (predicate(message) ? [index] : []));
 }
 
-const hasCalls = (message: ChatMessage): boolean => message.role === 'assistant' && (message.tool_calls ?? []).length > 0;
+const hasCalls = (message: ChatMessage): boolean =>
+  message.role === 'assistant' && (message.tool_calls ?? []).length > 0;
 
 /** A conversation with at least one turn that calls tools, and that turn's index. */
 const withTurnArb: fc.Arbitrary<{ messages: ChatMessage[]; turn: number }> = validConversationArb
@@ -100,7 +113,9 @@ const withTurnArb: fc.Arbitrary<{ messages: ChatMessage[]; turn: number }> = val
   .chain((messages) => fc.constantFrom(...indicesOf(messages, hasCalls)).map((turn) => ({ messages, turn })));
 
 /** A conversation and one of its messages, by index. */
-const withMessageArb = (predicate: (message: ChatMessage) => boolean = () => true): fc.Arbitrary<{ messages: ChatMessage[]; at: number }> =>
+const withMessageArb = (
+  predicate: (message: ChatMessage) => boolean = () => true,
+): fc.Arbitrary<{ messages: ChatMessage[]; at: number }> =>
   validConversationArb
     .filter((messages) => messages.some(predicate))
     .chain((messages) => fc.constantFrom(...indicesOf(messages, predicate)).map((at) => ({ messages, at })));
@@ -115,27 +130,75 @@ function callsOf(message: ChatMessage): ToolCall[] {
 }
 
 /** Numbers no count or size may be: NaN, infinities, negatives, fractions, beyond 2^53. */
-const badInteger: fc.Arbitrary<unknown> = fc.constantFrom(Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, -1, -1000, 1.5, 1e300, 2 ** 53 + 2, '12', '');
+const badInteger: fc.Arbitrary<unknown> = fc.constantFrom(
+  Number.NaN,
+  Number.POSITIVE_INFINITY,
+  Number.NEGATIVE_INFINITY,
+  -1,
+  -1000,
+  1.5,
+  1e300,
+  2 ** 53 + 2,
+  '12',
+  '',
+);
 
 // ---------------------------------------------------------------------------------------------
 // The classes
 // ---------------------------------------------------------------------------------------------
 
-const message = (name: string, cases: fc.Arbitrary<MalformedCase>): MalformedClass => ({ name, scope: 'messages', cases });
-const agentMessage = (name: string, cases: fc.Arbitrary<MalformedCase>): MalformedClass => ({ name, scope: 'agent-messages', cases });
-const option = (name: string, cases: fc.Arbitrary<MalformedCase>, workflows?: readonly FuzzWorkflow[]): MalformedClass => ({ name, scope: 'options', cases, ...(workflows ? { workflows } : {}) });
-const agentInput = (name: string, cases: fc.Arbitrary<MalformedCase>): MalformedClass => ({ name, scope: 'agent-input', cases });
-const compactInput = (name: string, cases: fc.Arbitrary<MalformedCase>): MalformedClass => ({ name, scope: 'compact-input', cases });
+const message = (name: string, cases: fc.Arbitrary<MalformedCase>): MalformedClass => ({
+  name,
+  scope: 'messages',
+  cases,
+});
+const agentMessage = (name: string, cases: fc.Arbitrary<MalformedCase>): MalformedClass => ({
+  name,
+  scope: 'agent-messages',
+  cases,
+});
+const option = (
+  name: string,
+  cases: fc.Arbitrary<MalformedCase>,
+  workflows?: readonly FuzzWorkflow[],
+): MalformedClass => ({ name, scope: 'options', cases, ...(workflows ? { workflows } : {}) });
+const agentInput = (name: string, cases: fc.Arbitrary<MalformedCase>): MalformedClass => ({
+  name,
+  scope: 'agent-input',
+  cases,
+});
+const compactInput = (name: string, cases: fc.Arbitrary<MalformedCase>): MalformedClass => ({
+  name,
+  scope: 'compact-input',
+  cases,
+});
 
 /** A valid agentRun input around `messages` (the model and options do not matter to the validators). */
-export function validAgentInput(messages: unknown[] = [{ role: 'user', content: 'Fix app.py' }]): Record<string, unknown> {
+export function validAgentInput(
+  messages: unknown[] = [{ role: 'user', content: 'Fix app.py' }],
+): Record<string, unknown> {
   return {
     messages,
     model: [
-      { provider: 'replay', trajectory: 'taubench_gpt4o_airline_task2_trial1', contextWindow: 100_000, maxOutputTokens: 1_000 },
+      {
+        provider: 'replay',
+        trajectory: 'taubench_gpt4o_airline_task2_trial1',
+        contextWindow: 100_000,
+        maxOutputTokens: 1_000,
+      },
       { provider: 'openai', model: 'gpt-4o-mini', contextWindow: 128_000, maxOutputTokens: 4_096 },
     ],
-    tools: ['fs_read', { type: 'function', function: { name: 'lookup_order', description: 'Find an order.', parameters: { type: 'object', properties: { id: { type: 'string' } }, required: ['id'] } } }],
+    tools: [
+      'fs_read',
+      {
+        type: 'function',
+        function: {
+          name: 'lookup_order',
+          description: 'Find an order.',
+          parameters: { type: 'object', properties: { id: { type: 'string' } }, required: ['id'] },
+        },
+      },
+    ],
     compaction: { ageObservations: true, keepRecent: 4 },
     maxRounds: 2,
     chatActivity: { maximumAttempts: 2, initialInterval: '1s' },
@@ -157,13 +220,32 @@ function agentWith(key: string, value: unknown): Record<string, unknown> {
 }
 
 /** agentRun input whose model chain has `config` at position 1 (after a valid backend). */
-function agentWithModel(change: (config: Record<string, unknown>) => void, provider: 'openai' | 'replay' = 'openai'): Record<string, unknown> {
+function agentWithModel(
+  change: (config: Record<string, unknown>) => void,
+  provider: 'openai' | 'replay' = 'openai',
+): Record<string, unknown> {
   const config: Record<string, unknown> =
     provider === 'openai'
       ? { provider: 'openai', model: 'gpt-4o-mini', contextWindow: 128_000, maxOutputTokens: 4_096 }
-      : { provider: 'replay', trajectory: 'taubench_gpt4o_airline_task2_trial1', contextWindow: 100_000, maxOutputTokens: 1_000 };
+      : {
+          provider: 'replay',
+          trajectory: 'taubench_gpt4o_airline_task2_trial1',
+          contextWindow: 100_000,
+          maxOutputTokens: 1_000,
+        };
   change(config);
-  return { ...validAgentInput(), model: [{ provider: 'replay', trajectory: 'taubench_gpt4o_airline_task2_trial1', contextWindow: 100_000, maxOutputTokens: 1_000 }, config] };
+  return {
+    ...validAgentInput(),
+    model: [
+      {
+        provider: 'replay',
+        trajectory: 'taubench_gpt4o_airline_task2_trial1',
+        contextWindow: 100_000,
+        maxOutputTokens: 1_000,
+      },
+      config,
+    ],
+  };
 }
 
 /** agentRun input whose `tools` has `tool` after a valid built-in one. */
@@ -171,29 +253,38 @@ function agentWithTool(tool: unknown): Record<string, unknown> {
   return { ...validAgentInput(), tools: ['grep', tool] };
 }
 
-const lookupTool = (fn: Record<string, unknown>): Record<string, unknown> => ({ type: 'function', function: { name: 'lookup_order', ...fn } });
+const lookupTool = (fn: Record<string, unknown>): Record<string, unknown> => ({
+  type: 'function',
+  function: { name: 'lookup_order', ...fn },
+});
 
 export const MALFORMED_CLASSES: readonly MalformedClass[] = [
   // --- conversations (both workflows) -----------------------------------------------------
   message(
     'messages-not-a-list',
-    fc.oneof(fc.string(), fc.integer(), fc.constant({ role: 'user', content: 'x' }), fc.constant(null)).map((value) => ({ value, field: 'messages', reason: /array/ })),
+    fc
+      .oneof(fc.string(), fc.integer(), fc.constant({ role: 'user', content: 'x' }), fc.constant(null))
+      .map((value) => ({ value, field: 'messages', reason: /array/ })),
   ),
   message(
     'message-not-an-object',
-    fc.tuple(withMessageArb(), fc.constantFrom(null, 7, 'hello', [{ role: 'user', content: 'x' }])).map(([{ messages, at }, bad]) => ({
-      value: replaced(messages, at, () => bad),
-      field: `messages[${at}]`,
-      reason: /must be an object/,
-    })),
+    fc
+      .tuple(withMessageArb(), fc.constantFrom(null, 7, 'hello', [{ role: 'user', content: 'x' }]))
+      .map(([{ messages, at }, bad]) => ({
+        value: replaced(messages, at, () => bad),
+        field: `messages[${at}]`,
+        reason: /must be an object/,
+      })),
   ),
   message(
     'unknown-role',
-    fc.tuple(withMessageArb(), fc.constantFrom('bot', 'function', 'SYSTEM', '', 5, null)).map(([{ messages, at }, role]) => ({
-      value: replaced(messages, at, (found) => ({ ...found, role })),
-      field: `messages[${at}].role`,
-      reason: /must be one of system, developer, user, assistant, tool/,
-    })),
+    fc
+      .tuple(withMessageArb(), fc.constantFrom('bot', 'function', 'SYSTEM', '', 5, null))
+      .map(([{ messages, at }, role]) => ({
+        value: replaced(messages, at, (found) => ({ ...found, role })),
+        field: `messages[${at}].role`,
+        reason: /must be one of system, developer, user, assistant, tool/,
+      })),
   ),
   message(
     'missing-role',
@@ -204,11 +295,16 @@ export const MALFORMED_CLASSES: readonly MalformedClass[] = [
   ),
   message(
     'content-of-wrong-type',
-    fc.tuple(withMessageArb((found) => found.role !== 'assistant'), fc.constantFrom(5, true, { text: 'x' })).map(([{ messages, at }, content]) => ({
-      value: replaced(messages, at, (found) => ({ ...found, content })),
-      field: `messages[${at}].content`,
-      reason: /must be a string, null or an array of content parts/,
-    })),
+    fc
+      .tuple(
+        withMessageArb((found) => found.role !== 'assistant'),
+        fc.constantFrom(5, true, { text: 'x' }),
+      )
+      .map(([{ messages, at }, content]) => ({
+        value: replaced(messages, at, (found) => ({ ...found, content })),
+        field: `messages[${at}].content`,
+        reason: /must be a string, null or an array of content parts/,
+      })),
   ),
   message(
     'missing-content',
@@ -231,7 +327,13 @@ export const MALFORMED_CLASSES: readonly MalformedClass[] = [
     withTurnArb.map(({ messages, turn }) => ({
       // Drop the calls and their results (so no orphan comes first), keep content null.
       value: messages
-        .filter((found) => !(found.role === 'tool' && callsOf(messages[turn] ?? { role: 'user', content: '' }).some((call) => call.id === found.tool_call_id)))
+        .filter(
+          (found) =>
+            !(
+              found.role === 'tool' &&
+              callsOf(messages[turn] ?? { role: 'user', content: '' }).some((call) => call.id === found.tool_call_id)
+            ),
+        )
         .map((found) => (found === messages[turn] ? { role: 'assistant', content: null } : found)),
       field: `messages[${turn}].content`,
       reason: /must not be null for an assistant message without tool_calls/,
@@ -239,18 +341,31 @@ export const MALFORMED_CLASSES: readonly MalformedClass[] = [
   ),
   message(
     'content-part-without-type',
-    fc.tuple(withMessageArb((found) => found.role === 'user'), fc.constantFrom(null, 'text', { text: 'hi' }, { type: 5 })).map(([{ messages, at }, part]) => ({
-      value: replaced(messages, at, (found) => ({ ...found, content: [{ type: 'text', text: 'ok' }, part] })),
-      field: `messages[${at}].content[1].type`,
-    })),
+    fc
+      .tuple(
+        withMessageArb((found) => found.role === 'user'),
+        fc.constantFrom(null, 'text', { text: 'hi' }, { type: 5 }),
+      )
+      .map(([{ messages, at }, part]) => ({
+        value: replaced(messages, at, (found) => ({ ...found, content: [{ type: 'text', text: 'ok' }, part] })),
+        field: `messages[${at}].content[1].type`,
+      })),
   ),
   message(
     'text-part-without-text',
-    fc.tuple(withMessageArb((found) => found.role === 'user'), fc.constantFrom(undefined, 5, null, ['x'])).map(([{ messages, at }, text]) => ({
-      value: replaced(messages, at, (found) => ({ ...found, content: [text === undefined ? { type: 'text' } : { type: 'text', text }] })),
-      field: `messages[${at}].content[0].text`,
-      reason: /must be a string for a "text" part/,
-    })),
+    fc
+      .tuple(
+        withMessageArb((found) => found.role === 'user'),
+        fc.constantFrom(undefined, 5, null, ['x']),
+      )
+      .map(([{ messages, at }, text]) => ({
+        value: replaced(messages, at, (found) => ({
+          ...found,
+          content: [text === undefined ? { type: 'text' } : { type: 'text', text }],
+        })),
+        field: `messages[${at}].content[0].text`,
+        reason: /must be a string for a "text" part/,
+      })),
   ),
   message(
     'tool-result-without-tool_call_id',
@@ -271,7 +386,10 @@ export const MALFORMED_CLASSES: readonly MalformedClass[] = [
   message(
     'tool_calls-outside-assistant',
     withMessageArb((found) => found.role === 'user').map(({ messages, at }) => ({
-      value: replaced(messages, at, (found) => ({ ...found, tool_calls: [{ id: 'call_x', type: 'function', function: { name: 'f', arguments: '{}' } }] })),
+      value: replaced(messages, at, (found) => ({
+        ...found,
+        tool_calls: [{ id: 'call_x', type: 'function', function: { name: 'f', arguments: '{}' } }],
+      })),
       field: `messages[${at}].tool_calls`,
       reason: /only allowed for role "assistant"/,
     })),
@@ -279,28 +397,46 @@ export const MALFORMED_CLASSES: readonly MalformedClass[] = [
   message(
     'tool-call-without-id',
     fc.tuple(withTurnArb, fc.constantFrom(undefined, '', 5, null)).map(([{ messages, turn }, id]) => ({
-      value: replaced(messages, turn, (found) => ({ ...found, tool_calls: callsOf(found).map((call, position) => (position === 0 ? { ...call, id } : call)) })),
+      value: replaced(messages, turn, (found) => ({
+        ...found,
+        tool_calls: callsOf(found).map((call, position) => (position === 0 ? { ...call, id } : call)),
+      })),
       field: `messages[${turn}].tool_calls[0].id`,
     })),
   ),
   message(
     'tool-call-of-unknown-type',
-    fc.tuple(withTurnArb, fc.constantFrom('retrieval', 'code_interpreter', undefined, 1)).map(([{ messages, turn }, type]) => ({
-      value: replaced(messages, turn, (found) => ({ ...found, tool_calls: callsOf(found).map((call, position) => (position === 0 ? { ...call, type } : call)) })),
-      field: `messages[${turn}].tool_calls[0].type`,
-    })),
+    fc
+      .tuple(withTurnArb, fc.constantFrom('retrieval', 'code_interpreter', undefined, 1))
+      .map(([{ messages, turn }, type]) => ({
+        value: replaced(messages, turn, (found) => ({
+          ...found,
+          tool_calls: callsOf(found).map((call, position) => (position === 0 ? { ...call, type } : call)),
+        })),
+        field: `messages[${turn}].tool_calls[0].type`,
+      })),
   ),
   message(
     'tool-call-without-function-name',
     fc.tuple(withTurnArb, fc.constantFrom(undefined, '', 42)).map(([{ messages, turn }, name]) => ({
-      value: replaced(messages, turn, (found) => ({ ...found, tool_calls: callsOf(found).map((call, position) => (position === 0 ? { ...call, function: { ...call.function, name } } : call)) })),
+      value: replaced(messages, turn, (found) => ({
+        ...found,
+        tool_calls: callsOf(found).map((call, position) =>
+          position === 0 ? { ...call, function: { ...call.function, name } } : call,
+        ),
+      })),
       field: `messages[${turn}].tool_calls[0].function.name`,
     })),
   ),
   message(
     'tool-call-arguments-not-a-string',
     fc.tuple(withTurnArb, fc.constantFrom({ path: 'app.py' }, 5, null, ['a'])).map(([{ messages, turn }, args]) => ({
-      value: replaced(messages, turn, (found) => ({ ...found, tool_calls: callsOf(found).map((call, position) => (position === 0 ? { ...call, function: { ...call.function, arguments: args } } : call)) })),
+      value: replaced(messages, turn, (found) => ({
+        ...found,
+        tool_calls: callsOf(found).map((call, position) =>
+          position === 0 ? { ...call, function: { ...call.function, arguments: args } } : call,
+        ),
+      })),
       field: `messages[${turn}].tool_calls[0].function.arguments`,
     })),
   ),
@@ -310,7 +446,10 @@ export const MALFORMED_CLASSES: readonly MalformedClass[] = [
       const calls = callsOf(messages[turn] ?? { role: 'user', content: '' });
       const first = calls[0];
       return {
-        value: replaced(messages, turn, (found) => ({ ...found, tool_calls: [...callsOf(found), { ...first, function: { name: 'grep', arguments: '{"pattern":"x"}' } }] })),
+        value: replaced(messages, turn, (found) => ({
+          ...found,
+          tool_calls: [...callsOf(found), { ...first, function: { name: 'grep', arguments: '{"pattern":"x"}' } }],
+        })),
         field: `messages[${turn}].tool_calls[${calls.length}].id`,
         reason: /is also the id of tool_calls\[0\]/,
       };
@@ -319,8 +458,17 @@ export const MALFORMED_CLASSES: readonly MalformedClass[] = [
   message(
     'bad-harness-flags',
     fc
-      .tuple(withMessageArb(), fc.oneof(fc.record({ key: fc.constant('sticky'), value: fc.constantFrom('yes', 1, null) }), fc.record({ key: fc.constant('depth'), value: fc.constantFrom(-1, 1.5, Number.NaN, '2', null) })))
-      .map(([{ messages, at }, { key, value }]) => ({ value: replaced(messages, at, (found) => ({ ...found, [key]: value })), field: `messages[${at}].${key}` })),
+      .tuple(
+        withMessageArb(),
+        fc.oneof(
+          fc.record({ key: fc.constant('sticky'), value: fc.constantFrom('yes', 1, null) }),
+          fc.record({ key: fc.constant('depth'), value: fc.constantFrom(-1, 1.5, Number.NaN, '2', null) }),
+        ),
+      )
+      .map(([{ messages, at }, { key, value }]) => ({
+        value: replaced(messages, at, (found) => ({ ...found, [key]: value })),
+        field: `messages[${at}].${key}`,
+      })),
   ),
   message(
     'name-not-a-string',
@@ -333,17 +481,30 @@ export const MALFORMED_CLASSES: readonly MalformedClass[] = [
   // --- conversations a provider refuses (agentRun only; compaction accepts them) ------------
   agentMessage(
     'orphan-tool-result',
-    fc.tuple(withMessageArb((found) => found.role === 'user'), fc.constantFrom('call_nobody', 'call_1')).map(([{ messages, at }, id]) => ({
-      // Right after a user message: no turn is open, whatever id it names.
-      value: [...messages.slice(0, at + 1), { role: 'tool', tool_call_id: id, content: 'stray' }, ...messages.slice(at + 1)],
-      field: `messages[${at + 1}].tool_call_id`,
-      reason: /answers no tool call/,
-    })),
+    fc
+      .tuple(
+        withMessageArb((found) => found.role === 'user'),
+        fc.constantFrom('call_nobody', 'call_1'),
+      )
+      .map(([{ messages, at }, id]) => ({
+        // Right after a user message: no turn is open, whatever id it names.
+        value: [
+          ...messages.slice(0, at + 1),
+          { role: 'tool', tool_call_id: id, content: 'stray' },
+          ...messages.slice(at + 1),
+        ],
+        field: `messages[${at + 1}].tool_call_id`,
+        reason: /answers no tool call/,
+      })),
   ),
   agentMessage(
     'tool-result-for-a-call-not-made',
     withTurnArb.map(({ messages, turn }) => ({
-      value: [...messages.slice(0, turn + 1), { role: 'tool', tool_call_id: 'call_never_made', content: 'r' }, ...messages.slice(turn + 1)],
+      value: [
+        ...messages.slice(0, turn + 1),
+        { role: 'tool', tool_call_id: 'call_never_made', content: 'r' },
+        ...messages.slice(turn + 1),
+      ],
       field: `messages[${turn + 1}].tool_call_id`,
       reason: /"call_never_made" answers no tool call of messages\[\d+\]/,
     })),
@@ -353,7 +514,11 @@ export const MALFORMED_CLASSES: readonly MalformedClass[] = [
     withTurnArb.map(({ messages, turn }) => {
       const first = callsOf(messages[turn] ?? { role: 'user', content: '' })[0];
       return {
-        value: [...messages.slice(0, turn + 1), { role: 'tool', tool_call_id: first?.id, content: 'again' }, ...messages.slice(turn + 1)],
+        value: [
+          ...messages.slice(0, turn + 1),
+          { role: 'tool', tool_call_id: first?.id, content: 'again' },
+          ...messages.slice(turn + 1),
+        ],
         // The copy comes first; the original result after it is the second answer.
         field: `messages[${messages.findIndex((found, index) => index > turn && found.role === 'tool' && found.tool_call_id === first?.id) + 1}].tool_call_id`,
         reason: /is answered twice/,
@@ -374,18 +539,27 @@ export const MALFORMED_CLASSES: readonly MalformedClass[] = [
   ),
   agentMessage(
     'non-json-arguments',
-    fc.tuple(withTurnArb, fc.constantFrom('not json', '{"path": ', '', '[1,2]', '"app.py"', 'null')).map(([{ messages, turn }, args]) => ({
-      value: replaced(messages, turn, (found) => ({ ...found, tool_calls: callsOf(found).map((call, position) => (position === 0 ? { ...call, function: { ...call.function, arguments: args } } : call)) })),
-      field: `messages[${turn}].tool_calls[0].function.arguments`,
-      reason: /must be a JSON object/,
-    })),
+    fc
+      .tuple(withTurnArb, fc.constantFrom('not json', '{"path": ', '', '[1,2]', '"app.py"', 'null'))
+      .map(([{ messages, turn }, args]) => ({
+        value: replaced(messages, turn, (found) => ({
+          ...found,
+          tool_calls: callsOf(found).map((call, position) =>
+            position === 0 ? { ...call, function: { ...call.function, arguments: args } } : call,
+          ),
+        })),
+        field: `messages[${turn}].tool_calls[0].function.arguments`,
+        reason: /must be a JSON object/,
+      })),
   ),
 
   // --- compaction options (both workflows) --------------------------------------------------
   option(
     'context-budget-not-a-positive-integer',
     // (null is no budget: agentRun then aims at each round's room, compactConversation asks for one.)
-    fc.constantFrom(Number.NaN, -1, 0, 1.5, 1e300, Number.POSITIVE_INFINITY, '128k', [1000]).map((contextBudget) => ({ value: { ...validCompactOptions(), contextBudget }, field: 'contextBudget' })),
+    fc
+      .constantFrom(Number.NaN, -1, 0, 1.5, 1e300, Number.POSITIVE_INFINITY, '128k', [1000])
+      .map((contextBudget) => ({ value: { ...validCompactOptions(), contextBudget }, field: 'contextBudget' })),
   ),
   option(
     'missing-context-budget',
@@ -394,7 +568,12 @@ export const MALFORMED_CLASSES: readonly MalformedClass[] = [
   ),
   option(
     'ratio-out-of-range',
-    fc.tuple(fc.constantFrom('triggerRatio', 'targetRatio'), fc.constantFrom(0, -0.5, 1.5, Number.NaN, Number.POSITIVE_INFINITY, '0.8')).map(([key, value]) => ({ value: { ...validCompactOptions(), [key]: value }, field: key })),
+    fc
+      .tuple(
+        fc.constantFrom('triggerRatio', 'targetRatio'),
+        fc.constantFrom(0, -0.5, 1.5, Number.NaN, Number.POSITIVE_INFINITY, '0.8'),
+      )
+      .map(([key, value]) => ({ value: { ...validCompactOptions(), [key]: value }, field: key })),
   ),
   option(
     'inconsistent-ratios',
@@ -402,52 +581,84 @@ export const MALFORMED_CLASSES: readonly MalformedClass[] = [
       .tuple(fc.double({ min: 0.05, max: 0.9, noNaN: true }), fc.double({ min: 0.01, max: 0.5, noNaN: true }))
       .map(([trigger, gap]) => ({ trigger, target: Math.min(1, trigger + gap) }))
       .filter(({ trigger, target }) => target > trigger)
-      .map(({ trigger, target }) => ({ value: { ...validCompactOptions(), triggerRatio: trigger, targetRatio: target }, field: 'targetRatio', reason: /must not exceed triggerRatio/ })),
+      .map(({ trigger, target }) => ({
+        value: { ...validCompactOptions(), triggerRatio: trigger, targetRatio: target },
+        field: 'targetRatio',
+        reason: /must not exceed triggerRatio/,
+      })),
   ),
   option(
     'bad-count-option',
-    fc.tuple(fc.constantFrom('keepRecent', 'ageMinChars', 'ageReclaimMin', 'toolResultCap'), badInteger).map(([key, value]) => ({ value: { ...validCompactOptions(), [key]: value }, field: key })),
+    fc
+      .tuple(fc.constantFrom('keepRecent', 'ageMinChars', 'ageReclaimMin', 'toolResultCap'), badInteger)
+      .map(([key, value]) => ({ value: { ...validCompactOptions(), [key]: value }, field: key })),
   ),
   option(
     'bad-max-attempts',
-    fc.constantFrom(0, 101, 1.5, -3, Number.NaN, '3').map((maxAttempts) => ({ value: { ...validCompactOptions(), maxAttempts }, field: 'maxAttempts' })),
+    fc
+      .constantFrom(0, 101, 1.5, -3, Number.NaN, '3')
+      .map((maxAttempts) => ({ value: { ...validCompactOptions(), maxAttempts }, field: 'maxAttempts' })),
   ),
   option(
     'bad-duration',
     fc
-      .tuple(fc.constantFrom('retryBackoff', 'startToCloseTimeout', 'heartbeatTimeout'), fc.constantFrom('soon', '-1s', '5 minutes', '1e3s', -5, Number.NaN, ''))
+      .tuple(
+        fc.constantFrom('retryBackoff', 'startToCloseTimeout', 'heartbeatTimeout'),
+        fc.constantFrom('soon', '-1s', '5 minutes', '1e3s', -5, Number.NaN, ''),
+      )
       .map(([key, value]) => ({ value: { ...validCompactOptions(), [key]: value }, field: key })),
   ),
   option(
     'zero-timeout',
-    fc.tuple(fc.constantFrom('startToCloseTimeout', 'heartbeatTimeout'), fc.constantFrom(0, '0s', '0ms')).map(([key, value]) => ({ value: { ...validCompactOptions(), [key]: value }, field: key, reason: /longer than zero/ })),
+    fc
+      .tuple(fc.constantFrom('startToCloseTimeout', 'heartbeatTimeout'), fc.constantFrom(0, '0s', '0ms'))
+      .map(([key, value]) => ({
+        value: { ...validCompactOptions(), [key]: value },
+        field: key,
+        reason: /longer than zero/,
+      })),
   ),
   option(
     'boolean-option-of-wrong-type',
-    fc.constantFrom('yes', 1, null, 'true').map((ageObservations) => ({ value: { ...validCompactOptions(), ageObservations }, field: 'ageObservations' })),
+    fc
+      .constantFrom('yes', 1, null, 'true')
+      .map((ageObservations) => ({ value: { ...validCompactOptions(), ageObservations }, field: 'ageObservations' })),
   ),
   option(
     'bad-task-queue',
-    fc.constantFrom('', ' ', ' agents', 'q'.repeat(1001), 'é'.repeat(501), 42).map((taskQueue) => ({ value: { ...validCompactOptions(), taskQueue }, field: 'taskQueue' })),
+    fc
+      .constantFrom('', ' ', ' agents', 'q'.repeat(1001), 'é'.repeat(501), 42)
+      .map((taskQueue) => ({ value: { ...validCompactOptions(), taskQueue }, field: 'taskQueue' })),
   ),
   option(
     'bad-summarizer-model',
-    fc.constantFrom('', 5, null, {}).map((summarizerModel) => ({ value: { ...validCompactOptions(), summarizerModel }, field: 'summarizerModel' })),
+    fc
+      .constantFrom('', 5, null, {})
+      .map((summarizerModel) => ({ value: { ...validCompactOptions(), summarizerModel }, field: 'summarizerModel' })),
   ),
 
   // --- agentRun input -----------------------------------------------------------------------
-  agentInput('agent-input-not-an-object', fc.constantFrom(null, 'run', 7, [validAgentInput()]).map((value) => ({ value, field: 'input' }))),
+  agentInput(
+    'agent-input-not-an-object',
+    fc.constantFrom(null, 'run', 7, [validAgentInput()]).map((value) => ({ value, field: 'input' })),
+  ),
   agentInput(
     'missing-required-field',
-    fc.constantFrom('messages', 'model', 'compaction').map((key) => ({ value: agentWith(key, undefined), field: `input.${key}`, reason: /required/ })),
+    fc
+      .constantFrom('messages', 'model', 'compaction')
+      .map((key) => ({ value: agentWith(key, undefined), field: `input.${key}`, reason: /required/ })),
   ),
   agentInput(
     'unknown-field',
-    fc.constantFrom('maxRound', 'tool', 'models', 'temperature', 'compactions').map((key) => ({ value: agentWith(key, 3), field: `input.${key}`, reason: /unknown field/ })),
+    fc
+      .constantFrom('maxRound', 'tool', 'models', 'temperature', 'compactions')
+      .map((key) => ({ value: agentWith(key, 3), field: `input.${key}`, reason: /unknown field/ })),
   ),
   agentInput(
     'compaction-not-an-object',
-    fc.constantFrom(null, 'auto', 5, true).map((compaction) => ({ value: agentWith('compaction', compaction), field: 'input.compaction' })),
+    fc
+      .constantFrom(null, 'auto', 5, true)
+      .map((compaction) => ({ value: agentWith('compaction', compaction), field: 'input.compaction' })),
   ),
   agentInput(
     'unknown-provider',
@@ -471,16 +682,21 @@ export const MALFORMED_CLASSES: readonly MalformedClass[] = [
   ),
   agentInput(
     'no-room-left',
-    fc.record({ window: fc.integer({ min: 100, max: 200_000 }), extra: fc.integer({ min: 0, max: 5_000 }) }).map(({ window, extra }) => ({
-      value: agentWithModel((config) => {
-        config.contextWindow = window;
-        config.maxOutputTokens = window + extra;
-      }, 'replay'),
-      field: 'input.model[1].contextWindow',
-      reason: /leaves no room for the conversation/,
-    })),
+    fc
+      .record({ window: fc.integer({ min: 100, max: 200_000 }), extra: fc.integer({ min: 0, max: 5_000 }) })
+      .map(({ window, extra }) => ({
+        value: agentWithModel((config) => {
+          config.contextWindow = window;
+          config.maxOutputTokens = window + extra;
+        }, 'replay'),
+        field: 'input.model[1].contextWindow',
+        reason: /leaves no room for the conversation/,
+      })),
   ),
-  agentInput('empty-model-chain', fc.constant({ value: agentWith('model', []), field: 'input.model', reason: /must not be an empty list/ })),
+  agentInput(
+    'empty-model-chain',
+    fc.constant({ value: agentWith('model', []), field: 'input.model', reason: /must not be an empty list/ }),
+  ),
   agentInput(
     'unknown-model-field',
     fc.constantFrom('max_tokens', 'apiKey', 'baseURL', 'window').map((key) => ({
@@ -493,16 +709,18 @@ export const MALFORMED_CLASSES: readonly MalformedClass[] = [
   ),
   agentInput(
     'missing-model-name',
-    fc.tuple(fc.constantFrom<'openai' | 'replay'>('openai', 'replay'), fc.constantFrom(undefined, '', 5)).map(([provider, name]) => {
-      const key = provider === 'openai' ? 'model' : 'trajectory';
-      return {
-        value: agentWithModel((config) => {
-          if (name === undefined) delete config[key];
-          else config[key] = name;
-        }, provider),
-        field: `input.model[1].${key}`,
-      };
-    }),
+    fc
+      .tuple(fc.constantFrom<'openai' | 'replay'>('openai', 'replay'), fc.constantFrom(undefined, '', 5))
+      .map(([provider, name]) => {
+        const key = provider === 'openai' ? 'model' : 'trajectory';
+        return {
+          value: agentWithModel((config) => {
+            if (name === undefined) delete config[key];
+            else config[key] = name;
+          }, provider),
+          field: `input.model[1].${key}`,
+        };
+      }),
   ),
   agentInput(
     'bad-temperature',
@@ -524,7 +742,9 @@ export const MALFORMED_CLASSES: readonly MalformedClass[] = [
   ),
   agentInput(
     'unknown-built-in-tool',
-    fc.constantFrom('rm', 'bash', 'FS_READ', '').map((tool) => ({ value: agentWithTool(tool), field: 'input.tools[1]', reason: /is not a built-in tool/ })),
+    fc
+      .constantFrom('rm', 'bash', 'FS_READ', '')
+      .map((tool) => ({ value: agentWithTool(tool), field: 'input.tools[1]', reason: /is not a built-in tool/ })),
   ),
   agentInput(
     'bad-tool-declaration',
@@ -551,7 +771,10 @@ export const MALFORMED_CLASSES: readonly MalformedClass[] = [
         { parameters: ['id'], field: 'input.tools[1].function.parameters' },
         { parameters: { type: 'string' }, field: 'input.tools[1].function.parameters.type' },
         { parameters: { type: 'object', properties: ['id'] }, field: 'input.tools[1].function.parameters.properties' },
-        { parameters: { type: 'object', properties: { id: 'string' } }, field: 'input.tools[1].function.parameters.properties.id' },
+        {
+          parameters: { type: 'object', properties: { id: 'string' } },
+          field: 'input.tools[1].function.parameters.properties.id',
+        },
         { parameters: { type: 'object', required: 'id' }, field: 'input.tools[1].function.parameters.required' },
         { parameters: { type: 'object', required: [1] }, field: 'input.tools[1].function.parameters.required' },
       )
@@ -567,7 +790,12 @@ export const MALFORMED_CLASSES: readonly MalformedClass[] = [
   ),
   agentInput(
     'bad-round-limits',
-    fc.tuple(fc.constantFrom('maxRounds', 'continueAsNewAfterRounds'), fc.constantFrom(0, -1, 1.5, Number.NaN, 1e300, '10')).map(([key, value]) => ({ value: agentWith(key, value), field: `input.${key}` })),
+    fc
+      .tuple(
+        fc.constantFrom('maxRounds', 'continueAsNewAfterRounds'),
+        fc.constantFrom(0, -1, 1.5, Number.NaN, 1e300, '10'),
+      )
+      .map(([key, value]) => ({ value: agentWith(key, value), field: `input.${key}` })),
   ),
   agentInput(
     'bad-activity-settings',
@@ -586,21 +814,39 @@ export const MALFORMED_CLASSES: readonly MalformedClass[] = [
           { key: 'retries', value: 3 },
         ),
       )
-      .map(([activity, { key, value }]) => ({ value: agentWith(activity, { [key]: value }), field: `input.${activity}.${key}` })),
+      .map(([activity, { key, value }]) => ({
+        value: agentWith(activity, { [key]: value }),
+        field: `input.${activity}.${key}`,
+      })),
   ),
   agentInput(
     'bad-backend-cooldown',
     fc
-      .constantFrom({ key: 'rounds', value: -1 }, { key: 'rounds', value: 1.5 }, { key: 'time', value: 'later' }, { key: 'time', value: -10 }, { key: 'minutes', value: 5 })
-      .map(({ key, value }) => ({ value: agentWith('backendCooldown', { [key]: value }), field: `input.backendCooldown.${key}` })),
+      .constantFrom(
+        { key: 'rounds', value: -1 },
+        { key: 'rounds', value: 1.5 },
+        { key: 'time', value: 'later' },
+        { key: 'time', value: -10 },
+        { key: 'minutes', value: 5 },
+      )
+      .map(({ key, value }) => ({
+        value: agentWith('backendCooldown', { [key]: value }),
+        field: `input.backendCooldown.${key}`,
+      })),
   ),
   agentInput(
     'bad-payload-limit',
-    fc.constantFrom(0, 100, 1023, 1.5, Number.NaN, '2MB').map((maxPayloadBytes) => ({ value: agentWith('maxPayloadBytes', maxPayloadBytes), field: 'input.maxPayloadBytes' })),
+    fc.constantFrom(0, 100, 1023, 1.5, Number.NaN, '2MB').map((maxPayloadBytes) => ({
+      value: agentWith('maxPayloadBytes', maxPayloadBytes),
+      field: 'input.maxPayloadBytes',
+    })),
   ),
   agentInput(
     'bad-search-attributes-flag',
-    fc.constantFrom('yes', 1, null).map((searchAttributes) => ({ value: agentWith('searchAttributes', searchAttributes), field: 'input.searchAttributes' })),
+    fc.constantFrom('yes', 1, null).map((searchAttributes) => ({
+      value: agentWith('searchAttributes', searchAttributes),
+      field: 'input.searchAttributes',
+    })),
   ),
   agentInput(
     'hand-made-carried-state',
@@ -614,18 +860,29 @@ export const MALFORMED_CLASSES: readonly MalformedClass[] = [
   ),
 
   // --- compactConversation input --------------------------------------------------------------
-  compactInput('compact-input-not-an-object', fc.constantFrom(null, 'compact', 3, []).map((value) => ({ value, field: 'input' }))),
+  compactInput(
+    'compact-input-not-an-object',
+    fc.constantFrom(null, 'compact', 3, []).map((value) => ({ value, field: 'input' })),
+  ),
   compactInput(
     'options-not-an-object',
-    fc.constantFrom(null, undefined, 'default', 128_000).map((options) => ({ value: { messages: [{ role: 'user', content: 'hi' }], options }, field: 'options' })),
+    fc
+      .constantFrom(null, undefined, 'default', 128_000)
+      .map((options) => ({ value: { messages: [{ role: 'user', content: 'hi' }], options }, field: 'options' })),
   ),
   compactInput(
     'bad-payload-store-flag',
-    fc.constantFrom('yes', 1, null).map((payloadStore) => ({ value: { messages: [{ role: 'user', content: 'hi' }], options: { ...validCompactOptions(), payloadStore } }, field: 'options.payloadStore' })),
+    fc.constantFrom('yes', 1, null).map((payloadStore) => ({
+      value: { messages: [{ role: 'user', content: 'hi' }], options: { ...validCompactOptions(), payloadStore } },
+      field: 'options.payloadStore',
+    })),
   ),
   compactInput(
     'bad-compact-payload-limit',
-    fc.constantFrom(0, 1000, 1.5, Number.NaN, '2MB').map((maxPayloadBytes) => ({ value: { messages: [{ role: 'user', content: 'hi' }], options: { ...validCompactOptions(), maxPayloadBytes } }, field: 'options.maxPayloadBytes' })),
+    fc.constantFrom(0, 1000, 1.5, Number.NaN, '2MB').map((maxPayloadBytes) => ({
+      value: { messages: [{ role: 'user', content: 'hi' }], options: { ...validCompactOptions(), maxPayloadBytes } },
+      field: 'options.maxPayloadBytes',
+    })),
   ),
 
   // --- the addUserMessage update ------------------------------------------------------------
@@ -667,7 +924,9 @@ export function inputFor(malformed: MalformedClass, workflow: FuzzWorkflow, valu
   switch (malformed.scope) {
     case 'messages':
     case 'agent-messages':
-      return workflow === 'agentRun' ? { ...validAgentInput(), messages: value } : { messages: value, options: validCompactOptions() };
+      return workflow === 'agentRun'
+        ? { ...validAgentInput(), messages: value }
+        : { messages: value, options: validCompactOptions() };
     case 'options':
       if (workflow === 'compactConversation') return { messages: [{ role: 'user', content: 'hi' }], options: value };
       // agentRun: the same options (contextBudget is optional there, but a bad one is still bad).
@@ -682,7 +941,8 @@ export function inputFor(malformed: MalformedClass, workflow: FuzzWorkflow, valu
 
 /** The field a failure must name for `workflow`: option keys are `options.<key>` or `input.compaction.<key>`; a list that is not a list is `messages` or `input.messages`. */
 export function fieldFor(malformed: MalformedClass, workflow: FuzzWorkflow, field: string): string {
-  if (malformed.scope === 'options') return workflow === 'compactConversation' ? `options.${field}` : `input.compaction.${field}`;
+  if (malformed.scope === 'options')
+    return workflow === 'compactConversation' ? `options.${field}` : `input.compaction.${field}`;
   if (malformed.scope === 'messages' && field === 'messages' && workflow === 'agentRun') return 'input.messages';
   return field;
 }
@@ -711,7 +971,9 @@ function fromWorkflowRuntime(error: unknown): boolean {
 export async function verdictOf(workflow: FuzzWorkflow, input: unknown): Promise<Verdict> {
   try {
     // The workflow functions take typed input; the fuzz hands them anything, as a client can.
-    const running: unknown = Reflect.apply(workflow === 'agentRun' ? agentRun : compactConversation, undefined, [input]);
+    const running: unknown = Reflect.apply(workflow === 'agentRun' ? agentRun : compactConversation, undefined, [
+      input,
+    ]);
     await running;
     return { kind: 'accepted' };
   } catch (error) {
@@ -731,11 +993,13 @@ type Path = Array<string | number>;
 function pathsOf(value: unknown, prefix: Path = [], found: Path[] = []): Path[] {
   found.push(prefix);
   if (Array.isArray(value)) value.forEach((item, index) => pathsOf(item, [...prefix, index], found));
-  else if (typeof value === 'object' && value !== null) for (const [key, item] of Object.entries(value)) pathsOf(item, [...prefix, key], found);
+  else if (typeof value === 'object' && value !== null)
+    for (const [key, item] of Object.entries(value)) pathsOf(item, [...prefix, key], found);
   return found;
 }
 
-type Mutation = { kind: 'replace'; value: unknown } | { kind: 'delete' } | { kind: 'duplicate' } | { kind: 'swap-with-next' };
+type Mutation =
+  { kind: 'replace'; value: unknown } | { kind: 'delete' } | { kind: 'duplicate' } | { kind: 'swap-with-next' };
 
 /** `root` with `mutation` applied at `path` (a copy; `root` is untouched). */
 function mutate(root: unknown, path: Path, mutation: Mutation): unknown {
@@ -747,7 +1011,8 @@ function mutate(root: unknown, path: Path, mutation: Mutation): unknown {
   if (Array.isArray(parent) && typeof last === 'number') {
     if (mutation.kind === 'delete') parent.splice(last, 1);
     else if (mutation.kind === 'duplicate') parent.splice(last, 0, structuredClone(parent[last]));
-    else if (mutation.kind === 'swap-with-next' && last + 1 < parent.length) [parent[last], parent[last + 1]] = [parent[last + 1], parent[last]];
+    else if (mutation.kind === 'swap-with-next' && last + 1 < parent.length)
+      [parent[last], parent[last + 1]] = [parent[last + 1], parent[last]];
     else if (mutation.kind === 'replace') parent[last] = mutation.value;
   } else if (typeof parent === 'object' && parent !== null) {
     if (mutation.kind === 'delete') Reflect.deleteProperty(parent, last);
@@ -758,7 +1023,32 @@ function mutate(root: unknown, path: Path, mutation: Mutation): unknown {
 
 /** Values that break things: the wrong kinds, the numbers no field wants, look-alikes of valid values. */
 const nastyValue: fc.Arbitrary<unknown> = fc.oneof(
-  fc.constantFrom(null, undefined, Number.NaN, Number.POSITIVE_INFINITY, -1, 0, 1.5, 1e300, 2 ** 53 + 2, '', ' ', 'x', true, [], {}, [null], { type: 'x' }, 'tool', 'assistant', 'function', '1m', '0s', '-1s', 'call_1'),
+  fc.constantFrom(
+    null,
+    undefined,
+    Number.NaN,
+    Number.POSITIVE_INFINITY,
+    -1,
+    0,
+    1.5,
+    1e300,
+    2 ** 53 + 2,
+    '',
+    ' ',
+    'x',
+    true,
+    [],
+    {},
+    [null],
+    { type: 'x' },
+    'tool',
+    'assistant',
+    'function',
+    '1m',
+    '0s',
+    '-1s',
+    'call_1',
+  ),
   fc.string({ maxLength: 20 }),
   fc.integer(),
   fc.double(),
@@ -774,7 +1064,9 @@ const mutationArb: fc.Arbitrary<Mutation> = fc.oneof(
 
 /** A valid input of `workflow` with 1-3 random mutations. */
 export function mutatedInputArb(workflow: FuzzWorkflow): fc.Arbitrary<unknown> {
-  const base = validConversationArb.map((messages) => (workflow === 'agentRun' ? { ...validAgentInput(), messages } : { messages, options: validCompactOptions() }));
+  const base = validConversationArb.map((messages) =>
+    workflow === 'agentRun' ? { ...validAgentInput(), messages } : { messages, options: validCompactOptions() },
+  );
   return base.chain((input) =>
     fc.array(fc.tuple(fc.nat(), mutationArb), { minLength: 1, maxLength: 3 }).map((steps) =>
       steps.reduce<unknown>((value, [pick, mutation]) => {
@@ -784,4 +1076,3 @@ export function mutatedInputArb(workflow: FuzzWorkflow): fc.Arbitrary<unknown> {
     ),
   );
 }
-

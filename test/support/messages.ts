@@ -2,12 +2,27 @@
 import type { ChatMessage, SummarizeRequest, Summarizer, TokenCounter } from '../../src/index.js';
 import { messageChars } from '../../src/core/counting/tokens.js';
 
-export const system = (content: string, extra: Partial<ChatMessage> = {}): ChatMessage => ({ role: 'system', content, ...extra });
-export const user = (content: string, extra: Partial<ChatMessage> = {}): ChatMessage => ({ role: 'user', content, ...extra });
-export const assistant = (content: string | null, calls: Array<[id: string, name: string, args: string]> = []): ChatMessage =>
+export const system = (content: string, extra: Partial<ChatMessage> = {}): ChatMessage => ({
+  role: 'system',
+  content,
+  ...extra,
+});
+export const user = (content: string, extra: Partial<ChatMessage> = {}): ChatMessage => ({
+  role: 'user',
+  content,
+  ...extra,
+});
+export const assistant = (
+  content: string | null,
+  calls: Array<[id: string, name: string, args: string]> = [],
+): ChatMessage =>
   calls.length === 0
     ? { role: 'assistant', content }
-    : { role: 'assistant', content, tool_calls: calls.map(([id, name, args]) => ({ id, type: 'function', function: { name, arguments: args } })) };
+    : {
+        role: 'assistant',
+        content,
+        tool_calls: calls.map(([id, name, args]) => ({ id, type: 'function', function: { name, arguments: args } })),
+      };
 export const tool = (toolCallId: string, content: string, extra: Partial<ChatMessage> = {}): ChatMessage => ({
   role: 'tool',
   tool_call_id: toolCallId,
@@ -53,5 +68,8 @@ export function scriptedSummarizer(...answers: Answer[]): ScriptedSummarizer {
 
 /** An error shaped like openai's APIError: a numeric `status`. */
 export function httpError(status: number, retryAfterMs?: number): Error {
-  return Object.assign(new Error(`HTTP ${status}`), { status, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) });
+  return Object.assign(new Error(`HTTP ${status}`), {
+    status,
+    ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
+  });
 }

@@ -12,9 +12,17 @@ const PYTHON_PATH = fileURLToPath(new URL('../../interop/python/', import.meta.u
  * rejects with the end of its stderr when it fails or prints no JSON. Its environment is this
  * process's without any COMPACTOR_* setting (a COMPACTOR_TEST_PAYLOADS run's must not leak in), plus `env`.
  */
-export function runPythonScript<Report>(python: string, script: string, job: object, env: Record<string, string> = {}): Promise<Report> {
+export function runPythonScript<Report>(
+  python: string,
+  script: string,
+  job: object,
+  env: Record<string, string> = {},
+): Promise<Report> {
   const base = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('COMPACTOR_')));
-  const child = spawn(python, [script], { env: { ...base, ...env, PYTHONPATH: PYTHON_PATH, PYTHONDONTWRITEBYTECODE: '1' }, stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn(python, [script], {
+    env: { ...base, ...env, PYTHONPATH: PYTHON_PATH, PYTHONDONTWRITEBYTECODE: '1' },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
   const name = basename(script);
   let stdout = '';
   let stderr = '';

@@ -19,9 +19,18 @@ export interface SimulatedRun {
   exhausted: boolean;
 }
 
-export async function simulateReplay(name: string, room: number, options: Omit<CompactionOptions, 'contextBudget'>): Promise<SimulatedRun> {
+export async function simulateReplay(
+  name: string,
+  room: number,
+  options: Omit<CompactionOptions, 'contextBudget'>,
+): Promise<SimulatedRun> {
   const script = replayScript(loadTrajectory(name));
-  const compactor = new Compactor({ summarizer: createExtractiveSummarizer(), contextBudget: room, counter: bpe, ...options });
+  const compactor = new Compactor({
+    summarizer: createExtractiveSummarizer(),
+    contextBudget: room,
+    counter: bpe,
+    ...options,
+  });
   // As agentRun does by default (keepTask): the task is pinned.
   let messages: ChatMessage[] = pinTask(script.opening);
   let compactions = 0;
@@ -48,7 +57,11 @@ export async function simulateReplay(name: string, room: number, options: Omit<C
  * `atLeast + 1` times and completes; else at least `atLeast` times and completes; else at least
  * `atLeast` times before it is exhausted. Rooms are tried from 60% of the whole recording down.
  */
-export async function chooseRoom(name: string, options: Omit<CompactionOptions, 'contextBudget'>, atLeast = 3): Promise<{ room: number; expected: SimulatedRun }> {
+export async function chooseRoom(
+  name: string,
+  options: Omit<CompactionOptions, 'contextBudget'>,
+  atLeast = 3,
+): Promise<{ room: number; expected: SimulatedRun }> {
   const total = bpe.count(loadTrajectory(name));
   const tried: Array<{ room: number; run: SimulatedRun }> = [];
   let pick: { room: number; run: SimulatedRun } | undefined;
@@ -58,7 +71,12 @@ export async function chooseRoom(name: string, options: Omit<CompactionOptions, 
     tried.push({ room, run });
     if (!run.exhausted && run.compactions >= atLeast + 1) pick = { room, run };
   }
-  pick ??= tried.find(({ run }) => !run.exhausted && run.compactions >= atLeast) ?? tried.find(({ run }) => run.compactions >= atLeast);
-  if (pick === undefined) throw new Error(`${name}: no room forces ${atLeast} compactions (${tried.map(({ room, run }) => `${room}:${run.compactions}`).join(' ')})`);
+  pick ??=
+    tried.find(({ run }) => !run.exhausted && run.compactions >= atLeast) ??
+    tried.find(({ run }) => run.compactions >= atLeast);
+  if (pick === undefined)
+    throw new Error(
+      `${name}: no room forces ${atLeast} compactions (${tried.map(({ room, run }) => `${room}:${run.compactions}`).join(' ')})`,
+    );
   return { room: pick.room, expected: pick.run };
 }

@@ -16,5 +16,9 @@ export function sourceText(chars: number, seed: string): string {
 
 /** An assistant turn that calls `fs_read` on `path`, with tool call id `id`. */
 export function readTurn(id: string, path: string): ChatMessage {
-  return { role: 'assistant', content: `Reading ${path}.`, tool_calls: [{ id, type: 'function', function: { name: 'fs_read', arguments: JSON.stringify({ path }) } }] };
+  return {
+    role: 'assistant',
+    content: `Reading ${path}.`,
+    tool_calls: [{ id, type: 'function', function: { name: 'fs_read', arguments: JSON.stringify({ path }) } }],
+  };
 }

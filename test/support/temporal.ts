@@ -101,7 +101,9 @@ let shared: Promise<{ client: Client; connection: Connection; nativeConnection: 
  * Connect to the run's server (once per test file) and hand out a fresh task queue. With a data
  * converter, the client is a new one on the shared connection that encodes and offloads with it.
  */
-export async function testConnection({ dataConverter = dataConverterFromEnvironment() }: TestConnectionOptions = {}): Promise<TestConnection> {
+export async function testConnection({
+  dataConverter = dataConverterFromEnvironment(),
+}: TestConnectionOptions = {}): Promise<TestConnection> {
   const { address, namespace } = temporalTarget();
   if (!shared) {
     quietRuntime();
@@ -124,7 +126,10 @@ export async function testConnection({ dataConverter = dataConverterFromEnvironm
     });
   }
   const opened = await shared;
-  const client = dataConverter === undefined ? opened.client : new Client({ connection: opened.connection, namespace, dataConverter });
+  const client =
+    dataConverter === undefined
+      ? opened.client
+      : new Client({ connection: opened.connection, namespace, dataConverter });
   return { ...opened, client, address, namespace, taskQueue: uniqueId('tq'), dataConverter };
 }
 
@@ -161,7 +166,10 @@ export async function withWorker<T>(
  * The events of every run of a workflow's continue-as-new chain, run by run, first run first
  * (`.flat()` for the whole chain). Holds them all in memory: for histories of a few MB.
  */
-export async function chainHistories(client: Client, workflowId: string): Promise<temporal.api.history.v1.IHistoryEvent[][]> {
+export async function chainHistories(
+  client: Client,
+  workflowId: string,
+): Promise<temporal.api.history.v1.IHistoryEvent[][]> {
   const { runId } = await client.workflow.getHandle(workflowId).describe();
   const runs: temporal.api.history.v1.IHistoryEvent[][] = [];
   for (const run of await chainRunIds(client, workflowId, runId)) {

@@ -17,7 +17,11 @@ export interface WorkerProcess {
 }
 
 /** Spawns `script` (a path under the repository) with `args`, a minimal environment plus `env`. */
-export function spawnWorkerProcess(script: string, env: Record<string, string>, args: readonly string[] = []): WorkerProcess {
+export function spawnWorkerProcess(
+  script: string,
+  env: Record<string, string>,
+  args: readonly string[] = [],
+): WorkerProcess {
   const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, script), ...args], {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
@@ -26,17 +30,22 @@ export function spawnWorkerProcess(script: string, env: Record<string, string>, 
   let output = '';
   child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on('exit', (code, signal) => resolve({ code, signal })),
+  );
   return { child, output: () => output, exited };
 }
 
 /** SIGKILLs every worker still running and empties the list. */
 export function killWorkerProcesses(workers: WorkerProcess[]): void {
-  for (const worker of workers.splice(0)) if (worker.child.exitCode === null && worker.child.signalCode === null) worker.child.kill('SIGKILL');
+  for (const worker of workers.splice(0))
+    if (worker.child.exitCode === null && worker.child.signalCode === null) worker.child.kill('SIGKILL');
 }
 
 /** The production workflows bundled once (as `npm run build:bundle` does) into a temporary file. */
-export async function writeProductionBundle(prefix: string): Promise<{ bundlePath: string; code: string; remove: () => void }> {
+export async function writeProductionBundle(
+  prefix: string,
+): Promise<{ bundlePath: string; code: string; remove: () => void }> {
   const dir = mkdtempSync(join(tmpdir(), prefix));
   const bundlePath = join(dir, 'workflow-bundle.js');
   const { code } = await bundleWorkflows(new URL('../../src/workflows/index.ts', import.meta.url));

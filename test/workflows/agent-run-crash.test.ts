@@ -3,12 +3,23 @@
 // timeout) and the run completes with exactly the conversation, transcript and compaction history
 // of an uninterrupted run of the same input.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { agentRun, compactionsQuery, replaySession, sessionQuery, type AgentRunWorkflowInput } from '../../src/index.js';
+import {
+  agentRun,
+  compactionsQuery,
+  replaySession,
+  sessionQuery,
+  type AgentRunWorkflowInput,
+} from '../../src/index.js';
 import { readSessionLines } from '../../src/client/session-reader.js';
 import { TRAJECTORY_DIR_ENV } from '../../corpus/index.js';
 import { openingOf, replayActivities, trajectoryDir } from '../support/agent.js';
 import { testConnection, uniqueId, withWorker } from '../support/temporal.js';
-import { killWorkerProcesses, spawnWorkerProcess, writeProductionBundle, type WorkerProcess } from '../support/worker-process.js';
+import {
+  killWorkerProcesses,
+  spawnWorkerProcess,
+  writeProductionBundle,
+  type WorkerProcess,
+} from '../support/worker-process.js';
 
 /** A generated coding run with parallel tool calls (corpus/generate.ts): at this window it elides early and first summarizes about halfway. */
 const NAME = 'generated_parallel-calls';
@@ -36,7 +47,13 @@ describe('a worker process killed mid-run', () => {
     const input: AgentRunWorkflowInput = {
       messages: openingOf(NAME),
       model: { provider: 'replay', trajectory: NAME, contextWindow: 15_000, maxOutputTokens: 1000 },
-      compaction: { keepRecent: 4, ageObservations: true, ageReclaimMin: 8000, ageMinChars: 1000, heartbeatTimeout: '2s' },
+      compaction: {
+        keepRecent: 4,
+        ageObservations: true,
+        ageReclaimMin: 8000,
+        ageMinChars: 1000,
+        heartbeatTimeout: '2s',
+      },
       chatActivity: { heartbeatTimeout: '2s', startToCloseTimeout: '10s' },
       toolActivity: { startToCloseTimeout: '5s' },
       continueAsNewAfterRounds: 20,
@@ -44,17 +61,34 @@ describe('a worker process killed mid-run', () => {
     };
 
     const reference = await testConnection();
-    const uninterrupted = await withWorker(reference, { workflowBundle: { code: bundle.code }, activities: replayActivities() }, () =>
-      reference.client.workflow.execute(agentRun, { taskQueue: reference.taskQueue, workflowId: uniqueId('agent-reference'), args: [input] }),
+    const uninterrupted = await withWorker(
+      reference,
+      { workflowBundle: { code: bundle.code }, activities: replayActivities() },
+      () =>
+        reference.client.workflow.execute(agentRun, {
+          taskQueue: reference.taskQueue,
+          workflowId: uniqueId('agent-reference'),
+          args: [input],
+        }),
     );
     expect(uninterrupted.compactions.totals.compactions).toBeGreaterThanOrEqual(3);
 
     const t = await testConnection();
-    const env = { TEMPORAL_ADDRESS: t.address, TEMPORAL_NAMESPACE: t.namespace, AGENT_TASK_QUEUE: t.taskQueue, AGENT_WORKFLOW_BUNDLE: bundle.bundlePath, [TRAJECTORY_DIR_ENV]: trajectoryDir() };
+    const env = {
+      TEMPORAL_ADDRESS: t.address,
+      TEMPORAL_NAMESPACE: t.namespace,
+      AGENT_TASK_QUEUE: t.taskQueue,
+      AGENT_WORKFLOW_BUNDLE: bundle.bundlePath,
+      [TRAJECTORY_DIR_ENV]: trajectoryDir(),
+    };
     const first = spawnWorkerProcess('test/support/agent-worker.ts', env);
     spawned.push(first);
     await until(() => first.output().includes('agent worker ready'), 60_000, `the first worker:\n${first.output()}`);
-    const handle = await t.client.workflow.start(agentRun, { taskQueue: t.taskQueue, workflowId: uniqueId('agent-crash'), args: [input] });
+    const handle = await t.client.workflow.start(agentRun, {
+      taskQueue: t.taskQueue,
+      workflowId: uniqueId('agent-crash'),
+      args: [input],
+    });
 
     // Kill it once the run is well under way (past its first compaction), not at a quiet boundary on purpose.
     let linesAtKill = 0;

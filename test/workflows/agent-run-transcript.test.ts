@@ -47,8 +47,14 @@ const compactionsWanted = (name: string): number => (name === 'swesmith_claude37
 let t: TestConnection;
 beforeAll(async () => {
   t = await testConnection();
-  const bundle: WorkflowBundleWithSourceMap = await bundleWorkflows(new URL('../../src/workflows/index.ts', import.meta.url));
-  await startBackgroundWorker(t, { workflowBundle: bundle, activities: replayActivities(), maxConcurrentWorkflowTaskExecutions: 8 });
+  const bundle: WorkflowBundleWithSourceMap = await bundleWorkflows(
+    new URL('../../src/workflows/index.ts', import.meta.url),
+  );
+  await startBackgroundWorker(t, {
+    workflowBundle: bundle,
+    activities: replayActivities(),
+    maxConcurrentWorkflowTaskExecutions: 8,
+  });
 });
 
 describe.concurrent('replaySession(session) equals the live conversation', { timeout: 240_000 }, () => {

@@ -5,7 +5,12 @@ import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { CancelledFailure } from '@temporalio/common';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { Compactor, createOpenAISummarizer, type CompactConversationOptions, type Summarizer } from '../../src/index.js';
+import {
+  Compactor,
+  createOpenAISummarizer,
+  type CompactConversationOptions,
+  type Summarizer,
+} from '../../src/index.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.js';
 import { toolRounds } from '../support/messages.js';
 import { bundleTestWorkflows, eventTypes, maybeRecordHistory, uniqueId, withWorker } from './harness.js';
@@ -43,7 +48,12 @@ describe('cancellation on a dev server', () => {
   });
   beforeEach(async () => {
     server = await startFakeOpenAI();
-    summarizer = createOpenAISummarizer({ model: 'fake-summarizer', baseURL: server.baseURL, apiKey: 'test-key', timeout: 50_000 });
+    summarizer = createOpenAISummarizer({
+      model: 'fake-summarizer',
+      baseURL: server.baseURL,
+      apiKey: 'test-key',
+      timeout: 50_000,
+    });
   });
   afterEach(() => server.close());
 
@@ -69,7 +79,11 @@ describe('cancellation on a dev server', () => {
         expect(events).not.toContain('ActivityTaskTimedOut');
         expect(events.at(-1)).toBe('WorkflowExecutionCanceled');
         // The worker learns of it on its next heartbeat and aborts the HTTP request.
-        await server.waitUntil(() => server.requests[0]?.outcome === 'aborted', 10_000, 'the hanging request to be aborted');
+        await server.waitUntil(
+          () => server.requests[0]?.outcome === 'aborted',
+          10_000,
+          'the hanging request to be aborted',
+        );
         expect(server.requests).toHaveLength(1);
         await maybeRecordHistory(handle, 'cancel-while-request-hangs');
       });
@@ -105,32 +119,39 @@ describe('cancellation on a dev server', () => {
 
   describe('compact() in a caller workflow', () => {
     /** What the in-process driver returns when the summarizer cannot help: the hard trim. */
-    const hardTrim = () => new Compactor({ ...options, summarizer: { summarize: () => Promise.reject(Object.assign(new Error('no'), { status: 401 })) } }).compact(messages);
+    const hardTrim = () =>
+      new Compactor({
+        ...options,
+        summarizer: { summarize: () => Promise.reject(Object.assign(new Error('no'), { status: 401 })) },
+      }).compact(messages);
 
-    it.each(['hang', 'backoff'] as const)('cancelled during the %s: resolves with the hard trim, the next timer rejects with CancelledFailure', async (phase) => {
-      if (phase === 'hang') server.script({ kind: 'hang' });
-      else server.script({ kind: 'status', status: 503 });
-      await withWorker(bundle, { summarizer }, async ({ client, taskQueue }) => {
-        const handle = await client.workflow.start<typeof compactInWorkflow>('compactInWorkflow', {
-          taskQueue,
-          workflowId: uniqueId(`compact-cancel-${phase}`),
-          args: [{ messages, options }],
+    it.each(['hang', 'backoff'] as const)(
+      'cancelled during the %s: resolves with the hard trim, the next timer rejects with CancelledFailure',
+      async (phase) => {
+        if (phase === 'hang') server.script({ kind: 'hang' });
+        else server.script({ kind: 'status', status: 503 });
+        await withWorker(bundle, { summarizer }, async ({ client, taskQueue }) => {
+          const handle = await client.workflow.start<typeof compactInWorkflow>('compactInWorkflow', {
+            taskQueue,
+            workflowId: uniqueId(`compact-cancel-${phase}`),
+            args: [{ messages, options }],
+          });
+          if (phase === 'hang') await server.waitForRequests(1, 10_000);
+          else await untilInBackoff(handle);
+          await handle.cancel();
+          const { result, nextStep } = await handle.result();
+          expect(nextStep).toBe('cancelled');
+          expect(result.fallback).toBe(true);
+          expect(result.summary).toBeNull();
+          expect(result).toEqual(await hardTrim());
+          const events = await eventTypes(handle);
+          expect(events).toContain('ActivityTaskCancelRequested');
+          // The caller's scope is cancelled: its timer rejects without ever being scheduled.
+          expect(events).not.toContain('TimerStarted');
+          expect(server.requests).toHaveLength(1);
+          await maybeRecordHistory(handle, `compact-in-workflow-cancel-during-${phase}`);
         });
-        if (phase === 'hang') await server.waitForRequests(1, 10_000);
-        else await untilInBackoff(handle);
-        await handle.cancel();
-        const { result, nextStep } = await handle.result();
-        expect(nextStep).toBe('cancelled');
-        expect(result.fallback).toBe(true);
-        expect(result.summary).toBeNull();
-        expect(result).toEqual(await hardTrim());
-        const events = await eventTypes(handle);
-        expect(events).toContain('ActivityTaskCancelRequested');
-        // The caller's scope is cancelled: its timer rejects without ever being scheduled.
-        expect(events).not.toContain('TimerStarted');
-        expect(server.requests).toHaveLength(1);
-        await maybeRecordHistory(handle, `compact-in-workflow-cancel-during-${phase}`);
-      });
-    });
+      },
+    );
   });
 });

@@ -4,7 +4,17 @@ import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { Compactor, createActivities, createOpenAISummarizer, FailureType, REFERENCE_EXACT, type ChatMessage, type CompactConversationOptions, type CompactionResult, type Summarizer } from '../../src/index.js';
+import {
+  Compactor,
+  createActivities,
+  createOpenAISummarizer,
+  FailureType,
+  REFERENCE_EXACT,
+  type ChatMessage,
+  type CompactConversationOptions,
+  type CompactionResult,
+  type Summarizer,
+} from '../../src/index.js';
 import { SUMMARY_INSTRUCTION } from '../../src/core/compaction/transcript.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.js';
 import { toolRounds } from '../support/messages.js';
@@ -15,12 +25,21 @@ import type { compactConversation } from './test-workflows.js';
 /** The rounds of a second `toolRounds` call with call ids and paths of their own. */
 function relabel(message: ChatMessage): ChatMessage {
   const rename = (id: string): string => `late_${id}`;
-  if (message.role === 'tool' && message.tool_call_id !== undefined) return { ...message, tool_call_id: rename(message.tool_call_id) };
+  if (message.role === 'tool' && message.tool_call_id !== undefined)
+    return { ...message, tool_call_id: rename(message.tool_call_id) };
   if (message.tool_calls === undefined) return message;
-  return { ...message, tool_calls: message.tool_calls.map((call) => ({ ...call, id: rename(call.id), function: { ...call.function, arguments: call.function.arguments.replace('"f', '"late_f') } })) };
+  return {
+    ...message,
+    tool_calls: message.tool_calls.map((call) => ({
+      ...call,
+      id: rename(call.id),
+      function: { ...call.function, arguments: call.function.arguments.replace('"f', '"late_f') },
+    })),
+  };
 }
 
-const SHORT_SUMMARY = '## Goals\nFix app.py.\n## Decisions\nRead f0..f19.\n## Files and commands\nf*.py\n## Unresolved\nNone.';
+const SHORT_SUMMARY =
+  '## Goals\nFix app.py.\n## Decisions\nRead f0..f19.\n## Files and commands\nf*.py\n## Unresolved\nNone.';
 const options: CompactConversationOptions = {
   contextBudget: 4000,
   maxAttempts: 3,
@@ -41,11 +60,20 @@ describe('compactConversation on a dev server', () => {
   });
   beforeEach(async () => {
     server = await startFakeOpenAI();
-    summarizer = createOpenAISummarizer({ model: 'fake-summarizer', baseURL: server.baseURL, apiKey: 'test-key', timeout: 10_000 });
+    summarizer = createOpenAISummarizer({
+      model: 'fake-summarizer',
+      baseURL: server.baseURL,
+      apiKey: 'test-key',
+      timeout: 10_000,
+    });
   });
   afterEach(() => server.close());
 
-  async function run(name: string, input: { messages: ChatMessage[]; options: CompactConversationOptions } = { messages, options }, record = true) {
+  async function run(
+    name: string,
+    input: { messages: ChatMessage[]; options: CompactConversationOptions } = { messages, options },
+    record = true,
+  ) {
     return withWorker(bundle, { summarizer }, async ({ client, taskQueue }) => {
       const handle = await client.workflow.start<typeof compactConversation>('compactConversation', {
         taskQueue,
@@ -75,15 +103,24 @@ describe('compactConversation on a dev server', () => {
     expect(events.filter((type) => type === 'ActivityTaskScheduled')).toHaveLength(1);
     // The request is the capped transcript with the fixed instruction, sent with the worker's model.
     const body = server.requests[0]?.body;
-    expect(body).toMatchObject({ model: 'fake-summarizer', messages: [{ role: 'system', content: SUMMARY_INSTRUCTION }, { role: 'user' }] });
+    expect(body).toMatchObject({
+      model: 'fake-summarizer',
+      messages: [{ role: 'system', content: SUMMARY_INSTRUCTION }, { role: 'user' }],
+    });
     const history = await handle.fetchHistory();
     const scheduled = history.events?.find((event) => event.activityTaskScheduledEventAttributes);
     const summary = scheduled?.userMetadata?.summary?.data;
-    expect(summary && Buffer.from(summary).toString('utf8')).toMatch(/^"summarize \d+ messages \([\d,]+ chars\) · fake-summarizer"$/);
+    expect(summary && Buffer.from(summary).toString('utf8')).toMatch(
+      /^"summarize \d+ messages \([\d,]+ chars\) · fake-summarizer"$/,
+    );
   });
 
   it('5xx then success: retried by Temporal, the summary is accepted', async () => {
-    server.script({ kind: 'status', status: 503 }, { kind: 'status', status: 500 }, { kind: 'summary', text: SHORT_SUMMARY });
+    server.script(
+      { kind: 'status', status: 503 },
+      { kind: 'status', status: 500 },
+      { kind: 'summary', text: SHORT_SUMMARY },
+    );
     const { result } = await run('5xx-then-success');
     expect(server.requests).toHaveLength(3);
     expect(result.fallback).toBe(false);
@@ -102,7 +139,10 @@ describe('compactConversation on a dev server', () => {
   });
 
   it('429 with Retry-After: the retry waits at least that long', async () => {
-    server.script({ kind: 'status', status: 429, headers: { 'retry-after': '2' } }, { kind: 'summary', text: SHORT_SUMMARY });
+    server.script(
+      { kind: 'status', status: 429, headers: { 'retry-after': '2' } },
+      { kind: 'summary', text: SHORT_SUMMARY },
+    );
     const { result } = await run('429-retry-after');
     expect(server.requests).toHaveLength(2);
     const [first, second] = server.requests;
@@ -151,7 +191,13 @@ describe('compactConversation on a dev server', () => {
 
   it('an elision-only compaction schedules no activity at all', async () => {
     const big = toolRounds(12, 5000);
-    const elisionOptions: CompactConversationOptions = { ...options, contextBudget: 100_000, ageObservations: true, ageMinChars: 1000, ageReclaimMin: 10_000 };
+    const elisionOptions: CompactConversationOptions = {
+      ...options,
+      contextBudget: 100_000,
+      ageObservations: true,
+      ageMinChars: 1000,
+      ageReclaimMin: 10_000,
+    };
     const { result, events } = await run('elision-only', { messages: big, options: elisionOptions });
     expect(result.dropped).toBe(0);
     expect(result.elisions.length).toBeGreaterThan(0);
@@ -168,12 +214,24 @@ describe('compactConversation on a dev server', () => {
   it('economic rules: new executions record the patch marker; elision rides on the summary; the recent window gives way', async () => {
     // Six old 3,000-character results the stubs take away, then four rounds of 2,400-character results
     // (~2,450 tokens: over the low-water mark of 2,000 on their own).
-    const heavy: ChatMessage[] = [...toolRounds(6, 3000), ...toolRounds(4, 2400).slice(2).map((message) => relabel(message))];
-    const economics: CompactConversationOptions = { ...options, ageObservations: true, ageMinChars: 1000, ageReclaimMin: 2000 };
+    const heavy: ChatMessage[] = [
+      ...toolRounds(6, 3000),
+      ...toolRounds(4, 2400)
+        .slice(2)
+        .map((message) => relabel(message)),
+    ];
+    const economics: CompactConversationOptions = {
+      ...options,
+      ageObservations: true,
+      ageMinChars: 1000,
+      ageReclaimMin: 2000,
+    };
     server.script({ kind: 'summary', text: SHORT_SUMMARY });
     const { result, handle, events } = await run('economics-window-gives-way', { messages: heavy, options: economics });
     const history = await handle.fetchHistory();
-    const markers = (history.events ?? []).flatMap((event) => (event.markerRecordedEventAttributes?.markerName === 'core_patch' ? [event] : []));
+    const markers = (history.events ?? []).flatMap((event) =>
+      event.markerRecordedEventAttributes?.markerName === 'core_patch' ? [event] : [],
+    );
     // The economic rules' patch, and the one that refuses unknown option keys (docs/design.md#unknown-keys).
     expect(markers).toHaveLength(2);
     expect(events.filter((type) => type === 'ActivityTaskScheduled')).toHaveLength(1);
@@ -194,9 +252,16 @@ describe('compactConversation on a dev server', () => {
   it('options.taskQueue: the summarize activity runs on its own queue, served by an activities-only worker', async () => {
     server.script({ kind: 'summary', text: SHORT_SUMMARY });
     const { nativeConnection, namespace, taskQueue: summarizerQueue } = await testConnection();
-    const summarizerWorker = await Worker.create({ connection: nativeConnection, namespace, taskQueue: summarizerQueue, activities: createActivities({ summarizer }) });
+    const summarizerWorker = await Worker.create({
+      connection: nativeConnection,
+      namespace,
+      taskQueue: summarizerQueue,
+      activities: createActivities({ summarizer }),
+    });
     // The workflow worker's own summarizer would reject: only the other queue can produce the summary.
-    const rejecting: Summarizer = { summarize: () => Promise.reject(Object.assign(new Error('wrong queue'), { status: 401 })) };
+    const rejecting: Summarizer = {
+      summarize: () => Promise.reject(Object.assign(new Error('wrong queue'), { status: 401 })),
+    };
     const { result, handle } = await summarizerWorker.runUntil(
       withWorker(bundle, { summarizer: rejecting }, async ({ client, taskQueue }) => {
         const started = await client.workflow.start<typeof compactConversation>('compactConversation', {
@@ -210,14 +275,20 @@ describe('compactConversation on a dev server', () => {
     expect(result.fallback).toBe(false);
     expect(result.summary).toContain(SHORT_SUMMARY);
     const history = await handle.fetchHistory();
-    const scheduled = history.events?.find((event) => event.activityTaskScheduledEventAttributes)?.activityTaskScheduledEventAttributes;
+    const scheduled = history.events?.find(
+      (event) => event.activityTaskScheduledEventAttributes,
+    )?.activityTaskScheduledEventAttributes;
     expect(scheduled?.taskQueue?.name).toBe(summarizerQueue);
   });
 
   describe('bad input', () => {
     async function failureOf(input: unknown): Promise<ApplicationFailure> {
       return withWorker(bundle, { summarizer }, async ({ client, taskQueue }) => {
-        const handle = await client.workflow.start('compactConversation', { taskQueue, workflowId: uniqueId('bad-input'), args: [input] });
+        const handle = await client.workflow.start('compactConversation', {
+          taskQueue,
+          workflowId: uniqueId('bad-input'),
+          args: [input],
+        });
         const error = await handle.result().then(
           () => undefined,
           (thrown: unknown) => thrown,

@@ -7,7 +7,12 @@ import type { WorkflowHandle } from '@temporalio/client';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../../src/index.js';
-import { bundleWorkflows, testConnection, withWorker as withTestWorker, type TestConnection } from '../support/temporal.js';
+import {
+  bundleWorkflows,
+  testConnection,
+  withWorker as withTestWorker,
+  type TestConnection,
+} from '../support/temporal.js';
 
 export { uniqueId } from '../support/temporal.js';
 
@@ -20,7 +25,11 @@ export function bundleTestWorkflows(): Promise<WorkflowBundleWithSourceMap> {
 }
 
 /** Runs `fn` while a worker with these activities polls a fresh task queue (`t.taskQueue`). */
-export async function withWorker<T>(bundle: WorkflowBundleWithSourceMap, deps: ActivityDeps, fn: (t: TestConnection) => Promise<T>): Promise<T> {
+export async function withWorker<T>(
+  bundle: WorkflowBundleWithSourceMap,
+  deps: ActivityDeps,
+  fn: (t: TestConnection) => Promise<T>,
+): Promise<T> {
   const t = await testConnection();
   return withTestWorker(t, { workflowBundle: bundle, activities: createActivities(deps) }, () => fn(t));
 }

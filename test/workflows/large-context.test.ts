@@ -50,9 +50,17 @@ describe('a 1M-token conversation with the payload store', { timeout: 600_000 },
     const workflowId = uniqueId('agent-million');
     const { result, client, plugin } = await runAgentThroughPlugin(t, {
       workflowBundle: bundle,
-      plugin: { config: loadConfig({ env: { COMPACTOR_PAYLOAD_STORE: `file:${store}` } }), activities: { trajectoryDir: dir } },
+      plugin: {
+        config: loadConfig({ env: { COMPACTOR_PAYLOAD_STORE: `file:${store}` } }),
+        activities: { trajectoryDir: dir },
+      },
       workflowId,
-      input: { messages: opening, model: { provider: 'replay', trajectory: 'million', contextWindow: 1_200_000, maxOutputTokens: 8_000 }, compaction: {}, maxRounds: 10 },
+      input: {
+        messages: opening,
+        model: { provider: 'replay', trajectory: 'million', contextWindow: 1_200_000, maxOutputTokens: 8_000 },
+        compaction: {},
+        maxRounds: 10,
+      },
     });
     expect(result.stopReason).toBe('completed');
     expect(result.rounds).toBe(3);
@@ -64,14 +72,22 @@ describe('a 1M-token conversation with the payload store', { timeout: 600_000 },
     // Not one workflow task failed: no activation ran into the deadlock timeout, no payload was refused.
     expect(events.filter((event) => event.workflowTaskFailedEventAttributes)).toEqual([]);
     // The million tokens were counted by the countTokens activity, not in the sandbox.
-    expect(events.filter((event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'countTokens').length).toBeGreaterThan(0);
+    expect(
+      events.filter((event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'countTokens').length,
+    ).toBeGreaterThan(0);
     // Every chat request of several MB is a claim in history; nothing held is over 256 KB.
-    const largest = Math.max(...historyPayloads(events, payloadProtoSize).filter((found) => !isSdkMetadata(found)).map((found) => found.size));
+    const largest = Math.max(
+      ...historyPayloads(events, payloadProtoSize)
+        .filter((found) => !isSdkMetadata(found))
+        .map((found) => found.size),
+    );
     expect(largest).toBeLessThan(256 * 1024);
 
     // A fresh worker replays the run from its history (claims resolved from the store): the counts
     // come back from the countTokens results, so no activation tokenizes the million tokens again.
     const history = { events };
-    await expect(Worker.runReplayHistory({ workflowBundle: bundle, plugins: [plugin] }, history, workflowId)).resolves.toBeUndefined();
+    await expect(
+      Worker.runReplayHistory({ workflowBundle: bundle, plugins: [plugin] }, history, workflowId),
+    ).resolves.toBeUndefined();
   });
 });

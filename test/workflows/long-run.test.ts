@@ -11,12 +11,28 @@ import proto, { type temporal } from '@temporalio/proto';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateLongRun, longRunName } from '../../corpus/index.js';
-import { agentRun, compactionRecordsFromSession, createActivities, createExtractiveSummarizer, loadConfig, replaySession, type AgentRunResult, type ChatMessage } from '../../src/index.js';
+import {
+  agentRun,
+  compactionRecordsFromSession,
+  createActivities,
+  createExtractiveSummarizer,
+  loadConfig,
+  replaySession,
+  type AgentRunResult,
+  type ChatMessage,
+} from '../../src/index.js';
 import { chainRunIds, historyEvents, readSessionLines } from '../../src/client/session-reader.js';
 import { openingMessages } from '../../src/core/agent/trajectory.js';
 import { STORED_SESSION_BATCH_BYTES } from '../../src/workflows/agent/transcript-writer.js';
 import { runAgentThroughPlugin } from '../support/agent.js';
-import { bundleWorkflows, chainHistories, testConnection, uniqueId, withWorker, type TestConnection } from '../support/temporal.js';
+import {
+  bundleWorkflows,
+  chainHistories,
+  testConnection,
+  uniqueId,
+  withWorker,
+  type TestConnection,
+} from '../support/temporal.js';
 
 const LONG_RUN = { rounds: 240, resultChars: 10_000 };
 
@@ -61,7 +77,14 @@ describe('a long agent run', { timeout: 900_000 }, () => {
       t.client.workflow.execute(agentRun, {
         taskQueue: t.taskQueue,
         workflowId,
-        args: [{ messages: openingMessages(trajectory), model: { provider: 'replay', trajectory: name, contextWindow: 16_000, maxOutputTokens: 1_000 }, compaction: {}, maxRounds: 1_000 }],
+        args: [
+          {
+            messages: openingMessages(trajectory),
+            model: { provider: 'replay', trajectory: name, contextWindow: 16_000, maxOutputTokens: 1_000 },
+            compaction: {},
+            maxRounds: 1_000,
+          },
+        ],
       }),
     );
     expect(result.stopReason).toBe('completed');
@@ -74,7 +97,9 @@ describe('a long agent run', { timeout: 900_000 }, () => {
     const lines = await readSessionLines(t.client, result.session);
     expect(lines).toHaveLength(result.session.lines);
     expect(replaySession(lines)).toEqual(result.messages);
-    expect(lines.filter((line) => line.type === 'message' && line.message.role === 'assistant')).toHaveLength(LONG_RUN.rounds);
+    expect(lines.filter((line) => line.type === 'message' && line.message.role === 'assistant')).toHaveLength(
+      LONG_RUN.rounds,
+    );
     const records = compactionRecordsFromSession(lines);
     expect(records).toHaveLength(result.compactions.totals.compactions);
     expect(records.slice(-result.compactions.recent.length)).toEqual(result.compactions.recent);
@@ -82,7 +107,11 @@ describe('a long agent run', { timeout: 900_000 }, () => {
     // No workflow task failed in any run of the chain, and no payload in any history is over 256 KB.
     let failures = 0;
     let largest = 0;
-    const runs = await chainRunIds(t.client, workflowId, (await t.client.workflow.getHandle(workflowId).describe()).runId);
+    const runs = await chainRunIds(
+      t.client,
+      workflowId,
+      (await t.client.workflow.getHandle(workflowId).describe()).runId,
+    );
     expect(runs).toHaveLength(result.continuedAsNew + 1);
     for (const runId of runs) {
       for await (const event of historyEvents(t.client, workflowId, runId)) {
@@ -111,7 +140,8 @@ const { HistoryEvent } = proto.temporal.api.history.v1;
 const { Payload } = proto.temporal.api.common.v1;
 const jsonBytes = (value: unknown): number => Buffer.byteLength(JSON.stringify(value));
 /** The lower median. */
-const median = (values: readonly number[]): number => [...values].sort((a, b) => a - b)[Math.floor((values.length - 1) / 2)] ?? 0;
+const median = (values: readonly number[]): number =>
+  [...values].sort((a, b) => a - b)[Math.floor((values.length - 1) / 2)] ?? 0;
 
 /**
  * What each round adds to the conversation, in JSON bytes, from the trajectory the run replays:
@@ -183,7 +213,12 @@ describe('a long agent run with the payload store', { timeout: 900_000 }, () => 
       workflowBundle: bundle,
       plugin: { config, activities: { trajectoryDir: dir }, searchAttributes: 'skip' },
       workflowId,
-      input: { messages: opening, model: { provider: 'replay', trajectory: name, contextWindow: 16_000, maxOutputTokens: 1_000 }, compaction: {}, maxRounds: 1_000 },
+      input: {
+        messages: opening,
+        model: { provider: 'replay', trajectory: name, contextWindow: 16_000, maxOutputTokens: 1_000 },
+        compaction: {},
+        maxRounds: 1_000,
+      },
     });
     expect(result.stopReason).toBe('completed');
     expect(result.rounds).toBe(STORE_RUN.rounds);
@@ -209,7 +244,9 @@ describe('a long agent run with the payload store', { timeout: 900_000 }, () => 
     // above alone would not see that, this does.)
     expect(Math.max(...history.chatInHistory)).toBeLessThanOrEqual(CLAIM_BYTES);
     // The bounds are not vacuous: with each chat request inline in place of its claim, the median round would break the first.
-    const inline = excess.map((bytes, round) => bytes - (history.chatInHistory[round] ?? 0) + (history.chatRequest[round] ?? 0));
+    const inline = excess.map(
+      (bytes, round) => bytes - (history.chatInHistory[round] ?? 0) + (history.chatRequest[round] ?? 0),
+    );
     expect(median(inline)).toBeGreaterThan(ROUND_OVERHEAD_BYTES);
 
     // The store grows with the run's new content (its transcript, every line once): at most 1.5×.
@@ -219,7 +256,9 @@ describe('a long agent run with the payload store', { timeout: 900_000 }, () => 
     // With the store a transcript batch is a claim whatever its size, so the run records in large
     // batches: one per STORED_SESSION_BATCH_BYTES of transcript, plus one where each run of the chain
     // ends (128 KiB batches would have taken one every ~8 rounds here, 27 in all).
-    const recorded = events.filter((event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'recordSession').length;
+    const recorded = events.filter(
+      (event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'recordSession',
+    ).length;
     expect(recorded).toBeGreaterThan(0);
     expect(recorded).toBeLessThanOrEqual(Math.ceil(transcriptBytes / STORED_SESSION_BATCH_BYTES) + runs.length);
   });

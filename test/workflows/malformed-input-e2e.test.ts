@@ -16,9 +16,18 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addUserMessageUpdate, FailureType, RunFailureType } from '../../src/index.js';
 import { replayActivities, startBackgroundWorker } from '../support/agent.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.js';
-import { MALFORMED_CLASSES, fieldFor, inputFor, mutatedInputArb, validAgentInput, verdictOf, workflowsOf, type FuzzWorkflow, type MalformedClass } from '../support/malformed.js';
+import {
+  MALFORMED_CLASSES,
+  fieldFor,
+  inputFor,
+  mutatedInputArb,
+  validAgentInput,
+  verdictOf,
+  workflowsOf,
+  type FuzzWorkflow,
+  type MalformedClass,
+} from '../support/malformed.js';
 import { bundleWorkflows, testConnection, uniqueId, type TestConnection } from '../support/temporal.js';
-
 
 const TRAJECTORY_DIR = fileURLToPath(new URL('../../examples/trajectories/', import.meta.url));
 const TAU = 'taubench_gpt4o_airline_task2_trial1';
@@ -103,12 +112,19 @@ async function sampleOf(malformed: MalformedClass, workflow: FuzzWorkflow): Prom
     const travelled: unknown = JSON.parse(text);
     const expected = fieldFor(malformed, workflow, field);
     const verdict = await verdictOf(workflow, travelled);
-    if (verdict.kind === 'rejected' && fieldOf(verdict.failure) === expected) return { input: travelled, field: expected };
+    if (verdict.kind === 'rejected' && fieldOf(verdict.failure) === expected)
+      return { input: travelled, field: expected };
   }
   throw new Error(`${malformed.name}: no case of the sample survives JSON`);
 }
 
-const START_AND_FAIL = ['workflowExecutionStarted', 'workflowTaskScheduled', 'workflowTaskStarted', 'workflowTaskCompleted', 'workflowExecutionFailed'];
+const START_AND_FAIL = [
+  'workflowExecutionStarted',
+  'workflowTaskScheduled',
+  'workflowTaskStarted',
+  'workflowTaskCompleted',
+  'workflowExecutionFailed',
+];
 /** Commands of the first task that schedule nothing: the economics patch marker, the search attributes. */
 const BOOKKEEPING = new Set(['markerRecorded', 'upsertWorkflowSearchAttributes']);
 
@@ -123,7 +139,10 @@ beforeAll(async () => {
   fake.setDefault({ kind: 'summary', text: 'Done.' });
   await startBackgroundWorker(t, {
     workflowBundle: bundle,
-    activities: replayActivities({ trajectoryDir: TRAJECTORY_DIR, openai: new OpenAI({ baseURL: fake.baseURL, apiKey: 'test-key', maxRetries: 0 }) }),
+    activities: replayActivities({
+      trajectoryDir: TRAJECTORY_DIR,
+      openai: new OpenAI({ baseURL: fake.baseURL, apiKey: 'test-key', maxRetries: 0 }),
+    }),
   });
 });
 afterAll(async () => {
@@ -132,11 +151,19 @@ afterAll(async () => {
 
 describe('malformed input on a worker (dev server)', { timeout: 240_000 }, () => {
   it('a sample of every class ends in its first workflow task: non-retryable Compaction.InvalidInput naming the field, nothing scheduled', async () => {
-    const pairs = MALFORMED_CLASSES.filter((malformed) => malformed.scope !== 'update').flatMap((malformed) => workflowsOf(malformed).map((workflow) => ({ malformed, workflow })));
-    const samples = await Promise.all(pairs.map(async ({ malformed, workflow }) => ({ malformed, workflow, ...(await sampleOf(malformed, workflow)) })));
+    const pairs = MALFORMED_CLASSES.filter((malformed) => malformed.scope !== 'update').flatMap((malformed) =>
+      workflowsOf(malformed).map((workflow) => ({ malformed, workflow })),
+    );
+    const samples = await Promise.all(
+      pairs.map(async ({ malformed, workflow }) => ({ malformed, workflow, ...(await sampleOf(malformed, workflow)) })),
+    );
     const results = await pooled(
       samples.map(({ malformed, workflow, input, field }) => async () => {
-        const handle = await t.client.workflow.start(workflow, { taskQueue: t.taskQueue, workflowId: uniqueId(`bad-${malformed.name}`), args: [input] });
+        const handle = await t.client.workflow.start(workflow, {
+          taskQueue: t.taskQueue,
+          workflowId: uniqueId(`bad-${malformed.name}`),
+          args: [input],
+        });
         return { name: `${malformed.name} → ${workflow}`, field, closed: await closeOf(handle) };
       }),
       CONCURRENCY,
@@ -150,7 +177,16 @@ describe('malformed input on a worker (dev server)', { timeout: 240_000 }, () =>
         !closed.failure.message.startsWith(`${field}: `) ||
         closed.kinds.filter((kind) => !BOOKKEEPING.has(kind)).join() !== START_AND_FAIL.join(),
     );
-    expect(wrong.map(({ name, field, closed }) => ({ name, field, status: closed.status, type: closed.failure?.type, message: closed.failure?.message, kinds: closed.kinds }))).toEqual([]);
+    expect(
+      wrong.map(({ name, field, closed }) => ({
+        name,
+        field,
+        status: closed.status,
+        type: closed.failure?.type,
+        message: closed.failure?.message,
+        kinds: closed.kinds,
+      })),
+    ).toEqual([]);
     const durations = results.map(({ closed }) => closed.ms).sort((a, b) => a - b);
     process.stderr.write(
       `[malformed] ${results.length} samples of ${new Set(samples.map(({ malformed }) => malformed.name)).size} classes failed in their first workflow task; start → failed by the server's clock: median ${durations[Math.floor(durations.length / 2)]} ms, max ${durations.at(-1)} ms\n`,
@@ -158,20 +194,53 @@ describe('malformed input on a worker (dev server)', { timeout: 240_000 }, () =>
   });
 
   it.each([
-    ['agentRun', 'a chat retry interval over the 30 s maximum', { ...validAgentInput(), chatActivity: { initialInterval: '1m' } }, 'input.chatActivity.initialInterval'],
-    ['agentRun', 'a chat task queue name over the server limit', { ...validAgentInput(), chatActivity: { taskQueue: 'q'.repeat(1001) } }, 'input.chatActivity.taskQueue'],
-    ['compactConversation', 'a summarizer task queue name over the server limit', { messages: [{ role: 'user', content: 'x'.repeat(4000) }, { role: 'user', content: 'go on' }], options: { contextBudget: 100, keepRecent: 1, taskQueue: 'q'.repeat(1001) } }, 'options.taskQueue'],
-  ])('%s: %s fails the run, not its workflow task (regression: the task failed and was retried for ever)', async (workflow, _name, input, field) => {
-    const handle = await t.client.workflow.start(workflow, { taskQueue: t.taskQueue, workflowId: uniqueId('bad-schedule'), args: [input] });
-    const closed = await closeOf(handle, 15_000);
-    if (closed.status === 'running') await handle.terminate('wedged');
-    expect({ status: closed.status, type: closed.failure?.type, field: fieldOf(closed.failure), workflowTaskFailed: closed.kinds.includes('workflowTaskFailed') }).toEqual({
-      status: 'failed',
-      type: FailureType.InvalidInput,
-      field,
-      workflowTaskFailed: false,
-    });
-  });
+    [
+      'agentRun',
+      'a chat retry interval over the 30 s maximum',
+      { ...validAgentInput(), chatActivity: { initialInterval: '1m' } },
+      'input.chatActivity.initialInterval',
+    ],
+    [
+      'agentRun',
+      'a chat task queue name over the server limit',
+      { ...validAgentInput(), chatActivity: { taskQueue: 'q'.repeat(1001) } },
+      'input.chatActivity.taskQueue',
+    ],
+    [
+      'compactConversation',
+      'a summarizer task queue name over the server limit',
+      {
+        messages: [
+          { role: 'user', content: 'x'.repeat(4000) },
+          { role: 'user', content: 'go on' },
+        ],
+        options: { contextBudget: 100, keepRecent: 1, taskQueue: 'q'.repeat(1001) },
+      },
+      'options.taskQueue',
+    ],
+  ])(
+    '%s: %s fails the run, not its workflow task (regression: the task failed and was retried for ever)',
+    async (workflow, _name, input, field) => {
+      const handle = await t.client.workflow.start(workflow, {
+        taskQueue: t.taskQueue,
+        workflowId: uniqueId('bad-schedule'),
+        args: [input],
+      });
+      const closed = await closeOf(handle, 15_000);
+      if (closed.status === 'running') await handle.terminate('wedged');
+      expect({
+        status: closed.status,
+        type: closed.failure?.type,
+        field: fieldOf(closed.failure),
+        workflowTaskFailed: closed.kinds.includes('workflowTaskFailed'),
+      }).toEqual({
+        status: 'failed',
+        type: FailureType.InvalidInput,
+        field,
+        workflowTaskFailed: false,
+      });
+    },
+  );
 
   it('malformed addUserMessage updates are refused by the validator, leave no trace in history, and the run goes on', async () => {
     const updates = MALFORMED_CLASSES.filter((malformed) => malformed.scope === 'update');
@@ -181,10 +250,14 @@ describe('malformed input on a worker (dev server)', { timeout: 240_000 }, () =>
       workflowId: uniqueId('bad-update'),
       args: [{ ...validAgentInput(), chatActivity: { taskQueue: uniqueId('nobody-polls') } }],
     });
-    const cases = updates.flatMap((malformed) => fc.sample(malformed.cases, { seed: SEED, numRuns: 20 }).map((found) => ({ malformed, ...found })));
+    const cases = updates.flatMap((malformed) =>
+      fc.sample(malformed.cases, { seed: SEED, numRuns: 20 }).map((found) => ({ malformed, ...found })),
+    );
     const unique = [...new Map(cases.map((found) => [JSON.stringify(found.value), found])).values()];
     for (const { value, field } of unique) {
-      const refused: unknown = await handle.executeUpdate(addUserMessageUpdate, { args: [JSON.parse(JSON.stringify(value))] }).catch((error: unknown) => error);
+      const refused: unknown = await handle
+        .executeUpdate(addUserMessageUpdate, { args: [JSON.parse(JSON.stringify(value))] })
+        .catch((error: unknown) => error);
       expect(refused, JSON.stringify(value)).toBeInstanceOf(WorkflowUpdateFailedError);
       const cause = refused instanceof WorkflowUpdateFailedError ? refused.cause : undefined;
       expect(cause).toBeInstanceOf(ApplicationFailure);
@@ -199,7 +272,9 @@ describe('malformed input on a worker (dev server)', { timeout: 240_000 }, () =>
     expect(kinds.filter((kind) => kind === 'workflowExecutionUpdateAccepted')).toHaveLength(1);
     expect((await handle.describe()).status.name).toBe('RUNNING');
     await handle.terminate('malformed-input test done');
-    process.stderr.write(`[malformed] ${unique.length} malformed updates refused by the validator; 0 recorded in history\n`);
+    process.stderr.write(
+      `[malformed] ${unique.length} malformed updates refused by the validator; 0 recorded in history\n`,
+    );
   });
 
   it('oversized single messages end in their documented failures, not a wedge', async () => {
@@ -207,36 +282,78 @@ describe('malformed input on a worker (dev server)', { timeout: 240_000 }, () =>
     const compactHandle = await t.client.workflow.start('compactConversation', {
       taskQueue: t.taskQueue,
       workflowId: uniqueId('oversized-compact'),
-      args: [{ messages: [{ role: 'user', content: 'Summarize the log.' }, { role: 'tool', tool_call_id: 'c', content: 'x' }, { role: 'user', content: 'y'.repeat(200_000) }], options: { contextBudget: 1_000, keepRecent: 1, maxPayloadBytes: 65_536 } }],
+      args: [
+        {
+          messages: [
+            { role: 'user', content: 'Summarize the log.' },
+            { role: 'tool', tool_call_id: 'c', content: 'x' },
+            { role: 'user', content: 'y'.repeat(200_000) },
+          ],
+          options: { contextBudget: 1_000, keepRecent: 1, maxPayloadBytes: 65_536 },
+        },
+      ],
     });
     const compactClosed = await closeOf(compactHandle);
-    expect([compactClosed.status, compactClosed.failure?.type, compactClosed.failure?.nonRetryable]).toEqual(['failed', FailureType.PayloadTooLarge, true]);
-    expect(compactClosed.failure?.message).toMatch(/^the compaction result is \d+ bytes, over the 65536-byte payload limit/);
+    expect([compactClosed.status, compactClosed.failure?.type, compactClosed.failure?.nonRetryable]).toEqual([
+      'failed',
+      FailureType.PayloadTooLarge,
+      true,
+    ]);
+    expect(compactClosed.failure?.message).toMatch(
+      /^the compaction result is \d+ bytes, over the 65536-byte payload limit/,
+    );
     expect(compactClosed.kinds).not.toContain('workflowTaskFailed');
 
     // agentRun: a last message larger than the whole window: no compaction can make it fit.
     const agentHandle = await t.client.workflow.start('agentRun', {
       taskQueue: t.taskQueue,
       workflowId: uniqueId('oversized-agent'),
-      args: [{ messages: [{ role: 'system', content: 'You help.' }, { role: 'user', content: 'word '.repeat(20_000) }], model: { provider: 'replay', trajectory: TAU, contextWindow: 4_000, maxOutputTokens: 500 }, compaction: {} }],
+      args: [
+        {
+          messages: [
+            { role: 'system', content: 'You help.' },
+            { role: 'user', content: 'word '.repeat(20_000) },
+          ],
+          model: { provider: 'replay', trajectory: TAU, contextWindow: 4_000, maxOutputTokens: 500 },
+          compaction: {},
+        },
+      ],
     });
     const agentClosed = await closeOf(agentHandle);
-    expect([agentClosed.status, agentClosed.failure?.type, agentClosed.failure?.nonRetryable]).toEqual(['failed', RunFailureType.ContextExhausted, true]);
-    expect(agentClosed.failure?.message).toMatch(/^context exhausted before round 1: [\d,]+ tokens after compaction, 3,500 usable on replay:/);
+    expect([agentClosed.status, agentClosed.failure?.type, agentClosed.failure?.nonRetryable]).toEqual([
+      'failed',
+      RunFailureType.ContextExhausted,
+      true,
+    ]);
+    expect(agentClosed.failure?.message).toMatch(
+      /^context exhausted before round 1: [\d,]+ tokens after compaction, 3,500 usable on replay:/,
+    );
     expect(agentClosed.kinds).not.toContain('workflowTaskFailed');
     // The transcript was written before the run failed; no chat was attempted.
     expect(agentClosed.kinds).toContain('activityTaskScheduled');
   });
 
   it('random mutations of valid inputs: completed or a documented failure, never a failed workflow task', async () => {
-    const documented = new Set<string>([FailureType.InvalidInput, FailureType.PayloadTooLarge, RunFailureType.ContextExhausted, RunFailureType.BackendsFailed, RunFailureType.PayloadTooLarge]);
-    const inputs = (['agentRun', 'compactConversation'] as const).flatMap((workflow) => fc.sample(mutatedInputArb(workflow), { seed: SEED, numRuns: 20 }).map((input) => ({ workflow, input })));
+    const documented = new Set<string>([
+      FailureType.InvalidInput,
+      FailureType.PayloadTooLarge,
+      RunFailureType.ContextExhausted,
+      RunFailureType.BackendsFailed,
+      RunFailureType.PayloadTooLarge,
+    ]);
+    const inputs = (['agentRun', 'compactConversation'] as const).flatMap((workflow) =>
+      fc.sample(mutatedInputArb(workflow), { seed: SEED, numRuns: 20 }).map((input) => ({ workflow, input })),
+    );
     const results = await pooled(
       inputs.map(({ workflow, input }) => async () => {
         const text = JSON.stringify(input);
         const travelled: unknown = text === undefined ? null : JSON.parse(text);
         const expected = await verdictOf(workflow, travelled);
-        const handle = await t.client.workflow.start(workflow, { taskQueue: t.taskQueue, workflowId: uniqueId(`mutated-${workflow}`), args: [travelled] });
+        const handle = await t.client.workflow.start(workflow, {
+          taskQueue: t.taskQueue,
+          workflowId: uniqueId(`mutated-${workflow}`),
+          args: [travelled],
+        });
         const closed = await closeOf(handle);
         if (closed.status === 'running') await handle.terminate('still running at the deadline');
         return { workflow, input: text?.slice(0, 300), expected, closed };
@@ -246,9 +363,16 @@ describe('malformed input on a worker (dev server)', { timeout: 240_000 }, () =>
     for (const { input, expected, closed } of results) {
       expect(closed.kinds, input).not.toContain('workflowTaskFailed');
       expect(closed.status, input).not.toBe('running');
-      if (closed.status === 'failed') expect(documented.has(closed.failure?.type ?? ''), `${closed.failure?.type}: ${closed.failure?.message}`).toBe(true);
+      if (closed.status === 'failed')
+        expect(documented.has(closed.failure?.type ?? ''), `${closed.failure?.type}: ${closed.failure?.message}`).toBe(
+          true,
+        );
       // The validators outside the worker and the workflow on it agree.
-      if (expected.kind === 'rejected') expect([closed.failure?.type, fieldOf(closed.failure)], input).toEqual([FailureType.InvalidInput, fieldOf(expected.failure)]);
+      if (expected.kind === 'rejected')
+        expect([closed.failure?.type, fieldOf(closed.failure)], input).toEqual([
+          FailureType.InvalidInput,
+          fieldOf(expected.failure),
+        ]);
     }
     const counts = results.reduce<Record<string, number>>((tally, { closed }) => {
       const key = closed.status === 'failed' ? (closed.failure?.type ?? 'failed') : closed.status;

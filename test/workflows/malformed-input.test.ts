@@ -49,8 +49,14 @@ describe('malformed workflow input, class by class (fast-check)', () => {
     expect(names.length).toBeGreaterThanOrEqual(30);
   });
 
-  const classes: Array<[string, MalformedClass, FuzzWorkflow]> = MALFORMED_CLASSES.filter((malformed) => malformed.scope !== 'update').flatMap((malformed) =>
-    workflowsOf(malformed).map((workflow): [string, MalformedClass, FuzzWorkflow] => [`${malformed.name} → ${workflow}`, malformed, workflow]),
+  const classes: Array<[string, MalformedClass, FuzzWorkflow]> = MALFORMED_CLASSES.filter(
+    (malformed) => malformed.scope !== 'update',
+  ).flatMap((malformed) =>
+    workflowsOf(malformed).map((workflow): [string, MalformedClass, FuzzWorkflow] => [
+      `${malformed.name} → ${workflow}`,
+      malformed,
+      workflow,
+    ]),
   );
   it.each(classes)('%s: Compaction.InvalidInput naming the field', async (_name, malformed, workflow) => {
     await fc.assert(
@@ -62,12 +68,18 @@ describe('malformed workflow input, class by class (fast-check)', () => {
     );
   });
 
-  it.each(MALFORMED_CLASSES.filter((malformed) => malformed.scope === 'agent-messages').map((malformed): [string, MalformedClass] => [malformed.name, malformed]))(
+  it.each(
+    MALFORMED_CLASSES.filter((malformed) => malformed.scope === 'agent-messages').map(
+      (malformed): [string, MalformedClass] => [malformed.name, malformed],
+    ),
+  )(
     '%s: compaction accepts the same conversation (docs/design.md#messages: well-formed but unusual)',
     async (_name, malformed) => {
       await fc.assert(
         fc.asyncProperty(malformed.cases, async ({ value }) => {
-          expect(await verdictOf('compactConversation', inputFor(malformed, 'compactConversation', value))).toEqual({ kind: 'accepted' });
+          expect(await verdictOf('compactConversation', inputFor(malformed, 'compactConversation', value))).toEqual({
+            kind: 'accepted',
+          });
         }),
         { numRuns: RUNS_PER_CLASS },
       );
@@ -78,7 +90,9 @@ describe('malformed workflow input, class by class (fast-check)', () => {
     await fc.assert(
       fc.asyncProperty(validConversationArb, async (messages) => {
         expect(await verdictOf('agentRun', { ...validAgentInput(), messages })).toEqual({ kind: 'accepted' });
-        expect(await verdictOf('compactConversation', { messages, options: validCompactOptions() })).toEqual({ kind: 'accepted' });
+        expect(await verdictOf('compactConversation', { messages, options: validCompactOptions() })).toEqual({
+          kind: 'accepted',
+        });
       }),
       { numRuns: 100 },
     );
@@ -90,21 +104,24 @@ describe('malformed workflow input, class by class (fast-check)', () => {
 // ---------------------------------------------------------------------------------------------
 
 describe('random mutations of valid inputs (fast-check)', () => {
-  it.each<FuzzWorkflow>(['agentRun', 'compactConversation'])('%s: accepted, or a non-retryable Compaction.InvalidInput naming a field — never another error', async (workflow) => {
-    let rejected = 0;
-    await fc.assert(
-      fc.asyncProperty(mutatedInputArb(workflow), async (input) => {
-        const verdict = await verdictOf(workflow, input);
-        if (verdict.kind === 'accepted') return;
-        rejected += 1;
-        const field: unknown = Reflect.get(Object(verdict.failure.details?.[0]), 'field');
-        expect(typeof field).toBe('string');
-        expect(String(field)).toMatch(/^(input|messages|options)\b/);
-        expectNamedRejection(verdict.failure, String(field));
-      }),
-      { numRuns: 1500 },
-    );
-    // Most mutations break something; a fuzzer whose inputs all pass would test nothing.
-    expect(rejected).toBeGreaterThan(500);
-  });
+  it.each<FuzzWorkflow>(['agentRun', 'compactConversation'])(
+    '%s: accepted, or a non-retryable Compaction.InvalidInput naming a field — never another error',
+    async (workflow) => {
+      let rejected = 0;
+      await fc.assert(
+        fc.asyncProperty(mutatedInputArb(workflow), async (input) => {
+          const verdict = await verdictOf(workflow, input);
+          if (verdict.kind === 'accepted') return;
+          rejected += 1;
+          const field: unknown = Reflect.get(Object(verdict.failure.details?.[0]), 'field');
+          expect(typeof field).toBe('string');
+          expect(String(field)).toMatch(/^(input|messages|options)\b/);
+          expectNamedRejection(verdict.failure, String(field));
+        }),
+        { numRuns: 1500 },
+      );
+      // Most mutations break something; a fuzzer whose inputs all pass would test nothing.
+      expect(rejected).toBeGreaterThan(500);
+    },
+  );
 });

@@ -8,10 +8,28 @@ import { join } from 'node:path';
 import { WorkflowFailedError } from '@temporalio/client';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { agentRun, compactConversation, createActivities, createExtractiveSummarizer, FailureType, replaySession, RunFailureType, toProviderMessages, type ChatMessage, type PayloadTooLargeDetails } from '../../src/index.js';
+import {
+  agentRun,
+  compactConversation,
+  createActivities,
+  createExtractiveSummarizer,
+  FailureType,
+  replaySession,
+  RunFailureType,
+  toProviderMessages,
+  type ChatMessage,
+  type PayloadTooLargeDetails,
+} from '../../src/index.js';
 import { readSessionLines } from '../../src/client/session-reader.js';
 import { failureTypeOf } from '../support/agent.js';
-import { bundleWorkflows, chainHistories, testConnection, uniqueId, withWorker, type TestConnection } from '../support/temporal.js';
+import {
+  bundleWorkflows,
+  chainHistories,
+  testConnection,
+  uniqueId,
+  withWorker,
+  type TestConnection,
+} from '../support/temporal.js';
 
 /** Lines of log-like text, `bytes` long: what a user pastes, or a tool prints. */
 function logText(bytes: number, seed: string): string {
@@ -26,7 +44,13 @@ function logText(bytes: number, seed: string): string {
 }
 
 function assistant(content: string | null, calls: Array<[string, string, string]> = []): ChatMessage {
-  return calls.length === 0 ? { role: 'assistant', content: content ?? '' } : { role: 'assistant', content, tool_calls: calls.map(([id, name, args]) => ({ id, type: 'function', function: { name, arguments: args } })) };
+  return calls.length === 0
+    ? { role: 'assistant', content: content ?? '' }
+    : {
+        role: 'assistant',
+        content,
+        tool_calls: calls.map(([id, name, args]) => ({ id, type: 'function', function: { name, arguments: args } })),
+      };
 }
 
 /** Every event of the run's continue-as-new chain, first run first. */
@@ -74,12 +98,23 @@ describe('payloads over the server limit, without a payload store', { timeout: 2
 
   it('a 1.2 MB conversation completes: the result carries it once, the transcript leaves in batches (regression)', async () => {
     const workflowId = uniqueId('agent-big-opening');
-    const opening = JSON.parse(JSON.stringify([{ role: 'system', content: 'You investigate logs.' }, { role: 'user', content: `Why did the pool stall? Here is the log:\n${logText(1_200_000, 'pool')}` }])) as ChatMessage[];
+    const opening = JSON.parse(
+      JSON.stringify([
+        { role: 'system', content: 'You investigate logs.' },
+        { role: 'user', content: `Why did the pool stall? Here is the log:\n${logText(1_200_000, 'pool')}` },
+      ]),
+    ) as ChatMessage[];
     const result = await withWorker(t, { workflowBundle: bundle, activities: activities() }, () =>
       t.client.workflow.execute(agentRun, {
         taskQueue: t.taskQueue,
         workflowId,
-        args: [{ messages: opening, model: { provider: 'replay', trajectory: 'big-opening', contextWindow: 1_000_000, maxOutputTokens: 4_000 }, compaction: {} }],
+        args: [
+          {
+            messages: opening,
+            model: { provider: 'replay', trajectory: 'big-opening', contextWindow: 1_000_000, maxOutputTokens: 4_000 },
+            compaction: {},
+          },
+        ],
       }),
     );
     expect(result.stopReason).toBe('completed');
@@ -89,7 +124,9 @@ describe('payloads over the server limit, without a payload store', { timeout: 2
     expect(await workflowTaskFailures(t, workflowId)).toBe(0);
     // The 1.2 MB of new text was counted outside the workflow, in one request, once in the whole
     // chain: a run continued as new starts with the counts (it used to count the conversation again).
-    const scheduled = (await eventsOf(t, workflowId)).flatMap((event) => event.activityTaskScheduledEventAttributes?.activityType?.name ?? []);
+    const scheduled = (await eventsOf(t, workflowId)).flatMap(
+      (event) => event.activityTaskScheduledEventAttributes?.activityType?.name ?? [],
+    );
     expect(scheduled.filter((name) => name === 'countTokens')).toHaveLength(1);
   });
 
@@ -113,17 +150,24 @@ describe('payloads over the server limit, without a payload store', { timeout: 2
     );
     expect(error).toBeInstanceOf(WorkflowFailedError);
     expect(failureTypeOf(error)).toMatchObject({ type: RunFailureType.PayloadTooLarge });
-    expect(failureTypeOf(error).message).toMatch(/^the chat request of round 1 is 12\d,\d{3} bytes, over the 100,000-byte payload limit/);
+    expect(failureTypeOf(error).message).toMatch(
+      /^the chat request of round 1 is 12\d,\d{3} bytes, over the 100,000-byte payload limit/,
+    );
     const cause = (error as WorkflowFailedError).cause;
     expect(cause).toMatchObject({ nonRetryable: true });
     const [details] = (cause as { details?: unknown[] }).details ?? [];
-    expect(details).toMatchObject({ payload: 'the chat request of round 1', limit: 100_000 } satisfies Partial<PayloadTooLargeDetails>);
+    expect(details).toMatchObject({
+      payload: 'the chat request of round 1',
+      limit: 100_000,
+    } satisfies Partial<PayloadTooLargeDetails>);
     expect(await workflowTaskFailures(t, workflowId)).toBe(0);
     // The transcript was written before it failed, in batches under the limit.
     const lines = await readSessionLines(t.client, workflowId);
     expect(toProviderMessages(replaySession(lines))).toEqual(twoLogs);
     expect(replaySession(lines)[1]).toMatchObject({ role: 'user', sticky: true });
-    const batches = (await eventsOf(t, workflowId)).filter((event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'recordSession');
+    const batches = (await eventsOf(t, workflowId)).filter(
+      (event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'recordSession',
+    );
     expect(batches).toHaveLength(2);
   });
 
@@ -137,10 +181,16 @@ describe('payloads over the server limit, without a payload store', { timeout: 2
     await withWorker(t, { workflowBundle: bundle, activities: activities() }, async () => {
       // Nothing to remove (keepRecent covers it all): the result is as large as the input.
       const failed = await t.client.workflow
-        .execute(compactConversation, { taskQueue: t.taskQueue, workflowId: uniqueId('cc-too-large'), args: [{ messages, options: { contextBudget: 1_000, keepRecent: 8, maxPayloadBytes: 50_000 } }] })
+        .execute(compactConversation, {
+          taskQueue: t.taskQueue,
+          workflowId: uniqueId('cc-too-large'),
+          args: [{ messages, options: { contextBudget: 1_000, keepRecent: 8, maxPayloadBytes: 50_000 } }],
+        })
         .catch((caught: unknown) => caught);
       expect(failureTypeOf(failed)).toMatchObject({ type: FailureType.PayloadTooLarge });
-      expect(failureTypeOf(failed).message).toMatch(/^the compaction result is \d+ bytes, over the 50000-byte payload limit/);
+      expect(failureTypeOf(failed).message).toMatch(
+        /^the compaction result is \d+ bytes, over the 50000-byte payload limit/,
+      );
       // The middle's transcript (120 KB, uncapped assistant text) is over the limit: no request, the hard trim.
       const trimmed = await t.client.workflow.execute(compactConversation, {
         taskQueue: t.taskQueue,

@@ -8,7 +8,14 @@ import { fileURLToPath } from 'node:url';
 import { Client } from '@temporalio/client';
 import { Worker, type WorkerOptions } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { agentRun, compactConversation, compactorPlugin, createExtractiveSummarizer, loadConfig, workerBuildId } from '../../src/index.js';
+import {
+  agentRun,
+  compactConversation,
+  compactorPlugin,
+  createExtractiveSummarizer,
+  loadConfig,
+  workerBuildId,
+} from '../../src/index.js';
 import type { SearchAttributeSetup } from '../../src/client/namespace-search-attributes.js';
 import type { SupportChatOutput, supportChat } from '../fixtures/user-worker/workflows.js';
 import { openingOf, trajectoryDir } from '../support/agent.js';
@@ -30,27 +37,62 @@ describe('compactorPlugin on a user’s own worker and client', { timeout: 240_0
 
   it('one line on Worker.create and one on new Client: their compact() gets a summary, our workflows run beside theirs, payloads go to the store', async () => {
     // The configuration a user would put in the environment: a file store, a codec key.
-    const config = loadConfig({ env: { COMPACTOR_PAYLOAD_STORE: `file:${store}`, COMPACTOR_CODEC_KEY: Buffer.alloc(32, 7).toString('base64'), COMPACTOR_CODEC_KEY_ID: 'plugin-test' } });
+    const config = loadConfig({
+      env: {
+        COMPACTOR_PAYLOAD_STORE: `file:${store}`,
+        COMPACTOR_CODEC_KEY: Buffer.alloc(32, 7).toString('base64'),
+        COMPACTOR_CODEC_KEY_ID: 'plugin-test',
+      },
+    });
     const setups: SearchAttributeSetup[] = [];
-    const plugin = compactorPlugin({ config, summarizer: createExtractiveSummarizer(), activities: { trajectoryDir: trajectoryDir() }, onSearchAttributes: (setup) => setups.push(setup) });
-    const worker = await Worker.create({ connection: t.nativeConnection, namespace: t.namespace, taskQueue: t.taskQueue, workflowsPath: USER_WORKFLOWS, plugins: [plugin] });
+    const plugin = compactorPlugin({
+      config,
+      summarizer: createExtractiveSummarizer(),
+      activities: { trajectoryDir: trajectoryDir() },
+      onSearchAttributes: (setup) => setups.push(setup),
+    });
+    const worker = await Worker.create({
+      connection: t.nativeConnection,
+      namespace: t.namespace,
+      taskQueue: t.taskQueue,
+      workflowsPath: USER_WORKFLOWS,
+      plugins: [plugin],
+    });
     const client = new Client({ connection: t.connection, namespace: t.namespace, plugins: [plugin] });
 
     const messages = [{ role: 'system' as const, content: 'You help with orders.' }, ...toolRounds(12, 600)];
     const workflowId = uniqueId('user-support-chat');
     const results = await worker.runUntil(async () => {
-      const theirs: SupportChatOutput = await client.workflow.execute<typeof supportChat>('supportChat', { taskQueue: t.taskQueue, workflowId, args: [{ messages, contextBudget: 1_500 }] });
-      const ours = await client.workflow.execute(compactConversation, { taskQueue: t.taskQueue, workflowId: uniqueId('plugin-compact'), args: [{ messages, options: { contextBudget: 1_500, keepRecent: 2 } }] });
+      const theirs: SupportChatOutput = await client.workflow.execute<typeof supportChat>('supportChat', {
+        taskQueue: t.taskQueue,
+        workflowId,
+        args: [{ messages, contextBudget: 1_500 }],
+      });
+      const ours = await client.workflow.execute(compactConversation, {
+        taskQueue: t.taskQueue,
+        workflowId: uniqueId('plugin-compact'),
+        args: [{ messages, options: { contextBudget: 1_500, keepRecent: 2 } }],
+      });
       const name = 'taubench_gpt4o_airline_task2_trial1';
       const agent = await client.workflow.execute(agentRun, {
         taskQueue: t.taskQueue,
         workflowId: uniqueId('plugin-agent'),
-        args: [{ messages: openingOf(name), model: { provider: 'replay', trajectory: name, contextWindow: 6_300, maxOutputTokens: 1000 }, compaction: { keepRecent: 4 }, maxRounds: 5 }],
+        args: [
+          {
+            messages: openingOf(name),
+            model: { provider: 'replay', trajectory: name, contextWindow: 6_300, maxOutputTokens: 1000 },
+            compaction: { keepRecent: 4 },
+            maxRounds: 5,
+          },
+        ],
       });
       return { theirs, ours, agent };
     });
     // Their workflow compacted with a summary from the summarize activity the plugin registered.
-    expect(results.theirs.compacted).toMatchObject({ fallback: false, summary: expect.stringContaining('Offline extractive summary') });
+    expect(results.theirs.compacted).toMatchObject({
+      fallback: false,
+      summary: expect.stringContaining('Offline extractive summary'),
+    });
     expect(results.theirs.messages.length).toBeLessThan(messages.length);
     // Our workflows ran on the same worker, from the same one line.
     expect(results.ours.messages).toEqual(results.theirs.messages);
@@ -58,7 +100,13 @@ describe('compactorPlugin on a user’s own worker and client', { timeout: 240_0
     // The namespace was checked once, when the worker started.
     expect(setups).toHaveLength(1);
     // Payloads went through the codec and the store the plugin set on both ends: the raw history holds claims and ciphertext only.
-    const raw = (await t.connection.workflowService.getWorkflowExecutionHistory({ namespace: t.namespace, execution: { workflowId } })).history?.events ?? [];
+    const raw =
+      (
+        await t.connection.workflowService.getWorkflowExecutionHistory({
+          namespace: t.namespace,
+          execution: { workflowId },
+        })
+      ).history?.events ?? [];
     const payloads = historyPayloads(raw, payloadProtoSize).filter((found) => !isSdkMetadata(found));
     expect(payloads.some((found) => claimOf(found.payload) !== undefined)).toBe(true);
     for (const found of payloads) {
@@ -69,17 +117,33 @@ describe('compactorPlugin on a user’s own worker and client', { timeout: 240_0
 });
 
 describe('the build id compactorPlugin gives a worker that runs a prebuilt bundle', { timeout: 240_000 }, () => {
-  const plugin = compactorPlugin({ config: loadConfig({ env: {} }), summarizer: createExtractiveSummarizer(), tracing: 'off', searchAttributes: 'skip' });
+  const plugin = compactorPlugin({
+    config: loadConfig({ env: {} }),
+    summarizer: createExtractiveSummarizer(),
+    tracing: 'off',
+    searchAttributes: 'skip',
+  });
   const bundle = { code: 'var workflows = 1;' };
 
-  it('12 hex digits of the bundle\'s SHA-256, unless the worker chose a build id or versioning; none for a worker that bundles at start', () => {
+  it("12 hex digits of the bundle's SHA-256, unless the worker chose a build id or versioning; none for a worker that bundles at start", () => {
     expect(workerBuildId(bundle.code)).toMatch(/^[0-9a-f]{12}$/);
     expect(plugin.configureWorker({ taskQueue: 'q', workflowBundle: bundle }).buildId).toBe(workerBuildId(bundle.code));
     // A different bundle, a different id.
     expect(workerBuildId('var workflows = 2;')).not.toBe(workerBuildId(bundle.code));
     const kept: Array<[string, WorkerOptions]> = [
       ['its own build id', { taskQueue: 'q', workflowBundle: bundle, buildId: 'release-42' }],
-      ['worker deployment options', { taskQueue: 'q', workflowBundle: bundle, workerDeploymentOptions: { version: { deploymentName: 'agents', buildId: 'b1' }, useWorkerVersioning: true, defaultVersioningBehavior: 'PINNED' } }],
+      [
+        'worker deployment options',
+        {
+          taskQueue: 'q',
+          workflowBundle: bundle,
+          workerDeploymentOptions: {
+            version: { deploymentName: 'agents', buildId: 'b1' },
+            useWorkerVersioning: true,
+            defaultVersioningBehavior: 'PINNED',
+          },
+        },
+      ],
     ];
     for (const [what, options] of kept) expect(plugin.configureWorker(options).buildId, what).toBe(options.buildId);
     expect(plugin.configureWorker({ taskQueue: 'q', workflowsPath: USER_WORKFLOWS }).buildId).toBeUndefined();
@@ -88,14 +152,29 @@ describe('the build id compactorPlugin gives a worker that runs a prebuilt bundl
   it('the history of a run records it on every workflow task and activity start (the SDK default is 90 bytes at each)', async () => {
     const t = await testConnection();
     const built = await bundleWorkflows(USER_WORKFLOWS, { workflowInterceptorModules: [] });
-    const worker = await Worker.create({ connection: t.nativeConnection, namespace: t.namespace, taskQueue: t.taskQueue, workflowBundle: built, plugins: [plugin] });
+    const worker = await Worker.create({
+      connection: t.nativeConnection,
+      namespace: t.namespace,
+      taskQueue: t.taskQueue,
+      workflowBundle: built,
+      plugins: [plugin],
+    });
     const client = new Client({ connection: t.connection, namespace: t.namespace, plugins: [plugin] });
     const workflowId = uniqueId('plugin-build-id');
     const messages = [{ role: 'system' as const, content: 'You help with orders.' }, ...toolRounds(12, 600)];
-    await worker.runUntil(client.workflow.execute<typeof supportChat>('supportChat', { taskQueue: t.taskQueue, workflowId, args: [{ messages, contextBudget: 1_500 }] }));
+    await worker.runUntil(
+      client.workflow.execute<typeof supportChat>('supportChat', {
+        taskQueue: t.taskQueue,
+        workflowId,
+        args: [{ messages, contextBudget: 1_500 }],
+      }),
+    );
     const events = (await client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
     const recorded = events.flatMap((event) => {
-      const version = event.workflowTaskStartedEventAttributes?.workerVersion ?? event.workflowTaskCompletedEventAttributes?.workerVersion ?? event.activityTaskStartedEventAttributes?.workerVersion;
+      const version =
+        event.workflowTaskStartedEventAttributes?.workerVersion ??
+        event.workflowTaskCompletedEventAttributes?.workerVersion ??
+        event.activityTaskStartedEventAttributes?.workerVersion;
       return version?.buildId === undefined || version.buildId === null ? [] : [version.buildId];
     });
     // Two workflow tasks and a summarize activity at least; every one with the short id.

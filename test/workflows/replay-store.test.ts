@@ -48,7 +48,8 @@ const UPDATE_TURN = 5;
 /** Turn whose chat waits for the stop update: round 10, the second round of the third run. */
 const STOP_TURN = 9;
 /** Over the 256-byte threshold, so the update's argument is a claim too. */
-const ADDED_MESSAGE = `Before you book anything, please read back the whole itinerary to me, with every flight number, date, cabin and the total price, and wait for my yes. ${'I want to be sure nothing changed since we spoke. '.repeat(4)}`.trim();
+const ADDED_MESSAGE =
+  `Before you book anything, please read back the whole itinerary to me, with every flight number, date, cabin and the total price, and wait for my yes. ${'I want to be sure nothing changed since we spoke. '.repeat(4)}`.trim();
 
 const temporaryDirs: string[] = [];
 afterAll(() => temporaryDirs.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
@@ -75,14 +76,23 @@ function recordedRuns(): Array<{ file: string; history: History }> {
       return run === undefined ? [] : [{ file, run: Number(run) }];
     })
     .sort((a, b) => a.run - b.run)
-    .map(({ file }) => ({ file, history: historyFromJSON(JSON.parse(readFileSync(join(STORE_ON_DIR, file), 'utf8'))) }));
+    .map(({ file }) => ({
+      file,
+      history: historyFromJSON(JSON.parse(readFileSync(join(STORE_ON_DIR, file), 'utf8'))),
+    }));
 }
 
 /** Writes every run of the chain and the store's objects to test/histories/store-on/, replacing what was there. */
 function recordChain(histories: History[], storeDir: string): void {
   mkdirSync(STORE_ON_DIR, { recursive: true });
-  for (const file of readdirSync(STORE_ON_DIR)) if (file !== 'README.md') rmSync(join(STORE_ON_DIR, file), { recursive: true, force: true });
-  histories.forEach((history, index) => writeFileSync(join(STORE_ON_DIR, `${NAME}-run${index + 1}.json`), `${historyToJSON(temporal.api.history.v1.History.create(history))}\n`));
+  for (const file of readdirSync(STORE_ON_DIR))
+    if (file !== 'README.md') rmSync(join(STORE_ON_DIR, file), { recursive: true, force: true });
+  histories.forEach((history, index) =>
+    writeFileSync(
+      join(STORE_ON_DIR, `${NAME}-run${index + 1}.json`),
+      `${historyToJSON(temporal.api.history.v1.History.create(history))}\n`,
+    ),
+  );
   cpSync(storeDir, STORE_OBJECTS_DIR, { recursive: true, filter: (source) => !/[/\\]\.tmp-[^/\\]*$/.test(source) });
 }
 
@@ -126,7 +136,10 @@ function closingOf(event: temporal.api.history.v1.IHistoryEvent): RunFacts['clos
   return 'open';
 }
 
-async function decodedJson(payload: temporal.api.common.v1.IPayload | undefined, payloads: ConfiguredPayloads): Promise<unknown> {
+async function decodedJson(
+  payload: temporal.api.common.v1.IPayload | undefined,
+  payloads: ConfiguredPayloads,
+): Promise<unknown> {
   if (payload === undefined) return undefined;
   const decoded = await decodeHistoryPayload(payload, { driver: payloads.driver, codec: payloads.codec });
   return JSON.parse(text.decode(decoded.data ?? new Uint8Array(0)));
@@ -135,23 +148,32 @@ async function decodedJson(payload: temporal.api.common.v1.IPayload | undefined,
 async function factsOf(history: History, payloads: ConfiguredPayloads): Promise<RunFacts> {
   const events = history.events ?? [];
   const started = events[0]?.workflowExecutionStartedEventAttributes;
-  if (started === undefined || started === null) throw new Error('the history does not begin with WorkflowExecutionStarted');
+  if (started === undefined || started === null)
+    throw new Error('the history does not begin with WorkflowExecutionStarted');
   const last = events.at(-1) ?? {};
   const scheduled = events.flatMap((event) => {
     const attributes = event.activityTaskScheduledEventAttributes;
-    return attributes === undefined || attributes === null ? [] : [{ eventId: String(event.eventId), name: attributes.activityType?.name ?? '' }];
+    return attributes === undefined || attributes === null
+      ? []
+      : [{ eventId: String(event.eventId), name: attributes.activityType?.name ?? '' }];
   });
   const describeScheduled = scheduled.find((activity) => activity.name === 'describeWorker')?.eventId;
-  const describeResult = events.find((event) => String(event.activityTaskCompletedEventAttributes?.scheduledEventId ?? '') === describeScheduled)?.activityTaskCompletedEventAttributes?.result?.payloads?.[0];
+  const describeResult = events.find(
+    (event) => String(event.activityTaskCompletedEventAttributes?.scheduledEventId ?? '') === describeScheduled,
+  )?.activityTaskCompletedEventAttributes?.result?.payloads?.[0];
   const description = await decodedJson(describeResult ?? undefined, payloads);
-  const externalStorage = typeof description === 'object' && description !== null ? Reflect.get(description, 'externalStorage') : undefined;
+  const externalStorage =
+    typeof description === 'object' && description !== null ? Reflect.get(description, 'externalStorage') : undefined;
   const compactionCounts = events.flatMap((event) => {
-    const data = event.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields?.CompactionCount?.data;
+    const data =
+      event.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields?.CompactionCount?.data;
     return data === undefined || data === null ? [] : [Number(JSON.parse(text.decode(data)))];
   });
   const completed = last.workflowExecutionCompletedEventAttributes?.result?.payloads?.[0];
   const found = historyPayloads(events, payloadProtoSize);
-  const accepted = events.flatMap((event) => event.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input ?? []);
+  const accepted = events.flatMap(
+    (event) => event.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input ?? [],
+  );
   return {
     runId: started.originalExecutionRunId ?? '',
     continuedFrom: started.continuedExecutionRunId ?? '',
@@ -159,11 +181,22 @@ async function factsOf(history: History, payloads: ConfiguredPayloads): Promise<
     closed: closingOf(last),
     activities: scheduled.map((activity) => activity.name),
     updates: accepted.map((update) => update.name ?? ''),
-    updateArgs: await Promise.all(accepted.map((update) => Promise.all((update.args?.payloads ?? []).map((payload) => decodedJson(payload, payloads))))),
-    updatesCompleted: events.filter((event) => event.workflowExecutionUpdateCompletedEventAttributes?.outcome?.success !== undefined).length,
+    updateArgs: await Promise.all(
+      accepted.map((update) =>
+        Promise.all((update.args?.payloads ?? []).map((payload) => decodedJson(payload, payloads))),
+      ),
+    ),
+    updatesCompleted: events.filter(
+      (event) => event.workflowExecutionUpdateCompletedEventAttributes?.outcome?.success !== undefined,
+    ).length,
     compactionCount: Math.max(0, ...compactionCounts),
-    claims: found.filter((one) => claimOf(one.payload) !== undefined).map((one) => one.path.replace(/^events\[\d+\]\./, '').replace(/\.payloads\[\d+\]$/, '')),
-    largestInline: Math.max(0, ...found.filter((one) => claimOf(one.payload) === undefined && !isSdkMetadata(one)).map((one) => one.size)),
+    claims: found
+      .filter((one) => claimOf(one.payload) !== undefined)
+      .map((one) => one.path.replace(/^events\[\d+\]\./, '').replace(/\.payloads\[\d+\]$/, '')),
+    largestInline: Math.max(
+      0,
+      ...found.filter((one) => claimOf(one.payload) === undefined && !isSdkMetadata(one)).map((one) => one.size),
+    ),
     externalStorage: typeof externalStorage === 'boolean' ? externalStorage : undefined,
     input: await decodedJson(started.input?.payloads?.[0] ?? undefined, payloads),
     result: await decodedJson(completed ?? undefined, payloads),
@@ -181,19 +214,28 @@ function expectRecordedShape(runs: RunFacts[]): void {
   expect(runs.map((run) => run.closed)).toEqual(['continuedAsNew', 'continuedAsNew', 'completed']);
   for (const [index, run] of runs.entries()) {
     expect(run.continuedFrom, `run ${index + 1} continued from the run before it`).toBe(runs[index - 1]?.runId ?? '');
-    if (index < runs.length - 1) expect(run.continuedAs, `run ${index + 1} continued as the next run`).toBe(runs[index + 1]?.runId);
+    if (index < runs.length - 1)
+      expect(run.continuedAs, `run ${index + 1} continued as the next run`).toBe(runs[index + 1]?.runId);
     expect(run.externalStorage, `run ${index + 1}'s worker had a store`).toBe(true);
     expect(run.largestInline, `run ${index + 1}'s largest inline payload`).toBeLessThan(256);
-    expect(run.claims, `run ${index + 1}'s input is a claim`).toContain('workflowExecutionStartedEventAttributes.input');
-    expect(run.activities.filter((name) => name === 'chat').length, `run ${index + 1}'s chat rounds`).toBe(index < 2 ? CONTINUE_AS_NEW_AFTER_ROUNDS : STOP_TURN + 1 - 2 * CONTINUE_AS_NEW_AFTER_ROUNDS);
+    expect(run.claims, `run ${index + 1}'s input is a claim`).toContain(
+      'workflowExecutionStartedEventAttributes.input',
+    );
+    expect(run.activities.filter((name) => name === 'chat').length, `run ${index + 1}'s chat rounds`).toBe(
+      index < 2 ? CONTINUE_AS_NEW_AFTER_ROUNDS : STOP_TURN + 1 - 2 * CONTINUE_AS_NEW_AFTER_ROUNDS,
+    );
   }
   // Runs after the first start from carried state, not from messages.
-  for (const [index, run] of runs.entries()) if (index > 0) expect(run.input).toMatchObject({ messages: [], carried: { continuedAsNew: index } });
+  for (const [index, run] of runs.entries())
+    if (index > 0) expect(run.input).toMatchObject({ messages: [], carried: { continuedAsNew: index } });
 
   // Compactions (summaries) in the second and third runs, so the third starts from a compacted,
   // carried conversation; CompactionCount carries across runs and counts them all.
   const summaries = runs.map((run) => run.activities.filter((name) => name === 'summarize').length);
-  expect(summaries.slice(1).every((count) => count > 0), `summarize activities per run: ${summaries.join(', ')}`).toBe(true);
+  expect(
+    summaries.slice(1).every((count) => count > 0),
+    `summarize activities per run: ${summaries.join(', ')}`,
+  ).toBe(true);
   const total = summaries.reduce((sum, count) => sum + count, 0);
   expect(runs.at(-1)?.compactionCount).toBeGreaterThanOrEqual(total);
   expect(runs[1]?.compactionCount).toBeLessThan(runs.at(-1)?.compactionCount ?? 0);
@@ -203,7 +245,10 @@ function expectRecordedShape(runs: RunFacts[]): void {
   expect(runs.map((run) => run.updatesCompleted)).toEqual([0, 1, 1]);
   expect(runs[1]?.claims).toContain('workflowExecutionUpdateAcceptedEventAttributes.acceptedRequest.input.args');
   for (const field of ['activityTaskScheduledEventAttributes.input', 'activityTaskCompletedEventAttributes.result']) {
-    expect(runs.every((run) => run.claims.includes(field)), `every run has claims in ${field}`).toBe(true);
+    expect(
+      runs.every((run) => run.claims.includes(field)),
+      `every run has claims in ${field}`,
+    ).toBe(true);
   }
 
   expect(runs[1]?.updateArgs).toEqual([[ADDED_MESSAGE]]);
@@ -211,10 +256,17 @@ function expectRecordedShape(runs: RunFacts[]): void {
 }
 
 /** Replays each run; the error of each (undefined when it replayed). */
-async function replay(bundle: WorkflowBundleWithSourceMap, payloads: ConfiguredPayloads | undefined, runs: Array<{ file: string; history: History }>): Promise<Map<string, Error | undefined>> {
+async function replay(
+  bundle: WorkflowBundleWithSourceMap,
+  payloads: ConfiguredPayloads | undefined,
+  runs: Array<{ file: string; history: History }>,
+): Promise<Map<string, Error | undefined>> {
   const outcomes = new Map<string, Error | undefined>();
   const histories = runs.map(({ file, history }) => ({ workflowId: file, history }));
-  for await (const result of Worker.runReplayHistories({ workflowBundle: bundle, ...(payloads === undefined ? {} : { dataConverter: payloads.dataConverter }) }, histories)) {
+  for await (const result of Worker.runReplayHistories(
+    { workflowBundle: bundle, ...(payloads === undefined ? {} : { dataConverter: payloads.dataConverter }) },
+    histories,
+  )) {
     outcomes.set(result.workflowId, result.error);
   }
   return outcomes;
@@ -268,8 +320,13 @@ describe('agentRun with the payload store on: a recorded chain replays', { timeo
         gate.release.resolve();
         return answer;
       };
-      expect(await send(UPDATE_TURN, () => latest.executeUpdate(addUserMessageUpdate, { args: [ADDED_MESSAGE] }))).toEqual({ pending: 1 });
-      expect(await send(STOP_TURN, () => latest.executeUpdate(stopUpdate))).toEqual({ stopping: true, rounds: STOP_TURN });
+      expect(
+        await send(UPDATE_TURN, () => latest.executeUpdate(addUserMessageUpdate, { args: [ADDED_MESSAGE] })),
+      ).toEqual({ pending: 1 });
+      expect(await send(STOP_TURN, () => latest.executeUpdate(stopUpdate))).toEqual({
+        stopping: true,
+        rounds: STOP_TURN,
+      });
       return handle.result();
     });
     expect(result).toMatchObject({ stopReason: 'stopped', rounds: STOP_TURN + 1, continuedAsNew: 2 });
@@ -286,14 +343,22 @@ describe('agentRun with the payload store on: a recorded chain replays', { timeo
     beforeAll(() => {
       runs = recordedRuns();
       // Every test below reads the three runs: none may pass on an empty or partial fixture.
-      if (runs.length !== 3) throw new Error(`test/histories/store-on/ holds ${runs.length} runs of ${NAME}, not 3: record them (see the top of this file)`);
+      if (runs.length !== 3)
+        throw new Error(
+          `test/histories/store-on/ holds ${runs.length} runs of ${NAME}, not 3: record them (see the top of this file)`,
+        );
     });
 
     it('holds every run of the chain and the store objects they name, a few hundred KB at most', () => {
       expect(runs.map(({ file }) => file)).toEqual([1, 2, 3].map((run) => `${NAME}-run${run}.json`));
-      const objects = readdirSync(STORE_OBJECTS_DIR, { recursive: true, withFileTypes: true }).filter((entry) => entry.isFile());
+      const objects = readdirSync(STORE_OBJECTS_DIR, { recursive: true, withFileTypes: true }).filter((entry) =>
+        entry.isFile(),
+      );
       expect(objects.length).toBeGreaterThan(0);
-      const bytes = objects.reduce((total, entry) => total + readFileSync(join(entry.parentPath, entry.name)).length, 0);
+      const bytes = objects.reduce(
+        (total, entry) => total + readFileSync(join(entry.parentPath, entry.name)).length,
+        0,
+      );
       expect(bytes).toBeLessThan(400 * 1024);
     });
 
@@ -308,7 +373,9 @@ describe('agentRun with the payload store on: a recorded chain replays', { timeo
       cpSync(STORE_OBJECTS_DIR, copy, { recursive: true });
       const outcomes = await replay(bundle, configured(copy), runs);
       expect([...outcomes.keys()]).toEqual(runs.map(({ file }) => file));
-      expect([...outcomes].filter(([, error]) => error !== undefined).map(([file, error]) => `${file}: ${error?.message}`)).toEqual([]);
+      expect(
+        [...outcomes].filter(([, error]) => error !== undefined).map(([file, error]) => `${file}: ${error?.message}`),
+      ).toEqual([]);
     });
 
     it('(control) with the store, a run whose chat activity was another one fails to replay: the replay runs the workflow code', async () => {
@@ -317,7 +384,9 @@ describe('agentRun with the payload store on: a recorded chain replays', { timeo
       // Read afresh: the tampering must not reach the runs the other tests replay.
       const tampered = recordedRuns()[0]?.history;
       if (tampered === undefined) throw new Error('no recorded run');
-      const chat = tampered.events?.find((event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'chat')?.activityTaskScheduledEventAttributes?.activityType;
+      const chat = tampered.events?.find(
+        (event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'chat',
+      )?.activityTaskScheduledEventAttributes?.activityType;
       if (chat === undefined || chat === null) throw new Error('the first run schedules no chat activity');
       chat.name = 'somethingElse';
       const outcomes = await replay(bundle, configured(copy), [{ file: 'tampered', history: tampered }]);

@@ -13,7 +13,10 @@ import { bundleTestWorkflows, HISTORIES_DIR } from './harness.js';
 interface JsonEvent {
   eventType?: string;
   activityTaskScheduledEventAttributes?: { activityType?: { name?: string } };
-  markerRecordedEventAttributes?: { markerName?: string; details?: Record<string, { payloads?: Array<{ data?: string }> }> };
+  markerRecordedEventAttributes?: {
+    markerName?: string;
+    details?: Record<string, { payloads?: Array<{ data?: string }> }>;
+  };
 }
 
 /** The ids of the patches a history recorded (`patched()` writes a `core_patch` marker whose payload is `{ id, deprecated }`). */
@@ -38,9 +41,13 @@ function recordedHistories(): Array<{ file: string; history: { events: JsonEvent
     });
 }
 
-async function replay(bundle: WorkflowBundleWithSourceMap, histories: HistoryAndWorkflowId[]): Promise<Map<string, Error | undefined>> {
+async function replay(
+  bundle: WorkflowBundleWithSourceMap,
+  histories: HistoryAndWorkflowId[],
+): Promise<Map<string, Error | undefined>> {
   const outcomes = new Map<string, Error | undefined>();
-  for await (const result of Worker.runReplayHistories({ workflowBundle: bundle }, histories)) outcomes.set(result.workflowId, result.error);
+  for await (const result of Worker.runReplayHistories({ workflowBundle: bundle }, histories))
+    outcomes.set(result.workflowId, result.error);
   return outcomes;
 }
 
@@ -54,13 +61,25 @@ describe('replay of recorded histories', () => {
 
   it('there are histories of every kind of run: summary, retries, fallback, cancellation, elision-only, parity', () => {
     const names = histories.map(({ file }) => file).join(' ');
-    for (const kind of ['success', '5xx-then-success', 'too-long-then-tighter', 'all-attempts-fail', 'elision-only', 'cancel-', 'parity-', 'compact-in-workflow-cancel', 'economics-']) {
+    for (const kind of [
+      'success',
+      '5xx-then-success',
+      'too-long-then-tighter',
+      'all-attempts-fail',
+      'elision-only',
+      'cancel-',
+      'parity-',
+      'compact-in-workflow-cancel',
+      'economics-',
+    ]) {
       expect(names).toContain(kind);
     }
   });
 
   it('only histories recorded under the economic rules carry their patch marker; the older ones replay through the reference branch', () => {
-    const patched = histories.filter(({ history }) => patchIds(history).includes(ECONOMICS_PATCH_ID)).map(({ file }) => file);
+    const patched = histories
+      .filter(({ history }) => patchIds(history).includes(ECONOMICS_PATCH_ID))
+      .map(({ file }) => file);
     // The agentRun histories were recorded again after its commands changed (a describeWorker
     // activity at the start, recordSession batches, fewer search-attribute upserts), so under the rules.
     expect(patched.sort()).toEqual(
@@ -73,7 +92,11 @@ describe('replay of recorded histories', () => {
         'compact-conversation-economics-window-gives-way.json',
       ].sort(),
     );
-    for (const file of ['compact-conversation-success.json', 'parity-taubench_gpt4o_airline_task2_trial1-ok.json', 'cancel-during-backoff.json']) {
+    for (const file of [
+      'compact-conversation-success.json',
+      'parity-taubench_gpt4o_airline_task2_trial1-ok.json',
+      'cancel-during-backoff.json',
+    ]) {
       expect(histories.find((recorded) => recorded.file === file)?.history.events.length ?? 0).toBeGreaterThan(0);
       expect(patched).not.toContain(file);
     }
@@ -81,7 +104,9 @@ describe('replay of recorded histories', () => {
 
   it('agentRun histories on both sides of the ContextTokens rule: one recorded under its patch, the older ones without it', () => {
     const agentRuns = histories.filter(({ file }) => file.startsWith('agent-run-'));
-    const patched = agentRuns.filter(({ history }) => patchIds(history).includes(CONTEXT_TOKENS_PATCH_ID)).map(({ file }) => file);
+    const patched = agentRuns
+      .filter(({ history }) => patchIds(history).includes(CONTEXT_TOKENS_PATCH_ID))
+      .map(({ file }) => file);
     expect(patched).toEqual(['agent-run-context-tokens-window.json']);
     expect(agentRuns.length).toBeGreaterThan(patched.length);
   });
@@ -92,12 +117,16 @@ describe('replay of recorded histories', () => {
       histories.map(({ file, history }) => ({ workflowId: file, history })),
     );
     expect([...outcomes.keys()].sort()).toEqual(histories.map(({ file }) => file));
-    const failures = [...outcomes].filter(([, error]) => error !== undefined).map(([file, error]) => `${file}: ${error?.message}`);
+    const failures = [...outcomes]
+      .filter(([, error]) => error !== undefined)
+      .map(([file, error]) => `${file}: ${error?.message}`);
     expect(failures).toEqual([]);
   }, 120_000);
 
   it('(control) a history whose summarize activity was another one fails to replay', async () => {
-    const recorded = histories.find(({ history }) => history.events.some((event) => event.activityTaskScheduledEventAttributes !== undefined));
+    const recorded = histories.find(({ history }) =>
+      history.events.some((event) => event.activityTaskScheduledEventAttributes !== undefined),
+    );
     if (recorded === undefined) throw new Error('no recorded history schedules an activity');
     const tampered = structuredClone(recorded.history);
     for (const event of tampered.events) {

@@ -5,7 +5,15 @@ import { Client } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time.js';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { agentRun, createActivities, createExtractiveSummarizer, createWorker, type AgentRunWorkflowInput, type CompactorWorker, type CompactorWorkerConfig } from '../../src/index.js';
+import {
+  agentRun,
+  createActivities,
+  createExtractiveSummarizer,
+  createWorker,
+  type AgentRunWorkflowInput,
+  type CompactorWorker,
+  type CompactorWorkerConfig,
+} from '../../src/index.js';
 import { COMPACTOR_SEARCH_ATTRIBUTES } from '../../src/shared/search-attributes.js';
 import { searchAttributeStatus } from '../../src/client/namespace-search-attributes.js';
 import { openingOf, trajectoryDir } from '../support/agent.js';
@@ -22,7 +30,10 @@ const input: AgentRunWorkflowInput = {
 /** A fresh namespace with no custom search attributes at all. */
 async function bareNamespace(t: TestConnection): Promise<{ namespace: string; client: Client }> {
   const namespace = uniqueId('ns-bare');
-  await t.connection.workflowService.registerNamespace({ namespace, workflowExecutionRetentionPeriod: msToTs('1 day') });
+  await t.connection.workflowService.registerNamespace({
+    namespace,
+    workflowExecutionRetentionPeriod: msToTs('1 day'),
+  });
   for (let attempt = 0; ; attempt += 1) {
     try {
       await t.connection.workflowService.describeNamespace({ namespace });
@@ -52,7 +63,10 @@ describe('a namespace without our search attributes', { timeout: 180_000 }, () =
   });
 
   /** A worker on `namespace` that runs agentRun on the replay model, and the warnings it gives. */
-  async function workerOn(namespace: string, options: Pick<CompactorWorkerConfig, 'registerSearchAttributes'> = {}): Promise<{ worker: CompactorWorker; warnings: string[] }> {
+  async function workerOn(
+    namespace: string,
+    options: Pick<CompactorWorkerConfig, 'registerSearchAttributes'> = {},
+  ): Promise<{ worker: CompactorWorker; warnings: string[] }> {
     const warnings: string[] = [];
     const worker = await createWorker({
       connection: t.nativeConnection,
@@ -74,9 +88,13 @@ describe('a namespace without our search attributes', { timeout: 180_000 }, () =
     expect(worker.searchAttributes?.missing.sort()).toEqual(Object.keys(COMPACTOR_SEARCH_ATTRIBUTES).sort());
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toContain(`WARNING: namespace "${namespace}" search attributes missing`);
-    expect(warnings[0]).toContain(`temporal operator search-attribute create --namespace ${namespace} --name CompactionCount --type Int`);
+    expect(warnings[0]).toContain(
+      `temporal operator search-attribute create --namespace ${namespace} --name CompactionCount --type Int`,
+    );
     const workflowId = uniqueId('agent-bare');
-    const result = await worker.workers[0]!.runUntil(client.workflow.execute(agentRun, { taskQueue: t.taskQueue, workflowId, args: [input] }));
+    const result = await worker.workers[0]!.runUntil(
+      client.workflow.execute(agentRun, { taskQueue: t.taskQueue, workflowId, args: [input] }),
+    );
     expect(result.stopReason).toBe('completed');
     expect(result.compactions.totals.compactions).toBeGreaterThan(0);
     expect(await attributesOf(client, workflowId)).toEqual([]);
@@ -91,7 +109,9 @@ describe('a namespace without our search attributes', { timeout: 180_000 }, () =
     expect(worker.searchAttributes?.registered.sort()).toEqual(Object.keys(COMPACTOR_SEARCH_ATTRIBUTES).sort());
     expect(warnings).toEqual([]);
     const workflowId = uniqueId('agent-registered');
-    const result = await worker.workers[0]!.runUntil(client.workflow.execute(agentRun, { taskQueue: t.taskQueue, workflowId, args: [input] }));
+    const result = await worker.workers[0]!.runUntil(
+      client.workflow.execute(agentRun, { taskQueue: t.taskQueue, workflowId, args: [input] }),
+    );
     const description = await client.workflow.getHandle(workflowId).describe();
     expect(description.searchAttributes.CompactionCount).toEqual([result.compactions.totals.compactions]);
     expect(description.searchAttributes.ContextExhausted).toEqual([false]);
@@ -99,7 +119,10 @@ describe('a namespace without our search attributes', { timeout: 180_000 }, () =
 
   it('a worker that cannot describe itself (no describeWorker registered): the run completes without them', async () => {
     const { namespace, client } = await bareNamespace(t);
-    const { describeWorker: _left, ...activities } = createActivities({ summarizer: createExtractiveSummarizer(), trajectoryDir: trajectoryDir() });
+    const { describeWorker: _left, ...activities } = createActivities({
+      summarizer: createExtractiveSummarizer(),
+      trajectoryDir: trajectoryDir(),
+    });
     const workflowId = uniqueId('agent-undescribed');
     const result = await withWorker({ ...t, namespace }, { workflowBundle: bundle, activities }, () =>
       client.workflow.execute(agentRun, { taskQueue: t.taskQueue, workflowId, args: [input] }),

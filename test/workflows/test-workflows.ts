@@ -22,7 +22,11 @@ export interface CompactInWorkflowOutput {
   nextStep: 'ran' | 'cancelled';
 }
 
-export async function compactInWorkflow({ messages, options, charsPerToken }: CompactInWorkflowInput): Promise<CompactInWorkflowOutput> {
+export async function compactInWorkflow({
+  messages,
+  options,
+  charsPerToken,
+}: CompactInWorkflowInput): Promise<CompactInWorkflowOutput> {
   const counter = charsPerToken === undefined ? undefined : createCharCounter({ charsPerToken });
   const result = await compact(messages, { ...options, counter });
   try {

@@ -45,7 +45,10 @@ describe('the token-count cache', { timeout: 300_000 }, () => {
     ...opening,
     readTurn('c1', 'alpha.py'),
     { role: 'tool', tool_call_id: 'c1', content: alpha },
-    ...['notes.md', 'todo.md', 'plan.md'].flatMap((file, index): ChatMessage[] => [readTurn(`s${index}`, file), { role: 'tool', tool_call_id: `s${index}`, content: `# ${file}\nnothing slow here` }]),
+    ...['notes.md', 'todo.md', 'plan.md'].flatMap((file, index): ChatMessage[] => [
+      readTurn(`s${index}`, file),
+      { role: 'tool', tool_call_id: `s${index}`, content: `# ${file}\nnothing slow here` },
+    ]),
     { role: 'assistant', content: 'alpha_step_12 scans table_12 once per row.' },
   ];
 
@@ -66,9 +69,18 @@ describe('the token-count cache', { timeout: 300_000 }, () => {
     const workflowId = uniqueId('agent-reread');
     const { result, client } = await runAgentThroughPlugin(t, {
       workflowBundle: bundle,
-      plugin: { config: loadConfig({ env: { COMPACTOR_PAYLOAD_STORE: `file:${store}` } }), activities: { trajectoryDir: dir }, searchAttributes: 'skip' },
+      plugin: {
+        config: loadConfig({ env: { COMPACTOR_PAYLOAD_STORE: `file:${store}` } }),
+        activities: { trajectoryDir: dir },
+        searchAttributes: 'skip',
+      },
       workflowId,
-      input: { messages: opening, model: { provider: 'replay', trajectory: 'reread', contextWindow: 120_000, maxOutputTokens: 4_000 }, compaction: {}, maxRounds: 10 },
+      input: {
+        messages: opening,
+        model: { provider: 'replay', trajectory: 'reread', contextWindow: 120_000, maxOutputTokens: 4_000 },
+        compaction: {},
+        maxRounds: 10,
+      },
     });
     expect(result.stopReason).toBe('completed');
     expect(result.rounds).toBe(4);
@@ -83,13 +95,19 @@ describe('the token-count cache', { timeout: 300_000 }, () => {
     expect(countTokensActivities(events)).toBe(3);
   });
 
-  it('continue-as-new carries the live conversation\'s counts: the continued runs do not count it again', async () => {
+  it("continue-as-new carries the live conversation's counts: the continued runs do not count it again", async () => {
     const workflowId = uniqueId('agent-carry-counts');
     const { result, client } = await runAgentThroughPlugin(t, {
       workflowBundle: bundle,
       plugin: { config: loadConfig({ env: {} }), activities: { trajectoryDir: dir }, searchAttributes: 'skip' },
       workflowId,
-      input: { messages: opening, model: { provider: 'replay', trajectory: 'carry', contextWindow: 120_000, maxOutputTokens: 4_000 }, compaction: {}, maxRounds: 10, continueAsNewAfterRounds: 2 },
+      input: {
+        messages: opening,
+        model: { provider: 'replay', trajectory: 'carry', contextWindow: 120_000, maxOutputTokens: 4_000 },
+        compaction: {},
+        maxRounds: 10,
+        continueAsNewAfterRounds: 2,
+      },
     });
     expect([result.stopReason, result.rounds, result.continuedAsNew]).toEqual(['completed', 5, 2]);
     // alpha.py is in the live context of every run, and more new text than the workflow counts itself.
@@ -101,5 +119,6 @@ describe('the token-count cache', { timeout: 300_000 }, () => {
 
 /** How many countTokens activities the events schedule. */
 function countTokensActivities(events: temporal.api.history.v1.IHistoryEvent[]): number {
-  return events.filter((event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'countTokens').length;
+  return events.filter((event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'countTokens')
+    .length;
 }

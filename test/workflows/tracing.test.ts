@@ -5,7 +5,15 @@ import { Client } from '@temporalio/client';
 import { InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { bundleWorkflowCode, DefaultLogger, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { agentRun, compactorPlugin, compactorWorkflowsPath, createExtractiveSummarizer, loadConfig, tracingWorkflowInterceptorModules, type AgentRunResult } from '../../src/index.js';
+import {
+  agentRun,
+  compactorPlugin,
+  compactorWorkflowsPath,
+  createExtractiveSummarizer,
+  loadConfig,
+  tracingWorkflowInterceptorModules,
+  type AgentRunResult,
+} from '../../src/index.js';
 import { COMPACTION_SPAN_NAME, CompactionSpanAttribute } from '../../src/core/compaction/telemetry.js';
 import { openingOf, trajectoryDir } from '../support/agent.js';
 import { testConnection, uniqueId, type TestConnection } from '../support/temporal.js';
@@ -20,7 +28,10 @@ function childrenOf(spans: readonly ReadableSpan[], parent: ReadableSpan): Reada
 
 function only(spans: readonly ReadableSpan[], name: string): ReadableSpan {
   const found = spans.filter((span) => span.name === name);
-  expect(found.map((span) => span.name), name).toEqual([name]);
+  expect(
+    found.map((span) => span.name),
+    name,
+  ).toEqual([name]);
   return found[0] as ReadableSpan;
 }
 
@@ -30,7 +41,12 @@ function startOf(span: ReadableSpan): number {
 
 /** An indented outline of the tree under `root`, for failure messages. */
 function outline(spans: readonly ReadableSpan[], root: ReadableSpan, depth = 0): string {
-  return [`${'  '.repeat(depth)}${root.name}`, ...childrenOf(spans, root).sort((a, b) => startOf(a) - startOf(b)).map((child) => outline(spans, child, depth + 1))].join('\n');
+  return [
+    `${'  '.repeat(depth)}${root.name}`,
+    ...childrenOf(spans, root)
+      .sort((a, b) => startOf(a) - startOf(b))
+      .map((child) => outline(spans, child, depth + 1)),
+  ].join('\n');
 }
 
 describe('tracing through compactorPlugin (COMPACTOR_TRACING)', { timeout: 240_000 }, () => {
@@ -39,7 +55,11 @@ describe('tracing through compactorPlugin (COMPACTOR_TRACING)', { timeout: 240_0
   beforeAll(async () => {
     t = await testConnection();
     // A prebuilt bundle with the OpenTelemetry workflow interceptors, as `npm run build:bundle` writes one.
-    bundle = await bundleWorkflowCode({ workflowsPath: compactorWorkflowsPath(), workflowInterceptorModules: tracingWorkflowInterceptorModules(), logger: new DefaultLogger('WARN') });
+    bundle = await bundleWorkflowCode({
+      workflowsPath: compactorWorkflowsPath(),
+      workflowInterceptorModules: tracingWorkflowInterceptorModules(),
+      logger: new DefaultLogger('WARN'),
+    });
   });
 
   it('one agentRun round with a compaction: StartWorkflow → RunWorkflow → Compaction → summarize, and the chat beside it, with the figures as attributes', async () => {
@@ -51,7 +71,13 @@ describe('tracing through compactorPlugin (COMPACTOR_TRACING)', { timeout: 240_0
       searchAttributes: 'skip',
       tracing: { spanProcessor: new SimpleSpanProcessor(exporter) },
     });
-    const worker = await Worker.create({ connection: t.nativeConnection, namespace: t.namespace, taskQueue: t.taskQueue, workflowBundle: bundle, plugins: [plugin] });
+    const worker = await Worker.create({
+      connection: t.nativeConnection,
+      namespace: t.namespace,
+      taskQueue: t.taskQueue,
+      workflowBundle: bundle,
+      plugins: [plugin],
+    });
     const client = new Client({ connection: t.connection, namespace: t.namespace, plugins: [plugin] });
     const workflowId = uniqueId('traced-agent');
     // A window small enough that the run compacts (with a summary) before its ninth and last round.
@@ -59,7 +85,14 @@ describe('tracing through compactorPlugin (COMPACTOR_TRACING)', { timeout: 240_0
       client.workflow.execute(agentRun, {
         taskQueue: t.taskQueue,
         workflowId,
-        args: [{ messages: openingOf(TRAJECTORY), model: { provider: 'replay', trajectory: TRAJECTORY, contextWindow: 4_000, maxOutputTokens: 1000 }, compaction: { keepRecent: 4 }, maxRounds: 9 }],
+        args: [
+          {
+            messages: openingOf(TRAJECTORY),
+            model: { provider: 'replay', trajectory: TRAJECTORY, contextWindow: 4_000, maxOutputTokens: 1000 },
+            compaction: { keepRecent: 4 },
+            maxRounds: 9,
+          },
+        ],
       }),
     );
     await plugin.flushTracing();
@@ -76,7 +109,9 @@ describe('tracing through compactorPlugin (COMPACTOR_TRACING)', { timeout: 240_0
     expect(run.parentSpanId, tree).toBe(start.spanContext().spanId);
 
     // One Compaction span per compaction, each a child of the workflow's span, in the order they ran.
-    const compactions = trace.filter((span) => span.name === COMPACTION_SPAN_NAME).sort((a, b) => startOf(a) - startOf(b));
+    const compactions = trace
+      .filter((span) => span.name === COMPACTION_SPAN_NAME)
+      .sort((a, b) => startOf(a) - startOf(b));
     expect(compactions, tree).toHaveLength(records.length);
     compactions.forEach((span, index) => {
       const record = records[index];
@@ -99,7 +134,11 @@ describe('tracing through compactorPlugin (COMPACTOR_TRACING)', { timeout: 240_0
         expect(span.attributes[CompactionSpanAttribute.SummarizerAttempts]).toBe(scheduled.length);
         expect(span.attributes[CompactionSpanAttribute.SummarizerPromptTokens]).toBe(record.summarizerTokens);
       }
-      for (const activity of scheduled) expect(childrenOf(trace, activity).map((child) => child.name), tree).toEqual(['RunActivity:summarize']);
+      for (const activity of scheduled)
+        expect(
+          childrenOf(trace, activity).map((child) => child.name),
+          tree,
+        ).toEqual(['RunActivity:summarize']);
     });
 
     // The chat activity of every round is the workflow's child, not a compaction's.
@@ -107,11 +146,15 @@ describe('tracing through compactorPlugin (COMPACTOR_TRACING)', { timeout: 240_0
     expect(chats, tree).toHaveLength(result.rounds);
     for (const chat of chats) {
       expect(chat.parentSpanId, tree).toBe(run.spanContext().spanId);
-      expect(childrenOf(trace, chat).map((child) => child.name), tree).toEqual(['RunActivity:chat']);
+      expect(
+        childrenOf(trace, chat).map((child) => child.name),
+        tree,
+      ).toEqual(['RunActivity:chat']);
     }
     // Every summarize activity in the trace hangs under a compaction.
     const compactionIds = new Set(compactions.map((span) => span.spanContext().spanId));
-    for (const summarize of trace.filter((span) => span.name === 'StartActivity:summarize')) expect(compactionIds.has(summarize.parentSpanId ?? ''), tree).toBe(true);
+    for (const summarize of trace.filter((span) => span.name === 'StartActivity:summarize'))
+      expect(compactionIds.has(summarize.parentSpanId ?? ''), tree).toBe(true);
 
     // The compaction ran in its round: after the previous round's chat, before its own.
     const chatsInOrder = [...chats].sort((a, b) => startOf(a) - startOf(b));
@@ -120,16 +163,25 @@ describe('tracing through compactorPlugin (COMPACTOR_TRACING)', { timeout: 240_0
     if (first === undefined || compaction === undefined) throw new Error('unreachable');
     const before = chatsInOrder[first.round - 2];
     const own = chatsInOrder[first.round - 1];
-    if (before === undefined || own === undefined) throw new Error(`no chat spans around round ${first.round}\n${tree}`);
+    if (before === undefined || own === undefined)
+      throw new Error(`no chat spans around round ${first.round}\n${tree}`);
     expect(startOf(compaction)).toBeGreaterThan(startOf(before));
     expect(startOf(compaction)).toBeLessThan(startOf(own));
 
     // The traced run's history replays with tracing off and on: tracing adds no command.
     const history = await client.workflow.getHandle(workflowId).fetchHistory();
-    const untraced = compactorPlugin({ config: loadConfig({ env: {} }), summarizer: createExtractiveSummarizer(), tracing: 'off' });
+    const untraced = compactorPlugin({
+      config: loadConfig({ env: {} }),
+      summarizer: createExtractiveSummarizer(),
+      tracing: 'off',
+    });
     await Worker.runReplayHistory({ plugins: [untraced] }, history, workflowId);
     const replayExporter = new InMemorySpanExporter();
-    const traced = compactorPlugin({ config: loadConfig({ env: {} }), summarizer: createExtractiveSummarizer(), tracing: { spanProcessor: new SimpleSpanProcessor(replayExporter) } });
+    const traced = compactorPlugin({
+      config: loadConfig({ env: {} }),
+      summarizer: createExtractiveSummarizer(),
+      tracing: { spanProcessor: new SimpleSpanProcessor(replayExporter) },
+    });
     await Worker.runReplayHistory({ workflowBundle: bundle, plugins: [traced] }, history, workflowId);
     // A replay sends no span again (the SDK's span sink does not run while replaying).
     expect(replayExporter.getFinishedSpans()).toEqual([]);

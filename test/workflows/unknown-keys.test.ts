@@ -51,9 +51,13 @@ function nested(input: Record<string, unknown>, key: string): Record<string, unk
   return value;
 }
 
-async function replayErrors(bundle: WorkflowBundleWithSourceMap, histories: Array<{ workflowId: string; history: JsonHistory }>): Promise<Map<string, string | undefined>> {
+async function replayErrors(
+  bundle: WorkflowBundleWithSourceMap,
+  histories: Array<{ workflowId: string; history: JsonHistory }>,
+): Promise<Map<string, string | undefined>> {
   const outcomes = new Map<string, string | undefined>();
-  for await (const result of Worker.runReplayHistories({ workflowBundle: bundle }, histories)) outcomes.set(result.workflowId, result.error?.message);
+  for await (const result of Worker.runReplayHistories({ workflowBundle: bundle }, histories))
+    outcomes.set(result.workflowId, result.error?.message);
   return outcomes;
 }
 
@@ -64,7 +68,8 @@ async function patchIds(handle: WorkflowHandle): Promise<string[]> {
     const marker = event.markerRecordedEventAttributes;
     if (marker?.markerName !== 'core_patch') return [];
     const data = marker.details?.['patch-data']?.payloads?.[0]?.data;
-    const payload: unknown = data === undefined || data === null ? undefined : JSON.parse(Buffer.from(data).toString('utf8'));
+    const payload: unknown =
+      data === undefined || data === null ? undefined : JSON.parse(Buffer.from(data).toString('utf8'));
     return isRecord(payload) && typeof payload.id === 'string' ? [payload.id] : [];
   });
 }
@@ -75,7 +80,8 @@ async function failureOf(handle: WorkflowHandle): Promise<ApplicationFailure> {
     () => undefined,
     (reason: unknown) => reason,
   );
-  if (!(error instanceof WorkflowFailedError) || !(error.cause instanceof ApplicationFailure)) throw new Error(`expected a failed workflow, got ${String(error)}`);
+  if (!(error instanceof WorkflowFailedError) || !(error.cause instanceof ApplicationFailure))
+    throw new Error(`expected a failed workflow, got ${String(error)}`);
   return error.cause;
 }
 
@@ -90,31 +96,69 @@ describe('unknown keys in workflow input', () => {
 
   describe('a new run', () => {
     const cases: Array<[string, string, Record<string, unknown>, string]> = [
-      ['compactConversation, an option', 'compactConversation', { messages, options: { contextBudget: 1000, keepRecnt: 3 } }, 'options.keepRecnt: unknown option; did you mean keepRecent?'],
-      ['compactConversation, a field of its input', 'compactConversation', { messages, option: { contextBudget: 1000 } }, 'input.option: unknown field; did you mean options?'],
-      ['compact in a workflow, an activity setting', 'compactInWorkflow', { messages, options: { contextBudget: 1000, taskQeue: 'summaries' } }, 'options.taskQeue: unknown option; did you mean taskQueue?'],
+      [
+        'compactConversation, an option',
+        'compactConversation',
+        { messages, options: { contextBudget: 1000, keepRecnt: 3 } },
+        'options.keepRecnt: unknown option; did you mean keepRecent?',
+      ],
+      [
+        'compactConversation, a field of its input',
+        'compactConversation',
+        { messages, option: { contextBudget: 1000 } },
+        'input.option: unknown field; did you mean options?',
+      ],
+      [
+        'compact in a workflow, an activity setting',
+        'compactInWorkflow',
+        { messages, options: { contextBudget: 1000, taskQeue: 'summaries' } },
+        'options.taskQeue: unknown option; did you mean taskQueue?',
+      ],
       [
         'agentRun, its compaction settings',
         'agentRun',
-        { messages, model: { provider: 'replay', trajectory: 'none', contextWindow: 16_000, maxOutputTokens: 500 }, compaction: { ageObservation: true } },
+        {
+          messages,
+          model: { provider: 'replay', trajectory: 'none', contextWindow: 16_000, maxOutputTokens: 500 },
+          compaction: { ageObservation: true },
+        },
         'input.compaction.ageObservation: unknown option; did you mean ageObservations?',
       ],
     ];
-    it.each(cases)('%s: fails at once with Compaction.InvalidInput naming it, no workflow task retried', async (_name, workflowType, input, message) => {
-      await withWorker(bundle, { summarizer: createExtractiveSummarizer() }, async ({ client, taskQueue }) => {
-        const handle = await client.workflow.start(workflowType, { taskQueue, workflowId: uniqueId('unknown-key'), args: [input] });
-        const failure = await failureOf(handle);
-        expect([failure.type, failure.nonRetryable, failure.message]).toEqual([FailureType.InvalidInput, true, message]);
-        expect(failure.details?.[0]).toEqual({ field: message.slice(0, message.indexOf(':')), reason: message.slice(message.indexOf(':') + 2) });
-        const events = await eventTypes(handle);
-        expect(events).not.toContain('WorkflowTaskFailed');
-        expect(events.at(-1)).toBe('WorkflowExecutionFailed');
-      });
-    }, 60_000);
+    it.each(cases)(
+      '%s: fails at once with Compaction.InvalidInput naming it, no workflow task retried',
+      async (_name, workflowType, input, message) => {
+        await withWorker(bundle, { summarizer: createExtractiveSummarizer() }, async ({ client, taskQueue }) => {
+          const handle = await client.workflow.start(workflowType, {
+            taskQueue,
+            workflowId: uniqueId('unknown-key'),
+            args: [input],
+          });
+          const failure = await failureOf(handle);
+          expect([failure.type, failure.nonRetryable, failure.message]).toEqual([
+            FailureType.InvalidInput,
+            true,
+            message,
+          ]);
+          expect(failure.details?.[0]).toEqual({
+            field: message.slice(0, message.indexOf(':')),
+            reason: message.slice(message.indexOf(':') + 2),
+          });
+          const events = await eventTypes(handle);
+          expect(events).not.toContain('WorkflowTaskFailed');
+          expect(events.at(-1)).toBe('WorkflowExecutionFailed');
+        });
+      },
+      60_000,
+    );
 
     it('records the patch: its replays refuse unknown keys too', async () => {
       await withWorker(bundle, { summarizer: createExtractiveSummarizer() }, async ({ client, taskQueue }) => {
-        const handle = await client.workflow.start('compactConversation', { taskQueue, workflowId: uniqueId('unknown-key-patch'), args: [{ messages, options: { contextBudget: 100 } }] });
+        const handle = await client.workflow.start('compactConversation', {
+          taskQueue,
+          workflowId: uniqueId('unknown-key-patch'),
+          args: [{ messages, options: { contextBudget: 100 } }],
+        });
         await handle.result();
         expect(await patchIds(handle)).toContain(UNKNOWN_KEYS_PATCH_ID);
       });
@@ -133,13 +177,26 @@ describe('unknown keys in workflow input', () => {
             input.note = 'from a newer client';
           }),
       ],
-      ['compact in a workflow: an option', () => historyWithInput('compact-in-workflow-cancel-during-backoff.json', (input) => void (nested(input, 'options').keepRecnt = 3))],
-      ['agentRun: a compaction setting', () => historyWithInput('agent-run-update.json', (input) => void (nested(input, 'compaction').keepRecnt = 3))],
+      [
+        'compact in a workflow: an option',
+        () =>
+          historyWithInput(
+            'compact-in-workflow-cancel-during-backoff.json',
+            (input) => void (nested(input, 'options').keepRecnt = 3),
+          ),
+      ],
+      [
+        'agentRun: a compaction setting',
+        () => historyWithInput('agent-run-update.json', (input) => void (nested(input, 'compaction').keepRecnt = 3)),
+      ],
     ];
 
     it('replays as it ran', async () => {
       const histories = edited.map(([workflowId, history]) => ({ workflowId, history: history() }));
-      for (const { history } of histories) expect(JSON.stringify(decode(history.events[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0]))).toContain('keepRecnt');
+      for (const { history } of histories)
+        expect(
+          JSON.stringify(decode(history.events[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0])),
+        ).toContain('keepRecnt');
       const outcomes = await replayErrors(bundle, histories);
       expect([...outcomes]).toEqual(edited.map(([workflowId]) => [workflowId, undefined]));
     }, 120_000);

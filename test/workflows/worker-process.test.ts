@@ -11,7 +11,12 @@ import type { compactConversation } from '../../src/workflows/index.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.js';
 import { toolRounds } from '../support/messages.js';
 import { testConnection, uniqueId, withWorker } from '../support/temporal.js';
-import { killWorkerProcesses, spawnWorkerProcess, writeProductionBundle, type WorkerProcess } from '../support/worker-process.js';
+import {
+  killWorkerProcesses,
+  spawnWorkerProcess,
+  writeProductionBundle,
+  type WorkerProcess,
+} from '../support/worker-process.js';
 import { eventTypes } from './harness.js';
 
 const SUMMARY = '## Goals\nFix app.py.\n## Decisions\nNone.\n## Files and commands\nf*.py\n## Unresolved\nNone.';
@@ -19,8 +24,10 @@ const SUMMARY = '## Goals\nFix app.py.\n## Decisions\nNone.\n## Files and comman
 async function waitForOutput(worker: WorkerProcess, pattern: RegExp, timeoutMs: number): Promise<void> {
   const deadline = performance.now() + timeoutMs;
   while (!pattern.test(worker.output())) {
-    if (worker.child.exitCode !== null) throw new Error(`the worker exited (${worker.child.exitCode}):\n${worker.output()}`);
-    if (performance.now() > deadline) throw new Error(`no ${pattern} from the worker within ${timeoutMs} ms:\n${worker.output()}`);
+    if (worker.child.exitCode !== null)
+      throw new Error(`the worker exited (${worker.child.exitCode}):\n${worker.output()}`);
+    if (performance.now() > deadline)
+      throw new Error(`no ${pattern} from the worker within ${timeoutMs} ms:\n${worker.output()}`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
@@ -62,7 +69,12 @@ describe('worker process', () => {
     // Without a prebuilt bundle the worker bundles its workflows at start: on a loaded machine that takes a while.
     await waitForOutput(first, /polling task queue/, 90_000);
 
-    const options: CompactConversationOptions = { contextBudget: 4000, retryBackoff: '100ms', heartbeatTimeout: '2s', startToCloseTimeout: '60s' };
+    const options: CompactConversationOptions = {
+      contextBudget: 4000,
+      retryBackoff: '100ms',
+      heartbeatTimeout: '2s',
+      startToCloseTimeout: '60s',
+    };
     const handle = await t.client.workflow.start<typeof compactConversation>('compactConversation', {
       taskQueue: t.taskQueue,
       workflowId: uniqueId('worker-crash'),
@@ -71,10 +83,22 @@ describe('worker process', () => {
     await server.waitForRequests(1, 20_000);
     first.child.kill('SIGKILL');
     expect(await first.exited).toEqual({ code: null, signal: 'SIGKILL' });
-    await server.waitUntil(() => server.requests[0]?.outcome === 'aborted', 5000, 'the killed worker’s request to drop');
+    await server.waitUntil(
+      () => server.requests[0]?.outcome === 'aborted',
+      5000,
+      'the killed worker’s request to drop',
+    );
 
-    const summarizer = createOpenAISummarizer({ model: 'fake-summarizer', baseURL: server.baseURL, apiKey: 'test-key' });
-    const result = await withWorker(t, { workflowBundle: { codePath: bundle.bundlePath }, activities: createActivities({ summarizer }) }, () => handle.result());
+    const summarizer = createOpenAISummarizer({
+      model: 'fake-summarizer',
+      baseURL: server.baseURL,
+      apiKey: 'test-key',
+    });
+    const result = await withWorker(
+      t,
+      { workflowBundle: { codePath: bundle.bundlePath }, activities: createActivities({ summarizer }) },
+      () => handle.result(),
+    );
     expect(result.fallback).toBe(false);
     expect(result.summary).toContain(SUMMARY);
     expect(server.requests).toHaveLength(2);
@@ -83,9 +107,13 @@ describe('worker process', () => {
     expect(events).toContain('ActivityTaskCompleted');
     // The heartbeat timeout (2 s), not the 60 s startToCloseTimeout, ended the dead attempt: the
     // attempt that completed is the second, and the failure it carries is a heartbeat timeout.
-    const started = ((await handle.fetchHistory()).events ?? []).flatMap((event) => (event.activityTaskStartedEventAttributes ? [event.activityTaskStartedEventAttributes] : []));
+    const started = ((await handle.fetchHistory()).events ?? []).flatMap((event) =>
+      event.activityTaskStartedEventAttributes ? [event.activityTaskStartedEventAttributes] : [],
+    );
     expect(started.map(({ attempt }) => attempt)).toEqual([2]);
-    expect(started[0]?.lastFailure?.timeoutFailureInfo?.timeoutType).toBe(temporal.api.enums.v1.TimeoutType.TIMEOUT_TYPE_HEARTBEAT);
+    expect(started[0]?.lastFailure?.timeoutFailureInfo?.timeoutType).toBe(
+      temporal.api.enums.v1.TimeoutType.TIMEOUT_TYPE_HEARTBEAT,
+    );
   }, 180_000);
 
   it('SIGTERM: shuts down gracefully and exits 0', async () => {
@@ -100,10 +128,16 @@ describe('worker process', () => {
   }, 120_000);
 
   it('a configuration error exits 1 naming the variable', async () => {
-    const worker = spawnWorkerProcess('src/worker/create-worker.ts', { TEMPORAL_ADDRESS: '127.0.0.1:1', COMPACTOR_MAX_CONCURRENT_ACTIVITIES: 'lots', COMPACTOR_SUMMARIZER_MODEL: 'm' });
+    const worker = spawnWorkerProcess('src/worker/create-worker.ts', {
+      TEMPORAL_ADDRESS: '127.0.0.1:1',
+      COMPACTOR_MAX_CONCURRENT_ACTIVITIES: 'lots',
+      COMPACTOR_SUMMARIZER_MODEL: 'm',
+    });
     spawned.push(worker);
     expect((await worker.exited).code).toBe(1);
-    expect(worker.output()).toContain('configuration error: COMPACTOR_MAX_CONCURRENT_ACTIVITIES: expected a positive integer, got "lots"');
+    expect(worker.output()).toContain(
+      'configuration error: COMPACTOR_MAX_CONCURRENT_ACTIVITIES: expected a positive integer, got "lots"',
+    );
   }, 30_000);
 });
 
@@ -120,7 +154,13 @@ describe('loadWorkerConfig (the environment through src/config.ts)', () => {
 
   it('defaults: task queue "compactor" for everything, mode "all", the offline summarizer without an OpenAI endpoint', () => {
     const config = loadWorkerConfig({});
-    expect(config).toMatchObject({ taskQueue: 'compactor', summarizerTaskQueue: 'compactor', mode: 'all', namespace: 'default', shutdownGraceTime: 10_000 });
+    expect(config).toMatchObject({
+      taskQueue: 'compactor',
+      summarizerTaskQueue: 'compactor',
+      mode: 'all',
+      namespace: 'default',
+      shutdownGraceTime: 10_000,
+    });
     expect(config.describeSummarizer).toMatch(/extractive/);
   });
 
@@ -145,14 +185,18 @@ describe('loadWorkerConfig (the environment through src/config.ts)', () => {
       maxConcurrentWorkflowTaskExecutions: 4,
       shutdownGraceTime: 30_000,
     });
-    expect(config.describeSummarizer).toBe('OpenAI-compatible summarizer: model small at http://127.0.0.1:9/v1, timeout 60000 ms');
+    expect(config.describeSummarizer).toBe(
+      'OpenAI-compatible summarizer: model small at http://127.0.0.1:9/v1, timeout 60000 ms',
+    );
     expect(config.temporalEnv?.TEMPORAL_NAMESPACE).toBe('agents');
   });
 
   it('names the variable at fault', () => {
     expect(errorOf({ COMPACTOR_WORKER_MODE: 'both' }).setting).toBe('COMPACTOR_WORKER_MODE');
     expect(errorOf({ COMPACTOR_SUMMARIZER_TIMEOUT: '-5' }).setting).toBe('COMPACTOR_SUMMARIZER_TIMEOUT');
-    expect(errorOf({ COMPACTOR_WORKFLOW_BUNDLE: '/nonexistent/bundle.js' }).message).toMatch(/^COMPACTOR_WORKFLOW_BUNDLE: expected the path of an existing workflow bundle/);
+    expect(errorOf({ COMPACTOR_WORKFLOW_BUNDLE: '/nonexistent/bundle.js' }).message).toMatch(
+      /^COMPACTOR_WORKFLOW_BUNDLE: expected the path of an existing workflow bundle/,
+    );
     expect(errorOf({ COMPACTOR_SHUTDOWN_GRACE_TIME: 'a while' }).setting).toBe('COMPACTOR_SHUTDOWN_GRACE_TIME');
   });
 });

@@ -24,7 +24,9 @@ describe('needsCompaction (workflow entry)', () => {
 
   it('agrees with the engine over and under the trigger, with a counter and a target', () => {
     for (const contextBudget of [1000, 5000, 20_000, 100_000]) {
-      expect(needsCompaction(messages, { contextBudget })).toBe(needsCompactionCore(messages, resolveOptions({ contextBudget })));
+      expect(needsCompaction(messages, { contextBudget })).toBe(
+        needsCompactionCore(messages, resolveOptions({ contextBudget })),
+      );
     }
     expect(needsCompaction(messages, { contextBudget: 100_000 })).toBe(false);
     expect(needsCompaction(messages, { contextBudget: 1000 })).toBe(true);
@@ -36,13 +38,20 @@ describe('needsCompaction (workflow entry)', () => {
 
   it('an elision batch makes it true below the trigger (ageObservations, elisionEpochs batch)', () => {
     const big = toolRounds(12, 5000);
-    const options = { contextBudget: 100_000, ageMinChars: 1000, ageReclaimMin: 10_000, elisionEpochs: 'batch' } as const;
+    const options = {
+      contextBudget: 100_000,
+      ageMinChars: 1000,
+      ageReclaimMin: 10_000,
+      elisionEpochs: 'batch',
+    } as const;
     expect(needsCompaction(big, options)).toBe(false);
     expect(needsCompaction(big, { ...options, ageObservations: true })).toBe(true);
   });
 
   it('bad input → non-retryable Compaction.InvalidInput naming the field', () => {
-    const badMessage = failureOf(() => needsCompaction([{ role: 'robot', content: 'hi' }] as never, { contextBudget: 1000 }));
+    const badMessage = failureOf(() =>
+      needsCompaction([{ role: 'robot', content: 'hi' }] as never, { contextBudget: 1000 }),
+    );
     expect(badMessage.type).toBe(FailureType.InvalidInput);
     expect(badMessage.nonRetryable).toBe(true);
     expect(badMessage.message).toContain('messages[0].role');
@@ -64,8 +73,12 @@ describe('summarizeActivitySummary (the UI line of each summarize activity)', ()
   });
 
   it('says how many messages and characters, and the model when known', () => {
-    expect(summarizeActivitySummary(step('summary', 247, 109_333), 'gpt-4o-mini')).toBe('summarize 247 messages (109,333 chars) · gpt-4o-mini');
+    expect(summarizeActivitySummary(step('summary', 247, 109_333), 'gpt-4o-mini')).toBe(
+      'summarize 247 messages (109,333 chars) · gpt-4o-mini',
+    );
     expect(summarizeActivitySummary(step('summary', 3, 999))).toBe('summarize 3 messages (999 chars)');
-    expect(summarizeActivitySummary(step('tighter', 1200, 1_234_567), 'small')).toBe('summarize 1,200 messages (1,234,567 chars), tighter retry · small');
+    expect(summarizeActivitySummary(step('tighter', 1200, 1_234_567), 'small')).toBe(
+      'summarize 1,200 messages (1,234,567 chars), tighter retry · small',
+    );
   });
 });

@@ -8,7 +8,7 @@ const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|localhost)$/;
 
 export const codecServer: CliCommand = {
   name: 'codec-server',
-  usage: "[--codec-server-port N] [--codec-server-host HOST] [options]",
+  usage: '[--codec-server-port N] [--codec-server-host HOST] [options]',
   summary: 'serve the Temporal UI and CLI a codec endpoint that shows stored payloads decoded',
   description: [
     'Serves a codec endpoint that resolves stored payloads, decompresses and decrypts them, for the Temporal UI and the temporal CLI, until SIGINT or SIGTERM. Configure it as the workers are (COMPACTOR_PAYLOAD_STORE, COMPACTOR_CODEC_KEY); its own settings are the --codec-server-* flags below and COMPACTOR_CODEC_SERVER_TOKEN.',
@@ -18,7 +18,9 @@ export const codecServer: CliCommand = {
     const config = loadConfig({ env: context.io.env, flags: configFlagsFromArgs(context.values) });
     const payloads = payloadConverterFromConfig(config);
     if (payloads.codec === undefined && payloads.driver === undefined) {
-      throw new UsageError('nothing to decode: set COMPACTOR_PAYLOAD_STORE and/or COMPACTOR_CODEC_KEY as the workers have them');
+      throw new UsageError(
+        'nothing to decode: set COMPACTOR_PAYLOAD_STORE and/or COMPACTOR_CODEC_KEY as the workers have them',
+      );
     }
     const server = await startCodecServer({
       dataConverter: payloads.dataConverter,
@@ -41,7 +43,9 @@ export const codecServer: CliCommand = {
         ].join('\n'),
       );
       if (!LOOPBACK.test(server.host) && config.codecServerToken === undefined) {
-        context.io.stderr(`codec-server: listening on ${server.host} without a token: anyone who reaches ${server.url} can read decrypted payloads${payloads.store.kind === 'off' ? '' : ` of ${describePayloadStore(payloads.store)}`}\n`);
+        context.io.stderr(
+          `codec-server: listening on ${server.host} without a token: anyone who reaches ${server.url} can read decrypted payloads${payloads.store.kind === 'off' ? '' : ` of ${describePayloadStore(payloads.store)}`}\n`,
+        );
       }
       const signal = await untilSignal();
       context.io.stdout(`Codec server stopped (${signal}).\n`);

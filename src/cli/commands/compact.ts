@@ -8,30 +8,87 @@ import { groupDigits } from '../../core/agent/compaction-history.js';
 import { InvalidInputError } from '../../core/errors.js';
 import { resolveOptions, type CompactionOptions } from '../../core/compaction/options.js';
 import { TemporalConnectionError } from '../../worker/temporal-connection.js';
-import { ExitCode, onlyArgument, UsageError, type CliCommand, type CommandContext, type OptionSpec } from '../command.js';
+import {
+  ExitCode,
+  onlyArgument,
+  UsageError,
+  type CliCommand,
+  type CommandContext,
+  type OptionSpec,
+} from '../command.js';
 import { compactInProcess, compactViaWorkflow, renderCompactReport } from '../compact-run.js';
-import { conversationOutput, ConversationFileError, readConversationFile, writeFileWhole } from '../conversation-file.js';
+import {
+  conversationOutput,
+  ConversationFileError,
+  readConversationFile,
+  writeFileWhole,
+} from '../conversation-file.js';
 
 type FlagOptions = Omit<CompactionOptions, 'contextBudget'>;
 
 /** The compaction options a flag sets: its option key, how its value reads, and its help. */
 const COMPACTION_FLAGS = {
-  'keep-recent': { key: 'keepRecent', kind: 'count', value: 'N', help: 'messages at the end kept verbatim (default 8)' },
-  'age-observations': { key: 'ageObservations', kind: 'switch', help: 'elide dead tool output before summarizing (default off)' },
-  'trigger-ratio': { key: 'triggerRatio', kind: 'ratio', value: 'R', help: 'compaction is due over R × the budget (default 0.8; the report says whether it was)' },
-  'target-ratio': { key: 'targetRatio', kind: 'ratio', value: 'R', help: 'the low-water mark: the hard trim aims at R × the budget (default 0.5, at most --trigger-ratio)' },
-  'tool-result-cap': { key: 'toolResultCap', kind: 'count', value: 'N', help: "tool results are cut to N characters in the summarizer's input (default 2000)" },
-  'max-attempts': { key: 'maxAttempts', kind: 'count', value: 'N', help: 'summarizer attempts per request, in all (default 3)' },
-  'retry-backoff': { key: 'retryBackoff', kind: 'duration', value: 'DURATION', help: 'wait before the second attempt, doubling after (default 2s)' },
-} as const satisfies Record<string, { key: keyof FlagOptions; kind: 'count' | 'ratio' | 'switch' | 'duration'; value?: string; help: string }>;
+  'keep-recent': {
+    key: 'keepRecent',
+    kind: 'count',
+    value: 'N',
+    help: 'messages at the end kept verbatim (default 8)',
+  },
+  'age-observations': {
+    key: 'ageObservations',
+    kind: 'switch',
+    help: 'elide dead tool output before summarizing (default off)',
+  },
+  'trigger-ratio': {
+    key: 'triggerRatio',
+    kind: 'ratio',
+    value: 'R',
+    help: 'compaction is due over R × the budget (default 0.8; the report says whether it was)',
+  },
+  'target-ratio': {
+    key: 'targetRatio',
+    kind: 'ratio',
+    value: 'R',
+    help: 'the low-water mark: the hard trim aims at R × the budget (default 0.5, at most --trigger-ratio)',
+  },
+  'tool-result-cap': {
+    key: 'toolResultCap',
+    kind: 'count',
+    value: 'N',
+    help: "tool results are cut to N characters in the summarizer's input (default 2000)",
+  },
+  'max-attempts': {
+    key: 'maxAttempts',
+    kind: 'count',
+    value: 'N',
+    help: 'summarizer attempts per request, in all (default 3)',
+  },
+  'retry-backoff': {
+    key: 'retryBackoff',
+    kind: 'duration',
+    value: 'DURATION',
+    help: 'wait before the second attempt, doubling after (default 2s)',
+  },
+} as const satisfies Record<
+  string,
+  { key: keyof FlagOptions; kind: 'count' | 'ratio' | 'switch' | 'duration'; value?: string; help: string }
+>;
 
 type CompactionFlag = keyof typeof COMPACTION_FLAGS;
-const compactionFlags = Object.keys(COMPACTION_FLAGS).filter((flag): flag is CompactionFlag => Object.hasOwn(COMPACTION_FLAGS, flag));
+const compactionFlags = Object.keys(COMPACTION_FLAGS).filter((flag): flag is CompactionFlag =>
+  Object.hasOwn(COMPACTION_FLAGS, flag),
+);
 
 /** `N` for a whole number ≥ `min` (digits only: `128000`, not `128k`), else a usage error naming `flag`. */
-function wholeNumber(flag: string, text: string | boolean | Array<string | boolean>, min: number, what: string): number {
+function wholeNumber(
+  flag: string,
+  text: string | boolean | Array<string | boolean>,
+  min: number,
+  what: string,
+): number {
   const value = typeof text === 'string' && /^\s*\d+\s*$/.test(text) ? Number(text) : Number.NaN;
-  if (!Number.isSafeInteger(value) || value < min) throw new UsageError(`--${flag} takes ${what}, got ${JSON.stringify(text)}`);
+  if (!Number.isSafeInteger(value) || value < min)
+    throw new UsageError(`--${flag} takes ${what}, got ${JSON.stringify(text)}`);
   return value;
 }
 
@@ -54,7 +111,8 @@ export function compactionOptionsOf(values: CommandContext['values']): { options
     if (spec.kind === 'count') options[spec.key] = wholeNumber(flag, text, 0, 'a whole number');
     else if (spec.kind === 'ratio') {
       const ratio = /^\s*(\d+(\.\d*)?|\.\d+)\s*$/.test(text) ? Number(text) : Number.NaN;
-      if (!(ratio > 0 && ratio <= 1)) throw new UsageError(`--${flag} takes a ratio over 0 and at most 1, e.g. 0.5, got ${JSON.stringify(text)}`);
+      if (!(ratio > 0 && ratio <= 1))
+        throw new UsageError(`--${flag} takes a ratio over 0 and at most 1, e.g. 0.5, got ${JSON.stringify(text)}`);
       options[spec.key] = ratio;
     } else options[spec.key] = text;
     flags.push(`--${flag} ${text}`);
@@ -66,7 +124,10 @@ export function compactionOptionsOf(values: CommandContext['values']): { options
     if (!(error instanceof InvalidInputError)) throw error;
     const key = error.field.replace(/^options\./, '');
     // The reason names other options by key (`must not exceed triggerRatio`): name their flags.
-    const reason = compactionFlags.reduce((text, flag) => text.replaceAll(COMPACTION_FLAGS[flag].key, `--${flag}`), error.reason);
+    const reason = compactionFlags.reduce(
+      (text, flag) => text.replaceAll(COMPACTION_FLAGS[flag].key, `--${flag}`),
+      error.reason,
+    );
     throw new UsageError(`--${keyToFlag.get(key) ?? key}: ${reason}`);
   }
   return { options, flags };
@@ -77,10 +138,14 @@ async function connectedClient(context: CommandContext, config: CompactorConfig)
   try {
     return await context.client();
   } catch (error) {
-    const hint = '(start one with `temporal server start-dev`, point TEMPORAL_ADDRESS at yours, or compact without --via-workflow)';
-    if (error instanceof TemporalConnectionError) throw new TemporalConnectionError(error.address, `${error.reason} ${hint}`, { cause: error.cause });
+    const hint =
+      '(start one with `temporal server start-dev`, point TEMPORAL_ADDRESS at yours, or compact without --via-workflow)';
+    if (error instanceof TemporalConnectionError)
+      throw new TemporalConnectionError(error.address, `${error.reason} ${hint}`, { cause: error.cause });
     const reason = error instanceof Error ? error.message : String(error);
-    throw new TemporalConnectionError(config.temporalAddress ?? 'localhost:7233', `${reason} ${hint}`, { cause: error });
+    throw new TemporalConnectionError(config.temporalAddress ?? 'localhost:7233', `${reason} ${hint}`, {
+      cause: error,
+    });
   }
 }
 
@@ -90,13 +155,31 @@ const options: Record<string, OptionSpec> = {
     value: 'N',
     help: "the context budget in tokens (also --context-budget, COMPACTOR_CONTEXT_BUDGET); default: the conversation's own size",
   },
-  target: { type: 'string', value: 'N', help: 'aim at N tokens for this call: the hard trim aims there, and the result is exhausted over it' },
-  ...Object.fromEntries(compactionFlags.map((flag): [string, OptionSpec] => {
-    const spec = COMPACTION_FLAGS[flag];
-    return [flag, spec.kind === 'switch' ? { type: 'boolean', help: spec.help } : { type: 'string', value: spec.value, help: spec.help }];
-  })),
-  'via-workflow': { type: 'boolean', help: 'run it as a compactConversation workflow on the configured Temporal server' },
-  out: { type: 'string', value: 'FILE', help: 'write the compacted conversation to FILE (whole or not at all) instead of stdout' },
+  target: {
+    type: 'string',
+    value: 'N',
+    help: 'aim at N tokens for this call: the hard trim aims there, and the result is exhausted over it',
+  },
+  ...Object.fromEntries(
+    compactionFlags.map((flag): [string, OptionSpec] => {
+      const spec = COMPACTION_FLAGS[flag];
+      return [
+        flag,
+        spec.kind === 'switch'
+          ? { type: 'boolean', help: spec.help }
+          : { type: 'string', value: spec.value, help: spec.help },
+      ];
+    }),
+  ),
+  'via-workflow': {
+    type: 'boolean',
+    help: 'run it as a compactConversation workflow on the configured Temporal server',
+  },
+  out: {
+    type: 'string',
+    value: 'FILE',
+    help: 'write the compacted conversation to FILE (whole or not at all) instead of stdout',
+  },
 };
 
 export const compact: CliCommand = {
@@ -114,9 +197,16 @@ export const compact: CliCommand = {
     if (out !== undefined && (typeof out !== 'string' || out === '')) throw new UsageError('--out takes a file name');
     const toFile = typeof out === 'string' && out !== '-';
     // Checked before compacting: a result that cannot be written would be lost (a workflow run, a model's summary).
-    if (toFile && !existsSync(dirname(resolve(out)))) throw new UsageError(`--out ${out}: the directory ${dirname(resolve(out))} does not exist`);
-    const budget = context.values.budget === undefined ? undefined : wholeNumber('budget', context.values.budget, 1, 'a positive whole number of tokens');
-    const target = context.values.target === undefined ? undefined : wholeNumber('target', context.values.target, 1, 'a positive whole number of tokens');
+    if (toFile && !existsSync(dirname(resolve(out))))
+      throw new UsageError(`--out ${out}: the directory ${dirname(resolve(out))} does not exist`);
+    const budget =
+      context.values.budget === undefined
+        ? undefined
+        : wholeNumber('budget', context.values.budget, 1, 'a positive whole number of tokens');
+    const target =
+      context.values.target === undefined
+        ? undefined
+        : wholeNumber('target', context.values.target, 1, 'a positive whole number of tokens');
     const { options: compactionOptions, flags } = compactionOptionsOf(context.values);
     const config = loadConfig({ env: context.io.env, flags: configFlagsFromArgs(context.values) });
     let file;
@@ -126,8 +216,20 @@ export const compact: CliCommand = {
       if (error instanceof ConversationFileError && error.kind === 'missing') throw new UsageError(error.message);
       throw error;
     }
-    const run = { file, config, budget, target, options: compactionOptions, optionFlags: flags, env: context.io.env, progress: (line: string) => context.io.stderr(`${line}\n`) };
-    const report = context.values['via-workflow'] === true ? await compactViaWorkflow(run, await connectedClient(context, config)) : await compactInProcess(run);
+    const run = {
+      file,
+      config,
+      budget,
+      target,
+      options: compactionOptions,
+      optionFlags: flags,
+      env: context.io.env,
+      progress: (line: string) => context.io.stderr(`${line}\n`),
+    };
+    const report =
+      context.values['via-workflow'] === true
+        ? await compactViaWorkflow(run, await connectedClient(context, config))
+        : await compactInProcess(run);
     // The report goes to stderr so that stdout is the conversation alone, ready for a pipe.
     context.io.stderr(renderCompactReport(report));
     const json = conversationOutput(file, report.result.messages);
@@ -136,7 +238,9 @@ export const compact: CliCommand = {
       context.io.stderr(`Wrote ${groupDigits(report.result.messages.length)} messages to ${out}.\n`);
     } else context.io.stdout(json);
     if (report.summarizerFailure === undefined) return ExitCode.ok;
-    context.io.stderr('temporal-compactor compact: warning: the summarizer failed (why: above), so the output is the hard trim; exit code 3\n');
+    context.io.stderr(
+      'temporal-compactor compact: warning: the summarizer failed (why: above), so the output is the hard trim; exit code 3\n',
+    );
     return ExitCode.summarizerFailed;
   },
 };

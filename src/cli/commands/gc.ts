@@ -3,7 +3,14 @@ import { Client } from '@temporalio/client';
 import { groupDigits } from '../../core/agent/compaction-history.js';
 import { durationTextMs } from '../../core/compaction/options.js';
 import { configFlagsFromArgs, loadConfig } from '../../config.js';
-import { collectGarbage, DEFAULT_GC_GRACE_MS, totalOf, type GarbageReport, type SweptKind, type Tally } from '../../payloads/gc.js';
+import {
+  collectGarbage,
+  DEFAULT_GC_GRACE_MS,
+  totalOf,
+  type GarbageReport,
+  type SweptKind,
+  type Tally,
+} from '../../payloads/gc.js';
 import { describePayloadStore, payloadConverterFromConfig } from '../../payloads/index.js';
 import { collectRetainedClaims } from '../../payloads/retained-claims.js';
 import { noArguments, UsageError, type CliCommand, type CommandContext } from '../command.js';
@@ -12,10 +19,13 @@ function graceOf(context: CommandContext): number {
   const text = context.values.grace;
   if (text === undefined) return DEFAULT_GC_GRACE_MS;
   const written = typeof text === 'string' ? durationTextMs(text) : undefined;
-  if (written === undefined) throw new UsageError(`--grace takes a duration such as "48h", "3d" or "90m", got ${JSON.stringify(text)}`);
+  if (written === undefined)
+    throw new UsageError(`--grace takes a duration such as "48h", "3d" or "90m", got ${JSON.stringify(text)}`);
   const ms = Math.round(written);
   if (ms < DEFAULT_GC_GRACE_MS) {
-    throw new UsageError(`--grace must be at least 48h: a store refreshes an object it reuses only once it is 24 h old, so anything younger may still be about to be claimed`);
+    throw new UsageError(
+      `--grace must be at least 48h: a store refreshes an object it reuses only once it is 24 h old, so anything younger may still be about to be claimed`,
+    );
   }
   return ms;
 }
@@ -42,7 +52,10 @@ function describeGarbageReport(report: GarbageReport): string {
   const hours = report.graceMs / 3_600_000;
   const grace = Number.isInteger(hours) ? `${hours}h` : `${Math.round(report.graceMs / 60_000)}m`;
   const removed = report.dryRun ? 'would be removed' : 'removed';
-  const rows = kinds.map(([kind, label]) => `| ${label} | ${describeTally(report.reachable[kind])} | ${describeTally(report.young[kind])} | ${describeTally(report.deleted[kind])} | ${describeTally(report.renewed[kind])} |`);
+  const rows = kinds.map(
+    ([kind, label]) =>
+      `| ${label} | ${describeTally(report.reachable[kind])} | ${describeTally(report.young[kind])} | ${describeTally(report.deleted[kind])} | ${describeTally(report.renewed[kind])} |`,
+  );
   const total = `| total | ${describeTally(totalOf(report.reachable))} | ${describeTally(totalOf(report.young))} | ${describeTally(totalOf(report.deleted))} | ${describeTally(totalOf(report.renewed))} |`;
   return [
     `| objects | reachable (kept) | younger than ${grace} (kept) | ${removed} | renewed meanwhile (kept) |`,
@@ -70,15 +83,32 @@ export const gc: CliCommand = {
     const dryRun = context.values['dry-run'] === true;
     const config = loadConfig({ env: context.io.env, flags: configFlagsFromArgs(context.values) });
     const { driver, store } = payloadConverterFromConfig(config);
-    if (driver === undefined) throw new UsageError('gc needs the payload store: set COMPACTOR_PAYLOAD_STORE (and the codec keys) as the workers have them');
+    if (driver === undefined)
+      throw new UsageError(
+        'gc needs the payload store: set COMPACTOR_PAYLOAD_STORE (and the codec keys) as the workers have them',
+      );
     const listed = context.values.namespace;
-    const namespaces = Array.isArray(listed) ? listed.filter((entry): entry is string => typeof entry === 'string') : [config.temporalNamespace];
+    const namespaces = Array.isArray(listed)
+      ? listed.filter((entry): entry is string => typeof entry === 'string')
+      : [config.temporalNamespace];
     const client = await context.client();
-    const clients = namespaces.map((namespace) => (namespace === client.options.namespace ? client : new Client({ connection: client.connection, namespace, dataConverter: client.options.dataConverter })));
+    const clients = namespaces.map((namespace) =>
+      namespace === client.options.namespace
+        ? client
+        : new Client({ connection: client.connection, namespace, dataConverter: client.options.dataConverter }),
+    );
     const progress = (line: string): void => context.io.stderr(`${line}\n`);
-    context.io.stderr(`gc of ${describePayloadStore(store)}${dryRun ? ' (dry run)' : ''}: marking from the histories of namespace${namespaces.length === 1 ? '' : 's'} ${namespaces.join(', ')}\n`);
+    context.io.stderr(
+      `gc of ${describePayloadStore(store)}${dryRun ? ' (dry run)' : ''}: marking from the histories of namespace${namespaces.length === 1 ? '' : 's'} ${namespaces.join(', ')}\n`,
+    );
     const retained = await collectRetainedClaims({ clients, onProgress: progress });
-    const report = await collectGarbage({ driver, claimedManifests: retained.manifests, graceMs, dryRun, onProgress: progress });
+    const report = await collectGarbage({
+      driver,
+      claimedManifests: retained.manifests,
+      graceMs,
+      dryRun,
+      onProgress: progress,
+    });
     const cutoff = new Date(report.cutoffMs).toISOString().replace(/\.\d+Z$/, 'Z');
     const lines = [
       `gc of ${report.store}${dryRun ? ' (dry run: nothing removed)' : ''}, objects last written before ${cutoff} were candidates`,
@@ -89,7 +119,9 @@ export const gc: CliCommand = {
       `${dryRun ? 'Would remove' : 'Removed'} ${describeTally(totalOf(report.deleted))}.`,
     ];
     if (report.missingCount > 0) {
-      lines.push(`Warning: ${groupDigits(report.missingCount)} objects that retained claims need are missing from the store (${report.missing.slice(0, 3).join(', ')}${report.missingCount > 3 ? ', ...' : ''}): those payloads cannot be read any more.`);
+      lines.push(
+        `Warning: ${groupDigits(report.missingCount)} objects that retained claims need are missing from the store (${report.missing.slice(0, 3).join(', ')}${report.missingCount > 3 ? ', ...' : ''}): those payloads cannot be read any more.`,
+      );
     }
     context.io.stdout(`${lines.join('\n')}\n`);
     return 0;

@@ -1,21 +1,35 @@
 // Node only: `temporal-compactor history <workflowId>` — the compaction table of an agentRun.
 import type { Client, WorkflowHandle } from '@temporalio/client';
-import { compactionRecordsFromSession, describeRunUsage, groupDigits, renderCompactionTable, type CompactionHistory } from '../../core/agent/compaction-history.js';
+import {
+  compactionRecordsFromSession,
+  describeRunUsage,
+  groupDigits,
+  renderCompactionTable,
+  type CompactionHistory,
+} from '../../core/agent/compaction-history.js';
 import type { SessionLine } from '../../core/agent/session.js';
 import { readSession } from '../../client/session-reader.js';
 import { describeAgentRun, QUERY_TIMEOUT_OPTION, queryTimeoutOf } from '../agent-run.js';
 import { onlyArgument, type CliCommand } from '../command.js';
 
 const isCompactionHistory = (value: unknown): value is CompactionHistory =>
-  typeof value === 'object' && value !== null && Array.isArray(Reflect.get(value, 'recent')) && typeof Reflect.get(value, 'totals') === 'object';
+  typeof value === 'object' &&
+  value !== null &&
+  Array.isArray(Reflect.get(value, 'recent')) &&
+  typeof Reflect.get(value, 'totals') === 'object';
 
 /** Reads the compaction history of an agentRun: from its result when it completed, else by query (a worker must poll its task queue). */
-async function readCompactionHistory(client: Client, handle: WorkflowHandle, queryTimeoutMs: number): Promise<{ value: CompactionHistory; status: string }> {
+async function readCompactionHistory(
+  client: Client,
+  handle: WorkflowHandle,
+  queryTimeoutMs: number,
+): Promise<{ value: CompactionHistory; status: string }> {
   const description = await describeAgentRun(handle);
   const status = description.status.name;
   if (status === 'COMPLETED') {
     const result: unknown = await handle.result();
-    const value: unknown = typeof result === 'object' && result !== null ? Reflect.get(result, 'compactions') : undefined;
+    const value: unknown =
+      typeof result === 'object' && result !== null ? Reflect.get(result, 'compactions') : undefined;
     if (isCompactionHistory(value)) return { value, status };
   }
   try {
@@ -25,7 +39,10 @@ async function readCompactionHistory(client: Client, handle: WorkflowHandle, que
     return { value, status };
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error);
-    throw new Error(`the run is ${status}; reading its compactions takes a query, which needs a worker polling task queue "${description.taskQueue}" (${reason})`, { cause: error });
+    throw new Error(
+      `the run is ${status}; reading its compactions takes a query, which needs a worker polling task queue "${description.taskQueue}" (${reason})`,
+      { cause: error },
+    );
   }
 }
 
@@ -52,7 +69,10 @@ export const history: CliCommand = {
       for await (const line of readSession(client, workflowId, { queryTimeoutMs })) lines.push(line);
       const records = compactionRecordsFromSession(lines);
       if (context.values.json === true) context.io.stdout(`${JSON.stringify(records, null, 2)}\n`);
-      else context.io.stdout(`agentRun ${workflowId} · ${status} · ${records.length} compaction${records.length === 1 ? '' : 's'}\n\n${renderCompactionTable(records)}\n`);
+      else
+        context.io.stdout(
+          `agentRun ${workflowId} · ${status} · ${records.length} compaction${records.length === 1 ? '' : 's'}\n\n${renderCompactionTable(records)}\n`,
+        );
       return 0;
     }
     const { value: compactions, status } = await readCompactionHistory(client, handle, queryTimeoutMs);
@@ -63,8 +83,13 @@ export const history: CliCommand = {
     const { totals, recent } = compactions;
     const earlier = totals.compactions - recent.length;
     const heading = `agentRun ${workflowId} · ${status} · ${totals.compactions} compaction${totals.compactions === 1 ? '' : 's'} · ${groupDigits(totals.tokensReclaimed)} tokens reclaimed`;
-    const note = earlier > 0 ? `\n(${earlier} earlier compaction${earlier === 1 ? '' : 's'} not shown: --all reads them from the transcript)\n` : '';
-    context.io.stdout(`${heading}\n\n${renderCompactionTable(recent, earlier + 1)}\n${note}\nCost so far: ${describeRunUsage(compactions.usage)}.\n`);
+    const note =
+      earlier > 0
+        ? `\n(${earlier} earlier compaction${earlier === 1 ? '' : 's'} not shown: --all reads them from the transcript)\n`
+        : '';
+    context.io.stdout(
+      `${heading}\n\n${renderCompactionTable(recent, earlier + 1)}\n${note}\nCost so far: ${describeRunUsage(compactions.usage)}.\n`,
+    );
     return 0;
   },
 };

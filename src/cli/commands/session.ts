@@ -13,14 +13,24 @@ export function describeSessionLine(line: SessionLine): string {
     case 'message': {
       const message: ChatMessage = line.message;
       const text = contentText(message.content);
-      const calls = (message.tool_calls ?? []).map((call) => `→ ${call.function.name} ${oneLine(call.function.arguments, 60)}`);
-      const what = message.role === 'tool' ? `(${message.tool_call_id ?? '?'}) ${groupDigits(text.length)} chars: ${oneLine(text, 80)}` : [oneLine(text, 100), ...calls].filter((part) => part !== '').join(' ');
+      const calls = (message.tool_calls ?? []).map(
+        (call) => `→ ${call.function.name} ${oneLine(call.function.arguments, 60)}`,
+      );
+      const what =
+        message.role === 'tool'
+          ? `(${message.tool_call_id ?? '?'}) ${groupDigits(text.length)} chars: ${oneLine(text, 80)}`
+          : [oneLine(text, 100), ...calls].filter((part) => part !== '').join(' ');
       return `${line.id.padEnd(6)} ${message.role.padEnd(9)} ${what}`;
     }
     case 'compaction': {
       const kind = line.summary !== null ? 'summary' : line.fallback ? 'hard trim' : 'no change';
-      const through = line.replacesThroughId === null ? 'nothing removed' : `${line.dropped} messages through ${line.replacesThroughId} → ${kind}`;
-      const flags = [line.fallback ? 'fallback' : '', line.exhausted ? 'EXHAUSTED' : ''].filter((flag) => flag !== '').join(', ');
+      const through =
+        line.replacesThroughId === null
+          ? 'nothing removed'
+          : `${line.dropped} messages through ${line.replacesThroughId} → ${kind}`;
+      const flags = [line.fallback ? 'fallback' : '', line.exhausted ? 'EXHAUSTED' : '']
+        .filter((flag) => flag !== '')
+        .join(', ');
       return `── compaction: ${through} (${groupDigits(line.tokensBefore)} → ${groupDigits(line.tokensAfter)} tokens)${flags === '' ? '' : ` [${flags}]`}`;
     }
     case 'elision':

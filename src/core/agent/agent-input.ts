@@ -2,7 +2,14 @@
 // settings — validated once, at the edge, into a plain-JSON plan the workflow runs.
 import { z } from 'zod';
 import { InvalidInputError } from '../errors.js';
-import { COMPACTION_OPTION_KEYS, parseDuration, resolveOptions, type CompactionOptions, type Duration, type UnknownKeys } from '../compaction/options.js';
+import {
+  COMPACTION_OPTION_KEYS,
+  parseDuration,
+  resolveOptions,
+  type CompactionOptions,
+  type Duration,
+  type UnknownKeys,
+} from '../compaction/options.js';
 import { assertKnownKeys, keysOf, unknownKeyReason } from '../unknown-keys.js';
 import { DEFAULT_PAYLOAD_LIMIT_BYTES } from '../limits/payload-size.js';
 import { DEFAULT_PRICING, type Pricing } from './run-usage.js';
@@ -186,8 +193,17 @@ const modelBase = {
   tokenizer: tokenizer.optional(),
   label: z.string().min(1).optional(),
 };
-const openaiModelSchema = z.strictObject({ provider: z.literal('openai'), model: z.string().min(1), temperature: z.number().min(0).max(2).optional(), ...modelBase });
-const replayModelSchema = z.strictObject({ provider: z.literal('replay'), trajectory: z.string().min(1), ...modelBase });
+const openaiModelSchema = z.strictObject({
+  provider: z.literal('openai'),
+  model: z.string().min(1),
+  temperature: z.number().min(0).max(2).optional(),
+  ...modelBase,
+});
+const replayModelSchema = z.strictObject({
+  provider: z.literal('replay'),
+  trajectory: z.string().min(1),
+  ...modelBase,
+});
 const modelSchema = z.discriminatedUnion('provider', [openaiModelSchema, replayModelSchema]);
 const activitySchema = z.strictObject({
   startToCloseTimeout: duration.optional(),
@@ -205,7 +221,12 @@ const inputSchema = z.strictObject({
   maxRounds: positiveInt.optional(),
   backendCooldown: z.strictObject({ rounds: nonNegativeInt.optional(), time: duration.optional() }).optional(),
   keepTask: z.boolean().optional(),
-  pricing: z.strictObject({ cachedInput: z.number().min(0).max(10).optional(), summarizerInput: z.number().min(0).max(10).optional() }).optional(),
+  pricing: z
+    .strictObject({
+      cachedInput: z.number().min(0).max(10).optional(),
+      summarizerInput: z.number().min(0).max(10).optional(),
+    })
+    .optional(),
   chatActivity: activitySchema.optional(),
   toolActivity: activitySchema.optional(),
   continueAsNewAfterRounds: positiveInt.optional(),
@@ -218,7 +239,12 @@ const inputSchema = z.strictObject({
 /** The names of `input.compaction`: the compaction options and the `summarize` activity's settings. */
 export const AGENT_COMPACTION_KEYS: readonly string[] = [
   ...COMPACTION_OPTION_KEYS,
-  ...keysOf<Omit<AgentCompactionOptions, keyof CompactionOptions>>({ startToCloseTimeout: true, heartbeatTimeout: true, taskQueue: true, summarizerModel: true }),
+  ...keysOf<Omit<AgentCompactionOptions, keyof CompactionOptions>>({
+    startToCloseTimeout: true,
+    heartbeatTimeout: true,
+    taskQueue: true,
+    summarizerModel: true,
+  }),
 ];
 
 function fieldOf(path: readonly PropertyKey[], root = 'input'): string {
@@ -232,7 +258,8 @@ function schemaKeysAt(schema: z.core.$ZodType, path: readonly PropertyKey[]): st
   let at: z.core.$ZodType = schema;
   for (const key of path) {
     while (at instanceof z.ZodOptional) at = at.unwrap();
-    const next: z.core.$ZodType | undefined = at instanceof z.ZodObject && typeof key === 'string' ? at.shape[key] : undefined;
+    const next: z.core.$ZodType | undefined =
+      at instanceof z.ZodObject && typeof key === 'string' ? at.shape[key] : undefined;
     if (next === undefined) return [];
     at = next;
   }
@@ -244,7 +271,10 @@ function schemaKeysAt(schema: z.core.$ZodType, path: readonly PropertyKey[]): st
 function issueError(issue: z.core.$ZodIssue, schema: z.core.$ZodType, value: unknown, root: string): InvalidInputError {
   if (issue.code === 'unrecognized_keys') {
     const key = issue.keys[0] ?? '';
-    return new InvalidInputError(fieldOf([...issue.path, key], root), unknownKeyReason(key, schemaKeysAt(schema, issue.path), 'field'));
+    return new InvalidInputError(
+      fieldOf([...issue.path, key], root),
+      unknownKeyReason(key, schemaKeysAt(schema, issue.path), 'field'),
+    );
   }
   return new InvalidInputError(fieldOf(issue.path, root), describeIssue(issue, value));
 }
@@ -271,39 +301,58 @@ export function planAgentRun(input: unknown, unknownKeys: UnknownKeys = 'refuse'
     throw issueError(issue, inputSchema, input, 'input');
   }
   const data = parsed.data;
-  if (unknownKeys === 'refuse' && data.carried === undefined) assertKnownKeys(data.compaction, AGENT_COMPACTION_KEYS, 'input.compaction');
+  if (unknownKeys === 'refuse' && data.carried === undefined)
+    assertKnownKeys(data.compaction, AGENT_COMPACTION_KEYS, 'input.compaction');
   // Tolerated (see above), an unknown key goes no further than here: `compact` refuses what it does not know.
-  const compaction: AgentCompactionOptions = Object.fromEntries(Object.entries(data.compaction).filter(([key]) => AGENT_COMPACTION_KEYS.includes(key)));
+  const compaction: AgentCompactionOptions = Object.fromEntries(
+    Object.entries(data.compaction).filter(([key]) => AGENT_COMPACTION_KEYS.includes(key)),
+  );
   const models = parseModels(data.model);
   const tools = (data.tools ?? []).map(parseTool);
   const names = new Set<string>();
   tools.forEach((tool, index) => {
-    if (names.has(tool.function.name)) throw new InvalidInputError(`input.tools[${index}].function.name`, `"${tool.function.name}" is declared twice`);
+    if (names.has(tool.function.name))
+      throw new InvalidInputError(`input.tools[${index}].function.name`, `"${tool.function.name}" is declared twice`);
     names.add(tool.function.name);
   });
   const backends = models.map((config, index): ResolvedBackend => {
     const field = Array.isArray(data.model) ? `input.model[${index}]` : 'input.model';
-    const safetyMargin = config.safetyMargin ?? (config.provider === 'openai' ? Math.ceil(config.contextWindow * 0.05) : 0);
+    const safetyMargin =
+      config.safetyMargin ?? (config.provider === 'openai' ? Math.ceil(config.contextWindow * 0.05) : 0);
     if (config.maxOutputTokens + safetyMargin >= config.contextWindow) {
-      throw new InvalidInputError(`${field}.contextWindow`, `${config.contextWindow} leaves no room for the conversation after maxOutputTokens (${config.maxOutputTokens}) and safetyMargin (${safetyMargin})`);
+      throw new InvalidInputError(
+        `${field}.contextWindow`,
+        `${config.contextWindow} leaves no room for the conversation after maxOutputTokens (${config.maxOutputTokens}) and safetyMargin (${safetyMargin})`,
+      );
     }
-    const label = config.label ?? (config.provider === 'openai' ? `openai:${config.model}` : `replay:${config.trajectory}`);
+    const label =
+      config.label ?? (config.provider === 'openai' ? `openai:${config.model}` : `replay:${config.trajectory}`);
     return { index, label, config, safetyMargin, tokenizer: config.tokenizer ?? 'o200k_base' };
   });
   // Check the compaction options now (with a stand-in budget when the preflight supplies it), so a bad option fails the run at its start.
-  const { contextBudget, startToCloseTimeout, heartbeatTimeout, taskQueue, summarizerModel, ...compactionOptions } = compaction;
+  const { contextBudget, startToCloseTimeout, heartbeatTimeout, taskQueue, summarizerModel, ...compactionOptions } =
+    compaction;
   resolveOptions({ ...compactionOptions, contextBudget: contextBudget ?? 1 }, 'input.compaction');
   checkDuration(startToCloseTimeout, 'input.compaction.startToCloseTimeout');
   checkDuration(heartbeatTimeout, 'input.compaction.heartbeatTimeout');
   assertTaskQueueName(taskQueue, 'input.compaction.taskQueue');
   checkText(summarizerModel, 'input.compaction.summarizerModel');
-  for (const [field, settings] of [['input.chatActivity', data.chatActivity], ['input.toolActivity', data.toolActivity]] as const) {
+  for (const [field, settings] of [
+    ['input.chatActivity', data.chatActivity],
+    ['input.toolActivity', data.toolActivity],
+  ] as const) {
     checkDuration(settings?.startToCloseTimeout, `${field}.startToCloseTimeout`);
     checkDuration(settings?.heartbeatTimeout, `${field}.heartbeatTimeout`);
     checkDuration(settings?.initialInterval, `${field}.initialInterval`);
     const initialInterval = settings?.initialInterval;
-    if (initialInterval !== undefined && parseDuration(initialInterval, `${field}.initialInterval`) > AGENT_MAXIMUM_RETRY_INTERVAL_MS) {
-      throw new InvalidInputError(`${field}.initialInterval`, `must be at most ${AGENT_MAXIMUM_RETRY_INTERVAL_MS / 1000}s (the longest wait between attempts), got ${JSON.stringify(initialInterval)}`);
+    if (
+      initialInterval !== undefined &&
+      parseDuration(initialInterval, `${field}.initialInterval`) > AGENT_MAXIMUM_RETRY_INTERVAL_MS
+    ) {
+      throw new InvalidInputError(
+        `${field}.initialInterval`,
+        `must be at most ${AGENT_MAXIMUM_RETRY_INTERVAL_MS / 1000}s (the longest wait between attempts), got ${JSON.stringify(initialInterval)}`,
+      );
     }
     assertTaskQueueName(settings?.taskQueue, `${field}.taskQueue`);
   }
@@ -316,7 +365,10 @@ export function planAgentRun(input: unknown, unknownKeys: UnknownKeys = 'refuse'
     maxRounds: data.maxRounds ?? DEFAULT_MAX_ROUNDS,
     backendCooldown: {
       rounds: data.backendCooldown?.rounds ?? DEFAULT_BACKEND_COOLDOWN_ROUNDS,
-      timeMs: data.backendCooldown?.time === undefined ? undefined : parseDuration(data.backendCooldown.time, 'input.backendCooldown.time'),
+      timeMs:
+        data.backendCooldown?.time === undefined
+          ? undefined
+          : parseDuration(data.backendCooldown.time, 'input.backendCooldown.time'),
     },
     keepTask: data.keepTask ?? true,
     pricing: {
@@ -334,15 +386,19 @@ export function planAgentRun(input: unknown, unknownKeys: UnknownKeys = 'refuse'
 /** A duration that must be longer than zero when given (a workflow must not find out later, in the middle of a run). */
 function checkDuration(value: unknown, field: string): void {
   if (value === undefined) return;
-  if (typeof value !== 'number' && typeof value !== 'string') throw new InvalidInputError(field, 'must be milliseconds or a duration like "30s"');
-  if (parseDuration(value, field) <= 0) throw new InvalidInputError(field, `must be longer than zero, got ${JSON.stringify(value)}`);
+  if (typeof value !== 'number' && typeof value !== 'string')
+    throw new InvalidInputError(field, 'must be milliseconds or a duration like "30s"');
+  if (parseDuration(value, field) <= 0)
+    throw new InvalidInputError(field, `must be longer than zero, got ${JSON.stringify(value)}`);
 }
 
 function checkText(value: unknown, field: string): void {
-  if (value !== undefined && (typeof value !== 'string' || value === '')) throw new InvalidInputError(field, 'must be a non-empty string');
+  if (value !== undefined && (typeof value !== 'string' || value === ''))
+    throw new InvalidInputError(field, 'must be a non-empty string');
 }
 
-const MODEL_SHAPES = '{ provider: "openai", model, contextWindow, maxOutputTokens, safetyMargin? } or { provider: "replay", trajectory, contextWindow, maxOutputTokens }';
+const MODEL_SHAPES =
+  '{ provider: "openai", model, contextWindow, maxOutputTokens, safetyMargin? } or { provider: "replay", trajectory, contextWindow, maxOutputTokens }';
 
 /** One model config or a non-empty chain of them, with errors naming the exact field. */
 function parseModels(model: unknown): ModelConfig[] {
@@ -353,7 +409,8 @@ function parseModels(model: unknown): ModelConfig[] {
     const field = Array.isArray(model) ? `input.model[${index}]` : 'input.model';
     if (typeof config !== 'object' || config === null) throw new InvalidInputError(field, `must be ${MODEL_SHAPES}`);
     const provider: unknown = Reflect.get(config, 'provider');
-    if (provider !== 'openai' && provider !== 'replay') throw new InvalidInputError(`${field}.provider`, `must be "openai" or "replay", got ${JSON.stringify(provider)}`);
+    if (provider !== 'openai' && provider !== 'replay')
+      throw new InvalidInputError(`${field}.provider`, `must be "openai" or "replay", got ${JSON.stringify(provider)}`);
     const parsed = modelSchema.safeParse(config);
     if (parsed.success) return parsed.data;
     const issue = parsed.error.issues[0];
@@ -395,34 +452,64 @@ function kindOf(value: unknown): string {
 function parseTool(value: unknown, index: number): ToolDeclaration {
   const field = `input.tools[${index}]`;
   if (typeof value === 'string') {
-    if (!isBuiltInToolName(value)) throw new InvalidInputError(field, `"${value}" is not a built-in tool (fs_read, fs_list, grep); declare your own tools as ${TOOL_SHAPE}`);
+    if (!isBuiltInToolName(value))
+      throw new InvalidInputError(
+        field,
+        `"${value}" is not a built-in tool (fs_read, fs_list, grep); declare your own tools as ${TOOL_SHAPE}`,
+      );
     return BUILT_IN_TOOLS[value];
   }
   if (!isRecord(value)) throw new InvalidInputError(field, `must be a built-in tool name or ${TOOL_SHAPE}`);
-  if (value.type !== 'function') throw new InvalidInputError(`${field}.type`, value.type === undefined ? 'must be "function"' : `must be "function", got ${JSON.stringify(value.type)}`);
+  if (value.type !== 'function')
+    throw new InvalidInputError(
+      `${field}.type`,
+      value.type === undefined ? 'must be "function"' : `must be "function", got ${JSON.stringify(value.type)}`,
+    );
   const declared = value.function;
-  if (!isRecord(declared)) throw new InvalidInputError(`${field}.function`, declared === undefined ? 'required: { name, description?, parameters? }' : `must be an object { name, description?, parameters? }, got ${kindOf(declared)}`);
+  if (!isRecord(declared))
+    throw new InvalidInputError(
+      `${field}.function`,
+      declared === undefined
+        ? 'required: { name, description?, parameters? }'
+        : `must be an object { name, description?, parameters? }, got ${kindOf(declared)}`,
+    );
   const { name, description, parameters, strict } = declared;
   if (typeof name !== 'string' || !TOOL_NAME.test(name)) {
-    throw new InvalidInputError(`${field}.function.name`, name === undefined ? 'required: 1-64 letters, digits, _ or -' : `must be 1-64 letters, digits, _ or -, got ${JSON.stringify(name)}`);
+    throw new InvalidInputError(
+      `${field}.function.name`,
+      name === undefined
+        ? 'required: 1-64 letters, digits, _ or -'
+        : `must be 1-64 letters, digits, _ or -, got ${JSON.stringify(name)}`,
+    );
   }
-  if (description !== undefined && typeof description !== 'string') throw new InvalidInputError(`${field}.function.description`, 'must be a string');
-  if (strict !== undefined && strict !== null && typeof strict !== 'boolean') throw new InvalidInputError(`${field}.function.strict`, 'must be true, false or null');
+  if (description !== undefined && typeof description !== 'string')
+    throw new InvalidInputError(`${field}.function.description`, 'must be a string');
+  if (strict !== undefined && strict !== null && typeof strict !== 'boolean')
+    throw new InvalidInputError(`${field}.function.strict`, 'must be true, false or null');
   if (parameters !== undefined) checkParameters(parameters, `${field}.function.parameters`);
   return { ...value, type: 'function', function: { ...declared, name } };
 }
 
 /** The top of a function's parameter schema: what providers check before they take the request. */
 function checkParameters(parameters: unknown, field: string): void {
-  if (!isRecord(parameters)) throw new InvalidInputError(field, `must be a JSON Schema object, got ${kindOf(parameters)}`);
+  if (!isRecord(parameters))
+    throw new InvalidInputError(field, `must be a JSON Schema object, got ${kindOf(parameters)}`);
   if (parameters.type !== undefined && parameters.type !== 'object') {
-    throw new InvalidInputError(`${field}.type`, `must be "object" (a function takes named arguments), got ${JSON.stringify(parameters.type)}`);
+    throw new InvalidInputError(
+      `${field}.type`,
+      `must be "object" (a function takes named arguments), got ${JSON.stringify(parameters.type)}`,
+    );
   }
   const { properties, required } = parameters;
   if (properties !== undefined) {
-    if (!isRecord(properties)) throw new InvalidInputError(`${field}.properties`, 'must be an object of property schemas');
+    if (!isRecord(properties))
+      throw new InvalidInputError(`${field}.properties`, 'must be an object of property schemas');
     for (const [name, schema] of Object.entries(properties)) {
-      if (!isRecord(schema) && typeof schema !== 'boolean') throw new InvalidInputError(`${field}.properties.${name}`, `must be a JSON Schema (an object), got ${kindOf(schema)}`);
+      if (!isRecord(schema) && typeof schema !== 'boolean')
+        throw new InvalidInputError(
+          `${field}.properties.${name}`,
+          `must be a JSON Schema (an object), got ${kindOf(schema)}`,
+        );
     }
   }
   if (required !== undefined && !(Array.isArray(required) && required.every((entry) => typeof entry === 'string'))) {
@@ -453,17 +540,32 @@ export function validateAgentMessages(messages: unknown): ChatMessage[] {
     open = undefined;
     const position = turn.ids.findIndex((id) => !turn.answered.has(id));
     if (position >= 0) {
-      throw new InvalidInputError(`messages[${turn.index}].tool_calls[${position}].id`, `"${turn.ids[position]}" has no tool result: every call of a turn must be answered before the next message`, turn.index);
+      throw new InvalidInputError(
+        `messages[${turn.index}].tool_calls[${position}].id`,
+        `"${turn.ids[position]}" has no tool result: every call of a turn must be answered before the next message`,
+        turn.index,
+      );
     }
   };
   valid.forEach((message, index) => {
     if (message.role === 'tool') {
       const id = message.tool_call_id ?? '';
       const field = `messages[${index}].tool_call_id`;
-      if (open === undefined) throw new InvalidInputError(field, 'answers no tool call: a tool result must follow the assistant turn that asked for it (only other results in between)', index);
-      if (!open.ids.includes(id)) throw new InvalidInputError(field, `"${id}" answers no tool call of messages[${open.index}] (its calls: ${open.ids.map((call) => JSON.stringify(call)).join(', ')})`, index);
+      if (open === undefined)
+        throw new InvalidInputError(
+          field,
+          'answers no tool call: a tool result must follow the assistant turn that asked for it (only other results in between)',
+          index,
+        );
+      if (!open.ids.includes(id))
+        throw new InvalidInputError(
+          field,
+          `"${id}" answers no tool call of messages[${open.index}] (its calls: ${open.ids.map((call) => JSON.stringify(call)).join(', ')})`,
+          index,
+        );
       const earlier = open.answered.get(id);
-      if (earlier !== undefined) throw new InvalidInputError(field, `"${id}" is answered twice (also messages[${earlier}])`, index);
+      if (earlier !== undefined)
+        throw new InvalidInputError(field, `"${id}" is answered twice (also messages[${earlier}])`, index);
       open.answered.set(id, index);
       return;
     }
@@ -476,9 +578,14 @@ export function validateAgentMessages(messages: unknown): ChatMessage[] {
       try {
         parsed = JSON.parse(call.function.arguments);
       } catch {
-        throw new InvalidInputError(field, `must be a JSON object, got ${quoted(call.function.arguments)} (not JSON)`, index);
+        throw new InvalidInputError(
+          field,
+          `must be a JSON object, got ${quoted(call.function.arguments)} (not JSON)`,
+          index,
+        );
       }
-      if (!isRecord(parsed)) throw new InvalidInputError(field, `must be a JSON object, got ${quoted(call.function.arguments)}`, index);
+      if (!isRecord(parsed))
+        throw new InvalidInputError(field, `must be a JSON object, got ${quoted(call.function.arguments)}`, index);
     });
     open = { index, ids: calls.map((call) => call.id), answered: new Map() };
   });

@@ -77,9 +77,13 @@ export const carriedStateSchema = z.looseObject({
   peakContextTokens: count,
   continuedAsNew: count,
   tokenCounts: z
-    .record(z.string(), z.array(count.nullable(), { error: 'must list a count or null for each text of the live conversation' }), {
-      error: 'must be an object of count lists by encoding, or left out',
-    })
+    .record(
+      z.string(),
+      z.array(count.nullable(), { error: 'must list a count or null for each text of the live conversation' }),
+      {
+        error: 'must be an object of count lists by encoding, or left out',
+      },
+    )
     .optional(),
 });
 
@@ -99,13 +103,18 @@ export function parseCarriedState(value: unknown, field = 'input.carried'): Agen
 }
 
 function assertCarriedState(value: unknown, field: string): asserts value is AgentRunCarried {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new InvalidInputError(field, 'is what a run carries when it continues as new; leave it out');
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new InvalidInputError(field, 'is what a run carries when it continues as new; leave it out');
   const parsed = carriedStateSchema.safeParse(value);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    if (issue === undefined) throw new InvalidInputError(field, 'is what a run carries when it continues as new; leave it out');
+    if (issue === undefined)
+      throw new InvalidInputError(field, 'is what a run carries when it continues as new; leave it out');
     // A token count is named with its encoding and index: `input.carried.tokenCounts.o200k_base[3]`.
-    const reason = issue.path[0] === 'tokenCounts' && issue.path.length === 3 ? 'must be a non-negative integer or null' : describeIssue(issue, value);
+    const reason =
+      issue.path[0] === 'tokenCounts' && issue.path.length === 3
+        ? 'must be a non-negative integer or null'
+        : describeIssue(issue, value);
     throw new InvalidInputError(pathOf(field, issue.path), reason);
   }
   // The rules across fields, on the parsed structure (whose messages are the caller's own objects).
@@ -115,7 +124,11 @@ function assertCarriedState(value: unknown, field: string): asserts value is Age
     if (ids.has(entry.id)) throw new InvalidInputError(`${field}.live[${index}].id`, 'must be a unique transcript id');
     ids.add(entry.id);
   });
-  const messages = checkMessages(live.map((entry) => entry.message), `${field}.live`, '.message');
+  const messages = checkMessages(
+    live.map((entry) => entry.message),
+    `${field}.live`,
+    '.message',
+  );
   checkMessages(pendingUserMessages, `${field}.pendingUserMessages`, '');
   if (tokenCounts !== undefined) checkCounts(messages, tokenCounts, `${field}.tokenCounts`);
 }
@@ -125,7 +138,12 @@ function checkMessages(messages: unknown[], list: string, suffix: string): ChatM
   try {
     return validateMessages(messages);
   } catch (error) {
-    if (error instanceof InvalidInputError) throw new InvalidInputError(error.field.replace(/^messages\[(\d+)\]/, `${list}[$1]${suffix}`), error.reason, error.index);
+    if (error instanceof InvalidInputError)
+      throw new InvalidInputError(
+        error.field.replace(/^messages\[(\d+)\]/, `${list}[$1]${suffix}`),
+        error.reason,
+        error.index,
+      );
     throw error;
   }
 }
@@ -134,6 +152,10 @@ function checkMessages(messages: unknown[], list: string, suffix: string): ChatM
 function checkCounts(live: readonly ChatMessage[], counts: Record<string, Array<number | null>>, field: string): void {
   const texts = live.reduce((sum, message) => sum + messageTexts(message).length, 0);
   for (const [encoding, list] of Object.entries(counts)) {
-    if (list.length !== texts) throw new InvalidInputError(`${field}.${encoding}`, `must list a count or null for each of the ${texts} texts of the live conversation`);
+    if (list.length !== texts)
+      throw new InvalidInputError(
+        `${field}.${encoding}`,
+        `must list a count or null for each of the ${texts} texts of the live conversation`,
+      );
   }
 }

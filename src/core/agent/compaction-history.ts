@@ -72,7 +72,11 @@ export interface CompactionHistory {
  */
 export const RECENT_COMPACTIONS = 20;
 
-export function compactionKind(result: { summary: string | null; fallback: boolean; elisions: { length: number } }): CompactionKind {
+export function compactionKind(result: {
+  summary: string | null;
+  fallback: boolean;
+  elisions: { length: number };
+}): CompactionKind {
   if (result.summary !== null) return 'summary';
   if (result.fallback) return 'trim';
   if (result.elisions.length > 0) return 'elision';
@@ -82,7 +86,10 @@ export function compactionKind(result: { summary: string | null; fallback: boole
 /** Where a compaction ran and what the run had cost by then: what its compaction line records; see {@link compactionRecord}. */
 export type CompactionContext = CompactionLineContext;
 
-export function compactionRecord({ round, backend, target, summarizerUsage, cacheHitRate, billedInput }: CompactionContext, result: CompactionResult): CompactionRecord {
+export function compactionRecord(
+  { round, backend, target, summarizerUsage, cacheHitRate, billedInput }: CompactionContext,
+  result: CompactionResult,
+): CompactionRecord {
   return {
     round,
     backend,
@@ -104,14 +111,28 @@ export function compactionRecord({ round, backend, target, summarizerUsage, cach
 
 export function emptyCompactionHistory(pricing?: Pricing): CompactionHistory {
   return {
-    totals: { compactions: 0, summaries: 0, trims: 0, elisionOnly: 0, fallbacks: 0, exhausted: 0, dropped: 0, elided: 0, tokensReclaimed: 0 },
+    totals: {
+      compactions: 0,
+      summaries: 0,
+      trims: 0,
+      elisionOnly: 0,
+      fallbacks: 0,
+      exhausted: 0,
+      dropped: 0,
+      elided: 0,
+      tokensReclaimed: 0,
+    },
     recent: [],
     usage: emptyRunUsage(pricing),
   };
 }
 
 /** The history with `record` added: totals updated, the oldest recent record let go past {@link RECENT_COMPACTIONS}. */
-export function addCompactionRecord(history: CompactionHistory, record: CompactionRecord, keep = RECENT_COMPACTIONS): CompactionHistory {
+export function addCompactionRecord(
+  history: CompactionHistory,
+  record: CompactionRecord,
+  keep = RECENT_COMPACTIONS,
+): CompactionHistory {
   const { totals } = history;
   return {
     usage: history.usage,
@@ -191,7 +212,8 @@ export function compactionKindLabel(kind: CompactionKind, summaryChars: number):
 }
 
 /** The header line of {@link renderCompactionTable}: what the CLI prints and tests look for. */
-export const COMPACTION_TABLE_HEADER = '| # | round | tokens before → after | reclaimed | dropped | elided | summary or trim | fallback | exhausted | cache hits so far | billed input so far |';
+export const COMPACTION_TABLE_HEADER =
+  '| # | round | tokens before → after | reclaimed | dropped | elided | summary or trim | fallback | exhausted | cache hits so far | billed input so far |';
 
 /**
  * The compaction history as a wide Markdown table for a terminal, one row per record, numbered
@@ -214,15 +236,31 @@ export function renderCompactionTable(records: readonly CompactionRecord[], firs
  * billed input ≈ 104,332 (summarizer 6,120 prompt tokens)`.
  */
 export function describeRunUsage(usage: RunUsage): string {
-  const source = usage.requests === 0 ? '' : usage.reportedCacheRequests === usage.requests ? ' (reported)' : usage.reportedCacheRequests === 0 ? ' (modelled)' : ' (partly modelled)';
-  const summarizer = usage.summarizer.requests === 0 ? '' : ` (summarizer ${groupDigits(usage.summarizer.promptTokens)} prompt tokens${usage.summarizer.estimated ? ', estimated' : ''})`;
+  const source =
+    usage.requests === 0
+      ? ''
+      : usage.reportedCacheRequests === usage.requests
+        ? ' (reported)'
+        : usage.reportedCacheRequests === 0
+          ? ' (modelled)'
+          : ' (partly modelled)';
+  const summarizer =
+    usage.summarizer.requests === 0
+      ? ''
+      : ` (summarizer ${groupDigits(usage.summarizer.promptTokens)} prompt tokens${usage.summarizer.estimated ? ', estimated' : ''})`;
   return `${groupDigits(usage.promptTokens)} prompt tokens in ${usage.requests} request${usage.requests === 1 ? '' : 's'}, ${percent(usage.cacheHitRate)} from the cache${source}; billed input ≈ ${groupDigits(usage.billedInput)}${summarizer}`;
 }
 
 /** What a compaction did, shortly: `summary of 24`, `trim of 3`, `elided 5`, plus `+ elided 2`, `fallback`, `EXHAUSTED`. */
 function shortWhat(record: CompactionRecord): string {
   const main =
-    record.kind === 'summary' ? `summary of ${record.dropped}` : record.kind === 'trim' ? `trim of ${record.dropped}` : record.kind === 'elision' ? `elided ${record.elided}` : 'nothing';
+    record.kind === 'summary'
+      ? `summary of ${record.dropped}`
+      : record.kind === 'trim'
+        ? `trim of ${record.dropped}`
+        : record.kind === 'elision'
+          ? `elided ${record.elided}`
+          : 'nothing';
   const parts = [main];
   if (record.kind !== 'elision' && record.elided > 0) parts.push(`+ elided ${record.elided}`);
   if (record.fallback && record.kind !== 'trim') parts.push('fallback');
@@ -250,9 +288,24 @@ export function renderCompactionDetails(history: CompactionHistory, extraLines: 
     `${totals.fallbacks} fallback${totals.fallbacks === 1 ? '' : 's'}`,
   ].join(' · ');
   const items = recent.map((record, index) => `- ${compactionLine(record, first + index)}`);
-  const earlier = first > 1 ? [`_${groupDigits(first - 1)} earlier compactions are in the transcript (\`temporal-compactor history --all\`)._`, ''] : [];
+  const earlier =
+    first > 1
+      ? [
+          `_${groupDigits(first - 1)} earlier compactions are in the transcript (\`temporal-compactor history --all\`)._`,
+          '',
+        ]
+      : [];
   const cost = usage.requests === 0 ? [] : ['', `Cost so far: ${describeRunUsage(usage)}.`];
-  return ['### Compactions', '', summary, ...cost, ...extraLines.map((line) => `\n${line}`), '', ...earlier, ...items].join('\n');
+  return [
+    '### Compactions',
+    '',
+    summary,
+    ...cost,
+    ...extraLines.map((line) => `\n${line}`),
+    '',
+    ...earlier,
+    ...items,
+  ].join('\n');
 }
 
 /** `text` on one line (whitespace runs folded), cut to `max` characters with an ellipsis. */
@@ -265,16 +318,22 @@ export function oneLine(text: string, max: number): string {
  * The static summary and details a client gives an agent run when it starts it (the UI shows them
  * above the run), e.g. `agentRun · replay:openhands… · window 9,000 tokens`.
  */
-export function agentRunStaticMetadata(input: { model: unknown; compaction?: unknown; maxRounds?: number }, what?: string): { staticSummary: string; staticDetails: string } {
+export function agentRunStaticMetadata(
+  input: { model: unknown; compaction?: unknown; maxRounds?: number },
+  what?: string,
+): { staticSummary: string; staticDetails: string } {
   const models = (Array.isArray(input.model) ? input.model : [input.model]).flatMap((model: unknown) => {
     if (typeof model !== 'object' || model === null) return [];
     const provider: unknown = Reflect.get(model, 'provider');
     const name: unknown = provider === 'replay' ? Reflect.get(model, 'trajectory') : Reflect.get(model, 'model');
     const window: unknown = Reflect.get(model, 'contextWindow');
-    return [`${String(provider)}:${String(name)}${typeof window === 'number' ? ` (window ${groupDigits(window)} tokens)` : ''}`];
+    return [
+      `${String(provider)}:${String(name)}${typeof window === 'number' ? ` (window ${groupDigits(window)} tokens)` : ''}`,
+    ];
   });
   const staticSummary = oneLine(`agentRun · ${what ?? models[0] ?? 'agent run'}`, 120);
-  const compaction = typeof input.compaction === 'object' && input.compaction !== null ? JSON.stringify(input.compaction) : '{}';
+  const compaction =
+    typeof input.compaction === 'object' && input.compaction !== null ? JSON.stringify(input.compaction) : '{}';
   const staticDetails = [
     '### Agent run',
     '',

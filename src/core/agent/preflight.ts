@@ -25,7 +25,9 @@ export interface BackendCounter {
  * counts (by text) are looked up before tokenizing and receive what is tokenized.
  */
 export function tokenizerCounter(tokenizer: Tokenizer, known?: TextTokenCounts): TokenCounter {
-  return tokenizer === 'chars' ? createCharCounter() : createBpeCounter({ encoding: tokenizer, ...(known === undefined ? {} : { known }) });
+  return tokenizer === 'chars'
+    ? createCharCounter()
+    : createBpeCounter({ encoding: tokenizer, ...(known === undefined ? {} : { known }) });
 }
 
 /**
@@ -37,13 +39,25 @@ export function requestCounter(tokenizer: Tokenizer, tools: readonly ToolDeclara
 }
 
 /** Builds a backend's counter, restoring its calibration when `state` is given (continue-as-new). */
-export function backendCounter(backend: ResolvedBackend, tools: readonly ToolDeclaration[], state?: UsageCounterState | null, known?: TextTokenCounts): BackendCounter {
+export function backendCounter(
+  backend: ResolvedBackend,
+  tools: readonly ToolDeclaration[],
+  state?: UsageCounterState | null,
+  known?: TextTokenCounts,
+): BackendCounter {
   const estimator = requestCounter(backend.tokenizer, tools, known);
-  const usage = state === undefined || state === null ? new UsageCounter({ estimator }) : UsageCounter.fromJSON(state, estimator);
+  const usage =
+    state === undefined || state === null ? new UsageCounter({ estimator }) : UsageCounter.fromJSON(state, estimator);
   const { contextWindow, maxOutputTokens } = backend.config;
   const room = contextWindow - maxOutputTokens - backend.safetyMargin - estimator.toolTokens;
   const toolTokens = estimator.toolTokens;
-  return { backend, usage, toolTokens, room, conversation: { count: (messages) => usage.count(messages) - toolTokens } };
+  return {
+    backend,
+    usage,
+    toolTokens,
+    room,
+    conversation: { count: (messages) => usage.count(messages) - toolTokens },
+  };
 }
 
 /** What a round's preflight decided. */

@@ -45,8 +45,19 @@ export function requestCost({ backend, sent, shape, previous, tokens, reported, 
   let cachedPromptTokens = reportedCached ?? 0;
   if (reportedCached === undefined && previous !== null) {
     let shared = 0;
-    while (shared < shape.ids.length && shape.ids[shared] === previous.ids[shared] && shape.sizes[shared] === previous.sizes[shared]) shared += 1;
+    while (
+      shared < shape.ids.length &&
+      shape.ids[shared] === previous.ids[shared] &&
+      shape.sizes[shared] === previous.sizes[shared]
+    )
+      shared += 1;
     cachedPromptTokens = shared === 0 ? 0 : Math.min(promptTokens, count(sent.slice(0, shared)));
   }
-  return { backend, promptTokens, cachedPromptTokens, cacheSource: reportedCached === undefined ? 'modelled' : 'reported', completionTokens };
+  return {
+    backend,
+    promptTokens,
+    cachedPromptTokens,
+    cacheSource: reportedCached === undefined ? 'modelled' : 'reported',
+    completionTokens,
+  };
 }

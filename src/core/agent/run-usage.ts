@@ -62,8 +62,16 @@ export function emptyRunUsage(pricing: Pricing = DEFAULT_PRICING): RunUsage {
 
 function derive(usage: Omit<RunUsage, 'cacheHitRate' | 'billedInput'>): RunUsage {
   const { promptTokens, cachedPromptTokens, summarizer, pricing } = usage;
-  const billed = promptTokens - cachedPromptTokens + pricing.cachedInput * cachedPromptTokens + pricing.summarizerInput * summarizer.promptTokens;
-  return { ...usage, cacheHitRate: promptTokens === 0 ? 0 : cachedPromptTokens / promptTokens, billedInput: Math.round(billed) };
+  const billed =
+    promptTokens -
+    cachedPromptTokens +
+    pricing.cachedInput * cachedPromptTokens +
+    pricing.summarizerInput * summarizer.promptTokens;
+  return {
+    ...usage,
+    cacheHitRate: promptTokens === 0 ? 0 : cachedPromptTokens / promptTokens,
+    billedInput: Math.round(billed),
+  };
 }
 
 /** The totals with one more chat request. */

@@ -109,11 +109,14 @@ export function applySessionLine(entries: readonly SessionEntry[], line: Session
   const field = `lines[${lineIndex}]`;
   switch (line.type) {
     case 'message':
-      if (entries.some((entry) => entry.id === line.id)) throw new InvalidInputError(`${field}.id`, `duplicate message id "${line.id}"`);
+      if (entries.some((entry) => entry.id === line.id))
+        throw new InvalidInputError(`${field}.id`, `duplicate message id "${line.id}"`);
       return [...entries, { id: line.id, message: line.message }];
     case 'elision': {
       const position = positionOf(entries, line.id, `${field}.id`);
-      return entries.map((entry, index) => (index === position ? { id: entry.id, message: { ...entry.message, content: line.stub } } : entry));
+      return entries.map((entry, index) =>
+        index === position ? { id: entry.id, message: { ...entry.message, content: line.stub } } : entry,
+      );
     }
     case 'compaction': {
       if (line.replacesThroughId === null) return [...entries];
@@ -201,7 +204,8 @@ export function recordCompaction(
 ): { lines: SessionLine[]; entries: SessionEntry[] } {
   const lines: SessionLine[] = result.elisions.map(({ index, stub }) => {
     const entry = entries[index];
-    if (entry === undefined) throw new InvalidInputError('result.elisions', `index ${index} is outside the conversation`);
+    if (entry === undefined)
+      throw new InvalidInputError('result.elisions', `index ${index} is outside the conversation`);
     return { type: 'elision', id: entry.id, stub };
   });
   const replacedOrMarked = result.cutIndex >= 0 || result.fallback || result.exhausted;

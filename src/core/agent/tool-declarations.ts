@@ -11,13 +11,18 @@ export const BUILT_IN_TOOLS: Readonly<Record<BuiltInToolName, ToolDeclaration>> 
     type: 'function',
     function: {
       name: 'fs_read',
-      description: 'Read a text file under the project root. Lines are numbered from 1. Use offset/limit for large files.',
+      description:
+        'Read a text file under the project root. Lines are numbered from 1. Use offset/limit for large files.',
       parameters: {
         type: 'object',
         properties: {
           path: { type: 'string', description: 'File path relative to the project root.' },
           offset: { type: 'integer', minimum: 1, description: 'First line to read (1-based). Default 1.' },
-          limit: { type: 'integer', minimum: 1, description: 'Number of lines to read. Default: the whole file (up to the size cap).' },
+          limit: {
+            type: 'integer',
+            minimum: 1,
+            description: 'Number of lines to read. Default: the whole file (up to the size cap).',
+          },
         },
         required: ['path'],
         additionalProperties: false,
@@ -45,9 +50,17 @@ export const BUILT_IN_TOOLS: Readonly<Record<BuiltInToolName, ToolDeclaration>> 
         type: 'object',
         properties: {
           pattern: { type: 'string', description: 'JavaScript regular expression.' },
-          path: { type: 'string', description: 'File or directory to search, relative to the project root. Default ".".' },
+          path: {
+            type: 'string',
+            description: 'File or directory to search, relative to the project root. Default ".".',
+          },
           ignoreCase: { type: 'boolean', description: 'Case-insensitive match. Default false.' },
-          maxResults: { type: 'integer', minimum: 1, maximum: 1000, description: 'Stop after this many matches. Default 100.' },
+          maxResults: {
+            type: 'integer',
+            minimum: 1,
+            maximum: 1000,
+            description: 'Stop after this many matches. Default 100.',
+          },
         },
         required: ['pattern'],
         additionalProperties: false,

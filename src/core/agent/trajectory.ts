@@ -40,7 +40,12 @@ export function replayScript(trajectory: unknown): ReplayScript {
     const current = turns.at(-1);
     if (message.role === 'assistant') {
       turns.push({ message, results: new Map(), unanswered: [], userMessages: [] });
-    } else if (message.role === 'tool' && message.tool_call_id !== undefined && current !== undefined && current.userMessages.length === 0) {
+    } else if (
+      message.role === 'tool' &&
+      message.tool_call_id !== undefined &&
+      current !== undefined &&
+      current.userMessages.length === 0
+    ) {
       current.results.set(message.tool_call_id, message);
       results.set(message.tool_call_id, message);
     } else if (current !== undefined) {

@@ -54,12 +54,18 @@ export interface WindowPlan {
  * room for the summary; otherwise it gives way, one valid window start at a time, down to the last
  * complete turn. With `recentWindowGivesWay` off, the window is the reference's.
  */
-export function planWindow(messages: readonly ChatMessage[], standard: Regions, aim: Aim, options: ResolvedOptions): WindowPlan {
+export function planWindow(
+  messages: readonly ChatMessage[],
+  standard: Regions,
+  aim: Aim,
+  options: ResolvedOptions,
+): WindowPlan {
   const summaryRoom = Math.ceil(SUMMARY_ROOM_SHARE * aim.mark);
   const kept = keptMessages(messages, standard);
   const weigh = (cut: number): number => aim.counter.count(kept(cut));
   const keptTokens = weigh(standard.cut);
-  if (!options.recentWindowGivesWay || keptTokens + summaryRoom <= aim.mark) return { regions: standard, keptTokens, summaryRoom };
+  if (!options.recentWindowGivesWay || keptTokens + summaryRoom <= aim.mark)
+    return { regions: standard, keptTokens, summaryRoom };
   const floor = Math.max(standard.cut, lastTurnCut(messages, standard.groups));
   let chosen = standard.cut;
   let chosenTokens = keptTokens;
@@ -69,7 +75,11 @@ export function planWindow(messages: readonly ChatMessage[], standard: Regions, 
     if (chosenTokens + summaryRoom <= aim.mark) break;
   }
   if (chosen === standard.cut) return { regions: standard, keptTokens, summaryRoom };
-  return { regions: regionsAt(messages, chosen, standard.groups, standard.removable), keptTokens: chosenTokens, summaryRoom };
+  return {
+    regions: regionsAt(messages, chosen, standard.groups, standard.removable),
+    keptTokens: chosenTokens,
+    summaryRoom,
+  };
 }
 
 /**
@@ -145,6 +155,8 @@ export function epochPays(
   // A summary due next round anyway (the trigger is less than a round of growth away) leaves the stubs nothing to save.
   if (tokensBefore - reclaimed + growth > trigger) return false;
   const price = options.cachedInputPrice;
-  const saving = (price * reclaimed * (afterSummary - tokensBefore)) / growth + ((1 - price) * afterSummary * reclaimed) / Math.max(1, trigger - afterSummary);
+  const saving =
+    (price * reclaimed * (afterSummary - tokensBefore)) / growth +
+    ((1 - price) * afterSummary * reclaimed) / Math.max(1, trigger - afterSummary);
   return saving > (1 - price) * rebilled;
 }

@@ -76,7 +76,11 @@ export interface ElisionPlan {
 export function planElisions(
   messages: readonly ChatMessage[],
   regions: Regions,
-  { ageMinChars, ageReclaimMin, stubsShorterOnly = false }: { ageMinChars: number; ageReclaimMin: number; stubsShorterOnly?: boolean },
+  {
+    ageMinChars,
+    ageReclaimMin,
+    stubsShorterOnly = false,
+  }: { ageMinChars: number; ageReclaimMin: number; stubsShorterOnly?: boolean },
 ): ElisionPlan {
   const calls = callInfoByResult(messages, regions);
   const copies = new Map<string, number>();

@@ -42,13 +42,27 @@ interface Pass {
   tokensBefore: number;
 }
 
-function startPass(messages: unknown, options: ResolvedOptions, overrides: CallOverrides, counter: TokenCounter | undefined): Pass {
+function startPass(
+  messages: unknown,
+  options: ResolvedOptions,
+  overrides: CallOverrides,
+  counter: TokenCounter | undefined,
+): Pass {
   const input = validateMessages(messages);
   const aim = aimFor(options, overrides, counter);
-  return { input, options, aim, regions: findRegions(input, options.keepRecent), tokensBefore: aim.counter.count(input) };
+  return {
+    input,
+    options,
+    aim,
+    regions: findRegions(input, options.keepRecent),
+    tokensBefore: aim.counter.count(input),
+  };
 }
 
-function finish(pass: Pass, fields: Omit<CompactionResult, 'tokensBefore' | 'tokensAfter' | 'exhausted'>): CompactionResult {
+function finish(
+  pass: Pass,
+  fields: Omit<CompactionResult, 'tokensBefore' | 'tokensAfter' | 'exhausted'>,
+): CompactionResult {
   const tokensAfter = pass.aim.counter.count(fields.messages);
   return { ...fields, tokensBefore: pass.tokensBefore, tokensAfter, exhausted: tokensAfter > pass.aim.limit };
 }
@@ -82,7 +96,12 @@ function elisionStop(pass: Pass): number {
  * economic rules narrow both: over the trigger but within the limit, only a compaction worth its
  * cache miss is started (docs/design.md#no-thrash); below it, `elisionEpochs` says which epochs are (docs/design.md#elision-that-pays).
  */
-export function needsCompactionCore(messages: unknown, options: ResolvedOptions, overrides: CallOverrides = {}, counter?: TokenCounter): boolean {
+export function needsCompactionCore(
+  messages: unknown,
+  options: ResolvedOptions,
+  overrides: CallOverrides = {},
+  counter?: TokenCounter,
+): boolean {
   const pass = startPass(messages, options, overrides, counter);
   const { aim } = pass;
   if (pass.tokensBefore > triggerOf(aim)) {
@@ -96,7 +115,8 @@ export function needsCompactionCore(messages: unknown, options: ResolvedOptions,
   }
   if (!options.ageObservations || pass.regions.middle.length === 0 || options.elisionEpochs === 'never') return false;
   // docs/design.md#no-thrash No thrash: an epoch is a compaction too (it rewrites the conversation below its prefix).
-  if (options.deferShallowCompactions && summarizedLastRound(pass.input, pass.regions, options.keepRecent)) return false;
+  if (options.deferShallowCompactions && summarizedLastRound(pass.input, pass.regions, options.keepRecent))
+    return false;
   const plan = planElisions(pass.input, pass.regions, options);
   if (plan.poolChars < options.ageReclaimMin) return false;
   if (options.elisionEpochs === 'batch') return true;
@@ -122,7 +142,11 @@ function assemble(messages: readonly ChatMessage[], regions: Regions, summary: s
  * replaced); cannot fail.
  * The counters we ship are additive, so the smallest fitting prefix is found by bisection.
  */
-export function hardTrim(messages: readonly ChatMessage[], regions: Regions, aim: Aim): { messages: ChatMessage[]; dropped: number; cutIndex: number } {
+export function hardTrim(
+  messages: readonly ChatMessage[],
+  regions: Regions,
+  aim: Aim,
+): { messages: ChatMessage[]; dropped: number; cutIndex: number } {
   const boundaries = [0, ...trimBoundaries(regions)];
   // The middle ascends, so dropping its first `prefix` messages drops exactly the middle messages
   // up to middle[prefix - 1]: a mask and a bound, not a Set per probe (hot at 100k messages).
@@ -143,7 +167,11 @@ export function hardTrim(messages: readonly ChatMessage[], regions: Regions, aim
     low = high;
   }
   const prefix = boundaries[low] ?? 0;
-  return { messages: without(prefix), dropped: prefix, cutIndex: prefix === 0 ? -1 : (regions.middle[prefix - 1] ?? -1) };
+  return {
+    messages: without(prefix),
+    dropped: prefix,
+    cutIndex: prefix === 0 ? -1 : (regions.middle[prefix - 1] ?? -1),
+  };
 }
 
 /**
@@ -171,7 +199,8 @@ export function* compactionSteps(
   // docs/design.md#over-trigger Elide first (an elision-only epoch is this branch below the trigger); stop when that was enough.
   const elided = elide(pass);
   if (elided.elisions.length > 0) {
-    const elisionOnly = (): CompactionResult => finish(pass, { ...unchanged, messages: elided.messages, elisions: elided.elisions });
+    const elisionOnly = (): CompactionResult =>
+      finish(pass, { ...unchanged, messages: elided.messages, elisions: elided.elisions });
     // docs/design.md#epochs: an epoch never summarizes, never drops, never calls a backend. Decided on the count the
     // pass was entered with, not on a recount: a calibrated counter counts a changed conversation
     // with its estimator, which may say "over the trigger" of a conversation that just shrank.
@@ -193,7 +222,8 @@ export function* compactionSteps(
   };
   // docs/design.md#never-worse Without a target, a summary over contextBudget loses to a hard trim that fits.
   let trimFits: boolean | undefined;
-  const trimWouldFit = (): boolean => (trimFits ??= aim.counter.count(hardTrim(elided.messages, planned, aim).messages) <= aim.limit);
+  const trimWouldFit = (): boolean =>
+    (trimFits ??= aim.counter.count(hardTrim(elided.messages, planned, aim).messages) <= aim.limit);
   const middle = planned.middle.flatMap((index) => elided.messages[index] ?? []);
   const accepts = (candidate: ChatMessage[]): boolean => {
     const tokens = aim.counter.count(candidate);
@@ -223,21 +253,32 @@ export function* compactionSteps(
   if (accepts(firstAssembled)) return summarized(firstSummary, firstAssembled);
 
   // docs/design.md#proof The proof failed: one tighter request, accepted only if it fits and is shorter.
-  const second = yield step('tighter', summarizeRequest(middle, options.toolResultCap, first.text.trim().length), middle.length);
+  const second = yield step(
+    'tighter',
+    summarizeRequest(middle, options.toolResultCap, first.text.trim().length),
+    middle.length,
+  );
   if (second.kind !== 'summary' || second.text.trim() === '') return trimmed();
   const secondSummary = summaryContent(second.text, planned.middle.length);
   const secondAssembled = assemble(elided.messages, planned, secondSummary);
-  if (second.text.trim().length < first.text.trim().length && accepts(secondAssembled)) return summarized(secondSummary, secondAssembled);
+  if (second.text.trim().length < first.text.trim().length && accepts(secondAssembled))
+    return summarized(secondSummary, secondAssembled);
   return trimmed();
 }
 
 function step(purpose: SummarizeStep['purpose'], request: SummarizeRequest, messages: number): SummarizeStep {
-  const characters = request.messages.reduce((sum, message) => sum + (typeof message.content === 'string' ? message.content.length : 0), 0);
+  const characters = request.messages.reduce(
+    (sum, message) => sum + (typeof message.content === 'string' ? message.content.length : 0),
+    0,
+  );
   return { kind: 'summarize', purpose, request, transcript: { messages, characters } };
 }
 
 /** Runs the step machine with a synchronous answer per step (tests, benchmarks, pure callers). */
-export function runCompactionSteps(steps: CompactionSteps, answer: (step: SummarizeStep) => SummarizeOutcome): CompactionResult {
+export function runCompactionSteps(
+  steps: CompactionSteps,
+  answer: (step: SummarizeStep) => SummarizeOutcome,
+): CompactionResult {
   let next = steps.next();
   while (next.done !== true) next = steps.next(answer(next.value));
   return next.value;

@@ -26,7 +26,10 @@ export function parseDuration(value: Duration, field: string): number {
   }
   const milliseconds = durationTextMs(value);
   if (milliseconds === undefined) {
-    throw new InvalidInputError(field, `must be milliseconds or a duration like "2s", "500ms", "1m", got ${JSON.stringify(value)}`);
+    throw new InvalidInputError(
+      field,
+      `must be milliseconds or a duration like "2s", "500ms", "1m", got ${JSON.stringify(value)}`,
+    );
   }
   return Math.round(milliseconds);
 }
@@ -218,8 +221,13 @@ export type UnknownKeys = 'refuse' | 'ignore';
  * Callers whose options carry more than the compaction options check those keys first and pass
  * only the compaction options here.
  */
-export function resolveOptions(options: unknown, field = 'options', unknownKeys: UnknownKeys = 'refuse'): ResolvedOptions {
-  if (typeof options !== 'object' || options === null) throw new InvalidInputError(field, 'must be an object with at least contextBudget');
+export function resolveOptions(
+  options: unknown,
+  field = 'options',
+  unknownKeys: UnknownKeys = 'refuse',
+): ResolvedOptions {
+  if (typeof options !== 'object' || options === null)
+    throw new InvalidInputError(field, 'must be an object with at least contextBudget');
   if (unknownKeys === 'refuse') assertKnownKeys(options, COMPACTION_OPTION_KEYS, field);
   const parsed = optionsSchema.safeParse(options);
   if (!parsed.success) {
@@ -230,7 +238,10 @@ export function resolveOptions(options: unknown, field = 'options', unknownKeys:
   }
   const { retryBackoff, ...rest } = parsed.data;
   if (rest.targetRatio > rest.triggerRatio) {
-    throw new InvalidInputError(`${field}.targetRatio`, `must not exceed triggerRatio (${rest.triggerRatio}), got ${rest.targetRatio}`);
+    throw new InvalidInputError(
+      `${field}.targetRatio`,
+      `must not exceed triggerRatio (${rest.triggerRatio}), got ${rest.targetRatio}`,
+    );
   }
   return { ...rest, retryBackoffMs: parseDuration(retryBackoff, `${field}.retryBackoff`) };
 }
@@ -263,7 +274,11 @@ export interface Aim {
   mark: number;
 }
 
-export function aimFor(options: ResolvedOptions, overrides: CallOverrides, fallbackCounter: TokenCounter = defaultCounter): Aim {
+export function aimFor(
+  options: ResolvedOptions,
+  overrides: CallOverrides,
+  fallbackCounter: TokenCounter = defaultCounter,
+): Aim {
   const { target, counter = fallbackCounter } = overrides;
   if (target !== undefined && !(Number.isFinite(target) && target >= 0)) {
     throw new InvalidInputError('target', `must be a non-negative number of tokens, got ${target}`);

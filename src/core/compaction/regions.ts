@@ -54,12 +54,20 @@ export function removableMask(messages: readonly ChatMessage[], groups: Groups =
  * The start of the recent window: `keepRecent` messages from the end, moved backwards while the
  * window's first message is a tool result, and further while any group would straddle it.
  */
-export function findCut(messages: readonly ChatMessage[], keepRecent: number, groups: Groups = toolGroups(messages)): number {
+export function findCut(
+  messages: readonly ChatMessage[],
+  keepRecent: number,
+  groups: Groups = toolGroups(messages),
+): number {
   return cutFrom(messages, Math.max(0, messages.length - keepRecent), groups);
 }
 
 /** The latest valid start of a recent window at or before `start` (the moves of {@link findCut}). */
-export function cutFrom(messages: readonly ChatMessage[], start: number, groups: Groups = toolGroups(messages)): number {
+export function cutFrom(
+  messages: readonly ChatMessage[],
+  start: number,
+  groups: Groups = toolGroups(messages),
+): number {
   let cut = start;
   while (cut > 0 && cut < messages.length && messages[cut]?.role === 'tool') cut -= 1;
   // A turn whose results are separated from it by another message (a depth injection, a user
@@ -90,7 +98,12 @@ export function lastTurnCut(messages: readonly ChatMessage[], groups: Groups = t
  * Every valid start of a recent window in `(after, upTo]`, ascending: not a tool result and no
  * group straddling it (exactly the positions {@link cutFrom} leaves where they are). O(n).
  */
-export function windowStarts(messages: readonly ChatMessage[], after: number, upTo: number, groups: Groups = toolGroups(messages)): number[] {
+export function windowStarts(
+  messages: readonly ChatMessage[],
+  after: number,
+  upTo: number,
+  groups: Groups = toolGroups(messages),
+): number[] {
   const starts: number[] = [];
   // Smallest group start among the messages at or after each position, from the end.
   let smallestGroup = Number.POSITIVE_INFINITY;
@@ -102,7 +115,8 @@ export function windowStarts(messages: readonly ChatMessage[], after: number, up
   }
   for (let position = from; position <= upTo; position += 1) {
     if (position === 0 || position === messages.length) starts.push(position);
-    else if (messages[position]?.role !== 'tool' && (smallestFrom[position - from] ?? position) >= position) starts.push(position);
+    else if (messages[position]?.role !== 'tool' && (smallestFrom[position - from] ?? position) >= position)
+      starts.push(position);
   }
   return starts;
 }
@@ -123,7 +137,12 @@ export function findRegions(messages: readonly ChatMessage[], keepRecent: number
 }
 
 /** The regions for a recent window that starts at `cut` (a valid start: see {@link windowStarts}). */
-export function regionsAt(messages: readonly ChatMessage[], cut: number, groups: Groups, removable: boolean[]): Regions {
+export function regionsAt(
+  messages: readonly ChatMessage[],
+  cut: number,
+  groups: Groups,
+  removable: boolean[],
+): Regions {
   const inMiddle = removable.map((canRemove, index) => canRemove && index < cut);
   const middle: number[] = [];
   inMiddle.forEach((isMiddle, index) => {

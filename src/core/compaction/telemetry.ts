@@ -62,7 +62,11 @@ export interface SummarizerTally {
 }
 
 /** The `Compaction` span's attributes for a result. */
-export function compactionSpanAttributes(result: CompactionResult, usage: SummarizerUsage | undefined, tally: SummarizerTally): Record<string, string | number | boolean> {
+export function compactionSpanAttributes(
+  result: CompactionResult,
+  usage: SummarizerUsage | undefined,
+  tally: SummarizerTally,
+): Record<string, string | number | boolean> {
   return {
     [CompactionSpanAttribute.TokensBefore]: result.tokensBefore,
     [CompactionSpanAttribute.TokensAfter]: result.tokensAfter,

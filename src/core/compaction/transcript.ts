@@ -54,7 +54,10 @@ export function renderTranscript(messages: readonly ChatMessage[], toolResultCap
     if (text !== '') pieces.push('\n', message.role === 'tool' ? capText(text, toolResultCap) : text);
     for (const call of message.tool_calls ?? []) {
       toolNames.set(call.id, call.function.name);
-      pieces.push('\n', `-> call ${call.function.name} (${call.id}) ${capText(call.function.arguments, toolResultCap)}`);
+      pieces.push(
+        '\n',
+        `-> call ${call.function.name} (${call.id}) ${capText(call.function.arguments, toolResultCap)}`,
+      );
     }
   });
   return pieces.join('');
@@ -72,12 +75,20 @@ function renderContent(content: ChatMessage['content']): string {
 }
 
 /** The whole request: one chat completion, no tools. `previousSummaryChars` makes it the tighter retry. */
-export function summarizeRequest(middle: readonly ChatMessage[], toolResultCap: number, previousSummaryChars?: number): SummarizeRequest {
-  const instruction = previousSummaryChars === undefined ? SUMMARY_INSTRUCTION : tooLongInstruction(previousSummaryChars);
+export function summarizeRequest(
+  middle: readonly ChatMessage[],
+  toolResultCap: number,
+  previousSummaryChars?: number,
+): SummarizeRequest {
+  const instruction =
+    previousSummaryChars === undefined ? SUMMARY_INSTRUCTION : tooLongInstruction(previousSummaryChars);
   return {
     messages: [
       { role: 'system', content: instruction },
-      { role: 'user', content: `Transcript to summarize (${middle.length} messages):\n\n${renderTranscript(middle, toolResultCap)}` },
+      {
+        role: 'user',
+        content: `Transcript to summarize (${middle.length} messages):\n\n${renderTranscript(middle, toolResultCap)}`,
+      },
     ],
   };
 }

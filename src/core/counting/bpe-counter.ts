@@ -149,7 +149,8 @@ function tokenize(text: string, encoding: BpeEncodingName): number {
 }
 
 function assertTokenAmount(name: string, value: number): void {
-  if (!Number.isFinite(value) || value < 0) throw new InvalidInputError(`options.${name}`, 'must be a non-negative finite number');
+  if (!Number.isFinite(value) || value < 0)
+    throw new InvalidInputError(`options.${name}`, 'must be a non-negative finite number');
 }
 
 /**
@@ -207,7 +208,8 @@ export function createBpeCounter(options: BpeCounterOptions = {}): TokenCounter 
     if (content === null) return 0;
     if (typeof content === 'string') return textTokens(content);
     let tokens = 0;
-    for (const part of content) tokens += part.type === 'text' && typeof part.text === 'string' ? textTokens(part.text) : perNonTextPart;
+    for (const part of content)
+      tokens += part.type === 'text' && typeof part.text === 'string' ? textTokens(part.text) : perNonTextPart;
     return tokens;
   };
   const messageTokens = (message: ChatMessage): number => {

@@ -54,10 +54,18 @@ export function withRequestFraming(counter: TokenCounter, options: RequestFramin
   if (!Array.isArray(tools)) throw new InvalidInputError('options.tools', 'must be an array of tool declarations');
   tools.forEach((tool: unknown, index) => {
     if (typeof tool !== 'object' || tool === null || !('function' in tool)) {
-      throw new InvalidInputError(`options.tools[${index}]`, 'must be a tool declaration { type: "function", function: { name, ... } }');
+      throw new InvalidInputError(
+        `options.tools[${index}]`,
+        'must be a tool declaration { type: "function", function: { name, ... } }',
+      );
     }
     const declared: unknown = tool.function;
-    if (typeof declared !== 'object' || declared === null || !('name' in declared) || typeof declared.name !== 'string') {
+    if (
+      typeof declared !== 'object' ||
+      declared === null ||
+      !('name' in declared) ||
+      typeof declared.name !== 'string'
+    ) {
       throw new InvalidInputError(`options.tools[${index}].function.name`, 'must be a string');
     }
   });

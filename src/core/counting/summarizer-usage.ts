@@ -15,7 +15,12 @@ export interface SummarizerUsage {
 }
 
 /** `usage` with one more answered request: the backend's numbers when it reported them, else an estimate. */
-export function addSummarizerRequest(usage: SummarizerUsage | undefined, request: SummarizeRequest, text: string, reported: Usage | undefined): SummarizerUsage {
+export function addSummarizerRequest(
+  usage: SummarizerUsage | undefined,
+  request: SummarizeRequest,
+  text: string,
+  reported: Usage | undefined,
+): SummarizerUsage {
   const known = typeof reported?.promptTokens === 'number' && typeof reported.completionTokens === 'number';
   const promptTokens = known ? (reported?.promptTokens ?? 0) : defaultCounter.count(request.messages);
   const completionTokens = known ? (reported?.completionTokens ?? 0) : Math.ceil(text.length / 4);

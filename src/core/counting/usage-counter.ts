@@ -218,7 +218,10 @@ interface Calibration {
 
 function assertBilledTokens(billedPromptTokens: number): void {
   if (!Number.isSafeInteger(billedPromptTokens) || billedPromptTokens < 0) {
-    throw new InvalidInputError('billedPromptTokens', `must be a non-negative integer, got ${String(billedPromptTokens)}`);
+    throw new InvalidInputError(
+      'billedPromptTokens',
+      `must be a non-negative integer, got ${String(billedPromptTokens)}`,
+    );
   }
 }
 
@@ -273,7 +276,8 @@ export class UsageCounter implements TokenCounter {
       const issue = parsed.error.issues[0];
       if (issue === undefined) throw new InvalidInputError('state', 'invalid state');
       const path = ['state', ...issue.path.map(String)];
-      if (issue.code === 'unrecognized_keys') throw new InvalidInputError([...path, issue.keys[0] ?? ''].join('.'), 'unknown field');
+      if (issue.code === 'unrecognized_keys')
+        throw new InvalidInputError([...path, issue.keys[0] ?? ''].join('.'), 'unknown field');
       throw new InvalidInputError(path.join('.'), issue.message);
     }
     const counter = new UsageCounter({ estimator });
@@ -314,7 +318,11 @@ export class UsageCounter implements TokenCounter {
   /** Billed tokens of the calibrated prefix plus an estimate of the rest, or the estimator's count (see the class). */
   count(messages: readonly ChatMessage[]): number {
     const calibration = this.calibration;
-    if (calibration === undefined || messages.length < calibration.messageCount || !this.startsWithCalibrated(messages, calibration)) {
+    if (
+      calibration === undefined ||
+      messages.length < calibration.messageCount ||
+      !this.startsWithCalibrated(messages, calibration)
+    ) {
       return this.estimator.count(messages);
     }
     if (messages.length === calibration.messageCount) return calibration.billedPromptTokens;
@@ -352,7 +360,8 @@ export class UsageCounter implements TokenCounter {
 /** The calibration's digest, computed from its snapshots on first need (one of the two is always set). */
 function digestOf(calibration: Calibration): string {
   if (calibration.digest === undefined) {
-    if (calibration.snapshots === undefined) throw new Error('UsageCounter: a calibration without digest nor snapshots');
+    if (calibration.snapshots === undefined)
+      throw new Error('UsageCounter: a calibration without digest nor snapshots');
     calibration.digest = digestSnapshots(calibration.snapshots);
   }
   return calibration.digest;

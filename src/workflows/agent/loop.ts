@@ -10,22 +10,56 @@
 // (./token-cache.ts), what it publishes (./visibility.ts), its patches (./patches.ts), backend
 // cooldown and request cost (src/core/agent/backend-cooldown.ts, request-cost.ts).
 import { ApplicationFailure } from '@temporalio/common';
-import { ActivityFailure, allHandlersFinished, condition, continueAsNew, isCancellation, log, proxyActivities, workflowInfo } from '@temporalio/workflow';
+import {
+  ActivityFailure,
+  allHandlersFinished,
+  condition,
+  continueAsNew,
+  isCancellation,
+  log,
+  proxyActivities,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { ChatActivityInput, ChatActivityOutput, CompactorActivities } from '../../activities/index.js';
 import { RunFailureType } from '../../core/agent/agent-errors.js';
 import { pinTask, type AgentRunPlan, type ResolvedBackend } from '../../core/agent/agent-input.js';
-import { freshBackendStatus, isResting, restingNote, startRest, type BackendStatus } from '../../core/agent/backend-cooldown.js';
+import {
+  freshBackendStatus,
+  isResting,
+  restingNote,
+  startRest,
+  type BackendStatus,
+} from '../../core/agent/backend-cooldown.js';
 import { CARRIED_STATE_VERSION, parseCarriedState, type AgentRunCarried } from '../../core/agent/carried-state.js';
-import { addCompactionRecord, compactionRecord, emptyCompactionHistory, groupDigits, type CompactionHistory } from '../../core/agent/compaction-history.js';
+import {
+  addCompactionRecord,
+  compactionRecord,
+  emptyCompactionHistory,
+  groupDigits,
+  type CompactionHistory,
+} from '../../core/agent/compaction-history.js';
 import { backendCounter, preflight, type BackendCounter } from '../../core/agent/preflight.js';
 import { requestCost, type RequestShape } from '../../core/agent/request-cost.js';
 import { addRoundUsage, addSummarizerUsage, type RoundUsage } from '../../core/agent/run-usage.js';
-import { applySessionLine, recordCompaction, type SessionEntry, type SessionLine, type SessionSnapshot } from '../../core/agent/session.js';
+import {
+  applySessionLine,
+  recordCompaction,
+  type SessionEntry,
+  type SessionLine,
+  type SessionSnapshot,
+} from '../../core/agent/session.js';
 import type { SummarizerUsage } from '../../core/counting/summarizer-usage.js';
 import { jsonPayloadBytes } from '../../core/limits/payload-size.js';
 import type { ChatMessage, CompactionResult } from '../../core/types.js';
 import { CHAT_ACTIVITY_DEFAULTS, agentActivityOptions } from '../../shared/activity-options.js';
-import type { AgentRunResult, AgentRunWorkflow, AgentRunWorkflowInput, ContextExhaustedDetails, StopAnswer, StopReason } from '../../shared/agent-run.js';
+import type {
+  AgentRunResult,
+  AgentRunWorkflow,
+  AgentRunWorkflowInput,
+  ContextExhaustedDetails,
+  StopAnswer,
+  StopReason,
+} from '../../shared/agent-run.js';
 import { failureMessage } from '../../shared/failures.js';
 import { UNDESCRIBED_WORKER, type WorkerDescription } from '../../shared/worker-description.js';
 import { compactWithUsage, needsCompaction, type CompactOptions } from '../compact.js';
@@ -85,12 +119,21 @@ export class AgentLoop {
     this.nextId = carried?.nextId ?? 1;
     this.pendingUserMessages = carried?.pendingUserMessages ?? [];
     this.backendFallbacks = carried?.backendFallbacks ?? 0;
-    this.backends = plan.backends.map((backend) => carried?.backends[backend.index] ?? freshBackendStatus(backend.label));
+    this.backends = plan.backends.map(
+      (backend) => carried?.backends[backend.index] ?? freshBackendStatus(backend.label),
+    );
     this.peakContextTokens = carried?.peakContextTokens ?? 0;
     this.continuedAsNew = carried?.continuedAsNew ?? 0;
     this.tokens = new TokenCache(plan.backends);
     if (carried?.tokenCounts !== undefined) this.tokens.remember(carried.live, carried.tokenCounts);
-    this.counters = plan.backends.map((backend) => backendCounter(backend, plan.tools, carried?.counters[backend.index] ?? null, this.tokens.countsFor(backend.tokenizer)));
+    this.counters = plan.backends.map((backend) =>
+      backendCounter(
+        backend,
+        plan.tools,
+        carried?.counters[backend.index] ?? null,
+        this.tokens.countsFor(backend.tokenizer),
+      ),
+    );
     if (carried !== undefined) this.entries = carried.live;
     else {
       // docs/design.md#task-survives: the task stays verbatim (sticky) unless the input says otherwise.
@@ -133,7 +176,11 @@ export class AgentLoop {
   }
 
   private append(message: ChatMessage, usage?: RoundUsage): void {
-    this.writeLine(usage === undefined ? { type: 'message', id: `m${this.nextId}`, message } : { type: 'message', id: `m${this.nextId}`, message, usage });
+    this.writeLine(
+      usage === undefined
+        ? { type: 'message', id: `m${this.nextId}`, message }
+        : { type: 'message', id: `m${this.nextId}`, message, usage },
+    );
     this.nextId += 1;
   }
 
@@ -148,7 +195,11 @@ export class AgentLoop {
       await this.transcript.recordNow();
     } catch (error) {
       if (!(error instanceof ApplicationFailure)) throw error;
-      log.warn('the transcript could not be recorded in whole before the run failed', { recordedLines: this.transcript.recorded, pendingLines: this.transcript.pending.length, error: error.message });
+      log.warn('the transcript could not be recorded in whole before the run failed', {
+        recordedLines: this.transcript.recorded,
+        pendingLines: this.transcript.pending.length,
+        error: error.message,
+      });
     }
   }
 
@@ -213,7 +264,13 @@ export class AgentLoop {
 
   private compactOptions(aimAt: BackendCounter, aim: number): CompactOptions {
     const { contextBudget, ...rest } = this.plan.compaction;
-    return { ...rest, contextBudget: contextBudget ?? aim, counter: aimAt.conversation, maxPayloadBytes: this.plan.maxPayloadBytes, payloadStore: this.worker.externalStorage };
+    return {
+      ...rest,
+      contextBudget: contextBudget ?? aim,
+      counter: aimAt.conversation,
+      maxPayloadBytes: this.plan.maxPayloadBytes,
+      payloadStore: this.worker.externalStorage,
+    };
   }
 
   /**
@@ -227,14 +284,22 @@ export class AgentLoop {
     const options = this.compactOptions(aimAt, aim);
     const overRoom = tokens > aim;
     if (!overRoom && !needsCompaction(this.messages, options)) return;
-    const { result: compacted, summarizerUsage } = await compactWithUsage(this.messages, overRoom ? { ...options, target: aim } : options);
+    const { result: compacted, summarizerUsage } = await compactWithUsage(
+      this.messages,
+      overRoom ? { ...options, target: aim } : options,
+    );
     // The run is out of room only when the conversation does not fit the backend: a `contextBudget`
     // set below the room is what compaction aims at, not a limit the model has.
     const result = { ...compacted, exhausted: compacted.tokensAfter > aim };
     this.record(result, aimAt.backend, overRoom ? aim : (this.plan.compaction.contextBudget ?? aim), summarizerUsage);
     if (result.exhausted) {
       this.publish(result.tokensAfter);
-      const details: ContextExhaustedDetails = { round: this.rounds + 1, backend: aimAt.backend.label, tokens: result.tokensAfter, room: aim };
+      const details: ContextExhaustedDetails = {
+        round: this.rounds + 1,
+        backend: aimAt.backend.label,
+        tokens: result.tokensAfter,
+        room: aim,
+      };
       throw ApplicationFailure.create({
         type: RunFailureType.ContextExhausted,
         message: `context exhausted before round ${details.round}: ${groupDigits(details.tokens)} tokens after compaction, ${groupDigits(aim)} usable on ${details.backend} (keepRecent or a recent tool result is too large for the window)`,
@@ -244,13 +309,26 @@ export class AgentLoop {
     }
   }
 
-  private record(result: CompactionResult, backend: ResolvedBackend, target: number, summarizerUsage: SummarizerUsage | undefined): void {
+  private record(
+    result: CompactionResult,
+    backend: ResolvedBackend,
+    target: number,
+    summarizerUsage: SummarizerUsage | undefined,
+  ): void {
     // The summarizer was billed even when its summary lost to the hard trim.
-    if (summarizerUsage !== undefined) this.compactions = { ...this.compactions, usage: addSummarizerUsage(this.compactions.usage, summarizerUsage) };
+    if (summarizerUsage !== undefined)
+      this.compactions = { ...this.compactions, usage: addSummarizerUsage(this.compactions.usage, summarizerUsage) };
     const changed = result.cutIndex >= 0 || result.elisions.length > 0 || result.fallback || result.exhausted;
     if (!changed) return;
     const { cacheHitRate, billedInput } = this.compactions.usage;
-    const context = { round: this.rounds + 1, backend: backend.label, target, ...(summarizerUsage === undefined ? {} : { summarizerUsage }), cacheHitRate, billedInput };
+    const context = {
+      round: this.rounds + 1,
+      backend: backend.label,
+      target,
+      ...(summarizerUsage === undefined ? {} : { summarizerUsage }),
+      cacheHitRate,
+      billedInput,
+    };
     const { lines, entries } = recordCompaction(this.entries, result, context);
     for (const line of lines) this.transcript.write(line);
     this.entries = entries;
@@ -269,9 +347,25 @@ export class AgentLoop {
   }
 
   /** What this request cost (src/core/agent/request-cost.ts); it becomes the request the next one's cache is modelled against. */
-  private roundUsage(sent: readonly ChatMessage[], backend: BackendCounter, tokens: number, answer: ChatActivityOutput): RoundUsage {
-    const shape: RequestShape = { ids: this.entries.map((entry) => entry.id), sizes: sent.map((message) => this.sizeOf(message)) };
-    const usage = requestCost({ backend: backend.backend.label, sent, shape, previous: this.previousRequest, tokens, reported: answer.usage, count: (messages) => backend.usage.count(messages) });
+  private roundUsage(
+    sent: readonly ChatMessage[],
+    backend: BackendCounter,
+    tokens: number,
+    answer: ChatActivityOutput,
+  ): RoundUsage {
+    const shape: RequestShape = {
+      ids: this.entries.map((entry) => entry.id),
+      sizes: sent.map((message) => this.sizeOf(message)),
+    };
+    const usage = requestCost({
+      backend: backend.backend.label,
+      sent,
+      shape,
+      previous: this.previousRequest,
+      tokens,
+      reported: answer.usage,
+      count: (messages) => backend.usage.count(messages),
+    });
     this.previousRequest = shape;
     return usage;
   }
@@ -280,7 +374,10 @@ export class AgentLoop {
   private async chat(): Promise<{ answer: ChatActivityOutput; backend: BackendCounter; usage: RoundUsage }> {
     const failed = new Set<number>();
     let lastFailure: unknown;
-    await this.tokens.countNewText(this.messages, this.limit.externalStorage ? Number.POSITIVE_INFINITY : this.limit.inlineBatchBytes());
+    await this.tokens.countNewText(
+      this.messages,
+      this.limit.externalStorage ? Number.POSITIVE_INFINITY : this.limit.inlineBatchBytes(),
+    );
     for (;;) {
       const available = this.counters.filter((counter) => !failed.has(counter.backend.index));
       // Resting backends are left out while another one can take the round.
@@ -300,7 +397,12 @@ export class AgentLoop {
       const sent = this.messages;
       const tokens = backend.conversation.count(sent);
       this.publish(tokens, backend.backend.config.contextWindow);
-      const input: ChatActivityInput = { backend: backend.backend.config, messages: sent, tools: this.plan.tools, turn: this.rounds };
+      const input: ChatActivityInput = {
+        backend: backend.backend.config,
+        messages: sent,
+        tools: this.plan.tools,
+        turn: this.rounds,
+      };
       this.limit.check(`the chat request of round ${this.rounds + 1}`, jsonPayloadBytes([input]));
       try {
         const { chat } = proxyActivities<CompactorActivities>({
@@ -335,7 +437,11 @@ export class AgentLoop {
     await condition(allHandlersFinished);
     for (const message of this.pendingUserMessages.splice(0)) this.append(message);
     await this.transcript.record();
-    const next: AgentRunWorkflowInput = { ...this.input, messages: [], carried: { ...this.carry(), continuedAsNew: this.continuedAsNew + 1 } };
+    const next: AgentRunWorkflowInput = {
+      ...this.input,
+      messages: [],
+      carried: { ...this.carry(), continuedAsNew: this.continuedAsNew + 1 },
+    };
     this.limit.check('the state the run continues as new with', jsonPayloadBytes([next]));
     return continueAsNew<AgentRunWorkflow>(next);
   }
@@ -353,11 +459,16 @@ export class AgentLoop {
       this.append(answer.message, usage);
       this.rounds += 1;
       this.roundsThisRun += 1;
-      const results = await runToolCalls(answer.message, answer.unanswered ?? [], { plan: this.plan, backend: backend.backend.config, externalStorage: this.worker.externalStorage });
+      const results = await runToolCalls(answer.message, answer.unanswered ?? [], {
+        plan: this.plan,
+        backend: backend.backend.config,
+        externalStorage: this.worker.externalStorage,
+      });
       for (const result of results) this.append(result);
       for (const message of answer.userMessages ?? []) this.append(message);
       if (answer.endOfTrajectory === true) return this.finish('completed');
-      if (results.length === 0 && (answer.userMessages ?? []).length === 0 && this.pendingUserMessages.length === 0) return this.finish('completed');
+      if (results.length === 0 && (answer.userMessages ?? []).length === 0 && this.pendingUserMessages.length === 0)
+        return this.finish('completed');
       if (this.transcript.batchIsDue()) await this.transcript.record();
     }
   }

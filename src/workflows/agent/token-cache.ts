@@ -28,7 +28,8 @@ export class TokenCache {
   /** One (empty) cache per BPE encoding of the chain; the character estimator needs none. */
   constructor(backends: readonly ResolvedBackend[]) {
     for (const backend of backends) {
-      if (backend.tokenizer !== 'chars' && !this.known.has(backend.tokenizer)) this.known.set(backend.tokenizer, new Map());
+      if (backend.tokenizer !== 'chars' && !this.known.has(backend.tokenizer))
+        this.known.set(backend.tokenizer, new Map());
     }
   }
 
@@ -53,7 +54,9 @@ export class TokenCache {
   /** What this run knows of the live conversation's token counts, to carry: a continued run need not count it again. */
   toCarry(messages: readonly ChatMessage[]): Record<string, Array<number | null>> {
     const texts = messages.flatMap((message) => messageTexts(message));
-    return Object.fromEntries([...this.known].map(([encoding, known]) => [encoding, texts.map((text) => known.get(text) ?? null)]));
+    return Object.fromEntries(
+      [...this.known].map(([encoding, known]) => [encoding, texts.map((text) => known.get(text) ?? null)]),
+    );
   }
 
   /**
@@ -87,7 +90,7 @@ export class TokenCache {
         }
       }
       if (chars <= WORKFLOW_COUNT_CHARS) continue;
-      for (let start = 0; start < texts.length; ) {
+      for (let start = 0; start < texts.length;) {
         let bytes = 0;
         let end = start;
         while (end < texts.length && (end === start || bytes + utf8Length(texts[end] ?? '') <= batchBytes)) {

@@ -2,7 +2,14 @@
 // lines wait in the run's memory and are recorded in batches by the `recordSession` activity (with
 // a payload store the batches live in the store and history holds claims), so what the run holds
 // is bounded by its live context, never by its length.
-import { ActivityFailure, CancellationScope, isCancellation, log, proxyActivities, workflowInfo } from '@temporalio/workflow';
+import {
+  ActivityFailure,
+  CancellationScope,
+  isCancellation,
+  log,
+  proxyActivities,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { CompactorActivities } from '../../activities/index.js';
 import { groupDigits } from '../../core/agent/compaction-history.js';
 import type { SessionBatch, SessionLine, SessionReference } from '../../core/agent/session.js';
@@ -118,7 +125,11 @@ export class TranscriptWriter {
       } catch (error) {
         if (isCancellation(error) || !(error instanceof ActivityFailure)) throw error;
         // The batch is in history as the activity's input whether or not a worker acknowledged it.
-        log.warn('recordSession was not acknowledged; the batch is recorded as its input', { from: batch.from, lines: count, error: failureMessage(error) });
+        log.warn('recordSession was not acknowledged; the batch is recorded as its input', {
+          from: batch.from,
+          lines: count,
+          error: failureMessage(error),
+        });
       }
       this.unrecorded = this.unrecorded.slice(count);
       this.unrecordedSizes = this.unrecordedSizes.slice(count);

@@ -28,24 +28,44 @@ export class RunVisibility {
    * attributes in `allowed`, when they changed; `window` is the context window of the backend
    * `contextTokens` was counted for.
    */
-  publish(history: CompactionHistory, note: string, allowed: ReadonlySet<string>, contextTokens: number | undefined, window?: number): void {
+  publish(
+    history: CompactionHistory,
+    note: string,
+    allowed: ReadonlySet<string>,
+    contextTokens: number | undefined,
+    window?: number,
+  ): void {
     const { totals } = history;
     const exhausted = totals.exhausted > 0;
     // Current details are workflow state answered by query, not history: keep them current every round.
     const details = renderCompactionDetails(history, note === '' ? [] : [note]);
     if (details !== this.published.details) setCurrentDetails(details);
     const updates: SearchAttributeUpdatePair[] = [];
-    if (allowed.has('CompactionCount') && this.published.compactions !== totals.compactions) updates.push({ key: SearchAttributeKeys.CompactionCount, value: totals.compactions });
-    if (allowed.has('CompactionFallbacks') && this.published.fallbacks !== totals.fallbacks) updates.push({ key: SearchAttributeKeys.CompactionFallbacks, value: totals.fallbacks });
-    if (allowed.has('ContextExhausted') && (this.published.exhausted !== exhausted || this.published.compactions < 0)) updates.push({ key: SearchAttributeKeys.ContextExhausted, value: exhausted });
+    if (allowed.has('CompactionCount') && this.published.compactions !== totals.compactions)
+      updates.push({ key: SearchAttributeKeys.CompactionCount, value: totals.compactions });
+    if (allowed.has('CompactionFallbacks') && this.published.fallbacks !== totals.fallbacks)
+      updates.push({ key: SearchAttributeKeys.CompactionFallbacks, value: totals.fallbacks });
+    if (allowed.has('ContextExhausted') && (this.published.exhausted !== exhausted || this.published.compactions < 0))
+      updates.push({ key: SearchAttributeKeys.ContextExhausted, value: exhausted });
     // The context size moves every round: upsert it when it moved by a tenth of the window (runs
     // before CONTEXT_TOKENS_PATCH_ID: a tenth of itself), or at a compaction, not every round (one history event each).
-    const tolerance = window !== undefined && this.patches.contextTokensByWindow() ? window / 10 : this.published.contextTokens / 10;
-    const moved = contextTokens !== undefined && (this.published.contextTokens < 0 || Math.abs(contextTokens - this.published.contextTokens) > tolerance);
+    const tolerance =
+      window !== undefined && this.patches.contextTokensByWindow() ? window / 10 : this.published.contextTokens / 10;
+    const moved =
+      contextTokens !== undefined &&
+      (this.published.contextTokens < 0 || Math.abs(contextTokens - this.published.contextTokens) > tolerance);
     const compacted = this.published.compactions !== totals.compactions;
-    const contextTokensNow = contextTokens !== undefined && (moved || compacted) ? contextTokens : this.published.contextTokens;
-    if (allowed.has('ContextTokens') && contextTokensNow !== this.published.contextTokens) updates.push({ key: SearchAttributeKeys.ContextTokens, value: contextTokensNow });
-    this.published = { compactions: totals.compactions, contextTokens: contextTokensNow, fallbacks: totals.fallbacks, exhausted, details };
+    const contextTokensNow =
+      contextTokens !== undefined && (moved || compacted) ? contextTokens : this.published.contextTokens;
+    if (allowed.has('ContextTokens') && contextTokensNow !== this.published.contextTokens)
+      updates.push({ key: SearchAttributeKeys.ContextTokens, value: contextTokensNow });
+    this.published = {
+      compactions: totals.compactions,
+      contextTokens: contextTokensNow,
+      fallbacks: totals.fallbacks,
+      exhausted,
+      details,
+    };
     if (updates.length > 0) upsertSearchAttributes(updates);
   }
 }
