@@ -1,4 +1,4 @@
-// Node only: `temporal-compactor demo` / `npm run demo` — the quick start. Starts a local Temporal
+// Node only, dev only: `npm run demo` — the quick start. Starts a local Temporal
 // dev server (unless TEMPORAL_ADDRESS is set), a worker in this process, and an agentRun that
 // replays a bundled real trajectory through a window small enough to force several compactions.
 import { readFileSync } from 'node:fs';
