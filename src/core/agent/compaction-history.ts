@@ -4,9 +4,10 @@
 import { emptyRunUsage, percent, type Pricing, type RunUsage } from './run-usage.js';
 import type { CompactionLine, CompactionLineContext, SessionLine } from './session.js';
 import type { CompactionResult } from '../types.js';
+import { compactionKind, type CompactionKind } from '../compaction/kind.js';
 
-/** What a compaction did, in one word: summarized the middle, hard-trimmed it, only elided tool output, or nothing. */
-export type CompactionKind = 'summary' | 'trim' | 'elision' | 'none';
+// What a compaction did, in one word (src/core/compaction/kind.ts: telemetry names it too).
+export { compactionKind, type CompactionKind };
 
 /** One compaction of an agent run (docs/design.md#compaction-history). Counts are in the units of `backend`. */
 export interface CompactionRecord {
@@ -71,17 +72,6 @@ export interface CompactionHistory {
  * @default 20
  */
 export const RECENT_COMPACTIONS = 20;
-
-export function compactionKind(result: {
-  summary: string | null;
-  fallback: boolean;
-  elisions: { length: number };
-}): CompactionKind {
-  if (result.summary !== null) return 'summary';
-  if (result.fallback) return 'trim';
-  if (result.elisions.length > 0) return 'elision';
-  return 'none';
-}
 
 /** Where a compaction ran and what the run had cost by then: what its compaction line records; see {@link compactionRecord}. */
 export type CompactionContext = CompactionLineContext;

@@ -3,7 +3,7 @@
 // worker's telemetry and the tests that read them back.
 import type { SummarizerUsage } from '../counting/summarizer-usage.js';
 import type { CompactionResult } from '../types.js';
-import { compactionKind, type CompactionKind } from '../agent/compaction-history.js';
+import { compactionKind, type CompactionKind } from './kind.js';
 
 /** The name of the span every workflow compaction records: a child of the workflow's span, parent of its summarize activities. */
 export const COMPACTION_SPAN_NAME = 'Compaction';
