@@ -6,9 +6,9 @@
 //
 //   npm run api:report              write api/*.api.md
 //   npm run api:report -- --check   only say which reports are stale (exit code 1 if any)
-import { readFileSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { writeGeneratedFiles } from './generated-files.js';
 import ts from 'typescript';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
@@ -211,34 +211,6 @@ export function apiReportFiles(): Array<{ path: string; text: string }> {
   }));
 }
 
-function readOrNull(path: string): string | null {
-  try {
-    return readFileSync(path, 'utf8');
-  } catch {
-    return null;
-  }
+if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.argv[1]) {
+  writeGeneratedFiles(apiReportFiles(), { check: process.argv.includes('--check'), command: 'npm run api:report' });
 }
-
-function main(): void {
-  const check = process.argv.includes('--check');
-  let stale = 0;
-  for (const { path, text } of apiReportFiles()) {
-    if (readOrNull(path) === text) {
-      process.stdout.write(`up to date: ${relative(ROOT, path)}\n`);
-      continue;
-    }
-    stale += 1;
-    if (check) {
-      process.stdout.write(`stale: ${relative(ROOT, path)}\n`);
-    } else {
-      writeFileSync(path, text);
-      process.stdout.write(`wrote ${relative(ROOT, path)}\n`);
-    }
-  }
-  if (check && stale > 0) {
-    process.stdout.write('run `npm run api:report` to regenerate\n');
-    process.exitCode = 1;
-  }
-}
-
-if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.argv[1]) main();

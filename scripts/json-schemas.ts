@@ -4,9 +4,9 @@
 //
 //   npm run docs:schemas              write docs/*.schema.json
 //   npm run docs:schemas -- --check   only say which files are stale (exit code 1 if any)
-import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { writeGeneratedFiles } from './generated-files.js';
 import { compactConversationJsonSchemas } from '../src/shared/json-schemas.js';
 
 /** Where the schemas are committed. */
@@ -20,34 +20,6 @@ export function jsonSchemaFiles(): Array<{ path: string; text: string }> {
   }));
 }
 
-function readOrNull(path: string): string | null {
-  try {
-    return readFileSync(path, 'utf8');
-  } catch {
-    return null;
-  }
+if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.argv[1]) {
+  writeGeneratedFiles(jsonSchemaFiles(), { check: process.argv.includes('--check'), command: 'npm run docs:schemas' });
 }
-
-function main(): void {
-  const check = process.argv.includes('--check');
-  let stale = 0;
-  for (const { path, text } of jsonSchemaFiles()) {
-    if (readOrNull(path) === text) {
-      process.stdout.write(`up to date: ${path}\n`);
-      continue;
-    }
-    stale += 1;
-    if (check) {
-      process.stdout.write(`stale: ${path}\n`);
-    } else {
-      writeFileSync(path, text);
-      process.stdout.write(`wrote ${path}\n`);
-    }
-  }
-  if (check && stale > 0) {
-    process.stdout.write('run `npm run docs:schemas` to regenerate\n');
-    process.exitCode = 1;
-  }
-}
-
-if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.argv[1]) main();

@@ -16,7 +16,7 @@ import {
 import { assertKnownKeys, keysOf } from './core/unknown-keys.js';
 import { defaultCounter } from './core/counting/tokens.js';
 import type { ChatMessage, CompactionResult, Summarizer, TokenCounter } from './core/types.js';
-import type { SummarizeActivitySettings } from './workflows/compact.js';
+import { SUMMARIZE_ACTIVITY_SETTING_KEYS } from './shared/activity-options.js';
 
 export interface CompactorOptions extends CompactionOptions {
   /** The backend that writes summaries; a small cheap model does it well. */
@@ -42,14 +42,7 @@ export interface CompactCallOptions {
 const COMPACTOR_OPTION_KEYS: readonly string[] = [
   ...COMPACTION_OPTION_KEYS,
   ...keysOf<Omit<CompactorOptions, keyof CompactionOptions>>({ summarizer: true, counter: true }),
-  ...keysOf<SummarizeActivitySettings>({
-    startToCloseTimeout: true,
-    heartbeatTimeout: true,
-    taskQueue: true,
-    summarizerModel: true,
-    maxPayloadBytes: true,
-    payloadStore: true,
-  }),
+  ...SUMMARIZE_ACTIVITY_SETTING_KEYS,
 ];
 const CALL_OPTION_KEYS = keysOf<CompactCallOptions>({ target: true, counter: true, signal: true });
 

@@ -6,6 +6,7 @@ import type { ActivityOptions } from '@temporalio/common';
 import { AGENT_MAXIMUM_RETRY_INTERVAL_MS, type AgentActivitySettings } from '../core/agent/agent-input.js';
 import { parseDuration, type Duration } from '../core/compaction/options.js';
 import { FailureType } from '../core/errors.js';
+import { keysOf } from '../core/unknown-keys.js';
 
 /**
  * A worker that stops heartbeating for this long is presumed dead and its attempt is retried
@@ -100,3 +101,41 @@ export function agentActivityOptions(
     ...(settings.taskQueue === undefined ? {} : { taskQueue: settings.taskQueue }),
   };
 }
+
+/** Settings of the `summarize` activity a workflow `compact` schedules. All JSON. */
+export interface SummarizeActivitySettings {
+  /** Deadline of one summarize attempt; keep it above the summarizer's own request timeout. @default '5m' */
+  startToCloseTimeout?: Duration;
+  /**
+   * A worker that stops heartbeating for this long is presumed dead and the attempt is retried
+   * elsewhere. The activity heartbeats at a quarter of it.
+   * @default '10s'
+   */
+  heartbeatTimeout?: Duration;
+  /** Run summarize activities on their own task queue (summarizer capacity and rate limits scale apart). @default the workflow's task queue */
+  taskQueue?: string;
+  /** The summarizer model's name, shown in the activity summary in the UI. Only a label: the worker decides which model runs. */
+  summarizerModel?: string;
+  /**
+   * A summarize request larger than this many bytes is not sent inline: unless the worker stores
+   * payloads externally, the compaction falls back to the hard trim instead (the server would
+   * refuse the payload, and the workflow task would fail again and again).
+   * @default 2,000,000
+   */
+  maxPayloadBytes?: number;
+  /**
+   * Whether the worker stores large payloads externally. Unset, `compact` asks the worker (the
+   * `describeWorker` local activity) the first time a request is over `maxPayloadBytes`.
+   */
+  payloadStore?: boolean;
+}
+
+/** The names of the summarize activity's settings (the compiler keeps the list complete). */
+export const SUMMARIZE_ACTIVITY_SETTING_KEYS = keysOf<SummarizeActivitySettings>({
+  startToCloseTimeout: true,
+  heartbeatTimeout: true,
+  taskQueue: true,
+  summarizerModel: true,
+  maxPayloadBytes: true,
+  payloadStore: true,
+});

@@ -46,34 +46,9 @@ import {
 } from '../core/compaction/telemetry.js';
 import { describeWorker } from './describe-worker.js';
 import { failOnInvalidInput } from '../shared/failures.js';
+import { SUMMARIZE_ACTIVITY_SETTING_KEYS, type SummarizeActivitySettings } from '../shared/activity-options.js';
 
-/** Settings of the `summarize` activity a workflow `compact` schedules. All JSON. */
-export interface SummarizeActivitySettings {
-  /** Deadline of one summarize attempt; keep it above the summarizer's own request timeout. @default '5m' */
-  startToCloseTimeout?: Duration;
-  /**
-   * A worker that stops heartbeating for this long is presumed dead and the attempt is retried
-   * elsewhere. The activity heartbeats at a quarter of it.
-   * @default '10s'
-   */
-  heartbeatTimeout?: Duration;
-  /** Run summarize activities on their own task queue (summarizer capacity and rate limits scale apart). @default the workflow's task queue */
-  taskQueue?: string;
-  /** The summarizer model's name, shown in the activity summary in the UI. Only a label: the worker decides which model runs. */
-  summarizerModel?: string;
-  /**
-   * A summarize request larger than this many bytes is not sent inline: unless the worker stores
-   * payloads externally, the compaction falls back to the hard trim instead (the server would
-   * refuse the payload, and the workflow task would fail again and again).
-   * @default 2,000,000
-   */
-  maxPayloadBytes?: number;
-  /**
-   * Whether the worker stores large payloads externally. Unset, `compact` asks the worker (the
-   * `describeWorker` local activity) the first time a request is over `maxPayloadBytes`.
-   */
-  payloadStore?: boolean;
-}
+export type { SummarizeActivitySettings };
 
 /** Options of the workflow `compact`: the compaction options, the per-call overrides and the activity settings. */
 export interface CompactOptions extends CompactionOptions, SummarizeActivitySettings {
@@ -86,13 +61,8 @@ export interface CompactOptions extends CompactionOptions, SummarizeActivitySett
 /** The names of `compact`'s options: the compaction options, the activity settings, `target` and `counter`. */
 export const COMPACT_OPTION_KEYS: readonly string[] = [
   ...COMPACTION_OPTION_KEYS,
-  ...keysOf<Omit<CompactOptions, keyof CompactionOptions>>({
-    startToCloseTimeout: true,
-    heartbeatTimeout: true,
-    taskQueue: true,
-    summarizerModel: true,
-    maxPayloadBytes: true,
-    payloadStore: true,
+  ...SUMMARIZE_ACTIVITY_SETTING_KEYS,
+  ...keysOf<Omit<CompactOptions, keyof CompactionOptions | keyof SummarizeActivitySettings>>({
     target: true,
     counter: true,
   }),
