@@ -1,14 +1,26 @@
 // Node only (activities): the `summarize` activity — the one slow, flaky step of a compaction.
 import { Context } from '@temporalio/activity';
 import { validateMessages } from '../core/schema.js';
-import type { SummarizeRequest, Summarizer, Usage } from '../core/types.js';
+import { requestFor } from '../core/compaction/transcript.js';
+import { InvalidInputError } from '../core/errors.js';
+import type { ChatMessage, SummarizeRequest, Summarizer, Usage } from '../core/types.js';
 import { failOnInvalidInput } from '../shared/failures.js';
 import { whileHeartbeating } from './heartbeats.js';
 import { emptySummaryFailure, toSummarizerFailure } from './to-failure.js';
 
-/** Input of the `summarize` activity: the capped transcript the engine built (never the raw conversation). */
+/**
+ * Input of the `summarize` activity: never the raw conversation, always the middle as the engine
+ * cut it. Workflows send `{ instruction, middle }` (the activity renders the transcript); those
+ * recorded before `temporal-compactor:summarize-middle-v1` sent the rendered `{ request }`, which
+ * is still read.
+ */
 export interface SummarizeActivityInput {
-  request: SummarizeRequest;
+  /** The rendered request (inputs written before the patch). */
+  request?: SummarizeRequest;
+  /** The instruction: the request's system message. */
+  instruction?: string;
+  /** The middle, cut by `capMiddle`: the request's transcript is rendered from it. */
+  middle?: ChatMessage[];
 }
 
 /** Output of the `summarize` activity: one string (plus the billed usage when the backend reports it). */
@@ -37,8 +49,8 @@ export interface SummarizeActivityDeps {
  * backend's abort error, which the worker would report as a failure.
  */
 export function createSummarizeActivity({ summarizer, heartbeatIntervalMs }: SummarizeActivityDeps) {
-  return async function summarize({ request }: SummarizeActivityInput): Promise<SummarizeActivityOutput> {
-    failOnInvalidInput(() => validateMessages(request?.messages, 'request.messages'));
+  return async function summarize(input: SummarizeActivityInput): Promise<SummarizeActivityOutput> {
+    const request = failOnInvalidInput(() => requestOf(input));
     // A retried attempt says so in its output or its failure's details, so the workflow's
     // compaction span can count attempts; the first says nothing (output and history as before).
     const { attempt } = Context.current().info;
@@ -53,4 +65,19 @@ export function createSummarizeActivity({ summarizer, heartbeatIntervalMs }: Sum
       heartbeatIntervalMs,
     );
   };
+}
+
+/** The summarizer's request from either input shape; throws `InvalidInputError` naming the field. */
+function requestOf(input: SummarizeActivityInput): SummarizeRequest {
+  if (typeof input !== 'object' || input === null)
+    throw new InvalidInputError('input', 'must be an object with instruction and middle (or request)');
+  const { request, instruction, middle } = input;
+  if (request !== undefined) {
+    if (instruction !== undefined || middle !== undefined)
+      throw new InvalidInputError('input', 'has request and instruction/middle: send one shape, not both');
+    validateMessages(request?.messages, 'request.messages');
+    return request;
+  }
+  if (typeof instruction !== 'string') throw new InvalidInputError('instruction', 'must be a string');
+  return requestFor(instruction, validateMessages(middle, 'middle'));
 }

@@ -51,7 +51,15 @@ export interface Usage {
 
 /** What the compactor sends to a summarizer: one chat completion, no tools. */
 export interface SummarizeRequest {
+  /** The instruction (system) and the rendered transcript (user): what a model is sent. */
   messages: ChatMessage[];
+  /**
+   * The messages the transcript was rendered from, cut as the transcript cuts them (tool results
+   * and tool-call arguments at `toolResultCap`; only role, content, tool calls and tool result ids
+   * kept). Present in every request the engine builds; absent in a request built by hand. A
+   * summarizer that works on structure (the extractive one) reads this instead of the text.
+   */
+  middle?: ChatMessage[];
 }
 
 export interface SummarizeResponse {

@@ -35,6 +35,7 @@ import {
 import { assertKnownKeys, keysOf } from '../core/unknown-keys.js';
 import type { ChatMessage, CompactionResult, TokenCounter } from '../core/types.js';
 import type { CompactorActivities } from '../activities/index.js';
+import type { SummarizeActivityInput } from '../activities/summarize.js';
 import { DEFAULT_PAYLOAD_LIMIT_BYTES, jsonPayloadBytes } from '../core/limits/payload-size.js';
 import { addSummarizerRequest, type SummarizerUsage } from '../core/counting/summarizer-usage.js';
 import {
@@ -137,6 +138,23 @@ export function unknownKeysInWorkflow(): UnknownKeys {
   return unknownKeysOfThisExecution;
 }
 
+/**
+ * The patch that changes what the `summarize` activity is sent (docs/design.md#summarizer-request):
+ * with it, the instruction and the cut middle as messages (`{ instruction, middle }`), and the
+ * activity renders the transcript; before it, the rendered request (`{ request }`). The activity
+ * reads both. The marker keeps a history recorded with the old input replaying with it.
+ * Stable forever: never rename it.
+ */
+export const SUMMARIZE_MIDDLE_PATCH_ID = 'temporal-compactor:summarize-middle-v1';
+
+/** What one step sends to the `summarize` activity. Asks the patch right before the activity is scheduled. */
+function summarizeInput(step: SummarizeStep): SummarizeActivityInput {
+  const { middle } = step.request;
+  if (middle !== undefined && (!inWorkflowContext() || patched(SUMMARIZE_MIDDLE_PATCH_ID)))
+    return { instruction: step.instruction, middle };
+  return { request: { messages: step.request.messages } };
+}
+
 function plan(options: CompactOptions): Plan {
   if (typeof options !== 'object' || options === null)
     throw new InvalidInputError('options', 'must be an object with at least contextBudget');
@@ -221,7 +239,8 @@ async function summarizeStep(
   onCancel: OnCancel,
   tally: SummarizerTally,
 ): Promise<SummarizeOutcome> {
-  const bytes = jsonPayloadBytes({ request: step.request });
+  const input = summarizeInput(step);
+  const bytes = jsonPayloadBytes(input);
   if (bytes > compaction.maxPayloadBytes) {
     compaction.payloadStore ??= (await describeWorker()).externalStorage;
     if (!compaction.payloadStore) {
@@ -242,7 +261,7 @@ async function summarizeStep(
   try {
     // Its own scope, a child of the caller's: cancelling the caller cancels the attempt in flight
     // or the retry backoff at once (the server cancels a scheduled retry immediately).
-    const output = await CancellationScope.cancellable(() => summarize({ request: step.request }));
+    const output = await CancellationScope.cancellable(() => summarize(input));
     tally.attempts += reportedAttempt(output);
     const { text, usage } = output;
     return usage === undefined ? { kind: 'summary', text } : { kind: 'summary', text, usage };

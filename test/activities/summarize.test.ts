@@ -10,6 +10,9 @@ import {
   type SummarizeRequest,
   type Summarizer,
 } from '../../src/index.js';
+import type { SummarizeActivityInput } from '../../src/activities/summarize.js';
+import { SUMMARY_INSTRUCTION, summarizeRequest } from '../../src/core/compaction/transcript.js';
+import type { ChatMessage } from '../../src/core/types.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.js';
 
 const request: SummarizeRequest = {
@@ -40,6 +43,57 @@ function expectApplicationFailure(error: unknown, type: string, nonRetryable: bo
 
 const fails = (error: unknown): Summarizer => ({ summarize: () => Promise.reject(error) });
 const answers = (text: string): Summarizer => ({ summarize: () => Promise.resolve({ text }) });
+
+describe('summarize activity input: the middle, or the rendered request of older workflows', () => {
+  const middle: ChatMessage[] = [
+    { role: 'user', content: 'Fix app.py' },
+    {
+      role: 'assistant',
+      content: null,
+      tool_calls: [{ id: 'c1', type: 'function', function: { name: 'bash', arguments: '{"command":"ls"}' } }],
+    },
+    { role: 'tool', tool_call_id: 'c1', content: 'app.py' },
+  ];
+  /** A summarizer that records what it was asked. */
+  function recording(): { summarizer: Summarizer; seen: SummarizeRequest[] } {
+    const seen: SummarizeRequest[] = [];
+    return { seen, summarizer: { summarize: (asked) => (seen.push(asked), Promise.resolve({ text: 'ok' })) } };
+  }
+
+  it('renders { instruction, middle } into the request the engine would have built, middle included', async () => {
+    const { summarizer, seen } = recording();
+    const { summarize } = createActivities({ summarizer });
+    await new MockActivityEnvironment().run(summarize, { instruction: SUMMARY_INSTRUCTION, middle });
+    expect(seen).toEqual([summarizeRequest(middle, 2000)]);
+  });
+
+  it('still reads { request } as workflows recorded before the patch send it', async () => {
+    const { summarizer, seen } = recording();
+    const { summarize } = createActivities({ summarizer });
+    await expect(new MockActivityEnvironment().run(summarize, { request })).resolves.toEqual({ text: 'ok' });
+    expect(seen).toEqual([request]);
+  });
+
+  it.each([
+    [{}, 'instruction'],
+    [{ instruction: 7, middle }, 'instruction'],
+    [{ instruction: 'Summarize.' }, 'middle'],
+    [{ instruction: 'Summarize.', middle: [{ role: 'robot', content: 'x' }] }, 'role'],
+    [{ request, instruction: 'Summarize.', middle }, 'one shape'],
+  ])('refuses %j naming %s, without calling the summarizer', async (input, named) => {
+    const { summarizer, seen } = recording();
+    const { summarize } = createActivities({ summarizer });
+    const failure = expectApplicationFailure(
+      await new MockActivityEnvironment()
+        .run(summarize, input as SummarizeActivityInput)
+        .catch((error: unknown) => error),
+      'Compaction.InvalidInput',
+      true,
+    );
+    expect(failure.message).toContain(named);
+    expect(seen).toEqual([]);
+  });
+});
 
 describe('summarize activity', () => {
   describe('with the OpenAI summarizer against the fake server', () => {

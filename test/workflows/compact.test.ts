@@ -16,6 +16,7 @@ import {
   type Summarizer,
 } from '../../src/index.js';
 import { SUMMARY_INSTRUCTION } from '../../src/core/compaction/transcript.js';
+import { SUMMARIZE_MIDDLE_PATCH_ID } from '../../src/workflows/compact.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.js';
 import { toolRounds } from '../support/messages.js';
 import { testConnection } from '../support/temporal.js';
@@ -113,6 +114,18 @@ describe('compactConversation on a dev server', () => {
     expect(summary && Buffer.from(summary).toString('utf8')).toMatch(
       /^"summarize \d+ messages \([\d,]+ chars\) · fake-summarizer"$/,
     );
+    // docs/design.md#summarizer-request: the activity is sent the instruction and the cut middle as
+    // messages (the patch's marker first), not the rendered text; it renders the model's request.
+    const sent = scheduled?.activityTaskScheduledEventAttributes?.input?.payloads?.[0]?.data;
+    const input: unknown = JSON.parse(Buffer.from(sent ?? []).toString('utf8'));
+    expect(Object.keys(input as object).sort()).toEqual(['instruction', 'middle']);
+    expect(input).toMatchObject({ instruction: SUMMARY_INSTRUCTION, middle: messages.slice(1, result.dropped + 1) });
+    const patches = (history.events ?? []).flatMap((event) =>
+      (event.markerRecordedEventAttributes?.details?.['patch-data']?.payloads ?? []).map((payload) =>
+        Buffer.from(payload.data ?? []).toString('utf8'),
+      ),
+    );
+    expect(patches.some((data) => data.includes(SUMMARIZE_MIDDLE_PATCH_ID))).toBe(true);
   });
 
   it('5xx then success: retried by Temporal, the summary is accepted', async () => {
@@ -232,8 +245,9 @@ describe('compactConversation on a dev server', () => {
     const markers = (history.events ?? []).flatMap((event) =>
       event.markerRecordedEventAttributes?.markerName === 'core_patch' ? [event] : [],
     );
-    // The economic rules' patch, and the one that refuses unknown option keys (docs/design.md#unknown-keys).
-    expect(markers).toHaveLength(2);
+    // The economic rules' patch, the one that refuses unknown option keys (docs/design.md#unknown-keys),
+    // and the one that sends the summarize activity the middle as messages (docs/design.md#summarizer-request).
+    expect(markers).toHaveLength(3);
     expect(events.filter((type) => type === 'ActivityTaskScheduled')).toHaveLength(1);
     expect(result.summary).toContain(SHORT_SUMMARY);
     expect(result.elisions).toHaveLength(6);

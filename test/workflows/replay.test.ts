@@ -6,13 +6,16 @@ import { join } from 'node:path';
 import type { HistoryAndWorkflowId } from '@temporalio/common';
 import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { ECONOMICS_PATCH_ID } from '../../src/workflows/compact.js';
+import { ECONOMICS_PATCH_ID, SUMMARIZE_MIDDLE_PATCH_ID } from '../../src/workflows/compact.js';
 import { CONTEXT_TOKENS_PATCH_ID } from '../../src/workflows/agent/patches.js';
 import { bundleTestWorkflows, HISTORIES_DIR } from './harness.js';
 
 interface JsonEvent {
   eventType?: string;
-  activityTaskScheduledEventAttributes?: { activityType?: { name?: string } };
+  activityTaskScheduledEventAttributes?: {
+    activityType?: { name?: string };
+    input?: { payloads?: Array<{ data?: string }> };
+  };
   markerRecordedEventAttributes?: {
     markerName?: string;
     details?: Record<string, { payloads?: Array<{ data?: string }> }>;
@@ -90,6 +93,8 @@ describe('replay of recorded histories', () => {
         'agent-run-openai-tools.json',
         'agent-run-update.json',
         'compact-conversation-economics-window-gives-way.json',
+        'compact-conversation-success-summarize-middle.json',
+        'compact-conversation-too-long-then-tighter-summarize-middle.json',
       ].sort(),
     );
     for (const file of [
@@ -109,6 +114,24 @@ describe('replay of recorded histories', () => {
       .map(({ file }) => file);
     expect(patched).toEqual(['agent-run-context-tokens-window.json']);
     expect(agentRuns.length).toBeGreaterThan(patched.length);
+  });
+
+  it('summarize activity inputs of both shapes: the middle as messages under its patch, the rendered request before it', () => {
+    const withMiddle = histories
+      .filter(({ history }) => patchIds(history).includes(SUMMARIZE_MIDDLE_PATCH_ID))
+      .map(({ file }) => file);
+    expect(withMiddle.sort()).toEqual([
+      'compact-conversation-success-summarize-middle.json',
+      'compact-conversation-too-long-then-tighter-summarize-middle.json',
+    ]);
+    const inputKeys = (file: string): string[] => {
+      const recorded = histories.find((history) => history.file === file);
+      const scheduled = recorded?.history.events.find((event) => event.activityTaskScheduledEventAttributes);
+      const data = scheduled?.activityTaskScheduledEventAttributes?.input?.payloads?.[0]?.data;
+      return Object.keys(JSON.parse(Buffer.from(String(data), 'base64').toString('utf8')) as object).sort();
+    };
+    expect(inputKeys('compact-conversation-success-summarize-middle.json')).toEqual(['instruction', 'middle']);
+    expect(inputKeys('compact-conversation-success.json')).toEqual(['request']);
   });
 
   it('every recorded history replays without a non-determinism error', async () => {

@@ -9,7 +9,7 @@ import { applyElisions, planElisions } from './elision.js';
 import { aimFor, type Aim, type CallOverrides, type ResolvedOptions } from './options.js';
 import { findRegions, trimBoundaries, type Regions } from './regions.js';
 import { validateMessages } from '../schema.js';
-import { summarizeRequest, summaryContent } from './transcript.js';
+import { capMiddle, requestFor, summaryContent, summaryInstruction } from './transcript.js';
 import type { ChatMessage, CompactionResult, Elision, SummarizeRequest, TokenCounter, Usage } from '../types.js';
 
 /** What the engine asks its driver to do. */
@@ -18,6 +18,8 @@ export interface SummarizeStep {
   /** `summary` for the first request, `tighter` for the one retry after a summary that was too long. */
   purpose: 'summary' | 'tighter';
   request: SummarizeRequest;
+  /** The request's instruction alone: with `request.middle` it is all a driver needs to send (docs/design.md#summarizer-request). */
+  instruction: string;
   /** For UI metadata: how many messages the transcript holds and its length in characters. */
   transcript: { messages: number; characters: number };
 }
@@ -246,18 +248,16 @@ export function* compactionSteps(
   };
 
   // docs/design.md#summarizer-request One request; docs/design.md#failures the driver retries it; an empty summary is a failure.
-  const first = yield step('summary', summarizeRequest(middle, options.toolResultCap), middle.length);
+  // The middle as the summarizer sees it, cut once for both requests.
+  const seen = capMiddle(middle, options.toolResultCap);
+  const first = yield step('summary', summaryInstruction(), seen);
   if (first.kind !== 'summary' || first.text.trim() === '') return trimmed();
   const firstSummary = summaryContent(first.text, planned.middle.length);
   const firstAssembled = assemble(elided.messages, planned, firstSummary);
   if (accepts(firstAssembled)) return summarized(firstSummary, firstAssembled);
 
   // docs/design.md#proof The proof failed: one tighter request, accepted only if it fits and is shorter.
-  const second = yield step(
-    'tighter',
-    summarizeRequest(middle, options.toolResultCap, first.text.trim().length),
-    middle.length,
-  );
+  const second = yield step('tighter', summaryInstruction(first.text.trim().length), seen);
   if (second.kind !== 'summary' || second.text.trim() === '') return trimmed();
   const secondSummary = summaryContent(second.text, planned.middle.length);
   const secondAssembled = assemble(elided.messages, planned, secondSummary);
@@ -266,12 +266,13 @@ export function* compactionSteps(
   return trimmed();
 }
 
-function step(purpose: SummarizeStep['purpose'], request: SummarizeRequest, messages: number): SummarizeStep {
+function step(purpose: SummarizeStep['purpose'], instruction: string, seen: ChatMessage[]): SummarizeStep {
+  const request = requestFor(instruction, seen);
   const characters = request.messages.reduce(
     (sum, message) => sum + (typeof message.content === 'string' ? message.content.length : 0),
     0,
   );
-  return { kind: 'summarize', purpose, request, transcript: { messages, characters } };
+  return { kind: 'summarize', purpose, request, instruction, transcript: { messages: seen.length, characters } };
 }
 
 /** Runs the step machine with a synchronous answer per step (tests, benchmarks, pure callers). */

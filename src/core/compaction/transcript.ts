@@ -38,6 +38,35 @@ export function capText(text: string, cap: number): string {
   return `${text.slice(0, cap)}» [truncated by the harness: ${text.length - cap} more characters]`;
 }
 
+/** The marker {@link capText} leaves at the end of what it cut. */
+export const CAP_MARKER = /» \[truncated by the harness: \d+ more characters\]$/;
+
+/**
+ * The middle as the summarizer sees it, still as messages: tool results and tool-call argument
+ * strings cut as {@link renderTranscript} cuts them, and of each message only what the transcript
+ * shows (role, content, tool calls, the tool result's call id and name). A tool result cut short
+ * becomes the string its parts render to. `renderTranscript(capMiddle(m, cap), Infinity)` is
+ * `renderTranscript(m, cap)`: the request carries both, so a summarizer reads whichever it needs.
+ */
+export function capMiddle(messages: readonly ChatMessage[], toolResultCap: number): ChatMessage[] {
+  return messages.map((message) => {
+    const seen: ChatMessage = { role: message.role, content: message.content };
+    if (message.role === 'tool') {
+      const text = renderContent(message.content);
+      if (text.length > toolResultCap) seen.content = capText(text, toolResultCap);
+    }
+    if (message.tool_calls !== undefined)
+      seen.tool_calls = message.tool_calls.map((call) => ({
+        id: call.id,
+        type: call.type,
+        function: { name: call.function.name, arguments: capText(call.function.arguments, toolResultCap) },
+      }));
+    if (message.tool_call_id !== undefined) seen.tool_call_id = message.tool_call_id;
+    if (message.name !== undefined) seen.name = message.name;
+    return seen;
+  });
+}
+
 /**
  * The middle as plain text for the summarizer. Tool results and tool-call argument strings are
  * capped at `toolResultCap`; other text is whole. Non-text content parts appear as `[type]`.
@@ -69,9 +98,32 @@ function nameOf(message: ChatMessage, toolNames: Map<string, string>): string {
   return name !== undefined ? ` ${name} (${id})` : ` (${id})`;
 }
 
-function renderContent(content: ChatMessage['content']): string {
+/** A message's content as the transcript shows it: text parts as they are, other parts as `[type]`. */
+export function renderContent(content: ChatMessage['content']): string {
   if (content === null || typeof content === 'string') return contentText(content);
   return content.map((part) => (part.type === 'text' ? contentText([part]) : `[${part.type}]`)).join('');
+}
+
+/** The instruction of a request; `previousSummaryChars` makes it the tighter retry's. */
+export function summaryInstruction(previousSummaryChars?: number): string {
+  return previousSummaryChars === undefined ? SUMMARY_INSTRUCTION : tooLongInstruction(previousSummaryChars);
+}
+
+/**
+ * The request for an instruction and a middle already cut by {@link capMiddle}: the instruction as
+ * the system message, the rendered transcript as the user message, and the middle itself.
+ */
+export function requestFor(instruction: string, cappedMiddle: ChatMessage[]): SummarizeRequest {
+  return {
+    messages: [
+      { role: 'system', content: instruction },
+      {
+        role: 'user',
+        content: `Transcript to summarize (${cappedMiddle.length} messages):\n\n${renderTranscript(cappedMiddle, Number.POSITIVE_INFINITY)}`,
+      },
+    ],
+    middle: cappedMiddle,
+  };
 }
 
 /** The whole request: one chat completion, no tools. `previousSummaryChars` makes it the tighter retry. */
@@ -80,17 +132,7 @@ export function summarizeRequest(
   toolResultCap: number,
   previousSummaryChars?: number,
 ): SummarizeRequest {
-  const instruction =
-    previousSummaryChars === undefined ? SUMMARY_INSTRUCTION : tooLongInstruction(previousSummaryChars);
-  return {
-    messages: [
-      { role: 'system', content: instruction },
-      {
-        role: 'user',
-        content: `Transcript to summarize (${middle.length} messages):\n\n${renderTranscript(middle, toolResultCap)}`,
-      },
-    ],
-  };
+  return requestFor(summaryInstruction(previousSummaryChars), capMiddle(middle, toolResultCap));
 }
 
 const summaryHeader = /^\[Summary by the harness of \d+ earlier messages\]\n\n/;
