@@ -1,0 +1,123 @@
+// Sandbox-safe: earlier summaries read back into items, so that a summary of a summary merges
+// with it rather than nesting it.
+import { isSummaryMessage } from '../../core/compaction/transcript.js';
+import { NOTHING, NOTICE_WORDS, OMITTED_LINE, SECTIONS, LATEST_REQUEST, type SectionName } from './format.js';
+import { clip, withoutMarker } from './text.js';
+
+/** The sections of the engine's earlier summaries, oldest first, as lines ready to be reused. */
+export interface EarlierSummaries {
+  /** Goal items (a head line and its `  - ` continuation lines). */
+  goals: string[];
+  decisions: string[];
+  /** File, command and other-tool lines, parsed again when the new ones are built. */
+  files: string[];
+  /** Open items other than the latest request: failures, calls without results, the agent's last words. */
+  unresolved: string[];
+  /** The text after `Latest user request: ` in the newest earlier summary that had one. */
+  latestRequest: string | undefined;
+  /** The `N` of each section's `(N more not shown)`, summed over the earlier summaries (0 for Unresolved). */
+  omitted: Record<SectionName, number>;
+}
+
+/**
+ * A heading of one of the four sections, as we write it (`## Goals`) or as a model may
+ * (`### Goals`, `**Goals:**`, `Goals:`). A bare `Goals` line is not taken for a heading.
+ */
+export function sectionOfHeading(line: string): SectionName | undefined {
+  const trimmed = line.trim();
+  if (!/^(?:#{1,6}\s|\*\*)/.test(trimmed) && !trimmed.endsWith(':')) return undefined;
+  const name = trimmed
+    .replace(/^#{1,6}\s+/, '')
+    .replace(/\*\*/g, '')
+    .replace(/:$/, '')
+    .trim()
+    .toLowerCase();
+  return SECTIONS.find(([, heading]) => heading.slice(3).toLowerCase() === name)?.[0];
+}
+
+/**
+ * Lines a summary must never copy from an earlier one: the engine's header, the notice, and the
+ * section names that summaries written before merging existed copied into their Goals as items.
+ */
+function isScaffolding(line: string): boolean {
+  const text = withoutMarker(line.trim());
+  if (isSummaryMessage({ role: 'user', content: `${text}\n\n` })) return true;
+  if (text.includes(NOTICE_WORDS)) return true;
+  return SECTIONS.some(([, heading]) => heading.slice(3) === text);
+}
+
+/** Reads each earlier summary's sections; the newest one's latest request wins. */
+export function readEarlierSummaries(texts: readonly string[]): EarlierSummaries {
+  const earlier: EarlierSummaries = {
+    goals: [],
+    decisions: [],
+    files: [],
+    unresolved: [],
+    latestRequest: undefined,
+    omitted: { goals: 0, decisions: 0, files: 0, unresolved: 0 },
+  };
+  for (const text of texts) {
+    for (const { section, lines } of summaryItems(text)) {
+      const head = lines[0] ?? '';
+      const omitted = OMITTED_LINE.exec(head);
+      if (head === NOTHING) continue;
+      if (omitted !== null) {
+        // Unresolved lets go of what is no longer recent rather than what does not fit: nothing to count.
+        if (section !== 'unresolved') earlier.omitted[section] += Number(omitted[1]);
+        continue;
+      }
+      const body = head.slice(2);
+      if (section === 'unresolved' && body.startsWith(LATEST_REQUEST))
+        earlier.latestRequest = body.slice(LATEST_REQUEST.length);
+      else earlier[section].push(lines.join('\n'));
+    }
+  }
+  return earlier;
+}
+
+/**
+ * The items of one earlier summary by section: a `- ` line with the indented lines under it.
+ * Other lines (a model's prose) are items of their own; lines before the first heading count as
+ * Decisions. Scaffolding is dropped, and the lines under a scaffolding item (a summary nested by
+ * a version of this summarizer that did not merge) become items of their own: they are the facts.
+ */
+function summaryItems(text: string): Array<{ section: SectionName; lines: string[] }> {
+  const items: Array<{ section: SectionName; lines: string[] }> = [];
+  let section: SectionName = 'decisions';
+  let current: { section: SectionName; lines: string[] } | undefined;
+  let underScaffolding = false;
+  // The first line is the engine's header (the caller checked it with `isSummaryMessage`).
+  for (const line of text.split(/\r?\n/).slice(1)) {
+    const heading = sectionOfHeading(line);
+    if (line.trim() === '' || heading !== undefined) {
+      section = heading ?? section;
+      current = undefined;
+      underScaffolding = false;
+      continue;
+    }
+    const indented = /^\s/.test(line);
+    if (isScaffolding(line)) {
+      if (!indented || current === undefined) {
+        current = undefined;
+        underScaffolding = true;
+      }
+      continue;
+    }
+    // Our own lines are far shorter; the cap only bounds a model's paragraphs.
+    const copied = clip(withoutMarker(line.trim()), 600);
+    if (copied === '') continue;
+    if (indented && current !== undefined) {
+      current.lines.push(`  - ${copied}`);
+      continue;
+    }
+    if (indented && underScaffolding) {
+      items.push({ section, lines: [`- ${copied}`] });
+      continue;
+    }
+    const trimmed = line.trim();
+    current = { section, lines: [OMITTED_LINE.test(trimmed) || trimmed === NOTHING ? trimmed : `- ${copied}`] };
+    underScaffolding = false;
+    items.push(current);
+  }
+  return items;
+}

@@ -1,0 +1,225 @@
+// Sandbox-safe: the candidate lines of the four sections, ranked — from the middle's turns, and the
+// items earlier summaries carry over.
+import { LAST_AGENT_MESSAGE, LATEST_REQUEST, type Candidate, type Sections } from './format.js';
+import { fileAndCommandCandidates } from './files.js';
+import type { TurnCall, Turns } from './turns.js';
+import {
+  argumentFields,
+  clip,
+  code,
+  COMMAND_KEYS,
+  decisionScore,
+  errorLine,
+  firstLine,
+  PATH_KEYS,
+  pathsIn,
+  proseLines,
+  sentencesOf,
+  withoutMarker,
+} from './text.js';
+
+export function buildSections(transcript: Turns): Sections {
+  return {
+    goals: goalCandidates(transcript),
+    decisions: decisionCandidates(transcript.assistants, transcript.earlier.decisions),
+    files: fileAndCommandCandidates(transcript),
+    unresolved: unresolvedCandidates(transcript),
+  };
+}
+
+/**
+ * The opening of a user turn: its first line, and when that line is short (an introduction such
+ * as "Fix this bug ...:" or a bare path), the few lines after it, up to about 400 characters.
+ * Lines that are only a markup tag (`<uploaded_files>`) carry nothing and are skipped.
+ */
+function goalLines(text: string): string[] {
+  const lines = proseLines(text).filter((line) => !/^<\/?[\w-]+>$/.test(line));
+  const first = lines[0];
+  if (first === undefined) return [];
+  if (first.length >= 120) return [clip(withoutMarker(first), 240)];
+  const picked: string[] = [];
+  let used = 0;
+  for (const line of lines.slice(0, 5)) {
+    const copied = clip(withoutMarker(line), 200);
+    if (copied === '' || (picked.length > 0 && used + copied.length > 400)) break;
+    picked.push(copied);
+    used += copied.length;
+  }
+  return picked;
+}
+
+/** An item's lines without our list markers (`- `, `  - `). */
+function itemLines(item: string): string[] {
+  return item.split('\n').map((line) => line.replace(/^\s*- /, ''));
+}
+
+function goalCandidates(transcript: Turns): Candidate[] {
+  const candidates: Candidate[] = [];
+  const seen = new Set<string>();
+  // Earlier summaries' goals stand for the older user turns: one list, oldest first, so the run's
+  // first request keeps its place however many summaries ago it was made.
+  const carried = transcript.earlier.goals;
+  const turns = [
+    ...carried.map((item, index) => {
+      const [head = '', ...rest] = itemLines(item);
+      return { lines: [clip(head, 240), ...rest.map((line) => clip(line, 200))], order: index - carried.length };
+    }),
+    ...transcript.users.map((turn) => ({ lines: goalLines(turn.text), order: turn.order })),
+  ];
+  const last = turns.length - 1;
+  turns.forEach((turn, index) => {
+    const [head, ...rest] = turn.lines;
+    if (head === undefined || seen.has(head)) return;
+    seen.add(head);
+    // The first request sets the task and the latest one is where the run stands; of the others
+    // the newer rank higher, so a long run's goals follow what the user asked for lately.
+    const priority = index === 0 ? 100 : index === last ? 90 : 10 + (40 * index) / Math.max(1, last);
+    const text = [`- ${head}`, ...rest.map((line) => `  - ${line}`)].join('\n');
+    candidates.push({ text, priority, order: turn.order });
+  });
+  return candidates;
+}
+
+/** Decision sentences of the assistant turns, then those of earlier summaries (`carried`, oldest first). */
+function decisionCandidates(assistants: Turns['assistants'], carried: readonly string[] = []): Candidate[] {
+  const candidates: Candidate[] = [];
+  const seen = new Set<string>();
+  assistants.forEach((turn, turnIndex) => {
+    const sentences = proseLines(turn.text)
+      .filter((line) => !line.startsWith('|'))
+      .flatMap((line) => sentencesOf(withoutMarker(line)));
+    sentences.forEach((sentence, sentenceIndex) => {
+      const score = decisionScore(sentence);
+      if (score === 0 && sentenceIndex > 0) return;
+      if (sentence.length < 12) return;
+      const copied = clip(sentence, 240);
+      const key = copied.toLowerCase().replace(/\s+/g, ' ');
+      if (seen.has(key)) return;
+      seen.add(key);
+      // Recent reasoning matters most to an agent that continues; ties go to the later turn.
+      const recency = turnIndex / Math.max(1, assistants.length);
+      candidates.push({
+        text: `- ${copied}`,
+        priority: (score === 0 ? 1 : score) + recency,
+        order: turn.order + sentenceIndex / 1000,
+      });
+    });
+  });
+  // Earlier decisions are older than every turn here: the same strength ranks them lower, in
+  // [-1, 0) by age, so a full section lets go of the oldest first. A repeat of a new one is dropped.
+  const lines = carried.flatMap(itemLines).map((line) => clip(line, 240));
+  lines.forEach((line, index) => {
+    const key = line.toLowerCase().replace(/\s+/g, ' ');
+    if (line === '' || seen.has(key)) return;
+    seen.add(key);
+    const score = decisionScore(line);
+    candidates.push({
+      text: `- ${line}`,
+      priority: (score === 0 ? 1 : score) + (index - lines.length) / lines.length,
+      order: index - lines.length,
+    });
+  });
+  return candidates;
+}
+
+const RECENT_RESULTS = 6;
+
+function unresolvedCandidates(transcript: Turns): Candidate[] {
+  const candidates: Candidate[] = [];
+  const { earlier } = transcript;
+  const latestUser = transcript.users.at(-1);
+  const opening = latestUser === undefined ? [] : goalLines(latestUser.text);
+  // No user turn since the earlier summary: the request it recorded is still the latest.
+  const request = opening.find((line) => line.length >= 20) ?? opening[0] ?? earlier.latestRequest;
+  if (request !== undefined) candidates.push({ text: `- ${LATEST_REQUEST}${request}`, priority: 100, order: -1 });
+
+  // Errors among the latest tool results that no later identical call cleared.
+  const recent = transcript.results.slice(-RECENT_RESULTS);
+  for (const [index, { name, call, result }] of recent.entries()) {
+    if (result.error === undefined) continue;
+    const identity = call === undefined ? undefined : `${call.name}\u0000${call.args}`;
+    const clearedLater = recent
+      .slice(index + 1)
+      .some(
+        (later) =>
+          later.call !== undefined &&
+          `${later.call.name}\u0000${later.call.args}` === identity &&
+          later.result.error === undefined,
+      );
+    if (clearedLater) continue;
+    const subject = call === undefined ? (name ?? 'a tool') : callSubject(call);
+    candidates.push({ text: `- ${subject} failed: ${result.error}`, priority: 80 + index, order: result.order });
+  }
+  for (const call of transcript.calls.filter((item) => item.result === undefined).slice(-3)) {
+    candidates.push({ text: `- No result recorded for ${callSubject(call)}`, priority: 70, order: call.order });
+  }
+
+  // The agent's last words say where it stood; skip headings and one-word lines ("Perfect!").
+  let lastWords = false;
+  for (const turn of [...transcript.assistants].reverse()) {
+    const line = proseLines(turn.text)
+      .map(withoutMarker)
+      .find((candidate) => candidate.length >= 20);
+    if (line === undefined) continue;
+    candidates.push({ text: `- ${LAST_AGENT_MESSAGE}${clip(line, 200)}`, priority: 60, order: turn.order });
+    lastWords = true;
+    break;
+  }
+
+  // Earlier open items are older than every result here: they are still among the latest
+  // results only while there are fewer than RECENT_RESULTS new ones, and a later call of the
+  // same command, file or tool says how that went instead. Earlier last words last until new ones.
+  const subjects = new Set(transcript.calls.map(callSubject));
+  const open = earlier.unresolved.filter((item) => {
+    if (item.startsWith(`- ${LAST_AGENT_MESSAGE}`)) return !lastWords;
+    if (transcript.results.length >= RECENT_RESULTS) return false;
+    const subject = /^- (.+?) failed: /.exec(item)?.[1] ?? /^- No result recorded for (.+)$/.exec(item)?.[1];
+    return subject === undefined || !subjects.has(subject);
+  });
+  open.forEach((item, index) => {
+    const rank = (index + 1) / (open.length + 1);
+    candidates.push({
+      text: item,
+      priority: item.startsWith(`- ${LAST_AGENT_MESSAGE}`) ? 60 : 65 + rank,
+      order: -1 + rank,
+    });
+  });
+  return candidates;
+}
+
+/** How a call is named in a line: its command, else its path, else its tool name. */
+function callSubject(call: TurnCall): string {
+  const fields = argumentFields(call.args);
+  const command = COMMAND_KEYS.map((key) => fields[key]).find(
+    (value) => value !== undefined && /\s/.test(value.trim()),
+  );
+  if (command !== undefined) return `${code(clip(firstLine(command), 120))} (${call.name})`;
+  const path = PATH_KEYS.map((key) => fields[key]).find((value) => value !== undefined && value.trim() !== '');
+  if (path !== undefined) return `${call.name} ${code(path.trim())}`;
+  return call.name;
+}
+
+/** Best effort on text that is not our transcript format: decision sentences, paths, error lines. */
+export function rawTextSections(raw: string): Sections {
+  const lines = proseLines(raw);
+  const goals = lines
+    .slice(0, 1)
+    .map((line, order) => ({ text: `- ${clip(withoutMarker(line), 240)}`, priority: 100, order }));
+  const decisions = decisionCandidates([{ text: raw, order: 0 }]).filter((candidate) => candidate.priority >= 2);
+  const counts = new Map<string, number>();
+  for (const path of pathsIn(raw)) counts.set(path, (counts.get(path) ?? 0) + 1);
+  const files = [...counts].map(([path, times], order) => ({
+    text: `- ${code(path)}${times > 1 ? ` — mentioned ×${times}` : ''}`,
+    priority: times,
+    order,
+  }));
+  for (const [order, line] of lines.entries()) {
+    const command = /^\$ (.+)$/.exec(line)?.[1];
+    if (command !== undefined) files.push({ text: `- ${code(clip(command, 160))}`, priority: 5, order: 1e9 + order });
+  }
+  const errors = lines.map((line) => errorLine(line)).filter((line): line is string => line !== undefined);
+  const unresolved = errors
+    .slice(-3)
+    .map((line, order) => ({ text: `- Error seen: ${line}`, priority: 50 + order, order }));
+  return { goals, decisions, files, unresolved };
+}

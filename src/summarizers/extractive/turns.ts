@@ -1,0 +1,66 @@
+// Sandbox-safe: the middle read as turns — what the user asked, what the agent said, the tool calls
+// it made with their results, and what earlier summaries carry over. Works on the messages
+// themselves (`SummarizeRequest.middle`), never on the rendered text.
+import { isSummaryMessage, renderContent } from '../../core/compaction/transcript.js';
+import type { ChatMessage } from '../../core/types.js';
+import { readEarlierSummaries, type EarlierSummaries } from './earlier.js';
+import { errorLine } from './text.js';
+
+export interface TurnCall {
+  name: string;
+  id: string;
+  /** The argument string as the summarizer was sent it (possibly cut, so possibly not valid JSON). */
+  args: string;
+  /** Position of the call among all turns and calls, for ordering. */
+  order: number;
+  result?: TurnResult;
+}
+
+export interface TurnResult {
+  text: string;
+  /** The line that made the result look like an error, if one did. */
+  error: string | undefined;
+  order: number;
+}
+
+export interface Turns {
+  /** User turns, without the engine's earlier summaries (those are in `earlier`). */
+  users: Array<{ text: string; order: number }>;
+  /** Assistant turns' text; a turn's `order` is that of its last call, if it made any. */
+  assistants: Array<{ text: string; order: number }>;
+  /** What earlier summaries in the middle carry over. */
+  earlier: EarlierSummaries;
+  calls: TurnCall[];
+  /** Tool results in order (answered or not). */
+  results: Array<{ name: string | undefined; call: TurnCall | undefined; result: TurnResult }>;
+}
+
+/** Reads the middle's messages into turns. System and developer messages carry nothing to summarize. */
+export function readTurns(middle: readonly ChatMessage[]): Turns {
+  const turns: Omit<Turns, 'earlier'> = { users: [], assistants: [], calls: [], results: [] };
+  const callsById = new Map<string, TurnCall>();
+  const summaries: string[] = [];
+  let order = 0;
+  for (const message of middle) {
+    order += 1;
+    const text = renderContent(message.content);
+    if (message.role === 'user') {
+      if (isSummaryMessage(message)) summaries.push(text);
+      else turns.users.push({ text, order });
+    } else if (message.role === 'assistant') {
+      for (const { id, function: called } of message.tool_calls ?? []) {
+        order += 1;
+        const call: TurnCall = { name: called.name, id, args: called.arguments, order };
+        turns.calls.push(call);
+        callsById.set(id, call);
+      }
+      turns.assistants.push({ text, order });
+    } else if (message.role === 'tool') {
+      const call = message.tool_call_id === undefined ? undefined : callsById.get(message.tool_call_id);
+      const result: TurnResult = { text, error: errorLine(text), order };
+      if (call !== undefined && call.result === undefined) call.result = result;
+      turns.results.push({ name: call?.name ?? message.name, call, result });
+    }
+  }
+  return { ...turns, earlier: readEarlierSummaries(summaries) };
+}

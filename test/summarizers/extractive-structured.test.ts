@@ -1,0 +1,140 @@
+// The extractive summarizer reads the middle's messages (`SummarizeRequest.middle`), and the
+// rendered text only for requests that carry nothing else (activity inputs written before the
+// summarize-middle patch): both readings agree on a well-formed transcript, and the structured one
+// is right where the text is ambiguous.
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { repositoryCorpus } from '../../corpus/index.js';
+import {
+  capMiddle,
+  renderTranscript,
+  requestFor,
+  SUMMARY_INSTRUCTION,
+  summarizeRequest,
+} from '../../src/core/compaction/transcript.js';
+import type { ChatMessage, SummarizeRequest } from '../../src/core/types.js';
+import { extractiveSummary } from '../../src/summarizers/extractive.js';
+import { readRenderedTranscript } from '../../src/summarizers/extractive/rendered.js';
+import { assistant, tool, user } from '../support/messages.js';
+
+/** The same request as a workflow recorded before the patch sends it: the text alone. */
+const textOnly = ({ messages }: SummarizeRequest): SummarizeRequest => ({ messages });
+
+const ROOMY = { maxRatio: Number.POSITIVE_INFINITY };
+
+describe('capMiddle: the middle as the summarizer is sent it', () => {
+  const text = fc.string({ maxLength: 60 });
+  const message: fc.Arbitrary<ChatMessage> = fc.oneof(
+    text.map((content) => user(content)),
+    fc
+      .tuple(
+        fc.option(text, { nil: null }),
+        fc.array(fc.tuple(fc.string({ minLength: 1, maxLength: 8 }), text), { maxLength: 3 }),
+      )
+      .map(([content, calls]) =>
+        assistant(
+          content,
+          calls.map(([name, args], index) => [`c${index}`, name, args]),
+        ),
+      ),
+    fc.tuple(text, fc.constantFrom('c0', 'c1', 'c9')).map(([content, id]) => tool(id, content, { name: 'bash' })),
+    fc
+      .array(
+        fc.oneof(
+          text.map((t) => ({ type: 'text', text: t })),
+          fc.constant({ type: 'image_url', image_url: { url: 'data:,' } }),
+        ),
+        { maxLength: 3 },
+      )
+      .map((content) => ({ role: 'tool' as const, tool_call_id: 'c0', content })),
+  );
+
+  it('renders to exactly the transcript of the uncut middle (so the text a model is sent does not change)', () => {
+    fc.assert(
+      fc.property(fc.array(message, { maxLength: 12 }), fc.integer({ min: 0, max: 80 }), (middle, cap) => {
+        expect(renderTranscript(capMiddle(middle, cap), Number.POSITIVE_INFINITY)).toBe(renderTranscript(middle, cap));
+      }),
+    );
+  });
+
+  it('keeps only what the transcript shows, and cuts tool results and arguments', () => {
+    const middle: ChatMessage[] = [
+      { ...assistant(null, [['c1', 'bash', 'x'.repeat(50)]]), reasoning: 'r'.repeat(500), sticky: true },
+      tool('c1', 'y'.repeat(50), { name: 'bash', depth: 3 }),
+    ];
+    const seen = capMiddle(middle, 10);
+    expect(seen[0]).toEqual({
+      role: 'assistant',
+      content: null,
+      tool_calls: [
+        {
+          id: 'c1',
+          type: 'function',
+          function: { name: 'bash', arguments: `${'x'.repeat(10)}» [truncated by the harness: 40 more characters]` },
+        },
+      ],
+    });
+    expect(seen[1]).toEqual({
+      role: 'tool',
+      content: `${'y'.repeat(10)}» [truncated by the harness: 40 more characters]`,
+      tool_call_id: 'c1',
+      name: 'bash',
+    });
+    expect(middle[1]?.content).toBe('y'.repeat(50));
+  });
+
+  it('is carried by every request the engine builds, beside the rendered text', () => {
+    const middle = [user('Fix it.'), assistant(null, [['c1', 'bash', '{"command":"ls"}']]), tool('c1', 'app.py')];
+    const request = summarizeRequest(middle, 2000);
+    expect(request.middle).toEqual(capMiddle(middle, 2000));
+    expect(requestFor(SUMMARY_INSTRUCTION, capMiddle(middle, 2000))).toEqual(request);
+  });
+});
+
+describe('extractive summary from the messages and from the text', () => {
+  const corpus = repositoryCorpus();
+
+  it.each(corpus.map(({ name, messages }) => ({ name, messages })))(
+    'is the same for $name either way',
+    ({ messages }) => {
+      const middle = messages.slice(1, Math.max(2, messages.length - 8));
+      const request = summarizeRequest(middle, 2000);
+      expect(request.middle).toBeDefined();
+      expect(extractiveSummary(request)).toBe(extractiveSummary(textOnly(request)));
+    },
+  );
+
+  it('reads a rendered transcript back into the messages it was rendered from', () => {
+    const middle = [
+      user('Fix the failing test in tests/test_app.py.'),
+      assistant('Looking first.', [['c1', 'bash', '{"command":"pytest -x\\n -q"}']]),
+      tool('c1', 'FAILED tests/test_app.py::test_x'),
+    ];
+    const rendered = renderTranscript(middle, 2000);
+    expect(readRenderedTranscript(rendered)).toEqual([
+      { role: 'user', content: 'Fix the failing test in tests/test_app.py.' },
+      {
+        role: 'assistant',
+        content: 'Looking first.',
+        tool_calls: [
+          { id: 'c1', type: 'function', function: { name: 'bash', arguments: '{"command":"pytest -x\\n -q"}' } },
+        ],
+      },
+      { role: 'tool', content: 'FAILED tests/test_app.py::test_x', tool_call_id: 'c1', name: 'bash' },
+    ]);
+    expect(readRenderedTranscript('no transcript here')).toBeUndefined();
+  });
+
+  it('takes a user message that quotes a transcript for what it is, where the text reading cannot', () => {
+    // A user pastes what looks like our transcript: a blank line, an [assistant] header, a call line.
+    const pasted = 'Why did this fail?\n\n[assistant]\n-> call rm (x1) {"path":"/etc/passwd"}';
+    const middle = [user(pasted), assistant('It ran the wrong command; I will use tests/run.sh instead.')];
+    const request = summarizeRequest(middle, 2000);
+    const fromMessages = extractiveSummary(request, ROOMY);
+    const fromText = extractiveSummary(textOnly(request), ROOMY);
+    // Read as text, the quoted call becomes a call the agent made; read as messages, it is the user's words.
+    expect(fromText).toContain('/etc/passwd` — rm');
+    expect(fromMessages).not.toContain('/etc/passwd` — rm');
+    expect(fromMessages).toContain('Why did this fail?');
+  });
+});
