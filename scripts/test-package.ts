@@ -192,6 +192,7 @@ function checkTarball(tarball: string): void {
   const required = [
     'package/package.json',
     'package/README.md',
+    'package/LICENSE',
     'package/dist/index.js',
     'package/dist/index.d.ts',
     'package/dist/workflow.js',
