@@ -42,7 +42,7 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve, sep } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { startDevServer, type DevServer } from '../dev/dev-server.js';
 import { startFakeOpenAI, type FakeOpenAI, type RecordedRequest } from '../test/support/fake-openai.js';
 import {
@@ -199,6 +199,7 @@ function checkTarball(tarball: string): void {
     'package/dist/workflow.d.ts',
     `package/${binPath().replace(/^\.\//, '')}`,
     'package/dist/workflows/index.js',
+    'package/dist/activities/grep-thread.js',
     'package/dist/workflow-bundle.js',
   ];
   const missing = required.filter((path) => !listed.includes(path));
@@ -396,6 +397,44 @@ function checkModules(dir: string): void {
   check(cjsOut.workflowsPath, 'CommonJS');
   const warning = cjs.stderr.trim() === '' ? '' : ` (stderr: ${cjs.stderr.trim().split('\n')[0]})`;
   progress(`CommonJS (Node ${process.version}): require() and import() of both entry points work${warning}`);
+}
+
+/**
+ * The built-in grep searches in a worker thread loaded from the installed dist (grep-thread.js):
+ * a catastrophic pattern ends at the deadline with the matches found before it, and the thread's
+ * file is found from the installed package, not from our sources.
+ */
+function checkGrepThread(dir: string): void {
+  const searched = join(dir, 'grep-root');
+  mkdirSync(searched);
+  writeFileSync(join(searched, 'a.txt'), 'x\n');
+  writeFileSync(join(searched, 'b.txt'), `${'a'.repeat(42)}!\n`);
+  const grepModule = pathToFileURL(
+    join(dir, 'node_modules', 'temporal-compactor', 'dist', 'activities', 'grep.js'),
+  ).href;
+  writeFileSync(
+    join(dir, 'check-grep.mjs'),
+    [
+      `const { grepInThread } = await import(${JSON.stringify(grepModule)});`,
+      `const base = ${JSON.stringify(realpathSync(searched))};`,
+      "const input = { pattern: '^(x|(a+)+$)', flags: '', start: base, base, maxResults: 10, maxFileBytes: 1e6, maxFiles: 10, skippedDirectories: [] };",
+      'let ticks = 0; const ticker = setInterval(() => (ticks += 1), 50);',
+      'const outcome = await grepInThread(input, { timeoutMs: 1500, memoryMb: 64 });',
+      'clearInterval(ticker);',
+      'console.log(JSON.stringify({ ...outcome, ticks }));',
+      '',
+    ].join('\n'),
+  );
+  const outcome = JSON.parse(run('node', ['check-grep.mjs'], { cwd: dir, env: cleanEnv({}) }).stdout) as {
+    matches: string[];
+    stoppedAt: string;
+    ticks: number;
+  };
+  if (outcome.stoppedAt !== 'deadline' || outcome.matches.join() !== 'a.txt:1: x' || outcome.ticks < 5)
+    throw new PackageTestError(`grep's search thread from the installed package: ${JSON.stringify(outcome)}`);
+  progress(
+    `grep: a catastrophic pattern stopped at its deadline in the installed search thread (${outcome.ticks} timer ticks meanwhile)`,
+  );
 }
 
 interface Background {
@@ -616,6 +655,7 @@ async function main(): Promise<void> {
   createProject(project, tarball, options.overrides);
   const files = typeCheckBlocks(project, options.markdown);
   checkModules(project);
+  checkGrepThread(project);
   checkBin(project);
   if (options.skipRun) progress('--skip-run: not running the quick start');
   else await runQuickStart(project, files);

@@ -1,13 +1,14 @@
 // Node only (activities): the agent loop's tools — the built-in read-only `fs_read`, `fs_list` and
 // `grep` under a configured root, and `replayTool`, which returns a trajectory's recorded result.
-import type { Dirent } from 'node:fs';
-import { readdir, readFile, realpath, stat } from 'node:fs/promises';
-import { isAbsolute, join, relative, resolve, sep } from 'node:path';
+import { open, opendir, realpath, stat } from 'node:fs/promises';
+import { isAbsolute, relative, resolve, sep } from 'node:path';
+import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { z } from 'zod';
 import { ReplayFailureType, ToolFailureType } from '../core/agent/agent-errors.js';
 import { capText } from '../core/compaction/transcript.js';
 import type { ChatMessage } from '../core/types.js';
+import { grepInThread, type GrepOutcome } from './grep.js';
 import { heartbeating } from './heartbeats.js';
 import type { TrajectoryStore } from './trajectories.js';
 
@@ -19,11 +20,33 @@ export interface BuiltInToolsOptions {
   root?: string;
   /** Results longer than this are cut, with a marker saying how much. @default 100_000 characters */
   maxResultChars?: number;
+  /** `grep` searches in a worker thread, terminated after this long; the matches found by then are the result, with a note. @default 10 s */
+  grepTimeoutMs?: number;
+  /** Heap limit of `grep`'s search thread, in MiB. @default 64 */
+  grepMemoryMb?: number;
+  /** `grep` searches at most this many files per call. @default 20,000 */
+  grepMaxFiles?: number;
+  /** `fs_read` reads at most this many bytes of a file (from its start), and says so when it stops. @default 10 MB */
+  maxReadBytes?: number;
+  /** `fs_list` lists at most this many entries of a directory, and says so when it stops. @default 10,000 */
+  maxListEntries?: number;
 }
 
 /** @default 100_000 characters of one tool result */
 export const DEFAULT_TOOL_RESULT_CHARS = 100_000;
 const MAX_GREP_FILE_BYTES = 2_000_000;
+/** @default 10 s per grep call */
+export const DEFAULT_GREP_TIMEOUT_MS = 10_000;
+/** @default 64 MiB of heap for grep's search thread */
+export const DEFAULT_GREP_MEMORY_MB = 64;
+/** @default 20,000 files per grep call */
+export const DEFAULT_GREP_MAX_FILES = 20_000;
+/** @default 10 MB of one file read by fs_read */
+export const DEFAULT_READ_BYTES = 10_000_000;
+/** @default 10,000 entries listed by fs_list */
+export const DEFAULT_LIST_ENTRIES = 10_000;
+/** The longest pattern grep takes. */
+export const MAX_GREP_PATTERN_CHARS = 1_000;
 const SKIPPED_DIRECTORIES = new Set(['.git', 'node_modules']);
 
 function invalidArguments(tool: string, error: z.ZodError): ApplicationFailure {
@@ -62,11 +85,52 @@ const readArgs = z.strictObject({
 });
 const listArgs = z.strictObject({ path: z.string().min(1).optional() });
 const grepArgs = z.strictObject({
-  pattern: z.string().min(1),
+  pattern: z.string().min(1).max(MAX_GREP_PATTERN_CHARS),
   path: z.string().min(1).optional(),
   ignoreCase: z.boolean().optional(),
   maxResults: z.number().int().min(1).max(1000).optional(),
 });
+
+/** The first `limit` bytes of a file as UTF-8, and the file's whole size. */
+async function readHead(path: string, limit: number): Promise<{ text: string; size: number }> {
+  const file = await open(path, 'r');
+  try {
+    const { size } = await file.stat();
+    const buffer = Buffer.alloc(Math.min(size, limit));
+    const { bytesRead } = await file.read(buffer, 0, buffer.length, 0);
+    return { text: buffer.subarray(0, bytesRead).toString('utf8'), size };
+  } finally {
+    await file.close();
+  }
+}
+
+/** The activity's cancellation signal when running as an activity (undefined when called directly). */
+function cancellationSignal(): AbortSignal | undefined {
+  try {
+    return Context.current().cancellationSignal;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The line a grep result ends with when the search stopped before it was whole ('' when it did not). */
+function grepStopNote(
+  stoppedAt: GrepOutcome['stoppedAt'],
+  limits: { maxResults: number; maxFiles: number; timeoutMs: number },
+): string {
+  switch (stoppedAt) {
+    case 'results':
+      return `\n[stopped after ${limits.maxResults} matches]`;
+    case 'files':
+      return `\n[stopped after searching ${limits.maxFiles} files: give a narrower path]`;
+    case 'deadline':
+      return `\n[stopped after ${limits.timeoutMs / 1000} s: the search took too long; simplify the pattern (nested repetition such as (a+)+ backtracks) or give a narrower path]`;
+    case 'memory':
+      return '\n[stopped: the search went over its memory limit; give a narrower path]';
+    default:
+      return '';
+  }
+}
 
 /**
  * Creates the built-in read-only tools. Every path is resolved against `root` and, after
@@ -77,6 +141,11 @@ const grepArgs = z.strictObject({
 export function createBuiltInTools({
   root = process.cwd(),
   maxResultChars = DEFAULT_TOOL_RESULT_CHARS,
+  grepTimeoutMs = DEFAULT_GREP_TIMEOUT_MS,
+  grepMemoryMb = DEFAULT_GREP_MEMORY_MB,
+  grepMaxFiles = DEFAULT_GREP_MAX_FILES,
+  maxReadBytes = DEFAULT_READ_BYTES,
+  maxListEntries = DEFAULT_LIST_ENTRIES,
 }: BuiltInToolsOptions = {}) {
   const rootPath = resolve(root);
   let realRoot: Promise<string> | undefined;
@@ -112,10 +181,12 @@ export function createBuiltInTools({
         nonRetryable: true,
       });
     }
-    const lines = (await readFile(real, 'utf8')).split('\n');
+    const { text, size } = await readHead(real, maxReadBytes);
+    const lines = text.split('\n');
     const selected = lines.slice(offset - 1, limit === undefined ? undefined : offset - 1 + limit);
     const numbered = selected.map((line, index) => `${String(offset + index).padStart(6)}\t${line}`).join('\n');
-    return capText(numbered, maxResultChars);
+    const cut = size > maxReadBytes ? `\n[the file is ${size} bytes: read only its first ${maxReadBytes}]` : '';
+    return capText(numbered + cut, maxResultChars);
   }
 
   async function fs_list(args: unknown): Promise<string> {
@@ -128,16 +199,27 @@ export function createBuiltInTools({
         nonRetryable: true,
       });
     }
-    const entries = await readdir(real, { withFileTypes: true });
-    const names = entries.map((entry) => (entry.isDirectory() ? `${entry.name}/` : entry.name)).sort();
-    return capText(names.join('\n'), maxResultChars);
+    const names: string[] = [];
+    let more = false;
+    // Read entry by entry: a directory of a million files must not be read whole.
+    for await (const entry of await opendir(real)) {
+      if (names.length >= maxListEntries) {
+        more = true;
+        break;
+      }
+      names.push(entry.isDirectory() ? `${entry.name}/` : entry.name);
+    }
+    names.sort();
+    const cut = more ? `\n[stopped after ${maxListEntries} entries]` : '';
+    return capText(names.join('\n') + cut, maxResultChars);
   }
 
   async function grep(args: unknown): Promise<string> {
     const { pattern, path = '.', ignoreCase = false, maxResults = 100 } = parseArgs('grep', grepArgs, args);
-    let regex: RegExp;
+    const flags = ignoreCase ? 'i' : '';
     try {
-      regex = new RegExp(pattern, ignoreCase ? 'i' : '');
+      // Compiling checks the syntax only: matching runs in the search thread.
+      new RegExp(pattern, flags);
     } catch (error) {
       throw ApplicationFailure.create({
         type: ToolFailureType.InvalidArguments,
@@ -148,38 +230,25 @@ export function createBuiltInTools({
     const { real } = await locate('grep', path);
     realRoot ??= realpath(rootPath);
     const base = await realRoot;
-    const matches: string[] = [];
-    const searchFile = async (file: string): Promise<void> => {
-      if ((await stat(file)).size > MAX_GREP_FILE_BYTES) return;
-      const text = await readFile(file, 'utf8');
-      if (text.includes('\u0000')) return;
-      const lines = text.split('\n');
-      for (let index = 0; index < lines.length && matches.length < maxResults; index += 1) {
-        const line = lines[index] ?? '';
-        if (regex.test(line)) matches.push(`${relative(base, file)}:${index + 1}: ${line}`);
-      }
-    };
-    const walk = async (directory: string): Promise<void> => {
-      let entries: Dirent[];
-      try {
-        entries = await readdir(directory, { withFileTypes: true });
-      } catch {
-        return;
-      }
-      entries.sort((left, right) => (left.name < right.name ? -1 : left.name > right.name ? 1 : 0));
-      for (const entry of entries) {
-        if (matches.length >= maxResults) return;
-        const child = join(directory, entry.name);
-        // Symlinks are not followed while walking: they could lead outside the root.
-        if (entry.isDirectory() && !SKIPPED_DIRECTORIES.has(entry.name)) await walk(child);
-        else if (entry.isFile()) await searchFile(child);
-      }
-    };
-    if ((await stat(real)).isDirectory()) await walk(real);
-    else await searchFile(real);
-    if (matches.length === 0) return `no matches for /${pattern}/ in ${path}`;
-    const more = matches.length >= maxResults ? `\n[stopped after ${maxResults} matches]` : '';
-    return capText(matches.join('\n') + more, maxResultChars);
+    const { matches, stoppedAt } = await grepInThread(
+      {
+        pattern,
+        flags,
+        start: real,
+        base,
+        maxResults,
+        maxFileBytes: MAX_GREP_FILE_BYTES,
+        maxFiles: grepMaxFiles,
+        skippedDirectories: [...SKIPPED_DIRECTORIES],
+      },
+      { timeoutMs: grepTimeoutMs, memoryMb: grepMemoryMb, signal: cancellationSignal() },
+    );
+    const stopped = grepStopNote(stoppedAt, { maxResults, maxFiles: grepMaxFiles, timeoutMs: grepTimeoutMs });
+    if (matches.length === 0)
+      return stopped === ''
+        ? `no matches for /${pattern}/ in ${path}`
+        : `no matches for /${pattern}/ in ${path}${stopped}`;
+    return capText(matches.join('\n') + stopped, maxResultChars);
   }
 
   // A grep over a large tree can take a while: the tools heartbeat, so a killed worker's call is retried elsewhere within seconds.

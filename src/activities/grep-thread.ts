@@ -1,0 +1,100 @@
+// Node only, in a worker thread: the search `grep` runs off the worker's main thread. A pattern the
+// model wrote may backtrack for minutes on one line (`(a+)+$`); here that costs this thread alone,
+// which the caller (grep.ts) terminates at its deadline. Node built-ins only: this file is loaded
+// by path, on its own.
+import { closeSync, openSync, readdirSync, readSync, statSync, type Dirent } from 'node:fs';
+import { join, relative } from 'node:path';
+import { parentPort, workerData } from 'node:worker_threads';
+
+/** What the caller hands the thread. */
+export interface GrepThreadInput {
+  pattern: string;
+  flags: string;
+  /** The real path to search (a file or a directory), already checked to be inside `base`. */
+  start: string;
+  /** The real tool root: matches are shown relative to it. */
+  base: string;
+  maxResults: number;
+  /** Files larger than this are skipped. */
+  maxFileBytes: number;
+  /** The walk stops after this many files. */
+  maxFiles: number;
+  skippedDirectories: string[];
+}
+
+/** What the thread posts: each match as it is found (so a terminated search keeps them), then how it ended. */
+export type GrepThreadMessage =
+  { kind: 'match'; line: string } | { kind: 'done'; filesSearched: number; stoppedAt: 'results' | 'files' | undefined };
+
+function search(input: GrepThreadInput, post: (message: GrepThreadMessage) => void): void {
+  const regex = new RegExp(input.pattern, input.flags);
+  const skipped = new Set(input.skippedDirectories);
+  let matches = 0;
+  let files = 0;
+  let stoppedAt: 'results' | 'files' | undefined;
+
+  const searchFile = (file: string): void => {
+    if (files >= input.maxFiles) {
+      stoppedAt ??= 'files';
+      return;
+    }
+    files += 1;
+    let text: string;
+    try {
+      if (statSync(file).size > input.maxFileBytes) return;
+      text = readSmall(file, input.maxFileBytes);
+    } catch {
+      return;
+    }
+    if (text.includes('\u0000')) return;
+    const lines = text.split('\n');
+    for (let index = 0; index < lines.length; index += 1) {
+      if (matches >= input.maxResults) {
+        stoppedAt ??= 'results';
+        return;
+      }
+      const line = lines[index] ?? '';
+      if (regex.test(line)) {
+        matches += 1;
+        post({ kind: 'match', line: `${relative(input.base, file)}:${index + 1}: ${line}` });
+      }
+    }
+  };
+  const walk = (directory: string): void => {
+    let entries: Dirent[];
+    try {
+      entries = readdirSync(directory, { withFileTypes: true });
+    } catch {
+      return;
+    }
+    entries.sort((left, right) => (left.name < right.name ? -1 : left.name > right.name ? 1 : 0));
+    for (const entry of entries) {
+      if (matches >= input.maxResults || stoppedAt !== undefined) return;
+      const child = join(directory, entry.name);
+      // Symlinks are not followed while walking: they could lead outside the root.
+      if (entry.isDirectory() && !skipped.has(entry.name)) walk(child);
+      else if (entry.isFile()) searchFile(child);
+    }
+  };
+  if (statSync(input.start).isDirectory()) walk(input.start);
+  else searchFile(input.start);
+  if (matches >= input.maxResults) stoppedAt = 'results';
+  post({ kind: 'done', filesSearched: files, stoppedAt });
+}
+
+/** At most `limit` bytes of a file as UTF-8 (the size was checked; a file that grew since is cut). */
+function readSmall(file: string, limit: number): string {
+  const descriptor = openSync(file, 'r');
+  try {
+    const buffer = Buffer.alloc(Math.min(limit, statSync(file).size));
+    const read = readSync(descriptor, buffer, 0, buffer.length, 0);
+    return buffer.subarray(0, read).toString('utf8');
+  } finally {
+    closeSync(descriptor);
+  }
+}
+
+if (parentPort !== null) {
+  const port = parentPort;
+  search(workerData as GrepThreadInput, (message) => port.postMessage(message));
+}

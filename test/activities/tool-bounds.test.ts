@@ -1,0 +1,94 @@
+// The built-in tools under what a model may ask of them (issue: model output is untrusted input):
+// a catastrophically backtracking grep pattern costs a search thread, never the worker's event loop,
+// and every tool stops at its documented bounds with a note the model reads.
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ApplicationFailure } from '@temporalio/common';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createBuiltInTools, MAX_GREP_PATTERN_CHARS } from '../../src/activities/tools.js';
+import { ToolFailureType } from '../../src/index.js';
+
+const run = <T>(fn: (args: unknown) => Promise<T>, args: unknown): Promise<T> =>
+  new MockActivityEnvironment().run(fn, args);
+
+async function failureOf(call: () => Promise<unknown>): Promise<ApplicationFailure> {
+  try {
+    const output = await call();
+    throw new Error(`expected a failure, got ${JSON.stringify(output).slice(0, 200)}`);
+  } catch (error) {
+    if (!(error instanceof ApplicationFailure)) throw error;
+    return error;
+  }
+}
+
+describe('built-in tools stay bounded whatever the model asks', () => {
+  let root: string;
+  beforeAll(() => {
+    root = mkdtempSync(join(tmpdir(), 'compactor-bounds-'));
+    // 42 `a`s and a `!`: `(a+)+$` backtracks through 2^42 ways to split them on the main thread.
+    writeFileSync(join(root, 'evil.txt'), `${'a'.repeat(42)}!\nfine line\n`);
+    mkdirSync(join(root, 'many'));
+    for (let index = 0; index < 30; index += 1)
+      writeFileSync(join(root, 'many', `f${String(index).padStart(2, '0')}.txt`), 'x\n');
+    writeFileSync(join(root, 'big.txt'), `${'line\n'.repeat(1000)}`);
+    writeFileSync(join(root, 'a-first.txt'), 'x\n');
+  });
+  afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+  it('a catastrophic grep pattern ends at its deadline with a note, while the event loop keeps running', async () => {
+    const tools = createBuiltInTools({ root, grepTimeoutMs: 1500 });
+    let ticks = 0;
+    const ticker = setInterval(() => (ticks += 1), 50);
+    try {
+      const result = await run(tools.grep, { pattern: '(a+)+$', path: 'evil.txt' });
+      expect(result).toMatch(
+        /^no matches for \/\(a\+\)\+\$\/ in evil\.txt\n\[stopped after 1\.5 s: the search took too long;/,
+      );
+    } finally {
+      clearInterval(ticker);
+    }
+    // Had the pattern run on this thread, no timer could have fired until it ended.
+    expect(ticks).toBeGreaterThanOrEqual(5);
+  });
+
+  it('keeps the matches found before the deadline', async () => {
+    const tools = createBuiltInTools({ root, grepTimeoutMs: 1500 });
+    // The walk is alphabetical: a-first.txt matches, then evil.txt holds the search until the deadline.
+    const result = await run(tools.grep, { pattern: '^(x|(a+)+$)' });
+    expect(result.startsWith('a-first.txt:1: x\n')).toBe(true);
+    expect(result).not.toContain('many/');
+    expect(result).toMatch(/\[stopped after 1\.5 s/);
+  });
+
+  it('stops after its file limit, and says so', async () => {
+    const tools = createBuiltInTools({ root, grepMaxFiles: 5 });
+    const result = await run(tools.grep, { pattern: '^x$', path: 'many' });
+    expect(result.split('\n').filter((line) => line.endsWith(': x'))).toHaveLength(5);
+    expect(result).toContain('[stopped after searching 5 files: give a narrower path]');
+  });
+
+  it('refuses a pattern longer than its limit, and one with bad syntax, as arguments the model reads', async () => {
+    const tools = createBuiltInTools({ root });
+    const long = await failureOf(() => run(tools.grep, { pattern: 'a'.repeat(MAX_GREP_PATTERN_CHARS + 1) }));
+    expect([long.type, long.nonRetryable]).toEqual([ToolFailureType.InvalidArguments, true]);
+    expect(long.message).toContain('arguments.pattern');
+    const syntax = await failureOf(() => run(tools.grep, { pattern: '(?<=' }));
+    expect(syntax.type).toBe(ToolFailureType.InvalidArguments);
+  });
+
+  it('fs_read reads at most maxReadBytes of a file and says how big it was', async () => {
+    const tools = createBuiltInTools({ root, maxReadBytes: 12 });
+    expect(await run(tools.fs_read, { path: 'big.txt' })).toBe(
+      '     1\tline\n     2\tline\n     3\tli\n[the file is 5000 bytes: read only its first 12]',
+    );
+  });
+
+  it('fs_list lists at most maxListEntries entries and says it stopped', async () => {
+    const tools = createBuiltInTools({ root, maxListEntries: 4 });
+    const listed = await run(tools.fs_list, { path: 'many' });
+    expect(listed.split('\n')).toHaveLength(5);
+    expect(listed).toMatch(/\n\[stopped after 4 entries\]$/);
+  });
+});
