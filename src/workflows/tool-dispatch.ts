@@ -8,9 +8,18 @@ import type { AgentRunPlan, ModelConfig } from '../core/agent/agent-input.js';
 import { oneLine } from '../core/agent/compaction-history.js';
 import { isBuiltInToolName } from '../core/agent/tool-declarations.js';
 import { jsonPayloadBytes } from '../core/limits/payload-size.js';
-import type { ChatMessage } from '../core/types.js';
+import type { ChatMessage, ToolCall } from '../core/types.js';
 import { agentActivityOptions, OUR_TOOL_DEFAULTS, USER_TOOL_DEFAULTS } from '../shared/activity-options.js';
 import { failureMessage } from '../shared/failures.js';
+
+/** At most this many tool calls of one assistant turn run; the rest are answered with an error the model reads. */
+export const MAX_TOOL_CALLS_PER_TURN = 64;
+/** At most this many tool activities of one turn run at a time (and are scheduled in one workflow task). */
+export const TOOL_CALL_CONCURRENCY = 8;
+/** Longer argument strings are answered with an error instead of being parsed and sent. */
+export const MAX_TOOL_ARGUMENT_CHARS = 1_000_000;
+/** Argument JSON nested deeper than this is answered with an error (deep nesting can overflow the stack of whatever serializes it). */
+export const MAX_TOOL_ARGUMENT_DEPTH = 64;
 
 /** What a round's tool calls are dispatched with. */
 export interface ToolDispatch {
@@ -20,6 +29,81 @@ export interface ToolDispatch {
   backend: ModelConfig;
   /** Whether the worker stores payloads externally (then no argument is too large to send). */
   externalStorage: boolean;
+  /**
+   * Asked only at a turn where a bound changes what runs: true in runs under the tool-bounds patch
+   * (`RunPatches.toolBoundsV1`), false in runs recorded before it, which replay unbounded.
+   */
+  bounded: () => boolean;
+}
+
+/** How deeply the JSON in `text` nests (brackets outside strings); stops counting past `limit`. */
+export function jsonDepth(text: string, limit: number): number {
+  let depth = 0;
+  let deepest = 0;
+  let inString = false;
+  for (let index = 0; index < text.length; index += 1) {
+    const char = text.charCodeAt(index);
+    if (inString) {
+      if (char === 0x5c) index += 1;
+      else if (char === 0x22) inString = false;
+    } else if (char === 0x22) inString = true;
+    else if (char === 0x5b || char === 0x7b) {
+      depth += 1;
+      if (depth > deepest) deepest = depth;
+      if (deepest > limit) return deepest;
+    } else if (char === 0x5d || char === 0x7d) depth -= 1;
+  }
+  return deepest;
+}
+
+/** Why a call is answered without running under the bounds, or undefined when it may run. */
+function overBound(call: ToolCall): string | undefined {
+  const { name, arguments: args } = call.function;
+  if (args.length > MAX_TOOL_ARGUMENT_CHARS)
+    return `Error: the arguments of ${name} are ${args.length} characters, more than a tool call may carry (${MAX_TOOL_ARGUMENT_CHARS})`;
+  if (jsonDepth(args, MAX_TOOL_ARGUMENT_DEPTH) > MAX_TOOL_ARGUMENT_DEPTH)
+    return `Error: the arguments of ${name} nest deeper than ${MAX_TOOL_ARGUMENT_DEPTH} levels`;
+  return undefined;
+}
+
+/**
+ * Runs `tasks` in order with at most `limit` in flight and, past the first, at most `budget` of
+ * their `weight` (the bytes of arguments each schedules) in flight: what starts together is
+ * scheduled in one workflow task, whose commands must stay under the server's message limit.
+ * Results in task order; the first failure rejects (as `Promise.all`). Deterministic in workflow code.
+ */
+function inWaves<T>(
+  tasks: ReadonlyArray<{ run: () => Promise<T>; weight: number }>,
+  limit: number,
+  budget: number,
+): Promise<T[]> {
+  const results = new Array<T>(tasks.length);
+  let next = 0;
+  let inFlight = 0;
+  let weight = 0;
+  let done = 0;
+  return new Promise<T[]>((resolve, reject) => {
+    const pump = (): void => {
+      for (let task = tasks[next]; task !== undefined; task = tasks[next]) {
+        if (inFlight >= limit || (inFlight > 0 && weight + task.weight > budget)) return;
+        const index = next;
+        const started = task;
+        next += 1;
+        inFlight += 1;
+        weight += started.weight;
+        started.run().then((result) => {
+          results[index] = result;
+          inFlight -= 1;
+          weight -= started.weight;
+          done += 1;
+          if (done === tasks.length) resolve(results);
+          else pump();
+        }, reject);
+      }
+    };
+    if (tasks.length === 0) resolve(results);
+    else pump();
+  });
 }
 
 /**
@@ -29,51 +113,67 @@ export interface ToolDispatch {
 export async function runToolCalls(
   message: ChatMessage,
   unanswered: readonly string[],
-  { plan, backend: config, externalStorage }: ToolDispatch,
+  { plan, backend: config, externalStorage, bounded }: ToolDispatch,
 ): Promise<ChatMessage[]> {
   const calls = (message.tool_calls ?? []).filter((call) => !unanswered.includes(call.id));
+  // The bounds change what runs only for a turn that reaches one: only then is the patch asked.
+  // With a payload store, arguments travel as small claims: only the count bounds a wave.
+  const weights = calls.map((call) => (externalStorage ? 0 : jsonPayloadBytes([call.function.arguments])));
+  const reachesBound =
+    calls.length > TOOL_CALL_CONCURRENCY ||
+    weights.reduce((sum, weight) => sum + weight, 0) > plan.maxPayloadBytes ||
+    calls.some((call) => overBound(call) !== undefined);
+  const bounds = reachesBound && bounded();
   const ours = agentActivityOptions(plan.toolActivity, 'input.toolActivity', OUR_TOOL_DEFAULTS);
   const theirs = agentActivityOptions(plan.toolActivity, 'input.toolActivity', USER_TOOL_DEFAULTS);
   const declared = new Set(plan.tools.map((tool) => tool.function.name));
-  return Promise.all(
-    calls.map(async (call): Promise<ChatMessage> => {
-      const summary = `${call.function.name} ${oneLine(call.function.arguments, 60)}`;
-      const answer = (content: string): ChatMessage => ({ role: 'tool', tool_call_id: call.id, content });
-      try {
-        if (config.provider === 'replay') {
-          const { replayTool } = proxyActivities<CompactorActivities>({ ...ours, summary: `replay ${summary}` });
-          return await replayTool({ trajectory: config.trajectory, toolCallId: call.id });
-        }
-        if (!declared.has(call.function.name))
-          return answer(
-            `Error: there is no tool named "${call.function.name}"; the tools are: ${[...declared].join(', ') || 'none'}`,
-          );
-        let args: unknown;
-        try {
-          args = call.function.arguments.trim() === '' ? {} : JSON.parse(call.function.arguments);
-        } catch {
-          return answer(
-            `Error: the arguments of ${call.function.name} are not valid JSON: ${oneLine(call.function.arguments, 200)}`,
-          );
-        }
-        const bytes = jsonPayloadBytes([args]);
-        if (bytes > plan.maxPayloadBytes && !externalStorage) {
-          return answer(
-            `Error: the arguments of ${call.function.name} are ${bytes} bytes, more than a tool call may carry (${plan.maxPayloadBytes})`,
-          );
-        }
-        const settings = isBuiltInToolName(call.function.name) ? ours : theirs;
-        // Typed by name, not from createActivities: a worker registers the user's own tools beside ours.
-        const tools = proxyActivities<Record<string, (args: unknown) => Promise<unknown>>>({ ...settings, summary });
-        const run = tools[call.function.name];
-        if (run === undefined) return answer(`Error: there is no tool named "${call.function.name}"`);
-        const output = await run(args);
-        return answer(typeof output === 'string' ? output : JSON.stringify(output));
-      } catch (error) {
-        if (isCancellation(error) || !(error instanceof ActivityFailure)) throw error;
-        // A failed tool is information for the model, not the end of the run.
-        return answer(`Error: ${failureMessage(error)}`);
+  const tasks = calls.map((call, index) => async (): Promise<ChatMessage> => {
+    const summary = `${call.function.name} ${oneLine(call.function.arguments, 60)}`;
+    const answer = (content: string): ChatMessage => ({ role: 'tool', tool_call_id: call.id, content });
+    if (bounds && index >= MAX_TOOL_CALLS_PER_TURN)
+      return answer(
+        `Error: this turn asked for ${calls.length} tool calls; at most ${MAX_TOOL_CALLS_PER_TURN} run per turn, so this one did not run: ask for it again in a later turn`,
+      );
+    const refused = bounds ? overBound(call) : undefined;
+    if (refused !== undefined) return answer(refused);
+    try {
+      if (config.provider === 'replay') {
+        const { replayTool } = proxyActivities<CompactorActivities>({ ...ours, summary: `replay ${summary}` });
+        return await replayTool({ trajectory: config.trajectory, toolCallId: call.id });
       }
-    }),
-  );
+      if (!declared.has(call.function.name))
+        return answer(
+          `Error: there is no tool named "${call.function.name}"; the tools are: ${[...declared].join(', ') || 'none'}`,
+        );
+      let args: unknown;
+      try {
+        args = call.function.arguments.trim() === '' ? {} : JSON.parse(call.function.arguments);
+      } catch {
+        return answer(
+          `Error: the arguments of ${call.function.name} are not valid JSON: ${oneLine(call.function.arguments, 200)}`,
+        );
+      }
+      const bytes = jsonPayloadBytes([args]);
+      if (bytes > plan.maxPayloadBytes && !externalStorage) {
+        return answer(
+          `Error: the arguments of ${call.function.name} are ${bytes} bytes, more than a tool call may carry (${plan.maxPayloadBytes})`,
+        );
+      }
+      const settings = isBuiltInToolName(call.function.name) ? ours : theirs;
+      // Typed by name, not from createActivities: a worker registers the user's own tools beside ours.
+      const tools = proxyActivities<Record<string, (args: unknown) => Promise<unknown>>>({ ...settings, summary });
+      const run = tools[call.function.name];
+      if (run === undefined) return answer(`Error: there is no tool named "${call.function.name}"`);
+      const output = await run(args);
+      return answer(typeof output === 'string' ? output : JSON.stringify(output));
+    } catch (error) {
+      if (isCancellation(error) || !(error instanceof ActivityFailure)) throw error;
+      // A failed tool is information for the model, not the end of the run.
+      return answer(`Error: ${failureMessage(error)}`);
+    }
+  });
+  // Unbounded (a run recorded before the patch): every call scheduled at once, as it ran.
+  if (!bounds) return Promise.all(tasks.map((task) => task()));
+  const weighted = tasks.map((run, index) => ({ run, weight: weights[index] ?? 0 }));
+  return inWaves(weighted, TOOL_CALL_CONCURRENCY, plan.maxPayloadBytes);
 }

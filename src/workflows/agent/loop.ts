@@ -463,6 +463,7 @@ export class AgentLoop {
         plan: this.plan,
         backend: backend.backend.config,
         externalStorage: this.worker.externalStorage,
+        bounded: () => this.patches.toolBoundsV1(),
       });
       for (const result of results) this.append(result);
       for (const message of answer.userMessages ?? []) this.append(message);

@@ -19,12 +19,22 @@ export const LONG_RUN_PATCH_ID = 'temporal-compactor:long-run-v2';
 export const CONTEXT_TOKENS_PATCH_ID = 'temporal-compactor:context-tokens-window';
 
 /**
+ * Runs that bound what a model asks of the tools (docs/design.md#tools): at most
+ * `MAX_TOOL_CALLS_PER_TURN` calls of a turn run, `TOOL_CALL_CONCURRENCY` at a time, and arguments
+ * over `MAX_TOOL_ARGUMENT_CHARS` or nested deeper than `MAX_TOOL_ARGUMENT_DEPTH` are answered with an
+ * error. Asked only at a turn where a bound changes what runs, so runs that never reach one
+ * record no marker; a run recorded before it replays scheduling every call at once.
+ */
+export const TOOL_BOUNDS_PATCH_ID = 'temporal-compactor:tool-bounds-v1';
+
+/**
  * The patches one run has, each asked once, at its first use: `patched()` writes a marker into
  * history where it is first called, so where that is must not move (nor be asked earlier).
  */
 export class RunPatches {
   private longRun: boolean | undefined;
   private contextTokens: boolean | undefined;
+  private toolBounds: boolean | undefined;
 
   /** {@link LONG_RUN_PATCH_ID}: asked when a batch size or the token cache first depends on it. */
   longRunV2(): boolean {
@@ -36,5 +46,11 @@ export class RunPatches {
   contextTokensByWindow(): boolean {
     this.contextTokens ??= patched(CONTEXT_TOKENS_PATCH_ID);
     return this.contextTokens;
+  }
+
+  /** {@link TOOL_BOUNDS_PATCH_ID}: asked at the first turn where a tool bound changes what runs. */
+  toolBoundsV1(): boolean {
+    this.toolBounds ??= patched(TOOL_BOUNDS_PATCH_ID);
+    return this.toolBounds;
   }
 }

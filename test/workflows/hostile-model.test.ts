@@ -1,0 +1,214 @@
+// A hostile model against agentRun on a dev server (docs/design.md#tools): what it asks of the tools
+// is bounded — too many parallel calls, arguments too large, too deep, not JSON, unknown tools, a
+// catastrophic grep pattern — each ends as a tool result the model reads, the run completes, the
+// worker stays responsive (another workflow on it finishes meanwhile), and the history replays.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { WorkflowHandle } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
+import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import OpenAI from 'openai';
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createBuiltInTools } from '../../src/activities/tools.js';
+import { agentRun, type ChatMessage, type CompactionResult } from '../../src/index.js';
+import {
+  jsonDepth,
+  MAX_TOOL_ARGUMENT_CHARS,
+  MAX_TOOL_ARGUMENT_DEPTH,
+  MAX_TOOL_CALLS_PER_TURN,
+  TOOL_CALL_CONCURRENCY,
+} from '../../src/workflows/tool-dispatch.js';
+import { TOOL_BOUNDS_PATCH_ID } from '../../src/workflows/agent/patches.js';
+import { startFakeOpenAI, type FakeOpenAI, type ScriptedResponse } from '../support/fake-openai.js';
+import { replayActivities } from '../support/agent.js';
+import { toolRounds } from '../support/messages.js';
+import { bundleWorkflows, testConnection, uniqueId, withWorker } from '../support/temporal.js';
+
+let bundle: WorkflowBundleWithSourceMap;
+beforeAll(async () => {
+  bundle = await bundleWorkflows(new URL('../../src/workflows/index.ts', import.meta.url));
+});
+
+const openaiModel = { provider: 'openai' as const, model: 'fake-agent', contextWindow: 200_000, maxOutputTokens: 500 };
+const opening: ChatMessage[] = [
+  { role: 'system', content: 'You are a careful agent.' },
+  { role: 'user', content: 'Look around.' },
+];
+
+function completion(message: Record<string, unknown>): ScriptedResponse {
+  return {
+    kind: 'status',
+    status: 200,
+    body: {
+      id: 'c',
+      object: 'chat.completion',
+      created: 0,
+      model: 'fake-agent',
+      choices: [{ index: 0, finish_reason: 'stop', message: { role: 'assistant', ...message } }],
+      usage: { prompt_tokens: 100, completion_tokens: 5, total_tokens: 105 },
+    },
+  };
+}
+const call = (id: string, name: string, args: string) => ({
+  id,
+  type: 'function',
+  function: { name, arguments: args },
+});
+
+/** The most tool activities one workflow task scheduled (the events after each WorkflowTaskCompleted). */
+async function mostToolActivitiesPerTask(handle: WorkflowHandle): Promise<number> {
+  const events = (await handle.fetchHistory()).events ?? [];
+  let most = 0;
+  let current = 0;
+  for (const event of events) {
+    if (event.workflowTaskCompletedEventAttributes) current = 0;
+    const name = event.activityTaskScheduledEventAttributes?.activityType?.name;
+    if (name === 'fs_read' || name === 'fs_list' || name === 'grep') {
+      current += 1;
+      most = Math.max(most, current);
+    }
+  }
+  return most;
+}
+
+/** Where the run's grep activity stands: running (a worker holds it: its started event is only written at its end), or done. */
+async function grepState(handle: WorkflowHandle): Promise<'waiting' | 'running' | 'done'> {
+  const events = (await handle.fetchHistory()).events ?? [];
+  const scheduled = events.find((event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'grep');
+  if (scheduled === undefined) return 'waiting';
+  const id = String(scheduled.eventId);
+  const answered = events.some((event) => {
+    const attributes = event.activityTaskCompletedEventAttributes ?? event.activityTaskFailedEventAttributes;
+    return attributes !== null && attributes !== undefined && String(attributes.scheduledEventId) === id;
+  });
+  if (answered) return 'done';
+  const { raw } = await handle.describe();
+  const pending = raw.pendingActivities?.find((activity) => activity.activityType?.name === 'grep');
+  return pending?.state === temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_STARTED
+    ? 'running'
+    : 'waiting';
+}
+
+async function patchIds(handle: WorkflowHandle): Promise<string[]> {
+  const events = (await handle.fetchHistory()).events ?? [];
+  return events.flatMap((event) =>
+    (event.markerRecordedEventAttributes?.details?.['patch-data']?.payloads ?? []).map((payload) => {
+      const parsed = JSON.parse(Buffer.from(payload.data ?? []).toString('utf8')) as { id?: string };
+      return parsed.id ?? '';
+    }),
+  );
+}
+
+describe('agentRun against a hostile model', { timeout: 120_000 }, () => {
+  let server: FakeOpenAI;
+  let root: string;
+  beforeEach(async () => {
+    server = await startFakeOpenAI();
+    root = mkdtempSync(join(tmpdir(), 'hostile-root-'));
+    writeFileSync(join(root, 'a.txt'), 'alpha\n');
+    writeFileSync(join(root, 'evil.txt'), `${'a'.repeat(42)}!\n`);
+  });
+  afterEach(async () => {
+    await server.close();
+    rmSync(root, { recursive: true, force: true });
+  });
+  const activities = (grepTimeoutMs = 10_000) => ({
+    ...replayActivities({
+      openai: new OpenAI({ baseURL: server.baseURL, apiKey: 'test-key', maxRetries: 0 }),
+      toolsRoot: root,
+    }),
+    grep: createBuiltInTools({ root, grepTimeoutMs }).grep,
+  });
+
+  it('measures depth outside strings, and stops counting past the limit', () => {
+    expect(jsonDepth('{"a":[1,{"b":"[[[["}]}', 100)).toBe(3);
+    expect(jsonDepth('"\\"[["', 100)).toBe(0);
+    expect(jsonDepth('['.repeat(100_000), 64)).toBe(65);
+  });
+
+  it('too many calls, oversized, too deep, not JSON, unknown: each answered, the rest run in waves, the run completes and replays', async () => {
+    const many = Array.from({ length: 100 }, (_, index) => call(`c${index}`, 'fs_read', '{"path":"a.txt"}'));
+    const hostile = [
+      call('big', 'fs_read', `{"path":"${'x'.repeat(MAX_TOOL_ARGUMENT_CHARS)}"}`),
+      call('deep', 'fs_read', `${'['.repeat(10_000)}${']'.repeat(10_000)}`),
+      call('bad', 'fs_read', '{"path": "a.txt"'),
+      call('nul', 'fs_read', '{"path":"a\\u0000.txt"}'),
+      call('who', 'rm_rf', '{}'),
+    ];
+    server.script(completion({ content: null, tool_calls: [...hostile, ...many] }), completion({ content: 'Done.' }));
+    const t = await testConnection();
+    const workflowId = uniqueId('hostile-calls');
+    const result = await withWorker(t, { workflowBundle: bundle, activities: activities() }, () =>
+      t.client.workflow.execute(agentRun, {
+        taskQueue: t.taskQueue,
+        workflowId,
+        args: [{ messages: opening, model: openaiModel, tools: ['fs_read', 'fs_list', 'grep'], compaction: {} }],
+      }),
+    );
+    expect(result.stopReason).toBe('completed');
+    const results = new Map(
+      result.messages
+        .filter((message) => message.role === 'tool')
+        .map((message) => [message.tool_call_id, message.content]),
+    );
+    expect(results.size).toBe(105);
+    expect(results.get('big')).toMatch(
+      /^Error: the arguments of fs_read are \d+ characters, more than a tool call may carry/,
+    );
+    expect(results.get('deep')).toBe(
+      `Error: the arguments of fs_read nest deeper than ${MAX_TOOL_ARGUMENT_DEPTH} levels`,
+    );
+    expect(results.get('bad')).toMatch(/^Error: the arguments of fs_read are not valid JSON/);
+    expect(results.get('nul')).toMatch(/^Error: fs_read: /);
+    expect(results.get('who')).toMatch(/^Error: there is no tool named "rm_rf"/);
+    // The first MAX_TOOL_CALLS_PER_TURN calls of the turn were looked at; the rest did not run.
+    const ran = [...results.entries()].filter(([, content]) => content === '     1\talpha\n     2\t');
+    expect(ran).toHaveLength(MAX_TOOL_CALLS_PER_TURN - hostile.length);
+    expect(results.get('c99')).toMatch(/^Error: this turn asked for 105 tool calls; at most 64 run per turn/);
+    const handle = t.client.workflow.getHandle(workflowId);
+    expect(await mostToolActivitiesPerTask(handle)).toBeLessThanOrEqual(TOOL_CALL_CONCURRENCY);
+    expect(await patchIds(handle)).toContain(TOOL_BOUNDS_PATCH_ID);
+    await Worker.runReplayHistory({ workflowBundle: bundle }, await handle.fetchHistory(), workflowId);
+  });
+
+  it('a catastrophic grep: the run goes on, and a compaction started on the same worker meanwhile completes first', async () => {
+    server.script(
+      completion({ content: null, tool_calls: [call('g', 'grep', '{"pattern":"(a+)+$","path":"evil.txt"}')] }),
+      completion({ content: 'That pattern was a bad idea.' }),
+    );
+    const t = await testConnection();
+    const workflowId = uniqueId('hostile-grep');
+    const { result, compacted } = await withWorker(
+      t,
+      { workflowBundle: bundle, activities: activities(4000) },
+      async () => {
+        const run = await t.client.workflow.start(agentRun, {
+          taskQueue: t.taskQueue,
+          workflowId,
+          args: [{ messages: opening, model: openaiModel, tools: ['grep'], compaction: {} }],
+        });
+        // Wait until the grep is running, then ask the same worker for a whole compaction.
+        while ((await grepState(run)) !== 'running') await new Promise((resolve) => setTimeout(resolve, 100));
+        const compaction = await t.client.workflow.execute('compactConversation', {
+          taskQueue: t.taskQueue,
+          workflowId: uniqueId('beside-grep'),
+          args: [{ messages: toolRounds(20, 400), options: { contextBudget: 2000 } }],
+        });
+        const grepDone = (await grepState(run)) === 'done';
+        return {
+          result: await run.result(),
+          compacted: { result: compaction as CompactionResult, grepDoneBefore: grepDone },
+        };
+      },
+    );
+    expect(compacted.result.tokensAfter).toBeLessThan(compacted.result.tokensBefore);
+    // The compaction finished while the grep was still held by its pattern (the grep ends at 4 s).
+    expect(compacted.grepDoneBefore).toBe(false);
+    expect(result.stopReason).toBe('completed');
+    const grepResult = result.messages.find((message) => message.role === 'tool')?.content;
+    expect(grepResult).toMatch(
+      /^no matches for \/\(a\+\)\+\$\/ in evil\.txt\n\[stopped after 4 s: the search took too long/,
+    );
+  });
+});
