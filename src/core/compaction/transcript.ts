@@ -1,4 +1,5 @@
 // Sandbox-safe: the summarizer's request — the fixed instruction and the capped transcript (docs/design.md#summarizer-request).
+import { describeNonTextPart } from '../counting/parts.js';
 import { contentText } from '../counting/tokens.js';
 import type { ChatMessage, SummarizeRequest } from '../types.js';
 
@@ -40,7 +41,8 @@ export function capText(text: string, cap: number): string {
 
 /**
  * The middle as plain text for the summarizer. Tool results and tool-call argument strings are
- * capped at `toolResultCap`; other text is whole. Non-text content parts appear as `[type]`.
+ * capped at `toolResultCap`; other text is whole. Other content parts appear as a description
+ * without their data: `[image: 1280×800 png]`, `[audio: wav, 48,000 bytes]`, `[<type>]`.
  */
 export function renderTranscript(messages: readonly ChatMessage[], toolResultCap: number): string {
   const toolNames = new Map<string, string>();
@@ -69,9 +71,10 @@ function nameOf(message: ChatMessage, toolNames: Map<string, string>): string {
   return name !== undefined ? ` ${name} (${id})` : ` (${id})`;
 }
 
+/** Text as it is; every other part as a one-line description, never its data (`[image: 1280×800 png]`, `[audio: wav, 48,000 bytes]`). */
 function renderContent(content: ChatMessage['content']): string {
   if (content === null || typeof content === 'string') return contentText(content);
-  return content.map((part) => (part.type === 'text' ? contentText([part]) : `[${part.type}]`)).join('');
+  return content.map((part) => (part.type === 'text' ? contentText([part]) : describeNonTextPart(part))).join('');
 }
 
 /** The whole request: one chat completion, no tools. `previousSummaryChars` makes it the tighter retry. */
