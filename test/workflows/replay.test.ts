@@ -90,6 +90,9 @@ describe('replay of recorded histories', () => {
         'agent-run-openai-tools.json',
         'agent-run-update.json',
         'compact-conversation-economics-window-gives-way.json',
+        // recorded on both sides of COUNT_PARTS_PATCH_ID (test/workflows/count-parts.test.ts), both after the economic rules
+        'compact-in-workflow-images-before-count-parts.json',
+        'compact-in-workflow-images-counted.json',
       ].sort(),
     );
     for (const file of [
