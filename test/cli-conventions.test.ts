@@ -88,6 +88,7 @@ describe('temporal-compactor conventions', { timeout: 60_000 }, () => {
         '--target N',
         '--keep-recent N',
         '--age-observations',
+        '--keep-images N',
         '--trigger-ratio R',
         '--target-ratio R',
         '--out FILE',
