@@ -425,7 +425,7 @@ export function compactWithUsage(
 
 /**
  * True when the conversation is over `triggerRatio × contextBudget` (or the call's `target`), or,
- * with `ageObservations`, holds an elision batch of at least `ageReclaimMin` characters.
+ * with `ageObservations` or `keepImages`, holds an elision batch of at least `ageReclaimMin` characters.
  * @throws ApplicationFailure of type `Compaction.InvalidInput` for bad input.
  */
 export function needsCompaction(messages: readonly ChatMessage[], options: CompactOptions): boolean {
