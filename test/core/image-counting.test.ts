@@ -92,6 +92,11 @@ describe('image size from the header', () => {
     const wrapped = base64(jpegBytes(300, 200, { exifBytes: 500 })).replace(/.{76}/g, '$&\r\n');
     expect(wrapped).toContain('\r\n');
     expect(imageSizeOfBase64(wrapped)).toEqual({ width: 300, height: 200, format: 'jpeg' });
+    // a 60 KB EXIF block wrapped in lines: the reads that jumped over the whitespace are read again
+    const bigWrapped = base64(jpegBytes(640, 360, { exifBytes: 60_000 })).replace(/.{76}/g, '$&\n');
+    expect(imageSizeOfBase64(bigWrapped)).toEqual({ width: 640, height: 360, format: 'jpeg' });
+    // whitespace after the header only: the header reads as it is
+    expect(imageSizeOfBase64(`${base64(pngBytes(7, 9))}\n`)).toEqual({ width: 7, height: 9, format: 'png' });
     const urlSafe = Buffer.from(pngBytes(0xfbff, 0xffbf)).toString('base64url');
     expect(urlSafe).toMatch(/[-_]/);
     expect(imageSizeOfBase64(urlSafe)).toEqual({ width: 0xfbff, height: 0xffbf, format: 'png' });

@@ -29,11 +29,16 @@ const JPEG_MAX_SEGMENTS = 256;
  * Random access to the bytes of base64 text: byte `i` lives in the 4-character group `⌊i/3⌋`, so
  * a header is decoded without decoding what comes before it (a JPEG's EXIF block is skipped, not
  * read). A group with a character outside the alphabet (padding, or garbage) reads as the end.
+ * Whitespace (MIME line breaks) would shift every group after it: the text up to the furthest
+ * group read is scanned for it, and `wrapped` says it was found (the caller then strips it).
  */
 class Base64Bytes {
   private group = -1;
   private readonly bytes = [0, 0, 0];
   private valid = 0;
+  private scanned = 0;
+  /** True once whitespace was found before a group that was read: the reads are not to be trusted. */
+  wrapped = false;
 
   constructor(private readonly text: string) {}
 
@@ -84,6 +89,10 @@ class Base64Bytes {
     this.group = group;
     this.valid = 0;
     const start = group * 4;
+    for (const end = Math.min(start + 4, this.text.length); this.scanned < end; this.scanned += 1) {
+      const code = this.text.charCodeAt(this.scanned);
+      if (code === 0x20 || code === 0x0a || code === 0x0d || code === 0x09) this.wrapped = true;
+    }
     let bits = 0;
     let sextets = 0;
     for (let index = start; index < start + 4 && index < this.text.length; index += 1) {
@@ -161,7 +170,7 @@ function jpegSize(bytes: Base64Bytes): ImageSize | undefined {
       segment += 1;
       marker = bytes.at(offset + 1);
     }
-    if (marker < 0) return undefined;
+    if (marker < 0 || marker === 0xff) return undefined;
     if ((marker >= 0xd0 && marker <= 0xd7) || marker === 0x01) {
       offset += 2; // RSTn, TEM: no length
       continue;
@@ -177,21 +186,22 @@ function jpegSize(bytes: Base64Bytes): ImageSize | undefined {
   return undefined;
 }
 
-/** Whitespace some encoders wrap base64 with (MIME lines): found with a few native searches, removed only when present. */
-function withoutLineBreaks(data: string): string {
-  return data.includes('\n') || data.includes('\r') || data.includes(' ') || data.includes('\t')
-    ? data.replace(/[\t\n\r ]+/g, '')
-    : data;
-}
-
 /**
  * The size and format of an image from its base64 data, read from its header: PNG (IHDR), JPEG
  * (the first start-of-frame marker), GIF, WebP (VP8, VP8L, VP8X). Undefined for any other format,
- * for a header that is truncated or malformed, and for a zero width or height. Reads a few dozen
- * bytes (a JPEG walk at most {@link JPEG_MAX_SEGMENTS} markers), whatever the size of `data`.
+ * for a header that is truncated or malformed, and for a zero width or height. Decodes a few dozen
+ * bytes (a JPEG walk at most {@link JPEG_MAX_SEGMENTS} markers) and scans the text only up to the
+ * furthest of them, whatever the size of `data`; base64 wrapped in lines is read again without
+ * its whitespace.
  */
 export function imageSizeOfBase64(data: string): ImageSize | undefined {
-  const bytes = new Base64Bytes(withoutLineBreaks(data));
+  const bytes = new Base64Bytes(data);
+  const size = readSize(bytes);
+  // Wrapped in lines (MIME): read again without the whitespace — the whole text, once.
+  return bytes.wrapped ? readSize(new Base64Bytes(data.replace(/[\t\n\r ]+/g, ''))) : size;
+}
+
+function readSize(bytes: Base64Bytes): ImageSize | undefined {
   switch (bytes.at(0)) {
     case 0x89:
       return pngSize(bytes);
