@@ -12,7 +12,7 @@ import {
   OPENAI_UNKNOWN_IMAGE_TOKENS,
   openaiImageTokens,
 } from '../../src/core/counting/image-size.js';
-import { nonTextPartTokens, setPartCountingSwitch } from '../../src/core/counting/parts.js';
+import { nonTextPartTokens, partJsonChars, setPartCountingSwitch } from '../../src/core/counting/parts.js';
 import { createCharCounter, defaultCounter } from '../../src/core/counting/tokens.js';
 import { needsCompactionCore } from '../../src/core/compaction/engine.js';
 import { resolveOptions } from '../../src/core/compaction/options.js';
@@ -252,6 +252,30 @@ describe('counting parts in the OpenAI chat format', () => {
     }
     // base64 is charged by size, never tokenized (which would cost more and mean nothing)
     expect(countTextTokens(JSON.stringify(unknown))).not.toBe(Math.ceil(JSON.stringify(unknown).length / 4));
+  });
+
+  it("a part's size is its JSON length (escapes aside), measured without serializing it; a cycle does not throw", () => {
+    const plain = fc.dictionary(
+      fc.string({ unit: fc.constantFrom('a', 'b', '_', '1') }),
+      fc.oneof(
+        fc.base64String(),
+        fc.integer(),
+        fc.boolean(),
+        fc.constant(null),
+        fc.array(fc.oneof(fc.base64String(), fc.double({ noNaN: true, noDefaultInfinity: true }))),
+        fc.record({ data: fc.base64String(), format: fc.constantFrom('wav', 'mp3') }),
+      ),
+    );
+    fc.assert(
+      fc.property(plain, (fields) => {
+        const part = { ...fields, type: 'input_audio' } as ContentPart;
+        expect(partJsonChars(part)).toBe(JSON.stringify(part).length);
+      }),
+    );
+    const cyclic: Record<string, unknown> = { type: 'custom', data: 'AAAA' };
+    cyclic.self = cyclic;
+    expect(partJsonChars(cyclic as ContentPart)).toBeGreaterThan(0);
+    expect(defaultCounter.count([userWith(cyclic as ContentPart)])).toBeGreaterThan(4);
   });
 
   it('no part counts 0', () => {

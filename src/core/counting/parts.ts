@@ -43,17 +43,37 @@ export function imagePartTokens(image: ImagePartInfo): number {
     : openaiImageTokens(image.size.width, image.size.height, image.detail);
 }
 
+/** Levels of nesting a part's size is measured to: deeper values (or a cycle) are not counted. */
+const MAX_PART_DEPTH = 32;
+
+function jsonChars(value: unknown, depth: number): number {
+  if (typeof value === 'string') return value.length + 2;
+  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint') return String(value).length;
+  if (value === null) return 4;
+  if (typeof value !== 'object' || depth > MAX_PART_DEPTH) return 0;
+  if (Array.isArray(value)) {
+    let chars = 2 + Math.max(0, value.length - 1);
+    for (const item of value) chars += jsonChars(item, depth + 1);
+    return chars;
+  }
+  let chars = 2;
+  let fields = 0;
+  for (const [key, field] of Object.entries(value)) {
+    if (field === undefined || typeof field === 'function' || typeof field === 'symbol') continue;
+    chars += key.length + 3 + jsonChars(field, depth + 1);
+    fields += 1;
+  }
+  return chars + Math.max(0, fields - 1);
+}
+
 /**
- * Characters a part other than text or an image is measured by: its JSON (audio and file data
- * are base64 in the part, so this is about 4/3 of their bytes). A part that is not JSON (a
- * library caller's cycle or BigInt) is measured by its type name.
+ * Characters a part other than text or an image is measured by: the length of its JSON, escapes
+ * not counted (audio and file data are base64 in the part, so this is about 4/3 of their bytes).
+ * Walked, not serialized: the cost is its number of fields, not the megabytes of a file's data,
+ * and a cycle cannot make it throw.
  */
 export function partJsonChars(part: ContentPart): number {
-  try {
-    return JSON.stringify(part).length;
-  } catch {
-    return part.type.length;
-  }
+  return jsonChars(part, 0);
 }
 
 /**
