@@ -34,7 +34,7 @@ export const compactConversationOptionsSchema = optionsSchema
   .extend({
     contextBudget: optionsSchema.shape.contextBudget.meta({
       description:
-        'The window the conversation must fit, in tokens of the character estimator (characters / 4 + 4 per message).',
+        "The window the conversation must fit, in tokens of the character estimator (characters / 4 + 4 per message; an image by its size, by OpenAI's rule).",
     }),
     targetRatio: optionsSchema.shape.targetRatio.meta({ description: 'Not above triggerRatio.' }),
     retryBackoff: duration
