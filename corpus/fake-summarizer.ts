@@ -4,13 +4,14 @@
 import { SUMMARY_INSTRUCTION } from '../src/core/compaction/transcript.js';
 import type { ChatMessage, SummarizeRequest, Summarizer } from '../src/index.js';
 import type { SummarizeOutcome, SummarizeStep } from '../src/core/compaction/engine.js';
+import { describeNonTextPart } from '../src/core/counting/parts.js';
 
-/** Plain text of content as the transcript shows it: text parts joined, other parts as `[type]`. */
+/** Plain text of content as the transcript shows it: text parts joined, other parts described (`[image: 1280×800 png]`, `[audio: wav, 48,000 bytes]`). */
 export function renderedText(content: ChatMessage['content']): string {
   if (content === null) return '';
   if (typeof content === 'string') return content;
   return content
-    .map((part) => (part.type === 'text' && typeof part.text === 'string' ? part.text : `[${part.type}]`))
+    .map((part) => (part.type === 'text' && typeof part.text === 'string' ? part.text : describeNonTextPart(part)))
     .join('');
 }
 

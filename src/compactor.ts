@@ -76,7 +76,7 @@ export class Compactor {
     this.counter = counter;
   }
 
-  /** True when the conversation is over the trigger, or (with `ageObservations`) holds a full elision batch. */
+  /** True when the conversation is over the trigger, or (with `ageObservations` or `keepImages`) holds a full elision batch. */
   needsCompaction(messages: readonly ChatMessage[]): boolean {
     return needsCompactionCore(messages, this.options, {}, this.counter);
   }

@@ -2,8 +2,10 @@
 // command (exit 0, stdout, at most 100 columns), --version, our own message for an unknown flag,
 // compaction options on `compact`, `-` for standard input, a reader that goes away (EPIPE), and a
 // summarizer failure named on stderr with its own exit code.
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { commands, main, type CliIo } from '../src/cli/main.js';
@@ -11,6 +13,7 @@ import { Compactor } from '../src/compactor.js';
 import type { ChatMessage } from '../src/core/types.js';
 import { createExtractiveSummarizer } from '../src/summarizers/extractive.js';
 import { runCli, spawnCli } from './support/cli-process.js';
+import { dataUrl, pngBytes } from './support/images.js';
 import { startFakeOpenAI, type FakeOpenAI } from './support/fake-openai.js';
 
 const TRAJECTORY = fileURLToPath(
@@ -88,6 +91,7 @@ describe('temporal-compactor conventions', { timeout: 60_000 }, () => {
         '--target N',
         '--keep-recent N',
         '--age-observations',
+        '--keep-images N',
         '--trigger-ratio R',
         '--target-ratio R',
         '--out FILE',
@@ -171,6 +175,39 @@ describe('temporal-compactor conventions', { timeout: 60_000 }, () => {
       expect(await main(['compact', TRAJECTORY, '--budget', String(budget)], defaults)).toBe(0);
       expect(defaults.out()).not.toBe(withFlags.out());
       expect(defaults.err()).not.toContain('Options:');
+    });
+
+    it('--keep-images reaches the engine: older screenshots become stubs, as with the Compactor and keepImages', async () => {
+      const shot = dataUrl(pngBytes(1280, 800), 'image/png', 4000);
+      const messages: ChatMessage[] = [{ role: 'user', content: 'Find the cheapest flight.' }];
+      for (let turn = 0; turn < 8; turn += 1) {
+        messages.push({
+          role: 'user',
+          content: [
+            { type: 'text', text: `screen ${turn}` },
+            { type: 'image_url', image_url: { url: shot } },
+          ],
+        });
+        messages.push({ role: 'assistant', content: `clicked ${turn}` });
+      }
+      const file = join(mkdtempSync(join(tmpdir(), 'keep-images-')), 'browse.json');
+      writeFileSync(file, JSON.stringify(messages));
+      const io = capture();
+      expect(await main(['compact', file, '--budget', '9000', '--keep-recent', '2', '--keep-images', '1'], io)).toBe(0);
+      const expected = await new Compactor({
+        summarizer: createExtractiveSummarizer(),
+        contextBudget: 9000,
+        keepRecent: 2,
+        keepImages: 1,
+      }).compact(messages);
+      expect(expected.elisions.length).toBeGreaterThan(0);
+      expect(JSON.parse(io.out())).toEqual(expected.messages);
+      expect(io.out()).toContain('[image elided: 1280×800 png, ~1,105 tokens]');
+      expect(io.err()).toContain('--keep-images 1');
+      const bad = capture();
+      expect(await main(['compact', file, '--keep-images', '-1'], bad)).toBe(2);
+      expect(bad.err()).toContain('--keep-images');
+      rmSync(dirname(file), { recursive: true, force: true });
     });
 
     it('--target aims the hard trim and --target-ratio moves the low-water mark', async () => {

@@ -75,8 +75,13 @@ export interface Summarizer {
 export interface Elision {
   /** Position in the input array. */
   index: number;
-  /** The whole new content of that message. */
+  /** The whole new content of that message; for an image elision, the text of its stubs (one a line). */
   stub: string;
+  /**
+   * Only for an image elision (`keepImages`): the whole new content of that message — its parts,
+   * each elided image replaced by a text part holding its stub.
+   */
+  content?: ContentPart[];
 }
 
 /** The result of one compaction (docs/design.md#result). */

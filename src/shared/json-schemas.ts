@@ -34,7 +34,7 @@ export const compactConversationOptionsSchema = optionsSchema
   .extend({
     contextBudget: optionsSchema.shape.contextBudget.meta({
       description:
-        'The window the conversation must fit, in tokens of the character estimator (characters / 4 + 4 per message).',
+        "The window the conversation must fit, in tokens of the character estimator (characters / 4 + 4 per message; an image by its size, by OpenAI's rule).",
     }),
     targetRatio: optionsSchema.shape.targetRatio.meta({ description: 'Not above triggerRatio.' }),
     retryBackoff: duration
@@ -108,7 +108,16 @@ export const compactionResultSchema = z
     elisions: z.array(
       z.object({
         index: count.meta({ description: 'Position in the input.' }),
-        stub: z.string().meta({ description: 'The whole new content of that message.' }),
+        stub: z.string().meta({
+          description: 'The whole new content of that message; for an image elision, the text of its stubs.',
+        }),
+        content: z
+          .array(z.object({ type: z.string() }).loose())
+          .optional()
+          .meta({
+            description:
+              'Only for an image elision (keepImages): the whole new content, each elided image replaced by a text part holding its stub.',
+          }),
       }),
     ),
     summary: z.string().nullable().meta({ description: 'The whole content of the summary message, or null.' }),

@@ -33,6 +33,7 @@ import {
   type UnknownKeys,
 } from '../core/compaction/options.js';
 import { assertKnownKeys, keysOf } from '../core/unknown-keys.js';
+import { setPartCountingSwitch } from '../core/counting/parts.js';
 import type { ChatMessage, CompactionResult, TokenCounter } from '../core/types.js';
 import type { CompactorActivities } from '../activities/index.js';
 import type { SummarizeActivityInput } from '../activities/summarize.js';
@@ -154,6 +155,30 @@ function summarizeInput(step: SummarizeStep): SummarizeActivityInput {
     return { instruction: step.instruction, middle };
   return { request: { messages: step.request.messages } };
 }
+
+/**
+ * The patch that counts content parts that are not text by what they hold (docs/design.md#count-parts): an
+ * image by its provider's rule, audio and files by size. Before it the character estimator
+ * charged them 0 and the BPE counter 85 each, so a conversation with images counts differently
+ * under it and would compact at other points: an execution recorded before it (no marker) counts
+ * as it did for the rest of that execution; new executions record the marker the first time a
+ * count meets a non-text part — in any counter built without `perNonTextPart`, the default one,
+ * agentRun's and one a workflow builds itself. Stable forever: never rename it.
+ */
+export const COUNT_PARTS_PATCH_ID = 'temporal-compactor:count-parts-v1';
+
+/** This execution's answer, once asked. */
+let countPartsOfThisExecution: boolean | undefined;
+
+/** True outside workflow code and in executions that carry {@link COUNT_PARTS_PATCH_ID}. */
+export function partsCountedInWorkflow(): boolean {
+  if (!inWorkflowContext()) return true;
+  countPartsOfThisExecution ??= patched(COUNT_PARTS_PATCH_ID);
+  return countPartsOfThisExecution;
+}
+
+// Every workflow that compacts loads this module: from here on, its counters ask the patch.
+setPartCountingSwitch(partsCountedInWorkflow);
 
 function plan(options: CompactOptions): Plan {
   if (typeof options !== 'object' || options === null)
@@ -419,7 +444,7 @@ export function compactWithUsage(
 
 /**
  * True when the conversation is over `triggerRatio × contextBudget` (or the call's `target`), or,
- * with `ageObservations`, holds an elision batch of at least `ageReclaimMin` characters.
+ * with `ageObservations` or `keepImages`, holds an elision batch of at least `ageReclaimMin` characters.
  * @throws ApplicationFailure of type `Compaction.InvalidInput` for bad input.
  */
 export function needsCompaction(messages: readonly ChatMessage[], options: CompactOptions): boolean {

@@ -90,19 +90,21 @@ describe('createBpeCounter', () => {
     expect(counter.count([result])).toBe(3 + 3 + o200k('tool') + o200k('file body'));
   });
 
-  it('tokenizes text parts and charges a fixed amount per non-text part', () => {
+  it('tokenizes text parts, counts an image by its rule, and charges a fixed amount per non-text part when told', () => {
     const parts: ChatMessage = {
       role: 'user',
       content: [
         { type: 'text', text: 'What is in this image?' },
+        // an unreadable header: the most a high-detail image costs
         { type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } },
         { type: 'text', text: ' Be brief.' },
       ],
     };
     expect(counter.count([parts])).toBe(
-      3 + 3 + o200k('user') + o200k('What is in this image?') + 85 + o200k(' Be brief.'),
+      3 + 3 + o200k('user') + o200k('What is in this image?') + 1445 + o200k(' Be brief.'),
     );
-    expect(createBpeCounter({ perNonTextPart: 1000 }).count([parts]) - counter.count([parts])).toBe(1000 - 85);
+    expect(createBpeCounter({ perNonTextPart: 1000 }).count([parts]) - counter.count([parts])).toBe(1000 - 1445);
+    expect(createBpeCounter({ perNonTextPart: 85 }).count([parts]) - counter.count([parts])).toBe(85 - 1445);
   });
 
   it('takes its framing and encoding from the options', () => {

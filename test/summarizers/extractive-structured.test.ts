@@ -42,6 +42,15 @@ describe('capMiddle: the middle as the summarizer is sent it', () => {
       .array(
         fc.oneof(
           text.map((t) => ({ type: 'text', text: t })),
+          fc.constant({ type: 'image_url', image_url: { url: 'https://example.com/a.png' } }),
+        ),
+        { maxLength: 3 },
+      )
+      .map((content): ChatMessage => ({ role: 'user', content })),
+    fc
+      .array(
+        fc.oneof(
+          text.map((t) => ({ type: 'text', text: t })),
           fc.constant({ type: 'image_url', image_url: { url: 'data:,' } }),
         ),
         { maxLength: 3 },
@@ -81,6 +90,26 @@ describe('capMiddle: the middle as the summarizer is sent it', () => {
       name: 'bash',
     });
     expect(middle[1]?.content).toBe('y'.repeat(50));
+  });
+
+  it('never carries the data of a part: an image becomes the text that describes it', () => {
+    const png = `data:image/png;base64,${'iVBORw0KGgo'.padEnd(4000, 'A')}`;
+    const middle: ChatMessage[] = [
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'See the screenshot.' },
+          { type: 'image_url', image_url: { url: png } },
+        ],
+      },
+    ];
+    const seen = capMiddle(middle, 2000);
+    expect(JSON.stringify(seen)).not.toContain('base64');
+    expect(seen[0]?.content).toEqual([
+      { type: 'text', text: 'See the screenshot.' },
+      { type: 'text', text: expect.stringMatching(/^\[image/) },
+    ]);
+    expect(renderTranscript(seen, Number.POSITIVE_INFINITY)).toBe(renderTranscript(middle, 2000));
   });
 
   it('is carried by every request the engine builds, beside the rendered text', () => {

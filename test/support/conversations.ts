@@ -377,7 +377,7 @@ export function isStickyBySpec(message: ChatMessage): boolean {
   );
 }
 
-/** Text of content as the counters and the elision rules measure it (non-text parts weigh nothing). */
+/** Text of content as the elision rules measure it (non-text parts are not in it; the counters charge them apart). */
 export function textOf(content: ChatMessage['content']): string {
   if (content === null) return '';
   if (typeof content === 'string') return content;

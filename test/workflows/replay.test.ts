@@ -95,6 +95,9 @@ describe('replay of recorded histories', () => {
         'compact-conversation-economics-window-gives-way.json',
         'compact-conversation-success-summarize-middle.json',
         'compact-conversation-too-long-then-tighter-summarize-middle.json',
+        // recorded on both sides of COUNT_PARTS_PATCH_ID (test/workflows/count-parts.test.ts), both after the economic rules
+        'compact-in-workflow-images-before-count-parts.json',
+        'compact-in-workflow-images-counted.json',
       ].sort(),
     );
     for (const file of [

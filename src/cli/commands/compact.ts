@@ -39,6 +39,12 @@ const COMPACTION_FLAGS = {
     kind: 'switch',
     help: 'elide dead tool output before summarizing (default off)',
   },
+  'keep-images': {
+    key: 'keepImages',
+    kind: 'count',
+    value: 'N',
+    help: 'keep the last N images; older ones become a one-line stub (default: keep all)',
+  },
   'trigger-ratio': {
     key: 'triggerRatio',
     kind: 'ratio',

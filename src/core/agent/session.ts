@@ -7,7 +7,7 @@ import { InvalidInputError } from '../errors.js';
 import { removableMask } from '../compaction/regions.js';
 import type { RoundUsage } from './run-usage.js';
 import type { SummarizerUsage } from '../counting/summarizer-usage.js';
-import type { ChatMessage, CompactionResult } from '../types.js';
+import type { ChatMessage, CompactionResult, ContentPart } from '../types.js';
 
 export interface MessageLine {
   type: 'message';
@@ -51,6 +51,8 @@ export interface ElisionLine {
   type: 'elision';
   id: string;
   stub: string;
+  /** An image elision's new content (see `Elision.content`); absent, the new content is `stub`. */
+  content?: ContentPart[];
 }
 export type SessionLine = MessageLine | CompactionLine | ElisionLine;
 
@@ -115,7 +117,9 @@ export function applySessionLine(entries: readonly SessionEntry[], line: Session
     case 'elision': {
       const position = positionOf(entries, line.id, `${field}.id`);
       return entries.map((entry, index) =>
-        index === position ? { id: entry.id, message: { ...entry.message, content: line.stub } } : entry,
+        index === position
+          ? { id: entry.id, message: { ...entry.message, content: line.content ?? line.stub } }
+          : entry,
       );
     }
     case 'compaction': {
@@ -202,11 +206,13 @@ export function recordCompaction(
   result: CompactionResult,
   context?: CompactionLineContext,
 ): { lines: SessionLine[]; entries: SessionEntry[] } {
-  const lines: SessionLine[] = result.elisions.map(({ index, stub }) => {
+  const lines: SessionLine[] = result.elisions.map(({ index, stub, content }) => {
     const entry = entries[index];
     if (entry === undefined)
       throw new InvalidInputError('result.elisions', `index ${index} is outside the conversation`);
-    return { type: 'elision', id: entry.id, stub };
+    return content === undefined
+      ? { type: 'elision', id: entry.id, stub }
+      : { type: 'elision', id: entry.id, stub, content };
   });
   const replacedOrMarked = result.cutIndex >= 0 || result.fallback || result.exhausted;
   if (replacedOrMarked || context !== undefined) {

@@ -1,7 +1,8 @@
 // Sandbox-safe: observation aging — call identity, eligibility, stubs (docs/design.md#elision).
 import type { Regions } from './regions.js';
+import { groupDigits, imagePartInfo, imagePartTokens, imageSizeLabel, type ImagePartInfo } from '../counting/parts.js';
 import { contentText, messageChars } from '../counting/tokens.js';
-import type { ChatMessage, Elision } from '../types.js';
+import type { ChatMessage, ContentPart, Elision } from '../types.js';
 
 /** Canonical JSON: sorted keys, no whitespace. Arguments that are not JSON stay as they are. */
 export function canonicalArguments(args: string): string {
@@ -117,12 +118,98 @@ export function planElisions(
   return { elisions: eligibleFromEnd.reverse(), poolChars };
 }
 
-/** Applies elisions: only `content` changes; every other field and every position stays. */
+/**
+ * The text that replaces an elided image: what it was and what it cost, a pure function of the
+ * part (`[image elided: 1280×800 png, ~1,105 tokens]`; `[image elided: ~1,445 tokens]` when its
+ * size is unknown). Latin-1 only (`×` is), like the transcript's markers.
+ */
+export function imageStub(image: ImagePartInfo): string {
+  const label = imageSizeLabel(image);
+  const tokens = `~${groupDigits(imagePartTokens(image))} tokens`;
+  return `[image elided: ${label === undefined ? tokens : `${label}, ${tokens}`}]`;
+}
+
+/** Characters an image weighs in the elision pool: 4 per token of its cost (the estimator's rate). */
+const IMAGE_CHARS_PER_TOKEN = 4;
+
+/**
+ * docs/design.md#image-elision: every image older than the last `keepImages` of the conversation (images in
+ * sticky messages and the recent window count among the last, but are never elided) that stands
+ * in the middle, in a message no observation elision replaces (`skip`). One elision per message:
+ * its parts with each such image replaced by a text part holding its stub. The pool weighs each
+ * image at 4 characters per token it costs, less its stub.
+ */
+export function planImageElisions(
+  messages: readonly ChatMessage[],
+  regions: Regions,
+  keepImages: number,
+  skip: ReadonlySet<number> = new Set(),
+): ElisionPlan {
+  let seen = 0;
+  let poolChars = 0;
+  const fromEnd: Elision[] = [];
+  for (let index = messages.length - 1; index >= 0; index -= 1) {
+    const content = messages[index]?.content;
+    if (!Array.isArray(content)) continue;
+    const eligible = regions.inMiddle[index] === true && !skip.has(index);
+    let parts: ContentPart[] | undefined;
+    const stubs: string[] = [];
+    for (let part = content.length - 1; part >= 0; part -= 1) {
+      const original = content[part];
+      const image = original === undefined ? undefined : imagePartInfo(original);
+      if (image === undefined) continue;
+      seen += 1;
+      if (seen <= keepImages || !eligible) continue;
+      const stub = imageStub(image);
+      parts ??= [...content];
+      parts[part] = { type: 'text', text: stub };
+      stubs.unshift(stub);
+      poolChars += Math.max(0, imagePartTokens(image) * IMAGE_CHARS_PER_TOKEN - stub.length);
+    }
+    if (parts !== undefined) fromEnd.push({ index, stub: stubs.join('\n'), content: parts });
+  }
+  return { elisions: fromEnd.reverse(), poolChars };
+}
+
+/**
+ * The elisions of one pass: elided tool output with `ageObservations`, elided images with
+ * `keepImages`, in conversation order, and their pool together.
+ */
+export function planPassElisions(
+  messages: readonly ChatMessage[],
+  regions: Regions,
+  options: {
+    ageObservations: boolean;
+    ageMinChars: number;
+    ageReclaimMin: number;
+    stubsShorterOnly?: boolean;
+    keepImages?: number | undefined;
+  },
+): ElisionPlan {
+  const observations = options.ageObservations
+    ? planElisions(messages, regions, options)
+    : { elisions: [], poolChars: 0 };
+  if (options.keepImages === undefined) return observations;
+  const skip = new Set(observations.elisions.map(({ index }) => index));
+  const images = planImageElisions(messages, regions, options.keepImages, skip);
+  if (images.elisions.length === 0) return observations;
+  return {
+    elisions: [...observations.elisions, ...images.elisions].sort((left, right) => left.index - right.index),
+    poolChars: observations.poolChars + images.poolChars,
+  };
+}
+
+/** True when a pass elides anything at all: `ageObservations`, or `keepImages` set. */
+export function elides(options: { ageObservations: boolean; keepImages?: number | undefined }): boolean {
+  return options.ageObservations || options.keepImages !== undefined;
+}
+
+/** Applies elisions: only `content` changes (to `content` when the elision has one, else to `stub`); every other field and every position stays. */
 export function applyElisions(messages: readonly ChatMessage[], elisions: readonly Elision[]): ChatMessage[] {
   if (elisions.length === 0) return [...messages];
-  const stubs = new Map(elisions.map(({ index, stub }) => [index, stub]));
+  const byIndex = new Map(elisions.map((elision) => [elision.index, elision]));
   return messages.map((message, index) => {
-    const stub = stubs.get(index);
-    return stub === undefined ? message : { ...message, content: stub };
+    const elision = byIndex.get(index);
+    return elision === undefined ? message : { ...message, content: elision.content ?? elision.stub };
   });
 }

@@ -5,7 +5,7 @@
 // answers with a direct call (retrying per docs/design.md#failures), the workflow `compact` with an activity under
 // Temporal's retry policy. Neither driver decides anything, so the two cannot drift apart.
 import { epochPays, planWindow, summarizedLastRound, worthStarting } from './economics.js';
-import { applyElisions, planElisions } from './elision.js';
+import { applyElisions, elides, planPassElisions } from './elision.js';
 import { aimFor, type Aim, type CallOverrides, type ResolvedOptions } from './options.js';
 import { findRegions, trimBoundaries, type Regions } from './regions.js';
 import { validateMessages } from '../schema.js';
@@ -70,8 +70,8 @@ function finish(
 }
 
 function elide(pass: Pass): { messages: ChatMessage[]; elisions: Elision[] } {
-  if (!pass.options.ageObservations) return { messages: [...pass.input], elisions: [] };
-  const { elisions } = planElisions(pass.input, pass.regions, pass.options);
+  if (!elides(pass.options)) return { messages: [...pass.input], elisions: [] };
+  const { elisions } = planPassElisions(pass.input, pass.regions, pass.options);
   return { messages: applyElisions(pass.input, elisions), elisions };
 }
 
@@ -94,7 +94,7 @@ function elisionStop(pass: Pass): number {
 
 /**
  * `needsCompaction` (docs/design.md#needs-compaction): over `triggerRatio × contextBudget`, or, with
- * `ageObservations`, an eligible elision pool of at least `ageReclaimMin` characters. The
+ * `ageObservations` or `keepImages`, an eligible elision pool of at least `ageReclaimMin` characters. The
  * economic rules narrow both: over the trigger but within the limit, only a compaction worth its
  * cache miss is started (docs/design.md#no-thrash); below it, `elisionEpochs` says which epochs are (docs/design.md#elision-that-pays).
  */
@@ -115,11 +115,11 @@ export function needsCompactionCore(
     if (elided.elisions.length > 0 && stop >= 0 && aim.counter.count(elided.messages) <= stop) return true;
     return worthStarting(planWindow(elided.messages, pass.regions, aim, options), aim);
   }
-  if (!options.ageObservations || pass.regions.middle.length === 0 || options.elisionEpochs === 'never') return false;
+  if (!elides(options) || pass.regions.middle.length === 0 || options.elisionEpochs === 'never') return false;
   // docs/design.md#no-thrash No thrash: an epoch is a compaction too (it rewrites the conversation below its prefix).
   if (options.deferShallowCompactions && summarizedLastRound(pass.input, pass.regions, options.keepRecent))
     return false;
-  const plan = planElisions(pass.input, pass.regions, options);
+  const plan = planPassElisions(pass.input, pass.regions, options);
   if (plan.poolChars < options.ageReclaimMin) return false;
   if (options.elisionEpochs === 'batch') return true;
   const elided = applyElisions(pass.input, plan.elisions);

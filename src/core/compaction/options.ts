@@ -52,6 +52,13 @@ export interface CompactionOptions {
   ageMinChars?: number;
   /** The trailing grace and the floor of an elision-only epoch, in characters. @default 40000 */
   ageReclaimMin?: number;
+  /**
+   * Keep the last N images of the conversation; older ones in the middle are replaced by a text
+   * stub saying what they were (`[image elided: 1280×800 png, ~1,105 tokens]`), in the same batches
+   * as elided tool output (docs/design.md#image-elision). Unset: images are never elided.
+   * @default undefined (off)
+   */
+  keepImages?: number;
   /** Summarizer attempts per request, in total. @default 3 */
   maxAttempts?: number;
   /** Wait before the second attempt; ×2 per attempt, capped at 30 s. @default '2s' */
@@ -145,6 +152,8 @@ export interface ResolvedOptions {
   ageObservations: boolean;
   ageMinChars: number;
   ageReclaimMin: number;
+  /** Undefined: images are never elided. */
+  keepImages?: number | undefined;
   maxAttempts: number;
   retryBackoffMs: number;
   recentWindowGivesWay: boolean;
@@ -176,6 +185,7 @@ export const optionsSchema = z.object({
   ageObservations: z.boolean().default(false),
   ageMinChars: count.default(2000),
   ageReclaimMin: count.default(40_000),
+  keepImages: count.optional(),
   maxAttempts: z.number().int().min(1).max(100).default(3),
   retryBackoff: z.union([z.number(), z.string()]).default(2000),
   recentWindowGivesWay: z.boolean().default(true),
@@ -197,6 +207,7 @@ export const COMPACTION_OPTION_KEYS = keysOf<CompactionOptions>({
   ageObservations: true,
   ageMinChars: true,
   ageReclaimMin: true,
+  keepImages: true,
   maxAttempts: true,
   retryBackoff: true,
   recentWindowGivesWay: true,

@@ -1,4 +1,5 @@
 // Sandbox-safe: the summarizer's request — the fixed instruction and the capped transcript (docs/design.md#summarizer-request).
+import { describeNonTextPart } from '../counting/parts.js';
 import { contentText } from '../counting/tokens.js';
 import type { ChatMessage, SummarizeRequest } from '../types.js';
 
@@ -44,13 +45,14 @@ export const CAP_MARKER = /» \[truncated by the harness: \d+ more characters\]$
 /**
  * The middle as the summarizer sees it, still as messages: tool results and tool-call argument
  * strings cut as {@link renderTranscript} cuts them, and of each message only what the transcript
- * shows (role, content, tool calls, the tool result's call id and name). A tool result cut short
- * becomes the string its parts render to. `renderTranscript(capMiddle(m, cap), Infinity)` is
+ * shows (role, content, tool calls, the tool result's call id and name). A part that is not text
+ * becomes a text part with its description (`[image: 1280×800 png]`: never its data), and a tool
+ * result cut short becomes the string its parts render to. `renderTranscript(capMiddle(m, cap), Infinity)` is
  * `renderTranscript(m, cap)`: the request carries both, so a summarizer reads whichever it needs.
  */
 export function capMiddle(messages: readonly ChatMessage[], toolResultCap: number): ChatMessage[] {
   return messages.map((message) => {
-    const seen: ChatMessage = { role: message.role, content: message.content };
+    const seen: ChatMessage = { role: message.role, content: withoutData(message.content) };
     if (message.role === 'tool') {
       const text = renderContent(message.content);
       if (text.length > toolResultCap) seen.content = capText(text, toolResultCap);
@@ -67,9 +69,16 @@ export function capMiddle(messages: readonly ChatMessage[], toolResultCap: numbe
   });
 }
 
+/** Content with every part that is not text replaced by a text part describing it. */
+function withoutData(content: ChatMessage['content']): ChatMessage['content'] {
+  if (content === null || typeof content === 'string' || content.every((part) => part.type === 'text')) return content;
+  return content.map((part) => (part.type === 'text' ? part : { type: 'text', text: describeNonTextPart(part) }));
+}
+
 /**
  * The middle as plain text for the summarizer. Tool results and tool-call argument strings are
- * capped at `toolResultCap`; other text is whole. Non-text content parts appear as `[type]`.
+ * capped at `toolResultCap`; other text is whole. Other content parts appear as a description
+ * without their data: `[image: 1280×800 png]`, `[audio: wav, 48,000 bytes]`, `[<type>]`.
  */
 export function renderTranscript(messages: readonly ChatMessage[], toolResultCap: number): string {
   const toolNames = new Map<string, string>();
@@ -98,10 +107,10 @@ function nameOf(message: ChatMessage, toolNames: Map<string, string>): string {
   return name !== undefined ? ` ${name} (${id})` : ` (${id})`;
 }
 
-/** A message's content as the transcript shows it: text parts as they are, other parts as `[type]`. */
+/** A message's content as the transcript shows it: text as it is, every other part as a one-line description, never its data (`[image: 1280×800 png]`, `[audio: wav, 48,000 bytes]`). */
 export function renderContent(content: ChatMessage['content']): string {
   if (content === null || typeof content === 'string') return contentText(content);
-  return content.map((part) => (part.type === 'text' ? contentText([part]) : `[${part.type}]`)).join('');
+  return content.map((part) => (part.type === 'text' ? contentText([part]) : describeNonTextPart(part))).join('');
 }
 
 /** The instruction of a request; `previousSummaryChars` makes it the tighter retry's. */

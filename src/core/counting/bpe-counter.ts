@@ -3,6 +3,7 @@ import { GptEncoding } from 'gpt-tokenizer/GptEncoding';
 import cl100kBaseRanks from 'gpt-tokenizer/bpeRanks/cl100k_base';
 import o200kBaseRanks from 'gpt-tokenizer/bpeRanks/o200k_base';
 import { InvalidInputError } from '../errors.js';
+import { countsPartsBySize, isTextPart, nonTextPartTokens } from './parts.js';
 import type { ChatMessage, TokenCounter } from '../types.js';
 
 /** The BPE vocabularies a counter can use: `o200k_base` (GPT-4o, GPT-4.1, GPT-5, o-series) or `cl100k_base` (GPT-4, GPT-3.5). */
@@ -23,10 +24,13 @@ export interface BpeCounterOptions {
   /** Framing tokens per tool call, on top of its function name and argument string. @default 3 */
   perToolCall?: number;
   /**
-   * Tokens charged for each content part that is not text (an image, audio, a file). A fixed
-   * number, because the real cost depends on the provider, the model and the part's size and
-   * detail; 85 is GPT-4o's cost of a low-detail image. Raise it if you send high-detail images.
-   * @default 85
+   * Tokens for each content part that is not text (an image, audio, a file), whatever it holds.
+   * Unset (the default), parts are counted by what they are: an `image_url` by OpenAI's rule from
+   * its size and `detail` (a remote or unreadable image at the most a high-detail image costs,
+   * 1,445), audio, files and unknown part types by their JSON length / 4 — not tokenized: base64
+   * is not what the provider bills (docs/compaction.md#counting). Before parts were counted this
+   * was 85 per part (GPT-4o's low-detail image), which workflows recorded then keep.
+   * @default by size
    */
   perNonTextPart?: number;
   /**
@@ -76,6 +80,11 @@ function encoderFor(encoding: BpeEncodingName): GptEncoding {
   }
   return encoder;
 }
+
+/** Characters per token a part that is neither text nor an image is charged at (its JSON length / 4). */
+const PART_CHARS_PER_TOKEN = 4;
+/** What each non-text part cost before parts were counted by size; workflows recorded then keep it. */
+const LEGACY_PER_NON_TEXT_PART = 85;
 
 /** Texts shorter than this are tokenized every time: a lookup would cost about as much. */
 const CACHE_MIN_CHARS = 32;
@@ -159,7 +168,8 @@ function assertTokenAmount(name: string, value: number): void {
  *
  * - per message: `perMessage` + tokens of `role` + tokens of the content + (when `name` is set)
  *   tokens of `name` + `perName`;
- * - content: a string, or the sum over parts: a text part's tokens, `perNonTextPart` for any other part;
+ * - content: a string, or the sum over parts: a text part's tokens; an image by OpenAI's rule; audio,
+ *   a file or an unknown part by its JSON length / 4 (or `perNonTextPart` for each, when set);
  * - per tool call of an assistant message: `perToolCall` + tokens of `function.name` + tokens of
  *   `function.arguments`;
  * - per request: `perRequest`, once, so `count([])` is `perRequest`.
@@ -182,7 +192,7 @@ export function createBpeCounter(options: BpeCounterOptions = {}): TokenCounter 
     perRequest = 3,
     perName = 1,
     perToolCall = 3,
-    perNonTextPart = 85,
+    perNonTextPart,
     known,
   } = options;
   if (!BPE_ENCODING_NAMES.includes(encoding)) {
@@ -192,7 +202,7 @@ export function createBpeCounter(options: BpeCounterOptions = {}): TokenCounter 
   assertTokenAmount('perRequest', perRequest);
   assertTokenAmount('perName', perName);
   assertTokenAmount('perToolCall', perToolCall);
-  assertTokenAmount('perNonTextPart', perNonTextPart);
+  if (perNonTextPart !== undefined) assertTokenAmount('perNonTextPart', perNonTextPart);
 
   const roleTokens = new Map<string, number>();
   const textTokens = (text: string): number => {
@@ -204,21 +214,23 @@ export function createBpeCounter(options: BpeCounterOptions = {}): TokenCounter 
     known.set(text, tokens);
     return tokens;
   };
-  const contentTokens = (content: ChatMessage['content']): number => {
+  const contentTokens = (content: ChatMessage['content'], perPart: () => number | undefined): number => {
     if (content === null) return 0;
     if (typeof content === 'string') return textTokens(content);
     let tokens = 0;
-    for (const part of content)
-      tokens += part.type === 'text' && typeof part.text === 'string' ? textTokens(part.text) : perNonTextPart;
+    for (const part of content) {
+      if (isTextPart(part)) tokens += textTokens(part.text);
+      else tokens += perPart() ?? nonTextPartTokens(part, PART_CHARS_PER_TOKEN);
+    }
     return tokens;
   };
-  const messageTokens = (message: ChatMessage): number => {
+  const messageTokens = (message: ChatMessage, perPart: () => number | undefined): number => {
     let role = roleTokens.get(message.role);
     if (role === undefined) {
       role = textTokens(message.role);
       roleTokens.set(message.role, role);
     }
-    let tokens = perMessage + role + contentTokens(message.content);
+    let tokens = perMessage + role + contentTokens(message.content, perPart);
     if (typeof message.name === 'string') tokens += textTokens(message.name) + perName;
     for (const call of message.tool_calls ?? []) {
       tokens += perToolCall + textTokens(call.function.name) + textTokens(call.function.arguments);
@@ -227,8 +239,19 @@ export function createBpeCounter(options: BpeCounterOptions = {}): TokenCounter 
   };
   return {
     count(messages) {
+      // Asked once per count, at its first non-text part: a workflow recorded before parts were
+      // counted charges each the former 85 (src/workflows/compact.ts, COUNT_PARTS_PATCH_ID).
+      let asked = false;
+      let fixed: number | undefined;
+      const perPart = (): number | undefined => {
+        if (!asked) {
+          asked = true;
+          fixed = perNonTextPart ?? (countsPartsBySize() ? undefined : LEGACY_PER_NON_TEXT_PART);
+        }
+        return fixed;
+      };
       let tokens = perRequest;
-      for (const message of messages) tokens += messageTokens(message);
+      for (const message of messages) tokens += messageTokens(message, perPart);
       return tokens;
     },
   };

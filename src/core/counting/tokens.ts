@@ -1,4 +1,6 @@
 // Sandbox-safe: the default character estimator and the character measures the engine uses.
+import { InvalidInputError } from '../errors.js';
+import { countsPartsBySize, imagePartInfo, imagePartTokens, isTextPart, partJsonChars } from './parts.js';
 import type { ChatMessage, ContentPart, TokenCounter } from '../types.js';
 
 /** The text of a message's content: a string, the text parts joined, or '' for null. */
@@ -9,13 +11,13 @@ export function contentText(content: ChatMessage['content']): string {
 }
 
 function partText(part: ContentPart): string {
-  return part.type === 'text' && typeof part.text === 'string' ? part.text : '';
+  return isTextPart(part) ? part.text : '';
 }
 
 /**
- * Characters of conversation content in one message: its content text plus the names and
+ * Characters of conversation text in one message: its content text plus the names and
  * argument strings of its tool calls (the measure the corpus statistics and the elision
- * grace use).
+ * grace use). Parts that are not text are not in it: the counters charge them apart.
  */
 export function messageChars(message: ChatMessage): number {
   let chars = contentText(message.content).length;
@@ -28,18 +30,83 @@ export interface CharCounterOptions {
   charsPerToken?: number;
   /** Tokens of framing per message (role, separators). @default 4 */
   perMessage?: number;
+  /**
+   * Tokens for each content part that is not text, whatever it holds. Unset (the default), parts
+   * are counted by what they are: an image by OpenAI's rule from its size, anything else by its
+   * JSON length / `charsPerToken` (docs/compaction.md#counting). Set it to count every such part
+   * alike; 0 is how this estimator counted them before it counted parts.
+   * @default by size
+   */
+  perNonTextPart?: number;
+}
+
+/** Characters and tokens of a conversation's parts that are not text, as the character estimator counts them. */
+interface PartCharge {
+  /** Characters, divided by `charsPerToken` with the text (audio, files, unknown parts). */
+  chars: number;
+  /** Whole tokens, added as they are (images, or `perNonTextPart` per part). */
+  tokens: number;
 }
 
 /**
- * The default estimator: characters / 4 plus a per-message overhead. Additive over messages,
- * so counts are monotonic in what a compaction removes.
+ * What the non-text parts of one message cost the character estimator; `fixed` is
+ * `perNonTextPart`, or undefined to count them by size. `undefined` as the answer when it has none.
  */
-export function createCharCounter({ charsPerToken = 4, perMessage = 4 }: CharCounterOptions = {}): TokenCounter {
+function partCharge(message: ChatMessage, fixed: () => number | undefined): PartCharge | undefined {
+  const content = message.content;
+  if (!Array.isArray(content)) return undefined;
+  let charge: PartCharge | undefined;
+  for (const part of content) {
+    if (isTextPart(part)) continue;
+    charge ??= { chars: 0, tokens: 0 };
+    const perPart = fixed();
+    if (perPart !== undefined) {
+      charge.tokens += perPart;
+      continue;
+    }
+    const image = imagePartInfo(part);
+    if (image !== undefined) charge.tokens += imagePartTokens(image);
+    else charge.chars += partJsonChars(part);
+  }
+  return charge;
+}
+
+/**
+ * The default estimator: characters / 4 plus a per-message overhead, where the characters are the
+ * text (content, tool-call names and arguments) plus the JSON of each part that is neither text
+ * nor an image; an image adds its tokens by OpenAI's rule. Monotonic in what a compaction removes.
+ */
+export function createCharCounter({
+  charsPerToken = 4,
+  perMessage = 4,
+  perNonTextPart,
+}: CharCounterOptions = {}): TokenCounter {
+  if (perNonTextPart !== undefined && !(Number.isFinite(perNonTextPart) && perNonTextPart >= 0))
+    throw new InvalidInputError('options.perNonTextPart', 'must be a non-negative finite number');
   return {
     count(messages) {
       let chars = 0;
-      for (const message of messages) chars += messageChars(message);
-      return Math.ceil(chars / charsPerToken) + perMessage * messages.length;
+      let partTokens = 0;
+      // Asked once per count, at its first non-text part: a workflow recorded before parts were
+      // counted charges them 0 (src/workflows/compact.ts, COUNT_PARTS_PATCH_ID).
+      let asked = false;
+      let fixed: number | undefined;
+      const perPart = (): number | undefined => {
+        if (!asked) {
+          asked = true;
+          fixed = perNonTextPart ?? (countsPartsBySize() ? undefined : 0);
+        }
+        return fixed;
+      };
+      for (const message of messages) {
+        chars += messageChars(message);
+        const charge = partCharge(message, perPart);
+        if (charge !== undefined) {
+          chars += charge.chars;
+          partTokens += charge.tokens;
+        }
+      }
+      return Math.ceil(chars / charsPerToken) + partTokens + perMessage * messages.length;
     },
   };
 }

@@ -1,0 +1,297 @@
+// Sandbox-safe: the width and height of an image from the first bytes of its base64 data (PNG, JPEG, GIF,
+// WebP), and what the providers charge for an image of that size. No Buffer, no atob: a small
+// decoder reads only the bytes a header needs, so a 10 MB screenshot costs a few dozen lookups.
+import { InvalidInputError } from '../errors.js';
+
+/** The image formats whose size {@link imageSizeOfBase64} reads. */
+export type ImageFormat = 'png' | 'jpeg' | 'gif' | 'webp';
+
+export interface ImageSize {
+  width: number;
+  height: number;
+  format: ImageFormat;
+}
+
+const BASE64_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
+/** Character code → 6-bit value; -1 for anything else (padding included). URL-safe `-` and `_` are accepted. */
+const SEXTETS: Int8Array = (() => {
+  const table = new Int8Array(128).fill(-1);
+  for (let index = 0; index < BASE64_ALPHABET.length; index += 1) table[BASE64_ALPHABET.charCodeAt(index)] = index;
+  table['-'.charCodeAt(0)] = 62;
+  table['_'.charCodeAt(0)] = 63;
+  return table;
+})();
+
+/** Markers a JPEG walk passes before giving up: real files reach their frame header within a dozen. */
+const JPEG_MAX_SEGMENTS = 256;
+
+/**
+ * Random access to the bytes of base64 text: byte `i` lives in the 4-character group `⌊i/3⌋`, so
+ * a header is decoded without decoding what comes before it (a JPEG's EXIF block is skipped, not
+ * read). A group with a character outside the alphabet (padding, or garbage) reads as the end.
+ * Whitespace (MIME line breaks) would shift every group after it: the text up to the furthest
+ * group read is scanned for it, and `wrapped` says it was found (the caller then strips it).
+ */
+class Base64Bytes {
+  private group = -1;
+  private readonly bytes = [0, 0, 0];
+  private valid = 0;
+  private scanned = 0;
+  /** True once whitespace was found before a group that was read: the reads are not to be trusted. */
+  wrapped = false;
+
+  constructor(private readonly text: string) {}
+
+  /** The byte at `offset`, or -1 past the end of what decodes. */
+  at(offset: number): number {
+    const group = Math.floor(offset / 3);
+    if (group !== this.group) this.load(group);
+    const index = offset - group * 3;
+    return index < this.valid ? (this.bytes[index] ?? -1) : -1;
+  }
+
+  /** Big-endian 16-bit value at `offset`, or -1. */
+  u16be(offset: number): number {
+    const high = this.at(offset);
+    const low = this.at(offset + 1);
+    return high < 0 || low < 0 ? -1 : high * 256 + low;
+  }
+
+  /** Little-endian 16-bit value at `offset`, or -1. */
+  u16le(offset: number): number {
+    const low = this.at(offset);
+    const high = this.at(offset + 1);
+    return high < 0 || low < 0 ? -1 : high * 256 + low;
+  }
+
+  /** Big-endian 32-bit value at `offset` (unsigned), or -1. */
+  u32be(offset: number): number {
+    const high = this.u16be(offset);
+    const low = this.u16be(offset + 2);
+    return high < 0 || low < 0 ? -1 : high * 65_536 + low;
+  }
+
+  /** Little-endian 24-bit value at `offset`, or -1. */
+  u24le(offset: number): number {
+    const low = this.u16le(offset);
+    const high = this.at(offset + 2);
+    return high < 0 || low < 0 ? -1 : high * 65_536 + low;
+  }
+
+  /** True when the bytes at `offset` are the ASCII characters of `ascii`. */
+  matches(offset: number, ascii: string): boolean {
+    for (let index = 0; index < ascii.length; index += 1)
+      if (this.at(offset + index) !== ascii.charCodeAt(index)) return false;
+    return true;
+  }
+
+  private load(group: number): void {
+    this.group = group;
+    this.valid = 0;
+    const start = group * 4;
+    for (const end = Math.min(start + 4, this.text.length); this.scanned < end; this.scanned += 1) {
+      const code = this.text.charCodeAt(this.scanned);
+      if (code === 0x20 || code === 0x0a || code === 0x0d || code === 0x09) this.wrapped = true;
+    }
+    let bits = 0;
+    let sextets = 0;
+    for (let index = start; index < start + 4 && index < this.text.length; index += 1) {
+      const code = this.text.charCodeAt(index);
+      const value = code < 128 ? (SEXTETS[code] ?? -1) : -1;
+      if (value < 0) break;
+      bits = bits * 64 + value;
+      sextets += 1;
+    }
+    // 4 sextets → 3 bytes, 3 → 2, 2 → 1 (the group at the end of unpadded or padded text).
+    const complete = sextets === 4 ? 3 : sextets === 3 ? 2 : sextets === 2 ? 1 : 0;
+    bits *= 64 ** (4 - sextets);
+    for (let index = 2; index >= 0; index -= 1) {
+      this.bytes[index] = bits % 256;
+      bits = Math.floor(bits / 256);
+    }
+    this.valid = complete;
+  }
+}
+
+function sized(width: number, height: number, format: ImageFormat): ImageSize | undefined {
+  return width > 0 && height > 0 ? { width, height, format } : undefined;
+}
+
+function pngSize(bytes: Base64Bytes): ImageSize | undefined {
+  // Signature, then the IHDR chunk first: length (4), "IHDR", width (4), height (4).
+  if (!(bytes.at(0) === 0x89 && bytes.matches(1, 'PNG\r\n\x1a\n') && bytes.matches(12, 'IHDR'))) return undefined;
+  return sized(bytes.u32be(16), bytes.u32be(20), 'png');
+}
+
+function gifSize(bytes: Base64Bytes): ImageSize | undefined {
+  if (!(bytes.matches(0, 'GIF87a') || bytes.matches(0, 'GIF89a'))) return undefined;
+  return sized(bytes.u16le(6), bytes.u16le(8), 'gif');
+}
+
+function webpSize(bytes: Base64Bytes): ImageSize | undefined {
+  if (!(bytes.matches(0, 'RIFF') && bytes.matches(8, 'WEBP'))) return undefined;
+  if (bytes.matches(12, 'VP8 ')) {
+    // Lossy: a 3-byte frame tag, the start code 9d 01 2a, then 14-bit width and height.
+    if (!(bytes.at(23) === 0x9d && bytes.at(24) === 0x01 && bytes.at(25) === 0x2a)) return undefined;
+    const width = bytes.u16le(26);
+    const height = bytes.u16le(28);
+    return width < 0 || height < 0 ? undefined : sized(width & 0x3fff, height & 0x3fff, 'webp');
+  }
+  if (bytes.matches(12, 'VP8L')) {
+    // Lossless: the signature 0x2f, then width − 1 and height − 1 in 14 bits each, little-endian.
+    if (bytes.at(20) !== 0x2f) return undefined;
+    const [b0, b1, b2, b3] = [bytes.at(21), bytes.at(22), bytes.at(23), bytes.at(24)];
+    if (b0 < 0 || b1 < 0 || b2 < 0 || b3 < 0) return undefined;
+    return sized(1 + (b0 | ((b1 & 0x3f) << 8)), 1 + ((b1 >> 6) | (b2 << 2) | ((b3 & 0x0f) << 10)), 'webp');
+  }
+  if (bytes.matches(12, 'VP8X')) {
+    // Extended: flags (4), then canvas width − 1 and height − 1 in 24 bits each.
+    const width = bytes.u24le(24);
+    const height = bytes.u24le(27);
+    return width < 0 || height < 0 ? undefined : sized(width + 1, height + 1, 'webp');
+  }
+  return undefined;
+}
+
+/** Start-of-frame markers: every coding process (baseline, progressive, lossless, arithmetic) but DHT, JPG and DAC. */
+function isStartOfFrame(marker: number): boolean {
+  return marker >= 0xc0 && marker <= 0xcf && marker !== 0xc4 && marker !== 0xc8 && marker !== 0xcc;
+}
+
+function jpegSize(bytes: Base64Bytes): ImageSize | undefined {
+  if (!(bytes.at(0) === 0xff && bytes.at(1) === 0xd8)) return undefined;
+  let offset = 2;
+  for (let segment = 0; segment < JPEG_MAX_SEGMENTS; segment += 1) {
+    if (bytes.at(offset) !== 0xff) return undefined;
+    let marker = bytes.at(offset + 1);
+    // Fill bytes: any number of 0xff before a marker (bounded by the segment budget).
+    while (marker === 0xff && segment < JPEG_MAX_SEGMENTS) {
+      offset += 1;
+      segment += 1;
+      marker = bytes.at(offset + 1);
+    }
+    if (marker < 0 || marker === 0xff) return undefined;
+    if ((marker >= 0xd0 && marker <= 0xd7) || marker === 0x01) {
+      offset += 2; // RSTn, TEM: no length
+      continue;
+    }
+    // The end of the image, or the scan data, before any frame header: nothing to read.
+    if (marker === 0xd9 || marker === 0xda) return undefined;
+    const length = bytes.u16be(offset + 2);
+    if (length < 2) return undefined;
+    // A frame header: length (2), precision (1), height (2), width (2).
+    if (isStartOfFrame(marker)) return sized(bytes.u16be(offset + 7), bytes.u16be(offset + 5), 'jpeg');
+    offset += 2 + length;
+  }
+  return undefined;
+}
+
+/**
+ * The size and format of an image from its base64 data, read from its header: PNG (IHDR), JPEG
+ * (the first start-of-frame marker), GIF, WebP (VP8, VP8L, VP8X). Undefined for any other format,
+ * for a header that is truncated or malformed, and for a zero width or height. Decodes a few dozen
+ * bytes (a JPEG walk at most {@link JPEG_MAX_SEGMENTS} markers) and scans the text only up to the
+ * furthest of them, whatever the size of `data`; base64 wrapped in lines is read again without
+ * its whitespace.
+ */
+export function imageSizeOfBase64(data: string): ImageSize | undefined {
+  const bytes = new Base64Bytes(data);
+  const size = readSize(bytes);
+  // Wrapped in lines (MIME): read again without the whitespace — the whole text, once.
+  return bytes.wrapped ? readSize(new Base64Bytes(data.replace(/[\t\n\r ]+/g, ''))) : size;
+}
+
+function readSize(bytes: Base64Bytes): ImageSize | undefined {
+  switch (bytes.at(0)) {
+    case 0x89:
+      return pngSize(bytes);
+    case 0xff:
+      return jpegSize(bytes);
+    case 0x47: // 'G'
+      return gifSize(bytes);
+    case 0x52: // 'R'
+      return webpSize(bytes);
+    default:
+      return undefined;
+  }
+}
+
+/** Characters of a data URL's header (`data:image/png;base64,`) looked at for its comma. */
+const DATA_URL_HEADER_MAX = 256;
+
+/**
+ * The size and format of the image in a base64 `data:` URL (`data:image/png;base64,...`), read
+ * from the image's own header (the media type is not trusted). Undefined for a remote URL, a data
+ * URL that is not base64, and whatever {@link imageSizeOfBase64} cannot read.
+ */
+export function imageSizeOfDataUrl(url: string): ImageSize | undefined {
+  if (url.slice(0, 5).toLowerCase() !== 'data:') return undefined;
+  const comma = url.indexOf(',');
+  if (comma < 0 || comma > DATA_URL_HEADER_MAX) return undefined;
+  if (!/;base64$/i.test(url.slice(5, comma))) return undefined;
+  return imageSizeOfBase64(url.slice(comma + 1));
+}
+
+function assertDimension(name: string, value: number): void {
+  if (!(Number.isFinite(value) && value > 0))
+    throw new InvalidInputError(name, `must be a positive number of pixels, got ${value}`);
+}
+
+/** The detail an OpenAI `image_url` part asks for. */
+export type OpenAiImageDetail = 'low' | 'high' | 'auto';
+
+/** OpenAI's charge for a `detail: 'low'` image, whatever its size (and the base of every high-detail one). */
+export const OPENAI_LOW_DETAIL_TOKENS = 85;
+/** OpenAI's charge per 512-pixel tile of a high-detail image. */
+export const OPENAI_TILE_TOKENS = 170;
+/**
+ * What an OpenAI image whose size cannot be known (a remote URL, a header we cannot read) is
+ * counted as: the most any high-detail image costs under the tile rule. Scaled into 2048 × 2048
+ * with its shorter side at most 768, an image covers at most 4 × 2 tiles: 85 + 8 × 170.
+ */
+export const OPENAI_UNKNOWN_IMAGE_TOKENS = OPENAI_LOW_DETAIL_TOKENS + 8 * OPENAI_TILE_TOKENS;
+
+/**
+ * OpenAI's charge for an image of `width` × `height` pixels in chat completions (GPT-4o, GPT-4.1,
+ * o-series tile rule): `'low'` costs 85; `'high'` (and `'auto'`, counted as high: OpenAI does not
+ * say which it picks) scales the image to fit 2048 × 2048, then its shorter side down to 768,
+ * both only ever down and rounded to whole pixels, and costs 85 + 170 per 512-pixel tile.
+ * E.g. 1024 × 1024 → 768 × 768, 4 tiles: 765; 1280 × 800 → 1229 × 768, 6 tiles: 1,105.
+ */
+export function openaiImageTokens(width: number, height: number, detail: OpenAiImageDetail = 'auto'): number {
+  assertDimension('width', width);
+  assertDimension('height', height);
+  if (detail === 'low') return OPENAI_LOW_DETAIL_TOKENS;
+  let scale = Math.min(1, 2048 / Math.max(width, height));
+  scale *= Math.min(1, 768 / (Math.min(width, height) * scale));
+  const scaledWidth = Math.max(1, Math.round(width * scale));
+  const scaledHeight = Math.max(1, Math.round(height * scale));
+  return OPENAI_LOW_DETAIL_TOKENS + OPENAI_TILE_TOKENS * Math.ceil(scaledWidth / 512) * Math.ceil(scaledHeight / 512);
+}
+
+/** Anthropic's long-edge limit: a longer image is scaled down before it is counted. */
+export const ANTHROPIC_MAX_EDGE = 1568;
+/** Anthropic's limit in tokens: an image over ~1,600 tokens is scaled down to it. */
+export const ANTHROPIC_MAX_IMAGE_TOKENS = 1600;
+/**
+ * What an Anthropic image whose size cannot be known (a URL source, a header we cannot read) is
+ * counted as: the most one image costs after Anthropic's scaling ({@link ANTHROPIC_MAX_IMAGE_TOKENS}).
+ */
+export const ANTHROPIC_UNKNOWN_IMAGE_TOKENS = ANTHROPIC_MAX_IMAGE_TOKENS;
+
+/**
+ * Anthropic's charge for an image of `width` × `height` pixels (Messages API): width × height / 750,
+ * rounded up, after Anthropic's scaling — the image is scaled down (aspect kept) until its long
+ * edge is at most 1568 pixels and it costs at most ~1,600 tokens (about 1.2 megapixels).
+ * E.g. 1000 × 1000: 1,334; 1092 × 1092: 1,590; 4000 × 3000: 1,600.
+ */
+export function anthropicImageTokens(width: number, height: number): number {
+  assertDimension('width', width);
+  assertDimension('height', height);
+  let scale = Math.min(1, ANTHROPIC_MAX_EDGE / Math.max(width, height));
+  const pixels = width * height * scale * scale;
+  const maxPixels = ANTHROPIC_MAX_IMAGE_TOKENS * 750;
+  if (pixels > maxPixels) scale *= Math.sqrt(maxPixels / pixels);
+  const scaledPixels = Math.max(1, Math.round(width * scale)) * Math.max(1, Math.round(height * scale));
+  return Math.min(ANTHROPIC_MAX_IMAGE_TOKENS, Math.ceil(scaledPixels / 750));
+}

@@ -1,0 +1,156 @@
+// Sandbox-safe: what the counters charge for a content part that is not text (images, audio, files, part
+// types we do not know) in the OpenAI chat format, and the switch a workflow turns to count them
+// as it did before they were counted (docs/design.md#count-parts).
+import {
+  imageSizeOfDataUrl,
+  OPENAI_LOW_DETAIL_TOKENS,
+  OPENAI_UNKNOWN_IMAGE_TOKENS,
+  openaiImageTokens,
+  type ImageSize,
+  type OpenAiImageDetail,
+} from './image-size.js';
+import type { ContentPart } from '../types.js';
+
+/** The image of an OpenAI `image_url` part: where it is, its detail, and its size when its data URL says. */
+export interface ImagePartInfo {
+  url: string;
+  detail: OpenAiImageDetail;
+  /** Undefined for a remote URL or a header that cannot be read. */
+  size: ImageSize | undefined;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** The image of an `image_url` part (`{ type: 'image_url', image_url: { url, detail? } }`); undefined for any other part. */
+export function imagePartInfo(part: ContentPart): ImagePartInfo | undefined {
+  if (part.type !== 'image_url') return undefined;
+  const image: unknown = Reflect.get(part, 'image_url');
+  if (!isRecord(image) || typeof image.url !== 'string') return undefined;
+  const detail = image.detail === 'low' || image.detail === 'high' ? image.detail : 'auto';
+  return { url: image.url, detail, size: imageSizeOfDataUrl(image.url) };
+}
+
+/**
+ * Tokens of an image part by OpenAI's rule ({@link openaiImageTokens}); a remote URL or an
+ * unreadable header costs {@link OPENAI_UNKNOWN_IMAGE_TOKENS} (85 at `detail: 'low'`).
+ */
+export function imagePartTokens(image: ImagePartInfo): number {
+  if (image.detail === 'low') return OPENAI_LOW_DETAIL_TOKENS;
+  return image.size === undefined
+    ? OPENAI_UNKNOWN_IMAGE_TOKENS
+    : openaiImageTokens(image.size.width, image.size.height, image.detail);
+}
+
+/** Levels of nesting a part's size is measured to: deeper values (or a cycle) are not counted. */
+const MAX_PART_DEPTH = 32;
+
+function jsonChars(value: unknown, depth: number): number {
+  if (typeof value === 'string') return value.length + 2;
+  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint') return String(value).length;
+  if (value === null) return 4;
+  if (typeof value !== 'object' || depth > MAX_PART_DEPTH) return 0;
+  if (Array.isArray(value)) {
+    let chars = 2 + Math.max(0, value.length - 1);
+    for (const item of value) chars += jsonChars(item, depth + 1);
+    return chars;
+  }
+  let chars = 2;
+  let fields = 0;
+  for (const [key, field] of Object.entries(value)) {
+    if (field === undefined || typeof field === 'function' || typeof field === 'symbol') continue;
+    chars += key.length + 3 + jsonChars(field, depth + 1);
+    fields += 1;
+  }
+  return chars + Math.max(0, fields - 1);
+}
+
+/**
+ * Characters a part other than text or an image is measured by: the length of its JSON, escapes
+ * not counted (audio and file data are base64 in the part, so this is about 4/3 of their bytes).
+ * Walked, not serialized: the cost is its number of fields, not the megabytes of a file's data,
+ * and a cycle cannot make it throw.
+ */
+export function partJsonChars(part: ContentPart): number {
+  return jsonChars(part, 0);
+}
+
+/**
+ * Tokens of a content part that is not text: an `image_url` by OpenAI's image rule; audio, a file
+ * and any part type we do not know by size, `⌈JSON length / charsPerToken⌉` — never 0.
+ */
+export function nonTextPartTokens(part: ContentPart, charsPerToken: number): number {
+  const image = imagePartInfo(part);
+  if (image !== undefined) return imagePartTokens(image);
+  return Math.max(1, Math.ceil(partJsonChars(part) / charsPerToken));
+}
+
+/** True for a part the counters tokenize or measure as text: `{ type: 'text', text: string }`. */
+export function isTextPart(part: ContentPart): part is { type: 'text'; text: string } {
+  return part.type === 'text' && typeof part.text === 'string';
+}
+
+/**
+ * Whether counters built without a `perNonTextPart` count parts by size (the default everywhere
+ * but in a workflow recorded before parts were counted). Set once by the workflow layer
+ * (src/workflows/compact.ts) to its patch check; outside workflow code it answers true.
+ */
+let partsCounted: () => boolean = () => true;
+
+/** @internal The workflow layer's switch: asked when a counter without `perNonTextPart` first meets a non-text part of a count. */
+export function setPartCountingSwitch(counted: () => boolean): void {
+  partsCounted = counted;
+}
+
+/** @internal Whether this count charges parts by size (true) or at the counter's former fixed figure. */
+export function countsPartsBySize(): boolean {
+  return partsCounted();
+}
+
+/** `1234567` → `1,234,567` without `Intl` (a locale must not change what a workflow writes). */
+export function groupDigits(value: number): string {
+  return String(value).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+}
+
+/** Bytes of base64 data, from its length and padding (whitespace is not expected in a part's data). */
+function base64Bytes(data: string): number {
+  const padding = data.endsWith('==') ? 2 : data.endsWith('=') ? 1 : 0;
+  return Math.max(0, Math.floor((data.length * 3) / 4) - padding);
+}
+
+/** `1280×800 png` for an image whose size is known; undefined otherwise. */
+export function imageSizeLabel(image: ImagePartInfo): string | undefined {
+  return image.size === undefined ? undefined : `${image.size.width}×${image.size.height} ${image.size.format}`;
+}
+
+/**
+ * A one-line description of a part that is not text, as the summarizer's transcript shows it —
+ * never its data: `[image: 1280×800 png]` (`[image]` when the size is unknown), `[audio: wav,
+ * 48,000 bytes]`, `[file: report.pdf, 12,345 bytes]` (or the file id), `[<type>]` for the rest.
+ */
+export function describeNonTextPart(part: ContentPart): string {
+  const image = imagePartInfo(part);
+  if (image !== undefined) {
+    const label = imageSizeLabel(image);
+    return label === undefined ? '[image]' : `[image: ${label}]`;
+  }
+  const body: unknown = Reflect.get(part, part.type);
+  if (part.type === 'input_audio' && isRecord(body)) {
+    const details = [
+      typeof body.format === 'string' ? body.format : undefined,
+      typeof body.data === 'string' ? `${groupDigits(base64Bytes(body.data))} bytes` : undefined,
+    ].filter((detail) => detail !== undefined);
+    return details.length === 0 ? '[audio]' : `[audio: ${details.join(', ')}]`;
+  }
+  if (part.type === 'file' && isRecord(body)) {
+    const name =
+      typeof body.filename === 'string' ? body.filename : typeof body.file_id === 'string' ? body.file_id : undefined;
+    const data = body.file_data;
+    const details = [name, typeof data === 'string' ? `${groupDigits(base64Bytes(data))} bytes` : undefined].filter(
+      (detail) => detail !== undefined,
+    );
+    return details.length === 0 ? '[file]' : `[file: ${details.join(', ')}]`;
+  }
+  return `[${part.type}]`;
+}
