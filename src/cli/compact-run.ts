@@ -94,6 +94,10 @@ export function renderCompactReport(report: CompactReport): string {
     '|--:|--:|--:|--:|--:|---|---|---|',
     `| ${groupDigits(result.tokensBefore)} → ${groupDigits(result.tokensAfter)} | ${groupDigits(result.tokensBefore - result.tokensAfter)} | ${groupDigits(file.messages.length)} → ${groupDigits(result.messages.length)} | ${result.dropped} | ${result.elisions.length} | ${what} | ${result.fallback ? 'yes' : 'no'} | ${result.exhausted ? 'yes' : 'no'} |`,
   ];
+  for (const { index, chars, kept } of result.truncations ?? [])
+    lines.push(
+      `Truncated message ${index} middle-out to fit: ${groupDigits(kept)} of its ${groupDigits(chars)} characters kept (head and tail).`,
+    );
   if (result.aboveMark !== undefined) {
     const why =
       result.aboveMark.reason === 'recent-window'

@@ -78,10 +78,21 @@ export interface Elision {
   /** The whole new content of that message; for an image elision, the text of its stubs (one a line). */
   stub: string;
   /**
-   * Only for an image elision (`keepImages`): the whole new content of that message — its parts,
-   * each elided image replaced by a text part holding its stub.
+   * Only for a message whose content is parts: the whole new content — for an image elision
+   * (`keepImages`), each elided image replaced by a text part holding its stub; for a truncation,
+   * its longest text part cut middle-out.
    */
   content?: ContentPart[];
+}
+
+/** One message cut middle-out because the conversation did not fit otherwise (docs/design.md#truncation). */
+export interface Truncation {
+  /** Position in the input array (its elision holds the new content). */
+  index: number;
+  /** Characters of the text that was cut, before. */
+  chars: number;
+  /** Characters of it kept (head and tail), besides the marker. */
+  kept: number;
 }
 
 /** The result of one compaction (docs/design.md#result). */
@@ -107,4 +118,9 @@ export interface CompactionResult {
    * summary was longer than the room left for it.
    */
   aboveMark?: { mark: number; reason: 'recent-window' | 'summary-length' };
+  /**
+   * Present only when messages were cut middle-out to fit (`truncateOversized`): which, and how
+   * much. Each is also an elision of its position.
+   */
+  truncations?: Truncation[];
 }

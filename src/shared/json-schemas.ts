@@ -126,6 +126,16 @@ export const compactionResultSchema = z
       .int()
       .min(-1)
       .meta({ description: 'Input index of the last message replaced or dropped; -1 when none was.' }),
+    truncations: z
+      .array(
+        z.object({
+          index: count.meta({ description: 'Position in the input (its elision holds the new content).' }),
+          chars: count.meta({ description: 'Characters of the text that was cut.' }),
+          kept: count.meta({ description: 'Characters of it kept, head and tail.' }),
+        }),
+      )
+      .optional()
+      .meta({ description: 'Only when messages were cut middle-out to fit (truncateOversized).' }),
     aboveMark: z
       .object({ mark: z.number().nonnegative(), reason: z.enum(['recent-window', 'summary-length']) })
       .optional()

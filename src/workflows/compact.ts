@@ -180,6 +180,19 @@ export function partsCountedInWorkflow(): boolean {
 // Every workflow that compacts loads this module: from here on, its counters ask the patch.
 setPartCountingSwitch(partsCountedInWorkflow);
 
+/**
+ * The patch that lets a compaction that is still over its limit cut oversized messages middle-out
+ * (docs/design.md#truncation) in workflow code. Before it, such a result was `exhausted` and an
+ * agent run ended with ContextExhausted: a history recorded then must end so again. Asked only
+ * when a result is still over its limit with `truncateOversized` on, so executions that never get
+ * there record no marker. Stable forever: never rename it.
+ */
+export const TRUNCATE_PATCH_ID = 'temporal-compactor:truncate-oversized-v1';
+
+function truncationPatched(): boolean {
+  return !inWorkflowContext() || patched(TRUNCATE_PATCH_ID);
+}
+
 function plan(options: CompactOptions): Plan {
   if (typeof options !== 'object' || options === null)
     throw new InvalidInputError('options', 'must be an object with at least contextBudget');
@@ -395,6 +408,7 @@ async function runCompaction(
       compaction.options,
       { target: compaction.target, counter: compaction.counter },
       compaction.counter,
+      { mayTruncate: truncationPatched },
     );
     // The engine validates the messages before its first step: run to it here so bad input fails now.
     return { compaction, generator, first: generator.next() };

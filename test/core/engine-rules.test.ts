@@ -443,7 +443,9 @@ describe('the proof (docs/design.md#proof)', () => {
     await compactor(summarizer).compact(messages);
     const [first, second] = summarizer.requests;
     expect(second?.messages[1]).toEqual(first?.messages[1]);
-    expect(Object.keys(second ?? {})).toEqual(['messages']);
+    expect(second?.middle).toEqual(first?.middle);
+    // No completion limit and nothing else: the instruction, the transcript, and the middle it was rendered from.
+    expect(Object.keys(second ?? {})).toEqual(['messages', 'middle']);
   });
 });
 

@@ -125,6 +125,7 @@ const rulesArb: fc.Arbitrary<Partial<CompactionOptions>> = fc.oneof(
   fc.constant<Partial<CompactionOptions>>({}),
   fc.record({
     recentWindowGivesWay: fc.boolean(),
+    truncateOversized: fc.boolean(),
     elisionEndsPass: fc.constantFrom<ElisionEndsPass>('under-trigger', 'at-mark', 'never'),
     elisionEpochs: fc.constantFrom<ElisionEpochs>('batch', 'paying', 'never'),
     deferShallowCompactions: fc.boolean(),
@@ -440,6 +441,7 @@ describe('compaction invariants (async Compactor)', () => {
       ageMinChars: setup.options.ageMinChars,
       ageReclaimMin: setup.options.ageReclaimMin,
       recentWindowGivesWay: setup.options.recentWindowGivesWay,
+      truncateOversized: setup.options.truncateOversized,
       elisionEndsPass: setup.options.elisionEndsPass,
       elisionEpochs: setup.options.elisionEpochs,
       deferShallowCompactions: setup.options.deferShallowCompactions,

@@ -128,6 +128,7 @@ describe('options', () => {
       maxAttempts: 3,
       retryBackoffMs: 2000,
       recentWindowGivesWay: true,
+      truncateOversized: true,
       elisionEndsPass: 'never',
       elisionEpochs: 'paying',
       deferShallowCompactions: true,

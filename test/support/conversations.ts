@@ -14,6 +14,7 @@ import {
   type ToolCall,
 } from '../../src/index.js';
 import { SUMMARY_ROOM_SHARE } from '../../src/core/compaction/economics.js';
+import { TRUNCATION_MIN_KEEP, truncationMarker } from '../../src/core/compaction/truncation.js';
 import type { ResolvedOptions } from '../../src/core/compaction/options.js';
 import { renderedText } from '../../corpus/fake-summarizer.js';
 
@@ -581,10 +582,48 @@ export function assertCompactionInvariants(run: CompactionRun): void {
     'toProviderMessages strips the harness flags',
   );
 
+  // Truncations (docs/design.md#truncation): only with truncateOversized, only on a result that was over its limit,
+  // only tool results and user messages that compaction may remove, head and tail kept around the marker.
+  const truncated = new Map<number, ChatMessage>();
+  for (const { index, chars, kept } of result.truncations ?? []) {
+    const original = input[index];
+    const elision = result.elisions.find((candidate) => candidate.index === index);
+    check(options.truncateOversized, 'no truncations without truncateOversized', () => `truncated ${index}`);
+    check(result.tokensBefore > limit, 'only a conversation over its limit is truncated', () => `truncated ${index}`);
+    check(
+      original !== undefined && elision !== undefined && (original.role === 'tool' || original.role === 'user'),
+      'a truncation is an elision of a tool result or user message',
+      () => `index ${index}`,
+    );
+    check(!isStickyBySpec(original), 'a sticky message is never truncated', () => `index ${index}`);
+    check(
+      kept >= TRUNCATION_MIN_KEEP && kept < chars,
+      'a truncation keeps at least its minimum',
+      () => `${kept} of ${chars}`,
+    );
+    const text = textOf(elision.content ?? elision.stub);
+    // The text cut: the content string, or the longest text part.
+    const whole =
+      typeof original.content === 'string'
+        ? original.content
+        : (original.content ?? [])
+            .map((part) => (part.type === 'text' && typeof part.text === 'string' ? part.text : ''))
+            .reduce((longest, part) => (part.length > longest.length ? part : longest), '');
+    const head = Math.ceil(kept / 2);
+    check(
+      text.includes(
+        `${whole.slice(0, head)}${truncationMarker(chars - kept)}${whole.slice(whole.length - (kept - head))}`,
+      ),
+      'a truncation keeps the head and the tail around the marker',
+      () => `index ${index}`,
+    );
+    truncated.set(index, { ...original, content: elision.content ?? elision.stub });
+  }
+
   // Elisions: only with ageObservations, only in the middle, only tool results, only content, the stub format.
   const elided = new Map<number, string>();
   let previous = -1;
-  for (const { index, stub } of result.elisions) {
+  for (const { index, stub } of result.elisions.filter((elision) => !truncated.has(elision.index))) {
     check(options.ageObservations, 'no elisions without ageObservations', () => `elided ${index}`);
     check(index > previous, 'elision indices ascend', () => `${previous} then ${index}`);
     previous = index;
@@ -642,6 +681,8 @@ export function assertCompactionInvariants(run: CompactionRun): void {
   const matches = (message: ChatMessage | undefined, index: number): boolean => {
     const original = input[index];
     if (message === undefined || original === undefined) return false;
+    const cut = truncated.get(index);
+    if (cut !== undefined) return isDeepStrictEqual(message, cut);
     if (!elided.has(index)) return message === original;
     return message !== original && isDeepStrictEqual(message, transformed[index]);
   };
@@ -657,6 +698,16 @@ export function assertCompactionInvariants(run: CompactionRun): void {
       removed.push(index);
     }
   }
+  // What the pass left before any truncation: the rules below judge that.
+  const afterPass =
+    truncated.size === 0
+      ? result.tokensAfter
+      : counter.count(
+          output.map((message) => {
+            const index = [...truncated].find(([, cut]) => isDeepStrictEqual(cut, message))?.[0];
+            return index === undefined ? message : (transformed[index] ?? message);
+          }),
+        );
   if (isSummary(output[position])) {
     summaryAt = position;
     position += 1;
@@ -731,14 +782,14 @@ export function assertCompactionInvariants(run: CompactionRun): void {
       'the summary holds a text the summarizer answered',
     );
     check(requests.length >= 1, 'a summary needs a request');
-    if (options.trimBeatsOverflow && target === undefined && result.tokensAfter > limit) {
+    if (options.trimBeatsOverflow && target === undefined && afterPass > limit) {
       const trimmed = new Set(middle.slice(0, expectedTrim(transformed, regions, counter, trimTo)));
       check(
         counter.count(transformed.filter((_, index) => !trimmed.has(index))) > limit,
         'a summary left over contextBudget is accepted only when the hard trim would not fit either (docs/design.md#never-worse)',
       );
     }
-    if (options.recentWindowGivesWay && result.tokensAfter > mark) {
+    if (options.recentWindowGivesWay && afterPass > mark) {
       const keptTokens = counter.count(
         transformed.filter((_, index) => index >= cut || (!inMiddle[index] && index < cut)),
       );
@@ -786,8 +837,8 @@ export function assertCompactionInvariants(run: CompactionRun): void {
   }
   if (middle.length === 0) {
     check(
-      result.cutIndex === -1 && result.elisions.length === 0 && !result.fallback && requests.length === 0,
-      'an empty middle is a no-op',
+      result.cutIndex === -1 && result.elisions.length === truncated.size && !result.fallback && requests.length === 0,
+      'an empty middle is a no-op (but for truncations)',
     );
   }
 
@@ -800,8 +851,10 @@ export function assertCompactionInvariants(run: CompactionRun): void {
   // The recent window is verbatim at the end.
   const window = input.length - cut;
   for (let offset = 0; offset < window; offset += 1) {
+    const kept = output[output.length - window + offset];
+    const cutShort = truncated.get(cut + offset);
     check(
-      output[output.length - window + offset] === input[cut + offset],
+      cutShort === undefined ? kept === input[cut + offset] : isDeepStrictEqual(kept, cutShort),
       'the recent window is verbatim at the end',
       () => `input ${cut + offset}`,
     );

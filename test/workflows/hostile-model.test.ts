@@ -20,6 +20,7 @@ import {
   TOOL_CALL_CONCURRENCY,
 } from '../../src/workflows/tool-dispatch.js';
 import { TOOL_BOUNDS_PATCH_ID } from '../../src/workflows/agent/patches.js';
+import { TRUNCATE_PATCH_ID } from '../../src/workflows/compact.js';
 import { startFakeOpenAI, type FakeOpenAI, type ScriptedResponse } from '../support/fake-openai.js';
 import { replayActivities } from '../support/agent.js';
 import { toolRounds } from '../support/messages.js';
@@ -169,6 +170,39 @@ describe('agentRun against a hostile model', { timeout: 120_000 }, () => {
     const handle = t.client.workflow.getHandle(workflowId);
     expect(await mostToolActivitiesPerTask(handle)).toBeLessThanOrEqual(TOOL_CALL_CONCURRENCY);
     expect(await patchIds(handle)).toContain(TOOL_BOUNDS_PATCH_ID);
+    await Worker.runReplayHistory({ workflowBundle: bundle }, await handle.fetchHistory(), workflowId);
+  });
+
+  it('one tool result larger than the whole window: cut middle-out to fit, recorded, and the run completes (no ContextExhausted)', async () => {
+    const line =
+      'at com.fasterxml.jackson.databind.deser.BeanDeserializer.deserializeFromObject(BeanDeserializer.java:351)\n';
+    writeFileSync(join(root, 'huge.log'), line.repeat(900));
+    server.script(
+      completion({ content: null, tool_calls: [call('h', 'fs_read', '{"path":"huge.log"}')] }),
+      completion({ content: 'The log is one repeated frame.' }),
+    );
+    const t = await testConnection();
+    const workflowId = uniqueId('oversized-result');
+    const result = await withWorker(t, { workflowBundle: bundle, activities: activities() }, () =>
+      t.client.workflow.execute(agentRun, {
+        taskQueue: t.taskQueue,
+        workflowId,
+        args: [
+          {
+            messages: opening,
+            model: { ...openaiModel, contextWindow: 8000 },
+            tools: ['fs_read'],
+            compaction: {},
+          },
+        ],
+      }),
+    );
+    expect(result.stopReason).toBe('completed');
+    const cut = result.messages.find((message) => message.role === 'tool');
+    expect(String(cut?.content)).toContain('characters cut from the middle by the harness to fit the context window');
+    expect(result.compactions.recent.some((record) => (record.truncated ?? 0) > 0)).toBe(true);
+    const handle = t.client.workflow.getHandle(workflowId);
+    expect(await patchIds(handle)).toContain(TRUNCATE_PATCH_ID);
     await Worker.runReplayHistory({ workflowBundle: bundle }, await handle.fetchHistory(), workflowId);
   });
 

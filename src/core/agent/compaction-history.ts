@@ -21,8 +21,10 @@ export interface CompactionRecord {
   tokensAfter: number;
   /** Messages replaced by the summary or trimmed. */
   dropped: number;
-  /** Tool results elided in place. */
+  /** Tool results elided in place (truncations included). */
   elided: number;
+  /** Messages cut middle-out to fit (docs/design.md#truncation); absent when none was. */
+  truncated?: number;
   kind: CompactionKind;
   /** Characters of the summary message, or null when there is none (its text is in the transcript). */
   summaryChars: number | null;
@@ -88,6 +90,7 @@ export function compactionRecord(
     tokensAfter: result.tokensAfter,
     dropped: result.dropped,
     elided: result.elisions.length,
+    ...(result.truncations === undefined ? {} : { truncated: result.truncations.length }),
     kind: compactionKind(result),
     summaryChars: result.summary?.length ?? null,
     fallback: result.fallback,
@@ -174,6 +177,7 @@ function recordOfLine(line: CompactionLine, elided: number): CompactionRecord {
     tokensAfter: line.tokensAfter,
     dropped: line.dropped,
     elided,
+    ...(line.truncated === undefined ? {} : { truncated: line.truncated }),
     kind,
     summaryChars: line.summary?.length ?? null,
     fallback: line.fallback,
@@ -216,7 +220,7 @@ export const COMPACTION_TABLE_HEADER =
 export function renderCompactionTable(records: readonly CompactionRecord[], first = 1): string {
   const rows = records.map(
     (record, index) =>
-      `| ${first + index} | ${record.round} | ${groupDigits(record.tokensBefore)} → ${groupDigits(record.tokensAfter)} | ${groupDigits(record.tokensReclaimed)} | ${record.dropped} | ${record.elided} | ${compactionKindLabel(record.kind, record.summaryChars ?? 0)} | ${record.fallback ? 'yes' : 'no'} | ${record.exhausted ? 'yes' : 'no'} | ${record.cacheHitRate === null ? '—' : percent(record.cacheHitRate)} | ${record.billedInput === null ? '—' : groupDigits(record.billedInput)} |`,
+      `| ${first + index} | ${record.round} | ${groupDigits(record.tokensBefore)} → ${groupDigits(record.tokensAfter)} | ${groupDigits(record.tokensReclaimed)} | ${record.dropped} | ${record.elided} | ${compactionKindLabel(record.kind, record.summaryChars ?? 0)}${record.truncated === undefined ? '' : `, truncated ${record.truncated}`} | ${record.fallback ? 'yes' : 'no'} | ${record.exhausted ? 'yes' : 'no'} | ${record.cacheHitRate === null ? '—' : percent(record.cacheHitRate)} | ${record.billedInput === null ? '—' : groupDigits(record.billedInput)} |`,
   );
   return [COMPACTION_TABLE_HEADER, '|--:|--:|--:|--:|--:|--:|---|---|---|--:|--:|', ...rows].join('\n');
 }
@@ -254,6 +258,7 @@ function shortWhat(record: CompactionRecord): string {
   const parts = [main];
   if (record.kind !== 'elision' && record.elided > 0) parts.push(`+ elided ${record.elided}`);
   if (record.fallback && record.kind !== 'trim') parts.push('fallback');
+  if (record.truncated !== undefined) parts.push(`truncated ${record.truncated}`);
   if (record.exhausted) parts.push('EXHAUSTED');
   return parts.join(', ');
 }

@@ -26,6 +26,8 @@ export interface CompactionLine extends Partial<CompactionLineContext> {
   tokensAfter: number;
   fallback: boolean;
   exhausted: boolean;
+  /** Messages cut middle-out to fit (their elision lines come just before); absent when none was. */
+  truncated?: number;
 }
 
 /**
@@ -214,7 +216,8 @@ export function recordCompaction(
       ? { type: 'elision', id: entry.id, stub }
       : { type: 'elision', id: entry.id, stub, content };
   });
-  const replacedOrMarked = result.cutIndex >= 0 || result.fallback || result.exhausted;
+  const replacedOrMarked =
+    result.cutIndex >= 0 || result.fallback || result.exhausted || result.truncations !== undefined;
   if (replacedOrMarked || context !== undefined) {
     lines.push({
       type: 'compaction',
@@ -226,6 +229,7 @@ export function recordCompaction(
       tokensAfter: result.tokensAfter,
       fallback: result.fallback,
       exhausted: result.exhausted,
+      ...(result.truncations === undefined ? {} : { truncated: result.truncations.length }),
     });
   }
   let next: SessionEntry[] = [...entries];

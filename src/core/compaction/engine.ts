@@ -10,6 +10,7 @@ import { aimFor, type Aim, type CallOverrides, type ResolvedOptions } from './op
 import { findRegions, trimBoundaries, type Regions } from './regions.js';
 import { validateMessages } from '../schema.js';
 import { capMiddle, requestFor, summaryContent, summaryInstruction } from './transcript.js';
+import { truncateToFit } from './truncation.js';
 import type { ChatMessage, CompactionResult, Elision, SummarizeRequest, TokenCounter, Usage } from '../types.js';
 
 /** What the engine asks its driver to do. */
@@ -192,8 +193,26 @@ export function* compactionSteps(
   options: ResolvedOptions,
   overrides: CallOverrides = {},
   counter?: TokenCounter,
+  hooks: CompactionHooks = {},
 ): CompactionSteps {
   const pass = startPass(messages, options, overrides, counter);
+  const result = yield* passSteps(pass);
+  // docs/design.md#truncation The last resort, asked of the driver only when it would change the result.
+  // Only a conversation that did not fit and still does not: a result over its limit from one that
+  // fitted is a counter's artefact (a calibrated counter recounting stubs), not an oversized message.
+  const oversized = result.exhausted && pass.tokensBefore > pass.aim.limit;
+  if (!oversized || !options.truncateOversized || hooks.mayTruncate?.() === false) return result;
+  return truncateToFit(pass.input, result, pass.regions.removable, pass.aim.counter, pass.aim.limit);
+}
+
+/** What a driver may decide as the pass goes (the workflow driver: what its history's patches allow). */
+export interface CompactionHooks {
+  /** Asked once, only when a result is still over its limit and `truncateOversized` is on; false keeps it exhausted. */
+  mayTruncate?: () => boolean;
+}
+
+function* passSteps(pass: Pass): CompactionSteps {
+  const { options } = pass;
   const { regions, aim } = pass;
   const unchanged = { dropped: 0, fallback: false, elisions: [], summary: null, cutIndex: -1 };
   const below = pass.tokensBefore <= triggerOf(aim);

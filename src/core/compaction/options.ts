@@ -78,6 +78,15 @@ export interface CompactionOptions {
    */
   recentWindowGivesWay?: boolean;
   /**
+   * docs/design.md#truncation When even the hard trim leaves the conversation over its limit, cut
+   * the largest tool results and user messages that compaction may touch (never a sticky or
+   * pinned one) middle-out, head and tail kept with a marker, until it fits; `result.truncations`
+   * says which. Off: such a result is `exhausted` (the reference), and an agent run ends with
+   * `ContextExhausted`.
+   * @default true
+   */
+  truncateOversized?: boolean;
+  /**
    * docs/design.md#elision-that-pays When elision alone ends a pass over the trigger (with `ageObservations`):
    * `'under-trigger'` when the stubbed conversation is back under the trigger or `target` (the
    * reference); `'at-mark'` only when it reaches the low-water mark; `'never'`: the pass always goes
@@ -135,6 +144,7 @@ export type ElisionEndsPass = 'under-trigger' | 'at-mark' | 'never';
  */
 export const REFERENCE_EXACT = {
   recentWindowGivesWay: false,
+  truncateOversized: false,
   elisionEndsPass: 'under-trigger',
   elisionEpochs: 'batch',
   deferShallowCompactions: false,
@@ -157,6 +167,7 @@ export interface ResolvedOptions {
   maxAttempts: number;
   retryBackoffMs: number;
   recentWindowGivesWay: boolean;
+  truncateOversized: boolean;
   elisionEndsPass: ElisionEndsPass;
   elisionEpochs: ElisionEpochs;
   deferShallowCompactions: boolean;
@@ -189,6 +200,7 @@ export const optionsSchema = z.object({
   maxAttempts: z.number().int().min(1).max(100).default(3),
   retryBackoff: z.union([z.number(), z.string()]).default(2000),
   recentWindowGivesWay: z.boolean().default(true),
+  truncateOversized: z.boolean().default(true),
   elisionEndsPass: z.enum(['under-trigger', 'at-mark', 'never']).default('never'),
   elisionEpochs: z.enum(['batch', 'paying', 'never']).default('paying'),
   deferShallowCompactions: z.boolean().default(true),
@@ -211,6 +223,7 @@ export const COMPACTION_OPTION_KEYS = keysOf<CompactionOptions>({
   maxAttempts: true,
   retryBackoff: true,
   recentWindowGivesWay: true,
+  truncateOversized: true,
   elisionEndsPass: true,
   elisionEpochs: true,
   deferShallowCompactions: true,

@@ -1,0 +1,111 @@
+// Sandbox-safe: the last resort of a compaction that still does not fit (docs/design.md#truncation) —
+// the largest tool results and user messages that compaction may touch are cut middle-out, head
+// and tail kept, until the conversation fits. Without it, one oversized tool result in the recent
+// window ends an agent run with ContextExhausted.
+import { contentText } from '../counting/tokens.js';
+import type { ChatMessage, CompactionResult, ContentPart, Elision, TokenCounter, Truncation } from '../types.js';
+import { isSummaryMessage } from './transcript.js';
+
+/** A truncated message keeps at least this many characters of its text (half from its head, half from its tail). */
+export const TRUNCATION_MIN_KEEP = 1_000;
+
+/** The text `middleOut` puts where it cut. Latin-1 only, like the transcript's markers. */
+export function truncationMarker(cut: number): string {
+  return `\n\n» [${cut} characters cut from the middle by the harness to fit the context window] «\n\n`;
+}
+
+/** `text` cut to `keep` characters of its own: the first half and the last half, the marker between. */
+export function middleOut(text: string, keep: number): string {
+  if (keep >= text.length) return text;
+  const head = Math.ceil(keep / 2);
+  const tail = keep - head;
+  return `${text.slice(0, head)}${truncationMarker(text.length - keep)}${text.slice(text.length - tail)}`;
+}
+
+/** The text a truncation cuts: the content string, or the longest text part (its index in the parts). */
+function longestText(content: ChatMessage['content']): { text: string; part: number } | undefined {
+  if (typeof content === 'string') return { text: content, part: -1 };
+  if (content === null) return undefined;
+  let best: { text: string; part: number } | undefined;
+  content.forEach((part, index) => {
+    const text = part.type === 'text' && typeof part.text === 'string' ? part.text : undefined;
+    if (text !== undefined && text.length > (best?.text.length ?? -1)) best = { text, part: index };
+  });
+  return best;
+}
+
+function withText(message: ChatMessage, part: number, text: string): ChatMessage {
+  if (part < 0 || !Array.isArray(message.content)) return { ...message, content: text };
+  const parts: ContentPart[] = message.content.map((each, index) => (index === part ? { ...each, text } : each));
+  return { ...message, content: parts };
+}
+
+/**
+ * Cuts the largest truncatable messages of `result` middle-out until it counts at most `limit`.
+ * Truncatable: a tool result or user message the compaction may remove (`removable`: never a
+ * sticky or pinned one, never one grouped with it), kept in the result, not a summary, with more
+ * than {@link TRUNCATION_MIN_KEEP} characters of text. Largest first (ties: the earlier), each cut
+ * only as far as needed, found by bisection on the characters kept. Each cut is an elision of
+ * that input position (so a transcript replays it) and a `truncations` entry. Deterministic.
+ */
+export function truncateToFit(
+  input: readonly ChatMessage[],
+  result: CompactionResult,
+  removable: readonly boolean[],
+  counter: TokenCounter,
+  limit: number,
+): CompactionResult {
+  const position = new Map<ChatMessage, number>();
+  result.messages.forEach((message, index) => position.set(message, index));
+  const candidates = input
+    .map((message, index) => ({ message, index, at: position.get(message), text: longestText(message.content) }))
+    .filter(
+      (candidate): candidate is typeof candidate & { at: number; text: { text: string; part: number } } =>
+        candidate.at !== undefined &&
+        removable[candidate.index] === true &&
+        (candidate.message.role === 'tool' || candidate.message.role === 'user') &&
+        !isSummaryMessage(candidate.message) &&
+        candidate.text !== undefined &&
+        candidate.text.text.length > TRUNCATION_MIN_KEEP,
+    )
+    .sort((a, b) => b.text.text.length - a.text.text.length || a.index - b.index);
+
+  const messages = [...result.messages];
+  const elisions: Elision[] = [];
+  const truncations: Truncation[] = [];
+  let tokens = result.tokensAfter;
+  for (const { message, index, at, text } of candidates) {
+    if (tokens <= limit) break;
+    const countWith = (keep: number): number => {
+      messages[at] = withText(message, text.part, middleOut(text.text, keep));
+      return counter.count(messages);
+    };
+    // The most characters kept that fit; none fitting, the least, and on to the next candidate.
+    let low = TRUNCATION_MIN_KEEP;
+    let high = text.text.length - 1;
+    if (countWith(low) <= limit) {
+      while (low < high) {
+        const probe = Math.ceil((low + high) / 2);
+        if (countWith(probe) <= limit) low = probe;
+        else high = probe - 1;
+      }
+    }
+    tokens = countWith(low);
+    const cut = messages[at] ?? message;
+    elisions.push(
+      typeof cut.content === 'string'
+        ? { index, stub: cut.content }
+        : { index, stub: contentText(cut.content), content: cut.content ?? [] },
+    );
+    truncations.push({ index, chars: text.text.length, kept: low });
+  }
+  if (truncations.length === 0) return result;
+  return {
+    ...result,
+    messages,
+    elisions: [...result.elisions, ...elisions].sort((a, b) => a.index - b.index),
+    tokensAfter: tokens,
+    exhausted: tokens > limit,
+    truncations: truncations.sort((a, b) => a.index - b.index),
+  };
+}
