@@ -16,6 +16,9 @@ import {
 import { assertKnownKeys, keysOf } from './core/unknown-keys.js';
 import { defaultCounter } from './core/counting/tokens.js';
 import type { ChatMessage, CompactionResult, Summarizer, TokenCounter } from './core/types.js';
+import type { AnthropicConversation } from './core/formats/anthropic-schema.js';
+import type { AnthropicCompactionResult } from './core/formats/anthropic.js';
+import { formatOption, formatView, type MessageFormat } from './core/formats/format.js';
 import { SUMMARIZE_ACTIVITY_SETTING_KEYS } from './shared/activity-options.js';
 
 export interface CompactorOptions extends CompactionOptions {
@@ -32,6 +35,14 @@ export interface CompactCallOptions {
   counter?: TokenCounter;
   /** Cancels the in-flight request and any backoff wait; `compact` then resolves with the hard trim. */
   signal?: AbortSignal;
+  /** The conversation's message format; the result comes back in it (docs/compaction.md#formats). @default 'openai' */
+  format?: MessageFormat;
+}
+
+/** `needsCompaction`'s per-call option. */
+export interface NeedsCompactionOptions {
+  /** The conversation's message format (docs/compaction.md#formats). @default 'openai' */
+  format?: MessageFormat;
 }
 
 /**
@@ -44,7 +55,8 @@ const COMPACTOR_OPTION_KEYS: readonly string[] = [
   ...keysOf<Omit<CompactorOptions, keyof CompactionOptions>>({ summarizer: true, counter: true }),
   ...SUMMARIZE_ACTIVITY_SETTING_KEYS,
 ];
-const CALL_OPTION_KEYS = keysOf<CompactCallOptions>({ target: true, counter: true, signal: true });
+const CALL_OPTION_KEYS = keysOf<CompactCallOptions>({ target: true, counter: true, signal: true, format: true });
+const NEEDS_OPTION_KEYS = keysOf<NeedsCompactionOptions>({ format: true });
 
 /**
  * Compacts conversations in-process: the same engine as the workflow `compact`, with the
@@ -77,15 +89,44 @@ export class Compactor {
   }
 
   /** True when the conversation is over the trigger, or (with `ageObservations`) holds a full elision batch. */
-  needsCompaction(messages: readonly ChatMessage[]): boolean {
-    return needsCompactionCore(messages, this.options, {}, this.counter);
+  needsCompaction(
+    conversation: readonly ChatMessage[] | AnthropicConversation,
+    callOptions: NeedsCompactionOptions = {},
+  ): boolean {
+    assertKnownKeys(callOptions, NEEDS_OPTION_KEYS, 'callOptions');
+    const view = formatView(formatOption(callOptions.format, 'callOptions.format'), conversation);
+    if (view === undefined) return needsCompactionCore(conversation, this.options, {}, this.counter);
+    return needsCompactionCore(view.messages, this.options, { counter: view.counter(this.counter) }, this.counter);
   }
 
   /** Compacts once. Never rejects for a summarizer failure or a cancellation: those end in the hard trim. */
-  async compact(messages: readonly ChatMessage[], callOptions: CompactCallOptions = {}): Promise<CompactionResult> {
+  compact(
+    messages: readonly ChatMessage[],
+    callOptions?: CompactCallOptions & { format?: 'openai' },
+  ): Promise<CompactionResult>;
+  /** Compacts an Anthropic conversation (a message array or a request body); the result is in Anthropic messages. */
+  compact(
+    conversation: AnthropicConversation,
+    callOptions: CompactCallOptions & { format: 'anthropic' },
+  ): Promise<AnthropicCompactionResult>;
+  async compact(
+    conversation: readonly ChatMessage[] | AnthropicConversation,
+    callOptions: CompactCallOptions = {},
+  ): Promise<CompactionResult | AnthropicCompactionResult> {
     // A compaction option here (`keepRecent`) belongs in the constructor's options: refuse it rather than ignore it.
     assertKnownKeys(callOptions, CALL_OPTION_KEYS, 'callOptions');
     const { target, counter, signal } = callOptions;
+    const view = formatView(formatOption(callOptions.format, 'callOptions.format'), conversation);
+    if (view === undefined) return this.run(conversation, target, counter, signal);
+    return view.result(await this.run(view.messages, target, view.counter(counter ?? this.counter), signal));
+  }
+
+  private async run(
+    messages: unknown,
+    target: number | undefined,
+    counter: TokenCounter | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<CompactionResult> {
     const steps = compactionSteps(messages, this.options, { target, counter }, this.counter);
     let next = steps.next();
     while (next.done !== true) next = steps.next(await this.summarize(next.value, signal));

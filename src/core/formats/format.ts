@@ -1,0 +1,37 @@
+// Sandbox-safe: the message formats a conversation may come in (docs/compaction.md#formats), and the
+// view a driver compacts a non-OpenAI conversation through. OpenAI chat is the engine's own format:
+// it takes no view, and its path through the drivers is the one it always was.
+import { InvalidInputError } from '../errors.js';
+import { anthropicView, type AnthropicCompactionResult, type FormatView } from './anthropic.js';
+
+/** The message formats, in and out: OpenAI chat (the default) and Anthropic Messages. */
+export const MESSAGE_FORMATS = ['openai', 'anthropic'] as const;
+export type MessageFormat = (typeof MESSAGE_FORMATS)[number];
+
+function isFormat(value: unknown): value is MessageFormat {
+  return MESSAGE_FORMATS.some((format) => format === value);
+}
+
+/** The `format` option: undefined is `openai`; anything else not a format is an error naming `field`. */
+export function formatOption(value: unknown, field: string): MessageFormat {
+  if (value === undefined) return 'openai';
+  if (!isFormat(value))
+    throw new InvalidInputError(field, `must be one of ${MESSAGE_FORMATS.join(', ')}, got ${JSON.stringify(value)}`);
+  return value;
+}
+
+/** The results of the formats that compact through a view. */
+export type FormatCompactionResult = AnthropicCompactionResult;
+
+/** The view of a conversation in `format`, or undefined for `openai` (the engine reads it as it is). Validates it. */
+export function formatView(
+  format: MessageFormat,
+  conversation: unknown,
+): FormatView<FormatCompactionResult> | undefined {
+  switch (format) {
+    case 'openai':
+      return undefined;
+    case 'anthropic':
+      return anthropicView(conversation);
+  }
+}
