@@ -76,8 +76,9 @@ function assertAnthropicInvariants(
     const original = messages[index];
     expect(original, 'a rebuilt message has its input message').toBeDefined();
     if (original === undefined || typeof original.content === 'string' || typeof message.content === 'string') return;
+    const blocks = original.content;
     message.content.forEach((block, at) => {
-      const before = original.content[at];
+      const before = blocks[at];
       if (block === before) return;
       expect(block.type).toBe('tool_result');
       expect(block).toEqual({ ...before, content: expect.stringMatching(STUB) });
