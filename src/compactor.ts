@@ -18,7 +18,7 @@ import { defaultCounter } from './core/counting/tokens.js';
 import type { ChatMessage, CompactionResult, Summarizer, TokenCounter } from './core/types.js';
 import type { AnthropicConversation } from './core/formats/anthropic-schema.js';
 import type { AnthropicCompactionResult } from './core/formats/anthropic.js';
-import { formatOption, formatView, type MessageFormat } from './core/formats/format.js';
+import { formatOption, formatView, type FormatOption } from './core/formats/format.js';
 import { SUMMARIZE_ACTIVITY_SETTING_KEYS } from './shared/activity-options.js';
 
 export interface CompactorOptions extends CompactionOptions {
@@ -35,14 +35,6 @@ export interface CompactCallOptions {
   counter?: TokenCounter;
   /** Cancels the in-flight request and any backoff wait; `compact` then resolves with the hard trim. */
   signal?: AbortSignal;
-  /** The conversation's message format; the result comes back in it (docs/compaction.md#formats). @default 'openai' */
-  format?: MessageFormat;
-}
-
-/** `needsCompaction`'s per-call option. */
-export interface NeedsCompactionOptions {
-  /** The conversation's message format (docs/compaction.md#formats). @default 'openai' */
-  format?: MessageFormat;
 }
 
 /**
@@ -55,8 +47,11 @@ const COMPACTOR_OPTION_KEYS: readonly string[] = [
   ...keysOf<Omit<CompactorOptions, keyof CompactionOptions>>({ summarizer: true, counter: true }),
   ...SUMMARIZE_ACTIVITY_SETTING_KEYS,
 ];
-const CALL_OPTION_KEYS = keysOf<CompactCallOptions>({ target: true, counter: true, signal: true, format: true });
-const NEEDS_OPTION_KEYS = keysOf<NeedsCompactionOptions>({ format: true });
+const FORMAT_OPTION_KEYS = keysOf<FormatOption>({ format: true });
+const CALL_OPTION_KEYS = [
+  ...keysOf<CompactCallOptions>({ target: true, counter: true, signal: true }),
+  ...FORMAT_OPTION_KEYS,
+];
 
 /**
  * Compacts conversations in-process: the same engine as the workflow `compact`, with the
@@ -91,9 +86,9 @@ export class Compactor {
   /** True when the conversation is over the trigger, or (with `ageObservations`) holds a full elision batch. */
   needsCompaction(
     conversation: readonly ChatMessage[] | AnthropicConversation,
-    callOptions: NeedsCompactionOptions = {},
+    callOptions: FormatOption = {},
   ): boolean {
-    assertKnownKeys(callOptions, NEEDS_OPTION_KEYS, 'callOptions');
+    assertKnownKeys(callOptions, FORMAT_OPTION_KEYS, 'callOptions');
     const view = formatView(formatOption(callOptions.format, 'callOptions.format'), conversation);
     if (view === undefined) return needsCompactionCore(conversation, this.options, {}, this.counter);
     return needsCompactionCore(view.messages, this.options, { counter: view.counter(this.counter) }, this.counter);
@@ -111,7 +106,7 @@ export class Compactor {
   ): Promise<AnthropicCompactionResult>;
   async compact(
     conversation: readonly ChatMessage[] | AnthropicConversation,
-    callOptions: CompactCallOptions = {},
+    callOptions: CompactCallOptions & FormatOption = {},
   ): Promise<CompactionResult | AnthropicCompactionResult> {
     // A compaction option here (`keepRecent`) belongs in the constructor's options: refuse it rather than ignore it.
     assertKnownKeys(callOptions, CALL_OPTION_KEYS, 'callOptions');

@@ -12,6 +12,7 @@ import { jsonSchemaFiles } from '../scripts/json-schemas.js';
 import { InvalidInputError } from '../src/core/errors.js';
 import { durationTextMs, optionsSchema, resolveOptions } from '../src/core/compaction/options.js';
 import { chatMessageSchema as runtimeMessageSchema, validateMessages } from '../src/core/schema.js';
+import { anthropicMessageSchema } from '../src/core/formats/anthropic-schema.js';
 import { Compactor, defaultCounter, createExtractiveSummarizer } from '../src/index.js';
 import {
   DURATION_PATTERN,
@@ -133,7 +134,9 @@ const BAD_OPTIONS: Array<{ options: Record<string, unknown>; field: string; json
 
 describe('JSON Schemas of compactConversation (docs/)', () => {
   it('are written from the schemas the validators use, not from copies of them', () => {
-    expect(compactConversationInputSchema.shape.messages.element).toBe(runtimeMessageSchema);
+    const [chat, anthropic] = compactConversationInputSchema.shape.messages.options;
+    expect(chat.element).toBe(runtimeMessageSchema);
+    expect(anthropic.element).toBe(anthropicMessageSchema);
     for (const key of [
       'triggerRatio',
       'keepRecent',

@@ -16,6 +16,8 @@ import { z } from 'zod';
 import { optionsSchema } from '../core/compaction/options.js';
 import { FailureType } from '../core/errors.js';
 import { chatMessageSchema } from '../core/schema.js';
+import { anthropicMessageSchema, anthropicSystemSchema } from '../core/formats/anthropic-schema.js';
+import { MESSAGE_FORMATS } from '../core/formats/format.js';
 
 export { chatMessageSchema };
 
@@ -69,6 +71,10 @@ export const compactConversationOptionsSchema = optionsSchema
       .boolean()
       .optional()
       .meta({ description: 'Whether the worker stores large payloads externally. Default: the worker says.' }),
+    format: z
+      .enum(MESSAGE_FORMATS)
+      .optional()
+      .meta({ description: 'The format of messages, and of the result\'s messages. Default "openai".' }),
   })
   .strict()
   .superRefine((options, context) => {
@@ -84,7 +90,12 @@ export const compactConversationOptionsSchema = optionsSchema
 /** The input of `compactConversation`: its one argument. */
 export const compactConversationInputSchema = z
   .strictObject({
-    messages: z.array(chatMessageSchema),
+    messages: z.union([z.array(chatMessageSchema), z.array(anthropicMessageSchema)]).meta({
+      description: 'OpenAI chat messages; with options.format "anthropic", Anthropic messages.',
+    }),
+    system: anthropicSystemSchema
+      .optional()
+      .meta({ description: 'Only with options.format "anthropic": the system prompt (sticky, not returned).' }),
     options: compactConversationOptionsSchema,
   })
   .meta({
@@ -97,8 +108,9 @@ export const compactConversationInputSchema = z
 /** What `compactConversation` returns: a `CompactionResult` (src/core/types.ts). */
 export const compactionResultSchema = z
   .object({
-    messages: z.array(chatMessageSchema).meta({
-      description: "The compacted conversation: the input's own messages, stubs and at most one summary message.",
+    messages: z.union([z.array(chatMessageSchema), z.array(anthropicMessageSchema)]).meta({
+      description:
+        "The compacted conversation, in the input's format: the input's own messages, stubs and at most one summary message.",
     }),
     dropped: count.meta({ description: 'Messages removed (replaced by the summary or trimmed).' }),
     tokensBefore: count,
@@ -108,7 +120,10 @@ export const compactionResultSchema = z
     elisions: z.array(
       z.object({
         index: count.meta({ description: 'Position in the input.' }),
-        stub: z.string().meta({ description: 'The whole new content of that message.' }),
+        block: count
+          .optional()
+          .meta({ description: 'Anthropic: the position of the tool_result block in that message.' }),
+        stub: z.string().meta({ description: 'The whole new content of that message (Anthropic: of that block).' }),
       }),
     ),
     summary: z.string().nullable().meta({ description: 'The whole content of the summary message, or null.' }),

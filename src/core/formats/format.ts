@@ -8,6 +8,12 @@ import { anthropicView, type AnthropicCompactionResult, type FormatView } from '
 export const MESSAGE_FORMATS = ['openai', 'anthropic'] as const;
 export type MessageFormat = (typeof MESSAGE_FORMATS)[number];
 
+/** The option that names a conversation's format, on every function that compacts one. */
+export interface FormatOption {
+  /** The conversation's message format; the result comes back in it (docs/compaction.md#formats). @default 'openai' */
+  format?: MessageFormat;
+}
+
 function isFormat(value: unknown): value is MessageFormat {
   return MESSAGE_FORMATS.some((format) => format === value);
 }
