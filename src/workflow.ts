@@ -27,6 +27,19 @@ export {
   type Duration,
   type CallOverrides,
 } from './core/compaction/options.js';
+// Message formats (docs/compaction.md#formats): Anthropic Messages in and out, beside OpenAI chat.
+export type { MessageFormat, FormatOption } from './core/formats/format.js';
+export type {
+  AnthropicMessage,
+  AnthropicBlock,
+  AnthropicTextBlock,
+  AnthropicToolUseBlock,
+  AnthropicToolResultBlock,
+  AnthropicOtherBlock,
+  AnthropicRequest,
+  AnthropicConversation,
+} from './core/formats/anthropic-schema.js';
+export type { AnthropicCompactionResult, AnthropicElision } from './core/formats/anthropic.js';
 // Compaction inside any workflow (docs/design.md#workflow-compact).
 export {
   compact,

@@ -12,9 +12,11 @@ import {
   MALFORMED_CLASSES,
   fieldFor,
   inputFor,
+  mutatedAnthropicInputArb,
   mutatedInputArb,
   validAgentInput,
   validCompactOptions,
+  validAnthropicInputArb,
   validConversationArb,
   verdictOf,
   workflowsOf,
@@ -97,6 +99,15 @@ describe('malformed workflow input, class by class (fast-check)', () => {
       { numRuns: 100 },
     );
   });
+
+  it('the valid Anthropic inputs the anthropic classes start from are accepted', async () => {
+    await fc.assert(
+      fc.asyncProperty(validAnthropicInputArb, async (input) => {
+        expect(await verdictOf('compactConversation', input)).toEqual({ kind: 'accepted' });
+      }),
+      { numRuns: 100 },
+    );
+  });
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -124,4 +135,20 @@ describe('random mutations of valid inputs (fast-check)', () => {
       expect(rejected).toBeGreaterThan(500);
     },
   );
+
+  it('compactConversation, Anthropic input: accepted, or a non-retryable Compaction.InvalidInput naming a field', async () => {
+    let rejected = 0;
+    await fc.assert(
+      fc.asyncProperty(mutatedAnthropicInputArb(), async (input) => {
+        const verdict = await verdictOf('compactConversation', input);
+        if (verdict.kind === 'accepted') return;
+        rejected += 1;
+        const field: unknown = Reflect.get(Object(verdict.failure.details?.[0]), 'field');
+        expect(String(field)).toMatch(/^(input|messages|options|system)\b/);
+        expectNamedRejection(verdict.failure, String(field));
+      }),
+      { numRuns: 1000 },
+    );
+    expect(rejected).toBeGreaterThan(300);
+  });
 });
