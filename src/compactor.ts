@@ -18,7 +18,15 @@ import { defaultCounter } from './core/counting/tokens.js';
 import type { ChatMessage, CompactionResult, Summarizer, TokenCounter } from './core/types.js';
 import type { AnthropicConversation } from './core/formats/anthropic-schema.js';
 import type { AnthropicCompactionResult } from './core/formats/anthropic.js';
-import { formatOption, formatView, type FormatOption } from './core/formats/format.js';
+import type { AiSdkMessage } from './core/formats/ai-sdk-schema.js';
+import type { AiSdkCompactionResult } from './core/formats/ai-sdk.js';
+import {
+  formatOption,
+  formatView,
+  type AnyCompactionResult,
+  type Conversation,
+  type FormatOption,
+} from './core/formats/format.js';
 import { SUMMARIZE_ACTIVITY_SETTING_KEYS } from './shared/activity-options.js';
 
 export interface CompactorOptions extends CompactionOptions {
@@ -84,10 +92,7 @@ export class Compactor {
   }
 
   /** True when the conversation is over the trigger, or (with `ageObservations`) holds a full elision batch. */
-  needsCompaction(
-    conversation: readonly ChatMessage[] | AnthropicConversation,
-    callOptions: FormatOption = {},
-  ): boolean {
+  needsCompaction(conversation: Conversation, callOptions: FormatOption = {}): boolean {
     assertKnownKeys(callOptions, FORMAT_OPTION_KEYS, 'callOptions');
     const view = formatView(formatOption(callOptions.format, 'callOptions.format'), conversation);
     if (view === undefined) return needsCompactionCore(conversation, this.options, {}, this.counter);
@@ -104,10 +109,15 @@ export class Compactor {
     conversation: AnthropicConversation,
     callOptions: CompactCallOptions & { format: 'anthropic' },
   ): Promise<AnthropicCompactionResult>;
+  /** Compacts AI SDK messages (`ModelMessage[]`, or a middleware's prompt); the result is in AI SDK messages. */
+  compact(
+    messages: readonly AiSdkMessage[],
+    callOptions: CompactCallOptions & { format: 'ai-sdk' },
+  ): Promise<AiSdkCompactionResult>;
   async compact(
-    conversation: readonly ChatMessage[] | AnthropicConversation,
+    conversation: Conversation,
     callOptions: CompactCallOptions & FormatOption = {},
-  ): Promise<CompactionResult | AnthropicCompactionResult> {
+  ): Promise<AnyCompactionResult> {
     // A compaction option here (`keepRecent`) belongs in the constructor's options: refuse it rather than ignore it.
     assertKnownKeys(callOptions, CALL_OPTION_KEYS, 'callOptions');
     const { target, counter, signal } = callOptions;

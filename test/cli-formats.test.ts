@@ -13,6 +13,7 @@ import type { AnthropicRequest } from '../src/core/formats/anthropic-schema.js';
 import type { ChatMessage } from '../src/core/types.js';
 import { createExtractiveSummarizer } from '../src/summarizers/extractive.js';
 import { normalizeForAnthropic, toAnthropic } from './support/anthropic.js';
+import { toAiSdk } from './support/ai-sdk.js';
 import { bundleWorkflows, testConnection, uniqueId, type TestConnection } from './support/temporal.js';
 
 const TRAJECTORY = fileURLToPath(
@@ -71,12 +72,27 @@ describe('temporal-compactor compact --format', () => {
     expect(io.err()).toContain('(Anthropic Messages JSON array)');
   });
 
+  it('auto: AI SDK messages in { "messages": [...] } are detected and come back AI SDK messages, other fields kept', async () => {
+    const messages = toAiSdk(openai());
+    const io = capture();
+    const path = fileWith('ai-sdk.json', { id: 'chat-1', messages });
+    expect(await main(['compact', path, '--budget', '6000', '--age-observations'], io)).toBe(0);
+    const expected = await new Compactor({
+      summarizer: createExtractiveSummarizer(),
+      contextBudget: 6000,
+      ageObservations: true,
+    }).compact(messages, { format: 'ai-sdk' });
+    expect(JSON.parse(io.out())).toEqual({ id: 'chat-1', messages: JSON.parse(JSON.stringify(expected.messages)) });
+    expect(expected.summary).not.toBeNull();
+    expect(io.err()).toContain(`${messages.length} messages (AI SDK messages { "messages": [...] }, detected)`);
+  });
+
   it('auto refuses a file with marks of two formats, naming one of each and where', async () => {
     const mixed = [...openai().slice(0, 3), ...body().messages.slice(1, 3)];
     const io = capture();
     expect(await main(['compact', fileWith('mixed.json', mixed)], io)).toBe(1);
     expect(io.err()).toMatch(
-      /cannot tell the message format: role "system" at messages\[0\]\.role \(OpenAI chat\), but a "tool_use" part at messages\[\d+\]\.content\[\d+\]\.type \(Anthropic Messages\); name it with --format openai\|anthropic/,
+      /cannot tell the message format: a "tool_calls" field at messages\[\d+\]\.tool_calls \(OpenAI chat\), but a "tool_use" part at messages\[\d+\]\.content\[\d+\]\.type \(Anthropic Messages\); name it with --format openai\|anthropic\|ai-sdk/,
     );
     expect(io.out()).toBe('');
   });
@@ -96,7 +112,7 @@ describe('temporal-compactor compact --format', () => {
   it('an unknown format is a usage error (exit 2) naming the choices', async () => {
     const io = capture();
     expect(await main(['compact', TRAJECTORY, '--format', 'gemini'], io)).toBe(2);
-    expect(io.err()).toContain('--format takes auto, openai, anthropic, got "gemini"');
+    expect(io.err()).toContain('--format takes auto, openai, anthropic, ai-sdk, got "gemini"');
   });
 
   describe('--via-workflow on the dev server', { timeout: 180_000 }, () => {

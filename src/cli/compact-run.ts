@@ -20,7 +20,7 @@ import {
   type AnthropicConversation,
   type AnthropicTextBlock,
 } from '../core/formats/anthropic-schema.js';
-import { anthropicView, type AnthropicCompactionResult } from '../core/formats/anthropic.js';
+import { formatView, type AnyCompactionResult } from '../core/formats/format.js';
 import { installQuietTelemetryRuntime } from '../telemetry/metrics.js';
 import { payloadConverterFromConfig } from '../payloads/index.js';
 import { summarizerFromConfig } from '../worker/summarizer-from-config.js';
@@ -36,7 +36,7 @@ export type BudgetSource = 'flag' | 'config' | 'conversation';
 export interface CompactReport {
   file: ConversationFile;
   /** In the file's message format. */
-  result: CompactionResult | AnthropicCompactionResult;
+  result: AnyCompactionResult;
   budget: number;
   budgetSource: BudgetSource;
   /** Whether an agent loop would have compacted it now (`needsCompaction`); `compact` compacts either way. */
@@ -189,7 +189,7 @@ function watched(summarizer: Summarizer): { summarizer: Summarizer; failure: () 
   };
 }
 
-/** The file's conversation as the engine reads it — Anthropic messages through their view — and how it counts them. */
+/** The file's conversation as the engine reads it — other formats through their view — and how it counts them. */
 interface EngineConversation {
   messages: readonly ChatMessage[];
   counter: TokenCounter;
@@ -199,18 +199,35 @@ interface EngineConversation {
 
 function engineOf(file: ConversationFile): EngineConversation {
   if (file.messageFormat === 'openai') return { messages: file.messages, counter: defaultCounter, system: undefined };
-  const conversation = anthropicConversationOf(file);
-  const view = anthropicView(conversation);
+  const conversation = file.messageFormat === 'anthropic' ? anthropicConversationOf(file) : file.messages;
+  const view = formatView(file.messageFormat, conversation);
+  if (view === undefined) throw new Error(`no view of the ${file.messageFormat} format`);
   return {
     messages: view.messages,
     counter: view.counter(defaultCounter),
-    system: validateAnthropic(conversation).system,
+    system: file.messageFormat === 'anthropic' ? validateAnthropic(conversation).system : undefined,
   };
 }
 
 /** An Anthropic file as the Compactor takes it: its messages, or its request body (`system` and all). */
 function anthropicConversationOf(file: ConversationFile & { messageFormat: 'anthropic' }): AnthropicConversation {
   return file.container === undefined ? file.messages : { ...file.container, messages: file.messages };
+}
+
+/** Compacts the file in its format with `compactor`. */
+function compactFile(
+  compactor: Compactor,
+  file: ConversationFile,
+  target: number | undefined,
+): Promise<AnyCompactionResult> {
+  switch (file.messageFormat) {
+    case 'openai':
+      return compactor.compact(file.messages, { target });
+    case 'anthropic':
+      return compactor.compact(anthropicConversationOf(file), { target, format: 'anthropic' });
+    case 'ai-sdk':
+      return compactor.compact(file.messages, { target, format: 'ai-sdk' });
+  }
 }
 
 function budgetOf({ budget, config, file }: CompactRun): { budget: number; budgetSource: BudgetSource } {
@@ -232,11 +249,7 @@ export async function compactInProcess(run: CompactRun): Promise<CompactReport> 
     target: run.target,
     counter: engine.counter,
   });
-  const { file, target } = run;
-  const result =
-    file.messageFormat === 'anthropic'
-      ? await compactor.compact(anthropicConversationOf(file), { target, format: 'anthropic' })
-      : await compactor.compact(file.messages, { target });
+  const result = await compactFile(compactor, run.file, run.target);
   const summarizerFailure = result.fallback ? failure() : undefined;
   return {
     file: run.file,
@@ -406,7 +419,7 @@ export async function compactViaWorkflow(run: CompactRun, client: Client): Promi
   const details = reported(run, budget);
   const needed = needsCompactionCore(engine.messages, details.options, { target: run.target, counter: engine.counter });
   type Outcome = {
-    result: CompactionResult | AnthropicCompactionResult;
+    result: AnyCompactionResult;
     runId: string;
     summarizerFailure: string | undefined;
   };

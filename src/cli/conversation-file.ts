@@ -9,6 +9,7 @@ import { validateMessages } from '../core/schema.js';
 import { parseSessionJsonl, replaySession } from '../core/agent/session.js';
 import type { ChatMessage } from '../core/types.js';
 import { validateAnthropic, type AnthropicMessage } from '../core/formats/anthropic-schema.js';
+import { validateAiSdk, type AiSdkMessage } from '../core/formats/ai-sdk-schema.js';
 import { detectFormat, FORMAT_NAMES } from '../core/formats/detect.js';
 import type { MessageFormat } from '../core/formats/format.js';
 
@@ -20,7 +21,9 @@ export type FormatChoice = MessageFormat | 'auto';
 
 /** The messages of a file, in their format. */
 export type FileMessages =
-  { messageFormat: 'openai'; messages: ChatMessage[] } | { messageFormat: 'anthropic'; messages: AnthropicMessage[] };
+  | { messageFormat: 'openai'; messages: ChatMessage[] }
+  | { messageFormat: 'anthropic'; messages: AnthropicMessage[] }
+  | { messageFormat: 'ai-sdk'; messages: AiSdkMessage[] };
 
 /** A conversation read from a file, validated in its message format. */
 export type ConversationFile = FileMessages & {
@@ -36,7 +39,12 @@ export type ConversationFile = FileMessages & {
 export function describeFileShape(file: ConversationFile): string {
   if (file.format === 'session-jsonl') return 'session transcript';
   if (file.messageFormat === 'openai') return file.format === 'object' ? '{ "messages": [...] }' : 'JSON array';
-  const shape = file.format === 'object' ? 'request body' : 'JSON array';
+  const shape =
+    file.format === 'object'
+      ? file.messageFormat === 'anthropic'
+        ? 'request body'
+        : '{ "messages": [...] }'
+      : 'JSON array';
   return `${FORMAT_NAMES[file.messageFormat]} ${shape}${file.formatDetected ? ', detected' : ''}`;
 }
 
@@ -154,10 +162,13 @@ export function parseConversation(text: string, path: string, choice: FormatChoi
     const messageFormat = choice === 'auto' ? detectFormat(value) : choice;
     const format = Array.isArray(value) ? 'array' : 'object';
     const shared = { path, format, formatDetected: choice === 'auto', container } as const;
+    const messages: unknown = Array.isArray(value) ? value : container?.messages;
     const file: ConversationFile =
       messageFormat === 'anthropic'
         ? { ...shared, messageFormat, messages: validateAnthropic(value).messages }
-        : { ...shared, messageFormat, messages: validateMessages(Array.isArray(value) ? value : container?.messages) };
+        : messageFormat === 'ai-sdk'
+          ? { ...shared, messageFormat, messages: validateAiSdk(messages) }
+          : { ...shared, messageFormat, messages: validateMessages(messages) };
     if (file.messages.length === 0) throw new InvalidInputError('messages', 'is empty: there is nothing to compact');
     return file;
   } catch (error) {
@@ -215,7 +226,7 @@ export async function readConversationFile(
 /** The compacted conversation in the input's shape and format, as the file `--out` writes (2-space JSON, final newline). */
 export function conversationOutput(
   file: ConversationFile,
-  messages: readonly ChatMessage[] | readonly AnthropicMessage[],
+  messages: readonly ChatMessage[] | readonly AnthropicMessage[] | readonly AiSdkMessage[],
 ): string {
   const value = file.format === 'object' && file.container !== undefined ? { ...file.container, messages } : messages;
   return `${JSON.stringify(value, null, 2)}\n`;

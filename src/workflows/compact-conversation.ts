@@ -7,11 +7,11 @@ import {
   type PayloadTooLargeDetails,
 } from '../core/limits/payload-size.js';
 import { describeWorker } from './describe-worker.js';
-import type { ChatMessage, CompactionResult } from '../core/types.js';
+import type { ChatMessage } from '../core/types.js';
 import { driveCompaction, engineOptions, unknownKeysInWorkflow, viewOf, type CompactOptions } from './compact.js';
 import type { AnthropicMessage, AnthropicTextBlock } from '../core/formats/anthropic-schema.js';
-import type { AnthropicCompactionResult } from '../core/formats/anthropic.js';
-import type { FormatOption } from '../core/formats/format.js';
+import type { AiSdkMessage } from '../core/formats/ai-sdk-schema.js';
+import type { AnyCompactionResult, FormatCompactionResult, FormatOption } from '../core/formats/format.js';
 import { assertKnownKeys, keysOf } from '../core/unknown-keys.js';
 import { assertTaskQueueName } from '../core/limits/task-queue.js';
 import { failOnInvalidInput, invalidInputFailure } from '../shared/failures.js';
@@ -21,7 +21,7 @@ export type CompactConversationOptions = Omit<CompactOptions, 'counter'> & Forma
 
 export interface CompactConversationInput {
   /** The conversation, in `options.format` (OpenAI chat messages by default). */
-  messages: ChatMessage[] | AnthropicMessage[];
+  messages: ChatMessage[] | AnthropicMessage[] | AiSdkMessage[];
   /** With `options.format: 'anthropic'`: the request's system prompt (sticky; not returned). */
   system?: string | AnthropicTextBlock[];
   options: CompactConversationOptions;
@@ -43,9 +43,7 @@ const INPUT_KEYS = keysOf<CompactConversationInput>({ messages: true, system: tr
  *   args: [{ messages, options: { contextBudget: 128_000 } }],
  * });
  */
-export async function compactConversation(
-  input: CompactConversationInput,
-): Promise<CompactionResult | AnthropicCompactionResult> {
+export async function compactConversation(input: CompactConversationInput): Promise<AnyCompactionResult> {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
     throw invalidInputFailure(new InvalidInputError('input', 'must be an object { messages, options }'));
   }
@@ -64,22 +62,20 @@ export async function compactConversation(
       'options.taskQueue',
     ),
   );
-  // Another format is mapped to the engine's messages and back in this workflow code (pure, so deterministic).
-  const view = viewOf(system === undefined ? messages : { system, messages }, options);
-  if (view === undefined && system !== undefined)
+  if (system !== undefined && Reflect.get(Object(options), 'format') !== 'anthropic')
     throw invalidInputFailure(
       new InvalidInputError(
         'system',
-        'only with options.format "anthropic": a system prompt of OpenAI chat is a message',
+        'only with options.format "anthropic": in the other formats the system prompt is a message',
       ),
     );
-  let result: CompactionResult | AnthropicCompactionResult;
+  // Another format is mapped to the engine's messages and back in this workflow code (pure, so deterministic).
+  const view = viewOf(system === undefined ? messages : { system, messages }, options);
+  let result: AnyCompactionResult;
   if (view === undefined) result = (await driveCompaction(messages, jsonOptions, 'rethrow')).result;
   else {
     const engine = await driveCompaction(view.messages, engineOptions(view, jsonOptions), 'rethrow');
-    // The system prompt came in beside the messages: it is not sent back (a request body would repeat the messages).
-    const { request: _request, ...inFormat } = view.result(engine.result);
-    result = inFormat;
+    result = withoutRequest(view.result(engine.result));
   }
   const limit = typeof options?.maxPayloadBytes === 'number' ? options.maxPayloadBytes : DEFAULT_PAYLOAD_LIMIT_BYTES;
   const bytes = jsonPayloadBytes(result);
@@ -94,4 +90,11 @@ export async function compactConversation(
     });
   }
   return result;
+}
+
+/** The system prompt came in beside the messages: the result does not send a request body back (it would repeat the messages). */
+function withoutRequest(result: FormatCompactionResult): FormatCompactionResult {
+  if (!('request' in result)) return result;
+  const { request: _request, ...rest } = result;
+  return rest;
 }

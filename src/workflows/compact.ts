@@ -35,8 +35,17 @@ import {
 import { assertKnownKeys, keysOf } from '../core/unknown-keys.js';
 import type { ChatMessage, CompactionResult, TokenCounter } from '../core/types.js';
 import type { AnthropicConversation } from '../core/formats/anthropic-schema.js';
-import type { AnthropicCompactionResult, FormatView } from '../core/formats/anthropic.js';
-import { formatOption, formatView, type FormatCompactionResult, type FormatOption } from '../core/formats/format.js';
+import type { AnthropicCompactionResult } from '../core/formats/anthropic.js';
+import type { AiSdkMessage } from '../core/formats/ai-sdk-schema.js';
+import type { AiSdkCompactionResult } from '../core/formats/ai-sdk.js';
+import type { FormatView } from '../core/formats/view.js';
+import {
+  formatOption,
+  formatView,
+  type Conversation,
+  type FormatCompactionResult,
+  type FormatOption,
+} from '../core/formats/format.js';
 import { defaultCounter } from '../core/counting/tokens.js';
 import type { CompactorActivities } from '../activities/index.js';
 import { DEFAULT_PAYLOAD_LIMIT_BYTES, jsonPayloadBytes } from '../core/limits/payload-size.js';
@@ -402,8 +411,13 @@ export function compact(
   conversation: AnthropicConversation,
   options: CompactOptions & { format: 'anthropic' },
 ): Promise<AnthropicCompactionResult>;
+/** Compacts AI SDK messages (`ModelMessage[]`, or a middleware's prompt); the result is in AI SDK messages. */
+export function compact(
+  messages: readonly AiSdkMessage[],
+  options: CompactOptions & { format: 'ai-sdk' },
+): Promise<AiSdkCompactionResult>;
 export async function compact(
-  conversation: readonly ChatMessage[] | AnthropicConversation,
+  conversation: Conversation,
   options: CompactOptions & FormatOption,
 ): Promise<CompactionResult | FormatCompactionResult> {
   const view = viewOf(conversation, options);
@@ -443,10 +457,7 @@ export function engineOptions(view: FormatView<unknown>, options: CompactOptions
  * with `ageObservations`, holds an elision batch of at least `ageReclaimMin` characters.
  * @throws ApplicationFailure of type `Compaction.InvalidInput` for bad input.
  */
-export function needsCompaction(
-  conversation: readonly ChatMessage[] | AnthropicConversation,
-  options: CompactOptions & FormatOption,
-): boolean {
+export function needsCompaction(conversation: Conversation, options: CompactOptions & FormatOption): boolean {
   const view = viewOf(conversation, options);
   const engineCall = view === undefined ? options : engineOptions(view, options);
   return failOnInvalidInput(() => {

@@ -12,6 +12,7 @@ import type { ChatMessage, ToolCall } from '../../src/index.js';
 import { agentRun } from '../../src/workflows/agent-run.js';
 import { compactConversation } from '../../src/workflows/compact-conversation.js';
 import { toAnthropic } from './anthropic.js';
+import { toAiSdk } from './ai-sdk.js';
 
 /** The workflows a case can be given to. */
 export type FuzzWorkflow = 'compactConversation' | 'agentRun';
@@ -393,6 +394,69 @@ const ANTHROPIC_CLASSES: readonly MalformedClass[] = [
       field: 'options.format',
       reason: /must be one of openai, anthropic/,
     })),
+  ),
+];
+
+/** A valid compactConversation input in the AI SDK format: a provider-valid conversation converted. */
+export const validAiSdkInputArb: fc.Arbitrary<AnthropicInput> = validConversationArb.map((conversation) => ({
+  messages: toAiSdk(conversation).map((message) => structuredClone({ ...message })),
+  options: { ...validCompactOptions(), format: 'ai-sdk' },
+}));
+
+/** An AI SDK input and one of its parts of `type`. */
+const withAiSdkPartArb = (type: string): fc.Arbitrary<{ input: AnthropicInput; at: [number, number] }> =>
+  validAiSdkInputArb
+    .filter((input) => blocksOfType(input, type).length > 0)
+    .chain((input) => fc.constantFrom(...blocksOfType(input, type)).map((at) => ({ input, at })));
+
+const aiSdkInput = (name: string, cases: fc.Arbitrary<MalformedCase>): MalformedClass =>
+  compactInput(`ai-sdk-${name}`, cases);
+
+/** Classes of malformed AI SDK input (options.format "ai-sdk"): compactConversation only. */
+const AI_SDK_CLASSES: readonly MalformedClass[] = [
+  aiSdkInput(
+    'orphan-tool-result',
+    withAiSdkPartArb('tool-result').map(({ input, at }) => ({
+      value: withBlock(input, at, (part) => ({ ...part, toolCallId: 'call_nobody' })),
+      field: `messages[${at[0]}].content[${at[1]}].toolCallId`,
+      reason: /answers no tool-call/,
+    })),
+  ),
+  aiSdkInput(
+    'tool-result-without-output',
+    withAiSdkPartArb('tool-result').map(({ input, at }) => ({
+      value: withBlock(input, at, ({ output: _output, ...part }) => part),
+      field: `messages[${at[0]}].content[${at[1]}].output`,
+      reason: /required/,
+    })),
+  ),
+  aiSdkInput(
+    'tool-call-without-id',
+    withAiSdkPartArb('tool-call').map(({ input, at }) => ({
+      value: withBlock(input, at, (part) => ({ ...part, toolCallId: '' })),
+      field: `messages[${at[0]}].content[${at[1]}].toolCallId`,
+    })),
+  ),
+  aiSdkInput(
+    'tool-message-of-text',
+    validAiSdkInputArb
+      .filter((input) => input.messages.some((message) => message.role === 'tool'))
+      .map((input) => {
+        const index = input.messages.findIndex((message) => message.role === 'tool');
+        const copy = structuredClone(input);
+        copy.messages[index] = { role: 'tool', content: 'done' };
+        return { value: copy, field: `messages[${index}].content`, reason: /tool-result parts/ };
+      }),
+  ),
+  aiSdkInput(
+    'unknown-role',
+    fc.tuple(validAiSdkInputArb, fc.constantFrom('developer', 'function', '', 5)).chain(([input, role]) =>
+      fc.nat({ max: input.messages.length - 1 }).map((index) => {
+        const copy = structuredClone(input);
+        copy.messages[index] = { ...copy.messages[index], role };
+        return { value: copy, field: `messages[${index}].role`, reason: /system, user, assistant, tool/ };
+      }),
+    ),
   ),
 ];
 
@@ -1025,6 +1089,7 @@ export const MALFORMED_CLASSES: readonly MalformedClass[] = [
 
   // --- compactConversation input in the Anthropic format --------------------------------------
   ...ANTHROPIC_CLASSES,
+  ...AI_SDK_CLASSES,
 
   // --- the addUserMessage update ------------------------------------------------------------
   {
@@ -1218,9 +1283,9 @@ export function mutatedInputArb(workflow: FuzzWorkflow): fc.Arbitrary<unknown> {
   );
 }
 
-/** A valid Anthropic compactConversation input with 1-3 random mutations. */
-export function mutatedAnthropicInputArb(): fc.Arbitrary<unknown> {
-  return validAnthropicInputArb.chain((input) =>
+/** A valid Anthropic (or AI SDK) compactConversation input with 1-3 random mutations. */
+export function mutatedFormatInputArb(base: fc.Arbitrary<unknown> = validAnthropicInputArb): fc.Arbitrary<unknown> {
+  return base.chain((input) =>
     fc.array(fc.tuple(fc.nat(), mutationArb), { minLength: 1, maxLength: 3 }).map((steps) =>
       steps.reduce<unknown>((value, [pick, mutation]) => {
         const paths = pathsOf(value);

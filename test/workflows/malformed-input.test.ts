@@ -12,10 +12,11 @@ import {
   MALFORMED_CLASSES,
   fieldFor,
   inputFor,
-  mutatedAnthropicInputArb,
+  mutatedFormatInputArb,
   mutatedInputArb,
   validAgentInput,
   validCompactOptions,
+  validAiSdkInputArb,
   validAnthropicInputArb,
   validConversationArb,
   verdictOf,
@@ -100,9 +101,9 @@ describe('malformed workflow input, class by class (fast-check)', () => {
     );
   });
 
-  it('the valid Anthropic inputs the anthropic classes start from are accepted', async () => {
+  it('the valid Anthropic and AI SDK inputs their classes start from are accepted', async () => {
     await fc.assert(
-      fc.asyncProperty(validAnthropicInputArb, async (input) => {
+      fc.asyncProperty(fc.oneof(validAnthropicInputArb, validAiSdkInputArb), async (input) => {
         expect(await verdictOf('compactConversation', input)).toEqual({ kind: 'accepted' });
       }),
       { numRuns: 100 },
@@ -136,19 +137,25 @@ describe('random mutations of valid inputs (fast-check)', () => {
     },
   );
 
-  it('compactConversation, Anthropic input: accepted, or a non-retryable Compaction.InvalidInput naming a field', async () => {
-    let rejected = 0;
-    await fc.assert(
-      fc.asyncProperty(mutatedAnthropicInputArb(), async (input) => {
-        const verdict = await verdictOf('compactConversation', input);
-        if (verdict.kind === 'accepted') return;
-        rejected += 1;
-        const field: unknown = Reflect.get(Object(verdict.failure.details?.[0]), 'field');
-        expect(String(field)).toMatch(/^(input|messages|options|system)\b/);
-        expectNamedRejection(verdict.failure, String(field));
-      }),
-      { numRuns: 1000 },
-    );
-    expect(rejected).toBeGreaterThan(300);
-  });
+  it.each([
+    ['Anthropic', validAnthropicInputArb],
+    ['AI SDK', validAiSdkInputArb],
+  ])(
+    'compactConversation, %s input: accepted, or a non-retryable Compaction.InvalidInput naming a field',
+    async (_name, base) => {
+      let rejected = 0;
+      await fc.assert(
+        fc.asyncProperty(mutatedFormatInputArb(base), async (input) => {
+          const verdict = await verdictOf('compactConversation', input);
+          if (verdict.kind === 'accepted') return;
+          rejected += 1;
+          const field: unknown = Reflect.get(Object(verdict.failure.details?.[0]), 'field');
+          expect(String(field)).toMatch(/^(input|messages|options|system)\b/);
+          expectNamedRejection(verdict.failure, String(field));
+        }),
+        { numRuns: 1000 },
+      );
+      expect(rejected).toBeGreaterThan(300);
+    },
+  );
 });

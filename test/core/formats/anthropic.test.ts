@@ -375,7 +375,7 @@ describe('anthropic format: malformed input names the path', () => {
 
   it('the Compactor refuses an unknown format, naming the option', async () => {
     await expect(compactor('ok', { contextBudget: 100 }).compact([], { format: 'gemini' as 'openai' })).rejects.toThrow(
-      'callOptions.format: must be one of openai, anthropic, got "gemini"',
+      'callOptions.format: must be one of openai, anthropic, ai-sdk, got "gemini"',
     );
   });
 });
