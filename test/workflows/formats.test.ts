@@ -1,12 +1,13 @@
-// The `anthropic` format through Temporal: compactConversation on a dev server maps the conversation
-// and its result in workflow code, and agrees with the in-process Compactor on the same input; the
-// workflow needsCompaction agrees with the Compactor's.
+// The `anthropic` and `ai-sdk` formats through Temporal: compactConversation on a dev server maps the
+// conversation and its result in workflow code, and agrees with the in-process Compactor on the same
+// input; the workflow needsCompaction agrees with the Compactor's.
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { repositoryCorpus } from '../../corpus/index.js';
 import { Compactor, type AnthropicCompactionResult, type CompactConversationInput } from '../../src/index.js';
 import { needsCompaction } from '../../src/workflows/compact.js';
 import { normalizeForAnthropic, toAnthropic } from '../support/anthropic.js';
+import { toAiSdk } from '../support/ai-sdk.js';
 import { createFakeSummarizer } from '../support/conversations.js';
 import { bundleTestWorkflows, eventTypes, uniqueId, withWorker } from './harness.js';
 import type { compactConversation } from './test-workflows.js';
@@ -43,6 +44,31 @@ describe('compactConversation with format anthropic, on a dev server', () => {
     // Anthropic's shape: tool_result blocks in user messages, never a tool role, the system prompt not sent back.
     expect(result.messages.every((message) => message.role === 'user' || message.role === 'assistant')).toBe(true);
     expect(result).not.toHaveProperty('request');
+  });
+});
+
+describe('compactConversation with format ai-sdk, on a dev server', () => {
+  let bundle: WorkflowBundleWithSourceMap;
+  beforeAll(async () => {
+    bundle = await bundleTestWorkflows();
+  });
+
+  it('returns AI SDK messages, the same as the in-process Compactor', async () => {
+    if (trajectory === undefined) throw new Error('the moto trajectory is in examples/trajectories');
+    const messages = toAiSdk(normalizeForAnthropic(trajectory.messages));
+    const input: CompactConversationInput = { messages, options: { ...options, format: 'ai-sdk' } };
+    const result = await withWorker(bundle, { summarizer: createFakeSummarizer('ok') }, async (t) =>
+      t.client.workflow.execute<typeof compactConversation>('compactConversation', {
+        taskQueue: t.taskQueue,
+        workflowId: uniqueId('compact-ai-sdk'),
+        args: [input],
+      }),
+    );
+    const expected = await new Compactor({ ...options, summarizer: createFakeSummarizer('ok') }).compact(messages, {
+      format: 'ai-sdk',
+    });
+    expect(result).toEqual(expected);
+    expect(result.summary).not.toBeNull();
   });
 });
 
