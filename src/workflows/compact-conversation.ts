@@ -62,7 +62,12 @@ export async function compactConversation(input: CompactConversationInput): Prom
       'options.taskQueue',
     ),
   );
-  if (system !== undefined && Reflect.get(Object(options), 'format') !== 'anthropic')
+  // (An execution recorded before unknown keys were refused ignored a `system` field, and still does.)
+  if (
+    system !== undefined &&
+    unknownKeysInWorkflow() === 'refuse' &&
+    Reflect.get(Object(options), 'format') !== 'anthropic'
+  )
     throw invalidInputFailure(
       new InvalidInputError(
         'system',

@@ -168,7 +168,7 @@ function plan(options: CompactOptions & FormatOption): Plan {
     format,
     ...compaction
   } = options;
-  formatOption(format, 'options.format');
+  if (unknownKeys === 'refuse') formatOption(format, 'options.format');
   const resolved: ResolvedOptions = economicsPatched()
     ? resolveOptions(compaction, 'options', unknownKeys)
     : { ...resolveOptions({ ...compaction, ...REFERENCE_EXACT }, 'options', unknownKeys), legacyEpochRecount: true };
@@ -439,6 +439,8 @@ export function compactWithUsage(
  * @throws ApplicationFailure of type `Compaction.InvalidInput` for a bad format or a malformed conversation.
  */
 export function viewOf(conversation: unknown, options: unknown): FormatView<FormatCompactionResult> | undefined {
+  // An execution recorded before unknown keys were refused ignored any `format` key: it replays as OpenAI chat.
+  if (unknownKeysInWorkflow() === 'ignore') return undefined;
   const format: unknown = typeof options === 'object' && options !== null ? Reflect.get(options, 'format') : undefined;
   return failOnInvalidInput(() => formatView(formatOption(format, 'options.format'), conversation));
 }
