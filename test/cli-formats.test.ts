@@ -12,14 +12,14 @@ import { Compactor } from '../src/compactor.js';
 import type { AnthropicRequest } from '../src/core/formats/anthropic-schema.js';
 import type { ChatMessage } from '../src/core/types.js';
 import { createExtractiveSummarizer } from '../src/summarizers/extractive.js';
-import { normalizeForAnthropic, toAnthropic } from './support/anthropic.js';
+import { normalizeArguments, toAnthropic } from './support/anthropic.js';
 import { toAiSdk } from './support/ai-sdk.js';
 import { bundleWorkflows, testConnection, uniqueId, type TestConnection } from './support/temporal.js';
 
 const TRAJECTORY = fileURLToPath(
   new URL('../examples/trajectories/swesmith_claude37_getmoto__moto-pr_6055.json', import.meta.url),
 );
-const openai = (): ChatMessage[] => normalizeForAnthropic(JSON.parse(readFileSync(TRAJECTORY, 'utf8')));
+const openai = (): ChatMessage[] => normalizeArguments(JSON.parse(readFileSync(TRAJECTORY, 'utf8')));
 const body = (): AnthropicRequest => toAnthropic(openai());
 
 function capture(env: Record<string, string | undefined> = {}): CliIo & { out: () => string; err: () => string } {

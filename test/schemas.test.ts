@@ -8,7 +8,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import { describe, expect, it } from 'vitest';
 import { repositoryCorpus } from '../corpus/index.js';
 import { createFakeSummarizer } from './support/conversations.js';
-import { normalizeForAnthropic, toAnthropic } from './support/anthropic.js';
+import { normalizeArguments, toAnthropic } from './support/anthropic.js';
 import { toAiSdk } from './support/ai-sdk.js';
 import { jsonSchemaFiles } from '../scripts/json-schemas.js';
 import { InvalidInputError } from '../src/core/errors.js';
@@ -207,7 +207,7 @@ describe('JSON Schemas of compactConversation (docs/)', () => {
     );
     expect(convertible.length).toBeGreaterThanOrEqual(4);
     for (const { name, messages } of convertible) {
-      const openai = normalizeForAnthropic(messages);
+      const openai = normalizeArguments(messages);
       const { system, messages: anthropic } = toAnthropic(openai);
       const inputs = {
         anthropic: {

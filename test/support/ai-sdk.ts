@@ -19,7 +19,7 @@ function partsOf(content: ChatMessage['content']): AiSdkPart[] {
 }
 
 /**
- * An OpenAI chat conversation (no harness flags; arguments as `normalizeForAnthropic` leaves them)
+ * An OpenAI chat conversation (no harness flags; arguments as `normalizeArguments` leaves them)
  * as AI SDK messages: the tool results of one turn one `tool` message of `tool-result` parts with
  * text outputs, the tool calls `tool-call` parts.
  */

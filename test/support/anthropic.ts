@@ -22,11 +22,11 @@ function parsedArguments(text: string): Record<string, unknown> {
 }
 
 /**
- * The OpenAI conversation as it reads once it has been Anthropic: arguments re-serialised from
- * their parsed form (Anthropic keeps no argument text), an assistant's empty content beside tool
- * calls as null. Compacting this and its {@link toAnthropic} form must agree.
+ * The OpenAI conversation as it reads once it has been Anthropic or AI SDK messages: arguments
+ * re-serialised from their parsed form (those formats keep no argument text), an assistant's empty
+ * content beside tool calls as null. Compacting this and its {@link toAnthropic} form (or `toAiSdk`) must agree.
  */
-export function normalizeForAnthropic(messages: readonly ChatMessage[]): ChatMessage[] {
+export function normalizeArguments(messages: readonly ChatMessage[]): ChatMessage[] {
   return messages.map((message) => {
     if (message.tool_calls === undefined || message.tool_calls.length === 0) return message;
     return {

@@ -8,7 +8,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { repositoryCorpus } from '../../corpus/index.js';
 import { Compactor, type AnthropicCompactionResult, type CompactConversationInput } from '../../src/index.js';
 import { needsCompaction } from '../../src/workflows/compact.js';
-import { normalizeForAnthropic, toAnthropic } from '../support/anthropic.js';
+import { normalizeArguments, toAnthropic } from '../support/anthropic.js';
 import { toAiSdk } from '../support/ai-sdk.js';
 import { createFakeSummarizer } from '../support/conversations.js';
 import { bundleTestWorkflows, eventTypes, HISTORIES_DIR, uniqueId, withWorker } from './harness.js';
@@ -25,7 +25,7 @@ describe('compactConversation with format anthropic, on a dev server', () => {
 
   it('returns Anthropic messages, the same as the in-process Compactor, and one summarize activity', async () => {
     if (trajectory === undefined) throw new Error('the moto trajectory is in examples/trajectories');
-    const { system, messages } = toAnthropic(normalizeForAnthropic(trajectory.messages));
+    const { system, messages } = toAnthropic(normalizeArguments(trajectory.messages));
     const input: CompactConversationInput = { messages, system, options: { ...options, format: 'anthropic' } };
     const { result, events } = await withWorker(bundle, { summarizer: createFakeSummarizer('ok') }, async (t) => {
       const handle = await t.client.workflow.start<typeof compactConversation>('compactConversation', {
@@ -57,7 +57,7 @@ describe('compactConversation with format ai-sdk, on a dev server', () => {
 
   it('returns AI SDK messages, the same as the in-process Compactor', async () => {
     if (trajectory === undefined) throw new Error('the moto trajectory is in examples/trajectories');
-    const messages = toAiSdk(normalizeForAnthropic(trajectory.messages));
+    const messages = toAiSdk(normalizeArguments(trajectory.messages));
     const input: CompactConversationInput = { messages, options: { ...options, format: 'ai-sdk' } };
     const result = await withWorker(bundle, { summarizer: createFakeSummarizer('ok') }, async (t) =>
       t.client.workflow.execute<typeof compactConversation>('compactConversation', {
@@ -96,7 +96,7 @@ describe('executions recorded before unknown keys were refused', () => {
 describe('the workflow needsCompaction with format anthropic (outside a worker: no workflow API needed)', () => {
   it.each([2_000, 200_000])('agrees with the Compactor at a budget of %i tokens', (contextBudget) => {
     if (trajectory === undefined) throw new Error('the moto trajectory is in examples/trajectories');
-    const body = toAnthropic(normalizeForAnthropic(trajectory.messages));
+    const body = toAnthropic(normalizeArguments(trajectory.messages));
     const compactor = new Compactor({ contextBudget, summarizer: createFakeSummarizer('ok') });
     const inProcess = compactor.needsCompaction(body, { format: 'anthropic' });
     expect(needsCompaction(body, { contextBudget, format: 'anthropic' })).toBe(inProcess);

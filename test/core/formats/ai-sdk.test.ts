@@ -18,7 +18,7 @@ import {
   windowStarts,
 } from '../../../src/core/compaction/regions.js';
 import { aiSdkMessagesArb, toAiSdk } from '../../support/ai-sdk.js';
-import { normalizeForAnthropic } from '../../support/anthropic.js';
+import { normalizeArguments } from '../../support/anthropic.js';
 import { createFakeSummarizer, type SummarizerBehaviour } from '../../support/conversations.js';
 
 const STUB = /^\[elided by the harness: \d+-char .+ result; re-run the call if you need it again\]$/;
@@ -312,7 +312,7 @@ describe('ai-sdk format: a corpus trajectory compacts to the converted form of i
     async (name, budget, behaviour, ageObservations) => {
       const trajectory = trajectories.find((candidate) => candidate.name === name);
       if (trajectory === undefined) throw new Error(name);
-      const openai = normalizeForAnthropic(trajectory.messages);
+      const openai = normalizeArguments(trajectory.messages);
       const aiSdk = toAiSdk(openai);
       const options = { contextBudget: budget, ageObservations, ageReclaimMin: 4_000, keepRecent: 6 };
       const expected = await compactor(behaviour, options).compact(openai);

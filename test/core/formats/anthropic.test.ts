@@ -17,7 +17,7 @@ import {
   trimBoundaries,
   windowStarts,
 } from '../../../src/core/compaction/regions.js';
-import { anthropicRequestArb, normalizeForAnthropic, toAnthropic } from '../../support/anthropic.js';
+import { anthropicRequestArb, normalizeArguments, toAnthropic } from '../../support/anthropic.js';
 import { createFakeSummarizer, type SummarizerBehaviour } from '../../support/conversations.js';
 
 const STUB = /^\[elided by the harness: \d+-char .+ result; re-run the call if you need it again\]$/;
@@ -405,7 +405,7 @@ describe('anthropic format: a corpus trajectory compacts to the converted form o
     async (name, budget, behaviour, ageObservations) => {
       const trajectory = trajectories.find((candidate) => candidate.name === name);
       if (trajectory === undefined) throw new Error(name);
-      const openai = normalizeForAnthropic(trajectory.messages);
+      const openai = normalizeArguments(trajectory.messages);
       const anthropic = toAnthropic(openai);
       const options = { contextBudget: budget, ageObservations, ageReclaimMin: 4_000, keepRecent: 6 };
       const expected = await compactor(behaviour, options).compact(openai);
