@@ -16,6 +16,17 @@ import {
 import { assertKnownKeys, keysOf } from './core/unknown-keys.js';
 import { defaultCounter } from './core/counting/tokens.js';
 import type { ChatMessage, CompactionResult, Summarizer, TokenCounter } from './core/types.js';
+import type { AnthropicConversation } from './core/formats/anthropic-schema.js';
+import type { AnthropicCompactionResult } from './core/formats/anthropic.js';
+import type { AiSdkMessage } from './core/formats/ai-sdk-schema.js';
+import type { AiSdkCompactionResult } from './core/formats/ai-sdk.js';
+import {
+  formatOption,
+  formatView,
+  type AnyCompactionResult,
+  type Conversation,
+  type FormatOption,
+} from './core/formats/format.js';
 import { SUMMARIZE_ACTIVITY_SETTING_KEYS } from './shared/activity-options.js';
 
 export interface CompactorOptions extends CompactionOptions {
@@ -44,7 +55,11 @@ const COMPACTOR_OPTION_KEYS: readonly string[] = [
   ...keysOf<Omit<CompactorOptions, keyof CompactionOptions>>({ summarizer: true, counter: true }),
   ...SUMMARIZE_ACTIVITY_SETTING_KEYS,
 ];
-const CALL_OPTION_KEYS = keysOf<CompactCallOptions>({ target: true, counter: true, signal: true });
+const FORMAT_OPTION_KEYS = keysOf<FormatOption>({ format: true });
+const CALL_OPTION_KEYS = [
+  ...keysOf<CompactCallOptions>({ target: true, counter: true, signal: true }),
+  ...FORMAT_OPTION_KEYS,
+];
 
 /**
  * Compacts conversations in-process: the same engine as the workflow `compact`, with the
@@ -77,15 +92,46 @@ export class Compactor {
   }
 
   /** True when the conversation is over the trigger, or (with `ageObservations` or `keepImages`) holds a full elision batch. */
-  needsCompaction(messages: readonly ChatMessage[]): boolean {
-    return needsCompactionCore(messages, this.options, {}, this.counter);
+  needsCompaction(conversation: Conversation, callOptions: FormatOption = {}): boolean {
+    assertKnownKeys(callOptions, FORMAT_OPTION_KEYS, 'callOptions');
+    const view = formatView(formatOption(callOptions.format, 'callOptions.format'), conversation);
+    if (view === undefined) return needsCompactionCore(conversation, this.options, {}, this.counter);
+    return needsCompactionCore(view.messages, this.options, { counter: view.counter(this.counter) }, this.counter);
   }
 
   /** Compacts once. Never rejects for a summarizer failure or a cancellation: those end in the hard trim. */
-  async compact(messages: readonly ChatMessage[], callOptions: CompactCallOptions = {}): Promise<CompactionResult> {
+  compact(
+    messages: readonly ChatMessage[],
+    callOptions?: CompactCallOptions & { format?: 'openai' },
+  ): Promise<CompactionResult>;
+  /** Compacts an Anthropic conversation (a message array or a request body); the result is in Anthropic messages. */
+  compact(
+    conversation: AnthropicConversation,
+    callOptions: CompactCallOptions & { format: 'anthropic' },
+  ): Promise<AnthropicCompactionResult>;
+  /** Compacts AI SDK messages (`ModelMessage[]`, or a middleware's prompt); the result is in AI SDK messages. */
+  compact(
+    messages: readonly AiSdkMessage[],
+    callOptions: CompactCallOptions & { format: 'ai-sdk' },
+  ): Promise<AiSdkCompactionResult>;
+  async compact(
+    conversation: Conversation,
+    callOptions: CompactCallOptions & FormatOption = {},
+  ): Promise<AnyCompactionResult> {
     // A compaction option here (`keepRecent`) belongs in the constructor's options: refuse it rather than ignore it.
     assertKnownKeys(callOptions, CALL_OPTION_KEYS, 'callOptions');
     const { target, counter, signal } = callOptions;
+    const view = formatView(formatOption(callOptions.format, 'callOptions.format'), conversation);
+    if (view === undefined) return this.run(conversation, target, counter, signal);
+    return view.result(await this.run(view.messages, target, view.counter(counter ?? this.counter), signal));
+  }
+
+  private async run(
+    messages: unknown,
+    target: number | undefined,
+    counter: TokenCounter | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<CompactionResult> {
     const steps = compactionSteps(messages, this.options, { target, counter }, this.counter);
     let next = steps.next();
     while (next.done !== true) next = steps.next(await this.summarize(next.value, signal));

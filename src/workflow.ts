@@ -27,6 +27,30 @@ export {
   type Duration,
   type CallOverrides,
 } from './core/compaction/options.js';
+// Message formats (docs/compaction.md#formats): Anthropic Messages and AI SDK messages in and out, beside OpenAI chat.
+export type { MessageFormat, FormatOption, Conversation, AnyCompactionResult } from './core/formats/format.js';
+export type {
+  AnthropicMessage,
+  AnthropicBlock,
+  AnthropicTextBlock,
+  AnthropicToolUseBlock,
+  AnthropicToolResultBlock,
+  AnthropicOtherBlock,
+  AnthropicRequest,
+  AnthropicConversation,
+} from './core/formats/anthropic-schema.js';
+export type { AnthropicCompactionResult, AnthropicElision } from './core/formats/anthropic.js';
+export type {
+  AiSdkMessage,
+  AiSdkPart,
+  AiSdkTextPart,
+  AiSdkToolCallPart,
+  AiSdkToolResultPart,
+  AiSdkToolResultOutput,
+  AiSdkOtherPart,
+} from './core/formats/ai-sdk-schema.js';
+export type { AiSdkCompactionResult } from './core/formats/ai-sdk.js';
+export type { PartElision } from './core/formats/view.js';
 // Compaction inside any workflow (docs/design.md#workflow-compact).
 export {
   compact,

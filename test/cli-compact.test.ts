@@ -173,7 +173,7 @@ describe('temporal-compactor compact', () => {
       );
       const shape = capture();
       expect(await main(['compact', fileWith('shape.json', '{"conversation": []}')], shape)).toBe(1);
-      expect(shape.err()).toContain('expected a JSON array of chat messages, an object { "messages": [...] }');
+      expect(shape.err()).toContain('expected a JSON array of messages, an object { "messages": [...] }');
       const empty = capture();
       expect(await main(['compact', fileWith('empty.json', '[]')], empty)).toBe(1);
       expect(empty.err()).toContain('messages: is empty: there is nothing to compact');

@@ -97,10 +97,11 @@ describe('temporal-compactor CLI', { timeout: 90_000 }, () => {
       const io = capture(t);
       expect(await main(['history', workflowId], io)).toBe(0);
       // Round 3 is over the room: the recent window gives way (docs/design.md#window-gives-way) and a summary makes it
-      // fit; at round 4 even the hard trim cannot, and the run fails exhausted.
+      // fit; at round 4 even the hard trim and cutting the largest result middle-out (docs/design.md#truncation)
+      // cannot, and the run fails exhausted.
       expect(io.out()).toContain(`agentRun ${workflowId} · FAILED · 2 compactions · `);
       expect(io.out()).toMatch(
-        /\| 1 \| 3 \| .* \| summary \(\d+ chars\) \| no \| no \| \d+% \| [\d,]+ \|\n\| 2 \| 4 \| .* \| trim \| yes \| yes \| \d+% \| [\d,]+ \|\n/,
+        /\| 1 \| 3 \| .* \| summary \(\d+ chars\) \| no \| no \| \d+% \| [\d,]+ \|\n\| 2 \| 4 \| .* \| trim, truncated 1 \| yes \| yes \| \d+% \| [\d,]+ \|\n/,
       );
       expect(io.out()).toMatch(
         /\nCost so far: [\d,]+ prompt tokens in 3 requests, \d+% from the cache \(modelled\); billed input ≈ [\d,]+/,

@@ -8,10 +8,14 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import { describe, expect, it } from 'vitest';
 import { repositoryCorpus } from '../corpus/index.js';
 import { createFakeSummarizer } from './support/conversations.js';
+import { normalizeArguments, toAnthropic } from './support/anthropic.js';
+import { toAiSdk } from './support/ai-sdk.js';
 import { jsonSchemaFiles } from '../scripts/json-schemas.js';
 import { InvalidInputError } from '../src/core/errors.js';
 import { durationTextMs, optionsSchema, resolveOptions } from '../src/core/compaction/options.js';
 import { chatMessageSchema as runtimeMessageSchema, validateMessages } from '../src/core/schema.js';
+import { anthropicMessageSchema } from '../src/core/formats/anthropic-schema.js';
+import { aiSdkMessageSchema } from '../src/core/formats/ai-sdk-schema.js';
 import { Compactor, defaultCounter, createExtractiveSummarizer } from '../src/index.js';
 import {
   DURATION_PATTERN,
@@ -133,7 +137,10 @@ const BAD_OPTIONS: Array<{ options: Record<string, unknown>; field: string; json
 
 describe('JSON Schemas of compactConversation (docs/)', () => {
   it('are written from the schemas the validators use, not from copies of them', () => {
-    expect(compactConversationInputSchema.shape.messages.element).toBe(runtimeMessageSchema);
+    const [chat, anthropic, aiSdk] = compactConversationInputSchema.shape.messages.options;
+    expect(chat.element).toBe(runtimeMessageSchema);
+    expect(anthropic.element).toBe(anthropicMessageSchema);
+    expect(aiSdk.element).toBe(aiSdkMessageSchema);
     for (const key of [
       'triggerRatio',
       'keepRecent',
@@ -188,6 +195,38 @@ describe('JSON Schemas of compactConversation (docs/)', () => {
       expect(runtimeVerdict(messages), name).toBe('ok');
       expect(validateInput(input), `${name}: ${ajv.errorsText(validateInput.errors)}`).toBe(true);
       expect(compactConversationInputSchema.safeParse(input).success, name).toBe(true);
+    }
+  });
+
+  it('accepts the corpus in the Anthropic and AI SDK formats, and each format’s messages only under its own format', () => {
+    const convertible = repositoryCorpus().filter(({ messages }) =>
+      messages.every(
+        (message, index) =>
+          message.sticky === undefined && message.depth === undefined && (index === 0 || message.role !== 'system'),
+      ),
+    );
+    expect(convertible.length).toBeGreaterThanOrEqual(4);
+    for (const { name, messages } of convertible) {
+      const openai = normalizeArguments(messages);
+      const { system, messages: anthropic } = toAnthropic(openai);
+      const inputs = {
+        anthropic: {
+          messages: anthropic,
+          ...(system === undefined ? {} : { system }),
+          options: { contextBudget: 1000, format: 'anthropic' },
+        },
+        'ai-sdk': { messages: toAiSdk(openai), options: { contextBudget: 1000, format: 'ai-sdk' } },
+      };
+      for (const [format, input] of Object.entries(inputs)) {
+        expect(validateInput(input), `${name} ${format}: ${ajv.errorsText(validateInput.errors)}`).toBe(true);
+        expect(compactConversationInputSchema.safeParse(input).success, `${name} ${format}`).toBe(true);
+        // Read as OpenAI chat, an AI SDK tool message lacks its tool_call_id, and a system prompt beside the messages is refused.
+        // (Anthropic blocks alone pass as OpenAI "other parts": OpenAI chat accepts any part with a string type.)
+        if (format === 'anthropic' && system === undefined) continue;
+        const asOpenAI = { ...input, options: { contextBudget: 1000 } };
+        expect(validateInput(asOpenAI), `${name} ${format} read as openai`).toBe(false);
+        expect(compactConversationInputSchema.safeParse(asOpenAI).success).toBe(false);
+      }
     }
   });
 

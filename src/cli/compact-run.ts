@@ -14,14 +14,20 @@ import { needsCompactionCore } from '../core/compaction/engine.js';
 import { resolveOptions, type CompactionOptions, type ResolvedOptions } from '../core/compaction/options.js';
 import { DEFAULT_PAYLOAD_LIMIT_BYTES, jsonPayloadBytes } from '../core/limits/payload-size.js';
 import { defaultCounter } from '../core/counting/tokens.js';
-import type { CompactionResult, Summarizer } from '../core/types.js';
+import type { ChatMessage, CompactionResult, Summarizer, TokenCounter } from '../core/types.js';
+import {
+  validateAnthropic,
+  type AnthropicConversation,
+  type AnthropicTextBlock,
+} from '../core/formats/anthropic-schema.js';
+import { formatView, type AnyCompactionResult } from '../core/formats/format.js';
 import { installQuietTelemetryRuntime } from '../telemetry/metrics.js';
 import { payloadConverterFromConfig } from '../payloads/index.js';
 import { summarizerFromConfig } from '../worker/summarizer-from-config.js';
 import { connectTemporal } from '../worker/temporal-connection.js';
 import { createWorker, workflowCode } from '../worker/create-worker.js';
 import type { CompactConversationInput, compactConversation } from '../workflows/compact-conversation.js';
-import type { ConversationFile } from './conversation-file.js';
+import { describeFileShape, type ConversationFile } from './conversation-file.js';
 
 /** Where the budget came from, for the report. */
 export type BudgetSource = 'flag' | 'config' | 'conversation';
@@ -29,7 +35,8 @@ export type BudgetSource = 'flag' | 'config' | 'conversation';
 /** What one `compact` run did: the engine's result and the context the report prints. */
 export interface CompactReport {
   file: ConversationFile;
-  result: CompactionResult;
+  /** In the file's message format. */
+  result: AnyCompactionResult;
   budget: number;
   budgetSource: BudgetSource;
   /** Whether an agent loop would have compacted it now (`needsCompaction`); `compact` compacts either way. */
@@ -78,7 +85,7 @@ export function renderCompactReport(report: CompactReport): string {
       ? 'in this process (no Temporal server)'
       : `workflow ${report.via.workflowId} (run ${report.via.runId}) on task queue "${report.via.taskQueue}", ${report.via.worker === 'in-process' ? 'run by a worker in this process' : 'run by the workers polling it'}`;
   const lines = [
-    `compact ${file.path}: ${groupDigits(file.messages.length)} messages (${file.format === 'session-jsonl' ? 'session transcript' : file.format === 'object' ? '{ "messages": [...] }' : 'JSON array'}), ${groupDigits(result.tokensBefore)} tokens (character estimator)`,
+    `compact ${file.path}: ${groupDigits(file.messages.length)} messages (${describeFileShape(file)}), ${groupDigits(result.tokensBefore)} tokens (character estimator)`,
     `Budget ${groupDigits(budget)} tokens (${budgetWhy}): trigger ${groupDigits(options.triggerRatio * budget)}, low-water mark ${groupDigits(Math.min(options.targetRatio * budget, target ?? Number.POSITIVE_INFINITY))}${target === undefined ? '' : ` (--target ${groupDigits(target)})`}.`,
     ...(report.optionFlags.length === 0 ? [] : [`Options: ${report.optionFlags.join(' ')}.`]),
     `Summarizer: ${report.summarizer}.`,
@@ -186,11 +193,53 @@ function watched(summarizer: Summarizer): { summarizer: Summarizer; failure: () 
   };
 }
 
+/** The file's conversation as the engine reads it — other formats through their view — and how it counts them. */
+interface EngineConversation {
+  messages: readonly ChatMessage[];
+  counter: TokenCounter;
+  /** An Anthropic request body's system prompt. */
+  system: string | AnthropicTextBlock[] | undefined;
+}
+
+function engineOf(file: ConversationFile): EngineConversation {
+  if (file.messageFormat === 'openai') return { messages: file.messages, counter: defaultCounter, system: undefined };
+  const conversation = file.messageFormat === 'anthropic' ? anthropicConversationOf(file) : file.messages;
+  const view = formatView(file.messageFormat, conversation);
+  if (view === undefined) throw new Error(`no view of the ${file.messageFormat} format`);
+  return {
+    messages: view.messages,
+    counter: view.counter(defaultCounter),
+    system: file.messageFormat === 'anthropic' ? validateAnthropic(conversation).system : undefined,
+  };
+}
+
+/** An Anthropic file as the Compactor takes it: its messages, or its request body (`system` and all). */
+function anthropicConversationOf(file: ConversationFile & { messageFormat: 'anthropic' }): AnthropicConversation {
+  return file.container === undefined ? file.messages : { ...file.container, messages: file.messages };
+}
+
+/** Compacts the file in its format with `compactor`. */
+function compactFile(
+  compactor: Compactor,
+  file: ConversationFile,
+  target: number | undefined,
+): Promise<AnyCompactionResult> {
+  switch (file.messageFormat) {
+    case 'openai':
+      return compactor.compact(file.messages, { target });
+    case 'anthropic':
+      return compactor.compact(anthropicConversationOf(file), { target, format: 'anthropic' });
+    case 'ai-sdk':
+      return compactor.compact(file.messages, { target, format: 'ai-sdk' });
+  }
+}
+
 function budgetOf({ budget, config, file }: CompactRun): { budget: number; budgetSource: BudgetSource } {
   if (budget !== undefined) return { budget, budgetSource: 'flag' };
   if (config.contextBudget !== undefined) return { budget: config.contextBudget, budgetSource: 'config' };
   // The character estimator counts at least 4 tokens a message, so a non-empty file is never 0.
-  return { budget: defaultCounter.count(file.messages), budgetSource: 'conversation' };
+  const { messages, counter } = engineOf(file);
+  return { budget: counter.count(messages), budgetSource: 'conversation' };
 }
 
 /** Compacts in this process with the `Compactor`, the configured summarizer and the character estimator. */
@@ -199,8 +248,12 @@ export async function compactInProcess(run: CompactRun): Promise<CompactReport> 
   const configured = summarizerFromConfig(run.config);
   const { summarizer, failure } = watched(configured.summarizer);
   const compactor = new Compactor({ ...run.options, summarizer, contextBudget: budget });
-  const needed = needsCompactionCore(run.file.messages, compactor.options, { target: run.target });
-  const result = await compactor.compact(run.file.messages, { target: run.target });
+  const engine = engineOf(run.file);
+  const needed = needsCompactionCore(engine.messages, compactor.options, {
+    target: run.target,
+    counter: engine.counter,
+  });
+  const result = await compactFile(compactor, run.file, run.target);
   const summarizerFailure = result.fallback ? failure() : undefined;
   return {
     file: run.file,
@@ -344,9 +397,16 @@ export async function compactViaWorkflow(run: CompactRun, client: Client): Promi
   const { config, file, progress } = run;
   const namespace = client.options.namespace;
   const payloads = payloadConverterFromConfig(config);
+  const engine = engineOf(file);
   const input: CompactConversationInput = {
     messages: file.messages,
-    options: { ...run.options, contextBudget: budget, ...(run.target === undefined ? {} : { target: run.target }) },
+    ...(engine.system === undefined ? {} : { system: engine.system }),
+    options: {
+      ...run.options,
+      contextBudget: budget,
+      ...(run.target === undefined ? {} : { target: run.target }),
+      ...(file.messageFormat === 'openai' ? {} : { format: file.messageFormat }),
+    },
   };
   const inputBytes = jsonPayloadBytes(input);
   if (payloads.driver === undefined && inputBytes > DEFAULT_PAYLOAD_LIMIT_BYTES) {
@@ -361,8 +421,12 @@ export async function compactViaWorkflow(run: CompactRun, client: Client): Promi
     input.options.taskQueue = config.summarizerTaskQueue;
   const workflowId = workflowIdFor(file.path);
   const details = reported(run, budget);
-  const needed = needsCompactionCore(file.messages, details.options, { target: run.target });
-  type Outcome = { result: CompactionResult; runId: string; summarizerFailure: string | undefined };
+  const needed = needsCompactionCore(engine.messages, details.options, { target: run.target, counter: engine.counter });
+  type Outcome = {
+    result: AnyCompactionResult;
+    runId: string;
+    summarizerFailure: string | undefined;
+  };
   const start = async (taskQueue: string, summarizer: string): Promise<Outcome> => {
     const handle = await client.workflow.start<typeof compactConversation>('compactConversation', {
       taskQueue,

@@ -1,5 +1,6 @@
-// Node only: the conversation file `compact` reads (a JSON array, { "messages": [...] }, or the
-// session JSON lines of `session --jsonl`; `-` is standard input) and the file it writes.
+// Node only: the conversation file `compact` reads (a JSON array, { "messages": [...] } such as a
+// request body, or the session JSON lines of `session --jsonl`; `-` is standard input), in OpenAI
+// chat or Anthropic Messages (named, or detected), and the file it writes.
 import { randomUUID } from 'node:crypto';
 import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
@@ -7,17 +8,44 @@ import { InvalidInputError } from '../core/errors.js';
 import { validateMessages } from '../core/schema.js';
 import { parseSessionJsonl, replaySession } from '../core/agent/session.js';
 import type { ChatMessage } from '../core/types.js';
+import { validateAnthropic, type AnthropicMessage } from '../core/formats/anthropic-schema.js';
+import { validateAiSdk, type AiSdkMessage } from '../core/formats/ai-sdk-schema.js';
+import { detectFormat, FORMAT_NAMES } from '../core/formats/detect.js';
+import type { MessageFormat } from '../core/formats/format.js';
 
 /** How the conversation file was written; the output keeps the same shape (session lines come back as an array). */
 export type ConversationFormat = 'array' | 'object' | 'session-jsonl';
 
-/** A conversation read from a file, validated. */
-export interface ConversationFile {
+/** `--format`: a message format, or `auto` (detect it). */
+export type FormatChoice = MessageFormat | 'auto';
+
+/** The messages of a file, in their format. */
+export type FileMessages =
+  | { messageFormat: 'openai'; messages: ChatMessage[] }
+  | { messageFormat: 'anthropic'; messages: AnthropicMessage[] }
+  | { messageFormat: 'ai-sdk'; messages: AiSdkMessage[] };
+
+/** A conversation read from a file, validated in its message format. */
+export type ConversationFile = FileMessages & {
   path: string;
   format: ConversationFormat;
-  messages: ChatMessage[];
-  /** For `object`: the parsed object, so the output keeps its other fields. */
+  /** Whether the message format was detected (`--format auto`) or named. */
+  formatDetected: boolean;
+  /** For `object`: the parsed object, so the output keeps its other fields (an Anthropic request body's `system` too). */
   container: Record<string, unknown> | undefined;
+};
+
+/** How the report names the file's shape: `JSON array`, `{ "messages": [...] }`, `Anthropic Messages request body, detected`. */
+export function describeFileShape(file: ConversationFile): string {
+  if (file.format === 'session-jsonl') return 'session transcript';
+  if (file.messageFormat === 'openai') return file.format === 'object' ? '{ "messages": [...] }' : 'JSON array';
+  const shape =
+    file.format === 'object'
+      ? file.messageFormat === 'anthropic'
+        ? 'request body'
+        : '{ "messages": [...] }'
+      : 'JSON array';
+  return `${FORMAT_NAMES[file.messageFormat]} ${shape}${file.formatDetected ? ', detected' : ''}`;
 }
 
 /**
@@ -89,15 +117,23 @@ function invalid(path: string, error: InvalidInputError): ConversationFileError 
  * @throws ConversationFileError naming `path`, and the line and column of a JSON error or the
  * index and field of a bad message.
  */
-export function parseConversation(text: string, path: string): ConversationFile {
+export function parseConversation(text: string, path: string, choice: FormatChoice = 'auto'): ConversationFile {
   const body = text.replace(/^\uFEFF/, '');
   if (body.trim() === '')
     throw new ConversationFileError(path, 'invalid', 'is empty: expected a JSON array of chat messages');
   if (looksLikeSessionJsonl(body)) {
+    if (choice !== 'auto' && choice !== 'openai')
+      throw new ConversationFileError(
+        path,
+        'invalid',
+        `is a session transcript (\`session --jsonl\`), whose messages are OpenAI chat, not ${FORMAT_NAMES[choice]}`,
+      );
     try {
       return {
         path,
         format: 'session-jsonl',
+        messageFormat: 'openai',
+        formatDetected: choice === 'auto',
         messages: validateMessages(replaySession(parseSessionJsonl(body))),
         container: undefined,
       };
@@ -119,17 +155,36 @@ export function parseConversation(text: string, path: string): ConversationFile 
     throw new ConversationFileError(
       path,
       'invalid',
-      'expected a JSON array of chat messages, an object { "messages": [...] }, or the JSON lines of `temporal-compactor session --jsonl`',
+      `expected a JSON array of messages, an object { "messages": [...] } (a request body), or the JSON lines of \`temporal-compactor session --jsonl\`; got ${shapeOf(value)}`,
     );
   }
   try {
-    const messages = validateMessages(Array.isArray(value) ? value : container?.messages);
-    if (messages.length === 0) throw new InvalidInputError('messages', 'is empty: there is nothing to compact');
-    return { path, format: Array.isArray(value) ? 'array' : 'object', messages, container };
+    const messageFormat = choice === 'auto' ? detectFormat(value) : choice;
+    const format = Array.isArray(value) ? 'array' : 'object';
+    const shared = { path, format, formatDetected: choice === 'auto', container } as const;
+    const messages: unknown = Array.isArray(value) ? value : container?.messages;
+    const file: ConversationFile =
+      messageFormat === 'anthropic'
+        ? { ...shared, messageFormat, messages: validateAnthropic(value).messages }
+        : messageFormat === 'ai-sdk'
+          ? { ...shared, messageFormat, messages: validateAiSdk(messages) }
+          : { ...shared, messageFormat, messages: validateMessages(messages) };
+    if (file.messages.length === 0) throw new InvalidInputError('messages', 'is empty: there is nothing to compact');
+    return file;
   } catch (error) {
     if (error instanceof InvalidInputError) throw invalid(path, error);
     throw error;
   }
+}
+
+/** What a JSON value is, in words, for an error: `an object with keys model, prompt`, `a JSON string`. */
+function shapeOf(value: unknown): string {
+  if (value === null) return 'null';
+  if (typeof value === 'object') {
+    const keys = Object.keys(value).slice(0, 6);
+    return keys.length === 0 ? 'an empty object' : `an object with keys ${keys.join(', ')}`;
+  }
+  return `a JSON ${typeof value}`;
 }
 
 /** The name `compact` uses for standard input (`-` on the command line) in its messages. */
@@ -149,8 +204,9 @@ export async function readProcessStdin(): Promise<string> {
 export async function readConversationFile(
   path: string,
   readStdin: () => Promise<string> = readProcessStdin,
+  choice: FormatChoice = 'auto',
 ): Promise<ConversationFile> {
-  if (path === '-') return parseConversation(await readStdin(), STDIN_NAME);
+  if (path === '-') return parseConversation(await readStdin(), STDIN_NAME, choice);
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
@@ -164,11 +220,14 @@ export async function readConversationFile(
       `cannot read it: ${error instanceof Error ? error.message : String(error)}`,
     );
   }
-  return parseConversation(text, path);
+  return parseConversation(text, path, choice);
 }
 
-/** The compacted conversation in the input's shape, as the file `--out` writes (2-space JSON, final newline). */
-export function conversationOutput(file: ConversationFile, messages: readonly ChatMessage[]): string {
+/** The compacted conversation in the input's shape and format, as the file `--out` writes (2-space JSON, final newline). */
+export function conversationOutput(
+  file: ConversationFile,
+  messages: readonly ChatMessage[] | readonly AnthropicMessage[] | readonly AiSdkMessage[],
+): string {
   const value = file.format === 'object' && file.container !== undefined ? { ...file.container, messages } : messages;
   return `${JSON.stringify(value, null, 2)}\n`;
 }

@@ -16,6 +16,9 @@ import { z } from 'zod';
 import { optionsSchema } from '../core/compaction/options.js';
 import { FailureType } from '../core/errors.js';
 import { chatMessageSchema } from '../core/schema.js';
+import { anthropicMessageSchema, anthropicSystemSchema } from '../core/formats/anthropic-schema.js';
+import { aiSdkMessageSchema } from '../core/formats/ai-sdk-schema.js';
+import { MESSAGE_FORMATS } from '../core/formats/format.js';
 
 export { chatMessageSchema };
 
@@ -69,6 +72,10 @@ export const compactConversationOptionsSchema = optionsSchema
       .boolean()
       .optional()
       .meta({ description: 'Whether the worker stores large payloads externally. Default: the worker says.' }),
+    format: z
+      .enum(MESSAGE_FORMATS)
+      .optional()
+      .meta({ description: 'The format of messages, and of the result\'s messages. Default "openai".' }),
   })
   .strict()
   .superRefine((options, context) => {
@@ -81,14 +88,69 @@ export const compactConversationOptionsSchema = optionsSchema
   })
   .meta({ title: 'CompactConversationOptions' });
 
+/** A message schema as the items of `messages` in a condition (zod writes a refinement-free schema out whole). */
+function messageItems(schema: z.ZodType): Record<string, unknown> {
+  const { $schema: _dialect, ...items } = z.toJSONSchema(schema, { target: 'draft-2020-12', io: 'input' });
+  return items;
+}
+
+/** `options.format` is `format`. */
+function formatIs(format: string): Record<string, unknown> {
+  return {
+    properties: { options: { type: 'object', properties: { format: { const: format } }, required: ['format'] } },
+    required: ['options'],
+  };
+}
+
+/**
+ * Which messages `messages` holds, by `options.format` (the validators choose the same way): zod
+ * writes the union of the three out, these conditions say which one applies, and that `system`
+ * goes only with the Anthropic format.
+ */
+const FORMAT_CONDITIONS = [
+  {
+    if: formatIs('anthropic'),
+    then: { properties: { messages: { type: 'array', items: messageItems(anthropicMessageSchema) } } },
+    else: { not: { required: ['system'] } },
+  },
+  {
+    if: formatIs('ai-sdk'),
+    then: { properties: { messages: { type: 'array', items: messageItems(aiSdkMessageSchema) } } },
+  },
+  {
+    if: { anyOf: [formatIs('anthropic'), formatIs('ai-sdk')] },
+    then: true,
+    else: { properties: { messages: { type: 'array', items: messageItems(chatMessageSchema) } } },
+  },
+];
+
 /** The input of `compactConversation`: its one argument. */
 export const compactConversationInputSchema = z
   .strictObject({
-    messages: z.array(chatMessageSchema),
+    messages: z.union([z.array(chatMessageSchema), z.array(anthropicMessageSchema), z.array(aiSdkMessageSchema)]).meta({
+      description:
+        'OpenAI chat messages; with options.format "anthropic", Anthropic messages; with "ai-sdk", AI SDK messages.',
+    }),
+    system: anthropicSystemSchema
+      .optional()
+      .meta({ description: 'Only with options.format "anthropic": the system prompt (sticky, not returned).' }),
     options: compactConversationOptionsSchema,
+  })
+  .superRefine((input, context) => {
+    // The union above accepts a message of any format; the one options.format names is the one that counts.
+    const format = input.options.format ?? 'openai';
+    const schema =
+      format === 'anthropic' ? anthropicMessageSchema : format === 'ai-sdk' ? aiSdkMessageSchema : chatMessageSchema;
+    input.messages.forEach((message: unknown, index) => {
+      for (const issue of schema.safeParse(message).error?.issues ?? [])
+        context.addIssue({ code: 'custom', path: ['messages', index, ...issue.path], message: issue.message });
+    });
+    if (input.system !== undefined && format !== 'anthropic')
+      context.addIssue({ code: 'custom', path: ['system'], message: 'only with options.format "anthropic"' });
   })
   .meta({
     title: 'CompactConversationInput',
+    allOf: FORMAT_CONDITIONS,
     description:
       'The one argument of the workflow compactConversation. Not expressible here: options.targetRatio must not exceed options.triggerRatio. ' +
       `Bad input fails the workflow with a non-retryable ApplicationFailure of type ${FailureType.InvalidInput} naming the field, e.g. "messages[12].tool_call_id: required for role \\"tool\\"".`,
@@ -97,8 +159,9 @@ export const compactConversationInputSchema = z
 /** What `compactConversation` returns: a `CompactionResult` (src/core/types.ts). */
 export const compactionResultSchema = z
   .object({
-    messages: z.array(chatMessageSchema).meta({
-      description: "The compacted conversation: the input's own messages, stubs and at most one summary message.",
+    messages: z.union([z.array(chatMessageSchema), z.array(anthropicMessageSchema), z.array(aiSdkMessageSchema)]).meta({
+      description:
+        "The compacted conversation, in the input's format: the input's own messages, stubs and at most one summary message.",
     }),
     dropped: count.meta({ description: 'Messages removed (replaced by the summary or trimmed).' }),
     tokensBefore: count,
@@ -108,15 +171,19 @@ export const compactionResultSchema = z
     elisions: z.array(
       z.object({
         index: count.meta({ description: 'Position in the input.' }),
+        block: count
+          .optional()
+          .meta({ description: 'Anthropic, AI SDK: the position of the tool result part in that message.' }),
         stub: z.string().meta({
-          description: 'The whole new content of that message; for an image elision, the text of its stubs.',
+          description:
+            'The whole new content of that message (Anthropic: of that block); for an image elision, the text of its stubs.',
         }),
         content: z
           .array(z.object({ type: z.string() }).loose())
           .optional()
           .meta({
             description:
-              'Only for an image elision (keepImages): the whole new content, each elided image replaced by a text part holding its stub.',
+              'Only for a message whose content is parts: the whole new content (an image elision: each elided image replaced by a text part holding its stub; a truncation: its longest text part cut).',
           }),
       }),
     ),

@@ -7,21 +7,27 @@ import {
   type PayloadTooLargeDetails,
 } from '../core/limits/payload-size.js';
 import { describeWorker } from './describe-worker.js';
-import type { ChatMessage, CompactionResult } from '../core/types.js';
-import { driveCompaction, unknownKeysInWorkflow, type CompactOptions } from './compact.js';
+import type { ChatMessage } from '../core/types.js';
+import { driveCompaction, engineOptions, unknownKeysInWorkflow, viewOf, type CompactOptions } from './compact.js';
+import type { AnthropicMessage, AnthropicTextBlock } from '../core/formats/anthropic-schema.js';
+import type { AiSdkMessage } from '../core/formats/ai-sdk-schema.js';
+import type { AnyCompactionResult, FormatCompactionResult, FormatOption } from '../core/formats/format.js';
 import { assertKnownKeys, keysOf } from '../core/unknown-keys.js';
 import { assertTaskQueueName } from '../core/limits/task-queue.js';
 import { failOnInvalidInput, invalidInputFailure } from '../shared/failures.js';
 
 /** Options of `compactConversation`: those of `compact` without a counter (workflow input is JSON; the character estimator counts). */
-export type CompactConversationOptions = Omit<CompactOptions, 'counter'>;
+export type CompactConversationOptions = Omit<CompactOptions, 'counter'> & FormatOption;
 
 export interface CompactConversationInput {
-  messages: ChatMessage[];
+  /** The conversation, in `options.format` (OpenAI chat messages by default). */
+  messages: ChatMessage[] | AnthropicMessage[] | AiSdkMessage[];
+  /** With `options.format: 'anthropic'`: the request's system prompt (sticky; not returned). */
+  system?: string | AnthropicTextBlock[];
   options: CompactConversationOptions;
 }
 
-const INPUT_KEYS = keysOf<CompactConversationInput>({ messages: true, options: true });
+const INPUT_KEYS = keysOf<CompactConversationInput>({ messages: true, system: true, options: true });
 
 /**
  * One compaction as a workflow (docs/design.md#compact-conversation). Returns the `CompactionResult`. Cancelled, it stops
@@ -37,7 +43,7 @@ const INPUT_KEYS = keysOf<CompactConversationInput>({ messages: true, options: t
  *   args: [{ messages, options: { contextBudget: 128_000 } }],
  * });
  */
-export async function compactConversation(input: CompactConversationInput): Promise<CompactionResult> {
+export async function compactConversation(input: CompactConversationInput): Promise<AnyCompactionResult> {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
     throw invalidInputFailure(new InvalidInputError('input', 'must be an object { messages, options }'));
   }
@@ -45,9 +51,9 @@ export async function compactConversation(input: CompactConversationInput): Prom
   failOnInvalidInput(() => {
     if (unknownKeysInWorkflow() === 'refuse') assertKnownKeys(input, INPUT_KEYS, 'input', 'field');
   });
-  const { messages, options } = input;
+  const { messages, system, options } = input;
   // A counter cannot travel as JSON: drop whatever a client put there rather than call it.
-  const jsonOptions: CompactOptions =
+  const jsonOptions: CompactOptions & FormatOption =
     typeof options === 'object' && options !== null ? { ...options, counter: undefined } : options;
   // A queue name the server refuses would fail the workflow task at every retry, not the workflow.
   failOnInvalidInput(() =>
@@ -56,7 +62,26 @@ export async function compactConversation(input: CompactConversationInput): Prom
       'options.taskQueue',
     ),
   );
-  const { result } = await driveCompaction(messages, jsonOptions, 'rethrow');
+  // (An execution recorded before unknown keys were refused ignored a `system` field, and still does.)
+  if (
+    system !== undefined &&
+    unknownKeysInWorkflow() === 'refuse' &&
+    Reflect.get(Object(options), 'format') !== 'anthropic'
+  )
+    throw invalidInputFailure(
+      new InvalidInputError(
+        'system',
+        'only with options.format "anthropic": in the other formats the system prompt is a message',
+      ),
+    );
+  // Another format is mapped to the engine's messages and back in this workflow code (pure, so deterministic).
+  const view = viewOf(system === undefined ? messages : { system, messages }, options);
+  let result: AnyCompactionResult;
+  if (view === undefined) result = (await driveCompaction(messages, jsonOptions, 'rethrow')).result;
+  else {
+    const engine = await driveCompaction(view.messages, engineOptions(view, jsonOptions), 'rethrow');
+    result = withoutRequest(view.result(engine.result));
+  }
   const limit = typeof options?.maxPayloadBytes === 'number' ? options.maxPayloadBytes : DEFAULT_PAYLOAD_LIMIT_BYTES;
   const bytes = jsonPayloadBytes(result);
   if (bytes > limit && !(options.payloadStore ?? (await describeWorker()).externalStorage)) {
@@ -70,4 +95,11 @@ export async function compactConversation(input: CompactConversationInput): Prom
     });
   }
   return result;
+}
+
+/** The system prompt came in beside the messages: the result does not send a request body back (it would repeat the messages). */
+function withoutRequest(result: FormatCompactionResult): FormatCompactionResult {
+  if (!('request' in result)) return result;
+  const { request: _request, ...rest } = result;
+  return rest;
 }

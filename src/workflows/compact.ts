@@ -35,6 +35,19 @@ import {
 import { assertKnownKeys, keysOf } from '../core/unknown-keys.js';
 import { setPartCountingSwitch } from '../core/counting/parts.js';
 import type { ChatMessage, CompactionResult, TokenCounter } from '../core/types.js';
+import type { AnthropicConversation } from '../core/formats/anthropic-schema.js';
+import type { AnthropicCompactionResult } from '../core/formats/anthropic.js';
+import type { AiSdkMessage } from '../core/formats/ai-sdk-schema.js';
+import type { AiSdkCompactionResult } from '../core/formats/ai-sdk.js';
+import type { FormatView } from '../core/formats/view.js';
+import {
+  formatOption,
+  formatView,
+  type Conversation,
+  type FormatCompactionResult,
+  type FormatOption,
+} from '../core/formats/format.js';
+import { defaultCounter } from '../core/counting/tokens.js';
 import type { CompactorActivities } from '../activities/index.js';
 import type { SummarizeActivityInput } from '../activities/summarize.js';
 import { DEFAULT_PAYLOAD_LIMIT_BYTES, jsonPayloadBytes } from '../core/limits/payload-size.js';
@@ -68,6 +81,7 @@ export const COMPACT_OPTION_KEYS: readonly string[] = [
     target: true,
     counter: true,
   }),
+  ...keysOf<FormatOption>({ format: true }),
 ];
 
 /** @default '5m' */
@@ -193,7 +207,7 @@ function truncationPatched(): boolean {
   return !inWorkflowContext() || patched(TRUNCATE_PATCH_ID);
 }
 
-function plan(options: CompactOptions): Plan {
+function plan(options: CompactOptions & FormatOption): Plan {
   if (typeof options !== 'object' || options === null)
     throw new InvalidInputError('options', 'must be an object with at least contextBudget');
   const unknownKeys = unknownKeysInWorkflow();
@@ -207,8 +221,10 @@ function plan(options: CompactOptions): Plan {
     summarizerModel,
     maxPayloadBytes,
     payloadStore,
+    format,
     ...compaction
   } = options;
+  if (unknownKeys === 'refuse') formatOption(format, 'options.format');
   const resolved: ResolvedOptions = economicsPatched()
     ? resolveOptions(compaction, 'options', unknownKeys)
     : { ...resolveOptions({ ...compaction, ...REFERENCE_EXACT }, 'options', unknownKeys), legacyEpochRecount: true };
@@ -358,7 +374,7 @@ function countCompaction({ result }: CompactionWithUsage): void {
  * worker the OpenTelemetry API answers with its no-op tracer: no span, no id drawn, nothing sent.
  */
 export function driveCompaction(
-  messages: readonly ChatMessage[],
+  messages: unknown,
   options: CompactOptions,
   onCancel: OnCancel,
 ): Promise<CompactionWithUsage> {
@@ -396,7 +412,7 @@ export function driveCompaction(
 }
 
 async function runCompaction(
-  messages: readonly ChatMessage[],
+  messages: unknown,
   options: CompactOptions,
   onCancel: OnCancel,
   tally: SummarizerTally,
@@ -444,8 +460,27 @@ async function runCompaction(
  *   messages = (await compact(messages, { contextBudget: 128_000, summarizerModel: 'gpt-4o-mini' })).messages;
  * }
  */
-export async function compact(messages: readonly ChatMessage[], options: CompactOptions): Promise<CompactionResult> {
-  return (await driveCompaction(messages, options, 'hard-trim')).result;
+export function compact(
+  messages: readonly ChatMessage[],
+  options: CompactOptions & { format?: 'openai' },
+): Promise<CompactionResult>;
+/** Compacts an Anthropic conversation (a message array or a request body); the result is in Anthropic messages. */
+export function compact(
+  conversation: AnthropicConversation,
+  options: CompactOptions & { format: 'anthropic' },
+): Promise<AnthropicCompactionResult>;
+/** Compacts AI SDK messages (`ModelMessage[]`, or a middleware's prompt); the result is in AI SDK messages. */
+export function compact(
+  messages: readonly AiSdkMessage[],
+  options: CompactOptions & { format: 'ai-sdk' },
+): Promise<AiSdkCompactionResult>;
+export async function compact(
+  conversation: Conversation,
+  options: CompactOptions & FormatOption,
+): Promise<CompactionResult | FormatCompactionResult> {
+  const view = viewOf(conversation, options);
+  if (view === undefined) return (await driveCompaction(conversation, options, 'hard-trim')).result;
+  return view.result((await driveCompaction(view.messages, engineOptions(view, options), 'hard-trim')).result);
 }
 
 /** {@link compact}, also returning what its summarizer requests cost (for callers that account for it, as agentRun does). */
@@ -457,13 +492,36 @@ export function compactWithUsage(
 }
 
 /**
+ * The view of a conversation in `options.format` (validated, in workflow code: the mapping is pure),
+ * or undefined for OpenAI chat, which the engine reads as it is.
+ * @throws ApplicationFailure of type `Compaction.InvalidInput` for a bad format or a malformed conversation.
+ */
+export function viewOf(conversation: unknown, options: unknown): FormatView<FormatCompactionResult> | undefined {
+  // An execution recorded before unknown keys were refused ignored any `format` key: it replays as OpenAI chat.
+  if (unknownKeysInWorkflow() === 'ignore') return undefined;
+  const format: unknown = typeof options === 'object' && options !== null ? Reflect.get(options, 'format') : undefined;
+  return failOnInvalidInput(() => formatView(formatOption(format, 'options.format'), conversation));
+}
+
+/** The options the engine compacts a view's messages with: the view's counter around the caller's. */
+export function engineOptions(view: FormatView<unknown>, options: CompactOptions & FormatOption): CompactOptions {
+  const { counter } = options;
+  // A counter without count() is left for the options check to name.
+  const { format: _format, ...rest } = options;
+  if (counter !== undefined && typeof counter?.count !== 'function') return rest;
+  return { ...rest, counter: view.counter(counter ?? defaultCounter) };
+}
+
+/**
  * True when the conversation is over `triggerRatio × contextBudget` (or the call's `target`), or,
  * with `ageObservations` or `keepImages`, holds an elision batch of at least `ageReclaimMin` characters.
  * @throws ApplicationFailure of type `Compaction.InvalidInput` for bad input.
  */
-export function needsCompaction(messages: readonly ChatMessage[], options: CompactOptions): boolean {
+export function needsCompaction(conversation: Conversation, options: CompactOptions & FormatOption): boolean {
+  const view = viewOf(conversation, options);
+  const engineCall = view === undefined ? options : engineOptions(view, options);
   return failOnInvalidInput(() => {
-    const { options: resolved, target, counter } = plan(options);
-    return needsCompactionCore(messages, resolved, { target, counter }, counter);
+    const { options: resolved, target, counter } = plan(engineCall);
+    return needsCompactionCore(view?.messages ?? conversation, resolved, { target, counter }, counter);
   });
 }

@@ -11,6 +11,8 @@ import fc from 'fast-check';
 import type { ChatMessage, ToolCall } from '../../src/index.js';
 import { agentRun } from '../../src/workflows/agent-run.js';
 import { compactConversation } from '../../src/workflows/compact-conversation.js';
+import { toAnthropic } from './anthropic.js';
+import { toAiSdk } from './ai-sdk.js';
 
 /** The workflows a case can be given to. */
 export type FuzzWorkflow = 'compactConversation' | 'agentRun';
@@ -257,6 +259,206 @@ const lookupTool = (fn: Record<string, unknown>): Record<string, unknown> => ({
   type: 'function',
   function: { name: 'lookup_order', ...fn },
 });
+
+/** A valid compactConversation input in the Anthropic format: a provider-valid conversation converted, its system prompt beside it. */
+export const validAnthropicInputArb: fc.Arbitrary<{
+  messages: Record<string, unknown>[];
+  system?: unknown;
+  options: Record<string, unknown>;
+}> = validConversationArb.map((conversation) => {
+  const { system, messages } = toAnthropic(conversation);
+  const input = {
+    messages: messages.map((message) => structuredClone({ ...message })),
+    options: { ...validCompactOptions(), format: 'anthropic' },
+  };
+  return system === undefined ? input : { ...input, system };
+});
+
+type AnthropicInput = { messages: Record<string, unknown>[]; system?: unknown; options: Record<string, unknown> };
+
+/** Positions `[message, block]` of the blocks of `type` in an Anthropic input. */
+function blocksOfType(input: AnthropicInput, type: string): Array<[number, number]> {
+  return input.messages.flatMap((message, index) => {
+    const content: unknown = message.content;
+    if (!Array.isArray(content)) return [];
+    return content.flatMap((block: unknown, position): Array<[number, number]> =>
+      Reflect.get(Object(block), 'type') === type ? [[index, position]] : [],
+    );
+  });
+}
+
+/** An Anthropic input and one of its blocks of `type`. */
+const withAnthropicBlockArb = (type: string): fc.Arbitrary<{ input: AnthropicInput; at: [number, number] }> =>
+  validAnthropicInputArb
+    .filter((input) => blocksOfType(input, type).length > 0)
+    .chain((input) => fc.constantFrom(...blocksOfType(input, type)).map((at) => ({ input, at })));
+
+/** The input with block `at` changed by `change` (a copy). */
+function withBlock(
+  input: AnthropicInput,
+  [index, position]: [number, number],
+  change: (block: Record<string, unknown>) => unknown,
+): AnthropicInput {
+  const copy = structuredClone(input);
+  const content: unknown = copy.messages[index]?.content;
+  if (Array.isArray(content)) content[position] = change({ ...Object(content[position]) });
+  return copy;
+}
+
+const anthropicInput = (name: string, cases: fc.Arbitrary<MalformedCase>): MalformedClass =>
+  compactInput(`anthropic-${name}`, cases);
+
+/** Classes of malformed Anthropic input (options.format "anthropic"): compactConversation only. */
+const ANTHROPIC_CLASSES: readonly MalformedClass[] = [
+  anthropicInput(
+    'orphan-tool-result',
+    withAnthropicBlockArb('tool_result').map(({ input, at }) => ({
+      value: withBlock(input, at, (block) => ({ ...block, tool_use_id: 'toolu_nobody' })),
+      field: `messages[${at[0]}].content[${at[1]}].tool_use_id`,
+      reason: /answers no tool_use/,
+    })),
+  ),
+  anthropicInput(
+    'tool-result-without-id',
+    withAnthropicBlockArb('tool_result').map(({ input, at }) => ({
+      value: withBlock(input, at, ({ tool_use_id: _id, ...block }) => block),
+      field: `messages[${at[0]}].content[${at[1]}].tool_use_id`,
+      reason: /required/,
+    })),
+  ),
+  anthropicInput(
+    'tool-use-input-not-an-object',
+    fc
+      .tuple(withAnthropicBlockArb('tool_use'), fc.constantFrom('{"path":"a"}', 5, null, [1]))
+      .map(([{ input, at }, bad]) => ({
+        value: withBlock(input, at, (block) => ({ ...block, input: bad })),
+        field: `messages[${at[0]}].content[${at[1]}].input`,
+      })),
+  ),
+  anthropicInput(
+    'tool-use-without-name',
+    withAnthropicBlockArb('tool_use').map(({ input, at }) => ({
+      value: withBlock(input, at, (block) => ({ ...block, name: '' })),
+      field: `messages[${at[0]}].content[${at[1]}].name`,
+    })),
+  ),
+  anthropicInput(
+    'block-without-type',
+    fc.tuple(withAnthropicBlockArb('tool_use'), fc.constantFrom(undefined, 5, null)).map(([{ input, at }, type]) => ({
+      value: withBlock(input, at, (block) => ({ ...block, type })),
+      field: `messages[${at[0]}].content[${at[1]}].type`,
+      reason: /required/,
+    })),
+  ),
+  anthropicInput(
+    'system-role-in-messages',
+    validAnthropicInputArb.chain((input) =>
+      fc.nat({ max: input.messages.length - 1 }).map((index) => {
+        const copy = structuredClone(input);
+        copy.messages[index] = { role: 'system', content: 'Be brief.' };
+        return { value: copy, field: `messages[${index}].role`, reason: /system prompt in the request body/ };
+      }),
+    ),
+  ),
+  anthropicInput(
+    'tool-role',
+    validAnthropicInputArb.chain((input) =>
+      fc.nat({ max: input.messages.length - 1 }).map((index) => {
+        const copy = structuredClone(input);
+        copy.messages[index] = { ...copy.messages[index], role: 'tool' };
+        return { value: copy, field: `messages[${index}].role`, reason: /user, assistant/ };
+      }),
+    ),
+  ),
+  anthropicInput(
+    'bad-system',
+    fc
+      .tuple(validAnthropicInputArb, fc.constantFrom(5, null, { text: 'x' }, [{ type: 'image' }]))
+      .map(([input, system]) => ({
+        value: { ...input, system },
+        field: Array.isArray(system) ? 'system[0].type' : 'system',
+      })),
+  ),
+  compactInput(
+    'system-beside-openai-messages',
+    validConversationArb.map((messages) => ({
+      value: { messages, system: 'Be brief.', options: validCompactOptions() },
+      field: 'system',
+      reason: /only with options.format "anthropic"/,
+    })),
+  ),
+  compactInput(
+    'unknown-format',
+    fc.constantFrom('gemini', 'Anthropic', '', 5, null).map((format) => ({
+      value: { messages: [{ role: 'user', content: 'hi' }], options: { ...validCompactOptions(), format } },
+      field: 'options.format',
+      reason: /must be one of openai, anthropic/,
+    })),
+  ),
+];
+
+/** A valid compactConversation input in the AI SDK format: a provider-valid conversation converted. */
+export const validAiSdkInputArb: fc.Arbitrary<AnthropicInput> = validConversationArb.map((conversation) => ({
+  messages: toAiSdk(conversation).map((message) => structuredClone({ ...message })),
+  options: { ...validCompactOptions(), format: 'ai-sdk' },
+}));
+
+/** An AI SDK input and one of its parts of `type`. */
+const withAiSdkPartArb = (type: string): fc.Arbitrary<{ input: AnthropicInput; at: [number, number] }> =>
+  validAiSdkInputArb
+    .filter((input) => blocksOfType(input, type).length > 0)
+    .chain((input) => fc.constantFrom(...blocksOfType(input, type)).map((at) => ({ input, at })));
+
+const aiSdkInput = (name: string, cases: fc.Arbitrary<MalformedCase>): MalformedClass =>
+  compactInput(`ai-sdk-${name}`, cases);
+
+/** Classes of malformed AI SDK input (options.format "ai-sdk"): compactConversation only. */
+const AI_SDK_CLASSES: readonly MalformedClass[] = [
+  aiSdkInput(
+    'orphan-tool-result',
+    withAiSdkPartArb('tool-result').map(({ input, at }) => ({
+      value: withBlock(input, at, (part) => ({ ...part, toolCallId: 'call_nobody' })),
+      field: `messages[${at[0]}].content[${at[1]}].toolCallId`,
+      reason: /answers no tool-call/,
+    })),
+  ),
+  aiSdkInput(
+    'tool-result-without-output',
+    withAiSdkPartArb('tool-result').map(({ input, at }) => ({
+      value: withBlock(input, at, ({ output: _output, ...part }) => part),
+      field: `messages[${at[0]}].content[${at[1]}].output`,
+      reason: /required/,
+    })),
+  ),
+  aiSdkInput(
+    'tool-call-without-id',
+    withAiSdkPartArb('tool-call').map(({ input, at }) => ({
+      value: withBlock(input, at, (part) => ({ ...part, toolCallId: '' })),
+      field: `messages[${at[0]}].content[${at[1]}].toolCallId`,
+    })),
+  ),
+  aiSdkInput(
+    'tool-message-of-text',
+    validAiSdkInputArb
+      .filter((input) => input.messages.some((message) => message.role === 'tool'))
+      .map((input) => {
+        const index = input.messages.findIndex((message) => message.role === 'tool');
+        const copy = structuredClone(input);
+        copy.messages[index] = { role: 'tool', content: 'done' };
+        return { value: copy, field: `messages[${index}].content`, reason: /tool-result parts/ };
+      }),
+  ),
+  aiSdkInput(
+    'unknown-role',
+    fc.tuple(validAiSdkInputArb, fc.constantFrom('developer', 'function', '', 5)).chain(([input, role]) =>
+      fc.nat({ max: input.messages.length - 1 }).map((index) => {
+        const copy = structuredClone(input);
+        copy.messages[index] = { ...copy.messages[index], role };
+        return { value: copy, field: `messages[${index}].role`, reason: /system, user, assistant, tool/ };
+      }),
+    ),
+  ),
+];
 
 export const MALFORMED_CLASSES: readonly MalformedClass[] = [
   // --- conversations (both workflows) -----------------------------------------------------
@@ -885,6 +1087,10 @@ export const MALFORMED_CLASSES: readonly MalformedClass[] = [
     })),
   ),
 
+  // --- compactConversation input in the Anthropic format --------------------------------------
+  ...ANTHROPIC_CLASSES,
+  ...AI_SDK_CLASSES,
+
   // --- the addUserMessage update ------------------------------------------------------------
   {
     name: 'update-of-wrong-shape',
@@ -1067,6 +1273,18 @@ export function mutatedInputArb(workflow: FuzzWorkflow): fc.Arbitrary<unknown> {
   const base = validConversationArb.map((messages) =>
     workflow === 'agentRun' ? { ...validAgentInput(), messages } : { messages, options: validCompactOptions() },
   );
+  return base.chain((input) =>
+    fc.array(fc.tuple(fc.nat(), mutationArb), { minLength: 1, maxLength: 3 }).map((steps) =>
+      steps.reduce<unknown>((value, [pick, mutation]) => {
+        const paths = pathsOf(value);
+        return mutate(value, paths[pick % paths.length] ?? [], mutation);
+      }, input),
+    ),
+  );
+}
+
+/** A valid Anthropic (or AI SDK) compactConversation input with 1-3 random mutations. */
+export function mutatedFormatInputArb(base: fc.Arbitrary<unknown> = validAnthropicInputArb): fc.Arbitrary<unknown> {
   return base.chain((input) =>
     fc.array(fc.tuple(fc.nat(), mutationArb), { minLength: 1, maxLength: 3 }).map((steps) =>
       steps.reduce<unknown>((value, [pick, mutation]) => {

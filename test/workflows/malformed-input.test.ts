@@ -12,9 +12,12 @@ import {
   MALFORMED_CLASSES,
   fieldFor,
   inputFor,
+  mutatedFormatInputArb,
   mutatedInputArb,
   validAgentInput,
   validCompactOptions,
+  validAiSdkInputArb,
+  validAnthropicInputArb,
   validConversationArb,
   verdictOf,
   workflowsOf,
@@ -97,6 +100,15 @@ describe('malformed workflow input, class by class (fast-check)', () => {
       { numRuns: 100 },
     );
   });
+
+  it('the valid Anthropic and AI SDK inputs their classes start from are accepted', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.oneof(validAnthropicInputArb, validAiSdkInputArb), async (input) => {
+        expect(await verdictOf('compactConversation', input)).toEqual({ kind: 'accepted' });
+      }),
+      { numRuns: 100 },
+    );
+  });
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -122,6 +134,28 @@ describe('random mutations of valid inputs (fast-check)', () => {
       );
       // Most mutations break something; a fuzzer whose inputs all pass would test nothing.
       expect(rejected).toBeGreaterThan(500);
+    },
+  );
+
+  it.each([
+    ['Anthropic', validAnthropicInputArb],
+    ['AI SDK', validAiSdkInputArb],
+  ])(
+    'compactConversation, %s input: accepted, or a non-retryable Compaction.InvalidInput naming a field',
+    async (_name, base) => {
+      let rejected = 0;
+      await fc.assert(
+        fc.asyncProperty(mutatedFormatInputArb(base), async (input) => {
+          const verdict = await verdictOf('compactConversation', input);
+          if (verdict.kind === 'accepted') return;
+          rejected += 1;
+          const field: unknown = Reflect.get(Object(verdict.failure.details?.[0]), 'field');
+          expect(String(field)).toMatch(/^(input|messages|options|system)\b/);
+          expectNamedRejection(verdict.failure, String(field));
+        }),
+        { numRuns: 1000 },
+      );
+      expect(rejected).toBeGreaterThan(300);
     },
   );
 });

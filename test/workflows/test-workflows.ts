@@ -11,7 +11,7 @@ export * from '../../src/workflows/index.js';
 
 export interface CompactInWorkflowInput {
   messages: ChatMessage[];
-  options: CompactConversationOptions;
+  options: Omit<CompactConversationOptions, 'format'>;
   /** Counts with `createCharCounter({ charsPerToken })` passed as the call's counter (code in the workflow). */
   charsPerToken?: number;
 }

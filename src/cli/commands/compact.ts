@@ -22,7 +22,21 @@ import {
   ConversationFileError,
   readConversationFile,
   writeFileWhole,
+  type FormatChoice,
 } from '../conversation-file.js';
+import { MESSAGE_FORMATS } from '../../core/formats/format.js';
+
+/** What `--format` takes. */
+const FORMAT_CHOICES: readonly FormatChoice[] = ['auto', ...MESSAGE_FORMATS];
+
+/** `--format`'s value, else a usage error naming what it takes. */
+function formatChoice(value: unknown): FormatChoice {
+  if (value === undefined) return 'auto';
+  const choice = FORMAT_CHOICES.find((candidate) => candidate === value);
+  if (choice === undefined)
+    throw new UsageError(`--format takes ${FORMAT_CHOICES.join(', ')}, got ${JSON.stringify(value)}`);
+  return choice;
+}
 
 type FlagOptions = Omit<CompactionOptions, 'contextBudget'>;
 
@@ -177,6 +191,11 @@ const options: Record<string, OptionSpec> = {
       ];
     }),
   ),
+  format: {
+    type: 'string',
+    value: 'FORMAT',
+    help: `the messages' format, kept in the output: ${FORMAT_CHOICES.join('|')} (default auto: detected, refused when unclear)`,
+  },
   'via-workflow': {
     type: 'boolean',
     help: 'run it as a compactConversation workflow on the configured Temporal server',
@@ -193,7 +212,7 @@ export const compact: CliCommand = {
   usage: '<file.json | -> [--budget N] [--out FILE] [options]',
   summary: 'compact a conversation file once: the report on stderr, the result as JSON on stdout',
   description: [
-    'Compacts a conversation once, with the summarizer the configuration selects (OPENAI_API_KEY or OPENAI_BASE_URL: a model; else the offline extractive one), in this process or --via-workflow. The file is a JSON array of chat messages, an object { "messages": [...] } (its other fields are kept), or the JSON lines of `session --jsonl`; - reads standard input.',
+    'Compacts a conversation once, with the summarizer the configuration selects (OPENAI_API_KEY or OPENAI_BASE_URL: a model; else the offline extractive one), in this process or --via-workflow. The file is a JSON array of messages, an object { "messages": [...] } such as a request body (its other fields are kept), or the JSON lines of `session --jsonl`; - reads standard input. The messages are OpenAI chat or Anthropic Messages (--format, detected by default).',
     'The report goes to stderr; the compacted conversation, in the shape it came in, to stdout or --out. When the summarizer fails (unreachable, 401, timeouts, ...) the hard trim is written all the same, stderr says why, and the exit code is 3.',
   ],
   options,
@@ -214,10 +233,11 @@ export const compact: CliCommand = {
         ? undefined
         : wholeNumber('target', context.values.target, 1, 'a positive whole number of tokens');
     const { options: compactionOptions, flags } = compactionOptionsOf(context.values);
+    const format = formatChoice(context.values.format);
     const config = loadConfig({ env: context.io.env, flags: configFlagsFromArgs(context.values) });
     let file;
     try {
-      file = await readConversationFile(path, context.io.readStdin);
+      file = await readConversationFile(path, context.io.readStdin, format);
     } catch (error) {
       if (error instanceof ConversationFileError && error.kind === 'missing') throw new UsageError(error.message);
       throw error;

@@ -9,6 +9,18 @@ import { isSummaryMessage } from './transcript.js';
 /** A truncated message keeps at least this many characters of its text (half from its head, half from its tail). */
 export const TRUNCATION_MIN_KEEP = 1_000;
 
+/** Engine messages whose cut could not be carried back to their source (see {@link markUncuttable}). */
+const uncuttable = new WeakSet<ChatMessage>();
+
+/**
+ * Marks a message truncation must leave whole: a format view (src/core/formats/view.ts) marks the
+ * engine messages it maps back only as they are or with a tool result's stub — every one but a
+ * tool result whose content is a string. So in Anthropic and AI SDK conversations only tool results are cut.
+ */
+export function markUncuttable(message: ChatMessage): void {
+  uncuttable.add(message);
+}
+
 /** The text `middleOut` puts where it cut. Latin-1 only, like the transcript's markers. */
 export function truncationMarker(cut: number): string {
   return `\n\n» [${cut} characters cut from the middle by the harness to fit the context window] «\n\n`;
@@ -63,6 +75,7 @@ export function truncateToFit(
       (candidate): candidate is typeof candidate & { at: number; text: { text: string; part: number } } =>
         candidate.at !== undefined &&
         removable[candidate.index] === true &&
+        !uncuttable.has(candidate.message) &&
         (candidate.message.role === 'tool' || candidate.message.role === 'user') &&
         !isSummaryMessage(candidate.message) &&
         candidate.text !== undefined &&

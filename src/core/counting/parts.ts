@@ -2,6 +2,9 @@
 // types we do not know) in the OpenAI chat format, and the switch a workflow turns to count them
 // as it did before they were counted (docs/design.md#count-parts).
 import {
+  ANTHROPIC_UNKNOWN_IMAGE_TOKENS,
+  anthropicImageTokens,
+  imageSizeOfBase64,
   imageSizeOfDataUrl,
   OPENAI_LOW_DETAIL_TOKENS,
   OPENAI_UNKNOWN_IMAGE_TOKENS,
@@ -41,6 +44,32 @@ export function imagePartTokens(image: ImagePartInfo): number {
   return image.size === undefined
     ? OPENAI_UNKNOWN_IMAGE_TOKENS
     : openaiImageTokens(image.size.width, image.size.height, image.detail);
+}
+
+/**
+ * Tokens of an image part of the other formats, or undefined for any other part: an Anthropic
+ * `image` block by Anthropic's rule from its base64 header ({@link anthropicImageTokens};
+ * {@link ANTHROPIC_UNKNOWN_IMAGE_TOKENS} for a URL or an unreadable header), an AI SDK `image` part
+ * by OpenAI's rule from its data URL or base64 ({@link OPENAI_UNKNOWN_IMAGE_TOKENS} for a URL or
+ * bytes the part holds as an object). Never their base64 length.
+ */
+export function formatImageTokens(part: ContentPart): number | undefined {
+  if (part.type !== 'image') return undefined;
+  const source: unknown = Reflect.get(part, 'source');
+  if (isRecord(source)) {
+    const size =
+      source.type === 'base64' && typeof source.data === 'string' ? imageSizeOfBase64(source.data) : undefined;
+    return size === undefined ? ANTHROPIC_UNKNOWN_IMAGE_TOKENS : anthropicImageTokens(size.width, size.height);
+  }
+  const image: unknown = Reflect.get(part, 'image');
+  if (image === undefined) return undefined;
+  const size =
+    typeof image !== 'string' || /^https?:/i.test(image)
+      ? undefined
+      : image.startsWith('data:')
+        ? imageSizeOfDataUrl(image)
+        : imageSizeOfBase64(image);
+  return size === undefined ? OPENAI_UNKNOWN_IMAGE_TOKENS : openaiImageTokens(size.width, size.height, 'auto');
 }
 
 /** Levels of nesting a part's size is measured to: deeper values (or a cycle) are not counted. */
@@ -83,6 +112,8 @@ export function partJsonChars(part: ContentPart): number {
 export function nonTextPartTokens(part: ContentPart, charsPerToken: number): number {
   const image = imagePartInfo(part);
   if (image !== undefined) return imagePartTokens(image);
+  const other = formatImageTokens(part);
+  if (other !== undefined) return other;
   return Math.max(1, Math.ceil(partJsonChars(part) / charsPerToken));
 }
 

@@ -1,6 +1,13 @@
 // Sandbox-safe: the default character estimator and the character measures the engine uses.
 import { InvalidInputError } from '../errors.js';
-import { countsPartsBySize, imagePartInfo, imagePartTokens, isTextPart, partJsonChars } from './parts.js';
+import {
+  countsPartsBySize,
+  formatImageTokens,
+  imagePartInfo,
+  imagePartTokens,
+  isTextPart,
+  partJsonChars,
+} from './parts.js';
 import type { ChatMessage, ContentPart, TokenCounter } from '../types.js';
 
 /** The text of a message's content: a string, the text parts joined, or '' for null. */
@@ -65,7 +72,9 @@ function partCharge(message: ChatMessage, fixed: () => number | undefined): Part
       continue;
     }
     const image = imagePartInfo(part);
+    const other = image === undefined ? formatImageTokens(part) : undefined;
     if (image !== undefined) charge.tokens += imagePartTokens(image);
+    else if (other !== undefined) charge.tokens += other;
     else charge.chars += partJsonChars(part);
   }
   return charge;

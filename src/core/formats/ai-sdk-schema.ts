@@ -1,0 +1,202 @@
+// Sandbox-safe: AI SDK messages (`ModelMessage` of the `ai` package, and the provider-level prompt a
+// language-model middleware sees: the same roles and parts) — their types, the zod schemas of their
+// parts (what `validateAiSdk` checks each part with, and the source of their JSON Schema), and the
+// validation at the public boundary, naming the path of a fault (`messages[3].content[0].toolCallId`).
+import { z } from 'zod';
+import { InvalidInputError } from '../errors.js';
+import { describeIssue } from '../schema.js';
+
+/** A `text` part. Unknown fields (`providerOptions`, ...) are kept verbatim. */
+export interface AiSdkTextPart {
+  type: 'text';
+  text: string;
+  [key: string]: unknown;
+}
+
+/** A `tool-call` part of an assistant message. */
+export interface AiSdkToolCallPart {
+  type: 'tool-call';
+  toolCallId: string;
+  toolName: string;
+  input: unknown;
+  /** A call the provider ran itself (its result is in the same assistant message): not paired with a tool message. */
+  providerExecuted?: boolean;
+  [key: string]: unknown;
+}
+
+/** What a tool returned: `text`/`error-text` (a string), `json`/`error-json` (any JSON), `content` (parts), or a type to come. */
+export interface AiSdkToolResultOutput {
+  type: string;
+  value?: unknown;
+  [key: string]: unknown;
+}
+
+/** A `tool-result` part of a tool message: it answers a `tool-call` of the assistant message before it. */
+export interface AiSdkToolResultPart {
+  type: 'tool-result';
+  toolCallId: string;
+  toolName: string;
+  output: AiSdkToolResultOutput;
+  [key: string]: unknown;
+}
+
+/** Any other part (`image`, `file`, `reasoning`, approvals, types to come): kept verbatim. */
+export interface AiSdkOtherPart {
+  type: string;
+  [key: string]: unknown;
+}
+
+export type AiSdkPart = AiSdkTextPart | AiSdkToolCallPart | AiSdkToolResultPart | AiSdkOtherPart;
+
+/** One AI SDK message: `system` (string content), `user`, `assistant`, or `tool` (an array of parts). */
+export interface AiSdkMessage {
+  role: 'system' | 'user' | 'assistant' | 'tool';
+  content: string | AiSdkPart[];
+  [key: string]: unknown;
+}
+
+const nonEmpty = z.string().min(1);
+
+const textPartSchema = z.looseObject({ type: z.literal('text'), text: z.string() });
+const reasoningPartSchema = z.looseObject({ type: z.literal('reasoning'), text: z.string() });
+const toolCallPartSchema = z.looseObject({
+  type: z.literal('tool-call'),
+  toolCallId: nonEmpty,
+  toolName: nonEmpty,
+  providerExecuted: z.boolean().optional(),
+});
+const outputSchema = z.looseObject({ type: z.string() });
+const toolResultPartSchema = z.looseObject({
+  type: z.literal('tool-result'),
+  toolCallId: nonEmpty.meta({ description: 'The toolCallId of a tool-call of the assistant message before it.' }),
+  toolName: nonEmpty,
+  output: outputSchema.meta({ description: 'text, json, error-text, error-json, content, ...: kept verbatim.' }),
+});
+
+/** The part types this module checks the fields of; any other type is kept as it is. */
+const KNOWN_PARTS = {
+  text: textPartSchema,
+  reasoning: reasoningPartSchema,
+  'tool-call': toolCallPartSchema,
+  'tool-result': toolResultPartSchema,
+} as const;
+
+const otherPartSchema = z.looseObject({ type: z.string().meta({ not: { enum: Object.keys(KNOWN_PARTS) } }) }).meta({
+  description: 'image, file, approvals, or a type this version does not know: kept verbatim, counted by its size.',
+});
+
+const partSchema = z.union([...Object.values(KNOWN_PARTS), otherPartSchema]);
+
+/** One message (the JSON Schema of `compactConversation`'s AI SDK input; validation runs part by part). */
+export const aiSdkMessageSchema = z
+  .looseObject({
+    role: z.enum(['system', 'user', 'assistant', 'tool']),
+    content: z.union([z.string(), z.array(partSchema)]).meta({
+      description:
+        'A string (not for tool), or parts: tool-call only in assistant messages, tool-result in tool messages (and provider-executed ones in assistant messages).',
+    }),
+  })
+  .meta({ title: 'AiSdkMessage' });
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function check(schema: z.ZodType, value: unknown, field: string, index: number): void {
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return;
+  const issue = parsed.error.issues[0];
+  if (issue === undefined) throw new InvalidInputError(field, 'invalid', index);
+  let path = field;
+  for (const key of issue.path) path += typeof key === 'number' ? `[${key}]` : `.${String(key)}`;
+  throw new InvalidInputError(path, describeIssue(issue, value), index);
+}
+
+function isKnown(type: string): type is keyof typeof KNOWN_PARTS {
+  return Object.hasOwn(KNOWN_PARTS, type);
+}
+
+/** The tool calls a tool message may answer: those of the last assistant message before it, by id. */
+function askedBefore(messages: readonly AiSdkMessage[]): Set<string> {
+  let at = messages.length - 1;
+  while (at >= 0 && messages[at]?.role === 'tool') at -= 1;
+  const last = messages[at];
+  const asked = new Set<string>();
+  if (last?.role !== 'assistant' || typeof last.content === 'string') return asked;
+  for (const part of last.content)
+    if (part.type === 'tool-call' && typeof part.toolCallId === 'string' && part.providerExecuted !== true)
+      asked.add(part.toolCallId);
+  return asked;
+}
+
+function assertAiSdkMessage(
+  value: unknown,
+  index: number,
+  before: readonly AiSdkMessage[],
+): asserts value is AiSdkMessage {
+  const field = `messages[${index}]`;
+  if (!isRecord(value)) throw new InvalidInputError(field, 'must be an object', index);
+  const { role, content } = value;
+  if (role !== 'system' && role !== 'user' && role !== 'assistant' && role !== 'tool')
+    throw new InvalidInputError(
+      `${field}.role`,
+      role === undefined ? 'required' : 'must be one of system, user, assistant, tool',
+      index,
+    );
+  if (typeof content === 'string') {
+    if (role === 'tool')
+      throw new InvalidInputError(`${field}.content`, 'must be an array of tool-result parts for role "tool"', index);
+    return;
+  }
+  if (role === 'system') throw new InvalidInputError(`${field}.content`, 'must be a string for role "system"', index);
+  if (!Array.isArray(content))
+    throw new InvalidInputError(
+      `${field}.content`,
+      content === undefined ? 'required (a string or an array of parts)' : 'must be a string or an array of parts',
+      index,
+    );
+  const asked = role === 'tool' ? askedBefore(before) : new Set<string>();
+  const calls = new Map<string, number>();
+  content.forEach((part: unknown, position) => {
+    const partField = `${field}.content[${position}]`;
+    const type = isRecord(part) ? part.type : undefined;
+    if (!isRecord(part) || typeof type !== 'string')
+      throw new InvalidInputError(`${partField}.type`, 'required (a part is an object with a string "type")', index);
+    if (type === 'tool-call' && role !== 'assistant')
+      throw new InvalidInputError(`${partField}.type`, '"tool-call" is only allowed in an assistant message', index);
+    if (type === 'tool-result' && role !== 'tool' && role !== 'assistant')
+      throw new InvalidInputError(`${partField}.type`, '"tool-result" is only allowed in a tool message', index);
+    if (isKnown(type)) check(KNOWN_PARTS[type], part, partField, index);
+    if (type === 'tool-call') {
+      const id = String(part.toolCallId);
+      const first = calls.get(id);
+      if (first !== undefined)
+        throw new InvalidInputError(
+          `${partField}.toolCallId`,
+          `"${id}" is also the toolCallId of content[${first}]: the calls of one message must differ`,
+          index,
+        );
+      calls.set(id, position);
+    }
+    if (type === 'tool-result' && role === 'tool' && !asked.has(String(part.toolCallId)))
+      throw new InvalidInputError(
+        `${partField}.toolCallId`,
+        `"${String(part.toolCallId)}" answers no tool-call of the last assistant message before it`,
+        index,
+      );
+  });
+}
+
+/**
+ * Validates AI SDK messages at a public boundary and returns the caller's own objects (never
+ * copies). Throws `InvalidInputError` naming the path of the first fault, e.g. `messages[3].content[0].toolCallId`.
+ */
+export function validateAiSdk(messages: unknown): AiSdkMessage[] {
+  if (!Array.isArray(messages)) throw new InvalidInputError('messages', 'must be an array of AI SDK messages');
+  const valid: AiSdkMessage[] = [];
+  messages.forEach((value: unknown, index) => {
+    assertAiSdkMessage(value, index, valid);
+    valid.push(value);
+  });
+  return valid;
+}

@@ -1,0 +1,108 @@
+// Sandbox-safe: the AI SDK format (`ModelMessage`, and the provider-level prompt) — mapped to the
+// engine's chat messages with where each came from (src/core/formats/view.ts: a tool message of
+// several results becomes its other parts first, then one tool message per result), and back.
+import type { ContentPart, ToolCall } from '../types.js';
+import {
+  validateAiSdk,
+  type AiSdkMessage,
+  type AiSdkPart,
+  type AiSdkToolCallPart,
+  type AiSdkToolResultOutput,
+  type AiSdkToolResultPart,
+} from './ai-sdk-schema.js';
+import { EngineMessages, formatView, type FormatView, type MappedCompactionResult } from './view.js';
+
+/** A compaction of AI SDK messages: positions (`elisions`, `cutIndex`, `dropped`) count the input's messages. */
+export type AiSdkCompactionResult = MappedCompactionResult<AiSdkMessage>;
+
+function isToolCall(part: AiSdkPart): part is AiSdkToolCallPart {
+  return part.type === 'tool-call';
+}
+
+function isToolResult(part: AiSdkPart): part is AiSdkToolResultPart {
+  return part.type === 'tool-result';
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** A tool's output as the engine reads it: the text a model sees, or the parts of `content` (media counted by size). */
+function outputContent(output: AiSdkToolResultOutput): string | ContentPart[] {
+  const { type, value } = output;
+  if ((type === 'text' || type === 'error-text') && typeof value === 'string') return value;
+  if (type === 'json' || type === 'error-json') return JSON.stringify(value ?? null);
+  if (type === 'content' && Array.isArray(value))
+    return value.flatMap((item: unknown): ContentPart[] => {
+      if (!isRecord(item) || typeof item.type !== 'string') return [];
+      if (item.type === 'text' && typeof item.text === 'string') return [{ type: 'text', text: item.text }];
+      return [{ ...item, type: item.type }];
+    });
+  // A denial's reason, or an output type to come: its text, so it is counted.
+  return typeof output.reason === 'string' ? output.reason : JSON.stringify(output);
+}
+
+/**
+ * Validates AI SDK messages and maps them to engine messages. Throws `InvalidInputError` naming
+ * the path of a fault (`messages[3].content[0].toolCallId`).
+ */
+export function aiSdkView(conversation: unknown): FormatView<AiSdkCompactionResult> {
+  const messages = validateAiSdk(conversation);
+  const engine = new EngineMessages();
+  messages.forEach((message, index) => {
+    const origin = { message: index };
+    const { role, content } = message;
+    if (typeof content === 'string') return engine.push({ role: role === 'tool' ? 'user' : role, content }, origin);
+    if (role === 'system' || role === 'user') return engine.push({ role, content }, origin);
+    if (role === 'assistant') {
+      const calls: ToolCall[] = [];
+      const parts: ContentPart[] = [];
+      for (const part of content) {
+        // A provider-executed call has its result beside it: it stays a part of the message.
+        if (isToolCall(part) && part.providerExecuted !== true)
+          calls.push({
+            id: part.toolCallId,
+            type: 'function',
+            function: { name: part.toolName, arguments: JSON.stringify(part.input ?? {}) },
+          });
+        else parts.push(part);
+      }
+      if (calls.length === 0) return engine.push({ role: 'assistant', content: parts }, origin);
+      return engine.push({ role: 'assistant', content: parts.length === 0 ? null : parts, tool_calls: calls }, origin);
+    }
+    const others: ContentPart[] = [];
+    const results: Array<{ part: AiSdkToolResultPart; position: number }> = [];
+    content.forEach((part, position) => {
+      if (isToolResult(part)) results.push({ part, position });
+      else others.push(part);
+    });
+    if (results.length === 0) return engine.push({ role: 'user', content: others }, origin);
+    engine.pushResults(
+      index,
+      others,
+      results.map(({ part, position }) => ({
+        message: { role: 'tool', tool_call_id: part.toolCallId, content: outputContent(part.output) },
+        block: position,
+      })),
+    );
+  });
+  return formatView(
+    engine,
+    { sources: messages, withStubs, summary: (content): AiSdkMessage => ({ role: 'user', content }) },
+    (mapped) => mapped,
+  );
+}
+
+/** The message with the tool results at `stubs`' positions holding their stub as a text output (an error stays an error). */
+function withStubs(message: AiSdkMessage, stubs: ReadonlyMap<number, string>): AiSdkMessage {
+  if (typeof message.content === 'string') return message;
+  return {
+    ...message,
+    content: message.content.map((part, position) => {
+      const stub = stubs.get(position);
+      if (stub === undefined || !isToolResult(part)) return part;
+      const type = part.output.type.startsWith('error') ? 'error-text' : 'text';
+      return { ...part, output: { type, value: stub } };
+    }),
+  };
+}

@@ -1,0 +1,301 @@
+// Sandbox-safe: Anthropic Messages conversations — their types, the zod schemas of their blocks
+// (what `validateAnthropic` checks each block with, and the source of their JSON Schema), and the
+// validation at the public boundary, naming the path of a fault (`messages[3].content[1].tool_use_id`).
+import { z } from 'zod';
+import { InvalidInputError } from '../errors.js';
+import { describeIssue } from '../schema.js';
+
+/** A `text` block. Unknown fields (`cache_control`, `citations`, ...) are kept verbatim. */
+export interface AnthropicTextBlock {
+  type: 'text';
+  text: string;
+  [key: string]: unknown;
+}
+
+/** A `tool_use` block of an assistant message: the model asks for a tool call. */
+export interface AnthropicToolUseBlock {
+  type: 'tool_use';
+  id: string;
+  name: string;
+  input: Record<string, unknown>;
+  [key: string]: unknown;
+}
+
+/** A `tool_result` block of a user message: it answers a `tool_use` of the assistant message just before. */
+export interface AnthropicToolResultBlock {
+  type: 'tool_result';
+  tool_use_id: string;
+  content?: string | AnthropicBlock[];
+  is_error?: boolean;
+  [key: string]: unknown;
+}
+
+/** Any other block (`image`, `document`, `thinking`, `redacted_thinking`, server tools, types to come): kept verbatim. */
+export interface AnthropicOtherBlock {
+  type: string;
+  [key: string]: unknown;
+}
+
+export type AnthropicBlock =
+  AnthropicTextBlock | AnthropicToolUseBlock | AnthropicToolResultBlock | AnthropicOtherBlock;
+
+/** One message of an Anthropic Messages conversation. */
+export interface AnthropicMessage {
+  role: 'user' | 'assistant';
+  content: string | AnthropicBlock[];
+  [key: string]: unknown;
+}
+
+/** A Messages API request body: `system` is the system prompt; every other field (`model`, `tools`, ...) comes back untouched. */
+export interface AnthropicRequest {
+  system?: string | AnthropicTextBlock[];
+  messages: AnthropicMessage[];
+  [key: string]: unknown;
+}
+
+/** What the `anthropic` format compacts: a message array, or a request body. */
+export type AnthropicConversation = readonly AnthropicMessage[] | AnthropicRequest;
+
+const nonEmpty = z.string().min(1);
+
+export const anthropicTextBlockSchema = z.looseObject({ type: z.literal('text'), text: z.string() });
+const imageSchema = z.looseObject({
+  type: z.literal('image'),
+  source: z.looseObject({ type: z.string() }).meta({ description: 'base64, url or file: kept verbatim.' }),
+});
+const documentSchema = z.looseObject({ type: z.literal('document'), source: z.looseObject({ type: z.string() }) });
+const thinkingSchema = z.looseObject({ type: z.literal('thinking'), thinking: z.string(), signature: z.string() });
+const redactedThinkingSchema = z.looseObject({ type: z.literal('redacted_thinking'), data: z.string() });
+const toolUseSchema = z.looseObject({
+  type: z.literal('tool_use'),
+  id: nonEmpty,
+  name: nonEmpty,
+  input: z.record(z.string(), z.unknown()).meta({ description: 'The arguments, an object.' }),
+});
+
+/** The block types this module checks the fields of; any other type is kept as it is. */
+const KNOWN_BLOCKS = {
+  text: anthropicTextBlockSchema,
+  image: imageSchema,
+  document: documentSchema,
+  thinking: thinkingSchema,
+  redacted_thinking: redactedThinkingSchema,
+  tool_use: toolUseSchema,
+} as const;
+
+/** A block of a kind no rule here names: a string `type`, the rest kept verbatim. */
+const otherBlockSchema = z
+  .looseObject({ type: z.string().meta({ not: { enum: [...Object.keys(KNOWN_BLOCKS), 'tool_result'] } }) })
+  .meta({ description: 'A block type this version does not know: kept verbatim, counted by its size.' });
+
+/** What a `tool_result` may hold: any block but `tool_use` and `tool_result`. */
+const nestedBlockSchema = z.union([
+  anthropicTextBlockSchema,
+  imageSchema,
+  documentSchema,
+  z.looseObject({
+    type: z.string().meta({ not: { enum: ['text', 'image', 'document', 'tool_use', 'tool_result'] } }),
+  }),
+]);
+
+const toolResultSchema = z.looseObject({
+  type: z.literal('tool_result'),
+  tool_use_id: nonEmpty.meta({ description: 'The id of a tool_use of the assistant message just before.' }),
+  content: z.union([z.string(), z.array(nestedBlockSchema)]).optional(),
+  is_error: z.boolean().optional(),
+});
+
+/** One message (the JSON Schema of `compactConversation`'s Anthropic input; validation runs block by block). */
+export const anthropicMessageSchema = z
+  .looseObject({
+    role: z.enum(['user', 'assistant']),
+    content: z.union([
+      z.string(),
+      z.array(
+        z.union([...Object.values(KNOWN_BLOCKS), toolResultSchema, otherBlockSchema]).meta({
+          description: 'tool_use only in assistant messages, tool_result only in user messages.',
+        }),
+      ),
+    ]),
+  })
+  .meta({ title: 'AnthropicMessage' });
+
+/** A request body's system prompt: a string or text blocks. */
+export const anthropicSystemSchema = z.union([z.string(), z.array(anthropicTextBlockSchema)]);
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Checks `value` with `schema`; throws naming `field` and the first issue's path below it. */
+function check(schema: z.ZodType, value: unknown, field: string, index?: number): void {
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return;
+  const issue = parsed.error.issues[0];
+  if (issue === undefined) throw new InvalidInputError(field, 'invalid', index);
+  let path = field;
+  for (const key of issue.path) path += typeof key === 'number' ? `[${key}]` : `.${String(key)}`;
+  throw new InvalidInputError(path, describeIssue(issue, value), index);
+}
+
+/** The `type` of a block, or an error naming it: every block is an object with a string `type`. */
+function blockType(block: unknown, field: string, index?: number): string {
+  const type = isRecord(block) ? block.type : undefined;
+  if (typeof type !== 'string')
+    throw new InvalidInputError(`${field}.type`, 'required (a content block is an object with a string "type")', index);
+  return type;
+}
+
+function isKnown(type: string): type is keyof typeof KNOWN_BLOCKS {
+  return Object.hasOwn(KNOWN_BLOCKS, type);
+}
+
+/** What a `tool_result` holds: a string, or blocks of any type but tool_use and tool_result. */
+function checkToolResult(block: unknown, field: string, index: number): void {
+  const content = isRecord(block) ? block.content : undefined;
+  if (content !== undefined && typeof content !== 'string' && !Array.isArray(content))
+    throw new InvalidInputError(`${field}.content`, 'must be a string or an array of content blocks', index);
+  if (Array.isArray(content)) {
+    content.forEach((nested: unknown, position) => {
+      const nestedField = `${field}.content[${position}]`;
+      const type = blockType(nested, nestedField, index);
+      if (type === 'tool_use' || type === 'tool_result')
+        throw new InvalidInputError(`${nestedField}.type`, `"${type}" is not allowed inside a tool_result`, index);
+      if (isKnown(type)) check(KNOWN_BLOCKS[type], nested, nestedField, index);
+    });
+  }
+  check(toolResultSchema, block, field, index);
+}
+
+/** The ids of the tool_use blocks of an assistant message's content (checked: distinct), with their positions. */
+function toolUseIds(content: string | readonly unknown[], index: number): Map<string, number> {
+  const ids = new Map<string, number>();
+  if (typeof content === 'string') return ids;
+  content.forEach((block, position) => {
+    if (!isRecord(block) || block.type !== 'tool_use' || typeof block.id !== 'string') return;
+    const first = ids.get(block.id);
+    if (first !== undefined)
+      throw new InvalidInputError(
+        `messages[${index}].content[${position}].id`,
+        `"${block.id}" is also the id of content[${first}]: the tool_use ids of one message must differ`,
+        index,
+      );
+    ids.set(block.id, position);
+  });
+  return ids;
+}
+
+/** Checks one message; `previous` is the message before it (a tool_result answers one of its tool_use blocks). */
+function assertAnthropicMessage(
+  value: unknown,
+  index: number,
+  previous: AnthropicMessage | undefined,
+): asserts value is AnthropicMessage {
+  const field = `messages[${index}]`;
+  if (!isRecord(value)) throw new InvalidInputError(field, 'must be an object', index);
+  const { role, content } = value;
+  if (role === 'system')
+    throw new InvalidInputError(
+      `${field}.role`,
+      'must be user or assistant: an Anthropic conversation has its system prompt in the request body\'s "system"',
+      index,
+    );
+  if (role !== 'user' && role !== 'assistant')
+    throw new InvalidInputError(
+      `${field}.role`,
+      role === undefined ? 'required' : 'must be one of user, assistant',
+      index,
+    );
+  if (typeof content === 'string') return;
+  if (!Array.isArray(content))
+    throw new InvalidInputError(
+      `${field}.content`,
+      content === undefined
+        ? 'required (a string or an array of content blocks)'
+        : 'must be a string or an array of content blocks',
+      index,
+    );
+  const asked = previous?.role === 'assistant' ? toolUseIds(previous.content, index - 1) : new Map<string, number>();
+  const answered = new Map<string, number>();
+  content.forEach((block: unknown, position) => {
+    const blockField = `${field}.content[${position}]`;
+    const type = blockType(block, blockField, index);
+    if (type === 'tool_use' && role !== 'assistant')
+      throw new InvalidInputError(`${blockField}.type`, '"tool_use" is only allowed in an assistant message', index);
+    if (type === 'tool_result') {
+      if (role !== 'user')
+        throw new InvalidInputError(`${blockField}.type`, '"tool_result" is only allowed in a user message', index);
+      checkToolResult(block, blockField, index);
+      const id = isRecord(block) ? String(block.tool_use_id) : '';
+      if (!asked.has(id))
+        throw new InvalidInputError(
+          `${blockField}.tool_use_id`,
+          index === 0 || previous?.role !== 'assistant'
+            ? `"${id}" answers no tool_use: a tool_result must answer a tool_use of the assistant message just before it`
+            : `"${id}" answers no tool_use of messages[${index - 1}] (the assistant message just before)`,
+          index,
+        );
+      const first = answered.get(id);
+      if (first !== undefined)
+        throw new InvalidInputError(
+          `${blockField}.tool_use_id`,
+          `"${id}" is already answered by content[${first}]`,
+          index,
+        );
+      answered.set(id, position);
+      return;
+    }
+    if (isKnown(type)) check(KNOWN_BLOCKS[type], block, blockField, index);
+  });
+  if (role === 'assistant') toolUseIds(content, index);
+}
+
+function isSystem(value: unknown): value is string | AnthropicTextBlock[] {
+  return anthropicSystemSchema.safeParse(value).success;
+}
+
+/** A validated Anthropic conversation: the caller's own objects. */
+export interface ValidAnthropic {
+  messages: AnthropicMessage[];
+  /** The request body's system prompt, when it has one. */
+  system: string | AnthropicTextBlock[] | undefined;
+  /** The request body, when the conversation was one (its other fields come back untouched). */
+  body: Record<string, unknown> | undefined;
+}
+
+/**
+ * Validates an Anthropic conversation — a message array or a request body `{ system?, messages, ... }` —
+ * at a public boundary, and returns the caller's own objects (never copies). Throws
+ * `InvalidInputError` naming the path of the first fault, e.g. `messages[3].content[1].tool_use_id`.
+ */
+export function validateAnthropic(conversation: unknown): ValidAnthropic {
+  let messages: unknown = conversation;
+  let system: string | AnthropicTextBlock[] | undefined;
+  const body = isRecord(conversation) ? conversation : undefined;
+  if (body !== undefined) {
+    if (!Object.hasOwn(body, 'messages'))
+      throw new InvalidInputError(
+        'messages',
+        'required: an Anthropic conversation is an array of messages or a request body { system?, messages }',
+      );
+    const raw = body.system;
+    if (Array.isArray(raw))
+      raw.forEach((block: unknown, position) => {
+        const field = `system[${position}]`;
+        if (blockType(block, field) !== 'text')
+          throw new InvalidInputError(`${field}.type`, 'must be "text": a system prompt holds text blocks only');
+        check(anthropicTextBlockSchema, block, field);
+      });
+    else if (raw !== undefined && typeof raw !== 'string')
+      throw new InvalidInputError('system', 'must be a string or an array of text blocks');
+    if (isSystem(raw)) system = raw;
+    messages = body.messages;
+  }
+  if (!Array.isArray(messages)) throw new InvalidInputError('messages', 'must be an array of Anthropic messages');
+  const valid: AnthropicMessage[] = [];
+  messages.forEach((value: unknown, index) => {
+    assertAnthropicMessage(value, index, valid[index - 1]);
+    valid.push(value);
+  });
+  return { messages: valid, system, body };
+}

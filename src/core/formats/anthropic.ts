@@ -1,0 +1,103 @@
+// Sandbox-safe: the Anthropic Messages format — a conversation mapped to the engine's chat messages
+// with where each came from (src/core/formats/view.ts: a user message of tool_result blocks becomes
+// its other blocks first, then one tool message per result), and a compaction mapped back.
+import type { ContentPart, ToolCall } from '../types.js';
+import {
+  validateAnthropic,
+  type AnthropicBlock,
+  type AnthropicMessage,
+  type AnthropicRequest,
+  type AnthropicToolResultBlock,
+  type AnthropicToolUseBlock,
+} from './anthropic-schema.js';
+import { EngineMessages, formatView, type FormatView, type MappedCompactionResult, type PartElision } from './view.js';
+
+export type { FormatView };
+
+/** A tool result replaced by a stub: the message, the block of its `tool_result`, the stub now its content. */
+export type AnthropicElision = PartElision;
+
+/**
+ * A compaction of an Anthropic conversation: a `CompactionResult` whose messages are Anthropic
+ * messages and whose positions (`elisions`, `cutIndex`, `dropped`) count the input's messages.
+ * The token counts are the engine's (docs/compaction.md#formats).
+ */
+export interface AnthropicCompactionResult extends MappedCompactionResult<AnthropicMessage> {
+  /** When the input was a request body: that body with `messages` replaced, every other field as it came (the same values). */
+  request?: AnthropicRequest;
+}
+
+function isToolUse(block: AnthropicBlock): block is AnthropicToolUseBlock {
+  return block.type === 'tool_use';
+}
+
+function isToolResult(block: AnthropicBlock): block is AnthropicToolResultBlock {
+  return block.type === 'tool_result';
+}
+
+/**
+ * Validates an Anthropic conversation (a message array or a request body) and maps it to engine
+ * messages. Throws `InvalidInputError` naming the path of a fault (`messages[3].content[1].tool_use_id`).
+ */
+export function anthropicView(conversation: unknown): FormatView<AnthropicCompactionResult> {
+  const { messages, system, body } = validateAnthropic(conversation);
+  const engine = new EngineMessages();
+  if (system !== undefined) engine.push({ role: 'system', content: system }, { message: -1 });
+  messages.forEach((message, index) => {
+    const origin = { message: index };
+    if (typeof message.content === 'string')
+      return engine.push({ role: message.role, content: message.content }, origin);
+    if (message.role === 'assistant') {
+      const calls: ToolCall[] = [];
+      const parts: ContentPart[] = [];
+      for (const block of message.content) {
+        if (isToolUse(block))
+          calls.push({
+            id: block.id,
+            type: 'function',
+            function: { name: block.name, arguments: JSON.stringify(block.input) },
+          });
+        else parts.push(block);
+      }
+      if (calls.length === 0) return engine.push({ role: 'assistant', content: parts }, origin);
+      return engine.push({ role: 'assistant', content: parts.length === 0 ? null : parts, tool_calls: calls }, origin);
+    }
+    const parts: ContentPart[] = [];
+    const results: Array<{ block: AnthropicToolResultBlock; position: number }> = [];
+    message.content.forEach((block, position) => {
+      if (isToolResult(block)) results.push({ block, position });
+      else parts.push(block);
+    });
+    if (results.length === 0) return engine.push({ role: 'user', content: parts }, origin);
+    engine.pushResults(
+      index,
+      parts,
+      results.map(({ block, position }) => ({
+        message: { role: 'tool', tool_call_id: block.tool_use_id, content: block.content ?? '' },
+        block: position,
+      })),
+    );
+  });
+  return formatView(
+    engine,
+    {
+      sources: messages,
+      withStubs,
+      summary: (content): AnthropicMessage => ({ role: 'user', content }),
+    },
+    (mapped): AnthropicCompactionResult =>
+      body === undefined ? mapped : { ...mapped, request: { ...body, messages: mapped.messages } },
+  );
+}
+
+/** The message with the `tool_result` blocks at `stubs`' positions holding their stub as content (every other field kept). */
+function withStubs(message: AnthropicMessage, stubs: ReadonlyMap<number, string>): AnthropicMessage {
+  if (typeof message.content === 'string') return message;
+  return {
+    ...message,
+    content: message.content.map((block, position) => {
+      const stub = stubs.get(position);
+      return stub === undefined ? block : { ...block, content: stub };
+    }),
+  };
+}

@@ -1,0 +1,115 @@
+// Sandbox-safe: which message format a parsed conversation is in, from what each format allows
+// (docs/compaction.md#formats). Every mark narrows the formats the conversation can be in; marks
+// that leave none are refused, naming two that disagree and where they are. A conversation with no
+// mark at all (plain text turns) reads the same in every format: OpenAI chat, the default.
+import { InvalidInputError } from '../errors.js';
+import type { MessageFormat } from './format.js';
+
+/** The format names people read. */
+export const FORMAT_NAMES: Record<MessageFormat, string> = {
+  openai: 'OpenAI chat',
+  anthropic: 'Anthropic Messages',
+  'ai-sdk': 'AI SDK messages',
+};
+
+/** A mark: what was seen, where, and the formats that allow it. */
+export interface FormatMark {
+  where: string;
+  what: string;
+  formats: readonly MessageFormat[];
+}
+
+/** Content part types and the formats that have them (with the field that tells look-alikes apart). */
+function partFormats(part: Record<string, unknown>): readonly MessageFormat[] | undefined {
+  switch (part.type) {
+    case 'image_url':
+    case 'input_audio':
+    case 'refusal':
+      return ['openai'];
+    case 'tool_use':
+    case 'tool_result':
+    case 'thinking':
+    case 'redacted_thinking':
+    case 'document':
+      return ['anthropic'];
+    case 'tool-call':
+    case 'tool-result':
+    case 'reasoning':
+    case 'tool-approval-request':
+    case 'tool-approval-response':
+      return ['ai-sdk'];
+    case 'image':
+      return part.source !== undefined ? ['anthropic'] : part.image !== undefined ? ['ai-sdk'] : undefined;
+    case 'file':
+      return part.file !== undefined ? ['openai'] : part.data !== undefined ? ['ai-sdk'] : undefined;
+    default:
+      return undefined;
+  }
+}
+
+function record(value: unknown): Record<string, unknown> | undefined {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) ? { ...value } : undefined;
+}
+
+/** Every mark in `value` (a message array or a request body), in document order. */
+export function formatMarks(value: unknown): FormatMark[] {
+  const marks: FormatMark[] = [];
+  const body = record(value);
+  if (body !== undefined && body.system !== undefined)
+    marks.push({ where: 'system', what: 'a "system" field beside "messages"', formats: ['anthropic'] });
+  const messages: unknown = body === undefined ? value : body.messages;
+  if (!Array.isArray(messages)) return marks;
+  messages.forEach((item: unknown, index) => {
+    const message = record(item);
+    if (message === undefined) return;
+    const at = `messages[${index}]`;
+    const { role, content } = message;
+    if (role === 'system') marks.push({ where: `${at}.role`, what: 'role "system"', formats: ['openai', 'ai-sdk'] });
+    if (role === 'developer') marks.push({ where: `${at}.role`, what: 'role "developer"', formats: ['openai'] });
+    if (role === 'tool')
+      marks.push(
+        Array.isArray(content) && message.tool_call_id === undefined
+          ? { where: `${at}.content`, what: 'a "tool" message of parts', formats: ['ai-sdk'] }
+          : { where: `${at}.role`, what: 'role "tool"', formats: ['openai'] },
+      );
+    for (const field of ['tool_calls', 'tool_call_id'])
+      if (message[field] !== undefined)
+        marks.push({ where: `${at}.${field}`, what: `a "${field}" field`, formats: ['openai'] });
+    if (!Array.isArray(content)) return;
+    content.forEach((item: unknown, position) => {
+      const part = record(item);
+      const formats = part === undefined ? undefined : partFormats(part);
+      if (part !== undefined && formats !== undefined)
+        marks.push({ where: `${at}.content[${position}].type`, what: `a "${String(part.type)}" part`, formats });
+    });
+  });
+  return marks;
+}
+
+/**
+ * The format of a parsed conversation file: the one its marks allow (`openai` when they allow it,
+ * or when there are none). Throws `InvalidInputError` when no format allows them all, naming two
+ * that disagree and where they are.
+ */
+export function detectFormat(value: unknown): MessageFormat {
+  let allowed: readonly MessageFormat[] = ['openai', 'anthropic', 'ai-sdk'];
+  let narrowing: FormatMark | undefined;
+  for (const mark of formatMarks(value)) {
+    const left = allowed.filter((format) => mark.formats.includes(format));
+    if (left.length === 0) {
+      const earlier =
+        narrowing === undefined ? '' : `${narrowing.what} at ${narrowing.where} (${names(narrowing)}), but `;
+      throw new InvalidInputError(
+        mark.where,
+        `cannot tell the message format: ${earlier}${mark.what} at ${mark.where} (${names(mark)}); name it with --format openai|anthropic|ai-sdk`,
+      );
+    }
+    if (left.length < allowed.length) narrowing = mark;
+    allowed = left;
+  }
+  return allowed.includes('openai') ? 'openai' : (allowed[0] ?? 'openai');
+}
+
+function names(mark: FormatMark): string {
+  return mark.formats.map((format) => FORMAT_NAMES[format]).join(' or ');
+}

@@ -1,0 +1,185 @@
+// Sandbox-safe: what every non-OpenAI format shares — its conversation as engine messages that
+// remember where they came from, and the engine's result mapped back to the format's own messages (docs/compaction.md#formats).
+//
+// A format maps one source message to one engine message, except one holding tool results: each
+// result becomes a `tool` message (the engine pairs it with the assistant turn that asked, and
+// never separates the two), and the message's other parts, if any, one `user` message placed
+// *before* the results. Placed there, it lies inside the asking turn's group (the turn, then its
+// results), so no cut of the engine falls between the pieces of one source message: a window
+// never starts at a tool result nor inside a group (src/core/compaction/regions.ts), and the hard
+// trim drops whole groups. The mapping back checks it all the same and fails loudly.
+import { markUncuttable } from '../compaction/truncation.js';
+import type { ChatMessage, CompactionResult, ContentPart, TokenCounter } from '../types.js';
+
+/** A tool result replaced by a stub: its message, the position of its part, the stub now its content. */
+export interface PartElision {
+  /** Position of the message in the input's messages. */
+  index: number;
+  /** Position of the tool result's part (block) in that message's content. */
+  block: number;
+  /** The whole new content of that tool result. */
+  stub: string;
+}
+
+/** A compaction in a format's own messages; positions (`elisions`, `cutIndex`, `dropped`) count the input's messages. */
+export interface MappedCompactionResult<Message> extends Omit<CompactionResult, 'messages' | 'elisions'> {
+  /** The compacted conversation: the input's own message objects, rebuilt ones holding stubs, and at most one summary message. */
+  messages: Message[];
+  elisions: PartElision[];
+}
+
+/** What a format hands a driver: the engine's messages and the way back. */
+export interface FormatView<Result> {
+  /** The conversation as engine messages (validated: the engine's own check never fails on them). */
+  messages: ChatMessage[];
+  /** `inner`, plus the size of the parts it does not count (docs/compaction.md#formats). */
+  counter(inner: TokenCounter): TokenCounter;
+  /** The engine's result in the format's terms. */
+  result(engine: CompactionResult): Result;
+  /** The input message an engine message came from (-1: one outside the messages, a system prompt). */
+  sourceOf(engineIndex: number): number | undefined;
+}
+
+/** Where an engine message came from. */
+export interface Origin {
+  /** Index in the input's messages; -1 for one outside them (an Anthropic request's system prompt). */
+  message: number;
+  /** For a tool result: the position of its part in the message. */
+  block?: number;
+}
+
+/** A compaction split one input message: a bug, never bad input. */
+export class SplitMessageError extends Error {
+  override readonly name = 'SplitMessageError';
+}
+
+/** Collects the engine messages of a format, each with its origin. */
+export class EngineMessages {
+  readonly messages: ChatMessage[] = [];
+  readonly origins: Origin[] = [];
+
+  push(message: ChatMessage, origin: Origin): void {
+    this.messages.push(message);
+    this.origins.push(origin);
+  }
+
+  /**
+   * A message holding tool results: its other parts (if any) as one `user` message first, then one
+   * `tool` message per result (see the top of this file for why in this order).
+   */
+  pushResults(index: number, others: ContentPart[], results: Array<{ message: ChatMessage; block: number }>): void {
+    if (others.length > 0) this.push({ role: 'user', content: others }, { message: index });
+    for (const { message, block } of results) this.push(message, { message: index, block });
+  }
+}
+
+/** How a format rebuilds its messages. */
+export interface Rebuild<Message> {
+  /** The input's messages. */
+  sources: readonly Message[];
+  /** A source message with the tool results at these part positions holding their stub. */
+  withStubs(message: Message, stubs: ReadonlyMap<number, string>): Message;
+  /** The summary as a user message of the format. */
+  summary(content: string): Message;
+}
+
+/** The view of engine messages collected from a format's conversation. */
+export function formatView<Message, Result>(
+  collected: EngineMessages,
+  rebuild: Rebuild<Message>,
+  finish: (mapped: MappedCompactionResult<Message>) => Result,
+): FormatView<Result> {
+  const { messages, origins } = collected;
+  // The mapping back carries a cut only as a tool result's stub: truncation leaves the rest whole.
+  for (const message of messages)
+    if (message.role !== 'tool' || typeof message.content !== 'string') markUncuttable(message);
+  return {
+    messages,
+    // The counters read every part themselves (docs/design.md#count-parts): Anthropic and AI SDK
+    // images by their rule, other blocks by their JSON size.
+    counter: (inner) => inner,
+    sourceOf: (engineIndex) => origins[engineIndex]?.message,
+    result: (result) => finish(mapBack(result, collected, rebuild)),
+  };
+}
+
+/** What became of each engine message: kept as it was, kept with a stub, or dropped (undefined). */
+type Fate = 'kept' | { stub: string } | undefined;
+
+function mapBack<Message>(
+  result: CompactionResult,
+  { messages: engine, origins }: EngineMessages,
+  { sources, withStubs, summary }: Rebuild<Message>,
+): MappedCompactionResult<Message> {
+  const engineIndex = new Map<ChatMessage, number>();
+  engine.forEach((message, index) => engineIndex.set(message, index));
+  const fates: Fate[] = engine.map(() => undefined);
+  // The result, in order: engine indices, and 'summary' where the summary stands.
+  const order: Array<number | 'summary'> = [];
+  const elisions = result.elisions.filter(({ index }) => index > result.cutIndex);
+  let last = -1;
+  for (const message of result.messages) {
+    const index = engineIndex.get(message);
+    if (index !== undefined) {
+      fates[index] = 'kept';
+      order.push((last = index));
+      continue;
+    }
+    if (result.summary !== null && message.role === 'user' && message.content === result.summary) {
+      order.push('summary');
+      continue;
+    }
+    // An elided tool result: the next elision after the last placed message, naming the same call.
+    const elision = elisions.find(
+      ({ index: at, stub }) =>
+        at > last && engine[at]?.tool_call_id === message.tool_call_id && message.content === stub,
+    );
+    if (elision === undefined) throw new SplitMessageError('a compacted message matches no input message');
+    fates[elision.index] = { stub: elision.stub };
+    order.push((last = elision.index));
+  }
+
+  // Per input message: its pieces' fates (a message is kept whole, rebuilt with stubs, or dropped whole).
+  const pieces = new Map<number, number[]>();
+  origins.forEach(({ message }, index) => pieces.set(message, [...(pieces.get(message) ?? []), index]));
+  const output: Message[] = [];
+  const emitted = new Set<number>();
+  for (const entry of order) {
+    if (entry === 'summary') {
+      output.push(summary(result.summary ?? ''));
+      continue;
+    }
+    const source = origins[entry]?.message ?? -1;
+    if (source < 0 || emitted.has(source)) continue;
+    emitted.add(source);
+    const own = pieces.get(source) ?? [];
+    if (own.some((index) => fates[index] === undefined))
+      throw new SplitMessageError(`the compaction kept part of messages[${source}] and dropped the rest`);
+    const message = sources[source];
+    if (message === undefined) continue;
+    const stubs = new Map<number, string>();
+    for (const index of own) {
+      const fate = fates[index];
+      const block = origins[index]?.block;
+      if (typeof fate === 'object' && block !== undefined) stubs.set(block, fate.stub);
+    }
+    output.push(stubs.size === 0 ? message : withStubs(message, stubs));
+  }
+
+  let dropped = 0;
+  sources.forEach((_, index) => {
+    if (!emitted.has(index)) dropped += 1;
+  });
+  const { messages: _engineMessages, elisions: engineElisions, cutIndex, ...counts } = result;
+  return {
+    ...counts,
+    messages: output,
+    dropped,
+    cutIndex: cutIndex < 0 ? -1 : (origins[cutIndex]?.message ?? -1),
+    elisions: engineElisions.map(({ index, stub }) => ({
+      index: origins[index]?.message ?? -1,
+      block: origins[index]?.block ?? -1,
+      stub,
+    })),
+  };
+}
