@@ -60,6 +60,13 @@ export {
   type CompactionWithUsage,
   type SummarizeActivitySettings,
 } from './workflows/compact.js';
+// The AI SDK's language-model middleware (docs/compaction.md#ai-sdk-middleware).
+export {
+  compactionMiddleware,
+  type CompactionMiddleware,
+  type CompactionMiddlewareOptions,
+  type PromptCallOptions,
+} from './workflows/ai-sdk-middleware.js';
 // Counters (docs/design.md#counting): deterministic, so a workflow may count with them.
 export { createCharCounter, defaultCounter, type CharCounterOptions } from './core/counting/tokens.js';
 export { createBpeCounter, type BpeCounterOptions, type BpeEncodingName } from './core/counting/bpe-counter.js';

@@ -4,6 +4,7 @@
 import { isCancellation, sleep } from '@temporalio/workflow';
 import { createCharCounter } from '../../src/core/counting/tokens.js';
 import type { ChatMessage, CompactionResult } from '../../src/core/types.js';
+import { compactionMiddleware } from '../../src/workflows/ai-sdk-middleware.js';
 import { compact } from '../../src/workflows/compact.js';
 import type { CompactConversationOptions } from '../../src/workflows/compact-conversation.js';
 
@@ -36,4 +37,33 @@ export async function compactInWorkflow({
     if (isCancellation(error)) return { result, nextStep: 'cancelled' };
     throw error;
   }
+}
+
+/**
+ * What `generateText` does with a middleware in a workflow, without the `ai` package in the
+ * bundle: the same prompt grows by a step twice more; the middleware compacts once and puts its
+ * compaction back at the next calls. Returns the prompt each call would have sent.
+ */
+export async function middlewareInWorkflow({
+  prompt,
+  steps,
+  contextBudget,
+}: {
+  prompt: unknown[];
+  steps: unknown[][];
+  contextBudget: number;
+}): Promise<unknown[][]> {
+  const middleware = compactionMiddleware({ contextBudget, keepRecent: 2 });
+  const sent: unknown[][] = [];
+  let conversation = prompt;
+  for (const step of [[], ...steps]) {
+    conversation = [...conversation, ...step];
+    const { prompt: compacted } = await middleware.transformParams({
+      type: 'generate',
+      params: { prompt: conversation },
+      model: {},
+    });
+    sent.push([...compacted]);
+  }
+  return sent;
 }
