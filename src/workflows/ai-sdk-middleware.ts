@@ -47,6 +47,22 @@ const MIDDLEWARE_OPTION_KEYS: readonly string[] = [
   ...keysOf<Omit<CompactionMiddlewareOptions, keyof CompactOptions>>({ summarizer: true }),
 ];
 
+/**
+ * The compacted prompt as a provider-level prompt (`LanguageModelV4Prompt`), which, unlike a
+ * `ModelMessage[]`, wants every user and assistant message's content as parts: the summary the
+ * engine adds is a string, so it becomes one text part. The prompt itself when nothing changed.
+ */
+function asProviderPrompt(before: readonly unknown[], after: readonly unknown[]): readonly unknown[] {
+  if (after === before) return before;
+  return after.map((message) => {
+    if (typeof message !== 'object' || message === null) return message;
+    const role: unknown = Reflect.get(message, 'role');
+    const content: unknown = Reflect.get(message, 'content');
+    if ((role !== 'user' && role !== 'assistant') || typeof content !== 'string') return message;
+    return { ...message, content: [{ type: 'text', text: content }] };
+  });
+}
+
 /** How many compactions a middleware remembers (the latest; a `generateText` loop needs only its last). */
 const REMEMBERED_COMPACTIONS = 4;
 
@@ -110,7 +126,7 @@ export function compactionMiddleware(options: CompactionMiddlewareOptions): Comp
     async transformParams({ params }) {
       const original = params.prompt;
       const prompt = withRemembered(original);
-      const compacted = await compactPrompt(prompt);
+      const compacted = asProviderPrompt(prompt, await compactPrompt(prompt));
       if (compacted === prompt) return prompt === original ? params : { ...params, prompt };
       remembered.push({ length: original.length, digest: digestOf(original), replacement: compacted });
       // A loop's later prompts extend its latest compaction: older ones are not needed again.

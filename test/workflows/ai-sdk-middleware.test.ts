@@ -86,6 +86,9 @@ describe('compactionMiddleware in process, under the AI SDK’s generateText', (
     expect(result.text).toBe('done');
     const prompts = model.doGenerateCalls.map((call) => call.prompt);
     expect(prompts).toHaveLength(9);
+    // A provider-level prompt: user and assistant contents are parts (a provider maps over them), the summary too.
+    for (const message of prompts.flat())
+      if (message.role === 'user' || message.role === 'assistant') expect(Array.isArray(message.content)).toBe(true);
     const compacted = prompts.map((prompt) => JSON.stringify(prompt).includes('[Summary by the harness of'));
     const first = compacted.indexOf(true);
     expect(first).toBeGreaterThan(0);

@@ -278,18 +278,27 @@ describe('malformed input on a worker (dev server)', { timeout: 240_000 }, () =>
   });
 
   it('oversized single messages end in their documented failures, not a wedge', async () => {
-    // compactConversation: a message in the recent window larger than the payload limit.
+    // compactConversation: a message in the recent window larger than the payload limit. By default it
+    // is cut middle-out to fit (docs/design.md#truncation) and the compaction completes; without
+    // truncation (the reference) the result stays over the payload limit and the workflow says so.
+    const oversized = [
+      { role: 'user', content: 'Summarize the log.' },
+      { role: 'tool', tool_call_id: 'c', content: 'x' },
+      { role: 'user', content: 'y'.repeat(200_000) },
+    ];
+    const truncated = await t.client.workflow.execute('compactConversation', {
+      taskQueue: t.taskQueue,
+      workflowId: uniqueId('oversized-truncated'),
+      args: [{ messages: oversized, options: { contextBudget: 1_000, keepRecent: 1, maxPayloadBytes: 65_536 } }],
+    });
+    expect(truncated).toMatchObject({ exhausted: false, truncations: [{ index: 2, chars: 200_000 }] });
     const compactHandle = await t.client.workflow.start('compactConversation', {
       taskQueue: t.taskQueue,
       workflowId: uniqueId('oversized-compact'),
       args: [
         {
-          messages: [
-            { role: 'user', content: 'Summarize the log.' },
-            { role: 'tool', tool_call_id: 'c', content: 'x' },
-            { role: 'user', content: 'y'.repeat(200_000) },
-          ],
-          options: { contextBudget: 1_000, keepRecent: 1, maxPayloadBytes: 65_536 },
+          messages: oversized,
+          options: { contextBudget: 1_000, keepRecent: 1, maxPayloadBytes: 65_536, truncateOversized: false },
         },
       ],
     });
