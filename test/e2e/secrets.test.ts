@@ -19,6 +19,7 @@ import {
   type ChatMessage,
 } from '../../src/index.js';
 import {
+  assistantReply,
   startFakeOpenAI,
   type FakeOpenAI,
   type RecordedRequest,
@@ -54,19 +55,9 @@ function bearer(request: RecordedRequest): string {
   return String(request.headers.authorization ?? '').replace(/^Bearer /, '');
 }
 
+/** An assistant reply billed 900 prompt and 10 completion tokens. */
 function completion(message: Record<string, unknown>): ScriptedResponse {
-  return {
-    kind: 'status',
-    status: 200,
-    body: {
-      id: 'c',
-      object: 'chat.completion',
-      created: 0,
-      model: 'fake',
-      choices: [{ index: 0, finish_reason: 'stop', message: { role: 'assistant', ...message } }],
-      usage: { prompt_tokens: 900, completion_tokens: 10, total_tokens: 910 },
-    },
-  };
+  return assistantReply(message, { prompt_tokens: 900, completion_tokens: 10, total_tokens: 910 });
 }
 
 /** An OpenAI-style error whose message carries the key the request was sent with. */

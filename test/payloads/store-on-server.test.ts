@@ -18,7 +18,7 @@ import {
   payloadProtoSize,
   type ConfiguredPayloads,
 } from '../../src/payloads/index.js';
-import { startFakeOpenAI, type FakeOpenAI, type ScriptedResponse } from '../support/fake-openai.js';
+import { assistantReply as completion, startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.js';
 import {
   claimOf,
   decodeHistoryPayload,
@@ -186,21 +186,6 @@ describe('payload store and codec on the dev server', { timeout: 120_000 }, () =
     afterAll(async () => {
       await server.close();
     });
-
-    function completion(message: Record<string, unknown>): ScriptedResponse {
-      return {
-        kind: 'status',
-        status: 200,
-        body: {
-          id: 'c',
-          object: 'chat.completion',
-          created: 0,
-          model: 'fake-agent',
-          choices: [{ index: 0, finish_reason: 'stop', message: { role: 'assistant', ...message } }],
-          usage: { prompt_tokens: 100, completion_tokens: 5, total_tokens: 105 },
-        },
-      };
-    }
 
     it('never writes OPENAI_API_KEY or the codec key into any history payload or stored object', async () => {
       const apiKey = `sk-canary-${randomBytes(12).toString('hex')}`;

@@ -141,6 +141,28 @@ export interface HeldResponse {
   release(answer: ScriptedResponse): void;
 }
 
+/**
+ * A 200 chat.completion whose one choice is an assistant message with `message`'s fields (content,
+ * tool_calls), billed `usage` (100 prompt + 5 completion tokens unless given).
+ */
+export function assistantReply(
+  message: Record<string, unknown>,
+  usage: Record<string, unknown> = { prompt_tokens: 100, completion_tokens: 5, total_tokens: 105 },
+): ScriptedResponse {
+  return {
+    kind: 'status',
+    status: 200,
+    body: {
+      id: 'c',
+      object: 'chat.completion',
+      created: 0,
+      model: 'fake-agent',
+      choices: [{ index: 0, finish_reason: 'stop', message: { role: 'assistant', ...message } }],
+      usage,
+    },
+  };
+}
+
 /** Creates a `{ kind: 'hold' }` response and the function that releases it. */
 export function createHold(): HeldResponse {
   let release: (answer: ScriptedResponse) => void = () => undefined;

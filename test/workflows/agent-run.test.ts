@@ -37,7 +37,7 @@ import {
 import { readSessionLines } from '../../src/client/session-reader.js';
 import { pinTask } from '../../src/core/agent/agent-input.js';
 import { emptyCompactionHistory, RECENT_COMPACTIONS } from '../../src/core/agent/compaction-history.js';
-import { createHold, startFakeOpenAI, type FakeOpenAI, type ScriptedResponse } from '../support/fake-openai.js';
+import { assistantReply as completion, createHold, startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.js';
 import {
   failureTypeOf,
   loadTrajectory,
@@ -63,24 +63,6 @@ const replayModel = (trajectory: string, contextWindow = 100_000) => ({
 });
 const openaiModel = { provider: 'openai' as const, model: 'fake-agent', contextWindow: 16_000, maxOutputTokens: 500 };
 const fastRetries = { maximumAttempts: 2, initialInterval: 10 };
-
-function completion(
-  message: Record<string, unknown>,
-  usage: Record<string, unknown> = { prompt_tokens: 100, completion_tokens: 5, total_tokens: 105 },
-): ScriptedResponse {
-  return {
-    kind: 'status',
-    status: 200,
-    body: {
-      id: 'c',
-      object: 'chat.completion',
-      created: 0,
-      model: 'fake-agent',
-      choices: [{ index: 0, finish_reason: 'stop', message: { role: 'assistant', ...message } }],
-      usage,
-    },
-  };
-}
 
 type HistoryEvents = NonNullable<Awaited<ReturnType<WorkflowHandle['fetchHistory']>>['events']>;
 

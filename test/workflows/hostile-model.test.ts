@@ -21,7 +21,7 @@ import {
 } from '../../src/workflows/tool-dispatch.js';
 import { TOOL_BOUNDS_PATCH_ID } from '../../src/workflows/agent/patches.js';
 import { TRUNCATE_PATCH_ID } from '../../src/workflows/compact.js';
-import { startFakeOpenAI, type FakeOpenAI, type ScriptedResponse } from '../support/fake-openai.js';
+import { assistantReply as completion, startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.js';
 import { replayActivities } from '../support/agent.js';
 import { toolRounds } from '../support/messages.js';
 import { bundleWorkflows, testConnection, uniqueId, withWorker } from '../support/temporal.js';
@@ -37,20 +37,6 @@ const opening: ChatMessage[] = [
   { role: 'user', content: 'Look around.' },
 ];
 
-function completion(message: Record<string, unknown>): ScriptedResponse {
-  return {
-    kind: 'status',
-    status: 200,
-    body: {
-      id: 'c',
-      object: 'chat.completion',
-      created: 0,
-      model: 'fake-agent',
-      choices: [{ index: 0, finish_reason: 'stop', message: { role: 'assistant', ...message } }],
-      usage: { prompt_tokens: 100, completion_tokens: 5, total_tokens: 105 },
-    },
-  };
-}
 const call = (id: string, name: string, args: string) => ({
   id,
   type: 'function',
