@@ -2,7 +2,7 @@
 // model wrote may backtrack for minutes on one line (`(a+)+$`); here that costs this thread alone,
 // which the caller (grep.ts) terminates at its deadline. Node built-ins only: this file is loaded
 // by path, on its own.
-import { closeSync, openSync, readdirSync, readSync, statSync, type Dirent } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readdirSync, readSync, statSync, type Dirent } from 'node:fs';
 import { join, relative } from 'node:path';
 import { parentPort, workerData } from 'node:worker_threads';
 
@@ -39,13 +39,13 @@ function search(input: GrepThreadInput, post: (message: GrepThreadMessage) => vo
       return;
     }
     files += 1;
-    let text: string;
+    let text: string | undefined;
     try {
-      if (statSync(file).size > input.maxFileBytes) return;
       text = readSmall(file, input.maxFileBytes);
     } catch {
       return;
     }
+    if (text === undefined) return;
     if (text.includes('\u0000')) return;
     const lines = text.split('\n');
     for (let index = 0; index < lines.length; index += 1) {
@@ -82,11 +82,17 @@ function search(input: GrepThreadInput, post: (message: GrepThreadMessage) => vo
   post({ kind: 'done', filesSearched: files, stoppedAt });
 }
 
-/** At most `limit` bytes of a file as UTF-8 (the size was checked; a file that grew since is cut). */
-function readSmall(file: string, limit: number): string {
-  const descriptor = openSync(file, 'r');
+/**
+ * A regular file of at most `limit` bytes as UTF-8, or undefined for a larger file or anything else.
+ * Opened non-blocking and checked on the open descriptor: a FIFO (which would wait for a writer
+ * forever, a wait no deadline can end) or a device is never read.
+ */
+function readSmall(file: string, limit: number): string | undefined {
+  const descriptor = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK);
   try {
-    const buffer = Buffer.alloc(Math.min(limit, statSync(file).size));
+    const stats = fstatSync(descriptor);
+    if (!stats.isFile() || stats.size > limit) return undefined;
+    const buffer = Buffer.alloc(stats.size);
     const read = readSync(descriptor, buffer, 0, buffer.length, 0);
     return buffer.subarray(0, read).toString('utf8');
   } finally {

@@ -1,5 +1,6 @@
 // Node only (activities): the agent loop's tools — the built-in read-only `fs_read`, `fs_list` and
 // `grep` under a configured root, and `replayTool`, which returns a trajectory's recorded result.
+import { constants } from 'node:fs';
 import { open, opendir, realpath, stat } from 'node:fs/promises';
 import { isAbsolute, relative, resolve, sep } from 'node:path';
 import { Context } from '@temporalio/activity';
@@ -92,10 +93,25 @@ const grepArgs = z.strictObject({
 });
 
 /** The first `limit` bytes of a file as UTF-8, and the file's whole size. */
-async function readHead(path: string, limit: number): Promise<{ text: string; size: number }> {
-  const file = await open(path, 'r');
+/** Opening a FIFO for reading waits for a writer; non-blocking, it returns at once (and regular files read as before). */
+const READ_FLAGS = constants.O_RDONLY | constants.O_NONBLOCK;
+
+/** Refuses what is neither a regular file nor a directory: a FIFO, a socket or a device could block a read forever. */
+function notAFile(tool: string, path: string): ApplicationFailure {
+  return ApplicationFailure.create({
+    type: ToolFailureType.InvalidArguments,
+    message: `${tool}: ${path} is not a regular file (a FIFO, socket or device is never read)`,
+    nonRetryable: true,
+  });
+}
+
+async function readHead(path: string, shown: string, limit: number): Promise<{ text: string; size: number }> {
+  const file = await open(path, READ_FLAGS);
   try {
-    const { size } = await file.stat();
+    const stats = await file.stat();
+    // Checked on the open file: a path swapped for a FIFO after the caller's stat is refused too.
+    if (!stats.isFile()) throw notAFile('fs_read', shown);
+    const { size } = stats;
     const buffer = Buffer.alloc(Math.min(size, limit));
     const { bytesRead } = await file.read(buffer, 0, buffer.length, 0);
     return { text: buffer.subarray(0, bytesRead).toString('utf8'), size };
@@ -174,14 +190,16 @@ export function createBuiltInTools({
   async function fs_read(args: unknown): Promise<string> {
     const { path, offset = 1, limit } = parseArgs('fs_read', readArgs, args);
     const { real } = await locate('fs_read', path);
-    if ((await stat(real)).isDirectory()) {
+    const kind = await stat(real);
+    if (kind.isDirectory()) {
       throw ApplicationFailure.create({
         type: ToolFailureType.InvalidArguments,
         message: `fs_read: ${path} is a directory; use fs_list`,
         nonRetryable: true,
       });
     }
-    const { text, size } = await readHead(real, maxReadBytes);
+    if (!kind.isFile()) throw notAFile('fs_read', path);
+    const { text, size } = await readHead(real, path, maxReadBytes);
     const lines = text.split('\n');
     const selected = lines.slice(offset - 1, limit === undefined ? undefined : offset - 1 + limit);
     const numbered = selected.map((line, index) => `${String(offset + index).padStart(6)}\t${line}`).join('\n');
@@ -228,6 +246,8 @@ export function createBuiltInTools({
       });
     }
     const { real } = await locate('grep', path);
+    const kind = await stat(real);
+    if (!kind.isFile() && !kind.isDirectory()) throw notAFile('grep', path);
     realRoot ??= realpath(rootPath);
     const base = await realRoot;
     const { matches, stoppedAt } = await grepInThread(

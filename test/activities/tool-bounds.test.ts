@@ -1,6 +1,7 @@
 // The built-in tools under what a model may ask of them (issue: model output is untrusted input):
 // a catastrophically backtracking grep pattern costs a search thread, never the worker's event loop,
 // and every tool stops at its documented bounds with a note the model reads.
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -34,6 +35,10 @@ describe('built-in tools stay bounded whatever the model asks', () => {
       writeFileSync(join(root, 'many', `f${String(index).padStart(2, '0')}.txt`), 'x\n');
     writeFileSync(join(root, 'big.txt'), `${'line\n'.repeat(1000)}`);
     writeFileSync(join(root, 'a-first.txt'), 'x\n');
+    // A FIFO: opening it for reading waits for a writer that never comes.
+    mkdirSync(join(root, 'special'));
+    execFileSync('mkfifo', [join(root, 'special', 'pipe')]);
+    writeFileSync(join(root, 'special', 'plain.txt'), 'x\n');
   });
   afterAll(() => rmSync(root, { recursive: true, force: true }));
 
@@ -90,5 +95,20 @@ describe('built-in tools stay bounded whatever the model asks', () => {
     const listed = await run(tools.fs_list, { path: 'many' });
     expect(listed.split('\n')).toHaveLength(5);
     expect(listed).toMatch(/\n\[stopped after 4 entries\]$/);
+  });
+
+  it('never opens a FIFO: fs_read and grep refuse one by name, and a grep over its directory skips it', async () => {
+    const tools = createBuiltInTools({ root });
+    const read = await failureOf(() => run(tools.fs_read, { path: 'special/pipe' }));
+    expect([read.type, read.message]).toEqual([
+      ToolFailureType.InvalidArguments,
+      'fs_read: special/pipe is not a regular file (a FIFO, socket or device is never read)',
+    ]);
+    const grepped = await failureOf(() => run(tools.grep, { pattern: 'x', path: 'special/pipe' }));
+    expect([grepped.type, grepped.message]).toEqual([
+      ToolFailureType.InvalidArguments,
+      'grep: special/pipe is not a regular file (a FIFO, socket or device is never read)',
+    ]);
+    expect(await run(tools.grep, { pattern: 'x', path: 'special' })).toBe('special/plain.txt:1: x');
   });
 });
