@@ -5,7 +5,8 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { WorkflowHandle } from '@temporalio/client';
+import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import OpenAI from 'openai';
@@ -22,6 +23,13 @@ import {
 import { TOOL_BOUNDS_PATCH_ID } from '../../src/workflows/agent/patches.js';
 import { TRUNCATE_PATCH_ID } from '../../src/workflows/compact.js';
 import { assistantReply as completion, startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.js';
+import {
+  hostileClasses,
+  hostileInput,
+  hostileProblems,
+  hostileResponder,
+  writeHostileToolRoot,
+} from '../support/hostile-model.js';
 import { replayActivities } from '../support/agent.js';
 import { toolRounds } from '../support/messages.js';
 import { bundleWorkflows, testConnection, uniqueId, withWorker } from '../support/temporal.js';
@@ -230,5 +238,55 @@ describe('agentRun against a hostile model', { timeout: 120_000 }, () => {
     expect(grepResult).toMatch(
       /^no matches for \/\(a\+\)\+\$\/ in evil\.txt\n\[stopped after 4 s: the search took too long/,
     );
+  });
+
+  it('every class of hostile model at once on one worker: each run ends as its class must, every call answered once, no workflow task failed, every history replays', async () => {
+    const hostileRoot = mkdtempSync(join(tmpdir(), 'hostile-classes-'));
+    try {
+      writeHostileToolRoot(hostileRoot);
+      const classes = hostileClasses(2);
+      server.setDefault(hostileResponder(classes));
+      const t = await testConnection();
+      const tools = {
+        ...replayActivities({
+          openai: new OpenAI({ baseURL: server.baseURL, apiKey: 'test-key', maxRetries: 0 }),
+          toolsRoot: hostileRoot,
+        }),
+        grep: createBuiltInTools({ root: hostileRoot, grepTimeoutMs: 2000 }).grep,
+      };
+      const runs = await withWorker(t, { workflowBundle: bundle, activities: tools }, () =>
+        Promise.all(
+          classes.map(async (hostile) => {
+            const workflowId = uniqueId(`hostile-${hostile.name}`);
+            const handle = await t.client.workflow.start(agentRun, {
+              taskQueue: t.taskQueue,
+              workflowId,
+              args: [hostileInput(hostile)],
+            });
+            const outcome = await handle.result().then(
+              (result) => ({ status: 'completed' as const, stopReason: result.stopReason, messages: result.messages }),
+              (error: unknown) => {
+                if (!(error instanceof WorkflowFailedError) || !(error.cause instanceof ApplicationFailure))
+                  throw error;
+                return { status: 'failed' as const, failure: `${error.cause.type ?? ''}: ${error.cause.message}` };
+              },
+            );
+            return { hostile, handle, outcome };
+          }),
+        ),
+      );
+      const problems = runs.flatMap(({ hostile, outcome }) =>
+        hostileProblems(hostile, outcome).map((problem) => `${hostile.name}: ${problem}`),
+      );
+      expect(problems).toEqual([]);
+      for (const { handle } of runs) {
+        const history = await handle.fetchHistory();
+        const failedTasks = (history.events ?? []).filter((event) => event.workflowTaskFailedEventAttributes);
+        expect(failedTasks, handle.workflowId).toEqual([]);
+        await Worker.runReplayHistory({ workflowBundle: bundle }, history, handle.workflowId);
+      }
+    } finally {
+      rmSync(hostileRoot, { recursive: true, force: true });
+    }
   });
 });
