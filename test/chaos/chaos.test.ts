@@ -13,19 +13,27 @@
 //                   then PostgreSQL restarted (fast shutdown, then start)
 //   llm-faults      N runs; the summarizer answers 500, 429 + Retry-After, malformed JSON, empty
 //                   content, resets the connection or hangs 10 s, per request
+//   hostile-model   N runs (at least one per class) whose model asks the built-in tools for the worst
+//                   (test/support/hostile-model.ts: a catastrophic grep, 1,000 calls in a turn, ...),
+//                   while a compaction probe starts every 500 ms on the same workers; each run must end
+//                   as its class must, and the worker running a catastrophic grep must do probe work
+//                   while the grep holds its search thread
 //
-// CHAOS_PROFILE=full (default: 50 runs per scenario, every scenario) or ci (8 runs, the three fault
-// scenarios: .ci/run), CHAOS_RUNS, CHAOS_SCENARIOS, CHAOS_AGENT_WORKER_ENV.
+// CHAOS_PROFILE=full (default: 50 runs per scenario, every scenario) or ci (8 runs, every scenario but
+// load: .ci/run), CHAOS_RUNS, CHAOS_SCENARIOS, CHAOS_AGENT_WORKER_ENV.
 // The figures go to bench/results/chaos-<profile>.md (and .json) and are printed at the end.
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, Connection } from '@temporalio/client';
+import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startCluster, TEMPORAL_SERVER_VERSION, type Cluster, type ClusterNode } from '../../scripts/cluster/index.js';
 import { installQuietTelemetryRuntime } from '../../src/telemetry/metrics.js';
 import { HISTORY_CHANNEL_ARGS } from '../../src/client/session-reader.js';
+import { replaySession } from '../../src/core/agent/session.js';
+import { hostileCallCount, hostileInput, hostileProblems } from '../support/hostile-model.js';
 import { writeProductionBundle } from '../support/worker-process.js';
 import {
   chaosInputs,
@@ -34,6 +42,7 @@ import {
   log,
   minimumResumeMs,
   percentile,
+  retrying,
   roundLatencies,
   runToEnd,
   seededRandom,
@@ -50,12 +59,22 @@ import {
   type Scenario,
 } from './harness.js';
 import {
+  grepsWhileProbed,
+  probeLatencies,
+  runProbes,
+  startHostileEndpoint,
+  workSpans,
+  type HostileEndpoint,
+  type WorkSpan,
+} from './hostile.js';
+import {
   machineLine,
   renderReport,
   scenarioTotals,
   writeReport,
   type ChaosReport,
   type FaultReport,
+  type HostileRunReport,
   type ScenarioReport,
 } from './report.js';
 
@@ -86,6 +105,7 @@ describe(`chaos on a three-node cluster (profile ${profile.name}: ${profile.runs
   let connection: Connection;
   let client: Client;
   let summarizer: ChaosSummarizer;
+  let hostile: HostileEndpoint;
   let pool: WorkerPool;
   let bundle: Awaited<ReturnType<typeof writeProductionBundle>>;
   const inputs: ChaosInput[] = chaosInputs();
@@ -109,13 +129,16 @@ describe(`chaos on a three-node cluster (profile ${profile.name}: ${profile.runs
     connection = await Connection.connect({ address: cluster.address, channelArgs: HISTORY_CHANNEL_ARGS });
     client = new Client({ connection, namespace: cluster.namespace });
     summarizer = await startChaosSummarizer();
+    // The agent workers' own model endpoint and tool root: only the hostile-model runs use them
+    // (every other run replays a recording), so every worker is started alike.
+    hostile = await startHostileEndpoint();
     bundle = await writeProductionBundle('compactor-chaos-bundle-');
     pool = new WorkerPool({
       address: cluster.address,
       namespace: cluster.namespace,
       bundlePath: bundle.bundlePath,
       summarizerBaseURL: summarizer.baseURL,
-      agentEnv: profile.agentWorkerEnv,
+      agentEnv: { ...hostile.agentEnv, ...profile.agentWorkerEnv },
     });
     await pool.startAll();
     log(
@@ -164,12 +187,13 @@ describe(`chaos on a three-node cluster (profile ${profile.name}: ${profile.runs
 
   afterAll(async () => {
     report.machine = machineLine();
-    if (report.scenarios.length > 1) {
+    if (report.scenarios.length > 1 || report.hostile !== undefined) {
       const path = writeReport(report);
       process.stderr.write(`\n${renderReport(report)}\n\n(written to ${path})\n`);
     }
     await pool?.stopAll();
     await summarizer?.close();
+    await hostile?.close();
     await connection?.close();
     await cluster?.stop();
     bundle?.remove();
@@ -473,6 +497,133 @@ describe(`chaos on a three-node cluster (profile ${profile.name}: ${profile.runs
       expect(records.filter((record) => record.kind === 'trim' && !record.fallback)).toEqual([]);
       expect(records.filter((record) => record.exhausted)).toEqual([]);
       expectNothingLost(scenarioReport, { fallbackAllowed: true });
+    },
+    SCENARIO_DEADLINE_MS + 60_000,
+  );
+
+  it.runIf(profile.scenarios.includes('hostile-model'))(
+    'hostile model: every class ends as it must, and the worker running a catastrophic grep keeps doing other work meanwhile',
+    async () => {
+      const startedAt = Date.now();
+      const deadline = startedAt + SCENARIO_DEADLINE_MS;
+      const runs = Math.max(profile.runs, hostile.classes.length);
+      log(`hostile-model: starting ${runs} runs of ${hostile.classes.length} classes, a probe every 500 ms`);
+      let ended = 0;
+      const started = Array.from({ length: runs }, (_, index) => {
+        const hostileClass = hostile.classes[index % hostile.classes.length];
+        if (hostileClass === undefined) throw new Error('no hostile classes');
+        sequence += 1;
+        const workflowId = `chaos-hostile-${hostileClass.name}-${index + 1}-${Date.now().toString(36)}-${sequence}`;
+        const input: ChaosInput = { key: hostileClass.name, input: hostileInput(hostileClass) };
+        return runToEnd(client, input, workflowId, deadline)
+          .then((outcome) => ({ hostileClass, outcome }))
+          .finally(() => {
+            ended += 1;
+          });
+      });
+      const probing = runProbes(client, { everyMs: 500, deadline, done: () => ended === runs, label: 'hostile' });
+      const ticker = setInterval(
+        () => log(`hostile-model: ${ended}/${runs} runs ended, ${seconds(Date.now() - startedAt)} in`),
+        15_000,
+      );
+      let outcomes: Array<Awaited<(typeof started)[number]>>;
+      try {
+        outcomes = await Promise.all(started);
+      } finally {
+        clearInterval(ticker);
+      }
+      const probes = await probing;
+      const endedAt = Date.now();
+
+      const greps: Array<{ workflowId: string; span: WorkSpan }> = [];
+      const runReports: HostileRunReport[] = [];
+      for (const { hostileClass, outcome } of outcomes) {
+        const handle = client.workflow.getHandle(outcome.workflowId);
+        const spans = await retrying(`work of ${outcome.workflowId}`, deadline, async () =>
+          workSpans(client, outcome.workflowId, (await handle.describe()).runId),
+        );
+        if (hostileClass.name === 'catastrophic-grep')
+          for (const span of spans.filter((item) => item.kind === 'grep'))
+            greps.push({ workflowId: outcome.workflowId, span });
+        const messages = outcome.result?.messages ?? [];
+        const calls = messages.flatMap((message) => (message.role === 'assistant' ? (message.tool_calls ?? []) : []));
+        const answers = messages.filter((message) => message.role === 'tool').map((message) => message.tool_call_id);
+        let historyReplays = false;
+        try {
+          await Worker.runReplayHistory(
+            { workflowBundle: { codePath: bundle.bundlePath } },
+            await handle.fetchHistory(),
+            outcome.workflowId,
+          );
+          historyReplays = true;
+        } catch (error) {
+          log(
+            `hostile-model: ${outcome.workflowId} does not replay: ${error instanceof Error ? error.message : String(error)}`,
+          );
+        }
+        runReports.push({
+          workflowId: outcome.workflowId,
+          hostileClass: hostileClass.name,
+          ended:
+            outcome.status === 'completed'
+              ? outcome.result?.stopReason === 'completed'
+                ? 'completed'
+                : `completed (${outcome.result?.stopReason ?? '?'})`
+              : `failed ${(outcome.failure ?? '').split(':')[0] ?? ''}`,
+          ms: outcome.facts.closedAt - outcome.facts.startedAt,
+          calls: outcome.status === 'completed' ? calls.length : hostileCallCount(hostileClass, 1),
+          answered: calls.filter((asked) => answers.filter((id) => id === asked.id).length === 1).length,
+          problems: hostileProblems(hostileClass, {
+            status: outcome.status,
+            failure: outcome.failure,
+            stopReason: outcome.result?.stopReason,
+            messages: outcome.result?.messages,
+          }),
+          transcriptReplays:
+            outcome.status === 'failed' ||
+            JSON.stringify(replaySession(outcome.lines ?? [])) === JSON.stringify(outcome.result?.messages),
+          historyReplays,
+          workflowTasksFailed: outcome.facts.workflowTaskFailed.length,
+          workflowTasksTimedOut: outcome.facts.workflowTaskTimedOut.length,
+          toolRetries: outcome.facts.retried.filter((retried) => retried.activity !== 'chat').length,
+        });
+      }
+      const latencies = probeLatencies(probes);
+      report.hostile = {
+        runs: runReports,
+        startedAt,
+        endedAt,
+        probes: {
+          started: probes.length,
+          completed: probes.filter((probe) => probe.completed).length,
+          ...latencies,
+          workflowTasksTimedOut: probes.reduce((total, probe) => total + probe.workflowTasksTimedOut, 0),
+        },
+        greps: grepsWhileProbed(greps, probes),
+      };
+      log(
+        `hostile-model: done in ${seconds(endedAt - startedAt)}; ${probes.length} probes, p50 ${seconds(latencies.p50)}, max ${seconds(latencies.max)}`,
+      );
+
+      // Each run ended as its class must: every call answered once, the notes the model must read.
+      expect(runReports.flatMap((run) => run.problems.map((problem) => `${run.workflowId}: ${problem}`))).toEqual([]);
+      expect(
+        runReports.filter((run) => !run.transcriptReplays || !run.historyReplays).map((run) => run.workflowId),
+      ).toEqual([]);
+      // Nothing failed a workflow task, no worker missed a task's deadline, no tool attempt timed out and ran again.
+      expect(
+        runReports
+          .filter((run) => run.workflowTasksFailed + run.workflowTasksTimedOut + run.toolRetries > 0)
+          .map((run) => run.workflowId),
+      ).toEqual([]);
+      // The workers stayed responsive: every probe completed, none of its tasks timed out ...
+      expect(
+        probes.filter((probe) => !probe.completed).map((probe) => `${probe.workflowId}: ${probe.failure}`),
+      ).toEqual([]);
+      expect(report.hostile.probes.workflowTasksTimedOut).toBe(0);
+      // ... and the worker holding each catastrophic grep did probe work while the grep ran.
+      expect(report.hostile.greps.length).toBeGreaterThan(0);
+      expect(report.hostile.greps.filter((grep) => grep.probeWorkOnItsWorker === 0)).toEqual([]);
     },
     SCENARIO_DEADLINE_MS + 60_000,
   );

@@ -39,12 +39,12 @@ export function log(line: string): void {
 // Profile
 // ---------------------------------------------------------------------------------------------
 
-export type Scenario = 'load' | 'worker-kills' | 'server-faults' | 'llm-faults';
-export const SCENARIOS: readonly Scenario[] = ['load', 'worker-kills', 'server-faults', 'llm-faults'];
+export type Scenario = 'load' | 'worker-kills' | 'server-faults' | 'llm-faults' | 'hostile-model';
+export const SCENARIOS: readonly Scenario[] = ['load', 'worker-kills', 'server-faults', 'llm-faults', 'hostile-model'];
 
 export interface ChaosProfile {
   name: 'full' | 'ci';
-  /** Concurrent agent runs per scenario. */
+  /** Concurrent agent runs per scenario (the hostile-model scenario runs at least one of each class). */
   runs: number;
   scenarios: readonly Scenario[];
   /** A worker is SIGKILLed every this many ms (uniform in the range) while runs are in flight. */

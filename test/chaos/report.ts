@@ -15,6 +15,7 @@ import {
   type RunOutcome,
   type Scenario,
 } from './harness.js';
+import { WORKER_GREP_SECONDS, type GrepWhileProbed } from './hostile.js';
 
 export const RESULTS_DIR = fileURLToPath(new URL('../../bench/results/', import.meta.url));
 
@@ -55,12 +56,50 @@ export interface ScenarioReport {
   };
 }
 
+/** One run of the hostile-model scenario. */
+export interface HostileRunReport {
+  workflowId: string;
+  hostileClass: string;
+  /** `completed (maxRounds)`, `failed RunFailed.BackendsFailed`, ... */
+  ended: string;
+  /** Start to close, from its history. */
+  ms: number;
+  /** Tool calls the model asked for, and how many of them got exactly one result. */
+  calls: number;
+  answered: number;
+  /** What `hostileProblems` found: empty when the run ended as its class must. */
+  problems: string[];
+  transcriptReplays: boolean;
+  historyReplays: boolean;
+  workflowTasksFailed: number;
+  workflowTasksTimedOut: number;
+  /** Tool activity attempts after the first (a heartbeat timeout would show here). */
+  toolRetries: number;
+}
+
+/** The hostile-model scenario: runs against a hostile model, and probes of the workers meanwhile. */
+export interface HostileReport {
+  runs: HostileRunReport[];
+  startedAt: number;
+  endedAt: number;
+  probes: {
+    started: number;
+    completed: number;
+    p50: number;
+    p99: number;
+    max: number;
+    workflowTasksTimedOut: number;
+  };
+  greps: GrepWhileProbed[];
+}
+
 export interface ChaosReport {
   profile: ChaosProfile;
   machine: string;
   cluster: string;
   references: { runs: number; inputs: number; ms: number; rounds: number; compactions: number; summaries: number };
   scenarios: ScenarioReport[];
+  hostile?: HostileReport;
 }
 
 function count<T>(items: readonly T[], predicate: (item: T) => boolean): number {
@@ -174,7 +213,46 @@ export function renderReport(report: ChaosReport): string {
       `LLM faults: ${scenario.llm.requests} summarize requests (${outcomes}); the longest request lasted ${ms(scenario.llm.longestRequestMs)} (deadline ${ms(SUMMARIZER_TIMEOUT_MS)}), the longest summarize activity ${ms(scenario.llm.longestSummarizeActivityMs)} from scheduled to closed, ${scenario.llm.openSummarizeActivities} left open; ${totals.compactions} compactions, ${totals.fallbacks} of them the hard trim (\`fallback: true\`) in ${totals.withFallback} runs, the rest a summary or elision.`,
     );
   }
+  if (report.hostile !== undefined) lines.push('', ...renderHostile(report.hostile));
   return lines.join('\n');
+}
+
+function renderHostile(hostile: HostileReport): string[] {
+  const lines: string[] = [];
+  const byClass = new Map<string, HostileRunReport[]>();
+  for (const run of hostile.runs) byClass.set(run.hostileClass, [...(byClass.get(run.hostileClass) ?? []), run]);
+  lines.push(
+    `Hostile model: ${hostile.runs.length} runs of ${byClass.size} classes at once, in ${seconds(hostile.endedAt - hostile.startedAt)}; each class's tool calls answered, as the model reads them, without a worker's event loop held:`,
+  );
+  lines.push('');
+  lines.push(
+    '| class | runs | ended | as its class must | calls | answered once | transcript replays | history replays | workflow tasks failed | timed out | tool retries | longest run |',
+  );
+  lines.push('|---|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|');
+  for (const [name, runs] of byClass) {
+    const ended = [...new Set(runs.map((run) => run.ended))].join(', ');
+    const sum = (pick: (run: HostileRunReport) => number): number => runs.reduce((total, run) => total + pick(run), 0);
+    lines.push(
+      `| ${name} | ${runs.length} | ${ended} | ${count(runs, (run) => run.problems.length === 0)} | ${sum((run) => run.calls)} | ${sum((run) => run.answered)} | ${count(runs, (run) => run.transcriptReplays)} | ${count(runs, (run) => run.historyReplays)} | ${sum((run) => run.workflowTasksFailed)} | ${sum((run) => run.workflowTasksTimedOut)} | ${sum((run) => run.toolRetries)} | ${seconds(Math.max(...runs.map((run) => run.ms)))} |`,
+    );
+  }
+  const { probes, greps } = hostile;
+  lines.push('');
+  lines.push(
+    `Probes (a \`compactConversation\` every 500 ms on the agent workers' queue while the hostile runs were in flight): ${probes.completed} of ${probes.started} completed, latency p50 ${ms(probes.p50)}, p99 ${ms(probes.p99)}, max ${ms(probes.max)}; ${probes.workflowTasksTimedOut} of their workflow tasks timed out.`,
+  );
+  if (greps.length > 0) {
+    const mine = greps.map((grep) => grep.probeWorkOnItsWorker);
+    lines.push(
+      `Catastrophic greps: ${greps.length}, each holding its search thread ${seconds(
+        percentile(
+          greps.map((grep) => grep.ranMs),
+          50,
+        ),
+      )} at p50 (deadline ${WORKER_GREP_SECONDS} s); meanwhile the worker running each did probe work too — workflow tasks and activities started and finished during the grep: min ${Math.min(...mine)}, p50 ${percentile(mine, 50)} per grep (${greps.reduce((total, grep) => total + grep.probeWorkElsewhere, 0)} more on the other workers).`,
+    );
+  }
+  return lines;
 }
 
 /** Writes the report as Markdown and JSON under bench/results/; returns the Markdown path. */
@@ -193,6 +271,7 @@ export function writeReport(report: ChaosReport): string {
       faults: scenario.faults,
       llm: scenario.llm,
     })),
+    hostile: report.hostile,
   };
   writeFileSync(join(RESULTS_DIR, `chaos-${report.profile.name}.json`), `${JSON.stringify(raw, null, 2)}\n`);
   return markdownPath;

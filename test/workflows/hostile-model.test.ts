@@ -9,6 +9,7 @@ import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import fc from 'fast-check';
 import OpenAI from 'openai';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createBuiltInTools } from '../../src/activities/tools.js';
@@ -289,4 +290,49 @@ describe('agentRun against a hostile model', { timeout: 120_000 }, () => {
       rmSync(hostileRoot, { recursive: true, force: true });
     }
   });
+
+  it(
+    'random hostile turns (fast-check): every call answered once and in order, the bound honoured, the run completes and replays',
+    { timeout: 300_000 },
+    async () => {
+      const names = fc.constantFrom('fs_read', 'fs_list', 'grep', 'rm_rf', '__proto__', 'toString');
+      const args = fc.oneof(
+        fc
+          .record({ path: fc.constantFrom('a.txt', 'evil.txt', '..', '/etc', 'a\u0000b', '') })
+          .map((value) => JSON.stringify(value)),
+        fc.record({ pattern: fc.constantFrom('alpha', '(a+)+$', '(', '.') }).map((value) => JSON.stringify(value)),
+        fc.jsonValue().map((value) => JSON.stringify(value)),
+        fc.string({ maxLength: 30 }),
+        fc.integer({ min: 60, max: 70 }).map((depth) => `${'['.repeat(depth)}${']'.repeat(depth)}`),
+      );
+      const turn = fc.array(fc.record({ name: names, args }), { minLength: 1, maxLength: 90 });
+      const t = await testConnection();
+      await withWorker(t, { workflowBundle: bundle, activities: activities(300) }, async () => {
+        await fc.assert(
+          fc.asyncProperty(turn, async (asked) => {
+            const calls = asked.map(({ name, args: text }, index) => call(`f${index}`, name, text));
+            server.script(completion({ content: null, tool_calls: calls }), completion({ content: 'Done.' }));
+            const workflowId = uniqueId('hostile-fuzz');
+            const result = await t.client.workflow.execute(agentRun, {
+              taskQueue: t.taskQueue,
+              workflowId,
+              args: [{ messages: opening, model: openaiModel, tools: ['fs_read', 'fs_list', 'grep'], compaction: {} }],
+            });
+            expect(result.stopReason).toBe('completed');
+            const answers = result.messages.filter((message) => message.role === 'tool');
+            expect(answers.map((message) => message.tool_call_id)).toEqual(calls.map((asking) => asking.id));
+            for (const [index, answer] of answers.entries())
+              if (index >= MAX_TOOL_CALLS_PER_TURN)
+                expect(answer.content).toMatch(/^Error: this turn asked for \d+ tool calls; at most 64 run per turn/);
+            const handle = t.client.workflow.getHandle(workflowId);
+            const history = await handle.fetchHistory();
+            expect((history.events ?? []).filter((event) => event.workflowTaskFailedEventAttributes)).toEqual([]);
+            expect(await mostToolActivitiesPerTask(handle)).toBeLessThanOrEqual(TOOL_CALL_CONCURRENCY);
+            await Worker.runReplayHistory({ workflowBundle: bundle }, history, workflowId);
+          }),
+          { numRuns: 4, seed: 20_261_202 },
+        );
+      });
+    },
+  );
 });
