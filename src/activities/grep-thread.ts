@@ -3,6 +3,7 @@
 // which the caller (grep.ts) terminates at its deadline. Node built-ins only: this file is loaded
 // by path, on its own.
 import { closeSync, constants, fstatSync, openSync, readdirSync, readSync, statSync, type Dirent } from 'node:fs';
+import { constants as osConstants, setPriority } from 'node:os';
 import { join, relative } from 'node:path';
 import { parentPort, workerData } from 'node:worker_threads';
 
@@ -102,5 +103,16 @@ function readSmall(file: string, limit: number): string | undefined {
 
 if (parentPort !== null) {
   const port = parentPort;
+  // The lowest scheduling priority (nice 19), for this thread alone: a pattern that backtracks burns a core
+  // until its deadline, and must not take that core from the worker's event loop or from anything
+  // else on the machine. On Linux, setpriority(0) applies to the calling thread; elsewhere it would
+  // renice the whole worker, so there the search keeps the process's priority.
+  if (process.platform === 'linux') {
+    try {
+      setPriority(osConstants.priority.PRIORITY_LOW);
+    } catch {
+      // Not allowed here (a sandbox): the deadline and the caller's slots still bound the search.
+    }
+  }
   search(workerData as GrepThreadInput, (message) => port.postMessage(message));
 }

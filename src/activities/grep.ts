@@ -27,11 +27,80 @@ function threadScript(): { script: URL | string; eval: boolean } {
 }
 
 /**
- * Searches in a worker thread. At `timeoutMs` (or when `signal` aborts) the thread is terminated and
- * the matches found so far come back with `stoppedAt: 'deadline'`; a thread over `memoryMb` of heap
- * ends with `stoppedAt: 'memory'`. The caller's event loop only ever receives messages.
+ * At most `limit` searches run at a time; the others wait their turn, in order (a search whose
+ * signal aborts while it waits leaves the queue). Each search is a thread that may burn a core until
+ * its deadline and holds up to its memory limit: a turn of 64 catastrophic patterns must not become
+ * 64 such threads.
  */
-export function grepInThread(
+export class SearchSlots {
+  private running = 0;
+  private readonly waiting: Array<() => void> = [];
+
+  constructor(readonly limit: number) {
+    if (!Number.isInteger(limit) || limit < 1)
+      throw new RangeError(`grepThreads: expected a positive integer, got ${limit}`);
+  }
+
+  /** Searches running now, and waiting for a slot. */
+  get load(): { running: number; waiting: number } {
+    return { running: this.running, waiting: this.waiting.length };
+  }
+
+  /** Resolves with the slot's release once a slot is free; rejects if `signal` aborts first. */
+  async acquire(signal?: AbortSignal): Promise<() => void> {
+    signal?.throwIfAborted();
+    if (this.running < this.limit) {
+      this.running += 1;
+      return this.releaser();
+    }
+    await new Promise<void>((resolve, reject) => {
+      const onAbort = (): void => {
+        const index = this.waiting.indexOf(start);
+        if (index >= 0) this.waiting.splice(index, 1);
+        reject(signal?.reason instanceof Error ? signal.reason : new Error('grep cancelled'));
+      };
+      const start = (): void => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve();
+      };
+      this.waiting.push(start);
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+    return this.releaser();
+  }
+
+  private releaser(): () => void {
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      // The slot passes to the next search in line, or is freed.
+      const next = this.waiting.shift();
+      if (next !== undefined) next();
+      else this.running -= 1;
+    };
+  }
+}
+
+/**
+ * Searches in a worker thread, once `slots` (when given) has a free slot. At `timeoutMs` from the
+ * thread's start (or when `signal` aborts) the thread is terminated and the matches found so far come
+ * back with `stoppedAt: 'deadline'`; a thread over `memoryMb` of heap ends with `stoppedAt: 'memory'`.
+ * The caller's event loop only ever receives messages.
+ */
+export async function grepInThread(
+  input: GrepThreadInput,
+  options: { timeoutMs: number; memoryMb: number; signal?: AbortSignal; slots?: SearchSlots },
+): Promise<GrepOutcome> {
+  const release = await options.slots?.acquire(options.signal);
+  try {
+    return await searchInThread(input, options);
+  } finally {
+    release?.();
+  }
+}
+
+function searchInThread(
   input: GrepThreadInput,
   { timeoutMs, memoryMb, signal }: { timeoutMs: number; memoryMb: number; signal?: AbortSignal },
 ): Promise<GrepOutcome> {

@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { ReplayFailureType, ToolFailureType } from '../core/agent/agent-errors.js';
 import { capText } from '../core/compaction/transcript.js';
 import type { ChatMessage } from '../core/types.js';
-import { grepInThread, type GrepOutcome } from './grep.js';
+import { grepInThread, SearchSlots, type GrepOutcome } from './grep.js';
 import { heartbeating } from './heartbeats.js';
 import type { TrajectoryStore } from './trajectories.js';
 
@@ -25,6 +25,8 @@ export interface BuiltInToolsOptions {
   grepTimeoutMs?: number;
   /** Heap limit of `grep`'s search thread, in MiB. @default 64 */
   grepMemoryMb?: number;
+  /** `grep` searches running at once (each a thread); more calls wait their turn. @default 2 */
+  grepThreads?: number;
   /** `grep` searches at most this many files per call. @default 20,000 */
   grepMaxFiles?: number;
   /** `fs_read` reads at most this many bytes of a file (from its start), and says so when it stops. @default 10 MB */
@@ -40,6 +42,8 @@ const MAX_GREP_FILE_BYTES = 2_000_000;
 export const DEFAULT_GREP_TIMEOUT_MS = 10_000;
 /** @default 64 MiB of heap for grep's search thread */
 export const DEFAULT_GREP_MEMORY_MB = 64;
+/** @default 2 grep search threads at once per set of tools (one worker's) */
+export const DEFAULT_GREP_THREADS = 2;
 /** @default 20,000 files per grep call */
 export const DEFAULT_GREP_MAX_FILES = 20_000;
 /** @default 10 MB of one file read by fs_read */
@@ -159,12 +163,14 @@ export function createBuiltInTools({
   maxResultChars = DEFAULT_TOOL_RESULT_CHARS,
   grepTimeoutMs = DEFAULT_GREP_TIMEOUT_MS,
   grepMemoryMb = DEFAULT_GREP_MEMORY_MB,
+  grepThreads = DEFAULT_GREP_THREADS,
   grepMaxFiles = DEFAULT_GREP_MAX_FILES,
   maxReadBytes = DEFAULT_READ_BYTES,
   maxListEntries = DEFAULT_LIST_ENTRIES,
 }: BuiltInToolsOptions = {}) {
   const rootPath = resolve(root);
   let realRoot: Promise<string> | undefined;
+  const searchSlots = new SearchSlots(grepThreads);
 
   /** The real path of `path` under the root, or a clear failure. */
   const locate = async (tool: string, path: string): Promise<{ real: string; shown: string }> => {
@@ -261,7 +267,7 @@ export function createBuiltInTools({
         maxFiles: grepMaxFiles,
         skippedDirectories: [...SKIPPED_DIRECTORIES],
       },
-      { timeoutMs: grepTimeoutMs, memoryMb: grepMemoryMb, signal: cancellationSignal() },
+      { timeoutMs: grepTimeoutMs, memoryMb: grepMemoryMb, signal: cancellationSignal(), slots: searchSlots },
     );
     const stopped = grepStopNote(stoppedAt, { maxResults, maxFiles: grepMaxFiles, timeoutMs: grepTimeoutMs });
     if (matches.length === 0)

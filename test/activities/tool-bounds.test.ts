@@ -2,12 +2,13 @@
 // a catastrophically backtracking grep pattern costs a search thread, never the worker's event loop,
 // and every tool stops at its documented bounds with a note the model reads.
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SearchSlots } from '../../src/activities/grep.js';
 import { createBuiltInTools, MAX_GREP_PATTERN_CHARS } from '../../src/activities/tools.js';
 import { ToolFailureType } from '../../src/index.js';
 
@@ -23,6 +24,24 @@ async function failureOf(call: () => Promise<unknown>): Promise<ApplicationFailu
     return error;
   }
 }
+
+/** Threads of this process at the lowest priority (nice 19): grep's search threads, on Linux. */
+function nicedThreads(): number {
+  let count = 0;
+  for (const task of readdirSync(`/proc/${process.pid}/task`)) {
+    try {
+      const stat = readFileSync(`/proc/${process.pid}/task/${task}/stat`, 'utf8');
+      // Fields after the command's closing parenthesis; nice is the 19th field of the line.
+      if (stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16] === '19') count += 1;
+    } catch {
+      // The thread ended while we looked.
+    }
+  }
+  return count;
+}
+
+const onLinux = process.platform === 'linux';
+if (!onLinux) console.log("skipped: the search threads' priority is read from /proc (Linux only)");
 
 describe('built-in tools stay bounded whatever the model asks', () => {
   let root: string;
@@ -110,5 +129,58 @@ describe('built-in tools stay bounded whatever the model asks', () => {
       'grep: special/pipe is not a regular file (a FIFO, socket or device is never read)',
     ]);
     expect(await run(tools.grep, { pattern: 'x', path: 'special' })).toBe('special/plain.txt:1: x');
+  });
+
+  it.runIf(onLinux)(
+    'searches at the lowest priority, at most grepThreads at once: a turn of catastrophic patterns burns one core, not one per call',
+    async () => {
+      const tools = createBuiltInTools({ root, grepTimeoutMs: 600, grepThreads: 1 });
+      let most = 0;
+      const sampler = setInterval(() => (most = Math.max(most, nicedThreads())), 25);
+      try {
+        const results = await Promise.all(
+          [1, 2, 3].map(() => run(tools.grep, { pattern: '(a+)+$', path: 'evil.txt' })),
+        );
+        for (const result of results) expect(result).toMatch(/\[stopped after 0\.6 s: the search took too long/);
+      } finally {
+        clearInterval(sampler);
+      }
+      // Each search ran at nice 19 (seen at least once), and never two at a time.
+      expect(most).toBe(1);
+    },
+  );
+});
+
+describe('SearchSlots', () => {
+  it('lets `limit` searches run, queues the rest in order, and passes a freed slot on', async () => {
+    const slots = new SearchSlots(2);
+    const first = await slots.acquire();
+    const second = await slots.acquire();
+    const order: string[] = [];
+    const third = slots.acquire().then((release) => (order.push('third'), release));
+    const fourth = slots.acquire().then((release) => (order.push('fourth'), release));
+    expect(slots.load).toEqual({ running: 2, waiting: 2 });
+    first();
+    first(); // a second release of one slot changes nothing
+    const releaseThird = await third;
+    expect(order).toEqual(['third']);
+    expect(slots.load).toEqual({ running: 2, waiting: 1 });
+    second();
+    (await fourth)();
+    releaseThird();
+    expect(slots.load).toEqual({ running: 0, waiting: 0 });
+  });
+
+  it('a search cancelled while it waits leaves the queue', async () => {
+    const slots = new SearchSlots(1);
+    const held = await slots.acquire();
+    const controller = new AbortController();
+    const waiting = slots.acquire(controller.signal);
+    controller.abort(new Error('cancelled by the workflow'));
+    await expect(waiting).rejects.toThrow('cancelled by the workflow');
+    expect(slots.load).toEqual({ running: 1, waiting: 0 });
+    held();
+    expect(slots.load).toEqual({ running: 0, waiting: 0 });
+    expect(() => new SearchSlots(0)).toThrow('grepThreads: expected a positive integer, got 0');
   });
 });
