@@ -55,6 +55,12 @@ export interface ChaosProfile {
   agentWorkerEnv: Record<string, string>;
 }
 
+/** The scenarios a profile runs unless `CHAOS_SCENARIOS` says otherwise. */
+export function profileScenarios(name: ChaosProfile['name']): readonly Scenario[] {
+  // CI: no load scenario (the reference runs are the undisturbed baseline there).
+  return name === 'ci' ? SCENARIOS.filter((scenario) => scenario !== 'load') : SCENARIOS;
+}
+
 /**
  * `CHAOS_PROFILE=full` (the default: 50 runs per scenario, every scenario) or `ci` (8 runs per
  * scenario, the three fault scenarios: .ci/run); `CHAOS_RUNS` and `CHAOS_SCENARIOS=load,worker-kills` override, and
@@ -62,13 +68,11 @@ export interface ChaosProfile {
  */
 export function chaosProfile(env: Readonly<Record<string, string | undefined>> = process.env): ChaosProfile {
   const name = env.CHAOS_PROFILE === 'ci' ? 'ci' : 'full';
-  // CI: fewer runs, and no load scenario (the reference runs are the undisturbed baseline there).
+  // CI: fewer runs.
   const runs = Number(env.CHAOS_RUNS ?? (name === 'ci' ? 8 : 50));
   if (!Number.isInteger(runs) || runs < 1)
     throw new Error(`CHAOS_RUNS: expected a positive integer, got ${JSON.stringify(env.CHAOS_RUNS)}`);
-  const scenarios = (
-    env.CHAOS_SCENARIOS ?? (name === 'ci' ? SCENARIOS.filter((scenario) => scenario !== 'load') : SCENARIOS).join(',')
-  )
+  const scenarios = (env.CHAOS_SCENARIOS ?? profileScenarios(name).join(','))
     .split(',')
     .map((scenario) => scenario.trim())
     .filter((scenario) => scenario !== '');

@@ -56,7 +56,8 @@ function eventMs(event: HistoryEvent): number {
 
 /** Work a worker did for a run: a workflow task or an activity attempt, from its start to its end. */
 export interface WorkSpan {
-  kind: 'workflow task' | string;
+  /** `workflow task`, `workflow task timed out`, or the activity's type (`grep`, `summarize`, ...). */
+  kind: string;
   /** The worker's identity (`pid@host`): which process did it. */
   identity: string;
   startedAt: number;
@@ -92,6 +93,10 @@ export async function workSpans(client: Client, workflowId: string, runId: strin
       if (start !== undefined) spans.push({ kind: activityOf.get(id) ?? '?', ...start, endedAt: at });
       open.delete(id);
     }
+    if (event.workflowTaskTimedOutEventAttributes && task !== undefined) {
+      spans.push({ kind: 'workflow task timed out', ...task, endedAt: at, attempt: 1 });
+      task = undefined;
+    }
     const taskStarted = event.workflowTaskStartedEventAttributes;
     if (taskStarted) task = { identity: taskStarted.identity ?? '?', startedAt: at };
     if (event.workflowTaskCompletedEventAttributes && task !== undefined) {
@@ -110,51 +115,52 @@ export interface Probe {
   completed: boolean;
   failure?: string;
   spans: WorkSpan[];
-  workflowTasksTimedOut: number;
 }
 
 /**
- * Starts a probe every `everyMs` until `done()` and returns them all once the last has ended. Each
- * probe compacts a 20-round conversation to a 2,000-token budget: it needs a workflow task, an
- * activity and another workflow task from whichever agent workers take them.
+ * Probes the agent workers until `done()`: `lanes` loops, each starting a probe 250 ms after its
+ * last one ended (so probes never pile up on a loaded cluster: at most `lanes` in flight). Each
+ * probe compacts a 20-round conversation to a 2,000-token budget: a workflow task, an activity and
+ * another workflow task, from whichever agent workers take them.
  */
 export async function runProbes(
   client: Client,
-  options: { everyMs: number; deadline: number; done: () => boolean; label: string },
+  options: { lanes: number; deadline: number; done: () => boolean; label: string },
 ): Promise<Probe[]> {
   const messages = toolRounds(20, 400);
-  const running: Array<Promise<Probe>> = [];
-  for (let index = 0; !options.done() && Date.now() < options.deadline; index += 1) {
-    const workflowId = `chaos-probe-${options.label}-${index}-${Date.now().toString(36)}`;
-    running.push(
-      (async (): Promise<Probe> => {
-        const startedAt = Date.now();
-        const handle = await retrying(`start ${workflowId}`, options.deadline, () =>
-          client.workflow.start('compactConversation', {
-            taskQueue: AGENT_QUEUE,
-            workflowId,
-            args: [{ messages, options: { contextBudget: 2_000 } }],
-          }),
-        );
-        let completed = true;
-        let failure: string | undefined;
-        try {
-          await handle.result();
-        } catch (error) {
-          completed = false;
-          failure = error instanceof Error ? error.message : String(error);
-        }
-        const endedAt = Date.now();
-        const spans = await workSpans(client, workflowId, handle.firstExecutionRunId);
-        let workflowTasksTimedOut = 0;
-        for await (const event of historyEvents(client, workflowId, handle.firstExecutionRunId))
-          if (event.workflowTaskTimedOutEventAttributes) workflowTasksTimedOut += 1;
-        return { workflowId, startedAt, endedAt, completed, failure, spans, workflowTasksTimedOut };
-      })(),
-    );
-    await sleep(options.everyMs);
+  const probes: Probe[] = [];
+  let sequence = 0;
+  const lane = async (): Promise<void> => {
+    while (!options.done() && Date.now() < options.deadline) {
+      sequence += 1;
+      const workflowId = `chaos-probe-${options.label}-${sequence}-${Date.now().toString(36)}`;
+      const startedAt = Date.now();
+      const handle = await retrying(`start ${workflowId}`, options.deadline, () =>
+        client.workflow.start('compactConversation', {
+          taskQueue: AGENT_QUEUE,
+          workflowId,
+          args: [{ messages, options: { contextBudget: 2_000 } }],
+        }),
+      );
+      let completed = true;
+      let failure: string | undefined;
+      try {
+        await handle.result();
+      } catch (error) {
+        completed = false;
+        failure = error instanceof Error ? error.message : String(error);
+      }
+      probes.push({ workflowId, startedAt, endedAt: Date.now(), completed, failure, spans: [] });
+      await sleep(250);
+    }
+  };
+  await Promise.all(Array.from({ length: options.lanes }, lane));
+  // Read afterwards: the histories say which worker did each task and activity.
+  for (const probe of probes) {
+    const run = await client.workflow.getHandle(probe.workflowId).describe();
+    probe.spans = await workSpans(client, probe.workflowId, run.runId);
   }
-  return Promise.all(running);
+  return probes;
 }
 
 /** A catastrophic grep, and the probes' work the same worker did while the grep held its search thread. */
@@ -166,14 +172,18 @@ export interface GrepWhileProbed {
   probeWorkOnItsWorker: number;
   /** The same, on the other workers. */
   probeWorkElsewhere: number;
+  /** Workflow tasks (of any run or probe) the grep's worker took and let time out while the grep ran. */
+  timeoutsOnItsWorker: number;
 }
 
 /** For each grep span: how much probe work its own worker did meanwhile (the measure of a free event loop). */
 export function grepsWhileProbed(
   greps: ReadonlyArray<{ workflowId: string; span: WorkSpan }>,
   probes: readonly Probe[],
+  everySpan: readonly WorkSpan[],
 ): GrepWhileProbed[] {
-  const work = probes.flatMap((probe) => probe.spans);
+  const work = probes.flatMap((probe) => probe.spans.filter((span) => span.kind !== 'workflow task timed out'));
+  const timedOut = everySpan.filter((span) => span.kind === 'workflow task timed out');
   return greps.map(({ workflowId, span }) => {
     const during = work.filter((item) => item.startedAt >= span.startedAt && item.endedAt <= span.endedAt);
     const mine = during.filter((item) => item.identity === span.identity).length;
@@ -183,6 +193,9 @@ export function grepsWhileProbed(
       ranMs: span.endedAt - span.startedAt,
       probeWorkOnItsWorker: mine,
       probeWorkElsewhere: during.length - mine,
+      timeoutsOnItsWorker: timedOut.filter(
+        (item) => item.identity === span.identity && item.startedAt < span.endedAt && item.endedAt > span.startedAt,
+      ).length,
     };
   });
 }
@@ -191,4 +204,19 @@ export function grepsWhileProbed(
 export function probeLatencies(probes: readonly Probe[]): { p50: number; p99: number; max: number } {
   const latencies = probes.filter((probe) => probe.completed).map((probe) => probe.endedAt - probe.startedAt);
   return { p50: percentile(latencies, 50), p99: percentile(latencies, 99), max: percentile(latencies, 100) };
+}
+
+/** Workflow task timeouts by when they happened: `[from s, count]` per `bucketSeconds` since `startedAt`. */
+export function timeoutsOverTime(
+  spans: readonly WorkSpan[],
+  startedAt: number,
+  bucketSeconds = 10,
+): Array<[number, number]> {
+  const buckets = new Map<number, number>();
+  for (const span of spans) {
+    if (span.kind !== 'workflow task timed out') continue;
+    const bucket = Math.max(0, Math.floor((span.endedAt - startedAt) / 1000 / bucketSeconds)) * bucketSeconds;
+    buckets.set(bucket, (buckets.get(bucket) ?? 0) + 1);
+  }
+  return [...buckets.entries()].sort(([a], [b]) => a - b);
 }

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
   percentile,
+  profileScenarios,
   roundLatencies,
   seconds,
   SUMMARIZER_TIMEOUT_MS,
@@ -90,7 +91,11 @@ export interface HostileReport {
     max: number;
     workflowTasksTimedOut: number;
   };
+  /** Catastrophic greps run alone (three at once), and the probes while they ran. */
   greps: GrepWhileProbed[];
+  grepProbes: HostileReport['probes'];
+  /** Workflow task timeouts of the runs and probes: `[from s, count]` per 10 s since the scenario started. */
+  timeoutsOverTime: Array<[number, number]>;
 }
 
 export interface ChaosReport {
@@ -222,7 +227,7 @@ function renderHostile(hostile: HostileReport): string[] {
   const byClass = new Map<string, HostileRunReport[]>();
   for (const run of hostile.runs) byClass.set(run.hostileClass, [...(byClass.get(run.hostileClass) ?? []), run]);
   lines.push(
-    `Hostile model: ${hostile.runs.length} runs of ${byClass.size} classes at once, in ${seconds(hostile.endedAt - hostile.startedAt)}; each class's tool calls answered, as the model reads them, without a worker's event loop held:`,
+    `Hostile model: ${hostile.runs.length - hostile.greps.length} runs of ${byClass.size} classes at once, in ${seconds(hostile.endedAt - hostile.startedAt)}, then ${hostile.greps.length} catastrophic greps alone (counted in their row below):`,
   );
   lines.push('');
   lines.push(
@@ -239,17 +244,20 @@ function renderHostile(hostile: HostileReport): string[] {
   const { probes, greps } = hostile;
   lines.push('');
   lines.push(
-    `Probes (a \`compactConversation\` every 500 ms on the agent workers' queue while the hostile runs were in flight): ${probes.completed} of ${probes.started} completed, latency p50 ${ms(probes.p50)}, p99 ${ms(probes.p99)}, max ${ms(probes.max)}; ${probes.workflowTasksTimedOut} of their workflow tasks timed out.`,
+    `Probes (\`compactConversation\` on the agent workers' queue in three lanes, each starting one 250 ms after its last ended, while the hostile runs were in flight): ${probes.completed} of ${probes.started} completed, latency p50 ${ms(probes.p50)}, p99 ${ms(probes.p99)}, max ${ms(probes.max)}; ${probes.workflowTasksTimedOut} of their workflow tasks timed out.`,
   );
+  const timeouts = hostile.timeoutsOverTime.map(([from, times]) => `${from}–${from + 10} s: ${times}`).join(', ');
+  if (timeouts !== '') lines.push(`Workflow tasks timed out (runs and probes), by when: ${timeouts}.`);
   if (greps.length > 0) {
     const mine = greps.map((grep) => grep.probeWorkOnItsWorker);
+    const quiet = hostile.grepProbes;
     lines.push(
-      `Catastrophic greps: ${greps.length}, each holding its search thread ${seconds(
+      `Then catastrophic greps alone (${greps.length} runs at once, probes in three lanes: ${quiet.completed} of ${quiet.started} completed, p50 ${ms(quiet.p50)}, max ${ms(quiet.max)}): each holding its search thread ${seconds(
         percentile(
           greps.map((grep) => grep.ranMs),
           50,
         ),
-      )} at p50 (deadline ${WORKER_GREP_SECONDS} s); meanwhile the worker running each did probe work too — workflow tasks and activities started and finished during the grep: min ${Math.min(...mine)}, p50 ${percentile(mine, 50)} per grep (${greps.reduce((total, grep) => total + grep.probeWorkElsewhere, 0)} more on the other workers).`,
+      )} at p50 (deadline ${WORKER_GREP_SECONDS} s); meanwhile the worker running each did probe work too — workflow tasks and activities started and finished during the grep: min ${Math.min(...mine)}, p50 ${percentile(mine, 50)} per grep (${greps.reduce((total, grep) => total + grep.probeWorkElsewhere, 0)} more on the other workers); workflow tasks the grep's worker let time out while the grep ran: ${greps.reduce((total, grep) => total + grep.timeoutsOnItsWorker, 0)}.`,
     );
   }
   return lines;
@@ -258,7 +266,10 @@ function renderHostile(hostile: HostileReport): string[] {
 /** Writes the report as Markdown and JSON under bench/results/; returns the Markdown path. */
 export function writeReport(report: ChaosReport): string {
   mkdirSync(RESULTS_DIR, { recursive: true });
-  const markdownPath = join(RESULTS_DIR, `chaos-${report.profile.name}.md`);
+  // A run of some scenarios (CHAOS_SCENARIOS) has its own files: it must not replace the profile's whole run.
+  const whole = profileScenarios(report.profile.name).join(',') === report.profile.scenarios.join(',');
+  const name = `chaos-${report.profile.name}${whole ? '' : `-${report.profile.scenarios.join('+')}`}`;
+  const markdownPath = join(RESULTS_DIR, `${name}.md`);
   writeFileSync(markdownPath, `${renderReport(report)}\n`);
   const raw = {
     profile: report.profile,
@@ -273,7 +284,7 @@ export function writeReport(report: ChaosReport): string {
     })),
     hostile: report.hostile,
   };
-  writeFileSync(join(RESULTS_DIR, `chaos-${report.profile.name}.json`), `${JSON.stringify(raw, null, 2)}\n`);
+  writeFileSync(join(RESULTS_DIR, `${name}.json`), `${JSON.stringify(raw, null, 2)}\n`);
   return markdownPath;
 }
 
