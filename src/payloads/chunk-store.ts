@@ -80,6 +80,11 @@ export interface ChunkStoreStats {
   payloadsRetrieved: number;
 }
 
+/** The read cache's key of an object: its key and the key id its payload was stored with (objects are content-addressed, so a hit is the object's content). */
+function cacheKeyOf(objectKey: string, keyId: string | undefined): string {
+  return `${objectKey}\u0000${keyId ?? ''}`;
+}
+
 function emptyStats(): ChunkStoreStats {
   const perKind = () => ({ objects: 0, bytes: 0, plaintextBytes: 0 });
   return {
@@ -98,7 +103,7 @@ export interface ChunkStoreDriverOptions {
   keyring?: Keyring;
   /** Backend operations in flight at once per driver. @default 16 */
   concurrency?: number;
-  /** Plaintext bytes of chunks and nodes kept in memory for reads (consecutive payloads share most of them). @default 64 MiB */
+  /** Plaintext bytes of objects kept in memory for reads: those it wrote and those it read (consecutive payloads share most of them; a worker reads what it just wrote). @default 64 MiB */
   cacheBytes?: number;
   /** A reused object older than this is touched, so a gc with a grace period of twice this never takes it. @default 24 h */
   refreshAfterMs?: number;
@@ -314,6 +319,10 @@ export class ChunkStoreDriver implements StorageDriver {
     counters.bytes += sealed.length;
     counters.plaintextBytes += object.plaintext.length;
     this.present.set(key, this.now());
+    // What was just written is what the next retrieve of it reads (the activity that takes the
+    // input this worker's workflow stored, the workflow that takes this activity's result): a copy,
+    // so a chunk does not keep its whole payload's buffer alive in the cache.
+    this.cache.set(cacheKeyOf(key, this.keyring?.current.id), Uint8Array.from(object.plaintext));
   }
 
   private async read(
@@ -323,15 +332,15 @@ export class ChunkStoreDriver implements StorageDriver {
     signal: AbortSignal | undefined,
   ): Promise<Uint8Array> {
     const key = objectKey(kind, id);
-    const cacheKey = `${key}\u0000${keyId ?? ''}`;
-    const cached = kind === 'manifest' ? undefined : this.cache.get(cacheKey);
+    const cacheKey = cacheKeyOf(key, keyId);
+    const cached = this.cache.get(cacheKey);
     if (cached !== undefined) return cached;
     const sealed = await this.limiter.run(() => this.backend.get(key, signal));
     if (sealed === undefined) throw new ChunkMissingError(key, this.backend.description);
     this.stats.fetched.objects += 1;
     this.stats.fetched.bytes += sealed.length;
     const plaintext = openObject(sealed, id, key, keyId, this.keyring);
-    if (kind !== 'manifest') this.cache.set(cacheKey, plaintext);
+    this.cache.set(cacheKey, plaintext);
     return plaintext;
   }
 
