@@ -42,7 +42,7 @@ function fixtureBackend(store: string, writes: string[]): ObjectBackend {
   return {
     description: files.description,
     get: (key, signal) => files.get(key, signal),
-    stat: (key, signal) => files.stat(key, signal),
+    stat: (key) => files.stat(key),
     put: async (key) => {
       writes.push(key);
     },
