@@ -40,14 +40,17 @@ import type { ObjectBackend } from './object-backend.js';
 import {
   decodeNode,
   encodeManifestV2,
+  encodeNode,
   encodeNodeV2,
   entryLength,
   nodeEndsAfter,
+  MANIFEST_FORMAT,
   MAX_LITERAL_BYTES,
   nodeLevel,
   objectKey,
   parseAnyManifest,
   type Entry,
+  type ManifestBody,
   type ManifestV2,
   type ObjectKind,
 } from './object-format.js';
@@ -161,6 +164,12 @@ export interface ChunkStoreDriverOptions {
   /** A slice shorter than this is written inside the manifest or node that lists it, not as a chunk of its own. @default 256 */
   literalBelow?: number;
   /**
+   * The format of the manifests and nodes this driver writes (it reads both). 1 (a JSON manifest
+   * over one tree of 0x4e nodes, no base, nothing inline) only while processes from before format
+   * 2, which read format 1 alone, may still read this store (a rolling upgrade). @default 2
+   */
+  manifestFormat?: 1 | 2;
+  /**
    * The format of the claims this driver writes (it reads both). 1 only while processes from
    * before format 2, which read format 1 alone, may still read this store's claims (a rolling
    * upgrade). @default 2
@@ -192,6 +201,8 @@ export class ChunkStoreDriver implements StorageDriver {
   private readonly compressionLevel: number;
   private readonly inlineBelow: number;
   private readonly literalBelow: number;
+  /** The format of the manifests and nodes this driver writes. */
+  readonly manifestFormat: 1 | 2;
   /** Manifests written lately, newest first: bases for the payloads that extend them. */
   private recent: RecentManifest[] = [];
   /** The format of the claims this driver writes. */
@@ -208,6 +219,7 @@ export class ChunkStoreDriver implements StorageDriver {
     compressionLevel = 6,
     inlineBelow = 512,
     literalBelow = 256,
+    manifestFormat = 2,
     claimFormat = 2,
     now = Date.now,
   }: ChunkStoreDriverOptions) {
@@ -220,6 +232,7 @@ export class ChunkStoreDriver implements StorageDriver {
     this.compressionLevel = compressionLevel;
     this.inlineBelow = Math.min(inlineBelow, MAX_LITERAL_BYTES + 1);
     this.literalBelow = Math.min(literalBelow, MAX_LITERAL_BYTES + 1);
+    this.manifestFormat = manifestFormat;
     this.claimFormat = claimFormat;
     this.now = now;
   }
@@ -256,12 +269,15 @@ export class ChunkStoreDriver implements StorageDriver {
         const metadata: Record<string, Uint8Array> = {};
         for (const [name, value] of Object.entries(payload.metadata ?? {}))
           if (value !== null && value !== undefined) metadata[name] = value;
-        const leaves = this.leaves(data);
+        const leaves = this.manifestFormat === 1 ? [] : this.leaves(data);
         // On the manifest of a payload this one extends (the previous round's chat input), when
         // that manifest is still in the store: then only what follows its prefix is listed.
-        let manifest = this.deltaManifest(data, metadata, leaves);
+        let manifest = this.manifestFormat === 1 ? undefined : this.deltaManifest(data, metadata, leaves);
         if (manifest !== undefined && !(await this.baseUsable(manifest.base, signal))) manifest = undefined;
-        const planned = manifest ?? this.fullManifest(data, metadata, leaves);
+        const planned =
+          this.manifestFormat === 1
+            ? this.formatOneManifest(data, metadata)
+            : (manifest ?? this.fullManifest(data, metadata, leaves));
         await Promise.all(planned.object.children.map((child) => this.ensure(child, inFlight, signal)));
         // The manifest is always written, even when it exists: its modification time tells a gc
         // that a claim to it was handed out just now.
@@ -338,6 +354,64 @@ export class ChunkStoreDriver implements StorageDriver {
       items = closed;
     }
     return this.manifestOf(data.length, metadata, undefined, spine.flat());
+  }
+
+  /** Format 1, what readers from before format 2 read: a JSON manifest naming the root of a tree of 0x4e nodes over the chunks. */
+  private formatOneManifest(data: Uint8Array, metadata: Record<string, Uint8Array>): PlannedManifest {
+    const key = this.keyring?.current;
+    let level: Array<{ object: PlannedObject; length: number }> = [];
+    let start = 0;
+    for (const end of chunkBoundaries(data, this.chunkerLimits)) {
+      const plaintext = data.subarray(start, end);
+      level.push({
+        object: { kind: 'chunk', id: objectId(plaintext, key), plaintext, children: [] },
+        length: end - start,
+      });
+      start = end;
+    }
+    let depth = 0;
+    while (level.length > 1) {
+      depth += 1;
+      const parents: typeof level = [];
+      let group: typeof level = [];
+      const close = (): void => {
+        const plaintext = encodeNode(
+          depth,
+          group.map(({ object, length }) => ({ id: object.id, length })),
+        );
+        const node: PlannedObject = {
+          kind: 'node',
+          id: objectId(plaintext, key),
+          plaintext,
+          children: group.map(({ object }) => object),
+        };
+        parents.push({ object: node, length: group.reduce((sum, child) => sum + child.length, 0) });
+        group = [];
+      };
+      for (const child of level) {
+        group.push(child);
+        if (nodeEndsAfter(child.object.id, group.length)) close();
+      }
+      if (group.length > 0) close();
+      level = parents;
+    }
+    const root = level[0]?.object;
+    const body: ManifestBody = {
+      format: MANIFEST_FORMAT,
+      v: 1,
+      chunker: CHUNKER_VERSION,
+      size: data.length,
+      level: depth,
+      root: root?.id ?? null,
+      metadata: Object.fromEntries(
+        Object.entries(metadata).map(([name, value]) => [name, Buffer.from(value).toString('base64')]),
+      ),
+    };
+    const plaintext = Buffer.from(JSON.stringify(body), 'utf8');
+    return {
+      object: { kind: 'manifest', id: objectId(plaintext, key), plaintext, children: root === undefined ? [] : [root] },
+      depth: 0,
+    };
   }
 
   /** A manifest on a recent one whose payload this one starts with, when one shares at least half of it. */
