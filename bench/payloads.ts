@@ -6,17 +6,29 @@
 //   3. A 1 MB value through a workflow (input → activity → result) on a dev server with the store
 //      off and on, side by side in one run.
 //   4. agentRun over a recorded trajectory: history bytes per round by threshold (the default's case).
-// Figures are written to bench/README.md, section "Payloads". S3 is moto's server on 127.0.0.1
+//   5. What the store costs a round of agentRun on two recorded trajectories (the repository's and
+//      the extended corpus's claudecode django-11797) and a generated one, file and S3: bytes stored
+//      against the trajectory's, objects written, reads and checks per round, history per round.
+// Figures are written to bench/README.md, section "Payloads". `-- --only store-cost` runs section 5
+// alone and prints it without writing the README (figures there come from one whole run). S3 is moto's server on 127.0.0.1
 // (installed into .temporal/moto on first use): its latency is a local Python server's, not S3's.
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { deflateRawSync } from 'node:zlib';
 import { Client, Connection } from '@temporalio/client';
-import { defaultPayloadConverter, type DataConverter, type Payload } from '@temporalio/common';
+import {
+  defaultPayloadConverter,
+  ExternalStorage,
+  StorageDriverClaim,
+  type DataConverter,
+  type Payload,
+} from '@temporalio/common';
+import { decodeReferencePayload } from '@temporalio/common/lib/internal-non-workflow/extstore-helpers.js';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import proto from '@temporalio/proto';
 import { DEFAULT_PAYLOAD_THRESHOLD, loadConfig } from '../src/config.js';
@@ -31,6 +43,7 @@ import {
   FileBackend,
   keyringOf,
   payloadConverterFromConfig,
+  parseObjectKey,
   payloadProtoSize,
   S3Backend,
   type Keyring,
@@ -41,6 +54,7 @@ import { fillText } from '../corpus/content.js';
 import { startS3Server, type S3TestServer } from '../scripts/s3-test-server.js';
 import type { EchoValue } from '../corpus/store-workflows.js';
 import { writeReadmeSection } from './readme-section.js';
+import { extendedCorpusLocation, extendedCorpusMissing, generateLongRun, longRunName } from '../corpus/index.js';
 
 // With the store off a history page holds megabytes of payloads: over gRPC's 4 MB default.
 const LARGE_MESSAGES = { 'grpc.max_receive_message_length': 256 * 1024 * 1024 };
@@ -551,12 +565,191 @@ async function agentRounds(
 }
 
 // ---------------------------------------------------------------------------------------------
+// 5. What the store costs a round of agentRun: objects, bytes and requests
+
+/** An ObjectBackend that logs every request with its time (to split them into rounds) and keeps each key's size. */
+class CountingBackend implements ObjectBackend {
+  readonly description: string;
+  readonly requests: Array<{ op: 'get' | 'put' | 'stat' | 'touch'; at: number }> = [];
+  /** Every key written, with the size of its last write: what the store holds (nothing is removed here). */
+  readonly sizes = new Map<string, number>();
+  constructor(private readonly inner: ObjectBackend) {
+    this.description = inner.description;
+  }
+  async get(key: string, signal?: AbortSignal): Promise<Uint8Array | undefined> {
+    this.requests.push({ op: 'get', at: Date.now() });
+    return this.inner.get(key, signal);
+  }
+  async put(key: string, body: Uint8Array, signal?: AbortSignal): Promise<void> {
+    this.requests.push({ op: 'put', at: Date.now() });
+    await this.inner.put(key, body, signal);
+    this.sizes.set(key, body.length);
+  }
+  async stat(key: string, signal?: AbortSignal): Promise<{ modifiedMs: number } | undefined> {
+    this.requests.push({ op: 'stat', at: Date.now() });
+    return this.inner.stat(key, signal);
+  }
+  async touch(key: string, signal?: AbortSignal): Promise<void> {
+    this.requests.push({ op: 'touch', at: Date.now() });
+    return this.inner.touch(key, signal);
+  }
+}
+
+interface CostRow {
+  trajectory: string;
+  backend: string;
+  rounds: number;
+  trajectoryBytes: number;
+  storedBytes: number;
+  objects: number;
+  /** Medians per round, then p90. */
+  writes: [number, number];
+  reads: [number, number];
+  checks: [number, number];
+  historyBytes: [number, number];
+  /** Sealed bytes by kind, and objects. */
+  byKind: Record<'chunk' | 'node' | 'manifest', { objects: number; bytes: number }>;
+  /** Objects a worker that has seen nothing reads to take the last chat input (its whole chain). */
+  coldReads: number;
+}
+
+const p90 = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length * 0.9)] ?? 0;
+
+/**
+ * One agentRun over a trajectory with the store on `backend` (the default threshold, no key), the
+ * worker set up as a user's is. Every request of the store is split into rounds by the server's
+ * times of the `chat` schedulings (one machine, one clock): a round is from one to the next.
+ */
+async function storeCost(
+  address: string,
+  bundlePath: string,
+  trajectoryDir: string,
+  trajectory: string,
+  contextWindow: number,
+  backendLabel: string,
+  inner: ObjectBackend,
+): Promise<CostRow> {
+  const backend = new CountingBackend(inner);
+  const config = loadConfig({ env: {} });
+  const driver = new ChunkStoreDriver({ backend });
+  const codec = new CompactorCodec({ passThroughAtOrAbove: config.payloadThreshold });
+  const dataConverter: DataConverter = {
+    payloadCodecs: [codec],
+    externalStorage: new ExternalStorage({ drivers: [driver], payloadSizeThreshold: config.payloadThreshold }),
+  };
+  const connection = await Connection.connect({ address, channelArgs: LARGE_MESSAGES });
+  const nativeConnection = await NativeConnection.connect({ address });
+  let lastChatClaim: Payload | undefined;
+  try {
+    agentQueues += 1;
+    const taskQueue = `compactor-${agentQueues}`;
+    const plugin = compactorPlugin({
+      config,
+      summarizer: createExtractiveSummarizer(),
+      activities: { trajectoryDir },
+      dataConverter,
+      tracing: 'off',
+    });
+    const worker = await Worker.create({
+      connection: nativeConnection,
+      taskQueue,
+      workflowBundle: { codePath: bundlePath },
+      plugins: [plugin],
+    });
+    const client = new Client({ connection, dataConverter });
+    const messages: unknown = JSON.parse(readFileSync(join(trajectoryDir, `${trajectory}.json`), 'utf8'));
+    const workflowId = `bench-payloads-cost-${Date.now().toString(36)}`;
+    const result = await worker.runUntil(() =>
+      client.workflow.execute(agentRun, {
+        taskQueue,
+        workflowId,
+        args: [
+          {
+            messages: openingMessages(messages),
+            model: { provider: 'replay', trajectory, contextWindow, maxOutputTokens: 1_000 },
+            compaction: { ageObservations: true },
+            maxRounds: 1000,
+          },
+        ],
+      }),
+    );
+    const { events } = await wholeChain(connection, workflowId);
+    const chats: number[] = [];
+    const history: number[] = [];
+    for (const event of events) {
+      if (event.activityTaskScheduledEventAttributes?.activityType?.name === 'chat') {
+        chats.push(eventMs(event));
+        history.push(0);
+        lastChatClaim = event.activityTaskScheduledEventAttributes.input?.payloads?.[0] ?? undefined;
+      }
+      if (history.length > 0)
+        history[history.length - 1] = (history.at(-1) ?? 0) + HistoryEvent.encode(event).finish().length;
+    }
+    const roundOf = (at: number): number => {
+      let round = -1;
+      while (round + 1 < chats.length && (chats[round + 1] ?? 0) <= at) round += 1;
+      return round;
+    };
+    const perRound = chats.map(() => ({ put: 0, get: 0, check: 0 }));
+    for (const request of backend.requests) {
+      const counts = perRound[roundOf(request.at)];
+      if (counts === undefined) continue;
+      if (request.op === 'put') counts.put += 1;
+      else if (request.op === 'get') counts.get += 1;
+      else counts.check += 1;
+    }
+    const byKind = {
+      chunk: { objects: 0, bytes: 0 },
+      node: { objects: 0, bytes: 0 },
+      manifest: { objects: 0, bytes: 0 },
+    };
+    for (const [key, bytes] of backend.sizes) {
+      const kind = parseObjectKey(key)?.kind;
+      if (kind === undefined) continue;
+      byKind[kind].objects += 1;
+      byKind[kind].bytes += bytes;
+    }
+    // A worker that has seen nothing takes the last chat input: the objects it reads.
+    let coldReads = 0;
+    if (lastChatClaim !== undefined) {
+      const cold = new CountingBackend(inner);
+      const reader = new ChunkStoreDriver({ backend: cold });
+      const { claimData } = decodeReferencePayload(lastChatClaim);
+      await reader.retrieve({}, [new StorageDriverClaim(claimData)]);
+      coldReads = cold.requests.filter((request) => request.op === 'get').length;
+    }
+    const row: CostRow = {
+      trajectory,
+      backend: backendLabel,
+      rounds: result.rounds,
+      trajectoryBytes: JSON.stringify(messages).length,
+      storedBytes: [...backend.sizes.values()].reduce((sum, bytes) => sum + bytes, 0),
+      objects: backend.sizes.size,
+      writes: [median(perRound.map((round) => round.put)), p90(perRound.map((round) => round.put))],
+      reads: [median(perRound.map((round) => round.get)), p90(perRound.map((round) => round.get))],
+      checks: [median(perRound.map((round) => round.check)), p90(perRound.map((round) => round.check))],
+      historyBytes: [median(history), p90(history)],
+      byKind,
+      coldReads,
+    };
+    progress(
+      `store cost ${trajectory}, ${backendLabel}: ${row.rounds} rounds, ${kb(row.storedBytes)} stored for ${kb(row.trajectoryBytes)} (${fmt(row.storedBytes / row.trajectoryBytes, 2)}×), ${groupDigits(row.objects)} objects, per round ${row.writes[0]} written / ${row.reads[0]} read / ${row.checks[0]} checked, history ${groupDigits(row.historyBytes[0])} B`,
+    );
+    return row;
+  } finally {
+    await nativeConnection.close();
+    await connection.close();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 
 function markdown(
   growthRows: GrowthRow[],
   throughput: ThroughputRow[],
   workflowRows: WorkflowRow[],
   roundRows: RoundRow[],
+  costRows: CostRow[],
   machine: string,
 ): string {
   const lines = [
@@ -632,12 +825,75 @@ function markdown(
         `| ${row.trajectory} | ${row.label} | ${row.runs} | ${row.rounds} | ${groupDigits(row.medianRoundBytes)} | ${groupDigits(row.p90RoundBytes)} | ${fmt(row.medianRoundMs, 0)} | ${groupDigits(row.startBytes)} | ${groupDigits(row.endBytes)} | ${groupDigits(row.largestPayload)} |`,
     ),
     '',
+    ...costMarkdown(costRows),
     `Machine: ${machine}.`,
   ];
   return lines.join('\n');
 }
 
+/** Section 5's runs: every trajectory with the file store and with S3. */
+async function storeCosts(
+  address: string,
+  bundlePath: string,
+  fileBackend: () => ObjectBackend,
+  s3Backend: () => ObjectBackend,
+  scratch: string,
+): Promise<CostRow[]> {
+  const runs: Array<[string, string, number]> = [];
+  const examples = fileURLToPath(new URL('../examples/trajectories/', import.meta.url));
+  runs.push([examples, 'openhands_gpt4o_Project-MONAI__MONAI-3715', 9_000]);
+  const corpus = extendedCorpusLocation();
+  const django = 'claudecode_django__django-11797';
+  if (corpus.present) runs.push([corpus.dir, django, 32_000]);
+  else progress(`${extendedCorpusMissing(corpus)}: store cost without ${django}`);
+  const synthetic = { rounds: 200, resultChars: 16_000 };
+  writeFileSync(join(scratch, `${longRunName(synthetic)}.json`), JSON.stringify(generateLongRun(synthetic)));
+  runs.push([scratch, longRunName(synthetic), 16_000]);
+  const rows: CostRow[] = [];
+  for (const [dir, trajectory, window] of runs) {
+    rows.push(await storeCost(address, bundlePath, dir, trajectory, window, 'file', fileBackend()));
+    rows.push(await storeCost(address, bundlePath, dir, trajectory, window, 'S3 (moto)', s3Backend()));
+  }
+  return rows;
+}
+
+function costMarkdown(rows: CostRow[]): string[] {
+  const range = ([middle, high]: [number, number]): string => `${groupDigits(middle)} · ${groupDigits(high)}`;
+  return [
+    '### agentRun: what the store costs a round',
+    '',
+    'Each trajectory through `agentRun` (replay provider, `ageObservations`, the extractive summarizer,',
+    'the default threshold, no key) with the file store and with S3 (moto). *Stored* is every object',
+    "the run left in the store (sealed bytes), against the trajectory's JSON; a round is every request",
+    "from the scheduling of one `chat` activity to the next's (medians · p90): *written* are PUTs,",
+    '*read* GETs, *checked* existence checks and touches (HEAD/COPY on S3); worker and client share',
+    'one driver here, so what a round stored is read from its cache. *Cold reads* are the GETs a',
+    'worker that has seen nothing makes to take the last chat input. *History* is the protobuf bytes',
+    'of the events of a round.',
+    '',
+    '| trajectory (window) | store | rounds | trajectory | stored | stored / trajectory | objects (chunks · nodes · manifests) | written per round | read per round | checked per round | cold reads | history per round, B |',
+    '|---|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|',
+    ...rows.map(
+      (row) =>
+        `| ${row.trajectory} | ${row.backend} | ${row.rounds} | ${kb(row.trajectoryBytes)} | ${kb(row.storedBytes)} | **${fmt(row.storedBytes / row.trajectoryBytes, 2)}×** | ${groupDigits(row.objects)} (${groupDigits(row.byKind.chunk.objects)} · ${groupDigits(row.byKind.node.objects)} · ${groupDigits(row.byKind.manifest.objects)}) | ${range(row.writes)} | ${range(row.reads)} | ${range(row.checks)} | ${row.coldReads} | ${range(row.historyBytes)} |`,
+    ),
+    '',
+    'Bytes by kind (sealed): ' +
+      rows
+        .map(
+          (row) =>
+            `${row.trajectory.split('_').slice(-1)[0] ?? row.trajectory} on ${row.backend}: chunks ${kb(row.byKind.chunk.bytes)}, nodes ${kb(row.byKind.node.bytes)}, manifests ${kb(row.byKind.manifest.bytes)}`,
+        )
+        .join('; ') +
+      '.',
+    '',
+  ];
+}
+
 async function main(): Promise<void> {
+  const { values: options } = parseArgs({ options: { only: { type: 'string' } } });
+  if (options.only !== undefined && options.only !== 'store-cost')
+    throw new Error(`--only: expected store-cost, got ${JSON.stringify(options.only)}`);
   Runtime.install({ logger: new DefaultLogger('WARN') });
   const cleanups: Array<() => void | Promise<void>> = [];
   let devServer: DevServer | undefined;
@@ -655,6 +911,26 @@ async function main(): Promise<void> {
     let prefixCounter = 0;
     const s3Backend = (): ObjectBackend =>
       new S3Backend({ bucket: s3Server.bucket, prefix: `run-${(prefixCounter += 1)}`, client: s3Server.client() });
+
+    if (options.only === 'store-cost') {
+      devServer = await startDevServer({ ui: false });
+      const scratch = temporaryDirectory();
+      cleanups.push(scratch.remove);
+      const bundle = await bundleWorkflowCode({
+        workflowsPath: fileURLToPath(new URL('../corpus/store-workflows.ts', import.meta.url)),
+        logger: new DefaultLogger('WARN'),
+      });
+      writeFileSync(join(scratch.directory, 'bundle.js'), bundle.code);
+      const rows = await storeCosts(
+        devServer.address,
+        join(scratch.directory, 'bundle.js'),
+        fileBackend,
+        s3Backend,
+        scratch.directory,
+      );
+      process.stdout.write(`${costMarkdown(rows).join('\n')}\n`);
+      return;
+    }
 
     progress('store growth (after a warm-up run)...');
     await growth('warm-up', fileBackend(), key, { rounds: 20 });
@@ -732,7 +1008,8 @@ async function main(): Promise<void> {
       ['openhands_gpt4o_Project-MONAI__MONAI-3715 (9,000)', 'openhands_gpt4o_Project-MONAI__MONAI-3715', 9_000],
     ];
     const examples = fileURLToPath(new URL('../examples/trajectories/', import.meta.url));
-    const corpus = fileURLToPath(new URL('../../shared/corpus/', import.meta.url));
+    // The extended corpus: COMPACTOR_EXTENDED_CORPUS, else ../shared/corpus beside the repository.
+    const corpus = extendedCorpusLocation().dir;
     const corpusRun = 'claudecode_django__django-11797';
     let haveCorpus = false;
     try {
@@ -740,7 +1017,7 @@ async function main(): Promise<void> {
       haveCorpus = true;
       trajectories.push([`${corpusRun} (32,000)`, corpusRun, 32_000]);
     } catch {
-      progress(`no ../shared/corpus beside the repository: agentRun rounds on the bundled trajectory only`);
+      progress(`no ${corpusRun} in ${corpus}: agentRun rounds on the bundled trajectory only`);
     }
     const roundRows: RoundRow[] = [];
     const roundStores = temporaryDirectory();
@@ -766,8 +1043,11 @@ async function main(): Promise<void> {
       }
     }
 
+    progress('what the store costs a round of agentRun...');
+    const costRows = await storeCosts(devServer.address, bundlePath, fileBackend, s3Backend, roundStores.directory);
+
     const machine = `${cpus()[0]?.model ?? 'unknown CPU'}, ${availableParallelism()} cores, Node ${process.version}, ${process.platform}/${process.arch}, load average ${fmt(loadavg()[0] ?? 0)} at the end`;
-    const section = markdown(growthRows, throughput, workflowRows, roundRows, machine);
+    const section = markdown(growthRows, throughput, workflowRows, roundRows, costRows, machine);
     writeReadmeSection('payloads', section);
     process.stdout.write(`${section}\n`);
   } finally {

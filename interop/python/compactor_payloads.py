@@ -498,6 +498,101 @@ def _parse_manifest(plaintext: bytes, key_name: str) -> dict:
     return manifest
 
 
+# Format 2 (what the TypeScript driver writes since chunker 2; docs/payloads.md#the-stores-format):
+# a binary manifest that lists entries itself, on an optional base manifest, and nodes (0x4F)
+# whose entries may hold slices inline. Read here; this writer writes format 1.
+NODE2_MAGIC = 0x4F
+MANIFEST2_MAGIC = b"ctm\x02"
+MAX_MANIFEST_DEPTH = 16
+
+
+def _decode_entries(data: bytes, at: int, key_name: str, child_level: int | None) -> list[tuple[int, str, int, bytes | None]]:
+    """(level, id, length, inline bytes or None) from ``at`` to the end."""
+    entries: list[tuple[int, str, int, bytes | None]] = []
+    while at < len(data):
+        tag = data[at]
+        if tag == 1:
+            if child_level not in (None, 0):
+                raise ChunkIntegrityError(key_name, "malformed entry: inline bytes in a node above level 1")
+            length = int.from_bytes(data[at + 1 : at + 3], "big")
+            if at + 3 > len(data) or length == 0 or at + 3 + length > len(data):
+                raise ChunkIntegrityError(key_name, "malformed entry: inline bytes of a wrong length")
+            literal = data[at + 3 : at + 3 + length]
+            entries.append((0, "", length, literal))
+            at += 3 + length
+        elif tag == 0:
+            at += 1
+            if child_level is None:
+                if at >= len(data):
+                    raise ChunkIntegrityError(key_name, "malformed entry: truncated")
+                level = data[at]
+                at += 1
+            else:
+                level = child_level
+            if at + NODE_ENTRY_BYTES > len(data):
+                raise ChunkIntegrityError(key_name, "malformed entry: truncated")
+            entries.append((level, data[at : at + 32].hex(), int.from_bytes(data[at + 32 : at + NODE_ENTRY_BYTES], "big"), None))
+            at += NODE_ENTRY_BYTES
+        else:
+            raise ChunkIntegrityError(key_name, f"malformed entry: unknown tag {tag}")
+    return entries
+
+
+def _decode_node2(plaintext: bytes, level: int, key_name: str) -> list[tuple[str, int, bytes | None]]:
+    if len(plaintext) < 2 or plaintext[1] < 1:
+        raise ChunkIntegrityError(key_name, "malformed tree node")
+    if plaintext[1] != level:
+        raise ChunkIntegrityError(key_name, f"tree node of level {plaintext[1]} where level {level} was expected")
+    return [(oid, length, literal) for _, oid, length, literal in _decode_entries(plaintext, 2, key_name, level - 1)]
+
+
+def _parse_manifest2(data: bytes, key_name: str) -> dict:
+    def malformed(what: str) -> ChunkIntegrityError:
+        return ChunkIntegrityError(key_name, f"format-2 manifest {what}")
+
+    if len(data) < 12:
+        raise malformed("is truncated")
+    size = int.from_bytes(data[4:8], "big")
+    if size > MAX_PAYLOAD_BYTES:
+        raise malformed("size is not a plausible byte count")
+    depth = data[9]
+    at = 10
+    base = None
+    if depth > 0:
+        if depth > MAX_MANIFEST_DEPTH:
+            raise malformed(f"is on a chain of {depth} manifests (at most {MAX_MANIFEST_DEPTH})")
+        if len(data) < at + 37:
+            raise malformed("is truncated")
+        base = (data[at : at + 32].hex(), int.from_bytes(data[at + 32 : at + 36], "big"), depth)
+        if base[1] > size:
+            raise malformed("keeps more of its base than its size")
+        at += 36
+    if at + 2 > len(data):
+        raise malformed("is truncated")
+    count = int.from_bytes(data[at : at + 2], "big")
+    at += 2
+    metadata: dict[str, bytes] = {}
+    for _ in range(count):
+        if at + 2 > len(data):
+            raise malformed("metadata is truncated")
+        name_length = int.from_bytes(data[at : at + 2], "big")
+        if at + 2 + name_length + 4 > len(data):
+            raise malformed("metadata is truncated")
+        name = data[at + 2 : at + 2 + name_length].decode("utf-8")
+        at += 2 + name_length
+        value_length = int.from_bytes(data[at : at + 4], "big")
+        if at + 4 + value_length > len(data):
+            raise malformed("metadata is truncated")
+        metadata[name] = data[at + 4 : at + 4 + value_length]
+        at += 4 + value_length
+    entries = _decode_entries(data, at, key_name, None)
+    listed = sum(length for _, _, length, _ in entries)
+    expected = size - (0 if base is None else base[1])
+    if listed != expected:
+        raise malformed(f"lists {listed} bytes where {expected} were expected")
+    return {"size": size, "base": base, "metadata": metadata, "entries": entries}
+
+
 class ChunkStoreDriver(StorageDriver):
     """The ``compactor-chunks`` External Storage driver over an ``ObjectBackend``."""
 
@@ -580,8 +675,14 @@ class ChunkStoreDriver(StorageDriver):
 
     def _retrieve_one(self, claim: StorageDriverClaim) -> Payload:
         manifest_id, key_id = read_claim(claim.claim_data)
+        metadata, data = self._payload_of(manifest_id, key_id, None)
+        return Payload(metadata=metadata, data=data)
+
+    def _payload_of(self, manifest_id: str, key_id: str | None, depth: int | None) -> tuple[dict[str, bytes], bytes]:
+        """The metadata and data a manifest of either format stands for; ``depth``: what the manifest
+        that names it as its base says its depth is."""
         manifest_name = object_key("manifest", manifest_id)
-        manifest = _parse_manifest(self._read("manifest", manifest_id, key_id), manifest_name)
+        plaintext = self._read("manifest", manifest_id, key_id)
         parts: list[bytes] = []
 
         def fill(oid: str, level: int, length: int, parent: str) -> None:
@@ -592,19 +693,40 @@ class ChunkStoreDriver(StorageDriver):
                 parts.append(chunk)
                 return
             name = object_key("node", oid)
-            children = _decode_node(self._read("node", oid, key_id), level, name)
-            total = sum(child_length for _, child_length in children)
+            node = self._read("node", oid, key_id)
+            children = _decode_node2(node, level, name) if node[:1] == bytes([NODE2_MAGIC]) else [
+                (child_id, child_length, None) for child_id, child_length in _decode_node(node, level, name)
+            ]
+            total = sum(child_length for _, child_length, _ in children)
             if total != length:
                 raise ChunkIntegrityError(name, f"covers {total} bytes where {length} were expected")
-            for child_id, child_length in children:
-                fill(child_id, level - 1, child_length, name)
+            for child_id, child_length, literal in children:
+                if literal is not None:
+                    parts.append(literal)
+                else:
+                    fill(child_id, level - 1, child_length, name)
 
+        if plaintext[:4] == MANIFEST2_MAGIC:
+            manifest2 = _parse_manifest2(plaintext, manifest_name)
+            base = manifest2["base"]
+            own_depth = 0 if base is None else base[2]
+            if depth is not None and own_depth != depth:
+                raise ChunkIntegrityError(manifest_name, f"is at depth {own_depth} where its successor says {depth}")
+            if base is not None:
+                _, base_data = self._payload_of(base[0], key_id, base[2] - 1)
+                if len(base_data) < base[1]:
+                    raise ChunkIntegrityError(manifest_name, f"keeps {base[1]} bytes of base manifest {base[0]}, which has {len(base_data)}")
+                parts.append(base_data[: base[1]])
+            for level, oid, length, literal in manifest2["entries"]:
+                if literal is not None:
+                    parts.append(literal)
+                else:
+                    fill(oid, level, length, manifest_name)
+            return manifest2["metadata"], b"".join(parts)
+        manifest = _parse_manifest(plaintext, manifest_name)
         if manifest["root"] is not None:
             fill(manifest["root"], manifest["level"], manifest["size"], manifest_name)
-        return Payload(
-            metadata={name: base64.b64decode(value) for name, value in manifest["metadata"].items()},
-            data=b"".join(parts),
-        )
+        return {name: base64.b64decode(value) for name, value in manifest["metadata"].items()}, b"".join(parts)
 
 
 def data_converter_from_env(env: Mapping[str, str] = os.environ, backend: ObjectBackend | None = None) -> DataConverter:

@@ -1,17 +1,27 @@
 // Node only: the content-addressed chunk store, a `StorageDriver` for Temporal's External Storage.
-// A stored payload becomes chunks (chunker.ts), a small tree of nodes listing them, and one
-// manifest (object-format.ts); the history keeps a claim naming the manifest (claims.ts).
-// Consecutive chat inputs share almost all chunks and most nodes, so the store grows with what is
-// new in a round, not with the conversation. Every object is sealed (sealed-object.ts): named by
-// its content's hash, compressed, and with a key encrypted.
+// A stored payload becomes chunks (chunker.ts), the nodes of a tree over them, and one manifest
+// (object-format.ts); the history keeps a claim naming the manifest (claims.ts). Every object is
+// sealed (sealed-object.ts): named by its content's hash, compressed, and with a key encrypted.
+//
+// What a round of an agent run costs: the chat input is the previous one with a message or two
+// appended, so its manifest names the previous one's as its base (the first `keep` bytes are the
+// base's) and lists only what follows: the new messages, most of them chunks the tool's result and
+// the model's reply already wrote (the chunker cuts a message the same wherever it sits). Slices
+// under `literalBelow` bytes and payloads under `inlineBelow` bytes are written inside the
+// manifest or node that lists them, so a small payload is one object. A chain of bases is cut at
+// MAX_WRITTEN_DEPTH (8): then a full manifest lists the tree's closed nodes (a node closes at a
+// content-defined boundary, so an append never rewrites one) and the open entries after them.
+// Manifests and nodes of format 1 (a JSON manifest over one root node) are read as before.
 //
 // What a garbage collector can rely on (gc.ts is the one): an object is only written after every
-// object it lists, so a node that exists has all its descendants; manifests are rewritten on every
-// store, so their modification time says when a claim to them was last handed out; a chunk or
-// node that a store reuses is touched when older than `refreshAfterMs` (but what lies under a
-// reused node is not). Mark from the claims of retained histories and from manifests and nodes
-// younger than the grace period, follow manifests → nodes → chunks, sweep the rest that is older
-// than the grace period (at least twice `refreshAfterMs`), parents before children.
+// object it lists (a base manifest is checked to exist, and touched when old, before a manifest on
+// it is written), so a manifest or node that exists has all its descendants; manifests are
+// rewritten on every store, so their modification time says when a claim to them was last handed
+// out; a chunk, node or base manifest that a store reuses is touched when older than
+// `refreshAfterMs` (but what lies under it is not). Mark from the claims of retained histories and
+// from manifests and nodes younger than the grace period, follow manifests → base manifests, nodes
+// and chunks, sweep the rest that is older than the grace period (at least twice `refreshAfterMs`),
+// parents before children.
 import type {
   Payload,
   StorageDriver,
@@ -29,13 +39,19 @@ import { LruMap } from './lru-map.js';
 import type { ObjectBackend } from './object-backend.js';
 import {
   decodeNode,
+  encodeManifestV2,
   encodeNode,
-  MANIFEST_FORMAT,
+  encodeNodeV2,
+  entryLength,
   nodeEndsAfter,
+  MANIFEST_FORMAT,
+  MAX_LITERAL_BYTES,
   nodeLevel,
   objectKey,
-  parseManifest,
+  parseAnyManifest,
+  type Entry,
   type ManifestBody,
+  type ManifestV2,
   type ObjectKind,
 } from './object-format.js';
 import { objectId, openObject, sealedKeyId, sealObject } from './sealed-object.js';
@@ -53,18 +69,50 @@ interface PlannedObject {
   children: PlannedObject[];
 }
 
-/** An object a manifest or node lists (a garbage collector follows these). */
+/** An object a manifest or node lists (a garbage collector follows these): a format-2 manifest lists its base manifest too. */
 export interface ListedChild {
-  kind: 'node' | 'chunk';
+  kind: ObjectKind;
   id: string;
 }
 
 /** What a stored manifest or node lists, as {@link ChunkStoreDriver.inspect} reads it. */
 export interface InspectedObject {
-  /** A node's level; a manifest's root level (0: its root is a chunk). */
+  /** A node's level; a manifest's highest entry level (0: it lists chunks only). */
   level: number;
+  /** A manifest's depth: 0, or 1 + its base manifest's (a gc removes dependent manifests before their bases). Nodes: 0. */
+  depth: number;
   children: ListedChild[];
 }
+
+/** An entry of a manifest or node being planned, with the object it refers to (none for a slice inline). */
+interface PlannedEntry {
+  /** The id of the slice or node (a slice inline has one too: node boundaries are decided by ids). */
+  id: string;
+  /** Where it ends in the payload. */
+  end: number;
+  entry: Entry;
+  object?: PlannedObject;
+}
+
+interface PlannedManifest {
+  object: PlannedObject;
+  depth: number;
+}
+
+/** A manifest this driver wrote lately, with the ids of its payload's leaves (for a later payload that extends it). */
+interface RecentManifest {
+  id: string;
+  keyId: string | undefined;
+  depth: number;
+  leafIds: string[];
+}
+
+/** Manifests remembered as bases. A worker runs many workflows; each one's next chat input extends its last. */
+const RECENT_MANIFESTS = 64;
+/** A chain of manifests on bases is cut (a full manifest written) at this depth: a cold reader reads at most this many manifests. */
+const MAX_WRITTEN_DEPTH = 8;
+/** A manifest on a base lists at most this many entries after the prefix (more: a full manifest, with nodes). */
+const MAX_DELTA_ENTRIES = 64;
 
 /** Counters of what a driver wrote and read, by object kind (benchmarks and tests read them). */
 export interface ChunkStoreStats {
@@ -78,6 +126,11 @@ export interface ChunkStoreStats {
   payloadsStored: number;
   payloadBytesStored: number;
   payloadsRetrieved: number;
+}
+
+/** The read cache's key of an object: its key and the key id its payload was stored with (objects are content-addressed, so a hit is the object's content). */
+function cacheKeyOf(objectKey: string, keyId: string | undefined): string {
+  return `${objectKey}\u0000${keyId ?? ''}`;
 }
 
 function emptyStats(): ChunkStoreStats {
@@ -98,7 +151,7 @@ export interface ChunkStoreDriverOptions {
   keyring?: Keyring;
   /** Backend operations in flight at once per driver. @default 16 */
   concurrency?: number;
-  /** Plaintext bytes of chunks and nodes kept in memory for reads (consecutive payloads share most of them). @default 64 MiB */
+  /** Plaintext bytes of objects kept in memory for reads: those it wrote and those it read (consecutive payloads share most of them; a worker reads what it just wrote). @default 64 MiB */
   cacheBytes?: number;
   /** A reused object older than this is touched, so a gc with a grace period of twice this never takes it. @default 24 h */
   refreshAfterMs?: number;
@@ -106,6 +159,16 @@ export interface ChunkStoreDriverOptions {
   chunkerLimits?: ChunkerLimits;
   /** zlib level of chunks. @default 6 */
   compressionLevel?: number;
+  /** A payload shorter than this is written inside its manifest: one object. @default 512 */
+  inlineBelow?: number;
+  /** A slice shorter than this is written inside the manifest or node that lists it, not as a chunk of its own. @default 256 */
+  literalBelow?: number;
+  /**
+   * The format of the manifests and nodes this driver writes (it reads both). 1 (a JSON manifest
+   * over one tree of 0x4e nodes, no base, nothing inline) only while processes from before format
+   * 2, which read format 1 alone, may still read this store (a rolling upgrade). @default 2
+   */
+  manifestFormat?: 1 | 2;
   /**
    * The format of the claims this driver writes (it reads both). 1 only while processes from
    * before format 2, which read format 1 alone, may still read this store's claims (a rolling
@@ -136,6 +199,12 @@ export class ChunkStoreDriver implements StorageDriver {
   private readonly refreshAfterMs: number;
   private readonly chunkerLimits: ChunkerLimits;
   private readonly compressionLevel: number;
+  private readonly inlineBelow: number;
+  private readonly literalBelow: number;
+  /** The format of the manifests and nodes this driver writes. */
+  readonly manifestFormat: 1 | 2;
+  /** Manifests written lately, newest first: bases for the payloads that extend them. */
+  private recent: RecentManifest[] = [];
   /** The format of the claims this driver writes. */
   readonly claimFormat: ClaimFormat;
   private readonly now: () => number;
@@ -148,6 +217,9 @@ export class ChunkStoreDriver implements StorageDriver {
     refreshAfterMs = 24 * 3_600_000,
     chunkerLimits = DEFAULT_CHUNKER_LIMITS,
     compressionLevel = 6,
+    inlineBelow = 512,
+    literalBelow = 256,
+    manifestFormat = 2,
     claimFormat = 2,
     now = Date.now,
   }: ChunkStoreDriverOptions) {
@@ -158,6 +230,9 @@ export class ChunkStoreDriver implements StorageDriver {
     this.refreshAfterMs = refreshAfterMs;
     this.chunkerLimits = chunkerLimits;
     this.compressionLevel = compressionLevel;
+    this.inlineBelow = Math.min(inlineBelow, MAX_LITERAL_BYTES + 1);
+    this.literalBelow = Math.min(literalBelow, MAX_LITERAL_BYTES + 1);
+    this.manifestFormat = manifestFormat;
     this.claimFormat = claimFormat;
     this.now = now;
   }
@@ -190,60 +265,137 @@ export class ChunkStoreDriver implements StorageDriver {
   ): Promise<StorageDriverClaim[]> {
     return Promise.all(
       payloads.map(async (payload) => {
-        const { manifest, size } = this.plan(payload);
-        await this.ensure(manifest.children[0], inFlight, signal);
+        const data = payload.data ?? new Uint8Array(0);
+        const metadata: Record<string, Uint8Array> = {};
+        for (const [name, value] of Object.entries(payload.metadata ?? {}))
+          if (value !== null && value !== undefined) metadata[name] = value;
+        const leaves = this.manifestFormat === 1 ? [] : this.leaves(data);
+        // On the manifest of a payload this one extends (the previous round's chat input), when
+        // that manifest is still in the store: then only what follows its prefix is listed.
+        let manifest = this.manifestFormat === 1 ? undefined : this.deltaManifest(data, metadata, leaves);
+        if (manifest !== undefined && !(await this.baseUsable(manifest.base, signal))) manifest = undefined;
+        const planned =
+          this.manifestFormat === 1
+            ? this.formatOneManifest(data, metadata)
+            : (manifest ?? this.fullManifest(data, metadata, leaves));
+        await Promise.all(planned.object.children.map((child) => this.ensure(child, inFlight, signal)));
         // The manifest is always written, even when it exists: its modification time tells a gc
         // that a claim to it was handed out just now.
-        await this.write(manifest, signal);
+        await this.write(planned.object, signal);
+        this.remember(planned, leaves, data.length);
         this.stats.payloadsStored += 1;
-        this.stats.payloadBytesStored += size;
+        this.stats.payloadBytesStored += data.length;
         // The reference the SDK writes around the claim records the size already.
         return new StorageDriverClaim(
-          claimDataFor({ manifestId: manifest.id, keyId: this.keyring?.current.id }, this.claimFormat),
+          claimDataFor({ manifestId: planned.object.id, keyId: this.keyring?.current.id }, this.claimFormat),
         );
       }),
     );
   }
 
-  /** Chunks, tree and manifest of one payload, with ids; nothing written yet. */
-  private plan(payload: Payload): { manifest: PlannedObject; size: number } {
+  /** The payload's slices as the chunker cuts it: small ones inline, the rest chunks; the whole payload inline when it is small. */
+  private leaves(data: Uint8Array): PlannedEntry[] {
     const key = this.keyring?.current;
-    const data = payload.data ?? new Uint8Array(0);
-    let level: PlannedObject[] = [];
+    const slices: Array<[number, number]> = [];
+    if (data.length > 0 && data.length < this.inlineBelow) slices.push([0, data.length]);
+    else {
+      let start = 0;
+      for (const end of chunkBoundaries(data, this.chunkerLimits)) {
+        slices.push([start, end]);
+        start = end;
+      }
+    }
+    return slices.map(([start, end]) => {
+      const plaintext = data.subarray(start, end);
+      const id = objectId(plaintext, key);
+      if (plaintext.length < this.literalBelow || data.length < this.inlineBelow)
+        return { id, end, entry: { kind: 'literal', bytes: plaintext } };
+      const object: PlannedObject = { kind: 'chunk', id, plaintext, children: [] };
+      return { id, end, entry: { kind: 'ref', level: 0, id, length: plaintext.length }, object };
+    });
+  }
+
+  /**
+   * Format-2 manifest over the whole payload: the tree's closed nodes (a node closes at a
+   * content-defined boundary, so appending never reopens one) and, after them, the entries of the
+   * groups still open at each level.
+   */
+  private fullManifest(
+    data: Uint8Array,
+    metadata: Record<string, Uint8Array>,
+    leaves: PlannedEntry[],
+  ): PlannedManifest {
+    const key = this.keyring?.current;
+    const spine: PlannedEntry[][] = [];
+    let items = leaves;
+    for (let level = 1; ; level += 1) {
+      const closed: PlannedEntry[] = [];
+      let group: PlannedEntry[] = [];
+      for (const item of items) {
+        group.push(item);
+        if (!nodeEndsAfter(item.id, group.length)) continue;
+        const plaintext = encodeNodeV2(
+          level,
+          group.map((member) => member.entry),
+        );
+        const id = objectId(plaintext, key);
+        const length = group.reduce((sum, member) => sum + entryLength(member.entry), 0);
+        const children = group.flatMap((member) => (member.object === undefined ? [] : [member.object]));
+        closed.push({
+          id,
+          end: group.at(-1)?.end ?? 0,
+          entry: { kind: 'ref', level, id, length },
+          object: { kind: 'node', id, plaintext, children },
+        });
+        group = [];
+      }
+      spine.unshift(group);
+      if (closed.length === 0) break;
+      items = closed;
+    }
+    return this.manifestOf(data.length, metadata, undefined, spine.flat());
+  }
+
+  /** Format 1, what readers from before format 2 read: a JSON manifest naming the root of a tree of 0x4e nodes over the chunks. */
+  private formatOneManifest(data: Uint8Array, metadata: Record<string, Uint8Array>): PlannedManifest {
+    const key = this.keyring?.current;
+    let level: Array<{ object: PlannedObject; length: number }> = [];
     let start = 0;
     for (const end of chunkBoundaries(data, this.chunkerLimits)) {
       const plaintext = data.subarray(start, end);
-      level.push({ kind: 'chunk', id: objectId(plaintext, key), plaintext, children: [] });
+      level.push({
+        object: { kind: 'chunk', id: objectId(plaintext, key), plaintext, children: [] },
+        length: end - start,
+      });
       start = end;
     }
     let depth = 0;
-    const lengthOf = new Map<PlannedObject, number>(level.map((chunk) => [chunk, chunk.plaintext.length]));
     while (level.length > 1) {
       depth += 1;
-      const parents: PlannedObject[] = [];
-      let group: PlannedObject[] = [];
+      const parents: typeof level = [];
+      let group: typeof level = [];
       const close = (): void => {
-        const children = group.map((child) => ({ id: child.id, length: lengthOf.get(child) ?? 0 }));
-        const plaintext = encodeNode(depth, children);
-        const node: PlannedObject = { kind: 'node', id: objectId(plaintext, key), plaintext, children: group };
-        lengthOf.set(
-          node,
-          children.reduce((sum, child) => sum + child.length, 0),
+        const plaintext = encodeNode(
+          depth,
+          group.map(({ object, length }) => ({ id: object.id, length })),
         );
-        parents.push(node);
+        const node: PlannedObject = {
+          kind: 'node',
+          id: objectId(plaintext, key),
+          plaintext,
+          children: group.map(({ object }) => object),
+        };
+        parents.push({ object: node, length: group.reduce((sum, child) => sum + child.length, 0) });
         group = [];
       };
       for (const child of level) {
         group.push(child);
-        if (nodeEndsAfter(child.id, group.length)) close();
+        if (nodeEndsAfter(child.object.id, group.length)) close();
       }
       if (group.length > 0) close();
       level = parents;
     }
-    const root = level[0];
-    const metadata: Record<string, string> = {};
-    for (const [name, value] of Object.entries(payload.metadata ?? {}))
-      if (value !== null && value !== undefined) metadata[name] = Buffer.from(value).toString('base64');
+    const root = level[0]?.object;
     const body: ManifestBody = {
       format: MANIFEST_FORMAT,
       v: 1,
@@ -251,18 +403,83 @@ export class ChunkStoreDriver implements StorageDriver {
       size: data.length,
       level: depth,
       root: root?.id ?? null,
-      metadata,
+      metadata: Object.fromEntries(
+        Object.entries(metadata).map(([name, value]) => [name, Buffer.from(value).toString('base64')]),
+      ),
     };
     const plaintext = Buffer.from(JSON.stringify(body), 'utf8');
     return {
-      manifest: {
-        kind: 'manifest',
-        id: objectId(plaintext, key),
-        plaintext,
-        children: root === undefined ? [] : [root],
-      },
-      size: data.length,
+      object: { kind: 'manifest', id: objectId(plaintext, key), plaintext, children: root === undefined ? [] : [root] },
+      depth: 0,
     };
+  }
+
+  /** A manifest on a recent one whose payload this one starts with, when one shares at least half of it. */
+  private deltaManifest(
+    data: Uint8Array,
+    metadata: Record<string, Uint8Array>,
+    leaves: PlannedEntry[],
+  ): (PlannedManifest & { base: RecentManifest }) | undefined {
+    if (data.length < this.inlineBelow) return undefined;
+    const keyId = this.keyring?.current.id;
+    let best: { recent: RecentManifest; shared: number } | undefined;
+    for (const recent of this.recent) {
+      if (recent.keyId !== keyId) continue;
+      let shared = 0;
+      const limit = Math.min(recent.leafIds.length, leaves.length);
+      while (shared < limit && recent.leafIds[shared] === leaves[shared]?.id) shared += 1;
+      if (shared > 0 && (best === undefined || shared > best.shared)) best = { recent, shared };
+    }
+    // The chain is cut where it reaches its depth: a full manifest, the base of the next ones.
+    if (best === undefined || best.recent.depth >= MAX_WRITTEN_DEPTH) return undefined;
+    const keep = leaves[best.shared - 1]?.end ?? 0;
+    const tail = leaves.slice(best.shared);
+    if (keep * 2 < data.length || tail.length > MAX_DELTA_ENTRIES) return undefined;
+    return {
+      ...this.manifestOf(data.length, metadata, { id: best.recent.id, keep, depth: best.recent.depth + 1 }, tail),
+      base: best.recent,
+    };
+  }
+
+  private manifestOf(
+    size: number,
+    metadata: Record<string, Uint8Array>,
+    base: ManifestV2['base'],
+    entries: PlannedEntry[],
+  ): PlannedManifest {
+    const plaintext = encodeManifestV2({
+      chunker: CHUNKER_VERSION,
+      size,
+      metadata,
+      base,
+      entries: entries.map((entry) => entry.entry),
+    });
+    const id = objectId(plaintext, this.keyring?.current);
+    const children = entries.flatMap((entry) => (entry.object === undefined ? [] : [entry.object]));
+    return { object: { kind: 'manifest', id, plaintext, children }, depth: base?.depth ?? 0 };
+  }
+
+  /** Whether a base manifest is in the store (touched when old, so a gc keeps it); false when it is gone. */
+  private async baseUsable(base: RecentManifest | undefined, signal: AbortSignal): Promise<boolean> {
+    if (base === undefined) return false;
+    const key = objectKey('manifest', base.id);
+    const confirmed = this.present.get(key);
+    if (confirmed !== undefined && this.now() - confirmed < this.refreshAfterMs / 2) return true;
+    const found = await this.limiter.run(() => this.backend.stat(key, signal));
+    if (found === undefined) return false;
+    if (this.now() - found.modifiedMs >= this.refreshAfterMs && !(await this.touched(key, signal))) return false;
+    this.present.set(key, this.now());
+    return true;
+  }
+
+  /** Keeps a stored manifest's leaves, for the next payload that extends it. */
+  private remember(planned: PlannedManifest, leaves: PlannedEntry[], size: number): void {
+    if (size < this.inlineBelow) return;
+    const keyId = this.keyring?.current.id;
+    this.recent = [
+      { id: planned.object.id, keyId, depth: planned.depth, leafIds: leaves.map((leaf) => leaf.id) },
+      ...this.recent.filter((recent) => recent.id !== planned.object.id),
+    ].slice(0, RECENT_MANIFESTS);
   }
 
   /** Makes sure `object` and everything below it is in the store, children before parents. */
@@ -314,6 +531,10 @@ export class ChunkStoreDriver implements StorageDriver {
     counters.bytes += sealed.length;
     counters.plaintextBytes += object.plaintext.length;
     this.present.set(key, this.now());
+    // What was just written is what the next retrieve of it reads (the activity that takes the
+    // input this worker's workflow stored, the workflow that takes this activity's result): a copy,
+    // so a chunk does not keep its whole payload's buffer alive in the cache.
+    this.cache.set(cacheKeyOf(key, this.keyring?.current.id), Uint8Array.from(object.plaintext));
   }
 
   private async read(
@@ -323,15 +544,15 @@ export class ChunkStoreDriver implements StorageDriver {
     signal: AbortSignal | undefined,
   ): Promise<Uint8Array> {
     const key = objectKey(kind, id);
-    const cacheKey = `${key}\u0000${keyId ?? ''}`;
-    const cached = kind === 'manifest' ? undefined : this.cache.get(cacheKey);
+    const cacheKey = cacheKeyOf(key, keyId);
+    const cached = this.cache.get(cacheKey);
     if (cached !== undefined) return cached;
     const sealed = await this.limiter.run(() => this.backend.get(key, signal));
     if (sealed === undefined) throw new ChunkMissingError(key, this.backend.description);
     this.stats.fetched.objects += 1;
     this.stats.fetched.bytes += sealed.length;
     const plaintext = openObject(sealed, id, key, keyId, this.keyring);
-    if (kind !== 'manifest') this.cache.set(cacheKey, plaintext);
+    this.cache.set(cacheKey, plaintext);
     return plaintext;
   }
 
@@ -349,57 +570,114 @@ export class ChunkStoreDriver implements StorageDriver {
     if (sealed === undefined) throw new ChunkMissingError(key, this.backend.description);
     const plaintext = openObject(sealed, id, key, sealedKeyId(sealed, key), this.keyring);
     const childKind = (level: number): 'node' | 'chunk' => (level === 0 ? 'chunk' : 'node');
+    const referenced = (entries: Entry[]): ListedChild[] =>
+      entries.flatMap((entry) => (entry.kind === 'ref' ? [{ kind: childKind(entry.level), id: entry.id }] : []));
     if (kind === 'manifest') {
-      const manifest = parseManifest(plaintext, key);
+      const manifest = parseAnyManifest(plaintext, key);
+      if (manifest.v === 1)
+        return {
+          level: manifest.level,
+          depth: 0,
+          children: manifest.root === null ? [] : [{ kind: childKind(manifest.level), id: manifest.root }],
+        };
+      const children = referenced(manifest.entries);
+      if (manifest.base !== undefined) children.unshift({ kind: 'manifest', id: manifest.base.id });
       return {
-        level: manifest.level,
-        children: manifest.root === null ? [] : [{ kind: childKind(manifest.level), id: manifest.root }],
+        level: Math.max(0, ...manifest.entries.map((entry) => (entry.kind === 'ref' ? entry.level : 0))),
+        depth: manifest.base?.depth ?? 0,
+        children,
       };
     }
     const level = nodeLevel(plaintext, key);
-    return {
-      level,
-      children: decodeNode(plaintext, level, key).map((child) => ({ kind: childKind(level - 1), id: child.id })),
-    };
+    return { level, depth: 0, children: referenced(decodeNode(plaintext, level, key)) };
   }
 
   private async retrieveOne(claim: StorageDriverClaim, signal: AbortSignal | undefined): Promise<Payload> {
     const { manifestId, keyId } = readClaim(claim.claimData);
-    const manifestKey = objectKey('manifest', manifestId);
-    const manifest = parseManifest(await this.read('manifest', manifestId, keyId, signal), manifestKey);
-    const data = new Uint8Array(manifest.size);
-    const fill = async (
-      id: string,
-      level: number,
-      offset: number,
-      length: number,
-      parentKey: string,
-    ): Promise<void> => {
-      if (level === 0) {
-        const chunk = await this.read('chunk', id, keyId, signal);
-        if (chunk.length !== length)
-          throw new ChunkIntegrityError(parentKey, `lists chunk ${id} as ${length} bytes, but it has ${chunk.length}`);
-        data.set(chunk, offset);
-        return;
-      }
-      const nodeKey = objectKey('node', id);
-      const children = decodeNode(await this.read('node', id, keyId, signal), level, nodeKey);
-      const total = children.reduce((sum, child) => sum + child.length, 0);
-      if (total !== length)
-        throw new ChunkIntegrityError(nodeKey, `covers ${total} bytes where ${length} were expected`);
-      let at = offset;
-      await Promise.all(
-        children.map((child) => {
-          const childOffset = at;
-          at += child.length;
-          return fill(child.id, level - 1, childOffset, child.length, nodeKey);
-        }),
-      );
-    };
-    if (manifest.root !== null) await fill(manifest.root, manifest.level, 0, manifest.size, manifestKey);
+    const { data, metadata } = await this.payloadOf(manifestId, keyId, undefined, signal);
     this.stats.payloadsRetrieved += 1;
-    const metadata: Record<string, Uint8Array> = {};
-    for (const [name, value] of Object.entries(manifest.metadata)) metadata[name] = Buffer.from(value, 'base64');
     return { metadata, data };
+  }
+
+  /** The data and metadata a manifest stands for; `depth`: what the manifest that names it as its base says its depth is. */
+  private async payloadOf(
+    manifestId: string,
+    keyId: string | undefined,
+    depth: number | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<{ data: Uint8Array; metadata: Record<string, Uint8Array> }> {
+    const manifestKey = objectKey('manifest', manifestId);
+    const manifest = parseAnyManifest(await this.read('manifest', manifestId, keyId, signal), manifestKey);
+    if (manifest.v === 1) {
+      const data = new Uint8Array(manifest.size);
+      if (manifest.root !== null) {
+        const root: Entry = { kind: 'ref', level: manifest.level, id: manifest.root, length: manifest.size };
+        await this.fill(root, data, 0, keyId, manifestKey, signal);
+      }
+      const metadata: Record<string, Uint8Array> = {};
+      for (const [name, value] of Object.entries(manifest.metadata)) metadata[name] = Buffer.from(value, 'base64');
+      return { data, metadata };
+    }
+    const ownDepth = manifest.base?.depth ?? 0;
+    if (depth !== undefined && ownDepth !== depth)
+      throw new ChunkIntegrityError(manifestKey, `is at depth ${ownDepth} where its successor says ${depth}`);
+    const data = new Uint8Array(manifest.size);
+    let offset = 0;
+    if (manifest.base !== undefined) {
+      const base = await this.payloadOf(manifest.base.id, keyId, manifest.base.depth - 1, signal);
+      if (base.data.length < manifest.base.keep)
+        throw new ChunkIntegrityError(
+          manifestKey,
+          `keeps ${manifest.base.keep} bytes of base manifest ${manifest.base.id}, which has ${base.data.length}`,
+        );
+      data.set(base.data.subarray(0, manifest.base.keep));
+      offset = manifest.base.keep;
+    }
+    const starts = manifest.entries.map((entry) => {
+      const at = offset;
+      offset += entryLength(entry);
+      return at;
+    });
+    await Promise.all(
+      manifest.entries.map((entry, index) => this.fill(entry, data, starts[index] ?? 0, keyId, manifestKey, signal)),
+    );
+    return { data, metadata: manifest.metadata };
+  }
+
+  /** Writes what `entry` stands for into `data` at `offset`, checking every length against what its parent lists. */
+  private async fill(
+    entry: Entry,
+    data: Uint8Array,
+    offset: number,
+    keyId: string | undefined,
+    parentKey: string,
+    signal: AbortSignal | undefined,
+  ): Promise<void> {
+    if (entry.kind === 'literal') {
+      data.set(entry.bytes, offset);
+      return;
+    }
+    const { id, level, length } = entry;
+    if (offset + length > data.length)
+      throw new ChunkIntegrityError(parentKey, `lists more bytes than the payload's size`);
+    if (level === 0) {
+      const chunk = await this.read('chunk', id, keyId, signal);
+      if (chunk.length !== length)
+        throw new ChunkIntegrityError(parentKey, `lists chunk ${id} as ${length} bytes, but it has ${chunk.length}`);
+      data.set(chunk, offset);
+      return;
+    }
+    const nodeKey = objectKey('node', id);
+    const children = decodeNode(await this.read('node', id, keyId, signal), level, nodeKey);
+    const total = children.reduce((sum, child) => sum + entryLength(child), 0);
+    if (total !== length) throw new ChunkIntegrityError(nodeKey, `covers ${total} bytes where ${length} were expected`);
+    let at = offset;
+    await Promise.all(
+      children.map((child) => {
+        const childOffset = at;
+        at += entryLength(child);
+        return this.fill(child, data, childOffset, keyId, nodeKey, signal);
+      }),
+    );
   }
 }

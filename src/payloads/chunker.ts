@@ -1,25 +1,38 @@
 // Node only (pure, but only the chunk store uses it): where to cut a payload into chunks so that
-// consecutive payloads of an agent run share almost all of their chunks.
+// consecutive payloads of an agent run share almost all of their chunks, and so that a message
+// shares its chunks wherever it appears: in a chat input, alone as a tool's result, or in a
+// transcript line.
 //
 // The payloads are JSON. A chat input is `{..., "messages": [m0, m1, ...], "tools": [...], ...}`,
 // and the next round's input is the same bytes with a message or two appended (or, after a
-// compaction, a summary in place of the middle). So the cuts follow the JSON: candidates are the
-// ends of array elements that are objects or arrays (messages, content parts, tool declarations),
-// chosen by rules that look only at the bytes before the candidate and at the element after it.
-// The same prefix therefore always gets the same cuts, and only the last open group of a prefix
-// is written again when it grows. Inside an element too big for one chunk (a 40 KB tool result)
-// a gear rolling hash picks content-defined cuts, so an edit there costs one or two chunks.
+// compaction, a summary in place of the middle). So the cuts follow the JSON:
+// - An object of `soloElement` bytes or more (a big message, wherever it sits: an array element,
+//   a member's value such as a transcript line's `"message"`, or the whole payload) is cut at its
+//   own first and last byte. Its chunks then depend on its bytes alone, not on what surrounds it:
+//   the tool result the activity returned, the same message in the next chat input and its line in
+//   the transcript are the same chunks.
+// - Between those, candidates are the ends of array elements that are objects or arrays (messages,
+//   content parts, tool declarations), chosen by rules that look only at the bytes since the last
+//   cut. The same prefix therefore always gets the same cuts, and only the last open group of a
+//   prefix is written again when it grows.
+// - Inside a stretch too big for one chunk (a 40 KB tool result) a gear rolling hash picks
+//   content-defined cuts, so an edit there costs one or two chunks.
 //
 // Bytes that are not JSON (binary payloads) have no candidates and are cut by the rolling hash alone.
 import { createHash } from 'node:crypto';
 
-/** Bumped whenever a rule or constant below changes (old manifests stay readable; only dedup across versions is lost). */
-export const CHUNKER_VERSION = 1;
+/**
+ * Bumped whenever a rule or constant below changes (old manifests stay readable; only dedup across
+ * versions is lost). 2: an object of `soloElement` bytes or more (now 512, was 2048) is cut at its
+ * own first and last byte wherever it sits (1 cut only after array elements, so a message's chunk
+ * began with the comma before it, and the same message alone or in a transcript line was other chunks).
+ */
+export const CHUNKER_VERSION = 2;
 
 export interface ChunkerLimits {
   /** No cut makes a chunk smaller than this (the last chunk excepted). @default 512 */
   minChunk: number;
-  /** An element at least this long ends its chunk, and the element before it ends one too. @default 2048 */
+  /** An object at least this long is cut at its first and last byte, wherever it sits; an array element at least this long ends its chunk. @default 512 */
   soloElement: number;
   /** A run of small elements is cut once its chunk reaches this many bytes. @default 8192 */
   groupMax: number;
@@ -34,7 +47,7 @@ export interface ChunkerLimits {
 /** @default the limits documented on {@link ChunkerLimits} */
 export const DEFAULT_CHUNKER_LIMITS: ChunkerLimits = {
   minChunk: 512,
-  soloElement: 2048,
+  soloElement: 512,
   groupMax: 8192,
   maxChunk: 16_384,
   hashMin: 2048,
@@ -64,6 +77,8 @@ const GROUP_HASH_SHIFT = 29;
 
 interface OpenContainer {
   isArray: boolean;
+  /** Offset of its opening brace or bracket. */
+  start: number;
   /** Offset where the array element now being read began, or -1. */
   elementStart: number;
   /** Index in `ends` of this array's previous element, or -1. */
@@ -76,14 +91,20 @@ interface ElementEnd {
   length: number;
   /** The last element of its array. */
   last: boolean;
-  /** Length of the next element of the same array (0 when it is not an object or array, or there is none). */
-  nextLength: number;
   /** The rolling hash over the bytes just before `end`. */
   gear: number;
 }
 
-function elementEnds(data: Uint8Array): ElementEnd[] {
+interface JsonShape {
+  /** Ends of array elements that are objects or arrays, ascending. */
+  ends: ElementEnd[];
+  /** Where objects of `soloElement` bytes or more begin and end (the byte after their closing brace). */
+  soloCuts: number[];
+}
+
+function jsonShape(data: Uint8Array, soloElement: number): JsonShape {
   const ends: ElementEnd[] = [];
+  const soloCuts: number[] = [];
   const stack: OpenContainer[] = [];
   let inString = false;
   let escaped = false;
@@ -102,30 +123,27 @@ function elementEnds(data: Uint8Array): ElementEnd[] {
     } else if (byte === OPEN_BRACE || byte === OPEN_BRACKET) {
       const parent = stack[stack.length - 1];
       if (parent !== undefined && parent.isArray && parent.elementStart < 0) parent.elementStart = index;
-      if (stack.length < MAX_DEPTH) stack.push({ isArray: byte === OPEN_BRACKET, elementStart: -1, previous: -1 });
+      if (stack.length < MAX_DEPTH)
+        stack.push({ isArray: byte === OPEN_BRACKET, start: index, elementStart: -1, previous: -1 });
     } else if ((byte === CLOSE_BRACE || byte === CLOSE_BRACKET) && stack.length > 0) {
       const closed = stack.pop();
       if (closed !== undefined && closed.isArray && closed.previous >= 0) {
         const lastEnd = ends[closed.previous];
         if (lastEnd !== undefined) lastEnd.last = true;
       }
+      if (closed !== undefined && !closed.isArray && index + 1 - closed.start >= soloElement)
+        soloCuts.push(closed.start, index + 1);
       const parent = stack[stack.length - 1];
       if (parent !== undefined && parent.isArray && parent.elementStart >= 0) {
-        const end: ElementEnd = {
-          end: index + 1,
-          length: index + 1 - parent.elementStart,
-          last: false,
-          nextLength: 0,
-          gear,
-        };
-        const before = ends[parent.previous];
-        if (before !== undefined) before.nextLength = end.length;
+        const end: ElementEnd = { end: index + 1, length: index + 1 - parent.elementStart, last: false, gear };
         parent.previous = ends.push(end) - 1;
         parent.elementStart = -1;
       }
     }
   }
-  return ends;
+  // Objects close inner first: the starts and ends of nested ones interleave.
+  soloCuts.sort((a, b) => a - b);
+  return { ends, soloCuts };
 }
 
 function hashCuts(data: Uint8Array, start: number, end: number, limits: ChunkerLimits, into: number[]): void {
@@ -151,26 +169,34 @@ function hashCuts(data: Uint8Array, start: number, end: number, limits: ChunkerL
 
 /**
  * The end offsets of the chunks of `data`, ascending; the last is `data.length` (none for empty data).
- * Deterministic: the same bytes always give the same cuts, and a shared prefix gives shared cuts
- * up to its last open group.
+ * Deterministic: the same bytes always give the same cuts, a shared prefix gives shared cuts up to
+ * its last open group, and an object of `soloElement` bytes or more gives the same chunks wherever
+ * it sits.
  */
 export function chunkBoundaries(data: Uint8Array, limits: ChunkerLimits = DEFAULT_CHUNKER_LIMITS): number[] {
+  const { ends, soloCuts } = jsonShape(data, limits.soloElement);
   const structural: number[] = [];
   let start = 0;
-  for (const element of elementEnds(data)) {
+  let solo = 0;
+  const cutAt = (offset: number): void => {
+    if (offset <= start || offset >= data.length) return;
+    structural.push(offset);
+    start = offset;
+  };
+  for (const element of ends) {
+    // A big object's first and last byte are cuts whatever came before: its chunks are its own.
+    while (solo < soloCuts.length && (soloCuts[solo] ?? 0) <= element.end) cutAt(soloCuts[solo++] ?? 0);
     const length = element.end - start;
     if (length < limits.minChunk) continue;
     if (
       element.last ||
       element.length >= limits.soloElement ||
-      element.nextLength >= limits.soloElement ||
       element.gear >>> GROUP_HASH_SHIFT === 0 ||
       length >= limits.groupMax
-    ) {
-      structural.push(element.end);
-      start = element.end;
-    }
+    )
+      cutAt(element.end);
   }
+  while (solo < soloCuts.length) cutAt(soloCuts[solo++] ?? 0);
   if (start < data.length) structural.push(data.length);
   const cuts: number[] = [];
   let previous = 0;

@@ -21,7 +21,7 @@
 import { ChunkIntegrityError, ChunkMissingError } from './errors.js';
 import type { ChunkStoreDriver, InspectedObject } from './chunk-store.js';
 import { isSweepable } from './object-backend.js';
-import { objectKey, parseObjectKey, type ObjectKind } from './object-format.js';
+import { MAX_MANIFEST_DEPTH, objectKey, parseObjectKey, type ObjectKind } from './object-format.js';
 
 /** @default 48 h: twice the chunk store's refresh period (see the module comment). */
 export const DEFAULT_GC_GRACE_MS = 48 * 3_600_000;
@@ -248,7 +248,8 @@ export async function collectGarbage({
       const key = objectKey(child.kind, child.id);
       if (marked.has(key)) continue;
       marked.add(key);
-      if (child.kind === 'node') queue.push({ kind: 'node', id: child.id });
+      // A format-2 manifest lists its base manifest: the payload starts with a prefix of the base's.
+      if (child.kind !== 'chunk') queue.push({ kind: child.kind, id: child.id });
     }
     progress(() => `gc: marking: ${count(marked.size)} objects reachable so far`);
   });
@@ -308,11 +309,14 @@ export async function collectGarbage({
   });
 
   const protectedKeys = new Set<string>();
+  // Highest first: temporaries, manifests (those on a base before their base: the deeper first),
+  // unreadable nodes, then nodes from the highest level down, then chunks.
   const byRemovalOrder = (candidate: Candidate): number => {
     if (candidate.kind === 'temporary') return Number.MAX_SAFE_INTEGER;
-    if (candidate.kind === 'manifest') return Number.MAX_SAFE_INTEGER - 1;
+    if (candidate.kind === 'manifest')
+      return Number.MAX_SAFE_INTEGER - 1 - MAX_MANIFEST_DEPTH + (candidate.inspected?.depth ?? MAX_MANIFEST_DEPTH);
     if (candidate.kind === 'chunk') return -1;
-    return candidate.inspected?.level ?? Number.MAX_SAFE_INTEGER - 2;
+    return candidate.inspected?.level ?? Number.MAX_SAFE_INTEGER - 2 - MAX_MANIFEST_DEPTH;
   };
   const rounds = new Map<number, Candidate[]>();
   for (const candidate of candidates) {

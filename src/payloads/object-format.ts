@@ -1,12 +1,21 @@
-// Node only: the chunk store's objects — their keys, the tree node's bytes and the manifest's JSON.
-// A stored payload becomes chunks (chunker.ts), a small tree of nodes listing them, and one
-// manifest; every object is sealed (sealed-object.ts) and named by its content's hash.
+// Node only: the chunk store's objects — their keys, the tree nodes' bytes and the manifests'.
+// A stored payload becomes chunks (chunker.ts), the nodes of a tree over them, and one manifest;
+// every object is sealed (sealed-object.ts) and named by its content's hash.
 //
 // Layout (the same under a directory and under an S3 prefix):
 //   v1/chunks/<id[0:2]>/<id[2:4]>/<id>      slices of payload data
-//   v1/nodes/<id[0:2]>/<id[2:4]>/<id>       tree nodes: level, then (child id, byte length) entries
-//   v1/manifests/<id[0:2]>/<id[2:4]>/<id>   one per stored payload: size, metadata, root id and level
+//   v1/nodes/<id[0:2]>/<id[2:4]>/<id>       tree nodes: level, then entries
+//   v1/manifests/<id[0:2]>/<id[2:4]>/<id>   one per stored payload
 // Object names are 64 hex digits in every claim format (claims.ts).
+//
+// Two formats of each, both read forever (a store keeps what older versions wrote):
+// - Format 1 (written before chunker 2): a manifest is JSON (size, metadata in base64, the id and
+//   level of one root); a node (0x4e) lists (child id, byte length).
+// - Format 2 (written now): a manifest is binary and lists entries itself — the closed nodes of
+//   the tree's spine, the chunks after them, and small slices of the payload inline (a payload
+//   under a few hundred bytes is its manifest alone) — and may start with a prefix of a base
+//   manifest's payload (the previous round's chat input), so a round writes its new entries, not
+//   the whole spine again. A node (0x4f) lists entries too, with slices inline.
 import { ChunkIntegrityError } from './errors.js';
 
 export type ObjectKind = 'chunk' | 'node' | 'manifest';
@@ -22,6 +31,14 @@ const NODE_ENTRY_BYTES = ID_BYTES + 4;
 const NODE_MIN_CHILDREN = 4;
 const NODE_MAX_CHILDREN = 64;
 export const MANIFEST_FORMAT = 'temporal-compactor manifest';
+const NODE2_MAGIC = 0x4f;
+const MANIFEST2_MAGIC = [0x63, 0x74, 0x6d, 0x02];
+const ENTRY_REF = 0;
+const ENTRY_LITERAL = 1;
+/** The longest slice a format-2 manifest or node holds inline (its length is a u16). */
+export const MAX_LITERAL_BYTES = 0xffff;
+/** The longest chain of format-2 manifests on base manifests (a reader follows at most this many). */
+export const MAX_MANIFEST_DEPTH = 16;
 const MAX_PAYLOAD_BYTES = 2 ** 31 - 1;
 
 /** The key of an object: `v1/<kind>s/<2 hex>/<2 hex>/<id>`. */
@@ -64,22 +81,198 @@ export function encodeNode(level: number, children: ChildRef[]): Uint8Array {
 
 /** A node's level (its children are of the level below; level-1 nodes list chunks), as the node itself says. */
 export function nodeLevel(plaintext: Uint8Array, key: string): number {
-  if (plaintext.length < 2 || plaintext[0] !== NODE_MAGIC || (plaintext.length - 2) % NODE_ENTRY_BYTES !== 0)
+  const formatOne = plaintext[0] === NODE_MAGIC && (plaintext.length - 2) % NODE_ENTRY_BYTES === 0;
+  if (plaintext.length < 2 || !(formatOne || plaintext[0] === NODE2_MAGIC))
     throw new ChunkIntegrityError(key, 'malformed tree node');
   const level = plaintext[1] ?? 0;
   if (level < 1) throw new ChunkIntegrityError(key, 'tree node of level 0');
   return level;
 }
 
-export function decodeNode(plaintext: Uint8Array, level: number, key: string): ChildRef[] {
+/** What a node (either format) lists, after checking it is of `level`: its children of level `level - 1`, and in format 2 slices inline. */
+export function decodeNode(plaintext: Uint8Array, level: number, key: string): Entry[] {
   const bytes = Buffer.from(plaintext.buffer, plaintext.byteOffset, plaintext.byteLength);
   const actual = nodeLevel(bytes, key);
   if (actual !== level)
     throw new ChunkIntegrityError(key, `tree node of level ${actual} where level ${level} was expected`);
-  const children: ChildRef[] = [];
+  if (bytes[0] === NODE2_MAGIC) return decodeEntries(bytes, 2, key, level - 1);
+  const children: Entry[] = [];
   for (let at = 2; at < bytes.length; at += NODE_ENTRY_BYTES)
-    children.push({ id: bytes.toString('hex', at, at + ID_BYTES), length: bytes.readUInt32BE(at + ID_BYTES) });
+    children.push({
+      kind: 'ref',
+      level: level - 1,
+      id: bytes.toString('hex', at, at + ID_BYTES),
+      length: bytes.readUInt32BE(at + ID_BYTES),
+    });
   return children;
+}
+
+/** An entry of a format-2 manifest or node: an object it refers to (a chunk: level 0; a node of that level), or a slice of the payload inline. */
+export type Entry = { kind: 'ref'; level: number; id: string; length: number } | { kind: 'literal'; bytes: Uint8Array };
+
+export const entryLength = (entry: Entry): number => (entry.kind === 'ref' ? entry.length : entry.bytes.length);
+
+function entriesBytes(entries: readonly Entry[], withLevels: boolean): number {
+  return entries.reduce(
+    (sum, entry) => sum + (entry.kind === 'ref' ? 1 + (withLevels ? 1 : 0) + NODE_ENTRY_BYTES : 3 + entry.bytes.length),
+    0,
+  );
+}
+
+function writeEntries(bytes: Buffer, at: number, entries: readonly Entry[], withLevels: boolean): number {
+  let offset = at;
+  for (const entry of entries) {
+    if (entry.kind === 'literal') {
+      bytes[offset] = ENTRY_LITERAL;
+      bytes.writeUInt16BE(entry.bytes.length, offset + 1);
+      bytes.set(entry.bytes, offset + 3);
+      offset += 3 + entry.bytes.length;
+    } else {
+      bytes[offset] = ENTRY_REF;
+      offset += 1;
+      if (withLevels) bytes[offset++] = entry.level;
+      bytes.write(entry.id, offset, 'hex');
+      bytes.writeUInt32BE(entry.length, offset + ID_BYTES);
+      offset += NODE_ENTRY_BYTES;
+    }
+  }
+  return offset;
+}
+
+/**
+ * Reads entries from `at` to the end. In a node (`childLevel` given) every reference is of that
+ * level and slices are allowed only among chunks; in a manifest each reference says its level.
+ */
+function decodeEntries(bytes: Buffer, at: number, key: string, childLevel: number | undefined): Entry[] {
+  const entries: Entry[] = [];
+  let offset = at;
+  const malformed = (what: string): ChunkIntegrityError => new ChunkIntegrityError(key, `malformed entry: ${what}`);
+  while (offset < bytes.length) {
+    const tag = bytes[offset];
+    if (tag === ENTRY_LITERAL) {
+      if (childLevel !== undefined && childLevel !== 0) throw malformed('inline bytes in a node above level 1');
+      if (offset + 3 > bytes.length) throw malformed('truncated');
+      const length = bytes.readUInt16BE(offset + 1);
+      if (length === 0 || offset + 3 + length > bytes.length) throw malformed('inline bytes of a wrong length');
+      entries.push({ kind: 'literal', bytes: Uint8Array.from(bytes.subarray(offset + 3, offset + 3 + length)) });
+      offset += 3 + length;
+    } else if (tag === ENTRY_REF) {
+      offset += 1;
+      const level = childLevel ?? bytes[offset++];
+      if (level === undefined || offset + NODE_ENTRY_BYTES > bytes.length) throw malformed('truncated');
+      entries.push({
+        kind: 'ref',
+        level,
+        id: bytes.toString('hex', offset, offset + ID_BYTES),
+        length: bytes.readUInt32BE(offset + ID_BYTES),
+      });
+      offset += NODE_ENTRY_BYTES;
+    } else throw malformed(`unknown tag ${String(tag)}`);
+  }
+  return entries;
+}
+
+/** A format-2 node of `level` (≥ 1) over `entries` (references of level `level - 1`; slices only at level 1). */
+export function encodeNodeV2(level: number, entries: readonly Entry[]): Uint8Array {
+  const bytes = Buffer.alloc(2 + entriesBytes(entries, false));
+  bytes[0] = NODE2_MAGIC;
+  bytes[1] = level;
+  writeEntries(bytes, 2, entries, false);
+  return bytes;
+}
+
+/** A format-2 manifest: binary, its entries listed in it, on an optional base manifest. */
+export interface ManifestV2 {
+  v: 2;
+  chunker: number;
+  size: number;
+  /** The payload's metadata. */
+  metadata: Record<string, Uint8Array>;
+  /** The payload starts with the first `keep` bytes of the base manifest's payload; `depth` is 1 + the base's. */
+  base: { id: string; keep: number; depth: number } | undefined;
+  /** What follows, in order: `size - keep` bytes in all. */
+  entries: Entry[];
+}
+
+/** The bytes of a format-2 manifest. */
+export function encodeManifestV2(manifest: Omit<ManifestV2, 'v'>): Uint8Array {
+  const metadata = Object.entries(manifest.metadata).map(
+    ([name, value]) => [Buffer.from(name, 'utf8'), value] as const,
+  );
+  if (metadata.length > 0xffff || metadata.some(([name]) => name.length > 0xffff))
+    throw new RangeError('payload metadata has more than 65,535 entries or a name longer than 65,535 bytes');
+  const header = 4 + 4 + 1 + 1 + (manifest.base === undefined ? 0 : ID_BYTES + 4) + 2;
+  const metadataBytes = metadata.reduce((sum, [name, value]) => sum + 2 + name.length + 4 + value.length, 0);
+  const bytes = Buffer.alloc(header + metadataBytes + entriesBytes(manifest.entries, true));
+  bytes.set(MANIFEST2_MAGIC, 0);
+  bytes.writeUInt32BE(manifest.size, 4);
+  bytes[8] = manifest.chunker;
+  let at = 10;
+  if (manifest.base === undefined) bytes[9] = 0;
+  else {
+    bytes[9] = manifest.base.depth;
+    bytes.write(manifest.base.id, at, 'hex');
+    bytes.writeUInt32BE(manifest.base.keep, at + ID_BYTES);
+    at += ID_BYTES + 4;
+  }
+  bytes.writeUInt16BE(metadata.length, at);
+  at += 2;
+  for (const [name, value] of metadata) {
+    bytes.writeUInt16BE(name.length, at);
+    bytes.set(name, at + 2);
+    at += 2 + name.length;
+    bytes.writeUInt32BE(value.length, at);
+    bytes.set(value, at + 4);
+    at += 4 + value.length;
+  }
+  writeEntries(bytes, at, manifest.entries, true);
+  return bytes;
+}
+
+function parseManifestV2(bytes: Buffer, key: string): ManifestV2 {
+  const malformed = (what: string): ChunkIntegrityError => new ChunkIntegrityError(key, `format-2 manifest ${what}`);
+  if (bytes.length < 12) throw malformed('is truncated');
+  const size = bytes.readUInt32BE(4);
+  if (size > MAX_PAYLOAD_BYTES) throw malformed('size is not a plausible byte count');
+  const chunker = bytes[8] ?? 0;
+  const depth = bytes[9] ?? 0;
+  let at = 10;
+  let base: ManifestV2['base'];
+  if (depth > 0) {
+    if (depth > MAX_MANIFEST_DEPTH)
+      throw malformed(`is on a chain of ${depth} manifests (at most ${MAX_MANIFEST_DEPTH})`);
+    if (bytes.length < at + ID_BYTES + 5) throw malformed('is truncated');
+    base = { id: bytes.toString('hex', at, at + ID_BYTES), keep: bytes.readUInt32BE(at + ID_BYTES), depth };
+    if (base.keep > size) throw malformed('keeps more of its base than its size');
+    at += ID_BYTES + 4;
+  }
+  if (at + 2 > bytes.length) throw malformed('is truncated');
+  const count = bytes.readUInt16BE(at);
+  at += 2;
+  const metadata: Record<string, Uint8Array> = {};
+  for (let index = 0; index < count; index += 1) {
+    if (at + 2 > bytes.length) throw malformed('metadata is truncated');
+    const nameLength = bytes.readUInt16BE(at);
+    if (at + 2 + nameLength + 4 > bytes.length) throw malformed('metadata is truncated');
+    const name = bytes.toString('utf8', at + 2, at + 2 + nameLength);
+    at += 2 + nameLength;
+    const valueLength = bytes.readUInt32BE(at);
+    if (at + 4 + valueLength > bytes.length) throw malformed('metadata is truncated');
+    metadata[name] = Uint8Array.from(bytes.subarray(at + 4, at + 4 + valueLength));
+    at += 4 + valueLength;
+  }
+  const entries = decodeEntries(bytes, at, key, undefined);
+  const listed = entries.reduce((sum, entry) => sum + entryLength(entry), 0);
+  if (listed !== size - (base?.keep ?? 0))
+    throw malformed(`lists ${listed} bytes where ${size - (base?.keep ?? 0)} were expected`);
+  return { v: 2, chunker, size, metadata, base, entries };
+}
+
+/** A manifest of either format, as its bytes say (format 1 is JSON, format 2 starts with "ctm" 0x02). */
+export function parseAnyManifest(plaintext: Uint8Array, key: string): ManifestBody | ManifestV2 {
+  const bytes = Buffer.from(plaintext.buffer, plaintext.byteOffset, plaintext.byteLength);
+  if (MANIFEST2_MAGIC.every((byte, index) => bytes[index] === byte)) return parseManifestV2(bytes, key);
+  return parseManifest(plaintext, key);
 }
 
 export interface ManifestBody {

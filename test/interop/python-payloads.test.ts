@@ -1,7 +1,7 @@
 // The payload formats a caller in another language meets (docs/other-languages.md; the formats: docs/payloads.md),
 // checked byte for byte between our TypeScript codec and chunk store and the Python module
 // interop/python/compactor_payloads.py, without a server: Python reads what TypeScript wrote (a
-// claim of format 2, the same claim in format 1, inline payloads under the current and a retired
+// claim of format 2, a manifest of format 2 on a base, the same claim in format 1, inline payloads under the current and a retired
 // key) and fails as the TypeScript side does on what it must not read (altered, unknown key,
 // corrupted or missing chunk, malformed claims); TypeScript reads what Python wrote (a format-2
 // claim of 64 KiB slices with a tree node, an encrypted inline payload).
@@ -108,6 +108,10 @@ describe('payload formats between TypeScript and interop/python/compactor_payloa
       data: Uint8Array.from(inline.data ?? [], (byte, index) => (index === 20 ? byte ^ 1 : byte)),
     };
     const claim = await claimFor({ messages });
+    // The next round's input: its manifest stands on the last one's (format 2 with a base).
+    const grownValue = { messages: [...messages, { role: 'user', content: 'one more message' }] };
+    const grown = await claimFor(grownValue);
+    expect((await driver.inspect('manifest', claimManifestId(claimOf(grown)?.claimData ?? {}) ?? '')).depth).toBe(1);
     const corruptedClaim = await claimFor({ messages: messages.slice(0, 12) });
     const missingClaim = await claimFor({ messages: messages.slice(0, 5) });
     // After the claims are written: delete the manifest of the third.
@@ -134,6 +138,7 @@ describe('payload formats between TypeScript and interop/python/compactor_payloa
 
     const read = [
       { name: 'claim', payload: claim },
+      { name: 'grown', payload: grown },
       { name: 'inline', payload: inline },
       {
         name: 'retired key',
@@ -158,6 +163,7 @@ describe('payload formats between TypeScript and interop/python/compactor_payloa
     });
     const byName = Object.fromEntries(first.read.map((entry) => [entry.name, entry]));
     expect(byName.claim).toEqual({ name: 'claim', ok: true, value: { messages } });
+    expect(byName.grown).toEqual({ name: 'grown', ok: true, value: grownValue });
     expect(byName.inline).toEqual({ name: 'inline', ok: true, value: note });
     expect(byName['retired key']).toEqual({ name: 'retired key', ok: true, value: note });
     expect(byName.altered).toMatchObject({

@@ -31,27 +31,52 @@ describe('chunkBoundaries', () => {
       cuts.forEach((cut, index) => {
         expect(cut).toBeGreaterThan(previous);
         expect(cut - previous).toBeLessThanOrEqual(DEFAULT_CHUNKER_LIMITS.maxChunk);
-        if (index < cuts.length - 1)
-          expect(cut - previous).toBeGreaterThanOrEqual(
-            Math.min(DEFAULT_CHUNKER_LIMITS.minChunk, DEFAULT_CHUNKER_LIMITS.hashMin),
+        // Shorter chunks are the last, or end where a big object begins, or at an element's end.
+        if (index < cuts.length - 1 && cut - previous < DEFAULT_CHUNKER_LIMITS.minChunk)
+          expect([data[cut], data[cut - 1]]).toSatisfy(
+            ([next, last]) => next === 0x7b || last === 0x7d || last === 0x5d,
           );
         previous = cut;
       });
     }
   });
 
-  it('cuts at message boundaries: a message of 2 KB or more ends its chunk, and starts one unless what precedes is under 512 bytes', () => {
+  it('cuts a message of 512 bytes or more at its own first and last byte; smaller ones group', () => {
     const big = { role: 'tool', tool_call_id: 'c1', content: 'r'.repeat(5000) };
     const call = { role: 'assistant', content: 'a'.repeat(300) };
     const system = { role: 'system', content: 's'.repeat(3000) };
     const user = { role: 'user', content: 'u'.repeat(2500) };
     const data = encode({ messages: [system, call, big, user], turn: 1 });
     expect(chunksOf(data)).toEqual([
-      `{"messages":[${JSON.stringify(system)}`,
-      `,${JSON.stringify(call)},${JSON.stringify(big)}`,
-      `,${JSON.stringify(user)}`,
+      '{"messages":[',
+      JSON.stringify(system),
+      `,${JSON.stringify(call)},`,
+      JSON.stringify(big),
+      ',',
+      JSON.stringify(user),
       '],"turn":1}',
     ]);
+  });
+
+  it('gives a message the same chunks wherever it sits: a chat input, alone (a tool result), a transcript line', () => {
+    fc.assert(
+      fc.property(
+        fc.record({
+          role: fc.constantFrom('assistant', 'tool'),
+          content: fc.string({ minLength: 500, maxLength: 40_000 }),
+          tool_call_id: fc.string({ maxLength: 30 }),
+        }),
+        fc.string({ maxLength: 2000 }),
+        (message, before) => {
+          const alone = chunksOf(encode(message));
+          const inChat = chunksOf(encode({ messages: [{ role: 'user', content: before }, message], tools: [] }));
+          const inLine = chunksOf(encode({ from: 3, lines: [{ type: 'message', id: 'm4', message }] }));
+          expect(inChat).toEqual(expect.arrayContaining(alone));
+          expect(inLine).toEqual(expect.arrayContaining(alone));
+        },
+      ),
+      { numRuns: 100 },
+    );
   });
 
   it('keeps every chunk of a prefix when messages are appended, except the open group at its end', () => {

@@ -75,7 +75,11 @@ async function treeOf(driver: ChunkStoreDriver, manifest: string): Promise<Map<s
     if (item.kind === 'node') levels.set(objectKey('node', item.id), inspected.level);
     for (const child of inspected.children) {
       if (child.kind === 'chunk') levels.set(objectKey('chunk', child.id), 0);
-      else queue.push({ kind: 'node', id: child.id });
+      else {
+        // A base manifest is removed with the manifests, before every node.
+        if (child.kind === 'manifest') levels.set(objectKey('manifest', child.id), Infinity);
+        queue.push({ kind: child.kind, id: child.id });
+      }
     }
   }
   return levels;
@@ -105,8 +109,8 @@ function recording(
   return { backend, removed };
 }
 
-/** Small chunks, so a payload of 40 KB makes a tree of two node levels. */
-const smallChunks = { ...DEFAULT_CHUNKER_LIMITS, minChunk: 64, groupMax: 256 };
+/** Small chunks, every one an object (none inline), so a payload of 200 KB makes a tree of two node levels. */
+const smallChunks = { chunkerLimits: { ...DEFAULT_CHUNKER_LIMITS, minChunk: 64, groupMax: 64 }, literalBelow: 0 };
 
 describe('collectGarbage (sweep)', () => {
   const keyring: Keyring = keyringOf(codecKey(randomBytes(32), 'k1'));
@@ -114,9 +118,9 @@ describe('collectGarbage (sweep)', () => {
   it('removes what no claim reaches once older than the grace period, parents before children', async () => {
     const directory = storeDirectory();
     const { backend, removed } = recording(directory);
-    const driver = new ChunkStoreDriver({ backend, keyring, chunkerLimits: smallChunks });
-    const kept = await store(driver, conversation('kept'));
-    const dropped = await store(driver, conversation('dropped'));
+    const driver = new ChunkStoreDriver({ backend, keyring, ...smallChunks });
+    const kept = await store(driver, conversation('kept', 2400));
+    const dropped = await store(driver, conversation('dropped', 2400));
     ageAll(directory, 72);
     const keptTree = await treeOf(driver, manifestOf(kept));
     const droppedTree = await treeOf(driver, manifestOf(dropped));
@@ -149,7 +153,7 @@ describe('collectGarbage (sweep)', () => {
       // A store reusing the dropped payload's manifest just before the collector reaches it.
       if (key === renewed) await inner.touch(key);
     });
-    const driver = new ChunkStoreDriver({ backend, keyring, chunkerLimits: smallChunks });
+    const driver = new ChunkStoreDriver({ backend, keyring, ...smallChunks });
     const reused = await store(driver, conversation('reused'));
     const other = await store(driver, conversation('other'));
     renewed = objectKey('manifest', manifestOf(reused));
@@ -165,18 +169,55 @@ describe('collectGarbage (sweep)', () => {
     expect(value?.data?.length).toBeGreaterThan(0);
   });
 
+  it('keeps the base manifests a claimed manifest stands on, and removes a chain from its newest manifest down', async () => {
+    const directory = storeDirectory();
+    const { backend, removed } = recording(directory);
+    const driver = new ChunkStoreDriver({ backend, keyring });
+    // Five rounds of one conversation: each input is the last with a message appended, so each
+    // manifest after the first names the one before as its base.
+    const base = conversation('chain', 40);
+    const inputs = [0, 1, 2, 3, 4].map((round) => ({
+      messages: [...base.messages, ...conversation(`round ${round}`, round + 1).messages],
+    }));
+    const claims: StorageDriverClaim[] = [];
+    for (const input of inputs) claims.push(await store(driver, input));
+    const depths = await Promise.all(
+      claims.map(async (claim) => (await driver.inspect('manifest', manifestOf(claim))).depth),
+    );
+    expect(depths).toEqual([0, 1, 2, 3, 4]);
+    ageAll(directory, 72);
+    const claimed = claims[2];
+    if (claimed === undefined) throw new Error('no claim');
+    const keptTree = await treeOf(driver, manifestOf(claimed));
+    // The claimed manifest stands on the two before it.
+    for (const claim of claims.slice(0, 3)) expect(keptTree.has(objectKey('manifest', manifestOf(claim)))).toBe(true);
+
+    const report = await collectGarbage({ driver, claimedManifests: [manifestOf(claimed)] });
+    expect(report.missingCount).toBe(0);
+    expect(totalOf(report.reachable).objects).toBe(keptTree.size);
+    const manifestsRemoved = removed.filter((key) => key.startsWith('v1/manifests/'));
+    // The newest first: a manifest is never removed before one that stands on it.
+    expect(manifestsRemoved).toEqual([
+      objectKey('manifest', manifestOf(claims[4] ?? claimed)),
+      objectKey('manifest', manifestOf(claims[3] ?? claimed)),
+    ]);
+    const [value] = await new ChunkStoreDriver({ backend, keyring }).retrieve({}, [claimed]);
+    expect(defaultPayloadConverter.fromPayload(value ?? {})).toEqual(inputs[2]);
+  });
+
   it('keeps young objects and young manifests with their trees, removes old temporary files', async () => {
     const directory = storeDirectory();
     const driver = new ChunkStoreDriver({
       backend: new FileBackend({ directory, durable: false }),
       keyring,
-      chunkerLimits: smallChunks,
+      ...smallChunks,
     });
     const oldValue = conversation('old');
     const old = await store(driver, oldValue);
     ageAll(directory, 72);
-    // Stored by a driver that trusts its cache: the new manifest shares old chunks without touching them.
-    const young = await store(driver, { messages: oldValue.messages.slice(0, 300) });
+    // Stored by a driver that trusts its cache: the new manifest shares old chunks without touching
+    // them (not its prefix: a payload that starts with most of the old one would name it as its base).
+    const young = await store(driver, { messages: oldValue.messages.slice(100) });
     writeFileSync(join(directory, 'v1', 'chunks', '.tmp-1-old'), 'half a write');
     writeFileSync(join(directory, 'v1', 'nodes', '.tmp-2-young'), 'a write in progress');
     const then = new Date(Date.now() - 72 * HOUR);
@@ -202,7 +243,7 @@ describe('collectGarbage (sweep)', () => {
   it('keeps everything under a young node, even when no manifest lists it (a store touched it, then died)', async () => {
     const directory = storeDirectory();
     const backend = new FileBackend({ directory, durable: false });
-    const driver = new ChunkStoreDriver({ backend, keyring, chunkerLimits: smallChunks });
+    const driver = new ChunkStoreDriver({ backend, keyring, ...smallChunks });
     const claim = await store(driver, conversation('interrupted'));
     ageAll(directory, 72);
     const tree = await treeOf(driver, manifestOf(claim));

@@ -98,7 +98,8 @@ async function reachable(driver: ChunkStoreDriver, manifests: Iterable<string>):
     keys.add(key);
     for (const child of (await driver.inspect(item.kind, item.id)).children) {
       if (child.kind === 'chunk') keys.add(objectKey('chunk', child.id));
-      else queue.push({ kind: 'node', id: child.id });
+      // A manifest's base manifest is reachable with everything under it.
+      else queue.push({ kind: child.kind, id: child.id });
     }
   }
   return keys;
