@@ -7,7 +7,15 @@ import type { BackendStatus } from '../core/agent/backend-cooldown.js';
 import type { AgentRunCarried } from '../core/agent/carried-state.js';
 import type { CompactionHistory } from '../core/agent/compaction-history.js';
 import type { SessionEntry, SessionReference, SessionSnapshot } from '../core/agent/session.js';
-import type { CompactAnswer, CompactUpdateInput, PinUpdateInput, Pins } from '../core/agent/steering.js';
+import type {
+  CompactAnswer,
+  CompactionProposal,
+  CompactUpdateInput,
+  PinUpdateInput,
+  Pins,
+  ReviewAnswer,
+  ReviewCompactionInput,
+} from '../core/agent/steering.js';
 import type { ChatMessage, ContentPart } from '../core/types.js';
 
 // Carried state is validated in the core (one zod schema, src/core/agent/carried-state.ts); a backend's
@@ -17,10 +25,14 @@ export type { BackendStatus } from '../core/agent/backend-cooldown.js';
 export type { RequestShape } from '../core/agent/request-cost.js';
 export type {
   CompactAnswer,
+  CompactionProposal,
+  CompactionReview,
   CompactUpdateInput,
   NothingCompacted,
   PinUpdateInput,
   Pins,
+  ReviewAnswer,
+  ReviewCompactionInput,
 } from '../core/agent/steering.js';
 
 /** The workflow's input: {@link AgentRunInput}, plus the state a continued run carries. */
@@ -107,7 +119,22 @@ export const unpinUpdate = defineUpdate<Pins, [PinUpdateInput]>('unpin');
 export const conversationEntriesQuery = defineQuery<SessionEntry[]>('conversationEntries');
 
 /**
+ * With `compaction.review: 'approve'`: the compaction waiting for `reviewCompaction` — what it would
+ * drop and elide, its summary, tokens before and after, when it applies on its own — or null.
+ */
+export const pendingCompactionQuery = defineQuery<CompactionProposal | null>('pendingCompaction');
+/** Applies, rejects or edits (applies with your summary) the compaction waiting for review. */
+export const reviewCompactionUpdate = defineUpdate<ReviewAnswer, [ReviewCompactionInput]>('reviewCompaction');
+
+/**
  * The definitions to steer a running `agentRun` (docs/agent-runs.md#steering), as one object:
  * `handle.executeUpdate(agentRunSteering.compactUpdate, { args: [{ instructions }] })`.
  */
-export const agentRunSteering = { compactUpdate, pinUpdate, unpinUpdate, conversationEntriesQuery } as const;
+export const agentRunSteering = {
+  compactUpdate,
+  pinUpdate,
+  unpinUpdate,
+  conversationEntriesQuery,
+  reviewCompactionUpdate,
+  pendingCompactionQuery,
+} as const;

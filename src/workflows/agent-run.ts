@@ -16,7 +16,9 @@ import {
   compactUpdate,
   conversationEntriesQuery,
   conversationQuery,
+  pendingCompactionQuery,
   pinUpdate,
+  reviewCompactionUpdate,
   sessionQuery,
   stopUpdate,
   unpinUpdate,
@@ -47,7 +49,7 @@ function refuseInvalid(check: () => void): void {
 }
 
 /**
- * The steering updates (docs/design.md#steering): `compact`, `pin`, `unpin`. Each validator refuses
+ * The steering updates (docs/design.md#steering): `compact`, `pin`, `unpin`, `reviewCompaction`. Each validator refuses
  * a finished run and bad input naming the field or id; each handler only queues the request and
  * waits for the loop to apply it before its next chat request, so registering them adds no command.
  */
@@ -70,6 +72,14 @@ function steer(loop: AgentLoop): void {
       },
     });
   }
+  // docs/design.md#review: the handler records the decision; the loop, waiting on it, goes on.
+  setHandler(pendingCompactionQuery, () => loop.pendingCompaction);
+  setHandler(reviewCompactionUpdate, (input) => loop.decideReview(loop.checkReview(input)), {
+    validator: (input) => {
+      refuseWhenFinished(loop, 'the run has finished');
+      refuseInvalid(() => loop.checkReview(input));
+    },
+  });
 }
 
 function userMessageFrom(input: AddUserMessageInput): ChatMessage {

@@ -10,6 +10,10 @@ import {
   MAX_PINNED_MESSAGES,
   noPins,
   parseCompactInput,
+  parseReviewInput,
+  proposalOf,
+  withEditedSummary,
+  type CompactionProposal,
   parsePinInput,
   pinChange,
   pinDetails,
@@ -19,6 +23,10 @@ import {
   type Pins,
 } from '../../src/core/agent/steering.js';
 import type { AgentCompactionOptions } from '../../src/core/agent/agent-input.js';
+import { planAgentRun } from '../../src/core/agent/agent-input.js';
+import { compactionSteps, runCompactionSteps } from '../../src/core/compaction/engine.js';
+import { resolveOptions } from '../../src/core/compaction/options.js';
+import { defaultCounter } from '../../src/core/counting/tokens.js';
 import { InvalidInputError } from '../../src/core/errors.js';
 import { toProviderMessages } from '../../src/core/schema.js';
 
@@ -189,5 +197,103 @@ describe('the summary instructions of a compaction of the run', () => {
       'Pinned messages: m3, summary:m9',
       'Pinned facts (kept by every summary): “Use pnpm”',
     ]);
+  });
+});
+
+describe('review before apply', () => {
+  const long = (text: string) => `${text} ${'More detail on the same. '.repeat(40)}`;
+  const live: SessionEntry[] = [
+    ...entries,
+    { id: 'm5', message: { role: 'assistant', content: long('Tried the empty case.') } },
+    { id: 'm6', message: { role: 'user', content: long('Keep going.') } },
+    { id: 'm7', message: { role: 'assistant', content: 'Done reading.' } },
+    { id: 'm8', message: { role: 'user', content: 'Now fix it.' } },
+  ];
+  const compacted = runCompactionSteps(
+    compactionSteps(
+      live.map((entry) => entry.message),
+      resolveOptions({ contextBudget: 100_000, keepRecent: 2 }),
+    ),
+    () => ({ kind: 'summary', text: 'The failure is in parser.ts line 12.' }),
+  );
+  const proposal = proposalOf(live, compacted, { round: 4, backend: 'openai:x', applyAt: 1_000 });
+
+  it('a proposal names the messages a compaction would drop, by transcript id, and applies nothing', () => {
+    expect(proposal).toEqual({
+      round: 4,
+      backend: 'openai:x',
+      applyAt: 1_000,
+      kind: 'summary',
+      tokensBefore: compacted.tokensBefore,
+      tokensAfter: compacted.tokensAfter,
+      dropped: ['m3', 'm4', 'm5', 'm6'],
+      elided: [],
+      summary: '[Summary by the harness of 4 earlier messages]\n\nThe failure is in parser.ts line 12.',
+    });
+    expect(live).toHaveLength(8);
+  });
+
+  it("edit puts the person's summary under the harness's header and counts the tokens again", () => {
+    const edited = withEditedSummary(compacted, 'Bug: parser.ts line 12.', defaultCounter);
+    const summary = '[Summary by the harness of 4 earlier messages]\n\nBug: parser.ts line 12.';
+    expect(edited.summary).toBe(summary);
+    expect(edited.messages[2]).toEqual({ role: 'user', content: summary });
+    expect(edited.messages.filter((message) => message.content === compacted.summary)).toEqual([]);
+    expect(edited.tokensAfter).toBe(defaultCounter.count(edited.messages));
+    // The transcript of the edited result replays to it: what the run records.
+    const lines: SessionLine[] = [
+      ...live.map((entry): SessionLine => ({ type: 'message', ...entry })),
+      {
+        type: 'compaction',
+        replacesThroughId: 'm6',
+        summary,
+        dropped: 4,
+        tokensBefore: edited.tokensBefore,
+        tokensAfter: edited.tokensAfter,
+        fallback: false,
+        exhausted: false,
+      },
+    ];
+    expect(replaySession(lines)).toEqual(edited.messages);
+  });
+
+  it.each([
+    ['no proposal', { decision: 'apply' }, undefined, 'reviewCompaction: no compaction is waiting for review'],
+    ['a decision that is not one', { decision: 'maybe' }, proposal, 'reviewCompaction.decision: must be "apply", "reject" or "edit", got "maybe"'],
+    ['a summary without edit', { decision: 'apply', summary: 'x' }, proposal, 'reviewCompaction.summary: is only taken with decision "edit"'],
+    ['edit without a summary', { decision: 'edit' }, proposal, 'reviewCompaction.summary: must be the summary to apply'],
+    [
+      'edit of a trim',
+      { decision: 'edit', summary: 'x' },
+      { ...proposal, kind: 'trim', summary: null } satisfies CompactionProposal,
+      'reviewCompaction.decision: "edit" needs a proposal with a summary; this one is a trim',
+    ],
+    ['an unknown key', { decison: 'apply' }, proposal, 'reviewCompaction.decison: unknown field; did you mean decision?'],
+  ])('reviewCompaction refuses %s, naming the field', (_case, value, pending, message) => {
+    expect(verdict(() => parseReviewInput(value, pending))).toContain(message);
+  });
+
+  it('reviewCompaction takes apply, reject, and edit with a summary', () => {
+    expect(parseReviewInput({ decision: 'reject' }, proposal)).toEqual({ decision: 'reject' });
+    expect(parseReviewInput({ decision: 'edit', summary: 'S' }, proposal)).toEqual({ decision: 'edit', summary: 'S' });
+  });
+
+  const run = (compaction: Record<string, unknown>) =>
+    planAgentRun({
+      messages: [{ role: 'user', content: 'x' }],
+      model: { provider: 'replay', trajectory: 't', contextWindow: 10_000, maxOutputTokens: 100 },
+      compaction,
+    });
+
+  it("the run's review options: off by default, kept out of the options compact() is given", () => {
+    expect(run({}).review).toEqual({ mode: 'auto', timeoutMs: 3_600_000 });
+    const plan = run({ keepRecent: 3, review: 'approve', reviewTimeout: '5m' });
+    expect(plan.review).toEqual({ mode: 'approve', timeoutMs: 300_000 });
+    expect(plan.compaction).toEqual({ keepRecent: 3 });
+    expect(verdict(() => run({ review: 'ask' }))).toBe(
+      'input.compaction.review: must be one of "auto", "approve", "manual", got "ask"',
+    );
+    expect(verdict(() => run({ reviewTimeout: 0 }))).toBe('input.compaction.reviewTimeout: must be longer than zero, got 0');
+    expect(verdict(() => run({ reviw: 'approve' }))).toContain('input.compaction.reviw: unknown option; did you mean review?');
   });
 });

@@ -19,6 +19,7 @@ import {
   toProviderMessages,
   type AgentRunWorkflowInput,
   type ChatMessage,
+  type CompactionProposal,
 } from '../../src/index.js';
 import { readSessionLines } from '../../src/client/session-reader.js';
 import { NOTHING_TO_COMPACT } from '../../src/core/agent/steering.js';
@@ -33,7 +34,8 @@ import { failureTypeOf, replayActivities, replayTokens } from '../support/agent.
 import { bundleWorkflows, testConnection, uniqueId, withWorker } from '../support/temporal.js';
 import { maybeRecordHistory } from './harness.js';
 
-const { compactUpdate, pinUpdate, unpinUpdate, conversationEntriesQuery } = agentRunSteering;
+const { compactUpdate, pinUpdate, unpinUpdate, conversationEntriesQuery, pendingCompactionQuery, reviewCompactionUpdate } =
+  agentRunSteering;
 
 let bundle: WorkflowBundleWithSourceMap;
 beforeAll(async () => {
@@ -82,6 +84,16 @@ const readCall = (id: string) =>
 /** The ids of the live conversation, in order. */
 async function liveIds(handle: WorkflowHandle): Promise<string[]> {
   return (await handle.query(conversationEntriesQuery)).map((entry) => entry.id);
+}
+
+/** Waits until the run has a compaction waiting for review, and returns it. */
+async function proposalOf(handle: WorkflowHandle): Promise<CompactionProposal> {
+  for (let attempt = 0; attempt < 200; attempt += 1) {
+    const proposal = await handle.query(pendingCompactionQuery);
+    if (proposal !== null) return proposal;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error('no compaction came up for review');
 }
 
 /** The UI's current details of a run. */
@@ -295,6 +307,163 @@ describe('steering agentRun', { timeout: 120_000 }, () => {
       await handle.result();
       const late = await handle.executeUpdate(pinUpdate, { args: [{ ids: ['m3'] }] }).catch((e: unknown) => e);
       expect(String(late)).toContain('workflow execution already completed');
+    });
+  });
+
+  describe('review before apply (compaction.review)', () => {
+    it("'approve' publishes the compaction and waits; edit applies the person's summary", async () => {
+      const hold = createHold();
+      server.script(hold.response, reply({ content: 'Done.' }));
+      const t = await testConnection();
+      await withWorker(t, { workflowBundle: bundle, activities: activities() }, async () => {
+        const handle = await t.client.workflow.start(agentRun, {
+          taskQueue: t.taskQueue,
+          workflowId: uniqueId('agent-review'),
+          args: [input({ compaction: { keepRecent: 2, review: 'approve' } })],
+        });
+        await server.waitForRequests(1, 20_000);
+        expect(await handle.query(pendingCompactionQuery)).toBeNull();
+        const none = await handle
+          .executeUpdate(reviewCompactionUpdate, { args: [{ decision: 'apply' }] })
+          .catch((e: unknown) => e);
+        expect(failureTypeOf(none)).toEqual({
+          type: FailureType.InvalidInput,
+          message: 'reviewCompaction: no compaction is waiting for review (the pendingCompaction query)',
+        });
+        const compact = await handle.startUpdate(compactUpdate, { args: [{}], waitForStage: WorkflowUpdateStage.ACCEPTED });
+        hold.release(readCall('call_1'));
+        const proposal = await proposalOf(handle);
+        expect(proposal).toMatchObject({ round: 2, kind: 'summary', dropped: ['m3', 'm4', 'm5', 'm6'], elided: [] });
+        expect(proposal.summary).toMatch(/^\[Summary by the harness of 4 earlier messages\]/);
+        expect(proposal.tokensAfter).toBeLessThan(proposal.tokensBefore);
+        expect(await currentDetails(handle)).toContain('**Compaction waiting for review** (round 2, summary)');
+        // Nothing is applied while it waits, and no request goes out.
+        expect(await liveIds(handle)).toEqual(['m1', 'm2', 'm3', 'm4', 'm5', 'm6', 'm7', 'm8']);
+        expect(server.requests).toHaveLength(1);
+        const bad = await handle
+          .executeUpdate(reviewCompactionUpdate, { args: [{ decision: 'edit' }] })
+          .catch((e: unknown) => e);
+        expect(failureTypeOf(bad).message).toBe(
+          'reviewCompaction.summary: must be the summary to apply (a non-empty string)',
+        );
+        expect(
+          await handle.executeUpdate(reviewCompactionUpdate, {
+            args: [{ decision: 'edit', summary: 'The parser returns None for an empty string (parser.py line 42).' }],
+          }),
+        ).toEqual({ decision: 'edit', round: 2 });
+        const record = await compact.result();
+        expect(record).toMatchObject({ round: 2, kind: 'summary', review: 'edited', dropped: 4 });
+        const result = await handle.result();
+        expect(result.messages[2]).toEqual({
+          role: 'user',
+          content:
+            '[Summary by the harness of 4 earlier messages]\n\nThe parser returns None for an empty string (parser.py line 42).',
+        });
+        expect(await handle.query(pendingCompactionQuery)).toBeNull();
+        const lines = await readSessionLines(t.client, result.session);
+        expect(replaySession(lines)).toEqual(result.messages);
+        expect(lines.find((line) => line.type === 'compaction')).toMatchObject({ review: 'edited' });
+        await maybeRecordHistory(handle, 'agent-run-review');
+      });
+    });
+
+    it('reject leaves the conversation as it is; unreviewed, a proposal is applied at reviewTimeout', async () => {
+      const holds = [createHold(), createHold()];
+      server.script(holds[0]?.response ?? reply({}), holds[1]?.response ?? reply({}), reply({ content: 'Done.' }));
+      const t = await testConnection();
+      await withWorker(t, { workflowBundle: bundle, activities: activities() }, async () => {
+        const handle = await t.client.workflow.start(agentRun, {
+          taskQueue: t.taskQueue,
+          workflowId: uniqueId('agent-review-reject'),
+          args: [input({ compaction: { keepRecent: 2, review: 'approve', reviewTimeout: '2s' } })],
+        });
+        await server.waitForRequests(1, 20_000);
+        const rejected = await handle.startUpdate(compactUpdate, { args: [{}], waitForStage: WorkflowUpdateStage.ACCEPTED });
+        holds[0]?.release(readCall('call_1'));
+        await proposalOf(handle);
+        expect(await handle.executeUpdate(reviewCompactionUpdate, { args: [{ decision: 'reject' }] })).toEqual({
+          decision: 'reject',
+          round: 2,
+        });
+        expect(await rejected.result()).toEqual({ compacted: false, reason: 'the reviewer rejected it (reviewCompaction)' });
+        await server.waitForRequests(2, 20_000);
+        expect(await liveIds(handle)).toEqual(['m1', 'm2', 'm3', 'm4', 'm5', 'm6', 'm7', 'm8']);
+        // The summarizer was asked (and billed) all the same.
+        expect((await handle.query(compactionsQuery)).usage.summarizer.requests).toBe(1);
+        // Nobody answers the next one: it is applied when reviewTimeout is up.
+        const unreviewed = await handle.startUpdate(compactUpdate, { args: [{}], waitForStage: WorkflowUpdateStage.ACCEPTED });
+        holds[1]?.release(readCall('call_2'));
+        expect(await unreviewed.result()).toMatchObject({ round: 3, kind: 'summary', review: 'timed-out' });
+        const result = await handle.result();
+        expect(result.compactions.totals.compactions).toBe(1);
+        expect(replaySession(await readSessionLines(t.client, result.session))).toEqual(result.messages);
+      });
+    });
+
+    it("'manual' compacts only on demand, but a request that would not fit its window forces the compaction", async () => {
+      server.script(reply({ content: 'Done.' }));
+      const t = await testConnection();
+      // The opening is over this window's room: the first request cannot go out as it is.
+      const small = { ...openaiModel, contextWindow: 1_000, maxOutputTokens: 100, safetyMargin: 0 };
+      const forced = await withWorker(t, { workflowBundle: bundle, activities: activities() }, () =>
+        t.client.workflow.execute(agentRun, {
+          taskQueue: t.taskQueue,
+          workflowId: uniqueId('agent-review-forced'),
+          args: [input({ model: small, compaction: { keepRecent: 2, review: 'manual' } })],
+        }),
+      );
+      expect(forced.compactions.recent).toEqual([expect.objectContaining({ round: 1, review: 'forced' })]);
+      expect(server.requests).toHaveLength(1);
+      // Over the trigger (0.6 of the room) but within the room: 'auto' compacts, 'manual' does not.
+      server.script(reply({ content: 'Done.' }), reply({ content: 'Done.' }));
+      const roomy = { ...openaiModel, contextWindow: 1_600, maxOutputTokens: 100, safetyMargin: 0 };
+      const runRoomy = (review: 'manual' | 'auto') =>
+        withWorker(t, { workflowBundle: bundle, activities: activities() }, () =>
+          t.client.workflow.execute(agentRun, {
+            taskQueue: t.taskQueue,
+            workflowId: uniqueId(`agent-review-roomy-${review}`),
+            args: [
+              input({
+                model: roomy,
+                compaction: { keepRecent: 2, review, triggerRatio: 0.6, deferShallowCompactions: false },
+              }),
+            ],
+          }),
+        );
+      expect((await runRoomy('auto')).compactions.totals.compactions).toBe(1);
+      expect((await runRoomy('manual')).compactions.totals.compactions).toBe(0);
+    });
+
+    it('a proposal waits through a worker restart: a new worker takes the decision', async () => {
+      const hold = createHold();
+      server.script(hold.response, reply({ content: 'Done.' }));
+      const t = await testConnection();
+      const workflowId = uniqueId('agent-review-restart');
+      const handle = await withWorker(t, { workflowBundle: bundle, activities: activities() }, async () => {
+        const started = await t.client.workflow.start(agentRun, {
+          taskQueue: t.taskQueue,
+          workflowId,
+          args: [input({ compaction: { keepRecent: 2, review: 'approve' } })],
+        });
+        await server.waitForRequests(1, 20_000);
+        await started.startUpdate(compactUpdate, { args: [{}], waitForStage: WorkflowUpdateStage.ACCEPTED });
+        hold.release(readCall('call_1'));
+        await proposalOf(started);
+        return started;
+      });
+      // No worker now: the proposal waits in history (a timer), not in a worker's memory.
+      await withWorker(t, { workflowBundle: bundle, activities: activities() }, async () => {
+        const proposal = await proposalOf(handle);
+        expect(proposal.dropped).toEqual(['m3', 'm4', 'm5', 'm6']);
+        expect(await handle.executeUpdate(reviewCompactionUpdate, { args: [{ decision: 'apply' }] })).toEqual({
+          decision: 'apply',
+          round: 2,
+        });
+        const result = await handle.result();
+        expect(result.compactions.recent).toEqual([expect.objectContaining({ review: 'applied', dropped: 4 })]);
+        expect(replaySession(await readSessionLines(t.client, result.session))).toEqual(result.messages);
+        await maybeRecordHistory(handle, 'agent-run-review-worker-restart');
+      });
     });
   });
 });

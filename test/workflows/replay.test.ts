@@ -94,6 +94,8 @@ describe('replay of recorded histories', () => {
         'agent-run-exhausted-taubench_gpt4o_airline_task46_trial3.json',
         'agent-run-openai-tools.json',
         'agent-run-pins.json',
+        'agent-run-review-worker-restart.json',
+        'agent-run-review.json',
         'agent-run-update.json',
         'compact-conversation-economics-window-gives-way.json',
         'compact-conversation-success-summarize-middle.json',
@@ -123,6 +125,8 @@ describe('replay of recorded histories', () => {
       'agent-run-compact-update.json',
       'agent-run-context-tokens-window.json',
       'agent-run-pins.json',
+      'agent-run-review-worker-restart.json',
+      'agent-run-review.json',
     ]);
     expect(agentRuns.length).toBeGreaterThan(patched.length);
   });
@@ -134,6 +138,8 @@ describe('replay of recorded histories', () => {
     expect(withMiddle.sort()).toEqual([
       'agent-run-compact-update.json',
       'agent-run-pins.json',
+      'agent-run-review-worker-restart.json',
+      'agent-run-review.json',
       'compact-conversation-success-summarize-middle.json',
       'compact-conversation-too-long-then-tighter-summarize-middle.json',
     ]);
@@ -155,6 +161,14 @@ describe('replay of recorded histories', () => {
       });
     expect(updates('agent-run-compact-update.json')).toEqual(['compact']);
     expect(updates('agent-run-pins.json')).toEqual(['pin', 'compact', 'unpin', 'compact']);
+    // A review: the compaction waits on a timer (reviewTimeout) for reviewCompaction, across a worker restart in the second.
+    expect(updates('agent-run-review.json')).toEqual(['compact', 'reviewCompaction']);
+    expect(updates('agent-run-review-worker-restart.json')).toEqual(['compact', 'reviewCompaction']);
+    const timers = (file: string): number =>
+      (histories.find((recorded) => recorded.file === file)?.history.events ?? []).filter(
+        (event) => event.eventType === 'EVENT_TYPE_TIMER_STARTED',
+      ).length;
+    expect(timers('agent-run-review-worker-restart.json')).toBe(1);
     // Recorded before steering existed (its handlers registered, nothing asked): it replays with them below.
     expect(updates('agent-run-update.json')).toEqual(['addUserMessage']);
   });

@@ -48,7 +48,12 @@ export interface CompactionLineContext {
   cacheHitRate?: number;
   /** The run's estimated billed input so far, when the compaction ran (see `RunUsage.billedInput`). */
   billedInput?: number;
+  /** Under `compaction.review` (not `'auto'`): how the compaction was applied (docs/design.md#review). */
+  review?: ReviewOutcome;
 }
+
+/** How a compaction of a run under review was applied: reviewed, edited, on timeout, or forced by the window. */
+export type ReviewOutcome = 'applied' | 'edited' | 'timed-out' | 'forced';
 export interface ElisionLine {
   type: 'elision';
   id: string;

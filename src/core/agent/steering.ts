@@ -6,9 +6,12 @@
 import { InvalidInputError } from '../errors.js';
 import { isSticky } from '../schema.js';
 import { assertKnownKeys, keysOf } from '../unknown-keys.js';
+import { compactionKind, type CompactionKind } from '../compaction/kind.js';
+import { summaryContent } from '../compaction/transcript.js';
+import type { CompactionResult, TokenCounter } from '../types.js';
 import type { CompactionRecord } from './compaction-history.js';
 import { oneLine } from './compaction-history.js';
-import type { SessionEntry } from './session.js';
+import { recordCompaction, type SessionEntry } from './session.js';
 
 /** The longest `instructions` the `compact` update takes, in characters. */
 export const MAX_COMPACT_INSTRUCTIONS_CHARS = 4_000;
@@ -218,4 +221,119 @@ export function pinDetails(pins: Pins): string[] {
   if (pins.facts.length > 0)
     lines.push(`Pinned facts (kept by every summary): ${pins.facts.map((fact) => `“${oneLine(fact, 80)}”`).join(' · ')}`);
   return lines;
+}
+
+/**
+ * Whether a compaction of the run waits for a person (docs/design.md#review): `'auto'` applies it
+ * (as before review existed); `'approve'` computes it, summary included, publishes it and waits for
+ * `reviewCompaction` up to `reviewTimeout` (then applies it); `'manual'` compacts only on the
+ * `compact` update. In every mode a compaction without which the next request would not fit its
+ * window is applied at once and recorded as forced.
+ */
+export type CompactionReview = 'auto' | 'approve' | 'manual';
+/** The modes of {@link CompactionReview}. */
+export const COMPACTION_REVIEWS: readonly CompactionReview[] = ['auto', 'approve', 'manual'];
+/** How long a proposal waits for `reviewCompaction` before it is applied. @default '1h' */
+export const DEFAULT_REVIEW_TIMEOUT_MS = 3_600_000;
+/** The longest summary `reviewCompaction` with `edit` takes, in characters. */
+export const MAX_REVIEWED_SUMMARY_CHARS = 100_000;
+
+
+/** A compaction computed and waiting for `reviewCompaction` (the `pendingCompaction` query). */
+export interface CompactionProposal {
+  /** The chat round it would run before (1-based). */
+  round: number;
+  /** The backend whose room it aimed at. */
+  backend: string;
+  kind: CompactionKind;
+  tokensBefore: number;
+  tokensAfter: number;
+  /** Transcript ids of the live messages it would remove (replaced by the summary, or trimmed). */
+  dropped: string[];
+  /** Transcript ids of the messages whose content it would replace by a stub. */
+  elided: string[];
+  /** The summary message it would put where the first dropped message stood; null for a trim or an elision. */
+  summary: string | null;
+  /** When the run stops waiting and applies it (workflow time, ms since the epoch). */
+  applyAt: number;
+}
+
+/** The argument of `reviewCompaction`. */
+export interface ReviewCompactionInput {
+  /** `apply` the proposal, `reject` it (the conversation stays as it is), or apply it with `summary` in place of its own (`edit`). */
+  decision: 'apply' | 'reject' | 'edit';
+  /** With `edit`: the summary to apply (the harness's one-line header is put before it). */
+  summary?: string;
+}
+
+/** What `reviewCompaction` answers: the decision taken, for the compaction of that round. */
+export interface ReviewAnswer {
+  decision: ReviewCompactionInput['decision'];
+  round: number;
+}
+
+const REVIEW_KEYS = keysOf<ReviewCompactionInput>({ decision: true, summary: true });
+
+/** The `reviewCompaction` argument checked against the proposal waiting (`undefined`: none), naming the field. */
+export function parseReviewInput(value: unknown, proposal: CompactionProposal | undefined): ReviewCompactionInput {
+  if (proposal === undefined)
+    throw new InvalidInputError('reviewCompaction', 'no compaction is waiting for review (the pendingCompaction query)');
+  if (!isRecord(value))
+    throw new InvalidInputError('reviewCompaction', "must be an object { decision: 'apply' | 'reject' | 'edit', summary? }");
+  assertKnownKeys(value, REVIEW_KEYS, 'reviewCompaction', 'field');
+  const { decision, summary } = value;
+  if (decision !== 'apply' && decision !== 'reject' && decision !== 'edit')
+    throw new InvalidInputError('reviewCompaction.decision', `must be "apply", "reject" or "edit", got ${JSON.stringify(decision)}`);
+  if (decision !== 'edit') {
+    if (summary !== undefined) throw new InvalidInputError('reviewCompaction.summary', 'is only taken with decision "edit"');
+    return { decision };
+  }
+  if (proposal.summary === null)
+    throw new InvalidInputError('reviewCompaction.decision', `"edit" needs a proposal with a summary; this one is a ${proposal.kind}`);
+  if (typeof summary !== 'string' || summary.trim() === '')
+    throw new InvalidInputError('reviewCompaction.summary', 'must be the summary to apply (a non-empty string)');
+  if (summary.length > MAX_REVIEWED_SUMMARY_CHARS)
+    throw new InvalidInputError(
+      'reviewCompaction.summary',
+      `must be at most ${MAX_REVIEWED_SUMMARY_CHARS} characters, got ${summary.length}`,
+    );
+  return { decision, summary };
+}
+
+/** What a compaction result would do to the live entries, as a proposal (nothing is applied). */
+export function proposalOf(
+  entries: readonly SessionEntry[],
+  result: CompactionResult,
+  where: { round: number; backend: string; applyAt: number },
+): CompactionProposal {
+  const { entries: after } = recordCompaction(entries, result);
+  const kept = new Set(after.map((entry) => entry.id));
+  return {
+    ...where,
+    kind: compactionKind(result),
+    tokensBefore: result.tokensBefore,
+    tokensAfter: result.tokensAfter,
+    dropped: entries.filter((entry) => !kept.has(entry.id)).map((entry) => entry.id),
+    elided: result.elisions.flatMap(({ index }) => entries[index]?.id ?? []),
+    summary: result.summary,
+  };
+}
+
+/**
+ * The result with a person's summary in place of the summarizer's (`reviewCompaction` `edit`): the
+ * summary message holds `summary` under the harness's header, and the tokens after are counted again.
+ */
+export function withEditedSummary(result: CompactionResult, summary: string, counter: TokenCounter): CompactionResult {
+  const content = summaryContent(summary, result.dropped);
+  const messages = result.messages.map((message) =>
+    message.role === 'user' && message.content === result.summary && message.sticky !== true ? { ...message, content } : message,
+  );
+  return { ...result, messages, summary: content, tokensAfter: counter.count(messages) };
+}
+
+/** The proposal as lines of the run's current details. */
+export function proposalDetails(proposal: CompactionProposal): string[] {
+  return [
+    `**Compaction waiting for review** (round ${proposal.round}, ${proposal.kind}): ${proposal.tokensBefore} → ${proposal.tokensAfter} tokens, dropping ${proposal.dropped.length} messages, eliding ${proposal.elided.length}; applied at ${new Date(proposal.applyAt).toISOString()} unless reviewed (\`reviewCompaction\`).`,
+  ];
 }

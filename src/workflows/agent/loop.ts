@@ -45,6 +45,7 @@ import { addRoundUsage, addSummarizerUsage, type RoundUsage } from '../../core/a
 import {
   applySessionLine,
   recordCompaction,
+  type ReviewOutcome,
   type SessionEntry,
   type SessionLine,
   type SessionSnapshot,
@@ -52,14 +53,21 @@ import {
 import {
   NOTHING_TO_COMPACT,
   noPins,
+  parseReviewInput,
   pinChange,
   pinDetails,
+  proposalDetails,
+  proposalOf,
   steeredOptions,
   unpinChange,
+  withEditedSummary,
   type CompactAnswer,
+  type CompactionProposal,
   type NothingCompacted,
   type PinChange,
   type Pins,
+  type ReviewAnswer,
+  type ReviewCompactionInput,
 } from '../../core/agent/steering.js';
 import type { SummarizerUsage } from '../../core/counting/summarizer-usage.js';
 import { InvalidInputError } from '../../core/errors.js';
@@ -107,6 +115,11 @@ interface PinRequest {
   outcome?: { pins: Pins } | { failure: ApplicationFailure };
 }
 
+/** Whether a compaction result changes the conversation (or marks it): only such a one is recorded. */
+function changes(result: CompactionResult): boolean {
+  return result.cutIndex >= 0 || result.elisions.length > 0 || result.fallback || result.exhausted;
+}
+
 /** What one pin request changes, given the live entries and the pins before it (throws `InvalidInputError` naming the id). */
 function changeOf(request: Omit<PinRequest, 'outcome'>, entries: readonly SessionEntry[], pins: Pins): PinChange {
   return request.kind === 'pin' ? pinChange(request.input, entries, pins) : unpinChange(request.input, pins);
@@ -140,8 +153,10 @@ export class AgentLoop {
   private readonly compactRequests: CompactRequest[] = [];
   /** `pin`/`unpin` updates that arrived while a compaction held the conversation (applied when it is done). */
   private readonly pinRequests: PinRequest[] = [];
-  /** True while a compaction's summary is being written: the conversation is not to change under it. */
+  /** True while a compaction's summary is being written or reviewed: the conversation is not to change under it. */
   private compacting = false;
+  /** The compaction waiting for `reviewCompaction`, and the decision once taken. */
+  private pending: { proposal: CompactionProposal; decision: ReviewCompactionInput | undefined } | undefined;
   /** JSON sizes of messages already measured (the same message object is not measured twice). */
   private readonly sizes = new WeakMap<ChatMessage, number>();
 
@@ -386,7 +401,11 @@ export class AgentLoop {
   private publish(contextTokens: number | undefined, window?: number): void {
     const note = restingNote(this.backends.filter((_, index) => this.isResting(index)));
     const allowed = new Set(this.plan.searchAttributes ? this.worker.searchAttributes : []);
-    const notes = [...(note === '' ? [] : [note]), ...pinDetails(this.pins)];
+    const notes = [
+      ...(note === '' ? [] : [note]),
+      ...pinDetails(this.pins),
+      ...(this.pending === undefined ? [] : proposalDetails(this.pending.proposal)),
+    ];
     this.visibility.publish(this.compactions, notes, allowed, contextTokens, window);
   }
 
@@ -422,33 +441,51 @@ export class AgentLoop {
    * merely over the trigger, it aims at `targetRatio × contextBudget` so one compaction buys
    * several rounds instead of trimming a little every round. On demand (the `compact` update), it
    * compacts whatever the trigger says and answers with the record, or why nothing changed.
+   *
+   * Under `compaction.review` (docs/design.md#review): with `'manual'` only on demand; with
+   * `'approve'` the compaction waits for `reviewCompaction` before it is applied. Over the room it
+   * is applied at once in every mode (recorded as forced): no request goes out over the window.
    */
   private async compactIfNeeded(
     candidates: readonly BackendCounter[],
     demand?: { instructions: string | undefined },
-  ): Promise<CompactionRecord | undefined> {
+  ): Promise<CompactAnswer | undefined> {
     const { aimAt, aim, tokens } = preflight(this.messages, candidates);
     const options = this.compactOptions(aimAt, aim, demand?.instructions);
     const overRoom = tokens > aim;
-    if (demand === undefined && !overRoom && !needsCompaction(this.messages, options)) return undefined;
-    // Pins asked for while the summary is written wait for the result (it replaces these messages).
+    const { mode } = this.plan.review;
+    if (demand === undefined && !overRoom && (mode === 'manual' || !needsCompaction(this.messages, options)))
+      return undefined;
+    const target = overRoom ? aim : (this.plan.compaction.contextBudget ?? aim);
+    // Pins asked for while the summary is written (or reviewed) wait for the result: it replaces these messages.
     this.compacting = true;
-    let compaction: Awaited<ReturnType<typeof compactWithUsage>>;
+    let decided: { result: CompactionResult; review: ReviewOutcome | undefined } | undefined;
+    let summarizerUsage: SummarizerUsage | undefined;
     try {
-      compaction = await compactWithUsage(this.messages, overRoom ? { ...options, target: aim } : options);
+      const compaction = await compactWithUsage(this.messages, overRoom ? { ...options, target: aim } : options);
+      summarizerUsage = compaction.summarizerUsage;
+      // The run is out of room only when the conversation does not fit the backend: a `contextBudget`
+      // set below the room is what compaction aims at, not a limit the model has.
+      const result = { ...compaction.result, exhausted: compaction.result.tokensAfter > aim };
+      decided =
+        mode === 'auto'
+          ? { result, review: undefined }
+          : overRoom
+            ? { result, review: 'forced' }
+            : mode === 'approve' && changes(result)
+              ? await this.review(result, aimAt)
+              : { result, review: 'applied' };
     } finally {
       this.compacting = false;
     }
-    const { result: compacted, summarizerUsage } = compaction;
-    // The run is out of room only when the conversation does not fit the backend: a `contextBudget`
-    // set below the room is what compaction aims at, not a limit the model has.
-    const result = { ...compacted, exhausted: compacted.tokensAfter > aim };
-    const record = this.record(
-      result,
-      aimAt.backend,
-      overRoom ? aim : (this.plan.compaction.contextBudget ?? aim),
-      summarizerUsage,
-    );
+    if (decided === undefined) {
+      // Rejected: the summarizer was billed all the same; the conversation stays as it is.
+      this.addSummarizerUsage(summarizerUsage);
+      this.applyPins(...this.pinRequests.splice(0));
+      return { compacted: false, reason: 'the reviewer rejected it (reviewCompaction)' };
+    }
+    const { result } = decided;
+    const record = this.record(result, aimAt.backend, target, summarizerUsage, decided.review);
     this.applyPins(...this.pinRequests.splice(0));
     if (result.exhausted) {
       this.publish(result.tokensAfter);
@@ -465,7 +502,59 @@ export class AgentLoop {
         details: [details],
       });
     }
-    return record;
+    return record ?? (demand === undefined ? undefined : NOTHING_TO_COMPACT);
+  }
+
+  /**
+   * Publishes a computed compaction (the `pendingCompaction` query, the current details) and waits,
+   * durably, for `reviewCompaction` or `reviewTimeout`: what was decided (undefined: rejected).
+   */
+  private async review(
+    result: CompactionResult,
+    aimAt: BackendCounter,
+  ): Promise<{ result: CompactionResult; review: ReviewOutcome } | undefined> {
+    const proposal = proposalOf(this.entries, result, {
+      round: this.rounds + 1,
+      backend: aimAt.backend.label,
+      applyAt: workflowTime() + this.plan.review.timeoutMs,
+    });
+    this.pending = { proposal, decision: undefined };
+    this.publish(undefined);
+    const pending = this.pending;
+    const answered = await condition(() => pending.decision !== undefined, this.plan.review.timeoutMs);
+    this.pending = undefined;
+    this.publish(undefined);
+    const { decision } = pending;
+    if (!answered || decision === undefined) return { result, review: 'timed-out' };
+    if (decision.decision === 'reject') return undefined;
+    if (decision.decision === 'apply' || decision.summary === undefined) return { result, review: 'applied' };
+    return { result: withEditedSummary(result, decision.summary, aimAt.conversation), review: 'edited' };
+  }
+
+  /** The compaction waiting for review (the `pendingCompaction` query); null when none is. */
+  get pendingCompaction(): CompactionProposal | null {
+    return this.pending?.proposal ?? null;
+  }
+
+  /** Checks a `reviewCompaction` argument against the proposal waiting; throws `InvalidInputError` naming the field. */
+  checkReview(input: unknown): ReviewCompactionInput {
+    if (this.pending?.decision !== undefined)
+      throw new InvalidInputError('reviewCompaction', 'the compaction waiting was reviewed already');
+    return parseReviewInput(input, this.pending?.proposal);
+  }
+
+  /** Takes a person's decision on the compaction waiting (the `reviewCompaction` update); the loop goes on with it. */
+  decideReview(input: ReviewCompactionInput): ReviewAnswer {
+    const { pending } = this;
+    if (pending === undefined) throw new Error('unreachable: reviewCompaction without a proposal (its validator checks)');
+    pending.decision = input;
+    return { decision: input.decision, round: pending.proposal.round };
+  }
+
+  /** Adds what the summarizer was billed to the run's usage (billed even when its summary is not applied). */
+  private addSummarizerUsage(summarizerUsage: SummarizerUsage | undefined): void {
+    if (summarizerUsage !== undefined)
+      this.compactions = { ...this.compactions, usage: addSummarizerUsage(this.compactions.usage, summarizerUsage) };
   }
 
   /** Records a compaction that changed the conversation and returns its record (undefined: nothing changed). */
@@ -474,12 +563,11 @@ export class AgentLoop {
     backend: ResolvedBackend,
     target: number,
     summarizerUsage: SummarizerUsage | undefined,
+    review: ReviewOutcome | undefined,
   ): CompactionRecord | undefined {
     // The summarizer was billed even when its summary lost to the hard trim.
-    if (summarizerUsage !== undefined)
-      this.compactions = { ...this.compactions, usage: addSummarizerUsage(this.compactions.usage, summarizerUsage) };
-    const changed = result.cutIndex >= 0 || result.elisions.length > 0 || result.fallback || result.exhausted;
-    if (!changed) return undefined;
+    this.addSummarizerUsage(summarizerUsage);
+    if (!changes(result)) return undefined;
     const { cacheHitRate, billedInput } = this.compactions.usage;
     const context = {
       round: this.rounds + 1,
@@ -488,6 +576,7 @@ export class AgentLoop {
       ...(summarizerUsage === undefined ? {} : { summarizerUsage }),
       cacheHitRate,
       billedInput,
+      ...(review === undefined ? {} : { review }),
     };
     const { lines, entries } = recordCompaction(this.entries, result, context);
     for (const line of lines) this.transcript.write(line);
