@@ -67,7 +67,6 @@ export class ConversationFileError extends Error {
   }
 }
 
-
 /** True when the first non-blank line is a session transcript line (`temporal-compactor session --jsonl`). */
 function looksLikeSessionJsonl(text: string): boolean {
   const first = text.split('\n').find((line) => line.trim() !== '');

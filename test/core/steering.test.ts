@@ -78,9 +78,17 @@ describe('the pin and unpin update arguments', () => {
     ['neither ids nor a fact', {}, 'pin: must name message ids'],
     ['ids that are not a list', { ids: 'm3' }, 'pin.ids: must be a list of message ids'],
     ['an id that is not text', { ids: ['m3', 4] }, 'pin.ids[1]: must be a message id such as "m12"'],
-    ['too many ids', { ids: Array.from({ length: MAX_PINNED_MESSAGES + 1 }, (_, i) => `m${i}`) }, 'pin.ids: must list at most'],
+    [
+      'too many ids',
+      { ids: Array.from({ length: MAX_PINNED_MESSAGES + 1 }, (_, i) => `m${i}`) },
+      'pin.ids: must list at most',
+    ],
     ['a blank fact', { fact: ' ' }, 'pin.fact: must be a non-empty string'],
-    ['a fact over the bound', { fact: 'x'.repeat(MAX_PIN_FACT_CHARS + 1) }, `pin.fact: must be at most ${MAX_PIN_FACT_CHARS} characters`],
+    [
+      'a fact over the bound',
+      { fact: 'x'.repeat(MAX_PIN_FACT_CHARS + 1) },
+      `pin.fact: must be at most ${MAX_PIN_FACT_CHARS} characters`,
+    ],
     ['an unknown key', { id: ['m3'] }, 'pin.id: unknown field; did you mean ids?'],
   ])('refuses %s, naming the field', (_case, value, message) => {
     expect(verdict(() => parsePinInput(value, 'pin'))).toContain(message);
@@ -122,7 +130,9 @@ describe('what pin and unpin change', () => {
     expect(verdict(() => unpinChange({ ids: ['m2'] }, pins))).toBe(
       'unpin.ids[0]: "m2" is not pinned (only messages pinned by the pin update can be unpinned; pinned: m3, m4)',
     );
-    expect(verdict(() => unpinChange({ ids: [], fact: 'C' }, pins))).toBe('unpin.fact: is not a pinned fact (pinned: 2)');
+    expect(verdict(() => unpinChange({ ids: [], fact: 'C' }, pins))).toBe(
+      'unpin.fact: is not a pinned fact (pinned: 2)',
+    );
   });
 });
 
@@ -140,7 +150,9 @@ describe('the pin transcript line', () => {
       { type: 'pin', ids: ['m3'], pinned: true },
     ];
     expect(replaySession(lines)).toEqual(pinned.map((entry) => entry.message));
-    expect(replaySession(lines.map((line) => JSON.stringify(line)).join('\n'))).toEqual(pinned.map((entry) => entry.message));
+    expect(replaySession(lines.map((line) => JSON.stringify(line)).join('\n'))).toEqual(
+      pinned.map((entry) => entry.message),
+    );
   });
 
   it('a pinned message survives a compaction line that replaces everything before the window', () => {
@@ -172,7 +184,13 @@ describe('the summary instructions of a compaction of the run', () => {
   });
 
   it("hold the run's own, the compact update's, then the pinned facts to keep", () => {
-    expect(steeredInstructions('Focus on the code.', ['The bug is in parser.ts', 'Use pnpm'], 'Keep the failing test names.')).toBe(
+    expect(
+      steeredInstructions(
+        'Focus on the code.',
+        ['The bug is in parser.ts', 'Use pnpm'],
+        'Keep the failing test names.',
+      ),
+    ).toBe(
       'Focus on the code.\n\nKeep the failing test names.\n\nKeep these facts, word for word:\n- The bug is in parser.ts\n- Use pnpm',
     );
     expect(steeredInstructions(undefined, [], 'Keep the failing test names.')).toBe('Keep the failing test names.');
@@ -259,16 +277,36 @@ describe('review before apply', () => {
 
   it.each([
     ['no proposal', { decision: 'apply' }, undefined, 'reviewCompaction: no compaction is waiting for review'],
-    ['a decision that is not one', { decision: 'maybe' }, proposal, 'reviewCompaction.decision: must be "apply", "reject" or "edit", got "maybe"'],
-    ['a summary without edit', { decision: 'apply', summary: 'x' }, proposal, 'reviewCompaction.summary: is only taken with decision "edit"'],
-    ['edit without a summary', { decision: 'edit' }, proposal, 'reviewCompaction.summary: must be the summary to apply'],
+    [
+      'a decision that is not one',
+      { decision: 'maybe' },
+      proposal,
+      'reviewCompaction.decision: must be "apply", "reject" or "edit", got "maybe"',
+    ],
+    [
+      'a summary without edit',
+      { decision: 'apply', summary: 'x' },
+      proposal,
+      'reviewCompaction.summary: is only taken with decision "edit"',
+    ],
+    [
+      'edit without a summary',
+      { decision: 'edit' },
+      proposal,
+      'reviewCompaction.summary: must be the summary to apply',
+    ],
     [
       'edit of a trim',
       { decision: 'edit', summary: 'x' },
       { ...proposal, kind: 'trim', summary: null } satisfies CompactionProposal,
       'reviewCompaction.decision: "edit" needs a proposal with a summary; this one is a trim',
     ],
-    ['an unknown key', { decison: 'apply' }, proposal, 'reviewCompaction.decison: unknown field; did you mean decision?'],
+    [
+      'an unknown key',
+      { decison: 'apply' },
+      proposal,
+      'reviewCompaction.decison: unknown field; did you mean decision?',
+    ],
   ])('reviewCompaction refuses %s, naming the field', (_case, value, pending, message) => {
     expect(verdict(() => parseReviewInput(value, pending))).toContain(message);
   });
@@ -293,7 +331,11 @@ describe('review before apply', () => {
     expect(verdict(() => run({ review: 'ask' }))).toBe(
       'input.compaction.review: must be one of "auto", "approve", "manual", got "ask"',
     );
-    expect(verdict(() => run({ reviewTimeout: 0 }))).toBe('input.compaction.reviewTimeout: must be longer than zero, got 0');
-    expect(verdict(() => run({ reviw: 'approve' }))).toContain('input.compaction.reviw: unknown option; did you mean review?');
+    expect(verdict(() => run({ reviewTimeout: 0 }))).toBe(
+      'input.compaction.reviewTimeout: must be longer than zero, got 0',
+    );
+    expect(verdict(() => run({ reviw: 'approve' }))).toContain(
+      'input.compaction.reviw: unknown option; did you mean review?',
+    );
   });
 });

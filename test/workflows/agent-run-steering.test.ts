@@ -31,11 +31,18 @@ import {
   type ScriptedResponse,
 } from '../support/fake-openai.js';
 import { failureTypeOf, replayActivities, replayTokens } from '../support/agent.js';
-import { bundleWorkflows, testConnection, uniqueId, withWorker } from '../support/temporal.js';
+import { bundleWorkflows, testConnection, uniqueId, withWorker, type TestConnection } from '../support/temporal.js';
+import { main, type CliIo } from '../../src/cli/main.js';
 import { maybeRecordHistory } from './harness.js';
 
-const { compactUpdate, pinUpdate, unpinUpdate, conversationEntriesQuery, pendingCompactionQuery, reviewCompactionUpdate } =
-  agentRunSteering;
+const {
+  compactUpdate,
+  pinUpdate,
+  unpinUpdate,
+  conversationEntriesQuery,
+  pendingCompactionQuery,
+  reviewCompactionUpdate,
+} = agentRunSteering;
 
 let bundle: WorkflowBundleWithSourceMap;
 beforeAll(async () => {
@@ -48,7 +55,8 @@ const openaiModel = { provider: 'openai' as const, model: 'fake-agent', contextW
 function notes(subject: string): string {
   return Array.from(
     { length: 12 },
-    (_, step) => `Step ${step + 1} on ${subject}: looked at case ${step * 7 + 3}, and it behaved as logged in run ${step + 40}.`,
+    (_, step) =>
+      `Step ${step + 1} on ${subject}: looked at case ${step * 7 + 3}, and it behaved as logged in run ${step + 40}.`,
   ).join(' ');
 }
 
@@ -84,6 +92,19 @@ const readCall = (id: string) =>
 /** The ids of the live conversation, in order. */
 async function liveIds(handle: WorkflowHandle): Promise<string[]> {
   return (await handle.query(conversationEntriesQuery)).map((entry) => entry.id);
+}
+
+/** The CLI's input and output, connected to the test's server. */
+function cliIo(t: TestConnection): CliIo & { out: () => string; err: () => string } {
+  let out = '';
+  let err = '';
+  return {
+    stdout: (text) => (out += text),
+    stderr: (text) => (err += text),
+    env: { TEMPORAL_ADDRESS: t.address, TEMPORAL_NAMESPACE: t.namespace },
+    out: () => out,
+    err: () => err,
+  };
 }
 
 /** Waits until the run has a compaction waiting for review, and returns it. */
@@ -182,14 +203,20 @@ describe('steering agentRun', { timeout: 120_000 }, () => {
         args: [input({ messages: opening.slice(0, 2) })],
       });
       await server.waitForRequests(1, 20_000);
-      const nothing = await handle.startUpdate(compactUpdate, { args: [{}], waitForStage: WorkflowUpdateStage.ACCEPTED });
+      const nothing = await handle.startUpdate(compactUpdate, {
+        args: [{}],
+        waitForStage: WorkflowUpdateStage.ACCEPTED,
+      });
       first.release(readCall('call_1'));
       // The system prompt and the task are sticky, the tool turn is the recent window: nothing between.
       expect(await nothing.result()).toEqual(NOTHING_TO_COMPACT);
       await server.waitForRequests(2, 20_000);
       const late = await handle.startUpdate(compactUpdate, { args: [{}], waitForStage: WorkflowUpdateStage.ACCEPTED });
       second.release(reply({ content: 'a.txt holds alpha and beta.' }));
-      expect(await late.result()).toEqual({ compacted: false, reason: 'the run finished before its next chat request' });
+      expect(await late.result()).toEqual({
+        compacted: false,
+        reason: 'the run finished before its next chat request',
+      });
       const result = await handle.result();
       expect(result.stopReason).toBe('completed');
       expect(result.compactions.totals.compactions).toBe(0);
@@ -208,7 +235,9 @@ describe('steering agentRun', { timeout: 120_000 }, () => {
       });
       await server.waitForRequests(1, 20_000);
       expect(await liveIds(handle)).toEqual(['m1', 'm2', 'm3', 'm4', 'm5', 'm6']);
-      const unknown = await handle.executeUpdate(pinUpdate, { args: [{ ids: ['m3', 'm99'] }] }).catch((e: unknown) => e);
+      const unknown = await handle
+        .executeUpdate(pinUpdate, { args: [{ ids: ['m3', 'm99'] }] })
+        .catch((e: unknown) => e);
       expect(unknown).toBeInstanceOf(WorkflowUpdateFailedError);
       expect(failureTypeOf(unknown)).toEqual({
         type: FailureType.InvalidInput,
@@ -219,10 +248,13 @@ describe('steering agentRun', { timeout: 120_000 }, () => {
       expect(failureTypeOf(notPinned).message).toMatch(/^unpin\.ids\[0\]: "m5" is not pinned/);
       // m5 holds what the agent found: pinned with a fact (answered at once, the request in flight
       // notwithstanding), then compacted on demand before the next request.
-      expect(await handle.executeUpdate(pinUpdate, { args: [{ ids: ['m5'], fact: 'The fix goes in parser.py' }] })).toEqual(
-        { ids: ['m5'], facts: ['The fix goes in parser.py'] },
-      );
-      const compact = await handle.startUpdate(compactUpdate, { args: [{}], waitForStage: WorkflowUpdateStage.ACCEPTED });
+      expect(
+        await handle.executeUpdate(pinUpdate, { args: [{ ids: ['m5'], fact: 'The fix goes in parser.py' }] }),
+      ).toEqual({ ids: ['m5'], facts: ['The fix goes in parser.py'] });
+      const compact = await handle.startUpdate(compactUpdate, {
+        args: [{}],
+        waitForStage: WorkflowUpdateStage.ACCEPTED,
+      });
       holds[0]?.release(readCall('call_1'));
       expect(await compact.result()).toMatchObject({ kind: 'summary', round: 2, dropped: 3 });
       await server.waitForRequests(2, 20_000);
@@ -281,7 +313,9 @@ describe('steering agentRun', { timeout: 120_000 }, () => {
       const latest = t.client.workflow.getHandle(workflowId);
       const { runId } = await latest.describe();
       expect(runId).not.toBe(handle.firstExecutionRunId);
-      expect(await currentDetails(latest)).toContain('Pinned facts (kept by every summary): “The fix goes in parser.py”');
+      expect(await currentDetails(latest)).toContain(
+        'Pinned facts (kept by every summary): “The fix goes in parser.py”',
+      );
       expect((await latest.query(conversationQuery))[2]).toEqual({ ...opening[2], sticky: true });
       // The continued run knows both pins: it unpins them (an unknown pin would be refused).
       expect(
@@ -323,6 +357,9 @@ describe('steering agentRun', { timeout: 120_000 }, () => {
         });
         await server.waitForRequests(1, 20_000);
         expect(await handle.query(pendingCompactionQuery)).toBeNull();
+        const nothing = cliIo(t);
+        expect(await main(['review', handle.workflowId], nothing)).toBe(1);
+        expect(nothing.err()).toContain('no compaction is waiting for review');
         const none = await handle
           .executeUpdate(reviewCompactionUpdate, { args: [{ decision: 'apply' }] })
           .catch((e: unknown) => e);
@@ -330,7 +367,10 @@ describe('steering agentRun', { timeout: 120_000 }, () => {
           type: FailureType.InvalidInput,
           message: 'reviewCompaction: no compaction is waiting for review (the pendingCompaction query)',
         });
-        const compact = await handle.startUpdate(compactUpdate, { args: [{}], waitForStage: WorkflowUpdateStage.ACCEPTED });
+        const compact = await handle.startUpdate(compactUpdate, {
+          args: [{}],
+          waitForStage: WorkflowUpdateStage.ACCEPTED,
+        });
         hold.release(readCall('call_1'));
         const proposal = await proposalOf(handle);
         expect(proposal).toMatchObject({ round: 2, kind: 'summary', dropped: ['m3', 'm4', 'm5', 'm6'], elided: [] });
@@ -346,11 +386,22 @@ describe('steering agentRun', { timeout: 120_000 }, () => {
         expect(failureTypeOf(bad).message).toBe(
           'reviewCompaction.summary: must be the summary to apply (a non-empty string)',
         );
-        expect(
-          await handle.executeUpdate(reviewCompactionUpdate, {
-            args: [{ decision: 'edit', summary: 'The parser returns None for an empty string (parser.py line 42).' }],
-          }),
-        ).toEqual({ decision: 'edit', round: 2 });
+        // The CLI shows it and takes the decision: the person's summary from a file.
+        const shown = cliIo(t);
+        expect(await main(['review', handle.workflowId], shown)).toBe(0);
+        expect(shown.out()).toContain(
+          `agentRun ${handle.workflowId} · compaction waiting for review (round 2, summary`,
+        );
+        expect(shown.out()).toContain('drops: m3, m4, m5, m6');
+        expect(shown.out()).toContain(proposal.summary ?? 'a summary');
+        expect(await main(['review', handle.workflowId, '--apply', '--reject'], cliIo(t))).toBe(2);
+        const file = join(root, 'summary.md');
+        writeFileSync(file, 'The parser returns None for an empty string (parser.py line 42).');
+        const decided = cliIo(t);
+        expect(await main(['review', handle.workflowId, '--edit', file], decided)).toBe(0);
+        expect(decided.out()).toBe(
+          `agentRun ${handle.workflowId}: applied with your summary the compaction of round 2\n`,
+        );
         const record = await compact.result();
         expect(record).toMatchObject({ round: 2, kind: 'summary', review: 'edited', dropped: 4 });
         const result = await handle.result();
@@ -378,20 +429,29 @@ describe('steering agentRun', { timeout: 120_000 }, () => {
           args: [input({ compaction: { keepRecent: 2, review: 'approve', reviewTimeout: '2s' } })],
         });
         await server.waitForRequests(1, 20_000);
-        const rejected = await handle.startUpdate(compactUpdate, { args: [{}], waitForStage: WorkflowUpdateStage.ACCEPTED });
+        const rejected = await handle.startUpdate(compactUpdate, {
+          args: [{}],
+          waitForStage: WorkflowUpdateStage.ACCEPTED,
+        });
         holds[0]?.release(readCall('call_1'));
         await proposalOf(handle);
         expect(await handle.executeUpdate(reviewCompactionUpdate, { args: [{ decision: 'reject' }] })).toEqual({
           decision: 'reject',
           round: 2,
         });
-        expect(await rejected.result()).toEqual({ compacted: false, reason: 'the reviewer rejected it (reviewCompaction)' });
+        expect(await rejected.result()).toEqual({
+          compacted: false,
+          reason: 'the reviewer rejected it (reviewCompaction)',
+        });
         await server.waitForRequests(2, 20_000);
         expect(await liveIds(handle)).toEqual(['m1', 'm2', 'm3', 'm4', 'm5', 'm6', 'm7', 'm8']);
         // The summarizer was asked (and billed) all the same.
         expect((await handle.query(compactionsQuery)).usage.summarizer.requests).toBe(1);
         // Nobody answers the next one: it is applied when reviewTimeout is up.
-        const unreviewed = await handle.startUpdate(compactUpdate, { args: [{}], waitForStage: WorkflowUpdateStage.ACCEPTED });
+        const unreviewed = await handle.startUpdate(compactUpdate, {
+          args: [{}],
+          waitForStage: WorkflowUpdateStage.ACCEPTED,
+        });
         holds[1]?.release(readCall('call_2'));
         expect(await unreviewed.result()).toMatchObject({ round: 3, kind: 'summary', review: 'timed-out' });
         const result = await handle.result();

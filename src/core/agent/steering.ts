@@ -76,7 +76,8 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 /** The `compact` update's argument, checked: `compact.instructions` must be a string of bounded length. */
 export function parseCompactInput(value: unknown): CompactUpdateInput {
   if (value === undefined || value === null) return {};
-  if (!isRecord(value)) throw new InvalidInputError('compact', 'must be an object { instructions?: string } or left out');
+  if (!isRecord(value))
+    throw new InvalidInputError('compact', 'must be an object { instructions?: string } or left out');
   assertKnownKeys(value, COMPACT_KEYS, 'compact', 'field');
   const { instructions } = value;
   if (instructions === undefined) return {};
@@ -94,8 +95,7 @@ export function parseCompactInput(value: unknown): CompactUpdateInput {
  * non-empty strings, no more than a run may pin; a fact as a non-empty string of bounded length.
  */
 export function parsePinInput(value: unknown, update: 'pin' | 'unpin'): { ids: string[]; fact?: string } {
-  if (!isRecord(value))
-    throw new InvalidInputError(update, 'must be an object { ids: string[] } or { fact: string }');
+  if (!isRecord(value)) throw new InvalidInputError(update, 'must be an object { ids: string[] } or { fact: string }');
   assertKnownKeys(value, PIN_KEYS, update, 'field');
   const { ids, fact } = value;
   if (ids === undefined && fact === undefined)
@@ -134,7 +134,11 @@ export interface PinChange {
  * id that is not in the live conversation, or the bound a pin would pass. A message sticky
  * already (the task, a system message, one pinned before) is kept as it is and not pinned again.
  */
-export function pinChange(input: { ids: string[]; fact?: string }, entries: readonly SessionEntry[], pins: Pins): PinChange {
+export function pinChange(
+  input: { ids: string[]; fact?: string },
+  entries: readonly SessionEntry[],
+  pins: Pins,
+): PinChange {
   const byId = new Map(entries.map((entry) => [entry.id, entry.message]));
   const ids: string[] = [];
   input.ids.forEach((id, index) => {
@@ -196,7 +200,8 @@ export function steeredInstructions(
   onDemand: string | undefined,
 ): string | undefined {
   const parts = [base, onDemand].filter((part): part is string => part !== undefined && part.trim() !== '');
-  if (facts.length > 0) parts.push(['Keep these facts, word for word:', ...facts.map((fact) => `- ${fact}`)].join('\n'));
+  if (facts.length > 0)
+    parts.push(['Keep these facts, word for word:', ...facts.map((fact) => `- ${fact}`)].join('\n'));
   return parts.length === 0 ? undefined : parts.join('\n\n');
 }
 
@@ -219,7 +224,9 @@ export function pinDetails(pins: Pins): string[] {
   const lines: string[] = [];
   if (pins.ids.length > 0) lines.push(`Pinned messages: ${pins.ids.join(', ')}`);
   if (pins.facts.length > 0)
-    lines.push(`Pinned facts (kept by every summary): ${pins.facts.map((fact) => `“${oneLine(fact, 80)}”`).join(' · ')}`);
+    lines.push(
+      `Pinned facts (kept by every summary): ${pins.facts.map((fact) => `“${oneLine(fact, 80)}”`).join(' · ')}`,
+    );
   return lines;
 }
 
@@ -237,7 +244,6 @@ export const COMPACTION_REVIEWS: readonly CompactionReview[] = ['auto', 'approve
 export const DEFAULT_REVIEW_TIMEOUT_MS = 3_600_000;
 /** The longest summary `reviewCompaction` with `edit` takes, in characters. */
 export const MAX_REVIEWED_SUMMARY_CHARS = 100_000;
-
 
 /** A compaction computed and waiting for `reviewCompaction` (the `pendingCompaction` query). */
 export interface CompactionProposal {
@@ -277,19 +283,32 @@ const REVIEW_KEYS = keysOf<ReviewCompactionInput>({ decision: true, summary: tru
 /** The `reviewCompaction` argument checked against the proposal waiting (`undefined`: none), naming the field. */
 export function parseReviewInput(value: unknown, proposal: CompactionProposal | undefined): ReviewCompactionInput {
   if (proposal === undefined)
-    throw new InvalidInputError('reviewCompaction', 'no compaction is waiting for review (the pendingCompaction query)');
+    throw new InvalidInputError(
+      'reviewCompaction',
+      'no compaction is waiting for review (the pendingCompaction query)',
+    );
   if (!isRecord(value))
-    throw new InvalidInputError('reviewCompaction', "must be an object { decision: 'apply' | 'reject' | 'edit', summary? }");
+    throw new InvalidInputError(
+      'reviewCompaction',
+      "must be an object { decision: 'apply' | 'reject' | 'edit', summary? }",
+    );
   assertKnownKeys(value, REVIEW_KEYS, 'reviewCompaction', 'field');
   const { decision, summary } = value;
   if (decision !== 'apply' && decision !== 'reject' && decision !== 'edit')
-    throw new InvalidInputError('reviewCompaction.decision', `must be "apply", "reject" or "edit", got ${JSON.stringify(decision)}`);
+    throw new InvalidInputError(
+      'reviewCompaction.decision',
+      `must be "apply", "reject" or "edit", got ${JSON.stringify(decision)}`,
+    );
   if (decision !== 'edit') {
-    if (summary !== undefined) throw new InvalidInputError('reviewCompaction.summary', 'is only taken with decision "edit"');
+    if (summary !== undefined)
+      throw new InvalidInputError('reviewCompaction.summary', 'is only taken with decision "edit"');
     return { decision };
   }
   if (proposal.summary === null)
-    throw new InvalidInputError('reviewCompaction.decision', `"edit" needs a proposal with a summary; this one is a ${proposal.kind}`);
+    throw new InvalidInputError(
+      'reviewCompaction.decision',
+      `"edit" needs a proposal with a summary; this one is a ${proposal.kind}`,
+    );
   if (typeof summary !== 'string' || summary.trim() === '')
     throw new InvalidInputError('reviewCompaction.summary', 'must be the summary to apply (a non-empty string)');
   if (summary.length > MAX_REVIEWED_SUMMARY_CHARS)
@@ -326,7 +345,9 @@ export function proposalOf(
 export function withEditedSummary(result: CompactionResult, summary: string, counter: TokenCounter): CompactionResult {
   const content = summaryContent(summary, result.dropped);
   const messages = result.messages.map((message) =>
-    message.role === 'user' && message.content === result.summary && message.sticky !== true ? { ...message, content } : message,
+    message.role === 'user' && message.content === result.summary && message.sticky !== true
+      ? { ...message, content }
+      : message,
   );
   return { ...result, messages, summary: content, tokensAfter: counter.count(messages) };
 }

@@ -315,7 +315,10 @@ export class AgentLoop {
   private refuseCompactions(): boolean {
     const requests = this.compactRequests.splice(0);
     for (const request of requests)
-      request.answer = { compacted: false, reason: 'the run finished before its next chat request' } satisfies NothingCompacted;
+      request.answer = {
+        compacted: false,
+        reason: 'the run finished before its next chat request',
+      } satisfies NothingCompacted;
     return requests.length > 0;
   }
 
@@ -546,7 +549,8 @@ export class AgentLoop {
   /** Takes a person's decision on the compaction waiting (the `reviewCompaction` update); the loop goes on with it. */
   decideReview(input: ReviewCompactionInput): ReviewAnswer {
     const { pending } = this;
-    if (pending === undefined) throw new Error('unreachable: reviewCompaction without a proposal (its validator checks)');
+    if (pending === undefined)
+      throw new Error('unreachable: reviewCompaction without a proposal (its validator checks)');
     pending.decision = input;
     return { decision: input.decision, round: pending.proposal.round };
   }
