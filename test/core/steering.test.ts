@@ -23,6 +23,7 @@ import {
   type Pins,
 } from '../../src/core/agent/steering.js';
 import type { AgentCompactionOptions } from '../../src/core/agent/agent-input.js';
+import { describeSessionLine } from '../../src/cli/commands/session.js';
 import { planAgentRun } from '../../src/core/agent/agent-input.js';
 import { compactionSteps, runCompactionSteps } from '../../src/core/compaction/engine.js';
 import { resolveOptions } from '../../src/core/compaction/options.js';
@@ -168,6 +169,13 @@ describe('the pin transcript line', () => {
       exhausted: false,
     });
     expect(compacted.map((entry) => entry.id)).toEqual(['m1', 'm2', 'm3', 'summary:m4']);
+  });
+
+  it('reads in the CLI session listing as what it did, naming the ids', () => {
+    expect(describeSessionLine({ type: 'pin', ids: ['m3', 'summary:m9'], pinned: true })).toBe(
+      '── pinned m3, summary:m9',
+    );
+    expect(describeSessionLine({ type: 'pin', ids: ['m3'], pinned: false })).toBe('── unpinned m3');
   });
 
   it('refuses a pin line naming an id that is not there', () => {
