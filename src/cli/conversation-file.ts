@@ -6,7 +6,7 @@ import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { InvalidInputError } from '../core/errors.js';
 import { validateMessages } from '../core/schema.js';
-import { parseSessionJsonl, replaySession } from '../core/agent/session.js';
+import { parseSessionJsonl, replaySession, SESSION_LINE_TYPES } from '../core/agent/session.js';
 import type { ChatMessage } from '../core/types.js';
 import { validateAnthropic, type AnthropicMessage } from '../core/formats/anthropic-schema.js';
 import { validateAiSdk, type AiSdkMessage } from '../core/formats/ai-sdk-schema.js';
@@ -67,8 +67,6 @@ export class ConversationFileError extends Error {
   }
 }
 
-const SESSION_LINE_TYPES: readonly unknown[] = ['message', 'compaction', 'elision'];
-
 /** True when the first non-blank line is a session transcript line (`temporal-compactor session --jsonl`). */
 function looksLikeSessionJsonl(text: string): boolean {
   const first = text.split('\n').find((line) => line.trim() !== '');
@@ -79,7 +77,7 @@ function looksLikeSessionJsonl(text: string): boolean {
       typeof value === 'object' &&
       value !== null &&
       !Array.isArray(value) &&
-      SESSION_LINE_TYPES.includes(Reflect.get(value, 'type'))
+      SESSION_LINE_TYPES.some((type) => type === Reflect.get(value, 'type'))
     );
   } catch {
     return false;

@@ -20,6 +20,7 @@ import { codecServer } from './commands/codec-server.js';
 import { compact } from './commands/compact.js';
 import { gc } from './commands/gc.js';
 import { history } from './commands/history.js';
+import { review } from './commands/review.js';
 import { session } from './commands/session.js';
 import { worker } from './commands/worker.js';
 import { connectClient } from './connect.js';
@@ -31,7 +32,7 @@ export { connectClient } from './connect.js';
 
 /** The subcommands by name, in the order the help lists them. */
 export const commands: Readonly<Record<string, CliCommand>> = Object.fromEntries(
-  [compact, worker, history, session, codecServer, gc].map((command) => [command.name, command]),
+  [compact, worker, history, session, review, codecServer, gc].map((command) => [command.name, command]),
 );
 
 /** What the bare command prints: how to call it, on stderr (it is a usage mistake). */

@@ -6,7 +6,16 @@ import type { AgentRunInput } from '../core/agent/agent-input.js';
 import type { BackendStatus } from '../core/agent/backend-cooldown.js';
 import type { AgentRunCarried } from '../core/agent/carried-state.js';
 import type { CompactionHistory } from '../core/agent/compaction-history.js';
-import type { SessionReference, SessionSnapshot } from '../core/agent/session.js';
+import type { SessionEntry, SessionReference, SessionSnapshot } from '../core/agent/session.js';
+import type {
+  CompactAnswer,
+  CompactionProposal,
+  CompactUpdateInput,
+  PinUpdateInput,
+  Pins,
+  ReviewAnswer,
+  ReviewCompactionInput,
+} from '../core/agent/steering.js';
 import type { ChatMessage, ContentPart } from '../core/types.js';
 
 // Carried state is validated in the core (one zod schema, src/core/agent/carried-state.ts); a backend's
@@ -14,6 +23,17 @@ import type { ChatMessage, ContentPart } from '../core/types.js';
 export { CARRIED_STATE_VERSION, type AgentRunCarried } from '../core/agent/carried-state.js';
 export type { BackendStatus } from '../core/agent/backend-cooldown.js';
 export type { RequestShape } from '../core/agent/request-cost.js';
+export type {
+  CompactAnswer,
+  CompactionProposal,
+  CompactionReview,
+  CompactUpdateInput,
+  NothingCompacted,
+  PinUpdateInput,
+  Pins,
+  ReviewAnswer,
+  ReviewCompactionInput,
+} from '../core/agent/steering.js';
 
 /** The workflow's input: {@link AgentRunInput}, plus the state a continued run carries. */
 export interface AgentRunWorkflowInput extends AgentRunInput {
@@ -81,3 +101,40 @@ export const sessionQuery = defineQuery<SessionSnapshot>('session');
 export const compactionsQuery = defineQuery<CompactionHistory>('compactions');
 /** The live conversation. */
 export const conversationQuery = defineQuery<ChatMessage[]>('conversation');
+
+/**
+ * Compacts the run now (docs/design.md#steering): before its next chat request, even under the
+ * trigger, with `instructions` added to the summarizer's instruction for this compaction. Answers
+ * with the compaction's record, or `{ compacted: false, reason }` when there was nothing to compact.
+ */
+export const compactUpdate = defineUpdate<CompactAnswer, [CompactUpdateInput]>('compact');
+/**
+ * Pins messages of the live conversation by transcript id (kept in place by every compaction) and/or
+ * a fact every later summary must keep; answers with the run's pins once the run has applied them.
+ */
+export const pinUpdate = defineUpdate<Pins, [PinUpdateInput]>('pin');
+/** Unpins messages pinned by `pin` (and/or forgets a pinned fact); answers with the run's pins. */
+export const unpinUpdate = defineUpdate<Pins, [PinUpdateInput]>('unpin');
+/** The live conversation with the transcript id of each message: the ids `pin` takes. */
+export const conversationEntriesQuery = defineQuery<SessionEntry[]>('conversationEntries');
+
+/**
+ * With `compaction.review: 'approve'`: the compaction waiting for `reviewCompaction` — what it would
+ * drop and elide, its summary, tokens before and after, when it applies on its own — or null.
+ */
+export const pendingCompactionQuery = defineQuery<CompactionProposal | null>('pendingCompaction');
+/** Applies, rejects or edits (applies with your summary) the compaction waiting for review. */
+export const reviewCompactionUpdate = defineUpdate<ReviewAnswer, [ReviewCompactionInput]>('reviewCompaction');
+
+/**
+ * The definitions to steer a running `agentRun` (docs/agent-runs.md#steering), as one object:
+ * `handle.executeUpdate(agentRunSteering.compactUpdate, { args: [{ instructions }] })`.
+ */
+export const agentRunSteering = {
+  compactUpdate,
+  pinUpdate,
+  unpinUpdate,
+  conversationEntriesQuery,
+  reviewCompactionUpdate,
+  pendingCompactionQuery,
+} as const;

@@ -6,15 +6,22 @@ import { ApplicationFailure } from '@temporalio/common';
 import { isCancellation, setHandler } from '@temporalio/workflow';
 import { UpdateFailureType } from '../core/agent/agent-errors.js';
 import { planAgentRun } from '../core/agent/agent-input.js';
+import { parseCompactInput, parsePinInput } from '../core/agent/steering.js';
 import { InvalidInputError } from '../core/errors.js';
 import { validateMessages } from '../core/schema.js';
 import type { ChatMessage } from '../core/types.js';
 import {
   addUserMessageUpdate,
   compactionsQuery,
+  compactUpdate,
+  conversationEntriesQuery,
   conversationQuery,
+  pendingCompactionQuery,
+  pinUpdate,
+  reviewCompactionUpdate,
   sessionQuery,
   stopUpdate,
+  unpinUpdate,
   type AddUserMessageInput,
   type AgentRunResult,
   type AgentRunWorkflowInput,
@@ -24,6 +31,56 @@ import { AgentLoop } from './agent/loop.js';
 import { unknownKeysInWorkflow } from './compact.js';
 
 export * from '../shared/agent-run.js';
+
+/** Refuses an update once the run has finished (`Update.Finished`). */
+function refuseWhenFinished(loop: AgentLoop, message: string): void {
+  if (loop.isFinished)
+    throw ApplicationFailure.create({ type: UpdateFailureType.Finished, message, nonRetryable: true });
+}
+
+/** Runs a validator's check, turning an `InvalidInputError` into the update's `Compaction.InvalidInput` failure. */
+function refuseInvalid(check: () => void): void {
+  try {
+    check();
+  } catch (error) {
+    if (error instanceof InvalidInputError) throw invalidInputFailure(error);
+    throw error;
+  }
+}
+
+/**
+ * The steering updates (docs/design.md#steering): `compact`, `pin`, `unpin`, `reviewCompaction`. Each validator refuses
+ * a finished run and bad input naming the field or id; each handler only queues the request and
+ * waits for the loop to apply it before its next chat request, so registering them adds no command.
+ */
+function steer(loop: AgentLoop): void {
+  setHandler(conversationEntriesQuery, () => loop.liveEntries);
+  setHandler(compactUpdate, (input?: unknown) => loop.requestCompaction(parseCompactInput(input).instructions), {
+    validator: (input?: unknown) => {
+      refuseWhenFinished(loop, 'the run has finished');
+      refuseInvalid(() => parseCompactInput(input));
+    },
+  });
+  for (const [definition, kind] of [
+    [pinUpdate, 'pin'],
+    [unpinUpdate, 'unpin'],
+  ] as const) {
+    setHandler(definition, (input) => loop.requestPins(kind, parsePinInput(input, kind)), {
+      validator: (input) => {
+        refuseWhenFinished(loop, 'the run has finished');
+        refuseInvalid(() => loop.checkPins(kind, parsePinInput(input, kind)));
+      },
+    });
+  }
+  // docs/design.md#review: the handler records the decision; the loop, waiting on it, goes on.
+  setHandler(pendingCompactionQuery, () => loop.pendingCompaction);
+  setHandler(reviewCompactionUpdate, (input) => loop.decideReview(loop.checkReview(input)), {
+    validator: (input) => {
+      refuseWhenFinished(loop, 'the run has finished');
+      refuseInvalid(() => loop.checkReview(input));
+    },
+  });
+}
 
 function userMessageFrom(input: AddUserMessageInput): ChatMessage {
   const content = typeof input === 'string' ? input : input?.content;
@@ -83,6 +140,7 @@ export async function agentRun(input: AgentRunWorkflowInput): Promise<AgentRunRe
       }
     },
   });
+  steer(loop);
   setHandler(stopUpdate, () => loop.requestStop(), {
     validator: () => {
       if (loop.isFinished)

@@ -152,7 +152,26 @@ describe('carried state (agentRun across continue-as-new)', () => {
       (state) => ({ ...state, tokenCounts: { o200k_base: [1, 2], cl100k_base: [4, -3] } }),
       'input.carried.tokenCounts.cl100k_base[1]: must be a non-negative integer or null',
     ],
+    ['version 4', (state) => ({ ...state, version: 4 }), 'input.carried.version: must be 2 or 3'],
+    [
+      'pins naming a message that is not live',
+      (state) => ({ ...state, version: 3, pins: { ids: ['m2', 'm7'], facts: [] } }),
+      'input.carried.pins.ids[1]: no message with id "m7" in input.carried.live',
+    ],
+    [
+      'pinned facts that are not text',
+      (state) => ({ ...state, version: 3, pins: { ids: [], facts: [3] } }),
+      'input.carried.pins.facts',
+    ],
   ];
+
+  it('reads the current version with pins, and version 2 (written before pins) without them', () => {
+    const pins = { ids: ['m2'], facts: ['Use pnpm'] };
+    const current = { ...small(), version: 3, pins };
+    expect(verdict(current)).toBe('ok');
+    expect(parseCarriedState(current).pins).toBe(pins);
+    expect(parseCarriedState({ ...small(), version: 2 }).pins).toBeUndefined();
+  });
 
   it.each(cases)('refuses %s, naming the field', (_case, make, expected) => {
     expect(verdict(make(small()))).toContain(expected);

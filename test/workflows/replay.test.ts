@@ -12,6 +12,7 @@ import { bundleTestWorkflows, HISTORIES_DIR } from './harness.js';
 
 interface JsonEvent {
   eventType?: string;
+  workflowExecutionUpdateAcceptedEventAttributes?: { acceptedRequest?: { input?: { name?: string } } };
   activityTaskScheduledEventAttributes?: {
     activityType?: { name?: string };
     input?: { payloads?: Array<{ data?: string }> };
@@ -87,10 +88,14 @@ describe('replay of recorded histories', () => {
     // activity at the start, recordSession batches, fewer search-attribute upserts), so under the rules.
     expect(patched.sort()).toEqual(
       [
+        'agent-run-compact-update.json',
         'agent-run-compactions-taubench_gpt4o_airline_task2_trial1.json',
         'agent-run-context-tokens-window.json',
         'agent-run-exhausted-taubench_gpt4o_airline_task46_trial3.json',
         'agent-run-openai-tools.json',
+        'agent-run-pins.json',
+        'agent-run-review-worker-restart.json',
+        'agent-run-review.json',
         'agent-run-update.json',
         'compact-conversation-economics-window-gives-way.json',
         'compact-conversation-success-summarize-middle.json',
@@ -115,7 +120,14 @@ describe('replay of recorded histories', () => {
     const patched = agentRuns
       .filter(({ history }) => patchIds(history).includes(CONTEXT_TOKENS_PATCH_ID))
       .map(({ file }) => file);
-    expect(patched).toEqual(['agent-run-context-tokens-window.json']);
+    // The steering histories (agent-run-steering.test.ts) were recorded after it too.
+    expect(patched.sort()).toEqual([
+      'agent-run-compact-update.json',
+      'agent-run-context-tokens-window.json',
+      'agent-run-pins.json',
+      'agent-run-review-worker-restart.json',
+      'agent-run-review.json',
+    ]);
     expect(agentRuns.length).toBeGreaterThan(patched.length);
   });
 
@@ -124,6 +136,10 @@ describe('replay of recorded histories', () => {
       .filter(({ history }) => patchIds(history).includes(SUMMARIZE_MIDDLE_PATCH_ID))
       .map(({ file }) => file);
     expect(withMiddle.sort()).toEqual([
+      'agent-run-compact-update.json',
+      'agent-run-pins.json',
+      'agent-run-review-worker-restart.json',
+      'agent-run-review.json',
       'compact-conversation-success-summarize-middle.json',
       'compact-conversation-too-long-then-tighter-summarize-middle.json',
     ]);
@@ -135,6 +151,26 @@ describe('replay of recorded histories', () => {
     };
     expect(inputKeys('compact-conversation-success-summarize-middle.json')).toEqual(['instruction', 'middle']);
     expect(inputKeys('compact-conversation-success.json')).toEqual(['request']);
+  });
+
+  it('agentRun histories on both sides of steering: the compact, pin and unpin updates in the new ones, none in those recorded before', () => {
+    const updates = (file: string): string[] =>
+      (histories.find((recorded) => recorded.file === file)?.history.events ?? []).flatMap((event) => {
+        const name = event.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.name;
+        return name === undefined ? [] : [name];
+      });
+    expect(updates('agent-run-compact-update.json')).toEqual(['compact']);
+    expect(updates('agent-run-pins.json')).toEqual(['pin', 'compact', 'unpin', 'compact']);
+    // A review: the compaction waits on a timer (reviewTimeout) for reviewCompaction, across a worker restart in the second.
+    expect(updates('agent-run-review.json')).toEqual(['compact', 'reviewCompaction']);
+    expect(updates('agent-run-review-worker-restart.json')).toEqual(['compact', 'reviewCompaction']);
+    const timers = (file: string): number =>
+      (histories.find((recorded) => recorded.file === file)?.history.events ?? []).filter(
+        (event) => event.eventType === 'EVENT_TYPE_TIMER_STARTED',
+      ).length;
+    expect(timers('agent-run-review-worker-restart.json')).toBe(1);
+    // Recorded before steering existed (its handlers registered, nothing asked): it replays with them below.
+    expect(updates('agent-run-update.json')).toEqual(['addUserMessage']);
   });
 
   it('every recorded history replays without a non-determinism error', async () => {

@@ -35,6 +35,8 @@ export function describeSessionLine(line: SessionLine): string {
     }
     case 'elision':
       return `── elision ${line.id}: ${line.stub}`;
+    case 'pin':
+      return `── ${line.pinned ? 'pinned' : 'unpinned'} ${line.ids.join(', ')}`;
   }
 }
 

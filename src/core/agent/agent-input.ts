@@ -17,6 +17,7 @@ import type { ToolDeclaration } from '../counting/request-counter.js';
 import { describeIssue, isSticky, validateMessages } from '../schema.js';
 import { assertTaskQueueName } from '../limits/task-queue.js';
 import { BUILT_IN_TOOLS, isBuiltInToolName } from './tool-declarations.js';
+import { COMPACTION_REVIEWS, DEFAULT_REVIEW_TIMEOUT_MS, type CompactionReview } from './steering.js';
 import type { ChatMessage } from '../types.js';
 
 /** How the workflow counts tokens for a backend when no billed number covers the messages. */
@@ -94,6 +95,15 @@ export interface AgentCompactionOptions extends Omit<CompactionOptions, 'context
   heartbeatTimeout?: Duration;
   taskQueue?: string;
   summarizerModel?: string;
+  /**
+   * Whether a compaction waits for a person (docs/design.md#review): `'approve'` publishes it (the
+   * `pendingCompaction` query) and waits for `reviewCompaction`; `'manual'` compacts only on the
+   * `compact` update. A compaction the next request cannot do without is applied at once either way.
+   * @default 'auto'
+   */
+  review?: CompactionReview;
+  /** With `review: 'approve'`: how long a proposal waits before it is applied. @default '1h' */
+  reviewTimeout?: Duration;
 }
 
 /** The input of `agentRun`. */
@@ -156,7 +166,10 @@ export interface AgentRunPlan {
   messages: ChatMessage[];
   backends: ResolvedBackend[];
   tools: ToolDeclaration[];
+  /** The compaction options for `compact` (without `review` and `reviewTimeout`, which are the run's own: {@link review}). */
   compaction: AgentCompactionOptions;
+  /** Whether compactions wait for a person, and how long (docs/design.md#review). */
+  review: { mode: CompactionReview; timeoutMs: number };
   maxRounds: number;
   /** Rounds and milliseconds a failed backend rests (no time limit when undefined). */
   backendCooldown: { rounds: number; timeMs: number | undefined };
@@ -244,6 +257,8 @@ export const AGENT_COMPACTION_KEYS: readonly string[] = [
     heartbeatTimeout: true,
     taskQueue: true,
     summarizerModel: true,
+    review: true,
+    reviewTimeout: true,
   }),
 ];
 
@@ -304,9 +319,15 @@ export function planAgentRun(input: unknown, unknownKeys: UnknownKeys = 'refuse'
   if (unknownKeys === 'refuse' && data.carried === undefined)
     assertKnownKeys(data.compaction, AGENT_COMPACTION_KEYS, 'input.compaction');
   // Tolerated (see above), an unknown key goes no further than here: `compact` refuses what it does not know.
-  const compaction: AgentCompactionOptions = Object.fromEntries(
+  const { review, reviewTimeout, ...compaction }: AgentCompactionOptions = Object.fromEntries(
     Object.entries(data.compaction).filter(([key]) => AGENT_COMPACTION_KEYS.includes(key)),
   );
+  if (review !== undefined && !COMPACTION_REVIEWS.includes(review))
+    throw new InvalidInputError(
+      'input.compaction.review',
+      `must be one of ${COMPACTION_REVIEWS.map((mode) => `"${mode}"`).join(', ')}, got ${JSON.stringify(review)}`,
+    );
+  checkDuration(reviewTimeout, 'input.compaction.reviewTimeout');
   const models = parseModels(data.model);
   const tools = (data.tools ?? []).map(parseTool);
   const names = new Set<string>();
@@ -362,6 +383,13 @@ export function planAgentRun(input: unknown, unknownKeys: UnknownKeys = 'refuse'
     backends,
     tools,
     compaction,
+    review: {
+      mode: review ?? 'auto',
+      timeoutMs:
+        reviewTimeout === undefined
+          ? DEFAULT_REVIEW_TIMEOUT_MS
+          : parseDuration(reviewTimeout, 'input.compaction.reviewTimeout'),
+    },
     maxRounds: data.maxRounds ?? DEFAULT_MAX_ROUNDS,
     backendCooldown: {
       rounds: data.backendCooldown?.rounds ?? DEFAULT_BACKEND_COOLDOWN_ROUNDS,

@@ -13,13 +13,21 @@ import type { BackendStatus } from './backend-cooldown.js';
 import type { CompactionHistory } from './compaction-history.js';
 import type { RequestShape } from './request-cost.js';
 import type { SessionEntry } from './session.js';
+import type { Pins } from './steering.js';
 
-/** The format of {@link AgentRunCarried}; a run refuses carried state of another version. */
-export const CARRIED_STATE_VERSION = 2;
+/**
+ * The format of {@link AgentRunCarried} a run writes. It reads this one and the one before it
+ * (version 2: no `pins`, read as none); a run refuses carried state of any other version. 3: pins.
+ */
+export const CARRIED_STATE_VERSION = 3;
+
+/** The carried versions a run reads: the current one, and version 2 (written before pins). */
+const READABLE_VERSIONS = [2, CARRIED_STATE_VERSION] as const;
 
 /** What a run carries across continue-as-new (internal; plain JSON, bounded by the live context). */
 export interface AgentRunCarried {
-  version: typeof CARRIED_STATE_VERSION;
+  /** {@link CARRIED_STATE_VERSION} when this version wrote it; 2 when a worker before pins did. */
+  version: (typeof READABLE_VERSIONS)[number];
   /** The live conversation, each message with its transcript id. */
   live: SessionEntry[];
   /** Transcript lines recorded so far, across runs (every line is recorded before continuing as new). */
@@ -44,6 +52,8 @@ export interface AgentRunCarried {
    * carried by workers before it.
    */
   tokenCounts?: Record<string, Array<number | null>>;
+  /** The pins of the `pin` update (docs/design.md#steering); absent in version 2: none. */
+  pins?: Pins;
 }
 
 const count = z.number().int().nonnegative();
@@ -54,8 +64,8 @@ const count = z.number().int().nonnegative();
  * reads them: they are the run's own records, passed through.
  */
 export const carriedStateSchema = z.looseObject({
-  version: z.literal(CARRIED_STATE_VERSION, {
-    error: `must be ${CARRIED_STATE_VERSION} (state carried by another version of agentRun cannot be continued); leave input.carried out`,
+  version: z.literal(READABLE_VERSIONS, {
+    error: `must be ${READABLE_VERSIONS.join(' or ')} (state carried by another version of agentRun cannot be continued); leave input.carried out`,
   }),
   live: z.array(z.looseObject({ id: z.string({ error: 'must be a unique transcript id' }), message: z.unknown() })),
   sessionLines: count,
@@ -84,6 +94,12 @@ export const carriedStateSchema = z.looseObject({
         error: 'must be an object of count lists by encoding, or left out',
       },
     )
+    .optional(),
+  pins: z
+    .looseObject({
+      ids: z.array(z.string(), { error: 'must be a list of pinned message ids' }),
+      facts: z.array(z.string(), { error: 'must be a list of pinned facts' }),
+    })
     .optional(),
 });
 
@@ -118,11 +134,16 @@ function assertCarriedState(value: unknown, field: string): asserts value is Age
     throw new InvalidInputError(pathOf(field, issue.path), reason);
   }
   // The rules across fields, on the parsed structure (whose messages are the caller's own objects).
-  const { live, pendingUserMessages, tokenCounts } = parsed.data;
+  const { live, pendingUserMessages, tokenCounts, pins } = parsed.data;
   const ids = new Set<string>();
   live.forEach((entry, index) => {
     if (ids.has(entry.id)) throw new InvalidInputError(`${field}.live[${index}].id`, 'must be a unique transcript id');
     ids.add(entry.id);
+  });
+  // A pinned message is one of the live conversation (pins never leave it: they are sticky).
+  pins?.ids.forEach((id, index) => {
+    if (!ids.has(id))
+      throw new InvalidInputError(`${field}.pins.ids[${index}]`, `no message with id "${id}" in input.carried.live`);
   });
   const messages = checkMessages(
     live.map((entry) => entry.message),

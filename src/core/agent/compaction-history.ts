@@ -2,7 +2,7 @@
 // (the recent records and running totals; the whole history is in the transcript) — and the
 // Markdown the Temporal UI (current details) and the CLI (`temporal-compactor history`) show.
 import { emptyRunUsage, percent, type Pricing, type RunUsage } from './run-usage.js';
-import type { CompactionLine, CompactionLineContext, SessionLine } from './session.js';
+import type { CompactionLine, CompactionLineContext, ReviewOutcome, SessionLine } from './session.js';
 import type { CompactionResult } from '../types.js';
 import { compactionKind, type CompactionKind } from '../compaction/kind.js';
 
@@ -40,6 +40,8 @@ export interface CompactionRecord {
   cacheHitRate: number | null;
   /** The run's estimated billed input so far, when it ran; null when not known. */
   billedInput: number | null;
+  /** Under `compaction.review` (not `'auto'`): how it was applied — reviewed, edited, on timeout, or forced by the window. */
+  review?: ReviewOutcome;
 }
 
 /** Running totals over every compaction of a run, across continue-as-new. */
@@ -79,7 +81,7 @@ export const RECENT_COMPACTIONS = 20;
 export type CompactionContext = CompactionLineContext;
 
 export function compactionRecord(
-  { round, backend, target, summarizerUsage, cacheHitRate, billedInput }: CompactionContext,
+  { round, backend, target, summarizerUsage, cacheHitRate, billedInput, review }: CompactionContext,
   result: CompactionResult,
 ): CompactionRecord {
   return {
@@ -99,6 +101,7 @@ export function compactionRecord(
     summarizerTokens: summarizerUsage?.promptTokens ?? 0,
     cacheHitRate: cacheHitRate ?? null,
     billedInput: billedInput ?? null,
+    ...(review === undefined ? {} : { review }),
   };
 }
 
@@ -182,6 +185,7 @@ function recordOfLine(line: CompactionLine, elided: number): CompactionRecord {
     summaryChars: line.summary?.length ?? null,
     fallback: line.fallback,
     exhausted: line.exhausted,
+    ...(line.review === undefined ? {} : { review: line.review }),
   };
 }
 

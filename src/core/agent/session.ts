@@ -48,7 +48,12 @@ export interface CompactionLineContext {
   cacheHitRate?: number;
   /** The run's estimated billed input so far, when the compaction ran (see `RunUsage.billedInput`). */
   billedInput?: number;
+  /** Under `compaction.review` (not `'auto'`): how the compaction was applied (docs/design.md#review). */
+  review?: ReviewOutcome;
 }
+
+/** How a compaction of a run under review was applied: reviewed, edited, on timeout, or forced by the window. */
+export type ReviewOutcome = 'applied' | 'edited' | 'timed-out' | 'forced';
 export interface ElisionLine {
   type: 'elision';
   id: string;
@@ -56,7 +61,20 @@ export interface ElisionLine {
   /** An image elision's new content (see `Elision.content`); absent, the new content is `stub`. */
   content?: ContentPart[];
 }
-export type SessionLine = MessageLine | CompactionLine | ElisionLine;
+/**
+ * Messages pinned (`pinned: true`: marked `sticky`, kept in place by every later compaction) or
+ * unpinned (the flag taken off again) by the `pin` and `unpin` updates of an agent run
+ * (docs/design.md#steering). The flag never reaches a provider.
+ */
+export interface PinLine {
+  type: 'pin';
+  ids: string[];
+  pinned: boolean;
+}
+export type SessionLine = MessageLine | CompactionLine | ElisionLine | PinLine;
+
+/** The `type` of every kind of transcript line. */
+export const SESSION_LINE_TYPES: ReadonlyArray<SessionLine['type']> = ['message', 'compaction', 'elision', 'pin'];
 
 /**
  * Where an agent run's transcript is. The run records its lines as it goes, in batches, as the
@@ -140,8 +158,16 @@ export function applySessionLine(entries: readonly SessionEntry[], line: Session
       });
       return next;
     }
+    case 'pin': {
+      const positions = new Set(line.ids.map((id, index) => positionOf(entries, id, `${field}.ids[${index}]`)));
+      return entries.map((entry, index) => {
+        if (!positions.has(index)) return entry;
+        const { sticky: _sticky, ...plain } = entry.message;
+        return { id: entry.id, message: line.pinned ? { ...plain, sticky: true } : plain };
+      });
+    }
     default:
-      throw new InvalidInputError(`${field}.type`, 'must be "message", "compaction" or "elision"');
+      throw new InvalidInputError(`${field}.type`, 'must be "message", "compaction", "elision" or "pin"');
   }
 }
 
@@ -185,8 +211,8 @@ export function parseSessionJsonl(text: string): SessionLine[] {
 
 function asSessionLine(value: unknown, index: number): SessionLine {
   const type = typeof value === 'object' && value !== null ? Reflect.get(value, 'type') : undefined;
-  if (type !== 'message' && type !== 'compaction' && type !== 'elision') {
-    throw new InvalidInputError(`lines[${index}].type`, 'must be "message", "compaction" or "elision"');
+  if (!SESSION_LINE_TYPES.some((known) => known === type)) {
+    throw new InvalidInputError(`lines[${index}].type`, 'must be "message", "compaction", "elision" or "pin"');
   }
   // The shape of each kind is checked when it is applied (ids must resolve; messages were validated when recorded).
   return value as SessionLine;

@@ -127,6 +127,8 @@ export interface CompactionOptions {
   trimBeatsOverflow?: boolean;
   /** The price of a cached input token relative to an uncached one, for the `'paying'` epoch model. @default 0.1 */
   cachedInputPrice?: number;
+  /** Text added to the summarizer's fixed instruction: what the summary must focus on or keep. @default none */
+  summaryInstructions?: string;
 }
 
 /** When `needsCompaction` starts an elision-only epoch below the trigger (see `CompactionOptions.elisionEpochs`). */
@@ -230,6 +232,7 @@ export const COMPACTION_OPTION_KEYS = keysOf<CompactionOptions>({
   stubsShorterOnly: true,
   trimBeatsOverflow: true,
   cachedInputPrice: true,
+  summaryInstructions: true,
 });
 
 /**

@@ -37,6 +37,7 @@ import {
   emptyCompactionHistory,
   groupDigits,
   type CompactionHistory,
+  type CompactionRecord,
 } from '../../core/agent/compaction-history.js';
 import { backendCounter, preflight, type BackendCounter } from '../../core/agent/preflight.js';
 import { requestCost, type RequestShape } from '../../core/agent/request-cost.js';
@@ -44,11 +45,32 @@ import { addRoundUsage, addSummarizerUsage, type RoundUsage } from '../../core/a
 import {
   applySessionLine,
   recordCompaction,
+  type ReviewOutcome,
   type SessionEntry,
   type SessionLine,
   type SessionSnapshot,
 } from '../../core/agent/session.js';
+import {
+  NOTHING_TO_COMPACT,
+  noPins,
+  parseReviewInput,
+  pinChange,
+  pinDetails,
+  proposalDetails,
+  proposalOf,
+  steeredOptions,
+  unpinChange,
+  withEditedSummary,
+  type CompactAnswer,
+  type CompactionProposal,
+  type NothingCompacted,
+  type PinChange,
+  type Pins,
+  type ReviewAnswer,
+  type ReviewCompactionInput,
+} from '../../core/agent/steering.js';
 import type { SummarizerUsage } from '../../core/counting/summarizer-usage.js';
+import { InvalidInputError } from '../../core/errors.js';
 import { jsonPayloadBytes } from '../../core/limits/payload-size.js';
 import type { ChatMessage, CompactionResult } from '../../core/types.js';
 import { CHAT_ACTIVITY_DEFAULTS, agentActivityOptions } from '../../shared/activity-options.js';
@@ -60,7 +82,7 @@ import type {
   StopAnswer,
   StopReason,
 } from '../../shared/agent-run.js';
-import { failureMessage } from '../../shared/failures.js';
+import { failureMessage, invalidInputFailure } from '../../shared/failures.js';
 import { UNDESCRIBED_WORKER, type WorkerDescription } from '../../shared/worker-description.js';
 import { compactWithUsage, needsCompaction, type CompactOptions } from '../compact.js';
 import { describeWorker } from '../describe-worker.js';
@@ -78,6 +100,29 @@ import { RunVisibility } from './visibility.js';
 function workflowTime(): number {
   // eslint-disable-next-line no-restricted-properties -- workflow time, not the machine's clock (see above)
   return Date.now();
+}
+
+/** A `compact` update waiting for the loop (docs/design.md#steering): answered once the loop has compacted. */
+interface CompactRequest {
+  instructions: string | undefined;
+  answer?: CompactAnswer;
+}
+
+/** A `pin` or `unpin` update waiting for the loop: answered with the pins, or refused, once the loop has applied it. */
+interface PinRequest {
+  kind: 'pin' | 'unpin';
+  input: { ids: string[]; fact?: string };
+  outcome?: { pins: Pins } | { failure: ApplicationFailure };
+}
+
+/** Whether a compaction result changes the conversation (or marks it): only such a one is recorded. */
+function changes(result: CompactionResult): boolean {
+  return result.cutIndex >= 0 || result.elisions.length > 0 || result.fallback || result.exhausted;
+}
+
+/** What one pin request changes, given the live entries and the pins before it (throws `InvalidInputError` naming the id). */
+function changeOf(request: Omit<PinRequest, 'outcome'>, entries: readonly SessionEntry[], pins: Pins): PinChange {
+  return request.kind === 'pin' ? pinChange(request.input, entries, pins) : unpinChange(request.input, pins);
 }
 
 /** One run of the loop: its state, which only its own methods change, and what a round does with it. */
@@ -102,6 +147,16 @@ export class AgentLoop {
   private finished = false;
   private stopRequested = false;
   private previousRequest: RequestShape | null;
+  /** What `pin` pinned (docs/design.md#steering), carried across continue-as-new. */
+  private pins: Pins;
+  /** `compact` updates waiting for the loop (served before the next chat request). */
+  private readonly compactRequests: CompactRequest[] = [];
+  /** `pin`/`unpin` updates that arrived while a compaction held the conversation (applied when it is done). */
+  private readonly pinRequests: PinRequest[] = [];
+  /** True while a compaction's summary is being written or reviewed: the conversation is not to change under it. */
+  private compacting = false;
+  /** The compaction waiting for `reviewCompaction`, and the decision once taken. */
+  private pending: { proposal: CompactionProposal; decision: ReviewCompactionInput | undefined } | undefined;
   /** JSON sizes of messages already measured (the same message object is not measured twice). */
   private readonly sizes = new WeakMap<ChatMessage, number>();
 
@@ -115,6 +170,8 @@ export class AgentLoop {
     this.visibility = new RunVisibility(this.patches);
     this.compactions = carried?.compactions ?? emptyCompactionHistory(plan.pricing);
     this.previousRequest = carried?.previousRequest ?? null;
+    // Version 2 carried state (before pins) has none.
+    this.pins = carried?.pins ?? noPins();
     this.rounds = carried?.rounds ?? 0;
     this.nextId = carried?.nextId ?? 1;
     this.pendingUserMessages = carried?.pendingUserMessages ?? [];
@@ -139,6 +196,11 @@ export class AgentLoop {
       // docs/design.md#task-survives: the task stays verbatim (sticky) unless the input says otherwise.
       for (const message of plan.keepTask ? pinTask(plan.messages) : plan.messages) this.append(message);
     }
+  }
+
+  /** The live conversation with each message's transcript id (the `conversationEntries` query). */
+  get liveEntries(): SessionEntry[] {
+    return this.entries;
   }
 
   get messages(): ChatMessage[] {
@@ -168,6 +230,96 @@ export class AgentLoop {
   queueUserMessage(message: ChatMessage): number {
     this.pendingUserMessages.push(message);
     return this.pendingUserMessages.length;
+  }
+
+  /**
+   * Queues a compaction on demand (the `compact` update) and answers once the loop has done it,
+   * before its next chat request (docs/design.md#steering). The handler only waits: the loop compacts.
+   */
+  async requestCompaction(instructions: string | undefined): Promise<CompactAnswer> {
+    const request: CompactRequest = { instructions };
+    this.compactRequests.push(request);
+    await condition(() => request.answer !== undefined);
+    if (request.answer === undefined) throw new Error('unreachable: the compact request was not answered');
+    return request.answer;
+  }
+
+  /**
+   * Checks a `pin`/`unpin` against the live conversation and the pins it would see once the
+   * requests queued before it are applied; throws `InvalidInputError` naming the id or fact.
+   */
+  checkPins(kind: PinRequest['kind'], input: PinRequest['input']): void {
+    let pins = this.pins;
+    for (const queued of this.pinRequests) {
+      try {
+        pins = changeOf(queued, this.entries, pins).pins;
+      } catch (error) {
+        if (!(error instanceof InvalidInputError)) throw error;
+      }
+    }
+    changeOf({ kind, input }, this.entries, pins);
+  }
+
+  /**
+   * A `pin`/`unpin`: applied at once and answered with the run's pins — or, while a compaction
+   * holds the conversation (its summary being written), queued and applied as soon as it is done.
+   */
+  async requestPins(kind: PinRequest['kind'], input: PinRequest['input']): Promise<Pins> {
+    const request: PinRequest = { kind, input };
+    if (this.compacting) {
+      this.pinRequests.push(request);
+      await condition(() => request.outcome !== undefined);
+    } else this.applyPins(request);
+    const { outcome } = request;
+    if (outcome === undefined) throw new Error('unreachable: the pin request was not answered');
+    if ('failure' in outcome) throw outcome.failure;
+    return outcome.pins;
+  }
+
+  /** Applies pin requests: a `pin` transcript line for the messages whose flag changes, and the new pins. */
+  private applyPins(...requests: PinRequest[]): void {
+    for (const request of requests) {
+      try {
+        const change = changeOf(request, this.entries, this.pins);
+        if (change.ids.length > 0) this.writeLine({ type: 'pin', ids: change.ids, pinned: request.kind === 'pin' });
+        this.pins = change.pins;
+        request.outcome = { pins: change.pins };
+      } catch (error) {
+        // The conversation moved since the update was accepted (the compaction removed the message).
+        if (!(error instanceof InvalidInputError)) throw error;
+        request.outcome = { failure: invalidInputFailure(error) };
+      }
+    }
+    // The pins show in the current details (a search attribute is upserted only when its value changed).
+    if (requests.length > 0) this.publish(undefined);
+  }
+
+  /**
+   * Compacts for every `compact` update waiting, once, their instructions together, at a point
+   * where the live conversation is the loop's alone (docs/design.md#steering).
+   */
+  private async steer(): Promise<void> {
+    const requests = this.compactRequests.splice(0);
+    if (requests.length > 0) {
+      const asked = requests.flatMap((request) => (request.instructions === undefined ? [] : [request.instructions]));
+      await this.countNewText();
+      const answer = await this.compactIfNeeded(this.candidates(new Set()), {
+        instructions: asked.length === 0 ? undefined : asked.join('\n\n'),
+      });
+      for (const request of requests) request.answer = answer ?? NOTHING_TO_COMPACT;
+    }
+    this.publish(undefined);
+  }
+
+  /** Answers the `compact` updates the loop will not serve, the run having finished; true when there was any. */
+  private refuseCompactions(): boolean {
+    const requests = this.compactRequests.splice(0);
+    for (const request of requests)
+      request.answer = {
+        compacted: false,
+        reason: 'the run finished before its next chat request',
+      } satisfies NothingCompacted;
+    return requests.length > 0;
   }
 
   private writeLine(line: SessionLine): void {
@@ -219,6 +371,7 @@ export class AgentLoop {
       peakContextTokens: this.peakContextTokens,
       continuedAsNew: this.continuedAsNew,
       tokenCounts: this.tokens.toCarry(this.messages),
+      pins: this.pins,
     };
   }
 
@@ -239,6 +392,8 @@ export class AgentLoop {
     };
     this.publish(undefined);
     this.limit.check('the result of the run', jsonPayloadBytes(result));
+    // A `compact` or `pin` waiting for a round that will not come is answered, and its handler ends with the run.
+    if (this.refuseCompactions()) await condition(allHandlersFinished);
     return result;
   }
 
@@ -249,7 +404,12 @@ export class AgentLoop {
   private publish(contextTokens: number | undefined, window?: number): void {
     const note = restingNote(this.backends.filter((_, index) => this.isResting(index)));
     const allowed = new Set(this.plan.searchAttributes ? this.worker.searchAttributes : []);
-    this.visibility.publish(this.compactions, note, allowed, contextTokens, window);
+    const notes = [
+      ...(note === '' ? [] : [note]),
+      ...pinDetails(this.pins),
+      ...(this.pending === undefined ? [] : proposalDetails(this.pending.proposal)),
+    ];
+    this.visibility.publish(this.compactions, notes, allowed, contextTokens, window);
   }
 
   /** Whether a backend rests in the coming round (docs/design.md#cooldown). */
@@ -262,8 +422,13 @@ export class AgentLoop {
     if (status !== undefined) startRest(status, this.plan.backendCooldown, this.rounds + 1, workflowTime);
   }
 
-  private compactOptions(aimAt: BackendCounter, aim: number): CompactOptions {
-    const { contextBudget, ...rest } = this.plan.compaction;
+  /**
+   * The options of one compaction of the run; `instructions` are those of a `compact` update. The
+   * summary instructions hold the run's own, those, and the pinned facts (none of them: the
+   * options are what the run asked before steering existed).
+   */
+  private compactOptions(aimAt: BackendCounter, aim: number, instructions?: string): CompactOptions {
+    const { contextBudget, ...rest } = steeredOptions(this.plan.compaction, this.pins.facts, instructions);
     return {
       ...rest,
       contextBudget: contextBudget ?? aim,
@@ -277,21 +442,54 @@ export class AgentLoop {
    * Compacts when the conversation does not fit the aim, or is over the compaction trigger (or
    * holds an elision batch). Over the room, `compact` aims at the room exactly (docs/design.md#overrides);
    * merely over the trigger, it aims at `targetRatio × contextBudget` so one compaction buys
-   * several rounds instead of trimming a little every round.
+   * several rounds instead of trimming a little every round. On demand (the `compact` update), it
+   * compacts whatever the trigger says and answers with the record, or why nothing changed.
+   *
+   * Under `compaction.review` (docs/design.md#review): with `'manual'` only on demand; with
+   * `'approve'` the compaction waits for `reviewCompaction` before it is applied. Over the room it
+   * is applied at once in every mode (recorded as forced): no request goes out over the window.
    */
-  private async compactIfNeeded(candidates: readonly BackendCounter[]): Promise<void> {
+  private async compactIfNeeded(
+    candidates: readonly BackendCounter[],
+    demand?: { instructions: string | undefined },
+  ): Promise<CompactAnswer | undefined> {
     const { aimAt, aim, tokens } = preflight(this.messages, candidates);
-    const options = this.compactOptions(aimAt, aim);
+    const options = this.compactOptions(aimAt, aim, demand?.instructions);
     const overRoom = tokens > aim;
-    if (!overRoom && !needsCompaction(this.messages, options)) return;
-    const { result: compacted, summarizerUsage } = await compactWithUsage(
-      this.messages,
-      overRoom ? { ...options, target: aim } : options,
-    );
-    // The run is out of room only when the conversation does not fit the backend: a `contextBudget`
-    // set below the room is what compaction aims at, not a limit the model has.
-    const result = { ...compacted, exhausted: compacted.tokensAfter > aim };
-    this.record(result, aimAt.backend, overRoom ? aim : (this.plan.compaction.contextBudget ?? aim), summarizerUsage);
+    const { mode } = this.plan.review;
+    if (demand === undefined && !overRoom && (mode === 'manual' || !needsCompaction(this.messages, options)))
+      return undefined;
+    const target = overRoom ? aim : (this.plan.compaction.contextBudget ?? aim);
+    // Pins asked for while the summary is written (or reviewed) wait for the result: it replaces these messages.
+    this.compacting = true;
+    let decided: { result: CompactionResult; review: ReviewOutcome | undefined } | undefined;
+    let summarizerUsage: SummarizerUsage | undefined;
+    try {
+      const compaction = await compactWithUsage(this.messages, overRoom ? { ...options, target: aim } : options);
+      summarizerUsage = compaction.summarizerUsage;
+      // The run is out of room only when the conversation does not fit the backend: a `contextBudget`
+      // set below the room is what compaction aims at, not a limit the model has.
+      const result = { ...compaction.result, exhausted: compaction.result.tokensAfter > aim };
+      decided =
+        mode === 'auto'
+          ? { result, review: undefined }
+          : overRoom
+            ? { result, review: 'forced' }
+            : mode === 'approve' && changes(result)
+              ? await this.review(result, aimAt)
+              : { result, review: 'applied' };
+    } finally {
+      this.compacting = false;
+    }
+    if (decided === undefined) {
+      // Rejected: the summarizer was billed all the same; the conversation stays as it is.
+      this.addSummarizerUsage(summarizerUsage);
+      this.applyPins(...this.pinRequests.splice(0));
+      return { compacted: false, reason: 'the reviewer rejected it (reviewCompaction)' };
+    }
+    const { result } = decided;
+    const record = this.record(result, aimAt.backend, target, summarizerUsage, decided.review);
+    this.applyPins(...this.pinRequests.splice(0));
     if (result.exhausted) {
       this.publish(result.tokensAfter);
       const details: ContextExhaustedDetails = {
@@ -307,19 +505,73 @@ export class AgentLoop {
         details: [details],
       });
     }
+    return record ?? (demand === undefined ? undefined : NOTHING_TO_COMPACT);
   }
 
+  /**
+   * Publishes a computed compaction (the `pendingCompaction` query, the current details) and waits,
+   * durably, for `reviewCompaction` or `reviewTimeout`: what was decided (undefined: rejected).
+   */
+  private async review(
+    result: CompactionResult,
+    aimAt: BackendCounter,
+  ): Promise<{ result: CompactionResult; review: ReviewOutcome } | undefined> {
+    const proposal = proposalOf(this.entries, result, {
+      round: this.rounds + 1,
+      backend: aimAt.backend.label,
+      applyAt: workflowTime() + this.plan.review.timeoutMs,
+    });
+    this.pending = { proposal, decision: undefined };
+    this.publish(undefined);
+    const pending = this.pending;
+    const answered = await condition(() => pending.decision !== undefined, this.plan.review.timeoutMs);
+    this.pending = undefined;
+    this.publish(undefined);
+    const { decision } = pending;
+    if (!answered || decision === undefined) return { result, review: 'timed-out' };
+    if (decision.decision === 'reject') return undefined;
+    if (decision.decision === 'apply' || decision.summary === undefined) return { result, review: 'applied' };
+    return { result: withEditedSummary(result, decision.summary, aimAt.conversation), review: 'edited' };
+  }
+
+  /** The compaction waiting for review (the `pendingCompaction` query); null when none is. */
+  get pendingCompaction(): CompactionProposal | null {
+    return this.pending?.proposal ?? null;
+  }
+
+  /** Checks a `reviewCompaction` argument against the proposal waiting; throws `InvalidInputError` naming the field. */
+  checkReview(input: unknown): ReviewCompactionInput {
+    if (this.pending?.decision !== undefined)
+      throw new InvalidInputError('reviewCompaction', 'the compaction waiting was reviewed already');
+    return parseReviewInput(input, this.pending?.proposal);
+  }
+
+  /** Takes a person's decision on the compaction waiting (the `reviewCompaction` update); the loop goes on with it. */
+  decideReview(input: ReviewCompactionInput): ReviewAnswer {
+    const { pending } = this;
+    if (pending === undefined)
+      throw new Error('unreachable: reviewCompaction without a proposal (its validator checks)');
+    pending.decision = input;
+    return { decision: input.decision, round: pending.proposal.round };
+  }
+
+  /** Adds what the summarizer was billed to the run's usage (billed even when its summary is not applied). */
+  private addSummarizerUsage(summarizerUsage: SummarizerUsage | undefined): void {
+    if (summarizerUsage !== undefined)
+      this.compactions = { ...this.compactions, usage: addSummarizerUsage(this.compactions.usage, summarizerUsage) };
+  }
+
+  /** Records a compaction that changed the conversation and returns its record (undefined: nothing changed). */
   private record(
     result: CompactionResult,
     backend: ResolvedBackend,
     target: number,
     summarizerUsage: SummarizerUsage | undefined,
-  ): void {
+    review: ReviewOutcome | undefined,
+  ): CompactionRecord | undefined {
     // The summarizer was billed even when its summary lost to the hard trim.
-    if (summarizerUsage !== undefined)
-      this.compactions = { ...this.compactions, usage: addSummarizerUsage(this.compactions.usage, summarizerUsage) };
-    const changed = result.cutIndex >= 0 || result.elisions.length > 0 || result.fallback || result.exhausted;
-    if (!changed) return;
+    this.addSummarizerUsage(summarizerUsage);
+    if (!changes(result)) return undefined;
     const { cacheHitRate, billedInput } = this.compactions.usage;
     const context = {
       round: this.rounds + 1,
@@ -328,13 +580,16 @@ export class AgentLoop {
       ...(summarizerUsage === undefined ? {} : { summarizerUsage }),
       cacheHitRate,
       billedInput,
+      ...(review === undefined ? {} : { review }),
     };
     const { lines, entries } = recordCompaction(this.entries, result, context);
     for (const line of lines) this.transcript.write(line);
     this.entries = entries;
-    this.compactions = addCompactionRecord(this.compactions, compactionRecord(context, result));
+    const record = compactionRecord(context, result);
+    this.compactions = addCompactionRecord(this.compactions, record);
     // LONG_RUN_PATCH_ID: the cache forgets what compaction dropped (runs before it kept every text).
     if (this.patches.longRunV2()) this.tokens.forgetAllBut(this.messages);
+    return record;
   }
 
   private sizeOf(message: ChatMessage): number {
@@ -370,19 +625,29 @@ export class AgentLoop {
     return usage;
   }
 
+  /** Counts the text of the live conversation no counter knows yet (./token-cache.ts). */
+  private countNewText(): Promise<void> {
+    return this.tokens.countNewText(
+      this.messages,
+      this.limit.externalStorage ? Number.POSITIVE_INFINITY : this.limit.inlineBatchBytes(),
+    );
+  }
+
+  /** The backends a request may go to: those that have not `failed` this round, resting ones only when no other is left. */
+  private candidates(failed: ReadonlySet<number>): BackendCounter[] {
+    const available = this.counters.filter((counter) => !failed.has(counter.backend.index));
+    // Resting backends are left out while another one can take the round.
+    const rested = available.filter((counter) => !this.isResting(counter.backend.index));
+    return rested.length > 0 ? rested : available;
+  }
+
   /** One chat call, falling back along the chain when a backend fails after its retries. */
   private async chat(): Promise<{ answer: ChatActivityOutput; backend: BackendCounter; usage: RoundUsage }> {
     const failed = new Set<number>();
     let lastFailure: unknown;
-    await this.tokens.countNewText(
-      this.messages,
-      this.limit.externalStorage ? Number.POSITIVE_INFINITY : this.limit.inlineBatchBytes(),
-    );
+    await this.countNewText();
     for (;;) {
-      const available = this.counters.filter((counter) => !failed.has(counter.backend.index));
-      // Resting backends are left out while another one can take the round.
-      const rested = available.filter((counter) => !this.isResting(counter.backend.index));
-      const candidates = rested.length > 0 ? rested : available;
+      const candidates = this.candidates(failed);
       if (candidates.length === 0) {
         throw ApplicationFailure.create({
           type: RunFailureType.BackendsFailed,
@@ -433,10 +698,19 @@ export class AgentLoop {
   }
 
   private async continueAsNew(): Promise<never> {
-    // Updates in flight finish first: their messages must be in what the next run carries.
-    await condition(allHandlersFinished);
-    for (const message of this.pendingUserMessages.splice(0)) this.append(message);
-    await this.transcript.record();
+    // Updates in flight finish first: their messages must be in what the next run carries, and a
+    // `compact` or `pin` waiting for the loop is applied here (its handler cannot outlive this run).
+    // A pin applied while the transcript was being recorded wrote a line: record again.
+    for (;;) {
+      await condition(() => allHandlersFinished() || this.compactRequests.length > 0);
+      if (this.compactRequests.length > 0) {
+        await this.steer();
+        continue;
+      }
+      for (const message of this.pendingUserMessages.splice(0)) this.append(message);
+      await this.transcript.record();
+      if (allHandlersFinished() && this.compactRequests.length === 0 && this.transcript.pending.length === 0) break;
+    }
     const next: AgentRunWorkflowInput = {
       ...this.input,
       messages: [],
@@ -454,6 +728,8 @@ export class AgentLoop {
       for (const message of this.pendingUserMessages.splice(0)) this.append(message);
       if (this.rounds >= this.plan.maxRounds) return this.finish('maxRounds');
       if (this.stopRequested) return this.finish('stopped');
+      // docs/design.md#steering: what the updates asked is applied before the next chat request.
+      if (this.compactRequests.length > 0) await this.steer();
       if (this.shouldContinueAsNew()) await this.continueAsNew();
       const { answer, backend, usage } = await this.chat();
       this.append(answer.message, usage);

@@ -1,5 +1,5 @@
 // Sandbox-safe: what an agent run shows outside itself (docs/design.md#search-attributes) — its
-// current details (the compaction history, which backends rest) and the search attributes
+// current details (the compaction history, which backends rest, the pins) and the search attributes
 // CompactionCount, ContextTokens, CompactionFallbacks and ContextExhausted, each written only when
 // it changed: a search-attribute upsert is a history event.
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
@@ -24,13 +24,13 @@ export class RunVisibility {
   constructor(private readonly patches: RunPatches) {}
 
   /**
-   * Current details (the compaction history, and `note` when there is one) and the search
+   * Current details (the compaction history, and `notes`: which backends rest, the pins) and the search
    * attributes in `allowed`, when they changed; `window` is the context window of the backend
    * `contextTokens` was counted for.
    */
   publish(
     history: CompactionHistory,
-    note: string,
+    notes: readonly string[],
     allowed: ReadonlySet<string>,
     contextTokens: number | undefined,
     window?: number,
@@ -38,7 +38,7 @@ export class RunVisibility {
     const { totals } = history;
     const exhausted = totals.exhausted > 0;
     // Current details are workflow state answered by query, not history: keep them current every round.
-    const details = renderCompactionDetails(history, note === '' ? [] : [note]);
+    const details = renderCompactionDetails(history, notes);
     if (details !== this.published.details) setCurrentDetails(details);
     const updates: SearchAttributeUpdatePair[] = [];
     if (allowed.has('CompactionCount') && this.published.compactions !== totals.compactions)

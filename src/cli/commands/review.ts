@@ -1,0 +1,101 @@
+// Node only: `temporal-compactor review <workflowId>` — the compaction an agentRun holds for review
+// (compaction.review: 'approve', docs/design.md#review), and the decision on it.
+import { readFileSync } from 'node:fs';
+import type { Client, WorkflowHandle } from '@temporalio/client';
+import { groupDigits } from '../../core/agent/compaction-history.js';
+import type { CompactionProposal, ReviewCompactionInput } from '../../core/agent/steering.js';
+import { pendingCompactionQuery, reviewCompactionUpdate } from '../../shared/agent-run.js';
+import { describeAgentRun, QUERY_TIMEOUT_OPTION, queryTimeoutOf } from '../agent-run.js';
+import { onlyArgument, UsageError, type CliCommand, type CommandContext } from '../command.js';
+
+/** The proposal for people: what it would drop and elide, tokens before → after, when it applies, and its summary. */
+export function describeProposal(workflowId: string, proposal: CompactionProposal): string {
+  const lines = [
+    `agentRun ${workflowId} · compaction waiting for review (round ${proposal.round}, ${proposal.kind}, aimed at ${proposal.backend})`,
+    `tokens: ${groupDigits(proposal.tokensBefore)} → ${groupDigits(proposal.tokensAfter)}`,
+    `drops: ${proposal.dropped.length === 0 ? 'nothing' : proposal.dropped.join(', ')}`,
+    `elides: ${proposal.elided.length === 0 ? 'nothing' : proposal.elided.join(', ')}`,
+    `applied at ${new Date(proposal.applyAt).toISOString()} unless reviewed (--apply, --reject, --edit FILE)`,
+  ];
+  if (proposal.summary !== null) lines.push('', proposal.summary);
+  return `${lines.join('\n')}\n`;
+}
+
+/** The decision the flags ask for, or undefined for none (print the proposal); two of them are a usage mistake. */
+function decisionOf(values: CommandContext['values']): ReviewCompactionInput | undefined {
+  const asked = (['apply', 'reject', 'edit'] as const).filter((flag) => values[flag] !== undefined);
+  if (asked.length > 1)
+    throw new UsageError(
+      `give one of --apply, --reject, --edit, not ${asked.map((flag) => `--${flag}`).join(' and ')}`,
+    );
+  const [decision] = asked;
+  if (decision !== 'edit') return decision === undefined ? undefined : { decision };
+  const file = values.edit;
+  if (typeof file !== 'string' || file === '')
+    throw new UsageError('--edit takes the file holding the summary to apply');
+  return { decision, summary: readFileSync(file, 'utf8') };
+}
+
+/** The proposal waiting, by query (a worker must poll the run's task queue). */
+async function pendingOf(
+  client: Client,
+  handle: WorkflowHandle,
+  queryTimeoutMs: number,
+  taskQueue: string,
+): Promise<CompactionProposal | null> {
+  try {
+    // A query waits for a worker; without a deadline a missing worker would hold the CLI for the server's own timeout.
+    return await client.withDeadline(Date.now() + queryTimeoutMs, () => handle.query(pendingCompactionQuery));
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new Error(
+      `reading the proposal takes a query, which needs a worker polling task queue "${taskQueue}" (${reason})`,
+      {
+        cause: error,
+      },
+    );
+  }
+}
+
+export const review: CliCommand = {
+  name: 'review',
+  usage: '<workflowId> [--apply|--reject|--edit FILE] [--json]',
+  summary: 'show the compaction an agentRun holds for review, and apply, reject or edit it',
+  description: [
+    "With compaction.review 'approve', an agentRun computes a compaction and waits for a decision before it applies it. Without a flag this prints the proposal (what it would drop and elide, tokens before and after, its summary, when it applies on its own); --apply applies it, --reject keeps the conversation as it is, --edit FILE applies it with the summary in FILE. Exit 1 when no compaction is waiting.",
+  ],
+  options: {
+    apply: { type: 'boolean', help: 'apply the proposal' },
+    reject: { type: 'boolean', help: 'reject it: the conversation stays as it is' },
+    edit: { type: 'string', help: 'apply it with the summary in this file instead of its own' },
+    json: { type: 'boolean', help: 'print the proposal (or the answer) as JSON' },
+    'query-timeout': QUERY_TIMEOUT_OPTION,
+  },
+  async run(context) {
+    const workflowId = onlyArgument(context, 'the workflow id');
+    const decision = decisionOf(context.values);
+    const client = await context.client();
+    const handle = client.workflow.getHandle(workflowId);
+    const description = await describeAgentRun(handle);
+    const proposal = await pendingOf(client, handle, queryTimeoutOf(context), description.taskQueue);
+    if (proposal === null) {
+      context.io.stderr(`agentRun ${workflowId} (${description.status.name}): no compaction is waiting for review\n`);
+      return 1;
+    }
+    if (decision === undefined) {
+      context.io.stdout(
+        context.values.json === true
+          ? `${JSON.stringify(proposal, null, 2)}\n`
+          : describeProposal(workflowId, proposal),
+      );
+      return 0;
+    }
+    const answer = await handle.executeUpdate(reviewCompactionUpdate, { args: [decision] });
+    context.io.stdout(
+      context.values.json === true
+        ? `${JSON.stringify(answer)}\n`
+        : `agentRun ${workflowId}: ${answer.decision === 'reject' ? 'rejected' : answer.decision === 'edit' ? 'applied with your summary' : 'applied'} the compaction of round ${answer.round}\n`,
+    );
+    return 0;
+  },
+};

@@ -1,0 +1,360 @@
+// Sandbox-safe: steering a running `agentRun` (docs/design.md#steering) — the arguments of its `compact`,
+// `pin` and `unpin` updates, checked naming the field; the pins a run holds (messages kept through
+// every compaction, facts every later summary must keep); and the summary instructions a
+// compaction of the run is asked with. The workflow queues what the updates ask and the loop
+// applies it (src/workflows/agent/loop.ts): nothing here touches workflow state.
+import { InvalidInputError } from '../errors.js';
+import { isSticky } from '../schema.js';
+import { assertKnownKeys, keysOf } from '../unknown-keys.js';
+import { compactionKind, type CompactionKind } from '../compaction/kind.js';
+import { summaryContent } from '../compaction/transcript.js';
+import type { CompactionResult, TokenCounter } from '../types.js';
+import type { CompactionRecord } from './compaction-history.js';
+import { oneLine } from './compaction-history.js';
+import { recordCompaction, type SessionEntry } from './session.js';
+
+/** The longest `instructions` the `compact` update takes, in characters. */
+export const MAX_COMPACT_INSTRUCTIONS_CHARS = 4_000;
+/** The longest fact `pin` takes, in characters: a fact is a line the summary keeps, not a document. */
+export const MAX_PIN_FACT_CHARS = 500;
+/** How many facts a run holds at most. */
+export const MAX_PIN_FACTS = 20;
+/** How many messages a run holds pinned at most (each stays in every request until it is unpinned). */
+export const MAX_PINNED_MESSAGES = 50;
+
+/** The argument of the `compact` update. */
+export interface CompactUpdateInput {
+  /** What this compaction's summary must focus on or keep (added to the summarizer's instruction). */
+  instructions?: string;
+}
+
+/** What the `compact` update answers when there was nothing to compact. */
+export interface NothingCompacted {
+  compacted: false;
+  /** Why: e.g. nothing lies between the kept messages and the recent window, or the run finished first. */
+  reason: string;
+}
+
+/** What `compact` answers when the compaction changed nothing: everything was kept. */
+export const NOTHING_TO_COMPACT: NothingCompacted = {
+  compacted: false,
+  reason:
+    'nothing to compact: every message is kept (the task, pinned and other sticky messages, and the recent window of keepRecent messages)',
+};
+
+/** What the `compact` update answers: the compaction's record (as the `compactions` query lists it), or why there was none. */
+export type CompactAnswer = CompactionRecord | NothingCompacted;
+
+/** The argument of `pin` and `unpin`: transcript message ids, a fact, or both. */
+export interface PinUpdateInput {
+  /** Ids of messages of the live conversation (`m12`, `summary:m9`; the `conversationEntries` query lists them). */
+  ids?: string[];
+  /** A short fact every later summary must keep (`unpin`: the same text, to forget it). */
+  fact?: string;
+}
+
+/** The pins of a run: what `pin` and `unpin` answer, carried across continue-as-new. */
+export interface Pins {
+  /** Ids of the messages pinned by `pin`, in the order they were pinned. */
+  ids: string[];
+  /** Facts every summary request of the run is asked to keep, in the order they were pinned. */
+  facts: string[];
+}
+
+/** A run's pins before any `pin` update. */
+export function noPins(): Pins {
+  return { ids: [], facts: [] };
+}
+
+const COMPACT_KEYS = keysOf<CompactUpdateInput>({ instructions: true });
+const PIN_KEYS = keysOf<PinUpdateInput>({ ids: true, fact: true });
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** The `compact` update's argument, checked: `compact.instructions` must be a string of bounded length. */
+export function parseCompactInput(value: unknown): CompactUpdateInput {
+  if (value === undefined || value === null) return {};
+  if (!isRecord(value))
+    throw new InvalidInputError('compact', 'must be an object { instructions?: string } or left out');
+  assertKnownKeys(value, COMPACT_KEYS, 'compact', 'field');
+  const { instructions } = value;
+  if (instructions === undefined) return {};
+  if (typeof instructions !== 'string') throw new InvalidInputError('compact.instructions', 'must be a string');
+  if (instructions.length > MAX_COMPACT_INSTRUCTIONS_CHARS)
+    throw new InvalidInputError(
+      'compact.instructions',
+      `must be at most ${MAX_COMPACT_INSTRUCTIONS_CHARS} characters, got ${instructions.length}`,
+    );
+  return instructions.trim() === '' ? {} : { instructions };
+}
+
+/**
+ * The argument of `pin` or `unpin` (`update` names it in errors), checked for its shape: ids as
+ * non-empty strings, no more than a run may pin; a fact as a non-empty string of bounded length.
+ */
+export function parsePinInput(value: unknown, update: 'pin' | 'unpin'): { ids: string[]; fact?: string } {
+  if (!isRecord(value)) throw new InvalidInputError(update, 'must be an object { ids: string[] } or { fact: string }');
+  assertKnownKeys(value, PIN_KEYS, update, 'field');
+  const { ids, fact } = value;
+  if (ids === undefined && fact === undefined)
+    throw new InvalidInputError(update, 'must name message ids ({ ids: string[] }) or a fact ({ fact: string })');
+  const checked: string[] = [];
+  if (ids !== undefined) {
+    if (!Array.isArray(ids)) throw new InvalidInputError(`${update}.ids`, 'must be a list of message ids');
+    if (ids.length > MAX_PINNED_MESSAGES)
+      throw new InvalidInputError(`${update}.ids`, `must list at most ${MAX_PINNED_MESSAGES} ids, got ${ids.length}`);
+    ids.forEach((id: unknown, index) => {
+      if (typeof id !== 'string' || id === '')
+        throw new InvalidInputError(`${update}.ids[${index}]`, 'must be a message id such as "m12"');
+      checked.push(id);
+    });
+  }
+  if (fact === undefined) return { ids: checked };
+  if (typeof fact !== 'string' || fact.trim() === '')
+    throw new InvalidInputError(`${update}.fact`, 'must be a non-empty string');
+  if (fact.length > MAX_PIN_FACT_CHARS)
+    throw new InvalidInputError(
+      `${update}.fact`,
+      `must be at most ${MAX_PIN_FACT_CHARS} characters, got ${fact.length}`,
+    );
+  return { ids: checked, fact: fact.trim() };
+}
+
+/** What one `pin` or `unpin` changes: the messages whose sticky flag it sets or clears, and the pins after it. */
+export interface PinChange {
+  /** Ids whose message becomes sticky (`pin`) or plain again (`unpin`), in the order asked. */
+  ids: string[];
+  pins: Pins;
+}
+
+/**
+ * What `pin` does to a run with these live entries and pins, or `InvalidInputError` naming the
+ * id that is not in the live conversation, or the bound a pin would pass. A message sticky
+ * already (the task, a system message, one pinned before) is kept as it is and not pinned again.
+ */
+export function pinChange(
+  input: { ids: string[]; fact?: string },
+  entries: readonly SessionEntry[],
+  pins: Pins,
+): PinChange {
+  const byId = new Map(entries.map((entry) => [entry.id, entry.message]));
+  const ids: string[] = [];
+  input.ids.forEach((id, index) => {
+    const message = byId.get(id);
+    if (message === undefined)
+      throw new InvalidInputError(
+        `pin.ids[${index}]`,
+        `no message with id "${id}" in the live conversation (the conversationEntries query lists them)`,
+      );
+    if (!isSticky(message) && !ids.includes(id)) ids.push(id);
+  });
+  if (pins.ids.length + ids.length > MAX_PINNED_MESSAGES)
+    throw new InvalidInputError(
+      'pin.ids',
+      `a run holds at most ${MAX_PINNED_MESSAGES} pinned messages; ${pins.ids.length} are pinned (unpin some first)`,
+    );
+  const facts = [...pins.facts];
+  if (input.fact !== undefined && !facts.includes(input.fact)) {
+    if (facts.length >= MAX_PIN_FACTS)
+      throw new InvalidInputError('pin.fact', `a run holds at most ${MAX_PIN_FACTS} facts (unpin one first)`);
+    facts.push(input.fact);
+  }
+  return { ids, pins: { ids: [...pins.ids, ...ids], facts } };
+}
+
+/**
+ * What `unpin` does: only what `pin` pinned can be unpinned (a message sticky from the run's
+ * input stays so); an id or fact that is not pinned is refused, naming it.
+ */
+export function unpinChange(input: { ids: string[]; fact?: string }, pins: Pins): PinChange {
+  const ids: string[] = [];
+  input.ids.forEach((id, index) => {
+    if (!pins.ids.includes(id))
+      throw new InvalidInputError(
+        `unpin.ids[${index}]`,
+        `"${id}" is not pinned (only messages pinned by the pin update can be unpinned; pinned: ${pins.ids.join(', ') || 'none'})`,
+      );
+    if (!ids.includes(id)) ids.push(id);
+  });
+  if (input.fact !== undefined && !pins.facts.includes(input.fact))
+    throw new InvalidInputError('unpin.fact', `is not a pinned fact (pinned: ${pins.facts.length})`);
+  return {
+    ids,
+    pins: {
+      ids: pins.ids.filter((id) => !ids.includes(id)),
+      facts: pins.facts.filter((fact) => fact !== input.fact),
+    },
+  };
+}
+
+/**
+ * The summary instructions of one compaction of the run: the run's own `compaction.summaryInstructions`,
+ * then the `compact` update's instructions, then the pinned facts as a list to keep. Undefined when
+ * there is none of them, so a run that is never steered asks exactly what it asked before.
+ */
+export function steeredInstructions(
+  base: string | undefined,
+  facts: readonly string[],
+  onDemand: string | undefined,
+): string | undefined {
+  const parts = [base, onDemand].filter((part): part is string => part !== undefined && part.trim() !== '');
+  if (facts.length > 0)
+    parts.push(['Keep these facts, word for word:', ...facts.map((fact) => `- ${fact}`)].join('\n'));
+  return parts.length === 0 ? undefined : parts.join('\n\n');
+}
+
+/**
+ * A compaction's options with the run's steering in them: `summaryInstructions` set to
+ * {@link steeredInstructions} of the options' own, the pinned facts and the `compact` update's
+ * instructions — and the options unchanged (the same keys) when there is none of them.
+ */
+export function steeredOptions<T extends { summaryInstructions?: string }>(
+  options: T,
+  facts: readonly string[],
+  onDemand: string | undefined,
+): T {
+  const summaryInstructions = steeredInstructions(options.summaryInstructions, facts, onDemand);
+  return summaryInstructions === undefined ? options : { ...options, summaryInstructions };
+}
+
+/** The pins as lines of the run's current details (none when nothing is pinned). */
+export function pinDetails(pins: Pins): string[] {
+  const lines: string[] = [];
+  if (pins.ids.length > 0) lines.push(`Pinned messages: ${pins.ids.join(', ')}`);
+  if (pins.facts.length > 0)
+    lines.push(
+      `Pinned facts (kept by every summary): ${pins.facts.map((fact) => `“${oneLine(fact, 80)}”`).join(' · ')}`,
+    );
+  return lines;
+}
+
+/**
+ * Whether a compaction of the run waits for a person (docs/design.md#review): `'auto'` applies it
+ * (as before review existed); `'approve'` computes it, summary included, publishes it and waits for
+ * `reviewCompaction` up to `reviewTimeout` (then applies it); `'manual'` compacts only on the
+ * `compact` update. In every mode a compaction without which the next request would not fit its
+ * window is applied at once and recorded as forced.
+ */
+export type CompactionReview = 'auto' | 'approve' | 'manual';
+/** The modes of {@link CompactionReview}. */
+export const COMPACTION_REVIEWS: readonly CompactionReview[] = ['auto', 'approve', 'manual'];
+/** How long a proposal waits for `reviewCompaction` before it is applied. @default '1h' */
+export const DEFAULT_REVIEW_TIMEOUT_MS = 3_600_000;
+/** The longest summary `reviewCompaction` with `edit` takes, in characters. */
+export const MAX_REVIEWED_SUMMARY_CHARS = 100_000;
+
+/** A compaction computed and waiting for `reviewCompaction` (the `pendingCompaction` query). */
+export interface CompactionProposal {
+  /** The chat round it would run before (1-based). */
+  round: number;
+  /** The backend whose room it aimed at. */
+  backend: string;
+  kind: CompactionKind;
+  tokensBefore: number;
+  tokensAfter: number;
+  /** Transcript ids of the live messages it would remove (replaced by the summary, or trimmed). */
+  dropped: string[];
+  /** Transcript ids of the messages whose content it would replace by a stub. */
+  elided: string[];
+  /** The summary message it would put where the first dropped message stood; null for a trim or an elision. */
+  summary: string | null;
+  /** When the run stops waiting and applies it (workflow time, ms since the epoch). */
+  applyAt: number;
+}
+
+/** The argument of `reviewCompaction`. */
+export interface ReviewCompactionInput {
+  /** `apply` the proposal, `reject` it (the conversation stays as it is), or apply it with `summary` in place of its own (`edit`). */
+  decision: 'apply' | 'reject' | 'edit';
+  /** With `edit`: the summary to apply (the harness's one-line header is put before it). */
+  summary?: string;
+}
+
+/** What `reviewCompaction` answers: the decision taken, for the compaction of that round. */
+export interface ReviewAnswer {
+  decision: ReviewCompactionInput['decision'];
+  round: number;
+}
+
+const REVIEW_KEYS = keysOf<ReviewCompactionInput>({ decision: true, summary: true });
+
+/** The `reviewCompaction` argument checked against the proposal waiting (`undefined`: none), naming the field. */
+export function parseReviewInput(value: unknown, proposal: CompactionProposal | undefined): ReviewCompactionInput {
+  if (proposal === undefined)
+    throw new InvalidInputError(
+      'reviewCompaction',
+      'no compaction is waiting for review (the pendingCompaction query)',
+    );
+  if (!isRecord(value))
+    throw new InvalidInputError(
+      'reviewCompaction',
+      "must be an object { decision: 'apply' | 'reject' | 'edit', summary? }",
+    );
+  assertKnownKeys(value, REVIEW_KEYS, 'reviewCompaction', 'field');
+  const { decision, summary } = value;
+  if (decision !== 'apply' && decision !== 'reject' && decision !== 'edit')
+    throw new InvalidInputError(
+      'reviewCompaction.decision',
+      `must be "apply", "reject" or "edit", got ${JSON.stringify(decision)}`,
+    );
+  if (decision !== 'edit') {
+    if (summary !== undefined)
+      throw new InvalidInputError('reviewCompaction.summary', 'is only taken with decision "edit"');
+    return { decision };
+  }
+  if (proposal.summary === null)
+    throw new InvalidInputError(
+      'reviewCompaction.decision',
+      `"edit" needs a proposal with a summary; this one is a ${proposal.kind}`,
+    );
+  if (typeof summary !== 'string' || summary.trim() === '')
+    throw new InvalidInputError('reviewCompaction.summary', 'must be the summary to apply (a non-empty string)');
+  if (summary.length > MAX_REVIEWED_SUMMARY_CHARS)
+    throw new InvalidInputError(
+      'reviewCompaction.summary',
+      `must be at most ${MAX_REVIEWED_SUMMARY_CHARS} characters, got ${summary.length}`,
+    );
+  return { decision, summary };
+}
+
+/** What a compaction result would do to the live entries, as a proposal (nothing is applied). */
+export function proposalOf(
+  entries: readonly SessionEntry[],
+  result: CompactionResult,
+  where: { round: number; backend: string; applyAt: number },
+): CompactionProposal {
+  const { entries: after } = recordCompaction(entries, result);
+  const kept = new Set(after.map((entry) => entry.id));
+  return {
+    ...where,
+    kind: compactionKind(result),
+    tokensBefore: result.tokensBefore,
+    tokensAfter: result.tokensAfter,
+    dropped: entries.filter((entry) => !kept.has(entry.id)).map((entry) => entry.id),
+    elided: result.elisions.flatMap(({ index }) => entries[index]?.id ?? []),
+    summary: result.summary,
+  };
+}
+
+/**
+ * The result with a person's summary in place of the summarizer's (`reviewCompaction` `edit`): the
+ * summary message holds `summary` under the harness's header, and the tokens after are counted again.
+ */
+export function withEditedSummary(result: CompactionResult, summary: string, counter: TokenCounter): CompactionResult {
+  const content = summaryContent(summary, result.dropped);
+  const messages = result.messages.map((message) =>
+    message.role === 'user' && message.content === result.summary && message.sticky !== true
+      ? { ...message, content }
+      : message,
+  );
+  return { ...result, messages, summary: content, tokensAfter: counter.count(messages) };
+}
+
+/** The proposal as lines of the run's current details. */
+export function proposalDetails(proposal: CompactionProposal): string[] {
+  return [
+    `**Compaction waiting for review** (round ${proposal.round}, ${proposal.kind}): ${proposal.tokensBefore} → ${proposal.tokensAfter} tokens, dropping ${proposal.dropped.length} messages, eliding ${proposal.elided.length}; applied at ${new Date(proposal.applyAt).toISOString()} unless reviewed (\`reviewCompaction\`).`,
+  ];
+}

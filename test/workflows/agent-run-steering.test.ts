@@ -1,0 +1,529 @@
+// Steering a running agentRun on the dev server (docs/design.md#steering): the `compact` update
+// answered with the compaction's record (or why there was none), `pin`/`unpin` keeping a message
+// through compactions and letting it go again, pinned facts carried across continue-as-new, the
+// pins in the UI's current details, and bad input refused naming the field or id.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { WorkflowUpdateFailedError, WorkflowUpdateStage, type WorkflowHandle } from '@temporalio/client';
+import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import OpenAI from 'openai';
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import {
+  agentRun,
+  agentRunSteering,
+  compactionsQuery,
+  conversationQuery,
+  FailureType,
+  replaySession,
+  toProviderMessages,
+  type AgentRunWorkflowInput,
+  type ChatMessage,
+  type CompactionProposal,
+} from '../../src/index.js';
+import { readSessionLines } from '../../src/client/session-reader.js';
+import { NOTHING_TO_COMPACT } from '../../src/core/agent/steering.js';
+import {
+  assistantReply as completion,
+  createHold,
+  startFakeOpenAI,
+  type FakeOpenAI,
+  type ScriptedResponse,
+} from '../support/fake-openai.js';
+import { failureTypeOf, replayActivities, replayTokens } from '../support/agent.js';
+import { bundleWorkflows, testConnection, uniqueId, withWorker, type TestConnection } from '../support/temporal.js';
+import { main, type CliIo } from '../../src/cli/main.js';
+import { maybeRecordHistory } from './harness.js';
+
+const {
+  compactUpdate,
+  pinUpdate,
+  unpinUpdate,
+  conversationEntriesQuery,
+  pendingCompactionQuery,
+  reviewCompactionUpdate,
+} = agentRunSteering;
+
+let bundle: WorkflowBundleWithSourceMap;
+beforeAll(async () => {
+  bundle = await bundleWorkflows(new URL('../../src/workflows/index.ts', import.meta.url));
+});
+
+const openaiModel = { provider: 'openai' as const, model: 'fake-agent', contextWindow: 16_000, maxOutputTokens: 500 };
+
+/** A long note on one subject: enough text that a summary of a few of them is shorter than they are. */
+function notes(subject: string): string {
+  return Array.from(
+    { length: 12 },
+    (_, step) =>
+      `Step ${step + 1} on ${subject}: looked at case ${step * 7 + 3}, and it behaved as logged in run ${step + 40}.`,
+  ).join(' ');
+}
+
+/** A conversation with a middle to compact: the task, then turns the run did before. */
+const opening: ChatMessage[] = [
+  { role: 'system', content: 'You are a careful agent.' },
+  { role: 'user', content: 'Find out why the parser test fails.' },
+  { role: 'assistant', content: `The failing test is test_parse_empty. ${notes('the test suite')}` },
+  { role: 'user', content: `Go on, and keep notes as you go. ${notes('the logs')}` },
+  { role: 'assistant', content: `parser.py line 42 returns None for an empty string. ${notes('parser.py')}` },
+  { role: 'user', content: 'Read a.txt next, please.' },
+];
+
+/**
+ * An assistant reply billed about what its request holds (o200k of its messages): the run's
+ * counters are calibrated by what was billed, and a compaction is accepted only when it shrinks
+ * the conversation as they count it.
+ */
+const reply =
+  (message: Record<string, unknown>): ScriptedResponse =>
+  (request) => {
+    const { messages } = request.body as { messages: ChatMessage[] };
+    const prompt = replayTokens(messages);
+    return completion(message, { prompt_tokens: prompt, completion_tokens: 5, total_tokens: prompt + 5 });
+  };
+
+const readCall = (id: string) =>
+  reply({
+    content: null,
+    tool_calls: [{ id, type: 'function', function: { name: 'fs_read', arguments: '{"path":"a.txt"}' } }],
+  });
+
+/** The ids of the live conversation, in order. */
+async function liveIds(handle: WorkflowHandle): Promise<string[]> {
+  return (await handle.query(conversationEntriesQuery)).map((entry) => entry.id);
+}
+
+/** The CLI's input and output, connected to the test's server. */
+function cliIo(t: TestConnection): CliIo & { out: () => string; err: () => string } {
+  let out = '';
+  let err = '';
+  return {
+    stdout: (text) => (out += text),
+    stderr: (text) => (err += text),
+    env: { TEMPORAL_ADDRESS: t.address, TEMPORAL_NAMESPACE: t.namespace },
+    out: () => out,
+    err: () => err,
+  };
+}
+
+/** Waits until the run has a compaction waiting for review, and returns it. */
+async function proposalOf(handle: WorkflowHandle): Promise<CompactionProposal> {
+  for (let attempt = 0; attempt < 200; attempt += 1) {
+    const proposal = await handle.query(pendingCompactionQuery);
+    if (proposal !== null) return proposal;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error('no compaction came up for review');
+}
+
+/** The UI's current details of a run. */
+async function currentDetails(handle: WorkflowHandle): Promise<string> {
+  const metadata: unknown = await handle.query('__temporal_workflow_metadata');
+  return String(Reflect.get(Object(metadata), 'currentDetails'));
+}
+
+describe('steering agentRun', { timeout: 120_000 }, () => {
+  let server: FakeOpenAI;
+  let root: string;
+  beforeEach(async () => {
+    server = await startFakeOpenAI();
+    root = mkdtempSync(join(tmpdir(), 'agent-steer-'));
+    writeFileSync(join(root, 'a.txt'), 'alpha\nbeta\n');
+  });
+  afterEach(async () => {
+    await server.close();
+    rmSync(root, { recursive: true, force: true });
+  });
+  const activities = () =>
+    replayActivities({
+      openai: new OpenAI({ baseURL: server.baseURL, apiKey: 'test-key', maxRetries: 0 }),
+      toolsRoot: root,
+    });
+  const input = (overrides: Partial<AgentRunWorkflowInput> = {}): AgentRunWorkflowInput => ({
+    messages: opening,
+    model: openaiModel,
+    tools: ['fs_read'],
+    // The conversation is far under the trigger: only the compact update compacts it.
+    compaction: { keepRecent: 2 },
+    ...overrides,
+  });
+
+  it('compact compacts before the next chat request, under the trigger, and answers with the record', async () => {
+    const hold = createHold();
+    server.script(hold.response, reply({ content: 'Done: the parser returns None.' }));
+    const t = await testConnection();
+    await withWorker(t, { workflowBundle: bundle, activities: activities() }, async () => {
+      const handle = await t.client.workflow.start(agentRun, {
+        taskQueue: t.taskQueue,
+        workflowId: uniqueId('agent-compact-update'),
+        args: [input()],
+      });
+      await server.waitForRequests(1, 20_000);
+      const refused = await handle
+        .executeUpdate(compactUpdate, { args: [{ instructions: 42 as unknown as string }] })
+        .catch((error: unknown) => error);
+      expect(refused).toBeInstanceOf(WorkflowUpdateFailedError);
+      expect(failureTypeOf(refused)).toEqual({
+        type: FailureType.InvalidInput,
+        message: 'compact.instructions: must be a string',
+      });
+      // Accepted now, answered once the loop has compacted: after the request in flight, before the next.
+      const update = await handle.startUpdate(compactUpdate, {
+        args: [{ instructions: 'Keep the failing test name.' }],
+        waitForStage: WorkflowUpdateStage.ACCEPTED,
+      });
+      expect(await handle.query(compactionsQuery)).toMatchObject({ totals: { compactions: 0 } });
+      hold.release(readCall('call_1'));
+      const record = await update.result();
+      expect(record).toMatchObject({ round: 2, kind: 'summary', fallback: false, exhausted: false });
+      expect('compacted' in record).toBe(false);
+      const result = await handle.result();
+      expect(result.compactions.recent).toEqual([record]);
+      // What the second request carried: the summary where the middle was, the task and the recent window kept.
+      const sent = server.requests[1]?.body as { messages: ChatMessage[] };
+      expect(sent.messages[1]).toEqual({ role: 'user', content: opening[1]?.content });
+      expect(sent.messages).toHaveLength(5);
+      expect(sent.messages[2]?.content).toMatch(/^\[Summary by the harness of 4 earlier messages\]/);
+      expect(sent.messages).toEqual(toProviderMessages(result.messages.slice(0, -1)));
+      expect(replaySession(await readSessionLines(t.client, result.session))).toEqual(result.messages);
+      await maybeRecordHistory(handle, 'agent-run-compact-update');
+    });
+  });
+
+  it('compact answers why when there is nothing to compact, and when the run finished first', async () => {
+    const first = createHold();
+    const second = createHold();
+    server.script(first.response, second.response);
+    const t = await testConnection();
+    await withWorker(t, { workflowBundle: bundle, activities: activities() }, async () => {
+      const handle = await t.client.workflow.start(agentRun, {
+        taskQueue: t.taskQueue,
+        workflowId: uniqueId('agent-compact-nothing'),
+        args: [input({ messages: opening.slice(0, 2) })],
+      });
+      await server.waitForRequests(1, 20_000);
+      const nothing = await handle.startUpdate(compactUpdate, {
+        args: [{}],
+        waitForStage: WorkflowUpdateStage.ACCEPTED,
+      });
+      first.release(readCall('call_1'));
+      // The system prompt and the task are sticky, the tool turn is the recent window: nothing between.
+      expect(await nothing.result()).toEqual(NOTHING_TO_COMPACT);
+      await server.waitForRequests(2, 20_000);
+      const late = await handle.startUpdate(compactUpdate, { args: [{}], waitForStage: WorkflowUpdateStage.ACCEPTED });
+      second.release(reply({ content: 'a.txt holds alpha and beta.' }));
+      expect(await late.result()).toEqual({
+        compacted: false,
+        reason: 'the run finished before its next chat request',
+      });
+      const result = await handle.result();
+      expect(result.stopReason).toBe('completed');
+      expect(result.compactions.totals.compactions).toBe(0);
+    });
+  });
+
+  it('a pinned message survives compactions in place, unpinned it goes; the flag never reaches the model', async () => {
+    const holds = [createHold(), createHold(), createHold()];
+    server.script(...holds.map((hold) => hold.response));
+    const t = await testConnection();
+    await withWorker(t, { workflowBundle: bundle, activities: activities() }, async () => {
+      const handle = await t.client.workflow.start(agentRun, {
+        taskQueue: t.taskQueue,
+        workflowId: uniqueId('agent-pins'),
+        args: [input()],
+      });
+      await server.waitForRequests(1, 20_000);
+      expect(await liveIds(handle)).toEqual(['m1', 'm2', 'm3', 'm4', 'm5', 'm6']);
+      const unknown = await handle
+        .executeUpdate(pinUpdate, { args: [{ ids: ['m3', 'm99'] }] })
+        .catch((e: unknown) => e);
+      expect(unknown).toBeInstanceOf(WorkflowUpdateFailedError);
+      expect(failureTypeOf(unknown)).toEqual({
+        type: FailureType.InvalidInput,
+        message:
+          'pin.ids[1]: no message with id "m99" in the live conversation (the conversationEntries query lists them)',
+      });
+      const notPinned = await handle.executeUpdate(unpinUpdate, { args: [{ ids: ['m5'] }] }).catch((e: unknown) => e);
+      expect(failureTypeOf(notPinned).message).toMatch(/^unpin\.ids\[0\]: "m5" is not pinned/);
+      // m5 holds what the agent found: pinned with a fact (answered at once, the request in flight
+      // notwithstanding), then compacted on demand before the next request.
+      expect(
+        await handle.executeUpdate(pinUpdate, { args: [{ ids: ['m5'], fact: 'The fix goes in parser.py' }] }),
+      ).toEqual({ ids: ['m5'], facts: ['The fix goes in parser.py'] });
+      const compact = await handle.startUpdate(compactUpdate, {
+        args: [{}],
+        waitForStage: WorkflowUpdateStage.ACCEPTED,
+      });
+      holds[0]?.release(readCall('call_1'));
+      expect(await compact.result()).toMatchObject({ kind: 'summary', round: 2, dropped: 3 });
+      await server.waitForRequests(2, 20_000);
+      // m3 and m4 went into the summary; the pinned m5 stayed where it was, after it.
+      expect(await liveIds(handle)).toEqual(['m1', 'm2', 'summary:m6', 'm5', 'm7', 'm8']);
+      const live = await handle.query(conversationQuery);
+      expect(live[3]).toEqual({ ...opening[4], sticky: true });
+      const sentSecond = server.requests[1]?.body as { messages: ChatMessage[] };
+      expect(JSON.stringify(sentSecond)).not.toContain('sticky');
+      expect(sentSecond.messages).toEqual(toProviderMessages(live));
+      const details = await currentDetails(handle);
+      expect(details).toContain('Pinned messages: m5');
+      expect(details).toContain('Pinned facts (kept by every summary): “The fix goes in parser.py”');
+
+      // Unpinned, the next compaction takes it too.
+      expect(await handle.executeUpdate(unpinUpdate, { args: [{ ids: ['m5'] }] })).toEqual({
+        ids: [],
+        facts: ['The fix goes in parser.py'],
+      });
+      const again = await handle.startUpdate(compactUpdate, { args: [{}], waitForStage: WorkflowUpdateStage.ACCEPTED });
+      holds[1]?.release(readCall('call_2'));
+      expect(await again.result()).toMatchObject({ kind: 'summary', round: 3, dropped: 4 });
+      await server.waitForRequests(3, 20_000);
+      expect(await liveIds(handle)).toEqual(['m1', 'm2', 'summary:m8', 'm9', 'm10']);
+      holds[2]?.release(reply({ content: 'The parser returns None.' }));
+      const result = await handle.result();
+      const lines = await readSessionLines(t.client, result.session);
+      expect(lines.filter((line) => line.type === 'pin')).toEqual([
+        { type: 'pin', ids: ['m5'], pinned: true },
+        { type: 'pin', ids: ['m5'], pinned: false },
+      ]);
+      expect(replaySession(lines)).toEqual(result.messages);
+      expect(result.compactions.totals.compactions).toBe(2);
+      await maybeRecordHistory(handle, 'agent-run-pins');
+    });
+  });
+
+  it('pins survive continue-as-new: the continued run holds the fact and shows it', async () => {
+    const first = createHold();
+    const second = createHold();
+    server.script(first.response, second.response, reply({ content: 'Done.' }));
+    const t = await testConnection();
+    await withWorker(t, { workflowBundle: bundle, activities: activities() }, async () => {
+      const workflowId = uniqueId('agent-pins-can');
+      const handle = await t.client.workflow.start(agentRun, {
+        taskQueue: t.taskQueue,
+        workflowId,
+        args: [input({ continueAsNewAfterRounds: 1 })],
+      });
+      await server.waitForRequests(1, 20_000);
+      expect(
+        await handle.executeUpdate(pinUpdate, { args: [{ ids: ['m3'], fact: 'The fix goes in parser.py' }] }),
+      ).toEqual({ ids: ['m3'], facts: ['The fix goes in parser.py'] });
+      first.release(readCall('call_1'));
+      await server.waitForRequests(2, 20_000);
+      const latest = t.client.workflow.getHandle(workflowId);
+      const { runId } = await latest.describe();
+      expect(runId).not.toBe(handle.firstExecutionRunId);
+      expect(await currentDetails(latest)).toContain(
+        'Pinned facts (kept by every summary): “The fix goes in parser.py”',
+      );
+      expect((await latest.query(conversationQuery))[2]).toEqual({ ...opening[2], sticky: true });
+      // The continued run knows both pins: it unpins them (an unknown pin would be refused).
+      expect(
+        await latest.executeUpdate(unpinUpdate, { args: [{ ids: ['m3'], fact: 'The fix goes in parser.py' }] }),
+      ).toEqual({ ids: [], facts: [] });
+      second.release(readCall('call_2'));
+      const result = await latest.result();
+      expect(result.continuedAsNew).toBe(2);
+      expect(result.messages[2]).toEqual(opening[2]);
+      expect(replaySession(await readSessionLines(t.client, result.session))).toEqual(result.messages);
+    });
+  });
+
+  it('refuses steering once the run has finished', async () => {
+    server.script(reply({ content: 'Done.' }));
+    const t = await testConnection();
+    await withWorker(t, { workflowBundle: bundle, activities: activities() }, async () => {
+      const handle = await t.client.workflow.start(agentRun, {
+        taskQueue: t.taskQueue,
+        workflowId: uniqueId('agent-steer-late'),
+        args: [input()],
+      });
+      await handle.result();
+      const late = await handle.executeUpdate(pinUpdate, { args: [{ ids: ['m3'] }] }).catch((e: unknown) => e);
+      expect(String(late)).toContain('workflow execution already completed');
+    });
+  });
+
+  describe('review before apply (compaction.review)', () => {
+    it("'approve' publishes the compaction and waits; edit applies the person's summary", async () => {
+      const hold = createHold();
+      server.script(hold.response, reply({ content: 'Done.' }));
+      const t = await testConnection();
+      await withWorker(t, { workflowBundle: bundle, activities: activities() }, async () => {
+        const handle = await t.client.workflow.start(agentRun, {
+          taskQueue: t.taskQueue,
+          workflowId: uniqueId('agent-review'),
+          args: [input({ compaction: { keepRecent: 2, review: 'approve' } })],
+        });
+        await server.waitForRequests(1, 20_000);
+        expect(await handle.query(pendingCompactionQuery)).toBeNull();
+        const nothing = cliIo(t);
+        expect(await main(['review', handle.workflowId], nothing)).toBe(1);
+        expect(nothing.err()).toContain('no compaction is waiting for review');
+        const none = await handle
+          .executeUpdate(reviewCompactionUpdate, { args: [{ decision: 'apply' }] })
+          .catch((e: unknown) => e);
+        expect(failureTypeOf(none)).toEqual({
+          type: FailureType.InvalidInput,
+          message: 'reviewCompaction: no compaction is waiting for review (the pendingCompaction query)',
+        });
+        const compact = await handle.startUpdate(compactUpdate, {
+          args: [{}],
+          waitForStage: WorkflowUpdateStage.ACCEPTED,
+        });
+        hold.release(readCall('call_1'));
+        const proposal = await proposalOf(handle);
+        expect(proposal).toMatchObject({ round: 2, kind: 'summary', dropped: ['m3', 'm4', 'm5', 'm6'], elided: [] });
+        expect(proposal.summary).toMatch(/^\[Summary by the harness of 4 earlier messages\]/);
+        expect(proposal.tokensAfter).toBeLessThan(proposal.tokensBefore);
+        expect(await currentDetails(handle)).toContain('**Compaction waiting for review** (round 2, summary)');
+        // Nothing is applied while it waits, and no request goes out.
+        expect(await liveIds(handle)).toEqual(['m1', 'm2', 'm3', 'm4', 'm5', 'm6', 'm7', 'm8']);
+        expect(server.requests).toHaveLength(1);
+        const bad = await handle
+          .executeUpdate(reviewCompactionUpdate, { args: [{ decision: 'edit' }] })
+          .catch((e: unknown) => e);
+        expect(failureTypeOf(bad).message).toBe(
+          'reviewCompaction.summary: must be the summary to apply (a non-empty string)',
+        );
+        // The CLI shows it and takes the decision: the person's summary from a file.
+        const shown = cliIo(t);
+        expect(await main(['review', handle.workflowId], shown)).toBe(0);
+        expect(shown.out()).toContain(
+          `agentRun ${handle.workflowId} · compaction waiting for review (round 2, summary`,
+        );
+        expect(shown.out()).toContain('drops: m3, m4, m5, m6');
+        expect(shown.out()).toContain(proposal.summary ?? 'a summary');
+        expect(await main(['review', handle.workflowId, '--apply', '--reject'], cliIo(t))).toBe(2);
+        const file = join(root, 'summary.md');
+        writeFileSync(file, 'The parser returns None for an empty string (parser.py line 42).');
+        const decided = cliIo(t);
+        expect(await main(['review', handle.workflowId, '--edit', file], decided)).toBe(0);
+        expect(decided.out()).toBe(
+          `agentRun ${handle.workflowId}: applied with your summary the compaction of round 2\n`,
+        );
+        const record = await compact.result();
+        expect(record).toMatchObject({ round: 2, kind: 'summary', review: 'edited', dropped: 4 });
+        const result = await handle.result();
+        expect(result.messages[2]).toEqual({
+          role: 'user',
+          content:
+            '[Summary by the harness of 4 earlier messages]\n\nThe parser returns None for an empty string (parser.py line 42).',
+        });
+        expect(await handle.query(pendingCompactionQuery)).toBeNull();
+        const lines = await readSessionLines(t.client, result.session);
+        expect(replaySession(lines)).toEqual(result.messages);
+        expect(lines.find((line) => line.type === 'compaction')).toMatchObject({ review: 'edited' });
+        await maybeRecordHistory(handle, 'agent-run-review');
+      });
+    });
+
+    it('reject leaves the conversation as it is; unreviewed, a proposal is applied at reviewTimeout', async () => {
+      const holds = [createHold(), createHold()];
+      server.script(holds[0]?.response ?? reply({}), holds[1]?.response ?? reply({}), reply({ content: 'Done.' }));
+      const t = await testConnection();
+      await withWorker(t, { workflowBundle: bundle, activities: activities() }, async () => {
+        const handle = await t.client.workflow.start(agentRun, {
+          taskQueue: t.taskQueue,
+          workflowId: uniqueId('agent-review-reject'),
+          args: [input({ compaction: { keepRecent: 2, review: 'approve', reviewTimeout: '2s' } })],
+        });
+        await server.waitForRequests(1, 20_000);
+        const rejected = await handle.startUpdate(compactUpdate, {
+          args: [{}],
+          waitForStage: WorkflowUpdateStage.ACCEPTED,
+        });
+        holds[0]?.release(readCall('call_1'));
+        await proposalOf(handle);
+        expect(await handle.executeUpdate(reviewCompactionUpdate, { args: [{ decision: 'reject' }] })).toEqual({
+          decision: 'reject',
+          round: 2,
+        });
+        expect(await rejected.result()).toEqual({
+          compacted: false,
+          reason: 'the reviewer rejected it (reviewCompaction)',
+        });
+        await server.waitForRequests(2, 20_000);
+        expect(await liveIds(handle)).toEqual(['m1', 'm2', 'm3', 'm4', 'm5', 'm6', 'm7', 'm8']);
+        // The summarizer was asked (and billed) all the same.
+        expect((await handle.query(compactionsQuery)).usage.summarizer.requests).toBe(1);
+        // Nobody answers the next one: it is applied when reviewTimeout is up.
+        const unreviewed = await handle.startUpdate(compactUpdate, {
+          args: [{}],
+          waitForStage: WorkflowUpdateStage.ACCEPTED,
+        });
+        holds[1]?.release(readCall('call_2'));
+        expect(await unreviewed.result()).toMatchObject({ round: 3, kind: 'summary', review: 'timed-out' });
+        const result = await handle.result();
+        expect(result.compactions.totals.compactions).toBe(1);
+        expect(replaySession(await readSessionLines(t.client, result.session))).toEqual(result.messages);
+      });
+    });
+
+    it("'manual' compacts only on demand, but a request that would not fit its window forces the compaction", async () => {
+      server.script(reply({ content: 'Done.' }));
+      const t = await testConnection();
+      // The opening is over this window's room: the first request cannot go out as it is.
+      const small = { ...openaiModel, contextWindow: 1_000, maxOutputTokens: 100, safetyMargin: 0 };
+      const forced = await withWorker(t, { workflowBundle: bundle, activities: activities() }, () =>
+        t.client.workflow.execute(agentRun, {
+          taskQueue: t.taskQueue,
+          workflowId: uniqueId('agent-review-forced'),
+          args: [input({ model: small, compaction: { keepRecent: 2, review: 'manual' } })],
+        }),
+      );
+      expect(forced.compactions.recent).toEqual([expect.objectContaining({ round: 1, review: 'forced' })]);
+      expect(server.requests).toHaveLength(1);
+      // Over the trigger (0.6 of the room) but within the room: 'auto' compacts, 'manual' does not.
+      server.script(reply({ content: 'Done.' }), reply({ content: 'Done.' }));
+      const roomy = { ...openaiModel, contextWindow: 1_600, maxOutputTokens: 100, safetyMargin: 0 };
+      const runRoomy = (review: 'manual' | 'auto') =>
+        withWorker(t, { workflowBundle: bundle, activities: activities() }, () =>
+          t.client.workflow.execute(agentRun, {
+            taskQueue: t.taskQueue,
+            workflowId: uniqueId(`agent-review-roomy-${review}`),
+            args: [
+              input({
+                model: roomy,
+                compaction: { keepRecent: 2, review, triggerRatio: 0.6, deferShallowCompactions: false },
+              }),
+            ],
+          }),
+        );
+      expect((await runRoomy('auto')).compactions.totals.compactions).toBe(1);
+      expect((await runRoomy('manual')).compactions.totals.compactions).toBe(0);
+    });
+
+    it('a proposal waits through a worker restart: a new worker takes the decision', async () => {
+      const hold = createHold();
+      server.script(hold.response, reply({ content: 'Done.' }));
+      const t = await testConnection();
+      const workflowId = uniqueId('agent-review-restart');
+      const handle = await withWorker(t, { workflowBundle: bundle, activities: activities() }, async () => {
+        const started = await t.client.workflow.start(agentRun, {
+          taskQueue: t.taskQueue,
+          workflowId,
+          args: [input({ compaction: { keepRecent: 2, review: 'approve' } })],
+        });
+        await server.waitForRequests(1, 20_000);
+        await started.startUpdate(compactUpdate, { args: [{}], waitForStage: WorkflowUpdateStage.ACCEPTED });
+        hold.release(readCall('call_1'));
+        await proposalOf(started);
+        return started;
+      });
+      // No worker now: the proposal waits in history (a timer), not in a worker's memory.
+      await withWorker(t, { workflowBundle: bundle, activities: activities() }, async () => {
+        const proposal = await proposalOf(handle);
+        expect(proposal.dropped).toEqual(['m3', 'm4', 'm5', 'm6']);
+        expect(await handle.executeUpdate(reviewCompactionUpdate, { args: [{ decision: 'apply' }] })).toEqual({
+          decision: 'apply',
+          round: 2,
+        });
+        const result = await handle.result();
+        expect(result.compactions.recent).toEqual([expect.objectContaining({ review: 'applied', dropped: 4 })]);
+        expect(replaySession(await readSessionLines(t.client, result.session))).toEqual(result.messages);
+        await maybeRecordHistory(handle, 'agent-run-review-worker-restart');
+      });
+    });
+  });
+});
