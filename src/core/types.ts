@@ -60,6 +60,12 @@ export interface SummarizeRequest {
    * summarizer that works on structure (the extractive one) reads this instead of the text.
    */
   middle?: ChatMessage[];
+  /**
+   * The caller's `summaryInstructions` (docs/design.md#summary-instructions), also added to the
+   * instruction in `messages`: for a summarizer that works on structure (the extractive one keeps
+   * what matches them first). Absent when none were given.
+   */
+  instructions?: string;
 }
 
 export interface SummarizeResponse {

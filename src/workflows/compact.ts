@@ -164,10 +164,18 @@ export const SUMMARIZE_MIDDLE_PATCH_ID = 'temporal-compactor:summarize-middle-v1
 
 /** What one step sends to the `summarize` activity. Asks the patch right before the activity is scheduled. */
 function summarizeInput(step: SummarizeStep): SummarizeActivityInput {
-  const { middle } = step.request;
+  const { middle, instructions } = step.request;
+  // `instructions` only when the caller gave some: a run without them sends what it always sent (no patch).
   if (middle !== undefined && (!inWorkflowContext() || patched(SUMMARIZE_MIDDLE_PATCH_ID)))
-    return { instruction: step.instruction, middle };
-  return { request: { messages: step.request.messages } };
+    return instructions === undefined
+      ? { instruction: step.instruction, middle }
+      : { instruction: step.instruction, middle, instructions };
+  return {
+    request:
+      instructions === undefined
+        ? { messages: step.request.messages }
+        : { messages: step.request.messages, instructions },
+  };
 }
 
 /**

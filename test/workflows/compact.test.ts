@@ -15,7 +15,7 @@ import {
   type CompactionResult,
   type Summarizer,
 } from '../../src/index.js';
-import { SUMMARY_INSTRUCTION } from '../../src/core/compaction/transcript.js';
+import { SUMMARY_INSTRUCTION, SUMMARY_INSTRUCTIONS_HEADING } from '../../src/core/compaction/transcript.js';
 import { SUMMARIZE_MIDDLE_PATCH_ID } from '../../src/workflows/compact.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.js';
 import { toolRounds } from '../support/messages.js';
@@ -126,6 +126,23 @@ describe('compactConversation on a dev server', () => {
       ),
     );
     expect(patches.some((data) => data.includes(SUMMARIZE_MIDDLE_PATCH_ID))).toBe(true);
+  });
+
+  it('instructions: the activity input carries them, and the model gets them after the fixed instruction', async () => {
+    server.script({ kind: 'summary', text: SHORT_SUMMARY });
+    const instructed = { ...options, summaryInstructions: 'Keep f3.py and f17.py.' };
+    const { result, handle } = await run('instructions', { messages, options: instructed });
+    expect(result.fallback).toBe(false);
+    const history = await handle.fetchHistory();
+    const scheduled = history.events?.find((event) => event.activityTaskScheduledEventAttributes);
+    const sent = scheduled?.activityTaskScheduledEventAttributes?.input?.payloads?.[0]?.data;
+    const input: unknown = JSON.parse(Buffer.from(sent ?? []).toString('utf8'));
+    expect(Object.keys(input as object).sort()).toEqual(['instruction', 'instructions', 'middle']);
+    const instruction = `${SUMMARY_INSTRUCTION}\n\n${SUMMARY_INSTRUCTIONS_HEADING}\nKeep f3.py and f17.py.`;
+    expect(input).toMatchObject({ instruction, instructions: 'Keep f3.py and f17.py.' });
+    expect(server.requests[0]?.body).toMatchObject({
+      messages: [{ role: 'system', content: instruction }, { role: 'user' }],
+    });
   });
 
   it('5xx then success: retried by Temporal, the summary is accepted', async () => {

@@ -93,6 +93,7 @@ describe('replay of recorded histories', () => {
         'agent-run-openai-tools.json',
         'agent-run-update.json',
         'compact-conversation-economics-window-gives-way.json',
+        'compact-conversation-instructions.json',
         'compact-conversation-success-summarize-middle.json',
         'compact-conversation-too-long-then-tighter-summarize-middle.json',
         // recorded on both sides of COUNT_PARTS_PATCH_ID (test/workflows/count-parts.test.ts), both after the economic rules
@@ -124,6 +125,7 @@ describe('replay of recorded histories', () => {
       .filter(({ history }) => patchIds(history).includes(SUMMARIZE_MIDDLE_PATCH_ID))
       .map(({ file }) => file);
     expect(withMiddle.sort()).toEqual([
+      'compact-conversation-instructions.json',
       'compact-conversation-success-summarize-middle.json',
       'compact-conversation-too-long-then-tighter-summarize-middle.json',
     ]);

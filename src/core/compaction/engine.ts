@@ -6,10 +6,10 @@
 // Temporal's retry policy. Neither driver decides anything, so the two cannot drift apart.
 import { epochPays, planWindow, summarizedLastRound, worthStarting } from './economics.js';
 import { applyElisions, elides, planPassElisions } from './elision.js';
-import { aimFor, type Aim, type CallOverrides, type ResolvedOptions } from './options.js';
+import { aimFor, instructionTextOf, type Aim, type CallOverrides, type ResolvedOptions } from './options.js';
 import { findRegions, trimBoundaries, type Regions } from './regions.js';
 import { validateMessages } from '../schema.js';
-import { capMiddle, requestFor, summaryContent, summaryInstruction } from './transcript.js';
+import { capMiddle, requestFor, summaryContent, summaryInstruction, type InstructionText } from './transcript.js';
 import { truncateToFit } from './truncation.js';
 import type { ChatMessage, CompactionResult, Elision, SummarizeRequest, TokenCounter, Usage } from '../types.js';
 
@@ -43,6 +43,8 @@ interface Pass {
   aim: Aim;
   regions: Regions;
   tokensBefore: number;
+  /** The call's `summaryInstructions` and `summaryPrompt` (docs/design.md#summary-instructions). */
+  text: InstructionText;
 }
 
 function startPass(
@@ -59,6 +61,7 @@ function startPass(
     aim,
     regions: findRegions(input, options.keepRecent),
     tokensBefore: aim.counter.count(input),
+    text: instructionTextOf(options, overrides),
   };
 }
 
@@ -269,14 +272,15 @@ function* passSteps(pass: Pass): CompactionSteps {
   // docs/design.md#summarizer-request One request; docs/design.md#failures the driver retries it; an empty summary is a failure.
   // The middle as the summarizer sees it, cut once for both requests.
   const seen = capMiddle(middle, options.toolResultCap);
-  const first = yield step('summary', summaryInstruction(), seen);
+  const { text } = pass;
+  const first = yield step('summary', summaryInstruction(undefined, text), seen, text);
   if (first.kind !== 'summary' || first.text.trim() === '') return trimmed();
   const firstSummary = summaryContent(first.text, planned.middle.length);
   const firstAssembled = assemble(elided.messages, planned, firstSummary);
   if (accepts(firstAssembled)) return summarized(firstSummary, firstAssembled);
 
   // docs/design.md#proof The proof failed: one tighter request, accepted only if it fits and is shorter.
-  const second = yield step('tighter', summaryInstruction(first.text.trim().length), seen);
+  const second = yield step('tighter', summaryInstruction(first.text.trim().length, text), seen, text);
   if (second.kind !== 'summary' || second.text.trim() === '') return trimmed();
   const secondSummary = summaryContent(second.text, planned.middle.length);
   const secondAssembled = assemble(elided.messages, planned, secondSummary);
@@ -285,8 +289,13 @@ function* passSteps(pass: Pass): CompactionSteps {
   return trimmed();
 }
 
-function step(purpose: SummarizeStep['purpose'], instruction: string, seen: ChatMessage[]): SummarizeStep {
-  const request = requestFor(instruction, seen);
+function step(
+  purpose: SummarizeStep['purpose'],
+  instruction: string,
+  seen: ChatMessage[],
+  text: InstructionText,
+): SummarizeStep {
+  const request = requestFor(instruction, seen, text.summaryInstructions);
   const characters = request.messages.reduce(
     (sum, message) => sum + (typeof message.content === 'string' ? message.content.length : 0),
     0,

@@ -8,6 +8,7 @@ import {
   type SectionName,
   type Sections,
 } from './format.js';
+import { instructedRoom } from './instructions.js';
 
 /**
  * A section's body within `allowance` characters: the highest-priority candidates that fit (an
@@ -75,10 +76,20 @@ export function renderSummary(
   const extra = budget - layout(bodies).length;
   if (extra <= 0) return layout(bodies);
 
+  // docs/design.md#summary-instructions What matches the caller's instructions gets room first, in
+  // every section, before any share is handed out: it is never let go for a line that does not match.
   let spare = extra;
+  for (const [name] of FILL_ORDER) {
+    const need = Math.min(spare, instructedRoom(sections[name]));
+    if (need <= 0) continue;
+    const before = bodies[name].length;
+    bodies[name] = body(name, before + need);
+    spare -= bodies[name].length - before;
+  }
+  const shared = spare;
   for (const [name, share] of FILL_ORDER) {
     const before = bodies[name].length;
-    bodies[name] = body(name, before + Math.floor(extra * share));
+    bodies[name] = body(name, before + Math.floor(shared * share));
     spare -= bodies[name].length - before;
   }
   for (const [name] of FILL_ORDER) {
