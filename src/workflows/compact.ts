@@ -215,6 +215,19 @@ function truncationPatched(): boolean {
   return !inWorkflowContext() || patched(TRUNCATE_PATCH_ID);
 }
 
+/**
+ * The patch that lets a compaction act on a summary's coverage (docs/design.md#coverage): the one
+ * retry naming the identifiers a summary left out (one summarize activity more) and the
+ * carried-facts line. Asked only when a summary left some out with `summaryCoverage` on, so a run
+ * whose summaries cover everything records no marker; a history without it replays as recorded
+ * (no retry, the summary as written). Stable forever: never rename it.
+ */
+export const SUMMARY_COVERAGE_PATCH_ID = 'temporal-compactor:summary-coverage-v1';
+
+function coveragePatched(): boolean {
+  return !inWorkflowContext() || patched(SUMMARY_COVERAGE_PATCH_ID);
+}
+
 function plan(options: CompactOptions & FormatOption): Plan {
   if (typeof options !== 'object' || options === null)
     throw new InvalidInputError('options', 'must be an object with at least contextBudget');
@@ -284,7 +297,7 @@ function grouped(value: number): string {
 /** The one-line activity summary the UI and CLI show, e.g. `summarize 247 messages (109,333 chars) · gpt-4o-mini`. */
 export function summarizeActivitySummary(step: SummarizeStep, summarizerModel?: string): string {
   const what = `summarize ${grouped(step.transcript.messages)} messages (${grouped(step.transcript.characters)} chars)`;
-  const retry = step.purpose === 'tighter' ? ', tighter retry' : '';
+  const retry = step.purpose === 'tighter' ? ', tighter retry' : step.purpose === 'coverage' ? ', coverage retry' : '';
   return `${what}${retry}${summarizerModel === undefined ? '' : ` · ${summarizerModel}`}`;
 }
 
@@ -432,7 +445,7 @@ async function runCompaction(
       compaction.options,
       { target: compaction.target, counter: compaction.counter },
       compaction.counter,
-      { mayTruncate: truncationPatched },
+      { mayTruncate: truncationPatched, mayCover: coveragePatched },
     );
     // The engine validates the messages before its first step: run to it here so bad input fails now.
     return { compaction, generator, first: generator.next() };

@@ -16,7 +16,7 @@ import {
   type Summarizer,
 } from '../../src/index.js';
 import { SUMMARY_INSTRUCTION, SUMMARY_INSTRUCTIONS_HEADING } from '../../src/core/compaction/transcript.js';
-import { SUMMARIZE_MIDDLE_PATCH_ID } from '../../src/workflows/compact.js';
+import { SUMMARIZE_MIDDLE_PATCH_ID, SUMMARY_COVERAGE_PATCH_ID } from '../../src/workflows/compact.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.js';
 import { toolRounds } from '../support/messages.js';
 import { testConnection } from '../support/temporal.js';
@@ -143,6 +143,35 @@ describe('compactConversation on a dev server', () => {
     expect(server.requests[0]?.body).toMatchObject({
       messages: [{ role: 'system', content: instruction }, { role: 'user' }],
     });
+  });
+
+  it('coverage retry: a summary that left out identifiers the run still uses is asked once more, under its patch', async () => {
+    server.script(
+      { kind: 'summary', text: SHORT_SUMMARY },
+      { kind: 'summary', text: `${SHORT_SUMMARY}\nf3.py and f5.py were read first.` },
+    );
+    const referring = [...messages, { role: 'assistant' as const, content: 'Back to f3.py and f5.py now.' }];
+    const { result, handle, events } = await run('coverage-retry', { messages: referring, options });
+    expect(events.filter((type) => type === 'ActivityTaskScheduled')).toHaveLength(2);
+    expect(result.summary).toContain('f3.py and f5.py were read first.');
+    expect(result.coverage).toEqual({ required: 2, kept: 2, carried: 0, missing: [] });
+    const history = await handle.fetchHistory();
+    const inputs = (history.events ?? [])
+      .flatMap((event) => event.activityTaskScheduledEventAttributes?.input?.payloads?.[0]?.data ?? [])
+      .map((data): unknown => JSON.parse(Buffer.from(data).toString('utf8')));
+    expect(inputs[1]).toMatchObject({ instructions: 'Keep these identifiers: `f3.py`, `f5.py`' });
+    const summaries = (history.events ?? []).flatMap((event) =>
+      event.activityTaskScheduledEventAttributes
+        ? [Buffer.from(event.userMetadata?.summary?.data ?? []).toString('utf8')]
+        : [],
+    );
+    expect(summaries[1]).toContain('coverage retry');
+    const patches = (history.events ?? []).flatMap((event) =>
+      (event.markerRecordedEventAttributes?.details?.['patch-data']?.payloads ?? []).map((payload) =>
+        Buffer.from(payload.data ?? []).toString('utf8'),
+      ),
+    );
+    expect(patches.some((data) => data.includes(SUMMARY_COVERAGE_PATCH_ID))).toBe(true);
   });
 
   it('5xx then success: retried by Temporal, the summary is accepted', async () => {

@@ -6,7 +6,11 @@ import { join } from 'node:path';
 import type { HistoryAndWorkflowId } from '@temporalio/common';
 import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { ECONOMICS_PATCH_ID, SUMMARIZE_MIDDLE_PATCH_ID } from '../../src/workflows/compact.js';
+import {
+  ECONOMICS_PATCH_ID,
+  SUMMARIZE_MIDDLE_PATCH_ID,
+  SUMMARY_COVERAGE_PATCH_ID,
+} from '../../src/workflows/compact.js';
 import { CONTEXT_TOKENS_PATCH_ID } from '../../src/workflows/agent/patches.js';
 import { bundleTestWorkflows, HISTORIES_DIR } from './harness.js';
 
@@ -92,6 +96,7 @@ describe('replay of recorded histories', () => {
         'agent-run-exhausted-taubench_gpt4o_airline_task46_trial3.json',
         'agent-run-openai-tools.json',
         'agent-run-update.json',
+        'compact-conversation-coverage-retry.json',
         'compact-conversation-economics-window-gives-way.json',
         'compact-conversation-instructions.json',
         'compact-conversation-success-summarize-middle.json',
@@ -125,6 +130,7 @@ describe('replay of recorded histories', () => {
       .filter(({ history }) => patchIds(history).includes(SUMMARIZE_MIDDLE_PATCH_ID))
       .map(({ file }) => file);
     expect(withMiddle.sort()).toEqual([
+      'compact-conversation-coverage-retry.json',
       'compact-conversation-instructions.json',
       'compact-conversation-success-summarize-middle.json',
       'compact-conversation-too-long-then-tighter-summarize-middle.json',
@@ -137,6 +143,13 @@ describe('replay of recorded histories', () => {
     };
     expect(inputKeys('compact-conversation-success-summarize-middle.json')).toEqual(['instruction', 'middle']);
     expect(inputKeys('compact-conversation-success.json')).toEqual(['request']);
+  });
+
+  it('the coverage patch is recorded only where a summary left identifiers out (docs/design.md#coverage)', () => {
+    const covered = histories
+      .filter(({ history }) => patchIds(history).includes(SUMMARY_COVERAGE_PATCH_ID))
+      .map(({ file }) => file);
+    expect(covered).toEqual(['compact-conversation-coverage-retry.json']);
   });
 
   it('every recorded history replays without a non-determinism error', async () => {

@@ -127,6 +127,16 @@ export interface CompactionOptions {
   trimBeatsOverflow?: boolean;
   /** The price of a cached input token relative to an uncached one, for the `'paying'` epoch model. @default 0.1 */
   cachedInputPrice?: number;
+  /**
+   * docs/design.md#coverage Summaries checked for what they dropped: the identifiers (paths, symbols, error names,
+   * URLs, ids) that the replaced middle shares with what the conversation keeps must be in the
+   * summary. `'retry'`: a summary that leaves some out is asked once more, naming them (the tighter
+   * retry names them when the summary was also too long), and what is still missing is appended as
+   * a carried-facts line; `'carry'`: the line only, no retry; `'off'`: no check (the reference).
+   * `result.coverage` says what was required, kept and missing.
+   * @default 'retry'
+   */
+  summaryCoverage?: SummaryCoverage;
 
   /**
    * docs/design.md#summary-instructions Text added to the summarizer's instruction: what the summary must focus on or keep
@@ -146,6 +156,9 @@ export interface CompactionOptions {
 
 /** The longest `summaryInstructions` or `summaryPrompt`, in characters. */
 export const MAX_SUMMARY_INSTRUCTION_CHARS = 10_000;
+
+/** What a compaction does about identifiers a summary left out (see `CompactionOptions.summaryCoverage`). */
+export type SummaryCoverage = 'retry' | 'carry' | 'off';
 
 /** When `needsCompaction` starts an elision-only epoch below the trigger (see `CompactionOptions.elisionEpochs`). */
 export type ElisionEpochs = 'batch' | 'paying' | 'never';
@@ -168,6 +181,7 @@ export const REFERENCE_EXACT = {
   deferShallowCompactions: false,
   stubsShorterOnly: false,
   trimBeatsOverflow: false,
+  summaryCoverage: 'off',
 } as const satisfies Partial<CompactionOptions>;
 
 /** Options with every default applied and validated. Plain JSON (durations in ms). */
@@ -192,6 +206,7 @@ export interface ResolvedOptions {
   stubsShorterOnly: boolean;
   trimBeatsOverflow: boolean;
   cachedInputPrice: number;
+  summaryCoverage: SummaryCoverage;
   /** Undefined: nothing added to the instruction. */
   summaryInstructions?: string | undefined;
   /** Undefined: the fixed instruction. */
@@ -229,6 +244,7 @@ export const optionsSchema = z.object({
   stubsShorterOnly: z.boolean().default(true),
   trimBeatsOverflow: z.boolean().default(true),
   cachedInputPrice: ratio.default(0.1),
+  summaryCoverage: z.enum(['retry', 'carry', 'off']).default('retry'),
   summaryInstructions: z
     .string()
     .max(MAX_SUMMARY_INSTRUCTION_CHARS, `must be at most ${MAX_SUMMARY_INSTRUCTION_CHARS} characters`)
@@ -261,6 +277,7 @@ export const COMPACTION_OPTION_KEYS = keysOf<CompactionOptions>({
   stubsShorterOnly: true,
   trimBeatsOverflow: true,
   cachedInputPrice: true,
+  summaryCoverage: true,
   summaryInstructions: true,
   summaryPrompt: true,
 });

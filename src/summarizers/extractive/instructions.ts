@@ -70,8 +70,17 @@ export function instructionTerms(instructions: string | undefined): InstructionT
   return [...terms.values()];
 }
 
+/** One pattern for all the terms: most lines match none, and one test says so. */
+const anyTermMemo = new WeakMap<readonly InstructionTerm[], RegExp>();
+
 /** How many of `terms` `text` matches. */
 export function matchCount(text: string, terms: readonly InstructionTerm[]): number {
+  let any = anyTermMemo.get(terms);
+  if (any === undefined) {
+    any = new RegExp(terms.map((term) => term.pattern.source).join('|'), 'iu');
+    anyTermMemo.set(terms, any);
+  }
+  if (!any.test(text)) return 0;
   let count = 0;
   for (const term of terms) if (term.pattern.test(text)) count += 1;
   return count;
@@ -101,17 +110,14 @@ export function honourInstructions(
   };
   const held = Object.values(boosted)
     .flat()
-    .map((candidate: Candidate) => candidate.text);
+    .map((candidate: Candidate) => candidate.text)
+    .join('\n');
   boosted.decisions.push(...instructedLines(middle ?? [], terms, held));
   return boosted;
 }
 
 /** Lines of the middle (earlier summaries aside: their sections are read back) that match the terms and no candidate holds. */
-function instructedLines(
-  middle: readonly ChatMessage[],
-  terms: readonly InstructionTerm[],
-  held: readonly string[],
-): Candidate[] {
+function instructedLines(middle: readonly ChatMessage[], terms: readonly InstructionTerm[], held: string): Candidate[] {
   const lines: Candidate[] = [];
   const seen = new Set<string>();
   let order = 0;
@@ -127,7 +133,7 @@ function instructedLines(
       if (matched === 0) continue;
       const copied = clip(withoutMarker(line), 240);
       const key = copied.toLowerCase();
-      if (copied.length < 4 || seen.has(key) || held.some((text) => text.includes(copied))) continue;
+      if (copied.length < 4 || seen.has(key) || held.includes(copied)) continue;
       seen.add(key);
       lines.push({ text: `- ${copied}`, priority: INSTRUCTED_PRIORITY + matched, order: order + lines.length / 1e4 });
     }
