@@ -247,7 +247,7 @@ export const COMPACTION_TABLE_HEADER =
 export function renderCompactionTable(records: readonly CompactionRecord[], first = 1): string {
   const rows = records.map(
     (record, index) =>
-      `| ${first + index} | ${record.round} | ${groupDigits(record.tokensBefore)} → ${groupDigits(record.tokensAfter)} | ${groupDigits(record.tokensReclaimed)} | ${record.dropped} | ${record.elided} | ${compactionKindLabel(record.kind, record.summaryChars ?? 0)}${record.truncated === undefined ? '' : `, truncated ${record.truncated}`}${record.coverage === undefined ? '' : `, ${coverageLabel(record.coverage)}`} | ${record.fallback ? 'yes' : 'no'} | ${record.exhausted ? 'yes' : 'no'} | ${record.cacheHitRate === null ? '—' : percent(record.cacheHitRate)} | ${record.billedInput === null ? '—' : groupDigits(record.billedInput)} |`,
+      `| ${first + index} | ${record.round} | ${groupDigits(record.tokensBefore)} → ${groupDigits(record.tokensAfter)} | ${groupDigits(record.tokensReclaimed)} | ${record.dropped} | ${record.elided} | ${compactionKindLabel(record.kind, record.summaryChars ?? 0)}${record.truncated === undefined ? '' : `, truncated ${record.truncated}`}${record.coverage === undefined || record.coverage.required === 0 ? '' : `, ${coverageLabel(record.coverage)}`} | ${record.fallback ? 'yes' : 'no'} | ${record.exhausted ? 'yes' : 'no'} | ${record.cacheHitRate === null ? '—' : percent(record.cacheHitRate)} | ${record.billedInput === null ? '—' : groupDigits(record.billedInput)} |`,
   );
   return [COMPACTION_TABLE_HEADER, '|--:|--:|--:|--:|--:|--:|---|---|---|--:|--:|', ...rows].join('\n');
 }
