@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { Compactor } from '../../src/compactor.js';
 import { InvalidInputError } from '../../src/core/errors.js';
 import { REFERENCE_EXACT, resolveOptions } from '../../src/core/compaction/options.js';
+import { planAgentRun } from '../../src/core/agent/agent-input.js';
 import { SUMMARY_INSTRUCTION, SUMMARY_INSTRUCTIONS_HEADING } from '../../src/core/compaction/transcript.js';
 import { charCounter, scriptedSummarizer, toolRounds } from '../support/messages.js';
 
@@ -103,5 +104,14 @@ describe('summary instructions', () => {
       summaryInstructions: 'Keep f2.py.',
     }).compact(messages);
     expect(systemText(instructed.requests[0])).toContain('Keep f2.py.');
+  });
+
+  it("agentRun's compaction input takes them, checked at the run's start", () => {
+    const replay = { provider: 'replay', trajectory: 't', contextWindow: 10_000, maxOutputTokens: 1_000 } as const;
+    const plan = planAgentRun({ messages: [], model: replay, compaction: { summaryInstructions: 'Keep the ids.' } });
+    expect(plan.compaction.summaryInstructions).toBe('Keep the ids.');
+    expect(() =>
+      planAgentRun({ messages: [], model: replay, compaction: { summaryPrompt: 'x'.repeat(10_001) } }),
+    ).toThrow('input.compaction.summaryPrompt: must be at most 10000 characters');
   });
 });
