@@ -438,6 +438,8 @@ const ENGINES: Policy[] = [
   engine('engine, reference-exact (REFERENCE_EXACT)', { ...REFERENCE_EXACT }),
   engine('engine, reference-exact + ageObservations', { ...REFERENCE_EXACT, ageObservations: true }),
   engine('engine, defaults', {}),
+  engine("engine, defaults, summaryCoverage: 'carry'", { summaryCoverage: 'carry' }),
+  engine("engine, defaults, summaryCoverage: 'off'", { summaryCoverage: 'off' }),
   engine('engine, defaults + ageObservations', { ageObservations: true }),
   engine('engine, defaults, task pinned (agentRun)', {}, { pinTask: true }),
   engine('engine, defaults + ageObservations, task pinned', { ageObservations: true }, { pinTask: true }),
@@ -454,6 +456,7 @@ const ABLATION: Policy[] = (
     ['deferShallowCompactions: false', { deferShallowCompactions: false }],
     ['stubsShorterOnly: false', { stubsShorterOnly: false }],
     ['trimBeatsOverflow: false', { trimBeatsOverflow: false }],
+    ["summaryCoverage: 'off'", { summaryCoverage: 'off' }],
   ] as const
 ).flatMap(([label, change]) => [
   engine(`defaults, ${label}`, { ...change }),

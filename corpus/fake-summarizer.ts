@@ -38,12 +38,20 @@ export function requestChars(request: SummarizeRequest): number {
 }
 
 /** Which request this is: the first (`summary`) or the one retry after a summary that was too long (`tighter`). */
-export function purposeOf(request: SummarizeRequest): 'summary' | 'tighter' {
-  return request.messages[0]?.content === SUMMARY_INSTRUCTION ? 'summary' : 'tighter';
+export function purposeOf(request: SummarizeRequest): 'summary' | 'tighter' | 'coverage' {
+  const instruction = request.messages[0]?.content;
+  if (instruction === SUMMARY_INSTRUCTION) return 'summary';
+  // docs/design.md#coverage: the retry after a summary that left identifiers out (not one that was too long).
+  return typeof instruction === 'string' && !instruction.includes('Your last attempt was too long')
+    ? 'coverage'
+    : 'tighter';
 }
 
+/** A plan's behaviour for a request: a coverage retry behaves as the plan's retry. */
 function behaviourFor(plan: SummarizerPlan, request: SummarizeRequest): SummarizerBehaviour {
-  return typeof plan === 'string' ? plan : plan[purposeOf(request)];
+  if (typeof plan === 'string') return plan;
+  const purpose = purposeOf(request);
+  return plan[purpose === 'coverage' ? 'tighter' : purpose];
 }
 
 /** The text a fake summarizer answers for a request (only for the behaviours that answer). */

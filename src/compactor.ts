@@ -8,8 +8,10 @@ import {
 import { classifyError, InvalidInputError, retryAfterOf } from './core/errors.js';
 import {
   backoffDelayMs,
+  checkInstructionText,
   COMPACTION_OPTION_KEYS,
   resolveOptions,
+  type CallOverrides,
   type CompactionOptions,
   type ResolvedOptions,
 } from './core/compaction/options.js';
@@ -43,6 +45,10 @@ export interface CompactCallOptions {
   counter?: TokenCounter;
   /** Cancels the in-flight request and any backoff wait; `compact` then resolves with the hard trim. */
   signal?: AbortSignal;
+  /** For this call, instead of the constructor's `summaryInstructions` (docs/design.md#summary-instructions). */
+  summaryInstructions?: string;
+  /** For this call, instead of the constructor's `summaryPrompt`. */
+  summaryPrompt?: string;
 }
 
 /**
@@ -57,7 +63,13 @@ const COMPACTOR_OPTION_KEYS: readonly string[] = [
 ];
 const FORMAT_OPTION_KEYS = keysOf<FormatOption>({ format: true });
 const CALL_OPTION_KEYS = [
-  ...keysOf<CompactCallOptions>({ target: true, counter: true, signal: true }),
+  ...keysOf<CompactCallOptions>({
+    target: true,
+    counter: true,
+    signal: true,
+    summaryInstructions: true,
+    summaryPrompt: true,
+  }),
   ...FORMAT_OPTION_KEYS,
 ];
 
@@ -121,18 +133,25 @@ export class Compactor {
     // A compaction option here (`keepRecent`) belongs in the constructor's options: refuse it rather than ignore it.
     assertKnownKeys(callOptions, CALL_OPTION_KEYS, 'callOptions');
     const { target, counter, signal } = callOptions;
+    const overrides: CallOverrides = {
+      target,
+      counter,
+      summaryInstructions: checkInstructionText(callOptions.summaryInstructions, 'callOptions.summaryInstructions'),
+      summaryPrompt: checkInstructionText(callOptions.summaryPrompt, 'callOptions.summaryPrompt'),
+    };
     const view = formatView(formatOption(callOptions.format, 'callOptions.format'), conversation);
-    if (view === undefined) return this.run(conversation, target, counter, signal);
-    return view.result(await this.run(view.messages, target, view.counter(counter ?? this.counter), signal));
+    if (view === undefined) return this.run(conversation, overrides, signal);
+    return view.result(
+      await this.run(view.messages, { ...overrides, counter: view.counter(counter ?? this.counter) }, signal),
+    );
   }
 
   private async run(
     messages: unknown,
-    target: number | undefined,
-    counter: TokenCounter | undefined,
+    overrides: CallOverrides,
     signal: AbortSignal | undefined,
   ): Promise<CompactionResult> {
-    const steps = compactionSteps(messages, this.options, { target, counter }, this.counter);
+    const steps = compactionSteps(messages, this.options, overrides, this.counter);
     let next = steps.next();
     while (next.done !== true) next = steps.next(await this.summarize(next.value, signal));
     return next.value;

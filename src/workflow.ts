@@ -22,6 +22,7 @@ export { toProviderMessages, validateMessages } from './core/schema.js';
 export {
   REFERENCE_EXACT,
   type ElisionEpochs,
+  type SummaryCoverage,
   type ElisionEndsPass,
   type CompactionOptions,
   type Duration,

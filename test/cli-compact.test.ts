@@ -77,6 +77,26 @@ describe('temporal-compactor compact', () => {
       );
     });
 
+    it('--instructions TEXT: summaryInstructions for the summarizer, the report names them', async () => {
+      const messages = trajectory();
+      const budget = defaultCounter.count(messages);
+      const instructions = 'Keep the payment methods, the reservation ids and the baggage counts.';
+      const io = capture();
+      expect(await main(['compact', TRAJECTORY, '--instructions', instructions], io)).toBe(0);
+      const expected = await new Compactor({
+        summarizer: createExtractiveSummarizer(),
+        contextBudget: budget,
+        summaryInstructions: instructions,
+      }).compact(messages);
+      expect(JSON.parse(io.out())).toEqual(expected.messages);
+      // The offline summarizer kept other lines for them than it keeps without.
+      expect(expected.summary).not.toBe((await engine(messages, budget)).summary);
+      expect(io.err()).toContain(`Options: --instructions ${JSON.stringify(instructions)}.`);
+      const tooLong = capture();
+      expect(await main(['compact', TRAJECTORY, '--instructions', 'x'.repeat(10_001)], tooLong)).toBe(2);
+      expect(tooLong.err()).toContain('--instructions: must be at most 10000 characters');
+    });
+
     describe('--budget', () => {
       it('sets the context budget; a conversation under its trigger is compacted anyway, and the report says so', async () => {
         const messages = trajectory();

@@ -21,6 +21,11 @@ export interface SummarizeActivityInput {
   instruction?: string;
   /** The middle, cut by `capMiddle`: the request's transcript is rendered from it. */
   middle?: ChatMessage[];
+  /**
+   * The caller's `summaryInstructions` (already in `instruction`), for the request's
+   * `instructions`. Sent only when set, so inputs of runs without them are as before.
+   */
+  instructions?: string;
 }
 
 /** Output of the `summarize` activity: one string (plus the billed usage when the backend reports it). */
@@ -71,13 +76,15 @@ export function createSummarizeActivity({ summarizer, heartbeatIntervalMs }: Sum
 function requestOf(input: SummarizeActivityInput): SummarizeRequest {
   if (typeof input !== 'object' || input === null)
     throw new InvalidInputError('input', 'must be an object with instruction and middle (or request)');
-  const { request, instruction, middle } = input;
+  const { request, instruction, middle, instructions } = input;
   if (request !== undefined) {
-    if (instruction !== undefined || middle !== undefined)
+    if (instruction !== undefined || middle !== undefined || instructions !== undefined)
       throw new InvalidInputError('input', 'has request and instruction/middle: send one shape, not both');
     validateMessages(request?.messages, 'request.messages');
     return request;
   }
   if (typeof instruction !== 'string') throw new InvalidInputError('instruction', 'must be a string');
-  return requestFor(instruction, validateMessages(middle, 'middle'));
+  if (instructions !== undefined && typeof instructions !== 'string')
+    throw new InvalidInputError('instructions', 'must be a string');
+  return requestFor(instruction, validateMessages(middle, 'middle'), instructions);
 }

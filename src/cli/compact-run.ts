@@ -9,7 +9,7 @@ import proto from '@temporalio/proto';
 import type { NativeConnection } from '@temporalio/worker';
 import { Compactor } from '../compactor.js';
 import type { CompactorConfig } from '../config.js';
-import { compactionKind, compactionKindLabel, groupDigits } from '../core/agent/compaction-history.js';
+import { compactionKind, compactionKindLabel, coverageLabel, groupDigits } from '../core/agent/compaction-history.js';
 import { needsCompactionCore } from '../core/compaction/engine.js';
 import { resolveOptions, type CompactionOptions, type ResolvedOptions } from '../core/compaction/options.js';
 import { DEFAULT_PAYLOAD_LIMIT_BYTES, jsonPayloadBytes } from '../core/limits/payload-size.js';
@@ -104,6 +104,10 @@ export function renderCompactReport(report: CompactReport): string {
   for (const { index, chars, kept } of result.truncations ?? [])
     lines.push(
       `Truncated message ${index} middle-out to fit: ${groupDigits(kept)} of its ${groupDigits(chars)} characters kept (head and tail).`,
+    );
+  if (result.coverage !== undefined && result.coverage.required > 0)
+    lines.push(
+      `Coverage: ${coverageLabel(result.coverage)} — identifiers of the summarized part that the kept messages still use.`,
     );
   if (result.aboveMark !== undefined) {
     const why =

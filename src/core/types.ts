@@ -60,6 +60,12 @@ export interface SummarizeRequest {
    * summarizer that works on structure (the extractive one) reads this instead of the text.
    */
   middle?: ChatMessage[];
+  /**
+   * The caller's `summaryInstructions` (docs/design.md#summary-instructions), also added to the
+   * instruction in `messages`: for a summarizer that works on structure (the extractive one keeps
+   * what matches them first). Absent when none were given.
+   */
+  instructions?: string;
 }
 
 export interface SummarizeResponse {
@@ -123,4 +129,23 @@ export interface CompactionResult {
    * much. Each is also an elision of its position.
    */
   truncations?: Truncation[];
+  /**
+   * Present when a summary was kept and `summaryCoverage` is on (docs/design.md#coverage): how many
+   * identifiers the summary had to keep (those the replaced middle shares with the kept
+   * messages), how many it holds, how many of those only its carried-facts line holds, and the
+   * ones still missing.
+   */
+  coverage?: Coverage;
+}
+
+/** What a summary kept of the identifiers it had to keep (docs/design.md#coverage). */
+export interface Coverage {
+  /** Identifiers in the replaced middle that the kept messages use too. */
+  required: number;
+  /** Of those, how many the summary message holds (its carried-facts line included). */
+  kept: number;
+  /** Of those, how many only the carried-facts line holds: the summarizer left them out. */
+  carried: number;
+  /** The required identifiers the summary message does not hold, in the order the middle first used them. */
+  missing: string[];
 }

@@ -207,6 +207,20 @@ export const compactionResultSchema = z
       .object({ mark: z.number().nonnegative(), reason: z.enum(['recent-window', 'summary-length']) })
       .optional()
       .meta({ description: 'Only when a summary left the conversation over its low-water mark: the mark, and why.' }),
+    coverage: z
+      .object({
+        required: count.meta({ description: 'Identifiers of the replaced middle that the kept messages use too.' }),
+        kept: count.meta({
+          description: 'Of those, how many the summary message holds (its carried-facts line included).',
+        }),
+        carried: count.meta({ description: 'Of those, how many only the carried-facts line holds.' }),
+        missing: z.array(z.string()).meta({ description: 'The required identifiers the summary does not hold.' }),
+      })
+      .optional()
+      .meta({
+        description:
+          'Only when a summary was kept and summaryCoverage is on: what it kept of the identifiers it had to keep.',
+      }),
   })
   .meta({ title: 'CompactionResult', description: 'The result of the workflow compactConversation.' });
 

@@ -11,6 +11,7 @@ import { renderSummary } from './extractive/layout.js';
 import { readRenderedTranscript } from './extractive/rendered.js';
 import { statedCharLimit, transcriptText } from './extractive/request.js';
 import { buildSections, rawTextSections } from './extractive/sections.js';
+import { honourInstructions, instructionTerms } from './extractive/instructions.js';
 import { readTurns } from './extractive/turns.js';
 
 export { EXTRACTIVE_SUMMARY_NOTICE };
@@ -51,6 +52,10 @@ export const MIN_EXTRACTIVE_SUMMARY_CHARS = 400;
  * A summary of a summary merges: an earlier summary in the transcript (the engine's synthetic
  * message, `isSummaryMessage`) is not a user turn but the older part of the run, and its sections
  * are read back into the new ones — see {@link extractiveSummary} for what a merge keeps.
+ *
+ * With `request.instructions` (the caller's `summaryInstructions`), the lines that match them are
+ * kept before every other line, and lines of the middle that match them and no section copied are
+ * added under Decisions (docs/design.md#summary-instructions).
  *
  * The output is bounded by `maxChars` and `maxRatio` of the transcript, and by the limit the
  * too-long retry states (`under N characters`), so it is much shorter than its input. A request
@@ -130,7 +135,12 @@ export function extractiveSummary(request: SummarizeRequest, options: Extractive
   const budget = Math.min(maxChars, byRatio, statedLimit ?? Number.POSITIVE_INFINITY);
   // The messages themselves when the engine built the request; read back from its text otherwise.
   const middle = request.middle ?? readRenderedTranscript(transcript);
-  if (middle === undefined) return renderSummary(rawTextSections(transcript), budget, readEarlierSummaries([]).omitted);
+  // docs/design.md#summary-instructions What matches the caller's instructions is kept first.
+  const terms = instructionTerms(request.instructions);
+  if (middle === undefined) {
+    const sections = honourInstructions(rawTextSections(transcript), terms, [{ role: 'user', content: transcript }]);
+    return renderSummary(sections, budget, readEarlierSummaries([]).omitted);
+  }
   const turns = readTurns(middle);
-  return renderSummary(buildSections(turns), budget, turns.earlier.omitted);
+  return renderSummary(honourInstructions(buildSections(turns), terms, middle), budget, turns.earlier.omitted);
 }

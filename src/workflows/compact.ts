@@ -164,10 +164,18 @@ export const SUMMARIZE_MIDDLE_PATCH_ID = 'temporal-compactor:summarize-middle-v1
 
 /** What one step sends to the `summarize` activity. Asks the patch right before the activity is scheduled. */
 function summarizeInput(step: SummarizeStep): SummarizeActivityInput {
-  const { middle } = step.request;
+  const { middle, instructions } = step.request;
+  // `instructions` only when the caller gave some: a run without them sends what it always sent (no patch).
   if (middle !== undefined && (!inWorkflowContext() || patched(SUMMARIZE_MIDDLE_PATCH_ID)))
-    return { instruction: step.instruction, middle };
-  return { request: { messages: step.request.messages } };
+    return instructions === undefined
+      ? { instruction: step.instruction, middle }
+      : { instruction: step.instruction, middle, instructions };
+  return {
+    request:
+      instructions === undefined
+        ? { messages: step.request.messages }
+        : { messages: step.request.messages, instructions },
+  };
 }
 
 /**
@@ -205,6 +213,19 @@ export const TRUNCATE_PATCH_ID = 'temporal-compactor:truncate-oversized-v1';
 
 function truncationPatched(): boolean {
   return !inWorkflowContext() || patched(TRUNCATE_PATCH_ID);
+}
+
+/**
+ * The patch that lets a compaction act on a summary's coverage (docs/design.md#coverage): the one
+ * retry naming the identifiers a summary left out (one summarize activity more) and the
+ * carried-facts line. Asked only when a summary left some out with `summaryCoverage` on, so a run
+ * whose summaries cover everything records no marker; a history without it replays as recorded
+ * (no retry, the summary as written). Stable forever: never rename it.
+ */
+export const SUMMARY_COVERAGE_PATCH_ID = 'temporal-compactor:summary-coverage-v1';
+
+function coveragePatched(): boolean {
+  return !inWorkflowContext() || patched(SUMMARY_COVERAGE_PATCH_ID);
 }
 
 function plan(options: CompactOptions & FormatOption): Plan {
@@ -276,7 +297,7 @@ function grouped(value: number): string {
 /** The one-line activity summary the UI and CLI show, e.g. `summarize 247 messages (109,333 chars) · gpt-4o-mini`. */
 export function summarizeActivitySummary(step: SummarizeStep, summarizerModel?: string): string {
   const what = `summarize ${grouped(step.transcript.messages)} messages (${grouped(step.transcript.characters)} chars)`;
-  const retry = step.purpose === 'tighter' ? ', tighter retry' : '';
+  const retry = step.purpose === 'tighter' ? ', tighter retry' : step.purpose === 'coverage' ? ', coverage retry' : '';
   return `${what}${retry}${summarizerModel === undefined ? '' : ` · ${summarizerModel}`}`;
 }
 
@@ -424,7 +445,7 @@ async function runCompaction(
       compaction.options,
       { target: compaction.target, counter: compaction.counter },
       compaction.counter,
-      { mayTruncate: truncationPatched },
+      { mayTruncate: truncationPatched, mayCover: coveragePatched },
     );
     // The engine validates the messages before its first step: run to it here so bad input fails now.
     return { compaction, generator, first: generator.next() };

@@ -25,7 +25,13 @@ import {
   type SummarizeStep,
 } from '../../src/core/compaction/engine.js';
 import { findRegions } from '../../src/core/compaction/regions.js';
-import { aimFor, resolveOptions, type ResolvedOptions } from '../../src/core/compaction/options.js';
+import {
+  aimFor,
+  resolveOptions,
+  type ResolvedOptions,
+  type SummaryCoverage,
+} from '../../src/core/compaction/options.js';
+import { CARRIED_FACTS_PREFIX } from '../../src/core/compaction/coverage.js';
 import { summaryContent } from '../../src/core/compaction/transcript.js';
 import {
   SUMMARIZER_BEHAVIOURS,
@@ -132,6 +138,7 @@ const rulesArb: fc.Arbitrary<Partial<CompactionOptions>> = fc.oneof(
     stubsShorterOnly: fc.boolean(),
     trimBeatsOverflow: fc.boolean(),
     cachedInputPrice: fc.constantFrom(0.1, 0.5, 1),
+    summaryCoverage: fc.constantFrom<SummaryCoverage>('retry', 'carry', 'off'),
   }),
 );
 
@@ -262,14 +269,25 @@ describe('compaction invariants (sync step driver)', () => {
           result: run.result,
           uniqueContent: true,
         });
-        // Never more than the first request and one tighter retry, in that order.
-        expect(run.steps.map((step) => step.purpose)).toEqual(['summary', 'tighter'].slice(0, run.steps.length));
+        // Never more than the first request and one retry (tighter, or for coverage), in that order.
+        const purposes = run.steps.map((step) => step.purpose);
+        expect(purposes[0] ?? 'summary').toBe('summary');
+        expect(purposes.length).toBeLessThanOrEqual(2);
+        if (purposes[1] === 'coverage') expect(setup.options.summaryCoverage).toBe('retry');
         for (const step of run.steps) expect(purposeOf(step.request)).toBe(step.purpose);
-        // The retry is accepted only if it is shorter than the first attempt (docs/design.md#proof).
-        if (run.result.summary !== null && run.steps.length === 2) {
+        // The summary as written, without the carried-facts line (docs/design.md#coverage).
+        const carriedAt = run.result.summary?.lastIndexOf(`\n\n${CARRIED_FACTS_PREFIX} `) ?? -1;
+        const written = carriedAt < 0 ? run.result.summary : (run.result.summary?.slice(0, carriedAt) ?? null);
+        // The tighter retry is accepted only if it is shorter than the first attempt (docs/design.md#proof).
+        if (written !== null && purposes[1] === 'tighter' && run.texts.length === 2) {
           const [firstText = '', secondText = ''] = run.texts.map((text) => text.trim());
-          expect(run.result.summary.endsWith(secondText)).toBe(true);
+          expect(written.endsWith(secondText)).toBe(true);
           expect(secondText.length).toBeLessThan(firstText.length);
+        }
+        // After a coverage retry the summary is one of the two answers, the retry only when it left out less.
+        if (written !== null && purposes[1] === 'coverage') {
+          const [firstText = '', secondText = ''] = run.texts.map((text) => text.trim());
+          expect(written.endsWith(firstText) || (secondText !== '' && written.endsWith(secondText))).toBe(true);
         }
         // The input is not mutated.
         expect(isDeepStrictEqual(shallowSnapshot(messages), snapshot), 'the input is unchanged').toBe(true);
@@ -448,6 +466,7 @@ describe('compaction invariants (async Compactor)', () => {
       stubsShorterOnly: setup.options.stubsShorterOnly,
       trimBeatsOverflow: setup.options.trimBeatsOverflow,
       cachedInputPrice: setup.options.cachedInputPrice,
+      summaryCoverage: setup.options.summaryCoverage,
       maxAttempts,
       retryBackoff: 0,
     });

@@ -135,6 +135,7 @@ describe('options', () => {
       stubsShorterOnly: true,
       trimBeatsOverflow: true,
       cachedInputPrice: 0.1,
+      summaryCoverage: 'retry',
     });
   });
 

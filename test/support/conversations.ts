@@ -13,6 +13,7 @@ import {
   type TokenCounter,
   type ToolCall,
 } from '../../src/index.js';
+import { CARRIED_FACTS_PREFIX } from '../../src/core/compaction/coverage.js';
 import { SUMMARY_ROOM_SHARE } from '../../src/core/compaction/economics.js';
 import { TRUNCATION_MIN_KEEP, truncationMarker } from '../../src/core/compaction/truncation.js';
 import type { ResolvedOptions } from '../../src/core/compaction/options.js';
@@ -777,9 +778,24 @@ export function assertCompactionInvariants(run: CompactionRun): void {
       'an accepted summary fits the target',
       () => `${result.tokensAfter} > ${target}`,
     );
+    // docs/design.md#coverage: what the summarizer left out may follow on a carried-facts line.
+    const carriedAt = result.summary?.lastIndexOf(`\n\n${CARRIED_FACTS_PREFIX} `) ?? -1;
+    const written = carriedAt < 0 ? result.summary : result.summary?.slice(0, carriedAt);
     check(
-      texts.some((text) => text.trim() !== '' && result.summary?.endsWith(text.trim()) === true),
+      texts.some((text) => text.trim() !== '' && written?.endsWith(text.trim()) === true),
       'the summary holds a text the summarizer answered',
+    );
+    check(
+      carriedAt >= 0 === (result.coverage !== undefined && result.coverage.carried > 0),
+      'a carried-facts line is there exactly when the coverage says it carried identifiers',
+    );
+    check(
+      options.summaryCoverage === 'off'
+        ? result.coverage === undefined
+        : result.coverage !== undefined &&
+            result.coverage.kept + result.coverage.missing.length === result.coverage.required,
+      'a summary checked for coverage says what was required, kept and missing (docs/design.md#coverage)',
+      () => JSON.stringify(result.coverage),
     );
     check(requests.length >= 1, 'a summary needs a request');
     if (options.trimBeatsOverflow && target === undefined && afterPass > limit) {

@@ -123,6 +123,16 @@ async function currentDetails(handle: WorkflowHandle): Promise<string> {
   return String(Reflect.get(Object(metadata), 'currentDetails'));
 }
 
+/** The input of every summarize activity the run scheduled, read from its history. */
+async function summarizeActivityInputs(handle: WorkflowHandle): Promise<Array<{ instructions?: string }>> {
+  return ((await handle.fetchHistory()).events ?? []).flatMap((event) => {
+    const scheduled = event.activityTaskScheduledEventAttributes;
+    if (scheduled?.activityType?.name !== 'summarize') return [];
+    const data = scheduled.input?.payloads?.[0]?.data;
+    return [JSON.parse(Buffer.from(data ?? []).toString('utf8')) as { instructions?: string }];
+  });
+}
+
 describe('steering agentRun', { timeout: 120_000 }, () => {
   let server: FakeOpenAI;
   let root: string;
@@ -187,6 +197,11 @@ describe('steering agentRun', { timeout: 120_000 }, () => {
       expect(sent.messages[2]?.content).toMatch(/^\[Summary by the harness of 4 earlier messages\]/);
       expect(sent.messages).toEqual(toProviderMessages(result.messages.slice(0, -1)));
       expect(replaySession(await readSessionLines(t.client, result.session))).toEqual(result.messages);
+      // The update's instructions reached the summarizer: the summarize activity's instructions.
+      const summarizeInputs = await summarizeActivityInputs(handle);
+      expect(summarizeInputs.length).toBeGreaterThanOrEqual(1);
+      for (const summarizeInput of summarizeInputs)
+        expect(summarizeInput.instructions).toBe('Keep the failing test name.');
       await maybeRecordHistory(handle, 'agent-run-compact-update');
     });
   });
@@ -288,6 +303,11 @@ describe('steering agentRun', { timeout: 120_000 }, () => {
       ]);
       expect(replaySession(lines)).toEqual(result.messages);
       expect(result.compactions.totals.compactions).toBe(2);
+      // The pinned fact reached every summary request: as the summarize activity's instructions.
+      const summarizeInputs = await summarizeActivityInputs(handle);
+      expect(summarizeInputs.length).toBeGreaterThanOrEqual(2);
+      for (const input of summarizeInputs)
+        expect(input.instructions).toBe('Keep these facts, word for word:\n- The fix goes in parser.py');
       await maybeRecordHistory(handle, 'agent-run-pins');
     });
   });

@@ -15,8 +15,8 @@ import {
   type CompactionResult,
   type Summarizer,
 } from '../../src/index.js';
-import { SUMMARY_INSTRUCTION } from '../../src/core/compaction/transcript.js';
-import { SUMMARIZE_MIDDLE_PATCH_ID } from '../../src/workflows/compact.js';
+import { SUMMARY_INSTRUCTION, SUMMARY_INSTRUCTIONS_HEADING } from '../../src/core/compaction/transcript.js';
+import { SUMMARIZE_MIDDLE_PATCH_ID, SUMMARY_COVERAGE_PATCH_ID } from '../../src/workflows/compact.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.js';
 import { toolRounds } from '../support/messages.js';
 import { testConnection } from '../support/temporal.js';
@@ -126,6 +126,52 @@ describe('compactConversation on a dev server', () => {
       ),
     );
     expect(patches.some((data) => data.includes(SUMMARIZE_MIDDLE_PATCH_ID))).toBe(true);
+  });
+
+  it('instructions: the activity input carries them, and the model gets them after the fixed instruction', async () => {
+    server.script({ kind: 'summary', text: SHORT_SUMMARY });
+    const instructed = { ...options, summaryInstructions: 'Keep f3.py and f17.py.' };
+    const { result, handle } = await run('instructions', { messages, options: instructed });
+    expect(result.fallback).toBe(false);
+    const history = await handle.fetchHistory();
+    const scheduled = history.events?.find((event) => event.activityTaskScheduledEventAttributes);
+    const sent = scheduled?.activityTaskScheduledEventAttributes?.input?.payloads?.[0]?.data;
+    const input: unknown = JSON.parse(Buffer.from(sent ?? []).toString('utf8'));
+    expect(Object.keys(input as object).sort()).toEqual(['instruction', 'instructions', 'middle']);
+    const instruction = `${SUMMARY_INSTRUCTION}\n\n${SUMMARY_INSTRUCTIONS_HEADING}\nKeep f3.py and f17.py.`;
+    expect(input).toMatchObject({ instruction, instructions: 'Keep f3.py and f17.py.' });
+    expect(server.requests[0]?.body).toMatchObject({
+      messages: [{ role: 'system', content: instruction }, { role: 'user' }],
+    });
+  });
+
+  it('coverage retry: a summary that left out identifiers the run still uses is asked once more, under its patch', async () => {
+    server.script(
+      { kind: 'summary', text: SHORT_SUMMARY },
+      { kind: 'summary', text: `${SHORT_SUMMARY}\nf3.py and f5.py were read first.` },
+    );
+    const referring = [...messages, { role: 'assistant' as const, content: 'Back to f3.py and f5.py now.' }];
+    const { result, handle, events } = await run('coverage-retry', { messages: referring, options });
+    expect(events.filter((type) => type === 'ActivityTaskScheduled')).toHaveLength(2);
+    expect(result.summary).toContain('f3.py and f5.py were read first.');
+    expect(result.coverage).toEqual({ required: 2, kept: 2, carried: 0, missing: [] });
+    const history = await handle.fetchHistory();
+    const inputs = (history.events ?? [])
+      .flatMap((event) => event.activityTaskScheduledEventAttributes?.input?.payloads?.[0]?.data ?? [])
+      .map((data): unknown => JSON.parse(Buffer.from(data).toString('utf8')));
+    expect(inputs[1]).toMatchObject({ instructions: 'Keep these identifiers: `f3.py`, `f5.py`' });
+    const summaries = (history.events ?? []).flatMap((event) =>
+      event.activityTaskScheduledEventAttributes
+        ? [Buffer.from(event.userMetadata?.summary?.data ?? []).toString('utf8')]
+        : [],
+    );
+    expect(summaries[1]).toContain('coverage retry');
+    const patches = (history.events ?? []).flatMap((event) =>
+      (event.markerRecordedEventAttributes?.details?.['patch-data']?.payloads ?? []).map((payload) =>
+        Buffer.from(payload.data ?? []).toString('utf8'),
+      ),
+    );
+    expect(patches.some((data) => data.includes(SUMMARY_COVERAGE_PATCH_ID))).toBe(true);
   });
 
   it('5xx then success: retried by Temporal, the summary is accepted', async () => {

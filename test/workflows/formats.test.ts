@@ -23,7 +23,7 @@ describe('compactConversation with format anthropic, on a dev server', () => {
     bundle = await bundleTestWorkflows();
   });
 
-  it('returns Anthropic messages, the same as the in-process Compactor, and one summarize activity', async () => {
+  it('returns Anthropic messages, the same as the in-process Compactor, and one summarize activity per request', async () => {
     if (trajectory === undefined) throw new Error('the moto trajectory is in examples/trajectories');
     const { system, messages } = toAnthropic(normalizeArguments(trajectory.messages));
     const input: CompactConversationInput = { messages, system, options: { ...options, format: 'anthropic' } };
@@ -35,14 +35,17 @@ describe('compactConversation with format anthropic, on a dev server', () => {
       });
       return { result: await handle.result(), events: await eventTypes(handle) };
     });
+    const inProcess = createFakeSummarizer('ok');
     const expected: AnthropicCompactionResult = await new Compactor({
       ...options,
-      summarizer: createFakeSummarizer('ok'),
+      summarizer: inProcess,
     }).compact({ system, messages }, { format: 'anthropic' });
     const { request: _request, ...withoutRequest } = expected;
     expect(result).toEqual(withoutRequest);
     expect(result.summary).not.toBeNull();
-    expect(events.filter((type) => type === 'ActivityTaskScheduled')).toHaveLength(1);
+    // The summary, and the coverage retry when it left identifiers out (docs/design.md#coverage): as many as in process.
+    expect(events.filter((type) => type === 'ActivityTaskScheduled')).toHaveLength(inProcess.requests.length);
+    expect([1, 2]).toContain(inProcess.requests.length);
     // Anthropic's shape: tool_result blocks in user messages, never a tool role, the system prompt not sent back.
     expect(result.messages.every((message) => message.role === 'user' || message.role === 'assistant')).toBe(true);
     expect(result).not.toHaveProperty('request');

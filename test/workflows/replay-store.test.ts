@@ -237,7 +237,8 @@ function expectRecordedShape(runs: RunFacts[]): void {
     `summarize activities per run: ${summaries.join(', ')}`,
   ).toBe(true);
   const total = summaries.reduce((sum, count) => sum + count, 0);
-  expect(runs.at(-1)?.compactionCount).toBeGreaterThanOrEqual(total);
+  // A compaction asks at most two summaries: the first and one retry (tighter, or for coverage: docs/design.md#coverage).
+  expect(runs.at(-1)?.compactionCount).toBeGreaterThanOrEqual(Math.ceil(total / 2));
   expect(runs[1]?.compactionCount).toBeLessThan(runs.at(-1)?.compactionCount ?? 0);
 
   // The updates: addUserMessage in the second run (its argument a claim), stop in the third.

@@ -6,7 +6,11 @@ import { join } from 'node:path';
 import type { HistoryAndWorkflowId } from '@temporalio/common';
 import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { ECONOMICS_PATCH_ID, SUMMARIZE_MIDDLE_PATCH_ID } from '../../src/workflows/compact.js';
+import {
+  ECONOMICS_PATCH_ID,
+  SUMMARIZE_MIDDLE_PATCH_ID,
+  SUMMARY_COVERAGE_PATCH_ID,
+} from '../../src/workflows/compact.js';
 import { CONTEXT_TOKENS_PATCH_ID } from '../../src/workflows/agent/patches.js';
 import { bundleTestWorkflows, HISTORIES_DIR } from './harness.js';
 
@@ -97,7 +101,9 @@ describe('replay of recorded histories', () => {
         'agent-run-review-worker-restart.json',
         'agent-run-review.json',
         'agent-run-update.json',
+        'compact-conversation-coverage-retry.json',
         'compact-conversation-economics-window-gives-way.json',
+        'compact-conversation-instructions.json',
         'compact-conversation-success-summarize-middle.json',
         'compact-conversation-too-long-then-tighter-summarize-middle.json',
         // recorded on both sides of COUNT_PARTS_PATCH_ID (test/workflows/count-parts.test.ts), both after the economic rules
@@ -140,6 +146,8 @@ describe('replay of recorded histories', () => {
       'agent-run-pins.json',
       'agent-run-review-worker-restart.json',
       'agent-run-review.json',
+      'compact-conversation-coverage-retry.json',
+      'compact-conversation-instructions.json',
       'compact-conversation-success-summarize-middle.json',
       'compact-conversation-too-long-then-tighter-summarize-middle.json',
     ]);
@@ -171,6 +179,13 @@ describe('replay of recorded histories', () => {
     expect(timers('agent-run-review-worker-restart.json')).toBe(1);
     // Recorded before steering existed (its handlers registered, nothing asked): it replays with them below.
     expect(updates('agent-run-update.json')).toEqual(['addUserMessage']);
+  });
+
+  it('the coverage patch is recorded only where a summary left identifiers out (docs/design.md#coverage)', () => {
+    const covered = histories
+      .filter(({ history }) => patchIds(history).includes(SUMMARY_COVERAGE_PATCH_ID))
+      .map(({ file }) => file);
+    expect(covered).toEqual(['compact-conversation-coverage-retry.json']);
   });
 
   it('every recorded history replays without a non-determinism error', async () => {

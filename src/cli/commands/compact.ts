@@ -89,9 +89,15 @@ const COMPACTION_FLAGS = {
     value: 'DURATION',
     help: 'wait before the second attempt, doubling after (default 2s)',
   },
+  instructions: {
+    key: 'summaryInstructions',
+    kind: 'text',
+    value: 'TEXT',
+    help: "added to the summarizer's instruction: what the summary must focus on or keep (summaryInstructions)",
+  },
 } as const satisfies Record<
   string,
-  { key: keyof FlagOptions; kind: 'count' | 'ratio' | 'switch' | 'duration'; value?: string; help: string }
+  { key: keyof FlagOptions; kind: 'count' | 'ratio' | 'switch' | 'duration' | 'text'; value?: string; help: string }
 >;
 
 type CompactionFlag = keyof typeof COMPACTION_FLAGS;
@@ -135,7 +141,9 @@ export function compactionOptionsOf(values: CommandContext['values']): { options
         throw new UsageError(`--${flag} takes a ratio over 0 and at most 1, e.g. 0.5, got ${JSON.stringify(text)}`);
       options[spec.key] = ratio;
     } else options[spec.key] = text;
-    flags.push(`--${flag} ${text}`);
+    // A long text is shown by its start: the report is one line per fact.
+    const shown = spec.kind === 'text' ? JSON.stringify(text.length > 80 ? `${text.slice(0, 77)}...` : text) : text;
+    flags.push(`--${flag} ${shown}`);
   }
   try {
     // The budget does not take part in these checks; the engine checks the rest (ranges, targetRatio ≤ triggerRatio, durations).

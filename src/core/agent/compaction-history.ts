@@ -3,7 +3,7 @@
 // Markdown the Temporal UI (current details) and the CLI (`temporal-compactor history`) show.
 import { emptyRunUsage, percent, type Pricing, type RunUsage } from './run-usage.js';
 import type { CompactionLine, CompactionLineContext, ReviewOutcome, SessionLine } from './session.js';
-import type { CompactionResult } from '../types.js';
+import type { CompactionResult, Coverage } from '../types.js';
 import { compactionKind, type CompactionKind } from '../compaction/kind.js';
 
 // What a compaction did, in one word (src/core/compaction/kind.ts: telemetry names it too).
@@ -25,6 +25,11 @@ export interface CompactionRecord {
   elided: number;
   /** Messages cut middle-out to fit (docs/design.md#truncation); absent when none was. */
   truncated?: number;
+  /**
+   * What the summary kept of the identifiers it had to keep (docs/design.md#coverage), with at most
+   * {@link RECORD_MISSING} of the missing ones named; absent without a summary or a check.
+   */
+  coverage?: Coverage;
   kind: CompactionKind;
   /** Characters of the summary message, or null when there is none (its text is in the transcript). */
   summaryChars: number | null;
@@ -80,6 +85,14 @@ export const RECENT_COMPACTIONS = 20;
 /** Where a compaction ran and what the run had cost by then: what its compaction line records; see {@link compactionRecord}. */
 export type CompactionContext = CompactionLineContext;
 
+/** A record names at most this many missing identifiers: records stay small. */
+export const RECORD_MISSING = 10;
+
+function recordedCoverage(coverage: Coverage | undefined): { coverage?: Coverage } {
+  if (coverage === undefined) return {};
+  return { coverage: { ...coverage, missing: coverage.missing.slice(0, RECORD_MISSING) } };
+}
+
 export function compactionRecord(
   { round, backend, target, summarizerUsage, cacheHitRate, billedInput, review }: CompactionContext,
   result: CompactionResult,
@@ -93,6 +106,7 @@ export function compactionRecord(
     dropped: result.dropped,
     elided: result.elisions.length,
     ...(result.truncations === undefined ? {} : { truncated: result.truncations.length }),
+    ...recordedCoverage(result.coverage),
     kind: compactionKind(result),
     summaryChars: result.summary?.length ?? null,
     fallback: result.fallback,
@@ -181,6 +195,7 @@ function recordOfLine(line: CompactionLine, elided: number): CompactionRecord {
     dropped: line.dropped,
     elided,
     ...(line.truncated === undefined ? {} : { truncated: line.truncated }),
+    ...recordedCoverage(line.coverage),
     kind,
     summaryChars: line.summary?.length ?? null,
     fallback: line.fallback,
@@ -209,6 +224,18 @@ export function compactionKindLabel(kind: CompactionKind, summaryChars: number):
   }
 }
 
+/**
+ * A summary's coverage in a few words: `ids 24/24 (13 carried)`, `ids 20/24, missing: a, b`
+ * (docs/design.md#coverage): kept of required, how many only the carried-facts line holds, what is missing.
+ */
+export function coverageLabel(coverage: Coverage): string {
+  const carried = coverage.carried > 0 ? ` (${coverage.carried} carried)` : '';
+  const shown = coverage.missing.slice(0, 3).join(', ');
+  const more = coverage.missing.length > 3 ? ', …' : '';
+  const missing = coverage.missing.length > 0 ? `, missing: ${shown}${more}` : '';
+  return `ids ${coverage.kept}/${coverage.required}${carried}${missing}`;
+}
+
 /** The header line of {@link renderCompactionTable}: what the CLI prints and tests look for. */
 export const COMPACTION_TABLE_HEADER =
   '| # | round | tokens before → after | reclaimed | dropped | elided | summary or trim | fallback | exhausted | cache hits so far | billed input so far |';
@@ -224,7 +251,7 @@ export const COMPACTION_TABLE_HEADER =
 export function renderCompactionTable(records: readonly CompactionRecord[], first = 1): string {
   const rows = records.map(
     (record, index) =>
-      `| ${first + index} | ${record.round} | ${groupDigits(record.tokensBefore)} → ${groupDigits(record.tokensAfter)} | ${groupDigits(record.tokensReclaimed)} | ${record.dropped} | ${record.elided} | ${compactionKindLabel(record.kind, record.summaryChars ?? 0)}${record.truncated === undefined ? '' : `, truncated ${record.truncated}`} | ${record.fallback ? 'yes' : 'no'} | ${record.exhausted ? 'yes' : 'no'} | ${record.cacheHitRate === null ? '—' : percent(record.cacheHitRate)} | ${record.billedInput === null ? '—' : groupDigits(record.billedInput)} |`,
+      `| ${first + index} | ${record.round} | ${groupDigits(record.tokensBefore)} → ${groupDigits(record.tokensAfter)} | ${groupDigits(record.tokensReclaimed)} | ${record.dropped} | ${record.elided} | ${compactionKindLabel(record.kind, record.summaryChars ?? 0)}${record.truncated === undefined ? '' : `, truncated ${record.truncated}`}${record.coverage === undefined || record.coverage.required === 0 ? '' : `, ${coverageLabel(record.coverage)}`} | ${record.fallback ? 'yes' : 'no'} | ${record.exhausted ? 'yes' : 'no'} | ${record.cacheHitRate === null ? '—' : percent(record.cacheHitRate)} | ${record.billedInput === null ? '—' : groupDigits(record.billedInput)} |`,
   );
   return [COMPACTION_TABLE_HEADER, '|--:|--:|--:|--:|--:|--:|---|---|---|--:|--:|', ...rows].join('\n');
 }
@@ -263,6 +290,7 @@ function shortWhat(record: CompactionRecord): string {
   if (record.kind !== 'elision' && record.elided > 0) parts.push(`+ elided ${record.elided}`);
   if (record.fallback && record.kind !== 'trim') parts.push('fallback');
   if (record.truncated !== undefined) parts.push(`truncated ${record.truncated}`);
+  if (record.coverage !== undefined && record.coverage.required > 0) parts.push(coverageLabel(record.coverage));
   if (record.exhausted) parts.push('EXHAUSTED');
   return parts.join(', ');
 }

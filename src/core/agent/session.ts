@@ -7,7 +7,7 @@ import { InvalidInputError } from '../errors.js';
 import { removableMask } from '../compaction/regions.js';
 import type { RoundUsage } from './run-usage.js';
 import type { SummarizerUsage } from '../counting/summarizer-usage.js';
-import type { ChatMessage, CompactionResult, ContentPart } from '../types.js';
+import type { ChatMessage, CompactionResult, ContentPart, Coverage } from '../types.js';
 
 export interface MessageLine {
   type: 'message';
@@ -28,6 +28,8 @@ export interface CompactionLine extends Partial<CompactionLineContext> {
   exhausted: boolean;
   /** Messages cut middle-out to fit (their elision lines come just before); absent when none was. */
   truncated?: number;
+  /** What the summary kept of the identifiers it had to keep (docs/design.md#coverage); absent without a check. */
+  coverage?: Coverage;
 }
 
 /**
@@ -256,6 +258,7 @@ export function recordCompaction(
       fallback: result.fallback,
       exhausted: result.exhausted,
       ...(result.truncations === undefined ? {} : { truncated: result.truncations.length }),
+      ...(result.coverage === undefined ? {} : { coverage: result.coverage }),
     });
   }
   let next: SessionEntry[] = [...entries];

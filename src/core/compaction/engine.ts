@@ -6,18 +6,31 @@
 // Temporal's retry policy. Neither driver decides anything, so the two cannot drift apart.
 import { epochPays, planWindow, summarizedLastRound, worthStarting } from './economics.js';
 import { applyElisions, elides, planPassElisions } from './elision.js';
-import { aimFor, type Aim, type CallOverrides, type ResolvedOptions } from './options.js';
+import { aimFor, instructionTextOf, type Aim, type CallOverrides, type ResolvedOptions } from './options.js';
 import { findRegions, trimBoundaries, type Regions } from './regions.js';
 import { validateMessages } from '../schema.js';
-import { capMiddle, requestFor, summaryContent, summaryInstruction } from './transcript.js';
+import { capMiddle, requestFor, summaryContent, summaryInstruction, type InstructionText } from './transcript.js';
 import { truncateToFit } from './truncation.js';
+import {
+  coverageOf,
+  coverageRetryText,
+  MAX_CARRIED_IDENTIFIERS,
+  missingFrom,
+  requiredIdentifiers,
+  withCarriedFacts,
+  type Coverage,
+} from './coverage.js';
 import type { ChatMessage, CompactionResult, Elision, SummarizeRequest, TokenCounter, Usage } from '../types.js';
 
 /** What the engine asks its driver to do. */
 export interface SummarizeStep {
   kind: 'summarize';
-  /** `summary` for the first request, `tighter` for the one retry after a summary that was too long. */
-  purpose: 'summary' | 'tighter';
+  /**
+   * `summary` for the first request, `tighter` for the one retry after a summary that was too
+   * long, `coverage` for the one retry after a summary that left out identifiers it had to keep
+   * (docs/design.md#coverage). Never more than one retry.
+   */
+  purpose: 'summary' | 'tighter' | 'coverage';
   request: SummarizeRequest;
   /** The request's instruction alone: with `request.middle` it is all a driver needs to send (docs/design.md#summarizer-request). */
   instruction: string;
@@ -43,6 +56,8 @@ interface Pass {
   aim: Aim;
   regions: Regions;
   tokensBefore: number;
+  /** The call's `summaryInstructions` and `summaryPrompt` (docs/design.md#summary-instructions). */
+  text: InstructionText;
 }
 
 function startPass(
@@ -59,6 +74,7 @@ function startPass(
     aim,
     regions: findRegions(input, options.keepRecent),
     tokensBefore: aim.counter.count(input),
+    text: instructionTextOf(options, overrides),
   };
 }
 
@@ -196,7 +212,7 @@ export function* compactionSteps(
   hooks: CompactionHooks = {},
 ): CompactionSteps {
   const pass = startPass(messages, options, overrides, counter);
-  const result = yield* passSteps(pass);
+  const result = yield* passSteps(pass, hooks);
   // docs/design.md#truncation The last resort, asked of the driver only when it would change the result.
   // Only a conversation that did not fit and still does not: a result over its limit from one that
   // fitted is a counter's artefact (a calibrated counter recounting stubs), not an oversized message.
@@ -209,9 +225,29 @@ export function* compactionSteps(
 export interface CompactionHooks {
   /** Asked once, only when a result is still over its limit and `truncateOversized` is on; false keeps it exhausted. */
   mayTruncate?: () => boolean;
+  /**
+   * Asked once, only when a summary left out identifiers it had to keep and `summaryCoverage` is
+   * on (docs/design.md#coverage); false: no coverage retry and no carried-facts line.
+   */
+  mayCover?: () => boolean;
 }
 
-function* passSteps(pass: Pass): CompactionSteps {
+/** The messages a compaction keeps around the middle it replaces: what a summary's identifiers are checked against. */
+function keptAround(messages: readonly ChatMessage[], regions: Regions): ChatMessage[] {
+  return messages.filter((_, index) => regions.inMiddle[index] !== true);
+}
+
+/** The call's instructions with the identifiers a retry must keep: the extractive summarizer keeps what they name first. */
+function withIdentifiers(text: InstructionText, missing: readonly string[]): InstructionText {
+  const named = missing.slice(0, MAX_CARRIED_IDENTIFIERS).map((id) => `\`${id}\``);
+  const keep = `Keep these identifiers: ${named.join(', ')}`;
+  return {
+    ...text,
+    summaryInstructions: text.summaryInstructions === undefined ? keep : `${text.summaryInstructions}\n${keep}`,
+  };
+}
+
+function* passSteps(pass: Pass, hooks: CompactionHooks): CompactionSteps {
   const { options } = pass;
   const { regions, aim } = pass;
   const unchanged = { dropped: 0, fallback: false, elisions: [], summary: null, cutIndex: -1 };
@@ -251,7 +287,7 @@ function* passSteps(pass: Pass): CompactionSteps {
     if (!(tokens < pass.tokensBefore && (aim.target === undefined || tokens <= aim.target))) return false;
     return !(options.trimBeatsOverflow && aim.target === undefined && tokens > aim.limit && trimWouldFit());
   };
-  const summarized = (summary: string, assembled: ChatMessage[]): CompactionResult => {
+  const summarized = (summary: string, assembled: ChatMessage[], coverage?: Coverage): CompactionResult => {
     const result = finish(pass, {
       messages: assembled,
       dropped: planned.middle.length,
@@ -259,6 +295,7 @@ function* passSteps(pass: Pass): CompactionSteps {
       elisions: elided.elisions,
       summary,
       cutIndex: planned.middle.at(-1) ?? -1,
+      ...(coverage === undefined ? {} : { coverage }),
     });
     if (plan === undefined || result.tokensAfter <= aim.mark) return result;
     // docs/design.md#window-gives-way: over the mark, say why — the window could not give way enough, or the summary was longer than the room left for it.
@@ -269,24 +306,70 @@ function* passSteps(pass: Pass): CompactionSteps {
   // docs/design.md#summarizer-request One request; docs/design.md#failures the driver retries it; an empty summary is a failure.
   // The middle as the summarizer sees it, cut once for both requests.
   const seen = capMiddle(middle, options.toolResultCap);
-  const first = yield step('summary', summaryInstruction(), seen);
+  const { text } = pass;
+  // docs/design.md#coverage The identifiers the middle shares with what stays: a summary must keep them.
+  const checking = options.summaryCoverage !== 'off';
+  const required = checking ? requiredIdentifiers(seen, keptAround(elided.messages, planned)) : [];
+  let covering: boolean | undefined;
+  const mayCover = (): boolean => (covering ??= hooks.mayCover?.() !== false);
+  const assembledOf = (written: string): ChatMessage[] =>
+    assemble(elided.messages, planned, summaryContent(written, planned.middle.length));
+  /** The summary the summarizer wrote, with what it left out carried when that still fits; undefined when neither fits. */
+  const accepted = (written: string): CompactionResult | undefined => {
+    const missing = checking ? missingFrom(written, required) : [];
+    if (missing.length > 0 && mayCover()) {
+      const carried = withCarriedFacts(written, missing);
+      const assembled = assembledOf(carried);
+      if (accepts(assembled))
+        return summarized(
+          summaryContent(carried, planned.middle.length),
+          assembled,
+          coverageOf(required, written, carried),
+        );
+    }
+    const assembled = assembledOf(written);
+    if (!accepts(assembled)) return undefined;
+    const coverage = checking ? coverageOf(required, written, written) : undefined;
+    return summarized(summaryContent(written, planned.middle.length), assembled, coverage);
+  };
+
+  const first = yield step('summary', summaryInstruction(undefined, text), seen, text);
   if (first.kind !== 'summary' || first.text.trim() === '') return trimmed();
-  const firstSummary = summaryContent(first.text, planned.middle.length);
-  const firstAssembled = assemble(elided.messages, planned, firstSummary);
-  if (accepts(firstAssembled)) return summarized(firstSummary, firstAssembled);
+  const firstText = first.text.trim();
+  const firstMissing = options.summaryCoverage === 'retry' ? missingFrom(firstText, required) : [];
+  const retryNames = firstMissing.length > 0 && mayCover() ? firstMissing : [];
+
+  if (accepts(assembledOf(firstText))) {
+    if (retryNames.length === 0) return accepted(firstText) ?? trimmed();
+    // docs/design.md#coverage The one retry names what the summary left out; it is taken only when it keeps more.
+    const instruction = `${summaryInstruction(undefined, text)}\n\n${coverageRetryText(retryNames, firstText.length)}`;
+    const retry = yield step('coverage', instruction, seen, withIdentifiers(text, retryNames));
+    if (retry.kind === 'summary' && retry.text.trim() !== '') {
+      const retryText = retry.text.trim();
+      const better = missingFrom(retryText, required).length < firstMissing.length ? accepted(retryText) : undefined;
+      if (better !== undefined) return better;
+    }
+    return accepted(firstText) ?? trimmed();
+  }
 
   // docs/design.md#proof The proof failed: one tighter request, accepted only if it fits and is shorter.
-  const second = yield step('tighter', summaryInstruction(first.text.trim().length), seen);
+  const tighter = summaryInstruction(firstText.length, text);
+  const second = yield retryNames.length === 0
+    ? step('tighter', tighter, seen, text)
+    : step('tighter', `${tighter}\n${coverageRetryText(retryNames)}`, seen, withIdentifiers(text, retryNames));
   if (second.kind !== 'summary' || second.text.trim() === '') return trimmed();
-  const secondSummary = summaryContent(second.text, planned.middle.length);
-  const secondAssembled = assemble(elided.messages, planned, secondSummary);
-  if (second.text.trim().length < first.text.trim().length && accepts(secondAssembled))
-    return summarized(secondSummary, secondAssembled);
+  const secondText = second.text.trim();
+  if (secondText.length < firstText.length) return accepted(secondText) ?? trimmed();
   return trimmed();
 }
 
-function step(purpose: SummarizeStep['purpose'], instruction: string, seen: ChatMessage[]): SummarizeStep {
-  const request = requestFor(instruction, seen);
+function step(
+  purpose: SummarizeStep['purpose'],
+  instruction: string,
+  seen: ChatMessage[],
+  text: InstructionText,
+): SummarizeStep {
+  const request = requestFor(instruction, seen, text.summaryInstructions);
   const characters = request.messages.reduce(
     (sum, message) => sum + (typeof message.content === 'string' ? message.content.length : 0),
     0,

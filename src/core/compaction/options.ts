@@ -127,9 +127,38 @@ export interface CompactionOptions {
   trimBeatsOverflow?: boolean;
   /** The price of a cached input token relative to an uncached one, for the `'paying'` epoch model. @default 0.1 */
   cachedInputPrice?: number;
-  /** Text added to the summarizer's fixed instruction: what the summary must focus on or keep. @default none */
+  /**
+   * docs/design.md#coverage Summaries checked for what they dropped: the identifiers (paths, symbols, error names,
+   * URLs, ids) that the replaced middle shares with what the conversation keeps must be in the
+   * summary. `'retry'`: a summary that leaves some out is asked once more, naming them (the tighter
+   * retry names them when the summary was also too long), and what is still missing is appended as
+   * a carried-facts line; `'carry'`: the line only, no retry; `'off'`: no check (the reference).
+   * `result.coverage` says what was required, kept and missing.
+   * @default 'retry'
+   */
+  summaryCoverage?: SummaryCoverage;
+
+  /**
+   * docs/design.md#summary-instructions Text added to the summarizer's instruction: what the summary must focus on or keep
+   * (`'Keep the failing test names and the exact error messages.'`). The request carries it also
+   * as `SummarizeRequest.instructions`, and the offline extractive summarizer keeps what matches it
+   * first. At most 10,000 characters; blank adds nothing.
+   * @default undefined (the fixed instruction alone)
+   */
   summaryInstructions?: string;
+  /**
+   * docs/design.md#summary-instructions Replaces the fixed summarizer instruction (the system message) whole;
+   * `summaryInstructions` is still added after it. At most 10,000 characters, not blank.
+   * @default undefined (the fixed instruction, docs/design.md#summarizer-request)
+   */
+  summaryPrompt?: string;
 }
+
+/** The longest `summaryInstructions` or `summaryPrompt`, in characters. */
+export const MAX_SUMMARY_INSTRUCTION_CHARS = 10_000;
+
+/** What a compaction does about identifiers a summary left out (see `CompactionOptions.summaryCoverage`). */
+export type SummaryCoverage = 'retry' | 'carry' | 'off';
 
 /** When `needsCompaction` starts an elision-only epoch below the trigger (see `CompactionOptions.elisionEpochs`). */
 export type ElisionEpochs = 'batch' | 'paying' | 'never';
@@ -152,6 +181,7 @@ export const REFERENCE_EXACT = {
   deferShallowCompactions: false,
   stubsShorterOnly: false,
   trimBeatsOverflow: false,
+  summaryCoverage: 'off',
 } as const satisfies Partial<CompactionOptions>;
 
 /** Options with every default applied and validated. Plain JSON (durations in ms). */
@@ -176,6 +206,11 @@ export interface ResolvedOptions {
   stubsShorterOnly: boolean;
   trimBeatsOverflow: boolean;
   cachedInputPrice: number;
+  summaryCoverage: SummaryCoverage;
+  /** Undefined: nothing added to the instruction. */
+  summaryInstructions?: string | undefined;
+  /** Undefined: the fixed instruction. */
+  summaryPrompt?: string | undefined;
   /**
    * @internal Set only by the workflow driver for histories recorded before the economic rules
    * existed: an elision epoch recounts and may go on to the summary, as the code then did.
@@ -209,6 +244,16 @@ export const optionsSchema = z.object({
   stubsShorterOnly: z.boolean().default(true),
   trimBeatsOverflow: z.boolean().default(true),
   cachedInputPrice: ratio.default(0.1),
+  summaryCoverage: z.enum(['retry', 'carry', 'off']).default('retry'),
+  summaryInstructions: z
+    .string()
+    .max(MAX_SUMMARY_INSTRUCTION_CHARS, `must be at most ${MAX_SUMMARY_INSTRUCTION_CHARS} characters`)
+    .optional(),
+  summaryPrompt: z
+    .string()
+    .max(MAX_SUMMARY_INSTRUCTION_CHARS, `must be at most ${MAX_SUMMARY_INSTRUCTION_CHARS} characters`)
+    .regex(/\S/, 'must not be blank: it replaces the whole instruction')
+    .optional(),
 });
 
 /** The names of the compaction options ({@link CompactionOptions}), for the closest name to an unknown one. */
@@ -232,7 +277,9 @@ export const COMPACTION_OPTION_KEYS = keysOf<CompactionOptions>({
   stubsShorterOnly: true,
   trimBeatsOverflow: true,
   cachedInputPrice: true,
+  summaryCoverage: true,
   summaryInstructions: true,
+  summaryPrompt: true,
 });
 
 /**
@@ -281,9 +328,40 @@ export function backoffDelayMs(attempt: number, retryBackoffMs: number): number 
 /** Per-call overrides (docs/design.md#overrides). */
 export interface CallOverrides {
   /** Aim at this many tokens instead of `targetRatio × contextBudget`; also the exhaustion limit. */
-  target?: number;
+  target?: number | undefined;
   /** Count with this counter for the one call, including the returned counts. */
-  counter?: TokenCounter;
+  counter?: TokenCounter | undefined;
+  /** For this call, instead of the options' `summaryInstructions`. */
+  summaryInstructions?: string | undefined;
+  /** For this call, instead of the options' `summaryPrompt`. */
+  summaryPrompt?: string | undefined;
+}
+
+/**
+ * Checks a per-call `summaryInstructions` or `summaryPrompt` as the options check them; throws
+ * `InvalidInputError` naming `field`.
+ */
+export function checkInstructionText(value: unknown, field: string): string | undefined {
+  if (value === undefined) return undefined;
+  const schema = field.endsWith('summaryPrompt')
+    ? optionsSchema.shape.summaryPrompt
+    : optionsSchema.shape.summaryInstructions;
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0];
+  throw new InvalidInputError(field, issue === undefined ? 'invalid' : describeIssue(issue, value));
+}
+
+/** The instruction text of a call: its overrides over the options. */
+export function instructionTextOf(
+  options: ResolvedOptions,
+  overrides: CallOverrides,
+): { summaryInstructions: string | undefined; summaryPrompt: string | undefined } {
+  const instructions = overrides.summaryInstructions ?? options.summaryInstructions;
+  return {
+    summaryInstructions: instructions === undefined || instructions.trim() === '' ? undefined : instructions.trim(),
+    summaryPrompt: overrides.summaryPrompt ?? options.summaryPrompt,
+  };
 }
 
 /** The numbers one compaction works with. */

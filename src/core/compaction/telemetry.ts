@@ -19,7 +19,7 @@ export const CompactionSpanAttribute = {
   Exhausted: 'compaction.exhausted',
   /** See {@link CompactionResultKind}. */
   Result: 'compaction.result',
-  /** Summarize activities scheduled: the first request, and the tighter retry when there was one. */
+  /** Summarize activities scheduled: the first request, and the tighter or coverage retry when there was one. */
   SummarizerRequests: 'compaction.summarizer.requests',
   /** Their activity attempts, Temporal's retries included. */
   SummarizerAttempts: 'compaction.summarizer.attempts',
@@ -27,6 +27,11 @@ export const CompactionSpanAttribute = {
   SummarizerPromptTokens: 'compaction.summarizer.prompt_tokens',
   SummarizerCompletionTokens: 'compaction.summarizer.completion_tokens',
   SummarizerUsageEstimated: 'compaction.summarizer.usage_estimated',
+  /** docs/design.md#coverage: identifiers the summary had to keep, kept, only carried, missing; only when checked. */
+  CoverageRequired: 'compaction.coverage.required',
+  CoverageKept: 'compaction.coverage.kept',
+  CoverageCarried: 'compaction.coverage.carried',
+  CoverageMissing: 'compaction.coverage.missing',
 } as const;
 
 /**
@@ -83,6 +88,14 @@ export function compactionSpanAttributes(
           [CompactionSpanAttribute.SummarizerPromptTokens]: usage.promptTokens,
           [CompactionSpanAttribute.SummarizerCompletionTokens]: usage.completionTokens,
           [CompactionSpanAttribute.SummarizerUsageEstimated]: usage.estimated,
+        }),
+    ...(result.coverage === undefined
+      ? {}
+      : {
+          [CompactionSpanAttribute.CoverageRequired]: result.coverage.required,
+          [CompactionSpanAttribute.CoverageKept]: result.coverage.kept,
+          [CompactionSpanAttribute.CoverageCarried]: result.coverage.carried,
+          [CompactionSpanAttribute.CoverageMissing]: result.coverage.missing.length,
         }),
   };
 }

@@ -17,14 +17,35 @@ export const SUMMARY_INSTRUCTION = [
   'Some tool output and tool-call arguments were truncated before you saw them, with a marker saying how much was cut: do not guess what was cut.',
 ].join('\n');
 
+/** What a caller may say about the instruction (docs/design.md#summary-instructions); both unset: the fixed one. */
+export interface InstructionText {
+  /** Added after the instruction: what to focus on or keep. */
+  summaryInstructions?: string | undefined;
+  /** Replaces {@link SUMMARY_INSTRUCTION}. */
+  summaryPrompt?: string | undefined;
+}
+
+/** The heading under which `summaryInstructions` follow the instruction. */
+export const SUMMARY_INSTRUCTIONS_HEADING =
+  'Instructions from the user for this summary (follow them; what they ask you to keep must be in the summary):';
+
+/** The instruction before any retry: the fixed one or `summaryPrompt`, then `summaryInstructions`. */
+export function baseInstruction(text: InstructionText = {}): string {
+  const base = text.summaryPrompt ?? SUMMARY_INSTRUCTION;
+  const added = text.summaryInstructions?.trim();
+  return added === undefined || added === '' ? base : [base, '', SUMMARY_INSTRUCTIONS_HEADING, added].join('\n');
+}
+
 /** The instruction for the one retry after a summary that did not compact enough. */
-export function tooLongInstruction(previousSummaryChars: number): string {
+export function tooLongInstruction(previousSummaryChars: number, text: InstructionText = {}): string {
   const limit = Math.max(1, Math.floor(previousSummaryChars / 2));
+  // The fixed instruction asks for four sections; a prompt of the caller's own may ask for another shape.
+  const keep = text.summaryPrompt === undefined ? 'keep the four sections' : 'keep the shape asked for';
   return [
-    SUMMARY_INSTRUCTION,
+    baseInstruction(text),
     '',
     `Your last attempt was too long: at ${previousSummaryChars} characters it did not make the conversation small enough.`,
-    `Write a much shorter summary, under ${limit} characters: keep the four sections, drop detail the agent does not need to continue, keep identifiers exact.`,
+    `Write a much shorter summary, under ${limit} characters: ${keep}, drop detail the agent does not need to continue, keep identifiers exact.`,
   ].join('\n');
 }
 
@@ -114,16 +135,18 @@ export function renderContent(content: ChatMessage['content']): string {
 }
 
 /** The instruction of a request; `previousSummaryChars` makes it the tighter retry's. */
-export function summaryInstruction(previousSummaryChars?: number): string {
-  return previousSummaryChars === undefined ? SUMMARY_INSTRUCTION : tooLongInstruction(previousSummaryChars);
+export function summaryInstruction(previousSummaryChars?: number, text: InstructionText = {}): string {
+  return previousSummaryChars === undefined ? baseInstruction(text) : tooLongInstruction(previousSummaryChars, text);
 }
 
 /**
  * The request for an instruction and a middle already cut by {@link capMiddle}: the instruction as
- * the system message, the rendered transcript as the user message, and the middle itself.
+ * the system message, the rendered transcript as the user message, and the middle itself; with
+ * `instructions` (the caller's `summaryInstructions`, already in the instruction) those too.
  */
-export function requestFor(instruction: string, cappedMiddle: ChatMessage[]): SummarizeRequest {
+export function requestFor(instruction: string, cappedMiddle: ChatMessage[], instructions?: string): SummarizeRequest {
   return {
+    ...(instructions === undefined ? {} : { instructions }),
     messages: [
       { role: 'system', content: instruction },
       {
@@ -140,8 +163,14 @@ export function summarizeRequest(
   middle: readonly ChatMessage[],
   toolResultCap: number,
   previousSummaryChars?: number,
+  text: InstructionText = {},
 ): SummarizeRequest {
-  return requestFor(summaryInstruction(previousSummaryChars), capMiddle(middle, toolResultCap));
+  const instructions = text.summaryInstructions?.trim();
+  return requestFor(
+    summaryInstruction(previousSummaryChars, text),
+    capMiddle(middle, toolResultCap),
+    instructions === '' ? undefined : instructions,
+  );
 }
 
 const summaryHeader = /^\[Summary by the harness of \d+ earlier messages\]\n\n/;

@@ -8,6 +8,7 @@ import {
   type SectionName,
   type Sections,
 } from './format.js';
+import { instructedRoom } from './instructions.js';
 
 /**
  * A section's body within `allowance` characters: the highest-priority candidates that fit (an
@@ -44,6 +45,9 @@ function sectionBody(candidates: readonly Candidate[], allowance: number, earlie
   ].join('\n');
 }
 
+/** At most this share of the room goes first to lines that match the instructions. */
+const INSTRUCTED_SHARE = 0.5;
+
 /** The order sections get room in, and their shares of it: what an agent needs to continue first. */
 const FILL_ORDER: ReadonlyArray<readonly [keyof Sections, number]> = [
   ['unresolved', 0.2],
@@ -75,10 +79,23 @@ export function renderSummary(
   const extra = budget - layout(bodies).length;
   if (extra <= 0) return layout(bodies);
 
+  // docs/design.md#summary-instructions What matches the caller's instructions gets room first, in
+  // every section, before any share is handed out — up to half the room, so that the other
+  // sections keep theirs: within a section a matching line is never let go for one that does not.
   let spare = extra;
+  let instructed = Math.floor(extra * INSTRUCTED_SHARE);
+  for (const [name] of FILL_ORDER) {
+    const need = Math.min(instructed, instructedRoom(sections[name]));
+    if (need <= 0) continue;
+    const before = bodies[name].length;
+    bodies[name] = body(name, before + need);
+    spare -= bodies[name].length - before;
+    instructed -= bodies[name].length - before;
+  }
+  const shared = spare;
   for (const [name, share] of FILL_ORDER) {
     const before = bodies[name].length;
-    bodies[name] = body(name, before + Math.floor(extra * share));
+    bodies[name] = body(name, before + Math.floor(shared * share));
     spare -= bodies[name].length - before;
   }
   for (const [name] of FILL_ORDER) {

@@ -1,0 +1,96 @@
+// Sandbox-safe and pure: the coverage check of a summary (docs/design.md#coverage). The identifiers
+// a summary must keep are those the middle it replaces shares with what the conversation keeps —
+// the task, pinned and sticky messages, the recent window — since the agent still refers to them.
+import { contentText } from '../counting/tokens.js';
+import type { ChatMessage, Coverage } from '../types.js';
+
+export type { Coverage };
+
+/** At most this many identifiers are named in a retry or carried in one summary. */
+export const MAX_CARRIED_IDENTIFIERS = 40;
+
+/** The start of the line that carries identifiers a summary left out. */
+export const CARRIED_FACTS_PREFIX = 'Carried facts (identifiers the conversation still uses):';
+
+const TOKEN = /[A-Za-z0-9_][A-Za-z0-9_./#@-]*[A-Za-z0-9_/]/g;
+const URL = /\bhttps?:\/\/[^\s"'`<>()[\]{}]+[^\s"'`<>()[\]{}.,;:!?]/g;
+/** Tool-call ids: the transcript's bookkeeping, not facts of the run. */
+const CALL_ID = /^(?:call|toolu|tool|fc)_[A-Za-z0-9]+$/;
+
+/**
+ * Code-like tokens of at least three characters with a letter: a path (`/`), a dotted name
+ * (`models.py`, `np.array`), snake_case, camelCase and error names (`TypeError`), or letters mixed
+ * with digits (`ZFA04Y`, `E2BIG`); and URLs whole. Plain words and plain numbers are not identifiers.
+ */
+export function isIdentifier(token: string): boolean {
+  if (token.length < 3 || !/[A-Za-z]/.test(token) || CALL_ID.test(token)) return false;
+  return (
+    token.includes('/') || /\w\.\w/.test(token) || token.includes('_') || /[a-z][A-Z]/.test(token) || /\d/.test(token)
+  );
+}
+
+/** The identifiers of a text, in order of first appearance. */
+export function identifiersIn(text: string, into: Set<string> = new Set()): Set<string> {
+  const urls = text.match(URL) ?? [];
+  for (const url of urls) into.add(url);
+  const rest = urls.length === 0 ? text : text.replace(URL, ' ');
+  for (const match of rest.matchAll(TOKEN)) {
+    const token = match[0].replace(/[.:/#@-]+$/, '');
+    if (isIdentifier(token)) into.add(token);
+  }
+  return into;
+}
+
+/**
+ * The text of a message where its facts are: its content and its tool calls' arguments — not the
+ * calls' ids, nor the tools' names, which the model has from the tool definitions at every request.
+ */
+function factText(message: ChatMessage): string {
+  const calls = (message.tool_calls ?? []).map((call) => call.function.arguments);
+  return [contentText(message.content), ...calls].join('\n');
+}
+
+/**
+ * The identifiers a summary of `middle` must keep: those of the middle (as the summarizer saw it)
+ * that `kept` uses too, in the order the middle first used them. System and developer messages of
+ * `kept` do not count: the model reads them at every request whatever the summary says.
+ */
+export function requiredIdentifiers(middle: readonly ChatMessage[], kept: readonly ChatMessage[]): string[] {
+  const used = new Set<string>();
+  for (const message of kept) {
+    if (message.role !== 'system' && message.role !== 'developer') identifiersIn(factText(message), used);
+  }
+  if (used.size === 0) return [];
+  const fromMiddle = new Set<string>();
+  for (const message of middle) identifiersIn(factText(message), fromMiddle);
+  return [...fromMiddle].filter((identifier) => used.has(identifier));
+}
+
+/** The identifiers of `required` that `summary` does not hold. */
+export function missingFrom(summary: string, required: readonly string[]): string[] {
+  return required.filter((identifier) => !summary.includes(identifier));
+}
+
+/** The sentences the retry adds to its instruction: the identifiers the last attempt left out. */
+export function coverageRetryText(missing: readonly string[], maxChars?: number): string {
+  const named = missing.slice(0, MAX_CARRIED_IDENTIFIERS);
+  const length = maxChars === undefined ? '' : `, at most ${maxChars} characters`;
+  return [
+    `Your last attempt left out identifiers that the rest of the conversation still uses: ${named.map((id) => `\`${id}\``).join(', ')}.`,
+    `Write the summary again${length}, and say what each of them is, copied exactly.`,
+  ].join('\n');
+}
+
+/** The summary text with the line that carries what it left out (at most {@link MAX_CARRIED_IDENTIFIERS}). */
+export function withCarriedFacts(summary: string, missing: readonly string[]): string {
+  if (missing.length === 0) return summary;
+  const carried = missing.slice(0, MAX_CARRIED_IDENTIFIERS).map((id) => `\`${id}\``);
+  return `${summary.trimEnd()}\n\n${CARRIED_FACTS_PREFIX} ${carried.join(', ')}`;
+}
+
+/** The coverage of a final summary text, given what its summarizer wrote alone. */
+export function coverageOf(required: readonly string[], written: string, final: string): Coverage {
+  const missing = missingFrom(final, required);
+  const carried = missingFrom(written, required).length - missing.length;
+  return { required: required.length, kept: required.length - missing.length, carried, missing };
+}

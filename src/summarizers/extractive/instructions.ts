@@ -1,0 +1,150 @@
+// Sandbox-safe: how the extractive summarizer honours a request's `instructions` (the caller's
+// `summaryInstructions`, docs/design.md#summary-instructions): the terms they name, the candidate
+// lines that match them (kept before every other line), and the lines of the middle that match
+// them and no section would have copied.
+import { isSummaryMessage, renderContent } from '../../core/compaction/transcript.js';
+import type { ChatMessage } from '../../core/types.js';
+import type { Candidate, Sections } from './format.js';
+import { clip, proseLines, withoutMarker } from './text.js';
+
+/** Added to a matching candidate's priority: above every priority a section gives (at most ~100). */
+export const INSTRUCTED_PRIORITY = 1000;
+/** At most this many lines of the middle are added for the instructions (each ≤ 240 characters). */
+const MAX_INSTRUCTED_LINES = 40;
+
+/** Words of an instruction that say how to summarize, not what: they match nothing. */
+const STOPWORDS = new Set(
+  (
+    'about above after again also always any are around because been before being below between both but can could ' +
+    'detail details did does doing each else ensure especially every exact exactly few focus for from have having here ' +
+    'how important include including into its just keep kept least less list make many mention more most much must name ' +
+    'names never note only other over please preserve record remember same should some still such summary summarize ' +
+    'than that the their them then there these they this those through too under until very want what when where which ' +
+    'while who whom why will with without would your'
+  ).split(' '),
+);
+
+/** One term of the instructions: an identifier (matched as written, any case) or a word's stem (matched at a word start). */
+export interface InstructionTerm {
+  text: string;
+  pattern: RegExp;
+}
+
+function escaped(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+/** A plain word without its common endings (`failing` → `fail`, `tests` → `test`), never under four letters. */
+function stem(word: string): string {
+  for (const suffix of ['ing', 'ed', 'es', 's']) {
+    if (word.endsWith(suffix) && word.length - suffix.length >= 4) return word.slice(0, -suffix.length);
+  }
+  return word;
+}
+
+/**
+ * The terms of `instructions`: quoted phrases and identifiers (paths, dotted or snake_case names,
+ * anything with a digit) as written; other words of four letters or more, not stopwords, by stem.
+ */
+export function instructionTerms(instructions: string | undefined): InstructionTerm[] {
+  if (instructions === undefined) return [];
+  const terms = new Map<string, InstructionTerm>();
+  const add = (text: string, pattern: RegExp): void => {
+    if (!terms.has(text)) terms.set(text, { text, pattern });
+  };
+  const unquoted = instructions.replace(/["`'“]([^"`'”\n]{3,80})["`'”]/g, (_, phrase: string) => {
+    add(phrase.toLowerCase(), new RegExp(escaped(phrase), 'i'));
+    return ' ';
+  });
+  for (const raw of unquoted.match(/[\p{L}\p{N}_./:#@-]+/gu) ?? []) {
+    const token = raw.replace(/^[.:/#@-]+|[.:/#@-]+$/g, '');
+    if (token.length < 3) continue;
+    if (/[\d_./:#@]|[a-z][A-Z]/.test(token)) add(token.toLowerCase(), new RegExp(escaped(token), 'i'));
+    else {
+      const word = token.toLowerCase();
+      if (word.length < 4 || STOPWORDS.has(word)) continue;
+      const root = stem(word);
+      add(root, new RegExp(`(?<![\\p{L}\\p{N}])${escaped(root)}`, 'iu'));
+    }
+  }
+  return [...terms.values()];
+}
+
+/** One pattern for all the terms: most lines match none, and one test says so. */
+const anyTermMemo = new WeakMap<readonly InstructionTerm[], RegExp>();
+
+/** How many of `terms` `text` matches. */
+export function matchCount(text: string, terms: readonly InstructionTerm[]): number {
+  let any = anyTermMemo.get(terms);
+  if (any === undefined) {
+    any = new RegExp(terms.map((term) => term.pattern.source).join('|'), 'iu');
+    anyTermMemo.set(terms, any);
+  }
+  if (!any.test(text)) return 0;
+  let count = 0;
+  for (const term of terms) if (term.pattern.test(text)) count += 1;
+  return count;
+}
+
+/**
+ * The sections with every candidate that matches the instructions ranked above every one that
+ * does not (more terms matched first), and with the lines of the middle that match them and no
+ * candidate holds added to Decisions. Without terms, the sections as they are.
+ */
+export function honourInstructions(
+  sections: Sections,
+  terms: readonly InstructionTerm[],
+  middle: readonly ChatMessage[] | undefined,
+): Sections {
+  if (terms.length === 0) return sections;
+  const boost = (candidates: Candidate[]): Candidate[] =>
+    candidates.map((candidate) => {
+      const matched = matchCount(candidate.text, terms);
+      return matched === 0 ? candidate : { ...candidate, priority: candidate.priority + INSTRUCTED_PRIORITY + matched };
+    });
+  const boosted: Sections = {
+    goals: boost(sections.goals),
+    decisions: boost(sections.decisions),
+    files: boost(sections.files),
+    unresolved: boost(sections.unresolved),
+  };
+  const held = Object.values(boosted)
+    .flat()
+    .map((candidate: Candidate) => candidate.text)
+    .join('\n');
+  boosted.decisions.push(...instructedLines(middle ?? [], terms, held));
+  return boosted;
+}
+
+/** Lines of the middle (earlier summaries aside: their sections are read back) that match the terms and no candidate holds. */
+function instructedLines(middle: readonly ChatMessage[], terms: readonly InstructionTerm[], held: string): Candidate[] {
+  const lines: Candidate[] = [];
+  const seen = new Set<string>();
+  let order = 0;
+  for (const message of middle) {
+    order += 1;
+    if (message.role === 'system' || message.role === 'developer' || isSummaryMessage(message)) continue;
+    const texts = [
+      renderContent(message.content),
+      ...(message.tool_calls ?? []).map((call) => `${call.function.name} ${call.function.arguments}`),
+    ];
+    for (const line of texts.flatMap(proseLines)) {
+      const matched = matchCount(line, terms);
+      if (matched === 0) continue;
+      const copied = clip(withoutMarker(line), 240);
+      const key = copied.toLowerCase();
+      if (copied.length < 4 || seen.has(key) || held.includes(copied)) continue;
+      seen.add(key);
+      lines.push({ text: `- ${copied}`, priority: INSTRUCTED_PRIORITY + matched, order: order + lines.length / 1e4 });
+    }
+  }
+  // The most matching first, then the latest: a long middle keeps the best few.
+  return lines.sort((a, b) => b.priority - a.priority || b.order - a.order).slice(0, MAX_INSTRUCTED_LINES);
+}
+
+/** The room the candidates that match the instructions need in a section (0 for none). */
+export function instructedRoom(candidates: readonly Candidate[]): number {
+  return candidates
+    .filter((candidate) => candidate.priority >= INSTRUCTED_PRIORITY)
+    .reduce((sum, candidate) => sum + candidate.text.length + 1, 0);
+}

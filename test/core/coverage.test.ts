@@ -1,0 +1,164 @@
+// Summaries checked for what they dropped (docs/design.md#coverage): the identifiers a summary must
+// keep, the one retry naming them, the carried-facts line, and facts that survive ten compactions.
+import { describe, expect, it } from 'vitest';
+import { Compactor } from '../../src/compactor.js';
+import { REFERENCE_EXACT } from '../../src/core/compaction/options.js';
+import { CARRIED_FACTS_PREFIX, identifiersIn, requiredIdentifiers } from '../../src/core/compaction/coverage.js';
+import type { ChatMessage, SummarizeRequest } from '../../src/core/types.js';
+import { assistant, charCounter, scriptedSummarizer, system, tool, user } from '../support/messages.js';
+
+const GENERIC =
+  '## Goals\nContinue the task.\n## Decisions\nNone.\n## Files and commands\nSome files.\n## Unresolved\nNone.';
+
+function systemText(request: SummarizeRequest | undefined): string {
+  const content = request?.messages[0]?.content;
+  return typeof content === 'string' ? content : '';
+}
+
+/** A run whose early tool output names an error and a file that the latest messages still talk about. */
+function run(): ChatMessage[] {
+  const messages: ChatMessage[] = [system('You are an agent.'), user('Fix the invoice totals.')];
+  messages.push(
+    assistant('Reading the log.', [['call_a', 'read_file', JSON.stringify({ path: 'logs/app.log' })]]),
+    tool(
+      'call_a',
+      `${'noise line\n'.repeat(60)}InvoiceRoundingError at src/billing/invoice.ts:42 (see https://example.test/issues/7)`,
+    ),
+  );
+  for (let index = 0; index < 6; index += 1) {
+    messages.push(
+      assistant(`Checking module ${index}.`, [
+        [`call_${index}`, 'read_file', JSON.stringify({ path: `lib/m${index}.md` })],
+      ]),
+      tool(`call_${index}`, `contents of module ${index} `.repeat(20)),
+    );
+  }
+  messages.push(assistant('InvoiceRoundingError still comes from src/billing/invoice.ts; patching it next.'));
+  return messages;
+}
+
+const options = { contextBudget: 2000, keepRecent: 2, counter: charCounter };
+
+describe('identifiers', () => {
+  it('finds paths, symbols, error names, URLs and ids, not plain words, numbers or call ids', () => {
+    const found = [
+      ...identifiersIn(
+        'TypeError in src/app.ts: parseConfig failed for user_id mia_li_3668, order #W2378156, see https://x.test/a?b=1. call_abc123 ran 42 times',
+      ),
+    ];
+    expect(found).toEqual(
+      expect.arrayContaining([
+        'TypeError',
+        'src/app.ts',
+        'parseConfig',
+        'user_id',
+        'mia_li_3668',
+        'W2378156',
+        'https://x.test/a?b=1',
+      ]),
+    );
+    expect(found).not.toContain('call_abc123');
+    expect(found).not.toContain('42');
+    expect(found).not.toContain('failed');
+  });
+
+  it('requires what the middle shares with the kept messages, the system prompt aside', () => {
+    const middle = [tool('c', 'found parseConfig and src/app.ts and helper_fn')];
+    const kept = [system('tools: helper_fn'), assistant('parseConfig in src/app.ts is wrong')];
+    expect(requiredIdentifiers(middle, kept)).toEqual(['parseConfig', 'src/app.ts']);
+  });
+});
+
+describe('coverage in the engine', () => {
+  it("'retry': one retry names what the summary left out, and its better summary is kept", async () => {
+    const summarizer = scriptedSummarizer(
+      GENERIC,
+      'InvoiceRoundingError in src/billing/invoice.ts; module notes read.',
+    );
+    const result = await new Compactor({ summarizer, ...options }).compact(run());
+    expect(summarizer.requests).toHaveLength(2);
+    expect(systemText(summarizer.requests[1])).toContain('`InvoiceRoundingError`, `src/billing/invoice.ts`');
+    expect(summarizer.requests[1]?.instructions).toContain('`src/billing/invoice.ts`');
+    expect(result.summary).toContain('InvoiceRoundingError in src/billing/invoice.ts');
+    expect(result.summary).not.toContain(CARRIED_FACTS_PREFIX);
+    expect(result.coverage).toEqual({ required: 2, kept: 2, carried: 0, missing: [] });
+  });
+
+  it("'retry': still missing after the retry, the identifiers are carried on a line of their own", async () => {
+    const summarizer = scriptedSummarizer(GENERIC);
+    const result = await new Compactor({ summarizer, ...options }).compact(run());
+    expect(summarizer.requests).toHaveLength(2);
+    expect(result.summary).toContain(`${CARRIED_FACTS_PREFIX} \`InvoiceRoundingError\`, \`src/billing/invoice.ts\``);
+    expect(result.coverage).toEqual({ required: 2, kept: 2, carried: 2, missing: [] });
+  });
+
+  it("'carry' appends without a retry; 'off' and REFERENCE_EXACT check nothing", async () => {
+    const carry = scriptedSummarizer(GENERIC);
+    const carried = await new Compactor({ summarizer: carry, ...options, summaryCoverage: 'carry' }).compact(run());
+    expect(carry.requests).toHaveLength(1);
+    expect(carried.coverage).toEqual({ required: 2, kept: 2, carried: 2, missing: [] });
+    for (const off of [{ summaryCoverage: 'off' as const }, REFERENCE_EXACT]) {
+      const summarizer = scriptedSummarizer(GENERIC);
+      const result = await new Compactor({ summarizer, ...options, ...off }).compact(run());
+      expect(summarizer.requests).toHaveLength(1);
+      expect(result.coverage).toBeUndefined();
+      expect(result.summary).not.toContain(CARRIED_FACTS_PREFIX);
+    }
+  });
+
+  it('a summary that covers everything is asked once and says so', async () => {
+    const summarizer = scriptedSummarizer('InvoiceRoundingError in src/billing/invoice.ts.');
+    const result = await new Compactor({ summarizer, ...options }).compact(run());
+    expect(summarizer.requests).toHaveLength(1);
+    expect(result.coverage).toEqual({ required: 2, kept: 2, carried: 0, missing: [] });
+  });
+
+  it('a summary too long and incomplete: the tighter retry names the identifiers too', async () => {
+    const summarizer = scriptedSummarizer('x'.repeat(5000), 'short');
+    const result = await new Compactor({ summarizer, ...options }).compact(run());
+    expect(summarizer.requests).toHaveLength(2);
+    const tighter = systemText(summarizer.requests[1]);
+    expect(tighter).toContain('Your last attempt was too long');
+    expect(tighter).toContain('`InvoiceRoundingError`, `src/billing/invoice.ts`');
+    expect(result.coverage).toEqual({ required: 2, kept: 2, carried: 2, missing: [] });
+  });
+});
+
+describe('ten successive compactions', () => {
+  /** Ten batches of rounds; each ends with the agent naming the two facts of the first batch again. */
+  async function compactTenTimes(summaryCoverage: 'retry' | 'off'): Promise<string[]> {
+    const summarizer = scriptedSummarizer(GENERIC);
+    const compactor = new Compactor({ summarizer, ...options, summaryCoverage });
+    let messages = run();
+    const summaries: string[] = [];
+    for (let batch = 1; batch <= 10; batch += 1) {
+      const result = await compactor.compact(messages);
+      if (result.summary === null) throw new Error(`compaction ${batch} wrote no summary`);
+      summaries.push(result.summary);
+      messages = [...result.messages];
+      for (let index = 0; index < 5; index += 1) {
+        const id = `call_${batch}_${index}`;
+        messages.push(
+          assistant(`Batch ${batch} step ${index}.`, [
+            [id, 'read_file', JSON.stringify({ path: `lib/b${batch}_${index}.md` })],
+          ]),
+          tool(id, `batch ${batch} output `.repeat(20)),
+        );
+      }
+      messages.push(assistant('Still on InvoiceRoundingError in src/billing/invoice.ts.'));
+    }
+    return summaries;
+  }
+
+  it('facts a summary carried and the run still uses survive every later compaction', async () => {
+    const summaries = await compactTenTimes('retry');
+    expect(summaries).toHaveLength(10);
+    for (const summary of summaries) {
+      expect(summary).toContain('InvoiceRoundingError');
+      expect(summary).toContain('src/billing/invoice.ts');
+    }
+    // Without the check, the first summary already lost them (what this test proves needs the check).
+    const unchecked = await compactTenTimes('off');
+    expect(unchecked.filter((summary) => summary.includes('src/billing/invoice.ts'))).toEqual([]);
+  });
+});
