@@ -83,6 +83,10 @@ describe.skipIf(uiUrl === null || CHROMIUM === undefined)('the Temporal UI of a 
       expect(await details.locator('body').innerText()).toMatch(
         /Cost so far: [\d,]+ prompt tokens in \d+ requests, \d+% from the cache/,
       );
+      // What the summaries kept of the identifiers they had to keep (docs/design.md#coverage), in one line.
+      expect(await details.locator('body').innerText()).toMatch(
+        /Summaries below kept [\d,]+ of the [\d,]+ identifiers they had to keep \([\d,]+ by a carried-facts line\)\./,
+      );
       // One list item per recent compaction, each the line `compactionLine` writes.
       const items = details.locator('li');
       expect(await items.allInnerTexts()).toEqual(

@@ -225,7 +225,7 @@ export function compactionKindLabel(kind: CompactionKind, summaryChars: number):
 }
 
 /**
- * A summary's coverage in a few words: `ids 24/24 (13 carried)`, `ids 20/24, missing: a, b`
+ * A summary's coverage in a few words: `ids 24 of 24 (13 carried)`, `ids 20 of 24, missing: a, b` (not `24/24`: the Temporal UI renders digits around a slash as a fraction)
  * (docs/design.md#coverage): kept of required, how many only the carried-facts line holds, what is missing.
  */
 export function coverageLabel(coverage: Coverage): string {
@@ -233,7 +233,7 @@ export function coverageLabel(coverage: Coverage): string {
   const shown = coverage.missing.slice(0, 3).join(', ');
   const more = coverage.missing.length > 3 ? ', …' : '';
   const missing = coverage.missing.length > 0 ? `, missing: ${shown}${more}` : '';
-  return `ids ${coverage.kept}/${coverage.required}${carried}${missing}`;
+  return `ids ${coverage.kept} of ${coverage.required}${carried}${missing}`;
 }
 
 /** The header line of {@link renderCompactionTable}: what the CLI prints and tests look for. */
@@ -290,7 +290,9 @@ function shortWhat(record: CompactionRecord): string {
   if (record.kind !== 'elision' && record.elided > 0) parts.push(`+ elided ${record.elided}`);
   if (record.fallback && record.kind !== 'trim') parts.push('fallback');
   if (record.truncated !== undefined) parts.push(`truncated ${record.truncated}`);
-  if (record.coverage !== undefined && record.coverage.required > 0) parts.push(coverageLabel(record.coverage));
+  // The panel is narrow: an item names only what a summary lost; the coverage line above has the rest.
+  const lost = record.coverage === undefined ? 0 : record.coverage.required - record.coverage.kept;
+  if (lost > 0) parts.push(`${lost} ids lost`);
   if (record.exhausted) parts.push('EXHAUSTED');
   return parts.join(', ');
 }
@@ -323,11 +325,24 @@ export function renderCompactionDetails(history: CompactionHistory, extraLines: 
         ]
       : [];
   const cost = usage.requests === 0 ? [] : ['', `Cost so far: ${describeRunUsage(usage)}.`];
+  const checked = recent.flatMap((record) =>
+    record.coverage !== undefined && record.coverage.required > 0 ? [record.coverage] : [],
+  );
+  const sum = (pick: (coverage: Coverage) => number): number =>
+    checked.reduce((total, coverage) => total + pick(coverage), 0);
+  const coverage =
+    checked.length === 0
+      ? []
+      : [
+          '',
+          `Summaries below kept ${groupDigits(sum((item) => item.kept))} of the ${groupDigits(sum((item) => item.required))} identifiers they had to keep (${groupDigits(sum((item) => item.carried))} by a carried-facts line).`,
+        ];
   return [
     '### Compactions',
     '',
     summary,
     ...cost,
+    ...coverage,
     ...extraLines.map((line) => `\n${line}`),
     '',
     ...earlier,
