@@ -1,0 +1,105 @@
+// summarizerContextWindow under Temporal (docs/design.md#summarizer-window): a middle over the
+// summarizer's window is summarized in pieces, one summarize activity per piece, each within the window.
+import { type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { Compactor, type CompactConversationOptions, type SummarizeRequest, type Summarizer } from '../../src/index.js';
+import { SUMMARY_OUTPUT_SHARE } from '../../src/core/compaction/options.js';
+import { requestFor } from '../../src/core/compaction/transcript.js';
+import { defaultCounter } from '../../src/core/counting/tokens.js';
+import type { ChatMessage } from '../../src/core/types.js';
+import { toolRounds } from '../support/messages.js';
+import { bundleTestWorkflows, eventTypes, maybeRecordHistory, uniqueId, withWorker } from './harness.js';
+import type { compactConversation } from './test-workflows.js';
+
+const WINDOW = 4096;
+const options: CompactConversationOptions = {
+  contextBudget: 16_000,
+  summarizerContextWindow: WINDOW,
+  summaryCoverage: 'off',
+  maxAttempts: 2,
+  retryBackoff: '100ms',
+  heartbeatTimeout: '3s',
+  startToCloseTimeout: '20s',
+};
+
+/** Deterministic: which files the request's transcript read, so the workflow and in-process runs agree. */
+function filesSummarizer(): Summarizer & { requests: SummarizeRequest[] } {
+  const requests: SummarizeRequest[] = [];
+  return {
+    requests,
+    summarize(request) {
+      requests.push(request);
+      const transcript = String(request.messages[1]?.content ?? '');
+      const files = [...transcript.matchAll(/"path":"(f\d+\.py)"/g)].map((match) => match[1]);
+      return Promise.resolve({ text: `## Goals\nFix app.py.\n## Decisions\nRead ${files.join(', ')}.` });
+    },
+  };
+}
+
+describe('summaries within the summarizer window, on a dev server', () => {
+  let bundle: WorkflowBundleWithSourceMap;
+  beforeAll(async () => {
+    bundle = await bundleTestWorkflows();
+  });
+
+  it('runs one summarize activity per piece, each request within the window, and keeps the summary', async () => {
+    const messages: ChatMessage[] = toolRounds(30, 2000);
+    const summarizer = filesSummarizer();
+    const { result, events, inputs, summaries } = await withWorker(
+      bundle,
+      { summarizer },
+      async ({ client, taskQueue }) => {
+        const handle = await client.workflow.start<typeof compactConversation>('compactConversation', {
+          taskQueue,
+          workflowId: uniqueId('summarizer-window'),
+          args: [{ messages, options }],
+        });
+        const done = await handle.result();
+        await maybeRecordHistory(handle, 'compact-conversation-summarizer-window');
+        const history = await handle.fetchHistory();
+        const scheduled = (history.events ?? []).flatMap((event) =>
+          event.activityTaskScheduledEventAttributes ? [event] : [],
+        );
+        const decode = (data: Uint8Array | null | undefined): unknown =>
+          JSON.parse(Buffer.from(data ?? []).toString('utf8'));
+        return {
+          result: done,
+          events: await eventTypes(handle),
+          inputs: scheduled.map((event) =>
+            decode(event.activityTaskScheduledEventAttributes?.input?.payloads?.[0]?.data),
+          ),
+          summaries: scheduled.map((event) => decode(event.userMetadata?.summary?.data)),
+        };
+      },
+    );
+
+    expect(result.fallback).toBe(false);
+    expect(result.summary).toContain('## Goals');
+    const pieces = result.summaryPieces ?? 0;
+    expect(pieces).toBeGreaterThan(3);
+    expect(events.filter((type) => type === 'ActivityTaskScheduled')).toHaveLength(pieces);
+    expect(summarizer.requests).toHaveLength(pieces);
+    // The activity input is the usual { instruction, middle }; the request it renders is within the window.
+    for (const input of inputs) {
+      const { instruction, middle } = input as { instruction: string; middle: ChatMessage[] };
+      expect(Object.keys(input as object).sort()).toEqual(['instruction', 'middle']);
+      expect(defaultCounter.count(requestFor(instruction, middle).messages)).toBeLessThanOrEqual(
+        WINDOW * (1 - SUMMARY_OUTPUT_SHARE),
+      );
+    }
+    expect(summaries.map(String)).toEqual(
+      summaries.map((_, index) => expect.stringMatching(new RegExp(`, piece ${index + 1} of ${pieces}$`))),
+    );
+    // The same engine in-process: the same pieces, the same result.
+    const inProcess = filesSummarizer();
+    const { summarizerContextWindow, contextBudget, summaryCoverage } = options;
+    const local = await new Compactor({
+      summarizer: inProcess,
+      contextBudget,
+      summarizerContextWindow,
+      summaryCoverage,
+    }).compact(messages);
+    expect(inProcess.requests).toEqual(summarizer.requests);
+    expect(local).toEqual(result);
+  });
+});
