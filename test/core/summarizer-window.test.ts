@@ -8,6 +8,7 @@ import { compactionSteps, runCompactionSteps, type SummarizeStep } from '../../s
 import { EARLIER_SUMMARY_HEADING, FOLD_NOTE } from '../../src/core/compaction/pieces.js';
 import { defaultCounter } from '../../src/core/counting/tokens.js';
 import type { ChatMessage, SummarizeRequest } from '../../src/core/types.js';
+import { planAgentRun } from '../../src/core/agent/agent-input.js';
 import { compactionLine, compactionRecord, renderCompactionTable } from '../../src/core/agent/compaction-history.js';
 import { assistant, httpError, scriptedSummarizer, system, tool, user } from '../support/messages.js';
 
@@ -86,6 +87,26 @@ describe('summaries within the summarizer window', () => {
     expect(steps.map((step) => step.piece)).toEqual(steps.map((_, index) => ({ index: index + 1, of: steps.length })));
   });
 
+  it('asks the tighter retry of the last fold only, within the window, and keeps its summary', () => {
+    const steps: SummarizeStep[] = [];
+    const result = runCompactionSteps(compactionSteps(bigConversation(), resolveOptions(options)), (step) => {
+      steps.push(step);
+      // The last fold's first summary is larger than the whole conversation: the proof fails.
+      const text = step.purpose === 'summary' ? 'x'.repeat(2_000_000) : `## Goals\n${step.purpose} ${steps.length}`;
+      return { kind: 'summary', text };
+    });
+    const of = steps[0]?.piece?.of ?? 0;
+    expect(steps.map((step) => step.purpose).slice(-3)).toEqual(['piece', 'summary', 'tighter']);
+    expect(steps).toHaveLength(of + 1);
+    expect(steps.at(-1)?.piece).toEqual({ index: of, of });
+    expect(steps.at(-1)?.request.middle).toEqual(steps.at(-2)?.request.middle);
+    for (const step of steps)
+      expect(defaultCounter.count(step.request.messages)).toBeLessThanOrEqual(WINDOW * (1 - SUMMARY_OUTPUT_SHARE));
+    expect(result.fallback).toBe(false);
+    expect(result.summary).toContain(`tighter ${of + 1}`);
+    expect(result.summaryPieces).toBe(of);
+  });
+
   it('sends one request, as without the option, when the middle fits the window', async () => {
     const messages = bigConversation().slice(0, 12);
     const summarizer = foldingSummarizer();
@@ -126,6 +147,15 @@ describe('summaries within the summarizer window', () => {
     expect(renderCompactionTable([record])).toContain(` chars) in ${pieces} pieces`);
     const { summaryPieces: _omitted, ...single } = record;
     expect(compactionLine(single, 1)).not.toContain('pieces');
+  });
+
+  it("agentRun's compaction input takes it, checked at the run's start", () => {
+    const replay = { provider: 'replay', trajectory: 't', contextWindow: 10_000, maxOutputTokens: 1_000 } as const;
+    const plan = planAgentRun({ messages: [], model: replay, compaction: { summarizerContextWindow: 8192 } });
+    expect(plan.compaction.summarizerContextWindow).toBe(8192);
+    expect(() => planAgentRun({ messages: [], model: replay, compaction: { summarizerContextWindow: 100 } })).toThrow(
+      'input.compaction.summarizerContextWindow',
+    );
   });
 
   it('refuses a window that is not an integer of at least 1,024, naming the option', () => {
