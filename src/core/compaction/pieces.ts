@@ -26,7 +26,10 @@ export function foldInstruction(instruction: string): string {
  */
 export const RETRY_SHARE = 0.05;
 
-/** Of what is left for the transcript, the share a piece after the first leaves for the summary so far. */
+/**
+ * The most of what is left for the transcript a piece after the first leaves for the summary so far
+ * (it leaves the summary's output share of the window when that is less: no summary is longer).
+ */
 export const CARRIED_SHARE = 0.5;
 
 /** The pieces of a middle and how to build each one's transcript. */
@@ -67,8 +70,9 @@ export function cutPieces(
   const tokensOf = (middle: ChatMessage[]): number => counter.count(requestFor(folded, middle, instructions).messages);
   const overhead = tokensOf([]);
   const free = room - Math.ceil(room * RETRY_SHARE) - overhead;
-  // The first piece has the whole free room; the others leave a share of it to the summary so far.
-  const laterRoom = free - Math.floor(free * CARRIED_SHARE);
+  // The first piece has the whole free room; the others leave room for the summary so far: what a
+  // summary within the window can be (its output share), at most half of the free room.
+  const laterRoom = free - Math.min(Math.floor(window * SUMMARY_OUTPUT_SHARE), Math.floor(free * CARRIED_SHARE));
   if (laterRoom <= 0) return 'unfit';
   // A message's share of a request, without rendering the instruction again for each one.
   const bare = counter.count([{ role: 'user', content: '' }]);
