@@ -8,6 +8,7 @@ import { compactionSteps, runCompactionSteps, type SummarizeStep } from '../../s
 import { EARLIER_SUMMARY_HEADING, FOLD_NOTE } from '../../src/core/compaction/pieces.js';
 import { defaultCounter } from '../../src/core/counting/tokens.js';
 import type { ChatMessage, SummarizeRequest } from '../../src/core/types.js';
+import { compactionSpanAttributes } from '../../src/core/compaction/telemetry.js';
 import { planAgentRun } from '../../src/core/agent/agent-input.js';
 import { compactionLine, compactionRecord, renderCompactionTable } from '../../src/core/agent/compaction-history.js';
 import { assistant, httpError, scriptedSummarizer, system, tool, user } from '../support/messages.js';
@@ -145,6 +146,10 @@ describe('summaries within the summarizer window', () => {
     expect(record.summaryPieces).toBe(pieces);
     expect(compactionLine(record, 1)).toContain(`summary of ${result.dropped} in ${pieces} pieces`);
     expect(renderCompactionTable([record])).toContain(` chars) in ${pieces} pieces`);
+    expect(compactionSpanAttributes(result, undefined, { requests: pieces, attempts: pieces })).toMatchObject({
+      'compaction.summary.pieces': pieces,
+      'compaction.summarizer.requests': pieces,
+    });
     const { summaryPieces: _omitted, ...single } = record;
     expect(compactionLine(single, 1)).not.toContain('pieces');
   });
