@@ -1,5 +1,7 @@
 // summarizerContextWindow under Temporal (docs/design.md#summarizer-window): a middle over the
 // summarizer's window is summarized in pieces, one summarize activity per piece, each within the window.
+import { WorkflowFailedError } from '@temporalio/client';
+import { CancelledFailure } from '@temporalio/common';
 import { type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { Compactor, type CompactConversationOptions, type SummarizeRequest, type Summarizer } from '../../src/index.js';
@@ -101,5 +103,46 @@ describe('summaries within the summarizer window, on a dev server', () => {
     }).compact(messages);
     expect(inProcess.requests).toEqual(summarizer.requests);
     expect(local).toEqual(result);
+  });
+  it('a cancellation during a piece stops the fold: the piece in flight cancelled, no later piece scheduled', async () => {
+    const messages: ChatMessage[] = toolRounds(30, 2000);
+    let asked = 0;
+    let aborted = false;
+    const hanging: Summarizer = {
+      summarize(_request, callOptions) {
+        asked += 1;
+        if (asked < 3) return Promise.resolve({ text: `## Goals\npiece ${asked}` });
+        // The third piece hangs until the activity is cancelled.
+        return new Promise((_, reject) => {
+          callOptions?.signal?.addEventListener('abort', () => {
+            aborted = true;
+            reject(new Error('aborted'));
+          });
+        });
+      },
+    };
+    await withWorker(bundle, { summarizer: hanging }, async ({ client, taskQueue }) => {
+      const handle = await client.workflow.start<typeof compactConversation>('compactConversation', {
+        taskQueue,
+        workflowId: uniqueId('summarizer-window-cancel'),
+        args: [{ messages, options: { ...options, heartbeatTimeout: '2s' } }],
+      });
+      const deadline = performance.now() + 20_000;
+      while (asked < 3 && performance.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(asked).toBe(3);
+      await handle.cancel();
+      const error = await handle.result().then(
+        () => undefined,
+        (thrown: unknown) => thrown,
+      );
+      expect(error).toBeInstanceOf(WorkflowFailedError);
+      expect(error instanceof WorkflowFailedError ? error.cause : undefined).toBeInstanceOf(CancelledFailure);
+      const events = await eventTypes(handle);
+      expect(events.filter((type) => type === 'ActivityTaskScheduled')).toHaveLength(3);
+      expect(events).toContain('ActivityTaskCancelRequested');
+      expect(events.at(-1)).toBe('WorkflowExecutionCanceled');
+    });
+    expect(aborted).toBe(true);
+    expect(asked).toBe(3);
   });
 });
