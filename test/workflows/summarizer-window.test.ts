@@ -9,7 +9,9 @@ import { SUMMARY_OUTPUT_SHARE } from '../../src/core/compaction/options.js';
 import { requestFor } from '../../src/core/compaction/transcript.js';
 import { defaultCounter } from '../../src/core/counting/tokens.js';
 import type { ChatMessage } from '../../src/core/types.js';
+import { createActivities } from '../../src/activities/index.js';
 import { toolRounds } from '../support/messages.js';
+import { testConnection, withWorker as withWorkerOn } from '../support/temporal.js';
 import { bundleTestWorkflows, eventTypes, maybeRecordHistory, uniqueId, withWorker } from './harness.js';
 import type { compactConversation } from './test-workflows.js';
 
@@ -144,5 +146,59 @@ describe('summaries within the summarizer window, on a dev server', () => {
     });
     expect(aborted).toBe(true);
     expect(asked).toBe(3);
+  });
+  it('a worker gone between pieces: the next worker redoes none of the finished ones', async () => {
+    const messages: ChatMessage[] = toolRounds(30, 2000);
+    const first = filesSummarizer();
+    const hangAfter = 2;
+    let hung = false;
+    const dying: Summarizer = {
+      summarize(request, callOptions) {
+        if (first.requests.length < hangAfter) return first.summarize(request);
+        hung = true;
+        // The third piece is in flight when the worker goes away.
+        return new Promise((_, reject) =>
+          callOptions?.signal?.addEventListener('abort', () => reject(new Error('gone'))),
+        );
+      },
+    };
+    const t = await testConnection();
+    const workflows = { workflowBundle: bundle, shutdownGraceTime: '100ms' };
+    const handle = await withWorkerOn(
+      t,
+      { ...workflows, activities: createActivities({ summarizer: dying }) },
+      async () => {
+        const started = await t.client.workflow.start<typeof compactConversation>('compactConversation', {
+          taskQueue: t.taskQueue,
+          workflowId: uniqueId('summarizer-window-worker-gone'),
+          args: [{ messages, options: { ...options, maxAttempts: 3 } }],
+        });
+        const deadline = performance.now() + 20_000;
+        while (!hung && performance.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+        return started;
+      },
+    );
+    expect(hung).toBe(true);
+    const second = filesSummarizer();
+    const result = await withWorkerOn(t, { ...workflows, activities: createActivities({ summarizer: second }) }, () =>
+      handle.result(),
+    );
+    const pieces = result.summaryPieces ?? 0;
+    expect(result.fallback).toBe(false);
+    expect(pieces).toBeGreaterThan(hangAfter + 1);
+    expect(first.requests).toHaveLength(hangAfter);
+    // The second worker starts at the third piece, carrying the second piece's summary: its requests
+    // are the rest of an uninterrupted run's, and the result is that run's.
+    const uninterrupted = filesSummarizer();
+    const { summarizerContextWindow, contextBudget, summaryCoverage } = options;
+    const local = await new Compactor({
+      summarizer: uninterrupted,
+      contextBudget,
+      summarizerContextWindow,
+      summaryCoverage,
+    }).compact(messages);
+    expect(first.requests).toEqual(uninterrupted.requests.slice(0, hangAfter));
+    expect(second.requests).toEqual(uninterrupted.requests.slice(hangAfter));
+    expect(result).toEqual(local);
   });
 });
