@@ -5,7 +5,8 @@ import { Compactor } from '../../src/compactor.js';
 import { InvalidInputError } from '../../src/core/errors.js';
 import { SUMMARY_OUTPUT_SHARE, resolveOptions } from '../../src/core/compaction/options.js';
 import { compactionSteps, runCompactionSteps, type SummarizeStep } from '../../src/core/compaction/engine.js';
-import { EARLIER_SUMMARY_HEADING, FOLD_NOTE } from '../../src/core/compaction/pieces.js';
+import { FOLD_NOTE } from '../../src/core/compaction/pieces.js';
+import { isSummaryMessage } from '../../src/core/compaction/transcript.js';
 import { defaultCounter } from '../../src/core/counting/tokens.js';
 import type { ChatMessage, SummarizeRequest } from '../../src/core/types.js';
 import { compactionSpanAttributes } from '../../src/core/compaction/telemetry.js';
@@ -62,11 +63,22 @@ describe('summaries within the summarizer window', () => {
       expect(defaultCounter.count(request.messages)).toBeLessThanOrEqual(WINDOW * (1 - SUMMARY_OUTPUT_SHARE));
       expect(request.messages[0]?.content).toContain(FOLD_NOTE);
     }
-    // A fold: every request after the first starts with the summary the one before it returned.
+    // A fold: every request after the first starts with the summary the one before it returned, as
+    // the engine's summary message of the middle messages the requests before it held.
+    let before = summarizer.requests[0]?.middle?.length ?? 0;
     for (let index = 1; index < summarizer.requests.length; index += 1) {
       const middle = summarizer.requests[index]?.middle ?? [];
-      expect(middle[0]?.content).toMatch(new RegExp(`^\\${EARLIER_SUMMARY_HEADING}\\n\\n## Goals`));
+      const carried = middle[0];
+      expect(carried !== undefined && isSummaryMessage(carried)).toBe(true);
+      expect(carried?.content).toMatch(
+        new RegExp(`^\\[Summary by the harness of ${before} earlier messages\\]\n\n## Goals\n`),
+      );
+      before += middle.length - 1;
     }
+    // What a piece's summary said reaches the next request.
+    const second = summarizer.requests[1]?.middle?.[0]?.content;
+    const firstRounds = [...transcriptOf(summarizer.requests[0] as SummarizeRequest).matchAll(/thought (\d+) /g)];
+    expect(second).toContain(`read rounds ${firstRounds.at(0)?.[1]}-${firstRounds.at(-1)?.[1]}`);
     // Every round of the middle is in exactly one request, in order.
     const seen = summarizer.requests.flatMap((request) =>
       [...transcriptOf(request).matchAll(/\[assistant\]\nthought (\d+) /g)].map((match) => Number(match[1])),

@@ -2,16 +2,18 @@
 // fold (docs/design.md#summarizer-window). Pure and deterministic: the same middle, options and
 // counter cut the same pieces, in workflow code as in-process.
 import { SUMMARY_OUTPUT_SHARE } from './options.js';
-import { capText, renderContent, renderTranscript, requestFor } from './transcript.js';
+import { capText, renderContent, renderTranscript, requestFor, summaryContent } from './transcript.js';
 import type { ChatMessage, SummarizeRequest, TokenCounter } from '../types.js';
 
-/** The heading of the message that carries the summary so far into the next piece's request. */
-export const EARLIER_SUMMARY_HEADING = '[Summary of the earlier part]';
-
-/** Added to every instruction of a folded summary: the transcript is one part, maybe after the summary so far. */
+/**
+ * Added to every instruction of a folded summary: the transcript is one part, maybe after the summary
+ * so far. That summary comes as the engine's own summary message (`summaryContent`: `[Summary by the
+ * harness of N earlier messages]`), so a summarizer that merges earlier summaries (the extractive
+ * one) merges it as it merges the summary of an earlier compaction.
+ */
 export const FOLD_NOTE = [
   'This transcript is one part of a longer conversation, taken in order.',
-  `When its first message starts with ${EARLIER_SUMMARY_HEADING}, that message is the summary of everything before this part:`,
+  'When its first message is a summary by the harness of earlier messages, that is the summary of everything before this part:',
   'write one summary of both, keeping what that summary holds unless this part settles or replaces it.',
 ].join(' ');
 
@@ -115,8 +117,9 @@ export function cutPieces(
 }
 
 /**
- * The transcript of a piece's request: the summary so far (cut, marker and all, until the request
- * fits the room less the retry share) as a user message, then the piece; undefined when even an
+ * The transcript of a piece's request: the summary so far as the engine's summary message of the
+ * messages before the piece (its text cut, marker and all, until the request fits the room less the
+ * retry share), then the piece; undefined when even an
  * empty summary so far does not fit.
  */
 export function foldedMiddle(
@@ -129,8 +132,9 @@ export function foldedMiddle(
   const piece = pieces.pieces[index] ?? [];
   if (carried === undefined) return piece;
   const limit = pieces.room - Math.ceil(pieces.room * RETRY_SHARE);
+  const before = pieces.pieces.slice(0, index).reduce((sum, earlier) => sum + earlier.length, 0);
   const withText = (chars: number): ChatMessage[] => [
-    { role: 'user', content: `${EARLIER_SUMMARY_HEADING}\n\n${capText(carried, chars)}` },
+    { role: 'user', content: summaryContent(capText(carried, chars), before) },
     ...piece,
   ];
   const fits = (chars: number): boolean =>
