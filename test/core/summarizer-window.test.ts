@@ -79,6 +79,14 @@ describe('summaries within the summarizer window', () => {
     const second = summarizer.requests[1]?.middle?.[0]?.content;
     const firstRounds = [...transcriptOf(summarizer.requests[0] as SummarizeRequest).matchAll(/thought (\d+) /g)];
     expect(second).toContain(`read rounds ${firstRounds.at(0)?.[1]}-${firstRounds.at(-1)?.[1]}`);
+    // A tool call and its result are never in different requests.
+    for (const request of summarizer.requests) {
+      const calls = new Set(
+        (request.middle ?? []).flatMap((message) => message.tool_calls?.map((call) => call.id) ?? []),
+      );
+      for (const message of request.middle ?? [])
+        if (message.role === 'tool') expect(calls.has(message.tool_call_id ?? '')).toBe(true);
+    }
     // Every round of the middle is in exactly one request, in order.
     const seen = summarizer.requests.flatMap((request) =>
       [...transcriptOf(request).matchAll(/\[assistant\]\nthought (\d+) /g)].map((match) => Number(match[1])),

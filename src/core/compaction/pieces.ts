@@ -99,6 +99,9 @@ export function cutPieces(
     let cost = costOf(message);
     if (current.length > 0 && overhead + used + cost > limit()) {
       queue.push(message);
+      // A tool call stays with its results: the piece gives back the call and the results it holds,
+      // unless they are all it holds (then the group is cut between messages).
+      if (message.role === 'tool') queue.push(...current.splice(groupStart(current)).reverse());
       close();
       continue;
     }
@@ -141,6 +144,18 @@ export function foldedMiddle(
     counter.count(requestFor(pieces.instruction, withText(chars), instructions).messages) <= limit;
   const chars = largestFitting(carried.length, fits);
   return chars === undefined ? undefined : withText(chars);
+}
+
+/**
+ * Where the tool-call group at the end of `messages` starts (the assistant message whose calls the
+ * trailing tool results answer); `messages.length` when it does not end in one, or when that group
+ * is all it holds.
+ */
+function groupStart(messages: readonly ChatMessage[]): number {
+  let start = messages.length;
+  while (start > 0 && messages[start - 1]?.role === 'tool') start -= 1;
+  if (start === 0 || messages[start - 1]?.tool_calls === undefined) return messages.length;
+  return start - 1 > 0 ? start - 1 : messages.length;
 }
 
 /** A message too large for any piece, its text cut as `capText` cuts it until `fits`; undefined when nothing fits. */
