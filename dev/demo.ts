@@ -218,7 +218,15 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoOutcome> {
         const input: AgentRunWorkflowInput = {
           messages: opening,
           model: { provider: 'replay', trajectory, contextWindow, maxOutputTokens: DEMO_MAX_OUTPUT_TOKENS },
-          compaction: { ageObservations: true, ageMinChars: 1000, ageReclaimMin: 4000, summarizerModel: describe },
+          compaction: {
+            ageObservations: true,
+            ageMinChars: 1000,
+            ageReclaimMin: 4000,
+            summarizerModel: describe,
+            ...(config.summarizerContextWindow === undefined
+              ? {}
+              : { summarizerContextWindow: config.summarizerContextWindow }),
+          },
           maxRounds: 1000,
         };
         // What the UI shows above the run: what it replays, through which window, with which compaction.

@@ -310,6 +310,15 @@ const settings = {
     description: 'Context window in tokens for agent runs started from the CLI or the demo.',
     schema: positiveInteger(1).optional(),
   },
+  summarizerContextWindow: {
+    env: 'COMPACTOR_SUMMARIZER_CONTEXT_WINDOW',
+    flag: 'summarizer-context-window',
+    expected: 'an integer of at least 1024 (tokens)',
+    defaultText: 'unset (one request)',
+    description:
+      "The summarizer's own context window in tokens, for compactions and agent runs started from the CLI or the demo (the `summarizerContextWindow` option, docs/design.md#summarizer-window): a middle whose request would not fit it is summarized in pieces.",
+    schema: positiveInteger(1024).optional(),
+  },
   toolsRoot: {
     env: 'COMPACTOR_TOOLS_ROOT',
     flag: 'tools-root',

@@ -127,6 +127,21 @@ describe('temporal-compactor compact', () => {
       });
     });
 
+    it('COMPACTOR_SUMMARIZER_CONTEXT_WINDOW: the summary in pieces, as the engine with summarizerContextWindow gives it', async () => {
+      const messages = trajectory();
+      const io = capture({ COMPACTOR_SUMMARIZER_CONTEXT_WINDOW: '1024' });
+      expect(await main(['compact', TRAJECTORY], io)).toBe(0);
+      const contextBudget = defaultCounter.count(messages);
+      const expected = await new Compactor({
+        summarizer: createExtractiveSummarizer(),
+        contextBudget,
+        summarizerContextWindow: 1024,
+      }).compact(messages);
+      expect(expected.summaryPieces).toBeGreaterThan(1);
+      expect(JSON.parse(io.out())).toEqual(expected.messages);
+      expect(JSON.parse(io.out())).not.toEqual((await engine(messages, contextBudget)).messages);
+    });
+
     it("--out writes the file in the input's shape ({ messages } keeps its other fields) and leaves stdout empty", async () => {
       const messages = trajectory();
       const input = fileWith('wrapped.json', JSON.stringify({ id: 'run-7', messages, note: { kept: true } }));

@@ -35,6 +35,7 @@ const defaults: CompactorConfig = {
   maxConcurrentActivities: undefined,
   maxConcurrentWorkflowTasks: undefined,
   contextBudget: undefined,
+  summarizerContextWindow: undefined,
   toolsRoot: undefined,
   trajectoryDir: undefined,
   payloadStore: undefined,
@@ -339,6 +340,11 @@ describe('loadConfig', () => {
         'COMPACTOR_CONTEXT_BUDGET',
         '128k',
         'COMPACTOR_CONTEXT_BUDGET: expected a positive integer (tokens), got "128k"',
+      ],
+      [
+        'COMPACTOR_SUMMARIZER_CONTEXT_WINDOW',
+        '512',
+        'COMPACTOR_SUMMARIZER_CONTEXT_WINDOW: expected an integer of at least 1024 (tokens), got "512"',
       ],
       [
         'COMPACTOR_SUMMARIZER_TIMEOUT',
@@ -656,7 +662,7 @@ describe('the configuration table of docs/configuration.md', () => {
   it('lists every setting exactly once', () => {
     const section = page.slice(page.indexOf(start), page.indexOf(end));
     const rows = configTable();
-    expect(rows.length).toBe(35);
+    expect(rows.length).toBe(36);
     for (const row of rows) {
       const occurrences = section.split('\n').filter((line) => line.startsWith(`| \`${row.env}\` |`));
       expect(occurrences, row.env).toHaveLength(1);

@@ -136,6 +136,12 @@ export interface CompactionResult {
    * ones still missing.
    */
   coverage?: Coverage;
+  /**
+   * Present only when a summary was kept and it took more than one summarizer request: the middle
+   * did not fit `summarizerContextWindow` and was summarized in this many pieces, as a fold
+   * (docs/design.md#summarizer-window).
+   */
+  summaryPieces?: number;
 }
 
 /** What a summary kept of the identifiers it had to keep (docs/design.md#coverage). */

@@ -221,6 +221,10 @@ export const compactionResultSchema = z
         description:
           'Only when a summary was kept and summaryCoverage is on: what it kept of the identifiers it had to keep.',
       }),
+    summaryPieces: z.number().int().min(2).optional().meta({
+      description:
+        'Only when a summary was kept and the middle did not fit summarizerContextWindow: how many pieces it was summarized in.',
+    }),
   })
   .meta({ title: 'CompactionResult', description: 'The result of the workflow compactConversation.' });
 

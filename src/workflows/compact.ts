@@ -294,11 +294,13 @@ function grouped(value: number): string {
   return String(value).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
 }
 
-/** The one-line activity summary the UI and CLI show, e.g. `summarize 247 messages (109,333 chars) · gpt-4o-mini`. */
+/** The one-line activity summary the UI and CLI show, e.g. `summarize 247 messages (109,333 chars) · gpt-4o-mini`, `summarize 31 messages (24,012 chars), piece 2 of 9`. */
 export function summarizeActivitySummary(step: SummarizeStep, summarizerModel?: string): string {
   const what = `summarize ${grouped(step.transcript.messages)} messages (${grouped(step.transcript.characters)} chars)`;
   const retry = step.purpose === 'tighter' ? ', tighter retry' : step.purpose === 'coverage' ? ', coverage retry' : '';
-  return `${what}${retry}${summarizerModel === undefined ? '' : ` · ${summarizerModel}`}`;
+  // docs/design.md#summarizer-window A middle summarized in pieces says which one each request folds in.
+  const piece = step.piece === undefined ? '' : `, piece ${step.piece.index} of ${step.piece.of}`;
+  return `${what}${piece}${retry}${summarizerModel === undefined ? '' : ` · ${summarizerModel}`}`;
 }
 
 /** The attempt a summarize activity reported (in its output, or in its failure's details); 1 when it said none. */

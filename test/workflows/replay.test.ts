@@ -105,6 +105,8 @@ describe('replay of recorded histories', () => {
         'compact-conversation-economics-window-gives-way.json',
         'compact-conversation-instructions.json',
         'compact-conversation-success-summarize-middle.json',
+        // a middle over summarizerContextWindow, summarized in pieces (test/workflows/summarizer-window.test.ts)
+        'compact-conversation-summarizer-window.json',
         'compact-conversation-too-long-then-tighter-summarize-middle.json',
         // recorded on both sides of COUNT_PARTS_PATCH_ID (test/workflows/count-parts.test.ts), both after the economic rules
         'compact-in-workflow-images-before-count-parts.json',
@@ -149,6 +151,7 @@ describe('replay of recorded histories', () => {
       'compact-conversation-coverage-retry.json',
       'compact-conversation-instructions.json',
       'compact-conversation-success-summarize-middle.json',
+      'compact-conversation-summarizer-window.json',
       'compact-conversation-too-long-then-tighter-summarize-middle.json',
     ]);
     const inputKeys = (file: string): string[] => {

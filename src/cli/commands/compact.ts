@@ -255,7 +255,11 @@ export const compact: CliCommand = {
       config,
       budget,
       target,
-      options: compactionOptions,
+      // COMPACTOR_SUMMARIZER_CONTEXT_WINDOW / --summarizer-context-window (docs/design.md#summarizer-window).
+      options:
+        config.summarizerContextWindow === undefined
+          ? compactionOptions
+          : { ...compactionOptions, summarizerContextWindow: config.summarizerContextWindow },
       optionFlags: flags,
       env: context.io.env,
       progress: (line: string) => context.io.stderr(`${line}\n`),

@@ -30,6 +30,8 @@ export interface CompactionRecord {
    * {@link RECORD_MISSING} of the missing ones named; absent without a summary or a check.
    */
   coverage?: Coverage;
+  /** How many pieces the summary took when the middle did not fit `summarizerContextWindow` (docs/design.md#summarizer-window); absent when one. */
+  summaryPieces?: number;
   kind: CompactionKind;
   /** Characters of the summary message, or null when there is none (its text is in the transcript). */
   summaryChars: number | null;
@@ -107,6 +109,7 @@ export function compactionRecord(
     elided: result.elisions.length,
     ...(result.truncations === undefined ? {} : { truncated: result.truncations.length }),
     ...recordedCoverage(result.coverage),
+    ...(result.summaryPieces === undefined ? {} : { summaryPieces: result.summaryPieces }),
     kind: compactionKind(result),
     summaryChars: result.summary?.length ?? null,
     fallback: result.fallback,
@@ -196,6 +199,7 @@ function recordOfLine(line: CompactionLine, elided: number): CompactionRecord {
     elided,
     ...(line.truncated === undefined ? {} : { truncated: line.truncated }),
     ...recordedCoverage(line.coverage),
+    ...(line.summaryPieces === undefined ? {} : { summaryPieces: line.summaryPieces }),
     kind,
     summaryChars: line.summary?.length ?? null,
     fallback: line.fallback,
@@ -208,6 +212,11 @@ function recordOfLine(line: CompactionLine, elided: number): CompactionRecord {
 export function groupDigits(value: number): string {
   const sign = value < 0 ? '-' : '';
   return sign + String(Math.abs(Math.round(value))).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+}
+
+/** ` in 9 pieces` for a summary the summarizer's window made take several requests (docs/design.md#summarizer-window); '' otherwise. */
+function piecesLabel(record: CompactionRecord): string {
+  return record.summaryPieces === undefined ? '' : ` in ${record.summaryPieces} pieces`;
 }
 
 /** How a compaction reads in a table: `summary (1,234 chars)`, `trim`, `elision only`, `nothing to remove`. */
@@ -251,7 +260,7 @@ export const COMPACTION_TABLE_HEADER =
 export function renderCompactionTable(records: readonly CompactionRecord[], first = 1): string {
   const rows = records.map(
     (record, index) =>
-      `| ${first + index} | ${record.round} | ${groupDigits(record.tokensBefore)} → ${groupDigits(record.tokensAfter)} | ${groupDigits(record.tokensReclaimed)} | ${record.dropped} | ${record.elided} | ${compactionKindLabel(record.kind, record.summaryChars ?? 0)}${record.truncated === undefined ? '' : `, truncated ${record.truncated}`}${record.coverage === undefined || record.coverage.required === 0 ? '' : `, ${coverageLabel(record.coverage)}`} | ${record.fallback ? 'yes' : 'no'} | ${record.exhausted ? 'yes' : 'no'} | ${record.cacheHitRate === null ? '—' : percent(record.cacheHitRate)} | ${record.billedInput === null ? '—' : groupDigits(record.billedInput)} |`,
+      `| ${first + index} | ${record.round} | ${groupDigits(record.tokensBefore)} → ${groupDigits(record.tokensAfter)} | ${groupDigits(record.tokensReclaimed)} | ${record.dropped} | ${record.elided} | ${compactionKindLabel(record.kind, record.summaryChars ?? 0)}${piecesLabel(record)}${record.truncated === undefined ? '' : `, truncated ${record.truncated}`}${record.coverage === undefined || record.coverage.required === 0 ? '' : `, ${coverageLabel(record.coverage)}`} | ${record.fallback ? 'yes' : 'no'} | ${record.exhausted ? 'yes' : 'no'} | ${record.cacheHitRate === null ? '—' : percent(record.cacheHitRate)} | ${record.billedInput === null ? '—' : groupDigits(record.billedInput)} |`,
   );
   return [COMPACTION_TABLE_HEADER, '|--:|--:|--:|--:|--:|--:|---|---|---|--:|--:|', ...rows].join('\n');
 }
@@ -280,7 +289,7 @@ export function describeRunUsage(usage: RunUsage): string {
 function shortWhat(record: CompactionRecord): string {
   const main =
     record.kind === 'summary'
-      ? `summary of ${record.dropped}`
+      ? `summary of ${record.dropped}${piecesLabel(record)}`
       : record.kind === 'trim'
         ? `trim of ${record.dropped}`
         : record.kind === 'elision'

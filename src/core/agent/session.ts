@@ -30,6 +30,8 @@ export interface CompactionLine extends Partial<CompactionLineContext> {
   truncated?: number;
   /** What the summary kept of the identifiers it had to keep (docs/design.md#coverage); absent without a check. */
   coverage?: Coverage;
+  /** How many pieces the summary took when the middle did not fit the summarizer's window (docs/design.md#summarizer-window); absent when one. */
+  summaryPieces?: number;
 }
 
 /**
@@ -259,6 +261,7 @@ export function recordCompaction(
       exhausted: result.exhausted,
       ...(result.truncations === undefined ? {} : { truncated: result.truncations.length }),
       ...(result.coverage === undefined ? {} : { coverage: result.coverage }),
+      ...(result.summaryPieces === undefined ? {} : { summaryPieces: result.summaryPieces }),
     });
   }
   let next: SessionEntry[] = [...entries];

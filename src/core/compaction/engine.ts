@@ -11,6 +11,7 @@ import { findRegions, trimBoundaries, type Regions } from './regions.js';
 import { validateMessages } from '../schema.js';
 import { capMiddle, requestFor, summaryContent, summaryInstruction, type InstructionText } from './transcript.js';
 import { truncateToFit } from './truncation.js';
+import { cutPieces, foldedMiddle, foldInstruction, requestFits } from './pieces.js';
 import {
   coverageOf,
   coverageRetryText,
@@ -28,9 +29,13 @@ export interface SummarizeStep {
   /**
    * `summary` for the first request, `tighter` for the one retry after a summary that was too
    * long, `coverage` for the one retry after a summary that left out identifiers it had to keep
-   * (docs/design.md#coverage). Never more than one retry.
+   * (docs/design.md#coverage). Never more than one retry. `piece` for each request but the last of a
+   * middle summarized in pieces (docs/design.md#summarizer-window): the summary so far and the next piece;
+   * the last one's requests are `summary` and its retry.
    */
-  purpose: 'summary' | 'tighter' | 'coverage';
+  purpose: 'summary' | 'tighter' | 'coverage' | 'piece';
+  /** Only for a middle summarized in pieces: which piece this request folds in (1-based), of how many. */
+  piece?: { index: number; of: number };
   request: SummarizeRequest;
   /** The request's instruction alone: with `request.middle` it is all a driver needs to send (docs/design.md#summarizer-request). */
   instruction: string;
@@ -196,7 +201,8 @@ export function hardTrim(
 /**
  * One compaction as a step machine (docs/design.md#pass, and the economic rules of docs/design.md#economics its options
  * turn on). Throws `InvalidInputError` before its first step on bad input; never yields more than
- * two summarize steps; always returns a result.
+ * two summarize steps, besides one per piece before the last of a middle summarized in pieces
+ * (docs/design.md#summarizer-window); always returns a result.
  *
  * @example
  * const steps = compactionSteps(messages, resolveOptions({ contextBudget: 128_000 }));
@@ -333,33 +339,82 @@ function* passSteps(pass: Pass, hooks: CompactionHooks): CompactionSteps {
     return summarized(summaryContent(written, planned.middle.length), assembled, coverage);
   };
 
-  const first = yield step('summary', summaryInstruction(undefined, text), seen, text);
+  // docs/design.md#summarizer-window A middle whose request would not fit the summarizer's window is
+  // summarized in pieces, as a fold: each piece's request carries the summary so far; the last one is
+  // the summary's request (and its one retry). Any piece that fails ends in the hard trim.
+  const window = options.summarizerContextWindow;
+  let folded = seen;
+  let instructionOf = (instruction: string): string => instruction;
+  let pieceOf: SummarizeStep['piece'];
+  if (window !== undefined) {
+    const cut = cutPieces(seen, summaryInstruction(undefined, text), text.summaryInstructions, aim.counter, window);
+    if (cut === 'unfit') return trimmed();
+    if (cut !== undefined) {
+      const of = cut.pieces.length;
+      let carried: string | undefined;
+      for (let index = 0; index < of - 1; index += 1) {
+        const pieceMiddle = foldedMiddle(cut, index, carried, text.summaryInstructions, aim.counter);
+        if (pieceMiddle === undefined) return trimmed();
+        const piece = { index: index + 1, of };
+        const outcome = yield step('piece', cut.instruction, pieceMiddle, text, piece);
+        if (outcome.kind !== 'summary' || outcome.text.trim() === '') return trimmed();
+        carried = outcome.text.trim();
+      }
+      const last = foldedMiddle(cut, of - 1, carried, text.summaryInstructions, aim.counter);
+      if (last === undefined) return trimmed();
+      folded = last;
+      instructionOf = foldInstruction;
+      pieceOf = { index: of, of };
+    }
+  }
+  const withPieces = (result: CompactionResult): CompactionResult =>
+    pieceOf === undefined || result.fallback ? result : { ...result, summaryPieces: pieceOf.of };
+  /** A step of the summary's request; undefined for a retry whose longer instruction does not fit the summarizer's window. */
+  const summaryStep = (
+    purpose: 'summary' | 'tighter' | 'coverage',
+    instruction: string,
+    stepText: InstructionText,
+  ): SummarizeStep | undefined => {
+    const built = step(purpose, instructionOf(instruction), folded, stepText, pieceOf);
+    if (window === undefined || purpose === 'summary' || requestFits(built.request, window, aim.counter)) return built;
+    return undefined;
+  };
+  const skipped: SummarizeOutcome = { kind: 'failed', reason: 'rejected', message: 'over the summarizer window' };
+  const ask = function* (
+    built: SummarizeStep | undefined,
+  ): Generator<SummarizeStep, SummarizeOutcome, SummarizeOutcome> {
+    return built === undefined ? skipped : yield built;
+  };
+
+  const first = yield* ask(summaryStep('summary', summaryInstruction(undefined, text), text));
   if (first.kind !== 'summary' || first.text.trim() === '') return trimmed();
   const firstText = first.text.trim();
   const firstMissing = options.summaryCoverage === 'retry' ? missingFrom(firstText, required) : [];
   const retryNames = firstMissing.length > 0 && mayCover() ? firstMissing : [];
 
   if (accepts(assembledOf(firstText))) {
-    if (retryNames.length === 0) return accepted(firstText) ?? trimmed();
+    if (retryNames.length === 0) return withPieces(accepted(firstText) ?? trimmed());
     // docs/design.md#coverage The one retry names what the summary left out; it is taken only when it keeps more.
     const instruction = `${summaryInstruction(undefined, text)}\n\n${coverageRetryText(retryNames, firstText.length)}`;
-    const retry = yield step('coverage', instruction, seen, withIdentifiers(text, retryNames));
+    const retry = yield* ask(summaryStep('coverage', instruction, withIdentifiers(text, retryNames)));
     if (retry.kind === 'summary' && retry.text.trim() !== '') {
       const retryText = retry.text.trim();
       const better = missingFrom(retryText, required).length < firstMissing.length ? accepted(retryText) : undefined;
-      if (better !== undefined) return better;
+      if (better !== undefined) return withPieces(better);
     }
-    return accepted(firstText) ?? trimmed();
+    return withPieces(accepted(firstText) ?? trimmed());
   }
 
   // docs/design.md#proof The proof failed: one tighter request, accepted only if it fits and is shorter.
   const tighter = summaryInstruction(firstText.length, text);
-  const second = yield retryNames.length === 0
-    ? step('tighter', tighter, seen, text)
-    : step('tighter', `${tighter}\n${coverageRetryText(retryNames)}`, seen, withIdentifiers(text, retryNames));
+  const second = yield* ask(
+    retryNames.length === 0
+      ? summaryStep('tighter', tighter, text)
+      : summaryStep('tighter', `${tighter}\n${coverageRetryText(retryNames)}`, withIdentifiers(text, retryNames)),
+  );
   if (second.kind !== 'summary' || second.text.trim() === '') return trimmed();
   const secondText = second.text.trim();
-  if (secondText.length < firstText.length) return accepted(secondText) ?? trimmed();
+  if (secondText.length < firstText.length) return withPieces(accepted(secondText) ?? trimmed());
   return trimmed();
 }
 
@@ -368,13 +423,17 @@ function step(
   instruction: string,
   seen: ChatMessage[],
   text: InstructionText,
+  piece?: SummarizeStep['piece'],
 ): SummarizeStep {
   const request = requestFor(instruction, seen, text.summaryInstructions);
   const characters = request.messages.reduce(
     (sum, message) => sum + (typeof message.content === 'string' ? message.content.length : 0),
     0,
   );
-  return { kind: 'summarize', purpose, request, instruction, transcript: { messages: seen.length, characters } };
+  const transcript = { messages: seen.length, characters };
+  return piece === undefined
+    ? { kind: 'summarize', purpose, request, instruction, transcript }
+    : { kind: 'summarize', purpose, request, instruction, transcript, piece };
 }
 
 /** Runs the step machine with a synchronous answer per step (tests, benchmarks, pure callers). */

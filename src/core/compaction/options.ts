@@ -152,7 +152,22 @@ export interface CompactionOptions {
    * @default undefined (the fixed instruction, docs/design.md#summarizer-request)
    */
   summaryPrompt?: string;
+  /**
+   * docs/design.md#summarizer-window The summarizer's own context window, in the pass's counter's units. When the
+   * request for the whole middle would not fit it (with {@link SUMMARY_OUTPUT_SHARE} of it left for
+   * the summary), the middle is summarized in pieces, as a fold: each piece's request carries the
+   * summary so far and the next messages, every request within the window; `result.summaryPieces`
+   * says how many requests it took. An integer of at least 1,024.
+   * @default undefined (one request, whatever its size)
+   */
+  summarizerContextWindow?: number;
 }
+
+/** The share of `summarizerContextWindow` a request leaves for the summary the summarizer writes. */
+export const SUMMARY_OUTPUT_SHARE = 0.25;
+
+/** The smallest `summarizerContextWindow`. */
+export const MIN_SUMMARIZER_CONTEXT_WINDOW = 1024;
 
 /** The longest `summaryInstructions` or `summaryPrompt`, in characters. */
 export const MAX_SUMMARY_INSTRUCTION_CHARS = 10_000;
@@ -211,6 +226,8 @@ export interface ResolvedOptions {
   summaryInstructions?: string | undefined;
   /** Undefined: the fixed instruction. */
   summaryPrompt?: string | undefined;
+  /** Undefined: one summarizer request, whatever its size. */
+  summarizerContextWindow?: number | undefined;
   /**
    * @internal Set only by the workflow driver for histories recorded before the economic rules
    * existed: an elision epoch recounts and may go on to the summary, as the code then did.
@@ -254,6 +271,7 @@ export const optionsSchema = z.object({
     .max(MAX_SUMMARY_INSTRUCTION_CHARS, `must be at most ${MAX_SUMMARY_INSTRUCTION_CHARS} characters`)
     .regex(/\S/, 'must not be blank: it replaces the whole instruction')
     .optional(),
+  summarizerContextWindow: z.number().int().min(MIN_SUMMARIZER_CONTEXT_WINDOW).optional(),
 });
 
 /** The names of the compaction options ({@link CompactionOptions}), for the closest name to an unknown one. */
@@ -280,6 +298,7 @@ export const COMPACTION_OPTION_KEYS = keysOf<CompactionOptions>({
   summaryCoverage: true,
   summaryInstructions: true,
   summaryPrompt: true,
+  summarizerContextWindow: true,
 });
 
 /**

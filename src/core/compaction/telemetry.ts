@@ -19,7 +19,7 @@ export const CompactionSpanAttribute = {
   Exhausted: 'compaction.exhausted',
   /** See {@link CompactionResultKind}. */
   Result: 'compaction.result',
-  /** Summarize activities scheduled: the first request, and the tighter or coverage retry when there was one. */
+  /** Summarize activities scheduled: the first request (one per piece of a folded summary), and the tighter or coverage retry when there was one. */
   SummarizerRequests: 'compaction.summarizer.requests',
   /** Their activity attempts, Temporal's retries included. */
   SummarizerAttempts: 'compaction.summarizer.attempts',
@@ -32,6 +32,8 @@ export const CompactionSpanAttribute = {
   CoverageKept: 'compaction.coverage.kept',
   CoverageCarried: 'compaction.coverage.carried',
   CoverageMissing: 'compaction.coverage.missing',
+  /** docs/design.md#summarizer-window: how many pieces a kept summary took; only when more than one. */
+  SummaryPieces: 'compaction.summary.pieces',
 } as const;
 
 /**
@@ -97,5 +99,6 @@ export function compactionSpanAttributes(
           [CompactionSpanAttribute.CoverageCarried]: result.coverage.carried,
           [CompactionSpanAttribute.CoverageMissing]: result.coverage.missing.length,
         }),
+    ...(result.summaryPieces === undefined ? {} : { [CompactionSpanAttribute.SummaryPieces]: result.summaryPieces }),
   };
 }
