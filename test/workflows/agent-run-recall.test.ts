@@ -29,6 +29,13 @@ const LOG = Array.from({ length: 120 }, (_, line) => `line ${line + 1}: checksum
   '\n',
 );
 
+/** What fs_read answers for a whole file: its lines numbered as `cat -n` does. */
+const readOutput = (text: string): string =>
+  text
+    .split('\n')
+    .map((line, index) => `${String(index + 1).padStart(6)}\t${line}`)
+    .join('\n');
+
 /** A reply billed about what its request holds, so the run's counters stay calibrated. */
 const reply =
   (message: Record<string, unknown>): ScriptedResponse =>
@@ -143,6 +150,55 @@ describe('recall', { timeout: 120_000 }, () => {
         // The transcript replays to the run's conversation.
         expect(replaySession(await readSessionLines(t.client, result.session))).toEqual(result.messages);
         await maybeRecordHistory(handle, 'agent-run-recall');
+      },
+    );
+  });
+
+  it('a summary names the ids it replaced, and recall reads them back from the run it continued from', async () => {
+    const note = `I read the log. ${'The checksums look fine so far, and I will look at the next part. '.repeat(20)}`;
+    server.script(
+      reply({ content: null, tool_calls: [call('call_1', 'fs_read', { path: 'log.txt' })] }),
+      reply({ content: note, tool_calls: [call('call_2', 'fs_read', { path: 'log.txt', offset: 1, limit: 1 })] }),
+      reply({
+        content: null,
+        tool_calls: [call('call_3', 'recall', { id: 'm4' }), call('call_4', 'recall', { id: 'm3' })],
+      }),
+      reply({ content: 'Line 3 has checksum 15838.' }),
+    );
+    const t = await testConnection();
+    await withWorker(
+      t,
+      {
+        workflowBundle: bundle,
+        activities: replayActivities({
+          openai: new OpenAI({ baseURL: server.baseURL, apiKey: 'k', maxRetries: 0 }),
+          toolsRoot: root,
+        }),
+      },
+      async () => {
+        // Without ageObservations the pass over the trigger summarizes; the run continues as new
+        // after two rounds, so the messages recalled are in the first run's history.
+        const base = input(true);
+        const { ageObservations: _off, ...compaction } = base.compaction;
+        const result = await t.client.workflow.execute(agentRun, {
+          taskQueue: t.taskQueue,
+          workflowId: uniqueId('agent-recall-summary'),
+          args: [{ ...base, compaction, continueAsNewAfterRounds: 2 }],
+        });
+        expect(result.stopReason).toBe('completed');
+        expect(result.continuedAsNew).toBe(1);
+        const requests = server.requests.map((request) => request.body as { messages: ChatMessage[] });
+        const summary = String(requests[2]?.messages[2]?.content);
+        expect(summary).toMatch(/^\[Summary by the harness of 2 earlier messages\]/);
+        expect(summary.endsWith('\n\n[recall ids: m3..m4]')).toBe(true);
+        const answers = new Map(
+          (requests[3]?.messages ?? [])
+            .filter((message) => message.role === 'tool')
+            .map((message) => [message.tool_call_id, String(message.content)]),
+        );
+        expect(answers.get('call_3')).toBe(`[tool result (call_1)]\n${readOutput(LOG)}`);
+        expect(answers.get('call_4')).toBe('[assistant]\n-> call fs_read (call_1) {"path":"log.txt"}');
+        expect(replaySession(await readSessionLines(t.client, result.session))).toEqual(result.messages);
       },
     );
   });
