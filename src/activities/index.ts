@@ -6,6 +6,7 @@ import type { Summarizer } from '../core/types.js';
 import { createChatActivity } from './chat.js';
 import { createCountTokensActivity } from './count-tokens.js';
 import { createDescribeWorkerActivity } from './describe-worker.js';
+import { createRecallActivity } from './recall.js';
 import { createRecordSessionActivity } from './session.js';
 import { createSummarizeActivity } from './summarize.js';
 import { createBuiltInTools, createReplayTool } from './tools.js';
@@ -99,6 +100,8 @@ export function createActivities({
     recordSession: createRecordSessionActivity(),
     countTokens: createCountTokensActivity(),
     describeWorker: createDescribeWorkerActivity(),
+    // `recall` (docs/design.md#recall): a message of the run's own transcript, read from its history.
+    recall: createRecallActivity(),
     ...createBuiltInTools(toolsRoot === undefined ? {} : { root: toolsRoot }),
   };
 }

@@ -6,6 +6,7 @@ import { ActivityFailure, isCancellation, proxyActivities } from '@temporalio/wo
 import type { CompactorActivities } from '../activities/index.js';
 import type { AgentRunPlan, ModelConfig } from '../core/agent/agent-input.js';
 import { oneLine } from '../core/agent/compaction-history.js';
+import { RECALL_TOOL_NAME } from '../core/agent/recall.js';
 import { isBuiltInToolName } from '../core/agent/tool-declarations.js';
 import { jsonPayloadBytes } from '../core/limits/payload-size.js';
 import type { ChatMessage, ToolCall } from '../core/types.js';
@@ -159,7 +160,11 @@ export async function runToolCalls(
           `Error: the arguments of ${call.function.name} are ${bytes} bytes, more than a tool call may carry (${plan.maxPayloadBytes})`,
         );
       }
-      const settings = isBuiltInToolName(call.function.name) ? ours : theirs;
+      // `recall` (docs/design.md#recall) is ours, when the run declared it: a user's own tool of that name is not.
+      const settings =
+        isBuiltInToolName(call.function.name) || (plan.recall && call.function.name === RECALL_TOOL_NAME)
+          ? ours
+          : theirs;
       // Typed by name, not from createActivities: a worker registers the user's own tools beside ours.
       const tools = proxyActivities<Record<string, (args: unknown) => Promise<unknown>>>({ ...settings, summary });
       const run = tools[call.function.name];

@@ -33,6 +33,8 @@ export interface HostileClass {
   reads: RegExp[];
   /** @default 8 */
   maxRounds?: number;
+  /** The run's compaction options. @default {} */
+  compaction?: AgentRunWorkflowInput['compaction'];
 }
 
 const call = (id: string, name: string, args: string): HostileCall => ({
@@ -168,6 +170,32 @@ export function hostileClasses(grepSeconds: number): HostileClass[] {
       ],
     },
     {
+      name: 'recall',
+      // docs/design.md#recall: the ids a model passes to recall, from a real one to a path and a
+      // 10,000-character string; every one but the first is an error the model reads.
+      compaction: { recall: true },
+      calls: () => [
+        call('r1', 'recall', json({ id: 'm1' })),
+        call('r2', 'recall', json({ id: '' })),
+        call('r3', 'recall', json({ id: 'x'.repeat(10_000) })),
+        call('r4', 'recall', json({ id: '../m1' })),
+        call('r5', 'recall', json({ id: 'm999999' })),
+        call('r7', 'recall', json({ id: 7 })),
+        call('r8', 'recall', json({})),
+        call('r9', 'recall', json({ id: 'm1', path: '/etc/passwd' })),
+      ],
+      ends: { status: 'completed', stopReason: 'completed' },
+      reads: [
+        /^\[system\]\nYou are a careful agent\.$/,
+        /^Error: recall: no message with id "": ids are "m" and a number/,
+        /^Error: recall: arguments\.id is 10000 characters; an id has at most 64$/,
+        /^Error: recall: no message with id "\.\.\/m1"/,
+        /^Error: recall: no message with id "m999999" in this run's transcript$/,
+        /^Error: recall: arguments\.id must be a string/,
+        /^Error: recall: unknown argument "path" \(it takes only id\)$/,
+      ],
+    },
+    {
       name: 'endless',
       // Never answers: asks for a listing every turn, until maxRounds ends the run.
       calls: (turn) => [call(`e${turn}`, 'fs_list', json({ path: '.' }))],
@@ -212,7 +240,7 @@ export function hostileInput(hostile: HostileClass, extra: Partial<AgentRunWorkf
     ],
     model: { provider: 'openai', model: hostileModel(hostile.name), contextWindow: 200_000, maxOutputTokens: 500 },
     tools: ['fs_read', 'fs_list', 'grep'],
-    compaction: {},
+    compaction: hostile.compaction ?? {},
     maxRounds: hostile.maxRounds ?? 8,
     ...extra,
   };

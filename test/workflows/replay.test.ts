@@ -98,6 +98,7 @@ describe('replay of recorded histories', () => {
         'agent-run-exhausted-taubench_gpt4o_airline_task46_trial3.json',
         'agent-run-openai-tools.json',
         'agent-run-pins.json',
+        'agent-run-recall.json',
         'agent-run-review-worker-restart.json',
         'agent-run-review.json',
         'agent-run-update.json',
@@ -128,11 +129,12 @@ describe('replay of recorded histories', () => {
     const patched = agentRuns
       .filter(({ history }) => patchIds(history).includes(CONTEXT_TOKENS_PATCH_ID))
       .map(({ file }) => file);
-    // The steering histories (agent-run-steering.test.ts) were recorded after it too.
+    // The steering and recall histories (agent-run-steering.test.ts, agent-run-recall.test.ts) were recorded after it too.
     expect(patched.sort()).toEqual([
       'agent-run-compact-update.json',
       'agent-run-context-tokens-window.json',
       'agent-run-pins.json',
+      'agent-run-recall.json',
       'agent-run-review-worker-restart.json',
       'agent-run-review.json',
     ]);

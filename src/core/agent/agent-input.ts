@@ -17,6 +17,7 @@ import type { ToolDeclaration } from '../counting/request-counter.js';
 import { describeIssue, isSticky, validateMessages } from '../schema.js';
 import { assertTaskQueueName } from '../limits/task-queue.js';
 import { BUILT_IN_TOOLS, isBuiltInToolName } from './tool-declarations.js';
+import { RECALL_TOOL, RECALL_TOOL_NAME } from './recall.js';
 import { COMPACTION_REVIEWS, DEFAULT_REVIEW_TIMEOUT_MS, type CompactionReview } from './steering.js';
 import type { ChatMessage } from '../types.js';
 
@@ -104,6 +105,12 @@ export interface AgentCompactionOptions extends Omit<CompactionOptions, 'context
   review?: CompactionReview;
   /** With `review: 'approve'`: how long a proposal waits before it is applied. @default '1h' */
   reviewTimeout?: Duration;
+  /**
+   * Declare a `recall` tool to the model and name, in every stub and summary, the transcript ids of
+   * what it replaced: `recall({ id })` answers with that message as the transcript holds it
+   * (docs/design.md#recall). @default false
+   */
+  recall?: boolean;
 }
 
 /** The input of `agentRun`. */
@@ -170,6 +177,8 @@ export interface AgentRunPlan {
   compaction: AgentCompactionOptions;
   /** Whether compactions wait for a person, and how long (docs/design.md#review). */
   review: { mode: CompactionReview; timeoutMs: number };
+  /** Whether the run declares `recall` and its stubs and summaries name what they replaced (docs/design.md#recall). */
+  recall: boolean;
   maxRounds: number;
   /** Rounds and milliseconds a failed backend rests (no time limit when undefined). */
   backendCooldown: { rounds: number; timeMs: number | undefined };
@@ -259,6 +268,7 @@ export const AGENT_COMPACTION_KEYS: readonly string[] = [
     summarizerModel: true,
     review: true,
     reviewTimeout: true,
+    recall: true,
   }),
 ];
 
@@ -319,7 +329,7 @@ export function planAgentRun(input: unknown, unknownKeys: UnknownKeys = 'refuse'
   if (unknownKeys === 'refuse' && data.carried === undefined)
     assertKnownKeys(data.compaction, AGENT_COMPACTION_KEYS, 'input.compaction');
   // Tolerated (see above), an unknown key goes no further than here: `compact` refuses what it does not know.
-  const { review, reviewTimeout, ...compaction }: AgentCompactionOptions = Object.fromEntries(
+  const { review, reviewTimeout, recall, ...compaction }: AgentCompactionOptions = Object.fromEntries(
     Object.entries(data.compaction).filter(([key]) => AGENT_COMPACTION_KEYS.includes(key)),
   );
   if (review !== undefined && !COMPACTION_REVIEWS.includes(review))
@@ -328,14 +338,22 @@ export function planAgentRun(input: unknown, unknownKeys: UnknownKeys = 'refuse'
       `must be one of ${COMPACTION_REVIEWS.map((mode) => `"${mode}"`).join(', ')}, got ${JSON.stringify(review)}`,
     );
   checkDuration(reviewTimeout, 'input.compaction.reviewTimeout');
+  if (recall !== undefined && typeof recall !== 'boolean')
+    throw new InvalidInputError('input.compaction.recall', `must be true or false, got ${JSON.stringify(recall)}`);
   const models = parseModels(data.model);
   const tools = (data.tools ?? []).map(parseTool);
   const names = new Set<string>();
   tools.forEach((tool, index) => {
     if (names.has(tool.function.name))
       throw new InvalidInputError(`input.tools[${index}].function.name`, `"${tool.function.name}" is declared twice`);
+    if (recall === true && tool.function.name === RECALL_TOOL_NAME)
+      throw new InvalidInputError(
+        `input.tools[${index}].function.name`,
+        `"${RECALL_TOOL_NAME}" is the run's own tool under compaction.recall: name yours otherwise`,
+      );
     names.add(tool.function.name);
   });
+  if (recall === true) tools.push(RECALL_TOOL);
   const backends = models.map((config, index): ResolvedBackend => {
     const field = Array.isArray(data.model) ? `input.model[${index}]` : 'input.model';
     const safetyMargin =
@@ -383,6 +401,7 @@ export function planAgentRun(input: unknown, unknownKeys: UnknownKeys = 'refuse'
     backends,
     tools,
     compaction,
+    recall: recall === true,
     review: {
       mode: review ?? 'auto',
       timeoutMs:

@@ -30,7 +30,9 @@ export function elisionStub(contentLength: number, toolName: string): string {
   return `[elided by the harness: ${contentLength}-char ${toolName} result; re-run the call if you need it again]`;
 }
 
-const stubPattern = /^\[elided by the harness: \d+-char .+ result; re-run the call if you need it again\]$/;
+/** A stub, ending with the id of what it replaced in runs with recall on (src/core/agent/recall.ts). */
+const stubPattern =
+  /^\[elided by the harness: \d+-char .+ result; re-run the call if you need it again\](?: \[recall id: m\d+\])?$/;
 
 export function isStub(message: ChatMessage): boolean {
   return typeof message.content === 'string' && stubPattern.test(message.content);

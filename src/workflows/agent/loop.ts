@@ -41,6 +41,7 @@ import {
 } from '../../core/agent/compaction-history.js';
 import { backendCounter, preflight, type BackendCounter } from '../../core/agent/preflight.js';
 import { requestCost, type RequestShape } from '../../core/agent/request-cost.js';
+import { RECALL_TOOL_NAME, withRecallIds } from '../../core/agent/recall.js';
 import { addRoundUsage, addSummarizerUsage, type RoundUsage } from '../../core/agent/run-usage.js';
 import {
   applySessionLine,
@@ -469,7 +470,11 @@ export class AgentLoop {
       summarizerUsage = compaction.summarizerUsage;
       // The run is out of room only when the conversation does not fit the backend: a `contextBudget`
       // set below the room is what compaction aims at, not a limit the model has.
-      const result = { ...compaction.result, exhausted: compaction.result.tokensAfter > aim };
+      // docs/design.md#recall: the stubs and the summary name what they replaced (counted again: the ids add tokens).
+      const named = this.plan.recall
+        ? withRecallIds(this.entries, compaction.result, (messages) => aimAt.conversation.count(messages))
+        : compaction.result;
+      const result = { ...named, exhausted: named.tokensAfter > aim };
       decided =
         mode === 'auto'
           ? { result, review: undefined }
@@ -735,6 +740,9 @@ export class AgentLoop {
       this.append(answer.message, usage);
       this.rounds += 1;
       this.roundsThisRun += 1;
+      // docs/design.md#recall: the `recall` activity reads the transcript from history, so every line is recorded first.
+      if (this.plan.recall && (answer.message.tool_calls ?? []).some((call) => call.function.name === RECALL_TOOL_NAME))
+        await this.transcript.record();
       const results = await runToolCalls(answer.message, answer.unanswered ?? [], {
         plan: this.plan,
         backend: backend.backend.config,

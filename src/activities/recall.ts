@@ -1,0 +1,40 @@
+// Node only (activities): `recall` (docs/design.md#recall) — the tool an agent run declares under
+// `compaction.recall: true`. It answers with one message of the run's own transcript, read from
+// the run's history (the `recordSession` inputs of its continue-as-new chain, through the payload
+// store when the worker's client has one), so the run keeps nothing extra for it.
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import { ToolFailureType } from '../core/agent/agent-errors.js';
+import { MAX_RECALL_CHARS, parseRecallArgs, unknownRecallId } from '../core/agent/recall.js';
+import { capText, renderTranscript } from '../core/compaction/transcript.js';
+import { readSession } from '../client/session-reader.js';
+
+/** A refused id: the model reads the message (`Error: recall: ...`), the run goes on. */
+function refused(message: string): ApplicationFailure {
+  return ApplicationFailure.create({ type: ToolFailureType.InvalidArguments, message, nonRetryable: true });
+}
+
+/**
+ * Creates the `recall` activity: `{ id }` in (checked: a string of at most 64 characters in the
+ * transcript id form), the message with that id as the transcript first recorded it out — its
+ * role, text and tool calls as the summarizer's transcript renders them, cut at 20,000 characters
+ * with the harness's marker. An unknown or malformed id fails with `Tool.InvalidArguments`, never
+ * retried: the model reads the error.
+ */
+export function createRecallActivity() {
+  return async function recall(args: unknown): Promise<string> {
+    const parsed = parseRecallArgs(args);
+    if ('error' in parsed) throw refused(parsed.error);
+    const context = Context.current();
+    const execution = context.info.workflowExecution;
+    if (execution === undefined) throw refused('recall: only an agent run (a workflow) can recall its own transcript');
+    const { workflowId, runId } = execution;
+    // The run recorded every line before it asked (src/workflows/agent/loop.ts): its history holds them.
+    for await (const line of readSession(context.client, { workflowId, runId, lines: 0 }, { pending: false })) {
+      context.heartbeat();
+      if (line.type === 'message' && line.id === parsed.id)
+        return capText(renderTranscript([line.message], Number.POSITIVE_INFINITY), MAX_RECALL_CHARS);
+    }
+    throw refused(unknownRecallId(parsed.id));
+  };
+}

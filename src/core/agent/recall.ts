@@ -1,0 +1,165 @@
+// Sandbox-safe: recall (docs/design.md#recall) — with `compaction.recall: true` an agent run declares
+// a `recall` tool, every stub and summary its compactions leave names the transcript ids of what it
+// replaced, and `recall({ id })` (the `recall` activity, src/activities/recall.ts) answers with that
+// message as the transcript holds it. This module: the declaration, the bounds on the id a model
+// passes, and the naming of a compaction result's stubs and summary.
+import type { ToolDeclaration } from '../counting/request-counter.js';
+import { isStub } from '../compaction/elision.js';
+import { removableMask } from '../compaction/regions.js';
+import type { ChatMessage, CompactionResult, Elision } from '../types.js';
+import { applySessionLine, type SessionEntry, type SessionLine } from './session.js';
+
+/** The name of the tool (and of the activity that answers it). */
+export const RECALL_TOOL_NAME = 'recall';
+
+/** The longest id `recall` looks up: longer ones are answered with an error, never searched for. */
+export const MAX_RECALL_ID_CHARS = 64;
+
+/** A recalled message is cut to this many characters, with the harness's cut marker. */
+export const MAX_RECALL_CHARS = 20_000;
+
+/** The form of a transcript message id (`m1`, `m2`, ...): the only ids `recall` looks up. */
+const RECALL_ID = /^m[1-9][0-9]{0,15}$/;
+
+/** The declaration the run sends the model when `compaction.recall` is on. */
+export const RECALL_TOOL: ToolDeclaration = {
+  type: 'function',
+  function: {
+    name: RECALL_TOOL_NAME,
+    description:
+      'Get back a message the harness elided or summarized away, as it was: pass one id named by a "[recall id: m14]" stub or a "[recall ids: m3..m9, m12]" summary line ("a..b" is every id from a to b).',
+    parameters: {
+      type: 'object',
+      properties: { id: { type: 'string', description: 'A transcript message id, such as "m14".' } },
+      required: ['id'],
+      additionalProperties: false,
+    },
+  },
+};
+
+/**
+ * The id `recall` was asked for, or why it is refused: `args` must be `{ id }` with a string of at
+ * most {@link MAX_RECALL_ID_CHARS} characters in the transcript id form (`m` and a number).
+ */
+export function parseRecallArgs(args: unknown): { id: string } | { error: string } {
+  if (typeof args !== 'object' || args === null || Array.isArray(args))
+    return { error: 'recall: the arguments must be an object { id: string }' };
+  const extra = Object.keys(args).filter((key) => key !== 'id');
+  if (extra.length > 0)
+    return { error: `recall: unknown argument "${extra[0]?.slice(0, MAX_RECALL_ID_CHARS) ?? ''}" (it takes only id)` };
+  const id: unknown = Reflect.get(args, 'id');
+  if (typeof id !== 'string') return { error: 'recall: arguments.id must be a string, such as "m14"' };
+  if (id.length > MAX_RECALL_ID_CHARS)
+    return { error: `recall: arguments.id is ${id.length} characters; an id has at most ${MAX_RECALL_ID_CHARS}` };
+  if (!RECALL_ID.test(id))
+    return {
+      error: `recall: no message with id ${JSON.stringify(id)}: ids are "m" and a number, as the stubs and summaries name them`,
+    };
+  return { id };
+}
+
+/** The answer for an id the transcript does not hold. */
+export function unknownRecallId(id: string): string {
+  return `recall: no message with id "${id}" in this run's transcript`;
+}
+
+/** The suffix a stub gets for the message it replaced. */
+export function recallStubSuffix(id: string): string {
+  return ` [recall id: ${id}]`;
+}
+
+/** A summary's closing line: the ids it replaced. */
+const RECALL_IDS_LINE = /\n\n\[recall ids: ([^\]\n]*)\]$/;
+
+/** The numbers of the ids a summary's `[recall ids: ...]` line names (none when it has no such line). */
+function namedNumbers(message: ChatMessage): number[] {
+  if (typeof message.content !== 'string') return [];
+  const list = RECALL_IDS_LINE.exec(message.content)?.[1];
+  if (list === undefined) return [];
+  return list.split(', ').flatMap((range) => {
+    const match = /^m(\d+)(?:\.\.m(\d+))?$/.exec(range);
+    if (match === null) return [];
+    const low = Number(match[1]);
+    const high = Number(match[2] ?? match[1]);
+    // A line of this module's own making; anything else is not expanded (a range is never longer than a run).
+    if (!Number.isSafeInteger(low) || !Number.isSafeInteger(high) || high < low || high - low > 1_000_000) return [];
+    return Array.from({ length: high - low + 1 }, (_, offset) => low + offset);
+  });
+}
+
+/** `m3..m9, m12`: the ids, sorted, consecutive ones as ranges. */
+export function recallIdList(numbers: Iterable<number>): string {
+  const sorted = [...new Set(numbers)].sort((left, right) => left - right);
+  const ranges: string[] = [];
+  for (let start = 0; start < sorted.length;) {
+    let end = start;
+    while (end + 1 < sorted.length && sorted[end + 1] === (sorted[end] ?? 0) + 1) end += 1;
+    ranges.push(start === end ? `m${sorted[start]}` : `m${sorted[start]}..m${sorted[end]}`);
+    start = end + 1;
+  }
+  return ranges.join(', ');
+}
+
+/** The number of a transcript message id (`m14` → 14), or undefined for another id (a summary's). */
+function idNumber(id: string): number | undefined {
+  const match = /^m(\d+)$/.exec(id);
+  return match === null ? undefined : Number(match[1]);
+}
+
+/**
+ * A compaction result whose stubs and summary name what they replaced: each elision stub ends
+ * with ` [recall id: m14]`, and the summary with a `[recall ids: m3..m9, m12]` line (the ids a
+ * summary it replaced named are named again). `messages` are derived as the transcript lines
+ * derive them; `tokensAfter` is counted again with `count`, as the ids add to the conversation.
+ */
+export function withRecallIds(
+  entries: readonly SessionEntry[],
+  result: CompactionResult,
+  count: (messages: readonly ChatMessage[]) => number,
+): CompactionResult {
+  if (result.elisions.length === 0 && (result.summary === null || result.cutIndex < 0)) return result;
+  const elisions = result.elisions.map((elision): Elision => {
+    const id = entries[elision.index]?.id;
+    // Only a tool result's stub: an image elision keeps the rest of its message, a truncation most of it.
+    return id === undefined || elision.content !== undefined || !isStub({ role: 'tool', content: elision.stub })
+      ? elision
+      : { ...elision, stub: `${elision.stub}${recallStubSuffix(id)}` };
+  });
+  let summary = result.summary;
+  if (summary !== null && result.cutIndex >= 0) {
+    const removable = removableMask(entries.map((entry) => entry.message));
+    const numbers: number[] = [];
+    entries.slice(0, result.cutIndex + 1).forEach((entry, index) => {
+      if (removable[index] !== true) return;
+      const number = idNumber(entry.id);
+      if (number !== undefined) numbers.push(number);
+      else numbers.push(...namedNumbers(entry.message));
+    });
+    if (numbers.length > 0) summary = `${summary}\n\n[recall ids: ${recallIdList(numbers)}]`;
+  }
+  let next = [...entries];
+  const lines: SessionLine[] = elisions.flatMap((elision): SessionLine[] => {
+    const id = entries[elision.index]?.id;
+    if (id === undefined) return [];
+    return [
+      elision.content === undefined
+        ? { type: 'elision', id, stub: elision.stub }
+        : { type: 'elision', id, stub: elision.stub, content: elision.content },
+    ];
+  });
+  const through = result.cutIndex >= 0 ? entries[result.cutIndex]?.id : undefined;
+  if (through !== undefined)
+    lines.push({
+      type: 'compaction',
+      replacesThroughId: through,
+      summary,
+      dropped: result.dropped,
+      tokensBefore: result.tokensBefore,
+      tokensAfter: result.tokensAfter,
+      fallback: result.fallback,
+      exhausted: result.exhausted,
+    });
+  for (const line of lines) next = applySessionLine(next, line);
+  const messages = next.map((entry) => entry.message);
+  return { ...result, elisions, summary, messages, tokensAfter: count(messages) };
+}

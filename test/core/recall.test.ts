@@ -1,0 +1,142 @@
+// Recall's pure parts (docs/design.md#recall): the bounds on the id a model passes, the id lists a
+// summary carries (a summary that replaces an earlier one names that one's ids again), the stubs
+// that name their id and stay stubs, and the plan's `recall` option.
+import { describe, expect, it } from 'vitest';
+import { planAgentRun } from '../../src/core/agent/agent-input.js';
+import { MAX_RECALL_ID_CHARS, parseRecallArgs, recallIdList, withRecallIds } from '../../src/core/agent/recall.js';
+import { recordCompaction, type SessionEntry } from '../../src/core/agent/session.js';
+import { elisionStub, isStub } from '../../src/core/compaction/elision.js';
+import { summaryContent } from '../../src/core/compaction/transcript.js';
+import { InvalidInputError } from '../../src/core/errors.js';
+import type { ChatMessage, CompactionResult } from '../../src/core/types.js';
+
+const count = (messages: readonly ChatMessage[]): number => JSON.stringify(messages).length;
+
+describe('parseRecallArgs', () => {
+  it('takes { id } in the transcript id form and refuses the rest, naming why', () => {
+    expect(parseRecallArgs({ id: 'm14' })).toEqual({ id: 'm14' });
+    expect(parseRecallArgs({ id: '' })).toEqual({
+      error: 'recall: no message with id "": ids are "m" and a number, as the stubs and summaries name them',
+    });
+    for (const id of ['../m1', 'm0', 'm01', 'M1', 'summary:m3', 'm1 ', `m${'9'.repeat(17)}`])
+      expect(parseRecallArgs({ id })).toMatchObject({ error: expect.stringMatching(/^recall: no message with id /) });
+    expect(parseRecallArgs({ id: 'x'.repeat(10_000) })).toEqual({
+      error: `recall: arguments.id is 10000 characters; an id has at most ${MAX_RECALL_ID_CHARS}`,
+    });
+    expect(parseRecallArgs({ id: 14 })).toEqual({ error: 'recall: arguments.id must be a string, such as "m14"' });
+    expect(parseRecallArgs([])).toEqual({ error: 'recall: the arguments must be an object { id: string }' });
+    expect(parseRecallArgs(null)).toEqual({ error: 'recall: the arguments must be an object { id: string }' });
+    expect(parseRecallArgs({ id: 'm1', ['k'.repeat(1000)]: 1 })).toEqual({
+      error: `recall: unknown argument "${'k'.repeat(MAX_RECALL_ID_CHARS)}" (it takes only id)`,
+    });
+  });
+});
+
+describe('recallIdList', () => {
+  it('sorts, drops repeats and writes consecutive ids as ranges', () => {
+    expect(recallIdList([9, 3, 4, 5, 12, 4, 6, 7, 8, 14])).toBe('m3..m9, m12, m14');
+    expect(recallIdList([1])).toBe('m1');
+    expect(recallIdList([])).toBe('');
+  });
+});
+
+const tool = (id: string, content: string): ChatMessage => ({ role: 'tool', tool_call_id: id, content });
+const asks = (id: string): ChatMessage => ({
+  role: 'assistant',
+  content: null,
+  tool_calls: [{ id, type: 'function', function: { name: 'fs_read', arguments: '{"path":"a"}' } }],
+});
+
+describe('withRecallIds', () => {
+  const entries: SessionEntry[] = [
+    { id: 'm1', message: { role: 'user', content: 'the task', sticky: true } },
+    { id: 'summary:m4', message: { role: 'user', content: `${summaryContent('older', 2)}\n\n[recall ids: m2..m4]` } },
+    { id: 'm5', message: asks('c5') },
+    { id: 'm6', message: tool('c5', 'x'.repeat(500)) },
+    { id: 'm7', message: { role: 'user', content: 'pinned', sticky: true } },
+    { id: 'm8', message: asks('c8') },
+    { id: 'm9', message: tool('c8', 'y'.repeat(500)) },
+    { id: 'm10', message: asks('c10') },
+    { id: 'm11', message: tool('c10', 'z') },
+  ];
+  const stub = elisionStub(500, 'fs_read');
+
+  it('names the elided message on its stub, which stays a stub', () => {
+    const messages = entries.map((entry, index) => (index === 6 ? { ...entry.message, content: stub } : entry.message));
+    const result: CompactionResult = {
+      messages,
+      dropped: 0,
+      tokensBefore: count(entries.map((entry) => entry.message)),
+      tokensAfter: count(messages),
+      fallback: false,
+      exhausted: false,
+      elisions: [{ index: 6, stub }],
+      summary: null,
+      cutIndex: -1,
+    };
+    const named = withRecallIds(entries, result, count);
+    expect(named.elisions).toEqual([{ index: 6, stub: `${stub} [recall id: m9]` }]);
+    expect(named.messages[6]).toEqual(tool('c8', `${stub} [recall id: m9]`));
+    expect(isStub(named.messages[6] ?? tool('', ''))).toBe(true);
+    expect(named.tokensAfter).toBe(count(named.messages));
+    // What the run records replays to the named result.
+    expect(recordCompaction(entries, named).entries.map((entry) => entry.message)).toEqual(named.messages);
+  });
+
+  it("names every id a summary replaced, an earlier summary's too, and none it kept", () => {
+    const summary = summaryContent('newer', 6);
+    // Sticky m1 and m7 stay; m4's summary, m5, m6, m8 and m9 are replaced (through m9).
+    const summaryMessage: ChatMessage = { role: 'user', content: summary };
+    const assembled: ChatMessage[] = [
+      entries[0]?.message,
+      summaryMessage,
+      ...[entries[4], entries[7], entries[8]].map((entry) => entry?.message),
+    ].flatMap((message) => (message === undefined ? [] : [message]));
+    const result: CompactionResult = {
+      messages: assembled,
+      dropped: 5,
+      tokensBefore: 1,
+      tokensAfter: 1,
+      fallback: false,
+      exhausted: false,
+      elisions: [],
+      summary,
+      cutIndex: 6,
+    };
+    const named = withRecallIds(entries, result, count);
+    expect(named.summary).toBe(`${summary}\n\n[recall ids: m2..m6, m8..m9]`);
+    expect(named.messages.map((message) => message.content)).toEqual(['the task', named.summary, 'pinned', null, 'z']);
+    expect(recordCompaction(entries, named).entries.map((entry) => entry.id)).toEqual([
+      'm1',
+      'summary:m9',
+      'm7',
+      'm10',
+      'm11',
+    ]);
+  });
+});
+
+describe('compaction.recall in the plan', () => {
+  const input = (compaction: Record<string, unknown>, tools: unknown[] = ['fs_read']) => ({
+    messages: [{ role: 'user', content: 'go' }],
+    model: { provider: 'openai', model: 'm', contextWindow: 10_000, maxOutputTokens: 100 },
+    tools,
+    compaction,
+  });
+
+  it('declares the tool when on, nothing when off; refuses a non-boolean and a tool of its name', () => {
+    expect(planAgentRun(input({})).recall).toBe(false);
+    expect(planAgentRun(input({})).tools.map((t) => t.function.name)).toEqual(['fs_read']);
+    const on = planAgentRun(input({ recall: true }));
+    expect(on.recall).toBe(true);
+    expect(on.tools.map((t) => t.function.name)).toEqual(['fs_read', 'recall']);
+    expect('recall' in on.compaction).toBe(false);
+    expect(() => planAgentRun(input({ recall: 'yes' }))).toThrow(
+      new InvalidInputError('input.compaction.recall', 'must be true or false, got "yes"'),
+    );
+    const own = { type: 'function', function: { name: 'recall', parameters: { type: 'object', properties: {} } } };
+    expect(() => planAgentRun(input({ recall: true }, [own]))).toThrow(/input\.tools\[0\]\.function\.name/);
+    expect(planAgentRun(input({}, [own])).tools.map((t) => t.function.name)).toEqual(['recall']);
+    expect(() => planAgentRun(input({ recal: true }))).toThrow(/input\.compaction/);
+  });
+});
