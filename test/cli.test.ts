@@ -3,23 +3,12 @@
 // the JSON lines replaySession reads; usage mistakes exit 2 with the usage line.
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { commands, main, type CliIo } from '../src/cli/main.js';
+import { commands, main } from '../src/cli/main.js';
 import { parseSessionJsonl, replaySession } from '../src/index.js';
 import { COMPACTION_TABLE_HEADER, groupDigits } from '../src/core/agent/compaction-history.js';
 import { openingOf, replayActivities, runAgent, type AgentOutcome } from './support/agent.js';
+import { capturedCliIo } from './support/cli-process.js';
 import { bundleWorkflows, testConnection, uniqueId, withWorker, type TestConnection } from './support/temporal.js';
-
-function capture(t: TestConnection): CliIo & { out: () => string; err: () => string } {
-  let out = '';
-  let err = '';
-  return {
-    stdout: (text) => (out += text),
-    stderr: (text) => (err += text),
-    env: { TEMPORAL_ADDRESS: t.address, TEMPORAL_NAMESPACE: t.namespace },
-    out: () => out,
-    err: () => err,
-  };
-}
 
 describe('temporal-compactor CLI', { timeout: 90_000 }, () => {
   let t: TestConnection;
@@ -50,7 +39,7 @@ describe('temporal-compactor CLI', { timeout: 90_000 }, () => {
     );
     expect(outcome.status).toBe('completed');
     // No worker polls now: a completed run is read from its result.
-    const history = capture(t);
+    const history = capturedCliIo(t);
     expect(await main(['history', workflowId], history)).toBe(0);
     const lines = history.out().split('\n');
     const reclaimed = outcome.compactions.reduce((sum, record) => sum + record.tokensBefore - record.tokensAfter, 0);
@@ -63,15 +52,15 @@ describe('temporal-compactor CLI', { timeout: 90_000 }, () => {
     const first = outcome.compactions[0];
     expect(rows[0]).toContain(`| 1 | ${first?.round} | `);
     // --all rebuilds every record from the transcript: the same rows here (fewer than the run keeps).
-    const all = capture(t);
+    const all = capturedCliIo(t);
     expect(await main(['history', workflowId, '--all', '--json'], all)).toBe(0);
     expect(JSON.parse(all.out())).toEqual(outcome.compactions);
 
-    const jsonl = capture(t);
+    const jsonl = capturedCliIo(t);
     expect(await main(['session', workflowId, '--jsonl'], jsonl)).toBe(0);
     expect(replaySession(parseSessionJsonl(jsonl.out()))).toEqual(outcome.messages);
 
-    const readable = capture(t);
+    const readable = capturedCliIo(t);
     expect(await main(['session', workflowId], readable)).toBe(0);
     const text = readable.out().split('\n');
     expect(text.filter((line) => line.startsWith('── compaction:'))).toHaveLength(
@@ -94,7 +83,7 @@ describe('temporal-compactor CLI', { timeout: 90_000 }, () => {
         workflowId,
       );
       expect(outcome.status).toBe('failed');
-      const io = capture(t);
+      const io = capturedCliIo(t);
       expect(await main(['history', workflowId], io)).toBe(0);
       // Round 3 is over the room: the recent window gives way (docs/design.md#window-gives-way) and a summary makes it
       // fit; at round 4 even the hard trim and cutting the largest result middle-out (docs/design.md#truncation)
@@ -108,23 +97,23 @@ describe('temporal-compactor CLI', { timeout: 90_000 }, () => {
       );
     });
     // Without a worker, the query cannot be answered: the error says what is needed.
-    const io = capture(t);
+    const io = capturedCliIo(t);
     expect(await main(['history', workflowId, '--query-timeout', '2s'], io)).toBe(1);
     expect(io.err()).toContain('needs a worker polling task queue');
   });
 
   it('usage mistakes exit 2 and print the usage', async () => {
-    const missing = capture(t);
+    const missing = capturedCliIo(t);
     expect(await main(['history'], missing)).toBe(2);
     expect(missing.err()).toContain('the workflow id is required');
     expect(missing.err()).toContain('usage: temporal-compactor history <workflowId> [--all] [--json]');
-    const unknown = capture(t);
+    const unknown = capturedCliIo(t);
     expect(await main(['compact-all'], unknown)).toBe(2);
     expect(unknown.err()).toContain('unknown command "compact-all"');
-    const badFlag = capture(t);
+    const badFlag = capturedCliIo(t);
     expect(await main(['session', 'x', '--json-lines'], badFlag)).toBe(2);
     expect(badFlag.err()).toContain('--json-lines');
-    const notFound = capture(t);
+    const notFound = capturedCliIo(t);
     expect(await main(['history', uniqueId('no-such-run')], notFound)).toBe(1);
     expect(notFound.err()).toMatch(/not found/i);
   });

@@ -1,9 +1,14 @@
 // Helpers for agentRun tests: the test corpus (the repository set, plus the extended corpus when
 // present) as a trajectory directory for the replay provider, a worker's activities for replayed
 // runs, and a deterministic summarizer.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Client, WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { Worker, type WorkerOptions, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import OpenAI from 'openai';
+import { afterEach, beforeEach } from 'vitest';
 import { createTrajectoryDir, findTrajectory, TRAJECTORY_DIR_ENV } from '../../corpus/index.js';
 import { createActivities, type ActivityDeps } from '../../src/activities/index.js';
 import {
@@ -26,6 +31,7 @@ import {
 } from '../../src/workflows/agent-run.js';
 import { compactorPlugin, type CompactorPlugin, type CompactorPluginOptions } from '../../src/worker/plugin.js';
 import { registerCleanup } from './cleanup.js';
+import { startFakeOpenAI, type FakeOpenAI } from './fake-openai.js';
 import { uniqueId, type TestConnection } from './temporal.js';
 
 let ownDir: string | undefined;
@@ -199,4 +205,38 @@ export async function runAgentThroughPlugin(
     }),
   );
   return { result, client, plugin };
+}
+
+/**
+ * For each test of the calling `describe`: a fake OpenAI-compatible model server and a tool root
+ * holding `files`, both gone after the test; `activities()` is a worker's activities over the two.
+ */
+export function fakeModelAndToolRoot(prefix: string, files: Readonly<Record<string, string>>) {
+  let server: FakeOpenAI | undefined;
+  let root: string | undefined;
+  beforeEach(async () => {
+    server = await startFakeOpenAI();
+    root = mkdtempSync(join(tmpdir(), prefix));
+    for (const [name, text] of Object.entries(files)) writeFileSync(join(root, name), text);
+  });
+  afterEach(async () => {
+    await server?.close();
+    if (root !== undefined) rmSync(root, { recursive: true, force: true });
+  });
+  const world = {
+    get server(): FakeOpenAI {
+      if (server === undefined) throw new Error('fakeModelAndToolRoot: no server outside a test');
+      return server;
+    },
+    get root(): string {
+      if (root === undefined) throw new Error('fakeModelAndToolRoot: no tool root outside a test');
+      return root;
+    },
+    activities: () =>
+      replayActivities({
+        openai: new OpenAI({ baseURL: world.server.baseURL, apiKey: 'test-key', maxRetries: 0 }),
+        toolsRoot: world.root,
+      }),
+  };
+  return world;
 }

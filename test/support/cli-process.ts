@@ -3,6 +3,8 @@
 import { spawn, type ChildProcessByStdio } from 'node:child_process';
 import type { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
+import type { CliIo } from '../../src/cli/main.js';
+import type { TestConnection } from './temporal.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -45,4 +47,17 @@ export function runCli(args: string[], env: Record<string, string>, input = '', 
     child.on('close', (code) => resolve({ code, stdout, stderr }));
     child.stdin.end(input);
   });
+}
+
+/** The in-process CLI's (`main`) input and output for a test, connected to the test's server; `out()` and `err()` are what it wrote. */
+export function capturedCliIo(t: TestConnection): CliIo & { out: () => string; err: () => string } {
+  let out = '';
+  let err = '';
+  return {
+    stdout: (text) => (out += text),
+    stderr: (text) => (err += text),
+    env: { TEMPORAL_ADDRESS: t.address, TEMPORAL_NAMESPACE: t.namespace },
+    out: () => out,
+    err: () => err,
+  };
 }

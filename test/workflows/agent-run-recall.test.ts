@@ -3,17 +3,13 @@
 // `recall` with that id after the elision reads the tool output back (from the run's history);
 // the ids a model controls are bounded — empty, 10,000 characters, a path, an unknown number —
 // and each is answered with an error the model reads, never a failure of the run.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
-import OpenAI from 'openai';
-import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { agentRun, replaySession, type AgentRunWorkflowInput, type ChatMessage } from '../../src/index.js';
 import { readSessionLines } from '../../src/client/session-reader.js';
 import { MAX_RECALL_CHARS } from '../../src/core/agent/recall.js';
-import { assistantReply, startFakeOpenAI, type FakeOpenAI, type ScriptedResponse } from '../support/fake-openai.js';
-import { replayActivities, replayTokens } from '../support/agent.js';
+import { assistantReply, type ScriptedResponse } from '../support/fake-openai.js';
+import { fakeModelAndToolRoot, replayTokens } from '../support/agent.js';
 import { bundleWorkflows, testConnection, uniqueId, withWorker } from '../support/temporal.js';
 import { maybeRecordHistory } from './harness.js';
 
@@ -55,18 +51,7 @@ const call = (id: string, name: string, args: unknown) => ({
 const BAD_IDS = ['', 'x'.repeat(10_000), '../m1', 'm999999'];
 
 describe('recall', { timeout: 120_000 }, () => {
-  let server: FakeOpenAI;
-  let root: string;
-  beforeEach(async () => {
-    server = await startFakeOpenAI();
-    root = mkdtempSync(join(tmpdir(), 'agent-recall-'));
-    writeFileSync(join(root, 'log.txt'), LOG);
-  });
-  afterEach(async () => {
-    await server.close();
-    rmSync(root, { recursive: true, force: true });
-  });
-
+  const world = fakeModelAndToolRoot('agent-recall-', { 'log.txt': LOG });
   const input = (recall: boolean): AgentRunWorkflowInput => ({
     messages: [
       { role: 'system', content: 'You are a careful agent.' },
@@ -94,7 +79,7 @@ describe('recall', { timeout: 120_000 }, () => {
 
   it('a stub names the id, recall returns the elided output, bad ids are errors the model reads', async () => {
     const note = `I read the log. ${'The checksums look fine so far, and I will look at the next part. '.repeat(20)}`;
-    server.script(
+    world.server.script(
       reply({ content: null, tool_calls: [call('call_1', 'fs_read', { path: 'log.txt' })] }),
       reply({ content: note, tool_calls: [call('call_2', 'fs_read', { path: 'log.txt', offset: 1, limit: 1 })] }),
       reply({
@@ -112,10 +97,7 @@ describe('recall', { timeout: 120_000 }, () => {
       t,
       {
         workflowBundle: bundle,
-        activities: replayActivities({
-          openai: new OpenAI({ baseURL: server.baseURL, apiKey: 'k', maxRetries: 0 }),
-          toolsRoot: root,
-        }),
+        activities: world.activities(),
       },
       async () => {
         const handle = await t.client.workflow.start(agentRun, {
@@ -125,7 +107,7 @@ describe('recall', { timeout: 120_000 }, () => {
         });
         const result = await handle.result();
         expect(result.stopReason).toBe('completed');
-        const requests = server.requests.map(
+        const requests = world.server.requests.map(
           (request) => request.body as { messages: ChatMessage[]; tools?: unknown[] },
         );
         expect(requests).toHaveLength(4);
@@ -156,7 +138,7 @@ describe('recall', { timeout: 120_000 }, () => {
 
   it('a summary names the ids it replaced, and recall reads them back from the run it continued from', async () => {
     const note = `I read the log. ${'The checksums look fine so far, and I will look at the next part. '.repeat(20)}`;
-    server.script(
+    world.server.script(
       reply({ content: null, tool_calls: [call('call_1', 'fs_read', { path: 'log.txt' })] }),
       reply({ content: note, tool_calls: [call('call_2', 'fs_read', { path: 'log.txt', offset: 1, limit: 1 })] }),
       reply({
@@ -170,10 +152,7 @@ describe('recall', { timeout: 120_000 }, () => {
       t,
       {
         workflowBundle: bundle,
-        activities: replayActivities({
-          openai: new OpenAI({ baseURL: server.baseURL, apiKey: 'k', maxRetries: 0 }),
-          toolsRoot: root,
-        }),
+        activities: world.activities(),
       },
       async () => {
         // Without ageObservations the pass over the trigger summarizes; the run continues as new
@@ -187,7 +166,7 @@ describe('recall', { timeout: 120_000 }, () => {
         });
         expect(result.stopReason).toBe('completed');
         expect(result.continuedAsNew).toBe(1);
-        const requests = server.requests.map((request) => request.body as { messages: ChatMessage[] });
+        const requests = world.server.requests.map((request) => request.body as { messages: ChatMessage[] });
         const summary = String(requests[2]?.messages[2]?.content);
         expect(summary).toMatch(/^\[Summary by the harness of 2 earlier messages\]/);
         expect(summary.endsWith('\n\n[recall ids: m3..m4]')).toBe(true);
@@ -204,7 +183,7 @@ describe('recall', { timeout: 120_000 }, () => {
   });
 
   it('off by default: no recall tool, stubs as before', async () => {
-    server.script(
+    world.server.script(
       reply({ content: null, tool_calls: [call('call_1', 'fs_read', { path: 'log.txt' })] }),
       reply({
         content: `I read the log. ${'The checksums look fine so far. '.repeat(40)}`,
@@ -217,10 +196,7 @@ describe('recall', { timeout: 120_000 }, () => {
       t,
       {
         workflowBundle: bundle,
-        activities: replayActivities({
-          openai: new OpenAI({ baseURL: server.baseURL, apiKey: 'k', maxRetries: 0 }),
-          toolsRoot: root,
-        }),
+        activities: world.activities(),
       },
       async () => {
         const result = await t.client.workflow.execute(agentRun, {
@@ -228,7 +204,7 @@ describe('recall', { timeout: 120_000 }, () => {
           workflowId: uniqueId('agent-recall-off'),
           args: [input(false)],
         });
-        const requests = server.requests.map(
+        const requests = world.server.requests.map(
           (request) => request.body as { messages: ChatMessage[]; tools?: unknown[] },
         );
         expect(JSON.stringify(requests[0]?.tools)).not.toContain('recall');

@@ -2,13 +2,11 @@
 // answered with the compaction's record (or why there was none), `pin`/`unpin` keeping a message
 // through compactions and letting it go again, pinned facts carried across continue-as-new, the
 // pins in the UI's current details, and bad input refused naming the field or id.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { WorkflowUpdateFailedError, WorkflowUpdateStage, type WorkflowHandle } from '@temporalio/client';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
-import OpenAI from 'openai';
-import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import {
   agentRun,
   agentRunSteering,
@@ -23,16 +21,11 @@ import {
 } from '../../src/index.js';
 import { readSessionLines } from '../../src/client/session-reader.js';
 import { NOTHING_TO_COMPACT } from '../../src/core/agent/steering.js';
-import {
-  assistantReply as completion,
-  createHold,
-  startFakeOpenAI,
-  type FakeOpenAI,
-  type ScriptedResponse,
-} from '../support/fake-openai.js';
-import { failureTypeOf, replayActivities, replayTokens } from '../support/agent.js';
-import { bundleWorkflows, testConnection, uniqueId, withWorker, type TestConnection } from '../support/temporal.js';
-import { main, type CliIo } from '../../src/cli/main.js';
+import { assistantReply as completion, createHold, type ScriptedResponse } from '../support/fake-openai.js';
+import { failureTypeOf, fakeModelAndToolRoot, replayTokens } from '../support/agent.js';
+import { capturedCliIo } from '../support/cli-process.js';
+import { bundleWorkflows, testConnection, uniqueId, withWorker } from '../support/temporal.js';
+import { main } from '../../src/cli/main.js';
 import { maybeRecordHistory } from './harness.js';
 
 const {
@@ -94,19 +87,6 @@ async function liveIds(handle: WorkflowHandle): Promise<string[]> {
   return (await handle.query(conversationEntriesQuery)).map((entry) => entry.id);
 }
 
-/** The CLI's input and output, connected to the test's server. */
-function cliIo(t: TestConnection): CliIo & { out: () => string; err: () => string } {
-  let out = '';
-  let err = '';
-  return {
-    stdout: (text) => (out += text),
-    stderr: (text) => (err += text),
-    env: { TEMPORAL_ADDRESS: t.address, TEMPORAL_NAMESPACE: t.namespace },
-    out: () => out,
-    err: () => err,
-  };
-}
-
 /** Waits until the run has a compaction waiting for review, and returns it. */
 async function proposalOf(handle: WorkflowHandle): Promise<CompactionProposal> {
   for (let attempt = 0; attempt < 200; attempt += 1) {
@@ -134,22 +114,7 @@ async function summarizeActivityInputs(handle: WorkflowHandle): Promise<Array<{ 
 }
 
 describe('steering agentRun', { timeout: 120_000 }, () => {
-  let server: FakeOpenAI;
-  let root: string;
-  beforeEach(async () => {
-    server = await startFakeOpenAI();
-    root = mkdtempSync(join(tmpdir(), 'agent-steer-'));
-    writeFileSync(join(root, 'a.txt'), 'alpha\nbeta\n');
-  });
-  afterEach(async () => {
-    await server.close();
-    rmSync(root, { recursive: true, force: true });
-  });
-  const activities = () =>
-    replayActivities({
-      openai: new OpenAI({ baseURL: server.baseURL, apiKey: 'test-key', maxRetries: 0 }),
-      toolsRoot: root,
-    });
+  const world = fakeModelAndToolRoot('agent-steer-', { 'a.txt': 'alpha\nbeta\n' });
   const input = (overrides: Partial<AgentRunWorkflowInput> = {}): AgentRunWorkflowInput => ({
     messages: opening,
     model: openaiModel,
@@ -161,15 +126,15 @@ describe('steering agentRun', { timeout: 120_000 }, () => {
 
   it('compact compacts before the next chat request, under the trigger, and answers with the record', async () => {
     const hold = createHold();
-    server.script(hold.response, reply({ content: 'Done: the parser returns None.' }));
+    world.server.script(hold.response, reply({ content: 'Done: the parser returns None.' }));
     const t = await testConnection();
-    await withWorker(t, { workflowBundle: bundle, activities: activities() }, async () => {
+    await withWorker(t, { workflowBundle: bundle, activities: world.activities() }, async () => {
       const handle = await t.client.workflow.start(agentRun, {
         taskQueue: t.taskQueue,
         workflowId: uniqueId('agent-compact-update'),
         args: [input()],
       });
-      await server.waitForRequests(1, 20_000);
+      await world.server.waitForRequests(1, 20_000);
       const refused = await handle
         .executeUpdate(compactUpdate, { args: [{ instructions: 42 as unknown as string }] })
         .catch((error: unknown) => error);
@@ -191,7 +156,7 @@ describe('steering agentRun', { timeout: 120_000 }, () => {
       const result = await handle.result();
       expect(result.compactions.recent).toEqual([record]);
       // What the second request carried: the summary where the middle was, the task and the recent window kept.
-      const sent = server.requests[1]?.body as { messages: ChatMessage[] };
+      const sent = world.server.requests[1]?.body as { messages: ChatMessage[] };
       expect(sent.messages[1]).toEqual({ role: 'user', content: opening[1]?.content });
       expect(sent.messages).toHaveLength(5);
       expect(sent.messages[2]?.content).toMatch(/^\[Summary by the harness of 4 earlier messages\]/);
@@ -209,15 +174,15 @@ describe('steering agentRun', { timeout: 120_000 }, () => {
   it('compact answers why when there is nothing to compact, and when the run finished first', async () => {
     const first = createHold();
     const second = createHold();
-    server.script(first.response, second.response);
+    world.server.script(first.response, second.response);
     const t = await testConnection();
-    await withWorker(t, { workflowBundle: bundle, activities: activities() }, async () => {
+    await withWorker(t, { workflowBundle: bundle, activities: world.activities() }, async () => {
       const handle = await t.client.workflow.start(agentRun, {
         taskQueue: t.taskQueue,
         workflowId: uniqueId('agent-compact-nothing'),
         args: [input({ messages: opening.slice(0, 2) })],
       });
-      await server.waitForRequests(1, 20_000);
+      await world.server.waitForRequests(1, 20_000);
       const nothing = await handle.startUpdate(compactUpdate, {
         args: [{}],
         waitForStage: WorkflowUpdateStage.ACCEPTED,
@@ -225,7 +190,7 @@ describe('steering agentRun', { timeout: 120_000 }, () => {
       first.release(readCall('call_1'));
       // The system prompt and the task are sticky, the tool turn is the recent window: nothing between.
       expect(await nothing.result()).toEqual(NOTHING_TO_COMPACT);
-      await server.waitForRequests(2, 20_000);
+      await world.server.waitForRequests(2, 20_000);
       const late = await handle.startUpdate(compactUpdate, { args: [{}], waitForStage: WorkflowUpdateStage.ACCEPTED });
       second.release(reply({ content: 'a.txt holds alpha and beta.' }));
       expect(await late.result()).toEqual({
@@ -240,15 +205,15 @@ describe('steering agentRun', { timeout: 120_000 }, () => {
 
   it('a pinned message survives compactions in place, unpinned it goes; the flag never reaches the model', async () => {
     const holds = [createHold(), createHold(), createHold()];
-    server.script(...holds.map((hold) => hold.response));
+    world.server.script(...holds.map((hold) => hold.response));
     const t = await testConnection();
-    await withWorker(t, { workflowBundle: bundle, activities: activities() }, async () => {
+    await withWorker(t, { workflowBundle: bundle, activities: world.activities() }, async () => {
       const handle = await t.client.workflow.start(agentRun, {
         taskQueue: t.taskQueue,
         workflowId: uniqueId('agent-pins'),
         args: [input()],
       });
-      await server.waitForRequests(1, 20_000);
+      await world.server.waitForRequests(1, 20_000);
       expect(await liveIds(handle)).toEqual(['m1', 'm2', 'm3', 'm4', 'm5', 'm6']);
       const unknown = await handle
         .executeUpdate(pinUpdate, { args: [{ ids: ['m3', 'm99'] }] })
@@ -272,12 +237,12 @@ describe('steering agentRun', { timeout: 120_000 }, () => {
       });
       holds[0]?.release(readCall('call_1'));
       expect(await compact.result()).toMatchObject({ kind: 'summary', round: 2, dropped: 3 });
-      await server.waitForRequests(2, 20_000);
+      await world.server.waitForRequests(2, 20_000);
       // m3 and m4 went into the summary; the pinned m5 stayed where it was, after it.
       expect(await liveIds(handle)).toEqual(['m1', 'm2', 'summary:m6', 'm5', 'm7', 'm8']);
       const live = await handle.query(conversationQuery);
       expect(live[3]).toEqual({ ...opening[4], sticky: true });
-      const sentSecond = server.requests[1]?.body as { messages: ChatMessage[] };
+      const sentSecond = world.server.requests[1]?.body as { messages: ChatMessage[] };
       expect(JSON.stringify(sentSecond)).not.toContain('sticky');
       expect(sentSecond.messages).toEqual(toProviderMessages(live));
       const details = await currentDetails(handle);
@@ -292,7 +257,7 @@ describe('steering agentRun', { timeout: 120_000 }, () => {
       const again = await handle.startUpdate(compactUpdate, { args: [{}], waitForStage: WorkflowUpdateStage.ACCEPTED });
       holds[1]?.release(readCall('call_2'));
       expect(await again.result()).toMatchObject({ kind: 'summary', round: 3, dropped: 4 });
-      await server.waitForRequests(3, 20_000);
+      await world.server.waitForRequests(3, 20_000);
       expect(await liveIds(handle)).toEqual(['m1', 'm2', 'summary:m8', 'm9', 'm10']);
       holds[2]?.release(reply({ content: 'The parser returns None.' }));
       const result = await handle.result();
@@ -315,21 +280,21 @@ describe('steering agentRun', { timeout: 120_000 }, () => {
   it('pins survive continue-as-new: the continued run holds the fact and shows it', async () => {
     const first = createHold();
     const second = createHold();
-    server.script(first.response, second.response, reply({ content: 'Done.' }));
+    world.server.script(first.response, second.response, reply({ content: 'Done.' }));
     const t = await testConnection();
-    await withWorker(t, { workflowBundle: bundle, activities: activities() }, async () => {
+    await withWorker(t, { workflowBundle: bundle, activities: world.activities() }, async () => {
       const workflowId = uniqueId('agent-pins-can');
       const handle = await t.client.workflow.start(agentRun, {
         taskQueue: t.taskQueue,
         workflowId,
         args: [input({ continueAsNewAfterRounds: 1 })],
       });
-      await server.waitForRequests(1, 20_000);
+      await world.server.waitForRequests(1, 20_000);
       expect(
         await handle.executeUpdate(pinUpdate, { args: [{ ids: ['m3'], fact: 'The fix goes in parser.py' }] }),
       ).toEqual({ ids: ['m3'], facts: ['The fix goes in parser.py'] });
       first.release(readCall('call_1'));
-      await server.waitForRequests(2, 20_000);
+      await world.server.waitForRequests(2, 20_000);
       const latest = t.client.workflow.getHandle(workflowId);
       const { runId } = await latest.describe();
       expect(runId).not.toBe(handle.firstExecutionRunId);
@@ -350,9 +315,9 @@ describe('steering agentRun', { timeout: 120_000 }, () => {
   });
 
   it('refuses steering once the run has finished', async () => {
-    server.script(reply({ content: 'Done.' }));
+    world.server.script(reply({ content: 'Done.' }));
     const t = await testConnection();
-    await withWorker(t, { workflowBundle: bundle, activities: activities() }, async () => {
+    await withWorker(t, { workflowBundle: bundle, activities: world.activities() }, async () => {
       const handle = await t.client.workflow.start(agentRun, {
         taskQueue: t.taskQueue,
         workflowId: uniqueId('agent-steer-late'),
@@ -367,17 +332,17 @@ describe('steering agentRun', { timeout: 120_000 }, () => {
   describe('review before apply (compaction.review)', () => {
     it("'approve' publishes the compaction and waits; edit applies the person's summary", async () => {
       const hold = createHold();
-      server.script(hold.response, reply({ content: 'Done.' }));
+      world.server.script(hold.response, reply({ content: 'Done.' }));
       const t = await testConnection();
-      await withWorker(t, { workflowBundle: bundle, activities: activities() }, async () => {
+      await withWorker(t, { workflowBundle: bundle, activities: world.activities() }, async () => {
         const handle = await t.client.workflow.start(agentRun, {
           taskQueue: t.taskQueue,
           workflowId: uniqueId('agent-review'),
           args: [input({ compaction: { keepRecent: 2, review: 'approve' } })],
         });
-        await server.waitForRequests(1, 20_000);
+        await world.server.waitForRequests(1, 20_000);
         expect(await handle.query(pendingCompactionQuery)).toBeNull();
-        const nothing = cliIo(t);
+        const nothing = capturedCliIo(t);
         expect(await main(['review', handle.workflowId], nothing)).toBe(1);
         expect(nothing.err()).toContain('no compaction is waiting for review');
         const none = await handle
@@ -399,7 +364,7 @@ describe('steering agentRun', { timeout: 120_000 }, () => {
         expect(await currentDetails(handle)).toContain('**Compaction waiting for review** (round 2, summary)');
         // Nothing is applied while it waits, and no request goes out.
         expect(await liveIds(handle)).toEqual(['m1', 'm2', 'm3', 'm4', 'm5', 'm6', 'm7', 'm8']);
-        expect(server.requests).toHaveLength(1);
+        expect(world.server.requests).toHaveLength(1);
         const bad = await handle
           .executeUpdate(reviewCompactionUpdate, { args: [{ decision: 'edit' }] })
           .catch((e: unknown) => e);
@@ -407,17 +372,17 @@ describe('steering agentRun', { timeout: 120_000 }, () => {
           'reviewCompaction.summary: must be the summary to apply (a non-empty string)',
         );
         // The CLI shows it and takes the decision: the person's summary from a file.
-        const shown = cliIo(t);
+        const shown = capturedCliIo(t);
         expect(await main(['review', handle.workflowId], shown)).toBe(0);
         expect(shown.out()).toContain(
           `agentRun ${handle.workflowId} · compaction waiting for review (round 2, summary`,
         );
         expect(shown.out()).toContain('drops: m3, m4, m5, m6');
         expect(shown.out()).toContain(proposal.summary ?? 'a summary');
-        expect(await main(['review', handle.workflowId, '--apply', '--reject'], cliIo(t))).toBe(2);
-        const file = join(root, 'summary.md');
+        expect(await main(['review', handle.workflowId, '--apply', '--reject'], capturedCliIo(t))).toBe(2);
+        const file = join(world.root, 'summary.md');
         writeFileSync(file, 'The parser returns None for an empty string (parser.py line 42).');
-        const decided = cliIo(t);
+        const decided = capturedCliIo(t);
         expect(await main(['review', handle.workflowId, '--edit', file], decided)).toBe(0);
         expect(decided.out()).toBe(
           `agentRun ${handle.workflowId}: applied with your summary the compaction of round 2\n`,
@@ -440,15 +405,19 @@ describe('steering agentRun', { timeout: 120_000 }, () => {
 
     it('reject leaves the conversation as it is; unreviewed, a proposal is applied at reviewTimeout', async () => {
       const holds = [createHold(), createHold()];
-      server.script(holds[0]?.response ?? reply({}), holds[1]?.response ?? reply({}), reply({ content: 'Done.' }));
+      world.server.script(
+        holds[0]?.response ?? reply({}),
+        holds[1]?.response ?? reply({}),
+        reply({ content: 'Done.' }),
+      );
       const t = await testConnection();
-      await withWorker(t, { workflowBundle: bundle, activities: activities() }, async () => {
+      await withWorker(t, { workflowBundle: bundle, activities: world.activities() }, async () => {
         const handle = await t.client.workflow.start(agentRun, {
           taskQueue: t.taskQueue,
           workflowId: uniqueId('agent-review-reject'),
           args: [input({ compaction: { keepRecent: 2, review: 'approve', reviewTimeout: '2s' } })],
         });
-        await server.waitForRequests(1, 20_000);
+        await world.server.waitForRequests(1, 20_000);
         const rejected = await handle.startUpdate(compactUpdate, {
           args: [{}],
           waitForStage: WorkflowUpdateStage.ACCEPTED,
@@ -463,7 +432,7 @@ describe('steering agentRun', { timeout: 120_000 }, () => {
           compacted: false,
           reason: 'the reviewer rejected it (reviewCompaction)',
         });
-        await server.waitForRequests(2, 20_000);
+        await world.server.waitForRequests(2, 20_000);
         expect(await liveIds(handle)).toEqual(['m1', 'm2', 'm3', 'm4', 'm5', 'm6', 'm7', 'm8']);
         // The summarizer was asked (and billed) all the same.
         expect((await handle.query(compactionsQuery)).usage.summarizer.requests).toBe(1);
@@ -481,11 +450,11 @@ describe('steering agentRun', { timeout: 120_000 }, () => {
     });
 
     it("'manual' compacts only on demand, but a request that would not fit its window forces the compaction", async () => {
-      server.script(reply({ content: 'Done.' }));
+      world.server.script(reply({ content: 'Done.' }));
       const t = await testConnection();
       // The opening is over this window's room: the first request cannot go out as it is.
       const small = { ...openaiModel, contextWindow: 1_000, maxOutputTokens: 100, safetyMargin: 0 };
-      const forced = await withWorker(t, { workflowBundle: bundle, activities: activities() }, () =>
+      const forced = await withWorker(t, { workflowBundle: bundle, activities: world.activities() }, () =>
         t.client.workflow.execute(agentRun, {
           taskQueue: t.taskQueue,
           workflowId: uniqueId('agent-review-forced'),
@@ -493,12 +462,12 @@ describe('steering agentRun', { timeout: 120_000 }, () => {
         }),
       );
       expect(forced.compactions.recent).toEqual([expect.objectContaining({ round: 1, review: 'forced' })]);
-      expect(server.requests).toHaveLength(1);
+      expect(world.server.requests).toHaveLength(1);
       // Over the trigger (0.6 of the room) but within the room: 'auto' compacts, 'manual' does not.
-      server.script(reply({ content: 'Done.' }), reply({ content: 'Done.' }));
+      world.server.script(reply({ content: 'Done.' }), reply({ content: 'Done.' }));
       const roomy = { ...openaiModel, contextWindow: 1_600, maxOutputTokens: 100, safetyMargin: 0 };
       const runRoomy = (review: 'manual' | 'auto') =>
-        withWorker(t, { workflowBundle: bundle, activities: activities() }, () =>
+        withWorker(t, { workflowBundle: bundle, activities: world.activities() }, () =>
           t.client.workflow.execute(agentRun, {
             taskQueue: t.taskQueue,
             workflowId: uniqueId(`agent-review-roomy-${review}`),
@@ -516,23 +485,23 @@ describe('steering agentRun', { timeout: 120_000 }, () => {
 
     it('a proposal waits through a worker restart: a new worker takes the decision', async () => {
       const hold = createHold();
-      server.script(hold.response, reply({ content: 'Done.' }));
+      world.server.script(hold.response, reply({ content: 'Done.' }));
       const t = await testConnection();
       const workflowId = uniqueId('agent-review-restart');
-      const handle = await withWorker(t, { workflowBundle: bundle, activities: activities() }, async () => {
+      const handle = await withWorker(t, { workflowBundle: bundle, activities: world.activities() }, async () => {
         const started = await t.client.workflow.start(agentRun, {
           taskQueue: t.taskQueue,
           workflowId,
           args: [input({ compaction: { keepRecent: 2, review: 'approve' } })],
         });
-        await server.waitForRequests(1, 20_000);
+        await world.server.waitForRequests(1, 20_000);
         await started.startUpdate(compactUpdate, { args: [{}], waitForStage: WorkflowUpdateStage.ACCEPTED });
         hold.release(readCall('call_1'));
         await proposalOf(started);
         return started;
       });
       // No worker now: the proposal waits in history (a timer), not in a worker's memory.
-      await withWorker(t, { workflowBundle: bundle, activities: activities() }, async () => {
+      await withWorker(t, { workflowBundle: bundle, activities: world.activities() }, async () => {
         const proposal = await proposalOf(handle);
         expect(proposal.dropped).toEqual(['m3', 'm4', 'm5', 'm6']);
         expect(await handle.executeUpdate(reviewCompactionUpdate, { args: [{ decision: 'apply' }] })).toEqual({
