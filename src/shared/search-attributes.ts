@@ -9,6 +9,7 @@ export const COMPACTOR_SEARCH_ATTRIBUTES = {
   ContextTokens: SearchAttributeType.INT,
   CompactionFallbacks: SearchAttributeType.INT,
   ContextExhausted: SearchAttributeType.BOOL,
+  CompactionPending: SearchAttributeType.BOOL,
 } as const satisfies Record<string, SearchAttributeType>;
 
 export type CompactorSearchAttributeName = keyof typeof COMPACTOR_SEARCH_ATTRIBUTES;
@@ -23,4 +24,6 @@ export const SearchAttributeKeys = {
   ContextTokens: defineSearchAttributeKey('ContextTokens', SearchAttributeType.INT),
   CompactionFallbacks: defineSearchAttributeKey('CompactionFallbacks', SearchAttributeType.INT),
   ContextExhausted: defineSearchAttributeKey('ContextExhausted', SearchAttributeType.BOOL),
+  /** True while a compaction waits for `reviewCompaction` (`compaction.review: 'approve'`), false once decided. */
+  CompactionPending: defineSearchAttributeKey('CompactionPending', SearchAttributeType.BOOL),
 } as const;

@@ -155,6 +155,7 @@ describe('a three-node Temporal cluster on PostgreSQL (scripts/cluster)', () => 
         ContextTokens: 'INDEXED_VALUE_TYPE_INT',
         CompactionFallbacks: 'INDEXED_VALUE_TYPE_INT',
         ContextExhausted: 'INDEXED_VALUE_TYPE_BOOL',
+        CompactionPending: 'INDEXED_VALUE_TYPE_BOOL',
       },
     });
   });

@@ -157,7 +157,7 @@ describe('docker-compose.yml', () => {
     expect(parse(read(file))).toHaveProperty(['system.forceSearchAttributesCacheRefreshOnRead']);
   });
 
-  it('registers the namespace and the four search attributes with their types (docs/design.md#search-attributes)', () => {
+  it('registers the namespace and the five search attributes with their types (docs/design.md#search-attributes)', () => {
     const setup = commandText('temporal-setup');
     const namespace = environmentOf('temporal-setup').TEMPORAL_NAMESPACE;
     expect(namespace).toBe(environmentOf('worker').TEMPORAL_NAMESPACE);
@@ -171,6 +171,7 @@ describe('docker-compose.yml', () => {
       'ContextTokens:Int',
       'CompactionFallbacks:Int',
       'ContextExhausted:Bool',
+      'CompactionPending:Bool',
     ]);
   });
 

@@ -37,6 +37,7 @@ describe('Temporal dev server', () => {
       ContextTokens: 'INT',
       CompactionFallbacks: 'INT',
       ContextExhausted: 'BOOL',
+      CompactionPending: 'BOOL',
     });
   });
 

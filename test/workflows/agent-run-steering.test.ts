@@ -4,7 +4,7 @@
 // pins in the UI's current details, and bad input refused naming the field or id.
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { WorkflowUpdateFailedError, WorkflowUpdateStage, type WorkflowHandle } from '@temporalio/client';
+import { WorkflowUpdateFailedError, WorkflowUpdateStage, type Client, type WorkflowHandle } from '@temporalio/client';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -21,6 +21,7 @@ import {
 } from '../../src/index.js';
 import { readSessionLines } from '../../src/client/session-reader.js';
 import { NOTHING_TO_COMPACT } from '../../src/core/agent/steering.js';
+import { SearchAttributeKeys } from '../../src/shared/search-attributes.js';
 import { assistantReply as completion, createHold, type ScriptedResponse } from '../support/fake-openai.js';
 import { failureTypeOf, fakeModelAndToolRoot, replayTokens } from '../support/agent.js';
 import { capturedCliIo } from '../support/cli-process.js';
@@ -95,6 +96,28 @@ async function proposalOf(handle: WorkflowHandle): Promise<CompactionProposal> {
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   throw new Error('no compaction came up for review');
+}
+
+/**
+ * Waits until the run's `CompactionPending` search attribute is `value`, both in its description and
+ * in a visibility list query (which may lag it), and returns what describe() showed last.
+ */
+async function pendingAttributeBecomes(
+  client: Client,
+  handle: WorkflowHandle,
+  value: boolean,
+): Promise<{ described: boolean | undefined; listed: number }> {
+  let described: boolean | undefined;
+  let listed = 0;
+  for (let attempt = 0; attempt < 100; attempt += 1) {
+    described = (await handle.describe()).typedSearchAttributes.get(SearchAttributeKeys.CompactionPending);
+    listed = 0;
+    const query = `WorkflowId = '${handle.workflowId}' AND CompactionPending = ${String(value)}`;
+    for await (const _ of client.workflow.list({ query })) listed += 1;
+    if (described === value && listed === 1) break;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return { described, listed };
 }
 
 /** The UI's current details of a run. */
@@ -500,7 +523,9 @@ describe('steering agentRun', { timeout: 120_000 }, () => {
         await proposalOf(started);
         return started;
       });
-      // No worker now: the proposal waits in history (a timer), not in a worker's memory.
+      // No worker now: the proposal waits in history (a timer), not in a worker's memory; the list
+      // finds it by its search attribute (docs/design.md#review).
+      expect(await pendingAttributeBecomes(t.client, handle, true)).toEqual({ described: true, listed: 1 });
       await withWorker(t, { workflowBundle: bundle, activities: world.activities() }, async () => {
         const proposal = await proposalOf(handle);
         expect(proposal.dropped).toEqual(['m3', 'm4', 'm5', 'm6']);
@@ -511,7 +536,15 @@ describe('steering agentRun', { timeout: 120_000 }, () => {
         const result = await handle.result();
         expect(result.compactions.recent).toEqual([expect.objectContaining({ review: 'applied', dropped: 4 })]);
         expect(replaySession(await readSessionLines(t.client, result.session))).toEqual(result.messages);
-        await maybeRecordHistory(handle, 'agent-run-review-worker-restart');
+        // Applied: no longer pending, in the description and in the list.
+        expect(await pendingAttributeBecomes(t.client, handle, false)).toEqual({ described: false, listed: 1 });
+        const upserts = ((await handle.fetchHistory()).events ?? []).filter(
+          (event) =>
+            event.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields?.CompactionPending,
+        );
+        expect(upserts).toHaveLength(2);
+        // Recorded under REVIEW_ATTRIBUTE_PATCH_ID; agent-run-review-worker-restart.json is the same run from before it.
+        await maybeRecordHistory(handle, 'agent-run-review-pending-attribute');
       });
     });
   });

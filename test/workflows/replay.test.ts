@@ -11,7 +11,7 @@ import {
   SUMMARIZE_MIDDLE_PATCH_ID,
   SUMMARY_COVERAGE_PATCH_ID,
 } from '../../src/workflows/compact.js';
-import { CONTEXT_TOKENS_PATCH_ID } from '../../src/workflows/agent/patches.js';
+import { CONTEXT_TOKENS_PATCH_ID, REVIEW_ATTRIBUTE_PATCH_ID } from '../../src/workflows/agent/patches.js';
 import { bundleTestWorkflows, HISTORIES_DIR } from './harness.js';
 
 interface JsonEvent {
@@ -21,6 +21,7 @@ interface JsonEvent {
     activityType?: { name?: string };
     input?: { payloads?: Array<{ data?: string }> };
   };
+  upsertWorkflowSearchAttributesEventAttributes?: { searchAttributes?: { indexedFields?: Record<string, unknown> } };
   markerRecordedEventAttributes?: {
     markerName?: string;
     details?: Record<string, { payloads?: Array<{ data?: string }> }>;
@@ -99,6 +100,7 @@ describe('replay of recorded histories', () => {
         'agent-run-openai-tools.json',
         'agent-run-pins.json',
         'agent-run-recall.json',
+        'agent-run-review-pending-attribute.json',
         'agent-run-review-worker-restart.json',
         'agent-run-review.json',
         'agent-run-update.json',
@@ -135,6 +137,7 @@ describe('replay of recorded histories', () => {
       'agent-run-context-tokens-window.json',
       'agent-run-pins.json',
       'agent-run-recall.json',
+      'agent-run-review-pending-attribute.json',
       'agent-run-review-worker-restart.json',
       'agent-run-review.json',
     ]);
@@ -148,6 +151,7 @@ describe('replay of recorded histories', () => {
     expect(withMiddle.sort()).toEqual([
       'agent-run-compact-update.json',
       'agent-run-pins.json',
+      'agent-run-review-pending-attribute.json',
       'agent-run-review-worker-restart.json',
       'agent-run-review.json',
       'compact-conversation-coverage-retry.json',
@@ -184,6 +188,22 @@ describe('replay of recorded histories', () => {
     expect(timers('agent-run-review-worker-restart.json')).toBe(1);
     // Recorded before steering existed (its handlers registered, nothing asked): it replays with them below.
     expect(updates('agent-run-update.json')).toEqual(['addUserMessage']);
+  });
+
+  it('the review attribute patch is recorded only where a proposal was published on a namespace with CompactionPending (docs/design.md#review)', () => {
+    const marked = histories
+      .filter(({ history }) => patchIds(history).includes(REVIEW_ATTRIBUTE_PATCH_ID))
+      .map(({ file }) => file);
+    expect(marked).toEqual(['agent-run-review-pending-attribute.json']);
+    const pendingUpserts = (file: string): number =>
+      (histories.find((recorded) => recorded.file === file)?.history.events ?? []).filter(
+        (event) =>
+          event.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields?.CompactionPending,
+      ).length;
+    // The same run (a proposal across a worker restart, then apply) before the patch and under it:
+    // CompactionPending set when the proposal was published and cleared when it was applied.
+    expect(pendingUpserts('agent-run-review-pending-attribute.json')).toBe(2);
+    expect(pendingUpserts('agent-run-review-worker-restart.json')).toBe(0);
   });
 
   it('the coverage patch is recorded only where a summary left identifiers out (docs/design.md#coverage)', () => {

@@ -410,7 +410,7 @@ export class AgentLoop {
       ...pinDetails(this.pins),
       ...(this.pending === undefined ? [] : proposalDetails(this.pending.proposal)),
     ];
-    this.visibility.publish(this.compactions, notes, allowed, contextTokens, window);
+    this.visibility.publish(this.compactions, notes, allowed, contextTokens, window, this.pending !== undefined);
   }
 
   /** Whether a backend rests in the coming round (docs/design.md#cooldown). */

@@ -28,6 +28,15 @@ export const CONTEXT_TOKENS_PATCH_ID = 'temporal-compactor:context-tokens-window
 export const TOOL_BOUNDS_PATCH_ID = 'temporal-compactor:tool-bounds-v1';
 
 /**
+ * Runs that set the `CompactionPending` search attribute while a compaction waits for
+ * `reviewCompaction` (true) and once it is decided (false): two more upserts, new commands. Asked
+ * only when a proposal is published on a namespace that has the attribute, so runs without a review
+ * (or recorded before the attribute existed) record no marker; a run recorded before it replays
+ * without the upserts.
+ */
+export const REVIEW_ATTRIBUTE_PATCH_ID = 'temporal-compactor:review-search-attribute-v1';
+
+/**
  * The patches one run has, each asked once, at its first use: `patched()` writes a marker into
  * history where it is first called, so where that is must not move (nor be asked earlier).
  */
@@ -35,6 +44,7 @@ export class RunPatches {
   private longRun: boolean | undefined;
   private contextTokens: boolean | undefined;
   private toolBounds: boolean | undefined;
+  private reviewAttribute: boolean | undefined;
 
   /** {@link LONG_RUN_PATCH_ID}: asked when a batch size or the token cache first depends on it. */
   longRunV2(): boolean {
@@ -52,5 +62,11 @@ export class RunPatches {
   toolBoundsV1(): boolean {
     this.toolBounds ??= patched(TOOL_BOUNDS_PATCH_ID);
     return this.toolBounds;
+  }
+
+  /** {@link REVIEW_ATTRIBUTE_PATCH_ID}: asked when the first proposal is published where `CompactionPending` exists. */
+  reviewAttributeV1(): boolean {
+    this.reviewAttribute ??= patched(REVIEW_ATTRIBUTE_PATCH_ID);
+    return this.reviewAttribute;
   }
 }

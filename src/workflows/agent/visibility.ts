@@ -1,7 +1,7 @@
 // Sandbox-safe: what an agent run shows outside itself (docs/design.md#search-attributes) — its
 // current details (the compaction history, which backends rest, the pins) and the search attributes
-// CompactionCount, ContextTokens, CompactionFallbacks and ContextExhausted, each written only when
-// it changed: a search-attribute upsert is a history event.
+// CompactionCount, ContextTokens, CompactionFallbacks, ContextExhausted and CompactionPending, each
+// written only when it changed: a search-attribute upsert is a history event.
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
 import { setCurrentDetails, upsertSearchAttributes } from '@temporalio/workflow';
 import { renderCompactionDetails, type CompactionHistory } from '../../core/agent/compaction-history.js';
@@ -14,19 +14,29 @@ interface Published {
   contextTokens: number;
   fallbacks: number;
   exhausted: boolean;
+  /** Whether `CompactionPending` was last set true (a proposal waiting for review). */
+  pending: boolean;
   details: string;
 }
 
 /** The run's current details and search attributes, as last published. */
 export class RunVisibility {
-  private published: Published = { compactions: -1, contextTokens: -1, fallbacks: -1, exhausted: false, details: '' };
+  private published: Published = {
+    compactions: -1,
+    contextTokens: -1,
+    fallbacks: -1,
+    exhausted: false,
+    pending: false,
+    details: '',
+  };
 
   constructor(private readonly patches: RunPatches) {}
 
   /**
    * Current details (the compaction history, and `notes`: which backends rest, the pins) and the search
    * attributes in `allowed`, when they changed; `window` is the context window of the backend
-   * `contextTokens` was counted for.
+   * `contextTokens` was counted for; `pending`: whether a compaction waits for review
+   * (docs/design.md#review).
    */
   publish(
     history: CompactionHistory,
@@ -34,6 +44,7 @@ export class RunVisibility {
     allowed: ReadonlySet<string>,
     contextTokens: number | undefined,
     window?: number,
+    pending = false,
   ): void {
     const { totals } = history;
     const exhausted = totals.exhausted > 0;
@@ -59,11 +70,17 @@ export class RunVisibility {
       contextTokens !== undefined && (moved || compacted) ? contextTokens : this.published.contextTokens;
     if (allowed.has('ContextTokens') && contextTokensNow !== this.published.contextTokens)
       updates.push({ key: SearchAttributeKeys.ContextTokens, value: contextTokensNow });
+    // docs/design.md#review A proposal waiting is findable in the list (`CompactionPending = true`);
+    // set only where the namespace has it, and only by runs under the patch (asked at the first proposal).
+    const pendingNow = pending && allowed.has('CompactionPending') && this.patches.reviewAttributeV1();
+    if (pendingNow !== this.published.pending)
+      updates.push({ key: SearchAttributeKeys.CompactionPending, value: pendingNow });
     this.published = {
       compactions: totals.compactions,
       contextTokens: contextTokensNow,
       fallbacks: totals.fallbacks,
       exhausted,
+      pending: pendingNow,
       details,
     };
     if (updates.length > 0) upsertSearchAttributes(updates);
