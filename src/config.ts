@@ -316,7 +316,7 @@ const settings = {
     expected: 'an integer of at least 1024 (tokens)',
     defaultText: 'unset (one request)',
     description:
-      "The summarizer's own context window in tokens, for compactions and agent runs started from the CLI or the demo (the `summarizerContextWindow` option, docs/design.md#summarizer-window): a middle whose request would not fit it is summarized in pieces.",
+      "The summarizer's own context window in tokens (docs/design.md#summarizer-window): the worker's `summarize` activity keeps every request within it, folding a middle that does not fit in pieces; compactions and agent runs started from the CLI or the demo also get it as their `summarizerContextWindow` option.",
     schema: positiveInteger(1024).optional(),
   },
   toolsRoot: {

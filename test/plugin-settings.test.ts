@@ -109,6 +109,36 @@ describe('the plugin hands the activities their settings', () => {
     });
   });
 
+  describe('summarizerContextWindow', () => {
+    /** About 40k characters: five times a window of 2,048 tokens with the default counter. */
+    const big = {
+      instruction: 'Summarize the transcript.',
+      middle: Array.from({ length: 40 }, (_, index) => ({
+        role: index % 2 === 0 ? 'user' : 'assistant',
+        content: `Turn ${index}: ${'looked at one more file and wrote down what it held. '.repeat(18)}`,
+      })),
+    };
+    const piecesOf = async (activities: (name: string) => RegisteredActivity): Promise<unknown> =>
+      Reflect.get(Object(await run(activities('summarize'), big)), 'pieces');
+
+    it('COMPACTOR_SUMMARIZER_CONTEXT_WINDOW of the environment: the summarize activity folds a middle over it', async () => {
+      vi.stubEnv('COMPACTOR_SUMMARIZER_CONTEXT_WINDOW', '2048');
+      expect(await piecesOf(pluginActivities())).toBeGreaterThan(4);
+    });
+
+    it('activities.summarizerContextWindow over the environment; unset, one request', async () => {
+      vi.stubEnv('COMPACTOR_SUMMARIZER_CONTEXT_WINDOW', '2048');
+      expect(await piecesOf(pluginActivities({ activities: { summarizerContextWindow: 200_000 } }))).toBeUndefined();
+      vi.stubEnv('COMPACTOR_SUMMARIZER_CONTEXT_WINDOW', '');
+      expect(await piecesOf(pluginActivities())).toBeUndefined();
+    });
+
+    it('a bad COMPACTOR_SUMMARIZER_CONTEXT_WINDOW is refused when the plugin is made, naming the setting', () => {
+      vi.stubEnv('COMPACTOR_SUMMARIZER_CONTEXT_WINDOW', '100');
+      expect(() => pluginActivities()).toThrow(/COMPACTOR_SUMMARIZER_CONTEXT_WINDOW/);
+    });
+  });
+
   describe('chat server', () => {
     let server: FakeOpenAI;
     beforeEach(async () => {

@@ -20,19 +20,21 @@ export function heartbeatInterval(heartbeatTimeoutMs: number | undefined, config
 /**
  * Runs `work` with the activity's cancellation signal, heartbeating until it settles. A failure
  * goes through `toFailure`, then loses the worker's API keys (and `secrets`) wherever a provider
- * quoted them; a cancellation rethrows the activity's cancellation reason.
+ * quoted them; a cancellation rethrows the activity's cancellation reason. Every heartbeat carries
+ * `details()` when given (the latest progress: a heartbeat without it would clear it).
  */
 export async function whileHeartbeating<T>(
   work: (signal: AbortSignal) => Promise<T>,
   toFailure: (error: unknown) => unknown,
   heartbeatIntervalMs?: number,
   secrets: ReadonlyArray<string | null | undefined> = [],
+  details?: () => unknown,
 ): Promise<T> {
   const context = Context.current();
   const signal = context.cancellationSignal;
-  context.heartbeat();
+  context.heartbeat(details?.());
   const timer = setInterval(
-    () => context.heartbeat(),
+    () => context.heartbeat(details?.()),
     heartbeatInterval(context.info.heartbeatTimeoutMs, heartbeatIntervalMs),
   );
   try {

@@ -45,6 +45,12 @@ export interface ActivityDeps {
   model?: string;
   /** Heartbeat interval while a request is in flight. @default a quarter of the heartbeatTimeout, at most 5 s */
   heartbeatIntervalMs?: number;
+  /**
+   * The summarizer's own context window in tokens: the `summarize` activity keeps every request it
+   * sends within it, folding a middle that does not fit in pieces (docs/design.md#summarizer-window).
+   * @default unset, one request as the workflow sent it (`compactorPlugin` and `createWorker` pass COMPACTOR_SUMMARIZER_CONTEXT_WINDOW)
+   */
+  summarizerContextWindow?: number;
   /** The agent loop's OpenAI-compatible client for `chat`. @default built on first use from `chatServer`, `maxRetries: 0` */
   openai?: OpenAI;
   /** Where the `chat` client built on first use sends requests. @default the openai client's own (`compactorPlugin` and `createWorker` pass OPENAI_BASE_URL and OPENAI_API_KEY) */
@@ -72,6 +78,7 @@ export function createActivities({
   summarizer,
   model,
   heartbeatIntervalMs,
+  summarizerContextWindow,
   openai,
   chatServer,
   chatTimeoutMs,
@@ -83,7 +90,7 @@ export function createActivities({
     throw new TypeError('createActivities: pass a summarizer, or the summarizer model name as `model`');
   const trajectories = createTrajectoryStore(trajectoryDir === undefined ? {} : { dir: trajectoryDir });
   return {
-    summarize: createSummarizeActivity({ summarizer: backend, heartbeatIntervalMs }),
+    summarize: createSummarizeActivity({ summarizer: backend, heartbeatIntervalMs, summarizerContextWindow }),
     // The agent loop (agentRun): chat with an OpenAI-compatible backend or a replayed trajectory,
     // the built-in read-only tools, and the replay provider's recorded tool results. Register your
     // own tools as activities named like their declarations: `{ ...createActivities(deps), my_tool }`.

@@ -65,6 +65,12 @@ export interface CompactorWorkerConfig {
   /** Deadline of one `chat` request in ms. @default 120_000 (COMPACTOR_CHAT_TIMEOUT) */
   chatTimeoutMs?: number;
   /**
+   * The summarizer's own context window in tokens: the `summarize` activity keeps every request
+   * within it, folding a middle that does not fit in pieces (docs/design.md#summarizer-window).
+   * @default COMPACTOR_SUMMARIZER_CONTEXT_WINDOW (src/config.ts), else unset (one request as sent)
+   */
+  summarizerContextWindow?: number;
+  /**
    * A prebuilt workflow bundle (`npm run build:bundle`). @default `workflow-bundle.js` next to this
    * module when it exists (with tracing on, `workflow-bundle-tracing.js`, which carries the tracing
    * interceptors; else the workflows are bundled at start-up)
@@ -113,6 +119,7 @@ const WORKER_CONFIG_KEYS = keysOf<CompactorWorkerConfig>({
   toolsRoot: true,
   chatServer: true,
   chatTimeoutMs: true,
+  summarizerContextWindow: true,
   workflowBundlePath: true,
   workflowBundle: true,
   workflowsPath: true,
@@ -170,6 +177,9 @@ export function loadWorkerConfig(
     ...(config.toolsRoot === undefined ? {} : { toolsRoot: config.toolsRoot }),
     chatServer: { baseURL: config.openaiBaseUrl, apiKey: config.openaiApiKey },
     chatTimeoutMs: config.chatTimeoutMs,
+    ...(config.summarizerContextWindow === undefined
+      ? {}
+      : { summarizerContextWindow: config.summarizerContextWindow }),
     temporalEnv: temporalEnvVars(config, env),
     dataConverter: payloads.dataConverter,
     describePayloads: payloads.describe,
@@ -256,6 +266,7 @@ export async function createWorker(config: CompactorWorkerConfig): Promise<Compa
         toolsRoot: config.toolsRoot,
         chatServer: config.chatServer,
         chatTimeoutMs: config.chatTimeoutMs,
+        summarizerContextWindow: config.summarizerContextWindow,
       },
       // Checked once below, before any worker polls, so the result can say what was found.
       searchAttributes: 'skip',

@@ -80,7 +80,7 @@ export interface CompactorPluginOptions {
 }
 
 /** The configuration settings the plugin hands our activities, which read none themselves. */
-type ActivitySettingKey = 'toolsRoot' | 'trajectoryDir' | 'openaiBaseUrl' | 'openaiApiKey';
+type ActivitySettingKey = 'toolsRoot' | 'trajectoryDir' | 'openaiBaseUrl' | 'openaiApiKey' | 'summarizerContextWindow';
 
 function given(value: string | undefined): string | undefined {
   return value === undefined || value.trim() === '' ? undefined : value;
@@ -102,6 +102,7 @@ function withConfiguredSettings(
   const needed: ActivitySettingKey[] = [];
   if (deps.toolsRoot === undefined) needed.push('toolsRoot');
   if (deps.trajectoryDir === undefined) needed.push('trajectoryDir');
+  if (deps.summarizerContextWindow === undefined) needed.push('summarizerContextWindow');
   if (server !== undefined && (server.baseURL === undefined || server.apiKey === undefined))
     needed.push('openaiBaseUrl', 'openaiApiKey');
   if (needed.length === 0) return deps;
@@ -110,6 +111,7 @@ function withConfiguredSettings(
     ...deps,
     toolsRoot: deps.toolsRoot ?? settings.toolsRoot,
     trajectoryDir: deps.trajectoryDir ?? settings.trajectoryDir,
+    summarizerContextWindow: deps.summarizerContextWindow ?? settings.summarizerContextWindow,
     chatServer:
       server === undefined
         ? deps.chatServer
@@ -131,6 +133,7 @@ const PLUGIN_OPTION_KEYS = keysOf<CompactorPluginOptions>({
 const ACTIVITY_OPTION_KEYS = keysOf<Omit<ActivityDeps, 'summarizer'>>({
   model: true,
   heartbeatIntervalMs: true,
+  summarizerContextWindow: true,
   openai: true,
   chatServer: true,
   chatTimeoutMs: true,

@@ -340,8 +340,10 @@ async function summarizeStep(
     // or the retry backoff at once (the server cancels a scheduled retry immediately).
     const output = await CancellationScope.cancellable(() => summarize(input));
     tally.attempts += reportedAttempt(output);
-    const { text, usage } = output;
-    return usage === undefined ? { kind: 'summary', text } : { kind: 'summary', text, usage };
+    const { text, usage, pieces } = output;
+    // docs/design.md#summarizer-window A worker's window made the activity fold it: the record says in how many requests.
+    const folded = typeof pieces === 'number' && Number.isSafeInteger(pieces) && pieces > 1 ? { pieces } : {};
+    return usage === undefined ? { kind: 'summary', text, ...folded } : { kind: 'summary', text, usage, ...folded };
   } catch (error) {
     if (isCancellation(error)) {
       tally.attempts += 1;

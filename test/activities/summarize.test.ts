@@ -11,7 +11,9 @@ import {
   type Summarizer,
 } from '../../src/index.js';
 import type { SummarizeActivityInput } from '../../src/activities/summarize.js';
-import { SUMMARY_INSTRUCTION, summarizeRequest } from '../../src/core/compaction/transcript.js';
+import { requestFor, SUMMARY_INSTRUCTION, summarizeRequest } from '../../src/core/compaction/transcript.js';
+import { inputRoom } from '../../src/core/compaction/pieces.js';
+import { defaultCounter } from '../../src/core/counting/tokens.js';
 import type { ChatMessage } from '../../src/core/types.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.js';
 
@@ -298,5 +300,126 @@ describe('summarize activity', () => {
 
   it('createActivities needs a summarizer or a model name', () => {
     expect(() => createActivities({})).toThrow(/summarizer/);
+  });
+});
+
+describe("summarize activity within the worker's summarizerContextWindow (docs/design.md#summarizer-window)", () => {
+  const window = 2048;
+  const room = inputRoom(window);
+  /** About 40k characters (10k tokens with the default counter): five times the window. */
+  const middle: ChatMessage[] = Array.from({ length: 40 }, (_, index) => ({
+    role: index % 2 === 0 ? 'user' : 'assistant',
+    content: `Turn ${index}: ${`checked module_${index}.py and its tests, found nothing new there. `.repeat(14)}`,
+  }));
+  const input: SummarizeActivityInput = { instruction: SUMMARY_INSTRUCTION, middle };
+
+  /** A summarizer that records the size of every request and answers with which request it was. */
+  function sizing(onCall?: (call: number) => void): {
+    summarizer: Summarizer;
+    sizes: number[];
+    asked: SummarizeRequest[];
+  } {
+    const sizes: number[] = [];
+    const asked: SummarizeRequest[] = [];
+    const summarizer: Summarizer = {
+      summarize: (request) => {
+        asked.push(request);
+        sizes.push(defaultCounter.count(request.messages));
+        onCall?.(sizes.length);
+        return Promise.resolve({
+          text: `Summary ${sizes.length}: the modules checked so far held nothing new.`,
+          usage: { promptTokens: 10, completionTokens: 2 },
+        });
+      },
+    };
+    return { summarizer, sizes, asked };
+  }
+
+  it('the whole middle is over the window: every request is within it, folded into one summary', async () => {
+    expect(defaultCounter.count(requestFor(SUMMARY_INSTRUCTION, middle).messages)).toBeGreaterThan(4 * window);
+    const { summarizer, sizes, asked } = sizing();
+    const { summarize } = createActivities({ summarizer, summarizerContextWindow: window });
+    const output = await new MockActivityEnvironment().run(summarize, input);
+    expect(sizes.length).toBeGreaterThan(4);
+    for (const size of sizes) expect(size).toBeLessThanOrEqual(room);
+    expect(output).toEqual({
+      text: `Summary ${sizes.length}: the modules checked so far held nothing new.`,
+      usage: { promptTokens: 10 * sizes.length, completionTokens: 2 * sizes.length },
+      pieces: sizes.length,
+    });
+    // Each piece after the first carries the summary so far; every message of the middle is sent once.
+    expect(asked[1]?.messages[1]?.content).toContain('Summary 1: the modules checked so far held nothing new.');
+    middle.forEach((_, index) => {
+      const sent = asked.filter((request) => String(request.messages[1]?.content).includes(`Turn ${index}: `));
+      expect(sent).toHaveLength(1);
+    });
+  });
+
+  it('a middle that fits is one request, as the workflow sent it, with no pieces', async () => {
+    const { summarizer, sizes } = sizing();
+    const { summarize } = createActivities({ summarizer, summarizerContextWindow: 64_000 });
+    const output = await new MockActivityEnvironment().run(summarize, input);
+    expect(sizes).toHaveLength(1);
+    expect(output).not.toHaveProperty('pieces');
+  });
+
+  it('a retried attempt resumes from the heartbeated summary so far: finished pieces are not sent again', async () => {
+    const first = new MockActivityEnvironment({ heartbeatTimeoutMs: 60_000 });
+    const beats: unknown[] = [];
+    first.on('heartbeat', (details: unknown) => beats.push(details));
+    let calls = 0;
+    const failing: Summarizer = {
+      summarize: () => {
+        calls += 1;
+        if (calls === 4) return Promise.reject(new SummarizerError('the backend went away', 'transient'));
+        return Promise.resolve({ text: `Summary ${calls}: kept so far.`, usage: { totalTokens: 5 } });
+      },
+    };
+    const failed = await first
+      .run(createActivities({ summarizer: failing, summarizerContextWindow: window }).summarize, input)
+      .catch((error: unknown) => error);
+    expectApplicationFailure(failed, FailureType.Transient, false);
+    const progress = beats.at(-1);
+    expect(progress).toMatchObject({ window, done: 3, carried: 'Summary 3: kept so far.', usage: { totalTokens: 15 } });
+
+    const { summarizer, sizes, asked } = sizing();
+    const retry = new MockActivityEnvironment({ attempt: 2, heartbeatDetails: progress });
+    const output = await retry.run(createActivities({ summarizer, summarizerContextWindow: window }).summarize, input);
+    const of = (progress as { of: number }).of;
+    expect(sizes).toHaveLength(of - 3);
+    expect(asked[0]?.messages[1]?.content).toContain('Summary 3: kept so far.');
+    expect(output).toMatchObject({ attempt: 2, pieces: of });
+    // Progress of another cut (another window) is not trusted: the fold starts over.
+    const other = sizing();
+    const elsewhere = new MockActivityEnvironment({
+      attempt: 2,
+      heartbeatDetails: { ...(progress as object), window: 4096 },
+    });
+    await elsewhere.run(
+      createActivities({ summarizer: other.summarizer, summarizerContextWindow: window }).summarize,
+      input,
+    );
+    expect(other.sizes).toHaveLength(of);
+  });
+
+  it('cancelled during a piece, it stops: no further piece is sent', async () => {
+    const env = new MockActivityEnvironment();
+    const { summarizer, sizes } = sizing((call) => {
+      if (call === 2) env.cancel();
+    });
+    const { summarize } = createActivities({ summarizer, summarizerContextWindow: window });
+    await expect(env.run(summarize, input)).rejects.toBeInstanceOf(CancelledFailure);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(sizes).toHaveLength(2);
+  });
+
+  it('an instruction too long for the window is a non-retryable Summarizer.Rejected', async () => {
+    const { summarizer, sizes } = sizing();
+    const { summarize } = createActivities({ summarizer, summarizerContextWindow: 1024 });
+    const failed = await new MockActivityEnvironment()
+      .run(summarize, { instruction: 'Summarize. '.repeat(2000), middle })
+      .catch((error: unknown) => error);
+    expect(expectApplicationFailure(failed, FailureType.Rejected, true).message).toContain('summarizerContextWindow');
+    expect(sizes).toHaveLength(0);
   });
 });

@@ -201,4 +201,33 @@ describe('summaries within the summarizer window, on a dev server', () => {
     expect(second.requests).toEqual(uninterrupted.requests.slice(hangAfter));
     expect(result).toEqual(local);
   });
+
+  it('a workflow started without the option, on a worker with its window: one summarize activity folds the middle within it', async () => {
+    const messages: ChatMessage[] = toolRounds(30, 2000);
+    const summarizer = filesSummarizer();
+    const { summarizerContextWindow: _window, ...unwindowed } = options;
+    const { result, scheduled } = await withWorker(
+      bundle,
+      { summarizer, summarizerContextWindow: WINDOW },
+      async ({ client, taskQueue }) => {
+        const handle = await client.workflow.start<typeof compactConversation>('compactConversation', {
+          taskQueue,
+          workflowId: uniqueId('summarizer-window-worker'),
+          args: [{ messages, options: unwindowed }],
+        });
+        const done = await handle.result();
+        const events = await eventTypes(handle);
+        return { result: done, scheduled: events.filter((type) => type === 'ActivityTaskScheduled').length };
+      },
+    );
+    // The workflow asked for one summary; the activity sent it in pieces, each request within the window.
+    expect(scheduled).toBe(1);
+    expect(summarizer.requests.length).toBeGreaterThan(3);
+    for (const request of summarizer.requests)
+      expect(defaultCounter.count(request.messages)).toBeLessThanOrEqual(WINDOW * (1 - SUMMARY_OUTPUT_SHARE));
+    expect(result.fallback).toBe(false);
+    expect(result.summary).toContain('## Goals');
+    // The record says how many requests the kept summary took.
+    expect(result.summaryPieces).toBe(summarizer.requests.length);
+  });
 });

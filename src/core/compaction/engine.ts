@@ -48,7 +48,8 @@ export interface SummarizeStep {
  * (or the first one was rejected); the engine falls back to the hard trim either way.
  */
 export type SummarizeOutcome =
-  | { kind: 'summary'; text: string; usage?: Usage }
+  /** `pieces`: how many requests the driver folded the summary in when it had to (a worker's summarizer window); absent: one. */
+  | { kind: 'summary'; text: string; usage?: Usage; pieces?: number }
   | { kind: 'failed'; reason: 'rejected' | 'exhausted'; message: string }
   | { kind: 'cancelled' };
 
@@ -367,8 +368,11 @@ function* passSteps(pass: Pass, hooks: CompactionHooks): CompactionSteps {
       pieceOf = { index: of, of };
     }
   }
-  const withPieces = (result: CompactionResult): CompactionResult =>
-    pieceOf === undefined || result.fallback ? result : { ...result, summaryPieces: pieceOf.of };
+  // The engine's own pieces, else those the driver folded the kept summary in (the worker's window, docs/design.md#summarizer-window).
+  const withPieces = (result: CompactionResult, kept: SummarizeOutcome): CompactionResult => {
+    const pieces = pieceOf?.of ?? (kept.kind === 'summary' ? kept.pieces : undefined);
+    return pieces === undefined || result.fallback ? result : { ...result, summaryPieces: pieces };
+  };
   /** A step of the summary's request; undefined for a retry whose longer instruction does not fit the summarizer's window. */
   const summaryStep = (
     purpose: 'summary' | 'tighter' | 'coverage',
@@ -393,16 +397,16 @@ function* passSteps(pass: Pass, hooks: CompactionHooks): CompactionSteps {
   const retryNames = firstMissing.length > 0 && mayCover() ? firstMissing : [];
 
   if (accepts(assembledOf(firstText))) {
-    if (retryNames.length === 0) return withPieces(accepted(firstText) ?? trimmed());
+    if (retryNames.length === 0) return withPieces(accepted(firstText) ?? trimmed(), first);
     // docs/design.md#coverage The one retry names what the summary left out; it is taken only when it keeps more.
     const instruction = `${summaryInstruction(undefined, text)}\n\n${coverageRetryText(retryNames, firstText.length)}`;
     const retry = yield* ask(summaryStep('coverage', instruction, withIdentifiers(text, retryNames)));
     if (retry.kind === 'summary' && retry.text.trim() !== '') {
       const retryText = retry.text.trim();
       const better = missingFrom(retryText, required).length < firstMissing.length ? accepted(retryText) : undefined;
-      if (better !== undefined) return withPieces(better);
+      if (better !== undefined) return withPieces(better, retry);
     }
-    return withPieces(accepted(firstText) ?? trimmed());
+    return withPieces(accepted(firstText) ?? trimmed(), first);
   }
 
   // docs/design.md#proof The proof failed: one tighter request, accepted only if it fits and is shorter.
@@ -414,7 +418,7 @@ function* passSteps(pass: Pass, hooks: CompactionHooks): CompactionSteps {
   );
   if (second.kind !== 'summary' || second.text.trim() === '') return trimmed();
   const secondText = second.text.trim();
-  if (secondText.length < firstText.length) return withPieces(accepted(secondText) ?? trimmed());
+  if (secondText.length < firstText.length) return withPieces(accepted(secondText) ?? trimmed(), second);
   return trimmed();
 }
 
