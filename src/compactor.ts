@@ -1,5 +1,6 @@
 // Node (also runs in any JS runtime with timers): the in-process driver of the compaction engine.
 import {
+  compactionPlanCore,
   compactionSteps,
   needsCompactionCore,
   type SummarizeOutcome,
@@ -17,7 +18,7 @@ import {
 } from './core/compaction/options.js';
 import { assertKnownKeys, keysOf } from './core/unknown-keys.js';
 import { defaultCounter } from './core/counting/tokens.js';
-import type { ChatMessage, CompactionResult, Summarizer, TokenCounter } from './core/types.js';
+import type { ChatMessage, CompactionPlan, CompactionResult, Summarizer, TokenCounter } from './core/types.js';
 import type { AnthropicConversation } from './core/formats/anthropic-schema.js';
 import type { AnthropicCompactionResult } from './core/formats/anthropic.js';
 import type { AiSdkMessage } from './core/formats/ai-sdk-schema.js';
@@ -109,6 +110,17 @@ export class Compactor {
     const view = formatView(formatOption(callOptions.format, 'callOptions.format'), conversation);
     if (view === undefined) return needsCompactionCore(conversation, this.options, {}, this.counter);
     return needsCompactionCore(view.messages, this.options, { counter: view.counter(this.counter) }, this.counter);
+  }
+
+  /**
+   * {@link needsCompaction}, and with `summarizerContextWindow` how many pieces the summary would
+   * take (`summaryPieces`, only when more than one request; docs/design.md#summarizer-window).
+   */
+  planCompaction(conversation: Conversation, callOptions: FormatOption = {}): CompactionPlan {
+    assertKnownKeys(callOptions, FORMAT_OPTION_KEYS, 'callOptions');
+    const view = formatView(formatOption(callOptions.format, 'callOptions.format'), conversation);
+    if (view === undefined) return compactionPlanCore(conversation, this.options, {}, this.counter);
+    return compactionPlanCore(view.messages, this.options, { counter: view.counter(this.counter) }, this.counter);
   }
 
   /** Compacts once. Never rejects for a summarizer failure or a cancellation: those end in the hard trim. */

@@ -57,6 +57,7 @@ export {
   compact,
   compactWithUsage,
   needsCompaction,
+  planCompaction,
   type CompactOptions,
   type CompactionWithUsage,
   type SummarizeActivitySettings,

@@ -144,6 +144,22 @@ export interface CompactionResult {
   summaryPieces?: number;
 }
 
+/**
+ * What `planCompaction` says of a conversation now (docs/design.md#needs-compaction): `needed` is
+ * what `needsCompaction` answers, and `summaryPieces` how many summarizer requests the summary of
+ * the middle a compaction would replace would take.
+ */
+export interface CompactionPlan {
+  needed: boolean;
+  /**
+   * Present only when `needed`, `summarizerContextWindow` is set and that middle's one request would
+   * not fit it: the pieces it would be summarized in, as a fold (docs/design.md#summarizer-window).
+   * Absent when one request fits, when the window is unset, or when the compaction would not
+   * summarize (elision alone is enough, nothing to replace, or an instruction too long for the window).
+   */
+  summaryPieces?: number;
+}
+
 /** What a summary kept of the identifiers it had to keep (docs/design.md#coverage). */
 export interface Coverage {
   /** Identifiers in the replaced middle that the kept messages use too. */

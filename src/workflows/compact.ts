@@ -17,6 +17,7 @@ import type { ActivityOptions } from '@temporalio/workflow';
 import {
   compactionSteps,
   needsCompactionCore,
+  compactionPlanCore,
   type SummarizeOutcome,
   type SummarizeStep,
 } from '../core/compaction/engine.js';
@@ -34,7 +35,7 @@ import {
 } from '../core/compaction/options.js';
 import { assertKnownKeys, keysOf } from '../core/unknown-keys.js';
 import { setPartCountingSwitch } from '../core/counting/parts.js';
-import type { ChatMessage, CompactionResult, TokenCounter } from '../core/types.js';
+import type { ChatMessage, CompactionPlan, CompactionResult, TokenCounter } from '../core/types.js';
 import type { AnthropicConversation } from '../core/formats/anthropic-schema.js';
 import type { AnthropicCompactionResult } from '../core/formats/anthropic.js';
 import type { AiSdkMessage } from '../core/formats/ai-sdk-schema.js';
@@ -548,5 +549,22 @@ export function needsCompaction(conversation: Conversation, options: CompactOpti
   return failOnInvalidInput(() => {
     const { options: resolved, target, counter } = plan(engineCall);
     return needsCompactionCore(view?.messages ?? conversation, resolved, { target, counter }, counter);
+  });
+}
+
+/**
+ * {@link needsCompaction}, and with `summarizerContextWindow` how many pieces the summary of the
+ * middle a compaction would replace now would take (`summaryPieces`, only when more than one
+ * request; docs/design.md#summarizer-window). Same checks and patches as `needsCompaction`.
+ * @throws ApplicationFailure of type `Compaction.InvalidInput` for bad input.
+ * @example
+ * const { needed, summaryPieces } = planCompaction(messages, { contextBudget: 1_000_000, summarizerContextWindow: 128_000 });
+ */
+export function planCompaction(conversation: Conversation, options: CompactOptions & FormatOption): CompactionPlan {
+  const view = viewOf(conversation, options);
+  const engineCall = view === undefined ? options : engineOptions(view, options);
+  return failOnInvalidInput(() => {
+    const { options: resolved, target, counter } = plan(engineCall);
+    return compactionPlanCore(view?.messages ?? conversation, resolved, { target, counter }, counter);
   });
 }

@@ -4,7 +4,12 @@ import { describe, expect, it } from 'vitest';
 import { Compactor } from '../../src/compactor.js';
 import { InvalidInputError } from '../../src/core/errors.js';
 import { SUMMARY_OUTPUT_SHARE, resolveOptions } from '../../src/core/compaction/options.js';
-import { compactionSteps, runCompactionSteps, type SummarizeStep } from '../../src/core/compaction/engine.js';
+import {
+  compactionPlanCore,
+  compactionSteps,
+  runCompactionSteps,
+  type SummarizeStep,
+} from '../../src/core/compaction/engine.js';
 import { FOLD_NOTE } from '../../src/core/compaction/pieces.js';
 import { isSummaryMessage } from '../../src/core/compaction/transcript.js';
 import { defaultCounter } from '../../src/core/counting/tokens.js';
@@ -172,6 +177,32 @@ describe('summaries within the summarizer window', () => {
     });
     const { summaryPieces: _omitted, ...single } = record;
     expect(compactionLine(single, 1)).not.toContain('pieces');
+  });
+
+  it('planCompaction says how many pieces the summary would take: those a compaction then takes', async () => {
+    const messages = bigConversation();
+    const summarizer = foldingSummarizer();
+    const compactor = new Compactor({ summarizer, ...options });
+    const plan = compactor.planCompaction(messages);
+    expect(plan.needed).toBe(compactor.needsCompaction(messages));
+    expect(plan.summaryPieces).toBeGreaterThan(50);
+    const result = await compactor.compact(messages);
+    expect(result.summaryPieces).toBe(plan.summaryPieces);
+    expect(summarizer.requests).toHaveLength(plan.summaryPieces ?? 0);
+    // The same in the core, as workflow code calls it.
+    expect(compactionPlanCore(messages, resolveOptions(options))).toEqual(plan);
+  });
+
+  it('planCompaction says no pieces when one request fits, without the window, or when nothing is needed', () => {
+    const messages = bigConversation();
+    const { summarizerContextWindow: _window, ...unwindowed } = options;
+    const plain = new Compactor({ summarizer: foldingSummarizer(), ...unwindowed });
+    expect(plain.planCompaction(messages)).toEqual({ needed: true });
+    const roomy = new Compactor({ summarizer: foldingSummarizer(), ...options, summarizerContextWindow: 4_000_000 });
+    expect(roomy.planCompaction(messages)).toEqual({ needed: true });
+    const under = new Compactor({ summarizer: foldingSummarizer(), ...options, contextBudget: 10_000_000 });
+    expect(under.planCompaction(messages)).toEqual({ needed: false });
+    expect(() => plain.planCompaction(messages, { format: 'openai', extra: 1 } as never)).toThrow('callOptions.extra');
   });
 
   it("agentRun's compaction input takes it, checked at the run's start", () => {

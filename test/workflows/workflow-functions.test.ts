@@ -2,8 +2,8 @@
 // needsCompaction, the activity's UI summary, and how bad input becomes a non-retryable failure.
 import { ApplicationFailure } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
-import { FailureType, needsCompaction } from '../../src/workflow.js';
-import { needsCompactionCore, type SummarizeStep } from '../../src/core/compaction/engine.js';
+import { FailureType, needsCompaction, planCompaction } from '../../src/workflow.js';
+import { compactionPlanCore, needsCompactionCore, type SummarizeStep } from '../../src/core/compaction/engine.js';
 import { resolveOptions } from '../../src/core/compaction/options.js';
 import { summarizeActivitySummary } from '../../src/workflows/compact.js';
 import { SUMMARY_INSTRUCTION, summarizeRequest } from '../../src/core/compaction/transcript.js';
@@ -34,6 +34,21 @@ describe('needsCompaction (workflow entry)', () => {
     expect(needsCompaction(messages, { contextBudget: 10_000, counter: charCounter })).toBe(true);
     expect(needsCompaction(messages, { contextBudget: 10_000 })).toBe(false);
     expect(needsCompaction(messages, { contextBudget: 100_000, target: 100 })).toBe(true);
+  });
+
+  it('planCompaction: needsCompaction, and with summarizerContextWindow the pieces the summary would take', () => {
+    const big = toolRounds(30, 2000);
+    const windowed = { contextBudget: 16_000, summarizerContextWindow: 4096 };
+    const plan = planCompaction(big, windowed);
+    expect(plan).toEqual(compactionPlanCore(big, resolveOptions(windowed)));
+    expect(plan.needed).toBe(needsCompaction(big, windowed));
+    expect(plan.summaryPieces).toBeGreaterThan(3);
+    expect(planCompaction(big, { contextBudget: 16_000 })).toEqual({ needed: true });
+    expect(planCompaction(messages, { contextBudget: 100_000, summarizerContextWindow: 4096 })).toEqual({
+      needed: false,
+    });
+    const bad = failureOf(() => planCompaction(big, { ...windowed, summarizerContextWindow: 100 }));
+    expect(bad.message).toContain('options.summarizerContextWindow');
   });
 
   it('an elision batch makes it true below the trigger (ageObservations, elisionEpochs batch)', () => {

@@ -21,7 +21,15 @@ import {
   withCarriedFacts,
   type Coverage,
 } from './coverage.js';
-import type { ChatMessage, CompactionResult, Elision, SummarizeRequest, TokenCounter, Usage } from '../types.js';
+import type {
+  ChatMessage,
+  CompactionPlan,
+  CompactionResult,
+  Elision,
+  SummarizeRequest,
+  TokenCounter,
+  Usage,
+} from '../types.js';
 
 /** What the engine asks its driver to do. */
 export interface SummarizeStep {
@@ -147,6 +155,45 @@ export function needsCompactionCore(
   if (options.elisionEpochs === 'batch') return true;
   const elided = applyElisions(pass.input, plan.elisions);
   return epochPays(pass.input, elided, plan.elisions, pass.regions, aim, pass.tokensBefore, options);
+}
+
+/**
+ * `needsCompactionCore`, and how many pieces the summary would take (docs/design.md#summarizer-window):
+ * counted only when a compaction is needed and `summarizerContextWindow` is set, with the engine's
+ * own cut of the middle the pass would summarize now (`cutPieces`); see `CompactionPlan`.
+ */
+export function compactionPlanCore(
+  messages: unknown,
+  options: ResolvedOptions,
+  overrides: CallOverrides = {},
+  counter?: TokenCounter,
+): CompactionPlan {
+  const needed = needsCompactionCore(messages, options, overrides, counter);
+  const window = options.summarizerContextWindow;
+  if (!needed || window === undefined) return { needed };
+  const pieces = summaryPiecesOf(startPass(messages, options, overrides, counter), window);
+  return pieces === undefined ? { needed } : { needed, summaryPieces: pieces };
+}
+
+/** The pieces `passSteps` would cut the middle it summarizes into; undefined when it would send one request or none. */
+function summaryPiecesOf(pass: Pass, window: number): number | undefined {
+  const { options, regions, aim } = pass;
+  const elided = elide(pass);
+  if (elided.elisions.length > 0) {
+    const below = pass.tokensBefore <= triggerOf(aim);
+    if (below && options.legacyEpochRecount !== true) return undefined;
+    const stop = below ? triggerOf(aim) : elisionStop(pass);
+    if (stop >= 0 && aim.counter.count(elided.messages) <= stop) return undefined;
+  }
+  const planned = options.recentWindowGivesWay ? planWindow(elided.messages, regions, aim, options).regions : regions;
+  if (planned.middle.length === 0) return undefined;
+  const seen = capMiddle(
+    planned.middle.flatMap((index) => elided.messages[index] ?? []),
+    options.toolResultCap,
+  );
+  const instruction = summaryInstruction(undefined, pass.text);
+  const cut = cutPieces(seen, instruction, pass.text.summaryInstructions, aim.counter, window);
+  return cut === undefined || cut === 'unfit' ? undefined : cut.pieces.length;
 }
 
 /** Replaces the middle with one synthetic user message where the first removed message stood. */
