@@ -154,7 +154,7 @@ export function searchAttributeWarning(
         `temporal operator search-attribute create --namespace ${namespace} --name ${name} --type ${CLI_TYPE_NAMES[COMPACTOR_SEARCH_ATTRIBUTES[name as keyof typeof COMPACTOR_SEARCH_ATTRIBUTES]]}`,
     )
     .join(' && ');
-  return `WARNING: namespace "${namespace}" search attributes ${parts.join('; ')}. Agent runs go on without them (no filtering by CompactionCount, ContextTokens, CompactionFallbacks, ContextExhausted)${commands === '' ? '' : `; to add them: ${commands}`}`;
+  return `WARNING: namespace "${namespace}" search attributes ${parts.join('; ')}. Agent runs go on without them (no filtering by CompactionCount, ContextTokens, CompactionFallbacks, ContextExhausted, CompactionPending)${commands === '' ? '' : `; to add them: ${commands}`}`;
 }
 
 function messageOf(error: unknown): string {

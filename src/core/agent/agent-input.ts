@@ -144,7 +144,7 @@ export interface AgentRunInput {
   continueAsNewAfterRounds?: number;
   /**
    * Upsert the search attributes CompactionCount, ContextTokens, CompactionFallbacks,
-   * ContextExhausted — those the namespace has (the worker tells the run which; a missing one is
+   * ContextExhausted, CompactionPending (a compaction waiting for review) — those the namespace has (the worker tells the run which; a missing one is
    * never upserted, so it cannot stop the run). @default true
    */
   searchAttributes?: boolean;
