@@ -175,6 +175,7 @@ describe('loadWorkerConfig (the environment through src/config.ts)', () => {
       COMPACTOR_MAX_CONCURRENT_ACTIVITIES: '8',
       COMPACTOR_MAX_CONCURRENT_WORKFLOW_TASKS: '4',
       COMPACTOR_SHUTDOWN_GRACE_TIME: '30s',
+      COMPACTOR_SUMMARIZER_CONTEXT_WINDOW: '128000',
     });
     expect(config).toMatchObject({
       namespace: 'agents',
@@ -184,6 +185,7 @@ describe('loadWorkerConfig (the environment through src/config.ts)', () => {
       maxConcurrentActivityTaskExecutions: 8,
       maxConcurrentWorkflowTaskExecutions: 4,
       shutdownGraceTime: 30_000,
+      summarizerContextWindow: 128_000,
     });
     expect(config.describeSummarizer).toBe(
       'OpenAI-compatible summarizer: model small at http://127.0.0.1:9/v1, timeout 60000 ms',
