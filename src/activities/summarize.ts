@@ -139,7 +139,12 @@ export function createSummarizeActivity({
           const { text, usage } = await ask(requestFor(cut.pieces.instruction, middle, cut.instructions), signal);
           const total = addUsage(progress?.usage, usage);
           if (index === of - 1)
-            return { text, ...(total === undefined ? {} : { usage: total }), ...retried, pieces: of };
+            return {
+              text,
+              ...(total === undefined ? {} : { usage: total }),
+              ...retried,
+              ...(of > 1 ? { pieces: of } : {}),
+            };
           progress = {
             window,
             of,

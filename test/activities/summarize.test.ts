@@ -413,6 +413,19 @@ describe("summarize activity within the worker's summarizerContextWindow (docs/d
     expect(sizes).toHaveLength(2);
   });
 
+  it('one message alone over the window is cut to fit: one request within it, no pieces', async () => {
+    const { summarizer, sizes } = sizing();
+    const { summarize } = createActivities({ summarizer, summarizerContextWindow: window });
+    const huge: ChatMessage[] = [{ role: 'tool', tool_call_id: 'c1', content: 'x'.repeat(40_000) }];
+    const output = await new MockActivityEnvironment().run(summarize, {
+      instruction: SUMMARY_INSTRUCTION,
+      middle: huge,
+    });
+    expect(sizes).toHaveLength(1);
+    expect(sizes[0]).toBeLessThanOrEqual(room);
+    expect(output).not.toHaveProperty('pieces');
+  });
+
   it('an instruction too long for the window is a non-retryable Summarizer.Rejected', async () => {
     const { summarizer, sizes } = sizing();
     const { summarize } = createActivities({ summarizer, summarizerContextWindow: 1024 });
