@@ -91,9 +91,19 @@ function finish(
   return { ...fields, tokensBefore: pass.tokensBefore, tokensAfter, exhausted: tokensAfter > pass.aim.limit };
 }
 
-function elide(pass: Pass): { messages: ChatMessage[]; elisions: Elision[] } {
+function elide(pass: Pass, hooks: CompactionHooks = {}): { messages: ChatMessage[]; elisions: Elision[] } {
   if (!elides(pass.options)) return { messages: [...pass.input], elisions: [] };
-  const { elisions } = planPassElisions(pass.input, pass.regions, pass.options);
+  const planned = planPassElisions(pass.input, pass.regions, pass.options).elisions;
+  const { nameReplaced } = hooks;
+  // docs/design.md#recall A tool result's stub names what it replaced (an image elision keeps the rest of its message).
+  const elisions =
+    nameReplaced === undefined
+      ? planned
+      : planned.map((elision) =>
+          elision.content === undefined
+            ? { ...elision, stub: `${elision.stub}${nameReplaced('stub', [elision.index])}` }
+            : elision,
+        );
   return { messages: applyElisions(pass.input, elisions), elisions };
 }
 
@@ -236,6 +246,13 @@ export interface CompactionHooks {
    * on (docs/design.md#coverage); false: no coverage retry and no carried-facts line.
    */
   mayCover?: () => boolean;
+  /**
+   * docs/design.md#recall (agent runs with `compaction.recall`): the text a stub or a summary ends
+   * with to name what it replaced — `'stub'` with the index of one elided tool result, `'summary'`
+   * with the indices of the middle it replaces ('' adds nothing). Every count the pass makes of a
+   * stubbed or summarized conversation includes it.
+   */
+  nameReplaced?: (kind: 'stub' | 'summary', indices: readonly number[]) => string;
 }
 
 /** The messages a compaction keeps around the middle it replaces: what a summary's identifiers are checked against. */
@@ -260,7 +277,7 @@ function* passSteps(pass: Pass, hooks: CompactionHooks): CompactionSteps {
   const below = pass.tokensBefore <= triggerOf(aim);
 
   // docs/design.md#over-trigger Elide first (an elision-only epoch is this branch below the trigger); stop when that was enough.
-  const elided = elide(pass);
+  const elided = elide(pass, hooks);
   if (elided.elisions.length > 0) {
     const elisionOnly = (): CompactionResult =>
       finish(pass, { ...unchanged, messages: elided.messages, elisions: elided.elisions });
@@ -318,25 +335,21 @@ function* passSteps(pass: Pass, hooks: CompactionHooks): CompactionSteps {
   const required = checking ? requiredIdentifiers(seen, keptAround(elided.messages, planned)) : [];
   let covering: boolean | undefined;
   const mayCover = (): boolean => (covering ??= hooks.mayCover?.() !== false);
-  const assembledOf = (written: string): ChatMessage[] =>
-    assemble(elided.messages, planned, summaryContent(written, planned.middle.length));
+  const named = hooks.nameReplaced?.('summary', planned.middle) ?? '';
+  const contentOf = (written: string): string => `${summaryContent(written, planned.middle.length)}${named}`;
+  const assembledOf = (written: string): ChatMessage[] => assemble(elided.messages, planned, contentOf(written));
   /** The summary the summarizer wrote, with what it left out carried when that still fits; undefined when neither fits. */
   const accepted = (written: string): CompactionResult | undefined => {
     const missing = checking ? missingFrom(written, required) : [];
     if (missing.length > 0 && mayCover()) {
       const carried = withCarriedFacts(written, missing);
       const assembled = assembledOf(carried);
-      if (accepts(assembled))
-        return summarized(
-          summaryContent(carried, planned.middle.length),
-          assembled,
-          coverageOf(required, written, carried),
-        );
+      if (accepts(assembled)) return summarized(contentOf(carried), assembled, coverageOf(required, written, carried));
     }
     const assembled = assembledOf(written);
     if (!accepts(assembled)) return undefined;
     const coverage = checking ? coverageOf(required, written, written) : undefined;
-    return summarized(summaryContent(written, planned.middle.length), assembled, coverage);
+    return summarized(contentOf(written), assembled, coverage);
   };
 
   // docs/design.md#summarizer-window A middle whose request would not fit the summarizer's window is

@@ -28,6 +28,15 @@ export const CONTEXT_TOKENS_PATCH_ID = 'temporal-compactor:context-tokens-window
 export const TOOL_BOUNDS_PATCH_ID = 'temporal-compactor:tool-bounds-v1';
 
 /**
+ * Runs with `compaction.recall` whose compactions name what they replaced inside the pass
+ * (docs/design.md#recall): the engine's `nameReplaced` hook, so the elision stop, `accepts`, the
+ * tighter retry and the trim count the ids, and a hard trim or an edited summary names them too.
+ * Before it the loop named the stubs and the summary after the engine had decided. Asked at the
+ * first compaction of a run with recall on, so runs without recall record no marker.
+ */
+export const RECALL_IN_PASS_PATCH_ID = 'temporal-compactor:recall-in-pass-v1';
+
+/**
  * The patches one run has, each asked once, at its first use: `patched()` writes a marker into
  * history where it is first called, so where that is must not move (nor be asked earlier).
  */
@@ -35,6 +44,7 @@ export class RunPatches {
   private longRun: boolean | undefined;
   private contextTokens: boolean | undefined;
   private toolBounds: boolean | undefined;
+  private recallInPass: boolean | undefined;
 
   /** {@link LONG_RUN_PATCH_ID}: asked when a batch size or the token cache first depends on it. */
   longRunV2(): boolean {
@@ -52,5 +62,11 @@ export class RunPatches {
   toolBoundsV1(): boolean {
     this.toolBounds ??= patched(TOOL_BOUNDS_PATCH_ID);
     return this.toolBounds;
+  }
+
+  /** {@link RECALL_IN_PASS_PATCH_ID}: asked at the first compaction of a run with recall on. */
+  recallInPassV1(): boolean {
+    this.recallInPass ??= patched(RECALL_IN_PASS_PATCH_ID);
+    return this.recallInPass;
   }
 }
