@@ -7,6 +7,7 @@ import {
   MAX_RECALL_ID_CHARS,
   parseRecallArgs,
   recallIdList,
+  recallIdsLine,
   recallNamer,
   withRecallIds,
   withRecallLine,
@@ -216,6 +217,57 @@ describe("the ids counted inside the pass (the engine's nameReplaced hook)", () 
     expect(stubbed).toBeGreaterThan(0);
     // Named afterwards, an elision-only pass that just fitted did not any more.
     expect(overAfter).toBeGreaterThan(0);
+  });
+});
+
+describe('a hard trim names what it dropped (recall on)', () => {
+  const read = (file: number): ChatMessage[] => [asks(`c${file}`), tool(`c${file}`, `${file}`.repeat(600))];
+  const conversation: ChatMessage[] = [
+    { role: 'user', content: 'Read the six files.', sticky: true },
+    ...Array.from({ length: 6 }, (_, file) => read(file)).flat(),
+    { role: 'user', content: 'Which one fails?' },
+  ];
+  const run: SessionEntry[] = conversation.map((message, index) => ({ id: `m${index + 1}`, message }));
+  const failed = () => ({ kind: 'failed', reason: 'rejected', message: 'no' }) as const;
+  const trim = (target: number, named: boolean): CompactionResult =>
+    runCompactionSteps(
+      compactionSteps(
+        conversation,
+        resolveOptions({ contextBudget: 100_000, keepRecent: 1, recentWindowGivesWay: false }),
+        { target },
+        undefined,
+        named ? { nameReplaced: recallNamer(run) } : {},
+      ),
+      failed,
+    );
+
+  it('leaves a marker where the dropped messages stood, counted in the fit, that a later summary names again', () => {
+    let marked = 0;
+    for (let target = 100; target <= 1_200; target += 1) {
+      const result = trim(target, true);
+      expect(result.fallback).toBe(true);
+      if (!result.exhausted) expect(result.tokensAfter, `target ${target}`).toBeLessThanOrEqual(target);
+      if (result.dropped === 0) {
+        expect(result.trimMarker).toBeUndefined();
+        continue;
+      }
+      marked += 1;
+      const last = Number(/^m(\d+)$/.exec(run[result.cutIndex]?.id ?? '')?.[1]);
+      expect(result.trimMarker).toBe(
+        `[${result.dropped} earlier messages dropped by the harness to fit the context]\n\n[recall ids: m2..m${last}]`,
+      );
+      expect(result.messages[1]).toEqual({ role: 'user', content: result.trimMarker });
+      expect(result.summary).toBeNull();
+      const recorded = recordCompaction(run, result);
+      expect(recorded.entries.map((entry) => entry.message)).toEqual(result.messages);
+      expect(recorded.lines.at(-1)).toMatchObject({ type: 'compaction', summary: null, trimMarker: result.trimMarker });
+      // A summary that replaces the marker later names what the marker named.
+      expect(recallIdsLine(recorded.entries.slice(1, 2))).toBe(`\n\n[recall ids: m2..m${last}]`);
+    }
+    expect(marked).toBeGreaterThan(10);
+    // Without recall a trim leaves no marker, as before.
+    expect(trim(400, false).trimMarker).toBeUndefined();
+    expect(trim(400, false).messages).toHaveLength(trim(400, true).messages.length - 1);
   });
 });
 

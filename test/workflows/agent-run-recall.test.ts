@@ -5,7 +5,15 @@
 // and each is answered with an error the model reads, never a failure of the run.
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { agentRun, replaySession, type AgentRunWorkflowInput, type ChatMessage } from '../../src/index.js';
+import { ApplicationFailure } from '@temporalio/common';
+import {
+  agentRun,
+  agentRunSteering,
+  FailureType,
+  replaySession,
+  type AgentRunWorkflowInput,
+  type ChatMessage,
+} from '../../src/index.js';
 import { readSessionLines } from '../../src/client/session-reader.js';
 import { MAX_RECALL_CHARS } from '../../src/core/agent/recall.js';
 import { assistantReply, type ScriptedResponse } from '../support/fake-openai.js';
@@ -181,6 +189,92 @@ describe('recall', { timeout: 120_000 }, () => {
         expect(replaySession(await readSessionLines(t.client, result.session))).toEqual(result.messages);
       },
     );
+  });
+
+  it('a hard trim leaves a marker naming what it dropped, and recall reads it back', async () => {
+    const note = `I read the log. ${'The checksums look fine so far, and I will look at the next part. '.repeat(20)}`;
+    world.server.script(
+      reply({ content: null, tool_calls: [call('call_1', 'fs_read', { path: 'log.txt' })] }),
+      reply({ content: note, tool_calls: [call('call_2', 'fs_read', { path: 'log.txt', offset: 1, limit: 1 })] }),
+      reply({ content: null, tool_calls: [call('call_3', 'recall', { id: 'm4' })] }),
+      reply({ content: 'Line 3 has checksum 15838.' }),
+    );
+    const t = await testConnection();
+    // The summarizer refuses: the compaction falls back to the hard trim.
+    const rejected = async (): Promise<never> => {
+      throw ApplicationFailure.nonRetryable('the summarizer is down', FailureType.Rejected);
+    };
+    await withWorker(
+      t,
+      { workflowBundle: bundle, activities: { ...world.activities(), summarize: rejected } },
+      async () => {
+        const base = input(true);
+        const { ageObservations: _off, ...compaction } = base.compaction;
+        const handle = await t.client.workflow.start(agentRun, {
+          taskQueue: t.taskQueue,
+          workflowId: uniqueId('agent-recall-trim'),
+          args: [{ ...base, compaction }],
+        });
+        const result = await handle.result();
+        expect(result.stopReason).toBe('completed');
+        expect(result.compactions.recent[0]).toMatchObject({ kind: 'trim', fallback: true, dropped: 2 });
+        const requests = world.server.requests.map((request) => request.body as { messages: ChatMessage[] });
+        // Where the read stood, the marker: what the trim dropped, by id.
+        expect(requests[2]?.messages[2]).toEqual({
+          role: 'user',
+          content: '[2 earlier messages dropped by the harness to fit the context]\n\n[recall ids: m3..m4]',
+        });
+        const answer = (requests[3]?.messages ?? []).find((message) => message.tool_call_id === 'call_3');
+        expect(answer?.content).toBe(`[tool result (call_1)]\n${readOutput(LOG)}`);
+        const lines = await readSessionLines(t.client, result.session);
+        expect(lines.find((line) => line.type === 'compaction')).toMatchObject({
+          summary: null,
+          fallback: true,
+          trimMarker: '[2 earlier messages dropped by the harness to fit the context]\n\n[recall ids: m3..m4]',
+        });
+        expect(replaySession(lines)).toEqual(result.messages);
+      },
+    );
+  });
+
+  it("a reviewer's edited summary names the ids the proposal named", async () => {
+    const note = `I read the log. ${'The checksums look fine so far, and I will look at the next part. '.repeat(20)}`;
+    world.server.script(
+      reply({ content: null, tool_calls: [call('call_1', 'fs_read', { path: 'log.txt' })] }),
+      reply({ content: note, tool_calls: [call('call_2', 'fs_read', { path: 'log.txt', offset: 1, limit: 1 })] }),
+      reply({ content: 'Line 3 has checksum 15838.' }),
+    );
+    const t = await testConnection();
+    await withWorker(t, { workflowBundle: bundle, activities: world.activities() }, async () => {
+      const base = input(true);
+      const { ageObservations: _off, ...compaction } = base.compaction;
+      const handle = await t.client.workflow.start(agentRun, {
+        taskQueue: t.taskQueue,
+        workflowId: uniqueId('agent-recall-edit'),
+        args: [{ ...base, compaction: { ...compaction, review: 'approve' } }],
+      });
+      let proposal = await handle.query(agentRunSteering.pendingCompactionQuery);
+      for (let attempt = 0; proposal === null && attempt < 200; attempt += 1) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        proposal = await handle.query(agentRunSteering.pendingCompactionQuery);
+      }
+      expect(proposal?.summary).toMatch(
+        /^\[Summary by the harness of 2 earlier messages\]\n\n[^]*\n\n\[recall ids: m3\.\.m4\]$/,
+      );
+      await handle.executeUpdate(agentRunSteering.reviewCompactionUpdate, {
+        args: [{ decision: 'edit', summary: 'The log was read: 120 lines, checksums fine.\n\n[recall ids: m1..m99]' }],
+      });
+      const result = await handle.result();
+      expect(result.compactions.recent[0]).toMatchObject({ kind: 'summary', review: 'edited' });
+      const requests = world.server.requests.map((request) => request.body as { messages: ChatMessage[] });
+      // The person's text; the ids are the compaction's, their own line gave way.
+      expect(requests[2]?.messages[2]).toEqual({
+        role: 'user',
+        content:
+          '[Summary by the harness of 2 earlier messages]\n\nThe log was read: 120 lines, checksums fine.\n\n[recall ids: m3..m4]',
+      });
+      expect(replaySession(await readSessionLines(t.client, result.session))).toEqual(result.messages);
+    });
   });
 
   it('off by default: no recall tool, stubs as before', async () => {

@@ -132,15 +132,16 @@ export function withRecallLine(edited: string, proposed: string | null): string 
 /**
  * The engine's `nameReplaced` hook for a run with recall on (docs/design.md#recall), over the live
  * entries the compaction is given (the same indices as its messages): a tool result's stub ends
- * with ` [recall id: m14]`, a summary with a `[recall ids: m3..m9, m12]` line (the ids an earlier
- * summary it replaces named are named again). The engine counts every candidate with them.
+ * with ` [recall id: m14]`, a summary and a hard trim's marker with a `[recall ids: m3..m9, m12]`
+ * line (the ids an earlier summary or marker it replaces named are named again). The engine counts
+ * every candidate with them.
  */
 export function recallNamer(
   entries: readonly SessionEntry[],
-): (kind: 'stub' | 'summary', indices: readonly number[]) => string {
+): (kind: 'stub' | 'summary' | 'trim', indices: readonly number[]) => string {
   return (kind, indices) => {
     const replaced = indices.flatMap((index) => entries[index] ?? []);
-    if (kind === 'summary') return recallIdsLine(replaced);
+    if (kind !== 'stub') return recallIdsLine(replaced);
     const id = replaced[0]?.id;
     return id === undefined ? '' : recallStubSuffix(id);
   };

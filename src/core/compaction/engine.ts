@@ -180,13 +180,20 @@ export function hardTrim(
   messages: readonly ChatMessage[],
   regions: Regions,
   aim: Aim,
-): { messages: ChatMessage[]; dropped: number; cutIndex: number } {
+  marker?: (dropped: readonly number[]) => string,
+): { messages: ChatMessage[]; dropped: number; cutIndex: number; trimMarker?: string } {
   const boundaries = [0, ...trimBoundaries(regions)];
   // The middle ascends, so dropping its first `prefix` messages drops exactly the middle messages
   // up to middle[prefix - 1]: a mask and a bound, not a Set per probe (hot at 100k messages).
+  const markerOf = (prefix: number): string =>
+    prefix === 0 || marker === undefined ? '' : marker(regions.middle.slice(0, prefix));
   const without = (prefix: number): ChatMessage[] => {
     const last = prefix === 0 ? -1 : (regions.middle[prefix - 1] ?? -1);
-    return messages.filter((_, index) => index > last || regions.inMiddle[index] !== true);
+    const kept = messages.filter((_, index) => index > last || regions.inMiddle[index] !== true);
+    // docs/design.md#recall A trim's marker stands where the first message it dropped stood.
+    const text = markerOf(prefix);
+    if (text !== '') kept.splice(regions.middle[0] ?? 0, 0, { role: 'user', content: text });
+    return kept;
   };
   const fits = (prefix: number): boolean => aim.counter.count(without(prefix)) <= aim.trimTo;
   let low = 0;
@@ -201,10 +208,12 @@ export function hardTrim(
     low = high;
   }
   const prefix = boundaries[low] ?? 0;
+  const trimMarker = markerOf(prefix);
   return {
     messages: without(prefix),
     dropped: prefix,
     cutIndex: prefix === 0 ? -1 : (regions.middle[prefix - 1] ?? -1),
+    ...(trimMarker === '' ? {} : { trimMarker }),
   };
 }
 
@@ -247,12 +256,23 @@ export interface CompactionHooks {
    */
   mayCover?: () => boolean;
   /**
-   * docs/design.md#recall (agent runs with `compaction.recall`): the text a stub or a summary ends
-   * with to name what it replaced — `'stub'` with the index of one elided tool result, `'summary'`
-   * with the indices of the middle it replaces ('' adds nothing). Every count the pass makes of a
-   * stubbed or summarized conversation includes it.
+   * docs/design.md#recall (agent runs with `compaction.recall`): the text a stub, a summary or a
+   * hard trim's marker ends with to name what it replaced — `'stub'` with the index of one elided
+   * tool result, `'summary'` with the indices of the middle it replaces, `'trim'` with those the
+   * trim drops ('' adds nothing; a trim leaves a marker only with something to name). Every count
+   * the pass makes of a stubbed, summarized or trimmed conversation includes it.
    */
-  nameReplaced?: (kind: 'stub' | 'summary', indices: readonly number[]) => string;
+  nameReplaced?: (kind: 'stub' | 'summary' | 'trim', indices: readonly number[]) => string;
+}
+
+/** A hard trim's marker (docs/design.md#recall): what it dropped, and `named` (the ids line) — only when there are ids to name. */
+function trimMarkerOf(hooks: CompactionHooks): ((dropped: readonly number[]) => string) | undefined {
+  const { nameReplaced } = hooks;
+  if (nameReplaced === undefined) return undefined;
+  return (dropped) => {
+    const named = nameReplaced('trim', dropped);
+    return named === '' ? '' : `[${dropped.length} earlier messages dropped by the harness to fit the context]${named}`;
+  };
 }
 
 /** The messages a compaction keeps around the middle it replaces: what a summary's identifiers are checked against. */
@@ -297,13 +317,14 @@ function* passSteps(pass: Pass, hooks: CompactionHooks): CompactionSteps {
   if (planned.middle.length === 0) return finish(pass, { ...unchanged, messages: [...pass.input] });
 
   const trimmed = (): CompactionResult => {
-    const trim = hardTrim(elided.messages, planned, aim);
+    const trim = hardTrim(elided.messages, planned, aim, trimMarkerOf(hooks));
     return finish(pass, { ...trim, fallback: true, elisions: elided.elisions, summary: null });
   };
   // docs/design.md#never-worse Without a target, a summary over contextBudget loses to a hard trim that fits.
   let trimFits: boolean | undefined;
   const trimWouldFit = (): boolean =>
-    (trimFits ??= aim.counter.count(hardTrim(elided.messages, planned, aim).messages) <= aim.limit);
+    (trimFits ??=
+      aim.counter.count(hardTrim(elided.messages, planned, aim, trimMarkerOf(hooks)).messages) <= aim.limit);
   const middle = planned.middle.flatMap((index) => elided.messages[index] ?? []);
   const accepts = (candidate: ChatMessage[]): boolean => {
     const tokens = aim.counter.count(candidate);
