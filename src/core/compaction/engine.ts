@@ -183,10 +183,10 @@ export function hardTrim(
   marker?: (dropped: readonly number[]) => string,
 ): { messages: ChatMessage[]; dropped: number; cutIndex: number; trimMarker?: string } {
   const boundaries = [0, ...trimBoundaries(regions)];
-  // The middle ascends, so dropping its first `prefix` messages drops exactly the middle messages
-  // up to middle[prefix - 1]: a mask and a bound, not a Set per probe (hot at 100k messages).
   const markerOf = (prefix: number): string =>
     prefix === 0 || marker === undefined ? '' : marker(regions.middle.slice(0, prefix));
+  // The middle ascends, so dropping its first `prefix` messages drops exactly the middle messages
+  // up to middle[prefix - 1]: a mask and a bound, not a Set per probe (hot at 100k messages).
   const without = (prefix: number): ChatMessage[] => {
     const last = prefix === 0 ? -1 : (regions.middle[prefix - 1] ?? -1);
     const kept = messages.filter((_, index) => index > last || regions.inMiddle[index] !== true);
