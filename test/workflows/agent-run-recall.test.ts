@@ -2,7 +2,9 @@
 // `recall`, an elided tool result's stub names its transcript id, and a scripted model that calls
 // `recall` with that id after the elision reads the tool output back (from the run's history);
 // the ids a model controls are bounded — empty, 10,000 characters, a path, an unknown number —
-// and each is answered with an error the model reads, never a failure of the run.
+// and each is answered with an error the model reads, never a failure of the run. Every compaction
+// names its ids: a summary, a hard trim (its marker) and a reviewer's edited summary; and with the
+// payload store on, recall resolves the claims the history holds.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
