@@ -142,6 +142,12 @@ export interface CompactionResult {
    * (docs/design.md#summarizer-window).
    */
   summaryPieces?: number;
+  /**
+   * Present only for a hard trim in an agent run with `compaction.recall` (docs/design.md#recall):
+   * the content of the message that stands where the dropped messages stood, naming their
+   * transcript ids (`[recall ids: m3..m9]`).
+   */
+  trimMarker?: string;
 }
 
 /**

@@ -225,6 +225,10 @@ export const compactionResultSchema = z
       description:
         'Only when a summary was kept and the middle did not fit summarizerContextWindow: how many pieces it was summarized in.',
     }),
+    trimMarker: z.string().optional().meta({
+      description:
+        'Only for a hard trim in an agent run with compaction.recall: the content of the message standing where the dropped messages stood, naming their transcript ids.',
+    }),
   })
   .meta({ title: 'CompactionResult', description: 'The result of the workflow compactConversation.' });
 

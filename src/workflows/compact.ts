@@ -18,6 +18,7 @@ import {
   compactionSteps,
   needsCompactionCore,
   compactionPlanCore,
+  type CompactionHooks,
   type SummarizeOutcome,
   type SummarizeStep,
 } from '../core/compaction/engine.js';
@@ -393,7 +394,7 @@ function countCompaction({ result }: CompactionWithUsage): void {
 
 /**
  * Drives the engine; `onCancel` says whether a cancelled caller gets the hard trim or its
- * cancellation back. Also adds up the summarizer's usage (the activity's reported numbers, else an
+ * cancellation back; `nameReplaced` is the engine's hook of an agent run with recall on. Also adds up the summarizer's usage (the activity's reported numbers, else an
  * estimate), which agent runs account for and `compact`'s own result does not carry.
  *
  * The compaction is a `Compaction` span with its figures as attributes. With no tracing on the
@@ -403,11 +404,12 @@ export function driveCompaction(
   messages: unknown,
   options: CompactOptions,
   onCancel: OnCancel,
+  nameReplaced?: CompactionHooks['nameReplaced'],
 ): Promise<CompactionWithUsage> {
   return trace.getTracer('temporal-compactor').startActiveSpan(COMPACTION_SPAN_NAME, async (span) => {
     const tally: SummarizerTally = { requests: 0, attempts: 0 };
     try {
-      const compaction = await runCompaction(messages, options, onCancel, tally);
+      const compaction = await runCompaction(messages, options, onCancel, tally, nameReplaced);
       if (span.isRecording())
         span.setAttributes(compactionSpanAttributes(compaction.result, compaction.summarizerUsage, tally));
       countCompaction(compaction);
@@ -442,6 +444,7 @@ async function runCompaction(
   options: CompactOptions,
   onCancel: OnCancel,
   tally: SummarizerTally,
+  nameReplaced: CompactionHooks['nameReplaced'],
 ): Promise<CompactionWithUsage> {
   const steps = failOnInvalidInput(() => {
     const compaction = plan(options);
@@ -450,7 +453,11 @@ async function runCompaction(
       compaction.options,
       { target: compaction.target, counter: compaction.counter },
       compaction.counter,
-      { mayTruncate: truncationPatched, mayCover: coveragePatched },
+      {
+        mayTruncate: truncationPatched,
+        mayCover: coveragePatched,
+        ...(nameReplaced === undefined ? {} : { nameReplaced }),
+      },
     );
     // The engine validates the messages before its first step: run to it here so bad input fails now.
     return { compaction, generator, first: generator.next() };

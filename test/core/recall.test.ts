@@ -3,7 +3,18 @@
 // that name their id and stay stubs, and the plan's `recall` option.
 import { describe, expect, it } from 'vitest';
 import { planAgentRun } from '../../src/core/agent/agent-input.js';
-import { MAX_RECALL_ID_CHARS, parseRecallArgs, recallIdList, withRecallIds } from '../../src/core/agent/recall.js';
+import {
+  MAX_RECALL_ID_CHARS,
+  parseRecallArgs,
+  recallIdList,
+  recallIdsLine,
+  recallNamer,
+  withRecallIds,
+  withRecallLine,
+} from '../../src/core/agent/recall.js';
+import { compactionSteps, runCompactionSteps, type SummarizeStep } from '../../src/core/compaction/engine.js';
+import { resolveOptions, type CompactionOptions } from '../../src/core/compaction/options.js';
+import { defaultCounter } from '../../src/core/counting/tokens.js';
 import { recordCompaction, type SessionEntry } from '../../src/core/agent/session.js';
 import { elisionStub, isStub } from '../../src/core/compaction/elision.js';
 import { summaryContent } from '../../src/core/compaction/transcript.js';
@@ -113,6 +124,160 @@ describe('withRecallIds', () => {
       'm10',
       'm11',
     ]);
+  });
+});
+
+describe("the ids counted inside the pass (the engine's nameReplaced hook)", () => {
+  /** A task, eight reads of varied files, and a last turn: a middle to elide or summarize. */
+  const read = (file: number): ChatMessage[] => [
+    asks(`c${file}`),
+    tool(
+      `c${file}`,
+      Array.from({ length: 40 }, (_, line) => `f${file} line ${line}: ${(line * 7919 + file) % 997}`).join('\n'),
+    ),
+  ];
+  const conversation: ChatMessage[] = [
+    { role: 'user', content: 'Read the eight files and tell me which one fails.', sticky: true },
+    ...Array.from({ length: 8 }, (_, file) => read(file)).flat(),
+    { role: 'assistant', content: 'All eight are read.' },
+    { role: 'user', content: 'Which one fails?' },
+  ];
+  const run: SessionEntry[] = conversation.map((message, index) => ({ id: `m${index + 1}`, message }));
+  const messages = run.map((entry) => entry.message);
+  const count = (list: readonly ChatMessage[]): number => defaultCounter.count(list);
+  /** The summarizer: a fixed summary, a shorter one when asked for a tighter one. */
+  const answer = (step: SummarizeStep) =>
+    ({
+      kind: 'summary',
+      text: step.purpose === 'tighter' ? 'All eight files were read.' : 'All eight files were read; f3 line 7 is 57.',
+    }) as const;
+  const compactBoth = (options: CompactionOptions, target: number) => {
+    const resolved = resolveOptions({ keepRecent: 2, ...options });
+    const inPass = runCompactionSteps(
+      compactionSteps(messages, resolved, { target }, undefined, { nameReplaced: recallNamer(run) }),
+      answer,
+    );
+    // What runs recorded before the recall-in-pass patch do: name after the engine decided.
+    const after = withRecallIds(
+      run,
+      runCompactionSteps(compactionSteps(messages, resolved, { target }), answer),
+      count,
+    );
+    return { inPass, after };
+  };
+  // Every target from 20 to 2,000 tokens: the edges where a candidate just fits are among them.
+  const targets = Array.from({ length: 1_981 }, (_, step) => 20 + step);
+
+  it('a summary is accepted only when it fits with its ids line; named afterwards it could sit above its target', () => {
+    const options = { contextBudget: 100_000, summaryCoverage: 'off' } as const;
+    let overAfter = 0;
+    let summaries = 0;
+    for (const target of targets) {
+      const { inPass, after } = compactBoth(options, target);
+      if (!inPass.exhausted) expect(inPass.tokensAfter, `target ${target}`).toBeLessThanOrEqual(target);
+      expect(inPass.tokensAfter).toBe(count(inPass.messages));
+      if (inPass.summary !== null) {
+        summaries += 1;
+        expect(inPass.summary).toMatch(/\n\n\[recall ids: m2\.\.m\d+\]$/);
+        expect(inPass.messages).toContainEqual({ role: 'user', content: inPass.summary });
+        // What the run records replays to the result.
+        expect(recordCompaction(run, inPass).entries.map((entry) => entry.message)).toEqual(inPass.messages);
+      }
+      if (!after.exhausted && after.tokensAfter > target) overAfter += 1;
+    }
+    expect(summaries).toBeGreaterThan(10);
+    // The bug this hook fixes: the old naming put results over their target without saying so.
+    expect(overAfter).toBeGreaterThan(0);
+  });
+
+  it('an elision-only pass stops only when the named stubs are under the trigger', () => {
+    const options = {
+      contextBudget: 100_000,
+      ageObservations: true,
+      ageMinChars: 200,
+      ageReclaimMin: 100,
+      elisionEndsPass: 'under-trigger',
+    } as const;
+    let stubbed = 0;
+    let overAfter = 0;
+    for (const target of targets) {
+      const { inPass, after } = compactBoth(options, target);
+      if (after.summary === null && !after.fallback && !after.exhausted && after.tokensAfter > target) overAfter += 1;
+      if (!inPass.exhausted) expect(inPass.tokensAfter, `target ${target}`).toBeLessThanOrEqual(target);
+      for (const { index, stub } of inPass.elisions) {
+        stubbed += 1;
+        const length = String(messages[index]?.content).length;
+        expect(stub).toBe(`${elisionStub(length, 'fs_read')} [recall id: m${index + 1}]`);
+        expect(isStub(tool('', stub))).toBe(true);
+      }
+      // Both name the same stubs when both stop at the elision: the ids are the same, only where they are counted differs.
+      if (inPass.summary === null && !inPass.fallback && after.summary === null && !after.fallback)
+        expect(inPass.messages).toEqual(after.messages);
+    }
+    expect(stubbed).toBeGreaterThan(0);
+    // Named afterwards, an elision-only pass that just fitted did not any more.
+    expect(overAfter).toBeGreaterThan(0);
+  });
+});
+
+describe('a hard trim names what it dropped (recall on)', () => {
+  const read = (file: number): ChatMessage[] => [asks(`c${file}`), tool(`c${file}`, `${file}`.repeat(600))];
+  const conversation: ChatMessage[] = [
+    { role: 'user', content: 'Read the six files.', sticky: true },
+    ...Array.from({ length: 6 }, (_, file) => read(file)).flat(),
+    { role: 'user', content: 'Which one fails?' },
+  ];
+  const run: SessionEntry[] = conversation.map((message, index) => ({ id: `m${index + 1}`, message }));
+  const failed = () => ({ kind: 'failed', reason: 'rejected', message: 'no' }) as const;
+  const trim = (target: number, named: boolean): CompactionResult =>
+    runCompactionSteps(
+      compactionSteps(
+        conversation,
+        resolveOptions({ contextBudget: 100_000, keepRecent: 1, recentWindowGivesWay: false }),
+        { target },
+        undefined,
+        named ? { nameReplaced: recallNamer(run) } : {},
+      ),
+      failed,
+    );
+
+  it('leaves a marker where the dropped messages stood, counted in the fit, that a later summary names again', () => {
+    let marked = 0;
+    for (let target = 100; target <= 1_200; target += 1) {
+      const result = trim(target, true);
+      expect(result.fallback).toBe(true);
+      if (!result.exhausted) expect(result.tokensAfter, `target ${target}`).toBeLessThanOrEqual(target);
+      if (result.dropped === 0) {
+        expect(result.trimMarker).toBeUndefined();
+        continue;
+      }
+      marked += 1;
+      const last = Number(/^m(\d+)$/.exec(run[result.cutIndex]?.id ?? '')?.[1]);
+      expect(result.trimMarker).toBe(
+        `[${result.dropped} earlier messages dropped by the harness to fit the context]\n\n[recall ids: m2..m${last}]`,
+      );
+      expect(result.messages[1]).toEqual({ role: 'user', content: result.trimMarker });
+      expect(result.summary).toBeNull();
+      const recorded = recordCompaction(run, result);
+      expect(recorded.entries.map((entry) => entry.message)).toEqual(result.messages);
+      expect(recorded.lines.at(-1)).toMatchObject({ type: 'compaction', summary: null, trimMarker: result.trimMarker });
+      // A summary that replaces the marker later names what the marker named.
+      expect(recallIdsLine(recorded.entries.slice(1, 2))).toBe(`\n\n[recall ids: m2..m${last}]`);
+    }
+    expect(marked).toBeGreaterThan(10);
+    // Without recall a trim leaves no marker, as before.
+    expect(trim(400, false).trimMarker).toBeUndefined();
+    expect(trim(400, false).messages).toHaveLength(trim(400, true).messages.length - 1);
+  });
+});
+
+describe("withRecallLine (a reviewer's summary)", () => {
+  it("ends with the ids of the summary it replaces, the person's own line giving way", () => {
+    const proposed = `${summaryContent('theirs', 4)}\n\n[recall ids: m2..m5]`;
+    expect(withRecallLine('mine', proposed)).toBe('mine\n\n[recall ids: m2..m5]');
+    expect(withRecallLine(' mine\n\n[recall ids: m1..m99] ', proposed)).toBe('mine\n\n[recall ids: m2..m5]');
+    expect(withRecallLine('mine', summaryContent('theirs', 4))).toBe('mine');
+    expect(withRecallLine('mine', null)).toBe('mine');
   });
 });
 

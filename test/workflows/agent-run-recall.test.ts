@@ -2,11 +2,27 @@
 // `recall`, an elided tool result's stub names its transcript id, and a scripted model that calls
 // `recall` with that id after the elision reads the tool output back (from the run's history);
 // the ids a model controls are bounded — empty, 10,000 characters, a path, an unknown number —
-// and each is answered with an error the model reads, never a failure of the run.
+// and each is answered with an error the model reads, never a failure of the run. Every compaction
+// names its ids: a summary, a hard trim (its marker) and a reviewer's edited summary; and with the
+// payload store on, recall resolves the claims the history holds.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { isReferencePayload } from '@temporalio/common/lib/internal-non-workflow/index.js';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { agentRun, replaySession, type AgentRunWorkflowInput, type ChatMessage } from '../../src/index.js';
+import { ApplicationFailure } from '@temporalio/common';
+import {
+  agentRun,
+  agentRunSteering,
+  FailureType,
+  replaySession,
+  type AgentRunWorkflowInput,
+  type ChatMessage,
+} from '../../src/index.js';
 import { readSessionLines } from '../../src/client/session-reader.js';
+import { loadConfig } from '../../src/config.js';
+import { payloadConverterFromConfig } from '../../src/payloads/index.js';
 import { MAX_RECALL_CHARS } from '../../src/core/agent/recall.js';
 import { assistantReply, type ScriptedResponse } from '../support/fake-openai.js';
 import { fakeModelAndToolRoot, replayTokens } from '../support/agent.js';
@@ -24,6 +40,12 @@ const model = { provider: 'openai' as const, model: 'fake-agent', contextWindow:
 const LOG = Array.from({ length: 120 }, (_, line) => `line ${line + 1}: checksum ${(line * 7919) % 10007} ok`).join(
   '\n',
 );
+
+/** A file whose output is longer than recall returns: the answer is cut at MAX_RECALL_CHARS. */
+const BIG = Array.from(
+  { length: 600 },
+  (_, line) => `entry ${line + 1}: value ${(line * 7919) % 10007}, nothing else to report`,
+).join('\n');
 
 /** What fs_read answers for a whole file: its lines numbered as `cat -n` does. */
 const readOutput = (text: string): string =>
@@ -51,7 +73,7 @@ const call = (id: string, name: string, args: unknown) => ({
 const BAD_IDS = ['', 'x'.repeat(10_000), '../m1', 'm999999'];
 
 describe('recall', { timeout: 120_000 }, () => {
-  const world = fakeModelAndToolRoot('agent-recall-', { 'log.txt': LOG });
+  const world = fakeModelAndToolRoot('agent-recall-', { 'log.txt': LOG, 'big.log': BIG });
   const input = (recall: boolean): AgentRunWorkflowInput => ({
     messages: [
       { role: 'system', content: 'You are a careful agent.' },
@@ -131,7 +153,8 @@ describe('recall', { timeout: 120_000 }, () => {
         expect(byCall.get('call_extra')).toBe('Error: recall: unknown argument "path" (it takes only id)');
         // The transcript replays to the run's conversation.
         expect(replaySession(await readSessionLines(t.client, result.session))).toEqual(result.messages);
-        await maybeRecordHistory(handle, 'agent-run-recall');
+        // Recorded under RECALL_IN_PASS_PATCH_ID; agent-run-recall.json, recorded before it, stays to replay the naming after the engine.
+        await maybeRecordHistory(handle, 'agent-run-recall-in-pass');
       },
     );
   });
@@ -180,6 +203,136 @@ describe('recall', { timeout: 120_000 }, () => {
         expect(replaySession(await readSessionLines(t.client, result.session))).toEqual(result.messages);
       },
     );
+  });
+
+  it('a hard trim leaves a marker naming what it dropped, and recall reads it back', async () => {
+    const note = `I read the log. ${'The checksums look fine so far, and I will look at the next part. '.repeat(20)}`;
+    world.server.script(
+      reply({ content: null, tool_calls: [call('call_1', 'fs_read', { path: 'log.txt' })] }),
+      reply({ content: note, tool_calls: [call('call_2', 'fs_read', { path: 'log.txt', offset: 1, limit: 1 })] }),
+      reply({ content: null, tool_calls: [call('call_3', 'recall', { id: 'm4' })] }),
+      reply({ content: 'Line 3 has checksum 15838.' }),
+    );
+    const t = await testConnection();
+    // The summarizer refuses: the compaction falls back to the hard trim.
+    const rejected = async (): Promise<never> => {
+      throw ApplicationFailure.nonRetryable('the summarizer is down', FailureType.Rejected);
+    };
+    await withWorker(
+      t,
+      { workflowBundle: bundle, activities: { ...world.activities(), summarize: rejected } },
+      async () => {
+        const base = input(true);
+        const { ageObservations: _off, ...compaction } = base.compaction;
+        const handle = await t.client.workflow.start(agentRun, {
+          taskQueue: t.taskQueue,
+          workflowId: uniqueId('agent-recall-trim'),
+          args: [{ ...base, compaction }],
+        });
+        const result = await handle.result();
+        expect(result.stopReason).toBe('completed');
+        expect(result.compactions.recent[0]).toMatchObject({ kind: 'trim', fallback: true, dropped: 2 });
+        const requests = world.server.requests.map((request) => request.body as { messages: ChatMessage[] });
+        // Where the read stood, the marker: what the trim dropped, by id.
+        expect(requests[2]?.messages[2]).toEqual({
+          role: 'user',
+          content: '[2 earlier messages dropped by the harness to fit the context]\n\n[recall ids: m3..m4]',
+        });
+        const answer = (requests[3]?.messages ?? []).find((message) => message.tool_call_id === 'call_3');
+        expect(answer?.content).toBe(`[tool result (call_1)]\n${readOutput(LOG)}`);
+        const lines = await readSessionLines(t.client, result.session);
+        expect(lines.find((line) => line.type === 'compaction')).toMatchObject({
+          summary: null,
+          fallback: true,
+          trimMarker: '[2 earlier messages dropped by the harness to fit the context]\n\n[recall ids: m3..m4]',
+        });
+        expect(replaySession(lines)).toEqual(result.messages);
+      },
+    );
+  });
+
+  it("a reviewer's edited summary names the ids the proposal named", async () => {
+    const note = `I read the log. ${'The checksums look fine so far, and I will look at the next part. '.repeat(20)}`;
+    world.server.script(
+      reply({ content: null, tool_calls: [call('call_1', 'fs_read', { path: 'log.txt' })] }),
+      reply({ content: note, tool_calls: [call('call_2', 'fs_read', { path: 'log.txt', offset: 1, limit: 1 })] }),
+      reply({ content: 'Line 3 has checksum 15838.' }),
+    );
+    const t = await testConnection();
+    await withWorker(t, { workflowBundle: bundle, activities: world.activities() }, async () => {
+      const base = input(true);
+      const { ageObservations: _off, ...compaction } = base.compaction;
+      const handle = await t.client.workflow.start(agentRun, {
+        taskQueue: t.taskQueue,
+        workflowId: uniqueId('agent-recall-edit'),
+        args: [{ ...base, compaction: { ...compaction, review: 'approve' } }],
+      });
+      let proposal = await handle.query(agentRunSteering.pendingCompactionQuery);
+      for (let attempt = 0; proposal === null && attempt < 200; attempt += 1) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        proposal = await handle.query(agentRunSteering.pendingCompactionQuery);
+      }
+      expect(proposal?.summary).toMatch(
+        /^\[Summary by the harness of 2 earlier messages\]\n\n[^]*\n\n\[recall ids: m3\.\.m4\]$/,
+      );
+      await handle.executeUpdate(agentRunSteering.reviewCompactionUpdate, {
+        args: [{ decision: 'edit', summary: 'The log was read: 120 lines, checksums fine.\n\n[recall ids: m1..m99]' }],
+      });
+      const result = await handle.result();
+      expect(result.compactions.recent[0]).toMatchObject({ kind: 'summary', review: 'edited' });
+      const requests = world.server.requests.map((request) => request.body as { messages: ChatMessage[] });
+      // The person's text; the ids are the compaction's, their own line gave way.
+      expect(requests[2]?.messages[2]).toEqual({
+        role: 'user',
+        content:
+          '[Summary by the harness of 2 earlier messages]\n\nThe log was read: 120 lines, checksums fine.\n\n[recall ids: m3..m4]',
+      });
+      expect(replaySession(await readSessionLines(t.client, result.session))).toEqual(result.messages);
+    });
+  });
+
+  it('with the payload store on, recall resolves the claims the history holds and returns the elided output, capped', async () => {
+    const storeDir = mkdtempSync(join(tmpdir(), 'agent-recall-store-'));
+    try {
+      const payloads = payloadConverterFromConfig(loadConfig({ env: { COMPACTOR_PAYLOAD_STORE: `file:${storeDir}` } }));
+      const note = `I read the log. ${'The checksums look fine so far, and I will look at the next part. '.repeat(20)}`;
+      world.server.script(
+        reply({ content: null, tool_calls: [call('call_1', 'fs_read', { path: 'big.log' })] }),
+        reply({ content: note, tool_calls: [call('call_2', 'fs_read', { path: 'log.txt', offset: 1, limit: 1 })] }),
+        reply({ content: null, tool_calls: [call('call_3', 'recall', { id: 'm4' })] }),
+        reply({ content: 'Entry 3 is fine.' }),
+      );
+      const t = await testConnection({ dataConverter: payloads.dataConverter });
+      await withWorker(t, { workflowBundle: bundle, activities: world.activities() }, async () => {
+        const handle = await t.client.workflow.start(agentRun, {
+          taskQueue: t.taskQueue,
+          workflowId: uniqueId('agent-recall-store'),
+          // A window the whole read fits in: the compaction elides it once it leaves the recent window.
+          args: [{ ...input(true), model: { ...model, contextWindow: 64_000 } }],
+        });
+        const result = await handle.result();
+        expect(result.stopReason).toBe('completed');
+        // The transcript's batches are claims in history: the output is in the store, not inline.
+        const batches = ((await handle.fetchHistory()).events ?? []).flatMap((event) => {
+          const scheduled = event.activityTaskScheduledEventAttributes;
+          return scheduled?.activityType?.name === 'recordSession' ? (scheduled.input?.payloads ?? []) : [];
+        });
+        expect(batches.length).toBeGreaterThan(0);
+        expect(batches.every((payload) => isReferencePayload(payload))).toBe(true);
+        for (const payload of batches)
+          expect(Buffer.from(payload.data ?? []).toString('utf8')).not.toContain('entry 3:');
+        const requests = world.server.requests.map((request) => request.body as { messages: ChatMessage[] });
+        expect(requests[2]?.messages[3]?.content).toMatch(/\[recall id: m4\]$/);
+        const answer = (requests[3]?.messages ?? []).find((message) => message.tool_call_id === 'call_3');
+        const whole = `[tool result (call_1)]\n${readOutput(BIG)}`;
+        expect(whole.length).toBeGreaterThan(MAX_RECALL_CHARS);
+        expect(answer?.content).toBe(
+          `${whole.slice(0, MAX_RECALL_CHARS)}» [truncated by the harness: ${whole.length - MAX_RECALL_CHARS} more characters]`,
+        );
+      });
+    } finally {
+      rmSync(storeDir, { recursive: true, force: true });
+    }
   });
 
   it('off by default: no recall tool, stubs as before', async () => {

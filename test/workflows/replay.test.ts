@@ -11,7 +11,7 @@ import {
   SUMMARIZE_MIDDLE_PATCH_ID,
   SUMMARY_COVERAGE_PATCH_ID,
 } from '../../src/workflows/compact.js';
-import { CONTEXT_TOKENS_PATCH_ID, REVIEW_ATTRIBUTE_PATCH_ID } from '../../src/workflows/agent/patches.js';
+import { CONTEXT_TOKENS_PATCH_ID, RECALL_IN_PASS_PATCH_ID, REVIEW_ATTRIBUTE_PATCH_ID } from '../../src/workflows/agent/patches.js';
 import { bundleTestWorkflows, HISTORIES_DIR } from './harness.js';
 
 interface JsonEvent {
@@ -99,6 +99,7 @@ describe('replay of recorded histories', () => {
         'agent-run-exhausted-taubench_gpt4o_airline_task46_trial3.json',
         'agent-run-openai-tools.json',
         'agent-run-pins.json',
+        'agent-run-recall-in-pass.json',
         'agent-run-recall.json',
         'agent-run-review-pending-attribute.json',
         'agent-run-review-worker-restart.json',
@@ -136,12 +137,22 @@ describe('replay of recorded histories', () => {
       'agent-run-compact-update.json',
       'agent-run-context-tokens-window.json',
       'agent-run-pins.json',
+      'agent-run-recall-in-pass.json',
       'agent-run-recall.json',
       'agent-run-review-pending-attribute.json',
       'agent-run-review-worker-restart.json',
       'agent-run-review.json',
     ]);
     expect(agentRuns.length).toBeGreaterThan(patched.length);
+  });
+
+  it('recall histories on both sides of the recall-in-pass patch (docs/design.md#recall): ids named inside the pass, and after it before', () => {
+    const named = histories
+      .filter(({ history }) => patchIds(history).includes(RECALL_IN_PASS_PATCH_ID))
+      .map(({ file }) => file);
+    // Asked only by runs with compaction.recall on: the other agentRun histories have no marker.
+    expect(named).toEqual(['agent-run-recall-in-pass.json']);
+    expect(histories.map(({ file }) => file)).toContain('agent-run-recall.json');
   });
 
   it('summarize activity inputs of both shapes: the middle as messages under its patch, the rendered request before it', () => {

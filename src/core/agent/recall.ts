@@ -106,7 +106,51 @@ function idNumber(id: string): number | undefined {
   return match === null ? undefined : Number(match[1]);
 }
 
+/** The numbers an entry stands for: its own, or, for a summary (or a trim's marker), those its `[recall ids: ...]` line names. */
+function numbersOf(entry: SessionEntry): number[] {
+  const number = idNumber(entry.id);
+  return number === undefined ? namedNumbers(entry.message) : [number];
+}
+
+/** The closing line of a summary (or a trim's marker) that replaced `entries`; '' when they name no id. */
+export function recallIdsLine(entries: readonly SessionEntry[]): string {
+  const numbers = entries.flatMap(numbersOf);
+  return numbers.length === 0 ? '' : `\n\n[recall ids: ${recallIdList(numbers)}]`;
+}
+
 /**
+ * A reviewer's summary (`reviewCompaction` `edit`) with the `[recall ids: ...]` line of the summary
+ * it replaces (`proposed`): the ids are what the compaction replaces, not the person's to change,
+ * so a line of theirs at its end gives way to it. Unchanged when the proposal names no ids.
+ */
+export function withRecallLine(edited: string, proposed: string | null): string {
+  const line = proposed === null ? undefined : RECALL_IDS_LINE.exec(proposed)?.[0];
+  if (line === undefined) return edited;
+  return `${edited.trim().replace(RECALL_IDS_LINE, '').trim()}${line}`;
+}
+
+/**
+ * The engine's `nameReplaced` hook for a run with recall on (docs/design.md#recall), over the live
+ * entries the compaction is given (the same indices as its messages): a tool result's stub ends
+ * with ` [recall id: m14]`, a summary and a hard trim's marker with a `[recall ids: m3..m9, m12]`
+ * line (the ids an earlier summary or marker it replaces named are named again). The engine counts
+ * every candidate with them.
+ */
+export function recallNamer(
+  entries: readonly SessionEntry[],
+): (kind: 'stub' | 'summary' | 'trim', indices: readonly number[]) => string {
+  return (kind, indices) => {
+    const replaced = indices.flatMap((index) => entries[index] ?? []);
+    if (kind !== 'stub') return recallIdsLine(replaced);
+    const id = replaced[0]?.id;
+    return id === undefined ? '' : recallStubSuffix(id);
+  };
+}
+
+/**
+ * The naming after the engine of runs recorded before the recall-in-pass patch
+ * (src/workflows/agent/patches.ts), kept so that they replay as they ran: their compactions
+ * decided without counting the ids.
  * A compaction result whose stubs and summary name what they replaced: each elision stub ends
  * with ` [recall id: m14]`, and the summary with a `[recall ids: m3..m9, m12]` line (the ids a
  * summary it replaced named are named again). `messages` are derived as the transcript lines

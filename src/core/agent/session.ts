@@ -32,6 +32,8 @@ export interface CompactionLine extends Partial<CompactionLineContext> {
   coverage?: Coverage;
   /** How many pieces the summary took when the middle did not fit the summarizer's window (docs/design.md#summarizer-window); absent when one. */
   summaryPieces?: number;
+  /** A hard trim's marker in a run with recall on (docs/design.md#recall): placed as a summary is; absent otherwise. */
+  trimMarker?: string;
 }
 
 /**
@@ -154,8 +156,9 @@ export function applySessionLine(entries: readonly SessionEntry[], line: Session
       let placed = false;
       entries.forEach((entry, index) => {
         if (index > through || removable[index] !== true) return next.push(entry);
-        if (!placed && line.summary !== null && line.replacesThroughId !== null) {
-          next.push({ id: summaryId(line.replacesThroughId), message: { role: 'user', content: line.summary } });
+        const content = line.summary ?? line.trimMarker;
+        if (!placed && content !== undefined && line.replacesThroughId !== null) {
+          next.push({ id: summaryId(line.replacesThroughId), message: { role: 'user', content } });
         }
         placed = true;
         return next.length;
@@ -262,6 +265,7 @@ export function recordCompaction(
       ...(result.truncations === undefined ? {} : { truncated: result.truncations.length }),
       ...(result.coverage === undefined ? {} : { coverage: result.coverage }),
       ...(result.summaryPieces === undefined ? {} : { summaryPieces: result.summaryPieces }),
+      ...(result.trimMarker === undefined ? {} : { trimMarker: result.trimMarker }),
     });
   }
   let next: SessionEntry[] = [...entries];

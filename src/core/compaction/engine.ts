@@ -100,9 +100,19 @@ function finish(
   return { ...fields, tokensBefore: pass.tokensBefore, tokensAfter, exhausted: tokensAfter > pass.aim.limit };
 }
 
-function elide(pass: Pass): { messages: ChatMessage[]; elisions: Elision[] } {
+function elide(pass: Pass, hooks: CompactionHooks = {}): { messages: ChatMessage[]; elisions: Elision[] } {
   if (!elides(pass.options)) return { messages: [...pass.input], elisions: [] };
-  const { elisions } = planPassElisions(pass.input, pass.regions, pass.options);
+  const planned = planPassElisions(pass.input, pass.regions, pass.options).elisions;
+  const { nameReplaced } = hooks;
+  // docs/design.md#recall A tool result's stub names what it replaced (an image elision keeps the rest of its message).
+  const elisions =
+    nameReplaced === undefined
+      ? planned
+      : planned.map((elision) =>
+          elision.content === undefined
+            ? { ...elision, stub: `${elision.stub}${nameReplaced('stub', [elision.index])}` }
+            : elision,
+        );
   return { messages: applyElisions(pass.input, elisions), elisions };
 }
 
@@ -218,13 +228,20 @@ export function hardTrim(
   messages: readonly ChatMessage[],
   regions: Regions,
   aim: Aim,
-): { messages: ChatMessage[]; dropped: number; cutIndex: number } {
+  marker?: (dropped: readonly number[]) => string,
+): { messages: ChatMessage[]; dropped: number; cutIndex: number; trimMarker?: string } {
   const boundaries = [0, ...trimBoundaries(regions)];
+  const markerOf = (prefix: number): string =>
+    prefix === 0 || marker === undefined ? '' : marker(regions.middle.slice(0, prefix));
   // The middle ascends, so dropping its first `prefix` messages drops exactly the middle messages
   // up to middle[prefix - 1]: a mask and a bound, not a Set per probe (hot at 100k messages).
   const without = (prefix: number): ChatMessage[] => {
     const last = prefix === 0 ? -1 : (regions.middle[prefix - 1] ?? -1);
-    return messages.filter((_, index) => index > last || regions.inMiddle[index] !== true);
+    const kept = messages.filter((_, index) => index > last || regions.inMiddle[index] !== true);
+    // docs/design.md#recall A trim's marker stands where the first message it dropped stood.
+    const text = markerOf(prefix);
+    if (text !== '') kept.splice(regions.middle[0] ?? 0, 0, { role: 'user', content: text });
+    return kept;
   };
   const fits = (prefix: number): boolean => aim.counter.count(without(prefix)) <= aim.trimTo;
   let low = 0;
@@ -239,10 +256,12 @@ export function hardTrim(
     low = high;
   }
   const prefix = boundaries[low] ?? 0;
+  const trimMarker = markerOf(prefix);
   return {
     messages: without(prefix),
     dropped: prefix,
     cutIndex: prefix === 0 ? -1 : (regions.middle[prefix - 1] ?? -1),
+    ...(trimMarker === '' ? {} : { trimMarker }),
   };
 }
 
@@ -284,6 +303,24 @@ export interface CompactionHooks {
    * on (docs/design.md#coverage); false: no coverage retry and no carried-facts line.
    */
   mayCover?: () => boolean;
+  /**
+   * docs/design.md#recall (agent runs with `compaction.recall`): the text a stub, a summary or a
+   * hard trim's marker ends with to name what it replaced — `'stub'` with the index of one elided
+   * tool result, `'summary'` with the indices of the middle it replaces, `'trim'` with those the
+   * trim drops ('' adds nothing; a trim leaves a marker only with something to name). Every count
+   * the pass makes of a stubbed, summarized or trimmed conversation includes it.
+   */
+  nameReplaced?: (kind: 'stub' | 'summary' | 'trim', indices: readonly number[]) => string;
+}
+
+/** A hard trim's marker (docs/design.md#recall): what it dropped, and `named` (the ids line) — only when there are ids to name. */
+function trimMarkerOf(hooks: CompactionHooks): ((dropped: readonly number[]) => string) | undefined {
+  const { nameReplaced } = hooks;
+  if (nameReplaced === undefined) return undefined;
+  return (dropped) => {
+    const named = nameReplaced('trim', dropped);
+    return named === '' ? '' : `[${dropped.length} earlier messages dropped by the harness to fit the context]${named}`;
+  };
 }
 
 /** The messages a compaction keeps around the middle it replaces: what a summary's identifiers are checked against. */
@@ -308,7 +345,7 @@ function* passSteps(pass: Pass, hooks: CompactionHooks): CompactionSteps {
   const below = pass.tokensBefore <= triggerOf(aim);
 
   // docs/design.md#over-trigger Elide first (an elision-only epoch is this branch below the trigger); stop when that was enough.
-  const elided = elide(pass);
+  const elided = elide(pass, hooks);
   if (elided.elisions.length > 0) {
     const elisionOnly = (): CompactionResult =>
       finish(pass, { ...unchanged, messages: elided.messages, elisions: elided.elisions });
@@ -328,13 +365,14 @@ function* passSteps(pass: Pass, hooks: CompactionHooks): CompactionSteps {
   if (planned.middle.length === 0) return finish(pass, { ...unchanged, messages: [...pass.input] });
 
   const trimmed = (): CompactionResult => {
-    const trim = hardTrim(elided.messages, planned, aim);
+    const trim = hardTrim(elided.messages, planned, aim, trimMarkerOf(hooks));
     return finish(pass, { ...trim, fallback: true, elisions: elided.elisions, summary: null });
   };
   // docs/design.md#never-worse Without a target, a summary over contextBudget loses to a hard trim that fits.
   let trimFits: boolean | undefined;
   const trimWouldFit = (): boolean =>
-    (trimFits ??= aim.counter.count(hardTrim(elided.messages, planned, aim).messages) <= aim.limit);
+    (trimFits ??=
+      aim.counter.count(hardTrim(elided.messages, planned, aim, trimMarkerOf(hooks)).messages) <= aim.limit);
   const middle = planned.middle.flatMap((index) => elided.messages[index] ?? []);
   const accepts = (candidate: ChatMessage[]): boolean => {
     const tokens = aim.counter.count(candidate);
@@ -366,25 +404,21 @@ function* passSteps(pass: Pass, hooks: CompactionHooks): CompactionSteps {
   const required = checking ? requiredIdentifiers(seen, keptAround(elided.messages, planned)) : [];
   let covering: boolean | undefined;
   const mayCover = (): boolean => (covering ??= hooks.mayCover?.() !== false);
-  const assembledOf = (written: string): ChatMessage[] =>
-    assemble(elided.messages, planned, summaryContent(written, planned.middle.length));
+  const named = hooks.nameReplaced?.('summary', planned.middle) ?? '';
+  const contentOf = (written: string): string => `${summaryContent(written, planned.middle.length)}${named}`;
+  const assembledOf = (written: string): ChatMessage[] => assemble(elided.messages, planned, contentOf(written));
   /** The summary the summarizer wrote, with what it left out carried when that still fits; undefined when neither fits. */
   const accepted = (written: string): CompactionResult | undefined => {
     const missing = checking ? missingFrom(written, required) : [];
     if (missing.length > 0 && mayCover()) {
       const carried = withCarriedFacts(written, missing);
       const assembled = assembledOf(carried);
-      if (accepts(assembled))
-        return summarized(
-          summaryContent(carried, planned.middle.length),
-          assembled,
-          coverageOf(required, written, carried),
-        );
+      if (accepts(assembled)) return summarized(contentOf(carried), assembled, coverageOf(required, written, carried));
     }
     const assembled = assembledOf(written);
     if (!accepts(assembled)) return undefined;
     const coverage = checking ? coverageOf(required, written, written) : undefined;
-    return summarized(summaryContent(written, planned.middle.length), assembled, coverage);
+    return summarized(contentOf(written), assembled, coverage);
   };
 
   // docs/design.md#summarizer-window A middle whose request would not fit the summarizer's window is

@@ -41,7 +41,7 @@ import {
 } from '../../core/agent/compaction-history.js';
 import { backendCounter, preflight, type BackendCounter } from '../../core/agent/preflight.js';
 import { requestCost, type RequestShape } from '../../core/agent/request-cost.js';
-import { RECALL_TOOL_NAME, withRecallIds } from '../../core/agent/recall.js';
+import { RECALL_TOOL_NAME, recallNamer, withRecallIds, withRecallLine } from '../../core/agent/recall.js';
 import { addRoundUsage, addSummarizerUsage, type RoundUsage } from '../../core/agent/run-usage.js';
 import {
   applySessionLine,
@@ -85,7 +85,7 @@ import type {
 } from '../../shared/agent-run.js';
 import { failureMessage, invalidInputFailure } from '../../shared/failures.js';
 import { UNDESCRIBED_WORKER, type WorkerDescription } from '../../shared/worker-description.js';
-import { compactWithUsage, needsCompaction, type CompactOptions } from '../compact.js';
+import { driveCompaction, needsCompaction, type CompactOptions } from '../compact.js';
 import { describeWorker } from '../describe-worker.js';
 import { runToolCalls } from '../tool-dispatch.js';
 import { RunPatches } from './patches.js';
@@ -466,14 +466,23 @@ export class AgentLoop {
     let decided: { result: CompactionResult; review: ReviewOutcome | undefined } | undefined;
     let summarizerUsage: SummarizerUsage | undefined;
     try {
-      const compaction = await compactWithUsage(this.messages, overRoom ? { ...options, target: aim } : options);
+      // docs/design.md#recall: the stubs, the summary and a trim's marker name what they replaced,
+      // inside the pass (every count includes the ids); runs recorded before RECALL_IN_PASS_PATCH_ID
+      // named them after it (counted again: the ids add tokens).
+      const inPass = this.plan.recall && this.patches.recallInPassV1();
+      const compaction = await driveCompaction(
+        this.messages,
+        overRoom ? { ...options, target: aim } : options,
+        'hard-trim',
+        inPass ? recallNamer(this.entries) : undefined,
+      );
       summarizerUsage = compaction.summarizerUsage;
       // The run is out of room only when the conversation does not fit the backend: a `contextBudget`
       // set below the room is what compaction aims at, not a limit the model has.
-      // docs/design.md#recall: the stubs and the summary name what they replaced (counted again: the ids add tokens).
-      const named = this.plan.recall
-        ? withRecallIds(this.entries, compaction.result, (messages) => aimAt.conversation.count(messages))
-        : compaction.result;
+      const named =
+        this.plan.recall && !inPass
+          ? withRecallIds(this.entries, compaction.result, (messages) => aimAt.conversation.count(messages))
+          : compaction.result;
       const result = { ...named, exhausted: named.tokensAfter > aim };
       decided =
         mode === 'auto'
@@ -536,7 +545,12 @@ export class AgentLoop {
     if (!answered || decision === undefined) return { result, review: 'timed-out' };
     if (decision.decision === 'reject') return undefined;
     if (decision.decision === 'apply' || decision.summary === undefined) return { result, review: 'applied' };
-    return { result: withEditedSummary(result, decision.summary, aimAt.conversation), review: 'edited' };
+    // docs/design.md#recall: the person's summary names what it replaces as the summarizer's did.
+    const summary =
+      this.plan.recall && this.patches.recallInPassV1()
+        ? withRecallLine(decision.summary, result.summary)
+        : decision.summary;
+    return { result: withEditedSummary(result, summary, aimAt.conversation), review: 'edited' };
   }
 
   /** The compaction waiting for review (the `pendingCompaction` query); null when none is. */

@@ -37,6 +37,15 @@ export const TOOL_BOUNDS_PATCH_ID = 'temporal-compactor:tool-bounds-v1';
 export const REVIEW_ATTRIBUTE_PATCH_ID = 'temporal-compactor:review-search-attribute-v1';
 
 /**
+ * Runs with `compaction.recall` whose compactions name what they replaced inside the pass
+ * (docs/design.md#recall): the engine's `nameReplaced` hook, so the elision stop, `accepts`, the
+ * tighter retry and the trim count the ids, and a hard trim or an edited summary names them too.
+ * Before it the loop named the stubs and the summary after the engine had decided. Asked at the
+ * first compaction of a run with recall on, so runs without recall record no marker.
+ */
+export const RECALL_IN_PASS_PATCH_ID = 'temporal-compactor:recall-in-pass-v1';
+
+/**
  * The patches one run has, each asked once, at its first use: `patched()` writes a marker into
  * history where it is first called, so where that is must not move (nor be asked earlier).
  */
@@ -45,6 +54,7 @@ export class RunPatches {
   private contextTokens: boolean | undefined;
   private toolBounds: boolean | undefined;
   private reviewAttribute: boolean | undefined;
+  private recallInPass: boolean | undefined;
 
   /** {@link LONG_RUN_PATCH_ID}: asked when a batch size or the token cache first depends on it. */
   longRunV2(): boolean {
@@ -68,5 +78,11 @@ export class RunPatches {
   reviewAttributeV1(): boolean {
     this.reviewAttribute ??= patched(REVIEW_ATTRIBUTE_PATCH_ID);
     return this.reviewAttribute;
+  }
+
+  /** {@link RECALL_IN_PASS_PATCH_ID}: asked at the first compaction of a run with recall on. */
+  recallInPassV1(): boolean {
+    this.recallInPass ??= patched(RECALL_IN_PASS_PATCH_ID);
+    return this.recallInPass;
   }
 }
