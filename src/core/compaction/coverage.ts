@@ -65,6 +65,7 @@ export function requiredIdentifiers(middle: readonly ChatMessage[], kept: readon
   // up (a token in it is an identifier), with a scanner of its own rather than a match object per
   // token, and the scan stops once every one of them was found (the order cannot change after).
   const fromMiddle = new Set<string>();
+  const searched = new Map([...used].map((identifier) => [identifier, searchKey(identifier)]));
   for (const message of middle) {
     const texts = [contentText(message.content), ...(message.tool_calls ?? []).map((call) => call.function.arguments)];
     // As identifiersIn over the texts joined by newlines (neither a URL nor a token spans one): the URLs first, then the tokens of the rest.
@@ -74,7 +75,7 @@ export function requiredIdentifiers(middle: readonly ChatMessage[], kept: readon
       for (const url of urls) if (used.has(url)) fromMiddle.add(url);
       return urls.length === 0 ? text : text.replace(URL, ' ');
     });
-    for (const rest of rests) if (mayHold(rest, used, fromMiddle)) usedTokensIn(rest, used, fromMiddle);
+    for (const rest of rests) if (mayHold(rest, searched, fromMiddle)) usedTokensIn(rest, used, fromMiddle);
     if (fromMiddle.size === used.size) break;
   }
   return [...fromMiddle];
@@ -84,12 +85,23 @@ export function requiredIdentifiers(middle: readonly ChatMessage[], kept: readon
 const SEARCHED_AT_MOST = 8;
 
 /**
- * False only when `text` cannot hold a token of `used` not yet in `found`: none of those is even
- * a substring of it (a search per identifier is much faster than the scan, while they are few).
+ * What is searched for an identifier: its end from its first character that is not a lowercase
+ * letter (every identifier has one). Lowercase letters are the commonest characters of any text,
+ * and a search skips fastest to a rarer first character; a text without that end cannot hold the
+ * identifier.
  */
-function mayHold(text: string, used: ReadonlySet<string>, found: ReadonlySet<string>): boolean {
-  if (used.size - found.size > SEARCHED_AT_MOST) return true;
-  for (const identifier of used) if (!found.has(identifier) && text.includes(identifier)) return true;
+function searchKey(identifier: string): string {
+  const start = identifier.search(/[^a-z]/);
+  return start <= 0 ? identifier : identifier.slice(start);
+}
+
+/**
+ * False only when `text` cannot hold a token of `searched` not yet in `found`: none of those is
+ * even there as a substring (a search per identifier is much faster than the scan, while they are few).
+ */
+function mayHold(text: string, searched: ReadonlyMap<string, string>, found: ReadonlySet<string>): boolean {
+  if (searched.size - found.size > SEARCHED_AT_MOST) return true;
+  for (const [identifier, key] of searched) if (!found.has(identifier) && text.includes(key)) return true;
   return false;
 }
 
