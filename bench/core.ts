@@ -235,12 +235,11 @@ async function main(): Promise<void> {
   progress(`trajectories: ${label}`);
   const lines: string[] = [];
 
-  // Generated conversations.
-  const generated = new Map<number, ChatMessage[]>();
-  for (const size of SIZES) {
+  // Generated conversations, each made when it is measured: the 100k one (141M characters) kept
+  // alive through the other measurements would add its marking to their garbage collection.
+  const generated = (size: number): ChatMessage[] => {
     const start = performance.now();
     const messages = generateConversation(size);
-    generated.set(size, messages);
     const chars = messages.reduce(
       (sum, message) => sum + (typeof message.content === 'string' ? message.content.length : 0),
       0,
@@ -248,7 +247,8 @@ async function main(): Promise<void> {
     progress(
       `generated ${size} messages (${(chars / 1e6).toFixed(1)}M chars, ${defaultCounter.count(messages)} tokens) in ${ms(performance.now() - start)} ms`,
     );
-  }
+    return messages;
+  };
   lines.push(
     '### Generated conversations',
     '',
@@ -262,7 +262,7 @@ async function main(): Promise<void> {
   for (const ageObservations of [false, true]) {
     const options = resolveOptions({ contextBudget: CONTEXT_BUDGET, ageObservations });
     for (const size of SIZES) {
-      const messages = generated.get(size) ?? [];
+      const messages = generated(size);
       progress(`measuring ${size} messages, ageObservations ${ageObservations} ...`);
       const figures = await figuresFor(messages, options, RUNS[size] ?? 5);
       compactTimes.set(`${size}/${ageObservations}`, figures.compact);
@@ -295,7 +295,7 @@ async function main(): Promise<void> {
     '| contextBudget | messages | text | ageObservations | needsCompaction | compact (summary) | compact (summary), request rendered | compact (hard trim) | `Compactor.compact` | summarizer request | outcome |',
     '|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---|',
   );
-  const longest = generated.get(10_000) ?? [];
+  const longest = generated(10_000);
   for (const budget of [CONTEXT_BUDGET, 1_000_000]) {
     const messages = prefixOf(longest, budget);
     const text = messages.reduce(
