@@ -1,5 +1,6 @@
-// Node: how long the pure core takes to plan and run one compaction — on the corpus trajectories
-// and on generated conversations of 1k, 10k and 100k messages — with an instant fake summarizer.
+// Node: how long the pure core takes to plan and run one compaction — on the corpus trajectories,
+// on generated conversations of 1k, 10k and 100k messages, and on a 128k-token and a 1M-token
+// conversation at their own window — with an instant fake summarizer.
 // Run: `npm run bench:core` (the repository's trajectories; `-- --corpus DIR` or
 // COMPACTOR_EXTENDED_CORPUS adds the extended corpus). Figures and the machine are recorded in
 // bench/README.md, "Core".
@@ -15,7 +16,7 @@ import {
   type SummarizeStep,
 } from '../src/core/compaction/engine.js';
 import { resolveOptions, type ResolvedOptions } from '../src/core/compaction/options.js';
-import { createFakeSummarizer, fakeSummaryText } from '../corpus/fake-summarizer.js';
+import { fakeSummaryText } from '../corpus/fake-summarizer.js';
 import { benchmarkCorpus } from '../corpus/index.js';
 
 const SIZES = [1_000, 10_000, 100_000] as const;
@@ -105,7 +106,18 @@ export function generateConversation(count: number, seed = 42): ChatMessage[] {
 // Measuring
 // ---------------------------------------------------------------------------------------------
 
+/**
+ * The instant summarizer's text, from what the request holds without its rendered text (as the
+ * workflow driver sends it: the instruction and the middle as messages).
+ */
+const quickSummaryText = (middle: number): string =>
+  `## Goals\nContinue the task (summary of ${middle} messages).\n## Decisions\nNone recorded.\n## Files and commands\nsrc/app.ts; npm test\n## Unresolved\nNothing.`;
 const instantSummary = (step: SummarizeStep): SummarizeOutcome => ({
+  kind: 'summary',
+  text: quickSummaryText(step.transcript.messages),
+});
+/** The same, from a summarizer that reads the rendered request (an in-process model client sends it). */
+const renderingSummary = (step: SummarizeStep): SummarizeOutcome => ({
   kind: 'summary',
   text: fakeSummaryText(step.request, 'ok'),
 });
@@ -149,6 +161,8 @@ async function measure(fn: () => unknown, runs: number): Promise<Timing> {
 interface Figures {
   plan: Timing;
   compact: Timing;
+  /** compact (summary) with a summarizer that reads the rendered request. */
+  rendered: Timing;
   trim: Timing;
   compactor: Timing;
   result: CompactionResult;
@@ -168,11 +182,16 @@ async function figuresFor(messages: ChatMessage[], options: ResolvedOptions, run
   const compactor = new Compactor({
     ...compactionOptions,
     retryBackoff: retryBackoffMs,
-    summarizer: createFakeSummarizer('ok'),
+    // Reads the middle, not the rendered text (as the extractive summarizer does).
+    summarizer: { summarize: (request) => Promise.resolve({ text: quickSummaryText(request.middle?.length ?? 0) }) },
   });
   return {
     plan: await measure(() => needsCompactionCore(messages, options, {}, defaultCounter), runs),
     compact: await measure(compact, runs),
+    rendered: await measure(
+      () => runCompactionSteps(compactionSteps(messages, options, {}, defaultCounter), renderingSummary),
+      runs,
+    ),
     trim: await measure(
       () => runCompactionSteps(compactionSteps(messages, options, {}, defaultCounter), failedSummary),
       runs,
@@ -181,6 +200,18 @@ async function figuresFor(messages: ChatMessage[], options: ResolvedOptions, run
     result,
     requestChars,
   };
+}
+
+/** The shortest prefix of `messages` of at least `tokens` tokens (all of them when they hold fewer). */
+function prefixOf(messages: readonly ChatMessage[], tokens: number): ChatMessage[] {
+  let low = 1;
+  let high = messages.length;
+  while (low < high) {
+    const probe = (low + high) >> 1;
+    if (defaultCounter.count(messages.slice(0, probe)) >= tokens) high = probe;
+    else low = probe + 1;
+  }
+  return messages.slice(0, high);
 }
 
 const ms = (value: number): string => (value < 10 ? value.toFixed(2) : value.toFixed(1));
@@ -204,12 +235,11 @@ async function main(): Promise<void> {
   progress(`trajectories: ${label}`);
   const lines: string[] = [];
 
-  // Generated conversations.
-  const generated = new Map<number, ChatMessage[]>();
-  for (const size of SIZES) {
+  // Generated conversations, each made when it is measured: the 100k one (141M characters) kept
+  // alive through the other measurements would add its marking to their garbage collection.
+  const generated = (size: number): ChatMessage[] => {
     const start = performance.now();
     const messages = generateConversation(size);
-    generated.set(size, messages);
     const chars = messages.reduce(
       (sum, message) => sum + (typeof message.content === 'string' ? message.content.length : 0),
       0,
@@ -217,29 +247,30 @@ async function main(): Promise<void> {
     progress(
       `generated ${size} messages (${(chars / 1e6).toFixed(1)}M chars, ${defaultCounter.count(messages)} tokens) in ${ms(performance.now() - start)} ms`,
     );
-  }
+    return messages;
+  };
   lines.push(
     '### Generated conversations',
     '',
     `contextBudget ${CONTEXT_BUDGET}, default options otherwise (keepRecent 8, toolResultCap 2000, ageMinChars 2000, ageReclaimMin 40000).`,
     `Each cell: median wall ms (median CPU ms) of ${Object.values(RUNS).join(' / ')} runs after ${WARMUP} warm-ups.`,
     '',
-    '| messages | ageObservations | needsCompaction | compact (summary) | compact (hard trim) | `Compactor.compact` | summarizer request | outcome |',
-    '|---:|---|---:|---:|---:|---:|---:|---|',
+    '| messages | ageObservations | needsCompaction | compact (summary) | compact (summary), request rendered | compact (hard trim) | `Compactor.compact` | summarizer request | outcome |',
+    '|---:|---|---:|---:|---:|---:|---:|---:|---|',
   );
   const compactTimes = new Map<string, Timing>();
   for (const ageObservations of [false, true]) {
     const options = resolveOptions({ contextBudget: CONTEXT_BUDGET, ageObservations });
     for (const size of SIZES) {
-      const messages = generated.get(size) ?? [];
+      const messages = generated(size);
       progress(`measuring ${size} messages, ageObservations ${ageObservations} ...`);
       const figures = await figuresFor(messages, options, RUNS[size] ?? 5);
       compactTimes.set(`${size}/${ageObservations}`, figures.compact);
       progress(
-        `  plan ${cell(figures.plan)}, compact ${cell(figures.compact)}, trim ${cell(figures.trim)}, Compactor ${cell(figures.compactor)} ms`,
+        `  plan ${cell(figures.plan)}, compact ${cell(figures.compact)}, rendered ${cell(figures.rendered)}, trim ${cell(figures.trim)}, Compactor ${cell(figures.compactor)} ms`,
       );
       lines.push(
-        `| ${size.toLocaleString('en')} | ${ageObservations ? 'on' : 'off'} | ${cell(figures.plan)} | ${cell(figures.compact)} | ${cell(figures.trim)} | ${cell(figures.compactor)} | ${(figures.requestChars / 1e6).toFixed(1)}M chars | ${outcome(figures.result)} |`,
+        `| ${size.toLocaleString('en')} | ${ageObservations ? 'on' : 'off'} | ${cell(figures.plan)} | ${cell(figures.compact)} | ${cell(figures.rendered)} | ${cell(figures.trim)} | ${cell(figures.compactor)} | ${(figures.requestChars / 1e6).toFixed(1)}M chars | ${outcome(figures.result)} |`,
       );
     }
   }
@@ -252,6 +283,34 @@ async function main(): Promise<void> {
       `- ageObservations ${ageObservations ? 'on' : 'off'}: 10k → 100k ×${ratio(10_000, 100_000, 'wall')} wall, ×${ratio(10_000, 100_000, 'cpu')} CPU` +
         ` (1k → 10k ×${ratio(1_000, 10_000, 'wall')} wall, ×${ratio(1_000, 10_000, 'cpu')} CPU)`,
     );
+  }
+
+  // A conversation as long as its window: 128k tokens, and 1M (about 4 MB of text).
+  lines.push(
+    '',
+    '### A conversation at its window',
+    '',
+    'The generated conversation up to the first message that takes it to `contextBudget` tokens (over the trigger), compacted at that budget; default options otherwise; cells as above, of 15 runs.',
+    '',
+    '| contextBudget | messages | text | ageObservations | needsCompaction | compact (summary) | compact (summary), request rendered | compact (hard trim) | `Compactor.compact` | summarizer request | outcome |',
+    '|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---|',
+  );
+  const longest = generated(10_000);
+  for (const budget of [CONTEXT_BUDGET, 1_000_000]) {
+    const messages = prefixOf(longest, budget);
+    const text = messages.reduce(
+      (sum, message) => sum + (typeof message.content === 'string' ? message.content.length : 0),
+      0,
+    );
+    for (const ageObservations of [false, true]) {
+      progress(
+        `measuring a ${budget}-token conversation (${messages.length} messages), ageObservations ${ageObservations} ...`,
+      );
+      const figures = await figuresFor(messages, resolveOptions({ contextBudget: budget, ageObservations }), 15);
+      lines.push(
+        `| ${budget.toLocaleString('en')} | ${messages.length.toLocaleString('en')} | ${(text / 1e6).toFixed(2)}M chars | ${ageObservations ? 'on' : 'off'} | ${cell(figures.plan)} | ${cell(figures.compact)} | ${cell(figures.rendered)} | ${cell(figures.trim)} | ${cell(figures.compactor)} | ${(figures.requestChars / 1e6).toFixed(1)}M chars | ${outcome(figures.result)} |`,
+      );
+    }
   }
 
   // Corpus.

@@ -142,6 +142,7 @@ function assertMessage(value: unknown, index: number): asserts value is ChatMess
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw new InvalidInputError(`messages[${index}]`, 'must be an object', index);
   }
+  if (plainlyValid(value)) return;
   const parsed = chatMessageSchema.safeParse(value);
   if (parsed.success) return;
   const issue = parsed.error.issues[0];
@@ -150,6 +151,54 @@ function assertMessage(value: unknown, index: number): asserts value is ChatMess
   if (issue.path[0] === 'content' && !(issue.code === 'custom' && issue.path.length === 1))
     assertContent(Reflect.get(value, 'content'), index);
   throw new InvalidInputError(pathOf(index, issue.path), describeIssue(issue, value), index);
+}
+
+const ROLES = new Set<unknown>(roles);
+
+/**
+ * True for a message {@link chatMessageSchema} accepts, checked by hand: zod costs about a
+ * microsecond a message, which a long conversation pays at every compaction. Anything this does
+ * not recognise as plainly valid goes to zod, which decides and names the fault, so the errors are
+ * zod's as they always were.
+ */
+function plainlyValid(message: unknown): boolean {
+  if (!isRecord(message)) return false;
+  const { role, content, tool_calls: calls, tool_call_id: callId, name, sticky, depth } = message;
+  if (!ROLES.has(role)) return false;
+  if (name !== undefined && typeof name !== 'string') return false;
+  if (sticky !== undefined && typeof sticky !== 'boolean') return false;
+  if (depth !== undefined && !(typeof depth === 'number' && Number.isSafeInteger(depth) && depth >= 0)) return false;
+  if (role === 'tool' ? !(typeof callId === 'string' && callId !== '') : callId !== undefined) return false;
+  if (calls !== undefined && (role !== 'assistant' || !plainCalls(calls))) return false;
+  if (content === null) return role === 'assistant' && Array.isArray(calls) && calls.length > 0;
+  if (typeof content === 'string') return true;
+  if (!Array.isArray(content)) return false;
+  for (let index = 0; index < content.length; index += 1) {
+    const part: unknown = content[index];
+    if (!isRecord(part)) return false;
+    const { type, text } = part;
+    if (typeof type !== 'string' || (type === 'text' && typeof text !== 'string')) return false;
+  }
+  return true;
+}
+
+/** Tool calls as {@link chatMessageSchema} wants them, with ids that differ. */
+function plainCalls(calls: unknown): boolean {
+  if (!Array.isArray(calls)) return false;
+  const ids = new Set<string>();
+  for (let index = 0; index < calls.length; index += 1) {
+    const call: unknown = calls[index];
+    if (!isRecord(call)) return false;
+    const { id, type, function: fn } = call;
+    if (typeof id !== 'string' || id === '' || type !== 'function' || ids.has(id) || !isRecord(fn)) return false;
+    if (typeof fn.name !== 'string' || fn.name === '' || typeof fn.arguments !== 'string') return false;
+    ids.add(id);
+  }
+  return true;
+}
+
+function isRecord(value: unknown): value is Readonly<Record<string, unknown>> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /** Names the fault in a message's content (the schema found one): its part and field. */

@@ -61,9 +61,93 @@ export function requiredIdentifiers(middle: readonly ChatMessage[], kept: readon
     if (message.role !== 'system' && message.role !== 'developer') identifiersIn(factText(message), used);
   }
   if (used.size === 0) return [];
+  // The middle runs to megabytes and `used` to a few identifiers: only tokens of `used` are looked
+  // up (a token in it is an identifier), with a scanner of its own rather than a match object per
+  // token, and the scan stops once every one of them was found (the order cannot change after).
   const fromMiddle = new Set<string>();
-  for (const message of middle) identifiersIn(factText(message), fromMiddle);
-  return [...fromMiddle].filter((identifier) => used.has(identifier));
+  const searched = new Map([...used].map((identifier) => [identifier, searchKey(identifier)]));
+  for (const message of middle) {
+    const texts = [contentText(message.content), ...(message.tool_calls ?? []).map((call) => call.function.arguments)];
+    // As identifiersIn over the texts joined by newlines (neither a URL nor a token spans one): the URLs first, then the tokens of the rest.
+    const rests = texts.map((text) => {
+      if (!text.includes('://')) return text;
+      const urls = text.match(URL) ?? [];
+      for (const url of urls) if (used.has(url)) fromMiddle.add(url);
+      return urls.length === 0 ? text : text.replace(URL, ' ');
+    });
+    for (const rest of rests) if (mayHold(rest, searched, fromMiddle)) usedTokensIn(rest, used, fromMiddle);
+    if (fromMiddle.size === used.size) break;
+  }
+  return [...fromMiddle];
+}
+
+/** Over this many identifiers still to find, a text is scanned rather than searched for each. */
+const SEARCHED_AT_MOST = 8;
+
+/**
+ * What is searched for an identifier: its end from its first character that is not a lowercase
+ * letter (every identifier has one). Lowercase letters are the commonest characters of any text,
+ * and a search skips fastest to a rarer first character; a text without that end cannot hold the
+ * identifier.
+ */
+function searchKey(identifier: string): string {
+  const start = identifier.search(/[^a-z]/);
+  return start <= 0 ? identifier : identifier.slice(start);
+}
+
+/**
+ * False only when `text` cannot hold a token of `searched` not yet in `found`: none of those is
+ * even there as a substring (a search per identifier is much faster than the scan, while they are few).
+ */
+function mayHold(text: string, searched: ReadonlyMap<string, string>, found: ReadonlySet<string>): boolean {
+  if (searched.size - found.size > SEARCHED_AT_MOST) return true;
+  for (const [identifier, key] of searched) if (!found.has(identifier) && text.includes(key)) return true;
+  return false;
+}
+
+/** Character classes of {@link TOKEN}, by char code: 1 may start it (and end it), 2 may end it, 4 may stand inside. */
+const TOKEN_CLASS = new Uint8Array(128);
+for (let code = 0; code < 128; code += 1) {
+  const char = String.fromCharCode(code);
+  if (/[A-Za-z0-9_]/.test(char)) TOKEN_CLASS[code] = 1 | 2 | 4;
+  else if (char === '/') TOKEN_CLASS[code] = 2 | 4;
+  else if (/[.#@-]/.test(char)) TOKEN_CLASS[code] = 4;
+}
+const classOf = (text: string, index: number): number => {
+  const code = text.charCodeAt(index);
+  return code < 128 ? (TOKEN_CLASS[code] ?? 0) : 0;
+};
+/** The characters `/[.:/#@-]+$/` strips from the end of a token (`:` cannot be in one). */
+const STRIPPED = new Set(['.', '/', '#', '@', '-'].map((char) => char.charCodeAt(0)));
+
+/**
+ * Adds to `into` the tokens of `text` that `used` holds, as {@link identifiersIn} finds them (the
+ * same matches of {@link TOKEN}, the same trailing punctuation stripped) in order. A match of
+ * `[start][inside]*[end]` is greedy: from a start character, the longest run of inside characters
+ * up to its last end character; a run with none after its start holds no match (every start
+ * character is an end character).
+ */
+function usedTokensIn(text: string, used: ReadonlySet<string>, into: Set<string>): void {
+  const length = text.length;
+  let index = 0;
+  while (index < length) {
+    if ((classOf(text, index) & 1) === 0) {
+      index += 1;
+      continue;
+    }
+    let end = -1;
+    let next = index + 1;
+    for (let cls = classOf(text, next); next < length && (cls & 4) !== 0; cls = classOf(text, ++next)) {
+      if ((cls & 2) !== 0) end = next;
+    }
+    if (end !== -1) {
+      let last = end;
+      while (last > index && STRIPPED.has(text.charCodeAt(last))) last -= 1;
+      const token = text.slice(index, last + 1);
+      if (used.has(token)) into.add(token);
+    }
+    index = next;
+  }
 }
 
 /** The identifiers of `required` that `summary` does not hold. */

@@ -9,7 +9,14 @@ import { applyElisions, elides, planPassElisions } from './elision.js';
 import { aimFor, instructionTextOf, type Aim, type CallOverrides, type ResolvedOptions } from './options.js';
 import { findRegions, trimBoundaries, type Regions } from './regions.js';
 import { validateMessages } from '../schema.js';
-import { capMiddle, requestFor, summaryContent, summaryInstruction, type InstructionText } from './transcript.js';
+import {
+  capMiddle,
+  requestChars,
+  requestFor,
+  summaryContent,
+  summaryInstruction,
+  type InstructionText,
+} from './transcript.js';
 import { truncateToFit } from './truncation.js';
 import { cutPieces, foldedMiddle, foldInstruction, requestFits } from './pieces.js';
 import {
@@ -401,7 +408,10 @@ function* passSteps(pass: Pass, hooks: CompactionHooks): CompactionSteps {
   const { text } = pass;
   // docs/design.md#coverage The identifiers the middle shares with what stays: a summary must keep them.
   const checking = options.summaryCoverage !== 'off';
-  const required = checking ? requiredIdentifiers(seen, keptAround(elided.messages, planned)) : [];
+  // Asked only once a summary came back: a summarizer that fails leaves the middle unscanned.
+  let requiredOnce: string[] | undefined;
+  const required = (): string[] =>
+    (requiredOnce ??= checking ? requiredIdentifiers(seen, keptAround(elided.messages, planned)) : []);
   let covering: boolean | undefined;
   const mayCover = (): boolean => (covering ??= hooks.mayCover?.() !== false);
   const named = hooks.nameReplaced?.('summary', planned.middle) ?? '';
@@ -409,15 +419,16 @@ function* passSteps(pass: Pass, hooks: CompactionHooks): CompactionSteps {
   const assembledOf = (written: string): ChatMessage[] => assemble(elided.messages, planned, contentOf(written));
   /** The summary the summarizer wrote, with what it left out carried when that still fits; undefined when neither fits. */
   const accepted = (written: string): CompactionResult | undefined => {
-    const missing = checking ? missingFrom(written, required) : [];
+    const missing = checking ? missingFrom(written, required()) : [];
     if (missing.length > 0 && mayCover()) {
       const carried = withCarriedFacts(written, missing);
       const assembled = assembledOf(carried);
-      if (accepts(assembled)) return summarized(contentOf(carried), assembled, coverageOf(required, written, carried));
+      if (accepts(assembled))
+        return summarized(contentOf(carried), assembled, coverageOf(required(), written, carried));
     }
     const assembled = assembledOf(written);
     if (!accepts(assembled)) return undefined;
-    const coverage = checking ? coverageOf(required, written, written) : undefined;
+    const coverage = checking ? coverageOf(required(), written, written) : undefined;
     return summarized(contentOf(written), assembled, coverage);
   };
 
@@ -474,7 +485,7 @@ function* passSteps(pass: Pass, hooks: CompactionHooks): CompactionSteps {
   const first = yield* ask(summaryStep('summary', summaryInstruction(undefined, text), text));
   if (first.kind !== 'summary' || first.text.trim() === '') return trimmed();
   const firstText = first.text.trim();
-  const firstMissing = options.summaryCoverage === 'retry' ? missingFrom(firstText, required) : [];
+  const firstMissing = options.summaryCoverage === 'retry' ? missingFrom(firstText, required()) : [];
   const retryNames = firstMissing.length > 0 && mayCover() ? firstMissing : [];
 
   if (accepts(assembledOf(firstText))) {
@@ -484,7 +495,7 @@ function* passSteps(pass: Pass, hooks: CompactionHooks): CompactionSteps {
     const retry = yield* ask(summaryStep('coverage', instruction, withIdentifiers(text, retryNames)));
     if (retry.kind === 'summary' && retry.text.trim() !== '') {
       const retryText = retry.text.trim();
-      const better = missingFrom(retryText, required).length < firstMissing.length ? accepted(retryText) : undefined;
+      const better = missingFrom(retryText, required()).length < firstMissing.length ? accepted(retryText) : undefined;
       if (better !== undefined) return withPieces(better, retry);
     }
     return withPieces(accepted(firstText) ?? trimmed(), first);
@@ -510,12 +521,9 @@ function step(
   text: InstructionText,
   piece?: SummarizeStep['piece'],
 ): SummarizeStep {
+  // The request's messages are rendered only if a driver reads them: counted here, not built.
   const request = requestFor(instruction, seen, text.summaryInstructions);
-  const characters = request.messages.reduce(
-    (sum, message) => sum + (typeof message.content === 'string' ? message.content.length : 0),
-    0,
-  );
-  const transcript = { messages: seen.length, characters };
+  const transcript = { messages: seen.length, characters: requestChars(instruction, seen) };
   return piece === undefined
     ? { kind: 'summarize', purpose, request, instruction, transcript }
     : { kind: 'summarize', purpose, request, instruction, transcript, piece };

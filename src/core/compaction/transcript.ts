@@ -122,6 +122,38 @@ export function renderTranscript(messages: readonly ChatMessage[], toolResultCap
   return pieces.join('');
 }
 
+/**
+ * The length of {@link renderTranscript}'s text, counted piece by piece without building it (a
+ * test holds the two together).
+ */
+export function transcriptLength(messages: readonly ChatMessage[], toolResultCap: number): number {
+  const toolNames = new Map<string, string>();
+  let length = 0;
+  messages.forEach((message, index) => {
+    if (index > 0) length += 2;
+    if (message.role === 'tool') {
+      const id = message.tool_call_id ?? '';
+      const name =
+        (message.tool_call_id !== undefined ? toolNames.get(message.tool_call_id) : undefined) ?? message.name;
+      // `[tool result ${name} (${id})]` or `[tool result (${id})]`
+      length += '[tool result ('.length + id.length + ')]'.length + (name === undefined ? 0 : name.length + 1);
+    } else length += message.role.length + 2;
+    const text = renderContent(message.content);
+    if (text !== '') length += 1 + (message.role === 'tool' ? cappedLength(text, toolResultCap) : text.length);
+    for (const call of message.tool_calls ?? []) {
+      toolNames.set(call.id, call.function.name);
+      // `\n-> call ${name} (${id}) ${arguments}`
+      length += '\n-> call  () '.length + call.function.name.length + call.id.length;
+      length += cappedLength(call.function.arguments, toolResultCap);
+    }
+  });
+  return length;
+}
+
+function cappedLength(text: string, cap: number): number {
+  return text.length <= cap ? text.length : capText(text, cap).length;
+}
+
 function nameOf(message: ChatMessage, toolNames: Map<string, string>): string {
   const name = (message.tool_call_id !== undefined ? toolNames.get(message.tool_call_id) : undefined) ?? message.name;
   const id = message.tool_call_id ?? '';
@@ -145,17 +177,44 @@ export function summaryInstruction(previousSummaryChars?: number, text: Instruct
  * `instructions` (the caller's `summaryInstructions`, already in the instruction) those too.
  */
 export function requestFor(instruction: string, cappedMiddle: ChatMessage[], instructions?: string): SummarizeRequest {
-  return {
+  const request: SummarizeRequest = {
     ...(instructions === undefined ? {} : { instructions }),
-    messages: [
-      { role: 'system', content: instruction },
-      {
-        role: 'user',
-        content: `Transcript to summarize (${cappedMiddle.length} messages):\n\n${renderTranscript(cappedMiddle, Number.POSITIVE_INFINITY)}`,
-      },
-    ],
+    messages: [],
     middle: cappedMiddle,
   };
+  // `messages` is rendered when first read, then kept: the workflow driver sends the instruction
+  // and the middle and never reads it, and a long middle's transcript runs to many megabytes.
+  // Redefined in place, so the request's keys keep their order.
+  let messages: ChatMessage[] | undefined;
+  Object.defineProperty(request, 'messages', {
+    enumerable: true,
+    configurable: true,
+    get: (): ChatMessage[] =>
+      (messages ??= [
+        { role: 'system', content: instruction },
+        {
+          role: 'user',
+          content: `${transcriptHeader(cappedMiddle)}${renderTranscript(cappedMiddle, Number.POSITIVE_INFINITY)}`,
+        },
+      ]),
+    set: (value: ChatMessage[]) => {
+      messages = value;
+    },
+  });
+  return request;
+}
+
+function transcriptHeader(cappedMiddle: readonly ChatMessage[]): string {
+  return `Transcript to summarize (${cappedMiddle.length} messages):\n\n`;
+}
+
+/** The characters of {@link requestFor}'s messages (instruction and transcript), without rendering them. */
+export function requestChars(instruction: string, cappedMiddle: readonly ChatMessage[]): number {
+  return (
+    instruction.length +
+    transcriptHeader(cappedMiddle).length +
+    transcriptLength(cappedMiddle, Number.POSITIVE_INFINITY)
+  );
 }
 
 /** The whole request: one chat completion, no tools. `previousSummaryChars` makes it the tighter retry. */

@@ -1,0 +1,207 @@
+// The engine's fast paths (bench/README.md#core) against what they stand in for: the transcript's
+// length counted without rendering it, the request's messages rendered when first read, the
+// identifiers a summary must keep found by a scanner of their own, and messages validated by hand
+// before zod. Each is compared with the slow definition over generated and hand-made inputs.
+import { describe, expect, it } from 'vitest';
+import { identifiersIn, requiredIdentifiers } from '../../src/core/compaction/coverage.js';
+import {
+  capMiddle,
+  renderTranscript,
+  requestChars,
+  requestFor,
+  transcriptLength,
+} from '../../src/core/compaction/transcript.js';
+import { contentText } from '../../src/core/counting/tokens.js';
+import { chatMessageSchema, validateMessages } from '../../src/core/schema.js';
+import type { ChatMessage } from '../../src/core/types.js';
+import { assistant, tool, user } from '../support/messages.js';
+
+/** mulberry32: a small seeded PRNG. */
+function prng(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let mixed = Math.imul(state ^ (state >>> 15), 1 | state);
+    mixed = (mixed + Math.imul(mixed ^ (mixed >>> 7), 61 | mixed)) ^ mixed;
+    return ((mixed ^ (mixed >>> 14)) >>> 0) / 4_294_967_296;
+  };
+}
+
+/** Words, identifiers of every kind the coverage check knows, near misses and punctuation that ends or splits tokens. */
+const WORDS = [
+  'the', 'fix', 'src/app.ts', 'src/app.ts.', 'src/app.ts:12', 'foo_bar', 'fooBar', 'E2BIG', 'np.array', 'a.b',
+  'x9', 'ab', 'a/b/', 'a/b', '//double/', 'path/', 'dir/sub/', 'v1.2.3', 'call_abc', 'toolu_X1', 'https://example.test/a_b?q=1.',
+  'http://x.io/src/app.ts)', 'see:https://y.test/p', '#tag@home-', '-_-', 'file-9', 'TypeError', 'naïve_ß', '\n', '"', ',',
+]; // prettier-ignore
+
+function text(random: () => number, words: number): string {
+  const parts: string[] = [];
+  for (let index = 0; index < words; index += 1) parts.push(WORDS[Math.floor(random() * WORDS.length)] ?? '');
+  return parts.join(random() < 0.5 ? ' ' : '');
+}
+
+/** A run of turns with tool calls, results (some named, some answering no call), parts and long arguments. */
+function conversation(seed: number, turns: number): ChatMessage[] {
+  const random = prng(seed);
+  const messages: ChatMessage[] = [user(text(random, 12))];
+  for (let turn = 0; turn < turns; turn += 1) {
+    const ids = [`call_${seed}_${turn}`, ...(random() < 0.4 ? [`call_${seed}_${turn}b`] : [])];
+    const args = (): string => JSON.stringify({ path: text(random, 3), note: text(random, Math.floor(random() * 80)) });
+    messages.push(
+      assistant(
+        random() < 0.3 ? null : text(random, 10),
+        ids.map((id) => [id, random() < 0.5 ? 'read_file' : 'bash', args()]),
+      ),
+    );
+    for (const id of ids) {
+      const result = text(random, Math.floor(random() * 120));
+      messages.push(
+        random() < 0.2
+          ? tool(id, result, {
+              content: [
+                { type: 'text', text: result },
+                { type: 'image_url', image_url: { url: 'x' } },
+              ],
+            })
+          : tool(random() < 0.1 ? `orphan_${turn}` : id, result, random() < 0.2 ? { name: 'named' } : {}),
+      );
+    }
+    if (random() < 0.2) messages.push(user(text(random, 20)));
+  }
+  return messages;
+}
+
+describe('the transcript counted without rendering it', () => {
+  it('transcriptLength is the length of renderTranscript, capped or not', () => {
+    for (let seed = 1; seed <= 40; seed += 1) {
+      const messages = conversation(seed, 12);
+      for (const cap of [Number.POSITIVE_INFINITY, 2000, 40, 3])
+        expect(transcriptLength(messages, cap), `seed ${seed}, cap ${cap}`).toBe(
+          renderTranscript(messages, cap).length,
+        );
+    }
+  });
+
+  it('a request renders its messages when first read: their characters are requestChars, its keys keep their order', () => {
+    const middle = capMiddle(conversation(7, 10), 50);
+    for (const instructions of [undefined, 'keep src/app.ts']) {
+      const request = requestFor('Summarize.', middle, instructions);
+      expect(Object.keys(request)).toEqual([
+        ...(instructions === undefined ? [] : ['instructions']),
+        'messages',
+        'middle',
+      ]);
+      const characters = request.messages.reduce((sum, message) => sum + contentText(message.content).length, 0);
+      expect(characters).toBe(requestChars('Summarize.', middle));
+      expect(request.messages[1]?.content).toBe(
+        `Transcript to summarize (${middle.length} messages):\n\n${renderTranscript(middle, Number.POSITIVE_INFINITY)}`,
+      );
+      expect(request.messages).toBe(request.messages);
+      expect(JSON.parse(JSON.stringify(request))).toEqual({
+        ...(instructions === undefined ? {} : { instructions }),
+        messages: request.messages,
+        middle,
+      });
+    }
+  });
+});
+
+describe('the identifiers a summary must keep', () => {
+  /** The definition: every identifier of the middle's texts, in order, that the kept messages use too. */
+  function reference(middle: readonly ChatMessage[], kept: readonly ChatMessage[]): string[] {
+    const factText = (message: ChatMessage): string =>
+      [contentText(message.content), ...(message.tool_calls ?? []).map((call) => call.function.arguments)].join('\n');
+    const used = new Set<string>();
+    for (const message of kept) if (message.role !== 'system') identifiersIn(factText(message), used);
+    const fromMiddle = new Set<string>();
+    for (const message of middle) identifiersIn(factText(message), fromMiddle);
+    return [...fromMiddle].filter((identifier) => used.has(identifier));
+  }
+
+  it('are those the definition finds, in the same order', () => {
+    let nonEmpty = 0;
+    for (let seed = 1; seed <= 60; seed += 1) {
+      const messages = conversation(seed, 15);
+      const cut = 3 + Math.floor(prng(seed)() * (messages.length - 6));
+      const middle = messages.slice(1, cut);
+      const kept = [messages[0] as ChatMessage, ...messages.slice(cut)];
+      const expected = reference(middle, kept);
+      if (expected.length > 0) nonEmpty += 1;
+      expect(requiredIdentifiers(middle, kept), `seed ${seed}`).toEqual(expected);
+    }
+    expect(nonEmpty).toBeGreaterThan(30);
+  });
+
+  it('finds identifiers at the edges of texts, inside URLs only as the URL, and after many still to find', () => {
+    const kept = [user(`src/app.ts a/b a_1 b_2 c_3 d_4 e_5 f_6 g_7 h_8 i_9 https://example.test/a_b?q=1 x.io/y`)];
+    const middle = [
+      user('(a_1.) a/b/'),
+      assistant('see https://example.test/a_b?q=1, then x.io/y/ and b_2.'),
+      user('i_9 h_8 g_7 f_6 e_5 d_4 c_3 src/app.ts.'),
+    ];
+    expect(requiredIdentifiers(middle, kept)).toEqual(reference(middle, kept));
+    expect(requiredIdentifiers(middle, kept)).toEqual([
+      'a_1',
+      'a/b',
+      'https://example.test/a_b?q=1',
+      'x.io/y',
+      'b_2',
+      'i_9',
+      'h_8',
+      'g_7',
+      'f_6',
+      'e_5',
+      'd_4',
+      'c_3',
+      'src/app.ts',
+    ]);
+  });
+});
+
+describe('messages validated by hand before zod', () => {
+  const call = { id: 'c1', type: 'function', function: { name: 'f', arguments: '{}' } };
+  const bases: Record<string, unknown>[] = [
+    { role: 'user', content: 'hi' },
+    { role: 'assistant', content: null, tool_calls: [call] },
+    { role: 'tool', content: 'out', tool_call_id: 'c1', name: 'f' },
+    {
+      role: 'system',
+      content: [
+        { type: 'text', text: 'a' },
+        { type: 'image_url', image_url: { url: 'x' } },
+      ],
+      sticky: true,
+    },
+    { role: 'developer', content: 'd', depth: 0, extra: { kept: true } },
+  ];
+  const values: unknown[] = [
+    undefined, null, '', 'x', 'text', 'user', 'assistant', 'tool', 'function', 0, -1, 1.5, 2 ** 60, Number.NaN,
+    Number.POSITIVE_INFINITY, true, [], {}, [null], [[]], [{}], [{ type: 'text' }], [{ type: 'text', text: 1 }],
+    [{ type: 'image_url' }], [{ type: 5 }], [call], [call, call], [{ ...call, id: '' }], [{ ...call, type: 'fn' }],
+    [{ ...call, function: { name: '', arguments: '' } }], [{ ...call, function: { name: 'f', arguments: {} } }],
+    [{ ...call, function: null }], [{ id: 'c2', type: 'function' }], new Array(2),
+  ]; // prettier-ignore
+  const fields = ['role', 'content', 'tool_calls', 'tool_call_id', 'name', 'sticky', 'depth'];
+
+  it('accepts exactly what the schema accepts (a fault is still named by zod)', () => {
+    let accepted = 0;
+    let refused = 0;
+    for (const base of bases)
+      for (const field of fields)
+        for (const value of values) {
+          const message = { ...base, [field]: value };
+          const valid = chatMessageSchema.safeParse(message).success;
+          let outcome = 'accepted';
+          try {
+            validateMessages([message]);
+          } catch (error) {
+            outcome = error instanceof Error ? error.message : String(error);
+          }
+          expect(outcome === 'accepted', `${JSON.stringify(message)}: ${outcome}`).toBe(valid);
+          if (valid) accepted += 1;
+          else refused += 1;
+        }
+    expect(accepted).toBeGreaterThan(50);
+    expect(refused).toBeGreaterThan(500);
+  });
+});
