@@ -13,7 +13,7 @@ import { statedCharLimit, transcriptText } from './extractive/request.js';
 import { buildSections, rawTextSections } from './extractive/sections.js';
 import { honourInstructions, instructionTerms } from './extractive/instructions.js';
 import { readTurns } from './extractive/turns.js';
-import { identifiersLine, rankedIdentifiers } from './extractive/identifiers.js';
+import { identifiersLine, rankedIdentifiers, SECTIONS_FLOOR } from './extractive/identifiers.js';
 
 export { EXTRACTIVE_SUMMARY_NOTICE };
 
@@ -34,7 +34,8 @@ export interface ExtractiveSummarizerOptions {
   /**
    * The share of the summary's budget given to the line after the sections that lists the
    * identifiers (paths, symbols, ids) of the middle the sections did not copy, the likeliest to be
-   * named again first (docs/design.md#coverage). `0` leaves the line out.
+   * named again first (docs/design.md#coverage); never the sections' first 1,000 characters, and
+   * the sections get the whole budget when there is no line. `0` leaves the line out.
    * @default 0.4
    */
   identifierShare?: number;
@@ -165,10 +166,14 @@ export function extractiveSummary(request: SummarizeRequest, options: Extractive
     return renderSummary(sections, budget, readEarlierSummaries([]).omitted);
   }
   const turns = readTurns(middle);
-  // The identifiers line gets its share of the room; the sections the rest and whatever it leaves.
-  const reserve = Math.floor(budget * identifierShare);
+  // The identifiers line gets its share of the room, never the sections' first SECTIONS_FLOOR
+  // characters; without a line, the sections get the whole budget.
+  const reserve = Math.min(Math.floor(budget * identifierShare), Math.max(0, budget - SECTIONS_FLOOR));
   const sections = honourInstructions(buildSections(turns), terms, middle);
   const body = renderSummary(sections, budget - reserve, turns.earlier.omitted);
-  const line = identifiersLine(rankedIdentifiers(middle, turns), body, Math.min(reserve, budget - body.length - 2));
-  return line === '' ? body : `${body}\n\n${line}`;
+  const line =
+    reserve === 0
+      ? ''
+      : identifiersLine(rankedIdentifiers(middle, turns), body, Math.min(reserve, budget - body.length - 2));
+  return line === '' ? renderSummary(sections, budget, turns.earlier.omitted) : `${body}\n\n${line}`;
 }

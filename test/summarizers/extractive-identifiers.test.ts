@@ -42,16 +42,23 @@ describe('the identifiers line of an extractive summary', () => {
 
   it('keeps the likeliest when the room is small, and leaves the line out with identifierShare 0', () => {
     const request = summarizeRequest(RUN, 2000);
-    const small = extractiveSummary(request, {
-      maxChars: 400,
-      maxRatio: Number.POSITIVE_INFINITY,
-      identifierShare: 0.1,
-    });
-    expect(small.length).toBeLessThanOrEqual(400);
+    const roomy = { maxRatio: Number.POSITIVE_INFINITY };
+    // 3% of 1,200 characters: room for the prefix and one identifier.
+    const small = extractiveSummary(request, { ...roomy, maxChars: 1200, identifierShare: 0.03 });
+    expect(small.length).toBeLessThanOrEqual(1200);
     expect(listed(small)).toEqual(['REPORT_TEMPLATE']);
-    const none = extractiveSummary(request, { maxRatio: Number.POSITIVE_INFINITY, identifierShare: 0 });
+    const none = extractiveSummary(request, { ...roomy, identifierShare: 0 });
     expect(listed(none)).toEqual([]);
     expect(none).not.toContain(PREFIX);
+  });
+
+  it('never takes the sections’ first 1,000 characters: a small budget is the sections’ alone', () => {
+    const request = summarizeRequest(RUN, 2000);
+    const roomy = { maxRatio: Number.POSITIVE_INFINITY };
+    const small = extractiveSummary(request, { ...roomy, maxChars: 900, identifierShare: 0.5 });
+    expect(listed(small)).toEqual([]);
+    expect(small).toBe(extractiveSummary(request, { ...roomy, maxChars: 900, identifierShare: 0 }));
+    expect(small).toContain('- Fix the crash in the report job.');
   });
 
   it('ranks what the files the user named say before what other results say', () => {

@@ -9,6 +9,9 @@ import { IDENTIFIERS_PREFIX } from './format.js';
 import { argumentFields, pathsInCommand } from './text.js';
 import type { Turns } from './turns.js';
 
+/** The sections keep at least this much of a summary's budget: the task and where the run stands come before any name. */
+export const SECTIONS_FLOOR = 1000;
+
 /** What recency is worth at most: the last message of the middle adds this to an identifier's uses. */
 const RECENCY = 3;
 /** What an earlier summary's line is worth at most: its first identifier adds this, its last nearly none. */
