@@ -16,7 +16,9 @@
 // Run: `npm run bench:cost` (the repository's trajectories, examples/trajectories/) or
 //      `npm run bench:cost -- --corpus ../shared/corpus` (the extended corpus); `--write` puts the
 //      tables into bench/README.md. Flags: --cached-price 0.1, --summarizer-price 0.25,
-//      --summarizer-input request|middle, --tokenizer chars|o200k|both (default both), --ablation.
+//      --summarizer-input request|middle, --tokenizer chars|o200k|both (default both), --ablation,
+//      --explain-retention (our engine's policies only: the identifiers each missed, counted by
+//      where they were lost).
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg } from 'node:os';
 import { basename, join, relative, resolve } from 'node:path';
@@ -28,6 +30,7 @@ import {
   validateMessages,
   type ChatMessage,
   type CompactionOptions,
+  type CompactionResult,
   type TokenCounter,
 } from '../src/index.js';
 import { extractiveSummary } from '../src/summarizers/extractive.js';
@@ -40,6 +43,7 @@ import {
 import { countTextTokens } from '../src/core/counting/bpe-counter.js';
 import { findRegions } from '../src/core/compaction/regions.js';
 import { resolveOptions } from '../src/core/compaction/options.js';
+import { capMiddle, isSummaryMessage } from '../src/core/compaction/transcript.js';
 
 const REPO_ROOT = fileURLToPath(new URL('../', import.meta.url));
 const README = fileURLToPath(new URL('./README.md', import.meta.url));
@@ -188,6 +192,8 @@ interface Round {
   summarizerTokens: number;
   /** A summarizing compaction that ended above its low-water mark (our engine's `aboveMark`). */
   aboveMark: number;
+  /** Our engine's rewrite this round, for `--explain-retention`: what it started from and what it returned. */
+  rewrite?: { before: ChatMessage[]; result: CompactionResult; toolResultCap: number };
 }
 
 interface PolicyContext {
@@ -329,6 +335,7 @@ function engine(name: string, options: Omit<CompactionOptions, 'contextBudget'>,
           compactions: rewrote ? 1 : 0,
           summarizerTokens,
           aboveMark: result.aboveMark === undefined ? 0 : 1,
+          ...(rewrote ? { rewrite: { before: conversation, result, toolResultCap: resolved.toolResultCap } } : {}),
         };
       };
     },
@@ -389,15 +396,70 @@ function requestEnds(trajectory: readonly ChatMessage[]): number[] {
   return ends;
 }
 
-function runPolicy(policy: Policy, context: PolicyContext, prices: Prices): Totals {
+// ---------------------------------------------------------------------------------------------
+// --explain-retention: where the identifiers a turn mentions but its request lacks were lost
+// ---------------------------------------------------------------------------------------------
+
+/** Misses by cause, summed over the corpus. */
+type Causes = Map<string, number>;
+
+const CAUSE = {
+  elided: 'elided (a stub replaced the tool result)',
+  truncated: 'truncated (cut middle-out to fit)',
+  trimmed: 'hard trim (dropped, no summary)',
+  capped: 'summarized: cut from the summarizer input (toolResultCap)',
+  leftOut: 'summarized: the summarizer left it out',
+  leftOutRequired: 'summarized: left out although coverage required it',
+  earlierSummary: 'summarized: an earlier summary held it, the new one let it go',
+  never: 'never in the policy view (no rewrite lost it)',
+} as const;
+
+/**
+ * Why each identifier of `before` that `result` no longer holds was lost: the fate of the last
+ * message of `before` that held it — elided, truncated, trimmed, or replaced by the summary (and
+ * then whether the summarizer saw it at all, and whether the coverage check required it).
+ */
+function lostInRewrite(
+  { before, result, toolResultCap }: NonNullable<Round['rewrite']>,
+  lost: Map<string, string>,
+): void {
+  const after = new Set<string>();
+  for (const message of result.messages) for (const identifier of identifiersOf(message)) after.add(identifier);
+  const kept = new Set(result.messages.map(jsonOf));
+  const elided = new Set(result.elisions.map(({ index }) => index));
+  const truncated = new Set((result.truncations ?? []).map(({ index }) => index));
+  const required = new Set(result.coverage?.missing ?? []);
+  const fate = (index: number, message: ChatMessage, identifier: string): string => {
+    if (truncated.has(index)) return CAUSE.truncated;
+    if (elided.has(index)) return CAUSE.elided;
+    if (kept.has(jsonOf(message))) return CAUSE.never; // still there: another message's fate decides
+    if (result.summary === null) return CAUSE.trimmed;
+    if (isSummaryMessage(message)) return CAUSE.earlierSummary;
+    const [seen] = capMiddle([message], toolResultCap);
+    if (seen !== undefined && !identifiersOf(seen).has(identifier)) return CAUSE.capped;
+    return required.has(identifier) ? CAUSE.leftOutRequired : CAUSE.leftOut;
+  };
+  before.forEach((message, index) => {
+    for (const identifier of identifiersOf(message)) {
+      if (after.has(identifier)) continue;
+      const cause = fate(index, message, identifier);
+      if (cause !== CAUSE.never || !lost.has(identifier)) lost.set(identifier, cause);
+    }
+  });
+}
+
+function runPolicy(policy: Policy, context: PolicyContext, prices: Prices, causes?: Causes): Totals {
   const { trajectory, window, tokens } = context;
   const next = policy.start(context);
   const probes = retentionProbes(trajectory);
   const totals = emptyTotals();
   let previous: ChatMessage[] = [];
   let compactedLastRound = false;
+  /** With `causes`: per identifier, why the latest rewrite that removed it did. */
+  const lost = new Map<string, string>();
   for (const end of requestEnds(trajectory)) {
     const round = next(end);
+    if (causes !== undefined && round.rewrite !== undefined) lostInRewrite(round.rewrite, lost);
     const request = round.messages;
     const requestTokens = tokens(request);
     let prefix = 0;
@@ -421,7 +483,12 @@ function runPolicy(policy: Policy, context: PolicyContext, prices: Prices): Tota
     if (mentioned.length > 0) {
       const sets = request.map(identifiersOf);
       totals.probes += mentioned.length;
-      totals.retained += mentioned.filter((identifier) => sets.some((set) => set.has(identifier))).length;
+      const missed = mentioned.filter((identifier) => !sets.some((set) => set.has(identifier)));
+      totals.retained += mentioned.length - missed.length;
+      for (const identifier of causes === undefined ? [] : missed) {
+        const cause = lost.get(identifier) ?? CAUSE.never;
+        causes?.set(cause, (causes.get(cause) ?? 0) + 1);
+      }
     }
     previous = request;
   }
@@ -494,6 +561,7 @@ interface Flags {
   summarizerInput: SummarizerInput;
   tokenizers: Tokenizer[];
   ablation: boolean;
+  explain: boolean;
   write: boolean;
 }
 
@@ -525,6 +593,7 @@ function parseFlags(argv: readonly string[]): Flags {
     summarizerInput,
     tokenizers: tokenizer === 'both' ? ['chars', 'o200k'] : [tokenizer],
     ablation: argv.includes('--ablation'),
+    explain: argv.includes('--explain-retention'),
     write: argv.includes('--write'),
   };
 }
@@ -533,6 +602,8 @@ interface Table {
   tokenizer: Tokenizer;
   policies: Policy[];
   totals: Totals[];
+  /** With `--explain-retention`: per policy, its misses by cause. */
+  causes: Causes[];
 }
 
 function runAll(
@@ -545,6 +616,7 @@ function runAll(
   const tokens = (messages: readonly ChatMessage[]): number =>
     messages.reduce((sum, message) => sum + messageTokens(message), 0);
   const totals = policies.map(() => emptyTotals());
+  const causes = policies.map((): Causes => new Map());
   trajectories.forEach(({ name, messages }, position) => {
     const started = performance.now();
     const ends = requestEnds(messages);
@@ -560,7 +632,7 @@ function runAll(
     const billed: string[] = [];
     let base = 1;
     policies.forEach((policy, index) => {
-      const result = runPolicy(policy, context, flags.prices);
+      const result = runPolicy(policy, context, flags.prices, flags.explain ? causes[index] : undefined);
       if (index === 0) base = result.billed;
       const into = totals[index];
       if (into !== undefined) addInto(into, result);
@@ -571,7 +643,7 @@ function runAll(
       `[${tokenizer} ${position + 1}/${trajectories.length}] ${name}: window ${window.toLocaleString('en-US')}, ${ends.length} requests, ${seconds} s — billed × none: ${billed.join(' ')}`,
     );
   });
-  return { tokenizer, policies: [...policies], totals };
+  return { tokenizer, policies: [...policies], totals, causes };
 }
 
 const grouped = (value: number): string => Math.round(value).toLocaleString('en-US');
@@ -587,6 +659,26 @@ function markdownTable({ policies, totals }: Table): string {
     '| policy | billed × none | billed input tokens | cache hit rate | rounds > 50% uncached | rounds over the window | compactions | thrash | above the mark | summarizer input tokens | retention |',
     '|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
     ...rows,
+  ].join('\n');
+}
+
+/** Our engine's policies, one row each: the identifiers retention missed, by where they were lost. */
+function causesTable({ tokenizer, policies, totals, causes }: Table): string {
+  const names = Object.values(CAUSE);
+  const rows = policies.flatMap((policy, index) => {
+    if (ANCHORS.includes(policy)) return [];
+    const t = totals[index] ?? emptyTotals();
+    const byCause = causes[index] ?? new Map<string, number>();
+    const cells = names.map((name) => String(byCause.get(name) ?? 0));
+    return [`| ${policy.name} | ${t.probes - t.retained} | ${cells.join(' | ')} |`];
+  });
+  return [
+    `Missed identifiers by where they were lost (${tokenizer} tokens):`,
+    '',
+    `| policy | missed | ${names.join(' | ')} |`,
+    `|---|--:|${names.map(() => '--:|').join('')}`,
+    ...rows,
+    '',
   ].join('\n');
 }
 
@@ -623,6 +715,7 @@ function main(): void {
     ]),
   ].join('\n');
   console.log(section);
+  if (flags.explain) for (const table of tables) console.log(causesTable(table));
 
   if (flags.write) {
     const start = `<!-- bench:cost:${label}:start -->`;

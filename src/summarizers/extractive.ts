@@ -13,6 +13,7 @@ import { statedCharLimit, transcriptText } from './extractive/request.js';
 import { buildSections, rawTextSections } from './extractive/sections.js';
 import { honourInstructions, instructionTerms } from './extractive/instructions.js';
 import { readTurns } from './extractive/turns.js';
+import { identifiersLine, rankedIdentifiers, SECTIONS_FLOOR } from './extractive/identifiers.js';
 
 export { EXTRACTIVE_SUMMARY_NOTICE };
 
@@ -30,12 +31,22 @@ export interface ExtractiveSummarizerOptions {
    * @default 0.15
    */
   maxRatio?: number;
+  /**
+   * The share of the summary's budget given to the line after the sections that lists the
+   * identifiers (paths, symbols, ids) of the middle the sections did not copy, the likeliest to be
+   * named again first (docs/design.md#coverage); never the sections' first 1,000 characters, and
+   * the sections get the whole budget when there is no line. `0` leaves the line out.
+   * @default 0.4
+   */
+  identifierShare?: number;
 }
 
 /** @default 6000 characters */
 export const DEFAULT_EXTRACTIVE_MAX_CHARS = 6000;
 /** @default 0.15 of the transcript */
 export const DEFAULT_EXTRACTIVE_MAX_RATIO = 0.15;
+/** @default 0.4 of the summary's budget */
+export const DEFAULT_IDENTIFIER_SHARE = 0.4;
 /** The smallest budget the ratio may produce: the notice, four headings and a line or two each. */
 export const MIN_EXTRACTIVE_SUMMARY_CHARS = 400;
 
@@ -47,7 +58,9 @@ export const MIN_EXTRACTIVE_SUMMARY_CHARS = 400;
  * turns that carry decision words or open a turn (Decisions), file paths and commands found in
  * tool-call arguments and results, with the tool and whether the result looked like an error
  * (Files and commands), and the latest user request plus errors in the latest tool results
- * (Unresolved). Its first line says it is an offline extractive summary.
+ * (Unresolved), then a line of the identifiers (paths, symbols, ids) of the middle that the
+ * sections did not copy, ranked by use, recency and the files the user named, within
+ * `identifierShare` of the budget. Its first line says it is an offline extractive summary.
  *
  * A summary of a summary merges: an earlier summary in the transcript (the engine's synthetic
  * message, `isSummaryMessage`) is not a user turn but the older part of the run, and its sections
@@ -66,7 +79,11 @@ export const MIN_EXTRACTIVE_SUMMARY_CHARS = 400;
  * const compactor = new Compactor({ summarizer: createExtractiveSummarizer(), contextBudget: 128_000 });
  */
 export function createExtractiveSummarizer(options: ExtractiveSummarizerOptions = {}): Summarizer {
-  assertKnownKeys(options, keysOf<ExtractiveSummarizerOptions>({ maxChars: true, maxRatio: true }), 'options');
+  assertKnownKeys(
+    options,
+    keysOf<ExtractiveSummarizerOptions>({ maxChars: true, maxRatio: true, identifierShare: true }),
+    'options',
+  );
   const resolved = resolveExtractiveOptions(options);
   return {
     async summarize(request: SummarizeRequest, callOptions?: { signal?: AbortSignal }): Promise<SummarizeResponse> {
@@ -85,11 +102,13 @@ function abortReason(signal: AbortSignal): unknown {
 interface ResolvedExtractiveOptions {
   maxChars: number;
   maxRatio: number;
+  identifierShare: number;
 }
 
 function resolveExtractiveOptions({
   maxChars = DEFAULT_EXTRACTIVE_MAX_CHARS,
   maxRatio = DEFAULT_EXTRACTIVE_MAX_RATIO,
+  identifierShare = DEFAULT_IDENTIFIER_SHARE,
 }: ExtractiveSummarizerOptions): ResolvedExtractiveOptions {
   if (!Number.isInteger(maxChars) || maxChars < MIN_EXTRACTIVE_SUMMARY_CHARS) {
     throw new RangeError(
@@ -99,7 +118,12 @@ function resolveExtractiveOptions({
   if (Number.isNaN(maxRatio) || maxRatio <= 0) {
     throw new RangeError(`createExtractiveSummarizer: maxRatio must be a positive number, got ${maxRatio}`);
   }
-  return { maxChars, maxRatio };
+  if (!(identifierShare >= 0 && identifierShare < 1)) {
+    throw new RangeError(
+      `createExtractiveSummarizer: identifierShare must be a number from 0 up to (not including) 1, got ${identifierShare}`,
+    );
+  }
+  return { maxChars, maxRatio, identifierShare };
 }
 
 /**
@@ -128,7 +152,7 @@ function resolveExtractiveOptions({
  * The earlier summaries' headers and notice lines are never copied, so summaries do not nest.
  */
 export function extractiveSummary(request: SummarizeRequest, options: ExtractiveSummarizerOptions = {}): string {
-  const { maxChars, maxRatio } = resolveExtractiveOptions(options);
+  const { maxChars, maxRatio, identifierShare } = resolveExtractiveOptions(options);
   const transcript = transcriptText(request.messages);
   const statedLimit = statedCharLimit(request.messages);
   const byRatio = Math.max(MIN_EXTRACTIVE_SUMMARY_CHARS, Math.floor(transcript.length * maxRatio));
@@ -142,5 +166,14 @@ export function extractiveSummary(request: SummarizeRequest, options: Extractive
     return renderSummary(sections, budget, readEarlierSummaries([]).omitted);
   }
   const turns = readTurns(middle);
-  return renderSummary(honourInstructions(buildSections(turns), terms, middle), budget, turns.earlier.omitted);
+  // The identifiers line gets its share of the room, never the sections' first SECTIONS_FLOOR
+  // characters; without a line, the sections get the whole budget.
+  const reserve = Math.min(Math.floor(budget * identifierShare), Math.max(0, budget - SECTIONS_FLOOR));
+  const sections = honourInstructions(buildSections(turns), terms, middle);
+  const body = renderSummary(sections, budget - reserve, turns.earlier.omitted);
+  const line =
+    reserve === 0
+      ? ''
+      : identifiersLine(rankedIdentifiers(middle, turns), body, Math.min(reserve, budget - body.length - 2));
+  return line === '' ? renderSummary(sections, budget, turns.earlier.omitted) : `${body}\n\n${line}`;
 }

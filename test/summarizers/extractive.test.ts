@@ -39,7 +39,7 @@ function transcriptOf(request: SummarizeRequest): string {
   return content;
 }
 
-/** Section name → its lines (without the heading). */
+/** Section name → its lines (without the heading); the identifiers line after the sections under `Identifiers seen:`. */
 function sectionsOf(summary: string): Map<string, string[]> {
   const sections = new Map<string, string[]>();
   let current: string[] | undefined;
@@ -47,6 +47,9 @@ function sectionsOf(summary: string): Map<string, string[]> {
     if (line.startsWith('## ')) {
       current = [];
       sections.set(line, current);
+    } else if (line.startsWith('Identifiers seen: ')) {
+      current = undefined;
+      sections.set('Identifiers seen:', line.slice('Identifiers seen: '.length).split(', '));
     } else if (line !== '') current?.push(line);
   }
   return sections;
@@ -342,6 +345,8 @@ describe('extractive summarizer on a transcript that holds an earlier summary', 
       '- `cat /etc/app/config.yaml` (bash) failed: cat: /etc/app/config.yaml: No such file or directory',
       '- Last agent message: Run it again after the fix.',
     ]);
+    // What the sections did not copy, the latest use first among equals.
+    expect(sections.get('Identifiers seen:')).toEqual(['0.01s', 'AssertionError']);
   });
 
   it('lets earlier failures go once six newer tool results follow them', () => {

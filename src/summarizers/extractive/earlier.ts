@@ -1,7 +1,16 @@
 // Sandbox-safe: earlier summaries read back into items, so that a summary of a summary merges
 // with it rather than nesting it.
 import { isSummaryMessage } from '../../core/compaction/transcript.js';
-import { NOTHING, NOTICE_WORDS, OMITTED_LINE, SECTIONS, LATEST_REQUEST, type SectionName } from './format.js';
+import { CARRIED_FACTS_PREFIX } from '../../core/compaction/coverage.js';
+import {
+  IDENTIFIERS_PREFIX,
+  NOTHING,
+  NOTICE_WORDS,
+  OMITTED_LINE,
+  SECTIONS,
+  LATEST_REQUEST,
+  type SectionName,
+} from './format.js';
 import { clip, withoutMarker } from './text.js';
 
 /** The sections of the engine's earlier summaries, oldest first, as lines ready to be reused. */
@@ -17,6 +26,23 @@ export interface EarlierSummaries {
   latestRequest: string | undefined;
   /** The `N` of each section's `(N more not shown)`, summed over the earlier summaries (0 for Unresolved). */
   omitted: Record<SectionName, number>;
+  /**
+   * The identifiers the newest earlier summary listed after its sections: its carried-facts line
+   * (the engine's, docs/design.md#coverage) first, then its identifiers line, each in its order.
+   */
+  identifiers: string[];
+}
+
+/** The identifiers a line after the sections lists (`Identifiers seen: a, b`, `Carried facts (…): \`a\`, \`b\``), or undefined for any other line. */
+function listedIdentifiers(line: string): string[] | undefined {
+  const trimmed = line.trim();
+  const prefix = [CARRIED_FACTS_PREFIX, IDENTIFIERS_PREFIX].find((candidate) => trimmed.startsWith(candidate));
+  if (prefix === undefined) return undefined;
+  return trimmed
+    .slice(prefix.length)
+    .split(', ')
+    .map((item) => item.trim().replace(/^`|`$/g, ''))
+    .filter((item) => item !== '');
 }
 
 /**
@@ -55,8 +81,20 @@ export function readEarlierSummaries(texts: readonly string[]): EarlierSummaries
     unresolved: [],
     latestRequest: undefined,
     omitted: { goals: 0, decisions: 0, files: 0, unresolved: 0 },
+    identifiers: [],
   };
-  for (const text of texts) {
+  for (const whole of texts) {
+    // The lines after the sections list identifiers, not items: read apart, never copied as an item.
+    const listed: string[][] = [];
+    const text = whole
+      .split(/\r?\n/)
+      .filter((line) => {
+        const identifiers = listedIdentifiers(line);
+        if (identifiers !== undefined) listed.push(identifiers);
+        return identifiers === undefined;
+      })
+      .join('\n');
+    if (listed.length > 0) earlier.identifiers = [...new Set(listed.flat())];
     for (const { section, lines } of summaryItems(text)) {
       const head = lines[0] ?? '';
       const omitted = OMITTED_LINE.exec(head);

@@ -21,6 +21,8 @@ export const LAST_AGENT_MESSAGE = 'Last agent message: ';
 /** The notice without its emphasis marks: found however an item quoted it. */
 export const NOTICE_WORDS = EXTRACTIVE_SUMMARY_NOTICE.replace(/^_|_$/g, '');
 export const OMITTED_LINE = /^- \((\d+) more not shown\)$/;
+/** The start of the line after the sections that lists identifiers they did not copy (identifiers.ts). */
+export const IDENTIFIERS_PREFIX = 'Identifiers seen:';
 
 export function omittedLine(omitted: number): string {
   return `- (${omitted} more not shown)`;
