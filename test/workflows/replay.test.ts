@@ -11,7 +11,11 @@ import {
   SUMMARIZE_MIDDLE_PATCH_ID,
   SUMMARY_COVERAGE_PATCH_ID,
 } from '../../src/workflows/compact.js';
-import { CONTEXT_TOKENS_PATCH_ID, RECALL_IN_PASS_PATCH_ID, REVIEW_ATTRIBUTE_PATCH_ID } from '../../src/workflows/agent/patches.js';
+import {
+  CONTEXT_TOKENS_PATCH_ID,
+  RECALL_IN_PASS_PATCH_ID,
+  REVIEW_ATTRIBUTE_PATCH_ID,
+} from '../../src/workflows/agent/patches.js';
 import { bundleTestWorkflows, HISTORIES_DIR } from './harness.js';
 
 interface JsonEvent {
