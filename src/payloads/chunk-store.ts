@@ -31,6 +31,7 @@ import type {
 import { StorageDriverClaim } from '@temporalio/common';
 import { CHUNKER_VERSION, chunkBoundaries, DEFAULT_CHUNKER_LIMITS, type ChunkerLimits } from './chunker.js';
 import { claimDataFor, readClaim, type ClaimFormat } from './claims.js';
+import { CURRENT_DICTIONARY } from './dictionary.js';
 import { ChunkIntegrityError, ChunkMissingError } from './errors.js';
 import { followSignal } from './follow-signal.js';
 import type { Keyring } from './keyring.js';
@@ -51,6 +52,7 @@ import {
   parseAnyManifest,
   type Entry,
   type ManifestBody,
+  type ManifestFormat,
   type ManifestV2,
   type ObjectKind,
 } from './object-format.js';
@@ -61,13 +63,23 @@ export const CHUNK_STORE_DRIVER_NAME = 'compactor-chunks';
 /** Reported in worker heartbeats. */
 export const CHUNK_STORE_DRIVER_TYPE = 'temporal-compactor.chunk-store';
 
-/** An object a store call may have to write, with the objects it lists. */
+/** An object a store call may have to write, with the objects it lists; a pack written before has no plaintext here (it can only be reused). */
 interface PlannedObject {
   kind: ObjectKind;
   id: string;
-  plaintext: Uint8Array;
+  plaintext: Uint8Array | undefined;
   children: PlannedObject[];
 }
+
+/** Where a slice the driver stored lies: `length` bytes at `offset` of pack `pack`. */
+interface PackedSlice {
+  pack: string;
+  offset: number;
+  length: number;
+}
+
+/** Slices remembered with the pack that holds them (dedup across the payloads of a process). */
+const PACKED_SLICES = 200_000;
 
 /** An object a manifest or node lists (a garbage collector follows these): a format-2 manifest lists its base manifest too. */
 export interface ListedChild {
@@ -164,11 +176,12 @@ export interface ChunkStoreDriverOptions {
   /** A slice shorter than this is written inside the manifest or node that lists it, not as a chunk of its own. @default 256 */
   literalBelow?: number;
   /**
-   * The format of the manifests and nodes this driver writes (it reads both). 1 (a JSON manifest
-   * over one tree of 0x4e nodes, no base, nothing inline) only while processes from before format
-   * 2, which read format 1 alone, may still read this store (a rolling upgrade). @default 2
+   * The format of the manifests and nodes this driver writes (it reads all three). 1 (a JSON
+   * manifest over one tree of 0x4e nodes, no base, nothing inline) only while processes from before
+   * format 2 may still read this store; 2 (one object per chunk, no preset dictionary) while
+   * processes from before format 3 may (a rolling upgrade). @default 3
    */
-  manifestFormat?: 1 | 2;
+  manifestFormat?: ManifestFormat;
   /**
    * The format of the claims this driver writes (it reads both). 1 only while processes from
    * before format 2, which read format 1 alone, may still read this store's claims (a rolling
@@ -202,7 +215,13 @@ export class ChunkStoreDriver implements StorageDriver {
   private readonly inlineBelow: number;
   private readonly literalBelow: number;
   /** The format of the manifests and nodes this driver writes. */
-  readonly manifestFormat: 1 | 2;
+  readonly manifestFormat: ManifestFormat;
+  /** Slices written in packs lately, by id (and key id): a later payload lists them where they are. */
+  private readonly packed = new LruMap<PackedSlice>(PACKED_SLICES, () => 1);
+  /** Objects being fetched, by cache key: concurrent reads of one object share the fetch. */
+  private readonly reading = new Map<string, Promise<Uint8Array>>();
+  /** Packs found missing from the store (a gc took them): their slices are written again. */
+  private readonly gonePacks = new Set<string>();
   /** Manifests written lately, newest first: bases for the payloads that extend them. */
   private recent: RecentManifest[] = [];
   /** The format of the claims this driver writes. */
@@ -219,7 +238,7 @@ export class ChunkStoreDriver implements StorageDriver {
     compressionLevel = 6,
     inlineBelow = 512,
     literalBelow = 256,
-    manifestFormat = 2,
+    manifestFormat = 3,
     claimFormat = 2,
     now = Date.now,
   }: ChunkStoreDriverOptions) {
@@ -269,7 +288,8 @@ export class ChunkStoreDriver implements StorageDriver {
         const metadata: Record<string, Uint8Array> = {};
         for (const [name, value] of Object.entries(payload.metadata ?? {}))
           if (value !== null && value !== undefined) metadata[name] = value;
-        const leaves = this.manifestFormat === 1 ? [] : this.leaves(data);
+        const packing = this.manifestFormat === 3 ? await this.packedLeaves(data, signal) : undefined;
+        const leaves = packing?.leaves ?? (this.manifestFormat === 1 ? [] : this.leaves(data));
         // On the manifest of a payload this one extends (the previous round's chat input), when
         // that manifest is still in the store: then only what follows its prefix is listed.
         let manifest = this.manifestFormat === 1 ? undefined : this.deltaManifest(data, metadata, leaves);
@@ -282,6 +302,7 @@ export class ChunkStoreDriver implements StorageDriver {
         // The manifest is always written, even when it exists: its modification time tells a gc
         // that a claim to it was handed out just now.
         await this.write(planned.object, signal);
+        packing?.commit();
         this.remember(planned, leaves, data.length);
         this.stats.payloadsStored += 1;
         this.stats.payloadBytesStored += data.length;
@@ -316,6 +337,89 @@ export class ChunkStoreDriver implements StorageDriver {
   }
 
   /**
+   * Format 3: the payload's slices as the chunker cuts them, small ones inline; the others listed
+   * where a pack already holds them, or else in this payload's own pack (one object: the new slices
+   * end to end). `commit` remembers the new ones once the manifest is written.
+   */
+  private async packedLeaves(
+    data: Uint8Array,
+    signal: AbortSignal,
+  ): Promise<{ leaves: PlannedEntry[]; commit: () => void }> {
+    const key = this.keyring?.current;
+    const indexKey = (id: string): string => `${key?.id ?? ''}\u0000${id}`;
+    const cuts =
+      data.length > 0 && data.length < this.inlineBelow ? [data.length] : chunkBoundaries(data, this.chunkerLimits);
+    let start = 0;
+    const slices = cuts.map((end) => {
+      const plaintext = data.subarray(start, end);
+      start = end;
+      return { end, plaintext, id: objectId(plaintext, key) };
+    });
+    const known = (id: string): PackedSlice | undefined => {
+      const where = this.packed.get(indexKey(id));
+      return where === undefined || this.gonePacks.has(where.pack) ? undefined : where;
+    };
+    // The packs this payload would reuse must still be in the store (touched when old, like any reused object).
+    const reused = new Set<string>();
+    for (const slice of slices) {
+      const where = slice.plaintext.length >= this.literalBelow ? known(slice.id) : undefined;
+      if (where !== undefined) reused.add(where.pack);
+    }
+    await Promise.all(
+      [...reused].map(async (pack) => {
+        if (!(await this.stillStored(objectKey('chunk', pack), signal))) this.gonePacks.add(pack);
+      }),
+    );
+    const fresh = new Map<string, PackedSlice>();
+    const parts: Uint8Array[] = [];
+    let packLength = 0;
+    const placed = slices.map((slice) => {
+      if (slice.plaintext.length < this.literalBelow || data.length < this.inlineBelow) return undefined;
+      const where = known(slice.id);
+      if (where !== undefined) return where;
+      let offset = fresh.get(slice.id)?.offset;
+      if (offset === undefined) {
+        offset = packLength;
+        fresh.set(slice.id, { pack: '', offset, length: slice.plaintext.length });
+        parts.push(slice.plaintext);
+        packLength += slice.plaintext.length;
+      }
+      return { pack: undefined, offset, length: slice.plaintext.length };
+    });
+    const packPlaintext = Buffer.concat(parts);
+    const pack: PlannedObject | undefined =
+      parts.length === 0
+        ? undefined
+        : { kind: 'chunk', id: objectId(packPlaintext, key), plaintext: packPlaintext, children: [] };
+    const existing = new Map<string, PlannedObject>();
+    const leaves = slices.map((slice, index): PlannedEntry => {
+      const where = placed[index];
+      if (where === undefined)
+        return { id: slice.id, end: slice.end, entry: { kind: 'literal', bytes: slice.plaintext } };
+      let object = pack;
+      if (where.pack !== undefined) {
+        object = existing.get(where.pack);
+        if (object === undefined) {
+          object = { kind: 'chunk', id: where.pack, plaintext: undefined, children: [] };
+          existing.set(where.pack, object);
+        }
+      }
+      const id = object?.id ?? '';
+      return {
+        id: slice.id,
+        end: slice.end,
+        entry: { kind: 'slice', id, offset: where.offset, length: where.length },
+        object,
+      };
+    });
+    const commit = (): void => {
+      if (pack === undefined) return;
+      for (const [id, where] of fresh) this.packed.set(indexKey(id), { ...where, pack: pack.id });
+    };
+    return { leaves, commit };
+  }
+
+  /**
    * Format-2 manifest over the whole payload: the tree's closed nodes (a node closes at a
    * content-defined boundary, so appending never reopens one) and, after them, the entries of the
    * groups still open at each level.
@@ -337,6 +441,7 @@ export class ChunkStoreDriver implements StorageDriver {
         const plaintext = encodeNodeV2(
           level,
           group.map((member) => member.entry),
+          this.manifestFormat === 3 ? 3 : 2,
         );
         const id = objectId(plaintext, key);
         const length = group.reduce((sum, member) => sum + entryLength(member.entry), 0);
@@ -447,13 +552,16 @@ export class ChunkStoreDriver implements StorageDriver {
     base: ManifestV2['base'],
     entries: PlannedEntry[],
   ): PlannedManifest {
-    const plaintext = encodeManifestV2({
-      chunker: CHUNKER_VERSION,
-      size,
-      metadata,
-      base,
-      entries: entries.map((entry) => entry.entry),
-    });
+    const plaintext = encodeManifestV2(
+      {
+        chunker: CHUNKER_VERSION,
+        size,
+        metadata,
+        base,
+        entries: entries.map((entry) => entry.entry),
+      },
+      this.manifestFormat === 3 ? 3 : 2,
+    );
     const id = objectId(plaintext, this.keyring?.current);
     const children = entries.flatMap((entry) => (entry.object === undefined ? [] : [entry.object]));
     return { object: { kind: 'manifest', id, plaintext, children }, depth: base?.depth ?? 0 };
@@ -462,7 +570,11 @@ export class ChunkStoreDriver implements StorageDriver {
   /** Whether a base manifest is in the store (touched when old, so a gc keeps it); false when it is gone. */
   private async baseUsable(base: RecentManifest | undefined, signal: AbortSignal): Promise<boolean> {
     if (base === undefined) return false;
-    const key = objectKey('manifest', base.id);
+    return this.stillStored(objectKey('manifest', base.id), signal);
+  }
+
+  /** Whether an object this driver would reuse is in the store (touched when old, so a gc keeps it); false when it is gone. */
+  private async stillStored(key: string, signal: AbortSignal): Promise<boolean> {
     const confirmed = this.present.get(key);
     if (confirmed !== undefined && this.now() - confirmed < this.refreshAfterMs / 2) return true;
     const found = await this.limiter.run(() => this.backend.stat(key, signal));
@@ -504,6 +616,12 @@ export class ChunkStoreDriver implements StorageDriver {
           return;
         }
       }
+      if (object.plaintext === undefined) {
+        // A pack written before, gone since it was checked (a gc took it): this store fails, and
+        // the next attempt writes its slices again.
+        this.gonePacks.add(object.id);
+        throw new ChunkMissingError(key, this.backend.description);
+      }
       await Promise.all(object.children.map((child) => this.ensure(child, inFlight, signal)));
       await this.write(object, signal);
     })();
@@ -524,7 +642,14 @@ export class ChunkStoreDriver implements StorageDriver {
 
   private async write(object: PlannedObject, signal: AbortSignal | undefined): Promise<void> {
     const key = objectKey(object.kind, object.id);
-    const sealed = sealObject(object.plaintext, object.id, this.keyring?.current, this.compressionLevel);
+    if (object.plaintext === undefined) throw new ChunkMissingError(key, this.backend.description);
+    const sealed = sealObject(
+      object.plaintext,
+      object.id,
+      this.keyring?.current,
+      this.compressionLevel,
+      this.manifestFormat === 3 ? CURRENT_DICTIONARY : 0,
+    );
     await this.limiter.run(() => this.backend.put(key, sealed, signal));
     const counters = this.stats.written[object.kind];
     counters.objects += 1;
@@ -547,13 +672,24 @@ export class ChunkStoreDriver implements StorageDriver {
     const cacheKey = cacheKeyOf(key, keyId);
     const cached = this.cache.get(cacheKey);
     if (cached !== undefined) return cached;
-    const sealed = await this.limiter.run(() => this.backend.get(key, signal));
-    if (sealed === undefined) throw new ChunkMissingError(key, this.backend.description);
-    this.stats.fetched.objects += 1;
-    this.stats.fetched.bytes += sealed.length;
-    const plaintext = openObject(sealed, id, key, keyId, this.keyring);
-    this.cache.set(cacheKey, plaintext);
-    return plaintext;
+    // The slices of a pack are filled at once: one fetch for all of them.
+    const running = this.reading.get(cacheKey);
+    if (running !== undefined) return running;
+    const fetching = (async () => {
+      const sealed = await this.limiter.run(() => this.backend.get(key, signal));
+      if (sealed === undefined) throw new ChunkMissingError(key, this.backend.description);
+      this.stats.fetched.objects += 1;
+      this.stats.fetched.bytes += sealed.length;
+      const plaintext = openObject(sealed, id, key, keyId, this.keyring);
+      this.cache.set(cacheKey, plaintext);
+      return plaintext;
+    })();
+    this.reading.set(cacheKey, fetching);
+    try {
+      return await fetching;
+    } finally {
+      this.reading.delete(cacheKey);
+    }
   }
 
   /**
@@ -571,7 +707,13 @@ export class ChunkStoreDriver implements StorageDriver {
     const plaintext = openObject(sealed, id, key, sealedKeyId(sealed, key), this.keyring);
     const childKind = (level: number): 'node' | 'chunk' => (level === 0 ? 'chunk' : 'node');
     const referenced = (entries: Entry[]): ListedChild[] =>
-      entries.flatMap((entry) => (entry.kind === 'ref' ? [{ kind: childKind(entry.level), id: entry.id }] : []));
+      entries.flatMap((entry) =>
+        entry.kind === 'ref'
+          ? [{ kind: childKind(entry.level), id: entry.id }]
+          : entry.kind === 'slice'
+            ? [{ kind: 'chunk' as const, id: entry.id }]
+            : [],
+      );
     if (kind === 'manifest') {
       const manifest = parseAnyManifest(plaintext, key);
       if (manifest.v === 1)
@@ -657,9 +799,19 @@ export class ChunkStoreDriver implements StorageDriver {
       data.set(entry.bytes, offset);
       return;
     }
-    const { id, level, length } = entry;
-    if (offset + length > data.length)
+    if (offset + entry.length > data.length)
       throw new ChunkIntegrityError(parentKey, `lists more bytes than the payload's size`);
+    if (entry.kind === 'slice') {
+      const pack = await this.read('chunk', entry.id, keyId, signal);
+      if (entry.offset + entry.length > pack.length)
+        throw new ChunkIntegrityError(
+          parentKey,
+          `lists bytes ${entry.offset}–${entry.offset + entry.length} of pack ${entry.id}, which has ${pack.length}`,
+        );
+      data.set(pack.subarray(entry.offset, entry.offset + entry.length), offset);
+      return;
+    }
+    const { id, level, length } = entry;
     if (level === 0) {
       const chunk = await this.read('chunk', id, keyId, signal);
       if (chunk.length !== length)
