@@ -78,6 +78,14 @@ interface PackedSlice {
   length: number;
 }
 
+/** Where a payload that was read holds bytes of a pack: `length` bytes at `start`, from `offset` of `pack`. */
+interface PackSegment {
+  start: number;
+  length: number;
+  pack: string;
+  offset: number;
+}
+
 /** Slices remembered with the pack that holds them (dedup across the payloads of a process). */
 const PACKED_SLICES = 200_000;
 
@@ -736,9 +744,43 @@ export class ChunkStoreDriver implements StorageDriver {
 
   private async retrieveOne(claim: StorageDriverClaim, signal: AbortSignal | undefined): Promise<Payload> {
     const { manifestId, keyId } = readClaim(claim.claimData);
-    const { data, metadata } = await this.payloadOf(manifestId, keyId, undefined, signal);
+    const segments: PackSegment[] = [];
+    const { data, metadata } = await this.payloadOf(manifestId, keyId, undefined, signal, segments);
     this.stats.payloadsRetrieved += 1;
+    if (this.manifestFormat === 3 && segments.length > 0 && keyId === this.keyring?.current.id)
+      this.rememberRead(data, segments, keyId);
     return { metadata, data };
+  }
+
+  /**
+   * Remembers where the slices of a payload read from packs lie, as the chunker cuts it, so a later
+   * payload of this process that holds them lists them there (a workflow's next chat input holding
+   * the tool result another worker stored) instead of writing them again. Slices already known keep
+   * their place.
+   */
+  private rememberRead(data: Uint8Array, segments: PackSegment[], keyId: string | undefined): void {
+    if (data.length < this.inlineBelow) return;
+    segments.sort((a, b) => a.start - b.start);
+    const key = this.keyring?.current;
+    let start = 0;
+    let segment = 0;
+    for (const end of chunkBoundaries(data, this.chunkerLimits)) {
+      const from = start;
+      start = end;
+      if (end - from < this.literalBelow) continue;
+      while (segment < segments.length && (segments[segment]?.start ?? 0) + (segments[segment]?.length ?? 0) <= from)
+        segment += 1;
+      const holder = segments[segment];
+      if (holder === undefined || holder.start > from || holder.start + holder.length < end) continue;
+      const id = objectId(data.subarray(from, end), key);
+      const indexKey = `${keyId ?? ''}\u0000${id}`;
+      if (this.packed.get(indexKey) !== undefined) continue;
+      this.packed.set(indexKey, {
+        pack: holder.pack,
+        offset: holder.offset + (from - holder.start),
+        length: end - from,
+      });
+    }
   }
 
   /** The data and metadata a manifest stands for; `depth`: what the manifest that names it as its base says its depth is. */
@@ -747,6 +789,7 @@ export class ChunkStoreDriver implements StorageDriver {
     keyId: string | undefined,
     depth: number | undefined,
     signal: AbortSignal | undefined,
+    segments?: PackSegment[],
   ): Promise<{ data: Uint8Array; metadata: Record<string, Uint8Array> }> {
     const manifestKey = objectKey('manifest', manifestId);
     const manifest = parseAnyManifest(await this.read('manifest', manifestId, keyId, signal), manifestKey);
@@ -766,7 +809,13 @@ export class ChunkStoreDriver implements StorageDriver {
     const data = new Uint8Array(manifest.size);
     let offset = 0;
     if (manifest.base !== undefined) {
-      const base = await this.payloadOf(manifest.base.id, keyId, manifest.base.depth - 1, signal);
+      const fromBase: PackSegment[] | undefined = segments === undefined ? undefined : [];
+      const base = await this.payloadOf(manifest.base.id, keyId, manifest.base.depth - 1, signal, fromBase);
+      // What the base's slices of packs cover within the prefix this payload keeps.
+      for (const segment of fromBase ?? []) {
+        const length = Math.min(segment.length, manifest.base.keep - segment.start);
+        if (length > 0) segments?.push({ ...segment, length });
+      }
       if (base.data.length < manifest.base.keep)
         throw new ChunkIntegrityError(
           manifestKey,
@@ -781,7 +830,9 @@ export class ChunkStoreDriver implements StorageDriver {
       return at;
     });
     await Promise.all(
-      manifest.entries.map((entry, index) => this.fill(entry, data, starts[index] ?? 0, keyId, manifestKey, signal)),
+      manifest.entries.map((entry, index) =>
+        this.fill(entry, data, starts[index] ?? 0, keyId, manifestKey, signal, segments),
+      ),
     );
     return { data, metadata: manifest.metadata };
   }
@@ -794,6 +845,7 @@ export class ChunkStoreDriver implements StorageDriver {
     keyId: string | undefined,
     parentKey: string,
     signal: AbortSignal | undefined,
+    segments?: PackSegment[],
   ): Promise<void> {
     if (entry.kind === 'literal') {
       data.set(entry.bytes, offset);
@@ -809,6 +861,7 @@ export class ChunkStoreDriver implements StorageDriver {
           `lists bytes ${entry.offset}–${entry.offset + entry.length} of pack ${entry.id}, which has ${pack.length}`,
         );
       data.set(pack.subarray(entry.offset, entry.offset + entry.length), offset);
+      segments?.push({ start: offset, length: entry.length, pack: entry.id, offset: entry.offset });
       return;
     }
     const { id, level, length } = entry;
@@ -817,6 +870,8 @@ export class ChunkStoreDriver implements StorageDriver {
       if (chunk.length !== length)
         throw new ChunkIntegrityError(parentKey, `lists chunk ${id} as ${length} bytes, but it has ${chunk.length}`);
       data.set(chunk, offset);
+      // A chunk of formats 1 and 2 is a pack of one slice.
+      segments?.push({ start: offset, length, pack: id, offset: 0 });
       return;
     }
     const nodeKey = objectKey('node', id);
@@ -828,7 +883,7 @@ export class ChunkStoreDriver implements StorageDriver {
       children.map((child) => {
         const childOffset = at;
         at += entryLength(child);
-        return this.fill(child, data, childOffset, keyId, nodeKey, signal);
+        return this.fill(child, data, childOffset, keyId, nodeKey, signal, segments);
       }),
     );
   }

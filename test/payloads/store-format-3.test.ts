@@ -166,6 +166,43 @@ for (const keyed of [false, true]) {
   });
 }
 
+describe('format 3 across processes', () => {
+  it('a driver that read a payload another wrote lists its slices where they lie, instead of writing them again', async () => {
+    const backend = new MemoryBackend();
+    const first = await storeOne(new ChunkStoreDriver({ backend }), conversation(20));
+    const packBytes = (keys: string[]): number =>
+      keys
+        .filter((key) => key.startsWith('v1/chunks/'))
+        .reduce((sum, key) => sum + (backend.objects.get(key)?.length ?? 0), 0);
+    // Another process, that has read the first payload (a workflow taking an activity's result).
+    const reader = new ChunkStoreDriver({ backend });
+    await reader.retrieve({}, [first]);
+    backend.requests.length = 0;
+    const claim = await storeOne(reader, conversation(24));
+    const afterReading = packBytes(backend.puts());
+    // A third that has not: it writes the whole conversation into its pack.
+    backend.requests.length = 0;
+    await storeOne(new ChunkStoreDriver({ backend }), conversation(26));
+    const unread = packBytes(backend.puts());
+    expect(afterReading).toBeGreaterThan(0);
+    expect(afterReading * 3).toBeLessThan(unread);
+    expect(sha((await readBack(backend, claim)).data)).toBe(sha(conversation(24).data));
+  });
+
+  it('lists the chunks of a format-2 store it read as slices of them (a chunk of format 2 is a pack of one slice)', async () => {
+    const backend = new MemoryBackend();
+    const first = await storeOne(new ChunkStoreDriver({ backend, manifestFormat: 2 }), conversation(20));
+    const chunksBefore = [...backend.objects.keys()].filter((key) => key.startsWith('v1/chunks/'));
+    const reader = new ChunkStoreDriver({ backend });
+    await reader.retrieve({}, [first]);
+    const claim = await storeOne(reader, conversation(24));
+    const manifest = await reader.inspect('manifest', readClaim(claim.claimData).manifestId);
+    const listed = new Set(manifest.children.map((child) => objectKey(child.kind, child.id)));
+    expect(chunksBefore.some((key) => listed.has(key))).toBe(true);
+    expect(sha((await readBack(backend, claim)).data)).toBe(sha(conversation(24).data));
+  });
+});
+
 describe('format 3 readers and writers', () => {
   it('interop/python/compactor_payloads.py holds preset dictionary 1 byte for byte', () => {
     const python = readFileSync(new URL('../../interop/python/compactor_payloads.py', import.meta.url), 'utf8');
