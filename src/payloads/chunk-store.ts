@@ -1,12 +1,15 @@
 // Node only: the content-addressed chunk store, a `StorageDriver` for Temporal's External Storage.
-// A stored payload becomes chunks (chunker.ts), the nodes of a tree over them, and one manifest
-// (object-format.ts); the history keeps a claim naming the manifest (claims.ts). Every object is
-// sealed (sealed-object.ts): named by its content's hash, compressed, and with a key encrypted.
+// A stored payload becomes slices (chunker.ts), the nodes of a tree over them, and one manifest
+// (object-format.ts); the history keeps a claim naming the manifest (claims.ts). In format 3 the
+// slices no pack this process wrote or read lately holds go end to end into one chunk object, the
+// payload's pack, and are listed as (pack, offset, length); before, every slice was a chunk of its
+// own. Every object is sealed (sealed-object.ts): named by its content's hash, compressed (format
+// 3: with preset dictionary 1, dictionary.ts), and with a key encrypted.
 //
 // What a round of an agent run costs: the chat input is the previous one with a message or two
 // appended, so its manifest names the previous one's as its base (the first `keep` bytes are the
-// base's) and lists only what follows: the new messages, most of them chunks the tool's result and
-// the model's reply already wrote (the chunker cuts a message the same wherever it sits). Slices
+// base's) and lists only what follows: the new messages, most of them slices the tool's result and
+// the model's reply already wrote into their packs (the chunker cuts a message the same wherever it sits). Slices
 // under `literalBelow` bytes and payloads under `inlineBelow` bytes are written inside the
 // manifest or node that lists them, so a small payload is one object. A chain of bases is cut at
 // MAX_WRITTEN_DEPTH (8): then a full manifest lists the tree's closed nodes (a node closes at a
