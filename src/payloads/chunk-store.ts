@@ -229,6 +229,8 @@ export class ChunkStoreDriver implements StorageDriver {
   readonly manifestFormat: ManifestFormat;
   /** Slices written in packs lately, by id (and key id): a later payload lists them where they are. */
   private readonly packed = new LruMap<PackedSlice>(PACKED_SLICES, () => 1);
+  /** Packs whose slices are in `packed` (written or read by this process), by key id and pack id. */
+  private readonly indexedPacks = new LruMap<true>(PACKED_SLICES, () => 1);
   /** Objects being fetched, by cache key: concurrent reads of one object share the fetch. */
   private readonly reading = new Map<string, Promise<Uint8Array>>();
   /** Packs found missing from the store (a gc took them): their slices are written again. */
@@ -426,6 +428,7 @@ export class ChunkStoreDriver implements StorageDriver {
     const commit = (): void => {
       if (pack === undefined) return;
       for (const [id, where] of fresh) this.packed.set(indexKey(id), { ...where, pack: pack.id });
+      this.indexedPacks.set(`${key?.id ?? ''}\u0000${pack.id}`, true);
     };
     return { leaves, commit };
   }
@@ -763,6 +766,10 @@ export class ChunkStoreDriver implements StorageDriver {
    */
   private rememberRead(data: Uint8Array, segments: PackSegment[], keyId: string | undefined): void {
     if (data.length < this.inlineBelow) return;
+    // What this process wrote (or already read) is indexed already: nothing to cut and hash again.
+    const packKey = (pack: string): string => `${keyId ?? ''}\u0000${pack}`;
+    if (segments.every((segment) => this.indexedPacks.get(packKey(segment.pack)) !== undefined)) return;
+    for (const segment of segments) this.indexedPacks.set(packKey(segment.pack), true);
     segments.sort((a, b) => a.start - b.start);
     const key = this.keyring?.current;
     let start = 0;
