@@ -857,6 +857,17 @@ async function storeCosts(
   return rows;
 }
 
+/** Issue 22's goal for the real trajectories (the generated one aside), row by row: met or not, from this run. */
+function goalLine(rows: CostRow[]): string {
+  const real = rows.filter((row) => !row.trajectory.startsWith('generated_'));
+  const met = (test: (row: CostRow) => boolean): string => `${real.filter(test).length} of ${real.length}`;
+  return (
+    'Goal (issue 22), on the real trajectories with either store: at most 0.6× the trajectory stored, at most 5 ' +
+    `objects written and 2 KB of history a round at the median. Met here: bytes on ${met((row) => row.storedBytes <= 0.6 * row.trajectoryBytes)} rows, ` +
+    `objects on ${met((row) => row.writes[0] <= 5)}, history on ${met((row) => row.historyBytes[0] <= 2048)}.`
+  );
+}
+
 function costMarkdown(rows: CostRow[]): string[] {
   const range = ([middle, high]: [number, number]): string => `${groupDigits(middle)} · ${groupDigits(high)}`;
   return [
@@ -869,7 +880,8 @@ function costMarkdown(rows: CostRow[]): string[] {
     '*read* GETs, *checked* existence checks and touches (HEAD/COPY on S3); worker and client share',
     'one driver here, so what a round stored is read from its cache. *Cold reads* are the GETs a',
     'worker that has seen nothing makes to take the last chat input. *History* is the protobuf bytes',
-    'of the events of a round.',
+    'of the events of a round. In store format 3 a chunk object is a pack: the new slices of one',
+    'payload end to end, compressed as one with a preset dictionary.',
     '',
     '| trajectory (window) | store | rounds | trajectory | stored | stored / trajectory | objects (chunks · nodes · manifests) | written per round | read per round | checked per round | cold reads | history per round, B |',
     '|---|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|',
@@ -877,6 +889,8 @@ function costMarkdown(rows: CostRow[]): string[] {
       (row) =>
         `| ${row.trajectory} | ${row.backend} | ${row.rounds} | ${kb(row.trajectoryBytes)} | ${kb(row.storedBytes)} | **${fmt(row.storedBytes / row.trajectoryBytes, 2)}×** | ${groupDigits(row.objects)} (${groupDigits(row.byKind.chunk.objects)} · ${groupDigits(row.byKind.node.objects)} · ${groupDigits(row.byKind.manifest.objects)}) | ${range(row.writes)} | ${range(row.reads)} | ${range(row.checks)} | ${row.coldReads} | ${range(row.historyBytes)} |`,
     ),
+    '',
+    goalLine(rows),
     '',
     'Bytes by kind (sealed): ' +
       rows

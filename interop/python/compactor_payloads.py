@@ -9,8 +9,10 @@ workflows in two formats of its own (docs/other-languages.md and docs/payloads.m
   content-addressed store (a directory or an S3 prefix), a claim in history: ``{m, k?}``, the
   manifest id in base64url and the key id (format 2, what every writer writes), or
   ``{manifest, keyId?}`` with the id in hex (format 1, written before; still read).
-  ``ChunkStoreDriver`` below reads both and writes format 2 (one slice per 64 KiB; the TypeScript
-  writer cuts at JSON boundaries to dedup, a reader does not care how a payload was cut).
+  ``ChunkStoreDriver`` below reads both claim formats and manifests of formats 1 to 3 (format 3:
+  slices of packs, objects deflated with a preset dictionary), and writes claim format 2 over
+  format-1 manifests (one slice per 64 KiB; the TypeScript writer cuts at JSON boundaries to dedup, a reader does not care
+  how a payload was cut).
 
 A Python client or workflow that calls ``compactConversation`` on such a worker needs both, with
 the same settings as the worker: ``data_converter_from_env()`` builds them from the same
@@ -84,6 +86,62 @@ FIXED_SLICES_CHUNKER = 0
 OBJECT_MAGIC = b"cps\x01"
 FLAG_DEFLATE = 1
 FLAG_ENCRYPTED = 2
+FLAG_DICTIONARY = 4
+# The preset dictionaries objects of format 3 are deflated with (src/payloads/dictionary.ts, the
+# same bytes: a test compares them); the first byte of such an object's body is the number.
+PRESET_DICTIONARIES = {
+    1: base64.b64decode(
+        "SSdsbCBzdGFydCBieSBleHBsb3JpbmcgdGhlIHJlcG9zaXRvcnkgc3RydWN0dXJlIHRvIHVuZGVyc3RhbmQgdGhlIGNvZGViYXNl"
+        "LiBMZXQgbWUgbG9vayBhdCB0aGUgcmVsZXZhbnQgZmlsZXMgZmlyc3QuIE5vdyBJIHVuZGVyc3RhbmQgdGhlIGlzc3VlLiBUaGUg"
+        "cHJvYmxlbSBpcyB0aGF0IHRoZSBmdW5jdGlvbiBkb2VzIG5vdCBoYW5kbGUgdGhlIGNhc2Ugd2hlcmUgdGhlIHZhbHVlIGlzIE5v"
+        "bmUuIExldCBtZSBjaGVjayB0aGUgaW1wbGVtZW50YXRpb24gb2YgdGhpcyBtZXRob2QgYW5kIHNlZSBob3cgaXQgaXMgdXNlZCBl"
+        "bHNld2hlcmUuIEkgbmVlZCB0byBmaW5kIHdoZXJlIHRoaXMgaXMgZGVmaW5lZC4gTGV0IG1lIHNlYXJjaCBmb3IgaXQuIE5vdyBs"
+        "ZXQncyBydW4gdGhlIHRlc3RzIHRvIG1ha2Ugc3VyZSB0aGUgZml4IHdvcmtzIGFuZCBub3RoaW5nIGVsc2UgaXMgYnJva2VuLiBB"
+        "bGwgdGVzdHMgcGFzcy4gVGhlIGZpeCBpcyBjb21wbGV0ZS4gTGV0IG1lIGNyZWF0ZSBhIHNjcmlwdCB0byByZXByb2R1Y2UgdGhl"
+        "IGVycm9yLiBMZXQgbWUgdmlldyB0aGUgZmlsZSB0byBzZWUgdGhlIGN1cnJlbnQgY29kZS4gSSBzZWUgdGhlIGlzc3VlIG5vdy4g"
+        "VGhpcyBzaG91bGQgZml4IHRoZSBwcm9ibGVtLiBMZXQgbWUgdmVyaWZ5IHRoZSBjaGFuZ2UgYnkgcnVubmluZyB0aGUgdGVzdCBz"
+        "dWl0ZSBhZ2Fpbi4KIyMgU3VtbWFyeQoKVGhlIGlzc3VlIHdhcyBjYXVzZWQgYnkgIyMgR29hbHMKLSAjIyBEZWNpc2lvbnMKLSAj"
+        "IyBGaWxlcwotICMjIE5leHQgc3RlcHMKLSBbb2JzZXJ2YXRpb24gYWdlZDogIGNoYXJzIGVsaWRlZF1FeGl0IGNvZGUgMQpFeGl0"
+        "IGNvZGUgMApPbiBicmFuY2ggbWFpbgpDaGFuZ2VzIG5vdCBzdGFnZWQgZm9yIGNvbW1pdDoKICAodXNlICJnaXQgYWRkIDxmaWxl"
+        "Pi4uLiIgdG8gdXBkYXRlIHdoYXQgd2lsbCBiZSBjb21taXR0ZWQpCgltb2RpZmllZDogICBVbnRyYWNrZWQgZmlsZXM6Cm5vIGNo"
+        "YW5nZXMgYWRkZWQgdG8gY29tbWl0bnBtIEVSUiEgU3VjY2Vzc2Z1bGx5IGluc3RhbGxlZCBSZXF1aXJlbWVudCBhbHJlYWR5IHNh"
+        "dGlzZmllZDogIGluIC91c3IvbGliL3B5dGhvbjMvZGlzdC1wYWNrYWdlcyAoZnJvbSBSYW4gMSB0ZXN0IGluIDAuMDAxcwoKT0sK"
+        "RkFJTEVEIChmYWlsdXJlcz0xKUZBSUw6IHRlc3RfRVJST1I6IHRlc3Rfc2VsZi5hc3NlcnRFcXVhbChhc3NlcnQgcHl0ZXN0cHl0"
+        "aG9uIC1tIHB5dGVzdCBweXRob24zIC1jICJncmVwIC1ybiAiZmluZCAuIC1uYW1lICIqLnB5IiB8IHhhcmdzIGdyZXAgLWwgInNl"
+        "ZCAtbiAnY2F0IC1uIGxzIC1sYSBjZCAvd29ya3NwYWNlICYmICAgICBkZWYgdGVzdF8oc2VsZik6CiAgICAgICAgIiIiIiIiCnJl"
+        "dHVybiBzZWxmLmlzaW5zdGFuY2UobGVuKHJhaXNlIFZhbHVlRXJyb3Ioa3dhcmdzYXJnc3NlbGYgICAgfQogIH0KfSk7Cj0+IHsK"
+        "VHJhY2ViYWNrIChtb3N0IHJlY2VudCBjYWxsIGxhc3QpOgogIEZpbGUgIiIsIGxpbmUgLCBpbiA8bW9kdWxlPgpBc3NlcnRpb25F"
+        "cnJvclR5cGVFcnJvcjogVmFsdWVFcnJvcjogS2V5RXJyb3I6IEF0dHJpYnV0ZUVycm9yOiBJbXBvcnRFcnJvcjogY2Fubm90IGlt"
+        "cG9ydCBuYW1lIE1vZHVsZU5vdEZvdW5kRXJyb3I6IE5vIG1vZHVsZSBuYW1lZCBTeW50YXhFcnJvcjogaW52YWxpZCBzeW50YXhG"
+        "QUlMRUQgUEFTU0VEIHBhc3NlZCwgIGZhaWxlZCwgIHdhcm5pbmdzIGluID09PT09PT09PT09PT09PT09PT09PSB0ZXN0IHNlc3Np"
+        "b24gc3RhcnRzID09PT09PT09PT09PT09PT09PT09PT0KcGxhdGZvcm0gbGludXggLS0gUHl0aG9uIDMuY29sbGVjdGVkICBpdGVt"
+        "cwoKZXJyb3I6IHdhcm5pbmc6IE5vIHN1Y2ggZmlsZSBvciBkaXJlY3RvcnlQZXJtaXNzaW9uIGRlbmllZGNvbW1hbmQgbm90IGZv"
+        "dW5kZGlmZiAtLWdpdCBhLyBiL2luZGV4IC0tLSBhLysrKyBiL0BAIC0gQEAKaW1wb3J0IG9zCmltcG9ydCBzeXMKaW1wb3J0IGpz"
+        "b24KaW1wb3J0IHJlCmZyb20gdHlwaW5nIGltcG9ydCBmcm9tIF9fZnV0dXJlX18gaW1wb3J0IGFubm90YXRpb25zCmRlZiBfX2lu"
+        "aXRfXyhzZWxmLCAgICAgZGVmIChzZWxmKToKICAgICAgICAgICAgICAgIHJldHVybiAgICAgICAgIHNlbGYuICAgICAgICBpZiAg"
+        "aXMgTm9uZToKIGlzIG5vdCBOb25lICAgIHJhaXNlIGNsYXNzIChvYmplY3QpOgp0cnk6CmV4Y2VwdCBFeGNlcHRpb24gYXMgZToK"
+        "Zm9yIGkgaW4gcmFuZ2UocHJpbnQoZiJpZiBfX25hbWVfXyA9PSAiX19tYWluX18iOgogICAgbWFpbigpCmV4cG9ydCBmdW5jdGlv"
+        "biBleHBvcnQgY29uc3QgaW1wb3J0IHsgIH0gZnJvbSAnY29uc3QgcmV0dXJuIGZ1bmN0aW9uIGFzeW5jIGF3YWl0IHVuZGVmaW5l"
+        "ZG51bGx0cnVlZmFsc2V0b3RhbCBkcnd4ci14ci14IC1ydy1yLS1yLS0gIHJvb3Qgcm9vdCBSRUFETUUubWRwYWNrYWdlLmpzb25z"
+        "ZXR1cC5weXJlcXVpcmVtZW50cy50eHR0ZXN0cy90ZXN0X3NyYy8ucHkudHMuanMuanNvbi5tZC93b3Jrc3BhY2UvL3Rlc3RiZWQv"
+        "SGVyZSdzIHRoZSByZXN1bHQgb2YgcnVubmluZyBgY2F0IC1uYCBvbiBUaGUgZmlsZSAgaGFzIGJlZW4gZWRpdGVkLiBGaWxlIGNy"
+        "ZWF0ZWQgc3VjY2Vzc2Z1bGx5IGF0OiBPQlNFUlZBVElPTjoKTGV0IG1lIE5vdyBsZXQgbWUgSSdsbCB0aGUgIHRoZSAgYW5kICB0"
+        "byAgb2YgIGluICB0aGF0ICBpcyAgZm9yICB3aXRoICB0aGlzICBmaWxlIHRlc3QgZnVuY3Rpb24gZXJyb3IgaXNzdWVlbmNvZGlu"
+        "Z2pzb24vcGxhaW5iaW5hcnkvcGxhaW5qc29uL3Byb3RvYnVmbWVzc2FnZVR5cGV7InR5cGUiOiJvYmplY3QiLCJwcm9wZXJ0aWVz"
+        "Ijp7InJlcXVpcmVkIjpbImRlc2NyaXB0aW9uIjoiInBhcmFtZXRlcnMiOnsidHlwZSI6ImZ1bmN0aW9uIiwiZnVuY3Rpb24iOnsi"
+        "bmFtZSI6IiJ0b29scyI6WyJ0dXJuIjoiaW5zdHJ1Y3Rpb24iOiIidGV4dCI6IiJzdW1tYXJ5IjoiInVzYWdlIjp7InByb21wdFRv"
+        "a2VucyI6LCJjb21wbGV0aW9uVG9rZW5zIjp9LCJmaW5pc2hSZWFzb24iOiJzdG9wIn19LCJmaW5pc2hSZWFzb24iOiJ0b29sX2Nh"
+        "bGxzIn0iYmFja2VuZCI6eyJwcm92aWRlciI6IiIsInRyYWplY3RvcnkiOiIiLCJjb250ZXh0V2luZG93IjosIm1heE91dHB1dFRv"
+        "a2VucyI6eyJmcm9tIjowLCJsaW5lcyI6W3sidHlwZSI6Im1lc3NhZ2UiLCJpZCI6Im0iLCJtZXNzYWdlIjosInN0aWNreSI6dHJ1"
+        "ZX0ibmFtZSI6IiJpbnB1dCI6Im91dHB1dCI6InJlc3VsdCI6ImVycm9yIjoicGF0aCI6IiJmaWxlX3BhdGgiOiIib2xkX3N0ciI6"
+        "IiJuZXdfc3RyIjoiInZpZXdfcmFuZ2UiOltcImNvbW1hbmRcIjogXCJcIiwgXCJkZXNjcmlwdGlvblwiOiBcIiJhcmd1bWVudHMi"
+        "OiJ7XCJjb21tYW5kXCI6XCIiYXJndW1lbnRzIjoie1wiXFxuXG5cIiJ0b29sX2NhbGxfaWQiOiJjYWxsXyJ0b29sX2NhbGxfaWQi"
+        "OiJ0b29sdV8wMXsicm9sZSI6InN5c3RlbSIsImNvbnRlbnQiOiJ7InJvbGUiOiJ1c2VyIiwiY29udGVudCI6Insicm9sZSI6InRv"
+        "b2wiLCJjb250ZW50IjoiInRvb2xfY2FsbHMiOlt7ImlkIjoidG9vbHVfMDEidG9vbF9jYWxscyI6W3siaWQiOiJjYWxsXyIsInR5"
+        "cGUiOiJmdW5jdGlvbiIsImZ1bmN0aW9uIjp7Im5hbWUiOiIiLCJhcmd1bWVudHMiOiIifX1dfXsibWVzc2FnZSI6eyJyb2xlIjoi"
+        "YXNzaXN0YW50IiwiY29udGVudCI6Insicm9sZSI6ImFzc2lzdGFudCIsImNvbnRlbnQiOiJ7Im1lc3NhZ2VzIjpb"
+    )
+}
 NODE_MAGIC = 0x4E
 NODE_ENTRY_BYTES = 32 + 4
 NODE_MIN_CHILDREN = 4
@@ -403,8 +461,23 @@ def open_object(sealed: bytes, oid: str, key_name: str, expected_key_id: str | N
             body = AESGCM(key.chunk_key).decrypt(sealed[header_length - NONCE_BYTES : header_length], sealed[header_length:], sealed[:header_length])
         except InvalidTag as error:
             raise ChunkIntegrityError(key_name, f"failed authentication under key id {json.dumps(key_id)} (altered, or another key was configured under that id)") from error
+    dictionary: bytes | None = None
+    if flags & FLAG_DICTIONARY:
+        number = body[0] if len(body) > 0 else 0
+        dictionary = PRESET_DICTIONARIES.get(number)
+        if not flags & FLAG_DEFLATE:
+            raise ChunkIntegrityError(key_name, "names a preset dictionary but is not compressed (malformed header)")
+        if dictionary is None:
+            raise ChunkIntegrityError(key_name, f"is compressed with preset dictionary {number}, which this version does not know (written by a newer one)")
+        body = body[1:]
     try:
-        plaintext = _inflate(body) if flags & FLAG_DEFLATE else body
+        if not flags & FLAG_DEFLATE:
+            plaintext = body
+        elif dictionary is None:
+            plaintext = _inflate(body)
+        else:
+            inflater = zlib.decompressobj(-15, zdict=dictionary)
+            plaintext = inflater.decompress(body) + inflater.flush()
     except zlib.error as error:
         raise ChunkIntegrityError(key_name, "does not inflate (corrupted)") from error
     if not hmac.compare_digest(object_id(plaintext, key), oid):
@@ -504,21 +577,36 @@ def _parse_manifest(plaintext: bytes, key_name: str) -> dict:
 NODE2_MAGIC = 0x4F
 MANIFEST2_MAGIC = b"ctm\x02"
 MAX_MANIFEST_DEPTH = 16
+# Format 3 (what the TypeScript driver writes since packs): format 2 whose entries may also be a
+# slice of a pack (tag 2: pack id, offset, length; level 0), a manifest "ctm" 0x03, a node 0x50,
+# every object deflated with a preset dictionary. Read here.
+NODE3_MAGIC = 0x50
+MANIFEST3_MAGIC = b"ctm\x03"
 
 
-def _decode_entries(data: bytes, at: int, key_name: str, child_level: int | None) -> list[tuple[int, str, int, bytes | None]]:
-    """(level, id, length, inline bytes or None) from ``at`` to the end."""
-    entries: list[tuple[int, str, int, bytes | None]] = []
+def _decode_entries(data: bytes, at: int, key_name: str, child_level: int | None, packs: bool = False) -> list[tuple[int, str, int, bytes | None, int | None]]:
+    """(level, id, length, inline bytes or None, offset in a pack or None) from ``at`` to the end."""
+    entries: list[tuple[int, str, int, bytes | None, int | None]] = []
     while at < len(data):
         tag = data[at]
-        if tag == 1:
+        if tag == 2 and packs:
+            if child_level not in (None, 0):
+                raise ChunkIntegrityError(key_name, "malformed entry: a slice of a pack in a node above level 1")
+            if at + 41 > len(data):
+                raise ChunkIntegrityError(key_name, "malformed entry: truncated")
+            length = int.from_bytes(data[at + 37 : at + 41], "big")
+            if length == 0 or length > MAX_PAYLOAD_BYTES:
+                raise ChunkIntegrityError(key_name, "malformed entry: a slice of a wrong length")
+            entries.append((0, data[at + 1 : at + 33].hex(), length, None, int.from_bytes(data[at + 33 : at + 37], "big")))
+            at += 41
+        elif tag == 1:
             if child_level not in (None, 0):
                 raise ChunkIntegrityError(key_name, "malformed entry: inline bytes in a node above level 1")
             length = int.from_bytes(data[at + 1 : at + 3], "big")
             if at + 3 > len(data) or length == 0 or at + 3 + length > len(data):
                 raise ChunkIntegrityError(key_name, "malformed entry: inline bytes of a wrong length")
             literal = data[at + 3 : at + 3 + length]
-            entries.append((0, "", length, literal))
+            entries.append((0, "", length, literal, None))
             at += 3 + length
         elif tag == 0:
             at += 1
@@ -531,24 +619,25 @@ def _decode_entries(data: bytes, at: int, key_name: str, child_level: int | None
                 level = child_level
             if at + NODE_ENTRY_BYTES > len(data):
                 raise ChunkIntegrityError(key_name, "malformed entry: truncated")
-            entries.append((level, data[at : at + 32].hex(), int.from_bytes(data[at + 32 : at + NODE_ENTRY_BYTES], "big"), None))
+            entries.append((level, data[at : at + 32].hex(), int.from_bytes(data[at + 32 : at + NODE_ENTRY_BYTES], "big"), None, None))
             at += NODE_ENTRY_BYTES
         else:
             raise ChunkIntegrityError(key_name, f"malformed entry: unknown tag {tag}")
     return entries
 
 
-def _decode_node2(plaintext: bytes, level: int, key_name: str) -> list[tuple[str, int, bytes | None]]:
+def _decode_node2(plaintext: bytes, level: int, key_name: str) -> list[tuple[str, int, bytes | None, int | None]]:
     if len(plaintext) < 2 or plaintext[1] < 1:
         raise ChunkIntegrityError(key_name, "malformed tree node")
     if plaintext[1] != level:
         raise ChunkIntegrityError(key_name, f"tree node of level {plaintext[1]} where level {level} was expected")
-    return [(oid, length, literal) for _, oid, length, literal in _decode_entries(plaintext, 2, key_name, level - 1)]
+    packs = plaintext[0] == NODE3_MAGIC
+    return [(oid, length, literal, offset) for _, oid, length, literal, offset in _decode_entries(plaintext, 2, key_name, level - 1, packs)]
 
 
-def _parse_manifest2(data: bytes, key_name: str) -> dict:
+def _parse_manifest2(data: bytes, key_name: str, manifest_format: int = 2) -> dict:
     def malformed(what: str) -> ChunkIntegrityError:
-        return ChunkIntegrityError(key_name, f"format-2 manifest {what}")
+        return ChunkIntegrityError(key_name, f"format-{manifest_format} manifest {what}")
 
     if len(data) < 12:
         raise malformed("is truncated")
@@ -585,8 +674,8 @@ def _parse_manifest2(data: bytes, key_name: str) -> dict:
             raise malformed("metadata is truncated")
         metadata[name] = data[at + 4 : at + 4 + value_length]
         at += 4 + value_length
-    entries = _decode_entries(data, at, key_name, None)
-    listed = sum(length for _, _, length, _ in entries)
+    entries = _decode_entries(data, at, key_name, None, manifest_format == 3)
+    listed = sum(length for _, _, length, _, _ in entries)
     expected = size - (0 if base is None else base[1])
     if listed != expected:
         raise malformed(f"lists {listed} bytes where {expected} were expected")
@@ -684,8 +773,18 @@ class ChunkStoreDriver(StorageDriver):
         manifest_name = object_key("manifest", manifest_id)
         plaintext = self._read("manifest", manifest_id, key_id)
         parts: list[bytes] = []
+        # Packs read for this manifest: many of its slices lie in one.
+        packs: dict[str, bytes] = {}
 
-        def fill(oid: str, level: int, length: int, parent: str) -> None:
+        def fill(oid: str, level: int, length: int, parent: str, offset: int | None = None) -> None:
+            if offset is not None:
+                pack = packs.get(oid)
+                if pack is None:
+                    pack = packs[oid] = self._read("chunk", oid, key_id)
+                if offset + length > len(pack):
+                    raise ChunkIntegrityError(parent, f"lists bytes {offset}\u2013{offset + length} of pack {oid}, which has {len(pack)}")
+                parts.append(pack[offset : offset + length])
+                return
             if level == 0:
                 chunk = self._read("chunk", oid, key_id)
                 if len(chunk) != length:
@@ -694,20 +793,20 @@ class ChunkStoreDriver(StorageDriver):
                 return
             name = object_key("node", oid)
             node = self._read("node", oid, key_id)
-            children = _decode_node2(node, level, name) if node[:1] == bytes([NODE2_MAGIC]) else [
-                (child_id, child_length, None) for child_id, child_length in _decode_node(node, level, name)
+            children = _decode_node2(node, level, name) if node[:1] in (bytes([NODE2_MAGIC]), bytes([NODE3_MAGIC])) else [
+                (child_id, child_length, None, None) for child_id, child_length in _decode_node(node, level, name)
             ]
-            total = sum(child_length for _, child_length, _ in children)
+            total = sum(child_length for _, child_length, _, _ in children)
             if total != length:
                 raise ChunkIntegrityError(name, f"covers {total} bytes where {length} were expected")
-            for child_id, child_length, literal in children:
+            for child_id, child_length, literal, child_offset in children:
                 if literal is not None:
                     parts.append(literal)
                 else:
-                    fill(child_id, level - 1, child_length, name)
+                    fill(child_id, level - 1, child_length, name, child_offset)
 
-        if plaintext[:4] == MANIFEST2_MAGIC:
-            manifest2 = _parse_manifest2(plaintext, manifest_name)
+        if plaintext[:4] in (MANIFEST2_MAGIC, MANIFEST3_MAGIC):
+            manifest2 = _parse_manifest2(plaintext, manifest_name, 3 if plaintext[:4] == MANIFEST3_MAGIC else 2)
             base = manifest2["base"]
             own_depth = 0 if base is None else base[2]
             if depth is not None and own_depth != depth:
@@ -717,11 +816,11 @@ class ChunkStoreDriver(StorageDriver):
                 if len(base_data) < base[1]:
                     raise ChunkIntegrityError(manifest_name, f"keeps {base[1]} bytes of base manifest {base[0]}, which has {len(base_data)}")
                 parts.append(base_data[: base[1]])
-            for level, oid, length, literal in manifest2["entries"]:
+            for level, oid, length, literal, offset in manifest2["entries"]:
                 if literal is not None:
                     parts.append(literal)
                 else:
-                    fill(oid, level, length, manifest_name)
+                    fill(oid, level, length, manifest_name, offset)
             return manifest2["metadata"], b"".join(parts)
         manifest = _parse_manifest(plaintext, manifest_name)
         if manifest["root"] is not None:

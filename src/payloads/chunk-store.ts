@@ -1,12 +1,15 @@
 // Node only: the content-addressed chunk store, a `StorageDriver` for Temporal's External Storage.
-// A stored payload becomes chunks (chunker.ts), the nodes of a tree over them, and one manifest
-// (object-format.ts); the history keeps a claim naming the manifest (claims.ts). Every object is
-// sealed (sealed-object.ts): named by its content's hash, compressed, and with a key encrypted.
+// A stored payload becomes slices (chunker.ts), the nodes of a tree over them, and one manifest
+// (object-format.ts); the history keeps a claim naming the manifest (claims.ts). In format 3 the
+// slices no pack this process wrote or read lately holds go end to end into one chunk object, the
+// payload's pack, and are listed as (pack, offset, length); before, every slice was a chunk of its
+// own. Every object is sealed (sealed-object.ts): named by its content's hash, compressed (format
+// 3: with preset dictionary 1, dictionary.ts), and with a key encrypted.
 //
 // What a round of an agent run costs: the chat input is the previous one with a message or two
 // appended, so its manifest names the previous one's as its base (the first `keep` bytes are the
-// base's) and lists only what follows: the new messages, most of them chunks the tool's result and
-// the model's reply already wrote (the chunker cuts a message the same wherever it sits). Slices
+// base's) and lists only what follows: the new messages, most of them slices the tool's result and
+// the model's reply already wrote into their packs (the chunker cuts a message the same wherever it sits). Slices
 // under `literalBelow` bytes and payloads under `inlineBelow` bytes are written inside the
 // manifest or node that lists them, so a small payload is one object. A chain of bases is cut at
 // MAX_WRITTEN_DEPTH (8): then a full manifest lists the tree's closed nodes (a node closes at a
@@ -31,6 +34,7 @@ import type {
 import { StorageDriverClaim } from '@temporalio/common';
 import { CHUNKER_VERSION, chunkBoundaries, DEFAULT_CHUNKER_LIMITS, type ChunkerLimits } from './chunker.js';
 import { claimDataFor, readClaim, type ClaimFormat } from './claims.js';
+import { CURRENT_DICTIONARY } from './dictionary.js';
 import { ChunkIntegrityError, ChunkMissingError } from './errors.js';
 import { followSignal } from './follow-signal.js';
 import type { Keyring } from './keyring.js';
@@ -51,6 +55,7 @@ import {
   parseAnyManifest,
   type Entry,
   type ManifestBody,
+  type ManifestFormat,
   type ManifestV2,
   type ObjectKind,
 } from './object-format.js';
@@ -61,13 +66,31 @@ export const CHUNK_STORE_DRIVER_NAME = 'compactor-chunks';
 /** Reported in worker heartbeats. */
 export const CHUNK_STORE_DRIVER_TYPE = 'temporal-compactor.chunk-store';
 
-/** An object a store call may have to write, with the objects it lists. */
+/** An object a store call may have to write, with the objects it lists; a pack written before has no plaintext here (it can only be reused). */
 interface PlannedObject {
   kind: ObjectKind;
   id: string;
-  plaintext: Uint8Array;
+  plaintext: Uint8Array | undefined;
   children: PlannedObject[];
 }
+
+/** Where a slice the driver stored lies: `length` bytes at `offset` of pack `pack`. */
+interface PackedSlice {
+  pack: string;
+  offset: number;
+  length: number;
+}
+
+/** Where a payload that was read holds bytes of a pack: `length` bytes at `start`, from `offset` of `pack`. */
+interface PackSegment {
+  start: number;
+  length: number;
+  pack: string;
+  offset: number;
+}
+
+/** Slices remembered with the pack that holds them (dedup across the payloads of a process). */
+const PACKED_SLICES = 200_000;
 
 /** An object a manifest or node lists (a garbage collector follows these): a format-2 manifest lists its base manifest too. */
 export interface ListedChild {
@@ -164,11 +187,12 @@ export interface ChunkStoreDriverOptions {
   /** A slice shorter than this is written inside the manifest or node that lists it, not as a chunk of its own. @default 256 */
   literalBelow?: number;
   /**
-   * The format of the manifests and nodes this driver writes (it reads both). 1 (a JSON manifest
-   * over one tree of 0x4e nodes, no base, nothing inline) only while processes from before format
-   * 2, which read format 1 alone, may still read this store (a rolling upgrade). @default 2
+   * The format of the manifests and nodes this driver writes (it reads all three). 1 (a JSON
+   * manifest over one tree of 0x4e nodes, no base, nothing inline) only while processes from before
+   * format 2 may still read this store; 2 (one object per chunk, no preset dictionary) while
+   * processes from before format 3 may (a rolling upgrade). @default 3
    */
-  manifestFormat?: 1 | 2;
+  manifestFormat?: ManifestFormat;
   /**
    * The format of the claims this driver writes (it reads both). 1 only while processes from
    * before format 2, which read format 1 alone, may still read this store's claims (a rolling
@@ -202,7 +226,15 @@ export class ChunkStoreDriver implements StorageDriver {
   private readonly inlineBelow: number;
   private readonly literalBelow: number;
   /** The format of the manifests and nodes this driver writes. */
-  readonly manifestFormat: 1 | 2;
+  readonly manifestFormat: ManifestFormat;
+  /** Slices written in packs lately, by id (and key id): a later payload lists them where they are. */
+  private readonly packed = new LruMap<PackedSlice>(PACKED_SLICES, () => 1);
+  /** Packs whose slices are in `packed` (written or read by this process), by key id and pack id. */
+  private readonly indexedPacks = new LruMap<true>(PACKED_SLICES, () => 1);
+  /** Objects being fetched, by cache key: concurrent reads of one object share the fetch. */
+  private readonly reading = new Map<string, Promise<Uint8Array>>();
+  /** Packs found missing from the store (a gc took them): their slices are written again. */
+  private readonly gonePacks = new Set<string>();
   /** Manifests written lately, newest first: bases for the payloads that extend them. */
   private recent: RecentManifest[] = [];
   /** The format of the claims this driver writes. */
@@ -219,7 +251,7 @@ export class ChunkStoreDriver implements StorageDriver {
     compressionLevel = 6,
     inlineBelow = 512,
     literalBelow = 256,
-    manifestFormat = 2,
+    manifestFormat = 3,
     claimFormat = 2,
     now = Date.now,
   }: ChunkStoreDriverOptions) {
@@ -269,7 +301,8 @@ export class ChunkStoreDriver implements StorageDriver {
         const metadata: Record<string, Uint8Array> = {};
         for (const [name, value] of Object.entries(payload.metadata ?? {}))
           if (value !== null && value !== undefined) metadata[name] = value;
-        const leaves = this.manifestFormat === 1 ? [] : this.leaves(data);
+        const packing = this.manifestFormat === 3 ? await this.packedLeaves(data, signal) : undefined;
+        const leaves = packing?.leaves ?? (this.manifestFormat === 1 ? [] : this.leaves(data));
         // On the manifest of a payload this one extends (the previous round's chat input), when
         // that manifest is still in the store: then only what follows its prefix is listed.
         let manifest = this.manifestFormat === 1 ? undefined : this.deltaManifest(data, metadata, leaves);
@@ -282,6 +315,7 @@ export class ChunkStoreDriver implements StorageDriver {
         // The manifest is always written, even when it exists: its modification time tells a gc
         // that a claim to it was handed out just now.
         await this.write(planned.object, signal);
+        packing?.commit();
         this.remember(planned, leaves, data.length);
         this.stats.payloadsStored += 1;
         this.stats.payloadBytesStored += data.length;
@@ -316,6 +350,90 @@ export class ChunkStoreDriver implements StorageDriver {
   }
 
   /**
+   * Format 3: the payload's slices as the chunker cuts them, small ones inline; the others listed
+   * where a pack already holds them, or else in this payload's own pack (one object: the new slices
+   * end to end). `commit` remembers the new ones once the manifest is written.
+   */
+  private async packedLeaves(
+    data: Uint8Array,
+    signal: AbortSignal,
+  ): Promise<{ leaves: PlannedEntry[]; commit: () => void }> {
+    const key = this.keyring?.current;
+    const indexKey = (id: string): string => `${key?.id ?? ''}\u0000${id}`;
+    const cuts =
+      data.length > 0 && data.length < this.inlineBelow ? [data.length] : chunkBoundaries(data, this.chunkerLimits);
+    let start = 0;
+    const slices = cuts.map((end) => {
+      const plaintext = data.subarray(start, end);
+      start = end;
+      return { end, plaintext, id: objectId(plaintext, key) };
+    });
+    const known = (id: string): PackedSlice | undefined => {
+      const where = this.packed.get(indexKey(id));
+      return where === undefined || this.gonePacks.has(where.pack) ? undefined : where;
+    };
+    // The packs this payload would reuse must still be in the store (touched when old, like any reused object).
+    const reused = new Set<string>();
+    for (const slice of slices) {
+      const where = slice.plaintext.length >= this.literalBelow ? known(slice.id) : undefined;
+      if (where !== undefined) reused.add(where.pack);
+    }
+    await Promise.all(
+      [...reused].map(async (pack) => {
+        if (!(await this.stillStored(objectKey('chunk', pack), signal))) this.gonePacks.add(pack);
+      }),
+    );
+    const fresh = new Map<string, PackedSlice>();
+    const parts: Uint8Array[] = [];
+    let packLength = 0;
+    const placed = slices.map((slice) => {
+      if (slice.plaintext.length < this.literalBelow || data.length < this.inlineBelow) return undefined;
+      const where = known(slice.id);
+      if (where !== undefined) return where;
+      let offset = fresh.get(slice.id)?.offset;
+      if (offset === undefined) {
+        offset = packLength;
+        fresh.set(slice.id, { pack: '', offset, length: slice.plaintext.length });
+        parts.push(slice.plaintext);
+        packLength += slice.plaintext.length;
+      }
+      return { pack: undefined, offset, length: slice.plaintext.length };
+    });
+    const packPlaintext = Buffer.concat(parts);
+    const pack: PlannedObject | undefined =
+      parts.length === 0
+        ? undefined
+        : { kind: 'chunk', id: objectId(packPlaintext, key), plaintext: packPlaintext, children: [] };
+    const existing = new Map<string, PlannedObject>();
+    const leaves = slices.map((slice, index): PlannedEntry => {
+      const where = placed[index];
+      if (where === undefined)
+        return { id: slice.id, end: slice.end, entry: { kind: 'literal', bytes: slice.plaintext } };
+      let object = pack;
+      if (where.pack !== undefined) {
+        object = existing.get(where.pack);
+        if (object === undefined) {
+          object = { kind: 'chunk', id: where.pack, plaintext: undefined, children: [] };
+          existing.set(where.pack, object);
+        }
+      }
+      const id = object?.id ?? '';
+      return {
+        id: slice.id,
+        end: slice.end,
+        entry: { kind: 'slice', id, offset: where.offset, length: where.length },
+        object,
+      };
+    });
+    const commit = (): void => {
+      if (pack === undefined) return;
+      for (const [id, where] of fresh) this.packed.set(indexKey(id), { ...where, pack: pack.id });
+      this.indexedPacks.set(`${key?.id ?? ''}\u0000${pack.id}`, true);
+    };
+    return { leaves, commit };
+  }
+
+  /**
    * Format-2 manifest over the whole payload: the tree's closed nodes (a node closes at a
    * content-defined boundary, so appending never reopens one) and, after them, the entries of the
    * groups still open at each level.
@@ -337,6 +455,7 @@ export class ChunkStoreDriver implements StorageDriver {
         const plaintext = encodeNodeV2(
           level,
           group.map((member) => member.entry),
+          this.manifestFormat === 3 ? 3 : 2,
         );
         const id = objectId(plaintext, key);
         const length = group.reduce((sum, member) => sum + entryLength(member.entry), 0);
@@ -447,13 +566,16 @@ export class ChunkStoreDriver implements StorageDriver {
     base: ManifestV2['base'],
     entries: PlannedEntry[],
   ): PlannedManifest {
-    const plaintext = encodeManifestV2({
-      chunker: CHUNKER_VERSION,
-      size,
-      metadata,
-      base,
-      entries: entries.map((entry) => entry.entry),
-    });
+    const plaintext = encodeManifestV2(
+      {
+        chunker: CHUNKER_VERSION,
+        size,
+        metadata,
+        base,
+        entries: entries.map((entry) => entry.entry),
+      },
+      this.manifestFormat === 3 ? 3 : 2,
+    );
     const id = objectId(plaintext, this.keyring?.current);
     const children = entries.flatMap((entry) => (entry.object === undefined ? [] : [entry.object]));
     return { object: { kind: 'manifest', id, plaintext, children }, depth: base?.depth ?? 0 };
@@ -462,7 +584,11 @@ export class ChunkStoreDriver implements StorageDriver {
   /** Whether a base manifest is in the store (touched when old, so a gc keeps it); false when it is gone. */
   private async baseUsable(base: RecentManifest | undefined, signal: AbortSignal): Promise<boolean> {
     if (base === undefined) return false;
-    const key = objectKey('manifest', base.id);
+    return this.stillStored(objectKey('manifest', base.id), signal);
+  }
+
+  /** Whether an object this driver would reuse is in the store (touched when old, so a gc keeps it); false when it is gone. */
+  private async stillStored(key: string, signal: AbortSignal): Promise<boolean> {
     const confirmed = this.present.get(key);
     if (confirmed !== undefined && this.now() - confirmed < this.refreshAfterMs / 2) return true;
     const found = await this.limiter.run(() => this.backend.stat(key, signal));
@@ -504,6 +630,12 @@ export class ChunkStoreDriver implements StorageDriver {
           return;
         }
       }
+      if (object.plaintext === undefined) {
+        // A pack written before, gone since it was checked (a gc took it): this store fails, and
+        // the next attempt writes its slices again.
+        this.gonePacks.add(object.id);
+        throw new ChunkMissingError(key, this.backend.description);
+      }
       await Promise.all(object.children.map((child) => this.ensure(child, inFlight, signal)));
       await this.write(object, signal);
     })();
@@ -524,7 +656,14 @@ export class ChunkStoreDriver implements StorageDriver {
 
   private async write(object: PlannedObject, signal: AbortSignal | undefined): Promise<void> {
     const key = objectKey(object.kind, object.id);
-    const sealed = sealObject(object.plaintext, object.id, this.keyring?.current, this.compressionLevel);
+    if (object.plaintext === undefined) throw new ChunkMissingError(key, this.backend.description);
+    const sealed = sealObject(
+      object.plaintext,
+      object.id,
+      this.keyring?.current,
+      this.compressionLevel,
+      this.manifestFormat === 3 ? CURRENT_DICTIONARY : 0,
+    );
     await this.limiter.run(() => this.backend.put(key, sealed, signal));
     const counters = this.stats.written[object.kind];
     counters.objects += 1;
@@ -547,13 +686,24 @@ export class ChunkStoreDriver implements StorageDriver {
     const cacheKey = cacheKeyOf(key, keyId);
     const cached = this.cache.get(cacheKey);
     if (cached !== undefined) return cached;
-    const sealed = await this.limiter.run(() => this.backend.get(key, signal));
-    if (sealed === undefined) throw new ChunkMissingError(key, this.backend.description);
-    this.stats.fetched.objects += 1;
-    this.stats.fetched.bytes += sealed.length;
-    const plaintext = openObject(sealed, id, key, keyId, this.keyring);
-    this.cache.set(cacheKey, plaintext);
-    return plaintext;
+    // The slices of a pack are filled at once: one fetch for all of them.
+    const running = this.reading.get(cacheKey);
+    if (running !== undefined) return running;
+    const fetching = (async () => {
+      const sealed = await this.limiter.run(() => this.backend.get(key, signal));
+      if (sealed === undefined) throw new ChunkMissingError(key, this.backend.description);
+      this.stats.fetched.objects += 1;
+      this.stats.fetched.bytes += sealed.length;
+      const plaintext = openObject(sealed, id, key, keyId, this.keyring);
+      this.cache.set(cacheKey, plaintext);
+      return plaintext;
+    })();
+    this.reading.set(cacheKey, fetching);
+    try {
+      return await fetching;
+    } finally {
+      this.reading.delete(cacheKey);
+    }
   }
 
   /**
@@ -571,7 +721,13 @@ export class ChunkStoreDriver implements StorageDriver {
     const plaintext = openObject(sealed, id, key, sealedKeyId(sealed, key), this.keyring);
     const childKind = (level: number): 'node' | 'chunk' => (level === 0 ? 'chunk' : 'node');
     const referenced = (entries: Entry[]): ListedChild[] =>
-      entries.flatMap((entry) => (entry.kind === 'ref' ? [{ kind: childKind(entry.level), id: entry.id }] : []));
+      entries.flatMap((entry) =>
+        entry.kind === 'ref'
+          ? [{ kind: childKind(entry.level), id: entry.id }]
+          : entry.kind === 'slice'
+            ? [{ kind: 'chunk' as const, id: entry.id }]
+            : [],
+      );
     if (kind === 'manifest') {
       const manifest = parseAnyManifest(plaintext, key);
       if (manifest.v === 1)
@@ -594,9 +750,47 @@ export class ChunkStoreDriver implements StorageDriver {
 
   private async retrieveOne(claim: StorageDriverClaim, signal: AbortSignal | undefined): Promise<Payload> {
     const { manifestId, keyId } = readClaim(claim.claimData);
-    const { data, metadata } = await this.payloadOf(manifestId, keyId, undefined, signal);
+    const segments: PackSegment[] = [];
+    const { data, metadata } = await this.payloadOf(manifestId, keyId, undefined, signal, segments);
     this.stats.payloadsRetrieved += 1;
+    if (this.manifestFormat === 3 && segments.length > 0 && keyId === this.keyring?.current.id)
+      this.rememberRead(data, segments, keyId);
     return { metadata, data };
+  }
+
+  /**
+   * Remembers where the slices of a payload read from packs lie, as the chunker cuts it, so a later
+   * payload of this process that holds them lists them there (a workflow's next chat input holding
+   * the tool result another worker stored) instead of writing them again. Slices already known keep
+   * their place.
+   */
+  private rememberRead(data: Uint8Array, segments: PackSegment[], keyId: string | undefined): void {
+    if (data.length < this.inlineBelow) return;
+    // What this process wrote (or already read) is indexed already: nothing to cut and hash again.
+    const packKey = (pack: string): string => `${keyId ?? ''}\u0000${pack}`;
+    if (segments.every((segment) => this.indexedPacks.get(packKey(segment.pack)) !== undefined)) return;
+    for (const segment of segments) this.indexedPacks.set(packKey(segment.pack), true);
+    segments.sort((a, b) => a.start - b.start);
+    const key = this.keyring?.current;
+    let start = 0;
+    let segment = 0;
+    for (const end of chunkBoundaries(data, this.chunkerLimits)) {
+      const from = start;
+      start = end;
+      if (end - from < this.literalBelow) continue;
+      while (segment < segments.length && (segments[segment]?.start ?? 0) + (segments[segment]?.length ?? 0) <= from)
+        segment += 1;
+      const holder = segments[segment];
+      if (holder === undefined || holder.start > from || holder.start + holder.length < end) continue;
+      const id = objectId(data.subarray(from, end), key);
+      const indexKey = `${keyId ?? ''}\u0000${id}`;
+      if (this.packed.get(indexKey) !== undefined) continue;
+      this.packed.set(indexKey, {
+        pack: holder.pack,
+        offset: holder.offset + (from - holder.start),
+        length: end - from,
+      });
+    }
   }
 
   /** The data and metadata a manifest stands for; `depth`: what the manifest that names it as its base says its depth is. */
@@ -605,6 +799,7 @@ export class ChunkStoreDriver implements StorageDriver {
     keyId: string | undefined,
     depth: number | undefined,
     signal: AbortSignal | undefined,
+    segments?: PackSegment[],
   ): Promise<{ data: Uint8Array; metadata: Record<string, Uint8Array> }> {
     const manifestKey = objectKey('manifest', manifestId);
     const manifest = parseAnyManifest(await this.read('manifest', manifestId, keyId, signal), manifestKey);
@@ -624,7 +819,13 @@ export class ChunkStoreDriver implements StorageDriver {
     const data = new Uint8Array(manifest.size);
     let offset = 0;
     if (manifest.base !== undefined) {
-      const base = await this.payloadOf(manifest.base.id, keyId, manifest.base.depth - 1, signal);
+      const fromBase: PackSegment[] | undefined = segments === undefined ? undefined : [];
+      const base = await this.payloadOf(manifest.base.id, keyId, manifest.base.depth - 1, signal, fromBase);
+      // What the base's slices of packs cover within the prefix this payload keeps.
+      for (const segment of fromBase ?? []) {
+        const length = Math.min(segment.length, manifest.base.keep - segment.start);
+        if (length > 0) segments?.push({ ...segment, length });
+      }
       if (base.data.length < manifest.base.keep)
         throw new ChunkIntegrityError(
           manifestKey,
@@ -639,7 +840,9 @@ export class ChunkStoreDriver implements StorageDriver {
       return at;
     });
     await Promise.all(
-      manifest.entries.map((entry, index) => this.fill(entry, data, starts[index] ?? 0, keyId, manifestKey, signal)),
+      manifest.entries.map((entry, index) =>
+        this.fill(entry, data, starts[index] ?? 0, keyId, manifestKey, signal, segments),
+      ),
     );
     return { data, metadata: manifest.metadata };
   }
@@ -652,19 +855,33 @@ export class ChunkStoreDriver implements StorageDriver {
     keyId: string | undefined,
     parentKey: string,
     signal: AbortSignal | undefined,
+    segments?: PackSegment[],
   ): Promise<void> {
     if (entry.kind === 'literal') {
       data.set(entry.bytes, offset);
       return;
     }
-    const { id, level, length } = entry;
-    if (offset + length > data.length)
+    if (offset + entry.length > data.length)
       throw new ChunkIntegrityError(parentKey, `lists more bytes than the payload's size`);
+    if (entry.kind === 'slice') {
+      const pack = await this.read('chunk', entry.id, keyId, signal);
+      if (entry.offset + entry.length > pack.length)
+        throw new ChunkIntegrityError(
+          parentKey,
+          `lists bytes ${entry.offset}–${entry.offset + entry.length} of pack ${entry.id}, which has ${pack.length}`,
+        );
+      data.set(pack.subarray(entry.offset, entry.offset + entry.length), offset);
+      segments?.push({ start: offset, length: entry.length, pack: entry.id, offset: entry.offset });
+      return;
+    }
+    const { id, level, length } = entry;
     if (level === 0) {
       const chunk = await this.read('chunk', id, keyId, signal);
       if (chunk.length !== length)
         throw new ChunkIntegrityError(parentKey, `lists chunk ${id} as ${length} bytes, but it has ${chunk.length}`);
       data.set(chunk, offset);
+      // A chunk of formats 1 and 2 is a pack of one slice.
+      segments?.push({ start: offset, length, pack: id, offset: 0 });
       return;
     }
     const nodeKey = objectKey('node', id);
@@ -676,7 +893,7 @@ export class ChunkStoreDriver implements StorageDriver {
       children.map((child) => {
         const childOffset = at;
         at += entryLength(child);
-        return this.fill(child, data, childOffset, keyId, nodeKey, signal);
+        return this.fill(child, data, childOffset, keyId, nodeKey, signal, segments);
       }),
     );
   }

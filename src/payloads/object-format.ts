@@ -16,6 +16,11 @@
 //   under a few hundred bytes is its manifest alone) — and may start with a prefix of a base
 //   manifest's payload (the previous round's chat input), so a round writes its new entries, not
 //   the whole spine again. A node (0x4f) lists entries too, with slices inline.
+// - Format 3 (written now): format 2 whose entries may also be a slice of a pack: a chunk object
+//   that holds the new slices of one stored payload end to end (compressed as one, so small slices
+//   compress with their neighbours), named as (pack id, offset, length); adjacent slices of one
+//   pack are listed as one. A manifest starts "ctm" 0x03, a node 0x50. Chunks of formats 1 and 2
+//   are packs of one slice: a reader treats every chunk alike.
 import { ChunkIntegrityError } from './errors.js';
 
 export type ObjectKind = 'chunk' | 'node' | 'manifest';
@@ -35,6 +40,11 @@ const NODE2_MAGIC = 0x4f;
 const MANIFEST2_MAGIC = [0x63, 0x74, 0x6d, 0x02];
 const ENTRY_REF = 0;
 const ENTRY_LITERAL = 1;
+const ENTRY_SLICE = 2;
+const MANIFEST3_MAGIC = [0x63, 0x74, 0x6d, 0x03];
+const NODE3_MAGIC = 0x50;
+/** The format of the manifests and nodes a driver writes: 1 (JSON over 0x4e nodes), 2 (binary, on bases), 3 (2 with slices of packs). */
+export type ManifestFormat = 1 | 2 | 3;
 /** The longest slice a format-2 manifest or node holds inline (its length is a u16). */
 export const MAX_LITERAL_BYTES = 0xffff;
 /** The longest chain of format-2 manifests on base manifests (a reader follows at most this many). */
@@ -82,7 +92,7 @@ export function encodeNode(level: number, children: ChildRef[]): Uint8Array {
 /** A node's level (its children are of the level below; level-1 nodes list chunks), as the node itself says. */
 export function nodeLevel(plaintext: Uint8Array, key: string): number {
   const formatOne = plaintext[0] === NODE_MAGIC && (plaintext.length - 2) % NODE_ENTRY_BYTES === 0;
-  if (plaintext.length < 2 || !(formatOne || plaintext[0] === NODE2_MAGIC))
+  if (plaintext.length < 2 || !(formatOne || plaintext[0] === NODE2_MAGIC || plaintext[0] === NODE3_MAGIC))
     throw new ChunkIntegrityError(key, 'malformed tree node');
   const level = plaintext[1] ?? 0;
   if (level < 1) throw new ChunkIntegrityError(key, 'tree node of level 0');
@@ -95,7 +105,8 @@ export function decodeNode(plaintext: Uint8Array, level: number, key: string): E
   const actual = nodeLevel(bytes, key);
   if (actual !== level)
     throw new ChunkIntegrityError(key, `tree node of level ${actual} where level ${level} was expected`);
-  if (bytes[0] === NODE2_MAGIC) return decodeEntries(bytes, 2, key, level - 1);
+  if (bytes[0] === NODE2_MAGIC || bytes[0] === NODE3_MAGIC)
+    return decodeEntries(bytes, 2, key, level - 1, bytes[0] === NODE3_MAGIC);
   const children: Entry[] = [];
   for (let at = 2; at < bytes.length; at += NODE_ENTRY_BYTES)
     children.push({
@@ -107,14 +118,44 @@ export function decodeNode(plaintext: Uint8Array, level: number, key: string): E
   return children;
 }
 
-/** An entry of a format-2 manifest or node: an object it refers to (a chunk: level 0; a node of that level), or a slice of the payload inline. */
-export type Entry = { kind: 'ref'; level: number; id: string; length: number } | { kind: 'literal'; bytes: Uint8Array };
+/**
+ * An entry of a format-2 or 3 manifest or node: an object it refers to (a chunk: level 0; a node of
+ * that level), a slice of the payload inline, or (format 3) `length` bytes at `offset` of a pack.
+ */
+export type Entry =
+  | { kind: 'ref'; level: number; id: string; length: number }
+  | { kind: 'literal'; bytes: Uint8Array }
+  | { kind: 'slice'; id: string; offset: number; length: number };
 
-export const entryLength = (entry: Entry): number => (entry.kind === 'ref' ? entry.length : entry.bytes.length);
+export const entryLength = (entry: Entry): number => (entry.kind === 'literal' ? entry.bytes.length : entry.length);
+
+/** Adjacent slices of one pack as one entry (what format 3 writes). */
+export function mergeSlices(entries: readonly Entry[]): Entry[] {
+  const merged: Entry[] = [];
+  for (const entry of entries) {
+    const last = merged.at(-1);
+    if (
+      entry.kind === 'slice' &&
+      last?.kind === 'slice' &&
+      last.id === entry.id &&
+      last.offset + last.length === entry.offset &&
+      last.length + entry.length <= MAX_PAYLOAD_BYTES
+    )
+      merged[merged.length - 1] = { ...last, length: last.length + entry.length };
+    else merged.push(entry);
+  }
+  return merged;
+}
 
 function entriesBytes(entries: readonly Entry[], withLevels: boolean): number {
   return entries.reduce(
-    (sum, entry) => sum + (entry.kind === 'ref' ? 1 + (withLevels ? 1 : 0) + NODE_ENTRY_BYTES : 3 + entry.bytes.length),
+    (sum, entry) =>
+      sum +
+      (entry.kind === 'ref'
+        ? 1 + (withLevels ? 1 : 0) + NODE_ENTRY_BYTES
+        : entry.kind === 'slice'
+          ? 1 + ID_BYTES + 8
+          : 3 + entry.bytes.length),
     0,
   );
 }
@@ -127,6 +168,12 @@ function writeEntries(bytes: Buffer, at: number, entries: readonly Entry[], with
       bytes.writeUInt16BE(entry.bytes.length, offset + 1);
       bytes.set(entry.bytes, offset + 3);
       offset += 3 + entry.bytes.length;
+    } else if (entry.kind === 'slice') {
+      bytes[offset] = ENTRY_SLICE;
+      bytes.write(entry.id, offset + 1, 'hex');
+      bytes.writeUInt32BE(entry.offset, offset + 1 + ID_BYTES);
+      bytes.writeUInt32BE(entry.length, offset + 5 + ID_BYTES);
+      offset += 1 + ID_BYTES + 8;
     } else {
       bytes[offset] = ENTRY_REF;
       offset += 1;
@@ -142,8 +189,15 @@ function writeEntries(bytes: Buffer, at: number, entries: readonly Entry[], with
 /**
  * Reads entries from `at` to the end. In a node (`childLevel` given) every reference is of that
  * level and slices are allowed only among chunks; in a manifest each reference says its level.
+ * Slices of packs only in format 3 (`packs`).
  */
-function decodeEntries(bytes: Buffer, at: number, key: string, childLevel: number | undefined): Entry[] {
+function decodeEntries(
+  bytes: Buffer,
+  at: number,
+  key: string,
+  childLevel: number | undefined,
+  packs: boolean,
+): Entry[] {
   const entries: Entry[] = [];
   let offset = at;
   const malformed = (what: string): ChunkIntegrityError => new ChunkIntegrityError(key, `malformed entry: ${what}`);
@@ -156,6 +210,18 @@ function decodeEntries(bytes: Buffer, at: number, key: string, childLevel: numbe
       if (length === 0 || offset + 3 + length > bytes.length) throw malformed('inline bytes of a wrong length');
       entries.push({ kind: 'literal', bytes: Uint8Array.from(bytes.subarray(offset + 3, offset + 3 + length)) });
       offset += 3 + length;
+    } else if (tag === ENTRY_SLICE && packs) {
+      if (childLevel !== undefined && childLevel !== 0) throw malformed('a slice of a pack in a node above level 1');
+      if (offset + 1 + ID_BYTES + 8 > bytes.length) throw malformed('truncated');
+      const length = bytes.readUInt32BE(offset + 5 + ID_BYTES);
+      if (length === 0 || length > MAX_PAYLOAD_BYTES) throw malformed('a slice of a wrong length');
+      entries.push({
+        kind: 'slice',
+        id: bytes.toString('hex', offset + 1, offset + 1 + ID_BYTES),
+        offset: bytes.readUInt32BE(offset + 1 + ID_BYTES),
+        length,
+      });
+      offset += 1 + ID_BYTES + 8;
     } else if (tag === ENTRY_REF) {
       offset += 1;
       const level = childLevel ?? bytes[offset++];
@@ -172,18 +238,24 @@ function decodeEntries(bytes: Buffer, at: number, key: string, childLevel: numbe
   return entries;
 }
 
-/** A format-2 node of `level` (≥ 1) over `entries` (references of level `level - 1`; slices only at level 1). */
-export function encodeNodeV2(level: number, entries: readonly Entry[]): Uint8Array {
-  const bytes = Buffer.alloc(2 + entriesBytes(entries, false));
-  bytes[0] = NODE2_MAGIC;
+/**
+ * A format-2 or 3 node of `level` (≥ 1) over `entries` (references of level `level - 1`; slices
+ * inline and of packs only at level 1, of packs only in format 3, where adjacent ones are merged).
+ */
+export function encodeNodeV2(level: number, entries: readonly Entry[], format: 2 | 3 = 2): Uint8Array {
+  const listed = format === 3 ? mergeSlices(entries) : entries;
+  if (format === 2 && listed.some((entry) => entry.kind === 'slice'))
+    throw new RangeError('a format-2 node cannot list slices of packs');
+  const bytes = Buffer.alloc(2 + entriesBytes(listed, false));
+  bytes[0] = format === 3 ? NODE3_MAGIC : NODE2_MAGIC;
   bytes[1] = level;
-  writeEntries(bytes, 2, entries, false);
+  writeEntries(bytes, 2, listed, false);
   return bytes;
 }
 
-/** A format-2 manifest: binary, its entries listed in it, on an optional base manifest. */
+/** A format-2 or 3 manifest: binary, its entries listed in it, on an optional base manifest. */
 export interface ManifestV2 {
-  v: 2;
+  v: 2 | 3;
   chunker: number;
   size: number;
   /** The payload's metadata. */
@@ -194,8 +266,11 @@ export interface ManifestV2 {
   entries: Entry[];
 }
 
-/** The bytes of a format-2 manifest. */
-export function encodeManifestV2(manifest: Omit<ManifestV2, 'v'>): Uint8Array {
+/** The bytes of a format-2 or 3 manifest (format 3: adjacent slices of a pack merged). */
+export function encodeManifestV2(manifest: Omit<ManifestV2, 'v'>, format: 2 | 3 = 2): Uint8Array {
+  const listed = format === 3 ? mergeSlices(manifest.entries) : manifest.entries;
+  if (format === 2 && listed.some((entry) => entry.kind === 'slice'))
+    throw new RangeError('a format-2 manifest cannot list slices of packs');
   const metadata = Object.entries(manifest.metadata).map(
     ([name, value]) => [Buffer.from(name, 'utf8'), value] as const,
   );
@@ -203,8 +278,8 @@ export function encodeManifestV2(manifest: Omit<ManifestV2, 'v'>): Uint8Array {
     throw new RangeError('payload metadata has more than 65,535 entries or a name longer than 65,535 bytes');
   const header = 4 + 4 + 1 + 1 + (manifest.base === undefined ? 0 : ID_BYTES + 4) + 2;
   const metadataBytes = metadata.reduce((sum, [name, value]) => sum + 2 + name.length + 4 + value.length, 0);
-  const bytes = Buffer.alloc(header + metadataBytes + entriesBytes(manifest.entries, true));
-  bytes.set(MANIFEST2_MAGIC, 0);
+  const bytes = Buffer.alloc(header + metadataBytes + entriesBytes(listed, true));
+  bytes.set(format === 3 ? MANIFEST3_MAGIC : MANIFEST2_MAGIC, 0);
   bytes.writeUInt32BE(manifest.size, 4);
   bytes[8] = manifest.chunker;
   let at = 10;
@@ -225,12 +300,13 @@ export function encodeManifestV2(manifest: Omit<ManifestV2, 'v'>): Uint8Array {
     bytes.set(value, at + 4);
     at += 4 + value.length;
   }
-  writeEntries(bytes, at, manifest.entries, true);
+  writeEntries(bytes, at, listed, true);
   return bytes;
 }
 
-function parseManifestV2(bytes: Buffer, key: string): ManifestV2 {
-  const malformed = (what: string): ChunkIntegrityError => new ChunkIntegrityError(key, `format-2 manifest ${what}`);
+function parseManifestV2(bytes: Buffer, key: string, format: 2 | 3): ManifestV2 {
+  const malformed = (what: string): ChunkIntegrityError =>
+    new ChunkIntegrityError(key, `format-${format} manifest ${what}`);
   if (bytes.length < 12) throw malformed('is truncated');
   const size = bytes.readUInt32BE(4);
   if (size > MAX_PAYLOAD_BYTES) throw malformed('size is not a plausible byte count');
@@ -261,17 +337,18 @@ function parseManifestV2(bytes: Buffer, key: string): ManifestV2 {
     metadata[name] = Uint8Array.from(bytes.subarray(at + 4, at + 4 + valueLength));
     at += 4 + valueLength;
   }
-  const entries = decodeEntries(bytes, at, key, undefined);
+  const entries = decodeEntries(bytes, at, key, undefined, format === 3);
   const listed = entries.reduce((sum, entry) => sum + entryLength(entry), 0);
   if (listed !== size - (base?.keep ?? 0))
     throw malformed(`lists ${listed} bytes where ${size - (base?.keep ?? 0)} were expected`);
-  return { v: 2, chunker, size, metadata, base, entries };
+  return { v: format, chunker, size, metadata, base, entries };
 }
 
-/** A manifest of either format, as its bytes say (format 1 is JSON, format 2 starts with "ctm" 0x02). */
+/** A manifest of any format, as its bytes say (format 1 is JSON, format 2 starts with "ctm" 0x02, format 3 with "ctm" 0x03). */
 export function parseAnyManifest(plaintext: Uint8Array, key: string): ManifestBody | ManifestV2 {
   const bytes = Buffer.from(plaintext.buffer, plaintext.byteOffset, plaintext.byteLength);
-  if (MANIFEST2_MAGIC.every((byte, index) => bytes[index] === byte)) return parseManifestV2(bytes, key);
+  if (MANIFEST2_MAGIC.every((byte, index) => bytes[index] === byte)) return parseManifestV2(bytes, key, 2);
+  if (MANIFEST3_MAGIC.every((byte, index) => bytes[index] === byte)) return parseManifestV2(bytes, key, 3);
   return parseManifest(plaintext, key);
 }
 

@@ -7,17 +7,22 @@
 // plaintext hashes to the name it was fetched by.
 //
 // Layout of a sealed object:
-//   "cps" 0x01 | flags (bit 0: deflate-raw, bit 1: AES-256-GCM)
+//   "cps" 0x01 | flags (bit 0: deflate-raw, bit 1: AES-256-GCM, bit 2: a preset dictionary)
 //   [encrypted: key id length (1 byte) | key id (ASCII) | nonce (12 bytes)]
 //   body (encrypted: ciphertext | 16-byte tag)
+// The body (the plaintext of the ciphertext) is the object's bytes, deflated when bit 0 is set; with
+// bit 2 it starts with the number of the preset dictionary (dictionary.ts) the rest was deflated
+// with (format 3 writes it; an object without bit 2 is read as before). Compressed, then encrypted.
 import { createCipheriv, createDecipheriv, createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
+import { PRESET_DICTIONARIES } from './dictionary.js';
 import { ChunkIntegrityError, PayloadKeyMissingError } from './errors.js';
 import type { CodecKey, Keyring } from './keyring.js';
 
 const MAGIC = [0x63, 0x70, 0x73, 0x01];
 const FLAG_DEFLATE = 1;
 const FLAG_ENCRYPTED = 2;
+const FLAG_DICTIONARY = 4;
 const NONCE_BYTES = 12;
 const TAG_BYTES = 16;
 // A header-only object would be a truncated one.
@@ -30,13 +35,33 @@ export function objectId(plaintext: Uint8Array, key: CodecKey | undefined): stri
     .digest('hex');
 }
 
-/** Seals `plaintext` (whose id is `id`, from {@link objectId} with the same key). Deterministic. */
-export function sealObject(plaintext: Uint8Array, id: string, key: CodecKey | undefined, compressionLevel = 6): Buffer {
-  const compressed =
-    plaintext.length >= MIN_COMPRESS_BYTES ? deflateRawSync(plaintext, { level: compressionLevel }) : undefined;
+/**
+ * Seals `plaintext` (whose id is `id`, from {@link objectId} with the same key), deflated with the
+ * preset dictionary numbered `dictionary` when given (0: none). Deterministic.
+ */
+export function sealObject(
+  plaintext: Uint8Array,
+  id: string,
+  key: CodecKey | undefined,
+  compressionLevel = 6,
+  dictionary = 0,
+): Buffer {
+  const preset = dictionary === 0 ? undefined : PRESET_DICTIONARIES.get(dictionary);
+  if (dictionary !== 0 && preset === undefined) throw new RangeError(`no preset dictionary ${dictionary}`);
+  let compressed: Buffer | undefined;
+  if (plaintext.length >= MIN_COMPRESS_BYTES)
+    compressed =
+      preset === undefined
+        ? deflateRawSync(plaintext, { level: compressionLevel })
+        : Buffer.concat([
+            Uint8Array.of(dictionary),
+            deflateRawSync(plaintext, { level: compressionLevel, dictionary: preset }),
+          ]);
   const useCompression = compressed !== undefined && compressed.length < plaintext.length;
-  const body = useCompression ? compressed : plaintext;
-  const flags = (useCompression ? FLAG_DEFLATE : 0) | (key === undefined ? 0 : FLAG_ENCRYPTED);
+  const body = compressed !== undefined && useCompression ? compressed : plaintext;
+  const flags =
+    (useCompression ? FLAG_DEFLATE | (preset === undefined ? 0 : FLAG_DICTIONARY) : 0) |
+    (key === undefined ? 0 : FLAG_ENCRYPTED);
   if (key === undefined) return Buffer.concat([Uint8Array.from(MAGIC), Uint8Array.of(flags), body]);
   const keyId = Buffer.from(key.id, 'ascii');
   // The name is a keyed MAC of the plaintext, so the nonce repeats only when the plaintext does,
@@ -111,8 +136,26 @@ export function openObject(
     }
   }
   let plaintext: Uint8Array;
+  let dictionary: Buffer | undefined;
+  if ((flags & FLAG_DICTIONARY) !== 0) {
+    const number = body[0] ?? 0;
+    dictionary = PRESET_DICTIONARIES.get(number);
+    if ((flags & FLAG_DEFLATE) === 0 || dictionary === undefined)
+      throw new ChunkIntegrityError(
+        objectKey,
+        (flags & FLAG_DEFLATE) === 0
+          ? 'names a preset dictionary but is not compressed (malformed header)'
+          : `is compressed with preset dictionary ${number}, which this version does not know (written by a newer one)`,
+      );
+    body = body.subarray(1);
+  }
   try {
-    plaintext = (flags & FLAG_DEFLATE) !== 0 ? inflateRawSync(body) : body;
+    plaintext =
+      (flags & FLAG_DEFLATE) === 0
+        ? body
+        : dictionary === undefined
+          ? inflateRawSync(body)
+          : inflateRawSync(body, { dictionary });
   } catch {
     throw new ChunkIntegrityError(objectKey, 'does not inflate (corrupted)');
   }

@@ -225,8 +225,9 @@ describe('collectGarbage (sweep)', () => {
 
     const oldTree = await treeOf(driver, manifestOf(old));
     const youngTree = await treeOf(driver, manifestOf(young));
+    // The young payload lists slices of the old payload's pack (format 3 writes one pack a payload).
     const shared = [...youngTree.keys()].filter((key) => oldTree.has(key) && key.startsWith('v1/chunks/'));
-    expect(shared.length).toBeGreaterThan(10);
+    expect(shared.length).toBeGreaterThan(0);
 
     const report = await collectGarbage({ driver, claimedManifests: [] });
     expect(report.youngManifests).toBe(1);
