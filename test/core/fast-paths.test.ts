@@ -14,18 +14,8 @@ import {
 import { contentText } from '../../src/core/counting/tokens.js';
 import { chatMessageSchema, validateMessages } from '../../src/core/schema.js';
 import type { ChatMessage } from '../../src/core/types.js';
+import { createRandom } from '../../corpus/random.js';
 import { assistant, tool, user } from '../support/messages.js';
-
-/** mulberry32: a small seeded PRNG. */
-function prng(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let mixed = Math.imul(state ^ (state >>> 15), 1 | state);
-    mixed = (mixed + Math.imul(mixed ^ (mixed >>> 7), 61 | mixed)) ^ mixed;
-    return ((mixed ^ (mixed >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
 
 /** Words, identifiers of every kind the coverage check knows, near misses and punctuation that ends or splits tokens. */
 const WORDS = [
@@ -42,7 +32,7 @@ function text(random: () => number, words: number): string {
 
 /** A run of turns with tool calls, results (some named, some answering no call), parts and long arguments. */
 function conversation(seed: number, turns: number): ChatMessage[] {
-  const random = prng(seed);
+  const random = createRandom(seed).next;
   const messages: ChatMessage[] = [user(text(random, 12))];
   for (let turn = 0; turn < turns; turn += 1) {
     const ids = [`call_${seed}_${turn}`, ...(random() < 0.4 ? [`call_${seed}_${turn}b`] : [])];
@@ -122,7 +112,7 @@ describe('the identifiers a summary must keep', () => {
     let nonEmpty = 0;
     for (let seed = 1; seed <= 60; seed += 1) {
       const messages = conversation(seed, 15);
-      const cut = 3 + Math.floor(prng(seed)() * (messages.length - 6));
+      const cut = 3 + Math.floor(createRandom(seed).next() * (messages.length - 6));
       const middle = messages.slice(1, cut);
       const kept = [messages[0] as ChatMessage, ...messages.slice(cut)];
       const expected = reference(middle, kept);

@@ -74,6 +74,9 @@ const BAD_IDS = ['', 'x'.repeat(10_000), '../m1', 'm999999'];
 
 describe('recall', { timeout: 120_000 }, () => {
   const world = fakeModelAndToolRoot('agent-recall-', { 'log.txt': LOG, 'big.log': BIG });
+  /** The bodies of the requests the fake model received, in order. */
+  const sentRequests = (): { messages: ChatMessage[]; tools?: unknown[] }[] =>
+    world.server.requests.map((request) => request.body as { messages: ChatMessage[]; tools?: unknown[] });
   const input = (recall: boolean): AgentRunWorkflowInput => ({
     messages: [
       { role: 'system', content: 'You are a careful agent.' },
@@ -129,9 +132,7 @@ describe('recall', { timeout: 120_000 }, () => {
         });
         const result = await handle.result();
         expect(result.stopReason).toBe('completed');
-        const requests = world.server.requests.map(
-          (request) => request.body as { messages: ChatMessage[]; tools?: unknown[] },
-        );
+        const requests = sentRequests();
         expect(requests).toHaveLength(4);
         // The tool is declared to the model.
         expect(JSON.stringify(requests[0]?.tools)).toContain('"name":"recall"');
@@ -189,7 +190,7 @@ describe('recall', { timeout: 120_000 }, () => {
         });
         expect(result.stopReason).toBe('completed');
         expect(result.continuedAsNew).toBe(1);
-        const requests = world.server.requests.map((request) => request.body as { messages: ChatMessage[] });
+        const requests = sentRequests();
         const summary = String(requests[2]?.messages[2]?.content);
         expect(summary).toMatch(/^\[Summary by the harness of 2 earlier messages\]/);
         expect(summary.endsWith('\n\n[recall ids: m3..m4]')).toBe(true);
@@ -232,7 +233,7 @@ describe('recall', { timeout: 120_000 }, () => {
         const result = await handle.result();
         expect(result.stopReason).toBe('completed');
         expect(result.compactions.recent[0]).toMatchObject({ kind: 'trim', fallback: true, dropped: 2 });
-        const requests = world.server.requests.map((request) => request.body as { messages: ChatMessage[] });
+        const requests = sentRequests();
         // Where the read stood, the marker: what the trim dropped, by id.
         expect(requests[2]?.messages[2]).toEqual({
           role: 'user',
@@ -280,7 +281,7 @@ describe('recall', { timeout: 120_000 }, () => {
       });
       const result = await handle.result();
       expect(result.compactions.recent[0]).toMatchObject({ kind: 'summary', review: 'edited' });
-      const requests = world.server.requests.map((request) => request.body as { messages: ChatMessage[] });
+      const requests = sentRequests();
       // The person's text; the ids are the compaction's, their own line gave way.
       expect(requests[2]?.messages[2]).toEqual({
         role: 'user',
@@ -321,7 +322,7 @@ describe('recall', { timeout: 120_000 }, () => {
         expect(batches.every((payload) => isReferencePayload(payload))).toBe(true);
         for (const payload of batches)
           expect(Buffer.from(payload.data ?? []).toString('utf8')).not.toContain('entry 3:');
-        const requests = world.server.requests.map((request) => request.body as { messages: ChatMessage[] });
+        const requests = sentRequests();
         expect(requests[2]?.messages[3]?.content).toMatch(/\[recall id: m4\]$/);
         const answer = (requests[3]?.messages ?? []).find((message) => message.tool_call_id === 'call_3');
         const whole = `[tool result (call_1)]\n${readOutput(BIG)}`;
@@ -357,9 +358,7 @@ describe('recall', { timeout: 120_000 }, () => {
           workflowId: uniqueId('agent-recall-off'),
           args: [input(false)],
         });
-        const requests = world.server.requests.map(
-          (request) => request.body as { messages: ChatMessage[]; tools?: unknown[] },
-        );
+        const requests = sentRequests();
         expect(JSON.stringify(requests[0]?.tools)).not.toContain('recall');
         const third = requests[2]?.messages ?? [];
         expect(third[3]?.content).toMatch(

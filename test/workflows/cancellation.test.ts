@@ -13,7 +13,14 @@ import {
 } from '../../src/index.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.js';
 import { toolRounds } from '../support/messages.js';
-import { bundleTestWorkflows, eventTypes, maybeRecordHistory, uniqueId, withWorker } from './harness.js';
+import {
+  bundleTestWorkflows,
+  cancelledEventTypes,
+  eventTypes,
+  maybeRecordHistory,
+  uniqueId,
+  withWorker,
+} from './harness.js';
 import type { compactConversation, compactInWorkflow } from './test-workflows.js';
 
 const messages = toolRounds(20, 400);
@@ -67,17 +74,9 @@ describe('cancellation on a dev server', () => {
           args: [{ messages, options }],
         });
         await server.waitForRequests(1, 10_000);
-        await handle.cancel();
-        const error = await handle.result().then(
-          () => undefined,
-          (thrown: unknown) => thrown,
-        );
-        expect(error).toBeInstanceOf(WorkflowFailedError);
-        expect(error instanceof WorkflowFailedError ? error.cause : undefined).toBeInstanceOf(CancelledFailure);
-        const events = await eventTypes(handle);
+        const events = await cancelledEventTypes(handle);
         expect(events).toContain('ActivityTaskCancelRequested');
         expect(events).not.toContain('ActivityTaskTimedOut');
-        expect(events.at(-1)).toBe('WorkflowExecutionCanceled');
         // The worker learns of it on its next heartbeat and aborts the HTTP request.
         await server.waitUntil(
           () => server.requests[0]?.outcome === 'aborted',

@@ -3,9 +3,11 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { WorkflowHandle } from '@temporalio/client';
+import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
+import { CancelledFailure } from '@temporalio/common';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { expect } from 'vitest';
 import { createActivities, type ActivityDeps } from '../../src/index.js';
 import {
   bundleWorkflows,
@@ -38,6 +40,23 @@ export async function withWorker<T>(
 export async function eventTypes(handle: WorkflowHandle): Promise<string[]> {
   const history = await handle.fetchHistory();
   return (history.events ?? []).map((event) => EVENT_TYPE_NAMES[event.eventType ?? 0] ?? `EventType${event.eventType}`);
+}
+
+/**
+ * Cancels a run and waits for its end, which must be a cancellation: a `WorkflowFailedError` caused
+ * by a `CancelledFailure`, and `WorkflowExecutionCanceled` the last event. Returns the event types.
+ */
+export async function cancelledEventTypes(handle: WorkflowHandle): Promise<string[]> {
+  await handle.cancel();
+  const error = await handle.result().then(
+    () => undefined,
+    (thrown: unknown) => thrown,
+  );
+  expect(error).toBeInstanceOf(WorkflowFailedError);
+  expect(error instanceof WorkflowFailedError ? error.cause : undefined).toBeInstanceOf(CancelledFailure);
+  const events = await eventTypes(handle);
+  expect(events.at(-1)).toBe('WorkflowExecutionCanceled');
+  return events;
 }
 
 // The numbers of temporal.api.enums.v1.EventType this suite looks at.
