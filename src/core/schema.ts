@@ -185,15 +185,21 @@ function plainlyValid(message: unknown): boolean {
 /** Tool calls as {@link chatMessageSchema} wants them, with ids that differ. */
 function plainCalls(calls: unknown): boolean {
   if (!Array.isArray(calls)) return false;
-  const ids = new Set<string>();
   for (let index = 0; index < calls.length; index += 1) {
     const call: unknown = calls[index];
     if (!isRecord(call)) return false;
     const { id, type, function: fn } = call;
-    if (typeof id !== 'string' || id === '' || type !== 'function' || ids.has(id) || !isRecord(fn)) return false;
+    if (typeof id !== 'string' || id === '' || type !== 'function' || !isRecord(fn)) return false;
     if (typeof fn.name !== 'string' || fn.name === '' || typeof fn.arguments !== 'string') return false;
-    ids.add(id);
   }
+  return distinctIds(calls as readonly { id: string }[]);
+}
+
+/** Whether the calls' ids differ: compared pair by pair for the few calls of a usual turn, not through a Set per turn. */
+function distinctIds(calls: readonly { id: string }[]): boolean {
+  if (calls.length > 16) return new Set(calls.map((call) => call.id)).size === calls.length;
+  for (let index = 1; index < calls.length; index += 1)
+    for (let earlier = 0; earlier < index; earlier += 1) if (calls[earlier]?.id === calls[index]?.id) return false;
   return true;
 }
 
@@ -231,12 +237,13 @@ function assertContent(content: unknown, index: number): void {
  */
 export function validateMessages(messages: unknown, field = 'messages'): ChatMessage[] {
   if (!Array.isArray(messages)) throw new InvalidInputError(field, 'must be an array of chat messages');
-  const valid: ChatMessage[] = [];
-  messages.forEach((value: unknown, index) => {
+  const valid = new Array<ChatMessage>(messages.length);
+  for (let index = 0; index < messages.length; index += 1) {
+    const value: unknown = messages[index];
     assertMessage(value, index);
     // A tool-call id reused by a later turn is unusual but well-formed: a result answers the latest turn that asked.
-    valid.push(value);
-  });
+    valid[index] = value;
+  }
   return valid;
 }
 

@@ -12,10 +12,12 @@ import {
   transcriptLength,
 } from '../../src/core/compaction/transcript.js';
 import { contentText } from '../../src/core/counting/tokens.js';
+import { toolGroups } from '../../src/core/compaction/regions.js';
 import { chatMessageSchema, validateMessages } from '../../src/core/schema.js';
 import type { ChatMessage } from '../../src/core/types.js';
 import { createRandom } from '../../corpus/random.js';
 import { assistant, tool, user } from '../support/messages.js';
+import { askers } from '../support/conversations.js';
 
 /** Words, identifiers of every kind the coverage check knows, near misses and punctuation that ends or splits tokens. */
 const WORDS = [
@@ -61,6 +63,32 @@ function conversation(seed: number, turns: number): ChatMessage[] {
   return messages;
 }
 
+/**
+ * Turns whose results come long after them (more messages between than the engine looks back
+ * through before it collects every call), ids a later turn reuses, and results answering no call.
+ */
+function farConversation(seed: number): ChatMessage[] {
+  const random = createRandom(seed).next;
+  const messages: ChatMessage[] = [user('task src/app.ts')];
+  const open: string[] = [];
+  for (let index = 0; index < 160; index += 1) {
+    // A turn whose result comes 40 messages later, every 50.
+    if (index % 50 === 0) messages.push(assistant(null, [[`far_${index}`, 'read_file', '{}']]));
+    if (index % 50 === 40) messages.push(tool(`far_${index - 40}`, text(random, 30)));
+    const roll = random();
+    if (roll < 0.2) {
+      const id = random() < 0.5 ? `call_${index}` : `call_${Math.floor(random() * 6)}`;
+      messages.push(assistant(null, [[id, random() < 0.5 ? 'read_file' : 'bash', `{"path":"src/f${index}.ts"}`]]));
+      open.push(id);
+    } else if (roll < 0.45 && open.length > 0) {
+      const [id] = open.splice(random() < 0.3 ? 0 : Math.floor(random() * open.length), 1);
+      messages.push(tool(id ?? 'none', text(random, 30)));
+    } else if (roll < 0.5) messages.push(tool(`orphan_${index}`, 'no call asked for this'));
+    else messages.push(user(text(random, 8)));
+  }
+  return messages;
+}
+
 describe('the transcript counted without rendering it', () => {
   it('transcriptLength is the length of renderTranscript, capped or not', () => {
     for (let seed = 1; seed <= 40; seed += 1) {
@@ -69,6 +97,30 @@ describe('the transcript counted without rendering it', () => {
         expect(transcriptLength(messages, cap), `seed ${seed}, cap ${cap}`).toBe(
           renderTranscript(messages, cap).length,
         );
+    }
+  });
+
+  it('names the tool of a result found far after its turn, or after a later turn reused its id', () => {
+    for (let seed = 1; seed <= 30; seed += 1) {
+      const messages = farConversation(seed);
+      for (const cap of [Number.POSITIVE_INFINITY, 50])
+        expect(transcriptLength(messages, cap), `seed ${seed}, cap ${cap}`).toBe(
+          renderTranscript(messages, cap).length,
+        );
+    }
+  });
+
+  it("finds a result's turn however far back it is, as the spec's map of ids does", () => {
+    for (let seed = 1; seed <= 30; seed += 1) {
+      const messages = farConversation(seed);
+      const { askedBy, groupOf } = toolGroups(messages);
+      const reference = askers(messages);
+      expect(askedBy, `seed ${seed}`).toEqual(reference);
+      expect(groupOf).toEqual(reference.map((owner, index) => (owner >= 0 ? owner : index)));
+      expect(
+        reference.some((owner, index) => owner >= 0 && index - owner > 32),
+        `seed ${seed}`,
+      ).toBe(true);
     }
   });
 
@@ -120,6 +172,77 @@ describe('the identifiers a summary must keep', () => {
       expect(requiredIdentifiers(middle, kept), `seed ${seed}`).toEqual(expected);
     }
     expect(nonEmpty).toBeGreaterThan(30);
+  });
+
+  it('with a cap, are those of the middle as capMiddle cuts it (an identifier cut short is not the identifier)', () => {
+    let differ = 0;
+    for (let seed = 1; seed <= 60; seed += 1) {
+      const messages = conversation(seed, 15);
+      const cut = 3 + Math.floor(createRandom(seed).next() * (messages.length - 6));
+      const middle = messages.slice(1, cut);
+      const kept = [messages[0] as ChatMessage, ...messages.slice(cut)];
+      for (const cap of [3, 25, 120]) {
+        const expected = reference(capMiddle(middle, cap), kept);
+        if (expected.length !== reference(middle, kept).length) differ += 1;
+        expect(requiredIdentifiers(middle, kept, cap), `seed ${seed}, cap ${cap}`).toEqual(expected);
+      }
+    }
+    expect(differ).toBeGreaterThan(20);
+    const cutShort = [
+      tool('c1', `${'x'.repeat(10)} src/app.ts`),
+      assistant(null, [['c2', 'bash', '{"cmd":"make src/lib.ts"}']]),
+    ];
+    expect(requiredIdentifiers(cutShort, [user('src/app.ts src/lib.ts')], 17)).toEqual([]);
+    expect(requiredIdentifiers(cutShort, [user('src/app.ts src/lib.ts')], 21)).toEqual(['src/app.ts']);
+  });
+
+  it('are found when the kept messages use more identifiers than are searched for one by one', () => {
+    const many = Array.from({ length: 30 }, (_, index) => `id_${index}`);
+    const random = createRandom(5).next;
+    const middle = Array.from({ length: 40 }, (_, index) =>
+      index % 2 === 0
+        ? user(
+            `${many[Math.floor(random() * many.length)] ?? ''} and ${many[Math.floor(random() * many.length)] ?? ''}`,
+          )
+        : tool(`c${index}`, `${text(random, 6)} id_${index}`),
+    );
+    const kept = [user(many.join(' '))];
+    const found = requiredIdentifiers(middle, kept);
+    expect(found).toEqual(reference(middle, kept));
+    expect(found.length).toBeGreaterThan(16);
+    expect(requiredIdentifiers(middle, kept, 8)).toEqual(reference(capMiddle(middle, 8), kept));
+  });
+
+  it('of a text are what the regular expressions of their definition find, in order', () => {
+    // The definition (docs/design.md#coverage): URLs whole, then every match of the token pattern in
+    // the rest, trailing punctuation cut, kept when it is an identifier.
+    const url = /\bhttps?:\/\/[^\s"'`<>()[\]{}]+[^\s"'`<>()[\]{}.,;:!?]/g;
+    const token = /[A-Za-z0-9_][A-Za-z0-9_./#@-]*[A-Za-z0-9_/]/g;
+    const isIdentifier = (candidate: string): boolean =>
+      candidate.length >= 3 &&
+      /[A-Za-z]/.test(candidate) &&
+      !/^(?:call|toolu|tool|fc)_[A-Za-z0-9]+$/.test(candidate) &&
+      (candidate.includes('/') ||
+        /\w\.\w/.test(candidate) ||
+        candidate.includes('_') ||
+        /[a-z][A-Z]/.test(candidate) ||
+        /\d/.test(candidate));
+    const definition = (source: string): string[] => {
+      const found = new Set<string>(source.match(url) ?? []);
+      for (const match of source.replace(url, ' ').matchAll(token)) {
+        const candidate = match[0].replace(/[.:/#@-]+$/, '');
+        if (isIdentifier(candidate)) found.add(candidate);
+      }
+      return [...found];
+    };
+    let identifiers = 0;
+    for (let seed = 1; seed <= 300; seed += 1) {
+      const sample = text(createRandom(seed).next, 40);
+      const expected = definition(sample);
+      identifiers += expected.length;
+      expect([...identifiersIn(sample)], sample).toEqual(expected);
+    }
+    expect(identifiers).toBeGreaterThan(1000);
   });
 
   it('finds identifiers at the edges of texts, inside URLs only as the URL, and after many still to find', () => {

@@ -2,6 +2,7 @@
 // a summary must keep are those the middle it replaces shares with what the conversation keeps —
 // the task, pinned and sticky messages, the recent window — since the agent still refers to them.
 import { contentText } from '../counting/tokens.js';
+import { seenMessage } from './transcript.js';
 import type { ChatMessage, Coverage } from '../types.js';
 
 export type { Coverage };
@@ -12,7 +13,6 @@ export const MAX_CARRIED_IDENTIFIERS = 40;
 /** The start of the line that carries identifiers a summary left out. */
 export const CARRIED_FACTS_PREFIX = 'Carried facts (identifiers the conversation still uses):';
 
-const TOKEN = /[A-Za-z0-9_][A-Za-z0-9_./#@-]*[A-Za-z0-9_/]/g;
 const URL = /\bhttps?:\/\/[^\s"'`<>()[\]{}]+[^\s"'`<>()[\]{}.,;:!?]/g;
 /** Tool-call ids: the transcript's bookkeeping, not facts of the run. */
 const CALL_ID = /^(?:call|toolu|tool|fc)_[A-Za-z0-9]+$/;
@@ -34,10 +34,12 @@ export function identifiersIn(text: string, into: Set<string> = new Set()): Set<
   const urls = text.match(URL) ?? [];
   for (const url of urls) into.add(url);
   const rest = urls.length === 0 ? text : text.replace(URL, ' ');
-  for (const match of rest.matchAll(TOKEN)) {
-    const token = match[0].replace(/[.:/#@-]+$/, '');
+  forEachToken(rest, (start, end, marks) => {
+    // Without any of the marks an identifier needs, a token is a plain word or number: not looked at.
+    if (marks === 0 || end - start < 3) return;
+    const token = rest.slice(start, end);
     if (isIdentifier(token)) into.add(token);
-  }
+  });
   return into;
 }
 
@@ -55,27 +57,103 @@ function factText(message: ChatMessage): string {
  * that `kept` uses too, in the order the middle first used them. System and developer messages of
  * `kept` do not count: the model reads them at every request whatever the summary says.
  */
-export function requiredIdentifiers(middle: readonly ChatMessage[], kept: readonly ChatMessage[]): string[] {
+export function requiredIdentifiers(
+  middle: readonly ChatMessage[],
+  kept: readonly ChatMessage[],
+  toolResultCap = Number.POSITIVE_INFINITY,
+): string[] {
   const used = new Set<string>();
   for (const message of kept) {
     if (message.role !== 'system' && message.role !== 'developer') identifiersIn(factText(message), used);
   }
   if (used.size === 0) return [];
-  // The middle runs to megabytes and `used` to a few identifiers: only tokens of `used` are looked
-  // up (a token in it is an identifier), with a scanner of its own rather than a match object per
-  // token, and the scan stops once every one of them was found (the order cannot change after).
+  if (used.size > SEARCHED_ONE_BY_ONE) return scannedIdentifiers(middle, used, toolResultCap);
+  // The middle runs to megabytes and `used` to a few identifiers: each is searched for on its own,
+  // from the start of the middle to the first message that holds it (a native substring search,
+  // many times faster than reading the text token by token), and confirmed there as a token.
+  const firstIn = new Map<number, Set<string>>();
+  for (const identifier of used) {
+    const key = searchKey(identifier);
+    const only = new Set([identifier]);
+    for (let index = 0; index < middle.length; index += 1) {
+      const message = middle[index] as ChatMessage;
+      if (!mentions(message, key, toolResultCap)) continue;
+      if (usedIn(seenMessage(message, toolResultCap), only, new Set()).size === 0) continue;
+      const found = firstIn.get(index);
+      if (found === undefined) firstIn.set(index, only);
+      else found.add(identifier);
+      break;
+    }
+  }
+  // In the order the middle first used them: by message, and within one as `usedIn` meets them.
+  const ordered = new Set<string>();
+  for (const index of [...firstIn.keys()].sort((left, right) => left - right)) {
+    const message = middle[index];
+    const identifiers = firstIn.get(index);
+    if (message !== undefined && identifiers !== undefined)
+      usedIn(seenMessage(message, toolResultCap), identifiers, ordered);
+  }
+  return [...ordered];
+}
+
+/** Up to this many identifiers, each is searched for on its own; over it, the middle is read token by token. */
+const SEARCHED_ONE_BY_ONE = 16;
+
+/** The texts of a message a summary's identifiers are looked for in: its content and its calls' arguments. */
+function textsOf(message: ChatMessage): string[] {
+  const texts = [contentText(message.content)];
+  for (const call of message.tool_calls ?? []) texts.push(call.function.arguments);
+  return texts;
+}
+
+/**
+ * Whether `key` stands anywhere in the message's texts as the summarizer sees them (cut at
+ * `toolResultCap`: `capMiddle`), as a substring: a token of it may still not. Searched in the
+ * message itself, within the cut: the cut text ends with a marker no key of an identifier is in.
+ */
+function mentions(message: ChatMessage, key: string, toolResultCap: number): boolean {
+  const { content } = message;
+  if (typeof content === 'string') {
+    if (within(content, message.role === 'tool' ? toolResultCap : Number.POSITIVE_INFINITY).includes(key)) return true;
+  } else if (content !== null && contentText(seenMessage(message, toolResultCap).content).includes(key)) return true;
+  const calls = message.tool_calls;
+  if (calls === undefined) return false;
+  for (const call of calls) if (within(call.function.arguments, toolResultCap).includes(key)) return true;
+  return false;
+}
+
+/** The first `cap` characters of `text` (a slice shares the text's characters rather than copying them). */
+function within(text: string, cap: number): string {
+  return text.length > cap ? text.slice(0, cap) : text;
+}
+
+/**
+ * Adds to `into` the identifiers of `used` that the message holds, in the order {@link identifiersIn}
+ * meets them in its texts joined by newlines (neither a URL nor a token spans one): the URLs first,
+ * then the tokens of the rest.
+ */
+function usedIn(message: ChatMessage, used: ReadonlySet<string>, into: Set<string>): Set<string> {
+  const rests = textsOf(message).map((text) => {
+    if (!text.includes('://')) return text;
+    const urls = text.match(URL) ?? [];
+    for (const url of urls) if (used.has(url)) into.add(url);
+    return urls.length === 0 ? text : text.replace(URL, ' ');
+  });
+  for (const rest of rests) usedTokensIn(rest, used, into);
+  return into;
+}
+
+/** {@link requiredIdentifiers} for many identifiers: the middle read message by message, stopping once every one was found. */
+function scannedIdentifiers(
+  middle: readonly ChatMessage[],
+  used: ReadonlySet<string>,
+  toolResultCap: number,
+): string[] {
   const fromMiddle = new Set<string>();
   const searched = new Map([...used].map((identifier) => [identifier, searchKey(identifier)]));
   for (const message of middle) {
-    const texts = [contentText(message.content), ...(message.tool_calls ?? []).map((call) => call.function.arguments)];
-    // As identifiersIn over the texts joined by newlines (neither a URL nor a token spans one): the URLs first, then the tokens of the rest.
-    const rests = texts.map((text) => {
-      if (!text.includes('://')) return text;
-      const urls = text.match(URL) ?? [];
-      for (const url of urls) if (used.has(url)) fromMiddle.add(url);
-      return urls.length === 0 ? text : text.replace(URL, ' ');
-    });
-    for (const rest of rests) if (mayHold(rest, searched, fromMiddle)) usedTokensIn(rest, used, fromMiddle);
+    if (mayHold(message, searched, fromMiddle, toolResultCap))
+      usedIn(seenMessage(message, toolResultCap), used, fromMiddle);
     if (fromMiddle.size === used.size) break;
   }
   return [...fromMiddle];
@@ -96,16 +174,27 @@ function searchKey(identifier: string): string {
 }
 
 /**
- * False only when `text` cannot hold a token of `searched` not yet in `found`: none of those is
- * even there as a substring (a search per identifier is much faster than the scan, while they are few).
+ * False only when `message` cannot hold an identifier of `searched` not yet in `found`: none of
+ * those is even there as a substring (a search per identifier is much faster than the scan, while
+ * they are few).
  */
-function mayHold(text: string, searched: ReadonlyMap<string, string>, found: ReadonlySet<string>): boolean {
+function mayHold(
+  message: ChatMessage,
+  searched: ReadonlyMap<string, string>,
+  found: ReadonlySet<string>,
+  toolResultCap: number,
+): boolean {
   if (searched.size - found.size > SEARCHED_AT_MOST) return true;
-  for (const [identifier, key] of searched) if (!found.has(identifier) && text.includes(key)) return true;
+  for (const [identifier, key] of searched)
+    if (!found.has(identifier) && mentions(message, key, toolResultCap)) return true;
   return false;
 }
 
-/** Character classes of {@link TOKEN}, by char code: 1 may start it (and end it), 2 may end it, 4 may stand inside. */
+/**
+ * A token is a match of `/[A-Za-z0-9_][A-Za-z0-9_./#@-]*[A-Za-z0-9_/]/g` (read by {@link forEachToken}).
+ * Character classes of that pattern, by char code: 1 may start it (and end it), 2 may end it, 4 may
+ * stand inside.
+ */
 const TOKEN_CLASS = new Uint8Array(128);
 for (let code = 0; code < 128; code += 1) {
   const char = String.fromCharCode(code);
@@ -121,13 +210,16 @@ const classOf = (text: string, index: number): number => {
 const STRIPPED = new Set(['.', '/', '#', '@', '-'].map((char) => char.charCodeAt(0)));
 
 /**
- * Adds to `into` the tokens of `text` that `used` holds, as {@link identifiersIn} finds them (the
- * same matches of {@link TOKEN}, the same trailing punctuation stripped) in order. A match of
- * `[start][inside]*[end]` is greedy: from a start character, the longest run of inside characters
- * up to its last end character; a run with none after its start holds no match (every start
- * character is an end character).
+ * Calls `visit` with each token of `text`, in order, as `[start, end)` with the
+ * trailing punctuation `identifiersIn` strips already cut (`/[.:/#@-]+$/`; `:` cannot be in a
+ * token), and `marks`: non-zero when the token holds a character an identifier needs one of (a
+ * digit, `_`, `/`, `.`, or an upper-case letter after a lower-case one), a cheap filter before
+ * {@link isIdentifier}. A match of `[start][inside]*[end]` is greedy: from a start character, the
+ * longest run of inside characters up to its last end character; a run with none after its start
+ * holds no match (every start character is an end character). A scanner rather than the regular
+ * expression: no match object per word of a long text.
  */
-function usedTokensIn(text: string, used: ReadonlySet<string>, into: Set<string>): void {
+function forEachToken(text: string, visit: (start: number, end: number, marks: number) => void): void {
   const length = text.length;
   let index = 0;
   while (index < length) {
@@ -143,11 +235,32 @@ function usedTokensIn(text: string, used: ReadonlySet<string>, into: Set<string>
     if (end !== -1) {
       let last = end;
       while (last > index && STRIPPED.has(text.charCodeAt(last))) last -= 1;
-      const token = text.slice(index, last + 1);
-      if (used.has(token)) into.add(token);
+      visit(index, last + 1, marksOf(text, index, last + 1));
     }
     index = next;
   }
+}
+
+/** Non-zero when `text[start, end)` holds a digit, `_`, `/`, `.` or a lower-case letter followed by an upper-case one. */
+function marksOf(text: string, start: number, end: number): number {
+  let lower = false;
+  for (let index = start; index < end; index += 1) {
+    const code = text.charCodeAt(index);
+    if (code >= 0x61 && code <= 0x7a) lower = true;
+    else if (code >= 0x41 && code <= 0x5a) {
+      if (lower) return 1;
+    } else if ((code >= 0x30 && code <= 0x39) || code === 0x5f || code === 0x2f || code === 0x2e) return 1;
+    else lower = false;
+  }
+  return 0;
+}
+
+/** Adds to `into` the tokens of `text` that `used` holds, as {@link identifiersIn} finds them, in order. */
+function usedTokensIn(text: string, used: ReadonlySet<string>, into: Set<string>): void {
+  forEachToken(text, (start, end) => {
+    const token = text.slice(start, end);
+    if (used.has(token)) into.add(token);
+  });
 }
 
 /** The identifiers of `required` that `summary` does not hold. */

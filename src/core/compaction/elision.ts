@@ -2,7 +2,7 @@
 import type { Regions } from './regions.js';
 import { groupDigits, imagePartInfo, imagePartTokens, imageSizeLabel, type ImagePartInfo } from '../counting/parts.js';
 import { contentText, messageChars } from '../counting/tokens.js';
-import type { ChatMessage, ContentPart, Elision } from '../types.js';
+import type { ChatMessage, ContentPart, Elision, ToolCall } from '../types.js';
 
 /** Canonical JSON: sorted keys, no whitespace. Arguments that are not JSON stay as they are. */
 export function canonicalArguments(args: string): string {
@@ -35,23 +35,47 @@ const stubPattern =
   /^\[elided by the harness: \d+-char .+ result; re-run the call if you need it again\](?: \[recall id: m\d+\])?$/;
 
 export function isStub(message: ChatMessage): boolean {
-  return typeof message.content === 'string' && stubPattern.test(message.content);
+  const { content } = message;
+  // Every stub starts with `[`: most tool output does not, and needs no match.
+  return typeof content === 'string' && content.charCodeAt(0) === 0x5b && stubPattern.test(content);
 }
 
+/**
+ * The tool name and call identity of each answered tool result whose assistant turn is present, by
+ * result index. An identity is a number: equal for two results exactly when their calls have the
+ * same tool name and the same canonical arguments.
+ */
 interface CallInfo {
-  name: string;
-  identity: string;
+  names: (string | undefined)[];
+  /** -1 for a message that is not such a result. */
+  identities: Int32Array;
+  /** How many identities there are (they are 0 to `count - 1`). */
+  count: number;
 }
 
-/** Tool name and call identity of each answered tool result whose assistant turn is present. */
-function callInfoByResult(messages: readonly ChatMessage[], regions: Regions): Map<number, CallInfo> {
-  const info = new Map<number, CallInfo>();
+function callInfoByResult(messages: readonly ChatMessage[], regions: Regions): CallInfo {
+  const names = new Array<string | undefined>(messages.length);
+  const identities = new Int32Array(messages.length).fill(-1);
   // Agents repeat the same arguments (the same file, the same command) many times: canonicalise
   // each distinct string once per pass (JSON.parse + sort + stringify is the cost of this function).
   const canonical = new Map<string, string>();
-  for (const [resultIndex, askerIndex] of regions.groups.askedBy) {
-    const result = messages[resultIndex];
-    const call = messages[askerIndex]?.tool_calls?.find((candidate) => candidate.id === result?.tool_call_id);
+  // Canonical arguments, then tool name, to the identity's number: no string built per result.
+  const numbered = new Map<string, Map<string, number>>();
+  let count = 0;
+  const { askedBy } = regions.groups;
+  for (let resultIndex = 0; resultIndex < askedBy.length; resultIndex += 1) {
+    const askerIndex = askedBy[resultIndex] ?? -1;
+    if (askerIndex < 0) continue;
+    const callId = messages[resultIndex]?.tool_call_id;
+    const calls = messages[askerIndex]?.tool_calls;
+    if (calls === undefined) continue;
+    let call: ToolCall | undefined;
+    for (const candidate of calls) {
+      if (candidate.id === callId) {
+        call = candidate;
+        break;
+      }
+    }
     if (call === undefined) continue;
     const args = call.function.arguments;
     let canonicalArgs = canonical.get(args);
@@ -59,9 +83,22 @@ function callInfoByResult(messages: readonly ChatMessage[], regions: Regions): M
       canonicalArgs = canonicalArguments(args);
       canonical.set(args, canonicalArgs);
     }
-    info.set(resultIndex, { name: call.function.name, identity: `${call.function.name}\u0000${canonicalArgs}` });
+    const name = call.function.name;
+    let byName = numbered.get(canonicalArgs);
+    if (byName === undefined) {
+      byName = new Map();
+      numbered.set(canonicalArgs, byName);
+    }
+    let identity = byName.get(name);
+    if (identity === undefined) {
+      identity = count;
+      count += 1;
+      byName.set(name, identity);
+    }
+    names[resultIndex] = name;
+    identities[resultIndex] = identity;
   }
-  return info;
+  return { names, identities, count };
 }
 
 export interface ElisionPlan {
@@ -85,12 +122,14 @@ export function planElisions(
     stubsShorterOnly = false,
   }: { ageMinChars: number; ageReclaimMin: number; stubsShorterOnly?: boolean },
 ): ElisionPlan {
-  const calls = callInfoByResult(messages, regions);
-  const copies = new Map<string, number>();
-  const newest = new Map<string, number>();
-  for (const [index, { identity }] of calls) {
-    copies.set(identity, (copies.get(identity) ?? 0) + 1);
-    newest.set(identity, Math.max(newest.get(identity) ?? -1, index));
+  const { names, identities, count } = callInfoByResult(messages, regions);
+  const copies = new Int32Array(count);
+  const newest = new Int32Array(count).fill(-1);
+  for (let index = 0; index < identities.length; index += 1) {
+    const identity = identities[index] ?? -1;
+    if (identity < 0) continue;
+    copies[identity] = (copies[identity] ?? 0) + 1;
+    newest[identity] = index;
   }
 
   let poolChars = 0;
@@ -100,14 +139,12 @@ export function planElisions(
     const message = messages[index];
     if (message === undefined) continue;
     if (regions.inMiddle[index] === true && message.role === 'tool' && !isStub(message)) {
-      const call = calls.get(index);
+      const identity = identities[index] ?? -1;
       const length = contentText(message.content).length;
-      const repeated = call !== undefined && (copies.get(call.identity) ?? 0) > 1;
-      const eligible = repeated
-        ? newest.get(call.identity) !== index
-        : length > ageMinChars && charsAfter >= ageReclaimMin;
+      const repeated = identity >= 0 && (copies[identity] ?? 0) > 1;
+      const eligible = repeated ? newest[identity] !== index : length > ageMinChars && charsAfter >= ageReclaimMin;
       if (eligible) {
-        const stub = elisionStub(length, call?.name ?? message.name ?? 'tool');
+        const stub = elisionStub(length, names[index] ?? message.name ?? 'tool');
         // A longer stub would spend a cache miss to make the prompt bigger.
         if (!stubsShorterOnly || stub.length < length) {
           eligibleFromEnd.push({ index, stub });
@@ -209,9 +246,13 @@ export function elides(options: { ageObservations: boolean; keepImages?: number 
 /** Applies elisions: only `content` changes (to `content` when the elision has one, else to `stub`); every other field and every position stays. */
 export function applyElisions(messages: readonly ChatMessage[], elisions: readonly Elision[]): ChatMessage[] {
   if (elisions.length === 0) return [...messages];
-  const byIndex = new Map(elisions.map((elision) => [elision.index, elision]));
-  return messages.map((message, index) => {
-    const elision = byIndex.get(index);
-    return elision === undefined ? message : { ...message, content: elision.content ?? elision.stub };
-  });
+  const byIndex = new Array<Elision | undefined>(messages.length);
+  for (const elision of elisions) byIndex[elision.index] = elision;
+  const applied = new Array<ChatMessage>(messages.length);
+  for (let index = 0; index < messages.length; index += 1) {
+    const message = messages[index] as ChatMessage;
+    const elision = byIndex[index];
+    applied[index] = elision === undefined ? message : { ...message, content: elision.content ?? elision.stub };
+  }
+  return applied;
 }

@@ -204,13 +204,18 @@ function summaryPiecesOf(pass: Pass, window: number): number | undefined {
   }
   const planned = options.recentWindowGivesWay ? planWindow(elided.messages, regions, aim, options).regions : regions;
   if (planned.middle.length === 0) return undefined;
-  const seen = capMiddle(
-    planned.middle.flatMap((index) => elided.messages[index] ?? []),
-    options.toolResultCap,
-  );
+  const seen = capMiddle(messagesAt(elided.messages, planned.middle), options.toolResultCap);
   const instruction = summaryInstruction(undefined, pass.text);
   const cut = cutPieces(seen, instruction, pass.text.summaryInstructions, aim.counter, window);
   return cut === undefined || cut === 'unfit' ? undefined : cut.pieces.length;
+}
+
+/** The messages at `indices` (ascending, all present), in order. */
+function messagesAt(messages: readonly ChatMessage[], indices: readonly number[]): ChatMessage[] {
+  const picked = new Array<ChatMessage>(indices.length);
+  for (let position = 0; position < indices.length; position += 1)
+    picked[position] = messages[indices[position] as number] as ChatMessage;
+  return picked;
 }
 
 /** Replaces the middle with one synthetic user message where the first removed message stood. */
@@ -380,7 +385,7 @@ function* passSteps(pass: Pass, hooks: CompactionHooks): CompactionSteps {
   const trimWouldFit = (): boolean =>
     (trimFits ??=
       aim.counter.count(hardTrim(elided.messages, planned, aim, trimMarkerOf(hooks)).messages) <= aim.limit);
-  const middle = planned.middle.flatMap((index) => elided.messages[index] ?? []);
+  const middle = messagesAt(elided.messages, planned.middle);
   const accepts = (candidate: ChatMessage[]): boolean => {
     const tokens = aim.counter.count(candidate);
     if (!(tokens < pass.tokensBefore && (aim.target === undefined || tokens <= aim.target))) return false;
@@ -411,7 +416,9 @@ function* passSteps(pass: Pass, hooks: CompactionHooks): CompactionSteps {
   // Asked only once a summary came back: a summarizer that fails leaves the middle unscanned.
   let requiredOnce: string[] | undefined;
   const required = (): string[] =>
-    (requiredOnce ??= checking ? requiredIdentifiers(seen, keptAround(elided.messages, planned)) : []);
+    (requiredOnce ??= checking
+      ? requiredIdentifiers(middle, keptAround(elided.messages, planned), options.toolResultCap)
+      : []);
   let covering: boolean | undefined;
   const mayCover = (): boolean => (covering ??= hooks.mayCover?.() !== false);
   const named = hooks.nameReplaced?.('summary', planned.middle) ?? '';

@@ -10,31 +10,72 @@ import type { ChatMessage } from '../types.js';
 export interface Groups {
   /** Group id per message index (the index of the group's first message). */
   groupOf: number[];
-  /** Last member index per group id. */
-  lastOf: Map<number, number>;
-  /** Index of the assistant turn that asked each answered call, by tool result index. */
-  askedBy: Map<number, number>;
+  /** Last member index per group id (indexed by message index; only group ids are set). */
+  lastOf: number[];
+  /** Index of the assistant turn that asked each answered call, by tool result index; -1 for every other message. */
+  askedBy: number[];
 }
 
 export function toolGroups(messages: readonly ChatMessage[]): Groups {
-  const groupOf: number[] = [];
-  const lastOf = new Map<number, number>();
-  const askedBy = new Map<number, number>();
-  const callOwner = new Map<string, number>();
-  messages.forEach((message, index) => {
+  // Arrays indexed by message, not Maps: this runs over every message of every pass.
+  const count = messages.length;
+  const groupOf = new Array<number>(count);
+  const lastOf = new Array<number>(count);
+  const askedBy = new Array<number>(count);
+  const owners = new CallOwners(messages);
+  for (let index = 0; index < count; index += 1) {
+    const message = messages[index] as ChatMessage;
     let group = index;
+    let asker = -1;
     if (message.role === 'tool' && message.tool_call_id !== undefined) {
-      const owner = callOwner.get(message.tool_call_id);
+      const owner = owners.of(index, message.tool_call_id);
       if (owner !== undefined) {
         group = owner;
-        askedBy.set(index, owner);
+        asker = owner;
       }
     }
-    for (const call of message.tool_calls ?? []) callOwner.set(call.id, index);
-    groupOf.push(group);
-    lastOf.set(group, index);
-  });
+    groupOf[index] = group;
+    askedBy[index] = asker;
+    lastOf[index] = index;
+    lastOf[group] = index;
+  }
   return { groupOf, lastOf, askedBy };
+}
+
+/**
+ * The turn a tool result answers: the latest message before it with a call of its id (a later
+ * turn may reuse an id). A result nearly always follows its turn closely, so the messages before
+ * it are looked through first; only past {@link CallOwners.NEAR} of them is every result's turn
+ * found, once, in order, with a map of ids (what that map says at each result).
+ */
+export class CallOwners {
+  static readonly NEAR = 32;
+  private byResult: (number | undefined)[] | undefined;
+
+  constructor(private readonly messages: readonly ChatMessage[]) {}
+
+  of(index: number, callId: string): number | undefined {
+    const from = Math.max(0, index - CallOwners.NEAR);
+    for (let before = index - 1; before >= from; before -= 1) {
+      const calls = this.messages[before]?.tool_calls;
+      if (calls === undefined) continue;
+      for (const call of calls) if (call.id === callId) return before;
+    }
+    if (from === 0) return undefined;
+    this.byResult ??= this.collect();
+    return this.byResult[index];
+  }
+
+  private collect(): (number | undefined)[] {
+    const owner = new Map<string, number>();
+    const byResult = new Array<number | undefined>(this.messages.length);
+    this.messages.forEach((message, index) => {
+      if (message.role === 'tool' && message.tool_call_id !== undefined)
+        byResult[index] = owner.get(message.tool_call_id);
+      for (const call of message.tool_calls ?? []) owner.set(call.id, index);
+    });
+    return byResult;
+  }
 }
 
 /**
@@ -43,11 +84,18 @@ export function toolGroups(messages: readonly ChatMessage[]): Groups {
  * Session replay uses the same rule to turn `replacesThroughId` back into removed messages.
  */
 export function removableMask(messages: readonly ChatMessage[], groups: Groups = toolGroups(messages)): boolean[] {
-  const pinned = new Set<number>();
-  messages.forEach((message, index) => {
-    if (isSticky(message)) pinned.add(groups.groupOf[index] ?? index);
-  });
-  return messages.map((message, index) => !isSticky(message) && !pinned.has(groups.groupOf[index] ?? index));
+  const count = messages.length;
+  const sticky = new Array<boolean>(count);
+  // By group id (a message index): whether the group holds a sticky message.
+  const pinned = new Array<boolean>(count).fill(false);
+  for (let index = 0; index < count; index += 1) {
+    sticky[index] = isSticky(messages[index] as ChatMessage);
+    if (sticky[index] === true) pinned[groups.groupOf[index] ?? index] = true;
+  }
+  const removable = new Array<boolean>(count);
+  for (let index = 0; index < count; index += 1)
+    removable[index] = sticky[index] !== true && pinned[groups.groupOf[index] ?? index] !== true;
+  return removable;
 }
 
 /**
@@ -143,11 +191,14 @@ export function regionsAt(
   groups: Groups,
   removable: boolean[],
 ): Regions {
-  const inMiddle = removable.map((canRemove, index) => canRemove && index < cut);
+  const count = removable.length;
+  const inMiddle = new Array<boolean>(count);
   const middle: number[] = [];
-  inMiddle.forEach((isMiddle, index) => {
+  for (let index = 0; index < count; index += 1) {
+    const isMiddle = removable[index] === true && index < cut;
+    inMiddle[index] = isMiddle;
     if (isMiddle) middle.push(index);
-  });
+  }
   return { groups, cut, removable, middle, inMiddle };
 }
 
@@ -160,7 +211,7 @@ export function trimBoundaries(regions: Regions): number[] {
   let reach = -1;
   regions.middle.forEach((index, position) => {
     const group = regions.groups.groupOf[index] ?? index;
-    reach = Math.max(reach, regions.groups.lastOf.get(group) ?? index);
+    reach = Math.max(reach, regions.groups.lastOf[group] ?? index);
     if (reach === index) boundaries.push(position + 1);
   });
   return boundaries;

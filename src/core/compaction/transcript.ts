@@ -1,7 +1,8 @@
 // Sandbox-safe: the summarizer's request — the fixed instruction and the capped transcript (docs/design.md#summarizer-request).
 import { describeNonTextPart } from '../counting/parts.js';
 import { contentText } from '../counting/tokens.js';
-import type { ChatMessage, SummarizeRequest } from '../types.js';
+import { CallOwners } from './regions.js';
+import type { ChatMessage, SummarizeRequest, ToolCall } from '../types.js';
 
 /** The fixed instruction: four sections in order, no preamble, no invented facts, exact identifiers. */
 export const SUMMARY_INSTRUCTION = [
@@ -72,22 +73,43 @@ export const CAP_MARKER = /» \[truncated by the harness: \d+ more characters\]$
  * `renderTranscript(m, cap)`: the request carries both, so a summarizer reads whichever it needs.
  */
 export function capMiddle(messages: readonly ChatMessage[], toolResultCap: number): ChatMessage[] {
-  return messages.map((message) => {
-    const seen: ChatMessage = { role: message.role, content: withoutData(message.content) };
-    if (message.role === 'tool') {
-      const text = renderContent(message.content);
-      if (text.length > toolResultCap) seen.content = capText(text, toolResultCap);
-    }
-    if (message.tool_calls !== undefined)
-      seen.tool_calls = message.tool_calls.map((call) => ({
-        id: call.id,
-        type: call.type,
-        function: { name: call.function.name, arguments: capText(call.function.arguments, toolResultCap) },
-      }));
-    if (message.tool_call_id !== undefined) seen.tool_call_id = message.tool_call_id;
-    if (message.name !== undefined) seen.name = message.name;
-    return seen;
-  });
+  const count = messages.length;
+  const capped = new Array<ChatMessage>(count);
+  for (let index = 0; index < count; index += 1)
+    capped[index] = seenMessage(messages[index] as ChatMessage, toolResultCap);
+  return capped;
+}
+
+/**
+ * One message as {@link capMiddle} leaves it. Its keys are always role, content, tool_calls,
+ * tool_call_id, name, in that order; each common shape is built whole, in one literal (one object
+ * of the right size, not one grown key by key: a long middle is thousands of these).
+ */
+export function seenMessage(message: ChatMessage, toolResultCap: number): ChatMessage {
+  const { role, tool_calls: calls, tool_call_id: callId, name } = message;
+  let content = withoutData(message.content);
+  if (role === 'tool') {
+    const text = typeof content === 'string' ? content : renderContent(message.content);
+    if (text.length > toolResultCap) content = capText(text, toolResultCap);
+  }
+  if (calls === undefined) {
+    if (callId === undefined) return name === undefined ? { role, content } : { role, content, name };
+    return name === undefined ? { role, content, tool_call_id: callId } : { role, content, tool_call_id: callId, name };
+  }
+  const seenCalls = new Array<ToolCall>(calls.length);
+  for (let index = 0; index < calls.length; index += 1) {
+    const call = calls[index] as ToolCall;
+    const { name: callName, arguments: args } = call.function;
+    seenCalls[index] = {
+      id: call.id,
+      type: call.type,
+      function: { name: callName, arguments: capText(args, toolResultCap) },
+    };
+  }
+  const seen: ChatMessage = { role, content, tool_calls: seenCalls };
+  if (callId !== undefined) seen.tool_call_id = callId;
+  if (name !== undefined) seen.name = name;
+  return seen;
 }
 
 /** Content with every part that is not text replaced by a text part describing it. */
@@ -127,31 +149,52 @@ export function renderTranscript(messages: readonly ChatMessage[], toolResultCap
  * test holds the two together).
  */
 export function transcriptLength(messages: readonly ChatMessage[], toolResultCap: number): number {
-  const toolNames = new Map<string, string>();
+  const names = new ToolNames(messages);
   let length = 0;
-  messages.forEach((message, index) => {
+  for (let index = 0; index < messages.length; index += 1) {
+    const message = messages[index] as ChatMessage;
     if (index > 0) length += 2;
     if (message.role === 'tool') {
       const id = message.tool_call_id ?? '';
       const name =
-        (message.tool_call_id !== undefined ? toolNames.get(message.tool_call_id) : undefined) ?? message.name;
+        (message.tool_call_id !== undefined ? names.of(index, message.tool_call_id) : undefined) ?? message.name;
       // `[tool result ${name} (${id})]` or `[tool result (${id})]`
       length += '[tool result ('.length + id.length + ')]'.length + (name === undefined ? 0 : name.length + 1);
     } else length += message.role.length + 2;
-    const text = renderContent(message.content);
+    const { content } = message;
+    const text = typeof content === 'string' ? content : renderContent(content);
     if (text !== '') length += 1 + (message.role === 'tool' ? cappedLength(text, toolResultCap) : text.length);
-    for (const call of message.tool_calls ?? []) {
-      toolNames.set(call.id, call.function.name);
+    const calls = message.tool_calls;
+    if (calls === undefined) continue;
+    for (const call of calls) {
       // `\n-> call ${name} (${id}) ${arguments}`
       length += '\n-> call  () '.length + call.function.name.length + call.id.length;
       length += cappedLength(call.function.arguments, toolResultCap);
     }
-  });
+  }
   return length;
 }
 
+/** The name of the tool a result answers, as the transcript shows it: that of the latest call with its id before it. */
+class ToolNames {
+  private readonly owners: CallOwners;
+
+  constructor(private readonly messages: readonly ChatMessage[]) {
+    this.owners = new CallOwners(messages);
+  }
+
+  of(index: number, callId: string): string | undefined {
+    const owner = this.owners.of(index, callId);
+    if (owner === undefined) return undefined;
+    for (const call of this.messages[owner]?.tool_calls ?? []) if (call.id === callId) return call.function.name;
+    return undefined;
+  }
+}
+
 function cappedLength(text: string, cap: number): number {
-  return text.length <= cap ? text.length : capText(text, cap).length;
+  if (text.length <= cap) return text.length;
+  // capText's text, counted: the first `cap` characters and the marker naming how many more there were.
+  return cap + '» [truncated by the harness:  more characters]'.length + String(text.length - cap).length;
 }
 
 function nameOf(message: ChatMessage, toolNames: Map<string, string>): string {
@@ -210,12 +253,20 @@ function transcriptHeader(cappedMiddle: readonly ChatMessage[]): string {
 
 /** The characters of {@link requestFor}'s messages (instruction and transcript), without rendering them. */
 export function requestChars(instruction: string, cappedMiddle: readonly ChatMessage[]): number {
-  return (
-    instruction.length +
-    transcriptHeader(cappedMiddle).length +
-    transcriptLength(cappedMiddle, Number.POSITIVE_INFINITY)
-  );
+  let transcript = transcriptChars.get(cappedMiddle);
+  if (transcript === undefined) {
+    transcript = transcriptLength(cappedMiddle, Number.POSITIVE_INFINITY);
+    transcriptChars.set(cappedMiddle, transcript);
+  }
+  return instruction.length + transcriptHeader(cappedMiddle).length + transcript;
 }
+
+/**
+ * The transcript length of a capped middle, by the middle: a pass asks it for each request of one
+ * middle (the summary and its retry). A middle is never changed once cut (`capMiddle`'s arrays are
+ * the engine's own).
+ */
+const transcriptChars = new WeakMap<readonly ChatMessage[], number>();
 
 /** The whole request: one chat completion, no tools. `previousSummaryChars` makes it the tighter retry. */
 export function summarizeRequest(
