@@ -13,6 +13,7 @@ import {
 } from '../../src/core/compaction/transcript.js';
 import { contentText } from '../../src/core/counting/tokens.js';
 import { toolGroups } from '../../src/core/compaction/regions.js';
+import { canonicalArguments } from '../../src/core/compaction/elision.js';
 import { chatMessageSchema, validateMessages } from '../../src/core/schema.js';
 import type { ChatMessage } from '../../src/core/types.js';
 import { createRandom } from '../../corpus/random.js';
@@ -268,6 +269,50 @@ describe('the identifiers a summary must keep', () => {
       'c_3',
       'src/app.ts',
     ]);
+  });
+});
+
+describe('call identities', () => {
+  /** The definition: the arguments parsed, every object's keys sorted, stringified; text that is not JSON, trimmed. */
+  function definition(args: string): string {
+    const sortKeys = (value: unknown): unknown => {
+      if (Array.isArray(value)) return value.map(sortKeys);
+      if (typeof value !== 'object' || value === null) return value;
+      const sorted: Record<string, unknown> = {};
+      for (const [key, entry] of Object.entries(value).sort(([left], [right]) =>
+        left < right ? -1 : left > right ? 1 : 0,
+      ))
+        sorted[key] = sortKeys(entry);
+      return sorted;
+    };
+    try {
+      return JSON.stringify(sortKeys(JSON.parse(args)));
+    } catch {
+      return args.trim();
+    }
+  }
+
+  it('are the canonical arguments of the definition, keys already in order or not', () => {
+    const samples = [
+      '{"path":"src/app.ts"}', '{ "b": 1, "a": [ {"d": 2, "c": 3} ] }', '{"a":1,"b":{"c":[1,{"e":1,"d":2}]}}',
+      '{"10":1,"9":2,"a":3}', '{"a":1,"__proto__":{"x":1}}', '{"__proto__":1}', '[{"b":1,"a":2},3]', '"text"', '12.50',
+      'not json ', '{"a":1,"a":2}', '{"b":1,"a":1,"b":3}', '{"é":1,"e":2}', '{"":1,"A":2,"a":3}', '{"z":{"y":{"x":{}}}}',
+    ]; // prettier-ignore
+    const random = createRandom(11).next;
+    for (let index = 0; index < 300; index += 1) {
+      const keys = ['a', 'b', 'B', '1', '02', 'path', 'cmd', '_x'];
+      const object = (depth: number): unknown => {
+        const value: Record<string, unknown> = {};
+        const count = Math.floor(random() * 4);
+        for (let key = 0; key < count; key += 1) {
+          const name = keys[Math.floor(random() * keys.length)] ?? 'a';
+          value[name] = depth > 0 && random() < 0.4 ? object(depth - 1) : random() < 0.5 ? [1, { b: 2, a: 1 }] : 'v';
+        }
+        return value;
+      };
+      samples.push(JSON.stringify(object(3)));
+    }
+    for (const args of samples) expect(canonicalArguments(args), args).toBe(definition(args));
   });
 });
 

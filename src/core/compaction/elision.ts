@@ -7,10 +7,30 @@ import type { ChatMessage, ContentPart, Elision, ToolCall } from '../types.js';
 /** Canonical JSON: sorted keys, no whitespace. Arguments that are not JSON stay as they are. */
 export function canonicalArguments(args: string): string {
   try {
-    return JSON.stringify(sortKeys(JSON.parse(args)));
+    const parsed: unknown = JSON.parse(args);
+    // Arguments nearly always come with their keys in order already: then sorting rebuilds the same objects.
+    return JSON.stringify(inKeyOrder(parsed) ? parsed : sortKeys(parsed));
   } catch {
     return args.trim();
   }
+}
+
+/**
+ * True when {@link sortKeys} would give back `value`'s keys in the order they already enumerate in,
+ * at every depth (so stringifying either gives the same text). `__proto__` is never: sortKeys
+ * assigns it, which sets the prototype rather than a key.
+ */
+function inKeyOrder(value: unknown): boolean {
+  if (Array.isArray(value)) return value.every(inKeyOrder);
+  if (typeof value !== 'object' || value === null) return true;
+  const record = value as Record<string, unknown>;
+  let previous: string | undefined;
+  for (const key of Object.keys(record)) {
+    if (key === '__proto__' || (previous !== undefined && !(previous < key))) return false;
+    if (!inKeyOrder(record[key])) return false;
+    previous = key;
+  }
+  return true;
 }
 
 function sortKeys(value: unknown): unknown {
