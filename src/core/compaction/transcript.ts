@@ -75,8 +75,16 @@ export const CAP_MARKER = /» \[truncated by the harness: \d+ more characters\]$
 export function capMiddle(messages: readonly ChatMessage[], toolResultCap: number): ChatMessage[] {
   const count = messages.length;
   const capped = new Array<ChatMessage>(count);
-  for (let index = 0; index < count; index += 1)
-    capped[index] = seenMessage(messages[index] as ChatMessage, toolResultCap);
+  // The transcript's length is counted in the same loop (one read of each message, not two: a long
+  // middle is more than the processor's caches hold) and kept for requestChars.
+  const names = new ToolNames(messages);
+  let length = 0;
+  for (let index = 0; index < count; index += 1) {
+    const seen = seenMessage(messages[index] as ChatMessage, toolResultCap);
+    capped[index] = seen;
+    length += renderedLength(seen, index, names, Number.POSITIVE_INFINITY);
+  }
+  transcriptChars.set(capped, length);
   return capped;
 }
 
@@ -151,26 +159,30 @@ export function renderTranscript(messages: readonly ChatMessage[], toolResultCap
 export function transcriptLength(messages: readonly ChatMessage[], toolResultCap: number): number {
   const names = new ToolNames(messages);
   let length = 0;
-  for (let index = 0; index < messages.length; index += 1) {
-    const message = messages[index] as ChatMessage;
-    if (index > 0) length += 2;
-    if (message.role === 'tool') {
-      const id = message.tool_call_id ?? '';
-      const name =
-        (message.tool_call_id !== undefined ? names.of(index, message.tool_call_id) : undefined) ?? message.name;
-      // `[tool result ${name} (${id})]` or `[tool result (${id})]`
-      length += '[tool result ('.length + id.length + ')]'.length + (name === undefined ? 0 : name.length + 1);
-    } else length += message.role.length + 2;
-    const { content } = message;
-    const text = typeof content === 'string' ? content : renderContent(content);
-    if (text !== '') length += 1 + (message.role === 'tool' ? cappedLength(text, toolResultCap) : text.length);
-    const calls = message.tool_calls;
-    if (calls === undefined) continue;
-    for (const call of calls) {
-      // `\n-> call ${name} (${id}) ${arguments}`
-      length += '\n-> call  () '.length + call.function.name.length + call.id.length;
-      length += cappedLength(call.function.arguments, toolResultCap);
-    }
+  for (let index = 0; index < messages.length; index += 1)
+    length += renderedLength(messages[index] as ChatMessage, index, names, toolResultCap);
+  return length;
+}
+
+/** What the message at `index` adds to {@link renderTranscript}'s text (with the blank line before it but for the first). */
+function renderedLength(message: ChatMessage, index: number, names: ToolNames, toolResultCap: number): number {
+  let length = index > 0 ? 2 : 0;
+  if (message.role === 'tool') {
+    const id = message.tool_call_id ?? '';
+    const name =
+      (message.tool_call_id !== undefined ? names.of(index, message.tool_call_id) : undefined) ?? message.name;
+    // `[tool result ${name} (${id})]` or `[tool result (${id})]`
+    length += '[tool result ('.length + id.length + ')]'.length + (name === undefined ? 0 : name.length + 1);
+  } else length += message.role.length + 2;
+  const { content } = message;
+  const text = typeof content === 'string' ? content : renderContent(content);
+  if (text !== '') length += 1 + (message.role === 'tool' ? cappedLength(text, toolResultCap) : text.length);
+  const calls = message.tool_calls;
+  if (calls === undefined) return length;
+  for (const call of calls) {
+    // `\n-> call ${name} (${id}) ${arguments}`
+    length += '\n-> call  () '.length + call.function.name.length + call.id.length;
+    length += cappedLength(call.function.arguments, toolResultCap);
   }
   return length;
 }
