@@ -78,9 +78,10 @@ function callInfoByResult(messages: readonly ChatMessage[], regions: Regions): C
   const identities = new Int32Array(messages.length).fill(-1);
   // Agents repeat the same arguments (the same file, the same command) many times: canonicalise
   // each distinct string once per pass (JSON.parse + sort + stringify is the cost of this function).
-  const canonical = new Map<string, string>();
-  // Canonical arguments, then tool name, to the identity's number: no string built per result.
-  const numbered = new Map<string, Map<string, number>>();
+  // Arguments, then tool name, to the identity's number (no string built per result); arguments
+  // with the same canonical form share their names' numbers.
+  const byArguments = new Map<string, Map<string, number>>();
+  const byCanonical = new Map<string, Map<string, number>>();
   let count = 0;
   const { askedBy } = regions.groups;
   for (let resultIndex = 0; resultIndex < askedBy.length; resultIndex += 1) {
@@ -98,17 +99,17 @@ function callInfoByResult(messages: readonly ChatMessage[], regions: Regions): C
     }
     if (call === undefined) continue;
     const args = call.function.arguments;
-    let canonicalArgs = canonical.get(args);
-    if (canonicalArgs === undefined) {
-      canonicalArgs = canonicalArguments(args);
-      canonical.set(args, canonicalArgs);
+    let byName = byArguments.get(args);
+    if (byName === undefined) {
+      const canonicalArgs = canonicalArguments(args);
+      byName = byCanonical.get(canonicalArgs);
+      if (byName === undefined) {
+        byName = new Map();
+        byCanonical.set(canonicalArgs, byName);
+      }
+      byArguments.set(args, byName);
     }
     const name = call.function.name;
-    let byName = numbered.get(canonicalArgs);
-    if (byName === undefined) {
-      byName = new Map();
-      numbered.set(canonicalArgs, byName);
-    }
     let identity = byName.get(name);
     if (identity === undefined) {
       identity = count;
