@@ -47,7 +47,14 @@ function sortKeys(value: unknown): unknown {
  * name, so two runs of the same conversation produce the same bytes.
  */
 export function elisionStub(contentLength: number, toolName: string): string {
-  return `[elided by the harness: ${contentLength}-char ${toolName} result; re-run the call if you need it again]`;
+  return `${STUB_START}${contentLength}${stubEnd(toolName)}`;
+}
+
+const STUB_START = '[elided by the harness: ';
+
+/** What follows the length in a stub. */
+function stubEnd(toolName: string): string {
+  return `-char ${toolName} result; re-run the call if you need it again]`;
 }
 
 /** A stub, ending with the id of what it replaced in runs with recall on (src/core/agent/recall.ts). */
@@ -156,6 +163,7 @@ export function planElisions(
   let poolChars = 0;
   let charsAfter = 0;
   const eligibleFromEnd: Elision[] = [];
+  const ends = new Map<string, string>();
   for (let index = messages.length - 1; index >= 0; index -= 1) {
     const message = messages[index];
     if (message === undefined) continue;
@@ -165,7 +173,14 @@ export function planElisions(
       const repeated = identity >= 0 && (copies[identity] ?? 0) > 1;
       const eligible = repeated ? newest[identity] !== index : length > ageMinChars && charsAfter >= ageReclaimMin;
       if (eligible) {
-        const stub = elisionStub(length, names[index] ?? message.name ?? 'tool');
+        // elisionStub, with the end of the stub made once per tool name (a pass may make thousands of stubs).
+        const toolName = names[index] ?? message.name ?? 'tool';
+        let end = ends.get(toolName);
+        if (end === undefined) {
+          end = stubEnd(toolName);
+          ends.set(toolName, end);
+        }
+        const stub = STUB_START + String(length) + end;
         // A longer stub would spend a cache miss to make the prompt bigger.
         if (!stubsShorterOnly || stub.length < length) {
           eligibleFromEnd.push({ index, stub });
