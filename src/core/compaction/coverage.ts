@@ -53,8 +53,9 @@ function factText(message: ChatMessage): string {
 }
 
 /**
- * The identifiers a summary of `middle` must keep: those of the middle (as the summarizer saw it)
- * that `kept` uses too, in the order the middle first used them. System and developer messages of
+ * The identifiers a summary of `middle` must keep: those of the middle as the summarizer saw it
+ * (`capMiddle(middle, toolResultCap)`; the middle is read within the cut, never cut itself) that
+ * `kept` uses too, in the order the middle first used them. System and developer messages of
  * `kept` do not count: the model reads them at every request whatever the summary says.
  */
 export function requiredIdentifiers(

@@ -10,7 +10,7 @@ import type { ChatMessage } from '../types.js';
 export interface Groups {
   /** Group id per message index (the index of the group's first message). */
   groupOf: number[];
-  /** Last member index per group id (indexed by message index; only group ids are set). */
+  /** Last member index per group id (a message index; read only at group ids). */
   lastOf: number[];
   /** Index of the assistant turn that asked each answered call, by tool result index; -1 for every other message. */
   askedBy: number[];
