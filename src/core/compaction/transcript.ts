@@ -179,7 +179,8 @@ function renderedLength(message: ChatMessage, index: number, names: ToolNames, t
   if (text !== '') length += 1 + (message.role === 'tool' ? cappedLength(text, toolResultCap) : text.length);
   const calls = message.tool_calls;
   if (calls === undefined) return length;
-  for (const call of calls) {
+  for (let position = 0; position < calls.length; position += 1) {
+    const call = calls[position] as ToolCall;
     // `\n-> call ${name} (${id}) ${arguments}`
     length += '\n-> call  () '.length + call.function.name.length + call.id.length;
     length += cappedLength(call.function.arguments, toolResultCap);

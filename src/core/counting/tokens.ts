@@ -8,7 +8,7 @@ import {
   isTextPart,
   partJsonChars,
 } from './parts.js';
-import type { ChatMessage, ContentPart, TokenCounter } from '../types.js';
+import type { ChatMessage, ContentPart, TokenCounter, ToolCall } from '../types.js';
 
 /** The text of a message's content: a string, the text parts joined, or '' for null. */
 export function contentText(content: ChatMessage['content']): string {
@@ -27,8 +27,15 @@ function partText(part: ContentPart): string {
  * grace use). Parts that are not text are not in it: the counters charge them apart.
  */
 export function messageChars(message: ChatMessage): number {
-  let chars = contentText(message.content).length;
-  for (const call of message.tool_calls ?? []) chars += call.function.name.length + call.function.arguments.length;
+  const { content } = message;
+  let chars = typeof content === 'string' ? content.length : contentText(content).length;
+  const calls = message.tool_calls;
+  if (calls === undefined) return chars;
+  // An index loop: this runs over every message of every count.
+  for (let index = 0; index < calls.length; index += 1) {
+    const { name, arguments: args } = (calls[index] as ToolCall).function;
+    chars += name.length + args.length;
+  }
   return chars;
 }
 
