@@ -116,8 +116,8 @@ describe('the transcript counted without rendering it', () => {
       const messages = farConversation(seed);
       const { askedBy, groupOf } = toolGroups(messages);
       const reference = askers(messages);
-      expect(askedBy, `seed ${seed}`).toEqual(reference);
-      expect(groupOf).toEqual(reference.map((owner, index) => (owner >= 0 ? owner : index)));
+      expect([...askedBy], `seed ${seed}`).toEqual(reference);
+      expect([...groupOf]).toEqual(reference.map((owner, index) => (owner >= 0 ? owner : index)));
       expect(
         reference.some((owner, index) => owner >= 0 && index - owner > 32),
         `seed ${seed}`,

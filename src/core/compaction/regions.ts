@@ -9,19 +9,19 @@ import type { ChatMessage } from '../types.js';
  */
 export interface Groups {
   /** Group id per message index (the index of the group's first message). */
-  groupOf: number[];
+  groupOf: Int32Array;
   /** Last member index per group id (a message index; read only at group ids). */
-  lastOf: number[];
+  lastOf: Int32Array;
   /** Index of the assistant turn that asked each answered call, by tool result index; -1 for every other message. */
-  askedBy: number[];
+  askedBy: Int32Array;
 }
 
 export function toolGroups(messages: readonly ChatMessage[]): Groups {
-  // Arrays indexed by message, not Maps: this runs over every message of every pass.
+  // Typed arrays indexed by message, not Maps: this runs over every message of every pass.
   const count = messages.length;
-  const groupOf = new Array<number>(count);
-  const lastOf = new Array<number>(count);
-  const askedBy = new Array<number>(count);
+  const groupOf = new Int32Array(count);
+  const lastOf = new Int32Array(count);
+  const askedBy = new Int32Array(count);
   const owners = new CallOwners(messages);
   for (let index = 0; index < count; index += 1) {
     const message = messages[index] as ChatMessage;
@@ -85,16 +85,17 @@ export class CallOwners {
  */
 export function removableMask(messages: readonly ChatMessage[], groups: Groups = toolGroups(messages)): boolean[] {
   const count = messages.length;
-  const sticky = new Array<boolean>(count);
+  const sticky = new Uint8Array(count);
   // By group id (a message index): whether the group holds a sticky message.
-  const pinned = new Array<boolean>(count).fill(false);
+  const pinned = new Uint8Array(count);
   for (let index = 0; index < count; index += 1) {
-    sticky[index] = isSticky(messages[index] as ChatMessage);
-    if (sticky[index] === true) pinned[groups.groupOf[index] ?? index] = true;
+    if (!isSticky(messages[index] as ChatMessage)) continue;
+    sticky[index] = 1;
+    pinned[groups.groupOf[index] ?? index] = 1;
   }
   const removable = new Array<boolean>(count);
   for (let index = 0; index < count; index += 1)
-    removable[index] = sticky[index] !== true && pinned[groups.groupOf[index] ?? index] !== true;
+    removable[index] = sticky[index] === 0 && pinned[groups.groupOf[index] ?? index] === 0;
   return removable;
 }
 
