@@ -161,13 +161,17 @@ describe('the identifiers a summary must keep', () => {
     return [...fromMiddle].filter((identifier) => used.has(identifier));
   }
 
+  /** A generated conversation cut at a random place: the middle after its first message, the first message and the rest kept. */
+  function cutAt(seed: number): { middle: ChatMessage[]; kept: ChatMessage[] } {
+    const messages = conversation(seed, 15);
+    const cut = 3 + Math.floor(createRandom(seed).next() * (messages.length - 6));
+    return { middle: messages.slice(1, cut), kept: [messages[0] as ChatMessage, ...messages.slice(cut)] };
+  }
+
   it('are those the definition finds, in the same order', () => {
     let nonEmpty = 0;
     for (let seed = 1; seed <= 60; seed += 1) {
-      const messages = conversation(seed, 15);
-      const cut = 3 + Math.floor(createRandom(seed).next() * (messages.length - 6));
-      const middle = messages.slice(1, cut);
-      const kept = [messages[0] as ChatMessage, ...messages.slice(cut)];
+      const { middle, kept } = cutAt(seed);
       const expected = reference(middle, kept);
       if (expected.length > 0) nonEmpty += 1;
       expect(requiredIdentifiers(middle, kept), `seed ${seed}`).toEqual(expected);
@@ -178,10 +182,7 @@ describe('the identifiers a summary must keep', () => {
   it('with a cap, are those of the middle as capMiddle cuts it (an identifier cut short is not the identifier)', () => {
     let differ = 0;
     for (let seed = 1; seed <= 60; seed += 1) {
-      const messages = conversation(seed, 15);
-      const cut = 3 + Math.floor(createRandom(seed).next() * (messages.length - 6));
-      const middle = messages.slice(1, cut);
-      const kept = [messages[0] as ChatMessage, ...messages.slice(cut)];
+      const { middle, kept } = cutAt(seed);
       for (const cap of [3, 25, 120]) {
         const expected = reference(capMiddle(middle, cap), kept);
         if (expected.length !== reference(middle, kept).length) differ += 1;
