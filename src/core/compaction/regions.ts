@@ -194,12 +194,16 @@ export function regionsAt(
 ): Regions {
   const count = removable.length;
   const inMiddle = new Array<boolean>(count);
-  const middle: number[] = [];
+  let size = 0;
   for (let index = 0; index < count; index += 1) {
     const isMiddle = removable[index] === true && index < cut;
     inMiddle[index] = isMiddle;
-    if (isMiddle) middle.push(index);
+    if (isMiddle) size += 1;
   }
+  // Made at its size, not grown: the middle of a long conversation is most of it.
+  const middle = new Array<number>(size);
+  for (let index = 0, position = 0; position < size; index += 1)
+    if (inMiddle[index] === true) middle[position++] = index;
   return { groups, cut, removable, middle, inMiddle };
 }
 
