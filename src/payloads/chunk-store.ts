@@ -17,7 +17,8 @@
 // MAX_WRITTEN_DEPTH (15): then a full manifest lists the tree's closed nodes (a node closes at a
 // content-defined boundary, so an append never rewrites one) and the open entries after them. In
 // format 4 a payload that starts as no recent one does (a transcript, a summarizer request: no
-// later full manifest will reuse its nodes) is listed by its manifest alone, up to FLAT_ENTRIES.
+// later full manifest will reuse its nodes) is listed by its manifest alone, up to FLAT_ENTRIES,
+// and a manifest on a base holds up to INLINE_FRESH_BYTES of new bytes itself, not in a pack.
 // Manifests and nodes of format 1 (a JSON manifest over one root node) are read as before.
 //
 // What a garbage collector can rely on (gc.ts is the one): an object is only written after every
@@ -146,6 +147,17 @@ interface RecentManifest {
 
 /** Format 4: a chain of packs deflated each against the one before is this long at most (then a pack starts a new one). */
 const WRITTEN_CONTEXT_DEPTH = 63;
+/** Format 4: a manifest on a base holds its new bytes inline, not in a pack, when they are this many at most. */
+const INLINE_FRESH_BYTES = 1024;
+
+/** The plaintext bytes of the packs a planned manifest would write (not those it reuses). */
+function freshBytes(object: PlannedObject): number {
+  return object.children.reduce(
+    (sum, child) => sum + (child.kind === 'chunk' && child.plaintext !== undefined ? child.plaintext.length : 0),
+    0,
+  );
+}
+
 /** Format 4: a payload that starts as no recent one does is listed by its manifest alone (no tree nodes) up to this many entries. */
 const FLAT_ENTRIES = 1024;
 /** Bytes of chunk windows kept in memory (a window is 32 KiB). */
@@ -329,12 +341,19 @@ export class ChunkStoreDriver implements StorageDriver {
         const metadata: Record<string, Uint8Array> = {};
         for (const [name, value] of Object.entries(payload.metadata ?? {}))
           if (value !== null && value !== undefined) metadata[name] = value;
-        const packing = this.manifestFormat >= 3 ? await this.packedLeaves(data, signal) : undefined;
-        const leaves = packing?.leaves ?? (this.manifestFormat === 1 ? [] : this.leaves(data));
+        let packing = this.manifestFormat >= 3 ? await this.packedLeaves(data, signal) : undefined;
+        let leaves = packing?.leaves ?? (this.manifestFormat === 1 ? [] : this.leaves(data));
         // On the manifest of a payload this one extends (the previous round's chat input), when
         // that manifest is still in the store: then only what follows its prefix is listed.
         let manifest = this.manifestFormat === 1 ? undefined : this.deltaManifest(data, metadata, leaves);
         if (manifest !== undefined && !(await this.baseUsable(manifest.base, signal))) manifest = undefined;
+        // Format 4: a manifest on a base holds a few new bytes itself rather than in a pack of their own.
+        if (manifest !== undefined && this.manifestFormat === 4 && freshBytes(manifest.object) <= INLINE_FRESH_BYTES) {
+          packing = await this.packedLeaves(data, signal, true);
+          leaves = packing.leaves;
+          manifest = this.deltaManifest(data, metadata, leaves);
+          if (manifest === undefined) throw new RangeError('a manifest on a base was planned and then was not');
+        }
         const planned =
           this.manifestFormat === 1
             ? this.formatOneManifest(data, metadata)
@@ -385,6 +404,7 @@ export class ChunkStoreDriver implements StorageDriver {
   private async packedLeaves(
     data: Uint8Array,
     signal: AbortSignal,
+    inlineFresh = false,
   ): Promise<{ leaves: PlannedEntry[]; commit: () => void }> {
     const key = this.keyring?.current;
     const indexKey = (id: string): string => `${key?.id ?? ''}\u0000${id}`;
@@ -418,6 +438,7 @@ export class ChunkStoreDriver implements StorageDriver {
       if (slice.plaintext.length < this.literalBelow || data.length < this.inlineBelow) return undefined;
       const where = known(slice.id);
       if (where !== undefined) return where;
+      if (inlineFresh && slice.plaintext.length <= MAX_LITERAL_BYTES) return undefined;
       let offset = fresh.get(slice.id)?.offset;
       if (offset === undefined) {
         offset = packLength;

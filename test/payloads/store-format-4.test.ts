@@ -245,6 +245,40 @@ for (const keyed of [false, true]) {
       expect(back?.data?.length).toBeGreaterThan(0);
     });
 
+    it('a payload on a base with at most 1 KiB of new bytes is its manifest alone; more go to a pack', async () => {
+      const directory = storeDirectory();
+      const backend = new FileBackend({ directory, durable: false });
+      const driver = new ChunkStoreDriver({ backend, keyring });
+      const messages = Array.from({ length: 8 }, (_, seed) =>
+        JSON.parse(Buffer.from(toolResult(seed).data ?? []).toString()),
+      );
+      const input = (extra: unknown[]): Payload => ({
+        metadata: { encoding: Buffer.from('json/plain') },
+        data: Buffer.from(JSON.stringify({ messages: [...messages, ...extra], tools: [] })),
+      });
+      await storeOne(driver, input([]));
+      const reply = { role: 'assistant', content: 'Let me look at the handler that fails. '.repeat(8) };
+      const chunksBefore = keysUnder(directory, 'chunks').length;
+      const small = await storeOne(driver, input([reply]));
+      expect(keysUnder(directory, 'chunks')).toHaveLength(chunksBefore);
+      expect((await driver.inspect('manifest', readClaim(small.claimData).manifestId)).depth).toBe(1);
+      const large = await storeOne(
+        driver,
+        input([
+          reply,
+          ...Array.from({ length: 3 }, (_, seed) =>
+            JSON.parse(Buffer.from(toolResult(20 + seed).data ?? []).toString()),
+          ),
+        ]),
+      );
+      expect(keysUnder(directory, 'chunks')).toHaveLength(chunksBefore + 1);
+      expect((await driver.inspect('manifest', readClaim(large.claimData).manifestId)).depth).toBe(2);
+      for (const claim of [small, large]) {
+        const [back] = await new ChunkStoreDriver({ backend, keyring }).retrieve({}, [claim]);
+        expect(back?.data?.length).toBeGreaterThan(0);
+      }
+    });
+
     it('with manifestFormat 3 (a rolling upgrade) writes no object with a context, and format 4 reads it', async () => {
       const directory = storeDirectory();
       const backend = new FileBackend({ directory, durable: false });
