@@ -94,6 +94,7 @@ FLAG_DICTIONARY = 4
 FLAG_CONTEXT = 8
 WINDOW_BYTES = 32 * 1024
 MAX_CONTEXT_DEPTH = 64
+CONTEXT_ID_PREFIX = b"temporal-compactor context chunk\x00"
 # The preset dictionaries objects of format 3 are deflated with (src/payloads/dictionary.ts, the
 # same bytes: a test compares them); the first byte of such an object's body is the number.
 PRESET_DICTIONARIES = {
@@ -441,13 +442,18 @@ def seal_object(plaintext: bytes, oid: str, key: CodecKey | None) -> bytes:
     return header + AESGCM(key.chunk_key).encrypt(nonce, body, header)
 
 
-def open_object(sealed: bytes, oid: str, key_name: str, expected_key_id: str | None, keyring: Keyring | None, context_window: Callable[[str, int], bytes] | None = None) -> bytes:
+def contextual_id(plaintext: bytes, context_id: str, key: CodecKey | None) -> str:
+    """The id of a chunk deflated against a context chunk (format 4): it binds the context."""
+    return object_id(CONTEXT_ID_PREFIX + bytes.fromhex(context_id) + plaintext, key)
+
+
+def open_object(sealed: bytes, oid: str, key_name: str, expected_key_id: str | None, keyring: Keyring | None, context_window: Callable[[str, int], bytes] | None = None, kind: str = "chunk") -> bytes:
     """Opens an object fetched as ``oid`` and checks its header, tag and name. ``context_window(id, depth)``
     gives the window of the context chunk a format-4 object names (at the depth it says)."""
-    return open_object_and_window(sealed, oid, key_name, expected_key_id, keyring, context_window)[0]
+    return open_object_and_window(sealed, oid, key_name, expected_key_id, keyring, context_window, kind)[0]
 
 
-def open_object_and_window(sealed: bytes, oid: str, key_name: str, expected_key_id: str | None, keyring: Keyring | None, context_window: Callable[[str, int], bytes] | None = None) -> tuple[bytes, bytes, int]:
+def open_object_and_window(sealed: bytes, oid: str, key_name: str, expected_key_id: str | None, keyring: Keyring | None, context_window: Callable[[str, int], bytes] | None = None, kind: str = "chunk") -> tuple[bytes, bytes, int]:
     """``open_object``, with the object's window (as a context chunk's) and its context depth (0: none)."""
     if len(sealed) < 5 or sealed[:4] != OBJECT_MAGIC:
         raise ChunkIntegrityError(key_name, "not a temporal-compactor object (bad header)")
@@ -477,6 +483,7 @@ def open_object_and_window(sealed: bytes, oid: str, key_name: str, expected_key_
     dictionary: bytes | None = None
     before = PRESET_DICTIONARIES[1]
     depth = 0
+    context_id = ""
     if flags & FLAG_DICTIONARY:
         number = body[0] if len(body) > 0 else 0
         dictionary = PRESET_DICTIONARIES.get(number)
@@ -491,7 +498,8 @@ def open_object_and_window(sealed: bytes, oid: str, key_name: str, expected_key_
                 raise ChunkIntegrityError(key_name, f"is on a chain of {depth} context chunks (at most {MAX_CONTEXT_DEPTH})" if depth > MAX_CONTEXT_DEPTH else "names a context chunk in a malformed header")
             if context_window is None:
                 raise ChunkIntegrityError(key_name, "is compressed against a context chunk, which this reader was not given")
-            dictionary = before = context_window(body[1:33].hex(), depth - 1)
+            context_id = body[1:33].hex()
+            dictionary = before = context_window(context_id, depth - 1)
             body = body[33:]
     elif flags & FLAG_CONTEXT:
         raise ChunkIntegrityError(key_name, "names a context chunk but no preset dictionary (malformed header)")
@@ -505,7 +513,9 @@ def open_object_and_window(sealed: bytes, oid: str, key_name: str, expected_key_
             plaintext = inflater.decompress(body) + inflater.flush()
     except zlib.error as error:
         raise ChunkIntegrityError(key_name, "does not inflate (corrupted)") from error
-    if not hmac.compare_digest(object_id(plaintext, key), oid):
+    # A chunk deflated against a context is named by both; a manifest or node by its plaintext.
+    expected = contextual_id(plaintext, context_id, key) if depth > 0 and kind == "chunk" else object_id(plaintext, key)
+    if not hmac.compare_digest(expected, oid):
         raise ChunkIntegrityError(key_name, "content does not match its name (hash mismatch: corrupted or replaced)")
     return plaintext, (before + plaintext)[-WINDOW_BYTES:], depth
 
@@ -787,7 +797,7 @@ class ChunkStoreDriver(StorageDriver):
         sealed = self.backend.get(name)
         if sealed is None:
             raise ChunkMissingError(name, self.backend.description)
-        return open_object(sealed, oid, name, key_id, self.keyring, lambda context, depth: self._window(context, depth, key_id))
+        return open_object(sealed, oid, name, key_id, self.keyring, lambda context, depth: self._window(context, depth, key_id), kind)
 
     def _window(self, oid: str, depth: int, key_id: str | None) -> bytes:
         """The window of chunk ``oid``, which an object names as its context at ``depth``."""

@@ -67,6 +67,7 @@ import {
   type ObjectKind,
 } from './object-format.js';
 import {
+  contextualId,
   inflateObject,
   objectId,
   sealedKeyId,
@@ -87,6 +88,8 @@ interface PlannedObject {
   id: string;
   plaintext: Uint8Array | undefined;
   children: PlannedObject[];
+  /** Format 4: the pack a new pack is deflated against (its id binds it). */
+  context?: SealContext;
 }
 
 /** Where a slice the driver stored lies: `length` bytes at `offset` of pack `pack`. */
@@ -449,10 +452,18 @@ export class ChunkStoreDriver implements StorageDriver {
       return { pack: undefined, offset, length: slice.plaintext.length };
     });
     const packPlaintext = Buffer.concat(parts);
+    // Format 4: deflated against the last pack stored under the key, which its id binds.
+    const context = parts.length === 0 || this.manifestFormat !== 4 ? undefined : this.contextFor(key?.id);
     const pack: PlannedObject | undefined =
       parts.length === 0
         ? undefined
-        : { kind: 'chunk', id: objectId(packPlaintext, key), plaintext: packPlaintext, children: [] };
+        : {
+            kind: 'chunk',
+            id: context === undefined ? objectId(packPlaintext, key) : contextualId(packPlaintext, context.id, key),
+            plaintext: packPlaintext,
+            children: [],
+            context,
+          };
     const existing = new Map<string, PlannedObject>();
     const leaves = slices.map((slice, index): PlannedEntry => {
       const where = placed[index];
@@ -717,7 +728,8 @@ export class ChunkStoreDriver implements StorageDriver {
     const key = objectKey(object.kind, object.id);
     if (object.plaintext === undefined) throw new ChunkMissingError(key, this.backend.description);
     const keyId = this.keyring?.current.id;
-    // Format 4: every object is deflated against the last pack's window; packs form the chain.
+    // Format 4: a pack is deflated against the context it was planned with (its id binds it), and
+    // continues the chain; a manifest or node against the last pack's window when that is smaller.
     const chained = object.kind === 'chunk' && this.manifestFormat === 4;
     const { sealed, context, before } = sealWithContext(
       object.plaintext,
@@ -725,7 +737,7 @@ export class ChunkStoreDriver implements StorageDriver {
       this.keyring?.current,
       this.compressionLevel,
       this.manifestFormat >= 3 ? CURRENT_DICTIONARY : 0,
-      this.manifestFormat === 4 ? this.contextFor(keyId) : undefined,
+      chained ? object.context : this.manifestFormat === 4 ? this.contextFor(keyId) : undefined,
       !chained,
     );
     await this.limiter.run(() => this.backend.put(key, sealed, signal));
@@ -812,7 +824,7 @@ export class ChunkStoreDriver implements StorageDriver {
       unsealed.context === undefined
         ? undefined
         : await this.windowOf(unsealed.context.id, unsealed.context.depth - 1, keyId, signal);
-    const { plaintext, before } = inflateObject(unsealed, id, key, contextWindow);
+    const { plaintext, before } = inflateObject(unsealed, id, key, contextWindow, kind);
     const window = windowAfter(before, plaintext);
     if (kind === 'chunk') this.windows.set(cacheKeyOf(key, keyId), window);
     return { plaintext, window };

@@ -19,7 +19,9 @@
 // not the preset alone. The window of a chunk is the last 32 KiB of its context's window (a chunk
 // without a context, of any format: preset dictionary 1) followed by its plaintext, so a chunk
 // compresses against the chunks written before it, along a chain of at most MAX_CONTEXT_DEPTH
-// (depth: 1 + its context's; a chunk without a context is at depth 0). Compressed, then encrypted.
+// (depth: 1 + its context's; a chunk without a context is at depth 0). Such a chunk is named by
+// its context and its plaintext (contextualId), so its window is one whoever wrote it; a manifest
+// or node deflated against a context keeps the id of its plaintext. Compressed, then encrypted.
 import { createCipheriv, createDecipheriv, createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import { PRESET_DICTIONARIES } from './dictionary.js';
@@ -52,6 +54,23 @@ export function windowAfter(before: Uint8Array, plaintext: Uint8Array): Buffer {
   if (plaintext.length >= WINDOW_BYTES) return Buffer.from(plaintext.subarray(plaintext.length - WINDOW_BYTES));
   const keep = Math.min(before.length, WINDOW_BYTES - plaintext.length);
   return Buffer.concat([before.subarray(before.length - keep), plaintext]);
+}
+
+const CONTEXT_ID_PREFIX = Buffer.from('temporal-compactor context chunk\u0000', 'latin1');
+
+/**
+ * The id of a chunk deflated against context chunk `contextId`: {@link objectId} of a fixed prefix,
+ * the context's 32-byte id and the plaintext. A chunk's window depends on its context's, so the
+ * id binds it: two writers that deflate the same bytes against different contexts store two
+ * objects, never one under the other's name. (A manifest or node, which no object is deflated
+ * against, keeps the id of its plaintext.)
+ */
+export function contextualId(plaintext: Uint8Array, contextId: string, key: CodecKey | undefined): string {
+  return (key === undefined ? createHash('sha256') : createHmac('sha256', key.chunkMacKey))
+    .update(CONTEXT_ID_PREFIX)
+    .update(Buffer.from(contextId, 'hex'))
+    .update(plaintext)
+    .digest('hex');
 }
 
 /** What the window of a chunk without a context starts from: preset dictionary 1, whatever the chunk's format. */
@@ -101,7 +120,8 @@ export function sealWithContext(
     throw new RangeError('a context needs a preset dictionary and a depth under MAX_CONTEXT_DEPTH');
   let compressed: Buffer | undefined;
   let usedContext: SealContext | undefined;
-  if (plaintext.length >= MIN_COMPRESS_BYTES) {
+  // A chunk whose id binds its context (contextualId) is always deflated against it, however small.
+  if (plaintext.length >= MIN_COMPRESS_BYTES || (context !== undefined && !preferSmaller)) {
     compressed =
       preset === undefined
         ? deflateRawSync(plaintext, { level: compressionLevel })
@@ -121,7 +141,8 @@ export function sealWithContext(
       }
     }
   }
-  const useCompression = compressed !== undefined && compressed.length < plaintext.length;
+  const useCompression =
+    compressed !== undefined && (compressed.length < plaintext.length || (usedContext !== undefined && !preferSmaller));
   const body = compressed !== undefined && useCompression ? compressed : plaintext;
   if (!useCompression) usedContext = undefined;
   const flags =
@@ -173,7 +194,7 @@ export function openObject(
   const unsealed = unsealObject(sealed, objectKey, expectedKeyId, keyring);
   if (unsealed.context !== undefined)
     throw new ChunkIntegrityError(objectKey, 'is compressed against a context chunk, which only a chunk may be');
-  return inflateObject(unsealed, id, objectKey, undefined).plaintext;
+  return inflateObject(unsealed, id, objectKey, undefined, 'manifest').plaintext;
 }
 
 /** An object decrypted and its header read, not yet inflated: a chunk with a context needs the context's window first. */
@@ -277,6 +298,7 @@ export function inflateObject(
   id: string,
   objectKey: string,
   contextWindow: Uint8Array | undefined,
+  kind: 'chunk' | 'node' | 'manifest' = 'chunk',
 ): { plaintext: Uint8Array; before: Uint8Array } {
   const { flags, key, body, context } = unsealed;
   if (context !== undefined && contextWindow === undefined)
@@ -293,7 +315,11 @@ export function inflateObject(
   } catch {
     throw new ChunkIntegrityError(objectKey, 'does not inflate (corrupted)');
   }
-  const actual = Buffer.from(objectId(plaintext, key), 'hex');
+  // A chunk deflated against a context is named by both (contextualId); a manifest or node by its plaintext.
+  const actual = Buffer.from(
+    context !== undefined && kind === 'chunk' ? contextualId(plaintext, context.id, key) : objectId(plaintext, key),
+    'hex',
+  );
   const expected = Buffer.from(id, 'hex');
   if (actual.length !== expected.length || !timingSafeEqual(actual, expected))
     throw new ChunkIntegrityError(objectKey, 'content does not match its name (hash mismatch: corrupted or replaced)');

@@ -24,6 +24,7 @@ import {
 } from '../../src/payloads/index.js';
 import {
   chainRoot,
+  contextualId,
   inflateObject,
   MAX_CONTEXT_DEPTH,
   objectId,
@@ -116,7 +117,8 @@ describe('sealed objects with a context chunk', () => {
     expect(rootWindow.subarray(rootWindow.length - rootText.length)).toEqual(rootText);
     // Half of it is the root's last lines: what a file read again looks like.
     const text = lines(100, 300);
-    const id = objectId(text, undefined);
+    const id = contextualId(text, rootId, undefined);
+    expect(id).not.toBe(objectId(text, undefined));
     const sealed = sealWithContext(text, id, undefined, 6, 1, { id: rootId, depth: 0, window: rootWindow });
     expect(sealed.context?.id).toBe(rootId);
     // Flags: deflated, a preset dictionary, a context; then dictionary 1, depth 1 and the context's id.
@@ -126,8 +128,14 @@ describe('sealed objects with a context chunk', () => {
     const unsealed = unsealObject(sealed.sealed, 'v1/chunks/x', undefined, undefined);
     expect(unsealed.context).toEqual({ id: rootId, depth: 1 });
     expect(Buffer.from(inflateObject(unsealed, id, 'v1/chunks/x', rootWindow).plaintext)).toEqual(text);
+    // Named by its plaintext alone it is refused: a chunk's id binds its context.
+    expect(() => inflateObject(unsealed, objectId(text, undefined), 'v1/chunks/x', rootWindow)).toThrow(
+      /hash mismatch/,
+    );
     // Smaller than against the preset dictionary alone: the context holds most of it.
-    expect(sealed.sealed.length).toBeLessThan(sealWithContext(text, id, undefined, 6, 1, undefined).sealed.length);
+    expect(sealed.sealed.length).toBeLessThan(
+      sealWithContext(text, objectId(text, undefined), undefined, 6, 1, undefined).sealed.length,
+    );
     expect(() => inflateObject(unsealed, id, 'v1/chunks/x', chainRoot())).toThrow(ChunkIntegrityError);
     expect(() => openObject(sealed.sealed, id, 'v1/chunks/x', undefined, undefined)).toThrow(
       /compressed against a context chunk/,
@@ -276,6 +284,27 @@ for (const keyed of [false, true]) {
       for (const claim of [small, large]) {
         const [back] = await new ChunkStoreDriver({ backend, keyring }).retrieve({}, [claim]);
         expect(back?.data?.length).toBeGreaterThan(0);
+      }
+    });
+
+    it('two writers that deflate the same bytes against different packs store two objects; each reads back', async () => {
+      const directory = storeDirectory();
+      const backend = new FileBackend({ directory, durable: false });
+      const [one, two] = [new ChunkStoreDriver({ backend, keyring }), new ChunkStoreDriver({ backend, keyring })];
+      await storeOne(one, toolResult(1));
+      await storeOne(two, toolResult(2));
+      const shared = toolResult(3);
+      const claims = [await storeOne(one, shared), await storeOne(two, shared)];
+      const manifests = claims.map((claim) => readClaim(claim.claimData).manifestId);
+      const packs = await Promise.all(
+        manifests.map(async (manifest) =>
+          (await one.inspect('manifest', manifest)).children.filter((child) => child.kind === 'chunk'),
+        ),
+      );
+      expect(packs[0]?.map((pack) => pack.id)).not.toEqual(packs[1]?.map((pack) => pack.id));
+      for (const claim of claims) {
+        const [back] = await new ChunkStoreDriver({ backend, keyring }).retrieve({}, [claim]);
+        expect(sha(back?.data)).toBe(sha(shared.data));
       }
     });
 
