@@ -116,11 +116,11 @@ export interface ListedChild {
   id: string;
 }
 
-/** What a stored manifest or node lists, as {@link ChunkStoreDriver.inspect} reads it. */
+/** What a stored object lists, as {@link ChunkStoreDriver.inspect} reads it (a chunk: the chunk it was deflated against, if any). */
 export interface InspectedObject {
-  /** A node's level; a manifest's highest entry level (0: it lists chunks only). */
+  /** A node's level; a manifest's highest entry level (0: it lists chunks only); a chunk: 0. */
   level: number;
-  /** A manifest's depth: 0, or 1 + its base manifest's (a gc removes dependent manifests before their bases). Nodes: 0. */
+  /** A manifest's depth: 0, or 1 + its base manifest's (a gc removes dependent manifests before their bases). Nodes: 0. A chunk's context depth (0: none). */
   depth: number;
   children: ListedChild[];
 }
@@ -861,8 +861,10 @@ export class ChunkStoreDriver implements StorageDriver {
   }
 
   /**
-   * What a stored manifest or node lists, read with whichever configured key sealed it (a garbage
-   * collector does not know which claim an object belongs to). Not cached.
+   * What a stored object lists, read with whichever configured key sealed it (a garbage collector
+   * does not know which claim an object belongs to): a manifest or node its entries (and the chunk
+   * it was deflated against, format 4), a chunk the chunk it was deflated against (from its header;
+   * its content is not checked). Not cached.
    *
    * @throws ChunkMissingError when there is no such object.
    * @throws PayloadKeyMissingError when it is sealed with a key that is not configured.
