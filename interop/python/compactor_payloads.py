@@ -9,8 +9,9 @@ workflows in two formats of its own (docs/other-languages.md and docs/payloads.m
   content-addressed store (a directory or an S3 prefix), a claim in history: ``{m, k?}``, the
   manifest id in base64url and the key id (format 2, what every writer writes), or
   ``{manifest, keyId?}`` with the id in hex (format 1, written before; still read).
-  ``ChunkStoreDriver`` below reads both claim formats and manifests of formats 1 to 3 (format 3:
-  slices of packs, objects deflated with a preset dictionary), and writes claim format 2 over
+  ``ChunkStoreDriver`` below reads both claim formats and stores of formats 1 to 4 (format 3:
+  slices of packs, objects deflated with a preset dictionary; format 4: objects deflated against
+  the window of a context chunk written before them), and writes claim format 2 over
   format-1 manifests (one slice per 64 KiB; the TypeScript writer cuts at JSON boundaries to dedup, a reader does not care
   how a payload was cut).
 
@@ -38,7 +39,7 @@ import re
 import secrets
 import time
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -87,6 +88,13 @@ OBJECT_MAGIC = b"cps\x01"
 FLAG_DEFLATE = 1
 FLAG_ENCRYPTED = 2
 FLAG_DICTIONARY = 4
+# Format 4: the body names a context chunk after the dictionary number (its depth, 1 byte, and its
+# id, 32 bytes); the rest was deflated with that chunk's window: the last 32 KiB of its context's
+# window (a chunk without a context: preset dictionary 1) followed by its plaintext.
+FLAG_CONTEXT = 8
+WINDOW_BYTES = 32 * 1024
+MAX_CONTEXT_DEPTH = 64
+CONTEXT_ID_PREFIX = b"temporal-compactor context chunk\x00"
 # The preset dictionaries objects of format 3 are deflated with (src/payloads/dictionary.ts, the
 # same bytes: a test compares them); the first byte of such an object's body is the number.
 PRESET_DICTIONARIES = {
@@ -434,8 +442,19 @@ def seal_object(plaintext: bytes, oid: str, key: CodecKey | None) -> bytes:
     return header + AESGCM(key.chunk_key).encrypt(nonce, body, header)
 
 
-def open_object(sealed: bytes, oid: str, key_name: str, expected_key_id: str | None, keyring: Keyring | None) -> bytes:
-    """Opens an object fetched as ``oid`` and checks its header, tag and name."""
+def contextual_id(plaintext: bytes, context_id: str, key: CodecKey | None) -> str:
+    """The id of a chunk deflated against a context chunk (format 4): it binds the context."""
+    return object_id(CONTEXT_ID_PREFIX + bytes.fromhex(context_id) + plaintext, key)
+
+
+def open_object(sealed: bytes, oid: str, key_name: str, expected_key_id: str | None, keyring: Keyring | None, context_window: Callable[[str, int], bytes] | None = None, kind: str = "chunk") -> bytes:
+    """Opens an object fetched as ``oid`` and checks its header, tag and name. ``context_window(id, depth)``
+    gives the window of the context chunk a format-4 object names (at the depth it says)."""
+    return open_object_and_window(sealed, oid, key_name, expected_key_id, keyring, context_window, kind)[0]
+
+
+def open_object_and_window(sealed: bytes, oid: str, key_name: str, expected_key_id: str | None, keyring: Keyring | None, context_window: Callable[[str, int], bytes] | None = None, kind: str = "chunk") -> tuple[bytes, bytes, int]:
+    """``open_object``, with the object's window (as a context chunk's) and its context depth (0: none)."""
     if len(sealed) < 5 or sealed[:4] != OBJECT_MAGIC:
         raise ChunkIntegrityError(key_name, "not a temporal-compactor object (bad header)")
     flags = sealed[4]
@@ -462,6 +481,9 @@ def open_object(sealed: bytes, oid: str, key_name: str, expected_key_id: str | N
         except InvalidTag as error:
             raise ChunkIntegrityError(key_name, f"failed authentication under key id {json.dumps(key_id)} (altered, or another key was configured under that id)") from error
     dictionary: bytes | None = None
+    before = PRESET_DICTIONARIES[1]
+    depth = 0
+    context_id = ""
     if flags & FLAG_DICTIONARY:
         number = body[0] if len(body) > 0 else 0
         dictionary = PRESET_DICTIONARIES.get(number)
@@ -470,6 +492,17 @@ def open_object(sealed: bytes, oid: str, key_name: str, expected_key_id: str | N
         if dictionary is None:
             raise ChunkIntegrityError(key_name, f"is compressed with preset dictionary {number}, which this version does not know (written by a newer one)")
         body = body[1:]
+        if flags & FLAG_CONTEXT:
+            depth = body[0] if len(body) > 0 else 0
+            if len(body) < 33 or depth < 1 or depth > MAX_CONTEXT_DEPTH:
+                raise ChunkIntegrityError(key_name, f"is on a chain of {depth} context chunks (at most {MAX_CONTEXT_DEPTH})" if depth > MAX_CONTEXT_DEPTH else "names a context chunk in a malformed header")
+            if context_window is None:
+                raise ChunkIntegrityError(key_name, "is compressed against a context chunk, which this reader was not given")
+            context_id = body[1:33].hex()
+            dictionary = before = context_window(context_id, depth - 1)
+            body = body[33:]
+    elif flags & FLAG_CONTEXT:
+        raise ChunkIntegrityError(key_name, "names a context chunk but no preset dictionary (malformed header)")
     try:
         if not flags & FLAG_DEFLATE:
             plaintext = body
@@ -480,9 +513,11 @@ def open_object(sealed: bytes, oid: str, key_name: str, expected_key_id: str | N
             plaintext = inflater.decompress(body) + inflater.flush()
     except zlib.error as error:
         raise ChunkIntegrityError(key_name, "does not inflate (corrupted)") from error
-    if not hmac.compare_digest(object_id(plaintext, key), oid):
+    # A chunk deflated against a context is named by both; a manifest or node by its plaintext.
+    expected = contextual_id(plaintext, context_id, key) if depth > 0 and kind == "chunk" else object_id(plaintext, key)
+    if not hmac.compare_digest(expected, oid):
         raise ChunkIntegrityError(key_name, "content does not match its name (hash mismatch: corrupted or replaced)")
-    return plaintext
+    return plaintext, (before + plaintext)[-WINDOW_BYTES:], depth
 
 
 def claim_data_for(manifest_id: str, key_id: str | None, claim_format: int = 2) -> dict[str, str]:
@@ -690,6 +725,8 @@ class ChunkStoreDriver(StorageDriver):
             raise ValueError(f"claim_format: expected 1 or 2, got {claim_format!r}")
         self.backend = backend
         self.keyring = keyring
+        # Windows of context chunks read lately (format 4), by id and key id.
+        self._windows: dict[tuple[str, str | None], bytes] = {}
         # The format of the claims it writes (it reads both): 1 only while readers from before format 2 run.
         self.claim_format = claim_format
 
@@ -760,7 +797,24 @@ class ChunkStoreDriver(StorageDriver):
         sealed = self.backend.get(name)
         if sealed is None:
             raise ChunkMissingError(name, self.backend.description)
-        return open_object(sealed, oid, name, key_id, self.keyring)
+        return open_object(sealed, oid, name, key_id, self.keyring, lambda context, depth: self._window(context, depth, key_id), kind)
+
+    def _window(self, oid: str, depth: int, key_id: str | None) -> bytes:
+        """The window of chunk ``oid``, which an object names as its context at ``depth``."""
+        cached = self._windows.get((oid, key_id))
+        if cached is not None:
+            return cached
+        name = object_key("chunk", oid)
+        sealed = self.backend.get(name)
+        if sealed is None:
+            raise ChunkMissingError(name, self.backend.description)
+        _, window, own = open_object_and_window(sealed, oid, name, key_id, self.keyring, lambda context, below: self._window(context, below, key_id))
+        if own != depth:
+            raise ChunkIntegrityError(name, f"is at context depth {own} where the chunk compressed against it says {depth}")
+        if len(self._windows) >= 256:
+            self._windows.clear()
+        self._windows[(oid, key_id)] = window
+        return window
 
     def _retrieve_one(self, claim: StorageDriverClaim) -> Payload:
         manifest_id, key_id = read_claim(claim.claim_data)

@@ -4,7 +4,9 @@
 // slices no pack this process wrote or read lately holds go end to end into one chunk object, the
 // payload's pack, and are listed as (pack, offset, length); before, every slice was a chunk of its
 // own. Every object is sealed (sealed-object.ts): named by its content's hash, compressed (format
-// 3: with preset dictionary 1, dictionary.ts), and with a key encrypted.
+// 3: with preset dictionary 1, dictionary.ts; format 4: a pack against the window of the pack this
+// process stored before it, a chain of contexts, and a manifest or node against that window when
+// that makes it smaller), and with a key encrypted.
 //
 // What a round of an agent run costs: the chat input is the previous one with a message or two
 // appended, so its manifest names the previous one's as its base (the first `keep` bytes are the
@@ -12,8 +14,11 @@
 // the model's reply already wrote into their packs (the chunker cuts a message the same wherever it sits). Slices
 // under `literalBelow` bytes and payloads under `inlineBelow` bytes are written inside the
 // manifest or node that lists them, so a small payload is one object. A chain of bases is cut at
-// MAX_WRITTEN_DEPTH (8): then a full manifest lists the tree's closed nodes (a node closes at a
-// content-defined boundary, so an append never rewrites one) and the open entries after them.
+// MAX_WRITTEN_DEPTH (15): then a full manifest lists the tree's closed nodes (a node closes at a
+// content-defined boundary, so an append never rewrites one) and the open entries after them. In
+// format 4 a payload that starts as no recent one does (a transcript, a summarizer request: no
+// later full manifest will reuse its nodes) is listed by its manifest alone, up to FLAT_ENTRIES,
+// and a manifest on a base holds up to INLINE_FRESH_BYTES of new bytes itself, not in a pack.
 // Manifests and nodes of format 1 (a JSON manifest over one root node) are read as before.
 //
 // What a garbage collector can rely on (gc.ts is the one): an object is only written after every
@@ -21,10 +26,12 @@
 // it is written), so a manifest or node that exists has all its descendants; manifests are
 // rewritten on every store, so their modification time says when a claim to them was last handed
 // out; a chunk, node or base manifest that a store reuses is touched when older than
-// `refreshAfterMs` (but what lies under it is not). Mark from the claims of retained histories and
-// from manifests and nodes younger than the grace period, follow manifests → base manifests, nodes
-// and chunks, sweep the rest that is older than the grace period (at least twice `refreshAfterMs`),
-// parents before children.
+// `refreshAfterMs` (but what lies under it is not). A pack is deflated against another only once
+// that one is stored, and only when this process stored it within half of `refreshAfterMs` (so it
+// is younger than any grace period). Mark from the claims of retained histories and from
+// manifests, nodes and chunks younger than the grace period, follow manifests → base manifests,
+// nodes and chunks, and every object → its context chunk, sweep the rest that is older than the
+// grace period (at least twice `refreshAfterMs`), parents before children.
 import type {
   Payload,
   StorageDriver,
@@ -59,7 +66,16 @@ import {
   type ManifestV2,
   type ObjectKind,
 } from './object-format.js';
-import { objectId, openObject, sealedKeyId, sealObject } from './sealed-object.js';
+import {
+  contextualId,
+  inflateObject,
+  objectId,
+  sealedKeyId,
+  sealWithContext,
+  unsealObject,
+  windowAfter,
+  type SealContext,
+} from './sealed-object.js';
 
 /** The driver name written into every reference payload: must never change. */
 export const CHUNK_STORE_DRIVER_NAME = 'compactor-chunks';
@@ -72,6 +88,8 @@ interface PlannedObject {
   id: string;
   plaintext: Uint8Array | undefined;
   children: PlannedObject[];
+  /** Format 4: the pack a new pack is deflated against (its id binds it). */
+  context?: SealContext;
 }
 
 /** Where a slice the driver stored lies: `length` bytes at `offset` of pack `pack`. */
@@ -98,11 +116,11 @@ export interface ListedChild {
   id: string;
 }
 
-/** What a stored manifest or node lists, as {@link ChunkStoreDriver.inspect} reads it. */
+/** What a stored object lists, as {@link ChunkStoreDriver.inspect} reads it (a chunk: the chunk it was deflated against, if any). */
 export interface InspectedObject {
-  /** A node's level; a manifest's highest entry level (0: it lists chunks only). */
+  /** A node's level; a manifest's highest entry level (0: it lists chunks only); a chunk: 0. */
   level: number;
-  /** A manifest's depth: 0, or 1 + its base manifest's (a gc removes dependent manifests before their bases). Nodes: 0. */
+  /** A manifest's depth: 0, or 1 + its base manifest's (a gc removes dependent manifests before their bases). Nodes: 0. A chunk's context depth (0: none). */
   depth: number;
   children: ListedChild[];
 }
@@ -130,10 +148,28 @@ interface RecentManifest {
   leafIds: string[];
 }
 
+/** Format 4: a chain of packs deflated each against the one before is this long at most (then a pack starts a new one). */
+const WRITTEN_CONTEXT_DEPTH = 63;
+/** Format 4: a manifest on a base holds its new bytes inline, not in a pack, when they are this many at most. */
+const INLINE_FRESH_BYTES = 1024;
+
+/** The plaintext bytes of the packs a planned manifest would write (not those it reuses). */
+function freshBytes(object: PlannedObject): number {
+  return object.children.reduce(
+    (sum, child) => sum + (child.kind === 'chunk' && child.plaintext !== undefined ? child.plaintext.length : 0),
+    0,
+  );
+}
+
+/** Format 4: a payload that starts as no recent one does is listed by its manifest alone (no tree nodes) up to this many entries. */
+const FLAT_ENTRIES = 1024;
+/** Bytes of chunk windows kept in memory (a window is 32 KiB). */
+const WINDOW_CACHE_BYTES = 16 * 1024 * 1024;
+
 /** Manifests remembered as bases. A worker runs many workflows; each one's next chat input extends its last. */
 const RECENT_MANIFESTS = 64;
 /** A chain of manifests on bases is cut (a full manifest written) at this depth: a cold reader reads at most this many manifests. */
-const MAX_WRITTEN_DEPTH = 8;
+const MAX_WRITTEN_DEPTH = 15;
 /** A manifest on a base lists at most this many entries after the prefix (more: a full manifest, with nodes). */
 const MAX_DELTA_ENTRIES = 64;
 
@@ -187,10 +223,11 @@ export interface ChunkStoreDriverOptions {
   /** A slice shorter than this is written inside the manifest or node that lists it, not as a chunk of its own. @default 256 */
   literalBelow?: number;
   /**
-   * The format of the manifests and nodes this driver writes (it reads all three). 1 (a JSON
+   * The format of the store this driver writes (it reads all four). 1 (a JSON
    * manifest over one tree of 0x4e nodes, no base, nothing inline) only while processes from before
    * format 2 may still read this store; 2 (one object per chunk, no preset dictionary) while
-   * processes from before format 3 may (a rolling upgrade). @default 3
+   * processes from before format 3 may; 3 (no contexts: each object deflated with the preset
+   * dictionary alone) while processes from before format 4 may (a rolling upgrade). @default 4
    */
   manifestFormat?: ManifestFormat;
   /**
@@ -235,6 +272,12 @@ export class ChunkStoreDriver implements StorageDriver {
   private readonly reading = new Map<string, Promise<Uint8Array>>();
   /** Packs found missing from the store (a gc took them): their slices are written again. */
   private readonly gonePacks = new Set<string>();
+  /** Format 4: the last pack stored under each key id (''), the context of the next one. */
+  private readonly chains = new Map<string, SealContext & { at: number }>();
+  /** Windows of chunks written or read lately (32 KiB each), by cache key: a chunk deflated against one is opened with it. */
+  private readonly windows = new LruMap<Uint8Array>(WINDOW_CACHE_BYTES, (bytes) => bytes.length);
+  /** Windows being computed, by cache key. */
+  private readonly windowing = new Map<string, Promise<Uint8Array>>();
   /** Manifests written lately, newest first: bases for the payloads that extend them. */
   private recent: RecentManifest[] = [];
   /** The format of the claims this driver writes. */
@@ -251,7 +294,7 @@ export class ChunkStoreDriver implements StorageDriver {
     compressionLevel = 6,
     inlineBelow = 512,
     literalBelow = 256,
-    manifestFormat = 3,
+    manifestFormat = 4,
     claimFormat = 2,
     now = Date.now,
   }: ChunkStoreDriverOptions) {
@@ -301,16 +344,23 @@ export class ChunkStoreDriver implements StorageDriver {
         const metadata: Record<string, Uint8Array> = {};
         for (const [name, value] of Object.entries(payload.metadata ?? {}))
           if (value !== null && value !== undefined) metadata[name] = value;
-        const packing = this.manifestFormat === 3 ? await this.packedLeaves(data, signal) : undefined;
-        const leaves = packing?.leaves ?? (this.manifestFormat === 1 ? [] : this.leaves(data));
+        let packing = this.manifestFormat >= 3 ? await this.packedLeaves(data, signal) : undefined;
+        let leaves = packing?.leaves ?? (this.manifestFormat === 1 ? [] : this.leaves(data));
         // On the manifest of a payload this one extends (the previous round's chat input), when
         // that manifest is still in the store: then only what follows its prefix is listed.
         let manifest = this.manifestFormat === 1 ? undefined : this.deltaManifest(data, metadata, leaves);
         if (manifest !== undefined && !(await this.baseUsable(manifest.base, signal))) manifest = undefined;
+        // Format 4: a manifest on a base holds a few new bytes itself rather than in a pack of their own.
+        if (manifest !== undefined && this.manifestFormat === 4 && freshBytes(manifest.object) <= INLINE_FRESH_BYTES) {
+          packing = await this.packedLeaves(data, signal, true);
+          leaves = packing.leaves;
+          manifest = this.deltaManifest(data, metadata, leaves);
+          if (manifest === undefined) throw new RangeError('a manifest on a base was planned and then was not');
+        }
         const planned =
           this.manifestFormat === 1
             ? this.formatOneManifest(data, metadata)
-            : (manifest ?? this.fullManifest(data, metadata, leaves));
+            : (manifest ?? this.fullManifest(data, metadata, leaves, this.extendsRecent(leaves)));
         await Promise.all(planned.object.children.map((child) => this.ensure(child, inFlight, signal)));
         // The manifest is always written, even when it exists: its modification time tells a gc
         // that a claim to it was handed out just now.
@@ -357,6 +407,7 @@ export class ChunkStoreDriver implements StorageDriver {
   private async packedLeaves(
     data: Uint8Array,
     signal: AbortSignal,
+    inlineFresh = false,
   ): Promise<{ leaves: PlannedEntry[]; commit: () => void }> {
     const key = this.keyring?.current;
     const indexKey = (id: string): string => `${key?.id ?? ''}\u0000${id}`;
@@ -390,6 +441,7 @@ export class ChunkStoreDriver implements StorageDriver {
       if (slice.plaintext.length < this.literalBelow || data.length < this.inlineBelow) return undefined;
       const where = known(slice.id);
       if (where !== undefined) return where;
+      if (inlineFresh && slice.plaintext.length <= MAX_LITERAL_BYTES) return undefined;
       let offset = fresh.get(slice.id)?.offset;
       if (offset === undefined) {
         offset = packLength;
@@ -400,10 +452,18 @@ export class ChunkStoreDriver implements StorageDriver {
       return { pack: undefined, offset, length: slice.plaintext.length };
     });
     const packPlaintext = Buffer.concat(parts);
+    // Format 4: deflated against the last pack stored under the key, which its id binds.
+    const context = parts.length === 0 || this.manifestFormat !== 4 ? undefined : this.contextFor(key?.id);
     const pack: PlannedObject | undefined =
       parts.length === 0
         ? undefined
-        : { kind: 'chunk', id: objectId(packPlaintext, key), plaintext: packPlaintext, children: [] };
+        : {
+            kind: 'chunk',
+            id: context === undefined ? objectId(packPlaintext, key) : contextualId(packPlaintext, context.id, key),
+            plaintext: packPlaintext,
+            children: [],
+            context,
+          };
     const existing = new Map<string, PlannedObject>();
     const leaves = slices.map((slice, index): PlannedEntry => {
       const where = placed[index];
@@ -442,7 +502,10 @@ export class ChunkStoreDriver implements StorageDriver {
     data: Uint8Array,
     metadata: Record<string, Uint8Array>,
     leaves: PlannedEntry[],
+    withNodes = true,
   ): PlannedManifest {
+    if (!withNodes && this.manifestFormat === 4 && leaves.length <= FLAT_ENTRIES)
+      return this.manifestOf(data.length, metadata, undefined, leaves);
     const key = this.keyring?.current;
     const spine: PlannedEntry[][] = [];
     let items = leaves;
@@ -455,7 +518,7 @@ export class ChunkStoreDriver implements StorageDriver {
         const plaintext = encodeNodeV2(
           level,
           group.map((member) => member.entry),
-          this.manifestFormat === 3 ? 3 : 2,
+          this.manifestFormat >= 3 ? 3 : 2,
         );
         const id = objectId(plaintext, key);
         const length = group.reduce((sum, member) => sum + entryLength(member.entry), 0);
@@ -533,6 +596,13 @@ export class ChunkStoreDriver implements StorageDriver {
     };
   }
 
+  /** Whether a recent manifest's payload starts as this one does (its first leaf): then this one may be the next of a chain of bases. */
+  private extendsRecent(leaves: PlannedEntry[]): boolean {
+    const keyId = this.keyring?.current.id;
+    const first = leaves[0]?.id;
+    return this.recent.some((recent) => recent.keyId === keyId && recent.leafIds[0] === first);
+  }
+
   /** A manifest on a recent one whose payload this one starts with, when one shares at least half of it. */
   private deltaManifest(
     data: Uint8Array,
@@ -574,7 +644,7 @@ export class ChunkStoreDriver implements StorageDriver {
         base,
         entries: entries.map((entry) => entry.entry),
       },
-      this.manifestFormat === 3 ? 3 : 2,
+      this.manifestFormat >= 3 ? 3 : 2,
     );
     const id = objectId(plaintext, this.keyring?.current);
     const children = entries.flatMap((entry) => (entry.object === undefined ? [] : [entry.object]));
@@ -657,14 +727,27 @@ export class ChunkStoreDriver implements StorageDriver {
   private async write(object: PlannedObject, signal: AbortSignal | undefined): Promise<void> {
     const key = objectKey(object.kind, object.id);
     if (object.plaintext === undefined) throw new ChunkMissingError(key, this.backend.description);
-    const sealed = sealObject(
+    const keyId = this.keyring?.current.id;
+    // Format 4: a pack is deflated against the context it was planned with (its id binds it), and
+    // continues the chain; a manifest or node against the last pack's window when that is smaller.
+    const chained = object.kind === 'chunk' && this.manifestFormat === 4;
+    const { sealed, context, before } = sealWithContext(
       object.plaintext,
       object.id,
       this.keyring?.current,
       this.compressionLevel,
-      this.manifestFormat === 3 ? CURRENT_DICTIONARY : 0,
+      this.manifestFormat >= 3 ? CURRENT_DICTIONARY : 0,
+      chained ? object.context : this.manifestFormat === 4 ? this.contextFor(keyId) : undefined,
+      !chained,
     );
     await this.limiter.run(() => this.backend.put(key, sealed, signal));
+    if (chained) {
+      // Only once it is stored may a later pack be deflated against it.
+      const window = windowAfter(before, object.plaintext);
+      const depth = context === undefined ? 0 : context.depth + 1;
+      this.chains.set(keyId ?? '', { id: object.id, depth, window, at: this.now() });
+      this.windows.set(cacheKeyOf(key, keyId), window);
+    }
     const counters = this.stats.written[object.kind];
     counters.objects += 1;
     counters.bytes += sealed.length;
@@ -674,6 +757,77 @@ export class ChunkStoreDriver implements StorageDriver {
     // input this worker's workflow stored, the workflow that takes this activity's result): a copy,
     // so a chunk does not keep its whole payload's buffer alive in the cache.
     this.cache.set(cacheKeyOf(key, this.keyring?.current.id), Uint8Array.from(object.plaintext));
+  }
+
+  /**
+   * The pack a new one is deflated against (format 4): the last this driver stored under the key,
+   * when that was lately (so a gc keeps it: younger than half the refresh period) and its chain is
+   * not at its length.
+   */
+  private contextFor(keyId: string | undefined): SealContext | undefined {
+    const link = this.chains.get(keyId ?? '');
+    if (link === undefined || link.depth + 1 > WRITTEN_CONTEXT_DEPTH || this.gonePacks.has(link.id)) return undefined;
+    return this.now() - link.at < this.refreshAfterMs / 2 ? link : undefined;
+  }
+
+  /**
+   * The window of chunk `id` (sealed-object.ts), which a chunk names as its context, at context
+   * depth `depth` as that chunk says: cached, else read and opened (its own context first).
+   */
+  private async windowOf(
+    id: string,
+    depth: number,
+    keyId: string | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<Uint8Array> {
+    const key = objectKey('chunk', id);
+    const cacheKey = cacheKeyOf(key, keyId);
+    const cached = this.windows.get(cacheKey);
+    if (cached !== undefined) return cached;
+    const running = this.windowing.get(cacheKey);
+    if (running !== undefined) return running;
+    const opening = (async () => {
+      const sealed = await this.limiter.run(() => this.backend.get(key, signal));
+      if (sealed === undefined) throw new ChunkMissingError(key, this.backend.description);
+      this.stats.fetched.objects += 1;
+      this.stats.fetched.bytes += sealed.length;
+      const { plaintext, window } = await this.openChunk(sealed, id, key, keyId, signal, depth);
+      this.cache.set(cacheKey, plaintext);
+      return window;
+    })();
+    this.windowing.set(cacheKey, opening);
+    try {
+      return await opening;
+    } finally {
+      this.windowing.delete(cacheKey);
+    }
+  }
+
+  /** Opens a sealed object, with its context's window when it names one; keeps a chunk's window. */
+  private async openChunk(
+    sealed: Uint8Array,
+    id: string,
+    key: string,
+    keyId: string | undefined,
+    signal: AbortSignal | undefined,
+    depth: number | undefined,
+    kind: ObjectKind = 'chunk',
+  ): Promise<{ plaintext: Uint8Array; window: Uint8Array }> {
+    const unsealed = unsealObject(sealed, key, keyId, this.keyring);
+    const own = unsealed.context?.depth ?? 0;
+    if (depth !== undefined && own !== depth)
+      throw new ChunkIntegrityError(
+        key,
+        `is at context depth ${own} where the chunk compressed against it says ${depth}`,
+      );
+    const contextWindow =
+      unsealed.context === undefined
+        ? undefined
+        : await this.windowOf(unsealed.context.id, unsealed.context.depth - 1, keyId, signal);
+    const { plaintext, before } = inflateObject(unsealed, id, key, contextWindow, kind);
+    const window = windowAfter(before, plaintext);
+    if (kind === 'chunk') this.windows.set(cacheKeyOf(key, keyId), window);
+    return { plaintext, window };
   }
 
   private async read(
@@ -694,7 +848,7 @@ export class ChunkStoreDriver implements StorageDriver {
       if (sealed === undefined) throw new ChunkMissingError(key, this.backend.description);
       this.stats.fetched.objects += 1;
       this.stats.fetched.bytes += sealed.length;
-      const plaintext = openObject(sealed, id, key, keyId, this.keyring);
+      const plaintext = (await this.openChunk(sealed, id, key, keyId, signal, undefined, kind)).plaintext;
       this.cache.set(cacheKey, plaintext);
       return plaintext;
     })();
@@ -707,18 +861,33 @@ export class ChunkStoreDriver implements StorageDriver {
   }
 
   /**
-   * What a stored manifest or node lists, read with whichever configured key sealed it (a garbage
-   * collector does not know which claim an object belongs to). Not cached.
+   * What a stored object lists, read with whichever configured key sealed it (a garbage collector
+   * does not know which claim an object belongs to): a manifest or node its entries (and the chunk
+   * it was deflated against, format 4), a chunk the chunk it was deflated against (from its header;
+   * its content is not checked). Not cached.
    *
    * @throws ChunkMissingError when there is no such object.
    * @throws PayloadKeyMissingError when it is sealed with a key that is not configured.
    * @throws ChunkIntegrityError when it is corrupted or malformed.
    */
-  async inspect(kind: 'manifest' | 'node', id: string, signal?: AbortSignal): Promise<InspectedObject> {
+  async inspect(kind: ObjectKind, id: string, signal?: AbortSignal): Promise<InspectedObject> {
     const key = objectKey(kind, id);
     const sealed = await this.limiter.run(() => this.backend.get(key, signal));
     if (sealed === undefined) throw new ChunkMissingError(key, this.backend.description);
-    const plaintext = openObject(sealed, id, key, sealedKeyId(sealed, key), this.keyring);
+    if (kind === 'chunk') {
+      // A chunk lists nothing but the chunk it was deflated against (format 4), which its header names.
+      const { context } = unsealObject(sealed, key, sealedKeyId(sealed, key), this.keyring);
+      return {
+        level: 0,
+        depth: context?.depth ?? 0,
+        children: context === undefined ? [] : [{ kind: 'chunk', id: context.id }],
+      };
+    }
+    // A manifest or node of format 4 may be deflated against a chunk's window: that chunk is a child too.
+    const keyId = sealedKeyId(sealed, key);
+    const context = unsealObject(sealed, key, keyId, this.keyring).context;
+    const { plaintext } = await this.openChunk(sealed, id, key, keyId, signal, undefined, kind);
+    const contextChild: ListedChild[] = context === undefined ? [] : [{ kind: 'chunk', id: context.id }];
     const childKind = (level: number): 'node' | 'chunk' => (level === 0 ? 'chunk' : 'node');
     const referenced = (entries: Entry[]): ListedChild[] =>
       entries.flatMap((entry) =>
@@ -736,7 +905,7 @@ export class ChunkStoreDriver implements StorageDriver {
           depth: 0,
           children: manifest.root === null ? [] : [{ kind: childKind(manifest.level), id: manifest.root }],
         };
-      const children = referenced(manifest.entries);
+      const children = [...referenced(manifest.entries), ...contextChild];
       if (manifest.base !== undefined) children.unshift({ kind: 'manifest', id: manifest.base.id });
       return {
         level: Math.max(0, ...manifest.entries.map((entry) => (entry.kind === 'ref' ? entry.level : 0))),
@@ -745,7 +914,7 @@ export class ChunkStoreDriver implements StorageDriver {
       };
     }
     const level = nodeLevel(plaintext, key);
-    return { level, depth: 0, children: referenced(decodeNode(plaintext, level, key)) };
+    return { level, depth: 0, children: [...referenced(decodeNode(plaintext, level, key)), ...contextChild] };
   }
 
   private async retrieveOne(claim: StorageDriverClaim, signal: AbortSignal | undefined): Promise<Payload> {
@@ -753,7 +922,7 @@ export class ChunkStoreDriver implements StorageDriver {
     const segments: PackSegment[] = [];
     const { data, metadata } = await this.payloadOf(manifestId, keyId, undefined, signal, segments);
     this.stats.payloadsRetrieved += 1;
-    if (this.manifestFormat === 3 && segments.length > 0 && keyId === this.keyring?.current.id)
+    if (this.manifestFormat >= 3 && segments.length > 0 && keyId === this.keyring?.current.id)
       this.rememberRead(data, segments, keyId);
     return { metadata, data };
   }

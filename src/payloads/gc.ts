@@ -1,10 +1,12 @@
 // Node only: the payload store's garbage collector (`temporal-compactor gc`), mark and sweep.
 //
 // Mark: the manifests named by claims in the histories Temporal still retains (retained-claims.ts
-// finds them), and every manifest and node younger than the grace period (a payload being stored
-// right now, or stored by a workflow task whose claim has not reached history yet; a node touched
-// by a store that never got to write its manifest); then every node and chunk reachable from
-// them. Sweep: every other object older than the grace period is removed.
+// finds them), and every manifest, node and chunk younger than the grace period (a payload being
+// stored right now, or stored by a workflow task whose claim has not reached history yet; a node
+// or chunk touched by a store that never got to write its manifest); then every node and chunk
+// reachable from them — a chunk of format 4 lists the chunk it was deflated against (its context,
+// sealed-object.ts), so marking reads every marked chunk's header too. Sweep: every other object
+// older than the grace period is removed.
 //
 // Why that is safe while workers keep storing (chunk-store.ts): a store writes children before
 // parents and rewrites its manifest every time, and an object it reuses is at most 1.5 × the
@@ -15,13 +17,15 @@
 // period must also exceed the longest time between a payload being stored and its claim landing
 // in history: the longest workflow task or activity attempt, or client call.
 //
-// Order of removal: manifests, then nodes from the highest level down, then chunks, so that at
-// every moment a node that exists still has all its descendants (a store that finds a node reuses
-// it without looking below). When a store renews an object meanwhile, everything under it is kept.
+// Order of removal: manifests, then nodes from the highest level down, then chunks from the deepest
+// context down, so that at every moment a node or chunk that exists still has all its descendants
+// (a store that finds one reuses it without looking below). When a store renews an object
+// meanwhile, everything under it is kept.
 import { ChunkIntegrityError, ChunkMissingError } from './errors.js';
 import type { ChunkStoreDriver, InspectedObject } from './chunk-store.js';
 import { isSweepable } from './object-backend.js';
 import { MAX_MANIFEST_DEPTH, objectKey, parseObjectKey, type ObjectKind } from './object-format.js';
+import { MAX_CONTEXT_DEPTH } from './sealed-object.js';
 
 /** @default 48 h: twice the chunk store's refresh period (see the module comment). */
 export const DEFAULT_GC_GRACE_MS = 48 * 3_600_000;
@@ -54,6 +58,8 @@ export interface GarbageReport {
    * it reuses but not what lies below, so a young node may list old chunks.
    */
   youngNodes: number;
+  /** Chunks younger than the grace period, marked with the chunks they were deflated against (format 4). */
+  youngChunks: number;
   /** Objects a marked manifest needs that are not in the store (a claim that cannot be resolved any more), first 20 keys. */
   missing: string[];
   missingCount: number;
@@ -138,17 +144,18 @@ interface Candidate {
   kind: SweptKind;
   id: string | undefined;
   bytes: number;
-  /** Nodes and manifests: what they list (undefined: unreadable, removed first). */
+  /** What it lists (undefined: unreadable, removed first of its kind). */
   inspected?: InspectedObject;
   /** Removed by someone else since the listing. */
   gone?: boolean;
 }
 
 /**
- * Collects the garbage of a payload store: marks from `claimedManifests` and the manifests younger
+ * Collects the garbage of a payload store: marks from `claimedManifests` and the objects younger
  * than the grace period, sweeps every other object older than it. Marking reads every marked
- * manifest and node, so it needs every key they were sealed with; an object it cannot read for
- * lack of a key stops the collection before anything is removed.
+ * object (of a chunk, its header: the chunk it was deflated against), so it needs every key they
+ * were sealed with; an object it cannot read for lack of a key stops the collection before
+ * anything is removed.
  *
  * @example
  * const { manifests } = await collectRetainedClaims({ clients: [client] });
@@ -178,6 +185,7 @@ export async function collectGarbage({
     claimedManifests: 0,
     youngManifests: 0,
     youngNodes: 0,
+    youngChunks: 0,
     missing: [],
     missingCount: 0,
     reachable: emptyTallies(),
@@ -191,8 +199,8 @@ export async function collectGarbage({
   const claimed = new Set([...claimedManifests].filter((id) => /^[0-9a-f]{64}$/.test(id)));
   report.claimedManifests = claimed.size;
   const marked = new Set<string>();
-  const queue: Array<{ kind: 'manifest' | 'node'; id: string }> = [];
-  const root = (kind: 'manifest' | 'node', id: string): void => {
+  const queue: Array<{ kind: ObjectKind; id: string }> = [];
+  const root = (kind: ObjectKind, id: string): void => {
     const key = objectKey(kind, id);
     if (marked.has(key)) return;
     marked.add(key);
@@ -201,24 +209,25 @@ export async function collectGarbage({
   claimed.forEach((id) => root('manifest', id));
   const youngOnly = new Set<string>();
   let listed = 0;
-  for (const prefix of ['v1/manifests/', 'v1/nodes/']) {
+  for (const prefix of ['v1/manifests/', 'v1/nodes/', 'v1/chunks/']) {
     for await (const object of backend.list(prefix, signal)) {
       listed += 1;
       progress(
         () =>
-          `gc: listing manifests and nodes: ${count(listed)} so far, ${count(report.youngManifests + report.youngNodes)} younger than the grace period`,
+          `gc: listing objects: ${count(listed)} so far, ${count(report.youngManifests + report.youngNodes + report.youngChunks)} younger than the grace period`,
       );
       const parsed = parseObjectKey(object.key);
-      if (parsed === undefined || parsed.kind === 'chunk' || object.modifiedMs < cutoffMs) continue;
+      if (parsed === undefined || object.modifiedMs < cutoffMs) continue;
       if (parsed.kind === 'manifest') report.youngManifests += 1;
-      else report.youngNodes += 1;
+      else if (parsed.kind === 'node') report.youngNodes += 1;
+      else report.youngChunks += 1;
       if (!marked.has(object.key)) youngOnly.add(object.key);
       root(parsed.kind, parsed.id);
     }
   }
   progress(
     () =>
-      `gc: listed ${count(listed)} manifests and nodes: ${count(report.youngManifests)} manifests and ${count(report.youngNodes)} nodes younger than the grace period`,
+      `gc: listed ${count(listed)} objects: ${count(report.youngManifests)} manifests, ${count(report.youngNodes)} nodes and ${count(report.youngChunks)} chunks younger than the grace period`,
     true,
   );
   progress(
@@ -239,6 +248,8 @@ export async function collectGarbage({
         }
         return;
       }
+      // A chunk whose header does not read has lost its payloads' bytes already: nothing below it to keep.
+      if (item.kind === 'chunk' && error instanceof ChunkIntegrityError) return;
       throw new GarbageCollectionError(
         `marking stopped, nothing was removed: ${error instanceof Error ? error.message : String(error)}`,
         { cause: error },
@@ -249,7 +260,8 @@ export async function collectGarbage({
       if (marked.has(key)) continue;
       marked.add(key);
       // A format-2 manifest lists its base manifest: the payload starts with a prefix of the base's.
-      if (child.kind !== 'chunk') queue.push({ kind: child.kind, id: child.id });
+      // A chunk of format 4 (or an object deflated against one) lists its context chunk.
+      queue.push({ kind: child.kind, id: child.id });
     }
     progress(() => `gc: marking: ${count(marked.size)} objects reachable so far`);
   });
@@ -287,11 +299,11 @@ export async function collectGarbage({
     () => `gc: listed ${count(seen)} objects, ${count(candidates.length)} unreachable and older than the grace period`,
     true,
   );
-  // What candidate manifests and nodes list decides the order of removal and what a renewal protects.
-  const toRead = candidates.filter((candidate) => candidate.kind === 'manifest' || candidate.kind === 'node');
+  // What candidates list decides the order of removal and what a renewal protects.
+  const toRead = candidates.filter((candidate) => candidate.kind !== 'temporary');
   let read = 0;
   await drain([...toRead], concurrency, async (candidate) => {
-    if (candidate.id === undefined || (candidate.kind !== 'manifest' && candidate.kind !== 'node')) return;
+    if (candidate.id === undefined || candidate.kind === 'temporary') return;
     try {
       candidate.inspected = await driver.inspect(candidate.kind, candidate.id, signal);
     } catch (error) {
@@ -305,17 +317,19 @@ export async function collectGarbage({
       }
     }
     read += 1;
-    progress(() => `gc: sweeping: read ${count(read)} of ${count(toRead.length)} unreachable manifests and nodes`);
+    progress(() => `gc: sweeping: read ${count(read)} of ${count(toRead.length)} unreachable objects`);
   });
 
   const protectedKeys = new Set<string>();
   // Highest first: temporaries, manifests (those on a base before their base: the deeper first),
-  // unreadable nodes, then nodes from the highest level down, then chunks.
+  // unreadable nodes, then nodes from the highest level down, then unreadable chunks, then chunks
+  // from the deepest context down (a chunk before the one it was deflated against).
   const byRemovalOrder = (candidate: Candidate): number => {
     if (candidate.kind === 'temporary') return Number.MAX_SAFE_INTEGER;
     if (candidate.kind === 'manifest')
       return Number.MAX_SAFE_INTEGER - 1 - MAX_MANIFEST_DEPTH + (candidate.inspected?.depth ?? MAX_MANIFEST_DEPTH);
-    if (candidate.kind === 'chunk') return -1;
+    if (candidate.kind === 'chunk')
+      return candidate.inspected === undefined ? -1 : -2 - MAX_CONTEXT_DEPTH + candidate.inspected.depth;
     return candidate.inspected?.level ?? Number.MAX_SAFE_INTEGER - 2 - MAX_MANIFEST_DEPTH;
   };
   const rounds = new Map<number, Candidate[]>();

@@ -43,8 +43,12 @@ const ENTRY_LITERAL = 1;
 const ENTRY_SLICE = 2;
 const MANIFEST3_MAGIC = [0x63, 0x74, 0x6d, 0x03];
 const NODE3_MAGIC = 0x50;
-/** The format of the manifests and nodes a driver writes: 1 (JSON over 0x4e nodes), 2 (binary, on bases), 3 (2 with slices of packs). */
-export type ManifestFormat = 1 | 2 | 3;
+/**
+ * The format a driver writes: 1 (JSON manifests over 0x4e nodes), 2 (binary, on bases), 3 (2 with
+ * slices of packs), 4 (format-3 manifests and nodes, each pack deflated against the chunks written
+ * before it: sealed-object.ts, a context chunk).
+ */
+export type ManifestFormat = 1 | 2 | 3 | 4;
 /** The longest slice a format-2 manifest or node holds inline (its length is a u16). */
 export const MAX_LITERAL_BYTES = 0xffff;
 /** The longest chain of format-2 manifests on base manifests (a reader follows at most this many). */

@@ -109,9 +109,17 @@ describe('payload formats between TypeScript and interop/python/compactor_payloa
     };
     const claim = await claimFor({ messages });
     // The next round's input: its manifest stands on the last one's (format 2 with a base).
-    const grownValue = { messages: [...messages, { role: 'user', content: 'one more message' }] };
+    const grownValue = {
+      messages: [
+        ...messages,
+        { role: 'user', content: 'one more message, long enough for a pack of its own. '.repeat(30) },
+      ],
+    };
     const grown = await claimFor(grownValue);
     expect((await driver.inspect('manifest', claimManifestId(claimOf(grown)?.claimData ?? {}) ?? '')).depth).toBe(1);
+    // Store format 4: the grown input's pack (over 1 KiB of new bytes) is deflated against the first one's (flag 8), which Python must open first.
+    const sealedChunks = filesUnder(join(store, 'v1', 'chunks')).map((path) => readFileSync(path));
+    expect(sealedChunks.filter((sealed) => ((sealed[4] ?? 0) & 8) !== 0).length).toBeGreaterThan(0);
     const corruptedClaim = await claimFor({ messages: messages.slice(0, 12) });
     const missingClaim = await claimFor({ messages: messages.slice(0, 5) });
     // After the claims are written: delete the manifest of the third.

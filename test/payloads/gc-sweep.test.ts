@@ -3,7 +3,7 @@
 // what a store renewing an object during the sweep protects, temporary files, dry runs, and a
 // missing key stopping it before anything is removed.
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { defaultPayloadConverter, type StorageDriverClaim } from '@temporalio/common';
@@ -66,16 +66,18 @@ function manifestOf(claim: StorageDriverClaim): string {
   return claimManifestId(claim.claimData) ?? '';
 }
 
-/** Object keys reachable from a manifest, with each node's level. */
+/** Object keys reachable from a manifest (and the chunks chunks were deflated against), with each node's level. */
 async function treeOf(driver: ChunkStoreDriver, manifest: string): Promise<Map<string, number>> {
   const levels = new Map<string, number>([[objectKey('manifest', manifest), Infinity]]);
-  const queue: Array<{ kind: 'manifest' | 'node'; id: string }> = [{ kind: 'manifest', id: manifest }];
+  const queue: Array<{ kind: 'manifest' | 'node' | 'chunk'; id: string }> = [{ kind: 'manifest', id: manifest }];
   for (let item = queue.pop(); item !== undefined; item = queue.pop()) {
     const inspected = await driver.inspect(item.kind, item.id);
     if (item.kind === 'node') levels.set(objectKey('node', item.id), inspected.level);
     for (const child of inspected.children) {
-      if (child.kind === 'chunk') levels.set(objectKey('chunk', child.id), 0);
-      else {
+      if (child.kind === 'chunk') {
+        if (!levels.has(objectKey('chunk', child.id))) queue.push({ kind: 'chunk', id: child.id });
+        levels.set(objectKey('chunk', child.id), 0);
+      } else {
         // A base manifest is removed with the manifests, before every node.
         if (child.kind === 'manifest') levels.set(objectKey('manifest', child.id), Infinity);
         queue.push({ kind: child.kind, id: child.id });
@@ -172,7 +174,9 @@ describe('collectGarbage (sweep)', () => {
   it('keeps the base manifests a claimed manifest stands on, and removes a chain from its newest manifest down', async () => {
     const directory = storeDirectory();
     const { backend, removed } = recording(directory);
-    const driver = new ChunkStoreDriver({ backend, keyring });
+    // Small chunks: with the default ones the 40 messages are two or three slices, cut where their
+    // random bytes say, and when the first slice both share is under half the input no base is named.
+    const driver = new ChunkStoreDriver({ backend, keyring, ...smallChunks });
     // Five rounds of one conversation: each input is the last with a message appended, so each
     // manifest after the first names the one before as its base.
     const base = conversation('chain', 40);
@@ -219,6 +223,7 @@ describe('collectGarbage (sweep)', () => {
     // them (not its prefix: a payload that starts with most of the old one would name it as its base).
     const young = await store(driver, { messages: oldValue.messages.slice(100) });
     writeFileSync(join(directory, 'v1', 'chunks', '.tmp-1-old'), 'half a write');
+    mkdirSync(join(directory, 'v1', 'nodes'), { recursive: true });
     writeFileSync(join(directory, 'v1', 'nodes', '.tmp-2-young'), 'a write in progress');
     const then = new Date(Date.now() - 72 * HOUR);
     utimesSync(join(directory, 'v1', 'chunks', '.tmp-1-old'), then, then);
@@ -244,7 +249,8 @@ describe('collectGarbage (sweep)', () => {
   it('keeps everything under a young node, even when no manifest lists it (a store touched it, then died)', async () => {
     const directory = storeDirectory();
     const backend = new FileBackend({ directory, durable: false });
-    const driver = new ChunkStoreDriver({ backend, keyring, ...smallChunks });
+    // Format 3 lists a fresh payload in a tree of nodes (format 4 in its manifest alone, up to 1,024 entries).
+    const driver = new ChunkStoreDriver({ backend, keyring, ...smallChunks, manifestFormat: 3 });
     const claim = await store(driver, conversation('interrupted'));
     ageAll(directory, 72);
     const tree = await treeOf(driver, manifestOf(claim));

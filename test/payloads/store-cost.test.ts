@@ -3,7 +3,9 @@
 // counted and split into rounds by the server's times of the `chat` schedulings. Format 1 of the
 // store (main before chunker 2) left 2.1× the trajectory's bytes in the store and wrote 10 objects
 // a round at the median, and read back every object it had just written; format 2 left 1.16×;
-// format 3 (packs, a preset dictionary) 0.90×. These bounds fail on formats 1 and 2.
+// format 3 (packs, a preset dictionary) 0.90×; format 4 (each pack deflated against the packs
+// written before it, a fresh payload's manifest without tree nodes) 0.55×, issue 22's goal being
+// 0.6×. These bounds fail on formats 1 to 3.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -42,7 +44,7 @@ beforeAll(async () => {
 afterAll(() => rmSync(directory, { recursive: true, force: true }));
 
 describe('the payload store over a recorded agent run', { timeout: 300_000 }, () => {
-  it('writes at most 5 objects a round (median), holds at most 1.0× the trajectory, reads nothing back in process, history ≤ 2 KB a round', async () => {
+  it('writes at most 5 objects a round (median), holds at most 0.6× the trajectory, reads nothing back in process, history ≤ 2 KB a round', async () => {
     const files = new FileBackend({ directory, durable: false });
     const requests: Array<{ op: 'get' | 'put' | 'stat' | 'touch'; at: number }> = [];
     const sizes = new Map<string, number>();
@@ -117,8 +119,8 @@ describe('the payload store over a recorded agent run', { timeout: 300_000 }, ()
     // Every round wrote something (the chat input at least), and at most five objects at the median.
     expect(Math.min(...perRound.map((round) => round.put))).toBeGreaterThan(0);
     expect(median(perRound.map((round) => round.put))).toBeLessThanOrEqual(5);
-    // The store holds less than the run's content: 0.90× measured (1.16× in format 2, 2.1× in format 1).
-    expect(stored / trajectoryBytes).toBeLessThanOrEqual(1.0);
+    // The store holds less than the run's content: 0.55× measured (0.90× in format 3, 1.16× in format 2, 2.1× in format 1).
+    expect(stored / trajectoryBytes).toBeLessThanOrEqual(0.6);
     expect(stored / trajectoryBytes).toBeGreaterThan(0.1);
     // Manifests on bases: most rounds' chat inputs list only what follows the previous one's.
     let onBase = 0;
