@@ -784,22 +784,38 @@ export class ChunkStoreDriver implements StorageDriver {
     const cacheKey = cacheKeyOf(key, keyId);
     const cached = this.windows.get(cacheKey);
     if (cached !== undefined) return cached;
-    const running = this.windowing.get(cacheKey);
-    if (running !== undefined) return running;
-    const opening = (async () => {
+    return this.fetchOnce(this.windowing, cacheKey, key, signal, async (sealed) => {
+      const { plaintext, window } = await this.openChunk(sealed, id, key, keyId, signal, depth);
+      this.cache.set(cacheKey, plaintext);
+      return window;
+    });
+  }
+
+  /**
+   * Fetches the object at `key` and opens it with `open`, once however many ask at the same time
+   * (`running` holds the fetches under way, by cache key); counts what it fetched.
+   */
+  private async fetchOnce<T>(
+    running: Map<string, Promise<T>>,
+    cacheKey: string,
+    key: string,
+    signal: AbortSignal | undefined,
+    open: (sealed: Uint8Array) => Promise<T>,
+  ): Promise<T> {
+    const pending = running.get(cacheKey);
+    if (pending !== undefined) return pending;
+    const fetching = (async () => {
       const sealed = await this.limiter.run(() => this.backend.get(key, signal));
       if (sealed === undefined) throw new ChunkMissingError(key, this.backend.description);
       this.stats.fetched.objects += 1;
       this.stats.fetched.bytes += sealed.length;
-      const { plaintext, window } = await this.openChunk(sealed, id, key, keyId, signal, depth);
-      this.cache.set(cacheKey, plaintext);
-      return window;
+      return open(sealed);
     })();
-    this.windowing.set(cacheKey, opening);
+    running.set(cacheKey, fetching);
     try {
-      return await opening;
+      return await fetching;
     } finally {
-      this.windowing.delete(cacheKey);
+      running.delete(cacheKey);
     }
   }
 
@@ -841,23 +857,11 @@ export class ChunkStoreDriver implements StorageDriver {
     const cached = this.cache.get(cacheKey);
     if (cached !== undefined) return cached;
     // The slices of a pack are filled at once: one fetch for all of them.
-    const running = this.reading.get(cacheKey);
-    if (running !== undefined) return running;
-    const fetching = (async () => {
-      const sealed = await this.limiter.run(() => this.backend.get(key, signal));
-      if (sealed === undefined) throw new ChunkMissingError(key, this.backend.description);
-      this.stats.fetched.objects += 1;
-      this.stats.fetched.bytes += sealed.length;
+    return this.fetchOnce(this.reading, cacheKey, key, signal, async (sealed) => {
       const plaintext = (await this.openChunk(sealed, id, key, keyId, signal, undefined, kind)).plaintext;
       this.cache.set(cacheKey, plaintext);
       return plaintext;
-    })();
-    this.reading.set(cacheKey, fetching);
-    try {
-      return await fetching;
-    } finally {
-      this.reading.delete(cacheKey);
-    }
+    });
   }
 
   /**

@@ -27,6 +27,7 @@ import {
 import { chatInputSequence } from '../../corpus/chat-inputs.js';
 import { loadConfig } from '../../src/config.js';
 import { startS3Server, type S3TestServer } from '../../scripts/s3-test-server.js';
+import { storeOne } from '../support/store-fixture.js';
 
 const toPayload = (value: unknown): Payload => defaultPayloadConverter.toPayload(value);
 const fromPayload = (payload: Payload | undefined): unknown => defaultPayloadConverter.fromPayload(payload ?? {});
@@ -41,12 +42,6 @@ function filesUnder(directory: string): string[] {
   return readdirSync(directory, { recursive: true, withFileTypes: true })
     .filter((entry) => entry.isFile())
     .map((entry) => join(entry.parentPath, entry.name));
-}
-
-async function storeOne(driver: ChunkStoreDriver, payload: Payload): Promise<StorageDriverClaim> {
-  const [claim] = await driver.store({}, [payload]);
-  if (claim === undefined) throw new Error('no claim');
-  return claim;
 }
 
 async function retrieveOne(driver: ChunkStoreDriver, claim: StorageDriverClaim): Promise<Payload> {
@@ -143,11 +138,13 @@ function backendContract(name: string, makeBackend: () => ObjectBackend, dedupMo
         });
 
         if (dedupModes.includes(encrypted))
-          it(`grows by at most 1.5× the new content over a 60-round run with compactions`, async () => {
+          it(`grows by at most 0.5× the new content over a 60-round run with compactions`, async () => {
             const { stored, plaintext, newContent, total } = await dedupRatio(makeBackend(), keyring);
-            // Stored bytes are compressed; the plaintext measure shows the dedup alone.
-            expect(plaintext / newContent).toBeLessThanOrEqual(1.5);
-            expect(stored / newContent).toBeLessThanOrEqual(1.5);
+            // Stored bytes are compressed; the plaintext measure shows the dedup alone (1.04×
+            // measured: every new byte once, and a little of the tree around it). Stored: 0.36×
+            // to 0.37× in store format 4 (bench/README.md#payloads), 0.41× in format 3.
+            expect(plaintext / newContent).toBeLessThanOrEqual(1.1);
+            expect(stored / newContent).toBeLessThanOrEqual(0.5);
             // And the run sent far more than that: the payloads share almost everything.
             expect(total / newContent).toBeGreaterThan(8);
           });

@@ -1,7 +1,7 @@
 // Manifest format 3: the new slices of a payload in one pack (a chunk object, compressed as one),
 // later payloads listing slices of it, and every object deflated with a preset dictionary. What a
 // round writes and reads, what the objects say, and what a reader refuses.
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { StorageDriverClaim, type Payload } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
@@ -20,6 +20,7 @@ import {
 import { PRESET_DICTIONARIES } from '../../src/payloads/dictionary.js';
 import { encodeManifestV2 } from '../../src/payloads/object-format.js';
 import { objectId, openObject, sealObject } from '../../src/payloads/sealed-object.js';
+import { sha, storeOne } from '../support/store-fixture.js';
 
 /** An in-memory backend that counts requests. */
 class MemoryBackend implements ObjectBackend {
@@ -74,17 +75,6 @@ function conversation(messages: number): Payload {
     tools: [],
   };
   return { metadata: { encoding: Buffer.from('json/plain') }, data: Buffer.from(JSON.stringify(body)) };
-}
-
-const sha = (data: Uint8Array | null | undefined): string =>
-  createHash('sha256')
-    .update(data ?? new Uint8Array(0))
-    .digest('hex');
-
-async function storeOne(driver: ChunkStoreDriver, payload: Payload): Promise<StorageDriverClaim> {
-  const [claim] = await driver.store({}, [payload]);
-  if (claim === undefined) throw new Error('no claim');
-  return claim;
 }
 
 async function readBack(backend: ObjectBackend, claim: StorageDriverClaim, keyring?: Keyring): Promise<Payload> {

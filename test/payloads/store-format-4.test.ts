@@ -3,7 +3,7 @@
 // of at most 63; manifests and nodes deflated against that window when it makes them smaller. What
 // the objects say, what a cold reader needs, what a reader refuses, what `manifestFormat: 3` still
 // writes, and what a garbage collection keeps.
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync, rmSync, utimesSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -34,6 +34,7 @@ import {
   windowAfter,
   WINDOW_BYTES,
 } from '../../src/payloads/sealed-object.js';
+import { sha, storeOne } from '../support/store-fixture.js';
 
 const HOUR = 3_600_000;
 
@@ -76,17 +77,6 @@ function toolResult(seed: number, lines = 60): Payload {
   ).join('\n');
   const body = { role: 'tool', tool_call_id: `call_${seed}_${randomBytes(4).toString('hex')}`, content };
   return { metadata: { encoding: Buffer.from('json/plain') }, data: Buffer.from(JSON.stringify(body)) };
-}
-
-const sha = (data: Uint8Array | null | undefined): string =>
-  createHash('sha256')
-    .update(data ?? new Uint8Array(0))
-    .digest('hex');
-
-async function storeOne(driver: ChunkStoreDriver, payload: Payload): Promise<StorageDriverClaim> {
-  const [claim] = await driver.store({}, [payload]);
-  if (claim === undefined) throw new Error('no claim');
-  return claim;
 }
 
 /** The context a stored chunk names (undefined: none) and its depth. */

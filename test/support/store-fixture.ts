@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { StorageDriverClaim } from '@temporalio/common';
+import { StorageDriverClaim, type Payload } from '@temporalio/common';
 import { afterAll, expect } from 'vitest';
 import { z } from 'zod';
 import {
@@ -141,4 +141,17 @@ export async function expectGcKeepsEverything({
     expect(sha256(payload?.data), entry.payload).toBe(entry.sha256);
   }
   return report;
+}
+
+/** The hex SHA-256 of a payload's data (none: of no bytes), for comparing what was stored with what came back. */
+export const sha = (data: Uint8Array | null | undefined): string =>
+  createHash('sha256')
+    .update(data ?? new Uint8Array(0))
+    .digest('hex');
+
+/** Stores one payload and returns its claim. */
+export async function storeOne(driver: ChunkStoreDriver, payload: Payload): Promise<StorageDriverClaim> {
+  const [claim] = await driver.store({}, [payload]);
+  if (claim === undefined) throw new Error('no claim');
+  return claim;
 }
