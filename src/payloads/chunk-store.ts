@@ -92,6 +92,13 @@ interface PlannedObject {
   context?: SealContext;
 }
 
+/** A slice of a payload as the chunker cut it: where it ends in the payload, its bytes and its id. */
+interface PayloadSlice {
+  end: number;
+  plaintext: Uint8Array;
+  id: string;
+}
+
 /** Where a slice the driver stored lies: `length` bytes at `offset` of pack `pack`. */
 interface PackedSlice {
   pack: string;
@@ -352,7 +359,8 @@ export class ChunkStoreDriver implements StorageDriver {
         if (manifest !== undefined && !(await this.baseUsable(manifest.base, signal))) manifest = undefined;
         // Format 4: a manifest on a base holds a few new bytes itself rather than in a pack of their own.
         if (manifest !== undefined && this.manifestFormat === 4 && freshBytes(manifest.object) <= INLINE_FRESH_BYTES) {
-          packing = await this.packedLeaves(data, signal, true);
+          // Placed again, on the slices already cut and hashed.
+          packing = await this.packedLeaves(data, signal, true, packing?.slices);
           leaves = packing.leaves;
           manifest = this.deltaManifest(data, metadata, leaves);
           if (manifest === undefined) throw new RangeError('a manifest on a base was planned and then was not');
@@ -408,17 +416,10 @@ export class ChunkStoreDriver implements StorageDriver {
     data: Uint8Array,
     signal: AbortSignal,
     inlineFresh = false,
-  ): Promise<{ leaves: PlannedEntry[]; commit: () => void }> {
+    slices: PayloadSlice[] = this.slicesOf(data),
+  ): Promise<{ leaves: PlannedEntry[]; commit: () => void; slices: PayloadSlice[] }> {
     const key = this.keyring?.current;
     const indexKey = (id: string): string => `${key?.id ?? ''}\u0000${id}`;
-    const cuts =
-      data.length > 0 && data.length < this.inlineBelow ? [data.length] : chunkBoundaries(data, this.chunkerLimits);
-    let start = 0;
-    const slices = cuts.map((end) => {
-      const plaintext = data.subarray(start, end);
-      start = end;
-      return { end, plaintext, id: objectId(plaintext, key) };
-    });
     const known = (id: string): PackedSlice | undefined => {
       const where = this.packed.get(indexKey(id));
       return where === undefined || this.gonePacks.has(where.pack) ? undefined : where;
@@ -490,7 +491,20 @@ export class ChunkStoreDriver implements StorageDriver {
       for (const [id, where] of fresh) this.packed.set(indexKey(id), { ...where, pack: pack.id });
       this.indexedPacks.set(`${key?.id ?? ''}\u0000${pack.id}`, true);
     };
-    return { leaves, commit };
+    return { leaves, commit, slices };
+  }
+
+  /** The payload cut into chunker slices, each with its id under the current key. */
+  private slicesOf(data: Uint8Array): PayloadSlice[] {
+    const key = this.keyring?.current;
+    const cuts =
+      data.length > 0 && data.length < this.inlineBelow ? [data.length] : chunkBoundaries(data, this.chunkerLimits);
+    let start = 0;
+    return cuts.map((end) => {
+      const plaintext = data.subarray(start, end);
+      start = end;
+      return { end, plaintext, id: objectId(plaintext, key) };
+    });
   }
 
   /**

@@ -48,8 +48,7 @@ export function identifiersIn(text: string, into: Set<string> = new Set()): Set<
  * calls' ids, nor the tools' names, which the model has from the tool definitions at every request.
  */
 function factText(message: ChatMessage): string {
-  const calls = (message.tool_calls ?? []).map((call) => call.function.arguments);
-  return [contentText(message.content), ...calls].join('\n');
+  return textsOf(message).join('\n');
 }
 
 /**

@@ -47,10 +47,13 @@ function sortKeys(value: unknown): unknown {
  * name, so two runs of the same conversation produce the same bytes.
  */
 export function elisionStub(contentLength: number, toolName: string): string {
-  return `${STUB_START}${contentLength}${stubEnd(toolName)}`;
+  return stubOf(contentLength, stubEnd(toolName));
 }
 
-const STUB_START = '[elided by the harness: ';
+/** A stub from its length and its end ({@link stubEnd}): a pass makes each tool name's end once. */
+function stubOf(contentLength: number, end: string): string {
+  return `[elided by the harness: ${contentLength}${end}`;
+}
 
 /** What follows the length in a stub. */
 function stubEnd(toolName: string): string {
@@ -173,14 +176,14 @@ export function planElisions(
       const repeated = identity >= 0 && (copies[identity] ?? 0) > 1;
       const eligible = repeated ? newest[identity] !== index : length > ageMinChars && charsAfter >= ageReclaimMin;
       if (eligible) {
-        // elisionStub, with the end of the stub made once per tool name (a pass may make thousands of stubs).
+        // elisionStub, with each tool name's end made once (a pass may make thousands of stubs).
         const toolName = names[index] ?? message.name ?? 'tool';
         let end = ends.get(toolName);
         if (end === undefined) {
           end = stubEnd(toolName);
           ends.set(toolName, end);
         }
-        const stub = STUB_START + String(length) + end;
+        const stub = stubOf(length, end);
         // A longer stub would spend a cache miss to make the prompt bigger.
         if (!stubsShorterOnly || stub.length < length) {
           eligibleFromEnd.push({ index, stub });
