@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { identifiersIn, requiredIdentifiers } from '../../src/core/compaction/coverage.js';
 import {
   capMiddle,
+  capText,
   renderTranscript,
   requestChars,
   requestFor,
@@ -15,7 +16,7 @@ import { contentText } from '../../src/core/counting/tokens.js';
 import { toolGroups } from '../../src/core/compaction/regions.js';
 import { canonicalArguments } from '../../src/core/compaction/elision.js';
 import { chatMessageSchema, validateMessages } from '../../src/core/schema.js';
-import type { ChatMessage } from '../../src/core/types.js';
+import type { ChatMessage, ToolCall } from '../../src/core/types.js';
 import { createRandom } from '../../corpus/random.js';
 import { assistant, tool, user } from '../support/messages.js';
 import { askers } from '../support/conversations.js';
@@ -145,6 +146,48 @@ describe('the transcript counted without rendering it', () => {
         messages: request.messages,
         middle,
       });
+    }
+  });
+});
+
+describe('the middle as the summarizer sees it', () => {
+  /** The calls of a seen message by their definition: each rebuilt as `{ id, type, function: { name, arguments } }`, the arguments capped. */
+  const callsByDefinition = (calls: readonly ToolCall[], cap: number): string =>
+    JSON.stringify(
+      calls.map((call) => ({
+        id: call.id,
+        type: call.type,
+        function: { name: call.function.name, arguments: capText(call.function.arguments, cap) },
+      })),
+    );
+  const call = (id: string, args = '{"path":"src/app.ts"}'): ToolCall => ({
+    id,
+    type: 'function',
+    function: { name: 'read_file', arguments: args },
+  });
+  const shapes: Record<string, { calls: ToolCall[]; kept: boolean }> = {
+    'in the shape built': { calls: [call('a'), call('b')], kept: true },
+    'keys in another order': {
+      calls: [call('a'), { type: 'function', id: 'b', function: { name: 'bash', arguments: '{}' } }],
+      kept: false,
+    },
+    'function keys in another order': {
+      calls: [{ id: 'a', type: 'function', function: { arguments: '{}', name: 'bash' } }],
+      kept: false,
+    },
+    'a key of its own': { calls: [{ ...call('a'), extra: 1 } as ToolCall], kept: false },
+    'no type': { calls: [{ id: 'a', function: { name: 'bash', arguments: '{}' } } as ToolCall], kept: false },
+    'arguments over the cap': { calls: [call('a'), call('b', `{"note":"${'x'.repeat(80)}"}`)], kept: false },
+  };
+
+  it('keeps calls already in the shape it builds, and rebuilds every other one to that shape', () => {
+    for (const [shape, { calls, kept }] of Object.entries(shapes)) {
+      const message: ChatMessage = { role: 'assistant', content: 'reading', tool_calls: calls, name: 'agent' };
+      const [seen] = capMiddle([message], 50);
+      expect(JSON.stringify(seen?.tool_calls), shape).toBe(callsByDefinition(calls, 50));
+      expect(Object.keys(seen ?? {}), shape).toEqual(['role', 'content', 'tool_calls', 'name']);
+      // Kept, the array is the message's own (no copy of each call); rebuilt, it is a new one.
+      expect(seen?.tool_calls === calls, shape).toBe(kept);
     }
   });
 });

@@ -104,20 +104,52 @@ export function seenMessage(message: ChatMessage, toolResultCap: number): ChatMe
     if (callId === undefined) return name === undefined ? { role, content } : { role, content, name };
     return name === undefined ? { role, content, tool_call_id: callId } : { role, content, tool_call_id: callId, name };
   }
-  const seenCalls = new Array<ToolCall>(calls.length);
-  for (let index = 0; index < calls.length; index += 1) {
-    const call = calls[index] as ToolCall;
-    const { name: callName, arguments: args } = call.function;
-    seenCalls[index] = {
-      id: call.id,
-      type: call.type,
-      function: { name: callName, arguments: capText(args, toolResultCap) },
-    };
-  }
-  const seen: ChatMessage = { role, content, tool_calls: seenCalls };
+  // Calls already in the shape seenCalls builds are kept as they are: one object per message, not 2n + 2.
+  const seen: ChatMessage = {
+    role,
+    content,
+    tool_calls: everyCallSeen(calls, toolResultCap) ? calls : seenCalls(calls, toolResultCap),
+  };
   if (callId !== undefined) seen.tool_call_id = callId;
   if (name !== undefined) seen.name = name;
   return seen;
+}
+
+/** Each call as the transcript shows it: `{ id, type, function: { name, arguments } }`, the arguments capped. */
+function seenCalls(calls: readonly ToolCall[], toolResultCap: number): ToolCall[] {
+  const seen = new Array<ToolCall>(calls.length);
+  for (let index = 0; index < calls.length; index += 1) {
+    const call = calls[index] as ToolCall;
+    const { name, arguments: args } = call.function;
+    seen[index] = { id: call.id, type: call.type, function: { name, arguments: capText(args, toolResultCap) } };
+  }
+  return seen;
+}
+
+const CALL_KEYS = ['id', 'type', 'function'] as const;
+const FUNCTION_KEYS = ['name', 'arguments'] as const;
+
+/** True when `value`'s enumerable keys are exactly `keys`, in that order (a for-in: no array built). */
+function keysAre(value: object, keys: readonly string[]): boolean {
+  let position = 0;
+  for (const key in value) {
+    if (key !== keys[position]) return false;
+    position += 1;
+  }
+  return position === keys.length;
+}
+
+/**
+ * True when {@link seenCalls} would rebuild every call as it is: `{ id, type, function: { name,
+ * arguments } }`, no other key, keys in that order, arguments within the cap.
+ */
+function everyCallSeen(calls: readonly ToolCall[], toolResultCap: number): boolean {
+  for (let index = 0; index < calls.length; index += 1) {
+    const call = calls[index] as ToolCall;
+    if (!keysAre(call, CALL_KEYS) || !keysAre(call.function, FUNCTION_KEYS)) return false;
+    if (call.function.arguments.length > toolResultCap) return false;
+  }
+  return true;
 }
 
 /** Content with every part that is not text replaced by a text part describing it. */
