@@ -71,12 +71,13 @@ export function isStub(message: ChatMessage): boolean {
 }
 
 /**
- * The tool name and call identity of each answered tool result whose assistant turn is present, by
- * result index. An identity is a number: equal for two results exactly when their calls have the
- * same tool name and the same canonical arguments.
+ * The call identity of each answered tool result whose assistant turn is present, by result index,
+ * and the tool name of each identity. An identity is a number: equal for two results exactly when
+ * their calls have the same tool name and the same canonical arguments.
  */
 interface CallInfo {
-  names: (string | undefined)[];
+  /** The tool name of each identity, by its number. */
+  names: string[];
   /** -1 for a message that is not such a result. */
   identities: Int32Array;
   /** How many identities there are (they are 0 to `count - 1`). */
@@ -84,7 +85,7 @@ interface CallInfo {
 }
 
 function callInfoByResult(messages: readonly ChatMessage[], regions: Regions): CallInfo {
-  const names = new Array<string | undefined>(messages.length);
+  const names: string[] = [];
   const identities = new Int32Array(messages.length).fill(-1);
   // Agents repeat the same arguments (the same file, the same command) many times: canonicalise
   // each distinct string once per pass (JSON.parse + sort + stringify is the cost of this function).
@@ -125,8 +126,8 @@ function callInfoByResult(messages: readonly ChatMessage[], regions: Regions): C
       identity = count;
       count += 1;
       byName.set(name, identity);
+      names.push(name);
     }
-    names[resultIndex] = name;
     identities[resultIndex] = identity;
   }
   return { names, identities, count };
@@ -177,7 +178,7 @@ export function planElisions(
       const eligible = repeated ? newest[identity] !== index : length > ageMinChars && charsAfter >= ageReclaimMin;
       if (eligible) {
         // elisionStub, with each tool name's end made once (a pass may make thousands of stubs).
-        const toolName = names[index] ?? message.name ?? 'tool';
+        const toolName = (identity >= 0 ? names[identity] : undefined) ?? message.name ?? 'tool';
         let end = ends.get(toolName);
         if (end === undefined) {
           end = stubEnd(toolName);
@@ -284,14 +285,10 @@ export function elides(options: { ageObservations: boolean; keepImages?: number 
 
 /** Applies elisions: only `content` changes (to `content` when the elision has one, else to `stub`); every other field and every position stays. */
 export function applyElisions(messages: readonly ChatMessage[], elisions: readonly Elision[]): ChatMessage[] {
-  if (elisions.length === 0) return [...messages];
-  const byIndex = new Array<Elision | undefined>(messages.length);
-  for (const elision of elisions) byIndex[elision.index] = elision;
-  const applied = new Array<ChatMessage>(messages.length);
-  for (let index = 0; index < messages.length; index += 1) {
-    const message = messages[index] as ChatMessage;
-    const elision = byIndex[index];
-    applied[index] = elision === undefined ? message : { ...message, content: elision.content ?? elision.stub };
+  const applied = messages.slice();
+  for (const elision of elisions) {
+    const message = applied[elision.index];
+    if (message !== undefined) applied[elision.index] = { ...message, content: elision.content ?? elision.stub };
   }
   return applied;
 }
