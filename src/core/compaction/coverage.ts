@@ -255,9 +255,14 @@ function marksOf(text: string, start: number, end: number): number {
   return 0;
 }
 
-/** Adds to `into` the tokens of `text` that `used` holds, as {@link identifiersIn} finds them, in order. */
+/**
+ * Adds to `into` the tokens of `text` that `used` holds, as {@link identifiersIn} finds them, in
+ * order. `used` holds only what identifiersIn found, so a token it would not look at is skipped
+ * before it is cut out of the text.
+ */
 function usedTokensIn(text: string, used: ReadonlySet<string>, into: Set<string>): void {
-  forEachToken(text, (start, end) => {
+  forEachToken(text, (start, end, marks) => {
+    if (marks === 0 || end - start < 3) return;
     const token = text.slice(start, end);
     if (used.has(token)) into.add(token);
   });
