@@ -3,7 +3,9 @@
 // (object-format.ts); the history keeps a claim naming the manifest (claims.ts). In format 3 the
 // slices no pack this process wrote or read lately holds go end to end into one chunk object, the
 // payload's pack, and are listed as (pack, offset, length); before, every slice was a chunk of its
-// own. Every object is sealed (sealed-object.ts): named by its content's hash, compressed (format
+// own. In format 5 a manifest on a base, or a flat one, holds its new slices inline and is listed
+// as their pack by later payloads ((manifest, offset, length) of its inline bytes); every manifest
+// is deflated against the window of the object stored before it and is the next one's context. Every object is sealed (sealed-object.ts): named by its content's hash, compressed (format
 // 3: with preset dictionary 1, dictionary.ts; format 4: a pack against the window of the pack this
 // process stored before it, a chain of contexts, and a manifest or node against that window when
 // that makes it smaller), and with a key encrypted.
@@ -18,7 +20,9 @@
 // content-defined boundary, so an append never rewrites one) and the open entries after them. In
 // format 4 a payload that starts as no recent one does (a transcript, a summarizer request: no
 // later full manifest will reuse its nodes) is listed by its manifest alone, up to FLAT_ENTRIES,
-// and a manifest on a base holds up to INLINE_FRESH_BYTES of new bytes itself, not in a pack.
+// and a manifest on a base holds up to INLINE_FRESH_BYTES of new bytes itself, not in a pack; in
+// format 5 both hold all their new bytes (a payload starts as a recent one when their first leaves
+// cover half of it).
 // Manifests and nodes of format 1 (a JSON manifest over one root node) are read as before.
 //
 // What a garbage collector can rely on (gc.ts is the one): an object is only written after every
@@ -31,7 +35,9 @@
 // is younger than any grace period). Mark from the claims of retained histories and from
 // manifests, nodes and chunks younger than the grace period, follow manifests → base manifests,
 // nodes and chunks, and every object → its context chunk, sweep the rest that is older than the
-// grace period (at least twice `refreshAfterMs`), parents before children.
+// grace period (at least twice `refreshAfterMs`), parents before children (format 5: a
+// manifest is the context of the next object, and lists the manifests whose inline bytes it
+// lists slices of).
 import type {
   Payload,
   StorageDriver,
@@ -239,11 +245,12 @@ export interface ChunkStoreDriverOptions {
   /** A slice shorter than this is written inside the manifest or node that lists it, not as a chunk of its own. @default 256 */
   literalBelow?: number;
   /**
-   * The format of the store this driver writes (it reads all four). 1 (a JSON
+   * The format of the store this driver writes (it reads all five). 1 (a JSON
    * manifest over one tree of 0x4e nodes, no base, nothing inline) only while processes from before
    * format 2 may still read this store; 2 (one object per chunk, no preset dictionary) while
    * processes from before format 3 may; 3 (no contexts: each object deflated with the preset
-   * dictionary alone) while processes from before format 4 may (a rolling upgrade). @default 4
+   * dictionary alone) while processes from before format 4 may; 4 (new bytes in packs, only packs
+   * as contexts) while processes from before format 5 may (a rolling upgrade). @default 5
    */
   manifestFormat?: ManifestFormat;
   /**

@@ -8,7 +8,7 @@
 //   v1/manifests/<id[0:2]>/<id[2:4]>/<id>   one per stored payload
 // Object names are 64 hex digits in every claim format (claims.ts).
 //
-// Two formats of each, both read forever (a store keeps what older versions wrote):
+// Several formats of each, all read forever (a store keeps what older versions wrote):
 // - Format 1 (written before chunker 2): a manifest is JSON (size, metadata in base64, the id and
 //   level of one root); a node (0x4e) lists (child id, byte length).
 // - Format 2 (written now): a manifest is binary and lists entries itself — the closed nodes of
@@ -21,6 +21,9 @@
 //   compress with their neighbours), named as (pack id, offset, length); adjacent slices of one
 //   pack are listed as one. A manifest starts "ctm" 0x03, a node 0x50. Chunks of formats 1 and 2
 //   are packs of one slice: a reader treats every chunk alike.
+// - Format 5 (written now): format 3 whose entries may also be a slice of a manifest's inline bytes
+//   (the bytes of its literal entries end to end: a fresh payload's manifest is its own pack), named
+//   as (manifest id, offset, length), tag 3. A manifest starts "ctm" 0x05, a node 0x51.
 import { ChunkIntegrityError } from './errors.js';
 
 export type ObjectKind = 'chunk' | 'node' | 'manifest';
@@ -51,7 +54,8 @@ export type EntryFormat = 2 | 3 | 5;
 /**
  * The format a driver writes: 1 (JSON manifests over 0x4e nodes), 2 (binary, on bases), 3 (2 with
  * slices of packs), 4 (format-3 manifests and nodes, each pack deflated against the chunks written
- * before it: sealed-object.ts, a context chunk).
+ * before it: sealed-object.ts, a context chunk), 5 (new bytes inline in manifests, listed as slices
+ * of them; manifests in the chain of contexts).
  */
 export type ManifestFormat = 1 | 2 | 3 | 4 | 5;
 /** The longest slice a format-2 manifest or node holds inline (its length is a u16). */

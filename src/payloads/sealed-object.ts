@@ -8,7 +8,8 @@
 //
 // Layout of a sealed object:
 //   "cps" 0x01 | flags (bit 0: deflate-raw, bit 1: AES-256-GCM, bit 2: a preset dictionary,
-//                       bit 3: a context object)
+//                       bit 3: a context object, bit 4: the context is a manifest, bit 5: the
+//                       name binds the context; other bits: refused)
 //   [encrypted: key id length (1 byte) | key id (ASCII) | nonce (12 bytes)]
 //   body (encrypted: ciphertext | 16-byte tag)
 // The body (the plaintext of the ciphertext) is the object's bytes, deflated when bit 0 is set; with
@@ -21,7 +22,10 @@
 // compresses against the chunks written before it, along a chain of at most MAX_CONTEXT_DEPTH
 // (depth: 1 + its context's; a chunk without a context is at depth 0). Such a chunk is named by
 // its context and its plaintext (contextualId), so its window is one whoever wrote it; a manifest
-// or node deflated against a context keeps the id of its plaintext. Compressed, then encrypted.
+// or node deflated against a context keeps the id of its plaintext, unless bit 5 says it is named
+// like a chunk (format 5: a manifest in the chain, whose window later objects are deflated
+// against). With bit 4 (format 5) the context is a manifest, its window made by the same rule.
+// Compressed, then encrypted.
 import { createCipheriv, createDecipheriv, createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import { PRESET_DICTIONARIES } from './dictionary.js';
