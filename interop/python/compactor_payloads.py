@@ -9,9 +9,10 @@ workflows in two formats of its own (docs/other-languages.md and docs/payloads.m
   content-addressed store (a directory or an S3 prefix), a claim in history: ``{m, k?}``, the
   manifest id in base64url and the key id (format 2, what every writer writes), or
   ``{manifest, keyId?}`` with the id in hex (format 1, written before; still read).
-  ``ChunkStoreDriver`` below reads both claim formats and stores of formats 1 to 4 (format 3:
+  ``ChunkStoreDriver`` below reads both claim formats and stores of formats 1 to 5 (format 3:
   slices of packs, objects deflated with a preset dictionary; format 4: objects deflated against
-  the window of a context chunk written before them), and writes claim format 2 over
+  the window of a context chunk written before them; format 5: manifests that hold their new bytes
+  inline, slices of other manifests' inline bytes, manifests as contexts), and writes claim format 2 over
   format-1 manifests (one slice per 64 KiB; the TypeScript writer cuts at JSON boundaries to dedup, a reader does not care
   how a payload was cut).
 
@@ -92,9 +93,15 @@ FLAG_DICTIONARY = 4
 # id, 32 bytes); the rest was deflated with that chunk's window: the last 32 KiB of its context's
 # window (a chunk without a context: preset dictionary 1) followed by its plaintext.
 FLAG_CONTEXT = 8
+# Format 5: bit 4, the context is a manifest (its window: the same rule); bit 5, a manifest or node
+# named by its context and plaintext, as a chunk with a context always is. Other bits: a newer format.
+FLAG_CONTEXT_MANIFEST = 16
+FLAG_BOUND = 32
+KNOWN_FLAGS = 63
 WINDOW_BYTES = 32 * 1024
 MAX_CONTEXT_DEPTH = 64
 CONTEXT_ID_PREFIX = b"temporal-compactor context chunk\x00"
+MANIFEST_CONTEXT_ID_PREFIX = b"temporal-compactor context manifest\x00"
 # The preset dictionaries objects of format 3 are deflated with (src/payloads/dictionary.ts, the
 # same bytes: a test compares them); the first byte of such an object's body is the number.
 PRESET_DICTIONARIES = {
@@ -442,22 +449,28 @@ def seal_object(plaintext: bytes, oid: str, key: CodecKey | None) -> bytes:
     return header + AESGCM(key.chunk_key).encrypt(nonce, body, header)
 
 
-def contextual_id(plaintext: bytes, context_id: str, key: CodecKey | None) -> str:
-    """The id of a chunk deflated against a context chunk (format 4): it binds the context."""
-    return object_id(CONTEXT_ID_PREFIX + bytes.fromhex(context_id) + plaintext, key)
+def contextual_id(plaintext: bytes, context_id: str, key: CodecKey | None, context_kind: str = "chunk") -> str:
+    """The id of an object deflated against a context (a chunk, format 4; or a manifest, format 5): it binds the context."""
+    prefix = CONTEXT_ID_PREFIX if context_kind == "chunk" else MANIFEST_CONTEXT_ID_PREFIX
+    return object_id(prefix + bytes.fromhex(context_id) + plaintext, key)
 
 
-def open_object(sealed: bytes, oid: str, key_name: str, expected_key_id: str | None, keyring: Keyring | None, context_window: Callable[[str, int], bytes] | None = None, kind: str = "chunk") -> bytes:
-    """Opens an object fetched as ``oid`` and checks its header, tag and name. ``context_window(id, depth)``
-    gives the window of the context chunk a format-4 object names (at the depth it says)."""
+def open_object(sealed: bytes, oid: str, key_name: str, expected_key_id: str | None, keyring: Keyring | None, context_window: Callable[[str, int, str], bytes] | None = None, kind: str = "chunk") -> bytes:
+    """Opens an object fetched as ``oid`` and checks its header, tag and name. ``context_window(id, depth, kind)``
+    gives the window of the context a format-4 or 5 object names (at the depth it says; kind "chunk" or "manifest")."""
     return open_object_and_window(sealed, oid, key_name, expected_key_id, keyring, context_window, kind)[0]
 
 
-def open_object_and_window(sealed: bytes, oid: str, key_name: str, expected_key_id: str | None, keyring: Keyring | None, context_window: Callable[[str, int], bytes] | None = None, kind: str = "chunk") -> tuple[bytes, bytes, int]:
-    """``open_object``, with the object's window (as a context chunk's) and its context depth (0: none)."""
+def open_object_and_window(sealed: bytes, oid: str, key_name: str, expected_key_id: str | None, keyring: Keyring | None, context_window: Callable[[str, int, str], bytes] | None = None, kind: str = "chunk") -> tuple[bytes, bytes, int]:
+    """``open_object``, with the object's window (as a context's) and its context depth (0: none)."""
     if len(sealed) < 5 or sealed[:4] != OBJECT_MAGIC:
         raise ChunkIntegrityError(key_name, "not a temporal-compactor object (bad header)")
     flags = sealed[4]
+    if flags & ~KNOWN_FLAGS:
+        raise ChunkIntegrityError(key_name, f"has header flags {flags} this version does not know (written by a newer one)")
+    if flags & (FLAG_CONTEXT_MANIFEST | FLAG_BOUND) and not flags & FLAG_CONTEXT:
+        raise ChunkIntegrityError(key_name, "says what its context is but names none (malformed header)")
+    context_kind = "manifest" if flags & FLAG_CONTEXT_MANIFEST else "chunk"
     key_id: str | None = None
     if flags & FLAG_ENCRYPTED:
         length = sealed[5] if len(sealed) > 5 else 0
@@ -499,7 +512,7 @@ def open_object_and_window(sealed: bytes, oid: str, key_name: str, expected_key_
             if context_window is None:
                 raise ChunkIntegrityError(key_name, "is compressed against a context chunk, which this reader was not given")
             context_id = body[1:33].hex()
-            dictionary = before = context_window(context_id, depth - 1)
+            dictionary = before = context_window(context_id, depth - 1, context_kind)
             body = body[33:]
     elif flags & FLAG_CONTEXT:
         raise ChunkIntegrityError(key_name, "names a context chunk but no preset dictionary (malformed header)")
@@ -513,8 +526,10 @@ def open_object_and_window(sealed: bytes, oid: str, key_name: str, expected_key_
             plaintext = inflater.decompress(body) + inflater.flush()
     except zlib.error as error:
         raise ChunkIntegrityError(key_name, "does not inflate (corrupted)") from error
-    # A chunk deflated against a context is named by both; a manifest or node by its plaintext.
-    expected = contextual_id(plaintext, context_id, key) if depth > 0 and kind == "chunk" else object_id(plaintext, key)
+    # A chunk deflated against a context is named by both, and so is a manifest or node that says so
+    # (bit 5, format 5); other manifests and nodes by their plaintext.
+    bound = depth > 0 and (kind == "chunk" or bool(flags & FLAG_BOUND))
+    expected = contextual_id(plaintext, context_id, key, context_kind) if bound else object_id(plaintext, key)
     if not hmac.compare_digest(expected, oid):
         raise ChunkIntegrityError(key_name, "content does not match its name (hash mismatch: corrupted or replaced)")
     return plaintext, (before + plaintext)[-WINDOW_BYTES:], depth
@@ -617,14 +632,20 @@ MAX_MANIFEST_DEPTH = 16
 # every object deflated with a preset dictionary. Read here.
 NODE3_MAGIC = 0x50
 MANIFEST3_MAGIC = b"ctm\x03"
+# Format 5: format 3 whose entries may also be a slice of another manifest's inline bytes end to end
+# (tag 3: manifest id, offset, length; level 0), a manifest "ctm" 0x05, a node 0x51. Read here.
+NODE5_MAGIC = 0x51
+MANIFEST5_MAGIC = b"ctm\x05"
+# An entry: (level, id, length, inline bytes or None, offset or None, "chunk" or "manifest": what the offset is into).
+Entry = tuple[int, str, int, bytes | None, int | None, str]
 
 
-def _decode_entries(data: bytes, at: int, key_name: str, child_level: int | None, packs: bool = False) -> list[tuple[int, str, int, bytes | None, int | None]]:
-    """(level, id, length, inline bytes or None, offset in a pack or None) from ``at`` to the end."""
-    entries: list[tuple[int, str, int, bytes | None, int | None]] = []
+def _decode_entries(data: bytes, at: int, key_name: str, child_level: int | None, entry_format: int = 2) -> list[Entry]:
+    """The entries from ``at`` to the end (slices of packs from format 3, of manifests from format 5)."""
+    entries: list[Entry] = []
     while at < len(data):
         tag = data[at]
-        if tag == 2 and packs:
+        if (tag == 2 and entry_format >= 3) or (tag == 3 and entry_format >= 5):
             if child_level not in (None, 0):
                 raise ChunkIntegrityError(key_name, "malformed entry: a slice of a pack in a node above level 1")
             if at + 41 > len(data):
@@ -632,7 +653,8 @@ def _decode_entries(data: bytes, at: int, key_name: str, child_level: int | None
             length = int.from_bytes(data[at + 37 : at + 41], "big")
             if length == 0 or length > MAX_PAYLOAD_BYTES:
                 raise ChunkIntegrityError(key_name, "malformed entry: a slice of a wrong length")
-            entries.append((0, data[at + 1 : at + 33].hex(), length, None, int.from_bytes(data[at + 33 : at + 37], "big")))
+            source = "chunk" if tag == 2 else "manifest"
+            entries.append((0, data[at + 1 : at + 33].hex(), length, None, int.from_bytes(data[at + 33 : at + 37], "big"), source))
             at += 41
         elif tag == 1:
             if child_level not in (None, 0):
@@ -641,7 +663,7 @@ def _decode_entries(data: bytes, at: int, key_name: str, child_level: int | None
             if at + 3 > len(data) or length == 0 or at + 3 + length > len(data):
                 raise ChunkIntegrityError(key_name, "malformed entry: inline bytes of a wrong length")
             literal = data[at + 3 : at + 3 + length]
-            entries.append((0, "", length, literal, None))
+            entries.append((0, "", length, literal, None, ""))
             at += 3 + length
         elif tag == 0:
             at += 1
@@ -654,20 +676,20 @@ def _decode_entries(data: bytes, at: int, key_name: str, child_level: int | None
                 level = child_level
             if at + NODE_ENTRY_BYTES > len(data):
                 raise ChunkIntegrityError(key_name, "malformed entry: truncated")
-            entries.append((level, data[at : at + 32].hex(), int.from_bytes(data[at + 32 : at + NODE_ENTRY_BYTES], "big"), None, None))
+            entries.append((level, data[at : at + 32].hex(), int.from_bytes(data[at + 32 : at + NODE_ENTRY_BYTES], "big"), None, None, "chunk"))
             at += NODE_ENTRY_BYTES
         else:
             raise ChunkIntegrityError(key_name, f"malformed entry: unknown tag {tag}")
     return entries
 
 
-def _decode_node2(plaintext: bytes, level: int, key_name: str) -> list[tuple[str, int, bytes | None, int | None]]:
+def _decode_node2(plaintext: bytes, level: int, key_name: str) -> list[tuple[str, int, bytes | None, int | None, str]]:
     if len(plaintext) < 2 or plaintext[1] < 1:
         raise ChunkIntegrityError(key_name, "malformed tree node")
     if plaintext[1] != level:
         raise ChunkIntegrityError(key_name, f"tree node of level {plaintext[1]} where level {level} was expected")
-    packs = plaintext[0] == NODE3_MAGIC
-    return [(oid, length, literal, offset) for _, oid, length, literal, offset in _decode_entries(plaintext, 2, key_name, level - 1, packs)]
+    entry_format = {NODE2_MAGIC: 2, NODE3_MAGIC: 3, NODE5_MAGIC: 5}[plaintext[0]]
+    return [(oid, length, literal, offset, source) for _, oid, length, literal, offset, source in _decode_entries(plaintext, 2, key_name, level - 1, entry_format)]
 
 
 def _parse_manifest2(data: bytes, key_name: str, manifest_format: int = 2) -> dict:
@@ -709,8 +731,8 @@ def _parse_manifest2(data: bytes, key_name: str, manifest_format: int = 2) -> di
             raise malformed("metadata is truncated")
         metadata[name] = data[at + 4 : at + 4 + value_length]
         at += 4 + value_length
-    entries = _decode_entries(data, at, key_name, None, manifest_format == 3)
-    listed = sum(length for _, _, length, _, _ in entries)
+    entries = _decode_entries(data, at, key_name, None, manifest_format)
+    listed = sum(length for _, _, length, _, _, _ in entries)
     expected = size - (0 if base is None else base[1])
     if listed != expected:
         raise malformed(f"lists {listed} bytes where {expected} were expected")
@@ -725,8 +747,10 @@ class ChunkStoreDriver(StorageDriver):
             raise ValueError(f"claim_format: expected 1 or 2, got {claim_format!r}")
         self.backend = backend
         self.keyring = keyring
-        # Windows of context chunks read lately (format 4), by id and key id.
-        self._windows: dict[tuple[str, str | None], bytes] = {}
+        # Windows of contexts read lately (format 4: chunks; 5: manifests too), by id, kind and key id.
+        self._windows: dict[tuple[str, str, str | None], bytes] = {}
+        # Format 5: manifests' inline bytes end to end (what a slice of a manifest is a range of), by id and key id.
+        self._inline: dict[tuple[str, str | None], bytes] = {}
         # The format of the claims it writes (it reads both): 1 only while readers from before format 2 run.
         self.claim_format = claim_format
 
@@ -797,24 +821,40 @@ class ChunkStoreDriver(StorageDriver):
         sealed = self.backend.get(name)
         if sealed is None:
             raise ChunkMissingError(name, self.backend.description)
-        return open_object(sealed, oid, name, key_id, self.keyring, lambda context, depth: self._window(context, depth, key_id), kind)
+        return open_object(sealed, oid, name, key_id, self.keyring, lambda context, depth, context_kind: self._window(context, depth, key_id, context_kind), kind)
 
-    def _window(self, oid: str, depth: int, key_id: str | None) -> bytes:
-        """The window of chunk ``oid``, which an object names as its context at ``depth``."""
-        cached = self._windows.get((oid, key_id))
+    def _window(self, oid: str, depth: int, key_id: str | None, kind: str = "chunk") -> bytes:
+        """The window of object ``oid`` (a chunk, or in format 5 a manifest), which an object names as its context at ``depth``."""
+        cached = self._windows.get((oid, kind, key_id))
         if cached is not None:
             return cached
-        name = object_key("chunk", oid)
+        name = object_key(kind, oid)
         sealed = self.backend.get(name)
         if sealed is None:
             raise ChunkMissingError(name, self.backend.description)
-        _, window, own = open_object_and_window(sealed, oid, name, key_id, self.keyring, lambda context, below: self._window(context, below, key_id))
+        _, window, own = open_object_and_window(sealed, oid, name, key_id, self.keyring, lambda context, below, context_kind: self._window(context, below, key_id, context_kind), kind)
         if own != depth:
-            raise ChunkIntegrityError(name, f"is at context depth {own} where the chunk compressed against it says {depth}")
+            raise ChunkIntegrityError(name, f"is at context depth {own} where the object compressed against it says {depth}")
         if len(self._windows) >= 256:
             self._windows.clear()
-        self._windows[(oid, key_id)] = window
+        self._windows[(oid, kind, key_id)] = window
         return window
+
+    def _inline_bytes(self, oid: str, key_id: str | None) -> bytes:
+        """Format 5: the inline bytes of manifest ``oid`` end to end."""
+        cached = self._inline.get((oid, key_id))
+        if cached is not None:
+            return cached
+        name = object_key("manifest", oid)
+        plaintext = self._read("manifest", oid, key_id)
+        manifest_format = {MANIFEST2_MAGIC: 2, MANIFEST3_MAGIC: 3, MANIFEST5_MAGIC: 5}.get(plaintext[:4])
+        inline = b"" if manifest_format is None else b"".join(
+            literal for _, _, _, literal, _, _ in _parse_manifest2(plaintext, name, manifest_format)["entries"] if literal is not None
+        )
+        if len(self._inline) >= 256:
+            self._inline.clear()
+        self._inline[(oid, key_id)] = inline
+        return inline
 
     def _retrieve_one(self, claim: StorageDriverClaim) -> Payload:
         manifest_id, key_id = read_claim(claim.claim_data)
@@ -830,9 +870,9 @@ class ChunkStoreDriver(StorageDriver):
         # Packs read for this manifest: many of its slices lie in one.
         packs: dict[str, bytes] = {}
 
-        def fill(oid: str, level: int, length: int, parent: str, offset: int | None = None) -> None:
+        def fill(oid: str, level: int, length: int, parent: str, offset: int | None = None, source: str = "chunk") -> None:
             if offset is not None:
-                pack = packs.get(oid)
+                pack = packs.get(oid) if source == "chunk" else self._inline_bytes(oid, key_id)
                 if pack is None:
                     pack = packs[oid] = self._read("chunk", oid, key_id)
                 if offset + length > len(pack):
@@ -847,20 +887,21 @@ class ChunkStoreDriver(StorageDriver):
                 return
             name = object_key("node", oid)
             node = self._read("node", oid, key_id)
-            children = _decode_node2(node, level, name) if node[:1] in (bytes([NODE2_MAGIC]), bytes([NODE3_MAGIC])) else [
-                (child_id, child_length, None, None) for child_id, child_length in _decode_node(node, level, name)
+            children = _decode_node2(node, level, name) if node[:1] in (bytes([NODE2_MAGIC]), bytes([NODE3_MAGIC]), bytes([NODE5_MAGIC])) else [
+                (child_id, child_length, None, None, "chunk") for child_id, child_length in _decode_node(node, level, name)
             ]
-            total = sum(child_length for _, child_length, _, _ in children)
+            total = sum(child_length for _, child_length, _, _, _ in children)
             if total != length:
                 raise ChunkIntegrityError(name, f"covers {total} bytes where {length} were expected")
-            for child_id, child_length, literal, child_offset in children:
+            for child_id, child_length, literal, child_offset, source in children:
                 if literal is not None:
                     parts.append(literal)
                 else:
-                    fill(child_id, level - 1, child_length, name, child_offset)
+                    fill(child_id, level - 1, child_length, name, child_offset, source)
 
-        if plaintext[:4] in (MANIFEST2_MAGIC, MANIFEST3_MAGIC):
-            manifest2 = _parse_manifest2(plaintext, manifest_name, 3 if plaintext[:4] == MANIFEST3_MAGIC else 2)
+        manifest_format = {MANIFEST2_MAGIC: 2, MANIFEST3_MAGIC: 3, MANIFEST5_MAGIC: 5}.get(plaintext[:4])
+        if manifest_format is not None:
+            manifest2 = _parse_manifest2(plaintext, manifest_name, manifest_format)
             base = manifest2["base"]
             own_depth = 0 if base is None else base[2]
             if depth is not None and own_depth != depth:
@@ -870,11 +911,11 @@ class ChunkStoreDriver(StorageDriver):
                 if len(base_data) < base[1]:
                     raise ChunkIntegrityError(manifest_name, f"keeps {base[1]} bytes of base manifest {base[0]}, which has {len(base_data)}")
                 parts.append(base_data[: base[1]])
-            for level, oid, length, literal, offset in manifest2["entries"]:
+            for level, oid, length, literal, offset, source in manifest2["entries"]:
                 if literal is not None:
                     parts.append(literal)
                 else:
-                    fill(oid, level, length, manifest_name, offset)
+                    fill(oid, level, length, manifest_name, offset, source)
             return manifest2["metadata"], b"".join(parts)
         manifest = _parse_manifest(plaintext, manifest_name)
         if manifest["root"] is not None:

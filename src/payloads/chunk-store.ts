@@ -3,7 +3,9 @@
 // (object-format.ts); the history keeps a claim naming the manifest (claims.ts). In format 3 the
 // slices no pack this process wrote or read lately holds go end to end into one chunk object, the
 // payload's pack, and are listed as (pack, offset, length); before, every slice was a chunk of its
-// own. Every object is sealed (sealed-object.ts): named by its content's hash, compressed (format
+// own. In format 5 a manifest on a base, or a flat one, holds its new slices inline and is listed
+// as their pack by later payloads ((manifest, offset, length) of its inline bytes); every manifest
+// is deflated against the window of the object stored before it and is the next one's context. Every object is sealed (sealed-object.ts): named by its content's hash, compressed (format
 // 3: with preset dictionary 1, dictionary.ts; format 4: a pack against the window of the pack this
 // process stored before it, a chain of contexts, and a manifest or node against that window when
 // that makes it smaller), and with a key encrypted.
@@ -18,7 +20,9 @@
 // content-defined boundary, so an append never rewrites one) and the open entries after them. In
 // format 4 a payload that starts as no recent one does (a transcript, a summarizer request: no
 // later full manifest will reuse its nodes) is listed by its manifest alone, up to FLAT_ENTRIES,
-// and a manifest on a base holds up to INLINE_FRESH_BYTES of new bytes itself, not in a pack.
+// and a manifest on a base holds up to INLINE_FRESH_BYTES of new bytes itself, not in a pack; in
+// format 5 both hold all their new bytes (a payload starts as a recent one when their first leaves
+// cover half of it).
 // Manifests and nodes of format 1 (a JSON manifest over one root node) are read as before.
 //
 // What a garbage collector can rely on (gc.ts is the one): an object is only written after every
@@ -31,7 +35,9 @@
 // is younger than any grace period). Mark from the claims of retained histories and from
 // manifests, nodes and chunks younger than the grace period, follow manifests → base manifests,
 // nodes and chunks, and every object → its context chunk, sweep the rest that is older than the
-// grace period (at least twice `refreshAfterMs`), parents before children.
+// grace period (at least twice `refreshAfterMs`), parents before children (format 5: a
+// manifest is the context of the next object, and lists the manifests whose inline bytes it
+// lists slices of).
 import type {
   Payload,
   StorageDriver,
@@ -54,6 +60,7 @@ import {
   encodeNode,
   encodeNodeV2,
   entryLength,
+  inlineBytesOf,
   nodeEndsAfter,
   MANIFEST_FORMAT,
   MAX_LITERAL_BYTES,
@@ -61,12 +68,14 @@ import {
   objectKey,
   parseAnyManifest,
   type Entry,
+  type EntryFormat,
   type ManifestBody,
   type ManifestFormat,
   type ManifestV2,
   type ObjectKind,
 } from './object-format.js';
 import {
+  chainRoot,
   contextualId,
   inflateObject,
   objectId,
@@ -74,6 +83,7 @@ import {
   sealWithContext,
   unsealObject,
   windowAfter,
+  type ContextKind,
   type SealContext,
 } from './sealed-object.js';
 
@@ -104,6 +114,8 @@ interface PackedSlice {
   pack: string;
   offset: number;
   length: number;
+  /** Format 5: a manifest's inline bytes hold it (`offset` into them end to end), not a pack. */
+  of?: 'manifest';
 }
 
 /** Where a payload that was read holds bytes of a pack: `length` bytes at `start`, from `offset` of `pack`. */
@@ -112,6 +124,7 @@ interface PackSegment {
   length: number;
   pack: string;
   offset: number;
+  of?: 'manifest';
 }
 
 /** Slices remembered with the pack that holds them (dedup across the payloads of a process). */
@@ -145,6 +158,8 @@ interface PlannedEntry {
 interface PlannedManifest {
   object: PlannedObject;
   depth: number;
+  /** What it lists after its base's prefix, in order. */
+  listed: PlannedEntry[];
 }
 
 /** A manifest this driver wrote lately, with the ids of its payload's leaves (for a later payload that extends it). */
@@ -230,11 +245,12 @@ export interface ChunkStoreDriverOptions {
   /** A slice shorter than this is written inside the manifest or node that lists it, not as a chunk of its own. @default 256 */
   literalBelow?: number;
   /**
-   * The format of the store this driver writes (it reads all four). 1 (a JSON
+   * The format of the store this driver writes (it reads all five). 1 (a JSON
    * manifest over one tree of 0x4e nodes, no base, nothing inline) only while processes from before
    * format 2 may still read this store; 2 (one object per chunk, no preset dictionary) while
    * processes from before format 3 may; 3 (no contexts: each object deflated with the preset
-   * dictionary alone) while processes from before format 4 may (a rolling upgrade). @default 4
+   * dictionary alone) while processes from before format 4 may; 4 (new bytes in packs, only packs
+   * as contexts) while processes from before format 5 may (a rolling upgrade). @default 5
    */
   manifestFormat?: ManifestFormat;
   /**
@@ -279,10 +295,12 @@ export class ChunkStoreDriver implements StorageDriver {
   private readonly reading = new Map<string, Promise<Uint8Array>>();
   /** Packs found missing from the store (a gc took them): their slices are written again. */
   private readonly gonePacks = new Set<string>();
-  /** Format 4: the last pack stored under each key id (''), the context of the next one. */
-  private readonly chains = new Map<string, SealContext & { at: number }>();
+  /** Format 4: the last pack stored under each key id (''), the context of the next one (format 5: the last pack or manifest). */
+  private readonly chains = new Map<string, SealContext & { kind: ContextKind; at: number }>();
   /** Windows of chunks written or read lately (32 KiB each), by cache key: a chunk deflated against one is opened with it. */
   private readonly windows = new LruMap<Uint8Array>(WINDOW_CACHE_BYTES, (bytes) => bytes.length);
+  /** Format 5: manifests' inline bytes end to end, by cache key. */
+  private readonly inlineCache = new LruMap<Uint8Array>(WINDOW_CACHE_BYTES, (bytes) => bytes.length);
   /** Windows being computed, by cache key. */
   private readonly windowing = new Map<string, Promise<Uint8Array>>();
   /** Manifests written lately, newest first: bases for the payloads that extend them. */
@@ -301,7 +319,7 @@ export class ChunkStoreDriver implements StorageDriver {
     compressionLevel = 6,
     inlineBelow = 512,
     literalBelow = 256,
-    manifestFormat = 4,
+    manifestFormat = 5,
     claimFormat = 2,
     now = Date.now,
   }: ChunkStoreDriverOptions) {
@@ -358,22 +376,37 @@ export class ChunkStoreDriver implements StorageDriver {
         let manifest = this.manifestFormat === 1 ? undefined : this.deltaManifest(data, metadata, leaves);
         if (manifest !== undefined && !(await this.baseUsable(manifest.base, signal))) manifest = undefined;
         // Format 4: a manifest on a base holds a few new bytes itself rather than in a pack of their own.
-        if (manifest !== undefined && this.manifestFormat === 4 && freshBytes(manifest.object) <= INLINE_FRESH_BYTES) {
+        // Format 5: a manifest on a base, or a flat one, holds all its new bytes itself (later payloads
+        // list slices of them there): no pack.
+        const flat =
+          manifest === undefined &&
+          this.manifestFormat >= 4 &&
+          !this.extendsRecent(leaves, data.length) &&
+          leaves.length <= FLAT_ENTRIES;
+        const inline =
+          this.manifestFormat >= 5
+            ? manifest !== undefined || flat
+            : manifest !== undefined && this.manifestFormat === 4 && freshBytes(manifest.object) <= INLINE_FRESH_BYTES;
+        if (inline && packing !== undefined) {
           // Placed again, on the slices already cut and hashed.
-          packing = await this.packedLeaves(data, signal, true, packing?.slices);
+          packing = await this.packedLeaves(data, signal, true, packing.slices);
           leaves = packing.leaves;
-          manifest = this.deltaManifest(data, metadata, leaves);
-          if (manifest === undefined) throw new RangeError('a manifest on a base was planned and then was not');
+          if (manifest !== undefined) {
+            manifest = this.deltaManifest(data, metadata, leaves);
+            if (manifest === undefined) throw new RangeError('a manifest on a base was planned and then was not');
+          }
         }
         const planned =
           this.manifestFormat === 1
             ? this.formatOneManifest(data, metadata)
-            : (manifest ?? this.fullManifest(data, metadata, leaves, this.extendsRecent(leaves)));
+            : (manifest ?? this.fullManifest(data, metadata, leaves, !flat));
+        if (this.manifestFormat >= 5) this.bindToChain(planned.object);
         await Promise.all(planned.object.children.map((child) => this.ensure(child, inFlight, signal)));
         // The manifest is always written, even when it exists: its modification time tells a gc
         // that a claim to it was handed out just now.
         await this.write(planned.object, signal);
         packing?.commit();
+        if (inline && this.manifestFormat >= 5) this.indexInline(planned, data.length);
         this.remember(planned, leaves, data.length);
         this.stats.payloadsStored += 1;
         this.stats.payloadBytesStored += data.length;
@@ -425,14 +458,14 @@ export class ChunkStoreDriver implements StorageDriver {
       return where === undefined || this.gonePacks.has(where.pack) ? undefined : where;
     };
     // The packs this payload would reuse must still be in the store (touched when old, like any reused object).
-    const reused = new Set<string>();
+    const reused = new Map<string, ObjectKind>();
     for (const slice of slices) {
       const where = slice.plaintext.length >= this.literalBelow ? known(slice.id) : undefined;
-      if (where !== undefined) reused.add(where.pack);
+      if (where !== undefined) reused.set(where.pack, where.of === 'manifest' ? 'manifest' : 'chunk');
     }
     await Promise.all(
-      [...reused].map(async (pack) => {
-        if (!(await this.stillStored(objectKey('chunk', pack), signal))) this.gonePacks.add(pack);
+      [...reused].map(async ([pack, kind]) => {
+        if (!(await this.stillStored(objectKey(kind, pack), signal))) this.gonePacks.add(pack);
       }),
     );
     const fresh = new Map<string, PackedSlice>();
@@ -450,17 +483,20 @@ export class ChunkStoreDriver implements StorageDriver {
         parts.push(slice.plaintext);
         packLength += slice.plaintext.length;
       }
-      return { pack: undefined, offset, length: slice.plaintext.length };
+      return { pack: undefined, offset, length: slice.plaintext.length, of: undefined };
     });
     const packPlaintext = Buffer.concat(parts);
     // Format 4: deflated against the last pack stored under the key, which its id binds.
-    const context = parts.length === 0 || this.manifestFormat !== 4 ? undefined : this.contextFor(key?.id);
+    const context = parts.length === 0 || this.manifestFormat < 4 ? undefined : this.contextFor(key?.id);
     const pack: PlannedObject | undefined =
       parts.length === 0
         ? undefined
         : {
             kind: 'chunk',
-            id: context === undefined ? objectId(packPlaintext, key) : contextualId(packPlaintext, context.id, key),
+            id:
+              context === undefined
+                ? objectId(packPlaintext, key)
+                : contextualId(packPlaintext, context.id, key, context.kind),
             plaintext: packPlaintext,
             children: [],
             context,
@@ -474,17 +510,16 @@ export class ChunkStoreDriver implements StorageDriver {
       if (where.pack !== undefined) {
         object = existing.get(where.pack);
         if (object === undefined) {
-          object = { kind: 'chunk', id: where.pack, plaintext: undefined, children: [] };
+          object = { kind: where.of ?? 'chunk', id: where.pack, plaintext: undefined, children: [] };
           existing.set(where.pack, object);
         }
       }
       const id = object?.id ?? '';
-      return {
-        id: slice.id,
-        end: slice.end,
-        entry: { kind: 'slice', id, offset: where.offset, length: where.length },
-        object,
-      };
+      const entry: Entry =
+        where.of === 'manifest'
+          ? { kind: 'slice', id, offset: where.offset, length: where.length, of: 'manifest' }
+          : { kind: 'slice', id, offset: where.offset, length: where.length };
+      return { id: slice.id, end: slice.end, entry, object };
     });
     const commit = (): void => {
       if (pack === undefined) return;
@@ -518,7 +553,7 @@ export class ChunkStoreDriver implements StorageDriver {
     leaves: PlannedEntry[],
     withNodes = true,
   ): PlannedManifest {
-    if (!withNodes && this.manifestFormat === 4 && leaves.length <= FLAT_ENTRIES)
+    if (!withNodes && this.manifestFormat >= 4 && leaves.length <= FLAT_ENTRIES)
       return this.manifestOf(data.length, metadata, undefined, leaves);
     const key = this.keyring?.current;
     const spine: PlannedEntry[][] = [];
@@ -532,7 +567,7 @@ export class ChunkStoreDriver implements StorageDriver {
         const plaintext = encodeNodeV2(
           level,
           group.map((member) => member.entry),
-          this.manifestFormat >= 3 ? 3 : 2,
+          this.entryFormat(),
         );
         const id = objectId(plaintext, key);
         const length = group.reduce((sum, member) => sum + entryLength(member.entry), 0);
@@ -607,14 +642,26 @@ export class ChunkStoreDriver implements StorageDriver {
     return {
       object: { kind: 'manifest', id: objectId(plaintext, key), plaintext, children: root === undefined ? [] : [root] },
       depth: 0,
+      listed: [],
     };
   }
 
-  /** Whether a recent manifest's payload starts as this one does (its first leaf): then this one may be the next of a chain of bases. */
-  private extendsRecent(leaves: PlannedEntry[]): boolean {
+  /**
+   * Whether a recent manifest's payload starts as this one does (its first leaf; format 5: leaves
+   * covering at least half of it, as a base must): then this one may be the next of a chain of bases.
+   */
+  private extendsRecent(leaves: PlannedEntry[], size: number): boolean {
     const keyId = this.keyring?.current.id;
     const first = leaves[0]?.id;
-    return this.recent.some((recent) => recent.keyId === keyId && recent.leafIds[0] === first);
+    if (this.manifestFormat < 5)
+      return this.recent.some((recent) => recent.keyId === keyId && recent.leafIds[0] === first);
+    return this.recent.some((recent) => {
+      if (recent.keyId !== keyId) return false;
+      let shared = 0;
+      while (shared < Math.min(recent.leafIds.length, leaves.length) && recent.leafIds[shared] === leaves[shared]?.id)
+        shared += 1;
+      return shared > 0 && (leaves[shared - 1]?.end ?? 0) * 2 >= size;
+    });
   }
 
   /** A manifest on a recent one whose payload this one starts with, when one shares at least half of it. */
@@ -658,11 +705,11 @@ export class ChunkStoreDriver implements StorageDriver {
         base,
         entries: entries.map((entry) => entry.entry),
       },
-      this.manifestFormat >= 3 ? 3 : 2,
+      this.entryFormat(),
     );
     const id = objectId(plaintext, this.keyring?.current);
     const children = entries.flatMap((entry) => (entry.object === undefined ? [] : [entry.object]));
-    return { object: { kind: 'manifest', id, plaintext, children }, depth: base?.depth ?? 0 };
+    return { object: { kind: 'manifest', id, plaintext, children }, depth: base?.depth ?? 0, listed: entries };
   }
 
   /** Whether a base manifest is in the store (touched when old, so a gc keeps it); false when it is gone. */
@@ -744,22 +791,26 @@ export class ChunkStoreDriver implements StorageDriver {
     const keyId = this.keyring?.current.id;
     // Format 4: a pack is deflated against the context it was planned with (its id binds it), and
     // continues the chain; a manifest or node against the last pack's window when that is smaller.
-    const chained = object.kind === 'chunk' && this.manifestFormat === 4;
+    // Format 5: a manifest too (one without a context starts a chain, named by its plaintext alone).
+    const chained =
+      (this.manifestFormat >= 4 && object.kind === 'chunk') || (this.manifestFormat >= 5 && object.kind === 'manifest');
     const { sealed, context, before } = sealWithContext(
       object.plaintext,
       object.id,
       this.keyring?.current,
       this.compressionLevel,
       this.manifestFormat >= 3 ? CURRENT_DICTIONARY : 0,
-      chained ? object.context : this.manifestFormat === 4 ? this.contextFor(keyId) : undefined,
+      chained ? object.context : this.manifestFormat >= 4 ? this.contextFor(keyId) : undefined,
       !chained,
+      chained && object.kind === 'manifest',
     );
     await this.limiter.run(() => this.backend.put(key, sealed, signal));
     if (chained) {
       // Only once it is stored may a later pack be deflated against it.
       const window = windowAfter(before, object.plaintext);
       const depth = context === undefined ? 0 : context.depth + 1;
-      this.chains.set(keyId ?? '', { id: object.id, depth, window, at: this.now() });
+      const kind = object.kind === 'manifest' ? 'manifest' : 'chunk';
+      this.chains.set(keyId ?? '', { id: object.id, kind, depth, window, at: this.now() });
       this.windows.set(cacheKeyOf(key, keyId), window);
     }
     const counters = this.stats.written[object.kind];
@@ -771,6 +822,54 @@ export class ChunkStoreDriver implements StorageDriver {
     // input this worker's workflow stored, the workflow that takes this activity's result): a copy,
     // so a chunk does not keep its whole payload's buffer alive in the cache.
     this.cache.set(cacheKeyOf(key, this.keyring?.current.id), Uint8Array.from(object.plaintext));
+  }
+
+  /** The encoding of the manifests and nodes this driver writes. */
+  private entryFormat(): EntryFormat {
+    return this.manifestFormat >= 5 ? 5 : this.manifestFormat >= 3 ? 3 : 2;
+  }
+
+  /**
+   * Format 5: remembers where the new slices a manifest holds inline lie in its inline bytes, so a
+   * later payload that holds them lists them there (a chat input holding the tool result).
+   */
+  private indexInline(planned: PlannedManifest, size: number): void {
+    if (size < this.inlineBelow) return;
+    const keyId = this.keyring?.current.id ?? '';
+    let offset = 0;
+    for (const leaf of planned.listed) {
+      if (leaf.entry.kind !== 'literal') continue;
+      const { length } = leaf.entry.bytes;
+      if (length >= this.literalBelow)
+        this.packed.set(`${keyId}\u0000${leaf.id}`, { pack: planned.object.id, offset, length, of: 'manifest' });
+      offset += length;
+    }
+    this.indexedPacks.set(`${keyId}\u0000${planned.object.id}`, true);
+  }
+
+  /**
+   * Format 5: names a planned manifest by the object it will be deflated against, so it joins the
+   * chain (later objects are deflated against its window): its payload's new pack when it has one
+   * (written just before it), else the last object stored under the key.
+   */
+  private bindToChain(manifest: PlannedObject): void {
+    if (manifest.plaintext === undefined) return;
+    const key = this.keyring?.current;
+    const pack = manifest.children.find((child) => child.kind === 'chunk' && child.plaintext !== undefined);
+    let context: SealContext | undefined;
+    if (pack?.plaintext !== undefined) {
+      const depth = pack.context === undefined ? 0 : pack.context.depth + 1;
+      if (depth + 1 <= WRITTEN_CONTEXT_DEPTH)
+        context = {
+          id: pack.id,
+          kind: 'chunk',
+          depth,
+          window: windowAfter(pack.context?.window ?? chainRoot(), pack.plaintext),
+        };
+    } else context = this.contextFor(key?.id);
+    if (context === undefined) return;
+    manifest.context = context;
+    manifest.id = contextualId(manifest.plaintext, context.id, key, context.kind ?? 'chunk');
   }
 
   /**
@@ -785,22 +884,25 @@ export class ChunkStoreDriver implements StorageDriver {
   }
 
   /**
-   * The window of chunk `id` (sealed-object.ts), which a chunk names as its context, at context
-   * depth `depth` as that chunk says: cached, else read and opened (its own context first).
+   * The window of object `id` (sealed-object.ts: a chunk, or in format 5 a manifest), which an
+   * object names as its context, at context depth `depth` as that object says: cached, else read
+   * and opened (its own context first).
    */
   private async windowOf(
     id: string,
+    kind: ContextKind,
     depth: number,
     keyId: string | undefined,
     signal: AbortSignal | undefined,
   ): Promise<Uint8Array> {
-    const key = objectKey('chunk', id);
+    const key = objectKey(kind, id);
     const cacheKey = cacheKeyOf(key, keyId);
     const cached = this.windows.get(cacheKey);
     if (cached !== undefined) return cached;
     return this.fetchOnce(this.windowing, cacheKey, key, signal, async (sealed) => {
-      const { plaintext, window } = await this.openChunk(sealed, id, key, keyId, signal, depth);
+      const { plaintext, window } = await this.openChunk(sealed, id, key, keyId, signal, depth, kind);
       this.cache.set(cacheKey, plaintext);
+      this.windows.set(cacheKey, window);
       return window;
     });
   }
@@ -853,10 +955,11 @@ export class ChunkStoreDriver implements StorageDriver {
     const contextWindow =
       unsealed.context === undefined
         ? undefined
-        : await this.windowOf(unsealed.context.id, unsealed.context.depth - 1, keyId, signal);
+        : await this.windowOf(unsealed.context.id, unsealed.context.kind, unsealed.context.depth - 1, keyId, signal);
     const { plaintext, before } = inflateObject(unsealed, id, key, contextWindow, kind);
     const window = windowAfter(before, plaintext);
-    if (kind === 'chunk') this.windows.set(cacheKeyOf(key, keyId), window);
+    // A chunk, or a manifest of format 5 in a chain, may be the context of later objects.
+    if (kind === 'chunk' || unsealed.bound) this.windows.set(cacheKeyOf(key, keyId), window);
     return { plaintext, window };
   }
 
@@ -898,21 +1001,23 @@ export class ChunkStoreDriver implements StorageDriver {
       return {
         level: 0,
         depth: context?.depth ?? 0,
-        children: context === undefined ? [] : [{ kind: 'chunk', id: context.id }],
+        children: context === undefined ? [] : [{ kind: context.kind, id: context.id }],
       };
     }
-    // A manifest or node of format 4 may be deflated against a chunk's window: that chunk is a child too.
+    // A manifest or node of format 4 or 5 may be deflated against another object's window (a chunk's;
+    // format 5: a manifest's too): that object is a child too. A format-5 manifest lists the manifests
+    // whose inline bytes it lists slices of.
     const keyId = sealedKeyId(sealed, key);
     const context = unsealObject(sealed, key, keyId, this.keyring).context;
     const { plaintext } = await this.openChunk(sealed, id, key, keyId, signal, undefined, kind);
-    const contextChild: ListedChild[] = context === undefined ? [] : [{ kind: 'chunk', id: context.id }];
+    const contextChild: ListedChild[] = context === undefined ? [] : [{ kind: context.kind, id: context.id }];
     const childKind = (level: number): 'node' | 'chunk' => (level === 0 ? 'chunk' : 'node');
     const referenced = (entries: Entry[]): ListedChild[] =>
-      entries.flatMap((entry) =>
+      entries.flatMap((entry): ListedChild[] =>
         entry.kind === 'ref'
           ? [{ kind: childKind(entry.level), id: entry.id }]
           : entry.kind === 'slice'
-            ? [{ kind: 'chunk' as const, id: entry.id }]
+            ? [{ kind: entry.of ?? 'chunk', id: entry.id }]
             : [],
       );
     if (kind === 'manifest') {
@@ -976,6 +1081,7 @@ export class ChunkStoreDriver implements StorageDriver {
         pack: holder.pack,
         offset: holder.offset + (from - holder.start),
         length: end - from,
+        ...(holder.of === 'manifest' ? { of: 'manifest' as const } : {}),
       });
     }
   }
@@ -1034,6 +1140,21 @@ export class ChunkStoreDriver implements StorageDriver {
     return { data, metadata: manifest.metadata };
   }
 
+  /** Format 5: the inline bytes of manifest `id` end to end, which a slice of it is a range of. */
+  private async inlineBytes(
+    id: string,
+    keyId: string | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<Uint8Array> {
+    const key = objectKey('manifest', id);
+    const cacheKey = cacheKeyOf(key, keyId);
+    const cached = this.inlineCache.get(cacheKey);
+    if (cached !== undefined) return cached;
+    const bytes = inlineBytesOf(parseAnyManifest(await this.read('manifest', id, keyId, signal), key));
+    this.inlineCache.set(cacheKey, bytes);
+    return bytes;
+  }
+
   /** Writes what `entry` stands for into `data` at `offset`, checking every length against what its parent lists. */
   private async fill(
     entry: Entry,
@@ -1051,14 +1172,23 @@ export class ChunkStoreDriver implements StorageDriver {
     if (offset + entry.length > data.length)
       throw new ChunkIntegrityError(parentKey, `lists more bytes than the payload's size`);
     if (entry.kind === 'slice') {
-      const pack = await this.read('chunk', entry.id, keyId, signal);
+      const pack =
+        entry.of === 'manifest'
+          ? await this.inlineBytes(entry.id, keyId, signal)
+          : await this.read('chunk', entry.id, keyId, signal);
       if (entry.offset + entry.length > pack.length)
         throw new ChunkIntegrityError(
           parentKey,
           `lists bytes ${entry.offset}–${entry.offset + entry.length} of pack ${entry.id}, which has ${pack.length}`,
         );
       data.set(pack.subarray(entry.offset, entry.offset + entry.length), offset);
-      segments?.push({ start: offset, length: entry.length, pack: entry.id, offset: entry.offset });
+      segments?.push({
+        start: offset,
+        length: entry.length,
+        pack: entry.id,
+        offset: entry.offset,
+        ...(entry.of === 'manifest' ? { of: 'manifest' as const } : {}),
+      });
       return;
     }
     const { id, level, length } = entry;

@@ -4,8 +4,9 @@
 // finds them), and every manifest, node and chunk younger than the grace period (a payload being
 // stored right now, or stored by a workflow task whose claim has not reached history yet; a node
 // or chunk touched by a store that never got to write its manifest); then every node and chunk
-// reachable from them — a chunk of format 4 lists the chunk it was deflated against (its context,
-// sealed-object.ts), so marking reads every marked chunk's header too. Sweep: every other object
+// reachable from them — an object of format 4 or 5 lists the object it was deflated against (its
+// context, sealed-object.ts: a chunk, or in format 5 a manifest), and a format-5 manifest the
+// manifests whose inline bytes it lists slices of, so marking reads every marked chunk's header too. Sweep: every other object
 // older than the grace period is removed.
 //
 // Why that is safe while workers keep storing (chunk-store.ts): a store writes children before
@@ -17,15 +18,15 @@
 // period must also exceed the longest time between a payload being stored and its claim landing
 // in history: the longest workflow task or activity attempt, or client call.
 //
-// Order of removal: manifests, then nodes from the highest level down, then chunks from the deepest
-// context down, so that at every moment a node or chunk that exists still has all its descendants
-// (a store that finds one reuses it without looking below). When a store renews an object
-// meanwhile, everything under it is kept.
+// Order of removal: every object before everything it lists — a manifest before its base, its nodes
+// and the objects it lists slices of, a node before its children, an object before the one it was
+// deflated against (a chunk, or in format 5 a manifest) — so that at every moment an object that
+// exists still has all its descendants (a store that finds one reuses it without looking below).
+// When a store renews an object meanwhile, everything under it is kept.
 import { ChunkIntegrityError, ChunkMissingError } from './errors.js';
 import type { ChunkStoreDriver, InspectedObject } from './chunk-store.js';
 import { isSweepable } from './object-backend.js';
-import { MAX_MANIFEST_DEPTH, objectKey, parseObjectKey, type ObjectKind } from './object-format.js';
-import { MAX_CONTEXT_DEPTH } from './sealed-object.js';
+import { objectKey, parseObjectKey, type ObjectKind } from './object-format.js';
 
 /** @default 48 h: twice the chunk store's refresh period (see the module comment). */
 export const DEFAULT_GC_GRACE_MS = 48 * 3_600_000;
@@ -148,6 +149,41 @@ interface Candidate {
   inspected?: InspectedObject;
   /** Removed by someone else since the listing. */
   gone?: boolean;
+}
+
+/**
+ * How deep each candidate lies under the others: 0 when no candidate lists it, else one more than
+ * the deepest candidate that does. Removing level by level, from 0 up, takes every object before
+ * what it lists. (Objects are content-addressed and written after what they list: no cycles; one
+ * would leave its members at level 0.)
+ */
+function removalLevels(candidates: readonly Candidate[]): Map<string, number> {
+  const listedBy = new Map<string, string[]>();
+  const keys = new Set(candidates.map((candidate) => candidate.key));
+  const parentsLeft = new Map<string, number>();
+  for (const candidate of candidates)
+    for (const child of candidate.inspected?.children ?? []) {
+      const key = objectKey(child.kind, child.id);
+      if (!keys.has(key) || key === candidate.key) continue;
+      const parents = listedBy.get(candidate.key) ?? [];
+      parents.push(key);
+      listedBy.set(candidate.key, parents);
+      parentsLeft.set(key, (parentsLeft.get(key) ?? 0) + 1);
+    }
+  const levels = new Map<string, number>();
+  const ready = candidates.map((candidate) => candidate.key).filter((key) => !parentsLeft.has(key));
+  for (const key of ready) levels.set(key, 0);
+  while (ready.length > 0) {
+    const key = ready.pop() ?? '';
+    const level = levels.get(key) ?? 0;
+    for (const child of listedBy.get(key) ?? []) {
+      levels.set(child, Math.max(levels.get(child) ?? 0, level + 1));
+      const left = (parentsLeft.get(child) ?? 1) - 1;
+      parentsLeft.set(child, left);
+      if (left === 0) ready.push(child);
+    }
+  }
+  return levels;
 }
 
 /**
@@ -321,17 +357,14 @@ export async function collectGarbage({
   });
 
   const protectedKeys = new Set<string>();
-  // Highest first: temporaries, manifests (those on a base before their base: the deeper first),
-  // unreadable nodes, then nodes from the highest level down, then unreadable chunks, then chunks
-  // from the deepest context down (a chunk before the one it was deflated against).
-  const byRemovalOrder = (candidate: Candidate): number => {
-    if (candidate.kind === 'temporary') return Number.MAX_SAFE_INTEGER;
-    if (candidate.kind === 'manifest')
-      return Number.MAX_SAFE_INTEGER - 1 - MAX_MANIFEST_DEPTH + (candidate.inspected?.depth ?? MAX_MANIFEST_DEPTH);
-    if (candidate.kind === 'chunk')
-      return candidate.inspected === undefined ? -1 : -2 - MAX_CONTEXT_DEPTH + candidate.inspected.depth;
-    return candidate.inspected?.level ?? Number.MAX_SAFE_INTEGER - 2 - MAX_MANIFEST_DEPTH;
-  };
+  // Every object before the objects it lists (temporaries first): a manifest before its base, its
+  // nodes and the slices it lists, a node before its children, an object before the one it was
+  // deflated against (its context: a chunk, or in format 5 a manifest). Each candidate's round is
+  // its longest path from a candidate no candidate lists (an object a kept one lists is never a
+  // candidate: marking reached it).
+  const levels = removalLevels(candidates);
+  const byRemovalOrder = (candidate: Candidate): number =>
+    candidate.kind === 'temporary' ? Number.MAX_SAFE_INTEGER : -(levels.get(candidate.key) ?? 0);
   const rounds = new Map<number, Candidate[]>();
   for (const candidate of candidates) {
     if (candidate.gone === true) continue;

@@ -8,7 +8,7 @@
 //   v1/manifests/<id[0:2]>/<id[2:4]>/<id>   one per stored payload
 // Object names are 64 hex digits in every claim format (claims.ts).
 //
-// Two formats of each, both read forever (a store keeps what older versions wrote):
+// Several formats of each, all read forever (a store keeps what older versions wrote):
 // - Format 1 (written before chunker 2): a manifest is JSON (size, metadata in base64, the id and
 //   level of one root); a node (0x4e) lists (child id, byte length).
 // - Format 2 (written now): a manifest is binary and lists entries itself — the closed nodes of
@@ -21,6 +21,9 @@
 //   compress with their neighbours), named as (pack id, offset, length); adjacent slices of one
 //   pack are listed as one. A manifest starts "ctm" 0x03, a node 0x50. Chunks of formats 1 and 2
 //   are packs of one slice: a reader treats every chunk alike.
+// - Format 5 (written now): format 3 whose entries may also be a slice of a manifest's inline bytes
+//   (the bytes of its literal entries end to end: a fresh payload's manifest is its own pack), named
+//   as (manifest id, offset, length), tag 3. A manifest starts "ctm" 0x05, a node 0x51.
 import { ChunkIntegrityError } from './errors.js';
 
 export type ObjectKind = 'chunk' | 'node' | 'manifest';
@@ -43,12 +46,18 @@ const ENTRY_LITERAL = 1;
 const ENTRY_SLICE = 2;
 const MANIFEST3_MAGIC = [0x63, 0x74, 0x6d, 0x03];
 const NODE3_MAGIC = 0x50;
+const ENTRY_INLINE_SLICE = 3;
+const MANIFEST5_MAGIC = [0x63, 0x74, 0x6d, 0x05];
+const NODE5_MAGIC = 0x51;
+/** The encodings of manifests and nodes: format 2, format 3 (slices of packs), format 5 (and of manifests' inline bytes). */
+export type EntryFormat = 2 | 3 | 5;
 /**
  * The format a driver writes: 1 (JSON manifests over 0x4e nodes), 2 (binary, on bases), 3 (2 with
  * slices of packs), 4 (format-3 manifests and nodes, each pack deflated against the chunks written
- * before it: sealed-object.ts, a context chunk).
+ * before it: sealed-object.ts, a context chunk), 5 (new bytes inline in manifests, listed as slices
+ * of them; manifests in the chain of contexts).
  */
-export type ManifestFormat = 1 | 2 | 3 | 4;
+export type ManifestFormat = 1 | 2 | 3 | 4 | 5;
 /** The longest slice a format-2 manifest or node holds inline (its length is a u16). */
 export const MAX_LITERAL_BYTES = 0xffff;
 /** The longest chain of format-2 manifests on base manifests (a reader follows at most this many). */
@@ -96,7 +105,8 @@ export function encodeNode(level: number, children: ChildRef[]): Uint8Array {
 /** A node's level (its children are of the level below; level-1 nodes list chunks), as the node itself says. */
 export function nodeLevel(plaintext: Uint8Array, key: string): number {
   const formatOne = plaintext[0] === NODE_MAGIC && (plaintext.length - 2) % NODE_ENTRY_BYTES === 0;
-  if (plaintext.length < 2 || !(formatOne || plaintext[0] === NODE2_MAGIC || plaintext[0] === NODE3_MAGIC))
+  const magic = plaintext[0];
+  if (plaintext.length < 2 || !(formatOne || magic === NODE2_MAGIC || magic === NODE3_MAGIC || magic === NODE5_MAGIC))
     throw new ChunkIntegrityError(key, 'malformed tree node');
   const level = plaintext[1] ?? 0;
   if (level < 1) throw new ChunkIntegrityError(key, 'tree node of level 0');
@@ -109,8 +119,8 @@ export function decodeNode(plaintext: Uint8Array, level: number, key: string): E
   const actual = nodeLevel(bytes, key);
   if (actual !== level)
     throw new ChunkIntegrityError(key, `tree node of level ${actual} where level ${level} was expected`);
-  if (bytes[0] === NODE2_MAGIC || bytes[0] === NODE3_MAGIC)
-    return decodeEntries(bytes, 2, key, level - 1, bytes[0] === NODE3_MAGIC);
+  if (bytes[0] === NODE2_MAGIC || bytes[0] === NODE3_MAGIC || bytes[0] === NODE5_MAGIC)
+    return decodeEntries(bytes, 2, key, level - 1, bytes[0] === NODE2_MAGIC ? 2 : bytes[0] === NODE3_MAGIC ? 3 : 5);
   const children: Entry[] = [];
   for (let at = 2; at < bytes.length; at += NODE_ENTRY_BYTES)
     children.push({
@@ -129,9 +139,16 @@ export function decodeNode(plaintext: Uint8Array, level: number, key: string): E
 export type Entry =
   | { kind: 'ref'; level: number; id: string; length: number }
   | { kind: 'literal'; bytes: Uint8Array }
-  | { kind: 'slice'; id: string; offset: number; length: number };
+  | { kind: 'slice'; id: string; offset: number; length: number; of?: 'manifest' };
 
 export const entryLength = (entry: Entry): number => (entry.kind === 'literal' ? entry.bytes.length : entry.length);
+
+/** Format 5: a manifest's inline bytes end to end, what a slice of that manifest (`of: 'manifest'`) is a range of. */
+export function inlineBytesOf(manifest: ManifestBody | ManifestV2): Buffer {
+  return manifest.v === 1
+    ? Buffer.alloc(0)
+    : Buffer.concat(manifest.entries.flatMap((entry) => (entry.kind === 'literal' ? [entry.bytes] : [])));
+}
 
 /** Adjacent slices of one pack as one entry (what format 3 writes). */
 export function mergeSlices(entries: readonly Entry[]): Entry[] {
@@ -142,6 +159,7 @@ export function mergeSlices(entries: readonly Entry[]): Entry[] {
       entry.kind === 'slice' &&
       last?.kind === 'slice' &&
       last.id === entry.id &&
+      last.of === entry.of &&
       last.offset + last.length === entry.offset &&
       last.length + entry.length <= MAX_PAYLOAD_BYTES
     )
@@ -173,7 +191,7 @@ function writeEntries(bytes: Buffer, at: number, entries: readonly Entry[], with
       bytes.set(entry.bytes, offset + 3);
       offset += 3 + entry.bytes.length;
     } else if (entry.kind === 'slice') {
-      bytes[offset] = ENTRY_SLICE;
+      bytes[offset] = entry.of === 'manifest' ? ENTRY_INLINE_SLICE : ENTRY_SLICE;
       bytes.write(entry.id, offset + 1, 'hex');
       bytes.writeUInt32BE(entry.offset, offset + 1 + ID_BYTES);
       bytes.writeUInt32BE(entry.length, offset + 5 + ID_BYTES);
@@ -200,7 +218,7 @@ function decodeEntries(
   at: number,
   key: string,
   childLevel: number | undefined,
-  packs: boolean,
+  format: EntryFormat,
 ): Entry[] {
   const entries: Entry[] = [];
   let offset = at;
@@ -214,17 +232,18 @@ function decodeEntries(
       if (length === 0 || offset + 3 + length > bytes.length) throw malformed('inline bytes of a wrong length');
       entries.push({ kind: 'literal', bytes: Uint8Array.from(bytes.subarray(offset + 3, offset + 3 + length)) });
       offset += 3 + length;
-    } else if (tag === ENTRY_SLICE && packs) {
+    } else if ((tag === ENTRY_SLICE && format >= 3) || (tag === ENTRY_INLINE_SLICE && format >= 5)) {
       if (childLevel !== undefined && childLevel !== 0) throw malformed('a slice of a pack in a node above level 1');
       if (offset + 1 + ID_BYTES + 8 > bytes.length) throw malformed('truncated');
       const length = bytes.readUInt32BE(offset + 5 + ID_BYTES);
       if (length === 0 || length > MAX_PAYLOAD_BYTES) throw malformed('a slice of a wrong length');
-      entries.push({
-        kind: 'slice',
-        id: bytes.toString('hex', offset + 1, offset + 1 + ID_BYTES),
-        offset: bytes.readUInt32BE(offset + 1 + ID_BYTES),
-        length,
-      });
+      const id = bytes.toString('hex', offset + 1, offset + 1 + ID_BYTES);
+      const from = bytes.readUInt32BE(offset + 1 + ID_BYTES);
+      entries.push(
+        tag === ENTRY_SLICE
+          ? { kind: 'slice', id, offset: from, length }
+          : { kind: 'slice', id, offset: from, length, of: 'manifest' },
+      );
       offset += 1 + ID_BYTES + 8;
     } else if (tag === ENTRY_REF) {
       offset += 1;
@@ -246,20 +265,27 @@ function decodeEntries(
  * A format-2 or 3 node of `level` (≥ 1) over `entries` (references of level `level - 1`; slices
  * inline and of packs only at level 1, of packs only in format 3, where adjacent ones are merged).
  */
-export function encodeNodeV2(level: number, entries: readonly Entry[], format: 2 | 3 = 2): Uint8Array {
-  const listed = format === 3 ? mergeSlices(entries) : entries;
-  if (format === 2 && listed.some((entry) => entry.kind === 'slice'))
-    throw new RangeError('a format-2 node cannot list slices of packs');
+export function encodeNodeV2(level: number, entries: readonly Entry[], format: EntryFormat = 2): Uint8Array {
+  const listed = checkedEntries(entries, format, 'node');
   const bytes = Buffer.alloc(2 + entriesBytes(listed, false));
-  bytes[0] = format === 3 ? NODE3_MAGIC : NODE2_MAGIC;
+  bytes[0] = format === 5 ? NODE5_MAGIC : format === 3 ? NODE3_MAGIC : NODE2_MAGIC;
   bytes[1] = level;
   writeEntries(bytes, 2, listed, false);
   return bytes;
 }
 
-/** A format-2 or 3 manifest: binary, its entries listed in it, on an optional base manifest. */
+/** What `format` may list (format 2: no slices; 3: slices of packs; 5: of manifests' inline bytes too), adjacent slices of one object merged from format 3 on. */
+function checkedEntries(entries: readonly Entry[], format: EntryFormat, what: string): readonly Entry[] {
+  if (format === 2 && entries.some((entry) => entry.kind === 'slice'))
+    throw new RangeError(`a format-2 ${what} cannot list slices of packs`);
+  if (format === 3 && entries.some((entry) => entry.kind === 'slice' && entry.of === 'manifest'))
+    throw new RangeError(`a format-3 ${what} cannot list slices of manifests`);
+  return format === 2 ? entries : mergeSlices(entries);
+}
+
+/** A format-2, 3 or 5 manifest: binary, its entries listed in it, on an optional base manifest. */
 export interface ManifestV2 {
-  v: 2 | 3;
+  v: EntryFormat;
   chunker: number;
   size: number;
   /** The payload's metadata. */
@@ -271,10 +297,8 @@ export interface ManifestV2 {
 }
 
 /** The bytes of a format-2 or 3 manifest (format 3: adjacent slices of a pack merged). */
-export function encodeManifestV2(manifest: Omit<ManifestV2, 'v'>, format: 2 | 3 = 2): Uint8Array {
-  const listed = format === 3 ? mergeSlices(manifest.entries) : manifest.entries;
-  if (format === 2 && listed.some((entry) => entry.kind === 'slice'))
-    throw new RangeError('a format-2 manifest cannot list slices of packs');
+export function encodeManifestV2(manifest: Omit<ManifestV2, 'v'>, format: EntryFormat = 2): Uint8Array {
+  const listed = checkedEntries(manifest.entries, format, 'manifest');
   const metadata = Object.entries(manifest.metadata).map(
     ([name, value]) => [Buffer.from(name, 'utf8'), value] as const,
   );
@@ -283,7 +307,7 @@ export function encodeManifestV2(manifest: Omit<ManifestV2, 'v'>, format: 2 | 3 
   const header = 4 + 4 + 1 + 1 + (manifest.base === undefined ? 0 : ID_BYTES + 4) + 2;
   const metadataBytes = metadata.reduce((sum, [name, value]) => sum + 2 + name.length + 4 + value.length, 0);
   const bytes = Buffer.alloc(header + metadataBytes + entriesBytes(listed, true));
-  bytes.set(format === 3 ? MANIFEST3_MAGIC : MANIFEST2_MAGIC, 0);
+  bytes.set(format === 5 ? MANIFEST5_MAGIC : format === 3 ? MANIFEST3_MAGIC : MANIFEST2_MAGIC, 0);
   bytes.writeUInt32BE(manifest.size, 4);
   bytes[8] = manifest.chunker;
   let at = 10;
@@ -308,7 +332,7 @@ export function encodeManifestV2(manifest: Omit<ManifestV2, 'v'>, format: 2 | 3 
   return bytes;
 }
 
-function parseManifestV2(bytes: Buffer, key: string, format: 2 | 3): ManifestV2 {
+function parseManifestV2(bytes: Buffer, key: string, format: EntryFormat): ManifestV2 {
   const malformed = (what: string): ChunkIntegrityError =>
     new ChunkIntegrityError(key, `format-${format} manifest ${what}`);
   if (bytes.length < 12) throw malformed('is truncated');
@@ -341,7 +365,7 @@ function parseManifestV2(bytes: Buffer, key: string, format: 2 | 3): ManifestV2 
     metadata[name] = Uint8Array.from(bytes.subarray(at + 4, at + 4 + valueLength));
     at += 4 + valueLength;
   }
-  const entries = decodeEntries(bytes, at, key, undefined, format === 3);
+  const entries = decodeEntries(bytes, at, key, undefined, format);
   const listed = entries.reduce((sum, entry) => sum + entryLength(entry), 0);
   if (listed !== size - (base?.keep ?? 0))
     throw malformed(`lists ${listed} bytes where ${size - (base?.keep ?? 0)} were expected`);
@@ -353,6 +377,7 @@ export function parseAnyManifest(plaintext: Uint8Array, key: string): ManifestBo
   const bytes = Buffer.from(plaintext.buffer, plaintext.byteOffset, plaintext.byteLength);
   if (MANIFEST2_MAGIC.every((byte, index) => bytes[index] === byte)) return parseManifestV2(bytes, key, 2);
   if (MANIFEST3_MAGIC.every((byte, index) => bytes[index] === byte)) return parseManifestV2(bytes, key, 3);
+  if (MANIFEST5_MAGIC.every((byte, index) => bytes[index] === byte)) return parseManifestV2(bytes, key, 5);
   return parseManifest(plaintext, key);
 }
 

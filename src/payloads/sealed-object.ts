@@ -8,7 +8,8 @@
 //
 // Layout of a sealed object:
 //   "cps" 0x01 | flags (bit 0: deflate-raw, bit 1: AES-256-GCM, bit 2: a preset dictionary,
-//                       bit 3: a context object)
+//                       bit 3: a context object, bit 4: the context is a manifest, bit 5: the
+//                       name binds the context; other bits: refused)
 //   [encrypted: key id length (1 byte) | key id (ASCII) | nonce (12 bytes)]
 //   body (encrypted: ciphertext | 16-byte tag)
 // The body (the plaintext of the ciphertext) is the object's bytes, deflated when bit 0 is set; with
@@ -21,7 +22,10 @@
 // compresses against the chunks written before it, along a chain of at most MAX_CONTEXT_DEPTH
 // (depth: 1 + its context's; a chunk without a context is at depth 0). Such a chunk is named by
 // its context and its plaintext (contextualId), so its window is one whoever wrote it; a manifest
-// or node deflated against a context keeps the id of its plaintext. Compressed, then encrypted.
+// or node deflated against a context keeps the id of its plaintext, unless bit 5 says it is named
+// like a chunk (format 5: a manifest in the chain, whose window later objects are deflated
+// against). With bit 4 (format 5) the context is a manifest, its window made by the same rule.
+// Compressed, then encrypted.
 import { createCipheriv, createDecipheriv, createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import { PRESET_DICTIONARIES } from './dictionary.js';
@@ -33,6 +37,9 @@ const FLAG_DEFLATE = 1;
 const FLAG_ENCRYPTED = 2;
 const FLAG_DICTIONARY = 4;
 const FLAG_CONTEXT = 8;
+const FLAG_CONTEXT_MANIFEST = 16;
+const FLAG_BOUND = 32;
+const KNOWN_FLAGS = 63;
 /** The bytes of a chunk's window: its dictionary and plaintext, end to end, the last 32 KiB (deflate's reach). */
 export const WINDOW_BYTES = 32 * 1024;
 /** The longest chain of context chunks a reader follows (a chunk's depth is at most this). */
@@ -57,6 +64,10 @@ export function windowAfter(before: Uint8Array, plaintext: Uint8Array): Buffer {
 }
 
 const CONTEXT_ID_PREFIX = Buffer.from('temporal-compactor context chunk\u0000', 'latin1');
+const MANIFEST_CONTEXT_ID_PREFIX = Buffer.from('temporal-compactor context manifest\u0000', 'latin1');
+
+/** What a context is: a chunk (formats 4 and 5) or a manifest (format 5). */
+export type ContextKind = 'chunk' | 'manifest';
 
 /**
  * The id of a chunk deflated against context chunk `contextId`: {@link objectId} of a fixed prefix,
@@ -65,9 +76,14 @@ const CONTEXT_ID_PREFIX = Buffer.from('temporal-compactor context chunk\u0000', 
  * objects, never one under the other's name. (A manifest or node, which no object is deflated
  * against, keeps the id of its plaintext.)
  */
-export function contextualId(plaintext: Uint8Array, contextId: string, key: CodecKey | undefined): string {
+export function contextualId(
+  plaintext: Uint8Array,
+  contextId: string,
+  key: CodecKey | undefined,
+  contextKind: ContextKind = 'chunk',
+): string {
   return (key === undefined ? createHash('sha256') : createHmac('sha256', key.chunkMacKey))
-    .update(CONTEXT_ID_PREFIX)
+    .update(contextKind === 'chunk' ? CONTEXT_ID_PREFIX : MANIFEST_CONTEXT_ID_PREFIX)
     .update(Buffer.from(contextId, 'hex'))
     .update(plaintext)
     .digest('hex');
@@ -85,6 +101,8 @@ export interface SealContext {
   id: string;
   depth: number;
   window: Uint8Array;
+  /** @default 'chunk' */
+  kind?: ContextKind;
 }
 
 /**
@@ -113,6 +131,7 @@ export function sealWithContext(
   dictionary: number,
   context: SealContext | undefined,
   preferSmaller = false,
+  bindsContext = false,
 ): { sealed: Buffer; context: SealContext | undefined; before: Uint8Array } {
   const preset = dictionary === 0 ? undefined : PRESET_DICTIONARIES.get(dictionary);
   if (dictionary !== 0 && preset === undefined) throw new RangeError(`no preset dictionary ${dictionary}`);
@@ -147,7 +166,11 @@ export function sealWithContext(
   if (!useCompression) usedContext = undefined;
   const flags =
     (useCompression ? FLAG_DEFLATE | (preset === undefined ? 0 : FLAG_DICTIONARY) : 0) |
-    (usedContext === undefined ? 0 : FLAG_CONTEXT) |
+    (usedContext === undefined
+      ? 0
+      : FLAG_CONTEXT |
+        (usedContext.kind === 'manifest' ? FLAG_CONTEXT_MANIFEST : 0) |
+        (bindsContext ? FLAG_BOUND : 0)) |
     (key === undefined ? 0 : FLAG_ENCRYPTED);
   return { sealed: seal(body, flags, id, key), context: usedContext, before: usedContext?.window ?? chainRoot() };
 }
@@ -204,8 +227,10 @@ export interface UnsealedObject {
   body: Uint8Array;
   /** The preset dictionary it names (bit 2). */
   dictionary: Buffer | undefined;
-  /** The chunk whose window it was deflated with (bit 3), and its own depth (1 + the context's). */
-  context: { id: string; depth: number } | undefined;
+  /** The object whose window it was deflated with (bit 3; a manifest with bit 4), and its own depth (1 + the context's). */
+  context: { id: string; depth: number; kind: ContextKind } | undefined;
+  /** Bit 5: a manifest or node named by its context and plaintext ({@link contextualId}), as a chunk with a context always is. */
+  bound: boolean;
 }
 
 /**
@@ -229,6 +254,13 @@ export function unsealObject(
     );
   }
   const flags = sealed[4] ?? 0;
+  if ((flags & ~KNOWN_FLAGS) !== 0)
+    throw new ChunkIntegrityError(
+      objectKey,
+      `has header flags ${flags} this version does not know (written by a newer one)`,
+    );
+  if ((flags & (FLAG_CONTEXT_MANIFEST | FLAG_BOUND)) !== 0 && (flags & FLAG_CONTEXT) === 0)
+    throw new ChunkIntegrityError(objectKey, 'says what its context is but names none (malformed header)');
   let key: CodecKey | undefined;
   let body: Uint8Array;
   if (keyId === undefined) {
@@ -278,12 +310,16 @@ export function unsealObject(
             ? `is on a chain of ${depth} context chunks (at most ${MAX_CONTEXT_DEPTH})`
             : 'names a context chunk in a malformed header',
         );
-      context = { depth, id: Buffer.from(body.subarray(1, 33)).toString('hex') };
+      context = {
+        depth,
+        id: Buffer.from(body.subarray(1, 33)).toString('hex'),
+        kind: (flags & FLAG_CONTEXT_MANIFEST) === 0 ? 'chunk' : 'manifest',
+      };
       body = body.subarray(33);
     }
   } else if ((flags & FLAG_CONTEXT) !== 0)
     throw new ChunkIntegrityError(objectKey, 'names a context chunk but no preset dictionary (malformed header)');
-  return { flags, key, body, dictionary, context };
+  return { flags, key, body, dictionary, context, bound: (flags & FLAG_BOUND) !== 0 };
 }
 
 /**
@@ -300,7 +336,7 @@ export function inflateObject(
   contextWindow: Uint8Array | undefined,
   kind: 'chunk' | 'node' | 'manifest' = 'chunk',
 ): { plaintext: Uint8Array; before: Uint8Array } {
-  const { flags, key, body, context } = unsealed;
+  const { flags, key, body, context, bound } = unsealed;
   if (context !== undefined && contextWindow === undefined)
     throw new RangeError(`${objectKey} is compressed against context chunk ${context.id}: its window is needed`);
   const dictionary = context === undefined ? unsealed.dictionary : contextWindow;
@@ -315,9 +351,12 @@ export function inflateObject(
   } catch {
     throw new ChunkIntegrityError(objectKey, 'does not inflate (corrupted)');
   }
-  // A chunk deflated against a context is named by both (contextualId); a manifest or node by its plaintext.
+  // A chunk deflated against a context is named by both (contextualId), and so is a manifest or
+  // node that says so (bit 5, format 5); other manifests and nodes by their plaintext.
   const actual = Buffer.from(
-    context !== undefined && kind === 'chunk' ? contextualId(plaintext, context.id, key) : objectId(plaintext, key),
+    context !== undefined && (kind === 'chunk' || bound)
+      ? contextualId(plaintext, context.id, key, context.kind)
+      : objectId(plaintext, key),
     'hex',
   );
   const expected = Buffer.from(id, 'hex');

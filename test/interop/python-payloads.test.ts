@@ -20,16 +20,26 @@ import { DEFAULT_PAYLOAD_THRESHOLD, loadConfig } from '../../src/config.js';
 import {
   CHUNK_STORE_DRIVER_NAME,
   ChunkIntegrityError,
+  ChunkStoreDriver,
+  FileBackend,
   claimManifestId,
   codecKey,
   CompactorCodec,
   keyringOf,
   payloadConverterFromConfig,
   payloadProtoSize,
-  type ChunkStoreDriver,
 } from '../../src/payloads/index.js';
 import { claimOf, decodeHistoryPayload } from '../support/history-payloads.js';
 import { runPythonScript } from '../support/python-script.js';
+import { readStoreFixture, sha256, type StoreFixture } from '../support/store-fixture.js';
+
+/** The key a fixture's encrypted store was written with, as claims.json gives it. */
+function fixtureKey(fixture: StoreFixture): { id: string; hex: string } {
+  const parsed = JSON.parse(readFileSync(join(fixture.directory, 'claims.json'), 'utf8')) as {
+    key: { id: string; hex: string };
+  };
+  return parsed.key;
+}
 
 const VECTORS = fileURLToPath(new URL('./python/vectors.py', import.meta.url));
 const PayloadProto = proto.temporal.api.common.v1.Payload;
@@ -117,9 +127,10 @@ describe('payload formats between TypeScript and interop/python/compactor_payloa
     };
     const grown = await claimFor(grownValue);
     expect((await driver.inspect('manifest', claimManifestId(claimOf(grown)?.claimData ?? {}) ?? '')).depth).toBe(1);
-    // Store format 4: the grown input's pack (over 1 KiB of new bytes) is deflated against the first one's (flag 8), which Python must open first.
-    const sealedChunks = filesUnder(join(store, 'v1', 'chunks')).map((path) => readFileSync(path));
-    expect(sealedChunks.filter((sealed) => ((sealed[4] ?? 0) & 8) !== 0).length).toBeGreaterThan(0);
+    // Store format 5: the grown input's manifest holds its new bytes and is deflated against the
+    // first one's manifest (flags 8 | 16 | 32), which Python must open first.
+    const sealedManifests = filesUnder(join(store, 'v1', 'manifests')).map((path) => readFileSync(path));
+    expect(sealedManifests.filter((sealed) => ((sealed[4] ?? 0) & 56) === 56).length).toBeGreaterThan(0);
     const corruptedClaim = await claimFor({ messages: messages.slice(0, 12) });
     const missingClaim = await claimFor({ messages: messages.slice(0, 5) });
     // After the claims are written: delete the manifest of the third.
@@ -227,14 +238,17 @@ describe('payload formats between TypeScript and interop/python/compactor_payloa
       messages,
     });
 
-    // Corrupted chunks: every claim fails on the Python side, naming the object it met.
-    for (const path of filesUnder(join(store, 'v1', 'chunks')))
-      writeFileSync(path, Buffer.concat([readFileSync(path).subarray(0, 40), Buffer.from('garbage')]));
+    // Corrupted objects (chunks, and every manifest but the one claim's, which stands on or was deflated
+    // against others): each claim fails on the Python side, naming the object it met.
+    const own = new Set([manifestOf(corruptedClaim)]);
+    for (const path of [...filesUnder(join(store, 'v1', 'chunks')), ...filesUnder(join(store, 'v1', 'manifests'))])
+      if (![...own].some((id) => path.endsWith(id)))
+        writeFileSync(path, Buffer.concat([readFileSync(path).subarray(0, 40), Buffer.from('garbage')]));
     const second = await runPythonScript<VectorReport>(python, VECTORS, {
       env,
       read: [
         { name: 'corrupted', payload: toBase64(corruptedClaim) },
-        { name: 'claim again', payload: toBase64(claim) },
+        { name: 'grown again', payload: toBase64(grown) },
       ],
       write: {},
     });
@@ -243,8 +257,58 @@ describe('payload formats between TypeScript and interop/python/compactor_payloa
         ok: false,
         class: 'ChunkIntegrityError',
         message: expect.stringMatching(
-          /^payload store object v1\/chunks\/[0-9a-f]{2}\/[0-9a-f]{2}\/[0-9a-f]{64}: failed authentication/,
+          /^payload store object v1\/(chunks|manifests)\/[0-9a-f]{2}\/[0-9a-f]{2}\/[0-9a-f]{64}: failed authentication/,
         ),
       });
   }, 60_000);
+
+  it('reads every store format the TypeScript driver wrote: the fixtures of formats 1 to 4 and a store of format 5, with and without a key', async () => {
+    const readStore = fileURLToPath(new URL('./python/read-store.py', import.meta.url));
+    let claims = 0;
+    for (const name of ['store-v1', 'store-v2', 'store-v3', 'store-v4']) {
+      const fixture = readStoreFixture(name);
+      for (const store of ['plain', 'encrypted'] as const) {
+        const ofStore = fixture.claims.filter((claim) => claim.store === store);
+        const report = await runPythonScript<
+          Array<{ size?: number; sha256?: string; metadata?: Record<string, string>; class?: string; message?: string }>
+        >(python, readStore, {
+          directory: join(fixture.directory, store),
+          key: store === 'encrypted' ? fixtureKey(fixture) : null,
+          claims: ofStore.map((claim) => claim.claimData),
+        });
+        expect(report, `${name}/${store}`).toEqual(
+          ofStore.map((claim) => ({ size: claim.size, sha256: claim.sha256, metadata: claim.metadata })),
+        );
+        claims += ofStore.length;
+      }
+    }
+    expect(claims).toBeGreaterThan(100);
+    // Format 5, what the driver writes now: manifests deflated against manifests, slices of their inline bytes.
+    const directory = mkdtempSync(join(tmpdir(), 'compactor-format-5-'));
+    dirs.push(directory);
+    const hex = randomBytes(32).toString('hex');
+    for (const keyed of [false, true]) {
+      const keyring = keyed ? keyringOf(codecKey(Buffer.from(hex, 'hex'), 'k-five')) : undefined;
+      const store = join(directory, keyed ? 'encrypted' : 'plain');
+      const writer = new ChunkStoreDriver({ backend: new FileBackend({ directory: store }), keyring });
+      const messages = findTrajectory('openhands_gpt4o_Project-MONAI__MONAI-3715').messages;
+      const payloads = [
+        ...messages.slice(2, 12).map((message) => defaultPayloadConverter.toPayload(message)),
+        ...[12, 14, 16, 18].map((count) => defaultPayloadConverter.toPayload({ messages: messages.slice(0, count) })),
+      ];
+      const written: StorageDriverClaim[] = [];
+      for (const payload of payloads) written.push(...(await writer.store({}, [payload])));
+      const sealed = filesUnder(join(store, 'v1', 'manifests')).map((path) => readFileSync(path));
+      // Bit 4 (a manifest context) and bit 5 (named by its context): format 5's manifests in a chain.
+      expect(sealed.filter((body) => ((body[4] ?? 0) & 48) === 48).length).toBeGreaterThan(3);
+      const report = await runPythonScript<Array<{ size?: number; sha256?: string }>>(python, readStore, {
+        directory: store,
+        key: keyed ? { id: 'k-five', hex } : null,
+        claims: written.map((claim) => claim.claimData),
+      });
+      expect(report.map(({ size, sha256 }) => ({ size, sha256 }))).toEqual(
+        payloads.map((payload) => ({ size: payload.data?.length, sha256: sha256(payload.data) })),
+      );
+    }
+  }, 120_000);
 });

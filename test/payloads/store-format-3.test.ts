@@ -78,7 +78,7 @@ function conversation(messages: number): Payload {
 }
 
 async function readBack(backend: ObjectBackend, claim: StorageDriverClaim, keyring?: Keyring): Promise<Payload> {
-  const [payload] = await new ChunkStoreDriver({ backend, keyring }).retrieve({}, [claim]);
+  const [payload] = await new ChunkStoreDriver({ backend, keyring, manifestFormat: 4 }).retrieve({}, [claim]);
   if (payload === undefined) throw new Error('nothing read');
   return payload;
 }
@@ -88,7 +88,7 @@ for (const keyed of [false, true]) {
   describe(`format 3 ${keyed ? 'with a key' : 'without a key'}`, () => {
     it('writes the new slices of a payload as one pack; the next payload lists slices of it and writes only what is new', async () => {
       const backend = new MemoryBackend();
-      const driver = new ChunkStoreDriver({ backend, keyring });
+      const driver = new ChunkStoreDriver({ backend, keyring, manifestFormat: 4 });
       const first = conversation(20);
       const firstClaim = await storeOne(driver, first);
       const firstPuts = backend.puts();
@@ -127,7 +127,7 @@ for (const keyed of [false, true]) {
 
     it('deflates every object with preset dictionary 1 (flag bit 2), smaller than without it for a small message', async () => {
       const backend = new MemoryBackend();
-      await storeOne(new ChunkStoreDriver({ backend, keyring }), conversation(12));
+      await storeOne(new ChunkStoreDriver({ backend, keyring, manifestFormat: 4 }), conversation(12));
       const compressed = [...backend.objects.values()].filter((sealed) => ((sealed[4] ?? 0) & 1) !== 0);
       expect(compressed.length).toBeGreaterThan(0);
       for (const sealed of compressed) expect((sealed[4] ?? 0) & 4).toBe(4);
@@ -159,20 +159,20 @@ for (const keyed of [false, true]) {
 describe('format 3 across processes', () => {
   it('a driver that read a payload another wrote lists its slices where they lie, instead of writing them again', async () => {
     const backend = new MemoryBackend();
-    const first = await storeOne(new ChunkStoreDriver({ backend }), conversation(20));
+    const first = await storeOne(new ChunkStoreDriver({ backend, manifestFormat: 4 }), conversation(20));
     const packBytes = (keys: string[]): number =>
       keys
         .filter((key) => key.startsWith('v1/chunks/'))
         .reduce((sum, key) => sum + (backend.objects.get(key)?.length ?? 0), 0);
     // Another process, that has read the first payload (a workflow taking an activity's result).
-    const reader = new ChunkStoreDriver({ backend });
+    const reader = new ChunkStoreDriver({ backend, manifestFormat: 4 });
     await reader.retrieve({}, [first]);
     backend.requests.length = 0;
     const claim = await storeOne(reader, conversation(24));
     const afterReading = packBytes(backend.puts());
     // A third that has not: it writes the whole conversation into its pack.
     backend.requests.length = 0;
-    await storeOne(new ChunkStoreDriver({ backend }), conversation(26));
+    await storeOne(new ChunkStoreDriver({ backend, manifestFormat: 4 }), conversation(26));
     const unread = packBytes(backend.puts());
     expect(afterReading).toBeGreaterThan(0);
     expect(afterReading * 3).toBeLessThan(unread);
@@ -183,7 +183,7 @@ describe('format 3 across processes', () => {
     const backend = new MemoryBackend();
     const first = await storeOne(new ChunkStoreDriver({ backend, manifestFormat: 2 }), conversation(20));
     const chunksBefore = [...backend.objects.keys()].filter((key) => key.startsWith('v1/chunks/'));
-    const reader = new ChunkStoreDriver({ backend });
+    const reader = new ChunkStoreDriver({ backend, manifestFormat: 4 });
     await reader.retrieve({}, [first]);
     const claim = await storeOne(reader, conversation(24));
     const manifest = await reader.inspect('manifest', readClaim(claim.claimData).manifestId);
@@ -258,7 +258,7 @@ describe('format 3 readers and writers', () => {
   it('writes the slices of a pack a gc took again, and the payload reads back', async () => {
     const backend = new MemoryBackend();
     // refreshAfterMs 0: every reuse checks the store again.
-    const driver = new ChunkStoreDriver({ backend, refreshAfterMs: 0 });
+    const driver = new ChunkStoreDriver({ backend, manifestFormat: 4, refreshAfterMs: 0 });
     const first = conversation(20);
     await storeOne(driver, first);
     const [pack] = backend.puts().filter((key) => key.startsWith('v1/chunks/'));

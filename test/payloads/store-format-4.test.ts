@@ -116,7 +116,7 @@ describe('sealed objects with a context chunk', () => {
     expect([...sealed.sealed.subarray(5, 7)]).toEqual([1, 1]);
     expect(Buffer.from(sealed.sealed.subarray(7, 39)).toString('hex')).toBe(rootId);
     const unsealed = unsealObject(sealed.sealed, 'v1/chunks/x', undefined, undefined);
-    expect(unsealed.context).toEqual({ id: rootId, depth: 1 });
+    expect(unsealed.context).toEqual({ id: rootId, depth: 1, kind: 'chunk' });
     expect(Buffer.from(inflateObject(unsealed, id, 'v1/chunks/x', rootWindow).plaintext)).toEqual(text);
     // Named by its plaintext alone it is refused: a chunk's id binds its context.
     expect(() => inflateObject(unsealed, objectId(text, undefined), 'v1/chunks/x', rootWindow)).toThrow(
@@ -151,7 +151,7 @@ for (const keyed of [false, true]) {
     it('deflates each pack against the one stored before it (depth + 1), and a cold reader reads every payload back', async () => {
       const directory = storeDirectory();
       const backend = new FileBackend({ directory, durable: false });
-      const driver = new ChunkStoreDriver({ backend, keyring });
+      const driver = new ChunkStoreDriver({ backend, keyring, manifestFormat: 4 });
       const payloads = Array.from({ length: 6 }, (_, seed) => toolResult(seed));
       const claims: StorageDriverClaim[] = [];
       const packs: string[] = [];
@@ -180,11 +180,11 @@ for (const keyed of [false, true]) {
 
       // A cold reader of the last payload opens the chain of contexts first; every payload reads back.
       for (const [index, claim] of claims.entries()) {
-        const reader = new ChunkStoreDriver({ backend, keyring });
+        const reader = new ChunkStoreDriver({ backend, keyring, manifestFormat: 4 });
         const [back] = await reader.retrieve({}, [claim]);
         expect(sha(back?.data)).toBe(sha(payloads[index]?.data));
       }
-      const cold = new ChunkStoreDriver({ backend, keyring });
+      const cold = new ChunkStoreDriver({ backend, keyring, manifestFormat: 4 });
       await cold.retrieve({}, [claims.at(-1) ?? (claims[0] as StorageDriverClaim)]);
       expect(cold.stats.fetched.objects).toBe(1 + packs.length);
     });
@@ -193,7 +193,13 @@ for (const keyed of [false, true]) {
       const directory = storeDirectory();
       const backend = new FileBackend({ directory, durable: false });
       let clock = Date.now();
-      const driver = new ChunkStoreDriver({ backend, keyring, refreshAfterMs: 24 * HOUR, now: () => clock });
+      const driver = new ChunkStoreDriver({
+        backend,
+        keyring,
+        manifestFormat: 4,
+        refreshAfterMs: 24 * HOUR,
+        now: () => clock,
+      });
       const depths: number[] = [];
       for (let seed = 0; seed < 66; seed += 1) {
         const before = new Set(keysUnder(directory, 'chunks'));
@@ -213,7 +219,7 @@ for (const keyed of [false, true]) {
     it('names the context a reader cannot find, and refuses a context at another depth than its successor says', async () => {
       const directory = storeDirectory();
       const backend = new FileBackend({ directory, durable: false });
-      const driver = new ChunkStoreDriver({ backend, keyring });
+      const driver = new ChunkStoreDriver({ backend, keyring, manifestFormat: 4 });
       await storeOne(driver, toolResult(1));
       const first = keysUnder(directory, 'chunks');
       await storeOne(driver, toolResult(2));
@@ -231,22 +237,22 @@ for (const keyed of [false, true]) {
       const middleBody = await backend.get(middle);
       if (rootBody === undefined || middleBody === undefined) throw new Error('not stored');
       await backend.put(first[0], middleBody);
-      await expect(new ChunkStoreDriver({ backend, keyring }).retrieve({}, [claim])).rejects.toThrow(
+      await expect(new ChunkStoreDriver({ backend, keyring, manifestFormat: 4 }).retrieve({}, [claim])).rejects.toThrow(
         /at context depth 1 where the chunk compressed against it says 0/,
       );
       rmSync(join(directory, ...first[0].split('/')));
-      const missing = new ChunkStoreDriver({ backend, keyring }).retrieve({}, [claim]);
+      const missing = new ChunkStoreDriver({ backend, keyring, manifestFormat: 4 }).retrieve({}, [claim]);
       await expect(missing).rejects.toThrow(ChunkMissingError);
       await expect(missing).rejects.toThrow(first[0]);
       await backend.put(first[0], rootBody);
-      const [back] = await new ChunkStoreDriver({ backend, keyring }).retrieve({}, [claim]);
+      const [back] = await new ChunkStoreDriver({ backend, keyring, manifestFormat: 4 }).retrieve({}, [claim]);
       expect(back?.data?.length).toBeGreaterThan(0);
     });
 
     it('a payload on a base with at most 1 KiB of new bytes is its manifest alone; more go to a pack', async () => {
       const directory = storeDirectory();
       const backend = new FileBackend({ directory, durable: false });
-      const driver = new ChunkStoreDriver({ backend, keyring });
+      const driver = new ChunkStoreDriver({ backend, keyring, manifestFormat: 4 });
       const messages = Array.from({ length: 8 }, (_, seed) =>
         JSON.parse(Buffer.from(toolResult(seed).data ?? []).toString()),
       );
@@ -272,7 +278,7 @@ for (const keyed of [false, true]) {
       expect(keysUnder(directory, 'chunks')).toHaveLength(chunksBefore + 1);
       expect((await driver.inspect('manifest', readClaim(large.claimData).manifestId)).depth).toBe(2);
       for (const claim of [small, large]) {
-        const [back] = await new ChunkStoreDriver({ backend, keyring }).retrieve({}, [claim]);
+        const [back] = await new ChunkStoreDriver({ backend, keyring, manifestFormat: 4 }).retrieve({}, [claim]);
         expect(back?.data?.length).toBeGreaterThan(0);
       }
     });
@@ -280,7 +286,10 @@ for (const keyed of [false, true]) {
     it('two writers that deflate the same bytes against different packs store two objects; each reads back', async () => {
       const directory = storeDirectory();
       const backend = new FileBackend({ directory, durable: false });
-      const [one, two] = [new ChunkStoreDriver({ backend, keyring }), new ChunkStoreDriver({ backend, keyring })];
+      const [one, two] = [
+        new ChunkStoreDriver({ backend, keyring, manifestFormat: 4 }),
+        new ChunkStoreDriver({ backend, keyring, manifestFormat: 4 }),
+      ];
       await storeOne(one, toolResult(1));
       await storeOne(two, toolResult(2));
       const shared = toolResult(3);
@@ -293,7 +302,7 @@ for (const keyed of [false, true]) {
       );
       expect(packs[0]?.map((pack) => pack.id)).not.toEqual(packs[1]?.map((pack) => pack.id));
       for (const claim of claims) {
-        const [back] = await new ChunkStoreDriver({ backend, keyring }).retrieve({}, [claim]);
+        const [back] = await new ChunkStoreDriver({ backend, keyring, manifestFormat: 4 }).retrieve({}, [claim]);
         expect(sha(back?.data)).toBe(sha(shared.data));
       }
     });
@@ -312,14 +321,14 @@ for (const keyed of [false, true]) {
         }
       const last = claims[3];
       if (last === undefined) throw new Error('no claim');
-      const [back] = await new ChunkStoreDriver({ backend, keyring }).retrieve({}, [last]);
+      const [back] = await new ChunkStoreDriver({ backend, keyring, manifestFormat: 4 }).retrieve({}, [last]);
       expect(sha(back?.data)).toBe(sha(payloads[3]?.data));
     });
 
     it('a gc keeps the chunks the packs of a claimed payload were deflated against, removes the rest deepest first, and a young chunk keeps its chain', async () => {
       const directory = storeDirectory();
       const backend = new RemovalOrder({ directory, durable: false });
-      const driver = new ChunkStoreDriver({ backend, keyring });
+      const driver = new ChunkStoreDriver({ backend, keyring, manifestFormat: 4 });
       const claims: StorageDriverClaim[] = [];
       for (let seed = 0; seed < 5; seed += 1) claims.push(await storeOne(driver, toolResult(seed)));
       const packs = keysUnder(directory, 'chunks');
@@ -351,11 +360,11 @@ for (const keyed of [false, true]) {
       const removedChunks = backend.removed.filter((key) => key.startsWith('v1/chunks/'));
       expect(removedChunks).toHaveLength(2);
       expect(removedChunks).toEqual(packsByDepth.slice(3).reverse());
-      const [back] = await new ChunkStoreDriver({ backend, keyring }).retrieve({}, [claimed]);
+      const [back] = await new ChunkStoreDriver({ backend, keyring, manifestFormat: 4 }).retrieve({}, [claimed]);
       expect(back?.data?.length).toBeGreaterThan(0);
 
       // A young chunk no manifest lists (a store that wrote its pack, then died) keeps its chain.
-      const writer = new ChunkStoreDriver({ backend, keyring });
+      const writer = new ChunkStoreDriver({ backend, keyring, manifestFormat: 4 });
       const newPack = async (seed: number): Promise<string> => {
         const before = new Set(keysUnder(directory, 'chunks'));
         const claim = await storeOne(writer, toolResult(seed));
