@@ -21,7 +21,7 @@ import { benchmarkCorpus } from '../corpus/index.js';
 
 const SIZES = [1_000, 10_000, 100_000] as const;
 /** Timed runs per measurement (after the warm-up), by conversation size. */
-const RUNS: Record<number, number> = { 1_000: 31, 10_000: 15, 100_000: 7 };
+const RUNS: Record<number, number> = { 1_000: 31, 10_000: 31, 100_000: 21 };
 const WARMUP = 3;
 const CONTEXT_BUDGET = 128_000;
 
