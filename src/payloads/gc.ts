@@ -158,16 +158,17 @@ interface Candidate {
  * would leave its members at level 0.)
  */
 function removalLevels(candidates: readonly Candidate[]): Map<string, number> {
-  const listedBy = new Map<string, string[]>();
+  // The candidates each candidate lists, and how many candidates list each one not yet levelled.
+  const lists = new Map<string, string[]>();
   const keys = new Set(candidates.map((candidate) => candidate.key));
   const parentsLeft = new Map<string, number>();
   for (const candidate of candidates)
     for (const child of candidate.inspected?.children ?? []) {
       const key = objectKey(child.kind, child.id);
       if (!keys.has(key) || key === candidate.key) continue;
-      const parents = listedBy.get(candidate.key) ?? [];
-      parents.push(key);
-      listedBy.set(candidate.key, parents);
+      const listed = lists.get(candidate.key) ?? [];
+      listed.push(key);
+      lists.set(candidate.key, listed);
       parentsLeft.set(key, (parentsLeft.get(key) ?? 0) + 1);
     }
   const levels = new Map<string, number>();
@@ -176,7 +177,7 @@ function removalLevels(candidates: readonly Candidate[]): Map<string, number> {
   while (ready.length > 0) {
     const key = ready.pop() ?? '';
     const level = levels.get(key) ?? 0;
-    for (const child of listedBy.get(key) ?? []) {
+    for (const child of lists.get(key) ?? []) {
       levels.set(child, Math.max(levels.get(child) ?? 0, level + 1));
       const left = (parentsLeft.get(child) ?? 1) - 1;
       parentsLeft.set(child, left);
