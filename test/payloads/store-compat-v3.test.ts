@@ -3,7 +3,7 @@
 // the new slices of a payload, listed as slices of packs, every object deflated with preset
 // dictionary 1), with and without encryption (write-fixture.ts.txt beside it is the script that
 // wrote it). Every object under it is read here by today's driver.
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseObjectKey, readClaim } from '../../src/payloads/index.js';
@@ -11,18 +11,12 @@ import { openObject } from '../../src/payloads/sealed-object.js';
 import {
   expectEveryClaimReads,
   expectGcKeepsEverything,
+  keysUnder,
   plainCopy,
   readStoreFixture,
 } from '../support/store-fixture.js';
 
 const fixture = readStoreFixture('store-v3');
-
-/** The keys of every object under a fixture store. */
-function keysUnder(directory: string): string[] {
-  return readdirSync(directory, { recursive: true, withFileTypes: true })
-    .filter((entry) => entry.isFile())
-    .map((entry) => join(entry.parentPath, entry.name).slice(directory.length + 1));
-}
 
 describe('a store written by main in manifest format 3 (before format 4)', () => {
   it('every claim (with and without a key) reads back byte for byte with its metadata, by a cold driver, writing nothing', async () => {

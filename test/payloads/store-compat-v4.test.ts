@@ -4,7 +4,7 @@
 // in their header; fresh payloads as flat manifests, a few new bytes inline in manifests on bases),
 // with and without encryption (write-fixture.ts.txt beside it is the script that wrote it). Every
 // claim is read back here by today's driver, and a gc over a copy keeps all of it.
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseObjectKey } from '../../src/payloads/index.js';
@@ -12,17 +12,12 @@ import { unsealObject } from '../../src/payloads/sealed-object.js';
 import {
   expectEveryClaimReads,
   expectGcKeepsEverything,
+  keysUnder,
   plainCopy,
   readStoreFixture,
 } from '../support/store-fixture.js';
 
 const fixture = readStoreFixture('store-v4');
-
-function keysUnder(directory: string): string[] {
-  return readdirSync(directory, { recursive: true, withFileTypes: true })
-    .filter((entry) => entry.isFile())
-    .map((entry) => join(entry.parentPath, entry.name).slice(directory.length + 1));
-}
 
 describe('a store written by main in store format 4 (before format 5)', () => {
   it('every claim (with and without a key) reads back byte for byte with its metadata, by a cold driver, writing nothing', async () => {

@@ -4,7 +4,7 @@
 // the objects say, what a cold reader needs, what a reader refuses, what `manifestFormat: 3` still
 // writes, and what a garbage collection keeps.
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, rmSync, utimesSync } from 'node:fs';
+import { mkdtempSync, rmSync, utimesSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Payload, type StorageDriverClaim } from '@temporalio/common';
@@ -34,7 +34,7 @@ import {
   windowAfter,
   WINDOW_BYTES,
 } from '../../src/payloads/sealed-object.js';
-import { sha, storeOne } from '../support/store-fixture.js';
+import { keysUnder, sha, storeOne } from '../support/store-fixture.js';
 
 const HOUR = 3_600_000;
 
@@ -54,18 +54,6 @@ function storeDirectory(): string {
   const directory = mkdtempSync(join(tmpdir(), 'compactor-format-4-'));
   directories.push(directory);
   return directory;
-}
-
-function keysUnder(directory: string, kind: 'chunks' | 'manifests' | 'nodes'): string[] {
-  let entries;
-  try {
-    entries = readdirSync(join(directory, 'v1', kind), { recursive: true, withFileTypes: true });
-  } catch {
-    return [];
-  }
-  return entries
-    .filter((entry) => entry.isFile())
-    .map((entry) => join(entry.parentPath, entry.name).slice(directory.length + 1));
 }
 
 /** A tool result as an agent reads files: lines of code, distinct per seed, some of them repeated across seeds. */

@@ -4,7 +4,7 @@
 // (header bit 4: the context is a manifest; bit 5: the manifest's name binds its context). What the
 // objects say, what a reader refuses, what `manifestFormat: 4` still writes, and what a gc keeps.
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, rmSync, utimesSync } from 'node:fs';
+import { mkdtempSync, rmSync, utimesSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Payload, type StorageDriverClaim } from '@temporalio/common';
@@ -22,7 +22,7 @@ import {
   type Keyring,
 } from '../../src/payloads/index.js';
 import { unsealObject } from '../../src/payloads/sealed-object.js';
-import { sha, storeOne } from '../support/store-fixture.js';
+import { keysUnder, sha, storeOne } from '../support/store-fixture.js';
 
 const HOUR = 3_600_000;
 const directories: string[] = [];
@@ -32,17 +32,6 @@ function storeDirectory(): string {
   const directory = mkdtempSync(join(tmpdir(), 'compactor-format-5-'));
   directories.push(directory);
   return directory;
-}
-
-/** Object keys under `v1/<kind>`. */
-function keysUnder(directory: string, kind: 'chunks' | 'nodes' | 'manifests'): string[] {
-  try {
-    return readdirSync(join(directory, 'v1', kind), { recursive: true, withFileTypes: true })
-      .filter((entry) => entry.isFile())
-      .map((entry) => join(entry.parentPath, entry.name).slice(directory.length + 1));
-  } catch {
-    return [];
-  }
 }
 
 /** A tool's result, distinct per seed: lines of code, some shared across seeds. */

@@ -3,7 +3,7 @@
 // to write to it), and the two checks every such fixture gets — each claim reads back byte for byte
 // with its metadata, and a garbage collection over a copy keeps everything the claims name.
 import { createHash } from 'node:crypto';
-import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { StorageDriverClaim, type Payload } from '@temporalio/common';
@@ -154,4 +154,23 @@ export async function storeOne(driver: ChunkStoreDriver, payload: Payload): Prom
   const [claim] = await driver.store({}, [payload]);
   if (claim === undefined) throw new Error('no claim');
   return claim;
+}
+
+/**
+ * The keys of every object file under `directory` (a store's root, or with `kind` only its
+ * `v1/<kind>` objects), relative to the root; none when that directory does not exist.
+ */
+export function keysUnder(directory: string, kind?: 'chunks' | 'manifests' | 'nodes'): string[] {
+  let entries;
+  try {
+    entries = readdirSync(kind === undefined ? directory : join(directory, 'v1', kind), {
+      recursive: true,
+      withFileTypes: true,
+    });
+  } catch {
+    return [];
+  }
+  return entries
+    .filter((entry) => entry.isFile())
+    .map((entry) => join(entry.parentPath, entry.name).slice(directory.length + 1));
 }
