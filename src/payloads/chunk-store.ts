@@ -45,6 +45,8 @@ import type {
   StorageDriverStoreContext,
 } from '@temporalio/common';
 import { StorageDriverClaim } from '@temporalio/common';
+import { InvalidInputError } from '../core/errors.js';
+import { assertKnownKeys, keysOf } from '../core/unknown-keys.js';
 import { CHUNKER_VERSION, chunkBoundaries, DEFAULT_CHUNKER_LIMITS, type ChunkerLimits } from './chunker.js';
 import { claimDataFor, readClaim, type ClaimFormat } from './claims.js';
 import { CURRENT_DICTIONARY } from './dictionary.js';
@@ -263,6 +265,56 @@ export interface ChunkStoreDriverOptions {
   now?: () => number;
 }
 
+const DRIVER_OPTIONS = keysOf<ChunkStoreDriverOptions>({
+  backend: true,
+  keyring: true,
+  concurrency: true,
+  cacheBytes: true,
+  refreshAfterMs: true,
+  chunkerLimits: true,
+  compressionLevel: true,
+  inlineBelow: true,
+  literalBelow: true,
+  manifestFormat: true,
+  claimFormat: true,
+  now: true,
+});
+const MANIFEST_FORMATS: readonly unknown[] = [1, 2, 3, 4, 5] satisfies ManifestFormat[];
+const CLAIM_FORMATS: readonly unknown[] = [1, 2] satisfies ClaimFormat[];
+
+/**
+ * Refuses options the driver would not understand, naming the option (`driver.manifestFormat`): an
+ * unknown key, a format it cannot write, a number out of its range. A JavaScript caller has no
+ * compiler to catch them, and a driver that ignored one would write a store other than the one asked for.
+ */
+function checkDriverOptions(options: ChunkStoreDriverOptions): void {
+  assertKnownKeys(options, DRIVER_OPTIONS, 'driver');
+  const { manifestFormat, claimFormat } = options;
+  if (manifestFormat !== undefined && !MANIFEST_FORMATS.includes(manifestFormat))
+    throw new InvalidInputError(
+      'driver.manifestFormat',
+      `must be 1, 2, 3, 4 or 5 (the store formats this driver writes); got ${JSON.stringify(manifestFormat)}`,
+    );
+  if (claimFormat !== undefined && !CLAIM_FORMATS.includes(claimFormat))
+    throw new InvalidInputError('driver.claimFormat', `must be 1 or 2; got ${JSON.stringify(claimFormat)}`);
+  const ranges: [keyof ChunkStoreDriverOptions, number, number][] = [
+    ['concurrency', 1, Number.MAX_SAFE_INTEGER],
+    ['cacheBytes', 0, Number.MAX_SAFE_INTEGER],
+    ['refreshAfterMs', 0, Number.MAX_SAFE_INTEGER],
+    ['compressionLevel', -1, 9],
+    ['inlineBelow', 0, Number.MAX_SAFE_INTEGER],
+    ['literalBelow', 0, Number.MAX_SAFE_INTEGER],
+  ];
+  for (const [name, least, most] of ranges) {
+    const value: unknown = options[name];
+    if (value !== undefined && !(Number.isInteger(value) && (value as number) >= least && (value as number) <= most))
+      throw new InvalidInputError(
+        `driver.${name}`,
+        `must be an integer from ${least}${most === Number.MAX_SAFE_INTEGER ? ' up' : ` to ${most}`}; got ${JSON.stringify(value)}`,
+      );
+  }
+}
+
 /**
  * The chunk store as a Temporal External Storage driver.
  *
@@ -309,20 +361,22 @@ export class ChunkStoreDriver implements StorageDriver {
   readonly claimFormat: ClaimFormat;
   private readonly now: () => number;
 
-  constructor({
-    backend,
-    keyring,
-    concurrency = 16,
-    cacheBytes = 64 * 1024 * 1024,
-    refreshAfterMs = 24 * 3_600_000,
-    chunkerLimits = DEFAULT_CHUNKER_LIMITS,
-    compressionLevel = 6,
-    inlineBelow = 512,
-    literalBelow = 256,
-    manifestFormat = 5,
-    claimFormat = 2,
-    now = Date.now,
-  }: ChunkStoreDriverOptions) {
+  constructor(options: ChunkStoreDriverOptions) {
+    checkDriverOptions(options);
+    const {
+      backend,
+      keyring,
+      concurrency = 16,
+      cacheBytes = 64 * 1024 * 1024,
+      refreshAfterMs = 24 * 3_600_000,
+      chunkerLimits = DEFAULT_CHUNKER_LIMITS,
+      compressionLevel = 6,
+      inlineBelow = 512,
+      literalBelow = 256,
+      manifestFormat = 5,
+      claimFormat = 2,
+      now = Date.now,
+    } = options;
     this.backend = backend;
     this.keyring = keyring;
     this.limiter = new Limiter(concurrency);

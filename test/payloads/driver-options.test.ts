@@ -1,0 +1,63 @@
+// The chunk store driver refuses options it would not understand, naming the option: a caller
+// without a compiler (JavaScript, a config object built at run time) must not get a store other
+// than the one they asked for.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { InvalidInputError } from '../../src/core/errors.js';
+import { ChunkStoreDriver, FileBackend, type ChunkStoreDriverOptions } from '../../src/payloads/index.js';
+
+const directory = mkdtempSync(join(tmpdir(), 'compactor-driver-options-'));
+afterAll(() => rmSync(directory, { recursive: true, force: true }));
+const backend = new FileBackend({ directory });
+
+/** The driver's constructor with options a type check would refuse, as a JavaScript caller passes them. */
+const driverWith = (options: Record<string, unknown>): ChunkStoreDriver =>
+  new ChunkStoreDriver({ backend, ...options } as unknown as ChunkStoreDriverOptions);
+
+describe('ChunkStoreDriver options', () => {
+  it('accepts every option it knows, at the ends of their ranges', () => {
+    const driver = driverWith({
+      keyring: undefined,
+      concurrency: 1,
+      cacheBytes: 0,
+      refreshAfterMs: 0,
+      compressionLevel: 9,
+      inlineBelow: 0,
+      literalBelow: 0,
+      manifestFormat: 1,
+      claimFormat: 1,
+      now: Date.now,
+    });
+    expect(driver.manifestFormat).toBe(1);
+    expect(driverWith({ compressionLevel: -1, manifestFormat: 5 }).manifestFormat).toBe(5);
+  });
+
+  it.each([
+    [{ manifestFormt: 4 }, 'driver.manifestFormt: unknown option; did you mean manifestFormat?'],
+    [{ windowBytes: 1 }, 'driver.windowBytes: unknown option; the options are backend, keyring, concurrency'],
+    [
+      { manifestFormat: 6 },
+      'driver.manifestFormat: must be 1, 2, 3, 4 or 5 (the store formats this driver writes); got 6',
+    ],
+    [
+      { manifestFormat: '4' },
+      'driver.manifestFormat: must be 1, 2, 3, 4 or 5 (the store formats this driver writes); got "4"',
+    ],
+    [{ claimFormat: 3 }, 'driver.claimFormat: must be 1 or 2; got 3'],
+    [{ concurrency: 0 }, 'driver.concurrency: must be an integer from 1 up; got 0'],
+    [{ compressionLevel: 12 }, 'driver.compressionLevel: must be an integer from -1 to 9; got 12'],
+    [{ inlineBelow: 1.5 }, 'driver.inlineBelow: must be an integer from 0 up; got 1.5'],
+    [{ cacheBytes: -1 }, 'driver.cacheBytes: must be an integer from 0 up; got -1'],
+  ])('refuses %j, naming the option', (options, message) => {
+    let thrown: unknown;
+    try {
+      driverWith(options);
+    } catch (error) {
+      thrown = error;
+    }
+    expect(thrown).toBeInstanceOf(InvalidInputError);
+    expect((thrown as Error).message).toContain(message);
+  });
+});
