@@ -93,34 +93,52 @@ export async function grepInThread(
   options: { timeoutMs: number; memoryMb: number; signal?: AbortSignal; slots?: SearchSlots },
 ): Promise<GrepOutcome> {
   const release = await options.slots?.acquire(options.signal);
-  try {
-    return await searchInThread(input, options);
-  } finally {
-    release?.();
-  }
+  return searchInThread(input, options, release ?? (() => undefined));
 }
 
+/**
+ * How long after its result a thread being terminated may still hold its slot. A search that
+ * backtracks stops at its next interrupt check, normally at once; past this the slot is freed anyway,
+ * so a thread that will not stop cannot hold every later search back.
+ */
+const EXIT_GRACE_MS = 5_000;
+
+/**
+ * One search in its own thread. `release` frees its slot once the thread has exited, not when its
+ * result comes back: a thread being terminated still runs until it stops, and a search started in
+ * its slot meanwhile would run beside it (two cores burnt for `grepThreads: 1`).
+ */
 function searchInThread(
   input: GrepThreadInput,
   { timeoutMs, memoryMb, signal }: { timeoutMs: number; memoryMb: number; signal?: AbortSignal },
+  release: () => void,
 ): Promise<GrepOutcome> {
   const { script, eval: evaluate } = threadScript();
   return new Promise<GrepOutcome>((resolve, reject) => {
     const matches: string[] = [];
     let settled = false;
-    const worker = new Worker(script, {
-      eval: evaluate,
-      workerData: input,
-      resourceLimits: { maxOldGenerationSizeMb: memoryMb, maxYoungGenerationSizeMb: Math.max(4, memoryMb / 8) },
-      stdout: true,
-      stderr: true,
-    });
+    let worker: Worker;
+    try {
+      worker = new Worker(script, {
+        eval: evaluate,
+        workerData: input,
+        resourceLimits: { maxOldGenerationSizeMb: memoryMb, maxYoungGenerationSizeMb: Math.max(4, memoryMb / 8) },
+        stdout: true,
+        stderr: true,
+      });
+    } catch (error) {
+      release();
+      reject(error instanceof Error ? error : new Error(String(error)));
+      return;
+    }
+    worker.once('exit', release);
     const finish = (outcome: GrepOutcome | Error): void => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
       signal?.removeEventListener('abort', onAbort);
       void worker.terminate();
+      setTimeout(release, EXIT_GRACE_MS).unref();
       if (outcome instanceof Error) reject(outcome);
       else resolve(outcome);
     };

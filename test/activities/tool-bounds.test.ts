@@ -2,13 +2,13 @@
 // a catastrophically backtracking grep pattern costs a search thread, never the worker's event loop,
 // and every tool stops at its documented bounds with a note the model reads.
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SearchSlots } from '../../src/activities/grep.js';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { grepInThread, SearchSlots } from '../../src/activities/grep.js';
 import { createBuiltInTools, MAX_GREP_PATTERN_CHARS } from '../../src/activities/tools.js';
 import { ToolFailureType } from '../../src/index.js';
 
@@ -129,6 +129,29 @@ describe('built-in tools stay bounded whatever the model asks', () => {
       'grep: special/pipe is not a regular file (a FIFO, socket or device is never read)',
     ]);
     expect(await run(tools.grep, { pattern: 'x', path: 'special' })).toBe('special/plain.txt:1: x');
+  });
+
+  it('a search keeps its slot until its thread has exited, not only until its result came back', async () => {
+    const slots = new SearchSlots(1);
+    const base = realpathSync(root);
+    const outcome = await grepInThread(
+      {
+        pattern: '(a+)+$',
+        flags: '',
+        start: join(base, 'evil.txt'),
+        base,
+        maxResults: 10,
+        maxFileBytes: 1_000_000,
+        maxFiles: 10,
+        skippedDirectories: [],
+      },
+      { timeoutMs: 200, memoryMb: 64, slots },
+    );
+    expect(outcome.stoppedAt).toBe('deadline');
+    // The thread was told to stop when the deadline came; it has not exited yet, so no other search
+    // may start beside it.
+    expect(slots.load.running).toBe(1);
+    await vi.waitFor(() => expect(slots.load.running).toBe(0), { timeout: 10_000 });
   });
 
   it.runIf(onLinux)(
