@@ -51,13 +51,7 @@ describe('ChunkStoreDriver options', () => {
     [{ inlineBelow: 1.5 }, 'driver.inlineBelow: must be an integer from 0 up; got 1.5'],
     [{ cacheBytes: -1 }, 'driver.cacheBytes: must be an integer from 0 up; got -1'],
   ])('refuses %j, naming the option', (options, message) => {
-    let thrown: unknown;
-    try {
-      driverWith(options);
-    } catch (error) {
-      thrown = error;
-    }
-    expect(thrown).toBeInstanceOf(InvalidInputError);
-    expect((thrown as Error).message).toContain(message);
+    expect(() => driverWith(options)).toThrow(InvalidInputError);
+    expect(() => driverWith(options)).toThrow(message);
   });
 });
