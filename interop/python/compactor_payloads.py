@@ -636,6 +636,8 @@ MANIFEST3_MAGIC = b"ctm\x03"
 # (tag 3: manifest id, offset, length; level 0), a manifest "ctm" 0x05, a node 0x51. Read here.
 NODE5_MAGIC = 0x51
 MANIFEST5_MAGIC = b"ctm\x05"
+# The binary manifests by their first four bytes, with the format of their entries.
+BINARY_MANIFEST_FORMATS = {MANIFEST2_MAGIC: 2, MANIFEST3_MAGIC: 3, MANIFEST5_MAGIC: 5}
 # An entry: (level, id, length, inline bytes or None, offset or None, "chunk" or "manifest": what the offset is into).
 Entry = tuple[int, str, int, bytes | None, int | None, str]
 
@@ -847,7 +849,7 @@ class ChunkStoreDriver(StorageDriver):
             return cached
         name = object_key("manifest", oid)
         plaintext = self._read("manifest", oid, key_id)
-        manifest_format = {MANIFEST2_MAGIC: 2, MANIFEST3_MAGIC: 3, MANIFEST5_MAGIC: 5}.get(plaintext[:4])
+        manifest_format = BINARY_MANIFEST_FORMATS.get(plaintext[:4])
         inline = b"" if manifest_format is None else b"".join(
             literal for _, _, _, literal, _, _ in _parse_manifest2(plaintext, name, manifest_format)["entries"] if literal is not None
         )
@@ -899,7 +901,7 @@ class ChunkStoreDriver(StorageDriver):
                 else:
                     fill(child_id, level - 1, child_length, name, child_offset, source)
 
-        manifest_format = {MANIFEST2_MAGIC: 2, MANIFEST3_MAGIC: 3, MANIFEST5_MAGIC: 5}.get(plaintext[:4])
+        manifest_format = BINARY_MANIFEST_FORMATS.get(plaintext[:4])
         if manifest_format is not None:
             manifest2 = _parse_manifest2(plaintext, manifest_name, manifest_format)
             base = manifest2["base"]

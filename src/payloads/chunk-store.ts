@@ -315,6 +315,14 @@ function checkDriverOptions(options: ChunkStoreDriverOptions): void {
   }
 }
 
+/** How many leading leaves a payload shares with a recent manifest's: the prefix a manifest on it keeps. */
+function sharedLeaves(recent: RecentManifest, leaves: readonly PlannedEntry[]): number {
+  const limit = Math.min(recent.leafIds.length, leaves.length);
+  let shared = 0;
+  while (shared < limit && recent.leafIds[shared] === leaves[shared]?.id) shared += 1;
+  return shared;
+}
+
 /**
  * The chunk store as a Temporal External Storage driver.
  *
@@ -711,9 +719,7 @@ export class ChunkStoreDriver implements StorageDriver {
       return this.recent.some((recent) => recent.keyId === keyId && recent.leafIds[0] === first);
     return this.recent.some((recent) => {
       if (recent.keyId !== keyId) return false;
-      let shared = 0;
-      while (shared < Math.min(recent.leafIds.length, leaves.length) && recent.leafIds[shared] === leaves[shared]?.id)
-        shared += 1;
+      const shared = sharedLeaves(recent, leaves);
       return shared > 0 && (leaves[shared - 1]?.end ?? 0) * 2 >= size;
     });
   }
@@ -729,9 +735,7 @@ export class ChunkStoreDriver implements StorageDriver {
     let best: { recent: RecentManifest; shared: number } | undefined;
     for (const recent of this.recent) {
       if (recent.keyId !== keyId) continue;
-      let shared = 0;
-      const limit = Math.min(recent.leafIds.length, leaves.length);
-      while (shared < limit && recent.leafIds[shared] === leaves[shared]?.id) shared += 1;
+      const shared = sharedLeaves(recent, leaves);
       if (shared > 0 && (best === undefined || shared > best.shared)) best = { recent, shared };
     }
     // The chain is cut where it reaches its depth: a full manifest, the base of the next ones.
