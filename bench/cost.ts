@@ -324,7 +324,7 @@ function engine(name: string, options: Omit<CompactionOptions, 'contextBudget'>,
           // The variant the first figures used: the summarized messages themselves, uncapped.
           const regions = findRegions(conversation, resolved.keepRecent);
           summarizerTokens = tokens(
-            conversation.filter((_, index) => index <= result.cutIndex && regions.removable[index] === true),
+            conversation.filter((_, index) => index <= result.cutIndex && regions.removable[index] === 1),
           );
         }
         managed = result.messages;

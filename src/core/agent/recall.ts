@@ -174,7 +174,7 @@ export function withRecallIds(
     const removable = removableMask(entries.map((entry) => entry.message));
     const numbers: number[] = [];
     entries.slice(0, result.cutIndex + 1).forEach((entry, index) => {
-      if (removable[index] !== true) return;
+      if (removable[index] !== 1) return;
       const number = idNumber(entry.id);
       if (number !== undefined) numbers.push(number);
       else numbers.push(...namedNumbers(entry.message));

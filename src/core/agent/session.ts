@@ -155,7 +155,7 @@ export function applySessionLine(entries: readonly SessionEntry[], line: Session
       const next: SessionEntry[] = [];
       let placed = false;
       entries.forEach((entry, index) => {
-        if (index > through || removable[index] !== true) return next.push(entry);
+        if (index > through || removable[index] !== 1) return next.push(entry);
         const content = line.summary ?? line.trimMarker;
         if (!placed && content !== undefined && line.replacesThroughId !== null) {
           next.push({ id: summaryId(line.replacesThroughId), message: { role: 'user', content } });

@@ -28,13 +28,13 @@ function keptMessages(messages: readonly ChatMessage[], regions: Regions): (cut:
   const pinnedBefore: ChatMessage[] = [];
   for (let index = 0; index < regions.cut; index += 1) {
     const message = messages[index];
-    if (message !== undefined && regions.removable[index] !== true) pinnedBefore.push(message);
+    if (message !== undefined && regions.removable[index] !== 1) pinnedBefore.push(message);
   }
   return (cut) => {
     const kept = [...pinnedBefore];
     for (let index = regions.cut; index < messages.length; index += 1) {
       const message = messages[index];
-      if (message !== undefined && (index >= cut || regions.removable[index] !== true)) kept.push(message);
+      if (message !== undefined && (index >= cut || regions.removable[index] !== 1)) kept.push(message);
     }
     return kept;
   };
@@ -110,7 +110,7 @@ export function summarizedLastRound(messages: readonly ChatMessage[], regions: R
   if (lastTurn <= summary) return true;
   const before = messages.slice(0, lastTurn);
   const window = findCut(before, keepRecent);
-  for (let index = summary + 1; index < window; index += 1) if (regions.removable[index] === true) return false;
+  for (let index = summary + 1; index < window; index += 1) if (regions.removable[index] === 1) return false;
   return true;
 }
 

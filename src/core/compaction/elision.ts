@@ -171,7 +171,7 @@ export function planElisions(
   for (let index = messages.length - 1; index >= 0; index -= 1) {
     const message = messages[index];
     if (message === undefined) continue;
-    if (regions.inMiddle[index] === true && message.role === 'tool' && !isStub(message)) {
+    if (regions.inMiddle[index] === 1 && message.role === 'tool' && !isStub(message)) {
       const identity = identities[index] ?? -1;
       const length = contentText(message.content).length;
       const repeated = identity >= 0 && (copies[identity] ?? 0) > 1;
@@ -230,7 +230,7 @@ export function planImageElisions(
   for (let index = messages.length - 1; index >= 0; index -= 1) {
     const content = messages[index]?.content;
     if (!Array.isArray(content)) continue;
-    const eligible = regions.inMiddle[index] === true && !skip.has(index);
+    const eligible = regions.inMiddle[index] === 1 && !skip.has(index);
     let parts: ContentPart[] | undefined;
     const stubs: string[] = [];
     for (let part = content.length - 1; part >= 0; part -= 1) {

@@ -224,7 +224,7 @@ function assemble(messages: readonly ChatMessage[], regions: Regions, summary: s
   const assembled: ChatMessage[] = [];
   messages.forEach((message, index) => {
     if (index === first) assembled.push({ role: 'user', content: summary });
-    else if (regions.inMiddle[index] !== true) assembled.push(message);
+    else if (regions.inMiddle[index] !== 1) assembled.push(message);
   });
   return assembled;
 }
@@ -249,7 +249,7 @@ export function hardTrim(
   // up to middle[prefix - 1]: a mask and a bound, not a Set per probe (hot at 100k messages).
   const without = (prefix: number): ChatMessage[] => {
     const last = prefix === 0 ? -1 : (regions.middle[prefix - 1] ?? -1);
-    const kept = messages.filter((_, index) => index > last || regions.inMiddle[index] !== true);
+    const kept = messages.filter((_, index) => index > last || regions.inMiddle[index] !== 1);
     // docs/design.md#recall A trim's marker stands where the first message it dropped stood.
     const text = markerOf(prefix);
     if (text !== '') kept.splice(regions.middle[0] ?? 0, 0, { role: 'user', content: text });
@@ -337,7 +337,7 @@ function trimMarkerOf(hooks: CompactionHooks): ((dropped: readonly number[]) => 
 
 /** The messages a compaction keeps around the middle it replaces: what a summary's identifiers are checked against. */
 function keptAround(messages: readonly ChatMessage[], regions: Regions): ChatMessage[] {
-  return messages.filter((_, index) => regions.inMiddle[index] !== true);
+  return messages.filter((_, index) => regions.inMiddle[index] !== 1);
 }
 
 /** The call's instructions with the identifiers a retry must keep: the extractive summarizer keeps what they name first. */

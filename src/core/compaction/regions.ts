@@ -83,7 +83,7 @@ export class CallOwners {
  * message (removing the rest of such a group would orphan a sticky result or strand a sticky turn).
  * Session replay uses the same rule to turn `replacesThroughId` back into removed messages.
  */
-export function removableMask(messages: readonly ChatMessage[], groups: Groups = toolGroups(messages)): boolean[] {
+export function removableMask(messages: readonly ChatMessage[], groups: Groups = toolGroups(messages)): Uint8Array {
   const count = messages.length;
   const sticky = new Uint8Array(count);
   // By group id (a message index): whether the group holds a sticky message.
@@ -93,9 +93,9 @@ export function removableMask(messages: readonly ChatMessage[], groups: Groups =
     sticky[index] = 1;
     pinned[groups.groupOf[index] ?? index] = 1;
   }
-  const removable = new Array<boolean>(count);
+  const removable = new Uint8Array(count);
   for (let index = 0; index < count; index += 1)
-    removable[index] = sticky[index] === 0 && pinned[groups.groupOf[index] ?? index] === 0;
+    if (sticky[index] === 0 && pinned[groups.groupOf[index] ?? index] === 0) removable[index] = 1;
   return removable;
 }
 
@@ -174,10 +174,17 @@ export interface Regions {
   groups: Groups;
   /** First index of the recent window (messages.length when the window is empty). */
   cut: number;
-  removable: boolean[];
+  /**
+   * 1 for each message a compaction may remove ({@link removableMask}), else 0. Masks over every
+   * message are bytes, not `boolean[]`: a pass makes several, and at 100k messages an array of
+   * booleans is 800 KB of the young generation (it brings the next scavenge closer), a byte mask
+   * 100 KB outside it.
+   */
+  removable: Uint8Array;
   /** Ascending indices of the middle: removable messages before the cut. */
   middle: number[];
-  inMiddle: boolean[];
+  /** 1 for each message in the middle, else 0. */
+  inMiddle: Uint8Array;
 }
 
 export function findRegions(messages: readonly ChatMessage[], keepRecent: number): Regions {
@@ -190,20 +197,19 @@ export function regionsAt(
   messages: readonly ChatMessage[],
   cut: number,
   groups: Groups,
-  removable: boolean[],
+  removable: Uint8Array,
 ): Regions {
   const count = removable.length;
-  const inMiddle = new Array<boolean>(count);
+  const inMiddle = new Uint8Array(count);
   let size = 0;
-  for (let index = 0; index < count; index += 1) {
-    const isMiddle = removable[index] === true && index < cut;
-    inMiddle[index] = isMiddle;
-    if (isMiddle) size += 1;
+  for (let index = 0; index < count && index < cut; index += 1) {
+    if (removable[index] !== 1) continue;
+    inMiddle[index] = 1;
+    size += 1;
   }
   // Made at its size, not grown: the middle of a long conversation is most of it.
   const middle = new Array<number>(size);
-  for (let index = 0, position = 0; position < size; index += 1)
-    if (inMiddle[index] === true) middle[position++] = index;
+  for (let index = 0, position = 0; position < size; index += 1) if (inMiddle[index] === 1) middle[position++] = index;
   return { groups, cut, removable, middle, inMiddle };
 }
 

@@ -63,7 +63,7 @@ function withText(message: ChatMessage, part: number, text: string): ChatMessage
 export function truncateToFit(
   input: readonly ChatMessage[],
   result: CompactionResult,
-  removable: readonly boolean[],
+  removable: Uint8Array,
   counter: TokenCounter,
   limit: number,
 ): CompactionResult {
@@ -74,7 +74,7 @@ export function truncateToFit(
     .filter(
       (candidate): candidate is typeof candidate & { at: number; text: { text: string; part: number } } =>
         candidate.at !== undefined &&
-        removable[candidate.index] === true &&
+        removable[candidate.index] === 1 &&
         !uncuttable.has(candidate.message) &&
         (candidate.message.role === 'tool' || candidate.message.role === 'user') &&
         !isSummaryMessage(candidate.message) &&
