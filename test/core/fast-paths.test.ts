@@ -190,6 +190,56 @@ describe('the middle as the summarizer sees it', () => {
       expect(seen?.tool_calls === calls, shape).toBe(kept);
     }
   });
+
+  /** A seen message by its definition: role, content, tool_calls, tool_call_id, name, in that order, each only when defined. */
+  const seenByDefinition = (message: ChatMessage, content: ChatMessage['content']): Record<string, unknown> => {
+    const seen: Record<string, unknown> = { role: message.role, content };
+    for (const key of ['tool_calls', 'tool_call_id', 'name'] as const)
+      if (message[key] !== undefined) seen[key] = message[key];
+    return seen;
+  };
+  const messages: Record<string, { message: ChatMessage; kept: boolean; content?: ChatMessage['content'] }> = {
+    'a user message': { message: { role: 'user', content: 'go on' }, kept: true },
+    'a turn with calls in the shape built': {
+      message: { role: 'assistant', content: null, tool_calls: [call('a')] },
+      kept: true,
+    },
+    'a result with its keys in order': {
+      message: { role: 'tool', content: 'ok', tool_call_id: 'a', name: 'read_file' },
+      kept: true,
+    },
+    'a result of text parts within the cap': {
+      message: { role: 'tool', content: [{ type: 'text', text: 'ok' }], tool_call_id: 'a' },
+      kept: true,
+    },
+    'a result with its id before its content': {
+      message: { role: 'tool', tool_call_id: 'a', content: 'ok' },
+      kept: false,
+    },
+    'content before role': { message: { content: 'go on', role: 'user' }, kept: false },
+    'a key it leaves out': { message: { role: 'user', content: 'go on', id: 'm1' } as ChatMessage, kept: false },
+    'a key set to undefined': { message: { role: 'user', content: 'go on', name: undefined }, kept: false },
+    'a result over the cap': {
+      message: { role: 'tool', content: 'x'.repeat(80), tool_call_id: 'a' },
+      kept: false,
+      content: capText('x'.repeat(80), 50),
+    },
+    'an image part': {
+      message: { role: 'user', content: [{ type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } }] },
+      kept: false,
+      content: [{ type: 'text', text: '[image]' }],
+    },
+  };
+
+  it('keeps a message already as it would build it, and builds every other one to its definition', () => {
+    for (const [shape, { message, kept, content = message.content }] of Object.entries(messages)) {
+      const [seen] = capMiddle([message], 50);
+      expect(seen === message, shape).toBe(kept);
+      // Same keys, in the same order, as the definition (undefined ones left out), and the same values.
+      expect(Object.keys(seen ?? {}), shape).toEqual(Object.keys(seenByDefinition(message, content)));
+      expect(seen, shape).toEqual(seenByDefinition(message, content));
+    }
+  });
 });
 
 describe('the identifiers a summary must keep', () => {

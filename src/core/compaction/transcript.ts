@@ -100,6 +100,9 @@ export function seenMessage(message: ChatMessage, toolResultCap: number): ChatMe
     const text = typeof content === 'string' ? content : renderContent(message.content);
     if (text.length > toolResultCap) content = capText(text, toolResultCap);
   }
+  // A message already as this function would build it is kept: no copy of most of a long middle.
+  const callsSeen = calls === undefined || everyCallSeen(calls, toolResultCap);
+  if (content === message.content && callsSeen && inSeenShape(message)) return message;
   if (calls === undefined) {
     if (callId === undefined) return name === undefined ? { role, content } : { role, content, name };
     return name === undefined ? { role, content, tool_call_id: callId } : { role, content, tool_call_id: callId, name };
@@ -108,7 +111,7 @@ export function seenMessage(message: ChatMessage, toolResultCap: number): ChatMe
   const seen: ChatMessage = {
     role,
     content,
-    tool_calls: everyCallSeen(calls, toolResultCap) ? calls : seenCalls(calls, toolResultCap),
+    tool_calls: callsSeen ? calls : seenCalls(calls, toolResultCap),
   };
   if (callId !== undefined) seen.tool_call_id = callId;
   if (name !== undefined) seen.name = name;
@@ -124,6 +127,25 @@ function seenCalls(calls: readonly ToolCall[], toolResultCap: number): ToolCall[
     seen[index] = { id: call.id, type: call.type, function: { name, arguments: capText(args, toolResultCap) } };
   }
   return seen;
+}
+
+const SEEN_KEYS = ['role', 'content', 'tool_calls', 'tool_call_id', 'name'] as const;
+
+/**
+ * True when `message`'s enumerable keys are `role`, `content` and some of the others
+ * {@link seenMessage} builds, in its order, none of them undefined (a key it would leave out).
+ * A for-in, like {@link keysAre}: no array of keys per message.
+ */
+function inSeenShape(message: ChatMessage): boolean {
+  const record = message as unknown as Record<string, unknown>;
+  let next = 0;
+  for (const key in record) {
+    // role and content come first, always; each of the others may be left out.
+    while (next >= 2 && next < SEEN_KEYS.length && SEEN_KEYS[next] !== key) next += 1;
+    if (SEEN_KEYS[next] !== key || record[key] === undefined) return false;
+    next += 1;
+  }
+  return next >= 2;
 }
 
 const CALL_KEYS = ['id', 'type', 'function'] as const;
