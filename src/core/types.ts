@@ -58,6 +58,7 @@ export interface SummarizeRequest {
    * and tool-call arguments at `toolResultCap`; only role, content, tool calls and tool result ids
    * kept). Present in every request the engine builds; absent in a request built by hand. A
    * summarizer that works on structure (the extractive one) reads this instead of the text.
+   * A message already in that shape is the caller's own object, not a copy: read it, never change it.
    */
   middle?: ChatMessage[];
   /**
