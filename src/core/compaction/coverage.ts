@@ -3,7 +3,7 @@
 // the task, pinned and sticky messages, the recent window — since the agent still refers to them.
 import { contentText } from '../counting/tokens.js';
 import { seenMessage } from './transcript.js';
-import type { ChatMessage, Coverage } from '../types.js';
+import type { ChatMessage, Coverage, ToolCall } from '../types.js';
 
 export type { Coverage };
 
@@ -118,7 +118,9 @@ function mentions(message: ChatMessage, key: string, toolResultCap: number): boo
   } else if (content !== null && contentText(seenMessage(message, toolResultCap).content).includes(key)) return true;
   const calls = message.tool_calls;
   if (calls === undefined) return false;
-  for (const call of calls) if (within(call.function.arguments, toolResultCap).includes(key)) return true;
+  // An index loop: leaving a for-of early closes its iterator, which then has to exist.
+  for (let position = 0; position < calls.length; position += 1)
+    if (within((calls[position] as ToolCall).function.arguments, toolResultCap).includes(key)) return true;
   return false;
 }
 

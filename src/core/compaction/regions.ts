@@ -1,6 +1,6 @@
 // Sandbox-safe: tool-call groups, the cut, and the middle (docs/design.md#regions).
 import { isSticky } from '../schema.js';
-import type { ChatMessage } from '../types.js';
+import type { ChatMessage, ToolCall } from '../types.js';
 
 /**
  * Tool-call groups: an assistant turn with `tool_calls` and every later tool result that
@@ -59,7 +59,9 @@ export class CallOwners {
     for (let before = index - 1; before >= from; before -= 1) {
       const calls = this.messages[before]?.tool_calls;
       if (calls === undefined) continue;
-      for (const call of calls) if (call.id === callId) return before;
+      // An index loop: leaving a for-of early closes its iterator, which then has to exist.
+      for (let position = 0; position < calls.length; position += 1)
+        if ((calls[position] as ToolCall).id === callId) return before;
     }
     if (from === 0) return undefined;
     this.byResult ??= this.collect();

@@ -253,7 +253,11 @@ class ToolNames {
   of(index: number, callId: string): string | undefined {
     const owner = this.owners.of(index, callId);
     if (owner === undefined) return undefined;
-    for (const call of this.messages[owner]?.tool_calls ?? []) if (call.id === callId) return call.function.name;
+    const calls = this.messages[owner]?.tool_calls ?? [];
+    for (let position = 0; position < calls.length; position += 1) {
+      const call = calls[position] as ToolCall;
+      if (call.id === callId) return call.function.name;
+    }
     return undefined;
   }
 }
