@@ -102,12 +102,9 @@ function callInfoByResult(messages: readonly ChatMessage[], regions: Regions): C
     const calls = messages[askerIndex]?.tool_calls;
     if (calls === undefined) continue;
     let call: ToolCall | undefined;
-    for (const candidate of calls) {
-      if (candidate.id === callId) {
-        call = candidate;
-        break;
-      }
-    }
+    // An index loop: leaving a for-of early closes its iterator, which then has to exist.
+    for (let position = 0; position < calls.length && call === undefined; position += 1)
+      if ((calls[position] as ToolCall).id === callId) call = calls[position];
     if (call === undefined) continue;
     const args = call.function.arguments;
     let byName = byArguments.get(args);
@@ -167,6 +164,9 @@ export function planElisions(
   let poolChars = 0;
   let charsAfter = 0;
   const eligibleFromEnd: Elision[] = [];
+  // Each stub's end (elisionStub's), made once per call identity, or per tool name for a result
+  // with no identity: a pass may make thousands of stubs.
+  const endOf = new Array<string | undefined>(count);
   const ends = new Map<string, string>();
   for (let index = messages.length - 1; index >= 0; index -= 1) {
     const message = messages[index];
@@ -177,12 +177,12 @@ export function planElisions(
       const repeated = identity >= 0 && (copies[identity] ?? 0) > 1;
       const eligible = repeated ? newest[identity] !== index : length > ageMinChars && charsAfter >= ageReclaimMin;
       if (eligible) {
-        // elisionStub, with each tool name's end made once (a pass may make thousands of stubs).
-        const toolName = (identity >= 0 ? names[identity] : undefined) ?? message.name ?? 'tool';
-        let end = ends.get(toolName);
+        let end = identity >= 0 ? endOf[identity] : undefined;
         if (end === undefined) {
-          end = stubEnd(toolName);
+          const toolName = (identity >= 0 ? names[identity] : undefined) ?? message.name ?? 'tool';
+          end = ends.get(toolName) ?? stubEnd(toolName);
           ends.set(toolName, end);
+          if (identity >= 0) endOf[identity] = end;
         }
         const stub = stubOf(length, end);
         // A longer stub would spend a cache miss to make the prompt bigger.
@@ -192,7 +192,8 @@ export function planElisions(
         }
       }
     }
-    charsAfter += messageChars(message);
+    // Past ageReclaimMin the sum decides nothing more: the rest of the messages need not be read for it.
+    if (charsAfter < ageReclaimMin) charsAfter += messageChars(message);
   }
   return { elisions: eligibleFromEnd.reverse(), poolChars };
 }
