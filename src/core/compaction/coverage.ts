@@ -118,7 +118,7 @@ function mentions(message: ChatMessage, key: string, toolResultCap: number): boo
   } else if (content !== null && contentText(seenMessage(message, toolResultCap).content).includes(key)) return true;
   const calls = message.tool_calls;
   if (calls === undefined) return false;
-  // An index loop: leaving a for-of early closes its iterator, which then has to exist.
+  // An index loop, as in CallOwners.of.
   for (let position = 0; position < calls.length; position += 1)
     if (within((calls[position] as ToolCall).function.arguments, toolResultCap).includes(key)) return true;
   return false;
@@ -153,7 +153,8 @@ function scannedIdentifiers(
 ): string[] {
   const fromMiddle = new Set<string>();
   const searched = new Map([...used].map((identifier) => [identifier, searchKey(identifier)]));
-  for (const message of middle) {
+  for (let index = 0; index < middle.length; index += 1) {
+    const message = middle[index] as ChatMessage;
     if (mayHold(message, searched, fromMiddle, toolResultCap))
       usedIn(seenMessage(message, toolResultCap), used, fromMiddle);
     if (fromMiddle.size === used.size) break;

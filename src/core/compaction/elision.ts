@@ -102,7 +102,7 @@ function callInfoByResult(messages: readonly ChatMessage[], regions: Regions): C
     const calls = messages[askerIndex]?.tool_calls;
     if (calls === undefined) continue;
     let call: ToolCall | undefined;
-    // An index loop: leaving a for-of early closes its iterator, which then has to exist.
+    // An index loop, as in CallOwners.of.
     for (let position = 0; position < calls.length && call === undefined; position += 1)
       if ((calls[position] as ToolCall).id === callId) call = calls[position];
     if (call === undefined) continue;
@@ -287,7 +287,9 @@ export function elides(options: { ageObservations: boolean; keepImages?: number 
 /** Applies elisions: only `content` changes (to `content` when the elision has one, else to `stub`); every other field and every position stays. */
 export function applyElisions(messages: readonly ChatMessage[], elisions: readonly Elision[]): ChatMessage[] {
   const applied = messages.slice();
-  for (const elision of elisions) {
+  // An index loop: until V8 optimizes it, a for-of makes an iterator result per elision.
+  for (let position = 0; position < elisions.length; position += 1) {
+    const elision = elisions[position] as Elision;
     const message = applied[elision.index];
     if (message !== undefined) applied[elision.index] = { ...message, content: elision.content ?? elision.stub };
   }

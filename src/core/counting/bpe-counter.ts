@@ -251,7 +251,9 @@ export function createBpeCounter(options: BpeCounterOptions = {}): TokenCounter 
         return fixed;
       };
       let tokens = perRequest;
-      for (const message of messages) tokens += messageTokens(message, perPart);
+      // An index loop: see createCharCounter's count.
+      for (let index = 0; index < messages.length; index += 1)
+        tokens += messageTokens(messages[index] as ChatMessage, perPart);
       return tokens;
     },
   };

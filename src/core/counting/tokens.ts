@@ -114,7 +114,10 @@ export function createCharCounter({
         }
         return fixed;
       };
-      for (const message of messages) {
+      // An index loop, not a for-of: until V8 optimizes the loop, a for-of makes an iterator result
+      // per message (4 MB for a count of 100k messages), and a count runs over every message.
+      for (let index = 0; index < messages.length; index += 1) {
+        const message = messages[index] as ChatMessage;
         chars += messageChars(message);
         const charge = partCharge(message, perPart);
         if (charge !== undefined) {
