@@ -14,9 +14,9 @@ import {
 } from '../../src/core/compaction/transcript.js';
 import { contentText } from '../../src/core/counting/tokens.js';
 import { toolGroups } from '../../src/core/compaction/regions.js';
-import { canonicalArguments } from '../../src/core/compaction/elision.js';
+import { applyElisions, canonicalArguments, elidedContents } from '../../src/core/compaction/elision.js';
 import { chatMessageSchema, validateMessages } from '../../src/core/schema.js';
-import type { ChatMessage, ToolCall } from '../../src/core/types.js';
+import type { ChatMessage, Elision, ToolCall } from '../../src/core/types.js';
 import { createRandom } from '../../corpus/random.js';
 import { assistant, tool, user } from '../support/messages.js';
 import { askers } from '../support/conversations.js';
@@ -289,6 +289,34 @@ describe('the identifiers a summary must keep', () => {
     ];
     expect(requiredIdentifiers(cutShort, [user('src/app.ts src/lib.ts')], 17)).toEqual([]);
     expect(requiredIdentifiers(cutShort, [user('src/app.ts src/lib.ts')], 21)).toEqual(['src/app.ts']);
+  });
+
+  it('of a middle with elisions are those of the elided middle, read from the input and elidedContents', () => {
+    let elided = 0;
+    for (let seed = 1; seed <= 60; seed += 1) {
+      const { middle, kept } = cutAt(seed);
+      const indices = middle.map((_, index) => index);
+      // Every third tool result elided, some to a stub naming an identifier the kept messages use,
+      // every image message to text parts: what a pass's elisions leave.
+      const elisions: Elision[] = middle.flatMap((message, index): Elision[] => {
+        if (Array.isArray(message.content) && message.role !== 'tool')
+          return [{ index, stub: 'src/app.ts', content: [{ type: 'text', text: `[image elided] src/app.ts` }] }];
+        if (message.role !== 'tool' || index % 3 !== 0) return [];
+        return [{ index, stub: index % 2 === 0 ? `[elided: 20-char bash result] src/app.ts` : '[elided]' }];
+      });
+      elided += elisions.length;
+      const applied = applyElisions(middle, elisions);
+      const contents = elidedContents(indices, elisions);
+      for (const cap of [Number.POSITIVE_INFINITY, 25, 120]) {
+        expect(JSON.stringify(capMiddle(middle, cap, contents)), `seed ${seed}, cap ${cap}`).toBe(
+          JSON.stringify(capMiddle(applied, cap)),
+        );
+        expect(requiredIdentifiers(middle, kept, cap, contents), `seed ${seed}, cap ${cap}`).toEqual(
+          requiredIdentifiers(applied, kept, cap),
+        );
+      }
+    }
+    expect(elided).toBeGreaterThan(100);
   });
 
   it('are found when the kept messages use more identifiers than are searched for one by one', () => {

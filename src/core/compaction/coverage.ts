@@ -55,19 +55,23 @@ function factText(message: ChatMessage): string {
  * The identifiers a summary of `middle` must keep: those of the middle as the summarizer saw it
  * (`capMiddle(middle, toolResultCap)`; the middle is read within the cut, never cut itself) that
  * `kept` uses too, in the order the middle first used them. System and developer messages of
- * `kept` do not count: the model reads them at every request whatever the summary says.
+ * `kept` do not count: the model reads them at every request whatever the summary says. With
+ * `contents` (`elidedContents`), a message an elision replaces is read with the elision's content.
  */
 export function requiredIdentifiers(
   middle: readonly ChatMessage[],
   kept: readonly ChatMessage[],
   toolResultCap = Number.POSITIVE_INFINITY,
+  contents?: readonly (ChatMessage['content'] | undefined)[],
 ): string[] {
   const used = new Set<string>();
   for (const message of kept) {
     if (message.role !== 'system' && message.role !== 'developer') identifiersIn(factText(message), used);
   }
   if (used.size === 0) return [];
-  if (used.size > SEARCHED_ONE_BY_ONE) return scannedIdentifiers(middle, used, toolResultCap);
+  const contentAt = (index: number): ChatMessage['content'] =>
+    contents?.[index] ?? (middle[index] as ChatMessage).content;
+  if (used.size > SEARCHED_ONE_BY_ONE) return scannedIdentifiers(middle, used, toolResultCap, contentAt);
   // The middle runs to megabytes and `used` to a few identifiers: each is searched for on its own,
   // from the start of the middle to the first message that holds it (a native substring search,
   // many times faster than reading the text token by token), and confirmed there as a token.
@@ -77,8 +81,9 @@ export function requiredIdentifiers(
     const only = new Set([identifier]);
     for (let index = 0; index < middle.length; index += 1) {
       const message = middle[index] as ChatMessage;
-      if (!mentions(message, key, toolResultCap)) continue;
-      if (usedIn(seenMessage(message, toolResultCap), only, new Set()).size === 0) continue;
+      const content = contentAt(index);
+      if (!mentions(message, key, toolResultCap, content)) continue;
+      if (usedIn(seenMessage(message, toolResultCap, content), only, new Set()).size === 0) continue;
       const found = firstIn.get(index);
       if (found === undefined) firstIn.set(index, only);
       else found.add(identifier);
@@ -91,7 +96,7 @@ export function requiredIdentifiers(
     const message = middle[index];
     const identifiers = firstIn.get(index);
     if (message !== undefined && identifiers !== undefined)
-      usedIn(seenMessage(message, toolResultCap), identifiers, ordered);
+      usedIn(seenMessage(message, toolResultCap, contentAt(index)), identifiers, ordered);
   }
   return [...ordered];
 }
@@ -111,11 +116,16 @@ function textsOf(message: ChatMessage): string[] {
  * `toolResultCap`: `capMiddle`), as a substring: a token of it may still not. Searched in the
  * message itself, within the cut: the cut text ends with a marker no key of an identifier is in.
  */
-function mentions(message: ChatMessage, key: string, toolResultCap: number): boolean {
-  const { content } = message;
+function mentions(
+  message: ChatMessage,
+  key: string,
+  toolResultCap: number,
+  content: ChatMessage['content'] = message.content,
+): boolean {
   if (typeof content === 'string') {
     if (within(content, message.role === 'tool' ? toolResultCap : Number.POSITIVE_INFINITY).includes(key)) return true;
-  } else if (content !== null && contentText(seenMessage(message, toolResultCap).content).includes(key)) return true;
+  } else if (content !== null && contentText(seenMessage(message, toolResultCap, content).content).includes(key))
+    return true;
   const calls = message.tool_calls;
   if (calls === undefined) return false;
   // An index loop, as in CallOwners.of.
@@ -150,13 +160,15 @@ function scannedIdentifiers(
   middle: readonly ChatMessage[],
   used: ReadonlySet<string>,
   toolResultCap: number,
+  contentAt: (index: number) => ChatMessage['content'],
 ): string[] {
   const fromMiddle = new Set<string>();
   const searched = new Map([...used].map((identifier) => [identifier, searchKey(identifier)]));
   for (let index = 0; index < middle.length; index += 1) {
     const message = middle[index] as ChatMessage;
-    if (mayHold(message, searched, fromMiddle, toolResultCap))
-      usedIn(seenMessage(message, toolResultCap), used, fromMiddle);
+    const content = contentAt(index);
+    if (mayHold(message, searched, fromMiddle, toolResultCap, content))
+      usedIn(seenMessage(message, toolResultCap, content), used, fromMiddle);
     if (fromMiddle.size === used.size) break;
   }
   return [...fromMiddle];
@@ -186,10 +198,11 @@ function mayHold(
   searched: ReadonlyMap<string, string>,
   found: ReadonlySet<string>,
   toolResultCap: number,
+  content: ChatMessage['content'],
 ): boolean {
   if (searched.size - found.size > SEARCHED_AT_MOST) return true;
   for (const [identifier, key] of searched)
-    if (!found.has(identifier) && mentions(message, key, toolResultCap)) return true;
+    if (!found.has(identifier) && mentions(message, key, toolResultCap, content)) return true;
   return false;
 }
 

@@ -284,6 +284,29 @@ export function elides(options: { ageObservations: boolean; keepImages?: number 
   return options.ageObservations || options.keepImages !== undefined;
 }
 
+/**
+ * The content each elision gives the message at each position of `indices` (ascending input
+ * indices, a middle): what `applyElisions` would set there, undefined where no elision does; no
+ * array at all without elisions. What the summary of a middle reads instead of a copy of each
+ * elided message (`capMiddle`, `requiredIdentifiers`).
+ */
+export function elidedContents(
+  indices: readonly number[],
+  elisions: readonly Elision[],
+): (string | ContentPart[] | undefined)[] | undefined {
+  if (elisions.length === 0) return undefined;
+  const contents = new Array<string | ContentPart[] | undefined>(indices.length);
+  // Both ascend: the elisions are walked once beside the indices.
+  let next = 0;
+  for (let position = 0; position < indices.length && next < elisions.length; position += 1) {
+    const index = indices[position] as number;
+    while (next < elisions.length && (elisions[next] as Elision).index < index) next += 1;
+    const elision = elisions[next];
+    if (elision?.index === index) contents[position] = elision.content ?? elision.stub;
+  }
+  return contents;
+}
+
 /** Applies elisions: only `content` changes (to `content` when the elision has one, else to `stub`); every other field and every position stays. */
 export function applyElisions(messages: readonly ChatMessage[], elisions: readonly Elision[]): ChatMessage[] {
   const applied = messages.slice();

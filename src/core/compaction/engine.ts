@@ -5,7 +5,7 @@
 // answers with a direct call (retrying per docs/design.md#failures), the workflow `compact` with an activity under
 // Temporal's retry policy. Neither driver decides anything, so the two cannot drift apart.
 import { epochPays, planWindow, summarizedLastRound, worthStarting } from './economics.js';
-import { applyElisions, elides, planPassElisions } from './elision.js';
+import { applyElisions, elidedContents, elides, planPassElisions } from './elision.js';
 import { aimFor, instructionTextOf, type Aim, type CallOverrides, type ResolvedOptions } from './options.js';
 import { findRegions, trimBoundaries, type Regions } from './regions.js';
 import { validateMessages } from '../schema.js';
@@ -107,8 +107,22 @@ function finish(
   return { ...fields, tokensBefore: pass.tokensBefore, tokensAfter, exhausted: tokensAfter > pass.aim.limit };
 }
 
-function elide(pass: Pass, hooks: CompactionHooks = {}): { messages: ChatMessage[]; elisions: Elision[] } {
-  if (!elides(pass.options)) return { messages: [...pass.input], elisions: [] };
+/**
+ * A pass's elisions, and the conversation with them applied. The conversation is made only when
+ * something reads it whole (a count, an elision-only result, the hard trim): a summary reads only
+ * the middle, which it reads from the input and `elidedContents`, and the messages around it,
+ * which no elision touches (every elision stands in the standard middle). At 100k messages that
+ * is 60k copied messages fewer.
+ */
+interface Elided {
+  elisions: Elision[];
+  /** The input with the elisions applied; the same array at every call (never change it). */
+  messages(): ChatMessage[];
+}
+
+function elide(pass: Pass, hooks: CompactionHooks = {}): Elided {
+  let applied: ChatMessage[] | undefined;
+  if (!elides(pass.options)) return { elisions: [], messages: () => (applied ??= [...pass.input]) };
   const planned = planPassElisions(pass.input, pass.regions, pass.options).elisions;
   const { nameReplaced } = hooks;
   // docs/design.md#recall A tool result's stub names what it replaced (an image elision keeps the rest of its message).
@@ -120,7 +134,7 @@ function elide(pass: Pass, hooks: CompactionHooks = {}): { messages: ChatMessage
             ? { ...elision, stub: `${elision.stub}${nameReplaced('stub', [elision.index])}` }
             : elision,
         );
-  return { messages: applyElisions(pass.input, elisions), elisions };
+  return { elisions, messages: () => (applied ??= applyElisions(pass.input, elisions)) };
 }
 
 /** Over this, a pass is over the trigger; at or below it, a pass with something to elide is an elision-only epoch. */
@@ -160,8 +174,8 @@ export function needsCompactionCore(
     if (summarizedLastRound(pass.input, pass.regions, options.keepRecent)) return false;
     const elided = elide(pass);
     const stop = elisionStop(pass);
-    if (elided.elisions.length > 0 && stop >= 0 && aim.counter.count(elided.messages) <= stop) return true;
-    return worthStarting(planWindow(elided.messages, pass.regions, aim, options), aim);
+    if (elided.elisions.length > 0 && stop >= 0 && aim.counter.count(elided.messages()) <= stop) return true;
+    return worthStarting(planWindow(pass.input, pass.regions, aim, options), aim);
   }
   if (!elides(options) || pass.regions.middle.length === 0 || options.elisionEpochs === 'never') return false;
   // docs/design.md#no-thrash No thrash: an epoch is a compaction too (it rewrites the conversation below its prefix).
@@ -200,11 +214,12 @@ function summaryPiecesOf(pass: Pass, window: number): number | undefined {
     const below = pass.tokensBefore <= triggerOf(aim);
     if (below && options.legacyEpochRecount !== true) return undefined;
     const stop = below ? triggerOf(aim) : elisionStop(pass);
-    if (stop >= 0 && aim.counter.count(elided.messages) <= stop) return undefined;
+    if (stop >= 0 && aim.counter.count(elided.messages()) <= stop) return undefined;
   }
-  const planned = options.recentWindowGivesWay ? planWindow(elided.messages, regions, aim, options).regions : regions;
+  const planned = options.recentWindowGivesWay ? planWindow(pass.input, regions, aim, options).regions : regions;
   if (planned.middle.length === 0) return undefined;
-  const seen = capMiddle(messagesAt(elided.messages, planned.middle), options.toolResultCap);
+  const contents = elidedContents(planned.middle, elided.elisions);
+  const seen = capMiddle(messagesAt(pass.input, planned.middle), options.toolResultCap, contents);
   const instruction = summaryInstruction(undefined, pass.text);
   const cut = cutPieces(seen, instruction, pass.text.summaryInstructions, aim.counter, window);
   return cut === undefined || cut === 'unfit' ? undefined : cut.pieces.length;
@@ -360,32 +375,32 @@ function* passSteps(pass: Pass, hooks: CompactionHooks): CompactionSteps {
   const elided = elide(pass, hooks);
   if (elided.elisions.length > 0) {
     const elisionOnly = (): CompactionResult =>
-      finish(pass, { ...unchanged, messages: elided.messages, elisions: elided.elisions });
+      finish(pass, { ...unchanged, messages: elided.messages(), elisions: elided.elisions });
     // docs/design.md#epochs: an epoch never summarizes, never drops, never calls a backend. Decided on the count the
     // pass was entered with, not on a recount: a calibrated counter counts a changed conversation
     // with its estimator, which may say "over the trigger" of a conversation that just shrank.
     if (below && options.legacyEpochRecount !== true) return elisionOnly();
     const stop = below ? triggerOf(aim) : elisionStop(pass);
-    if (stop >= 0 && aim.counter.count(elided.messages) <= stop) return elisionOnly();
+    if (stop >= 0 && aim.counter.count(elided.messages()) <= stop) return elisionOnly();
   }
 
   // docs/design.md#window-gives-way The recent window gives way when it alone is over the low-water mark.
-  const plan = options.recentWindowGivesWay ? planWindow(elided.messages, regions, aim, options) : undefined;
+  // The window is planned on the input: it weighs only messages no elision touches (see Elided).
+  const plan = options.recentWindowGivesWay ? planWindow(pass.input, regions, aim, options) : undefined;
   const planned = plan?.regions ?? regions;
 
   // docs/design.md#no-op No-op: nothing between the sticky prefix and the recent window.
   if (planned.middle.length === 0) return finish(pass, { ...unchanged, messages: [...pass.input] });
 
   const trimmed = (): CompactionResult => {
-    const trim = hardTrim(elided.messages, planned, aim, trimMarkerOf(hooks));
+    const trim = hardTrim(elided.messages(), planned, aim, trimMarkerOf(hooks));
     return finish(pass, { ...trim, fallback: true, elisions: elided.elisions, summary: null });
   };
   // docs/design.md#never-worse Without a target, a summary over contextBudget loses to a hard trim that fits.
   let trimFits: boolean | undefined;
   const trimWouldFit = (): boolean =>
     (trimFits ??=
-      aim.counter.count(hardTrim(elided.messages, planned, aim, trimMarkerOf(hooks)).messages) <= aim.limit);
-  const middle = messagesAt(elided.messages, planned.middle);
+      aim.counter.count(hardTrim(elided.messages(), planned, aim, trimMarkerOf(hooks)).messages) <= aim.limit);
   const accepts = (candidate: ChatMessage[]): boolean => {
     const tokens = aim.counter.count(candidate);
     if (!(tokens < pass.tokensBefore && (aim.target === undefined || tokens <= aim.target))) return false;
@@ -409,7 +424,10 @@ function* passSteps(pass: Pass, hooks: CompactionHooks): CompactionSteps {
 
   // docs/design.md#summarizer-request One request; docs/design.md#failures the driver retries it; an empty summary is a failure.
   // The middle as the summarizer sees it, cut once for both requests.
-  const seen = capMiddle(middle, options.toolResultCap);
+  // The middle of the input, with what each elision there gives its message: the elided middle, without a copy of each elided message.
+  const middle = messagesAt(pass.input, planned.middle);
+  const contents = elidedContents(planned.middle, elided.elisions);
+  const seen = capMiddle(middle, options.toolResultCap, contents);
   const { text } = pass;
   // docs/design.md#coverage The identifiers the middle shares with what stays: a summary must keep them.
   const checking = options.summaryCoverage !== 'off';
@@ -417,13 +435,13 @@ function* passSteps(pass: Pass, hooks: CompactionHooks): CompactionSteps {
   let requiredOnce: string[] | undefined;
   const required = (): string[] =>
     (requiredOnce ??= checking
-      ? requiredIdentifiers(middle, keptAround(elided.messages, planned), options.toolResultCap)
+      ? requiredIdentifiers(middle, keptAround(pass.input, planned), options.toolResultCap, contents)
       : []);
   let covering: boolean | undefined;
   const mayCover = (): boolean => (covering ??= hooks.mayCover?.() !== false);
   const named = hooks.nameReplaced?.('summary', planned.middle) ?? '';
   const contentOf = (written: string): string => `${summaryContent(written, planned.middle.length)}${named}`;
-  const assembledOf = (written: string): ChatMessage[] => assemble(elided.messages, planned, contentOf(written));
+  const assembledOf = (written: string): ChatMessage[] => assemble(pass.input, planned, contentOf(written));
   /** The summary the summarizer wrote, with what it left out carried when that still fits; undefined when neither fits. */
   const accepted = (written: string): CompactionResult | undefined => {
     const missing = checking ? missingFrom(written, required()) : [];

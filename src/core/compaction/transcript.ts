@@ -71,8 +71,14 @@ export const CAP_MARKER = /» \[truncated by the harness: \d+ more characters\]$
  * becomes a text part with its description (`[image: 1280×800 png]`: never its data), and a tool
  * result cut short becomes the string its parts render to. `renderTranscript(capMiddle(m, cap), Infinity)` is
  * `renderTranscript(m, cap)`: the request carries both, so a summarizer reads whichever it needs.
+ * With `contents` (`elidedContents`), a message an elision replaces is seen with the elision's
+ * content, as `applyElisions` would have left it.
  */
-export function capMiddle(messages: readonly ChatMessage[], toolResultCap: number): ChatMessage[] {
+export function capMiddle(
+  messages: readonly ChatMessage[],
+  toolResultCap: number,
+  contents?: readonly (ChatMessage['content'] | undefined)[],
+): ChatMessage[] {
   const count = messages.length;
   const capped = new Array<ChatMessage>(count);
   // The transcript's length is counted in the same loop (one read of each message, not two: a long
@@ -80,7 +86,8 @@ export function capMiddle(messages: readonly ChatMessage[], toolResultCap: numbe
   const names = new ToolNames(messages);
   let length = 0;
   for (let index = 0; index < count; index += 1) {
-    const seen = seenMessage(messages[index] as ChatMessage, toolResultCap);
+    const message = messages[index] as ChatMessage;
+    const seen = seenMessage(message, toolResultCap, contents?.[index] ?? message.content);
     capped[index] = seen;
     length += renderedLength(seen, index, names, Number.POSITIVE_INFINITY);
   }
@@ -89,15 +96,19 @@ export function capMiddle(messages: readonly ChatMessage[], toolResultCap: numbe
 }
 
 /**
- * One message as {@link capMiddle} leaves it. Its keys are always role, content, tool_calls,
- * tool_call_id, name, in that order; each common shape is built whole, in one literal (one object
+ * One message as {@link capMiddle} leaves it, with `original` as its content (an elision's, for a
+ * message one replaces). Its keys are always role, content, tool_calls, tool_call_id, name, in that order; each common shape is built whole, in one literal (one object
  * of the right size, not one grown key by key: a long middle is thousands of these).
  */
-export function seenMessage(message: ChatMessage, toolResultCap: number): ChatMessage {
+export function seenMessage(
+  message: ChatMessage,
+  toolResultCap: number,
+  original: ChatMessage['content'] = message.content,
+): ChatMessage {
   const { role, tool_calls: calls, tool_call_id: callId, name } = message;
-  let content = withoutData(message.content);
+  let content = withoutData(original);
   if (role === 'tool') {
-    const text = typeof content === 'string' ? content : renderContent(message.content);
+    const text = typeof content === 'string' ? content : renderContent(original);
     if (text.length > toolResultCap) content = capText(text, toolResultCap);
   }
   // A message already as this function would build it is kept: no copy of most of a long middle.
