@@ -13,8 +13,14 @@ import {
   transcriptLength,
 } from '../../src/core/compaction/transcript.js';
 import { contentText } from '../../src/core/counting/tokens.js';
-import { toolGroups } from '../../src/core/compaction/regions.js';
-import { applyElisions, canonicalArguments, elidedContents } from '../../src/core/compaction/elision.js';
+import { findRegions, toolGroups } from '../../src/core/compaction/regions.js';
+import {
+  applyElisions,
+  canonicalArguments,
+  elidedContents,
+  elisionStub,
+  planElisions,
+} from '../../src/core/compaction/elision.js';
 import { chatMessageSchema, validateMessages } from '../../src/core/schema.js';
 import type { ChatMessage, Elision, ToolCall } from '../../src/core/types.js';
 import { createRandom } from '../../corpus/random.js';
@@ -435,6 +441,51 @@ describe('call identities', () => {
       samples.push(JSON.stringify(object(3)));
     }
     for (const args of samples) expect(canonicalArguments(args), args).toBe(definition(args));
+  });
+});
+
+describe('stubs only where shorter, decided before they are made', () => {
+  it('elides a result exactly when its stub is shorter, at every length around the stub and across a digit', () => {
+    // A tool name whose stub for a `digits`-digit length (10^(digits-1)) is exactly that long: one
+    // character less and the stub loses a digit, so a miscounted digit flips what is elided.
+    const atDigit = (digits: number): string => {
+      const length = 10 ** (digits - 1);
+      return 'x'.repeat(length - elisionStub(length, '').length);
+    };
+    for (const name of ['bash', atDigit(3), atDigit(4)]) {
+      const stubAt = (length: number): number => elisionStub(length, name).length;
+      const edge = stubAt(100);
+      const lengths = [
+        9,
+        10,
+        11,
+        99,
+        100,
+        101,
+        999,
+        1000,
+        1001,
+        ...Array.from({ length: 9 }, (_, at) => edge - 4 + at),
+      ];
+      for (const length of lengths) {
+        const content = 'r'.repeat(length);
+        // A read repeated: the older copy is eligible whatever its length; the newer never is.
+        const messages = [
+          user('task'),
+          assistant(null, [['c1', name, '{"path":"a"}']]),
+          tool('c1', content),
+          assistant(null, [['c2', name, '{"path":"a"}']]),
+          tool('c2', content),
+          user('go on'),
+        ];
+        const options = { ageMinChars: 1e9, ageReclaimMin: 1e9, stubsShorterOnly: true };
+        const { elisions } = planElisions(messages, findRegions(messages, 1), options);
+        const shorter = stubAt(length) < length;
+        expect(elisions, `${name.length}-char name, ${length} characters`).toEqual(
+          shorter ? [{ index: 2, stub: elisionStub(length, name) }] : [],
+        );
+      }
+    }
   });
 });
 

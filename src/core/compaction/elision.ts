@@ -52,7 +52,16 @@ export function elisionStub(contentLength: number, toolName: string): string {
 
 /** A stub from its length and its end ({@link stubEnd}): a pass makes each tool name's end once. */
 function stubOf(contentLength: number, end: string): string {
-  return `[elided by the harness: ${contentLength}${end}`;
+  return `${STUB_START}${contentLength}${end}`;
+}
+
+const STUB_START = '[elided by the harness: ';
+
+/** The length of {@link stubOf}'s stub, without making it. */
+function stubLength(contentLength: number, end: string): number {
+  let digits = 1;
+  for (let rest = contentLength; rest >= 10; rest = Math.floor(rest / 10)) digits += 1;
+  return STUB_START.length + digits + end.length;
 }
 
 /** What follows the length in a stub. */
@@ -161,13 +170,28 @@ export function planElisions(
     newest[identity] = index;
   }
 
-  let poolChars = 0;
-  let charsAfter = 0;
-  const eligibleFromEnd: Elision[] = [];
   // Each stub's end (elisionStub's), made once per call identity, or per tool name for a result
   // with no identity: a pass may make thousands of stubs.
   const endOf = new Array<string | undefined>(count);
   const ends = new Map<string, string>();
+  const endFor = (message: ChatMessage, identity: number): string => {
+    let end = identity >= 0 ? endOf[identity] : undefined;
+    if (end === undefined) {
+      const toolName = (identity >= 0 ? names[identity] : undefined) ?? message.name ?? 'tool';
+      end = ends.get(toolName) ?? stubEnd(toolName);
+      ends.set(toolName, end);
+      if (identity >= 0) endOf[identity] = end;
+    }
+    return end;
+  };
+
+  // Found from the end (the characters after a result decide), kept as indices and lengths, then
+  // made in order into a list of their exact size: no list grown and reversed, thousands long.
+  let poolChars = 0;
+  let charsAfter = 0;
+  let found = 0;
+  const foundAt = new Int32Array(regions.middle.length);
+  const foundLength = new Int32Array(regions.middle.length);
   for (let index = messages.length - 1; index >= 0; index -= 1) {
     const message = messages[index];
     if (message === undefined) continue;
@@ -176,26 +200,24 @@ export function planElisions(
       const length = contentText(message.content).length;
       const repeated = identity >= 0 && (copies[identity] ?? 0) > 1;
       const eligible = repeated ? newest[identity] !== index : length > ageMinChars && charsAfter >= ageReclaimMin;
-      if (eligible) {
-        let end = identity >= 0 ? endOf[identity] : undefined;
-        if (end === undefined) {
-          const toolName = (identity >= 0 ? names[identity] : undefined) ?? message.name ?? 'tool';
-          end = ends.get(toolName) ?? stubEnd(toolName);
-          ends.set(toolName, end);
-          if (identity >= 0) endOf[identity] = end;
-        }
-        const stub = stubOf(length, end);
-        // A longer stub would spend a cache miss to make the prompt bigger.
-        if (!stubsShorterOnly || stub.length < length) {
-          eligibleFromEnd.push({ index, stub });
-          poolChars += length;
-        }
+      // A longer stub would spend a cache miss to make the prompt bigger.
+      if (eligible && (!stubsShorterOnly || stubLength(length, endFor(message, identity)) < length)) {
+        foundAt[found] = index;
+        foundLength[found] = length;
+        found += 1;
+        poolChars += length;
       }
     }
     // Past ageReclaimMin the sum decides nothing more: the rest of the messages need not be read for it.
     if (charsAfter < ageReclaimMin) charsAfter += messageChars(message);
   }
-  return { elisions: eligibleFromEnd.reverse(), poolChars };
+  const elisions = new Array<Elision>(found);
+  for (let position = 0; position < found; position += 1) {
+    const index = foundAt[found - 1 - position] as number;
+    const end = endFor(messages[index] as ChatMessage, identities[index] ?? -1);
+    elisions[position] = { index, stub: stubOf(foundLength[found - 1 - position] as number, end) };
+  }
+  return { elisions, poolChars };
 }
 
 /**
