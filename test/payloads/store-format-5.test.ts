@@ -61,10 +61,27 @@ for (const keyed of [false, true])
   describe(`store format 5 ${keyed ? 'with' : 'without'} a key`, () => {
     const keyring = keyed ? keyringOf(codecKey(randomBytes(32), 'k1')) : undefined;
 
-    it('holds a fresh payload in its manifest alone and chains the manifests: each deflated against the one before (depth + 1), named by it', async () => {
+    /** A store in a fresh directory, and a driver writing to it (format 5 unless told). */
+    function openStore(manifestFormat?: 4) {
       const directory = storeDirectory();
       const backend = new FileBackend({ directory, durable: false });
-      const driver = new ChunkStoreDriver({ backend, keyring });
+      const driver = new ChunkStoreDriver({
+        backend,
+        keyring,
+        ...(manifestFormat === undefined ? {} : { manifestFormat }),
+      });
+      return { directory, backend, driver };
+    }
+
+    /** `count` tool results stored one after another, their claims in order. */
+    async function storeToolMessages(driver: ChunkStoreDriver, count: number): Promise<StorageDriverClaim[]> {
+      const claims: StorageDriverClaim[] = [];
+      for (let seed = 0; seed < count; seed += 1) claims.push(await storeOne(driver, json(toolMessage(seed))));
+      return claims;
+    }
+
+    it('holds a fresh payload in its manifest alone and chains the manifests: each deflated against the one before (depth + 1), named by it', async () => {
+      const { directory, backend, driver } = openStore();
       const payloads = Array.from({ length: 5 }, (_, seed) => json(toolMessage(seed)));
       const claims: StorageDriverClaim[] = [];
       for (const payload of payloads) claims.push(await storeOne(driver, payload));
@@ -87,9 +104,7 @@ for (const keyed of [false, true])
     });
 
     it('a later payload lists the bytes an earlier one holds as slices of that manifest, writing them once', async () => {
-      const directory = storeDirectory();
-      const backend = new FileBackend({ directory, durable: false });
-      const driver = new ChunkStoreDriver({ backend, keyring });
+      const { backend, driver } = openStore();
       const messages = Array.from({ length: 6 }, (_, seed) => toolMessage(seed, 30));
       const results: StorageDriverClaim[] = [];
       // Each tool result alone (a fresh payload), then a chat input holding all of them.
@@ -108,11 +123,8 @@ for (const keyed of [false, true])
     });
 
     it('names a missing context manifest, and refuses an object whose header says what no format says', async () => {
-      const directory = storeDirectory();
-      const backend = new FileBackend({ directory, durable: false });
-      const driver = new ChunkStoreDriver({ backend, keyring });
-      const claims: StorageDriverClaim[] = [];
-      for (let seed = 0; seed < 3; seed += 1) claims.push(await storeOne(driver, json(toolMessage(seed))));
+      const { directory, backend, driver } = openStore();
+      const claims = await storeToolMessages(driver, 3);
       const [first, , third] = claims.map((claim) => objectKey('manifest', readClaim(claim.claimData).manifestId));
       if (first === undefined || third === undefined) throw new Error('no manifests');
       const original = await backend.get(third);
@@ -141,9 +153,7 @@ for (const keyed of [false, true])
     });
 
     it('with manifestFormat 4 (a rolling upgrade) writes packs and no manifest in a chain, and format 5 reads it', async () => {
-      const directory = storeDirectory();
-      const backend = new FileBackend({ directory, durable: false });
-      const driver = new ChunkStoreDriver({ backend, keyring, manifestFormat: 4 });
+      const { directory, backend, driver } = openStore(4);
       const payloads = Array.from({ length: 4 }, (_, seed) => json(toolMessage(seed)));
       const claims: StorageDriverClaim[] = [];
       for (const payload of payloads) claims.push(await storeOne(driver, payload));
@@ -159,11 +169,8 @@ for (const keyed of [false, true])
     });
 
     it('a gc keeps the manifests a claimed payload was deflated against, removes the rest, each object before its context', async () => {
-      const directory = storeDirectory();
-      const backend = new FileBackend({ directory, durable: false });
-      const driver = new ChunkStoreDriver({ backend, keyring });
-      const claims: StorageDriverClaim[] = [];
-      for (let seed = 0; seed < 5; seed += 1) claims.push(await storeOne(driver, json(toolMessage(seed))));
+      const { directory, backend, driver } = openStore();
+      const claims = await storeToolMessages(driver, 5);
       const ids = claims.map((claim) => readClaim(claim.claimData).manifestId);
       const then = new Date(Date.now() - 72 * HOUR);
       for (const key of keysUnder(directory, 'manifests')) utimesSync(join(directory, key), then, then);

@@ -50,7 +50,7 @@ export function elisionStub(contentLength: number, toolName: string): string {
   return stubOf(contentLength, stubEnd(toolName));
 }
 
-/** A stub from its length and its end ({@link stubEnd}): a pass makes each tool name's end once. */
+/** A stub from its length and its end ({@link stubEnd}): a pass makes each end once per call identity. */
 function stubOf(contentLength: number, end: string): string {
   return `${STUB_START}${contentLength}${end}`;
 }
