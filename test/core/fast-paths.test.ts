@@ -154,6 +154,29 @@ describe('the transcript counted without rendering it', () => {
       });
     }
   });
+
+  it('every request shares one messages accessor, which reads and sets its own request only', () => {
+    // An accessor made per request (closures over its middle) gives each request its own hidden
+    // class, which V8 allocates outside the young generation: it kept every cut middle alive
+    // until a full collection.
+    const first = requestFor('First.', capMiddle(conversation(3, 4), 50));
+    const second = requestFor('Second.', capMiddle(conversation(5, 4), 50), 'keep it');
+    const accessorOf = (request: object) => Object.getOwnPropertyDescriptor(request, 'messages');
+    expect(accessorOf(first)?.get).toBeTypeOf('function');
+    expect(accessorOf(first)?.get).toBe(accessorOf(second)?.get);
+    expect(accessorOf(first)?.set).toBe(accessorOf(second)?.set);
+    expect(accessorOf(first)?.enumerable).toBe(true);
+    expect(first.messages[0]?.content).toBe('First.');
+    expect(second.messages[0]?.content).toContain('Second.');
+    const replaced = [{ role: 'user' as const, content: 'replaced' }];
+    first.messages = replaced;
+    expect(first.messages).toBe(replaced);
+    expect(second.messages[0]?.content).toContain('Second.');
+    // Spread and JSON copy the rendered messages, not the accessor.
+    expect({ ...second }.messages).toBe(second.messages);
+    const borrowed = Object.defineProperty({}, 'messages', accessorOf(first) as PropertyDescriptor);
+    expect(() => (borrowed as { messages: unknown }).messages).toThrow(/belongs to a request made by requestFor/);
+  });
 });
 
 describe('the middle as the summarizer sees it', () => {
