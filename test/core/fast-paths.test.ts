@@ -172,7 +172,7 @@ describe('the transcript counted without rendering it', () => {
     first.messages = replaced;
     expect(first.messages).toBe(replaced);
     expect(second.messages[0]?.content).toContain('Second.');
-    // Spread and JSON copy the rendered messages, not the accessor.
+    // A spread copies the rendered messages, not the accessor (JSON: the test above).
     expect({ ...second }.messages).toBe(second.messages);
     const borrowed = Object.defineProperty({}, 'messages', accessorOf(first) as PropertyDescriptor);
     expect(() => (borrowed as { messages: unknown }).messages).toThrow(/belongs to a request made by requestFor/);

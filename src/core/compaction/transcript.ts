@@ -330,10 +330,10 @@ function lazyRequestOf(request: object): LazyRequest {
  * The `messages` of every request {@link requestFor} makes: one getter and one setter for all of
  * them, reading the request's own state. An accessor made per request (closures over its middle)
  * gives each request its own hidden class, which V8 allocates outside the young generation: the
- * middle a pass cut then outlived the pass until a full collection (measured at 10k messages:
- * 0.7 to 1.2 MB a pass that young collections could not free).
+ * middle a pass cut then outlived the pass until a full collection (what that cost: `ask` in
+ * engine.ts).
  */
-const lazyMessages: PropertyDescriptor & ThisType<object> = {
+const lazyMessages: PropertyDescriptor = {
   enumerable: true,
   configurable: true,
   get(this: object): ChatMessage[] {
