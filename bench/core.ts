@@ -4,8 +4,9 @@
 // Run: `npm run bench:core` (the repository's trajectories; `-- --corpus DIR` or
 // COMPACTOR_EXTENDED_CORPUS adds the extended corpus). Figures and the machine are recorded in
 // bench/README.md, "Core".
+import { readFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg } from 'node:os';
-import { performance } from 'node:perf_hooks';
+import { constants, performance, PerformanceObserver } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
 import { Compactor, defaultCounter, type ChatMessage, type CompactionResult } from '../src/index.js';
 import {
@@ -135,11 +136,55 @@ function median(values: readonly number[]): number {
 
 /**
  * Medians in ms. `cpu` is user + system time of this process: on a shared machine it is the
- * steadier figure, since it leaves out the time the process waited for a core.
+ * steadier figure, since it leaves out the time the process waited for a core. `collections`: the
+ * garbage collections that started inside the timed runs, per run.
  */
 interface Timing {
   wall: number;
   cpu: number;
+  collections?: { young: number; full: number; ms: number };
+}
+
+/** A garbage collection of this process, as Node's `gc` performance entries report it. */
+interface Collection {
+  start: number;
+  duration: number;
+  young: boolean;
+}
+
+/**
+ * Every collection since `watchCollections` (entries come a little after the collection, on the
+ * event loop: `measure` waits for them). A timed run that allocates about as much as the young
+ * generation holds (a 100k-message pass) has a young collection in most runs, which its median
+ * carries; bench/README.md#core says what that does to the growth figure.
+ */
+const collections: Collection[] = [];
+const collectionObserver = new PerformanceObserver((list) => {
+  for (const entry of list.getEntries()) {
+    const kind = ((entry as PerformanceEntry & { detail?: { kind?: number } }).detail ?? {}).kind;
+    collections.push({
+      start: entry.startTime,
+      duration: entry.duration,
+      young: kind === constants.NODE_PERFORMANCE_GC_MINOR,
+    });
+  }
+});
+
+/**
+ * CPU time the hypervisor gave to others while this machine's CPUs wanted it, in seconds: the
+ * `steal` column of /proc/stat (in USER_HZ, 100 a second on Linux). Undefined where there is no
+ * /proc/stat. A run with seconds of it was not on a quiet machine, whatever its load average says.
+ */
+function stolenSeconds(): number | undefined {
+  let first: string | undefined;
+  try {
+    first = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0];
+  } catch {
+    return undefined;
+  }
+  const fields = first?.trim().split(/\s+/) ?? [];
+  const steal = Number(fields[8]);
+  return fields[0] === 'cpu' && Number.isFinite(steal) ? steal / 100 : undefined;
 }
 
 /** Times `runs` runs of `fn` after `WARMUP` untimed ones. */
@@ -147,15 +192,34 @@ async function measure(fn: () => unknown, runs: number): Promise<Timing> {
   for (let run = 0; run < WARMUP; run += 1) await fn();
   const wall: number[] = [];
   const cpu: number[] = [];
+  const windows: [number, number][] = [];
   for (let run = 0; run < runs; run += 1) {
     const cpuStart = process.cpuUsage();
     const wallStart = performance.now();
     await fn();
-    wall.push(performance.now() - wallStart);
+    const wallEnd = performance.now();
+    wall.push(wallEnd - wallStart);
+    windows.push([wallStart, wallEnd]);
     const used = process.cpuUsage(cpuStart);
     cpu.push((used.user + used.system) / 1000);
   }
-  return { wall: median(wall), cpu: median(cpu) };
+  // The observer hears of a collection on a later turn of the event loop.
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  let young = 0;
+  let full = 0;
+  let ms = 0;
+  for (const { start, duration, young: isYoung } of collections) {
+    if (!windows.some(([from, to]) => start >= from && start < to)) continue;
+    if (isYoung) young += 1;
+    else full += 1;
+    ms += duration;
+  }
+  collections.length = 0;
+  return {
+    wall: median(wall),
+    cpu: median(cpu),
+    collections: { young: young / runs, full: full / runs, ms: ms / runs },
+  };
 }
 
 interface Figures {
@@ -229,6 +293,8 @@ async function main(): Promise<void> {
   const cpu = cpus()[0]?.model.trim() ?? 'unknown CPU';
   const machine = `${availableParallelism()} CPUs (nproc), ${cpu}, Node ${process.version}, ${process.platform}/${process.arch}`;
   const loadAtStart = loadavg()[0] ?? 0;
+  const stolenAtStart = stolenSeconds();
+  collectionObserver.observe({ entryTypes: ['gc'] });
   progress(`bench:core on ${machine}, load average ${loadAtStart.toFixed(1)}`);
   // Read the trajectories first, so that a bad --corpus stops the run before the long measurements.
   const { trajectories: corpus, label } = benchmarkCorpus();
@@ -278,10 +344,15 @@ async function main(): Promise<void> {
   for (const ageObservations of [false, true]) {
     const at = (size: number): Timing =>
       compactTimes.get(`${size}/${ageObservations}`) ?? { wall: Number.NaN, cpu: Number.NaN };
-    const ratio = (from: number, to: number, key: keyof Timing): string => (at(to)[key] / at(from)[key]).toFixed(1);
+    const ratio = (from: number, to: number, key: 'wall' | 'cpu'): string => (at(to)[key] / at(from)[key]).toFixed(1);
+    const gc = (size: number): string => {
+      const { young = Number.NaN, full = Number.NaN, ms = Number.NaN } = at(size).collections ?? {};
+      return `${young.toFixed(2)} young + ${full.toFixed(2)} full at ${size / 1000}k (${ms.toFixed(1)} ms)`;
+    };
     lines.push(
       `- ageObservations ${ageObservations ? 'on' : 'off'}: 10k → 100k ×${ratio(10_000, 100_000, 'wall')} wall, ×${ratio(10_000, 100_000, 'cpu')} CPU` +
-        ` (1k → 10k ×${ratio(1_000, 10_000, 'wall')} wall, ×${ratio(1_000, 10_000, 'cpu')} CPU)`,
+        ` (1k → 10k ×${ratio(1_000, 10_000, 'wall')} wall, ×${ratio(1_000, 10_000, 'cpu')} CPU);` +
+        ` collections a timed run (their time a run): ${gc(10_000)}, ${gc(100_000)}`,
     );
   }
 
@@ -348,7 +419,13 @@ async function main(): Promise<void> {
   }
   lines.push(`| **all ${corpus.length}, summed** | | | ${cell(totals.off)} | ${cell(totals.on)} | |`);
 
-  const load = `load average ${loadAtStart.toFixed(1)} at the start, ${(loadavg()[0] ?? 0).toFixed(1)} at the end`;
+  collectionObserver.disconnect();
+  const stolenAtEnd = stolenSeconds();
+  const stolen =
+    stolenAtStart === undefined || stolenAtEnd === undefined
+      ? ''
+      : `; ${(stolenAtEnd - stolenAtStart).toFixed(1)} s of CPU time taken by the host during the run (steal time)`;
+  const load = `load average ${loadAtStart.toFixed(1)} at the start, ${(loadavg()[0] ?? 0).toFixed(1)} at the end${stolen}`;
   process.stdout.write(`\n## Core\n\nMachine: ${machine}; ${load}.\n\n${lines.join('\n')}\n`);
 }
 
