@@ -137,7 +137,8 @@ function median(values: readonly number[]): number {
 /**
  * Medians in ms. `cpu` is user + system time of this process: on a shared machine it is the
  * steadier figure, since it leaves out the time the process waited for a core. `collections`: the
- * garbage collections that started inside the timed runs, per run.
+ * garbage collections that started inside the timed runs, per run (`ms`: the time of all of them,
+ * other kinds included).
  */
 interface Timing {
   wall: number;
@@ -145,18 +146,23 @@ interface Timing {
   collections?: { young: number; full: number; ms: number };
 }
 
-/** A garbage collection of this process, as Node's `gc` performance entries report it. */
+/**
+ * A garbage collection of this process, as Node's `gc` performance entries report it: a young
+ * one (scavenge), a full one (mark-compact), or another kind (a step of incremental marking, weak
+ * callbacks), which counts only in the time.
+ */
 interface Collection {
   start: number;
   duration: number;
-  young: boolean;
+  kind: 'young' | 'full' | 'other';
 }
 
 /**
- * Every collection since `watchCollections` (entries come a little after the collection, on the
- * event loop: `measure` waits for them). A timed run that allocates about as much as the young
- * generation holds (a 100k-message pass) has a young collection in most runs, which its median
- * carries; bench/README.md#core says what that does to the growth figure.
+ * Every collection since `main` began observing and the last `measure` (entries come a little
+ * after the collection, on the event loop: `measure` waits for them, then clears the list). A
+ * timed run that allocates about as much as the young generation holds (a 100k-message pass) has
+ * a young collection in most runs, which its median carries; bench/README.md#core says what that
+ * does to the growth figure.
  */
 const collections: Collection[] = [];
 const collectionObserver = new PerformanceObserver((list) => {
@@ -165,7 +171,12 @@ const collectionObserver = new PerformanceObserver((list) => {
     collections.push({
       start: entry.startTime,
       duration: entry.duration,
-      young: kind === constants.NODE_PERFORMANCE_GC_MINOR,
+      kind:
+        kind === constants.NODE_PERFORMANCE_GC_MINOR
+          ? 'young'
+          : kind === constants.NODE_PERFORMANCE_GC_MAJOR
+            ? 'full'
+            : 'other',
     });
   }
 });
@@ -208,10 +219,10 @@ async function measure(fn: () => unknown, runs: number): Promise<Timing> {
   let young = 0;
   let full = 0;
   let ms = 0;
-  for (const { start, duration, young: isYoung } of collections) {
+  for (const { start, duration, kind } of collections) {
     if (!windows.some(([from, to]) => start >= from && start < to)) continue;
-    if (isYoung) young += 1;
-    else full += 1;
+    if (kind === 'young') young += 1;
+    if (kind === 'full') full += 1;
     ms += duration;
   }
   collections.length = 0;
