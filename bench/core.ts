@@ -245,9 +245,13 @@ interface Figures {
   requestChars: number;
 }
 
+/** `compact (summary)`: `compactionSteps` run to a summary by the instant summarizer. */
+function compactOnce(messages: ChatMessage[], options: ResolvedOptions): CompactionResult {
+  return runCompactionSteps(compactionSteps(messages, options, {}, defaultCounter), instantSummary);
+}
+
 async function figuresFor(messages: ChatMessage[], options: ResolvedOptions, runs: number): Promise<Figures> {
-  const compact = (): CompactionResult =>
-    runCompactionSteps(compactionSteps(messages, options, {}, defaultCounter), instantSummary);
+  const compact = (): CompactionResult => compactOnce(messages, options);
   let requestChars = 0;
   const result = runCompactionSteps(compactionSteps(messages, options, {}, defaultCounter), (step) => {
     requestChars = step.transcript.characters;
@@ -291,6 +295,7 @@ function prefixOf(messages: readonly ChatMessage[], tokens: number): ChatMessage
 
 const ms = (value: number): string => (value < 10 ? value.toFixed(2) : value.toFixed(1));
 const cell = ({ wall, cpu }: Timing): string => `${ms(wall)} (${ms(cpu)})`;
+const signedPercent = (fraction: number): string => `${fraction >= 0 ? '+' : ''}${(fraction * 100).toFixed(0)}%`;
 const outcome = (result: CompactionResult): string =>
   result.summary !== null
     ? `summary, ${result.dropped} dropped, ${result.elisions.length} elided`
@@ -366,6 +371,8 @@ async function main(): Promise<void> {
         ` collections a timed run (their time a run): ${gc(10_000)}, ${gc(100_000)}`,
     );
   }
+  // Filled in at the end of the run, when the 10k figures are measured again.
+  const steadinessAt = lines.length;
 
   // A conversation as long as its window: 128k tokens, and 1M (about 4 MB of text).
   lines.push(
@@ -411,8 +418,7 @@ async function main(): Promise<void> {
     progress(`measuring corpus ${name} ...`);
     const run = async (ageObservations: boolean): Promise<{ timing: Timing; result: CompactionResult }> => {
       const options = resolveOptions({ contextBudget: 32_000, ageObservations });
-      const compact = (): CompactionResult =>
-        runCompactionSteps(compactionSteps(messages, options, {}, defaultCounter), instantSummary);
+      const compact = (): CompactionResult => compactOnce(messages, options);
       return { timing: await measure(compact, 21), result: compact() };
     };
     const off = await run(false);
@@ -429,6 +435,27 @@ async function main(): Promise<void> {
     );
   }
   lines.push(`| **all ${corpus.length}, summed** | | | ${cell(totals.off)} | ${cell(totals.on)} | |`);
+
+  // The machine's speed can move during a run with neither load nor steal time to show it
+  // (bench/README.md#core): the 10k figures, measured again last, show how far one measurement
+  // moved within the run (the process's state differs too: its heap, what is compiled).
+  const again = generated(10_000);
+  const steadiness: string[] = [];
+  for (const ageObservations of [false, true]) {
+    progress(`measuring 10000 messages again, ageObservations ${ageObservations} ...`);
+    const options = resolveOptions({ contextBudget: CONTEXT_BUDGET, ageObservations });
+    const first = compactTimes.get(`10000/${ageObservations}`)?.wall ?? Number.NaN;
+    const last = (await measure(() => compactOnce(again, options), RUNS[10_000] ?? 5)).wall;
+    steadiness.push(
+      `${ageObservations ? 'on' : 'off'} ${ms(last)} ms (${ms(first)} in the table, ${signedPercent(last / first - 1)})`,
+    );
+  }
+  lines.splice(
+    steadinessAt,
+    0,
+    '',
+    `The 10k compact (summary) measured again at the end of the run: ${steadiness.join(', ')}. Apart by more than a tenth, the same measurement did not give the same figure twice in this run, and the growth figures are no steadier.`,
+  );
 
   collectionObserver.disconnect();
   const stolenAtEnd = stolenSeconds();
