@@ -158,11 +158,11 @@ interface Collection {
 }
 
 /**
- * Every collection since `main` began observing and the last `measure` (entries come a little
- * after the collection, on the event loop: `measure` waits for them, then clears the list). A
- * timed run that allocates about as much as the young generation holds (a 100k-message pass) has
- * a young collection in most runs, which its median carries; bench/README.md#core says what that
- * does to the growth figure.
+ * Every collection since the last `measure` began its timed runs (entries come a little after
+ * the collection, on the event loop: `collectionsIn` waits for them). A timed run that allocates
+ * about as much as the young generation holds (a 100k-message pass) has a young collection in
+ * most runs, which its median carries; bench/README.md#core says what that does to the growth
+ * figure.
  */
 const collections: Collection[] = [];
 const collectionObserver = new PerformanceObserver((list) => {
@@ -198,9 +198,13 @@ function stolenSeconds(): number | undefined {
   return fields[0] === 'cpu' && Number.isFinite(steal) ? steal / 100 : undefined;
 }
 
-/** Times `runs` runs of `fn` after `WARMUP` untimed ones. */
-async function measure(fn: () => unknown, runs: number): Promise<Timing> {
+/**
+ * Times `runs` runs of `fn` after `WARMUP` untimed ones; with `countCollections`, also the
+ * collections that started inside them (which waits for the observer: only where it is printed).
+ */
+async function measure(fn: () => unknown, runs: number, countCollections = false): Promise<Timing> {
   for (let run = 0; run < WARMUP; run += 1) await fn();
+  collections.length = 0;
   const wall: number[] = [];
   const cpu: number[] = [];
   const windows: [number, number][] = [];
@@ -214,6 +218,12 @@ async function measure(fn: () => unknown, runs: number): Promise<Timing> {
     const used = process.cpuUsage(cpuStart);
     cpu.push((used.user + used.system) / 1000);
   }
+  const timing = { wall: median(wall), cpu: median(cpu) };
+  return countCollections ? { ...timing, collections: await collectionsIn(windows, runs) } : timing;
+}
+
+/** The collections that started inside `windows`, per run. */
+async function collectionsIn(windows: readonly [number, number][], runs: number): Promise<Timing['collections']> {
   // The observer hears of a collection on a later turn of the event loop.
   await new Promise((resolve) => setTimeout(resolve, 20));
   let young = 0;
@@ -225,12 +235,7 @@ async function measure(fn: () => unknown, runs: number): Promise<Timing> {
     if (kind === 'full') full += 1;
     ms += duration;
   }
-  collections.length = 0;
-  return {
-    wall: median(wall),
-    cpu: median(cpu),
-    collections: { young: young / runs, full: full / runs, ms: ms / runs },
-  };
+  return { young: young / runs, full: full / runs, ms: ms / runs };
 }
 
 interface Figures {
@@ -266,7 +271,7 @@ async function figuresFor(messages: ChatMessage[], options: ResolvedOptions, run
   });
   return {
     plan: await measure(() => needsCompactionCore(messages, options, {}, defaultCounter), runs),
-    compact: await measure(compact, runs),
+    compact: await measure(compact, runs, true),
     rendered: await measure(
       () => runCompactionSteps(compactionSteps(messages, options, {}, defaultCounter), renderingSummary),
       runs,
