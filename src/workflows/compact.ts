@@ -218,6 +218,19 @@ function truncationPatched(): boolean {
 }
 
 /**
+ * The patch that undoes a truncation's cut that would not lower the count (docs/design.md#truncation):
+ * a text barely over the 1,000 characters a cut keeps grew by its marker. Before it such a cut was
+ * kept, and the message in the result was longer than the one it replaced: a history recorded then
+ * replays with it. Asked only when a cut would not lower the count, so executions whose cuts all
+ * shorten record no marker. Stable forever: never rename it.
+ */
+export const TRUNCATE_SHORTENS_PATCH_ID = 'temporal-compactor:truncate-shortens-v1';
+
+function undoCutPatched(): boolean {
+  return !inWorkflowContext() || patched(TRUNCATE_SHORTENS_PATCH_ID);
+}
+
+/**
  * The patch that lets a compaction act on a summary's coverage (docs/design.md#coverage): the one
  * retry naming the identifiers a summary left out (one summarize activity more) and the
  * carried-facts line. Asked only when a summary left some out with `summaryCoverage` on, so a run
@@ -455,6 +468,7 @@ async function runCompaction(
       compaction.counter,
       {
         mayTruncate: truncationPatched,
+        mayUndoCut: undoCutPatched,
         mayCover: coveragePatched,
         ...(nameReplaced === undefined ? {} : { nameReplaced }),
       },

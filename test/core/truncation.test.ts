@@ -3,7 +3,8 @@
 import { describe, expect, it } from 'vitest';
 import { Compactor } from '../../src/compactor.js';
 import { recordCompaction, replaySession, type SessionEntry } from '../../src/core/agent/session.js';
-import { REFERENCE_EXACT } from '../../src/core/compaction/options.js';
+import { compactionSteps, runCompactionSteps } from '../../src/core/compaction/engine.js';
+import { REFERENCE_EXACT, resolveOptions } from '../../src/core/compaction/options.js';
 import { middleOut, TRUNCATION_MIN_KEEP, truncationMarker } from '../../src/core/compaction/truncation.js';
 import { defaultCounter } from '../../src/core/counting/tokens.js';
 import type { ChatMessage } from '../../src/core/types.js';
@@ -93,6 +94,56 @@ describe('truncation of oversized messages', () => {
     const result = await compactor({ contextBudget: 600, keepRecent: 6 }).compact(many);
     for (const { kept } of result.truncations ?? []) expect(kept).toBeGreaterThanOrEqual(TRUNCATION_MIN_KEEP);
     expect(result.truncations?.length).toBeGreaterThan(0);
+  });
+
+  // A 1,040-character result cut to the least it may keep becomes 1,000 characters and a marker:
+  // 1,084. The count would go up, so the cut is undone (found by the invariant property test).
+  const barelyOver: ChatMessage[] = [
+    system('s'),
+    user('go'),
+    assistant(null, [['c1', 'bash', '{"command":"cat big.log"}']]),
+    tool('c1', text('big', 6000)),
+    assistant(null, [['c2', 'bash', '{"command":"cat small.log"}']]),
+    tool('c2', text('small', 1040)),
+    assistant('Both logs read.'),
+  ];
+  const barelyOverOptions = resolveOptions({ contextBudget: 200, keepRecent: 10, recentWindowGivesWay: false });
+
+  it('never makes a message longer: a text barely over the least kept is left whole', async () => {
+    const result = await compactor({ contextBudget: 200, keepRecent: 10, recentWindowGivesWay: false }).compact(
+      barelyOver,
+    );
+    expect(result.exhausted).toBe(true);
+    expect(result.truncations).toEqual([{ index: 3, chars: 6000, kept: TRUNCATION_MIN_KEEP }]);
+    expect(result.messages[5]).toBe(barelyOver[5]);
+    for (const [index, message] of result.messages.entries())
+      expect(String(message.content ?? '').length).toBeLessThanOrEqual(String(barelyOver[index]?.content ?? '').length);
+    const onlyTheFirstCut = barelyOver.map((message, index) =>
+      index === 3 ? { ...message, content: middleOut(text('big', 6000), TRUNCATION_MIN_KEEP) } : message,
+    );
+    expect(result.tokensAfter).toBe(defaultCounter.count(onlyTheFirstCut));
+  });
+
+  it('keeps a cut that does not lower the count only when the driver says no (a history recorded before the rule)', () => {
+    const asked: string[] = [];
+    const run = (mayUndoCut: () => boolean) =>
+      runCompactionSteps(compactionSteps(barelyOver, barelyOverOptions, {}, undefined, { mayUndoCut }), () => {
+        throw new Error('nothing to summarize: the whole conversation is the recent window');
+      });
+    const undone = run(() => {
+      asked.push('undo');
+      return true;
+    });
+    const kept = run(() => {
+      asked.push('keep');
+      return false;
+    });
+    // Asked once each time: only for the one cut that would not lower the count.
+    expect(asked).toEqual(['undo', 'keep']);
+    expect(undone.truncations?.map(({ index }) => index)).toEqual([3]);
+    expect(kept.truncations?.map(({ index }) => index)).toEqual([3, 5]);
+    expect(String(kept.messages[5]?.content).length).toBe(1084);
+    expect(kept.tokensAfter).toBeGreaterThan(undone.tokensAfter);
   });
 
   it('is replayed by a transcript byte for byte (the cut is an elision line)', async () => {

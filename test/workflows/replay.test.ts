@@ -119,6 +119,9 @@ describe('replay of recorded histories', () => {
         // recorded on both sides of COUNT_PARTS_PATCH_ID (test/workflows/count-parts.test.ts), both after the economic rules
         'compact-in-workflow-images-before-count-parts.json',
         'compact-in-workflow-images-counted.json',
+        // recorded on both sides of TRUNCATE_SHORTENS_PATCH_ID (test/workflows/truncation-shortens.test.ts)
+        'compact-in-workflow-truncation-lengthens.json',
+        'compact-in-workflow-truncation-shortens.json',
       ].sort(),
     );
     for (const file of [

@@ -318,13 +318,19 @@ export function* compactionSteps(
   // fitted is a counter's artefact (a calibrated counter recounting stubs), not an oversized message.
   const oversized = result.exhausted && pass.tokensBefore > pass.aim.limit;
   if (!oversized || !options.truncateOversized || hooks.mayTruncate?.() === false) return result;
-  return truncateToFit(pass.input, result, pass.regions.removable, pass.aim.counter, pass.aim.limit);
+  const mayUndoCut = hooks.mayUndoCut ?? (() => true);
+  return truncateToFit(pass.input, result, pass.regions.removable, pass.aim.counter, pass.aim.limit, mayUndoCut);
 }
 
 /** What a driver may decide as the pass goes (the workflow driver: what its history's patches allow). */
 export interface CompactionHooks {
   /** Asked once, only when a result is still over its limit and `truncateOversized` is on; false keeps it exhausted. */
   mayTruncate?: () => boolean;
+  /**
+   * Asked only when a truncation's cut would not lower the count (docs/design.md#truncation): true
+   * undoes that cut; false keeps it, as truncation did before it undid any.
+   */
+  mayUndoCut?: () => boolean;
   /**
    * Asked once, only when a summary left out identifiers it had to keep and `summaryCoverage` is
    * on (docs/design.md#coverage); false: no coverage retry and no carried-facts line.

@@ -57,8 +57,10 @@ function withText(message: ChatMessage, part: number, text: string): ChatMessage
  * Truncatable: a tool result or user message the compaction may remove (`removable`: never a
  * sticky or pinned one, never one grouped with it), kept in the result, not a summary, with more
  * than {@link TRUNCATION_MIN_KEEP} characters of text. Largest first (ties: the earlier), each cut
- * only as far as needed, found by bisection on the characters kept. Each cut is an elision of
- * that input position (so a transcript replays it) and a `truncations` entry. Deterministic.
+ * only as far as needed, found by bisection on the characters kept. A cut that does not lower the
+ * count is undone (a text barely over the least kept grows by its marker) unless `mayUndoCut`
+ * says no: the workflow driver's patch, asked only then. Each cut kept is an elision of that input
+ * position (so a transcript replays it) and a `truncations` entry. Deterministic.
  */
 export function truncateToFit(
   input: readonly ChatMessage[],
@@ -66,6 +68,7 @@ export function truncateToFit(
   removable: Uint8Array,
   counter: TokenCounter,
   limit: number,
+  mayUndoCut: () => boolean = () => true,
 ): CompactionResult {
   const position = new Map<ChatMessage, number>();
   result.messages.forEach((message, index) => position.set(message, index));
@@ -103,7 +106,12 @@ export function truncateToFit(
         else high = probe - 1;
       }
     }
-    tokens = countWith(low);
+    const counted = countWith(low);
+    if (counted >= tokens && mayUndoCut()) {
+      messages[at] = message;
+      continue;
+    }
+    tokens = counted;
     const cut = messages[at] ?? message;
     elisions.push(
       typeof cut.content === 'string'
