@@ -155,21 +155,56 @@ describe('built-in tools stay bounded whatever the model asks', () => {
   });
 
   it.runIf(onLinux)(
-    'searches at the lowest priority, at most grepThreads at once: a turn of catastrophic patterns burns one core, not one per call',
+    'a search thread runs at the lowest priority (nice 19)',
     async () => {
-      const tools = createBuiltInTools({ root, grepTimeoutMs: 600, grepThreads: 1 });
+      // A deadline far away and a cancellation once the thread was seen: the thread is seen however
+      // long a loaded machine takes to start it (with a short deadline it can end before it lowers its priority).
+      const base = realpathSync(root);
+      const controller = new AbortController();
+      const search = grepInThread(
+        {
+          pattern: '(a+)+$',
+          flags: '',
+          start: join(base, 'evil.txt'),
+          base,
+          maxResults: 10,
+          maxFileBytes: 1_000_000,
+          maxFiles: 10,
+          skippedDirectories: [],
+        },
+        { timeoutMs: 120_000, memoryMb: 64, signal: controller.signal },
+      );
+      const outcome = search.then(
+        () => 'finished',
+        (error: unknown) => String(error),
+      );
+      try {
+        await vi.waitFor(() => expect(nicedThreads()).toBe(1), { timeout: 60_000, interval: 25 });
+      } finally {
+        controller.abort(new Error('seen at nice 19'));
+      }
+      expect(await outcome).toBe('Error: seen at nice 19');
+    },
+    90_000,
+  );
+
+  it.runIf(onLinux)(
+    'searches at most grepThreads at once: a turn of catastrophic patterns burns one core, not one per call',
+    async () => {
+      const tools = createBuiltInTools({ root, grepTimeoutMs: 1500, grepThreads: 1 });
       let most = 0;
       const sampler = setInterval(() => (most = Math.max(most, nicedThreads())), 25);
       try {
         const results = await Promise.all(
           [1, 2, 3].map(() => run(tools.grep, { pattern: '(a+)+$', path: 'evil.txt' })),
         );
-        for (const result of results) expect(result).toMatch(/\[stopped after 0\.6 s: the search took too long/);
+        for (const result of results) expect(result).toMatch(/\[stopped after 1\.5 s: the search took too long/);
       } finally {
         clearInterval(sampler);
       }
-      // Each search ran at nice 19 (seen at least once), and never two at a time.
-      expect(most).toBe(1);
+      // Never two search threads at a time. (That each runs at nice 19 is the test above: on a loaded
+      // machine a thread can reach its deadline before it lowered its priority, and go unseen here.)
+      expect(most).toBeLessThanOrEqual(1);
     },
   );
 });
