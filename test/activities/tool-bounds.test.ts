@@ -40,6 +40,18 @@ function nicedThreads(): number {
   return count;
 }
 
+/** A search of evil.txt under `base` for the pattern that backtracks until its deadline. */
+const evilSearch = (base: string): Parameters<typeof grepInThread>[0] => ({
+  pattern: '(a+)+$',
+  flags: '',
+  start: join(base, 'evil.txt'),
+  base,
+  maxResults: 10,
+  maxFileBytes: 1_000_000,
+  maxFiles: 10,
+  skippedDirectories: [],
+});
+
 const onLinux = process.platform === 'linux';
 if (!onLinux) console.log("skipped: the search threads' priority is read from /proc (Linux only)");
 
@@ -134,19 +146,7 @@ describe('built-in tools stay bounded whatever the model asks', () => {
   it('a search keeps its slot until its thread has exited, not only until its result came back', async () => {
     const slots = new SearchSlots(1);
     const base = realpathSync(root);
-    const outcome = await grepInThread(
-      {
-        pattern: '(a+)+$',
-        flags: '',
-        start: join(base, 'evil.txt'),
-        base,
-        maxResults: 10,
-        maxFileBytes: 1_000_000,
-        maxFiles: 10,
-        skippedDirectories: [],
-      },
-      { timeoutMs: 200, memoryMb: 64, slots },
-    );
+    const outcome = await grepInThread(evilSearch(base), { timeoutMs: 200, memoryMb: 64, slots });
     expect(outcome.stoppedAt).toBe('deadline');
     // The thread was told to stop when the deadline came; it has not exited yet, so no other search
     // may start beside it.
@@ -161,19 +161,7 @@ describe('built-in tools stay bounded whatever the model asks', () => {
       // long a loaded machine takes to start it (with a short deadline it can end before it lowers its priority).
       const base = realpathSync(root);
       const controller = new AbortController();
-      const search = grepInThread(
-        {
-          pattern: '(a+)+$',
-          flags: '',
-          start: join(base, 'evil.txt'),
-          base,
-          maxResults: 10,
-          maxFileBytes: 1_000_000,
-          maxFiles: 10,
-          skippedDirectories: [],
-        },
-        { timeoutMs: 120_000, memoryMb: 64, signal: controller.signal },
-      );
+      const search = grepInThread(evilSearch(base), { timeoutMs: 120_000, memoryMb: 64, signal: controller.signal });
       const outcome = search.then(
         () => 'finished',
         (error: unknown) => String(error),

@@ -8,9 +8,7 @@
 // (the same messages, options and summaries, through `compactInWorkflow`) against the code before
 // parts were counted (commit 42901c5); compact-in-workflow-images-counted.json by the first test
 // below with RECORD_HISTORIES=1.
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { compactionSteps, runCompactionSteps, type SummarizeStep } from '../../src/core/compaction/engine.js';
 import { resolveOptions } from '../../src/core/compaction/options.js';
@@ -19,7 +17,18 @@ import { createCharCounter, defaultCounter } from '../../src/core/counting/token
 import type { ChatMessage, SummarizeRequest, TokenCounter } from '../../src/core/types.js';
 import { COUNT_PARTS_PATCH_ID, ECONOMICS_PATCH_ID } from '../../src/workflows/compact.js';
 import { dataUrl, pngBytes } from '../support/images.js';
-import { bundleTestWorkflows, eventTypes, HISTORIES_DIR, maybeRecordHistory, uniqueId, withWorker } from './harness.js';
+import {
+  bundleTestWorkflows,
+  eventTypes,
+  jsonHistoryOf,
+  loadHistory,
+  maybeRecordHistory,
+  patchIdsOf,
+  replayErrors,
+  uniqueId,
+  withWorker,
+  type JsonHistory,
+} from './harness.js';
 import type { compactInWorkflow } from './test-workflows.js';
 
 const SUMMARY = `## Goals\n${'Compared the menus and the opening hours of the restaurants near the office. '.repeat(155)}`;
@@ -66,31 +75,6 @@ function stepsWith(counter: TokenCounter): SummarizeStep['purpose'][] {
   return asked;
 }
 
-interface JsonHistory {
-  events: Array<{
-    markerRecordedEventAttributes?: {
-      markerName?: string;
-      details?: Record<string, { payloads?: Array<{ data?: string }> }>;
-    };
-    activityTaskScheduledEventAttributes?: unknown;
-  }>;
-}
-
-function loadHistory(file: string): JsonHistory {
-  return JSON.parse(readFileSync(join(HISTORIES_DIR, file), 'utf8'));
-}
-
-function patchIds(history: JsonHistory): string[] {
-  return history.events.flatMap((event) => {
-    const marker = event.markerRecordedEventAttributes;
-    const data = marker?.markerName === 'core_patch' ? marker.details?.['patch-data']?.payloads?.[0]?.data : undefined;
-    if (data === undefined) return [];
-    const payload: unknown = JSON.parse(Buffer.from(data, 'base64').toString('utf8'));
-    const id: unknown = typeof payload === 'object' && payload !== null ? Reflect.get(payload, 'id') : undefined;
-    return typeof id === 'string' ? [id] : [];
-  });
-}
-
 const scheduled = (history: JsonHistory): number =>
   history.events.filter((event) => event.activityTaskScheduledEventAttributes !== undefined).length;
 
@@ -120,8 +104,7 @@ describe('counting parts across a worker upgrade (COUNT_PARTS_PATCH_ID)', () => 
         expect(result.summary).toContain(TIGHTER);
         expect(result.tokensAfter).toBeGreaterThan(1105);
         expect((await eventTypes(handle)).filter((type) => type === 'ActivityTaskScheduled')).toHaveLength(2);
-        const history = JSON.parse(JSON.stringify(await handle.fetchHistory())) as JsonHistory;
-        expect(patchIds(history)).toContain(COUNT_PARTS_PATCH_ID);
+        expect(patchIdsOf(await jsonHistoryOf(handle))).toContain(COUNT_PARTS_PATCH_ID);
         await maybeRecordHistory(handle, 'compact-in-workflow-images-counted');
       },
     );
@@ -130,17 +113,11 @@ describe('counting parts across a worker upgrade (COUNT_PARTS_PATCH_ID)', () => 
   it('the histories on both sides of the patch: one summarize activity without the marker, two with it; both replay', async () => {
     const before = loadHistory('compact-in-workflow-images-before-count-parts.json');
     const counted = loadHistory('compact-in-workflow-images-counted.json');
-    expect(patchIds(before)).toContain(ECONOMICS_PATCH_ID);
-    expect(patchIds(before)).not.toContain(COUNT_PARTS_PATCH_ID);
+    expect(patchIdsOf(before)).toContain(ECONOMICS_PATCH_ID);
+    expect(patchIdsOf(before)).not.toContain(COUNT_PARTS_PATCH_ID);
     expect(scheduled(before)).toBe(1);
-    expect(patchIds(counted)).toContain(COUNT_PARTS_PATCH_ID);
+    expect(patchIdsOf(counted)).toContain(COUNT_PARTS_PATCH_ID);
     expect(scheduled(counted)).toBe(2);
-    const errors = new Map<string, string | undefined>();
-    for await (const outcome of Worker.runReplayHistories({ workflowBundle: bundle }, [
-      { workflowId: 'before', history: before },
-      { workflowId: 'counted', history: counted },
-    ]))
-      errors.set(outcome.workflowId, outcome.error?.message);
-    expect(Object.fromEntries(errors)).toEqual({ before: undefined, counted: undefined });
+    expect(await replayErrors(bundle, { before, counted })).toEqual({ before: undefined, counted: undefined });
   }, 60_000);
 });

@@ -1,12 +1,12 @@
 // Node (test support) for the workflow tests: the test workflows bundled once per file, a worker
 // per test on its own task queue (test/support/temporal.ts), and history helpers.
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { CancelledFailure } from '@temporalio/common';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
-import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { expect } from 'vitest';
 import { createActivities, type ActivityDeps } from '../../src/index.js';
 import {
@@ -93,4 +93,59 @@ export async function maybeRecordHistory(handle: WorkflowHandle, name: string): 
   const history = await handle.fetchHistory();
   mkdirSync(HISTORIES_DIR, { recursive: true });
   writeFileSync(resolve(HISTORIES_DIR, `${name}.json`), `${historyToJSON(history)}\n`);
+}
+
+/** One event of a history as its JSON file holds it: only the fields these tests read. */
+export interface JsonEvent {
+  eventType?: string;
+  workflowExecutionUpdateAcceptedEventAttributes?: { acceptedRequest?: { input?: { name?: string } } };
+  activityTaskScheduledEventAttributes?: {
+    activityType?: { name?: string };
+    input?: { payloads?: Array<{ data?: string }> };
+  };
+  upsertWorkflowSearchAttributesEventAttributes?: { searchAttributes?: { indexedFields?: Record<string, unknown> } };
+  markerRecordedEventAttributes?: {
+    markerName?: string;
+    details?: Record<string, { payloads?: Array<{ data?: string }> }>;
+  };
+  workflowExecutionCompletedEventAttributes?: { result?: { payloads?: Array<{ data?: string }> } };
+}
+
+/** A history as `maybeRecordHistory` writes it (or `handle.fetchHistory()` once through JSON). */
+export interface JsonHistory {
+  events: JsonEvent[];
+}
+
+/** A history recorded under test/histories/. */
+export function loadHistory(file: string): JsonHistory {
+  return JSON.parse(readFileSync(join(HISTORIES_DIR, file), 'utf8')) as JsonHistory;
+}
+
+/** A run's history so far, in the JSON shape of a recorded one. */
+export async function jsonHistoryOf(handle: WorkflowHandle): Promise<JsonHistory> {
+  return JSON.parse(historyToJSON(await handle.fetchHistory())) as JsonHistory;
+}
+
+/** The ids of the patches a history recorded (`patched()` writes a `core_patch` marker whose payload is `{ id, deprecated }`). */
+export function patchIdsOf(history: JsonHistory): string[] {
+  return history.events.flatMap((event) => {
+    const marker = event.markerRecordedEventAttributes;
+    if (marker?.markerName !== 'core_patch') return [];
+    const data = marker.details?.['patch-data']?.payloads?.[0]?.data;
+    const payload: unknown = data === undefined ? undefined : JSON.parse(Buffer.from(data, 'base64').toString('utf8'));
+    const id: unknown = typeof payload === 'object' && payload !== null ? Reflect.get(payload, 'id') : undefined;
+    return typeof id === 'string' ? [id] : [];
+  });
+}
+
+/** Replays each history against `bundle`: its name → the replay error's message, undefined when it replayed. */
+export async function replayErrors(
+  bundle: WorkflowBundleWithSourceMap,
+  histories: Record<string, JsonHistory>,
+): Promise<Record<string, string | undefined>> {
+  const errors: Record<string, string | undefined> = {};
+  const named = Object.entries(histories).map(([workflowId, history]) => ({ workflowId, history }));
+  for await (const outcome of Worker.runReplayHistories({ workflowBundle: bundle }, named))
+    errors[outcome.workflowId] = outcome.error?.message;
+  return errors;
 }

@@ -34,6 +34,7 @@ import {
 import { replayActivities } from '../support/agent.js';
 import { toolRounds } from '../support/messages.js';
 import { bundleWorkflows, testConnection, uniqueId, withWorker } from '../support/temporal.js';
+import { jsonHistoryOf, patchIdsOf } from './harness.js';
 
 let bundle: WorkflowBundleWithSourceMap;
 beforeAll(async () => {
@@ -84,16 +85,6 @@ async function grepState(handle: WorkflowHandle): Promise<'waiting' | 'running' 
   return pending?.state === temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_STARTED
     ? 'running'
     : 'waiting';
-}
-
-async function patchIds(handle: WorkflowHandle): Promise<string[]> {
-  const events = (await handle.fetchHistory()).events ?? [];
-  return events.flatMap((event) =>
-    (event.markerRecordedEventAttributes?.details?.['patch-data']?.payloads ?? []).map((payload) => {
-      const parsed = JSON.parse(Buffer.from(payload.data ?? []).toString('utf8')) as { id?: string };
-      return parsed.id ?? '';
-    }),
-  );
 }
 
 describe('agentRun against a hostile model', { timeout: 120_000 }, () => {
@@ -164,7 +155,7 @@ describe('agentRun against a hostile model', { timeout: 120_000 }, () => {
     expect(results.get('c99')).toMatch(/^Error: this turn asked for 105 tool calls; at most 64 run per turn/);
     const handle = t.client.workflow.getHandle(workflowId);
     expect(await mostToolActivitiesPerTask(handle)).toBeLessThanOrEqual(TOOL_CALL_CONCURRENCY);
-    expect(await patchIds(handle)).toContain(TOOL_BOUNDS_PATCH_ID);
+    expect(patchIdsOf(await jsonHistoryOf(handle))).toContain(TOOL_BOUNDS_PATCH_ID);
     await Worker.runReplayHistory({ workflowBundle: bundle }, await handle.fetchHistory(), workflowId);
   });
 
@@ -197,7 +188,7 @@ describe('agentRun against a hostile model', { timeout: 120_000 }, () => {
     expect(String(cut?.content)).toContain('characters cut from the middle by the harness to fit the context window');
     expect(result.compactions.recent.some((record) => (record.truncated ?? 0) > 0)).toBe(true);
     const handle = t.client.workflow.getHandle(workflowId);
-    expect(await patchIds(handle)).toContain(TRUNCATE_PATCH_ID);
+    expect(patchIdsOf(await jsonHistoryOf(handle))).toContain(TRUNCATE_PATCH_ID);
     await Worker.runReplayHistory({ workflowBundle: bundle }, await handle.fetchHistory(), workflowId);
   });
 

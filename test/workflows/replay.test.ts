@@ -16,33 +16,7 @@ import {
   RECALL_IN_PASS_PATCH_ID,
   REVIEW_ATTRIBUTE_PATCH_ID,
 } from '../../src/workflows/agent/patches.js';
-import { bundleTestWorkflows, HISTORIES_DIR } from './harness.js';
-
-interface JsonEvent {
-  eventType?: string;
-  workflowExecutionUpdateAcceptedEventAttributes?: { acceptedRequest?: { input?: { name?: string } } };
-  activityTaskScheduledEventAttributes?: {
-    activityType?: { name?: string };
-    input?: { payloads?: Array<{ data?: string }> };
-  };
-  upsertWorkflowSearchAttributesEventAttributes?: { searchAttributes?: { indexedFields?: Record<string, unknown> } };
-  markerRecordedEventAttributes?: {
-    markerName?: string;
-    details?: Record<string, { payloads?: Array<{ data?: string }> }>;
-  };
-}
-
-/** The ids of the patches a history recorded (`patched()` writes a `core_patch` marker whose payload is `{ id, deprecated }`). */
-function patchIds(history: { events: JsonEvent[] }): string[] {
-  return history.events.flatMap((event) => {
-    const marker = event.markerRecordedEventAttributes;
-    if (marker?.markerName !== 'core_patch') return [];
-    const data = marker.details?.['patch-data']?.payloads?.[0]?.data;
-    const payload: unknown = data === undefined ? undefined : JSON.parse(Buffer.from(data, 'base64').toString('utf8'));
-    const id: unknown = typeof payload === 'object' && payload !== null ? Reflect.get(payload, 'id') : undefined;
-    return typeof id === 'string' ? [id] : [];
-  });
-}
+import { bundleTestWorkflows, HISTORIES_DIR, patchIdsOf, type JsonEvent } from './harness.js';
 
 function recordedHistories(): Array<{ file: string; history: { events: JsonEvent[] } }> {
   return readdirSync(HISTORIES_DIR)
@@ -91,7 +65,7 @@ describe('replay of recorded histories', () => {
 
   it('only histories recorded under the economic rules carry their patch marker; the older ones replay through the reference branch', () => {
     const patched = histories
-      .filter(({ history }) => patchIds(history).includes(ECONOMICS_PATCH_ID))
+      .filter(({ history }) => patchIdsOf(history).includes(ECONOMICS_PATCH_ID))
       .map(({ file }) => file);
     // The agentRun histories were recorded again after its commands changed (a describeWorker
     // activity at the start, recordSession batches, fewer search-attribute upserts), so under the rules.
@@ -137,7 +111,7 @@ describe('replay of recorded histories', () => {
   it('agentRun histories on both sides of the ContextTokens rule: one recorded under its patch, the older ones without it', () => {
     const agentRuns = histories.filter(({ file }) => file.startsWith('agent-run-'));
     const patched = agentRuns
-      .filter(({ history }) => patchIds(history).includes(CONTEXT_TOKENS_PATCH_ID))
+      .filter(({ history }) => patchIdsOf(history).includes(CONTEXT_TOKENS_PATCH_ID))
       .map(({ file }) => file);
     // The steering and recall histories (agent-run-steering.test.ts, agent-run-recall.test.ts) were recorded after it too.
     expect(patched.sort()).toEqual([
@@ -155,7 +129,7 @@ describe('replay of recorded histories', () => {
 
   it('recall histories on both sides of the recall-in-pass patch (docs/design.md#recall): ids named inside the pass, and after it before', () => {
     const named = histories
-      .filter(({ history }) => patchIds(history).includes(RECALL_IN_PASS_PATCH_ID))
+      .filter(({ history }) => patchIdsOf(history).includes(RECALL_IN_PASS_PATCH_ID))
       .map(({ file }) => file);
     // Asked only by runs with compaction.recall on: the other agentRun histories have no marker.
     expect(named).toEqual(['agent-run-recall-in-pass.json']);
@@ -164,7 +138,7 @@ describe('replay of recorded histories', () => {
 
   it('summarize activity inputs of both shapes: the middle as messages under its patch, the rendered request before it', () => {
     const withMiddle = histories
-      .filter(({ history }) => patchIds(history).includes(SUMMARIZE_MIDDLE_PATCH_ID))
+      .filter(({ history }) => patchIdsOf(history).includes(SUMMARIZE_MIDDLE_PATCH_ID))
       .map(({ file }) => file);
     expect(withMiddle.sort()).toEqual([
       'agent-run-compact-update.json',
@@ -210,7 +184,7 @@ describe('replay of recorded histories', () => {
 
   it('the review attribute patch is recorded only where a proposal was published on a namespace with CompactionPending (docs/design.md#review)', () => {
     const marked = histories
-      .filter(({ history }) => patchIds(history).includes(REVIEW_ATTRIBUTE_PATCH_ID))
+      .filter(({ history }) => patchIdsOf(history).includes(REVIEW_ATTRIBUTE_PATCH_ID))
       .map(({ file }) => file);
     expect(marked).toEqual(['agent-run-review-pending-attribute.json']);
     const pendingUpserts = (file: string): number =>
@@ -226,7 +200,7 @@ describe('replay of recorded histories', () => {
 
   it('the coverage patch is recorded only where a summary left identifiers out (docs/design.md#coverage)', () => {
     const covered = histories
-      .filter(({ history }) => patchIds(history).includes(SUMMARY_COVERAGE_PATCH_ID))
+      .filter(({ history }) => patchIdsOf(history).includes(SUMMARY_COVERAGE_PATCH_ID))
       .map(({ file }) => file);
     expect(covered).toEqual(['compact-conversation-coverage-retry.json']);
   });

@@ -7,13 +7,21 @@
 // same messages and options, through `compactInWorkflow`) against the code before the rule (commit
 // 52f275c): both results cut, no marker. compact-in-workflow-truncation-shortens.json by the first
 // test below with RECORD_HISTORIES=1.
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { ChatMessage, CompactionResult } from '../../src/core/types.js';
 import { TRUNCATE_PATCH_ID, TRUNCATE_SHORTENS_PATCH_ID } from '../../src/workflows/compact.js';
-import { bundleTestWorkflows, HISTORIES_DIR, maybeRecordHistory, uniqueId, withWorker } from './harness.js';
+import {
+  bundleTestWorkflows,
+  jsonHistoryOf,
+  loadHistory,
+  maybeRecordHistory,
+  patchIdsOf,
+  replayErrors,
+  uniqueId,
+  withWorker,
+  type JsonHistory,
+} from './harness.js';
 import type { compactInWorkflow } from './test-workflows.js';
 
 /** Numbered lines of a source file, cut to `chars`. */
@@ -41,28 +49,8 @@ const messages: ChatMessage[] = [
 ];
 const OPTIONS = { contextBudget: 200, keepRecent: 10, recentWindowGivesWay: false } as const;
 
-interface JsonHistory {
-  events: Array<{
-    markerRecordedEventAttributes?: {
-      markerName?: string;
-      details?: Record<string, { payloads?: Array<{ data?: string }> }>;
-    };
-    workflowExecutionCompletedEventAttributes?: { result?: { payloads?: Array<{ data?: string }> } };
-  }>;
-}
-
 const decode = (data: string | undefined): unknown =>
   data === undefined ? undefined : JSON.parse(Buffer.from(data, 'base64').toString('utf8'));
-
-function patchIds(history: JsonHistory): string[] {
-  return history.events.flatMap((event) => {
-    const marker = event.markerRecordedEventAttributes;
-    if (marker?.markerName !== 'core_patch') return [];
-    const payload = decode(marker.details?.['patch-data']?.payloads?.[0]?.data);
-    const id: unknown = typeof payload === 'object' && payload !== null ? Reflect.get(payload, 'id') : undefined;
-    return typeof id === 'string' ? [id] : [];
-  });
-}
 
 /** The compaction result a recorded `compactInWorkflow` completed with. */
 function recordedResult(history: JsonHistory): CompactionResult {
@@ -70,8 +58,6 @@ function recordedResult(history: JsonHistory): CompactionResult {
   const output = decode(completed?.workflowExecutionCompletedEventAttributes?.result?.payloads?.[0]?.data);
   return (output as { result: CompactionResult }).result;
 }
-
-const loadHistory = (file: string): JsonHistory => JSON.parse(readFileSync(join(HISTORIES_DIR, file), 'utf8'));
 
 describe('a truncation cut that would not lower the count, across a worker upgrade (TRUNCATE_SHORTENS_PATCH_ID)', () => {
   let bundle: WorkflowBundleWithSourceMap;
@@ -93,8 +79,9 @@ describe('a truncation cut that would not lower the count, across a worker upgra
         expect(result.exhausted).toBe(true);
         expect(result.truncations).toEqual([{ index: 3, chars: 6000, kept: 1000 }]);
         expect(result.messages[5]).toEqual(messages[5]);
-        const history = JSON.parse(JSON.stringify(await handle.fetchHistory())) as JsonHistory;
-        expect(patchIds(history)).toEqual(expect.arrayContaining([TRUNCATE_PATCH_ID, TRUNCATE_SHORTENS_PATCH_ID]));
+        expect(patchIdsOf(await jsonHistoryOf(handle))).toEqual(
+          expect.arrayContaining([TRUNCATE_PATCH_ID, TRUNCATE_SHORTENS_PATCH_ID]),
+        );
         await maybeRecordHistory(handle, 'compact-in-workflow-truncation-shortens');
       },
     );
@@ -103,18 +90,12 @@ describe('a truncation cut that would not lower the count, across a worker upgra
   it('the histories on both sides of the patch: the old one kept the longer cut, the new one did not; both replay', async () => {
     const before = loadHistory('compact-in-workflow-truncation-lengthens.json');
     const after = loadHistory('compact-in-workflow-truncation-shortens.json');
-    expect(patchIds(before)).toContain(TRUNCATE_PATCH_ID);
-    expect(patchIds(before)).not.toContain(TRUNCATE_SHORTENS_PATCH_ID);
+    expect(patchIdsOf(before)).toContain(TRUNCATE_PATCH_ID);
+    expect(patchIdsOf(before)).not.toContain(TRUNCATE_SHORTENS_PATCH_ID);
     expect(recordedResult(before).truncations?.map(({ index }) => index)).toEqual([3, 5]);
     expect(String(recordedResult(before).messages[5]?.content).length).toBe(1084);
-    expect(patchIds(after)).toContain(TRUNCATE_SHORTENS_PATCH_ID);
+    expect(patchIdsOf(after)).toContain(TRUNCATE_SHORTENS_PATCH_ID);
     expect(recordedResult(after).truncations?.map(({ index }) => index)).toEqual([3]);
-    const errors = new Map<string, string | undefined>();
-    for await (const outcome of Worker.runReplayHistories({ workflowBundle: bundle }, [
-      { workflowId: 'before', history: before },
-      { workflowId: 'after', history: after },
-    ]))
-      errors.set(outcome.workflowId, outcome.error?.message);
-    expect(Object.fromEntries(errors)).toEqual({ before: undefined, after: undefined });
+    expect(await replayErrors(bundle, { before, after })).toEqual({ before: undefined, after: undefined });
   }, 60_000);
 });
