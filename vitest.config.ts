@@ -12,8 +12,9 @@ export default defineConfig({
     setupFiles: ['test/support/setup-file.ts'],
     testTimeout: 30_000,
     hookTimeout: 120_000,
-    // Workflow tests share one dev server (globalSetup) and each bundles its workflows once;
-    // two cores: keep file parallelism modest so bundling does not starve the server.
+    // Workflow tests share one dev server and the workflow bundles built once for the run
+    // (test/support/bundle-cache.ts); two cores: keep file parallelism modest so the workers do
+    // not starve the server.
     maxWorkers: 2,
   },
 });

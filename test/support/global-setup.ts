@@ -12,7 +12,11 @@
 //
 // Also, once per run: the test corpus (corpus/index.ts) written into a temporary trajectory
 // directory for the replay provider (COMPACTOR_TEST_TRAJECTORY_DIR, removed in teardown), and one
-// line saying whether the extended corpus was found (its cases are skipped when it was not).
+// line saying whether the extended corpus was found (its cases are skipped when it was not); and an
+// empty directory for the workflow bundles the test files share (test/support/bundle-cache.ts).
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Connection } from '@temporalio/client';
 import type { TestProject } from 'vitest/node';
 import {
@@ -33,6 +37,8 @@ declare module 'vitest' {
     temporalStartError: string | null;
     /** The dev server's Web UI (browser tests), or null when it runs headless or is external (TEMPORAL_TEST_UI_URL). */
     temporalUiUrl: string | null;
+    /** The directory of the workflow bundles built once for the run (bundle-cache.ts); null in watch mode. */
+    workflowBundleDir: string | null;
   }
 }
 
@@ -58,6 +64,14 @@ export default async function setup(project: TestProject): Promise<() => Promise
       ? `[global-setup] extended corpus at ${location.dir}: ${corpus.filter((trajectory) => trajectory.origin === 'extended').length} trajectories beyond the repository set run too\n`
       : `[global-setup] ${extendedCorpusMissing(location)} (the repository set runs; the extended cases are skipped)\n`,
   );
+
+  // The workflow bundles test files share (bundle-cache.ts): the first file that needs one builds it
+  // here. In watch mode each file bundles its own, so that an edit reaches the next run.
+  const bundleDir = project.config.watch ? null : mkdtempSync(join(tmpdir(), 'compactor-test-bundles-'));
+  const removeBundles = () => {
+    if (bundleDir !== null) rmSync(bundleDir, { recursive: true, force: true });
+  };
+  process.once('exit', removeBundles);
 
   let server: DevServer | undefined;
   let address: string | null = null;
@@ -101,6 +115,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   project.provide('temporalNamespace', namespace);
   project.provide('temporalStartError', startError);
   project.provide('temporalUiUrl', server?.uiUrl ?? process.env.TEMPORAL_TEST_UI_URL ?? null);
+  project.provide('workflowBundleDir', bundleDir);
   if (address) {
     process.env.TEMPORAL_TEST_ADDRESS = address;
     process.env.TEMPORAL_TEST_NAMESPACE = namespace;
@@ -110,6 +125,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   return async () => {
     restoreEnv();
     trajectories.remove();
+    removeBundles();
     await server?.stop();
   };
 }

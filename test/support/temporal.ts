@@ -34,6 +34,7 @@ import { loadConfig } from '../../src/config.js';
 import { payloadConverterFromConfig } from '../../src/payloads/index.js';
 import type { temporal } from '@temporalio/proto';
 import { chainRunIds, HISTORY_CHANNEL_ARGS, historyEvents } from '../../src/client/session-reader.js';
+import { sharedBundle } from './bundle-cache.js';
 import { registerCleanup } from './cleanup.js';
 
 export interface TestConnection {
@@ -133,13 +134,33 @@ export async function testConnection({
   return { ...opened, client, address, namespace, taskQueue: uniqueId('tq'), dataConverter };
 }
 
-/** Bundle workflows for a Worker (do it once per test file, in beforeAll). */
-export function bundleWorkflows(
+/**
+ * Bundle workflows for a Worker (do it once per test file, in beforeAll). The production and the
+ * test workflows, with no options, are built once for the run and shared (bundle-cache.ts);
+ * anything else is bundled here.
+ */
+export async function bundleWorkflows(
   workflowsPath: string | URL,
   options: Omit<BundleOptions, 'workflowsPath'> = {},
 ): Promise<WorkflowBundleWithSourceMap> {
   const path = workflowsPath instanceof URL ? fileURLToPath(workflowsPath) : workflowsPath;
+  const dir = Object.keys(options).length === 0 ? sharedBundleDir() : undefined;
+  const code = dir === undefined ? undefined : await sharedBundle(dir, path);
+  // sourceMap: deprecated in the SDK (the map is inline in the code); bundleWorkflowCode says so too.
+  if (code !== undefined) return { code, sourceMap: '' };
   return bundleWorkflowCode({ logger: new DefaultLogger('WARN'), ...options, workflowsPath: path });
+}
+
+/**
+ * The run's directory of shared workflow bundles, or undefined: watch mode, a config with no
+ * global setup, or outside a vitest worker (nothing to inject).
+ */
+export function sharedBundleDir(): string | undefined {
+  try {
+    return inject('workflowBundleDir') ?? undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /**

@@ -1,4 +1,4 @@
-// Node (test support) for the workflow tests: the test workflows bundled once per file, a worker
+// Node (test support) for the workflow tests: the test workflows (bundled once per run), a worker
 // per test on its own task queue (test/support/temporal.ts), and history helpers.
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -9,6 +9,7 @@ import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
 import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { expect } from 'vitest';
 import { createActivities, type ActivityDeps } from '../../src/index.js';
+import { TEST_WORKFLOWS_PATH } from '../support/bundle-cache.js';
 import {
   bundleWorkflows,
   testConnection,
@@ -17,11 +18,9 @@ import {
 } from '../support/temporal.js';
 
 export { uniqueId } from '../support/temporal.js';
-
-export const TEST_WORKFLOWS_PATH = fileURLToPath(new URL('./test-workflows.ts', import.meta.url));
 export const HISTORIES_DIR = fileURLToPath(new URL('../histories/', import.meta.url));
 
-/** The test workflows (the shipped ones plus `compactInWorkflow`), bundled once per test file. */
+/** The test workflows (the shipped ones plus `compactInWorkflow`): the run's bundle (test/support/bundle-cache.ts). */
 export function bundleTestWorkflows(): Promise<WorkflowBundleWithSourceMap> {
   return bundleWorkflows(TEST_WORKFLOWS_PATH);
 }

@@ -1,0 +1,99 @@
+// Node (test support): the two workflow bundles most test files run, built once per test run.
+//
+// Bundling the production workflows with webpack takes about 4 s (6 s of CPU) on a quiet two-core
+// machine, and some thirty test files each bundled the same two entry points in their beforeAll.
+// The global setup (global-setup.ts) makes an empty directory for the run and provides it
+// (`workflowBundleDir`). The first test file that asks `bundleWorkflows` (temporal.ts) for one of
+// these entry points, with no options, builds it and leaves it there; the files that ask while it
+// builds wait for it, and the later ones read it. Nothing is built for a run that needs neither
+// (one unit test file). Anything else is bundled by the file as before: other entry points, bundle
+// options, watch mode (an edit must reach the next run) and the vitest configs with no global
+// setup (cluster, chaos).
+//
+// One process builds an entry at a time: it holds `<bundle>.lock`, a directory (mkdir is atomic),
+// with its pid inside. A waiter takes a lock over when its holder has died, and after
+// WAIT_LIMIT_MS bundles on its own. A build that fails leaves no bundle and throws the bundler's
+// error in the file that built it; the next file that asks tries again.
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+/** The workflows the package ships (what `compactorPlugin` bundles). */
+export const PRODUCTION_WORKFLOWS_PATH = join(ROOT, 'src/workflows/index.ts');
+/** The shipped workflows plus the test ones (`compactInWorkflow`, ...). */
+export const TEST_WORKFLOWS_PATH = join(ROOT, 'test/workflows/test-workflows.ts');
+
+const SHARED_ENTRIES: readonly string[] = [PRODUCTION_WORKFLOWS_PATH, TEST_WORKFLOWS_PATH];
+
+/** How long a file waits for another to finish a bundle before it bundles on its own. */
+const WAIT_LIMIT_MS = 180_000;
+const POLL_MS = 200;
+
+/** Where `entry`'s bundle is (or will be) in the run's directory; undefined for an entry that is not shared. */
+export function sharedBundlePath(dir: string, entry: string): string | undefined {
+  const index = SHARED_ENTRIES.indexOf(entry);
+  return index < 0 ? undefined : join(dir, `bundle-${index}.js`);
+}
+
+/**
+ * The code of `entry`'s bundle from the run's directory, built here when no other process has built
+ * it or is building it. Undefined when the caller must bundle on its own: `entry` is not shared, or
+ * another process held the build past WAIT_LIMIT_MS. A build here that fails throws the bundler's
+ * error, and the next file that asks tries again.
+ */
+export async function sharedBundle(dir: string, entry: string): Promise<string | undefined> {
+  const file = sharedBundlePath(dir, entry);
+  if (file === undefined) return undefined;
+  const lock = `${file}.lock`;
+  const deadline = Date.now() + WAIT_LIMIT_MS;
+  for (;;) {
+    if (existsSync(file)) return readFileSync(file, 'utf8');
+    if (takeLock(lock)) break;
+    if (holderDied(lock)) {
+      rmSync(lock, { recursive: true, force: true });
+      continue;
+    }
+    if (Date.now() > deadline) return undefined;
+    await sleep(POLL_MS);
+  }
+  try {
+    const { code } = await bundleWorkflowCode({ logger: new DefaultLogger('WARN'), workflowsPath: entry });
+    // Written aside and renamed: a reader never sees half a bundle.
+    writeFileSync(`${file}.${process.pid}.tmp`, code);
+    renameSync(`${file}.${process.pid}.tmp`, file);
+    return code;
+  } finally {
+    rmSync(lock, { recursive: true, force: true });
+  }
+}
+
+function takeLock(lock: string): boolean {
+  try {
+    mkdirSync(lock);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw err;
+  }
+  writeFileSync(join(lock, 'pid'), String(process.pid));
+  return true;
+}
+
+/** True when the lock's holder is a process that no longer exists (a lock without a pid yet is held). */
+function holderDied(lock: string): boolean {
+  let pid: number;
+  try {
+    pid = Number(readFileSync(join(lock, 'pid'), 'utf8'));
+  } catch {
+    return false;
+  }
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'ESRCH';
+  }
+}
