@@ -5,6 +5,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -25,20 +26,27 @@ async function failureOf(call: () => Promise<unknown>): Promise<ApplicationFailu
   }
 }
 
-/** Threads of this process at the lowest priority (nice 19): grep's search threads, on Linux. */
-function nicedThreads(): number {
-  let count = 0;
+/**
+ * The threads of this process at the lowest priority (nice 19), grep's search threads on Linux,
+ * with the CPU time each has used (clock ticks, user and system), by thread id.
+ */
+function nicedThreadTicks(): Map<string, number> {
+  const ticks = new Map<string, number>();
   for (const task of readdirSync(`/proc/${process.pid}/task`)) {
     try {
       const stat = readFileSync(`/proc/${process.pid}/task/${task}/stat`, 'utf8');
-      // Fields after the command's closing parenthesis; nice is the 19th field of the line.
-      if (stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16] === '19') count += 1;
+      // Fields after the command's closing parenthesis: utime, stime and nice are the 14th, 15th
+      // and 19th fields of the line.
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (fields[16] === '19') ticks.set(task, Number(fields[11]) + Number(fields[12]));
     } catch {
       // The thread ended while we looked.
     }
   }
-  return count;
+  return ticks;
 }
+
+const nicedThreads = (): number => nicedThreadTicks().size;
 
 /** A search of evil.txt under `base` for the pattern that backtracks until its deadline. */
 const evilSearch = (base: string): Parameters<typeof grepInThread>[0] => ({
@@ -89,13 +97,28 @@ describe('built-in tools stay bounded whatever the model asks', () => {
     expect(ticks).toBeGreaterThanOrEqual(5);
   });
 
-  it('keeps the matches found before the deadline', async () => {
+  it.runIf(onLinux)('keeps the matches found before the deadline', { timeout: 150_000 }, async () => {
     const tools = createBuiltInTools({ root, grepTimeoutMs: 1500 });
-    // The walk is alphabetical: a-first.txt matches, then evil.txt holds the search until the deadline.
-    const result = await run(tools.grep, { pattern: '^(x|(a+)+$)' });
-    expect(result.startsWith('a-first.txt:1: x\n')).toBe(true);
-    expect(result).not.toContain('many/');
-    expect(result).toMatch(/\[stopped after 1\.5 s/);
+    // The deadline is a timer of this thread, faked: it fires once the search is surely past
+    // a-first.txt, however slowly a thread at nice 19 runs on a busy machine. The walk is
+    // alphabetical: a-first.txt matches, big.txt is read, then evil.txt holds the search.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      const earlier = new Set(nicedThreadTicks().keys());
+      const pending = run(tools.grep, { pattern: '^(x|(a+)+$)' });
+      // Half a second of the new search thread's CPU is far more than starting it and reading two
+      // small files take: by then it is backtracking in evil.txt.
+      const busy = () => [...nicedThreadTicks()].some(([task, ticks]) => !earlier.has(task) && ticks >= 50);
+      const limit = Date.now() + 120_000;
+      while (!busy() && Date.now() < limit) await sleep(20);
+      vi.advanceTimersByTime(1500);
+      const result = await pending;
+      expect(result.startsWith('a-first.txt:1: x\n')).toBe(true);
+      expect(result).not.toContain('many/');
+      expect(result).toMatch(/\[stopped after 1\.5 s/);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('stops after its file limit, and says so', async () => {
