@@ -236,7 +236,10 @@ describe('agentRun against a hostile model', { timeout: 120_000 }, () => {
     const hostileRoot = mkdtempSync(join(tmpdir(), 'hostile-classes-'));
     try {
       writeHostileToolRoot(hostileRoot);
-      const classes = hostileClasses(2);
+      // A 10 s deadline, not less: the limits class's grep must find its 1,000 matches before it,
+      // in a thread at nice 19 on a machine that may be saturated (it did not in 2 s beside a
+      // second test run). Only the catastrophic class waits it out.
+      const classes = hostileClasses(10);
       server.setDefault(hostileResponder(classes));
       const t = await testConnection();
       const tools = {
@@ -244,7 +247,7 @@ describe('agentRun against a hostile model', { timeout: 120_000 }, () => {
           openai: new OpenAI({ baseURL: server.baseURL, apiKey: 'test-key', maxRetries: 0 }),
           toolsRoot: hostileRoot,
         }),
-        grep: createBuiltInTools({ root: hostileRoot, grepTimeoutMs: 2000 }).grep,
+        grep: createBuiltInTools({ root: hostileRoot, grepTimeoutMs: 10_000 }).grep,
       };
       const runs = await withWorker(t, { workflowBundle: bundle, activities: tools }, () =>
         Promise.all(
