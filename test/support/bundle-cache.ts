@@ -63,8 +63,9 @@ export async function sharedBundle(dir: string, entry: string): Promise<string |
   try {
     const { code } = await bundleWorkflowCode({ logger: new DefaultLogger('WARN'), workflowsPath: entry });
     // Written aside and renamed: a reader never sees half a bundle.
-    writeFileSync(`${file}.${process.pid}.tmp`, code);
-    renameSync(`${file}.${process.pid}.tmp`, file);
+    const aside = `${file}.${process.pid}.tmp`;
+    writeFileSync(aside, code);
+    renameSync(aside, file);
     return code;
   } finally {
     rmSync(lock, { recursive: true, force: true });
