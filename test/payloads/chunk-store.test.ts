@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { defaultPayloadConverter, StorageDriverClaim, type Payload } from '@temporalio/common';
 import { encodeReferencePayload } from '@temporalio/common/lib/internal-non-workflow/extstore-helpers.js';
@@ -27,16 +26,13 @@ import {
 import { chatInputSequence } from '../../corpus/chat-inputs.js';
 import { loadConfig } from '../../src/config.js';
 import { startS3Server, type S3TestServer } from '../../scripts/s3-test-server.js';
+import { temporaryDirectory } from '../support/cleanup.js';
 import { storeOne } from '../support/store-fixture.js';
 
 const toPayload = (value: unknown): Payload => defaultPayloadConverter.toPayload(value);
 const fromPayload = (payload: Payload | undefined): unknown => defaultPayloadConverter.fromPayload(payload ?? {});
 
-function temporaryDirectory(): string {
-  const directory = mkdtempSync(join(tmpdir(), 'compactor-store-test-'));
-  afterAll(() => rmSync(directory, { recursive: true, force: true }));
-  return directory;
-}
+const storeDirectory = (): string => temporaryDirectory('compactor-store-test-');
 
 function filesUnder(directory: string): string[] {
   return readdirSync(directory, { recursive: true, withFileTypes: true })
@@ -230,10 +226,7 @@ async function chunkKeysOf(backend: ObjectBackend, claim: StorageDriverClaim): P
 }
 
 describe('ChunkStoreDriver', () => {
-  backendContract(
-    'file backend',
-    () => new FileBackend({ directory: mkdtempSync(join(tmpdir(), 'compactor-store-test-')), durable: false }),
-  );
+  backendContract('file backend', () => new FileBackend({ directory: storeDirectory(), durable: false }));
 
   describe('S3 backend (moto)', () => {
     let s3: S3TestServer | undefined;
@@ -289,7 +282,7 @@ describe('ChunkStoreDriver', () => {
 
   describe('file backend layout', () => {
     it('writes sharded, sealed objects atomically and nothing readable with a key', async () => {
-      const directory = temporaryDirectory();
+      const directory = storeDirectory();
       const driver = new ChunkStoreDriver({
         backend: new FileBackend({ directory }),
         keyring: keyringOf(codecKey(randomBytes(32))),
@@ -309,7 +302,7 @@ describe('ChunkStoreDriver', () => {
     });
 
     it('dedups: storing the same payload again writes only its manifest, with a fresh modification time', async () => {
-      const directory = temporaryDirectory();
+      const directory = storeDirectory();
       const keyring = keyringOf(codecKey(randomBytes(32)));
       const first = new ChunkStoreDriver({ backend: new FileBackend({ directory }), keyring });
       const claim = await storeOne(first, toPayload(bigConversation));
@@ -326,7 +319,7 @@ describe('ChunkStoreDriver', () => {
     });
 
     it('touches a reused tree older than refreshAfterMs and writes back an object a gc removed', async () => {
-      const directory = temporaryDirectory();
+      const directory = storeDirectory();
       const backend = new FileBackend({ directory });
       // Format 3 lists a fresh payload in a tree of nodes (format 4 in its manifest alone, up to 1,024 entries).
       const TREES = { manifestFormat: 3 } as const;
@@ -359,7 +352,7 @@ describe('ChunkStoreDriver', () => {
     });
 
     it('leaves no temporary file behind when a write fails', async () => {
-      const directory = temporaryDirectory();
+      const directory = storeDirectory();
       const backend = new FileBackend({ directory });
       await backend.put('v1/chunks/00/00/a', Uint8Array.of(1));
       writeFileSync(join(directory, 'v1', 'chunks', '00', '00', 'b'), 'x');
@@ -381,7 +374,7 @@ describe('ChunkStoreDriver', () => {
 
     for (const encrypted of [false, true]) {
       it(`${encrypted ? 'encrypted' : 'not encrypted'}: written in format 2, smaller in history than format 1 by at least ${encrypted ? 32 : 28} bytes; both read back the payload`, async () => {
-        const backend = new FileBackend({ directory: temporaryDirectory(), durable: false });
+        const backend = new FileBackend({ directory: storeDirectory(), durable: false });
         const keyring = encrypted ? keyringOf(key) : undefined;
         const payload = toPayload(bigConversation);
         const claim = await storeOne(new ChunkStoreDriver({ backend, keyring }), payload);
@@ -411,7 +404,7 @@ describe('ChunkStoreDriver', () => {
     }
 
     it('writes format 1 when configured so (COMPACTOR_CLAIM_FORMAT=1, for a rolling upgrade), the same claim a format-1 writer made', async () => {
-      const directory = temporaryDirectory();
+      const directory = storeDirectory();
       const keyring = keyringOf(key);
       const payload = toPayload(bigConversation);
       const configured = payloadConverterFromConfig(
@@ -431,7 +424,7 @@ describe('ChunkStoreDriver', () => {
     });
 
     it('refuses a claim of neither format with a ChunkIntegrityError naming it and saying why', async () => {
-      const backend = new FileBackend({ directory: temporaryDirectory(), durable: false });
+      const backend = new FileBackend({ directory: storeDirectory(), durable: false });
       const driver = new ChunkStoreDriver({ backend, keyring: keyringOf(key) });
       const claim = await storeOne(driver, toPayload(bigConversation));
       const m = claim.claimData.m ?? '';
@@ -496,7 +489,7 @@ describe('ChunkStoreDriver', () => {
       const [encoded] = await codec.encode([plain]);
       if (encoded === undefined) throw new Error('no payload');
       expect(payloadProtoSize(encoded)).toBeGreaterThanOrEqual(threshold);
-      const driver = new ChunkStoreDriver({ backend: new FileBackend({ directory: temporaryDirectory() }), keyring });
+      const driver = new ChunkStoreDriver({ backend: new FileBackend({ directory: storeDirectory() }), keyring });
       const restored = await retrieveOne(driver, await storeOne(driver, encoded));
       const [decoded] = await codec.decode([restored]);
       expect(Buffer.from(decoded?.data ?? []).equals(value)).toBe(true);

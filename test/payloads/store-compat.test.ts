@@ -2,12 +2,10 @@
 // at 246db5d (manifest format 1 in JSON, chunker 1, tree nodes 0x4e), with claims of both formats,
 // with and without encryption (write-fixture.ts.txt beside it is the script that wrote it, run
 // against that commit's src/payloads). Every object under it is read here by today's driver.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ChunkStoreDriver, DEFAULT_CHUNKER_LIMITS, FileBackend, parseObjectKey } from '../../src/payloads/index.js';
 import { openObject } from '../../src/payloads/sealed-object.js';
+import { temporaryDirectory } from '../support/cleanup.js';
 import {
   expectEveryClaimReads,
   expectGcKeepsEverything,
@@ -35,8 +33,7 @@ describe('a store written by main before manifest format 2', () => {
   });
 
   it('with manifestFormat 1 (a rolling upgrade) a driver writes only format-1 manifests and nodes, which read back', async () => {
-    const copy = mkdtempSync(join(tmpdir(), 'compactor-store-format-1-'));
-    afterAll(() => rmSync(copy, { recursive: true, force: true }));
+    const copy = temporaryDirectory('compactor-store-format-1-');
     const backend = new FileBackend({ directory: copy });
     const driver = new ChunkStoreDriver({ backend, manifestFormat: 1, chunkerLimits: SMALL });
     const rounds = [20, 21, 22].map((messages) =>

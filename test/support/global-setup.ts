@@ -14,7 +14,12 @@
 // directory for the replay provider (COMPACTOR_TEST_TRAJECTORY_DIR, removed in teardown), and one
 // line saying whether the extended corpus was found (its cases are skipped when it was not); and an
 // empty directory for the workflow bundles the test files share (test/support/bundle-cache.ts).
-import { mkdtempSync, rmSync } from 'node:fs';
+//
+// Every temporary file of the run goes under one directory of the run's own: TMPDIR is set to it
+// for the test files and every process they start. Teardown removes it, and fails the run (exit
+// code 1) when a test left something there: each test removes what it made (`temporaryDirectory`
+// in test/support/cleanup.ts), so a user's temporary directory does not fill up run after run.
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Connection } from '@temporalio/client';
@@ -42,7 +47,31 @@ declare module 'vitest' {
   }
 }
 
-const ENV_KEYS = ['TEMPORAL_TEST_ADDRESS', 'TEMPORAL_TEST_NAMESPACE', 'TEMPORAL_ADDRESS', TRAJECTORY_DIR_ENV] as const;
+const ENV_KEYS = [
+  'TEMPORAL_TEST_ADDRESS',
+  'TEMPORAL_TEST_NAMESPACE',
+  'TEMPORAL_ADDRESS',
+  'TMPDIR',
+  TRAJECTORY_DIR_ENV,
+] as const;
+
+/**
+ * What may stay in the run's temporary directory until teardown removes it: tsx's compile cache
+ * (child processes run TypeScript through tsx) and the plugin's combined workflows modules
+ * (src/worker/plugin.ts writes them there once per pair of paths, by design).
+ */
+const KEPT_UNTIL_TEARDOWN = [/^tsx-/, /^temporal-compactor-workflows$/];
+
+/** The run's temporary directory: made under the system's own, and TMPDIR for everything after. */
+function runTemporaryDirectory(): { dir: string; leftovers: () => string[]; remove: () => void } {
+  const dir = mkdtempSync(join(tmpdir(), 'compactor-test-run-'));
+  process.env.TMPDIR = dir;
+  return {
+    dir,
+    leftovers: () => readdirSync(dir).filter((name) => !KEPT_UNTIL_TEARDOWN.some((kept) => kept.test(name))),
+    remove: () => rmSync(dir, { recursive: true, force: true }),
+  };
+}
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const savedEnv = Object.fromEntries(ENV_KEYS.map((key) => [key, process.env[key]]));
@@ -52,6 +81,9 @@ export default async function setup(project: TestProject): Promise<() => Promise
       else process.env[key] = savedEnv[key];
     }
   };
+
+  const runTmp = runTemporaryDirectory();
+  process.once('exit', runTmp.remove);
 
   const corpus = fullCorpus();
   const trajectories = createTrajectoryDir(corpus);
@@ -127,5 +159,15 @@ export default async function setup(project: TestProject): Promise<() => Promise
     trajectories.remove();
     removeBundles();
     await server?.stop();
+    const leftovers = runTmp.leftovers();
+    runTmp.remove();
+    if (leftovers.length > 0) {
+      process.stderr.write(
+        `[global-setup] the tests left ${leftovers.length} ${leftovers.length === 1 ? 'entry' : 'entries'} in their temporary directory ${runTmp.dir} ` +
+          `(now removed): ${leftovers.sort().join(', ')}; make them with temporaryDirectory() from test/support/cleanup.ts\n`,
+      );
+      // A teardown that throws does not fail a vitest run; the exit code does.
+      process.exitCode = 1;
+    }
   };
 }

@@ -3,11 +3,10 @@
 // to write to it), and the two checks every such fixture gets — each claim reads back byte for byte
 // with its metadata, and a garbage collection over a copy keeps everything the claims name.
 import { createHash } from 'node:crypto';
-import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { StorageDriverClaim, type Payload } from '@temporalio/common';
-import { afterAll, expect } from 'vitest';
+import { expect } from 'vitest';
 import { z } from 'zod';
 import {
   ChunkStoreDriver,
@@ -19,6 +18,7 @@ import {
   type Keyring,
   type ObjectBackend,
 } from '../../src/payloads/index.js';
+import { temporaryDirectory } from './cleanup.js';
 
 const Claims = z.object({
   key: z.object({ id: z.string(), hex: z.string() }),
@@ -103,8 +103,7 @@ export function plainCopy(
   fixture: StoreFixture,
   prefix: string,
 ): { backend: FileBackend; driver: ChunkStoreDriver; claimed: FixtureClaim[] } {
-  const copy = mkdtempSync(join(tmpdir(), prefix));
-  afterAll(() => rmSync(copy, { recursive: true, force: true }));
+  const copy = temporaryDirectory(prefix);
   cpSync(join(fixture.directory, 'plain'), copy, { recursive: true });
   const backend = new FileBackend({ directory: copy });
   return {
