@@ -18,7 +18,7 @@ import {
 } from '@temporalio/common';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import OpenAI from 'openai';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
   addUserMessageUpdate,
   agentRun,
@@ -44,6 +44,7 @@ import {
   openingOf,
   replayActivities,
   runAgent,
+  startBackgroundWorker,
   type AgentOutcome,
 } from '../support/agent.js';
 import { bundleWorkflows, testConnection, uniqueId, withWorker, type TestConnection } from '../support/temporal.js';
@@ -740,10 +741,11 @@ describe('agentRun', { timeout: 90_000 }, () => {
 
   describe('bad input gets a clear non-retryable Compaction.InvalidInput', () => {
     let t: TestConnection;
+    // One worker for every case, on a task queue of their own: each run fails in its first task.
     beforeAll(async () => {
       t = await testConnection();
+      await startBackgroundWorker(t, { workflowBundle: bundle, activities: replayActivities() });
     });
-    afterAll(() => undefined);
     const valid = { messages: [{ role: 'user', content: 'hi' }], model: replayModel(TAU), compaction: {} };
     it.each([
       ['no messages', { model: replayModel(TAU), compaction: {} }, 'input.messages: required'],
@@ -854,14 +856,12 @@ describe('agentRun', { timeout: 90_000 }, () => {
         'input.carried.tokenCounts.o200k_base[0]: must be a non-negative integer or null',
       ],
     ])('%s', async (_case, input, message) => {
-      const failure = await withWorker(t, { workflowBundle: bundle, activities: replayActivities() }, () =>
-        runFailure(
-          t.client.workflow.execute('agentRun', {
-            taskQueue: t.taskQueue,
-            workflowId: uniqueId('agent-bad'),
-            args: [input],
-          }),
-        ),
+      const failure = await runFailure(
+        t.client.workflow.execute('agentRun', {
+          taskQueue: t.taskQueue,
+          workflowId: uniqueId('agent-bad'),
+          args: [input],
+        }),
       );
       expect([failure.type, failure.nonRetryable]).toEqual([FailureType.InvalidInput, true]);
       expect(failure.message).toContain(message);
