@@ -9,9 +9,13 @@
 //   4. checks the client printed the answer after nine steps, the summary was asked for again by
 //      the new worker (one summarize activity, retried: nothing lost), and the history replays.
 // Exits non-zero with what went wrong; removes what it started and created.
+//
+// Options: --tarball FILE installs a tarball packed before instead of packing (.ci/run packs once
+// for this and test:package).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import {
   cpSync,
+  existsSync,
   mkdirSync,
   mkdtempSync,
   readdirSync,
@@ -43,6 +47,34 @@ function progress(message: string): void {
 
 class ExampleTestError extends Error {
   override readonly name = 'ExampleTestError';
+}
+
+/** The command line: `--tarball FILE` or nothing; anything else is refused. */
+function parseArgs(argv: readonly string[]): { tarball: string | undefined } {
+  let tarball: string | undefined;
+  for (let index = 0; index < argv.length; index++) {
+    const arg = argv[index] ?? '';
+    if (arg !== '--tarball')
+      throw new ExampleTestError(`unknown argument ${JSON.stringify(arg)} (known: --tarball FILE)`);
+    const path = argv[++index];
+    if (path === undefined || !path.endsWith('.tgz') || !existsSync(path))
+      throw new ExampleTestError(`--tarball takes the path of an existing .tgz, got ${JSON.stringify(path)}`);
+    tarball = resolve(path);
+  }
+  return { tarball };
+}
+
+/** The package's tarball: packed now into `dir` (prepack builds dist/), or the one given. */
+function packedTarball(dir: string, given: string | undefined): string {
+  if (given !== undefined) {
+    progress(`the tarball packed before: ${given}`);
+    return given;
+  }
+  progress('npm pack (prepack builds dist/) ...');
+  const packDir = join(dir, 'pack');
+  mkdirSync(packDir);
+  run('npm', ['pack', '--pack-destination', packDir, '--loglevel=error'], root);
+  return join(packDir, readdirSync(packDir).find((name) => name.endsWith('.tgz')) ?? '');
 }
 
 function run(command: string, args: readonly string[], cwd: string): string {
@@ -153,14 +185,11 @@ function background(command: string, args: readonly string[], cwd: string, env: 
 }
 
 async function main(): Promise<void> {
+  const options = parseArgs(process.argv.slice(2));
   const dir = mkdtempSync(join(realpathSync(tmpdir()), 'temporal-compactor-ai-sdk-example-'));
   const cleanups: Array<() => Promise<void> | void> = [() => rmSync(dir, { recursive: true, force: true })];
   try {
-    progress('npm pack (prepack builds dist/) ...');
-    const packDir = join(dir, 'pack');
-    mkdirSync(packDir);
-    run('npm', ['pack', '--pack-destination', packDir, '--loglevel=error'], root);
-    const tarball = join(packDir, readdirSync(packDir).find((name) => name.endsWith('.tgz')) ?? '');
+    const tarball = packedTarball(dir, options.tarball);
 
     const project = join(dir, 'project');
     cpSync(example, project, { recursive: true, filter: (path) => !path.includes('node_modules') });
