@@ -35,6 +35,10 @@ export async function simulateReplay(
   let messages: ChatMessage[] = pinTask(script.opening);
   let compactions = 0;
   for (const turn of script.turns) {
+    // The simulation is CPU alone (the summarizer answers at once): a turn at a time, so that a
+    // worker polling in this process is not starved. Run whole, a large recording held the event
+    // loop for 26 s here; activities and workflow tasks of the runs in flight timed out meanwhile.
+    await new Promise((resolve) => setImmediate(resolve));
     const overRoom = bpe.count(messages) > room;
     if (overRoom || compactor.needsCompaction(messages)) {
       const result = await compactor.compact(messages, overRoom ? { target: room } : {});
