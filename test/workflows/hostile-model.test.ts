@@ -87,6 +87,13 @@ async function grepState(handle: WorkflowHandle): Promise<'waiting' | 'running' 
     : 'waiting';
 }
 
+/**
+ * The workers' grep deadline, 10 s and not less: the limits class's grep must find its 1,000
+ * matches before it, in a thread at nice 19 on a machine that may be saturated (it did not in 2 s
+ * beside a second test run). Only the catastrophic class waits it out.
+ */
+const GREP_SECONDS = 10;
+
 describe('agentRun against a hostile model', { timeout: 120_000 }, () => {
   let server: FakeOpenAI;
   let root: string;
@@ -100,12 +107,12 @@ describe('agentRun against a hostile model', { timeout: 120_000 }, () => {
     await server.close();
     rmSync(root, { recursive: true, force: true });
   });
-  const activities = (grepTimeoutMs = 10_000) => ({
+  const activities = (grepTimeoutMs = GREP_SECONDS * 1000, toolsRoot = root) => ({
     ...replayActivities({
       openai: new OpenAI({ baseURL: server.baseURL, apiKey: 'test-key', maxRetries: 0 }),
-      toolsRoot: root,
+      toolsRoot,
     }),
-    grep: createBuiltInTools({ root, grepTimeoutMs }).grep,
+    grep: createBuiltInTools({ root: toolsRoot, grepTimeoutMs }).grep,
   });
 
   it('measures depth outside strings, and stops counting past the limit', () => {
@@ -236,19 +243,11 @@ describe('agentRun against a hostile model', { timeout: 120_000 }, () => {
     const hostileRoot = mkdtempSync(join(tmpdir(), 'hostile-classes-'));
     try {
       writeHostileToolRoot(hostileRoot);
-      // A 10 s deadline, not less: the limits class's grep must find its 1,000 matches before it,
-      // in a thread at nice 19 on a machine that may be saturated (it did not in 2 s beside a
-      // second test run). Only the catastrophic class waits it out.
-      const classes = hostileClasses(10);
+      // The classes' expected notes name the worker's grep deadline (GREP_SECONDS).
+      const classes = hostileClasses(GREP_SECONDS);
       server.setDefault(hostileResponder(classes));
       const t = await testConnection();
-      const tools = {
-        ...replayActivities({
-          openai: new OpenAI({ baseURL: server.baseURL, apiKey: 'test-key', maxRetries: 0 }),
-          toolsRoot: hostileRoot,
-        }),
-        grep: createBuiltInTools({ root: hostileRoot, grepTimeoutMs: 10_000 }).grep,
-      };
+      const tools = activities(GREP_SECONDS * 1000, hostileRoot);
       const runs = await withWorker(t, { workflowBundle: bundle, activities: tools }, () =>
         Promise.all(
           classes.map(async (hostile) => {
