@@ -231,6 +231,19 @@ function undoCutPatched(): boolean {
 }
 
 /**
+ * The patch that bounds the cut text a truncation counts (docs/design.md#truncation): before it,
+ * the bisection counted every probe, tens of megabytes of new text for a text of megabytes, and an
+ * activation tokenizing them with a BPE counter ran past the deadlock timeout on every retry.
+ * A history recorded then replays with the cut it found. Asked only when a probe would go over the
+ * bound, so executions whose truncations stay within it record no marker. Stable forever: never rename it.
+ */
+export const TRUNCATE_BOUNDED_PATCH_ID = 'temporal-compactor:truncate-bounded-v1';
+
+function boundedCountingPatched(): boolean {
+  return !inWorkflowContext() || patched(TRUNCATE_BOUNDED_PATCH_ID);
+}
+
+/**
  * The patch that lets a compaction act on a summary's coverage (docs/design.md#coverage): the one
  * retry naming the identifiers a summary left out (one summarize activity more) and the
  * carried-facts line. Asked only when a summary left some out with `summaryCoverage` on, so a run
@@ -469,6 +482,7 @@ async function runCompaction(
       {
         mayTruncate: truncationPatched,
         mayUndoCut: undoCutPatched,
+        mayBoundCounting: boundedCountingPatched,
         mayCover: coveragePatched,
         ...(nameReplaced === undefined ? {} : { nameReplaced }),
       },

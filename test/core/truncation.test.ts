@@ -5,7 +5,12 @@ import { Compactor } from '../../src/compactor.js';
 import { recordCompaction, replaySession, type SessionEntry } from '../../src/core/agent/session.js';
 import { compactionSteps, runCompactionSteps } from '../../src/core/compaction/engine.js';
 import { REFERENCE_EXACT, resolveOptions } from '../../src/core/compaction/options.js';
-import { middleOut, TRUNCATION_MIN_KEEP, truncationMarker } from '../../src/core/compaction/truncation.js';
+import {
+  middleOut,
+  TRUNCATION_COUNT_CHARS,
+  TRUNCATION_MIN_KEEP,
+  truncationMarker,
+} from '../../src/core/compaction/truncation.js';
 import { defaultCounter } from '../../src/core/counting/tokens.js';
 import type { ChatMessage } from '../../src/core/types.js';
 import { createExtractiveSummarizer } from '../../src/summarizers/extractive.js';
@@ -144,6 +149,62 @@ describe('truncation of oversized messages', () => {
     expect(kept.truncations?.map(({ index }) => index)).toEqual([3, 5]);
     expect(String(kept.messages[5]?.content).length).toBe(1084);
     expect(kept.tokensAfter).toBeGreaterThan(undone.tokensAfter);
+  });
+
+  it('counts at most TRUNCATION_COUNT_CHARS of cut text: a text of megabytes is cut to the longest fit it counted', () => {
+    // One 3 MB result in the recent window, at a budget that fits about 2.4 MB of it: the bisection
+    // from the whole text would count about 50 MB of cut text (seconds for a BPE counter).
+    const huge: ChatMessage[] = [
+      system('You are a careful agent.'),
+      user('Read the log.'),
+      assistant(null, [['c1', 'bash', '{"command":"cat build.log"}']]),
+      tool('c1', text('log', 3_000_000)),
+    ];
+    const options = resolveOptions({ contextBudget: 600_000, keepRecent: 10, recentWindowGivesWay: false });
+    const asked: boolean[] = [];
+    const run = (bound: boolean) => {
+      let countedChars = 0;
+      const counter = {
+        count: (messages: readonly ChatMessage[]) => {
+          // The cut text of each count the truncation makes (the pass before it counts the whole text).
+          const content = messages[3]?.content;
+          if (content !== huge[3]?.content) countedChars += String(content).length;
+          return defaultCounter.count(messages);
+        },
+      };
+      const mayBoundCounting = () => {
+        asked.push(bound);
+        return bound;
+      };
+      const result = runCompactionSteps(compactionSteps(huge, options, {}, counter, { mayBoundCounting }), () => ({
+        kind: 'failed',
+        reason: 'exhausted',
+        message: 'nothing to summarize',
+      }));
+      return { result, countedChars };
+    };
+    const bounded = run(true);
+    const unbounded = run(false);
+    // Asked once per truncation, at the first probe over the bound.
+    expect(asked).toEqual([true, false]);
+    for (const { result } of [bounded, unbounded]) {
+      expect(result.exhausted).toBe(false);
+      expect(result.tokensAfter).toBeLessThanOrEqual(600_000);
+    }
+    const keptOf = ({ result }: typeof bounded) => result.truncations?.[0]?.kept ?? 0;
+    // Unbounded: the longest cut that fits (one character more does not).
+    const longest = keptOf(unbounded);
+    const withLongest = huge.map((message, index) =>
+      index === 3 ? { ...message, content: middleOut(text('log', 3_000_000), longest + 1) } : message,
+    );
+    expect(defaultCounter.count(withLongest)).toBeGreaterThan(600_000);
+    expect(unbounded.countedChars).toBeGreaterThan(10 * TRUNCATION_COUNT_CHARS);
+    // Bounded: shorter, and the probes stayed within the bound (besides the final recount of the cut it keeps).
+    expect(keptOf(bounded)).toBeLessThan(longest);
+    expect(keptOf(bounded)).toBeGreaterThan(TRUNCATION_MIN_KEEP);
+    expect(bounded.countedChars - String(bounded.result.messages[3]?.content).length).toBeLessThanOrEqual(
+      TRUNCATION_COUNT_CHARS,
+    );
   });
 
   it('is replayed by a transcript byte for byte (the cut is an elision line)', async () => {

@@ -90,4 +90,46 @@ describe('a 1M-token conversation with the payload store', { timeout: 600_000 },
       Worker.runReplayHistory({ workflowBundle: bundle, plugins: [plugin] }, history, workflowId),
     ).resolves.toBeUndefined();
   });
+
+  // docs/design.md#truncation A 5 MB tool result at a 1.2M-token window must be cut. Before
+  // TRUNCATION_COUNT_CHARS the bisection tokenized a probe of megabytes at each of its steps in one
+  // activation (22 s in-process on this machine): the task ran into the deadlock timeout on every
+  // attempt, forever.
+  it('cuts a 5 MB tool result within one activation: the run completes without a failed workflow task', async () => {
+    writeFileSync(
+      join(dir, 'five-mb.json'),
+      JSON.stringify([
+        ...opening.slice(0, 1),
+        { role: 'user', content: 'Find the N+1 query in db/session.py.' },
+        readTurn('c1', 'db/session.py'),
+        { role: 'tool', tool_call_id: 'c1', content: sourceText(5_000_000, 'session') },
+        { role: 'assistant', content: 'session_handler_12 runs one query per row: batch it.' },
+      ]),
+    );
+    const workflowId = uniqueId('agent-five-mb');
+    const run = runAgentThroughPlugin(t, {
+      workflowBundle: bundle,
+      plugin: {
+        config: loadConfig({ env: { COMPACTOR_PAYLOAD_STORE: `file:${store}` } }),
+        activities: { trajectoryDir: dir },
+      },
+      workflowId,
+      input: {
+        messages: [opening[0] as ChatMessage, { role: 'user', content: 'Find the N+1 query in db/session.py.' }],
+        model: { provider: 'replay', trajectory: 'five-mb', contextWindow: 1_200_000, maxOutputTokens: 4_000 },
+        compaction: {},
+        maxRounds: 5,
+      },
+    });
+    // A wedged run never ends: give up on it after a while and say what its history holds.
+    const ended = await Promise.race([run, new Promise<undefined>((resolve) => setTimeout(resolve, 180_000))]);
+    const events = await chainHistories(t.client, workflowId).then(([first = []]) => first);
+    const failedTasks = events.filter((event) => event.workflowTaskFailedEventAttributes);
+    if (ended === undefined) await t.client.workflow.getHandle(workflowId).terminate('test: no end in 180 s');
+    expect(failedTasks.map((event) => event.workflowTaskFailedEventAttributes?.failure?.message)).toEqual([]);
+    expect(ended?.result.stopReason).toBe('completed');
+    const [record] = ended?.result.compactions.recent ?? [];
+    expect(record?.truncated).toBe(1);
+    expect(record?.exhausted).toBe(false);
+  });
 });

@@ -96,6 +96,8 @@ describe('replay of recorded histories', () => {
         // recorded on both sides of TRUNCATE_SHORTENS_PATCH_ID (test/workflows/truncation-shortens.test.ts)
         'compact-in-workflow-truncation-lengthens.json',
         'compact-in-workflow-truncation-shortens.json',
+        // recorded before TRUNCATE_BOUNDED_PATCH_ID (test/workflows/truncation-bounded.test.ts)
+        'compact-in-workflow-truncation-unbounded.json',
       ].sort(),
     );
     for (const file of [

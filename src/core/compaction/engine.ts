@@ -319,7 +319,16 @@ export function* compactionSteps(
   const oversized = result.exhausted && pass.tokensBefore > pass.aim.limit;
   if (!oversized || !options.truncateOversized || hooks.mayTruncate?.() === false) return result;
   const mayUndoCut = hooks.mayUndoCut ?? (() => true);
-  return truncateToFit(pass.input, result, pass.regions.removable, pass.aim.counter, pass.aim.limit, mayUndoCut);
+  const mayBoundCounting = hooks.mayBoundCounting ?? (() => true);
+  return truncateToFit(
+    pass.input,
+    result,
+    pass.regions.removable,
+    pass.aim.counter,
+    pass.aim.limit,
+    mayUndoCut,
+    mayBoundCounting,
+  );
 }
 
 /** What a driver may decide as the pass goes (the workflow driver: what its history's patches allow). */
@@ -331,6 +340,12 @@ export interface CompactionHooks {
    * undoes that cut; false keeps it, as truncation did before it undid any.
    */
   mayUndoCut?: () => boolean;
+  /**
+   * Asked only when a truncation's probe would count more cut text than `TRUNCATION_COUNT_CHARS`
+   * (docs/design.md#truncation): true counts it as not fitting; false counts it, as truncation did
+   * before it was bounded.
+   */
+  mayBoundCounting?: () => boolean;
   /**
    * Asked once, only when a summary left out identifiers it had to keep and `summaryCoverage` is
    * on (docs/design.md#coverage); false: no coverage retry and no carried-facts line.

@@ -9,6 +9,15 @@ import { isSummaryMessage } from './transcript.js';
 /** A truncated message keeps at least this many characters of its text (half from its head, half from its tail). */
 export const TRUNCATION_MIN_KEEP = 1_000;
 
+/**
+ * Characters of cut text one truncation counts at most, over all its probes (docs/design.md#truncation).
+ * A probe that would go over it counts as not fitting, so the search ends with the longest cut it
+ * counted that fits. The bound keeps a truncation inside one workflow activation: a BPE counter
+ * tokenizes each probe's new text at a few MB/s, and the bisection over a text of megabytes counted
+ * tens of megabytes — seconds, past the SDK's deadlock timeout, on every retry of the task.
+ */
+export const TRUNCATION_COUNT_CHARS = 2_000_000;
+
 /** Engine messages whose cut could not be carried back to their source (see {@link markUncuttable}). */
 const uncuttable = new WeakSet<ChatMessage>();
 
@@ -59,8 +68,10 @@ function withText(message: ChatMessage, part: number, text: string): ChatMessage
  * than {@link TRUNCATION_MIN_KEEP} characters of text. Largest first (ties: the earlier), each cut
  * only as far as needed, found by bisection on the characters kept. A cut that does not lower the
  * count is undone (a text barely over the least kept grows by its marker) unless `mayUndoCut`
- * says no: the workflow driver's patch, asked only then. Each cut kept is an elision of that input
- * position (so a transcript replays it) and a `truncations` entry. Deterministic.
+ * says no: the workflow driver's patch, asked only then. The probes count at most
+ * {@link TRUNCATION_COUNT_CHARS} characters of cut text in all, unless `mayBoundCounting` says no
+ * (the workflow driver's patch, asked only when a probe would go over it). Each cut kept is an
+ * elision of that input position (so a transcript replays it) and a `truncations` entry. Deterministic.
  */
 export function truncateToFit(
   input: readonly ChatMessage[],
@@ -69,6 +80,7 @@ export function truncateToFit(
   counter: TokenCounter,
   limit: number,
   mayUndoCut: () => boolean = () => true,
+  mayBoundCounting: () => boolean = () => true,
 ): CompactionResult {
   const position = new Map<ChatMessage, number>();
   result.messages.forEach((message, index) => position.set(message, index));
@@ -90,28 +102,37 @@ export function truncateToFit(
   const elisions: Elision[] = [];
   const truncations: Truncation[] = [];
   let tokens = result.tokensAfter;
+  let counted = 0;
+  let bounded: boolean | undefined;
   for (const { message, index, at, text } of candidates) {
     if (tokens <= limit) break;
     const countWith = (keep: number): number => {
       messages[at] = withText(message, text.part, middleOut(text.text, keep));
       return counter.count(messages);
     };
+    /** A probe's fit; one that would count more cut text than the bound allows does not (asking the driver only then). */
+    const fits = (keep: number): boolean => {
+      const cost = keep + truncationMarker(text.text.length - keep).length;
+      if (counted + cost > TRUNCATION_COUNT_CHARS && (bounded ??= mayBoundCounting())) return false;
+      counted += cost;
+      return countWith(keep) <= limit;
+    };
     // The most characters kept that fit; none fitting, the least, and on to the next candidate.
     let low = TRUNCATION_MIN_KEEP;
     let high = text.text.length - 1;
-    if (countWith(low) <= limit) {
+    if (fits(low)) {
       while (low < high) {
         const probe = Math.ceil((low + high) / 2);
-        if (countWith(probe) <= limit) low = probe;
+        if (fits(probe)) low = probe;
         else high = probe - 1;
       }
     }
-    const counted = countWith(low);
-    if (counted >= tokens && mayUndoCut()) {
+    const after = countWith(low);
+    if (after >= tokens && mayUndoCut()) {
       messages[at] = message;
       continue;
     }
-    tokens = counted;
+    tokens = after;
     const cut = messages[at] ?? message;
     elisions.push(
       typeof cut.content === 'string'
