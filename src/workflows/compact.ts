@@ -234,8 +234,9 @@ function undoCutPatched(): boolean {
  * The patch that bounds the cut text a truncation counts (docs/design.md#truncation): before it,
  * the bisection counted every probe, tens of megabytes of new text for a text of megabytes, and an
  * activation tokenizing them with a BPE counter ran past the deadlock timeout on every retry.
- * A history recorded then replays with the cut it found. Asked only when a probe would go over the
- * bound, so executions whose truncations stay within it record no marker. Stable forever: never rename it.
+ * A history recorded then replays with the cut it found. Asked only when a text's bisection could go
+ * over the bound, so executions that truncate only shorter texts record no marker. Stable forever:
+ * never rename it.
  */
 export const TRUNCATE_BOUNDED_PATCH_ID = 'temporal-compactor:truncate-bounded-v1';
 

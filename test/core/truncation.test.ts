@@ -151,60 +151,93 @@ describe('truncation of oversized messages', () => {
     expect(kept.tokensAfter).toBeGreaterThan(undone.tokensAfter);
   });
 
-  it('counts at most TRUNCATION_COUNT_CHARS of cut text: a text of megabytes is cut to the longest fit it counted', () => {
-    // One 3 MB result in the recent window, at a budget that fits about 2.4 MB of it: the bisection
-    // from the whole text would count about 50 MB of cut text (seconds for a BPE counter).
-    const huge: ChatMessage[] = [
-      system('You are a careful agent.'),
-      user('Read the log.'),
-      assistant(null, [['c1', 'bash', '{"command":"cat build.log"}']]),
-      tool('c1', text('log', 3_000_000)),
-    ];
-    const options = resolveOptions({ contextBudget: 600_000, keepRecent: 10, recentWindowGivesWay: false });
-    const asked: boolean[] = [];
-    const run = (bound: boolean) => {
-      let countedChars = 0;
+  describe('within TRUNCATION_COUNT_CHARS of cut text', () => {
+    /** One result of `chars` in the recent window at `budget`; the cut text its probes count, bounded or not. */
+    const truncate = (chars: number, budget: number, bound: boolean) => {
+      const conversation: ChatMessage[] = [
+        system('You are a careful agent.'),
+        user('Read the log.'),
+        assistant(null, [['c1', 'bash', '{"command":"cat build.log"}']]),
+        tool('c1', text('log', chars)),
+      ];
+      let probed = 0;
+      let asked = 0;
       const counter = {
         count: (messages: readonly ChatMessage[]) => {
           // The cut text of each count the truncation makes (the pass before it counts the whole text).
           const content = messages[3]?.content;
-          if (content !== huge[3]?.content) countedChars += String(content).length;
+          if (content !== conversation[3]?.content) probed += String(content).length;
           return defaultCounter.count(messages);
         },
       };
+      const options = resolveOptions({ contextBudget: budget, keepRecent: 10, recentWindowGivesWay: false });
       const mayBoundCounting = () => {
-        asked.push(bound);
+        asked += 1;
         return bound;
       };
-      const result = runCompactionSteps(compactionSteps(huge, options, {}, counter, { mayBoundCounting }), () => ({
-        kind: 'failed',
-        reason: 'exhausted',
-        message: 'nothing to summarize',
-      }));
-      return { result, countedChars };
+      const result = runCompactionSteps(
+        compactionSteps(conversation, options, {}, counter, { mayBoundCounting }),
+        () => ({
+          kind: 'failed',
+          reason: 'exhausted',
+          message: 'nothing to summarize',
+        }),
+      );
+      const kept = result.truncations?.[0]?.kept ?? 0;
+      // Less the final recount of the cut it keeps.
+      return { result, kept, asked, probed: probed - (kept + truncationMarker(chars - kept).length) };
     };
-    const bounded = run(true);
-    const unbounded = run(false);
-    // Asked once per truncation, at the first probe over the bound.
-    expect(asked).toEqual([true, false]);
-    for (const { result } of [bounded, unbounded]) {
-      expect(result.exhausted).toBe(false);
-      expect(result.tokensAfter).toBeLessThanOrEqual(600_000);
-    }
-    const keptOf = ({ result }: typeof bounded) => result.truncations?.[0]?.kept ?? 0;
-    // Unbounded: the longest cut that fits (one character more does not).
-    const longest = keptOf(unbounded);
-    const withLongest = huge.map((message, index) =>
-      index === 3 ? { ...message, content: middleOut(text('log', 3_000_000), longest + 1) } : message,
-    );
-    expect(defaultCounter.count(withLongest)).toBeGreaterThan(600_000);
-    expect(unbounded.countedChars).toBeGreaterThan(10 * TRUNCATION_COUNT_CHARS);
-    // Bounded: shorter, and the probes stayed within the bound (besides the final recount of the cut it keeps).
-    expect(keptOf(bounded)).toBeLessThan(longest);
-    expect(keptOf(bounded)).toBeGreaterThan(TRUNCATION_MIN_KEEP);
-    expect(bounded.countedChars - String(bounded.result.messages[3]?.content).length).toBeLessThanOrEqual(
-      TRUNCATION_COUNT_CHARS,
-    );
+    /** True when the cut keeping `kept` characters is the longest that fits `budget` (one more does not). */
+    const longest = (chars: number, budget: number, kept: number): boolean => {
+      const withCut = (keep: number): ChatMessage[] => [tool('c1', middleOut(text('log', chars), keep))];
+      const others = defaultCounter.count([
+        system('You are a careful agent.'),
+        user('Read the log.'),
+        assistant(null, [['c1', 'bash', '{"command":"cat build.log"}']]),
+      ]);
+      const tokens = (keep: number) => others + defaultCounter.count(withCut(keep)) - defaultCounter.count([]);
+      return tokens(kept) <= budget + 1 && tokens(kept + 1) > budget - 1;
+    };
+
+    it('a text of megabytes: the bisection would count tens of megabytes; the bounded search spends the bound on the cut it keeps', () => {
+      const bounded = truncate(3_000_000, 600_000, true);
+      const unbounded = truncate(3_000_000, 600_000, false);
+      // Asked once each: the text's bisection could go over the bound.
+      expect([bounded.asked, unbounded.asked]).toEqual([1, 1]);
+      for (const { result } of [bounded, unbounded]) {
+        expect(result.exhausted).toBe(false);
+        expect(result.tokensAfter).toBeLessThanOrEqual(600_000);
+      }
+      expect(unbounded.probed).toBeGreaterThan(10 * TRUNCATION_COUNT_CHARS);
+      expect(longest(3_000_000, 600_000, unbounded.kept)).toBe(true);
+      expect(bounded.probed).toBeLessThanOrEqual(TRUNCATION_COUNT_CHARS);
+      // About 2.4M characters fit; the bound pays for probes of at most 2M, and nearly all of it went to the cut kept.
+      expect(bounded.kept).toBeLessThan(unbounded.kept);
+      expect(bounded.kept).toBeGreaterThan(0.99 * TRUNCATION_COUNT_CHARS - truncationMarker(3_000_000).length);
+    });
+
+    it('a text whose longest cut is within the bound: the bounded search finds the same longest cut, counting less than a third of what the bisection counts', () => {
+      for (const [chars, budget] of [
+        [300_000, 60_000],
+        [1_000_000, 200_000],
+        [1_000_000, 40_000],
+      ] as const) {
+        const bounded = truncate(chars, budget, true);
+        const unbounded = truncate(chars, budget, false);
+        expect(bounded.asked).toBe(1);
+        expect(bounded.kept).toBe(unbounded.kept);
+        expect(longest(chars, budget, bounded.kept)).toBe(true);
+        expect(bounded.probed).toBeLessThanOrEqual(TRUNCATION_COUNT_CHARS);
+        expect(bounded.probed).toBeLessThan(unbounded.probed / 3);
+      }
+    });
+
+    it('a text whose bisection stays within the bound is bisected, and the driver is not asked', () => {
+      const { asked, kept, result } = truncate(41_000, 4000, true);
+      expect(asked).toBe(0);
+      expect(result.tokensAfter).toBeLessThanOrEqual(4000);
+      expect(longest(41_000, 4000, kept)).toBe(true);
+    });
   });
 
   it('is replayed by a transcript byte for byte (the cut is an elision line)', async () => {

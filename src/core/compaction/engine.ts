@@ -341,9 +341,9 @@ export interface CompactionHooks {
    */
   mayUndoCut?: () => boolean;
   /**
-   * Asked only when a truncation's probe would count more cut text than `TRUNCATION_COUNT_CHARS`
-   * (docs/design.md#truncation): true counts it as not fitting; false counts it, as truncation did
-   * before it was bounded.
+   * Asked only when a truncation's bisection of a text could count more cut text than is left of
+   * `TRUNCATION_COUNT_CHARS` (docs/design.md#truncation): true searches within the bound; false
+   * bisects without it, as truncation did before it was bounded.
    */
   mayBoundCounting?: () => boolean;
   /**

@@ -11,10 +11,9 @@ export const TRUNCATION_MIN_KEEP = 1_000;
 
 /**
  * Characters of cut text one truncation counts at most, over all its probes (docs/design.md#truncation).
- * A probe that would go over it counts as not fitting, so the search ends with the longest cut it
- * counted that fits. The bound keeps a truncation inside one workflow activation: a BPE counter
- * tokenizes each probe's new text at a few MB/s, and the bisection over a text of megabytes counted
- * tens of megabytes — seconds, past the SDK's deadlock timeout, on every retry of the task.
+ * The bound keeps a truncation inside one workflow activation: a BPE counter tokenizes each probe's
+ * new text at a few MB/s, and the bisection over a text of megabytes counted tens of megabytes —
+ * seconds, past the SDK's deadlock timeout, on every retry of the task.
  */
 export const TRUNCATION_COUNT_CHARS = 2_000_000;
 
@@ -69,9 +68,10 @@ function withText(message: ChatMessage, part: number, text: string): ChatMessage
  * only as far as needed, found by bisection on the characters kept. A cut that does not lower the
  * count is undone (a text barely over the least kept grows by its marker) unless `mayUndoCut`
  * says no: the workflow driver's patch, asked only then. The probes count at most
- * {@link TRUNCATION_COUNT_CHARS} characters of cut text in all, unless `mayBoundCounting` says no
- * (the workflow driver's patch, asked only when a probe would go over it). Each cut kept is an
- * elision of that input position (so a transcript replays it) and a `truncations` entry. Deterministic.
+ * {@link TRUNCATION_COUNT_CHARS} characters of cut text in all: a text whose bisection could count
+ * more than is left is searched by {@link boundedSearch} instead, unless `mayBoundCounting` says no
+ * (the workflow driver's patch, asked only then). Each cut kept is an elision of that input position
+ * (so a transcript replays it) and a `truncations` entry. Deterministic.
  */
 export function truncateToFit(
   input: readonly ChatMessage[],
@@ -106,26 +106,33 @@ export function truncateToFit(
   let bounded: boolean | undefined;
   for (const { message, index, at, text } of candidates) {
     if (tokens <= limit) break;
+    const length = text.text.length;
     const countWith = (keep: number): number => {
       messages[at] = withText(message, text.part, middleOut(text.text, keep));
       return counter.count(messages);
     };
-    /** A probe's fit; one that would count more cut text than the bound allows does not (asking the driver only then). */
-    const fits = (keep: number): boolean => {
-      const cost = keep + truncationMarker(text.text.length - keep).length;
-      if (counted + cost > TRUNCATION_COUNT_CHARS && (bounded ??= mayBoundCounting())) return false;
-      counted += cost;
-      return countWith(keep) <= limit;
-    };
+    /** The cut text a probe counts: what it keeps and its marker. */
+    const costOf = (keep: number): number => keep + truncationMarker(length - keep).length;
     // The most characters kept that fit; none fitting, the least, and on to the next candidate.
     let low = TRUNCATION_MIN_KEEP;
-    let high = text.text.length - 1;
-    if (fits(low)) {
-      while (low < high) {
-        const probe = Math.ceil((low + high) / 2);
-        if (fits(probe)) low = probe;
-        else high = probe - 1;
+    let high = length - 1;
+    // A bisection counts at most this many probes, each shorter than the text with its marker.
+    const bisectionCost = (Math.ceil(Math.log2(high - low + 1)) + 1) * (length + truncationMarker(length).length);
+    if (counted + bisectionCost <= TRUNCATION_COUNT_CHARS || !(bounded ??= mayBoundCounting())) {
+      // Within the bound whatever the probes find (or a history recorded before it): the bisection.
+      counted += costOf(low);
+      if (countWith(low) <= limit) {
+        while (low < high) {
+          const probe = Math.ceil((low + high) / 2);
+          counted += costOf(probe);
+          if (countWith(probe) <= limit) low = probe;
+          else high = probe - 1;
+        }
       }
+    } else {
+      const found = boundedSearch(length, tokens, limit, TRUNCATION_COUNT_CHARS - counted, costOf, countWith);
+      low = found.keep;
+      counted += found.spent;
     }
     const after = countWith(low);
     if (after >= tokens && mayUndoCut()) {
@@ -150,4 +157,65 @@ export function truncateToFit(
     exhausted: tokens > limit,
     truncations: truncations.sort((a, b) => a.index - b.index),
   };
+}
+
+/**
+ * The most characters of a text of `length` to keep that fit `limit`, as far as `budget`
+ * characters of cut text can tell: the search ends with the longest cut it counted that fits
+ * ({@link TRUNCATION_MIN_KEEP} when none did). `whole` is the count with the text uncut (over the
+ * limit). Token counts grow nearly in proportion to the characters kept, so each probe goes where
+ * the line through the counts at both ends of the range still open reaches the limit (regula falsi),
+ * the first one 1% short of it so that it most likely fits. An end kept twice in a row counts for
+ * half as much in the next line (the Illinois rule), so the search cannot creep toward the limit
+ * from one side. A probe the budget cannot pay for is shortened to what it can.
+ */
+function boundedSearch(
+  length: number,
+  whole: number,
+  limit: number,
+  budget: number,
+  costOf: (keep: number) => number,
+  countWith: (keep: number) => number,
+): { keep: number; spent: number } {
+  let left = budget;
+  const spent = (): number => budget - left;
+  let low = TRUNCATION_MIN_KEEP;
+  if (costOf(low) > left) return { keep: low, spent: spent() };
+  left -= costOf(low);
+  let lowCount = countWith(low);
+  if (lowCount > limit) return { keep: low, spent: spent() };
+  // The shortest cut known not to fit, and its count (the whole text at first).
+  let over = length;
+  let overCount = whole;
+  // How much each end counts in the next line, and which end the last probe moved.
+  let lowWeight = 1;
+  let overWeight = 1;
+  let moved: 'low' | 'over' | undefined;
+  let shade = 0.99;
+  while (over - low > 1) {
+    const below = (limit - lowCount) * lowWeight;
+    const above = (overCount - limit) * overWeight;
+    const reach = Math.floor((below / (below + above)) * (over - low) * shade);
+    shade = 1;
+    let probe = Math.min(over - 1, Math.max(low + 1, low + reach));
+    // Out of budget for this probe: the longest one left that it pays for.
+    while (probe > low && costOf(probe) > left) probe -= costOf(probe) - left;
+    if (probe <= low) break;
+    left -= costOf(probe);
+    const count = countWith(probe);
+    if (count <= limit) {
+      low = probe;
+      lowCount = count;
+      overWeight = moved === 'low' ? overWeight / 2 : 1;
+      lowWeight = 1;
+      moved = 'low';
+    } else {
+      over = probe;
+      overCount = count;
+      lowWeight = moved === 'over' ? lowWeight / 2 : 1;
+      overWeight = 1;
+      moved = 'over';
+    }
+  }
+  return { keep: low, spent: spent() };
 }
