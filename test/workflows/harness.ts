@@ -9,6 +9,9 @@ import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
 import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { expect } from 'vitest';
 import { createActivities, type ActivityDeps } from '../../src/index.js';
+import type { CompactionResult } from '../../src/core/types.js';
+import { uniqueId } from '../support/temporal.js';
+import type { compactInWorkflow, CompactInWorkflowInput } from './test-workflows.js';
 import { TEST_WORKFLOWS_PATH } from '../support/bundle-cache.js';
 import {
   bundleWorkflows,
@@ -33,6 +36,38 @@ export async function withWorker<T>(
 ): Promise<T> {
   const t = await testConnection();
   return withTestWorker(t, { workflowBundle: bundle, activities: createActivities(deps) }, () => fn(t));
+}
+
+/**
+ * Runs `compactInWorkflow` once on a worker whose summarizer must not be called (a scenario that
+ * only elides or truncates), then hands `inspect` the run's handle and its compaction result.
+ */
+export async function compactInWorkflowOnce(
+  bundle: WorkflowBundleWithSourceMap,
+  input: CompactInWorkflowInput,
+  idPrefix: string,
+  inspect: (handle: WorkflowHandle, result: CompactionResult) => Promise<void>,
+): Promise<void> {
+  await withWorker(
+    bundle,
+    { summarizer: { summarize: () => Promise.reject(new Error('nothing to summarize in this scenario')) } },
+    async ({ client, taskQueue }) => {
+      const handle = await client.workflow.start<typeof compactInWorkflow>('compactInWorkflow', {
+        taskQueue,
+        workflowId: uniqueId(idPrefix),
+        args: [input],
+      });
+      await inspect(handle, (await handle.result()).result);
+    },
+  );
+}
+
+/** The compaction result a recorded `compactInWorkflow` completed with. */
+export function compactInWorkflowResult(history: JsonHistory): CompactionResult {
+  const completed = history.events.find((event) => event.workflowExecutionCompletedEventAttributes);
+  const data = completed?.workflowExecutionCompletedEventAttributes?.result?.payloads?.[0]?.data;
+  const output = data === undefined ? undefined : JSON.parse(Buffer.from(data, 'base64').toString('utf8'));
+  return (output as { result: CompactionResult }).result;
 }
 
 /** The event types of a workflow's history, in order, e.g. `ActivityTaskScheduled`. */

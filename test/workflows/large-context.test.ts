@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig, replaySession, type ChatMessage } from '../../src/index.js';
+import type { AgentRunWorkflowInput } from '../../src/workflows/agent-run.js';
 import { readSessionLines } from '../../src/client/session-reader.js';
 import { payloadProtoSize } from '../../src/payloads/index.js';
 import { historyPayloads, isSdkMetadata } from '../support/history-payloads.js';
@@ -45,22 +46,25 @@ describe('a 1M-token conversation with the payload store', { timeout: 600_000 },
     rmSync(dir, { recursive: true, force: true });
     rmSync(store, { recursive: true, force: true });
   });
-
-  it('completes without a failed workflow task, counts the big text outside the workflow, and replays on a fresh worker', async () => {
-    const workflowId = uniqueId('agent-million');
-    const { result, client, plugin } = await runAgentThroughPlugin(t, {
+  /** agentRun through the plugin with the file store, replaying the trajectories written to `dir`. */
+  const runWithStore = (workflowId: string, input: AgentRunWorkflowInput) =>
+    runAgentThroughPlugin(t, {
       workflowBundle: bundle,
       plugin: {
         config: loadConfig({ env: { COMPACTOR_PAYLOAD_STORE: `file:${store}` } }),
         activities: { trajectoryDir: dir },
       },
       workflowId,
-      input: {
-        messages: opening,
-        model: { provider: 'replay', trajectory: 'million', contextWindow: 1_200_000, maxOutputTokens: 8_000 },
-        compaction: {},
-        maxRounds: 10,
-      },
+      input,
+    });
+
+  it('completes without a failed workflow task, counts the big text outside the workflow, and replays on a fresh worker', async () => {
+    const workflowId = uniqueId('agent-million');
+    const { result, client, plugin } = await runWithStore(workflowId, {
+      messages: opening,
+      model: { provider: 'replay', trajectory: 'million', contextWindow: 1_200_000, maxOutputTokens: 8_000 },
+      compaction: {},
+      maxRounds: 10,
     });
     expect(result.stopReason).toBe('completed');
     expect(result.rounds).toBe(3);
@@ -107,19 +111,11 @@ describe('a 1M-token conversation with the payload store', { timeout: 600_000 },
       ]),
     );
     const workflowId = uniqueId('agent-five-mb');
-    const run = runAgentThroughPlugin(t, {
-      workflowBundle: bundle,
-      plugin: {
-        config: loadConfig({ env: { COMPACTOR_PAYLOAD_STORE: `file:${store}` } }),
-        activities: { trajectoryDir: dir },
-      },
-      workflowId,
-      input: {
-        messages: [opening[0] as ChatMessage, { role: 'user', content: 'Find the N+1 query in db/session.py.' }],
-        model: { provider: 'replay', trajectory: 'five-mb', contextWindow: 1_200_000, maxOutputTokens: 4_000 },
-        compaction: {},
-        maxRounds: 5,
-      },
+    const run = runWithStore(workflowId, {
+      messages: [opening[0] as ChatMessage, { role: 'user', content: 'Find the N+1 query in db/session.py.' }],
+      model: { provider: 'replay', trajectory: 'five-mb', contextWindow: 1_200_000, maxOutputTokens: 4_000 },
+      compaction: {},
+      maxRounds: 5,
     });
     // A wedged run never ends: give up on it after a while and say what its history holds.
     const ended = await Promise.race([run, new Promise<undefined>((resolve) => setTimeout(resolve, 180_000))]);

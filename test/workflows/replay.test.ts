@@ -93,10 +93,10 @@ describe('replay of recorded histories', () => {
         // recorded on both sides of COUNT_PARTS_PATCH_ID (test/workflows/count-parts.test.ts), both after the economic rules
         'compact-in-workflow-images-before-count-parts.json',
         'compact-in-workflow-images-counted.json',
-        // recorded on both sides of TRUNCATE_SHORTENS_PATCH_ID (test/workflows/truncation-shortens.test.ts)
+        // recorded on both sides of TRUNCATE_SHORTENS_PATCH_ID (test/workflows/truncation-patches.test.ts)
         'compact-in-workflow-truncation-lengthens.json',
         'compact-in-workflow-truncation-shortens.json',
-        // recorded before TRUNCATE_BOUNDED_PATCH_ID (test/workflows/truncation-bounded.test.ts)
+        // recorded before TRUNCATE_BOUNDED_PATCH_ID (test/workflows/truncation-patches.test.ts)
         'compact-in-workflow-truncation-unbounded.json',
       ].sort(),
     );
