@@ -249,18 +249,22 @@ export interface BenchmarkCorpus {
  * The repository set, plus the extended corpus when the command line says `--corpus DIR` (or
  * `--corpus=DIR`) or COMPACTOR_EXTENDED_CORPUS is set. Unlike the tests, benchmarks never pick up
  * ../shared/corpus on their own: a figure must say what it was measured on. Throws when the
- * directory holds no trajectories or `--corpus` has no value.
+ * directory holds no trajectories, when `--corpus` has no value, and on any other argument.
  */
 export function benchmarkCorpus(argv: readonly string[] = process.argv.slice(2)): BenchmarkCorpus {
   let dir: string | undefined;
-  argv.forEach((arg, index) => {
+  for (let index = 0; index < argv.length; index += 1) {
+    const arg = argv[index] as string;
     if (arg === '--corpus') {
       const value = argv[index + 1];
       if (value === undefined || value.startsWith('--'))
         throw new Error('--corpus: expected a directory of *.json trajectories');
       dir = value;
+      index += 1;
     } else if (arg.startsWith('--corpus=')) dir = arg.slice('--corpus='.length);
-  });
+    // An argument the benchmark does not know would otherwise be ignored, and the run take minutes.
+    else throw new Error(`unknown argument ${JSON.stringify(arg)} (known: --corpus DIR)`);
+  }
   if (dir !== undefined) {
     if (!holdsTrajectories(resolve(dir))) throw new Error(`--corpus ${dir}: no *.json trajectories there`);
     process.env[EXTENDED_CORPUS_ENV] = dir;

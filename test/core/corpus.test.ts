@@ -2,7 +2,7 @@
 // summarizer that answers or fails: the repository set (the MIT recordings and the generated ones,
 // corpus/) always, the rest of the extended corpus when it is present (else one skipped test says so).
 import { describe, expect, it } from 'vitest';
-import { findTrajectory, type Trajectory } from '../../corpus/index.js';
+import { benchmarkCorpus, findTrajectory, type Trajectory } from '../../corpus/index.js';
 import {
   Compactor,
   defaultCounter,
@@ -258,5 +258,17 @@ describe('corpus: small older duplicates', () => {
     // Nothing else in the middle is worth a stub, so this manual compaction (below the trigger) summarizes.
     expect(result.elisions).toEqual([]);
     expect(result.summary).not.toBeNull();
+  });
+});
+
+describe("the benchmarks' command line (benchmarkCorpus)", () => {
+  it('refuses an argument it does not know, and --corpus without a directory, before any measuring', () => {
+    expect(() => benchmarkCorpus(['--help'])).toThrow('unknown argument "--help" (known: --corpus DIR)');
+    expect(() => benchmarkCorpus(['--corpus', '../shared/corpus', 'extra'])).toThrow('unknown argument "extra"');
+    expect(() => benchmarkCorpus(['--corpus'])).toThrow('--corpus: expected a directory of *.json trajectories');
+  });
+
+  it('without arguments: the repository set', () => {
+    expect(benchmarkCorpus([]).label).toMatch(/^the repository set \(\d+ MIT recordings, \d+ generated runs\)$/);
   });
 });
