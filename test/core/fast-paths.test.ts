@@ -18,6 +18,7 @@ import {
   applyElisions,
   canonicalArguments,
   elidedContents,
+  isCanonicalJson,
   elisionStub,
   planElisions,
 } from '../../src/core/compaction/elision.js';
@@ -464,6 +465,94 @@ describe('call identities', () => {
       samples.push(JSON.stringify(object(3)));
     }
     for (const args of samples) expect(canonicalArguments(args), args).toBe(definition(args));
+  });
+
+  /** Hand-made edges of the scan: each is canonical or one step from it. */
+  const edges = [
+    '{}', '[]', '""', '0', '-1', '7', 'true', 'false', 'null', '{"a":[]}', '{"a":{}}', '[[],{},""]',
+    '{"":1,"a":2}', '{"a":1,"b":2}', '{"command":"npm test -- file1"}', '{"path":"src/app.ts"}',
+    '{"a":"line\\nnext\\t\\"quoted\\" \\\\ \\b\\f\\r"}', '{"a":"é → ✓ \u2028 \u007f"}',
+    '-0', '01', '00', '-', '1.5', '1.0', '1e2', '1E2', '-1.5', '123456789012345', '1234567890123456', '9007199254740993',
+    '{"a":"\\u0041"}', '{"a":"\\/"}', '{"a":"\\x"}', '{"a":"\\"}', '{"a":"\u0001"}', '{"a":"\ud83d\ude00"}', '{"a":"\ud83d"}',
+    '{"b":1,"a":2}', '{"a":1,"a":2}', '{"A":1,"a":2}', '{"a":1,"A":2}', '{"1":1}', '{"01":1}', '{"a1":1,"a10":2,"a9":3}',
+    '{"__proto__":1}', '{"a":{"__proto__":{}}}', '{"\\u0061":1}', '{"a\\n":1}', '{"a":1,}', '[1,]', '[,1]', '{"a"1}', '{"a":}',
+    ' {}', '{} ', '{ }', '{"a": 1}', '[1, 2]', 'tru', 'truex', 'nul', '"open', '{"a":1', '[1', '', 'not json',
+    '{"a":[1,{"c":3,"b":2}]}', '{"a":[1,{"b":2,"c":3}]}', `${'['.repeat(40)}${']'.repeat(40)}`, `${'['.repeat(20)}1${']'.repeat(20)}`,
+  ]; // prettier-ignore
+
+  it('are the text itself, unparsed, only where the parse would give it back', () => {
+    const random = createRandom(29).next;
+    const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)] as T;
+    const keys = ['a', 'b', 'B', 'path', 'cmd', '_x', 'é', '', '1', 'a b'];
+    const scalars: unknown[] = [
+      0,
+      -0,
+      1,
+      -17,
+      1.5,
+      1e21,
+      2 ** 53 + 2,
+      'v',
+      '',
+      'é',
+      'a"b',
+      'a\\b',
+      '\n\t',
+      '\u0001',
+      '\ud83d',
+      true,
+      null,
+    ];
+    const value = (depth: number): unknown => {
+      const roll = random();
+      if (depth <= 0 || roll < 0.4) return pick(scalars);
+      if (roll < 0.6) return Array.from({ length: Math.floor(random() * 3) }, () => value(depth - 1));
+      const record: Record<string, unknown> = {};
+      for (let key = Math.floor(random() * 4); key > 0; key -= 1) record[pick(keys)] = value(depth - 1);
+      return record;
+    };
+    const samples = [...edges];
+    for (let index = 0; index < 2000; index += 1) {
+      const written = JSON.stringify(value(3));
+      samples.push(written, definition(written));
+      // One character changed, dropped or added: mostly not JSON, sometimes other JSON.
+      const at = Math.floor(random() * (written.length + 1));
+      const char = pick(['"', '\\', ',', ':', '{', '}', '[', ']', ' ', '0', '-', '.', 'e', 'a']);
+      samples.push(
+        `${written.slice(0, at)}${char}${written.slice(at + 1)}`,
+        `${written.slice(0, at)}${char}${written.slice(at)}`,
+      );
+    }
+    let scanned = 0;
+    for (const args of samples) {
+      const expected = definition(args);
+      if (isCanonicalJson(args)) {
+        scanned += 1;
+        expect(expected, `scanned as canonical: ${args}`).toBe(args);
+      }
+      expect(canonicalArguments(args), args).toBe(expected);
+    }
+    // The scan takes most of what models write (compact, keys in order) and refuses what it must.
+    expect(scanned).toBeGreaterThan(samples.length / 4);
+    for (const args of [
+      '{"path":"src/app.ts"}',
+      '{"command":"npm test -- file1","timeout":120}',
+      '["a",1,{"b":null}]',
+      '{"a":"x\\ny"}',
+    ])
+      expect(isCanonicalJson(args), args).toBe(true);
+    for (const args of [
+      '-0',
+      '1.5',
+      '{"b":1,"a":2}',
+      '{"1":1}',
+      '{"__proto__":1}',
+      '{"a":"\\u0041"}',
+      '{"a":"\\/"}',
+      '{"a": 1}',
+      '[1,]',
+    ])
+      expect(isCanonicalJson(args), args).toBe(false);
   });
 });
 

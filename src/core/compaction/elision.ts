@@ -6,6 +6,9 @@ import type { ChatMessage, ContentPart, Elision, ToolCall } from '../types.js';
 
 /** Canonical JSON: sorted keys, no whitespace. Arguments that are not JSON stay as they are. */
 export function canonicalArguments(args: string): string {
+  // Models nearly always write compact JSON, and often with their keys in order: such text is
+  // its own canonical form, which a scan finds several times faster than a parse and a stringify.
+  if (isCanonicalJson(args)) return args;
   try {
     const parsed: unknown = JSON.parse(args);
     // Arguments nearly always come with their keys in order already: then sorting rebuilds the same objects.
@@ -14,6 +17,85 @@ export function canonicalArguments(args: string): string {
     return args.trim();
   }
 }
+
+/**
+ * True only for text that {@link canonicalArguments}'s parse and stringify would give back as it
+ * is: JSON with no whitespace, every object's keys in ascending order (none that starts with a
+ * digit, since an object lists integer keys first, and no `__proto__`), integers of at most 15
+ * digits (no `-0`), strings with no `\u` or `\/` escape and no surrogate. False says only that
+ * the parse must decide: canonical text outside this subset (a fraction, a `\u0001`) is false too.
+ */
+export function isCanonicalJson(text: string): boolean {
+  return canonicalValueEnd(text, 0, 0) === text.length;
+}
+
+/** Deeper than this, the scan gives up (the parse decides). */
+const CANONICAL_SCAN_DEPTH = 32;
+
+/** Where the canonical value at `at` ends (the index after it), or -1 where there is none. */
+function canonicalValueEnd(text: string, at: number, depth: number): number {
+  const code = text.charCodeAt(at);
+  if (code === 0x22 /* " */) return canonicalStringEnd(text, at, true);
+  if (code === 0x7b /* { */ || code === 0x5b /* [ */) {
+    const object = code === 0x7b;
+    const close = object ? 0x7d : 0x5d;
+    if (depth >= CANONICAL_SCAN_DEPTH) return -1;
+    let next = at + 1;
+    if (text.charCodeAt(next) === close) return next + 1;
+    let previousKey: string | undefined;
+    for (;;) {
+      if (object) {
+        const first = text.charCodeAt(next + 1);
+        if (first >= 0x30 && first <= 0x39) return -1;
+        const keyEnd = canonicalStringEnd(text, next, false);
+        if (keyEnd < 0 || text.charCodeAt(keyEnd) !== 0x3a /* : */) return -1;
+        const key = text.slice(next + 1, keyEnd - 1);
+        if (key === '__proto__' || (previousKey !== undefined && !(previousKey < key))) return -1;
+        previousKey = key;
+        next = keyEnd + 1;
+      }
+      next = canonicalValueEnd(text, next, depth + 1);
+      if (next < 0) return -1;
+      const after = text.charCodeAt(next);
+      if (after === close) return next + 1;
+      if (after !== 0x2c /* , */) return -1;
+      next += 1;
+    }
+  }
+  if (code === 0x74 /* t */) return text.startsWith('true', at) ? at + 4 : -1;
+  if (code === 0x66 /* f */) return text.startsWith('false', at) ? at + 5 : -1;
+  if (code === 0x6e /* n */) return text.startsWith('null', at) ? at + 4 : -1;
+  // An integer: `0`, or an optional minus and 1 to 15 digits with no leading zero (exact as a double).
+  if (code === 0x30) return at + 1;
+  const start = code === 0x2d /* - */ ? at + 1 : at;
+  const lead = text.charCodeAt(start);
+  if (!(lead >= 0x31 && lead <= 0x39)) return -1;
+  let end = start + 1;
+  while (end < text.length && text.charCodeAt(end) >= 0x30 && text.charCodeAt(end) <= 0x39) end += 1;
+  return end - start <= 15 ? end : -1;
+}
+
+/**
+ * Where the string at `at` ends (after its closing quote), or -1 unless it is as JSON.stringify
+ * writes it: no control character, no surrogate, and only the escapes it makes of `"`, `\\` and
+ * the five named control characters (`escapes`), or none at all.
+ */
+function canonicalStringEnd(text: string, at: number, escapes: boolean): number {
+  if (text.charCodeAt(at) !== 0x22) return -1;
+  for (let index = at + 1; index < text.length; index += 1) {
+    const code = text.charCodeAt(index);
+    if (code === 0x22) return index + 1;
+    if (code < 0x20 || (code >= 0xd800 && code <= 0xdfff)) return -1;
+    if (code !== 0x5c /* \ */) continue;
+    if (!escapes) return -1;
+    index += 1;
+    if (!STRINGIFY_ESCAPES.has(text.charCodeAt(index))) return -1;
+  }
+  return -1;
+}
+
+/** The characters after a backslash that JSON.stringify writes: `"`, `\\`, b, f, n, r, t. */
+const STRINGIFY_ESCAPES = new Set([0x22, 0x5c, 0x62, 0x66, 0x6e, 0x72, 0x74]);
 
 /**
  * True when {@link sortKeys} would give back `value`'s keys in the order they already enumerate in,
