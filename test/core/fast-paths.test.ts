@@ -2,6 +2,8 @@
 // length counted without rendering it, the request's messages rendered when first read, the
 // identifiers a summary must keep found by a scanner of their own, and messages validated by hand
 // before zod. Each is compared with the slow definition over generated and hand-made inputs.
+import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import { identifiersIn, requiredIdentifiers } from '../../src/core/compaction/coverage.js';
 import {
@@ -177,6 +179,32 @@ describe('the transcript counted without rendering it', () => {
     expect({ ...second }.messages).toBe(second.messages);
     const borrowed = Object.defineProperty({}, 'messages', accessorOf(first) as PropertyDescriptor);
     expect(() => (borrowed as { messages: unknown }).messages).toThrow(/belongs to a request made by requestFor/);
+  });
+
+  it('a request no longer read frees its middle at the next young collection', () => {
+    // What a request renders from was once in a WeakMap by request: V8's young collector kept such
+    // values after their keys died, so every scavenge copied the middles cut since the last one.
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as (options: { type: 'minor' }) => void;
+    const young = (): number =>
+      getHeapSpaceStatistics().find(({ space_name }) => space_name === 'new_space')?.space_used_size ?? 0;
+    const cutMiddles = (): number => {
+      let messages = 0;
+      for (let request = 0; request < 50; request += 1) {
+        const middle = Array.from({ length: 200 }, (_, index) => user(`message ${request}.${index}`));
+        messages += requestFor('Summarize.', middle).middle?.length ?? 0;
+      }
+      return messages;
+    };
+    // Twice: what survives one young collection stays young until the next.
+    gc({ type: 'minor' });
+    gc({ type: 'minor' });
+    const before = young();
+    expect(cutMiddles()).toBe(10_000);
+    const allocated = young() - before;
+    gc({ type: 'minor' });
+    expect(allocated).toBeGreaterThan(500_000);
+    expect(young() - before).toBeLessThan(allocated / 4);
   });
 });
 
