@@ -2,7 +2,7 @@
 // summarizer that answers or fails: the repository set (the MIT recordings and the generated ones,
 // corpus/) always, the rest of the extended corpus when it is present (else one skipped test says so).
 import { describe, expect, it } from 'vitest';
-import { benchmarkCorpus, findTrajectory, type Trajectory } from '../../corpus/index.js';
+import { benchmarkCorpus, EXTENDED_CORPUS_ENV, findTrajectory, type Trajectory } from '../../corpus/index.js';
 import {
   Compactor,
   defaultCounter,
@@ -268,7 +268,15 @@ describe("the benchmarks' command line (benchmarkCorpus)", () => {
     expect(() => benchmarkCorpus(['--corpus'])).toThrow('--corpus: expected a directory of *.json trajectories');
   });
 
-  it('without arguments: the repository set', () => {
-    expect(benchmarkCorpus([]).label).toMatch(/^the repository set \(\d+ MIT recordings, \d+ generated runs\)$/);
+  it('without arguments or COMPACTOR_EXTENDED_CORPUS: the repository set, whatever stands beside the clone', () => {
+    const named = process.env[EXTENDED_CORPUS_ENV];
+    delete process.env[EXTENDED_CORPUS_ENV];
+    try {
+      const { label, extendedDir } = benchmarkCorpus([]);
+      expect(label).toMatch(/^the repository set \(\d+ MIT recordings, \d+ generated runs\)$/);
+      expect(extendedDir).toBeUndefined();
+    } finally {
+      if (named !== undefined) process.env[EXTENDED_CORPUS_ENV] = named;
+    }
   });
 });
