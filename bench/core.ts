@@ -24,6 +24,8 @@ const SIZES = [1_000, 10_000, 100_000] as const;
 /** Timed runs per measurement (after the warm-up), by conversation size. */
 const RUNS: Record<number, number> = { 1_000: 31, 10_000: 31, 100_000: 21 };
 const WARMUP = 3;
+/** Runs of each size in the paired growth measurement (10k and 100k in turn). */
+const PAIRED_RUNS = 21;
 const CONTEXT_BUDGET = 128_000;
 
 function progress(line: string): void {
@@ -222,6 +224,27 @@ async function measure(fn: () => unknown, runs: number, countCollections = false
   return countCollections ? { ...timing, collections: await collectionsIn(windows, runs) } : timing;
 }
 
+/**
+ * Times `fns` in turn, run by run (`runs` runs of each after `WARMUP` untimed rounds): what moves
+ * the host's speed during the measurement moves each of them alike. One timing per function.
+ */
+async function measureInTurn(fns: readonly (() => unknown)[], runs: number): Promise<Timing[]> {
+  for (let run = 0; run < WARMUP; run += 1) for (const fn of fns) await fn();
+  const wall = fns.map((): number[] => []);
+  const cpu = fns.map((): number[] => []);
+  for (let run = 0; run < runs; run += 1) {
+    for (const [index, fn] of fns.entries()) {
+      const cpuStart = process.cpuUsage();
+      const wallStart = performance.now();
+      await fn();
+      wall[index]?.push(performance.now() - wallStart);
+      const used = process.cpuUsage(cpuStart);
+      cpu[index]?.push((used.user + used.system) / 1000);
+    }
+  }
+  return fns.map((_, index) => ({ wall: median(wall[index] ?? []), cpu: median(cpu[index] ?? []) }));
+}
+
 /** The collections that started inside `windows`, per run. */
 async function collectionsIn(windows: readonly [number, number][], runs: number): Promise<Timing['collections']> {
   // The observer hears of a collection on a later turn of the event loop.
@@ -375,6 +398,29 @@ async function main(): Promise<void> {
         ` (1k → 10k ×${ratio(1_000, 10_000, 'wall')} wall, ×${ratio(1_000, 10_000, 'cpu')} CPU);` +
         ` collections a timed run (their time a run): ${gc(10_000)}, ${gc(100_000)}`,
     );
+  }
+  // The growth again, the two sizes measured in turn, run by run: this host's speed moves within
+  // minutes (bench/README.md#core), and two medians measured a minute apart carry that move into
+  // their ratio. Measured in turn, both sizes run on the same host.
+  lines.push(
+    '',
+    `Growth of compact (summary) measured in pairs: the 10k and the 100k conversation in turn, run by run, ${PAIRED_RUNS} runs each after ${WARMUP} warm-ups; median wall ms (median CPU ms):`,
+    '',
+  );
+  {
+    const pair = [generated(10_000), generated(100_000)];
+    for (const ageObservations of [false, true]) {
+      progress(`measuring 10000 and 100000 messages in turn, ageObservations ${ageObservations} ...`);
+      const options = resolveOptions({ contextBudget: CONTEXT_BUDGET, ageObservations });
+      const [small, large] = await measureInTurn(
+        pair.map((messages) => () => compactOnce(messages, options)),
+        PAIRED_RUNS,
+      );
+      if (small === undefined || large === undefined) throw new Error('bench: a pair measured nothing');
+      lines.push(
+        `- ageObservations ${ageObservations ? 'on' : 'off'}: 10k ${cell(small)}, 100k ${cell(large)}: ×${(large.wall / small.wall).toFixed(1)} wall, ×${(large.cpu / small.cpu).toFixed(1)} CPU`,
+      );
+    }
   }
   // Filled in at the end of the run, when the 10k figures are measured again.
   const steadinessAt = lines.length;
