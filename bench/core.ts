@@ -207,21 +207,17 @@ function stolenSeconds(): number | undefined {
 async function measure(fn: () => unknown, runs: number, countCollections = false): Promise<Timing> {
   for (let run = 0; run < WARMUP; run += 1) await fn();
   collections.length = 0;
-  const wall: number[] = [];
-  const cpu: number[] = [];
-  const windows: [number, number][] = [];
-  for (let run = 0; run < runs; run += 1) {
-    const cpuStart = process.cpuUsage();
-    const wallStart = performance.now();
-    await fn();
-    const wallEnd = performance.now();
-    wall.push(wallEnd - wallStart);
-    windows.push([wallStart, wallEnd]);
-    const used = process.cpuUsage(cpuStart);
-    cpu.push((used.user + used.system) / 1000);
-  }
-  const timing = { wall: median(wall), cpu: median(cpu) };
-  return countCollections ? { ...timing, collections: await collectionsIn(windows, runs) } : timing;
+  const timed: TimedRun[] = [];
+  for (let run = 0; run < runs; run += 1) timed.push(await timedRun(fn));
+  const timing = timingOf(timed);
+  if (!countCollections) return timing;
+  return {
+    ...timing,
+    collections: await collectionsIn(
+      timed.map(({ start, end }): [number, number] => [start, end]),
+      runs,
+    ),
+  };
 }
 
 /**
@@ -230,19 +226,31 @@ async function measure(fn: () => unknown, runs: number, countCollections = false
  */
 async function measureInTurn(fns: readonly (() => unknown)[], runs: number): Promise<Timing[]> {
   for (let run = 0; run < WARMUP; run += 1) for (const fn of fns) await fn();
-  const wall = fns.map((): number[] => []);
-  const cpu = fns.map((): number[] => []);
-  for (let run = 0; run < runs; run += 1) {
-    for (const [index, fn] of fns.entries()) {
-      const cpuStart = process.cpuUsage();
-      const wallStart = performance.now();
-      await fn();
-      wall[index]?.push(performance.now() - wallStart);
-      const used = process.cpuUsage(cpuStart);
-      cpu[index]?.push((used.user + used.system) / 1000);
-    }
-  }
-  return fns.map((_, index) => ({ wall: median(wall[index] ?? []), cpu: median(cpu[index] ?? []) }));
+  const timed = fns.map((): TimedRun[] => []);
+  for (let run = 0; run < runs; run += 1)
+    for (const [index, fn] of fns.entries()) timed[index]?.push(await timedRun(fn));
+  return timed.map(timingOf);
+}
+
+/** One run's wall-clock window (performance.now) and the CPU time this process used in it, in ms. */
+interface TimedRun {
+  start: number;
+  end: number;
+  cpu: number;
+}
+
+async function timedRun(fn: () => unknown): Promise<TimedRun> {
+  const cpuStart = process.cpuUsage();
+  const start = performance.now();
+  await fn();
+  const end = performance.now();
+  const used = process.cpuUsage(cpuStart);
+  return { start, end, cpu: (used.user + used.system) / 1000 };
+}
+
+/** The medians of timed runs. */
+function timingOf(timed: readonly TimedRun[]): Timing {
+  return { wall: median(timed.map(({ start, end }) => end - start)), cpu: median(timed.map(({ cpu }) => cpu)) };
 }
 
 /** The collections that started inside `windows`, per run. */
