@@ -1,6 +1,7 @@
 // Node: how long the pure core takes to plan and run one compaction — on the corpus trajectories,
 // on generated conversations of 1k, 10k and 100k messages, and on a 128k-token and a 1M-token
-// conversation at their own window — with an instant fake summarizer.
+// conversation at their own window; the 1M-token one and the 10k one again with a summarizer's
+// window far below their middle (summarized in pieces) — with an instant fake summarizer.
 // Run: `npm run bench:core` (the repository's trajectories; `-- --corpus DIR` or
 // COMPACTOR_EXTENDED_CORPUS adds the extended corpus). Figures and the machine are recorded in
 // bench/README.md, "Core".
@@ -16,7 +17,13 @@ import {
   type SummarizeOutcome,
   type SummarizeStep,
 } from '../src/core/compaction/engine.js';
-import { resolveOptions, type ResolvedOptions } from '../src/core/compaction/options.js';
+import {
+  SUMMARY_OUTPUT_SHARE,
+  resolveOptions,
+  type CompactionOptions,
+  type ResolvedOptions,
+} from '../src/core/compaction/options.js';
+import { inputRoom } from '../src/core/compaction/pieces.js';
 import { fakeSummaryText } from '../corpus/fake-summarizer.js';
 import { benchmarkCorpus } from '../corpus/index.js';
 
@@ -222,14 +229,25 @@ async function measure(fn: () => unknown, runs: number, countCollections = false
 
 /**
  * Times `fns` in turn, run by run (`runs` runs of each after `WARMUP` untimed rounds): what moves
- * the host's speed during the measurement moves each of them alike. One timing per function.
+ * the host's speed during the measurement moves each of them alike. One timing per function, with
+ * the collections that started inside its runs (a run that follows a large one may pay for a young
+ * collection of the garbage that one left).
  */
 async function measureInTurn(fns: readonly (() => unknown)[], runs: number): Promise<Timing[]> {
   for (let run = 0; run < WARMUP; run += 1) for (const fn of fns) await fn();
+  collections.length = 0;
   const timed = fns.map((): TimedRun[] => []);
   for (let run = 0; run < runs; run += 1)
     for (const [index, fn] of fns.entries()) timed[index]?.push(await timedRun(fn));
-  return timed.map(timingOf);
+  return Promise.all(
+    timed.map(async (runsOf) => ({
+      ...timingOf(runsOf),
+      collections: await collectionsIn(
+        runsOf.map(({ start, end }): [number, number] => [start, end]),
+        runs,
+      ),
+    })),
+  );
 }
 
 /** One run's wall-clock window (performance.now) and the CPU time this process used in it, in ms. */
@@ -329,8 +347,44 @@ function prefixOf(messages: readonly ChatMessage[], tokens: number): ChatMessage
   return messages.slice(0, high);
 }
 
+/** Timed runs of a compaction with the summarizer's window (hundreds of requests each). */
+const WINDOW_RUNS = 5;
+
+/**
+ * One compaction with `summarizerContextWindow`: once with a summarizer that counts every request it
+ * gets (the rendered request, as a model would read it), then timed with one that reads the middle.
+ */
+async function summarizerWindowRow(
+  messages: ChatMessage[],
+  options: CompactionOptions & { summarizerContextWindow: number },
+): Promise<{ requests: number; largest: number; timing: Timing; result: CompactionResult }> {
+  let requests = 0;
+  let largest = 0;
+  const counting = new Compactor({
+    ...options,
+    summarizer: {
+      summarize: (request) => {
+        requests += 1;
+        largest = Math.max(largest, defaultCounter.count(request.messages));
+        return Promise.resolve({ text: quickSummaryText(request.middle?.length ?? 0) });
+      },
+    },
+  });
+  const result = await counting.compact(messages);
+  const timed = new Compactor({
+    ...options,
+    summarizer: { summarize: (request) => Promise.resolve({ text: quickSummaryText(request.middle?.length ?? 0) }) },
+  });
+  return { requests, largest, timing: await measure(() => timed.compact(messages), WINDOW_RUNS), result };
+}
+
 const ms = (value: number): string => (value < 10 ? value.toFixed(2) : value.toFixed(1));
 const cell = ({ wall, cpu }: Timing): string => `${ms(wall)} (${ms(cpu)})`;
+/** The collections a timed run of `size` messages had, and their time. */
+const collectionCell = ({ collections: counted }: Timing, size: number): string => {
+  const { young = Number.NaN, full = Number.NaN, ms = Number.NaN } = counted ?? {};
+  return `${young.toFixed(2)} young + ${full.toFixed(2)} full at ${size / 1000}k (${ms.toFixed(1)} ms)`;
+};
 const signedPercent = (fraction: number): string => `${fraction >= 0 ? '+' : ''}${(fraction * 100).toFixed(0)}%`;
 const outcome = (result: CompactionResult): string =>
   result.summary !== null
@@ -397,10 +451,7 @@ async function main(): Promise<void> {
     const at = (size: number): Timing =>
       compactTimes.get(`${size}/${ageObservations}`) ?? { wall: Number.NaN, cpu: Number.NaN };
     const ratio = (from: number, to: number, key: 'wall' | 'cpu'): string => (at(to)[key] / at(from)[key]).toFixed(1);
-    const gc = (size: number): string => {
-      const { young = Number.NaN, full = Number.NaN, ms = Number.NaN } = at(size).collections ?? {};
-      return `${young.toFixed(2)} young + ${full.toFixed(2)} full at ${size / 1000}k (${ms.toFixed(1)} ms)`;
-    };
+    const gc = (size: number): string => collectionCell(at(size), size);
     lines.push(
       `- ageObservations ${ageObservations ? 'on' : 'off'}: 10k → 100k ×${ratio(10_000, 100_000, 'wall')} wall, ×${ratio(10_000, 100_000, 'cpu')} CPU` +
         ` (1k → 10k ×${ratio(1_000, 10_000, 'wall')} wall, ×${ratio(1_000, 10_000, 'cpu')} CPU);` +
@@ -426,7 +477,8 @@ async function main(): Promise<void> {
       );
       if (small === undefined || large === undefined) throw new Error('bench: a pair measured nothing');
       lines.push(
-        `- ageObservations ${ageObservations ? 'on' : 'off'}: 10k ${cell(small)}, 100k ${cell(large)}: ×${(large.wall / small.wall).toFixed(1)} wall, ×${(large.cpu / small.cpu).toFixed(1)} CPU`,
+        `- ageObservations ${ageObservations ? 'on' : 'off'}: 10k ${cell(small)}, 100k ${cell(large)}: ×${(large.wall / small.wall).toFixed(1)} wall, ×${(large.cpu / small.cpu).toFixed(1)} CPU;` +
+          ` collections a timed run (their time a run): ${collectionCell(small, 10_000)}, ${collectionCell(large, 100_000)}`,
       );
     }
   }
@@ -458,6 +510,39 @@ async function main(): Promise<void> {
       lines.push(
         `| ${budget.toLocaleString('en')} | ${messages.length.toLocaleString('en')} | ${(text / 1e6).toFixed(2)}M chars | ${ageObservations ? 'on' : 'off'} | ${cell(figures.plan)} | ${cell(figures.compact)} | ${cell(figures.rendered)} | ${cell(figures.trim)} | ${cell(figures.compactor)} | ${(figures.requestChars / 1e6).toFixed(1)}M chars | ${outcome(figures.result)} |`,
       );
+    }
+  }
+
+  // The summarizer's own window: a middle far larger than it is summarized in pieces, each request
+  // within the window (docs/design.md#summarizer-window).
+  lines.push(
+    '',
+    "### The summarizer's window",
+    '',
+    `\`Compactor.compact\` with \`summarizerContextWindow\` far below the middle: the 1M-token conversation above, and the 10k-message one at contextBudget ${CONTEXT_BUDGET}; default options otherwise. *Pieces*: the result's \`summaryPieces\`; *requests*: what the summarizer was sent (a piece each, and the final fold's retry when its summary misses an identifier the kept messages use); *largest*: the largest of them in tokens (the default counter), against the most a request may hold, the window less the summary's share (${SUMMARY_OUTPUT_SHARE}). Median wall ms (median CPU ms) of ${WINDOW_RUNS} runs after ${WARMUP} warm-ups, with a summarizer that reads the middle, not the rendered text.`,
+    '',
+    '| conversation | contextBudget | ageObservations | summarizerContextWindow | pieces | requests | largest request, tokens | most a request may hold | `Compactor.compact` | outcome |',
+    '|---|---:|---|---:|---:|---:|---:|---:|---:|---|',
+  );
+  const atMillion = prefixOf(longest, 1_000_000);
+  for (const [name, messages, budget] of [
+    [`1M tokens (${atMillion.length.toLocaleString('en')} messages)`, atMillion, 1_000_000],
+    [`${longest.length.toLocaleString('en')} messages`, longest, CONTEXT_BUDGET],
+  ] as const) {
+    for (const ageObservations of [false, true]) {
+      for (const summarizerContextWindow of [128_000, 8_000]) {
+        progress(
+          `measuring ${name}, ageObservations ${ageObservations}, summarizer window ${summarizerContextWindow} ...`,
+        );
+        const row = await summarizerWindowRow(messages, {
+          contextBudget: budget,
+          ageObservations,
+          summarizerContextWindow,
+        });
+        lines.push(
+          `| ${name} | ${budget.toLocaleString('en')} | ${ageObservations ? 'on' : 'off'} | ${summarizerContextWindow.toLocaleString('en')} | ${(row.result.summaryPieces ?? 1).toLocaleString('en')} | ${row.requests.toLocaleString('en')} | ${row.largest.toLocaleString('en')} | ${inputRoom(summarizerContextWindow).toLocaleString('en')} | ${cell(row.timing)} | ${outcome(row.result)} |`,
+        );
+      }
     }
   }
 
