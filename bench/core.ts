@@ -9,7 +9,13 @@ import { readFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg } from 'node:os';
 import { constants, performance, PerformanceObserver } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
-import { Compactor, defaultCounter, type ChatMessage, type CompactionResult } from '../src/index.js';
+import {
+  Compactor,
+  defaultCounter,
+  type ChatMessage,
+  type CompactionResult,
+  type CompactorOptions,
+} from '../src/index.js';
 import {
   compactionSteps,
   needsCompactionCore,
@@ -131,6 +137,10 @@ const renderingSummary = (step: SummarizeStep): SummarizeOutcome => ({
   kind: 'summary',
   text: fakeSummaryText(step.request, 'ok'),
 });
+/** The instant summarizer for `Compactor`: reads the middle, not the rendered text (as the extractive one does). */
+const middleSummarizer: CompactorOptions['summarizer'] = {
+  summarize: (request) => Promise.resolve({ text: quickSummaryText(request.middle?.length ?? 0) }),
+};
 const failedSummary = (): SummarizeOutcome => ({
   kind: 'failed',
   reason: 'exhausted',
@@ -315,8 +325,7 @@ async function figuresFor(messages: ChatMessage[], options: ResolvedOptions, run
   const compactor = new Compactor({
     ...compactionOptions,
     retryBackoff: retryBackoffMs,
-    // Reads the middle, not the rendered text (as the extractive summarizer does).
-    summarizer: { summarize: (request) => Promise.resolve({ text: quickSummaryText(request.middle?.length ?? 0) }) },
+    summarizer: middleSummarizer,
   });
   return {
     plan: await measure(() => needsCompactionCore(messages, options, {}, defaultCounter), runs),
@@ -366,15 +375,12 @@ async function summarizerWindowRow(
       summarize: (request) => {
         requests += 1;
         largest = Math.max(largest, defaultCounter.count(request.messages));
-        return Promise.resolve({ text: quickSummaryText(request.middle?.length ?? 0) });
+        return middleSummarizer.summarize(request);
       },
     },
   });
   const result = await counting.compact(messages);
-  const timed = new Compactor({
-    ...options,
-    summarizer: { summarize: (request) => Promise.resolve({ text: quickSummaryText(request.middle?.length ?? 0) }) },
-  });
+  const timed = new Compactor({ ...options, summarizer: middleSummarizer });
   return { requests, largest, timing: await measure(() => timed.compact(messages), WINDOW_RUNS), result };
 }
 
@@ -496,8 +502,11 @@ async function main(): Promise<void> {
     '|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---|',
   );
   const longest = generated(10_000);
-  for (const budget of [CONTEXT_BUDGET, 1_000_000]) {
-    const messages = prefixOf(longest, budget);
+  const atMillion = prefixOf(longest, 1_000_000);
+  for (const [budget, messages] of [
+    [CONTEXT_BUDGET, prefixOf(longest, CONTEXT_BUDGET)],
+    [1_000_000, atMillion],
+  ] as const) {
     const text = messages.reduce(
       (sum, message) => sum + (typeof message.content === 'string' ? message.content.length : 0),
       0,
@@ -524,7 +533,6 @@ async function main(): Promise<void> {
     '| conversation | contextBudget | ageObservations | summarizerContextWindow | pieces | requests | largest request, tokens | most a request may hold | `Compactor.compact` | outcome |',
     '|---|---:|---|---:|---:|---:|---:|---:|---:|---|',
   );
-  const atMillion = prefixOf(longest, 1_000_000);
   for (const [name, messages, budget] of [
     [`1M tokens (${atMillion.length.toLocaleString('en')} messages)`, atMillion, 1_000_000],
     [`${longest.length.toLocaleString('en')} messages`, longest, CONTEXT_BUDGET],
