@@ -190,6 +190,8 @@ interface Round {
   /** 1 when the policy rewrote the conversation this round (a compaction, a clearing). */
   compactions: number;
   summarizerTokens: number;
+  /** Requests sent to the summarizer this round (a coverage or tighter retry is a second one). */
+  summarizerRequests: number;
   /** A summarizing compaction that ended above its low-water mark (our engine's `aboveMark`). */
   aboveMark: number;
   /** Our engine's rewrite this round, for `--explain-retention`: what it started from and what it returned. */
@@ -210,7 +212,7 @@ interface Policy {
   start(context: PolicyContext): (end: number) => Round;
 }
 
-const quiet = { compactions: 0, summarizerTokens: 0, aboveMark: 0 };
+const quiet = { compactions: 0, summarizerTokens: 0, summarizerRequests: 0, aboveMark: 0 };
 
 const none: Policy = {
   name: 'none',
@@ -315,7 +317,9 @@ function engine(name: string, options: Omit<CompactionOptions, 'contextBudget'>,
         const round: Round = { ...quiet, messages: conversation, viewTokens: tokens(conversation) };
         if (!needsCompactionCore(conversation, resolved, {}, counter)) return round;
         let summarizerTokens = 0;
+        let summarizerRequests = 0;
         const answer = (step: SummarizeStep) => {
+          summarizerRequests += 1;
           if (summarizerInput === 'request') summarizerTokens += tokens(step.request.messages);
           return { kind: 'summary' as const, text: extractiveSummary(step.request) };
         };
@@ -334,6 +338,7 @@ function engine(name: string, options: Omit<CompactionOptions, 'contextBudget'>,
           messages: managed,
           compactions: rewrote ? 1 : 0,
           summarizerTokens,
+          summarizerRequests,
           aboveMark: result.aboveMark === undefined ? 0 : 1,
           ...(rewrote ? { rewrite: { before: conversation, result, toolResultCap: resolved.toolResultCap } } : {}),
         };
@@ -356,6 +361,9 @@ interface Totals {
   inputTokens: number;
   cachedTokens: number;
   summarizerTokens: number;
+  summarizerRequests: number;
+  /** Rounds whose compaction asked the summarizer at least once. */
+  summarizing: number;
   billed: number;
   coldRounds: number;
   overWindow: number;
@@ -372,6 +380,8 @@ function emptyTotals(): Totals {
     inputTokens: 0,
     cachedTokens: 0,
     summarizerTokens: 0,
+    summarizerRequests: 0,
+    summarizing: 0,
     billed: 0,
     coldRounds: 0,
     overWindow: 0,
@@ -470,6 +480,8 @@ function runPolicy(policy: Policy, context: PolicyContext, prices: Prices, cause
     totals.inputTokens += requestTokens;
     totals.cachedTokens += cached;
     totals.summarizerTokens += round.summarizerTokens;
+    totals.summarizerRequests += round.summarizerRequests;
+    if (round.summarizerRequests > 0) totals.summarizing += 1;
     totals.billed +=
       requestTokens - cached + prices.cachedPrice * cached + prices.summarizerPrice * round.summarizerTokens;
     if (requestTokens - cached > 0.5 * requestTokens) totals.coldRounds += 1;
@@ -649,15 +661,19 @@ function runAll(
 const grouped = (value: number): string => Math.round(value).toLocaleString('en-US');
 const percent = (part: number, whole: number): string => (whole === 0 ? '–' : `${((100 * part) / whole).toFixed(1)}%`);
 
+/** `69 (1.86)`: the requests, and how many each compaction that asked the summarizer sent on average. */
+const requestsCell = (t: Totals): string =>
+  t.summarizing === 0 ? '0' : `${t.summarizerRequests} (${(t.summarizerRequests / t.summarizing).toFixed(2)})`;
+
 function markdownTable({ policies, totals }: Table): string {
   const base = totals[0]?.billed ?? 1;
   const rows = policies.map((policy, index) => {
     const t = totals[index] ?? emptyTotals();
-    return `| ${policy.name} | ${(t.billed / base).toFixed(3)} | ${grouped(t.billed)} | ${percent(t.cachedTokens, t.inputTokens)} | ${t.coldRounds} | ${t.overWindow} | ${t.compactions} | ${t.thrash} | ${t.aboveMark} | ${grouped(t.summarizerTokens)} | ${percent(t.retained, t.probes)} |`;
+    return `| ${policy.name} | ${(t.billed / base).toFixed(3)} | ${grouped(t.billed)} | ${percent(t.cachedTokens, t.inputTokens)} | ${t.coldRounds} | ${t.overWindow} | ${t.compactions} | ${t.thrash} | ${t.aboveMark} | ${requestsCell(t)} | ${grouped(t.summarizerTokens)} | ${percent(t.retained, t.probes)} |`;
   });
   return [
-    '| policy | billed × none | billed input tokens | cache hit rate | rounds > 50% uncached | rounds over the window | compactions | thrash | above the mark | summarizer input tokens | retention |',
-    '|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
+    '| policy | billed × none | billed input tokens | cache hit rate | rounds > 50% uncached | rounds over the window | compactions | thrash | above the mark | summarizer requests (per compaction that asked) | summarizer input tokens | retention |',
+    '|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
     ...rows,
   ].join('\n');
 }
