@@ -3,7 +3,13 @@
 import { describe, expect, it } from 'vitest';
 import { Compactor } from '../../src/compactor.js';
 import { REFERENCE_EXACT } from '../../src/core/compaction/options.js';
-import { CARRIED_FACTS_PREFIX, identifiersIn, requiredIdentifiers } from '../../src/core/compaction/coverage.js';
+import {
+  argumentValues,
+  CARRIED_FACTS_PREFIX,
+  identifiersIn,
+  requiredIdentifiers,
+} from '../../src/core/compaction/coverage.js';
+import { capText } from '../../src/core/compaction/transcript.js';
 import type { ChatMessage, SummarizeRequest } from '../../src/core/types.js';
 import { assistant, charCounter, scriptedSummarizer, system, tool, user } from '../support/messages.js';
 
@@ -66,6 +72,26 @@ describe('identifiers', () => {
     const middle = [tool('c', 'found parseConfig and src/app.ts and helper_fn')];
     const kept = [system('tools: helper_fn'), assistant('parseConfig in src/app.ts is wrong')];
     expect(requiredIdentifiers(middle, kept)).toEqual(['parseConfig', 'src/app.ts']);
+  });
+
+  it('reads a call by its argument values: keys and escapes are the call’s syntax, not facts', () => {
+    const edit = (id: string, path: string, before: string): ChatMessage =>
+      assistant(null, [[id, 'Edit', JSON.stringify({ file_path: path, old_string: before, new_string: 'x' })]]);
+    const middle = [edit('c1', 'src/app.ts', 'const a = 1;\nnfs_total = 2')];
+    const kept = [edit('c2', 'src/app.ts', 'nfs_total')];
+    // Read as JSON text, `file_path`, `old_string`, `new_string` would be required, and `\nnfs_total` read as `nnfs_total`.
+    expect(requiredIdentifiers(middle, kept)).toEqual(['src/app.ts', 'nfs_total']);
+  });
+
+  it('takes the string values of arguments, nested or cut by the cap, and text that is not JSON whole', () => {
+    expect(
+      argumentValues('{"todos":[{"content":"Fix src/a.ts","status":"in_progress","activeForm":"Fixing"}],"n":2}'),
+    ).toEqual(['Fix src/a.ts', 'in_progress', 'Fixing']);
+    expect(argumentValues('{"path" : "a\\/b.py", "note": "\\u0041_b"}')).toEqual(['a/b.py', 'A_b']);
+    // Cut by the cap: the last value as far as it goes, without the cap's marker or a half escape.
+    const args = '{"command":"str_replace","old_str":"x_y\\u0041_z"}';
+    expect(argumentValues(capText(args, args.indexOf('\\u') + 4))).toEqual(['str_replace', 'x_y']);
+    expect(argumentValues('ls -la src/app.ts')).toEqual(['ls -la src/app.ts']);
   });
 });
 

@@ -5,7 +5,7 @@
 import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
-import { identifiersIn, requiredIdentifiers } from '../../src/core/compaction/coverage.js';
+import { argumentValues, identifiersIn, requiredIdentifiers } from '../../src/core/compaction/coverage.js';
 import {
   capMiddle,
   capText,
@@ -301,10 +301,13 @@ describe('the middle as the summarizer sees it', () => {
 });
 
 describe('the identifiers a summary must keep', () => {
-  /** The definition: every identifier of the middle's texts, in order, that the kept messages use too. */
+  /** The definition: every identifier of the middle's texts (contents, argument values), in order, that the kept messages use too. */
   function reference(middle: readonly ChatMessage[], kept: readonly ChatMessage[]): string[] {
     const factText = (message: ChatMessage): string =>
-      [contentText(message.content), ...(message.tool_calls ?? []).map((call) => call.function.arguments)].join('\n');
+      [
+        contentText(message.content),
+        ...(message.tool_calls ?? []).flatMap((call) => argumentValues(call.function.arguments)),
+      ].join('\n');
     const used = new Set<string>();
     for (const message of kept) if (message.role !== 'system') identifiersIn(factText(message), used);
     const fromMiddle = new Set<string>();

@@ -2,7 +2,7 @@
 // a summary must keep are those the middle it replaces shares with what the conversation keeps —
 // the task, pinned and sticky messages, the recent window — since the agent still refers to them.
 import { contentText } from '../counting/tokens.js';
-import { seenMessage } from './transcript.js';
+import { CAP_MARKER, seenMessage } from './transcript.js';
 import type { ChatMessage, Coverage, ToolCall } from '../types.js';
 
 export type { Coverage };
@@ -44,8 +44,9 @@ export function identifiersIn(text: string, into: Set<string> = new Set()): Set<
 }
 
 /**
- * The text of a message where its facts are: its content and its tool calls' arguments — not the
- * calls' ids, nor the tools' names, which the model has from the tool definitions at every request.
+ * The text of a message where its facts are: its content and the values of its tool calls'
+ * arguments — not the calls' ids, nor the tools' names or their arguments' keys, which the model has
+ * from the tool definitions at every request.
  */
 function factText(message: ChatMessage): string {
   return textsOf(message).join('\n');
@@ -104,11 +105,56 @@ export function requiredIdentifiers(
 /** Up to this many identifiers, each is searched for on its own; over it, the middle is read token by token. */
 const SEARCHED_ONE_BY_ONE = 16;
 
-/** The texts of a message a summary's identifiers are looked for in: its content and its calls' arguments. */
+/** The texts of a message a summary's identifiers are looked for in: its content and its calls' argument values. */
 function textsOf(message: ChatMessage): string[] {
   const texts = [contentText(message.content)];
-  for (const call of message.tool_calls ?? []) texts.push(call.function.arguments);
+  for (const call of message.tool_calls ?? []) texts.push(...argumentValues(call.function.arguments));
   return texts;
+}
+
+/**
+ * The string values of a call's arguments, decoded: what the call says. Not its keys (`file_path`,
+ * `old_string`: the tool's vocabulary) nor its escapes (the `n` of `\n`). Arguments cut by the cap
+ * (`capMiddle`) are no longer JSON: their string literals are read as far as they go, the last one
+ * to the cut, without the cap's marker. Arguments that are not a JSON object or array are read whole.
+ */
+export function argumentValues(args: string): string[] {
+  const text = args.replace(CAP_MARKER, '');
+  const start = text.trimStart().charCodeAt(0);
+  if (start !== 0x7b && start !== 0x5b) return [text];
+  const values: string[] = [];
+  const length = text.length;
+  for (let open = text.indexOf('"'); open >= 0;) {
+    let close = open + 1;
+    while (close < length && text.charCodeAt(close) !== 0x22) close += text.charCodeAt(close) === 0x5c ? 2 : 1;
+    const body = text.slice(open + 1, Math.min(close, length));
+    if (close >= length) {
+      values.push(decodedString(body));
+      break;
+    }
+    let after = close + 1;
+    while (after < length && WHITESPACE.has(text.charCodeAt(after))) after += 1;
+    // A string followed by a colon is a key.
+    if (text.charCodeAt(after) !== 0x3a) values.push(decodedString(body));
+    open = text.indexOf('"', close + 1);
+  }
+  return values;
+}
+
+const WHITESPACE = new Set([0x20, 0x09, 0x0a, 0x0d]);
+
+/** A JSON string literal's body decoded; one cut short within an escape loses that escape; one not valid stays as it is. */
+function decodedString(body: string): string {
+  if (!body.includes('\\')) return body;
+  for (const literal of [body, body.replace(/\\(?:u[0-9A-Fa-f]{0,3})?$/, '')]) {
+    try {
+      const parsed: unknown = JSON.parse(`"${literal}"`);
+      if (typeof parsed === 'string') return parsed;
+    } catch {
+      // not valid as it is: tried again without a cut escape, then read as it is
+    }
+  }
+  return body;
 }
 
 /**
@@ -128,9 +174,13 @@ function mentions(
     return true;
   const calls = message.tool_calls;
   if (calls === undefined) return false;
-  // An index loop, as in CallOwners.of.
-  for (let position = 0; position < calls.length; position += 1)
-    if (within((calls[position] as ToolCall).function.arguments, toolResultCap).includes(key)) return true;
+  // An index loop, as in CallOwners.of. The values are searched for in the JSON text (a key found
+  // there is confirmed by nothing: usedIn reads the values); a value with `\/` or `\u` escapes may
+  // hold an identifier its JSON text does not spell out.
+  for (let position = 0; position < calls.length; position += 1) {
+    const args = within((calls[position] as ToolCall).function.arguments, toolResultCap);
+    if (args.includes(key) || args.includes('\\/') || args.includes('\\u')) return true;
+  }
   return false;
 }
 
