@@ -13,7 +13,14 @@ import { statedCharLimit, transcriptText } from './extractive/request.js';
 import { buildSections, rawTextSections } from './extractive/sections.js';
 import { honourInstructions, instructionTerms } from './extractive/instructions.js';
 import { readTurns } from './extractive/turns.js';
-import { identifiersLine, rankedIdentifiers, SECTIONS_FLOOR } from './extractive/identifiers.js';
+import {
+  identifiersLine,
+  lineLength,
+  namedFirst,
+  namedIdentifiers,
+  rankedIdentifiers,
+  SECTIONS_FLOOR,
+} from './extractive/identifiers.js';
 
 export { EXTRACTIVE_SUMMARY_NOTICE };
 
@@ -33,9 +40,10 @@ export interface ExtractiveSummarizerOptions {
   maxRatio?: number;
   /**
    * The share of the summary's budget given to the line after the sections that lists the
-   * identifiers (paths, symbols, ids) of the middle the sections did not copy, the likeliest to be
-   * named again first (docs/design.md#coverage); never the sections' first 1,000 characters, and
-   * the sections get the whole budget when there is no line. `0` leaves the line out.
+   * identifiers (paths, symbols, ids) of the middle the sections did not copy, those the request's
+   * instructions name first, then the likeliest to be named again (docs/design.md#coverage); never
+   * the sections' first 1,000 characters but for named ones, and the sections get the whole budget
+   * when there is no line. `0` leaves the line out.
    * @default 0.4
    */
   identifierShare?: number;
@@ -166,14 +174,17 @@ export function extractiveSummary(request: SummarizeRequest, options: Extractive
     return renderSummary(sections, budget, readEarlierSummaries([]).omitted);
   }
   const turns = readTurns(middle);
+  const ranked = rankedIdentifiers(middle, turns);
+  const named = namedIdentifiers(ranked, request.instructions);
   // The identifiers line gets its share of the room, never the sections' first SECTIONS_FLOOR
-  // characters; without a line, the sections get the whole budget.
-  const reserve = Math.min(Math.floor(budget * identifierShare), Math.max(0, budget - SECTIONS_FLOOR));
+  // characters; identifiers the instructions name get room before that floor, down to the bare
+  // minimum (a coverage retry asks for them). Without a line, the sections get the whole budget.
+  const share = Math.min(Math.floor(budget * identifierShare), Math.max(0, budget - SECTIONS_FLOOR));
+  const forNamed = Math.min(named.length === 0 ? 0 : lineLength(named), budget - MIN_EXTRACTIVE_SUMMARY_CHARS);
+  const reserve = identifierShare === 0 ? 0 : Math.max(share, forNamed, 0);
   const sections = honourInstructions(buildSections(turns), terms, middle);
   const body = renderSummary(sections, budget - reserve, turns.earlier.omitted);
   const line =
-    reserve === 0
-      ? ''
-      : identifiersLine(rankedIdentifiers(middle, turns), body, Math.min(reserve, budget - body.length - 2));
+    reserve === 0 ? '' : identifiersLine(namedFirst(ranked, named), body, Math.min(reserve, budget - body.length - 2));
   return line === '' ? renderSummary(sections, budget, turns.earlier.omitted) : `${body}\n\n${line}`;
 }

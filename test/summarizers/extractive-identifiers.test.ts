@@ -1,7 +1,9 @@
 // The extractive summary's identifiers line (docs/design.md#coverage): what the sections did not
 // copy, ranked, within its share of the budget, read back from an earlier summary.
 import { describe, expect, it } from 'vitest';
+import { elisionStub } from '../../src/core/compaction/elision.js';
 import { summarizeRequest, summaryContent } from '../../src/core/compaction/transcript.js';
+import { recallStubSuffix } from '../../src/core/agent/recall.js';
 import type { ChatMessage } from '../../src/core/types.js';
 import { createExtractiveSummarizer, extractiveSummary } from '../../src/summarizers/index.js';
 import { assistant, tool, user } from '../support/messages.js';
@@ -87,6 +89,80 @@ describe('the identifiers line of an extractive summary', () => {
     expect(ids.indexOf(carried[0] ?? '')).toBeLessThan(ids.indexOf('gamma_three'));
     expect(summary.split('\n').filter((line) => line.startsWith(PREFIX))).toHaveLength(1);
     expect(summary).not.toContain(`- ${PREFIX}`);
+  });
+
+  it('reads a call as the coverage check does: its argument values, nested ones too, never its keys', () => {
+    const run: ChatMessage[] = [
+      user('Fix the group by in the query compiler.'),
+      assistant(null, [
+        [
+          'call_1',
+          'Edit',
+          JSON.stringify({
+            file_path: 'django/db/models/sql/query.py',
+            old_string: 'if x:\nset_group_by()',
+            new_string: 'y',
+          }),
+        ],
+      ]),
+      tool('call_1', 'The file django/db/models/sql/query.py has been updated.'),
+      assistant(null, [
+        [
+          'call_2',
+          'TodoWrite',
+          JSON.stringify({ todos: [{ content: 'Run tests', status: 'in_progress', activeForm: 'Running' }] }),
+        ],
+      ]),
+      tool('call_2', 'Todos have been modified successfully.'),
+    ];
+    const ids = listed(extractiveSummary(summarizeRequest(run, 2000), { maxRatio: Number.POSITIVE_INFINITY }));
+    expect(ids).toEqual(expect.arrayContaining(['set_group_by', 'in_progress']));
+    for (const key of ['file_path', 'old_string', 'new_string', 'activeForm', 'nset_group_by'])
+      expect(ids).not.toContain(key);
+  });
+
+  it('never takes the harness’s own stubs and markers for identifiers', () => {
+    const run: ChatMessage[] = [
+      user('Reproduce the ValueError in monai/engines/evaluator.py.'),
+      assistant(null, [['call_1', 'execute_bash', JSON.stringify({ command: 'python reproduce_error.py' })]]),
+      tool('call_1', `${elisionStub(779, 'execute_bash')}${recallStubSuffix('m14')}`),
+      assistant(null, [
+        ['call_2', 'str_replace_editor', JSON.stringify({ command: 'view', path: 'monai/engines/evaluator.py' })],
+      ]),
+      tool('call_2', `class Evaluator(Workflow):\n    def run(self, global_epoch_1: int)${'x'.repeat(3000)}`),
+    ];
+    const summary = extractiveSummary(summarizeRequest(run, 2000), { maxRatio: Number.POSITIVE_INFINITY });
+    const ids = listed(summary);
+    expect(ids).toContain('global_epoch_1');
+    for (const ours of ['779-char', 'execute_bash', 'm14']) expect(ids).not.toContain(ours);
+    // The cap cut the last result inside a word: what is left of that word is not one either.
+    expect(ids.filter((identifier) => /^x+$/.test(identifier))).toEqual([]);
+  });
+
+  it('keeps every identifier the instructions name, in the line when the sections have no room for their lines', () => {
+    // Thirty results, each naming one setting in a long line: more lines than a 2,000-character summary holds.
+    const run: ChatMessage[] = [user('Find which settings the import job reads.')];
+    for (let index = 0; index < 30; index += 1)
+      run.push(
+        ...read(
+          `call_${index}`,
+          `conf/part${index}.yaml`,
+          `setting_${index} is read by the import job ${'because of the schedule '.repeat(8)}`,
+        ),
+      );
+    const named = Array.from({ length: 30 }, (_, index) => `setting_${index}`);
+    const request = {
+      ...summarizeRequest(run, 2000),
+      // What a coverage retry adds to the instructions; one name the middle never used.
+      instructions: `Keep these identifiers: ${[...named, 'not_in_the_middle'].map((id) => `\`${id}\``).join(', ')}`,
+    };
+    const summary = extractiveSummary(request, { maxChars: 2000, maxRatio: Number.POSITIVE_INFINITY });
+    expect(summary.length).toBeLessThanOrEqual(2000);
+    expect(named.filter((identifier) => !summary.includes(identifier))).toEqual([]);
+    // The line lists what the sections did not hold, named ones first; a name the middle never used is not "seen".
+    const listedNames = listed(summary).filter((identifier) => identifier.startsWith('setting_'));
+    expect(listed(summary).slice(0, listedNames.length)).toEqual(listedNames);
+    expect(summary).not.toContain('not_in_the_middle');
   });
 
   it('refuses an identifierShare outside [0, 1), naming it', () => {

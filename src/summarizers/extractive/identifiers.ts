@@ -2,7 +2,8 @@
 // middle that its sections did not copy, within a share of the budget, the likeliest to be named
 // again first. The sections copy whole lines and let most names go; an agent refers next to what
 // it used last, what it used most, and what the files its task names say.
-import { identifiersIn } from '../../core/compaction/coverage.js';
+import { argumentValues, identifiersIn } from '../../core/compaction/coverage.js';
+import { isStub } from '../../core/compaction/elision.js';
 import { CAP_MARKER, renderContent } from '../../core/compaction/transcript.js';
 import type { ChatMessage } from '../../core/types.js';
 import { IDENTIFIERS_PREFIX } from './format.js';
@@ -24,15 +25,25 @@ interface Use {
   last: number;
 }
 
+/** The recall ids the harness names on a stub or a summary (`[recall id: m14]`, `[recall ids: m3..m9]`): its own, not the run's. */
+const RECALL_IDS = /\[recall ids?: [^\]\n]*\]/g;
+
 /**
- * The text a message's identifiers are read from: its content (a capped tool result without the
- * cap's marker and the word it cut through) and the values of its calls' arguments (not their
- * keys: `file_path` is the tool's vocabulary, not the run's).
+ * The text a message's identifiers are read from, as the coverage check reads it: its content and
+ * the values of its calls' arguments (not their keys: `file_path` is the tool's vocabulary, not the
+ * run's). Without what the harness wrote: an elision's stub (`779-char` is no identifier), recall
+ * ids, a cap's marker and the word the cap cut through.
  */
 function factText(message: ChatMessage): string {
-  let text = renderContent(message.content);
+  if (message.role === 'tool' && isStub(message)) return '';
+  let text = renderContent(message.content).replace(RECALL_IDS, ' ');
   if (message.role === 'tool' && CAP_MARKER.test(text)) text = text.replace(CAP_MARKER, '').replace(/\S*$/, '');
-  const values = (message.tool_calls ?? []).flatMap((call) => Object.values(argumentFields(call.function.arguments)));
+  const values = (message.tool_calls ?? []).flatMap(({ function: { arguments: args } }) => {
+    const read = argumentValues(args);
+    // The last value of arguments the cap cut ends in the word it cut through.
+    if (CAP_MARKER.test(args) && read.length > 0) read.push((read.pop() ?? '').replace(/\S*$/, ''));
+    return read;
+  });
   return [text, ...values].join('\n');
 }
 
@@ -90,6 +101,29 @@ export function rankedIdentifiers(middle: readonly ChatMessage[], turns: Turns):
   return [...uses]
     .sort(([, left], [, right]) => right.score - left.score || right.last - left.last)
     .map(([identifier]) => identifier);
+}
+
+/**
+ * The identifiers of the middle that `instructions` name, in the order they name them: a coverage
+ * retry names what the summary must keep (`Keep these identifiers: …`), and so may a caller's
+ * `summaryInstructions`. Only identifiers of the middle (`ranked`): the line says what was seen.
+ */
+export function namedIdentifiers(ranked: readonly string[], instructions: string | undefined): string[] {
+  if (instructions === undefined) return [];
+  const seen = new Set(ranked);
+  return [...identifiersIn(instructions)].filter((identifier) => seen.has(identifier));
+}
+
+/** `ranked` with `named` first: what the instructions name is listed before anything else. */
+export function namedFirst(ranked: readonly string[], named: readonly string[]): string[] {
+  if (named.length === 0) return [...ranked];
+  const first = new Set(named);
+  return [...named, ...ranked.filter((identifier) => !first.has(identifier))];
+}
+
+/** The length of a line that lists `identifiers`. */
+export function lineLength(identifiers: readonly string[]): number {
+  return identifiers.reduce((length, identifier) => length + identifier.length + 2, IDENTIFIERS_PREFIX.length - 1);
 }
 
 /**
