@@ -1,8 +1,8 @@
 // Sandbox-safe and pure: the built-in offline summarizer. No model, no I/O, no clock: it copies
 // lines out of the middle's messages into the four sections. Its parts, in ./extractive/: turns.ts
 // reads the messages into turns, earlier.ts reads earlier summaries back, files.ts and sections.ts
-// rank the candidate lines, layout.ts fits them into the budget; rendered.ts reads requests that
-// carry only the rendered transcript.
+// rank the candidate lines, calls.ts writes a tool call as a line, layout.ts fits them into the
+// budget; rendered.ts reads requests that carry only the rendered transcript.
 import type { SummarizeRequest, SummarizeResponse, Summarizer } from '../core/types.js';
 import { assertKnownKeys, keysOf } from '../core/unknown-keys.js';
 import { readEarlierSummaries } from './extractive/earlier.js';

@@ -4,6 +4,7 @@
 // them and no section would have copied.
 import { isSummaryMessage, renderContent } from '../../core/compaction/transcript.js';
 import type { ChatMessage } from '../../core/types.js';
+import { callLine } from './calls.js';
 import type { Candidate, Sections } from './format.js';
 import { clip, proseLines, withoutMarker } from './text.js';
 
@@ -124,11 +125,12 @@ function instructedLines(middle: readonly ChatMessage[], terms: readonly Instruc
   for (const message of middle) {
     order += 1;
     if (message.role === 'system' || message.role === 'developer' || isSummaryMessage(message)) continue;
+    // A call is matched as the line it becomes (calls.ts), a line of JSON as its fields: never as JSON.
     const texts = [
-      renderContent(message.content),
-      ...(message.tool_calls ?? []).map((call) => `${call.function.name} ${call.function.arguments}`),
+      ...proseLines(renderContent(message.content)).map(flatJson),
+      ...(message.tool_calls ?? []).map((call) => callLine(call.function.name, call.function.arguments)),
     ];
-    for (const line of texts.flatMap(proseLines)) {
+    for (const line of texts) {
       const matched = matchCount(line, terms);
       if (matched === 0) continue;
       const copied = clip(withoutMarker(line), 240);
@@ -140,6 +142,26 @@ function instructedLines(middle: readonly ChatMessage[], terms: readonly Instruc
   }
   // The most matching first, then the latest: a long middle keeps the best few.
   return lines.sort((a, b) => b.priority - a.priority || b.order - a.order).slice(0, MAX_INSTRUCTED_LINES);
+}
+
+/** A field of a JSON object: its key and its value when that is a string, a number, true, false or null. */
+const JSON_FIELD = /"([^"\\]{1,60})"\s*:\s*("(?:[^"\\]|\\.)*"|-?\d[\d.eE+-]*|true|false|null)/g;
+
+/**
+ * A line of JSON (a tool's result, often one long line) as `key: value` pairs, in order: what it
+ * says, without its brackets and quotes. Any other line as it is.
+ */
+function flatJson(line: string): string {
+  if (!/^[[{]\s*"/.test(line)) return line;
+  const pairs = [...line.matchAll(JSON_FIELD)].map(([, key = '', value = '']) => {
+    if (!value.startsWith('"')) return `${key}: ${value}`;
+    try {
+      return `${key}: ${String(JSON.parse(value))}`;
+    } catch {
+      return `${key}: ${value.slice(1, -1)}`;
+    }
+  });
+  return pairs.length === 0 ? line : pairs.join(', ');
 }
 
 /** The room the candidates that match the instructions need in a section (0 for none). */

@@ -2,6 +2,7 @@
 import {
   EXTRACTIVE_SUMMARY_NOTICE,
   NOTHING,
+  OMITTED_LINE,
   omittedLine,
   SECTIONS,
   type Candidate,
@@ -9,13 +10,18 @@ import {
   type Sections,
 } from './format.js';
 import { instructedRoom } from './instructions.js';
+import { clip } from './text.js';
+
+/** The shortest cut of an item worth showing: less says nothing a reader can use. */
+const SHORTEST_CUT = 24;
 
 /**
  * A section's body within `allowance` characters: the highest-priority candidates that fit (an
  * item of several lines by its first lines alone if need be), in transcript order, and a line
  * counting the ones that did not plus the `earlierOmitted` that earlier summaries did not show.
- * Never empty: `NOTHING` when the section has no candidates and nothing was left out, the count
- * alone when none fits.
+ * When no candidate fits whole, the highest-priority one is cut to the room: a section never shows
+ * only its count while it has an item to show. `NOTHING` when the section has no candidates and
+ * nothing was left out; the count alone only when not even a cut item fits (the bare skeleton).
  */
 function sectionBody(candidates: readonly Candidate[], allowance: number, earlierOmitted = 0): string {
   if (candidates.length === 0) return earlierOmitted > 0 ? omittedLine(earlierOmitted) : NOTHING;
@@ -24,12 +30,26 @@ function sectionBody(candidates: readonly Candidate[], allowance: number, earlie
   const all = ordered.reduce((sum, line) => sum + line.length + 1, -1);
   if (all <= allowance) return ordered.join('\n');
   const ranked = [...candidates].sort((a, b) => b.priority - a.priority || a.order - b.order);
-  const room = allowance - omittedLine(candidates.length + earlierOmitted).length;
+  // Every candidate, some by their first lines, may fit without a count line; else the count needs its room.
+  const whole = earlierOmitted === 0 ? fit(ranked, allowance) : [];
+  const kept =
+    whole.length === candidates.length
+      ? whole
+      : fit(ranked, allowance - omittedLine(candidates.length + earlierOmitted).length);
+  const omitted = candidates.length - kept.length + earlierOmitted;
+  return [...kept.map((candidate) => candidate.text), ...(omitted > 0 ? [omittedLine(omitted)] : [])].join('\n');
+}
+
+/**
+ * The highest-priority candidates that fit in `room` characters (each with its newline), in
+ * transcript order. An item with lines under it (a goal's opening) that does not fit whole keeps
+ * the first lines that do: the run's first request must not vanish because its details are long.
+ * When none fits even so, the best one cut to the room, unless that leaves less than {@link SHORTEST_CUT}.
+ */
+function fit(ranked: readonly Candidate[], room: number): Candidate[] {
   const kept: Candidate[] = [];
   let used = 0;
   for (const candidate of ranked) {
-    // An item with lines under it (a goal's opening) that does not fit whole keeps the first lines
-    // that do: the run's first request must not vanish because its details are long.
     const lines = candidate.text.split('\n');
     const fitting = lines
       .map((_, index) => lines.slice(0, lines.length - index).join('\n'))
@@ -38,12 +58,14 @@ function sectionBody(candidates: readonly Candidate[], allowance: number, earlie
     kept.push({ ...candidate, text: fitting });
     used += fitting.length + 1;
   }
-  kept.sort((a, b) => a.order - b.order);
-  return [
-    ...kept.map((candidate) => candidate.text),
-    omittedLine(candidates.length - kept.length + earlierOmitted),
-  ].join('\n');
+  const best = ranked[0];
+  if (kept.length === 0 && best !== undefined && room - 1 >= SHORTEST_CUT)
+    kept.push({ ...best, text: clip(best.text.split('\n')[0] ?? '', room - 1) });
+  return kept.sort((a, b) => a.order - b.order);
 }
+
+/** The room each section that shows no item yet is given first, for its best item (cut to it if need be). */
+const FIRST_ITEM_ROOM = 160;
 
 /** At most this share of the room goes first to lines that match the instructions. */
 const INSTRUCTED_SHARE = 0.5;
@@ -91,6 +113,15 @@ export function renderSummary(
     bodies[name] = body(name, before + need);
     spare -= bodies[name].length - before;
     instructed -= bodies[name].length - before;
+  }
+  // A section that shows only its count gets room for its best item before any share is handed
+  // out: an equal part of the room each, so that a long first item does not leave another none.
+  const bare = FILL_ORDER.filter(([name]) => OMITTED_LINE.test(bodies[name]));
+  const part = Math.min(FIRST_ITEM_ROOM, Math.floor(spare / Math.max(1, bare.length)));
+  for (const [name] of bare) {
+    const before = bodies[name].length;
+    bodies[name] = body(name, before + Math.min(spare, part));
+    spare -= bodies[name].length - before;
   }
   const shared = spare;
   for (const [name, share] of FILL_ORDER) {

@@ -80,6 +80,12 @@ function goalCandidates(transcript: Turns): Candidate[] {
   return candidates;
 }
 
+/** A heading in prose (`Updated Plan:`, `**Next steps:**`): it introduces what follows and says nothing itself. */
+function isLabel(sentence: string): boolean {
+  const text = sentence.replace(/\*\*/g, '').trim();
+  return text.endsWith(':') && text.split(/\s+/).length <= 4;
+}
+
 /** Decision sentences of the assistant turns, then those of earlier summaries (`carried`, oldest first). */
 function decisionCandidates(assistants: Turns['assistants'], carried: readonly string[] = []): Candidate[] {
   const candidates: Candidate[] = [];
@@ -91,7 +97,7 @@ function decisionCandidates(assistants: Turns['assistants'], carried: readonly s
     sentences.forEach((sentence, sentenceIndex) => {
       const score = decisionScore(sentence);
       if (score === 0 && sentenceIndex > 0) return;
-      if (sentence.length < 12) return;
+      if (sentence.length < 12 || isLabel(sentence)) return;
       const copied = clip(sentence, 240);
       const key = copied.toLowerCase().replace(/\s+/g, ' ');
       if (seen.has(key)) return;

@@ -23,9 +23,15 @@ export function clip(text: string, max: number): string {
   return trimmed.length <= max ? trimmed : `${trimmed.slice(0, max - 1).trimEnd()}…`;
 }
 
-/** Markdown list and heading markers removed, so a copied line can sit in our own list. */
+/**
+ * Markdown list and heading markers removed, so a copied line can sit in our own list, and the line
+ * number a file viewer puts before each line (`  30→`, `    5\t`): a number, not what the line says.
+ */
 export function withoutMarker(line: string): string {
-  return line.replace(/^(?:#{1,6}\s+|[-*+•]\s+|\d{1,3}[.)]\s+|>\s*)+/, '').trim();
+  return line
+    .replace(/^\s*\d{1,7}(?:→|\t)/, '')
+    .replace(/^(?:#{1,6}\s+|[-*+•]\s+|\d{1,3}[.)]\s+|>\s*)+/, '')
+    .trim();
 }
 
 export function sentencesOf(line: string): string[] {
@@ -61,22 +67,31 @@ const ERROR_PATTERNS: ReadonlyArray<{ pattern: RegExp; rank: number }> = [
   { pattern: /^Exit code [1-9]\d*\b|^Traceback \(most recent call last\):/, rank: 1 },
 ];
 
+/** A line that only labels what follows (`ERROR:`, `Error`, `FAILED`): the next line says what went wrong. */
+const BARE_LABEL = /^(?:ERROR|Error|error|FAILED|FAIL|fatal):?$/;
+
 /** The most telling line of a result that looks like an error, or `undefined` when none does. */
 export function errorLine(text: string): string | undefined {
-  let best: { line: string; rank: number } | undefined;
-  for (const rawLine of text.split(/\r?\n/)) {
-    // Tool output prefixes ("OBSERVATION:", "Observation: ") are the harness's, not the error's.
-    const line = rawLine.replace(/^(?:OBSERVATION|Observation):\s*/, '').trimEnd();
-    if (line === '') continue;
+  let best: { line: string; rank: number; index: number } | undefined;
+  // Tool output prefixes ("OBSERVATION:", "Observation: ") are the harness's, not the error's.
+  const lines = text.split(/\r?\n/).map((rawLine) => rawLine.replace(/^(?:OBSERVATION|Observation):\s*/, '').trimEnd());
+  lines.forEach((line, index) => {
+    if (line === '') return;
     for (const { pattern, rank } of ERROR_PATTERNS) {
       // A later exception line of the same rank wins: a traceback ends with its cause.
       if (pattern.test(line) && (best === undefined || rank > best.rank || (rank === 5 && best.rank === 5))) {
-        best = { line: line.trim(), rank };
+        best = { line, rank, index };
         break;
       }
     }
+  });
+  if (best === undefined) return undefined;
+  let found = best.line.replace(/<\/?tool_use_error>/g, '').trim();
+  if (BARE_LABEL.test(found)) {
+    const next = lines.slice(best.index + 1).find((line) => line.trim() !== '');
+    if (next !== undefined) found = `${found.replace(/:$/, '')}: ${next.trim()}`;
   }
-  return best === undefined ? undefined : clip(best.line.replace(/<\/?tool_use_error>/g, ''), 160);
+  return clip(found, 160);
 }
 
 /** Parses call arguments; capped arguments are no longer JSON, so fields fall back to a regex. */
