@@ -175,11 +175,12 @@ function mentions(
   const calls = message.tool_calls;
   if (calls === undefined) return false;
   // An index loop, as in CallOwners.of. The values are searched for in the JSON text (a key found
-  // there is confirmed by nothing: usedIn reads the values); a value with `\/` or `\u` escapes may
-  // hold an identifier its JSON text does not spell out.
+  // there is confirmed by nothing: usedIn reads the values). JSON escapes none of the characters an
+  // identifier is made of but `/`, which it may write `\/`.
+  const slash = key.includes('/');
   for (let position = 0; position < calls.length; position += 1) {
     const args = within((calls[position] as ToolCall).function.arguments, toolResultCap);
-    if (args.includes(key) || args.includes('\\/') || args.includes('\\u')) return true;
+    if (args.includes(key) || (slash && args.includes('\\/'))) return true;
   }
   return false;
 }
