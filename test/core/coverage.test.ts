@@ -81,6 +81,9 @@ describe('identifiers', () => {
     const kept = [edit('c2', 'src/app.ts', 'nfs_total')];
     // Read as JSON text, `file_path`, `old_string`, `new_string` would be required, and `\nnfs_total` read as `nnfs_total`.
     expect(requiredIdentifiers(middle, kept)).toEqual(['src/app.ts', 'nfs_total']);
+    // JSON may write a slash `\/`: the value is still `my_lib/util.ts`.
+    const escaped = [assistant(null, [['c3', 'Read', '{"file_path":"my_lib\\/util.ts"}']])];
+    expect(requiredIdentifiers(escaped, [user('my_lib/util.ts is next')])).toEqual(['my_lib/util.ts']);
   });
 
   it('takes the string values of arguments, nested or cut by the cap, and text that is not JSON whole', () => {
