@@ -3,6 +3,8 @@ import type OpenAI from 'openai';
 import type { OpenAIClientSettings } from '../llm/openai-adapter.js';
 import { createOpenAISummarizer } from '../summarizers/openai.js';
 import type { Summarizer } from '../core/types.js';
+import type { RECALL_TOOL_NAME } from '../core/agent/recall.js';
+import type { BuiltInToolName, InternalActivityName } from '../core/agent/tool-declarations.js';
 import { createChatActivity } from './chat.js';
 import { createCountTokensActivity } from './count-tokens.js';
 import { createDescribeWorkerActivity } from './describe-worker.js';
@@ -110,7 +112,8 @@ export function createActivities({
     // `recall` (docs/design.md#recall): a message of the run's own transcript, read from its history.
     recall: createRecallActivity(),
     ...createBuiltInTools(toolsRoot === undefined ? {} : { root: toolsRoot }),
-  };
+    // Every activity is a tool or named among the internal ones, which agentRun refuses as tool names.
+  } satisfies Record<InternalActivityName | BuiltInToolName | typeof RECALL_TOOL_NAME, unknown>;
 }
 
 /** The activities as workflows see them through `proxyActivities`. */
