@@ -21,18 +21,40 @@ export interface GrepThreadInput {
   /** The walk stops after this many files. */
   maxFiles: number;
   skippedDirectories: string[];
+  /** A matched line longer than this is shown as this many characters around its first match. */
+  maxLineChars: number;
+  /** The search stops before the matched lines it posted (a newline each) would pass this many characters. */
+  maxOutputChars: number;
 }
+
+/** Where a search stopped before it was whole, on its own count limits. */
+export type GrepThreadStop = 'results' | 'files' | 'output';
 
 /** What the thread posts: each match as it is found (so a terminated search keeps them), then how it ended. */
 export type GrepThreadMessage =
-  { kind: 'match'; line: string } | { kind: 'done'; filesSearched: number; stoppedAt: 'results' | 'files' | undefined };
+  { kind: 'match'; line: string } | { kind: 'done'; filesSearched: number; stoppedAt: GrepThreadStop | undefined };
+
+/**
+ * `line` as a match shows it: whole when it is at most `max` characters, else `max` characters from
+ * a little before `at` (where the match starts), with how much was left out on each side. Cut here,
+ * in the search thread, so that a 2 MB line of minified code never crosses to the worker's thread.
+ */
+export function shownLine(line: string, at: number, max: number): string {
+  if (line.length <= max) return line;
+  const start = Math.max(0, Math.min(at - Math.floor(max / 4), line.length - max));
+  const end = start + max;
+  const before = start > 0 ? `[… ${start} characters] ` : '';
+  const after = end < line.length ? ` [… ${line.length - end} more characters of this line]` : '';
+  return `${before}${line.slice(start, end)}${after}`;
+}
 
 function search(input: GrepThreadInput, post: (message: GrepThreadMessage) => void): void {
   const regex = new RegExp(input.pattern, input.flags);
   const skipped = new Set(input.skippedDirectories);
   let matches = 0;
   let files = 0;
-  let stoppedAt: 'results' | 'files' | undefined;
+  let outputChars = 0;
+  let stoppedAt: GrepThreadStop | undefined;
 
   const searchFile = (file: string): void => {
     if (files >= input.maxFiles) {
@@ -55,9 +77,16 @@ function search(input: GrepThreadInput, post: (message: GrepThreadMessage) => vo
         return;
       }
       const line = lines[index] ?? '';
-      if (regex.test(line)) {
+      const found = regex.exec(line);
+      if (found !== null) {
+        const shown = `${relative(input.base, file)}:${index + 1}: ${shownLine(line, found.index, input.maxLineChars)}`;
+        if (outputChars + shown.length + 1 > input.maxOutputChars) {
+          stoppedAt ??= 'output';
+          return;
+        }
+        outputChars += shown.length + 1;
         matches += 1;
-        post({ kind: 'match', line: `${relative(input.base, file)}:${index + 1}: ${line}` });
+        post({ kind: 'match', line: shown });
       }
     }
   };
@@ -79,7 +108,7 @@ function search(input: GrepThreadInput, post: (message: GrepThreadMessage) => vo
   };
   if (statSync(input.start).isDirectory()) walk(input.start);
   else searchFile(input.start);
-  if (matches >= input.maxResults) stoppedAt = 'results';
+  if (matches >= input.maxResults && stoppedAt !== 'output') stoppedAt = 'results';
   post({ kind: 'done', filesSearched: files, stoppedAt });
 }
 

@@ -52,6 +52,10 @@ export const DEFAULT_READ_BYTES = 10_000_000;
 export const DEFAULT_LIST_ENTRIES = 10_000;
 /** The longest pattern grep takes. */
 export const MAX_GREP_PATTERN_CHARS = 1_000;
+/** A matched line longer than this is shown as this many characters around its match (cut in the search thread). */
+export const MAX_GREP_LINE_CHARS = 1_000;
+/** Characters of a grep result kept for its closing note: the matches stop this short of `maxResultChars`. */
+const GREP_NOTE_CHARS = 200;
 const SKIPPED_DIRECTORIES = new Set(['.git', 'node_modules']);
 
 function invalidArguments(tool: string, error: z.ZodError): ApplicationFailure {
@@ -136,11 +140,13 @@ function cancellationSignal(): AbortSignal | undefined {
 /** The line a grep result ends with when the search stopped before it was whole ('' when it did not). */
 function grepStopNote(
   stoppedAt: GrepOutcome['stoppedAt'],
-  limits: { maxResults: number; maxFiles: number; timeoutMs: number },
+  limits: { maxResults: number; maxFiles: number; timeoutMs: number; maxOutputChars: number },
 ): string {
   switch (stoppedAt) {
     case 'results':
       return `\n[stopped after ${limits.maxResults} matches]`;
+    case 'output':
+      return `\n[stopped at ${limits.maxOutputChars} characters of matches: give a narrower path or a more specific pattern]`;
     case 'files':
       return `\n[stopped after searching ${limits.maxFiles} files: give a narrower path]`;
     case 'deadline':
@@ -256,6 +262,9 @@ export function createBuiltInTools({
     if (!kind.isFile() && !kind.isDirectory()) throw notAFile('grep', path);
     realRoot ??= realpath(rootPath);
     const base = await realRoot;
+    // The matched lines stop short of the result's size, leaving room for the closing note: what
+    // the search thread hands this thread is bounded by what the result can show.
+    const maxOutputChars = Math.max(MAX_GREP_LINE_CHARS, maxResultChars - GREP_NOTE_CHARS);
     const { matches, stoppedAt } = await grepInThread(
       {
         pattern,
@@ -266,10 +275,17 @@ export function createBuiltInTools({
         maxFileBytes: MAX_GREP_FILE_BYTES,
         maxFiles: grepMaxFiles,
         skippedDirectories: [...SKIPPED_DIRECTORIES],
+        maxLineChars: MAX_GREP_LINE_CHARS,
+        maxOutputChars,
       },
       { timeoutMs: grepTimeoutMs, memoryMb: grepMemoryMb, signal: cancellationSignal(), slots: searchSlots },
     );
-    const stopped = grepStopNote(stoppedAt, { maxResults, maxFiles: grepMaxFiles, timeoutMs: grepTimeoutMs });
+    const stopped = grepStopNote(stoppedAt, {
+      maxResults,
+      maxFiles: grepMaxFiles,
+      timeoutMs: grepTimeoutMs,
+      maxOutputChars,
+    });
     if (matches.length === 0)
       return stopped === ''
         ? `no matches for /${pattern}/ in ${path}`
