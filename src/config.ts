@@ -113,6 +113,19 @@ const originList = nonEmptyText.transform((value, context) => {
   return origins;
 });
 
+// Names of secret files the built-in tools may read (COMPACTOR_TOOLS_ALLOW), comma-separated: each a
+// rule or a path relative to the tool root, so none absolute and none leading out of the root.
+const allowList = nonEmptyText.transform((value, context) => {
+  const entries = value.split(',').map((entry) => entry.trim());
+  const bad = (entry: string): boolean =>
+    entry === '' || entry.startsWith('/') || /^[A-Za-z]:/.test(entry) || entry.split(/[\\/]/).includes('..');
+  if (entries.some(bad)) {
+    context.addIssue({ code: 'custom', message: 'bad allow list' });
+    return z.NEVER;
+  }
+  return entries;
+});
+
 const port = z
   .union([z.number(), z.string().trim().regex(/^\d+$/).transform(Number)])
   .pipe(z.number().int().min(0).max(65_535));
@@ -323,10 +336,20 @@ const settings = {
     env: 'COMPACTOR_TOOLS_ROOT',
     flag: 'tools-root',
     expected: 'a directory path',
-    defaultText: 'the current directory',
+    defaultText: '— (the built-in tools read nothing)',
     description:
-      'The directory the built-in tools (`fs_read`, `fs_list`, `grep`) may read; paths resolving outside it are refused.',
+      'The directory the built-in tools (`fs_read`, `fs_list`, `grep`) may read; paths resolving outside it are refused, and so are secret files in it ([the rules](agent-runs.md#secret-files)). Unset, every call of theirs is refused: no directory is safe to hand a model by default.',
     schema: nonEmptyText.optional(),
+  },
+  toolsAllow: {
+    env: 'COMPACTOR_TOOLS_ALLOW',
+    flag: 'tools-allow',
+    expected:
+      'comma-separated rules of the secret files (e.g. *.pem) or paths relative to the tool root (e.g. config/dev.pem), none absolute, with no ".."',
+    defaultText: '— (no secret file is read)',
+    description:
+      'Secret files under the tool root the built-in tools may read after all: a rule as [the rules](agent-runs.md#secret-files) write it (`*.pem`: that rule no longer applies), or a path relative to the root (`.env.example`: that file, or that directory and what is under it).',
+    schema: allowList.default(() => []),
   },
   trajectoryDir: {
     env: 'COMPACTOR_TRAJECTORY_DIR',

@@ -1,11 +1,12 @@
 // Node only, in a worker thread: the search `grep` runs off the worker's main thread. A pattern the
 // model wrote may backtrack for minutes on one line (`(a+)+$`); here that costs this thread alone,
-// which the caller (grep.ts) terminates at its deadline. Node built-ins only: this file is loaded
-// by path, on its own.
+// which the caller (grep.ts) terminates at its deadline. Node built-ins and secret-paths.ts only:
+// this file is loaded by path, with that one module beside it.
 import { closeSync, constants, fstatSync, openSync, readdirSync, readSync, statSync, type Dirent } from 'node:fs';
 import { constants as osConstants, setPriority } from 'node:os';
 import { join, relative } from 'node:path';
 import { parentPort, workerData } from 'node:worker_threads';
+import { allowsBeneath, secretRuleFor } from './secret-paths.js';
 
 /** What the caller hands the thread. */
 export interface GrepThreadInput {
@@ -21,6 +22,8 @@ export interface GrepThreadInput {
   /** The walk stops after this many files. */
   maxFiles: number;
   skippedDirectories: string[];
+  /** What the worker allows of the secret files (COMPACTOR_TOOLS_ALLOW); the others are skipped. */
+  allow: string[];
   /** A matched line longer than this is shown as this many characters around its first match. */
   maxLineChars: number;
   /** The search stops before the matched lines it posted (a newline each) would pass this many characters. */
@@ -61,6 +64,8 @@ function search(input: GrepThreadInput, post: (message: GrepThreadMessage) => vo
       stoppedAt ??= 'files';
       return;
     }
+    // A secret file is never read, not even to look for a match.
+    if (secretRuleFor(relative(input.base, file), input.allow) !== undefined) return;
     files += 1;
     let text: string | undefined;
     try {
@@ -90,6 +95,11 @@ function search(input: GrepThreadInput, post: (message: GrepThreadMessage) => vo
       }
     }
   };
+  /** A secret directory is entered only for what the worker allows beneath it. */
+  const enters = (directory: string): boolean => {
+    const path = relative(input.base, directory);
+    return secretRuleFor(path, input.allow) === undefined || allowsBeneath(path, input.allow);
+  };
   const walk = (directory: string): void => {
     let entries: Dirent[];
     try {
@@ -101,8 +111,8 @@ function search(input: GrepThreadInput, post: (message: GrepThreadMessage) => vo
     for (const entry of entries) {
       if (matches >= input.maxResults || stoppedAt !== undefined) return;
       const child = join(directory, entry.name);
-      // Symlinks are not followed while walking: they could lead outside the root.
-      if (entry.isDirectory() && !skipped.has(entry.name)) walk(child);
+      // Symlinks are not followed while walking: they could lead outside the root, or into a secret file.
+      if (entry.isDirectory() && !skipped.has(entry.name) && enters(child)) walk(child);
       else if (entry.isFile()) searchFile(child);
     }
   };
@@ -118,7 +128,8 @@ function search(input: GrepThreadInput, post: (message: GrepThreadMessage) => vo
  * forever, a wait no deadline can end) or a device is never read.
  */
 function readSmall(file: string, limit: number): string | undefined {
-  const descriptor = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK);
+  // Not through a symlink either: an entry the walk saw as a file may have been swapped for one since.
+  const descriptor = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);
   try {
     const stats = fstatSync(descriptor);
     if (!stats.isFile() || stats.size > limit) return undefined;

@@ -59,6 +59,7 @@ const evilSearch = (base: string): Parameters<typeof grepInThread>[0] => ({
   maxFileBytes: 1_000_000,
   maxFiles: 10,
   skippedDirectories: [],
+  allow: [],
   maxLineChars: MAX_GREP_LINE_CHARS,
   maxOutputChars: 100_000,
 });
