@@ -389,12 +389,12 @@ describe('loadConfig', () => {
       [
         'OPENAI_BASE_URL',
         'localhost:11434/v1',
-        'OPENAI_BASE_URL: expected an http(s) URL, e.g. http://localhost:11434/v1, got "localhost:11434/v1"',
+        'OPENAI_BASE_URL: expected an http(s) URL without user:password@ or query, e.g. http://localhost:11434/v1, got "localhost:11434/v1"',
       ],
       [
         'OPENAI_BASE_URL',
         'ftp://models.example/v1',
-        'OPENAI_BASE_URL: expected an http(s) URL, e.g. http://localhost:11434/v1, got "ftp://models.example/v1"',
+        'OPENAI_BASE_URL: expected an http(s) URL without user:password@ or query, e.g. http://localhost:11434/v1, got "ftp://models.example/v1"',
       ],
       ['COMPACTOR_SUMMARIZER', 'gpt', 'COMPACTOR_SUMMARIZER: expected "auto", "openai" or "extractive", got "gpt"'],
       [
@@ -441,7 +441,7 @@ describe('loadConfig', () => {
       [
         'COMPACTOR_S3_ENDPOINT',
         '127.0.0.1:9000',
-        'COMPACTOR_S3_ENDPOINT: expected an http(s) URL, e.g. http://127.0.0.1:9000, got "127.0.0.1:9000"',
+        'COMPACTOR_S3_ENDPOINT: expected an http(s) URL without user:password@ or query, e.g. http://127.0.0.1:9000, got "127.0.0.1:9000"',
       ],
       [
         'COMPACTOR_CODEC_KEY_ID',

@@ -210,7 +210,7 @@ describe('the plugin hands the activities their settings', () => {
     it('a bad OPENAI_BASE_URL is refused when the plugin is made, naming the setting', () => {
       vi.stubEnv('OPENAI_BASE_URL', 'localhost:11434/v1');
       expect(() => pluginActivities()).toThrow(
-        'OPENAI_BASE_URL: expected an http(s) URL, e.g. http://localhost:11434/v1, got "localhost:11434/v1"',
+        'OPENAI_BASE_URL: expected an http(s) URL without user:password@ or query, e.g. http://localhost:11434/v1, got "localhost:11434/v1"',
       );
     });
   });
