@@ -85,7 +85,8 @@ function search(input: GrepThreadInput, post: (message: GrepThreadMessage) => vo
       const found = regex.exec(line);
       if (found !== null) {
         const shown = `${relative(input.base, file)}:${index + 1}: ${shownLine(line, found.index, input.maxLineChars)}`;
-        if (outputChars + shown.length + 1 > input.maxOutputChars) {
+        // The first match is always kept: a result that found one must not read "no matches".
+        if (matches > 0 && outputChars + shown.length + 1 > input.maxOutputChars) {
           stoppedAt ??= 'output';
           return;
         }

@@ -173,6 +173,12 @@ describe('built-in tools stay bounded whatever the model asks', () => {
       );
     });
 
+    it('grep: a first match longer than what a small result holds is kept, never "no matches"', async () => {
+      const tools = createBuiltInTools({ root, maxResultChars: 300 });
+      const result = await run(tools.grep, { pattern: 'a', path: 'long-lines' });
+      expect(result).toMatch(/^long-lines\/min0\.js:1: a{278}» \[truncated by the harness: \d+ more characters\]$/);
+    });
+
     it('grepInThread: a match far into a long line is shown with the text around it', async () => {
       const base = realpathSync(root);
       writeFileSync(join(root, 'needle.js'), `${'x'.repeat(1_000_000)}NEEDLE${'y'.repeat(900_000)}\n`);
