@@ -2,6 +2,7 @@
 // worker, the CLI and the demo. A bad value stops start-up with a message naming the setting.
 import { z } from 'zod';
 import { durationTextMs } from './core/compaction/options.js';
+import { redactUrls } from './redact.js';
 import { KEY_BYTES, KeyFormatError, keyringFromSettings, type Keyring } from './payloads/keyring.js';
 import { parsePayloadStore } from './payloads/store-location.js';
 import {
@@ -80,10 +81,13 @@ const durationOf = (minimumMs: number) =>
     .pipe(z.number().finite().min(minimumMs))
     .transform((milliseconds) => Math.round(milliseconds));
 
+// No userinfo and no query: fetch refuses a URL with credentials (quoting it, password and all, in
+// its error), and the clients append their paths to the base URL, after any query it has.
 const httpUrl = nonEmptyText.refine((value) => {
   try {
-    const { protocol } = new URL(value);
-    return protocol === 'http:' || protocol === 'https:';
+    const { protocol, username, password, search, hash } = new URL(value);
+    const bare = username === '' && password === '' && search === '' && hash === '';
+    return (protocol === 'http:' || protocol === 'https:') && bare;
   } catch {
     return false;
   }
@@ -111,6 +115,19 @@ const originList = nonEmptyText.transform((value, context) => {
     origins.push(origin);
   }
   return origins;
+});
+
+// Names of secret files the built-in tools may read (COMPACTOR_TOOLS_ALLOW), comma-separated: each a
+// rule or a path relative to the tool root, so none absolute and none leading out of the root.
+const allowList = nonEmptyText.transform((value, context) => {
+  const entries = value.split(',').map((entry) => entry.trim());
+  const bad = (entry: string): boolean =>
+    entry === '' || entry.startsWith('/') || /^[A-Za-z]:/.test(entry) || entry.split(/[\\/]/).includes('..');
+  if (entries.some(bad)) {
+    context.addIssue({ code: 'custom', message: 'bad allow list' });
+    return z.NEVER;
+  }
+  return entries;
 });
 
 const port = z
@@ -142,6 +159,10 @@ interface Setting {
   /** The default, as the README shows it. */
   defaultText: string;
   description: string;
+  /**
+   * Never shown (not in errors, not in logs) and taken out of every failure that quotes it
+   * (`workerSecrets`). Secrets have no flag: environment only.
+   */
   secret?: boolean;
   /**
    * Parses the raw value (a flag's, else the variable's; blank counts as unset) into the setting's
@@ -246,7 +267,7 @@ const settings = {
   openaiBaseUrl: {
     env: 'OPENAI_BASE_URL',
     flag: 'openai-base-url',
-    expected: 'an http(s) URL, e.g. http://localhost:11434/v1',
+    expected: 'an http(s) URL without user:password@ or query, e.g. http://localhost:11434/v1',
     defaultText: `\`${DEFAULT_OPENAI_BASE_URL}\``,
     description:
       "Any OpenAI-compatible server (OpenAI, vLLM, Ollama, llama.cpp), usually ending in `/v1`: the summarizer's, and the agent loop's chat (`provider: 'openai'`).",
@@ -323,10 +344,20 @@ const settings = {
     env: 'COMPACTOR_TOOLS_ROOT',
     flag: 'tools-root',
     expected: 'a directory path',
-    defaultText: 'the current directory',
+    defaultText: '— (the built-in tools read nothing)',
     description:
-      'The directory the built-in tools (`fs_read`, `fs_list`, `grep`) may read; paths resolving outside it are refused.',
+      'The directory the built-in tools (`fs_read`, `fs_list`, `grep`) may read; paths resolving outside it are refused, and so are secret files in it ([the rules](agent-runs.md#secret-files)). Unset, every call of theirs is refused: no directory is safe to hand a model by default.',
     schema: nonEmptyText.optional(),
+  },
+  toolsAllow: {
+    env: 'COMPACTOR_TOOLS_ALLOW',
+    flag: 'tools-allow',
+    expected:
+      'comma-separated rules of the secret files (e.g. *.pem) or paths relative to the tool root (e.g. config/dev.pem), none absolute, with no ".."',
+    defaultText: '— (no secret file is read)',
+    description:
+      'Secret files under the tool root the built-in tools may read after all: a rule as [the rules](agent-runs.md#secret-files) write it (`*.pem`: that rule no longer applies), or a path relative to the root (`.env.example`: that file, or that directory and what is under it).',
+    schema: allowList.default(() => []),
   },
   trajectoryDir: {
     env: 'COMPACTOR_TRAJECTORY_DIR',
@@ -378,7 +409,7 @@ const settings = {
   s3Endpoint: {
     env: 'COMPACTOR_S3_ENDPOINT',
     flag: 's3-endpoint',
-    expected: 'an http(s) URL, e.g. http://127.0.0.1:9000',
+    expected: 'an http(s) URL without user:password@ or query, e.g. http://127.0.0.1:9000',
     defaultText: 'AWS S3',
     description:
       'An S3-compatible server for `s3://` stores (path-style requests). Credentials and region: the usual `AWS_*` variables.',
@@ -548,8 +579,9 @@ export class ConfigError extends Error {
     /** The value given; `undefined` for secrets, which are never echoed. */
     readonly value: RawSettingValue,
   ) {
+    // A URL's userinfo and query values are not shown either: a bad endpoint may still carry a password.
     super(
-      `${setting}: expected ${expected}, got ${value === undefined ? 'an invalid value (not shown)' : JSON.stringify(value)}`,
+      `${setting}: expected ${expected}, got ${value === undefined ? 'an invalid value (not shown)' : redactUrls(JSON.stringify(value))}`,
     );
   }
 }
@@ -685,6 +717,73 @@ function settingKeys(): SettingKey[] {
 
 function isSettingKey(value: unknown): value is SettingKey {
   return typeof value === 'string' && Object.hasOwn(settings, value);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Secrets
+
+/**
+ * Secrets the libraries we configure read from the environment themselves: the AWS SDK's (`s3://`
+ * stores), OpenTelemetry's exporter headers (`COMPACTOR_TRACING=otlp`), and envconfig's TLS client
+ * key. Not settings of ours, but as secret as those marked `secret` in the table.
+ */
+export const LIBRARY_SECRET_VARIABLES = [
+  'AWS_SECRET_ACCESS_KEY',
+  'AWS_SESSION_TOKEN',
+  'OTEL_EXPORTER_OTLP_HEADERS',
+  'OTEL_EXPORTER_OTLP_TRACES_HEADERS',
+  'TEMPORAL_TLS_CLIENT_KEY_DATA',
+] as const;
+
+/** The environment variables whose values are secret: each setting marked `secret`, then {@link LIBRARY_SECRET_VARIABLES}. */
+export function secretVariables(): string[] {
+  const settingSecrets = settingKeys()
+    .map((key): Setting => settings[key])
+    .filter((setting) => setting.secret === true)
+    .map((setting) => setting.env);
+  return [...settingSecrets, ...LIBRARY_SECRET_VARIABLES];
+}
+
+/** Shorter values are not treated as secrets: placeholders such as `unused` would be replaced everywhere. */
+const MIN_SECRET_LENGTH = 8;
+/**
+ * A part of a secret list (a header's value, a retired key) is redacted alone from this length: a
+ * short part may be an ordinary word (`x-team=compactor`), and redacting it would garble every
+ * message that uses the word.
+ */
+const MIN_SECRET_PART_LENGTH = 16;
+
+/**
+ * A secret variable's value as it could be quoted: whole, and the parts of a list of at least
+ * {@link MIN_SECRET_PART_LENGTH} characters (`COMPACTOR_CODEC_OLD_KEYS`' `ID:KEY,…`, OpenTelemetry's
+ * `name=value,…` headers): each entry, its value, and the words of its value (`Bearer TOKEN`).
+ */
+function quotableParts(value: string): string[] {
+  const entries = value.split(',').map((entry) => entry.trim());
+  const parts = entries.flatMap((entry) => {
+    const equals = entry.indexOf('=');
+    const colon = entry.lastIndexOf(':');
+    const values = [equals < 0 ? '' : entry.slice(equals + 1), colon < 0 ? '' : entry.slice(colon + 1)];
+    return [entry, ...values, ...values.flatMap((part) => part.split(/\s+/))].map((part) => part.trim());
+  });
+  return [value.trim(), ...parts.filter((part) => part.length >= MIN_SECRET_PART_LENGTH)];
+}
+
+/**
+ * The secret values to keep out of failures and logs: those of every secret variable
+ * ({@link secretVariables}) in `env`, plus `extra` (a client's own key).
+ */
+export function workerSecrets(
+  extra: ReadonlyArray<string | null | undefined> = [],
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): string[] {
+  const values = [
+    ...secretVariables().flatMap((name) => quotableParts(env[name] ?? '')),
+    ...extra.map((value) => value?.trim()),
+  ];
+  return [
+    ...new Set(values.filter((value): value is string => value !== undefined && value.length >= MIN_SECRET_LENGTH)),
+  ];
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,50 +1,72 @@
-// Node only: the worker's API keys taken out of failures. A provider may quote the key
-// it was sent in an error message (some OpenAI-compatible proxies do); an activity's failure is
-// written to workflow history, shown in the UI and logged by the worker, so a key in it would leak
-// to everyone who can read the namespace.
+// Node only: secrets taken out of text. A provider may quote the key it was sent in an error message
+// (some OpenAI-compatible proxies do), and an endpoint may carry a password or a key in its URL; an
+// activity's failure is written to workflow history, shown in the UI and logged by the worker, and
+// a start-up line goes to whoever reads the logs, so a secret in either would leak to all of them.
+// Which values are secret is the configuration's to say (`workerSecrets` of src/config.ts).
 
 /** What a secret is replaced with. */
 export const REDACTED = '[redacted]';
 
-/** The environment variables that hold the worker's secrets. */
-export const SECRET_VARIABLES = ['OPENAI_API_KEY', 'TEMPORAL_API_KEY'] as const;
-
-/** Shorter values are not treated as secrets: placeholders such as `unused` would be replaced everywhere. */
-const MIN_SECRET_LENGTH = 8;
-
-/** The secret values to keep out of failures: the worker's keys from `env`, plus `extra` (a client's own key). */
-export function workerSecrets(
-  extra: ReadonlyArray<string | null | undefined> = [],
-  env: Readonly<Record<string, string | undefined>> = process.env,
-): string[] {
-  const values = [...SECRET_VARIABLES.map((name) => env[name]?.trim()), ...extra.map((value) => value?.trim())];
-  return [
-    ...new Set(values.filter((value): value is string => value !== undefined && value.length >= MIN_SECRET_LENGTH)),
-  ];
-}
-
-/** `text` with every occurrence of a secret replaced by {@link REDACTED}. */
+/** `text` with every occurrence of a secret replaced by {@link REDACTED}, the longest secrets first. */
 export function redactText(text: string, secrets: readonly string[]): string {
   let redacted = text;
-  for (const secret of secrets) redacted = redacted.split(secret).join(REDACTED);
+  for (const secret of [...secrets].sort((left, right) => right.length - left.length))
+    redacted = redacted.split(secret).join(REDACTED);
   return redacted;
 }
 
+/** A URL in text: a scheme, `://`, and what follows up to a space or a quote. */
+const URL_IN_TEXT = /\b[a-z][a-z0-9+.-]*:\/\/[^\s"'<>`]+/gi;
+
+/** One URL with its userinfo and query values redacted; its scheme, host, port and path kept. */
+function redactUrl(url: string): string {
+  const start = url.indexOf('://') + 3;
+  const authorityEnd = url.slice(start).search(/[/?#]/);
+  const authority = authorityEnd < 0 ? url.slice(start) : url.slice(start, start + authorityEnd);
+  const at = authority.lastIndexOf('@');
+  const host = at < 0 ? authority : `${REDACTED}@${authority.slice(at + 1)}`;
+  const rest = url.slice(start + authority.length);
+  const queryStart = rest.indexOf('?');
+  if (queryStart < 0) return `${url.slice(0, start)}${host}${rest}`;
+  const fragmentStart = rest.indexOf('#', queryStart);
+  const query = rest.slice(queryStart + 1, fragmentStart < 0 ? undefined : fragmentStart);
+  const fragment = fragmentStart < 0 ? '' : rest.slice(fragmentStart);
+  const values = query
+    .split('&')
+    .map((pair) => {
+      const equals = pair.indexOf('=');
+      return equals < 0 ? REDACTED : `${pair.slice(0, equals)}=${REDACTED}`;
+    })
+    .join('&');
+  return `${url.slice(0, start)}${host}${rest.slice(0, queryStart)}?${values}${fragment}`;
+}
+
 /**
- * Takes `secrets` out of an error's message and stack and those of its causes, in place (the
- * failure keeps its type, details and retry hints), and returns it.
+ * `text` with the userinfo (`user:password@`) and the query values of every URL in it redacted:
+ * for an endpoint printed at start-up or named in an error.
+ *
+ * @example
+ * redactUrls('https://me:pw@proxy.example/v1?key=abc'); // 'https://[redacted]@proxy.example/v1?key=[redacted]'
  */
-export function redactFailure<T>(error: T, secrets: readonly string[] = workerSecrets()): T {
-  if (secrets.length === 0) return error;
+export function redactUrls(text: string): string {
+  return text.replace(URL_IN_TEXT, redactUrl);
+}
+
+/**
+ * Takes `secrets`, and the userinfo and query values of URLs, out of an error's message and stack
+ * and those of its causes, in place (the failure keeps its type, details and retry hints), and
+ * returns it.
+ */
+export function redactFailure<T>(error: T, secrets: readonly string[]): T {
   const seen = new Set<unknown>();
   for (let current: unknown = error; current instanceof Error && !seen.has(current); current = current.cause) {
     seen.add(current);
-    // Written only when a secret was found: some errors in a cause chain (an abort's DOMException)
+    // Written only when something was found: some errors in a cause chain (an abort's DOMException)
     // have a read-only message, and assigning it would throw a TypeError in place of the failure.
-    const message = redactText(current.message, secrets);
+    const message = redactUrls(redactText(current.message, secrets));
     if (message !== current.message) current.message = message;
     if (current.stack !== undefined) {
-      const stack = redactText(current.stack, secrets);
+      const stack = redactUrls(redactText(current.stack, secrets));
       if (stack !== current.stack) current.stack = stack;
     }
   }

@@ -1,7 +1,18 @@
 // `temporal-compactor compact <file>`: the report on stderr, the compacted conversation as JSON on
 // stdout (or in --out), the same messages in this process and through compactConversation on the
 // dev server (with a worker the CLI starts, or the workers already polling), and clear errors.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  lstatSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  readlinkSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,7 +23,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createActivities } from '../src/activities/index.js';
 import { main, type CliIo } from '../src/cli/main.js';
 import { COMPACT_TABLE_HEADER } from '../src/cli/compact-run.js';
-import { parseConversation } from '../src/cli/conversation-file.js';
+import { parseConversation, writeFileWhole } from '../src/cli/conversation-file.js';
 import { Compactor } from '../src/compactor.js';
 import { groupDigits } from '../src/core/agent/compaction-history.js';
 import { recordCompaction, replaySession, toJsonl, type SessionLine } from '../src/core/agent/session.js';
@@ -153,6 +164,54 @@ describe('temporal-compactor compact', () => {
       expect(written).toEqual({ id: 'run-7', messages: (await engine(messages, 6000)).messages, note: { kept: true } });
       expect(io.err()).toContain('({ "messages": [...] })');
       expect(io.err()).toMatch(/Wrote \d+ messages to .*out\.json\./);
+    });
+
+    describe('--out and the file it replaces', () => {
+      const permissions = (path: string): number => statSync(path).mode & 0o777;
+
+      it('a new file is private (0600): a conversation holds whatever the agent read', async () => {
+        const out = join(directory, 'new-private.json');
+        expect(await main(['compact', TRAJECTORY, '--budget', '6000', '--out', out], capture())).toBe(0);
+        expect(permissions(out).toString(8)).toBe('600');
+      });
+
+      it('an existing file keeps its mode (0640 stays 0640, whatever the umask)', async () => {
+        const out = fileWith('existing-0640.json', '[]\n');
+        chmodSync(out, 0o640);
+        expect(await main(['compact', TRAJECTORY, '--budget', '6000', '--out', out], capture())).toBe(0);
+        expect(permissions(out).toString(8)).toBe('640');
+        expect(JSON.parse(readFileSync(out, 'utf8'))).toEqual((await engine(trajectory(), 6000)).messages);
+      });
+
+      it('writeFileWhole leaves nothing beside the file, and refuses a link itself', () => {
+        const own = mkdtempSync(join(directory, 'whole-'));
+        const path = join(own, 'out.json');
+        writeFileWhole(path, 'first\n');
+        writeFileWhole(path, 'second\n');
+        const target = join(own, 'target.txt');
+        writeFileSync(target, 'kept\n');
+        symlinkSync(target, join(own, 'link.json'));
+        expect(() => writeFileWhole(join(own, 'link.json'), 'x')).toThrow(
+          `cannot write ${join(own, 'link.json')}: it is a symbolic link`,
+        );
+        expect(readdirSync(own).sort()).toEqual(['link.json', 'out.json', 'target.txt']);
+        expect([readFileSync(path, 'utf8'), readFileSync(target, 'utf8')]).toEqual(['second\n', 'kept\n']);
+      });
+
+      it('a symlink is refused before compacting, and neither the link nor the file it names is touched', async () => {
+        const target = fileWith('link-target.json', 'left alone\n');
+        chmodSync(target, 0o600);
+        const link = join(directory, 'out-link.json');
+        symlinkSync(target, link);
+        const io = capture();
+        expect(await main(['compact', TRAJECTORY, '--budget', '6000', '--out', link], io)).toBe(2);
+        expect(io.err()).toContain(
+          `--out ${link}: is a symbolic link; the result is never written through one: name the file itself`,
+        );
+        expect(io.err()).not.toContain('Wrote');
+        expect([lstatSync(link).isSymbolicLink(), readlinkSync(link)]).toEqual([true, target]);
+        expect([readFileSync(target, 'utf8'), permissions(target).toString(8)]).toEqual(['left alone\n', '600']);
+      });
     });
 
     it('reads the session JSON lines of `session --jsonl` and compacts the conversation they replay to', async () => {

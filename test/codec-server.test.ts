@@ -183,19 +183,29 @@ describe('codec server: the remote codec protocol', () => {
       expect(await post('{}')).toEqual([200, '{"payloads":[]}']);
     });
 
-    it('answers 400 naming the payload whose claim cannot be resolved or whose key is not configured', async () => {
-      const payloads = payloadConverterFromConfig(loadConfig({ env: storeEnv() }));
-      const server = await serve(payloads);
+    it('answers 400 naming the payload and the kind of failure, never a store path or a raw error; the log has the detail', async () => {
+      const env = storeEnv();
+      const payloads = payloadConverterFromConfig(loadConfig({ env }));
+      const logged: string[] = [];
+      const server = await serve(payloads, { log: (line) => logged.push(line) });
       const missing = encodeReferencePayload({
         driverName: CHUNK_STORE_DRIVER_NAME,
         claim: new StorageDriverClaim({ manifest: 'ab'.repeat(32), keyId: 'k-test' }),
         sizeBytes: 10,
       });
       const unresolvable = await call(server, '/decode', [plain('fine'), missing]);
-      expect(unresolvable.status).toBe(400);
-      expect(unresolvable.text).toMatch(
-        /^payloads\[1\]: cannot decode: payload store object v1\/manifests\/ab\/ab\/(ab){32} is missing from file:/,
-      );
+      expect([unresolvable.status, unresolvable.text]).toEqual([
+        400,
+        "payloads[1]: cannot decode (ChunkMissingError): a stored object it needs is not in the payload store; the codec server's log has the detail\n",
+      ]);
+      const directory = String(env.COMPACTOR_PAYLOAD_STORE).slice('file:'.length);
+      expect(unresolvable.text).not.toContain(directory);
+      expect(logged).toEqual([
+        expect.stringMatching(
+          /^POST \/decode \(namespace default\): 400 payloads\[1\]: cannot decode \(ChunkMissingError\): .* — payload store object v1\/manifests\/ab\/ab\/(ab){32} is missing from file:/,
+        ),
+      ]);
+      expect(logged[0]).toContain(directory);
 
       const [encrypted] = (await call(server, '/encode', [plain('secret')])).payloads;
       const otherKey = await serve(
@@ -206,10 +216,30 @@ describe('codec server: the remote codec protocol', () => {
         ),
       );
       const wrongKey = await call(otherKey, '/decode', [encrypted ?? {}]);
-      expect(wrongKey.status).toBe(400);
-      expect(wrongKey.text).toContain(
-        'payloads[0]: cannot decode: a payload is encrypted with key id "k-test", which is not configured',
-      );
+      expect([wrongKey.status, wrongKey.text]).toEqual([
+        400,
+        'payloads[0]: cannot decode (PayloadKeyMissingError): it is encrypted with key id "k-test", which this server does not hold; the codec server\'s log has the detail\n',
+      ]);
+    });
+
+    it('answers a codec failure of any other kind (a raw message naming a path) with its type alone, and logs the message', async () => {
+      const logged: string[] = [];
+      const failing = {
+        payloadCodecs: [
+          {
+            encode: () => Promise.reject(new Error('EACCES: permission denied, open /srv/secret-store/key.bin')),
+            decode: () => Promise.reject(new Error('EACCES: permission denied, open /srv/secret-store/key.bin')),
+          },
+        ],
+      };
+      const server = await startCodecServer({ dataConverter: failing, port: 0, log: (line) => logged.push(line) });
+      servers.push(server);
+      const answer = await call(server, '/encode', [plain('x')]);
+      expect([answer.status, answer.text]).toEqual([
+        400,
+        "payloads[0]: cannot encode (Error): an error of the codec server; the codec server's log has the detail\n",
+      ]);
+      expect(logged).toEqual([expect.stringContaining('EACCES: permission denied, open /srv/secret-store/key.bin')]);
     });
 
     it('serves /decode, /encode and /download at any depth, by POST only', async () => {

@@ -37,6 +37,7 @@ const defaults: CompactorConfig = {
   contextBudget: undefined,
   summarizerContextWindow: undefined,
   toolsRoot: undefined,
+  toolsAllow: [],
   trajectoryDir: undefined,
   payloadStore: undefined,
   claimFormat: 2,
@@ -118,6 +119,7 @@ describe('loadConfig', () => {
           COMPACTOR_MAX_CONCURRENT_WORKFLOW_TASKS: '8',
           COMPACTOR_CONTEXT_BUDGET: '32000',
           COMPACTOR_TOOLS_ROOT: '/srv/repo',
+          COMPACTOR_TOOLS_ALLOW: '.env.example, *.pem,config/dev.key',
           COMPACTOR_TRAJECTORY_DIR: '/srv/trajectories',
           COMPACTOR_PAYLOAD_STORE: 's3://my-bucket/compactor/prod/',
           COMPACTOR_CLAIM_FORMAT: '1',
@@ -159,6 +161,7 @@ describe('loadConfig', () => {
         maxConcurrentWorkflowTasks: 8,
         contextBudget: 32_000,
         toolsRoot: '/srv/repo',
+        toolsAllow: ['.env.example', '*.pem', 'config/dev.key'],
         trajectoryDir: '/srv/trajectories',
         payloadStore: { kind: 's3', bucket: 'my-bucket', prefix: 'compactor/prod' },
         claimFormat: 1,
@@ -356,6 +359,21 @@ describe('loadConfig', () => {
         '0s',
         'COMPACTOR_SUMMARIZER_TIMEOUT: expected a positive duration such as "60s", "500ms", "2m" or milliseconds, got "0s"',
       ],
+      [
+        'COMPACTOR_TOOLS_ALLOW',
+        '/home/me/.ssh/id_rsa',
+        'COMPACTOR_TOOLS_ALLOW: expected comma-separated rules of the secret files (e.g. *.pem) or paths relative to the tool root (e.g. config/dev.pem), none absolute, with no "..", got "/home/me/.ssh/id_rsa"',
+      ],
+      [
+        'COMPACTOR_TOOLS_ALLOW',
+        '.env,../outside/.env',
+        'COMPACTOR_TOOLS_ALLOW: expected comma-separated rules of the secret files (e.g. *.pem) or paths relative to the tool root (e.g. config/dev.pem), none absolute, with no "..", got ".env,../outside/.env"',
+      ],
+      [
+        'COMPACTOR_TOOLS_ALLOW',
+        '.env,,*.pem',
+        'COMPACTOR_TOOLS_ALLOW: expected comma-separated rules of the secret files (e.g. *.pem) or paths relative to the tool root (e.g. config/dev.pem), none absolute, with no "..", got ".env,,*.pem"',
+      ],
       ['TEMPORAL_TLS', 'yes', 'TEMPORAL_TLS: expected true, false, 1 or 0, got "yes"'],
       ['TEMPORAL_TLS', 'TRUE', 'TEMPORAL_TLS: expected true, false, 1 or 0, got "TRUE"'],
       [
@@ -371,12 +389,12 @@ describe('loadConfig', () => {
       [
         'OPENAI_BASE_URL',
         'localhost:11434/v1',
-        'OPENAI_BASE_URL: expected an http(s) URL, e.g. http://localhost:11434/v1, got "localhost:11434/v1"',
+        'OPENAI_BASE_URL: expected an http(s) URL without user:password@ or query, e.g. http://localhost:11434/v1, got "localhost:11434/v1"',
       ],
       [
         'OPENAI_BASE_URL',
         'ftp://models.example/v1',
-        'OPENAI_BASE_URL: expected an http(s) URL, e.g. http://localhost:11434/v1, got "ftp://models.example/v1"',
+        'OPENAI_BASE_URL: expected an http(s) URL without user:password@ or query, e.g. http://localhost:11434/v1, got "ftp://models.example/v1"',
       ],
       ['COMPACTOR_SUMMARIZER', 'gpt', 'COMPACTOR_SUMMARIZER: expected "auto", "openai" or "extractive", got "gpt"'],
       [
@@ -423,7 +441,7 @@ describe('loadConfig', () => {
       [
         'COMPACTOR_S3_ENDPOINT',
         '127.0.0.1:9000',
-        'COMPACTOR_S3_ENDPOINT: expected an http(s) URL, e.g. http://127.0.0.1:9000, got "127.0.0.1:9000"',
+        'COMPACTOR_S3_ENDPOINT: expected an http(s) URL without user:password@ or query, e.g. http://127.0.0.1:9000, got "127.0.0.1:9000"',
       ],
       [
         'COMPACTOR_CODEC_KEY_ID',
@@ -662,7 +680,7 @@ describe('the configuration table of docs/configuration.md', () => {
   it('lists every setting exactly once', () => {
     const section = page.slice(page.indexOf(start), page.indexOf(end));
     const rows = configTable();
-    expect(rows.length).toBe(36);
+    expect(rows.length).toBe(37);
     for (const row of rows) {
       const occurrences = section.split('\n').filter((line) => line.startsWith(`| \`${row.env}\` |`));
       expect(occurrences, row.env).toHaveLength(1);

@@ -88,12 +88,34 @@ describe('the plugin hands the activities their settings', () => {
       );
     });
 
-    it('the current directory when nothing names one', async () => {
+    it('none when nothing names one: the built-in tools read nothing, not even the current directory', async () => {
       vi.stubEnv('COMPACTOR_TOOLS_ROOT', '');
-      const listing = await listed(pluginActivities());
-      expect(typeof listing === 'string' ? listing.split('\n') : listing).toEqual(
-        expect.arrayContaining(['package.json', 'src/', 'test/']),
-      );
+      const failure = await failureOf(() => listed(pluginActivities()));
+      expect([failure.type, failure.message]).toEqual([
+        'Tool.NoRoot',
+        'fs_list: this worker has no tool root (COMPACTOR_TOOLS_ROOT): the built-in tools read nothing',
+      ]);
+    });
+  });
+
+  describe('toolsAllow', () => {
+    const readEnv = (activities: (name: string) => RegisteredActivity): Promise<unknown> =>
+      run(activities('fs_read'), { path: '.env' });
+
+    it('COMPACTOR_TOOLS_ALLOW of the environment lets the tools read what it names; unset, they refuse it', async () => {
+      const root = rootWith('.env');
+      vi.stubEnv('COMPACTOR_TOOLS_ROOT', root);
+      expect((await failureOf(() => readEnv(pluginActivities()))).type).toBe('Tool.SecretPath');
+      vi.stubEnv('COMPACTOR_TOOLS_ALLOW', '.env');
+      expect(await readEnv(pluginActivities())).toBe('     1\tx\n     2\t');
+    });
+
+    it('activities.toolsAllow, over the configuration', async () => {
+      const root = rootWith('.env');
+      const config = loadConfig({ env: { COMPACTOR_TOOLS_ROOT: root, COMPACTOR_TOOLS_ALLOW: '.env' } });
+      expect(await readEnv(pluginActivities({ config }))).toBe('     1\tx\n     2\t');
+      const refused = await failureOf(() => readEnv(pluginActivities({ config, activities: { toolsAllow: [] } })));
+      expect(refused.type).toBe('Tool.SecretPath');
     });
   });
 
@@ -188,7 +210,7 @@ describe('the plugin hands the activities their settings', () => {
     it('a bad OPENAI_BASE_URL is refused when the plugin is made, naming the setting', () => {
       vi.stubEnv('OPENAI_BASE_URL', 'localhost:11434/v1');
       expect(() => pluginActivities()).toThrow(
-        'OPENAI_BASE_URL: expected an http(s) URL, e.g. http://localhost:11434/v1, got "localhost:11434/v1"',
+        'OPENAI_BASE_URL: expected an http(s) URL without user:password@ or query, e.g. http://localhost:11434/v1, got "localhost:11434/v1"',
       );
     });
   });

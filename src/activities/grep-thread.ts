@@ -1,11 +1,12 @@
 // Node only, in a worker thread: the search `grep` runs off the worker's main thread. A pattern the
 // model wrote may backtrack for minutes on one line (`(a+)+$`); here that costs this thread alone,
-// which the caller (grep.ts) terminates at its deadline. Node built-ins only: this file is loaded
-// by path, on its own.
+// which the caller (grep.ts) terminates at its deadline. Node built-ins and secret-paths.ts only:
+// this file is loaded by path, with that one module beside it.
 import { closeSync, constants, fstatSync, openSync, readdirSync, readSync, statSync, type Dirent } from 'node:fs';
 import { constants as osConstants, setPriority } from 'node:os';
 import { join, relative } from 'node:path';
 import { parentPort, workerData } from 'node:worker_threads';
+import { allowsBeneath, secretRuleFor } from './secret-paths.js';
 
 /** What the caller hands the thread. */
 export interface GrepThreadInput {
@@ -21,24 +22,50 @@ export interface GrepThreadInput {
   /** The walk stops after this many files. */
   maxFiles: number;
   skippedDirectories: string[];
+  /** What the worker allows of the secret files (COMPACTOR_TOOLS_ALLOW); the others are skipped. */
+  allow: string[];
+  /** A matched line longer than this is shown as this many characters around its first match. */
+  maxLineChars: number;
+  /** The search stops before the matched lines it posted (a newline each) would pass this many characters. */
+  maxOutputChars: number;
 }
+
+/** Where a search stopped before it was whole, on its own count limits. */
+export type GrepThreadStop = 'results' | 'files' | 'output';
 
 /** What the thread posts: each match as it is found (so a terminated search keeps them), then how it ended. */
 export type GrepThreadMessage =
-  { kind: 'match'; line: string } | { kind: 'done'; filesSearched: number; stoppedAt: 'results' | 'files' | undefined };
+  { kind: 'match'; line: string } | { kind: 'done'; filesSearched: number; stoppedAt: GrepThreadStop | undefined };
+
+/**
+ * `line` as a match shows it: whole when it is at most `max` characters, else `max` characters from
+ * a little before `at` (where the match starts), with how much was left out on each side. Cut here,
+ * in the search thread, so that a 2 MB line of minified code never crosses to the worker's thread.
+ */
+export function shownLine(line: string, at: number, max: number): string {
+  if (line.length <= max) return line;
+  const start = Math.max(0, Math.min(at - Math.floor(max / 4), line.length - max));
+  const end = start + max;
+  const before = start > 0 ? `[… ${start} characters] ` : '';
+  const after = end < line.length ? ` [… ${line.length - end} more characters of this line]` : '';
+  return `${before}${line.slice(start, end)}${after}`;
+}
 
 function search(input: GrepThreadInput, post: (message: GrepThreadMessage) => void): void {
   const regex = new RegExp(input.pattern, input.flags);
   const skipped = new Set(input.skippedDirectories);
   let matches = 0;
   let files = 0;
-  let stoppedAt: 'results' | 'files' | undefined;
+  let outputChars = 0;
+  let stoppedAt: GrepThreadStop | undefined;
 
   const searchFile = (file: string): void => {
     if (files >= input.maxFiles) {
       stoppedAt ??= 'files';
       return;
     }
+    // A secret file is never read, not even to look for a match.
+    if (secretRuleFor(relative(input.base, file), input.allow) !== undefined) return;
     files += 1;
     let text: string | undefined;
     try {
@@ -55,11 +82,24 @@ function search(input: GrepThreadInput, post: (message: GrepThreadMessage) => vo
         return;
       }
       const line = lines[index] ?? '';
-      if (regex.test(line)) {
+      const found = regex.exec(line);
+      if (found !== null) {
+        const shown = `${relative(input.base, file)}:${index + 1}: ${shownLine(line, found.index, input.maxLineChars)}`;
+        // The first match is always kept: a result that found one must not read "no matches".
+        if (matches > 0 && outputChars + shown.length + 1 > input.maxOutputChars) {
+          stoppedAt ??= 'output';
+          return;
+        }
+        outputChars += shown.length + 1;
         matches += 1;
-        post({ kind: 'match', line: `${relative(input.base, file)}:${index + 1}: ${line}` });
+        post({ kind: 'match', line: shown });
       }
     }
+  };
+  /** A secret directory is entered only for what the worker allows beneath it. */
+  const enters = (directory: string): boolean => {
+    const path = relative(input.base, directory);
+    return secretRuleFor(path, input.allow) === undefined || allowsBeneath(path, input.allow);
   };
   const walk = (directory: string): void => {
     let entries: Dirent[];
@@ -72,14 +112,14 @@ function search(input: GrepThreadInput, post: (message: GrepThreadMessage) => vo
     for (const entry of entries) {
       if (matches >= input.maxResults || stoppedAt !== undefined) return;
       const child = join(directory, entry.name);
-      // Symlinks are not followed while walking: they could lead outside the root.
-      if (entry.isDirectory() && !skipped.has(entry.name)) walk(child);
+      // Symlinks are not followed while walking: they could lead outside the root, or into a secret file.
+      if (entry.isDirectory() && !skipped.has(entry.name) && enters(child)) walk(child);
       else if (entry.isFile()) searchFile(child);
     }
   };
   if (statSync(input.start).isDirectory()) walk(input.start);
   else searchFile(input.start);
-  if (matches >= input.maxResults) stoppedAt = 'results';
+  if (matches >= input.maxResults && stoppedAt !== 'output') stoppedAt = 'results';
   post({ kind: 'done', filesSearched: files, stoppedAt });
 }
 
@@ -89,7 +129,8 @@ function search(input: GrepThreadInput, post: (message: GrepThreadMessage) => vo
  * forever, a wait no deadline can end) or a device is never read.
  */
 function readSmall(file: string, limit: number): string | undefined {
-  const descriptor = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK);
+  // Not through a symlink either: an entry the walk saw as a file may have been swapped for one since.
+  const descriptor = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);
   try {
     const stats = fstatSync(descriptor);
     if (!stats.isFile() || stats.size > limit) return undefined;

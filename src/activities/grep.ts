@@ -3,15 +3,18 @@
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import type { GrepThreadInput, GrepThreadMessage } from './grep-thread.js';
+import type { GrepThreadInput, GrepThreadMessage, GrepThreadStop } from './grep-thread.js';
 
 export type { GrepThreadInput };
 
 /** How a search ended: whole, or where it stopped and why. */
 export interface GrepOutcome {
   matches: string[];
-  /** `deadline`: the search ran out of time; `memory`: over its memory limit; `results`/`files`: at a count limit. */
-  stoppedAt: 'results' | 'files' | 'deadline' | 'memory' | undefined;
+  /**
+   * `deadline`: the search ran out of time; `memory`: over its memory limit; `results`/`files`: at
+   * a count limit; `output`: the matched lines reached the characters a result may hold.
+   */
+  stoppedAt: GrepThreadStop | 'deadline' | 'memory' | undefined;
 }
 
 /**

@@ -3,7 +3,8 @@
 // activity's own cancellation reason rethrown (never the backend's abort error, which the worker
 // would report as a failure).
 import { Context } from '@temporalio/activity';
-import { redactFailure, workerSecrets } from '../redact.js';
+import { workerSecrets } from '../config.js';
+import { redactFailure } from '../redact.js';
 
 /** Longest pause between heartbeats when the activity has no heartbeat timeout (cancellation still travels on them). */
 const MAX_HEARTBEAT_INTERVAL_MS = 5000;

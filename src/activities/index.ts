@@ -3,6 +3,8 @@ import type OpenAI from 'openai';
 import type { OpenAIClientSettings } from '../llm/openai-adapter.js';
 import { createOpenAISummarizer } from '../summarizers/openai.js';
 import type { Summarizer } from '../core/types.js';
+import type { RECALL_TOOL_NAME } from '../core/agent/recall.js';
+import type { BuiltInToolName, InternalActivityName } from '../core/agent/tool-declarations.js';
 import { createChatActivity } from './chat.js';
 import { createCountTokensActivity } from './count-tokens.js';
 import { createDescribeWorkerActivity } from './describe-worker.js';
@@ -57,8 +59,10 @@ export interface ActivityDeps {
   chatServer?: Pick<OpenAIClientSettings, 'baseURL' | 'apiKey'>;
   /** Deadline of one `chat` request in ms; keep it below the chat activity's startToCloseTimeout. @default 120_000 */
   chatTimeoutMs?: number;
-  /** The directory the built-in tools (`fs_read`, `fs_list`, `grep`) may read. @default the current directory (`compactorPlugin` and `createWorker` pass COMPACTOR_TOOLS_ROOT) */
+  /** The directory the built-in tools (`fs_read`, `fs_list`, `grep`) may read. @default unset: they read nothing (`compactorPlugin` and `createWorker` pass COMPACTOR_TOOLS_ROOT) */
   toolsRoot?: string;
+  /** Secret files under the tool root the built-in tools may read after all, by rule or path (docs/agent-runs.md#secret-files). @default none (`compactorPlugin` and `createWorker` pass COMPACTOR_TOOLS_ALLOW) */
+  toolsAllow?: readonly string[];
   /** Where the replay provider finds trajectories by name. @default the current directory (`compactorPlugin` and `createWorker` pass COMPACTOR_TRAJECTORY_DIR) */
   trajectoryDir?: string;
 }
@@ -83,6 +87,7 @@ export function createActivities({
   chatServer,
   chatTimeoutMs,
   toolsRoot,
+  toolsAllow = [],
   trajectoryDir,
 }: ActivityDeps) {
   const backend = summarizer ?? (model !== undefined && model !== '' ? createOpenAISummarizer({ model }) : undefined);
@@ -109,8 +114,9 @@ export function createActivities({
     describeWorker: createDescribeWorkerActivity(),
     // `recall` (docs/design.md#recall): a message of the run's own transcript, read from its history.
     recall: createRecallActivity(),
-    ...createBuiltInTools(toolsRoot === undefined ? {} : { root: toolsRoot }),
-  };
+    ...createBuiltInTools({ ...(toolsRoot === undefined ? {} : { root: toolsRoot }), allow: toolsAllow }),
+    // Every activity is a tool or named among the internal ones, which agentRun refuses as tool names.
+  } satisfies Record<InternalActivityName | BuiltInToolName | typeof RECALL_TOOL_NAME, unknown>;
 }
 
 /** The activities as workflows see them through `proxyActivities`. */

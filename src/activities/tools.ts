@@ -11,14 +11,25 @@ import { capText } from '../core/compaction/transcript.js';
 import type { ChatMessage } from '../core/types.js';
 import { grepInThread, SearchSlots, type GrepOutcome } from './grep.js';
 import { heartbeating } from './heartbeats.js';
+import { secretRuleFor, type SecretPathRule } from './secret-paths.js';
 import type { TrajectoryStore } from './trajectories.js';
 
 /** A tool activity: parsed JSON arguments in, the result the model reads out (a string, or JSON it is shown as). */
 export type ToolActivity = (args: unknown) => Promise<unknown>;
 
 export interface BuiltInToolsOptions {
-  /** The directory the tools may read; paths resolving outside it are refused. @default the current directory (workers of `compactorPlugin`, `createWorker` and the CLI pass COMPACTOR_TOOLS_ROOT) */
+  /**
+   * The directory the tools may read; paths resolving outside it are refused. Unset, the tools read
+   * nothing: every call is `Tool.NoRoot` (workers of `compactorPlugin`, `createWorker` and the CLI
+   * pass COMPACTOR_TOOLS_ROOT). @default unset
+   */
   root?: string;
+  /**
+   * Secret files the tools may read after all (COMPACTOR_TOOLS_ALLOW): a rule's pattern as
+   * `SECRET_PATH_RULES` writes it (`*.pem`), or a path relative to the root (`config/dev.pem`).
+   * @default none
+   */
+  allow?: readonly string[];
   /** Results longer than this are cut, with a marker saying how much. @default 100_000 characters */
   maxResultChars?: number;
   /** `grep` searches in a worker thread, terminated after this long; the matches found by then are the result, with a note. @default 10 s */
@@ -52,6 +63,10 @@ export const DEFAULT_READ_BYTES = 10_000_000;
 export const DEFAULT_LIST_ENTRIES = 10_000;
 /** The longest pattern grep takes. */
 export const MAX_GREP_PATTERN_CHARS = 1_000;
+/** A matched line longer than this is shown as this many characters around its match (cut in the search thread). */
+export const MAX_GREP_LINE_CHARS = 1_000;
+/** Characters of a grep result kept for its closing note: the matches stop this short of `maxResultChars`. */
+const GREP_NOTE_CHARS = 200;
 const SKIPPED_DIRECTORIES = new Set(['.git', 'node_modules']);
 
 function invalidArguments(tool: string, error: z.ZodError): ApplicationFailure {
@@ -74,6 +89,25 @@ function outsideRoot(tool: string, path: string, root: string): ApplicationFailu
   return ApplicationFailure.create({
     type: ToolFailureType.PathOutsideRoot,
     message: `${tool}: path "${path}" is outside the tool root ${root}; use a path relative to the root`,
+    nonRetryable: true,
+  });
+}
+
+function secretPath(tool: string, path: string, rule: SecretPathRule): ApplicationFailure {
+  return ApplicationFailure.create({
+    type: ToolFailureType.SecretPath,
+    message: `${tool}: ${path} is not read: it matches the rule "${rule.pattern}" (${rule.holds}), files that may hold secrets; the worker's operator can allow it by name in COMPACTOR_TOOLS_ALLOW`,
+    nonRetryable: true,
+  });
+}
+
+function noRoot(tool: string, root: string | undefined): ApplicationFailure {
+  return ApplicationFailure.create({
+    type: ToolFailureType.NoRoot,
+    message:
+      root === undefined
+        ? `${tool}: this worker has no tool root (COMPACTOR_TOOLS_ROOT): the built-in tools read nothing`
+        : `${tool}: the tool root ${root} is not a directory this worker can read`,
     nonRetryable: true,
   });
 }
@@ -136,11 +170,13 @@ function cancellationSignal(): AbortSignal | undefined {
 /** The line a grep result ends with when the search stopped before it was whole ('' when it did not). */
 function grepStopNote(
   stoppedAt: GrepOutcome['stoppedAt'],
-  limits: { maxResults: number; maxFiles: number; timeoutMs: number },
+  limits: { maxResults: number; maxFiles: number; timeoutMs: number; maxOutputChars: number },
 ): string {
   switch (stoppedAt) {
     case 'results':
       return `\n[stopped after ${limits.maxResults} matches]`;
+    case 'output':
+      return `\n[stopped at ${limits.maxOutputChars} characters of matches: give a narrower path or a more specific pattern]`;
     case 'files':
       return `\n[stopped after searching ${limits.maxFiles} files: give a narrower path]`;
     case 'deadline':
@@ -155,11 +191,15 @@ function grepStopNote(
 /**
  * Creates the built-in read-only tools. Every path is resolved against `root` and, after
  * following symlinks, must stay inside it; otherwise the tool fails with a non-retryable
- * `Tool.PathOutsideRoot` that says so. Bad arguments fail with `Tool.InvalidArguments`, missing
- * files with `Tool.NotFound`; the agent loop hands any tool failure to the model as the result.
+ * `Tool.PathOutsideRoot` that says so. A path that, as asked or after following symlinks, matches
+ * a secret-file rule (`SECRET_PATH_RULES`) and is not in `allow` fails with `Tool.SecretPath`
+ * naming the rule, and `grep` skips such files. Without a root every call fails with
+ * `Tool.NoRoot`. Bad arguments fail with `Tool.InvalidArguments`, missing files with
+ * `Tool.NotFound`; the agent loop hands any tool failure to the model as the result.
  */
 export function createBuiltInTools({
-  root = process.cwd(),
+  root,
+  allow = [],
   maxResultChars = DEFAULT_TOOL_RESULT_CHARS,
   grepTimeoutMs = DEFAULT_GREP_TIMEOUT_MS,
   grepMemoryMb = DEFAULT_GREP_MEMORY_MB,
@@ -168,16 +208,29 @@ export function createBuiltInTools({
   maxReadBytes = DEFAULT_READ_BYTES,
   maxListEntries = DEFAULT_LIST_ENTRIES,
 }: BuiltInToolsOptions = {}) {
-  const rootPath = resolve(root);
+  const rootPath = root === undefined ? undefined : resolve(root);
+  const allowed = [...allow];
   let realRoot: Promise<string> | undefined;
   const searchSlots = new SearchSlots(grepThreads);
 
+  /** The real path of the root, or `Tool.NoRoot`; a failed look is not kept, so a root made later is found. */
+  const baseFor = (tool: string): Promise<string> => {
+    if (rootPath === undefined) return Promise.reject(noRoot(tool, undefined));
+    realRoot ??= realpath(rootPath).catch(() => {
+      realRoot = undefined;
+      throw noRoot(tool, rootPath);
+    });
+    return realRoot;
+  };
+
   /** The real path of `path` under the root, or a clear failure. */
-  const locate = async (tool: string, path: string): Promise<{ real: string; shown: string }> => {
-    realRoot ??= realpath(rootPath);
-    const base = await realRoot;
+  const locate = async (tool: string, path: string): Promise<{ real: string; shown: string; base: string }> => {
+    const base = await baseFor(tool);
     const target = resolve(base, path);
-    if (!isInside(base, target)) throw outsideRoot(tool, path, rootPath);
+    if (!isInside(base, target)) throw outsideRoot(tool, path, rootPath ?? base);
+    // As asked, before looking: a secret file is refused whether or not it exists.
+    const asked = secretRuleFor(relative(base, target), allowed);
+    if (asked !== undefined) throw secretPath(tool, path, asked);
     let real: string;
     try {
       real = await realpath(target);
@@ -188,9 +241,11 @@ export function createBuiltInTools({
         nonRetryable: true,
       });
     }
-    // A symlink inside the root may point outside it.
-    if (!isInside(base, real)) throw outsideRoot(tool, path, rootPath);
-    return { real, shown: relative(base, real) || '.' };
+    // A symlink inside the root may point outside it, or into a secret file.
+    if (!isInside(base, real)) throw outsideRoot(tool, path, rootPath ?? base);
+    const reached = secretRuleFor(relative(base, real), allowed);
+    if (reached !== undefined) throw secretPath(tool, path, reached);
+    return { real, shown: relative(base, real) || '.', base };
   };
 
   async function fs_read(args: unknown): Promise<string> {
@@ -251,11 +306,12 @@ export function createBuiltInTools({
         nonRetryable: true,
       });
     }
-    const { real } = await locate('grep', path);
+    const { real, base } = await locate('grep', path);
     const kind = await stat(real);
     if (!kind.isFile() && !kind.isDirectory()) throw notAFile('grep', path);
-    realRoot ??= realpath(rootPath);
-    const base = await realRoot;
+    // The matched lines stop short of the result's size, leaving room for the closing note: what
+    // the search thread hands this thread is bounded by what the result can show.
+    const maxOutputChars = Math.max(MAX_GREP_LINE_CHARS, maxResultChars - GREP_NOTE_CHARS);
     const { matches, stoppedAt } = await grepInThread(
       {
         pattern,
@@ -266,10 +322,18 @@ export function createBuiltInTools({
         maxFileBytes: MAX_GREP_FILE_BYTES,
         maxFiles: grepMaxFiles,
         skippedDirectories: [...SKIPPED_DIRECTORIES],
+        allow: allowed,
+        maxLineChars: MAX_GREP_LINE_CHARS,
+        maxOutputChars,
       },
       { timeoutMs: grepTimeoutMs, memoryMb: grepMemoryMb, signal: cancellationSignal(), slots: searchSlots },
     );
-    const stopped = grepStopNote(stoppedAt, { maxResults, maxFiles: grepMaxFiles, timeoutMs: grepTimeoutMs });
+    const stopped = grepStopNote(stoppedAt, {
+      maxResults,
+      maxFiles: grepMaxFiles,
+      timeoutMs: grepTimeoutMs,
+      maxOutputChars,
+    });
     if (matches.length === 0)
       return stopped === ''
         ? `no matches for /${pattern}/ in ${path}`

@@ -1,8 +1,19 @@
 // Node only: the conversation file `compact` reads (a JSON array, { "messages": [...] } such as a
 // request body, or the session JSON lines of `session --jsonl`; `-` is standard input), in OpenAI
 // chat or Anthropic Messages (named, or detected), and the file it writes.
-import { randomUUID } from 'node:crypto';
-import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import {
+  closeSync,
+  constants,
+  fchmodSync,
+  fsyncSync,
+  lstatSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeSync,
+} from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { InvalidInputError } from '../core/errors.js';
 import { validateMessages } from '../core/schema.js';
@@ -230,16 +241,64 @@ export function conversationOutput(
   return `${JSON.stringify(value, null, 2)}\n`;
 }
 
+/** The mode of a file `writeFileWhole` creates: a conversation holds whatever the agent read. */
+export const NEW_FILE_MODE = 0o600;
+
 /**
- * Writes `text` to `path` through a temporary file beside it and a rename, so a failed write never
- * leaves half a conversation (not even when `--out` names the input file).
+ * Why `writeFileWhole` would refuse `path`, or undefined when it may replace it (nothing there, or a
+ * regular file). A symbolic link is refused rather than followed or replaced: either would write
+ * somewhere the user did not name.
+ */
+export function unwritableReason(path: string): string | undefined {
+  let stats;
+  try {
+    stats = lstatSync(path);
+  } catch (error) {
+    if (error instanceof Error && 'code' in error && error.code === 'ENOENT') return undefined;
+    throw error;
+  }
+  if (stats.isSymbolicLink())
+    return 'is a symbolic link; the result is never written through one: name the file itself';
+  if (stats.isDirectory()) return 'is a directory';
+  if (!stats.isFile()) return 'is not a regular file';
+  return undefined;
+}
+
+/**
+ * Writes `text` to `path` whole or not at all (not even when `--out` names the input file): into a
+ * temporary file beside it, created exclusively (O_EXCL, never through a link) and private, given
+ * the mode of the file it replaces (new files: {@link NEW_FILE_MODE}), then renamed over `path`.
+ * A symbolic link at `path` is refused; one that appears after that check is replaced by the
+ * rename, never followed.
  */
 export function writeFileWhole(path: string, text: string): void {
-  const temporary = join(dirname(path), `.${basename(path)}.${process.pid}.${randomUUID().slice(0, 8)}.tmp`);
+  const refused = unwritableReason(path);
+  if (refused !== undefined) throw new Error(`cannot write ${path}: it ${refused}`);
+  let mode = NEW_FILE_MODE;
   try {
-    writeFileSync(temporary, text);
+    mode = lstatSync(path).mode & 0o777;
+  } catch {
+    // Nothing there yet: a new, private file.
+  }
+  const temporary = join(dirname(path), `.${basename(path)}.${randomBytes(8).toString('hex')}.tmp`);
+  let descriptor: number | undefined;
+  try {
+    descriptor = openSync(
+      temporary,
+      constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+      NEW_FILE_MODE,
+    );
+    // The umask may take bits off at creation; fchmod sets the mode exactly.
+    fchmodSync(descriptor, mode);
+    const bytes = Buffer.from(text, 'utf8');
+    for (let written = 0; written < bytes.length;)
+      written += writeSync(descriptor, bytes, written, bytes.length - written);
+    fsyncSync(descriptor);
+    closeSync(descriptor);
+    descriptor = undefined;
     renameSync(temporary, path);
   } catch (error) {
+    if (descriptor !== undefined) closeSync(descriptor);
     rmSync(temporary, { force: true });
     throw new Error(`cannot write ${path}: ${error instanceof Error ? error.message : String(error)}`, {
       cause: error,

@@ -27,6 +27,7 @@ import {
   isReferencePayload,
 } from '@temporalio/common/lib/internal-non-workflow/index.js';
 import proto from '@temporalio/proto';
+import { ChunkIntegrityError, ChunkMissingError, PayloadDecodeError, PayloadKeyMissingError } from './errors.js';
 
 const PayloadProto = proto.temporal.api.common.v1.Payload;
 
@@ -88,16 +89,43 @@ export interface CodecServer {
   close(): Promise<void>;
 }
 
-/** A request the server refuses: answered with `status` and `message` as plain text. */
+/**
+ * A request the server refuses: answered with `status` and `message` as plain text; `detail` (a
+ * raw error, which may name store paths and object keys) goes to the log only.
+ */
 class Refusal extends Error {
   constructor(
     readonly status: number,
     message: string,
     readonly headers: Record<string, string> = {},
+    readonly detail?: string,
   ) {
     super(message);
   }
 }
+
+/**
+ * What the answer says of an error while a payload was decoded or encoded: its type and what that
+ * type means, never its message, which names store paths, object keys and other errors' text (for
+ * the log). A key id is no secret, and the one thing an operator needs to act on a missing key.
+ */
+function failureAnswer(error: unknown): string {
+  const type = error instanceof Error ? error.name : typeof error;
+  const meaning =
+    error instanceof ChunkMissingError
+      ? 'a stored object it needs is not in the payload store'
+      : error instanceof ChunkIntegrityError
+        ? 'a stored object it needs does not hold what its name promises'
+        : error instanceof PayloadKeyMissingError
+          ? `it is encrypted with key id ${JSON.stringify(error.keyId)}, which this server does not hold`
+          : error instanceof PayloadDecodeError
+            ? 'it is tampered, truncated, or encrypted with another key'
+            : 'an error of the codec server';
+  return `(${type}): ${meaning}; the codec server's log has the detail`;
+}
+
+/** The log's account of an error: its message, or what it is. */
+const detailOf = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
 const BASE64 = /^[A-Za-z0-9+/_-]*={0,2}$/;
 
@@ -121,7 +149,7 @@ function payloadFromJson(value: unknown, path: string): Payload {
   try {
     return PayloadProto.fromObject(value);
   } catch (error) {
-    throw new Refusal(400, `${path}: ${error instanceof Error ? error.message : String(error)}`);
+    throw new Refusal(400, `${path}: not a payload in protobuf's JSON form`, {}, detailOf(error));
   }
 }
 
@@ -320,10 +348,13 @@ export async function startCodecServer({
         try {
           return await transform(payload);
         } catch (error) {
-          // The protocol answers codec errors with 400; the text names the payload and why.
+          // The protocol answers codec errors with 400; the text names the payload and the kind of
+          // failure, the log what it was.
           throw new Refusal(
             400,
-            `payloads[${index}]: cannot ${operation}: ${error instanceof Error ? error.message : String(error)}`,
+            `payloads[${index}]: cannot ${operation} ${failureAnswer(error)}`,
+            {},
+            detailOf(error),
           );
         }
       }),
@@ -337,10 +368,10 @@ export async function startCodecServer({
       const refusal =
         error instanceof Refusal
           ? error
-          : new Refusal(500, `internal error: ${error instanceof Error ? error.message : String(error)}`);
+          : new Refusal(500, "internal error: the codec server's log has the detail", {}, detailOf(error));
       const namespace = request.headers['x-namespace'];
       log(
-        `${request.method ?? '?'} ${request.url ?? '?'}${typeof namespace === 'string' ? ` (namespace ${namespace})` : ''}: ${refusal.status} ${refusal.message}`,
+        `${request.method ?? '?'} ${request.url ?? '?'}${typeof namespace === 'string' ? ` (namespace ${namespace})` : ''}: ${refusal.status} ${refusal.message}${refusal.detail === undefined ? '' : ` — ${refusal.detail}`}`,
       );
       // Plain text, one line: the UI (and the CLI) show the payloads undecoded on any 4xx and flag
       // the codec server as failing; the line is for the person reading logs or the network tab,

@@ -1,7 +1,7 @@
 // The OpenAI-compatible summarizer backend (OpenAI, Azure, vLLM, Ollama, ...). Node only: it runs
 // in activities and in the in-process driver, never in the workflow sandbox.
 import type OpenAI from 'openai';
-import { DEFAULT_SUMMARIZER_TIMEOUT_MS, readSettings } from '../config.js';
+import { DEFAULT_SUMMARIZER_TIMEOUT_MS, readSettings, workerSecrets } from '../config.js';
 import { SummarizerError } from '../core/errors.js';
 import { assertKnownKeys, keysOf } from '../core/unknown-keys.js';
 import { toProviderMessages } from '../core/schema.js';
@@ -12,7 +12,7 @@ import {
   readCompletion,
   requestCompletion,
 } from '../llm/openai-adapter.js';
-import { redactFailure, workerSecrets } from '../redact.js';
+import { redactFailure } from '../redact.js';
 import type { SummarizeRequest, SummarizeResponse, Summarizer } from '../core/types.js';
 
 export { DEFAULT_SUMMARIZER_TIMEOUT_MS };

@@ -18,6 +18,7 @@ import {
 } from '@opentelemetry/sdk-trace-base';
 import { OpenTelemetryPlugin } from '@temporalio/interceptors-opentelemetry';
 import { ConfigError, type TracingSettingValue } from '../config.js';
+import { redactUrls } from '../redact.js';
 
 /**
  * `off`; `otlp`: OTLP over HTTP (protobuf) to the endpoint of the standard `OTEL_EXPORTER_OTLP_*`
@@ -163,7 +164,8 @@ export function createTracing(
     checkOtlpProtocol(env);
     // Batched: a worker exports in the background, never on an activity's or a workflow task's path.
     spanProcessor = new BatchSpanProcessor(new OTLPTraceExporter({ url: otlpTracesUrl(env) }));
-    describe = `OTLP/HTTP to ${otlpTracesUrl(env)}`;
+    // Printed at start-up and in export errors: never with a password or a key the URL might carry.
+    describe = `OTLP/HTTP to ${redactUrls(otlpTracesUrl(env))}`;
   } else if (option === 'console') {
     spanProcessor = new SimpleSpanProcessor(new StderrSpanExporter());
     describe = 'spans as JSON lines on stderr';
@@ -179,7 +181,7 @@ export function createTracing(
   const flush = () =>
     provider.forceFlush().catch((error: unknown) => {
       console.error(
-        `temporal-compactor: tracing (${describe}): spans not exported: ${error instanceof Error ? error.message : String(error)}`,
+        `temporal-compactor: tracing (${describe}): spans not exported: ${redactUrls(error instanceof Error ? error.message : String(error))}`,
       );
     });
   return { plugin, flush, describe };

@@ -58,8 +58,10 @@ export interface CompactorWorkerConfig {
   summarizer?: Summarizer;
   /** Where the replay provider finds trajectories. @default COMPACTOR_TRAJECTORY_DIR (src/config.ts), else the current directory */
   trajectoryDir?: string;
-  /** The directory the built-in tools may read. @default COMPACTOR_TOOLS_ROOT (src/config.ts), else the current directory */
+  /** The directory the built-in tools may read. @default COMPACTOR_TOOLS_ROOT (src/config.ts), else none: they read nothing */
   toolsRoot?: string;
+  /** Secret files under the tool root the built-in tools may read after all (docs/agent-runs.md#secret-files). @default COMPACTOR_TOOLS_ALLOW (src/config.ts), else none */
+  toolsAllow?: readonly string[];
   /** Where the agent loop's `chat` sends requests (`provider: 'openai'`). @default OPENAI_BASE_URL and OPENAI_API_KEY (src/config.ts) */
   chatServer?: Pick<OpenAIClientSettings, 'baseURL' | 'apiKey'>;
   /** Deadline of one `chat` request in ms. @default 120_000 (COMPACTOR_CHAT_TIMEOUT) */
@@ -117,6 +119,7 @@ const WORKER_CONFIG_KEYS = keysOf<CompactorWorkerConfig>({
   summarizer: true,
   trajectoryDir: true,
   toolsRoot: true,
+  toolsAllow: true,
   chatServer: true,
   chatTimeoutMs: true,
   summarizerContextWindow: true,
@@ -175,6 +178,7 @@ export function loadWorkerConfig(
     shutdownGraceTime: config.shutdownGraceMs,
     ...(config.trajectoryDir === undefined ? {} : { trajectoryDir: config.trajectoryDir }),
     ...(config.toolsRoot === undefined ? {} : { toolsRoot: config.toolsRoot }),
+    toolsAllow: config.toolsAllow,
     chatServer: { baseURL: config.openaiBaseUrl, apiKey: config.openaiApiKey },
     chatTimeoutMs: config.chatTimeoutMs,
     ...(config.summarizerContextWindow === undefined
@@ -264,6 +268,7 @@ export async function createWorker(config: CompactorWorkerConfig): Promise<Compa
       activities: {
         trajectoryDir: config.trajectoryDir,
         toolsRoot: config.toolsRoot,
+        toolsAllow: config.toolsAllow,
         chatServer: config.chatServer,
         chatTimeoutMs: config.chatTimeoutMs,
         summarizerContextWindow: config.summarizerContextWindow,

@@ -48,7 +48,8 @@ export interface CompactorPluginOptions {
   /**
    * More for the activities: the tool root, the trajectory directory, an OpenAI client for chat.
    * What is not given comes from `config` (else the environment): COMPACTOR_TOOLS_ROOT,
-   * COMPACTOR_TRAJECTORY_DIR, and, without a client, OPENAI_BASE_URL and OPENAI_API_KEY.
+   * COMPACTOR_TOOLS_ALLOW, COMPACTOR_TRAJECTORY_DIR, and, without a client, OPENAI_BASE_URL and
+   * OPENAI_API_KEY.
    */
   activities?: Omit<ActivityDeps, 'summarizer'>;
   /**
@@ -80,7 +81,8 @@ export interface CompactorPluginOptions {
 }
 
 /** The configuration settings the plugin hands our activities, which read none themselves. */
-type ActivitySettingKey = 'toolsRoot' | 'trajectoryDir' | 'openaiBaseUrl' | 'openaiApiKey' | 'summarizerContextWindow';
+type ActivitySettingKey =
+  'toolsRoot' | 'toolsAllow' | 'trajectoryDir' | 'openaiBaseUrl' | 'openaiApiKey' | 'summarizerContextWindow';
 
 function given(value: string | undefined): string | undefined {
   return value === undefined || value.trim() === '' ? undefined : value;
@@ -101,6 +103,7 @@ function withConfiguredSettings(
       : undefined;
   const needed: ActivitySettingKey[] = [];
   if (deps.toolsRoot === undefined) needed.push('toolsRoot');
+  if (deps.toolsAllow === undefined) needed.push('toolsAllow');
   if (deps.trajectoryDir === undefined) needed.push('trajectoryDir');
   if (deps.summarizerContextWindow === undefined) needed.push('summarizerContextWindow');
   if (server !== undefined && (server.baseURL === undefined || server.apiKey === undefined))
@@ -110,6 +113,7 @@ function withConfiguredSettings(
   return {
     ...deps,
     toolsRoot: deps.toolsRoot ?? settings.toolsRoot,
+    toolsAllow: deps.toolsAllow ?? settings.toolsAllow,
     trajectoryDir: deps.trajectoryDir ?? settings.trajectoryDir,
     summarizerContextWindow: deps.summarizerContextWindow ?? settings.summarizerContextWindow,
     chatServer:
@@ -138,6 +142,7 @@ const ACTIVITY_OPTION_KEYS = keysOf<Omit<ActivityDeps, 'summarizer'>>({
   chatServer: true,
   chatTimeoutMs: true,
   toolsRoot: true,
+  toolsAllow: true,
   trajectoryDir: true,
 });
 /** The keys of `chatServer` (here and in `createWorker`'s configuration). */

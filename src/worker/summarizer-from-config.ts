@@ -2,6 +2,7 @@
 // never enter workflow history.
 import { DEFAULT_OPENAI_BASE_URL, type CompactorConfig } from '../config.js';
 import type { Summarizer } from '../core/types.js';
+import { redactUrls } from '../redact.js';
 import { createExtractiveSummarizer, type ExtractiveSummarizerOptions } from '../summarizers/extractive.js';
 import { createOpenAISummarizer } from '../summarizers/openai.js';
 
@@ -31,7 +32,8 @@ export function summarizerFromConfig(
       apiKey: config.openaiApiKey,
       timeout: config.summarizerTimeoutMs,
     });
-    const where = config.openaiBaseUrl ?? DEFAULT_OPENAI_BASE_URL;
+    // Printed at start-up: never with a password or a key the URL might carry.
+    const where = redactUrls(config.openaiBaseUrl ?? DEFAULT_OPENAI_BASE_URL);
     return {
       summarizer,
       kind: 'openai',

@@ -6,11 +6,12 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { Worker } from 'node:worker_threads';
 import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { grepInThread, SearchSlots } from '../../src/activities/grep.js';
-import { createBuiltInTools, MAX_GREP_PATTERN_CHARS } from '../../src/activities/tools.js';
+import { createBuiltInTools, MAX_GREP_LINE_CHARS, MAX_GREP_PATTERN_CHARS } from '../../src/activities/tools.js';
 import { ToolFailureType } from '../../src/index.js';
 
 const run = <T>(fn: (args: unknown) => Promise<T>, args: unknown): Promise<T> =>
@@ -58,6 +59,9 @@ const evilSearch = (base: string): Parameters<typeof grepInThread>[0] => ({
   maxFileBytes: 1_000_000,
   maxFiles: 10,
   skippedDirectories: [],
+  allow: [],
+  maxLineChars: MAX_GREP_LINE_CHARS,
+  maxOutputChars: 100_000,
 });
 
 const onLinux = process.platform === 'linux';
@@ -126,6 +130,77 @@ describe('built-in tools stay bounded whatever the model asks', () => {
     const result = await run(tools.grep, { pattern: '^x$', path: 'many' });
     expect(result.split('\n').filter((line) => line.endsWith(': x'))).toHaveLength(5);
     expect(result).toContain('[stopped after searching 5 files: give a narrower path]');
+  });
+
+  describe("what a search hands the worker's thread is bounded, line by line and in all", () => {
+    /** Runs `search` and counts the bytes of every message the search thread posted (as JSON). */
+    async function bytesCrossing(search: () => Promise<unknown>): Promise<number> {
+      let bytes = 0;
+      const emit = Worker.prototype.emit;
+      Worker.prototype.emit = function (this: Worker, event: string | symbol, ...args: unknown[]): boolean {
+        if (event === 'message') bytes += Buffer.byteLength(JSON.stringify(args[0]));
+        return emit.call(this, event, ...args);
+      };
+      try {
+        await search();
+      } finally {
+        Worker.prototype.emit = emit;
+      }
+      return bytes;
+    }
+
+    beforeAll(() => {
+      // Twelve files of 19 lines of 100,000 characters (1.9 MB, under grep's 2 MB file limit): 23 MB
+      // of matching text in 228 lines.
+      mkdirSync(join(root, 'long-lines'));
+      for (let index = 0; index < 12; index += 1)
+        writeFileSync(join(root, 'long-lines', `min${index}.js`), `${'a'.repeat(99_999)}\n`.repeat(19));
+    });
+
+    it('grep: each matched line cut around its match, and the search stopped once a result of matches was found', async () => {
+      const tools = createBuiltInTools({ root, maxResultChars: 20_000 });
+      let result = '';
+      const crossed = await bytesCrossing(async () => {
+        result = await run(tools.grep, { pattern: 'a', path: 'long-lines', maxResults: 1000 });
+      });
+      // At most the result's 20,000 characters, plus each message's envelope (about 40 bytes).
+      expect(crossed).toBeLessThan(20_000 + 1_000);
+      expect(result.length).toBeLessThanOrEqual(20_000);
+      const lines = result.split('\n');
+      expect(lines[0]).toMatch(/^long-lines\/min0\.js:1: a{1000} \[… 98999 more characters of this line\]$/);
+      expect(lines.at(-1)).toBe(
+        '[stopped at 19800 characters of matches: give a narrower path or a more specific pattern]',
+      );
+    });
+
+    it('grep: a first match longer than what a small result holds is kept, never "no matches"', async () => {
+      const tools = createBuiltInTools({ root, maxResultChars: 300 });
+      const result = await run(tools.grep, { pattern: 'a', path: 'long-lines' });
+      expect(result).toMatch(/^long-lines\/min0\.js:1: a{278}» \[truncated by the harness: \d+ more characters\]$/);
+    });
+
+    it('grepInThread: a match far into a long line is shown with the text around it', async () => {
+      const base = realpathSync(root);
+      writeFileSync(join(root, 'needle.js'), `${'x'.repeat(1_000_000)}NEEDLE${'y'.repeat(900_000)}\n`);
+      let outcome: Awaited<ReturnType<typeof grepInThread>> | undefined;
+      const crossed = await bytesCrossing(async () => {
+        outcome = await grepInThread(
+          {
+            ...evilSearch(base),
+            pattern: 'NEEDLE',
+            start: join(base, 'needle.js'),
+            maxResults: 10,
+            maxFileBytes: 2_000_000,
+          },
+          { timeoutMs: 60_000, memoryMb: 64 },
+        );
+      });
+      expect(crossed).toBeLessThan(MAX_GREP_LINE_CHARS + 1_000);
+      const [line] = outcome?.matches ?? [];
+      expect(line).toMatch(
+        /^needle\.js:1: \[… 999750 characters\] x{250}NEEDLEy{744} \[… 899256 more characters of this line\]$/,
+      );
+    });
   });
 
   it('refuses a pattern longer than its limit, and one with bad syntax, as arguments the model reads', async () => {

@@ -2,7 +2,10 @@
 // preflight (room per backend in its own units, the aim, the backend to call), the compaction
 // table, and how a trajectory is cut into replayable turns.
 import { describe, expect, it } from 'vitest';
-import { BUILT_IN_TOOLS } from '../../src/core/agent/tool-declarations.js';
+import { createActivities } from '../../src/activities/index.js';
+import { BUILT_IN_TOOLS, isBuiltInToolName } from '../../src/core/agent/tool-declarations.js';
+import { RECALL_TOOL_NAME } from '../../src/core/agent/recall.js';
+import { createExtractiveSummarizer } from '../../src/summarizers/extractive.js';
 import { InvalidInputError, type ChatMessage, type CompactionRecord } from '../../src/index.js';
 import { COMPACTION_TABLE_HEADER, renderCompactionTable } from '../../src/core/agent/compaction-history.js';
 import { backendCounter, preflight, requestCounter } from '../../src/core/agent/preflight.js';
@@ -200,6 +203,32 @@ describe('planAgentRun: tool declarations', () => {
   ])('%s', (_name, tools, field, reason) => {
     const error = invalid(run(tools));
     expect([error.field, error.reason]).toEqual([field, reason]);
+  });
+
+  describe("a tool named like one of the worker's own activities", () => {
+    // The names as a worker registers them: a declared tool of one of these names would be
+    // dispatched to that activity, so the model could call `chat`, `summarize`, ... at will.
+    const registered = Object.keys(createActivities({ summarizer: createExtractiveSummarizer() }));
+    const tools: string[] = registered.filter((name) => isBuiltInToolName(name) || name === RECALL_TOOL_NAME);
+    const others = registered.filter((name) => !tools.includes(name));
+    const declared = (name: string) => ({ type: 'function', function: { name, parameters: { type: 'object' } } });
+
+    it('the worker registers activities besides its tools (the cases below test something)', () => {
+      expect(others).toEqual(expect.arrayContaining(['chat', 'summarize', 'countTokens']));
+      expect(tools.sort()).toEqual(['fs_list', 'fs_read', 'grep', 'recall']);
+    });
+
+    it.each(others)('"%s" is refused, naming the field', (name) => {
+      const error = invalid(run(['grep', declared(name)]));
+      expect([error.field, error.reason]).toEqual([
+        'input.tools[1].function.name',
+        `"${name}" is one of the worker's own activities, not a tool: the model could call it; name your tool otherwise`,
+      ]);
+    });
+
+    it.each(tools)('"%s", a tool of ours, may be declared', (name) => {
+      expect(planAgentRun(run([declared(name)])).tools.map((tool) => tool.function.name)).toEqual([name]);
+    });
   });
 });
 

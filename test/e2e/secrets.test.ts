@@ -1,9 +1,10 @@
-// Secrets stay on the worker (issue 11 §3): a worker process (`temporal-compactor worker`) runs with
-// canary API keys in OPENAI_API_KEY and TEMPORAL_API_KEY, against an OpenAI-compatible server that
-// — as some proxies do — echoes the key it was sent in its error messages. Agent runs and a
-// compaction go through retried, rejected and failed calls; afterwards no canary is in any event
-// of their histories (payload bytes decoded), in any query result, or in any line the worker logged
-// at its default level (INFO).
+// Secrets stay on the worker: a worker process (`temporal-compactor worker`) runs with canary
+// values in OPENAI_API_KEY and TEMPORAL_API_KEY, in the codec server's token and in the AWS and
+// OpenTelemetry secrets, against an OpenAI-compatible server that — as some proxies do — echoes the
+// key it was sent, and the environment it knows, in its error messages; its tool root holds a `.env`
+// with a canary the model asks for. Agent runs and a compaction go through retried, rejected and
+// failed calls; afterwards no canary is in any event of their histories (payload bytes decoded), in
+// any query result, or in any line the worker logged at its default level (INFO).
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -35,7 +36,21 @@ import {
 
 const OPENAI_CANARY = 'sk-canary-openai-7f3a91c2e4b8d05f6a17';
 const TEMPORAL_CANARY = 'tmprl-canary-api-key-41d9e0c7b2a6f835';
-const CANARIES = [OPENAI_CANARY, TEMPORAL_CANARY];
+/** Secrets of the worker's environment that are not the provider's key, by variable. */
+const ENVIRONMENT_CANARIES = {
+  COMPACTOR_CODEC_SERVER_TOKEN: 'canary-codec-server-token-5c0e2b91',
+  AWS_SECRET_ACCESS_KEY: 'canary-aws-secret-9d41f7a3c2b8e605',
+  AWS_SESSION_TOKEN: 'canary-aws-session-0b6e3d72a94f18c5',
+  OTEL_EXPORTER_OTLP_HEADERS: 'authorization=Bearer canary-otel-header-8e2a4c61',
+};
+const DOTENV_CANARY = 'canary-dotenv-db-password-3f9a0c77';
+const CANARIES = [
+  OPENAI_CANARY,
+  TEMPORAL_CANARY,
+  ...Object.values(ENVIRONMENT_CANARIES),
+  'canary-otel-header-8e2a4c61',
+  DOTENV_CANARY,
+];
 
 /** Every string in `value`, with byte arrays (payload data, failure bytes) decoded as UTF-8. */
 function stringsIn(value: unknown, found: string[] = []): string[] {
@@ -60,7 +75,7 @@ function completion(message: Record<string, unknown>): ScriptedResponse {
   return assistantReply(message, { prompt_tokens: 900, completion_tokens: 10, total_tokens: 910 });
 }
 
-/** An OpenAI-style error whose message carries the key the request was sent with. */
+/** An OpenAI-style error whose message carries the key the request was sent with, and the worker's other secrets. */
 function echoing(status: number, headers: Record<string, string> = {}): ScriptedResponse {
   return (request) => ({
     kind: 'status',
@@ -68,7 +83,11 @@ function echoing(status: number, headers: Record<string, string> = {}): Scripted
     headers,
     body: {
       error: {
-        message: `Incorrect API key provided: ${bearer(request)}.`,
+        message: `Incorrect API key provided: ${bearer(request)}. Proxy environment: ${Object.entries(
+          ENVIRONMENT_CANARIES,
+        )
+          .map(([name, value]) => `${name}=${value}`)
+          .join(' ')}`,
         type: 'invalid_request_error',
         param: null,
         code: 'invalid_api_key',
@@ -126,6 +145,7 @@ describe('a canary API key set on the worker', { timeout: 180_000 }, () => {
     });
     root = mkdtempSync(join(tmpdir(), 'secrets-root-'));
     writeFileSync(join(root, 'a.txt'), 'alpha\n');
+    writeFileSync(join(root, '.env'), `DATABASE_PASSWORD=${DOTENV_CANARY}\n`);
     bundle = await writeProductionBundle('secrets-');
     const worker = spawnWorkerProcess(
       'src/cli/main.ts',
@@ -140,6 +160,7 @@ describe('a canary API key set on the worker', { timeout: 180_000 }, () => {
         COMPACTOR_TASK_QUEUE: t.taskQueue,
         COMPACTOR_WORKFLOW_BUNDLE: bundle.bundlePath,
         COMPACTOR_TOOLS_ROOT: root,
+        ...ENVIRONMENT_CANARIES,
       },
       ['worker'],
     );
@@ -168,7 +189,12 @@ describe('a canary API key set on the worker', { timeout: 180_000 }, () => {
       echoing(500),
       completion({
         content: null,
-        tool_calls: [{ id: 'call_9', type: 'function', function: { name: 'fs_read', arguments: '{"path":"a.txt"}' } }],
+        tool_calls: [
+          { id: 'call_9', type: 'function', function: { name: 'fs_read', arguments: '{"path":"a.txt"}' } },
+          // A model talked into reading the secrets beside the project's files.
+          { id: 'call_10', type: 'function', function: { name: 'fs_read', arguments: '{"path":".env"}' } },
+          { id: 'call_11', type: 'function', function: { name: 'grep', arguments: '{"pattern":"PASSWORD"}' } },
+        ],
       }),
       completion({ content: 'a.txt holds alpha.' }),
     ]);
@@ -179,7 +205,7 @@ describe('a canary API key set on the worker', { timeout: 180_000 }, () => {
     const input: AgentRunWorkflowInput = {
       messages: longOpening(),
       model: { provider: 'openai', model: 'agent-a', contextWindow: 2_000, maxOutputTokens: 200 },
-      tools: ['fs_read'],
+      tools: ['fs_read', 'grep'],
       compaction: { keepRecent: 2, retryBackoff: 10 },
       chatActivity: fastRetries,
     };
@@ -242,6 +268,17 @@ describe('a canary API key set on the worker', { timeout: 180_000 }, () => {
     }).toEqual({ histories: [], queries: [], logLines: [] });
     // The errors were recorded, with the key taken out.
     expect(histories.flat().some((text) => text.includes('Incorrect API key provided: [redacted]'))).toBe(true);
+    expect(
+      histories.flat().some((text) => text.includes('AWS_SECRET_ACCESS_KEY=[redacted] AWS_SESSION_TOKEN=[redacted]')),
+    ).toBe(true);
+    // The model asked for the dotenv file and grepped for it: it read the refusals, naming the rule.
+    const results = result.messages.filter((message) => message.role === 'tool').map((message) => message.content);
+    expect(results).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^Error: fs_read: \.env is not read: it matches the rule "\.env" \(dotenv files\)/),
+        'no matches for /PASSWORD/ in .',
+      ]),
+    );
     // The worker logged at INFO (its default): the check read real log lines.
     expect(logLines.some((line) => /INFO/.test(line))).toBe(true);
   });

@@ -983,6 +983,16 @@ export const MALFORMED_CLASSES: readonly MalformedClass[] = [
       .map(({ parameters, field }) => ({ value: agentWithTool(lookupTool({ parameters })), field })),
   ),
   agentInput(
+    'tool-named-like-an-activity',
+    fc
+      .constantFrom('chat', 'summarize', 'countTokens', 'recordSession', 'describeWorker', 'replayTool')
+      .map((name) => ({
+        value: agentWithTool(lookupTool({ name })),
+        field: 'input.tools[1].function.name',
+        reason: /is one of the worker's own activities/,
+      })),
+  ),
+  agentInput(
     'duplicate-tool-name',
     fc.constantFrom('grep', 'lookup_order').map((name) => ({
       value: { ...validAgentInput(), tools: ['grep', lookupTool({}), name === 'grep' ? 'grep' : lookupTool({})] },

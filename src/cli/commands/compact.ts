@@ -21,6 +21,7 @@ import {
   conversationOutput,
   ConversationFileError,
   readConversationFile,
+  unwritableReason,
   writeFileWhole,
   type FormatChoice,
 } from '../conversation-file.js';
@@ -232,6 +233,8 @@ export const compact: CliCommand = {
     // Checked before compacting: a result that cannot be written would be lost (a workflow run, a model's summary).
     if (toFile && !existsSync(dirname(resolve(out))))
       throw new UsageError(`--out ${out}: the directory ${dirname(resolve(out))} does not exist`);
+    const unwritable = toFile ? unwritableReason(out) : undefined;
+    if (unwritable !== undefined) throw new UsageError(`--out ${out}: ${unwritable}`);
     const budget =
       context.values.budget === undefined
         ? undefined

@@ -31,6 +31,10 @@ export const ToolFailureType = {
   InvalidArguments: 'Tool.InvalidArguments',
   /** A file or directory that does not exist. Never retried. */
   NotFound: 'Tool.NotFound',
+  /** A path a secret-file rule refuses (dotenv files, `.git`, keys, credentials) and the worker does not allow. Never retried. */
+  SecretPath: 'Tool.SecretPath',
+  /** The worker has no tool root (or cannot read it): the built-in tools read nothing. Never retried. */
+  NoRoot: 'Tool.NoRoot',
 } as const;
 export type ToolFailureType = (typeof ToolFailureType)[keyof typeof ToolFailureType];
 

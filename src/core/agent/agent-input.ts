@@ -16,7 +16,7 @@ import { DEFAULT_PRICING, type Pricing } from './run-usage.js';
 import type { ToolDeclaration } from '../counting/request-counter.js';
 import { describeIssue, isSticky, validateMessages } from '../schema.js';
 import { assertTaskQueueName } from '../limits/task-queue.js';
-import { BUILT_IN_TOOLS, isBuiltInToolName } from './tool-declarations.js';
+import { BUILT_IN_TOOLS, isBuiltInToolName, isInternalActivityName } from './tool-declarations.js';
 import { RECALL_TOOL, RECALL_TOOL_NAME } from './recall.js';
 import { COMPACTION_REVIEWS, DEFAULT_REVIEW_TIMEOUT_MS, type CompactionReview } from './steering.js';
 import type { ChatMessage } from '../types.js';
@@ -529,6 +529,11 @@ function parseTool(value: unknown, index: number): ToolDeclaration {
         : `must be 1-64 letters, digits, _ or -, got ${JSON.stringify(name)}`,
     );
   }
+  if (isInternalActivityName(name))
+    throw new InvalidInputError(
+      `${field}.function.name`,
+      `"${name}" is one of the worker's own activities, not a tool: the model could call it; name your tool otherwise`,
+    );
   if (description !== undefined && typeof description !== 'string')
     throw new InvalidInputError(`${field}.function.description`, 'must be a string');
   if (strict !== undefined && strict !== null && typeof strict !== 'boolean')

@@ -72,3 +72,23 @@ export const BUILT_IN_TOOLS: Readonly<Record<BuiltInToolName, ToolDeclaration>> 
 export function isBuiltInToolName(name: string): name is BuiltInToolName {
   return BUILT_IN_TOOL_NAMES.some((builtIn) => builtIn === name);
 }
+
+/**
+ * The worker's own activities that are not tools. A declared tool runs as the activity of its name,
+ * so a tool named like one of these would let the model call it: `agentRun` refuses such a
+ * declaration. `createActivities` (src/activities/index.ts) registers exactly these, the built-in
+ * tools and `recall`: an activity added there and not named here does not compile.
+ */
+export const INTERNAL_ACTIVITY_NAMES = [
+  'summarize',
+  'chat',
+  'replayTool',
+  'recordSession',
+  'countTokens',
+  'describeWorker',
+] as const;
+export type InternalActivityName = (typeof INTERNAL_ACTIVITY_NAMES)[number];
+
+export function isInternalActivityName(name: string): name is InternalActivityName {
+  return INTERNAL_ACTIVITY_NAMES.some((internal) => internal === name);
+}
