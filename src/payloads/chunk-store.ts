@@ -1,43 +1,34 @@
 // Node only: the content-addressed chunk store, a `StorageDriver` for Temporal's External Storage.
-// A stored payload becomes slices (chunker.ts), the nodes of a tree over them, and one manifest
-// (object-format.ts); the history keeps a claim naming the manifest (claims.ts). In format 3 the
-// slices no pack this process wrote or read lately holds go end to end into one chunk object, the
-// payload's pack, and are listed as (pack, offset, length); before, every slice was a chunk of its
-// own. In format 5 a manifest on a base, or a flat one, holds its new slices inline and is listed
-// as their pack by later payloads ((manifest, offset, length) of its inline bytes); every manifest
-// is deflated against the window of the object stored before it and is the next one's context. Every object is sealed (sealed-object.ts): named by its content's hash, compressed (format
-// 3: with preset dictionary 1, dictionary.ts; format 4: a pack against the window of the pack this
-// process stored before it, a chain of contexts, and a manifest or node against that window when
-// that makes it smaller), and with a key encrypted.
+// A stored payload becomes slices (chunker.ts) and one manifest, with the nodes of a tree over the
+// slices when it is long (object-format.ts); the history keeps a claim naming the manifest
+// (claims.ts). A manifest on a base, or a fresh payload's, holds its new slices inline, and later
+// payloads list slices of those bytes there; a long payload listed over a tree puts its new slices
+// end to end into one chunk, its pack. Every object is sealed (sealed-object.ts): named by its
+// content's hash, deflated with preset dictionary 1 (dictionary.ts) — every pack and manifest
+// against the window of the pack or manifest this process stored before it, a chain of contexts,
+// and a node against that window when that makes it smaller — and with a key encrypted.
 //
 // What a round of an agent run costs: the chat input is the previous one with a message or two
 // appended, so its manifest names the previous one's as its base (the first `keep` bytes are the
 // base's) and lists only what follows: the new messages, most of them slices the tool's result and
-// the model's reply already wrote into their packs (the chunker cuts a message the same wherever it sits). Slices
-// under `literalBelow` bytes and payloads under `inlineBelow` bytes are written inside the
-// manifest or node that lists them, so a small payload is one object. A chain of bases is cut at
-// MAX_WRITTEN_DEPTH (15): then a full manifest lists the tree's closed nodes (a node closes at a
-// content-defined boundary, so an append never rewrites one) and the open entries after them. In
-// format 4 a payload that starts as no recent one does (a transcript, a summarizer request: no
-// later full manifest will reuse its nodes) is listed by its manifest alone, up to FLAT_ENTRIES,
-// and a manifest on a base holds up to INLINE_FRESH_BYTES of new bytes itself, not in a pack; in
-// format 5 both hold all their new bytes (a payload starts as a recent one when their first leaves
-// cover half of it).
-// Manifests and nodes of format 1 (a JSON manifest over one root node) are read as before.
+// the model's reply already hold (the chunker cuts a message the same wherever it sits). A chain
+// of bases is cut at MAX_WRITTEN_DEPTH (15): then a full manifest lists the tree's closed nodes (a
+// node closes at a content-defined boundary, so an append never rewrites one) and the open entries
+// after them. A payload that starts as no recent one does (a transcript, a summarizer request) is
+// listed by its manifest alone, up to FLAT_ENTRIES (a payload starts as a recent one when their
+// first leaves cover half of it).
 //
 // What a garbage collector can rely on (gc.ts is the one): an object is only written after every
 // object it lists (a base manifest is checked to exist, and touched when old, before a manifest on
 // it is written), so a manifest or node that exists has all its descendants; manifests are
 // rewritten on every store, so their modification time says when a claim to them was last handed
-// out; a chunk, node or base manifest that a store reuses is touched when older than
-// `refreshAfterMs` (but what lies under it is not). A pack is deflated against another only once
-// that one is stored, and only when this process stored it within half of `refreshAfterMs` (so it
-// is younger than any grace period). Mark from the claims of retained histories and from
-// manifests, nodes and chunks younger than the grace period, follow manifests → base manifests,
-// nodes and chunks, and every object → its context chunk, sweep the rest that is older than the
-// grace period (at least twice `refreshAfterMs`), parents before children (format 5: a
-// manifest is the context of the next object, and lists the manifests whose inline bytes it
-// lists slices of).
+// out; a pack, node or manifest that a store reuses is touched when older than `refreshAfterMs`
+// (but what lies under it is not). An object is deflated against another only once that one is
+// stored, and only when this process stored it within half of `refreshAfterMs` (so it is younger
+// than any grace period). Mark from the claims of retained histories and from manifests, nodes and
+// chunks younger than the grace period, follow manifests → base manifests, nodes, packs and the
+// manifests whose inline bytes they list slices of, and every object → its context; sweep the rest
+// that is older than the grace period (at least twice `refreshAfterMs`), parents before children.
 import type {
   Payload,
   StorageDriver,
@@ -47,9 +38,8 @@ import type {
 import { StorageDriverClaim } from '@temporalio/common';
 import { InvalidInputError } from '../core/errors.js';
 import { assertKnownKeys, keysOf } from '../core/unknown-keys.js';
-import { CHUNKER_VERSION, chunkBoundaries, DEFAULT_CHUNKER_LIMITS, type ChunkerLimits } from './chunker.js';
-import { claimDataFor, readClaim, type ClaimFormat } from './claims.js';
-import { CURRENT_DICTIONARY } from './dictionary.js';
+import { chunkBoundaries, DEFAULT_CHUNKER_LIMITS, type ChunkerLimits } from './chunker.js';
+import { claimDataFor, readClaim } from './claims.js';
 import { ChunkIntegrityError, ChunkMissingError } from './errors.js';
 import { followSignal } from './follow-signal.js';
 import type { Keyring } from './keyring.js';
@@ -58,22 +48,17 @@ import { LruMap } from './lru-map.js';
 import type { ObjectBackend } from './object-backend.js';
 import {
   decodeNode,
-  encodeManifestV2,
+  encodeManifest,
   encodeNode,
-  encodeNodeV2,
   entryLength,
   inlineBytesOf,
   nodeEndsAfter,
-  MANIFEST_FORMAT,
-  MAX_LITERAL_BYTES,
+  MAX_INLINE_BYTES,
   nodeLevel,
   objectKey,
-  parseAnyManifest,
+  parseManifest,
   type Entry,
-  type EntryFormat,
-  type ManifestBody,
-  type ManifestFormat,
-  type ManifestV2,
+  type Manifest,
   type ObjectKind,
 } from './object-format.js';
 import {
@@ -82,7 +67,7 @@ import {
   inflateObject,
   objectId,
   sealedKeyId,
-  sealWithContext,
+  sealObject,
   unsealObject,
   windowAfter,
   type ContextKind,
@@ -100,7 +85,7 @@ interface PlannedObject {
   id: string;
   plaintext: Uint8Array | undefined;
   children: PlannedObject[];
-  /** Format 4: the pack a new pack is deflated against (its id binds it). */
+  /** A pack or manifest: the object it is deflated against (its id binds it). */
   context?: SealContext;
 }
 
@@ -111,38 +96,37 @@ interface PayloadSlice {
   id: string;
 }
 
-/** Where a slice the driver stored lies: `length` bytes at `offset` of pack `pack`. */
+/** Where a slice the driver stored lies: `length` bytes at `offset` of pack `pack`, or of manifest `pack`'s inline bytes. */
 interface PackedSlice {
   pack: string;
+  of: 'pack' | 'manifest';
   offset: number;
   length: number;
-  /** Format 5: a manifest's inline bytes hold it (`offset` into them end to end), not a pack. */
-  of?: 'manifest';
 }
 
-/** Where a payload that was read holds bytes of a pack: `length` bytes at `start`, from `offset` of `pack`. */
+/** Where a payload that was read holds bytes of a pack (or of a manifest's inline bytes): `length` bytes at `start`, from `offset` of `pack`. */
 interface PackSegment {
   start: number;
   length: number;
   pack: string;
+  of: 'pack' | 'manifest';
   offset: number;
-  of?: 'manifest';
 }
 
 /** Slices remembered with the pack that holds them (dedup across the payloads of a process). */
 const PACKED_SLICES = 200_000;
 
-/** An object a manifest or node lists (a garbage collector follows these): a format-2 manifest lists its base manifest too. */
+/** An object a stored object needs (a garbage collector follows these): what it lists, its base manifest, its context. */
 export interface ListedChild {
   kind: ObjectKind;
   id: string;
 }
 
-/** What a stored object lists, as {@link ChunkStoreDriver.inspect} reads it (a chunk: the chunk it was deflated against, if any). */
+/** What a stored object needs, as {@link ChunkStoreDriver.inspect} reads it (a chunk: the object it was deflated against, if any). */
 export interface InspectedObject {
-  /** A node's level; a manifest's highest entry level (0: it lists chunks only); a chunk: 0. */
+  /** A node's level; a manifest's highest node level (0: it lists no node); a chunk: 0. */
   level: number;
-  /** A manifest's depth: 0, or 1 + its base manifest's (a gc removes dependent manifests before their bases). Nodes: 0. A chunk's context depth (0: none). */
+  /** A manifest's depth: 0, or 1 + its base manifest's. Nodes: 0. A chunk's context depth (0: none). */
   depth: number;
   children: ListedChild[];
 }
@@ -172,22 +156,12 @@ interface RecentManifest {
   leafIds: string[];
 }
 
-/** Format 4: a chain of packs deflated each against the one before is this long at most (then a pack starts a new one). */
+/** A chain of objects deflated each against the one before is this long at most (then an object starts a new one). */
 const WRITTEN_CONTEXT_DEPTH = 63;
-/** Format 4: a manifest on a base holds its new bytes inline, not in a pack, when they are this many at most. */
-const INLINE_FRESH_BYTES = 1024;
 
-/** The plaintext bytes of the packs a planned manifest would write (not those it reuses). */
-function freshBytes(object: PlannedObject): number {
-  return object.children.reduce(
-    (sum, child) => sum + (child.kind === 'chunk' && child.plaintext !== undefined ? child.plaintext.length : 0),
-    0,
-  );
-}
-
-/** Format 4: a payload that starts as no recent one does is listed by its manifest alone (no tree nodes) up to this many entries. */
+/** A payload that starts as no recent one does is listed by its manifest alone (no tree nodes) up to this many entries. */
 const FLAT_ENTRIES = 1024;
-/** Bytes of chunk windows kept in memory (a window is 32 KiB). */
+/** Bytes of windows kept in memory (a window is 32 KiB). */
 const WINDOW_CACHE_BYTES = 16 * 1024 * 1024;
 
 /** Manifests remembered as bases. A worker runs many workflows; each one's next chat input extends its last. */
@@ -244,23 +218,8 @@ export interface ChunkStoreDriverOptions {
   compressionLevel?: number;
   /** A payload shorter than this is written inside its manifest: one object. @default 512 */
   inlineBelow?: number;
-  /** A slice shorter than this is written inside the manifest or node that lists it, not as a chunk of its own. @default 256 */
+  /** A slice shorter than this is written inside the manifest or node that lists it, never listed in a pack or another manifest. @default 256 */
   literalBelow?: number;
-  /**
-   * The format of the store this driver writes (it reads all five). 1 (a JSON
-   * manifest over one tree of 0x4e nodes, no base, nothing inline) only while processes from before
-   * format 2 may still read this store; 2 (one object per chunk, no preset dictionary) while
-   * processes from before format 3 may; 3 (no contexts: each object deflated with the preset
-   * dictionary alone) while processes from before format 4 may; 4 (new bytes in packs, only packs
-   * as contexts) while processes from before format 5 may (a rolling upgrade). @default 5
-   */
-  manifestFormat?: ManifestFormat;
-  /**
-   * The format of the claims this driver writes (it reads both). 1 only while processes from
-   * before format 2, which read format 1 alone, may still read this store's claims (a rolling
-   * upgrade). @default 2
-   */
-  claimFormat?: ClaimFormat;
   /** @default Date.now */
   now?: () => number;
 }
@@ -275,28 +234,16 @@ const DRIVER_OPTIONS = keysOf<ChunkStoreDriverOptions>({
   compressionLevel: true,
   inlineBelow: true,
   literalBelow: true,
-  manifestFormat: true,
-  claimFormat: true,
   now: true,
 });
-const MANIFEST_FORMATS: readonly unknown[] = [1, 2, 3, 4, 5] satisfies ManifestFormat[];
-const CLAIM_FORMATS: readonly unknown[] = [1, 2] satisfies ClaimFormat[];
 
 /**
- * Refuses options the driver would not understand, naming the option (`driver.manifestFormat`): an
- * unknown key, a format it cannot write, a number out of its range. A JavaScript caller has no
- * compiler to catch them, and a driver that ignored one would write a store other than the one asked for.
+ * Refuses options the driver would not understand, naming the option (`driver.concurrency`): an
+ * unknown key, a number out of its range. A JavaScript caller has no compiler to catch them, and a
+ * driver that ignored one would write a store other than the one asked for.
  */
 function checkDriverOptions(options: ChunkStoreDriverOptions): void {
   assertKnownKeys(options, DRIVER_OPTIONS, 'driver');
-  const { manifestFormat, claimFormat } = options;
-  if (manifestFormat !== undefined && !MANIFEST_FORMATS.includes(manifestFormat))
-    throw new InvalidInputError(
-      'driver.manifestFormat',
-      `must be 1, 2, 3, 4 or 5 (the store formats this driver writes); got ${JSON.stringify(manifestFormat)}`,
-    );
-  if (claimFormat !== undefined && !CLAIM_FORMATS.includes(claimFormat))
-    throw new InvalidInputError('driver.claimFormat', `must be 1 or 2; got ${JSON.stringify(claimFormat)}`);
   const ranges: [keyof ChunkStoreDriverOptions, number, number][] = [
     ['concurrency', 1, Number.MAX_SAFE_INTEGER],
     ['cacheBytes', 0, Number.MAX_SAFE_INTEGER],
@@ -345,8 +292,6 @@ export class ChunkStoreDriver implements StorageDriver {
   private readonly compressionLevel: number;
   private readonly inlineBelow: number;
   private readonly literalBelow: number;
-  /** The format of the manifests and nodes this driver writes. */
-  readonly manifestFormat: ManifestFormat;
   /** Slices written in packs lately, by id (and key id): a later payload lists them where they are. */
   private readonly packed = new LruMap<PackedSlice>(PACKED_SLICES, () => 1);
   /** Packs whose slices are in `packed` (written or read by this process), by key id and pack id. */
@@ -355,18 +300,16 @@ export class ChunkStoreDriver implements StorageDriver {
   private readonly reading = new Map<string, Promise<Uint8Array>>();
   /** Packs found missing from the store (a gc took them): their slices are written again. */
   private readonly gonePacks = new Set<string>();
-  /** Format 4: the last pack stored under each key id (''), the context of the next one (format 5: the last pack or manifest). */
-  private readonly chains = new Map<string, SealContext & { kind: ContextKind; at: number }>();
-  /** Windows of chunks written or read lately (32 KiB each), by cache key: a chunk deflated against one is opened with it. */
+  /** The last pack or manifest stored under each key id (''): the context of the next one. */
+  private readonly chains = new Map<string, SealContext & { at: number }>();
+  /** Windows of packs and manifests written or read lately (32 KiB each), by cache key: an object deflated against one is opened with it. */
   private readonly windows = new LruMap<Uint8Array>(WINDOW_CACHE_BYTES, (bytes) => bytes.length);
-  /** Format 5: manifests' inline bytes end to end, by cache key. */
+  /** Manifests' inline bytes end to end, by cache key. */
   private readonly inlineCache = new LruMap<Uint8Array>(WINDOW_CACHE_BYTES, (bytes) => bytes.length);
   /** Windows being computed, by cache key. */
   private readonly windowing = new Map<string, Promise<Uint8Array>>();
   /** Manifests written lately, newest first: bases for the payloads that extend them. */
   private recent: RecentManifest[] = [];
-  /** The format of the claims this driver writes. */
-  readonly claimFormat: ClaimFormat;
   private readonly now: () => number;
 
   constructor(options: ChunkStoreDriverOptions) {
@@ -381,8 +324,6 @@ export class ChunkStoreDriver implements StorageDriver {
       compressionLevel = 6,
       inlineBelow = 512,
       literalBelow = 256,
-      manifestFormat = 5,
-      claimFormat = 2,
       now = Date.now,
     } = options;
     this.backend = backend;
@@ -392,10 +333,8 @@ export class ChunkStoreDriver implements StorageDriver {
     this.refreshAfterMs = refreshAfterMs;
     this.chunkerLimits = chunkerLimits;
     this.compressionLevel = compressionLevel;
-    this.inlineBelow = Math.min(inlineBelow, MAX_LITERAL_BYTES + 1);
-    this.literalBelow = Math.min(literalBelow, MAX_LITERAL_BYTES + 1);
-    this.manifestFormat = manifestFormat;
-    this.claimFormat = claimFormat;
+    this.inlineBelow = Math.min(inlineBelow, MAX_INLINE_BYTES + 1);
+    this.literalBelow = Math.min(literalBelow, MAX_INLINE_BYTES + 1);
     this.now = now;
   }
 
@@ -431,25 +370,18 @@ export class ChunkStoreDriver implements StorageDriver {
         const metadata: Record<string, Uint8Array> = {};
         for (const [name, value] of Object.entries(payload.metadata ?? {}))
           if (value !== null && value !== undefined) metadata[name] = value;
-        let packing = this.manifestFormat >= 3 ? await this.packedLeaves(data, signal) : undefined;
-        let leaves = packing?.leaves ?? (this.manifestFormat === 1 ? [] : this.leaves(data));
+        let packing = await this.packedLeaves(data, signal);
+        let leaves = packing.leaves;
         // On the manifest of a payload this one extends (the previous round's chat input), when
         // that manifest is still in the store: then only what follows its prefix is listed.
-        let manifest = this.manifestFormat === 1 ? undefined : this.deltaManifest(data, metadata, leaves);
+        let manifest = this.deltaManifest(data, metadata, leaves);
         if (manifest !== undefined && !(await this.baseUsable(manifest.base, signal))) manifest = undefined;
-        // Format 4: a manifest on a base holds a few new bytes itself rather than in a pack of their own.
-        // Format 5: a manifest on a base, or a flat one, holds all its new bytes itself (later payloads
+        // A manifest on a base, or a fresh payload's, holds all its new bytes itself (later payloads
         // list slices of them there): no pack.
         const flat =
-          manifest === undefined &&
-          this.manifestFormat >= 4 &&
-          !this.extendsRecent(leaves, data.length) &&
-          leaves.length <= FLAT_ENTRIES;
-        const inline =
-          this.manifestFormat >= 5
-            ? manifest !== undefined || flat
-            : manifest !== undefined && this.manifestFormat === 4 && freshBytes(manifest.object) <= INLINE_FRESH_BYTES;
-        if (inline && packing !== undefined) {
+          manifest === undefined && !this.extendsRecent(leaves, data.length) && leaves.length <= FLAT_ENTRIES;
+        const inline = manifest !== undefined || flat;
+        if (inline) {
           // Placed again, on the slices already cut and hashed.
           packing = await this.packedLeaves(data, signal, true, packing.slices);
           leaves = packing.leaves;
@@ -458,54 +390,28 @@ export class ChunkStoreDriver implements StorageDriver {
             if (manifest === undefined) throw new RangeError('a manifest on a base was planned and then was not');
           }
         }
-        const planned =
-          this.manifestFormat === 1
-            ? this.formatOneManifest(data, metadata)
-            : (manifest ?? this.fullManifest(data, metadata, leaves, !flat));
-        if (this.manifestFormat >= 5) this.bindToChain(planned.object);
+        const planned = manifest ?? this.fullManifest(data, metadata, leaves, !flat);
+        this.bindToChain(planned.object);
         await Promise.all(planned.object.children.map((child) => this.ensure(child, inFlight, signal)));
         // The manifest is always written, even when it exists: its modification time tells a gc
         // that a claim to it was handed out just now.
         await this.write(planned.object, signal);
-        packing?.commit();
-        if (inline && this.manifestFormat >= 5) this.indexInline(planned, data.length);
+        packing.commit();
+        if (inline) this.indexInline(planned, data.length);
         this.remember(planned, leaves, data.length);
         this.stats.payloadsStored += 1;
         this.stats.payloadBytesStored += data.length;
         // The reference the SDK writes around the claim records the size already.
-        return new StorageDriverClaim(
-          claimDataFor({ manifestId: planned.object.id, keyId: this.keyring?.current.id }, this.claimFormat),
-        );
+        return new StorageDriverClaim(claimDataFor({ manifestId: planned.object.id, keyId: this.keyring?.current.id }));
       }),
     );
   }
 
-  /** The payload's slices as the chunker cuts it: small ones inline, the rest chunks; the whole payload inline when it is small. */
-  private leaves(data: Uint8Array): PlannedEntry[] {
-    const key = this.keyring?.current;
-    const slices: Array<[number, number]> = [];
-    if (data.length > 0 && data.length < this.inlineBelow) slices.push([0, data.length]);
-    else {
-      let start = 0;
-      for (const end of chunkBoundaries(data, this.chunkerLimits)) {
-        slices.push([start, end]);
-        start = end;
-      }
-    }
-    return slices.map(([start, end]) => {
-      const plaintext = data.subarray(start, end);
-      const id = objectId(plaintext, key);
-      if (plaintext.length < this.literalBelow || data.length < this.inlineBelow)
-        return { id, end, entry: { kind: 'literal', bytes: plaintext } };
-      const object: PlannedObject = { kind: 'chunk', id, plaintext, children: [] };
-      return { id, end, entry: { kind: 'ref', level: 0, id, length: plaintext.length }, object };
-    });
-  }
-
   /**
-   * Format 3: the payload's slices as the chunker cuts them, small ones inline; the others listed
-   * where a pack already holds them, or else in this payload's own pack (one object: the new slices
-   * end to end). `commit` remembers the new ones once the manifest is written.
+   * The payload's slices as the chunker cuts them, small ones inline; the others listed where a
+   * pack or a manifest's inline bytes already hold them, or else in this payload's own pack (one
+   * object: the new slices end to end), or with `inlineFresh` inline. `commit` remembers the new
+   * ones once the manifest is written.
    */
   private async packedLeaves(
     data: Uint8Array,
@@ -519,7 +425,7 @@ export class ChunkStoreDriver implements StorageDriver {
       const where = this.packed.get(indexKey(id));
       return where === undefined || this.gonePacks.has(where.pack) ? undefined : where;
     };
-    // The packs this payload would reuse must still be in the store (touched when old, like any reused object).
+    // The objects this payload would reuse must still be in the store (touched when old, like any reused object).
     const reused = new Map<string, ObjectKind>();
     for (const slice of slices) {
       const where = slice.plaintext.length >= this.literalBelow ? known(slice.id) : undefined;
@@ -530,26 +436,26 @@ export class ChunkStoreDriver implements StorageDriver {
         if (!(await this.stillStored(objectKey(kind, pack), signal))) this.gonePacks.add(pack);
       }),
     );
-    const fresh = new Map<string, PackedSlice>();
+    const fresh = new Map<string, { offset: number; length: number }>();
     const parts: Uint8Array[] = [];
     let packLength = 0;
-    const placed = slices.map((slice) => {
+    const placed = slices.map((slice): { reused: PackedSlice } | { offset: number } | undefined => {
       if (slice.plaintext.length < this.literalBelow || data.length < this.inlineBelow) return undefined;
       const where = known(slice.id);
-      if (where !== undefined) return where;
-      if (inlineFresh && slice.plaintext.length <= MAX_LITERAL_BYTES) return undefined;
+      if (where !== undefined) return { reused: where };
+      if (inlineFresh && slice.plaintext.length <= MAX_INLINE_BYTES) return undefined;
       let offset = fresh.get(slice.id)?.offset;
       if (offset === undefined) {
         offset = packLength;
-        fresh.set(slice.id, { pack: '', offset, length: slice.plaintext.length });
+        fresh.set(slice.id, { offset, length: slice.plaintext.length });
         parts.push(slice.plaintext);
         packLength += slice.plaintext.length;
       }
-      return { pack: undefined, offset, length: slice.plaintext.length, of: undefined };
+      return { offset };
     });
     const packPlaintext = Buffer.concat(parts);
-    // Format 4: deflated against the last pack stored under the key, which its id binds.
-    const context = parts.length === 0 || this.manifestFormat < 4 ? undefined : this.contextFor(key?.id);
+    // Deflated against the last object stored under the key, which its id binds.
+    const context = parts.length === 0 ? undefined : this.contextFor(key?.id);
     const pack: PlannedObject | undefined =
       parts.length === 0
         ? undefined
@@ -567,25 +473,30 @@ export class ChunkStoreDriver implements StorageDriver {
     const leaves = slices.map((slice, index): PlannedEntry => {
       const where = placed[index];
       if (where === undefined)
-        return { id: slice.id, end: slice.end, entry: { kind: 'literal', bytes: slice.plaintext } };
-      let object = pack;
-      if (where.pack !== undefined) {
-        object = existing.get(where.pack);
-        if (object === undefined) {
-          object = { kind: where.of ?? 'chunk', id: where.pack, plaintext: undefined, children: [] };
-          existing.set(where.pack, object);
-        }
+        return { id: slice.id, end: slice.end, entry: { kind: 'inline', bytes: slice.plaintext } };
+      if (!('reused' in where)) {
+        if (pack === undefined) throw new RangeError('a slice was placed in a pack that was not planned');
+        const entry: Entry = {
+          kind: 'slice',
+          of: 'pack',
+          id: pack.id,
+          offset: where.offset,
+          length: slice.plaintext.length,
+        };
+        return { id: slice.id, end: slice.end, entry, object: pack };
       }
-      const id = object?.id ?? '';
-      const entry: Entry =
-        where.of === 'manifest'
-          ? { kind: 'slice', id, offset: where.offset, length: where.length, of: 'manifest' }
-          : { kind: 'slice', id, offset: where.offset, length: where.length };
-      return { id: slice.id, end: slice.end, entry, object };
+      const { pack: holder, of, offset, length } = where.reused;
+      let object = existing.get(holder);
+      if (object === undefined) {
+        object = { kind: of === 'manifest' ? 'manifest' : 'chunk', id: holder, plaintext: undefined, children: [] };
+        existing.set(holder, object);
+      }
+      return { id: slice.id, end: slice.end, entry: { kind: 'slice', of, id: holder, offset, length }, object };
     });
     const commit = (): void => {
       if (pack === undefined) return;
-      for (const [id, where] of fresh) this.packed.set(indexKey(id), { ...where, pack: pack.id });
+      for (const [id, { offset, length }] of fresh)
+        this.packed.set(indexKey(id), { pack: pack.id, of: 'pack', offset, length });
       this.indexedPacks.set(`${key?.id ?? ''}\u0000${pack.id}`, true);
     };
     return { leaves, commit, slices };
@@ -605,18 +516,17 @@ export class ChunkStoreDriver implements StorageDriver {
   }
 
   /**
-   * Format-2 manifest over the whole payload: the tree's closed nodes (a node closes at a
-   * content-defined boundary, so appending never reopens one) and, after them, the entries of the
-   * groups still open at each level.
+   * A manifest over the whole payload: without `withNodes` (and up to FLAT_ENTRIES) its leaves
+   * alone; else the tree's closed nodes (a node closes at a content-defined boundary, so appending
+   * never reopens one) and, after them, the entries of the groups still open at each level.
    */
   private fullManifest(
     data: Uint8Array,
     metadata: Record<string, Uint8Array>,
     leaves: PlannedEntry[],
-    withNodes = true,
+    withNodes: boolean,
   ): PlannedManifest {
-    if (!withNodes && this.manifestFormat >= 4 && leaves.length <= FLAT_ENTRIES)
-      return this.manifestOf(data.length, metadata, undefined, leaves);
+    if (!withNodes && leaves.length <= FLAT_ENTRIES) return this.manifestOf(data.length, metadata, undefined, leaves);
     const key = this.keyring?.current;
     const spine: PlannedEntry[][] = [];
     let items = leaves;
@@ -626,10 +536,9 @@ export class ChunkStoreDriver implements StorageDriver {
       for (const item of items) {
         group.push(item);
         if (!nodeEndsAfter(item.id, group.length)) continue;
-        const plaintext = encodeNodeV2(
+        const plaintext = encodeNode(
           level,
           group.map((member) => member.entry),
-          this.entryFormat(),
         );
         const id = objectId(plaintext, key);
         const length = group.reduce((sum, member) => sum + entryLength(member.entry), 0);
@@ -637,7 +546,7 @@ export class ChunkStoreDriver implements StorageDriver {
         closed.push({
           id,
           end: group.at(-1)?.end ?? 0,
-          entry: { kind: 'ref', level, id, length },
+          entry: { kind: 'node', level, id, length },
           object: { kind: 'node', id, plaintext, children },
         });
         group = [];
@@ -649,74 +558,12 @@ export class ChunkStoreDriver implements StorageDriver {
     return this.manifestOf(data.length, metadata, undefined, spine.flat());
   }
 
-  /** Format 1, what readers from before format 2 read: a JSON manifest naming the root of a tree of 0x4e nodes over the chunks. */
-  private formatOneManifest(data: Uint8Array, metadata: Record<string, Uint8Array>): PlannedManifest {
-    const key = this.keyring?.current;
-    let level: Array<{ object: PlannedObject; length: number }> = [];
-    let start = 0;
-    for (const end of chunkBoundaries(data, this.chunkerLimits)) {
-      const plaintext = data.subarray(start, end);
-      level.push({
-        object: { kind: 'chunk', id: objectId(plaintext, key), plaintext, children: [] },
-        length: end - start,
-      });
-      start = end;
-    }
-    let depth = 0;
-    while (level.length > 1) {
-      depth += 1;
-      const parents: typeof level = [];
-      let group: typeof level = [];
-      const close = (): void => {
-        const plaintext = encodeNode(
-          depth,
-          group.map(({ object, length }) => ({ id: object.id, length })),
-        );
-        const node: PlannedObject = {
-          kind: 'node',
-          id: objectId(plaintext, key),
-          plaintext,
-          children: group.map(({ object }) => object),
-        };
-        parents.push({ object: node, length: group.reduce((sum, child) => sum + child.length, 0) });
-        group = [];
-      };
-      for (const child of level) {
-        group.push(child);
-        if (nodeEndsAfter(child.object.id, group.length)) close();
-      }
-      if (group.length > 0) close();
-      level = parents;
-    }
-    const root = level[0]?.object;
-    const body: ManifestBody = {
-      format: MANIFEST_FORMAT,
-      v: 1,
-      chunker: CHUNKER_VERSION,
-      size: data.length,
-      level: depth,
-      root: root?.id ?? null,
-      metadata: Object.fromEntries(
-        Object.entries(metadata).map(([name, value]) => [name, Buffer.from(value).toString('base64')]),
-      ),
-    };
-    const plaintext = Buffer.from(JSON.stringify(body), 'utf8');
-    return {
-      object: { kind: 'manifest', id: objectId(plaintext, key), plaintext, children: root === undefined ? [] : [root] },
-      depth: 0,
-      listed: [],
-    };
-  }
-
   /**
-   * Whether a recent manifest's payload starts as this one does (its first leaf; format 5: leaves
-   * covering at least half of it, as a base must): then this one may be the next of a chain of bases.
+   * Whether a recent manifest's payload starts as this one does (leaves covering at least half of
+   * it, as a base must): then this one may be the next of a chain of bases.
    */
   private extendsRecent(leaves: PlannedEntry[], size: number): boolean {
     const keyId = this.keyring?.current.id;
-    const first = leaves[0]?.id;
-    if (this.manifestFormat < 5)
-      return this.recent.some((recent) => recent.keyId === keyId && recent.leafIds[0] === first);
     return this.recent.some((recent) => {
       if (recent.keyId !== keyId) return false;
       const shared = sharedLeaves(recent, leaves);
@@ -752,19 +599,10 @@ export class ChunkStoreDriver implements StorageDriver {
   private manifestOf(
     size: number,
     metadata: Record<string, Uint8Array>,
-    base: ManifestV2['base'],
+    base: Manifest['base'],
     entries: PlannedEntry[],
   ): PlannedManifest {
-    const plaintext = encodeManifestV2(
-      {
-        chunker: CHUNKER_VERSION,
-        size,
-        metadata,
-        base,
-        entries: entries.map((entry) => entry.entry),
-      },
-      this.entryFormat(),
-    );
+    const plaintext = encodeManifest({ size, metadata, base, entries: entries.map((entry) => entry.entry) });
     const id = objectId(plaintext, this.keyring?.current);
     const children = entries.flatMap((entry) => (entry.object === undefined ? [] : [entry.object]));
     return { object: { kind: 'manifest', id, plaintext, children }, depth: base?.depth ?? 0, listed: entries };
@@ -847,24 +685,18 @@ export class ChunkStoreDriver implements StorageDriver {
     const key = objectKey(object.kind, object.id);
     if (object.plaintext === undefined) throw new ChunkMissingError(key, this.backend.description);
     const keyId = this.keyring?.current.id;
-    // Format 4: a pack is deflated against the context it was planned with (its id binds it), and
-    // continues the chain; a manifest or node against the last pack's window when that is smaller.
-    // Format 5: a manifest too (one without a context starts a chain, named by its plaintext alone).
-    const chained =
-      (this.manifestFormat >= 4 && object.kind === 'chunk') || (this.manifestFormat >= 5 && object.kind === 'manifest');
-    const { sealed, context, before } = sealWithContext(
-      object.plaintext,
-      object.id,
-      this.keyring?.current,
-      this.compressionLevel,
-      this.manifestFormat >= 3 ? CURRENT_DICTIONARY : 0,
-      chained ? object.context : this.manifestFormat >= 4 ? this.contextFor(keyId) : undefined,
-      !chained,
-      chained && object.kind === 'manifest',
-    );
+    // A pack or manifest is deflated against the context it was planned with (its id binds it;
+    // one without a context starts a chain) and continues the chain; a node against the last
+    // object's window when that makes it smaller.
+    const chained = object.kind !== 'node';
+    const { sealed, context, before } = sealObject(object.plaintext, object.id, this.keyring?.current, {
+      compressionLevel: this.compressionLevel,
+      context: chained ? object.context : this.contextFor(keyId),
+      contextIfSmaller: !chained,
+    });
     await this.limiter.run(() => this.backend.put(key, sealed, signal));
     if (chained) {
-      // Only once it is stored may a later pack be deflated against it.
+      // Only once it is stored may a later object be deflated against it.
       const window = windowAfter(before, object.plaintext);
       const depth = context === undefined ? 0 : context.depth + 1;
       const kind = object.kind === 'manifest' ? 'manifest' : 'chunk';
@@ -882,13 +714,8 @@ export class ChunkStoreDriver implements StorageDriver {
     this.cache.set(cacheKeyOf(key, this.keyring?.current.id), Uint8Array.from(object.plaintext));
   }
 
-  /** The encoding of the manifests and nodes this driver writes. */
-  private entryFormat(): EntryFormat {
-    return this.manifestFormat >= 5 ? 5 : this.manifestFormat >= 3 ? 3 : 2;
-  }
-
   /**
-   * Format 5: remembers where the new slices a manifest holds inline lie in its inline bytes, so a
+   * Remembers where the new slices a manifest holds inline lie in its inline bytes, so a
    * later payload that holds them lists them there (a chat input holding the tool result).
    */
   private indexInline(planned: PlannedManifest, size: number): void {
@@ -896,17 +723,17 @@ export class ChunkStoreDriver implements StorageDriver {
     const keyId = this.keyring?.current.id ?? '';
     let offset = 0;
     for (const leaf of planned.listed) {
-      if (leaf.entry.kind !== 'literal') continue;
+      if (leaf.entry.kind !== 'inline') continue;
       const { length } = leaf.entry.bytes;
       if (length >= this.literalBelow)
-        this.packed.set(`${keyId}\u0000${leaf.id}`, { pack: planned.object.id, offset, length, of: 'manifest' });
+        this.packed.set(`${keyId}\u0000${leaf.id}`, { pack: planned.object.id, of: 'manifest', offset, length });
       offset += length;
     }
     this.indexedPacks.set(`${keyId}\u0000${planned.object.id}`, true);
   }
 
   /**
-   * Format 5: names a planned manifest by the object it will be deflated against, so it joins the
+   * Names a planned manifest by the object it will be deflated against, so it joins the
    * chain (later objects are deflated against its window): its payload's new pack when it has one
    * (written just before it), else the last object stored under the key.
    */
@@ -927,11 +754,11 @@ export class ChunkStoreDriver implements StorageDriver {
     } else context = this.contextFor(key?.id);
     if (context === undefined) return;
     manifest.context = context;
-    manifest.id = contextualId(manifest.plaintext, context.id, key, context.kind ?? 'chunk');
+    manifest.id = contextualId(manifest.plaintext, context.id, key, context.kind);
   }
 
   /**
-   * The pack a new one is deflated against (format 4): the last this driver stored under the key,
+   * The object a new pack or manifest is deflated against: the last this driver stored under the key,
    * when that was lately (so a gc keeps it: younger than half the refresh period) and its chain is
    * not at its length.
    */
@@ -942,8 +769,7 @@ export class ChunkStoreDriver implements StorageDriver {
   }
 
   /**
-   * The window of object `id` (sealed-object.ts: a chunk, or in format 5 a manifest), which an
-   * object names as its context, at context depth `depth` as that object says: cached, else read
+   * The window of pack or manifest `id` (sealed-object.ts), which an object names as its context, at context depth `depth` as that object says: cached, else read
    * and opened (its own context first).
    */
   private async windowOf(
@@ -993,7 +819,7 @@ export class ChunkStoreDriver implements StorageDriver {
     }
   }
 
-  /** Opens a sealed object, with its context's window when it names one; keeps a chunk's window. */
+  /** Opens a sealed object, with its context's window when it names one; keeps a pack's or manifest's window. */
   private async openChunk(
     sealed: Uint8Array,
     id: string,
@@ -1008,16 +834,16 @@ export class ChunkStoreDriver implements StorageDriver {
     if (depth !== undefined && own !== depth)
       throw new ChunkIntegrityError(
         key,
-        `is at context depth ${own} where the chunk compressed against it says ${depth}`,
+        `is at context depth ${own} where the object deflated against it says ${depth}`,
       );
     const contextWindow =
       unsealed.context === undefined
         ? undefined
         : await this.windowOf(unsealed.context.id, unsealed.context.kind, unsealed.context.depth - 1, keyId, signal);
-    const { plaintext, before } = inflateObject(unsealed, id, key, contextWindow, kind);
+    const { plaintext, before } = inflateObject(unsealed, kind, id, key, contextWindow);
     const window = windowAfter(before, plaintext);
-    // A chunk, or a manifest of format 5 in a chain, may be the context of later objects.
-    if (kind === 'chunk' || unsealed.bound) this.windows.set(cacheKeyOf(key, keyId), window);
+    // A pack or a manifest may be the context of later objects.
+    if (kind !== 'node') this.windows.set(cacheKeyOf(key, keyId), window);
     return { plaintext, window };
   }
 
@@ -1040,10 +866,10 @@ export class ChunkStoreDriver implements StorageDriver {
   }
 
   /**
-   * What a stored object lists, read with whichever configured key sealed it (a garbage collector
-   * does not know which claim an object belongs to): a manifest or node its entries (and the chunk
-   * it was deflated against, format 4), a chunk the chunk it was deflated against (from its header;
-   * its content is not checked). Not cached.
+   * What a stored object needs, read with whichever configured key sealed it (a garbage collector
+   * does not know which claim an object belongs to): a manifest its base, the nodes it lists, the
+   * packs and manifests it lists slices of and its context; a node what it lists and its context;
+   * a pack its context (from its header; its content is not checked). Not cached.
    *
    * @throws ChunkMissingError when there is no such object.
    * @throws PayloadKeyMissingError when it is sealed with a key that is not configured.
@@ -1053,45 +879,26 @@ export class ChunkStoreDriver implements StorageDriver {
     const key = objectKey(kind, id);
     const sealed = await this.limiter.run(() => this.backend.get(key, signal));
     if (sealed === undefined) throw new ChunkMissingError(key, this.backend.description);
-    if (kind === 'chunk') {
-      // A chunk lists nothing but the chunk it was deflated against (format 4), which its header names.
-      const { context } = unsealObject(sealed, key, sealedKeyId(sealed, key), this.keyring);
-      return {
-        level: 0,
-        depth: context?.depth ?? 0,
-        children: context === undefined ? [] : [{ kind: context.kind, id: context.id }],
-      };
-    }
-    // A manifest or node of format 4 or 5 may be deflated against another object's window (a chunk's;
-    // format 5: a manifest's too): that object is a child too. A format-5 manifest lists the manifests
-    // whose inline bytes it lists slices of.
     const keyId = sealedKeyId(sealed, key);
-    const context = unsealObject(sealed, key, keyId, this.keyring).context;
-    const { plaintext } = await this.openChunk(sealed, id, key, keyId, signal, undefined, kind);
+    const { context } = unsealObject(sealed, key, keyId, this.keyring);
     const contextChild: ListedChild[] = context === undefined ? [] : [{ kind: context.kind, id: context.id }];
-    const childKind = (level: number): 'node' | 'chunk' => (level === 0 ? 'chunk' : 'node');
+    if (kind === 'chunk') return { level: 0, depth: context?.depth ?? 0, children: contextChild };
+    const { plaintext } = await this.openChunk(sealed, id, key, keyId, signal, undefined, kind);
     const referenced = (entries: Entry[]): ListedChild[] =>
       entries.flatMap((entry): ListedChild[] =>
-        entry.kind === 'ref'
-          ? [{ kind: childKind(entry.level), id: entry.id }]
+        entry.kind === 'node'
+          ? [{ kind: 'node', id: entry.id }]
           : entry.kind === 'slice'
-            ? [{ kind: entry.of ?? 'chunk', id: entry.id }]
+            ? [{ kind: entry.of === 'manifest' ? 'manifest' : 'chunk', id: entry.id }]
             : [],
       );
     if (kind === 'manifest') {
-      const manifest = parseAnyManifest(plaintext, key);
-      if (manifest.v === 1)
-        return {
-          level: manifest.level,
-          depth: 0,
-          children: manifest.root === null ? [] : [{ kind: childKind(manifest.level), id: manifest.root }],
-        };
-      const children = [...referenced(manifest.entries), ...contextChild];
-      if (manifest.base !== undefined) children.unshift({ kind: 'manifest', id: manifest.base.id });
+      const manifest = parseManifest(plaintext, key);
+      const base: ListedChild[] = manifest.base === undefined ? [] : [{ kind: 'manifest', id: manifest.base.id }];
       return {
-        level: Math.max(0, ...manifest.entries.map((entry) => (entry.kind === 'ref' ? entry.level : 0))),
+        level: Math.max(0, ...manifest.entries.map((entry) => (entry.kind === 'node' ? entry.level : 0))),
         depth: manifest.base?.depth ?? 0,
-        children,
+        children: [...base, ...referenced(manifest.entries), ...contextChild],
       };
     }
     const level = nodeLevel(plaintext, key);
@@ -1103,8 +910,7 @@ export class ChunkStoreDriver implements StorageDriver {
     const segments: PackSegment[] = [];
     const { data, metadata } = await this.payloadOf(manifestId, keyId, undefined, signal, segments);
     this.stats.payloadsRetrieved += 1;
-    if (this.manifestFormat >= 3 && segments.length > 0 && keyId === this.keyring?.current.id)
-      this.rememberRead(data, segments, keyId);
+    if (segments.length > 0 && keyId === this.keyring?.current.id) this.rememberRead(data, segments, keyId);
     return { metadata, data };
   }
 
@@ -1137,9 +943,9 @@ export class ChunkStoreDriver implements StorageDriver {
       if (this.packed.get(indexKey) !== undefined) continue;
       this.packed.set(indexKey, {
         pack: holder.pack,
+        of: holder.of,
         offset: holder.offset + (from - holder.start),
         length: end - from,
-        ...(holder.of === 'manifest' ? { of: 'manifest' as const } : {}),
       });
     }
   }
@@ -1153,17 +959,7 @@ export class ChunkStoreDriver implements StorageDriver {
     segments?: PackSegment[],
   ): Promise<{ data: Uint8Array; metadata: Record<string, Uint8Array> }> {
     const manifestKey = objectKey('manifest', manifestId);
-    const manifest = parseAnyManifest(await this.read('manifest', manifestId, keyId, signal), manifestKey);
-    if (manifest.v === 1) {
-      const data = new Uint8Array(manifest.size);
-      if (manifest.root !== null) {
-        const root: Entry = { kind: 'ref', level: manifest.level, id: manifest.root, length: manifest.size };
-        await this.fill(root, data, 0, keyId, manifestKey, signal);
-      }
-      const metadata: Record<string, Uint8Array> = {};
-      for (const [name, value] of Object.entries(manifest.metadata)) metadata[name] = Buffer.from(value, 'base64');
-      return { data, metadata };
-    }
+    const manifest = parseManifest(await this.read('manifest', manifestId, keyId, signal), manifestKey);
     const ownDepth = manifest.base?.depth ?? 0;
     if (depth !== undefined && ownDepth !== depth)
       throw new ChunkIntegrityError(manifestKey, `is at depth ${ownDepth} where its successor says ${depth}`);
@@ -1198,7 +994,7 @@ export class ChunkStoreDriver implements StorageDriver {
     return { data, metadata: manifest.metadata };
   }
 
-  /** Format 5: the inline bytes of manifest `id` end to end, which a slice of it is a range of. */
+  /** The inline bytes of manifest `id` end to end, which a slice of it is a range of. */
   private async inlineBytes(
     id: string,
     keyId: string | undefined,
@@ -1208,7 +1004,7 @@ export class ChunkStoreDriver implements StorageDriver {
     const cacheKey = cacheKeyOf(key, keyId);
     const cached = this.inlineCache.get(cacheKey);
     if (cached !== undefined) return cached;
-    const bytes = inlineBytesOf(parseAnyManifest(await this.read('manifest', id, keyId, signal), key));
+    const bytes = inlineBytesOf(parseManifest(await this.read('manifest', id, keyId, signal), key));
     this.inlineCache.set(cacheKey, bytes);
     return bytes;
   }
@@ -1223,7 +1019,7 @@ export class ChunkStoreDriver implements StorageDriver {
     signal: AbortSignal | undefined,
     segments?: PackSegment[],
   ): Promise<void> {
-    if (entry.kind === 'literal') {
+    if (entry.kind === 'inline') {
       data.set(entry.bytes, offset);
       return;
     }
@@ -1237,28 +1033,13 @@ export class ChunkStoreDriver implements StorageDriver {
       if (entry.offset + entry.length > pack.length)
         throw new ChunkIntegrityError(
           parentKey,
-          `lists bytes ${entry.offset}–${entry.offset + entry.length} of pack ${entry.id}, which has ${pack.length}`,
+          `lists bytes ${entry.offset}–${entry.offset + entry.length} of ${entry.of} ${entry.id}, which has ${pack.length}`,
         );
       data.set(pack.subarray(entry.offset, entry.offset + entry.length), offset);
-      segments?.push({
-        start: offset,
-        length: entry.length,
-        pack: entry.id,
-        offset: entry.offset,
-        ...(entry.of === 'manifest' ? { of: 'manifest' as const } : {}),
-      });
+      segments?.push({ start: offset, length: entry.length, pack: entry.id, of: entry.of, offset: entry.offset });
       return;
     }
     const { id, level, length } = entry;
-    if (level === 0) {
-      const chunk = await this.read('chunk', id, keyId, signal);
-      if (chunk.length !== length)
-        throw new ChunkIntegrityError(parentKey, `lists chunk ${id} as ${length} bytes, but it has ${chunk.length}`);
-      data.set(chunk, offset);
-      // A chunk of formats 1 and 2 is a pack of one slice.
-      segments?.push({ start: offset, length, pack: id, offset: 0 });
-      return;
-    }
     const nodeKey = objectKey('node', id);
     const children = decodeNode(await this.read('node', id, keyId, signal), level, nodeKey);
     const total = children.reduce((sum, child) => sum + entryLength(child), 0);
