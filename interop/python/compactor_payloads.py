@@ -206,6 +206,7 @@ class CodecKey:
     codec_key: bytes
     chunk_key: bytes
     chunk_mac_key: bytes
+    chunk_nonce_key: bytes
 
     @staticmethod
     def from_raw(raw: bytes, key_id: str | None = None) -> CodecKey:
@@ -219,6 +220,7 @@ class CodecKey:
             codec_key=_derive(raw, "payload codec"),
             chunk_key=_derive(raw, "chunk encryption"),
             chunk_mac_key=_derive(raw, "chunk id"),
+            chunk_nonce_key=_derive(raw, "chunk nonce"),
         )
 
 
@@ -407,7 +409,7 @@ def object_id(plaintext: bytes, key: CodecKey | None) -> str:
     return hmac.new(key.chunk_mac_key, plaintext, hashlib.sha256).hexdigest()
 
 
-def seal_object(plaintext: bytes, oid: str, key: CodecKey | None) -> bytes:
+def seal_object(plaintext: bytes, key: CodecKey | None) -> bytes:
     """``cps\\x01`` | flags | [key id length | key id | nonce] | body [| tag]: an object without a
     context, deflated with preset dictionary 1 when that makes it smaller; deterministic."""
     compressed = None
@@ -420,9 +422,10 @@ def seal_object(plaintext: bytes, oid: str, key: CodecKey | None) -> bytes:
     if key is None:
         return OBJECT_MAGIC + bytes([flags]) + body
     key_id = key.id.encode("ascii")
-    # The nonce comes from the keyed name: it repeats only with the plaintext, and then so does the object.
-    nonce = bytes.fromhex(oid)[:NONCE_BYTES]
-    header = OBJECT_MAGIC + bytes([flags, len(key_id)]) + key_id + nonce
+    prefix = OBJECT_MAGIC + bytes([flags, len(key_id)]) + key_id
+    # A keyed MAC of exactly what is authenticated and encrypted: the nonce repeats only with the whole object.
+    nonce = hmac.new(key.chunk_nonce_key, prefix + body, hashlib.sha256).digest()[:NONCE_BYTES]
+    header = prefix + nonce
     return header + AESGCM(key.chunk_key).encrypt(nonce, body, header)
 
 
@@ -711,7 +714,7 @@ class ChunkStoreDriver(StorageDriver):
         key = None if self.keyring is None else self.keyring.current
         oid = object_id(plaintext, key)
         # Always written: its modification time tells a gc that a claim to it was just handed out.
-        self.backend.put(object_key("manifest", oid), seal_object(plaintext, oid, key))
+        self.backend.put(object_key("manifest", oid), seal_object(plaintext, key))
         return StorageDriverClaim(claim_data=claim_data_for(oid, None if key is None else key.id))
 
     def _open(self, kind: str, oid: str, key_id: str | None) -> tuple[bytes, bytes, int]:

@@ -104,7 +104,7 @@ export class ObjectWriter {
     // one without a context starts a chain) and continues the chain; a node against the last
     // object's window when that makes it smaller.
     const chained = object.kind !== 'node';
-    const { sealed, context, before } = sealObject(object.plaintext, object.id, keyring?.current, {
+    const { sealed, context, before } = sealObject(object.plaintext, keyring?.current, {
       compressionLevel,
       context: chained ? object.context : this.chain.contextFor(keyId),
       contextIfSmaller: !chained,

@@ -1,15 +1,18 @@
 // Node only: how one stored object (a chunk, a manifest tree node, a manifest) is named, sealed
 // and opened. Names are content addresses: SHA-256 of the plaintext, or with a key its
 // HMAC-SHA256 under a key-derived MAC key (so a name reveals nothing to someone without the key).
-// Sealing compresses and, with a key, encrypts deterministically (AES-256-GCM with the nonce taken
-// from the name): equal plaintexts give equal objects, which is what lets the store dedup
-// encrypted chunks. Opening checks everything: the header, the authentication tag, and that the
-// plaintext hashes to the name it was fetched by.
+// Sealing compresses and, with a key, encrypts with AES-256-GCM under a nonce derived from the
+// exact bytes it encrypts (a keyed HMAC of the header and the body, as SIV does): the same body
+// gives the same object, and two different bodies — one plaintext deflated against two contexts,
+// or at two levels, under one name — never share a nonce. The store dedups by name, which is the
+// plaintext's keyed hash. Opening checks everything: the header, the authentication tag, and that
+// the plaintext hashes to the name it was fetched by.
 //
 // Layout of a sealed object:
 //   "cps" 0x01 | flags (bit 0: deflated, bit 1: AES-256-GCM, bit 2: deflated against a context,
 //                       bit 3: the context is a manifest; other bits: refused)
-//   [encrypted: key id length (1 byte) | key id (ASCII) | nonce (12 bytes)]
+//   [encrypted: key id length (1 byte) | key id (ASCII) | nonce (12 bytes: the first 12 bytes of
+//    HMAC-SHA256 under the key's nonce key of everything before the nonce and the body)]
 //   body (encrypted: ciphertext | 16-byte tag)
 // The body (the plaintext of the ciphertext) is the object's bytes as they are, or when deflated:
 // the number of the preset dictionary (dictionary.ts), with a context its depth (1 byte) and id
@@ -114,13 +117,12 @@ export interface SealOptions {
 }
 
 /**
- * Seals `plaintext` (whose id is `id`, from {@link objectId} or {@link contextualId} with the same
- * key). Deterministic. Says whether the context was used (an object stored uncompressed uses none)
+ * Seals `plaintext` (stored under {@link objectId} or, with a context, {@link contextualId} with
+ * the same key). Deterministic. Says whether the context was used (an object stored uncompressed uses none)
  * and what the object's window starts from ({@link windowAfter}).
  */
 export function sealObject(
   plaintext: Uint8Array,
-  id: string,
   key: CodecKey | undefined,
   { compressionLevel = 6, context, contextIfSmaller = false }: SealOptions = {},
 ): { sealed: Buffer; context: SealContext | undefined; before: Uint8Array } {
@@ -157,16 +159,17 @@ export function sealObject(
     (useCompression ? FLAG_DEFLATE : 0) |
     (usedContext === undefined ? 0 : FLAG_CONTEXT | (usedContext.kind === 'manifest' ? FLAG_CONTEXT_MANIFEST : 0)) |
     (key === undefined ? 0 : FLAG_ENCRYPTED);
-  return { sealed: seal(body, flags, id, key), context: usedContext, before: usedContext?.window ?? chainRoot() };
+  return { sealed: seal(body, flags, key), context: usedContext, before: usedContext?.window ?? chainRoot() };
 }
 
-function seal(body: Uint8Array, flags: number, id: string, key: CodecKey | undefined): Buffer {
+function seal(body: Uint8Array, flags: number, key: CodecKey | undefined): Buffer {
   if (key === undefined) return Buffer.concat([Uint8Array.from(MAGIC), Uint8Array.of(flags), body]);
   const keyId = Buffer.from(key.id, 'ascii');
-  // The name is a keyed MAC of the plaintext, so the nonce repeats only when the plaintext does,
-  // and then the whole object repeats too: nothing leaks beyond "these two chunks are equal".
-  const nonce = Buffer.from(id, 'hex').subarray(0, NONCE_BYTES);
-  const header = Buffer.concat([Uint8Array.from(MAGIC), Uint8Array.of(flags, keyId.length), keyId, nonce]);
+  const prefix = Buffer.concat([Uint8Array.from(MAGIC), Uint8Array.of(flags, keyId.length), keyId]);
+  // A keyed MAC of exactly what is authenticated and encrypted: the nonce repeats only when the
+  // whole object does, and then nothing leaks beyond "these two objects are equal".
+  const nonce = createHmac('sha256', key.chunkNonceKey).update(prefix).update(body).digest().subarray(0, NONCE_BYTES);
+  const header = Buffer.concat([prefix, nonce]);
   const cipher = createCipheriv('aes-256-gcm', key.chunkKey, nonce);
   cipher.setAAD(header);
   return Buffer.concat([header, cipher.update(body), cipher.final(), cipher.getAuthTag()]);

@@ -5,7 +5,7 @@
 // and a retired key, test/fixtures/store) and fails as the TypeScript side does on what it must
 // not read (altered, unknown key, corrupted or missing objects, malformed claims); TypeScript reads
 // what Python wrote (a claim of a payload held in its manifest, an encrypted inline payload).
-import { randomBytes } from 'node:crypto';
+import { createDecipheriv, createHmac, randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -26,6 +26,7 @@ import {
   codecKey,
   CompactorCodec,
   keyringOf,
+  objectKey,
   payloadConverterFromConfig,
   payloadProtoSize,
 } from '../../src/payloads/index.js';
@@ -214,6 +215,18 @@ describe('payload formats between TypeScript and interop/python/compactor_payloa
     expect(defaultPayloadConverter.fromPayload(await decodeHistoryPayload(small, { codec }))).toEqual(note);
     const pythonManifest = claimManifestId(claimOf(big)?.claimData ?? {}) ?? '';
     expect((await driver.inspect('manifest', pythonManifest)).children).toEqual([]);
+    // Its nonce is derived from the bytes it encrypts, as the TypeScript writer derives it.
+    const sealed = readFileSync(join(store, ...objectKey('manifest', pythonManifest).split('/')));
+    const key = driver.keyring?.current;
+    if (key === undefined) throw new Error('a key is configured');
+    const nonceAt = 6 + (sealed[5] ?? 0);
+    const nonce = sealed.subarray(nonceAt, nonceAt + 12);
+    const decipher = createDecipheriv('aes-256-gcm', key.chunkKey, nonce);
+    decipher.setAAD(sealed.subarray(0, nonceAt + 12));
+    decipher.setAuthTag(sealed.subarray(sealed.length - 16));
+    const body = Buffer.concat([decipher.update(sealed.subarray(nonceAt + 12, sealed.length - 16)), decipher.final()]);
+    const expected = createHmac('sha256', key.chunkNonceKey).update(sealed.subarray(0, nonceAt)).update(body).digest();
+    expect(Buffer.from(nonce).toString('hex')).toBe(expected.subarray(0, 12).toString('hex'));
 
     // Corrupted objects (every manifest but the one claim's, which stands on or was deflated against
     // others): each claim fails on the Python side, naming the object it met.

@@ -233,7 +233,7 @@ async function scenario(
   const lone = Buffer.from(`a lone chunk ${randomBytes(8).toString('hex')}`);
   const loneId = objectId(lone, driver.keyring?.current);
   const youngChunk = objectKey('chunk', loneId);
-  await driver.backend.put(youngChunk, sealObject(lone, loneId, driver.keyring?.current).sealed);
+  await driver.backend.put(youngChunk, sealObject(lone, driver.keyring?.current).sealed);
 
   const kept = await reachable(driver, [...liveClaims, ...closedClaims, claimManifestId(young.claimData) ?? '']);
   kept.add(youngChunk);

@@ -1,6 +1,6 @@
 // One stored object, sealed and opened (src/payloads/sealed-object.ts): the preset dictionary, a
 // context's window, the names that bind a context, and what a reader refuses in a header.
-import { randomBytes } from 'node:crypto';
+import { createDecipheriv, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { deflateRawSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
@@ -50,7 +50,7 @@ describe('a sealed object', () => {
       }),
     );
     const id = objectId(message, undefined);
-    const { sealed } = sealObject(message, id, undefined);
+    const { sealed } = sealObject(message, undefined);
     expect(sealed[4]).toBe(1);
     expect(sealed[5]).toBe(1);
     expect(open(sealed, 'chunk', id)).toEqual(message);
@@ -58,7 +58,7 @@ describe('a sealed object', () => {
     expect(sealed.length).toBeLessThan(5 + deflateRawSync(message).length);
     // Too small to gain: stored as it is (flags 0).
     const tiny = Buffer.from('{"role":"user"}');
-    const tinySealed = sealObject(tiny, objectId(tiny, undefined), undefined).sealed;
+    const tinySealed = sealObject(tiny, undefined).sealed;
     expect(tinySealed[4]).toBe(0);
     expect(open(tinySealed, 'chunk', objectId(tiny, undefined))).toEqual(tiny);
   });
@@ -66,7 +66,7 @@ describe('a sealed object', () => {
   it('deflated against a context opens only with that window, named by the context (a node by its plaintext)', () => {
     const rootText = lines(0, 200);
     const rootId = objectId(rootText, undefined);
-    const root = sealObject(rootText, rootId, undefined);
+    const root = sealObject(rootText, undefined);
     expect(root.context).toBeUndefined();
     const rootWindow = windowAfter(root.before, rootText);
     expect(rootWindow.subarray(rootWindow.length - rootText.length)).toEqual(rootText);
@@ -75,7 +75,7 @@ describe('a sealed object', () => {
     const id = contextualId(text, rootId, undefined, 'chunk');
     expect(id).not.toBe(objectId(text, undefined));
     const context = { id: rootId, kind: 'chunk' as const, depth: 0, window: rootWindow };
-    const sealed = sealObject(text, id, undefined, { context });
+    const sealed = sealObject(text, undefined, { context });
     expect(sealed.context?.id).toBe(rootId);
     // Flags: deflated against a context; then dictionary 1, depth 1 and the context's id.
     expect(sealed.sealed[4]).toBe(1 | 4);
@@ -89,27 +89,25 @@ describe('a sealed object', () => {
       /hash mismatch/,
     );
     // Smaller than against the preset dictionary alone: the context holds most of it.
-    expect(sealed.sealed.length).toBeLessThan(sealObject(text, objectId(text, undefined), undefined).sealed.length);
+    expect(sealed.sealed.length).toBeLessThan(sealObject(text, undefined).sealed.length);
     expect(() => inflateObject(unsealed, 'chunk', id, 'v1/chunks/x', chainRoot())).toThrow(ChunkIntegrityError);
     expect(() => inflateObject(unsealed, 'chunk', id, 'v1/chunks/x', undefined)).toThrow(/its window is needed/);
     // A manifest as the context: bit 3, and the id names the context's kind.
     const manifestContext = { ...context, kind: 'manifest' as const };
-    const againstManifest = sealObject(text, contextualId(text, rootId, undefined, 'manifest'), undefined, {
+    const againstManifest = sealObject(text, undefined, {
       context: manifestContext,
     });
     expect(againstManifest.sealed[4]).toBe(1 | 4 | 8);
     expect(unsealObject(againstManifest.sealed, 'v1/manifests/x', undefined, undefined).context?.kind).toBe('manifest');
     // A node keeps the id of its plaintext, and takes the context only when that is smaller.
-    const node = sealObject(text, objectId(text, undefined), undefined, { context, contextIfSmaller: true });
+    const node = sealObject(text, undefined, { context, contextIfSmaller: true });
     expect(node.context?.id).toBe(rootId);
     const unsealedNode = unsealObject(node.sealed, 'v1/nodes/x', undefined, undefined);
     expect(
       Buffer.from(inflateObject(unsealedNode, 'node', objectId(text, undefined), 'v1/nodes/x', rootWindow).plaintext),
     ).toEqual(text);
     const unrelated = randomBytes(40);
-    expect(
-      sealObject(unrelated, objectId(unrelated, undefined), undefined, { context, contextIfSmaller: true }).context,
-    ).toBeUndefined();
+    expect(sealObject(unrelated, undefined, { context, contextIfSmaller: true }).context).toBeUndefined();
   });
 
   it('has a window of the last 32 KiB of what it follows and its plaintext', () => {
@@ -123,7 +121,7 @@ describe('a sealed object', () => {
   it('is refused, naming it, when its header says what no writer writes', () => {
     const text = lines(0, 40);
     const id = objectId(text, undefined);
-    const { sealed } = sealObject(text, id, undefined);
+    const { sealed } = sealObject(text, undefined);
     const withFlags = (flags: number): Buffer =>
       Buffer.concat([sealed.subarray(0, 4), Uint8Array.of(flags), sealed.subarray(5)]);
     const refusals: Array<[Buffer, RegExp]> = [
@@ -143,7 +141,7 @@ describe('a sealed object', () => {
     // A depth past the readers' limit is refused from the header.
     const rootWindow = windowAfter(chainRoot(), text);
     const deep = Buffer.from(
-      sealObject(text, contextualId(text, id, undefined, 'chunk'), undefined, {
+      sealObject(text, undefined, {
         context: { id, kind: 'chunk', depth: 0, window: rootWindow },
       }).sealed,
     );
@@ -155,7 +153,7 @@ describe('a sealed object', () => {
     const key = codecKey(randomBytes(32), 'k1');
     const text = lines(0, 40);
     const id = objectId(text, key);
-    const { sealed } = sealObject(text, id, key);
+    const { sealed } = sealObject(text, key);
     expect(sealed[4]).toBe(1 | 2);
     expect(Buffer.from(sealed.subarray(6, 8)).toString('ascii')).toBe('k1');
     const keyring = keyringOf(key);
@@ -175,5 +173,76 @@ describe('a sealed object', () => {
     const bytes = Buffer.from(literal.replace(/[\s"]/g, ''), 'base64');
     expect(bytes.length).toBeGreaterThan(1000);
     expect(bytes).toEqual(PRESET_DICTIONARIES.get(1));
+  });
+});
+
+describe('a sealed object under a key', () => {
+  /** The nonce, ciphertext (tag removed) and GCM plaintext (the body) of a sealed object. */
+  function opened(sealed: Buffer, key: ReturnType<typeof codecKey>) {
+    const headerLength = 6 + (sealed[5] ?? 0) + 12;
+    const nonce = sealed.subarray(headerLength - 12, headerLength);
+    const ciphertext = sealed.subarray(headerLength, sealed.length - 16);
+    const decipher = createDecipheriv('aes-256-gcm', key.chunkKey, nonce);
+    decipher.setAAD(sealed.subarray(0, headerLength));
+    decipher.setAuthTag(sealed.subarray(sealed.length - 16));
+    const body = Buffer.concat([decipher.update(ciphertext), decipher.final()]);
+    return { nonce, ciphertext, body };
+  }
+  const xor = (a: Buffer, b: Buffer): Buffer =>
+    Buffer.from(Array.from({ length: Math.min(a.length, b.length) }, (_, index) => (a[index] ?? 0) ^ (b[index] ?? 0)));
+
+  it('(regression) never encrypts two different bodies with one nonce: one node deflated against two contexts', () => {
+    const key = codecKey(randomBytes(32), 'k1');
+    // A node is named by its plaintext, whatever it was deflated against: one name, two bodies.
+    const text = lines(100, 300);
+    const id = objectId(text, key);
+    const contexts = [lines(0, 200), lines(150, 400)].map((before) => ({
+      id: objectId(before, key),
+      kind: 'chunk' as const,
+      depth: 0,
+      window: windowAfter(chainRoot(), before),
+    }));
+    const [one, two] = contexts.map((context) => sealObject(text, key, { context, contextIfSmaller: true }).sealed) as [
+      Buffer,
+      Buffer,
+    ];
+    const [first, second] = [opened(one, key), opened(two, key)];
+    expect(first.body.equals(second.body)).toBe(false);
+    expect(first.nonce.equals(second.nonce)).toBe(false);
+    // With one nonce the keystream repeats: the ciphertexts' XOR would be the bodies'.
+    expect(xor(first.ciphertext, second.ciphertext).equals(xor(first.body, second.body))).toBe(false);
+    // Both open to the node's plaintext under its one name.
+    for (const [sealed, context] of [
+      [one, contexts[0]],
+      [two, contexts[1]],
+    ] as const)
+      expect(
+        Buffer.from(
+          inflateObject(
+            unsealObject(sealed, 'v1/nodes/x', 'k1', keyringOf(key)),
+            'node',
+            id,
+            'v1/nodes/x',
+            context?.window,
+          ).plaintext,
+        ),
+      ).toEqual(text);
+  });
+
+  it('(regression) never encrypts two different bodies with one nonce: one manifest at two compression levels', () => {
+    const key = codecKey(randomBytes(32), 'k1');
+    const text = lines(0, 120);
+    const [fast, small] = [1, 9].map((compressionLevel) =>
+      opened(sealObject(text, key, { compressionLevel }).sealed, key),
+    );
+    if (fast === undefined || small === undefined) throw new Error('two objects expected');
+    expect(fast.body.equals(small.body)).toBe(false);
+    expect(fast.nonce.equals(small.nonce)).toBe(false);
+  });
+
+  it('seals equal bodies to equal bytes (dedup by name still holds)', () => {
+    const key = codecKey(randomBytes(32), 'k1');
+    const text = lines(0, 120);
+    expect(sealObject(text, key).sealed.equals(sealObject(text, key).sealed)).toBe(true);
   });
 });

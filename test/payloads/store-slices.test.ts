@@ -190,7 +190,7 @@ describe('a reader of slices', () => {
   async function manifestListing(backend: ObjectBackend, entry: Entry, size: number): Promise<StorageDriverClaim> {
     const manifest = encodeManifest({ size, metadata: {}, base: undefined, entries: [entry] });
     const manifestId = objectId(manifest, undefined);
-    await backend.put(objectKey('manifest', manifestId), sealObject(manifest, manifestId, undefined).sealed);
+    await backend.put(objectKey('manifest', manifestId), sealObject(manifest, undefined).sealed);
     return new StorageDriverClaim(claimDataFor({ manifestId, keyId: undefined }));
   }
 
@@ -198,7 +198,7 @@ describe('a reader of slices', () => {
     const backend = new MemoryBackend();
     const pack = Buffer.from('x'.repeat(300));
     const packId = objectId(pack, undefined);
-    await backend.put(objectKey('chunk', packId), sealObject(pack, packId, undefined).sealed);
+    await backend.put(objectKey('chunk', packId), sealObject(pack, undefined).sealed);
     const pastPack = await manifestListing(
       backend,
       { kind: 'slice', of: 'pack', id: packId, offset: 200, length: 200 },
