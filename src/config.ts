@@ -383,17 +383,6 @@ const settings = {
       })
       .optional(),
   },
-  claimFormat: {
-    env: 'COMPACTOR_CLAIM_FORMAT',
-    flag: 'claim-format',
-    expected: '1 or 2',
-    defaultText: '`2`',
-    description:
-      'The format of the claims the store writes (every reader reads both; docs/payloads.md, "The store\'s format"). Format 2 is 28 bytes shorter. Set `1` while a rolling upgrade still runs workers or clients from before format 2, which read format 1 only; then `2`.',
-    schema: z
-      .union([z.literal(1), z.literal(2), z.enum(['1', '2']).transform((value) => (value === '1' ? 1 : 2))])
-      .default(2),
-  },
   payloadThreshold: {
     env: 'COMPACTOR_PAYLOAD_THRESHOLD',
     flag: 'payload-threshold',

@@ -109,25 +109,15 @@ describe('codec server: the remote codec protocol', () => {
     expect(decoded.headers.get('content-type')).toBe('application/json');
   });
 
-  it('resolves a claim the chunk store driver wrote, and one of format 1, and passes payloads that are not its own through', async () => {
+  it('resolves a claim the chunk store driver wrote, and passes payloads that are not its own through', async () => {
     const payloads = payloadConverterFromConfig(loadConfig({ env: storeEnv() }));
     const [stored] = (await payloads.driver?.store({}, [plain(conversation)])) ?? [];
     if (stored === undefined) throw new Error('no claim');
     const reference = encodeReferencePayload({ driverName: CHUNK_STORE_DRIVER_NAME, claim: stored, sizeBytes: 5000 });
-    // The same claim as histories from before format 2 hold it: the manifest id in hex, `keyId`.
-    const formatOne = new StorageDriverClaim({
-      manifest: Buffer.from(stored.claimData.m ?? '', 'base64url').toString('hex'),
-      keyId: stored.claimData.k ?? '',
-    });
-    const olderReference = encodeReferencePayload({
-      driverName: CHUNK_STORE_DRIVER_NAME,
-      claim: formatOne,
-      sizeBytes: 5000,
-    });
     const server = await serve(payloads);
-    const decoded = await call(server, '/default/decode', [reference, plain({ note: 'not encoded' }), olderReference]);
+    const decoded = await call(server, '/default/decode', [reference, plain({ note: 'not encoded' })]);
     expect(decoded.status).toBe(200);
-    expect(decoded.payloads.map(valueOf)).toEqual([conversation, { note: 'not encoded' }, conversation]);
+    expect(decoded.payloads.map(valueOf)).toEqual([conversation, { note: 'not encoded' }]);
   });
 
   describe('claims when the caller asks to keep them (preserveStorageRefs, as the Temporal UI always does)', () => {
@@ -190,7 +180,7 @@ describe('codec server: the remote codec protocol', () => {
       const server = await serve(payloads, { log: (line) => logged.push(line) });
       const missing = encodeReferencePayload({
         driverName: CHUNK_STORE_DRIVER_NAME,
-        claim: new StorageDriverClaim({ manifest: 'ab'.repeat(32), keyId: 'k-test' }),
+        claim: new StorageDriverClaim({ m: Buffer.from('ab'.repeat(32), 'hex').toString('base64url'), k: 'k-test' }),
         sizeBytes: 10,
       });
       const unresolvable = await call(server, '/decode', [plain('fine'), missing]);

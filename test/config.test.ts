@@ -40,7 +40,6 @@ const defaults: CompactorConfig = {
   toolsAllow: [],
   trajectoryDir: undefined,
   payloadStore: undefined,
-  claimFormat: 2,
   payloadThreshold: 256,
   s3Endpoint: undefined,
   codecKeyring: undefined,
@@ -122,7 +121,6 @@ describe('loadConfig', () => {
           COMPACTOR_TOOLS_ALLOW: '.env.example, *.pem,config/dev.key',
           COMPACTOR_TRAJECTORY_DIR: '/srv/trajectories',
           COMPACTOR_PAYLOAD_STORE: 's3://my-bucket/compactor/prod/',
-          COMPACTOR_CLAIM_FORMAT: '1',
           COMPACTOR_PAYLOAD_THRESHOLD: '4096',
           COMPACTOR_S3_ENDPOINT: 'http://127.0.0.1:9000',
           COMPACTOR_CODEC_KEY: KEY_1,
@@ -164,7 +162,6 @@ describe('loadConfig', () => {
         toolsAllow: ['.env.example', '*.pem', 'config/dev.key'],
         trajectoryDir: '/srv/trajectories',
         payloadStore: { kind: 's3', bucket: 'my-bucket', prefix: 'compactor/prod' },
-        claimFormat: 1,
         payloadThreshold: 4096,
         s3Endpoint: 'http://127.0.0.1:9000',
         codecServerHost: '0.0.0.0',
@@ -427,7 +424,6 @@ describe('loadConfig', () => {
         's3://bucket/../x',
         'COMPACTOR_PAYLOAD_STORE: expected "off", "file:DIR" or "s3://BUCKET/PREFIX" (a valid S3 bucket name), got "s3://bucket/../x"',
       ],
-      ['COMPACTOR_CLAIM_FORMAT', '3', 'COMPACTOR_CLAIM_FORMAT: expected 1 or 2, got "3"'],
       [
         'COMPACTOR_PAYLOAD_THRESHOLD',
         '1KB',
@@ -680,7 +676,7 @@ describe('the configuration table of docs/configuration.md', () => {
   it('lists every setting exactly once', () => {
     const section = page.slice(page.indexOf(start), page.indexOf(end));
     const rows = configTable();
-    expect(rows.length).toBe(37);
+    expect(rows.length).toBe(36);
     for (const row of rows) {
       const occurrences = section.split('\n').filter((line) => line.startsWith(`| \`${row.env}\` |`));
       expect(occurrences, row.env).toHaveLength(1);

@@ -5,27 +5,24 @@ workflows in two formats of its own (docs/other-languages.md and docs/payloads.m
 
 - ``binary/compactor`` payloads: the original payload's protobuf bytes, raw-deflated, and with a
   key sealed with AES-256-GCM. ``PayloadCodec`` below reads and writes them.
-- External Storage claims of the ``compactor-chunks`` driver: the payload cut into chunks in a
-  content-addressed store (a directory or an S3 prefix), a claim in history: ``{m, k?}``, the
-  manifest id in base64url and the key id (format 2, what every writer writes), or
-  ``{manifest, keyId?}`` with the id in hex (format 1, written before; still read).
-  ``ChunkStoreDriver`` below reads both claim formats and stores of formats 1 to 5 (format 3:
-  slices of packs, objects deflated with a preset dictionary; format 4: objects deflated against
-  the window of a context chunk written before them; format 5: manifests that hold their new bytes
-  inline, slices of other manifests' inline bytes, manifests as contexts), and writes claim format 2 over
-  format-1 manifests (one slice per 64 KiB; the TypeScript writer cuts at JSON boundaries to dedup, a reader does not care
-  how a payload was cut).
+- External Storage claims of the ``compactor-chunks`` driver: the payload in a content-addressed
+  store (a directory or an S3 prefix), a claim in history: ``{m, k?}``, the manifest id in
+  base64url and the key id. ``ChunkStoreDriver`` below reads what the TypeScript driver writes
+  (manifests on base manifests, tree nodes, packs, slices of other manifests' inline bytes,
+  objects deflated against the objects written before them), and writes each payload as one
+  manifest holding its bytes inline (the TypeScript writer cuts at JSON boundaries to dedup, a
+  reader does not care how a payload was cut).
 
 A Python client or workflow that calls ``compactConversation`` on such a worker needs both, with
 the same settings as the worker: ``data_converter_from_env()`` builds them from the same
 environment variables the TypeScript side reads (``COMPACTOR_PAYLOAD_STORE``,
-``COMPACTOR_PAYLOAD_THRESHOLD``, ``COMPACTOR_CLAIM_FORMAT``, ``COMPACTOR_CODEC_KEY``, ``COMPACTOR_CODEC_KEY_ID``,
+``COMPACTOR_PAYLOAD_THRESHOLD``, ``COMPACTOR_CODEC_KEY``, ``COMPACTOR_CODEC_KEY_ID``,
 ``COMPACTOR_CODEC_OLD_KEYS``). With none of them set the worker writes plain JSON and nothing
 here is needed.
 
 Needs ``temporalio`` (External Storage: 1.35 or newer) and ``cryptography``. Stores: ``file:``
-directories; for S3 (or anything else) pass an ``ObjectBackend`` (``get``, ``put``, ``modified_at``,
-``touch`` over the same keys) as the backend.
+directories; for S3 (or anything else) pass an ``ObjectBackend`` (``get`` and ``put`` over the same
+keys) as the backend.
 """
 
 from __future__ import annotations
@@ -38,7 +35,6 @@ import json
 import os
 import re
 import secrets
-import time
 import zlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -77,33 +73,24 @@ KEY_ID_PATTERN = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 # Below this deflate's framing eats the gain (the TypeScript codec's rule, kept so both write alike).
 MIN_COMPRESS_BYTES = 64
 PLAIN_BELOW = 512
-SLICE_BYTES = 64 * 1024
-REFRESH_AFTER_SECONDS = 24 * 3600
-ID_PATTERN = re.compile(r"^[0-9a-f]{64}$")
-# A format-2 claim's ``m``: 32 bytes in base64url without padding.
+# A claim's ``m``: 32 bytes in base64url without padding.
 CLAIM_ID_PATTERN = re.compile(r"^[A-Za-z0-9_-]{43}$")
-MANIFEST_FORMAT = "temporal-compactor manifest"
-# Written into manifests by this writer: fixed slices (the TypeScript chunker writes 1).
-FIXED_SLICES_CHUNKER = 0
 OBJECT_MAGIC = b"cps\x01"
+# A sealed object's flags. Deflated: the body starts with the number of a preset dictionary, then
+# with a context its depth (1 byte) and id (32 bytes); the rest is raw deflate, against the
+# context's window or else the preset dictionary. A context's window is the last 32 KiB of its own
+# context's window (without one: preset dictionary 1) followed by its plaintext.
 FLAG_DEFLATE = 1
 FLAG_ENCRYPTED = 2
-FLAG_DICTIONARY = 4
-# Format 4: the body names a context chunk after the dictionary number (its depth, 1 byte, and its
-# id, 32 bytes); the rest was deflated with that chunk's window: the last 32 KiB of its context's
-# window (a chunk without a context: preset dictionary 1) followed by its plaintext.
-FLAG_CONTEXT = 8
-# Format 5: bit 4, the context is a manifest (its window: the same rule); bit 5, a manifest or node
-# named by its context and plaintext, as a chunk with a context always is. Other bits: a newer format.
-FLAG_CONTEXT_MANIFEST = 16
-FLAG_BOUND = 32
-KNOWN_FLAGS = 63
+FLAG_CONTEXT = 4
+FLAG_CONTEXT_MANIFEST = 8
+KNOWN_FLAGS = 15
 WINDOW_BYTES = 32 * 1024
 MAX_CONTEXT_DEPTH = 64
 CONTEXT_ID_PREFIX = b"temporal-compactor context chunk\x00"
 MANIFEST_CONTEXT_ID_PREFIX = b"temporal-compactor context manifest\x00"
-# The preset dictionaries objects of format 3 are deflated with (src/payloads/dictionary.ts, the
-# same bytes: a test compares them); the first byte of such an object's body is the number.
+# The preset dictionaries objects are deflated with (src/payloads/dictionary.ts, the same bytes: a
+# test compares them).
 PRESET_DICTIONARIES = {
     1: base64.b64decode(
         "SSdsbCBzdGFydCBieSBleHBsb3JpbmcgdGhlIHJlcG9zaXRvcnkgc3RydWN0dXJlIHRvIHVuZGVyc3RhbmQgdGhlIGNvZGViYXNl"
@@ -157,10 +144,11 @@ PRESET_DICTIONARIES = {
         "YXNzaXN0YW50IiwiY29udGVudCI6Insicm9sZSI6ImFzc2lzdGFudCIsImNvbnRlbnQiOiJ7Im1lc3NhZ2VzIjpb"
     )
 }
+CURRENT_DICTIONARY = 1
+MANIFEST_MAGIC = b"ctm\x01"
 NODE_MAGIC = 0x4E
-NODE_ENTRY_BYTES = 32 + 4
-NODE_MIN_CHILDREN = 4
-NODE_MAX_CHILDREN = 64
+MAX_MANIFEST_DEPTH = 16
+MAX_INLINE_BYTES = 0xFFFF
 MAX_PAYLOAD_BYTES = 2**31 - 1
 
 
@@ -218,6 +206,7 @@ class CodecKey:
     codec_key: bytes
     chunk_key: bytes
     chunk_mac_key: bytes
+    chunk_nonce_key: bytes
 
     @staticmethod
     def from_raw(raw: bytes, key_id: str | None = None) -> CodecKey:
@@ -231,6 +220,7 @@ class CodecKey:
             codec_key=_derive(raw, "payload codec"),
             chunk_key=_derive(raw, "chunk encryption"),
             chunk_mac_key=_derive(raw, "chunk id"),
+            chunk_nonce_key=_derive(raw, "chunk nonce"),
         )
 
 
@@ -373,12 +363,6 @@ class ObjectBackend(Protocol):
 
     def put(self, key: str, body: bytes) -> None: ...
 
-    def modified_at(self, key: str) -> float | None:
-        """Seconds since the epoch of the object's last write or touch, None when it is absent."""
-        ...
-
-    def touch(self, key: str) -> None: ...
-
 
 class FileBackend:
     """``COMPACTOR_PAYLOAD_STORE=file:DIR``: one file per object, written atomically."""
@@ -412,15 +396,6 @@ class FileBackend:
         finally:
             temporary.unlink(missing_ok=True)
 
-    def modified_at(self, key: str) -> float | None:
-        try:
-            return self._path(key).stat().st_mtime
-        except FileNotFoundError:
-            return None
-
-    def touch(self, key: str) -> None:
-        os.utime(self._path(key))
-
 
 def object_key(kind: str, object_id: str) -> str:
     """``v1/<kind>s/<id[0:2]>/<id[2:4]>/<id>``."""
@@ -434,43 +409,46 @@ def object_id(plaintext: bytes, key: CodecKey | None) -> str:
     return hmac.new(key.chunk_mac_key, plaintext, hashlib.sha256).hexdigest()
 
 
-def seal_object(plaintext: bytes, oid: str, key: CodecKey | None) -> bytes:
-    """``cps\\x01`` | flags | [key id length | key id | nonce] | body [| tag]; deterministic."""
-    compressed = _deflate(plaintext) if len(plaintext) >= MIN_COMPRESS_BYTES else None
+def seal_object(plaintext: bytes, key: CodecKey | None) -> bytes:
+    """``cps\\x01`` | flags | [key id length | key id | nonce] | body [| tag]: an object without a
+    context, deflated with preset dictionary 1 when that makes it smaller; deterministic."""
+    compressed = None
+    if len(plaintext) >= MIN_COMPRESS_BYTES:
+        compressor = zlib.compressobj(6, zlib.DEFLATED, -15, zdict=PRESET_DICTIONARIES[CURRENT_DICTIONARY])
+        compressed = bytes([CURRENT_DICTIONARY]) + compressor.compress(plaintext) + compressor.flush()
     use_compression = compressed is not None and len(compressed) < len(plaintext)
     body = compressed if use_compression and compressed is not None else plaintext
     flags = (FLAG_DEFLATE if use_compression else 0) | (0 if key is None else FLAG_ENCRYPTED)
     if key is None:
         return OBJECT_MAGIC + bytes([flags]) + body
     key_id = key.id.encode("ascii")
-    # The nonce comes from the keyed name: it repeats only with the plaintext, and then so does the object.
-    nonce = bytes.fromhex(oid)[:NONCE_BYTES]
-    header = OBJECT_MAGIC + bytes([flags, len(key_id)]) + key_id + nonce
+    prefix = OBJECT_MAGIC + bytes([flags, len(key_id)]) + key_id
+    # A keyed MAC of exactly what is authenticated and encrypted: the nonce repeats only with the whole object.
+    nonce = hmac.new(key.chunk_nonce_key, prefix + body, hashlib.sha256).digest()[:NONCE_BYTES]
+    header = prefix + nonce
     return header + AESGCM(key.chunk_key).encrypt(nonce, body, header)
 
 
-def contextual_id(plaintext: bytes, context_id: str, key: CodecKey | None, context_kind: str = "chunk") -> str:
-    """The id of an object deflated against a context (a chunk, format 4; or a manifest, format 5): it binds the context."""
+def contextual_id(plaintext: bytes, context_id: str, key: CodecKey | None, context_kind: str) -> str:
+    """The id of a chunk or manifest deflated against a context (a chunk or a manifest): it binds the context."""
     prefix = CONTEXT_ID_PREFIX if context_kind == "chunk" else MANIFEST_CONTEXT_ID_PREFIX
     return object_id(prefix + bytes.fromhex(context_id) + plaintext, key)
 
 
-def open_object(sealed: bytes, oid: str, key_name: str, expected_key_id: str | None, keyring: Keyring | None, context_window: Callable[[str, int, str], bytes] | None = None, kind: str = "chunk") -> bytes:
-    """Opens an object fetched as ``oid`` and checks its header, tag and name. ``context_window(id, depth, kind)``
-    gives the window of the context a format-4 or 5 object names (at the depth it says; kind "chunk" or "manifest")."""
-    return open_object_and_window(sealed, oid, key_name, expected_key_id, keyring, context_window, kind)[0]
-
-
-def open_object_and_window(sealed: bytes, oid: str, key_name: str, expected_key_id: str | None, keyring: Keyring | None, context_window: Callable[[str, int, str], bytes] | None = None, kind: str = "chunk") -> tuple[bytes, bytes, int]:
-    """``open_object``, with the object's window (as a context's) and its context depth (0: none)."""
+def open_object(sealed: bytes, kind: str, oid: str, key_name: str, expected_key_id: str | None, keyring: Keyring | None, context_window: Callable[[str, int, str], bytes]) -> tuple[bytes, bytes, int]:
+    """Opens an object of ``kind`` fetched as ``oid`` and checks its header, tag and name. Returns its
+    plaintext, its window (what an object deflated against it starts from) and its context depth (0:
+    none). ``context_window(id, depth, kind)`` gives the window of the context it names (a "chunk"
+    or a "manifest", at the depth it says)."""
     if len(sealed) < 5 or sealed[:4] != OBJECT_MAGIC:
         raise ChunkIntegrityError(key_name, "not a temporal-compactor object (bad header)")
     flags = sealed[4]
     if flags & ~KNOWN_FLAGS:
-        raise ChunkIntegrityError(key_name, f"has header flags {flags} this version does not know (written by a newer one)")
-    if flags & (FLAG_CONTEXT_MANIFEST | FLAG_BOUND) and not flags & FLAG_CONTEXT:
+        raise ChunkIntegrityError(key_name, f"has header flags {flags} this version does not know")
+    if flags & FLAG_CONTEXT_MANIFEST and not flags & FLAG_CONTEXT:
         raise ChunkIntegrityError(key_name, "says what its context is but names none (malformed header)")
-    context_kind = "manifest" if flags & FLAG_CONTEXT_MANIFEST else "chunk"
+    if flags & FLAG_CONTEXT and not flags & FLAG_DEFLATE:
+        raise ChunkIntegrityError(key_name, "names a context but is not deflated (malformed header)")
     key_id: str | None = None
     if flags & FLAG_ENCRYPTED:
         length = sealed[5] if len(sealed) > 5 else 0
@@ -493,88 +471,64 @@ def open_object_and_window(sealed: bytes, oid: str, key_name: str, expected_key_
             body = AESGCM(key.chunk_key).decrypt(sealed[header_length - NONCE_BYTES : header_length], sealed[header_length:], sealed[:header_length])
         except InvalidTag as error:
             raise ChunkIntegrityError(key_name, f"failed authentication under key id {json.dumps(key_id)} (altered, or another key was configured under that id)") from error
-    dictionary: bytes | None = None
     before = PRESET_DICTIONARIES[1]
     depth = 0
     context_id = ""
-    if flags & FLAG_DICTIONARY:
-        number = body[0] if len(body) > 0 else 0
-        dictionary = PRESET_DICTIONARIES.get(number)
-        if not flags & FLAG_DEFLATE:
-            raise ChunkIntegrityError(key_name, "names a preset dictionary but is not compressed (malformed header)")
+    context_kind = "manifest" if flags & FLAG_CONTEXT_MANIFEST else "chunk"
+    plaintext = body
+    if flags & FLAG_DEFLATE:
+        if len(body) == 0:
+            raise ChunkIntegrityError(key_name, "is deflated but empty (malformed)")
+        dictionary = PRESET_DICTIONARIES.get(body[0])
         if dictionary is None:
-            raise ChunkIntegrityError(key_name, f"is compressed with preset dictionary {number}, which this version does not know (written by a newer one)")
+            raise ChunkIntegrityError(key_name, f"is deflated with preset dictionary {body[0]}, which this version does not know")
         body = body[1:]
         if flags & FLAG_CONTEXT:
             depth = body[0] if len(body) > 0 else 0
             if len(body) < 33 or depth < 1 or depth > MAX_CONTEXT_DEPTH:
-                raise ChunkIntegrityError(key_name, f"is on a chain of {depth} context chunks (at most {MAX_CONTEXT_DEPTH})" if depth > MAX_CONTEXT_DEPTH else "names a context chunk in a malformed header")
-            if context_window is None:
-                raise ChunkIntegrityError(key_name, "is compressed against a context chunk, which this reader was not given")
+                raise ChunkIntegrityError(key_name, f"is on a chain of {depth} contexts (at most {MAX_CONTEXT_DEPTH})" if depth > MAX_CONTEXT_DEPTH else "names a context in a malformed header")
             context_id = body[1:33].hex()
             dictionary = before = context_window(context_id, depth - 1, context_kind)
             body = body[33:]
-    elif flags & FLAG_CONTEXT:
-        raise ChunkIntegrityError(key_name, "names a context chunk but no preset dictionary (malformed header)")
-    try:
-        if not flags & FLAG_DEFLATE:
-            plaintext = body
-        elif dictionary is None:
-            plaintext = _inflate(body)
-        else:
+        try:
             inflater = zlib.decompressobj(-15, zdict=dictionary)
             plaintext = inflater.decompress(body) + inflater.flush()
-    except zlib.error as error:
-        raise ChunkIntegrityError(key_name, "does not inflate (corrupted)") from error
-    # A chunk deflated against a context is named by both, and so is a manifest or node that says so
-    # (bit 5, format 5); other manifests and nodes by their plaintext.
-    bound = depth > 0 and (kind == "chunk" or bool(flags & FLAG_BOUND))
+        except zlib.error as error:
+            raise ChunkIntegrityError(key_name, "does not inflate (corrupted)") from error
+    # A chunk or manifest deflated against a context is named by both; a node by its plaintext.
+    bound = depth > 0 and kind != "node"
     expected = contextual_id(plaintext, context_id, key, context_kind) if bound else object_id(plaintext, key)
     if not hmac.compare_digest(expected, oid):
         raise ChunkIntegrityError(key_name, "content does not match its name (hash mismatch: corrupted or replaced)")
     return plaintext, (before + plaintext)[-WINDOW_BYTES:], depth
 
 
-def claim_data_for(manifest_id: str, key_id: str | None, claim_format: int = 2) -> dict[str, str]:
-    """The claim data of format 2: ``m``, the hex manifest id's 32 bytes in base64url without
-    padding, and ``k``, the key id, when encrypted (28 bytes shorter than format 1, 32 with a key).
-    With ``claim_format=1``: ``{manifest, keyId?}``, the id in hex, what readers before format 2 read."""
-    if claim_format == 1:
-        return {"manifest": manifest_id} if key_id is None else {"manifest": manifest_id, "keyId": key_id}
+def claim_data_for(manifest_id: str, key_id: str | None) -> dict[str, str]:
+    """A claim's data: ``m``, the hex manifest id's 32 bytes in base64url without padding, and
+    ``k``, the key id, when encrypted."""
     m = base64.urlsafe_b64encode(bytes.fromhex(manifest_id)).rstrip(b"=").decode("ascii")
     return {"m": m} if key_id is None else {"m": m, "k": key_id}
 
 
 def _parse_claim(claim_data: Mapping[str, object]) -> tuple[str, str | None] | str:
-    """(hex manifest id, key id or None) of a claim of either format, or a phrase saying why it is neither."""
-    m, k, manifest, key_id = (claim_data.get(name) for name in ("m", "k", "manifest", "keyId"))
-    format_two = m is not None or k is not None
-    format_one = manifest is not None or key_id is not None
-    # No writer ever mixed them: which field would win is a guess, so such a claim is refused.
-    if format_two and format_one:
-        return "mixes the fields of claim format 2 (m, k) and format 1 (manifest, keyId)"
-    if format_two:
-        if m is None:
-            return "has a key id (k) but no manifest id (m)"
-        raw = base64.urlsafe_b64decode(m + "=") if isinstance(m, str) and CLAIM_ID_PATTERN.fullmatch(m) else None
-        # Re-encoding refuses the other spellings of the same bytes (unused low bits of the last character set).
-        if raw is None or base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii") != m:
-            return "has an m that is not a manifest id (43 characters of base64url without padding)"
-        manifest_id = raw.hex()
-    else:
-        if manifest is None:
-            return "has no manifest id (m, or manifest in format 1)" if key_id is None else "has a key id (keyId) but no manifest id (manifest)"
-        if not isinstance(manifest, str) or not ID_PATTERN.fullmatch(manifest):
-            return "has a manifest that is not a manifest id (64 lowercase hex digits)"
-        manifest_id = manifest
-    key = k if format_two else key_id
-    if key is not None and (not isinstance(key, str) or not KEY_ID_PATTERN.fullmatch(key)):
-        return f"has a {'k' if format_two else 'keyId'} that is not a key id (1-64 characters of A-Z, a-z, 0-9, '.', '_', '-')"
-    return manifest_id, key
+    """(hex manifest id, key id or None) of a claim, or a phrase saying why it is not one."""
+    unknown = sorted(name for name in claim_data if name not in ("m", "k"))
+    if unknown:
+        return f"has fields other than m and k ({', '.join(unknown)})"
+    m, k = claim_data.get("m"), claim_data.get("k")
+    if m is None:
+        return "has no manifest id (m)" if k is None else "has a key id (k) but no manifest id (m)"
+    raw = base64.urlsafe_b64decode(m + "=") if isinstance(m, str) and CLAIM_ID_PATTERN.fullmatch(m) else None
+    # Re-encoding refuses the other spellings of the same bytes (unused low bits of the last character set).
+    if raw is None or base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii") != m:
+        return "has an m that is not a manifest id (43 characters of base64url without padding)"
+    if k is not None and (not isinstance(k, str) or not KEY_ID_PATTERN.fullmatch(k)):
+        return "has a k that is not a key id (1-64 characters of A-Z, a-z, 0-9, '.', '_', '-')"
+    return raw.hex(), k
 
 
 def read_claim(claim_data: Mapping[str, object]) -> tuple[str, str | None]:
-    """(hex manifest id, key id or None) of a claim of format 2 or 1; ChunkIntegrityError naming the claim otherwise."""
+    """(hex manifest id, key id or None) of a claim; ChunkIntegrityError naming the claim otherwise."""
     parsed = _parse_claim(claim_data)
     if isinstance(parsed, str):
         raise ChunkIntegrityError(f"claim {json.dumps(dict(claim_data), separators=(',', ':'))}", f"is not a temporal-compactor claim: it {parsed}")
@@ -582,134 +536,112 @@ def read_claim(claim_data: Mapping[str, object]) -> tuple[str, str | None]:
 
 
 def claim_manifest_id(claim_data: Mapping[str, object]) -> str | None:
-    """The hex manifest id a claim of either format names, or None when it is not a valid claim."""
+    """The hex manifest id a claim names, or None when it is not a valid claim."""
     parsed = _parse_claim(claim_data)
     return None if isinstance(parsed, str) else parsed[0]
 
 
-def _encode_node(level: int, children: Sequence[tuple[str, int]]) -> bytes:
-    return bytes([NODE_MAGIC, level]) + b"".join(bytes.fromhex(cid) + length.to_bytes(4, "big") for cid, length in children)
+@dataclass(frozen=True)
+class Entry:
+    """An entry of a manifest or node: a node (``kind`` "node", its ``level``), bytes inline
+    (``inline``), or ``length`` bytes at ``offset`` of a pack (``kind`` "pack") or of a manifest's
+    inline bytes (``kind`` "manifest")."""
+
+    kind: str
+    id: str
+    length: int
+    level: int = 0
+    offset: int = 0
+    inline: bytes = b""
 
 
-def _decode_node(plaintext: bytes, level: int, key_name: str) -> list[tuple[str, int]]:
-    if len(plaintext) < 2 or plaintext[0] != NODE_MAGIC or (len(plaintext) - 2) % NODE_ENTRY_BYTES != 0:
-        raise ChunkIntegrityError(key_name, "malformed tree node")
-    if plaintext[1] != level:
-        raise ChunkIntegrityError(key_name, f"tree node of level {plaintext[1]} where level {level} was expected")
-    return [
-        (plaintext[at : at + 32].hex(), int.from_bytes(plaintext[at + 32 : at + NODE_ENTRY_BYTES], "big"))
-        for at in range(2, len(plaintext), NODE_ENTRY_BYTES)
-    ]
+def _decode_entries(data: bytes, at: int, key_name: str, child_level: int | None) -> list[Entry]:
+    """The entries from ``at`` to the end. In a node (``child_level``: its level - 1) every node is
+    of that level, and inline bytes and slices sit only in level-1 nodes."""
+    def malformed(what: str) -> ChunkIntegrityError:
+        return ChunkIntegrityError(key_name, f"malformed entry: {what}")
 
-
-def _parse_manifest(plaintext: bytes, key_name: str) -> dict:
-    try:
-        manifest = json.loads(plaintext.decode("utf-8"))
-    except ValueError as error:
-        raise ChunkIntegrityError(key_name, "manifest is not JSON") from error
-    if not isinstance(manifest, dict) or manifest.get("format") != MANIFEST_FORMAT or manifest.get("v") != 1:
-        raise ChunkIntegrityError(key_name, "not a version-1 temporal-compactor manifest")
-    size, level, root, metadata = manifest.get("size"), manifest.get("level"), manifest.get("root"), manifest.get("metadata")
-    if not isinstance(size, int) or isinstance(size, bool) or not 0 <= size <= MAX_PAYLOAD_BYTES:
-        raise ChunkIntegrityError(key_name, "manifest size is not a plausible byte count")
-    if not isinstance(level, int) or isinstance(level, bool) or not 0 <= level <= 255:
-        raise ChunkIntegrityError(key_name, "manifest level is out of range")
-    if not (isinstance(root, str) and ID_PATTERN.match(root)) and not (root is None and size == 0):
-        raise ChunkIntegrityError(key_name, "manifest root is not an object id")
-    if not isinstance(metadata, dict) or not all(isinstance(value, str) for value in metadata.values()):
-        raise ChunkIntegrityError(key_name, "manifest metadata is malformed")
-    return manifest
-
-
-# Format 2 (what the TypeScript driver writes since chunker 2; docs/payloads.md#the-stores-format):
-# a binary manifest that lists entries itself, on an optional base manifest, and nodes (0x4F)
-# whose entries may hold slices inline. Read here; this writer writes format 1.
-NODE2_MAGIC = 0x4F
-MANIFEST2_MAGIC = b"ctm\x02"
-MAX_MANIFEST_DEPTH = 16
-# Format 3 (what the TypeScript driver writes since packs): format 2 whose entries may also be a
-# slice of a pack (tag 2: pack id, offset, length; level 0), a manifest "ctm" 0x03, a node 0x50,
-# every object deflated with a preset dictionary. Read here.
-NODE3_MAGIC = 0x50
-MANIFEST3_MAGIC = b"ctm\x03"
-# Format 5: format 3 whose entries may also be a slice of another manifest's inline bytes end to end
-# (tag 3: manifest id, offset, length; level 0), a manifest "ctm" 0x05, a node 0x51. Read here.
-NODE5_MAGIC = 0x51
-MANIFEST5_MAGIC = b"ctm\x05"
-# The binary manifests by their first four bytes, with the format of their entries.
-BINARY_MANIFEST_FORMATS = {MANIFEST2_MAGIC: 2, MANIFEST3_MAGIC: 3, MANIFEST5_MAGIC: 5}
-# An entry: (level, id, length, inline bytes or None, offset or None, "chunk" or "manifest": what the offset is into).
-Entry = tuple[int, str, int, bytes | None, int | None, str]
-
-
-def _decode_entries(data: bytes, at: int, key_name: str, child_level: int | None, entry_format: int = 2) -> list[Entry]:
-    """The entries from ``at`` to the end (slices of packs from format 3, of manifests from format 5)."""
     entries: list[Entry] = []
     while at < len(data):
         tag = data[at]
-        if (tag == 2 and entry_format >= 3) or (tag == 3 and entry_format >= 5):
+        if tag == 1:
             if child_level not in (None, 0):
-                raise ChunkIntegrityError(key_name, "malformed entry: a slice of a pack in a node above level 1")
+                raise malformed("inline bytes in a node above level 1")
+            if at + 3 > len(data):
+                raise malformed("truncated")
+            length = int.from_bytes(data[at + 1 : at + 3], "big")
+            if length == 0 or at + 3 + length > len(data):
+                raise malformed("inline bytes of a wrong length")
+            entries.append(Entry("inline", "", length, inline=data[at + 3 : at + 3 + length]))
+            at += 3 + length
+        elif tag in (2, 3):
+            if child_level not in (None, 0):
+                raise malformed("a slice in a node above level 1")
             if at + 41 > len(data):
-                raise ChunkIntegrityError(key_name, "malformed entry: truncated")
+                raise malformed("truncated")
             length = int.from_bytes(data[at + 37 : at + 41], "big")
             if length == 0 or length > MAX_PAYLOAD_BYTES:
-                raise ChunkIntegrityError(key_name, "malformed entry: a slice of a wrong length")
-            source = "chunk" if tag == 2 else "manifest"
-            entries.append((0, data[at + 1 : at + 33].hex(), length, None, int.from_bytes(data[at + 33 : at + 37], "big"), source))
+                raise malformed("a slice of a wrong length")
+            kind = "pack" if tag == 2 else "manifest"
+            entries.append(Entry(kind, data[at + 1 : at + 33].hex(), length, offset=int.from_bytes(data[at + 33 : at + 37], "big")))
             at += 41
-        elif tag == 1:
-            if child_level not in (None, 0):
-                raise ChunkIntegrityError(key_name, "malformed entry: inline bytes in a node above level 1")
-            length = int.from_bytes(data[at + 1 : at + 3], "big")
-            if at + 3 > len(data) or length == 0 or at + 3 + length > len(data):
-                raise ChunkIntegrityError(key_name, "malformed entry: inline bytes of a wrong length")
-            literal = data[at + 3 : at + 3 + length]
-            entries.append((0, "", length, literal, None, ""))
-            at += 3 + length
         elif tag == 0:
             at += 1
             if child_level is None:
                 if at >= len(data):
-                    raise ChunkIntegrityError(key_name, "malformed entry: truncated")
+                    raise malformed("truncated")
                 level = data[at]
                 at += 1
             else:
                 level = child_level
-            if at + NODE_ENTRY_BYTES > len(data):
-                raise ChunkIntegrityError(key_name, "malformed entry: truncated")
-            entries.append((level, data[at : at + 32].hex(), int.from_bytes(data[at + 32 : at + NODE_ENTRY_BYTES], "big"), None, None, "chunk"))
-            at += NODE_ENTRY_BYTES
+            if at + 36 > len(data):
+                raise malformed("truncated")
+            if level < 1:
+                raise malformed("a node of level 0")
+            entries.append(Entry("node", data[at : at + 32].hex(), int.from_bytes(data[at + 32 : at + 36], "big"), level=level))
+            at += 36
         else:
-            raise ChunkIntegrityError(key_name, f"malformed entry: unknown tag {tag}")
+            raise malformed(f"unknown tag {tag}")
     return entries
 
 
-def _decode_node2(plaintext: bytes, level: int, key_name: str) -> list[tuple[str, int, bytes | None, int | None, str]]:
-    if len(plaintext) < 2 or plaintext[1] < 1:
+def _decode_node(plaintext: bytes, level: int, key_name: str) -> list[Entry]:
+    if len(plaintext) < 2 or plaintext[0] != NODE_MAGIC:
         raise ChunkIntegrityError(key_name, "malformed tree node")
+    if plaintext[1] < 1:
+        raise ChunkIntegrityError(key_name, "tree node of level 0")
     if plaintext[1] != level:
         raise ChunkIntegrityError(key_name, f"tree node of level {plaintext[1]} where level {level} was expected")
-    entry_format = {NODE2_MAGIC: 2, NODE3_MAGIC: 3, NODE5_MAGIC: 5}[plaintext[0]]
-    return [(oid, length, literal, offset, source) for _, oid, length, literal, offset, source in _decode_entries(plaintext, 2, key_name, level - 1, entry_format)]
+    return _decode_entries(plaintext, 2, key_name, level - 1)
 
 
-def _parse_manifest2(data: bytes, key_name: str, manifest_format: int = 2) -> dict:
+@dataclass(frozen=True)
+class Manifest:
+    size: int
+    # (base manifest id, bytes of its payload kept, depth) or None.
+    base: tuple[str, int, int] | None
+    metadata: dict[str, bytes]
+    entries: list[Entry]
+
+
+def _parse_manifest(data: bytes, key_name: str) -> Manifest:
     def malformed(what: str) -> ChunkIntegrityError:
-        return ChunkIntegrityError(key_name, f"format-{manifest_format} manifest {what}")
+        return ChunkIntegrityError(key_name, f"manifest {what}")
 
-    if len(data) < 12:
+    if data[:4] != MANIFEST_MAGIC:
+        raise ChunkIntegrityError(key_name, "is not a temporal-compactor manifest")
+    if len(data) < 11:
         raise malformed("is truncated")
     size = int.from_bytes(data[4:8], "big")
     if size > MAX_PAYLOAD_BYTES:
         raise malformed("size is not a plausible byte count")
-    depth = data[9]
-    at = 10
+    depth = data[8]
+    at = 9
     base = None
     if depth > 0:
         if depth > MAX_MANIFEST_DEPTH:
             raise malformed(f"is on a chain of {depth} manifests (at most {MAX_MANIFEST_DEPTH})")
-        if len(data) < at + 37:
+        if len(data) < at + 38:
             raise malformed("is truncated")
         base = (data[at : at + 32].hex(), int.from_bytes(data[at + 32 : at + 36], "big"), depth)
         if base[1] > size:
@@ -733,28 +665,36 @@ def _parse_manifest2(data: bytes, key_name: str, manifest_format: int = 2) -> di
             raise malformed("metadata is truncated")
         metadata[name] = data[at + 4 : at + 4 + value_length]
         at += 4 + value_length
-    entries = _decode_entries(data, at, key_name, None, manifest_format)
-    listed = sum(length for _, _, length, _, _, _ in entries)
+    entries = _decode_entries(data, at, key_name, None)
+    listed = sum(entry.length for entry in entries)
     expected = size - (0 if base is None else base[1])
     if listed != expected:
         raise malformed(f"lists {listed} bytes where {expected} were expected")
-    return {"size": size, "base": base, "metadata": metadata, "entries": entries}
+    return Manifest(size, base, metadata, entries)
+
+
+def _encode_manifest(data: bytes, metadata: Mapping[str, bytes]) -> bytes:
+    """A manifest without a base that holds the whole payload inline."""
+    encoded = bytearray(MANIFEST_MAGIC + len(data).to_bytes(4, "big") + b"\x00" + len(metadata).to_bytes(2, "big"))
+    for name, value in metadata.items():
+        raw_name = name.encode("utf-8")
+        encoded += len(raw_name).to_bytes(2, "big") + raw_name + len(value).to_bytes(4, "big") + value
+    for start in range(0, len(data), MAX_INLINE_BYTES):
+        part = data[start : start + MAX_INLINE_BYTES]
+        encoded += b"\x01" + len(part).to_bytes(2, "big") + part
+    return bytes(encoded)
 
 
 class ChunkStoreDriver(StorageDriver):
     """The ``compactor-chunks`` External Storage driver over an ``ObjectBackend``."""
 
-    def __init__(self, backend: ObjectBackend, keyring: Keyring | None = None, claim_format: int = 2) -> None:
-        if claim_format not in (1, 2):
-            raise ValueError(f"claim_format: expected 1 or 2, got {claim_format!r}")
+    def __init__(self, backend: ObjectBackend, keyring: Keyring | None = None) -> None:
         self.backend = backend
         self.keyring = keyring
-        # Windows of contexts read lately (format 4: chunks; 5: manifests too), by id, kind and key id.
+        # Windows of contexts read lately, by id, kind and key id.
         self._windows: dict[tuple[str, str, str | None], bytes] = {}
-        # Format 5: manifests' inline bytes end to end (what a slice of a manifest is a range of), by id and key id.
+        # Manifests' inline bytes end to end (what a slice of a manifest is a range of), by id and key id.
         self._inline: dict[tuple[str, str | None], bytes] = {}
-        # The format of the claims it writes (it reads both): 1 only while readers from before format 2 run.
-        self.claim_format = claim_format
 
     def name(self) -> str:
         return DRIVER_NAME
@@ -769,90 +709,44 @@ class ChunkStoreDriver(StorageDriver):
     async def retrieve(self, context: StorageDriverRetrieveContext, claims: Sequence[StorageDriverClaim]) -> list[Payload]:
         return await asyncio.to_thread(lambda: [self._retrieve_one(claim) for claim in claims])
 
-    def _ensure(self, kind: str, plaintext: bytes) -> str:
-        """Writes the object unless it is there (touching it when old, so a gc keeps it); returns its id."""
-        key = None if self.keyring is None else self.keyring.current
-        oid = object_id(plaintext, key)
-        name = object_key(kind, oid)
-        modified = self.backend.modified_at(name)
-        if modified is None:
-            self.backend.put(name, seal_object(plaintext, oid, key))
-        elif time.time() - modified >= REFRESH_AFTER_SECONDS:
-            self.backend.touch(name)
-        return oid
-
     def _store_one(self, payload: Payload) -> StorageDriverClaim:
-        data = payload.data
-        # Children are written before the node that lists them: a node that exists has all its descendants.
-        level: list[tuple[str, int]] = [
-            (self._ensure("chunk", data[start : start + SLICE_BYTES]), len(data[start : start + SLICE_BYTES]))
-            for start in range(0, len(data), SLICE_BYTES)
-        ]
-        depth = 0
-        while len(level) > 1:
-            depth += 1
-            parents: list[tuple[str, int]] = []
-            group: list[tuple[str, int]] = []
-            for child in level:
-                group.append(child)
-                boundary = int(child[0][:2], 16) & 0x0F == 0
-                if (len(group) >= NODE_MIN_CHILDREN and boundary) or len(group) >= NODE_MAX_CHILDREN:
-                    parents.append((self._ensure("node", _encode_node(depth, group)), sum(length for _, length in group)))
-                    group = []
-            if group:
-                parents.append((self._ensure("node", _encode_node(depth, group)), sum(length for _, length in group)))
-            level = parents
-        manifest = {
-            "format": MANIFEST_FORMAT,
-            "v": 1,
-            "chunker": FIXED_SLICES_CHUNKER,
-            "size": len(data),
-            "level": depth,
-            "root": level[0][0] if level else None,
-            "metadata": {name: base64.b64encode(value).decode("ascii") for name, value in payload.metadata.items()},
-        }
-        plaintext = json.dumps(manifest, separators=(",", ":")).encode()
+        plaintext = _encode_manifest(payload.data, payload.metadata)
         key = None if self.keyring is None else self.keyring.current
         oid = object_id(plaintext, key)
         # Always written: its modification time tells a gc that a claim to it was just handed out.
-        self.backend.put(object_key("manifest", oid), seal_object(plaintext, oid, key))
-        return StorageDriverClaim(claim_data=claim_data_for(oid, None if key is None else key.id, self.claim_format))
+        self.backend.put(object_key("manifest", oid), seal_object(plaintext, key))
+        return StorageDriverClaim(claim_data=claim_data_for(oid, None if key is None else key.id))
 
-    def _read(self, kind: str, oid: str, key_id: str | None) -> bytes:
+    def _open(self, kind: str, oid: str, key_id: str | None) -> tuple[bytes, bytes, int]:
         name = object_key(kind, oid)
         sealed = self.backend.get(name)
         if sealed is None:
             raise ChunkMissingError(name, self.backend.description)
-        return open_object(sealed, oid, name, key_id, self.keyring, lambda context, depth, context_kind: self._window(context, depth, key_id, context_kind), kind)
+        return open_object(sealed, kind, oid, name, key_id, self.keyring, lambda context, depth, context_kind: self._window(context, depth, key_id, context_kind))
 
-    def _window(self, oid: str, depth: int, key_id: str | None, kind: str = "chunk") -> bytes:
-        """The window of object ``oid`` (a chunk, or in format 5 a manifest), which an object names as its context at ``depth``."""
+    def _read(self, kind: str, oid: str, key_id: str | None) -> bytes:
+        return self._open(kind, oid, key_id)[0]
+
+    def _window(self, oid: str, depth: int, key_id: str | None, kind: str) -> bytes:
+        """The window of ``oid`` (a chunk or a manifest), which an object names as its context at ``depth``."""
         cached = self._windows.get((oid, kind, key_id))
         if cached is not None:
             return cached
-        name = object_key(kind, oid)
-        sealed = self.backend.get(name)
-        if sealed is None:
-            raise ChunkMissingError(name, self.backend.description)
-        _, window, own = open_object_and_window(sealed, oid, name, key_id, self.keyring, lambda context, below, context_kind: self._window(context, below, key_id, context_kind), kind)
+        _, window, own = self._open(kind, oid, key_id)
         if own != depth:
-            raise ChunkIntegrityError(name, f"is at context depth {own} where the object compressed against it says {depth}")
+            raise ChunkIntegrityError(object_key(kind, oid), f"is at context depth {own} where the object deflated against it says {depth}")
         if len(self._windows) >= 256:
             self._windows.clear()
         self._windows[(oid, kind, key_id)] = window
         return window
 
     def _inline_bytes(self, oid: str, key_id: str | None) -> bytes:
-        """Format 5: the inline bytes of manifest ``oid`` end to end."""
+        """The inline bytes of manifest ``oid`` end to end."""
         cached = self._inline.get((oid, key_id))
         if cached is not None:
             return cached
-        name = object_key("manifest", oid)
-        plaintext = self._read("manifest", oid, key_id)
-        manifest_format = BINARY_MANIFEST_FORMATS.get(plaintext[:4])
-        inline = b"" if manifest_format is None else b"".join(
-            literal for _, _, _, literal, _, _ in _parse_manifest2(plaintext, name, manifest_format)["entries"] if literal is not None
-        )
+        manifest = _parse_manifest(self._read("manifest", oid, key_id), object_key("manifest", oid))
+        inline = b"".join(entry.inline for entry in manifest.entries if entry.kind == "inline")
         if len(self._inline) >= 256:
             self._inline.clear()
         self._inline[(oid, key_id)] = inline
@@ -864,65 +758,47 @@ class ChunkStoreDriver(StorageDriver):
         return Payload(metadata=metadata, data=data)
 
     def _payload_of(self, manifest_id: str, key_id: str | None, depth: int | None) -> tuple[dict[str, bytes], bytes]:
-        """The metadata and data a manifest of either format stands for; ``depth``: what the manifest
-        that names it as its base says its depth is."""
+        """The metadata and data a manifest stands for; ``depth``: what the manifest that names it as
+        its base says its depth is."""
         manifest_name = object_key("manifest", manifest_id)
-        plaintext = self._read("manifest", manifest_id, key_id)
+        manifest = _parse_manifest(self._read("manifest", manifest_id, key_id), manifest_name)
         parts: list[bytes] = []
         # Packs read for this manifest: many of its slices lie in one.
         packs: dict[str, bytes] = {}
 
-        def fill(oid: str, level: int, length: int, parent: str, offset: int | None = None, source: str = "chunk") -> None:
-            if offset is not None:
-                pack = packs.get(oid) if source == "chunk" else self._inline_bytes(oid, key_id)
-                if pack is None:
-                    pack = packs[oid] = self._read("chunk", oid, key_id)
-                if offset + length > len(pack):
-                    raise ChunkIntegrityError(parent, f"lists bytes {offset}\u2013{offset + length} of pack {oid}, which has {len(pack)}")
-                parts.append(pack[offset : offset + length])
+        def fill(entry: Entry, parent: str) -> None:
+            if entry.kind == "inline":
+                parts.append(entry.inline)
                 return
-            if level == 0:
-                chunk = self._read("chunk", oid, key_id)
-                if len(chunk) != length:
-                    raise ChunkIntegrityError(parent, f"lists chunk {oid} as {length} bytes, but it has {len(chunk)}")
-                parts.append(chunk)
-                return
-            name = object_key("node", oid)
-            node = self._read("node", oid, key_id)
-            children = _decode_node2(node, level, name) if node[:1] in (bytes([NODE2_MAGIC]), bytes([NODE3_MAGIC]), bytes([NODE5_MAGIC])) else [
-                (child_id, child_length, None, None, "chunk") for child_id, child_length in _decode_node(node, level, name)
-            ]
-            total = sum(child_length for _, child_length, _, _, _ in children)
-            if total != length:
-                raise ChunkIntegrityError(name, f"covers {total} bytes where {length} were expected")
-            for child_id, child_length, literal, child_offset, source in children:
-                if literal is not None:
-                    parts.append(literal)
+            if entry.kind in ("pack", "manifest"):
+                if entry.kind == "manifest":
+                    source = self._inline_bytes(entry.id, key_id)
                 else:
-                    fill(child_id, level - 1, child_length, name, child_offset, source)
+                    source = packs.get(entry.id) or packs.setdefault(entry.id, self._read("chunk", entry.id, key_id))
+                if entry.offset + entry.length > len(source):
+                    raise ChunkIntegrityError(parent, f"lists bytes {entry.offset}\u2013{entry.offset + entry.length} of {'pack' if entry.kind == 'pack' else 'manifest'} {entry.id}, which has {len(source)}")
+                parts.append(source[entry.offset : entry.offset + entry.length])
+                return
+            name = object_key("node", entry.id)
+            children = _decode_node(self._read("node", entry.id, key_id), entry.level, name)
+            total = sum(child.length for child in children)
+            if total != entry.length:
+                raise ChunkIntegrityError(name, f"covers {total} bytes where {entry.length} were expected")
+            for child in children:
+                fill(child, name)
 
-        manifest_format = BINARY_MANIFEST_FORMATS.get(plaintext[:4])
-        if manifest_format is not None:
-            manifest2 = _parse_manifest2(plaintext, manifest_name, manifest_format)
-            base = manifest2["base"]
-            own_depth = 0 if base is None else base[2]
-            if depth is not None and own_depth != depth:
-                raise ChunkIntegrityError(manifest_name, f"is at depth {own_depth} where its successor says {depth}")
-            if base is not None:
-                _, base_data = self._payload_of(base[0], key_id, base[2] - 1)
-                if len(base_data) < base[1]:
-                    raise ChunkIntegrityError(manifest_name, f"keeps {base[1]} bytes of base manifest {base[0]}, which has {len(base_data)}")
-                parts.append(base_data[: base[1]])
-            for level, oid, length, literal, offset, source in manifest2["entries"]:
-                if literal is not None:
-                    parts.append(literal)
-                else:
-                    fill(oid, level, length, manifest_name, offset, source)
-            return manifest2["metadata"], b"".join(parts)
-        manifest = _parse_manifest(plaintext, manifest_name)
-        if manifest["root"] is not None:
-            fill(manifest["root"], manifest["level"], manifest["size"], manifest_name)
-        return {name: base64.b64decode(value) for name, value in manifest["metadata"].items()}, b"".join(parts)
+        own_depth = 0 if manifest.base is None else manifest.base[2]
+        if depth is not None and own_depth != depth:
+            raise ChunkIntegrityError(manifest_name, f"is at depth {own_depth} where its successor says {depth}")
+        if manifest.base is not None:
+            base_id, keep, base_depth = manifest.base
+            _, base_data = self._payload_of(base_id, key_id, base_depth - 1)
+            if len(base_data) < keep:
+                raise ChunkIntegrityError(manifest_name, f"keeps {keep} bytes of base manifest {base_id}, which has {len(base_data)}")
+            parts.append(base_data[:keep])
+        for entry in manifest.entries:
+            fill(entry, manifest_name)
+        return manifest.metadata, b"".join(parts)
 
 
 def data_converter_from_env(env: Mapping[str, str] = os.environ, backend: ObjectBackend | None = None) -> DataConverter:
@@ -947,10 +823,7 @@ def data_converter_from_env(env: Mapping[str, str] = os.environ, backend: Object
     if not threshold_text.isdigit() or int(threshold_text) < 1:
         raise ValueError(f"COMPACTOR_PAYLOAD_THRESHOLD: expected a positive integer, got {json.dumps(threshold_text)}")
     threshold = int(threshold_text)
-    claim_format_text = env.get("COMPACTOR_CLAIM_FORMAT", "").strip() or "2"
-    if claim_format_text not in ("1", "2"):
-        raise ValueError(f"COMPACTOR_CLAIM_FORMAT: expected 1 or 2, got {json.dumps(claim_format_text)}")
     return DataConverter(
         payload_codec=CompactorCodec(keyring, pass_through_at_or_above=threshold),
-        external_storage=ExternalStorage(drivers=[ChunkStoreDriver(backend, keyring, int(claim_format_text))], payload_size_threshold=threshold),
+        external_storage=ExternalStorage(drivers=[ChunkStoreDriver(backend, keyring)], payload_size_threshold=threshold),
     )

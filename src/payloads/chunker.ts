@@ -21,14 +21,6 @@
 // Bytes that are not JSON (binary payloads) have no candidates and are cut by the rolling hash alone.
 import { createHash } from 'node:crypto';
 
-/**
- * Bumped whenever a rule or constant below changes (old manifests stay readable; only dedup across
- * versions is lost). 2: an object of `soloElement` bytes or more (now 512, was 2048) is cut at its
- * own first and last byte wherever it sits (1 cut only after array elements, so a message's chunk
- * began with the comma before it, and the same message alone or in a transcript line was other chunks).
- */
-export const CHUNKER_VERSION = 2;
-
 export interface ChunkerLimits {
   /** No cut makes a chunk smaller than this (the last chunk excepted). @default 512 */
   minChunk: number;

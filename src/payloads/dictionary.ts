@@ -1,4 +1,4 @@
-// Node only: the preset dictionaries objects of manifest format 3 are deflated with (zlib's
+// Node only: the preset dictionaries the store's objects are deflated with (zlib's
 // `dictionary`). Most objects of an agent run are small (a message, a manifest listing a few
 // slices): compressed alone they find few repeats, so deflate starts from text such payloads are
 // made of — the keys and shapes of chat messages and tool calls, the words of tool output and code.
@@ -227,5 +227,5 @@ const DICTIONARY_1 = [
 /** The preset dictionaries by number; 0 is none. */
 export const PRESET_DICTIONARIES: ReadonlyMap<number, Buffer> = new Map([[1, Buffer.from(DICTIONARY_1, 'utf8')]]);
 
-/** The dictionary new objects of format 3 are compressed with. */
+/** The dictionary new objects are deflated with. */
 export const CURRENT_DICTIONARY = 1;

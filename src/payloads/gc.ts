@@ -4,9 +4,9 @@
 // finds them), and every manifest, node and chunk younger than the grace period (a payload being
 // stored right now, or stored by a workflow task whose claim has not reached history yet; a node
 // or chunk touched by a store that never got to write its manifest); then every node and chunk
-// reachable from them — an object of format 4 or 5 lists the object it was deflated against (its
-// context, sealed-object.ts: a chunk, or in format 5 a manifest), and a format-5 manifest the
-// manifests whose inline bytes it lists slices of, so marking reads every marked chunk's header too. Sweep: every other object
+// reachable from them — an object lists the object it was deflated against (its context,
+// sealed-object.ts: a pack or a manifest), and a manifest its base and the manifests whose inline
+// bytes it lists slices of, so marking reads every marked chunk's header too. Sweep: every other object
 // older than the grace period is removed.
 //
 // Why that is safe while workers keep storing (chunk-store.ts): a store writes children before
@@ -20,7 +20,7 @@
 //
 // Order of removal: every object before everything it lists — a manifest before its base, its nodes
 // and the objects it lists slices of, a node before its children, an object before the one it was
-// deflated against (a chunk, or in format 5 a manifest) — so that at every moment an object that
+// deflated against (a pack or a manifest) — so that at every moment an object that
 // exists still has all its descendants (a store that finds one reuses it without looking below).
 // When a store renews an object meanwhile, everything under it is kept.
 import { ChunkIntegrityError, ChunkMissingError } from './errors.js';
@@ -59,7 +59,7 @@ export interface GarbageReport {
    * it reuses but not what lies below, so a young node may list old chunks.
    */
   youngNodes: number;
-  /** Chunks younger than the grace period, marked with the chunks they were deflated against (format 4). */
+  /** Chunks younger than the grace period, marked with the objects they were deflated against. */
   youngChunks: number;
   /** Objects a marked manifest needs that are not in the store (a claim that cannot be resolved any more), first 20 keys. */
   missing: string[];
@@ -296,8 +296,8 @@ export async function collectGarbage({
       const key = objectKey(child.kind, child.id);
       if (marked.has(key)) continue;
       marked.add(key);
-      // A format-2 manifest lists its base manifest: the payload starts with a prefix of the base's.
-      // A chunk of format 4 (or an object deflated against one) lists its context chunk.
+      // A manifest lists its base manifest (the payload starts with a prefix of the base's), and
+      // every object the object it was deflated against.
       queue.push({ kind: child.kind, id: child.id });
     }
     progress(() => `gc: marking: ${count(marked.size)} objects reachable so far`);
@@ -360,7 +360,7 @@ export async function collectGarbage({
   const protectedKeys = new Set<string>();
   // Every object before the objects it lists (temporaries first): a manifest before its base, its
   // nodes and the slices it lists, a node before its children, an object before the one it was
-  // deflated against (its context: a chunk, or in format 5 a manifest). Each candidate's round is
+  // deflated against (its context: a pack or a manifest). Each candidate's round is
   // its longest path from a candidate no candidate lists (an object a kept one lists is never a
   // candidate: marking reached it).
   const levels = removalLevels(candidates);

@@ -6,7 +6,6 @@ import type { DataConverter } from '@temporalio/common';
 import { ExternalStorage } from '@temporalio/common';
 import type { S3ClientConfig } from '@aws-sdk/client-s3';
 import { ChunkStoreDriver, type ChunkStoreDriverOptions } from './chunk-store.js';
-import type { ClaimFormat } from './claims.js';
 import { CompactorCodec } from './codec.js';
 import { FileBackend } from './file-backend.js';
 import type { Keyring } from './keyring.js';
@@ -31,7 +30,7 @@ export {
   type InspectedObject,
   type ListedChild,
 } from './chunk-store.js';
-export { claimDataFor, claimManifestId, readClaim, type ClaimFields, type ClaimFormat } from './claims.js';
+export { claimDataFor, claimManifestId, readClaim, type ClaimFields } from './claims.js';
 export { objectKey, parseObjectKey, type ObjectKind } from './object-format.js';
 export {
   collectGarbage,
@@ -50,7 +49,7 @@ export {
   type RetainedClaims,
   type RetainedClaimsOptions,
 } from './retained-claims.js';
-export { chunkBoundaries, CHUNKER_VERSION, DEFAULT_CHUNKER_LIMITS, type ChunkerLimits } from './chunker.js';
+export { chunkBoundaries, DEFAULT_CHUNKER_LIMITS, type ChunkerLimits } from './chunker.js';
 export { FileBackend, type FileBackendOptions } from './file-backend.js';
 export { S3Backend, type S3BackendOptions } from './s3-backend.js';
 export {
@@ -73,8 +72,6 @@ export interface PayloadSettings {
   payloadStore?: PayloadStoreLocation | undefined;
   /** COMPACTOR_PAYLOAD_THRESHOLD: payloads of at least this many bytes go to the store. */
   payloadThreshold: number;
-  /** COMPACTOR_CLAIM_FORMAT: the format of the claims the store writes. */
-  claimFormat: ClaimFormat;
   /** COMPACTOR_S3_ENDPOINT: an S3-compatible server for `s3://` stores; `undefined`: AWS S3. */
   s3Endpoint?: string | undefined;
   /** COMPACTOR_CODEC_KEY (and its id and retired keys); `undefined`: no encryption. */
@@ -163,7 +160,7 @@ export function payloadConverterFromConfig(
       describe: `payloads inline (no store), codec deflate + ${encryption}`,
     };
   }
-  const driver = new ChunkStoreDriver({ ...options.driver, backend, keyring, claimFormat: settings.claimFormat });
+  const driver = new ChunkStoreDriver({ ...options.driver, backend, keyring });
   const codec = new CompactorCodec({ keyring, passThroughAtOrAbove: settings.payloadThreshold });
   // Without a key the codec leaves payloads under its floor alone; when the store takes everything
   // from there up (the default threshold), nothing is left for it to compress.

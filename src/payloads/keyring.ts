@@ -14,10 +14,12 @@ export interface CodecKey {
   readonly id: string;
   /** AES-256-GCM key of the payload codec (inline payloads, random nonces). */
   readonly codecKey: Buffer;
-  /** AES-256-GCM key of stored chunks (convergent: nonces derived from the content). */
+  /** AES-256-GCM key of stored objects. */
   readonly chunkKey: Buffer;
-  /** HMAC-SHA256 key that names chunks: equal plaintexts get equal ids, but ids say nothing without the key. */
+  /** HMAC-SHA256 key that names stored objects: equal plaintexts get equal ids, but ids say nothing without the key. */
   readonly chunkMacKey: Buffer;
+  /** HMAC-SHA256 key that derives a stored object's nonce from the exact bytes it encrypts (sealed-object.ts). */
+  readonly chunkNonceKey: Buffer;
 }
 
 /** The keys a process holds: `current` encrypts; every key (current first) decrypts. */
@@ -40,7 +42,7 @@ export class KeyFormatError extends Error {
 
 function derive(key: Buffer, purpose: string): Buffer {
   // HKDF with a fixed salt: the input is already a uniformly random key; the info string keeps the
-  // codec, chunk-encryption and chunk-naming keys independent, so a flaw in one use cannot leak another.
+  // codec, object-encryption, object-naming and nonce keys independent, so a flaw in one use cannot leak another.
   return Buffer.from(hkdfSync('sha256', key, 'temporal-compactor', `temporal-compactor ${purpose} v1`, KEY_BYTES));
 }
 
@@ -62,6 +64,7 @@ export function codecKey(raw: Uint8Array, id: string = defaultKeyId(raw)): Codec
     codecKey: derive(key, 'payload codec'),
     chunkKey: derive(key, 'chunk encryption'),
     chunkMacKey: derive(key, 'chunk id'),
+    chunkNonceKey: derive(key, 'chunk nonce'),
   };
 }
 

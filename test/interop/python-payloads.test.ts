@@ -1,11 +1,11 @@
 // The payload formats a caller in another language meets (docs/other-languages.md; the formats: docs/payloads.md),
 // checked byte for byte between our TypeScript codec and chunk store and the Python module
 // interop/python/compactor_payloads.py, without a server: Python reads what TypeScript wrote (a
-// claim of format 2, a manifest of format 2 on a base, the same claim in format 1, inline payloads under the current and a retired
-// key) and fails as the TypeScript side does on what it must not read (altered, unknown key,
-// corrupted or missing chunk, malformed claims); TypeScript reads what Python wrote (a format-2
-// claim of 64 KiB slices with a tree node, an encrypted inline payload).
-import { randomBytes } from 'node:crypto';
+// claim, a manifest on a base deflated against another manifest, inline payloads under the current
+// and a retired key, test/fixtures/store) and fails as the TypeScript side does on what it must
+// not read (altered, unknown key, corrupted or missing objects, malformed claims); TypeScript reads
+// what Python wrote (a claim of a payload held in its manifest, an encrypted inline payload).
+import { createDecipheriv, createHmac, randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -26,20 +26,14 @@ import {
   codecKey,
   CompactorCodec,
   keyringOf,
+  objectKey,
   payloadConverterFromConfig,
   payloadProtoSize,
 } from '../../src/payloads/index.js';
 import { claimOf, decodeHistoryPayload } from '../support/history-payloads.js';
 import { runPythonScript } from '../support/python-script.js';
-import { readStoreFixture, sha256, type StoreFixture } from '../support/store-fixture.js';
-
-/** The key a fixture's encrypted store was written with, as claims.json gives it. */
-function fixtureKey(fixture: StoreFixture): { id: string; hex: string } {
-  const parsed = JSON.parse(readFileSync(join(fixture.directory, 'claims.json'), 'utf8')) as {
-    key: { id: string; hex: string };
-  };
-  return parsed.key;
-}
+import { sha } from '../support/payload-store.js';
+import { readStoreFixture } from '../support/store-fixture.js';
 
 const VECTORS = fileURLToPath(new URL('./python/vectors.py', import.meta.url));
 const PayloadProto = proto.temporal.api.common.v1.Payload;
@@ -118,7 +112,7 @@ describe('payload formats between TypeScript and interop/python/compactor_payloa
       data: Uint8Array.from(inline.data ?? [], (byte, index) => (index === 20 ? byte ^ 1 : byte)),
     };
     const claim = await claimFor({ messages });
-    // The next round's input: its manifest stands on the last one's (format 2 with a base).
+    // The next round's input: its manifest stands on the last one's.
     const grownValue = {
       messages: [
         ...messages,
@@ -127,10 +121,10 @@ describe('payload formats between TypeScript and interop/python/compactor_payloa
     };
     const grown = await claimFor(grownValue);
     expect((await driver.inspect('manifest', claimManifestId(claimOf(grown)?.claimData ?? {}) ?? '')).depth).toBe(1);
-    // Store format 5: the grown input's manifest holds its new bytes and is deflated against the
-    // first one's manifest (flags 8 | 16 | 32), which Python must open first.
+    // The grown input's manifest holds its new bytes and is deflated against the first one's
+    // manifest (flags 4 | 8), which Python must open first.
     const sealedManifests = filesUnder(join(store, 'v1', 'manifests')).map((path) => readFileSync(path));
-    expect(sealedManifests.filter((sealed) => ((sealed[4] ?? 0) & 56) === 56).length).toBeGreaterThan(0);
+    expect(sealedManifests.filter((sealed) => ((sealed[4] ?? 0) & 12) === 12).length).toBeGreaterThan(0);
     const corruptedClaim = await claimFor({ messages: messages.slice(0, 12) });
     const missingClaim = await claimFor({ messages: messages.slice(0, 5) });
     // After the claims are written: delete the manifest of the third.
@@ -138,20 +132,16 @@ describe('payload formats between TypeScript and interop/python/compactor_payloa
     const missing = filesUnder(join(store, 'v1', 'manifests')).find((path) => path.endsWith(manifestOf(missingClaim)));
     if (missing === undefined) throw new Error('no manifest to delete');
     rmSync(missing);
-    // What TypeScript wrote is format 2; the same claim in format 1 (built by hand) is what older histories hold.
     const { m = '', k = '' } = claimOf(claim)?.claimData ?? {};
     expect(Object.keys(claimOf(claim)?.claimData ?? {}).sort()).toEqual(['k', 'm']);
     expect(m).toMatch(/^[A-Za-z0-9_-]{43}$/);
-    const formatOne = referenceTo(
-      new StorageDriverClaim({ manifest: Buffer.from(m, 'base64url').toString('hex'), keyId: k }),
-    );
     // Refused on both sides, for the same reason.
     const malformed: Record<string, Record<string, string>> = {
       'short m': { m: m.slice(0, 42), k },
       'padded m': { m: `${m.slice(0, 42)}=`, k },
       'hex in m': { m: manifestOf(claim), k },
-      'upper-case manifest': { manifest: manifestOf(claim).toUpperCase(), keyId: k },
-      'both formats': { m, keyId: k },
+      'hex manifest': { manifest: manifestOf(claim), keyId: k },
+      'an extra field': { m, k, keyId: k },
       'no manifest id': { k },
     };
 
@@ -169,7 +159,6 @@ describe('payload formats between TypeScript and interop/python/compactor_payloa
         payload: encodedWith(new CompactorCodec({ keyring: keyringOf(codecKey(stranger, 'k-stranger')) }), note),
       },
       { name: 'missing manifest', payload: missingClaim },
-      { name: 'format 1 claim', payload: formatOne },
       ...Object.entries(malformed).map(([name, claimData]) => ({
         name,
         payload: referenceTo(new StorageDriverClaim(claimData)),
@@ -200,7 +189,6 @@ describe('payload formats between TypeScript and interop/python/compactor_payloa
       class: 'ChunkMissingError',
       message: expect.stringContaining(`v1/manifests/${manifestOf(missingClaim).slice(0, 2)}`),
     });
-    expect(byName['format 1 claim']).toEqual({ name: 'format 1 claim', ok: true, value: { messages } });
     const reasonOf = (message: string): string | undefined =>
       /^payload store object claim \{.*\}: is not a temporal-compactor claim: it (.+)$/.exec(message)?.[1];
     for (const [name, claimData] of Object.entries(malformed)) {
@@ -216,7 +204,7 @@ describe('payload formats between TypeScript and interop/python/compactor_payloa
       expect(theirs !== undefined && !theirs.ok ? reasonOf(theirs.message) : undefined, name).toBe(ourReason);
     }
 
-    // TypeScript reads what Python wrote: the big value as a claim (two 64 KiB slices or more, and a node), the small one encrypted inline.
+    // TypeScript reads what Python wrote: the big value as a claim (held in its manifest), the small one encrypted inline.
     const big = fromBase64(first.written.big ?? '');
     const small = fromBase64(first.written.small ?? '');
     expect(Object.keys(claimOf(big)?.claimData ?? {}).sort()).toEqual(['k', 'm']);
@@ -225,24 +213,26 @@ describe('payload formats between TypeScript and interop/python/compactor_payloa
     const bigBack = await decodeHistoryPayload(big, { driver, codec });
     expect(defaultPayloadConverter.fromPayload(bigBack)).toEqual({ messages });
     expect(defaultPayloadConverter.fromPayload(await decodeHistoryPayload(small, { codec }))).toEqual(note);
-    expect(filesUnder(join(store, 'v1', 'nodes')).length).toBeGreaterThan(0);
-    // With COMPACTOR_CLAIM_FORMAT=1 (a rolling upgrade) Python writes format 1, as TypeScript does, and TypeScript reads it.
-    const legacy = await runPythonScript<VectorReport>(python, VECTORS, {
-      env: { ...env, COMPACTOR_CLAIM_FORMAT: '1' },
-      read: [],
-      write: { big: { messages } },
-    });
-    const legacyBig = fromBase64(legacy.written.big ?? '');
-    expect(Object.keys(claimOf(legacyBig)?.claimData ?? {}).sort()).toEqual(['keyId', 'manifest']);
-    expect(defaultPayloadConverter.fromPayload(await decodeHistoryPayload(legacyBig, { driver, codec }))).toEqual({
-      messages,
-    });
+    const pythonManifest = claimManifestId(claimOf(big)?.claimData ?? {}) ?? '';
+    expect((await driver.inspect('manifest', pythonManifest)).children).toEqual([]);
+    // Its nonce is derived from the bytes it encrypts, as the TypeScript writer derives it.
+    const sealed = readFileSync(join(store, ...objectKey('manifest', pythonManifest).split('/')));
+    const key = driver.keyring?.current;
+    if (key === undefined) throw new Error('a key is configured');
+    const nonceAt = 6 + (sealed[5] ?? 0);
+    const nonce = sealed.subarray(nonceAt, nonceAt + 12);
+    const decipher = createDecipheriv('aes-256-gcm', key.chunkKey, nonce);
+    decipher.setAAD(sealed.subarray(0, nonceAt + 12));
+    decipher.setAuthTag(sealed.subarray(sealed.length - 16));
+    const body = Buffer.concat([decipher.update(sealed.subarray(nonceAt + 12, sealed.length - 16)), decipher.final()]);
+    const expected = createHmac('sha256', key.chunkNonceKey).update(sealed.subarray(0, nonceAt)).update(body).digest();
+    expect(Buffer.from(nonce).toString('hex')).toBe(expected.subarray(0, 12).toString('hex'));
 
-    // Corrupted objects (chunks, and every manifest but the one claim's, which stands on or was deflated
-    // against others): each claim fails on the Python side, naming the object it met.
-    const own = new Set([manifestOf(corruptedClaim)]);
-    for (const path of [...filesUnder(join(store, 'v1', 'chunks')), ...filesUnder(join(store, 'v1', 'manifests'))])
-      if (![...own].some((id) => path.endsWith(id)))
+    // Corrupted objects (every manifest but the one claim's, which stands on or was deflated against
+    // others): each claim fails on the Python side, naming the object it met.
+    const own = manifestOf(corruptedClaim);
+    for (const path of filesUnder(join(store, 'v1', 'manifests')))
+      if (!path.endsWith(own))
         writeFileSync(path, Buffer.concat([readFileSync(path).subarray(0, 40), Buffer.from('garbage')]));
     const second = await runPythonScript<VectorReport>(python, VECTORS, {
       env,
@@ -257,34 +247,29 @@ describe('payload formats between TypeScript and interop/python/compactor_payloa
         ok: false,
         class: 'ChunkIntegrityError',
         message: expect.stringMatching(
-          /^payload store object v1\/(chunks|manifests)\/[0-9a-f]{2}\/[0-9a-f]{2}\/[0-9a-f]{64}: failed authentication/,
+          /^payload store object v1\/manifests\/[0-9a-f]{2}\/[0-9a-f]{2}\/[0-9a-f]{64}: failed authentication/,
         ),
       });
   }, 60_000);
 
-  it('reads every store format the TypeScript driver wrote: the fixtures of formats 1 to 4 and a store of format 5, with and without a key', async () => {
+  it('reads what the TypeScript driver writes: test/fixtures/store, and a store of a recorded run, with and without a key', async () => {
     const readStore = fileURLToPath(new URL('./python/read-store.py', import.meta.url));
-    let claims = 0;
-    for (const name of ['store-v1', 'store-v2', 'store-v3', 'store-v4']) {
-      const fixture = readStoreFixture(name);
-      for (const store of ['plain', 'encrypted'] as const) {
-        const ofStore = fixture.claims.filter((claim) => claim.store === store);
-        const report = await runPythonScript<
-          Array<{ size?: number; sha256?: string; metadata?: Record<string, string>; class?: string; message?: string }>
-        >(python, readStore, {
-          directory: join(fixture.directory, store),
-          key: store === 'encrypted' ? fixtureKey(fixture) : null,
-          claims: ofStore.map((claim) => claim.claimData),
-        });
-        expect(report, `${name}/${store}`).toEqual(
-          ofStore.map((claim) => ({ size: claim.size, sha256: claim.sha256, metadata: claim.metadata })),
-        );
-        claims += ofStore.length;
-      }
+    const fixture = readStoreFixture();
+    for (const store of ['plain', 'encrypted'] as const) {
+      const ofStore = fixture.claims.filter((claim) => claim.store === store);
+      const report = await runPythonScript<
+        Array<{ size?: number; sha256?: string; metadata?: Record<string, string>; class?: string; message?: string }>
+      >(python, readStore, {
+        directory: join(fixture.directory, store),
+        key: store === 'encrypted' ? fixture.key : null,
+        claims: ofStore.map((claim) => claim.claimData),
+      });
+      expect(report, store).toEqual(
+        ofStore.map((claim) => ({ size: claim.size, sha256: claim.sha256, metadata: claim.metadata })),
+      );
     }
-    expect(claims).toBeGreaterThan(100);
-    // Format 5, what the driver writes now: manifests deflated against manifests, slices of their inline bytes.
-    const directory = mkdtempSync(join(tmpdir(), 'compactor-format-5-'));
+    // Payloads of a recorded run as the driver writes them with its default settings.
+    const directory = mkdtempSync(join(tmpdir(), 'compactor-store-'));
     dirs.push(directory);
     const hex = randomBytes(32).toString('hex');
     for (const keyed of [false, true]) {
@@ -298,16 +283,13 @@ describe('payload formats between TypeScript and interop/python/compactor_payloa
       ];
       const written: StorageDriverClaim[] = [];
       for (const payload of payloads) written.push(...(await writer.store({}, [payload])));
-      const sealed = filesUnder(join(store, 'v1', 'manifests')).map((path) => readFileSync(path));
-      // Bit 4 (a manifest context) and bit 5 (named by its context): format 5's manifests in a chain.
-      expect(sealed.filter((body) => ((body[4] ?? 0) & 48) === 48).length).toBeGreaterThan(3);
       const report = await runPythonScript<Array<{ size?: number; sha256?: string }>>(python, readStore, {
         directory: store,
         key: keyed ? { id: 'k-five', hex } : null,
         claims: written.map((claim) => claim.claimData),
       });
       expect(report.map(({ size, sha256 }) => ({ size, sha256 }))).toEqual(
-        payloads.map((payload) => ({ size: payload.data?.length, sha256: sha256(payload.data) })),
+        payloads.map((payload) => ({ size: payload.data?.length, sha256: sha(payload.data) })),
       );
     }
   }, 120_000);

@@ -12,6 +12,7 @@ import {
   claimManifestId,
   codecKey,
   CompactorCodec,
+  DEFAULT_CHUNKER_LIMITS,
   FileBackend,
   keyringOf,
   objectKey,
@@ -27,7 +28,7 @@ import { chatInputSequence } from '../../corpus/chat-inputs.js';
 import { loadConfig } from '../../src/config.js';
 import { startS3Server, type S3TestServer } from '../../scripts/s3-test-server.js';
 import { temporaryDirectory } from '../support/cleanup.js';
-import { storeOne } from '../support/store-fixture.js';
+import { storeOne } from '../support/payload-store.js';
 
 const toPayload = (value: unknown): Payload => defaultPayloadConverter.toPayload(value);
 const fromPayload = (payload: Payload | undefined): unknown => defaultPayloadConverter.fromPayload(payload ?? {});
@@ -44,16 +45,6 @@ async function retrieveOne(driver: ChunkStoreDriver, claim: StorageDriverClaim):
   const [payload] = await driver.retrieve({}, [claim]);
   if (payload === undefined) throw new Error('no payload');
   return payload;
-}
-
-/**
- * The format-1 claim naming what a format-2 `claim` names, built by hand as writers built claims
- * before format 2: the manifest id in hex as `manifest`, the key id as `keyId`.
- */
-function formatOneOf(claim: StorageDriverClaim): StorageDriverClaim {
-  const manifest = Buffer.from(claim.claimData.m ?? '', 'base64url').toString('hex');
-  const keyId = claim.claimData.k;
-  return new StorageDriverClaim(keyId === undefined ? { manifest } : { manifest, keyId });
 }
 
 /** Stores the synthetic run's chat inputs one per round; returns store growth over new content. */
@@ -124,22 +115,13 @@ function backendContract(name: string, makeBackend: () => ObjectBackend, dedupMo
           const hexOf = (payload: Payload): string => Buffer.from(payload.data ?? []).toString('hex');
           expect(back.map(hexOf)).toEqual(payloads.map(hexOf));
           expect(Buffer.from(back[2]?.metadata?.other ?? []).toString('hex')).toBe('0102');
-          // The claims of histories written before format 2 name the same objects.
-          const backFromFormatOne = await new ChunkStoreDriver({ backend, keyring }).retrieve(
-            {},
-            claims.map(formatOneOf),
-          );
-          expect(backFromFormatOne.map(hexOf)).toEqual(payloads.map(hexOf));
-          expect(backFromFormatOne.map((payload) => payload.metadata)).toEqual(back.map((payload) => payload.metadata));
         });
 
         if (dedupModes.includes(encrypted))
           it(`grows by at most 0.355× the new content over a 60-round run with compactions`, async () => {
             const { stored, plaintext, newContent, total } = await dedupRatio(makeBackend(), keyring);
-            // Stored bytes are compressed; the plaintext measure shows the dedup alone (1.04×
-            // measured: every new byte once, and a little of the tree around it). Stored: 0.348×
-            // (0.351× with a key) in store format 5 (bench/README.md#payloads); 0.358× to 0.365×
-            // in format 4, 0.41× in format 3.
+            // Stored bytes are compressed; the plaintext measure shows the dedup alone (every new
+            // byte once, and a little of the tree around it). Stored: bench/README.md#payloads.
             expect(plaintext / newContent).toBeLessThanOrEqual(1.1);
             expect(stored / newContent).toBeLessThanOrEqual(0.355);
             // And the run sent far more than that: the payloads share almost everything.
@@ -148,34 +130,38 @@ function backendContract(name: string, makeBackend: () => ObjectBackend, dedupMo
       });
     }
 
-    it('detects a corrupted chunk, a swapped chunk and a missing chunk, naming the object', async () => {
+    it('detects a corrupted object, a swapped object and a missing object, naming the object', async () => {
       const backend = makeBackend();
-      // Store format 4 (packs: chunk objects): format 5 holds these payloads' bytes in their manifests (store-format-5.test.ts).
-      const driver = new ChunkStoreDriver({ backend, manifestFormat: 4 });
-      // Two packs under the claim: the first half's, which the whole conversation lists again, and its own.
-      await storeOne(driver, toPayload({ messages: bigConversation.messages.slice(0, 30) }));
+      const driver = new ChunkStoreDriver({ backend });
+      // The first half's manifest is the base of the whole conversation's, and the object it is deflated against.
+      const half = await storeOne(driver, toPayload({ messages: bigConversation.messages.slice(0, 30) }));
       const claim = await storeOne(driver, toPayload(bigConversation));
-      const [victim, other] = await chunkKeysOf(backend, claim);
-      if (victim === undefined || other === undefined) throw new Error('expected several chunks');
+      const victim = objectKey('manifest', readClaim(half.claimData).manifestId);
+      expect((await driver.inspect('manifest', readClaim(claim.claimData).manifestId)).children).toContainEqual({
+        kind: 'manifest',
+        id: readClaim(half.claimData).manifestId,
+      });
       const original = await backend.get(victim);
-      if (original === undefined) throw new Error('chunk not stored');
+      if (original === undefined) throw new Error('manifest not stored');
       const flipped = Buffer.from(original);
       flipped[flipped.length - 5] = (flipped[flipped.length - 5] ?? 0) ^ 0xff;
       await backend.put(victim, flipped);
       await expect(retrieveOne(new ChunkStoreDriver({ backend }), claim)).rejects.toThrow(ChunkIntegrityError);
       await expect(retrieveOne(new ChunkStoreDriver({ backend }), claim)).rejects.toThrow(victim);
-      // A well-formed object under the wrong name: only the hash check can tell. (The one put in
-      // place is one deflated against no other chunk: format 4 deflates a pack against the one before.)
-      await backend.put(victim, original);
-      const bodies = await Promise.all([victim, other].map(async (key) => ({ key, body: await backend.get(key) })));
-      const root = bodies.find(({ body }) => ((body?.[4] ?? 0) & 8) === 0);
-      const target = bodies.find((candidate) => candidate !== root);
-      if (root?.body === undefined || target?.body === undefined) throw new Error('expected a chunk without a context');
-      await backend.put(target.key, root.body);
+      // A well-formed object under the wrong name (another store's, deflated against nothing): only the hash check can tell.
+      const elsewhere = makeBackend();
+      const stranger = await storeOne(
+        new ChunkStoreDriver({ backend: elsewhere }),
+        toPayload({ other: 'conversation' }),
+      );
+      const strangerBody = await elsewhere.get(objectKey('manifest', readClaim(stranger.claimData).manifestId));
+      if (strangerBody === undefined) throw new Error('manifest not stored');
+      await backend.put(victim, strangerBody);
       await expect(retrieveOne(new ChunkStoreDriver({ backend }), claim)).rejects.toThrow(
         /content does not match its name \(hash mismatch/,
       );
-      await backend.put(target.key, target.body);
+      await backend.put(victim, original);
+      expect(fromPayload(await retrieveOne(new ChunkStoreDriver({ backend }), claim))).toEqual(bigConversation);
       if (backend instanceof FileBackend) rmSync(join(backend.directory, ...victim.split('/')));
       else await backend.put(victim, new Uint8Array(0));
       await expect(retrieveOne(new ChunkStoreDriver({ backend }), claim)).rejects.toThrow(
@@ -290,7 +276,7 @@ describe('ChunkStoreDriver', () => {
       const canary = 'canary-7c2e9a-never-stored-in-clear';
       await storeOne(driver, toPayload({ ...bigConversation, canary }));
       const files = filesUnder(directory).map((file) => relative(directory, file));
-      // Format 5 holds a fresh payload in its manifest alone: its bytes inline, no pack, no tree nodes.
+      // A fresh payload is its manifest alone: its bytes inline, no pack, no tree nodes.
       expect(files.length).toBeGreaterThanOrEqual(1);
       for (const file of files)
         expect(file).toMatch(/^v1\/(chunks|nodes|manifests)\/[0-9a-f]{2}\/[0-9a-f]{2}\/[0-9a-f]{64}$/);
@@ -321,9 +307,15 @@ describe('ChunkStoreDriver', () => {
     it('touches a reused tree older than refreshAfterMs and writes back an object a gc removed', async () => {
       const directory = storeDirectory();
       const backend = new FileBackend({ directory });
-      // Format 3 lists a fresh payload in a tree of nodes (format 4 in its manifest alone, up to 1,024 entries).
-      const TREES = { manifestFormat: 3 } as const;
-      const claim = await storeOne(new ChunkStoreDriver({ backend, ...TREES }), toPayload(bigConversation));
+      // More than 1,024 slices, every one in the pack: a fresh payload listed over a tree of nodes.
+      const TREES = { chunkerLimits: { ...DEFAULT_CHUNKER_LIMITS, minChunk: 64, groupMax: 64 }, literalBelow: 0 };
+      const manyMessages = {
+        messages: Array.from({ length: 1_100 }, (_, index) => ({
+          role: 'tool',
+          content: `result ${index}: ${'the quick brown fox '.repeat(3)}`,
+        })),
+      };
+      const claim = await storeOne(new ChunkStoreDriver({ backend, ...TREES }), toPayload(manyMessages));
       const old = new Date(Date.now() - 3 * 24 * 3_600_000);
       for (const file of filesUnder(directory)) utimesSync(file, old, old);
       const [removed] = await chunkKeysOf(backend, claim);
@@ -332,7 +324,7 @@ describe('ChunkStoreDriver', () => {
       // The nodes the manifest lists are reused and touched; below them nothing is checked (a node
       // that exists has its children).
       const driver = new ChunkStoreDriver({ backend, refreshAfterMs: 24 * 3_600_000, ...TREES });
-      await storeOne(driver, toPayload(bigConversation));
+      await storeOne(driver, toPayload(manyMessages));
       const listed = (await driver.inspect('manifest', readClaim(claim.claimData).manifestId)).children;
       const listedNodes = listed.filter((child) => child.kind === 'node').map((child) => objectKey('node', child.id));
       expect(listedNodes.length).toBeGreaterThan(0);
@@ -344,11 +336,9 @@ describe('ChunkStoreDriver', () => {
       rmSync(join(directory, 'v1', 'nodes'), { recursive: true });
       rmSync(join(directory, ...removed.split('/')));
       const rewriting = new ChunkStoreDriver({ backend, ...TREES });
-      const again = await storeOne(rewriting, toPayload(bigConversation));
+      const again = await storeOne(rewriting, toPayload(manyMessages));
       expect(rewriting.stats.written.node.objects).toBe(nodes.length);
-      expect(fromPayload(await retrieveOne(new ChunkStoreDriver({ backend, ...TREES }), again))).toEqual(
-        bigConversation,
-      );
+      expect(fromPayload(await retrieveOne(new ChunkStoreDriver({ backend, ...TREES }), again))).toEqual(manyMessages);
     });
 
     it('leaves no temporary file behind when a write fails', async () => {
@@ -373,73 +363,41 @@ describe('ChunkStoreDriver', () => {
       );
 
     for (const encrypted of [false, true]) {
-      it(`${encrypted ? 'encrypted' : 'not encrypted'}: written in format 2, smaller in history than format 1 by at least ${encrypted ? 32 : 28} bytes; both read back the payload`, async () => {
+      it(`${encrypted ? 'encrypted' : 'not encrypted'}: { m, k? }, the manifest id in base64url, which names the manifest in hex`, async () => {
         const backend = new FileBackend({ directory: storeDirectory(), durable: false });
-        const keyring = encrypted ? keyringOf(key) : undefined;
+        // A key with its default id, `k-` and 8 hex digits.
+        const keyring = encrypted ? keyringOf(codecKey(randomBytes(32))) : undefined;
         const payload = toPayload(bigConversation);
         const claim = await storeOne(new ChunkStoreDriver({ backend, keyring }), payload);
         expect(Object.keys(claim.claimData).sort()).toEqual(encrypted ? ['k', 'm'] : ['m']);
         expect(claim.claimData.m).toMatch(/^[A-Za-z0-9_-]{43}$/);
-        const formatOne = formatOneOf(claim);
-        // 21 fewer characters of id, "m" for "manifest" (and "k" for "keyId").
-        expect(referenceSize(formatOne, payload) - referenceSize(claim, payload)).toBeGreaterThanOrEqual(
-          encrypted ? 32 : 28,
-        );
-
+        // What history holds around it: 193 bytes, 210 with a 10-character key id (docs/payloads.md).
+        expect(referenceSize(claim, payload)).toBe(encrypted ? 210 : 193);
         const manifestId = claimManifestId(claim.claimData);
         expect(manifestId).toMatch(/^[0-9a-f]{64}$/);
-        expect(claimManifestId(formatOne.claimData)).toBe(manifestId);
-        expect([readClaim(claim.claimData).keyId, readClaim(formatOne.claimData).keyId]).toEqual(
-          encrypted ? ['k1', 'k1'] : [undefined, undefined],
-        );
-        // The store names its objects in hex whichever format the claim has.
+        expect(Buffer.from(manifestId ?? '', 'hex').toString('base64url')).toBe(claim.claimData.m);
+        expect(readClaim(claim.claimData).keyId).toBe(keyring?.current.id);
         expect(await backend.stat(objectKey('manifest', manifestId ?? ''))).toBeDefined();
         expect(fromPayload(await retrieveOne(new ChunkStoreDriver({ backend, keyring }), claim))).toEqual(
-          bigConversation,
-        );
-        expect(fromPayload(await retrieveOne(new ChunkStoreDriver({ backend, keyring }), formatOne))).toEqual(
           bigConversation,
         );
       });
     }
 
-    it('writes format 1 when configured so (COMPACTOR_CLAIM_FORMAT=1, for a rolling upgrade), the same claim a format-1 writer made', async () => {
-      const directory = storeDirectory();
-      const keyring = keyringOf(key);
-      const payload = toPayload(bigConversation);
-      const configured = payloadConverterFromConfig(
-        loadConfig({ env: { COMPACTOR_PAYLOAD_STORE: `file:${directory}`, COMPACTOR_CLAIM_FORMAT: '1' } }),
-      );
-      expect(configured.driver?.claimFormat).toBe(1);
-      const plain = await storeOne(configured.driver as ChunkStoreDriver, payload);
-      expect(Object.keys(plain.claimData)).toEqual(['manifest']);
-      const backend = new FileBackend({ directory, durable: false });
-      const encrypted = await storeOne(new ChunkStoreDriver({ backend, keyring, claimFormat: 1 }), payload);
-      const current = await storeOne(new ChunkStoreDriver({ backend, keyring }), payload);
-      expect(encrypted.claimData).toEqual(formatOneOf(current).claimData);
-      // A driver that writes format 2 reads it, as every reader reads both.
-      expect(fromPayload(await retrieveOne(new ChunkStoreDriver({ backend, keyring }), encrypted))).toEqual(
-        bigConversation,
-      );
-    });
-
-    it('refuses a claim of neither format with a ChunkIntegrityError naming it and saying why', async () => {
+    it('refuses anything else with a ChunkIntegrityError naming the claim and saying why', async () => {
       const backend = new FileBackend({ directory: storeDirectory(), durable: false });
       const driver = new ChunkStoreDriver({ backend, keyring: keyringOf(key) });
       const claim = await storeOne(driver, toPayload(bigConversation));
       const m = claim.claimData.m ?? '';
-      const hex = formatOneOf(claim).claimData.manifest ?? '';
+      const hex = readClaim(claim.claimData).manifestId;
       // The last of 43 characters carries 4 bits and 2 unused ones: the next letter decodes to the same bytes.
       const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
       const otherSpelling = `${m.slice(0, 42)}${alphabet[alphabet.indexOf(m.slice(42)) + 1] ?? ''}`;
       expect(Buffer.from(otherSpelling, 'base64url').toString('hex')).toBe(hex);
       const notAnId = 'has an m that is not a manifest id (43 characters of base64url without padding)';
-      const notHex = 'has a manifest that is not a manifest id (64 lowercase hex digits)';
-      const mixed = 'mixes the fields of claim format 2 (m, k) and format 1 (manifest, keyId)';
       const refused: Array<[Record<string, string>, string]> = [
-        [{}, 'has no manifest id (m, or manifest in format 1)'],
+        [{}, 'has no manifest id (m)'],
         [{ k: 'k1' }, 'has a key id (k) but no manifest id (m)'],
-        [{ keyId: 'k1' }, 'has a key id (keyId) but no manifest id (manifest)'],
         [{ m: m.slice(0, 42), k: 'k1' }, notAnId],
         [{ m: `${m}A`, k: 'k1' }, notAnId],
         [{ m: `${m.slice(0, 42)}=`, k: 'k1' }, notAnId],
@@ -448,12 +406,8 @@ describe('ChunkStoreDriver', () => {
         [{ m: hex, k: 'k1' }, notAnId],
         [{ m, k: '' }, "has a k that is not a key id (1-64 characters of A-Z, a-z, 0-9, '.', '_', '-')"],
         [{ m, k: 'k 1' }, "has a k that is not a key id (1-64 characters of A-Z, a-z, 0-9, '.', '_', '-')"],
-        [{ manifest: hex.toUpperCase(), keyId: 'k1' }, notHex],
-        [{ manifest: hex.slice(0, 63), keyId: 'k1' }, notHex],
-        [{ manifest: m, keyId: 'k1' }, notHex],
-        [{ m, manifest: hex, k: 'k1' }, mixed],
-        [{ m, keyId: 'k1' }, mixed],
-        [{ manifest: hex, k: 'k1' }, mixed],
+        [{ manifest: hex, keyId: 'k1' }, 'has fields other than m and k (keyId, manifest)'],
+        [{ m, k: 'k1', keyId: 'k1' }, 'has fields other than m and k (keyId)'],
       ];
       for (const [claimData, why] of refused) {
         expect(claimManifestId(claimData), JSON.stringify(claimData)).toBeUndefined();
@@ -467,13 +421,8 @@ describe('ChunkStoreDriver', () => {
           `payload store object claim ${JSON.stringify(claimData)}: is not a temporal-compactor claim: it ${why}`,
         );
       }
-      // The same claim, well formed in either format, reads: the refusals were the claims' alone.
-      expect(
-        fromPayload(await retrieveOne(driver, new StorageDriverClaim({ m: claim.claimData.m ?? '', k: 'k1' }))),
-      ).toEqual(bigConversation);
-      expect(fromPayload(await retrieveOne(driver, new StorageDriverClaim({ manifest: hex, keyId: 'k1' })))).toEqual(
-        bigConversation,
-      );
+      // The same claim, well formed, reads: the refusals were the claims' alone.
+      expect(fromPayload(await retrieveOne(driver, new StorageDriverClaim({ m, k: 'k1' })))).toEqual(bigConversation);
     });
   });
 

@@ -26,26 +26,16 @@ describe('ChunkStoreDriver options', () => {
       compressionLevel: 9,
       inlineBelow: 0,
       literalBelow: 0,
-      manifestFormat: 1,
-      claimFormat: 1,
       now: Date.now,
     });
-    expect(driver.manifestFormat).toBe(1);
-    expect(driverWith({ compressionLevel: -1, manifestFormat: 5 }).manifestFormat).toBe(5);
+    expect(driver.backend).toBe(backend);
+    expect(driverWith({ compressionLevel: -1 }).backend).toBe(backend);
   });
 
   it.each([
-    [{ manifestFormt: 4 }, 'driver.manifestFormt: unknown option; did you mean manifestFormat?'],
+    [{ concurency: 4 }, 'driver.concurency: unknown option; did you mean concurrency?'],
     [{ windowBytes: 1 }, 'driver.windowBytes: unknown option; the options are backend, keyring, concurrency'],
-    [
-      { manifestFormat: 6 },
-      'driver.manifestFormat: must be 1, 2, 3, 4 or 5 (the store formats this driver writes); got 6',
-    ],
-    [
-      { manifestFormat: '4' },
-      'driver.manifestFormat: must be 1, 2, 3, 4 or 5 (the store formats this driver writes); got "4"',
-    ],
-    [{ claimFormat: 3 }, 'driver.claimFormat: must be 1 or 2; got 3'],
+    [{ manifestFormat: 4 }, 'driver.manifestFormat: unknown option'],
     [{ concurrency: 0 }, 'driver.concurrency: must be an integer from 1 up; got 0'],
     [{ compressionLevel: 12 }, 'driver.compressionLevel: must be an integer from -1 to 9; got 12'],
     [{ inlineBelow: 1.5 }, 'driver.inlineBelow: must be an integer from 0 up; got 1.5'],

@@ -248,7 +248,7 @@ describe('collectGarbage (sweep)', () => {
 
     const oldTree = await treeOf(driver, manifestOf(old));
     const youngTree = await treeOf(driver, manifestOf(young));
-    // The young payload lists slices of the old payload's bytes (format 5: inline in its manifest).
+    // The young payload lists slices of the old payload's bytes (inline in its manifest).
     const shared = [...youngTree.keys()].filter((key) => oldTree.has(key));
     expect(shared.length).toBeGreaterThan(0);
 
@@ -267,9 +267,9 @@ describe('collectGarbage (sweep)', () => {
   it('keeps everything under a young node, even when no manifest lists it (a store touched it, then died)', async () => {
     const directory = storeDirectory();
     const backend = new FileBackend({ directory, durable: false });
-    // Format 3 lists a fresh payload in a tree of nodes (format 4 in its manifest alone, up to 1,024 entries).
-    const driver = new ChunkStoreDriver({ backend, keyring, ...smallChunks, manifestFormat: 3 });
-    const claim = await store(driver, conversation('interrupted'));
+    // More than 1,024 slices: a fresh payload listed over a tree of nodes.
+    const driver = new ChunkStoreDriver({ backend, keyring, ...smallChunks });
+    const claim = await store(driver, conversation('interrupted', 1_100));
     ageAll(directory, 72);
     const tree = await treeOf(driver, manifestOf(claim));
     const [node] = [...tree.entries()]

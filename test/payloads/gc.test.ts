@@ -172,7 +172,7 @@ async function scenario(
 
   const closed = echo('closed');
   await client.workflow.execute<typeof storeEcho>('storeEcho', closed);
-  // The live run before the deleted one: in store format 5 a manifest is deflated against the one
+  // The live run before the deleted one: a manifest is deflated against the one
   // stored before it, which it keeps (gc follows contexts), so a run stored after the deleted one
   // would keep the deleted run's objects.
   const live = echo('live');
@@ -233,7 +233,7 @@ async function scenario(
   const lone = Buffer.from(`a lone chunk ${randomBytes(8).toString('hex')}`);
   const loneId = objectId(lone, driver.keyring?.current);
   const youngChunk = objectKey('chunk', loneId);
-  await driver.backend.put(youngChunk, sealObject(lone, loneId, driver.keyring?.current));
+  await driver.backend.put(youngChunk, sealObject(lone, driver.keyring?.current).sealed);
 
   const kept = await reachable(driver, [...liveClaims, ...closedClaims, claimManifestId(young.claimData) ?? '']);
   kept.add(youngChunk);
@@ -271,7 +271,7 @@ async function expectCollected(s: Scenario, report: GarbageReport): Promise<void
   expect(await present(backend, s.kept)).toHaveLength(s.kept.size);
   expect(await present(backend, s.garbage)).toEqual([]);
   expect(totalOf(report.deleted).objects).toBe(s.garbage.size);
-  // Young chunks are roots (a format-4 chunk lists the chunk it was deflated against): the lone one among them.
+  // Young chunks are roots (a chunk lists the object it was deflated against): the lone one among them.
   expect(report.youngChunks).toBeGreaterThanOrEqual(1);
   expect(report.missingCount).toBe(0);
   // A driver with an empty cache reads every kept claim back from the store.

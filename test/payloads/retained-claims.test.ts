@@ -1,7 +1,6 @@
-// What the claims in a history keep from the garbage collector, without a server: claims of format 2
-// (written now) and of format 1 (written before format 2, still in retained histories) both name
-// their manifests, so a collection keeps those and all under them; a claim of another driver or a
-// malformed one names nothing.
+// What the claims in a history keep from the garbage collector, without a server: claims anywhere
+// in an event name their manifests, so a collection keeps those and all under them; a claim of
+// another driver or a malformed one names nothing.
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync, rmSync, utimesSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -38,11 +37,11 @@ function reference(claim: StorageDriverClaim, driverName = CHUNK_STORE_DRIVER_NA
   return encodeReferencePayload({ driverName, claim, sizeBytes: 20_000 });
 }
 
-/** A format-2 claim's manifest id in hex, decoded here rather than by the code under test. */
+/** A claim's manifest id in hex, decoded here rather than by the code under test. */
 const hexOf = (claim: StorageDriverClaim): string => Buffer.from(claim.claimData.m ?? '', 'base64url').toString('hex');
 
 describe('claimedManifestsIn', () => {
-  it('names the manifests of format-2 and format-1 claims anywhere in an event, and a collection keeps both', async () => {
+  it('names the manifests of claims anywhere in an event, and a collection keeps them', async () => {
     const directory = mkdtempSync(join(tmpdir(), 'compactor-retained-'));
     directories.push(directory);
     const backend = new FileBackend({ directory, durable: false });
@@ -62,14 +61,12 @@ describe('claimedManifestsIn', () => {
     if (newer === undefined || older === undefined || unclaimed === undefined || foreign === undefined)
       throw new Error('four claims expected');
     expect(Object.keys(older.claimData).sort()).toEqual(['k', 'm']);
-    // As the history of a run from before format 2 holds it.
-    const olderFormatOne = new StorageDriverClaim({ manifest: hexOf(older), keyId: older.claimData.k ?? '' });
     // Shaped like a history event: payloads a few levels down, in lists and maps.
     const event = {
       eventId: 7,
       activityTaskScheduledEventAttributes: {
         input: { payloads: [reference(newer)] },
-        header: { fields: { carried: reference(olderFormatOne) } },
+        header: { fields: { carried: reference(older) } },
       },
       markerRecordedEventAttributes: {
         details: {
@@ -77,6 +74,7 @@ describe('claimedManifestsIn', () => {
             payloads: [
               reference(foreign, 'another-driver'),
               reference(new StorageDriverClaim({ m: hexOf(unclaimed), k: 'k1' })),
+              reference(new StorageDriverClaim({ manifest: hexOf(unclaimed), keyId: 'k1' })),
             ],
           },
         },
@@ -94,7 +92,7 @@ describe('claimedManifestsIn', () => {
     const report = await collectGarbage({ driver, claimedManifests: found });
     expect(report.deleted.manifest.objects).toBe(2);
     const reader = new ChunkStoreDriver({ backend, keyring });
-    const kept = await reader.retrieve({}, [newer, olderFormatOne]);
+    const kept = await reader.retrieve({}, [newer, older]);
     expect(kept.map((payload) => defaultPayloadConverter.fromPayload(payload))).toEqual([values.newer, values.older]);
     await expect(reader.retrieve({}, [unclaimed])).rejects.toThrow(ChunkMissingError);
     await expect(reader.retrieve({}, [foreign])).rejects.toThrow(ChunkMissingError);

@@ -1,14 +1,9 @@
 // What the payload store costs a round of a real agent run: a recorded trajectory (the repository's
 // openhands MONAI-3715, 30 rounds) through agentRun with the file store, every request of the store
-// counted and split into rounds by the server's times of the `chat` schedulings. Format 1 of the
-// store (main before chunker 2) left 2.1× the trajectory's bytes in the store and wrote 10 objects
-// a round at the median, and read back every object it had just written; format 2 left 1.16×;
-// format 3 (packs, a preset dictionary) 0.90×; format 4 (each pack deflated against the packs
-// written before it, a fresh payload's manifest without tree nodes) 0.55×; format 5 (a manifest holds
-// its new bytes, later payloads list slices of them there, manifests deflated against the objects
-// written before them) 0.45× (bench/README.md#payloads). Issue 22's goal is 0.6×; the bound here,
-// 0.5×, fails on formats 1 to 4. With the extended corpus present the same runs over claudecode
-// django-11797 (126 rounds): 0.69× in format 4, 0.57× in format 5, bound 0.6×.
+// counted and split into rounds by the server's times of the `chat` schedulings: what the store
+// holds against the trajectory's JSON, objects written and read a round, history a round
+// (bench/README.md#payloads has the figures). With the extended corpus present the same runs over
+// claudecode django-11797 (126 rounds), bound 0.6×.
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -148,7 +143,6 @@ describe('the payload store over a recorded agent run', { timeout: 300_000 }, ()
     const run = await measure(BUNDLED_DIR, TRAJECTORY, 9_000);
     expect(run.rounds).toBeGreaterThanOrEqual(25);
     expectRoundGoals(run);
-    // 0.45× measured (0.55× in format 4, 0.90× in format 3, 1.16× in format 2, 2.1× in format 1).
     expect(run.ratio).toBeLessThanOrEqual(0.5);
     expect(run.ratio).toBeGreaterThan(0.1);
   });
@@ -162,7 +156,6 @@ describe('the payload store over a recorded agent run', { timeout: 300_000 }, ()
       const run = await measure(extended.dir, django, 32_000);
       expect(run.rounds).toBeGreaterThanOrEqual(100);
       expectRoundGoals(run);
-      // 0.57× measured (0.69× in format 4).
       expect(run.ratio).toBeLessThanOrEqual(0.6);
       expect(run.ratio).toBeGreaterThan(0.1);
     });

@@ -249,8 +249,8 @@ describe('a long agent run with the payload store', { timeout: 900_000 }, () => 
     );
     expect(median(inline)).toBeGreaterThan(ROUND_OVERHEAD_BYTES);
 
-    // The store grows with the run's new content (its transcript, every line once), compressed:
-    // 0.168× measured in store format 5 (manifests in the chain of contexts too), 0.19× in format 4.
+    // The store grows with the run's new content (its transcript, every line once), compressed
+    // (bench/README.md#payloads has the measured figures).
     const transcriptBytes = lines.reduce((sum, line) => sum + jsonBytes(line), 0);
     expect(directoryBytes(store)).toBeLessThanOrEqual(0.18 * transcriptBytes);
 

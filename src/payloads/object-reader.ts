@@ -1,0 +1,177 @@
+// Node only: reads stored objects and opens them (sealed-object.ts), with what that needs kept in
+// memory: the plaintexts of objects written or read lately (a worker reads what it just wrote), the
+// windows of packs and manifests (an object deflated against one is opened with it, so a reader
+// opens the chain of contexts first), manifests' inline bytes, and the fetches under way (one
+// object asked for by many at once is fetched once).
+import { ChunkIntegrityError, ChunkMissingError } from './errors.js';
+import type { Keyring } from './keyring.js';
+import type { Limiter } from './limiter.js';
+import { LruMap } from './lru-map.js';
+import type { ObjectBackend } from './object-backend.js';
+import { inlineBytesOf, objectKey, parseManifest, type ObjectKind } from './object-format.js';
+import { inflateObject, unsealObject, windowAfter, type ContextKind } from './sealed-object.js';
+
+/** Bytes of windows and of manifests' inline bytes kept in memory (a window is 32 KiB). */
+const WINDOW_CACHE_BYTES = 16 * 1024 * 1024;
+
+/** The caches' key of an object: its key and the key id its payload was stored with (objects are content-addressed, so a hit is the object's content). */
+const cacheKeyOf = (key: string, keyId: string | undefined): string => `${key}\u0000${keyId ?? ''}`;
+
+export class ObjectReader {
+  private readonly cache: LruMap<Uint8Array>;
+  /** Windows of packs and manifests written or read lately, by cache key. */
+  private readonly windows = new LruMap<Uint8Array>(WINDOW_CACHE_BYTES, (bytes) => bytes.length);
+  /** Manifests' inline bytes end to end, by cache key. */
+  private readonly inline = new LruMap<Uint8Array>(WINDOW_CACHE_BYTES, (bytes) => bytes.length);
+  /** Objects being fetched, by cache key: concurrent reads of one object share the fetch. */
+  private readonly reading = new Map<string, Promise<Uint8Array>>();
+  /** Windows being computed, by cache key. */
+  private readonly windowing = new Map<string, Promise<Uint8Array>>();
+
+  constructor(
+    private readonly backend: ObjectBackend,
+    private readonly keyring: Keyring | undefined,
+    private readonly limiter: Limiter,
+    cacheBytes: number,
+    /** Counts the objects fetched from the backend and their sealed bytes. */
+    private readonly fetched: { objects: number; bytes: number },
+  ) {
+    this.cache = new LruMap(cacheBytes, (bytes) => bytes.length);
+  }
+
+  /**
+   * The plaintext of object `id` of `kind`, whose payload was stored with `keyId`: cached, else
+   * fetched and opened (its context's window first).
+   *
+   * @throws ChunkMissingError when an object it needs is not in the store.
+   * @throws ChunkIntegrityError when one is malformed, altered or not what its name says.
+   * @throws PayloadKeyMissingError when one is sealed with a key that is not configured.
+   */
+  async read(
+    kind: ObjectKind,
+    id: string,
+    keyId: string | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<Uint8Array> {
+    const key = objectKey(kind, id);
+    const cacheKey = cacheKeyOf(key, keyId);
+    const cached = this.cache.get(cacheKey);
+    if (cached !== undefined) return cached;
+    // The slices of a pack are filled at once: one fetch for all of them.
+    return this.fetchOnce(this.reading, cacheKey, key, signal, async (sealed) => {
+      const { plaintext } = await this.open(sealed, kind, id, keyId, signal);
+      this.cache.set(cacheKey, plaintext);
+      return plaintext;
+    });
+  }
+
+  /** The inline bytes of manifest `id` end to end, which a slice of it is a range of. */
+  async inlineBytes(id: string, keyId: string | undefined, signal: AbortSignal | undefined): Promise<Uint8Array> {
+    const key = objectKey('manifest', id);
+    const cacheKey = cacheKeyOf(key, keyId);
+    const cached = this.inline.get(cacheKey);
+    if (cached !== undefined) return cached;
+    const bytes = inlineBytesOf(parseManifest(await this.read('manifest', id, keyId, signal), key));
+    this.inline.set(cacheKey, bytes);
+    return bytes;
+  }
+
+  /** The sealed bytes of the object at `key`, uncached. @throws ChunkMissingError when there is none. */
+  async fetch(key: string, signal: AbortSignal | undefined): Promise<Uint8Array> {
+    const sealed = await this.limiter.run(() => this.backend.get(key, signal));
+    if (sealed === undefined) throw new ChunkMissingError(key, this.backend.description);
+    this.fetched.objects += 1;
+    this.fetched.bytes += sealed.length;
+    return sealed;
+  }
+
+  /**
+   * Opens a sealed object of `kind` fetched as `id` (its payload stored with `keyId`), with its
+   * context's window when it names one, checking that the context is at `depth` when given (what
+   * the object deflated against this one says); keeps a pack's or manifest's window.
+   */
+  async open(
+    sealed: Uint8Array,
+    kind: ObjectKind,
+    id: string,
+    keyId: string | undefined,
+    signal: AbortSignal | undefined,
+    depth?: number,
+  ): Promise<{ plaintext: Uint8Array; window: Uint8Array }> {
+    const key = objectKey(kind, id);
+    const unsealed = unsealObject(sealed, key, keyId, this.keyring);
+    const own = unsealed.context?.depth ?? 0;
+    if (depth !== undefined && own !== depth)
+      throw new ChunkIntegrityError(
+        key,
+        `is at context depth ${own} where the object deflated against it says ${depth}`,
+      );
+    const contextWindow =
+      unsealed.context === undefined
+        ? undefined
+        : await this.windowOf(unsealed.context.id, unsealed.context.kind, unsealed.context.depth - 1, keyId, signal);
+    const { plaintext, before } = inflateObject(unsealed, kind, id, key, contextWindow);
+    const window = windowAfter(before, plaintext);
+    // A pack or a manifest may be the context of later objects.
+    if (kind !== 'node') this.windows.set(cacheKeyOf(key, keyId), window);
+    return { plaintext, window };
+  }
+
+  /** Keeps what a store just wrote: the next read of it (the activity taking the input this worker's workflow stored) needs no fetch. */
+  remember(
+    kind: ObjectKind,
+    id: string,
+    keyId: string | undefined,
+    plaintext: Uint8Array,
+    window: Uint8Array | undefined,
+  ): void {
+    const cacheKey = cacheKeyOf(objectKey(kind, id), keyId);
+    // A copy, so an object does not keep its whole payload's buffer alive in the cache.
+    this.cache.set(cacheKey, Uint8Array.from(plaintext));
+    if (window !== undefined) this.windows.set(cacheKey, window);
+  }
+
+  /**
+   * The window of pack or manifest `id`, which an object names as its context, at context depth
+   * `depth` as that object says: cached, else read and opened (its own context first).
+   */
+  private async windowOf(
+    id: string,
+    kind: ContextKind,
+    depth: number,
+    keyId: string | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<Uint8Array> {
+    const key = objectKey(kind, id);
+    const cacheKey = cacheKeyOf(key, keyId);
+    const cached = this.windows.get(cacheKey);
+    if (cached !== undefined) return cached;
+    return this.fetchOnce(this.windowing, cacheKey, key, signal, async (sealed) => {
+      const { plaintext, window } = await this.open(sealed, kind, id, keyId, signal, depth);
+      this.cache.set(cacheKey, plaintext);
+      return window;
+    });
+  }
+
+  /**
+   * Fetches the object at `key` and opens it with `open`, once however many ask at the same time
+   * (`running` holds the fetches under way, by cache key).
+   */
+  private async fetchOnce<T>(
+    running: Map<string, Promise<T>>,
+    cacheKey: string,
+    key: string,
+    signal: AbortSignal | undefined,
+    open: (sealed: Uint8Array) => Promise<T>,
+  ): Promise<T> {
+    const pending = running.get(cacheKey);
+    if (pending !== undefined) return pending;
+    const fetching = (async () => open(await this.fetch(key, signal)))();
+    running.set(cacheKey, fetching);
+    try {
+      return await fetching;
+    } finally {
+      running.delete(cacheKey);
+    }
+  }
+}

@@ -1,0 +1,381 @@
+// Node only: what storing a payload writes — the plan, before anything is written. The payload is
+// cut into slices (chunker.ts). A payload that extends a recent one (the previous round's chat
+// input, with a message or two appended) is a manifest on that one's, listing only what follows
+// the prefix; a fresh payload (a tool result, a transcript) is a manifest alone; both hold their new
+// slices inline, and later payloads list those bytes where they lie (slice-index.ts). Otherwise (a
+// chain of bases at its depth, more new entries than a manifest on a base lists, a fresh payload
+// of more than FLAT_ENTRIES slices) a full manifest lists the closed nodes of a tree over the
+// slices (a node closes at a content-defined boundary, so an append never rewrites one) and the
+// open entries after them, and the new slices go end to end into one pack. Packs and manifests are
+// named by the context they will be deflated against (compression-chain.ts).
+import { chunkBoundaries, type ChunkerLimits } from './chunker.js';
+import type { CompressionChain } from './compression-chain.js';
+import type { Keyring } from './keyring.js';
+import {
+  encodeManifest,
+  encodeNode,
+  entryLength,
+  MAX_INLINE_BYTES,
+  nodeEndsAfter,
+  objectKey,
+  type Entry,
+  type Manifest,
+  type ObjectKind,
+} from './object-format.js';
+import { contextualId, objectId, type SealContext } from './sealed-object.js';
+import type { SliceIndex, SlicePlace } from './slice-index.js';
+
+/** An object a store may have to write, with the objects it lists; one written before has no plaintext here (it can only be reused). */
+export interface PlannedObject {
+  kind: ObjectKind;
+  id: string;
+  plaintext: Uint8Array | undefined;
+  children: PlannedObject[];
+  /** A pack or manifest: the object it is deflated against (its id binds it). */
+  context?: SealContext | undefined;
+}
+
+/** An entry of a manifest or node being planned, with the object it refers to (none for inline bytes). */
+interface PlannedEntry {
+  /** The id of the slice or node (inline bytes have one too: node boundaries are decided by ids). */
+  id: string;
+  /** Where it ends in the payload. */
+  end: number;
+  entry: Entry;
+  object?: PlannedObject;
+}
+
+interface PlannedManifest {
+  object: PlannedObject;
+  depth: number;
+  /** What it lists after its base's prefix, in order. */
+  listed: PlannedEntry[];
+}
+
+/** What storing one payload writes: its manifest (and below it what it lists), and what to remember once it is written. */
+export interface WritePlan {
+  manifest: PlannedObject;
+  /** Records where the payload's new slices lie, and the manifest as a base for later payloads: once it is written. */
+  settle: () => void;
+}
+
+/** A slice of a payload as the chunker cut it: where it ends in the payload, its bytes and its id. */
+interface PayloadSlice {
+  end: number;
+  plaintext: Uint8Array;
+  id: string;
+}
+
+/** A manifest written lately, with the ids of its payload's leaves (for a later payload that extends it). */
+interface RecentManifest {
+  id: string;
+  keyId: string | undefined;
+  depth: number;
+  leafIds: string[];
+}
+
+/** A payload that starts as no recent one does is listed by its manifest alone (no tree nodes) up to this many entries. */
+const FLAT_ENTRIES = 1024;
+/** Manifests remembered as bases. A worker runs many workflows; each one's next chat input extends its last. */
+const RECENT_MANIFESTS = 64;
+/** A chain of manifests on bases is cut (a full manifest written) at this depth: a cold reader reads at most this many manifests. */
+const MAX_WRITTEN_DEPTH = 15;
+/** A manifest on a base lists at most this many entries after the prefix (more: a full manifest, with nodes). */
+const MAX_DELTA_ENTRIES = 64;
+
+/** How many leading leaves a payload shares with a recent manifest's: the prefix a manifest on it keeps. */
+function sharedLeaves(recent: RecentManifest, leaves: readonly PlannedEntry[]): number {
+  const limit = Math.min(recent.leafIds.length, leaves.length);
+  let shared = 0;
+  while (shared < limit && recent.leafIds[shared] === leaves[shared]?.id) shared += 1;
+  return shared;
+}
+
+export interface WritePlannerSettings {
+  keyring: Keyring | undefined;
+  chunkerLimits: ChunkerLimits;
+  /** A payload shorter than this is written inside its manifest. */
+  inlineBelow: number;
+  /** A slice shorter than this is written inside what lists it, never listed elsewhere. */
+  literalBelow: number;
+  /** Whether an object a plan would reuse is in the store (touched when old); false when it is gone. */
+  stillStored: (key: string, signal: AbortSignal) => Promise<boolean>;
+}
+
+export class WritePlanner {
+  /** Manifests written lately, newest first: bases for the payloads that extend them. */
+  private recent: RecentManifest[] = [];
+
+  constructor(
+    private readonly settings: WritePlannerSettings,
+    private readonly slices: SliceIndex,
+    private readonly chain: CompressionChain,
+  ) {}
+
+  /** What storing a payload of `data` and `metadata` writes. */
+  async plan(data: Uint8Array, metadata: Record<string, Uint8Array>, signal: AbortSignal): Promise<WritePlan> {
+    let packing = await this.packedLeaves(data, signal, false, this.slicesOf(data));
+    let leaves = packing.leaves;
+    // On the manifest of a payload this one extends (the previous round's chat input), when
+    // that manifest is still in the store: then only what follows its prefix is listed.
+    let manifest = this.deltaManifest(data, metadata, leaves);
+    if (manifest !== undefined && !(await this.settings.stillStored(objectKey('manifest', manifest.base.id), signal)))
+      manifest = undefined;
+    // A manifest on a base, or a fresh payload's, holds all its new bytes itself (later payloads
+    // list slices of them there): no pack.
+    const flat = manifest === undefined && !this.extendsRecent(leaves, data.length) && leaves.length <= FLAT_ENTRIES;
+    const inline = manifest !== undefined || flat;
+    if (inline) {
+      // Placed again, on the slices already cut and hashed.
+      packing = await this.packedLeaves(data, signal, true, packing.slices);
+      leaves = packing.leaves;
+      if (manifest !== undefined) {
+        manifest = this.deltaManifest(data, metadata, leaves);
+        if (manifest === undefined) throw new RangeError('a manifest on a base was planned and then was not');
+      }
+    }
+    const planned = manifest ?? this.fullManifest(data, metadata, leaves, !flat);
+    this.bindToChain(planned.object);
+    return {
+      manifest: planned.object,
+      settle: () => {
+        packing.settle();
+        if (inline) this.indexInline(planned, data.length);
+        this.remember(planned, leaves, data.length);
+      },
+    };
+  }
+
+  /**
+   * The payload's slices, small ones inline; the others listed where a pack or a manifest's inline
+   * bytes already hold them, or else in this payload's own pack (one object: the new slices end to
+   * end), or with `inlineFresh` inline. `settle` remembers the new ones once the manifest is written.
+   */
+  private async packedLeaves(
+    data: Uint8Array,
+    signal: AbortSignal,
+    inlineFresh: boolean,
+    slices: PayloadSlice[],
+  ): Promise<{ leaves: PlannedEntry[]; settle: () => void; slices: PayloadSlice[] }> {
+    const { keyring, literalBelow, inlineBelow, stillStored } = this.settings;
+    const key = keyring?.current;
+    const known = (id: string): SlicePlace | undefined => this.slices.find(key?.id, id);
+    // The objects this payload would reuse must still be in the store (touched when old, like any reused object).
+    const reused = new Map<string, ObjectKind>();
+    for (const slice of slices) {
+      const where = slice.plaintext.length >= literalBelow ? known(slice.id) : undefined;
+      if (where !== undefined) reused.set(where.holder, where.of === 'manifest' ? 'manifest' : 'chunk');
+    }
+    await Promise.all(
+      [...reused].map(async ([holder, kind]) => {
+        if (!(await stillStored(objectKey(kind, holder), signal))) this.slices.markGone(holder);
+      }),
+    );
+    const fresh = new Map<string, { offset: number; length: number }>();
+    const parts: Uint8Array[] = [];
+    let packLength = 0;
+    const placed = slices.map((slice): { reused: SlicePlace } | { offset: number } | undefined => {
+      if (slice.plaintext.length < literalBelow || data.length < inlineBelow) return undefined;
+      const where = known(slice.id);
+      if (where !== undefined) return { reused: where };
+      if (inlineFresh && slice.plaintext.length <= MAX_INLINE_BYTES) return undefined;
+      let offset = fresh.get(slice.id)?.offset;
+      if (offset === undefined) {
+        offset = packLength;
+        fresh.set(slice.id, { offset, length: slice.plaintext.length });
+        parts.push(slice.plaintext);
+        packLength += slice.plaintext.length;
+      }
+      return { offset };
+    });
+    const packPlaintext = Buffer.concat(parts);
+    // Deflated against the last object stored under the key, which its id binds.
+    const context = parts.length === 0 ? undefined : this.chain.contextFor(key?.id);
+    const pack: PlannedObject | undefined =
+      parts.length === 0
+        ? undefined
+        : {
+            kind: 'chunk',
+            id:
+              context === undefined
+                ? objectId(packPlaintext, key)
+                : contextualId(packPlaintext, context.id, key, context.kind),
+            plaintext: packPlaintext,
+            children: [],
+            context,
+          };
+    const existing = new Map<string, PlannedObject>();
+    const leaves = slices.map((slice, index): PlannedEntry => {
+      const where = placed[index];
+      if (where === undefined)
+        return { id: slice.id, end: slice.end, entry: { kind: 'inline', bytes: slice.plaintext } };
+      if (!('reused' in where)) {
+        if (pack === undefined) throw new RangeError('a slice was placed in a pack that was not planned');
+        const entry: Entry = {
+          kind: 'slice',
+          of: 'pack',
+          id: pack.id,
+          offset: where.offset,
+          length: slice.plaintext.length,
+        };
+        return { id: slice.id, end: slice.end, entry, object: pack };
+      }
+      const { holder, of, offset, length } = where.reused;
+      let object = existing.get(holder);
+      if (object === undefined) {
+        object = { kind: of === 'manifest' ? 'manifest' : 'chunk', id: holder, plaintext: undefined, children: [] };
+        existing.set(holder, object);
+      }
+      return { id: slice.id, end: slice.end, entry: { kind: 'slice', of, id: holder, offset, length }, object };
+    });
+    const settle = (): void => {
+      if (pack !== undefined) this.slices.addHolder(key?.id, pack.id, 'pack', fresh);
+    };
+    return { leaves, settle, slices };
+  }
+
+  /** The payload cut into chunker slices, each with its id under the current key; a small payload is one slice. */
+  private slicesOf(data: Uint8Array): PayloadSlice[] {
+    const { keyring, inlineBelow, chunkerLimits } = this.settings;
+    const cuts = data.length > 0 && data.length < inlineBelow ? [data.length] : chunkBoundaries(data, chunkerLimits);
+    let start = 0;
+    return cuts.map((end) => {
+      const plaintext = data.subarray(start, end);
+      start = end;
+      return { end, plaintext, id: objectId(plaintext, keyring?.current) };
+    });
+  }
+
+  /**
+   * A manifest over the whole payload: without `withNodes` (and up to FLAT_ENTRIES) its leaves
+   * alone; else the tree's closed nodes and, after them, the entries of the groups still open at each level.
+   */
+  private fullManifest(
+    data: Uint8Array,
+    metadata: Record<string, Uint8Array>,
+    leaves: PlannedEntry[],
+    withNodes: boolean,
+  ): PlannedManifest {
+    if (!withNodes && leaves.length <= FLAT_ENTRIES) return this.manifestOf(data.length, metadata, undefined, leaves);
+    const key = this.settings.keyring?.current;
+    const spine: PlannedEntry[][] = [];
+    let items = leaves;
+    for (let level = 1; ; level += 1) {
+      const closed: PlannedEntry[] = [];
+      let group: PlannedEntry[] = [];
+      for (const item of items) {
+        group.push(item);
+        if (!nodeEndsAfter(item.id, group.length)) continue;
+        const plaintext = encodeNode(
+          level,
+          group.map((member) => member.entry),
+        );
+        const id = objectId(plaintext, key);
+        const length = group.reduce((sum, member) => sum + entryLength(member.entry), 0);
+        const children = group.flatMap((member) => (member.object === undefined ? [] : [member.object]));
+        closed.push({
+          id,
+          end: group.at(-1)?.end ?? 0,
+          entry: { kind: 'node', level, id, length },
+          object: { kind: 'node', id, plaintext, children },
+        });
+        group = [];
+      }
+      spine.unshift(group);
+      if (closed.length === 0) break;
+      items = closed;
+    }
+    return this.manifestOf(data.length, metadata, undefined, spine.flat());
+  }
+
+  /**
+   * Whether a recent manifest's payload starts as this one does (leaves covering at least half of
+   * it, as a base must): then this one may be the next of a chain of bases.
+   */
+  private extendsRecent(leaves: PlannedEntry[], size: number): boolean {
+    const keyId = this.settings.keyring?.current.id;
+    return this.recent.some((recent) => {
+      if (recent.keyId !== keyId) return false;
+      const shared = sharedLeaves(recent, leaves);
+      return shared > 0 && (leaves[shared - 1]?.end ?? 0) * 2 >= size;
+    });
+  }
+
+  /** A manifest on a recent one whose payload this one starts with, when one shares at least half of it. */
+  private deltaManifest(
+    data: Uint8Array,
+    metadata: Record<string, Uint8Array>,
+    leaves: PlannedEntry[],
+  ): (PlannedManifest & { base: RecentManifest }) | undefined {
+    if (data.length < this.settings.inlineBelow) return undefined;
+    const keyId = this.settings.keyring?.current.id;
+    let best: { recent: RecentManifest; shared: number } | undefined;
+    for (const recent of this.recent) {
+      if (recent.keyId !== keyId) continue;
+      const shared = sharedLeaves(recent, leaves);
+      if (shared > 0 && (best === undefined || shared > best.shared)) best = { recent, shared };
+    }
+    // The chain is cut where it reaches its depth: a full manifest, the base of the next ones.
+    if (best === undefined || best.recent.depth >= MAX_WRITTEN_DEPTH) return undefined;
+    const keep = leaves[best.shared - 1]?.end ?? 0;
+    const tail = leaves.slice(best.shared);
+    if (keep * 2 < data.length || tail.length > MAX_DELTA_ENTRIES) return undefined;
+    return {
+      ...this.manifestOf(data.length, metadata, { id: best.recent.id, keep, depth: best.recent.depth + 1 }, tail),
+      base: best.recent,
+    };
+  }
+
+  private manifestOf(
+    size: number,
+    metadata: Record<string, Uint8Array>,
+    base: Manifest['base'],
+    entries: PlannedEntry[],
+  ): PlannedManifest {
+    const plaintext = encodeManifest({ size, metadata, base, entries: entries.map((entry) => entry.entry) });
+    const id = objectId(plaintext, this.settings.keyring?.current);
+    const children = entries.flatMap((entry) => (entry.object === undefined ? [] : [entry.object]));
+    return { object: { kind: 'manifest', id, plaintext, children }, depth: base?.depth ?? 0, listed: entries };
+  }
+
+  /**
+   * Names a planned manifest by the object it will be deflated against, so it joins the chain
+   * (later objects are deflated against its window).
+   */
+  private bindToChain(manifest: PlannedObject): void {
+    if (manifest.plaintext === undefined) return;
+    const key = this.settings.keyring?.current;
+    const pack = manifest.children.find((child) => child.kind === 'chunk' && child.plaintext !== undefined);
+    const context = this.chain.manifestContext(
+      pack?.plaintext === undefined ? undefined : { id: pack.id, plaintext: pack.plaintext, context: pack.context },
+      key?.id,
+    );
+    if (context === undefined) return;
+    manifest.context = context;
+    manifest.id = contextualId(manifest.plaintext, context.id, key, context.kind);
+  }
+
+  /** Remembers where the new slices a manifest holds inline lie in its inline bytes (a chat input holding the tool result lists them there). */
+  private indexInline(planned: PlannedManifest, size: number): void {
+    if (size < this.settings.inlineBelow) return;
+    const held: Array<[string, { offset: number; length: number }]> = [];
+    let offset = 0;
+    for (const leaf of planned.listed) {
+      if (leaf.entry.kind !== 'inline') continue;
+      const { length } = leaf.entry.bytes;
+      if (length >= this.settings.literalBelow) held.push([leaf.id, { offset, length }]);
+      offset += length;
+    }
+    this.slices.addHolder(this.settings.keyring?.current.id, planned.object.id, 'manifest', held);
+  }
+
+  /** Keeps a stored manifest's leaves, for the next payload that extends it. */
+  private remember(planned: PlannedManifest, leaves: PlannedEntry[], size: number): void {
+    if (size < this.settings.inlineBelow) return;
+    const keyId = this.settings.keyring?.current.id;
+    this.recent = [
+      { id: planned.object.id, keyId, depth: planned.depth, leafIds: leaves.map((leaf) => leaf.id) },
+      ...this.recent.filter((recent) => recent.id !== planned.object.id),
+    ].slice(0, RECENT_MANIFESTS);
+  }
+}
