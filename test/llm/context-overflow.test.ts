@@ -180,6 +180,23 @@ describe('readContextOverflow', () => {
       expect(readContextOverflow(error)).toMatchObject({ source: 'vllm', contextWindow: 2048, promptTokens: 2049 });
     });
 
+    it('reads "you requested M tokens in the messages" (no max_tokens sent)', () => {
+      const error = clientError(400, {
+        error: {
+          message:
+            "This model's maximum context length is 8192 tokens. However, you requested 8300 tokens in the messages, Please reduce the length of the messages.",
+          type: 'BadRequestError',
+          code: 400,
+        },
+      });
+      expect(readContextOverflow(error)).toEqual({
+        source: 'vllm',
+        contextWindow: 8192,
+        requestTokens: 8300,
+        promptTokens: 8300,
+      });
+    });
+
     it('reads a max_tokens too large for what the prompt leaves', () => {
       const error = clientError(400, {
         error: {
