@@ -93,8 +93,8 @@ export async function isExecutable(file) {
   }
 }
 
-/** @param {string} name */
-async function which(name) {
+/** The absolute path of `name` on PATH when it is executable there. @param {string} name */
+export async function which(name) {
   for (const dir of (process.env.PATH ?? '').split(delimiter)) {
     if (dir !== '' && (await isExecutable(join(dir, name)))) return join(dir, name);
   }
