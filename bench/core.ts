@@ -321,7 +321,7 @@ async function figuresFor(messages: ChatMessage[], options: ResolvedOptions, run
     requestChars = step.transcript.characters;
     return instantSummary(step);
   });
-  const { retryBackoffMs, legacyEpochRecount: _legacy, ...compactionOptions } = options;
+  const { retryBackoffMs, ...compactionOptions } = options;
   const compactor = new Compactor({
     ...compactionOptions,
     retryBackoff: retryBackoffMs,

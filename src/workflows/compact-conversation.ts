@@ -8,7 +8,7 @@ import {
 } from '../core/limits/payload-size.js';
 import { describeWorker } from './describe-worker.js';
 import type { ChatMessage } from '../core/types.js';
-import { driveCompaction, engineOptions, unknownKeysInWorkflow, viewOf, type CompactOptions } from './compact.js';
+import { driveCompaction, engineOptions, viewOf, type CompactOptions } from './compact.js';
 import type { AnthropicMessage, AnthropicTextBlock } from '../core/formats/anthropic-schema.js';
 import type { AiSdkMessage } from '../core/formats/ai-sdk-schema.js';
 import type { AnyCompactionResult, FormatCompactionResult, FormatOption } from '../core/formats/format.js';
@@ -48,9 +48,7 @@ export async function compactConversation(input: CompactConversationInput): Prom
     throw invalidInputFailure(new InvalidInputError('input', 'must be an object { messages, options }'));
   }
   // Unknown keys of `options` are refused by `compact`'s own check, naming `options.<key>`.
-  failOnInvalidInput(() => {
-    if (unknownKeysInWorkflow() === 'refuse') assertKnownKeys(input, INPUT_KEYS, 'input', 'field');
-  });
+  failOnInvalidInput(() => assertKnownKeys(input, INPUT_KEYS, 'input', 'field'));
   const { messages, system, options } = input;
   // A counter cannot travel as JSON: drop whatever a client put there rather than call it.
   const jsonOptions: CompactOptions & FormatOption =
@@ -62,12 +60,7 @@ export async function compactConversation(input: CompactConversationInput): Prom
       'options.taskQueue',
     ),
   );
-  // (An execution recorded before unknown keys were refused ignored a `system` field, and still does.)
-  if (
-    system !== undefined &&
-    unknownKeysInWorkflow() === 'refuse' &&
-    Reflect.get(Object(options), 'format') !== 'anthropic'
-  )
+  if (system !== undefined && Reflect.get(Object(options), 'format') !== 'anthropic')
     throw invalidInputFailure(
       new InvalidInputError(
         'system',

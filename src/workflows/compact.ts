@@ -10,7 +10,6 @@ import {
   inWorkflowContext,
   isCancellation,
   metricMeter,
-  patched,
   proxyActivities,
 } from '@temporalio/workflow';
 import type { ActivityOptions } from '@temporalio/workflow';
@@ -26,16 +25,13 @@ import { FailureType, InvalidInputError } from '../core/errors.js';
 import {
   COMPACTION_OPTION_KEYS,
   MAX_RETRY_BACKOFF_MS,
-  REFERENCE_EXACT,
   parseDuration,
   resolveOptions,
   type CompactionOptions,
   type Duration,
   type ResolvedOptions,
-  type UnknownKeys,
 } from '../core/compaction/options.js';
 import { assertKnownKeys, keysOf } from '../core/unknown-keys.js';
-import { setPartCountingSwitch } from '../core/counting/parts.js';
 import type { ChatMessage, CompactionPlan, CompactionResult, TokenCounter } from '../core/types.js';
 import type { AnthropicConversation } from '../core/formats/anthropic-schema.js';
 import type { AnthropicCompactionResult } from '../core/formats/anthropic.js';
@@ -117,151 +113,19 @@ function optionalString(value: unknown, field: string): string | undefined {
   return value;
 }
 
-/**
- * The patch that gates the economic rules of docs/design.md#economics in workflow code. A worker upgrade must
- * not change the decisions of a workflow recorded before it (a summarize activity more or less
- * is a non-determinism error on replay): histories without this marker replay with the
- * behaviour they were recorded with — {@link REFERENCE_EXACT} and the old recount of an elision
- * epoch — and new executions record the marker at their first `compact` or `needsCompaction`.
- * Stable forever: never rename it; retire it with `deprecatePatch` once no history lacks it.
- */
-export const ECONOMICS_PATCH_ID = 'temporal-compactor:economics-v1';
-
-/** True outside workflow code (tests, the in-process world) and in executions that carry the patch. */
-function economicsPatched(): boolean {
-  return !inWorkflowContext() || patched(ECONOMICS_PATCH_ID);
-}
-
-/**
- * The patch that makes workflow code refuse unknown keys in options and inputs (docs/design.md#unknown-keys).
- * Before it, an unknown key was ignored: a workflow recorded then with one (a typo) must replay as
- * it ran, not fail where it once went on — histories without this marker ignore unknown keys, new
- * executions record it and refuse them. Stable forever: never rename it.
- */
-export const UNKNOWN_KEYS_PATCH_ID = 'temporal-compactor:unknown-keys-v1';
-
-/** This execution's answer, once asked (module state is per execution in the workflow sandbox). */
-let unknownKeysOfThisExecution: UnknownKeys | undefined;
-
-/**
- * What workflow code does with unknown keys of an options object or input: `'refuse'` outside
- * workflow code and in executions that carry {@link UNKNOWN_KEYS_PATCH_ID}; `'ignore'` in an
- * execution whose history was recorded before it — for the rest of that execution, also once it
- * runs live again, so a run that started with an unknown key goes on as it started.
- */
-export function unknownKeysInWorkflow(): UnknownKeys {
-  if (!inWorkflowContext()) return 'refuse';
-  unknownKeysOfThisExecution ??= patched(UNKNOWN_KEYS_PATCH_ID) ? 'refuse' : 'ignore';
-  return unknownKeysOfThisExecution;
-}
-
-/**
- * The patch that changes what the `summarize` activity is sent (docs/design.md#summarizer-request):
- * with it, the instruction and the cut middle as messages (`{ instruction, middle }`), and the
- * activity renders the transcript; before it, the rendered request (`{ request }`). The activity
- * reads both. The marker keeps a history recorded with the old input replaying with it.
- * Stable forever: never rename it.
- */
-export const SUMMARIZE_MIDDLE_PATCH_ID = 'temporal-compactor:summarize-middle-v1';
-
-/** What one step sends to the `summarize` activity. Asks the patch right before the activity is scheduled. */
+/** What one step sends to the `summarize` activity: the instruction and the cut middle (docs/design.md#summarizer-request). */
 function summarizeInput(step: SummarizeStep): SummarizeActivityInput {
   const { middle, instructions } = step.request;
-  // `instructions` only when the caller gave some: a run without them sends what it always sent (no patch).
-  if (middle !== undefined && (!inWorkflowContext() || patched(SUMMARIZE_MIDDLE_PATCH_ID)))
-    return instructions === undefined
-      ? { instruction: step.instruction, middle }
-      : { instruction: step.instruction, middle, instructions };
-  return {
-    request:
-      instructions === undefined
-        ? { messages: step.request.messages }
-        : { messages: step.request.messages, instructions },
-  };
-}
-
-/**
- * The patch that counts content parts that are not text by what they hold (docs/design.md#count-parts): an
- * image by its provider's rule, audio and files by size. Before it the character estimator
- * charged them 0 and the BPE counter 85 each, so a conversation with images counts differently
- * under it and would compact at other points: an execution recorded before it (no marker) counts
- * as it did for the rest of that execution; new executions record the marker the first time a
- * count meets a non-text part — in any counter built without `perNonTextPart`, the default one,
- * agentRun's and one a workflow builds itself. Stable forever: never rename it.
- */
-export const COUNT_PARTS_PATCH_ID = 'temporal-compactor:count-parts-v1';
-
-/** This execution's answer, once asked. */
-let countPartsOfThisExecution: boolean | undefined;
-
-/** True outside workflow code and in executions that carry {@link COUNT_PARTS_PATCH_ID}. */
-export function partsCountedInWorkflow(): boolean {
-  if (!inWorkflowContext()) return true;
-  countPartsOfThisExecution ??= patched(COUNT_PARTS_PATCH_ID);
-  return countPartsOfThisExecution;
-}
-
-// Every workflow that compacts loads this module: from here on, its counters ask the patch.
-setPartCountingSwitch(partsCountedInWorkflow);
-
-/**
- * The patch that lets a compaction that is still over its limit cut oversized messages middle-out
- * (docs/design.md#truncation) in workflow code. Before it, such a result was `exhausted` and an
- * agent run ended with ContextExhausted: a history recorded then must end so again. Asked only
- * when a result is still over its limit with `truncateOversized` on, so executions that never get
- * there record no marker. Stable forever: never rename it.
- */
-export const TRUNCATE_PATCH_ID = 'temporal-compactor:truncate-oversized-v1';
-
-function truncationPatched(): boolean {
-  return !inWorkflowContext() || patched(TRUNCATE_PATCH_ID);
-}
-
-/**
- * The patch that undoes a truncation's cut that would not lower the count (docs/design.md#truncation):
- * a text barely over the 1,000 characters a cut keeps grew by its marker. Before it such a cut was
- * kept, and the message in the result was longer than the one it replaced: a history recorded then
- * replays with it. Asked only when a cut would not lower the count, so executions whose cuts all
- * shorten record no marker. Stable forever: never rename it.
- */
-export const TRUNCATE_SHORTENS_PATCH_ID = 'temporal-compactor:truncate-shortens-v1';
-
-function undoCutPatched(): boolean {
-  return !inWorkflowContext() || patched(TRUNCATE_SHORTENS_PATCH_ID);
-}
-
-/**
- * The patch that bounds the cut text a truncation counts (docs/design.md#truncation): before it,
- * the bisection counted every probe, tens of megabytes of new text for a text of megabytes, and an
- * activation tokenizing them with a BPE counter ran past the deadlock timeout on every retry.
- * A history recorded then replays with the cut it found. Asked only when a text's bisection could go
- * over the bound, so executions that truncate only shorter texts record no marker. Stable forever:
- * never rename it.
- */
-export const TRUNCATE_BOUNDED_PATCH_ID = 'temporal-compactor:truncate-bounded-v1';
-
-function boundedCountingPatched(): boolean {
-  return !inWorkflowContext() || patched(TRUNCATE_BOUNDED_PATCH_ID);
-}
-
-/**
- * The patch that lets a compaction act on a summary's coverage (docs/design.md#coverage): the one
- * retry naming the identifiers a summary left out (one summarize activity more) and the
- * carried-facts line. Asked only when a summary left some out with `summaryCoverage` on, so a run
- * whose summaries cover everything records no marker; a history without it replays as recorded
- * (no retry, the summary as written). Stable forever: never rename it.
- */
-export const SUMMARY_COVERAGE_PATCH_ID = 'temporal-compactor:summary-coverage-v1';
-
-function coveragePatched(): boolean {
-  return !inWorkflowContext() || patched(SUMMARY_COVERAGE_PATCH_ID);
+  // `instructions` only when the caller gave some.
+  return instructions === undefined
+    ? { instruction: step.instruction, middle: middle ?? [] }
+    : { instruction: step.instruction, middle: middle ?? [], instructions };
 }
 
 function plan(options: CompactOptions & FormatOption): Plan {
   if (typeof options !== 'object' || options === null)
     throw new InvalidInputError('options', 'must be an object with at least contextBudget');
-  const unknownKeys = unknownKeysInWorkflow();
-  if (unknownKeys === 'refuse') assertKnownKeys(options, COMPACT_OPTION_KEYS, 'options');
+  assertKnownKeys(options, COMPACT_OPTION_KEYS, 'options');
   const {
     target,
     counter,
@@ -274,10 +138,8 @@ function plan(options: CompactOptions & FormatOption): Plan {
     format,
     ...compaction
   } = options;
-  if (unknownKeys === 'refuse') formatOption(format, 'options.format');
-  const resolved: ResolvedOptions = economicsPatched()
-    ? resolveOptions(compaction, 'options', unknownKeys)
-    : { ...resolveOptions({ ...compaction, ...REFERENCE_EXACT }, 'options', unknownKeys), legacyEpochRecount: true };
+  formatOption(format, 'options.format');
+  const resolved = resolveOptions(compaction, 'options');
   if (counter !== undefined && typeof counter?.count !== 'function')
     throw new InvalidInputError('options.counter', 'must have a count(messages) method');
   const queue = optionalString(taskQueue, 'options.taskQueue');
@@ -480,13 +342,7 @@ async function runCompaction(
       compaction.options,
       { target: compaction.target, counter: compaction.counter },
       compaction.counter,
-      {
-        mayTruncate: truncationPatched,
-        mayUndoCut: undoCutPatched,
-        mayBoundCounting: boundedCountingPatched,
-        mayCover: coveragePatched,
-        ...(nameReplaced === undefined ? {} : { nameReplaced }),
-      },
+      nameReplaced === undefined ? {} : { nameReplaced },
     );
     // The engine validates the messages before its first step: run to it here so bad input fails now.
     return { compaction, generator, first: generator.next() };
@@ -559,8 +415,6 @@ export function compactWithUsage(
  * @throws ApplicationFailure of type `Compaction.InvalidInput` for a bad format or a malformed conversation.
  */
 export function viewOf(conversation: unknown, options: unknown): FormatView<FormatCompactionResult> | undefined {
-  // An execution recorded before unknown keys were refused ignored any `format` key: it replays as OpenAI chat.
-  if (unknownKeysInWorkflow() === 'ignore') return undefined;
   const format: unknown = typeof options === 'object' && options !== null ? Reflect.get(options, 'format') : undefined;
   return failOnInvalidInput(() => formatView(formatOption(format, 'options.format'), conversation));
 }
@@ -591,7 +445,7 @@ export function needsCompaction(conversation: Conversation, options: CompactOpti
 /**
  * {@link needsCompaction}, and with `summarizerContextWindow` how many pieces the summary of the
  * middle a compaction would replace now would take (`summaryPieces`, only when more than one
- * request; docs/design.md#summarizer-window). Same checks and patches as `needsCompaction`.
+ * request; docs/design.md#summarizer-window). Same checks as `needsCompaction`.
  * @throws ApplicationFailure of type `Compaction.InvalidInput` for bad input.
  * @example
  * const { needed, summaryPieces } = planCompaction(messages, { contextBudget: 1_000_000, summarizerContextWindow: 128_000 });

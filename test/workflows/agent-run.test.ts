@@ -777,13 +777,13 @@ describe('agentRun', { timeout: 90_000 }, () => {
         { ...valid, chatActivity: { startToCloseTimeout: 'soon' } },
         'input.chatActivity.startToCloseTimeout: must be milliseconds or a duration',
       ],
-      ['a hand-made carried state', { ...valid, carried: { session: 'x' } }, 'input.carried.version: must be 2'],
+      ['a hand-made carried state', { ...valid, carried: { session: 'x' } }, 'input.carried.version: must be 1'],
       [
         'a carried state with a broken conversation',
         {
           ...valid,
           carried: {
-            version: 2,
+            version: 1,
             live: [{ id: 'm1', message: { role: 'tool', content: 'x' } }],
             sessionLines: 0,
             compactions: { recent: [], totals: {}, usage: {} },
@@ -796,6 +796,8 @@ describe('agentRun', { timeout: 90_000 }, () => {
             previousRequest: null,
             peakContextTokens: 0,
             continuedAsNew: 0,
+            tokenCounts: {},
+            pins: { ids: [], facts: [] },
           },
         },
         'input.carried.live[0].message.tool_call_id: required for role "tool"',
@@ -811,7 +813,7 @@ describe('agentRun', { timeout: 90_000 }, () => {
           ...valid,
           carried: {
             ...{
-              version: 2,
+              version: 1,
               live: [{ id: 'm1', message: { role: 'user', content: 'x' } }],
               sessionLines: 0,
               compactions: { recent: [], totals: {}, usage: {} },
@@ -824,6 +826,7 @@ describe('agentRun', { timeout: 90_000 }, () => {
               previousRequest: null,
               peakContextTokens: 0,
               continuedAsNew: 0,
+              pins: { ids: [], facts: [] },
             },
             tokenCounts: { o200k_base: [1, 2] },
           },
@@ -836,7 +839,7 @@ describe('agentRun', { timeout: 90_000 }, () => {
           ...valid,
           carried: {
             ...{
-              version: 2,
+              version: 1,
               live: [{ id: 'm1', message: { role: 'user', content: 'x' } }],
               sessionLines: 0,
               compactions: { recent: [], totals: {}, usage: {} },
@@ -849,6 +852,7 @@ describe('agentRun', { timeout: 90_000 }, () => {
               previousRequest: null,
               peakContextTokens: 0,
               continuedAsNew: 0,
+              pins: { ids: [], facts: [] },
             },
             tokenCounts: { o200k_base: [-3] },
           },

@@ -8,7 +8,6 @@ import {
   resolveOptions,
   type CompactionOptions,
   type Duration,
-  type UnknownKeys,
 } from '../compaction/options.js';
 import { assertKnownKeys, keysOf, unknownKeyReason } from '../unknown-keys.js';
 import { DEFAULT_PAYLOAD_LIMIT_BYTES } from '../limits/payload-size.js';
@@ -310,12 +309,9 @@ function issueError(issue: z.core.$ZodIssue, schema: z.core.$ZodType, value: unk
  * `messages[3].tool_call_id`. The messages of a new run must be a conversation a provider accepts
  * ({@link validateAgentMessages}); a continued run's carried conversation is the run's own and is
  * checked by the workflow.
- *
- * An unknown key of `input.compaction` is refused with the closest known name, unless `unknownKeys`
- * is `'ignore'` (a history recorded before such keys were refused: docs/design.md#unknown-keys) or the
- * run is continued (its input was accepted when its first run started): the plan then leaves it out.
+ * An unknown key of `input.compaction` is refused with the closest known name.
  */
-export function planAgentRun(input: unknown, unknownKeys: UnknownKeys = 'refuse'): AgentRunPlan {
+export function planAgentRun(input: unknown): AgentRunPlan {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
     throw new InvalidInputError('input', 'must be an object { messages, model, compaction, tools?, maxRounds? }');
   }
@@ -326,12 +322,8 @@ export function planAgentRun(input: unknown, unknownKeys: UnknownKeys = 'refuse'
     throw issueError(issue, inputSchema, input, 'input');
   }
   const data = parsed.data;
-  if (unknownKeys === 'refuse' && data.carried === undefined)
-    assertKnownKeys(data.compaction, AGENT_COMPACTION_KEYS, 'input.compaction');
-  // Tolerated (see above), an unknown key goes no further than here: `compact` refuses what it does not know.
-  const { review, reviewTimeout, recall, ...compaction }: AgentCompactionOptions = Object.fromEntries(
-    Object.entries(data.compaction).filter(([key]) => AGENT_COMPACTION_KEYS.includes(key)),
-  );
+  assertKnownKeys(data.compaction, AGENT_COMPACTION_KEYS, 'input.compaction');
+  const { review, reviewTimeout, recall, ...compaction }: AgentCompactionOptions = data.compaction;
   if (review !== undefined && !COMPACTION_REVIEWS.includes(review))
     throw new InvalidInputError(
       'input.compaction.review',

@@ -122,23 +122,6 @@ export function isTextPart(part: ContentPart): part is { type: 'text'; text: str
   return part.type === 'text' && typeof part.text === 'string';
 }
 
-/**
- * Whether counters built without a `perNonTextPart` count parts by size (the default everywhere
- * but in a workflow recorded before parts were counted). Set once by the workflow layer
- * (src/workflows/compact.ts) to its patch check; outside workflow code it answers true.
- */
-let partsCounted: () => boolean = () => true;
-
-/** @internal The workflow layer's switch: asked when a counter without `perNonTextPart` first meets a non-text part of a count. */
-export function setPartCountingSwitch(counted: () => boolean): void {
-  partsCounted = counted;
-}
-
-/** @internal Whether this count charges parts by size (true) or at the counter's former fixed figure. */
-export function countsPartsBySize(): boolean {
-  return partsCounted();
-}
-
 /** `1234567` → `1,234,567` without `Intl` (a locale must not change what a workflow writes). */
 export function groupDigits(value: number): string {
   return String(value).replace(/\B(?=(\d{3})+(?!\d))/g, ',');

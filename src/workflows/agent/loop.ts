@@ -7,8 +7,7 @@
 // totals, and continue-as-new carries the live conversation with its transcript ids. Anything that
 // could still exceed the server's payload limit is measured before it is sent (./payload-limit.ts,
 // docs/design.md#never-wedge). Its other parts, one job each: the token counts it knows
-// (./token-cache.ts), what it publishes (./visibility.ts), its patches (./patches.ts), backend
-// cooldown and request cost (src/core/agent/backend-cooldown.ts, request-cost.ts).
+// (./token-cache.ts), what it publishes (./visibility.ts), backend cooldown and request cost (src/core/agent/backend-cooldown.ts, request-cost.ts).
 import { ApplicationFailure } from '@temporalio/common';
 import {
   ActivityFailure,
@@ -41,7 +40,7 @@ import {
 } from '../../core/agent/compaction-history.js';
 import { backendCounter, preflight, type BackendCounter } from '../../core/agent/preflight.js';
 import { requestCost, type RequestShape } from '../../core/agent/request-cost.js';
-import { RECALL_TOOL_NAME, recallNamer, withRecallIds, withRecallLine } from '../../core/agent/recall.js';
+import { RECALL_TOOL_NAME, recallNamer, withRecallLine } from '../../core/agent/recall.js';
 import { addRoundUsage, addSummarizerUsage, type RoundUsage } from '../../core/agent/run-usage.js';
 import {
   applySessionLine,
@@ -88,7 +87,6 @@ import { UNDESCRIBED_WORKER, type WorkerDescription } from '../../shared/worker-
 import { driveCompaction, needsCompaction, type CompactOptions } from '../compact.js';
 import { describeWorker } from '../describe-worker.js';
 import { runToolCalls } from '../tool-dispatch.js';
-import { RunPatches } from './patches.js';
 import { PayloadLimit } from './payload-limit.js';
 import { TokenCache } from './token-cache.js';
 import { TranscriptWriter } from './transcript-writer.js';
@@ -129,7 +127,6 @@ function changeOf(request: Omit<PinRequest, 'outcome'>, entries: readonly Sessio
 /** One run of the loop: its state, which only its own methods change, and what a round does with it. */
 export class AgentLoop {
   private entries: SessionEntry[] = [];
-  private readonly patches = new RunPatches();
   private readonly limit: PayloadLimit;
   private readonly transcript: TranscriptWriter;
   private readonly visibility: RunVisibility;
@@ -167,11 +164,10 @@ export class AgentLoop {
   ) {
     const carried = input.carried === undefined ? undefined : parseCarriedState(input.carried);
     this.limit = new PayloadLimit(plan.maxPayloadBytes);
-    this.transcript = new TranscriptWriter(carried?.sessionLines ?? 0, this.patches, this.limit);
-    this.visibility = new RunVisibility(this.patches);
+    this.transcript = new TranscriptWriter(carried?.sessionLines ?? 0, this.limit);
+    this.visibility = new RunVisibility();
     this.compactions = carried?.compactions ?? emptyCompactionHistory(plan.pricing);
     this.previousRequest = carried?.previousRequest ?? null;
-    // Version 2 carried state (before pins) has none.
     this.pins = carried?.pins ?? noPins();
     this.rounds = carried?.rounds ?? 0;
     this.nextId = carried?.nextId ?? 1;
@@ -183,7 +179,7 @@ export class AgentLoop {
     this.peakContextTokens = carried?.peakContextTokens ?? 0;
     this.continuedAsNew = carried?.continuedAsNew ?? 0;
     this.tokens = new TokenCache(plan.backends);
-    if (carried?.tokenCounts !== undefined) this.tokens.remember(carried.live, carried.tokenCounts);
+    if (carried !== undefined) this.tokens.remember(carried.live, carried.tokenCounts);
     this.counters = plan.backends.map((backend) =>
       backendCounter(
         backend,
@@ -467,23 +463,17 @@ export class AgentLoop {
     let summarizerUsage: SummarizerUsage | undefined;
     try {
       // docs/design.md#recall: the stubs, the summary and a trim's marker name what they replaced,
-      // inside the pass (every count includes the ids); runs recorded before RECALL_IN_PASS_PATCH_ID
-      // named them after it (counted again: the ids add tokens).
-      const inPass = this.plan.recall && this.patches.recallInPassV1();
+      // inside the pass (every count includes the ids).
       const compaction = await driveCompaction(
         this.messages,
         overRoom ? { ...options, target: aim } : options,
         'hard-trim',
-        inPass ? recallNamer(this.entries) : undefined,
+        this.plan.recall ? recallNamer(this.entries) : undefined,
       );
       summarizerUsage = compaction.summarizerUsage;
       // The run is out of room only when the conversation does not fit the backend: a `contextBudget`
       // set below the room is what compaction aims at, not a limit the model has.
-      const named =
-        this.plan.recall && !inPass
-          ? withRecallIds(this.entries, compaction.result, (messages) => aimAt.conversation.count(messages))
-          : compaction.result;
-      const result = { ...named, exhausted: named.tokensAfter > aim };
+      const result = { ...compaction.result, exhausted: compaction.result.tokensAfter > aim };
       decided =
         mode === 'auto'
           ? { result, review: undefined }
@@ -546,10 +536,7 @@ export class AgentLoop {
     if (decision.decision === 'reject') return undefined;
     if (decision.decision === 'apply' || decision.summary === undefined) return { result, review: 'applied' };
     // docs/design.md#recall: the person's summary names what it replaces as the summarizer's did.
-    const summary =
-      this.plan.recall && this.patches.recallInPassV1()
-        ? withRecallLine(decision.summary, result.summary)
-        : decision.summary;
+    const summary = this.plan.recall ? withRecallLine(decision.summary, result.summary) : decision.summary;
     return { result: withEditedSummary(result, summary, aimAt.conversation), review: 'edited' };
   }
 
@@ -606,8 +593,8 @@ export class AgentLoop {
     this.entries = entries;
     const record = compactionRecord(context, result);
     this.compactions = addCompactionRecord(this.compactions, record);
-    // LONG_RUN_PATCH_ID: the cache forgets what compaction dropped (runs before it kept every text).
-    if (this.patches.longRunV2()) this.tokens.forgetAllBut(this.messages);
+    // The cache forgets what compaction dropped: what it holds stays bounded by the live context.
+    this.tokens.forgetAllBut(this.messages);
     return record;
   }
 
@@ -761,7 +748,6 @@ export class AgentLoop {
         plan: this.plan,
         backend: backend.backend.config,
         externalStorage: this.worker.externalStorage,
-        bounded: () => this.patches.toolBoundsV1(),
       });
       for (const result of results) this.append(result);
       for (const message of answer.userMessages ?? []) this.append(message);
