@@ -46,8 +46,8 @@ import {
   type FormatOption,
 } from '../core/formats/format.js';
 import { defaultCounter } from '../core/counting/tokens.js';
+import { summarizerMessages } from '../core/compaction/transcript.js';
 import type { CompactorActivities } from '../activities/index.js';
-import type { SummarizeActivityInput } from '../activities/summarize.js';
 import { DEFAULT_PAYLOAD_LIMIT_BYTES, jsonPayloadBytes } from '../core/limits/payload-size.js';
 import { addSummarizerRequest, type SummarizerUsage } from '../core/counting/summarizer-usage.js';
 import {
@@ -111,15 +111,6 @@ function optionalString(value: unknown, field: string): string | undefined {
   if (value === undefined) return undefined;
   if (typeof value !== 'string' || value === '') throw new InvalidInputError(field, 'must be a non-empty string');
   return value;
-}
-
-/** What one step sends to the `summarize` activity: the instruction and the cut middle (docs/design.md#summarizer-request). */
-function summarizeInput(step: SummarizeStep): SummarizeActivityInput {
-  const { middle, instructions } = step.request;
-  // `instructions` only when the caller gave some.
-  return instructions === undefined
-    ? { instruction: step.instruction, middle: middle ?? [] }
-    : { instruction: step.instruction, middle: middle ?? [], instructions };
 }
 
 function plan(options: CompactOptions & FormatOption): Plan {
@@ -207,7 +198,7 @@ async function summarizeStep(
   onCancel: OnCancel,
   tally: SummarizerTally,
 ): Promise<SummarizeOutcome> {
-  const input = summarizeInput(step);
+  const input = step.request;
   const bytes = jsonPayloadBytes(input);
   if (bytes > compaction.maxPayloadBytes) {
     compaction.payloadStore ??= (await describeWorker()).externalStorage;
@@ -354,7 +345,12 @@ async function runCompaction(
     const step = next.value;
     const outcome = await summarizeStep(step, compaction, onCancel, tally);
     if (outcome.kind === 'summary' && outcome.text.trim() !== '')
-      summarizerUsage = addSummarizerRequest(summarizerUsage, step.request, outcome.text, outcome.usage);
+      summarizerUsage = addSummarizerRequest(
+        summarizerUsage,
+        () => summarizerMessages(step.request),
+        outcome.text,
+        outcome.usage,
+      );
     // After a cancellation the rest is pure and synchronous (the engine trims and returns), so it
     // completes even though the caller's scope is cancelled; nothing here awaits again.
     next = generator.next(outcome);

@@ -45,7 +45,7 @@ function screenshotConversation(): ChatMessage[] {
 const OPTIONS = { contextBudget: 4000, keepRecent: 2, retryBackoff: 1 } as const;
 
 function summaryFor(request: SummarizeRequest): string {
-  return request.messages[0]?.content === SUMMARY_INSTRUCTION ? SUMMARY : TIGHTER;
+  return request.instruction === SUMMARY_INSTRUCTION ? SUMMARY : TIGHTER;
 }
 
 /** The engine alone, with the scenario's summaries: the summarize steps it asks for. */

@@ -51,9 +51,8 @@ export interface SummarizeStep {
   purpose: 'summary' | 'tighter' | 'coverage' | 'piece';
   /** Only for a middle summarized in pieces: which piece this request folds in (1-based), of how many. */
   piece?: { index: number; of: number };
+  /** What the summarizer is sent: in a workflow, the `summarize` activity's input as it is (docs/design.md#summarizer-request). */
   request: SummarizeRequest;
-  /** The request's instruction alone: with `request.middle` it is all a driver needs to send (docs/design.md#summarizer-request). */
-  instruction: string;
   /** For UI metadata: how many messages the transcript holds and its length in characters. */
   transcript: { messages: number; characters: number };
 }
@@ -533,9 +532,7 @@ const overSummarizerWindow: SummarizeOutcome = {
  * Yields a built step and returns its answer; a step not built fails unsent. At module level, not
  * in the pass: a generator function made per pass gets its own hidden class at its first call,
  * which V8 allocates outside the young generation, and through the function's closure that kept
- * the whole pass (its cut middle, every copy) alive until a full collection. Measured at 10k
- * messages: a young collection freed 0.8 to 1.5 MB of the 10 MB allocated since the one before it;
- * with this function here (and requestFor's shared accessor), 6 to 8.5 MB.
+ * the whole pass (its cut middle, every copy) alive until a full collection.
  */
 function* ask(built: SummarizeStep | undefined): Generator<SummarizeStep, SummarizeOutcome, SummarizeOutcome> {
   return built === undefined ? overSummarizerWindow : yield built;
@@ -548,12 +545,12 @@ function step(
   text: InstructionText,
   piece?: SummarizeStep['piece'],
 ): SummarizeStep {
-  // The request's messages are rendered only if a driver reads them: counted here, not built.
+  // The transcript's size is counted, not rendered: the request is rendered only by a summarizer that sends text.
   const request = requestFor(instruction, seen, text.summaryInstructions);
   const transcript = { messages: seen.length, characters: requestChars(instruction, seen) };
   return piece === undefined
-    ? { kind: 'summarize', purpose, request, instruction, transcript }
-    : { kind: 'summarize', purpose, request, instruction, transcript, piece };
+    ? { kind: 'summarize', purpose, request, transcript }
+    : { kind: 'summarize', purpose, request, transcript, piece };
 }
 
 /** Runs the step machine with a synchronous answer per step (tests, benchmarks, pure callers). */
