@@ -27,6 +27,7 @@ import {
   MAX_RETRY_BACKOFF_MS,
   parseDuration,
   resolveOptions,
+  type CallOverrides,
   type CompactionOptions,
   type Duration,
   type ResolvedOptions,
@@ -90,14 +91,23 @@ export const DEFAULT_HEARTBEAT_TIMEOUT_MS = 10_000;
 /** What the driver does when the caller's scope is cancelled during a summarize call. */
 type OnCancel = 'hard-trim' | 'rethrow';
 
-interface Plan {
+/**
+ * What every pass with one set of options runs with, checked once: the engine's options and how
+ * the `summarize` activity is called. Plain data; an agent run builds it once per run.
+ */
+export interface CompactionSettings {
   options: ResolvedOptions;
-  target: number | undefined;
-  counter: TokenCounter | undefined;
   activity: ActivityOptions;
   summarizerModel: string | undefined;
   maxPayloadBytes: number;
+  /** Whether the worker stores payloads externally; undefined: asked (`describeWorker`) when a request is over `maxPayloadBytes`. */
   payloadStore: boolean | undefined;
+}
+
+/** One pass: its settings, and the call's own target, counter and instructions. */
+export interface CompactionCall {
+  settings: CompactionSettings;
+  overrides: CallOverrides;
 }
 
 function positiveDuration(value: Duration | undefined, field: string, fallback: number): number {
@@ -113,7 +123,38 @@ function optionalString(value: unknown, field: string): string | undefined {
   return value;
 }
 
-function plan(options: CompactOptions & FormatOption): Plan {
+/**
+ * The `summarize` activity's options for compaction options already resolved (their attempts and
+ * backoff) and its own settings; throws `InvalidInputError` naming `${field}.<setting>`.
+ */
+export function summarizeActivityOptions(
+  resolved: Pick<ResolvedOptions, 'maxAttempts' | 'retryBackoffMs'>,
+  { startToCloseTimeout, heartbeatTimeout, taskQueue }: Omit<SummarizeActivitySettings, 'summarizerModel'>,
+  field: string,
+): ActivityOptions {
+  const queue = optionalString(taskQueue, `${field}.taskQueue`);
+  // Temporal reads a zero interval as "unset" (1 s): keep a zero backoff at the smallest real one.
+  const initialInterval = Math.min(Math.max(1, resolved.retryBackoffMs), MAX_RETRY_BACKOFF_MS);
+  return {
+    startToCloseTimeout: positiveDuration(
+      startToCloseTimeout,
+      `${field}.startToCloseTimeout`,
+      DEFAULT_START_TO_CLOSE_TIMEOUT_MS,
+    ),
+    heartbeatTimeout: positiveDuration(heartbeatTimeout, `${field}.heartbeatTimeout`, DEFAULT_HEARTBEAT_TIMEOUT_MS),
+    retry: {
+      maximumAttempts: resolved.maxAttempts,
+      initialInterval,
+      backoffCoefficient: 2,
+      maximumInterval: MAX_RETRY_BACKOFF_MS,
+      nonRetryableErrorTypes: [FailureType.Rejected, FailureType.InvalidInput],
+    },
+    ...(queue === undefined ? {} : { taskQueue: queue }),
+  };
+}
+
+/** Checks `compact`'s options (without `format`, which the view took): the settings, and `target` and `counter` as the call's overrides. */
+function plan(options: unknown): CompactionCall {
   if (typeof options !== 'object' || options === null)
     throw new InvalidInputError('options', 'must be an object with at least contextBudget');
   assertKnownKeys(options, COMPACT_OPTION_KEYS, 'options');
@@ -126,32 +167,12 @@ function plan(options: CompactOptions & FormatOption): Plan {
     summarizerModel,
     maxPayloadBytes,
     payloadStore,
-    format,
     ...compaction
-  } = options;
-  formatOption(format, 'options.format');
+  } = options as CompactOptions;
   const resolved = resolveOptions(compaction, 'options');
   if (counter !== undefined && typeof counter?.count !== 'function')
     throw new InvalidInputError('options.counter', 'must have a count(messages) method');
-  const queue = optionalString(taskQueue, 'options.taskQueue');
-  // Temporal reads a zero interval as "unset" (1 s): keep a zero backoff at the smallest real one.
-  const initialInterval = Math.min(Math.max(1, resolved.retryBackoffMs), MAX_RETRY_BACKOFF_MS);
-  const activity: ActivityOptions = {
-    startToCloseTimeout: positiveDuration(
-      startToCloseTimeout,
-      'options.startToCloseTimeout',
-      DEFAULT_START_TO_CLOSE_TIMEOUT_MS,
-    ),
-    heartbeatTimeout: positiveDuration(heartbeatTimeout, 'options.heartbeatTimeout', DEFAULT_HEARTBEAT_TIMEOUT_MS),
-    retry: {
-      maximumAttempts: resolved.maxAttempts,
-      initialInterval,
-      backoffCoefficient: 2,
-      maximumInterval: MAX_RETRY_BACKOFF_MS,
-      nonRetryableErrorTypes: [FailureType.Rejected, FailureType.InvalidInput],
-    },
-    ...(queue === undefined ? {} : { taskQueue: queue }),
-  };
+  const activity = summarizeActivityOptions(resolved, { startToCloseTimeout, heartbeatTimeout, taskQueue }, 'options');
   if (maxPayloadBytes !== undefined && !(Number.isSafeInteger(maxPayloadBytes) && maxPayloadBytes >= 1024)) {
     throw new InvalidInputError(
       'options.maxPayloadBytes',
@@ -161,13 +182,14 @@ function plan(options: CompactOptions & FormatOption): Plan {
   if (payloadStore !== undefined && typeof payloadStore !== 'boolean')
     throw new InvalidInputError('options.payloadStore', 'must be true or false');
   return {
-    options: resolved,
-    target,
-    counter,
-    activity,
-    summarizerModel: optionalString(summarizerModel, 'options.summarizerModel'),
-    maxPayloadBytes: maxPayloadBytes ?? DEFAULT_PAYLOAD_LIMIT_BYTES,
-    payloadStore,
+    settings: {
+      options: resolved,
+      activity,
+      summarizerModel: optionalString(summarizerModel, 'options.summarizerModel'),
+      maxPayloadBytes: maxPayloadBytes ?? DEFAULT_PAYLOAD_LIMIT_BYTES,
+      payloadStore,
+    },
+    overrides: { target, counter },
   };
 }
 
@@ -194,7 +216,7 @@ function reportedAttempt(value: unknown): number {
 /** Answers one step with the `summarize` activity; maps how it ended to the engine's outcome. */
 async function summarizeStep(
   step: SummarizeStep,
-  compaction: Plan,
+  compaction: CompactionSettings,
   onCancel: OnCancel,
   tally: SummarizerTally,
 ): Promise<SummarizeOutcome> {
@@ -273,23 +295,25 @@ function countCompaction({ result }: CompactionWithUsage): void {
 }
 
 /**
- * Drives the engine; `onCancel` says whether a cancelled caller gets the hard trim or its
- * cancellation back; `nameReplaced` is the engine's hook of an agent run with recall on. Also adds up the summarizer's usage (the activity's reported numbers, else an
- * estimate), which agent runs account for and `compact`'s own result does not carry.
+ * Drives the engine for the pass `call` gives (asked inside the span, so a pass refused for bad
+ * options is counted as failed); `onCancel` says whether a cancelled caller gets the hard trim or
+ * its cancellation back; `nameReplaced` is the engine's hook of an agent run with recall on. Also
+ * adds up the summarizer's usage (the activity's reported numbers, else an estimate), which agent
+ * runs account for and `compact`'s own result does not carry.
  *
  * The compaction is a `Compaction` span with its figures as attributes. With no tracing on the
  * worker the OpenTelemetry API answers with its no-op tracer: no span, no id drawn, nothing sent.
  */
 export function driveCompaction(
   messages: unknown,
-  options: CompactOptions,
+  call: () => CompactionCall,
   onCancel: OnCancel,
   nameReplaced?: CompactionHooks['nameReplaced'],
 ): Promise<CompactionWithUsage> {
   return trace.getTracer('temporal-compactor').startActiveSpan(COMPACTION_SPAN_NAME, async (span) => {
     const tally: SummarizerTally = { requests: 0, attempts: 0 };
     try {
-      const compaction = await runCompaction(messages, options, onCancel, tally, nameReplaced);
+      const compaction = await runCompaction(messages, call, onCancel, tally, nameReplaced);
       if (span.isRecording())
         span.setAttributes(compactionSpanAttributes(compaction.result, compaction.summarizerUsage, tally));
       countCompaction(compaction);
@@ -321,22 +345,23 @@ export function driveCompaction(
 
 async function runCompaction(
   messages: unknown,
-  options: CompactOptions,
+  call: () => CompactionCall,
   onCancel: OnCancel,
   tally: SummarizerTally,
   nameReplaced: CompactionHooks['nameReplaced'],
 ): Promise<CompactionWithUsage> {
   const steps = failOnInvalidInput(() => {
-    const compaction = plan(options);
+    const { settings, overrides } = call();
     const generator = compactionSteps(
       messages,
-      compaction.options,
-      { target: compaction.target, counter: compaction.counter },
-      compaction.counter,
+      settings.options,
+      overrides,
+      overrides.counter,
       nameReplaced === undefined ? {} : { nameReplaced },
     );
     // The engine validates the messages before its first step: run to it here so bad input fails now.
-    return { compaction, generator, first: generator.next() };
+    // The settings are copied: what this pass learns of the worker (payloadStore) stays with it.
+    return { compaction: { ...settings }, generator, first: generator.next() };
   });
   const { compaction, generator } = steps;
   let summarizerUsage: SummarizerUsage | undefined;
@@ -392,36 +417,47 @@ export async function compact(
   conversation: Conversation,
   options: CompactOptions & FormatOption,
 ): Promise<CompactionResult | FormatCompactionResult> {
-  const view = viewOf(conversation, options);
-  if (view === undefined) return (await driveCompaction(conversation, options, 'hard-trim')).result;
-  return view.result((await driveCompaction(view.messages, engineOptions(view, options), 'hard-trim')).result);
+  const { view, messages, call } = passOf(conversation, options);
+  const { result } = await driveCompaction(messages, call, 'hard-trim');
+  return view === undefined ? result : view.result(result);
 }
 
-/** {@link compact}, also returning what its summarizer requests cost (for callers that account for it, as agentRun does). */
+/** {@link compact}, also returning what its summarizer requests cost (for callers that account for it). */
 export function compactWithUsage(
   messages: readonly ChatMessage[],
   options: CompactOptions,
 ): Promise<CompactionWithUsage> {
-  return driveCompaction(messages, options, 'hard-trim');
+  return driveCompaction(messages, () => plan(options), 'hard-trim');
+}
+
+/** A call's conversation as the engine reads it, and how its options are checked once the span is open. */
+export interface Pass {
+  /** The view of `options.format`; undefined for OpenAI chat, which the engine reads as it is. */
+  view: FormatView<FormatCompactionResult> | undefined;
+  /** What the engine compacts: the view's messages, or the conversation itself. */
+  messages: unknown;
+  /** The options checked (`format` aside) into the pass's settings, the view's counter around the caller's. */
+  call: () => CompactionCall;
 }
 
 /**
- * The view of a conversation in `options.format` (validated, in workflow code: the mapping is pure),
- * or undefined for OpenAI chat, which the engine reads as it is.
+ * The pass of a call: `options.format` checked (here, once) and the conversation mapped to the
+ * engine's messages (in workflow code: the mapping is pure).
  * @throws ApplicationFailure of type `Compaction.InvalidInput` for a bad format or a malformed conversation.
  */
-export function viewOf(conversation: unknown, options: unknown): FormatView<FormatCompactionResult> | undefined {
-  const format: unknown = typeof options === 'object' && options !== null ? Reflect.get(options, 'format') : undefined;
-  return failOnInvalidInput(() => formatView(formatOption(format, 'options.format'), conversation));
-}
-
-/** The options the engine compacts a view's messages with: the view's counter around the caller's. */
-export function engineOptions(view: FormatView<unknown>, options: CompactOptions & FormatOption): CompactOptions {
-  const { counter } = options;
-  // A counter without count() is left for the options check to name.
-  const { format: _format, ...rest } = options;
-  if (counter !== undefined && typeof counter?.count !== 'function') return rest;
-  return { ...rest, counter: view.counter(counter ?? defaultCounter) };
+export function passOf(conversation: unknown, options: unknown): Pass {
+  const isObject = typeof options === 'object' && options !== null;
+  const format: unknown = isObject ? Reflect.get(options, 'format') : undefined;
+  const view = failOnInvalidInput(() => formatView(formatOption(format, 'options.format'), conversation));
+  const { format: _format, ...rest } = isObject ? (options as FormatOption) : {};
+  const engineOptions: unknown = isObject ? rest : options;
+  const call = (): CompactionCall => {
+    const checked = plan(engineOptions);
+    if (view === undefined) return checked;
+    const counter = view.counter(checked.overrides.counter ?? defaultCounter);
+    return { ...checked, overrides: { ...checked.overrides, counter } };
+  };
+  return { view, messages: view?.messages ?? conversation, call };
 }
 
 /**
@@ -430,11 +466,10 @@ export function engineOptions(view: FormatView<unknown>, options: CompactOptions
  * @throws ApplicationFailure of type `Compaction.InvalidInput` for bad input.
  */
 export function needsCompaction(conversation: Conversation, options: CompactOptions & FormatOption): boolean {
-  const view = viewOf(conversation, options);
-  const engineCall = view === undefined ? options : engineOptions(view, options);
+  const { messages, call } = passOf(conversation, options);
   return failOnInvalidInput(() => {
-    const { options: resolved, target, counter } = plan(engineCall);
-    return needsCompactionCore(view?.messages ?? conversation, resolved, { target, counter }, counter);
+    const { settings, overrides } = call();
+    return needsCompactionCore(messages, settings.options, overrides, overrides.counter);
   });
 }
 
@@ -447,10 +482,9 @@ export function needsCompaction(conversation: Conversation, options: CompactOpti
  * const { needed, summaryPieces } = planCompaction(messages, { contextBudget: 1_000_000, summarizerContextWindow: 128_000 });
  */
 export function planCompaction(conversation: Conversation, options: CompactOptions & FormatOption): CompactionPlan {
-  const view = viewOf(conversation, options);
-  const engineCall = view === undefined ? options : engineOptions(view, options);
+  const { messages, call } = passOf(conversation, options);
   return failOnInvalidInput(() => {
-    const { options: resolved, target, counter } = plan(engineCall);
-    return compactionPlanCore(view?.messages ?? conversation, resolved, { target, counter }, counter);
+    const { settings, overrides } = call();
+    return compactionPlanCore(messages, settings.options, overrides, overrides.counter);
   });
 }

@@ -206,7 +206,7 @@ describe('summaries within the summarizer window', () => {
   it("agentRun's compaction input takes it, checked at the run's start", () => {
     const replay = { provider: 'replay', trajectory: 't', contextWindow: 10_000, maxOutputTokens: 1_000 } as const;
     const plan = planAgentRun({ messages: [], model: replay, compaction: { summarizerContextWindow: 8192 } });
-    expect(plan.compaction.summarizerContextWindow).toBe(8192);
+    expect(plan.compaction.options.summarizerContextWindow).toBe(8192);
     expect(() => planAgentRun({ messages: [], model: replay, compaction: { summarizerContextWindow: 100 } })).toThrow(
       'input.compaction.summarizerContextWindow',
     );

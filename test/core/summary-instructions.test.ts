@@ -109,7 +109,7 @@ describe('summary instructions', () => {
   it("agentRun's compaction input takes them, checked at the run's start", () => {
     const replay = { provider: 'replay', trajectory: 't', contextWindow: 10_000, maxOutputTokens: 1_000 } as const;
     const plan = planAgentRun({ messages: [], model: replay, compaction: { summaryInstructions: 'Keep the ids.' } });
-    expect(plan.compaction.summaryInstructions).toBe('Keep the ids.');
+    expect(plan.compaction.options.summaryInstructions).toBe('Keep the ids.');
     expect(() =>
       planAgentRun({ messages: [], model: replay, compaction: { summaryPrompt: 'x'.repeat(10_001) } }),
     ).toThrow('input.compaction.summaryPrompt: must be at most 10000 characters');

@@ -8,6 +8,7 @@ import {
   resolveOptions,
   type CompactionOptions,
   type Duration,
+  type ResolvedOptions,
 } from '../compaction/options.js';
 import { assertKnownKeys, keysOf, unknownKeyReason } from '../unknown-keys.js';
 import { DEFAULT_PAYLOAD_LIMIT_BYTES } from '../limits/payload-size.js';
@@ -166,14 +167,27 @@ export interface ResolvedBackend {
   tokenizer: Tokenizer;
 }
 
+/**
+ * A run's compaction settings, resolved at its start (`review`, `reviewTimeout` and `recall` are
+ * the run's own: {@link AgentRunPlan}).
+ */
+export interface AgentCompaction {
+  /** The compaction options with their defaults, all but `contextBudget`. */
+  options: Omit<ResolvedOptions, 'contextBudget'>;
+  /** The run's `contextBudget`; undefined: each compaction aims at the preflight's room. */
+  contextBudget: number | undefined;
+  /** The `summarize` activity's settings, checked. */
+  activity: Pick<AgentCompactionOptions, 'startToCloseTimeout' | 'heartbeatTimeout' | 'taskQueue' | 'summarizerModel'>;
+}
+
 /** A validated run plan (plain JSON). */
 export interface AgentRunPlan {
   /** The opening conversation, validated (empty for a continued run: it carries its own). */
   messages: ChatMessage[];
   backends: ResolvedBackend[];
   tools: ToolDeclaration[];
-  /** The compaction options for `compact` (without `review` and `reviewTimeout`, which are the run's own: {@link review}). */
-  compaction: AgentCompactionOptions;
+  /** The compaction settings, resolved once: what every compaction of the run runs with. */
+  compaction: AgentCompaction;
   /** Whether compactions wait for a person, and how long (docs/design.md#review). */
   review: { mode: CompactionReview; timeoutMs: number };
   /** Whether the run declares `recall` and its stubs and summaries name what they replaced (docs/design.md#recall). */
@@ -360,10 +374,13 @@ export function planAgentRun(input: unknown): AgentRunPlan {
       config.label ?? (config.provider === 'openai' ? `openai:${config.model}` : `replay:${config.trajectory}`);
     return { index, label, config, safetyMargin, tokenizer: config.tokenizer ?? 'o200k_base' };
   });
-  // Check the compaction options now (with a stand-in budget when the preflight supplies it), so a bad option fails the run at its start.
+  // Resolved now, so a bad option fails the run at its start; the budget is checked with a stand-in when the preflight supplies it.
   const { contextBudget, startToCloseTimeout, heartbeatTimeout, taskQueue, summarizerModel, ...compactionOptions } =
     compaction;
-  resolveOptions({ ...compactionOptions, contextBudget: contextBudget ?? 1 }, 'input.compaction');
+  const { contextBudget: _standIn, ...options } = resolveOptions(
+    { ...compactionOptions, contextBudget: contextBudget ?? 1 },
+    'input.compaction',
+  );
   checkDuration(startToCloseTimeout, 'input.compaction.startToCloseTimeout');
   checkDuration(heartbeatTimeout, 'input.compaction.heartbeatTimeout');
   assertTaskQueueName(taskQueue, 'input.compaction.taskQueue');
@@ -392,7 +409,11 @@ export function planAgentRun(input: unknown): AgentRunPlan {
     messages,
     backends,
     tools,
-    compaction,
+    compaction: {
+      options,
+      contextBudget,
+      activity: { startToCloseTimeout, heartbeatTimeout, taskQueue, summarizerModel },
+    },
     recall: recall === true,
     review: {
       mode: review ?? 'auto',

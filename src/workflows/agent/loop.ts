@@ -8,7 +8,7 @@
 // could still exceed the server's payload limit is measured before it is sent (./payload-limit.ts,
 // docs/design.md#never-wedge). Its other parts, one job each: the token counts it knows
 // (./token-cache.ts), what it publishes (./visibility.ts), backend cooldown and request cost (src/core/agent/backend-cooldown.ts, request-cost.ts).
-import { ApplicationFailure } from '@temporalio/common';
+import { ApplicationFailure, type ActivityOptions } from '@temporalio/common';
 import {
   ActivityFailure,
   allHandlersFinished,
@@ -39,6 +39,7 @@ import {
   type CompactionRecord,
 } from '../../core/agent/compaction-history.js';
 import { backendCounter, preflight, type BackendCounter } from '../../core/agent/preflight.js';
+import { needsCompactionCore } from '../../core/compaction/engine.js';
 import { requestCost, type RequestShape } from '../../core/agent/request-cost.js';
 import { RECALL_TOOL_NAME, recallNamer, withRecallLine } from '../../core/agent/recall.js';
 import { addRoundUsage, addSummarizerUsage, type RoundUsage } from '../../core/agent/run-usage.js';
@@ -58,7 +59,7 @@ import {
   pinDetails,
   proposalDetails,
   proposalOf,
-  steeredOptions,
+  steeredInstructions,
   unpinChange,
   withEditedSummary,
   type CompactAnswer,
@@ -82,9 +83,9 @@ import type {
   StopAnswer,
   StopReason,
 } from '../../shared/agent-run.js';
-import { failureMessage, invalidInputFailure } from '../../shared/failures.js';
+import { failOnInvalidInput, failureMessage, invalidInputFailure } from '../../shared/failures.js';
 import { UNDESCRIBED_WORKER, type WorkerDescription } from '../../shared/worker-description.js';
-import { driveCompaction, needsCompaction, type CompactOptions } from '../compact.js';
+import { driveCompaction, summarizeActivityOptions, type CompactionCall } from '../compact.js';
 import { describeWorker } from '../describe-worker.js';
 import { runToolCalls } from '../tool-dispatch.js';
 import { PayloadLimit } from './payload-limit.js';
@@ -128,6 +129,8 @@ function changeOf(request: Omit<PinRequest, 'outcome'>, entries: readonly Sessio
 export class AgentLoop {
   private entries: SessionEntry[] = [];
   private readonly limit: PayloadLimit;
+  /** The `summarize` activity's options, built once from the plan. */
+  private readonly summarizeActivity: ActivityOptions;
   private readonly transcript: TranscriptWriter;
   private readonly visibility: RunVisibility;
   private compactions: CompactionHistory;
@@ -164,6 +167,11 @@ export class AgentLoop {
   ) {
     const carried = input.carried === undefined ? undefined : parseCarriedState(input.carried);
     this.limit = new PayloadLimit(plan.maxPayloadBytes);
+    this.summarizeActivity = summarizeActivityOptions(
+      plan.compaction.options,
+      plan.compaction.activity,
+      'input.compaction',
+    );
     this.transcript = new TranscriptWriter(carried?.sessionLines ?? 0, this.limit);
     this.visibility = new RunVisibility();
     this.compactions = carried?.compactions ?? emptyCompactionHistory(plan.pricing);
@@ -424,14 +432,31 @@ export class AgentLoop {
    * summary instructions hold the run's own, those, and the pinned facts (none of them: the
    * options are what the run asked before steering existed).
    */
-  private compactOptions(aimAt: BackendCounter, aim: number, instructions?: string): CompactOptions {
-    const { contextBudget, ...rest } = steeredOptions(this.plan.compaction, this.pins.facts, instructions);
+  /** Whether the conversation needs compaction now (docs/design.md#needs-compaction), for one compaction's settings. */
+  private needsCompaction({ settings, overrides }: CompactionCall): boolean {
+    return failOnInvalidInput(() => needsCompactionCore(this.messages, settings.options, overrides, overrides.counter));
+  }
+
+  /**
+   * One compaction of the run: the settings resolved at its start with this compaction's budget
+   * (the run's, else the room `aim`), and its counter, target and instructions (the steering's).
+   */
+  private compactionCall(aimAt: BackendCounter, aim: number, target?: number, instructions?: string): CompactionCall {
+    const { options, contextBudget, activity } = this.plan.compaction;
+    const steered = steeredInstructions(options.summaryInstructions, this.pins.facts, instructions);
     return {
-      ...rest,
-      contextBudget: contextBudget ?? aim,
-      counter: aimAt.conversation,
-      maxPayloadBytes: this.plan.maxPayloadBytes,
-      payloadStore: this.worker.externalStorage,
+      settings: {
+        options: { ...options, contextBudget: contextBudget ?? aim },
+        activity: this.summarizeActivity,
+        summarizerModel: activity.summarizerModel,
+        maxPayloadBytes: this.plan.maxPayloadBytes,
+        payloadStore: this.worker.externalStorage,
+      },
+      overrides: {
+        counter: aimAt.conversation,
+        ...(target === undefined ? {} : { target }),
+        ...(steered === undefined ? {} : { summaryInstructions: steered }),
+      },
     };
   }
 
@@ -451,11 +476,10 @@ export class AgentLoop {
     demand?: { instructions: string | undefined },
   ): Promise<CompactAnswer | undefined> {
     const { aimAt, aim, tokens } = preflight(this.messages, candidates);
-    const options = this.compactOptions(aimAt, aim, demand?.instructions);
     const overRoom = tokens > aim;
+    const call = this.compactionCall(aimAt, aim, overRoom ? aim : undefined, demand?.instructions);
     const { mode } = this.plan.review;
-    if (demand === undefined && !overRoom && (mode === 'manual' || !needsCompaction(this.messages, options)))
-      return undefined;
+    if (demand === undefined && !overRoom && (mode === 'manual' || !this.needsCompaction(call))) return undefined;
     const target = overRoom ? aim : (this.plan.compaction.contextBudget ?? aim);
     // Pins asked for while the summary is written (or reviewed) wait for the result: it replaces these messages.
     this.compacting = true;
@@ -466,7 +490,7 @@ export class AgentLoop {
       // inside the pass (every count includes the ids).
       const compaction = await driveCompaction(
         this.messages,
-        overRoom ? { ...options, target: aim } : options,
+        () => call,
         'hard-trim',
         this.plan.recall ? recallNamer(this.entries) : undefined,
       );
