@@ -633,7 +633,7 @@ describe('agentRun', { timeout: 90_000 }, () => {
       );
     });
 
-    it('upserts ContextTokens only when it moved by a tenth of the window or at a compaction; a lone backend goes unnamed in the chat summaries (recorded for replay)', async () => {
+    it('upserts ContextTokens only when it moved by a tenth of the window or at a compaction; a lone backend goes unnamed in the chat summaries', async () => {
       const workflowId = uniqueId('agent-context-tokens');
       await run(
         { messages: openingOf(TAU), model: replayModel(TAU, 4000), compaction: { keepRecent: 4 }, maxRounds: 12 },
@@ -649,8 +649,6 @@ describe('agentRun', { timeout: 90_000 }, () => {
           const { upserts, chats } = checkContextTokensUpserts(events, 4000);
           expect(chats).toBe(outcome.rounds);
           expect(upserts).toBeLessThan(chats);
-          // A run under CONTEXT_TOKENS_PATCH_ID, for the replay suite (the other agentRun histories predate it).
-          await maybeRecordHistory(handle, 'agent-run-context-tokens-window');
         },
       );
     });
