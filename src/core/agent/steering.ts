@@ -218,7 +218,7 @@ export function pinDetails(pins: Pins): string[] {
 
 /**
  * Whether a compaction of the run waits for a person (docs/design.md#review): `'auto'` applies it
- * (as before review existed); `'approve'` computes it, summary included, publishes it and waits for
+ * at once; `'approve'` computes it, summary included, publishes it and waits for
  * `reviewCompaction` up to `reviewTimeout` (then applies it); `'manual'` compacts only on the
  * `compact` update. In every mode a compaction without which the next request would not fit its
  * window is applied at once and recorded as forced.

@@ -28,8 +28,7 @@ export interface BpeCounterOptions {
    * Unset (the default), parts are counted by what they are: an `image_url` by OpenAI's rule from
    * its size and `detail` (a remote or unreadable image at the most a high-detail image costs,
    * 1,445), audio, files and unknown part types by their JSON length / 4 — not tokenized: base64
-   * is not what the provider bills (docs/compaction.md#counting). Before parts were counted this
-   * was 85 per part (GPT-4o's low-detail image), which workflows recorded then keep.
+   * is not what the provider bills (docs/compaction.md#counting).
    * @default by size
    */
   perNonTextPart?: number;

@@ -1,6 +1,5 @@
 // Sandbox-safe: what the counters charge for a content part that is not text (images, audio, files, part
-// types we do not know) in the OpenAI chat format, and the switch a workflow turns to count them
-// as it did before they were counted (docs/design.md#count-parts).
+// types we do not know) in the OpenAI chat format (docs/design.md#count-parts).
 import {
   ANTHROPIC_UNKNOWN_IMAGE_TOKENS,
   anthropicImageTokens,
