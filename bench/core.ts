@@ -30,6 +30,7 @@ import {
   type ResolvedOptions,
 } from '../src/core/compaction/options.js';
 import { inputRoom } from '../src/core/compaction/pieces.js';
+import { summarizerMessages } from '../src/core/compaction/transcript.js';
 import { fakeSummaryText } from '../corpus/fake-summarizer.js';
 import { benchmarkCorpus } from '../corpus/index.js';
 
@@ -123,8 +124,8 @@ export function generateConversation(count: number, seed = 42): ChatMessage[] {
 // ---------------------------------------------------------------------------------------------
 
 /**
- * The instant summarizer's text, from what the request holds without its rendered text (as the
- * workflow driver sends it: the instruction and the middle as messages).
+ * The instant summarizer's text, from what the request holds without rendering it (as the workflow
+ * driver sends it: the instruction and the middle as messages).
  */
 const quickSummaryText = (middle: number): string =>
   `## Goals\nContinue the task (summary of ${middle} messages).\n## Decisions\nNone recorded.\n## Files and commands\nsrc/app.ts; npm test\n## Unresolved\nNothing.`;
@@ -139,7 +140,7 @@ const renderingSummary = (step: SummarizeStep): SummarizeOutcome => ({
 });
 /** The instant summarizer for `Compactor`: reads the middle, not the rendered text (as the extractive one does). */
 const middleSummarizer: CompactorOptions['summarizer'] = {
-  summarize: (request) => Promise.resolve({ text: quickSummaryText(request.middle?.length ?? 0) }),
+  summarize: (request) => Promise.resolve({ text: quickSummaryText(request.middle.length) }),
 };
 const failedSummary = (): SummarizeOutcome => ({
   kind: 'failed',
@@ -321,7 +322,7 @@ async function figuresFor(messages: ChatMessage[], options: ResolvedOptions, run
     requestChars = step.transcript.characters;
     return instantSummary(step);
   });
-  const { retryBackoffMs, legacyEpochRecount: _legacy, ...compactionOptions } = options;
+  const { retryBackoffMs, ...compactionOptions } = options;
   const compactor = new Compactor({
     ...compactionOptions,
     retryBackoff: retryBackoffMs,
@@ -374,7 +375,7 @@ async function summarizerWindowRow(
     summarizer: {
       summarize: (request) => {
         requests += 1;
-        largest = Math.max(largest, defaultCounter.count(request.messages));
+        largest = Math.max(largest, defaultCounter.count(summarizerMessages(request)));
         return middleSummarizer.summarize(request);
       },
     },

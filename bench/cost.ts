@@ -43,7 +43,7 @@ import {
 import { countTextTokens } from '../src/core/counting/bpe-counter.js';
 import { findRegions } from '../src/core/compaction/regions.js';
 import { resolveOptions } from '../src/core/compaction/options.js';
-import { capMiddle, isSummaryMessage } from '../src/core/compaction/transcript.js';
+import { capMiddle, isSummaryMessage, summarizerMessages } from '../src/core/compaction/transcript.js';
 
 const REPO_ROOT = fileURLToPath(new URL('../', import.meta.url));
 const README = fileURLToPath(new URL('./README.md', import.meta.url));
@@ -320,7 +320,7 @@ function engine(name: string, options: Omit<CompactionOptions, 'contextBudget'>,
         let summarizerRequests = 0;
         const answer = (step: SummarizeStep) => {
           summarizerRequests += 1;
-          if (summarizerInput === 'request') summarizerTokens += tokens(step.request.messages);
+          if (summarizerInput === 'request') summarizerTokens += tokens(summarizerMessages(step.request));
           return { kind: 'summary' as const, text: extractiveSummary(step.request) };
         };
         const result = runCompactionSteps(compactionSteps(conversation, resolved, {}, counter), answer);

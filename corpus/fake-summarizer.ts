@@ -1,7 +1,7 @@
 // Dev-only (tests and benchmarks; src/ never imports corpus/): a deterministic fake summarizer
 // whose text is derived from the request's length, so the in-process driver, the workflow driver
 // and the benchmarks can be compared byte for byte without a model.
-import { SUMMARY_INSTRUCTION } from '../src/core/compaction/transcript.js';
+import { SUMMARY_INSTRUCTION, summarizerMessages } from '../src/core/compaction/transcript.js';
 import type { ChatMessage, SummarizeRequest, Summarizer } from '../src/index.js';
 import type { SummarizeOutcome, SummarizeStep } from '../src/core/compaction/engine.js';
 import { describeNonTextPart } from '../src/core/counting/parts.js';
@@ -34,12 +34,12 @@ export const SUMMARIZER_BEHAVIOURS: readonly SummarizerBehaviour[] = [
 export type SummarizerPlan = SummarizerBehaviour | { summary: SummarizerBehaviour; tighter: SummarizerBehaviour };
 
 export function requestChars(request: SummarizeRequest): number {
-  return request.messages.reduce((sum, message) => sum + renderedText(message.content).length, 0);
+  return summarizerMessages(request).reduce((sum, message) => sum + renderedText(message.content).length, 0);
 }
 
 /** Which request this is: the first (`summary`) or the one retry after a summary that was too long (`tighter`). */
 export function purposeOf(request: SummarizeRequest): 'summary' | 'tighter' | 'coverage' {
-  const instruction = request.messages[0]?.content;
+  const instruction = request.instruction;
   if (instruction === SUMMARY_INSTRUCTION) return 'summary';
   // docs/design.md#coverage: the retry after a summary that left identifiers out (not one that was too long).
   return typeof instruction === 'string' && !instruction.includes('Your last attempt was too long')

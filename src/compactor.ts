@@ -98,8 +98,10 @@ export class Compactor {
       throw new InvalidInputError('summarizer', 'must have a summarize(request, options) method');
     if (typeof counter?.count !== 'function')
       throw new InvalidInputError('counter', 'must have a count(messages) method');
-    // Every key is known by now; what resolveOptions ignores are the activity settings above.
-    this.options = resolveOptions(options, 'options', 'ignore');
+    // Every key is known by now; the activity settings among them change nothing in-process.
+    const known: readonly string[] = COMPACTION_OPTION_KEYS;
+    const compaction = Object.entries(options).filter(([key]) => known.includes(key));
+    this.options = resolveOptions(Object.fromEntries(compaction), 'options');
     this.summarizer = summarizer;
     this.counter = counter;
   }

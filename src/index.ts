@@ -14,6 +14,8 @@ export {
   type OpenAISummarizerOptions,
   type ExtractiveSummarizerOptions,
 } from './summarizers/index.js';
+// What a model summarizer sends for a request (docs/design.md#summarizer-request).
+export { summarizerMessages } from './core/compaction/transcript.js';
 // Workers: the plugin (workflows and activities on your own worker), or a whole worker of ours.
 export {
   compactorPlugin,

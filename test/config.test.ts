@@ -11,6 +11,7 @@ import {
   temporalEnvVars,
   type CompactorConfig,
 } from '../src/config.js';
+import type { SummarizeRequest } from '../src/core/types.js';
 import { EXTRACTIVE_SUMMARY_NOTICE } from '../src/summarizers/extractive.js';
 import { summarizerFromConfig } from '../src/worker/summarizer-from-config.js';
 import { startFakeOpenAI, type FakeOpenAI } from './support/fake-openai.js';
@@ -566,11 +567,9 @@ describe('summarizerFromConfig', () => {
     await server.close();
   });
 
-  const request = {
-    messages: [
-      { role: 'system' as const, content: 'Summarize.' },
-      { role: 'user' as const, content: 'Transcript to summarize (1 messages):\n\n[user]\nPlease fix src/app.py.' },
-    ],
+  const request: SummarizeRequest = {
+    instruction: 'Summarize.',
+    middle: [{ role: 'user', content: 'Please fix src/app.py.' }],
   };
 
   it('picks the offline extractive summarizer when no model is configured, and says so', async () => {
@@ -601,7 +600,13 @@ describe('summarizerFromConfig', () => {
     const { text } = await configured.summarizer.summarize(request);
     expect(text).toBe('## Goals\n- fix src/app.py');
     const [sent] = await server.waitForRequests(1);
-    expect(sent?.body).toMatchObject({ model: 'local-model', messages: request.messages });
+    expect(sent?.body).toMatchObject({
+      model: 'local-model',
+      messages: [
+        { role: 'system', content: 'Summarize.' },
+        { role: 'user', content: 'Transcript to summarize (1 messages):\n\n[user]\nPlease fix src/app.py.' },
+      ],
+    });
     // No key configured: the placeholder key goes out, as local servers expect none.
     expect(sent?.headers.authorization).toBe('Bearer unused');
   });

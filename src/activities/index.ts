@@ -14,7 +14,7 @@ import { createSummarizeActivity } from './summarize.js';
 import { createBuiltInTools, createReplayTool } from './tools.js';
 import { createTrajectoryStore } from './trajectories.js';
 
-export type { SummarizeActivityInput, SummarizeActivityOutput, SummarizeActivityDeps } from './summarize.js';
+export type { SummarizeActivityOutput, SummarizeActivityDeps } from './summarize.js';
 export { createSummarizeActivity } from './summarize.js';
 export { toSummarizerFailure, emptySummaryFailure, type SummarizerFailureDetails } from './to-failure.js';
 export {

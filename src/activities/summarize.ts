@@ -6,30 +6,11 @@ import { requestFor } from '../core/compaction/transcript.js';
 import { cutPieces, foldedMiddle, requestFits, type Pieces } from '../core/compaction/pieces.js';
 import { defaultCounter } from '../core/counting/tokens.js';
 import { FailureType, InvalidInputError } from '../core/errors.js';
-import type { ChatMessage, SummarizeRequest, Summarizer, TokenCounter, Usage } from '../core/types.js';
+import type { SummarizeRequest, Summarizer, TokenCounter, Usage } from '../core/types.js';
+import { assertKnownKeys, keysOf } from '../core/unknown-keys.js';
 import { failOnInvalidInput } from '../shared/failures.js';
 import { whileHeartbeating } from './heartbeats.js';
 import { emptySummaryFailure, toSummarizerFailure } from './to-failure.js';
-
-/**
- * Input of the `summarize` activity: never the raw conversation, always the middle as the engine
- * cut it. Workflows send `{ instruction, middle }` (the activity renders the transcript); those
- * recorded before `temporal-compactor:summarize-middle-v1` sent the rendered `{ request }`, which
- * is still read.
- */
-export interface SummarizeActivityInput {
-  /** The rendered request (inputs written before the patch). */
-  request?: SummarizeRequest;
-  /** The instruction: the request's system message. */
-  instruction?: string;
-  /** The middle, cut by `capMiddle`: the request's transcript is rendered from it. */
-  middle?: ChatMessage[];
-  /**
-   * The caller's `summaryInstructions` (already in `instruction`), for the request's
-   * `instructions`. Sent only when set, so inputs of runs without them are as before.
-   */
-  instructions?: string;
-}
 
 /** Output of the `summarize` activity: one string (plus the billed usage when the backend reports it). */
 export interface SummarizeActivityOutput {
@@ -94,15 +75,16 @@ export function createSummarizeActivity({
   summarizerContextWindow: window,
   counter = defaultCounter,
 }: SummarizeActivityDeps) {
-  return async function summarize(input: SummarizeActivityInput): Promise<SummarizeActivityOutput> {
-    const request = failOnInvalidInput(() => requestOf(input));
+  // The input is the summarizer's request as the engine built it (docs/design.md#summarizer-request).
+  return async function summarize(input: SummarizeRequest): Promise<SummarizeActivityOutput> {
+    const request = failOnInvalidInput(() => checkedRequest(input));
     // A retried attempt says so in its output or its failure's details, so the workflow's
-    // compaction span can count attempts; the first says nothing (output and history as before).
+    // compaction span can count attempts; the first says nothing.
     const context = Context.current();
     const { attempt } = context.info;
     const retried = attempt > 1 ? { attempt } : {};
     const cut =
-      window === undefined || requestFits(request, window, counter) ? undefined : piecesOf(input, window, counter);
+      window === undefined || requestFits(request, window, counter) ? undefined : piecesOf(request, window, counter);
     if (cut === 'unfit')
       throw ApplicationFailure.create({
         type: FailureType.Rejected,
@@ -165,14 +147,13 @@ export function createSummarizeActivity({
   };
 }
 
-/** The middle of `{ instruction, middle }` cut into pieces for `window`; a `{ request }` input (older workflows) is sent as it is. */
+/** The request's middle cut into pieces for `window`. */
 function piecesOf(
-  input: SummarizeActivityInput,
+  request: SummarizeRequest,
   window: number,
   counter: TokenCounter,
 ): { pieces: Pieces; instructions: string | undefined } | 'unfit' | undefined {
-  const { instruction, middle, instructions } = input;
-  if (instruction === undefined || middle === undefined) return undefined;
+  const { instruction, middle, instructions } = request;
   const pieces = cutPieces(middle, instruction, instructions, counter, window);
   if (pieces === 'unfit' || pieces === undefined) return pieces;
   return { pieces, instructions };
@@ -212,19 +193,24 @@ function addUsage(sum: Usage | undefined, more: Usage | undefined): Usage | unde
   return Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined));
 }
 
-/** The summarizer's request from either input shape; throws `InvalidInputError` naming the field. */
-function requestOf(input: SummarizeActivityInput): SummarizeRequest {
-  if (typeof input !== 'object' || input === null)
-    throw new InvalidInputError('input', 'must be an object with instruction and middle (or request)');
-  const { request, instruction, middle, instructions } = input;
-  if (request !== undefined) {
-    if (instruction !== undefined || middle !== undefined || instructions !== undefined)
-      throw new InvalidInputError('input', 'has request and instruction/middle: send one shape, not both');
-    validateMessages(request?.messages, 'request.messages');
-    return request;
-  }
+/** The input, checked as the request it must be; throws `InvalidInputError` naming the field. */
+function checkedRequest(input: SummarizeRequest): SummarizeRequest {
+  if (typeof input !== 'object' || input === null || Array.isArray(input))
+    throw new InvalidInputError('input', 'must be an object { instruction, middle, instructions? }');
+  assertKnownKeys(input, REQUEST_KEYS, 'input', 'field');
+  const { instruction, middle, instructions } = input;
   if (typeof instruction !== 'string') throw new InvalidInputError('instruction', 'must be a string');
   if (instructions !== undefined && typeof instructions !== 'string')
     throw new InvalidInputError('instructions', 'must be a string');
-  return requestFor(instruction, validateMessages(middle, 'middle'), instructions);
+  try {
+    validateMessages(middle, 'middle');
+  } catch (error) {
+    // The messages are named as what they are here: `middle[3].tool_call_id`.
+    if (error instanceof InvalidInputError)
+      throw new InvalidInputError(error.field.replace(/^messages(?=\[)/, 'middle'), error.reason, error.index);
+    throw error;
+  }
+  return input;
 }
+
+const REQUEST_KEYS = keysOf<SummarizeRequest>({ instruction: true, middle: true, instructions: true });

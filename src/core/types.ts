@@ -49,22 +49,26 @@ export interface Usage {
   totalTokens?: number;
 }
 
-/** What the compactor sends to a summarizer: one chat completion, no tools. */
+/**
+ * What the compactor sends to a summarizer (docs/design.md#summarizer-request): one chat completion,
+ * no tools. A model is sent `summarizerMessages(request)`: the instruction as the system message and
+ * the middle's transcript as the user message. In a workflow, this is the `summarize` activity's input.
+ */
 export interface SummarizeRequest {
-  /** The instruction (system) and the rendered transcript (user): what a model is sent. */
-  messages: ChatMessage[];
+  /** The instruction: the system message a model is sent. */
+  instruction: string;
   /**
-   * The messages the transcript was rendered from, cut as the transcript cuts them (tool results
-   * and tool-call arguments at `toolResultCap`; only role, content, tool calls and tool result ids
-   * kept). Present in every request the engine builds; absent in a request built by hand. A
-   * summarizer that works on structure (the extractive one) reads this instead of the text.
-   * A message already in that shape is the caller's own object, not a copy: read it, never change it.
+   * The messages to summarize, cut as the transcript cuts them (tool results and tool-call
+   * arguments at `toolResultCap`; only role, content, tool calls and tool result ids kept).
+   * Rendered, they are the transcript a model reads; a summarizer that works on structure (the
+   * extractive one) reads them instead of the text. A message already in that shape is the
+   * caller's own object, not a copy: read it, never change it.
    */
-  middle?: ChatMessage[];
+  middle: ChatMessage[];
   /**
-   * The caller's `summaryInstructions` (docs/design.md#summary-instructions), also added to the
-   * instruction in `messages`: for a summarizer that works on structure (the extractive one keeps
-   * what matches them first). Absent when none were given.
+   * The caller's `summaryInstructions` (docs/design.md#summary-instructions), also added to
+   * `instruction`: for a summarizer that works on structure (the extractive one keeps what matches
+   * them first). Absent when none were given.
    */
   instructions?: string;
 }

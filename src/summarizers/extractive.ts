@@ -2,15 +2,13 @@
 // lines out of the middle's messages into the four sections. Its parts, in ./extractive/: turns.ts
 // reads the messages into turns, earlier.ts reads earlier summaries back, files.ts and sections.ts
 // rank the candidate lines, calls.ts writes a tool call as a line, layout.ts fits them into the
-// budget; rendered.ts reads requests that carry only the rendered transcript.
+// budget.
 import type { SummarizeRequest, SummarizeResponse, Summarizer } from '../core/types.js';
 import { assertKnownKeys, keysOf } from '../core/unknown-keys.js';
-import { readEarlierSummaries } from './extractive/earlier.js';
 import { EXTRACTIVE_SUMMARY_NOTICE } from './extractive/format.js';
 import { renderSummary } from './extractive/layout.js';
-import { readRenderedTranscript } from './extractive/rendered.js';
-import { statedCharLimit, transcriptText } from './extractive/request.js';
-import { buildSections, rawTextSections } from './extractive/sections.js';
+import { statedCharLimit, transcriptChars } from './extractive/request.js';
+import { buildSections } from './extractive/sections.js';
 import { honourInstructions, instructionTerms } from './extractive/instructions.js';
 import { readTurns } from './extractive/turns.js';
 import {
@@ -60,8 +58,7 @@ export const MIN_EXTRACTIVE_SUMMARY_CHARS = 400;
 
 /**
  * A {@link Summarizer} that needs no model: deterministic and extractive. It reads the middle the
- * request carries (`request.middle`; for a request with only the rendered transcript, that text read
- * back into messages) and fills the four sections the instruction asks for
+ * request carries (`request.middle`) and fills the four sections the instruction asks for
  * with copied material only — the first lines of user turns (Goals), sentences of assistant
  * turns that carry decision words or open a turn (Decisions), file paths and commands found in
  * tool-call arguments and results, with the tool and whether the result looked like an error
@@ -79,8 +76,7 @@ export const MIN_EXTRACTIVE_SUMMARY_CHARS = 400;
  * added under Decisions (docs/design.md#summary-instructions).
  *
  * The output is bounded by `maxChars` and `maxRatio` of the transcript, and by the limit the
- * too-long retry states (`under N characters`), so it is much shorter than its input. A request
- * whose text is no transcript of ours gets a best effort on the raw text. Never fails except when `signal` is
+ * too-long retry states (`under N characters`), so it is much shorter than its input. Never fails except when `signal` is
  * already aborted (it then rejects with the signal's reason).
  *
  * @example
@@ -161,18 +157,12 @@ function resolveExtractiveOptions({
  */
 export function extractiveSummary(request: SummarizeRequest, options: ExtractiveSummarizerOptions = {}): string {
   const { maxChars, maxRatio, identifierShare } = resolveExtractiveOptions(options);
-  const transcript = transcriptText(request.messages);
-  const statedLimit = statedCharLimit(request.messages);
-  const byRatio = Math.max(MIN_EXTRACTIVE_SUMMARY_CHARS, Math.floor(transcript.length * maxRatio));
+  const { middle } = request;
+  const statedLimit = statedCharLimit(request.instruction);
+  const byRatio = Math.max(MIN_EXTRACTIVE_SUMMARY_CHARS, Math.floor(transcriptChars(middle) * maxRatio));
   const budget = Math.min(maxChars, byRatio, statedLimit ?? Number.POSITIVE_INFINITY);
-  // The messages themselves when the engine built the request; read back from its text otherwise.
-  const middle = request.middle ?? readRenderedTranscript(transcript);
   // docs/design.md#summary-instructions What matches the caller's instructions is kept first.
   const terms = instructionTerms(request.instructions);
-  if (middle === undefined) {
-    const sections = honourInstructions(rawTextSections(transcript), terms, [{ role: 'user', content: transcript }]);
-    return renderSummary(sections, budget, readEarlierSummaries([]).omitted);
-  }
   const turns = readTurns(middle);
   const ranked = rankedIdentifiers(middle, turns);
   const named = namedIdentifiers(ranked, request.instructions);

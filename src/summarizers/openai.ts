@@ -4,7 +4,7 @@ import type OpenAI from 'openai';
 import { DEFAULT_SUMMARIZER_TIMEOUT_MS, readSettings, workerSecrets } from '../config.js';
 import { SummarizerError } from '../core/errors.js';
 import { assertKnownKeys, keysOf } from '../core/unknown-keys.js';
-import { toProviderMessages } from '../core/schema.js';
+import { summarizerMessages } from '../core/compaction/transcript.js';
 import {
   abortReason,
   createOpenAIClient,
@@ -169,7 +169,7 @@ export function createOpenAISummarizer(options: OpenAISummarizerOptions): Summar
     async summarize(request: SummarizeRequest, callOptions?: { signal?: AbortSignal }): Promise<SummarizeResponse> {
       const body = {
         model,
-        messages: toProviderMessages(request.messages),
+        messages: summarizerMessages(request),
         ...(maxTokens === undefined ? {} : { [maxTokensParameter]: maxTokens }),
         ...(temperature === undefined ? {} : { temperature }),
       };

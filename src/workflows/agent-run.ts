@@ -28,7 +28,6 @@ import {
 } from '../shared/agent-run.js';
 import { failOnInvalidInput, invalidInputFailure } from '../shared/failures.js';
 import { AgentLoop } from './agent/loop.js';
-import { unknownKeysInWorkflow } from './compact.js';
 
 export * from '../shared/agent-run.js';
 
@@ -119,7 +118,7 @@ function userMessageFrom(input: AddUserMessageInput): ChatMessage {
  * });
  */
 export async function agentRun(input: AgentRunWorkflowInput): Promise<AgentRunResult> {
-  const plan = failOnInvalidInput(() => planAgentRun(input, unknownKeysInWorkflow()));
+  const plan = failOnInvalidInput(() => planAgentRun(input));
   const loop = failOnInvalidInput(() => new AgentLoop(input, plan));
   setHandler(sessionQuery, () => loop.sessionSnapshot());
   setHandler(compactionsQuery, () => loop.compactionHistory);

@@ -8,7 +8,7 @@ import {
 } from '../core/limits/payload-size.js';
 import { describeWorker } from './describe-worker.js';
 import type { ChatMessage } from '../core/types.js';
-import { driveCompaction, engineOptions, unknownKeysInWorkflow, viewOf, type CompactOptions } from './compact.js';
+import { driveCompaction, passOf, type CompactOptions } from './compact.js';
 import type { AnthropicMessage, AnthropicTextBlock } from '../core/formats/anthropic-schema.js';
 import type { AiSdkMessage } from '../core/formats/ai-sdk-schema.js';
 import type { AnyCompactionResult, FormatCompactionResult, FormatOption } from '../core/formats/format.js';
@@ -48,9 +48,7 @@ export async function compactConversation(input: CompactConversationInput): Prom
     throw invalidInputFailure(new InvalidInputError('input', 'must be an object { messages, options }'));
   }
   // Unknown keys of `options` are refused by `compact`'s own check, naming `options.<key>`.
-  failOnInvalidInput(() => {
-    if (unknownKeysInWorkflow() === 'refuse') assertKnownKeys(input, INPUT_KEYS, 'input', 'field');
-  });
+  failOnInvalidInput(() => assertKnownKeys(input, INPUT_KEYS, 'input', 'field'));
   const { messages, system, options } = input;
   // A counter cannot travel as JSON: drop whatever a client put there rather than call it.
   const jsonOptions: CompactOptions & FormatOption =
@@ -62,12 +60,7 @@ export async function compactConversation(input: CompactConversationInput): Prom
       'options.taskQueue',
     ),
   );
-  // (An execution recorded before unknown keys were refused ignored a `system` field, and still does.)
-  if (
-    system !== undefined &&
-    unknownKeysInWorkflow() === 'refuse' &&
-    Reflect.get(Object(options), 'format') !== 'anthropic'
-  )
+  if (system !== undefined && Reflect.get(Object(options), 'format') !== 'anthropic')
     throw invalidInputFailure(
       new InvalidInputError(
         'system',
@@ -75,13 +68,9 @@ export async function compactConversation(input: CompactConversationInput): Prom
       ),
     );
   // Another format is mapped to the engine's messages and back in this workflow code (pure, so deterministic).
-  const view = viewOf(system === undefined ? messages : { system, messages }, options);
-  let result: AnyCompactionResult;
-  if (view === undefined) result = (await driveCompaction(messages, jsonOptions, 'rethrow')).result;
-  else {
-    const engine = await driveCompaction(view.messages, engineOptions(view, jsonOptions), 'rethrow');
-    result = withoutRequest(view.result(engine.result));
-  }
+  const pass = passOf(system === undefined ? messages : { system, messages }, jsonOptions);
+  const { result: engine } = await driveCompaction(pass.messages, pass.call, 'rethrow');
+  const result: AnyCompactionResult = pass.view === undefined ? engine : withoutRequest(pass.view.result(engine));
   const limit = typeof options?.maxPayloadBytes === 'number' ? options.maxPayloadBytes : DEFAULT_PAYLOAD_LIMIT_BYTES;
   const bytes = jsonPayloadBytes(result);
   if (bytes > limit && !(options.payloadStore ?? (await describeWorker()).externalStorage)) {

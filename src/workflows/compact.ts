@@ -10,7 +10,6 @@ import {
   inWorkflowContext,
   isCancellation,
   metricMeter,
-  patched,
   proxyActivities,
 } from '@temporalio/workflow';
 import type { ActivityOptions } from '@temporalio/workflow';
@@ -26,16 +25,14 @@ import { FailureType, InvalidInputError } from '../core/errors.js';
 import {
   COMPACTION_OPTION_KEYS,
   MAX_RETRY_BACKOFF_MS,
-  REFERENCE_EXACT,
   parseDuration,
   resolveOptions,
+  type CallOverrides,
   type CompactionOptions,
   type Duration,
   type ResolvedOptions,
-  type UnknownKeys,
 } from '../core/compaction/options.js';
 import { assertKnownKeys, keysOf } from '../core/unknown-keys.js';
-import { setPartCountingSwitch } from '../core/counting/parts.js';
 import type { ChatMessage, CompactionPlan, CompactionResult, TokenCounter } from '../core/types.js';
 import type { AnthropicConversation } from '../core/formats/anthropic-schema.js';
 import type { AnthropicCompactionResult } from '../core/formats/anthropic.js';
@@ -50,8 +47,8 @@ import {
   type FormatOption,
 } from '../core/formats/format.js';
 import { defaultCounter } from '../core/counting/tokens.js';
+import { summarizerMessages } from '../core/compaction/transcript.js';
 import type { CompactorActivities } from '../activities/index.js';
-import type { SummarizeActivityInput } from '../activities/summarize.js';
 import { DEFAULT_PAYLOAD_LIMIT_BYTES, jsonPayloadBytes } from '../core/limits/payload-size.js';
 import { addSummarizerRequest, type SummarizerUsage } from '../core/counting/summarizer-usage.js';
 import {
@@ -94,14 +91,23 @@ export const DEFAULT_HEARTBEAT_TIMEOUT_MS = 10_000;
 /** What the driver does when the caller's scope is cancelled during a summarize call. */
 type OnCancel = 'hard-trim' | 'rethrow';
 
-interface Plan {
+/**
+ * What every pass with one set of options runs with, checked once: the engine's options and how
+ * the `summarize` activity is called. Plain data; an agent run builds it once per run.
+ */
+export interface CompactionSettings {
   options: ResolvedOptions;
-  target: number | undefined;
-  counter: TokenCounter | undefined;
   activity: ActivityOptions;
   summarizerModel: string | undefined;
   maxPayloadBytes: number;
+  /** Whether the worker stores payloads externally; undefined: asked (`describeWorker`) when a request is over `maxPayloadBytes`. */
   payloadStore: boolean | undefined;
+}
+
+/** One pass: its settings, and the call's own target, counter and instructions. */
+export interface CompactionCall {
+  settings: CompactionSettings;
+  overrides: CallOverrides;
 }
 
 function positiveDuration(value: Duration | undefined, field: string, fallback: number): number {
@@ -118,178 +124,24 @@ function optionalString(value: unknown, field: string): string | undefined {
 }
 
 /**
- * The patch that gates the economic rules of docs/design.md#economics in workflow code. A worker upgrade must
- * not change the decisions of a workflow recorded before it (a summarize activity more or less
- * is a non-determinism error on replay): histories without this marker replay with the
- * behaviour they were recorded with — {@link REFERENCE_EXACT} and the old recount of an elision
- * epoch — and new executions record the marker at their first `compact` or `needsCompaction`.
- * Stable forever: never rename it; retire it with `deprecatePatch` once no history lacks it.
+ * The `summarize` activity's options for compaction options already resolved (their attempts and
+ * backoff) and its own settings; throws `InvalidInputError` naming `${field}.<setting>`.
  */
-export const ECONOMICS_PATCH_ID = 'temporal-compactor:economics-v1';
-
-/** True outside workflow code (tests, the in-process world) and in executions that carry the patch. */
-function economicsPatched(): boolean {
-  return !inWorkflowContext() || patched(ECONOMICS_PATCH_ID);
-}
-
-/**
- * The patch that makes workflow code refuse unknown keys in options and inputs (docs/design.md#unknown-keys).
- * Before it, an unknown key was ignored: a workflow recorded then with one (a typo) must replay as
- * it ran, not fail where it once went on — histories without this marker ignore unknown keys, new
- * executions record it and refuse them. Stable forever: never rename it.
- */
-export const UNKNOWN_KEYS_PATCH_ID = 'temporal-compactor:unknown-keys-v1';
-
-/** This execution's answer, once asked (module state is per execution in the workflow sandbox). */
-let unknownKeysOfThisExecution: UnknownKeys | undefined;
-
-/**
- * What workflow code does with unknown keys of an options object or input: `'refuse'` outside
- * workflow code and in executions that carry {@link UNKNOWN_KEYS_PATCH_ID}; `'ignore'` in an
- * execution whose history was recorded before it — for the rest of that execution, also once it
- * runs live again, so a run that started with an unknown key goes on as it started.
- */
-export function unknownKeysInWorkflow(): UnknownKeys {
-  if (!inWorkflowContext()) return 'refuse';
-  unknownKeysOfThisExecution ??= patched(UNKNOWN_KEYS_PATCH_ID) ? 'refuse' : 'ignore';
-  return unknownKeysOfThisExecution;
-}
-
-/**
- * The patch that changes what the `summarize` activity is sent (docs/design.md#summarizer-request):
- * with it, the instruction and the cut middle as messages (`{ instruction, middle }`), and the
- * activity renders the transcript; before it, the rendered request (`{ request }`). The activity
- * reads both. The marker keeps a history recorded with the old input replaying with it.
- * Stable forever: never rename it.
- */
-export const SUMMARIZE_MIDDLE_PATCH_ID = 'temporal-compactor:summarize-middle-v1';
-
-/** What one step sends to the `summarize` activity. Asks the patch right before the activity is scheduled. */
-function summarizeInput(step: SummarizeStep): SummarizeActivityInput {
-  const { middle, instructions } = step.request;
-  // `instructions` only when the caller gave some: a run without them sends what it always sent (no patch).
-  if (middle !== undefined && (!inWorkflowContext() || patched(SUMMARIZE_MIDDLE_PATCH_ID)))
-    return instructions === undefined
-      ? { instruction: step.instruction, middle }
-      : { instruction: step.instruction, middle, instructions };
-  return {
-    request:
-      instructions === undefined
-        ? { messages: step.request.messages }
-        : { messages: step.request.messages, instructions },
-  };
-}
-
-/**
- * The patch that counts content parts that are not text by what they hold (docs/design.md#count-parts): an
- * image by its provider's rule, audio and files by size. Before it the character estimator
- * charged them 0 and the BPE counter 85 each, so a conversation with images counts differently
- * under it and would compact at other points: an execution recorded before it (no marker) counts
- * as it did for the rest of that execution; new executions record the marker the first time a
- * count meets a non-text part — in any counter built without `perNonTextPart`, the default one,
- * agentRun's and one a workflow builds itself. Stable forever: never rename it.
- */
-export const COUNT_PARTS_PATCH_ID = 'temporal-compactor:count-parts-v1';
-
-/** This execution's answer, once asked. */
-let countPartsOfThisExecution: boolean | undefined;
-
-/** True outside workflow code and in executions that carry {@link COUNT_PARTS_PATCH_ID}. */
-export function partsCountedInWorkflow(): boolean {
-  if (!inWorkflowContext()) return true;
-  countPartsOfThisExecution ??= patched(COUNT_PARTS_PATCH_ID);
-  return countPartsOfThisExecution;
-}
-
-// Every workflow that compacts loads this module: from here on, its counters ask the patch.
-setPartCountingSwitch(partsCountedInWorkflow);
-
-/**
- * The patch that lets a compaction that is still over its limit cut oversized messages middle-out
- * (docs/design.md#truncation) in workflow code. Before it, such a result was `exhausted` and an
- * agent run ended with ContextExhausted: a history recorded then must end so again. Asked only
- * when a result is still over its limit with `truncateOversized` on, so executions that never get
- * there record no marker. Stable forever: never rename it.
- */
-export const TRUNCATE_PATCH_ID = 'temporal-compactor:truncate-oversized-v1';
-
-function truncationPatched(): boolean {
-  return !inWorkflowContext() || patched(TRUNCATE_PATCH_ID);
-}
-
-/**
- * The patch that undoes a truncation's cut that would not lower the count (docs/design.md#truncation):
- * a text barely over the 1,000 characters a cut keeps grew by its marker. Before it such a cut was
- * kept, and the message in the result was longer than the one it replaced: a history recorded then
- * replays with it. Asked only when a cut would not lower the count, so executions whose cuts all
- * shorten record no marker. Stable forever: never rename it.
- */
-export const TRUNCATE_SHORTENS_PATCH_ID = 'temporal-compactor:truncate-shortens-v1';
-
-function undoCutPatched(): boolean {
-  return !inWorkflowContext() || patched(TRUNCATE_SHORTENS_PATCH_ID);
-}
-
-/**
- * The patch that bounds the cut text a truncation counts (docs/design.md#truncation): before it,
- * the bisection counted every probe, tens of megabytes of new text for a text of megabytes, and an
- * activation tokenizing them with a BPE counter ran past the deadlock timeout on every retry.
- * A history recorded then replays with the cut it found. Asked only when a text's bisection could go
- * over the bound, so executions that truncate only shorter texts record no marker. Stable forever:
- * never rename it.
- */
-export const TRUNCATE_BOUNDED_PATCH_ID = 'temporal-compactor:truncate-bounded-v1';
-
-function boundedCountingPatched(): boolean {
-  return !inWorkflowContext() || patched(TRUNCATE_BOUNDED_PATCH_ID);
-}
-
-/**
- * The patch that lets a compaction act on a summary's coverage (docs/design.md#coverage): the one
- * retry naming the identifiers a summary left out (one summarize activity more) and the
- * carried-facts line. Asked only when a summary left some out with `summaryCoverage` on, so a run
- * whose summaries cover everything records no marker; a history without it replays as recorded
- * (no retry, the summary as written). Stable forever: never rename it.
- */
-export const SUMMARY_COVERAGE_PATCH_ID = 'temporal-compactor:summary-coverage-v1';
-
-function coveragePatched(): boolean {
-  return !inWorkflowContext() || patched(SUMMARY_COVERAGE_PATCH_ID);
-}
-
-function plan(options: CompactOptions & FormatOption): Plan {
-  if (typeof options !== 'object' || options === null)
-    throw new InvalidInputError('options', 'must be an object with at least contextBudget');
-  const unknownKeys = unknownKeysInWorkflow();
-  if (unknownKeys === 'refuse') assertKnownKeys(options, COMPACT_OPTION_KEYS, 'options');
-  const {
-    target,
-    counter,
-    startToCloseTimeout,
-    heartbeatTimeout,
-    taskQueue,
-    summarizerModel,
-    maxPayloadBytes,
-    payloadStore,
-    format,
-    ...compaction
-  } = options;
-  if (unknownKeys === 'refuse') formatOption(format, 'options.format');
-  const resolved: ResolvedOptions = economicsPatched()
-    ? resolveOptions(compaction, 'options', unknownKeys)
-    : { ...resolveOptions({ ...compaction, ...REFERENCE_EXACT }, 'options', unknownKeys), legacyEpochRecount: true };
-  if (counter !== undefined && typeof counter?.count !== 'function')
-    throw new InvalidInputError('options.counter', 'must have a count(messages) method');
-  const queue = optionalString(taskQueue, 'options.taskQueue');
+export function summarizeActivityOptions(
+  resolved: Pick<ResolvedOptions, 'maxAttempts' | 'retryBackoffMs'>,
+  { startToCloseTimeout, heartbeatTimeout, taskQueue }: Omit<SummarizeActivitySettings, 'summarizerModel'>,
+  field: string,
+): ActivityOptions {
+  const queue = optionalString(taskQueue, `${field}.taskQueue`);
   // Temporal reads a zero interval as "unset" (1 s): keep a zero backoff at the smallest real one.
   const initialInterval = Math.min(Math.max(1, resolved.retryBackoffMs), MAX_RETRY_BACKOFF_MS);
-  const activity: ActivityOptions = {
+  return {
     startToCloseTimeout: positiveDuration(
       startToCloseTimeout,
-      'options.startToCloseTimeout',
+      `${field}.startToCloseTimeout`,
       DEFAULT_START_TO_CLOSE_TIMEOUT_MS,
     ),
-    heartbeatTimeout: positiveDuration(heartbeatTimeout, 'options.heartbeatTimeout', DEFAULT_HEARTBEAT_TIMEOUT_MS),
+    heartbeatTimeout: positiveDuration(heartbeatTimeout, `${field}.heartbeatTimeout`, DEFAULT_HEARTBEAT_TIMEOUT_MS),
     retry: {
       maximumAttempts: resolved.maxAttempts,
       initialInterval,
@@ -299,6 +151,28 @@ function plan(options: CompactOptions & FormatOption): Plan {
     },
     ...(queue === undefined ? {} : { taskQueue: queue }),
   };
+}
+
+/** Checks `compact`'s options (without `format`, which the view took): the settings, and `target` and `counter` as the call's overrides. */
+function plan(options: unknown): CompactionCall {
+  if (typeof options !== 'object' || options === null)
+    throw new InvalidInputError('options', 'must be an object with at least contextBudget');
+  assertKnownKeys(options, COMPACT_OPTION_KEYS, 'options');
+  const {
+    target,
+    counter,
+    startToCloseTimeout,
+    heartbeatTimeout,
+    taskQueue,
+    summarizerModel,
+    maxPayloadBytes,
+    payloadStore,
+    ...compaction
+  } = options as CompactOptions;
+  const resolved = resolveOptions(compaction, 'options');
+  if (counter !== undefined && typeof counter?.count !== 'function')
+    throw new InvalidInputError('options.counter', 'must have a count(messages) method');
+  const activity = summarizeActivityOptions(resolved, { startToCloseTimeout, heartbeatTimeout, taskQueue }, 'options');
   if (maxPayloadBytes !== undefined && !(Number.isSafeInteger(maxPayloadBytes) && maxPayloadBytes >= 1024)) {
     throw new InvalidInputError(
       'options.maxPayloadBytes',
@@ -308,13 +182,14 @@ function plan(options: CompactOptions & FormatOption): Plan {
   if (payloadStore !== undefined && typeof payloadStore !== 'boolean')
     throw new InvalidInputError('options.payloadStore', 'must be true or false');
   return {
-    options: resolved,
-    target,
-    counter,
-    activity,
-    summarizerModel: optionalString(summarizerModel, 'options.summarizerModel'),
-    maxPayloadBytes: maxPayloadBytes ?? DEFAULT_PAYLOAD_LIMIT_BYTES,
-    payloadStore,
+    settings: {
+      options: resolved,
+      activity,
+      summarizerModel: optionalString(summarizerModel, 'options.summarizerModel'),
+      maxPayloadBytes: maxPayloadBytes ?? DEFAULT_PAYLOAD_LIMIT_BYTES,
+      payloadStore,
+    },
+    overrides: { target, counter },
   };
 }
 
@@ -341,11 +216,11 @@ function reportedAttempt(value: unknown): number {
 /** Answers one step with the `summarize` activity; maps how it ended to the engine's outcome. */
 async function summarizeStep(
   step: SummarizeStep,
-  compaction: Plan,
+  compaction: CompactionSettings,
   onCancel: OnCancel,
   tally: SummarizerTally,
 ): Promise<SummarizeOutcome> {
-  const input = summarizeInput(step);
+  const input = step.request;
   const bytes = jsonPayloadBytes(input);
   if (bytes > compaction.maxPayloadBytes) {
     compaction.payloadStore ??= (await describeWorker()).externalStorage;
@@ -420,23 +295,25 @@ function countCompaction({ result }: CompactionWithUsage): void {
 }
 
 /**
- * Drives the engine; `onCancel` says whether a cancelled caller gets the hard trim or its
- * cancellation back; `nameReplaced` is the engine's hook of an agent run with recall on. Also adds up the summarizer's usage (the activity's reported numbers, else an
- * estimate), which agent runs account for and `compact`'s own result does not carry.
+ * Drives the engine for the pass `call` gives (asked inside the span, so a pass refused for bad
+ * options is counted as failed); `onCancel` says whether a cancelled caller gets the hard trim or
+ * its cancellation back; `nameReplaced` is the engine's hook of an agent run with recall on. Also
+ * adds up the summarizer's usage (the activity's reported numbers, else an estimate), which agent
+ * runs account for and `compact`'s own result does not carry.
  *
  * The compaction is a `Compaction` span with its figures as attributes. With no tracing on the
  * worker the OpenTelemetry API answers with its no-op tracer: no span, no id drawn, nothing sent.
  */
 export function driveCompaction(
   messages: unknown,
-  options: CompactOptions,
+  call: () => CompactionCall,
   onCancel: OnCancel,
   nameReplaced?: CompactionHooks['nameReplaced'],
 ): Promise<CompactionWithUsage> {
   return trace.getTracer('temporal-compactor').startActiveSpan(COMPACTION_SPAN_NAME, async (span) => {
     const tally: SummarizerTally = { requests: 0, attempts: 0 };
     try {
-      const compaction = await runCompaction(messages, options, onCancel, tally, nameReplaced);
+      const compaction = await runCompaction(messages, call, onCancel, tally, nameReplaced);
       if (span.isRecording())
         span.setAttributes(compactionSpanAttributes(compaction.result, compaction.summarizerUsage, tally));
       countCompaction(compaction);
@@ -468,28 +345,23 @@ export function driveCompaction(
 
 async function runCompaction(
   messages: unknown,
-  options: CompactOptions,
+  call: () => CompactionCall,
   onCancel: OnCancel,
   tally: SummarizerTally,
   nameReplaced: CompactionHooks['nameReplaced'],
 ): Promise<CompactionWithUsage> {
   const steps = failOnInvalidInput(() => {
-    const compaction = plan(options);
+    const { settings, overrides } = call();
     const generator = compactionSteps(
       messages,
-      compaction.options,
-      { target: compaction.target, counter: compaction.counter },
-      compaction.counter,
-      {
-        mayTruncate: truncationPatched,
-        mayUndoCut: undoCutPatched,
-        mayBoundCounting: boundedCountingPatched,
-        mayCover: coveragePatched,
-        ...(nameReplaced === undefined ? {} : { nameReplaced }),
-      },
+      settings.options,
+      overrides,
+      overrides.counter,
+      nameReplaced === undefined ? {} : { nameReplaced },
     );
     // The engine validates the messages before its first step: run to it here so bad input fails now.
-    return { compaction, generator, first: generator.next() };
+    // The settings are copied: what this pass learns of the worker (payloadStore) stays with it.
+    return { compaction: { ...settings }, generator, first: generator.next() };
   });
   const { compaction, generator } = steps;
   let summarizerUsage: SummarizerUsage | undefined;
@@ -498,7 +370,12 @@ async function runCompaction(
     const step = next.value;
     const outcome = await summarizeStep(step, compaction, onCancel, tally);
     if (outcome.kind === 'summary' && outcome.text.trim() !== '')
-      summarizerUsage = addSummarizerRequest(summarizerUsage, step.request, outcome.text, outcome.usage);
+      summarizerUsage = addSummarizerRequest(
+        summarizerUsage,
+        () => summarizerMessages(step.request),
+        outcome.text,
+        outcome.usage,
+      );
     // After a cancellation the rest is pure and synchronous (the engine trims and returns), so it
     // completes even though the caller's scope is cancelled; nothing here awaits again.
     next = generator.next(outcome);
@@ -540,38 +417,47 @@ export async function compact(
   conversation: Conversation,
   options: CompactOptions & FormatOption,
 ): Promise<CompactionResult | FormatCompactionResult> {
-  const view = viewOf(conversation, options);
-  if (view === undefined) return (await driveCompaction(conversation, options, 'hard-trim')).result;
-  return view.result((await driveCompaction(view.messages, engineOptions(view, options), 'hard-trim')).result);
+  const { view, messages, call } = passOf(conversation, options);
+  const { result } = await driveCompaction(messages, call, 'hard-trim');
+  return view === undefined ? result : view.result(result);
 }
 
-/** {@link compact}, also returning what its summarizer requests cost (for callers that account for it, as agentRun does). */
+/** {@link compact}, also returning what its summarizer requests cost (for callers that account for it). */
 export function compactWithUsage(
   messages: readonly ChatMessage[],
   options: CompactOptions,
 ): Promise<CompactionWithUsage> {
-  return driveCompaction(messages, options, 'hard-trim');
+  return driveCompaction(messages, () => plan(options), 'hard-trim');
+}
+
+/** A call's conversation as the engine reads it, and how its options are checked once the span is open. */
+export interface Pass {
+  /** The view of `options.format`; undefined for OpenAI chat, which the engine reads as it is. */
+  view: FormatView<FormatCompactionResult> | undefined;
+  /** What the engine compacts: the view's messages, or the conversation itself. */
+  messages: unknown;
+  /** The options checked (`format` aside) into the pass's settings, the view's counter around the caller's. */
+  call: () => CompactionCall;
 }
 
 /**
- * The view of a conversation in `options.format` (validated, in workflow code: the mapping is pure),
- * or undefined for OpenAI chat, which the engine reads as it is.
+ * The pass of a call: `options.format` checked (here, once) and the conversation mapped to the
+ * engine's messages (in workflow code: the mapping is pure).
  * @throws ApplicationFailure of type `Compaction.InvalidInput` for a bad format or a malformed conversation.
  */
-export function viewOf(conversation: unknown, options: unknown): FormatView<FormatCompactionResult> | undefined {
-  // An execution recorded before unknown keys were refused ignored any `format` key: it replays as OpenAI chat.
-  if (unknownKeysInWorkflow() === 'ignore') return undefined;
-  const format: unknown = typeof options === 'object' && options !== null ? Reflect.get(options, 'format') : undefined;
-  return failOnInvalidInput(() => formatView(formatOption(format, 'options.format'), conversation));
-}
-
-/** The options the engine compacts a view's messages with: the view's counter around the caller's. */
-export function engineOptions(view: FormatView<unknown>, options: CompactOptions & FormatOption): CompactOptions {
-  const { counter } = options;
-  // A counter without count() is left for the options check to name.
-  const { format: _format, ...rest } = options;
-  if (counter !== undefined && typeof counter?.count !== 'function') return rest;
-  return { ...rest, counter: view.counter(counter ?? defaultCounter) };
+export function passOf(conversation: unknown, options: unknown): Pass {
+  const isObject = typeof options === 'object' && options !== null;
+  const format: unknown = isObject ? Reflect.get(options, 'format') : undefined;
+  const view = failOnInvalidInput(() => formatView(formatOption(format, 'options.format'), conversation));
+  const { format: _format, ...rest } = isObject ? (options as FormatOption) : {};
+  const engineOptions: unknown = isObject ? rest : options;
+  const call = (): CompactionCall => {
+    const checked = plan(engineOptions);
+    if (view === undefined) return checked;
+    const counter = view.counter(checked.overrides.counter ?? defaultCounter);
+    return { ...checked, overrides: { ...checked.overrides, counter } };
+  };
+  return { view, messages: view?.messages ?? conversation, call };
 }
 
 /**
@@ -580,27 +466,25 @@ export function engineOptions(view: FormatView<unknown>, options: CompactOptions
  * @throws ApplicationFailure of type `Compaction.InvalidInput` for bad input.
  */
 export function needsCompaction(conversation: Conversation, options: CompactOptions & FormatOption): boolean {
-  const view = viewOf(conversation, options);
-  const engineCall = view === undefined ? options : engineOptions(view, options);
+  const { messages, call } = passOf(conversation, options);
   return failOnInvalidInput(() => {
-    const { options: resolved, target, counter } = plan(engineCall);
-    return needsCompactionCore(view?.messages ?? conversation, resolved, { target, counter }, counter);
+    const { settings, overrides } = call();
+    return needsCompactionCore(messages, settings.options, overrides, overrides.counter);
   });
 }
 
 /**
  * {@link needsCompaction}, and with `summarizerContextWindow` how many pieces the summary of the
  * middle a compaction would replace now would take (`summaryPieces`, only when more than one
- * request; docs/design.md#summarizer-window). Same checks and patches as `needsCompaction`.
+ * request; docs/design.md#summarizer-window). Same checks as `needsCompaction`.
  * @throws ApplicationFailure of type `Compaction.InvalidInput` for bad input.
  * @example
  * const { needed, summaryPieces } = planCompaction(messages, { contextBudget: 1_000_000, summarizerContextWindow: 128_000 });
  */
 export function planCompaction(conversation: Conversation, options: CompactOptions & FormatOption): CompactionPlan {
-  const view = viewOf(conversation, options);
-  const engineCall = view === undefined ? options : engineOptions(view, options);
+  const { messages, call } = passOf(conversation, options);
   return failOnInvalidInput(() => {
-    const { options: resolved, target, counter } = plan(engineCall);
-    return compactionPlanCore(view?.messages ?? conversation, resolved, { target, counter }, counter);
+    const { settings, overrides } = call();
+    return compactionPlanCore(messages, settings.options, overrides, overrides.counter);
   });
 }

@@ -30,11 +30,6 @@ export interface ToolDispatch {
   backend: ModelConfig;
   /** Whether the worker stores payloads externally (then no argument is too large to send). */
   externalStorage: boolean;
-  /**
-   * Asked only at a turn where a bound changes what runs: true in runs under the tool-bounds patch
-   * (`RunPatches.toolBoundsV1`), false in runs recorded before it, which replay unbounded.
-   */
-  bounded: () => boolean;
 }
 
 /** How deeply the JSON in `text` nests (brackets outside strings); stops counting past `limit`. */
@@ -114,28 +109,22 @@ function inWaves<T>(
 export async function runToolCalls(
   message: ChatMessage,
   unanswered: readonly string[],
-  { plan, backend: config, externalStorage, bounded }: ToolDispatch,
+  { plan, backend: config, externalStorage }: ToolDispatch,
 ): Promise<ChatMessage[]> {
   const calls = (message.tool_calls ?? []).filter((call) => !unanswered.includes(call.id));
-  // The bounds change what runs only for a turn that reaches one: only then is the patch asked.
   // With a payload store, arguments travel as small claims: only the count bounds a wave.
   const weights = calls.map((call) => (externalStorage ? 0 : jsonPayloadBytes([call.function.arguments])));
-  const reachesBound =
-    calls.length > TOOL_CALL_CONCURRENCY ||
-    weights.reduce((sum, weight) => sum + weight, 0) > plan.maxPayloadBytes ||
-    calls.some((call) => overBound(call) !== undefined);
-  const bounds = reachesBound && bounded();
   const ours = agentActivityOptions(plan.toolActivity, 'input.toolActivity', OUR_TOOL_DEFAULTS);
   const theirs = agentActivityOptions(plan.toolActivity, 'input.toolActivity', USER_TOOL_DEFAULTS);
   const declared = new Set(plan.tools.map((tool) => tool.function.name));
   const tasks = calls.map((call, index) => async (): Promise<ChatMessage> => {
     const summary = `${call.function.name} ${oneLine(call.function.arguments, 60)}`;
     const answer = (content: string): ChatMessage => ({ role: 'tool', tool_call_id: call.id, content });
-    if (bounds && index >= MAX_TOOL_CALLS_PER_TURN)
+    if (index >= MAX_TOOL_CALLS_PER_TURN)
       return answer(
         `Error: this turn asked for ${calls.length} tool calls; at most ${MAX_TOOL_CALLS_PER_TURN} run per turn, so this one did not run: ask for it again in a later turn`,
       );
-    const refused = bounds ? overBound(call) : undefined;
+    const refused = overBound(call);
     if (refused !== undefined) return answer(refused);
     try {
       if (config.provider === 'replay') {
@@ -177,8 +166,6 @@ export async function runToolCalls(
       return answer(`Error: ${failureMessage(error)}`);
     }
   });
-  // Unbounded (a run recorded before the patch): every call scheduled at once, as it ran.
-  if (!bounds) return Promise.all(tasks.map((task) => task()));
   const weighted = tasks.map((run, index) => ({ run, weight: weights[index] ?? 0 }));
   return inWaves(weighted, TOOL_CALL_CONCURRENCY, plan.maxPayloadBytes);
 }

@@ -10,17 +10,23 @@ import {
   type SummarizeRequest,
   type Summarizer,
 } from '../../src/index.js';
-import type { SummarizeActivityInput } from '../../src/activities/summarize.js';
-import { requestFor, SUMMARY_INSTRUCTION, summarizeRequest } from '../../src/core/compaction/transcript.js';
+import {
+  requestFor,
+  SUMMARY_INSTRUCTION,
+  summarizeRequest,
+  summarizerMessages,
+} from '../../src/core/compaction/transcript.js';
 import { inputRoom } from '../../src/core/compaction/pieces.js';
 import { defaultCounter } from '../../src/core/counting/tokens.js';
 import type { ChatMessage } from '../../src/core/types.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.js';
+import { transcriptOf } from '../support/messages.js';
 
 const request: SummarizeRequest = {
-  messages: [
-    { role: 'system', content: 'Summarize.' },
-    { role: 'user', content: 'Transcript to summarize (2 messages):\n\n[user]\nhi\n\n[assistant]\nhello' },
+  instruction: 'Summarize.',
+  middle: [
+    { role: 'user', content: 'hi' },
+    { role: 'assistant', content: 'hello' },
   ],
 };
 
@@ -28,7 +34,7 @@ const request: SummarizeRequest = {
 async function failureOf(env: MockActivityEnvironment, summarizer: Summarizer): Promise<unknown> {
   const { summarize } = createActivities({ summarizer });
   try {
-    const output = await env.run(summarize, { request });
+    const output = await env.run(summarize, request);
     throw new Error(`expected a failure, got ${JSON.stringify(output)}`);
   } catch (error) {
     return error;
@@ -46,7 +52,7 @@ function expectApplicationFailure(error: unknown, type: string, nonRetryable: bo
 const fails = (error: unknown): Summarizer => ({ summarize: () => Promise.reject(error) });
 const answers = (text: string): Summarizer => ({ summarize: () => Promise.resolve({ text }) });
 
-describe('summarize activity input: the middle, or the rendered request of older workflows', () => {
+describe('summarize activity input: the request', () => {
   const middle: ChatMessage[] = [
     { role: 'user', content: 'Fix app.py' },
     {
@@ -62,18 +68,13 @@ describe('summarize activity input: the middle, or the rendered request of older
     return { seen, summarizer: { summarize: (asked) => (seen.push(asked), Promise.resolve({ text: 'ok' })) } };
   }
 
-  it('renders { instruction, middle } into the request the engine would have built, middle included', async () => {
+  it('hands the summarizer the request the engine built, as it was sent', async () => {
     const { summarizer, seen } = recording();
     const { summarize } = createActivities({ summarizer });
-    await new MockActivityEnvironment().run(summarize, { instruction: SUMMARY_INSTRUCTION, middle });
-    expect(seen).toEqual([summarizeRequest(middle, 2000)]);
-  });
-
-  it('still reads { request } as workflows recorded before the patch send it', async () => {
-    const { summarizer, seen } = recording();
-    const { summarize } = createActivities({ summarizer });
-    await expect(new MockActivityEnvironment().run(summarize, { request })).resolves.toEqual({ text: 'ok' });
-    expect(seen).toEqual([request]);
+    const sent = summarizeRequest(middle, 2000, undefined, { summaryInstructions: 'Keep app.py.' });
+    await expect(new MockActivityEnvironment().run(summarize, sent)).resolves.toEqual({ text: 'ok' });
+    expect(seen).toEqual([sent]);
+    expect(seen[0]?.instruction.startsWith(SUMMARY_INSTRUCTION)).toBe(true);
   });
 
   it.each([
@@ -81,14 +82,14 @@ describe('summarize activity input: the middle, or the rendered request of older
     [{ instruction: 7, middle }, 'instruction'],
     [{ instruction: 'Summarize.' }, 'middle'],
     [{ instruction: 'Summarize.', middle: [{ role: 'robot', content: 'x' }] }, 'role'],
-    [{ request, instruction: 'Summarize.', middle }, 'one shape'],
+    [{ instruction: 'Summarize.', middle, instructions: 3 }, 'instructions'],
+    [{ request: { instruction: 'Summarize.', middle } }, 'input.request: unknown field'],
+    [[], 'input'],
   ])('refuses %j naming %s, without calling the summarizer', async (input, named) => {
     const { summarizer, seen } = recording();
     const { summarize } = createActivities({ summarizer });
     const failure = expectApplicationFailure(
-      await new MockActivityEnvironment()
-        .run(summarize, input as SummarizeActivityInput)
-        .catch((error: unknown) => error),
+      await new MockActivityEnvironment().run(summarize, input as SummarizeRequest).catch((error: unknown) => error),
       'Compaction.InvalidInput',
       true,
     );
@@ -119,7 +120,7 @@ describe('summarize activity', () => {
         usage: { promptTokens: 120, completionTokens: 7, totalTokens: 127 },
       });
       const { summarize } = createActivities({ summarizer });
-      const output = await new MockActivityEnvironment().run(summarize, { request });
+      const output = await new MockActivityEnvironment().run(summarize, request);
       expect(output).toEqual({
         text: '## Goals\nShip it.',
         usage: { promptTokens: 120, completionTokens: 7, totalTokens: 127 },
@@ -184,7 +185,7 @@ describe('summarize activity', () => {
       server.script({ kind: 'hang' });
       const env = new MockActivityEnvironment();
       const { summarize } = createActivities({ summarizer });
-      const running = env.run(summarize, { request });
+      const running = env.run(summarize, request);
       await server.waitForRequests(1);
       env.cancel();
       const error = await running.then(
@@ -241,25 +242,26 @@ describe('summarize activity', () => {
     it('a request with invalid messages → non-retryable Compaction.InvalidInput naming the field', async () => {
       const { summarize } = createActivities({ summarizer: answers('unused') });
       const bad: SummarizeRequest = {
-        messages: [
+        instruction: 'Summarize.',
+        middle: [
           { role: 'user', content: 'ok' },
           { role: 'tool', content: 'no id' },
         ],
       };
-      const error = await new MockActivityEnvironment().run(summarize, { request: bad }).then(
+      const error = await new MockActivityEnvironment().run(summarize, bad).then(
         () => undefined,
         (thrown: unknown) => thrown,
       );
       const failure = expectApplicationFailure(error, FailureType.InvalidInput, true);
-      expect(failure.message).toContain('messages[1].tool_call_id');
-      expect(failure.details).toEqual([expect.objectContaining({ field: 'messages[1].tool_call_id', index: 1 })]);
+      expect(failure.message).toContain('middle[1].tool_call_id');
+      expect(failure.details).toEqual([expect.objectContaining({ field: 'middle[1].tool_call_id', index: 1 })]);
     });
 
     it('cancelled while a backend ignores its signal: still rethrows the cancellation at once', async () => {
       const deaf: Summarizer = { summarize: () => new Promise(() => undefined) };
       const env = new MockActivityEnvironment();
       const { summarize } = createActivities({ summarizer: deaf });
-      const running = env.run(summarize, { request });
+      const running = env.run(summarize, request);
       setTimeout(() => env.cancel(), 20);
       await expect(running).rejects.toBeInstanceOf(CancelledFailure);
     });
@@ -275,7 +277,7 @@ describe('summarize activity', () => {
           },
         },
       });
-      await env.run(summarize, { request });
+      await env.run(summarize, request);
       expect(seen).toBe(env.context.cancellationSignal);
     });
 
@@ -288,7 +290,7 @@ describe('summarize activity', () => {
       };
       const { summarize } = createActivities({ summarizer: slow });
       const started = performance.now();
-      await expect(env.run(summarize, { request })).resolves.toEqual({ text: 'done' });
+      await expect(env.run(summarize, request)).resolves.toEqual({ text: 'done' });
       const during = beats.length;
       // One at the start, then every 50 ms for 420 ms: generously at least 4.
       expect(during).toBeGreaterThanOrEqual(4);
@@ -311,7 +313,7 @@ describe("summarize activity within the worker's summarizerContextWindow (docs/d
     role: index % 2 === 0 ? 'user' : 'assistant',
     content: `Turn ${index}: ${`checked module_${index}.py and its tests, found nothing new there. `.repeat(14)}`,
   }));
-  const input: SummarizeActivityInput = { instruction: SUMMARY_INSTRUCTION, middle };
+  const input: SummarizeRequest = { instruction: SUMMARY_INSTRUCTION, middle };
 
   /** A summarizer that records the size of every request and answers with which request it was. */
   function sizing(onCall?: (call: number) => void): {
@@ -324,7 +326,7 @@ describe("summarize activity within the worker's summarizerContextWindow (docs/d
     const summarizer: Summarizer = {
       summarize: (request) => {
         asked.push(request);
-        sizes.push(defaultCounter.count(request.messages));
+        sizes.push(defaultCounter.count(summarizerMessages(request)));
         onCall?.(sizes.length);
         return Promise.resolve({
           text: `Summary ${sizes.length}: the modules checked so far held nothing new.`,
@@ -336,7 +338,9 @@ describe("summarize activity within the worker's summarizerContextWindow (docs/d
   }
 
   it('the whole middle is over the window: every request is within it, folded into one summary', async () => {
-    expect(defaultCounter.count(requestFor(SUMMARY_INSTRUCTION, middle).messages)).toBeGreaterThan(4 * window);
+    expect(defaultCounter.count(summarizerMessages(requestFor(SUMMARY_INSTRUCTION, middle)))).toBeGreaterThan(
+      4 * window,
+    );
     const { summarizer, sizes, asked } = sizing();
     const { summarize } = createActivities({ summarizer, summarizerContextWindow: window });
     const output = await new MockActivityEnvironment().run(summarize, input);
@@ -348,9 +352,9 @@ describe("summarize activity within the worker's summarizerContextWindow (docs/d
       pieces: sizes.length,
     });
     // Each piece after the first carries the summary so far; every message of the middle is sent once.
-    expect(asked[1]?.messages[1]?.content).toContain('Summary 1: the modules checked so far held nothing new.');
+    expect(transcriptOf(asked[1])).toContain('Summary 1: the modules checked so far held nothing new.');
     middle.forEach((_, index) => {
-      const sent = asked.filter((request) => String(request.messages[1]?.content).includes(`Turn ${index}: `));
+      const sent = asked.filter((request) => transcriptOf(request).includes(`Turn ${index}: `));
       expect(sent).toHaveLength(1);
     });
   });
@@ -387,7 +391,7 @@ describe("summarize activity within the worker's summarizerContextWindow (docs/d
     const output = await retry.run(createActivities({ summarizer, summarizerContextWindow: window }).summarize, input);
     const of = (progress as { of: number }).of;
     expect(sizes).toHaveLength(of - 3);
-    expect(asked[0]?.messages[1]?.content).toContain('Summary 3: kept so far.');
+    expect(transcriptOf(asked[0])).toContain('Summary 3: kept so far.');
     expect(output).toMatchObject({ attempt: 2, pieces: of });
     // Progress of another cut (another window) is not trusted: the fold starts over.
     const other = sizing();

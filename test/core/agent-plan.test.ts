@@ -132,7 +132,7 @@ describe('planAgentRun: input a provider would reject', () => {
   });
 
   it('leaves a continued run alone: its carried conversation is what the run itself built', () => {
-    expect(() => planAgentRun({ ...run([]), carried: { version: 2 } })).not.toThrow();
+    expect(() => planAgentRun({ ...run([]), carried: { version: 1 } })).not.toThrow();
   });
 });
 

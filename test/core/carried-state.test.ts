@@ -29,7 +29,7 @@ function recordedCarried(): Record<string, unknown> {
 /** A small valid state: one user message, counted in o200k_base. */
 function small(): Record<string, unknown> {
   return {
-    version: 2,
+    version: 1,
     live: [
       { id: 'm1', message: { role: 'user', content: 'hi' } },
       { id: 'm2', message: { role: 'assistant', content: 'hello' } },
@@ -46,6 +46,7 @@ function small(): Record<string, unknown> {
     peakContextTokens: 12,
     continuedAsNew: 0,
     tokenCounts: { o200k_base: [1, null] },
+    pins: { ids: [], facts: [] },
   };
 }
 
@@ -71,17 +72,15 @@ describe('carried state (agentRun across continue-as-new)', () => {
     expect(parsed.backends).toBe(carried.backends);
   });
 
-  it('accepts a small state with token counts, and one without them (carried by workers before them)', () => {
+  it('accepts a small state', () => {
     expect(verdict(small())).toBe('ok');
-    const { tokenCounts: _counts, ...before } = small();
-    expect(verdict(before)).toBe('ok');
   });
 
   const cases: Array<[string, (state: Record<string, unknown>) => unknown, string]> = [
     ['not an object', () => 'resume', 'input.carried: is what a run carries'],
     ['a list', () => [], 'input.carried: is what a run carries'],
-    ['another version', (state) => ({ ...state, version: 1 }), 'input.carried.version: must be 2'],
-    ['no version', ({ version: _version, ...state }) => state, 'input.carried.version: must be 2'],
+    ['another version', (state) => ({ ...state, version: 2 }), 'input.carried.version: must be 1'],
+    ['no version', ({ version: _version, ...state }) => state, 'input.carried.version: must be 1'],
     ['live that is not a list', (state) => ({ ...state, live: 'x' }), 'input.carried.live: '],
     [
       'an entry without an id',
@@ -107,7 +106,6 @@ describe('carried state (agentRun across continue-as-new)', () => {
           { id: 'm1', message: { role: 'user', content: 'x' } },
           { id: 'm2', message: { role: 'tool', content: 'x' } },
         ],
-        tokenCounts: undefined,
       }),
       'input.carried.live[1].message.tool_call_id: required for role "tool"',
     ],
@@ -152,25 +150,25 @@ describe('carried state (agentRun across continue-as-new)', () => {
       (state) => ({ ...state, tokenCounts: { o200k_base: [1, 2], cl100k_base: [4, -3] } }),
       'input.carried.tokenCounts.cl100k_base[1]: must be a non-negative integer or null',
     ],
-    ['version 4', (state) => ({ ...state, version: 4 }), 'input.carried.version: must be 2 or 3'],
+    ['no token counts', ({ tokenCounts: _counts, ...state }) => state, 'input.carried.tokenCounts: required'],
+    ['no pins', ({ pins: _pins, ...state }) => state, 'input.carried.pins: required'],
     [
       'pins naming a message that is not live',
-      (state) => ({ ...state, version: 3, pins: { ids: ['m2', 'm7'], facts: [] } }),
+      (state) => ({ ...state, pins: { ids: ['m2', 'm7'], facts: [] } }),
       'input.carried.pins.ids[1]: no message with id "m7" in input.carried.live',
     ],
     [
       'pinned facts that are not text',
-      (state) => ({ ...state, version: 3, pins: { ids: [], facts: [3] } }),
+      (state) => ({ ...state, pins: { ids: [], facts: [3] } }),
       'input.carried.pins.facts',
     ],
   ];
 
-  it('reads the current version with pins, and version 2 (written before pins) without them', () => {
+  it('reads the pins as they were carried', () => {
     const pins = { ids: ['m2'], facts: ['Use pnpm'] };
-    const current = { ...small(), version: 3, pins };
+    const current = { ...small(), pins };
     expect(verdict(current)).toBe('ok');
     expect(parseCarriedState(current).pins).toBe(pins);
-    expect(parseCarriedState({ ...small(), version: 2 }).pins).toBeUndefined();
   });
 
   it.each(cases)('refuses %s, naming the field', (_case, make, expected) => {

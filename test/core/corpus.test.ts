@@ -24,6 +24,7 @@ import {
   type SummarizerBehaviour,
 } from '../support/conversations.js';
 import { testCorpus } from '../support/corpus.js';
+import { transcriptOf } from '../support/messages.js';
 
 const corpus = testCorpus();
 const budgets = [8_000, 32_000, 128_000] as const;
@@ -101,10 +102,10 @@ function assertSane({ input, options, summarizer, result }: Compaction, behaviou
   if (behaviour === 'ok' && !noOp && !elisionOnly) {
     expect(result.summary).not.toBeNull();
     // One request, and one coverage retry when the summary left out identifiers (docs/design.md#coverage).
-    const retried =
-      summarizer.requests.length === 2 && purposeOf(summarizer.requests[1] ?? { messages: [] }) === 'coverage';
+    const [first, second] = summarizer.requests;
+    const retried = summarizer.requests.length === 2 && second !== undefined && purposeOf(second) === 'coverage';
     expect(summarizer.requests).toHaveLength(retried ? 2 : 1);
-    if (retried) expect(purposeOf(summarizer.requests[0] ?? { messages: [] })).toBe('summary');
+    if (retried && first !== undefined) expect(purposeOf(first)).toBe('summary');
   }
   if (behaviour === 'failing' && !noOp && !elisionOnly) {
     expect(result.fallback).toBe(true);
@@ -177,7 +178,7 @@ describe.each(hugeResultCases)('corpus: the huge tool result of $trajectory.name
         expect(compaction.summarizer.requests.length).toBeGreaterThan(0);
         const middle = regions.middle.flatMap((index) => messages[index] ?? []);
         for (const request of compaction.summarizer.requests) {
-          const transcript = renderedText(request.messages[1]?.content ?? null);
+          const transcript = transcriptOf(request);
           expect(transcript).toContain(
             `${huge.slice(0, toolResultCap)}» [truncated by the harness: ${huge.length - toolResultCap} more characters]`,
           );
@@ -204,7 +205,7 @@ describe.each(hugeResultCases)('corpus: the huge tool result of $trajectory.name
       stub: `[elided by the harness: ${huge.length}-char bash result; re-run the call if you need it again]`,
     });
     expect(result.summary).not.toBeNull();
-    const transcript = renderedText(summarizer.requests[0]?.messages[1]?.content ?? null);
+    const transcript = transcriptOf(summarizer.requests[0]);
     expect(transcript).toContain(
       `[elided by the harness: ${huge.length}-char bash result; re-run the call if you need it again]`,
     );

@@ -17,7 +17,7 @@ const GENERIC =
   '## Goals\nContinue the task.\n## Decisions\nNone.\n## Files and commands\nSome files.\n## Unresolved\nNone.';
 
 function systemText(request: SummarizeRequest | undefined): string {
-  const content = request?.messages[0]?.content;
+  const content = request?.instruction;
   return typeof content === 'string' ? content : '';
 }
 

@@ -20,7 +20,16 @@ import { summaryContent } from '../../src/core/compaction/transcript.js';
 import { conversationArb } from '../support/conversations.js';
 import { repositoryCorpus } from '../../corpus/index.js';
 import { extendedCases } from '../support/corpus.js';
-import { assistant, charCounter, scriptedSummarizer, system, tool, toolRounds, user } from '../support/messages.js';
+import {
+  assistant,
+  charCounter,
+  scriptedSummarizer,
+  system,
+  tool,
+  toolRounds,
+  transcriptOf,
+  user,
+} from '../support/messages.js';
 
 const fast = { retryBackoff: 1 } as const;
 
@@ -111,7 +120,7 @@ describe('elisionEndsPass: when elision alone ends a pass over the trigger (docs
     const result = await compactor({ ...options, elisionEndsPass: 'at-mark' }, summarizer).compact(messages);
     expect(result.summary).not.toBeNull();
     expect(summarizer.requests).toHaveLength(1);
-    const transcript = String(summarizer.requests[0]?.messages[1]?.content);
+    const transcript = transcriptOf(summarizer.requests[0]);
     expect(transcript).toContain('[elided by the harness: 300-char fs_read result');
     // At a 1,600 budget the stubbed conversation (729) is under the mark (800): elision alone ends the pass.
     const reaching = await compactor(

@@ -3,7 +3,7 @@
 // reference's rules exactly (docs/design.md#reference-exact); test/core/economics.test.ts covers the defaults.
 import { describe, expect, it } from 'vitest';
 import { Compactor, InvalidInputError, REFERENCE_EXACT, type ChatMessage } from '../../src/index.js';
-import { SUMMARY_INSTRUCTION } from '../../src/core/compaction/transcript.js';
+import { SUMMARY_INSTRUCTION, summarizerMessages } from '../../src/core/compaction/transcript.js';
 import { elisionStub } from '../../src/core/compaction/elision.js';
 import { findCut } from '../../src/core/compaction/regions.js';
 import {
@@ -15,6 +15,7 @@ import {
   tool,
   toolRounds,
   user,
+  transcriptOf,
 } from '../support/messages.js';
 
 const fast = { retryBackoff: 1 } as const;
@@ -303,7 +304,7 @@ describe('over the trigger (docs/design.md#over-trigger)', () => {
       ageReclaimMin: 600,
     }).compact(messages);
     expect(summarizer.requests).toHaveLength(1);
-    const transcript = String(summarizer.requests[0]?.messages[1]?.content);
+    const transcript = transcriptOf(summarizer.requests[0]);
     expect(transcript).toContain(elisionStub(500, 'fs_read'));
     expect(result.summary).toContain('short summary');
     expect(result.elisions.length).toBeGreaterThan(0);
@@ -324,8 +325,10 @@ describe('the summarizer request (docs/design.md#summarizer-request)', () => {
     const summarizer = scriptedSummarizer('s');
     await compactor(summarizer).compact(toolRounds(4, 10));
     const [request] = summarizer.requests;
-    expect(request?.messages).toHaveLength(2);
-    expect(request?.messages[0]).toEqual({ role: 'system', content: SUMMARY_INSTRUCTION });
+    expect(request?.instruction).toBe(SUMMARY_INSTRUCTION);
+    const sent = request === undefined ? [] : summarizerMessages(request);
+    expect(sent.map((message) => message.role)).toEqual(['system', 'user']);
+    expect(sent[0]).toEqual({ role: 'system', content: SUMMARY_INSTRUCTION });
     const positions = ['Goals', 'Decisions', 'Files and commands', 'Unresolved'].map((heading) =>
       SUMMARY_INSTRUCTION.indexOf(`## ${heading}`),
     );
@@ -347,7 +350,7 @@ describe('the summarizer request (docs/design.md#summarizer-request)', () => {
       user('recent too'),
     ];
     const result = await compactor(summarizer, { toolResultCap: 100 }).compact(messages);
-    const transcript = String(summarizer.requests[0]?.messages[1]?.content);
+    const transcript = transcriptOf(summarizer.requests[0]);
     expect(transcript).toContain(`${big('r', 100)}» [truncated by the harness: 300 more characters]`);
     const argsLength = JSON.stringify({ body: big('b', 250) }).length;
     expect(transcript).toContain(`» [truncated by the harness: ${argsLength - 100} more characters]`);
@@ -391,7 +394,7 @@ describe('assembly (docs/design.md#assembly)', () => {
     const grown = [...first.messages, ...toolRounds(4, 50).slice(2)];
     const summarizer = scriptedSummarizer('second summary');
     const second = await compactor(summarizer).compact(grown);
-    expect(String(summarizer.requests[0]?.messages[1]?.content)).toContain('first summary');
+    expect(transcriptOf(summarizer.requests[0])).toContain('first summary');
     expect(second.messages.filter((message) => String(message.content).includes('first summary'))).toHaveLength(0);
     expect(second.summary).toContain('second summary');
   });
@@ -405,7 +408,7 @@ describe('the proof (docs/design.md#proof)', () => {
     const summarizer = scriptedSummarizer(big('l', tokens), 'tight');
     const result = await compactor(summarizer).compact(messages);
     expect(summarizer.requests).toHaveLength(2);
-    expect(String(summarizer.requests[1]?.messages[0]?.content)).toMatch(/last attempt was too long/);
+    expect(String(summarizer.requests[1]?.instruction)).toMatch(/last attempt was too long/);
     expect(result).toMatchObject({ fallback: false });
     expect(result.summary).toContain('tight');
     expect(result.tokensAfter).toBeLessThan(result.tokensBefore);
@@ -442,10 +445,10 @@ describe('the proof (docs/design.md#proof)', () => {
     const summarizer = scriptedSummarizer(big('l', tokens), 'tight');
     await compactor(summarizer).compact(messages);
     const [first, second] = summarizer.requests;
-    expect(second?.messages[1]).toEqual(first?.messages[1]);
+    expect(transcriptOf(second)).toEqual(transcriptOf(first));
     expect(second?.middle).toEqual(first?.middle);
-    // No completion limit and nothing else: the instruction, the transcript, and the middle it was rendered from.
-    expect(Object.keys(second ?? {})).toEqual(['messages', 'middle']);
+    // No completion limit and nothing else: the instruction and the middle the transcript is rendered from.
+    expect(Object.keys(second ?? {})).toEqual(['instruction', 'middle']);
   });
 });
 

@@ -1,5 +1,5 @@
 // The engine's fast paths (bench/README.md#core) against what they stand in for: the transcript's
-// length counted without rendering it, the request's messages rendered when first read, the
+// length counted without rendering it, the request that holds its middle and nothing more, the
 // identifiers a summary must keep found by a scanner of their own, and messages validated by hand
 // before zod. Each is compared with the slow definition over generated and hand-made inputs.
 import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8';
@@ -12,6 +12,7 @@ import {
   renderTranscript,
   requestChars,
   requestFor,
+  summarizerMessages,
   transcriptLength,
 } from '../../src/core/compaction/transcript.js';
 import { contentText } from '../../src/core/counting/tokens.js';
@@ -27,7 +28,7 @@ import {
 import { chatMessageSchema, validateMessages } from '../../src/core/schema.js';
 import type { ChatMessage, Elision, ToolCall } from '../../src/core/types.js';
 import { createRandom } from '../../corpus/random.js';
-import { assistant, tool, user } from '../support/messages.js';
+import { assistant, tool, transcriptOf, user } from '../support/messages.js';
 import { askers } from '../support/conversations.js';
 
 /** Words, identifiers of every kind the coverage check knows, near misses and punctuation that ends or splits tokens. */
@@ -135,55 +136,29 @@ describe('the transcript counted without rendering it', () => {
     }
   });
 
-  it('a request renders its messages when first read: their characters are requestChars, its keys keep their order', () => {
+  it("a request is data: its instruction, middle and instructions; its rendered messages' characters are requestChars", () => {
     const middle = capMiddle(conversation(7, 10), 50);
     for (const instructions of [undefined, 'keep src/app.ts']) {
       const request = requestFor('Summarize.', middle, instructions);
       expect(Object.keys(request)).toEqual([
-        ...(instructions === undefined ? [] : ['instructions']),
-        'messages',
+        'instruction',
         'middle',
+        ...(instructions === undefined ? [] : ['instructions']),
       ]);
-      const characters = request.messages.reduce((sum, message) => sum + contentText(message.content).length, 0);
+      const rendered = summarizerMessages(request);
+      const characters = rendered.reduce((sum, message) => sum + contentText(message.content).length, 0);
       expect(characters).toBe(requestChars('Summarize.', middle));
-      expect(request.messages[1]?.content).toBe(
+      expect(rendered[0]).toEqual({ role: 'system', content: 'Summarize.' });
+      expect(transcriptOf(request)).toBe(
         `Transcript to summarize (${middle.length} messages):\n\n${renderTranscript(middle, Number.POSITIVE_INFINITY)}`,
       );
-      expect(request.messages).toBe(request.messages);
-      expect(JSON.parse(JSON.stringify(request))).toEqual({
-        ...(instructions === undefined ? {} : { instructions }),
-        messages: request.messages,
-        middle,
-      });
+      expect(JSON.parse(JSON.stringify(request))).toEqual(request);
     }
   });
 
-  it('every request shares one messages accessor, which reads and sets its own request only', () => {
-    // An accessor made per request (closures over its middle) gives each request its own hidden
-    // class, which V8 allocates outside the young generation: it kept every cut middle alive
-    // until a full collection.
-    const first = requestFor('First.', capMiddle(conversation(3, 4), 50));
-    const second = requestFor('Second.', capMiddle(conversation(5, 4), 50), 'keep it');
-    const accessorOf = (request: object) => Object.getOwnPropertyDescriptor(request, 'messages');
-    expect(accessorOf(first)?.get).toBeTypeOf('function');
-    expect(accessorOf(first)?.get).toBe(accessorOf(second)?.get);
-    expect(accessorOf(first)?.set).toBe(accessorOf(second)?.set);
-    expect(accessorOf(first)?.enumerable).toBe(true);
-    expect(first.messages[0]?.content).toBe('First.');
-    expect(second.messages[0]?.content).toContain('Second.');
-    const replaced = [{ role: 'user' as const, content: 'replaced' }];
-    first.messages = replaced;
-    expect(first.messages).toBe(replaced);
-    expect(second.messages[0]?.content).toContain('Second.');
-    // A spread copies the rendered messages, not the accessor (JSON: the test above).
-    expect({ ...second }.messages).toBe(second.messages);
-    const borrowed = Object.defineProperty({}, 'messages', accessorOf(first) as PropertyDescriptor);
-    expect(() => (borrowed as { messages: unknown }).messages).toThrow(/belongs to a request made by requestFor/);
-  });
-
   it('a request no longer read frees its middle at the next young collection', () => {
-    // What a request renders from was once in a WeakMap by request: V8's young collector kept such
-    // values after their keys died, so every scavenge copied the middles cut since the last one.
+    // Nothing may keep what a request holds by the request: V8's young collector keeps the values of
+    // a WeakMap past the death of their keys, so every scavenge would copy the middles cut since the last one.
     setFlagsFromString('--expose-gc');
     const gc = runInNewContext('gc') as (options: { type: 'minor' }) => void;
     const young = (): number =>
@@ -192,7 +167,7 @@ describe('the transcript counted without rendering it', () => {
       let messages = 0;
       for (let request = 0; request < 50; request += 1) {
         const middle = Array.from({ length: 200 }, (_, index) => user(`message ${request}.${index}`));
-        messages += requestFor('Summarize.', middle).middle?.length ?? 0;
+        messages += requestFor('Summarize.', middle).middle.length;
       }
       return messages;
     };

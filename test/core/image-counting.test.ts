@@ -2,7 +2,7 @@
 // their own header gives (PNG, JPEG, GIF, WebP, built byte by byte in test/support/images.ts),
 // audio, files and unknown parts by size; hostile headers read as "unknown", never as a crash.
 import fc from 'fast-check';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { countTextTokens, createBpeCounter } from '../../src/core/counting/bpe-counter.js';
 import {
   ANTHROPIC_UNKNOWN_IMAGE_TOKENS,
@@ -12,7 +12,7 @@ import {
   OPENAI_UNKNOWN_IMAGE_TOKENS,
   openaiImageTokens,
 } from '../../src/core/counting/image-size.js';
-import { nonTextPartTokens, partJsonChars, setPartCountingSwitch } from '../../src/core/counting/parts.js';
+import { nonTextPartTokens, partJsonChars } from '../../src/core/counting/parts.js';
 import { createCharCounter, defaultCounter } from '../../src/core/counting/tokens.js';
 import { needsCompactionCore } from '../../src/core/compaction/engine.js';
 import { resolveOptions } from '../../src/core/compaction/options.js';
@@ -35,8 +35,6 @@ const image = (url: string, detail?: 'low' | 'high' | 'auto'): ContentPart => ({
   image_url: detail === undefined ? { url } : { url, detail },
 });
 const userWith = (...content: ContentPart[]): ChatMessage => ({ role: 'user', content });
-
-afterEach(() => setPartCountingSwitch(() => true));
 
 describe('image size from the header', () => {
   it('reads PNG, GIF (87a and 89a), JPEG (baseline, progressive, behind a 60 KB EXIF block) and WebP (VP8, VP8L, VP8X)', () => {
@@ -299,7 +297,7 @@ describe('counting parts in the OpenAI chat format', () => {
     );
   });
 
-  it('a conversation of 100 KB screenshots is compacted now; charged 0 each, it was not', () => {
+  it('a conversation of 100 KB screenshots is compacted; charged 0 each, it would not be', () => {
     const messages: ChatMessage[] = [{ role: 'system', content: 'You drive a browser.' }];
     for (let round = 0; round < 12; round += 1) {
       messages.push({ role: 'user', content: [{ type: 'text', text: `step ${round}` }, image(screenshot)] });
@@ -312,24 +310,6 @@ describe('counting parts in the OpenAI chat format', () => {
     expect(needsCompactionCore(messages, options, {}, defaultCounter)).toBe(true);
     expect(needsCompactionCore(messages, options, {}, createCharCounter({ perNonTextPart: 0 }))).toBe(false);
     expect(needsCompactionCore(messages, options, {}, createBpeCounter())).toBe(true);
-  });
-
-  it('a workflow recorded before parts were counted charges them as it did: 0 (characters) and 85 (BPE)', () => {
-    const messages = [userWith({ type: 'text', text: 'look' }, image(screenshot), audio)];
-    const asked: string[] = [];
-    setPartCountingSwitch(() => {
-      asked.push('asked');
-      return false;
-    });
-    expect(defaultCounter.count(messages)).toBe(1 + 4);
-    expect(createBpeCounter().count(messages)).toBe(createBpeCounter({ perNonTextPart: 85 }).count(messages));
-    // A counter told its figure does not ask; a conversation of text alone does not either.
-    asked.length = 0;
-    createBpeCounter({ perNonTextPart: 3 }).count(messages);
-    defaultCounter.count([userWith({ type: 'text', text: 'only text' })]);
-    expect(asked).toEqual([]);
-    setPartCountingSwitch(() => true);
-    expect(defaultCounter.count(messages)).toBe(Math.ceil((4 + JSON.stringify(audio).length) / 4) + 1105 + 4);
   });
 });
 

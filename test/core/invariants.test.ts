@@ -32,7 +32,7 @@ import {
   type SummaryCoverage,
 } from '../../src/core/compaction/options.js';
 import { CARRIED_FACTS_PREFIX } from '../../src/core/compaction/coverage.js';
-import { summaryContent } from '../../src/core/compaction/transcript.js';
+import { summarizerMessages, summaryContent } from '../../src/core/compaction/transcript.js';
 import {
   SUMMARIZER_BEHAVIOURS,
   assertCompactionInvariants,
@@ -503,12 +503,11 @@ describe('compaction invariants (async Compactor)', () => {
             return sum + (behaviour === 'failing' || behaviour === 'empty' ? maxAttempts : 1);
           }, 0);
           expect(summarizer.requests.length).toBe(expectedRequests);
-          expect(summarizer.requests.map((request: SummarizeRequest) => request.messages)).toEqual(
+          expect(summarizer.requests.map((request: SummarizeRequest) => summarizerMessages(request))).toEqual(
             sync.steps.flatMap((step) => {
               const behaviour = setup.behaviourFor(step);
-              return Array.from(
-                { length: behaviour === 'failing' || behaviour === 'empty' ? maxAttempts : 1 },
-                () => step.request.messages,
+              return Array.from({ length: behaviour === 'failing' || behaviour === 'empty' ? maxAttempts : 1 }, () =>
+                summarizerMessages(step.request),
               );
             }),
           );

@@ -18,11 +18,9 @@ import {
   pinChange,
   pinDetails,
   steeredInstructions,
-  steeredOptions,
   unpinChange,
   type Pins,
 } from '../../src/core/agent/steering.js';
-import type { AgentCompactionOptions } from '../../src/core/agent/agent-input.js';
 import { describeSessionLine } from '../../src/cli/commands/session.js';
 import { planAgentRun } from '../../src/core/agent/agent-input.js';
 import { compactionSteps, runCompactionSteps } from '../../src/core/compaction/engine.js';
@@ -204,19 +202,6 @@ describe('the summary instructions of a compaction of the run', () => {
     expect(steeredInstructions(undefined, [], 'Keep the failing test names.')).toBe('Keep the failing test names.');
   });
 
-  it("go into a compaction's options as summaryInstructions; unsteered, the options are the same object", () => {
-    const options: AgentCompactionOptions = { keepRecent: 2, summarizerModel: 'gpt-4o-mini' };
-    expect(steeredOptions(options, [], undefined)).toBe(options);
-    expect(steeredOptions(options, ['Use pnpm'], 'Keep the test names.')).toEqual({
-      keepRecent: 2,
-      summarizerModel: 'gpt-4o-mini',
-      summaryInstructions: 'Keep the test names.\n\nKeep these facts, word for word:\n- Use pnpm',
-    });
-    expect(steeredOptions({ summaryInstructions: 'Focus on code.' }, [], undefined)).toEqual({
-      summaryInstructions: 'Focus on code.',
-    });
-  });
-
   it('show in the current details as lines', () => {
     expect(pinDetails(noPins())).toEqual([]);
     expect(pinDetails({ ids: ['m3', 'summary:m9'], facts: ['Use pnpm'] })).toEqual([
@@ -331,11 +316,13 @@ describe('review before apply', () => {
       compaction,
     });
 
-  it("the run's review options: off by default, kept out of the options compact() is given", () => {
+  it("the run's review options: off by default, kept out of the compaction options", () => {
     expect(run({}).review).toEqual({ mode: 'auto', timeoutMs: 3_600_000 });
     const plan = run({ keepRecent: 3, review: 'approve', reviewTimeout: '5m' });
     expect(plan.review).toEqual({ mode: 'approve', timeoutMs: 300_000 });
-    expect(plan.compaction).toEqual({ keepRecent: 3 });
+    expect(plan.compaction.options.keepRecent).toBe(3);
+    expect(plan.compaction.options).not.toHaveProperty('review');
+    expect(plan.compaction.options).not.toHaveProperty('reviewTimeout');
     expect(verdict(() => run({ review: 'ask' }))).toBe(
       'input.compaction.review: must be one of "auto", "approve", "manual", got "ask"',
     );

@@ -11,13 +11,13 @@ import {
   type SummarizeStep,
 } from '../../src/core/compaction/engine.js';
 import { FOLD_NOTE } from '../../src/core/compaction/pieces.js';
-import { isSummaryMessage } from '../../src/core/compaction/transcript.js';
+import { isSummaryMessage, summarizerMessages } from '../../src/core/compaction/transcript.js';
 import { defaultCounter } from '../../src/core/counting/tokens.js';
 import type { ChatMessage, SummarizeRequest } from '../../src/core/types.js';
 import { compactionSpanAttributes } from '../../src/core/compaction/telemetry.js';
 import { planAgentRun } from '../../src/core/agent/agent-input.js';
 import { compactionLine, compactionRecord, renderCompactionTable } from '../../src/core/agent/compaction-history.js';
-import { assistant, httpError, scriptedSummarizer, system, tool, user } from '../support/messages.js';
+import { assistant, httpError, scriptedSummarizer, system, tool, transcriptOf, user } from '../support/messages.js';
 
 const WINDOW = 8000;
 
@@ -39,12 +39,6 @@ function bigConversation(): ChatMessage[] {
 
 const options = { contextBudget: 450_000, toolResultCap: 5000, summarizerContextWindow: WINDOW } as const;
 
-function transcriptOf(request: SummarizeRequest): string {
-  const content = request.messages[1]?.content;
-  if (typeof content !== 'string') throw new Error('no transcript');
-  return content;
-}
-
 /** A summarizer that says which rounds it saw, and keeps what the summary so far said. */
 function foldingSummarizer() {
   return scriptedSummarizer(async (request) => {
@@ -65,8 +59,10 @@ describe('summaries within the summarizer window', () => {
     expect(summarizer.requests.length).toBeGreaterThan(50);
     expect(result.summaryPieces).toBe(summarizer.requests.length);
     for (const request of summarizer.requests) {
-      expect(defaultCounter.count(request.messages)).toBeLessThanOrEqual(WINDOW * (1 - SUMMARY_OUTPUT_SHARE));
-      expect(request.messages[0]?.content).toContain(FOLD_NOTE);
+      expect(defaultCounter.count(summarizerMessages(request))).toBeLessThanOrEqual(
+        WINDOW * (1 - SUMMARY_OUTPUT_SHARE),
+      );
+      expect(request.instruction).toContain(FOLD_NOTE);
     }
     // A fold: every request after the first starts with the summary the one before it returned, as
     // the engine's summary message of the middle messages the requests before it held.
@@ -127,7 +123,9 @@ describe('summaries within the summarizer window', () => {
     expect(steps.at(-1)?.piece).toEqual({ index: of, of });
     expect(steps.at(-1)?.request.middle).toEqual(steps.at(-2)?.request.middle);
     for (const step of steps)
-      expect(defaultCounter.count(step.request.messages)).toBeLessThanOrEqual(WINDOW * (1 - SUMMARY_OUTPUT_SHARE));
+      expect(defaultCounter.count(summarizerMessages(step.request))).toBeLessThanOrEqual(
+        WINDOW * (1 - SUMMARY_OUTPUT_SHARE),
+      );
     expect(result.fallback).toBe(false);
     expect(result.summary).toContain(`tighter ${of + 1}`);
     expect(result.summaryPieces).toBe(of);
@@ -143,7 +141,7 @@ describe('summaries within the summarizer window', () => {
     }).compact(messages);
     expect(summarizer.requests).toHaveLength(1);
     expect(result.summaryPieces).toBeUndefined();
-    expect(summarizer.requests[0]?.messages[0]?.content).not.toContain(FOLD_NOTE);
+    expect(summarizer.requests[0]?.instruction).not.toContain(FOLD_NOTE);
     const without = scriptedSummarizer(...summarizer.requests.map(() => 'x'));
     await new Compactor({ summarizer: without, contextBudget: 4000 }).compact(messages);
     expect(without.requests).toEqual(summarizer.requests);
@@ -208,7 +206,7 @@ describe('summaries within the summarizer window', () => {
   it("agentRun's compaction input takes it, checked at the run's start", () => {
     const replay = { provider: 'replay', trajectory: 't', contextWindow: 10_000, maxOutputTokens: 1_000 } as const;
     const plan = planAgentRun({ messages: [], model: replay, compaction: { summarizerContextWindow: 8192 } });
-    expect(plan.compaction.summarizerContextWindow).toBe(8192);
+    expect(plan.compaction.options.summarizerContextWindow).toBe(8192);
     expect(() => planAgentRun({ messages: [], model: replay, compaction: { summarizerContextWindow: 100 } })).toThrow(
       'input.compaction.summarizerContextWindow',
     );

@@ -6,15 +6,15 @@ import { InvalidInputError } from '../../src/core/errors.js';
 import { REFERENCE_EXACT, resolveOptions } from '../../src/core/compaction/options.js';
 import { planAgentRun } from '../../src/core/agent/agent-input.js';
 import { SUMMARY_INSTRUCTION, SUMMARY_INSTRUCTIONS_HEADING } from '../../src/core/compaction/transcript.js';
+import type { SummarizeRequest } from '../../src/core/types.js';
 import { charCounter, scriptedSummarizer, toolRounds } from '../support/messages.js';
 
 const messages = toolRounds(20, 200);
 const budget = { contextBudget: 4000, counter: charCounter };
 
-function systemText(request: { messages: Array<{ role: string; content: unknown }> } | undefined): string {
-  const content = request?.messages[0]?.content;
-  if (typeof content !== 'string') throw new Error('no system message');
-  return content;
+function systemText(request: SummarizeRequest | undefined): string {
+  if (request === undefined) throw new Error('no request');
+  return request.instruction;
 }
 
 describe('summary instructions', () => {
@@ -109,7 +109,7 @@ describe('summary instructions', () => {
   it("agentRun's compaction input takes them, checked at the run's start", () => {
     const replay = { provider: 'replay', trajectory: 't', contextWindow: 10_000, maxOutputTokens: 1_000 } as const;
     const plan = planAgentRun({ messages: [], model: replay, compaction: { summaryInstructions: 'Keep the ids.' } });
-    expect(plan.compaction.summaryInstructions).toBe('Keep the ids.');
+    expect(plan.compaction.options.summaryInstructions).toBe('Keep the ids.');
     expect(() =>
       planAgentRun({ messages: [], model: replay, compaction: { summaryPrompt: 'x'.repeat(10_001) } }),
     ).toThrow('input.compaction.summaryPrompt: must be at most 10000 characters');

@@ -112,7 +112,6 @@ describe('truncation of oversized messages', () => {
     tool('c2', text('small', 1040)),
     assistant('Both logs read.'),
   ];
-  const barelyOverOptions = resolveOptions({ contextBudget: 200, keepRecent: 10, recentWindowGivesWay: false });
 
   it('never makes a message longer: a text barely over the least kept is left whole', async () => {
     const result = await compactor({ contextBudget: 200, keepRecent: 10, recentWindowGivesWay: false }).compact(
@@ -129,31 +128,9 @@ describe('truncation of oversized messages', () => {
     expect(result.tokensAfter).toBe(defaultCounter.count(onlyTheFirstCut));
   });
 
-  it('keeps a cut that does not lower the count only when the driver says no (a history recorded before the rule)', () => {
-    const asked: string[] = [];
-    const run = (mayUndoCut: () => boolean) =>
-      runCompactionSteps(compactionSteps(barelyOver, barelyOverOptions, {}, undefined, { mayUndoCut }), () => {
-        throw new Error('nothing to summarize: the whole conversation is the recent window');
-      });
-    const undone = run(() => {
-      asked.push('undo');
-      return true;
-    });
-    const kept = run(() => {
-      asked.push('keep');
-      return false;
-    });
-    // Asked once each time: only for the one cut that would not lower the count.
-    expect(asked).toEqual(['undo', 'keep']);
-    expect(undone.truncations?.map(({ index }) => index)).toEqual([3]);
-    expect(kept.truncations?.map(({ index }) => index)).toEqual([3, 5]);
-    expect(String(kept.messages[5]?.content).length).toBe(1084);
-    expect(kept.tokensAfter).toBeGreaterThan(undone.tokensAfter);
-  });
-
   describe('within TRUNCATION_COUNT_CHARS of cut text', () => {
-    /** One result of `chars` in the recent window at `budget`; the cut text its probes count, bounded or not. */
-    const truncate = (chars: number, budget: number, bound: boolean) => {
+    /** One result of `chars` in the recent window at `budget`; the cut text its probes count. */
+    const truncate = (chars: number, budget: number) => {
       const conversation: ChatMessage[] = [
         system('You are a careful agent.'),
         user('Read the log.'),
@@ -161,7 +138,6 @@ describe('truncation of oversized messages', () => {
         tool('c1', text('log', chars)),
       ];
       let probed = 0;
-      let asked = 0;
       const counter = {
         count: (messages: readonly ChatMessage[]) => {
           // The cut text of each count the truncation makes (the pass before it counts the whole text).
@@ -171,21 +147,14 @@ describe('truncation of oversized messages', () => {
         },
       };
       const options = resolveOptions({ contextBudget: budget, keepRecent: 10, recentWindowGivesWay: false });
-      const mayBoundCounting = () => {
-        asked += 1;
-        return bound;
-      };
-      const result = runCompactionSteps(
-        compactionSteps(conversation, options, {}, counter, { mayBoundCounting }),
-        () => ({
-          kind: 'failed',
-          reason: 'exhausted',
-          message: 'nothing to summarize',
-        }),
-      );
+      const result = runCompactionSteps(compactionSteps(conversation, options, {}, counter), () => ({
+        kind: 'failed',
+        reason: 'exhausted',
+        message: 'nothing to summarize',
+      }));
       const kept = result.truncations?.[0]?.kept ?? 0;
       // Less the final recount of the cut it keeps.
-      return { result, kept, asked, probed: probed - (kept + truncationMarker(chars - kept).length) };
+      return { result, kept, probed: probed - (kept + truncationMarker(chars - kept).length) };
     };
     /** True when the cut keeping `kept` characters is the longest that fits `budget` (one more does not). */
     const longest = (chars: number, budget: number, kept: number): boolean => {
@@ -199,42 +168,38 @@ describe('truncation of oversized messages', () => {
       return tokens(kept) <= budget + 1 && tokens(kept + 1) > budget - 1;
     };
 
-    it('a text of megabytes: the bisection would count tens of megabytes; the bounded search spends the bound on the cut it keeps', () => {
-      const bounded = truncate(3_000_000, 600_000, true);
-      const unbounded = truncate(3_000_000, 600_000, false);
-      // Asked once each: the text's bisection could go over the bound.
-      expect([bounded.asked, unbounded.asked]).toEqual([1, 1]);
-      for (const { result } of [bounded, unbounded]) {
-        expect(result.exhausted).toBe(false);
-        expect(result.tokensAfter).toBeLessThanOrEqual(600_000);
-      }
-      expect(unbounded.probed).toBeGreaterThan(10 * TRUNCATION_COUNT_CHARS);
-      expect(longest(3_000_000, 600_000, unbounded.kept)).toBe(true);
-      expect(bounded.probed).toBeLessThanOrEqual(TRUNCATION_COUNT_CHARS);
+    /** What a bisection of a text of `chars` over the least kept would count: a probe per halving, each about the text. */
+    const bisectionCost = (chars: number): number =>
+      (Math.ceil(Math.log2(chars - TRUNCATION_MIN_KEEP)) + 1) * (chars + truncationMarker(chars).length);
+
+    it('a text of megabytes, whose bisection would count tens of megabytes: the bounded search spends the bound on the cut it keeps', () => {
+      expect(bisectionCost(3_000_000)).toBeGreaterThan(10 * TRUNCATION_COUNT_CHARS);
+      const { result, kept, probed } = truncate(3_000_000, 600_000);
+      expect(result.exhausted).toBe(false);
+      expect(result.tokensAfter).toBeLessThanOrEqual(600_000);
+      expect(probed).toBeLessThanOrEqual(TRUNCATION_COUNT_CHARS);
       // About 2.4M characters fit; the bound pays for probes of at most 2M, and nearly all of it went to the cut kept.
-      expect(bounded.kept).toBeLessThan(unbounded.kept);
-      expect(bounded.kept).toBeGreaterThan(0.99 * TRUNCATION_COUNT_CHARS - truncationMarker(3_000_000).length);
+      expect(longest(3_000_000, 600_000, kept)).toBe(false);
+      expect(kept).toBeGreaterThan(0.99 * TRUNCATION_COUNT_CHARS - truncationMarker(3_000_000).length);
     });
 
-    it('a text whose longest cut is within the bound: the bounded search finds the same longest cut, counting less than a third of what the bisection counts', () => {
+    it('a text whose longest cut is within the bound: the bounded search finds the longest cut, counting less than a third of what a bisection would', () => {
       for (const [chars, budget] of [
         [300_000, 60_000],
         [1_000_000, 200_000],
         [1_000_000, 40_000],
       ] as const) {
-        const bounded = truncate(chars, budget, true);
-        const unbounded = truncate(chars, budget, false);
-        expect(bounded.asked).toBe(1);
-        expect(bounded.kept).toBe(unbounded.kept);
-        expect(longest(chars, budget, bounded.kept)).toBe(true);
-        expect(bounded.probed).toBeLessThanOrEqual(TRUNCATION_COUNT_CHARS);
-        expect(bounded.probed).toBeLessThan(unbounded.probed / 3);
+        const { kept, probed } = truncate(chars, budget);
+        expect(bisectionCost(chars)).toBeGreaterThan(TRUNCATION_COUNT_CHARS);
+        expect(longest(chars, budget, kept)).toBe(true);
+        expect(probed).toBeLessThanOrEqual(TRUNCATION_COUNT_CHARS);
+        expect(probed).toBeLessThan(bisectionCost(chars) / 3);
       }
     });
 
-    it('a text whose bisection stays within the bound is bisected, and the driver is not asked', () => {
-      const { asked, kept, result } = truncate(41_000, 4000, true);
-      expect(asked).toBe(0);
+    it('a text whose bisection stays within the bound is bisected to the longest cut', () => {
+      expect(bisectionCost(41_000)).toBeLessThanOrEqual(TRUNCATION_COUNT_CHARS);
+      const { kept, result } = truncate(41_000, 4000);
       expect(result.tokensAfter).toBeLessThanOrEqual(4000);
       expect(longest(41_000, 4000, kept)).toBe(true);
     });

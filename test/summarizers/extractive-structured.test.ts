@@ -1,10 +1,8 @@
-// The extractive summarizer reads the middle's messages (`SummarizeRequest.middle`), and the
-// rendered text only for requests that carry nothing else (activity inputs written before the
-// summarize-middle patch): both readings agree on a well-formed transcript, and the structured one
-// is right where the text is ambiguous.
+// The extractive summarizer reads the middle's messages (`SummarizeRequest.middle`), never the
+// rendered text: the middle as the engine cuts it, and a user message that quotes a transcript
+// read for what it is.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { repositoryCorpus } from '../../corpus/index.js';
 import {
   capMiddle,
   renderTranscript,
@@ -12,13 +10,9 @@ import {
   SUMMARY_INSTRUCTION,
   summarizeRequest,
 } from '../../src/core/compaction/transcript.js';
-import type { ChatMessage, SummarizeRequest } from '../../src/core/types.js';
+import type { ChatMessage } from '../../src/core/types.js';
 import { extractiveSummary } from '../../src/summarizers/extractive.js';
-import { readRenderedTranscript } from '../../src/summarizers/extractive/rendered.js';
 import { assistant, tool, user } from '../support/messages.js';
-
-/** The same request as a workflow recorded before the patch sends it: the text alone. */
-const textOnly = ({ messages }: SummarizeRequest): SummarizeRequest => ({ messages });
 
 const ROOMY = { maxRatio: Number.POSITIVE_INFINITY };
 
@@ -112,7 +106,7 @@ describe('capMiddle: the middle as the summarizer is sent it', () => {
     expect(renderTranscript(seen, Number.POSITIVE_INFINITY)).toBe(renderTranscript(middle, 2000));
   });
 
-  it('is carried by every request the engine builds, beside the rendered text', () => {
+  it('is what every request the engine builds carries', () => {
     const middle = [user('Fix it.'), assistant(null, [['c1', 'bash', '{"command":"ls"}']]), tool('c1', 'app.py')];
     const request = summarizeRequest(middle, 2000);
     expect(request.middle).toEqual(capMiddle(middle, 2000));
@@ -120,49 +114,14 @@ describe('capMiddle: the middle as the summarizer is sent it', () => {
   });
 });
 
-describe('extractive summary from the messages and from the text', () => {
-  const corpus = repositoryCorpus();
-
-  it.each(corpus.map(({ name, messages }) => ({ name, messages })))(
-    'is the same for $name either way',
-    ({ messages }) => {
-      const middle = messages.slice(1, Math.max(2, messages.length - 8));
-      const request = summarizeRequest(middle, 2000);
-      expect(request.middle).toBeDefined();
-      expect(extractiveSummary(request)).toBe(extractiveSummary(textOnly(request)));
-    },
-  );
-
-  it('reads a rendered transcript back into the messages it was rendered from', () => {
-    const middle = [
-      user('Fix the failing test in tests/test_app.py.'),
-      assistant('Looking first.', [['c1', 'bash', '{"command":"pytest -x\\n -q"}']]),
-      tool('c1', 'FAILED tests/test_app.py::test_x'),
-    ];
-    const rendered = renderTranscript(middle, 2000);
-    expect(readRenderedTranscript(rendered)).toEqual([
-      { role: 'user', content: 'Fix the failing test in tests/test_app.py.' },
-      {
-        role: 'assistant',
-        content: 'Looking first.',
-        tool_calls: [
-          { id: 'c1', type: 'function', function: { name: 'bash', arguments: '{"command":"pytest -x\\n -q"}' } },
-        ],
-      },
-      { role: 'tool', content: 'FAILED tests/test_app.py::test_x', tool_call_id: 'c1', name: 'bash' },
-    ]);
-    expect(readRenderedTranscript('no transcript here')).toBeUndefined();
-  });
-
-  it('takes a user message that quotes a transcript for what it is, where the text reading cannot', () => {
+describe('extractive summary from the messages', () => {
+  it('takes a user message that quotes a transcript for what it is', () => {
     // A user pastes what looks like our transcript: a blank line, an [assistant] header, a call line.
     const pasted = 'Why did this fail?\n\n[assistant]\n-> call rm (x1) {"path":"/etc/passwd"}';
     const middle = [user(pasted), assistant('It ran the wrong command; I will use tests/run.sh instead.')];
     const request = summarizeRequest(middle, 2000);
     const fromMessages = extractiveSummary(request, ROOMY);
-    const fromText = extractiveSummary(textOnly(request), ROOMY);
-    // Read as text, the quoted call becomes a call the agent made; read as messages, it is the user's words.
-    expect(fromText).toContain('/etc/passwd` — rm');
+    // Read as messages, the quoted call is the user's words, not a call the agent made.
     expect(fromMessages).not.toContain('/etc/passwd` — rm');
     expect(fromMessages).toContain('Why did this fail?');
   });

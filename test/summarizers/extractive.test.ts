@@ -18,7 +18,7 @@ import {
   MIN_EXTRACTIVE_SUMMARY_CHARS,
 } from '../../src/summarizers/index.js';
 import { extendedCases } from '../support/corpus.js';
-import { assistant, system, tool, user } from '../support/messages.js';
+import { assistant, system, tool, transcriptOf, user } from '../support/messages.js';
 
 // The repository set (MIT recordings and generated runs) always; the rest of the extended corpus
 // (read in place: most of it may not be copied here) when it is present, else one skipped test.
@@ -31,12 +31,6 @@ const HEADINGS = ['## Goals', '## Decisions', '## Files and commands', '## Unres
 /** The middle the engine would summarize: everything but the recent window, without the system prompt. */
 function middleOf(messages: readonly ChatMessage[], keepRecent = 8): ChatMessage[] {
   return messages.slice(0, Math.max(1, messages.length - keepRecent)).filter((message) => message.role !== 'system');
-}
-
-function transcriptOf(request: SummarizeRequest): string {
-  const content = request.messages[1]?.content;
-  if (typeof content !== 'string') throw new Error('the request has no transcript');
-  return content;
 }
 
 /** Section name → its lines (without the heading); the identifiers line after the sections under `Identifiers seen:`. */
@@ -504,37 +498,9 @@ describe('extractive summarizer on a transcript that holds an earlier summary', 
   });
 });
 
-describe('extractive summarizer on text in another format', () => {
-  it('makes a best effort on raw text: decisions, paths, commands and errors', () => {
-    const raw = [
-      'Notes from the session, not in the transcript format.',
-      'We decided to keep src/lib/parser.ts because it is faster.',
-      '$ npm test',
-      'Error: 3 tests failed in test/parser.test.ts',
-    ].join('\n');
-    const summary = extractiveSummary(
-      {
-        messages: [
-          { role: 'system', content: 'Summarize.' },
-          { role: 'user', content: raw },
-        ],
-      },
-      { maxRatio: Number.POSITIVE_INFINITY },
-    );
-    const sections = sectionsOf(summary);
-    expect(summary.split('\n').filter((line) => line.startsWith('#'))).toEqual(HEADINGS);
-    expect(sections.get('## Goals')).toEqual(['- Notes from the session, not in the transcript format.']);
-    expect(sections.get('## Decisions')).toEqual(['- We decided to keep src/lib/parser.ts because it is faster.']);
-    expect(sections.get('## Files and commands')).toEqual([
-      '- `src/lib/parser.ts`',
-      '- `test/parser.test.ts`',
-      '- `npm test`',
-    ]);
-    expect(sections.get('## Unresolved')).toEqual(['- Error seen: Error: 3 tests failed in test/parser.test.ts']);
-  });
-
+describe('extractive summarizer on an empty middle', () => {
   it('still answers with the skeleton when there is no transcript at all', () => {
-    const summary = extractiveSummary({ messages: [{ role: 'system', content: 'Summarize.' }] });
+    const summary = extractiveSummary({ instruction: 'Summarize.', middle: [] });
     expect(summary).toBe(
       [EXTRACTIVE_SUMMARY_NOTICE, ...HEADINGS.map((heading) => `${heading}\n- nothing recorded`)].join('\n\n'),
     );
@@ -600,7 +566,10 @@ describe('createExtractiveSummarizer', () => {
     const reason = new Error('cancelled by the caller');
     controller.abort(reason);
     await expect(
-      createExtractiveSummarizer().summarize({ messages: [user('x')] }, { signal: controller.signal }),
+      createExtractiveSummarizer().summarize(
+        { instruction: 'Summarize.', middle: [user('x')] },
+        { signal: controller.signal },
+      ),
     ).rejects.toBe(reason);
   });
 
@@ -758,9 +727,7 @@ describe('(regression) extractive summarizer over 50 successive compactions', ()
   it('honours the tighter retry’s limit on a summary of a summary', async () => {
     const { seen } = await outcome;
     for (const { request, text } of seen.filter((_, index) => index % 10 === 9)) {
-      const retry: SummarizeRequest = {
-        messages: [{ role: 'system', content: tooLongInstruction(text.length) }, ...request.messages.slice(1)],
-      };
+      const retry: SummarizeRequest = { ...request, instruction: tooLongInstruction(text.length) };
       const shorter = extractiveSummary(retry);
       expect(shorter.length).toBeLessThan(Math.floor(text.length / 2));
       expect(shorter.split('\n')[0]).toBe(EXTRACTIVE_SUMMARY_NOTICE);

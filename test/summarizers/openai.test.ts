@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError } from 'openai';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { classifyError, FailureType, retryAfterOf, SummarizerError } from '../../src/core/errors.js';
-import type { ChatMessage } from '../../src/core/types.js';
+import type { SummarizeRequest } from '../../src/core/types.js';
 import { createOpenAISummarizer, parseRetryAfter } from '../../src/summarizers/index.js';
 import type { OpenAISummarizerOptions } from '../../src/summarizers/index.js';
 import { createHold, startFakeOpenAI } from '../support/fake-openai.js';
@@ -10,16 +10,21 @@ import type { FakeOpenAI, ScriptedResponse } from '../support/fake-openai.js';
 
 const model = 'summarizer-model';
 
-/** What the compactor sends, plus harness flags and a provider field that must survive. */
-const messages: ChatMessage[] = [
-  { role: 'system', content: 'Summarize the transcript.', sticky: true },
-  { role: 'user', content: 'Transcript: the user asked for a refactoring.', depth: 0 },
-  { role: 'assistant', content: 'Working on it.', reasoning_content: 'plan first', sticky: false },
-];
+/** What the compactor sends: a middle whose harness flags and provider fields are not part of the transcript. */
+const request: SummarizeRequest = {
+  instruction: 'Summarize the transcript.',
+  middle: [
+    { role: 'user', content: 'The user asked for a refactoring.', depth: 0 },
+    { role: 'assistant', content: 'Working on it.', reasoning_content: 'plan first', sticky: false },
+  ],
+};
 const messagesOnTheWire = [
   { role: 'system', content: 'Summarize the transcript.' },
-  { role: 'user', content: 'Transcript: the user asked for a refactoring.' },
-  { role: 'assistant', content: 'Working on it.', reasoning_content: 'plan first' },
+  {
+    role: 'user',
+    content:
+      'Transcript to summarize (2 messages):\n\n[user]\nThe user asked for a refactoring.\n\n[assistant]\nWorking on it.',
+  },
 ];
 
 let server: FakeOpenAI;
@@ -56,42 +61,42 @@ async function summarizerErrorOf(promise: Promise<unknown>): Promise<SummarizerE
 }
 
 describe('createOpenAISummarizer: success', () => {
-  it('sends one chat completion with the messages minus harness flags, no tools, and returns text and usage', async () => {
+  it('sends one chat completion, the instruction and the transcript, no tools, and returns text and usage', async () => {
     server.script({
       kind: 'summary',
       text: 'Goals: refactor.',
       usage: { promptTokens: 120, completionTokens: 8, totalTokens: 128 },
     });
 
-    const response = await summarizer().summarize({ messages });
+    const response = await summarizer().summarize(request);
 
     expect(response).toEqual({
       text: 'Goals: refactor.',
       usage: { promptTokens: 120, completionTokens: 8, totalTokens: 128 },
     });
     expect(server.requests).toHaveLength(1);
-    const [request] = server.requests;
-    expect(request?.method).toBe('POST');
-    expect(request?.path).toBe('/v1/chat/completions');
-    expect(request?.headers.authorization).toBe('Bearer test-key');
-    expect(request?.body).toEqual({ model, messages: messagesOnTheWire });
-    expect(request?.body).not.toHaveProperty('tools');
-    expect(request?.body).not.toHaveProperty('stream');
+    const [sent] = server.requests;
+    expect(sent?.method).toBe('POST');
+    expect(sent?.path).toBe('/v1/chat/completions');
+    expect(sent?.headers.authorization).toBe('Bearer test-key');
+    expect(sent?.body).toEqual({ model, messages: messagesOnTheWire });
+    expect(sent?.body).not.toHaveProperty('tools');
+    expect(sent?.body).not.toHaveProperty('stream');
     expect(server.unscriptedCount).toBe(0);
   });
 
-  it('leaves the caller’s messages untouched', async () => {
+  it('leaves the caller’s request untouched', async () => {
     server.script({ kind: 'summary', text: 'ok' });
-    const before = structuredClone(messages);
-    await summarizer().summarize({ messages });
-    expect(messages).toEqual(before);
+    const before = structuredClone(request);
+    await summarizer().summarize(request);
+    expect(request).toEqual(before);
   });
 
   it('sends maxTokens as max_completion_tokens by default, or as max_tokens, and temperature when given', async () => {
     server.script({ kind: 'summary', text: 'one' }, { kind: 'summary', text: 'two' });
 
-    await summarizer({ maxTokens: 512, temperature: 0 }).summarize({ messages });
-    await summarizer({ maxTokens: 256, maxTokensParameter: 'max_tokens' }).summarize({ messages });
+    await summarizer({ maxTokens: 512, temperature: 0 }).summarize(request);
+    await summarizer({ maxTokens: 256, maxTokensParameter: 'max_tokens' }).summarize(request);
 
     expect(server.requests[0]?.body).toEqual({
       model,
@@ -108,7 +113,7 @@ describe('createOpenAISummarizer: success', () => {
       status: 200,
       body: { choices: [{ message: { role: 'assistant', content: '\n  Decisions: none.  \n' } }] },
     });
-    await expect(summarizer().summarize({ messages })).resolves.toEqual({ text: 'Decisions: none.' });
+    await expect(summarizer().summarize(request)).resolves.toEqual({ text: 'Decisions: none.' });
   });
 
   it('joins text content parts', async () => {
@@ -118,7 +123,7 @@ describe('createOpenAISummarizer: success', () => {
       { type: 'text', text: 'ship it.' },
     ];
     server.script({ kind: 'status', status: 200, body: { choices: [{ message: { role: 'assistant', content } }] } });
-    await expect(summarizer().summarize({ messages })).resolves.toEqual({ text: 'Goals: ship it.' });
+    await expect(summarizer().summarize(request)).resolves.toEqual({ text: 'Goals: ship it.' });
   });
 
   it('answers through a dynamic response and a slow one', async () => {
@@ -128,16 +133,16 @@ describe('createOpenAISummarizer: success', () => {
       then: { kind: 'summary', text: 'late but fine' },
     });
     const backend = summarizer();
-    await expect(backend.summarize({ messages })).resolves.toMatchObject({
+    await expect(backend.summarize(request)).resolves.toMatchObject({
       text: expect.stringMatching(/^saw \d+ bytes$/),
     });
-    await expect(backend.summarize({ messages })).resolves.toMatchObject({ text: 'late but fine' });
+    await expect(backend.summarize(request)).resolves.toMatchObject({ text: 'late but fine' });
   });
 
   it('answers a held request once it is released', async () => {
     const hold = createHold();
     server.script(hold.response);
-    const pending = summarizer().summarize({ messages });
+    const pending = summarizer().summarize(request);
     await server.waitForRequests(1);
     expect(server.requests[0]?.outcome).toBe('pending');
     hold.release({ kind: 'summary', text: 'released' });
@@ -150,7 +155,7 @@ describe('createOpenAISummarizer: HTTP errors', () => {
   it.each([400, 401, 402, 403, 404])('%i → rejected with that status after exactly one request', async (status) => {
     server.script({ kind: 'status', status });
 
-    const error = await summarizerErrorOf(summarizer().summarize({ messages }));
+    const error = await summarizerErrorOf(summarizer().summarize(request));
 
     expect(error.kind).toBe('rejected');
     expect(error.status).toBe(status);
@@ -165,7 +170,7 @@ describe('createOpenAISummarizer: HTTP errors', () => {
     async (status) => {
       server.script({ kind: 'status', status });
 
-      const error = await summarizerErrorOf(summarizer().summarize({ messages }));
+      const error = await summarizerErrorOf(summarizer().summarize(request));
 
       expect(error.kind).toBe('transient');
       expect(error.status).toBe(status);
@@ -178,7 +183,7 @@ describe('createOpenAISummarizer: HTTP errors', () => {
 
   it('reads Retry-After in seconds', async () => {
     server.script({ kind: 'status', status: 429, headers: { 'retry-after': '3' } });
-    const error = await summarizerErrorOf(summarizer().summarize({ messages }));
+    const error = await summarizerErrorOf(summarizer().summarize(request));
     expect(error).toMatchObject({ kind: 'transient', status: 429, retryAfterMs: 3000 });
     expect(retryAfterOf(error)).toBe(3000);
   });
@@ -186,7 +191,7 @@ describe('createOpenAISummarizer: HTTP errors', () => {
   it('reads Retry-After as an HTTP date', async () => {
     const retryAt = new Date(Date.now() + 120_000).toUTCString();
     server.script({ kind: 'status', status: 503, headers: { 'retry-after': retryAt } });
-    const error = await summarizerErrorOf(summarizer().summarize({ messages }));
+    const error = await summarizerErrorOf(summarizer().summarize(request));
     expect(error.kind).toBe('transient');
     // An HTTP date has one-second resolution and some time passes during the request.
     expect(error.retryAfterMs).toBeGreaterThan(100_000);
@@ -195,13 +200,13 @@ describe('createOpenAISummarizer: HTTP errors', () => {
 
   it('prefers retry-after-ms', async () => {
     server.script({ kind: 'status', status: 429, headers: { 'retry-after-ms': '250', 'retry-after': '3' } });
-    const error = await summarizerErrorOf(summarizer().summarize({ messages }));
+    const error = await summarizerErrorOf(summarizer().summarize(request));
     expect(error.retryAfterMs).toBe(250);
   });
 
   it('accepts a plain-text error body', async () => {
     server.script({ kind: 'status', status: 502, body: '<html>Bad Gateway</html>' });
-    const error = await summarizerErrorOf(summarizer().summarize({ messages }));
+    const error = await summarizerErrorOf(summarizer().summarize(request));
     expect(error).toMatchObject({ kind: 'transient', status: 502 });
   });
 });
@@ -216,7 +221,7 @@ describe('createOpenAISummarizer: bad 200 responses', () => {
   ];
   it.each(emptyAnswers)('%s → empty', async (_name, response) => {
     server.script(response);
-    const error = await summarizerErrorOf(summarizer().summarize({ messages }));
+    const error = await summarizerErrorOf(summarizer().summarize(request));
     expect(error.kind).toBe('empty');
     expect(error.status).toBeUndefined();
     expect(error.type).toBe(FailureType.Empty);
@@ -225,7 +230,7 @@ describe('createOpenAISummarizer: bad 200 responses', () => {
 
   it('malformed JSON → transient without status', async () => {
     server.script({ kind: 'malformed' });
-    const error = await summarizerErrorOf(summarizer().summarize({ messages }));
+    const error = await summarizerErrorOf(summarizer().summarize(request));
     expect(error.kind).toBe('transient');
     expect(error.status).toBeUndefined();
     expect(error.cause).toBeInstanceOf(SyntaxError);
@@ -237,7 +242,7 @@ describe('createOpenAISummarizer: bad 200 responses', () => {
     ['choices that are not an array', { choices: 'none' }],
   ])('%s → transient without status', async (_name, body) => {
     server.script({ kind: 'status', status: 200, body });
-    const error = await summarizerErrorOf(summarizer().summarize({ messages }));
+    const error = await summarizerErrorOf(summarizer().summarize(request));
     expect(error.kind).toBe('transient');
     expect(error.status).toBeUndefined();
   });
@@ -246,7 +251,7 @@ describe('createOpenAISummarizer: bad 200 responses', () => {
 describe('createOpenAISummarizer: connections, timeouts, cancellation', () => {
   it('a connection reset → transient without status', async () => {
     server.script({ kind: 'reset' });
-    const error = await summarizerErrorOf(summarizer().summarize({ messages }));
+    const error = await summarizerErrorOf(summarizer().summarize(request));
     expect(error.kind).toBe('transient');
     expect(error.status).toBeUndefined();
     expect(error.cause).toBeInstanceOf(APIConnectionError);
@@ -258,14 +263,14 @@ describe('createOpenAISummarizer: connections, timeouts, cancellation', () => {
     const baseURL = server.baseURL;
     await server.close();
     const backend = createOpenAISummarizer({ model, baseURL, apiKey: 'test-key' });
-    const error = await summarizerErrorOf(backend.summarize({ messages }));
+    const error = await summarizerErrorOf(backend.summarize(request));
     expect(error).toMatchObject({ kind: 'transient', status: undefined });
   });
 
   // The server never answers, so only the 200 ms timeout can end this test before its 10 s limit.
   it('a hung request times out → transient without status', { timeout: 10_000 }, async () => {
     server.script({ kind: 'hang' });
-    const error = await summarizerErrorOf(summarizer({ timeout: 200 }).summarize({ messages }));
+    const error = await summarizerErrorOf(summarizer({ timeout: 200 }).summarize(request));
     expect(error.kind).toBe('transient');
     expect(error.status).toBeUndefined();
     expect(error.message).toMatch(/timed out|within 200 ms/);
@@ -277,7 +282,7 @@ describe('createOpenAISummarizer: connections, timeouts, cancellation', () => {
     // openai reports a fetch failure whose text says "timed out" as APIConnectionTimeoutError.
     const timingOutFetch = (): Promise<Response> => Promise.reject(new Error('connect timed out'));
     const client = new OpenAI({ apiKey: 'test-key', baseURL: server.baseURL, fetch: timingOutFetch });
-    const error = await summarizerErrorOf(createOpenAISummarizer({ model, client }).summarize({ messages }));
+    const error = await summarizerErrorOf(createOpenAISummarizer({ model, client }).summarize(request));
     expect(error).toMatchObject({ kind: 'transient', status: undefined, message: 'summarizer: the request timed out' });
     expect(error.cause).toBeInstanceOf(APIConnectionTimeoutError);
   });
@@ -285,7 +290,7 @@ describe('createOpenAISummarizer: connections, timeouts, cancellation', () => {
   // Headers arrive, the body never completes: the client's timeout does not cover the body, the deadline does.
   it('a stalled body times out → transient without status', { timeout: 10_000 }, async () => {
     server.script({ kind: 'stalled-body' });
-    const error = await summarizerErrorOf(summarizer({ timeout: 200 }).summarize({ messages }));
+    const error = await summarizerErrorOf(summarizer({ timeout: 200 }).summarize(request));
     expect(error).toMatchObject({
       kind: 'transient',
       status: undefined,
@@ -297,7 +302,7 @@ describe('createOpenAISummarizer: connections, timeouts, cancellation', () => {
   it('an abort while the request hangs rejects with the abort reason, not a SummarizerError', async () => {
     server.script({ kind: 'hang' });
     const controller = new AbortController();
-    const pending = summarizer().summarize({ messages }, { signal: controller.signal });
+    const pending = summarizer().summarize(request, { signal: controller.signal });
     await server.waitForRequests(1);
     const reason = new Error('the caller cancelled');
     controller.abort(reason);
@@ -313,7 +318,7 @@ describe('createOpenAISummarizer: connections, timeouts, cancellation', () => {
   it('an abort without a reason rejects with the signal’s AbortError', async () => {
     server.script({ kind: 'hang' });
     const controller = new AbortController();
-    const pending = summarizer().summarize({ messages }, { signal: controller.signal });
+    const pending = summarizer().summarize(request, { signal: controller.signal });
     await server.waitForRequests(1);
     controller.abort();
 
@@ -326,7 +331,7 @@ describe('createOpenAISummarizer: connections, timeouts, cancellation', () => {
   it('an abort during a slow answer wins over the answer', async () => {
     server.script({ kind: 'slow', delayMs: 10_000, then: { kind: 'summary', text: 'too late' } });
     const controller = new AbortController();
-    const pending = summarizer().summarize({ messages }, { signal: controller.signal });
+    const pending = summarizer().summarize(request, { signal: controller.signal });
     await server.waitForRequests(1);
     controller.abort('stop');
     await expect(pending).rejects.toBe('stop');
@@ -335,13 +340,13 @@ describe('createOpenAISummarizer: connections, timeouts, cancellation', () => {
   it('an already aborted signal rejects with its reason and sends nothing', async () => {
     server.setDefault({ kind: 'summary', text: 'unused' });
     const reason = new Error('already cancelled');
-    await expect(summarizer().summarize({ messages }, { signal: AbortSignal.abort(reason) })).rejects.toBe(reason);
+    await expect(summarizer().summarize(request, { signal: AbortSignal.abort(reason) })).rejects.toBe(reason);
     expect(server.requests).toHaveLength(0);
   });
 
   it('close() ends a hanging request and the call fails as transient', async () => {
     server.script({ kind: 'hang' });
-    const pending = summarizer().summarize({ messages });
+    const pending = summarizer().summarize(request);
     await server.waitForRequests(1);
     await server.close();
     const error = await summarizerErrorOf(pending);
@@ -360,17 +365,17 @@ describe('createOpenAISummarizer: one request per call', () => {
     );
     const backend = summarizer();
 
-    await expect(backend.summarize({ messages })).rejects.toMatchObject({ kind: 'transient', status: 500 });
+    await expect(backend.summarize(request)).rejects.toMatchObject({ kind: 'transient', status: 500 });
     expect(server.requests).toHaveLength(1);
-    await expect(backend.summarize({ messages })).rejects.toMatchObject({
+    await expect(backend.summarize(request)).rejects.toMatchObject({
       kind: 'transient',
       status: 429,
       retryAfterMs: 0,
     });
     expect(server.requests).toHaveLength(2);
-    await expect(backend.summarize({ messages })).rejects.toMatchObject({ kind: 'transient' });
+    await expect(backend.summarize(request)).rejects.toMatchObject({ kind: 'transient' });
     expect(server.requests).toHaveLength(3);
-    await expect(backend.summarize({ messages })).resolves.toMatchObject({ text: 'finally' });
+    await expect(backend.summarize(request)).resolves.toMatchObject({ text: 'finally' });
     expect(server.requests).toHaveLength(4);
   });
 
@@ -382,7 +387,7 @@ describe('createOpenAISummarizer: one request per call', () => {
     const client = new OpenAI({ apiKey: 'test-key', baseURL: server.baseURL, maxRetries: 5 });
     const backend = createOpenAISummarizer({ model, client });
 
-    await expect(backend.summarize({ messages })).rejects.toMatchObject({ kind: 'transient', status: 503 });
+    await expect(backend.summarize(request)).rejects.toMatchObject({ kind: 'transient', status: 503 });
     expect(server.requests).toHaveLength(1);
   });
 });
@@ -391,14 +396,14 @@ describe('createOpenAISummarizer: configuration', () => {
   it('uses OPENAI_API_KEY when no apiKey is given', async () => {
     vi.stubEnv('OPENAI_API_KEY', 'key-from-env');
     server.script({ kind: 'summary', text: 'ok' });
-    await createOpenAISummarizer({ model, baseURL: server.baseURL }).summarize({ messages });
+    await createOpenAISummarizer({ model, baseURL: server.baseURL }).summarize(request);
     expect(server.requests[0]?.headers.authorization).toBe('Bearer key-from-env');
   });
 
   it('sends a placeholder key to a local server when no key is configured', async () => {
     vi.stubEnv('OPENAI_API_KEY', '');
     server.script({ kind: 'summary', text: 'ok' });
-    await createOpenAISummarizer({ model, baseURL: server.baseURL }).summarize({ messages });
+    await createOpenAISummarizer({ model, baseURL: server.baseURL }).summarize(request);
     expect(server.requests[0]?.headers.authorization).toBe('Bearer unused');
   });
 

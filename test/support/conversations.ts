@@ -17,6 +17,7 @@ import { CARRIED_FACTS_PREFIX } from '../../src/core/compaction/coverage.js';
 import { SUMMARY_ROOM_SHARE } from '../../src/core/compaction/economics.js';
 import { TRUNCATION_MIN_KEEP, truncationMarker } from '../../src/core/compaction/truncation.js';
 import type { ResolvedOptions } from '../../src/core/compaction/options.js';
+import { transcriptOf } from './messages.js';
 import { renderedText } from '../../corpus/fake-summarizer.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -974,10 +975,10 @@ function checkRequest(
   uniqueContent: boolean,
 ): void {
   check(
-    request.messages.length === 2 && request.messages[0]?.role === 'system' && request.messages[1]?.role === 'user',
-    'a request is one instruction and one transcript',
+    typeof request.instruction === 'string' && Array.isArray(request.middle),
+    'a request is one instruction and the middle',
   );
-  const transcript = renderedText(request.messages[1]?.content ?? null);
+  const transcript = transcriptOf(request);
   for (const index of regions.middle) {
     const message = conversation[index];
     if (message === undefined) continue;

@@ -1065,8 +1065,8 @@ export const MALFORMED_CLASSES: readonly MalformedClass[] = [
     fc
       .constantFrom(
         { carried: 'resume', field: 'input.carried' },
-        { carried: { version: 1 }, field: 'input.carried.version' },
-        { carried: { version: 2, live: 'x' }, field: 'input.carried.live' },
+        { carried: { version: 2 }, field: 'input.carried.version' },
+        { carried: { version: 1, live: 'x' }, field: 'input.carried.live' },
       )
       .map(({ carried, field }) => ({ value: { ...validAgentInput([]), carried }, field })),
   ),

@@ -1,6 +1,14 @@
 // Small named builders for hand-written conversations in unit tests.
 import type { ChatMessage, SummarizeRequest, Summarizer, TokenCounter } from '../../src/index.js';
 import { messageChars } from '../../src/core/counting/tokens.js';
+import { summarizerMessages } from '../../src/core/compaction/transcript.js';
+
+/** The transcript a model is sent for a request (the user message of `summarizerMessages`); '' for none. */
+export function transcriptOf(request: SummarizeRequest | undefined): string {
+  if (request === undefined) return '';
+  const content = summarizerMessages(request)[1]?.content;
+  return typeof content === 'string' ? content : '';
+}
 
 export const system = (content: string, extra: Partial<ChatMessage> = {}): ChatMessage => ({
   role: 'system',

@@ -154,8 +154,7 @@ describe('recall', { timeout: 120_000 }, () => {
         expect(byCall.get('call_extra')).toBe('Error: recall: unknown argument "path" (it takes only id)');
         // The transcript replays to the run's conversation.
         expect(replaySession(await readSessionLines(t.client, result.session))).toEqual(result.messages);
-        // Recorded under RECALL_IN_PASS_PATCH_ID; agent-run-recall.json, recorded before it, stays to replay the naming after the engine.
-        await maybeRecordHistory(handle, 'agent-run-recall-in-pass');
+        await maybeRecordHistory(handle, 'agent-run-recall');
       },
     );
   });

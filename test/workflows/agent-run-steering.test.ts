@@ -543,8 +543,7 @@ describe('steering agentRun', { timeout: 120_000 }, () => {
             event.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields?.CompactionPending,
         );
         expect(upserts).toHaveLength(2);
-        // Recorded under REVIEW_ATTRIBUTE_PATCH_ID; agent-run-review-worker-restart.json is the same run from before it.
-        await maybeRecordHistory(handle, 'agent-run-review-pending-attribute');
+        await maybeRecordHistory(handle, 'agent-run-review-worker-restart');
       });
     });
   });

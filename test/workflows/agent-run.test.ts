@@ -633,7 +633,7 @@ describe('agentRun', { timeout: 90_000 }, () => {
       );
     });
 
-    it('upserts ContextTokens only when it moved by a tenth of the window or at a compaction; a lone backend goes unnamed in the chat summaries (recorded for replay)', async () => {
+    it('upserts ContextTokens only when it moved by a tenth of the window or at a compaction; a lone backend goes unnamed in the chat summaries', async () => {
       const workflowId = uniqueId('agent-context-tokens');
       await run(
         { messages: openingOf(TAU), model: replayModel(TAU, 4000), compaction: { keepRecent: 4 }, maxRounds: 12 },
@@ -649,8 +649,6 @@ describe('agentRun', { timeout: 90_000 }, () => {
           const { upserts, chats } = checkContextTokensUpserts(events, 4000);
           expect(chats).toBe(outcome.rounds);
           expect(upserts).toBeLessThan(chats);
-          // A run under CONTEXT_TOKENS_PATCH_ID, for the replay suite (the other agentRun histories predate it).
-          await maybeRecordHistory(handle, 'agent-run-context-tokens-window');
         },
       );
     });
@@ -777,13 +775,13 @@ describe('agentRun', { timeout: 90_000 }, () => {
         { ...valid, chatActivity: { startToCloseTimeout: 'soon' } },
         'input.chatActivity.startToCloseTimeout: must be milliseconds or a duration',
       ],
-      ['a hand-made carried state', { ...valid, carried: { session: 'x' } }, 'input.carried.version: must be 2'],
+      ['a hand-made carried state', { ...valid, carried: { session: 'x' } }, 'input.carried.version: must be 1'],
       [
         'a carried state with a broken conversation',
         {
           ...valid,
           carried: {
-            version: 2,
+            version: 1,
             live: [{ id: 'm1', message: { role: 'tool', content: 'x' } }],
             sessionLines: 0,
             compactions: { recent: [], totals: {}, usage: {} },
@@ -796,6 +794,8 @@ describe('agentRun', { timeout: 90_000 }, () => {
             previousRequest: null,
             peakContextTokens: 0,
             continuedAsNew: 0,
+            tokenCounts: {},
+            pins: { ids: [], facts: [] },
           },
         },
         'input.carried.live[0].message.tool_call_id: required for role "tool"',
@@ -811,7 +811,7 @@ describe('agentRun', { timeout: 90_000 }, () => {
           ...valid,
           carried: {
             ...{
-              version: 2,
+              version: 1,
               live: [{ id: 'm1', message: { role: 'user', content: 'x' } }],
               sessionLines: 0,
               compactions: { recent: [], totals: {}, usage: {} },
@@ -824,6 +824,7 @@ describe('agentRun', { timeout: 90_000 }, () => {
               previousRequest: null,
               peakContextTokens: 0,
               continuedAsNew: 0,
+              pins: { ids: [], facts: [] },
             },
             tokenCounts: { o200k_base: [1, 2] },
           },
@@ -836,7 +837,7 @@ describe('agentRun', { timeout: 90_000 }, () => {
           ...valid,
           carried: {
             ...{
-              version: 2,
+              version: 1,
               live: [{ id: 'm1', message: { role: 'user', content: 'x' } }],
               sessionLines: 0,
               compactions: { recent: [], totals: {}, usage: {} },
@@ -849,6 +850,7 @@ describe('agentRun', { timeout: 90_000 }, () => {
               previousRequest: null,
               peakContextTokens: 0,
               continuedAsNew: 0,
+              pins: { ids: [], facts: [] },
             },
             tokenCounts: { o200k_base: [-3] },
           },

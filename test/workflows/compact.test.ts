@@ -16,7 +16,6 @@ import {
   type Summarizer,
 } from '../../src/index.js';
 import { SUMMARY_INSTRUCTION, SUMMARY_INSTRUCTIONS_HEADING } from '../../src/core/compaction/transcript.js';
-import { SUMMARIZE_MIDDLE_PATCH_ID, SUMMARY_COVERAGE_PATCH_ID } from '../../src/workflows/compact.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.js';
 import { toolRounds } from '../support/messages.js';
 import { testConnection } from '../support/temporal.js';
@@ -115,17 +114,11 @@ describe('compactConversation on a dev server', () => {
       /^"summarize \d+ messages \([\d,]+ chars\) · fake-summarizer"$/,
     );
     // docs/design.md#summarizer-request: the activity is sent the instruction and the cut middle as
-    // messages (the patch's marker first), not the rendered text; it renders the model's request.
+    // messages, not the rendered text; it renders the model's request.
     const sent = scheduled?.activityTaskScheduledEventAttributes?.input?.payloads?.[0]?.data;
     const input: unknown = JSON.parse(Buffer.from(sent ?? []).toString('utf8'));
     expect(Object.keys(input as object).sort()).toEqual(['instruction', 'middle']);
     expect(input).toMatchObject({ instruction: SUMMARY_INSTRUCTION, middle: messages.slice(1, result.dropped + 1) });
-    const patches = (history.events ?? []).flatMap((event) =>
-      (event.markerRecordedEventAttributes?.details?.['patch-data']?.payloads ?? []).map((payload) =>
-        Buffer.from(payload.data ?? []).toString('utf8'),
-      ),
-    );
-    expect(patches.some((data) => data.includes(SUMMARIZE_MIDDLE_PATCH_ID))).toBe(true);
   });
 
   it('instructions: the activity input carries them, and the model gets them after the fixed instruction', async () => {
@@ -145,7 +138,7 @@ describe('compactConversation on a dev server', () => {
     });
   });
 
-  it('coverage retry: a summary that left out identifiers the run still uses is asked once more, under its patch', async () => {
+  it('coverage retry: a summary that left out identifiers the run still uses is asked once more', async () => {
     server.script(
       { kind: 'summary', text: SHORT_SUMMARY },
       { kind: 'summary', text: `${SHORT_SUMMARY}\nf3.py and f5.py were read first.` },
@@ -166,12 +159,6 @@ describe('compactConversation on a dev server', () => {
         : [],
     );
     expect(summaries[1]).toContain('coverage retry');
-    const patches = (history.events ?? []).flatMap((event) =>
-      (event.markerRecordedEventAttributes?.details?.['patch-data']?.payloads ?? []).map((payload) =>
-        Buffer.from(payload.data ?? []).toString('utf8'),
-      ),
-    );
-    expect(patches.some((data) => data.includes(SUMMARY_COVERAGE_PATCH_ID))).toBe(true);
   });
 
   it('5xx then success: retried by Temporal, the summary is accepted', async () => {
@@ -267,10 +254,10 @@ describe('compactConversation on a dev server', () => {
   });
 
   // Recorded (compact-conversation-economics-window-gives-way.json) so that the replay suite holds a
-  // history with the ECONOMICS_PATCH_ID marker whose commands differ from the reference's: before
-  // the patch this input was an elision-only pass (no activity); under it, elision no longer ends a
-  // pass over the trigger and the summary runs. Every older history replays without the marker.
-  it('economic rules: new executions record the patch marker; elision rides on the summary; the recent window gives way', async () => {
+  // history whose commands differ from the reference's: under REFERENCE_EXACT this input is an
+  // elision-only pass (no activity); under the economic rules elision does not end a pass over the
+  // trigger and the summary runs.
+  it('economic rules: elision rides on the summary; the recent window gives way', async () => {
     // Six old 3,000-character results the stubs take away, then four rounds of 2,400-character results
     // (~2,450 tokens: over the low-water mark of 2,000 on their own).
     const heavy: ChatMessage[] = [
@@ -286,14 +273,7 @@ describe('compactConversation on a dev server', () => {
       ageReclaimMin: 2000,
     };
     server.script({ kind: 'summary', text: SHORT_SUMMARY });
-    const { result, handle, events } = await run('economics-window-gives-way', { messages: heavy, options: economics });
-    const history = await handle.fetchHistory();
-    const markers = (history.events ?? []).flatMap((event) =>
-      event.markerRecordedEventAttributes?.markerName === 'core_patch' ? [event] : [],
-    );
-    // The economic rules' patch, the one that refuses unknown option keys (docs/design.md#unknown-keys),
-    // and the one that sends the summarize activity the middle as messages (docs/design.md#summarizer-request).
-    expect(markers).toHaveLength(3);
+    const { result, events } = await run('economics-window-gives-way', { messages: heavy, options: economics });
     expect(events.filter((type) => type === 'ActivityTaskScheduled')).toHaveLength(1);
     expect(result.summary).toContain(SHORT_SUMMARY);
     expect(result.elisions).toHaveLength(6);

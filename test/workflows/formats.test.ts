@@ -1,9 +1,7 @@
 // The `anthropic` and `ai-sdk` formats through Temporal: compactConversation on a dev server maps the
 // conversation and its result in workflow code, and agrees with the in-process Compactor on the same
 // input; the workflow needsCompaction agrees with the Compactor's.
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { repositoryCorpus } from '../../corpus/index.js';
 import { Compactor, type AnthropicCompactionResult, type CompactConversationInput } from '../../src/index.js';
@@ -11,7 +9,7 @@ import { needsCompaction } from '../../src/workflows/compact.js';
 import { normalizeArguments, toAnthropic } from '../support/anthropic.js';
 import { toAiSdk } from '../support/ai-sdk.js';
 import { createFakeSummarizer } from '../support/conversations.js';
-import { bundleTestWorkflows, eventTypes, HISTORIES_DIR, uniqueId, withWorker } from './harness.js';
+import { bundleTestWorkflows, eventTypes, uniqueId, withWorker } from './harness.js';
 import type { compactConversation } from './test-workflows.js';
 
 const trajectory = repositoryCorpus().find(({ name }) => name === 'swesmith_claude37_getmoto__moto-pr_6055');
@@ -75,25 +73,6 @@ describe('compactConversation with format ai-sdk, on a dev server', () => {
     expect(result).toEqual(expected);
     expect(result.summary).not.toBeNull();
   });
-});
-
-describe('executions recorded before unknown keys were refused', () => {
-  it('ignore a format and a system prompt in their input: a history with both added replays as it ran', async () => {
-    const file = join(HISTORIES_DIR, 'compact-conversation-success.json');
-    const history = JSON.parse(readFileSync(file, 'utf8'));
-    const payload = history.events[0].workflowExecutionStartedEventAttributes.input.payloads[0];
-    const input = JSON.parse(Buffer.from(payload.data, 'base64').toString('utf8'));
-    expect(JSON.stringify(history)).not.toContain('unknown-keys-v1');
-    // Keys that execution never knew: it ignored them, and a replay must too (read as Anthropic, its messages would fail).
-    const tampered = { ...input, system: 'Be brief.', options: { ...input.options, format: 'anthropic' } };
-    payload.data = Buffer.from(JSON.stringify(tampered)).toString('base64');
-    const outcomes: Array<Error | undefined> = [];
-    for await (const result of Worker.runReplayHistories({ workflowBundle: await bundleTestWorkflows() }, [
-      { workflowId: 'pre-patch-format', history },
-    ]))
-      outcomes.push(result.error);
-    expect(outcomes).toEqual([undefined]);
-  }, 60_000);
 });
 
 describe('the workflow needsCompaction with format anthropic (outside a worker: no workflow API needed)', () => {

@@ -1,17 +1,14 @@
 // Node (test support) for the workflow tests: the test workflows (bundled once per run), a worker
 // per test on its own task queue (test/support/temporal.ts), and history helpers.
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { CancelledFailure } from '@temporalio/common';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
-import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { expect } from 'vitest';
 import { createActivities, type ActivityDeps } from '../../src/index.js';
-import type { CompactionResult } from '../../src/core/types.js';
-import { uniqueId } from '../support/temporal.js';
-import type { compactInWorkflow, CompactInWorkflowInput } from './test-workflows.js';
 import { TEST_WORKFLOWS_PATH } from '../support/bundle-cache.js';
 import {
   bundleWorkflows,
@@ -36,38 +33,6 @@ export async function withWorker<T>(
 ): Promise<T> {
   const t = await testConnection();
   return withTestWorker(t, { workflowBundle: bundle, activities: createActivities(deps) }, () => fn(t));
-}
-
-/**
- * Runs `compactInWorkflow` once on a worker whose summarizer must not be called (a scenario that
- * only elides or truncates), then hands `inspect` the run's handle and its compaction result.
- */
-export async function compactInWorkflowOnce(
-  bundle: WorkflowBundleWithSourceMap,
-  input: CompactInWorkflowInput,
-  idPrefix: string,
-  inspect: (handle: WorkflowHandle, result: CompactionResult) => Promise<void>,
-): Promise<void> {
-  await withWorker(
-    bundle,
-    { summarizer: { summarize: () => Promise.reject(new Error('nothing to summarize in this scenario')) } },
-    async ({ client, taskQueue }) => {
-      const handle = await client.workflow.start<typeof compactInWorkflow>('compactInWorkflow', {
-        taskQueue,
-        workflowId: uniqueId(idPrefix),
-        args: [input],
-      });
-      await inspect(handle, (await handle.result()).result);
-    },
-  );
-}
-
-/** The compaction result a recorded `compactInWorkflow` completed with. */
-export function compactInWorkflowResult(history: JsonHistory): CompactionResult {
-  const completed = history.events.find((event) => event.workflowExecutionCompletedEventAttributes);
-  const data = completed?.workflowExecutionCompletedEventAttributes?.result?.payloads?.[0]?.data;
-  const output = data === undefined ? undefined : JSON.parse(Buffer.from(data, 'base64').toString('utf8'));
-  return (output as { result: CompactionResult }).result;
 }
 
 /** The event types of a workflow's history, in order, e.g. `ActivityTaskScheduled`. */
@@ -138,48 +103,4 @@ export interface JsonEvent {
     input?: { payloads?: Array<{ data?: string }> };
   };
   upsertWorkflowSearchAttributesEventAttributes?: { searchAttributes?: { indexedFields?: Record<string, unknown> } };
-  markerRecordedEventAttributes?: {
-    markerName?: string;
-    details?: Record<string, { payloads?: Array<{ data?: string }> }>;
-  };
-  workflowExecutionCompletedEventAttributes?: { result?: { payloads?: Array<{ data?: string }> } };
-}
-
-/** A history as `maybeRecordHistory` writes it (or `handle.fetchHistory()` once through JSON). */
-export interface JsonHistory {
-  events: JsonEvent[];
-}
-
-/** A history recorded under test/histories/. */
-export function loadHistory(file: string): JsonHistory {
-  return JSON.parse(readFileSync(join(HISTORIES_DIR, file), 'utf8')) as JsonHistory;
-}
-
-/** A run's history so far, in the JSON shape of a recorded one. */
-export async function jsonHistoryOf(handle: WorkflowHandle): Promise<JsonHistory> {
-  return JSON.parse(historyToJSON(await handle.fetchHistory())) as JsonHistory;
-}
-
-/** The ids of the patches a history recorded (`patched()` writes a `core_patch` marker whose payload is `{ id, deprecated }`). */
-export function patchIdsOf(history: JsonHistory): string[] {
-  return history.events.flatMap((event) => {
-    const marker = event.markerRecordedEventAttributes;
-    if (marker?.markerName !== 'core_patch') return [];
-    const data = marker.details?.['patch-data']?.payloads?.[0]?.data;
-    const payload: unknown = data === undefined ? undefined : JSON.parse(Buffer.from(data, 'base64').toString('utf8'));
-    const id: unknown = typeof payload === 'object' && payload !== null ? Reflect.get(payload, 'id') : undefined;
-    return typeof id === 'string' ? [id] : [];
-  });
-}
-
-/** Replays each history against `bundle`: its name → the replay error's message, undefined when it replayed. */
-export async function replayErrors(
-  bundle: WorkflowBundleWithSourceMap,
-  histories: Record<string, JsonHistory>,
-): Promise<Record<string, string | undefined>> {
-  const errors: Record<string, string | undefined> = {};
-  const named = Object.entries(histories).map(([workflowId, history]) => ({ workflowId, history }));
-  for await (const outcome of Worker.runReplayHistories({ workflowBundle: bundle }, named))
-    errors[outcome.workflowId] = outcome.error?.message;
-  return errors;
 }

@@ -21,8 +21,6 @@ import {
   MAX_TOOL_CALLS_PER_TURN,
   TOOL_CALL_CONCURRENCY,
 } from '../../src/workflows/tool-dispatch.js';
-import { TOOL_BOUNDS_PATCH_ID } from '../../src/workflows/agent/patches.js';
-import { TRUNCATE_PATCH_ID } from '../../src/workflows/compact.js';
 import { assistantReply as completion, startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.js';
 import {
   hostileClasses,
@@ -34,7 +32,6 @@ import {
 import { replayActivities } from '../support/agent.js';
 import { toolRounds } from '../support/messages.js';
 import { bundleWorkflows, testConnection, uniqueId, withWorker } from '../support/temporal.js';
-import { jsonHistoryOf, patchIdsOf } from './harness.js';
 
 let bundle: WorkflowBundleWithSourceMap;
 beforeAll(async () => {
@@ -162,7 +159,6 @@ describe('agentRun against a hostile model', { timeout: 120_000 }, () => {
     expect(results.get('c99')).toMatch(/^Error: this turn asked for 105 tool calls; at most 64 run per turn/);
     const handle = t.client.workflow.getHandle(workflowId);
     expect(await mostToolActivitiesPerTask(handle)).toBeLessThanOrEqual(TOOL_CALL_CONCURRENCY);
-    expect(patchIdsOf(await jsonHistoryOf(handle))).toContain(TOOL_BOUNDS_PATCH_ID);
     await Worker.runReplayHistory({ workflowBundle: bundle }, await handle.fetchHistory(), workflowId);
   });
 
@@ -195,7 +191,6 @@ describe('agentRun against a hostile model', { timeout: 120_000 }, () => {
     expect(String(cut?.content)).toContain('characters cut from the middle by the harness to fit the context window');
     expect(result.compactions.recent.some((record) => (record.truncated ?? 0) > 0)).toBe(true);
     const handle = t.client.workflow.getHandle(workflowId);
-    expect(patchIdsOf(await jsonHistoryOf(handle))).toContain(TRUNCATE_PATCH_ID);
     await Worker.runReplayHistory({ workflowBundle: bundle }, await handle.fetchHistory(), workflowId);
   });
 

@@ -125,7 +125,7 @@ const START_AND_FAIL = [
   'workflowTaskCompleted',
   'workflowExecutionFailed',
 ];
-/** Commands of the first task that schedule nothing: the economics patch marker, the search attributes. */
+/** Commands of the first task that schedule nothing: a patch marker (docs/compatibility.md), the search attributes. */
 const BOOKKEEPING = new Set(['markerRecorded', 'upsertWorkflowSearchAttributes']);
 
 let bundle: WorkflowBundleWithSourceMap;

@@ -1,7 +1,8 @@
 // Determinism with the payload store on: an agentRun chain recorded with the store and the codec
-// on must keep replaying against today's code. The histories hold claims, not payloads, so they replay only with the
-// store objects recorded with them: both are checked in under test/histories/store-on/, apart
-// from test/histories/ (whose histories replay.test.ts replays without a store).
+// on must keep replaying against today's code. The histories hold claims, not payloads, so they
+// replay only with the store objects recorded with them: both are checked in under
+// test/histories/store-on/, apart from test/histories/ (whose histories replay.test.ts replays
+// without a store).
 //
 // The run: the MIT tau-bench trajectory on the replay provider in a 3,000-token window
 // (compactions), continue-as-new every 4 rounds (three runs), an addUserMessage update held into

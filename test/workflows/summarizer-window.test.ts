@@ -4,11 +4,11 @@ import { type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { Compactor, type CompactConversationOptions, type SummarizeRequest, type Summarizer } from '../../src/index.js';
 import { SUMMARY_OUTPUT_SHARE } from '../../src/core/compaction/options.js';
-import { requestFor } from '../../src/core/compaction/transcript.js';
+import { requestFor, summarizerMessages } from '../../src/core/compaction/transcript.js';
 import { defaultCounter } from '../../src/core/counting/tokens.js';
 import type { ChatMessage } from '../../src/core/types.js';
 import { createActivities } from '../../src/activities/index.js';
-import { toolRounds } from '../support/messages.js';
+import { toolRounds, transcriptOf } from '../support/messages.js';
 import { testConnection, withWorker as withWorkerOn } from '../support/temporal.js';
 import {
   bundleTestWorkflows,
@@ -38,7 +38,7 @@ function filesSummarizer(): Summarizer & { requests: SummarizeRequest[] } {
     requests,
     summarize(request) {
       requests.push(request);
-      const transcript = String(request.messages[1]?.content ?? '');
+      const transcript = transcriptOf(request);
       const files = [...transcript.matchAll(/"path":"(f\d+\.py)"/g)].map((match) => match[1]);
       return Promise.resolve({ text: `## Goals\nFix app.py.\n## Decisions\nRead ${files.join(', ')}.` });
     },
@@ -92,7 +92,7 @@ describe('summaries within the summarizer window, on a dev server', () => {
     for (const input of inputs) {
       const { instruction, middle } = input as { instruction: string; middle: ChatMessage[] };
       expect(Object.keys(input as object).sort()).toEqual(['instruction', 'middle']);
-      expect(defaultCounter.count(requestFor(instruction, middle).messages)).toBeLessThanOrEqual(
+      expect(defaultCounter.count(summarizerMessages(requestFor(instruction, middle)))).toBeLessThanOrEqual(
         WINDOW * (1 - SUMMARY_OUTPUT_SHARE),
       );
     }
@@ -221,7 +221,9 @@ describe('summaries within the summarizer window, on a dev server', () => {
     expect(scheduled).toBe(1);
     expect(summarizer.requests.length).toBeGreaterThan(3);
     for (const request of summarizer.requests)
-      expect(defaultCounter.count(request.messages)).toBeLessThanOrEqual(WINDOW * (1 - SUMMARY_OUTPUT_SHARE));
+      expect(defaultCounter.count(summarizerMessages(request))).toBeLessThanOrEqual(
+        WINDOW * (1 - SUMMARY_OUTPUT_SHARE),
+      );
     expect(result.fallback).toBe(false);
     expect(result.summary).toContain('## Goals');
     // The record says how many requests the kept summary took.

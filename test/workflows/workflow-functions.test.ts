@@ -6,7 +6,7 @@ import { FailureType, needsCompaction, planCompaction } from '../../src/workflow
 import { compactionPlanCore, needsCompactionCore, type SummarizeStep } from '../../src/core/compaction/engine.js';
 import { resolveOptions } from '../../src/core/compaction/options.js';
 import { summarizeActivitySummary } from '../../src/workflows/compact.js';
-import { SUMMARY_INSTRUCTION, summarizeRequest } from '../../src/core/compaction/transcript.js';
+import { summarizeRequest } from '../../src/core/compaction/transcript.js';
 import { charCounter, toolRounds } from '../support/messages.js';
 
 function failureOf(fn: () => unknown): ApplicationFailure {
@@ -84,7 +84,6 @@ describe('summarizeActivitySummary (the UI line of each summarize activity)', ()
     kind: 'summarize',
     purpose,
     request: summarizeRequest([], 2000),
-    instruction: SUMMARY_INSTRUCTION,
     transcript: { messages, characters },
   });
 

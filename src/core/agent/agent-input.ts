@@ -8,7 +8,7 @@ import {
   resolveOptions,
   type CompactionOptions,
   type Duration,
-  type UnknownKeys,
+  type ResolvedOptions,
 } from '../compaction/options.js';
 import { assertKnownKeys, keysOf, unknownKeyReason } from '../unknown-keys.js';
 import { DEFAULT_PAYLOAD_LIMIT_BYTES } from '../limits/payload-size.js';
@@ -167,14 +167,27 @@ export interface ResolvedBackend {
   tokenizer: Tokenizer;
 }
 
+/**
+ * A run's compaction settings, resolved at its start (`review`, `reviewTimeout` and `recall` are
+ * the run's own: {@link AgentRunPlan}).
+ */
+export interface AgentCompaction {
+  /** The compaction options with their defaults, all but `contextBudget`. */
+  options: Omit<ResolvedOptions, 'contextBudget'>;
+  /** The run's `contextBudget`; undefined: each compaction aims at the preflight's room. */
+  contextBudget: number | undefined;
+  /** The `summarize` activity's settings, checked. */
+  activity: Pick<AgentCompactionOptions, 'startToCloseTimeout' | 'heartbeatTimeout' | 'taskQueue' | 'summarizerModel'>;
+}
+
 /** A validated run plan (plain JSON). */
 export interface AgentRunPlan {
   /** The opening conversation, validated (empty for a continued run: it carries its own). */
   messages: ChatMessage[];
   backends: ResolvedBackend[];
   tools: ToolDeclaration[];
-  /** The compaction options for `compact` (without `review` and `reviewTimeout`, which are the run's own: {@link review}). */
-  compaction: AgentCompactionOptions;
+  /** The compaction settings, resolved once: what every compaction of the run runs with. */
+  compaction: AgentCompaction;
   /** Whether compactions wait for a person, and how long (docs/design.md#review). */
   review: { mode: CompactionReview; timeoutMs: number };
   /** Whether the run declares `recall` and its stubs and summaries name what they replaced (docs/design.md#recall). */
@@ -310,12 +323,9 @@ function issueError(issue: z.core.$ZodIssue, schema: z.core.$ZodType, value: unk
  * `messages[3].tool_call_id`. The messages of a new run must be a conversation a provider accepts
  * ({@link validateAgentMessages}); a continued run's carried conversation is the run's own and is
  * checked by the workflow.
- *
- * An unknown key of `input.compaction` is refused with the closest known name, unless `unknownKeys`
- * is `'ignore'` (a history recorded before such keys were refused: docs/design.md#unknown-keys) or the
- * run is continued (its input was accepted when its first run started): the plan then leaves it out.
+ * An unknown key of `input.compaction` is refused with the closest known name.
  */
-export function planAgentRun(input: unknown, unknownKeys: UnknownKeys = 'refuse'): AgentRunPlan {
+export function planAgentRun(input: unknown): AgentRunPlan {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
     throw new InvalidInputError('input', 'must be an object { messages, model, compaction, tools?, maxRounds? }');
   }
@@ -326,12 +336,8 @@ export function planAgentRun(input: unknown, unknownKeys: UnknownKeys = 'refuse'
     throw issueError(issue, inputSchema, input, 'input');
   }
   const data = parsed.data;
-  if (unknownKeys === 'refuse' && data.carried === undefined)
-    assertKnownKeys(data.compaction, AGENT_COMPACTION_KEYS, 'input.compaction');
-  // Tolerated (see above), an unknown key goes no further than here: `compact` refuses what it does not know.
-  const { review, reviewTimeout, recall, ...compaction }: AgentCompactionOptions = Object.fromEntries(
-    Object.entries(data.compaction).filter(([key]) => AGENT_COMPACTION_KEYS.includes(key)),
-  );
+  assertKnownKeys(data.compaction, AGENT_COMPACTION_KEYS, 'input.compaction');
+  const { review, reviewTimeout, recall, ...compaction }: AgentCompactionOptions = data.compaction;
   if (review !== undefined && !COMPACTION_REVIEWS.includes(review))
     throw new InvalidInputError(
       'input.compaction.review',
@@ -368,10 +374,13 @@ export function planAgentRun(input: unknown, unknownKeys: UnknownKeys = 'refuse'
       config.label ?? (config.provider === 'openai' ? `openai:${config.model}` : `replay:${config.trajectory}`);
     return { index, label, config, safetyMargin, tokenizer: config.tokenizer ?? 'o200k_base' };
   });
-  // Check the compaction options now (with a stand-in budget when the preflight supplies it), so a bad option fails the run at its start.
+  // Resolved now, so a bad option fails the run at its start; the budget is checked with a stand-in when the preflight supplies it.
   const { contextBudget, startToCloseTimeout, heartbeatTimeout, taskQueue, summarizerModel, ...compactionOptions } =
     compaction;
-  resolveOptions({ ...compactionOptions, contextBudget: contextBudget ?? 1 }, 'input.compaction');
+  const { contextBudget: _standIn, ...options } = resolveOptions(
+    { ...compactionOptions, contextBudget: contextBudget ?? 1 },
+    'input.compaction',
+  );
   checkDuration(startToCloseTimeout, 'input.compaction.startToCloseTimeout');
   checkDuration(heartbeatTimeout, 'input.compaction.heartbeatTimeout');
   assertTaskQueueName(taskQueue, 'input.compaction.taskQueue');
@@ -400,7 +409,11 @@ export function planAgentRun(input: unknown, unknownKeys: UnknownKeys = 'refuse'
     messages,
     backends,
     tools,
-    compaction,
+    compaction: {
+      options,
+      contextBudget,
+      activity: { startToCloseTimeout, heartbeatTimeout, taskQueue, summarizerModel },
+    },
     recall: recall === true,
     review: {
       mode: review ?? 'auto',

@@ -16,18 +16,16 @@ import type { SessionEntry } from './session.js';
 import type { Pins } from './steering.js';
 
 /**
- * The format of {@link AgentRunCarried} a run writes. It reads this one and the one before it
- * (version 2: no `pins`, read as none); a run refuses carried state of any other version. 3: pins.
+ * The format of {@link AgentRunCarried} a run writes and reads; a run refuses carried state of any
+ * other version (docs/compatibility.md: a change of the format within a minor keeps a reader for
+ * every version written).
  */
-export const CARRIED_STATE_VERSION = 3;
-
-/** The carried versions a run reads: the current one, and version 2 (written before pins). */
-const READABLE_VERSIONS = [2, CARRIED_STATE_VERSION] as const;
+export const CARRIED_STATE_VERSION = 1;
 
 /** What a run carries across continue-as-new (internal; plain JSON, bounded by the live context). */
 export interface AgentRunCarried {
-  /** {@link CARRIED_STATE_VERSION} when this version wrote it; 2 when a worker before pins did. */
-  version: (typeof READABLE_VERSIONS)[number];
+  /** {@link CARRIED_STATE_VERSION}. */
+  version: typeof CARRIED_STATE_VERSION;
   /** The live conversation, each message with its transcript id. */
   live: SessionEntry[];
   /** Transcript lines recorded so far, across runs (every line is recorded before continuing as new). */
@@ -48,12 +46,11 @@ export interface AgentRunCarried {
   /**
    * Token counts of the live conversation's texts, per BPE encoding of the chain: one entry per
    * text, message by message in the order `messageTexts` lists them (null: not counted). The
-   * continued run starts knowing them instead of counting its conversation again. Absent in state
-   * carried by workers before it.
+   * continued run starts knowing them instead of counting its conversation again.
    */
-  tokenCounts?: Record<string, Array<number | null>>;
-  /** The pins of the `pin` update (docs/design.md#steering); absent in version 2: none. */
-  pins?: Pins;
+  tokenCounts: Record<string, Array<number | null>>;
+  /** The pins of the `pin` update (docs/design.md#steering). */
+  pins: Pins;
 }
 
 const count = z.number().int().nonnegative();
@@ -64,8 +61,8 @@ const count = z.number().int().nonnegative();
  * reads them: they are the run's own records, passed through.
  */
 export const carriedStateSchema = z.looseObject({
-  version: z.literal(READABLE_VERSIONS, {
-    error: `must be ${READABLE_VERSIONS.join(' or ')} (state carried by another version of agentRun cannot be continued); leave input.carried out`,
+  version: z.literal(CARRIED_STATE_VERSION, {
+    error: `must be ${CARRIED_STATE_VERSION} (state carried by another version of agentRun cannot be continued); leave input.carried out`,
   }),
   live: z.array(z.looseObject({ id: z.string({ error: 'must be a unique transcript id' }), message: z.unknown() })),
   sessionLines: count,
@@ -86,21 +83,15 @@ export const carriedStateSchema = z.looseObject({
   previousRequest: z.looseObject({ ids: z.array(z.string()), sizes: z.array(count) }).nullable(),
   peakContextTokens: count,
   continuedAsNew: count,
-  tokenCounts: z
-    .record(
-      z.string(),
-      z.array(count.nullable(), { error: 'must list a count or null for each text of the live conversation' }),
-      {
-        error: 'must be an object of count lists by encoding, or left out',
-      },
-    )
-    .optional(),
-  pins: z
-    .looseObject({
-      ids: z.array(z.string(), { error: 'must be a list of pinned message ids' }),
-      facts: z.array(z.string(), { error: 'must be a list of pinned facts' }),
-    })
-    .optional(),
+  tokenCounts: z.record(
+    z.string(),
+    z.array(count.nullable(), { error: 'must list a count or null for each text of the live conversation' }),
+    { error: 'must be an object of count lists by encoding' },
+  ),
+  pins: z.looseObject({
+    ids: z.array(z.string(), { error: 'must be a list of pinned message ids' }),
+    facts: z.array(z.string(), { error: 'must be a list of pinned facts' }),
+  }),
 });
 
 function pathOf(field: string, path: readonly PropertyKey[]): string {
@@ -141,7 +132,7 @@ function assertCarriedState(value: unknown, field: string): asserts value is Age
     ids.add(entry.id);
   });
   // A pinned message is one of the live conversation (pins never leave it: they are sticky).
-  pins?.ids.forEach((id, index) => {
+  pins.ids.forEach((id, index) => {
     if (!ids.has(id))
       throw new InvalidInputError(`${field}.pins.ids[${index}]`, `no message with id "${id}" in input.carried.live`);
   });
@@ -151,7 +142,7 @@ function assertCarriedState(value: unknown, field: string): asserts value is Age
     '.message',
   );
   checkMessages(pendingUserMessages, `${field}.pendingUserMessages`, '');
-  if (tokenCounts !== undefined) checkCounts(messages, tokenCounts, `${field}.tokenCounts`);
+  checkCounts(messages, tokenCounts, `${field}.tokenCounts`);
 }
 
 /** Validates messages kept in carried state, naming the carried field (`<list>[i]<suffix>…`), not the conversation they were checked as. */

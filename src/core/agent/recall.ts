@@ -4,10 +4,8 @@
 // message as the transcript holds it. This module: the declaration, the bounds on the id a model
 // passes, and the naming of a compaction result's stubs and summary.
 import type { ToolDeclaration } from '../counting/request-counter.js';
-import { isStub } from '../compaction/elision.js';
-import { removableMask } from '../compaction/regions.js';
-import type { ChatMessage, CompactionResult, Elision } from '../types.js';
-import { applySessionLine, type SessionEntry, type SessionLine } from './session.js';
+import type { ChatMessage } from '../types.js';
+import type { SessionEntry } from './session.js';
 
 /** The name of the tool (and of the activity that answers it). */
 export const RECALL_TOOL_NAME = 'recall';
@@ -145,65 +143,4 @@ export function recallNamer(
     const id = replaced[0]?.id;
     return id === undefined ? '' : recallStubSuffix(id);
   };
-}
-
-/**
- * The naming after the engine of runs recorded before the recall-in-pass patch
- * (src/workflows/agent/patches.ts), kept so that they replay as they ran: their compactions
- * decided without counting the ids.
- * A compaction result whose stubs and summary name what they replaced: each elision stub ends
- * with ` [recall id: m14]`, and the summary with a `[recall ids: m3..m9, m12]` line (the ids a
- * summary it replaced named are named again). `messages` are derived as the transcript lines
- * derive them; `tokensAfter` is counted again with `count`, as the ids add to the conversation.
- */
-export function withRecallIds(
-  entries: readonly SessionEntry[],
-  result: CompactionResult,
-  count: (messages: readonly ChatMessage[]) => number,
-): CompactionResult {
-  if (result.elisions.length === 0 && (result.summary === null || result.cutIndex < 0)) return result;
-  const elisions = result.elisions.map((elision): Elision => {
-    const id = entries[elision.index]?.id;
-    // Only a tool result's stub: an image elision keeps the rest of its message, a truncation most of it.
-    return id === undefined || elision.content !== undefined || !isStub({ role: 'tool', content: elision.stub })
-      ? elision
-      : { ...elision, stub: `${elision.stub}${recallStubSuffix(id)}` };
-  });
-  let summary = result.summary;
-  if (summary !== null && result.cutIndex >= 0) {
-    const removable = removableMask(entries.map((entry) => entry.message));
-    const numbers: number[] = [];
-    entries.slice(0, result.cutIndex + 1).forEach((entry, index) => {
-      if (removable[index] !== 1) return;
-      const number = idNumber(entry.id);
-      if (number !== undefined) numbers.push(number);
-      else numbers.push(...namedNumbers(entry.message));
-    });
-    if (numbers.length > 0) summary = `${summary}\n\n[recall ids: ${recallIdList(numbers)}]`;
-  }
-  let next = [...entries];
-  const lines: SessionLine[] = elisions.flatMap((elision): SessionLine[] => {
-    const id = entries[elision.index]?.id;
-    if (id === undefined) return [];
-    return [
-      elision.content === undefined
-        ? { type: 'elision', id, stub: elision.stub }
-        : { type: 'elision', id, stub: elision.stub, content: elision.content },
-    ];
-  });
-  const through = result.cutIndex >= 0 ? entries[result.cutIndex]?.id : undefined;
-  if (through !== undefined)
-    lines.push({
-      type: 'compaction',
-      replacesThroughId: through,
-      summary,
-      dropped: result.dropped,
-      tokensBefore: result.tokensBefore,
-      tokensAfter: result.tokensAfter,
-      fallback: result.fallback,
-      exhausted: result.exhausted,
-    });
-  for (const line of lines) next = applySessionLine(next, line);
-  const messages = next.map((entry) => entry.message);
-  return { ...result, elisions, summary, messages, tokensAfter: count(messages) };
 }

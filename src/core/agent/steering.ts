@@ -192,7 +192,7 @@ export function unpinChange(input: { ids: string[]; fact?: string }, pins: Pins)
 /**
  * The summary instructions of one compaction of the run: the run's own `compaction.summaryInstructions`,
  * then the `compact` update's instructions, then the pinned facts as a list to keep. Undefined when
- * there is none of them, so a run that is never steered asks exactly what it asked before.
+ * there is none of them: a run that is never steered asks with its own instructions alone.
  */
 export function steeredInstructions(
   base: string | undefined,
@@ -203,20 +203,6 @@ export function steeredInstructions(
   if (facts.length > 0)
     parts.push(['Keep these facts, word for word:', ...facts.map((fact) => `- ${fact}`)].join('\n'));
   return parts.length === 0 ? undefined : parts.join('\n\n');
-}
-
-/**
- * A compaction's options with the run's steering in them: `summaryInstructions` set to
- * {@link steeredInstructions} of the options' own, the pinned facts and the `compact` update's
- * instructions — and the options unchanged (the same keys) when there is none of them.
- */
-export function steeredOptions<T extends { summaryInstructions?: string }>(
-  options: T,
-  facts: readonly string[],
-  onDemand: string | undefined,
-): T {
-  const summaryInstructions = steeredInstructions(options.summaryInstructions, facts, onDemand);
-  return summaryInstructions === undefined ? options : { ...options, summaryInstructions };
 }
 
 /** The pins as lines of the run's current details (none when nothing is pinned). */
@@ -232,7 +218,7 @@ export function pinDetails(pins: Pins): string[] {
 
 /**
  * Whether a compaction of the run waits for a person (docs/design.md#review): `'auto'` applies it
- * (as before review existed); `'approve'` computes it, summary included, publishes it and waits for
+ * at once; `'approve'` computes it, summary included, publishes it and waits for
  * `reviewCompaction` up to `reviewTimeout` (then applies it); `'manual'` compacts only on the
  * `compact` update. In every mode a compaction without which the next request would not fit its
  * window is applied at once and recorded as forced.

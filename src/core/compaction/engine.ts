@@ -51,9 +51,8 @@ export interface SummarizeStep {
   purpose: 'summary' | 'tighter' | 'coverage' | 'piece';
   /** Only for a middle summarized in pieces: which piece this request folds in (1-based), of how many. */
   piece?: { index: number; of: number };
+  /** What the summarizer is sent: in a workflow, the `summarize` activity's input as it is (docs/design.md#summarizer-request). */
   request: SummarizeRequest;
-  /** The request's instruction alone: with `request.middle` it is all a driver needs to send (docs/design.md#summarizer-request). */
-  instruction: string;
   /** For UI metadata: how many messages the transcript holds and its length in characters. */
   transcript: { messages: number; characters: number };
 }
@@ -211,9 +210,9 @@ function summaryPiecesOf(pass: Pass, window: number): number | undefined {
   const { options, regions, aim } = pass;
   const elided = elide(pass);
   if (elided.elisions.length > 0) {
-    const below = pass.tokensBefore <= triggerOf(aim);
-    if (below && options.legacyEpochRecount !== true) return undefined;
-    const stop = below ? triggerOf(aim) : elisionStop(pass);
+    // An epoch (at or below the trigger) never summarizes.
+    if (pass.tokensBefore <= triggerOf(aim)) return undefined;
+    const stop = elisionStop(pass);
     if (stop >= 0 && aim.counter.count(elided.messages()) <= stop) return undefined;
   }
   const planned = options.recentWindowGivesWay ? planWindow(pass.input, regions, aim, options).regions : regions;
@@ -317,40 +316,12 @@ export function* compactionSteps(
   // Only a conversation that did not fit and still does not: a result over its limit from one that
   // fitted is a counter's artefact (a calibrated counter recounting stubs), not an oversized message.
   const oversized = result.exhausted && pass.tokensBefore > pass.aim.limit;
-  if (!oversized || !options.truncateOversized || hooks.mayTruncate?.() === false) return result;
-  const mayUndoCut = hooks.mayUndoCut ?? (() => true);
-  const mayBoundCounting = hooks.mayBoundCounting ?? (() => true);
-  return truncateToFit(
-    pass.input,
-    result,
-    pass.regions.removable,
-    pass.aim.counter,
-    pass.aim.limit,
-    mayUndoCut,
-    mayBoundCounting,
-  );
+  if (!oversized || !options.truncateOversized) return result;
+  return truncateToFit(pass.input, result, pass.regions.removable, pass.aim.counter, pass.aim.limit);
 }
 
-/** What a driver may decide as the pass goes (the workflow driver: what its history's patches allow). */
+/** What a driver adds to a pass. */
 export interface CompactionHooks {
-  /** Asked once, only when a result is still over its limit and `truncateOversized` is on; false keeps it exhausted. */
-  mayTruncate?: () => boolean;
-  /**
-   * Asked only when a truncation's cut would not lower the count (docs/design.md#truncation): true
-   * undoes that cut; false keeps it, as truncation did before it undid any.
-   */
-  mayUndoCut?: () => boolean;
-  /**
-   * Asked only when a truncation's bisection of a text could count more cut text than is left of
-   * `TRUNCATION_COUNT_CHARS` (docs/design.md#truncation): true searches within the bound; false
-   * bisects without it, as truncation did before it was bounded.
-   */
-  mayBoundCounting?: () => boolean;
-  /**
-   * Asked once, only when a summary left out identifiers it had to keep and `summaryCoverage` is
-   * on (docs/design.md#coverage); false: no coverage retry and no carried-facts line.
-   */
-  mayCover?: () => boolean;
   /**
    * docs/design.md#recall (agent runs with `compaction.recall`): the text a stub, a summary or a
    * hard trim's marker ends with to name what it replaced — `'stub'` with the index of one elided
@@ -400,8 +371,8 @@ function* passSteps(pass: Pass, hooks: CompactionHooks): CompactionSteps {
     // docs/design.md#epochs: an epoch never summarizes, never drops, never calls a backend. Decided on the count the
     // pass was entered with, not on a recount: a calibrated counter counts a changed conversation
     // with its estimator, which may say "over the trigger" of a conversation that just shrank.
-    if (below && options.legacyEpochRecount !== true) return elisionOnly();
-    const stop = below ? triggerOf(aim) : elisionStop(pass);
+    if (below) return elisionOnly();
+    const stop = elisionStop(pass);
     if (stop >= 0 && aim.counter.count(elided.messages()) <= stop) return elisionOnly();
   }
 
@@ -458,15 +429,13 @@ function* passSteps(pass: Pass, hooks: CompactionHooks): CompactionSteps {
     (requiredOnce ??= checking
       ? requiredIdentifiers(middle, keptAround(pass.input, planned), options.toolResultCap, contents)
       : []);
-  let covering: boolean | undefined;
-  const mayCover = (): boolean => (covering ??= hooks.mayCover?.() !== false);
   const named = hooks.nameReplaced?.('summary', planned.middle) ?? '';
   const contentOf = (written: string): string => `${summaryContent(written, planned.middle.length)}${named}`;
   const assembledOf = (written: string): ChatMessage[] => assemble(pass.input, planned, contentOf(written));
   /** The summary the summarizer wrote, with what it left out carried when that still fits; undefined when neither fits. */
   const accepted = (written: string): CompactionResult | undefined => {
     const missing = checking ? missingFrom(written, required()) : [];
-    if (missing.length > 0 && mayCover()) {
+    if (missing.length > 0) {
       const carried = withCarriedFacts(written, missing);
       const assembled = assembledOf(carried);
       if (accepts(assembled))
@@ -524,8 +493,7 @@ function* passSteps(pass: Pass, hooks: CompactionHooks): CompactionSteps {
   const first = yield* ask(summaryStep('summary', summaryInstruction(undefined, text), text));
   if (first.kind !== 'summary' || first.text.trim() === '') return trimmed();
   const firstText = first.text.trim();
-  const firstMissing = options.summaryCoverage === 'retry' ? missingFrom(firstText, required()) : [];
-  const retryNames = firstMissing.length > 0 && mayCover() ? firstMissing : [];
+  const retryNames = options.summaryCoverage === 'retry' ? missingFrom(firstText, required()) : [];
 
   if (accepts(assembledOf(firstText))) {
     if (retryNames.length === 0) return withPieces(accepted(firstText) ?? trimmed(), first);
@@ -534,7 +502,7 @@ function* passSteps(pass: Pass, hooks: CompactionHooks): CompactionSteps {
     const retry = yield* ask(summaryStep('coverage', instruction, withIdentifiers(text, retryNames)));
     if (retry.kind === 'summary' && retry.text.trim() !== '') {
       const retryText = retry.text.trim();
-      const better = missingFrom(retryText, required()).length < firstMissing.length ? accepted(retryText) : undefined;
+      const better = missingFrom(retryText, required()).length < retryNames.length ? accepted(retryText) : undefined;
       if (better !== undefined) return withPieces(better, retry);
     }
     return withPieces(accepted(firstText) ?? trimmed(), first);
@@ -564,9 +532,7 @@ const overSummarizerWindow: SummarizeOutcome = {
  * Yields a built step and returns its answer; a step not built fails unsent. At module level, not
  * in the pass: a generator function made per pass gets its own hidden class at its first call,
  * which V8 allocates outside the young generation, and through the function's closure that kept
- * the whole pass (its cut middle, every copy) alive until a full collection. Measured at 10k
- * messages: a young collection freed 0.8 to 1.5 MB of the 10 MB allocated since the one before it;
- * with this function here (and requestFor's shared accessor), 6 to 8.5 MB.
+ * the whole pass (its cut middle, every copy) alive until a full collection.
  */
 function* ask(built: SummarizeStep | undefined): Generator<SummarizeStep, SummarizeOutcome, SummarizeOutcome> {
   return built === undefined ? overSummarizerWindow : yield built;
@@ -579,12 +545,12 @@ function step(
   text: InstructionText,
   piece?: SummarizeStep['piece'],
 ): SummarizeStep {
-  // The request's messages are rendered only if a driver reads them: counted here, not built.
+  // The transcript's size is counted, not rendered: the request is rendered only by a summarizer that sends text.
   const request = requestFor(instruction, seen, text.summaryInstructions);
   const transcript = { messages: seen.length, characters: requestChars(instruction, seen) };
   return piece === undefined
-    ? { kind: 'summarize', purpose, request, instruction, transcript }
-    : { kind: 'summarize', purpose, request, instruction, transcript, piece };
+    ? { kind: 'summarize', purpose, request, transcript }
+    : { kind: 'summarize', purpose, request, transcript, piece };
 }
 
 /** Runs the step machine with a synchronous answer per step (tests, benchmarks, pure callers). */

@@ -228,11 +228,6 @@ export interface ResolvedOptions {
   summaryPrompt?: string | undefined;
   /** Undefined: one summarizer request, whatever its size. */
   summarizerContextWindow?: number | undefined;
-  /**
-   * @internal Set only by the workflow driver for histories recorded before the economic rules
-   * existed: an elision epoch recounts and may go on to the summary, as the code then did.
-   */
-  legacyEpochRecount?: boolean;
 }
 
 /** The backoff never grows past this (docs/design.md#failures). */
@@ -302,26 +297,15 @@ export const COMPACTION_OPTION_KEYS = keysOf<CompactionOptions>({
 });
 
 /**
- * What an options check does with a key it does not know: refuse it (an `InvalidInputError` naming
- * it and the closest known name), or ignore it — only for input a workflow accepted before unknown
- * keys were refused (docs/design.md#unknown-keys).
- */
-export type UnknownKeys = 'refuse' | 'ignore';
-
-/**
  * Applies defaults and validates; throws `InvalidInputError` naming the option, and for an unknown
  * option the closest known name (`options.keepRecnt: unknown option; did you mean keepRecent?`).
  * Callers whose options carry more than the compaction options check those keys first and pass
  * only the compaction options here.
  */
-export function resolveOptions(
-  options: unknown,
-  field = 'options',
-  unknownKeys: UnknownKeys = 'refuse',
-): ResolvedOptions {
+export function resolveOptions(options: unknown, field = 'options'): ResolvedOptions {
   if (typeof options !== 'object' || options === null)
     throw new InvalidInputError(field, 'must be an object with at least contextBudget');
-  if (unknownKeys === 'refuse') assertKnownKeys(options, COMPACTION_OPTION_KEYS, field);
+  assertKnownKeys(options, COMPACTION_OPTION_KEYS, field);
   const parsed = optionsSchema.safeParse(options);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];

@@ -2,7 +2,14 @@
 // fold (docs/design.md#summarizer-window). Pure and deterministic: the same middle, options and
 // counter cut the same pieces, in workflow code as in-process.
 import { SUMMARY_OUTPUT_SHARE } from './options.js';
-import { capText, renderContent, renderTranscript, requestFor, summaryContent } from './transcript.js';
+import {
+  capText,
+  renderContent,
+  renderTranscript,
+  requestFor,
+  summarizerMessages,
+  summaryContent,
+} from './transcript.js';
 import type { ChatMessage, SummarizeRequest, TokenCounter } from '../types.js';
 
 /**
@@ -51,7 +58,7 @@ export function inputRoom(window: number): number {
 
 /** True when a request is within the input room of `window`. */
 export function requestFits(request: SummarizeRequest, window: number, counter: TokenCounter): boolean {
-  return counter.count(request.messages) <= inputRoom(window);
+  return counter.count(summarizerMessages(request)) <= inputRoom(window);
 }
 
 /**
@@ -69,7 +76,8 @@ export function cutPieces(
   if (requestFits(requestFor(instruction, [...seen], instructions), window, counter)) return undefined;
   const room = inputRoom(window);
   const folded = foldInstruction(instruction);
-  const tokensOf = (middle: ChatMessage[]): number => counter.count(requestFor(folded, middle, instructions).messages);
+  const tokensOf = (middle: ChatMessage[]): number =>
+    counter.count(summarizerMessages(requestFor(folded, middle, instructions)));
   const overhead = tokensOf([]);
   const free = room - Math.ceil(room * RETRY_SHARE) - overhead;
   // The first piece has the whole free room; the others leave room for the summary so far: what a
@@ -141,7 +149,7 @@ export function foldedMiddle(
     ...piece,
   ];
   const fits = (chars: number): boolean =>
-    counter.count(requestFor(pieces.instruction, withText(chars), instructions).messages) <= limit;
+    counter.count(summarizerMessages(requestFor(pieces.instruction, withText(chars), instructions))) <= limit;
   const chars = largestFitting(carried.length, fits);
   return chars === undefined ? undefined : withText(chars);
 }

@@ -297,75 +297,37 @@ export function summaryInstruction(previousSummaryChars?: number, text: Instruct
 }
 
 /**
- * The request for an instruction and a middle already cut by {@link capMiddle}: the instruction as
- * the system message, the rendered transcript as the user message, and the middle itself; with
- * `instructions` (the caller's `summaryInstructions`, already in the instruction) those too.
+ * The request for an instruction and a middle already cut by {@link capMiddle}; with `instructions`
+ * (the caller's `summaryInstructions`, already in the instruction) those too. The request is data:
+ * what a workflow sends the `summarize` activity and what the activity hands the summarizer.
  */
 export function requestFor(instruction: string, cappedMiddle: ChatMessage[], instructions?: string): SummarizeRequest {
-  // `messages` is rendered when first read, then kept: the workflow driver sends the instruction
-  // and the middle and never reads it, and a long middle's transcript runs to many megabytes.
-  const request = (instructions === undefined ? {} : { instructions }) as SummarizeRequest;
-  Object.defineProperty(request, LAZY, {
-    value: { instruction, middle: cappedMiddle, messages: undefined } satisfies LazyRequest,
-    writable: false,
-  });
-  Object.defineProperty(request, 'messages', lazyMessages);
-  request.middle = cappedMiddle;
-  return request;
-}
-
-/** What a request's `messages` is rendered from (see {@link lazyMessages}). */
-interface LazyRequest {
-  readonly instruction: string;
-  readonly middle: readonly ChatMessage[];
-  messages: ChatMessage[] | undefined;
+  return instructions === undefined
+    ? { instruction, middle: cappedMiddle }
+    : { instruction, middle: cappedMiddle, instructions };
 }
 
 /**
- * Where a request keeps its {@link LazyRequest}: a property of its own, not enumerable, so neither
- * JSON nor a spread carries it. Not a WeakMap by request: V8's young-generation collector kept
- * the values of such a WeakMap after their keys died. In a loop of 10k-message passes each
- * scavenge then copied the cut middles of the passes since the one before and promoted them for
- * a full collection to free: 7 to 12 ms a scavenge, under 1 ms with the state on the request.
+ * What a model is sent for a request: the instruction as the system message and the middle's
+ * transcript ({@link renderTranscript}, after a line saying how many messages it holds) as the user
+ * message. The one place a request is rendered; a summarizer that works on structure (the
+ * extractive one) reads `request.middle` instead.
  */
-const LAZY = Symbol('temporal-compactor.lazyRequest');
-
-function lazyRequestOf(request: object): LazyRequest {
-  const lazy = (request as { [LAZY]?: LazyRequest })[LAZY];
-  if (lazy === undefined) throw new TypeError('messages: this accessor belongs to a request made by requestFor');
-  return lazy;
+export function summarizerMessages(request: SummarizeRequest): ChatMessage[] {
+  return [
+    { role: 'system', content: request.instruction },
+    {
+      role: 'user',
+      content: `${transcriptHeader(request.middle)}${renderTranscript(request.middle, Number.POSITIVE_INFINITY)}`,
+    },
+  ];
 }
-
-/**
- * The `messages` of every request {@link requestFor} makes: one getter and one setter for all of
- * them, reading the request's own state. An accessor made per request (closures over its middle)
- * gives each request its own hidden class, which V8 allocates outside the young generation: the
- * middle a pass cut then outlived the pass until a full collection (what that cost: `ask` in
- * engine.ts).
- */
-const lazyMessages: PropertyDescriptor = {
-  enumerable: true,
-  configurable: true,
-  get(this: object): ChatMessage[] {
-    const lazy = lazyRequestOf(this);
-    return (lazy.messages ??= [
-      { role: 'system', content: lazy.instruction },
-      {
-        role: 'user',
-        content: `${transcriptHeader(lazy.middle)}${renderTranscript(lazy.middle, Number.POSITIVE_INFINITY)}`,
-      },
-    ]);
-  },
-  set(this: object, value: ChatMessage[]): void {
-    lazyRequestOf(this).messages = value;
-  },
-};
 
 function transcriptHeader(cappedMiddle: readonly ChatMessage[]): string {
   return `Transcript to summarize (${cappedMiddle.length} messages):\n\n`;
 }
 
-/** The characters of {@link requestFor}'s messages (instruction and transcript), without rendering them. */
+/** The characters of {@link summarizerMessages} of a request (instruction and transcript), without rendering them. */
 export function requestChars(instruction: string, cappedMiddle: readonly ChatMessage[]): number {
   let transcript = transcriptChars.get(cappedMiddle);
   if (transcript === undefined) {

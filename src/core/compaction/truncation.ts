@@ -66,11 +66,9 @@ function withText(message: ChatMessage, part: number, text: string): ChatMessage
  * sticky or pinned one, never one grouped with it), kept in the result, not a summary, with more
  * than {@link TRUNCATION_MIN_KEEP} characters of text. Largest first (ties: the earlier), each cut
  * only as far as needed, found by bisection on the characters kept. A cut that does not lower the
- * count is undone (a text barely over the least kept grows by its marker) unless `mayUndoCut`
- * says no: the workflow driver's patch, asked only then. The probes count at most
+ * count is undone (a text barely over the least kept grows by its marker). The probes count at most
  * {@link TRUNCATION_COUNT_CHARS} characters of cut text in all: a text whose bisection could count
- * more than is left is searched by {@link boundedSearch} instead, unless `mayBoundCounting` says no
- * (the workflow driver's patch, asked only then). Each cut kept is an elision of that input position
+ * more than is left is searched by {@link boundedSearch} instead. Each cut kept is an elision of that input position
  * (so a transcript replays it) and a `truncations` entry. Deterministic.
  */
 export function truncateToFit(
@@ -79,8 +77,6 @@ export function truncateToFit(
   removable: Uint8Array,
   counter: TokenCounter,
   limit: number,
-  mayUndoCut: () => boolean = () => true,
-  mayBoundCounting: () => boolean = () => true,
 ): CompactionResult {
   const position = new Map<ChatMessage, number>();
   result.messages.forEach((message, index) => position.set(message, index));
@@ -103,7 +99,6 @@ export function truncateToFit(
   const truncations: Truncation[] = [];
   let tokens = result.tokensAfter;
   let counted = 0;
-  let bounded: boolean | undefined;
   for (const { message, index, at, text } of candidates) {
     if (tokens <= limit) break;
     const length = text.text.length;
@@ -118,8 +113,8 @@ export function truncateToFit(
     let high = length - 1;
     // A bisection counts at most this many probes, each shorter than the text with its marker.
     const bisectionCost = (Math.ceil(Math.log2(high - low + 1)) + 1) * (length + truncationMarker(length).length);
-    if (counted + bisectionCost <= TRUNCATION_COUNT_CHARS || !(bounded ??= mayBoundCounting())) {
-      // Within the bound whatever the probes find (or a history recorded before it): the bisection.
+    if (counted + bisectionCost <= TRUNCATION_COUNT_CHARS) {
+      // Within the bound whatever the probes find: the bisection.
       counted += costOf(low);
       if (countWith(low) <= limit) {
         while (low < high) {
@@ -135,7 +130,7 @@ export function truncateToFit(
       counted += found.spent;
     }
     const after = countWith(low);
-    if (after >= tokens && mayUndoCut()) {
+    if (after >= tokens) {
       messages[at] = message;
       continue;
     }

@@ -3,7 +3,7 @@ import { GptEncoding } from 'gpt-tokenizer/GptEncoding';
 import cl100kBaseRanks from 'gpt-tokenizer/bpeRanks/cl100k_base';
 import o200kBaseRanks from 'gpt-tokenizer/bpeRanks/o200k_base';
 import { InvalidInputError } from '../errors.js';
-import { countsPartsBySize, isTextPart, nonTextPartTokens } from './parts.js';
+import { isTextPart, nonTextPartTokens } from './parts.js';
 import type { ChatMessage, TokenCounter } from '../types.js';
 
 /** The BPE vocabularies a counter can use: `o200k_base` (GPT-4o, GPT-4.1, GPT-5, o-series) or `cl100k_base` (GPT-4, GPT-3.5). */
@@ -28,8 +28,7 @@ export interface BpeCounterOptions {
    * Unset (the default), parts are counted by what they are: an `image_url` by OpenAI's rule from
    * its size and `detail` (a remote or unreadable image at the most a high-detail image costs,
    * 1,445), audio, files and unknown part types by their JSON length / 4 — not tokenized: base64
-   * is not what the provider bills (docs/compaction.md#counting). Before parts were counted this
-   * was 85 per part (GPT-4o's low-detail image), which workflows recorded then keep.
+   * is not what the provider bills (docs/compaction.md#counting).
    * @default by size
    */
   perNonTextPart?: number;
@@ -83,8 +82,6 @@ function encoderFor(encoding: BpeEncodingName): GptEncoding {
 
 /** Characters per token a part that is neither text nor an image is charged at (its JSON length / 4). */
 const PART_CHARS_PER_TOKEN = 4;
-/** What each non-text part cost before parts were counted by size; workflows recorded then keep it. */
-const LEGACY_PER_NON_TEXT_PART = 85;
 
 /** Texts shorter than this are tokenized every time: a lookup would cost about as much. */
 const CACHE_MIN_CHARS = 32;
@@ -214,23 +211,23 @@ export function createBpeCounter(options: BpeCounterOptions = {}): TokenCounter 
     known.set(text, tokens);
     return tokens;
   };
-  const contentTokens = (content: ChatMessage['content'], perPart: () => number | undefined): number => {
+  const contentTokens = (content: ChatMessage['content']): number => {
     if (content === null) return 0;
     if (typeof content === 'string') return textTokens(content);
     let tokens = 0;
     for (const part of content) {
       if (isTextPart(part)) tokens += textTokens(part.text);
-      else tokens += perPart() ?? nonTextPartTokens(part, PART_CHARS_PER_TOKEN);
+      else tokens += perNonTextPart ?? nonTextPartTokens(part, PART_CHARS_PER_TOKEN);
     }
     return tokens;
   };
-  const messageTokens = (message: ChatMessage, perPart: () => number | undefined): number => {
+  const messageTokens = (message: ChatMessage): number => {
     let role = roleTokens.get(message.role);
     if (role === undefined) {
       role = textTokens(message.role);
       roleTokens.set(message.role, role);
     }
-    let tokens = perMessage + role + contentTokens(message.content, perPart);
+    let tokens = perMessage + role + contentTokens(message.content);
     if (typeof message.name === 'string') tokens += textTokens(message.name) + perName;
     for (const call of message.tool_calls ?? []) {
       tokens += perToolCall + textTokens(call.function.name) + textTokens(call.function.arguments);
@@ -239,21 +236,9 @@ export function createBpeCounter(options: BpeCounterOptions = {}): TokenCounter 
   };
   return {
     count(messages) {
-      // Asked once per count, at its first non-text part: a workflow recorded before parts were
-      // counted charges each the former 85 (src/workflows/compact.ts, COUNT_PARTS_PATCH_ID).
-      let asked = false;
-      let fixed: number | undefined;
-      const perPart = (): number | undefined => {
-        if (!asked) {
-          asked = true;
-          fixed = perNonTextPart ?? (countsPartsBySize() ? undefined : LEGACY_PER_NON_TEXT_PART);
-        }
-        return fixed;
-      };
       let tokens = perRequest;
       // An index loop: see createCharCounter's count.
-      for (let index = 0; index < messages.length; index += 1)
-        tokens += messageTokens(messages[index] as ChatMessage, perPart);
+      for (let index = 0; index < messages.length; index += 1) tokens += messageTokens(messages[index] as ChatMessage);
       return tokens;
     },
   };

@@ -1,6 +1,5 @@
 // Sandbox-safe: what the counters charge for a content part that is not text (images, audio, files, part
-// types we do not know) in the OpenAI chat format, and the switch a workflow turns to count them
-// as it did before they were counted (docs/design.md#count-parts).
+// types we do not know) in the OpenAI chat format (docs/design.md#count-parts).
 import {
   ANTHROPIC_UNKNOWN_IMAGE_TOKENS,
   anthropicImageTokens,
@@ -120,23 +119,6 @@ export function nonTextPartTokens(part: ContentPart, charsPerToken: number): num
 /** True for a part the counters tokenize or measure as text: `{ type: 'text', text: string }`. */
 export function isTextPart(part: ContentPart): part is { type: 'text'; text: string } {
   return part.type === 'text' && typeof part.text === 'string';
-}
-
-/**
- * Whether counters built without a `perNonTextPart` count parts by size (the default everywhere
- * but in a workflow recorded before parts were counted). Set once by the workflow layer
- * (src/workflows/compact.ts) to its patch check; outside workflow code it answers true.
- */
-let partsCounted: () => boolean = () => true;
-
-/** @internal The workflow layer's switch: asked when a counter without `perNonTextPart` first meets a non-text part of a count. */
-export function setPartCountingSwitch(counted: () => boolean): void {
-  partsCounted = counted;
-}
-
-/** @internal Whether this count charges parts by size (true) or at the counter's former fixed figure. */
-export function countsPartsBySize(): boolean {
-  return partsCounted();
 }
 
 /** `1234567` → `1,234,567` without `Intl` (a locale must not change what a workflow writes). */

@@ -2,7 +2,7 @@
 // the summaries one compaction asked for. Both drivers add it the same way, so their results stay
 // byte-identical.
 import { defaultCounter } from './tokens.js';
-import type { SummarizeRequest, Usage } from '../types.js';
+import type { ChatMessage, Usage } from '../types.js';
 
 /** The summarizer's tokens for one compaction: every request that came back with a summary. */
 export interface SummarizerUsage {
@@ -14,15 +14,18 @@ export interface SummarizerUsage {
   estimated: boolean;
 }
 
-/** `usage` with one more answered request: the backend's numbers when it reported them, else an estimate. */
+/**
+ * `usage` with one more answered request: the backend's numbers when it reported them, else an
+ * estimate (`sent`: the messages the request was rendered into, asked only then).
+ */
 export function addSummarizerRequest(
   usage: SummarizerUsage | undefined,
-  request: SummarizeRequest,
+  sent: () => ChatMessage[],
   text: string,
   reported: Usage | undefined,
 ): SummarizerUsage {
   const known = typeof reported?.promptTokens === 'number' && typeof reported.completionTokens === 'number';
-  const promptTokens = known ? (reported?.promptTokens ?? 0) : defaultCounter.count(request.messages);
+  const promptTokens = known ? (reported?.promptTokens ?? 0) : defaultCounter.count(sent());
   const completionTokens = known ? (reported?.completionTokens ?? 0) : Math.ceil(text.length / 4);
   return {
     requests: (usage?.requests ?? 0) + 1,

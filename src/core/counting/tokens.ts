@@ -1,13 +1,6 @@
 // Sandbox-safe: the default character estimator and the character measures the engine uses.
 import { InvalidInputError } from '../errors.js';
-import {
-  countsPartsBySize,
-  formatImageTokens,
-  imagePartInfo,
-  imagePartTokens,
-  isTextPart,
-  partJsonChars,
-} from './parts.js';
+import { formatImageTokens, imagePartInfo, imagePartTokens, isTextPart, partJsonChars } from './parts.js';
 import type { ChatMessage, ContentPart, TokenCounter, ToolCall } from '../types.js';
 
 /** The text of a message's content: a string, the text parts joined, or '' for null. */
@@ -63,17 +56,16 @@ interface PartCharge {
 }
 
 /**
- * What the non-text parts of one message cost the character estimator; `fixed` is
+ * What the non-text parts of one message cost the character estimator; `perPart` is
  * `perNonTextPart`, or undefined to count them by size. `undefined` as the answer when it has none.
  */
-function partCharge(message: ChatMessage, fixed: () => number | undefined): PartCharge | undefined {
+function partCharge(message: ChatMessage, perPart: number | undefined): PartCharge | undefined {
   const content = message.content;
   if (!Array.isArray(content)) return undefined;
   let charge: PartCharge | undefined;
   for (const part of content) {
     if (isTextPart(part)) continue;
     charge ??= { chars: 0, tokens: 0 };
-    const perPart = fixed();
     if (perPart !== undefined) {
       charge.tokens += perPart;
       continue;
@@ -103,23 +95,12 @@ export function createCharCounter({
     count(messages) {
       let chars = 0;
       let partTokens = 0;
-      // Asked once per count, at its first non-text part: a workflow recorded before parts were
-      // counted charges them 0 (src/workflows/compact.ts, COUNT_PARTS_PATCH_ID).
-      let asked = false;
-      let fixed: number | undefined;
-      const perPart = (): number | undefined => {
-        if (!asked) {
-          asked = true;
-          fixed = perNonTextPart ?? (countsPartsBySize() ? undefined : 0);
-        }
-        return fixed;
-      };
       // An index loop, not a for-of: until V8 optimizes the loop, a for-of makes an iterator result
       // per message (4 MB for a count of 100k messages), and a count runs over every message.
       for (let index = 0; index < messages.length; index += 1) {
         const message = messages[index] as ChatMessage;
         chars += messageChars(message);
-        const charge = partCharge(message, perPart);
+        const charge = partCharge(message, perNonTextPart);
         if (charge !== undefined) {
           chars += charge.chars;
           partTokens += charge.tokens;

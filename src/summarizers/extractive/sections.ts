@@ -9,10 +9,8 @@ import {
   code,
   COMMAND_KEYS,
   decisionScore,
-  errorLine,
   firstLine,
   PATH_KEYS,
-  pathsIn,
   proseLines,
   sentencesOf,
   withoutMarker,
@@ -203,29 +201,4 @@ function callSubject(call: TurnCall): string {
   const path = PATH_KEYS.map((key) => fields[key]).find((value) => value !== undefined && value.trim() !== '');
   if (path !== undefined) return `${call.name} ${code(path.trim())}`;
   return call.name;
-}
-
-/** Best effort on text that is not our transcript format: decision sentences, paths, error lines. */
-export function rawTextSections(raw: string): Sections {
-  const lines = proseLines(raw);
-  const goals = lines
-    .slice(0, 1)
-    .map((line, order) => ({ text: `- ${clip(withoutMarker(line), 240)}`, priority: 100, order }));
-  const decisions = decisionCandidates([{ text: raw, order: 0 }]).filter((candidate) => candidate.priority >= 2);
-  const counts = new Map<string, number>();
-  for (const path of pathsIn(raw)) counts.set(path, (counts.get(path) ?? 0) + 1);
-  const files = [...counts].map(([path, times], order) => ({
-    text: `- ${code(path)}${times > 1 ? ` — mentioned ×${times}` : ''}`,
-    priority: times,
-    order,
-  }));
-  for (const [order, line] of lines.entries()) {
-    const command = /^\$ (.+)$/.exec(line)?.[1];
-    if (command !== undefined) files.push({ text: `- ${code(clip(command, 160))}`, priority: 5, order: 1e9 + order });
-  }
-  const errors = lines.map((line) => errorLine(line)).filter((line): line is string => line !== undefined);
-  const unresolved = errors
-    .slice(-3)
-    .map((line, order) => ({ text: `- Error seen: ${line}`, priority: 50 + order, order }));
-  return { goals, decisions, files, unresolved };
 }

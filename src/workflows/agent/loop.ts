@@ -7,9 +7,8 @@
 // totals, and continue-as-new carries the live conversation with its transcript ids. Anything that
 // could still exceed the server's payload limit is measured before it is sent (./payload-limit.ts,
 // docs/design.md#never-wedge). Its other parts, one job each: the token counts it knows
-// (./token-cache.ts), what it publishes (./visibility.ts), its patches (./patches.ts), backend
-// cooldown and request cost (src/core/agent/backend-cooldown.ts, request-cost.ts).
-import { ApplicationFailure } from '@temporalio/common';
+// (./token-cache.ts), what it publishes (./visibility.ts), backend cooldown and request cost (src/core/agent/backend-cooldown.ts, request-cost.ts).
+import { ApplicationFailure, type ActivityOptions } from '@temporalio/common';
 import {
   ActivityFailure,
   allHandlersFinished,
@@ -40,8 +39,9 @@ import {
   type CompactionRecord,
 } from '../../core/agent/compaction-history.js';
 import { backendCounter, preflight, type BackendCounter } from '../../core/agent/preflight.js';
+import { needsCompactionCore } from '../../core/compaction/engine.js';
 import { requestCost, type RequestShape } from '../../core/agent/request-cost.js';
-import { RECALL_TOOL_NAME, recallNamer, withRecallIds, withRecallLine } from '../../core/agent/recall.js';
+import { RECALL_TOOL_NAME, recallNamer, withRecallLine } from '../../core/agent/recall.js';
 import { addRoundUsage, addSummarizerUsage, type RoundUsage } from '../../core/agent/run-usage.js';
 import {
   applySessionLine,
@@ -59,7 +59,7 @@ import {
   pinDetails,
   proposalDetails,
   proposalOf,
-  steeredOptions,
+  steeredInstructions,
   unpinChange,
   withEditedSummary,
   type CompactAnswer,
@@ -83,12 +83,11 @@ import type {
   StopAnswer,
   StopReason,
 } from '../../shared/agent-run.js';
-import { failureMessage, invalidInputFailure } from '../../shared/failures.js';
+import { failOnInvalidInput, failureMessage, invalidInputFailure } from '../../shared/failures.js';
 import { UNDESCRIBED_WORKER, type WorkerDescription } from '../../shared/worker-description.js';
-import { driveCompaction, needsCompaction, type CompactOptions } from '../compact.js';
+import { driveCompaction, summarizeActivityOptions, type CompactionCall } from '../compact.js';
 import { describeWorker } from '../describe-worker.js';
 import { runToolCalls } from '../tool-dispatch.js';
-import { RunPatches } from './patches.js';
 import { PayloadLimit } from './payload-limit.js';
 import { TokenCache } from './token-cache.js';
 import { TranscriptWriter } from './transcript-writer.js';
@@ -129,8 +128,9 @@ function changeOf(request: Omit<PinRequest, 'outcome'>, entries: readonly Sessio
 /** One run of the loop: its state, which only its own methods change, and what a round does with it. */
 export class AgentLoop {
   private entries: SessionEntry[] = [];
-  private readonly patches = new RunPatches();
   private readonly limit: PayloadLimit;
+  /** The `summarize` activity's options, built once from the plan. */
+  private readonly summarizeActivity: ActivityOptions;
   private readonly transcript: TranscriptWriter;
   private readonly visibility: RunVisibility;
   private compactions: CompactionHistory;
@@ -167,11 +167,15 @@ export class AgentLoop {
   ) {
     const carried = input.carried === undefined ? undefined : parseCarriedState(input.carried);
     this.limit = new PayloadLimit(plan.maxPayloadBytes);
-    this.transcript = new TranscriptWriter(carried?.sessionLines ?? 0, this.patches, this.limit);
-    this.visibility = new RunVisibility(this.patches);
+    this.summarizeActivity = summarizeActivityOptions(
+      plan.compaction.options,
+      plan.compaction.activity,
+      'input.compaction',
+    );
+    this.transcript = new TranscriptWriter(carried?.sessionLines ?? 0, this.limit);
+    this.visibility = new RunVisibility();
     this.compactions = carried?.compactions ?? emptyCompactionHistory(plan.pricing);
     this.previousRequest = carried?.previousRequest ?? null;
-    // Version 2 carried state (before pins) has none.
     this.pins = carried?.pins ?? noPins();
     this.rounds = carried?.rounds ?? 0;
     this.nextId = carried?.nextId ?? 1;
@@ -183,7 +187,7 @@ export class AgentLoop {
     this.peakContextTokens = carried?.peakContextTokens ?? 0;
     this.continuedAsNew = carried?.continuedAsNew ?? 0;
     this.tokens = new TokenCache(plan.backends);
-    if (carried?.tokenCounts !== undefined) this.tokens.remember(carried.live, carried.tokenCounts);
+    if (carried !== undefined) this.tokens.remember(carried.live, carried.tokenCounts);
     this.counters = plan.backends.map((backend) =>
       backendCounter(
         backend,
@@ -428,14 +432,31 @@ export class AgentLoop {
    * summary instructions hold the run's own, those, and the pinned facts (none of them: the
    * options are what the run asked before steering existed).
    */
-  private compactOptions(aimAt: BackendCounter, aim: number, instructions?: string): CompactOptions {
-    const { contextBudget, ...rest } = steeredOptions(this.plan.compaction, this.pins.facts, instructions);
+  /** Whether the conversation needs compaction now (docs/design.md#needs-compaction), for one compaction's settings. */
+  private needsCompaction({ settings, overrides }: CompactionCall): boolean {
+    return failOnInvalidInput(() => needsCompactionCore(this.messages, settings.options, overrides, overrides.counter));
+  }
+
+  /**
+   * One compaction of the run: the settings resolved at its start with this compaction's budget
+   * (the run's, else the room `aim`), and its counter, target and instructions (the steering's).
+   */
+  private compactionCall(aimAt: BackendCounter, aim: number, target?: number, instructions?: string): CompactionCall {
+    const { options, contextBudget, activity } = this.plan.compaction;
+    const steered = steeredInstructions(options.summaryInstructions, this.pins.facts, instructions);
     return {
-      ...rest,
-      contextBudget: contextBudget ?? aim,
-      counter: aimAt.conversation,
-      maxPayloadBytes: this.plan.maxPayloadBytes,
-      payloadStore: this.worker.externalStorage,
+      settings: {
+        options: { ...options, contextBudget: contextBudget ?? aim },
+        activity: this.summarizeActivity,
+        summarizerModel: activity.summarizerModel,
+        maxPayloadBytes: this.plan.maxPayloadBytes,
+        payloadStore: this.worker.externalStorage,
+      },
+      overrides: {
+        counter: aimAt.conversation,
+        ...(target === undefined ? {} : { target }),
+        ...(steered === undefined ? {} : { summaryInstructions: steered }),
+      },
     };
   }
 
@@ -455,11 +476,10 @@ export class AgentLoop {
     demand?: { instructions: string | undefined },
   ): Promise<CompactAnswer | undefined> {
     const { aimAt, aim, tokens } = preflight(this.messages, candidates);
-    const options = this.compactOptions(aimAt, aim, demand?.instructions);
     const overRoom = tokens > aim;
+    const call = this.compactionCall(aimAt, aim, overRoom ? aim : undefined, demand?.instructions);
     const { mode } = this.plan.review;
-    if (demand === undefined && !overRoom && (mode === 'manual' || !needsCompaction(this.messages, options)))
-      return undefined;
+    if (demand === undefined && !overRoom && (mode === 'manual' || !this.needsCompaction(call))) return undefined;
     const target = overRoom ? aim : (this.plan.compaction.contextBudget ?? aim);
     // Pins asked for while the summary is written (or reviewed) wait for the result: it replaces these messages.
     this.compacting = true;
@@ -467,23 +487,17 @@ export class AgentLoop {
     let summarizerUsage: SummarizerUsage | undefined;
     try {
       // docs/design.md#recall: the stubs, the summary and a trim's marker name what they replaced,
-      // inside the pass (every count includes the ids); runs recorded before RECALL_IN_PASS_PATCH_ID
-      // named them after it (counted again: the ids add tokens).
-      const inPass = this.plan.recall && this.patches.recallInPassV1();
+      // inside the pass (every count includes the ids).
       const compaction = await driveCompaction(
         this.messages,
-        overRoom ? { ...options, target: aim } : options,
+        () => call,
         'hard-trim',
-        inPass ? recallNamer(this.entries) : undefined,
+        this.plan.recall ? recallNamer(this.entries) : undefined,
       );
       summarizerUsage = compaction.summarizerUsage;
       // The run is out of room only when the conversation does not fit the backend: a `contextBudget`
       // set below the room is what compaction aims at, not a limit the model has.
-      const named =
-        this.plan.recall && !inPass
-          ? withRecallIds(this.entries, compaction.result, (messages) => aimAt.conversation.count(messages))
-          : compaction.result;
-      const result = { ...named, exhausted: named.tokensAfter > aim };
+      const result = { ...compaction.result, exhausted: compaction.result.tokensAfter > aim };
       decided =
         mode === 'auto'
           ? { result, review: undefined }
@@ -546,10 +560,7 @@ export class AgentLoop {
     if (decision.decision === 'reject') return undefined;
     if (decision.decision === 'apply' || decision.summary === undefined) return { result, review: 'applied' };
     // docs/design.md#recall: the person's summary names what it replaces as the summarizer's did.
-    const summary =
-      this.plan.recall && this.patches.recallInPassV1()
-        ? withRecallLine(decision.summary, result.summary)
-        : decision.summary;
+    const summary = this.plan.recall ? withRecallLine(decision.summary, result.summary) : decision.summary;
     return { result: withEditedSummary(result, summary, aimAt.conversation), review: 'edited' };
   }
 
@@ -606,8 +617,8 @@ export class AgentLoop {
     this.entries = entries;
     const record = compactionRecord(context, result);
     this.compactions = addCompactionRecord(this.compactions, record);
-    // LONG_RUN_PATCH_ID: the cache forgets what compaction dropped (runs before it kept every text).
-    if (this.patches.longRunV2()) this.tokens.forgetAllBut(this.messages);
+    // The cache forgets what compaction dropped: what it holds stays bounded by the live context.
+    this.tokens.forgetAllBut(this.messages);
     return record;
   }
 
@@ -761,7 +772,6 @@ export class AgentLoop {
         plan: this.plan,
         backend: backend.backend.config,
         externalStorage: this.worker.externalStorage,
-        bounded: () => this.patches.toolBoundsV1(),
       });
       for (const result of results) this.append(result);
       for (const message of answer.userMessages ?? []) this.append(message);

@@ -16,7 +16,6 @@ import type { SessionBatch, SessionLine, SessionReference } from '../../core/age
 import { jsonPayloadBytes } from '../../core/limits/payload-size.js';
 import { BOOKKEEPING_ACTIVITY } from '../../shared/activity-options.js';
 import { failureMessage } from '../../shared/failures.js';
-import type { RunPatches } from './patches.js';
 import type { PayloadLimit } from './payload-limit.js';
 
 /**
@@ -48,7 +47,6 @@ export class TranscriptWriter {
   constructor(
     /** Transcript lines recorded so far, across runs. */
     private recordedLines: number,
-    private readonly patches: RunPatches,
     private readonly limit: PayloadLimit,
   ) {}
 
@@ -88,7 +86,7 @@ export class TranscriptWriter {
 
   /** How many bytes of transcript lines wait before they are recorded. */
   private batchBytes(): number {
-    return this.limit.externalStorage && this.patches.longRunV2() ? STORED_SESSION_BATCH_BYTES : SESSION_BATCH_BYTES;
+    return this.limit.externalStorage ? STORED_SESSION_BATCH_BYTES : SESSION_BATCH_BYTES;
   }
 
   /**
@@ -98,13 +96,11 @@ export class TranscriptWriter {
    */
   async record(): Promise<void> {
     // Without a store a batch must travel inline: at most ¾ of the payload limit (one line may be more, and is checked).
-    // With a store (since LONG_RUN_PATCH_ID) everything waiting goes as one batch: a claim whatever
-    // its size, and the waiting lines are bounded by when this is called.
-    const batchBytes = !this.limit.externalStorage
-      ? Math.min(SESSION_BATCH_BYTES, this.limit.inlineBatchBytes())
-      : this.patches.longRunV2()
-        ? Number.POSITIVE_INFINITY
-        : SESSION_BATCH_BYTES;
+    // With a store everything waiting goes as one batch: a claim whatever its size, and the waiting
+    // lines are bounded by when this is called.
+    const batchBytes = this.limit.externalStorage
+      ? Number.POSITIVE_INFINITY
+      : Math.min(SESSION_BATCH_BYTES, this.limit.inlineBatchBytes());
     while (this.unrecorded.length > 0) {
       let bytes = 0;
       let count = 0;

@@ -6,7 +6,6 @@ import type { SearchAttributeUpdatePair } from '@temporalio/common';
 import { setCurrentDetails, upsertSearchAttributes } from '@temporalio/workflow';
 import { renderCompactionDetails, type CompactionHistory } from '../../core/agent/compaction-history.js';
 import { SearchAttributeKeys } from '../../shared/search-attributes.js';
-import type { RunPatches } from './patches.js';
 
 /** What the run last published (the context size -1 and the count -1 before the first publication). */
 interface Published {
@@ -29,8 +28,6 @@ export class RunVisibility {
     pending: false,
     details: '',
   };
-
-  constructor(private readonly patches: RunPatches) {}
 
   /**
    * Current details (the compaction history, and `notes`: which backends rest, the pins) and the search
@@ -58,10 +55,9 @@ export class RunVisibility {
       updates.push({ key: SearchAttributeKeys.CompactionFallbacks, value: totals.fallbacks });
     if (allowed.has('ContextExhausted') && (this.published.exhausted !== exhausted || this.published.compactions < 0))
       updates.push({ key: SearchAttributeKeys.ContextExhausted, value: exhausted });
-    // The context size moves every round: upsert it when it moved by a tenth of the window (runs
-    // before CONTEXT_TOKENS_PATCH_ID: a tenth of itself), or at a compaction, not every round (one history event each).
-    const tolerance =
-      window !== undefined && this.patches.contextTokensByWindow() ? window / 10 : this.published.contextTokens / 10;
+    // The context size moves every round: upsert it when it moved by a tenth of the window (without
+    // one, a tenth of itself), or at a compaction, not every round (one history event each).
+    const tolerance = window !== undefined ? window / 10 : this.published.contextTokens / 10;
     const moved =
       contextTokens !== undefined &&
       (this.published.contextTokens < 0 || Math.abs(contextTokens - this.published.contextTokens) > tolerance);
@@ -71,8 +67,8 @@ export class RunVisibility {
     if (allowed.has('ContextTokens') && contextTokensNow !== this.published.contextTokens)
       updates.push({ key: SearchAttributeKeys.ContextTokens, value: contextTokensNow });
     // docs/design.md#review A proposal waiting is findable in the list (`CompactionPending = true`);
-    // set only where the namespace has it, and only by runs under the patch (asked at the first proposal).
-    const pendingNow = pending && allowed.has('CompactionPending') && this.patches.reviewAttributeV1();
+    // set only where the namespace has it.
+    const pendingNow = pending && allowed.has('CompactionPending');
     if (pendingNow !== this.published.pending)
       updates.push({ key: SearchAttributeKeys.CompactionPending, value: pendingNow });
     this.published = {
