@@ -210,7 +210,7 @@ export class CompactorPlugin extends SimplePlugin {
     const traced = code === undefined ? withTracing : withShortBuildId(withTracing, code);
     if (this.tracing !== undefined && code !== undefined && !bundleHasTracing(code)) {
       throw new Error(
-        'temporal-compactor: tracing is on (COMPACTOR_TRACING) but the prebuilt workflow bundle has no OpenTelemetry workflow interceptors, so workflow and compaction spans would be lost: use workflow-bundle-tracing.js from `npm run build:bundle`, or bundle with workflowInterceptorModules: tracingWorkflowInterceptorModules()',
+        'temporal-compactor: tracing is on (COMPACTOR_TRACING) but the prebuilt workflow bundle has no OpenTelemetry workflow interceptors, so workflow and compaction spans would be lost: rebuild it with tracing on (`temporal-compactor bundle --tracing otlp --out FILE`, or bundleWorkflowCode with plugins: [compactorPlugin({ tracing })])',
       );
     }
     // Only a Runtime that exports metrics gets them: without one the interceptor would measure for nothing.
