@@ -45,19 +45,14 @@ function withAliases(current: Aliases | undefined, aliases: Record<string, strin
   return { ...current, ...aliases };
 }
 
-/** The hooks made here: configuring a bundle twice (the worker, then its bundler) must not wrap our module in itself. */
-const ourHooks = new WeakSet<WebpackConfigHook>();
-
 /** A webpack hook: the worker's own `hook` first, then the alias of the worker's workflows module. */
 function bundlingHook(theirs: string, hook: WebpackConfigHook | undefined): WebpackConfigHook {
   const aliases = { [`${WORKER_WORKFLOWS_MODULE}$`]: theirs };
-  const ours: WebpackConfigHook = (config) => {
+  return (config) => {
     const hooked = hook === undefined ? config : hook(config);
     const resolved = hooked.resolve ?? {};
     return { ...hooked, resolve: { ...resolved, alias: withAliases(resolved.alias, aliases) } };
   };
-  ourHooks.add(ours);
-  return ours;
 }
 
 /** What decides a bundle's workflows: the entry module, and the webpack hook. */
@@ -68,7 +63,8 @@ export interface WorkflowsToBundle {
 
 /**
  * The workflows path and webpack hook of a bundle that holds the worker's own workflows
- * (`workflowsPath`, when it has some) and ours. Applied to what it returned, it returns that again.
+ * (`workflowsPath`, when it has some) and ours. Applied again to what it returned (its hook wrapped
+ * by another plugin's or not), it changes nothing.
  *
  * @throws WorkflowsPathError when `workflowsPath` names nothing.
  */
@@ -77,14 +73,13 @@ export function withOurWorkflows(options: WorkflowsToBundle): {
   webpackConfigHook?: WebpackConfigHook | undefined;
 } {
   const { workflowsPath, webpackConfigHook } = options;
-  if (workflowsPath !== undefined && webpackConfigHook !== undefined && ourHooks.has(webpackConfigHook))
-    return { workflowsPath, webpackConfigHook };
   const ours = compactorWorkflowsPath();
+  const combined = workflowsModule('with-worker-workflows');
   const theirs = workflowsPath === undefined ? undefined : resolve(workflowsPath);
+  // Configured already (the worker's options, then its bundler's, which another plugin's hook may wrap):
+  // the alias is in the hook chain, and wrapping our module in itself would lose the worker's workflows.
+  if (theirs === combined) return { workflowsPath: combined, webpackConfigHook };
   if (theirs === undefined || theirs === ours) return { workflowsPath: ours, webpackConfigHook };
   if (!existsSync(theirs)) throw new WorkflowsPathError(workflowsPath ?? theirs);
-  return {
-    workflowsPath: workflowsModule('with-worker-workflows'),
-    webpackConfigHook: bundlingHook(theirs, webpackConfigHook),
-  };
+  return { workflowsPath: combined, webpackConfigHook: bundlingHook(theirs, webpackConfigHook) };
 }

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@temporalio/client';
 import vm from 'node:vm';
-import { bundleWorkflowCode, DefaultLogger, Worker, type WorkerOptions } from '@temporalio/worker';
+import { bundleWorkflowCode, DefaultLogger, Worker, type BundlerPlugin, type WorkerOptions } from '@temporalio/worker';
 import { injectGlobals } from '@temporalio/worker/lib/workflow/vm-shared.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -30,6 +30,15 @@ import { bundleWorkflows, testConnection, uniqueId, type TestConnection } from '
 import { payloadProtoSize } from '../../src/payloads/index.js';
 
 const USER_WORKFLOWS = fileURLToPath(new URL('../fixtures/user-worker/workflows.ts', import.meta.url));
+
+/** The workflow names a bundle exports, evaluated as the worker's sandbox evaluates it. */
+function workflowsOf(code: string): unknown {
+  const context = vm.createContext({});
+  injectGlobals(context);
+  vm.runInContext('globalThis.__webpack_module_cache__ = {};', context);
+  vm.runInContext(code, context, { filename: 'workflow-bundle.js' });
+  return vm.runInContext('Object.keys(__TEMPORAL__.importWorkflows()).sort()', context);
+}
 
 describe('compactorPlugin on a user’s own worker and client', { timeout: 240_000 }, () => {
   let t: TestConnection;
@@ -235,18 +244,33 @@ describe(
         logger: new DefaultLogger('WARN'),
         plugins: [plugin],
       });
-      const context = vm.createContext({});
-      injectGlobals(context);
-      vm.runInContext('globalThis.__webpack_module_cache__ = {};', context);
-      vm.runInContext(code, context, { filename: 'workflow-bundle.js' });
-      const workflows: unknown = vm.runInContext('Object.keys(__TEMPORAL__.importWorkflows()).sort()', context);
-      expect(workflows).toEqual(['agentRun', 'compactConversation', 'supportChat']);
+      expect(workflowsOf(code)).toEqual(['agentRun', 'compactConversation', 'supportChat']);
       // webpack marks each module it replaced by an empty one: only the SDK's optional converter slots.
       const ignored = [...code.matchAll(/\*\*\* (\S+) \(ignored\) \*\*\*/g)].map((match) => match[1]);
       expect(ignored.sort()).toEqual(['__temporal_custom_failure_converter', '__temporal_custom_payload_converter']);
       // zod imports the messages of every language; webpack leaves out those nothing uses (zod declares no side effects).
       expect(code).not.toMatch(/zod\/v4\/locales\/(he|ru|ja)\.js/);
       expect(code).toMatch(/zod\/v4\/locales\/en\.js/);
+    });
+
+    it('a plugin before ours that wraps the webpack hook (as @temporalio/ai-sdk does) keeps the worker’s workflows (regression)', async () => {
+      // What Worker.create does: the plugins configure the worker, then the bundler, in their order.
+      const wrapping: BundlerPlugin = {
+        name: 'wraps-the-webpack-hook',
+        configureBundler: (options) => {
+          const hook = options.webpackConfigHook;
+          return { ...options, webpackConfigHook: (config) => (hook === undefined ? config : hook(config)) };
+        },
+      };
+      const worker = plugin.configureWorker({ taskQueue: 'q', workflowsPath: USER_WORKFLOWS });
+      if (worker.workflowsPath === undefined) throw new Error('the plugin dropped the workflowsPath');
+      const { code } = await bundleWorkflowCode({
+        workflowsPath: worker.workflowsPath,
+        webpackConfigHook: worker.bundlerOptions?.webpackConfigHook,
+        logger: new DefaultLogger('WARN'),
+        plugins: [wrapping, plugin],
+      });
+      expect(workflowsOf(code)).toEqual(['agentRun', 'compactConversation', 'supportChat']);
     });
 
     it('a workflowsPath that names nothing is refused with its path', () => {
