@@ -2,7 +2,7 @@
 // plugin (`@temporalio/interceptors-opentelemetry`): client, activity and workflow interceptors,
 // and the sink that carries spans made in the workflow sandbox (the `Compaction` span among them)
 // out to the same span processor as the worker's own. The OpenTelemetry SDK and that package are
-// optional peers, loaded when tracing is turned on (src/optional-peers.ts); off, nothing here runs.
+// optional peers, loaded when tracing is turned on (src/peer-packages.ts); off, nothing here runs.
 import { context, propagation, SpanStatusCode, type Attributes } from '@opentelemetry/api';
 import type * as ContextAsyncHooks from '@opentelemetry/context-async-hooks';
 import type * as Core from '@opentelemetry/core';
