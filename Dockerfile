@@ -7,10 +7,14 @@ COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
-RUN npm run build && npm prune --omit=dev
+# The workflow bundle is prebuilt here, so a worker starts without webpack. Pruned, the image keeps
+# the required peers (@temporalio/*) and leaves out the optional ones (S3, OpenTelemetry): add them
+# with `npm install` here to use COMPACTOR_PAYLOAD_STORE=s3://... or COMPACTOR_TRACING.
+RUN npm run build && node dist/cli/main.js bundle --out dist/workflow-bundle.js && npm prune --omit=dev
 
 FROM node:20.20-bookworm-slim
 ENV NODE_ENV=production
+ENV COMPACTOR_WORKFLOW_BUNDLE=/app/dist/workflow-bundle.js
 WORKDIR /app
 COPY --from=build /app/package.json ./package.json
 COPY --from=build /app/node_modules ./node_modules

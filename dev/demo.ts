@@ -206,7 +206,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoOutcome> {
         connection: nativeConnection,
         namespace,
         taskQueue,
-        ...workflowCode({}, { tracing: plugin.tracing !== undefined }),
+        ...workflowCode({ workflowBundlePath: config.workflowBundle }),
         plugins: [plugin],
       });
       const opening = openingMessages(JSON.parse(readFileSync(`${trajectoryDir}/${trajectory}.json`, 'utf8')));

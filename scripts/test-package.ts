@@ -1,17 +1,29 @@
 // Node: `npm run test:package [-- <markdown files>]` — proves the package installable and usable
 // from outside the repository, as a user gets it:
-//   1. `npm pack` (prepack builds dist/) into a temporary directory, and checks what the tarball holds;
-//   2. a fresh project under os.tmpdir() (`type: module`), the tarball, @temporalio/client, worker and
-//      workflow, typescript, tsx and @types/node installed from the registry (--prefer-offline);
+//   1. `npm pack` (prepack builds dist/) into a temporary directory, and checks what the tarball holds
+//      (no prebuilt workflow bundle; at most 3 MB);
+//   2. a fresh project under os.tmpdir() (`type: module`): the tarball and the required peers, every
+//      @temporalio package we import at one Temporal SDK version (--sdk: the lowest or the highest of
+//      our peer range, or a version), as the README's install line has them, then typescript, tsx and
+//      @types/node, from the registry (--prefer-offline), with no `overrides`; one copy of each
+//      @temporalio package, no optional peer installed; the payload store's claims encode with that
+//      install, or (SDK 1.23 and newer) fail with ProtobufCopiesError until protobufjs 8 is a
+//      dependency of the project, as the README says;
 //   3. every TypeScript block of the markdown files written there (```ts worker.ts → worker.ts, one
 //      block per name; unnamed blocks → snippets/*.ts) and type-checked with tsc (strict, nodenext);
 //      errors name the markdown file and line;
 //   4. ESM and CommonJS (Node's require(esm), 20.19+) load both entry points, and
-//      compactorWorkflowsPath() names the installed dist/workflows/index.js;
-//   5. a Temporal dev server (127.0.0.1, free ports) and a fake OpenAI-compatible endpoint in this
+//      compactorWorkflowsPath() names the installed dist/workflows/index.js; a setting that needs a
+//      missing optional peer (COMPACTOR_TRACING, an s3:// store) fails naming it;
+//   5. the installed bin: `npx temporal-compactor --help`, `compact` on a small conversation, and
+//      `bundle --workflows workflows.ts` (the prebuilt bundle of step 6);
+//   6. a Temporal dev server (127.0.0.1, free ports) and a fake OpenAI-compatible endpoint in this
 //      process; `npx tsx worker.ts` in the background, then `npx tsx client.ts`, with TEMPORAL_ADDRESS,
 //      OPENAI_BASE_URL, OPENAI_API_KEY, COMPACTOR_SUMMARIZER_MODEL and COMPACTOR_PAYLOAD_STORE=file:<dir>;
-//   6. the installed bin: `npx temporal-compactor --help`, and `compact` on a small conversation.
+//      then a worker of the prebuilt bundle (`node`, workflowBundle, compactorPlugin()), the time from
+//      its process start to polling reported, and `client.ts` again against it;
+//   7. the optional peers installed too (tracing on, the claims still encode), and the sizes of
+//      node_modules with and without them.
 // Progress goes to stderr as `[test:package]` lines; everything it started is stopped and the
 // temporary directory removed at the end (TEST_PACKAGE_KEEP=1 keeps the directory and says where).
 //
@@ -25,9 +37,9 @@
 // The check also wants at least one request for each model at the fake endpoint and at least one
 // object in the payload store's directory.
 //
-// Options: --tarball FILE installs a tarball packed before instead of packing; --no-overrides leaves `"overrides": { "protobufjs": "^8.8.1" }` out of the project's
-// package.json (to see what a plain install resolves); --skip-run stops after the type-check and
-// the module checks.
+// Options: --tarball FILE installs a tarball packed before instead of packing; --sdk lowest|highest|X.Y.Z
+// the Temporal SDK version installed (default highest: the newest published in our peer range);
+// --skip-run stops after the type-check and the module checks.
 import { spawn, spawnSync, type ChildProcess, type SpawnSyncReturns } from 'node:child_process';
 import {
   existsSync,
@@ -40,8 +52,8 @@ import {
   statSync,
   writeFileSync,
 } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { dirname, join, relative, resolve, sep } from 'node:path';
+import { availableParallelism, loadavg, tmpdir } from 'node:os';
+import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { startDevServer, type DevServer } from '../dev/dev-server.js';
 import { startFakeOpenAI, type FakeOpenAI, type RecordedRequest } from '../test/support/fake-openai.js';
@@ -53,6 +65,7 @@ import {
   MarkdownBlockError,
   type ProjectFile,
 } from '../test/package/markdown-blocks.js';
+import { folderBytes, installedCopies, resolvedCopy } from '../test/package/installed-tree.js';
 
 /** The summarizer model the worker is configured with; the fake endpoint answers it with SUMMARY_TEXT. */
 const SUMMARIZER_MODEL = 'package-test-summarizer';
@@ -65,6 +78,10 @@ const AGENT_REPLY = 'Package-test agent reply: order 1042 ships tomorrow.';
  */
 const DEFAULT_MARKDOWN = ['README.md', 'docs/*.md'];
 const CLIENT_TIMEOUT_MS = 300_000;
+/** The most a tarball may weigh: a lean install (no prebuilt workflow bundles in it). */
+const MAX_TARBALL_BYTES = 3_000_000;
+/** The prebuilt workflow bundle step 5 writes in the project and step 6 runs. */
+const PREBUILT_BUNDLE = 'workflow-bundle.js';
 const COMMAND_TIMEOUT_MS = 600_000;
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -80,6 +97,11 @@ class PackageTestError extends Error {
 
 function progress(message: string): void {
   process.stderr.write(`[test:package ${((Date.now() - started) / 1000).toFixed(0).padStart(4)}s] ${message}\n`);
+}
+
+/** Bytes as megabytes, one decimal. */
+function megabytes(bytes: number): string {
+  return `${(bytes / 1_000_000).toFixed(1)} MB`;
 }
 
 /** The last `max` characters of a command's output, for an error message. */
@@ -137,7 +159,8 @@ function filesUnder(dir: string): string[] {
 
 interface Options {
   markdown: string[];
-  overrides: boolean;
+  /** The Temporal SDK version to install: `lowest` or `highest` of our peer range, or a version. */
+  sdk: string;
   skipRun: boolean;
   /** A tarball packed before, instead of packing now. */
   tarball: string | undefined;
@@ -145,30 +168,94 @@ interface Options {
 
 function parseArgs(argv: readonly string[]): Options {
   const markdown: string[] = [];
-  let overrides = true;
+  let sdk = 'highest';
   let skipRun = false;
   let tarball: string | undefined;
   for (let index = 0; index < argv.length; index++) {
     const arg = argv[index] ?? '';
-    if (arg === '--no-overrides') overrides = false;
-    else if (arg === '--skip-run') skipRun = true;
-    else if (arg === '--tarball') {
+    if (arg === '--skip-run') skipRun = true;
+    else if (arg === '--sdk') {
+      const value = argv[++index];
+      if (value === undefined || !/^(lowest|highest|\d+\.\d+\.\d+)$/.test(value))
+        throw new PackageTestError(
+          `--sdk takes lowest, highest or a version such as 1.24.0, got ${JSON.stringify(value)}`,
+        );
+      sdk = value;
+    } else if (arg === '--tarball') {
       const path = argv[++index];
       if (path === undefined || !existsSync(path))
         throw new PackageTestError(`--tarball takes the path of an existing .tgz, got ${JSON.stringify(path)}`);
       tarball = resolve(path);
     } else if (arg.startsWith('-'))
       throw new PackageTestError(
-        `unknown option ${arg} (known: --no-overrides, --skip-run, --tarball FILE, then markdown files)`,
+        `unknown option ${arg} (known: --sdk lowest|highest|X.Y.Z, --skip-run, --tarball FILE, then markdown files)`,
       );
     else markdown.push(arg);
   }
-  return { markdown: markdown.length > 0 ? markdown : DEFAULT_MARKDOWN, overrides, skipRun, tarball };
+  return { markdown: markdown.length > 0 ? markdown : DEFAULT_MARKDOWN, sdk, skipRun, tarball };
+}
+
+/** Our package.json. */
+function manifest(): {
+  devDependencies?: Record<string, string>;
+  peerDependencies?: Record<string, string>;
+  peerDependenciesMeta?: Record<string, { optional?: boolean }>;
+} {
+  return JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as ReturnType<typeof manifest>;
+}
+
+/** The @temporalio packages the package imports (its required peers), and its optional peers. */
+function peers(): { sdk: string[]; optional: string[]; range: string } {
+  const { peerDependencies = {}, peerDependenciesMeta = {} } = manifest();
+  const optional = Object.keys(peerDependencies).filter((name) => peerDependenciesMeta[name]?.optional === true);
+  const sdk = Object.keys(peerDependencies).filter((name) => !optional.includes(name));
+  const ranges = new Set(sdk.map((name) => peerDependencies[name]));
+  const [range] = ranges;
+  if (ranges.size !== 1 || range === undefined || !sdk.every((name) => name.startsWith('@temporalio/')))
+    throw new PackageTestError(
+      `the required peers should be @temporalio packages over one range: ${JSON.stringify(Object.fromEntries(sdk.map((name) => [name, peerDependencies[name]])))}`,
+    );
+  return { sdk, optional, range };
+}
+
+/** [major, minor, patch] of a version. */
+function versionParts(version: string): [number, number, number] {
+  const [major = 0, minor = 0, patch = 0] = version.split('.').map((part) => Number.parseInt(part, 10));
+  return [major, minor, patch];
+}
+
+function compareVersions(left: string, right: string): number {
+  const a = versionParts(left);
+  const b = versionParts(right);
+  return a[0] - b[0] || a[1] - b[1] || a[2] - b[2];
+}
+
+/**
+ * The Temporal SDK version `--sdk` names: `lowest` is the floor of our peer range (`^1.22.0` →
+ * 1.22.0), `highest` the newest published version of @temporalio/worker in it.
+ */
+function sdkVersion(wanted: string, range: string): string {
+  if (wanted === 'lowest') {
+    const floor = /^\^(\d+\.\d+\.\d+)$/.exec(range)?.[1];
+    if (floor === undefined)
+      throw new PackageTestError(`the peer range ${range} is not ^X.Y.Z: no lowest version to install`);
+    return floor;
+  }
+  if (wanted !== 'highest') return wanted;
+  const listed: unknown = JSON.parse(
+    run('npm', ['view', `@temporalio/worker@${range}`, 'version', '--json'], { cwd: root, env: cleanEnv({}) }).stdout,
+  );
+  const versions = (Array.isArray(listed) ? listed : [listed]).filter(
+    (version): version is string => typeof version === 'string',
+  );
+  const highest = versions.sort(compareVersions).at(-1);
+  if (highest === undefined) throw new PackageTestError(`npm view found no @temporalio/worker in ${range}`);
+  return highest;
 }
 
 /** Step 1: the tarball, built by prepack; checks it holds what an installed package needs and nothing of the repository's own. */
 function pack(into: string): string {
-  progress('npm pack (prepack: clean, tsc, workflow bundles) ...');
+  progress('npm pack (prepack: clean, tsc) ...');
   run('npm', ['pack', '--pack-destination', into, '--silent'], { cwd: root, showStderr: true });
   const tarballs = readdirSync(into).filter((name) => name.endsWith('.tgz'));
   if (tarballs.length !== 1)
@@ -200,79 +287,152 @@ function checkTarball(tarball: string): void {
     `package/${binPath().replace(/^\.\//, '')}`,
     'package/dist/workflows/index.js',
     'package/dist/activities/grep-thread.js',
-    'package/dist/workflow-bundle.js',
+    'package/dist/workflows/with-worker-workflows.js',
+    'package/dist/cli/commands/bundle.js',
   ];
   const missing = required.filter((path) => !listed.includes(path));
   if (missing.length > 0) throw new PackageTestError(`the tarball lacks ${missing.join(', ')}`);
-  const unwanted = listed.filter((path) =>
-    /^package\/(src|dev|test|scripts|bench|corpus|examples|\.ci|node_modules)\//.test(path),
+  const unwanted = listed.filter(
+    (path) =>
+      /^package\/(src|dev|test|scripts|bench|corpus|examples|\.ci|node_modules)\//.test(path) ||
+      /workflow-bundle[^/]*\.js$/.test(path),
   );
   if (unwanted.length > 0)
     throw new PackageTestError(
       `the tarball holds files a user does not need: ${unwanted.slice(0, 5).join(', ')}${unwanted.length > 5 ? ', …' : ''}`,
     );
-  progress(`tarball ${tarball}: ${listed.length} files, ${(statSync(tarball).size / 1024 / 1024).toFixed(1)} MiB`);
+  const bytes = statSync(tarball).size;
+  if (bytes > MAX_TARBALL_BYTES)
+    throw new PackageTestError(`the tarball is ${bytes} bytes, over the ${MAX_TARBALL_BYTES} a lean install allows`);
+  progress(`tarball ${tarball}: ${listed.length} files, ${megabytes(bytes)}`);
 }
 
-/** Step 2: a fresh project outside the repository with the tarball and what a user installs beside it. */
-function createProject(dir: string, tarball: string, overrides: boolean): void {
-  const repo = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
-    devDependencies?: Record<string, string>;
-  };
-  const dev = (name: string): string => {
-    const version = repo.devDependencies?.[name];
-    if (version === undefined)
-      throw new PackageTestError(`package.json has no devDependency ${name} to pin the project's copy to`);
-    return `${name}@${version}`;
-  };
-  const project = {
-    name: 'temporal-compactor-package-test',
-    private: true,
-    type: 'module',
-    ...(overrides ? { overrides: { protobufjs: '^8.8.1' } } : {}),
-  };
-  writeFileSync(join(dir, 'package.json'), `${JSON.stringify(project, null, 2)}\n`);
-  const packages = [
-    tarball,
-    '@temporalio/client@1.24.0',
-    '@temporalio/worker@1.24.0',
-    '@temporalio/workflow@1.24.0',
-    dev('typescript'),
-    dev('tsx'),
-    dev('@types/node'),
-  ];
-  progress(
-    `npm install in ${dir}${overrides ? '' : ' (no protobufjs override)'}: ${packages.map((name) => (name === tarball ? 'the tarball' : name)).join(', ')} ...`,
-  );
+/** A devDependency of ours as `name@version`: the project's tools are the versions the repository uses. */
+function devPackage(name: string): string {
+  const version = manifest().devDependencies?.[name];
+  if (version === undefined) throw new PackageTestError(`package.json has no devDependency ${name} to pin the copy to`);
+  return `${name}@${version}`;
+}
+
+/** `npm install` in a project, named in the progress lines (the tarball as "the tarball"). */
+function npmInstall(dir: string, packages: readonly string[], tarball: string): void {
+  progress(`npm install in ${dir}: ${packages.map((name) => (name === tarball ? 'the tarball' : name)).join(' ')} ...`);
   run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error', ...packages], {
     cwd: dir,
     env: cleanEnv({}),
     showStderr: true,
   });
-  const copies = protobufCopies(dir);
-  progress(`protobufjs in the project: ${copies.map(({ version, path }) => `${version} at ${path}`).join('; ')}`);
 }
 
-/** Every installed copy of protobufjs in the project: its version and where. */
-function protobufCopies(dir: string): Array<{ version: string; path: string }> {
-  const found: Array<{ version: string; path: string }> = [];
-  const visit = (modules: string, depth: number): void => {
-    if (!existsSync(modules) || depth > 6) return;
-    for (const name of readdirSync(modules)) {
-      if (name.startsWith('.')) continue;
-      const scoped = name.startsWith('@') ? readdirSync(join(modules, name)).map((inner) => join(name, inner)) : [name];
-      for (const pkg of scoped) {
-        const at = join(modules, pkg);
-        if (pkg === 'protobufjs') {
-          const { version } = JSON.parse(readFileSync(join(at, 'package.json'), 'utf8')) as { version: string };
-          found.push({ version, path: relative(dir, at) });
-        }
-        visit(join(at, 'node_modules'), depth + 1);
-      }
-    }
+/** The README's install line at SDK `version`: the tarball and every @temporalio package we import. */
+function requiredPackages(tarball: string, version: string): string[] {
+  return [tarball, ...peers().sdk.map((name) => `${name}@${version}`)];
+}
+
+/** An empty ES module project. */
+function newProject(dir: string): void {
+  mkdirSync(dir, { recursive: true });
+  const project = { name: `temporal-compactor-package-test-${basename(dir)}`, private: true, type: 'module' };
+  writeFileSync(join(dir, 'package.json'), `${JSON.stringify(project, null, 2)}\n`);
+}
+
+/** Protobufjs 8 as a dependency of the project: what the README asks for with Temporal SDK 1.23 and newer. */
+const PROTOBUFJS = 'protobufjs@^8.8.1';
+/** The first Temporal SDK release whose packages need the project's own protobufjs 8 (they moved to protobufjs 8). */
+const SDK_NEEDING_PROTOBUFJS = '1.23.0';
+
+/**
+ * Step 2: a fresh project outside the repository with the tarball and the required peers at SDK
+ * `version` (and no overrides): one copy of each @temporalio package, at that version, and none of
+ * the optional peers or the testing package. Then the claims check, and protobufjs 8 added where the
+ * README says so. The tools (typescript, tsx, @types/node) come last.
+ */
+function createProject(dir: string, tarball: string, version: string): void {
+  newProject(dir);
+  npmInstall(dir, requiredPackages(tarball, version), tarball);
+  const { sdk, optional } = peers();
+  const copies = installedCopies(dir, [...sdk, ...optional, '@temporalio/testing', 'protobufjs']);
+  const problems: string[] = [];
+  for (const name of sdk) {
+    const found = copies.get(name) ?? [];
+    if (found.length !== 1 || found[0]?.version !== version)
+      problems.push(
+        `${name}: ${found.map((copy) => `${copy.version} at ${copy.path}`).join(', ') || 'not installed'}, expected one copy at ${version}`,
+      );
+  }
+  for (const name of [...optional, '@temporalio/testing']) {
+    const found = copies.get(name) ?? [];
+    if (found.length > 0)
+      problems.push(
+        `${name} is installed (${found.map((copy) => copy.path).join(', ')}): it should come only when a user asks for it`,
+      );
+  }
+  if (problems.length > 0) throw new PackageTestError(`the installed tree:\n  ${problems.join('\n  ')}`);
+  progress(`one copy of each of ${sdk.join(', ')} at ${version}; no optional peer, no @temporalio/testing`);
+  checkClaims(dir, tarball, version);
+  npmInstall(dir, [devPackage('typescript'), devPackage('tsx'), devPackage('@types/node')], tarball);
+}
+
+/** What a plugin with a file payload store does with this install: built, or refused and why. */
+function pluginWithStore(
+  dir: string,
+  env: Record<string, string>,
+): { ok: boolean; name?: string; message?: string; packages?: string[] } {
+  writeFileSync(
+    join(dir, 'check-plugin.mjs'),
+    [
+      "import { compactorPlugin, loadConfig } from 'temporal-compactor';",
+      'try {',
+      "  compactorPlugin({ config: loadConfig({ env: JSON.parse(process.argv[2]) }), searchAttributes: 'skip' });",
+      '  console.log(JSON.stringify({ ok: true }));',
+      '} catch (error) {',
+      '  console.log(JSON.stringify({ ok: false, name: error.name, message: error.message, packages: error.packages }));',
+      '}',
+      '',
+    ].join('\n'),
+  );
+  return JSON.parse(
+    run('node', ['check-plugin.mjs', JSON.stringify(env)], { cwd: dir, env: cleanEnv({}) }).stdout,
+  ) as ReturnType<typeof pluginWithStore>;
+}
+
+/**
+ * The payload store's claims with this install: the SDK encodes them when its packages share one
+ * protobufjs. From SDK 1.23 they do only with protobufjs 8 as a dependency of the project (the
+ * README's install line): without it the plugin refuses to start (ProtobufCopiesError), with it it starts.
+ */
+function checkClaims(dir: string, tarball: string, version: string): void {
+  const store = join(dir, 'claims-check-store');
+  const env = { COMPACTOR_PAYLOAD_STORE: `file:${store}` };
+  const shared = (): string => {
+    const folders = ['@temporalio/common', '@temporalio/proto', '@temporalio/worker'].map(
+      (name) => `${name} → ${resolvedCopy(dir, join('node_modules', name), 'protobufjs') ?? 'none'}`,
+    );
+    return folders.join(', ');
   };
-  visit(join(dir, 'node_modules'), 0);
-  return found;
+  const plain = pluginWithStore(dir, env);
+  if (compareVersions(version, SDK_NEEDING_PROTOBUFJS) < 0) {
+    if (!plain.ok)
+      throw new PackageTestError(
+        `SDK ${version}: a plugin with a payload store failed: ${plain.name}: ${plain.message}`,
+      );
+    progress(`SDK ${version}: a payload store works with the plain install (protobufjs: ${shared()})`);
+    return;
+  }
+  if (plain.ok || plain.name !== 'ProtobufCopiesError')
+    throw new PackageTestError(
+      `SDK ${version} without the project's own protobufjs: expected ProtobufCopiesError from a plugin with a payload store (the README's reason for ${PROTOBUFJS}), got ${JSON.stringify(plain)} (protobufjs: ${shared()})`,
+    );
+  progress(
+    `SDK ${version} without ${PROTOBUFJS}: the plugin refuses the payload store (${plain.name}; protobufjs: ${shared()})`,
+  );
+  npmInstall(dir, [PROTOBUFJS], tarball);
+  const fixed = pluginWithStore(dir, env);
+  if (!fixed.ok)
+    throw new PackageTestError(
+      `SDK ${version} with ${PROTOBUFJS}: the plugin still fails: ${fixed.name}: ${fixed.message}`,
+    );
+  progress(`SDK ${version} with ${PROTOBUFJS}: a payload store works (protobufjs: ${shared()})`);
 }
 
 /** Step 3: the markdown files' blocks in the project, type-checked. Returns the files written. */
@@ -582,6 +742,104 @@ async function runQuickStart(dir: string, files: readonly ProjectFile[]): Promis
     `client.ts printed the summary and agentRun's reply; endpoint asked ${fake.requests.length} time(s); payload store holds ${stored.length} file(s)`,
   );
   await worker.stop();
+  await runPrebuiltWorker(dir, env, fake);
+}
+
+/**
+ * Step 6 (continued): a worker of the prebuilt bundle, as production runs one (`node`, compiled
+ * JavaScript, `workflowBundle`, compactorPlugin()): how long from its process start until it polls,
+ * and client.ts again against it (the bundle holds the user's workflow and ours).
+ */
+async function runPrebuiltWorker(dir: string, env: NodeJS.ProcessEnv, fake: FakeOpenAI): Promise<void> {
+  writeFileSync(
+    join(dir, 'worker-prebuilt.mjs'),
+    [
+      "import { NativeConnection, Worker } from '@temporalio/worker';",
+      "import { compactorPlugin } from 'temporal-compactor';",
+      'const connection = await NativeConnection.connect({ address: process.env.TEMPORAL_ADDRESS });',
+      'const worker = await Worker.create({',
+      "  connection, taskQueue: 'agents',",
+      `  workflowBundle: { codePath: ${JSON.stringify(join(dir, PREBUILT_BUNDLE))} },`,
+      '  plugins: [compactorPlugin()],',
+      '});',
+      'const polling = setInterval(() => {',
+      "  if (worker.getState() !== 'RUNNING') return;",
+      '  clearInterval(polling);',
+      '  const { user, system } = process.cpuUsage();',
+      '  console.log(`prebuilt worker polling ${Math.round(performance.now())} ms after its process started, ${Math.round((user + system) / 1000)} ms of CPU`);',
+      '}, 1);',
+      'await worker.run();',
+      'await connection.close();',
+      '',
+    ].join('\n'),
+  );
+  const requestsBefore = fake.requests.length;
+  progress('node worker-prebuilt.mjs (the prebuilt bundle, in the background) ...');
+  const spawned = Date.now();
+  const worker = background('node', ['worker-prebuilt.mjs'], dir, env, 'prebuilt worker |');
+  cleanup.push(() => worker.stop());
+  const deadline = Date.now() + CLIENT_TIMEOUT_MS;
+  let reported: string | undefined;
+  while (reported === undefined) {
+    reported = /prebuilt worker polling (\d+ ms after its process started, \d+ ms of CPU)/.exec(worker.output())?.[1];
+    if (reported !== undefined) break;
+    if (worker.exited() || Date.now() > deadline)
+      throw new PackageTestError(`the prebuilt worker never polled\n--- its output ---\n${tail(worker.output())}`);
+    await new Promise((resolveWait) => setTimeout(resolveWait, 5));
+  }
+  progress(
+    `prebuilt worker: polling ${reported} (${Date.now() - spawned} ms after this script spawned it; load average ${loadavg()
+      .map((load) => load.toFixed(1))
+      .join(', ')} on ${availableParallelism()} cores)`,
+  );
+  const client = background('npx', ['--no-install', 'tsx', 'client.ts'], dir, env, 'client |');
+  cleanup.push(() => client.stop());
+  const code = await waitForExit(client, CLIENT_TIMEOUT_MS, 'client.ts against the prebuilt worker');
+  if (code !== 0 || !client.output().includes(SUMMARY_TEXT) || !client.output().includes(AGENT_REPLY))
+    throw new PackageTestError(
+      `client.ts against the prebuilt worker exited ${code} without the summary and the reply\n--- client output ---\n${tail(client.output())}\n--- worker output ---\n${tail(worker.output())}`,
+    );
+  progress(
+    `client.ts against the prebuilt worker: the summary and agentRun's reply again (${fake.requests.length - requestsBefore} more request(s) at the endpoint)`,
+  );
+  await worker.stop();
+}
+
+/**
+ * Step 7: the install's size — node_modules of a project with the tarball and the required peers
+ * (and protobufjs where the README adds it), then with the optional peers as well — and, with them
+ * installed, tracing and an S3 store configure and the claims still encode.
+ */
+function measureInstall(dir: string, tarball: string, version: string): void {
+  newProject(dir);
+  const required = [
+    ...requiredPackages(tarball, version),
+    ...(compareVersions(version, SDK_NEEDING_PROTOBUFJS) < 0 ? [] : [PROTOBUFJS]),
+  ];
+  npmInstall(dir, required, tarball);
+  const lean = folderBytes(join(dir, 'node_modules'));
+  const { optional } = peers();
+  npmInstall(
+    dir,
+    optional.map((name) => (name.startsWith('@temporalio/') ? `${name}@${version}` : devPackage(name))),
+    tarball,
+  );
+  const full = folderBytes(join(dir, 'node_modules'));
+  const store = join(dir, 'store');
+  const configured: Array<Record<string, string>> = [
+    { COMPACTOR_TRACING: 'otlp', COMPACTOR_PAYLOAD_STORE: `file:${store}` },
+    { COMPACTOR_PAYLOAD_STORE: 's3://bucket/prefix' },
+  ];
+  for (const env of configured) {
+    const outcome = pluginWithStore(dir, env);
+    if (!outcome.ok)
+      throw new PackageTestError(
+        `with the optional peers installed, ${JSON.stringify(env)}: ${outcome.name}: ${outcome.message}`,
+      );
+  }
+  progress(
+    `install size: node_modules ${megabytes(lean)} with the required peers (${required.length - 1} packages named), ${megabytes(full)} with the optional peers too; with them, tracing (otlp) and an S3 store configure and the claims encode`,
+  );
 }
 
 /** Step 6: the bin, as installed. */
@@ -627,6 +885,56 @@ function checkBin(dir: string): void {
     );
   }
   progress(`bin: --help prints the usage; compact took ${conversation.length} messages to ${messages.length}`);
+  // The prebuilt bundle of the user's workflows (workflows.ts, from the README) and ours, for step 6.
+  const bundled = run(
+    'npx',
+    ['--no-install', 'temporal-compactor', 'bundle', '--workflows', 'workflows.ts', '--out', PREBUILT_BUNDLE],
+    { cwd: dir, env },
+  );
+  if (!existsSync(join(dir, PREBUILT_BUNDLE)))
+    throw new PackageTestError(`\`temporal-compactor bundle\` wrote no ${PREBUILT_BUNDLE}:\n${tail(bundled.stderr)}`);
+  for (const line of bundled.stderr.trim().split('\n')) progress(`bin: bundle: ${line.trim()}`);
+}
+
+/**
+ * Step 4 (continued): a setting that needs an optional peer that is not installed fails when the
+ * plugin is made, naming the packages and the setting; the command line says so as a configuration error.
+ */
+function checkMissingPeers(dir: string): void {
+  const { optional } = peers();
+  const cases: Array<[Record<string, string>, string, string[]]> = [
+    [{ COMPACTOR_TRACING: 'otlp' }, 'COMPACTOR_TRACING=otlp', optional.filter((name) => name !== '@aws-sdk/client-s3')],
+    [
+      { COMPACTOR_PAYLOAD_STORE: 's3://bucket/prefix' },
+      'COMPACTOR_PAYLOAD_STORE=s3://bucket/prefix',
+      ['@aws-sdk/client-s3'],
+    ],
+  ];
+  for (const [env, setting, packages] of cases) {
+    const outcome = pluginWithStore(dir, env);
+    if (
+      outcome.ok ||
+      outcome.name !== 'MissingPeerError' ||
+      JSON.stringify([...(outcome.packages ?? [])].sort()) !== JSON.stringify([...packages].sort()) ||
+      !(outcome.message ?? '').includes(setting) ||
+      !(outcome.message ?? '').includes('npm install')
+    )
+      throw new PackageTestError(
+        `${setting} without ${packages.join(', ')}: expected a MissingPeerError naming them, got ${JSON.stringify(outcome)}`,
+      );
+    progress(`${setting} without its optional peers: ${outcome.message ?? ''}`);
+  }
+  const cli = spawnSync('npx', ['--no-install', 'temporal-compactor', 'worker', '--tracing', 'console'], {
+    cwd: dir,
+    env: cleanEnv({}),
+    encoding: 'utf8',
+    timeout: COMMAND_TIMEOUT_MS,
+  });
+  if (cli.status !== 2 || !cli.stderr.includes('configuration error: COMPACTOR_TRACING=console'))
+    throw new PackageTestError(
+      `\`temporal-compactor worker --tracing console\` without OpenTelemetry: expected exit 2 and a configuration error, got ${cli.status}:\n${tail(cli.stderr)}`,
+    );
+  progress('bin: `worker --tracing console` without OpenTelemetry exits 2 naming the packages');
 }
 
 async function cleanUp(): Promise<void> {
@@ -652,14 +960,19 @@ async function main(): Promise<void> {
   mkdirSync(project);
   const tarball = options.tarball ?? pack(packDir);
   checkTarball(tarball);
-  createProject(project, tarball, options.overrides);
+  const { range } = peers();
+  const version = sdkVersion(options.sdk, range);
+  progress(`Temporal SDK ${version} (--sdk ${options.sdk}; our peer range ${range})`);
+  createProject(project, tarball, version);
   const files = typeCheckBlocks(project, options.markdown);
   checkModules(project);
+  checkMissingPeers(project);
   checkGrepThread(project);
   checkBin(project);
   if (options.skipRun) progress('--skip-run: not running the quick start');
   else await runQuickStart(project, files);
-  progress('PASSED');
+  measureInstall(join(dir, 'sizes'), tarball, version);
+  progress(`PASSED (Temporal SDK ${version})`);
 }
 
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {

@@ -243,8 +243,9 @@ const settings = {
     env: 'COMPACTOR_WORKFLOW_BUNDLE',
     flag: 'workflow-bundle',
     expected: 'a path to a prebuilt workflow bundle',
-    defaultText: '`workflow-bundle.js` beside the worker, else bundled at start-up',
-    description: 'A prebuilt workflow bundle, so workers start without bundling.',
+    defaultText: '— (bundled at start-up)',
+    description:
+      'A prebuilt workflow bundle (`temporal-compactor bundle --out FILE`), so workers start without bundling; with tracing on, one built with tracing.',
     schema: nonEmptyText.optional(),
   },
   shutdownGraceTime: {

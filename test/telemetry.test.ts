@@ -3,6 +3,7 @@
 // receiver, and the stderr exporter's lines.
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
 import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import type { ClientOptions } from '@temporalio/client';
 import type { WorkerOptions } from '@temporalio/worker';
@@ -18,7 +19,9 @@ import {
 import { StderrSpanExporter } from '../src/telemetry/tracing.js';
 
 const config = loadConfig({ env: {} });
-const baseOptions = { taskQueue: 'q', workflowsPath: '/nowhere/workflows.js' } as WorkerOptions;
+/** A user's own workflows module: the plugin bundles ours beside it. */
+const USER_WORKFLOWS = fileURLToPath(new URL('./fixtures/user-worker/workflows.ts', import.meta.url));
+const baseOptions = { taskQueue: 'q', workflowsPath: USER_WORKFLOWS } as WorkerOptions;
 
 function otelWorkflowModules(options: WorkerOptions): string[] {
   return (options.interceptors?.workflowModules ?? []).filter((path) => path.includes('interceptors-opentelemetry'));
@@ -61,7 +64,7 @@ describe('compactorPlugin tracing options', () => {
       tracing: { spanProcessor: new SimpleSpanProcessor(new InMemorySpanExporter()) },
     });
     expect(() => plugin.configureWorker({ taskQueue: 'q', workflowBundle: { code: 'var plain = 1;' } })).toThrow(
-      /workflow-bundle-tracing\.js/,
+      /temporal-compactor bundle --tracing/,
     );
     // A bundle made with the interceptor module passes.
     const traced = { code: `// ${tracingWorkflowInterceptorModules()[0]}` };

@@ -487,7 +487,7 @@ export async function compactViaWorkflow(run: CompactRun, client: Client): Promi
 
   const taskQueue = `${config.taskQueue}-cli-${randomUUID().slice(0, 8)}`;
   const { summarizer, describe } = summarizerFromConfig(config);
-  // Run from source there is no prebuilt bundle: the worker bundles the workflows as it starts.
+  // Without a prebuilt bundle (COMPACTOR_WORKFLOW_BUNDLE) the worker bundles the workflows as it starts.
   const bundling = workflowCode({ workflowBundlePath: config.workflowBundle }).workflowsPath !== undefined;
   progress(
     `No worker polls task queue "${config.taskQueue}": starting one in this process on "${taskQueue}"${bundling ? ' (bundling the workflows first takes a few seconds)' : ''}...`,

@@ -4,6 +4,7 @@
 // `connectTemporal` (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TLS, envconfig's profiles).
 import type { Client } from '@temporalio/client';
 import { ConfigError } from '../config.js';
+import { InstallError } from '../peer-packages.js';
 import { isMain } from '../worker/is-main.js';
 import {
   commandHelp,
@@ -16,6 +17,7 @@ import {
   type CliIo,
   type CommandContext,
 } from './command.js';
+import { bundle } from './commands/bundle.js';
 import { codecServer } from './commands/codec-server.js';
 import { compact } from './commands/compact.js';
 import { gc } from './commands/gc.js';
@@ -32,7 +34,7 @@ export { connectClient } from './connect.js';
 
 /** The subcommands by name, in the order the help lists them. */
 export const commands: Readonly<Record<string, CliCommand>> = Object.fromEntries(
-  [compact, worker, history, session, review, codecServer, gc].map((command) => [command.name, command]),
+  [compact, worker, bundle, history, session, review, codecServer, gc].map((command) => [command.name, command]),
 );
 
 /** What the bare command prints: how to call it, on stderr (it is a usage mistake). */
@@ -107,7 +109,7 @@ export async function runCommand(
       io.stderr(`${program}: ${error.message}\nusage: ${program} ${command.usage}\n(${program} --help for more)\n`);
       return ExitCode.usage;
     }
-    if (error instanceof ConfigError) {
+    if (error instanceof ConfigError || error instanceof InstallError) {
       io.stderr(`${program}: configuration error: ${error.message}\n`);
       return ExitCode.usage;
     }

@@ -12,6 +12,7 @@ import type { Keyring } from './keyring.js';
 import type { ObjectBackend } from './object-backend.js';
 import { S3Backend } from './s3-backend.js';
 import { describePayloadStore, type PayloadStoreLocation } from './store-location.js';
+import { assertSdkEncodesClaims } from '../peer-packages.js';
 
 export {
   CompactorCodec,
@@ -160,6 +161,8 @@ export function payloadConverterFromConfig(
       describe: `payloads inline (no store), codec deflate + ${encryption}`,
     };
   }
+  // A claim the SDK cannot encode fails every workflow task that stores a payload: refuse at start instead.
+  assertSdkEncodesClaims('COMPACTOR_PAYLOAD_STORE');
   const driver = new ChunkStoreDriver({ ...options.driver, backend, keyring });
   const codec = new CompactorCodec({ keyring, passThroughAtOrAbove: settings.payloadThreshold });
   // Without a key the codec leaves payloads under its floor alone; when the store takes everything

@@ -2,9 +2,11 @@
 // through `@aws-sdk/client-s3`. Credentials and region come from the SDK's usual chain (the
 // `AWS_*` variables, shared config files, instance roles); `COMPACTOR_S3_ENDPOINT` points it at an
 // S3-compatible server (MinIO, Ceph, moto...), with path-style addressing, which they all serve.
-// A single PUT is atomic in S3, so objects need no temporary names. The SDK is loaded on first
-// use: it takes a quarter of a second to import, which every CLI command would pay otherwise.
+// A single PUT is atomic in S3, so objects need no temporary names. The SDK is an optional peer
+// dependency: a store of this kind checks that it is installed (else MissingPeerError), and loads
+// it on first use: it takes a quarter of a second to import, which every CLI command would pay otherwise.
 import type * as S3 from '@aws-sdk/client-s3';
+import { assertPeersInstalled } from '../peer-packages.js';
 import type { ListedObject, ObjectStat, SweepableBackend } from './object-backend.js';
 
 function statusOf(error: unknown): number | undefined {
@@ -44,6 +46,8 @@ export class S3Backend implements SweepableBackend {
     this.bucket = options.bucket;
     this.prefix = (options.prefix ?? '').replace(/^\/+|\/+$/g, '');
     this.description = `s3://${this.bucket}/${this.prefix}`;
+    if (options.client === undefined)
+      assertPeersInstalled(['@aws-sdk/client-s3'], `COMPACTOR_PAYLOAD_STORE=${this.description}`);
   }
 
   private load(): Promise<{ sdk: typeof S3; client: S3.S3Client }> {

@@ -1,24 +1,62 @@
 // Node only: opt-in OpenTelemetry tracing (COMPACTOR_TRACING). Builds the SDK's OpenTelemetry
 // plugin (`@temporalio/interceptors-opentelemetry`): client, activity and workflow interceptors,
 // and the sink that carries spans made in the workflow sandbox (the `Compaction` span among them)
-// out to the same span processor as the worker's own. Off, nothing here runs.
-import { createRequire } from 'node:module';
+// out to the same span processor as the worker's own. The OpenTelemetry SDK and that package are
+// optional peers, loaded when tracing is turned on (src/peer-packages.ts); off, nothing here runs.
 import { context, propagation, SpanStatusCode, type Attributes } from '@opentelemetry/api';
-import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
-import { ExportResultCode, W3CTraceContextPropagator, type ExportResult } from '@opentelemetry/core';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
-import { envDetectorSync, Resource } from '@opentelemetry/resources';
-import {
-  BasicTracerProvider,
-  BatchSpanProcessor,
-  SimpleSpanProcessor,
-  type ReadableSpan,
-  type SpanExporter,
-  type SpanProcessor,
-} from '@opentelemetry/sdk-trace-base';
-import { OpenTelemetryPlugin } from '@temporalio/interceptors-opentelemetry';
+import type * as ContextAsyncHooks from '@opentelemetry/context-async-hooks';
+import type * as Core from '@opentelemetry/core';
+import type { ExportResult } from '@opentelemetry/core';
+import type * as OtlpExporter from '@opentelemetry/exporter-trace-otlp-proto';
+import type * as Resources from '@opentelemetry/resources';
+import type { Resource } from '@opentelemetry/resources';
+import type * as TraceBase from '@opentelemetry/sdk-trace-base';
+import type { ReadableSpan, SpanExporter, SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import type * as TemporalOtel from '@temporalio/interceptors-opentelemetry';
+import type { OpenTelemetryPlugin } from '@temporalio/interceptors-opentelemetry';
 import { ConfigError, type TracingSettingValue } from '../config.js';
 import { redactUrls } from '../redact.js';
+import { assertPeersInstalled, requirePeer, resolvePeer } from '../peer-packages.js';
+
+/** The optional peers tracing needs (`@opentelemetry/api` is a dependency: workflow code makes spans with it). */
+const TRACING_PEERS = [
+  '@temporalio/interceptors-opentelemetry',
+  '@opentelemetry/sdk-trace-base',
+  '@opentelemetry/resources',
+  '@opentelemetry/core',
+  '@opentelemetry/context-async-hooks',
+];
+/** What `otlp` needs besides. */
+const OTLP_PEER = '@opentelemetry/exporter-trace-otlp-proto';
+
+/** How a tracing option was given, for the message of a missing package. */
+function settingOf(option: TracingOption): string {
+  return typeof option === 'string'
+    ? `COMPACTOR_TRACING=${option} (or tracing: '${option}')`
+    : 'tracing: { spanProcessor }';
+}
+
+/** The OpenTelemetry SDK and the Temporal SDK's interceptors, loaded when tracing is turned on. */
+interface TracingModules {
+  temporal: typeof TemporalOtel;
+  traceBase: typeof TraceBase;
+  resources: typeof Resources;
+  core: typeof Core;
+  contextAsyncHooks: typeof ContextAsyncHooks;
+}
+
+/** @throws MissingPeerError naming every package of `peers` that is not installed, and `setting`. */
+function tracingModules(setting: string, peers: readonly string[]): TracingModules {
+  assertPeersInstalled(peers, setting);
+  const peer = <T>(name: string): T => requirePeer<T>(name, setting);
+  return {
+    temporal: peer('@temporalio/interceptors-opentelemetry'),
+    traceBase: peer('@opentelemetry/sdk-trace-base'),
+    resources: peer('@opentelemetry/resources'),
+    core: peer('@opentelemetry/core'),
+    contextAsyncHooks: peer('@opentelemetry/context-async-hooks'),
+  };
+}
 
 /**
  * `off`; `otlp`: OTLP over HTTP (protobuf) to the endpoint of the standard `OTEL_EXPORTER_OTLP_*`
@@ -52,11 +90,19 @@ export const DEFAULT_TRACING_SERVICE_NAME = 'temporal-compactor';
 
 /**
  * The workflow interceptor module a prebuilt workflow bundle needs for workflow spans
- * (`bundleWorkflowCode({ workflowInterceptorModules })`); `npm run build:bundle` writes such a
- * bundle beside the plain one.
+ * (`bundleWorkflowCode({ workflowInterceptorModules })`; `temporal-compactor bundle` adds it when
+ * tracing is on).
+ *
+ * @throws MissingPeerError when `@temporalio/interceptors-opentelemetry` is not installed.
  */
 export function tracingWorkflowInterceptorModules(): string[] {
-  return [createRequire(import.meta.url).resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors')];
+  return [
+    resolvePeer(
+      '@temporalio/interceptors-opentelemetry/lib/workflow-interceptors',
+      '@temporalio/interceptors-opentelemetry',
+      'a workflow bundle with tracing (COMPACTOR_TRACING)',
+    ),
+  ];
 }
 
 /** True when a workflow bundle's code carries the OpenTelemetry workflow interceptors. */
@@ -65,7 +111,7 @@ export function bundleHasTracing(code: string): boolean {
 }
 
 /** The default resource: our service name, then what OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES say. */
-export function tracingResource(): Resource {
+function tracingResource({ Resource, envDetectorSync }: typeof Resources): Resource {
   return Resource.default()
     .merge(new Resource({ 'service.name': DEFAULT_TRACING_SERVICE_NAME }))
     .merge(envDetectorSync.detect());
@@ -127,6 +173,7 @@ export class StderrSpanExporter implements SpanExporter {
       };
       this.write(`${JSON.stringify(line)}\n`);
     }
+    const { ExportResultCode } = requirePeer<typeof Core>('@opentelemetry/core', settingOf('console'), TRACING_PEERS);
     done({ code: ExportResultCode.SUCCESS });
   }
 
@@ -139,9 +186,9 @@ export class StderrSpanExporter implements SpanExporter {
  * the activity spans would lose their parents. Both are registered here unless the process
  * already has its own (an OpenTelemetry SDK the user set up keeps them).
  */
-function ensureContextPropagation(): void {
-  propagation.setGlobalPropagator(new W3CTraceContextPropagator());
-  const manager = new AsyncLocalStorageContextManager().enable();
+function ensureContextPropagation({ core, contextAsyncHooks }: TracingModules): void {
+  propagation.setGlobalPropagator(new core.W3CTraceContextPropagator());
+  const manager = new contextAsyncHooks.AsyncLocalStorageContextManager().enable();
   if (!context.setGlobalContextManager(manager)) manager.disable();
 }
 
@@ -151,6 +198,8 @@ function ensureContextPropagation(): void {
  * alone); spans made in the workflow sandbox come out through the SDK's sink.
  *
  * @throws ConfigError when `otlp` meets an OTLP protocol other than http/protobuf.
+ * @throws MissingPeerError when an OpenTelemetry package tracing needs is not installed (the
+ *   message names them all and the install command).
  */
 export function createTracing(
   option: TracingOption,
@@ -158,10 +207,14 @@ export function createTracing(
 ): CompactorTracing | undefined {
   if (option === 'off') return undefined;
   if (typeof option === 'object' && 'plugin' in option) return option;
+  const setting = settingOf(option);
+  const modules = tracingModules(setting, option === 'otlp' ? [...TRACING_PEERS, OTLP_PEER] : TRACING_PEERS);
+  const { BasicTracerProvider, BatchSpanProcessor, SimpleSpanProcessor } = modules.traceBase;
   let spanProcessor: SpanProcessor;
   let describe: string;
   if (option === 'otlp') {
     checkOtlpProtocol(env);
+    const { OTLPTraceExporter } = requirePeer<typeof OtlpExporter>(OTLP_PEER, setting);
     // Batched: a worker exports in the background, never on an activity's or a workflow task's path.
     spanProcessor = new BatchSpanProcessor(new OTLPTraceExporter({ url: otlpTracesUrl(env) }));
     // Printed at start-up and in export errors: never with a password or a key the URL might carry.
@@ -173,10 +226,14 @@ export function createTracing(
     spanProcessor = option.spanProcessor;
     describe = 'to the given span processor';
   }
-  const resource = (typeof option === 'object' ? option.resource : undefined) ?? tracingResource();
-  ensureContextPropagation();
+  const resource = (typeof option === 'object' ? option.resource : undefined) ?? tracingResource(modules.resources);
+  ensureContextPropagation(modules);
   const provider = new BasicTracerProvider({ resource, spanProcessors: [spanProcessor] });
-  const plugin = new OpenTelemetryPlugin({ resource, spanProcessor, tracer: provider.getTracer('temporal-compactor') });
+  const plugin = new modules.temporal.OpenTelemetryPlugin({
+    resource,
+    spanProcessor,
+    tracer: provider.getTracer('temporal-compactor'),
+  });
   // A collector that is down must not turn a worker's clean stop into a failure: say so and go on.
   const flush = () =>
     provider.forceFlush().catch((error: unknown) => {

@@ -3,11 +3,12 @@
 // `node dist/worker/create-worker.js`; configured from the environment through `src/config.ts`.
 import { isMain } from './is-main.js';
 import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { resolve } from 'node:path';
 import { Worker } from '@temporalio/worker';
 import type { NativeConnection, WorkerOptions, WorkflowBundleOption } from '@temporalio/worker';
 import type { DataConverter } from '@temporalio/common';
 import { CHAT_SERVER_KEYS, compactorPlugin, type CompactorPlugin, type PluginRegistration } from './plugin.js';
+import { compactorWorkflowsPath } from './workflow-bundling.js';
 import { assertKnownKeys, keysOf } from '../core/unknown-keys.js';
 import {
   ensureSearchAttributesIfAllowed,
@@ -29,6 +30,7 @@ import type { Summarizer } from '../core/types.js';
 import type { OpenAIClientSettings } from '../llm/openai-adapter.js';
 import { payloadConverterFromConfig } from '../payloads/index.js';
 import { connectTemporal, TemporalConnectionError } from './temporal-connection.js';
+import { InstallError } from '../peer-packages.js';
 import { installTelemetryRuntime } from '../telemetry/metrics.js';
 import { createTracing, type CompactorTracing, type TracingOption } from '../telemetry/tracing.js';
 
@@ -73,9 +75,9 @@ export interface CompactorWorkerConfig {
    */
   summarizerContextWindow?: number;
   /**
-   * A prebuilt workflow bundle (`npm run build:bundle`). @default `workflow-bundle.js` next to this
-   * module when it exists (with tracing on, `workflow-bundle-tracing.js`, which carries the tracing
-   * interceptors; else the workflows are bundled at start-up)
+   * A prebuilt workflow bundle (`temporal-compactor bundle --out FILE`; with tracing on, one built
+   * with tracing, which carries its interceptors), so the worker starts without bundling.
+   * @default COMPACTOR_WORKFLOW_BUNDLE, else the workflows are bundled at start-up
    */
   workflowBundlePath?: string;
   /** A workflow bundle already in memory (e.g. from `bundleWorkflowCode`); wins over the path settings. */
@@ -155,7 +157,7 @@ export function loadWorkerConfig(
   if (config.workflowBundle !== undefined && !existsSync(config.workflowBundle)) {
     throw new ConfigError(
       'COMPACTOR_WORKFLOW_BUNDLE',
-      'the path of an existing workflow bundle (npm run build:bundle writes dist/workflow-bundle.js)',
+      'the path of an existing workflow bundle (temporal-compactor bundle --out FILE writes one)',
       config.workflowBundle,
     );
   }
@@ -193,13 +195,11 @@ export function loadWorkerConfig(
 }
 
 /**
- * The workflow code: a prebuilt bundle when there is one (production), else the workflows' source
- * to bundle now. With `tracing`, the default prebuilt bundle is the one with the tracing
- * interceptors (`workflow-bundle-tracing.js`): the plain one would lose the workflow spans.
+ * The workflow code: a prebuilt bundle when one is given (production), else the workflows' source
+ * to bundle now (`workflowsPath`, else ours).
  */
 export function workflowCode(
   config: Pick<CompactorWorkerConfig, 'workflowBundle' | 'workflowBundlePath' | 'workflowsPath'>,
-  { tracing = false }: { tracing?: boolean } = {},
 ): Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath'> {
   if (config.workflowBundle !== undefined) return { workflowBundle: config.workflowBundle };
   if (config.workflowBundlePath !== undefined) {
@@ -209,20 +209,10 @@ export function workflowCode(
         'the path of an existing workflow bundle',
         config.workflowBundlePath,
       );
-    return { workflowBundle: { codePath: config.workflowBundlePath } };
+    // Absolute: the SDK rewrites the inline source map of a bundle whose path is not.
+    return { workflowBundle: { codePath: resolve(config.workflowBundlePath) } };
   }
-  if (config.workflowsPath !== undefined) return { workflowsPath: config.workflowsPath };
-  const prebuilt = fileURLToPath(
-    new URL(tracing ? '../workflow-bundle-tracing.js' : '../workflow-bundle.js', import.meta.url),
-  );
-  if (existsSync(prebuilt)) return { workflowBundle: { codePath: prebuilt } };
-  // From the build output the workflows are `.js`; run from source (tsx) they are `.ts`.
-  const source = ['../workflows/index.js', '../workflows/index.ts']
-    .map((path) => fileURLToPath(new URL(path, import.meta.url)))
-    .find((path) => existsSync(path));
-  if (source === undefined)
-    throw new Error('temporal-compactor worker: found neither a workflow bundle nor workflows/index beside the worker');
-  return { workflowsPath: source };
+  return { workflowsPath: config.workflowsPath ?? compactorWorkflowsPath() };
 }
 
 /** A created worker (one per task queue it polls) and the connection they share. */
@@ -258,7 +248,7 @@ export async function createWorker(config: CompactorWorkerConfig): Promise<Compa
     throw new TypeError(`createWorker: a worker in mode "${mode}" needs a summarizer`);
   // One tracer for every worker made here (one per task queue), so their spans share one exporter.
   const tracing: CompactorTracing | undefined = createTracing(config.tracing ?? readSettings(['tracing']).tracing);
-  const code = mode === 'activities' ? undefined : workflowCode(config, { tracing: tracing !== undefined });
+  const code = mode === 'activities' ? undefined : workflowCode(config);
   // Our activities, workflows and data converter come from the plugin, as on any user's worker.
   const plugin = (register: PluginRegistration): CompactorPlugin =>
     compactorPlugin({
@@ -376,7 +366,7 @@ export async function runWorker(
 if (isMain(import.meta.url)) {
   runWorker().catch((error: unknown) => {
     const message =
-      error instanceof ConfigError || error instanceof TemporalConnectionError
+      error instanceof ConfigError || error instanceof TemporalConnectionError || error instanceof InstallError
         ? `configuration error: ${error.message}`
         : error instanceof Error
           ? (error.stack ?? error.message)

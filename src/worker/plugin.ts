@@ -5,11 +5,7 @@
 // so both ends of every payload agree. Opt-in tracing goes on both ends too, and our activities
 // report metrics when the SDK's Runtime exports them.
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
-import { dirname, join, sep } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { readFileSync } from 'node:fs';
 import type { ClientOptions } from '@temporalio/client';
 import { noopMetricMeter, type DataConverter } from '@temporalio/common';
 import { SimplePlugin } from '@temporalio/plugin';
@@ -33,6 +29,9 @@ import {
 } from '../client/namespace-search-attributes.js';
 import { activityMetricsInterceptor } from '../telemetry/metrics.js';
 import { bundleHasTracing, createTracing, type CompactorTracing, type TracingOption } from '../telemetry/tracing.js';
+import { withOurWorkflows } from './workflow-bundling.js';
+
+export { compactorWorkflowsPath } from './workflow-bundling.js';
 
 /** What the plugin registers on a worker. */
 export type PluginRegistration = 'all' | 'workflows' | 'activities';
@@ -148,69 +147,16 @@ const ACTIVITY_OPTION_KEYS = keysOf<Omit<ActivityDeps, 'summarizer'>>({
 /** The keys of `chatServer` (here and in `createWorker`'s configuration). */
 export const CHAT_SERVER_KEYS = keysOf<NonNullable<ActivityDeps['chatServer']>>({ baseURL: true, apiKey: true });
 
-/** This package's workflows module: the compiled one beside the build output, else the source (tsx). */
-export function compactorWorkflowsPath(): string {
-  const candidates = ['../workflows/index.js', '../workflows/index.ts'].map((path) =>
-    fileURLToPath(new URL(path, import.meta.url)),
-  );
-  const found = candidates.find((path) => existsSync(path));
-  if (found === undefined) throw new Error('temporal-compactor: found no workflows/index beside the plugin');
-  return found;
-}
-
-/** The `node_modules` directory the SDK's workflow package is installed in (the bundler must find it from anywhere). */
-function workflowPackageModules(): string {
-  const entry = createRequire(import.meta.url).resolve('@temporalio/workflow');
-  const marker = `${sep}node_modules${sep}`;
-  const at = entry.lastIndexOf(marker);
-  return at < 0 ? dirname(entry) : entry.slice(0, at + marker.length - 1);
-}
-
-/**
- * Worker options whose workflows are the worker's own and ours: ours alone when it has none, else
- * a small module re-exporting both (written under the system's temporary directory, so the bundler
- * is also told where the SDK's packages are).
- */
-function withOurWorkflows<T extends { workflowsPath?: string; bundlerOptions?: WorkerOptions['bundlerOptions'] }>(
+/** Worker options whose workflows are the worker's own (if any) and ours, in one bundle. */
+function workerWithOurWorkflows<T extends { workflowsPath?: string; bundlerOptions?: WorkerOptions['bundlerOptions'] }>(
   options: T,
 ): T {
-  if (options.workflowsPath === undefined) return { ...options, workflowsPath: compactorWorkflowsPath() };
-  const workflowsPath = combinedWorkflowsPath(options.workflowsPath);
-  if (workflowsPath === options.workflowsPath) return options;
-  const modules = workflowPackageModules();
-  const hook = options.bundlerOptions?.webpackConfigHook;
-  return {
-    ...options,
-    workflowsPath,
-    bundlerOptions: {
-      ...options.bundlerOptions,
-      webpackConfigHook: (config) => {
-        const hooked = hook === undefined ? config : hook(config);
-        const resolve = hooked.resolve ?? {};
-        return { ...hooked, resolve: { ...resolve, modules: [...(resolve.modules ?? ['node_modules']), modules] } };
-      },
-    },
-  };
-}
-
-/**
- * A workflows module exporting the worker's own workflows and ours, so one `workflowsPath` carries
- * both. Written once per pair of paths under the system's temporary directory.
- */
-function combinedWorkflowsPath(theirs: string): string {
-  const ours = compactorWorkflowsPath();
-  if (theirs === ours) return ours;
-  const dir = join(tmpdir(), 'temporal-compactor-workflows');
-  mkdirSync(dir, { recursive: true });
-  const path = join(
-    dir,
-    `workflows-${createHash('sha256').update(`${theirs}\n${ours}`).digest('hex').slice(0, 16)}.js`,
-  );
-  writeFileSync(
-    path,
-    `// Written by temporal-compactor's plugin: the worker's own workflows, then compactConversation and agentRun.\nexport * from ${JSON.stringify(theirs)};\nexport * from ${JSON.stringify(ours)};\n`,
-  );
-  return path;
+  const { workflowsPath, webpackConfigHook } = withOurWorkflows({
+    workflowsPath: options.workflowsPath,
+    webpackConfigHook: options.bundlerOptions?.webpackConfigHook,
+  });
+  if (webpackConfigHook === undefined) return { ...options, workflowsPath };
+  return { ...options, workflowsPath, bundlerOptions: { ...options.bundlerOptions, webpackConfigHook } };
 }
 
 /**
@@ -261,7 +207,7 @@ export class CompactorPlugin extends SimplePlugin {
   override configureWorker(options: WorkerOptions): WorkerOptions {
     const base = super.configureWorker(options);
     const configured =
-      this.registration === 'activities' || base.workflowBundle !== undefined ? base : withOurWorkflows(base);
+      this.registration === 'activities' || base.workflowBundle !== undefined ? base : workerWithOurWorkflows(base);
     // After our workflows are set: the tracing plugin adds its workflow interceptors only to a worker that bundles.
     const withTracing = this.tracing === undefined ? configured : this.tracing.plugin.configureWorker(configured);
     // A prebuilt bundle's code is read once (a file of a few MB): for the build id and the tracing check.
@@ -269,7 +215,7 @@ export class CompactorPlugin extends SimplePlugin {
     const traced = code === undefined ? withTracing : withShortBuildId(withTracing, code);
     if (this.tracing !== undefined && code !== undefined && !bundleHasTracing(code)) {
       throw new Error(
-        'temporal-compactor: tracing is on (COMPACTOR_TRACING) but the prebuilt workflow bundle has no OpenTelemetry workflow interceptors, so workflow and compaction spans would be lost: use workflow-bundle-tracing.js from `npm run build:bundle`, or bundle with workflowInterceptorModules: tracingWorkflowInterceptorModules()',
+        'temporal-compactor: tracing is on (COMPACTOR_TRACING) but the prebuilt workflow bundle has no OpenTelemetry workflow interceptors, so workflow and compaction spans would be lost: rebuild it with tracing on (`temporal-compactor bundle --tracing otlp --out FILE`, or bundleWorkflowCode with plugins: [compactorPlugin({ tracing })])',
       );
     }
     // Only a Runtime that exports metrics gets them: without one the interceptor would measure for nothing.
@@ -286,7 +232,7 @@ export class CompactorPlugin extends SimplePlugin {
 
   override configureReplayWorker(options: ReplayWorkerOptions): ReplayWorkerOptions {
     const base = super.configureReplayWorker(options);
-    const configured = base.workflowBundle !== undefined ? base : withOurWorkflows(base);
+    const configured = base.workflowBundle !== undefined ? base : workerWithOurWorkflows(base);
     return this.tracing === undefined ? configured : this.tracing.plugin.configureReplayWorker(configured);
   }
 
@@ -295,8 +241,13 @@ export class CompactorPlugin extends SimplePlugin {
     return this.tracing === undefined ? configured : this.tracing.plugin.configureClient(configured);
   }
 
+  /**
+   * `bundleWorkflowCode({ workflowsPath, plugins: [compactorPlugin()] })`: the worker's workflows and
+   * ours in one bundle (as a worker that bundles at start gets them), with tracing's interceptors when it is on.
+   */
   override configureBundler(options: BundleOptions): BundleOptions {
-    const configured = super.configureBundler(options);
+    const base = super.configureBundler(options);
+    const configured = this.registration === 'activities' ? base : { ...base, ...withOurWorkflows(base) };
     return this.tracing === undefined ? configured : this.tracing.plugin.configureBundler(configured);
   }
 

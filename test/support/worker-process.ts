@@ -42,7 +42,7 @@ export function killWorkerProcesses(workers: WorkerProcess[]): void {
     if (worker.child.exitCode === null && worker.child.signalCode === null) worker.child.kill('SIGKILL');
 }
 
-/** The production workflows bundled once (as `npm run build:bundle` does) into a temporary file. */
+/** The production workflows bundled once (as `temporal-compactor bundle` does) into a temporary file. */
 export async function writeProductionBundle(
   prefix: string,
 ): Promise<{ bundlePath: string; code: string; remove: () => void }> {

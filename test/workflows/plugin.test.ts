@@ -1,17 +1,21 @@
 // A user's own worker, set up only through `compactorPlugin()`: their workflow calls `compact()`,
 // and the plugin brings the summarize activity, our workflows beside theirs, the payload codec and
 // store on worker and client alike, and the namespace's search attributes.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@temporalio/client';
-import { Worker, type WorkerOptions } from '@temporalio/worker';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import vm from 'node:vm';
+import { bundleWorkflowCode, DefaultLogger, Worker, type BundlerPlugin, type WorkerOptions } from '@temporalio/worker';
+import { injectGlobals } from '@temporalio/worker/lib/workflow/vm-shared.js';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   agentRun,
   compactConversation,
   compactorPlugin,
+  compactorWorkflowsPath,
   createExtractiveSummarizer,
   loadConfig,
   workerBuildId,
@@ -21,10 +25,20 @@ import type { SupportChatOutput, supportChat } from '../fixtures/user-worker/wor
 import { openingOf, trajectoryDir } from '../support/agent.js';
 import { historyPayloads, claimOf, isSdkMetadata } from '../support/history-payloads.js';
 import { toolRounds } from '../support/messages.js';
+import { temporaryDirectory } from '../support/cleanup.js';
 import { bundleWorkflows, testConnection, uniqueId, type TestConnection } from '../support/temporal.js';
 import { payloadProtoSize } from '../../src/payloads/index.js';
 
 const USER_WORKFLOWS = fileURLToPath(new URL('../fixtures/user-worker/workflows.ts', import.meta.url));
+
+/** The workflow names a bundle exports, evaluated as the worker's sandbox evaluates it. */
+function workflowsOf(code: string): unknown {
+  const context = vm.createContext({});
+  injectGlobals(context);
+  vm.runInContext('globalThis.__webpack_module_cache__ = {};', context);
+  vm.runInContext(code, context, { filename: 'workflow-bundle.js' });
+  return vm.runInContext('Object.keys(__TEMPORAL__.importWorkflows()).sort()', context);
+}
 
 describe('compactorPlugin on a user’s own worker and client', { timeout: 240_000 }, () => {
   let t: TestConnection;
@@ -182,3 +196,88 @@ describe('the build id compactorPlugin gives a worker that runs a prebuilt bundl
     expect(new Set(recorded)).toEqual(new Set([workerBuildId(built.code)]));
   });
 });
+
+describe('our workflows beside a worker’s own: nothing written where another user could plant something', () => {
+  const plugin = compactorPlugin({
+    config: loadConfig({ env: {} }),
+    summarizer: createExtractiveSummarizer(),
+    tracing: 'off',
+    searchAttributes: 'skip',
+  });
+  let savedTmpdir: string | undefined;
+  afterEach(() => {
+    if (savedTmpdir === undefined) delete process.env.TMPDIR;
+    else process.env.TMPDIR = savedTmpdir;
+  });
+
+  it('a symlink planted under the system temporary directory is not followed, and no file is written there (regression)', () => {
+    // Another local user's doing: the directory the plugin once wrote its re-export module to, and
+    // at that module's path a symlink to a file of the worker's user.
+    const shared = temporaryDirectory('plugin-shared-tmp-');
+    const victim = join(temporaryDirectory('plugin-victim-'), 'precious.txt');
+    writeFileSync(victim, 'the worker user’s file\n');
+    const planted = join(shared, 'temporal-compactor-workflows');
+    mkdirSync(planted);
+    const hash = createHash('sha256').update(`${USER_WORKFLOWS}\n${compactorWorkflowsPath()}`).digest('hex');
+    symlinkSync(victim, join(planted, `workflows-${hash.slice(0, 16)}.js`));
+    savedTmpdir = process.env.TMPDIR;
+    process.env.TMPDIR = shared;
+    const before = readdirSync(shared, { recursive: true, encoding: 'utf8' }).sort();
+
+    const options = plugin.configureWorker({ taskQueue: 'q', workflowsPath: USER_WORKFLOWS });
+
+    expect(readFileSync(victim, 'utf8')).toBe('the worker user’s file\n');
+    expect(readdirSync(shared, { recursive: true, encoding: 'utf8' }).sort()).toEqual(before);
+    expect(options.workflowsPath?.startsWith(shared)).toBe(false);
+  });
+});
+
+describe(
+  'bundleWorkflowCode with compactorPlugin(): a prebuilt bundle of the worker’s workflows and ours',
+  { timeout: 120_000 },
+  () => {
+    const plugin = compactorPlugin({ config: loadConfig({ env: {} }), register: 'workflows', tracing: 'off' });
+
+    it('exports both, and holds nothing the workflows do not use (zod’s translations of its messages)', async () => {
+      const { code } = await bundleWorkflowCode({
+        workflowsPath: USER_WORKFLOWS,
+        logger: new DefaultLogger('WARN'),
+        plugins: [plugin],
+      });
+      expect(workflowsOf(code)).toEqual(['agentRun', 'compactConversation', 'supportChat']);
+      // webpack marks each module it replaced by an empty one: only the SDK's optional converter slots.
+      const ignored = [...code.matchAll(/\*\*\* (\S+) \(ignored\) \*\*\*/g)].map((match) => match[1]);
+      expect(ignored.sort()).toEqual(['__temporal_custom_failure_converter', '__temporal_custom_payload_converter']);
+      // zod imports the messages of every language; webpack leaves out those nothing uses (zod declares no side effects).
+      expect(code).not.toMatch(/zod\/v4\/locales\/(he|ru|ja)\.js/);
+      expect(code).toMatch(/zod\/v4\/locales\/en\.js/);
+    });
+
+    it('a plugin before ours that wraps the webpack hook (as @temporalio/ai-sdk does) keeps the worker’s workflows (regression)', async () => {
+      // What Worker.create does: the plugins configure the worker, then the bundler, in their order.
+      const wrapping: BundlerPlugin = {
+        name: 'wraps-the-webpack-hook',
+        configureBundler: (options) => {
+          const hook = options.webpackConfigHook;
+          return { ...options, webpackConfigHook: (config) => (hook === undefined ? config : hook(config)) };
+        },
+      };
+      const worker = plugin.configureWorker({ taskQueue: 'q', workflowsPath: USER_WORKFLOWS });
+      if (worker.workflowsPath === undefined) throw new Error('the plugin dropped the workflowsPath');
+      const { code } = await bundleWorkflowCode({
+        workflowsPath: worker.workflowsPath,
+        webpackConfigHook: worker.bundlerOptions?.webpackConfigHook,
+        logger: new DefaultLogger('WARN'),
+        plugins: [wrapping, plugin],
+      });
+      expect(workflowsOf(code)).toEqual(['agentRun', 'compactConversation', 'supportChat']);
+    });
+
+    it('a workflowsPath that names nothing is refused with its path', () => {
+      const missing = join(tmpdir(), 'no-such-workflows.ts');
+      expect(() => plugin.configureWorker({ taskQueue: 'q', workflowsPath: missing })).toThrow(
+        expect.objectContaining({ name: 'WorkflowsPathError', workflowsPath: missing }),
+      );
+    });
+  },
+);

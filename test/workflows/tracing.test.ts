@@ -54,7 +54,7 @@ describe('tracing through compactorPlugin (COMPACTOR_TRACING)', { timeout: 240_0
   let bundle: WorkflowBundleWithSourceMap;
   beforeAll(async () => {
     t = await testConnection();
-    // A prebuilt bundle with the OpenTelemetry workflow interceptors, as `npm run build:bundle` writes one.
+    // A prebuilt bundle with the OpenTelemetry workflow interceptors, as `temporal-compactor bundle --tracing otlp` writes one.
     bundle = await bundleWorkflowCode({
       workflowsPath: compactorWorkflowsPath(),
       workflowInterceptorModules: tracingWorkflowInterceptorModules(),

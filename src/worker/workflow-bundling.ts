@@ -1,0 +1,85 @@
+// Node only: our workflows in a webpack workflow bundle beside a worker's own, with nothing written
+// to disk. A worker with workflows of its own bundles our module `workflows/with-worker-workflows`
+// instead, which re-exports theirs through a bundler alias and then ours; a file in a shared
+// temporary directory would be code another local user could swap or redirect.
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { BundleOptions } from '@temporalio/worker';
+
+/** The module name `with-worker-workflows` imports the worker's own workflows by (an alias of the bundler's). */
+export const WORKER_WORKFLOWS_MODULE = '__temporal_compactor_worker_workflows';
+
+type WebpackConfigHook = NonNullable<BundleOptions['webpackConfigHook']>;
+type WebpackConfig = Parameters<WebpackConfigHook>[0];
+type Aliases = NonNullable<NonNullable<WebpackConfig['resolve']>['alias']>;
+
+/** A worker's `workflowsPath` that names no file or folder. */
+export class WorkflowsPathError extends Error {
+  override readonly name = 'WorkflowsPathError';
+  constructor(readonly workflowsPath: string) {
+    super(
+      `temporal-compactor: workflowsPath: expected the path of a workflows module, got ${JSON.stringify(workflowsPath)}, which does not exist`,
+    );
+  }
+}
+
+/** A module of ours in `workflows/`: the compiled one beside the build output, else the source (tsx). */
+function workflowsModule(name: string): string {
+  const candidates = [`../workflows/${name}.js`, `../workflows/${name}.ts`].map((path) =>
+    fileURLToPath(new URL(path, import.meta.url)),
+  );
+  const found = candidates.find((path) => existsSync(path));
+  if (found === undefined) throw new Error(`temporal-compactor: found no workflows/${name} beside the plugin`);
+  return found;
+}
+
+/** This package's workflows module (`compactConversation`, `agentRun`): the `workflowsPath` of a worker of ours alone. */
+export function compactorWorkflowsPath(): string {
+  return workflowsModule('index');
+}
+
+/** `aliases` added to webpack's `resolve.alias`, in either of its two forms. */
+function withAliases(current: Aliases | undefined, aliases: Record<string, string>): Aliases {
+  if (Array.isArray(current)) return [...current, ...Object.entries(aliases).map(([name, alias]) => ({ name, alias }))];
+  return { ...current, ...aliases };
+}
+
+/** A webpack hook: the worker's own `hook` first, then the alias of the worker's workflows module. */
+function bundlingHook(theirs: string, hook: WebpackConfigHook | undefined): WebpackConfigHook {
+  const aliases = { [`${WORKER_WORKFLOWS_MODULE}$`]: theirs };
+  return (config) => {
+    const hooked = hook === undefined ? config : hook(config);
+    const resolved = hooked.resolve ?? {};
+    return { ...hooked, resolve: { ...resolved, alias: withAliases(resolved.alias, aliases) } };
+  };
+}
+
+/** What decides a bundle's workflows: the entry module, and the webpack hook. */
+export interface WorkflowsToBundle {
+  workflowsPath?: string | undefined;
+  webpackConfigHook?: WebpackConfigHook | undefined;
+}
+
+/**
+ * The workflows path and webpack hook of a bundle that holds the worker's own workflows
+ * (`workflowsPath`, when it has some) and ours. Applied again to what it returned (its hook wrapped
+ * by another plugin's or not), it changes nothing.
+ *
+ * @throws WorkflowsPathError when `workflowsPath` names nothing.
+ */
+export function withOurWorkflows(options: WorkflowsToBundle): {
+  workflowsPath: string;
+  webpackConfigHook?: WebpackConfigHook | undefined;
+} {
+  const { workflowsPath, webpackConfigHook } = options;
+  const ours = compactorWorkflowsPath();
+  const combined = workflowsModule('with-worker-workflows');
+  const theirs = workflowsPath === undefined ? undefined : resolve(workflowsPath);
+  // Configured already (the worker's options, then its bundler's, which another plugin's hook may wrap):
+  // the alias is in the hook chain, and wrapping our module in itself would lose the worker's workflows.
+  if (theirs === combined) return { workflowsPath: combined, webpackConfigHook };
+  if (theirs === undefined || theirs === ours) return { workflowsPath: ours, webpackConfigHook };
+  if (!existsSync(theirs)) throw new WorkflowsPathError(workflowsPath ?? theirs);
+  return { workflowsPath: combined, webpackConfigHook: bundlingHook(theirs, webpackConfigHook) };
+}
