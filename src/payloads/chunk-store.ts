@@ -29,13 +29,15 @@ import { InvalidInputError } from '../core/errors.js';
 import { assertKnownKeys, keysOf } from '../core/unknown-keys.js';
 import { DEFAULT_CHUNKER_LIMITS, type ChunkerLimits } from './chunker.js';
 import { claimDataFor, readClaim } from './claims.js';
+import { payloadProtoSize } from './codec.js';
+import { PayloadTooLargeError } from './errors.js';
 import { CompressionChain } from './compression-chain.js';
 import { followSignal } from './follow-signal.js';
 import { inspectObject, type InspectedObject } from './inspect-object.js';
 import type { Keyring } from './keyring.js';
 import { Limiter } from './limiter.js';
 import type { ObjectBackend } from './object-backend.js';
-import { MAX_INLINE_BYTES, type ObjectKind } from './object-format.js';
+import { MAX_INLINE_BYTES, MAX_STORED_PAYLOAD_BYTES, type ObjectKind } from './object-format.js';
 import { ObjectReader } from './object-reader.js';
 import { ObjectWriter, type WriteCounters } from './object-writer.js';
 import { readPayload } from './payload-reader.js';
@@ -226,6 +228,14 @@ export class ChunkStoreDriver implements StorageDriver {
     signal: AbortSignal,
   ): Promise<StorageDriverClaim> {
     const data = payload.data ?? new Uint8Array(0);
+    const size = payloadProtoSize(payload);
+    if (size > MAX_STORED_PAYLOAD_BYTES)
+      throw new PayloadTooLargeError(
+        'a payload to store',
+        size,
+        MAX_STORED_PAYLOAD_BYTES,
+        'no reader of the store allocates more for one payload',
+      );
     const metadata: Record<string, Uint8Array> = {};
     for (const [name, value] of Object.entries(payload.metadata ?? {}))
       if (value !== null && value !== undefined) metadata[name] = value;

@@ -3,9 +3,9 @@
 // level. Writes go to a temporary file in the same directory, are flushed to disk, then renamed
 // over the final name: a crash leaves the old object or the new one, never half of one.
 import { randomBytes } from 'node:crypto';
-import { link, mkdir, open, opendir, readFile, rename, rm, stat, utimes } from 'node:fs/promises';
+import { link, mkdir, open, opendir, rename, rm, stat, utimes } from 'node:fs/promises';
 import { dirname, join, relative, resolve, sep } from 'node:path';
-import type { ListedObject, ObjectStat, SweepableBackend } from './object-backend.js';
+import { tooLarge, type ListedObject, type ObjectStat, type SweepableBackend } from './object-backend.js';
 
 function isMissing(error: unknown): boolean {
   return typeof error === 'object' && error !== null && 'code' in error && error.code === 'ENOENT';
@@ -42,12 +42,31 @@ export class FileBackend implements SweepableBackend {
     return path;
   }
 
-  async get(key: string, signal?: AbortSignal): Promise<Uint8Array | undefined> {
+  async get(key: string, signal?: AbortSignal, maxBytes = Number.MAX_SAFE_INTEGER): Promise<Uint8Array | undefined> {
+    signal?.throwIfAborted();
+    let handle;
     try {
-      return await readFile(this.pathOf(key), { signal });
+      handle = await open(this.pathOf(key), 'r');
     } catch (error) {
       if (isMissing(error)) return undefined;
       throw error;
+    }
+    try {
+      // Sized before it is read, from the file that was opened (not the name, which may change).
+      const { size } = await handle.stat();
+      if (size > maxBytes) throw tooLarge(key, size, maxBytes);
+      const bytes = Buffer.alloc(size);
+      let filled = 0;
+      while (filled < size) {
+        const { bytesRead } = await handle.read(bytes, filled, size - filled, filled);
+        if (bytesRead === 0) break;
+        filled += bytesRead;
+      }
+      // A file that grew since it was sized is read no further: its hash will not match.
+      signal?.throwIfAborted();
+      return bytes.subarray(0, filled);
+    } finally {
+      await handle.close();
     }
   }
 

@@ -1,5 +1,11 @@
 // Node only: the small interface the chunk store needs from where objects live. Two
 // implementations: the local filesystem (file-backend.ts) and S3 (s3-backend.ts).
+import { ChunkIntegrityError } from './errors.js';
+
+/** The refusal of an object larger than a reader takes (`ObjectBackend.get`'s `maxBytes`). */
+export function tooLarge(key: string, size: number, maxBytes: number): ChunkIntegrityError {
+  return new ChunkIntegrityError(key, `is ${size} bytes, more than the ${maxBytes} any object of the store takes`);
+}
 
 /** What the store knows about an object without reading it. */
 export interface ObjectStat {
@@ -15,8 +21,11 @@ export interface ObjectStat {
 export interface ObjectBackend {
   /** Where the objects live, for messages: `file:/var/lib/compactor` or `s3://bucket/prefix`. */
   readonly description: string;
-  /** The object's bytes, or undefined when there is none. */
-  get(key: string, signal?: AbortSignal): Promise<Uint8Array | undefined>;
+  /**
+   * The object's bytes, or undefined when there is none. With `maxBytes`, an object larger than
+   * that is refused before it is read (a `ChunkIntegrityError` naming its size).
+   */
+  get(key: string, signal?: AbortSignal, maxBytes?: number): Promise<Uint8Array | undefined>;
   /** Writes the whole object atomically. */
   put(key: string, body: Uint8Array, signal?: AbortSignal): Promise<void>;
   /** Its modification time, or undefined when there is no such object. */

@@ -5,13 +5,17 @@
 // A single PUT is atomic in S3, so objects need no temporary names. The SDK is loaded on first
 // use: it takes a quarter of a second to import, which every CLI command would pay otherwise.
 import type * as S3 from '@aws-sdk/client-s3';
-import type { ListedObject, ObjectStat, SweepableBackend } from './object-backend.js';
+import { tooLarge, type ListedObject, type ObjectStat, type SweepableBackend } from './object-backend.js';
 
 function statusOf(error: unknown): number | undefined {
   if (typeof error !== 'object' || error === null || !('$metadata' in error)) return undefined;
   const metadata: unknown = error.$metadata;
   if (typeof metadata !== 'object' || metadata === null || !('httpStatusCode' in metadata)) return undefined;
   return typeof metadata.httpStatusCode === 'number' ? metadata.httpStatusCode : undefined;
+}
+
+function isAsyncIterable(value: object): value is AsyncIterable<unknown> {
+  return Symbol.asyncIterator in value;
 }
 
 function isMissing(error: unknown): boolean {
@@ -77,18 +81,43 @@ export class S3Backend implements SweepableBackend {
     return this.prefix === '' ? key : `${this.prefix}/${key}`;
   }
 
-  async get(key: string, signal?: AbortSignal): Promise<Uint8Array | undefined> {
+  async get(key: string, signal?: AbortSignal, maxBytes = Number.MAX_SAFE_INTEGER): Promise<Uint8Array | undefined> {
+    let response: S3.GetObjectCommandOutput;
     try {
       const { sdk, client } = await this.load();
-      const response = await client.send(new sdk.GetObjectCommand({ Bucket: this.bucket, Key: this.keyOf(key) }), {
+      response = await client.send(new sdk.GetObjectCommand({ Bucket: this.bucket, Key: this.keyOf(key) }), {
         abortSignal: signal,
       });
-      if (response.Body === undefined) return new Uint8Array(0);
-      return await response.Body.transformToByteArray();
     } catch (error) {
       if (isMissing(error)) return undefined;
       throw error;
     }
+    const body = response.Body;
+    if (body === undefined) return new Uint8Array(0);
+    // Sized from the response's headers before the body is read, and counted as it is read (a
+    // server that sends no length, or more than it said, is cut off at the bound).
+    const declared = response.ContentLength;
+    if (declared !== undefined && declared > maxBytes) {
+      if ('destroy' in body && typeof body.destroy === 'function') body.destroy();
+      throw tooLarge(key, declared, maxBytes);
+    }
+    if (!isAsyncIterable(body)) {
+      const bytes = await body.transformToByteArray();
+      if (bytes.length > maxBytes) throw tooLarge(key, bytes.length, maxBytes);
+      return bytes;
+    }
+    const parts: Uint8Array[] = [];
+    let size = 0;
+    for await (const part of body) {
+      if (!(part instanceof Uint8Array)) throw new TypeError(`${key}: the S3 response body is not bytes`);
+      size += part.length;
+      if (size > maxBytes) {
+        if ('destroy' in body && typeof body.destroy === 'function') body.destroy();
+        throw tooLarge(key, size, maxBytes);
+      }
+      parts.push(part);
+    }
+    return Buffer.concat(parts, size);
   }
 
   async put(key: string, body: Uint8Array, signal?: AbortSignal): Promise<void> {
