@@ -399,7 +399,8 @@ class ObjectBackend(Protocol):
 
 
 class FileBackend:
-    """``COMPACTOR_PAYLOAD_STORE=file:DIR``: one file per object, written atomically."""
+    """``COMPACTOR_PAYLOAD_STORE=file:DIR``: one file per object, written atomically. What it creates
+    is its owner's alone, created so: directories 0700, objects and temporary files 0600."""
 
     def __init__(self, directory: str | os.PathLike[str]) -> None:
         self.directory = Path(directory).resolve()
@@ -426,10 +427,17 @@ class FileBackend:
 
     def put(self, key: str, body: bytes) -> None:
         path = self._path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        # One level at a time: mkdir(parents=True) and os.makedirs create the levels above the last
+        # with the default mode.
+        missing = [parent for parent in [path.parent, *path.parent.parents] if not parent.exists()]
+        for directory in reversed(missing):
+            try:
+                directory.mkdir(mode=0o700)
+            except FileExistsError:
+                pass
         temporary = path.parent / f".tmp-{os.getpid()}-{secrets.token_hex(6)}"
         try:
-            with open(temporary, "xb") as handle:
+            with os.fdopen(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600), "wb") as handle:
                 handle.write(body)
                 handle.flush()
                 os.fsync(handle.fileno())

@@ -1,7 +1,10 @@
 // Node only: objects as files under one directory (`COMPACTOR_PAYLOAD_STORE=file:DIR`). Keys are
 // already sharded (`v1/chunks/3f/a2/<id>`), so no directory grows past 65,536 entries of the next
 // level. Writes go to a temporary file in the same directory, are flushed to disk, then renamed
-// over the final name: a crash leaves the old object or the new one, never half of one.
+// over the final name: a crash leaves the old object or the new one, never half of one. What the
+// store creates is its owner's alone, created so rather than narrowed after: directories 0700,
+// objects and temporary files 0600 (payloads may be unencrypted). Directories that exist keep
+// their mode.
 import { randomBytes } from 'node:crypto';
 import { link, mkdir, open, opendir, rename, rm, stat, utimes } from 'node:fs/promises';
 import { dirname, join, relative, resolve, sep } from 'node:path';
@@ -10,6 +13,11 @@ import { tooLarge, type ListedObject, type ObjectStat, type SweepableBackend } f
 function isMissing(error: unknown): boolean {
   return typeof error === 'object' && error !== null && 'code' in error && error.code === 'ENOENT';
 }
+
+/** Directories the store creates: the owner's alone. */
+const DIRECTORY_MODE = 0o700;
+/** Objects and temporary files: the owner's alone (payloads may be unencrypted). */
+const OBJECT_MODE = 0o600;
 
 export interface FileBackendOptions {
   /** The store's directory; created on first write. */
@@ -73,10 +81,10 @@ export class FileBackend implements SweepableBackend {
   async put(key: string, body: Uint8Array, signal?: AbortSignal): Promise<void> {
     signal?.throwIfAborted();
     const path = this.pathOf(key);
-    await mkdir(dirname(path), { recursive: true });
+    await mkdir(dirname(path), { recursive: true, mode: DIRECTORY_MODE });
     const temporary = join(dirname(path), `.tmp-${process.pid}-${randomBytes(6).toString('hex')}`);
     try {
-      const handle = await open(temporary, 'wx');
+      const handle = await open(temporary, 'wx', OBJECT_MODE);
       try {
         await handle.writeFile(body);
         if (this.durable) await handle.datasync();
