@@ -13,7 +13,7 @@ import {
 } from '../../payloads/gc.js';
 import { describePayloadStore, payloadConverterFromConfig } from '../../payloads/index.js';
 import { collectRetainedClaims } from '../../payloads/retained-claims.js';
-import { noArguments, UsageError, type CliCommand, type CommandContext } from '../command.js';
+import { ExitCode, noArguments, UsageError, type CliCommand, type CommandContext } from '../command.js';
 
 function graceOf(context: CommandContext): number {
   const text = context.values.grace;
@@ -124,6 +124,20 @@ export const gc: CliCommand = {
       );
     }
     context.io.stdout(`${lines.join('\n')}\n`);
-    return 0;
+    if (report.unreadableCount === 0) return ExitCode.ok;
+    // Exit 3: done, but not everything could be judged; cron (or whoever runs it) should hear of it.
+    context.io.stderr(
+      [
+        `temporal-compactor gc: warning: ${groupDigits(report.unreadableCount)} object${report.unreadableCount === 1 ? '' : 's'} could not be read and ${report.unreadableCount === 1 ? 'was' : 'were'} kept (never removed: what they list is unknown, and they may be another environment's). Give gc the keys the workers have (COMPACTOR_CODEC_OLD_KEYS for retired ones), or remove them by hand once you know they are no one's:`,
+        ...report.unreadableObjects.map(
+          ({ key, reason }) => `  ${key}: ${reason.replace(`payload store object ${key}: `, '')}`,
+        ),
+        ...(report.unreadableCount > report.unreadableObjects.length
+          ? [`  ... and ${groupDigits(report.unreadableCount - report.unreadableObjects.length)} more`]
+          : []),
+        '',
+      ].join('\n'),
+    );
+    return ExitCode.keptUnreadable;
   },
 };
