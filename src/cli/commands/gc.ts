@@ -1,4 +1,4 @@
-// Node only: `temporal-compactor gc` — removes payload store objects no retained history claims.
+// Node only: `temporal-compactor gc` — removes payload store objects no retained history or schedule claims.
 import { Client } from '@temporalio/client';
 import { groupDigits } from '../../core/agent/compaction-history.js';
 import { durationTextMs } from '../../core/compaction/options.js';
@@ -68,9 +68,9 @@ function describeGarbageReport(report: GarbageReport): string {
 export const gc: CliCommand = {
   name: 'gc',
   usage: '[--dry-run] [--grace 48h] [--namespace NS]...',
-  summary: 'remove payload store objects that no retained workflow history claims',
+  summary: 'remove payload store objects that no retained workflow history or schedule claims',
   description: [
-    'Marks every payload store object that a retained workflow history still claims (in the namespaces given, else the configured one), then removes the others older than the grace period. Configure the store as the workers have it (COMPACTOR_PAYLOAD_STORE and the codec keys).',
+    'Marks every payload store object that a retained workflow history or a schedule still claims (in the namespaces given, else the configured one), then removes the others older than the grace period. Configure the store as the workers have it (COMPACTOR_PAYLOAD_STORE and the codec keys).',
   ],
   options: {
     'dry-run': { type: 'boolean', help: 'only report what would be removed' },
@@ -112,7 +112,7 @@ export const gc: CliCommand = {
     const cutoff = new Date(report.cutoffMs).toISOString().replace(/\.\d+Z$/, 'Z');
     const lines = [
       `gc of ${report.store}${dryRun ? ' (dry run: nothing removed)' : ''}, objects last written before ${cutoff} were candidates`,
-      `Marked from ${groupDigits(retained.runs)} run${retained.runs === 1 ? '' : 's'} in ${namespaces.join(', ')}${retained.gone > 0 ? ` (${groupDigits(retained.gone)} more deleted while reading)` : ''}: ${groupDigits(retained.claims)} claims to ${groupDigits(report.claimedManifests)} manifests, and ${groupDigits(report.youngManifests)} manifests and ${groupDigits(report.youngNodes)} nodes younger than the grace period.`,
+      `Marked from ${groupDigits(retained.runs)} run${retained.runs === 1 ? '' : 's'} and ${groupDigits(retained.schedules)} schedule${retained.schedules === 1 ? '' : 's'} in ${namespaces.join(', ')}${retained.gone > 0 ? ` (${groupDigits(retained.gone)} more deleted while reading)` : ''}: ${groupDigits(retained.claims)} claims to ${groupDigits(report.claimedManifests)} manifests, and ${groupDigits(report.youngManifests)} manifests and ${groupDigits(report.youngNodes)} nodes younger than the grace period.`,
       '',
       describeGarbageReport(report),
       '',
