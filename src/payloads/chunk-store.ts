@@ -37,7 +37,13 @@ import { inspectObject, type InspectedObject } from './inspect-object.js';
 import type { Keyring } from './keyring.js';
 import { Limiter } from './limiter.js';
 import type { ObjectBackend } from './object-backend.js';
-import { MAX_INLINE_BYTES, MAX_STORED_PAYLOAD_BYTES, type ObjectKind } from './object-format.js';
+import {
+  MAX_INLINE_BYTES,
+  MAX_STORED_PAYLOAD_BYTES,
+  objectKey,
+  parseManifest,
+  type ObjectKind,
+} from './object-format.js';
 import { ObjectReader } from './object-reader.js';
 import { ObjectWriter, type WriteCounters } from './object-writer.js';
 import { readPayload } from './payload-reader.js';
@@ -209,6 +215,19 @@ export class ChunkStoreDriver implements StorageDriver {
     } finally {
       release();
     }
+  }
+
+  /**
+   * The size of the payload a claim names, as its manifest states it: the manifest is read (and
+   * kept for the retrieve that may follow), the payload is not. The codec server counts it
+   * against what a request may decode before it reads the payload.
+   *
+   * @throws ChunkMissingError, ChunkIntegrityError, PayloadKeyMissingError as `retrieve` does.
+   */
+  async payloadSize(claim: StorageDriverClaim, signal?: AbortSignal): Promise<number> {
+    const { manifestId, keyId } = readClaim(claim.claimData);
+    const plaintext = await this.reader.read('manifest', manifestId, keyId, signal);
+    return parseManifest(plaintext, objectKey('manifest', manifestId)).size;
   }
 
   /**

@@ -135,6 +135,15 @@ export class CompactorCodec implements PayloadCodec {
     this.plainBelow = plainBelow;
   }
 
+  /** The same codec encoding every payload, none left for a store (the codec server's `/encode` without the store). */
+  inlineOnly(): CompactorCodec {
+    return new CompactorCodec({
+      keyring: this.keyring,
+      compressionLevel: this.compressionLevel,
+      plainBelow: this.plainBelow,
+    });
+  }
+
   async encode(payloads: Payload[]): Promise<Payload[]> {
     return payloads.map((payload) => this.encodeOne(payload));
   }
