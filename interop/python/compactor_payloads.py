@@ -22,7 +22,8 @@ here is needed.
 
 Needs ``temporalio`` (External Storage: 1.35 or newer) and ``cryptography``. Stores: ``file:``
 directories; for S3 (or anything else) pass an ``ObjectBackend`` (``get`` and ``put`` over the same
-keys) as the backend.
+keys) as the backend. On S3, its ``get`` should look for a missing ``v1/...`` key under
+``quarantine/v1/...`` too: gc keeps what it removed there for one grace period.
 """
 
 from __future__ import annotations

@@ -14,7 +14,9 @@
 // driver's refresh period old (24 h: touched when a check finds it older, and checks are cached
 // for half of it). So with a grace period of at least 48 h, an object any store in flight may
 // still reuse is younger than the grace period, and one it touches during the sweep is seen as
-// renewed and kept (each removal re-checks the time: `SweepableBackend.removeIfOlder`). The grace
+// renewed and kept (each removal re-checks the time: `SweepableBackend.removeIfOlder`; on S3, where a
+// renewal between that check and the delete cannot be ruled out, removals wait in a quarantine that
+// reads still find, and the next collection puts back what a claim needs). The grace
 // period must also exceed the longest time between a payload being stored and its claim landing
 // in history: the longest workflow task or activity attempt, or client call.
 //
@@ -85,6 +87,10 @@ export interface GarbageReport {
   unreadableObjects: Array<{ key: string; reason: string }>;
   /** How many objects gc could not read. */
   unreadableCount: number;
+  /** Quarantined by an earlier removal (S3), put back because a claim marked now needs them. */
+  restored: Tally;
+  /** Quarantined by an earlier removal (S3) longer than the grace period and needed by nothing: removed for good. */
+  purged: Tally;
 }
 
 /** Why an object cannot be read, when that is the object's doing (not the store's): a key gc lacks, or bytes that are not what the name promises. */
@@ -252,6 +258,8 @@ export async function collectGarbage({
     unreadable: emptyTallies(),
     unreadableObjects: [],
     unreadableCount: 0,
+    restored: { objects: 0, bytes: 0 },
+    purged: { objects: 0, bytes: 0 },
   };
   const progress = throttled(onProgress);
   const noteUnreadable = (key: string, reason: string): void => {
@@ -432,6 +440,12 @@ export async function collectGarbage({
       done += 1;
       progress(() => `gc: ${dryRun ? 'would remove' : 'removing'}: ${count(done)} of ${count(total)} objects`);
     });
+  }
+  // What earlier removals quarantined (S3): back if a claim marked now needs it, else gone for good once old.
+  if (backend.settleQuarantine !== undefined) {
+    const settled = await backend.settleQuarantine((key) => marked.has(key), cutoffMs, dryRun, signal);
+    report.restored = settled.restored;
+    report.purged = settled.purged;
   }
   progress(
     () =>

@@ -43,6 +43,14 @@ export interface ListedObject {
   bytes: number;
 }
 
+/** What settling a quarantine did (or in a dry run would do). */
+export interface QuarantineSettled {
+  /** Put back under their names: a claim gc marked needs them. */
+  restored: { objects: number; bytes: number };
+  /** Removed for good: claimed by nothing, and quarantined for longer than the grace period. */
+  purged: { objects: number; bytes: number };
+}
+
 /**
  * A backend a garbage collector can sweep: it lists objects and removes them, each removal
  * guarded against a writer that renewed the object meanwhile.
@@ -52,9 +60,21 @@ export interface SweepableBackend extends ObjectBackend {
   list(prefix: string, signal?: AbortSignal): AsyncIterable<ListedObject>;
   /**
    * Removes the object unless it was written or touched at or after `cutoffMs` (a store reused it
-   * since it was listed). Returns whether it removed it; a missing object counts as removed.
+   * since it was listed). Returns whether it removed it; a missing object counts as removed. A
+   * backend that cannot rule out a renewal between its check and its removal keeps what it
+   * removes in a quarantine, where reads still find it, until `settleQuarantine`.
    */
   removeIfOlder(key: string, cutoffMs: number, signal?: AbortSignal): Promise<boolean>;
+  /**
+   * Puts back what `removeIfOlder` quarantined and `isNeeded` says a claim needs, and removes for
+   * good what was quarantined before `cutoffMs` and is not needed. Absent: removals are final.
+   */
+  settleQuarantine?(
+    isNeeded: (key: string) => boolean,
+    cutoffMs: number,
+    dryRun: boolean,
+    signal?: AbortSignal,
+  ): Promise<QuarantineSettled>;
 }
 
 /** Whether `backend` can be swept (both shipped backends can). */

@@ -118,6 +118,10 @@ export const gc: CliCommand = {
       '',
       `${dryRun ? 'Would remove' : 'Removed'} ${describeTally(totalOf(report.deleted))}.`,
     ];
+    if (report.restored.objects > 0 || report.purged.objects > 0)
+      lines.push(
+        `Quarantine (objects removed from S3 wait there one grace period, reads still find them): ${dryRun ? 'would put back' : 'put back'} ${describeTally(report.restored)} a claim needs, ${dryRun ? 'would remove' : 'removed'} ${describeTally(report.purged)} for good.`,
+      );
     if (report.missingCount > 0) {
       lines.push(
         `Warning: ${groupDigits(report.missingCount)} objects that retained claims need are missing from the store (${report.missing.slice(0, 3).join(', ')}${report.missingCount > 3 ? ', ...' : ''}): those payloads cannot be read any more.`,
