@@ -474,12 +474,21 @@ const settings = {
   codecServerToken: {
     env: 'COMPACTOR_CODEC_SERVER_TOKEN',
     flag: undefined,
-    expected: 'a token of at least 16 characters',
-    defaultText: '— (no authentication)',
+    expected: "a token of 16 to 256 characters of A-Z, a-z, 0-9, '-', '_', '.' or '~'",
+    defaultText: '— (a new random token at every start, printed once in the endpoint URL)',
     description:
-      "Bearer token (environment only) the codec server then requires (`Authorization: Bearer TOKEN`): for the `temporal` CLI's `--codec-auth` and scripts. The Temporal UI sends no such token (only its own login token, with `passAccessToken`).",
+      "The token (environment only) the codec server requires on every request: in its endpoint's path (`http://HOST:PORT/TOKEN`, what the Temporal UI's codec endpoint setting holds) or as `Authorization: Bearer TOKEN` (the `temporal` CLI's `--codec-auth`). Set it so the endpoint survives a restart.",
     secret: true,
-    schema: nonEmptyText.pipe(z.string().min(16)).optional(),
+    schema: nonEmptyText.pipe(z.string().regex(/^[A-Za-z0-9._~-]{16,256}$/)).optional(),
+  },
+  codecServerEncodeStore: {
+    env: 'COMPACTOR_CODEC_SERVER_ENCODE_STORE',
+    flag: 'codec-server-encode-store',
+    expected: 'true, false, 1 or 0',
+    defaultText: '`false`',
+    description:
+      "Let the codec server's `/encode` write to the payload store (large payloads become claims, as a worker stores them). Off, it only compresses and encrypts: what the UI sends goes into history inline.",
+    schema: flag.default(false),
   },
   tracing: {
     env: 'COMPACTOR_TRACING',

@@ -1,6 +1,7 @@
 // The codec server over real sockets: the remote codec protocol (decode, encode, download), the
-// claims it resolves through the store, CORS for the UI's origin, the bearer token, and refusals
-// that name what was wrong; and `temporal-compactor codec-server` as a process.
+// claims it resolves through the store, CORS for the UI's origin, the token (in the path or as a
+// bearer token), and refusals that name what was wrong; and `temporal-compactor codec-server` as a
+// process. What a request may cost: test/security/codec-server-limits.test.ts.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -90,9 +91,9 @@ const conversation = {
 };
 
 describe('codec server: the remote codec protocol', () => {
-  it('encodes as a worker does (large values become claims, small ones ciphertext) and decodes both back', async () => {
+  it('encodes as a worker does when let store (large values become claims, small ones ciphertext) and decodes both back', async () => {
     const payloads = payloadConverterFromConfig(loadConfig({ env: storeEnv() }));
-    const server = await serve(payloads);
+    const server = await serve(payloads, { encodeToStore: true });
     const encoded = await call(server, '/encode', [plain(conversation), plain('short')]);
     expect(encoded.status).toBe(200);
     const [claim, small] = encoded.payloads;
@@ -123,7 +124,7 @@ describe('codec server: the remote codec protocol', () => {
   describe('claims when the caller asks to keep them (preserveStorageRefs, as the Temporal UI always does)', () => {
     it('resolves claims of payloads up to the inline limit anyway', async () => {
       const payloads = payloadConverterFromConfig(loadConfig({ env: storeEnv() }));
-      const server = await serve(payloads);
+      const server = await serve(payloads, { encodeToStore: true });
       const [claim] = (await call(server, '/encode', [plain(conversation)])).payloads;
       if (claim === undefined) throw new Error('no claim');
       const decoded = await call(server, '/decode?preserveStorageRefs=true', [claim]);
@@ -132,7 +133,7 @@ describe('codec server: the remote codec protocol', () => {
 
     it('keeps claims of larger payloads for /download, which resolves them', async () => {
       const payloads = payloadConverterFromConfig(loadConfig({ env: storeEnv() }));
-      const server = await serve(payloads, { inlineLimit: 100 });
+      const server = await serve(payloads, { inlineLimit: 100, encodeToStore: true });
       const [claim] = (await call(server, '/encode', [plain(conversation)])).payloads;
       if (claim === undefined) throw new Error('no claim');
       const kept = await call(server, '/decode?preserveStorageRefs=true', [claim, plain('inline')]);
@@ -192,7 +193,7 @@ describe('codec server: the remote codec protocol', () => {
       expect(unresolvable.text).not.toContain(directory);
       expect(logged).toEqual([
         expect.stringMatching(
-          /^POST \/decode \(namespace default\): 400 payloads\[1\]: cannot decode \(ChunkMissingError\): .* — payload store object v1\/manifests\/ab\/ab\/(ab){32} is missing from file:/,
+          /^POST \/<token>\/decode \(namespace default\): 400 payloads\[1\]: cannot decode \(ChunkMissingError\): .* — payload store object v1\/manifests\/ab\/ab\/(ab){32} is missing from file:/,
         ),
       ]);
       expect(logged[0]).toContain(directory);
@@ -238,8 +239,9 @@ describe('codec server: the remote codec protocol', () => {
       const elsewhere = await call(server, '/decoder', [plain(1)]);
       expect([elsewhere.status, elsewhere.text]).toEqual([
         404,
-        'no such endpoint /decoder: POST /decode, /encode or /download\n',
+        'no such endpoint /<token>/decoder: POST /decode, /encode or /download\n',
       ]);
+      expect(elsewhere.headers.get('x-compactor-refusal')).toBe('NotFound');
       const get = await fetch(`${server.url}/decode`);
       expect([get.status, get.headers.get('allow')]).toEqual([405, 'POST, OPTIONS']);
     });
@@ -311,18 +313,27 @@ describe('codec server: CORS for the UI', () => {
   });
 });
 
-describe('codec server: bearer token', () => {
+describe('codec server: the token', () => {
   const token = 'a-long-enough-codec-token';
+  /** A call to the server's origin, without the token in the path. */
+  const atOrigin = (server: CodecServer): CodecServer => ({ ...server, url: server.origin });
 
-  it('requires the token on requests, not on preflights (browsers send none there)', async () => {
+  it('requires the configured token on requests, in the path or as a bearer token, not on preflights (browsers send none there)', async () => {
     const server = await serve(payloadConverterFromConfig(loadConfig({ env: storeEnv() })), { token });
-    const without = await call(server, '/decode', [plain(1)]);
+    expect(server.url).toBe(`${server.origin}/${token}`);
+    const without = await call(atOrigin(server), '/decode', [plain(1)]);
     expect([without.status, without.headers.get('www-authenticate')]).toEqual([401, 'Bearer']);
-    expect((await call(server, '/decode', [plain(1)], { Authorization: `Bearer ${token}x` })).status).toBe(401);
-    expect((await call(server, '/decode', [plain(1)], { Authorization: token })).status).toBe(401);
-    const allowed = await call(server, '/decode', [plain(1)], { Authorization: `Bearer ${token}` });
+    expect(without.headers.get('x-compactor-refusal')).toBe('Unauthorized');
+    expect((await call(atOrigin(server), '/decode', [plain(1)], { Authorization: `Bearer ${token}x` })).status).toBe(
+      401,
+    );
+    expect((await call(atOrigin(server), '/decode', [plain(1)], { Authorization: token })).status).toBe(401);
+    expect((await call(atOrigin(server), `/${token}x/decode`, [plain(1)])).status).toBe(401);
+    const allowed = await call(atOrigin(server), '/decode', [plain(1)], { Authorization: `Bearer ${token}` });
     expect(allowed.payloads.map(valueOf)).toEqual([1]);
-    const preflight = await fetch(`${server.url}/decode`, {
+    const inPath = await call(atOrigin(server), `/${token}/my-namespace/decode`, [plain(2)]);
+    expect(inPath.payloads.map(valueOf)).toEqual([2]);
+    const preflight = await fetch(`${server.origin}/decode`, {
       method: 'OPTIONS',
       headers: { Origin: UI, 'Access-Control-Request-Method': 'POST' },
     });
@@ -356,8 +367,15 @@ describe('temporal-compactor codec-server (a process)', () => {
       expect(stdout).toContain(
         `(payload store file:${env.COMPACTOR_PAYLOAD_STORE?.slice('file:'.length)} (payloads of 256 B and more), codec deflate + AES-256-GCM (key id k-test))`,
       );
-      expect(stdout).toContain('browsers allowed from: http://localhost:8080; no token required');
+      expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/[A-Za-z0-9_-]{32}$/);
+      expect(stdout).toContain('the URL holds its token (new at every start; COMPACTOR_CODEC_SERVER_TOKEN keeps one)');
+      expect(stdout).toContain(
+        'browsers allowed from: http://localhost:8080; /encode encodes inline, writing nothing to the store',
+      );
       expect(stdout).toContain(`temporal server start-dev --ui-codec-endpoint ${url}`);
+      // The token is written down once, on stdout, never in the log.
+      expect(stdout.split(url.slice(url.lastIndexOf('/') + 1)).length - 1).toBe(3);
+      expect(stderr).not.toContain(url.slice(url.lastIndexOf('/') + 1));
       const reference = encodeReferencePayload({ driverName: CHUNK_STORE_DRIVER_NAME, claim: stored, sizeBytes: 5000 });
       const response = await fetch(`${url}/decode`, {
         method: 'POST',

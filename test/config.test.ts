@@ -49,6 +49,7 @@ const defaults: CompactorConfig = {
   codecServerOrigins: ['http://localhost:8233', 'http://127.0.0.1:8233'],
   codecServerInlineLimit: 2_097_152,
   codecServerToken: undefined,
+  codecServerEncodeStore: false,
   tracing: 'off',
   prometheusAddress: undefined,
 };
@@ -132,6 +133,7 @@ describe('loadConfig', () => {
           COMPACTOR_CODEC_SERVER_ORIGINS: 'https://cloud.temporal.io, http://localhost:8080/',
           COMPACTOR_CODEC_SERVER_INLINE_LIMIT: '0',
           COMPACTOR_CODEC_SERVER_TOKEN: 'a-token-of-enough-length',
+          COMPACTOR_CODEC_SERVER_ENCODE_STORE: 'true',
           COMPACTOR_TRACING: 'otlp',
           COMPACTOR_PROMETHEUS_ADDRESS: '127.0.0.1:9464',
         },
@@ -170,6 +172,7 @@ describe('loadConfig', () => {
         codecServerOrigins: ['https://cloud.temporal.io', 'http://localhost:8080'],
         codecServerInlineLimit: 0,
         codecServerToken: 'a-token-of-enough-length',
+        codecServerEncodeStore: true,
         tracing: 'otlp',
         prometheusAddress: '127.0.0.1:9464',
       });
@@ -515,11 +518,11 @@ describe('loadConfig', () => {
       expect(error.message).not.toContain(KEY_2.slice(0, 12));
     });
 
-    it('refuses a short codec server token without echoing it', () => {
-      const error = configErrorOf({ env: { COMPACTOR_CODEC_SERVER_TOKEN: 'short' } });
-      expect(error.message).toBe(
-        'COMPACTOR_CODEC_SERVER_TOKEN: expected a token of at least 16 characters, got an invalid value (not shown)',
-      );
+    it('refuses a short codec server token, or one a URL path would have to escape, without echoing it', () => {
+      for (const token of ['short', 'a token with spaces in it', 'slashes/are/path/segments'])
+        expect(configErrorOf({ env: { COMPACTOR_CODEC_SERVER_TOKEN: token } }).message).toBe(
+          "COMPACTOR_CODEC_SERVER_TOKEN: expected a token of 16 to 256 characters of A-Z, a-z, 0-9, '-', '_', '.' or '~', got an invalid value (not shown)",
+        );
     });
 
     it('names the flag, not the variable, when the flag gave the bad value', () => {
@@ -681,7 +684,7 @@ describe('the configuration table of docs/configuration.md', () => {
   it('lists every setting exactly once', () => {
     const section = page.slice(page.indexOf(start), page.indexOf(end));
     const rows = configTable();
-    expect(rows.length).toBe(36);
+    expect(rows.length).toBe(37);
     for (const row of rows) {
       const occurrences = section.split('\n').filter((line) => line.startsWith(`| \`${row.env}\` |`));
       expect(occurrences, row.env).toHaveLength(1);

@@ -22,7 +22,8 @@ here is needed.
 
 Needs ``temporalio`` (External Storage: 1.35 or newer) and ``cryptography``. Stores: ``file:``
 directories; for S3 (or anything else) pass an ``ObjectBackend`` (``get`` and ``put`` over the same
-keys) as the backend.
+keys) as the backend. On S3, its ``get`` should look for a missing ``v1/...`` key under
+``quarantine/v1/...`` too: gc keeps what it removed there for one grace period.
 """
 
 from __future__ import annotations
@@ -59,7 +60,9 @@ from temporalio.converter import (
 CODEC_ENCODING = b"binary/compactor"
 """``encoding`` of a payload the codec wrote."""
 CODEC_METADATA_KEY = "compactor"
-"""Metadata entry saying how: ``deflate`` or ``none``, then ``;key=<id>`` when encrypted."""
+"""Metadata entry saying how: ``deflate;size=<N>`` (N: the decoded size) or ``none``, then ``;key=<id>`` when encrypted."""
+MAX_CODEC_PAYLOAD_BYTES = 4 * 1024 * 1024
+"""The most a codec payload may state (or inflate to): src/payloads/codec.ts, ``MAX_CODEC_PAYLOAD_BYTES``."""
 DRIVER_NAME = "compactor-chunks"
 """The External Storage driver name in every claim the store writes."""
 DRIVER_TYPE = "temporal-compactor.chunk-store"
@@ -149,11 +152,19 @@ MANIFEST_MAGIC = b"ctm\x01"
 NODE_MAGIC = 0x4E
 MAX_MANIFEST_DEPTH = 16
 MAX_INLINE_BYTES = 0xFFFF
-MAX_PAYLOAD_BYTES = 2**31 - 1
+# The store's bounds (src/payloads/object-format.ts): the largest payload, the largest plaintext of
+# an object (a manifest holding a whole payload), the largest sealed object.
+MAX_STORED_PAYLOAD_BYTES = 64 * 1024 * 1024
+MAX_OBJECT_BYTES = MAX_STORED_PAYLOAD_BYTES + 1024 * 1024
+MAX_SEALED_OBJECT_BYTES = MAX_OBJECT_BYTES + 64 * 1024
 
 
 class PayloadDecodeError(Exception):
     """A ``binary/compactor`` payload is malformed, altered, or sealed under another key."""
+
+
+class PayloadTooLargeError(Exception):
+    """A payload is larger than the format carries (the codec's or the store's bound); raised where it is written."""
 
 
 class PayloadKeyMissingError(Exception):
@@ -266,7 +277,7 @@ def keyring_from_env(env: Mapping[str, str] = os.environ) -> Keyring | None:
 
 
 def _codec_aad(compression: str, key_id: str) -> bytes:
-    # Binds what steers decoding (compression, key id) to the ciphertext.
+    # Binds what steers decoding (compression with its stated size, key id) to the ciphertext.
     return f"temporal-compactor codec v1\x00{compression}\x00{key_id}".encode()
 
 
@@ -275,8 +286,21 @@ def _deflate(data: bytes) -> bytes:
     return compressor.compress(data) + compressor.flush()
 
 
-def _inflate(data: bytes) -> bytes:
-    return zlib.decompress(data, -15)
+def _inflate_stated(data: bytes, size: int, zdict: bytes | None, refuse: Callable[[str], Exception]) -> bytes:
+    """Raw inflate of ``data``, which states that it inflates to ``size`` bytes: zlib stops one byte
+    past ``size``, so a bomb costs no more than it states. ``refuse(reason)`` makes the error."""
+    try:
+        inflater = zlib.decompressobj(-15) if zdict is None else zlib.decompressobj(-15, zdict=zdict)
+        out = inflater.decompress(data, size + 1)
+    except zlib.error as error:
+        raise refuse("does not inflate (corrupted)") from error
+    if len(out) > size or inflater.unconsumed_tail:
+        raise refuse(f"inflates to more than the {size} bytes it states")
+    if not inflater.eof:
+        raise refuse("does not inflate (corrupted: the stream is truncated)")
+    if len(out) != size:
+        raise refuse(f"inflates to {len(out)} bytes where it states {size}")
+    return out
 
 
 class CompactorCodec(PayloadCodec):
@@ -303,10 +327,17 @@ class CompactorCodec(PayloadCodec):
             return payload
         if self.keyring is None and size < PLAIN_BELOW:
             return payload
+        if size > MAX_CODEC_PAYLOAD_BYTES:
+            if self.keyring is None:
+                return payload
+            raise PayloadTooLargeError(
+                f"a payload to encrypt inline is {size} bytes, more than the {MAX_CODEC_PAYLOAD_BYTES} it may have: "
+                "no reader decodes more; configure a payload store (COMPACTOR_PAYLOAD_STORE)"
+            )
         inner = payload.SerializeToString(deterministic=True)
         compressed = _deflate(inner) if len(inner) >= MIN_COMPRESS_BYTES else None
         use_compression = compressed is not None and len(compressed) < len(inner)
-        compression = "deflate" if use_compression else "none"
+        compression = f"deflate;size={len(inner)}" if use_compression else "none"
         body = compressed if use_compression and compressed is not None else inner
         if self.keyring is None:
             if not use_compression:
@@ -324,11 +355,16 @@ class CompactorCodec(PayloadCodec):
         if payload.metadata.get("encoding") != CODEC_ENCODING:
             return payload
         description = payload.metadata.get(CODEC_METADATA_KEY, b"").decode("utf-8", "replace")
-        match = re.match(r"^(deflate|none)(?:;key=([A-Za-z0-9._-]{1,64}))?$", description)
+        match = re.fullmatch(r"(none|deflate;size=(0|[1-9][0-9]{0,9}))(?:;key=([A-Za-z0-9._-]{1,64}))?", description)
         if match is None:
             raise PayloadDecodeError(f"payload encoded by temporal-compactor has a malformed {json.dumps(CODEC_METADATA_KEY)} entry {json.dumps(description)}")
-        compression, key_id = match.group(1), match.group(2)
+        compression, size_text, key_id = match.group(1), match.group(2), match.group(3)
+        size = 0 if size_text is None else int(size_text)
+        if size > MAX_CODEC_PAYLOAD_BYTES:
+            raise PayloadDecodeError(f"payload encoded by temporal-compactor states {size} bytes decoded, more than the {MAX_CODEC_PAYLOAD_BYTES} a payload may have")
         body = payload.data
+        if len(body) > MAX_CODEC_PAYLOAD_BYTES + NONCE_BYTES + TAG_BYTES:
+            raise PayloadDecodeError(f"payload encoded by temporal-compactor is {len(body)} bytes, more than a payload of at most {MAX_CODEC_PAYLOAD_BYTES} bytes takes")
         if key_id is not None:
             key = None if self.keyring is None else self.keyring.by_id.get(key_id)
             if key is None:
@@ -342,10 +378,9 @@ class CompactorCodec(PayloadCodec):
                     f"encrypted payload (key id {json.dumps(key_id)}) failed authentication: it was altered, "
                     "or the key configured under that id is not the one that encrypted it"
                 ) from error
-        try:
-            inner = _inflate(body) if compression == "deflate" else body
-        except zlib.error as error:
-            raise PayloadDecodeError("payload encoded by temporal-compactor does not inflate: it is corrupted") from error
+        inner = body
+        if size_text is not None:
+            inner = _inflate_stated(body, size, None, lambda reason: PayloadDecodeError(f"payload encoded by temporal-compactor {reason}"))
         decoded = Payload()
         try:
             decoded.ParseFromString(inner)
@@ -365,7 +400,8 @@ class ObjectBackend(Protocol):
 
 
 class FileBackend:
-    """``COMPACTOR_PAYLOAD_STORE=file:DIR``: one file per object, written atomically."""
+    """``COMPACTOR_PAYLOAD_STORE=file:DIR``: one file per object, written atomically. What it creates
+    is its owner's alone, created so: directories 0700, objects and temporary files 0600."""
 
     def __init__(self, directory: str | os.PathLike[str]) -> None:
         self.directory = Path(directory).resolve()
@@ -379,16 +415,30 @@ class FileBackend:
 
     def get(self, key: str) -> bytes | None:
         try:
-            return self._path(key).read_bytes()
+            handle = open(self._path(key), "rb")
         except FileNotFoundError:
             return None
+        with handle:
+            # Sized before it is read, from the file that was opened; never read past the bound.
+            size = os.fstat(handle.fileno()).st_size
+            if size > MAX_SEALED_OBJECT_BYTES:
+                raise ChunkIntegrityError(key, f"is {size} bytes, more than the {MAX_SEALED_OBJECT_BYTES} any object of the store takes")
+            # A file that grew since it was sized is read no further: its hash will not match.
+            return handle.read(size)
 
     def put(self, key: str, body: bytes) -> None:
         path = self._path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        # One level at a time: mkdir(parents=True) and os.makedirs create the levels above the last
+        # with the default mode.
+        missing = [parent for parent in [path.parent, *path.parent.parents] if not parent.exists()]
+        for directory in reversed(missing):
+            try:
+                directory.mkdir(mode=0o700)
+            except FileExistsError:
+                pass
         temporary = path.parent / f".tmp-{os.getpid()}-{secrets.token_hex(6)}"
         try:
-            with open(temporary, "xb") as handle:
+            with os.fdopen(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600), "wb") as handle:
                 handle.write(body)
                 handle.flush()
                 os.fsync(handle.fileno())
@@ -412,10 +462,12 @@ def object_id(plaintext: bytes, key: CodecKey | None) -> str:
 def seal_object(plaintext: bytes, key: CodecKey | None) -> bytes:
     """``cps\\x01`` | flags | [key id length | key id | nonce] | body [| tag]: an object without a
     context, deflated with preset dictionary 1 when that makes it smaller; deterministic."""
+    if len(plaintext) > MAX_OBJECT_BYTES:
+        raise PayloadTooLargeError(f"an object of {len(plaintext)} bytes is more than the {MAX_OBJECT_BYTES} any object may have")
     compressed = None
     if len(plaintext) >= MIN_COMPRESS_BYTES:
         compressor = zlib.compressobj(6, zlib.DEFLATED, -15, zdict=PRESET_DICTIONARIES[CURRENT_DICTIONARY])
-        compressed = bytes([CURRENT_DICTIONARY]) + compressor.compress(plaintext) + compressor.flush()
+        compressed = bytes([CURRENT_DICTIONARY]) + len(plaintext).to_bytes(4, "big") + compressor.compress(plaintext) + compressor.flush()
     use_compression = compressed is not None and len(compressed) < len(plaintext)
     body = compressed if use_compression and compressed is not None else plaintext
     flags = (FLAG_DEFLATE if use_compression else 0) | (0 if key is None else FLAG_ENCRYPTED)
@@ -488,13 +540,17 @@ def open_object(sealed: bytes, kind: str, oid: str, key_name: str, expected_key_
             if len(body) < 33 or depth < 1 or depth > MAX_CONTEXT_DEPTH:
                 raise ChunkIntegrityError(key_name, f"is on a chain of {depth} contexts (at most {MAX_CONTEXT_DEPTH})" if depth > MAX_CONTEXT_DEPTH else "names a context in a malformed header")
             context_id = body[1:33].hex()
-            dictionary = before = context_window(context_id, depth - 1, context_kind)
             body = body[33:]
-        try:
-            inflater = zlib.decompressobj(-15, zdict=dictionary)
-            plaintext = inflater.decompress(body) + inflater.flush()
-        except zlib.error as error:
-            raise ChunkIntegrityError(key_name, "does not inflate (corrupted)") from error
+        # The plaintext's length, checked against the bound before anything is inflated or fetched.
+        if len(body) < 4:
+            raise ChunkIntegrityError(key_name, "is deflated but truncated (malformed)")
+        stated = int.from_bytes(body[:4], "big")
+        if stated > MAX_OBJECT_BYTES:
+            raise ChunkIntegrityError(key_name, f"states a plaintext of {stated} bytes, more than the {MAX_OBJECT_BYTES} any object has")
+        body = body[4:]
+        if flags & FLAG_CONTEXT:
+            dictionary = before = context_window(context_id, depth - 1, context_kind)
+        plaintext = _inflate_stated(body, stated, dictionary, lambda reason: ChunkIntegrityError(key_name, reason))
     # A chunk or manifest deflated against a context is named by both; a node by its plaintext.
     bound = depth > 0 and kind != "node"
     expected = contextual_id(plaintext, context_id, key, context_kind) if bound else object_id(plaintext, key)
@@ -580,7 +636,7 @@ def _decode_entries(data: bytes, at: int, key_name: str, child_level: int | None
             if at + 41 > len(data):
                 raise malformed("truncated")
             length = int.from_bytes(data[at + 37 : at + 41], "big")
-            if length == 0 or length > MAX_PAYLOAD_BYTES:
+            if length == 0 or length > MAX_STORED_PAYLOAD_BYTES:
                 raise malformed("a slice of a wrong length")
             kind = "pack" if tag == 2 else "manifest"
             entries.append(Entry(kind, data[at + 1 : at + 33].hex(), length, offset=int.from_bytes(data[at + 33 : at + 37], "big")))
@@ -633,8 +689,8 @@ def _parse_manifest(data: bytes, key_name: str) -> Manifest:
     if len(data) < 11:
         raise malformed("is truncated")
     size = int.from_bytes(data[4:8], "big")
-    if size > MAX_PAYLOAD_BYTES:
-        raise malformed("size is not a plausible byte count")
+    if size > MAX_STORED_PAYLOAD_BYTES:
+        raise malformed(f"states a payload of {size} bytes, more than the {MAX_STORED_PAYLOAD_BYTES} the store holds")
     depth = data[8]
     at = 9
     base = None
@@ -710,6 +766,11 @@ class ChunkStoreDriver(StorageDriver):
         return await asyncio.to_thread(lambda: [self._retrieve_one(claim) for claim in claims])
 
     def _store_one(self, payload: Payload) -> StorageDriverClaim:
+        if payload.ByteSize() > MAX_STORED_PAYLOAD_BYTES:
+            raise PayloadTooLargeError(
+                f"a payload to store is {payload.ByteSize()} bytes, more than the {MAX_STORED_PAYLOAD_BYTES} it may have: "
+                "no reader of the store allocates more for one payload"
+            )
         plaintext = _encode_manifest(payload.data, payload.metadata)
         key = None if self.keyring is None else self.keyring.current
         oid = object_id(plaintext, key)
@@ -722,6 +783,8 @@ class ChunkStoreDriver(StorageDriver):
         sealed = self.backend.get(name)
         if sealed is None:
             raise ChunkMissingError(name, self.backend.description)
+        if len(sealed) > MAX_SEALED_OBJECT_BYTES:
+            raise ChunkIntegrityError(name, f"is {len(sealed)} bytes, more than the {MAX_SEALED_OBJECT_BYTES} any object of the store takes")
         return open_object(sealed, kind, oid, name, key_id, self.keyring, lambda context, depth, context_kind: self._window(context, depth, key_id, context_kind))
 
     def _read(self, kind: str, oid: str, key_id: str | None) -> bytes:

@@ -57,9 +57,10 @@ export class UsageError extends Error {
 
 /**
  * Exit codes (docs/cli.md#exit-codes): 0 done, 1 failed, 2 usage or configuration mistake,
- * 3 `compact` wrote a hard trim because the summarizer failed.
+ * 3 done with something to look at: `compact` wrote a hard trim because the summarizer failed,
+ * `gc` kept objects it could not read.
  */
-export const ExitCode = { ok: 0, failure: 1, usage: 2, summarizerFailed: 3 } as const;
+export const ExitCode = { ok: 0, failure: 1, usage: 2, summarizerFailed: 3, keptUnreadable: 3 } as const;
 
 /** The widest a help line gets. */
 export const HELP_COLUMNS = 100;
@@ -217,8 +218,9 @@ export function topLevelHelp(commands: readonly CliCommand[]): string {
     'Configuration flags, and the environment variables they override (docs/cli.md#configuration):',
     ...config.map(([flag, env]) => `  ${flag.padEnd(flagWidth)}${env}`),
     '',
-    'Exit codes: 0 done, 1 failed, 2 usage or configuration mistake, 3 compact fell back to the hard',
-    'trim because the summarizer failed (the output is written). See docs/cli.md.',
+    'Exit codes: 0 done, 1 failed, 2 usage or configuration mistake, 3 done with something to look',
+    'at: compact fell back to the hard trim because the summarizer failed (the output is written), gc',
+    'kept objects it could not read. See docs/cli.md.',
   ];
   return `${lines.join('\n')}\n`;
 }

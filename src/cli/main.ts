@@ -42,8 +42,9 @@ const SHORT_USAGE = 'usage: temporal-compactor <command> [options]   (temporal-c
 
 /**
  * Runs the command line `argv` (without `node` and the script) and returns the exit code:
- * 0 done, 1 failed, 2 usage or configuration mistake, 3 `compact` fell back to the hard trim
- * because the summarizer failed (docs/cli.md#exit-codes).
+ * 0 done, 1 failed, 2 usage or configuration mistake, 3 done with something to look at (`compact`
+ * fell back to the hard trim because the summarizer failed, `gc` kept objects it could not read;
+ * docs/cli.md#exit-codes).
  */
 export async function main(argv: readonly string[], io: CliIo = processIo): Promise<number> {
   const [name, ...rest] = argv;

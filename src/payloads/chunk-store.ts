@@ -29,13 +29,21 @@ import { InvalidInputError } from '../core/errors.js';
 import { assertKnownKeys, keysOf } from '../core/unknown-keys.js';
 import { DEFAULT_CHUNKER_LIMITS, type ChunkerLimits } from './chunker.js';
 import { claimDataFor, readClaim } from './claims.js';
+import { payloadProtoSize } from './codec.js';
+import { PayloadTooLargeError } from './errors.js';
 import { CompressionChain } from './compression-chain.js';
 import { followSignal } from './follow-signal.js';
 import { inspectObject, type InspectedObject } from './inspect-object.js';
 import type { Keyring } from './keyring.js';
 import { Limiter } from './limiter.js';
 import type { ObjectBackend } from './object-backend.js';
-import { MAX_INLINE_BYTES, type ObjectKind } from './object-format.js';
+import {
+  MAX_INLINE_BYTES,
+  MAX_STORED_PAYLOAD_BYTES,
+  objectKey,
+  parseManifest,
+  type ObjectKind,
+} from './object-format.js';
 import { ObjectReader } from './object-reader.js';
 import { ObjectWriter, type WriteCounters } from './object-writer.js';
 import { readPayload } from './payload-reader.js';
@@ -210,6 +218,19 @@ export class ChunkStoreDriver implements StorageDriver {
   }
 
   /**
+   * The size of the payload a claim names, as its manifest states it: the manifest is read (and
+   * kept for the retrieve that may follow), the payload is not. The codec server counts it
+   * against what a request may decode before it reads the payload.
+   *
+   * @throws ChunkMissingError, ChunkIntegrityError, PayloadKeyMissingError as `retrieve` does.
+   */
+  async payloadSize(claim: StorageDriverClaim, signal?: AbortSignal): Promise<number> {
+    const { manifestId, keyId } = readClaim(claim.claimData);
+    const plaintext = await this.reader.read('manifest', manifestId, keyId, signal);
+    return parseManifest(plaintext, objectKey('manifest', manifestId)).size;
+  }
+
+  /**
    * What a stored object needs, read with whichever configured key sealed it: see {@link inspectObject}.
    *
    * @throws ChunkMissingError when there is no such object.
@@ -226,6 +247,14 @@ export class ChunkStoreDriver implements StorageDriver {
     signal: AbortSignal,
   ): Promise<StorageDriverClaim> {
     const data = payload.data ?? new Uint8Array(0);
+    const size = payloadProtoSize(payload);
+    if (size > MAX_STORED_PAYLOAD_BYTES)
+      throw new PayloadTooLargeError(
+        'a payload to store',
+        size,
+        MAX_STORED_PAYLOAD_BYTES,
+        'no reader of the store allocates more for one payload',
+      );
     const metadata: Record<string, Uint8Array> = {};
     for (const [name, value] of Object.entries(payload.metadata ?? {}))
       if (value !== null && value !== undefined) metadata[name] = value;

@@ -5,40 +5,71 @@
 // in protobuf's JSON form (metadata values and data in base64).
 //
 // - decode does what a configured client does: resolve External Storage claims through the store,
-//   then undo the codec (decompress, decrypt), so a chat activity's input shows as the
-//   conversation, not as a claim. The UI (2.54) asks every decode to keep claims
-//   (`?preserveStorageRefs=true`) and offers a download button for them instead; a claim is
-//   resolved anyway unless its payload is over `inlineLimit` (default 2 MiB: what history itself
-//   would have held inline without a store), so the event history reads as it would without one.
+//   then undo the codec (decompress, decrypt), so a chat activity's input shows as the conversation,
+//   not as a claim. The UI (2.54) asks every decode to keep claims (`?preserveStorageRefs=true`) and
+//   offers a download button for them instead; a claim is resolved anyway unless its payload (as
+//   its manifest states it) is over `inlineLimit` (default 2 MiB: what history itself would have
+//   held inline without a store), so the event history reads as it would without one.
 // - download resolves and decodes claims only (the UI's download button).
-// - encode (payloads the UI or CLI sends, e.g. a signal's input) runs the codec, then the store.
+// - encode (payloads the UI or CLI sends, e.g. a signal's input) runs the codec, every payload
+//   inline; with `encodeToStore`, then the store, as a worker does.
 //
-// Browsers call it from the UI's origin with `Content-Type: application/json`, `X-Namespace` and
-// sometimes `Authorization`, so every call is preceded by a CORS preflight; only configured origins
-// get an answer. Requests without an Origin (the CLI, scripts) are not browser requests and need
-// no CORS; a configured bearer token guards both.
-import { createHash, timingSafeEqual } from 'node:crypto';
+// It hands decrypted payloads to whoever reaches it, so every request needs its token: in the
+// path (`http://HOST:PORT/TOKEN/decode`: the UI's codec endpoint setting holds a URL, never a
+// header) or as `Authorization: Bearer TOKEN` (the CLI's `--codec-auth`). Without a configured
+// token it makes one at start, and `url` carries it. What one request may cost is bounded before
+// the work: its body, its number of payloads, the bytes it decodes (a claim's size is read from
+// its manifest and counted before its payload is read), and how many requests are at work or wait.
+// Refusals say their type in `X-Compactor-Refusal` and one line of text, never a store path or a
+// raw error (the log has those). Browsers call it from the UI's origin with
+// `Content-Type: application/json`, `X-Namespace` and sometimes `Authorization`, so every call is
+// preceded by a CORS preflight; only configured origins get an answer.
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { DataConverter, Payload } from '@temporalio/common';
+import { StorageDriverClaim, type DataConverter, type Payload, type PayloadCodec } from '@temporalio/common';
 import {
   decodeReferencePayload,
   ExternalStorageRunner,
   isReferencePayload,
 } from '@temporalio/common/lib/internal-non-workflow/index.js';
 import proto from '@temporalio/proto';
-import { ChunkIntegrityError, ChunkMissingError, PayloadDecodeError, PayloadKeyMissingError } from './errors.js';
+import { CHUNK_STORE_DRIVER_NAME, ChunkStoreDriver } from './chunk-store.js';
+import { CompactorCodec, payloadProtoSize } from './codec.js';
+import {
+  ChunkIntegrityError,
+  ChunkMissingError,
+  PayloadDecodeError,
+  PayloadKeyMissingError,
+  PayloadTooLargeError,
+} from './errors.js';
+import { MAX_STORED_PAYLOAD_BYTES } from './object-format.js';
 
 const PayloadProto = proto.temporal.api.common.v1.Payload;
 
-/** @default 64 MiB: without a store one payload may reach Temporal's 2 MB limit, and a request carries many. */
 /** Temporal refuses payloads over 2 MiB, so a larger store threshold would only let such payloads fail. */
 export const MAX_PAYLOAD_THRESHOLD = 2 * 1024 * 1024;
 /** @default 8081 — the codec server's port (`temporal-compactor codec-server`). */
 export const DEFAULT_CODEC_SERVER_PORT = 8081;
 /** @default '127.0.0.1' — the codec server answers this machine only unless told otherwise. */
 export const DEFAULT_CODEC_SERVER_HOST = '127.0.0.1';
-export const DEFAULT_CODEC_SERVER_MAX_BODY_BYTES = 64 * 1024 * 1024;
+/**
+ * @default 8 MiB: one payload at the codec's bound (4 MiB) in base64 with room to spare; the UI
+ * sends the payloads of one event at a time, which Temporal's 4 MiB messages carried.
+ */
+export const DEFAULT_CODEC_SERVER_MAX_BODY_BYTES = 8 * 1024 * 1024;
+/** @default 1,000 payloads a request. */
+export const DEFAULT_CODEC_SERVER_MAX_PAYLOADS = 1_000;
+/** @default 64 MiB decoded a request: the largest payload the store holds, so any one can be downloaded. */
+export const DEFAULT_CODEC_SERVER_MAX_DECODED_BYTES = MAX_STORED_PAYLOAD_BYTES;
+/** @default 2 requests at work at once; @see DEFAULT_CODEC_SERVER_QUEUE */
+export const DEFAULT_CODEC_SERVER_CONCURRENCY = 2;
+/** @default 32 requests waiting for their turn; more are answered 503 at once. */
+export const DEFAULT_CODEC_SERVER_QUEUE = 32;
+/** Payloads of one request decoded or encoded at once. */
+const PAYLOADS_AT_ONCE = 4;
+/** A request must arrive whole within this (a slow body would hold its turn). */
+const REQUEST_TIMEOUT_MS = 30_000;
 
 /** @default 2 MiB, Temporal's own payload limit: a claim to anything larger stays a claim when the caller asks to keep claims. */
 export const DEFAULT_CODEC_SERVER_INLINE_LIMIT = MAX_PAYLOAD_THRESHOLD;
@@ -63,8 +94,21 @@ export interface CodecServerOptions {
   port?: number;
   /** Browser origins answered (CORS), e.g. `http://localhost:8233`; `'*'` answers any. More can be added with `allowOrigin`. @default none */
   allowedOrigins?: readonly string[];
-  /** Required as `Authorization: Bearer <token>` on every encode and decode. @default undefined — no authentication */
+  /**
+   * Required on every request, in the path (`/TOKEN/decode`) or as `Authorization: Bearer TOKEN`.
+   * @default a new random token (`url` carries it)
+   */
   token?: string;
+  /** Let `/encode` store large payloads (claims), as a worker does; otherwise every payload is encoded inline. @default false */
+  encodeToStore?: boolean;
+  /** @default DEFAULT_CODEC_SERVER_MAX_PAYLOADS */
+  maxPayloads?: number;
+  /** Bytes the payloads of one request may decode to. @default DEFAULT_CODEC_SERVER_MAX_DECODED_BYTES */
+  maxDecodedBytes?: number;
+  /** Requests at work at once. @default DEFAULT_CODEC_SERVER_CONCURRENCY */
+  concurrency?: number;
+  /** Requests waiting for their turn; more are answered 503. @default DEFAULT_CODEC_SERVER_QUEUE */
+  queue?: number;
   /**
    * When a decode asks to keep claims (`?preserveStorageRefs=true`, as the Temporal UI does), claims
    * of payloads up to this many bytes are resolved anyway; larger ones are left for `/download`.
@@ -79,8 +123,10 @@ export interface CodecServerOptions {
 
 /** A running codec server. */
 export interface CodecServer {
-  /** `http://HOST:PORT`: what the UI's and the CLI's codec endpoint is set to. */
+  /** `http://HOST:PORT/TOKEN`: what the UI's and the CLI's codec endpoint is set to (it carries the token: a secret). */
   url: string;
+  /** `http://HOST:PORT`, without the token. */
+  origin: string;
   host: string;
   port: number;
   /** Answers browser requests from one more origin (e.g. a dev server's UI, known only once it started). */
@@ -90,12 +136,14 @@ export interface CodecServer {
 }
 
 /**
- * A request the server refuses: answered with `status` and `message` as plain text; `detail` (a
- * raw error, which may name store paths and object keys) goes to the log only.
+ * A request the server refuses: answered with `status`, its `type` in `X-Compactor-Refusal` and
+ * `message` as plain text; `detail` (a raw error, which may name store paths and object keys) goes
+ * to the log only.
  */
 class Refusal extends Error {
   constructor(
     readonly status: number,
+    readonly type: string,
     message: string,
     readonly headers: Record<string, string> = {},
     readonly detail?: string,
@@ -103,6 +151,8 @@ class Refusal extends Error {
     super(message);
   }
 }
+
+const badRequest = (message: string, detail?: string): Refusal => new Refusal(400, 'BadRequest', message, {}, detail);
 
 /**
  * What the answer says of an error while a payload was decoded or encoded: its type and what that
@@ -119,8 +169,10 @@ function failureAnswer(error: unknown): string {
         : error instanceof PayloadKeyMissingError
           ? `it is encrypted with key id ${JSON.stringify(error.keyId)}, which this server does not hold`
           : error instanceof PayloadDecodeError
-            ? 'it is tampered, truncated, or encrypted with another key'
-            : 'an error of the codec server';
+            ? 'it is tampered, truncated, too large, or encrypted with another key'
+            : error instanceof PayloadTooLargeError
+              ? 'it is larger than the codec or the store may hold'
+              : 'an error of the codec server';
   return `(${type}): ${meaning}; the codec server's log has the detail`;
 }
 
@@ -131,17 +183,17 @@ const BASE64 = /^[A-Za-z0-9+/_-]*={0,2}$/;
 
 function base64Field(value: unknown, path: string): void {
   if (typeof value !== 'string' || !BASE64.test(value) || value.replace(/=+$/, '').length % 4 === 1)
-    throw new Refusal(400, `${path}: expected a base64 string`);
+    throw badRequest(`${path}: expected a base64 string`);
 }
 
 /** One payload of a request body, checked field by field (the error names the field), as protobuf's JSON form reads. */
 function payloadFromJson(value: unknown, path: string): Payload {
   if (typeof value !== 'object' || value === null || Array.isArray(value))
-    throw new Refusal(400, `${path}: expected a payload object`);
+    throw badRequest(`${path}: expected a payload object`);
   const metadata: unknown = Reflect.get(value, 'metadata');
   if (metadata !== undefined && metadata !== null) {
     if (typeof metadata !== 'object' || Array.isArray(metadata))
-      throw new Refusal(400, `${path}.metadata: expected an object of base64 strings`);
+      throw badRequest(`${path}.metadata: expected an object of base64 strings`);
     for (const [name, entry] of Object.entries(metadata)) base64Field(entry, `${path}.metadata.${name}`);
   }
   const data: unknown = Reflect.get(value, 'data');
@@ -149,21 +201,27 @@ function payloadFromJson(value: unknown, path: string): Payload {
   try {
     return PayloadProto.fromObject(value);
   } catch (error) {
-    throw new Refusal(400, `${path}: not a payload in protobuf's JSON form`, {}, detailOf(error));
+    throw badRequest(`${path}: not a payload in protobuf's JSON form`, detailOf(error));
   }
 }
 
-function payloadsFromBody(text: string): Payload[] {
+function payloadsFromBody(text: string, maxPayloads: number): Payload[] {
   let body: unknown;
   try {
     body = JSON.parse(text);
   } catch {
-    throw new Refusal(400, 'the body is not JSON: expected {"payloads": [...]}');
+    throw badRequest('the body is not JSON: expected {"payloads": [...]}');
   }
   const payloads: unknown = typeof body === 'object' && body !== null ? Reflect.get(body, 'payloads') : undefined;
   // Protobuf's JSON form leaves an empty list out altogether.
   if (payloads === undefined && typeof body === 'object' && body !== null && !Array.isArray(body)) return [];
-  if (!Array.isArray(payloads)) throw new Refusal(400, 'payloads: expected an array of payloads');
+  if (!Array.isArray(payloads)) throw badRequest('payloads: expected an array of payloads');
+  if (payloads.length > maxPayloads)
+    throw new Refusal(
+      413,
+      'TooManyPayloads',
+      `the body holds ${payloads.length} payloads; at most ${maxPayloads} are taken a request`,
+    );
   return payloads.map((payload, index) => payloadFromJson(payload, `payloads[${index}]`));
 }
 
@@ -179,7 +237,9 @@ function readBody(request: IncomingMessage, limit: number): Promise<string> {
   const declared = Number(request.headers['content-length']);
   if (Number.isFinite(declared) && declared > limit)
     return Promise.reject(
-      new Refusal(413, `the body is ${declared} bytes; at most ${limit} are accepted`, { Connection: 'close' }),
+      new Refusal(413, 'BodyTooLarge', `the body is ${declared} bytes; at most ${limit} are accepted`, {
+        Connection: 'close',
+      }),
     );
   // Events rather than async iteration: leaving an iteration early destroys the socket, and the
   // client would see a reset instead of the 413. Past the limit the rest is read and dropped.
@@ -196,13 +256,22 @@ function readBody(request: IncomingMessage, limit: number): Promise<string> {
       }
       over = true;
       parts.length = 0;
-      reject(new Refusal(413, `the body is over ${limit} bytes`, { Connection: 'close' }));
+      reject(new Refusal(413, 'BodyTooLarge', `the body is over ${limit} bytes`, { Connection: 'close' }));
     });
     request.on('end', () => {
       if (!over) resolve(Buffer.concat(parts).toString('utf8'));
     });
     request.on('error', reject);
   });
+}
+
+/** A path segment as the client meant it (a malformed escape stays as it is). */
+function decodeSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
 }
 
 function isAddressInfo(value: unknown): value is AddressInfo {
@@ -233,47 +302,157 @@ function normalizeOrigin(text: string): string | undefined {
   }
 }
 
+/** What the payloads of one request have decoded to so far, against the bound. */
+class DecodeBudget {
+  private used = 0;
+  constructor(private readonly limit: number) {}
+
+  /** Counts `bytes` more; refuses the request when that passes the bound. */
+  take(bytes: number): void {
+    this.used += bytes;
+    if (this.used > this.limit)
+      throw new Refusal(
+        413,
+        'DecodedTooLarge',
+        `the payloads of this request decode to more than ${this.limit} bytes: ask for fewer at a time`,
+      );
+  }
+}
+
+/** Runs `work` over `items`, at most `width` at once, in order of start; the first failure stops the rest. */
+async function eachAtMost<T, R>(
+  items: readonly T[],
+  width: number,
+  work: (item: T, index: number) => Promise<R>,
+): Promise<R[]> {
+  const results: R[] = [];
+  let next = 0;
+  let failed = false;
+  const lane = async (): Promise<void> => {
+    for (let index = next; !failed && index < items.length; index = next) {
+      next += 1;
+      const item = items[index];
+      if (item === undefined) continue;
+      try {
+        results[index] = await work(item, index);
+      } catch (error) {
+        failed = true;
+        throw error;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(width, items.length) }, lane));
+  return results;
+}
+
+/** Turns for requests: `concurrency` at work, `queue` waiting, the rest refused at once. */
+function turns(concurrency: number, queue: number): { take(): Promise<void>; give(): void } {
+  let active = 0;
+  const waiting: Array<() => void> = [];
+  return {
+    async take() {
+      if (active < concurrency) {
+        active += 1;
+        return;
+      }
+      if (waiting.length >= queue)
+        throw new Refusal(503, 'Busy', `busy: ${concurrency} requests at work and ${queue} waiting; try again`, {
+          'Retry-After': '1',
+        });
+      // `give` hands its turn over, keeping `active` as it is.
+      await new Promise<void>((resolve) => waiting.push(resolve));
+    },
+    give() {
+      const next = waiting.shift();
+      if (next === undefined) active -= 1;
+      else next();
+    },
+  };
+}
+
 /**
  * Starts a codec server for the compactor's payloads (see the module comment for the protocol).
  *
  * @example
  * const config = loadConfig();
  * const server = await startCodecServer({ dataConverter: payloadConverterFromConfig(config).dataConverter, allowedOrigins: config.codecServerOrigins });
- * console.log(`temporal server start-dev --ui-codec-endpoint ${server.url}`);
+ * console.log(`temporal server start-dev --ui-codec-endpoint ${server.url}`); // the URL carries the token
  */
 export async function startCodecServer({
   dataConverter,
   host = DEFAULT_CODEC_SERVER_HOST,
   port = DEFAULT_CODEC_SERVER_PORT,
   allowedOrigins = [],
-  token,
+  token = randomBytes(24).toString('base64url'),
+  encodeToStore = false,
   inlineLimit = DEFAULT_CODEC_SERVER_INLINE_LIMIT,
   maxBodyBytes = DEFAULT_CODEC_SERVER_MAX_BODY_BYTES,
+  maxPayloads = DEFAULT_CODEC_SERVER_MAX_PAYLOADS,
+  maxDecodedBytes = DEFAULT_CODEC_SERVER_MAX_DECODED_BYTES,
+  concurrency = DEFAULT_CODEC_SERVER_CONCURRENCY,
+  queue = DEFAULT_CODEC_SERVER_QUEUE,
   log = () => undefined,
 }: CodecServerOptions): Promise<CodecServer> {
+  if (token.length < 16) throw new RangeError('a codec server token has at least 16 characters');
   const codecs = dataConverter.payloadCodecs ?? [];
+  // Without the store, /encode leaves no payload to it: ours encodes every one inline.
+  const encodeCodecs: PayloadCodec[] = encodeToStore
+    ? codecs
+    : codecs.map((codec) => (codec instanceof CompactorCodec ? codec.inlineOnly() : codec));
   const runner =
     dataConverter.externalStorage === undefined ? undefined : new ExternalStorageRunner(dataConverter.externalStorage);
+  // Our driver states a claim's size before its payload is read; another driver's claims are counted after.
+  const chunkStore = dataConverter.externalStorage?.drivers.find(
+    (driver): driver is ChunkStoreDriver => driver instanceof ChunkStoreDriver,
+  );
+  const requestTurns = turns(concurrency, queue);
   const origins = new Set<string>();
+
   const allowOrigin = (origin: string): void => {
     const normalized = normalizeOrigin(origin.trim());
     if (normalized === undefined) throw new RangeError(`not an http(s) origin: ${JSON.stringify(origin)}`);
     origins.add(normalized);
   };
   allowedOrigins.forEach(allowOrigin);
-  const expectedToken = token === undefined ? undefined : digest(`Bearer ${token}`);
+  const expectedToken = digest(token);
+  /** Whether a request carries the token: as a path segment, or as a bearer token. */
+  const authorized = (segments: readonly string[], authorization: string | undefined): boolean => {
+    const offered = [...segments, ...(authorization?.startsWith('Bearer ') === true ? [authorization.slice(7)] : [])];
+    // Compared as digests: equal lengths for timingSafeEqual, and no timing hint about the token.
+    return offered.some((candidate) => timingSafeEqual(digest(candidate), expectedToken));
+  };
+  /** A request's URL as the log and the answers show it: the token is never written down. */
+  const shown = (url: string): string =>
+    url
+      .split(/([/?])/)
+      .map((part) => (timingSafeEqual(digest(decodeSegment(part)), expectedToken) ? '<token>' : part))
+      .join('');
+
+  /** The size of the payload a claim of our store names, as its manifest states it; undefined for anything else. */
+  const claimedSize = async (payload: Payload): Promise<number | undefined> => {
+    if (chunkStore === undefined || !isReferencePayload(payload)) return undefined;
+    const { driverName, claimData } = decodeReferencePayload(payload);
+    if (driverName !== CHUNK_STORE_DRIVER_NAME) return undefined;
+    return chunkStore.payloadSize(new StorageDriverClaim(claimData));
+  };
 
   // As a configured client does: on the way in, the store gives back what claims name, then the
   // codecs are undone last-first; on the way out, the codecs run first-first, then the store.
-  const decodeOne = async (payload: Payload): Promise<Payload> => {
+  // Decoding counts against the request's budget: a claim of ours by the size its manifest
+  // states, before its payload is read; anything else by what it decoded to.
+  const decodeOne = async (payload: Payload, budget: DecodeBudget, stated: number | undefined): Promise<Payload> => {
+    if (stated !== undefined) budget.take(stated);
     let current = runner === undefined ? payload : single(await runner.retrieve([payload]), 'the payload store');
     for (const codec of [...codecs].reverse()) current = single(await codec.decode([current]), 'a payload codec');
+    budget.take(Math.max(0, payloadProtoSize(current) - (stated ?? 0)));
     return current;
   };
   const encodeOne = async (payload: Payload): Promise<Payload> => {
     let current = payload;
-    for (const codec of codecs) current = single(await codec.encode([current]), 'a payload codec');
-    return runner === undefined ? current : single(await runner.store([current]), 'the payload store');
+    for (const codec of encodeCodecs) current = single(await codec.encode([current]), 'a payload codec');
+    return runner === undefined || !encodeToStore
+      ? current
+      : single(await runner.store([current]), 'the payload store');
   };
 
   const corsHeaders = (request: IncomingMessage): Record<string, string> | undefined => {
@@ -281,20 +460,28 @@ export async function startCodecServer({
     if (origin === undefined) return {};
     if (!origins.has('*') && !origins.has(origin)) return undefined;
     // The UI may send cookies (`includeCredentials`): that needs the origin by name, never `*`.
-    return { 'Access-Control-Allow-Origin': origin, 'Access-Control-Allow-Credentials': 'true', Vary: 'Origin' };
+    return {
+      'Access-Control-Allow-Origin': origin,
+      'Access-Control-Allow-Credentials': 'true',
+      'Access-Control-Expose-Headers': 'X-Compactor-Refusal',
+      Vary: 'Origin',
+    };
   };
 
   const handle = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
     const cors = corsHeaders(request);
     const path = new URL(request.url ?? '/', 'http://codec-server').pathname;
-    const operation = path
+    const segments = path
       .split('/')
       .filter((segment) => segment !== '')
-      .at(-1);
-    if (!isOperation(operation)) throw new Refusal(404, `no such endpoint ${path}: POST /decode, /encode or /download`);
+      .map(decodeSegment);
+    const operation = segments.at(-1);
+    if (!isOperation(operation))
+      throw new Refusal(404, 'NotFound', `no such endpoint ${shown(path)}: POST /decode, /encode or /download`);
     if (cors === undefined) {
       throw new Refusal(
         403,
+        'OriginNotAllowed',
         `origin ${request.headers.origin ?? ''} is not allowed: add it to COMPACTOR_CODEC_SERVER_ORIGINS`,
       );
     }
@@ -313,52 +500,67 @@ export async function startCodecServer({
       return;
     }
     if (request.method !== 'POST')
-      throw new Refusal(405, `${request.method ?? 'this method'} is not allowed: POST /${operation}`, {
-        Allow: 'POST, OPTIONS',
-      });
-    if (expectedToken !== undefined) {
-      // Compared as digests: equal lengths for timingSafeEqual, and no timing hint about the token.
-      const given = digest(request.headers.authorization ?? '');
-      if (!timingSafeEqual(given, expectedToken))
-        throw new Refusal(401, 'a valid "Authorization: Bearer <token>" header is required', {
-          'WWW-Authenticate': 'Bearer',
-        });
+      throw new Refusal(
+        405,
+        'MethodNotAllowed',
+        `${request.method ?? 'this method'} is not allowed: POST /${operation}`,
+        { Allow: 'POST, OPTIONS' },
+      );
+    if (!authorized(segments, request.headers.authorization))
+      throw new Refusal(
+        401,
+        'Unauthorized',
+        'the codec server\'s token is required: in the path (its endpoint URL, printed at start) or as "Authorization: Bearer <token>"',
+        { 'WWW-Authenticate': 'Bearer' },
+      );
+    await requestTurns.take();
+    try {
+      await answer(request, response, operation, cors);
+    } finally {
+      requestTurns.give();
     }
-    const payloads = payloadsFromBody(await readBody(request, maxBodyBytes));
+  };
+
+  /** Answers an authorized request, in its turn. */
+  const answer = async (
+    request: IncomingMessage,
+    response: ServerResponse,
+    operation: Operation,
+    cors: Record<string, string>,
+  ): Promise<void> => {
+    const payloads = payloadsFromBody(await readBody(request, maxBodyBytes), maxPayloads);
     const keepLargeClaims =
       new URL(request.url ?? '/', 'http://codec-server').searchParams.get('preserveStorageRefs') === 'true';
     if (operation === 'download') {
       const index = payloads.findIndex((payload) => !isReferencePayload(payload));
-      if (index >= 0)
-        throw new Refusal(400, `payloads[${index}]: not a storage reference: /download takes claims only`);
+      if (index >= 0) throw badRequest(`payloads[${index}]: not a storage reference: /download takes claims only`);
     }
-    const transform = (payload: Payload): Promise<Payload> => {
+    const budget = new DecodeBudget(maxDecodedBytes);
+    const transform = async (payload: Payload): Promise<Payload> => {
       if (operation === 'encode') return encodeOne(payload);
-      if (
-        operation === 'decode' &&
-        keepLargeClaims &&
-        isReferencePayload(payload) &&
-        decodeReferencePayload(payload).sizeBytes > inlineLimit
-      )
-        return Promise.resolve(payload);
-      return decodeOne(payload);
+      // A claim of ours is sized by its manifest: what the reference says is its writer's word.
+      const stated = await claimedSize(payload);
+      const size = stated ?? (isReferencePayload(payload) ? decodeReferencePayload(payload).sizeBytes : 0);
+      if (operation === 'decode' && keepLargeClaims && isReferencePayload(payload) && size > inlineLimit)
+        return payload;
+      return decodeOne(payload, budget, stated);
     };
-    const results = await Promise.all(
-      payloads.map(async (payload, index) => {
-        try {
-          return await transform(payload);
-        } catch (error) {
-          // The protocol answers codec errors with 400; the text names the payload and the kind of
-          // failure, the log what it was.
-          throw new Refusal(
-            400,
-            `payloads[${index}]: cannot ${operation} ${failureAnswer(error)}`,
-            {},
-            detailOf(error),
-          );
-        }
-      }),
-    );
+    const results = await eachAtMost(payloads, PAYLOADS_AT_ONCE, async (payload, index) => {
+      try {
+        return await transform(payload);
+      } catch (error) {
+        if (error instanceof Refusal) throw error;
+        // The protocol answers codec errors with 400; the text names the payload and the kind of
+        // failure, the log what it was.
+        throw new Refusal(
+          400,
+          error instanceof Error ? error.name : 'Error',
+          `payloads[${index}]: cannot ${operation} ${failureAnswer(error)}`,
+          {},
+          detailOf(error),
+        );
+      }
+    });
     const body = JSON.stringify({ payloads: results.map(payloadToJson) });
     response.writeHead(200, { ...cors, 'Content-Type': 'application/json', 'Cache-Control': 'no-store' }).end(body);
   };
@@ -368,10 +570,16 @@ export async function startCodecServer({
       const refusal =
         error instanceof Refusal
           ? error
-          : new Refusal(500, "internal error: the codec server's log has the detail", {}, detailOf(error));
+          : new Refusal(
+              500,
+              'InternalError',
+              "internal error: the codec server's log has the detail",
+              {},
+              detailOf(error),
+            );
       const namespace = request.headers['x-namespace'];
       log(
-        `${request.method ?? '?'} ${request.url ?? '?'}${typeof namespace === 'string' ? ` (namespace ${namespace})` : ''}: ${refusal.status} ${refusal.message}${refusal.detail === undefined ? '' : ` — ${refusal.detail}`}`,
+        `${request.method ?? '?'} ${shown(request.url ?? '?')}${typeof namespace === 'string' ? ` (namespace ${namespace})` : ''}: ${refusal.status} ${refusal.message}${refusal.detail === undefined ? '' : ` — ${refusal.detail}`}`,
       );
       // Plain text, one line: the UI (and the CLI) show the payloads undecoded on any 4xx and flag
       // the codec server as failing; the line is for the person reading logs or the network tab,
@@ -380,11 +588,14 @@ export async function startCodecServer({
         response.writeHead(refusal.status, {
           ...corsHeaders(request),
           ...refusal.headers,
+          'X-Compactor-Refusal': refusal.type,
           'Content-Type': 'text/plain; charset=utf-8',
         });
       response.end(`${refusal.message}\n`);
     });
   });
+  // A request must arrive whole in time: a slow body would hold its turn.
+  server.requestTimeout = REQUEST_TIMEOUT_MS;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {
@@ -395,9 +606,11 @@ export async function startCodecServer({
   const address = server.address();
   if (!isAddressInfo(address)) throw new Error('the codec server is not listening on a TCP port');
   const urlHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  const origin = `http://${urlHost}:${address.port}`;
   let closing: Promise<void> | undefined;
   return {
-    url: `http://${urlHost}:${address.port}`,
+    url: `${origin}/${encodeURIComponent(token)}`,
+    origin,
     host: address.address,
     port: address.port,
     allowOrigin,

@@ -1,5 +1,8 @@
 // Node only: the payload codec. Compresses every payload that stays inline in workflow history
 // and, with a key, encrypts it (AES-256-GCM, random nonce, key id in the metadata for rotation).
+// A compressed payload states its decoded size, at most MAX_CODEC_PAYLOAD_BYTES: anyone who can
+// start or signal a workflow writes payloads a worker decodes, so decoding never inflates past the
+// size stated, and refuses a size over the bound before inflating at all.
 //
 // Payloads the external store will take (at or over its threshold) pass through untouched: the
 // SDK runs codecs before External Storage, and the chunk store dedups plaintext chunks and
@@ -10,7 +13,7 @@ import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import type { Payload, PayloadCodec } from '@temporalio/common';
 import proto from '@temporalio/proto';
-import { PayloadDecodeError, PayloadKeyMissingError } from './errors.js';
+import { PayloadDecodeError, PayloadKeyMissingError, PayloadTooLargeError } from './errors.js';
 import type { Keyring } from './keyring.js';
 
 const PayloadProto = proto.temporal.api.common.v1.Payload;
@@ -18,15 +21,25 @@ const PayloadProto = proto.temporal.api.common.v1.Payload;
 /** `encoding` of a payload this codec wrote. */
 export const CODEC_ENCODING = 'binary/compactor';
 /**
- * Metadata key of how the payload is encoded: `deflate` or `none` (raw deflate of the original
- * payload's protobuf bytes, or those bytes), then `;key=<id>` when encrypted. One short entry:
- * every inline payload of every round carries it.
+ * Metadata key of how the payload is encoded: `deflate;size=<N>` or `none` (raw deflate of the
+ * original payload's protobuf bytes, which are N bytes, or those bytes), then `;key=<id>` when
+ * encrypted. One short entry: every inline payload of every round carries it.
  */
 export const CODEC_METADATA_KEY = 'compactor';
+
+/**
+ * The most bytes a payload the codec writes may have decoded (its protobuf bytes): 4 MiB, the
+ * default gRPC message limit of Temporal's frontend, so no payload Temporal carries decodes to
+ * more than any single request to Temporal may hold; twice the server's default payload limit
+ * (2 MiB), for servers that raise it. Decoding refuses a larger stated size before inflating.
+ */
+export const MAX_CODEC_PAYLOAD_BYTES = 4 * 1024 * 1024;
 
 /** How a payload this codec wrote is encoded. */
 export interface CodecEnvelope {
   compression: 'deflate' | 'none';
+  /** Deflated: the decoded size it states (at most {@link MAX_CODEC_PAYLOAD_BYTES} in what the codec writes). */
+  size?: number;
   /** The id of the key that encrypted it; undefined: not encrypted. */
   keyId: string | undefined;
 }
@@ -68,9 +81,15 @@ export interface CompactorCodecOptions {
   plainBelow?: number;
 }
 
-function additionalData(compression: string, keyId: string): Uint8Array {
-  // Binds the metadata that steers decoding to the ciphertext: flipping "compression" or the key id fails authentication.
-  return utf8.encode(`temporal-compactor codec v1\u0000${compression}\u0000${keyId}`);
+/** How an envelope's compression reads in its metadata entry: `deflate;size=N` or `none`. */
+function compressionText({ compression, size }: CodecEnvelope): string {
+  return compression === 'deflate' ? `deflate;size=${size ?? 0}` : 'none';
+}
+
+function additionalData(envelope: CodecEnvelope, keyId: string): Uint8Array {
+  // Binds the metadata that steers decoding to the ciphertext: changing the compression, the size
+  // or the key id fails authentication.
+  return utf8.encode(`temporal-compactor codec v1\u0000${compressionText(envelope)}\u0000${keyId}`);
 }
 
 function metadataText(payload: Payload, key: string): string | undefined {
@@ -85,12 +104,13 @@ function metadataText(payload: Payload, key: string): string | undefined {
 export function codecEnvelopeOf(payload: Payload): CodecEnvelope | undefined {
   if (metadataText(payload, 'encoding') !== CODEC_ENCODING) return undefined;
   const description = metadataText(payload, CODEC_METADATA_KEY) ?? '';
-  const match = /^(deflate|none)(?:;key=([A-Za-z0-9._-]{1,64}))?$/.exec(description);
+  const match = /^(?:none|deflate;size=(0|[1-9][0-9]{0,9}))(?:;key=([A-Za-z0-9._-]{1,64}))?$/.exec(description);
   if (match === null)
     throw new PayloadDecodeError(
       `payload encoded by temporal-compactor has a malformed ${JSON.stringify(CODEC_METADATA_KEY)} entry ${JSON.stringify(description)}`,
     );
-  return { compression: match[1] === 'deflate' ? 'deflate' : 'none', keyId: match[2] };
+  const [, size, keyId] = match;
+  return size === undefined ? { compression: 'none', keyId } : { compression: 'deflate', size: Number(size), keyId };
 }
 
 /**
@@ -115,6 +135,15 @@ export class CompactorCodec implements PayloadCodec {
     this.plainBelow = plainBelow;
   }
 
+  /** The same codec encoding every payload, none left for a store (the codec server's `/encode` without the store). */
+  inlineOnly(): CompactorCodec {
+    return new CompactorCodec({
+      keyring: this.keyring,
+      compressionLevel: this.compressionLevel,
+      plainBelow: this.plainBelow,
+    });
+  }
+
   async encode(payloads: Payload[]): Promise<Payload[]> {
     return payloads.map((payload) => this.encodeOne(payload));
   }
@@ -123,45 +152,79 @@ export class CompactorCodec implements PayloadCodec {
     return payloads.map((payload) => this.decodeOne(payload));
   }
 
-  /** Encodes one payload (synchronous; `encode` is the codec interface). */
+  /**
+   * Encodes one payload (synchronous; `encode` is the codec interface).
+   *
+   * @throws PayloadTooLargeError when it is over {@link MAX_CODEC_PAYLOAD_BYTES} and a key would
+   * have to encrypt it (without a key such a payload is left as it is, for the server to judge).
+   */
   encodeOne(payload: Payload): Payload {
     const size = payloadProtoSize(payload);
     if (this.passThroughAtOrAbove !== undefined && size >= this.passThroughAtOrAbove) return payload;
     if (this.keyring === undefined && size < this.plainBelow) return payload;
+    const key = this.keyring?.current;
+    if (size > MAX_CODEC_PAYLOAD_BYTES) {
+      if (key === undefined) return payload;
+      throw new PayloadTooLargeError(
+        'a payload to encrypt inline',
+        size,
+        MAX_CODEC_PAYLOAD_BYTES,
+        'no reader decodes more; configure a payload store (COMPACTOR_PAYLOAD_STORE), which takes large payloads out of history',
+      );
+    }
     const inner = PayloadProto.encode(payload).finish();
     const compressed =
       inner.length >= MIN_COMPRESS_BYTES ? deflateRawSync(inner, { level: this.compressionLevel }) : undefined;
     const useCompression = compressed !== undefined && compressed.length < inner.length;
-    const compression = useCompression ? 'deflate' : 'none';
+    const envelope: CodecEnvelope = useCompression
+      ? { compression: 'deflate', size: inner.length, keyId: key?.id }
+      : { compression: 'none', keyId: key?.id };
     const body = useCompression ? compressed : inner;
-    const key = this.keyring?.current;
     if (key === undefined) {
       // Without encryption, wrapping a payload that does not shrink would only add bytes.
       if (!useCompression) return payload;
       return {
-        metadata: { encoding: utf8.encode(CODEC_ENCODING), [CODEC_METADATA_KEY]: utf8.encode(compression) },
+        metadata: {
+          encoding: utf8.encode(CODEC_ENCODING),
+          [CODEC_METADATA_KEY]: utf8.encode(compressionText(envelope)),
+        },
         data: body,
       };
     }
     const nonce = randomBytes(NONCE_BYTES);
     const cipher = createCipheriv('aes-256-gcm', key.codecKey, nonce);
-    cipher.setAAD(additionalData(compression, key.id));
+    cipher.setAAD(additionalData(envelope, key.id));
     const sealed = Buffer.concat([nonce, cipher.update(body), cipher.final(), cipher.getAuthTag()]);
     return {
       metadata: {
         encoding: utf8.encode(CODEC_ENCODING),
-        [CODEC_METADATA_KEY]: utf8.encode(`${compression};key=${key.id}`),
+        [CODEC_METADATA_KEY]: utf8.encode(`${compressionText(envelope)};key=${key.id}`),
       },
       data: sealed,
     };
   }
 
-  /** Decodes one payload (synchronous; `decode` is the codec interface). */
+  /**
+   * Decodes one payload (synchronous; `decode` is the codec interface). A payload of ours without
+   * a key id is read with a key configured too: docs/payloads.md, "Payloads without a key id".
+   *
+   * @throws PayloadDecodeError when it is malformed, fails authentication, or states (or inflates
+   * to) more than {@link MAX_CODEC_PAYLOAD_BYTES}, before allocating more than it states.
+   * @throws PayloadKeyMissingError when its key id is not configured.
+   */
   decodeOne(payload: Payload): Payload {
     const envelope = codecEnvelopeOf(payload);
     if (envelope === undefined) return payload;
-    const { compression, keyId } = envelope;
+    const { compression, size = 0, keyId } = envelope;
     const data = payload.data ?? new Uint8Array(0);
+    if (compression === 'deflate' && size > MAX_CODEC_PAYLOAD_BYTES)
+      throw new PayloadDecodeError(
+        `payload encoded by temporal-compactor states ${size} bytes decoded, more than the ${MAX_CODEC_PAYLOAD_BYTES} a payload may have`,
+      );
+    if (data.length > MAX_CODEC_PAYLOAD_BYTES + NONCE_BYTES + TAG_BYTES)
+      throw new PayloadDecodeError(
+        `payload encoded by temporal-compactor is ${data.length} bytes, more than a payload of at most ${MAX_CODEC_PAYLOAD_BYTES} bytes takes`,
+      );
     let body: Uint8Array = data;
     if (keyId !== undefined) {
       const key = this.keyring?.byId.get(keyId);
@@ -171,7 +234,7 @@ export class CompactorCodec implements PayloadCodec {
           `encrypted payload (key id ${JSON.stringify(keyId)}) is truncated: ${data.length} bytes`,
         );
       const decipher = createDecipheriv('aes-256-gcm', key.codecKey, data.subarray(0, NONCE_BYTES));
-      decipher.setAAD(additionalData(compression, keyId));
+      decipher.setAAD(additionalData(envelope, keyId));
       decipher.setAuthTag(data.subarray(data.length - TAG_BYTES));
       try {
         body = Buffer.concat([decipher.update(data.subarray(NONCE_BYTES, data.length - TAG_BYTES)), decipher.final()]);
@@ -182,14 +245,7 @@ export class CompactorCodec implements PayloadCodec {
         );
       }
     }
-    let inner: Uint8Array;
-    try {
-      inner = compression === 'deflate' ? inflateRawSync(body) : body;
-    } catch (error) {
-      throw new PayloadDecodeError('payload encoded by temporal-compactor does not inflate: it is corrupted', {
-        cause: error,
-      });
-    }
+    const inner = compression === 'deflate' ? inflateStated(body, size) : body;
     try {
       const decoded = PayloadProto.decode(inner);
       return { metadata: decoded.metadata ?? {}, data: decoded.data ?? new Uint8Array(0) };
@@ -199,4 +255,29 @@ export class CompactorCodec implements PayloadCodec {
       });
     }
   }
+}
+
+/**
+ * Inflates `body`, which states that it inflates to `size` bytes: zlib stops one byte past `size`,
+ * so a bomb costs no more than what it states.
+ */
+function inflateStated(body: Uint8Array, size: number): Uint8Array {
+  let inner: Buffer;
+  try {
+    inner = inflateRawSync(body, { maxOutputLength: size + 1 });
+  } catch (error) {
+    if (error instanceof RangeError)
+      throw new PayloadDecodeError(
+        `payload encoded by temporal-compactor inflates to more than the ${size} bytes it states`,
+        { cause: error },
+      );
+    throw new PayloadDecodeError('payload encoded by temporal-compactor does not inflate: it is corrupted', {
+      cause: error,
+    });
+  }
+  if (inner.length !== size)
+    throw new PayloadDecodeError(
+      `payload encoded by temporal-compactor inflates to ${inner.length} bytes where it states ${size}`,
+    );
+  return inner;
 }

@@ -22,6 +22,24 @@ export class PayloadKeyMissingError extends Error {
   }
 }
 
+/**
+ * A payload is larger than the format can carry: an inline payload over MAX_CODEC_PAYLOAD_BYTES
+ * that the codec would have to encrypt, or a payload over MAX_STORED_PAYLOAD_BYTES for the store.
+ * Raised where the payload is encoded, so nothing is written that a reader would refuse.
+ */
+export class PayloadTooLargeError extends Error {
+  override readonly name = 'PayloadTooLargeError';
+  constructor(
+    /** What was too large, e.g. `a payload to encrypt inline`. */
+    readonly what: string,
+    readonly bytes: number,
+    readonly limit: number,
+    advice: string,
+  ) {
+    super(`${what} is ${bytes} bytes, more than the ${limit} it may have: ${advice}`);
+  }
+}
+
 /** A stored object does not hold what its name promises: corrupted, truncated, replaced, or not ours. */
 export class ChunkIntegrityError extends Error {
   override readonly name = 'ChunkIntegrityError';

@@ -1,15 +1,23 @@
 // Node only: objects as files under one directory (`COMPACTOR_PAYLOAD_STORE=file:DIR`). Keys are
 // already sharded (`v1/chunks/3f/a2/<id>`), so no directory grows past 65,536 entries of the next
 // level. Writes go to a temporary file in the same directory, are flushed to disk, then renamed
-// over the final name: a crash leaves the old object or the new one, never half of one.
+// over the final name: a crash leaves the old object or the new one, never half of one. What the
+// store creates is its owner's alone, created so rather than narrowed after: directories 0700,
+// objects and temporary files 0600 (payloads may be unencrypted). Directories that exist keep
+// their mode.
 import { randomBytes } from 'node:crypto';
-import { link, mkdir, open, opendir, readFile, rename, rm, stat, utimes } from 'node:fs/promises';
+import { link, mkdir, open, opendir, rename, rm, stat, utimes } from 'node:fs/promises';
 import { dirname, join, relative, resolve, sep } from 'node:path';
-import type { ListedObject, ObjectStat, SweepableBackend } from './object-backend.js';
+import { tooLarge, type ListedObject, type ObjectStat, type SweepableBackend } from './object-backend.js';
 
 function isMissing(error: unknown): boolean {
   return typeof error === 'object' && error !== null && 'code' in error && error.code === 'ENOENT';
 }
+
+/** Directories the store creates: the owner's alone. */
+const DIRECTORY_MODE = 0o700;
+/** Objects and temporary files: the owner's alone (payloads may be unencrypted). */
+const OBJECT_MODE = 0o600;
 
 export interface FileBackendOptions {
   /** The store's directory; created on first write. */
@@ -42,22 +50,41 @@ export class FileBackend implements SweepableBackend {
     return path;
   }
 
-  async get(key: string, signal?: AbortSignal): Promise<Uint8Array | undefined> {
+  async get(key: string, signal?: AbortSignal, maxBytes = Number.MAX_SAFE_INTEGER): Promise<Uint8Array | undefined> {
+    signal?.throwIfAborted();
+    let handle;
     try {
-      return await readFile(this.pathOf(key), { signal });
+      handle = await open(this.pathOf(key), 'r');
     } catch (error) {
       if (isMissing(error)) return undefined;
       throw error;
+    }
+    try {
+      // Sized before it is read, from the file that was opened (not the name, which may change).
+      const { size } = await handle.stat();
+      if (size > maxBytes) throw tooLarge(key, size, maxBytes);
+      const bytes = Buffer.alloc(size);
+      let filled = 0;
+      while (filled < size) {
+        const { bytesRead } = await handle.read(bytes, filled, size - filled, filled);
+        if (bytesRead === 0) break;
+        filled += bytesRead;
+      }
+      // A file that grew since it was sized is read no further: its hash will not match.
+      signal?.throwIfAborted();
+      return bytes.subarray(0, filled);
+    } finally {
+      await handle.close();
     }
   }
 
   async put(key: string, body: Uint8Array, signal?: AbortSignal): Promise<void> {
     signal?.throwIfAborted();
     const path = this.pathOf(key);
-    await mkdir(dirname(path), { recursive: true });
+    await mkdir(dirname(path), { recursive: true, mode: DIRECTORY_MODE });
     const temporary = join(dirname(path), `.tmp-${process.pid}-${randomBytes(6).toString('hex')}`);
     try {
-      const handle = await open(temporary, 'wx');
+      const handle = await open(temporary, 'wx', OBJECT_MODE);
       try {
         await handle.writeFile(body);
         if (this.durable) await handle.datasync();

@@ -14,16 +14,25 @@
 // driver's refresh period old (24 h: touched when a check finds it older, and checks are cached
 // for half of it). So with a grace period of at least 48 h, an object any store in flight may
 // still reuse is younger than the grace period, and one it touches during the sweep is seen as
-// renewed and kept (each removal re-checks the time: `SweepableBackend.removeIfOlder`). The grace
+// renewed and kept (each removal re-checks the time: `SweepableBackend.removeIfOlder`; on S3, where a
+// renewal between that check and the delete cannot be ruled out, removals wait in a quarantine that
+// reads still find, and the next collection puts back what a claim needs). The grace
 // period must also exceed the longest time between a payload being stored and its claim landing
 // in history: the longest workflow task or activity attempt, or client call.
+//
+// Objects it cannot read — sealed with a key it was not given (a retired key, another
+// environment's), failing authentication, malformed, not hashing to their name — are reported and
+// kept, never removed: gc cannot tell what such an object lists, nor that it is ours (another
+// environment may share the prefix). The collection goes on; everything sealed under a key it
+// lacks lists only objects sealed under that key, so those are kept too. Errors of the store
+// itself (I/O, the network) still stop it before anything is removed.
 //
 // Order of removal: every object before everything it lists — a manifest before its base, its nodes
 // and the objects it lists slices of, a node before its children, an object before the one it was
 // deflated against (a pack or a manifest) — so that at every moment an object that
 // exists still has all its descendants (a store that finds one reuses it without looking below).
 // When a store renews an object meanwhile, everything under it is kept.
-import { ChunkIntegrityError, ChunkMissingError } from './errors.js';
+import { ChunkIntegrityError, ChunkMissingError, PayloadKeyMissingError } from './errors.js';
 import type { ChunkStoreDriver, InspectedObject } from './chunk-store.js';
 import { isSweepable } from './object-backend.js';
 import { objectKey, parseObjectKey, type ObjectKind } from './object-format.js';
@@ -72,6 +81,21 @@ export interface GarbageReport {
   deleted: TallyByKind;
   /** Old and unreachable when listed, but renewed by a store during the sweep (or under such an object): kept. */
   renewed: TallyByKind;
+  /** Old and unreachable, but unreadable (see {@link unreadableObjects}): kept, never removed. */
+  unreadable: TallyByKind;
+  /** Objects gc could not read, marked or not, with why (the first 20); each is kept. */
+  unreadableObjects: Array<{ key: string; reason: string }>;
+  /** How many objects gc could not read. */
+  unreadableCount: number;
+  /** Quarantined by an earlier removal (S3), put back because a claim marked now needs them. */
+  restored: Tally;
+  /** Quarantined by an earlier removal (S3) longer than the grace period and needed by nothing: removed for good. */
+  purged: Tally;
+}
+
+/** Why an object cannot be read, when that is the object's doing (not the store's): a key gc lacks, or bytes that are not what the name promises. */
+function unreadableReason(error: unknown): string | undefined {
+  return error instanceof PayloadKeyMissingError || error instanceof ChunkIntegrityError ? error.message : undefined;
 }
 
 export interface CollectGarbageOptions {
@@ -145,10 +169,12 @@ interface Candidate {
   kind: SweptKind;
   id: string | undefined;
   bytes: number;
-  /** What it lists (undefined: unreadable, removed first of its kind). */
+  /** What it lists (undefined: not read yet, or unreadable). */
   inspected?: InspectedObject;
   /** Removed by someone else since the listing. */
   gone?: boolean;
+  /** Why it cannot be read: then it is kept. */
+  unreadable?: string;
 }
 
 /**
@@ -191,8 +217,8 @@ function removalLevels(candidates: readonly Candidate[]): Map<string, number> {
  * Collects the garbage of a payload store: marks from `claimedManifests` and the objects younger
  * than the grace period, sweeps every other object older than it. Marking reads every marked
  * object (of a chunk, its header: the chunk it was deflated against), so it needs every key they
- * were sealed with; an object it cannot read for lack of a key stops the collection before
- * anything is removed.
+ * were sealed with; an object it cannot read (a key it lacks, bytes that are not ours) is kept and
+ * reported in `unreadableObjects`, and the collection goes on.
  *
  * @example
  * const { manifests } = await collectRetainedClaims({ clients: [client] });
@@ -229,8 +255,17 @@ export async function collectGarbage({
     young: emptyTallies(),
     deleted: emptyTallies(),
     renewed: emptyTallies(),
+    unreadable: emptyTallies(),
+    unreadableObjects: [],
+    unreadableCount: 0,
+    restored: { objects: 0, bytes: 0 },
+    purged: { objects: 0, bytes: 0 },
   };
   const progress = throttled(onProgress);
+  const noteUnreadable = (key: string, reason: string): void => {
+    report.unreadableCount += 1;
+    if (report.unreadableObjects.length < MISSING_SHOWN) report.unreadableObjects.push({ key, reason });
+  };
 
   // Mark. Roots: claimed manifests, and every manifest and node younger than the grace period.
   const claimed = new Set([...claimedManifests].filter((id) => /^[0-9a-f]{64}$/.test(id)));
@@ -285,8 +320,13 @@ export async function collectGarbage({
         }
         return;
       }
-      // A chunk whose header does not read has lost its payloads' bytes already: nothing below it to keep.
-      if (item.kind === 'chunk' && error instanceof ChunkIntegrityError) return;
+      // Kept (it is marked) and reported; what it lists cannot be known, and is kept only if
+      // something else reaches it, or if it cannot be read either (a key gc lacks).
+      const reason = unreadableReason(error);
+      if (reason !== undefined) {
+        noteUnreadable(objectKey(item.kind, item.id), reason);
+        return;
+      }
       throw new GarbageCollectionError(
         `marking stopped, nothing was removed: ${error instanceof Error ? error.message : String(error)}`,
         { cause: error },
@@ -344,9 +384,13 @@ export async function collectGarbage({
     try {
       candidate.inspected = await driver.inspect(candidate.kind, candidate.id, signal);
     } catch (error) {
-      // Corrupt objects are removed first (a store would only ever reuse them wrongly); gone ones need nothing.
+      // Gone ones need nothing; unreadable ones are kept, whatever they are.
+      const reason = unreadableReason(error);
       if (error instanceof ChunkMissingError) candidate.gone = true;
-      else if (!(error instanceof ChunkIntegrityError)) {
+      else if (reason !== undefined) {
+        candidate.unreadable = reason;
+        noteUnreadable(candidate.key, reason);
+      } else {
         throw new GarbageCollectionError(
           `reading ${candidate.key} stopped the sweep, nothing was removed: ${error instanceof Error ? error.message : String(error)}`,
           { cause: error },
@@ -369,6 +413,11 @@ export async function collectGarbage({
   const rounds = new Map<number, Candidate[]>();
   for (const candidate of candidates) {
     if (candidate.gone === true) continue;
+    if (candidate.unreadable !== undefined) {
+      report.unreadable[candidate.kind].objects += 1;
+      report.unreadable[candidate.kind].bytes += candidate.bytes;
+      continue;
+    }
     const order = byRemovalOrder(candidate);
     const round = rounds.get(order);
     if (round === undefined) rounds.set(order, [candidate]);
@@ -391,6 +440,12 @@ export async function collectGarbage({
       done += 1;
       progress(() => `gc: ${dryRun ? 'would remove' : 'removing'}: ${count(done)} of ${count(total)} objects`);
     });
+  }
+  // What earlier removals quarantined (S3): back if a claim marked now needs it, else gone for good once old.
+  if (backend.settleQuarantine !== undefined) {
+    const settled = await backend.settleQuarantine((key) => marked.has(key), cutoffMs, dryRun, signal);
+    report.restored = settled.restored;
+    report.purged = settled.purged;
   }
   progress(
     () =>

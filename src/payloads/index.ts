@@ -19,6 +19,7 @@ export {
   CODEC_ENCODING,
   CODEC_METADATA_KEY,
   codecEnvelopeOf,
+  MAX_CODEC_PAYLOAD_BYTES,
   payloadProtoSize,
   type CodecEnvelope,
   type CompactorCodecOptions,
@@ -62,7 +63,13 @@ export {
 } from './object-backend.js';
 export { codecKey, defaultKeyId, keyringFromSettings, keyringOf, type CodecKey, type Keyring } from './keyring.js';
 export { parsePayloadStore, describePayloadStore, type PayloadStoreLocation } from './store-location.js';
-export { PayloadDecodeError, PayloadKeyMissingError, ChunkIntegrityError, ChunkMissingError } from './errors.js';
+export {
+  PayloadDecodeError,
+  PayloadKeyMissingError,
+  PayloadTooLargeError,
+  ChunkIntegrityError,
+  ChunkMissingError,
+} from './errors.js';
 
 /**
  * The settings this module is handed: the fields of the same names of the configuration

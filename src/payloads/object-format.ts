@@ -48,7 +48,20 @@ const NODE_MAX_CHILDREN = 64;
 export const MAX_INLINE_BYTES = 0xffff;
 /** The longest chain of manifests on base manifests (a reader follows at most this many). */
 export const MAX_MANIFEST_DEPTH = 16;
-const MAX_PAYLOAD_BYTES = 2 ** 31 - 1;
+/**
+ * The largest payload the store holds (its protobuf size; a manifest's `size` is at most this):
+ * 64 MiB. History holds only the claim, so no Temporal limit applies; this is the bound a reader
+ * can trust before allocating, about 30 times the largest chat request of a million-token window.
+ * Storing a larger payload fails with `PayloadTooLargeError`.
+ */
+export const MAX_STORED_PAYLOAD_BYTES = 64 * 1024 * 1024;
+/**
+ * The largest plaintext of any object: a manifest holding a whole payload inline, with its
+ * metadata and entries (a pack holds at most a payload's bytes, a node 64 entries).
+ */
+export const MAX_OBJECT_BYTES = MAX_STORED_PAYLOAD_BYTES + 1024 * 1024;
+/** The largest sealed object: its plaintext, deflate's framing when it does not shrink, and the header and tag. */
+export const MAX_SEALED_OBJECT_BYTES = MAX_OBJECT_BYTES + 64 * 1024;
 
 /** The key of an object: `v1/<kind>s/<2 hex>/<2 hex>/<id>`. */
 export function objectKey(kind: ObjectKind, id: string): string {
@@ -98,7 +111,7 @@ export function mergeSlices(entries: readonly Entry[]): Entry[] {
       last.id === entry.id &&
       last.of === entry.of &&
       last.offset + last.length === entry.offset &&
-      last.length + entry.length <= MAX_PAYLOAD_BYTES
+      last.length + entry.length <= MAX_STORED_PAYLOAD_BYTES
     )
       merged[merged.length - 1] = { ...last, length: last.length + entry.length };
     else merged.push(entry);
@@ -167,7 +180,7 @@ function decodeEntries(bytes: Buffer, at: number, key: string, childLevel: numbe
       if (childLevel !== undefined && childLevel !== 0) throw malformed('a slice in a node above level 1');
       if (offset + 1 + SLICE_BYTES > bytes.length) throw malformed('truncated');
       const length = bytes.readUInt32BE(offset + 5 + ID_BYTES);
-      if (length === 0 || length > MAX_PAYLOAD_BYTES) throw malformed('a slice of a wrong length');
+      if (length === 0 || length > MAX_STORED_PAYLOAD_BYTES) throw malformed('a slice of a wrong length');
       entries.push({
         kind: 'slice',
         of: tag === ENTRY_PACK_SLICE ? 'pack' : 'manifest',
@@ -279,7 +292,8 @@ export function parseManifest(plaintext: Uint8Array, key: string): Manifest {
     throw new ChunkIntegrityError(key, 'is not a temporal-compactor manifest');
   if (bytes.length < 11) throw malformed('is truncated');
   const size = bytes.readUInt32BE(4);
-  if (size > MAX_PAYLOAD_BYTES) throw malformed('size is not a plausible byte count');
+  if (size > MAX_STORED_PAYLOAD_BYTES)
+    throw malformed(`states a payload of ${size} bytes, more than the ${MAX_STORED_PAYLOAD_BYTES} the store holds`);
   const depth = bytes[8] ?? 0;
   let at = 9;
   let base: Manifest['base'];

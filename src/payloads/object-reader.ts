@@ -7,8 +7,8 @@ import { ChunkIntegrityError, ChunkMissingError } from './errors.js';
 import type { Keyring } from './keyring.js';
 import type { Limiter } from './limiter.js';
 import { LruMap } from './lru-map.js';
-import type { ObjectBackend } from './object-backend.js';
-import { inlineBytesOf, objectKey, parseManifest, type ObjectKind } from './object-format.js';
+import { tooLarge, type ObjectBackend } from './object-backend.js';
+import { inlineBytesOf, MAX_SEALED_OBJECT_BYTES, objectKey, parseManifest, type ObjectKind } from './object-format.js';
 import { inflateObject, unsealObject, windowAfter, type ContextKind } from './sealed-object.js';
 
 /** Bytes of windows and of manifests' inline bytes kept in memory (a window is 32 KiB). */
@@ -78,8 +78,10 @@ export class ObjectReader {
 
   /** The sealed bytes of the object at `key`, uncached. @throws ChunkMissingError when there is none. */
   async fetch(key: string, signal: AbortSignal | undefined): Promise<Uint8Array> {
-    const sealed = await this.limiter.run(() => this.backend.get(key, signal));
+    const sealed = await this.limiter.run(() => this.backend.get(key, signal, MAX_SEALED_OBJECT_BYTES));
     if (sealed === undefined) throw new ChunkMissingError(key, this.backend.description);
+    // A backend of someone else's may not take the bound: refused all the same.
+    if (sealed.length > MAX_SEALED_OBJECT_BYTES) throw tooLarge(key, sealed.length, MAX_SEALED_OBJECT_BYTES);
     this.fetched.objects += 1;
     this.fetched.bytes += sealed.length;
     return sealed;

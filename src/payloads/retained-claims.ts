@@ -1,14 +1,19 @@
 // Node only: the claims a garbage collector must keep — every claim of the chunk store in the
-// histories Temporal still retains. Visibility lists the runs (open and closed, every run of a
-// continue-as-new chain); each run's history is read page by page as the server stores it (claims
-// unresolved, nothing decoded), and every External Storage reference naming our driver in any
-// event is collected. A run deleted between the listing and the read has nothing left to keep.
+// histories Temporal still retains, and in the schedules of the namespace. Visibility lists the
+// runs (open and closed, every run of a continue-as-new chain); each run's history is read page by
+// page as the server stores it (claims unresolved, nothing decoded), and every External Storage
+// reference naming our driver in any event is collected. A run deleted between the listing and the
+// read has nothing left to keep. A schedule holds the payloads of the runs it will start (a client
+// with the store on stores its action's arguments and its memo like any other payload), so every
+// schedule is described as the server stores it too; one that cannot be described stops the
+// collection (what it claims is unknown), one deleted meanwhile has nothing left to keep.
 import { isGrpcServiceError, type Client } from '@temporalio/client';
 import type { Payload } from '@temporalio/common';
 import { decodeReferencePayload, isReferencePayload } from '@temporalio/common/lib/internal-non-workflow/index.js';
 import { historyEvents } from '../client/session-reader.js';
 import { CHUNK_STORE_DRIVER_NAME } from './chunk-store.js';
 import { claimManifestId } from './claims.js';
+import { GarbageCollectionError } from './gc.js';
 
 /** gRPC's NOT_FOUND: the run's history is gone (deleted, or past retention). */
 const GRPC_NOT_FOUND = 5;
@@ -32,6 +37,8 @@ export interface RetainedClaims {
   runs: number;
   /** Runs listed whose history was gone by the time it was read. */
   gone: number;
+  /** Schedules listed and described (their actions' arguments and their memos are claims too). */
+  schedules: number;
   namespaces: string[];
 }
 
@@ -58,9 +65,12 @@ export function claimedManifestsIn(value: unknown, found: (manifest: string) => 
 }
 
 /**
- * Reads every retained history of the namespaces of `clients` and collects the manifests their
- * claims name. Visibility is eventually consistent: a run started moments ago may not be listed
- * yet, which is why the collector also keeps everything younger than its grace period.
+ * Reads every retained history and every schedule of the namespaces of `clients` and collects the
+ * manifests their claims name. Visibility is eventually consistent: a run or a schedule created
+ * moments ago may not be listed yet, which is why the collector also keeps everything younger than
+ * its grace period.
+ *
+ * @throws GarbageCollectionError when a schedule cannot be described.
  */
 export async function collectRetainedClaims({
   clients,
@@ -72,6 +82,7 @@ export async function collectRetainedClaims({
     claims: 0,
     runs: 0,
     gone: 0,
+    schedules: 0,
     namespaces: clients.map((client) => client.options.namespace),
   };
   // Short work prints only the last line: the first comes two seconds in.
@@ -102,8 +113,36 @@ export async function collectRetainedClaims({
     for (const manifest of found) result.manifests.add(manifest);
     progress();
   };
+  const readSchedules = async (client: Client): Promise<void> => {
+    const { namespace } = client.options;
+    let nextPageToken: Uint8Array | undefined;
+    do {
+      const page = await client.workflowService.listSchedules({ namespace, nextPageToken, maximumPageSize: 100 });
+      for (const { scheduleId } of page.schedules ?? []) {
+        if (typeof scheduleId !== 'string' || scheduleId === '') continue;
+        let described: unknown;
+        try {
+          described = await client.workflowService.describeSchedule({ namespace, scheduleId });
+        } catch (error) {
+          if (isGrpcServiceError(error) && error.code === GRPC_NOT_FOUND) continue;
+          throw new GarbageCollectionError(
+            `schedule ${JSON.stringify(scheduleId)} of namespace ${namespace} cannot be described, so what its action claims is unknown; nothing was removed (fix or delete the schedule): ${error instanceof Error ? error.message : String(error)}`,
+            { cause: error },
+          );
+        }
+        const found: string[] = [];
+        claimedManifestsIn(described, (manifest) => found.push(manifest));
+        result.schedules += 1;
+        result.claims += found.length;
+        for (const manifest of found) result.manifests.add(manifest);
+      }
+      nextPageToken =
+        page.nextPageToken !== undefined && page.nextPageToken.length > 0 ? page.nextPageToken : undefined;
+    } while (nextPageToken !== undefined);
+  };
   let failure: { error: unknown } | undefined;
   for (const client of clients) {
+    await readSchedules(client);
     const inFlight = new Set<Promise<void>>();
     for await (const execution of client.workflow.list({ query: '' })) {
       if (failure !== undefined) break;

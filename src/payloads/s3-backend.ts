@@ -5,15 +5,35 @@
 // A single PUT is atomic in S3, so objects need no temporary names. The SDK is an optional peer
 // dependency: a store of this kind checks that it is installed (else MissingPeerError), and loads
 // it on first use: it takes a quarter of a second to import, which every CLI command would pay otherwise.
+//
+// gc's removals go to a quarantine (`quarantine/<key>` under the prefix) for one more grace
+// period, and reads find an object there: S3 has no delete conditional on an object's time, and
+// a renewal (a manifest written again, an object copied onto itself) leaves the bytes, so the
+// ETag, as they were, so nothing can tell gc that a store renewed an object between its check and
+// its delete. The claim that store handed out still resolves through the quarantine, the next gc
+// sees it in a history and puts the object back, and an object no claim needed by then goes for good.
 import type * as S3 from '@aws-sdk/client-s3';
 import { assertPeersInstalled } from '../peer-packages.js';
-import type { ListedObject, ObjectStat, SweepableBackend } from './object-backend.js';
+import {
+  tooLarge,
+  type ListedObject,
+  type ObjectStat,
+  type QuarantineSettled,
+  type SweepableBackend,
+} from './object-backend.js';
+
+/** Where gc's removals wait, under the prefix: the object's own key after it. */
+const QUARANTINE = 'quarantine/';
 
 function statusOf(error: unknown): number | undefined {
   if (typeof error !== 'object' || error === null || !('$metadata' in error)) return undefined;
   const metadata: unknown = error.$metadata;
   if (typeof metadata !== 'object' || metadata === null || !('httpStatusCode' in metadata)) return undefined;
   return typeof metadata.httpStatusCode === 'number' ? metadata.httpStatusCode : undefined;
+}
+
+function isAsyncIterable(value: object): value is AsyncIterable<unknown> {
+  return Symbol.asyncIterator in value;
 }
 
 function isMissing(error: unknown): boolean {
@@ -81,18 +101,55 @@ export class S3Backend implements SweepableBackend {
     return this.prefix === '' ? key : `${this.prefix}/${key}`;
   }
 
-  async get(key: string, signal?: AbortSignal): Promise<Uint8Array | undefined> {
+  async get(key: string, signal?: AbortSignal, maxBytes = Number.MAX_SAFE_INTEGER): Promise<Uint8Array | undefined> {
+    // An object gc removed a moment after a store renewed it is still in the quarantine.
+    return (
+      (await this.getExact(key, signal, maxBytes)) ??
+      (key.startsWith('v1/') ? await this.getExact(`${QUARANTINE}${key}`, signal, maxBytes) : undefined)
+    );
+  }
+
+  private async getExact(
+    key: string,
+    signal: AbortSignal | undefined,
+    maxBytes: number,
+  ): Promise<Uint8Array | undefined> {
+    let response: S3.GetObjectCommandOutput;
     try {
       const { sdk, client } = await this.load();
-      const response = await client.send(new sdk.GetObjectCommand({ Bucket: this.bucket, Key: this.keyOf(key) }), {
+      response = await client.send(new sdk.GetObjectCommand({ Bucket: this.bucket, Key: this.keyOf(key) }), {
         abortSignal: signal,
       });
-      if (response.Body === undefined) return new Uint8Array(0);
-      return await response.Body.transformToByteArray();
     } catch (error) {
       if (isMissing(error)) return undefined;
       throw error;
     }
+    const body = response.Body;
+    if (body === undefined) return new Uint8Array(0);
+    // Sized from the response's headers before the body is read, and counted as it is read (a
+    // server that sends no length, or more than it said, is cut off at the bound).
+    const declared = response.ContentLength;
+    if (declared !== undefined && declared > maxBytes) {
+      if ('destroy' in body && typeof body.destroy === 'function') body.destroy();
+      throw tooLarge(key, declared, maxBytes);
+    }
+    if (!isAsyncIterable(body)) {
+      const bytes = await body.transformToByteArray();
+      if (bytes.length > maxBytes) throw tooLarge(key, bytes.length, maxBytes);
+      return bytes;
+    }
+    const parts: Uint8Array[] = [];
+    let size = 0;
+    for await (const part of body) {
+      if (!(part instanceof Uint8Array)) throw new TypeError(`${key}: the S3 response body is not bytes`);
+      size += part.length;
+      if (size > maxBytes) {
+        if ('destroy' in body && typeof body.destroy === 'function') body.destroy();
+        throw tooLarge(key, size, maxBytes);
+      }
+      parts.push(part);
+    }
+    return Buffer.concat(parts, size);
   }
 
   async put(key: string, body: Uint8Array, signal?: AbortSignal): Promise<void> {
@@ -123,18 +180,30 @@ export class S3Backend implements SweepableBackend {
 
   async touch(key: string, signal?: AbortSignal): Promise<void> {
     // A copy onto itself is the one way S3 has to renew LastModified without sending the bytes again.
-    const fullKey = this.keyOf(key);
+    await this.copy(key, key, signal);
+  }
+
+  /** Copies object `from` to `to` (both relative to the prefix), with a new LastModified. */
+  private async copy(from: string, to: string, signal?: AbortSignal): Promise<void> {
+    const source = this.keyOf(from);
     const { sdk, client } = await this.load();
     await client.send(
       new sdk.CopyObjectCommand({
         Bucket: this.bucket,
-        Key: fullKey,
-        CopySource: `${this.bucket}/${fullKey.split('/').map(encodeURIComponent).join('/')}`,
+        Key: this.keyOf(to),
+        CopySource: `${this.bucket}/${source.split('/').map(encodeURIComponent).join('/')}`,
         MetadataDirective: 'REPLACE',
         ContentType: 'application/octet-stream',
       }),
       { abortSignal: signal },
     );
+  }
+
+  private async remove(key: string, signal?: AbortSignal): Promise<void> {
+    const { sdk, client } = await this.load();
+    await client.send(new sdk.DeleteObjectCommand({ Bucket: this.bucket, Key: this.keyOf(key) }), {
+      abortSignal: signal,
+    });
   }
 
   async *list(prefix: string, signal?: AbortSignal): AsyncIterable<ListedObject> {
@@ -163,15 +232,46 @@ export class S3Backend implements SweepableBackend {
   }
 
   async removeIfOlder(key: string, cutoffMs: number, signal?: AbortSignal): Promise<boolean> {
-    // S3 has no delete conditional on the modification time: this checks right before deleting,
-    // which leaves a window of one round trip for a store that renews the object in between.
     const found = await this.stat(key, signal);
     if (found === undefined) return true;
     if (found.modifiedMs >= cutoffMs) return false;
-    const { sdk, client } = await this.load();
-    await client.send(new sdk.DeleteObjectCommand({ Bucket: this.bucket, Key: this.keyOf(key) }), {
-      abortSignal: signal,
-    });
+    // Into the quarantine first: a store may renew the object between the check above and the
+    // delete below, and nothing S3 offers would refuse the delete then (see the module comment).
+    await this.copy(key, `${QUARANTINE}${key}`, signal);
+    await this.remove(key, signal);
     return true;
+  }
+
+  async settleQuarantine(
+    isNeeded: (key: string) => boolean,
+    cutoffMs: number,
+    dryRun: boolean,
+    signal?: AbortSignal,
+  ): Promise<QuarantineSettled> {
+    const settled: QuarantineSettled = { restored: { objects: 0, bytes: 0 }, purged: { objects: 0, bytes: 0 } };
+    const needed: Array<{ key: string; bytes: number }> = [];
+    for await (const { key: quarantined, modifiedMs, bytes } of this.list(QUARANTINE, signal)) {
+      const key = quarantined.slice(QUARANTINE.length);
+      if (isNeeded(key)) needed.push({ key, bytes });
+      else if (modifiedMs < cutoffMs) {
+        // Quarantined longer than the grace period and claimed by nothing: any claim a store
+        // handed out before the removal has reached a history by now, and was marked.
+        if (!dryRun) await this.remove(quarantined, signal);
+        settled.purged.objects += 1;
+        settled.purged.bytes += bytes;
+      }
+    }
+    // Children before the objects that list them: chunks, then nodes, then manifests.
+    const rank = (key: string): number => (key.startsWith('v1/chunks/') ? 0 : key.startsWith('v1/nodes/') ? 1 : 2);
+    needed.sort((a, b) => rank(a.key) - rank(b.key));
+    for (const { key, bytes } of needed) {
+      if (!dryRun) {
+        await this.copy(`${QUARANTINE}${key}`, key, signal);
+        await this.remove(`${QUARANTINE}${key}`, signal);
+      }
+      settled.restored.objects += 1;
+      settled.restored.bytes += bytes;
+    }
+    return settled;
   }
 }

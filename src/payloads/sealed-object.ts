@@ -16,8 +16,10 @@
 //   body (encrypted: ciphertext | 16-byte tag)
 // The body (the plaintext of the ciphertext) is the object's bytes as they are, or when deflated:
 // the number of the preset dictionary (dictionary.ts), with a context its depth (1 byte) and id
-// (32 bytes), then the raw deflate of the object's bytes — with the context's window as the
-// dictionary when there is a context, else with the preset dictionary. The window of a chunk or
+// (32 bytes), the plaintext's length (u32, big-endian; at most MAX_OBJECT_BYTES), then the raw
+// deflate of the object's bytes — with the context's window as the dictionary when there is a
+// context, else with the preset dictionary. A reader refuses a length over the bound before
+// inflating, stops inflating past the length stated, then checks the hash. The window of a chunk or
 // manifest is the last 32 KiB of its context's window (without a context: preset dictionary 1)
 // followed by its plaintext, so an object compresses against the objects written before it, along
 // a chain of at most MAX_CONTEXT_DEPTH (depth: 1 + its context's; without a context: 0). A chunk or
@@ -29,7 +31,7 @@ import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import { CURRENT_DICTIONARY, PRESET_DICTIONARIES } from './dictionary.js';
 import { ChunkIntegrityError, PayloadKeyMissingError } from './errors.js';
 import type { CodecKey, Keyring } from './keyring.js';
-import type { ObjectKind } from './object-format.js';
+import { MAX_OBJECT_BYTES, type ObjectKind } from './object-format.js';
 
 const MAGIC = [0x63, 0x70, 0x73, 0x01];
 const FLAG_DEFLATE = 1;
@@ -44,6 +46,7 @@ export const MAX_CONTEXT_DEPTH = 64;
 const NONCE_BYTES = 12;
 const TAG_BYTES = 16;
 const CONTEXT_HEADER_BYTES = 1 + 32;
+const LENGTH_BYTES = 4;
 // A header-only object would be a truncated one.
 const MIN_COMPRESS_BYTES = 64;
 
@@ -133,15 +136,21 @@ export function sealObject(
   let compressed: Buffer | undefined;
   let usedContext: SealContext | undefined;
   // An object whose id binds its context (contextualId) is always deflated against it, however small.
+  if (plaintext.length > MAX_OBJECT_BYTES)
+    throw new RangeError(`an object of ${plaintext.length} bytes is over MAX_OBJECT_BYTES (${MAX_OBJECT_BYTES})`);
+  const length = Buffer.alloc(LENGTH_BYTES);
+  length.writeUInt32BE(plaintext.length);
   if (plaintext.length >= MIN_COMPRESS_BYTES || (context !== undefined && !contextIfSmaller)) {
     compressed = Buffer.concat([
       Uint8Array.of(CURRENT_DICTIONARY),
+      length,
       deflateRawSync(plaintext, { level: compressionLevel, dictionary: preset }),
     ]);
     if (context !== undefined) {
       const against = Buffer.concat([
         Uint8Array.of(CURRENT_DICTIONARY, context.depth + 1),
         Buffer.from(context.id, 'hex'),
+        length,
         deflateRawSync(plaintext, { level: compressionLevel, dictionary: context.window }),
       ]);
       if (!contextIfSmaller || against.length < compressed.length) {
@@ -194,8 +203,22 @@ export interface UnsealedObject {
   dictionary: Buffer | undefined;
   /** The object whose window it was deflated against, and its own depth (1 + the context's). */
   context: { id: string; depth: number; kind: ContextKind } | undefined;
+  /** Deflated: the plaintext's length as the object states it (at most {@link MAX_OBJECT_BYTES}). */
+  length: number | undefined;
   /** What is left to inflate (or, not deflated, the plaintext). */
   body: Uint8Array;
+}
+
+/** Reads the stated plaintext length at the start of `body`, refusing one over {@link MAX_OBJECT_BYTES}. */
+function statedLength(body: Uint8Array, objectKey: string): { length: number; rest: Uint8Array } {
+  if (body.length < LENGTH_BYTES) throw new ChunkIntegrityError(objectKey, 'is deflated but truncated (malformed)');
+  const length = Buffer.from(body.buffer, body.byteOffset, LENGTH_BYTES).readUInt32BE(0);
+  if (length > MAX_OBJECT_BYTES)
+    throw new ChunkIntegrityError(
+      objectKey,
+      `states a plaintext of ${length} bytes, more than the ${MAX_OBJECT_BYTES} any object has`,
+    );
+  return { length, rest: body.subarray(LENGTH_BYTES) };
 }
 
 /**
@@ -253,7 +276,7 @@ export function unsealObject(
       );
     }
   }
-  if ((flags & FLAG_DEFLATE) === 0) return { key, dictionary: undefined, context: undefined, body };
+  if ((flags & FLAG_DEFLATE) === 0) return { key, dictionary: undefined, context: undefined, length: undefined, body };
   const number = body[0];
   const dictionary = number === undefined ? undefined : PRESET_DICTIONARIES.get(number);
   if (dictionary === undefined)
@@ -264,7 +287,10 @@ export function unsealObject(
         : `is deflated with preset dictionary ${number}, which this version does not know`,
     );
   body = body.subarray(1);
-  if ((flags & FLAG_CONTEXT) === 0) return { key, dictionary, context: undefined, body };
+  if ((flags & FLAG_CONTEXT) === 0) {
+    const { length, rest } = statedLength(body, objectKey);
+    return { key, dictionary, context: undefined, length, body: rest };
+  }
   const depth = body[0] ?? 0;
   if (body.length < CONTEXT_HEADER_BYTES || depth < 1 || depth > MAX_CONTEXT_DEPTH)
     throw new ChunkIntegrityError(
@@ -278,15 +304,17 @@ export function unsealObject(
     id: Buffer.from(body.subarray(1, CONTEXT_HEADER_BYTES)).toString('hex'),
     kind: (flags & FLAG_CONTEXT_MANIFEST) === 0 ? ('chunk' as const) : ('manifest' as const),
   };
-  return { key, dictionary, context, body: body.subarray(CONTEXT_HEADER_BYTES) };
+  const { length, rest } = statedLength(body.subarray(CONTEXT_HEADER_BYTES), objectKey);
+  return { key, dictionary, context, length, body: rest };
 }
 
 /**
- * Inflates an unsealed object of `kind` — against the window of its context, when it names one —
- * and checks that its plaintext hashes to `id`. Returns the plaintext and what its window starts
- * from ({@link windowAfter}: the context's window, else {@link chainRoot}).
+ * Inflates an unsealed object of `kind` — against the window of its context, when it names one,
+ * never past the length it states — and checks that its plaintext hashes to `id`. Returns the
+ * plaintext and what its window starts from ({@link windowAfter}: the context's window, else
+ * {@link chainRoot}).
  *
- * @throws ChunkIntegrityError when it does not inflate or does not hash to `id`.
+ * @throws ChunkIntegrityError when it does not inflate to the length it states or does not hash to `id`.
  */
 export function inflateObject(
   unsealed: UnsealedObject,
@@ -295,16 +323,24 @@ export function inflateObject(
   objectKey: string,
   contextWindow: Uint8Array | undefined,
 ): { plaintext: Uint8Array; before: Uint8Array } {
-  const { key, body, context } = unsealed;
+  const { key, body, context, length = 0 } = unsealed;
   if (context !== undefined && contextWindow === undefined)
     throw new RangeError(`${objectKey} is deflated against ${context.kind} ${context.id}: its window is needed`);
   const dictionary = context === undefined ? unsealed.dictionary : contextWindow;
   let plaintext: Uint8Array;
   try {
-    plaintext = dictionary === undefined ? body : inflateRawSync(body, { dictionary });
-  } catch {
-    throw new ChunkIntegrityError(objectKey, 'does not inflate (corrupted)');
+    // One byte more than stated: zlib refuses to go further, so an object costs what it states.
+    plaintext = dictionary === undefined ? body : inflateRawSync(body, { dictionary, maxOutputLength: length + 1 });
+  } catch (error) {
+    throw new ChunkIntegrityError(
+      objectKey,
+      error instanceof RangeError
+        ? `inflates to more than the ${length} bytes it states`
+        : 'does not inflate (corrupted)',
+    );
   }
+  if (dictionary !== undefined && plaintext.length !== length)
+    throw new ChunkIntegrityError(objectKey, `inflates to ${plaintext.length} bytes where it states ${length}`);
   // A chunk or manifest deflated against a context is named by both; a node by its plaintext.
   const actual = Buffer.from(
     context !== undefined && kind !== 'node'

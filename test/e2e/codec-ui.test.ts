@@ -189,7 +189,7 @@ describe.skipIf(uiOff || CHROMIUM === undefined)(
       expect(outcome.status).toBe('completed');
       expect(outcome.codecServerUrl).toBe(codecServerUrl);
       expect(stderr).toMatch(
-        /^Codec server at http:\/\/127\.0\.0\.1:\d+ \(the UI decodes payloads through it: claims resolved, decompressed, decrypted\)$/m,
+        /^Codec server at http:\/\/127\.0\.0\.1:\d+\/[A-Za-z0-9_-]{32} \(the UI decodes payloads through it: claims resolved, decompressed, decrypted\)$/m,
       );
       expect(seen.snippet.length).toBeGreaterThanOrEqual(30);
       expect(seen.controlBanner).toBe(true);

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { defaultPayloadConverter, type Payload } from '@temporalio/common';
+import proto from '@temporalio/proto';
 import { describe, expect, it } from 'vitest';
 import {
   CODEC_ENCODING,
@@ -8,9 +9,11 @@ import {
   CompactorCodec,
   keyringFromSettings,
   keyringOf,
+  MAX_CODEC_PAYLOAD_BYTES,
   payloadProtoSize,
   PayloadDecodeError,
   PayloadKeyMissingError,
+  PayloadTooLargeError,
 } from '../../src/payloads/index.js';
 
 const text = new TextDecoder();
@@ -36,7 +39,9 @@ describe('CompactorCodec', () => {
       const [encoded] = await codec.encode([original]);
       if (encoded === undefined) throw new Error('no payload');
       expect(metadataText(encoded, 'encoding')).toBe(CODEC_ENCODING);
-      expect(codecEnvelopeOf(encoded)).toEqual({ compression: 'deflate', keyId: undefined });
+      const inner = proto.temporal.api.common.v1.Payload.encode(original).finish().length;
+      expect(codecEnvelopeOf(encoded)).toEqual({ compression: 'deflate', size: inner, keyId: undefined });
+      expect(metadataText(encoded, 'compactor')).toBe(`deflate;size=${inner}`);
       expect(encoded.data?.length).toBeLessThan((original.data?.length ?? 0) / 3);
       const [decoded] = await codec.decode([encoded]);
       if (decoded === undefined) throw new Error('no payload');
@@ -103,15 +108,29 @@ describe('CompactorCodec', () => {
       }
     });
 
-    it('detects metadata rewritten to steer decoding (compression flag bound to the ciphertext)', async () => {
+    it('detects metadata rewritten to steer decoding (compression and stated size bound to the ciphertext)', async () => {
       const [encoded] = await codec.encode([toPayload(conversation)]);
       if (encoded === undefined) throw new Error('no payload');
-      expect(metadataText(encoded, 'compactor')).toBe('deflate;key=k1');
-      const rewritten = {
-        ...encoded,
-        metadata: { ...encoded.metadata, compactor: new TextEncoder().encode('none;key=k1') },
-      };
-      await expect(codec.decode([rewritten])).rejects.toThrow(/failed authentication/);
+      const size = codecEnvelopeOf(encoded)?.size ?? 0;
+      expect(metadataText(encoded, 'compactor')).toBe(`deflate;size=${size};key=k1`);
+      for (const description of ['none;key=k1', `deflate;size=${size + 1};key=k1`]) {
+        const rewritten = {
+          ...encoded,
+          metadata: { ...encoded.metadata, compactor: new TextEncoder().encode(description) },
+        };
+        await expect(codec.decode([rewritten])).rejects.toThrow(/failed authentication/);
+      }
+    });
+
+    it(`refuses to encrypt inline a payload over ${MAX_CODEC_PAYLOAD_BYTES} bytes (no reader would decode it), naming the store`, async () => {
+      const large = toPayload('x'.repeat(MAX_CODEC_PAYLOAD_BYTES));
+      await expect(codec.encode([large])).rejects.toThrow(PayloadTooLargeError);
+      await expect(codec.encode([large])).rejects.toThrow(
+        /more than the 4194304 it may have: .*COMPACTOR_PAYLOAD_STORE/,
+      );
+      // Without a key it stays as it is: not ours, for the server to judge.
+      const [plain] = await new CompactorCodec().encode([large]);
+      expect(plain).toBe(large);
     });
 
     it('leaves payloads at or over the store threshold untouched for External Storage, and encodes the rest', async () => {

@@ -1,7 +1,7 @@
 // The collector's sweep on a file store without Temporal (claims given directly): what it removes
 // and in which order (parents before children, so a node that exists always has its descendants),
-// what a store renewing an object during the sweep protects, temporary files, dry runs, and a
-// missing key stopping it before anything is removed.
+// what a store renewing an object during the sweep protects, temporary files, dry runs, objects
+// under a key it lacks kept, and a failing store stopping it before anything is removed.
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -289,7 +289,7 @@ describe('collectGarbage (sweep)', () => {
     expect(totalOf(report.deleted).objects).toBe(tree.size - 1 - under.size);
   });
 
-  it('stops before removing anything when a marked object is sealed with a key it does not have', async () => {
+  it('keeps every object sealed with a key it does not have, reports them, and goes on', async () => {
     const directory = storeDirectory();
     const writer = new ChunkStoreDriver({ backend: new FileBackend({ directory, durable: false }), keyring });
     const claim = await store(writer, conversation('secret'));
@@ -300,11 +300,38 @@ describe('collectGarbage (sweep)', () => {
       backend: new FileBackend({ directory }),
       keyring: keyringOf(codecKey(randomBytes(32), 'k2')),
     });
-    const failure = collectGarbage({ driver: keyless, claimedManifests: [manifestOf(claim)] });
+    const report = await collectGarbage({ driver: keyless, claimedManifests: [manifestOf(claim)] });
+    expect(filesUnder(directory)).toHaveLength(before);
+    expect(totalOf(report.deleted).objects).toBe(0);
+    expect(report.unreadableCount).toBe(before);
+    expect(report.unreadableObjects[0]?.reason).toMatch(/is encrypted with key id "k1", which is not configured/);
+  });
+
+  it('stops before removing anything when the store itself fails while marking', async () => {
+    const directory = storeDirectory();
+    const writer = new ChunkStoreDriver({ backend: new FileBackend({ directory, durable: false }), keyring });
+    const claim = await store(writer, conversation('kept'));
+    await store(writer, conversation('garbage'));
+    ageAll(directory, 72);
+    const before = filesUnder(directory).length;
+    const inner = new FileBackend({ directory });
+    const failing: SweepableBackend = {
+      description: inner.description,
+      get: async () => {
+        throw new Error('EIO: the disk failed');
+      },
+      put: (key, body, signal) => inner.put(key, body, signal),
+      stat: (key) => inner.stat(key),
+      touch: (key) => inner.touch(key),
+      list: (prefix, signal) => inner.list(prefix, signal),
+      removeIfOlder: (key, cutoffMs) => inner.removeIfOlder(key, cutoffMs),
+    };
+    const failure = collectGarbage({
+      driver: new ChunkStoreDriver({ backend: failing, keyring }),
+      claimedManifests: [manifestOf(claim)],
+    });
     await expect(failure).rejects.toThrow(GarbageCollectionError);
-    await expect(failure).rejects.toThrow(
-      /^marking stopped, nothing was removed: payload store object v1\/manifests\/.* is encrypted with key id "k1", which is not configured/,
-    );
+    await expect(failure).rejects.toThrow(/^marking stopped, nothing was removed: EIO: the disk failed/);
     expect(filesUnder(directory)).toHaveLength(before);
   });
 

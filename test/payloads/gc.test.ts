@@ -326,7 +326,7 @@ describe('gc of the payload store', { timeout: 240_000 }, () => {
       expect(dry.stdout).toContain(`gc of file:${directory} (dry run: nothing removed)`);
       expect(dry.stdout).toMatch(
         new RegExp(
-          `^Marked from 2 runs in ${s.namespace}: \\d+ claims to \\d+ manifests, and \\d+ manifests and \\d+ nodes younger than the grace period\\.$`,
+          `^Marked from 2 runs and 0 schedules in ${s.namespace}: \\d+ claims to \\d+ manifests, and \\d+ manifests and \\d+ nodes younger than the grace period\\.$`,
           'm',
         ),
       );

@@ -11,7 +11,7 @@ export const codecServer: CliCommand = {
   usage: '[--codec-server-port N] [--codec-server-host HOST] [options]',
   summary: 'serve the Temporal UI and CLI a codec endpoint that shows stored payloads decoded',
   description: [
-    'Serves a codec endpoint that resolves stored payloads, decompresses and decrypts them, for the Temporal UI and the temporal CLI, until SIGINT or SIGTERM. Configure it as the workers are (COMPACTOR_PAYLOAD_STORE, COMPACTOR_CODEC_KEY); its own settings are the --codec-server-* flags below and COMPACTOR_CODEC_SERVER_TOKEN.',
+    'Serves a codec endpoint that resolves stored payloads, decompresses and decrypts them, for the Temporal UI and the temporal CLI, until SIGINT or SIGTERM. Every request needs its token, which the endpoint URL it prints holds (a new one at every start unless COMPACTOR_CODEC_SERVER_TOKEN sets it). Configure it as the workers are (COMPACTOR_PAYLOAD_STORE, COMPACTOR_CODEC_KEY); its own settings are the --codec-server-* flags below and COMPACTOR_CODEC_SERVER_TOKEN.',
   ],
   async run(context) {
     noArguments(context);
@@ -28,23 +28,26 @@ export const codecServer: CliCommand = {
       port: config.codecServerPort,
       allowedOrigins: config.codecServerOrigins,
       token: config.codecServerToken,
+      encodeToStore: config.codecServerEncodeStore,
       inlineLimit: config.codecServerInlineLimit,
       log: (line) => context.io.stderr(`codec-server: ${line}\n`),
     });
     try {
       const origins = config.codecServerOrigins.includes('*') ? 'any origin (*)' : config.codecServerOrigins.join(', ');
+      // The one place the endpoint (with its token) is written down.
       context.io.stdout(
         [
           `Codec server at ${server.url} (${payloads.describe})`,
-          `  browsers allowed from: ${origins}; ${config.codecServerToken === undefined ? 'no token required' : 'bearer token required (COMPACTOR_CODEC_SERVER_TOKEN)'}`,
+          `  the URL holds its token (${config.codecServerToken === undefined ? 'new at every start; COMPACTOR_CODEC_SERVER_TOKEN keeps one' : 'COMPACTOR_CODEC_SERVER_TOKEN'}): keep it as you would a password`,
+          `  browsers allowed from: ${origins}; /encode ${config.codecServerEncodeStore ? 'stores large payloads (COMPACTOR_CODEC_SERVER_ENCODE_STORE)' : 'encodes inline, writing nothing to the store'}`,
           `  Temporal UI: its codec endpoint setting, or temporal server start-dev --ui-codec-endpoint ${server.url}`,
-          `  temporal CLI: temporal workflow show --codec-endpoint ${server.url} ...${config.codecServerToken === undefined ? '' : ' --codec-auth "Bearer $COMPACTOR_CODEC_SERVER_TOKEN"'}`,
+          `  temporal CLI: temporal workflow show --codec-endpoint ${server.url} ...`,
           '',
         ].join('\n'),
       );
-      if (!LOOPBACK.test(server.host) && config.codecServerToken === undefined) {
+      if (!LOOPBACK.test(server.host)) {
         context.io.stderr(
-          `codec-server: listening on ${server.host} without a token: anyone who reaches ${server.url} can read decrypted payloads${payloads.store.kind === 'off' ? '' : ` of ${describePayloadStore(payloads.store)}`}\n`,
+          `codec-server: listening on ${server.host}: requests carry the token and answers decrypted payloads${payloads.store.kind === 'off' ? '' : ` of ${describePayloadStore(payloads.store)}`} in the clear; put TLS in front\n`,
         );
       }
       const signal = await untilSignal();

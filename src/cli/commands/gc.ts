@@ -1,4 +1,4 @@
-// Node only: `temporal-compactor gc` — removes payload store objects no retained history claims.
+// Node only: `temporal-compactor gc` — removes payload store objects no retained history or schedule claims.
 import { Client } from '@temporalio/client';
 import { groupDigits } from '../../core/agent/compaction-history.js';
 import { durationTextMs } from '../../core/compaction/options.js';
@@ -13,7 +13,7 @@ import {
 } from '../../payloads/gc.js';
 import { describePayloadStore, payloadConverterFromConfig } from '../../payloads/index.js';
 import { collectRetainedClaims } from '../../payloads/retained-claims.js';
-import { noArguments, UsageError, type CliCommand, type CommandContext } from '../command.js';
+import { ExitCode, noArguments, UsageError, type CliCommand, type CommandContext } from '../command.js';
 
 function graceOf(context: CommandContext): number {
   const text = context.values.grace;
@@ -68,9 +68,9 @@ function describeGarbageReport(report: GarbageReport): string {
 export const gc: CliCommand = {
   name: 'gc',
   usage: '[--dry-run] [--grace 48h] [--namespace NS]...',
-  summary: 'remove payload store objects that no retained workflow history claims',
+  summary: 'remove payload store objects that no retained workflow history or schedule claims',
   description: [
-    'Marks every payload store object that a retained workflow history still claims (in the namespaces given, else the configured one), then removes the others older than the grace period. Configure the store as the workers have it (COMPACTOR_PAYLOAD_STORE and the codec keys).',
+    'Marks every payload store object that a retained workflow history or a schedule still claims (in the namespaces given, else the configured one), then removes the others older than the grace period. Configure the store as the workers have it (COMPACTOR_PAYLOAD_STORE and the codec keys).',
   ],
   options: {
     'dry-run': { type: 'boolean', help: 'only report what would be removed' },
@@ -112,18 +112,36 @@ export const gc: CliCommand = {
     const cutoff = new Date(report.cutoffMs).toISOString().replace(/\.\d+Z$/, 'Z');
     const lines = [
       `gc of ${report.store}${dryRun ? ' (dry run: nothing removed)' : ''}, objects last written before ${cutoff} were candidates`,
-      `Marked from ${groupDigits(retained.runs)} run${retained.runs === 1 ? '' : 's'} in ${namespaces.join(', ')}${retained.gone > 0 ? ` (${groupDigits(retained.gone)} more deleted while reading)` : ''}: ${groupDigits(retained.claims)} claims to ${groupDigits(report.claimedManifests)} manifests, and ${groupDigits(report.youngManifests)} manifests and ${groupDigits(report.youngNodes)} nodes younger than the grace period.`,
+      `Marked from ${groupDigits(retained.runs)} run${retained.runs === 1 ? '' : 's'} and ${groupDigits(retained.schedules)} schedule${retained.schedules === 1 ? '' : 's'} in ${namespaces.join(', ')}${retained.gone > 0 ? ` (${groupDigits(retained.gone)} more deleted while reading)` : ''}: ${groupDigits(retained.claims)} claims to ${groupDigits(report.claimedManifests)} manifests, and ${groupDigits(report.youngManifests)} manifests and ${groupDigits(report.youngNodes)} nodes younger than the grace period.`,
       '',
       describeGarbageReport(report),
       '',
       `${dryRun ? 'Would remove' : 'Removed'} ${describeTally(totalOf(report.deleted))}.`,
     ];
+    if (report.restored.objects > 0 || report.purged.objects > 0)
+      lines.push(
+        `Quarantine (objects removed from S3 wait there one grace period, reads still find them): ${dryRun ? 'would put back' : 'put back'} ${describeTally(report.restored)} a claim needs, ${dryRun ? 'would remove' : 'removed'} ${describeTally(report.purged)} for good.`,
+      );
     if (report.missingCount > 0) {
       lines.push(
         `Warning: ${groupDigits(report.missingCount)} objects that retained claims need are missing from the store (${report.missing.slice(0, 3).join(', ')}${report.missingCount > 3 ? ', ...' : ''}): those payloads cannot be read any more.`,
       );
     }
     context.io.stdout(`${lines.join('\n')}\n`);
-    return 0;
+    if (report.unreadableCount === 0) return ExitCode.ok;
+    // Exit 3: done, but not everything could be judged; cron (or whoever runs it) should hear of it.
+    context.io.stderr(
+      [
+        `temporal-compactor gc: warning: ${groupDigits(report.unreadableCount)} object${report.unreadableCount === 1 ? '' : 's'} could not be read and ${report.unreadableCount === 1 ? 'was' : 'were'} kept (never removed: what they list is unknown, and they may be another environment's). Give gc the keys the workers have (COMPACTOR_CODEC_OLD_KEYS for retired ones), or remove them by hand once you know they are no one's:`,
+        ...report.unreadableObjects.map(
+          ({ key, reason }) => `  ${key}: ${reason.replace(`payload store object ${key}: `, '')}`,
+        ),
+        ...(report.unreadableCount > report.unreadableObjects.length
+          ? [`  ... and ${groupDigits(report.unreadableCount - report.unreadableObjects.length)} more`]
+          : []),
+        '',
+      ].join('\n'),
+    );
+    return ExitCode.keptUnreadable;
   },
 };
