@@ -15,12 +15,11 @@ import {
 import type { ActivityOptions } from '@temporalio/workflow';
 import {
   compactionSteps,
-  needsCompactionCore,
-  compactionPlanCore,
   type CompactionHooks,
   type SummarizeOutcome,
   type SummarizeStep,
 } from '../core/compaction/engine.js';
+import { needsCompactionCore, compactionPlanCore } from '../core/compaction/needs-compaction.js';
 import { FailureType, InvalidInputError } from '../core/errors.js';
 import {
   COMPACTION_OPTION_KEYS,

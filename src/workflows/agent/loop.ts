@@ -39,7 +39,7 @@ import {
   type CompactionRecord,
 } from '../../core/agent/compaction-history.js';
 import { backendCounter, preflight, type BackendCounter } from '../../core/agent/preflight.js';
-import { needsCompactionCore } from '../../core/compaction/engine.js';
+import { needsCompactionCore } from '../../core/compaction/needs-compaction.js';
 import { requestCost, type RequestShape } from '../../core/agent/request-cost.js';
 import { RECALL_TOOL_NAME, recallNamer, withRecallLine } from '../../core/agent/recall.js';
 import { addRoundUsage, addSummarizerUsage, type RoundUsage } from '../../core/agent/run-usage.js';
