@@ -6,7 +6,7 @@ import { FailureType, needsCompaction, planCompaction } from '../../src/workflow
 import { type SummarizeStep } from '../../src/core/compaction/engine.js';
 import { compactionPlanCore, needsCompactionCore } from '../../src/core/compaction/needs-compaction.js';
 import { resolveOptions } from '../../src/core/compaction/options.js';
-import { summarizeActivitySummary } from '../../src/workflows/compact.js';
+import { summarizeActivitySummary } from '../../src/workflows/summarize-step.js';
 import { summarizeRequest } from '../../src/core/compaction/transcript.js';
 import { charCounter, toolRounds } from '../support/messages.js';
 

@@ -74,7 +74,11 @@ import type { SummarizerUsage } from '../../core/counting/summarizer-usage.js';
 import { InvalidInputError } from '../../core/errors.js';
 import { jsonPayloadBytes } from '../../core/limits/payload-size.js';
 import type { ChatMessage, CompactionResult } from '../../core/types.js';
-import { CHAT_ACTIVITY_DEFAULTS, agentActivityOptions } from '../../shared/activity-options.js';
+import {
+  CHAT_ACTIVITY_DEFAULTS,
+  agentActivityOptions,
+  summarizeActivityOptions,
+} from '../../shared/activity-options.js';
 import type {
   AgentRunResult,
   AgentRunWorkflow,
@@ -85,7 +89,8 @@ import type {
 } from '../../shared/agent-run.js';
 import { failOnInvalidInput, failureMessage, invalidInputFailure } from '../../shared/failures.js';
 import { UNDESCRIBED_WORKER, type WorkerDescription } from '../../shared/worker-description.js';
-import { driveCompaction, summarizeActivityOptions, type CompactionCall } from '../compact.js';
+import type { CompactionCall } from '../compact-options.js';
+import { driveCompaction } from '../drive-compaction.js';
 import { describeWorker } from '../describe-worker.js';
 import { runToolCalls } from '../tool-dispatch.js';
 import { PayloadLimit } from './payload-limit.js';
