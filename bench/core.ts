@@ -18,11 +18,11 @@ import {
 } from '../src/index.js';
 import {
   compactionSteps,
-  needsCompactionCore,
   runCompactionSteps,
   type SummarizeOutcome,
   type SummarizeStep,
 } from '../src/core/compaction/engine.js';
+import { needsCompactionCore } from '../src/core/compaction/needs-compaction.js';
 import {
   SUMMARY_OUTPUT_SHARE,
   resolveOptions,

@@ -34,12 +34,8 @@ import {
   type TokenCounter,
 } from '../src/index.js';
 import { extractiveSummary } from '../src/summarizers/extractive.js';
-import {
-  compactionSteps,
-  needsCompactionCore,
-  runCompactionSteps,
-  type SummarizeStep,
-} from '../src/core/compaction/engine.js';
+import { compactionSteps, runCompactionSteps, type SummarizeStep } from '../src/core/compaction/engine.js';
+import { needsCompactionCore } from '../src/core/compaction/needs-compaction.js';
 import { countTextTokens } from '../src/core/counting/bpe-counter.js';
 import { findRegions } from '../src/core/compaction/regions.js';
 import { resolveOptions } from '../src/core/compaction/options.js';

@@ -1,11 +1,6 @@
 // Node (also runs in any JS runtime with timers): the in-process driver of the compaction engine.
-import {
-  compactionPlanCore,
-  compactionSteps,
-  needsCompactionCore,
-  type SummarizeOutcome,
-  type SummarizeStep,
-} from './core/compaction/engine.js';
+import { compactionSteps, type SummarizeOutcome, type SummarizeStep } from './core/compaction/engine.js';
+import { compactionPlanCore, needsCompactionCore } from './core/compaction/needs-compaction.js';
 import { classifyError, InvalidInputError, retryAfterOf } from './core/errors.js';
 import {
   backoffDelayMs,

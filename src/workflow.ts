@@ -53,15 +53,10 @@ export type {
 export type { AiSdkCompactionResult } from './core/formats/ai-sdk.js';
 export type { PartElision } from './core/formats/view.js';
 // Compaction inside any workflow (docs/design.md#workflow-compact).
-export {
-  compact,
-  compactWithUsage,
-  needsCompaction,
-  planCompaction,
-  type CompactOptions,
-  type CompactionWithUsage,
-  type SummarizeActivitySettings,
-} from './workflows/compact.js';
+export { compact, compactWithUsage, needsCompaction, planCompaction } from './workflows/compact.js';
+export type { CompactOptions } from './workflows/compact-options.js';
+export type { CompactionWithUsage } from './workflows/drive-compaction.js';
+export type { SummarizeActivitySettings } from './shared/activity-options.js';
 // The AI SDK's language-model middleware (docs/compaction.md#ai-sdk-middleware).
 export {
   compactionMiddleware,

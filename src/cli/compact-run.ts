@@ -10,7 +10,7 @@ import type { NativeConnection } from '@temporalio/worker';
 import { Compactor } from '../compactor.js';
 import type { CompactorConfig } from '../config.js';
 import { compactionKind, compactionKindLabel, coverageLabel, groupDigits } from '../core/agent/compaction-history.js';
-import { needsCompactionCore } from '../core/compaction/engine.js';
+import { needsCompactionCore } from '../core/compaction/needs-compaction.js';
 import { resolveOptions, type CompactionOptions, type ResolvedOptions } from '../core/compaction/options.js';
 import { DEFAULT_PAYLOAD_LIMIT_BYTES, jsonPayloadBytes } from '../core/limits/payload-size.js';
 import { defaultCounter } from '../core/counting/tokens.js';

@@ -1,11 +1,16 @@
 // Sandbox-safe (shared by workflows and the code that configures them): the options of the
-// activities the agent loop and `describeWorker` schedule, with their defaults named. Changing a
+// activities `compact`, the agent loop and `describeWorker` schedule, with their defaults named. Changing a
 // value here changes the commands a new run records (a recorded history still replays: the server
 // has the options it was given).
 import type { ActivityOptions } from '@temporalio/common';
 import { AGENT_MAXIMUM_RETRY_INTERVAL_MS, type AgentActivitySettings } from '../core/agent/agent-input.js';
-import { parseDuration, type Duration } from '../core/compaction/options.js';
-import { FailureType } from '../core/errors.js';
+import {
+  MAX_RETRY_BACKOFF_MS,
+  parseDuration,
+  type Duration,
+  type ResolvedOptions,
+} from '../core/compaction/options.js';
+import { FailureType, InvalidInputError } from '../core/errors.js';
 import { keysOf } from '../core/unknown-keys.js';
 
 /**
@@ -139,3 +144,52 @@ export const SUMMARIZE_ACTIVITY_SETTING_KEYS = keysOf<SummarizeActivitySettings>
   maxPayloadBytes: true,
   payloadStore: true,
 });
+
+/** Deadline of one summarize attempt. @default '5m' */
+export const SUMMARIZE_START_TO_CLOSE_MS = 5 * 60_000;
+/** The summarize activity's heartbeat timeout. @default '10s': a crashed worker's call is retried within seconds, not at `startToCloseTimeout` (docs/design.md#summarize-activity). */
+export const SUMMARIZE_HEARTBEAT_MS = 10_000;
+
+function positiveDuration(value: Duration | undefined, field: string, fallback: number): number {
+  if (value === undefined) return fallback;
+  const ms = parseDuration(value, field);
+  if (ms <= 0) throw new InvalidInputError(field, `must be longer than zero, got ${JSON.stringify(value)}`);
+  return ms;
+}
+
+/** A setting that, when set, is a non-empty string (a task queue, the summarizer model's label); throws `InvalidInputError` naming `field`. */
+export function optionalString(value: unknown, field: string): string | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string' || value === '') throw new InvalidInputError(field, 'must be a non-empty string');
+  return value;
+}
+
+/**
+ * The `summarize` activity's options for compaction options already resolved (their attempts and
+ * backoff) and its own settings; throws `InvalidInputError` naming `${field}.<setting>`.
+ */
+export function summarizeActivityOptions(
+  resolved: Pick<ResolvedOptions, 'maxAttempts' | 'retryBackoffMs'>,
+  { startToCloseTimeout, heartbeatTimeout, taskQueue }: Omit<SummarizeActivitySettings, 'summarizerModel'>,
+  field: string,
+): ActivityOptions {
+  const queue = optionalString(taskQueue, `${field}.taskQueue`);
+  // Temporal reads a zero interval as "unset" (1 s): keep a zero backoff at the smallest real one.
+  const initialInterval = Math.min(Math.max(1, resolved.retryBackoffMs), MAX_RETRY_BACKOFF_MS);
+  return {
+    startToCloseTimeout: positiveDuration(
+      startToCloseTimeout,
+      `${field}.startToCloseTimeout`,
+      SUMMARIZE_START_TO_CLOSE_MS,
+    ),
+    heartbeatTimeout: positiveDuration(heartbeatTimeout, `${field}.heartbeatTimeout`, SUMMARIZE_HEARTBEAT_MS),
+    retry: {
+      maximumAttempts: resolved.maxAttempts,
+      initialInterval,
+      backoffCoefficient: 2,
+      maximumInterval: MAX_RETRY_BACKOFF_MS,
+      nonRetryableErrorTypes: [FailureType.Rejected, FailureType.InvalidInput],
+    },
+    ...(queue === undefined ? {} : { taskQueue: queue }),
+  };
+}

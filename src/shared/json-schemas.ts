@@ -6,7 +6,7 @@
 // (src/core/schema.ts), the compaction options the one `resolveOptions` parses
 // (src/core/compaction/options.ts), both written out with `z.toJSONSchema`. What is added here is
 // what those validators leave to code: the settings the workflow driver checks by hand
-// (src/workflows/compact.ts: `target`, the summarize activity's settings, `maxPayloadBytes`,
+// (src/workflows/compact-options.ts: `target`, the summarize activity's settings, `maxPayloadBytes`,
 // `payloadStore`), the texts a duration may be (`parseDuration` reads any text and names the bad
 // one), and `targetRatio ≤ triggerRatio` (a rule across fields, in code). The result is a
 // TypeScript interface (`CompactionResult`) with no validator, so its schema is written here.

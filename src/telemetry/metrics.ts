@@ -1,6 +1,6 @@
 // Node only: metrics for operators through the SDK's runtime (COMPACTOR_PROMETHEUS_ADDRESS). The
 // Runtime serves the SDK's own metrics and ours on one Prometheus endpoint: workflow code adds the
-// compaction counters (src/workflows/compact.ts, through the workflow metric meter), and the
+// compaction counters (src/workflows/compaction-telemetry.ts, through the workflow metric meter), and the
 // activity interceptor here the summarizer's latency and our activities' failures by type.
 import { CancelledFailure, ApplicationFailure, type MetricMeter } from '@temporalio/common';
 import { DefaultLogger, Runtime, type ActivityInterceptorsFactory, type Logger } from '@temporalio/worker';

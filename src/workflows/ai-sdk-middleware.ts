@@ -11,7 +11,8 @@ import { InvalidInputError } from '../core/errors.js';
 import type { AiSdkMessage } from '../core/formats/ai-sdk-schema.js';
 import type { Summarizer } from '../core/types.js';
 import { assertKnownKeys, keysOf } from '../core/unknown-keys.js';
-import { compact, COMPACT_OPTION_KEYS, needsCompaction, type CompactOptions } from './compact.js';
+import { compact, needsCompaction } from './compact.js';
+import { COMPACT_OPTION_KEYS, type CompactOptions } from './compact-options.js';
 
 /** Options of {@link compactionMiddleware}: `compact()`'s options, and the summarizer for use outside a workflow. */
 export interface CompactionMiddlewareOptions extends CompactOptions {

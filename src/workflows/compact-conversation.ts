@@ -8,7 +8,8 @@ import {
 } from '../core/limits/payload-size.js';
 import { describeWorker } from './describe-worker.js';
 import type { ChatMessage } from '../core/types.js';
-import { driveCompaction, passOf, type CompactOptions } from './compact.js';
+import { passOf, type CompactOptions } from './compact-options.js';
+import { driveCompaction } from './drive-compaction.js';
 import type { AnthropicMessage, AnthropicTextBlock } from '../core/formats/anthropic-schema.js';
 import type { AiSdkMessage } from '../core/formats/ai-sdk-schema.js';
 import type { AnyCompactionResult, FormatCompactionResult, FormatOption } from '../core/formats/format.js';

@@ -14,7 +14,8 @@ import {
 } from '../../src/index.js';
 import { extractiveSummary } from '../../src/summarizers/extractive.js';
 import { SUMMARY_ROOM_SHARE } from '../../src/core/compaction/economics.js';
-import { compactionSteps, needsCompactionCore, runCompactionSteps } from '../../src/core/compaction/engine.js';
+import { compactionSteps, runCompactionSteps } from '../../src/core/compaction/engine.js';
+import { needsCompactionCore } from '../../src/core/compaction/needs-compaction.js';
 import { resolveOptions } from '../../src/core/compaction/options.js';
 import { summaryContent } from '../../src/core/compaction/transcript.js';
 import { conversationArb } from '../support/conversations.js';

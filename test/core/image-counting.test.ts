@@ -14,7 +14,7 @@ import {
 } from '../../src/core/counting/image-size.js';
 import { nonTextPartTokens, partJsonChars } from '../../src/core/counting/parts.js';
 import { createCharCounter, defaultCounter } from '../../src/core/counting/tokens.js';
-import { needsCompactionCore } from '../../src/core/compaction/engine.js';
+import { needsCompactionCore } from '../../src/core/compaction/needs-compaction.js';
 import { resolveOptions } from '../../src/core/compaction/options.js';
 import { renderTranscript } from '../../src/core/compaction/transcript.js';
 import { InvalidInputError } from '../../src/core/errors.js';

@@ -18,12 +18,12 @@ import {
 } from '../../src/index.js';
 import {
   compactionSteps,
-  hardTrim,
-  needsCompactionCore,
   runCompactionSteps,
   type SummarizeOutcome,
   type SummarizeStep,
 } from '../../src/core/compaction/engine.js';
+import { hardTrim } from '../../src/core/compaction/hard-trim.js';
+import { needsCompactionCore } from '../../src/core/compaction/needs-compaction.js';
 import { findRegions } from '../../src/core/compaction/regions.js';
 import {
   aimFor,

@@ -4,12 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { Compactor } from '../../src/compactor.js';
 import { InvalidInputError } from '../../src/core/errors.js';
 import { SUMMARY_OUTPUT_SHARE, resolveOptions } from '../../src/core/compaction/options.js';
-import {
-  compactionPlanCore,
-  compactionSteps,
-  runCompactionSteps,
-  type SummarizeStep,
-} from '../../src/core/compaction/engine.js';
+import { compactionSteps, runCompactionSteps, type SummarizeStep } from '../../src/core/compaction/engine.js';
+import { compactionPlanCore } from '../../src/core/compaction/needs-compaction.js';
 import { FOLD_NOTE } from '../../src/core/compaction/pieces.js';
 import { isSummaryMessage, summarizerMessages } from '../../src/core/compaction/transcript.js';
 import { defaultCounter } from '../../src/core/counting/tokens.js';

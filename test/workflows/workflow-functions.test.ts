@@ -3,9 +3,10 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
 import { FailureType, needsCompaction, planCompaction } from '../../src/workflow.js';
-import { compactionPlanCore, needsCompactionCore, type SummarizeStep } from '../../src/core/compaction/engine.js';
+import { type SummarizeStep } from '../../src/core/compaction/engine.js';
+import { compactionPlanCore, needsCompactionCore } from '../../src/core/compaction/needs-compaction.js';
 import { resolveOptions } from '../../src/core/compaction/options.js';
-import { summarizeActivitySummary } from '../../src/workflows/compact.js';
+import { summarizeActivitySummary } from '../../src/workflows/summarize-step.js';
 import { summarizeRequest } from '../../src/core/compaction/transcript.js';
 import { charCounter, toolRounds } from '../support/messages.js';
 

@@ -1,0 +1,145 @@
+// Sandbox-safe: how a pass that summarizes ends — the summary assembled in place of the middle
+// (docs/design.md#assembly), accepted only when it passes the proof (docs/design.md#proof,
+// docs/design.md#never-worse), with what it left out carried (docs/design.md#coverage); else the
+// hard trim.
+import { coverageOf, missingFrom, requiredIdentifiers, withCarriedFacts, type Coverage } from './coverage.js';
+import type { WindowPlan } from './economics.js';
+import { hardTrim, trimMarkerOf } from './hard-trim.js';
+import { finish, type Elided, type NameReplaced, type Pass } from './pass.js';
+import type { Regions } from './regions.js';
+import { summaryContent } from './transcript.js';
+import type { ChatMessage, CompactionResult, ContentPart } from '../types.js';
+
+/** Replaces the middle with one synthetic user message where the first removed message stood. */
+function assemble(messages: readonly ChatMessage[], regions: Regions, summary: string): ChatMessage[] {
+  const first = regions.middle[0];
+  const assembled: ChatMessage[] = [];
+  messages.forEach((message, index) => {
+    if (index === first) assembled.push({ role: 'user', content: summary });
+    else if (regions.inMiddle[index] !== 1) assembled.push(message);
+  });
+  return assembled;
+}
+
+/** The messages a compaction keeps around the middle it replaces: what a summary's identifiers are checked against. */
+function keptAround(messages: readonly ChatMessage[], regions: Regions): ChatMessage[] {
+  return messages.filter((_, index) => regions.inMiddle[index] !== 1);
+}
+
+/** What the middle of a pass that summarizes is, and what a summary of it is checked against. */
+export interface SummarizedMiddle {
+  /** The recent window the pass keeps (the standard one, or the one that gave way). */
+  planned: Regions;
+  /** The window's plan when the recent window may give way (docs/design.md#window-gives-way). */
+  plan: WindowPlan | undefined;
+  /** The middle of the input, in order. */
+  messages: ChatMessage[];
+  /** What each elision in the middle gives its message (`elidedContents`). */
+  contents: (string | ContentPart[] | undefined)[] | undefined;
+}
+
+/** The results a pass that summarizes may end with, each counted once it is asked for. */
+export class Assembly {
+  /** Whether a hard trim would fit the limit: counted at most once, and only when the proof asks. */
+  private trimFits: boolean | undefined;
+  /** Asked only once a summary came back: a summarizer that fails leaves the middle unscanned. */
+  private requiredOnce: string[] | undefined;
+  /** docs/design.md#coverage Whether summaries are checked for the identifiers the middle shares with what stays. */
+  readonly checking: boolean;
+  /** docs/design.md#recall What the summary message ends with to name the messages it replaces. */
+  private readonly named: string;
+
+  constructor(
+    private readonly pass: Pass,
+    private readonly elided: Elided,
+    private readonly middle: SummarizedMiddle,
+    private readonly nameReplaced: NameReplaced | undefined,
+  ) {
+    this.checking = pass.options.summaryCoverage !== 'off';
+    this.named = nameReplaced?.('summary', middle.planned.middle) ?? '';
+  }
+
+  /** docs/design.md#hard-trim The fallback: the oldest middle messages dropped until the conversation fits. */
+  trimmed(): CompactionResult {
+    const trim = hardTrim(this.elided.messages(), this.middle.planned, this.pass.aim, trimMarkerOf(this.nameReplaced));
+    return finish(this.pass, { ...trim, fallback: true, elisions: this.elided.elisions, summary: null });
+  }
+
+  /** docs/design.md#never-worse Without a target, a summary over contextBudget loses to a hard trim that fits. */
+  private trimWouldFit(): boolean {
+    const { aim } = this.pass;
+    return (this.trimFits ??=
+      aim.counter.count(
+        hardTrim(this.elided.messages(), this.middle.planned, aim, trimMarkerOf(this.nameReplaced)).messages,
+      ) <= aim.limit);
+  }
+
+  /** docs/design.md#proof Whether an assembled conversation is shorter than the input and fits the target. */
+  accepts(candidate: ChatMessage[]): boolean {
+    const { aim, options, tokensBefore } = this.pass;
+    const tokens = aim.counter.count(candidate);
+    if (!(tokens < tokensBefore && (aim.target === undefined || tokens <= aim.target))) return false;
+    return !(options.trimBeatsOverflow && aim.target === undefined && tokens > aim.limit && this.trimWouldFit());
+  }
+
+  /** The identifiers the middle shares with what stays (docs/design.md#coverage): a summary must keep them. */
+  required(): string[] {
+    const { pass, middle } = this;
+    return (this.requiredOnce ??= this.checking
+      ? requiredIdentifiers(
+          middle.messages,
+          keptAround(pass.input, middle.planned),
+          pass.options.toolResultCap,
+          middle.contents,
+        )
+      : []);
+  }
+
+  /** The identifiers of {@link required} that `summary` leaves out. */
+  missing(summary: string): string[] {
+    return missingFrom(summary, this.required());
+  }
+
+  private contentOf(written: string): string {
+    return `${summaryContent(written, this.middle.planned.middle.length)}${this.named}`;
+  }
+
+  /** The conversation with `written` in place of the middle. */
+  assembledOf(written: string): ChatMessage[] {
+    return assemble(this.pass.input, this.middle.planned, this.contentOf(written));
+  }
+
+  /** The summary the summarizer wrote, with what it left out carried when that still fits; undefined when neither fits. */
+  accepted(written: string): CompactionResult | undefined {
+    const missing = this.checking ? this.missing(written) : [];
+    if (missing.length > 0) {
+      const carried = withCarriedFacts(written, missing);
+      const assembled = this.assembledOf(carried);
+      if (this.accepts(assembled))
+        return this.result(this.contentOf(carried), assembled, coverageOf(this.required(), written, carried));
+    }
+    const assembled = this.assembledOf(written);
+    if (!this.accepts(assembled)) return undefined;
+    const coverage = this.checking ? coverageOf(this.required(), written, written) : undefined;
+    return this.result(this.contentOf(written), assembled, coverage);
+  }
+
+  private result(summary: string, assembled: ChatMessage[], coverage?: Coverage): CompactionResult {
+    const { pass, middle } = this;
+    const { aim } = pass;
+    const { planned, plan } = middle;
+    const result = finish(pass, {
+      messages: assembled,
+      dropped: planned.middle.length,
+      fallback: false,
+      elisions: this.elided.elisions,
+      summary,
+      cutIndex: planned.middle.at(-1) ?? -1,
+      ...(coverage === undefined ? {} : { coverage }),
+    });
+    if (plan === undefined || result.tokensAfter <= aim.mark) return result;
+    // docs/design.md#window-gives-way: over the mark, say why — the window could not give way enough, or the summary was longer than the room left for it.
+    const reason = plan.keptTokens + plan.summaryRoom > aim.mark ? 'recent-window' : 'summary-length';
+    return { ...result, aboveMark: { mark: aim.mark, reason } };
+  }
+}

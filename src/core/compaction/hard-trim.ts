@@ -1,0 +1,65 @@
+// Sandbox-safe: the hard trim (docs/design.md#hard-trim) — the oldest middle messages dropped,
+// whole groups at a time, until the conversation fits; the fallback of every pass that summarizes.
+import type { Aim } from './options.js';
+import type { NameReplaced } from './pass.js';
+import { trimBoundaries, type Regions } from './regions.js';
+import type { ChatMessage } from '../types.js';
+
+/**
+ * The hard trim (docs/design.md#hard-trim): drops the oldest middle messages, whole groups at a time, until
+ * the conversation fits the aim; never touches sticky messages or the recent window of `regions`
+ * (the one that gave way, under docs/design.md#window-gives-way: the trim falls back where the summary would have
+ * replaced); cannot fail.
+ * The counters we ship are additive, so the smallest fitting prefix is found by bisection.
+ */
+export function hardTrim(
+  messages: readonly ChatMessage[],
+  regions: Regions,
+  aim: Aim,
+  marker?: (dropped: readonly number[]) => string,
+): { messages: ChatMessage[]; dropped: number; cutIndex: number; trimMarker?: string } {
+  const boundaries = [0, ...trimBoundaries(regions)];
+  const markerOf = (prefix: number): string =>
+    prefix === 0 || marker === undefined ? '' : marker(regions.middle.slice(0, prefix));
+  // The middle ascends, so dropping its first `prefix` messages drops exactly the middle messages
+  // up to middle[prefix - 1]: a mask and a bound, not a Set per probe (hot at 100k messages).
+  const without = (prefix: number): ChatMessage[] => {
+    const last = prefix === 0 ? -1 : (regions.middle[prefix - 1] ?? -1);
+    const kept = messages.filter((_, index) => index > last || regions.inMiddle[index] !== 1);
+    // docs/design.md#recall A trim's marker stands where the first message it dropped stood.
+    const text = markerOf(prefix);
+    if (text !== '') kept.splice(regions.middle[0] ?? 0, 0, { role: 'user', content: text });
+    return kept;
+  };
+  const fits = (prefix: number): boolean => aim.counter.count(without(prefix)) <= aim.trimTo;
+  let low = 0;
+  let high = boundaries.length - 1;
+  if (!fits(boundaries[low] ?? 0)) {
+    // Invariant: boundaries[low] does not fit; boundaries[high] fits or is everything there is to drop.
+    while (high - low > 1) {
+      const probe = (low + high) >> 1;
+      if (fits(boundaries[probe] ?? 0)) high = probe;
+      else low = probe;
+    }
+    low = high;
+  }
+  const prefix = boundaries[low] ?? 0;
+  const trimMarker = markerOf(prefix);
+  return {
+    messages: without(prefix),
+    dropped: prefix,
+    cutIndex: prefix === 0 ? -1 : (regions.middle[prefix - 1] ?? -1),
+    ...(trimMarker === '' ? {} : { trimMarker }),
+  };
+}
+
+/** A hard trim's marker (docs/design.md#recall): what it dropped, and `named` (the ids line) — only when there are ids to name. */
+export function trimMarkerOf(
+  nameReplaced: NameReplaced | undefined,
+): ((dropped: readonly number[]) => string) | undefined {
+  if (nameReplaced === undefined) return undefined;
+  return (dropped) => {
+    const named = nameReplaced('trim', dropped);
+    return named === '' ? '' : `[${dropped.length} earlier messages dropped by the harness to fit the context]${named}`;
+  };
+}

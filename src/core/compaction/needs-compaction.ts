@@ -1,0 +1,75 @@
+// Sandbox-safe: whether a conversation needs compaction now (docs/design.md#needs-compaction), and
+// how many pieces its summary would take (docs/design.md#summarizer-window): the rules of a pass,
+// asked without running one.
+import { epochPays, planWindow, summarizedLastRound, worthStarting } from './economics.js';
+import { applyElisions, elidedContents, elides, planPassElisions } from './elision.js';
+import type { CallOverrides, ResolvedOptions } from './options.js';
+import { elide, elisionEnds, messagesAt, startPass, triggerOf, type Pass } from './pass.js';
+import { cutPieces } from './pieces.js';
+import { capMiddle, summaryInstruction } from './transcript.js';
+import type { CompactionPlan, TokenCounter } from '../types.js';
+
+/**
+ * `needsCompaction` (docs/design.md#needs-compaction): over `triggerRatio × contextBudget`, or, with
+ * `ageObservations` or `keepImages`, an eligible elision pool of at least `ageReclaimMin` characters. The
+ * economic rules narrow both: over the trigger but within the limit, only a compaction worth its
+ * cache miss is started (docs/design.md#no-thrash); below it, `elisionEpochs` says which epochs are (docs/design.md#elision-that-pays).
+ */
+export function needsCompactionCore(
+  messages: unknown,
+  options: ResolvedOptions,
+  overrides: CallOverrides = {},
+  counter?: TokenCounter,
+): boolean {
+  const pass = startPass(messages, options, overrides, counter);
+  const { aim } = pass;
+  if (pass.tokensBefore > triggerOf(aim)) {
+    if (!options.deferShallowCompactions || pass.tokensBefore > aim.limit) return true;
+    // docs/design.md#no-thrash No thrash: within the limit, never two compactions in consecutive rounds.
+    if (summarizedLastRound(pass.input, pass.regions, options.keepRecent)) return false;
+    if (elisionEnds(pass, elide(pass))) return true;
+    return worthStarting(planWindow(pass.input, pass.regions, aim, options), aim);
+  }
+  if (!elides(options) || pass.regions.middle.length === 0 || options.elisionEpochs === 'never') return false;
+  // docs/design.md#no-thrash No thrash: an epoch is a compaction too (it rewrites the conversation below its prefix).
+  if (options.deferShallowCompactions && summarizedLastRound(pass.input, pass.regions, options.keepRecent))
+    return false;
+  const plan = planPassElisions(pass.input, pass.regions, options);
+  if (plan.poolChars < options.ageReclaimMin) return false;
+  if (options.elisionEpochs === 'batch') return true;
+  const elided = applyElisions(pass.input, plan.elisions);
+  return epochPays(pass.input, elided, plan.elisions, pass.regions, aim, pass.tokensBefore, options);
+}
+
+/**
+ * `needsCompactionCore`, and how many pieces the summary would take (docs/design.md#summarizer-window):
+ * counted only when a compaction is needed and `summarizerContextWindow` is set, with the engine's
+ * own cut of the middle the pass would summarize now (`cutPieces`); see `CompactionPlan`.
+ */
+export function compactionPlanCore(
+  messages: unknown,
+  options: ResolvedOptions,
+  overrides: CallOverrides = {},
+  counter?: TokenCounter,
+): CompactionPlan {
+  const needed = needsCompactionCore(messages, options, overrides, counter);
+  const window = options.summarizerContextWindow;
+  if (!needed || window === undefined) return { needed };
+  const pieces = summaryPiecesOf(startPass(messages, options, overrides, counter), window);
+  return pieces === undefined ? { needed } : { needed, summaryPieces: pieces };
+}
+
+/** The pieces a pass would cut the middle it summarizes into; undefined when it would send one request or none. */
+function summaryPiecesOf(pass: Pass, window: number): number | undefined {
+  const { options, regions, aim } = pass;
+  const elided = elide(pass);
+  // An epoch never summarizes, nor a pass that elision alone ends.
+  if (elisionEnds(pass, elided)) return undefined;
+  const planned = options.recentWindowGivesWay ? planWindow(pass.input, regions, aim, options).regions : regions;
+  if (planned.middle.length === 0) return undefined;
+  const contents = elidedContents(planned.middle, elided.elisions);
+  const seen = capMiddle(messagesAt(pass.input, planned.middle), options.toolResultCap, contents);
+  const instruction = summaryInstruction(undefined, pass.text);
+  const cut = cutPieces(seen, instruction, pass.text.summaryInstructions, aim.counter, window);
+  return cut === undefined || cut === 'unfit' ? undefined : cut.pieces.length;
+}

@@ -1,0 +1,91 @@
+// Sandbox-safe: the backends of an agent run's chain (docs/design.md#agent-run,
+// docs/design.md#cooldown) — each one's calibrated counter, which of them a round may try (a backend
+// that failed a round rests), and how often a round fell back to the next one.
+import type { AgentRunPlan } from '../../core/agent/agent-input.js';
+import {
+  freshBackendStatus,
+  isResting,
+  restingNote,
+  startRest,
+  type BackendStatus,
+} from '../../core/agent/backend-cooldown.js';
+import type { AgentRunCarried } from '../../core/agent/carried-state.js';
+import { backendCounter, type BackendCounter } from '../../core/agent/preflight.js';
+import type { UsageCounterState } from '../../core/counting/usage-counter.js';
+import type { TokenCache } from './token-cache.js';
+import { workflowTime } from './workflow-time.js';
+
+/** The chain's counters and how each backend has fared. */
+export class BackendChain {
+  private readonly counters: BackendCounter[];
+  private readonly statuses: BackendStatus[];
+  private fallbacks: number;
+
+  /** `carried`: the counters' calibration, the backends' statuses and the fallbacks a continued run was handed. */
+  constructor(
+    private readonly plan: AgentRunPlan,
+    tokens: TokenCache,
+    carried: Pick<AgentRunCarried, 'counters' | 'backends' | 'backendFallbacks'> | undefined,
+  ) {
+    this.fallbacks = carried?.backendFallbacks ?? 0;
+    this.statuses = plan.backends.map(
+      (backend) => carried?.backends[backend.index] ?? freshBackendStatus(backend.label),
+    );
+    this.counters = plan.backends.map((backend) =>
+      backendCounter(
+        backend,
+        plan.tools,
+        carried?.counters[backend.index] ?? null,
+        tokens.countsFor(backend.tokenizer),
+      ),
+    );
+  }
+
+  /** Whether the run has more than one backend. */
+  get hasChoice(): boolean {
+    return this.statuses.length > 1;
+  }
+
+  /** Rounds that fell back to the next backend of the chain. */
+  get backendFallbacks(): number {
+    return this.fallbacks;
+  }
+
+  /** How each backend has fared, in chain order (the run's state: carried and returned as it is). */
+  get backends(): BackendStatus[] {
+    return this.statuses;
+  }
+
+  /** Each backend's counter calibration, in chain order, to carry. */
+  counterStates(): Array<UsageCounterState | null> {
+    return this.counters.map((counter) => counter.usage.toJSON());
+  }
+
+  /** The backends round `round` may try: those that have not `failed` it, resting ones only when no other is left. */
+  candidates(failed: ReadonlySet<number>, round: number): BackendCounter[] {
+    const available = this.counters.filter((counter) => !failed.has(counter.backend.index));
+    // Resting backends are left out while another one can take the round.
+    const rested = available.filter((counter) => !this.isResting(counter.backend.index, round));
+    return rested.length > 0 ? rested : available;
+  }
+
+  /**
+   * A backend failed round `round` after its retries, the `failed` ones of the round with it: it
+   * rests, and the round falls back to the next backend when one is left.
+   */
+  fail(index: number, failed: ReadonlySet<number>, round: number): void {
+    const status = this.statuses[index];
+    if (status !== undefined) startRest(status, this.plan.backendCooldown, round, workflowTime);
+    if (failed.size < this.counters.length) this.fallbacks += 1;
+  }
+
+  /** `Resting: …` for the backends that rest in round `round`, or ''. */
+  restingNote(round: number): string {
+    return restingNote(this.statuses.filter((_, index) => this.isResting(index, round)));
+  }
+
+  /** Whether a backend rests in round `round` (docs/design.md#cooldown). */
+  private isResting(index: number, round: number): boolean {
+    return isResting(this.statuses[index], round, workflowTime);
+  }
+}

@@ -1,0 +1,26 @@
+// Sandbox-safe: when an agent run continues as new (docs/design.md#continue-as-new) — when Temporal
+// suggests it, or every `continueAsNewAfterRounds` rounds, never before this run's first round —
+// and how many times the run has.
+import { workflowInfo } from '@temporalio/workflow';
+
+/** The rounds of this run, and the continue-as-new it is due. */
+export class Continuation {
+  private roundsThisRun = 0;
+
+  /** `continuedAsNew`: how many runs came before this one; `every`: the input's `continueAsNewAfterRounds`. */
+  constructor(
+    readonly continuedAsNew: number,
+    private readonly every: number | undefined,
+  ) {}
+
+  /** This run finished a round. */
+  roundDone(): void {
+    this.roundsThisRun += 1;
+  }
+
+  /** Whether the run should continue as new before its next round. */
+  due(): boolean {
+    if (this.roundsThisRun === 0) return false;
+    return workflowInfo().continueAsNewSuggested || (this.every !== undefined && this.roundsThisRun >= this.every);
+  }
+}

@@ -1,0 +1,65 @@
+// Sandbox-safe: an agent run's live conversation (docs/design.md#agent-run) — each message with its
+// transcript id, changed only by a transcript line (./transcript-writer.ts), so the transcript
+// replays to exactly what the run holds.
+import {
+  applySessionLine,
+  recordCompaction,
+  type CompactionLineContext,
+  type SessionEntry,
+  type SessionLine,
+} from '../../core/agent/session.js';
+import type { RoundUsage } from '../../core/agent/run-usage.js';
+import type { ChatMessage, CompactionResult } from '../../core/types.js';
+import type { TranscriptWriter } from './transcript-writer.js';
+
+/** The live conversation of a run and the next transcript id it gives a message. */
+export class LiveConversation {
+  private entries: SessionEntry[];
+  private nextId: number;
+
+  /** `carried`: the conversation and next id a continued run was handed; a new run starts empty at `m1`. */
+  constructor(
+    private readonly transcript: TranscriptWriter,
+    carried: { live: SessionEntry[]; nextId: number } | undefined,
+  ) {
+    this.entries = carried?.live ?? [];
+    this.nextId = carried?.nextId ?? 1;
+  }
+
+  /** Each live message with its transcript id. */
+  get liveEntries(): SessionEntry[] {
+    return this.entries;
+  }
+
+  get messages(): ChatMessage[] {
+    return this.entries.map((entry) => entry.message);
+  }
+
+  /** The transcript id the next message gets (its number), carried across continue-as-new. */
+  get nextMessageId(): number {
+    return this.nextId;
+  }
+
+  /** Writes a line and applies it to the live conversation. */
+  writeLine(line: SessionLine): void {
+    this.entries = applySessionLine(this.entries, line, this.transcript.nextLineIndex);
+    this.transcript.write(line);
+  }
+
+  /** Appends a message under the next id; `usage` is that of the request that produced it. */
+  append(message: ChatMessage, usage?: RoundUsage): void {
+    this.writeLine(
+      usage === undefined
+        ? { type: 'message', id: `m${this.nextId}`, message }
+        : { type: 'message', id: `m${this.nextId}`, message, usage },
+    );
+    this.nextId += 1;
+  }
+
+  /** Writes the lines of a compaction (its elisions and the compaction line) and takes the conversation it leaves. */
+  applyCompaction(result: CompactionResult, context: CompactionLineContext): void {
+    const { lines, entries } = recordCompaction(this.entries, result, context);
+    for (const line of lines) this.transcript.write(line);
+    this.entries = entries;
+  }
+}

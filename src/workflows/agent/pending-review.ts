@@ -1,0 +1,53 @@
+// Sandbox-safe: the compaction of an agent run waiting for `reviewCompaction`
+// (docs/design.md#review) — published as a proposal, decided by a person or by its timeout.
+import { condition } from '@temporalio/workflow';
+import {
+  parseReviewInput,
+  type CompactionProposal,
+  type ReviewAnswer,
+  type ReviewCompactionInput,
+} from '../../core/agent/steering.js';
+import { InvalidInputError } from '../../core/errors.js';
+
+/** The compaction waiting for review, and the decision once taken. */
+export class PendingReview {
+  private pending: { proposal: CompactionProposal; decision: ReviewCompactionInput | undefined } | undefined;
+
+  /** `changed` is told when a proposal starts or stops waiting (it shows in the run's current details). */
+  constructor(private readonly changed: () => void) {}
+
+  /** The compaction waiting for review (the `pendingCompaction` query); undefined when none is. */
+  get proposal(): CompactionProposal | undefined {
+    return this.pending?.proposal;
+  }
+
+  /**
+   * Publishes `proposal` and waits, durably, for `reviewCompaction` or `timeoutMs`: the decision,
+   * or undefined when the time ran out.
+   */
+  async decision(proposal: CompactionProposal, timeoutMs: number): Promise<ReviewCompactionInput | undefined> {
+    this.pending = { proposal, decision: undefined };
+    this.changed();
+    const pending = this.pending;
+    const answered = await condition(() => pending.decision !== undefined, timeoutMs);
+    this.pending = undefined;
+    this.changed();
+    return answered ? pending.decision : undefined;
+  }
+
+  /** Checks a `reviewCompaction` argument against the proposal waiting; throws `InvalidInputError` naming the field. */
+  check(input: unknown): ReviewCompactionInput {
+    if (this.pending?.decision !== undefined)
+      throw new InvalidInputError('reviewCompaction', 'the compaction waiting was reviewed already');
+    return parseReviewInput(input, this.pending?.proposal);
+  }
+
+  /** Takes a person's decision on the compaction waiting (the `reviewCompaction` update); the loop goes on with it. */
+  decide(input: ReviewCompactionInput): ReviewAnswer {
+    const { pending } = this;
+    if (pending === undefined)
+      throw new Error('unreachable: reviewCompaction without a proposal (its validator checks)');
+    pending.decision = input;
+    return { decision: input.decision, round: pending.proposal.round };
+  }
+}

@@ -1,0 +1,240 @@
+// Sandbox-safe: the compaction of an agent run before a chat request (docs/design.md#agent-run,
+// docs/design.md#steering, docs/design.md#review) — whether one is due for the backends a round may
+// try, the pass through the workflow driver with the run's settings, its review, and its record in
+// the transcript and the compaction history; a run out of room ends `RunFailed.ContextExhausted`.
+import { ApplicationFailure, type ActivityOptions } from '@temporalio/common';
+import { RunFailureType } from '../../core/agent/agent-errors.js';
+import type { AgentRunPlan, ResolvedBackend } from '../../core/agent/agent-input.js';
+import { compactionRecord, groupDigits, type CompactionRecord } from '../../core/agent/compaction-history.js';
+import { preflight, type BackendCounter } from '../../core/agent/preflight.js';
+import { recallNamer, withRecallLine } from '../../core/agent/recall.js';
+import type { ReviewOutcome } from '../../core/agent/session.js';
+import {
+  NOTHING_TO_COMPACT,
+  proposalOf,
+  steeredInstructions,
+  withEditedSummary,
+  type CompactAnswer,
+  type ReviewCompactionInput,
+} from '../../core/agent/steering.js';
+import { needsCompactionCore } from '../../core/compaction/needs-compaction.js';
+import type { SummarizerUsage } from '../../core/counting/summarizer-usage.js';
+import type { CompactionResult } from '../../core/types.js';
+import { summarizeActivityOptions } from '../../shared/activity-options.js';
+import type { ContextExhaustedDetails } from '../../shared/agent-run.js';
+import { failOnInvalidInput } from '../../shared/failures.js';
+import type { CompactionCall } from '../compact-options.js';
+import { driveCompaction } from '../drive-compaction.js';
+import type { LiveConversation } from './live-conversation.js';
+import type { PayloadLimit } from './payload-limit.js';
+import type { PendingReview } from './pending-review.js';
+import type { SteeringRequests } from './steering-requests.js';
+import type { TokenCache } from './token-cache.js';
+import type { UsageLedger } from './usage-ledger.js';
+import { workflowTime } from './workflow-time.js';
+
+/** Whether a compaction result changes the conversation (or marks it): only such a one is recorded. */
+function changes(result: CompactionResult): boolean {
+  return result.cutIndex >= 0 || result.elisions.length > 0 || result.fallback || result.exhausted;
+}
+
+/** A compaction's result as decided (undefined `review`: not under review), or undefined when the reviewer rejected it. */
+type Decided = { result: CompactionResult; review: ReviewOutcome | undefined } | undefined;
+
+/** What the compaction of a round works with: the run's plan and the parts of the run it reads and changes. */
+export interface RoundCompactionParts {
+  plan: AgentRunPlan;
+  /** Whether the worker stores payloads externally (learnt at the run's start). */
+  limit: PayloadLimit;
+  conversation: LiveConversation;
+  steering: SteeringRequests;
+  review: PendingReview;
+  ledger: UsageLedger;
+  tokens: TokenCache;
+  /** Publishes the run's current details and search attributes with the context size it was counted at. */
+  publish: (contextTokens: number | undefined) => void;
+}
+
+/** Compacts the run's live conversation when a round needs it, or on demand. */
+export class RoundCompaction {
+  /** The `summarize` activity's options, built once from the plan. */
+  private readonly summarizeActivity: ActivityOptions;
+
+  constructor(private readonly parts: RoundCompactionParts) {
+    const { compaction } = parts.plan;
+    this.summarizeActivity = summarizeActivityOptions(compaction.options, compaction.activity, 'input.compaction');
+  }
+
+  /**
+   * Compacts before round `round` when the conversation does not fit the aim, or is over the
+   * compaction trigger (or holds an elision batch). Over the room, `compact` aims at the room exactly (docs/design.md#overrides);
+   * merely over the trigger, it aims at `targetRatio × contextBudget` so one compaction buys
+   * several rounds instead of trimming a little every round. On demand (the `compact` update), it
+   * compacts whatever the trigger says and answers with the record, or why nothing changed.
+   *
+   * Under `compaction.review` (docs/design.md#review): with `'manual'` only on demand; with
+   * `'approve'` the compaction waits for `reviewCompaction` before it is applied. Over the room it
+   * is applied at once in every mode (recorded as forced): no request goes out over the window.
+   */
+  async compactIfNeeded(
+    candidates: readonly BackendCounter[],
+    round: number,
+    demand?: { instructions: string | undefined },
+  ): Promise<CompactAnswer | undefined> {
+    const { plan, conversation, steering, ledger } = this.parts;
+    const { aimAt, aim, tokens } = preflight(conversation.messages, candidates);
+    const overRoom = tokens > aim;
+    const call = this.compactionCall(aimAt, aim, overRoom ? aim : undefined, demand?.instructions);
+    const { mode } = plan.review;
+    if (demand === undefined && !overRoom && (mode === 'manual' || !this.needsCompaction(call))) return undefined;
+    const target = overRoom ? aim : (plan.compaction.contextBudget ?? aim);
+    // Pins asked for while the summary is written (or reviewed) wait for the result: it replaces these messages.
+    steering.hold();
+    let decided: Decided;
+    let summarizerUsage: SummarizerUsage | undefined;
+    try {
+      // docs/design.md#recall: the stubs, the summary and a trim's marker name what they replaced,
+      // inside the pass (every count includes the ids).
+      const compaction = await driveCompaction(
+        conversation.messages,
+        () => call,
+        'hard-trim',
+        plan.recall ? recallNamer(conversation.liveEntries) : undefined,
+      );
+      summarizerUsage = compaction.summarizerUsage;
+      // The run is out of room only when the conversation does not fit the backend: a `contextBudget`
+      // set below the room is what compaction aims at, not a limit the model has.
+      const result = { ...compaction.result, exhausted: compaction.result.tokensAfter > aim };
+      decided =
+        mode === 'auto'
+          ? { result, review: undefined }
+          : overRoom
+            ? { result, review: 'forced' }
+            : mode === 'approve' && changes(result)
+              ? this.reviewed(result, aimAt, await this.awaitReview(result, aimAt, round))
+              : { result, review: 'applied' };
+    } finally {
+      steering.release();
+    }
+    if (decided === undefined) {
+      // Rejected: the summarizer was billed all the same; the conversation stays as it is.
+      ledger.chargeSummarizer(summarizerUsage);
+      steering.applyHeldPins();
+      return { compacted: false, reason: 'the reviewer rejected it (reviewCompaction)' };
+    }
+    const { result } = decided;
+    const record = this.record(result, aimAt.backend, target, summarizerUsage, decided.review, round);
+    steering.applyHeldPins();
+    if (result.exhausted) {
+      this.parts.publish(result.tokensAfter);
+      const details: ContextExhaustedDetails = {
+        round,
+        backend: aimAt.backend.label,
+        tokens: result.tokensAfter,
+        room: aim,
+      };
+      throw ApplicationFailure.create({
+        type: RunFailureType.ContextExhausted,
+        message: `context exhausted before round ${details.round}: ${groupDigits(details.tokens)} tokens after compaction, ${groupDigits(aim)} usable on ${details.backend} (keepRecent or a recent tool result is too large for the window)`,
+        nonRetryable: true,
+        details: [details],
+      });
+    }
+    return record ?? (demand === undefined ? undefined : NOTHING_TO_COMPACT);
+  }
+
+  /**
+   * Publishes a computed compaction as a proposal (the `pendingCompaction` query, the current
+   * details) and waits, durably, for `reviewCompaction` or `reviewTimeout`: the decision, or
+   * undefined when the time ran out.
+   */
+  private awaitReview(
+    result: CompactionResult,
+    aimAt: BackendCounter,
+    round: number,
+  ): Promise<ReviewCompactionInput | undefined> {
+    const { plan, conversation, review } = this.parts;
+    const proposal = proposalOf(conversation.liveEntries, result, {
+      round,
+      backend: aimAt.backend.label,
+      applyAt: workflowTime() + plan.review.timeoutMs,
+    });
+    return review.decision(proposal, plan.review.timeoutMs);
+  }
+
+  /** A reviewed compaction as decided: `decision` undefined when the review timed out; undefined when rejected. */
+  private reviewed(
+    result: CompactionResult,
+    aimAt: BackendCounter,
+    decision: ReviewCompactionInput | undefined,
+  ): Decided {
+    if (decision === undefined) return { result, review: 'timed-out' };
+    if (decision.decision === 'reject') return undefined;
+    if (decision.decision === 'apply' || decision.summary === undefined) return { result, review: 'applied' };
+    // docs/design.md#recall: the person's summary names what it replaces as the summarizer's did.
+    const summary = this.parts.plan.recall ? withRecallLine(decision.summary, result.summary) : decision.summary;
+    return { result: withEditedSummary(result, summary, aimAt.conversation), review: 'edited' };
+  }
+
+  /** Whether the conversation needs compaction now (docs/design.md#needs-compaction), for one compaction's settings. */
+  private needsCompaction({ settings, overrides }: CompactionCall): boolean {
+    const { messages } = this.parts.conversation;
+    return failOnInvalidInput(() => needsCompactionCore(messages, settings.options, overrides, overrides.counter));
+  }
+
+  /**
+   * One compaction of the run: the settings resolved at its start with this compaction's budget
+   * (the run's, else the room `aim`), and its counter, target and instructions: the run's own,
+   * those of the `compact` updates it serves, and the pinned facts.
+   */
+  private compactionCall(aimAt: BackendCounter, aim: number, target?: number, instructions?: string): CompactionCall {
+    const { plan, steering, limit } = this.parts;
+    const { options, contextBudget, activity } = plan.compaction;
+    const steered = steeredInstructions(options.summaryInstructions, steering.currentPins.facts, instructions);
+    return {
+      settings: {
+        options: { ...options, contextBudget: contextBudget ?? aim },
+        activity: this.summarizeActivity,
+        summarizerModel: activity.summarizerModel,
+        maxPayloadBytes: plan.maxPayloadBytes,
+        payloadStore: limit.externalStorage,
+      },
+      overrides: {
+        counter: aimAt.conversation,
+        ...(target === undefined ? {} : { target }),
+        ...(steered === undefined ? {} : { summaryInstructions: steered }),
+      },
+    };
+  }
+
+  /** Records a compaction that changed the conversation and returns its record (undefined: nothing changed). */
+  private record(
+    result: CompactionResult,
+    backend: ResolvedBackend,
+    target: number,
+    summarizerUsage: SummarizerUsage | undefined,
+    review: ReviewOutcome | undefined,
+    round: number,
+  ): CompactionRecord | undefined {
+    const { conversation, ledger, tokens } = this.parts;
+    // The summarizer was billed even when its summary lost to the hard trim.
+    ledger.chargeSummarizer(summarizerUsage);
+    if (!changes(result)) return undefined;
+    const { cacheHitRate, billedInput } = ledger.compactions.usage;
+    const context = {
+      round,
+      backend: backend.label,
+      target,
+      ...(summarizerUsage === undefined ? {} : { summarizerUsage }),
+      cacheHitRate,
+      billedInput,
+      ...(review === undefined ? {} : { review }),
+    };
+    conversation.applyCompaction(result, context);
+    const record = compactionRecord(context, result);
+    ledger.addRecord(record);
+    // The cache forgets what compaction dropped: what it holds stays bounded by the live context.
+    tokens.forgetAllBut(conversation.messages);
+    return record;
+  }
+}

@@ -1,0 +1,187 @@
+// Sandbox-safe: the steering updates of an agent run waiting for its loop (docs/design.md#steering)
+// — `compact` updates, served together before the next chat request, and `pin`/`unpin` updates,
+// applied at once unless a compaction holds the conversation — and the pins they leave.
+import type { ApplicationFailure } from '@temporalio/common';
+import { condition } from '@temporalio/workflow';
+import {
+  pinChange,
+  unpinChange,
+  type CompactAnswer,
+  type NothingCompacted,
+  type PinChange,
+  type Pins,
+} from '../../core/agent/steering.js';
+import type { SessionEntry } from '../../core/agent/session.js';
+import { InvalidInputError } from '../../core/errors.js';
+import { invalidInputFailure } from '../../shared/failures.js';
+import type { LiveConversation } from './live-conversation.js';
+
+/** A `compact` update waiting for the loop: answered once the loop has compacted. */
+interface CompactRequest {
+  instructions: string | undefined;
+  answer?: CompactAnswer;
+}
+
+/** Which of the two pin updates. */
+export type PinKind = 'pin' | 'unpin';
+
+/** A `pin` or `unpin` update's argument, parsed. */
+export interface PinInput {
+  ids: string[];
+  fact?: string;
+}
+
+/** A `pin` or `unpin` update waiting for the loop: answered with the pins, or refused, once the loop has applied it. */
+interface PinRequest {
+  kind: PinKind;
+  input: PinInput;
+  outcome?: { pins: Pins } | { failure: ApplicationFailure };
+}
+
+/** The `compact` updates waiting, taken together: their instructions, and the one answer they all get. */
+export interface CompactRequests {
+  /** The instructions of those that gave any, joined; undefined when none did. */
+  instructions: string | undefined;
+  answer(answer: CompactAnswer): void;
+}
+
+/** What one pin request changes, given the live entries and the pins before it (throws `InvalidInputError` naming the id). */
+function changeOf(request: Omit<PinRequest, 'outcome'>, entries: readonly SessionEntry[], pins: Pins): PinChange {
+  return request.kind === 'pin' ? pinChange(request.input, entries, pins) : unpinChange(request.input, pins);
+}
+
+/** The steering updates waiting for the loop, and the run's pins. */
+export class SteeringRequests {
+  /** `compact` updates waiting for the loop (served before the next chat request). */
+  private readonly compactRequests: CompactRequest[] = [];
+  /** `pin`/`unpin` updates that arrived while a compaction held the conversation (applied when it is done). */
+  private readonly pinRequests: PinRequest[] = [];
+  /** True while a compaction's summary is being written or reviewed: the conversation is not to change under it. */
+  private compacting = false;
+
+  /**
+   * `pins`: what `pin` pinned, carried across continue-as-new; `pinsApplied` is told after pin
+   * requests were applied (the pins show in the run's current details).
+   */
+  constructor(
+    private pins: Pins,
+    private readonly conversation: LiveConversation,
+    private readonly pinsApplied: () => void,
+  ) {}
+
+  /** The run's pins. */
+  get currentPins(): Pins {
+    return this.pins;
+  }
+
+  /** Whether a `compact` update waits for the loop. */
+  get compactionAsked(): boolean {
+    return this.compactRequests.length > 0;
+  }
+
+  /**
+   * Queues a compaction on demand (the `compact` update) and answers once the loop has done it,
+   * before its next chat request. The handler only waits: the loop compacts.
+   */
+  async requestCompaction(instructions: string | undefined): Promise<CompactAnswer> {
+    const request: CompactRequest = { instructions };
+    this.compactRequests.push(request);
+    await condition(() => request.answer !== undefined);
+    if (request.answer === undefined) throw new Error('unreachable: the compact request was not answered');
+    return request.answer;
+  }
+
+  /** Takes every `compact` update waiting, to be served by one compaction; undefined when none waits. */
+  takeCompactRequests(): CompactRequests | undefined {
+    const requests = this.compactRequests.splice(0);
+    if (requests.length === 0) return undefined;
+    const asked = requests.flatMap((request) => (request.instructions === undefined ? [] : [request.instructions]));
+    return {
+      instructions: asked.length === 0 ? undefined : asked.join('\n\n'),
+      answer: (answer) => {
+        for (const request of requests) request.answer = answer;
+      },
+    };
+  }
+
+  /** Answers the `compact` updates the loop will not serve, the run having finished; true when there was any. */
+  refuseCompactions(): boolean {
+    const requests = this.compactRequests.splice(0);
+    for (const request of requests)
+      request.answer = {
+        compacted: false,
+        reason: 'the run finished before its next chat request',
+      } satisfies NothingCompacted;
+    return requests.length > 0;
+  }
+
+  /**
+   * Checks a `pin`/`unpin` against the live conversation and the pins it would see once the
+   * requests queued before it are applied; throws `InvalidInputError` naming the id or fact.
+   */
+  checkPins(kind: PinKind, input: PinInput): void {
+    const entries = this.conversation.liveEntries;
+    let pins = this.pins;
+    for (const queued of this.pinRequests) {
+      try {
+        pins = changeOf(queued, entries, pins).pins;
+      } catch (error) {
+        if (!(error instanceof InvalidInputError)) throw error;
+      }
+    }
+    changeOf({ kind, input }, entries, pins);
+  }
+
+  /**
+   * A `pin`/`unpin`: applied at once and answered with the run's pins — or, while a compaction
+   * holds the conversation (its summary being written), queued and applied as soon as it is done.
+   */
+  async requestPins(kind: PinKind, input: PinInput): Promise<Pins> {
+    const request: PinRequest = { kind, input };
+    if (this.compacting) {
+      this.pinRequests.push(request);
+      await condition(() => request.outcome !== undefined);
+    } else this.applyPins(request);
+    const { outcome } = request;
+    if (outcome === undefined) throw new Error('unreachable: the pin request was not answered');
+    if ('failure' in outcome) throw outcome.failure;
+    return outcome.pins;
+  }
+
+  /**
+   * A compaction holds the conversation: pins asked for while its summary is written (or
+   * reviewed) wait for its result, which replaces these messages, until {@link applyHeldPins}.
+   */
+  hold(): void {
+    this.compacting = true;
+  }
+
+  /** The compaction is done (or failed): pins are applied at once again. */
+  release(): void {
+    this.compacting = false;
+  }
+
+  /** Applies the pin requests queued while a compaction held the conversation. */
+  applyHeldPins(): void {
+    this.applyPins(...this.pinRequests.splice(0));
+  }
+
+  /** Applies pin requests: a `pin` transcript line for the messages whose flag changes, and the new pins. */
+  private applyPins(...requests: PinRequest[]): void {
+    for (const request of requests) {
+      try {
+        const change = changeOf(request, this.conversation.liveEntries, this.pins);
+        if (change.ids.length > 0)
+          this.conversation.writeLine({ type: 'pin', ids: change.ids, pinned: request.kind === 'pin' });
+        this.pins = change.pins;
+        request.outcome = { pins: change.pins };
+      } catch (error) {
+        // The conversation moved since the update was accepted (the compaction removed the message).
+        if (!(error instanceof InvalidInputError)) throw error;
+        request.outcome = { failure: invalidInputFailure(error) };
+      }
+    }
+    // The pins show in the current details (a search attribute is upserted only when its value changed).
+    if (requests.length > 0) this.pinsApplied();
+  }
+}

@@ -1,0 +1,87 @@
+// Sandbox-safe: what a compaction in a workflow tells the worker's telemetry
+// (docs/design.md#workflow-compact) — a `Compaction` span with its figures as attributes, and the
+// workflow metrics: compactions by result, tokens reclaimed, fallbacks, exhausted results and
+// failures by type. With no tracing on the worker the OpenTelemetry API answers with its no-op
+// tracer (no span, no id drawn, nothing sent); the SDK sends no metric while a workflow replays.
+import { SpanStatusCode, trace } from '@opentelemetry/api';
+import { ApplicationFailure } from '@temporalio/common';
+import { inWorkflowContext, isCancellation, metricMeter } from '@temporalio/workflow';
+import {
+  COMPACTION_SPAN_NAME,
+  CompactionMetric,
+  compactionResultKind,
+  compactionSpanAttributes,
+  type SummarizerTally,
+} from '../core/compaction/telemetry.js';
+import type { SummarizerUsage } from '../core/counting/summarizer-usage.js';
+import type { CompactionResult } from '../core/types.js';
+
+/** What a compaction ends with, as its telemetry reads it. */
+interface Compacted {
+  result: CompactionResult;
+  summarizerUsage: SummarizerUsage | undefined;
+}
+
+/** Adds one compaction to the workflow metrics. */
+function countCompaction({ result }: Compacted): void {
+  if (!inWorkflowContext()) return;
+  metricMeter
+    .createCounter(CompactionMetric.Compactions, 'compactions', 'Compactions, by result')
+    .add(1, { result: compactionResultKind(result) });
+  const reclaimed = result.tokensBefore - result.tokensAfter;
+  if (reclaimed > 0)
+    metricMeter
+      .createCounter(CompactionMetric.TokensReclaimed, 'tokens', 'Tokens the compactions took out of the context')
+      .add(reclaimed);
+  if (result.fallback)
+    metricMeter
+      .createCounter(CompactionMetric.Fallbacks, 'compactions', 'Compactions that fell back to the hard trim')
+      .add(1);
+  if (result.exhausted)
+    metricMeter
+      .createCounter(
+        CompactionMetric.Exhausted,
+        'compactions',
+        'Compactions still over their target after the hard trim',
+      )
+      .add(1);
+}
+
+/**
+ * Runs one compaction inside its `Compaction` span: `run` is handed the tally of the summarizer's
+ * requests and attempts. A compaction that ends is recorded on the span and counted by result; one
+ * that fails (other than by cancellation) is counted by failure type and marks the span an error.
+ */
+export function withCompactionTelemetry<T extends Compacted>(run: (tally: SummarizerTally) => Promise<T>): Promise<T> {
+  return trace.getTracer('temporal-compactor').startActiveSpan(COMPACTION_SPAN_NAME, async (span) => {
+    const tally: SummarizerTally = { requests: 0, attempts: 0 };
+    try {
+      const compaction = await run(tally);
+      if (span.isRecording())
+        span.setAttributes(compactionSpanAttributes(compaction.result, compaction.summarizerUsage, tally));
+      countCompaction(compaction);
+      return compaction;
+    } catch (error) {
+      if (!isCancellation(error)) {
+        const type =
+          error instanceof ApplicationFailure
+            ? (error.type ?? 'ApplicationFailure')
+            : error instanceof Error
+              ? error.name
+              : 'Error';
+        if (inWorkflowContext())
+          metricMeter
+            .createCounter(
+              CompactionMetric.CompactionFailures,
+              'compactions',
+              'Compactions that failed, by failure type',
+            )
+            .add(1, { type });
+        span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
+      }
+      throw error;
+    } finally {
+      span.end();
+    }
+  });
+}

@@ -1,0 +1,75 @@
+// Sandbox-safe: the workflow driver of the compaction engine (docs/design.md#workflow-compact,
+// docs/design.md#drivers). The engine decides everything in deterministic workflow code; each step
+// it yields is answered by the `summarize` activity (./summarize-step.ts), inside the compaction's
+// span (./compaction-telemetry.ts), while the summarizer's usage is added up.
+import { compactionSteps, type CompactionHooks } from '../core/compaction/engine.js';
+import type { SummarizerTally } from '../core/compaction/telemetry.js';
+import { summarizerMessages } from '../core/compaction/transcript.js';
+import { addSummarizerRequest, type SummarizerUsage } from '../core/counting/summarizer-usage.js';
+import type { CompactionResult } from '../core/types.js';
+import { failOnInvalidInput } from '../shared/failures.js';
+import type { CompactionCall } from './compact-options.js';
+import { withCompactionTelemetry } from './compaction-telemetry.js';
+import { summarizeStep, type OnCancel } from './summarize-step.js';
+
+/** A compaction's result and what its summarizer requests cost (undefined when no summary came back). */
+export interface CompactionWithUsage {
+  result: CompactionResult;
+  summarizerUsage: SummarizerUsage | undefined;
+}
+
+/**
+ * Drives the engine for the pass `call` gives (asked inside the span, so a pass refused for bad
+ * options is counted as failed); `onCancel` says whether a cancelled caller gets the hard trim or
+ * its cancellation back; `nameReplaced` is the engine's hook of an agent run with recall on. Also
+ * adds up the summarizer's usage (the activity's reported numbers, else an estimate), which agent
+ * runs account for and `compact`'s own result does not carry.
+ */
+export function driveCompaction(
+  messages: unknown,
+  call: () => CompactionCall,
+  onCancel: OnCancel,
+  nameReplaced?: CompactionHooks['nameReplaced'],
+): Promise<CompactionWithUsage> {
+  return withCompactionTelemetry((tally) => runCompaction(messages, call, onCancel, tally, nameReplaced));
+}
+
+async function runCompaction(
+  messages: unknown,
+  call: () => CompactionCall,
+  onCancel: OnCancel,
+  tally: SummarizerTally,
+  nameReplaced: CompactionHooks['nameReplaced'],
+): Promise<CompactionWithUsage> {
+  const steps = failOnInvalidInput(() => {
+    const { settings, overrides } = call();
+    const generator = compactionSteps(
+      messages,
+      settings.options,
+      overrides,
+      overrides.counter,
+      nameReplaced === undefined ? {} : { nameReplaced },
+    );
+    // The engine validates the messages before its first step: run to it here so bad input fails now.
+    // The settings are copied: what this pass learns of the worker (payloadStore) stays with it.
+    return { compaction: { ...settings }, generator, first: generator.next() };
+  });
+  const { compaction, generator } = steps;
+  let summarizerUsage: SummarizerUsage | undefined;
+  let next = steps.first;
+  while (next.done !== true) {
+    const step = next.value;
+    const outcome = await summarizeStep(step, compaction, onCancel, tally);
+    if (outcome.kind === 'summary' && outcome.text.trim() !== '')
+      summarizerUsage = addSummarizerRequest(
+        summarizerUsage,
+        () => summarizerMessages(step.request),
+        outcome.text,
+        outcome.usage,
+      );
+    // After a cancellation the rest is pure and synchronous (the engine trims and returns), so it
+    // completes even though the caller's scope is cancelled; nothing here awaits again.
+    next = generator.next(outcome);
+  }
+  return { result: next.value, summarizerUsage };
+}

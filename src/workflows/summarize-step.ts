@@ -1,0 +1,85 @@
+// Sandbox-safe: one step of the engine answered by the `summarize` activity
+// (docs/design.md#workflow-compact) — scheduled under Temporal's retry policy with a one-line
+// summary for the UI, unless the request is over the payload limit with no payload store; how the
+// activity ended mapped to the engine's outcome.
+import { ApplicationFailure, RetryState } from '@temporalio/common';
+import { ActivityFailure, CancellationScope, isCancellation, proxyActivities } from '@temporalio/workflow';
+import type { CompactorActivities } from '../activities/index.js';
+import type { SummarizeOutcome, SummarizeStep } from '../core/compaction/engine.js';
+import type { SummarizerTally } from '../core/compaction/telemetry.js';
+import { jsonPayloadBytes } from '../core/limits/payload-size.js';
+import type { CompactionSettings } from './compact-options.js';
+import { describeWorker } from './describe-worker.js';
+
+/** What the driver does when the caller's scope is cancelled during a summarize call. */
+export type OnCancel = 'hard-trim' | 'rethrow';
+
+/** `1234567` → `1,234,567` without `Intl` (a locale must not change what a workflow records). */
+function grouped(value: number): string {
+  return String(value).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+}
+
+/** The one-line activity summary the UI and CLI show, e.g. `summarize 247 messages (109,333 chars) · gpt-4o-mini`, `summarize 31 messages (24,012 chars), piece 2 of 9`. */
+export function summarizeActivitySummary(step: SummarizeStep, summarizerModel?: string): string {
+  const what = `summarize ${grouped(step.transcript.messages)} messages (${grouped(step.transcript.characters)} chars)`;
+  const retry = step.purpose === 'tighter' ? ', tighter retry' : step.purpose === 'coverage' ? ', coverage retry' : '';
+  // docs/design.md#summarizer-window A middle summarized in pieces says which one each request folds in.
+  const piece = step.piece === undefined ? '' : `, piece ${step.piece.index} of ${step.piece.of}`;
+  return `${what}${piece}${retry}${summarizerModel === undefined ? '' : ` · ${summarizerModel}`}`;
+}
+
+/** The attempt a summarize activity reported (in its output, or in its failure's details); 1 when it said none. */
+function reportedAttempt(value: unknown): number {
+  const attempt: unknown = typeof value === 'object' && value !== null ? Reflect.get(value, 'attempt') : undefined;
+  return typeof attempt === 'number' && Number.isSafeInteger(attempt) && attempt > 0 ? attempt : 1;
+}
+
+/** Answers one step with the `summarize` activity; maps how it ended to the engine's outcome. */
+export async function summarizeStep(
+  step: SummarizeStep,
+  compaction: CompactionSettings,
+  onCancel: OnCancel,
+  tally: SummarizerTally,
+): Promise<SummarizeOutcome> {
+  const input = step.request;
+  const bytes = jsonPayloadBytes(input);
+  if (bytes > compaction.maxPayloadBytes) {
+    compaction.payloadStore ??= (await describeWorker()).externalStorage;
+    if (!compaction.payloadStore) {
+      // Sent inline, the server would refuse it and the workflow task would fail without end: the
+      // hard trim instead, as for a summarizer that refused the request.
+      return {
+        kind: 'failed',
+        reason: 'rejected',
+        message: `the summarize request is ${bytes} bytes, over maxPayloadBytes (${compaction.maxPayloadBytes}), and the worker stores no payloads externally`,
+      };
+    }
+  }
+  const { summarize } = proxyActivities<CompactorActivities>({
+    ...compaction.activity,
+    summary: summarizeActivitySummary(step, compaction.summarizerModel),
+  });
+  tally.requests += 1;
+  try {
+    // Its own scope, a child of the caller's: cancelling the caller cancels the attempt in flight
+    // or the retry backoff at once (the server cancels a scheduled retry immediately).
+    const output = await CancellationScope.cancellable(() => summarize(input));
+    tally.attempts += reportedAttempt(output);
+    const { text, usage, pieces } = output;
+    // docs/design.md#summarizer-window A worker's window made the activity fold it: the record says in how many requests.
+    const folded = typeof pieces === 'number' && Number.isSafeInteger(pieces) && pieces > 1 ? { pieces } : {};
+    return usage === undefined ? { kind: 'summary', text, ...folded } : { kind: 'summary', text, usage, ...folded };
+  } catch (error) {
+    if (isCancellation(error)) {
+      tally.attempts += 1;
+      if (onCancel === 'rethrow') throw error;
+      return { kind: 'cancelled' };
+    }
+    if (!(error instanceof ActivityFailure)) throw error;
+    tally.attempts += error.cause instanceof ApplicationFailure ? reportedAttempt(error.cause.details?.[0]) : 1;
+    const message = error.cause?.message ?? error.message;
+    // Non-retryable: the abort bucket (Summarizer.Rejected), or a backend that chose to fail for good.
+    if (error.retryState === RetryState.NON_RETRYABLE_FAILURE) return { kind: 'failed', reason: 'rejected', message };
+    return { kind: 'failed', reason: 'exhausted', message };
+  }
+}
