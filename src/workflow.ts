@@ -55,11 +55,9 @@ export type { PartElision } from './core/formats/view.js';
 // Compaction inside any workflow (docs/design.md#workflow-compact).
 export {
   compact,
-  compactWithUsage,
   needsCompaction,
   planCompaction,
   type CompactOptions,
-  type CompactionWithUsage,
   type SummarizeActivitySettings,
 } from './workflows/compact.js';
 // The AI SDK's language-model middleware (docs/compaction.md#ai-sdk-middleware).

@@ -422,14 +422,6 @@ export async function compact(
   return view === undefined ? result : view.result(result);
 }
 
-/** {@link compact}, also returning what its summarizer requests cost (for callers that account for it). */
-export function compactWithUsage(
-  messages: readonly ChatMessage[],
-  options: CompactOptions,
-): Promise<CompactionWithUsage> {
-  return driveCompaction(messages, () => plan(options), 'hard-trim');
-}
-
 /** A call's conversation as the engine reads it, and how its options are checked once the span is open. */
 export interface Pass {
   /** The view of `options.format`; undefined for OpenAI chat, which the engine reads as it is. */
