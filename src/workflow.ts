@@ -8,13 +8,6 @@
 export type * from './core/types.js';
 // Failure types (docs/design.md#failure-types): list them in `nonRetryableErrorTypes`, match them on a caught failure.
 export { FailureType, InvalidInputError, SummarizerError, type SummarizerFailureKind } from './core/errors.js';
-export {
-  ChatFailureType,
-  ReplayFailureType,
-  ToolFailureType,
-  RunFailureType,
-  UpdateFailureType,
-} from './core/agent/agent-errors.js';
 export type { InvalidInputDetails } from './shared/failures.js';
 export type { PayloadTooLargeDetails } from './core/limits/payload-size.js';
 // Messages and options.

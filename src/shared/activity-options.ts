@@ -51,7 +51,7 @@ export const BOOKKEEPING_ACTIVITY: ActivityOptions = {
     initialInterval: 1_000,
     backoffCoefficient: 2,
     maximumInterval: 30_000,
-    nonRetryableErrorTypes: [FailureType.InvalidInput],
+    nonRetryableErrorTypes: [FailureType.Compaction.InvalidInput],
   },
 };
 

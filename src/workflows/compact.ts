@@ -147,7 +147,7 @@ export function summarizeActivityOptions(
       initialInterval,
       backoffCoefficient: 2,
       maximumInterval: MAX_RETRY_BACKOFF_MS,
-      nonRetryableErrorTypes: [FailureType.Rejected, FailureType.InvalidInput],
+      nonRetryableErrorTypes: [FailureType.Summarizer.Rejected, FailureType.Compaction.InvalidInput],
     },
     ...(queue === undefined ? {} : { taskQueue: queue }),
   };

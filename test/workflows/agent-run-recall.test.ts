@@ -216,7 +216,7 @@ describe('recall', { timeout: 120_000 }, () => {
     const t = await testConnection();
     // The summarizer refuses: the compaction falls back to the hard trim.
     const rejected = async (): Promise<never> => {
-      throw ApplicationFailure.nonRetryable('the summarizer is down', FailureType.Rejected);
+      throw ApplicationFailure.nonRetryable('the summarizer is down', FailureType.Summarizer.Rejected);
     };
     await withWorker(
       t,

@@ -163,7 +163,7 @@ describe('steering agentRun', { timeout: 120_000 }, () => {
         .catch((error: unknown) => error);
       expect(refused).toBeInstanceOf(WorkflowUpdateFailedError);
       expect(failureTypeOf(refused)).toEqual({
-        type: FailureType.InvalidInput,
+        type: FailureType.Compaction.InvalidInput,
         message: 'compact.instructions: must be a string',
       });
       // Accepted now, answered once the loop has compacted: after the request in flight, before the next.
@@ -243,7 +243,7 @@ describe('steering agentRun', { timeout: 120_000 }, () => {
         .catch((e: unknown) => e);
       expect(unknown).toBeInstanceOf(WorkflowUpdateFailedError);
       expect(failureTypeOf(unknown)).toEqual({
-        type: FailureType.InvalidInput,
+        type: FailureType.Compaction.InvalidInput,
         message:
           'pin.ids[1]: no message with id "m99" in the live conversation (the conversationEntries query lists them)',
       });
@@ -372,7 +372,7 @@ describe('steering agentRun', { timeout: 120_000 }, () => {
           .executeUpdate(reviewCompactionUpdate, { args: [{ decision: 'apply' }] })
           .catch((e: unknown) => e);
         expect(failureTypeOf(none)).toEqual({
-          type: FailureType.InvalidInput,
+          type: FailureType.Compaction.InvalidInput,
           message: 'reviewCompaction: no compaction is waiting for review (the pendingCompaction query)',
         });
         const compact = await handle.startUpdate(compactUpdate, {

@@ -28,7 +28,6 @@ import {
   FailureType,
   replaySession,
   toProviderMessages,
-  RunFailureType,
   sessionQuery,
   type AgentRunWorkflowInput,
   type ChatMessage,
@@ -336,7 +335,7 @@ describe('agentRun', { timeout: 90_000 }, () => {
           .catch((error: unknown) => error);
         expect(rejected).toBeInstanceOf(WorkflowUpdateFailedError);
         expect(failureTypeOf(rejected)).toEqual({
-          type: FailureType.InvalidInput,
+          type: FailureType.Compaction.InvalidInput,
           message: 'message.content: must be a string, null or an array of content parts',
         });
         hold.release(completion({ content: 'a.txt holds alpha and beta.' }));
@@ -485,7 +484,7 @@ describe('agentRun', { timeout: 90_000 }, () => {
           }),
         ),
       );
-      expect([failure.type, failure.nonRetryable]).toEqual([RunFailureType.BackendsFailed, true]);
+      expect([failure.type, failure.nonRetryable]).toEqual([FailureType.RunFailed.BackendsFailed, true]);
       expect(failure.message).toContain('401');
       // 401 is in the abort bucket: one request per backend, no retries.
       expect(server.requests.map((request) => (request.body as { model?: string }).model)).toEqual([
@@ -542,7 +541,7 @@ describe('agentRun', { timeout: 90_000 }, () => {
         { messages: openingOf(name), model: replayModel(name, 2500), compaction: {}, maxRounds: 1000 },
         workflowId,
       );
-      expect([outcome.status, outcome.failureType]).toEqual(['failed', RunFailureType.ContextExhausted]);
+      expect([outcome.status, outcome.failureType]).toEqual(['failed', FailureType.RunFailed.ContextExhausted]);
       const last = outcome.session.at(-1);
       expect(last).toMatchObject({ type: 'compaction', exhausted: true });
       expect(outcome.compactions.at(-1)).toMatchObject({ exhausted: true });
@@ -865,7 +864,7 @@ describe('agentRun', { timeout: 90_000 }, () => {
           args: [input],
         }),
       );
-      expect([failure.type, failure.nonRetryable]).toEqual([FailureType.InvalidInput, true]);
+      expect([failure.type, failure.nonRetryable]).toEqual([FailureType.Compaction.InvalidInput, true]);
       expect(failure.message).toContain(message);
       expect(failure.details?.[0]).toHaveProperty('field', message.split(':')[0]);
     });

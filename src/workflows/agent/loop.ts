@@ -20,7 +20,6 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { ChatActivityInput, ChatActivityOutput, CompactorActivities } from '../../activities/index.js';
-import { RunFailureType } from '../../core/agent/agent-errors.js';
 import { pinTask, type AgentRunPlan, type ResolvedBackend } from '../../core/agent/agent-input.js';
 import {
   freshBackendStatus,
@@ -71,7 +70,7 @@ import {
   type ReviewCompactionInput,
 } from '../../core/agent/steering.js';
 import type { SummarizerUsage } from '../../core/counting/summarizer-usage.js';
-import { InvalidInputError } from '../../core/errors.js';
+import { FailureType, InvalidInputError } from '../../core/errors.js';
 import { jsonPayloadBytes } from '../../core/limits/payload-size.js';
 import type { ChatMessage, CompactionResult } from '../../core/types.js';
 import { CHAT_ACTIVITY_DEFAULTS, agentActivityOptions } from '../../shared/activity-options.js';
@@ -527,7 +526,7 @@ export class AgentLoop {
         room: aim,
       };
       throw ApplicationFailure.create({
-        type: RunFailureType.ContextExhausted,
+        type: FailureType.RunFailed.ContextExhausted,
         message: `context exhausted before round ${details.round}: ${groupDigits(details.tokens)} tokens after compaction, ${groupDigits(aim)} usable on ${details.backend} (keepRecent or a recent tool result is too large for the window)`,
         nonRetryable: true,
         details: [details],
@@ -680,7 +679,7 @@ export class AgentLoop {
       const candidates = this.candidates(failed);
       if (candidates.length === 0) {
         throw ApplicationFailure.create({
-          type: RunFailureType.BackendsFailed,
+          type: FailureType.RunFailed.BackendsFailed,
           message: `every backend failed in round ${this.rounds + 1}; last: ${failureMessage(lastFailure)}`,
           nonRetryable: true,
           cause: lastFailure instanceof Error ? lastFailure : undefined,
