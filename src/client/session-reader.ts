@@ -149,7 +149,7 @@ async function* batchesOf(client: Client, workflowId: string, runId: string): As
  * @throws SessionReadError when a batch is missing or out of order (the transcript would not replay).
  * @example
  * const result = await handle.result();
- * const messages = await replaySessionStream(readSession(client, result.session));
+ * const messages = await transcript.replayStream(readSession(client, result.session));
  */
 export async function* readSession(
   client: Client,

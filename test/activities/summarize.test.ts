@@ -3,13 +3,13 @@ import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
-  createActivities,
   createOpenAISummarizer,
   FailureType,
   SummarizerError,
   type SummarizeRequest,
   type Summarizer,
 } from '../../src/index.js';
+import { createActivities } from '../../src/activities/index.js';
 import {
   requestFor,
   SUMMARY_INSTRUCTION,

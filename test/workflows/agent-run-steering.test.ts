@@ -9,16 +9,23 @@ import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
   agentRun,
-  agentRunSteering,
-  compactionsQuery,
-  conversationQuery,
   FailureType,
-  replaySession,
   toProviderMessages,
-  type AgentRunWorkflowInput,
   type ChatMessage,
   type CompactionProposal,
 } from '../../src/index.js';
+import {
+  compactionsQuery,
+  compactUpdate,
+  conversationEntriesQuery,
+  conversationQuery,
+  pendingCompactionQuery,
+  pinUpdate,
+  reviewCompactionUpdate,
+  unpinUpdate,
+  type AgentRunWorkflowInput,
+} from '../../src/shared/agent-run.js';
+import { replaySession } from '../../src/core/agent/session.js';
 import { readSessionLines } from '../../src/client/session-reader.js';
 import { NOTHING_TO_COMPACT } from '../../src/core/agent/steering.js';
 import { SearchAttributeKeys } from '../../src/shared/search-attributes.js';
@@ -28,15 +35,6 @@ import { capturedCliIo } from '../support/cli-process.js';
 import { bundleWorkflows, testConnection, uniqueId, withWorker } from '../support/temporal.js';
 import { main } from '../../src/cli/main.js';
 import { maybeRecordHistory } from './harness.js';
-
-const {
-  compactUpdate,
-  pinUpdate,
-  unpinUpdate,
-  conversationEntriesQuery,
-  pendingCompactionQuery,
-  reviewCompactionUpdate,
-} = agentRunSteering;
 
 let bundle: WorkflowBundleWithSourceMap;
 beforeAll(async () => {

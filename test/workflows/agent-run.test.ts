@@ -20,19 +20,21 @@ import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import OpenAI from 'openai';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
-  addUserMessageUpdate,
   agentRun,
-  stopUpdate,
-  compactionsQuery,
-  conversationQuery,
   FailureType,
-  replaySession,
   toProviderMessages,
-  sessionQuery,
-  type AgentRunWorkflowInput,
   type ChatMessage,
   type ContextExhaustedDetails,
 } from '../../src/index.js';
+import {
+  addUserMessageUpdate,
+  stopUpdate,
+  compactionsQuery,
+  conversationQuery,
+  sessionQuery,
+  type AgentRunWorkflowInput,
+} from '../../src/shared/agent-run.js';
+import { replaySession } from '../../src/core/agent/session.js';
 import { readSessionLines } from '../../src/client/session-reader.js';
 import { pinTask } from '../../src/core/agent/agent-input.js';
 import { emptyCompactionHistory, RECENT_COMPACTIONS } from '../../src/core/agent/compaction-history.js';

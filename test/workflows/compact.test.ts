@@ -6,15 +6,15 @@ import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
   Compactor,
-  createActivities,
   createOpenAISummarizer,
   FailureType,
   REFERENCE_EXACT,
   type ChatMessage,
-  type CompactConversationOptions,
   type CompactionResult,
   type Summarizer,
 } from '../../src/index.js';
+import { createActivities } from '../../src/activities/index.js';
+import type { CompactConversationOptions } from '../../src/workflows/compact-conversation.js';
 import { SUMMARY_INSTRUCTION, SUMMARY_INSTRUCTIONS_HEADING } from '../../src/core/compaction/transcript.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.js';
 import { toolRounds } from '../support/messages.js';

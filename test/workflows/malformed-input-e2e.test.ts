@@ -13,7 +13,8 @@ import fc from 'fast-check';
 import OpenAI from 'openai';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { addUserMessageUpdate, FailureType } from '../../src/index.js';
+import { FailureType } from '../../src/index.js';
+import { addUserMessageUpdate } from '../../src/shared/agent-run.js';
 import { replayActivities, startBackgroundWorker } from '../support/agent.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.js';
 import {

@@ -11,14 +11,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   agentRun,
   compactConversation,
-  createActivities,
   createExtractiveSummarizer,
   FailureType,
-  replaySession,
   toProviderMessages,
   type ChatMessage,
   type PayloadTooLargeDetails,
 } from '../../src/index.js';
+import { createActivities } from '../../src/activities/index.js';
+import { replaySession } from '../../src/core/agent/session.js';
 import { readSessionLines } from '../../src/client/session-reader.js';
 import { failureTypeOf } from '../support/agent.js';
 import {
