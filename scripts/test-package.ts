@@ -585,7 +585,7 @@ function checkGrepThread(dir: string): void {
     [
       `const { grepInThread } = await import(${JSON.stringify(grepModule)});`,
       `const base = ${JSON.stringify(realpathSync(searched))};`,
-      "const input = { pattern: '^(x|(a+)+$)', flags: '', start: base, base, maxResults: 10, maxFileBytes: 1e6, maxFiles: 10, skippedDirectories: [] };",
+      "const input = { pattern: '^(x|(a+)+$)', flags: '', start: base, base, maxResults: 10, maxFileBytes: 1e6, maxFiles: 10, maxLineChars: 500, skippedDirectories: [] };",
       'let ticks = 0; const ticker = setInterval(() => (ticks += 1), 50);',
       'const outcome = await grepInThread(input, { timeoutMs: 1500, memoryMb: 64 });',
       'clearInterval(ticker);',
