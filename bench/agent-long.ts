@@ -27,13 +27,9 @@ import { loadConfig } from '../src/config.js';
 import { groupDigits } from '../src/core/agent/compaction-history.js';
 import { openingMessages } from '../src/core/agent/trajectory.js';
 import { startDevServer, type DevServer } from '../dev/dev-server.js';
-import {
-  agentRun,
-  replaySession,
-  type AgentRunResult,
-  type AgentRunWorkflowInput,
-  type ChatMessage,
-} from '../src/index.js';
+import { agentRun, type AgentRunResult, type ChatMessage } from '../src/index.js';
+import { replaySession } from '../src/core/agent/session.js';
+import type { AgentRunWorkflowInput } from '../src/shared/agent-run.js';
 import { chainRunIds, HISTORY_CHANNEL_ARGS, historyEvents, readSessionLines } from '../src/client/session-reader.js';
 import { payloadConverterFromConfig, payloadProtoSize, type ChunkStoreStats } from '../src/payloads/index.js';
 import { storeEnvironment } from './agent-long-store.js';

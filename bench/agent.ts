@@ -14,17 +14,11 @@ import { Client, Connection, WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { startDevServer, type DevServer } from '../dev/dev-server.js';
-import {
-  agentRun,
-  compactionRecordsFromSession,
-  createActivities,
-  createExtractiveSummarizer,
-  type AgentRunWorkflowInput,
-  type CompactionRecord,
-  type SessionReference,
-} from '../src/index.js';
+import { agentRun, createExtractiveSummarizer, type CompactionRecord, type SessionReference } from '../src/index.js';
+import { compactionRecordsFromSession, groupDigits } from '../src/core/agent/compaction-history.js';
+import { createActivities } from '../src/activities/index.js';
+import type { AgentRunWorkflowInput } from '../src/shared/agent-run.js';
 import { readSessionLines } from '../src/client/session-reader.js';
-import { groupDigits } from '../src/core/agent/compaction-history.js';
 import { openingMessages } from '../src/core/agent/trajectory.js';
 import { benchmarkCorpus, createTrajectoryDir, type Trajectory } from '../corpus/index.js';
 

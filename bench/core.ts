@@ -9,13 +9,8 @@ import { readFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg } from 'node:os';
 import { constants, performance, PerformanceObserver } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
-import {
-  Compactor,
-  defaultCounter,
-  type ChatMessage,
-  type CompactionResult,
-  type CompactorOptions,
-} from '../src/index.js';
+import { Compactor, type ChatMessage, type CompactionResult, type CompactorOptions } from '../src/index.js';
+import { defaultCounter } from '../src/core/counting/tokens.js';
 import {
   compactionSteps,
   runCompactionSteps,

@@ -26,17 +26,16 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import {
   REFERENCE_EXACT,
-  createBpeCounter,
   validateMessages,
   type ChatMessage,
   type CompactionOptions,
   type CompactionResult,
   type TokenCounter,
 } from '../src/index.js';
+import { createBpeCounter, countTextTokens } from '../src/core/counting/bpe-counter.js';
 import { extractiveSummary } from '../src/summarizers/extractive.js';
 import { compactionSteps, runCompactionSteps, type SummarizeStep } from '../src/core/compaction/engine.js';
 import { needsCompactionCore } from '../src/core/compaction/needs-compaction.js';
-import { countTextTokens } from '../src/core/counting/bpe-counter.js';
 import { findRegions } from '../src/core/compaction/regions.js';
 import { resolveOptions } from '../src/core/compaction/options.js';
 import { capMiddle, isSummaryMessage, summarizerMessages } from '../src/core/compaction/transcript.js';

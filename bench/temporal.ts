@@ -12,14 +12,10 @@ import { Client, Connection } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { startDevServer, type DevServer } from '../dev/dev-server.js';
-import {
-  Compactor,
-  createActivities,
-  defaultCounter,
-  type ChatMessage,
-  type CompactConversationOptions,
-  type CompactionResult,
-} from '../src/index.js';
+import { Compactor, type ChatMessage, type CompactionResult } from '../src/index.js';
+import { createActivities } from '../src/activities/index.js';
+import { defaultCounter } from '../src/core/counting/tokens.js';
+import type { CompactConversationOptions } from '../src/workflows/compact-conversation.js';
 import type { compactConversation } from '../src/workflows/index.js';
 import { createFakeSummarizer } from '../corpus/fake-summarizer.js';
 import { benchmarkCorpus, type Trajectory } from '../corpus/index.js';

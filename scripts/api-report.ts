@@ -28,13 +28,13 @@ export const API_ENTRIES: readonly ApiEntry[] = [
   {
     importPath: 'temporal-compactor',
     source: 'src/index.ts',
-    maxRuntimeNames: 60,
+    maxRuntimeNames: 28,
     report: 'temporal-compactor.api.md',
   },
   {
     importPath: 'temporal-compactor/workflow',
     source: 'src/workflow.ts',
-    maxRuntimeNames: 40,
+    maxRuntimeNames: 19,
     report: 'temporal-compactor-workflow.api.md',
   },
 ];

@@ -12,8 +12,8 @@
 //   3. every TypeScript block of the markdown files written there (```ts worker.ts → worker.ts, one
 //      block per name; unnamed blocks → snippets/*.ts) and type-checked with tsc (strict, nodenext);
 //      errors name the markdown file and line;
-//   4. ESM and CommonJS (Node's require(esm), 20.19+) load both entry points, and
-//      compactorWorkflowsPath() names the installed dist/workflows/index.js; a setting that needs a
+//   4. ESM and CommonJS (Node's require(esm), 20.19+) load both entry points, and the plugin bundles
+//      the installed dist/workflows/index.js for a worker of ours alone; a setting that needs a
 //      missing optional peer (COMPACTOR_TRACING, an s3:// store) fails naming it;
 //   5. the installed bin: `npx temporal-compactor --help`, `compact` on a small conversation, and
 //      `bundle --workflows workflows.ts` (the prebuilt bundle of step 6);
@@ -462,7 +462,7 @@ function typeCheckBlocks(dir: string, markdown: readonly string[]): ProjectFile[
   // A CommonJS user's file: `import` of the ESM package from a .cts file is require(esm) under nodenext.
   writeFileSync(
     join(dir, 'check-cjs-types.cts'),
-    "import { compactorPlugin, compactorWorkflowsPath } from 'temporal-compactor';\nimport { compact } from 'temporal-compactor/workflow';\nexport const checked: [string, unknown, unknown] = [compactorWorkflowsPath(), compactorPlugin, compact];\n",
+    "import { compactorPlugin, type CompactorPlugin } from 'temporal-compactor';\nimport { compact } from 'temporal-compactor/workflow';\nexport const checked: [CompactorPlugin, typeof compact] = [compactorPlugin({ register: 'workflows' }), compact];\n",
   );
   const tsconfig = {
     compilerOptions: {
@@ -502,21 +502,28 @@ function typeCheckBlocks(dir: string, markdown: readonly string[]): ProjectFile[
   return files;
 }
 
-/** Step 4: both entry points from ESM and from CommonJS, and the workflows path a worker bundles. */
+/** The plugin of a worker of our workflows alone (no configuration read), as a module's source line. */
+const WORKFLOWS_PLUGIN = "compactorPlugin({ register: 'workflows', dataConverter: {}, tracing: 'off' })";
+
+/**
+ * Step 4: both entry points from ESM and from CommonJS, and the workflows path the plugin bundles
+ * for a worker without workflows of its own (`bundleWorkflowCode({ plugins: [compactorPlugin()] })`).
+ */
 function checkModules(dir: string): void {
   const expected = realpathSync(join(dir, 'node_modules', 'temporal-compactor', 'dist', 'workflows', 'index.js'));
   const check = (workflowsPath: string, how: string): void => {
     if (realpathSync(workflowsPath) !== expected)
-      throw new PackageTestError(`${how}: compactorWorkflowsPath() is ${workflowsPath}, expected ${expected}`);
+      throw new PackageTestError(`${how}: the plugin bundles ${workflowsPath}, expected ${expected}`);
   };
   writeFileSync(
     join(dir, 'check-esm.mjs'),
     [
-      "import { compactorPlugin, compactorWorkflowsPath } from 'temporal-compactor';",
+      "import { compactorPlugin } from 'temporal-compactor';",
       "import { compact, needsCompaction } from 'temporal-compactor/workflow';",
       "import manifest from 'temporal-compactor/package.json' with { type: 'json' };",
       "if (typeof compactorPlugin !== 'function' || typeof compact !== 'function' || typeof needsCompaction !== 'function') throw new Error('an entry point lacks its functions');",
-      'console.log(JSON.stringify({ workflowsPath: compactorWorkflowsPath(), version: manifest.version }));',
+      `const { workflowsPath } = ${WORKFLOWS_PLUGIN}.configureBundler({});`,
+      'console.log(JSON.stringify({ workflowsPath, version: manifest.version }));',
       '',
     ].join('\n'),
   );
@@ -526,17 +533,18 @@ function checkModules(dir: string): void {
   };
   check(esm.workflowsPath, 'ESM');
   progress(
-    `ESM: temporal-compactor ${esm.version} and temporal-compactor/workflow import; compactorWorkflowsPath() = ${relative(dir, esm.workflowsPath)}`,
+    `ESM: temporal-compactor ${esm.version} and temporal-compactor/workflow import; the plugin bundles ${relative(dir, esm.workflowsPath)}`,
   );
   writeFileSync(
     join(dir, 'check-cjs.cjs'),
     [
-      "const { compactorPlugin, compactorWorkflowsPath } = require('temporal-compactor');",
+      "const { compactorPlugin } = require('temporal-compactor');",
       "const { compact } = require('temporal-compactor/workflow');",
       "if (typeof compactorPlugin !== 'function' || typeof compact !== 'function') throw new Error('require() gave an entry point without its functions');",
+      `const { workflowsPath } = ${WORKFLOWS_PLUGIN}.configureBundler({});`,
       "import('temporal-compactor').then((imported) => {",
-      "  if (imported.compactorWorkflowsPath() !== compactorWorkflowsPath()) throw new Error('import() and require() disagree');",
-      '  console.log(JSON.stringify({ workflowsPath: compactorWorkflowsPath() }));',
+      `  if (imported.${WORKFLOWS_PLUGIN}.configureBundler({}).workflowsPath !== workflowsPath) throw new Error('import() and require() disagree');`,
+      '  console.log(JSON.stringify({ workflowsPath }));',
       '});',
       '',
     ].join('\n'),
@@ -577,7 +585,7 @@ function checkGrepThread(dir: string): void {
     [
       `const { grepInThread } = await import(${JSON.stringify(grepModule)});`,
       `const base = ${JSON.stringify(realpathSync(searched))};`,
-      "const input = { pattern: '^(x|(a+)+$)', flags: '', start: base, base, maxResults: 10, maxFileBytes: 1e6, maxFiles: 10, skippedDirectories: [] };",
+      "const input = { pattern: '^(x|(a+)+$)', flags: '', start: base, base, maxResults: 10, maxFileBytes: 1e6, maxFiles: 10, maxLineChars: 500, skippedDirectories: [] };",
       'let ticks = 0; const ticker = setInterval(() => (ticks += 1), 50);',
       'const outcome = await grepInThread(input, { timeoutMs: 1500, memoryMb: 64 });',
       'clearInterval(ticker);',

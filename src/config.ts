@@ -14,9 +14,6 @@ import {
 /** A setting's value as the environment (strings) or a flag parser (strings, numbers, booleans) gives it. */
 export type RawSettingValue = string | number | boolean | undefined;
 
-/** Which summarizer backend to use; `auto` picks the OpenAI-compatible one when it is configured. */
-export type SummarizerChoice = 'auto' | 'openai' | 'extractive';
-
 /** What a worker polls for: workflows and activities, or one kind only. */
 export type WorkerModeSetting = 'all' | 'workflows' | 'activities';
 

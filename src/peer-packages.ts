@@ -28,7 +28,7 @@ function peerRanges(): Record<string, string> {
 }
 
 /** What is installed beside this package cannot serve what the configuration asks for (exit 2 on the command line, as a bad setting). */
-export class InstallError extends Error {}
+export abstract class InstallError extends Error {}
 
 /** A setting asked for a part whose optional peer dependencies are not installed. */
 export class MissingPeerError extends InstallError {

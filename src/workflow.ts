@@ -1,151 +1,59 @@
-// Sandbox-safe entry point (`temporal-compactor/workflow`): the workflow API — `compact` and
-// `needsCompaction` for your own workflows, the workflows `compactConversation` and `agentRun` with
-// their inputs, results, queries and updates, the counters a workflow may count with, reading a
-// transcript back, and every failure type. Nothing here may import Node modules (the linter
-// enforces it). The engine's parts are not an entry point: the package's own tests, benchmarks and
-// scripts import them by module path. Every export is listed in api/temporal-compactor-workflow.api.md
-// (`npm run api:report`); keep this entry at 40 runtime names or fewer (test/api-report.test.ts).
-export type * from './core/types.js';
-// Failure types (docs/design.md#failure-types): list them in `nonRetryableErrorTypes`, match them on a caught failure.
-export { FailureType, InvalidInputError, SummarizerError, type SummarizerFailureKind } from './core/errors.js';
-export {
-  ChatFailureType,
-  ReplayFailureType,
-  ToolFailureType,
-  RunFailureType,
-  UpdateFailureType,
-} from './core/agent/agent-errors.js';
-export type { InvalidInputDetails } from './shared/failures.js';
-export type { PayloadTooLargeDetails } from './core/limits/payload-size.js';
-// Messages and options.
-export { toProviderMessages, validateMessages } from './core/schema.js';
-export {
-  REFERENCE_EXACT,
-  type ElisionEpochs,
-  type SummaryCoverage,
-  type ElisionEndsPass,
-  type CompactionOptions,
-  type Duration,
-  type CallOverrides,
-} from './core/compaction/options.js';
-// Message formats (docs/compaction.md#formats): Anthropic Messages and AI SDK messages in and out, beside OpenAI chat.
-export type { MessageFormat, FormatOption, Conversation, AnyCompactionResult } from './core/formats/format.js';
-export type {
-  AnthropicMessage,
-  AnthropicBlock,
-  AnthropicTextBlock,
-  AnthropicToolUseBlock,
-  AnthropicToolResultBlock,
-  AnthropicOtherBlock,
-  AnthropicRequest,
-  AnthropicConversation,
-} from './core/formats/anthropic-schema.js';
-export type { AnthropicCompactionResult, AnthropicElision } from './core/formats/anthropic.js';
-export type {
-  AiSdkMessage,
-  AiSdkPart,
-  AiSdkTextPart,
-  AiSdkToolCallPart,
-  AiSdkToolResultPart,
-  AiSdkToolResultOutput,
-  AiSdkOtherPart,
-} from './core/formats/ai-sdk-schema.js';
-export type { AiSdkCompactionResult } from './core/formats/ai-sdk.js';
-export type { PartElision } from './core/formats/view.js';
-// Compaction inside any workflow (docs/design.md#workflow-compact).
-export { compact, compactWithUsage, needsCompaction, planCompaction } from './workflows/compact.js';
+// Sandbox-safe entry point (`temporal-compactor/workflow`): what a workflow calls — `compact`,
+// `needsCompaction` and `planCompaction`, the AI SDK middleware, the workflows `compactConversation`
+// and `agentRun` with agentRun's updates and queries, the counters, the message checks, the
+// transcript, the failure types — and the types a user's code names. Nothing here may import Node
+// modules (the linter enforces it). The engine's parts are not an entry point: the package's own
+// tests, benchmarks and scripts import them by module path. Every export is listed in
+// api/temporal-compactor-workflow.api.md (`npm run api:report`); test/api-report.test.ts holds this
+// entry to its count of runtime names.
+
+// Compaction inside any workflow (docs/design.md#workflow-compact), and its options.
+export { compact, needsCompaction, planCompaction } from './workflows/compact.js';
 export type { CompactOptions } from './workflows/compact-options.js';
-export type { CompactionWithUsage } from './workflows/drive-compaction.js';
-export type { SummarizeActivitySettings } from './shared/activity-options.js';
+export { REFERENCE_EXACT, type CompactionOptions } from './core/compaction/options.js';
+// Messages (docs/design.md#messages), and a compaction's result.
+export type {
+  ChatMessage,
+  ContentPart,
+  ToolCall,
+  CompactionResult,
+  CompactionPlan,
+  Summarizer,
+  SummarizeRequest,
+  SummarizeResponse,
+  TokenCounter,
+} from './core/types.js';
+export { toProviderMessages, validateMessages } from './core/schema.js';
+// Message formats (docs/compaction.md#formats): Anthropic Messages and AI SDK messages in and out, beside OpenAI chat.
+export type { MessageFormat } from './core/formats/format.js';
+export type { AnthropicMessage, AnthropicRequest, AnthropicConversation } from './core/formats/anthropic-schema.js';
+export type { AnthropicCompactionResult } from './core/formats/anthropic.js';
+export type { AiSdkMessage } from './core/formats/ai-sdk-schema.js';
+export type { AiSdkCompactionResult } from './core/formats/ai-sdk.js';
 // The AI SDK's language-model middleware (docs/compaction.md#ai-sdk-middleware).
-export {
-  compactionMiddleware,
-  type CompactionMiddleware,
-  type CompactionMiddlewareOptions,
-  type PromptCallOptions,
-} from './workflows/ai-sdk-middleware.js';
-// Counters (docs/design.md#counting): deterministic, so a workflow may count with them.
-export { createCharCounter, defaultCounter, type CharCounterOptions } from './core/counting/tokens.js';
-export { createBpeCounter, type BpeCounterOptions, type BpeEncodingName } from './core/counting/bpe-counter.js';
-export {
-  UsageCounter,
-  type UsageCounterOptions,
-  type UsageCounterState,
-  type UsageCalibrationState,
-} from './core/counting/usage-counter.js';
-export {
-  withRequestFraming,
-  type RequestCounter,
-  type RequestFramingOptions,
-  type ToolDeclaration,
-} from './core/counting/request-counter.js';
-export type { SummarizerUsage } from './core/counting/summarizer-usage.js';
+export { compactionMiddleware, type CompactionMiddlewareOptions } from './workflows/ai-sdk-middleware.js';
+// Counters (docs/compaction.md#counting): deterministic, so a workflow may count with them.
+export { counters } from './core/counting/counters.js';
+export type { UsageCounter, UsageCounterState } from './core/counting/usage-counter.js';
 // The workflow `compactConversation` (docs/design.md#compact-conversation).
-export {
-  compactConversation,
-  type CompactConversationInput,
-  type CompactConversationOptions,
-} from './workflows/compact-conversation.js';
-// The agent loop `agentRun` (docs/design.md#agent-run): the workflow, its definitions, its input and compaction history.
+export { compactConversation, type CompactConversationInput } from './workflows/compact-conversation.js';
+// The agent loop `agentRun` (docs/design.md#agent-run): the workflow, its updates and queries, its input and result.
 export { agentRun } from './workflows/agent-run.js';
 export {
-  addUserMessageUpdate,
-  stopUpdate,
-  sessionQuery,
-  compactionsQuery,
-  conversationQuery,
-  agentRunSteering,
-  type CompactAnswer,
-  type CompactionProposal,
-  type CompactionReview,
-  type CompactUpdateInput,
-  type NothingCompacted,
-  type PinUpdateInput,
-  type Pins,
-  type ReviewAnswer,
-  type ReviewCompactionInput,
+  agentRunUpdates,
+  agentRunQueries,
   type AgentRunResult,
-  type AgentRunWorkflowInput,
-  type AddUserMessageInput,
+  type CompactionProposal,
   type ContextExhaustedDetails,
-  type StopReason,
-  type StopAnswer,
-  type BackendStatus,
 } from './shared/agent-run.js';
-export type {
-  BackendCooldown,
-  AgentRunInput,
-  AgentActivitySettings,
-  AgentCompactionOptions,
-  ModelConfig,
-  OpenAIModelConfig,
-  ReplayModelConfig,
-  Tokenizer,
-} from './core/agent/agent-input.js';
-export type { BuiltInToolName } from './core/agent/tool-declarations.js';
-export {
-  compactionRecordsFromSession,
-  type CompactionRecord,
-  type CompactionKind,
-  type CompactionHistory,
-  type CompactionTotals,
-} from './core/agent/compaction-history.js';
-export type { Pricing, RoundUsage, RunUsage } from './core/agent/run-usage.js';
-// The transcript an agent run writes (docs/design.md#transcript-format), and replaying it.
-export {
-  parseSessionJsonl,
-  replaySession,
-  replaySessionStream,
-  type SessionLine,
-  type MessageLine,
-  type CompactionLine,
-  type CompactionLineContext,
-  type ElisionLine,
-  type PinLine,
-  type ReviewOutcome,
-  type SessionEntry,
-  type SessionReference,
-  type SessionSnapshot,
-} from './core/agent/session.js';
+export type { AgentRunInput, ModelConfig } from './core/agent/agent-input.js';
+export type { CompactionRecord } from './core/agent/compaction-history.js';
+// The transcript an agent run writes (docs/design.md#transcript-format).
+export { transcript } from './core/agent/session-transcript.js';
+export type { SessionLine, SessionReference } from './core/agent/session.js';
 // The search attributes an agent run sets (docs/design.md#search-attributes), for your visibility queries.
-export { SearchAttributeKeys, type CompactorSearchAttributeName } from './shared/search-attributes.js';
+export { SearchAttributeKeys } from './shared/search-attributes.js';
+// Failure types (docs/design.md#failure-types): list them in `nonRetryableErrorTypes`, match them on a caught failure.
+export { FailureType, InvalidInputError, SummarizerError } from './core/errors.js';
+export type { InvalidInputDetails } from './shared/failures.js';
+export type { PayloadTooLargeDetails } from './core/limits/payload-size.js';

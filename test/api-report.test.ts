@@ -1,7 +1,9 @@
 // The public surface: the committed API reports (api/*.api.md) are what `npm run api:report` writes
 // from the sources, each entry stays within its count of runtime names, the report's runtime names
 // are what importing the entry really gives, and package.json exports no entry without a report.
-import { readFileSync } from 'node:fs';
+// The error classes the entries do not export are told apart by their `name`: each names itself.
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { API_ENTRIES, readApi, renderReport, type ApiEntry, type ApiExport } from '../scripts/api-report.js';
 
@@ -63,5 +65,34 @@ describe('public API (api/*.api.md)', () => {
       entry.importPath === 'temporal-compactor' ? '.' : `./${entry.importPath.slice('temporal-compactor/'.length)}`,
     );
     expect(subpaths.sort()).toEqual(expected.sort());
+  });
+});
+
+/** Every `.ts` file under `src/`, with its text. */
+function sources(directory = new URL('../src/', import.meta.url).pathname): Array<{ path: string; text: string }> {
+  return readdirSync(directory, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(directory, entry.name);
+    if (entry.isDirectory()) return sources(path);
+    return entry.name.endsWith('.ts') ? [{ path, text: readFileSync(path, 'utf8') }] : [];
+  });
+}
+
+describe('error classes (docs/design.md#failure-types)', () => {
+  it('each exported error class that is thrown has its class name as its `name`', () => {
+    const classes = sources().flatMap(({ path, text }) =>
+      [...text.matchAll(/^export (abstract )?class (\w+) extends (\w*Error)\b[^{]*\{(?:\}|([^]*?)^\})/gm)].map(
+        (match) => ({
+          at: `${path}: ${match[2] ?? ''}`,
+          name: match[2] ?? '',
+          abstract: match[1] !== undefined,
+          body: match[4] ?? '',
+        }),
+      ),
+    );
+    expect(classes.length).toBeGreaterThan(10);
+    const unnamed = classes
+      .filter((error) => !error.abstract && !error.body.includes(`readonly name = '${error.name}'`))
+      .map((error) => error.at);
+    expect(unnamed).toEqual([]);
   });
 });

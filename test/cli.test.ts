@@ -4,7 +4,7 @@
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { commands, main } from '../src/cli/main.js';
-import { parseSessionJsonl, replaySession } from '../src/index.js';
+import { parseSessionJsonl, replaySession } from '../src/core/agent/session.js';
 import { COMPACTION_TABLE_HEADER, groupDigits } from '../src/core/agent/compaction-history.js';
 import { openingOf, replayActivities, runAgent, type AgentOutcome } from './support/agent.js';
 import { capturedCliIo } from './support/cli-process.js';

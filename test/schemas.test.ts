@@ -16,7 +16,8 @@ import { durationTextMs, optionsSchema, resolveOptions } from '../src/core/compa
 import { chatMessageSchema as runtimeMessageSchema, validateMessages } from '../src/core/schema.js';
 import { anthropicMessageSchema } from '../src/core/formats/anthropic-schema.js';
 import { aiSdkMessageSchema } from '../src/core/formats/ai-sdk-schema.js';
-import { Compactor, defaultCounter, createExtractiveSummarizer } from '../src/index.js';
+import { Compactor, createExtractiveSummarizer } from '../src/index.js';
+import { defaultCounter } from '../src/core/counting/tokens.js';
 import {
   DURATION_PATTERN,
   compactConversationInputSchema,

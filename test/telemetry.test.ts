@@ -8,15 +8,9 @@ import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-tr
 import type { ClientOptions } from '@temporalio/client';
 import type { WorkerOptions } from '@temporalio/worker';
 import { describe, expect, it, vi } from 'vitest';
-import {
-  compactorPlugin,
-  ConfigError,
-  createExtractiveSummarizer,
-  createTracing,
-  loadConfig,
-  tracingWorkflowInterceptorModules,
-} from '../src/index.js';
-import { StderrSpanExporter } from '../src/telemetry/tracing.js';
+import { compactorPlugin, createExtractiveSummarizer, loadConfig } from '../src/index.js';
+import { ConfigError } from '../src/config.js';
+import { createTracing, tracingWorkflowInterceptorModules, StderrSpanExporter } from '../src/telemetry/tracing.js';
 
 const config = loadConfig({ env: {} });
 /** A user's own workflows module: the plugin bundles ours beside it. */

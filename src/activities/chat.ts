@@ -3,11 +3,10 @@
 import { ApplicationFailure } from '@temporalio/common';
 import type OpenAI from 'openai';
 import { z } from 'zod';
-import { ChatFailureType, ReplayFailureType } from '../core/agent/agent-errors.js';
 import type { ModelConfig, OpenAIModelConfig, ReplayModelConfig } from '../core/agent/agent-input.js';
 import { requestCounter } from '../core/agent/preflight.js';
 import type { ToolDeclaration } from '../core/counting/request-counter.js';
-import { InvalidInputError } from '../core/errors.js';
+import { FailureType, InvalidInputError } from '../core/errors.js';
 import { toProviderMessages, validateMessages } from '../core/schema.js';
 import type { ChatMessage, ToolCall } from '../core/types.js';
 import {
@@ -78,7 +77,7 @@ const toolCallsSchema = z.array(toolCallSchema).nullish();
 
 function malformed(message: string, cause?: unknown): ApplicationFailure {
   return ApplicationFailure.create({
-    type: ChatFailureType.Malformed,
+    type: FailureType.Chat.Malformed,
     message: `chat: ${message}`,
     nonRetryable: false,
     cause: cause instanceof Error ? cause : undefined,
@@ -92,18 +91,18 @@ export function toChatFailure(error: unknown): ApplicationFailure {
   const fault = describeProviderError(error);
   const message = `chat: ${fault.message}`;
   if (fault.kind === 'deadline' || fault.kind === 'timeout' || fault.kind === 'connection')
-    return ApplicationFailure.create({ type: ChatFailureType.Transient, message, cause });
+    return ApplicationFailure.create({ type: FailureType.Chat.Transient, message, cause });
   const { status, retryAfterMs } = fault;
   if (fault.rejected)
     return ApplicationFailure.create({
-      type: ChatFailureType.Rejected,
+      type: FailureType.Chat.Rejected,
       message,
       nonRetryable: true,
       details: [{ status }],
       cause,
     });
   return ApplicationFailure.create({
-    type: ChatFailureType.Transient,
+    type: FailureType.Chat.Transient,
     message,
     details: [{ status, retryAfterMs }],
     cause,
@@ -188,7 +187,7 @@ async function replayChat(
   const turn = script.turns[input.turn];
   if (turn === undefined) {
     throw ApplicationFailure.create({
-      type: ReplayFailureType.NotRecorded,
+      type: FailureType.Replay.NotRecorded,
       message: `replay: trajectory "${backend.trajectory}" has ${script.turns.length} assistant turns; turn ${input.turn} (from 0) was asked for`,
       nonRetryable: true,
     });

@@ -29,7 +29,7 @@ export function createCountTokensActivity() {
       !texts.every((text) => typeof text === 'string')
     ) {
       throw ApplicationFailure.create({
-        type: FailureType.InvalidInput,
+        type: FailureType.Compaction.InvalidInput,
         message: `countTokens: the input must be { encoding: ${BPE_ENCODING_NAMES.join(' | ')}, texts: string[] }`,
         nonRetryable: true,
       });

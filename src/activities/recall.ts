@@ -4,14 +4,14 @@
 // store when the worker's client has one), so the run keeps nothing extra for it.
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import { ToolFailureType } from '../core/agent/agent-errors.js';
+import { FailureType } from '../core/errors.js';
 import { MAX_RECALL_CHARS, parseRecallArgs, unknownRecallId } from '../core/agent/recall.js';
 import { capText, renderTranscript } from '../core/compaction/transcript.js';
 import { readSession } from '../client/session-reader.js';
 
 /** A refused id: the model reads the message (`Error: recall: ...`), the run goes on. */
 function refused(message: string): ApplicationFailure {
-  return ApplicationFailure.create({ type: ToolFailureType.InvalidArguments, message, nonRetryable: true });
+  return ApplicationFailure.create({ type: FailureType.Tool.InvalidArguments, message, nonRetryable: true });
 }
 
 /**

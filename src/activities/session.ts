@@ -20,7 +20,7 @@ export function createRecordSessionActivity() {
     const lines: unknown = batch?.lines;
     if (!Number.isSafeInteger(from) || typeof from !== 'number' || from < 0 || !Array.isArray(lines)) {
       throw ApplicationFailure.create({
-        type: FailureType.InvalidInput,
+        type: FailureType.Compaction.InvalidInput,
         message:
           'recordSession: the input must be { from: a non-negative integer, lines: an array of transcript lines }',
         nonRetryable: true,

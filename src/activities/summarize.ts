@@ -87,7 +87,7 @@ export function createSummarizeActivity({
       window === undefined || requestFits(request, window, counter) ? undefined : piecesOf(request, window, counter);
     if (cut === 'unfit')
       throw ApplicationFailure.create({
-        type: FailureType.Rejected,
+        type: FailureType.Summarizer.Rejected,
         message: `summarize: the instruction alone does not fit the summarizer's window of ${window} tokens (summarizerContextWindow)`,
         nonRetryable: true,
         details: [{ ...retried }],
@@ -113,7 +113,7 @@ export function createSummarizeActivity({
           const middle = foldedMiddle(cut.pieces, index, progress?.carried, cut.instructions, counter);
           if (middle === undefined)
             throw ApplicationFailure.create({
-              type: FailureType.Rejected,
+              type: FailureType.Summarizer.Rejected,
               message: `summarize: piece ${index + 1} of ${of} does not fit the summarizer's window of ${window} tokens (summarizerContextWindow)`,
               nonRetryable: true,
               details: [{ ...retried }],

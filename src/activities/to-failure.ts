@@ -47,14 +47,17 @@ export function toSummarizerFailure(
 
   if (classifyError(error) === 'abort') {
     return ApplicationFailure.create({
-      type: FailureType.Rejected,
+      type: FailureType.Summarizer.Rejected,
       message,
       nonRetryable: true,
       details: [details],
       cause,
     });
   }
-  const type = error instanceof SummarizerError && error.kind === 'empty' ? FailureType.Empty : FailureType.Transient;
+  const type =
+    error instanceof SummarizerError && error.kind === 'empty'
+      ? FailureType.Summarizer.Empty
+      : FailureType.Summarizer.Transient;
   return ApplicationFailure.create({
     type,
     message,
@@ -69,7 +72,7 @@ export function toSummarizerFailure(
 /** The failure for a summary that is empty or only whitespace: never accepted, retried. */
 export function emptySummaryFailure(known: Pick<SummarizerFailureDetails, 'attempt'> = {}): ApplicationFailure {
   return ApplicationFailure.create({
-    type: FailureType.Empty,
+    type: FailureType.Summarizer.Empty,
     message: 'summarizer: the summary is empty',
     nonRetryable: false,
     details: [{ ...known }],

@@ -6,7 +6,7 @@ import { isAbsolute, relative, resolve, sep } from 'node:path';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { z } from 'zod';
-import { ReplayFailureType, ToolFailureType } from '../core/agent/agent-errors.js';
+import { FailureType } from '../core/errors.js';
 import { capText } from '../core/compaction/transcript.js';
 import type { ChatMessage } from '../core/types.js';
 import { grepInThread, SearchSlots, type GrepOutcome } from './grep.js';
@@ -73,7 +73,7 @@ function invalidArguments(tool: string, error: z.ZodError): ApplicationFailure {
   const issue = error.issues[0];
   const field = issue === undefined ? 'arguments' : ['arguments', ...issue.path.map(String)].join('.');
   return ApplicationFailure.create({
-    type: ToolFailureType.InvalidArguments,
+    type: FailureType.Tool.InvalidArguments,
     message: `${tool}: ${field}: ${issue?.message ?? 'invalid'}`,
     nonRetryable: true,
   });
@@ -87,7 +87,7 @@ function parseArgs<T>(tool: string, schema: z.ZodType<T>, args: unknown): T {
 
 function outsideRoot(tool: string, path: string, root: string): ApplicationFailure {
   return ApplicationFailure.create({
-    type: ToolFailureType.PathOutsideRoot,
+    type: FailureType.Tool.PathOutsideRoot,
     message: `${tool}: path "${path}" is outside the tool root ${root}; use a path relative to the root`,
     nonRetryable: true,
   });
@@ -95,7 +95,7 @@ function outsideRoot(tool: string, path: string, root: string): ApplicationFailu
 
 function secretPath(tool: string, path: string, rule: SecretPathRule): ApplicationFailure {
   return ApplicationFailure.create({
-    type: ToolFailureType.SecretPath,
+    type: FailureType.Tool.SecretPath,
     message: `${tool}: ${path} is not read: it matches the rule "${rule.pattern}" (${rule.holds}), files that may hold secrets; the worker's operator can allow it by name in COMPACTOR_TOOLS_ALLOW`,
     nonRetryable: true,
   });
@@ -103,7 +103,7 @@ function secretPath(tool: string, path: string, rule: SecretPathRule): Applicati
 
 function noRoot(tool: string, root: string | undefined): ApplicationFailure {
   return ApplicationFailure.create({
-    type: ToolFailureType.NoRoot,
+    type: FailureType.Tool.NoRoot,
     message:
       root === undefined
         ? `${tool}: this worker has no tool root (COMPACTOR_TOOLS_ROOT): the built-in tools read nothing`
@@ -137,7 +137,7 @@ const READ_FLAGS = constants.O_RDONLY | constants.O_NONBLOCK;
 /** Refuses what is neither a regular file nor a directory: a FIFO, a socket or a device could block a read forever. */
 function notAFile(tool: string, path: string): ApplicationFailure {
   return ApplicationFailure.create({
-    type: ToolFailureType.InvalidArguments,
+    type: FailureType.Tool.InvalidArguments,
     message: `${tool}: ${path} is not a regular file (a FIFO, socket or device is never read)`,
     nonRetryable: true,
   });
@@ -236,7 +236,7 @@ export function createBuiltInTools({
       real = await realpath(target);
     } catch {
       throw ApplicationFailure.create({
-        type: ToolFailureType.NotFound,
+        type: FailureType.Tool.NotFound,
         message: `${tool}: no such file or directory: ${path}`,
         nonRetryable: true,
       });
@@ -254,7 +254,7 @@ export function createBuiltInTools({
     const kind = await stat(real);
     if (kind.isDirectory()) {
       throw ApplicationFailure.create({
-        type: ToolFailureType.InvalidArguments,
+        type: FailureType.Tool.InvalidArguments,
         message: `fs_read: ${path} is a directory; use fs_list`,
         nonRetryable: true,
       });
@@ -273,7 +273,7 @@ export function createBuiltInTools({
     const { real } = await locate('fs_list', path);
     if (!(await stat(real)).isDirectory()) {
       throw ApplicationFailure.create({
-        type: ToolFailureType.InvalidArguments,
+        type: FailureType.Tool.InvalidArguments,
         message: `fs_list: ${path} is not a directory; use fs_read`,
         nonRetryable: true,
       });
@@ -301,7 +301,7 @@ export function createBuiltInTools({
       new RegExp(pattern, flags);
     } catch (error) {
       throw ApplicationFailure.create({
-        type: ToolFailureType.InvalidArguments,
+        type: FailureType.Tool.InvalidArguments,
         message: `grep: arguments.pattern: ${error instanceof Error ? error.message : String(error)}`,
         nonRetryable: true,
       });
@@ -358,7 +358,7 @@ export function createReplayTool(trajectories: TrajectoryStore) {
     const result = script.results.get(toolCallId);
     if (result === undefined) {
       throw ApplicationFailure.create({
-        type: ReplayFailureType.NotRecorded,
+        type: FailureType.Replay.NotRecorded,
         message: `replay: trajectory "${trajectory}" has no result for tool call ${toolCallId}`,
         nonRetryable: true,
       });

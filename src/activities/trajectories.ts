@@ -3,8 +3,7 @@
 import { readFile, realpath } from 'node:fs/promises';
 import { isAbsolute, relative, resolve, sep } from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
-import { ReplayFailureType } from '../core/agent/agent-errors.js';
-import { InvalidInputError } from '../core/errors.js';
+import { FailureType, InvalidInputError } from '../core/errors.js';
 import { replayScript, type ReplayScript } from '../core/agent/trajectory.js';
 
 /** Finds and caches trajectories by name. */
@@ -21,7 +20,7 @@ export interface TrajectoryStoreOptions {
 }
 
 function notFound(message: string): ApplicationFailure {
-  return ApplicationFailure.create({ type: ReplayFailureType.TrajectoryNotFound, message, nonRetryable: true });
+  return ApplicationFailure.create({ type: FailureType.Replay.TrajectoryNotFound, message, nonRetryable: true });
 }
 
 function inside(root: string, path: string): boolean {
@@ -58,7 +57,7 @@ export function createTrajectoryStore({ dir = process.cwd() }: TrajectoryStoreOp
         parsed = JSON.parse(await readFile(real, 'utf8'));
       } catch (error) {
         throw ApplicationFailure.create({
-          type: ReplayFailureType.BadTrajectory,
+          type: FailureType.Replay.BadTrajectory,
           message: `replay: ${real} is not JSON: ${error instanceof Error ? error.message : String(error)}`,
           nonRetryable: true,
         });
@@ -68,7 +67,7 @@ export function createTrajectoryStore({ dir = process.cwd() }: TrajectoryStoreOp
       } catch (error) {
         if (error instanceof InvalidInputError)
           throw ApplicationFailure.create({
-            type: ReplayFailureType.BadTrajectory,
+            type: FailureType.Replay.BadTrajectory,
             message: `replay: ${real}: ${error.message}`,
             nonRetryable: true,
           });

@@ -13,15 +13,7 @@ import {
   isReferencePayload,
 } from '@temporalio/common/lib/internal-non-workflow/index.js';
 import type { temporal } from '@temporalio/proto';
-import { compactionRecordsFromSession, type CompactionRecord } from '../core/agent/compaction-history.js';
-import {
-  replaySessionStream,
-  type SessionBatch,
-  type SessionLine,
-  type SessionReference,
-  type SessionSnapshot,
-} from '../core/agent/session.js';
-import type { ChatMessage } from '../core/types.js';
+import type { SessionBatch, SessionLine, SessionReference, SessionSnapshot } from '../core/agent/session.js';
 
 /** The name of the activity whose inputs hold the transcript. */
 export const RECORD_SESSION_ACTIVITY = 'recordSession';
@@ -157,7 +149,7 @@ async function* batchesOf(client: Client, workflowId: string, runId: string): As
  * @throws SessionReadError when a batch is missing or out of order (the transcript would not replay).
  * @example
  * const result = await handle.result();
- * const messages = await replaySessionStream(readSession(client, result.session));
+ * const messages = await transcript.replayStream(readSession(client, result.session));
  */
 export async function* readSession(
   client: Client,
@@ -209,22 +201,4 @@ export async function readSessionLines(
   const lines: SessionLine[] = [];
   for await (const line of readSession(client, from, options)) lines.push(line);
   return lines;
-}
-
-/** The live conversation rebuilt from an agent run's transcript (equal to its result's `messages`). */
-export function replayRun(
-  client: Client,
-  from: SessionReference | string,
-  options?: ReadSessionOptions,
-): Promise<ChatMessage[]> {
-  return replaySessionStream(readSession(client, from, options));
-}
-
-/** Every compaction record of an agent run, rebuilt from its transcript (its result keeps only the recent ones). */
-export async function readCompactionRecords(
-  client: Client,
-  from: SessionReference | string,
-  options?: ReadSessionOptions,
-): Promise<CompactionRecord[]> {
-  return compactionRecordsFromSession(await readSessionLines(client, from, options));
 }

@@ -1,24 +1,89 @@
 // Sandbox-safe: typed errors, failure type strings and the status classification (docs/design.md#failures).
 
-/** Failure types as they appear on Temporal `ApplicationFailure`s. List them in `nonRetryableErrorTypes`. */
+/**
+ * Every failure type, as the `type` of a Temporal `ApplicationFailure`, grouped by its prefix: the
+ * path names the string (`FailureType.Chat.Rejected` is `'Chat.Rejected'`). List them in
+ * `nonRetryableErrorTypes`; match them on a caught failure (docs/design.md#failure-types).
+ */
 export const FailureType = {
-  /** Structurally invalid input: a message or an option. Never retried. */
-  InvalidInput: 'Compaction.InvalidInput',
-  /** The summarizer answered 400-404: a configuration or account problem. Never retried. */
-  Rejected: 'Summarizer.Rejected',
-  /** The summarizer answered with an empty summary. Retried. */
-  Empty: 'Summarizer.Empty',
-  /** Anything else that may heal: 408, 409, 422, 429, 5xx, network errors, timeouts, malformed bodies. Retried. */
-  Transient: 'Summarizer.Transient',
-  /** An agent run could not fit its context even after compaction. */
-  ContextExhausted: 'RunFailed.ContextExhausted',
-  /**
-   * `compactConversation`: its result would be larger than a payload the server accepts inline and
-   * the worker stores no payloads externally (COMPACTOR_PAYLOAD_STORE). Never retried.
-   */
-  PayloadTooLarge: 'Compaction.PayloadTooLarge',
+  /** `compact`, `compactConversation` and every boundary that validates input. */
+  Compaction: {
+    /** Structurally invalid input: a message or an option. Never retried. */
+    InvalidInput: 'Compaction.InvalidInput',
+    /**
+     * `compactConversation`: its result would be larger than a payload the server accepts inline and
+     * the worker stores no payloads externally (COMPACTOR_PAYLOAD_STORE). Never retried.
+     */
+    PayloadTooLarge: 'Compaction.PayloadTooLarge',
+  },
+  /** The `summarize` activity. */
+  Summarizer: {
+    /** The summarizer answered 400-404: a configuration or account problem. Never retried. */
+    Rejected: 'Summarizer.Rejected',
+    /** The summarizer answered with an empty summary. Retried. */
+    Empty: 'Summarizer.Empty',
+    /** Anything else that may heal: 408, 409, 422, 429, 5xx, network errors, timeouts, malformed bodies. Retried. */
+    Transient: 'Summarizer.Transient',
+  },
+  /** The `chat` activity of `agentRun`. List `Chat.Rejected` in `nonRetryableErrorTypes`. */
+  Chat: {
+    /** The provider answered 400-404 (bad request, auth, payment, permission, unknown model). Never retried. */
+    Rejected: 'Chat.Rejected',
+    /** Anything that may heal: 408, 409, 422, 429, 5xx, network errors, timeouts. Retried (`Retry-After` honoured). */
+    Transient: 'Chat.Transient',
+    /** A 200 response without a usable assistant message (no choices, malformed body). Retried. */
+    Malformed: 'Chat.Malformed',
+  },
+  /** The replay provider (a recorded trajectory played back). Never retried. */
+  Replay: {
+    /** The trajectory named in the model config is not on the worker (or is outside its trajectory directory). */
+    TrajectoryNotFound: 'Replay.TrajectoryNotFound',
+    /** The trajectory file is not a JSON array of chat messages. */
+    BadTrajectory: 'Replay.BadTrajectory',
+    /** The run asked for an assistant turn or a tool result the recording does not have. */
+    NotRecorded: 'Replay.NotRecorded',
+  },
+  /** The built-in tools. The loop turns any tool failure into a tool result the model reads. */
+  Tool: {
+    /** A path that resolves outside the configured tool root. Never retried. */
+    PathOutsideRoot: 'Tool.PathOutsideRoot',
+    /** Arguments that do not match the tool's parameters. Never retried. */
+    InvalidArguments: 'Tool.InvalidArguments',
+    /** A file or directory that does not exist. Never retried. */
+    NotFound: 'Tool.NotFound',
+    /** A path a secret-file rule refuses (dotenv files, `.git`, keys, credentials) and the worker does not allow. Never retried. */
+    SecretPath: 'Tool.SecretPath',
+    /** The worker has no tool root (or cannot read it): the built-in tools read nothing. Never retried. */
+    NoRoot: 'Tool.NoRoot',
+  },
+  /** Why an `agentRun` update is refused (besides `Compaction.InvalidInput` for a bad message). */
+  AgentRun: {
+    /** The run has finished: nothing would read the message. */
+    Finished: 'AgentRun.Finished',
+  },
+  /** How an `agentRun` fails. All are non-retryable workflow failures. */
+  RunFailed: {
+    /** The conversation could not be made to fit any backend, even after compaction (docs/design.md#exhaustion); the transcript is written first. */
+    ContextExhausted: 'RunFailed.ContextExhausted',
+    /** Every backend of the chain failed the same round after its retries. */
+    BackendsFailed: 'RunFailed.BackendsFailed',
+    /**
+     * Something the run had to send (a chat request, the state it continues as new with, its result)
+     * is larger than a payload the server accepts inline, and the worker stores no payloads
+     * externally (COMPACTOR_PAYLOAD_STORE is off). The details name the payload, its size and the
+     * limit; the transcript is written first.
+     */
+    PayloadTooLarge: 'RunFailed.PayloadTooLarge',
+  },
 } as const;
-export type FailureType = (typeof FailureType)[keyof typeof FailureType];
+
+type FailureTypes = typeof FailureType;
+/** One failure type string, of any group. */
+export type FailureType = {
+  [Group in keyof FailureTypes]: FailureTypes[Group][keyof FailureTypes[Group]];
+}[keyof FailureTypes];
+/** A failure type of the `summarize` activity. */
+export type SummarizerFailureType = FailureTypes['Summarizer'][keyof FailureTypes['Summarizer']];
 
 /** The abort bucket: statuses that will not heal by retrying. */
 export const ABORT_STATUSES: readonly number[] = [400, 401, 402, 403, 404];
@@ -49,7 +114,7 @@ export function retryAfterOf(error: unknown): number | undefined {
 /** Structurally invalid input. `field` is the full path, e.g. `messages[12].tool_call_id`. */
 export class InvalidInputError extends Error {
   override readonly name = 'InvalidInputError';
-  readonly type = FailureType.InvalidInput;
+  readonly type = FailureType.Compaction.InvalidInput;
   constructor(
     readonly field: string,
     readonly reason: string,
@@ -78,12 +143,12 @@ export class SummarizerError extends Error {
     super(message, options);
   }
 
-  get type(): FailureType {
+  get type(): SummarizerFailureType {
     return this.kind === 'rejected'
-      ? FailureType.Rejected
+      ? FailureType.Summarizer.Rejected
       : this.kind === 'empty'
-        ? FailureType.Empty
-        : FailureType.Transient;
+        ? FailureType.Summarizer.Empty
+        : FailureType.Summarizer.Transient;
   }
 }
 

@@ -56,7 +56,7 @@ export const BOOKKEEPING_ACTIVITY: ActivityOptions = {
     initialInterval: 1_000,
     backoffCoefficient: 2,
     maximumInterval: 30_000,
-    nonRetryableErrorTypes: [FailureType.InvalidInput],
+    nonRetryableErrorTypes: [FailureType.Compaction.InvalidInput],
   },
 };
 
@@ -188,7 +188,7 @@ export function summarizeActivityOptions(
       initialInterval,
       backoffCoefficient: 2,
       maximumInterval: MAX_RETRY_BACKOFF_MS,
-      nonRetryableErrorTypes: [FailureType.Rejected, FailureType.InvalidInput],
+      nonRetryableErrorTypes: [FailureType.Summarizer.Rejected, FailureType.Compaction.InvalidInput],
     },
     ...(queue === undefined ? {} : { taskQueue: queue }),
   };

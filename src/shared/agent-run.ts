@@ -53,7 +53,7 @@ export interface AgentRunResult {
   messages: ChatMessage[];
   /** Where the transcript is: `readSession(client, session)` reads every line (Node). */
   session: SessionReference;
-  /** Compaction totals and the recent records (every record: `compactionRecordsFromSession`). */
+  /** Compaction totals and the recent records (every record: `transcript.compactionRecords` of its lines). */
   compactions: CompactionHistory;
   /** Chat rounds, across continue-as-new. */
   rounds: number;
@@ -127,14 +127,23 @@ export const pendingCompactionQuery = defineQuery<CompactionProposal | null>('pe
 export const reviewCompactionUpdate = defineUpdate<ReviewAnswer, [ReviewCompactionInput]>('reviewCompaction');
 
 /**
- * The definitions to steer a running `agentRun` (docs/agent-runs.md#steering), as one object:
- * `handle.executeUpdate(agentRunSteering.compactUpdate, { args: [{ instructions }] })`.
+ * The updates of `agentRun`, each under its Temporal name (docs/agent-runs.md#steering):
+ * `handle.executeUpdate(agentRunUpdates.stop)`, `handle.executeUpdate(agentRunUpdates.compact, { args: [{ instructions }] })`.
  */
-export const agentRunSteering = {
-  compactUpdate,
-  pinUpdate,
-  unpinUpdate,
-  conversationEntriesQuery,
-  reviewCompactionUpdate,
-  pendingCompactionQuery,
+export const agentRunUpdates = {
+  addUserMessage: addUserMessageUpdate,
+  stop: stopUpdate,
+  compact: compactUpdate,
+  pin: pinUpdate,
+  unpin: unpinUpdate,
+  reviewCompaction: reviewCompactionUpdate,
+} as const;
+
+/** The queries of `agentRun`, each under its Temporal name: `handle.query(agentRunQueries.compactions)`. */
+export const agentRunQueries = {
+  session: sessionQuery,
+  compactions: compactionsQuery,
+  conversation: conversationQuery,
+  conversationEntries: conversationEntriesQuery,
+  pendingCompaction: pendingCompactionQuery,
 } as const;

@@ -2,7 +2,6 @@
 // raise — `Compaction.InvalidInput` for bad input, `RunFailed.PayloadTooLarge` — and how a failed
 // activity reads in a message.
 import { ActivityFailure, ApplicationFailure } from '@temporalio/common';
-import { RunFailureType } from '../core/agent/agent-errors.js';
 import { groupDigits } from '../core/agent/compaction-history.js';
 import { FailureType, InvalidInputError } from '../core/errors.js';
 import type { PayloadTooLargeDetails } from '../core/limits/payload-size.js';
@@ -21,7 +20,7 @@ export function invalidInputFailure(error: InvalidInputError): ApplicationFailur
   const details: InvalidInputDetails = { field: error.field, reason: error.reason };
   if (error.index !== undefined) details.index = error.index;
   return ApplicationFailure.create({
-    type: FailureType.InvalidInput,
+    type: FailureType.Compaction.InvalidInput,
     message: error.message,
     nonRetryable: true,
     details: [details],
@@ -47,7 +46,7 @@ export function failureMessage(error: unknown): string {
 /** `RunFailed.PayloadTooLarge`, non-retryable: something a run must send inline is over the payload limit and the worker stores no payloads externally. */
 export function payloadTooLargeFailure(details: PayloadTooLargeDetails): ApplicationFailure {
   return ApplicationFailure.create({
-    type: RunFailureType.PayloadTooLarge,
+    type: FailureType.RunFailed.PayloadTooLarge,
     message: `${details.payload} is ${groupDigits(details.bytes)} bytes, over the ${groupDigits(details.limit)}-byte payload limit, and the worker stores no payloads externally: set COMPACTOR_PAYLOAD_STORE (or lower the window)`,
     nonRetryable: true,
     details: [details],

@@ -153,7 +153,7 @@ export const compactConversationInputSchema = z
     allOf: FORMAT_CONDITIONS,
     description:
       'The one argument of the workflow compactConversation. Not expressible here: options.targetRatio must not exceed options.triggerRatio. ' +
-      `Bad input fails the workflow with a non-retryable ApplicationFailure of type ${FailureType.InvalidInput} naming the field, e.g. "messages[12].tool_call_id: required for role \\"tool\\"".`,
+      `Bad input fails the workflow with a non-retryable ApplicationFailure of type ${FailureType.Compaction.InvalidInput} naming the field, e.g. "messages[12].tool_call_id: required for role \\"tool\\"".`,
   });
 
 /** What `compactConversation` returns: a `CompactionResult` (src/core/types.ts). */

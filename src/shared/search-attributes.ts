@@ -14,10 +14,6 @@ export const COMPACTOR_SEARCH_ATTRIBUTES = {
 
 export type CompactorSearchAttributeName = keyof typeof COMPACTOR_SEARCH_ATTRIBUTES;
 
-export const COMPACTOR_SEARCH_ATTRIBUTE_NAMES = Object.keys(
-  COMPACTOR_SEARCH_ATTRIBUTES,
-) as CompactorSearchAttributeName[];
-
 /** Typed keys for `upsertSearchAttributes`. */
 export const SearchAttributeKeys = {
   CompactionCount: defineSearchAttributeKey('CompactionCount', SearchAttributeType.INT),

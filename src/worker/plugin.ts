@@ -72,7 +72,7 @@ export interface CompactorPluginOptions {
   /**
    * OpenTelemetry tracing on the worker and the client: `off`, `otlp` (the standard
    * `OTEL_EXPORTER_OTLP_*` variables), `console` (JSON lines on stderr), `{ spanProcessor }` of
-   * your own, or tracing made by `createTracing` (to share one among several plugins). A compaction
+   * your own, or another plugin's `tracing` (to share one exporter among several plugins). A compaction
    * is a `Compaction` span under its workflow's span, with its summarize activities as children.
    * Off, the plugin adds no interceptor. @default the configuration's COMPACTOR_TRACING (`off`)
    */

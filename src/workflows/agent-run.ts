@@ -4,10 +4,9 @@
 // updates — are in src/shared/agent-run.ts, so a client needs none of the loop to call it.
 import { ApplicationFailure } from '@temporalio/common';
 import { isCancellation, setHandler } from '@temporalio/workflow';
-import { UpdateFailureType } from '../core/agent/agent-errors.js';
 import { planAgentRun } from '../core/agent/agent-input.js';
 import { parseCompactInput, parsePinInput } from '../core/agent/steering.js';
-import { InvalidInputError } from '../core/errors.js';
+import { FailureType, InvalidInputError } from '../core/errors.js';
 import { validateMessages } from '../core/schema.js';
 import type { ChatMessage } from '../core/types.js';
 import {
@@ -34,7 +33,7 @@ export * from '../shared/agent-run.js';
 /** Refuses an update once the run has finished (`Update.Finished`). */
 function refuseWhenFinished(loop: AgentLoop, message: string): void {
   if (loop.isFinished)
-    throw ApplicationFailure.create({ type: UpdateFailureType.Finished, message, nonRetryable: true });
+    throw ApplicationFailure.create({ type: FailureType.AgentRun.Finished, message, nonRetryable: true });
 }
 
 /** Runs a validator's check, turning an `InvalidInputError` into the update's `Compaction.InvalidInput` failure. */
@@ -127,7 +126,7 @@ export async function agentRun(input: AgentRunWorkflowInput): Promise<AgentRunRe
     validator: (message) => {
       if (loop.isFinished)
         throw ApplicationFailure.create({
-          type: UpdateFailureType.Finished,
+          type: FailureType.AgentRun.Finished,
           message: 'the run has finished; start a new one',
           nonRetryable: true,
         });
@@ -144,7 +143,7 @@ export async function agentRun(input: AgentRunWorkflowInput): Promise<AgentRunRe
     validator: () => {
       if (loop.isFinished)
         throw ApplicationFailure.create({
-          type: UpdateFailureType.Finished,
+          type: FailureType.AgentRun.Finished,
           message: 'the run has finished',
           nonRetryable: true,
         });

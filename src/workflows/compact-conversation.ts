@@ -78,7 +78,7 @@ export async function compactConversation(input: CompactConversationInput): Prom
     // Returned inline, a result the server refuses would fail the workflow task again and again.
     const details: PayloadTooLargeDetails = { payload: 'the compaction result', bytes, limit };
     throw ApplicationFailure.create({
-      type: FailureType.PayloadTooLarge,
+      type: FailureType.Compaction.PayloadTooLarge,
       message: `the compaction result is ${bytes} bytes, over the ${limit}-byte payload limit, and the worker stores no payloads externally (set COMPACTOR_PAYLOAD_STORE)`,
       nonRetryable: true,
       details: [details],

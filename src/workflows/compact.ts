@@ -1,5 +1,5 @@
-// Sandbox-safe: compaction inside any workflow (docs/design.md#workflow-compact) — `compact` and
-// `compactWithUsage` run a pass through the workflow driver (./drive-compaction.ts), the summary as
+// Sandbox-safe: compaction inside any workflow (docs/design.md#workflow-compact) — `compact` runs
+// a pass through the workflow driver (./drive-compaction.ts), the summary as
 // the `summarize` activity under Temporal's retry policy; `needsCompaction` and `planCompaction`
 // ask the engine's rules without running one. Options: ./compact-options.ts.
 import type { CompactionResult, CompactionPlan, ChatMessage } from '../core/types.js';
@@ -10,8 +10,8 @@ import type { AiSdkMessage } from '../core/formats/ai-sdk-schema.js';
 import type { AiSdkCompactionResult } from '../core/formats/ai-sdk.js';
 import type { Conversation, FormatCompactionResult, FormatOption } from '../core/formats/format.js';
 import { failOnInvalidInput } from '../shared/failures.js';
-import { compactionCallOf, passOf, type CompactOptions } from './compact-options.js';
-import { driveCompaction, type CompactionWithUsage } from './drive-compaction.js';
+import { passOf, type CompactOptions } from './compact-options.js';
+import { driveCompaction } from './drive-compaction.js';
 
 /**
  * Compacts a conversation inside any workflow (docs/design.md#pass, docs/design.md#workflow-compact): elision and the hard trim run as
@@ -50,14 +50,6 @@ export async function compact(
   const { view, messages, call } = passOf(conversation, options);
   const { result } = await driveCompaction(messages, call, 'hard-trim');
   return view === undefined ? result : view.result(result);
-}
-
-/** {@link compact}, also returning what its summarizer requests cost (for callers that account for it). */
-export function compactWithUsage(
-  messages: readonly ChatMessage[],
-  options: CompactOptions,
-): Promise<CompactionWithUsage> {
-  return driveCompaction(messages, () => compactionCallOf(options), 'hard-trim');
 }
 
 /**

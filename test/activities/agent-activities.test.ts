@@ -9,7 +9,7 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import OpenAI from 'openai';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { BUILT_IN_TOOLS } from '../../src/core/agent/tool-declarations.js';
-import { ChatFailureType, FailureType, ReplayFailureType, ToolFailureType, type ChatMessage } from '../../src/index.js';
+import { FailureType, type ChatMessage } from '../../src/index.js';
 import type { ChatActivityInput, ChatActivityOutput } from '../../src/activities/chat.js';
 import { requestCounter } from '../../src/core/agent/preflight.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.js';
@@ -128,14 +128,14 @@ describe('chat activity', () => {
     it.each([400, 401, 403, 404])('HTTP %i → non-retryable Chat.Rejected', async (status) => {
       server.script({ kind: 'status', status });
       const failure = await failureOf(() => runChat(activities.chat, input()));
-      expect(failure.type).toBe(ChatFailureType.Rejected);
+      expect(failure.type).toBe(FailureType.Chat.Rejected);
       expect(failure.nonRetryable).toBe(true);
     });
 
     it('429 with Retry-After → retryable Chat.Transient with nextRetryDelay', async () => {
       server.script({ kind: 'status', status: 429, headers: { 'retry-after': '3' } });
       const failure = await failureOf(() => runChat(activities.chat, input()));
-      expect(failure.type).toBe(ChatFailureType.Transient);
+      expect(failure.type).toBe(FailureType.Chat.Transient);
       expect(failure.nonRetryable).toBe(false);
       expect(failure.nextRetryDelay).toBe(3000);
     });
@@ -143,9 +143,9 @@ describe('chat activity', () => {
     it('500 → retryable Chat.Transient; a 200 without choices → retryable Chat.Malformed', async () => {
       server.script({ kind: 'status', status: 500 }, { kind: 'status', status: 200, body: { choices: [] } });
       const transient = await failureOf(() => runChat(activities.chat, input()));
-      expect([transient.type, transient.nonRetryable]).toEqual([ChatFailureType.Transient, false]);
+      expect([transient.type, transient.nonRetryable]).toEqual([FailureType.Chat.Transient, false]);
       const malformed = await failureOf(() => runChat(activities.chat, input()));
-      expect([malformed.type, malformed.nonRetryable]).toEqual([ChatFailureType.Malformed, false]);
+      expect([malformed.type, malformed.nonRetryable]).toEqual([FailureType.Chat.Malformed, false]);
     });
 
     it('a reply whose tool calls share an id → retryable Chat.Malformed: appended, it would fail the run at its next validation (regression)', async () => {
@@ -158,7 +158,7 @@ describe('chat activity', () => {
       );
       const failure = await failureOf(() => runChat(activities.chat, input()));
       expect([failure.type, failure.nonRetryable, failure.message]).toEqual([
-        ChatFailureType.Malformed,
+        FailureType.Chat.Malformed,
         false,
         'chat: the reply\'s tool_calls[1].id: "call_1" is also the id of tool_calls[0]: the ids of one assistant turn must differ (a result could not say which call it answers)',
       ]);
@@ -175,7 +175,7 @@ describe('chat activity', () => {
         }).chat;
         const failure = await failureOf(() => runChat(chat, input()));
         expect([failure.type, failure.nonRetryable, failure.message]).toEqual([
-          ChatFailureType.Transient,
+          FailureType.Chat.Transient,
           false,
           'chat: no complete answer within 200 ms',
         ]);
@@ -194,7 +194,7 @@ describe('chat activity', () => {
       const failure = await failureOf(() =>
         runChat(activities.chat, { ...input(), messages: JSON.parse('[{"role":"tool","content":"x"}]') }),
       );
-      expect([failure.type, failure.nonRetryable]).toEqual([FailureType.InvalidInput, true]);
+      expect([failure.type, failure.nonRetryable]).toEqual([FailureType.Compaction.InvalidInput, true]);
       expect(failure.message).toBe('messages[0].tool_call_id: required for role "tool"');
       expect(server.requests).toHaveLength(0);
     });
@@ -236,7 +236,7 @@ describe('chat activity', () => {
       const past = await failureOf(() =>
         runChat(activities.chat, { backend, messages: openingOf(name), tools: [], turn: 10_000 }),
       );
-      expect([past.type, past.nonRetryable]).toEqual([ReplayFailureType.NotRecorded, true]);
+      expect([past.type, past.nonRetryable]).toEqual([FailureType.Replay.NotRecorded, true]);
       const missing = await failureOf(() =>
         runChat(activities.chat, {
           backend: { ...backend, trajectory: 'no-such-run' },
@@ -245,7 +245,7 @@ describe('chat activity', () => {
           turn: 0,
         }),
       );
-      expect([missing.type, missing.nonRetryable]).toEqual([ReplayFailureType.TrajectoryNotFound, true]);
+      expect([missing.type, missing.nonRetryable]).toEqual([FailureType.Replay.TrajectoryNotFound, true]);
       expect(missing.message).toContain('no-such-run');
       // A relative name that climbs out of the trajectory directory to a file that exists (this repository's package.json).
       const outside = relative(trajectoryDir(), join(REPO_ROOT, 'package.json'));
@@ -259,7 +259,7 @@ describe('chat activity', () => {
         }),
       );
       expect([escape.type, escape.message]).toEqual([
-        ReplayFailureType.TrajectoryNotFound,
+        FailureType.Replay.TrajectoryNotFound,
         expect.stringContaining('outside the trajectory directory'),
       ]);
     });
@@ -274,7 +274,7 @@ describe('chat activity', () => {
       const unknown = await failureOf(() =>
         new MockActivityEnvironment().run(activities.replayTool, { trajectory: name, toolCallId: 'call_nope' }),
       );
-      expect([unknown.type, unknown.nonRetryable]).toEqual([ReplayFailureType.NotRecorded, true]);
+      expect([unknown.type, unknown.nonRetryable]).toEqual([FailureType.Replay.NotRecorded, true]);
     });
   });
 });
@@ -347,21 +347,21 @@ describe('built-in tools', () => {
     ['fs_read', { path: 'link.txt' }],
   ] as const)('%s %j outside the root → non-retryable Tool.PathOutsideRoot that says so', async (tool, args) => {
     const failure = await failureOf(() => run(tools[tool], args));
-    expect([failure.type, failure.nonRetryable]).toEqual([ToolFailureType.PathOutsideRoot, true]);
+    expect([failure.type, failure.nonRetryable]).toEqual([FailureType.Tool.PathOutsideRoot, true]);
     expect(failure.message).toContain('is outside the tool root');
   });
 
   it('bad arguments and missing files fail clearly and are not retried', async () => {
     const bad = await failureOf(() => run(tools.fs_read, { file: 'x' }));
-    expect([bad.type, bad.nonRetryable]).toEqual([ToolFailureType.InvalidArguments, true]);
+    expect([bad.type, bad.nonRetryable]).toEqual([FailureType.Tool.InvalidArguments, true]);
     const badPattern = await failureOf(() => run(tools.grep, { pattern: '(' }));
     expect([badPattern.type, badPattern.message]).toEqual([
-      ToolFailureType.InvalidArguments,
+      FailureType.Tool.InvalidArguments,
       expect.stringContaining('arguments.pattern'),
     ]);
     const missing = await failureOf(() => run(tools.fs_read, { path: 'nope.txt' }));
     expect([missing.type, missing.nonRetryable, missing.message]).toEqual([
-      ToolFailureType.NotFound,
+      FailureType.Tool.NotFound,
       true,
       'fs_read: no such file or directory: nope.txt',
     ]);

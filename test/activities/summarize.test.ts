@@ -3,13 +3,13 @@ import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
-  createActivities,
   createOpenAISummarizer,
   FailureType,
   SummarizerError,
   type SummarizeRequest,
   type Summarizer,
 } from '../../src/index.js';
+import { createActivities } from '../../src/activities/index.js';
 import {
   requestFor,
   SUMMARY_INSTRUCTION,
@@ -134,7 +134,7 @@ describe('summarize activity', () => {
         server.script({ kind: 'status', status });
         const failure = expectApplicationFailure(
           await failureOf(new MockActivityEnvironment(), summarizer),
-          FailureType.Rejected,
+          FailureType.Summarizer.Rejected,
           true,
         );
         expect(failure.details).toEqual([{ status }]);
@@ -145,7 +145,7 @@ describe('summarize activity', () => {
       server.script({ kind: 'status', status });
       const failure = expectApplicationFailure(
         await failureOf(new MockActivityEnvironment(), summarizer),
-        FailureType.Transient,
+        FailureType.Summarizer.Transient,
         false,
       );
       expect(failure.nextRetryDelay).toBeUndefined();
@@ -155,7 +155,7 @@ describe('summarize activity', () => {
       server.script({ kind: 'status', status: 429, headers: { 'retry-after': '3' } });
       const failure = expectApplicationFailure(
         await failureOf(new MockActivityEnvironment(), summarizer),
-        FailureType.Transient,
+        FailureType.Summarizer.Transient,
         false,
       );
       expect(failure.nextRetryDelay).toBe(3000);
@@ -164,19 +164,23 @@ describe('summarize activity', () => {
 
     it('an empty completion → retryable Summarizer.Empty', async () => {
       server.script({ kind: 'empty' });
-      expectApplicationFailure(await failureOf(new MockActivityEnvironment(), summarizer), FailureType.Empty, false);
+      expectApplicationFailure(
+        await failureOf(new MockActivityEnvironment(), summarizer),
+        FailureType.Summarizer.Empty,
+        false,
+      );
     });
 
     it('a malformed body or a reset connection → retryable Summarizer.Transient', async () => {
       server.script({ kind: 'malformed' }, { kind: 'reset' });
       expectApplicationFailure(
         await failureOf(new MockActivityEnvironment(), summarizer),
-        FailureType.Transient,
+        FailureType.Summarizer.Transient,
         false,
       );
       expectApplicationFailure(
         await failureOf(new MockActivityEnvironment(), summarizer),
-        FailureType.Transient,
+        FailureType.Summarizer.Transient,
         false,
       );
     });
@@ -202,7 +206,7 @@ describe('summarize activity', () => {
     it('a blank summary is Summarizer.Empty, never accepted', async () => {
       expectApplicationFailure(
         await failureOf(new MockActivityEnvironment(), answers(' \n\t ')),
-        FailureType.Empty,
+        FailureType.Summarizer.Empty,
         false,
       );
     });
@@ -211,12 +215,12 @@ describe('summarize activity', () => {
       const rejected = Object.assign(new Error('unauthorized'), { status: 401 });
       expectApplicationFailure(
         await failureOf(new MockActivityEnvironment(), fails(rejected)),
-        FailureType.Rejected,
+        FailureType.Summarizer.Rejected,
         true,
       );
       expectApplicationFailure(
         await failureOf(new MockActivityEnvironment(), fails(new Error('socket hang up'))),
-        FailureType.Transient,
+        FailureType.Summarizer.Transient,
         false,
       );
     });
@@ -225,13 +229,17 @@ describe('summarize activity', () => {
       const transient = new SummarizerError('slow down', 'transient', 429, 1500);
       const failure = expectApplicationFailure(
         await failureOf(new MockActivityEnvironment(), fails(transient)),
-        FailureType.Transient,
+        FailureType.Summarizer.Transient,
         false,
       );
       expect(failure.nextRetryDelay).toBe(1500);
       expect(failure.message).toBe('slow down');
       const empty = new SummarizerError('blank', 'empty');
-      expectApplicationFailure(await failureOf(new MockActivityEnvironment(), fails(empty)), FailureType.Empty, false);
+      expectApplicationFailure(
+        await failureOf(new MockActivityEnvironment(), fails(empty)),
+        FailureType.Summarizer.Empty,
+        false,
+      );
     });
 
     it('passes an ApplicationFailure the backend chose through unchanged', async () => {
@@ -252,7 +260,7 @@ describe('summarize activity', () => {
         () => undefined,
         (thrown: unknown) => thrown,
       );
-      const failure = expectApplicationFailure(error, FailureType.InvalidInput, true);
+      const failure = expectApplicationFailure(error, FailureType.Compaction.InvalidInput, true);
       expect(failure.message).toContain('middle[1].tool_call_id');
       expect(failure.details).toEqual([expect.objectContaining({ field: 'middle[1].tool_call_id', index: 1 })]);
     });
@@ -382,7 +390,7 @@ describe("summarize activity within the worker's summarizerContextWindow (docs/d
     const failed = await first
       .run(createActivities({ summarizer: failing, summarizerContextWindow: window }).summarize, input)
       .catch((error: unknown) => error);
-    expectApplicationFailure(failed, FailureType.Transient, false);
+    expectApplicationFailure(failed, FailureType.Summarizer.Transient, false);
     const progress = beats.at(-1);
     expect(progress).toMatchObject({ window, done: 3, carried: 'Summary 3: kept so far.', usage: { totalTokens: 15 } });
 
@@ -436,7 +444,9 @@ describe("summarize activity within the worker's summarizerContextWindow (docs/d
     const failed = await new MockActivityEnvironment()
       .run(summarize, { instruction: 'Summarize. '.repeat(2000), middle })
       .catch((error: unknown) => error);
-    expect(expectApplicationFailure(failed, FailureType.Rejected, true).message).toContain('summarizerContextWindow');
+    expect(expectApplicationFailure(failed, FailureType.Summarizer.Rejected, true).message).toContain(
+      'summarizerContextWindow',
+    );
     expect(sizes).toHaveLength(0);
   });
 });

@@ -12,7 +12,7 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { grepInThread, SearchSlots } from '../../src/activities/grep.js';
 import { createBuiltInTools, MAX_GREP_LINE_CHARS, MAX_GREP_PATTERN_CHARS } from '../../src/activities/tools.js';
-import { ToolFailureType } from '../../src/index.js';
+import { FailureType } from '../../src/index.js';
 
 const run = <T>(fn: (args: unknown) => Promise<T>, args: unknown): Promise<T> =>
   new MockActivityEnvironment().run(fn, args);
@@ -206,10 +206,10 @@ describe('built-in tools stay bounded whatever the model asks', () => {
   it('refuses a pattern longer than its limit, and one with bad syntax, as arguments the model reads', async () => {
     const tools = createBuiltInTools({ root });
     const long = await failureOf(() => run(tools.grep, { pattern: 'a'.repeat(MAX_GREP_PATTERN_CHARS + 1) }));
-    expect([long.type, long.nonRetryable]).toEqual([ToolFailureType.InvalidArguments, true]);
+    expect([long.type, long.nonRetryable]).toEqual([FailureType.Tool.InvalidArguments, true]);
     expect(long.message).toContain('arguments.pattern');
     const syntax = await failureOf(() => run(tools.grep, { pattern: '(?<=' }));
-    expect(syntax.type).toBe(ToolFailureType.InvalidArguments);
+    expect(syntax.type).toBe(FailureType.Tool.InvalidArguments);
   });
 
   it('fs_read reads at most maxReadBytes of a file and says how big it was', async () => {
@@ -230,12 +230,12 @@ describe('built-in tools stay bounded whatever the model asks', () => {
     const tools = createBuiltInTools({ root });
     const read = await failureOf(() => run(tools.fs_read, { path: 'special/pipe' }));
     expect([read.type, read.message]).toEqual([
-      ToolFailureType.InvalidArguments,
+      FailureType.Tool.InvalidArguments,
       'fs_read: special/pipe is not a regular file (a FIFO, socket or device is never read)',
     ]);
     const grepped = await failureOf(() => run(tools.grep, { pattern: 'x', path: 'special/pipe' }));
     expect([grepped.type, grepped.message]).toEqual([
-      ToolFailureType.InvalidArguments,
+      FailureType.Tool.InvalidArguments,
       'grep: special/pipe is not a regular file (a FIFO, socket or device is never read)',
     ]);
     expect(await run(tools.grep, { pattern: 'x', path: 'special' })).toBe('special/plain.txt:1: x');

@@ -11,7 +11,7 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createActivities } from '../../src/activities/index.js';
 import { createBuiltInTools } from '../../src/activities/tools.js';
-import { ToolFailureType } from '../../src/index.js';
+import { FailureType } from '../../src/index.js';
 import { createExtractiveSummarizer } from '../../src/summarizers/extractive.js';
 
 const run = <T>(fn: (args: unknown) => Promise<T>, args: unknown): Promise<T> =>
@@ -70,7 +70,7 @@ describe('secret files under the tool root', () => {
   it.each(SECRETS)('fs_read %s → Tool.SecretPath naming its rule (%s), read by nobody', async (path, rule) => {
     const tools = createBuiltInTools({ root });
     const failure = await failureOf(() => run(tools.fs_read, { path }));
-    expect([failure.type, failure.nonRetryable]).toEqual([ToolFailureType.SecretPath, true]);
+    expect([failure.type, failure.nonRetryable]).toEqual([FailureType.Tool.SecretPath, true]);
     expect(failure.message).toContain(`fs_read: ${path} is not read: it matches the rule "${rule}"`);
     expect(failure.message).toContain('COMPACTOR_TOOLS_ALLOW');
     expect(failure.message).not.toContain('CANARY');
@@ -94,7 +94,7 @@ describe('secret files under the tool root', () => {
       [tools.fs_read, { path: '.ENV' }],
     ] as const) {
       const failure = await failureOf(() => run(tool, args));
-      expect(failure.type, JSON.stringify(args)).toBe(ToolFailureType.SecretPath);
+      expect(failure.type, JSON.stringify(args)).toBe(FailureType.Tool.SecretPath);
     }
   });
 
@@ -102,12 +102,12 @@ describe('secret files under the tool root', () => {
     const tools = createBuiltInTools({ root });
     const byFile = await failureOf(() => run(tools.fs_read, { path: 'settings.txt' }));
     expect([byFile.type, byFile.message]).toEqual([
-      ToolFailureType.SecretPath,
+      FailureType.Tool.SecretPath,
       expect.stringContaining('fs_read: settings.txt is not read: it matches the rule ".env"'),
     ]);
     const byDirectory = await failureOf(() => run(tools.fs_read, { path: 'keys-dir/known_hosts' }));
     expect([byDirectory.type, byDirectory.message]).toEqual([
-      ToolFailureType.SecretPath,
+      FailureType.Tool.SecretPath,
       expect.stringContaining('it matches the rule ".ssh"'),
     ]);
   });
@@ -130,8 +130,10 @@ describe('secret files under the tool root', () => {
       `keys/server.pem:1: token = ${canary('keys/server.pem')}`,
       'src/app.py:1: print("the CANARY word is fine in source")',
     ]);
-    expect((await failureOf(() => run(tools.fs_read, { path: '.env' }))).type).toBe(ToolFailureType.SecretPath);
-    expect((await failureOf(() => run(tools.fs_read, { path: 'keys/tls.key' }))).type).toBe(ToolFailureType.SecretPath);
+    expect((await failureOf(() => run(tools.fs_read, { path: '.env' }))).type).toBe(FailureType.Tool.SecretPath);
+    expect((await failureOf(() => run(tools.fs_read, { path: 'keys/tls.key' }))).type).toBe(
+      FailureType.Tool.SecretPath,
+    );
   });
 
   it('a path allowed beneath a refused directory is read, and found by grep, alone', async () => {
@@ -139,7 +141,7 @@ describe('secret files under the tool root', () => {
     expect(await run(tools.grep, { pattern: 'CANARY', path: '.git/config' })).toBe(
       `.git/config:1: token = ${canary('.git/config')}`,
     );
-    expect((await failureOf(() => run(tools.fs_list, { path: '.git' }))).type).toBe(ToolFailureType.SecretPath);
+    expect((await failureOf(() => run(tools.fs_list, { path: '.git' }))).type).toBe(FailureType.Tool.SecretPath);
   });
 });
 
@@ -152,7 +154,7 @@ describe('no tool root', () => {
         [tools.grep, { pattern: 'name' }],
       ] as const) {
         const failure = await failureOf(() => run(tool, args));
-        expect([failure.type, failure.nonRetryable]).toEqual([ToolFailureType.NoRoot, true]);
+        expect([failure.type, failure.nonRetryable]).toEqual([FailureType.Tool.NoRoot, true]);
         expect(failure.message).toMatch(
           /^(fs_read|fs_list|grep): this worker has no tool root \(COMPACTOR_TOOLS_ROOT\): the built-in tools read nothing$/,
         );
@@ -164,7 +166,7 @@ describe('no tool root', () => {
     const missing = join(tmpdir(), 'compactor-no-such-root');
     const failure = await failureOf(() => run(createBuiltInTools({ root: missing }).fs_list, {}));
     expect([failure.type, failure.message]).toEqual([
-      ToolFailureType.NoRoot,
+      FailureType.Tool.NoRoot,
       `fs_list: the tool root ${missing} is not a directory this worker can read`,
     ]);
   });

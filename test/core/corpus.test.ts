@@ -5,12 +5,12 @@ import { describe, expect, it } from 'vitest';
 import { benchmarkCorpus, EXTENDED_CORPUS_ENV, findTrajectory, type Trajectory } from '../../corpus/index.js';
 import {
   Compactor,
-  defaultCounter,
   toProviderMessages,
   validateMessages,
   type ChatMessage,
   type CompactionResult,
 } from '../../src/index.js';
+import { defaultCounter } from '../../src/core/counting/tokens.js';
 import { REFERENCE_EXACT, resolveOptions, type CompactionOptions } from '../../src/core/compaction/options.js';
 import {
   askers,

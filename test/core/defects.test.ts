@@ -2,7 +2,9 @@
 // failed before its fix. Only the API that existed before the fix is used here, so the file runs
 // against the old engine too.
 import { describe, expect, it } from 'vitest';
-import { Compactor, UsageCounter, defaultCounter, type ChatMessage } from '../../src/index.js';
+import { Compactor, type ChatMessage } from '../../src/index.js';
+import { UsageCounter } from '../../src/core/counting/usage-counter.js';
+import { defaultCounter } from '../../src/core/counting/tokens.js';
 import { applyElisions, planElisions } from '../../src/core/compaction/elision.js';
 import { findRegions } from '../../src/core/compaction/regions.js';
 import {

@@ -6,12 +6,12 @@ import { describe, expect, it } from 'vitest';
 import {
   Compactor,
   REFERENCE_EXACT,
-  defaultCounter,
   type ChatMessage,
   type CompactionOptions,
   type CompactionResult,
   type TokenCounter,
 } from '../../src/index.js';
+import { defaultCounter } from '../../src/core/counting/tokens.js';
 import { extractiveSummary } from '../../src/summarizers/extractive.js';
 import { SUMMARY_ROOM_SHARE } from '../../src/core/compaction/economics.js';
 import { compactionSteps, runCompactionSteps } from '../../src/core/compaction/engine.js';

@@ -6,16 +6,14 @@ import { describe, expect, it } from 'vitest';
 import {
   Compactor,
   REFERENCE_EXACT,
-  createCharCounter,
-  defaultCounter,
   type ChatMessage,
   type CompactionOptions,
   type CompactionResult,
-  type ElisionEndsPass,
-  type ElisionEpochs,
   type SummarizeRequest,
   type TokenCounter,
 } from '../../src/index.js';
+import { createCharCounter, defaultCounter } from '../../src/core/counting/tokens.js';
+import type { ElisionEndsPass, ElisionEpochs } from '../../src/core/compaction/options.js';
 import {
   compactionSteps,
   runCompactionSteps,

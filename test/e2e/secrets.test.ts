@@ -10,15 +10,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { agentRun, compactConversation, type ChatMessage } from '../../src/index.js';
 import {
-  agentRun,
-  compactConversation,
   compactionsQuery,
   conversationQuery,
   sessionQuery,
   type AgentRunWorkflowInput,
-  type ChatMessage,
-} from '../../src/index.js';
+} from '../../src/shared/agent-run.js';
 import {
   assistantReply,
   startFakeOpenAI,

@@ -9,7 +9,7 @@
 import { mkdirSync } from 'node:fs';
 import { chromium, type Browser, type Frame } from 'playwright-core';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { type AgentRunWorkflowInput } from '../../src/index.js';
+import type { AgentRunWorkflowInput } from '../../src/shared/agent-run.js';
 import { agentRunStaticMetadata, compactionLine } from '../../src/core/agent/compaction-history.js';
 import { openingOf, replayActivities, runAgent } from '../support/agent.js';
 import { CHROMIUM_ARGS, chromiumForTests } from '../support/chromium.js';

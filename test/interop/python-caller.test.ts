@@ -22,13 +22,9 @@ import { resolvePythonSdk } from '../../scripts/python-sdk.mjs';
 import { loadConfig } from '../../src/config.js';
 import { InvalidInputError } from '../../src/core/errors.js';
 import { validateMessages } from '../../src/core/schema.js';
-import {
-  Compactor,
-  createActivities,
-  createExtractiveSummarizer,
-  type ChatMessage,
-  type CompactConversationOptions,
-} from '../../src/index.js';
+import { Compactor, createExtractiveSummarizer, type ChatMessage } from '../../src/index.js';
+import { createActivities } from '../../src/activities/index.js';
+import type { CompactConversationOptions } from '../../src/workflows/compact-conversation.js';
 import { CODEC_ENCODING, payloadConverterFromConfig } from '../../src/payloads/index.js';
 import { compactConversationInputSchema, compactionResultSchema } from '../../src/shared/json-schemas.js';
 import { claimOf, metadataOf } from '../support/history-payloads.js';

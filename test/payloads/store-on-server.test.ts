@@ -11,7 +11,8 @@ import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
-import { agentRun, createActivities, createOpenAISummarizer, type ChatMessage } from '../../src/index.js';
+import { agentRun, createOpenAISummarizer, type ChatMessage } from '../../src/index.js';
+import { createActivities } from '../../src/activities/index.js';
 import {
   codecEnvelopeOf,
   payloadConverterFromConfig,

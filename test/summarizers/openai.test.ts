@@ -159,7 +159,7 @@ describe('createOpenAISummarizer: HTTP errors', () => {
 
     expect(error.kind).toBe('rejected');
     expect(error.status).toBe(status);
-    expect(error.type).toBe(FailureType.Rejected);
+    expect(error.type).toBe(FailureType.Summarizer.Rejected);
     expect(classifyError(error)).toBe('abort');
     expect(error.cause).toBeInstanceOf(APIError);
     expect(server.requests).toHaveLength(1);
@@ -174,7 +174,7 @@ describe('createOpenAISummarizer: HTTP errors', () => {
 
       expect(error.kind).toBe('transient');
       expect(error.status).toBe(status);
-      expect(error.type).toBe(FailureType.Transient);
+      expect(error.type).toBe(FailureType.Summarizer.Transient);
       expect(classifyError(error)).toBe('retry');
       expect(error.retryAfterMs).toBeUndefined();
       expect(server.requests).toHaveLength(1);
@@ -224,7 +224,7 @@ describe('createOpenAISummarizer: bad 200 responses', () => {
     const error = await summarizerErrorOf(summarizer().summarize(request));
     expect(error.kind).toBe('empty');
     expect(error.status).toBeUndefined();
-    expect(error.type).toBe(FailureType.Empty);
+    expect(error.type).toBe(FailureType.Summarizer.Empty);
     expect(classifyError(error)).toBe('retry');
   });
 

@@ -3,13 +3,9 @@
 // timeout) and the run completes with exactly the conversation, transcript and compaction history
 // of an uninterrupted run of the same input.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  agentRun,
-  compactionsQuery,
-  replaySession,
-  sessionQuery,
-  type AgentRunWorkflowInput,
-} from '../../src/index.js';
+import { agentRun } from '../../src/index.js';
+import { compactionsQuery, sessionQuery, type AgentRunWorkflowInput } from '../../src/shared/agent-run.js';
+import { replaySession } from '../../src/core/agent/session.js';
 import { readSessionLines } from '../../src/client/session-reader.js';
 import { TRAJECTORY_DIR_ENV } from '../../corpus/index.js';
 import { openingOf, replayActivities, trajectoryDir } from '../support/agent.js';

@@ -12,14 +12,9 @@ import { isReferencePayload } from '@temporalio/common/lib/internal-non-workflow
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ApplicationFailure } from '@temporalio/common';
-import {
-  agentRun,
-  agentRunSteering,
-  FailureType,
-  replaySession,
-  type AgentRunWorkflowInput,
-  type ChatMessage,
-} from '../../src/index.js';
+import { agentRun, agentRunQueries, agentRunUpdates, FailureType, type ChatMessage } from '../../src/index.js';
+import type { AgentRunWorkflowInput } from '../../src/shared/agent-run.js';
+import { replaySession } from '../../src/core/agent/session.js';
 import { readSessionLines } from '../../src/client/session-reader.js';
 import { loadConfig } from '../../src/config.js';
 import { payloadConverterFromConfig } from '../../src/payloads/index.js';
@@ -216,7 +211,7 @@ describe('recall', { timeout: 120_000 }, () => {
     const t = await testConnection();
     // The summarizer refuses: the compaction falls back to the hard trim.
     const rejected = async (): Promise<never> => {
-      throw ApplicationFailure.nonRetryable('the summarizer is down', FailureType.Rejected);
+      throw ApplicationFailure.nonRetryable('the summarizer is down', FailureType.Summarizer.Rejected);
     };
     await withWorker(
       t,
@@ -267,15 +262,15 @@ describe('recall', { timeout: 120_000 }, () => {
         workflowId: uniqueId('agent-recall-edit'),
         args: [{ ...base, compaction: { ...compaction, review: 'approve' } }],
       });
-      let proposal = await handle.query(agentRunSteering.pendingCompactionQuery);
+      let proposal = await handle.query(agentRunQueries.pendingCompaction);
       for (let attempt = 0; proposal === null && attempt < 200; attempt += 1) {
         await new Promise((resolve) => setTimeout(resolve, 100));
-        proposal = await handle.query(agentRunSteering.pendingCompactionQuery);
+        proposal = await handle.query(agentRunQueries.pendingCompaction);
       }
       expect(proposal?.summary).toMatch(
         /^\[Summary by the harness of 2 earlier messages\]\n\n[^]*\n\n\[recall ids: m3\.\.m4\]$/,
       );
-      await handle.executeUpdate(agentRunSteering.reviewCompactionUpdate, {
+      await handle.executeUpdate(agentRunUpdates.reviewCompaction, {
         args: [{ decision: 'edit', summary: 'The log was read: 120 lines, checksums fine.\n\n[recall ids: m1..m99]' }],
       });
       const result = await handle.result();

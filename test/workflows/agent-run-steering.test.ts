@@ -9,16 +9,23 @@ import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
   agentRun,
-  agentRunSteering,
-  compactionsQuery,
-  conversationQuery,
   FailureType,
-  replaySession,
   toProviderMessages,
-  type AgentRunWorkflowInput,
   type ChatMessage,
   type CompactionProposal,
 } from '../../src/index.js';
+import {
+  compactionsQuery,
+  compactUpdate,
+  conversationEntriesQuery,
+  conversationQuery,
+  pendingCompactionQuery,
+  pinUpdate,
+  reviewCompactionUpdate,
+  unpinUpdate,
+  type AgentRunWorkflowInput,
+} from '../../src/shared/agent-run.js';
+import { replaySession } from '../../src/core/agent/session.js';
 import { readSessionLines } from '../../src/client/session-reader.js';
 import { NOTHING_TO_COMPACT } from '../../src/core/agent/steering.js';
 import { SearchAttributeKeys } from '../../src/shared/search-attributes.js';
@@ -28,15 +35,6 @@ import { capturedCliIo } from '../support/cli-process.js';
 import { bundleWorkflows, testConnection, uniqueId, withWorker } from '../support/temporal.js';
 import { main } from '../../src/cli/main.js';
 import { maybeRecordHistory } from './harness.js';
-
-const {
-  compactUpdate,
-  pinUpdate,
-  unpinUpdate,
-  conversationEntriesQuery,
-  pendingCompactionQuery,
-  reviewCompactionUpdate,
-} = agentRunSteering;
 
 let bundle: WorkflowBundleWithSourceMap;
 beforeAll(async () => {
@@ -163,7 +161,7 @@ describe('steering agentRun', { timeout: 120_000 }, () => {
         .catch((error: unknown) => error);
       expect(refused).toBeInstanceOf(WorkflowUpdateFailedError);
       expect(failureTypeOf(refused)).toEqual({
-        type: FailureType.InvalidInput,
+        type: FailureType.Compaction.InvalidInput,
         message: 'compact.instructions: must be a string',
       });
       // Accepted now, answered once the loop has compacted: after the request in flight, before the next.
@@ -243,7 +241,7 @@ describe('steering agentRun', { timeout: 120_000 }, () => {
         .catch((e: unknown) => e);
       expect(unknown).toBeInstanceOf(WorkflowUpdateFailedError);
       expect(failureTypeOf(unknown)).toEqual({
-        type: FailureType.InvalidInput,
+        type: FailureType.Compaction.InvalidInput,
         message:
           'pin.ids[1]: no message with id "m99" in the live conversation (the conversationEntries query lists them)',
       });
@@ -372,7 +370,7 @@ describe('steering agentRun', { timeout: 120_000 }, () => {
           .executeUpdate(reviewCompactionUpdate, { args: [{ decision: 'apply' }] })
           .catch((e: unknown) => e);
         expect(failureTypeOf(none)).toEqual({
-          type: FailureType.InvalidInput,
+          type: FailureType.Compaction.InvalidInput,
           message: 'reviewCompaction: no compaction is waiting for review (the pendingCompaction query)',
         });
         const compact = await handle.startUpdate(compactUpdate, {

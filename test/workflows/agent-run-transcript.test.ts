@@ -15,7 +15,7 @@
 // few instead.
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { RunFailureType } from '../../src/core/agent/agent-errors.js';
+import { FailureType } from '../../src/core/errors.js';
 import { replaySession } from '../../src/core/agent/session.js';
 import { repositoryCorpus } from '../../corpus/index.js';
 import { openingOf, replayActivities, runAgent, startBackgroundWorker } from '../support/agent.js';
@@ -74,7 +74,7 @@ describe.concurrent('replaySession(session) equals the live conversation', { tim
             continueAsNewAfterRounds: 15,
             searchAttributes: false,
           });
-          if (outcome.status === 'failed') expect(outcome.failureType).toBe(RunFailureType.ContextExhausted);
+          if (outcome.status === 'failed') expect(outcome.failureType).toBe(FailureType.RunFailed.ContextExhausted);
           const summary = `${name} ${ageObservations} window=${contextWindow} ${outcome.status} compactions=${outcome.compactions.length} (${outcome.compactions.map((record) => record.kind[0]).join('')}), modelled ${expected.compactions}${expected.exhausted ? ' then exhausted' : ''}`;
           expect(outcome.status, summary).toBe(expected.exhausted ? 'failed' : 'completed');
           if (outcome.status === 'completed') expect(outcome.result?.continuedAsNew, summary).toBeGreaterThan(0);

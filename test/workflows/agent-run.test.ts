@@ -20,20 +20,21 @@ import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import OpenAI from 'openai';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
-  addUserMessageUpdate,
   agentRun,
-  stopUpdate,
-  compactionsQuery,
-  conversationQuery,
   FailureType,
-  replaySession,
   toProviderMessages,
-  RunFailureType,
-  sessionQuery,
-  type AgentRunWorkflowInput,
   type ChatMessage,
   type ContextExhaustedDetails,
 } from '../../src/index.js';
+import {
+  addUserMessageUpdate,
+  stopUpdate,
+  compactionsQuery,
+  conversationQuery,
+  sessionQuery,
+  type AgentRunWorkflowInput,
+} from '../../src/shared/agent-run.js';
+import { replaySession } from '../../src/core/agent/session.js';
 import { readSessionLines } from '../../src/client/session-reader.js';
 import { pinTask } from '../../src/core/agent/agent-input.js';
 import { emptyCompactionHistory, RECENT_COMPACTIONS } from '../../src/core/agent/compaction-history.js';
@@ -336,7 +337,7 @@ describe('agentRun', { timeout: 90_000 }, () => {
           .catch((error: unknown) => error);
         expect(rejected).toBeInstanceOf(WorkflowUpdateFailedError);
         expect(failureTypeOf(rejected)).toEqual({
-          type: FailureType.InvalidInput,
+          type: FailureType.Compaction.InvalidInput,
           message: 'message.content: must be a string, null or an array of content parts',
         });
         hold.release(completion({ content: 'a.txt holds alpha and beta.' }));
@@ -485,7 +486,7 @@ describe('agentRun', { timeout: 90_000 }, () => {
           }),
         ),
       );
-      expect([failure.type, failure.nonRetryable]).toEqual([RunFailureType.BackendsFailed, true]);
+      expect([failure.type, failure.nonRetryable]).toEqual([FailureType.RunFailed.BackendsFailed, true]);
       expect(failure.message).toContain('401');
       // 401 is in the abort bucket: one request per backend, no retries.
       expect(server.requests.map((request) => (request.body as { model?: string }).model)).toEqual([
@@ -542,7 +543,7 @@ describe('agentRun', { timeout: 90_000 }, () => {
         { messages: openingOf(name), model: replayModel(name, 2500), compaction: {}, maxRounds: 1000 },
         workflowId,
       );
-      expect([outcome.status, outcome.failureType]).toEqual(['failed', RunFailureType.ContextExhausted]);
+      expect([outcome.status, outcome.failureType]).toEqual(['failed', FailureType.RunFailed.ContextExhausted]);
       const last = outcome.session.at(-1);
       expect(last).toMatchObject({ type: 'compaction', exhausted: true });
       expect(outcome.compactions.at(-1)).toMatchObject({ exhausted: true });
@@ -865,7 +866,7 @@ describe('agentRun', { timeout: 90_000 }, () => {
           args: [input],
         }),
       );
-      expect([failure.type, failure.nonRetryable]).toEqual([FailureType.InvalidInput, true]);
+      expect([failure.type, failure.nonRetryable]).toEqual([FailureType.Compaction.InvalidInput, true]);
       expect(failure.message).toContain(message);
       expect(failure.details?.[0]).toHaveProperty('field', message.split(':')[0]);
     });

@@ -5,12 +5,8 @@ import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { CancelledFailure } from '@temporalio/common';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import {
-  Compactor,
-  createOpenAISummarizer,
-  type CompactConversationOptions,
-  type Summarizer,
-} from '../../src/index.js';
+import { Compactor, createOpenAISummarizer, type Summarizer } from '../../src/index.js';
+import type { CompactConversationOptions } from '../../src/workflows/compact-conversation.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.js';
 import { toolRounds } from '../support/messages.js';
 import {

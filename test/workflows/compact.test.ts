@@ -6,15 +6,15 @@ import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
   Compactor,
-  createActivities,
   createOpenAISummarizer,
   FailureType,
   REFERENCE_EXACT,
   type ChatMessage,
-  type CompactConversationOptions,
   type CompactionResult,
   type Summarizer,
 } from '../../src/index.js';
+import { createActivities } from '../../src/activities/index.js';
+import type { CompactConversationOptions } from '../../src/workflows/compact-conversation.js';
 import { SUMMARY_INSTRUCTION, SUMMARY_INSTRUCTIONS_HEADING } from '../../src/core/compaction/transcript.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.js';
 import { toolRounds } from '../support/messages.js';
@@ -344,7 +344,7 @@ describe('compactConversation on a dev server', () => {
     it('a malformed message → non-retryable Compaction.InvalidInput naming index and field', async () => {
       const bad = [...messages.slice(0, 5), { role: 'tool', content: 'orphan without id' }, ...messages.slice(5)];
       const failure = await failureOf({ messages: bad, options });
-      expect(failure.type).toBe(FailureType.InvalidInput);
+      expect(failure.type).toBe(FailureType.Compaction.InvalidInput);
       expect(failure.nonRetryable).toBe(true);
       expect(failure.message).toContain('messages[5].tool_call_id');
       expect(failure.details).toEqual([expect.objectContaining({ field: 'messages[5].tool_call_id', index: 5 })]);
@@ -353,13 +353,13 @@ describe('compactConversation on a dev server', () => {
 
     it('a bad option → Compaction.InvalidInput naming the option', async () => {
       const failure = await failureOf({ messages, options: { ...options, keepRecent: -1 } });
-      expect(failure.type).toBe(FailureType.InvalidInput);
+      expect(failure.type).toBe(FailureType.Compaction.InvalidInput);
       expect(failure.message).toContain('options.keepRecent');
     });
 
     it('a bad activity setting → Compaction.InvalidInput naming it', async () => {
       const failure = await failureOf({ messages, options: { ...options, heartbeatTimeout: 'soon' } });
-      expect(failure.type).toBe(FailureType.InvalidInput);
+      expect(failure.type).toBe(FailureType.Compaction.InvalidInput);
       expect(failure.message).toContain('options.heartbeatTimeout');
     });
   });

@@ -8,7 +8,7 @@ import { CancelledFailure } from '@temporalio/common';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { expect } from 'vitest';
-import { createActivities, type ActivityDeps } from '../../src/index.js';
+import { createActivities, type ActivityDeps } from '../../src/activities/index.js';
 import { TEST_WORKFLOWS_PATH } from '../support/bundle-cache.js';
 import {
   bundleWorkflows,

@@ -13,14 +13,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateLongRun, longRunName } from '../../corpus/index.js';
 import {
   agentRun,
-  compactionRecordsFromSession,
-  createActivities,
   createExtractiveSummarizer,
   loadConfig,
-  replaySession,
   type AgentRunResult,
   type ChatMessage,
 } from '../../src/index.js';
+import { compactionRecordsFromSession } from '../../src/core/agent/compaction-history.js';
+import { createActivities } from '../../src/activities/index.js';
+import { replaySession } from '../../src/core/agent/session.js';
 import { chainRunIds, historyEvents, readSessionLines } from '../../src/client/session-reader.js';
 import { openingMessages } from '../../src/core/agent/trajectory.js';
 import { STORED_SESSION_BATCH_BYTES } from '../../src/workflows/agent/transcript-writer.js';

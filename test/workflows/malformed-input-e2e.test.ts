@@ -13,7 +13,8 @@ import fc from 'fast-check';
 import OpenAI from 'openai';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { addUserMessageUpdate, FailureType, RunFailureType } from '../../src/index.js';
+import { FailureType } from '../../src/index.js';
+import { addUserMessageUpdate } from '../../src/shared/agent-run.js';
 import { replayActivities, startBackgroundWorker } from '../support/agent.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.js';
 import {
@@ -171,7 +172,7 @@ describe('malformed input on a worker (dev server)', { timeout: 240_000 }, () =>
     const wrong = results.filter(
       ({ field, closed }) =>
         closed.status !== 'failed' ||
-        closed.failure?.type !== FailureType.InvalidInput ||
+        closed.failure?.type !== FailureType.Compaction.InvalidInput ||
         closed.failure.nonRetryable !== true ||
         fieldOf(closed.failure) !== field ||
         !closed.failure.message.startsWith(`${field}: `) ||
@@ -235,7 +236,7 @@ describe('malformed input on a worker (dev server)', { timeout: 240_000 }, () =>
         workflowTaskFailed: closed.kinds.includes('workflowTaskFailed'),
       }).toEqual({
         status: 'failed',
-        type: FailureType.InvalidInput,
+        type: FailureType.Compaction.InvalidInput,
         field,
         workflowTaskFailed: false,
       });
@@ -262,7 +263,11 @@ describe('malformed input on a worker (dev server)', { timeout: 240_000 }, () =>
       const cause = refused instanceof WorkflowUpdateFailedError ? refused.cause : undefined;
       expect(cause).toBeInstanceOf(ApplicationFailure);
       if (!(cause instanceof ApplicationFailure)) continue;
-      expect([cause.type, cause.nonRetryable, fieldOf(cause)]).toEqual([FailureType.InvalidInput, true, field]);
+      expect([cause.type, cause.nonRetryable, fieldOf(cause)]).toEqual([
+        FailureType.Compaction.InvalidInput,
+        true,
+        field,
+      ]);
       expect(cause.message.startsWith(`${field}: `)).toBe(true);
     }
     expect(await handle.executeUpdate(addUserMessageUpdate, { args: ['A valid one.'] })).toEqual({ pending: 1 });
@@ -305,7 +310,7 @@ describe('malformed input on a worker (dev server)', { timeout: 240_000 }, () =>
     const compactClosed = await closeOf(compactHandle);
     expect([compactClosed.status, compactClosed.failure?.type, compactClosed.failure?.nonRetryable]).toEqual([
       'failed',
-      FailureType.PayloadTooLarge,
+      FailureType.Compaction.PayloadTooLarge,
       true,
     ]);
     expect(compactClosed.failure?.message).toMatch(
@@ -331,7 +336,7 @@ describe('malformed input on a worker (dev server)', { timeout: 240_000 }, () =>
     const agentClosed = await closeOf(agentHandle);
     expect([agentClosed.status, agentClosed.failure?.type, agentClosed.failure?.nonRetryable]).toEqual([
       'failed',
-      RunFailureType.ContextExhausted,
+      FailureType.RunFailed.ContextExhausted,
       true,
     ]);
     expect(agentClosed.failure?.message).toMatch(
@@ -344,11 +349,11 @@ describe('malformed input on a worker (dev server)', { timeout: 240_000 }, () =>
 
   it('random mutations of valid inputs: completed or a documented failure, never a failed workflow task', async () => {
     const documented = new Set<string>([
-      FailureType.InvalidInput,
-      FailureType.PayloadTooLarge,
-      RunFailureType.ContextExhausted,
-      RunFailureType.BackendsFailed,
-      RunFailureType.PayloadTooLarge,
+      FailureType.Compaction.InvalidInput,
+      FailureType.Compaction.PayloadTooLarge,
+      FailureType.RunFailed.ContextExhausted,
+      FailureType.RunFailed.BackendsFailed,
+      FailureType.RunFailed.PayloadTooLarge,
     ]);
     const inputs = (['agentRun', 'compactConversation'] as const).flatMap((workflow) =>
       fc.sample(mutatedInputArb(workflow), { seed: SEED, numRuns: 20 }).map((input) => ({ workflow, input })),
@@ -379,7 +384,7 @@ describe('malformed input on a worker (dev server)', { timeout: 240_000 }, () =>
       // The validators outside the worker and the workflow on it agree.
       if (expected.kind === 'rejected')
         expect([closed.failure?.type, fieldOf(closed.failure)], input).toEqual([
-          FailureType.InvalidInput,
+          FailureType.Compaction.InvalidInput,
           fieldOf(expected.failure),
         ]);
     }

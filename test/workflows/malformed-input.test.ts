@@ -30,7 +30,7 @@ const RUNS_PER_CLASS = 25;
 
 /** What a rejection must look like: typed, non-retryable, naming `field` in its message and details. */
 function expectNamedRejection(failure: ApplicationFailure, field: string, reason?: RegExp): void {
-  expect([failure.type, failure.nonRetryable]).toEqual([FailureType.InvalidInput, true]);
+  expect([failure.type, failure.nonRetryable]).toEqual([FailureType.Compaction.InvalidInput, true]);
   const details: unknown = failure.details?.[0];
   expect(details).toHaveProperty('field', field);
   const text = typeof details === 'object' && details !== null ? Reflect.get(details, 'reason') : undefined;

@@ -6,14 +6,9 @@
 // for MIT files.
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { beforeAll, describe, expect, it } from 'vitest';
-import {
-  Compactor,
-  createCharCounter,
-  createOpenAISummarizer,
-  defaultCounter,
-  type ChatMessage,
-  type CompactConversationOptions,
-} from '../../src/index.js';
+import { Compactor, createOpenAISummarizer, type ChatMessage } from '../../src/index.js';
+import { createCharCounter, defaultCounter } from '../../src/core/counting/tokens.js';
+import type { CompactConversationOptions } from '../../src/workflows/compact-conversation.js';
 import { findTrajectory } from '../../corpus/index.js';
 import { createFakeSummarizer, type SummarizerPlan } from '../support/conversations.js';
 import { extendedCases } from '../support/corpus.js';

@@ -11,15 +11,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   agentRun,
   compactConversation,
-  createActivities,
   createExtractiveSummarizer,
   FailureType,
-  replaySession,
-  RunFailureType,
   toProviderMessages,
   type ChatMessage,
   type PayloadTooLargeDetails,
 } from '../../src/index.js';
+import { createActivities } from '../../src/activities/index.js';
+import { replaySession } from '../../src/core/agent/session.js';
 import { readSessionLines } from '../../src/client/session-reader.js';
 import { failureTypeOf } from '../support/agent.js';
 import {
@@ -149,7 +148,7 @@ describe('payloads over the server limit, without a payload store', { timeout: 2
         .catch((caught: unknown) => caught),
     );
     expect(error).toBeInstanceOf(WorkflowFailedError);
-    expect(failureTypeOf(error)).toMatchObject({ type: RunFailureType.PayloadTooLarge });
+    expect(failureTypeOf(error)).toMatchObject({ type: FailureType.RunFailed.PayloadTooLarge });
     expect(failureTypeOf(error).message).toMatch(
       /^the chat request of round 1 is 12\d,\d{3} bytes, over the 100,000-byte payload limit/,
     );
@@ -187,7 +186,7 @@ describe('payloads over the server limit, without a payload store', { timeout: 2
           args: [{ messages, options: { contextBudget: 1_000, keepRecent: 8, maxPayloadBytes: 50_000 } }],
         })
         .catch((caught: unknown) => caught);
-      expect(failureTypeOf(failed)).toMatchObject({ type: FailureType.PayloadTooLarge });
+      expect(failureTypeOf(failed)).toMatchObject({ type: FailureType.Compaction.PayloadTooLarge });
       expect(failureTypeOf(failed).message).toMatch(
         /^the compaction result is \d+ bytes, over the 50000-byte payload limit/,
       );

@@ -15,11 +15,11 @@ import {
   agentRun,
   compactConversation,
   compactorPlugin,
-  compactorWorkflowsPath,
   createExtractiveSummarizer,
   loadConfig,
-  workerBuildId,
 } from '../../src/index.js';
+import { compactorWorkflowsPath } from '../../src/worker/workflow-bundling.js';
+import { workerBuildId } from '../../src/worker/plugin.js';
 import type { SearchAttributeSetup } from '../../src/client/namespace-search-attributes.js';
 import type { SupportChatOutput, supportChat } from '../fixtures/user-worker/workflows.js';
 import { openingOf, trajectoryDir } from '../support/agent.js';

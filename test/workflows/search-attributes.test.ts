@@ -5,15 +5,10 @@ import { Client } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time.js';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { beforeAll, describe, expect, it } from 'vitest';
-import {
-  agentRun,
-  createActivities,
-  createExtractiveSummarizer,
-  createWorker,
-  type AgentRunWorkflowInput,
-  type CompactorWorker,
-  type CompactorWorkerConfig,
-} from '../../src/index.js';
+import { agentRun, createExtractiveSummarizer, createWorker, type CompactorWorkerConfig } from '../../src/index.js';
+import { createActivities } from '../../src/activities/index.js';
+import type { AgentRunWorkflowInput } from '../../src/shared/agent-run.js';
+import type { CompactorWorker } from '../../src/worker/create-worker.js';
 import { COMPACTOR_SEARCH_ATTRIBUTES } from '../../src/shared/search-attributes.js';
 import { searchAttributeStatus } from '../../src/client/namespace-search-attributes.js';
 import { openingOf, trajectoryDir } from '../support/agent.js';

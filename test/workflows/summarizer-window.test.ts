@@ -1,8 +1,9 @@
 // summarizerContextWindow under Temporal (docs/design.md#summarizer-window): a middle over the
 // summarizer's window is summarized in pieces, one summarize activity per piece, each within the window.
-import { type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { Compactor, type CompactConversationOptions, type SummarizeRequest, type Summarizer } from '../../src/index.js';
+import { Compactor, type SummarizeRequest, type Summarizer } from '../../src/index.js';
+import type { CompactConversationOptions } from '../../src/workflows/compact-conversation.js';
 import { SUMMARY_OUTPUT_SHARE } from '../../src/core/compaction/options.js';
 import { requestFor, summarizerMessages } from '../../src/core/compaction/transcript.js';
 import { defaultCounter } from '../../src/core/counting/tokens.js';

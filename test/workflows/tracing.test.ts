@@ -8,12 +8,12 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import {
   agentRun,
   compactorPlugin,
-  compactorWorkflowsPath,
   createExtractiveSummarizer,
   loadConfig,
-  tracingWorkflowInterceptorModules,
   type AgentRunResult,
 } from '../../src/index.js';
+import { compactorWorkflowsPath } from '../../src/worker/workflow-bundling.js';
+import { tracingWorkflowInterceptorModules } from '../../src/telemetry/tracing.js';
 import { COMPACTION_SPAN_NAME, CompactionSpanAttribute } from '../../src/core/compaction/telemetry.js';
 import { openingOf, trajectoryDir } from '../support/agent.js';
 import { testConnection, uniqueId, type TestConnection } from '../support/temporal.js';

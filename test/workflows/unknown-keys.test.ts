@@ -72,7 +72,7 @@ describe('unknown keys in workflow input', () => {
           });
           const failure = await failureOf(handle);
           expect([failure.type, failure.nonRetryable, failure.message]).toEqual([
-            FailureType.InvalidInput,
+            FailureType.Compaction.InvalidInput,
             true,
             message,
           ]);

@@ -5,7 +5,9 @@
 import { temporal } from '@temporalio/proto';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/config.js';
-import { createActivities, createOpenAISummarizer, type CompactConversationOptions } from '../../src/index.js';
+import { createOpenAISummarizer } from '../../src/index.js';
+import { createActivities } from '../../src/activities/index.js';
+import type { CompactConversationOptions } from '../../src/workflows/compact-conversation.js';
 import { loadWorkerConfig } from '../../src/worker/create-worker.js';
 import type { compactConversation } from '../../src/workflows/index.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.js';

@@ -68,7 +68,7 @@ describe('needsCompaction (workflow entry)', () => {
     const badMessage = failureOf(() =>
       needsCompaction([{ role: 'robot', content: 'hi' }] as never, { contextBudget: 1000 }),
     );
-    expect(badMessage.type).toBe(FailureType.InvalidInput);
+    expect(badMessage.type).toBe(FailureType.Compaction.InvalidInput);
     expect(badMessage.nonRetryable).toBe(true);
     expect(badMessage.message).toContain('messages[0].role');
     const badOption = failureOf(() => needsCompaction(messages, { contextBudget: 0 }));

@@ -71,7 +71,7 @@ export interface CompactionTotals {
 /** An agent run's compaction history as the run keeps it: totals, the most recent records, and what the run cost so far. */
 export interface CompactionHistory {
   totals: CompactionTotals;
-  /** The last {@link RECENT_COMPACTIONS} records, oldest first; the rest are in the transcript (`compactionRecordsFromSession`). */
+  /** The last {@link RECENT_COMPACTIONS} records, oldest first; the rest are in the transcript (`transcript.compactionRecords`). */
   recent: CompactionRecord[];
   /** The run's usage so far: chat requests, cache hits, the summarizer, and the billed-input estimate. */
   usage: RunUsage;

@@ -27,7 +27,7 @@ export interface UsageCounterOptions {
   /**
    * Counts what the calibration does not cover: the messages after the calibrated prefix, and
    * whole conversations whose prefix changed. Pure and deterministic, like every counter.
-   * @default defaultCounter
+   * @default the character estimator (`counters.chars()`)
    */
   estimator?: TokenCounter;
 }
@@ -268,7 +268,7 @@ export class UsageCounter implements TokenCounter {
    * Restores a counter from {@link UsageCounter.toJSON}'s state (after `JSON.parse`, a
    * continue-as-new or a query). Throws `InvalidInputError` naming the offending field, e.g.
    * `state.calibration.digest: must be 64 lowercase hex digits`.
-   * @param estimator the estimator for the restored counter @default defaultCounter
+   * @param estimator the estimator for the restored counter @default the character estimator
    */
   static fromJSON(state: unknown, estimator: TokenCounter = defaultCounter): UsageCounter {
     const parsed = usageCounterStateSchema.safeParse(state);

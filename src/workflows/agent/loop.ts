@@ -23,7 +23,7 @@ import {
   proxyActivities,
 } from '@temporalio/workflow';
 import type { ChatActivityInput, ChatActivityOutput, CompactorActivities } from '../../activities/index.js';
-import { RunFailureType } from '../../core/agent/agent-errors.js';
+import { FailureType } from '../../core/errors.js';
 import { pinTask, type AgentRunPlan } from '../../core/agent/agent-input.js';
 import { CARRIED_STATE_VERSION, parseCarriedState, type AgentRunCarried } from '../../core/agent/carried-state.js';
 import { groupDigits, type CompactionHistory } from '../../core/agent/compaction-history.js';
@@ -296,7 +296,7 @@ export class AgentLoop {
       const candidates = this.chain.candidates(failed, round);
       if (candidates.length === 0) {
         throw ApplicationFailure.create({
-          type: RunFailureType.BackendsFailed,
+          type: FailureType.RunFailed.BackendsFailed,
           message: `every backend failed in round ${round}; last: ${failureMessage(lastFailure)}`,
           nonRetryable: true,
           cause: lastFailure instanceof Error ? lastFailure : undefined,

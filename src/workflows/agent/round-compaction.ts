@@ -3,7 +3,7 @@
 // try, the pass through the workflow driver with the run's settings, its review, and its record in
 // the transcript and the compaction history; a run out of room ends `RunFailed.ContextExhausted`.
 import { ApplicationFailure, type ActivityOptions } from '@temporalio/common';
-import { RunFailureType } from '../../core/agent/agent-errors.js';
+import { FailureType } from '../../core/errors.js';
 import type { AgentRunPlan, ResolvedBackend } from '../../core/agent/agent-input.js';
 import { compactionRecord, groupDigits, type CompactionRecord } from '../../core/agent/compaction-history.js';
 import { preflight, type BackendCounter } from '../../core/agent/preflight.js';
@@ -134,7 +134,7 @@ export class RoundCompaction {
         room: aim,
       };
       throw ApplicationFailure.create({
-        type: RunFailureType.ContextExhausted,
+        type: FailureType.RunFailed.ContextExhausted,
         message: `context exhausted before round ${details.round}: ${groupDigits(details.tokens)} tokens after compaction, ${groupDigits(aim)} usable on ${details.backend} (keepRecent or a recent tool result is too large for the window)`,
         nonRetryable: true,
         details: [details],
