@@ -22,6 +22,7 @@
 //   0x03 id (32) offset (u32) length (u32)        bytes of a manifest's inline bytes (its 0x01
 //                                                 entries' bytes end to end, in order)
 // Inline bytes and slices sit in manifests and level-1 nodes only; nodes above level 1 list nodes.
+import { MAX_STORED_PAYLOAD_BYTES } from '../core/limits/payload-size.js';
 import { ChunkIntegrityError } from './errors.js';
 
 export type ObjectKind = 'chunk' | 'node' | 'manifest';
@@ -48,13 +49,8 @@ const NODE_MAX_CHILDREN = 64;
 export const MAX_INLINE_BYTES = 0xffff;
 /** The longest chain of manifests on base manifests (a reader follows at most this many). */
 export const MAX_MANIFEST_DEPTH = 16;
-/**
- * The largest payload the store holds (its protobuf size; a manifest's `size` is at most this):
- * 64 MiB. History holds only the claim, so no Temporal limit applies; this is the bound a reader
- * can trust before allocating, about 30 times the largest chat request of a million-token window.
- * Storing a larger payload fails with `PayloadTooLargeError`.
- */
-export const MAX_STORED_PAYLOAD_BYTES = 64 * 1024 * 1024;
+/** Storing a payload over this fails with `PayloadTooLargeError` (the bound workflows check against: core/limits). */
+export { MAX_STORED_PAYLOAD_BYTES };
 /**
  * The largest plaintext of any object: a manifest holding a whole payload inline, with its
  * metadata and entries (a pack holds at most a payload's bytes, a node 64 entries).

@@ -4,6 +4,7 @@ import { FailureType, InvalidInputError } from '../core/errors.js';
 import {
   DEFAULT_PAYLOAD_LIMIT_BYTES,
   jsonPayloadBytes,
+  payloadBound,
   type PayloadTooLargeDetails,
 } from '../core/limits/payload-size.js';
 import { describeWorker } from './describe-worker.js';
@@ -72,14 +73,18 @@ export async function compactConversation(input: CompactConversationInput): Prom
   const pass = passOf(system === undefined ? messages : { system, messages }, jsonOptions);
   const { result: engine } = await driveCompaction(pass.messages, pass.call, 'rethrow');
   const result: AnyCompactionResult = pass.view === undefined ? engine : withoutRequest(pass.view.result(engine));
-  const limit = typeof options?.maxPayloadBytes === 'number' ? options.maxPayloadBytes : DEFAULT_PAYLOAD_LIMIT_BYTES;
+  const inline = typeof options?.maxPayloadBytes === 'number' ? options.maxPayloadBytes : DEFAULT_PAYLOAD_LIMIT_BYTES;
   const bytes = jsonPayloadBytes(result);
-  if (bytes > limit && !(options.payloadStore ?? (await describeWorker()).externalStorage)) {
-    // Returned inline, a result the server refuses would fail the workflow task again and again.
+  const stored = bytes > inline && (options.payloadStore ?? (await describeWorker()).externalStorage);
+  const limit = payloadBound(inline, stored);
+  if (bytes > limit) {
+    // A result the server (or the payload store) refuses would fail the workflow task again and again.
     const details: PayloadTooLargeDetails = { payload: 'the compaction result', bytes, limit };
     throw ApplicationFailure.create({
       type: FailureType.Compaction.PayloadTooLarge,
-      message: `the compaction result is ${bytes} bytes, over the ${limit}-byte payload limit, and the worker stores no payloads externally (set COMPACTOR_PAYLOAD_STORE)`,
+      message: stored
+        ? `the compaction result is ${bytes} bytes, over the ${limit} bytes the payload store holds`
+        : `the compaction result is ${bytes} bytes, over the ${limit}-byte payload limit, and the worker stores no payloads externally (set COMPACTOR_PAYLOAD_STORE)`,
       nonRetryable: true,
       details: [details],
     });

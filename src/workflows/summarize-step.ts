@@ -7,7 +7,7 @@ import { ActivityFailure, CancellationScope, isCancellation, proxyActivities } f
 import type { CompactorActivities } from '../activities/index.js';
 import type { SummarizeOutcome, SummarizeStep } from '../core/compaction/engine.js';
 import type { SummarizerTally } from '../core/compaction/telemetry.js';
-import { jsonPayloadBytes } from '../core/limits/payload-size.js';
+import { jsonPayloadBytes, payloadBound } from '../core/limits/payload-size.js';
 import type { CompactionSettings } from './compact-options.js';
 import { describeWorker } from './describe-worker.js';
 
@@ -45,13 +45,16 @@ export async function summarizeStep(
   const bytes = jsonPayloadBytes(input);
   if (bytes > compaction.maxPayloadBytes) {
     compaction.payloadStore ??= (await describeWorker()).externalStorage;
-    if (!compaction.payloadStore) {
-      // Sent inline, the server would refuse it and the workflow task would fail without end: the
-      // hard trim instead, as for a summarizer that refused the request.
+    const limit = payloadBound(compaction.maxPayloadBytes, compaction.payloadStore);
+    if (bytes > limit) {
+      // Sent inline, the server would refuse it (stored, the store would): the workflow task would
+      // fail without end. The hard trim instead, as for a summarizer that refused the request.
       return {
         kind: 'failed',
         reason: 'rejected',
-        message: `the summarize request is ${bytes} bytes, over maxPayloadBytes (${compaction.maxPayloadBytes}), and the worker stores no payloads externally`,
+        message: compaction.payloadStore
+          ? `the summarize request is ${bytes} bytes, over the ${limit} bytes the payload store holds`
+          : `the summarize request is ${bytes} bytes, over maxPayloadBytes (${limit}), and the worker stores no payloads externally`,
       };
     }
   }

@@ -8,7 +8,7 @@ import type { AgentRunPlan, ModelConfig } from '../core/agent/agent-input.js';
 import { oneLine } from '../core/agent/compaction-history.js';
 import { RECALL_TOOL_NAME } from '../core/agent/recall.js';
 import { isBuiltInToolName } from '../core/agent/tool-declarations.js';
-import { jsonPayloadBytes } from '../core/limits/payload-size.js';
+import { jsonPayloadBytes, payloadBound } from '../core/limits/payload-size.js';
 import type { ChatMessage, ToolCall } from '../core/types.js';
 import { agentActivityOptions, OUR_TOOL_DEFAULTS, USER_TOOL_DEFAULTS } from '../shared/activity-options.js';
 import { failureMessage } from '../shared/failures.js';
@@ -144,9 +144,10 @@ export async function runToolCalls(
         );
       }
       const bytes = jsonPayloadBytes([args]);
-      if (bytes > plan.maxPayloadBytes && !externalStorage) {
+      const limit = payloadBound(plan.maxPayloadBytes, externalStorage);
+      if (bytes > limit) {
         return answer(
-          `Error: the arguments of ${call.function.name} are ${bytes} bytes, more than a tool call may carry (${plan.maxPayloadBytes})`,
+          `Error: the arguments of ${call.function.name} are ${bytes} bytes, more than a tool call may carry (${limit})`,
         );
       }
       // `recall` (docs/design.md#recall) is ours, when the run declared it: a user's own tool of that name is not.

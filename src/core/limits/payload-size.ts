@@ -10,6 +10,21 @@
  */
 export const DEFAULT_PAYLOAD_LIMIT_BYTES = 2_000_000;
 
+/**
+ * The largest payload the payload store holds (its protobuf size; a manifest's `size` is at most
+ * this): 64 MiB. History holds only the claim, so no Temporal limit applies; this is the bound a
+ * reader can trust before allocating, about 30 times the largest chat request of a million-token
+ * window (images as data URLs can still reach it). Storing a larger payload fails, and in workflow
+ * code that would fail the workflow task on every retry: workflows check against it as against the
+ * inline limit.
+ */
+export const MAX_STORED_PAYLOAD_BYTES = 64 * 1024 * 1024;
+
+/** The most a payload may hold: {@link MAX_STORED_PAYLOAD_BYTES} when the worker stores payloads externally, else `maxPayloadBytes`. */
+export function payloadBound(maxPayloadBytes: number, externalStorage: boolean): number {
+  return externalStorage ? MAX_STORED_PAYLOAD_BYTES : maxPayloadBytes;
+}
+
 /** Bytes of the UTF-8 encoding of `text` (lone surrogates count as the 3 bytes of U+FFFD, as `TextEncoder` writes them). */
 export function utf8Length(text: string): number {
   let bytes = text.length;

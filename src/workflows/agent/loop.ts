@@ -280,10 +280,7 @@ export class AgentLoop {
 
   /** Counts the text of the live conversation no counter knows yet (./token-cache.ts). */
   private countNewText(): Promise<void> {
-    return this.tokens.countNewText(
-      this.messages,
-      this.limit.externalStorage ? Number.POSITIVE_INFINITY : this.limit.inlineBatchBytes(),
-    );
+    return this.tokens.countNewText(this.messages, this.limit.batchBytes());
   }
 
   /** One chat call, falling back along the chain when a backend fails after its retries. */

@@ -1,23 +1,30 @@
-// Sandbox-safe: what an agent run may send inline (docs/design.md#payload-limits) — anything that
-// could exceed the server's payload limit is measured before it is sent, and fails the run with
-// `RunFailed.PayloadTooLarge` unless the worker stores payloads externally.
+// Sandbox-safe: what an agent run may send (docs/design.md#payload-limits) — anything that could
+// exceed the server's payload limit, or the payload store's when the worker stores payloads
+// externally, is measured before it is sent, and fails the run with `RunFailed.PayloadTooLarge`.
+import { payloadBound } from '../../core/limits/payload-size.js';
 import { payloadTooLargeFailure } from '../../shared/failures.js';
 
-/** The run's payload limit, and whether it binds: it does not once the worker says it stores payloads externally. */
+/** The run's payload limit: the server's inline limit, or the store's once the worker says it stores payloads externally. */
 export class PayloadLimit {
   /** The worker's data converter stores large payloads externally (learnt from `describeWorker` at the run's start). */
   externalStorage = false;
 
   constructor(readonly maxPayloadBytes: number) {}
 
-  /** Fails the run with `RunFailed.PayloadTooLarge` when `bytes` would be sent inline over the limit. */
-  check(payload: string, bytes: number): void {
-    if (bytes <= this.maxPayloadBytes || this.externalStorage) return;
-    throw payloadTooLargeFailure({ payload, bytes, limit: this.maxPayloadBytes });
+  /** The most one payload may hold now. */
+  bound(): number {
+    return payloadBound(this.maxPayloadBytes, this.externalStorage);
   }
 
-  /** The most a batch (of transcript lines, of texts to count) may hold inline: ¾ of the limit, the rest for its envelope. */
-  inlineBatchBytes(): number {
-    return Math.floor(this.maxPayloadBytes * 0.75);
+  /** Fails the run with `RunFailed.PayloadTooLarge` when `bytes` is over the limit (the store's too: storing it would fail the workflow task on every retry). */
+  check(payload: string, bytes: number): void {
+    const limit = this.bound();
+    if (bytes <= limit) return;
+    throw payloadTooLargeFailure({ payload, bytes, limit });
+  }
+
+  /** The most a batch (of transcript lines, of texts to count) may hold: ¾ of the limit, the rest for its envelope. */
+  batchBytes(): number {
+    return Math.floor(this.bound() * 0.75);
   }
 }

@@ -96,11 +96,10 @@ export class TranscriptWriter {
    */
   async record(): Promise<void> {
     // Without a store a batch must travel inline: at most ¾ of the payload limit (one line may be more, and is checked).
-    // With a store everything waiting goes as one batch: a claim whatever its size, and the waiting
-    // lines are bounded by when this is called.
+    // With a store everything waiting goes as one batch, a claim, within ¾ of what the store holds.
     const batchBytes = this.limit.externalStorage
-      ? Number.POSITIVE_INFINITY
-      : Math.min(SESSION_BATCH_BYTES, this.limit.inlineBatchBytes());
+      ? this.limit.batchBytes()
+      : Math.min(SESSION_BATCH_BYTES, this.limit.batchBytes());
     while (this.unrecorded.length > 0) {
       let bytes = 0;
       let count = 0;
