@@ -345,7 +345,7 @@ export class WritePlanner {
   private bindToChain(manifest: PlannedObject): void {
     if (manifest.plaintext === undefined) return;
     const key = this.settings.keyring?.current;
-    const pack = manifest.children.find((child) => child.kind === 'chunk' && child.plaintext !== undefined);
+    const pack = newPackUnder(manifest);
     const context = this.chain.manifestContext(
       pack?.plaintext === undefined ? undefined : { id: pack.id, plaintext: pack.plaintext, context: pack.context },
       key?.id,
@@ -378,4 +378,18 @@ export class WritePlanner {
       ...this.recent.filter((recent) => recent.id !== planned.object.id),
     ].slice(0, RECENT_MANIFESTS);
   }
+}
+
+/**
+ * The payload's new pack: a planned chunk below a manifest, directly or under the new nodes of its
+ * tree (where the nodes fall depends on keyed ids, so the pack may sit at any level).
+ */
+function newPackUnder(object: PlannedObject): PlannedObject | undefined {
+  for (const child of object.children) {
+    if (child.plaintext === undefined) continue;
+    if (child.kind === 'chunk') return child;
+    const below = child.kind === 'node' ? newPackUnder(child) : undefined;
+    if (below !== undefined) return below;
+  }
+  return undefined;
 }

@@ -107,37 +107,46 @@ for (const keyed of [false, true]) {
       }
     });
 
-    it('a long payload that extends a recent one past what a manifest on it lists is listed over a tree, its new slices in one pack in the chain', async () => {
-      const backend = new MemoryBackend();
-      const driver = new ChunkStoreDriver({ backend, keyring });
-      const before = await storeOne(driver, conversation(140));
-      backend.requests.length = 0;
-      // 84 messages more: more entries than a manifest on a base lists, so a full manifest with nodes.
-      const long = conversation(224);
-      const claim = await storeOne(driver, long);
-      const puts = backend.puts();
-      const packs = puts.filter((key) => key.startsWith('v1/chunks/'));
-      expect(packs).toHaveLength(1);
-      expect(puts.filter((key) => key.startsWith('v1/nodes/')).length).toBeGreaterThan(0);
-      const manifest = await driver.inspect('manifest', manifestIdOf(claim));
-      expect(manifest.depth).toBe(0);
-      expect(manifest.level).toBeGreaterThan(0);
-      // The pack is deflated against the manifest stored before it, the new manifest against the pack.
-      const packKey = packs[0] ?? '';
-      const header = (key: string) =>
-        unsealObject(backend.objects.get(key) ?? new Uint8Array(0), key, keyring?.current.id, keyring).context;
-      expect(header(packKey)).toMatchObject({ kind: 'manifest', id: manifestIdOf(before) });
-      expect(header(objectKey('manifest', manifestIdOf(claim)))).toMatchObject({
-        kind: 'chunk',
-        id: packKey.split('/').at(-1),
-      });
-      // The next round stands on it and lists nothing but a message.
-      backend.requests.length = 0;
-      const next = await storeOne(driver, conversation(225));
-      expect(backend.puts()).toHaveLength(1);
-      expect(sha((await readBack(backend, claim, keyring)).data)).toBe(sha(long.data));
-      expect(sha((await readBack(backend, next, keyring)).data)).toBe(sha(conversation(225).data));
-    });
+    // Where a tree's nodes close depends on keyed ids: with some keys the new pack sits under a
+    // node rather than under the manifest itself. These fixed keys cover both placements (18 and 23
+    // put it under a node).
+    const keyrings = keyed
+      ? [1, 18, 23].map((fill) => keyringOf(codecKey(Buffer.alloc(32, fill), `k${fill}`)))
+      : [undefined];
+    it.each(keyrings.map((ring, index) => [index, ring] as const))(
+      'a long payload that extends a recent one past what a manifest on it lists is listed over a tree, its new slices in one pack in the chain (key %i)',
+      async (_index, keyring) => {
+        const backend = new MemoryBackend();
+        const driver = new ChunkStoreDriver({ backend, keyring });
+        const before = await storeOne(driver, conversation(140));
+        backend.requests.length = 0;
+        // 84 messages more: more entries than a manifest on a base lists, so a full manifest with nodes.
+        const long = conversation(224);
+        const claim = await storeOne(driver, long);
+        const puts = backend.puts();
+        const packs = puts.filter((key) => key.startsWith('v1/chunks/'));
+        expect(packs).toHaveLength(1);
+        expect(puts.filter((key) => key.startsWith('v1/nodes/')).length).toBeGreaterThan(0);
+        const manifest = await driver.inspect('manifest', manifestIdOf(claim));
+        expect(manifest.depth).toBe(0);
+        expect(manifest.level).toBeGreaterThan(0);
+        // The pack is deflated against the manifest stored before it, the new manifest against the pack.
+        const packKey = packs[0] ?? '';
+        const header = (key: string) =>
+          unsealObject(backend.objects.get(key) ?? new Uint8Array(0), key, keyring?.current.id, keyring).context;
+        expect(header(packKey)).toMatchObject({ kind: 'manifest', id: manifestIdOf(before) });
+        expect(header(objectKey('manifest', manifestIdOf(claim)))).toMatchObject({
+          kind: 'chunk',
+          id: packKey.split('/').at(-1),
+        });
+        // The next round stands on it and lists nothing but a message.
+        backend.requests.length = 0;
+        const next = await storeOne(driver, conversation(225));
+        expect(backend.puts()).toHaveLength(1);
+        expect(sha((await readBack(backend, claim, keyring)).data)).toBe(sha(long.data));
+        expect(sha((await readBack(backend, next, keyring)).data)).toBe(sha(conversation(225).data));
+      },
+    );
   });
 }
 
