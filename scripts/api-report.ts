@@ -1,7 +1,7 @@
 // Writes the API reports of the package's entry points into api/: every name each entry exports,
 // its kind (function, class, const …, interface, type) and the module that declares it, read
 // with the TypeScript compiler from the sources (no build needed). `npm run api:report` after
-// adding, removing or moving an export; test/api-report.test.ts fails while the committed reports
+// adding, removing or moving an export; test/package/api-report.test.ts fails while the committed reports
 // differ from what this writes, so every change to the public surface is a reviewed diff.
 //
 //   npm run api:report              write api/*.api.md

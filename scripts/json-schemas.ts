@@ -1,6 +1,6 @@
 // Writes the JSON Schemas of compactConversation's input and result into docs/, from the zod
 // schemas in src/shared/json-schemas.ts (built on the validators' own). `npm run docs:schemas` after changing
-// them; test/schemas.test.ts fails while the committed files differ from what this writes.
+// them; test/shared/json-schemas.test.ts fails while the committed files differ from what this writes.
 //
 //   npm run docs:schemas              write docs/*.schema.json
 //   npm run docs:schemas -- --check   only say which files are stale (exit code 1 if any)

@@ -5,7 +5,7 @@
 // Errors a caller reacts to are exported (`InvalidInputError`, `SummarizerError`); the ones that
 // stop start-up or a read are told apart by their `name` (docs/design.md#failure-types). The
 // package's own tests, benchmarks and scripts import everything else by module path. Every export
-// is listed in api/temporal-compactor.api.md (`npm run api:report`); test/api-report.test.ts holds
+// is listed in api/temporal-compactor.api.md (`npm run api:report`); test/package/api-report.test.ts holds
 // this entry to its count of runtime names.
 export * from './workflow.js';
 // Compaction in this process (docs/design.md#compactor), and the summarizers.

@@ -4,7 +4,7 @@
 // transcript, the failure types — and the types a user's code names. Nothing here may import Node
 // modules (the linter enforces it). The engine's parts are not an entry point: the package's own
 // tests, benchmarks and scripts import them by module path. Every export is listed in
-// api/temporal-compactor-workflow.api.md (`npm run api:report`); test/api-report.test.ts holds this
+// api/temporal-compactor-workflow.api.md (`npm run api:report`); test/package/api-report.test.ts holds this
 // entry to its count of runtime names.
 
 // Compaction inside any workflow (docs/design.md#workflow-compact), and its options.

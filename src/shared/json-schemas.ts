@@ -10,7 +10,7 @@
 // `payloadStore`), the texts a duration may be (`parseDuration` reads any text and names the bad
 // one), and `targetRatio ≤ triggerRatio` (a rule across fields, in code). The result is a
 // TypeScript interface (`CompactionResult`) with no validator, so its schema is written here.
-// test/schemas.test.ts holds all of it to the validators (the same inputs accepted and rejected,
+// test/shared/json-schemas.test.ts holds all of it to the validators (the same inputs accepted and rejected,
 // the same defaults) and to real results.
 import { z } from 'zod';
 import { optionsSchema } from '../core/compaction/options.js';
@@ -23,7 +23,7 @@ import { MESSAGE_FORMATS } from '../core/formats/format.js';
 export { chatMessageSchema };
 
 const count = z.number().int().nonnegative();
-/** The texts `parseDuration` reads: a number with ms, s, m, h or d (test/schemas.test.ts holds the two together). */
+/** The texts `parseDuration` reads: a number with ms, s, m, h or d (test/shared/json-schemas.test.ts holds the two together). */
 export const DURATION_PATTERN = '^\\s*(\\d+(?:\\.\\d+)?)\\s*(ms|s|m|h|d)\\s*$';
 const duration = z.union([z.number().nonnegative(), z.string().regex(new RegExp(DURATION_PATTERN))]);
 const positiveDuration = z.union([z.number().positive(), z.string().regex(new RegExp(DURATION_PATTERN))]);

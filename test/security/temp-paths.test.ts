@@ -1,7 +1,7 @@
 // Adversarial: paths swapped under a writer. The file store writes an object to a fresh temporary
 // file (created exclusively, 0600) and renames it over the object's name, so a symbolic link
 // planted at that name is replaced, never written through. (`compact --out` and the plugin's
-// bundle are covered where they live: test/cli-compact.test.ts refuses a link at --out, and the
+// bundle are covered where they live: test/cli/compact.test.ts refuses a link at --out, and the
 // plugin writes no file at all: test/workflows/plugin.test.ts.)
 import { existsSync, lstatSync, mkdirSync, symlinkSync } from 'node:fs';
 import { dirname, join } from 'node:path';

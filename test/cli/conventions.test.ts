@@ -8,23 +8,25 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { commands, main, type CliIo } from '../src/cli/main.js';
-import { Compactor } from '../src/compactor.js';
-import type { ChatMessage } from '../src/core/types.js';
-import { createExtractiveSummarizer } from '../src/summarizers/extractive.js';
-import { runCli, spawnCli } from './support/cli-process.js';
-import { dataUrl, pngBytes } from './support/images.js';
-import { startFakeOpenAI, type FakeOpenAI } from './support/fake-openai.js';
+import { commands, main, type CliIo } from '../../src/cli/main.js';
+import { Compactor } from '../../src/compactor.js';
+import type { ChatMessage } from '../../src/core/types.js';
+import { createExtractiveSummarizer } from '../../src/summarizers/extractive.js';
+import { runCli, spawnCli } from '../support/cli-process.js';
+import { dataUrl, pngBytes } from '../support/images.js';
+import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.js';
 
 const TRAJECTORY = fileURLToPath(
-  new URL('../examples/trajectories/taubench_gpt4o_airline_task2_trial1.json', import.meta.url),
+  new URL('../../examples/trajectories/taubench_gpt4o_airline_task2_trial1.json', import.meta.url),
 );
 /** The largest bundled trajectory: printed whole, it is far over a pipe's buffer. */
 const LARGE = fileURLToPath(
-  new URL('../examples/trajectories/swesmith_claude37_getmoto__moto-pr_6055.json', import.meta.url),
+  new URL('../../examples/trajectories/swesmith_claude37_getmoto__moto-pr_6055.json', import.meta.url),
 );
 const trajectory = (): ChatMessage[] => JSON.parse(readFileSync(TRAJECTORY, 'utf8'));
-const packageVersion: unknown = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version;
+const packageVersion: unknown = JSON.parse(
+  readFileSync(new URL('../../package.json', import.meta.url), 'utf8'),
+).version;
 
 function capture(
   env: Record<string, string | undefined> = {},
@@ -102,7 +104,7 @@ describe('temporal-compactor conventions', { timeout: 60_000 }, () => {
     });
 
     it('docs/cli.md has a section for every command and names each of its options', () => {
-      const reference = readFileSync(new URL('../docs/cli.md', import.meta.url), 'utf8');
+      const reference = readFileSync(new URL('../../docs/cli.md', import.meta.url), 'utf8');
       for (const command of Object.values(commands)) {
         expect(reference).toContain(`## ${command.name}\n`);
         expect(reference).toContain(`temporal-compactor ${command.name} ${command.usage}\n`);

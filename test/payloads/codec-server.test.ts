@@ -13,13 +13,17 @@ import { encodeReferencePayload, isReferencePayload } from '@temporalio/common/l
 import { StorageDriverClaim } from '@temporalio/common';
 import proto from '@temporalio/proto';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { startCodecServer, type CodecServer, type CodecServerOptions } from '../src/payloads/codec-server.js';
-import { loadConfig } from '../src/config.js';
-import { CHUNK_STORE_DRIVER_NAME, payloadConverterFromConfig, type ConfiguredPayloads } from '../src/payloads/index.js';
-import { claimOf, metadataOf } from './support/history-payloads.js';
+import { startCodecServer, type CodecServer, type CodecServerOptions } from '../../src/payloads/codec-server.js';
+import { loadConfig } from '../../src/config.js';
+import {
+  CHUNK_STORE_DRIVER_NAME,
+  payloadConverterFromConfig,
+  type ConfiguredPayloads,
+} from '../../src/payloads/index.js';
+import { claimOf, metadataOf } from '../support/history-payloads.js';
 
 const PayloadProto = proto.temporal.api.common.v1.Payload;
-const root = fileURLToPath(new URL('..', import.meta.url));
+const root = fileURLToPath(new URL('../..', import.meta.url));
 const UI = 'http://127.0.0.1:8233';
 
 const directories: string[] = [];

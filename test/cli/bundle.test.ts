@@ -6,11 +6,11 @@ import { fileURLToPath } from 'node:url';
 import vm from 'node:vm';
 import { injectGlobals } from '@temporalio/worker/lib/workflow/vm-shared.js';
 import { describe, expect, it } from 'vitest';
-import { main, type CliIo } from '../src/cli/main.js';
-import { workerBuildId } from '../src/worker/plugin.js';
-import { temporaryDirectory } from './support/cleanup.js';
+import { main, type CliIo } from '../../src/cli/main.js';
+import { workerBuildId } from '../../src/worker/plugin.js';
+import { temporaryDirectory } from '../support/cleanup.js';
 
-const USER_WORKFLOWS = fileURLToPath(new URL('./fixtures/user-worker/workflows.ts', import.meta.url));
+const USER_WORKFLOWS = fileURLToPath(new URL('../fixtures/user-worker/workflows.ts', import.meta.url));
 
 function capture(): CliIo & { out: () => string; err: () => string } {
   let out = '';

@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
 
-const SRC = fileURLToPath(new URL('../src', import.meta.url));
+const SRC = fileURLToPath(new URL('../../src', import.meta.url));
 
 /** Cycles left on purpose, each as the exact set of files of its strongly connected component: none. */
 const ALLOWED_FILE_CYCLES: readonly (readonly string[])[] = [];

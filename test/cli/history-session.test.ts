@@ -3,19 +3,19 @@
 // the JSON lines replaySession reads; usage mistakes exit 2 with the usage line.
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { commands, main } from '../src/cli/main.js';
-import { parseSessionJsonl, replaySession } from '../src/core/agent/session.js';
-import { COMPACTION_TABLE_HEADER, groupDigits } from '../src/core/agent/compaction-history.js';
-import { openingOf, replayActivities, runAgent, type AgentOutcome } from './support/agent.js';
-import { capturedCliIo } from './support/cli-process.js';
-import { bundleWorkflows, testConnection, uniqueId, withWorker, type TestConnection } from './support/temporal.js';
+import { commands, main } from '../../src/cli/main.js';
+import { parseSessionJsonl, replaySession } from '../../src/core/agent/session.js';
+import { COMPACTION_TABLE_HEADER, groupDigits } from '../../src/core/agent/compaction-history.js';
+import { openingOf, replayActivities, runAgent, type AgentOutcome } from '../support/agent.js';
+import { capturedCliIo } from '../support/cli-process.js';
+import { bundleWorkflows, testConnection, uniqueId, withWorker, type TestConnection } from '../support/temporal.js';
 
 describe('temporal-compactor CLI', { timeout: 90_000 }, () => {
   let t: TestConnection;
   let bundle: WorkflowBundleWithSourceMap;
   beforeAll(async () => {
     t = await testConnection();
-    bundle = await bundleWorkflows(new URL('../src/workflows/index.ts', import.meta.url));
+    bundle = await bundleWorkflows(new URL('../../src/workflows/index.ts', import.meta.url));
   });
 
   it('has history and session subcommands, easy to extend', () => {

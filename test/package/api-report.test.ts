@@ -5,16 +5,16 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { API_ENTRIES, readApi, renderReport, type ApiEntry, type ApiExport } from '../scripts/api-report.js';
+import { API_ENTRIES, readApi, renderReport, type ApiEntry, type ApiExport } from '../../scripts/api-report.js';
 
 const modules: Record<string, () => Promise<Record<string, unknown>>> = {
-  'src/index.ts': () => import('../src/index.js'),
-  'src/workflow.ts': () => import('../src/workflow.js'),
+  'src/index.ts': () => import('../../src/index.js'),
+  'src/workflow.ts': () => import('../../src/workflow.js'),
 };
 
 function committed(entry: ApiEntry): string | null {
   try {
-    return readFileSync(new URL(`../api/${entry.report}`, import.meta.url), 'utf8');
+    return readFileSync(new URL(`../../api/${entry.report}`, import.meta.url), 'utf8');
   } catch {
     return null;
   }
@@ -28,7 +28,7 @@ describe('public API (api/*.api.md)', () => {
     api = readApi();
     for (const entry of API_ENTRIES) {
       const load = modules[entry.source];
-      if (load === undefined) throw new Error(`test/api-report.test.ts: add an import for ${entry.source}`);
+      if (load === undefined) throw new Error(`test/package/api-report.test.ts: add an import for ${entry.source}`);
       runtime.set(entry, Object.keys(await load()).sort());
     }
   }, 300_000);
@@ -57,7 +57,7 @@ describe('public API (api/*.api.md)', () => {
   );
 
   it('package.json exports the reported entries and no other', () => {
-    const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
       exports?: Record<string, unknown>;
     };
     const subpaths = Object.keys(pkg.exports ?? {}).filter((subpath) => subpath !== './package.json');
@@ -69,7 +69,7 @@ describe('public API (api/*.api.md)', () => {
 });
 
 /** Every `.ts` file under `src/`, with its text. */
-function sources(directory = new URL('../src/', import.meta.url).pathname): Array<{ path: string; text: string }> {
+function sources(directory = new URL('../../src/', import.meta.url).pathname): Array<{ path: string; text: string }> {
   return readdirSync(directory, { withFileTypes: true }).flatMap((entry) => {
     const path = join(directory, entry.name);
     if (entry.isDirectory()) return sources(path);

@@ -7,17 +7,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { main, type CliIo } from '../src/cli/main.js';
-import { Compactor } from '../src/compactor.js';
-import type { AnthropicRequest } from '../src/core/formats/anthropic-schema.js';
-import type { ChatMessage } from '../src/core/types.js';
-import { createExtractiveSummarizer } from '../src/summarizers/extractive.js';
-import { normalizeArguments, toAnthropic } from './support/anthropic.js';
-import { toAiSdk } from './support/ai-sdk.js';
-import { bundleWorkflows, testConnection, uniqueId, type TestConnection } from './support/temporal.js';
+import { main, type CliIo } from '../../src/cli/main.js';
+import { Compactor } from '../../src/compactor.js';
+import type { AnthropicRequest } from '../../src/core/formats/anthropic-schema.js';
+import type { ChatMessage } from '../../src/core/types.js';
+import { createExtractiveSummarizer } from '../../src/summarizers/extractive.js';
+import { normalizeArguments, toAnthropic } from '../support/anthropic.js';
+import { toAiSdk } from '../support/ai-sdk.js';
+import { bundleWorkflows, testConnection, uniqueId, type TestConnection } from '../support/temporal.js';
 
 const TRAJECTORY = fileURLToPath(
-  new URL('../examples/trajectories/swesmith_claude37_getmoto__moto-pr_6055.json', import.meta.url),
+  new URL('../../examples/trajectories/swesmith_claude37_getmoto__moto-pr_6055.json', import.meta.url),
 );
 const openai = (): ChatMessage[] => normalizeArguments(JSON.parse(readFileSync(TRAJECTORY, 'utf8')));
 const body = (): AnthropicRequest => toAnthropic(openai());
@@ -120,7 +120,7 @@ describe('temporal-compactor compact --format', () => {
     let bundlePath: string;
     beforeAll(async () => {
       t = await testConnection();
-      const bundle = await bundleWorkflows(new URL('../src/workflows/index.ts', import.meta.url));
+      const bundle = await bundleWorkflows(new URL('../../src/workflows/index.ts', import.meta.url));
       bundlePath = join(directory, 'workflow-bundle.js');
       writeFileSync(bundlePath, bundle.code);
     });

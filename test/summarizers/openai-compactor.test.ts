@@ -1,8 +1,8 @@
 // The in-process driver over real sockets: Compactor + createOpenAISummarizer + the fake OpenAI server.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { Compactor, createOpenAISummarizer } from '../src/index.js';
-import { startFakeOpenAI, type FakeOpenAI } from './support/fake-openai.js';
-import { charCounter, toolRounds } from './support/messages.js';
+import { Compactor, createOpenAISummarizer } from '../../src/index.js';
+import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.js';
+import { charCounter, toolRounds } from '../support/messages.js';
 
 let server: FakeOpenAI;
 beforeEach(async () => {

@@ -20,20 +20,20 @@ import { fileURLToPath } from 'node:url';
 import proto from '@temporalio/proto';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createActivities } from '../src/activities/index.js';
-import { main, type CliIo } from '../src/cli/main.js';
-import { COMPACT_TABLE_HEADER } from '../src/cli/compact-run.js';
-import { parseConversation, writeFileWhole } from '../src/cli/conversation-file.js';
-import { Compactor } from '../src/compactor.js';
-import { groupDigits } from '../src/core/agent/compaction-history.js';
-import { recordCompaction, replaySession, toJsonl, type SessionLine } from '../src/core/agent/session.js';
-import { defaultCounter } from '../src/core/counting/tokens.js';
-import type { ChatMessage, CompactionResult } from '../src/core/types.js';
-import { createExtractiveSummarizer } from '../src/summarizers/extractive.js';
-import { bundleWorkflows, testConnection, uniqueId, withWorker, type TestConnection } from './support/temporal.js';
+import { createActivities } from '../../src/activities/index.js';
+import { main, type CliIo } from '../../src/cli/main.js';
+import { COMPACT_TABLE_HEADER } from '../../src/cli/compact-run.js';
+import { parseConversation, writeFileWhole } from '../../src/cli/conversation-file.js';
+import { Compactor } from '../../src/compactor.js';
+import { groupDigits } from '../../src/core/agent/compaction-history.js';
+import { recordCompaction, replaySession, toJsonl, type SessionLine } from '../../src/core/agent/session.js';
+import { defaultCounter } from '../../src/core/counting/tokens.js';
+import type { ChatMessage, CompactionResult } from '../../src/core/types.js';
+import { createExtractiveSummarizer } from '../../src/summarizers/extractive.js';
+import { bundleWorkflows, testConnection, uniqueId, withWorker, type TestConnection } from '../support/temporal.js';
 
 const TRAJECTORY = fileURLToPath(
-  new URL('../examples/trajectories/taubench_gpt4o_airline_task2_trial1.json', import.meta.url),
+  new URL('../../examples/trajectories/taubench_gpt4o_airline_task2_trial1.json', import.meta.url),
 );
 const trajectory = (): ChatMessage[] => JSON.parse(readFileSync(TRAJECTORY, 'utf8'));
 
@@ -319,7 +319,7 @@ describe('temporal-compactor compact', () => {
     let bundlePath: string;
     beforeAll(async () => {
       t = await testConnection();
-      bundle = await bundleWorkflows(new URL('../src/workflows/index.ts', import.meta.url));
+      bundle = await bundleWorkflows(new URL('../../src/workflows/index.ts', import.meta.url));
       // The same bundle for the worker the CLI starts (COMPACTOR_WORKFLOW_BUNDLE): one bundling per file.
       bundlePath = fileWith('workflow-bundle.js', bundle.code);
     });

@@ -4,7 +4,7 @@ import { existsSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { runCleanups, temporaryDirectory } from './support/cleanup.js';
+import { runCleanups, temporaryDirectory } from '../support/cleanup.js';
 
 describe('temporary files of the test run', () => {
   it('go under a directory of the run, not straight into the system temporary directory', () => {

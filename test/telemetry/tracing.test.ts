@@ -8,13 +8,13 @@ import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-tr
 import type { ClientOptions } from '@temporalio/client';
 import type { WorkerOptions } from '@temporalio/worker';
 import { describe, expect, it, vi } from 'vitest';
-import { compactorPlugin, createExtractiveSummarizer, loadConfig } from '../src/index.js';
-import { ConfigError } from '../src/config.js';
-import { createTracing, tracingWorkflowInterceptorModules, StderrSpanExporter } from '../src/telemetry/tracing.js';
+import { compactorPlugin, createExtractiveSummarizer, loadConfig } from '../../src/index.js';
+import { ConfigError } from '../../src/config.js';
+import { createTracing, tracingWorkflowInterceptorModules, StderrSpanExporter } from '../../src/telemetry/tracing.js';
 
 const config = loadConfig({ env: {} });
 /** A user's own workflows module: the plugin bundles ours beside it. */
-const USER_WORKFLOWS = fileURLToPath(new URL('./fixtures/user-worker/workflows.ts', import.meta.url));
+const USER_WORKFLOWS = fileURLToPath(new URL('../fixtures/user-worker/workflows.ts', import.meta.url));
 const baseOptions = { taskQueue: 'q', workflowsPath: USER_WORKFLOWS } as WorkerOptions;
 
 function otelWorkflowModules(options: WorkerOptions): string[] {

@@ -1,6 +1,6 @@
-// Defects found while measuring the cost of compaction (issue 9 §3), each pinned by a test that
-// failed before its fix. Only the API that existed before the fix is used here, so the file runs
-// against the old engine too.
+// Three edges of elision and fallback, each pinned by a test: an elision epoch under a calibrated
+// UsageCounter, a stub never longer than the result it replaces, and a summary left over
+// contextBudget losing to a hard trim that fits.
 import { describe, expect, it } from 'vitest';
 import { Compactor, type ChatMessage } from '../../src/index.js';
 import { UsageCounter } from '../../src/core/counting/usage-counter.js';
@@ -18,7 +18,7 @@ import {
   httpError,
 } from '../support/messages.js';
 
-describe('(regression) an elision epoch under a calibrated UsageCounter', () => {
+describe('an elision epoch under a calibrated UsageCounter', () => {
   // The provider billed far less than the estimator says: the calibrated count of the conversation
   // is under the trigger, while the estimator's count of the stubbed conversation (the digest no
   // longer matches after an elision) is over it.
@@ -64,7 +64,7 @@ describe('(regression) an elision epoch under a calibrated UsageCounter', () => 
   });
 });
 
-describe('(regression) a stub longer than the result it replaces is never written', () => {
+describe('a stub longer than the result it replaces is never written', () => {
   // The same call twice; its older, 2-character result would get a ~90-character stub.
   const messages: ChatMessage[] = [
     system('You are an agent.'),
@@ -97,7 +97,7 @@ describe('(regression) a stub longer than the result it replaces is never writte
   });
 });
 
-describe('(regression) without a target, a summary left over contextBudget loses to a hard trim that fits', () => {
+describe('without a target, a summary left over contextBudget loses to a hard trim that fits', () => {
   // keepRecent 2: the recent window is 40 characters; the middle holds 3,000. Each summary shrinks
   // the conversation but leaves it over the 1,000 budget; dropping the middle fits.
   const messages: ChatMessage[] = [

@@ -7,12 +7,12 @@ import { join } from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { ChatActivityInput } from '../src/activities/index.js';
-import { loadConfig } from '../src/config.js';
-import { createOpenAIClient, PLACEHOLDER_API_KEY } from '../src/llm/openai-adapter.js';
-import { compactorPlugin, type CompactorPluginOptions } from '../src/worker/plugin.js';
-import { createExtractiveSummarizer } from '../src/summarizers/extractive.js';
-import { startFakeOpenAI, type FakeOpenAI } from './support/fake-openai.js';
+import type { ChatActivityInput } from '../../src/activities/index.js';
+import { loadConfig } from '../../src/config.js';
+import { createOpenAIClient, PLACEHOLDER_API_KEY } from '../../src/llm/openai-adapter.js';
+import { compactorPlugin, type CompactorPluginOptions } from '../../src/worker/plugin.js';
+import { createExtractiveSummarizer } from '../../src/summarizers/extractive.js';
+import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.js';
 
 /** An activity a plugin registers on an activities-only worker, run as an activity would be (one input). */
 type RegisteredActivity = (input: unknown) => Promise<unknown>;
@@ -235,7 +235,7 @@ describe('the OpenAI adapter reads no environment', () => {
 
 describe('no module under src/activities or src/llm reads the environment or the configuration', () => {
   const sources = ['activities', 'llm'].flatMap((folder) => {
-    const dir = new URL(`../src/${folder}/`, import.meta.url);
+    const dir = new URL(`../../src/${folder}/`, import.meta.url);
     return readdirSync(dir)
       .filter((name) => name.endsWith('.ts'))
       .map((name) => ({ path: `src/${folder}/${name}`, text: readFileSync(new URL(name, dir), 'utf8') }));

@@ -6,25 +6,25 @@
 import { readFileSync } from 'node:fs';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { describe, expect, it } from 'vitest';
-import { repositoryCorpus } from '../corpus/index.js';
-import { createFakeSummarizer } from './support/conversations.js';
-import { normalizeArguments, toAnthropic } from './support/anthropic.js';
-import { toAiSdk } from './support/ai-sdk.js';
-import { jsonSchemaFiles } from '../scripts/json-schemas.js';
-import { InvalidInputError } from '../src/core/errors.js';
-import { durationTextMs, optionsSchema, resolveOptions } from '../src/core/compaction/options.js';
-import { chatMessageSchema as runtimeMessageSchema, validateMessages } from '../src/core/schema.js';
-import { anthropicMessageSchema } from '../src/core/formats/anthropic-schema.js';
-import { aiSdkMessageSchema } from '../src/core/formats/ai-sdk-schema.js';
-import { Compactor, createExtractiveSummarizer } from '../src/index.js';
-import { defaultCounter } from '../src/core/counting/tokens.js';
+import { repositoryCorpus } from '../../corpus/index.js';
+import { createFakeSummarizer } from '../support/conversations.js';
+import { normalizeArguments, toAnthropic } from '../support/anthropic.js';
+import { toAiSdk } from '../support/ai-sdk.js';
+import { jsonSchemaFiles } from '../../scripts/json-schemas.js';
+import { InvalidInputError } from '../../src/core/errors.js';
+import { durationTextMs, optionsSchema, resolveOptions } from '../../src/core/compaction/options.js';
+import { chatMessageSchema as runtimeMessageSchema, validateMessages } from '../../src/core/schema.js';
+import { anthropicMessageSchema } from '../../src/core/formats/anthropic-schema.js';
+import { aiSdkMessageSchema } from '../../src/core/formats/ai-sdk-schema.js';
+import { Compactor, createExtractiveSummarizer } from '../../src/index.js';
+import { defaultCounter } from '../../src/core/counting/tokens.js';
 import {
   DURATION_PATTERN,
   compactConversationInputSchema,
   compactConversationJsonSchemas,
   compactConversationOptionsSchema,
   compactionResultSchema,
-} from '../src/shared/json-schemas.js';
+} from '../../src/shared/json-schemas.js';
 
 const schemas = compactConversationJsonSchemas();
 const ajv = new Ajv2020({ allErrors: true, strict: true, strictRequired: false }); // "required" inside if/then names fields declared beside it: valid JSON Schema, an ajv lint;

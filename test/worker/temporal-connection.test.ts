@@ -2,9 +2,9 @@
 // `Connection` or a worker `NativeConnection`), against the suite's dev server.
 import { createServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../src/config.js';
-import { connectTemporal, TemporalConnectionError } from '../src/worker/temporal-connection.js';
-import { temporalTarget } from './support/temporal.js';
+import { loadConfig } from '../../src/config.js';
+import { connectTemporal, TemporalConnectionError } from '../../src/worker/temporal-connection.js';
+import { temporalTarget } from '../support/temporal.js';
 
 /** A local port nothing listens on (bound, read, released). */
 async function closedPort(): Promise<number> {
