@@ -108,6 +108,16 @@ export function repositoryCorpus(): Trajectory[] {
   return [...bundledTrajectories(), ...generatedTrajectories()].sort(byName);
 }
 
+/** Set by `npm run test:corpus`: a test run includes the extended corpus' cases (`npm test` covers the repository set). */
+export const TEST_CORPUS_ENV = 'COMPACTOR_TEST_CORPUS';
+
+/** Whether this run includes the extended corpus' cases (`npm run test:corpus`). */
+export const extendedRun = (env: NodeJS.ProcessEnv = process.env): boolean => env[TEST_CORPUS_ENV] === 'extended';
+
+/** The skip line of a run without the extended cases. */
+export const extendedSkipped = (): string =>
+  `extended corpus cases run with npm run test:corpus (${TEST_CORPUS_ENV}=extended)`;
+
 /** Where the extended corpus is looked for, and whether it is there. */
 export interface ExtendedCorpusLocation {
   dir: string;

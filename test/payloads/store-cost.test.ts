@@ -11,7 +11,13 @@ import { ExternalStorage } from '@temporalio/common';
 import proto from '@temporalio/proto';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BUNDLED_DIR, extendedCorpusLocation, extendedCorpusMissing } from '../../corpus/index.js';
+import {
+  BUNDLED_DIR,
+  extendedCorpusLocation,
+  extendedCorpusMissing,
+  extendedRun,
+  extendedSkipped,
+} from '../../corpus/index.js';
 import { loadConfig } from '../../src/config.js';
 import { openingMessages } from '../../src/core/agent/trajectory.js';
 import {
@@ -149,8 +155,9 @@ describe('the payload store over a recorded agent run', { timeout: 300_000 }, ()
 
   const extended = extendedCorpusLocation();
   const django = 'claudecode_django__django-11797';
-  if (!extended.present || !existsSync(join(extended.dir, `${django}.json`)))
-    it.skip(extendedCorpusMissing(extended), () => undefined);
+  if (!extendedRun()) it.skip(extendedSkipped(), () => undefined);
+  else if (!extended.present || !existsSync(join(extended.dir, `${django}.json`)))
+    throw new Error(`npm run test:corpus: ${extendedCorpusMissing(extended)}`);
   else
     it('django-11797 (extended corpus): holds at most 0.6× the trajectory, the same goals a round', async () => {
       const run = await measure(extended.dir, django, 32_000);

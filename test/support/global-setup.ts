@@ -28,7 +28,10 @@ import {
   createTrajectoryDir,
   extendedCorpusLocation,
   extendedCorpusMissing,
+  extendedRun,
+  extendedSkipped,
   fullCorpus,
+  repositoryCorpus,
   TRAJECTORY_DIR_ENV,
 } from '../../corpus/index.js';
 import { ensureSearchAttributes, startDevServer, type DevServer } from '../../dev/dev-server.js';
@@ -85,16 +88,18 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const runTmp = runTemporaryDirectory();
   process.once('exit', runTmp.remove);
 
-  const corpus = fullCorpus();
+  const extended = extendedRun();
+  const corpus = extended ? fullCorpus() : repositoryCorpus();
   const trajectories = createTrajectoryDir(corpus);
   // Teardown removes it; the exit hook covers a run that is interrupted before teardown.
   process.once('exit', trajectories.remove);
   process.env[TRAJECTORY_DIR_ENV] = trajectories.dir;
   const location = extendedCorpusLocation();
+  if (extended && !location.present) throw new Error(`npm run test:corpus: ${extendedCorpusMissing(location)}`);
   process.stderr.write(
-    location.present
+    extended
       ? `[global-setup] extended corpus at ${location.dir}: ${corpus.filter((trajectory) => trajectory.origin === 'extended').length} trajectories beyond the repository set run too\n`
-      : `[global-setup] ${extendedCorpusMissing(location)} (the repository set runs; the extended cases are skipped)\n`,
+      : `[global-setup] ${extendedSkipped()}; this run covers the repository set\n`,
   );
 
   // The workflow bundles test files share (bundle-cache.ts): the first file that needs one builds it
