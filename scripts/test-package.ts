@@ -280,6 +280,8 @@ function checkTarball(tarball: string): void {
     'package/package.json',
     'package/README.md',
     'package/LICENSE',
+    'package/CHANGELOG.md',
+    'package/SECURITY.md',
     'package/dist/index.js',
     'package/dist/index.d.ts',
     'package/dist/workflow.js',
