@@ -141,8 +141,8 @@ function markdown(rows: Row[], machine: string, server: string, command: string)
     ),
     '',
     '**How to read it.** A real summarizer call takes seconds; the workflow column is what Temporal adds',
-    'to it. The event count is fixed; the bytes grow with the conversation, which the history holds',
-    'twice (input and result) plus the capped transcript once.',
+    'to it. The events follow the summarize activities (a second when the coverage check retries); the',
+    'bytes grow with the conversation, which the history holds as input, result and summarizer request.',
   ];
   return lines.join('\n');
 }
