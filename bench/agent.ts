@@ -175,8 +175,8 @@ function section(rows: Row[], machine: string, command: string): string {
     `With \`ageObservations\` on: Total: ${totals(aged)}.`,
     '',
     '**How to read it.** A round is about 13 events, but its bytes follow the context, which compaction',
-    'bounds. `ContextExhausted` runs met a tool result bigger than the whole room. With the payload store',
-    'on a round costs what it adds: [Long agent runs](#long-agent-runs-the-payload-store-on-and-off).',
+    'bounds. An outcome other than `completed` names the failure that ended the run. With the payload',
+    'store on a round costs what it adds: [Long agent runs](#long-agent-runs-the-payload-store-on-and-off).',
     END_MARKER,
   ].join('\n');
 }
