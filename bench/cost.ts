@@ -15,13 +15,13 @@
 //
 // Run: `npm run bench:cost` (the repository's trajectories, examples/trajectories/) or
 //      `npm run bench:cost -- --corpus ../shared/corpus` (the extended corpus); `--write` puts the
-//      first tokenizer's table into bench/README.md (stdout has them all). Flags: --cached-price 0.1, --summarizer-price 0.25,
+//      first tokenizer's table of the run into bench/README.md, section "Cost" (stdout has them all). Flags: --cached-price 0.1, --summarizer-price 0.25,
 //      --summarizer-input request|middle, --tokenizer chars|o200k|both (default both), --ablation,
 //      --explain-retention (our engine's policies only: the identifiers each missed, counted by
 //      where they were lost).
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg } from 'node:os';
-import { basename, join, relative, resolve } from 'node:path';
+import { join, relative, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import {
@@ -39,9 +39,9 @@ import { needsCompactionCore } from '../src/core/compaction/needs-compaction.js'
 import { findRegions } from '../src/core/compaction/regions.js';
 import { resolveOptions } from '../src/core/compaction/options.js';
 import { capMiddle, isSummaryMessage, summarizerMessages } from '../src/core/compaction/transcript.js';
+import { writeReadmeSection } from './readme-section.js';
 
 const REPO_ROOT = fileURLToPath(new URL('../', import.meta.url));
-const README = fileURLToPath(new URL('./README.md', import.meta.url));
 
 function progress(line: string): void {
   process.stderr.write(`${line}\n`);
@@ -720,7 +720,6 @@ function main(): void {
   const seconds = (performance.now() - started) / 1000;
 
   const shownDir = relative(REPO_ROOT, flags.dir) || '.';
-  const label = shownDir === 'examples/trajectories' ? 'examples' : basename(flags.dir);
   const command = `npm run bench:cost --${shownDir === 'examples/trajectories' ? '' : ` --corpus ${shownDir}`}${flags.ablation ? ' --ablation' : ''}${flags.write ? ' --write' : ''}`;
   const cpu = cpus()[0]?.model.trim() ?? 'unknown CPU';
   const tokenCount = (table: Table): string =>
@@ -742,14 +741,8 @@ function main(): void {
   if (flags.explain) for (const table of tables) console.log(causesTable(table));
 
   if (flags.write) {
-    const start = `<!-- bench:cost:${label}:start -->`;
-    const end = `<!-- bench:cost:${label}:end -->`;
-    const readme = readFileSync(README, 'utf8');
-    const from = readme.indexOf(start);
-    const to = readme.indexOf(end);
-    if (from < 0 || to < from) throw new Error(`bench/README.md has no ${start} … ${end} section to replace`);
-    writeFileSync(README, `${readme.slice(0, from + start.length)}\n${readmeSection}${readme.slice(to)}`);
-    progress(`wrote ${start} in bench/README.md`);
+    writeReadmeSection('cost', readmeSection.trimEnd());
+    progress('wrote the bench:cost section of bench/README.md');
   }
 }
 
