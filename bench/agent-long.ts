@@ -1,4 +1,4 @@
-// Node: `npm run bench:agent-long` — one long agent run (issue 8: 1,000 rounds with a 40 KB tool
+// Node: `npm run bench:agent-long` — one long agent run (1,000 rounds with a 40 KB tool
 // result each, ~40 MB of transcript) through agentRun with the replay provider, with the payload
 // store off and on, side by side: both runs at once on one dev server, each with its own worker
 // process (bench/agent-long-worker.ts), so load on the shared machine hits them alike. Per run:
@@ -9,8 +9,8 @@
 //
 // Run: `npm run bench:agent-long` (uses TEMPORAL_ADDRESS, else starts a dev server);
 // `-- --rounds N --result-chars N --window N` for other sizes, `-- --threshold N` for the store-on
-// side's COMPACTOR_PAYLOAD_THRESHOLD; `-- --write` puts the figures into
-// bench/README.md (section "Long agent runs") and the raw ones into bench/results/agent-long.json.
+// side's COMPACTOR_PAYLOAD_THRESHOLD; `-- --write` puts the side-by-side table into bench/README.md
+// (section "Long agent runs") and the raw figures into bench/results/agent-long.json.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg, tmpdir } from 'node:os';
@@ -375,6 +375,22 @@ async function figuresOf(
   };
 }
 
+/** The two runs side by side, a row each. */
+function sideTable(figures: SideFigures[]): string {
+  const row = (f: SideFigures): string => {
+    const c = f.chain;
+    const perRound = (q: number) => groupDigits(Math.round(quantile(c.roundBytes, q)));
+    const tenth = Math.max(1, Math.floor(c.roundMs.length / 10));
+    const ms = (values: readonly number[], q: number) => groupDigits(Math.round(quantile(values, q)));
+    return `| ${f.label} | ${f.outcome} | ${groupDigits(f.rounds)} | ${c.runs} | ${groupDigits(c.events)} | ${mb(c.historyBytes)} | ${perRound(0.5)} | ${perRound(0.99)} | ${groupDigits(Math.max(0, ...c.roundBytes))} | ${groupDigits(c.largestPayload)} | ${c.workflowTasksFailed} | ${ms(c.roundMs, 0.5)} | ${ms(c.roundMs, 0.99)} | ${ms(c.roundMs.slice(0, tenth), 0.5)} / ${ms(c.roundMs.slice(-tenth), 0.5)} | ${(f.wallMs / 1000).toFixed(0)} | ${groupDigits(Math.round(f.workerPeakRssBytes / 1024 / 1024))} MB |`;
+  };
+  return [
+    '| store | outcome | rounds | runs | events | history | bytes per round, median | p99 | max | largest payload | workflow tasks failed | ms per round, median | p99 | median, first / last tenth | wall s | worker peak RSS |',
+    '|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
+    ...figures.map(row),
+  ].join('\n');
+}
+
 function section(
   figures: SideFigures[],
   opts: Options,
@@ -384,13 +400,6 @@ function section(
   date: string,
   command: string,
 ): string {
-  const row = (f: SideFigures): string => {
-    const c = f.chain;
-    const perRound = (q: number) => groupDigits(Math.round(quantile(c.roundBytes, q)));
-    const tenth = Math.max(1, Math.floor(c.roundMs.length / 10));
-    const ms = (values: readonly number[], q: number) => groupDigits(Math.round(quantile(values, q)));
-    return `| ${f.label} | ${f.outcome} | ${groupDigits(f.rounds)} | ${c.runs} | ${groupDigits(c.events)} | ${mb(c.historyBytes)} | ${perRound(0.5)} | ${perRound(0.99)} | ${groupDigits(Math.max(0, ...c.roundBytes))} | ${groupDigits(c.largestPayload)} | ${c.workflowTasksFailed} | ${ms(c.roundMs, 0.5)} | ${ms(c.roundMs, 0.99)} | ${ms(c.roundMs.slice(0, tenth), 0.5)} / ${ms(c.roundMs.slice(-tenth), 0.5)} | ${(f.wallMs / 1000).toFixed(0)} | ${groupDigits(Math.round(f.workerPeakRssBytes / 1024 / 1024))} MB |`;
-  };
   const storeRow = (f: SideFigures): string | undefined => {
     if (f.store === undefined) return undefined;
     const ratio = (bytes: number) => (bytes / f.transcriptBytes).toFixed(2);
@@ -411,9 +420,7 @@ function section(
     '',
     `Command: \`${command}\`. Date: ${date}. Machine: ${machine}.`,
     '',
-    '| store | outcome | rounds | runs | events | history | bytes per round, median | p99 | max | largest payload | workflow tasks failed | ms per round, median | p99 | median, first / last tenth | wall s | worker peak RSS |',
-    '|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
-    ...figures.map(row),
+    sideTable(figures),
     '',
     "Store against the run's new content (its transcript as read back: every message and compaction record once, JSON):",
     '',
@@ -445,6 +452,41 @@ function kindTable(figures: readonly SideFigures[]): string {
     lines.push(`| ${kind} | ${cells.join(' | ')} |`);
   }
   return lines.join('\n');
+}
+
+/** The README's section: the side-by-side table, the store against the new content, how to read them. */
+function readmeSection(figures: SideFigures[], opts: Options, machine: string, date: string, command: string): string {
+  const storeLines = figures.flatMap((f) => {
+    if (f.store === undefined) return [];
+    const ratio = (bytes: number) => (bytes / f.transcriptBytes).toFixed(2);
+    const written =
+      f.storeWritten === undefined
+        ? ''
+        : `; ${mb(f.storeWritten.plaintextBytes)} of plaintext written (${ratio(f.storeWritten.plaintextBytes)}×)`;
+    return [
+      `${f.label}: ${mb(f.store.bytes)} in ${groupDigits(f.store.files)} files for ${mb(f.transcriptBytes)} of new content (its transcript as`,
+      `read back, every line once): **${ratio(f.store.bytes)}×**${written}.`,
+    ];
+  });
+  return [
+    '## Long agent runs: the payload store on and off',
+    '',
+    `One generated run (${groupDigits(opts.rounds)} rounds, each tool result ~${groupDigits(opts.resultChars)} characters) through \`agentRun\` at a`,
+    `${groupDigits(opts.window)}-token window, the payload store off and the file store on, at once on one dev server. A`,
+    "round is every event from its `chat` activity's scheduling to the next one's (protobuf bytes).",
+    '',
+    `Command: \`${command}\`. Date: ${date}. Machine: ${machine}.`,
+    '',
+    sideTable(figures),
+    '',
+    ...storeLines,
+    '',
+    '**How to read it.** Both transcripts replay to the final conversation. Store off, history follows',
+    'the context; store on, payloads are claims and a round adds about the same bytes whatever the',
+    'window holds, the rounds over 2 KB being compactions, transcript batches and continues-as-new.',
+    "The tables of every event kind, and every round's figures, are on stdout and in",
+    '`bench/results/agent-long.json`.',
+  ].join('\n');
 }
 
 async function main(): Promise<void> {
@@ -583,7 +625,7 @@ async function main(): Promise<void> {
         RESULTS,
         `${JSON.stringify({ command, date, machine, options: opts, trajectoryBytes, newContentPerRoundMedian: newPerRound, figures }, null, 2)}\n`,
       );
-      writeReadmeSection('agent-long', text);
+      writeReadmeSection('agent-long', readmeSection(figures, opts, machine, date, command));
     }
     process.stdout.write(`${text}\n`);
     for (const f of figures) progress(`${f.label}: transcript replays to the result: ${f.replays}`);

@@ -5,7 +5,8 @@
 // whole conversation again, which is the known scaling limit of agents on Temporal.
 // Run: `npm run bench:agent` (uses TEMPORAL_ADDRESS, else starts a dev server with dev/dev-server.ts)
 // on the repository's trajectories; `-- --corpus DIR` (or COMPACTOR_EXTENDED_CORPUS) adds the extended corpus.
-// Figures are written to bench/README.md, section "Agent runs"; the raw rows to bench/results/agent.json.
+// The table with ageObservations off and both halves' totals are written to bench/README.md, section "Agent
+// runs"; both tables to stdout; the raw rows to bench/results/agent.json.
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
@@ -153,49 +154,29 @@ function totals(rows: readonly Row[]): string {
   return `${rows.length} runs, ${groupDigits(rounds)} rounds, ${sum((row) => row.compactions)} compactions, ${groupDigits(sum((row) => row.events))} history events, ${kb(bytes)} of history (${kb(bytes / Math.max(1, rounds))} per round), ${(sum((row) => row.wallMs) / 1000).toFixed(0)} s of run time`;
 }
 
-function section(rows: Row[], machine: string, corpusLabel: string): string {
+/** The README's section: the table with `ageObservations` off, the totals of both halves. */
+function section(rows: Row[], machine: string, command: string): string {
   const plain = rows.filter((row) => !row.ageObservations);
   const aged = rows.filter((row) => row.ageObservations);
   return [
     START_MARKER,
     '## Agent runs',
     '',
-    `Every trajectory of ${corpusLabel} through \`agentRun\` with the replay provider on a`,
-    `Temporal dev server: one replay backend with a ${groupDigits(CONTEXT_WINDOW)}-token window and ${groupDigits(MAX_OUTPUT_TOKENS)} tokens reserved`,
-    'for the answer (room 28,000 tokens of o200k BPE), compaction defaults otherwise (keepRecent 8, trigger 0.8 of the room),',
-    'the built-in extractive summarizer, no tool declarations. Each chat round is one `chat` activity',
-    'and one `replayTool` activity per tool call. History figures add up every run of a',
-    'continue-as-new chain (`describe().historyLength` / `historySize`). Runs: three at a time on one worker.',
+    `Every corpus trajectory through \`agentRun\` with the replay provider on a dev server: a ${groupDigits(CONTEXT_WINDOW)}-token`,
+    `window (${groupDigits(MAX_OUTPUT_TOKENS)} reserved for the answer), compaction defaults, ${CONCURRENCY} runs at a time on one worker.`,
+    'History figures add up every run of a continue-as-new chain.',
     '',
-    'Reproduce: `npm run bench:agent` (the repository set), `npm run bench:agent -- --corpus DIR` (with the extended corpus, ~3 minutes); progress on stderr; raw rows in `bench/results/agent.json`.',
-    '',
+    `Command: \`${command}\` (raw rows in \`bench/results/agent.json\`). Date: ${new Date().toISOString().slice(0, 10)}.`,
     `Machine: ${machine}.`,
-    '',
-    '### ageObservations off',
     '',
     table(plain),
     '',
     `Total: ${totals(plain)}.`,
+    `With \`ageObservations\` on: Total: ${totals(aged)}.`,
     '',
-    '### ageObservations on',
-    '',
-    table(aged),
-    '',
-    `Total: ${totals(aged)}.`,
-    '',
-    '**Reading it.** A round costs about 13 history events whatever the trajectory (workflow tasks, the',
-    '`chat` activity, one activity per tool call, a search-attribute upsert), but its bytes follow the',
-    'context: every `chat` input carries the whole conversation again, so bytes per round track the',
-    "context size (tens of KB at a 28k-token room), and a run's history is the sum of its context sizes.",
-    'Compaction bounds each term, so history grows linearly with the rounds instead of with their',
-    "square; Temporal's `continueAsNewSuggested` then cuts the longest runs into 2-3 runs of about 4 MB.",
-    'ageObservations elides more and summarizes less, which keeps more turns verbatim and so sends',
-    'slightly more per round. `ContextExhausted` runs hit a recorded tool result bigger than the whole',
-    "room (moto-pr_6055's 100,266-char read at round 2, the `find` of 650,000 characters in generated_huge-result, and jackson-databind-4304's 666,865 with the extended corpus);",
-    "their figures stop there, and that single result also exceeds Temporal's 512 KB payload warning",
-    '(the hard limit is 2 MB). These runs have the payload store off; with it on',
-    '(`COMPACTOR_PAYLOAD_STORE`) every chat request is a claim and a round costs what it adds, not what',
-    'the context holds: see [Long agent runs](#long-agent-runs-the-payload-store-on-and-off).',
+    '**How to read it.** A round is about 13 events, but its bytes follow the context, which compaction',
+    'bounds. An outcome other than `completed` names the failure that ended the run. With the payload',
+    'store on a round costs what it adds: [Long agent runs](#long-agent-runs-the-payload-store-on-and-off).',
     END_MARKER,
   ].join('\n');
 }
@@ -278,9 +259,11 @@ async function main(): Promise<void> {
       RESULTS,
       `${JSON.stringify({ contextWindow: CONTEXT_WINDOW, maxOutputTokens: MAX_OUTPUT_TOKENS, machine, corpus: corpus.label, rows }, null, 2)}\n`,
     );
-    const text = section(rows, machine, corpus.label);
+    const command = `npm run bench:agent${corpus.extendedDir === undefined ? '' : ` -- --corpus ${corpus.extendedDir}`}`;
+    const text = section(rows, machine, command);
     writeReadme(text);
-    process.stdout.write(`${text}\n`);
+    const aged = rows.filter((row) => row.ageObservations);
+    process.stdout.write(`${text}\n\nageObservations on:\n\n${table(aged)}\n`);
   } finally {
     await server?.stop();
     trajectoryDir.remove();

@@ -1,4 +1,4 @@
-// Node: what a run costs under prompt caching (issue 9 §1, docs/design.md#economics). Every trajectory is replayed
+// Node: what a run costs under prompt caching (docs/design.md#economics). Every trajectory is replayed
 // through several context policies side by side, and each request is priced as a provider with a
 // prompt cache bills it. A benchmark, not a test: it prints figures and asserts nothing.
 //
@@ -15,13 +15,13 @@
 //
 // Run: `npm run bench:cost` (the repository's trajectories, examples/trajectories/) or
 //      `npm run bench:cost -- --corpus ../shared/corpus` (the extended corpus); `--write` puts the
-//      tables into bench/README.md. Flags: --cached-price 0.1, --summarizer-price 0.25,
+//      first tokenizer's table of the run into bench/README.md, section "Cost" (stdout has them all). Flags: --cached-price 0.1, --summarizer-price 0.25,
 //      --summarizer-input request|middle, --tokenizer chars|o200k|both (default both), --ablation,
 //      --explain-retention (our engine's policies only: the identifiers each missed, counted by
 //      where they were lost).
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg } from 'node:os';
-import { basename, join, relative, resolve } from 'node:path';
+import { join, relative, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import {
@@ -39,9 +39,9 @@ import { needsCompactionCore } from '../src/core/compaction/needs-compaction.js'
 import { findRegions } from '../src/core/compaction/regions.js';
 import { resolveOptions } from '../src/core/compaction/options.js';
 import { capMiddle, isSummaryMessage, summarizerMessages } from '../src/core/compaction/transcript.js';
+import { writeReadmeSection } from './readme-section.js';
 
 const REPO_ROOT = fileURLToPath(new URL('../', import.meta.url));
-const README = fileURLToPath(new URL('./README.md', import.meta.url));
 
 function progress(line: string): void {
   process.stderr.write(`${line}\n`);
@@ -320,7 +320,7 @@ function engine(name: string, options: Omit<CompactionOptions, 'contextBudget'>,
         };
         const result = runCompactionSteps(compactionSteps(conversation, resolved, {}, counter), answer);
         if (summarizerInput === 'middle' && result.summary !== null) {
-          // The variant the issue's first figures used: the summarized messages themselves, uncapped.
+          // The variant that prices the summarized messages themselves, uncapped.
           const regions = findRegions(conversation, resolved.keepRecent);
           summarizerTokens = tokens(
             conversation.filter((_, index) => index <= result.cutIndex && regions.removable[index] === 1),
@@ -660,11 +660,21 @@ const percent = (part: number, whole: number): string => (whole === 0 ? '–' : 
 const requestsCell = (t: Totals): string =>
   t.summarizing === 0 ? '0' : `${t.summarizerRequests} (${(t.summarizerRequests / t.summarizing).toFixed(2)})`;
 
-function markdownTable({ policies, totals }: Table): string {
+/**
+ * The table, a row per policy. With `nearRowsLeftOut`, an ablation row that bills within 10 tokens of a
+ * row above it is left out (the rule it sets back changes nothing on these trajectories); the README's
+ * table is printed so, stdout's whole.
+ */
+function markdownTable({ policies, totals }: Table, nearRowsLeftOut = false): string {
   const base = totals[0]?.billed ?? 1;
-  const rows = policies.map((policy, index) => {
+  const ablation = new Set([...ABLATION, ...ELISION_ABLATION]);
+  const rows = policies.flatMap((policy, index) => {
     const t = totals[index] ?? emptyTotals();
-    return `| ${policy.name} | ${(t.billed / base).toFixed(3)} | ${grouped(t.billed)} | ${percent(t.cachedTokens, t.inputTokens)} | ${t.coldRounds} | ${t.overWindow} | ${t.compactions} | ${t.thrash} | ${t.aboveMark} | ${requestsCell(t)} | ${grouped(t.summarizerTokens)} | ${percent(t.retained, t.probes)} |`;
+    const near = totals.slice(0, index).some((above) => Math.abs(above.billed - t.billed) <= 10);
+    if (nearRowsLeftOut && ablation.has(policy) && near) return [];
+    return [
+      `| ${policy.name} | ${(t.billed / base).toFixed(3)} | ${grouped(t.billed)} | ${percent(t.cachedTokens, t.inputTokens)} | ${t.coldRounds} | ${t.overWindow} | ${t.compactions} | ${t.thrash} | ${t.aboveMark} | ${requestsCell(t)} | ${grouped(t.summarizerTokens)} | ${percent(t.retained, t.probes)} |`,
+    ];
   });
   return [
     '| policy | billed × none | billed input tokens | cache hit rate | rounds > 50% uncached | rounds over the window | compactions | thrash | above the mark | summarizer requests (per compaction that asked) | summarizer input tokens | retention |',
@@ -710,33 +720,29 @@ function main(): void {
   const seconds = (performance.now() - started) / 1000;
 
   const shownDir = relative(REPO_ROOT, flags.dir) || '.';
-  const label = shownDir === 'examples/trajectories' ? 'examples' : basename(flags.dir);
   const command = `npm run bench:cost --${shownDir === 'examples/trajectories' ? '' : ` --corpus ${shownDir}`}${flags.ablation ? ' --ablation' : ''}${flags.write ? ' --write' : ''}`;
   const cpu = cpus()[0]?.model.trim() ?? 'unknown CPU';
-  const section = [
+  const tokenCount = (table: Table): string =>
+    `Token count: ${table.tokenizer === 'chars' ? '4 + ceil(chars / 4) per message' : '4 + o200k BPE tokens per message (the engine counts with `createBpeCounter()`)'}.`;
+  const heading = [
     `### ${trajectories.length} trajectories from \`${shownDir}\` (${requests} requests)`,
     '',
-    `Command: \`${command}\`. Prices: cached input ${flags.prices.cachedPrice}, summarizer input ${flags.prices.summarizerPrice} (summarizer input = ${flags.summarizerInput === 'request' ? 'its request as sent' : 'the summarized messages, uncapped'}). ${seconds.toFixed(0)} s on ${availableParallelism()} CPUs (${cpu}), Node ${process.version}, load average ${loadavg()[0]?.toFixed(1)} at the end.`,
+    `Date: ${new Date().toISOString().slice(0, 10)}. Command: \`${command}\`. Prices: cached input ${flags.prices.cachedPrice}, summarizer input ${flags.prices.summarizerPrice} (summarizer input = ${flags.summarizerInput === 'request' ? 'its request as sent' : 'the summarized messages, uncapped'}). ${seconds.toFixed(0)} s on ${availableParallelism()} CPUs (${cpu}), Node ${process.version}, load average ${loadavg()[0]?.toFixed(1)} at the end.`,
     '',
-    ...tables.flatMap((table) => [
-      `Token count: ${table.tokenizer === 'chars' ? '4 + ceil(chars / 4) per message' : '4 + o200k BPE tokens per message (the engine counts with `createBpeCounter()`)'}.`,
-      '',
-      markdownTable(table),
-      '',
-    ]),
-  ].join('\n');
+  ];
+  const section = [...heading, ...tables.flatMap((table) => [tokenCount(table), '', markdownTable(table), ''])].join(
+    '\n',
+  );
+  // The README keeps one table: the first tokenizer's (chars unless --tokenizer o200k).
+  const first = tables[0];
+  const readmeSection =
+    first === undefined ? section : [...heading, tokenCount(first), '', markdownTable(first, true), ''].join('\n');
   console.log(section);
   if (flags.explain) for (const table of tables) console.log(causesTable(table));
 
   if (flags.write) {
-    const start = `<!-- bench:cost:${label}:start -->`;
-    const end = `<!-- bench:cost:${label}:end -->`;
-    const readme = readFileSync(README, 'utf8');
-    const from = readme.indexOf(start);
-    const to = readme.indexOf(end);
-    if (from < 0 || to < from) throw new Error(`bench/README.md has no ${start} … ${end} section to replace`);
-    writeFileSync(README, `${readme.slice(0, from + start.length)}\n${section}${readme.slice(to)}`);
-    progress(`wrote ${start} in bench/README.md`);
+    writeReadmeSection('cost', readmeSection.trimEnd());
+    progress('wrote the bench:cost section of bench/README.md');
   }
 }
 

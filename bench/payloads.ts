@@ -9,7 +9,8 @@
 //   5. What the store costs a round of agentRun on two recorded trajectories (the repository's and
 //      the extended corpus's claudecode django-11797) and a generated one, file and S3: bytes stored
 //      against the trajectory's, objects written, reads and checks per round, history per round.
-// Figures are written to bench/README.md, section "Payloads". `-- --only store-cost` runs section 5
+// Section 5's table and a line of each other's figures are written to bench/README.md, section "Payloads";
+// every table to stdout. `-- --only store-cost` runs section 5
 // alone and prints it without writing the README (figures there come from one whole run). S3 is moto's server on 127.0.0.1
 // (installed into .temporal/moto on first use): its latency is a local Python server's, not S3's.
 import { randomBytes } from 'node:crypto';
@@ -857,19 +858,31 @@ async function storeCosts(
   return rows;
 }
 
-/** Issue 22's goal for the real trajectories (the generated one aside), row by row: met or not, from this run. */
+/** The store's goal for the real trajectories (the generated one aside), row by row: met or not, from this run. */
 function goalLine(rows: CostRow[]): string {
   const real = rows.filter((row) => !row.trajectory.startsWith('generated_'));
   const met = (test: (row: CostRow) => boolean): string => `${real.filter(test).length} of ${real.length}`;
   return (
-    'Goal (issue 22), on the real trajectories with either store: at most 0.6× the trajectory stored, at most 5 ' +
+    'Goal, on the real trajectories with either store: at most 0.6× the trajectory stored, at most 5 ' +
     `objects written and 2 KB of history a round at the median. Met here: bytes on ${met((row) => row.storedBytes <= 0.6 * row.trajectoryBytes)} rows, ` +
     `objects on ${met((row) => row.writes[0] <= 5)}, history on ${met((row) => row.historyBytes[0] <= 2048)}.`
   );
 }
 
-function costMarkdown(rows: CostRow[]): string[] {
+/** What the store costs a round, a row per trajectory and backend. */
+function costTable(rows: CostRow[]): string {
   const range = ([middle, high]: [number, number]): string => `${groupDigits(middle)} · ${groupDigits(high)}`;
+  return [
+    '| trajectory (window) | store | rounds | trajectory | stored | stored / trajectory | objects (chunks · nodes · manifests) | written per round | read per round | checked per round | cold reads | history per round, B |',
+    '|---|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|',
+    ...rows.map(
+      (row) =>
+        `| ${row.trajectory} | ${row.backend} | ${row.rounds} | ${kb(row.trajectoryBytes)} | ${kb(row.storedBytes)} | **${fmt(row.storedBytes / row.trajectoryBytes, 2)}×** | ${groupDigits(row.objects)} (${groupDigits(row.byKind.chunk.objects)} · ${groupDigits(row.byKind.node.objects)} · ${groupDigits(row.byKind.manifest.objects)}) | ${range(row.writes)} | ${range(row.reads)} | ${range(row.checks)} | ${row.coldReads} | ${range(row.historyBytes)} |`,
+    ),
+  ].join('\n');
+}
+
+function costMarkdown(rows: CostRow[]): string[] {
   return [
     '### agentRun: what the store costs a round',
     '',
@@ -880,18 +893,13 @@ function costMarkdown(rows: CostRow[]): string[] {
     '*read* GETs, *checked* existence checks and touches (HEAD/COPY on S3); worker and client share',
     'one driver here, so what a round stored is read from its cache. *Cold reads* are the GETs a',
     'worker that has seen nothing makes to take the last chat input. *History* is the protobuf bytes',
-    'of the events of a round. In store format 5 a payload on a base, or a fresh one, is its manifest',
+    'of the events of a round. A payload on a base, or a fresh one, is its manifest',
     'alone: its new bytes inline, listed again by later payloads as slices of that manifest; each',
     'manifest is compressed against the window of the object stored before it (a chain of contexts',
     'a cold reader opens first). A chunk object is a pack (the new bytes of a payload over a tree of',
     'nodes, written end to end).',
     '',
-    '| trajectory (window) | store | rounds | trajectory | stored | stored / trajectory | objects (chunks · nodes · manifests) | written per round | read per round | checked per round | cold reads | history per round, B |',
-    '|---|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|',
-    ...rows.map(
-      (row) =>
-        `| ${row.trajectory} | ${row.backend} | ${row.rounds} | ${kb(row.trajectoryBytes)} | ${kb(row.storedBytes)} | **${fmt(row.storedBytes / row.trajectoryBytes, 2)}×** | ${groupDigits(row.objects)} (${groupDigits(row.byKind.chunk.objects)} · ${groupDigits(row.byKind.node.objects)} · ${groupDigits(row.byKind.manifest.objects)}) | ${range(row.writes)} | ${range(row.reads)} | ${range(row.checks)} | ${row.coldReads} | ${range(row.historyBytes)} |`,
-    ),
+    costTable(rows),
     '',
     goalLine(rows),
     '',
@@ -905,6 +913,49 @@ function costMarkdown(rows: CostRow[]): string[] {
       '.',
     '',
   ];
+}
+
+/**
+ * The README's section: the table of what the store costs a round, and the other four measurements
+ * a line each (stdout has their tables).
+ */
+function readmeMarkdown(
+  growthRows: GrowthRow[],
+  workflowRows: WorkflowRow[],
+  roundRows: RoundRow[],
+  costRows: CostRow[],
+  machine: string,
+): string {
+  const trajectories = [...new Set(roundRows.map((row) => row.trajectory))];
+  return [
+    '## Payloads',
+    '',
+    'What the payload store (`COMPACTOR_PAYLOAD_STORE`) costs and saves: trajectories through `agentRun`',
+    '(default threshold, no key) with the file store and S3 (moto on 127.0.0.1). *Stored*: every object',
+    "left, sealed, against the trajectory's JSON; per round (median · p90) *written* PUTs, *read* GETs,",
+    '*checked* existence checks; *cold reads*: the GETs a fresh worker makes for the last chat input.',
+    '',
+    `Command: \`npm run bench:payloads\` (\`-- --only store-cost\`: this table alone). Date: ${new Date().toISOString().slice(0, 10)}.`,
+    `Machine: ${machine}.`,
+    '',
+    costTable(costRows),
+    '',
+    "**How to read it.** *Stored / trajectory* under 1× is a store that grows with the run's new content,",
+    'not with the conversation it sends every round; *history per round* is what a round adds to the',
+    "workflow's history. The rest of the run (stdout has the tables):",
+    '',
+    `- *Store growth*, stored / new content: ${growthRows.map((row) => `${row.label} ${fmt(row.stored / row.newContent, 2)}×`).join('; ')}.`,
+    `- *History bytes per round by threshold*, median: ${trajectories
+      .map(
+        (trajectory) =>
+          `${trajectory}: ${roundRows
+            .filter((row) => row.trajectory === trajectory)
+            .map((row) => `${row.label} ${groupDigits(row.medianRoundBytes)}`)
+            .join(' · ')}`,
+      )
+      .join('; ')}.`,
+    `- *A 1 MB value through a workflow*, median ms and history bytes: ${workflowRows.map((row) => `${row.label} ${fmt(row.medianMs, 0)} and ${groupDigits(row.historyBytes)}`).join('; ')}.`,
+  ].join('\n');
 }
 
 async function main(): Promise<void> {
@@ -1065,7 +1116,7 @@ async function main(): Promise<void> {
 
     const machine = `${cpus()[0]?.model ?? 'unknown CPU'}, ${availableParallelism()} cores, Node ${process.version}, ${process.platform}/${process.arch}, load average ${fmt(loadavg()[0] ?? 0)} at the end`;
     const section = markdown(growthRows, throughput, workflowRows, roundRows, costRows, machine);
-    writeReadmeSection('payloads', section);
+    writeReadmeSection('payloads', readmeMarkdown(growthRows, workflowRows, roundRows, costRows, machine));
     process.stdout.write(`${section}\n`);
   } finally {
     await devServer?.stop();

@@ -122,17 +122,16 @@ function fmt(value: number, digits = 1): string {
   return value.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 }
 
-function markdown(rows: Row[], machine: string, server: string, corpusLabel: string): string {
+function markdown(rows: Row[], machine: string, server: string, command: string): string {
   const lines = [
     '## Temporal',
     '',
-    'What durability costs: the same compactions in-process (`Compactor`) and through the',
-    '`compactConversation` workflow on a local Temporal dev server, both with the same instant',
-    "deterministic fake summarizer, so the difference is Temporal's own (start, workflow and activity",
-    'tasks, persistence, payload conversion). A real summarizer call takes seconds; these overheads',
-    'are what is added to it. Latency is the median of ' + RUNS + ' runs after a warm-up, from `start` to',
-    'the result for the workflow; history bytes are the protobuf-encoded history of one compaction.',
-    "`contextBudget` is half of each conversation's size, so every run summarizes.",
+    'What durability costs: the same compactions (with an instant fake summarizer, `contextBudget` half',
+    'the conversation) in-process and through the `compactConversation` workflow on a dev server;',
+    `median latency of ${RUNS} runs; history bytes: the protobuf history of one compaction.`,
+    '',
+    `Command: \`${command}\` (TEMPORAL_ADDRESS uses a running server). Date: ${new Date().toISOString().slice(0, 10)}.`,
+    `Machine: ${machine}. Server: ${server}.`,
     '',
     '| conversation | messages | JSON chars | in-process ms | workflow ms | ratio | history events | history bytes | activities |',
     '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
@@ -141,14 +140,9 @@ function markdown(rows: Row[], machine: string, server: string, corpusLabel: str
         `| ${row.name} | ${row.messages} | ${row.chars.toLocaleString('en-US')} | ${fmt(row.inProcessMs, 2)} | ${fmt(row.temporalMs)} | ${fmt(row.temporalMs / row.inProcessMs, 0)}× | ${row.events} | ${row.historyBytes.toLocaleString('en-US')} | ${row.activities} |`,
     ),
     '',
-    `Median over the conversations: in-process ${fmt(median(rows.map((row) => row.inProcessMs)), 2)} ms, workflow ${fmt(median(rows.map((row) => row.temporalMs)))} ms; ` +
-      `history ${median(rows.map((row) => row.events))} events per compaction. The workflow's history holds the whole conversation twice ` +
-      "(input and result) plus the capped transcript once (the activity's input), so its bytes grow with the conversation; " +
-      'the event count does not (one summarize activity, no timers). The tool results of over 600,000 characters ' +
-      "(generated_huge-result; jackson-databind-4304's 666,865 with the extended corpus) sit in the recent window, so input and result are each 0.7–0.9 MB: " +
-      "above the SDK's 512 KB payload *warning* (TMPRL1103, logged), well below the server's 2 MB per-payload error limit.",
-    '',
-    `Conversations: ${corpusLabel}. Machine: ${machine}. Server: ${server}. Reproduce: \`npm run bench:temporal\` (add \`-- --corpus DIR\` for the extended corpus' rows; set TEMPORAL_ADDRESS to use a running server).`,
+    '**How to read it.** A real summarizer call takes seconds; the workflow column is what Temporal adds',
+    'to it. The events follow the summarize activities (a second when the coverage check retries); the',
+    'bytes grow with the conversation, which the history holds as input, result and summarizer request.',
   ];
   return lines.join('\n');
 }
@@ -217,7 +211,8 @@ async function main(): Promise<void> {
     const cpu = cpus()[0]?.model ?? 'unknown CPU';
     // The 1-minute load average at the end: on a shared machine the workflow column is what moves.
     const machine = `${cpu}, ${availableParallelism()} cores, Node ${process.version}, ${process.platform}/${process.arch}, load average ${fmt(loadavg()[0] ?? 0)} at the end of the run`;
-    const section = markdown(rows, machine, serverLabel, label);
+    const command = `npm run bench:temporal${extendedDir === undefined ? '' : ` -- --corpus ${extendedDir}`}`;
+    const section = markdown(rows, machine, serverLabel, command);
     writeReadmeSection('temporal', section);
     process.stdout.write(`${section}\n`);
   } finally {
