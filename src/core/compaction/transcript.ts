@@ -53,7 +53,7 @@ export function tooLongInstruction(previousSummaryChars: number, text: Instructi
 /**
  * Cuts `text` to `cap` characters plus a marker saying how many characters were cut. The markers
  * are Latin-1 on purpose: one character beyond it (`…`, `→`) turns V8's whole transcript into a
- * two-byte string, which measured ~1.5–2× slower to build at 10k messages (bench/README.md).
+ * two-byte string, which is slower to build.
  * `»` rather than an ASCII `...` so the marker cannot be mistaken for the text going on.
  */
 export function capText(text: string, cap: number): string {
