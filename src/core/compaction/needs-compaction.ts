@@ -7,6 +7,7 @@ import type { CallOverrides, ResolvedOptions } from './options.js';
 import { elide, elisionEnds, messagesAt, startPass, triggerOf, type Pass } from './pass.js';
 import { cutPieces } from './pieces.js';
 import { capMiddle, summaryInstruction } from './transcript.js';
+import { keepUserWords } from './user-words.js';
 import type { CompactionPlan, TokenCounter } from '../types.js';
 
 /**
@@ -65,7 +66,11 @@ function summaryPiecesOf(pass: Pass, window: number): number | undefined {
   const elided = elide(pass);
   // An epoch never summarizes, nor a pass that elision alone ends.
   if (elisionEnds(pass, elided)) return undefined;
-  const planned = options.recentWindowGivesWay ? planWindow(pass.input, regions, aim, options).regions : regions;
+  const windowed = options.recentWindowGivesWay ? planWindow(pass.input, regions, aim, options).regions : regions;
+  // docs/design.md#user-words The user messages a pass keeps are not summarized.
+  const planned = pass.keepUserMessages
+    ? keepUserWords(pass.input, windowed, aim, options.keepUserMessagesShare).regions
+    : windowed;
   if (planned.middle.length === 0) return undefined;
   const contents = elidedContents(planned.middle, elided.elisions);
   const seen = capMiddle(messagesAt(pass.input, planned.middle), options.toolResultCap, contents);
