@@ -54,6 +54,8 @@ export interface CompactionRecord {
    * replaced, how many it kept verbatim and how many it summarized (or trimmed); absent otherwise.
    */
   userMessages?: { kept: number; summarized: number };
+  /** True when it ran at the cold trigger, after a pause longer than the cache TTL (docs/design.md#cold-cache); absent otherwise. */
+  coldCache?: boolean;
 }
 
 /** Running totals over every compaction of a run, across continue-as-new. */
@@ -101,7 +103,7 @@ function recordedCoverage(coverage: Coverage | undefined): { coverage?: Coverage
 }
 
 export function compactionRecord(
-  { round, backend, target, summarizerUsage, cacheHitRate, billedInput, review }: CompactionContext,
+  { round, backend, target, summarizerUsage, cacheHitRate, billedInput, review, coldCache }: CompactionContext,
   result: CompactionResult,
 ): CompactionRecord {
   return {
@@ -124,6 +126,7 @@ export function compactionRecord(
     cacheHitRate: cacheHitRate ?? null,
     billedInput: billedInput ?? null,
     ...(review === undefined ? {} : { review }),
+    ...(coldCache === true ? { coldCache } : {}),
     ...(result.userMessages === undefined
       ? {}
       : { userMessages: { kept: result.userMessages.kept, summarized: result.userMessages.summarized } }),
@@ -213,6 +216,7 @@ function recordOfLine(line: CompactionLine, elided: number): CompactionRecord {
     fallback: line.fallback,
     exhausted: line.exhausted,
     ...(line.review === undefined ? {} : { review: line.review }),
+    ...(line.coldCache === true ? { coldCache: true } : {}),
     ...(line.userMessagesSummarized === undefined
       ? {}
       : { userMessages: { kept: line.keptUserIds?.length ?? 0, summarized: line.userMessagesSummarized } }),
@@ -278,7 +282,7 @@ export const COMPACTION_TABLE_HEADER =
 export function renderCompactionTable(records: readonly CompactionRecord[], first = 1): string {
   const rows = records.map(
     (record, index) =>
-      `| ${first + index} | ${record.round} | ${groupDigits(record.tokensBefore)} → ${groupDigits(record.tokensAfter)} | ${groupDigits(record.tokensReclaimed)} | ${record.dropped} | ${record.elided} | ${compactionKindLabel(record.kind, record.summaryChars ?? 0)}${piecesLabel(record)}${userMessagesLabel(record)}${record.truncated === undefined ? '' : `, truncated ${record.truncated}`}${record.coverage === undefined || record.coverage.required === 0 ? '' : `, ${coverageLabel(record.coverage)}`} | ${record.fallback ? 'yes' : 'no'} | ${record.exhausted ? 'yes' : 'no'} | ${record.cacheHitRate === null ? '—' : percent(record.cacheHitRate)} | ${record.billedInput === null ? '—' : groupDigits(record.billedInput)} |`,
+      `| ${first + index} | ${record.round} | ${groupDigits(record.tokensBefore)} → ${groupDigits(record.tokensAfter)} | ${groupDigits(record.tokensReclaimed)} | ${record.dropped} | ${record.elided} | ${compactionKindLabel(record.kind, record.summaryChars ?? 0)}${piecesLabel(record)}${record.coldCache === true ? ', cold cache' : ''}${userMessagesLabel(record)}${record.truncated === undefined ? '' : `, truncated ${record.truncated}`}${record.coverage === undefined || record.coverage.required === 0 ? '' : `, ${coverageLabel(record.coverage)}`} | ${record.fallback ? 'yes' : 'no'} | ${record.exhausted ? 'yes' : 'no'} | ${record.cacheHitRate === null ? '—' : percent(record.cacheHitRate)} | ${record.billedInput === null ? '—' : groupDigits(record.billedInput)} |`,
   );
   return [COMPACTION_TABLE_HEADER, '|--:|--:|--:|--:|--:|--:|---|---|---|--:|--:|', ...rows].join('\n');
 }
@@ -317,6 +321,7 @@ function shortWhat(record: CompactionRecord): string {
   if (record.kind !== 'elision' && record.elided > 0) parts.push(`+ elided ${record.elided}`);
   if (record.fallback && record.kind !== 'trim') parts.push('fallback');
   if (record.truncated !== undefined) parts.push(`truncated ${record.truncated}`);
+  if (record.coldCache === true) parts.push('cold cache');
   if (record.userMessages !== undefined && record.userMessages.kept > 0)
     parts.push(`${record.userMessages.kept} user kept`);
   // The panel is narrow: an item names only what a summary lost; the coverage line above has the rest.

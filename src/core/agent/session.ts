@@ -63,6 +63,8 @@ export interface CompactionLineContext {
   billedInput?: number;
   /** Under `compaction.review` (not `'auto'`): how the compaction was applied (docs/design.md#review). */
   review?: ReviewOutcome;
+  /** True when it ran at the cold trigger, after a pause longer than the cache TTL (docs/design.md#cold-cache). */
+  coldCache?: boolean;
 }
 
 /** How a compaction of a run under review was applied: reviewed, edited, on timeout, or forced by the window. */
