@@ -10,6 +10,13 @@ import {
   withColdTrigger,
 } from '../../src/core/agent/cold-cache.js';
 import { planAgentRun } from '../../src/core/agent/agent-input.js';
+import {
+  addCompactionRecord,
+  compactionRecord,
+  emptyCompactionHistory,
+  renderCompactionDetails,
+  renderCompactionTable,
+} from '../../src/core/agent/compaction-history.js';
 import { InvalidInputError } from '../../src/core/errors.js';
 
 const model = { provider: 'replay' as const, trajectory: 'x', contextWindow: 10_000, maxOutputTokens: 500 };
@@ -67,5 +74,30 @@ describe('cold-cache rule', () => {
     expect(() => planAgentRun({ messages: [], model, compaction: { coldTrigger: 1.5 } })).toThrow(
       'input.compaction.coldTrigger',
     );
+  });
+
+  it("a compaction at the cold trigger says so in the UI's details and the history table", () => {
+    const result = {
+      messages: [],
+      dropped: 12,
+      tokensBefore: 5_000,
+      tokensAfter: 1_800,
+      fallback: false,
+      exhausted: false,
+      elisions: [],
+      summary: 'done',
+      cutIndex: 14,
+      userMessages: { kept: 3, summarized: 1, keptAt: [2, 6, 9] },
+    };
+    const record = compactionRecord({ round: 7, backend: 'a', target: 6_000, coldCache: true }, result);
+    expect(record).toMatchObject({ coldCache: true, userMessages: { kept: 3, summarized: 1 } });
+    const details = renderCompactionDetails(addCompactionRecord(emptyCompactionHistory(), record));
+    expect(details).toContain('#1 round 7 · 5,000 → 1,800 · summary of 12, cold cache, 3 user kept');
+    expect(renderCompactionTable([record])).toContain(
+      'summary (4 chars), cold cache, 3 user messages kept (1 summarized)',
+    );
+    const warm = compactionRecord({ round: 7, backend: 'a', target: 6_000 }, { ...result, userMessages: undefined });
+    expect(warm.coldCache).toBeUndefined();
+    expect(renderCompactionTable([warm])).not.toContain('cold cache');
   });
 });
