@@ -7,6 +7,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { Compactor, InvalidInputError, type ChatMessage, type CompactionOptions } from '../../src/index.js';
 import { isSticky } from '../../src/core/schema.js';
+import { compactionResultSchema } from '../../src/shared/json-schemas.js';
 import { isSummaryMessage } from '../../src/core/compaction/transcript.js';
 import { removableMask } from '../../src/core/compaction/regions.js';
 import { defaultCounter } from '../../src/core/counting/tokens.js';
@@ -93,6 +94,16 @@ describe('keepUserMessages', () => {
     const result = await compactor('ok', { contextBudget: 2_000, keepRecent: 2 }).compact(input);
     expect(result.userMessages).toBeUndefined();
     expect(result.messages).not.toContain(input[4]);
+  });
+
+  it("the result's userMessages is in compactConversation's result schema", async () => {
+    const result = await compactor('ok', { contextBudget: 2_000, keepRecent: 2, keepUserMessages: true }).compact(
+      userRounds(6),
+    );
+    expect(result.userMessages?.kept).toBe(6);
+    expect(compactionResultSchema.safeParse(JSON.parse(JSON.stringify(result))).success).toBe(true);
+    const wrong = { ...result, userMessages: { kept: 'six' } };
+    expect(compactionResultSchema.safeParse(wrong).success).toBe(false);
   });
 
   it('over its share, the oldest are summarized first', async () => {
