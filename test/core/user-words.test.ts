@@ -9,7 +9,8 @@ import { Compactor, InvalidInputError, type ChatMessage, type CompactionOptions 
 import { isSticky } from '../../src/core/schema.js';
 import { compactionResultSchema } from '../../src/shared/json-schemas.js';
 import { isSummaryMessage } from '../../src/core/compaction/transcript.js';
-import { removableMask } from '../../src/core/compaction/regions.js';
+import { findRegions, removableMask } from '../../src/core/compaction/regions.js';
+import { summarizedLastRound } from '../../src/core/compaction/economics.js';
 import { defaultCounter } from '../../src/core/counting/tokens.js';
 import { recordCompaction, replaySession, type SessionEntry } from '../../src/core/agent/session.js';
 import {
@@ -104,6 +105,21 @@ describe('keepUserMessages', () => {
     expect(compactionResultSchema.safeParse(JSON.parse(JSON.stringify(result))).success).toBe(true);
     const wrong = { ...result, userMessages: { kept: 'six' } };
     expect(compactionResultSchema.safeParse(wrong).success).toBe(false);
+  });
+
+  it('no thrash: the user messages a summary kept after it are not growth since that summary', () => {
+    const conversation: ChatMessage[] = [
+      { role: 'system', content: 'You fix bugs.' },
+      { role: 'user', content: '[Summary by the harness of 9 earlier messages]\n\nThe agent read m0..m4.' },
+      user('request 3: also fix module_3.py'),
+      user('request 4: also fix module_4.py'),
+      assistant(null, [['call_5', 'fs_read', '{"path":"m5.py"}']]),
+      tool('call_5', 'x'),
+      assistant('done'),
+    ];
+    const regions = findRegions(conversation, 2);
+    expect(summarizedLastRound(conversation, regions, 2, true)).toBe(true);
+    expect(summarizedLastRound(conversation, regions, 2, false)).toBe(false);
   });
 
   it('over its share, the oldest are summarized first', async () => {
