@@ -18,8 +18,11 @@
 //      first tokenizer's table of the run into bench/README.md, section "Cost" (stdout has them all). Flags: --cached-price 0.1, --summarizer-price 0.25,
 //      --summarizer-input request|middle, --tokenizer chars|o200k|both (default both), --ablation,
 //      --explain-retention (our engine's policies only: the identifiers each missed, counted by
-//      where they were lost).
-import { readdirSync, readFileSync } from 'node:fs';
+//      where they were lost), --pauses [--seed 1] [--cache-ttl 5m] (pauses drawn from
+//      bench/pauses.ts before each request; a request after one over the cache TTL reads nothing
+//      from the cache; agentRun's engine without and with the cold-cache rule; `--write` writes
+//      bench/cold-cache-figures.md).
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -37,11 +40,14 @@ import { extractiveSummary } from '../src/summarizers/extractive.js';
 import { compactionSteps, runCompactionSteps, type SummarizeStep } from '../src/core/compaction/engine.js';
 import { needsCompactionCore } from '../src/core/compaction/needs-compaction.js';
 import { findRegions } from '../src/core/compaction/regions.js';
-import { resolveOptions } from '../src/core/compaction/options.js';
+import { durationTextMs, resolveOptions } from '../src/core/compaction/options.js';
+import { DEFAULT_COLD_TRIGGER, withColdTrigger } from '../src/core/agent/cold-cache.js';
+import { describePauses, pausesFor } from './pauses.js';
 import { capMiddle, isSummaryMessage, summarizerMessages } from '../src/core/compaction/transcript.js';
 import { writeReadmeSection } from './readme-section.js';
 
 const REPO_ROOT = fileURLToPath(new URL('../', import.meta.url));
+const COLD_CACHE_FIGURES = fileURLToPath(new URL('./cold-cache-figures.md', import.meta.url));
 
 function progress(line: string): void {
   process.stderr.write(`${line}\n`);
@@ -203,8 +209,12 @@ interface PolicyContext {
 
 interface Policy {
   name: string;
-  /** A fresh run over one trajectory: called once per request, in order, with the request's end index. */
-  start(context: PolicyContext): (end: number) => Round;
+  /**
+   * A fresh run over one trajectory: called once per request, in order, with the request's end
+   * index and whether the provider's cache has expired before it (`--pauses`: a pause longer than
+   * the cache TTL came before it).
+   */
+  start(context: PolicyContext): (end: number, cold: boolean) => Round;
 }
 
 const quiet = { compactions: 0, summarizerTokens: 0, summarizerRequests: 0, aboveMark: 0 };
@@ -295,17 +305,24 @@ function withTaskPinned(messages: readonly ChatMessage[]): ChatMessage[] {
  * Our engine as a driver runs it: the previous round's conversation plus what was recorded since,
  * compacted when `needsCompaction` says so, summaries by the built-in offline summarizer.
  */
-function engine(name: string, options: Omit<CompactionOptions, 'contextBudget'>, { pinTask = false } = {}): Policy {
+function engine(
+  name: string,
+  options: Omit<CompactionOptions, 'contextBudget'>,
+  { pinTask = false, coldTrigger }: { pinTask?: boolean; coldTrigger?: number } = {},
+): Policy {
   return {
     name,
     start: ({ trajectory, window, tokens, tokenizer, summarizerInput }) => {
-      const resolved = resolveOptions({ ...options, contextBudget: window });
+      const warm = resolveOptions({ ...options, contextBudget: window });
+      // docs/design.md#cold-cache: after a pause longer than the cache TTL, agentRun compacts at `coldTrigger`.
+      const cold = coldTrigger === undefined ? warm : withColdTrigger(warm, coldTrigger);
       // The engine counts with what a user would configure for that model: the default estimator, or o200k BPE.
       const counter: TokenCounter | undefined = tokenizer === 'o200k' ? createBpeCounter() : undefined;
       const recorded = pinTask ? withTaskPinned(trajectory) : trajectory;
       let managed: ChatMessage[] = [];
       let seen = 0;
-      return (end) => {
+      return (end, expired) => {
+        const resolved = expired ? cold : warm;
         const conversation = managed.concat(recorded.slice(seen, end));
         seen = end;
         managed = conversation;
@@ -453,7 +470,13 @@ function lostInRewrite(
   });
 }
 
-function runPolicy(policy: Policy, context: PolicyContext, prices: Prices, causes?: Causes): Totals {
+function runPolicy(
+  policy: Policy,
+  context: PolicyContext,
+  prices: Prices,
+  causes?: Causes,
+  expired: readonly boolean[] = [],
+): Totals {
   const { trajectory, window, tokens } = context;
   const next = policy.start(context);
   const probes = retentionProbes(trajectory);
@@ -462,15 +485,17 @@ function runPolicy(policy: Policy, context: PolicyContext, prices: Prices, cause
   let compactedLastRound = false;
   /** With `causes`: per identifier, why the latest rewrite that removed it did. */
   const lost = new Map<string, string>();
-  for (const end of requestEnds(trajectory)) {
-    const round = next(end);
+  for (const [position, end] of requestEnds(trajectory).entries()) {
+    const cold = expired[position] === true;
+    const round = next(end, cold);
     if (causes !== undefined && round.rewrite !== undefined) lostInRewrite(round.rewrite, lost);
     const request = round.messages;
     const requestTokens = tokens(request);
     let prefix = 0;
     while (prefix < request.length && prefix < previous.length && sameMessage(request[prefix], previous[prefix]))
       prefix += 1;
-    const cached = tokens(request.slice(0, prefix));
+    // A request after a pause longer than the cache TTL reads nothing from the cache.
+    const cached = cold ? 0 : tokens(request.slice(0, prefix));
     totals.requests += 1;
     totals.inputTokens += requestTokens;
     totals.cachedTokens += cached;
@@ -563,6 +588,8 @@ const ELISION_ABLATION: Policy[] = (
 // ---------------------------------------------------------------------------------------------
 
 interface Flags {
+  /** `--pauses`: pauses drawn from bench/pauses.ts before each request; the cold-cache table. */
+  pauses: { seed: number; cacheTtlMs: number } | undefined;
   dir: string;
   prices: Prices;
   summarizerInput: SummarizerInput;
@@ -594,7 +621,13 @@ function parseFlags(argv: readonly string[]): Flags {
   const tokenizer = value('tokenizer') ?? 'both';
   if (tokenizer !== 'chars' && tokenizer !== 'o200k' && tokenizer !== 'both')
     throw new Error(`--tokenizer: expected chars, o200k or both, got "${tokenizer}"`);
+  const seed = Number(value('seed') ?? '1');
+  if (!Number.isSafeInteger(seed)) throw new Error(`--seed: expected a whole number, got "${value('seed')}"`);
+  const ttl = value('cache-ttl') ?? DEFAULT_CACHE_TTL;
+  const cacheTtlMs = durationTextMs(ttl);
+  if (cacheTtlMs === undefined) throw new Error(`--cache-ttl: expected a duration like 5m, got "${ttl}"`);
   return {
+    pauses: argv.includes('--pauses') ? { seed, cacheTtlMs } : undefined,
     dir: resolve(value('corpus') ?? join(REPO_ROOT, 'examples/trajectories')),
     prices: { cachedPrice: price('cached-price', 0.1), summarizerPrice: price('summarizer-price', 0.25) },
     summarizerInput,
@@ -611,6 +644,8 @@ interface Table {
   totals: Totals[];
   /** With `--explain-retention`: per policy, its misses by cause. */
   causes: Causes[];
+  /** With `--pauses`: requests in all, those after a wait, and those after a pause longer than the cache TTL. */
+  cold: { requests: number; waits: number; expired: number };
 }
 
 function runAll(
@@ -624,9 +659,15 @@ function runAll(
     messages.reduce((sum, message) => sum + messageTokens(message), 0);
   const totals = policies.map(() => emptyTotals());
   const causes = policies.map((): Causes => new Map());
+  const cold = { requests: 0, waits: 0, expired: 0 };
   trajectories.forEach(({ name, messages }, position) => {
     const started = performance.now();
     const ends = requestEnds(messages);
+    const pauses = flags.pauses === undefined ? [] : pausesFor(name, ends.length, flags.pauses.seed);
+    const expired = pauses.map(({ ms }) => flags.pauses !== undefined && ms > flags.pauses.cacheTtlMs);
+    cold.requests += ends.length;
+    cold.waits += pauses.filter(({ kind }) => kind === 'wait').length;
+    cold.expired += expired.filter(Boolean).length;
     const finalContext = tokens(messages.slice(0, ends.at(-1) ?? messages.length));
     const window = Math.max(8_000, Math.floor(finalContext / 2));
     const context: PolicyContext = {
@@ -639,7 +680,7 @@ function runAll(
     const billed: string[] = [];
     let base = 1;
     policies.forEach((policy, index) => {
-      const result = runPolicy(policy, context, flags.prices, flags.explain ? causes[index] : undefined);
+      const result = runPolicy(policy, context, flags.prices, flags.explain ? causes[index] : undefined, expired);
       if (index === 0) base = result.billed;
       const into = totals[index];
       if (into !== undefined) addInto(into, result);
@@ -650,7 +691,7 @@ function runAll(
       `[${tokenizer} ${position + 1}/${trajectories.length}] ${name}: window ${window.toLocaleString('en-US')}, ${ends.length} requests, ${seconds} s — billed × none: ${billed.join(' ')}`,
     );
   });
-  return { tokenizer, policies: [...policies], totals, causes };
+  return { tokenizer, policies: [...policies], totals, causes, cold };
 }
 
 const grouped = (value: number): string => Math.round(value).toLocaleString('en-US');
@@ -703,11 +744,77 @@ function causesTable({ tokenizer, policies, totals, causes }: Table): string {
   ].join('\n');
 }
 
+/** The cache TTL `--pauses` assumes: OpenAI's and Anthropic's default prompt cache lifetime (docs/agent-runs.md#cold-cache). */
+const DEFAULT_CACHE_TTL = '5m';
+
+/** The cold triggers `--pauses` compares; agentRun's default (`DEFAULT_COLD_TRIGGER`) among them. */
+const COLD_TRIGGERS = [0.3, 0.4, 0.5, 0.6, 0.7];
+
+/** `--pauses`: agentRun's engine (task pinned) on the paused corpus, without the cold-cache rule and with it. */
+function pausePolicies(): Policy[] {
+  return [
+    none,
+    engine('engine, defaults (compact()), no cold-cache rule', {}),
+    engine(
+      `engine, defaults (compact()), cold-cache rule, coldTrigger ${DEFAULT_COLD_TRIGGER}`,
+      {},
+      {
+        coldTrigger: DEFAULT_COLD_TRIGGER,
+      },
+    ),
+    engine('engine, defaults, task pinned (agentRun), no cold-cache rule', {}, { pinTask: true }),
+    ...COLD_TRIGGERS.map((coldTrigger) =>
+      engine(
+        `engine, defaults, task pinned, cold-cache rule, coldTrigger ${coldTrigger}${coldTrigger === DEFAULT_COLD_TRIGGER ? ' (default)' : ''}`,
+        {},
+        { pinTask: true, coldTrigger },
+      ),
+    ),
+  ];
+}
+
+/** `--pauses`: the figures page bench/cold-cache-figures.md. */
+function coldCacheMain(flags: Flags, trajectories: readonly Trajectory[], pauses: NonNullable<Flags['pauses']>): void {
+  const started = performance.now();
+  const tables = flags.tokenizers.map((tokenizer) => runAll(trajectories, pausePolicies(), tokenizer, flags));
+  const seconds = (performance.now() - started) / 1000;
+  const shownDir = relative(REPO_ROOT, flags.dir) || '.';
+  const command = `npm run bench:cost --${shownDir === 'examples/trajectories' ? '' : ` --corpus ${shownDir}`} --pauses --seed ${pauses.seed} --cache-ttl ${pauses.cacheTtlMs / 60_000}m${flags.write ? ' --write' : ''}`;
+  const cpu = cpus()[0]?.model.trim() ?? 'unknown CPU';
+  const cold = tables[0]?.cold ?? { requests: 0, waits: 0, expired: 0 };
+  const page = [
+    '# Cold-cache compaction: figures',
+    '',
+    'What `compaction.cacheTtl` and `coldTrigger` save ([docs/design.md#cold-cache](../docs/design.md#cold-cache)): after a pause longer',
+    "than the provider's cache lifetime the next request reads nothing from the cache whatever the run does, so a",
+    'compaction then re-bills nothing; `agentRun` compacts at the lower `coldTrigger` there. The corpus trajectories',
+    `carry no timing, so the pauses are drawn: ${describePauses()} (\`bench/pauses.ts\`, seed ${pauses.seed}, per trajectory by its name).`,
+    `A pause over the cache TTL (${pauses.cacheTtlMs / 60_000} min) makes its request cold: cached tokens 0. Over the ${trajectories.length} trajectories`,
+    `(${shownDir}): ${cold.requests} requests, ${cold.waits} after a wait, ${cold.expired} after a pause over the TTL (${percent(cold.expired, cold.requests)}).`,
+    'Every row is priced on the same pauses; `billed × none` is against no compaction on the same paused corpus.',
+    '',
+    `Command: \`${command}\`. Prices: cached input ${flags.prices.cachedPrice}, summarizer input ${flags.prices.summarizerPrice}. ${seconds.toFixed(0)} s on ${availableParallelism()} CPUs (${cpu}), Node ${process.version}, ${new Date().toISOString().slice(0, 10)}.`,
+    '',
+    ...tables.flatMap((table) => [
+      `Token count: ${table.tokenizer === 'chars' ? '4 + ceil(chars / 4) per message' : '4 + o200k BPE tokens per message (the engine counts with `createBpeCounter()`)'}.`,
+      '',
+      markdownTable(table),
+      '',
+    ]),
+  ].join('\n');
+  console.log(page);
+  if (flags.write) {
+    writeFileSync(COLD_CACHE_FIGURES, page);
+    progress(`wrote ${relative(REPO_ROOT, COLD_CACHE_FIGURES)}`);
+  }
+}
+
 function main(): void {
   const flags = parseFlags(process.argv.slice(2));
   const trajectories = loadTrajectories(flags.dir);
   const requests = trajectories.reduce((sum, { messages }) => sum + requestEnds(messages).length, 0);
   progress(`bench:cost — ${trajectories.length} trajectories (${requests} requests) from ${flags.dir}`);
+  if (flags.pauses !== undefined) return coldCacheMain(flags, trajectories, flags.pauses);
   const started = performance.now();
   const tables = flags.tokenizers.map((tokenizer) => {
     const policies = [

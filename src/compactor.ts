@@ -5,6 +5,7 @@ import { classifyError, InvalidInputError, retryAfterOf } from './core/errors.js
 import {
   backoffDelayMs,
   checkInstructionText,
+  checkKeepUserMessages,
   COMPACTION_OPTION_KEYS,
   resolveOptions,
   type CallOverrides,
@@ -45,6 +46,8 @@ export interface CompactCallOptions {
   summaryInstructions?: string;
   /** For this call, instead of the constructor's `summaryPrompt`. */
   summaryPrompt?: string;
+  /** For this call, instead of the constructor's `keepUserMessages` (docs/design.md#user-words). */
+  keepUserMessages?: boolean;
 }
 
 /**
@@ -65,6 +68,7 @@ const CALL_OPTION_KEYS = [
     signal: true,
     summaryInstructions: true,
     summaryPrompt: true,
+    keepUserMessages: true,
   }),
   ...FORMAT_OPTION_KEYS,
 ];
@@ -147,6 +151,7 @@ export class Compactor {
       counter,
       summaryInstructions: checkInstructionText(callOptions.summaryInstructions, 'callOptions.summaryInstructions'),
       summaryPrompt: checkInstructionText(callOptions.summaryPrompt, 'callOptions.summaryPrompt'),
+      keepUserMessages: checkKeepUserMessages(callOptions.keepUserMessages, 'callOptions.keepUserMessages'),
     };
     const view = formatView(formatOption(callOptions.format, 'callOptions.format'), conversation);
     if (view === undefined) return this.run(conversation, overrides, signal);

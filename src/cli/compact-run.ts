@@ -105,6 +105,10 @@ export function renderCompactReport(report: CompactReport): string {
     lines.push(
       `Truncated message ${index} middle-out to fit: ${groupDigits(kept)} of its ${groupDigits(chars)} characters kept (head and tail).`,
     );
+  if (result.userMessages !== undefined)
+    lines.push(
+      `User messages: ${result.userMessages.kept} kept verbatim, ${result.userMessages.summarized} summarized (--keep-user-messages).`,
+    );
   if (result.coverage !== undefined && result.coverage.required > 0)
     lines.push(
       `Coverage: ${coverageLabel(result.coverage)} — identifiers of the summarized part that the kept messages still use.`,

@@ -153,6 +153,21 @@ export interface CompactionResult {
    * transcript ids (`[recall ids: m3..m9]`).
    */
   trimMarker?: string;
+  /**
+   * Present only with `keepUserMessages` when the compaction replaced or dropped messages
+   * (docs/design.md#user-words): how many of the middle's user messages it kept verbatim in place
+   * (`kept`, at input positions `keptAt`, ascending) and how many it summarized (`summarized`:
+   * replaced by the summary, or dropped by the hard trim).
+   */
+  userMessages?: UserMessagesKept;
+}
+
+/** What a compaction with `keepUserMessages` did with the user messages it could replace (docs/design.md#user-words). */
+export interface UserMessagesKept {
+  kept: number;
+  summarized: number;
+  /** Input positions of the kept ones, ascending. */
+  keptAt: number[];
 }
 
 /**

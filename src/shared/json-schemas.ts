@@ -229,6 +229,14 @@ export const compactionResultSchema = z
       description:
         'Only for a hard trim in an agent run with compaction.recall: the content of the message standing where the dropped messages stood, naming their transcript ids.',
     }),
+    userMessages: z
+      .object({
+        kept: count.meta({ description: "Of the middle's user messages, how many were kept verbatim, in place." }),
+        summarized: count.meta({ description: 'How many were summarized (or dropped by the hard trim).' }),
+        keptAt: z.array(count).meta({ description: 'Input positions of the kept ones, ascending.' }),
+      })
+      .optional()
+      .meta({ description: 'Only with keepUserMessages, when messages were replaced or dropped.' }),
   })
   .meta({ title: 'CompactionResult', description: 'The result of the workflow compactConversation.' });
 

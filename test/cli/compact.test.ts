@@ -108,6 +108,29 @@ describe('temporal-compactor compact', () => {
       expect(tooLong.err()).toContain('--instructions: must be at most 10000 characters');
     });
 
+    it('--keep-user-messages: the user messages kept verbatim, the report says how many', async () => {
+      const messages = trajectory();
+      const budget = defaultCounter.count(messages);
+      const io = capture();
+      expect(await main(['compact', TRAJECTORY, '--keep-user-messages', '--keep-recent', '2'], io)).toBe(0);
+      const expected = await new Compactor({
+        summarizer: createExtractiveSummarizer(),
+        contextBudget: budget,
+        keepRecent: 2,
+        keepUserMessages: true,
+      }).compact(messages);
+      const words = expected.userMessages;
+      expect(words?.kept).toBeGreaterThan(0);
+      expect(JSON.parse(io.out())).toEqual(expected.messages);
+      for (const index of words?.keptAt ?? []) expect(JSON.parse(io.out())).toContainEqual(messages[index]);
+      expect(io.err()).toContain(
+        `User messages: ${words?.kept} kept verbatim, ${words?.summarized} summarized (--keep-user-messages).`,
+      );
+      const bad = capture();
+      expect(await main(['compact', TRAJECTORY, '--keep-user-messages-share', '2'], bad)).toBe(2);
+      expect(bad.err()).toContain('--keep-user-messages-share takes a ratio over 0 and at most 1');
+    });
+
     describe('--budget', () => {
       it('sets the context budget; a conversation under its trigger is compacted anyway, and the report says so', async () => {
         const messages = trajectory();

@@ -76,6 +76,13 @@ describe('carried state (agentRun across continue-as-new)', () => {
     expect(verdict(small())).toBe('ok');
   });
 
+  it('carries the workflow time of the last model call, for the cold-cache rule (docs/design.md#cold-cache)', () => {
+    expect(verdict({ ...small(), lastModelCallAt: 1_765_000_000_000 })).toBe('ok');
+    expect(verdict({ ...small(), lastModelCallAt: 'yesterday' })).toContain(
+      'input.carried.lastModelCallAt: must be a workflow time in milliseconds',
+    );
+  });
+
   const cases: Array<[string, (state: Record<string, unknown>) => unknown, string]> = [
     ['not an object', () => 'resume', 'input.carried: is what a run carries'],
     ['a list', () => [], 'input.carried: is what a run carries'],

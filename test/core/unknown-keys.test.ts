@@ -136,7 +136,8 @@ describe('options objects', () => {
       const call: Record<string, unknown> = { keepRecent: 3 };
       expect(await asyncRefusal(() => compactor.compact(messages, call))).toEqual({
         field: 'callOptions.keepRecent',
-        reason: 'unknown option; the options are target, counter, signal, summaryInstructions, summaryPrompt, format',
+        reason:
+          'unknown option; the options are target, counter, signal, summaryInstructions, summaryPrompt, keepUserMessages, format',
       });
       expect(await asyncRefusal(() => compactor.compact(messages, { targt: 10 } as Record<string, unknown>))).toEqual({
         field: 'callOptions.targt',

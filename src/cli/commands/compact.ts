@@ -90,6 +90,17 @@ const COMPACTION_FLAGS = {
     value: 'DURATION',
     help: 'wait before the second attempt, doubling after (default 2s)',
   },
+  'keep-user-messages': {
+    key: 'keepUserMessages',
+    kind: 'switch',
+    help: "keep the middle's user messages verbatim, the newest first within a share of the budget (default off)",
+  },
+  'keep-user-messages-share': {
+    key: 'keepUserMessagesShare',
+    kind: 'ratio',
+    value: 'R',
+    help: 'with --keep-user-messages: the share of the budget they may take together (default 0.15)',
+  },
   instructions: {
     key: 'summaryInstructions',
     kind: 'text',

@@ -18,6 +18,7 @@ import { describeIssue, isSticky, validateMessages } from '../schema.js';
 import { assertTaskQueueName } from '../limits/task-queue.js';
 import { BUILT_IN_TOOLS, isBuiltInToolName, isInternalActivityName } from './tool-declarations.js';
 import { RECALL_TOOL, RECALL_TOOL_NAME } from './recall.js';
+import { resolveColdCache, type CacheTtl, type ColdCache } from './cold-cache.js';
 import { COMPACTION_REVIEWS, DEFAULT_REVIEW_TIMEOUT_MS, type CompactionReview } from './steering.js';
 import type { ChatMessage } from '../types.js';
 
@@ -111,6 +112,15 @@ export interface AgentCompactionOptions extends Omit<CompactionOptions, 'context
    * (docs/design.md#recall). @default false
    */
   recall?: boolean;
+  /**
+   * The provider's prompt-cache lifetime (docs/design.md#cold-cache): when more workflow time than
+   * this has passed since the run's last model call, the next request misses the cache anyway, so
+   * the run compacts at `coldTrigger` instead of `triggerRatio`. `'off'`: no such rule.
+   * @default the shortest of the chain's providers' (`DEFAULT_CACHE_TTL`: 5 minutes for `openai` and `replay`)
+   */
+  cacheTtl?: CacheTtl;
+  /** The trigger, as a share of the budget, after a pause longer than `cacheTtl` (at most `triggerRatio`). @default 0.6 */
+  coldTrigger?: number;
 }
 
 /** The input of `agentRun`. */
@@ -192,6 +202,8 @@ export interface AgentRunPlan {
   review: { mode: CompactionReview; timeoutMs: number };
   /** Whether the run declares `recall` and its stubs and summaries name what they replaced (docs/design.md#recall). */
   recall: boolean;
+  /** When the run compacts at the cold trigger (docs/design.md#cold-cache). */
+  coldCache: ColdCache;
   maxRounds: number;
   /** Rounds and milliseconds a failed backend rests (no time limit when undefined). */
   backendCooldown: { rounds: number; timeMs: number | undefined };
@@ -282,6 +294,8 @@ export const AGENT_COMPACTION_KEYS: readonly string[] = [
     review: true,
     reviewTimeout: true,
     recall: true,
+    cacheTtl: true,
+    coldTrigger: true,
   }),
 ];
 
@@ -337,7 +351,8 @@ export function planAgentRun(input: unknown): AgentRunPlan {
   }
   const data = parsed.data;
   assertKnownKeys(data.compaction, AGENT_COMPACTION_KEYS, 'input.compaction');
-  const { review, reviewTimeout, recall, ...compaction }: AgentCompactionOptions = data.compaction;
+  const { review, reviewTimeout, recall, cacheTtl, coldTrigger, ...compaction }: AgentCompactionOptions =
+    data.compaction;
   if (review !== undefined && !COMPACTION_REVIEWS.includes(review))
     throw new InvalidInputError(
       'input.compaction.review',
@@ -415,6 +430,12 @@ export function planAgentRun(input: unknown): AgentRunPlan {
       activity: { startToCloseTimeout, heartbeatTimeout, taskQueue, summarizerModel },
     },
     recall: recall === true,
+    coldCache: resolveColdCache(
+      { cacheTtl, coldTrigger },
+      backends.map((backend) => backend.config.provider),
+      options.triggerRatio,
+      'input.compaction',
+    ),
     review: {
       mode: review ?? 'auto',
       timeoutMs:

@@ -51,6 +51,8 @@ export interface AgentRunCarried {
   tokenCounts: Record<string, Array<number | null>>;
   /** The pins of the `pin` update (docs/design.md#steering). */
   pins: Pins;
+  /** Workflow time (ms) of the last model call, for the cold-cache rule (docs/design.md#cold-cache); absent before the first. */
+  lastModelCallAt?: number;
 }
 
 const count = z.number().int().nonnegative();
@@ -92,6 +94,7 @@ export const carriedStateSchema = z.looseObject({
     ids: z.array(z.string(), { error: 'must be a list of pinned message ids' }),
     facts: z.array(z.string(), { error: 'must be a list of pinned facts' }),
   }),
+  lastModelCallAt: z.number({ error: 'must be a workflow time in milliseconds' }).optional(),
 });
 
 function pathOf(field: string, path: readonly PropertyKey[]): string {

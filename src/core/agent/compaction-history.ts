@@ -49,6 +49,13 @@ export interface CompactionRecord {
   billedInput: number | null;
   /** Under `compaction.review` (not `'auto'`): how it was applied — reviewed, edited, on timeout, or forced by the window. */
   review?: ReviewOutcome;
+  /**
+   * With `keepUserMessages` (docs/design.md#user-words): of the user messages in what the compaction
+   * replaced, how many it kept verbatim and how many it summarized (or trimmed); absent otherwise.
+   */
+  userMessages?: { kept: number; summarized: number };
+  /** True when it ran at the cold trigger, after a pause longer than the cache TTL (docs/design.md#cold-cache); absent otherwise. */
+  coldCache?: boolean;
 }
 
 /** Running totals over every compaction of a run, across continue-as-new. */
@@ -96,7 +103,7 @@ function recordedCoverage(coverage: Coverage | undefined): { coverage?: Coverage
 }
 
 export function compactionRecord(
-  { round, backend, target, summarizerUsage, cacheHitRate, billedInput, review }: CompactionContext,
+  { round, backend, target, summarizerUsage, cacheHitRate, billedInput, review, coldCache }: CompactionContext,
   result: CompactionResult,
 ): CompactionRecord {
   return {
@@ -119,6 +126,10 @@ export function compactionRecord(
     cacheHitRate: cacheHitRate ?? null,
     billedInput: billedInput ?? null,
     ...(review === undefined ? {} : { review }),
+    ...(coldCache === true ? { coldCache } : {}),
+    ...(result.userMessages === undefined
+      ? {}
+      : { userMessages: { kept: result.userMessages.kept, summarized: result.userMessages.summarized } }),
   };
 }
 
@@ -205,6 +216,10 @@ function recordOfLine(line: CompactionLine, elided: number): CompactionRecord {
     fallback: line.fallback,
     exhausted: line.exhausted,
     ...(line.review === undefined ? {} : { review: line.review }),
+    ...(line.coldCache === true ? { coldCache: true } : {}),
+    ...(line.userMessagesSummarized === undefined
+      ? {}
+      : { userMessages: { kept: line.keptUserIds?.length ?? 0, summarized: line.userMessagesSummarized } }),
   };
 }
 
@@ -217,6 +232,13 @@ export function groupDigits(value: number): string {
 /** ` in 9 pieces` for a summary the summarizer's window made take several requests (docs/design.md#summarizer-window); '' otherwise. */
 function piecesLabel(record: CompactionRecord): string {
   return record.summaryPieces === undefined ? '' : ` in ${record.summaryPieces} pieces`;
+}
+
+/** docs/design.md#user-words `, 3 user messages kept (2 summarized)` for a compaction that kept the user's words; '' otherwise. */
+function userMessagesLabel(record: CompactionRecord): string {
+  const words = record.userMessages;
+  if (words === undefined || words.kept + words.summarized === 0) return '';
+  return `, ${words.kept} user message${words.kept === 1 ? '' : 's'} kept (${words.summarized} summarized)`;
 }
 
 /** How a compaction reads in a table: `summary (1,234 chars)`, `trim`, `elision only`, `nothing to remove`. */
@@ -260,7 +282,7 @@ export const COMPACTION_TABLE_HEADER =
 export function renderCompactionTable(records: readonly CompactionRecord[], first = 1): string {
   const rows = records.map(
     (record, index) =>
-      `| ${first + index} | ${record.round} | ${groupDigits(record.tokensBefore)} → ${groupDigits(record.tokensAfter)} | ${groupDigits(record.tokensReclaimed)} | ${record.dropped} | ${record.elided} | ${compactionKindLabel(record.kind, record.summaryChars ?? 0)}${piecesLabel(record)}${record.truncated === undefined ? '' : `, truncated ${record.truncated}`}${record.coverage === undefined || record.coverage.required === 0 ? '' : `, ${coverageLabel(record.coverage)}`} | ${record.fallback ? 'yes' : 'no'} | ${record.exhausted ? 'yes' : 'no'} | ${record.cacheHitRate === null ? '—' : percent(record.cacheHitRate)} | ${record.billedInput === null ? '—' : groupDigits(record.billedInput)} |`,
+      `| ${first + index} | ${record.round} | ${groupDigits(record.tokensBefore)} → ${groupDigits(record.tokensAfter)} | ${groupDigits(record.tokensReclaimed)} | ${record.dropped} | ${record.elided} | ${compactionKindLabel(record.kind, record.summaryChars ?? 0)}${piecesLabel(record)}${record.coldCache === true ? ', cold cache' : ''}${userMessagesLabel(record)}${record.truncated === undefined ? '' : `, truncated ${record.truncated}`}${record.coverage === undefined || record.coverage.required === 0 ? '' : `, ${coverageLabel(record.coverage)}`} | ${record.fallback ? 'yes' : 'no'} | ${record.exhausted ? 'yes' : 'no'} | ${record.cacheHitRate === null ? '—' : percent(record.cacheHitRate)} | ${record.billedInput === null ? '—' : groupDigits(record.billedInput)} |`,
   );
   return [COMPACTION_TABLE_HEADER, '|--:|--:|--:|--:|--:|--:|---|---|---|--:|--:|', ...rows].join('\n');
 }
@@ -299,6 +321,9 @@ function shortWhat(record: CompactionRecord): string {
   if (record.kind !== 'elision' && record.elided > 0) parts.push(`+ elided ${record.elided}`);
   if (record.fallback && record.kind !== 'trim') parts.push('fallback');
   if (record.truncated !== undefined) parts.push(`truncated ${record.truncated}`);
+  if (record.coldCache === true) parts.push('cold cache');
+  if (record.userMessages !== undefined && record.userMessages.kept > 0)
+    parts.push(`${record.userMessages.kept} user kept`);
   // The panel is narrow: an item names only what a summary lost; the coverage line above has the rest.
   const lost = record.coverage === undefined ? 0 : record.coverage.required - record.coverage.kept;
   if (lost > 0) parts.push(`${lost} ids lost`);

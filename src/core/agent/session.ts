@@ -34,6 +34,13 @@ export interface CompactionLine extends Partial<CompactionLineContext> {
   summaryPieces?: number;
   /** A hard trim's marker in a run with recall on (docs/design.md#recall): placed as a summary is; absent otherwise. */
   trimMarker?: string;
+  /**
+   * With `keepUserMessages` (docs/design.md#user-words): ids of the user messages of the middle
+   * that the compaction kept verbatim, in place; absent when it kept none.
+   */
+  keptUserIds?: string[];
+  /** With `keepUserMessages`: how many user messages it summarized (or the hard trim dropped). */
+  userMessagesSummarized?: number;
 }
 
 /**
@@ -56,6 +63,8 @@ export interface CompactionLineContext {
   billedInput?: number;
   /** Under `compaction.review` (not `'auto'`): how the compaction was applied (docs/design.md#review). */
   review?: ReviewOutcome;
+  /** True when it ran at the cold trigger, after a pause longer than the cache TTL (docs/design.md#cold-cache). */
+  coldCache?: boolean;
 }
 
 /** How a compaction of a run under review was applied: reviewed, edited, on timeout, or forced by the window. */
@@ -152,10 +161,12 @@ export function applySessionLine(entries: readonly SessionEntry[], line: Session
       if (line.replacesThroughId === null) return [...entries];
       const through = positionOf(entries, line.replacesThroughId, `${field}.replacesThroughId`);
       const removable = removableMask(entries.map((entry) => entry.message));
+      // docs/design.md#user-words The user messages the compaction kept stay where they were.
+      const kept = new Set(line.keptUserIds ?? []);
       const next: SessionEntry[] = [];
       let placed = false;
       entries.forEach((entry, index) => {
-        if (index > through || removable[index] !== 1) return next.push(entry);
+        if (index > through || removable[index] !== 1 || kept.has(entry.id)) return next.push(entry);
         const content = line.summary ?? line.trimMarker;
         if (!placed && content !== undefined && line.replacesThroughId !== null) {
           next.push({ id: summaryId(line.replacesThroughId), message: { role: 'user', content } });
@@ -229,6 +240,28 @@ export function toJsonl(lines: readonly SessionLine[]): string {
   return lines.map((line) => JSON.stringify(line)).join('\n') + (lines.length > 0 ? '\n' : '');
 }
 
+/** docs/design.md#user-words What a compaction line records of the user messages a compaction kept and summarized. */
+function userMessageFields(
+  entries: readonly SessionEntry[],
+  result: CompactionResult,
+): Pick<CompactionLine, 'keptUserIds' | 'userMessagesSummarized'> {
+  const { userMessages } = result;
+  if (userMessages === undefined) return {};
+  const keptUserIds = userMessages.keptAt.map((index, position) => {
+    const entry = entries[index];
+    if (entry === undefined)
+      throw new InvalidInputError(
+        `result.userMessages.keptAt[${position}]`,
+        `index ${index} is outside the conversation`,
+      );
+    return entry.id;
+  });
+  return {
+    ...(keptUserIds.length === 0 ? {} : { keptUserIds }),
+    userMessagesSummarized: userMessages.summarized,
+  };
+}
+
 /**
  * Turns one compaction result into transcript lines (elisions first, then the compaction when it
  * replaced or dropped anything or was a fallback/exhausted pass — or always, with `context`, which
@@ -266,6 +299,7 @@ export function recordCompaction(
       ...(result.coverage === undefined ? {} : { coverage: result.coverage }),
       ...(result.summaryPieces === undefined ? {} : { summaryPieces: result.summaryPieces }),
       ...(result.trimMarker === undefined ? {} : { trimMarker: result.trimMarker }),
+      ...userMessageFields(entries, result),
     });
   }
   let next: SessionEntry[] = [...entries];

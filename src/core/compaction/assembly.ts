@@ -8,6 +8,7 @@ import { hardTrim, trimMarkerOf } from './hard-trim.js';
 import { finish, type Elided, type NameReplaced, type Pass } from './pass.js';
 import type { Regions } from './regions.js';
 import { summaryContent } from './transcript.js';
+import { userMessagesOf, type UserWords } from './user-words.js';
 import type { ChatMessage, CompactionResult, ContentPart } from '../types.js';
 
 /** Replaces the middle with one synthetic user message where the first removed message stood. */
@@ -36,6 +37,8 @@ export interface SummarizedMiddle {
   messages: ChatMessage[];
   /** What each elision in the middle gives its message (`elidedContents`). */
   contents: (string | ContentPart[] | undefined)[] | undefined;
+  /** With `keepUserMessages` (docs/design.md#user-words): the user messages kept out of `planned`'s middle. */
+  words?: UserWords | undefined;
 }
 
 /** The results a pass that summarizes may end with, each counted once it is asked for. */
@@ -62,7 +65,13 @@ export class Assembly {
   /** docs/design.md#hard-trim The fallback: the oldest middle messages dropped until the conversation fits. */
   trimmed(): CompactionResult {
     const trim = hardTrim(this.elided.messages(), this.middle.planned, this.pass.aim, trimMarkerOf(this.nameReplaced));
-    return finish(this.pass, { ...trim, fallback: true, elisions: this.elided.elisions, summary: null });
+    return finish(this.pass, {
+      ...trim,
+      fallback: true,
+      elisions: this.elided.elisions,
+      summary: null,
+      ...this.userMessages(trim.cutIndex),
+    });
   }
 
   /** docs/design.md#never-worse Without a target, a summary over contextBudget loses to a hard trim that fits. */
@@ -124,6 +133,13 @@ export class Assembly {
     return this.result(this.contentOf(written), assembled, coverage);
   }
 
+  /** docs/design.md#user-words What the result says of the user messages, with `keepUserMessages`. */
+  private userMessages(cutIndex: number): Pick<CompactionResult, 'userMessages'> {
+    const { words } = this.middle;
+    const userMessages = words === undefined ? undefined : userMessagesOf(words, cutIndex);
+    return userMessages === undefined ? {} : { userMessages };
+  }
+
   private result(summary: string, assembled: ChatMessage[], coverage?: Coverage): CompactionResult {
     const { pass, middle } = this;
     const { aim } = pass;
@@ -136,6 +152,7 @@ export class Assembly {
       summary,
       cutIndex: planned.middle.at(-1) ?? -1,
       ...(coverage === undefined ? {} : { coverage }),
+      ...this.userMessages(planned.middle.at(-1) ?? -1),
     });
     if (plan === undefined || result.tokensAfter <= aim.mark) return result;
     // docs/design.md#window-gives-way: over the mark, say why — the window could not give way enough, or the summary was longer than the room left for it.

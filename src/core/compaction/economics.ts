@@ -100,9 +100,15 @@ export function worthStarting(plan: WindowPlan, aim: Aim): boolean {
  * conversation; the next round appends one complete turn. So the summary was written last round
  * when, once the last complete turn is set aside, everything after the summary lies inside that
  * conversation's `keepRecent` window. (Two short rounds later it may still look so; that only
- * defers a compaction that is not yet over the limit.)
+ * defers a compaction that is not yet over the limit.) With `keepUserMessages`, the user messages
+ * the summary kept in place after it do not count as growth.
  */
-export function summarizedLastRound(messages: readonly ChatMessage[], regions: Regions, keepRecent: number): boolean {
+export function summarizedLastRound(
+  messages: readonly ChatMessage[],
+  regions: Regions,
+  keepRecent: number,
+  keepUserMessages = false,
+): boolean {
   let summary = messages.length - 1;
   while (summary >= 0 && !isSummaryMessage(messages[summary] ?? { role: 'user', content: null })) summary -= 1;
   if (summary < 0) return false;
@@ -110,7 +116,12 @@ export function summarizedLastRound(messages: readonly ChatMessage[], regions: R
   if (lastTurn <= summary) return true;
   const before = messages.slice(0, lastTurn);
   const window = findCut(before, keepRecent);
-  for (let index = summary + 1; index < window; index += 1) if (regions.removable[index] === 1) return false;
+  for (let index = summary + 1; index < window; index += 1) {
+    const message = messages[index];
+    // docs/design.md#user-words: the user messages a compaction kept stand after its summary, outside the window.
+    if (keepUserMessages && message?.role === 'user') continue;
+    if (regions.removable[index] === 1) return false;
+  }
   return true;
 }
 

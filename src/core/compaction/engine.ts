@@ -9,10 +9,21 @@ import { Assembly } from './assembly.js';
 import { planWindow } from './economics.js';
 import { elidedContents } from './elision.js';
 import type { CallOverrides, ResolvedOptions } from './options.js';
-import { elide, elisionEnds, finish, messagesAt, startPass, unchanged, type NameReplaced, type Pass } from './pass.js';
+import {
+  elide,
+  elidedExcept,
+  elisionEnds,
+  finish,
+  messagesAt,
+  startPass,
+  unchanged,
+  type NameReplaced,
+  type Pass,
+} from './pass.js';
 import { cutPieces, foldedMiddle, foldInstruction, requestFits } from './pieces.js';
 import { capMiddle, requestChars, requestFor, summaryInstruction, type InstructionText } from './transcript.js';
 import { truncateToFit } from './truncation.js';
+import { keepUserWords } from './user-words.js';
 import type { ChatMessage, CompactionResult, SummarizeRequest, TokenCounter, Usage } from '../types.js';
 
 /** What the engine asks its driver to do. */
@@ -96,14 +107,23 @@ function* passSteps(pass: Pass, hooks: CompactionHooks): CompactionSteps {
   const { options, regions, aim } = pass;
   // docs/design.md#over-trigger Elide first (an elision-only epoch is this branch below the trigger); stop when that was enough.
   // docs/design.md#epochs: an epoch never summarizes, never drops, never calls a backend.
-  const elided = elide(pass, hooks.nameReplaced);
-  if (elisionEnds(pass, elided))
-    return finish(pass, { ...unchanged(), messages: elided.messages(), elisions: elided.elisions });
+  const stubbed = elide(pass, hooks.nameReplaced);
+  if (elisionEnds(pass, stubbed))
+    return finish(pass, { ...unchanged(), messages: stubbed.messages(), elisions: stubbed.elisions });
 
   // docs/design.md#window-gives-way The recent window gives way when it alone is over the low-water mark.
   // The window is planned on the input: it weighs only messages no elision touches (see Elided).
-  const plan = options.recentWindowGivesWay ? planWindow(pass.input, regions, aim, options) : undefined;
-  const planned = plan?.regions ?? regions;
+  const windowPlan = options.recentWindowGivesWay ? planWindow(pass.input, regions, aim, options) : undefined;
+  // docs/design.md#user-words The user messages kept verbatim leave the middle; the window's plan weighs them as kept.
+  const words = pass.keepUserMessages
+    ? keepUserWords(pass.input, windowPlan?.regions ?? regions, aim, options.keepUserMessagesShare)
+    : undefined;
+  const planned = words?.regions ?? windowPlan?.regions ?? regions;
+  const plan =
+    windowPlan === undefined || words === undefined
+      ? windowPlan
+      : { ...windowPlan, regions: planned, keptTokens: windowPlan.keptTokens + words.keptTokens };
+  const elided = words === undefined ? stubbed : elidedExcept(pass, stubbed, words.kept);
 
   // docs/design.md#no-op No-op: nothing between the sticky prefix and the recent window.
   if (planned.middle.length === 0) return finish(pass, { ...unchanged(), messages: [...pass.input] });
@@ -113,7 +133,7 @@ function* passSteps(pass: Pass, hooks: CompactionHooks): CompactionSteps {
   const middle = messagesAt(pass.input, planned.middle);
   const contents = elidedContents(planned.middle, elided.elisions);
   const seen = capMiddle(middle, options.toolResultCap, contents);
-  const assembly = new Assembly(pass, elided, { planned, plan, messages: middle, contents }, hooks.nameReplaced);
+  const assembly = new Assembly(pass, elided, { planned, plan, messages: middle, contents, words }, hooks.nameReplaced);
 
   const input = yield* foldPieces(pass, seen);
   if (input === undefined) return assembly.trimmed();

@@ -7,6 +7,7 @@ import type { CallOverrides, ResolvedOptions } from './options.js';
 import { elide, elisionEnds, messagesAt, startPass, triggerOf, type Pass } from './pass.js';
 import { cutPieces } from './pieces.js';
 import { capMiddle, summaryInstruction } from './transcript.js';
+import { keepUserWords } from './user-words.js';
 import type { CompactionPlan, TokenCounter } from '../types.js';
 
 /**
@@ -26,13 +27,16 @@ export function needsCompactionCore(
   if (pass.tokensBefore > triggerOf(aim)) {
     if (!options.deferShallowCompactions || pass.tokensBefore > aim.limit) return true;
     // docs/design.md#no-thrash No thrash: within the limit, never two compactions in consecutive rounds.
-    if (summarizedLastRound(pass.input, pass.regions, options.keepRecent)) return false;
+    if (summarizedLastRound(pass.input, pass.regions, options.keepRecent, pass.keepUserMessages)) return false;
     if (elisionEnds(pass, elide(pass))) return true;
     return worthStarting(planWindow(pass.input, pass.regions, aim, options), aim);
   }
   if (!elides(options) || pass.regions.middle.length === 0 || options.elisionEpochs === 'never') return false;
   // docs/design.md#no-thrash No thrash: an epoch is a compaction too (it rewrites the conversation below its prefix).
-  if (options.deferShallowCompactions && summarizedLastRound(pass.input, pass.regions, options.keepRecent))
+  if (
+    options.deferShallowCompactions &&
+    summarizedLastRound(pass.input, pass.regions, options.keepRecent, pass.keepUserMessages)
+  )
     return false;
   const plan = planPassElisions(pass.input, pass.regions, options);
   if (plan.poolChars < options.ageReclaimMin) return false;
@@ -65,7 +69,11 @@ function summaryPiecesOf(pass: Pass, window: number): number | undefined {
   const elided = elide(pass);
   // An epoch never summarizes, nor a pass that elision alone ends.
   if (elisionEnds(pass, elided)) return undefined;
-  const planned = options.recentWindowGivesWay ? planWindow(pass.input, regions, aim, options).regions : regions;
+  const windowed = options.recentWindowGivesWay ? planWindow(pass.input, regions, aim, options).regions : regions;
+  // docs/design.md#user-words The user messages a pass keeps are not summarized.
+  const planned = pass.keepUserMessages
+    ? keepUserWords(pass.input, windowed, aim, options.keepUserMessagesShare).regions
+    : windowed;
   if (planned.middle.length === 0) return undefined;
   const contents = elidedContents(planned.middle, elided.elisions);
   const seen = capMiddle(messagesAt(pass.input, planned.middle), options.toolResultCap, contents);

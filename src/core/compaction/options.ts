@@ -161,7 +161,27 @@ export interface CompactionOptions {
    * @default undefined (one request, whatever its size)
    */
   summarizerContextWindow?: number;
+
+  /**
+   * docs/design.md#user-words Keep the user messages of the middle a summary replaces verbatim, in
+   * place, the newest first, as long as together they stay within `keepUserMessagesShare` of the
+   * budget; older ones are summarized with the rest. Summaries, trim markers and user messages
+   * inside a tool-call turn (an Anthropic or AI SDK message that also holds tool results) are not
+   * the user's words and are summarized as before. `result.userMessages` says how many were kept
+   * and how many summarized. Also a per-call option of `Compactor.compact`.
+   * @default false
+   */
+  keepUserMessages?: boolean;
+  /**
+   * docs/design.md#user-words With `keepUserMessages`: the share of the budget (`contextBudget`, or the
+   * call's `target`) the kept user messages may take together, counted with the pass's counter.
+   * @default 0.15
+   */
+  keepUserMessagesShare?: number;
 }
+
+/** The default of `CompactionOptions.keepUserMessagesShare`. */
+export const DEFAULT_KEEP_USER_MESSAGES_SHARE = 0.15;
 
 /** The share of `summarizerContextWindow` a request leaves for the summary the summarizer writes. */
 export const SUMMARY_OUTPUT_SHARE = 0.25;
@@ -228,6 +248,8 @@ export interface ResolvedOptions {
   summaryPrompt?: string | undefined;
   /** Undefined: one summarizer request, whatever its size. */
   summarizerContextWindow?: number | undefined;
+  keepUserMessages: boolean;
+  keepUserMessagesShare: number;
 }
 
 /** The backoff never grows past this (docs/design.md#failures). */
@@ -267,6 +289,8 @@ export const optionsSchema = z.object({
     .regex(/\S/, 'must not be blank: it replaces the whole instruction')
     .optional(),
   summarizerContextWindow: z.number().int().min(MIN_SUMMARIZER_CONTEXT_WINDOW).optional(),
+  keepUserMessages: z.boolean().default(false),
+  keepUserMessagesShare: ratio.default(DEFAULT_KEEP_USER_MESSAGES_SHARE),
 });
 
 /** The names of the compaction options ({@link CompactionOptions}), for the closest name to an unknown one. */
@@ -294,6 +318,8 @@ export const COMPACTION_OPTION_KEYS = keysOf<CompactionOptions>({
   summaryInstructions: true,
   summaryPrompt: true,
   summarizerContextWindow: true,
+  keepUserMessages: true,
+  keepUserMessagesShare: true,
 });
 
 /**
@@ -338,6 +364,8 @@ export interface CallOverrides {
   summaryInstructions?: string | undefined;
   /** For this call, instead of the options' `summaryPrompt`. */
   summaryPrompt?: string | undefined;
+  /** For this call, instead of the options' `keepUserMessages` (docs/design.md#user-words). */
+  keepUserMessages?: boolean | undefined;
 }
 
 /**
@@ -353,6 +381,12 @@ export function checkInstructionText(value: unknown, field: string): string | un
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0];
   throw new InvalidInputError(field, issue === undefined ? 'invalid' : describeIssue(issue, value));
+}
+
+/** Checks a per-call `keepUserMessages`; throws `InvalidInputError` naming `field`. */
+export function checkKeepUserMessages(value: unknown, field: string): boolean | undefined {
+  if (value === undefined || typeof value === 'boolean') return value;
+  throw new InvalidInputError(field, `must be true or false, got ${JSON.stringify(value)}`);
 }
 
 /** The instruction text of a call: its overrides over the options. */

@@ -23,6 +23,8 @@ export interface Pass {
   tokensBefore: number;
   /** The call's `summaryInstructions` and `summaryPrompt` (docs/design.md#summary-instructions). */
   text: InstructionText;
+  /** Whether the middle's user messages are kept verbatim (docs/design.md#user-words): the call's choice, else the options'. */
+  keepUserMessages: boolean;
 }
 
 /** Checks the messages and the call's overrides (throws `InvalidInputError`), and counts the conversation once. */
@@ -41,6 +43,7 @@ export function startPass(
     regions: findRegions(input, options.keepRecent),
     tokensBefore: aim.counter.count(input),
     text: instructionTextOf(options, overrides),
+    keepUserMessages: overrides.keepUserMessages ?? options.keepUserMessages,
   };
 }
 
@@ -84,6 +87,19 @@ export function elide(pass: Pass, nameReplaced?: NameReplaced): Elided {
             ? { ...elision, stub: `${elision.stub}${nameReplaced('stub', [elision.index])}` }
             : elision,
         );
+  return { elisions, messages: () => (applied ??= applyElisions(pass.input, elisions)) };
+}
+
+/**
+ * `elided` without the elisions at `positions` (docs/design.md#user-words: a user message kept
+ * verbatim keeps its images too); `elided` itself when none is there.
+ */
+export function elidedExcept(pass: Pass, elided: Elided, positions: readonly number[]): Elided {
+  if (positions.length === 0) return elided;
+  const spared = new Set(positions);
+  if (!elided.elisions.some((elision) => spared.has(elision.index))) return elided;
+  const elisions = elided.elisions.filter((elision) => !spared.has(elision.index));
+  let applied: ChatMessage[] | undefined;
   return { elisions, messages: () => (applied ??= applyElisions(pass.input, elisions)) };
 }
 

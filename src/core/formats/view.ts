@@ -170,9 +170,15 @@ function mapBack<Message>(
   sources.forEach((_, index) => {
     if (!emitted.has(index)) dropped += 1;
   });
-  const { messages: _engineMessages, elisions: engineElisions, cutIndex, ...counts } = result;
+  const { messages: _engineMessages, elisions: engineElisions, cutIndex, userMessages, ...counts } = result;
   return {
     ...counts,
+    // docs/design.md#user-words A kept user message is one input message of its own (never one that also holds tool results).
+    ...(userMessages === undefined
+      ? {}
+      : {
+          userMessages: { ...userMessages, keptAt: userMessages.keptAt.map((index) => origins[index]?.message ?? -1) },
+        }),
     messages: output,
     dropped,
     cutIndex: cutIndex < 0 ? -1 : (origins[cutIndex]?.message ?? -1),

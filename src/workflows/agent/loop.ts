@@ -104,16 +104,19 @@ export class AgentLoop {
     this.tokens = new TokenCache(plan.backends);
     if (carried !== undefined) this.tokens.remember(carried.live, carried.tokenCounts);
     this.chain = new BackendChain(plan, this.tokens, carried);
-    this.compaction = new RoundCompaction({
-      plan,
-      limit: this.limit,
-      conversation: this.conversation,
-      steering: this.steering,
-      review: this.review,
-      ledger: this.ledger,
-      tokens: this.tokens,
-      publish: (contextTokens) => this.publish(contextTokens),
-    });
+    this.compaction = new RoundCompaction(
+      {
+        plan,
+        limit: this.limit,
+        conversation: this.conversation,
+        steering: this.steering,
+        review: this.review,
+        ledger: this.ledger,
+        tokens: this.tokens,
+        publish: (contextTokens) => this.publish(contextTokens),
+      },
+      carried?.lastModelCallAt,
+    );
     // docs/design.md#task-survives: the task stays verbatim (sticky) unless the input says otherwise.
     if (carried === undefined)
       for (const message of plan.keepTask ? pinTask(plan.messages) : plan.messages) this.conversation.append(message);
@@ -237,6 +240,7 @@ export class AgentLoop {
       continuedAsNew: this.continuation.continuedAsNew + 1,
       tokenCounts: this.tokens.toCarry(this.messages),
       pins: this.steering.currentPins,
+      ...(this.compaction.lastModelCallAt === undefined ? {} : { lastModelCallAt: this.compaction.lastModelCallAt }),
     };
   }
 
@@ -319,6 +323,7 @@ export class AgentLoop {
           summary: `chat${this.chain.hasChoice ? ` · ${backend.backend.label}` : ''} · ${sent.length} messages (${groupDigits(tokens)} tokens)`,
         });
         const answer = await chat(input);
+        this.compaction.modelCalled();
         const ids = this.conversation.liveEntries.map((entry) => entry.id);
         const usage = this.ledger.chargeRound({ ids, sent, backend, tokens, answer });
         if (answer.usage !== undefined) backend.usage.calibrate(sent, answer.usage.promptTokens);

@@ -5,6 +5,7 @@
 import { ApplicationFailure, type ActivityOptions } from '@temporalio/common';
 import { FailureType } from '../../core/errors.js';
 import type { AgentRunPlan, ResolvedBackend } from '../../core/agent/agent-input.js';
+import { cacheIsCold, withColdTrigger } from '../../core/agent/cold-cache.js';
 import { compactionRecord, groupDigits, type CompactionRecord } from '../../core/agent/compaction-history.js';
 import { preflight, type BackendCounter } from '../../core/agent/preflight.js';
 import { recallNamer, withRecallLine } from '../../core/agent/recall.js';
@@ -59,10 +60,21 @@ export interface RoundCompactionParts {
 export class RoundCompaction {
   /** The `summarize` activity's options, built once from the plan. */
   private readonly summarizeActivity: ActivityOptions;
+  /** Workflow time (ms) of the run's last model call: the prompt cache is as old as it (docs/design.md#cold-cache). */
+  lastModelCallAt: number | undefined;
 
-  constructor(private readonly parts: RoundCompactionParts) {
+  constructor(
+    private readonly parts: RoundCompactionParts,
+    lastModelCallAt?: number,
+  ) {
     const { compaction } = parts.plan;
     this.summarizeActivity = summarizeActivityOptions(compaction.options, compaction.activity, 'input.compaction');
+    this.lastModelCallAt = lastModelCallAt;
+  }
+
+  /** Notes a model call that just answered: its prefix is what the provider's cache now holds. */
+  modelCalled(): void {
+    this.lastModelCallAt = workflowTime();
   }
 
   /**
@@ -84,7 +96,9 @@ export class RoundCompaction {
     const { plan, conversation, steering, ledger } = this.parts;
     const { aimAt, aim, tokens } = preflight(conversation.messages, candidates);
     const overRoom = tokens > aim;
-    const call = this.compactionCall(aimAt, aim, overRoom ? aim : undefined, demand?.instructions);
+    // docs/design.md#cold-cache: the next request misses the cache anyway, so a compaction re-bills nothing.
+    const cold = cacheIsCold(plan.coldCache, this.lastModelCallAt, workflowTime());
+    const call = this.compactionCall(aimAt, aim, overRoom ? aim : undefined, demand?.instructions, cold);
     const { mode } = plan.review;
     if (demand === undefined && !overRoom && (mode === 'manual' || !this.needsCompaction(call))) return undefined;
     const target = overRoom ? aim : (plan.compaction.contextBudget ?? aim);
@@ -123,7 +137,7 @@ export class RoundCompaction {
       return { compacted: false, reason: 'the reviewer rejected it (reviewCompaction)' };
     }
     const { result } = decided;
-    const record = this.record(result, aimAt.backend, target, summarizerUsage, decided.review, round);
+    const record = this.record(result, aimAt.backend, target, summarizerUsage, decided.review, round, cold);
     steering.applyHeldPins();
     if (result.exhausted) {
       this.parts.publish(result.tokensAfter);
@@ -187,9 +201,16 @@ export class RoundCompaction {
    * (the run's, else the room `aim`), and its counter, target and instructions: the run's own,
    * those of the `compact` updates it serves, and the pinned facts.
    */
-  private compactionCall(aimAt: BackendCounter, aim: number, target?: number, instructions?: string): CompactionCall {
+  private compactionCall(
+    aimAt: BackendCounter,
+    aim: number,
+    target: number | undefined,
+    instructions: string | undefined,
+    cold: boolean,
+  ): CompactionCall {
     const { plan, steering, limit } = this.parts;
-    const { options, contextBudget, activity } = plan.compaction;
+    const { contextBudget, activity } = plan.compaction;
+    const options = cold ? withColdTrigger(plan.compaction.options, plan.coldCache.trigger) : plan.compaction.options;
     const steered = steeredInstructions(options.summaryInstructions, steering.currentPins.facts, instructions);
     return {
       settings: {
@@ -215,6 +236,7 @@ export class RoundCompaction {
     summarizerUsage: SummarizerUsage | undefined,
     review: ReviewOutcome | undefined,
     round: number,
+    cold: boolean,
   ): CompactionRecord | undefined {
     const { conversation, ledger, tokens } = this.parts;
     // The summarizer was billed even when its summary lost to the hard trim.
@@ -229,6 +251,7 @@ export class RoundCompaction {
       cacheHitRate,
       billedInput,
       ...(review === undefined ? {} : { review }),
+      ...(cold ? { coldCache: true } : {}),
     };
     conversation.applyCompaction(result, context);
     const record = compactionRecord(context, result);
