@@ -201,12 +201,13 @@ export class AgentLoop {
   }
 
   /**
-   * Before the run fails: records what it can of the transcript, so a failed run's transcript is
-   * whole. A failure to record (a batch over the payload limit, the cause of this very failure
+   * Before the run fails or ends cancelled: writes its memo and records what it can of the
+   * transcript, so a failed run's transcript is whole. A failure to record (a batch over the payload limit, the cause of this very failure
    * perhaps) must not replace the run's own failure.
    */
-  async recordSessionBeforeFailing(): Promise<void> {
+  async recordSessionBeforeFailing(ending: 'failed' | 'cancelled'): Promise<void> {
     this.finished = true;
+    this.visibility.publishEnding(this.ledger.compactions, { stopReason: ending, rounds: this.rounds });
     try {
       await this.transcript.recordNow();
     } catch (error) {
@@ -256,6 +257,7 @@ export class AgentLoop {
       continuedAsNew: this.continuation.continuedAsNew,
     };
     this.publish(undefined);
+    this.visibility.publishEnding(this.ledger.compactions, { stopReason, rounds: this.rounds });
     this.limit.check('the result of the run', jsonPayloadBytes(result));
     // A `compact` or `pin` waiting for a round that will not come is answered, and its handler ends with the run.
     if (this.steering.refuseCompactions()) await condition(allHandlersFinished);
