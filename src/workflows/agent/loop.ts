@@ -314,11 +314,13 @@ export class AgentLoop {
         turn: this.rounds,
       };
       this.limit.check(`the chat request of round ${round}`, jsonPayloadBytes([input]));
+      // docs/design.md#review How a reviewed compaction was decided, on the first request after it.
+      const reviewNote = this.compaction.takeReviewNote();
       try {
         const { chat } = proxyActivities<CompactorActivities>({
           ...agentActivityOptions(this.plan.chatActivity, 'input.chatActivity', CHAT_ACTIVITY_DEFAULTS),
           // The backend is named only when there is a choice of them (one-backend runs name it in their input): a summary is history bytes every round.
-          summary: `chat${this.chain.hasChoice ? ` · ${backend.backend.label}` : ''} · ${sent.length} messages (${groupDigits(tokens)} tokens)`,
+          summary: `chat${this.chain.hasChoice ? ` · ${backend.backend.label}` : ''} · ${sent.length} messages (${groupDigits(tokens)} tokens)${reviewNote === undefined ? '' : ` · ${reviewNote}`}`,
         });
         const answer = await chat(input);
         const ids = this.conversation.liveEntries.map((entry) => entry.id);

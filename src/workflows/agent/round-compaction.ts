@@ -59,6 +59,8 @@ export interface RoundCompactionParts {
 export class RoundCompaction {
   /** The `summarize` activity's options, built once from the plan. */
   private readonly summarizeActivity: ActivityOptions;
+  /** How the last reviewed compaction was decided, until the next chat request says it. */
+  private reviewNote: string | undefined;
 
   constructor(private readonly parts: RoundCompactionParts) {
     const { compaction } = parts.plan;
@@ -84,8 +86,12 @@ export class RoundCompaction {
     const { plan, conversation, steering, ledger } = this.parts;
     const { aimAt, aim, tokens } = preflight(conversation.messages, candidates);
     const overRoom = tokens > aim;
-    const call = this.compactionCall(aimAt, aim, overRoom ? aim : undefined, demand?.instructions);
     const { mode } = plan.review;
+    // What the Timeline shows on this compaction's activities: its number and why it runs.
+    const number = ledger.compactions.totals.compactions + 1;
+    const why =
+      demand !== undefined ? 'on demand' : overRoom ? 'to fit' : mode === 'approve' ? 'for review' : 'trigger';
+    const call = this.compactionCall(aimAt, aim, overRoom ? aim : undefined, demand?.instructions, `#${number} ${why}`);
     if (demand === undefined && !overRoom && (mode === 'manual' || !this.needsCompaction(call))) return undefined;
     const target = overRoom ? aim : (plan.compaction.contextBudget ?? aim);
     // Pins asked for while the summary is written (or reviewed) wait for the result: it replaces these messages.
@@ -105,14 +111,17 @@ export class RoundCompaction {
       // The run is out of room only when the conversation does not fit the backend: a `contextBudget`
       // set below the room is what compaction aims at, not a limit the model has.
       const result = { ...compaction.result, exhausted: compaction.result.tokensAfter > aim };
+      const waits = mode === 'approve' && !overRoom && changes(result);
       decided =
         mode === 'auto'
           ? { result, review: undefined }
           : overRoom
             ? { result, review: 'forced' }
-            : mode === 'approve' && changes(result)
-              ? this.reviewed(result, aimAt, await this.awaitReview(result, aimAt, round))
+            : waits
+              ? this.reviewed(result, aimAt, await this.awaitReview(result, aimAt, round, number))
               : { result, review: 'applied' };
+      // The next chat request's summary says how a reviewed compaction was decided: known only now.
+      if (waits) this.reviewNote = `#${number} review: ${decided?.review ?? 'rejected'}`;
     } finally {
       steering.release();
     }
@@ -152,6 +161,7 @@ export class RoundCompaction {
     result: CompactionResult,
     aimAt: BackendCounter,
     round: number,
+    number: number,
   ): Promise<ReviewCompactionInput | undefined> {
     const { plan, conversation, review } = this.parts;
     const proposal = proposalOf(conversation.liveEntries, result, {
@@ -159,7 +169,18 @@ export class RoundCompaction {
       backend: aimAt.backend.label,
       applyAt: workflowTime() + plan.review.timeoutMs,
     });
-    return review.decision(proposal, plan.review.timeoutMs);
+    return review.decision(
+      proposal,
+      plan.review.timeoutMs,
+      `#${number} review: waiting ${shortDuration(plan.review.timeoutMs)} at most`,
+    );
+  }
+
+  /** How the last reviewed compaction was decided (`#2 review: edited`), once: the next chat request's summary says it. */
+  takeReviewNote(): string | undefined {
+    const note = this.reviewNote;
+    this.reviewNote = undefined;
+    return note;
   }
 
   /** A reviewed compaction as decided: `decision` undefined when the review timed out; undefined when rejected. */
@@ -187,7 +208,13 @@ export class RoundCompaction {
    * (the run's, else the room `aim`), and its counter, target and instructions: the run's own,
    * those of the `compact` updates it serves, and the pinned facts.
    */
-  private compactionCall(aimAt: BackendCounter, aim: number, target?: number, instructions?: string): CompactionCall {
+  private compactionCall(
+    aimAt: BackendCounter,
+    aim: number,
+    target: number | undefined,
+    instructions: string | undefined,
+    label: string,
+  ): CompactionCall {
     const { plan, steering, limit } = this.parts;
     const { options, contextBudget, activity } = plan.compaction;
     const steered = steeredInstructions(options.summaryInstructions, steering.currentPins.facts, instructions);
@@ -198,6 +225,7 @@ export class RoundCompaction {
         summarizerModel: activity.summarizerModel,
         maxPayloadBytes: plan.maxPayloadBytes,
         payloadStore: limit.externalStorage,
+        label,
       },
       overrides: {
         counter: aimAt.conversation,
@@ -237,4 +265,14 @@ export class RoundCompaction {
     tokens.forgetAllBut(conversation.messages);
     return record;
   }
+}
+
+/** A duration for a label: `1h`, `30m`, `45s`, `1h30m`. */
+function shortDuration(ms: number): string {
+  const seconds = Math.round(ms / 1000);
+  const hours = Math.floor(seconds / 3600);
+  const minutes = Math.floor((seconds % 3600) / 60);
+  const rest = seconds % 60;
+  const parts = [hours > 0 ? `${hours}h` : '', minutes > 0 ? `${minutes}m` : '', rest > 0 ? `${rest}s` : ''];
+  return parts.join('') || '0s';
 }
