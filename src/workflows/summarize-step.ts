@@ -26,7 +26,7 @@ export const ACTIVITY_SUMMARY_MAX_CHARS = 64;
  * The one-line activity summary the UI and CLI show, e.g. `summarize 247 messages (109,333 chars) ·
  * gpt-4o-mini`, `summarize 31 messages (24,012 chars), piece 2 of 9`; with a compaction's `label`
  * (an agent run's: which compaction and why), the label first and what this request is
- * (`#2 trigger · coverage retry · 21 msgs (12,547 chars)`), at most {@link ACTIVITY_SUMMARY_MAX_CHARS} characters.
+ * (`#2 trigger · 21 msgs (12,547 chars)`, `#2 trigger · coverage retry · 21 msgs (12,547 chars)`), at most {@link ACTIVITY_SUMMARY_MAX_CHARS} characters.
  */
 export function summarizeActivitySummary(step: SummarizeStep, summarizerModel?: string, label?: string): string {
   const model = summarizerModel === undefined ? '' : ` · ${summarizerModel}`;
@@ -37,11 +37,9 @@ export function summarizeActivitySummary(step: SummarizeStep, summarizerModel?: 
     const what = `summarize ${grouped(step.transcript.messages)} messages (${grouped(step.transcript.characters)} chars)`;
     return `${what}${piece === '' ? '' : `, ${piece}`}${retry === '' ? '' : `, ${retry}`}${model}`;
   }
+  // The UI shows the activity's type before its summary (`summarize • #2 trigger · …`): not said again.
   const size = `${grouped(step.transcript.messages)} msgs (${grouped(step.transcript.characters)} chars)`;
-  const what = [
-    label,
-    ...(retry === '' && piece === '' ? ['summarize'] : [piece, retry].filter((part) => part !== '')),
-  ];
+  const what = [label, piece, retry].filter((part) => part !== '');
   return clipped(`${what.join(' · ')} · ${size}${model}`, ACTIVITY_SUMMARY_MAX_CHARS);
 }
 

@@ -75,13 +75,19 @@ describe.skipIf(uiUrl === null || CHROMIUM === undefined)(
 
       // The event history: each compaction's summarize activity says which compaction it is and why.
       await page.goto(`${base}/history`);
-      const label = page.getByText(/^#\d+ trigger · summarize · /).first();
+      const label = page.getByText(/^#\d+ trigger · \d+ msgs \(/).first();
       await label.waitFor({ timeout: 30_000 });
       expect(await label.isVisible()).toBe(true);
       await page.screenshot({ path: 'test-results/ui-closed-run-history.png', fullPage: true });
+      // The Timeline draws a label beside each activity's bar (`summarize • #3 trigger · …`), on the page.
       await page.goto(`${base}/timeline`);
-      await page.waitForTimeout(3_000);
-      await page.screenshot({ path: 'test-results/ui-closed-run-timeline.png', fullPage: true });
+      const drawn = page.getByText(/summarize • #\d+ trigger · \d+ msgs \([\d,]+ chars\)$/).first();
+      await drawn.waitFor({ timeout: 30_000 });
+      await drawn.scrollIntoViewIfNeeded();
+      const box = await drawn.boundingBox();
+      expect(box?.x).toBeGreaterThanOrEqual(0);
+      expect((box?.x ?? 0) + (box?.width ?? 0)).toBeLessThanOrEqual(1280);
+      await page.screenshot({ path: 'test-results/ui-closed-run-timeline.png' });
     });
   },
 );

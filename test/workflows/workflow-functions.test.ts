@@ -100,7 +100,7 @@ describe('summarizeActivitySummary (the UI line of each summarize activity)', ()
 
   it("with an agent run's label: which compaction and why first, then a retry, within the Timeline's width", () => {
     expect(summarizeActivitySummary(step('summary', 21, 12_547), undefined, '#2 trigger')).toBe(
-      '#2 trigger · summarize · 21 msgs (12,547 chars)',
+      '#2 trigger · 21 msgs (12,547 chars)',
     );
     expect(summarizeActivitySummary(step('coverage', 21, 12_547), 'gpt-4o', '#3 on demand')).toBe(
       '#3 on demand · coverage retry · 21 msgs (12,547 chars) · gpt-4o',
