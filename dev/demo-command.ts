@@ -16,7 +16,10 @@ export const demo: CliCommand = {
     'Starts a local Temporal dev server (unless TEMPORAL_ADDRESS names one) and a worker, replays a bundled real agent trajectory through agentRun, and prints its compactions. Needs no model and no API key.',
   ],
   options: {
-    'keep-server': { type: 'boolean', help: 'leave the dev server running afterwards, to look at the run in its UI' },
+    'keep-server': {
+      type: 'boolean',
+      help: 'leave the dev server and the worker running afterwards, to look at the run in its UI',
+    },
   },
   async run(context) {
     noArguments(context);

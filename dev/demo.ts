@@ -43,7 +43,7 @@ export const DEMO_MAX_OUTPUT_TOKENS = 1_000;
 export const DEMO_PAYLOAD_STORE = fileURLToPath(new URL('../.payload-store', import.meta.url));
 
 export interface DemoOptions {
-  /** Keep the dev server (and its UI) running after the run until Ctrl-C. @default false */
+  /** Keep the dev server (and its UI), the codec server and the worker running after the run until Ctrl-C. @default false */
   keepServer?: boolean;
   /** Trajectory name under `trajectoryDir`. @default DEMO_TRAJECTORY */
   trajectory?: string;
@@ -57,8 +57,8 @@ export interface DemoOptions {
   flags?: Readonly<Record<string, unknown>>;
   stdout?: (text: string) => void;
   stderr?: (text: string) => void;
-  /** Resolves when a kept server should stop (tests); @default SIGINT/SIGTERM */
-  untilStopped?: () => Promise<void>;
+  /** Resolves when a kept server and worker should stop (tests: given the run); @default SIGINT/SIGTERM */
+  untilStopped?: (run: { client: Client; workflowId: string }) => Promise<void>;
 }
 
 export interface DemoOutcome {
@@ -214,6 +214,24 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoOutcome> {
       stdout(
         `Replaying ${trajectory} through agentRun (window ${groupDigits(contextWindow)} tokens), workflow ${workflowId}\n`,
       );
+      const uiUrl =
+        server?.uiUrl === undefined ? undefined : `${server.uiUrl}/namespaces/${namespace}/workflows/${workflowId}`;
+      const report = ({
+        status,
+        rounds,
+        compactions,
+      }: Omit<DemoOutcome, 'workflowId' | 'uiUrl' | 'codecServerUrl'>): void => {
+        const { totals, recent, usage } = compactions;
+        stdout(
+          `\nDone: ${status} after ${rounds} rounds with ${totals.compactions} compactions.\n\n${renderCompactionTable(recent, totals.compactions - recent.length + 1)}\n\n`,
+        );
+        stdout(`Cost: ${describeRunUsage(usage)}.\n\n`);
+        stdout(
+          uiUrl === undefined
+            ? `Inspect it: temporal-compactor history ${workflowId}\n`
+            : `Inspect it in the Temporal UI: ${uiUrl}\n`,
+        );
+      };
       const outcome = await worker.runUntil(async () => {
         const input: AgentRunWorkflowInput = {
           messages: opening,
@@ -250,35 +268,35 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoOutcome> {
         ).catch((error: unknown) =>
           stderr(`(progress unavailable: ${error instanceof Error ? error.message : String(error)})\n`),
         );
-        try {
-          const result: AgentRunResult = await handle.result();
-          return { status: 'completed' as const, rounds: result.rounds, compactions: result.compactions };
-        } catch (error) {
-          if (!(error instanceof WorkflowFailedError)) throw error;
-          stderr(`The run failed: ${error.cause?.message ?? error.message}\n`);
-          return { status: 'failed' as const, rounds: printed, compactions: await handle.query(compactionsQuery) };
-        } finally {
-          await following;
-        }
-      });
-      const uiUrl =
-        server?.uiUrl === undefined ? undefined : `${server.uiUrl}/namespaces/${namespace}/workflows/${workflowId}`;
-      const { totals, recent, usage } = outcome.compactions;
-      stdout(
-        `\nDone: ${outcome.status} after ${outcome.rounds} rounds with ${totals.compactions} compactions.\n\n${renderCompactionTable(recent, totals.compactions - recent.length + 1)}\n\n`,
-      );
-      stdout(`Cost: ${describeRunUsage(usage)}.\n\n`);
-      stdout(
-        uiUrl === undefined
-          ? `Inspect it: temporal-compactor history ${workflowId}\n`
-          : `Inspect it in the Temporal UI: ${uiUrl}\n`,
-      );
-      if (options.keepServer === true && server !== undefined) {
-        stdout(
-          `The dev server${codecServer === undefined ? '' : ' and the codec server'} keep${codecServer === undefined ? 's' : ''} running (--keep-server); press Ctrl-C to stop ${codecServer === undefined ? 'it' : 'them'}.\n`,
+        const ran = await handle.result().then(
+          (result: AgentRunResult) => ({
+            status: 'completed' as const,
+            rounds: result.rounds,
+            compactions: result.compactions,
+          }),
+          async (error: unknown) => {
+            if (!(error instanceof WorkflowFailedError)) throw error;
+            stderr(`The run failed: ${error.cause?.message ?? error.message}\n`);
+            return { status: 'failed' as const, rounds: printed, compactions: await handle.query(compactionsQuery) };
+          },
         );
-        await (options.untilStopped ?? waitForSignal)();
-      }
+        await following;
+        report(ran);
+        // The worker keeps polling with the servers (inside runUntil), so the run's queries and its
+        // Current Details in the UI keep working until Ctrl-C.
+        if (options.keepServer === true) {
+          const kept = [
+            ...(server === undefined ? [] : ['dev server']),
+            ...(codecServer === undefined ? [] : ['codec server']),
+            'worker',
+          ];
+          stdout(
+            `The ${kept.length === 1 ? 'worker keeps' : `${kept.slice(0, -1).join(', ')} and worker keep`} running (--keep-server): the run's queries and Current Details work; press Ctrl-C to stop.\n`,
+          );
+          await (options.untilStopped ?? waitForSignal)({ client, workflowId });
+        }
+        return ran;
+      });
       return { workflowId, ...outcome, uiUrl, codecServerUrl: codecServer?.url };
     } finally {
       await nativeConnection.close();

@@ -5,6 +5,7 @@
 // budget.
 import type { SummarizeRequest, SummarizeResponse, Summarizer } from '../core/types.js';
 import { assertKnownKeys, keysOf } from '../core/unknown-keys.js';
+import { KEEP_IDENTIFIERS_PREFIX } from '../core/compaction/coverage.js';
 import { EXTRACTIVE_SUMMARY_NOTICE } from './extractive/format.js';
 import { renderSummary } from './extractive/layout.js';
 import { statedCharLimit, transcriptChars } from './extractive/request.js';
@@ -162,7 +163,9 @@ export function extractiveSummary(request: SummarizeRequest, options: Extractive
   const byRatio = Math.max(MIN_EXTRACTIVE_SUMMARY_CHARS, Math.floor(transcriptChars(middle) * maxRatio));
   const budget = Math.min(maxChars, byRatio, statedLimit ?? Number.POSITIVE_INFINITY);
   // docs/design.md#summary-instructions What matches the caller's instructions is kept first.
-  const terms = instructionTerms(request.instructions);
+  // The engine's line of identifiers to keep is no instruction of the caller's: those identifiers go
+  // to the identifiers line (named first), and the sections stay what they would be without it.
+  const terms = instructionTerms(callerInstructions(request.instructions));
   const turns = readTurns(middle);
   const ranked = rankedIdentifiers(middle, turns);
   const named = namedIdentifiers(ranked, request.instructions);
@@ -177,4 +180,14 @@ export function extractiveSummary(request: SummarizeRequest, options: Extractive
   const line =
     reserve === 0 ? '' : identifiersLine(namedFirst(ranked, named), body, Math.min(reserve, budget - body.length - 2));
   return line === '' ? renderSummary(sections, budget, turns.earlier.omitted) : `${body}\n\n${line}`;
+}
+
+/** `instructions` without the engine's `Keep these identifiers: …` line (docs/design.md#coverage); undefined when nothing else is left. */
+function callerInstructions(instructions: string | undefined): string | undefined {
+  if (instructions === undefined) return undefined;
+  const rest = instructions
+    .split('\n')
+    .filter((line) => !line.startsWith(KEEP_IDENTIFIERS_PREFIX))
+    .join('\n');
+  return rest.trim() === '' ? undefined : rest;
 }

@@ -154,12 +154,12 @@ export async function agentRun(input: AgentRunWorkflowInput): Promise<AgentRunRe
   } catch (error) {
     if (isCancellation(error)) {
       // Cancelled, the run ends Cancelled, as Temporal users expect; its transcript is written first.
-      await loop.recordSessionBeforeFailing();
+      await loop.recordSessionBeforeFailing('cancelled');
       throw error;
     }
     // A failure ends the run: its transcript is written first (a bug — any other error — fails
     // the workflow task and is retried from history, so there is nothing to write).
-    if (error instanceof ApplicationFailure) await loop.recordSessionBeforeFailing();
+    if (error instanceof ApplicationFailure) await loop.recordSessionBeforeFailing('failed');
     throw error;
   }
 }

@@ -55,6 +55,8 @@ export interface CompactionSettings {
   maxPayloadBytes: number;
   /** Whether the worker stores payloads externally; undefined: asked (`describeWorker`) when a request is over `maxPayloadBytes`. */
   payloadStore: boolean | undefined;
+  /** Which compaction of a run this is and why it runs (`#2 trigger`): its activities' summaries start with it. */
+  label?: string;
 }
 
 /** One pass: its settings, and the call's own target, counter and instructions. */

@@ -19,13 +19,33 @@ function grouped(value: number): string {
   return String(value).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
 }
 
-/** The one-line activity summary the UI and CLI show, e.g. `summarize 247 messages (109,333 chars) · gpt-4o-mini`, `summarize 31 messages (24,012 chars), piece 2 of 9`. */
-export function summarizeActivitySummary(step: SummarizeStep, summarizerModel?: string): string {
-  const what = `summarize ${grouped(step.transcript.messages)} messages (${grouped(step.transcript.characters)} chars)`;
-  const retry = step.purpose === 'tighter' ? ', tighter retry' : step.purpose === 'coverage' ? ', coverage retry' : '';
+/** The longest activity summary written: the Timeline draws a label beside its bar, and clips a longer one at the chart's edge. */
+export const ACTIVITY_SUMMARY_MAX_CHARS = 64;
+
+/**
+ * The one-line activity summary the UI and CLI show, e.g. `summarize 247 messages (109,333 chars) ·
+ * gpt-4o-mini`, `summarize 31 messages (24,012 chars), piece 2 of 9`; with a compaction's `label`
+ * (an agent run's: which compaction and why), the label first and what this request is
+ * (`#2 trigger · 21 msgs (12,547 chars)`, `#2 trigger · coverage retry · 21 msgs (12,547 chars)`), at most {@link ACTIVITY_SUMMARY_MAX_CHARS} characters.
+ */
+export function summarizeActivitySummary(step: SummarizeStep, summarizerModel?: string, label?: string): string {
+  const model = summarizerModel === undefined ? '' : ` · ${summarizerModel}`;
+  const retry = step.purpose === 'tighter' ? 'tighter retry' : step.purpose === 'coverage' ? 'coverage retry' : '';
   // docs/design.md#summarizer-window A middle summarized in pieces says which one each request folds in.
-  const piece = step.piece === undefined ? '' : `, piece ${step.piece.index} of ${step.piece.of}`;
-  return `${what}${piece}${retry}${summarizerModel === undefined ? '' : ` · ${summarizerModel}`}`;
+  const piece = step.piece === undefined ? '' : `piece ${step.piece.index} of ${step.piece.of}`;
+  if (label === undefined) {
+    const what = `summarize ${grouped(step.transcript.messages)} messages (${grouped(step.transcript.characters)} chars)`;
+    return `${what}${piece === '' ? '' : `, ${piece}`}${retry === '' ? '' : `, ${retry}`}${model}`;
+  }
+  // The UI shows the activity's type before its summary (`summarize • #2 trigger · …`): not said again.
+  const size = `${grouped(step.transcript.messages)} msgs (${grouped(step.transcript.characters)} chars)`;
+  const what = [label, piece, retry].filter((part) => part !== '');
+  return clipped(`${what.join(' · ')} · ${size}${model}`, ACTIVITY_SUMMARY_MAX_CHARS);
+}
+
+/** `text` cut to `max` characters with an ellipsis. */
+function clipped(text: string, max: number): string {
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 }
 
 /** The attempt a summarize activity reported (in its output, or in its failure's details); 1 when it said none. */
@@ -60,7 +80,7 @@ export async function summarizeStep(
   }
   const { summarize } = proxyActivities<CompactorActivities>({
     ...compaction.activity,
-    summary: summarizeActivitySummary(step, compaction.summarizerModel),
+    summary: summarizeActivitySummary(step, compaction.summarizerModel, compaction.label),
   });
   tally.requests += 1;
   try {

@@ -135,6 +135,25 @@ describe('coverage in the engine', () => {
     }
   });
 
+  it("'retry': the first request already names what the check will require; 'carry' and 'off' name nothing", async () => {
+    const summarizer = scriptedSummarizer('InvoiceRoundingError in src/billing/invoice.ts.');
+    await new Compactor({ summarizer, ...options }).compact(run());
+    expect(summarizer.requests[0]?.instructions).toBe(
+      'Keep these identifiers: `InvoiceRoundingError`, `src/billing/invoice.ts`',
+    );
+    // The caller's own instructions come first, the identifiers after them.
+    const instructed = scriptedSummarizer('InvoiceRoundingError in src/billing/invoice.ts.');
+    await new Compactor({ summarizer: instructed, ...options, summaryInstructions: 'Keep the totals.' }).compact(run());
+    expect(instructed.requests[0]?.instructions).toBe(
+      'Keep the totals.\nKeep these identifiers: `InvoiceRoundingError`, `src/billing/invoice.ts`',
+    );
+    for (const summaryCoverage of ['carry', 'off'] as const) {
+      const other = scriptedSummarizer('InvoiceRoundingError in src/billing/invoice.ts.');
+      await new Compactor({ summarizer: other, ...options, summaryCoverage }).compact(run());
+      expect(other.requests[0]?.instructions, summaryCoverage).toBeUndefined();
+    }
+  });
+
   it('a summary that covers everything is asked once and says so', async () => {
     const summarizer = scriptedSummarizer('InvoiceRoundingError in src/billing/invoice.ts.');
     const result = await new Compactor({ summarizer, ...options }).compact(run());

@@ -1,7 +1,13 @@
 // The quick start's main job: `npm run demo` as a user runs it (a real process of
 // dev/demo-command.ts), against the suite's dev server (TEMPORAL_ADDRESS), with the built-in offline
 // summarizer. The demo is dev tooling: the published `temporal-compactor` command has no `demo`.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, inject, it } from 'vitest';
+import { installQuietRuntime, runDemo } from '../../dev/demo.js';
+import { compactionsQuery } from '../../src/workflows/agent-run.js';
+import type { CompactionHistory } from '../../src/core/agent/compaction-history.js';
 import { DEMO_ENTRY, runCli } from '../support/cli-process.js';
 
 describe('npm run demo', () => {
@@ -32,6 +38,42 @@ describe('npm run demo', () => {
       // A summary's cell, with what it kept of the identifiers it had to keep (docs/design.md#coverage).
       expect(stdout).toMatch(/\| summary \(\d[\d,]* chars\)(, ids \d+ of \d+( \(\d+ carried\))?)? \|/);
       expect(stdout).toContain('temporal-compactor history demo-');
+    },
+  );
+
+  it(
+    '--keep-server keeps the worker polling after the run: its queries answer until the demo is stopped',
+    { timeout: 180_000 },
+    async () => {
+      installQuietRuntime();
+      const store = mkdtempSync(join(tmpdir(), 'demo-keep-'));
+      let stdout = '';
+      let answered: CompactionHistory | undefined;
+      try {
+        const outcome = await runDemo({
+          env: {
+            TEMPORAL_ADDRESS: inject('temporalAddress') ?? 'the suite has no dev server (see its start error)',
+            COMPACTOR_TASK_QUEUE: `demo-keep-${process.pid}`,
+            COMPACTOR_PAYLOAD_STORE: `file:${store}`,
+            OPENAI_API_KEY: '',
+            OPENAI_BASE_URL: '',
+          },
+          keepServer: true,
+          stdout: (text) => (stdout += text),
+          stderr: () => undefined,
+          // The run has closed; a query needs a worker polling its queue.
+          untilStopped: async ({ client, workflowId }) => {
+            answered = await client.workflow.getHandle(workflowId).query(compactionsQuery);
+          },
+        });
+        expect(outcome.status).toBe('completed');
+        expect(answered?.totals).toEqual(outcome.compactions.totals);
+        expect(stdout).toMatch(
+          /^The worker keeps running \(--keep-server\): the run's queries and Current Details work; press Ctrl-C to stop\.$/m,
+        );
+      } finally {
+        rmSync(store, { recursive: true, force: true });
+      }
     },
   );
 

@@ -33,6 +33,11 @@ function naming(request: SummarizeRequest, identifiers: readonly string[]): Summ
   return { ...request, instructions: `Keep these identifiers: ${identifiers.map((id) => `\`${id}\``).join(', ')}` };
 }
 
+/** A caller's `summaryInstructions` that ask for identifiers: the extractive summarizer keeps the lines that hold them first. */
+function askingFor(request: SummarizeRequest, identifiers: readonly string[]): SummarizeRequest {
+  return { ...request, instructions: `Focus on ${identifiers.map((id) => `\`${id}\``).join(', ')}` };
+}
+
 /** The middle the engine would summarize: everything but the last eight messages, without the system prompt. */
 function middleOf(messages: readonly ChatMessage[]): ChatMessage[] {
   return messages.slice(0, Math.max(1, messages.length - 8)).filter((message) => message.role !== 'system');
@@ -153,7 +158,7 @@ describe('a tool call in an extractive summary', () => {
     expect(long).not.toMatch(JSON_KEY);
   });
 
-  it('(regression) is what a coverage retry’s Decisions show for a call that names a kept identifier', () => {
+  it('(regression) is what Decisions show for a call that names an identifier the instructions ask for', () => {
     const middle: ChatMessage[] = [
       user('The evaluator fails with a ValueError; reproduce it.'),
       assistant('I will write a script that reproduces the error.', [
@@ -169,7 +174,7 @@ describe('a tool call in an extractive summary', () => {
       ]),
       tool('call_1', 'File created successfully at: /workspace/reproduce_error.py'),
     ];
-    const summary = extractiveSummary(naming(summarizeRequest(middle, 2000), ['reproduce_error.py']), ROOMY);
+    const summary = extractiveSummary(askingFor(summarizeRequest(middle, 2000), ['reproduce_error.py']), ROOMY);
     expect(summary).toContain(
       '- str_replace_editor create /workspace/reproduce_error.py: 2 lines, starting "from monai.engines import Evaluator"',
     );
@@ -199,10 +204,26 @@ describe('a line an extractive summary copies', () => {
       ]),
       tool('call_1', '  1230→    def _check_ignored_options(self, **kwargs):\n  1231→        warnings = []'),
     ];
-    const summary = extractiveSummary(naming(summarizeRequest(middle, 2000), ['_check_ignored_options']), ROOMY);
+    const summary = extractiveSummary(askingFor(summarizeRequest(middle, 2000), ['_check_ignored_options']), ROOMY);
     expect(summary).toContain('- def _check_ignored_options(self, **kwargs):');
     expect(summary).not.toContain('1230→');
     expect(summary).toContain('- The fix is to raise fields.E332 when related_name is set on a symmetrical field.');
     expect(summary).not.toContain('- Updated Plan:');
+  });
+
+  it('is not added for the identifiers the engine asks it to keep: they go to the identifiers line', () => {
+    const middle: ChatMessage[] = [
+      user('Fix the symmetrical ManyToManyField check.'),
+      assistant('The fix is to raise fields.E332 when related_name is set on a symmetrical field.', [
+        ['call_1', 'Read', JSON.stringify({ file_path: 'django/db/models/fields/related.py' })],
+      ]),
+      tool('call_1', '  1230→    def _check_ignored_options(self, **kwargs):\n  1231→        warnings = []'),
+    ];
+    const plain = extractiveSummary(summarizeRequest(middle, 2000), ROOMY);
+    const named = extractiveSummary(naming(summarizeRequest(middle, 2000), ['_check_ignored_options']), ROOMY);
+    // The sections are those of the request without the line; the identifier is kept all the same.
+    expect(sectionsOf(named)).toEqual(sectionsOf(plain));
+    expect(named).not.toContain('- def _check_ignored_options');
+    expect(named).toMatch(/^Identifiers seen: .*_check_ignored_options/m);
   });
 });

@@ -6,7 +6,7 @@ import { FailureType, needsCompaction, planCompaction } from '../../src/workflow
 import { type SummarizeStep } from '../../src/core/compaction/engine.js';
 import { compactionPlanCore, needsCompactionCore } from '../../src/core/compaction/needs-compaction.js';
 import { resolveOptions } from '../../src/core/compaction/options.js';
-import { summarizeActivitySummary } from '../../src/workflows/summarize-step.js';
+import { ACTIVITY_SUMMARY_MAX_CHARS, summarizeActivitySummary } from '../../src/workflows/summarize-step.js';
 import { summarizeRequest } from '../../src/core/compaction/transcript.js';
 import { charCounter, toolRounds } from '../support/messages.js';
 
@@ -96,5 +96,21 @@ describe('summarizeActivitySummary (the UI line of each summarize activity)', ()
     expect(summarizeActivitySummary(step('tighter', 1200, 1_234_567), 'small')).toBe(
       'summarize 1,200 messages (1,234,567 chars), tighter retry · small',
     );
+  });
+
+  it("with an agent run's label: which compaction and why first, then a retry, within the Timeline's width", () => {
+    expect(summarizeActivitySummary(step('summary', 21, 12_547), undefined, '#2 trigger')).toBe(
+      '#2 trigger · 21 msgs (12,547 chars)',
+    );
+    expect(summarizeActivitySummary(step('coverage', 21, 12_547), 'gpt-4o', '#3 on demand')).toBe(
+      '#3 on demand · coverage retry · 21 msgs (12,547 chars) · gpt-4o',
+    );
+    const long = summarizeActivitySummary(
+      step('tighter', 1200, 1_234_567),
+      'built-in offline extractive summarizer (no model configured)',
+      '#12 for review',
+    );
+    expect(long).toHaveLength(ACTIVITY_SUMMARY_MAX_CHARS);
+    expect(long).toBe('#12 for review · tighter retry · 1,200 msgs (1,234,567 chars) ·…');
   });
 });

@@ -418,7 +418,7 @@ export function agentRunStaticMetadata(
     `**Compaction:** \`${oneLine(compaction, 300)}\``,
     ...(input.maxRounds === undefined ? [] : ['', `**Max rounds:** ${input.maxRounds}`]),
     '',
-    'Compactions and the cost so far: *Current Details*. Transcript: `temporal-compactor session <workflowId>`.',
+    'Compactions and the cost so far: *Current Details* while a worker serves the run; the *Memo* tab (the last 10, no worker needed, after the run closed too). Transcript: `temporal-compactor session <workflowId>`.',
   ].join('\n');
   return { staticSummary, staticDetails };
 }

@@ -10,6 +10,9 @@ export type { Coverage };
 /** At most this many identifiers are named in a retry or carried in one summary. */
 export const MAX_CARRIED_IDENTIFIERS = 40;
 
+/** The start of the line of a request's instructions that names the identifiers its summary must keep. */
+export const KEEP_IDENTIFIERS_PREFIX = 'Keep these identifiers:';
+
 /** The start of the line that carries identifiers a summary left out. */
 export const CARRIED_FACTS_PREFIX = 'Carried facts (identifiers the conversation still uses):';
 

@@ -4,7 +4,7 @@
 // cannot do itself — a summary — by yielding a `SummarizeStep`. The in-process `Compactor`
 // answers with a direct call (retrying per docs/design.md#failures), the workflow `compact` with an activity under
 // Temporal's retry policy. Neither driver decides anything, so the two cannot drift apart.
-import { coverageRetryText, MAX_CARRIED_IDENTIFIERS } from './coverage.js';
+import { coverageRetryText, KEEP_IDENTIFIERS_PREFIX, MAX_CARRIED_IDENTIFIERS } from './coverage.js';
 import { Assembly } from './assembly.js';
 import { planWindow } from './economics.js';
 import { elidedContents } from './elision.js';
@@ -189,7 +189,7 @@ function* summaryAndRetry(
   input: SummaryInput,
 ): Generator<SummarizeStep, CompactionResult, SummarizeOutcome> {
   const { text } = pass;
-  const first = yield* ask(summaryStep(pass, input, 'summary', summaryInstruction(undefined, text), text));
+  const first = yield* ask(firstSummaryStep(pass, assembly, input));
   if (first.kind !== 'summary' || first.text.trim() === '') return assembly.trimmed();
   const firstText = first.text.trim();
   const retryNames = pass.options.summaryCoverage === 'retry' ? assembly.missing(firstText) : [];
@@ -227,6 +227,28 @@ function* summaryAndRetry(
   return assembly.trimmed();
 }
 
+/**
+ * docs/design.md#coverage The first request names the identifiers the coverage check will require
+ * (under `summaryCoverage: 'retry'`), so a summarizer can keep them on its first try rather than
+ * be asked again; the extractive summarizer keeps the lines that hold them first. A middle in
+ * pieces whose last request would no longer fit the summarizer's window with them is sent without.
+ */
+function firstSummaryStep(pass: Pass, assembly: Assembly, input: SummaryInput): SummarizeStep | undefined {
+  const { text } = pass;
+  const instruction = summaryInstruction(undefined, text);
+  const required = pass.options.summaryCoverage === 'retry' ? assembly.required() : [];
+  if (required.length > 0) {
+    const named = summaryStep(pass, input, 'summary', instruction, withIdentifiers(text, required));
+    const window = pass.options.summarizerContextWindow;
+    if (
+      named !== undefined &&
+      (input.piece === undefined || window === undefined || requestFits(named.request, window, pass.aim.counter))
+    )
+      return named;
+  }
+  return summaryStep(pass, input, 'summary', instruction, text);
+}
+
 /** A step of the summary's request; undefined for a retry whose longer instruction does not fit the summarizer's window. */
 function summaryStep(
   pass: Pass,
@@ -255,10 +277,10 @@ function withPieces(result: CompactionResult, kept: SummarizeOutcome, input: Sum
   return pieces === undefined || result.fallback ? result : { ...result, summaryPieces: pieces };
 }
 
-/** The call's instructions with the identifiers a retry must keep: the extractive summarizer keeps what they name first. */
+/** The call's instructions with the identifiers a summary must keep: the extractive summarizer lists them first in its identifiers line. */
 function withIdentifiers(text: InstructionText, missing: readonly string[]): InstructionText {
   const named = missing.slice(0, MAX_CARRIED_IDENTIFIERS).map((id) => `\`${id}\``);
-  const keep = `Keep these identifiers: ${named.join(', ')}`;
+  const keep = `${KEEP_IDENTIFIERS_PREFIX} ${named.join(', ')}`;
   return {
     ...text,
     summaryInstructions: text.summaryInstructions === undefined ? keep : `${text.summaryInstructions}\n${keep}`,

@@ -204,12 +204,13 @@ export class AgentLoop {
   }
 
   /**
-   * Before the run fails: records what it can of the transcript, so a failed run's transcript is
-   * whole. A failure to record (a batch over the payload limit, the cause of this very failure
+   * Before the run fails or ends cancelled: writes its memo and records what it can of the
+   * transcript, so a failed run's transcript is whole. A failure to record (a batch over the payload limit, the cause of this very failure
    * perhaps) must not replace the run's own failure.
    */
-  async recordSessionBeforeFailing(): Promise<void> {
+  async recordSessionBeforeFailing(ending: 'failed' | 'cancelled'): Promise<void> {
     this.finished = true;
+    this.visibility.publishEnding(this.ledger.compactions, { stopReason: ending, rounds: this.rounds });
     try {
       await this.transcript.recordNow();
     } catch (error) {
@@ -260,6 +261,7 @@ export class AgentLoop {
       continuedAsNew: this.continuation.continuedAsNew,
     };
     this.publish(undefined);
+    this.visibility.publishEnding(this.ledger.compactions, { stopReason, rounds: this.rounds });
     this.limit.check('the result of the run', jsonPayloadBytes(result));
     // A `compact` or `pin` waiting for a round that will not come is answered, and its handler ends with the run.
     if (this.steering.refuseCompactions()) await condition(allHandlersFinished);
@@ -316,11 +318,13 @@ export class AgentLoop {
         turn: this.rounds,
       };
       this.limit.check(`the chat request of round ${round}`, jsonPayloadBytes([input]));
+      // docs/design.md#review How a reviewed compaction was decided, on the first request after it.
+      const reviewNote = this.compaction.takeReviewNote();
       try {
         const { chat } = proxyActivities<CompactorActivities>({
           ...agentActivityOptions(this.plan.chatActivity, 'input.chatActivity', CHAT_ACTIVITY_DEFAULTS),
           // The backend is named only when there is a choice of them (one-backend runs name it in their input): a summary is history bytes every round.
-          summary: `chat${this.chain.hasChoice ? ` · ${backend.backend.label}` : ''} · ${sent.length} messages (${groupDigits(tokens)} tokens)`,
+          summary: `chat${this.chain.hasChoice ? ` · ${backend.backend.label}` : ''} · ${sent.length} messages (${groupDigits(tokens)} tokens)${reviewNote === undefined ? '' : ` · ${reviewNote}`}`,
         });
         const answer = await chat(input);
         this.compaction.modelCalled();

@@ -22,14 +22,19 @@ export class PendingReview {
   }
 
   /**
-   * Publishes `proposal` and waits, durably, for `reviewCompaction` or `timeoutMs`: the decision,
-   * or undefined when the time ran out.
+   * Publishes `proposal` and waits, durably, for `reviewCompaction` or `timeoutMs` (a timer with
+   * `summary`): the decision, or undefined when the time ran out.
    */
-  async decision(proposal: CompactionProposal, timeoutMs: number): Promise<ReviewCompactionInput | undefined> {
+  async decision(
+    proposal: CompactionProposal,
+    timeoutMs: number,
+    summary: string,
+  ): Promise<ReviewCompactionInput | undefined> {
     this.pending = { proposal, decision: undefined };
     this.changed();
     const pending = this.pending;
-    const answered = await condition(() => pending.decision !== undefined, timeoutMs);
+    // The wait's timer carries `summary` in the Timeline: which compaction waits, and for how long at most.
+    const answered = await condition(() => pending.decision !== undefined, timeoutMs, { summary });
     this.pending = undefined;
     this.changed();
     return answered ? pending.decision : undefined;

@@ -62,6 +62,8 @@ export class RoundCompaction {
   private readonly summarizeActivity: ActivityOptions;
   /** Workflow time (ms) of the run's last model call: the prompt cache is as old as it (docs/design.md#cold-cache). */
   lastModelCallAt: number | undefined;
+  /** How the last reviewed compaction was decided, until the next chat request says it. */
+  private reviewNote: string | undefined;
 
   constructor(
     private readonly parts: RoundCompactionParts,
@@ -98,8 +100,27 @@ export class RoundCompaction {
     const overRoom = tokens > aim;
     // docs/design.md#cold-cache: the next request misses the cache anyway, so a compaction re-bills nothing.
     const cold = cacheIsCold(plan.coldCache, this.lastModelCallAt, workflowTime());
-    const call = this.compactionCall(aimAt, aim, overRoom ? aim : undefined, demand?.instructions, cold);
     const { mode } = plan.review;
+    // What the Timeline shows on this compaction's activities: its number and why it runs.
+    const number = ledger.compactions.totals.compactions + 1;
+    const why =
+      demand !== undefined
+        ? 'on demand'
+        : overRoom
+          ? 'to fit'
+          : mode === 'approve'
+            ? 'for review'
+            : cold
+              ? 'cold cache'
+              : 'trigger';
+    const call = this.compactionCall(
+      aimAt,
+      aim,
+      overRoom ? aim : undefined,
+      demand?.instructions,
+      cold,
+      `#${number} ${why}`,
+    );
     if (demand === undefined && !overRoom && (mode === 'manual' || !this.needsCompaction(call))) return undefined;
     const target = overRoom ? aim : (plan.compaction.contextBudget ?? aim);
     // Pins asked for while the summary is written (or reviewed) wait for the result: it replaces these messages.
@@ -119,14 +140,17 @@ export class RoundCompaction {
       // The run is out of room only when the conversation does not fit the backend: a `contextBudget`
       // set below the room is what compaction aims at, not a limit the model has.
       const result = { ...compaction.result, exhausted: compaction.result.tokensAfter > aim };
+      const waits = mode === 'approve' && !overRoom && changes(result);
       decided =
         mode === 'auto'
           ? { result, review: undefined }
           : overRoom
             ? { result, review: 'forced' }
-            : mode === 'approve' && changes(result)
-              ? this.reviewed(result, aimAt, await this.awaitReview(result, aimAt, round))
+            : waits
+              ? this.reviewed(result, aimAt, await this.awaitReview(result, aimAt, round, number))
               : { result, review: 'applied' };
+      // The next chat request's summary says how a reviewed compaction was decided: known only now.
+      if (waits) this.reviewNote = `#${number} review: ${decided?.review ?? 'rejected'}`;
     } finally {
       steering.release();
     }
@@ -166,6 +190,7 @@ export class RoundCompaction {
     result: CompactionResult,
     aimAt: BackendCounter,
     round: number,
+    number: number,
   ): Promise<ReviewCompactionInput | undefined> {
     const { plan, conversation, review } = this.parts;
     const proposal = proposalOf(conversation.liveEntries, result, {
@@ -173,7 +198,18 @@ export class RoundCompaction {
       backend: aimAt.backend.label,
       applyAt: workflowTime() + plan.review.timeoutMs,
     });
-    return review.decision(proposal, plan.review.timeoutMs);
+    return review.decision(
+      proposal,
+      plan.review.timeoutMs,
+      `#${number} review: waiting ${shortDuration(plan.review.timeoutMs)} at most`,
+    );
+  }
+
+  /** How the last reviewed compaction was decided (`#2 review: edited`), once: the next chat request's summary says it. */
+  takeReviewNote(): string | undefined {
+    const note = this.reviewNote;
+    this.reviewNote = undefined;
+    return note;
   }
 
   /** A reviewed compaction as decided: `decision` undefined when the review timed out; undefined when rejected. */
@@ -207,6 +243,7 @@ export class RoundCompaction {
     target: number | undefined,
     instructions: string | undefined,
     cold: boolean,
+    label: string,
   ): CompactionCall {
     const { plan, steering, limit } = this.parts;
     const { contextBudget, activity } = plan.compaction;
@@ -219,6 +256,7 @@ export class RoundCompaction {
         summarizerModel: activity.summarizerModel,
         maxPayloadBytes: plan.maxPayloadBytes,
         payloadStore: limit.externalStorage,
+        label,
       },
       overrides: {
         counter: aimAt.conversation,
@@ -260,4 +298,14 @@ export class RoundCompaction {
     tokens.forgetAllBut(conversation.messages);
     return record;
   }
+}
+
+/** A duration for a label: `1h`, `30m`, `45s`, `1h30m`. */
+function shortDuration(ms: number): string {
+  const seconds = Math.round(ms / 1000);
+  const hours = Math.floor(seconds / 3600);
+  const minutes = Math.floor((seconds % 3600) / 60);
+  const rest = seconds % 60;
+  const parts = [hours > 0 ? `${hours}h` : '', minutes > 0 ? `${minutes}m` : '', rest > 0 ? `${rest}s` : ''];
+  return parts.join('') || '0s';
 }

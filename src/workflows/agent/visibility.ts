@@ -1,10 +1,12 @@
 // Sandbox-safe: what an agent run shows outside itself (docs/design.md#search-attributes) — its
-// current details (the compaction history, which backends rest, the pins) and the search attributes
+// current details (the compaction history, which backends rest, the pins), its memo (the compaction
+// table, readable in the UI without a worker, so after the run closed) and the search attributes
 // CompactionCount, ContextTokens, CompactionFallbacks, ContextExhausted and CompactionPending, each
-// written only when it changed: a search-attribute upsert is a history event.
+// written only when it changed: a memo or search-attribute upsert is a history event.
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
-import { setCurrentDetails, upsertSearchAttributes } from '@temporalio/workflow';
+import { setCurrentDetails, upsertMemo, upsertSearchAttributes } from '@temporalio/workflow';
 import { renderCompactionDetails, type CompactionHistory } from '../../core/agent/compaction-history.js';
+import { COMPACTION_MEMO_KEY, renderCompactionMemo, type MemoEnding } from '../../core/agent/compaction-memo.js';
 import { SearchAttributeKeys } from '../../shared/search-attributes.js';
 
 /** What the run last published (the context size -1 and the count -1 before the first publication). */
@@ -28,6 +30,26 @@ export class RunVisibility {
     pending: false,
     details: '',
   };
+  /** The memo as last written ('' before the first), and the compactions it counted (-1 before). */
+  private memo = { text: '', compactions: -1 };
+
+  /**
+   * Writes the memo when a compaction was added since it was last written (not every round: each
+   * write is a history event), or, with `ending`, as the run closes (the final cost and how it
+   * ended), when that changes it.
+   */
+  private publishMemo(history: CompactionHistory, ending?: MemoEnding): void {
+    const { compactions } = history.totals;
+    if (ending === undefined && (compactions === 0 || compactions === this.memo.compactions)) return;
+    const text = renderCompactionMemo(history, ending);
+    if (text !== this.memo.text) upsertMemo({ [COMPACTION_MEMO_KEY]: text });
+    this.memo = { text, compactions };
+  }
+
+  /** The memo of a run that is closing (docs/design.md#search-attributes): its compactions, its cost and how it ended. */
+  publishEnding(history: CompactionHistory, ending: MemoEnding): void {
+    this.publishMemo(history, ending);
+  }
 
   /**
    * Current details (the compaction history, and `notes`: which backends rest, the pins) and the search
@@ -48,6 +70,7 @@ export class RunVisibility {
     // Current details are workflow state answered by query, not history: keep them current every round.
     const details = renderCompactionDetails(history, notes);
     if (details !== this.published.details) setCurrentDetails(details);
+    this.publishMemo(history);
     const updates: SearchAttributeUpdatePair[] = [];
     if (allowed.has('CompactionCount') && this.published.compactions !== totals.compactions)
       updates.push({ key: SearchAttributeKeys.CompactionCount, value: totals.compactions });
