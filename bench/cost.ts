@@ -748,28 +748,24 @@ function causesTable({ tokenizer, policies, totals, causes }: Table): string {
 const DEFAULT_CACHE_TTL = '5m';
 
 /** The cold triggers `--pauses` compares; agentRun's default (`DEFAULT_COLD_TRIGGER`) among them. */
-const COLD_TRIGGERS = [0.3, 0.4, 0.5, 0.6, 0.7];
+const COLD_TRIGGERS = [0.4, 0.5, 0.6, 0.7];
 
-/** `--pauses`: agentRun's engine (task pinned) on the paused corpus, without the cold-cache rule and with it. */
+/** `--pauses`: the engine's defaults (as `compact()` runs them, and as agentRun does, task pinned) without the cold-cache rule and with it. */
 function pausePolicies(): Policy[] {
+  const withRule = (label: string, pinTask: boolean): Policy[] =>
+    COLD_TRIGGERS.map((coldTrigger) =>
+      engine(
+        `${label}, cold-cache rule, coldTrigger ${coldTrigger}${coldTrigger === DEFAULT_COLD_TRIGGER ? ' (default)' : ''}`,
+        {},
+        { pinTask, coldTrigger },
+      ),
+    );
   return [
     none,
     engine('engine, defaults (compact()), no cold-cache rule', {}),
-    engine(
-      `engine, defaults (compact()), cold-cache rule, coldTrigger ${DEFAULT_COLD_TRIGGER}`,
-      {},
-      {
-        coldTrigger: DEFAULT_COLD_TRIGGER,
-      },
-    ),
+    ...withRule('engine, defaults (compact())', false),
     engine('engine, defaults, task pinned (agentRun), no cold-cache rule', {}, { pinTask: true }),
-    ...COLD_TRIGGERS.map((coldTrigger) =>
-      engine(
-        `engine, defaults, task pinned, cold-cache rule, coldTrigger ${coldTrigger}${coldTrigger === DEFAULT_COLD_TRIGGER ? ' (default)' : ''}`,
-        {},
-        { pinTask: true, coldTrigger },
-      ),
-    ),
+    ...withRule('engine, defaults, task pinned (agentRun)', true),
   ];
 }
 

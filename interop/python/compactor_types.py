@@ -147,4 +147,4 @@ class AgentCompactionOptions(TypedDict, total=False):
     cacheTtl: Union[Duration, Literal["off"]]
     """The provider's cache lifetime (default per provider: "5m"); "off": no cold-cache rule (docs/design.md#cold-cache)."""
     coldTrigger: float
-    """The trigger after a pause longer than cacheTtl (default 0.6)."""
+    """The trigger after a pause longer than cacheTtl (default 0.7)."""

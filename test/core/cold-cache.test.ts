@@ -22,13 +22,13 @@ import { InvalidInputError } from '../../src/core/errors.js';
 const model = { provider: 'replay' as const, trajectory: 'x', contextWindow: 10_000, maxOutputTokens: 500 };
 
 describe('cold-cache rule', () => {
-  it('defaults: 5 minutes for openai and replay, the cold trigger 0.6', () => {
+  it('defaults: 5 minutes for openai and replay, the cold trigger 0.7', () => {
     expect(DEFAULT_CACHE_TTL).toEqual({ openai: '5m', replay: '5m' });
     expect(resolveColdCache({}, ['openai', 'replay'], 0.8, 'input.compaction')).toEqual({
       ttlMs: 300_000,
       trigger: DEFAULT_COLD_TRIGGER,
     });
-    expect(DEFAULT_COLD_TRIGGER).toBe(0.6);
+    expect(DEFAULT_COLD_TRIGGER).toBe(0.7);
   });
 
   it("takes a duration or 'off', and a cold trigger up to triggerRatio; a bad one names the field", () => {
@@ -68,7 +68,7 @@ describe('cold-cache rule', () => {
 
   it("agentRun's input resolves it into the plan, and refuses a bad one naming input.compaction", () => {
     const plan = planAgentRun({ messages: [{ role: 'user', content: 'hi' }], model, compaction: {} });
-    expect(plan.coldCache).toEqual({ ttlMs: 300_000, trigger: 0.6 });
+    expect(plan.coldCache).toEqual({ ttlMs: 300_000, trigger: 0.7 });
     const off = planAgentRun({ messages: [], model, compaction: { cacheTtl: 'off', coldTrigger: 0.7 } });
     expect(off.coldCache).toEqual({ ttlMs: undefined, trigger: 0.7 });
     expect(() => planAgentRun({ messages: [], model, compaction: { coldTrigger: 1.5 } })).toThrow(

@@ -119,7 +119,7 @@ export interface AgentCompactionOptions extends Omit<CompactionOptions, 'context
    * @default the shortest of the chain's providers' (`DEFAULT_CACHE_TTL`: 5 minutes for `openai` and `replay`)
    */
   cacheTtl?: CacheTtl;
-  /** The trigger, as a share of the budget, after a pause longer than `cacheTtl` (at most `triggerRatio`). @default 0.6 */
+  /** The trigger, as a share of the budget, after a pause longer than `cacheTtl` (at most `triggerRatio`). @default 0.7 */
   coldTrigger?: number;
 }
 

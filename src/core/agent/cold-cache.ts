@@ -8,7 +8,7 @@ import { InvalidInputError } from '../errors.js';
  * The trigger, as a share of the budget, an agent run compacts at when its cache has gone cold.
  * Measured with `npm run bench:cost -- --corpus ../shared/corpus --pauses` (bench/cold-cache-figures.md).
  */
-export const DEFAULT_COLD_TRIGGER = 0.6;
+export const DEFAULT_COLD_TRIGGER = 0.7;
 
 /**
  * The prompt-cache lifetime of each provider of `agentRun`, the default of `compaction.cacheTtl`:
