@@ -187,10 +187,7 @@ function assertAiSdkMessage(
   });
 }
 
-/**
- * Validates AI SDK messages at a public boundary and returns the caller's own objects (never
- * copies). Throws `InvalidInputError` naming the path of the first fault, e.g. `messages[3].content[0].toolCallId`.
- */
+/** Returns the caller's own objects; an `InvalidInputError` names the path of the first fault. */
 export function validateAiSdk(messages: unknown): AiSdkMessage[] {
   if (!Array.isArray(messages)) throw new InvalidInputError('messages', 'must be an array of AI SDK messages');
   const valid: AiSdkMessage[] = [];

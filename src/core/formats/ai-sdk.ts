@@ -42,10 +42,7 @@ function outputContent(output: AiSdkToolResultOutput): string | ContentPart[] {
   return typeof output.reason === 'string' ? output.reason : JSON.stringify(output);
 }
 
-/**
- * Validates AI SDK messages and maps them to engine messages. Throws `InvalidInputError` naming
- * the path of a fault (`messages[3].content[0].toolCallId`).
- */
+/** Validates AI SDK messages and maps them to engine messages. */
 export function aiSdkView(conversation: unknown): FormatView<AiSdkCompactionResult> {
   const messages = validateAiSdk(conversation);
   const engine = new EngineMessages();

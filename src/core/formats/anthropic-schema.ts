@@ -263,11 +263,7 @@ export interface ValidAnthropic {
   body: Record<string, unknown> | undefined;
 }
 
-/**
- * Validates an Anthropic conversation — a message array or a request body `{ system?, messages, ... }` —
- * at a public boundary, and returns the caller's own objects (never copies). Throws
- * `InvalidInputError` naming the path of the first fault, e.g. `messages[3].content[1].tool_use_id`.
- */
+/** Validates a message array or a request body, returning the caller's own objects; errors name the path of the first fault. */
 export function validateAnthropic(conversation: unknown): ValidAnthropic {
   let messages: unknown = conversation;
   let system: string | AnthropicTextBlock[] | undefined;

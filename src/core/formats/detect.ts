@@ -86,11 +86,7 @@ export function formatMarks(value: unknown): FormatMark[] {
   return marks;
 }
 
-/**
- * The format of a parsed conversation file: the one its marks allow (`openai` when they allow it,
- * or when there are none). Throws `InvalidInputError` when no format allows them all, naming two
- * that disagree and where they are.
- */
+/** The format its marks allow (`openai` when they allow it, or there are none); else an error naming two that disagree. */
 export function detectFormat(value: unknown): MessageFormat {
   let allowed: readonly MessageFormat[] = ['openai', 'anthropic', 'ai-sdk'];
   let narrowing: FormatMark | undefined;
