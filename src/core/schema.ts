@@ -195,7 +195,7 @@ function distinctIds(calls: readonly { id: string }[]): boolean {
   return true;
 }
 
-function isRecord(value: unknown): value is Readonly<Record<string, unknown>> {
+export function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
@@ -245,4 +245,15 @@ export function isSticky(message: ChatMessage): boolean {
 /** Strips the harness flags (`sticky`, `depth`) so a provider never sees them. */
 export function toProviderMessages(messages: readonly ChatMessage[]): ChatMessage[] {
   return messages.map(({ sticky: _sticky, depth: _depth, ...rest }) => rest);
+}
+
+/** Checks `value` with `schema`; throws naming `field` and the first issue's path below it. */
+export function checkWith(schema: z.ZodType, value: unknown, field: string, index?: number): void {
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return;
+  const issue = parsed.error.issues[0];
+  if (issue === undefined) throw new InvalidInputError(field, 'invalid', index);
+  let path = field;
+  for (const key of issue.path) path += typeof key === 'number' ? `[${key}]` : `.${String(key)}`;
+  throw new InvalidInputError(path, describeIssue(issue, value), index);
 }

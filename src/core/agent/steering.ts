@@ -2,7 +2,7 @@
 // the pins it holds, and the summary instructions a compaction is asked with. Nothing here touches
 // workflow state: the loop applies what the updates ask.
 import { InvalidInputError } from '../errors.js';
-import { isSticky } from '../schema.js';
+import { isRecord, isSticky } from '../schema.js';
 import { assertKnownKeys, keysOf } from '../unknown-keys.js';
 import { compactionKind, type CompactionKind } from '../compaction/kind.js';
 import { summaryContent } from '../compaction/transcript.js';
@@ -66,10 +66,6 @@ export function noPins(): Pins {
 
 const COMPACT_KEYS = keysOf<CompactUpdateInput>({ instructions: true });
 const PIN_KEYS = keysOf<PinUpdateInput>({ ids: true, fact: true });
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 /** The `compact` update's argument, checked: `compact.instructions` must be a string of bounded length. */
 export function parseCompactInput(value: unknown): CompactUpdateInput {

@@ -11,6 +11,7 @@ import {
   type ImageSize,
   type OpenAiImageDetail,
 } from './image-size.js';
+import { isRecord } from '../schema.js';
 import type { ContentPart } from '../types.js';
 
 /** The image of an OpenAI `image_url` part: where it is, its detail, and its size when its data URL says. */
@@ -19,10 +20,6 @@ export interface ImagePartInfo {
   detail: OpenAiImageDetail;
   /** Undefined for a remote URL or a header that cannot be read. */
   size: ImageSize | undefined;
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /** The image of an `image_url` part (`{ type: 'image_url', image_url: { url, detail? } }`); undefined for any other part. */

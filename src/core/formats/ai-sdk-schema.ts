@@ -4,7 +4,7 @@
 // validation at the public boundary, naming the path of a fault (`messages[3].content[0].toolCallId`).
 import { z } from 'zod';
 import { InvalidInputError } from '../errors.js';
-import { describeIssue } from '../schema.js';
+import { checkWith, isRecord } from '../schema.js';
 
 /** A `text` part. Unknown fields (`providerOptions`, ...) are kept verbatim. */
 export interface AiSdkTextPart {
@@ -98,20 +98,6 @@ export const aiSdkMessageSchema = z
   })
   .meta({ title: 'AiSdkMessage' });
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function check(schema: z.ZodType, value: unknown, field: string, index: number): void {
-  const parsed = schema.safeParse(value);
-  if (parsed.success) return;
-  const issue = parsed.error.issues[0];
-  if (issue === undefined) throw new InvalidInputError(field, 'invalid', index);
-  let path = field;
-  for (const key of issue.path) path += typeof key === 'number' ? `[${key}]` : `.${String(key)}`;
-  throw new InvalidInputError(path, describeIssue(issue, value), index);
-}
-
 function isKnown(type: string): type is keyof typeof KNOWN_PARTS {
   return Object.hasOwn(KNOWN_PARTS, type);
 }
@@ -166,7 +152,7 @@ function assertAiSdkMessage(
       throw new InvalidInputError(`${partField}.type`, '"tool-call" is only allowed in an assistant message', index);
     if (type === 'tool-result' && role !== 'tool' && role !== 'assistant')
       throw new InvalidInputError(`${partField}.type`, '"tool-result" is only allowed in a tool message', index);
-    if (isKnown(type)) check(KNOWN_PARTS[type], part, partField, index);
+    if (isKnown(type)) checkWith(KNOWN_PARTS[type], part, partField, index);
     if (type === 'tool-call') {
       const id = String(part.toolCallId);
       const first = calls.get(id);

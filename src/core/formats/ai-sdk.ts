@@ -1,6 +1,7 @@
 // Sandbox-safe: the AI SDK format (`ModelMessage`, and the provider-level prompt) — mapped to the
 // engine's chat messages with where each came from (src/core/formats/view.ts: a tool message of
 // several results becomes its other parts first, then one tool message per result), and back.
+import { isRecord } from '../schema.js';
 import type { ContentPart, ToolCall } from '../types.js';
 import {
   validateAiSdk,
@@ -21,10 +22,6 @@ function isToolCall(part: AiSdkPart): part is AiSdkToolCallPart {
 
 function isToolResult(part: AiSdkPart): part is AiSdkToolResultPart {
   return part.type === 'tool-result';
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /** A tool's output as the engine reads it: the text a model sees, or the parts of `content` (media counted by size). */
