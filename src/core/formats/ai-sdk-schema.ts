@@ -1,7 +1,6 @@
-// Sandbox-safe: AI SDK messages (`ModelMessage` of the `ai` package, and the provider-level prompt a
-// language-model middleware sees: the same roles and parts) — their types, the zod schemas of their
-// parts (what `validateAiSdk` checks each part with, and the source of their JSON Schema), and the
-// validation at the public boundary, naming the path of a fault (`messages[3].content[0].toolCallId`).
+// Sandbox-safe: AI SDK messages (`ModelMessage`, and the provider-level prompt a middleware sees):
+// their types, the zod schemas of their parts (also the source of their JSON Schema), and validation
+// naming the path of a fault.
 import { z } from 'zod';
 import { InvalidInputError } from '../errors.js';
 import { checkWith, isRecord } from '../schema.js';

@@ -1,6 +1,4 @@
-// Sandbox-safe: the AI SDK format (`ModelMessage`, and the provider-level prompt) — mapped to the
-// engine's chat messages with where each came from (src/core/formats/view.ts: a tool message of
-// several results becomes its other parts first, then one tool message per result), and back.
+// Sandbox-safe: the AI SDK format mapped to the engine's chat messages through a view (view.ts), and back.
 import { isRecord } from '../schema.js';
 import type { ContentPart, ToolCall } from '../types.js';
 import {

@@ -1,6 +1,5 @@
-// Sandbox-safe: Anthropic Messages conversations — their types, the zod schemas of their blocks
-// (what `validateAnthropic` checks each block with, and the source of their JSON Schema), and the
-// validation at the public boundary, naming the path of a fault (`messages[3].content[1].tool_use_id`).
+// Sandbox-safe: Anthropic Messages conversations: their types, the zod schemas of their blocks (also
+// the source of their JSON Schema), and validation naming the path of a fault.
 import { z } from 'zod';
 import { InvalidInputError } from '../errors.js';
 import { checkWith, isRecord } from '../schema.js';

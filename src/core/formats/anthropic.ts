@@ -1,6 +1,4 @@
-// Sandbox-safe: the Anthropic Messages format — a conversation mapped to the engine's chat messages
-// with where each came from (src/core/formats/view.ts: a user message of tool_result blocks becomes
-// its other blocks first, then one tool message per result), and a compaction mapped back.
+// Sandbox-safe: the Anthropic Messages format mapped to the engine's chat messages through a view (view.ts), and back.
 import type { ContentPart, ToolCall } from '../types.js';
 import {
   validateAnthropic,
