@@ -31,7 +31,9 @@ import { agentRun, type AgentRunResult, type ChatMessage } from '../src/index.js
 import { replaySession } from '../src/core/agent/session.js';
 import type { AgentRunWorkflowInput } from '../src/shared/agent-run.js';
 import { chainRunIds, HISTORY_CHANNEL_ARGS, historyEvents, readSessionLines } from '../src/client/session-reader.js';
-import { payloadConverterFromConfig, payloadProtoSize, type ChunkStoreStats } from '../src/payloads/index.js';
+import { payloadConverterFromConfig } from '../src/payloads/index.js';
+import { payloadProtoSize } from '../src/payloads/codec.js';
+import { type ChunkStoreStats } from '../src/payloads/chunk-store.js';
 import { storeEnvironment } from './agent-long-store.js';
 import type { LongRunWorkerSettings } from './agent-long-worker.js';
 import { writeReadmeSection } from './readme-section.js';

@@ -37,19 +37,14 @@ import { startDevServer, type DevServer } from '../dev/dev-server.js';
 import { groupDigits } from '../src/core/agent/compaction-history.js';
 import { openingMessages } from '../src/core/agent/trajectory.js';
 import { agentRun, compactorPlugin, createExtractiveSummarizer } from '../src/index.js';
-import {
-  ChunkStoreDriver,
-  codecKey,
-  CompactorCodec,
-  FileBackend,
-  keyringOf,
-  payloadConverterFromConfig,
-  parseObjectKey,
-  payloadProtoSize,
-  S3Backend,
-  type Keyring,
-  type ObjectBackend,
-} from '../src/payloads/index.js';
+import { ChunkStoreDriver } from '../src/payloads/chunk-store.js';
+import { codecKey, keyringOf, type Keyring } from '../src/payloads/keyring.js';
+import { CompactorCodec, payloadProtoSize } from '../src/payloads/codec.js';
+import { FileBackend } from '../src/payloads/file-backend.js';
+import { payloadConverterFromConfig } from '../src/payloads/index.js';
+import { parseObjectKey } from '../src/payloads/object-format.js';
+import { S3Backend } from '../src/payloads/s3-backend.js';
+import { type ObjectBackend } from '../src/payloads/object-backend.js';
 import { chatInputSequence } from '../corpus/chat-inputs.js';
 import { fillText } from '../corpus/content.js';
 import { startS3Server, type S3TestServer } from '../scripts/s3-test-server.js';

@@ -1,12 +1,10 @@
-// Node only: what `history` and `session` share — the agentRun a workflow id names, and how long a
-// query may wait for a worker.
-import type { WorkflowHandle } from '@temporalio/client';
+// Node only: what the agentRun commands share: the run a workflow id names, and its queries.
+import type { Client, WorkflowHandle } from '@temporalio/client';
 import { InvalidInputError } from '../core/errors.js';
 import { parseDuration } from '../core/compaction/options.js';
 import { UsageError, type CommandContext, type OptionSpec } from './command.js';
 
-/** @default 15 s for a query to be answered */
-export const DEFAULT_QUERY_TIMEOUT_MS = 15_000;
+const DEFAULT_QUERY_TIMEOUT_MS = 15_000;
 
 export const QUERY_TIMEOUT_OPTION: OptionSpec = {
   type: 'string',
@@ -34,5 +32,23 @@ export function queryTimeoutOf(context: CommandContext): number {
   } catch (error) {
     if (error instanceof InvalidInputError) throw new UsageError(error.message);
     throw error;
+  }
+}
+
+/** A query of the run, bounded: without a deadline a missing worker would hold the CLI for the server's own timeout. */
+export async function queryRun<T>(
+  client: Client,
+  queryTimeoutMs: number,
+  what: string,
+  taskQueue: string,
+  query: () => Promise<T>,
+): Promise<T> {
+  try {
+    return await client.withDeadline(Date.now() + queryTimeoutMs, query);
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new Error(`${what} takes a query, which needs a worker polling task queue "${taskQueue}" (${reason})`, {
+      cause: error,
+    });
   }
 }

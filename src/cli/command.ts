@@ -1,9 +1,9 @@
-// Node only: what every `temporal-compactor` command is made of — its options (parsed with
-// util.parseArgs, and the same table prints its --help), the context its handler gets, and the
-// usage mistake that exits 2.
+// Node only: what every `temporal-compactor` command is made of: its options (parsed with
+// util.parseArgs; the same table prints its --help), its handler's context, and the usage mistake.
 import { parseArgs } from 'node:util';
 import type { Client } from '@temporalio/client';
 import { configParseArgsOptions, configTable } from '../config.js';
+import { closestName } from '../core/unknown-keys.js';
 
 /** Where a command writes, and the environment it reads (tests pass their own). */
 export interface CliIo {
@@ -14,7 +14,6 @@ export interface CliIo {
   readStdin?(): Promise<string>;
 }
 
-/** One option of a command: its parser type, and what `--help` says of it. */
 export interface OptionSpec {
   type: 'string' | 'boolean';
   multiple?: boolean;
@@ -24,12 +23,12 @@ export interface OptionSpec {
   help: string;
 }
 
-/** One subcommand: its synopsis, a one-line summary, its options, and its handler (returns the exit code). */
+/** One subcommand; `run` returns the exit code. */
 export interface CliCommand {
   name: string;
   /** The arguments after the command's name, e.g. `<workflowId> [--all] [--json]`. */
   usage: string;
-  /** One line for the command list (the top-level help). */
+  /** One line for the top-level help. */
   summary: string;
   /** Paragraphs for the command's own help. */
   description: readonly string[];
@@ -38,10 +37,8 @@ export interface CliCommand {
   run(context: CommandContext): Promise<number>;
 }
 
-/** Parsed option values: strings, booleans, or lists of them for `multiple` options. */
 export type OptionValues = Record<string, string | boolean | Array<string | boolean> | undefined>;
 
-/** What a handler gets: its positional arguments, its parsed options, and a client on demand. */
 export interface CommandContext {
   positionals: string[];
   values: OptionValues;
@@ -50,7 +47,7 @@ export interface CommandContext {
   client(): Promise<Client>;
 }
 
-/** A usage mistake: printed with the command's usage, exit code 2. */
+/** Printed with the command's usage, exit code 2. */
 export class UsageError extends Error {
   override readonly name = 'UsageError';
 }
@@ -62,58 +59,30 @@ export class UsageError extends Error {
  */
 export const ExitCode = { ok: 0, failure: 1, usage: 2, summarizerFailed: 3, keptUnreadable: 3 } as const;
 
-/** The widest a help line gets. */
-export const HELP_COLUMNS = 100;
+const HELP_COLUMNS = 100;
 
 const HELP_OPTION: OptionSpec = { type: 'boolean', short: 'h', help: 'print this help and exit' };
 
-/** Every option a command accepts: its own, --help, and the configuration flags (all strings). */
 function optionsOf(command: CliCommand): Record<string, OptionSpec> {
   const config: Record<string, OptionSpec> = {};
   for (const name of Object.keys(configParseArgsOptions())) config[name] = { type: 'string', help: '' };
   return { ...config, ...command.options, help: HELP_OPTION };
 }
 
-/** Edit distance, for "did you mean". */
-function distance(a: string, b: string): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, index) => index);
-  for (let i = 1; i <= a.length; i += 1) {
-    const current = [i];
-    for (let j = 1; j <= b.length; j += 1) {
-      current[j] = Math.min(
-        (previous[j] ?? 0) + 1,
-        (current[j - 1] ?? 0) + 1,
-        (previous[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1),
-      );
-    }
-    previous = current;
-  }
-  return previous[b.length] ?? 0;
-}
-
-/** `; did you mean --budget?` when a known name is within two edits (or a third of the name), or starts the name. */
+/** `; did you mean --budget?` when a known name starts `name` or is close to it. */
 export function didYouMean(name: string, known: readonly string[], prefix = '--'): string {
-  let best: { name: string; distance: number } | undefined;
-  for (const candidate of known) {
-    const d = candidate.length >= 3 && name.startsWith(candidate) ? 1 : distance(name, candidate);
-    if (best === undefined || d < best.distance) best = { name: candidate, distance: d };
-  }
-  return best !== undefined && best.distance <= Math.max(2, Math.floor(name.length / 3))
-    ? `; did you mean ${prefix}${best.name}?`
-    : '';
+  const meant =
+    known.find((candidate) => candidate.length >= 3 && name.startsWith(candidate)) ?? closestName(name, known);
+  return meant === undefined ? '' : `; did you mean ${prefix}${meant}?`;
 }
 
-/**
- * Parses a command's arguments. Unknown options, a string option without its value and a boolean
- * one given a value are {@link UsageError}s naming the option as it was written (Node's own parser
- * messages are not shown).
- */
+/** Parses a command's arguments; a mistake is a UsageError naming the option as it was written. */
 export function parseCommandArgs(
   command: CliCommand,
   args: readonly string[],
 ): { values: OptionValues; positionals: string[] } {
   const options = optionsOf(command);
-  // strict: false, and the checks below: our messages rather than the parser's.
+  // Not strict: our messages rather than the parser's.
   const { values, positionals, tokens } = parseArgs({
     args: [...args],
     options,
@@ -140,7 +109,7 @@ export function parseCommandArgs(
 }
 
 /** Wraps `text` to lines of at most `width` columns, each after `indent` (the first after `first`). */
-export function wrap(text: string, width: number, indent: string, first = indent): string[] {
+function wrap(text: string, width: number, indent: string, first = indent): string[] {
   const lines: string[] = [];
   let line = first;
   let empty = true;
@@ -157,7 +126,6 @@ export function wrap(text: string, width: number, indent: string, first = indent
   return lines;
 }
 
-/** The option table of a help text: `  --name VALUE   what it does`, wrapped. */
 function optionLines(options: Readonly<Record<string, OptionSpec>>): string[] {
   const heads = Object.entries(options).map(([name, spec]) => {
     const short = spec.short === undefined ? '' : `-${spec.short}, `;
@@ -172,7 +140,6 @@ function optionLines(options: Readonly<Record<string, OptionSpec>>): string[] {
   });
 }
 
-/** The configuration flags (each also an environment variable), as a wrapped list of names. */
 function configFlagLines(): string[] {
   const flags = configTable()
     .flatMap((row) => (row.flag === undefined ? [] : [row.flag]))
@@ -183,7 +150,6 @@ function configFlagLines(): string[] {
   ];
 }
 
-/** A command's --help: usage, description, its options, and the configuration flags. */
 export function commandHelp(command: CliCommand, program = `temporal-compactor ${command.name}`): string {
   const lines = [
     `usage: ${program} ${command.usage}`,
@@ -197,7 +163,6 @@ export function commandHelp(command: CliCommand, program = `temporal-compactor $
   return `${lines.join('\n')}\n`;
 }
 
-/** The top-level help: the commands, the global options, and the configuration flags with their variables. */
 export function topLevelHelp(commands: readonly CliCommand[]): string {
   const width = Math.max(...commands.map((command) => command.name.length)) + 4;
   const config = configTable().flatMap((row) => (row.flag === undefined ? [] : [[row.flag, row.env] as const]));
@@ -233,7 +198,6 @@ export function onlyArgument(context: CommandContext, what: string): string {
   return value;
 }
 
-/** No positional arguments. */
 export function noArguments(context: CommandContext): void {
   if (context.positionals.length > 0)
     throw new UsageError(`unexpected argument ${JSON.stringify(context.positionals[0])}`);

@@ -30,13 +30,11 @@ export type ConversationFormat = 'array' | 'object' | 'session-jsonl';
 /** `--format`: a message format, or `auto` (detect it). */
 export type FormatChoice = MessageFormat | 'auto';
 
-/** The messages of a file, in their format. */
 export type FileMessages =
   | { messageFormat: 'openai'; messages: ChatMessage[] }
   | { messageFormat: 'anthropic'; messages: AnthropicMessage[] }
   | { messageFormat: 'ai-sdk'; messages: AiSdkMessage[] };
 
-/** A conversation read from a file, validated in its message format. */
 export type ConversationFile = FileMessages & {
   path: string;
   format: ConversationFormat;
@@ -59,19 +57,15 @@ export function describeFileShape(file: ConversationFile): string {
   return `${FORMAT_NAMES[file.messageFormat]} ${shape}${file.formatDetected ? ', detected' : ''}`;
 }
 
-/**
- * The file cannot be used: not found (`missing`: a usage mistake), unreadable, not JSON, or not
- * a conversation. The message names the file and, for a bad message, its index and field.
- */
+/** The file cannot be used; the message names the file and, for a bad message, its index and field. */
 export class ConversationFileError extends Error {
   override readonly name = 'ConversationFileError';
   constructor(
     readonly path: string,
     readonly kind: 'missing' | 'unreadable' | 'syntax' | 'invalid',
     reason: string,
-    /** For `invalid`: the field at fault, e.g. `messages[3].tool_call_id`. */
+    /** For `invalid`: the field and message at fault, e.g. `messages[3].tool_call_id`. */
     readonly field?: string,
-    /** For `invalid`: the index of the message at fault. */
     readonly index?: number,
   ) {
     super(`${path}: ${reason}`);
@@ -95,7 +89,6 @@ function looksLikeSessionJsonl(text: string): boolean {
   }
 }
 
-/** `line 3, column 17` for a character offset. */
 function lineAndColumn(text: string, offset: number): string {
   const before = text.slice(0, offset);
   const line = before.split('\n').length;
@@ -119,12 +112,8 @@ function invalid(path: string, error: InvalidInputError): ConversationFileError 
 }
 
 /**
- * Parses a conversation: a JSON array of chat messages (the format of examples/trajectories and
- * the corpus), an object `{ "messages": [...] }` (other fields are kept for the output), or the
- * session JSON lines `temporal-compactor session --jsonl` prints (replayed to the live conversation).
- *
- * @throws ConversationFileError naming `path`, and the line and column of a JSON error or the
- * index and field of a bad message.
+ * A JSON array of messages, an object `{ "messages": [...] }` (other fields kept for the output), or
+ * the JSON lines of `session --jsonl` (replayed to the live conversation).
  */
 export function parseConversation(text: string, path: string, choice: FormatChoice = 'auto'): ConversationFile {
   const body = text.replace(/^\uFEFF/, '');
@@ -196,20 +185,15 @@ function shapeOf(value: unknown): string {
   return `a JSON ${typeof value}`;
 }
 
-/** The name `compact` uses for standard input (`-` on the command line) in its messages. */
-export const STDIN_NAME = '<stdin>';
+const STDIN_NAME = '<stdin>';
 
-/** Reads the whole of file descriptor 0. */
 export async function readProcessStdin(): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const chunk of process.stdin) chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk)));
   return Buffer.concat(chunks).toString('utf8');
 }
 
-/**
- * Reads and parses a conversation file, or standard input for `-` (through `readStdin`); see
- * {@link parseConversation}.
- */
+/** Reads and parses a conversation file, or standard input for `-`. */
 export async function readConversationFile(
   path: string,
   readStdin: () => Promise<string> = readProcessStdin,
@@ -244,11 +228,7 @@ export function conversationOutput(
 /** The mode of a file `writeFileWhole` creates: a conversation holds whatever the agent read. */
 export const NEW_FILE_MODE = 0o600;
 
-/**
- * Why `writeFileWhole` would refuse `path`, or undefined when it may replace it (nothing there, or a
- * regular file). A symbolic link is refused rather than followed or replaced: either would write
- * somewhere the user did not name.
- */
+/** Why `writeFileWhole` would refuse `path`: a link, followed or replaced, would write where the user did not name. */
 export function unwritableReason(path: string): string | undefined {
   let stats;
   try {
@@ -265,11 +245,9 @@ export function unwritableReason(path: string): string | undefined {
 }
 
 /**
- * Writes `text` to `path` whole or not at all (not even when `--out` names the input file): into a
- * temporary file beside it, created exclusively (O_EXCL, never through a link) and private, given
- * the mode of the file it replaces (new files: {@link NEW_FILE_MODE}), then renamed over `path`.
- * A symbolic link at `path` is refused; one that appears after that check is replaced by the
- * rename, never followed.
+ * Writes `text` to `path` whole or not at all: into a private temporary file beside it, created
+ * exclusively, given the mode of the file it replaces, then renamed over `path` (a link that appears
+ * after the check is replaced, never followed).
  */
 export function writeFileWhole(path: string, text: string): void {
   const refused = unwritableReason(path);

@@ -1,7 +1,6 @@
 #!/usr/bin/env node
-// Node only: the `temporal-compactor` command line. One file per command under commands/; add one by
-// adding it to `commands`. Commands connect like the worker: `loadConfig` (environment and flags) →
-// `connectTemporal` (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TLS, envconfig's profiles).
+// Node only: the `temporal-compactor` command line, one file per command under commands/. Commands
+// connect like the worker: `loadConfig` (environment and flags), then `connectTemporal`.
 import type { Client } from '@temporalio/client';
 import { ConfigError } from '../config.js';
 import { InstallError } from '../peer-packages.js';
@@ -32,20 +31,14 @@ import { packageVersion } from './version.js';
 export type { CliCommand, CliIo, CommandContext } from './command.js';
 export { connectClient } from './connect.js';
 
-/** The subcommands by name, in the order the help lists them. */
+/** By name, in the order the help lists them. */
 export const commands: Readonly<Record<string, CliCommand>> = Object.fromEntries(
   [compact, worker, bundle, history, session, review, codecServer, gc].map((command) => [command.name, command]),
 );
 
-/** What the bare command prints: how to call it, on stderr (it is a usage mistake). */
 const SHORT_USAGE = 'usage: temporal-compactor <command> [options]   (temporal-compactor --help lists the commands)';
 
-/**
- * Runs the command line `argv` (without `node` and the script) and returns the exit code:
- * 0 done, 1 failed, 2 usage or configuration mistake, 3 done with something to look at (`compact`
- * fell back to the hard trim because the summarizer failed, `gc` kept objects it could not read;
- * docs/cli.md#exit-codes).
- */
+/** Runs the command line `argv` (without `node` and the script) and returns the exit code (`ExitCode`). */
 export async function main(argv: readonly string[], io: CliIo = processIo): Promise<number> {
   const [name, ...rest] = argv;
   if (name === undefined) {
@@ -78,10 +71,7 @@ export async function main(argv: readonly string[], io: CliIo = processIo): Prom
   return runCommand(command, rest, io);
 }
 
-/**
- * Runs one command with its arguments (after the command's name) and returns the exit code; its
- * messages and help name it as `program` (the dev-only demo runs as `npm run demo --`).
- */
+/** Runs one command; its messages and help name it as `program` (the demo runs as `npm run demo --`). */
 export async function runCommand(
   command: CliCommand,
   rest: readonly string[],
@@ -135,10 +125,7 @@ export const processIo: CliIo = {
   readStdin: readProcessStdin,
 };
 
-/**
- * A reader that went away (`| head -1`) is no failure: stop quietly, exit 0, as shell tools do.
- * Other stdout errors (a full disk) still fail the command.
- */
+/** A reader that went away (`| head -1`) is no failure, as for shell tools; a full disk is. */
 export function quietOnClosedStdout(): void {
   process.stdout.on('error', (error: NodeJS.ErrnoException) => {
     if (error.code === 'EPIPE') process.exit(ExitCode.ok);

@@ -1,6 +1,5 @@
-// Node only: which of our search attributes a namespace has, and registering the missing ones
-// through the operator API. A run must never depend on them: a workflow that upserts an
-// attribute its namespace lacks fails every workflow task, forever (docs/design.md#never-wedge).
+// Node only: which of our search attributes a namespace has, and registering the missing ones. A run
+// must never depend on them: upserting one the namespace lacks fails every workflow task, forever.
 import type { OperatorService } from '@temporalio/client';
 import type { SearchAttributeType } from '@temporalio/common';
 import { COMPACTOR_SEARCH_ATTRIBUTES } from '../shared/search-attributes.js';
@@ -27,29 +26,24 @@ const INDEXED_VALUE_TYPES: Record<SearchAttributeType, number> = {
   KEYWORD_LIST: 7,
 };
 
-/** The SDK's name of an operator-API `IndexedValueType` number. */
 export function searchAttributeTypeName(indexedValueType: number): SearchAttributeType | undefined {
   return (Object.keys(INDEXED_VALUE_TYPES) as SearchAttributeType[]).find(
     (name) => INDEXED_VALUE_TYPES[name] === indexedValueType,
   );
 }
 
-/** Anything with the operator service: a client `Connection` or a worker's `NativeConnection`. */
 export interface HasOperatorService {
   operatorService: OperatorService;
 }
 
-/** How a namespace stands with the search attributes we want. */
 export interface SearchAttributeStatus {
   /** Present with the right type: runs may upsert these. */
   present: string[];
-  /** Not there. */
   missing: string[];
   /** There with another type (`name: TYPE`): left alone, and not upserted. */
   conflicting: string[];
 }
 
-/** Reads the namespace's custom search attributes and compares them with `wanted`. */
 export async function searchAttributeStatus(
   connection: HasOperatorService,
   namespace: string,
@@ -86,19 +80,15 @@ export async function addSearchAttributes(
   await connection.operatorService.addSearchAttributes({ namespace, searchAttributes });
 }
 
-/** What {@link ensureSearchAttributesIfAllowed} found and did. */
 export interface SearchAttributeSetup extends SearchAttributeStatus {
-  /** Attributes this call registered. */
   registered: string[];
-  /** Why the missing ones could not be registered (the server's answer), when they could not. */
+  /** Why the missing ones could not be registered (the server's answer). */
   error: string | undefined;
 }
 
 /**
- * Registers (unless `register` is false) whatever of `wanted` the namespace lacks, where the operator API allows it (a dev
- * server, a self-hosted cluster; Temporal Cloud registers search attributes through its own API, so
- * this fails there and says so). Never throws for a refusal: the caller runs without the missing
- * attributes and tells the operator once.
+ * Registers what the namespace lacks where the operator API allows it (not on Temporal Cloud, which has
+ * its own API). Never throws for a refusal: the caller runs without them and tells the operator once.
  */
 export async function ensureSearchAttributesIfAllowed(
   connection: HasOperatorService,
@@ -136,7 +126,7 @@ export async function ensureSearchAttributesIfAllowed(
   }
 }
 
-/** The line a worker prints once when some of our attributes are not usable: what, why, and the command that fixes it. */
+/** What is not usable, why, and the command that fixes it. */
 export function searchAttributeWarning(
   namespace: string,
   setup: Pick<SearchAttributeSetup, 'missing' | 'conflicting' | 'error'>,

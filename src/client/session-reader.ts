@@ -1,12 +1,9 @@
-// Node only: reads an agent run's transcript back. The run records its lines in batches, as the
-// input of its `recordSession` activity, in the history of each run of its continue-as-new chain
-// (with a payload store the history holds claims, which the client resolves). So reading is: find
-// the chain, read each run's history in order, decode the batches; and, for a run still going,
-// ask it (the `session` query) for the lines it has not recorded yet.
+// Node only: reads an agent run's transcript back: the batches its `recordSession` activity took as
+// input, in the history of each run of its continue-as-new chain, then (for a run still going) the
+// lines it has not recorded yet, by the `session` query.
 import type { Client } from '@temporalio/client';
 import type { Payload } from '@temporalio/common';
-// The SDK's own claim resolution and decoding (internal modules of @temporalio/common, used the way
-// the client resolves a workflow's result): history events come back as stored, claims unresolved.
+// The SDK's own claim resolution and decoding: history events come back as stored, claims unresolved.
 import {
   decodeFromPayloadsAtIndex,
   ExternalStorageRunner,
@@ -15,19 +12,14 @@ import {
 import type { temporal } from '@temporalio/proto';
 import type { SessionBatch, SessionLine, SessionReference, SessionSnapshot } from '../core/agent/session.js';
 
-/** The name of the activity whose inputs hold the transcript. */
-export const RECORD_SESSION_ACTIVITY = 'recordSession';
+const RECORD_SESSION_ACTIVITY = 'recordSession';
 
-/** The transcript cannot be read back as the run wrote it. */
 export class SessionReadError extends Error {
   override readonly name = 'SessionReadError';
 }
 
 export interface ReadSessionOptions {
-  /**
-   * For a run that is still going: also ask it (the `session` query) for the lines it holds and has
-   * not recorded yet. That needs a worker polling the run's task queue. @default true
-   */
+  /** For a run still going, also query the lines it has not recorded yet (needs a worker). @default true */
   pending?: boolean;
   /** Deadline of that query in ms. @default 15_000 */
   queryTimeoutMs?: number;
@@ -75,24 +67,13 @@ export async function chainRunIds(client: Client, workflowId: string, runId: str
   return runs;
 }
 
-/**
- * Events per history page. Without a payload store one event can carry up to the 2 MB payload
- * limit, so pages are kept short: 16 events stay under a 64 MB gRPC receive limit
- * ({@link HISTORY_CHANNEL_ARGS}); with a store every event is small.
- */
-export const HISTORY_PAGE_EVENTS = 16;
+/** Without a payload store an event can carry 2 MB: 16 events stay under {@link HISTORY_CHANNEL_ARGS}' limit. */
+const HISTORY_PAGE_EVENTS = 16;
 
-/**
- * gRPC channel arguments for a client that reads histories holding large inline payloads: the
- * default receive limit (4 MB) is below two 2 MB payloads. `Connection.connect({ address, channelArgs: HISTORY_CHANNEL_ARGS })`.
- */
+/** For a client that reads histories holding large inline payloads (gRPC's default 4 MB is below two). */
 export const HISTORY_CHANNEL_ARGS = { 'grpc.max_receive_message_length': 64 * 1024 * 1024 } as const;
 
-/**
- * The events of one run's history, page by page, as the server stores them (claims unresolved).
- * Pages are {@link HISTORY_PAGE_EVENTS} events: without a payload store, connect with
- * {@link HISTORY_CHANNEL_ARGS} (the CLI does), or a page of large events may pass the default limit.
- */
+/** The events of one run's history as the server stores them; without a store, connect with HISTORY_CHANNEL_ARGS. */
 export async function* historyEvents(
   client: Client,
   workflowId: string,
@@ -140,16 +121,8 @@ async function* batchesOf(client: Client, workflowId: string, runId: string): As
 }
 
 /**
- * The whole transcript of an agent run, line by line, first line first: the batches it recorded in
- * every run of its continue-as-new chain, then (for a run still going, unless `pending: false`)
- * the lines it holds and has not recorded yet. Holds one run's history at a time.
- *
- * `from` is a workflow id (its latest run) or the `session` reference of a result or a query.
- *
- * @throws SessionReadError when a batch is missing or out of order (the transcript would not replay).
- * @example
- * const result = await handle.result();
- * const messages = await transcript.replayStream(readSession(client, result.session));
+ * The whole transcript of an agent run, first line first, holding one run's history at a time. `from`
+ * is a workflow id (its latest run) or the `session` reference of a result or a query.
  */
 export async function* readSession(
   client: Client,
@@ -192,7 +165,7 @@ export async function* readSession(
   }
 }
 
-/** Every line of an agent run's transcript, in an array (see {@link readSession}; prefer the stream for long runs). */
+/** Every line of an agent run's transcript, in an array (prefer the stream for long runs). */
 export async function readSessionLines(
   client: Client,
   from: SessionReference | string,

@@ -42,10 +42,8 @@ const MESSAGE_CONDITIONS = [
 ];
 
 /**
- * One chat message: an OpenAI chat-completions message plus the harness flags `sticky` and
- * `depth`. Unknown fields are allowed and come back verbatim. What {@link validateMessages} checks
- * each message with, and the source of the messages' JSON Schema (src/shared/json-schemas.ts): `content` is
- * last, so a fault elsewhere is named first, as it always was.
+ * An OpenAI chat message plus the harness flags `sticky` and `depth`; unknown fields come back
+ * verbatim. Also the source of the messages' JSON Schema. `content` is last, so other faults are named first.
  */
 export const chatMessageSchema = z
   .looseObject({
@@ -93,9 +91,8 @@ export const chatMessageSchema = z
         message: 'must not be null for an assistant message without tool_calls',
       });
     }
-    // Results name the call they answer by id: two calls of one turn with the same id cannot both be
-    // answered, and pairing a result to "its" turn (compaction's rule never to split a turn from its
-    // results) would be ambiguous. Reusing an id in a later turn is fine (see validateMessages).
+    // Two calls of one turn with the same id could not both be answered, and pairing a result to its
+    // turn would be ambiguous; reusing an id in a later turn is fine.
     const positions = new Map<string, number>();
     message.tool_calls?.forEach((call, position) => {
       const first = positions.get(call.id);
@@ -134,10 +131,7 @@ export function describeIssue(issue: z.core.$ZodIssue, root: unknown): string {
   return issue.message;
 }
 
-/**
- * Validates one message with {@link chatMessageSchema}. Throws `InvalidInputError` naming the
- * index and field, e.g. `messages[12].tool_call_id: required for role "tool"`.
- */
+/** An `InvalidInputError` names the index and field, e.g. `messages[12].tool_call_id: required for role "tool"`. */
 function assertMessage(value: unknown, index: number): asserts value is ChatMessage {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw new InvalidInputError(`messages[${index}]`, 'must be an object', index);
@@ -156,10 +150,8 @@ function assertMessage(value: unknown, index: number): asserts value is ChatMess
 const ROLES = new Set<unknown>(roles);
 
 /**
- * True for a message {@link chatMessageSchema} accepts, checked by hand: zod costs about a
- * microsecond a message, which a long conversation pays at every compaction. Anything this does
- * not recognise as plainly valid goes to zod, which decides and names the fault, so the errors are
- * zod's as they always were.
+ * True for a message the schema accepts, checked by hand: zod costs a long conversation at every
+ * compaction. What this does not recognise as plainly valid goes to zod, which names the fault.
  */
 function plainlyValid(message: unknown): boolean {
   if (!isRecord(message)) return false;
@@ -203,7 +195,7 @@ function distinctIds(calls: readonly { id: string }[]): boolean {
   return true;
 }
 
-function isRecord(value: unknown): value is Readonly<Record<string, unknown>> {
+export function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
@@ -230,11 +222,7 @@ function assertContent(content: unknown, index: number): void {
   });
 }
 
-/**
- * Validates a conversation at a public boundary. Returns the caller's own message objects
- * (a zod parse would copy and reorder keys; the recent window must come back byte for byte);
- * throws `InvalidInputError`.
- */
+/** Returns the caller's own objects: a zod parse would copy and reorder keys, and the recent window comes back byte for byte. */
 export function validateMessages(messages: unknown, field = 'messages'): ChatMessage[] {
   if (!Array.isArray(messages)) throw new InvalidInputError(field, 'must be an array of chat messages');
   const valid = new Array<ChatMessage>(messages.length);
@@ -257,4 +245,15 @@ export function isSticky(message: ChatMessage): boolean {
 /** Strips the harness flags (`sticky`, `depth`) so a provider never sees them. */
 export function toProviderMessages(messages: readonly ChatMessage[]): ChatMessage[] {
   return messages.map(({ sticky: _sticky, depth: _depth, ...rest }) => rest);
+}
+
+/** Checks `value` with `schema`; throws naming `field` and the first issue's path below it. */
+export function checkWith(schema: z.ZodType, value: unknown, field: string, index?: number): void {
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return;
+  const issue = parsed.error.issues[0];
+  if (issue === undefined) throw new InvalidInputError(field, 'invalid', index);
+  let path = field;
+  for (const key of issue.path) path += typeof key === 'number' ? `[${key}]` : `.${String(key)}`;
+  throw new InvalidInputError(path, describeIssue(issue, value), index);
 }

@@ -1,6 +1,5 @@
-// Sandbox-safe: unknown keys in options objects and workflow inputs, refused with the closest known
-// name (`options.keepRecnt: unknown option; did you mean keepRecent?`). A typo must not run as if
-// the key were not there: the caller would get a compaction other than the one they asked for.
+// Sandbox-safe: unknown keys in options and inputs, refused with the closest known name: a typo must
+// not run as if the key were not there.
 import { InvalidInputError } from './errors.js';
 
 /** The keys of an options type as a list the compiler keeps complete: `keysOf<T>({ a: true, b: true })`. */
@@ -30,11 +29,7 @@ export function editDistance(a: string, b: string): number {
   return rows[a.length]?.[b.length] ?? Math.max(a.length, b.length);
 }
 
-/**
- * The known name closest to `name`, when it is close enough to be what was meant: the same name in
- * another case or spelling (`keep_recent`, `KeepRecent`), or within a third of its length in edits
- * (at least one, at most three). Ties go to the earlier name of `known`.
- */
+/** The same name in another case or spelling, else the closest within a third of its length in edits (1 to 3). */
 export function closestName(name: string, known: readonly string[]): string | undefined {
   const folded = fold(name);
   const sameWord = known.find((candidate) => fold(candidate) === folded);
@@ -53,7 +48,6 @@ function fold(name: string): string {
   return name.toLowerCase().replace(/[-_\s]/g, '');
 }
 
-/** What an unknown key is called in the message: an option of an options object, a field of an input. */
 export type UnknownKeyKind = 'option' | 'field';
 
 /** `unknown option; did you mean keepRecent?`, or the known names when none is close. */
@@ -68,11 +62,7 @@ export function unknownKeys(value: object, known: readonly string[]): string[] {
   return Object.keys(value).filter((key) => !known.includes(key));
 }
 
-/**
- * Throws `InvalidInputError` for the first key of `value` that `known` does not list, naming its
- * path (`${field}.${key}`) and the closest known name. Values that are not plain objects are left
- * to the caller's own checks.
- */
+/** Refuses the first unknown key of a plain object, naming `${field}.${key}` and the closest known name. */
 export function assertKnownKeys(
   value: unknown,
   known: readonly string[],

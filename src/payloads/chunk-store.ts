@@ -1,23 +1,15 @@
 // Node only: the content-addressed chunk store, a `StorageDriver` for Temporal's External Storage.
-// Storing a payload plans its objects (write-plan.ts: one manifest, on a base manifest or holding
-// its bytes, or over a tree of nodes and a pack) and writes them (object-writer.ts), sealed against
-// the chain of contexts (compression-chain.ts); the history keeps a claim naming the manifest
-// (claims.ts). Retrieving one reads its objects (object-reader.ts) and rebuilds it
-// (payload-reader.ts). The slice index (slice-index.ts) remembers where the slices this process
-// wrote or read lie, so that later payloads list them there. The bytes: object-format.ts,
-// sealed-object.ts, and docs/payloads.md for readers in other languages.
+// Storing a payload plans its objects (write-plan.ts) and writes them (object-writer.ts), sealed
+// along a chain of contexts (compression-chain.ts); history keeps a claim naming the manifest
+// (claims.ts). Retrieving reads the objects (object-reader.ts) and rebuilds the payload
+// (payload-reader.ts). The slice index (slice-index.ts) remembers where slices this process wrote or
+// read lie, so later payloads list them there. The bytes: object-format.ts, sealed-object.ts.
 //
-// What a garbage collector can rely on (gc.ts is the one): an object is only written after every
-// object it lists (a base manifest is checked to exist, and touched when old, before a manifest on
-// it is written), so a manifest or node that exists has all its descendants; manifests are
-// rewritten on every store, so their modification time says when a claim to them was last handed
-// out; a pack, node or manifest that a store reuses is touched when older than `refreshAfterMs`
-// (but what lies under it is not). An object is deflated against another only once that one is
-// stored, and only when this process stored it within half of `refreshAfterMs` (so it is younger
-// than any grace period). Mark from the claims of retained histories and from manifests, nodes and
-// chunks younger than the grace period, follow what each object needs (inspect-object.ts), sweep
-// the rest that is older than the grace period (at least twice `refreshAfterMs`), parents before
-// children.
+// What gc (gc.ts) relies on: an object is written only after every object it lists, so one that
+// exists has all its descendants; manifests are rewritten on every store, so their modification
+// time says when a claim to them was last handed out; a reused object older than `refreshAfterMs`
+// is touched (not what lies under it); an object is deflated only against one this process stored
+// within half of `refreshAfterMs`, so younger than any grace period.
 import type {
   Payload,
   StorageDriver,
@@ -52,16 +44,15 @@ import { WritePlanner } from './write-plan.js';
 
 export type { InspectedObject, ListedChild } from './inspect-object.js';
 
-/** The driver name written into every reference payload: must never change. */
+/** Written into every reference payload: must never change. */
 export const CHUNK_STORE_DRIVER_NAME = 'compactor-chunks';
 /** Reported in worker heartbeats. */
 export const CHUNK_STORE_DRIVER_TYPE = 'temporal-compactor.chunk-store';
 
-/** Counters of what a driver wrote and read, by object kind (benchmarks and tests read them). */
+/** What a driver wrote and read, by object kind (benchmarks and tests read them). */
 export interface ChunkStoreStats extends WriteCounters {
   /** Objects fetched from the backend (cache misses) and their sealed bytes. */
   fetched: { objects: number; bytes: number };
-  /** Payloads stored and retrieved, and their data bytes. */
   payloadsStored: number;
   payloadBytesStored: number;
   payloadsRetrieved: number;
@@ -85,7 +76,7 @@ export interface ChunkStoreDriverOptions {
   keyring?: Keyring;
   /** Backend operations in flight at once per driver. @default 16 */
   concurrency?: number;
-  /** Plaintext bytes of objects kept in memory for reads: those it wrote and those it read (consecutive payloads share most of them; a worker reads what it just wrote). @default 64 MiB */
+  /** Plaintext bytes of objects it wrote or read, kept in memory for reads. @default 64 MiB */
   cacheBytes?: number;
   /** A reused object older than this is touched, so a gc with a grace period of twice this never takes it. @default 24 h */
   refreshAfterMs?: number;
@@ -114,11 +105,7 @@ const DRIVER_OPTIONS = keysOf<ChunkStoreDriverOptions>({
   now: true,
 });
 
-/**
- * Refuses options the driver would not understand, naming the option (`driver.concurrency`): an
- * unknown key, a number out of its range. A JavaScript caller has no compiler to catch them, and a
- * driver that ignored one would write a store other than the one asked for.
- */
+/** Refuses an unknown option or a number out of its range, naming it: an ignored one would write another store. */
 function checkDriverOptions(options: ChunkStoreDriverOptions): void {
   assertKnownKeys(options, DRIVER_OPTIONS, 'driver');
   const ranges: [keyof ChunkStoreDriverOptions, number, number][] = [
@@ -139,13 +126,6 @@ function checkDriverOptions(options: ChunkStoreDriverOptions): void {
   }
 }
 
-/**
- * The chunk store as a Temporal External Storage driver.
- *
- * @example
- * const driver = new ChunkStoreDriver({ backend: new FileBackend({ directory: '/var/lib/compactor' }) });
- * const dataConverter = { externalStorage: new ExternalStorage({ drivers: [driver], payloadSizeThreshold: 256 }) };
- */
 export class ChunkStoreDriver implements StorageDriver {
   readonly name = CHUNK_STORE_DRIVER_NAME;
   readonly type = CHUNK_STORE_DRIVER_TYPE;
@@ -198,8 +178,7 @@ export class ChunkStoreDriver implements StorageDriver {
 
   async store(context: StorageDriverStoreContext, payloads: Payload[]): Promise<StorageDriverClaim[]> {
     const { signal, release } = followSignal(context.abortSignal);
-    // One call's payloads often share objects (a workflow's input and its first activity's input):
-    // each object is checked and written once per call.
+    // One call's payloads often share objects: each is checked and written once per call.
     const inFlight = new Map<string, Promise<void>>();
     try {
       return await Promise.all(payloads.map((payload) => this.storeOne(payload, inFlight, signal)));
@@ -217,26 +196,14 @@ export class ChunkStoreDriver implements StorageDriver {
     }
   }
 
-  /**
-   * The size of the payload a claim names, as its manifest states it: the manifest is read (and
-   * kept for the retrieve that may follow), the payload is not. The codec server counts it
-   * against what a request may decode before it reads the payload.
-   *
-   * @throws ChunkMissingError, ChunkIntegrityError, PayloadKeyMissingError as `retrieve` does.
-   */
+  /** The size of the payload a claim names, as its manifest states it, without reading the payload. */
   async payloadSize(claim: StorageDriverClaim, signal?: AbortSignal): Promise<number> {
     const { manifestId, keyId } = readClaim(claim.claimData);
     const plaintext = await this.reader.read('manifest', manifestId, keyId, signal);
     return parseManifest(plaintext, objectKey('manifest', manifestId)).size;
   }
 
-  /**
-   * What a stored object needs, read with whichever configured key sealed it: see {@link inspectObject}.
-   *
-   * @throws ChunkMissingError when there is no such object.
-   * @throws PayloadKeyMissingError when it is sealed with a key that is not configured.
-   * @throws ChunkIntegrityError when it is corrupted or malformed.
-   */
+  /** What a stored object needs, read with whichever configured key sealed it (inspect-object.ts). */
   inspect(kind: ObjectKind, id: string, signal?: AbortSignal): Promise<InspectedObject> {
     return inspectObject(this.reader, this.keyring, kind, id, signal);
   }
@@ -260,8 +227,7 @@ export class ChunkStoreDriver implements StorageDriver {
       if (value !== null && value !== undefined) metadata[name] = value;
     const plan = await this.planner.plan(data, metadata, signal);
     await Promise.all(plan.manifest.children.map((child) => this.writer.ensure(child, inFlight, signal)));
-    // The manifest is always written, even when it exists: its modification time tells a gc
-    // that a claim to it was handed out just now.
+    // Always written, even when it exists: its modification time tells gc a claim was just handed out.
     await this.writer.write(plan.manifest, signal);
     plan.settle();
     this.stats.payloadsStored += 1;

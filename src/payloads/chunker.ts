@@ -1,24 +1,13 @@
-// Node only (pure, but only the chunk store uses it): where to cut a payload into chunks so that
-// consecutive payloads of an agent run share almost all of their chunks, and so that a message
-// shares its chunks wherever it appears: in a chat input, alone as a tool's result, or in a
-// transcript line.
-//
-// The payloads are JSON. A chat input is `{..., "messages": [m0, m1, ...], "tools": [...], ...}`,
-// and the next round's input is the same bytes with a message or two appended (or, after a
-// compaction, a summary in place of the middle). So the cuts follow the JSON:
-// - An object of `soloElement` bytes or more (a big message, wherever it sits: an array element,
-//   a member's value such as a transcript line's `"message"`, or the whole payload) is cut at its
-//   own first and last byte. Its chunks then depend on its bytes alone, not on what surrounds it:
-//   the tool result the activity returned, the same message in the next chat input and its line in
-//   the transcript are the same chunks.
-// - Between those, candidates are the ends of array elements that are objects or arrays (messages,
-//   content parts, tool declarations), chosen by rules that look only at the bytes since the last
-//   cut. The same prefix therefore always gets the same cuts, and only the last open group of a
-//   prefix is written again when it grows.
-// - Inside a stretch too big for one chunk (a 40 KB tool result) a gear rolling hash picks
-//   content-defined cuts, so an edit there costs one or two chunks.
-//
-// Bytes that are not JSON (binary payloads) have no candidates and are cut by the rolling hash alone.
+// Node only (pure): where to cut a payload into chunks so that consecutive payloads of an agent run
+// share almost all their chunks, and a message shares its chunks wherever it appears (chat input,
+// tool result, transcript line). The cuts follow the JSON:
+// - An object of `soloElement` bytes or more is cut at its own first and last byte, so its chunks
+//   depend on its bytes alone, not on what surrounds it.
+// - Between those, candidates are the ends of array elements that are objects or arrays, chosen by
+//   rules that look only at the bytes since the last cut: a prefix always gets the same cuts, and
+//   only its last open group is written again when it grows.
+// - Inside a stretch too big for one chunk a gear rolling hash picks content-defined cuts.
+// Bytes that are not JSON are cut by the rolling hash alone.
 import { createHash } from 'node:crypto';
 
 export interface ChunkerLimits {
@@ -159,12 +148,7 @@ function hashCuts(data: Uint8Array, start: number, end: number, limits: ChunkerL
   into.push(end);
 }
 
-/**
- * The end offsets of the chunks of `data`, ascending; the last is `data.length` (none for empty data).
- * Deterministic: the same bytes always give the same cuts, a shared prefix gives shared cuts up to
- * its last open group, and an object of `soloElement` bytes or more gives the same chunks wherever
- * it sits.
- */
+/** The end offsets of the chunks of `data`, ascending (the last is `data.length`). Deterministic. */
 export function chunkBoundaries(data: Uint8Array, limits: ChunkerLimits = DEFAULT_CHUNKER_LIMITS): number[] {
   const { ends, soloCuts } = jsonShape(data, limits.soloElement);
   const structural: number[] = [];

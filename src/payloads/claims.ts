@@ -38,12 +38,7 @@ function parseClaim(claimData: Readonly<Record<string, unknown>>): ClaimFields |
   return { manifestId: bytes.toString('hex'), keyId: k };
 }
 
-/**
- * What a claim's data names.
- *
- * @throws ChunkIntegrityError naming the claim when it is not one: no manifest id, a malformed id
- * or key id, or fields a claim does not have.
- */
+/** What a claim's data names; a ChunkIntegrityError names the claim when it is not one. */
 export function readClaim(claimData: Readonly<Record<string, unknown>>): ClaimFields {
   const parsed = parseClaim(claimData);
   if ('problem' in parsed)

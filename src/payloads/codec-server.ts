@@ -1,32 +1,20 @@
 // Node only: the codec server (`temporal-compactor codec-server`), so the Temporal UI and the
-// `temporal` CLI show what the compactor's payloads hold. It speaks Temporal's remote codec
-// protocol: `POST …/decode`, `…/encode` and `…/download` (only the last path segment counts, so it
-// can be mounted under `/{namespace}/`), each taking and answering `{ "payloads": [Payload, …] }`
-// in protobuf's JSON form (metadata values and data in base64).
+// `temporal` CLI show what the compactor's payloads hold. Temporal's remote codec protocol: `POST
+// …/decode`, `…/encode` and `…/download` (only the last path segment counts, so it can be mounted
+// under `/{namespace}/`), each taking and answering `{ "payloads": [Payload, …] }` in protobuf's JSON.
 //
-// - decode does what a configured client does: resolve External Storage claims through the store,
-//   then undo the codec (decompress, decrypt), so a chat activity's input shows as the conversation,
-//   not as a claim. The UI (2.54) asks every decode to keep claims (`?preserveStorageRefs=true`) and
-//   offers a download button for them instead; a claim is resolved anyway unless its payload (as
-//   its manifest states it) is over `inlineLimit` (default 2 MiB: what history itself would have
-//   held inline without a store), so the event history reads as it would without one.
-// - download resolves and decodes claims only (the UI's download button).
-// - encode (payloads the UI or CLI sends, e.g. a signal's input) runs the codec, every payload
-//   inline; with `encodeToStore`, then the store, as a worker does.
+// - decode resolves claims through the store, then undoes the codec. The UI asks to keep claims
+//   (`?preserveStorageRefs=true`) and offers a download button; a claim is resolved anyway unless its
+//   payload is over `inlineLimit` (Temporal's 2 MiB), so history reads as it would without a store.
+// - download resolves and decodes claims only; encode runs the codec, then the store with `encodeToStore`.
 //
-// It hands decrypted payloads to whoever reaches it, so every request needs its token: in the
-// path (`http://HOST:PORT/TOKEN/decode`: the UI's codec endpoint setting holds a URL, never a
-// header) or as `Authorization: Bearer TOKEN` (the CLI's `--codec-auth`). Without a configured
-// token it makes one at start, and `url` carries it. What one request may cost is bounded before
-// the work: its body, its number of payloads, the bytes it decodes (a claim's size is read from
-// its manifest and counted before its payload is read), and how many requests are at work or wait.
-// Refusals say their type in `X-Compactor-Refusal` and one line of text, never a store path or a
-// raw error (the log has those). Browsers call it from the UI's origin with
-// `Content-Type: application/json`, `X-Namespace` and sometimes `Authorization`, so every call is
-// preceded by a CORS preflight; only configured origins get an answer.
+// It hands out decrypted payloads, so every request needs its token: in the path (the UI's codec
+// endpoint is a URL, never a header) or as `Authorization: Bearer TOKEN`. A request's cost is bounded
+// before the work: body, payload count, decoded bytes (a claim's size read from its manifest first),
+// requests at work or waiting. Refusals carry their type in `X-Compactor-Refusal` and one line of text,
+// never a store path or raw error (the log has those). Only configured origins pass CORS.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { StorageDriverClaim, type DataConverter, type Payload, type PayloadCodec } from '@temporalio/common';
 import {
   decodeReferencePayload,
@@ -49,31 +37,11 @@ const PayloadProto = proto.temporal.api.common.v1.Payload;
 
 /** Temporal refuses payloads over 2 MiB, so a larger store threshold would only let such payloads fail. */
 export const MAX_PAYLOAD_THRESHOLD = 2 * 1024 * 1024;
-/** @default 8081 — the codec server's port (`temporal-compactor codec-server`). */
 export const DEFAULT_CODEC_SERVER_PORT = 8081;
-/** @default '127.0.0.1' — the codec server answers this machine only unless told otherwise. */
 export const DEFAULT_CODEC_SERVER_HOST = '127.0.0.1';
-/**
- * @default 8 MiB: one payload at the codec's bound (4 MiB) in base64 with room to spare; the UI
- * sends the payloads of one event at a time, which Temporal's 4 MiB messages carried.
- */
-export const DEFAULT_CODEC_SERVER_MAX_BODY_BYTES = 8 * 1024 * 1024;
-/** @default 1,000 payloads a request. */
-export const DEFAULT_CODEC_SERVER_MAX_PAYLOADS = 1_000;
-/** @default 64 MiB decoded a request: the largest payload the store holds, so any one can be downloaded. */
-export const DEFAULT_CODEC_SERVER_MAX_DECODED_BYTES = MAX_STORED_PAYLOAD_BYTES;
-/** @default 2 requests at work at once; @see DEFAULT_CODEC_SERVER_QUEUE */
-export const DEFAULT_CODEC_SERVER_CONCURRENCY = 2;
-/** @default 32 requests waiting for their turn; more are answered 503 at once. */
-export const DEFAULT_CODEC_SERVER_QUEUE = 32;
-/** Payloads of one request decoded or encoded at once. */
 const PAYLOADS_AT_ONCE = 4;
-/** A request must arrive whole within this (a slow body would hold its turn). */
+/** A request must arrive whole within this: a slow body would hold its turn. */
 const REQUEST_TIMEOUT_MS = 30_000;
-
-/** @default 2 MiB, Temporal's own payload limit: a claim to anything larger stays a claim when the caller asks to keep claims. */
-export const DEFAULT_CODEC_SERVER_INLINE_LIMIT = MAX_PAYLOAD_THRESHOLD;
-
 /** The headers the UI sends with its codec requests (CORS must allow each by name). */
 const ALLOWED_HEADERS = 'Content-Type, X-Namespace, Authorization, Authorization-Extras';
 
@@ -83,63 +51,48 @@ const isOperation = (value: string | undefined): value is Operation =>
   OPERATIONS.some((operation) => operation === value);
 
 export interface CodecServerOptions {
-  /**
-   * The payload codecs and External Storage to undo and apply — a client's data converter, e.g.
-   * `payloadConverterFromConfig(config).dataConverter`, so the server agrees with workers and clients.
-   */
+  /** The codecs and External Storage to undo and apply: a client's data converter, so the server agrees with workers. */
   dataConverter: Pick<DataConverter, 'payloadCodecs' | 'externalStorage'>;
   /** @default '127.0.0.1' */
   host?: string;
-  /** 0: any free port (read the chosen one from `port`). @default 8081 */
+  /** 0: any free port (read it from `port`). @default 8081 */
   port?: number;
-  /** Browser origins answered (CORS), e.g. `http://localhost:8233`; `'*'` answers any. More can be added with `allowOrigin`. @default none */
+  /** Browser origins answered (CORS), e.g. `http://localhost:8233`; `'*'` answers any. @default none */
   allowedOrigins?: readonly string[];
-  /**
-   * Required on every request, in the path (`/TOKEN/decode`) or as `Authorization: Bearer TOKEN`.
-   * @default a new random token (`url` carries it)
-   */
+  /** Required on every request, in the path (`/TOKEN/decode`) or as a bearer token. @default random (`url` carries it) */
   token?: string;
-  /** Let `/encode` store large payloads (claims), as a worker does; otherwise every payload is encoded inline. @default false */
+  /** Let `/encode` store large payloads (claims), as a worker does. @default false */
   encodeToStore?: boolean;
-  /** @default DEFAULT_CODEC_SERVER_MAX_PAYLOADS */
+  /** @default 1,000 */
   maxPayloads?: number;
-  /** Bytes the payloads of one request may decode to. @default DEFAULT_CODEC_SERVER_MAX_DECODED_BYTES */
+  /** Bytes the payloads of one request may decode to. @default 64 MiB, the largest payload the store holds */
   maxDecodedBytes?: number;
-  /** Requests at work at once. @default DEFAULT_CODEC_SERVER_CONCURRENCY */
+  /** Requests at work at once. @default 2 */
   concurrency?: number;
-  /** Requests waiting for their turn; more are answered 503. @default DEFAULT_CODEC_SERVER_QUEUE */
+  /** Requests waiting for their turn; more are answered 503. @default 32 */
   queue?: number;
-  /**
-   * When a decode asks to keep claims (`?preserveStorageRefs=true`, as the Temporal UI does), claims
-   * of payloads up to this many bytes are resolved anyway; larger ones are left for `/download`.
-   * @default DEFAULT_CODEC_SERVER_INLINE_LIMIT
-   */
+  /** Claims of payloads up to this size are resolved even when a decode asks to keep claims. @default 2 MiB */
   inlineLimit?: number;
-  /** @default DEFAULT_CODEC_SERVER_MAX_BODY_BYTES */
+  /** @default 8 MiB: one payload at the codec's 4 MiB bound in base64, with room to spare */
   maxBodyBytes?: number;
   /** Where refused and failed requests are reported, one line each. @default nowhere */
   log?: (line: string) => void;
 }
 
-/** A running codec server. */
 export interface CodecServer {
-  /** `http://HOST:PORT/TOKEN`: what the UI's and the CLI's codec endpoint is set to (it carries the token: a secret). */
+  /** `http://HOST:PORT/TOKEN`: the UI's and the CLI's codec endpoint (it carries the token: a secret). */
   url: string;
   /** `http://HOST:PORT`, without the token. */
   origin: string;
   host: string;
   port: number;
-  /** Answers browser requests from one more origin (e.g. a dev server's UI, known only once it started). */
+  /** Answers browser requests from one more origin (e.g. a UI known only once it started). */
   allowOrigin(origin: string): void;
   /** Stops listening and closes open connections. Idempotent. */
   close(): Promise<void>;
 }
 
-/**
- * A request the server refuses: answered with `status`, its `type` in `X-Compactor-Refusal` and
- * `message` as plain text; `detail` (a raw error, which may name store paths and object keys) goes
- * to the log only.
- */
+/** A refused request: `status`, `type` in `X-Compactor-Refusal`, `message` as text; `detail` for the log only. */
 class Refusal extends Error {
   constructor(
     readonly status: number,
@@ -155,9 +108,8 @@ class Refusal extends Error {
 const badRequest = (message: string, detail?: string): Refusal => new Refusal(400, 'BadRequest', message, {}, detail);
 
 /**
- * What the answer says of an error while a payload was decoded or encoded: its type and what that
- * type means, never its message, which names store paths, object keys and other errors' text (for
- * the log). A key id is no secret, and the one thing an operator needs to act on a missing key.
+ * An error's type and meaning for the answer, never its message (which names store paths and object
+ * keys: for the log). A key id is no secret, and what an operator needs to act on a missing key.
  */
 function failureAnswer(error: unknown): string {
   const type = error instanceof Error ? error.name : typeof error;
@@ -176,7 +128,6 @@ function failureAnswer(error: unknown): string {
   return `(${type}): ${meaning}; the codec server's log has the detail`;
 }
 
-/** The log's account of an error: its message, or what it is. */
 const detailOf = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
 const BASE64 = /^[A-Za-z0-9+/_-]*={0,2}$/;
@@ -186,7 +137,7 @@ function base64Field(value: unknown, path: string): void {
     throw badRequest(`${path}: expected a base64 string`);
 }
 
-/** One payload of a request body, checked field by field (the error names the field), as protobuf's JSON form reads. */
+/** One payload of a request body in protobuf's JSON form, checked field by field. */
 function payloadFromJson(value: unknown, path: string): Payload {
   if (typeof value !== 'object' || value === null || Array.isArray(value))
     throw badRequest(`${path}: expected a payload object`);
@@ -229,9 +180,7 @@ function payloadToJson(payload: Payload): Record<string, unknown> {
   return PayloadProto.toObject(PayloadProto.fromObject(payload), { bytes: String, longs: String });
 }
 
-function digest(text: string): Buffer {
-  return createHash('sha256').update(text, 'utf8').digest();
-}
+const digest = (text: string): Buffer => createHash('sha256').update(text, 'utf8').digest();
 
 function readBody(request: IncomingMessage, limit: number): Promise<string> {
   const declared = Number(request.headers['content-length']);
@@ -274,16 +223,7 @@ function decodeSegment(segment: string): string {
   }
 }
 
-function isAddressInfo(value: unknown): value is AddressInfo {
-  return (
-    typeof value === 'object' &&
-    value !== null &&
-    typeof Reflect.get(value, 'port') === 'number' &&
-    typeof Reflect.get(value, 'address') === 'string'
-  );
-}
-
-/** The one result of a list operation on one payload. */
+/** The result of a list operation on one payload. */
 function single(results: Payload[], what: string): Payload {
   const [result] = results;
   if (result === undefined || results.length !== 1)
@@ -299,23 +239,6 @@ function normalizeOrigin(text: string): string | undefined {
     return url.protocol === 'http:' || url.protocol === 'https:' ? url.origin : undefined;
   } catch {
     return undefined;
-  }
-}
-
-/** What the payloads of one request have decoded to so far, against the bound. */
-class DecodeBudget {
-  private used = 0;
-  constructor(private readonly limit: number) {}
-
-  /** Counts `bytes` more; refuses the request when that passes the bound. */
-  take(bytes: number): void {
-    this.used += bytes;
-    if (this.used > this.limit)
-      throw new Refusal(
-        413,
-        'DecodedTooLarge',
-        `the payloads of this request decode to more than ${this.limit} bytes: ask for fewer at a time`,
-      );
   }
 }
 
@@ -370,14 +293,7 @@ function turns(concurrency: number, queue: number): { take(): Promise<void>; giv
   };
 }
 
-/**
- * Starts a codec server for the compactor's payloads (see the module comment for the protocol).
- *
- * @example
- * const config = loadConfig();
- * const server = await startCodecServer({ dataConverter: payloadConverterFromConfig(config).dataConverter, allowedOrigins: config.codecServerOrigins });
- * console.log(`temporal server start-dev --ui-codec-endpoint ${server.url}`); // the URL carries the token
- */
+/** Starts a codec server for the compactor's payloads (the module comment describes the protocol). */
 export async function startCodecServer({
   dataConverter,
   host = DEFAULT_CODEC_SERVER_HOST,
@@ -385,12 +301,12 @@ export async function startCodecServer({
   allowedOrigins = [],
   token = randomBytes(24).toString('base64url'),
   encodeToStore = false,
-  inlineLimit = DEFAULT_CODEC_SERVER_INLINE_LIMIT,
-  maxBodyBytes = DEFAULT_CODEC_SERVER_MAX_BODY_BYTES,
-  maxPayloads = DEFAULT_CODEC_SERVER_MAX_PAYLOADS,
-  maxDecodedBytes = DEFAULT_CODEC_SERVER_MAX_DECODED_BYTES,
-  concurrency = DEFAULT_CODEC_SERVER_CONCURRENCY,
-  queue = DEFAULT_CODEC_SERVER_QUEUE,
+  inlineLimit = MAX_PAYLOAD_THRESHOLD,
+  maxBodyBytes = 8 * 1024 * 1024,
+  maxPayloads = 1_000,
+  maxDecodedBytes = MAX_STORED_PAYLOAD_BYTES,
+  concurrency = 2,
+  queue = 32,
   log = () => undefined,
 }: CodecServerOptions): Promise<CodecServer> {
   if (token.length < 16) throw new RangeError('a codec server token has at least 16 characters');
@@ -415,7 +331,6 @@ export async function startCodecServer({
   };
   allowedOrigins.forEach(allowOrigin);
   const expectedToken = digest(token);
-  /** Whether a request carries the token: as a path segment, or as a bearer token. */
   const authorized = (segments: readonly string[], authorization: string | undefined): boolean => {
     const offered = [...segments, ...(authorization?.startsWith('Bearer ') === true ? [authorization.slice(7)] : [])];
     // Compared as digests: equal lengths for timingSafeEqual, and no timing hint about the token.
@@ -428,7 +343,7 @@ export async function startCodecServer({
       .map((part) => (timingSafeEqual(digest(decodeSegment(part)), expectedToken) ? '<token>' : part))
       .join('');
 
-  /** The size of the payload a claim of our store names, as its manifest states it; undefined for anything else. */
+  /** The payload size a claim of our store names, as its manifest states it; undefined for anything else. */
   const claimedSize = async (payload: Payload): Promise<number | undefined> => {
     if (chunkStore === undefined || !isReferencePayload(payload)) return undefined;
     const { driverName, claimData } = decodeReferencePayload(payload);
@@ -436,15 +351,13 @@ export async function startCodecServer({
     return chunkStore.payloadSize(new StorageDriverClaim(claimData));
   };
 
-  // As a configured client does: on the way in, the store gives back what claims name, then the
-  // codecs are undone last-first; on the way out, the codecs run first-first, then the store.
-  // Decoding counts against the request's budget: a claim of ours by the size its manifest
-  // states, before its payload is read; anything else by what it decoded to.
-  const decodeOne = async (payload: Payload, budget: DecodeBudget, stated: number | undefined): Promise<Payload> => {
-    if (stated !== undefined) budget.take(stated);
+  // As a configured client: the store resolves claims, then the codecs are undone last-first; a claim
+  // of ours counts against the budget before its payload is read, anything else after.
+  const decodeOne = async (payload: Payload, take: (bytes: number) => void, stated = 0): Promise<Payload> => {
+    take(stated);
     let current = runner === undefined ? payload : single(await runner.retrieve([payload]), 'the payload store');
     for (const codec of [...codecs].reverse()) current = single(await codec.decode([current]), 'a payload codec');
-    budget.take(Math.max(0, payloadProtoSize(current) - (stated ?? 0)));
+    take(Math.max(0, payloadProtoSize(current) - stated));
     return current;
   };
   const encodeOne = async (payload: Payload): Promise<Payload> => {
@@ -521,7 +434,6 @@ export async function startCodecServer({
     }
   };
 
-  /** Answers an authorized request, in its turn. */
   const answer = async (
     request: IncomingMessage,
     response: ServerResponse,
@@ -535,7 +447,16 @@ export async function startCodecServer({
       const index = payloads.findIndex((payload) => !isReferencePayload(payload));
       if (index >= 0) throw badRequest(`payloads[${index}]: not a storage reference: /download takes claims only`);
     }
-    const budget = new DecodeBudget(maxDecodedBytes);
+    let decoded = 0;
+    const budget = (bytes: number): void => {
+      decoded += bytes;
+      if (decoded > maxDecodedBytes)
+        throw new Refusal(
+          413,
+          'DecodedTooLarge',
+          `the payloads of this request decode to more than ${maxDecodedBytes} bytes: ask for fewer at a time`,
+        );
+    };
     const transform = async (payload: Payload): Promise<Payload> => {
       if (operation === 'encode') return encodeOne(payload);
       // A claim of ours is sized by its manifest: what the reference says is its writer's word.
@@ -550,8 +471,7 @@ export async function startCodecServer({
         return await transform(payload);
       } catch (error) {
         if (error instanceof Refusal) throw error;
-        // The protocol answers codec errors with 400; the text names the payload and the kind of
-        // failure, the log what it was.
+        // The protocol answers codec errors with 400; the log has the raw error.
         throw new Refusal(
           400,
           error instanceof Error ? error.name : 'Error',
@@ -581,9 +501,8 @@ export async function startCodecServer({
       log(
         `${request.method ?? '?'} ${shown(request.url ?? '?')}${typeof namespace === 'string' ? ` (namespace ${namespace})` : ''}: ${refusal.status} ${refusal.message}${refusal.detail === undefined ? '' : ` — ${refusal.detail}`}`,
       );
-      // Plain text, one line: the UI (and the CLI) show the payloads undecoded on any 4xx and flag
-      // the codec server as failing; the line is for the person reading logs or the network tab,
-      // which is why it carries the CORS headers too.
+      // One line of plain text, with the CORS headers, for the network tab; the UI and the CLI show
+      // the payloads undecoded on any 4xx.
       if (!response.headersSent)
         response.writeHead(refusal.status, {
           ...corsHeaders(request),
@@ -594,7 +513,6 @@ export async function startCodecServer({
       response.end(`${refusal.message}\n`);
     });
   });
-  // A request must arrive whole in time: a slow body would hold its turn.
   server.requestTimeout = REQUEST_TIMEOUT_MS;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -604,7 +522,8 @@ export async function startCodecServer({
     });
   });
   const address = server.address();
-  if (!isAddressInfo(address)) throw new Error('the codec server is not listening on a TCP port');
+  if (address === null || typeof address === 'string')
+    throw new Error('the codec server is not listening on a TCP port');
   const urlHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   const origin = `http://${urlHost}:${address.port}`;
   let closing: Promise<void> | undefined;

@@ -1,14 +1,11 @@
-// Node only: the payload codec. Compresses every payload that stays inline in workflow history
-// and, with a key, encrypts it (AES-256-GCM, random nonce, key id in the metadata for rotation).
-// A compressed payload states its decoded size, at most MAX_CODEC_PAYLOAD_BYTES: anyone who can
-// start or signal a workflow writes payloads a worker decodes, so decoding never inflates past the
-// size stated, and refuses a size over the bound before inflating at all.
+// Node only: the payload codec. Compresses every payload that stays inline in history and, with a
+// key, encrypts it (AES-256-GCM, random nonce, key id in the metadata for rotation). A compressed
+// payload states its decoded size, at most MAX_CODEC_PAYLOAD_BYTES, and decoding never inflates past
+// it: anyone who can start or signal a workflow writes payloads a worker decodes.
 //
-// Payloads the external store will take (at or over its threshold) pass through untouched: the
-// SDK runs codecs before External Storage, and the chunk store dedups plaintext chunks and
-// compresses and encrypts each chunk itself. Compressing or encrypting (random nonce) the whole
-// payload first would make every copy of the same conversation different bytes, and the store
-// would grow with the whole conversation every round instead of with what is new.
+// Payloads the store will take pass through untouched (the SDK runs codecs before External Storage):
+// the store dedups plaintext chunks, and compressing or encrypting the whole payload first would make
+// every copy of a conversation different bytes, so the store would grow by the whole conversation.
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import type { Payload, PayloadCodec } from '@temporalio/common';
@@ -18,45 +15,29 @@ import type { Keyring } from './keyring.js';
 
 const PayloadProto = proto.temporal.api.common.v1.Payload;
 
-/** `encoding` of a payload this codec wrote. */
 export const CODEC_ENCODING = 'binary/compactor';
-/**
- * Metadata key of how the payload is encoded: `deflate;size=<N>` or `none` (raw deflate of the
- * original payload's protobuf bytes, which are N bytes, or those bytes), then `;key=<id>` when
- * encrypted. One short entry: every inline payload of every round carries it.
- */
+/** Metadata key of how the payload is encoded: `deflate;size=<N>` or `none`, then `;key=<id>` when encrypted. */
 export const CODEC_METADATA_KEY = 'compactor';
 
-/**
- * The most bytes a payload the codec writes may have decoded (its protobuf bytes): 4 MiB, the
- * default gRPC message limit of Temporal's frontend, so no payload Temporal carries decodes to
- * more than any single request to Temporal may hold; twice the server's default payload limit
- * (2 MiB), for servers that raise it. Decoding refuses a larger stated size before inflating.
- */
+/** 4 MiB, the default gRPC message limit of Temporal's frontend (twice its default payload limit, for servers that raise it). */
 export const MAX_CODEC_PAYLOAD_BYTES = 4 * 1024 * 1024;
 
-/** How a payload this codec wrote is encoded. */
 export interface CodecEnvelope {
   compression: 'deflate' | 'none';
-  /** Deflated: the decoded size it states (at most {@link MAX_CODEC_PAYLOAD_BYTES} in what the codec writes). */
+  /** Deflated: the decoded size it states. */
   size?: number;
-  /** The id of the key that encrypted it; undefined: not encrypted. */
   keyId: string | undefined;
 }
 
 const NONCE_BYTES = 12;
 const TAG_BYTES = 16;
-// Below this, deflate's own framing eats the gain: such payloads are only encrypted (or left alone).
+// Below this, deflate's own framing eats the gain.
 const MIN_COMPRESS_BYTES = 64;
 
 const utf8 = new TextEncoder();
 const fromUtf8 = new TextDecoder();
 
-/**
- * The size External Storage compares with its threshold: the payload's protobuf encoding, measured
- * exactly as the SDK's runner measures it, so the codec and the store agree on which side of the
- * threshold a payload is.
- */
+/** The size External Storage compares with its threshold, measured as the SDK's runner does. */
 export function payloadProtoSize(payload: Payload): number {
   return PayloadProto.encode(payload).pos;
 }
@@ -65,30 +46,22 @@ export interface CompactorCodecOptions {
   /** Encrypts with `current`, decrypts with any key by id. @default undefined — compression only */
   keyring?: Keyring;
   /**
-   * Leave payloads of at least this many bytes (protobuf size) untouched: External Storage with
-   * the same threshold takes them. Set it only when that storage is configured in the same data
-   * converter — otherwise large payloads would reach history unencrypted.
-   * @default undefined — encode every payload
+   * Leave payloads of at least this many bytes untouched for External Storage with the same threshold;
+   * only with that storage configured, or large payloads reach history unencrypted. @default encode every payload
    */
   passThroughAtOrAbove?: number;
   /** zlib level of inline payloads. @default 6 */
   compressionLevel?: number;
-  /**
-   * Without a key, payloads under this many bytes stay as they are: compression saves little
-   * there, and they (activity summaries, small results) stay readable in the Temporal UI without
-   * a codec server. With a key every payload is encrypted. @default 512
-   */
+  /** Without a key, payloads under this many bytes stay readable in the UI without a codec server. @default 512 */
   plainBelow?: number;
 }
 
-/** How an envelope's compression reads in its metadata entry: `deflate;size=N` or `none`. */
 function compressionText({ compression, size }: CodecEnvelope): string {
   return compression === 'deflate' ? `deflate;size=${size ?? 0}` : 'none';
 }
 
 function additionalData(envelope: CodecEnvelope, keyId: string): Uint8Array {
-  // Binds the metadata that steers decoding to the ciphertext: changing the compression, the size
-  // or the key id fails authentication.
+  // Binds the metadata that steers decoding to the ciphertext.
   return utf8.encode(`temporal-compactor codec v1\u0000${compressionText(envelope)}\u0000${keyId}`);
 }
 
@@ -97,10 +70,7 @@ function metadataText(payload: Payload, key: string): string | undefined {
   return value === undefined || value === null ? undefined : fromUtf8.decode(value);
 }
 
-/**
- * How `payload` is encoded if this codec wrote it; undefined for any other payload.
- * @throws PayloadDecodeError when it claims to be ours but its description is malformed.
- */
+/** How `payload` is encoded if this codec wrote it; undefined for any other payload. */
 export function codecEnvelopeOf(payload: Payload): CodecEnvelope | undefined {
   if (metadataText(payload, 'encoding') !== CODEC_ENCODING) return undefined;
   const description = metadataText(payload, CODEC_METADATA_KEY) ?? '';
@@ -113,15 +83,7 @@ export function codecEnvelopeOf(payload: Payload): CodecEnvelope | undefined {
   return size === undefined ? { compression: 'none', keyId } : { compression: 'deflate', size: Number(size), keyId };
 }
 
-/**
- * The compactor's payload codec: deflate for every inline payload, AES-256-GCM when a keyring is
- * given. Decoding passes foreign payloads (another encoding, or written before the codec was on)
- * through unchanged.
- *
- * @example
- * const codec = new CompactorCodec({ keyring: keyringFromSettings({ key: process.env.COMPACTOR_CODEC_KEY }) });
- * const client = new Client({ connection, dataConverter: { payloadCodecs: [codec] } });
- */
+/** Deflate for every inline payload, AES-256-GCM with a keyring; decoding passes foreign payloads through. */
 export class CompactorCodec implements PayloadCodec {
   readonly keyring: Keyring | undefined;
   readonly passThroughAtOrAbove: number | undefined;
@@ -135,7 +97,7 @@ export class CompactorCodec implements PayloadCodec {
     this.plainBelow = plainBelow;
   }
 
-  /** The same codec encoding every payload, none left for a store (the codec server's `/encode` without the store). */
+  /** The same codec encoding every payload, none left for a store. */
   inlineOnly(): CompactorCodec {
     return new CompactorCodec({
       keyring: this.keyring,
@@ -152,12 +114,7 @@ export class CompactorCodec implements PayloadCodec {
     return payloads.map((payload) => this.decodeOne(payload));
   }
 
-  /**
-   * Encodes one payload (synchronous; `encode` is the codec interface).
-   *
-   * @throws PayloadTooLargeError when it is over {@link MAX_CODEC_PAYLOAD_BYTES} and a key would
-   * have to encrypt it (without a key such a payload is left as it is, for the server to judge).
-   */
+  /** A payload over MAX_CODEC_PAYLOAD_BYTES is left for the server to judge, unless it must be encrypted. */
   encodeOne(payload: Payload): Payload {
     const size = payloadProtoSize(payload);
     if (this.passThroughAtOrAbove !== undefined && size >= this.passThroughAtOrAbove) return payload;
@@ -204,14 +161,7 @@ export class CompactorCodec implements PayloadCodec {
     };
   }
 
-  /**
-   * Decodes one payload (synchronous; `decode` is the codec interface). A payload of ours without
-   * a key id is read with a key configured too: docs/payloads.md, "Payloads without a key id".
-   *
-   * @throws PayloadDecodeError when it is malformed, fails authentication, or states (or inflates
-   * to) more than {@link MAX_CODEC_PAYLOAD_BYTES}, before allocating more than it states.
-   * @throws PayloadKeyMissingError when its key id is not configured.
-   */
+  /** A payload of ours without a key id is read with a key configured too (docs/payloads.md). */
   decodeOne(payload: Payload): Payload {
     const envelope = codecEnvelopeOf(payload);
     if (envelope === undefined) return payload;
@@ -257,10 +207,7 @@ export class CompactorCodec implements PayloadCodec {
   }
 }
 
-/**
- * Inflates `body`, which states that it inflates to `size` bytes: zlib stops one byte past `size`,
- * so a bomb costs no more than what it states.
- */
+/** zlib stops one byte past the stated `size`, so a bomb costs no more than it states. */
 function inflateStated(body: Uint8Array, size: number): Uint8Array {
   let inner: Buffer;
   try {

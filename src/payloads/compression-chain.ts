@@ -1,10 +1,6 @@
-// Node only: the chain of contexts a driver deflates against. Every pack and manifest it stores is
-// deflated against the window of the pack or manifest it stored before under the same key (the last
-// 32 KiB of content: the chat request's copy of the model's reply compresses against the reply's
-// manifest), and its id binds that context (sealed-object.ts). A chain is at most
-// WRITTEN_CONTEXT_DEPTH long, and an object is a context only while it is younger than half the
-// refresh period, so a gc, whose grace period is at least twice that, never takes a context a
-// store is about to name.
+// Node only: the chain of contexts a driver deflates against: every pack and manifest against the
+// window of the one it stored before under the same key (its id binds it). An object is a context
+// only while younger than half the refresh period, so gc never takes one a store is about to name.
 import { chainRoot, windowAfter, type SealContext } from './sealed-object.js';
 
 /** A chain of objects deflated each against the one before is this long at most (then an object starts a new one). */
@@ -30,10 +26,7 @@ export class CompressionChain {
     },
   ) {}
 
-  /**
-   * What a new pack or manifest is deflated against: the last one stored under the key, when that
-   * was lately (so a gc keeps it: younger than half the refresh period) and its chain is not at its length.
-   */
+  /** The last pack or manifest stored under the key, when recent enough and its chain is not at its length. */
   contextFor(keyId: string | undefined): SealContext | undefined {
     const link = this.links.get(keyId ?? '');
     if (link === undefined || link.depth + 1 > WRITTEN_CONTEXT_DEPTH || this.clock.isGone(link.id)) return undefined;

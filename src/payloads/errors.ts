@@ -22,11 +22,7 @@ export class PayloadKeyMissingError extends Error {
   }
 }
 
-/**
- * A payload is larger than the format can carry: an inline payload over MAX_CODEC_PAYLOAD_BYTES
- * that the codec would have to encrypt, or a payload over MAX_STORED_PAYLOAD_BYTES for the store.
- * Raised where the payload is encoded, so nothing is written that a reader would refuse.
- */
+/** Larger than the codec or the store may carry; raised at encoding, so nothing a reader would refuse is written. */
 export class PayloadTooLargeError extends Error {
   override readonly name = 'PayloadTooLargeError';
   constructor(

@@ -1,10 +1,7 @@
-// Node only: objects as files under one directory (`COMPACTOR_PAYLOAD_STORE=file:DIR`). Keys are
-// already sharded (`v1/chunks/3f/a2/<id>`), so no directory grows past 65,536 entries of the next
-// level. Writes go to a temporary file in the same directory, are flushed to disk, then renamed
-// over the final name: a crash leaves the old object or the new one, never half of one. What the
-// store creates is its owner's alone, created so rather than narrowed after: directories 0700,
-// objects and temporary files 0600 (payloads may be unencrypted). Directories that exist keep
-// their mode.
+// Node only: objects as files under one directory (`COMPACTOR_PAYLOAD_STORE=file:DIR`). Writes go to
+// a temporary file beside the object, flushed, then renamed: a crash leaves the old object or the new,
+// never half. What the store creates is its owner's alone from the start: directories 0700, files
+// 0600 (payloads may be unencrypted); directories that exist keep their mode.
 import { randomBytes } from 'node:crypto';
 import { link, mkdir, open, opendir, rename, rm, stat, utimes } from 'node:fs/promises';
 import { dirname, join, relative, resolve, sep } from 'node:path';
@@ -22,15 +19,10 @@ const OBJECT_MODE = 0o600;
 export interface FileBackendOptions {
   /** The store's directory; created on first write. */
   directory: string;
-  /**
-   * Flush each object to disk before it is renamed into place (a claim in history must never
-   * point at a chunk a power cut took back). Off only for throwaway stores.
-   * @default true
-   */
+  /** Flush each object before renaming it into place (a claim must never point at what a power cut took back). @default true */
   durable?: boolean;
 }
 
-/** The filesystem backend. */
 export class FileBackend implements SweepableBackend {
   readonly directory: string;
   readonly description: string;

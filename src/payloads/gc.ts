@@ -1,53 +1,42 @@
 // Node only: the payload store's garbage collector (`temporal-compactor gc`), mark and sweep.
 //
-// Mark: the manifests named by claims in the histories Temporal still retains (retained-claims.ts
-// finds them), and every manifest, node and chunk younger than the grace period (a payload being
-// stored right now, or stored by a workflow task whose claim has not reached history yet; a node
-// or chunk touched by a store that never got to write its manifest); then every node and chunk
-// reachable from them — an object lists the object it was deflated against (its context,
-// sealed-object.ts: a pack or a manifest), and a manifest its base and the manifests whose inline
-// bytes it lists slices of, so marking reads every marked chunk's header too. Sweep: every other object
-// older than the grace period is removed.
+// Mark: the manifests named by claims in retained histories (retained-claims.ts), and every object
+// younger than the grace period (a payload being stored, or whose claim has not reached history
+// yet; a node or chunk touched by a store that never wrote its manifest); then everything reachable
+// from them: an object lists its context (sealed-object.ts), a manifest its base and the manifests
+// whose inline bytes it lists. Sweep: every other object older than the grace period is removed.
 //
-// Why that is safe while workers keep storing (chunk-store.ts): a store writes children before
-// parents and rewrites its manifest every time, and an object it reuses is at most 1.5 × the
-// driver's refresh period old (24 h: touched when a check finds it older, and checks are cached
-// for half of it). So with a grace period of at least 48 h, an object any store in flight may
-// still reuse is younger than the grace period, and one it touches during the sweep is seen as
-// renewed and kept (each removal re-checks the time: `SweepableBackend.removeIfOlder`; on S3, where a
-// renewal between that check and the delete cannot be ruled out, removals wait in a quarantine that
-// reads still find, and the next collection puts back what a claim needs). The grace
-// period must also exceed the longest time between a payload being stored and its claim landing
-// in history: the longest workflow task or activity attempt, or client call.
+// Safe while workers store (chunk-store.ts): a store writes children before parents and rewrites its
+// manifest every time, and an object it reuses is at most 1.5 × the 24 h refresh period old. With a
+// grace period of at least 48 h, anything a store in flight may reuse is young, and one it touches
+// during the sweep is kept (`removeIfOlder` re-checks the time; on S3 removals wait in a quarantine
+// that reads still find, and the next collection puts back what a claim needs). The grace period
+// must also exceed the longest time from storing a payload to its claim landing in history.
 //
-// Objects it cannot read — sealed with a key it was not given (a retired key, another
-// environment's), failing authentication, malformed, not hashing to their name — are reported and
-// kept, never removed: gc cannot tell what such an object lists, nor that it is ours (another
-// environment may share the prefix). The collection goes on; everything sealed under a key it
-// lacks lists only objects sealed under that key, so those are kept too. Errors of the store
-// itself (I/O, the network) still stop it before anything is removed.
-//
-// Order of removal: every object before everything it lists — a manifest before its base, its nodes
-// and the objects it lists slices of, a node before its children, an object before the one it was
-// deflated against (a pack or a manifest) — so that at every moment an object that
-// exists still has all its descendants (a store that finds one reuses it without looking below).
-// When a store renews an object meanwhile, everything under it is kept.
+// Objects it cannot read (a key it lacks, failed authentication, not hashing to their name) are
+// reported and kept: gc cannot tell what they list, nor that they are ours. Store errors (I/O, the
+// network) stop it before anything is removed. Removal goes parents first, so an object that exists
+// always has all its descendants (a store reuses one without looking below).
 import { ChunkIntegrityError, ChunkMissingError, PayloadKeyMissingError } from './errors.js';
 import type { ChunkStoreDriver, InspectedObject } from './chunk-store.js';
 import { isSweepable } from './object-backend.js';
 import { objectKey, parseObjectKey, type ObjectKind } from './object-format.js';
 
-/** @default 48 h: twice the chunk store's refresh period (see the module comment). */
+/** Twice the chunk store's refresh period (see the module comment). */
 export const DEFAULT_GC_GRACE_MS = 48 * 3_600_000;
 
 /** What the sweep sorts objects into: the three object kinds, and temporary files of unfinished writes. */
 export type SweptKind = ObjectKind | 'temporary';
 
-/** A number of objects and their stored bytes. */
 export interface Tally {
   objects: number;
   bytes: number;
 }
+
+const addTo = (tally: Tally, bytes: number): void => {
+  tally.objects += 1;
+  tally.bytes += bytes;
+};
 
 export type TallyByKind = Record<SweptKind, Tally>;
 
@@ -63,10 +52,7 @@ export interface GarbageReport {
   claimedManifests: number;
   /** Manifests younger than the grace period (marked whether or not a claim names them). */
   youngManifests: number;
-  /**
-   * Nodes younger than the grace period, marked with everything under them: a store touches a node
-   * it reuses but not what lies below, so a young node may list old chunks.
-   */
+  /** Nodes younger than the grace period, marked with everything under them (a young node may list old chunks). */
   youngNodes: number;
   /** Chunks younger than the grace period, marked with the objects they were deflated against. */
   youngChunks: number;
@@ -85,7 +71,6 @@ export interface GarbageReport {
   unreadable: TallyByKind;
   /** Objects gc could not read, marked or not, with why (the first 20); each is kept. */
   unreadableObjects: Array<{ key: string; reason: string }>;
-  /** How many objects gc could not read. */
   unreadableCount: number;
   /** Quarantined by an earlier removal (S3), put back because a claim marked now needs them. */
   restored: Tally;
@@ -93,7 +78,7 @@ export interface GarbageReport {
   purged: Tally;
 }
 
-/** Why an object cannot be read, when that is the object's doing (not the store's): a key gc lacks, or bytes that are not what the name promises. */
+/** Why an object cannot be read, when that is the object's doing (a key gc lacks, bytes not as named), not the store's. */
 function unreadableReason(error: unknown): string | undefined {
   return error instanceof PayloadKeyMissingError || error instanceof ChunkIntegrityError ? error.message : undefined;
 }
@@ -103,7 +88,7 @@ export interface CollectGarbageOptions {
   driver: ChunkStoreDriver;
   /** Ids of the manifests named by claims in retained histories (see `collectRetainedClaims`). */
   claimedManifests: Iterable<string>;
-  /** @default DEFAULT_GC_GRACE_MS */
+  /** @default 48 h */
   graceMs?: number;
   /** Report what would be removed, remove nothing. @default false */
   dryRun?: boolean;
@@ -178,13 +163,10 @@ interface Candidate {
 }
 
 /**
- * How deep each candidate lies under the others: 0 when no candidate lists it, else one more than
- * the deepest candidate that does. Removing level by level, from 0 up, takes every object before
- * what it lists. (Objects are content-addressed and written after what they list: no cycles; one
- * would leave its members at level 0.)
+ * How deep each candidate lies under the others: 0 when no candidate lists it, else one more than the
+ * deepest that does. Removing level by level from 0 takes every object before what it lists.
  */
 function removalLevels(candidates: readonly Candidate[]): Map<string, number> {
-  // The candidates each candidate lists, and how many candidates list each one not yet levelled.
   const lists = new Map<string, string[]>();
   const keys = new Set(candidates.map((candidate) => candidate.key));
   const parentsLeft = new Map<string, number>();
@@ -214,15 +196,8 @@ function removalLevels(candidates: readonly Candidate[]): Map<string, number> {
 }
 
 /**
- * Collects the garbage of a payload store: marks from `claimedManifests` and the objects younger
- * than the grace period, sweeps every other object older than it. Marking reads every marked
- * object (of a chunk, its header: the chunk it was deflated against), so it needs every key they
- * were sealed with; an object it cannot read (a key it lacks, bytes that are not ours) is kept and
- * reported in `unreadableObjects`, and the collection goes on.
- *
- * @example
- * const { manifests } = await collectRetainedClaims({ clients: [client] });
- * const report = await collectGarbage({ driver, claimedManifests: manifests, dryRun: true });
+ * Marks from `claimedManifests` and the young objects, sweeps every other object older than the grace
+ * period. Marking reads every marked object, so it needs every key they were sealed with.
  */
 export async function collectGarbage({
   driver,
@@ -320,8 +295,7 @@ export async function collectGarbage({
         }
         return;
       }
-      // Kept (it is marked) and reported; what it lists cannot be known, and is kept only if
-      // something else reaches it, or if it cannot be read either (a key gc lacks).
+      // Kept and reported; what it lists is kept only if something else reaches it.
       const reason = unreadableReason(error);
       if (reason !== undefined) {
         noteUnreadable(objectKey(item.kind, item.id), reason);
@@ -336,8 +310,6 @@ export async function collectGarbage({
       const key = objectKey(child.kind, child.id);
       if (marked.has(key)) continue;
       marked.add(key);
-      // A manifest lists its base manifest (the payload starts with a prefix of the base's), and
-      // every object the object it was deflated against.
       queue.push({ kind: child.kind, id: child.id });
     }
     progress(() => `gc: marking: ${count(marked.size)} objects reachable so far`);
@@ -361,12 +333,8 @@ export async function collectGarbage({
         : object.modifiedMs >= cutoffMs
           ? report.young[kind]
           : undefined;
-    if (tally !== undefined) {
-      tally.objects += 1;
-      tally.bytes += object.bytes;
-    } else {
-      candidates.push({ key: object.key, kind, id: parsed?.id, bytes: object.bytes });
-    }
+    if (tally !== undefined) addTo(tally, object.bytes);
+    else candidates.push({ key: object.key, kind, id: parsed?.id, bytes: object.bytes });
     progress(
       () =>
         `gc: sweeping: listed ${count(seen)} objects, ${count(candidates.length)} unreachable and older than the grace period`,
@@ -402,11 +370,7 @@ export async function collectGarbage({
   });
 
   const protectedKeys = new Set<string>();
-  // Every object before the objects it lists (temporaries first): a manifest before its base, its
-  // nodes and the slices it lists, a node before its children, an object before the one it was
-  // deflated against (its context: a pack or a manifest). Each candidate's round is
-  // its longest path from a candidate no candidate lists (an object a kept one lists is never a
-  // candidate: marking reached it).
+  // Temporaries first, then every object before the objects it lists.
   const levels = removalLevels(candidates);
   const byRemovalOrder = (candidate: Candidate): number =>
     candidate.kind === 'temporary' ? Number.MAX_SAFE_INTEGER : -(levels.get(candidate.key) ?? 0);
@@ -414,8 +378,7 @@ export async function collectGarbage({
   for (const candidate of candidates) {
     if (candidate.gone === true) continue;
     if (candidate.unreadable !== undefined) {
-      report.unreadable[candidate.kind].objects += 1;
-      report.unreadable[candidate.kind].bytes += candidate.bytes;
+      addTo(report.unreadable[candidate.kind], candidate.bytes);
       continue;
     }
     const order = byRemovalOrder(candidate);
@@ -428,15 +391,13 @@ export async function collectGarbage({
   for (const order of [...rounds.keys()].sort((a, b) => b - a)) {
     await drain([...(rounds.get(order) ?? [])], concurrency, async (candidate) => {
       const keep = (): void => {
-        report.renewed[candidate.kind].objects += 1;
-        report.renewed[candidate.kind].bytes += candidate.bytes;
+        addTo(report.renewed[candidate.kind], candidate.bytes);
         for (const child of candidate.inspected?.children ?? []) protectedKeys.add(objectKey(child.kind, child.id));
       };
       if (protectedKeys.has(candidate.key)) keep();
-      else if (dryRun || (await backend.removeIfOlder(candidate.key, cutoffMs, signal))) {
-        report.deleted[candidate.kind].objects += 1;
-        report.deleted[candidate.kind].bytes += candidate.bytes;
-      } else keep();
+      else if (dryRun || (await backend.removeIfOlder(candidate.key, cutoffMs, signal)))
+        addTo(report.deleted[candidate.kind], candidate.bytes);
+      else keep();
       done += 1;
       progress(() => `gc: ${dryRun ? 'would remove' : 'removing'}: ${count(done)} of ${count(total)} objects`);
     });
@@ -455,7 +416,6 @@ export async function collectGarbage({
   return report;
 }
 
-/** Sums a tally over the kinds. */
 export function totalOf(tallies: TallyByKind): Tally {
   return KINDS.reduce(
     (sum, kind) => ({ objects: sum.objects + tallies[kind].objects, bytes: sum.bytes + tallies[kind].bytes }),

@@ -1,7 +1,5 @@
-// Node only: the payload codec and the chunk store, and the one function that builds a data
-// converter from the configuration. Workers, the CLI's clients, the demo and the tests all build
-// theirs here, so a client and a worker of one configuration always agree. The configuration
-// (src/config.ts) depends on this module, not the other way round: it is handed the settings.
+// Node only: the one function that builds a data converter from the configuration, so a client and
+// a worker of one configuration always agree. src/config.ts depends on this module, not the reverse.
 import type { DataConverter } from '@temporalio/common';
 import { ExternalStorage } from '@temporalio/common';
 import type { S3ClientConfig } from '@aws-sdk/client-s3';
@@ -14,67 +12,7 @@ import { S3Backend } from './s3-backend.js';
 import { describePayloadStore, type PayloadStoreLocation } from './store-location.js';
 import { assertSdkEncodesClaims } from '../peer-packages.js';
 
-export {
-  CompactorCodec,
-  CODEC_ENCODING,
-  CODEC_METADATA_KEY,
-  codecEnvelopeOf,
-  MAX_CODEC_PAYLOAD_BYTES,
-  payloadProtoSize,
-  type CodecEnvelope,
-  type CompactorCodecOptions,
-} from './codec.js';
-export {
-  ChunkStoreDriver,
-  CHUNK_STORE_DRIVER_NAME,
-  type ChunkStoreDriverOptions,
-  type ChunkStoreStats,
-  type InspectedObject,
-  type ListedChild,
-} from './chunk-store.js';
-export { claimDataFor, claimManifestId, readClaim, type ClaimFields } from './claims.js';
-export { objectKey, parseObjectKey, type ObjectKind } from './object-format.js';
-export {
-  collectGarbage,
-  DEFAULT_GC_GRACE_MS,
-  GarbageCollectionError,
-  totalOf,
-  type CollectGarbageOptions,
-  type GarbageReport,
-  type SweptKind,
-  type Tally,
-  type TallyByKind,
-} from './gc.js';
-export {
-  collectRetainedClaims,
-  claimedManifestsIn,
-  type RetainedClaims,
-  type RetainedClaimsOptions,
-} from './retained-claims.js';
-export { chunkBoundaries, DEFAULT_CHUNKER_LIMITS, type ChunkerLimits } from './chunker.js';
-export { FileBackend, type FileBackendOptions } from './file-backend.js';
-export { S3Backend, type S3BackendOptions } from './s3-backend.js';
-export {
-  isSweepable,
-  type ListedObject,
-  type ObjectBackend,
-  type ObjectStat,
-  type SweepableBackend,
-} from './object-backend.js';
-export { codecKey, defaultKeyId, keyringFromSettings, keyringOf, type CodecKey, type Keyring } from './keyring.js';
-export { parsePayloadStore, describePayloadStore, type PayloadStoreLocation } from './store-location.js';
-export {
-  PayloadDecodeError,
-  PayloadKeyMissingError,
-  PayloadTooLargeError,
-  ChunkIntegrityError,
-  ChunkMissingError,
-} from './errors.js';
-
-/**
- * The settings this module is handed: the fields of the same names of the configuration
- * (`CompactorConfig` of src/config.ts, which `loadConfig()` builds from the environment and flags).
- */
+/** The fields of the same names of the configuration (`CompactorConfig`). */
 export interface PayloadSettings {
   /** COMPACTOR_PAYLOAD_STORE; `undefined`: not configured (then `defaultStore`, else off). */
   payloadStore?: PayloadStoreLocation | undefined;
@@ -95,13 +33,10 @@ export interface PayloadConverterOptions {
   driver?: Omit<ChunkStoreDriverOptions, 'backend' | 'keyring'>;
 }
 
-/** What {@link payloadConverterFromConfig} built. */
 export interface ConfiguredPayloads {
   /** For `new Client({ dataConverter })`, `Worker.create({ dataConverter })`. Empty when everything is off. */
   dataConverter: DataConverter;
-  /** The codec, when a store or a key is configured. */
   codec: CompactorCodec | undefined;
-  /** The store's driver, when a store is configured. */
   driver: ChunkStoreDriver | undefined;
   /** The store in effect. */
   store: PayloadStoreLocation;
@@ -130,14 +65,8 @@ function backendOf(
 }
 
 /**
- * Builds the data converter pieces of a configuration: with a store, External Storage with the
- * chunk store driver (payloads of at least `payloadThreshold` bytes go there) and the codec, which
- * leaves exactly those payloads to the store and compresses (and with a key encrypts) the rest;
- * with only a key, the codec for every payload; with neither, nothing (the SDK's defaults).
- *
- * @example
- * const { dataConverter, describe } = payloadConverterFromConfig(loadConfig());
- * const client = new Client({ connection, dataConverter });
+ * With a store: External Storage with the chunk store (payloads of at least `payloadThreshold` bytes)
+ * and the codec for the rest; with only a key, the codec for every payload; with neither, nothing.
  */
 export function payloadConverterFromConfig(
   settings: PayloadSettings,

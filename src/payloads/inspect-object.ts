@@ -30,15 +30,7 @@ const referenced = (entries: Entry[]): ListedChild[] =>
         : [],
   );
 
-/**
- * What stored object `id` of `kind` needs, read with whichever configured key sealed it (a garbage
- * collector does not know which claim an object belongs to). A pack's context comes from its
- * header (its content is not checked). Not cached.
- *
- * @throws ChunkMissingError when there is no such object.
- * @throws PayloadKeyMissingError when it is sealed with a key that is not configured.
- * @throws ChunkIntegrityError when it is corrupted or malformed.
- */
+/** What a stored object needs, read with whichever configured key sealed it (a pack: from its header only). Not cached. */
 export async function inspectObject(
   reader: ObjectReader,
   keyring: Keyring | undefined,

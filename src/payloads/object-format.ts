@@ -1,34 +1,13 @@
-// Node only: the chunk store's objects — their keys, and the bytes of manifests and tree nodes.
-// A stored payload is listed by one manifest (on an optional base manifest), with the nodes of a
-// tree over its slices when it is long; its bytes sit inline in manifests and level-1 nodes, or in
-// packs (chunk objects holding the new slices of one payload end to end). Every object is sealed
-// (sealed-object.ts) and named by its content's hash. docs/payloads.md, "The store's format",
-// describes these bytes for readers in other languages.
-//
-// Layout (the same under a directory and under an S3 prefix):
-//   v1/chunks/<id[0:2]>/<id[2:4]>/<id>      packs: slices of payload data end to end
-//   v1/nodes/<id[0:2]>/<id[2:4]>/<id>       tree nodes: level, then entries
-//   v1/manifests/<id[0:2]>/<id[2:4]>/<id>   one per stored payload
-//
-// A manifest: "ctm" 0x01, the payload's size (u32), its depth (u8; 0: no base), with a base the
-// base's id (32 bytes) and how many of its bytes this payload keeps (u32), the metadata (u16 count;
-// per entry a u16 name length, the UTF-8 name, a u32 value length, the value), then entries to the
-// end. A node: 0x4e, its level (u8, at least 1), then entries to the end. Integers are big-endian.
-// An entry is one of:
-//   0x00 level (u8, manifests only; in a node: the node's level − 1) id (32) length (u32)
-//        a node of that level (at least 1) covering `length` bytes
-//   0x01 length (u16, at least 1) bytes           the payload's bytes inline
-//   0x02 id (32) offset (u32) length (u32)        bytes of a pack
-//   0x03 id (32) offset (u32) length (u32)        bytes of a manifest's inline bytes (its 0x01
-//                                                 entries' bytes end to end, in order)
-// Inline bytes and slices sit in manifests and level-1 nodes only; nodes above level 1 list nodes.
+// Node only: the chunk store's objects: their keys, and the bytes of manifests and tree nodes. A
+// payload is listed by one manifest (on an optional base manifest), with a tree of nodes over its
+// slices when it is long; its bytes sit inline in manifests and level-1 nodes, or in packs (chunks
+// holding the new slices of one payload end to end). docs/payloads.md#the-stores-format gives the
+// bytes for readers in other languages. Keys: `v1/{chunks,nodes,manifests}/<id[0:2]>/<id[2:4]>/<id>`.
 import { MAX_STORED_PAYLOAD_BYTES } from '../core/limits/payload-size.js';
 import { ChunkIntegrityError } from './errors.js';
 
 export type ObjectKind = 'chunk' | 'node' | 'manifest';
 
-/** An object id: 32 bytes (SHA-256 or HMAC-SHA256) in lowercase hex. */
-export const OBJECT_ID_PATTERN = /^[0-9a-f]{64}$/;
 const ID_BYTES = 32;
 const MANIFEST_MAGIC = [0x63, 0x74, 0x6d, 0x01];
 const NODE_MAGIC = 0x4e;
@@ -36,30 +15,22 @@ const ENTRY_NODE = 0;
 const ENTRY_INLINE = 1;
 const ENTRY_PACK_SLICE = 2;
 const ENTRY_MANIFEST_SLICE = 3;
-/** Bytes of a node reference after its tag (and level): id and length. */
 const NODE_REF_BYTES = ID_BYTES + 4;
-/** Bytes of a slice after its tag: id, offset and length. */
 const SLICE_BYTES = ID_BYTES + 8;
-// Node boundaries are content-defined by the child ids (uniformly random): a node ends after a
-// child whose first id byte has its low four bits zero (one in 16), with at least 4 and at most 64
-// children. Appending then rewrites only the last node of each level.
+// A node ends after a child whose first id byte has its low four bits zero (one in 16), with 4 to 64
+// children: content-defined, so appending rewrites only the last node of each level.
 const NODE_MIN_CHILDREN = 4;
 const NODE_MAX_CHILDREN = 64;
 /** The longest slice a manifest or node holds inline (its length is a u16). */
 export const MAX_INLINE_BYTES = 0xffff;
 /** The longest chain of manifests on base manifests (a reader follows at most this many). */
 export const MAX_MANIFEST_DEPTH = 16;
-/** Storing a payload over this fails with `PayloadTooLargeError` (the bound workflows check against: core/limits). */
 export { MAX_STORED_PAYLOAD_BYTES };
-/**
- * The largest plaintext of any object: a manifest holding a whole payload inline, with its
- * metadata and entries (a pack holds at most a payload's bytes, a node 64 entries).
- */
+/** The largest plaintext of any object: a manifest holding a whole payload inline, with its metadata and entries. */
 export const MAX_OBJECT_BYTES = MAX_STORED_PAYLOAD_BYTES + 1024 * 1024;
 /** The largest sealed object: its plaintext, deflate's framing when it does not shrink, and the header and tag. */
 export const MAX_SEALED_OBJECT_BYTES = MAX_OBJECT_BYTES + 64 * 1024;
 
-/** The key of an object: `v1/<kind>s/<2 hex>/<2 hex>/<id>`. */
 export function objectKey(kind: ObjectKind, id: string): string {
   return `v1/${kind}s/${id.slice(0, 2)}/${id.slice(2, 4)}/${id}`;
 }
@@ -79,11 +50,7 @@ export function nodeEndsAfter(lastChildId: string, childCount: number): boolean 
   return (childCount >= NODE_MIN_CHILDREN && boundary) || childCount >= NODE_MAX_CHILDREN;
 }
 
-/**
- * An entry of a manifest or node: a node it refers to (of `level` ≥ 1), bytes of the payload
- * inline, or `length` bytes at `offset` of a pack (`of: 'pack'`) or of a manifest's inline bytes
- * (`of: 'manifest'`).
- */
+/** An entry of a manifest or node: a node (of `level` ≥ 1), inline bytes, or a slice of a pack or of a manifest's inline bytes. */
 export type Entry =
   | { kind: 'node'; level: number; id: string; length: number }
   | { kind: 'inline'; bytes: Uint8Array }
@@ -154,11 +121,7 @@ function writeEntries(bytes: Buffer, at: number, entries: readonly Entry[], with
   return offset;
 }
 
-/**
- * Reads entries from `at` to the end. In a node (`childLevel` given: its level − 1) every node it
- * lists is of that level, and inline bytes and slices sit only in level-1 nodes; in a manifest each
- * node entry says its level.
- */
+/** Reads entries from `at` to the end; in a node (`childLevel`: its level − 1) node entries have no level byte. */
 function decodeEntries(bytes: Buffer, at: number, key: string, childLevel: number | undefined): Entry[] {
   const entries: Entry[] = [];
   let offset = at;
@@ -229,10 +192,8 @@ export function decodeNode(plaintext: Uint8Array, level: number, key: string): E
   return decodeEntries(bytes, 2, key, level - 1);
 }
 
-/** A manifest: the payload's size and metadata, an optional base manifest, and its entries. */
 export interface Manifest {
   size: number;
-  /** The payload's metadata. */
   metadata: Record<string, Uint8Array>;
   /** The payload starts with the first `keep` bytes of the base manifest's payload; `depth` is 1 + the base's. */
   base: { id: string; keep: number; depth: number } | undefined;
@@ -275,12 +236,7 @@ export function encodeManifest(manifest: Manifest): Uint8Array {
   return bytes;
 }
 
-/**
- * A manifest's fields, checked: its magic, a plausible size, a depth within {@link MAX_MANIFEST_DEPTH},
- * metadata and entries within its bytes, and entries that cover what it does not keep of its base.
- *
- * @throws ChunkIntegrityError naming the manifest when it is not one.
- */
+/** A manifest's fields, checked (a ChunkIntegrityError names the manifest when it is not one). */
 export function parseManifest(plaintext: Uint8Array, key: string): Manifest {
   const bytes = Buffer.from(plaintext.buffer, plaintext.byteOffset, plaintext.byteLength);
   const malformed = (what: string): ChunkIntegrityError => new ChunkIntegrityError(key, `manifest ${what}`);

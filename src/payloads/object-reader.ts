@@ -1,8 +1,6 @@
-// Node only: reads stored objects and opens them (sealed-object.ts), with what that needs kept in
-// memory: the plaintexts of objects written or read lately (a worker reads what it just wrote), the
-// windows of packs and manifests (an object deflated against one is opened with it, so a reader
-// opens the chain of contexts first), manifests' inline bytes, and the fetches under way (one
-// object asked for by many at once is fetched once).
+// Node only: reads stored objects and opens them (sealed-object.ts), keeping in memory the
+// plaintexts of objects written or read lately, the windows of contexts, manifests' inline bytes,
+// and the fetches under way (one object asked for by many at once is fetched once).
 import { ChunkIntegrityError, ChunkMissingError } from './errors.js';
 import type { Keyring } from './keyring.js';
 import type { Limiter } from './limiter.js';
@@ -39,14 +37,7 @@ export class ObjectReader {
     this.cache = new LruMap(cacheBytes, (bytes) => bytes.length);
   }
 
-  /**
-   * The plaintext of object `id` of `kind`, whose payload was stored with `keyId`: cached, else
-   * fetched and opened (its context's window first).
-   *
-   * @throws ChunkMissingError when an object it needs is not in the store.
-   * @throws ChunkIntegrityError when one is malformed, altered or not what its name says.
-   * @throws PayloadKeyMissingError when one is sealed with a key that is not configured.
-   */
+  /** The plaintext of object `id`, whose payload was stored with `keyId`: cached, else fetched and opened. */
   async read(
     kind: ObjectKind,
     id: string,
@@ -87,11 +78,7 @@ export class ObjectReader {
     return sealed;
   }
 
-  /**
-   * Opens a sealed object of `kind` fetched as `id` (its payload stored with `keyId`), with its
-   * context's window when it names one, checking that the context is at `depth` when given (what
-   * the object deflated against this one says); keeps a pack's or manifest's window.
-   */
+  /** Opens a sealed object with its context's window, checking the depth the object on it states; keeps its window. */
   async open(
     sealed: Uint8Array,
     kind: ObjectKind,
@@ -133,10 +120,7 @@ export class ObjectReader {
     if (window !== undefined) this.windows.set(cacheKey, window);
   }
 
-  /**
-   * The window of pack or manifest `id`, which an object names as its context, at context depth
-   * `depth` as that object says: cached, else read and opened (its own context first).
-   */
+  /** The window of context `id` at the depth the object on it states: cached, else read and opened. */
   private async windowOf(
     id: string,
     kind: ContextKind,
@@ -155,10 +139,7 @@ export class ObjectReader {
     });
   }
 
-  /**
-   * Fetches the object at `key` and opens it with `open`, once however many ask at the same time
-   * (`running` holds the fetches under way, by cache key).
-   */
+  /** Fetches and opens the object at `key`, once however many ask at the same time. */
   private async fetchOnce<T>(
     running: Map<string, Promise<T>>,
     cacheKey: string,

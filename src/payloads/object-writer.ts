@@ -1,9 +1,6 @@
-// Node only: writes what a plan (write-plan.ts) lists, children before parents, so that an object
-// that exists has all its descendants. An object already in the store is reused, touched when
-// older than the refresh period (so a gc, whose grace period is at least twice that, keeps it); one
-// the plan would reuse but a gc took meanwhile fails the store, and the next attempt writes it again.
-// Every object is sealed (sealed-object.ts) as it is written: a pack or manifest against its context,
-// then made the next object's context; a node against the chain's window when that is smaller.
+// Node only: writes what a plan (write-plan.ts) lists, children before parents, so an object that
+// exists has all its descendants. An object already stored is reused, touched when older than the
+// refresh period; one a gc took meanwhile fails the store, and the next attempt writes it again.
 import type { CompressionChain } from './compression-chain.js';
 import { ChunkMissingError } from './errors.js';
 import type { Keyring } from './keyring.js';
@@ -48,10 +45,7 @@ export class ObjectWriter {
     private readonly counters: WriteCounters,
   ) {}
 
-  /**
-   * Makes sure `object` and everything below it is in the store, children before parents.
-   * `inFlight` holds the objects one store call is writing, so each is checked and written once.
-   */
+  /** Makes sure `object` and everything below it is stored; `inFlight` checks and writes each once per call. */
   ensure(object: PlannedObject, inFlight: Map<string, Promise<void>>, signal: AbortSignal | undefined): Promise<void> {
     const { backend, limiter, now, refreshAfterMs } = this.settings;
     const key = objectKey(object.kind, object.id);
@@ -100,8 +94,7 @@ export class ObjectWriter {
     const key = objectKey(object.kind, object.id);
     if (object.plaintext === undefined) throw new ChunkMissingError(key, backend.description);
     const keyId = keyring?.current.id;
-    // A pack or manifest is deflated against the context it was planned with (its id binds it;
-    // one without a context starts a chain) and continues the chain; a node against the last
+    // A pack or manifest against its planned context (its id binds it); a node against the last
     // object's window when that makes it smaller.
     const chained = object.kind !== 'node';
     const { sealed, context, before } = sealObject(object.plaintext, keyring?.current, {
@@ -126,8 +119,7 @@ export class ObjectWriter {
     counters.bytes += sealed.length;
     counters.plaintextBytes += object.plaintext.length;
     this.present.set(key, now());
-    // What was just written is what the next retrieve of it reads (the activity that takes the
-    // input this worker's workflow stored, the workflow that takes this activity's result).
+    // What was just written is what the next retrieve reads (an activity taking its workflow's input).
     this.reader.remember(object.kind, object.id, keyId, object.plaintext, window);
   }
 

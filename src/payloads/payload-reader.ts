@@ -7,15 +7,7 @@ import { decodeNode, entryLength, objectKey, parseManifest, type Entry } from '.
 import type { ObjectReader } from './object-reader.js';
 import type { ReadSegment } from './slice-index.js';
 
-/**
- * The data and metadata manifest `manifestId` stands for (its payload stored with `keyId`), and
- * where its bytes lay in packs and manifests' inline bytes (`segments`). `depth`: what the manifest
- * that names this one as its base says its depth is.
- *
- * @throws ChunkMissingError when an object it needs is not in the store.
- * @throws ChunkIntegrityError when one is malformed, altered, or lists what its parent does not.
- * @throws PayloadKeyMissingError when one is sealed with a key that is not configured.
- */
+/** The payload a manifest stands for, and where its bytes lay (`segments`); `depth` is what a manifest on it states. */
 export async function readPayload(
   reader: ObjectReader,
   manifestId: string,

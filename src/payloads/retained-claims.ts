@@ -1,12 +1,7 @@
-// Node only: the claims a garbage collector must keep — every claim of the chunk store in the
-// histories Temporal still retains, and in the schedules of the namespace. Visibility lists the
-// runs (open and closed, every run of a continue-as-new chain); each run's history is read page by
-// page as the server stores it (claims unresolved, nothing decoded), and every External Storage
-// reference naming our driver in any event is collected. A run deleted between the listing and the
-// read has nothing left to keep. A schedule holds the payloads of the runs it will start (a client
-// with the store on stores its action's arguments and its memo like any other payload), so every
-// schedule is described as the server stores it too; one that cannot be described stops the
-// collection (what it claims is unknown), one deleted meanwhile has nothing left to keep.
+// Node only: the claims gc must keep: every chunk-store claim in the histories Temporal retains
+// (every run visibility lists, read page by page undecoded) and in the namespace's schedules (a
+// client with the store on stores a schedule's arguments and memo like any payload). A run or
+// schedule deleted meanwhile has nothing to keep; a schedule that cannot be described stops gc.
 import { isGrpcServiceError, type Client } from '@temporalio/client';
 import type { Payload } from '@temporalio/common';
 import { decodeReferencePayload, isReferencePayload } from '@temporalio/common/lib/internal-non-workflow/index.js';
@@ -27,17 +22,13 @@ export interface RetainedClaimsOptions {
   onProgress?: (line: string) => void;
 }
 
-/** What {@link collectRetainedClaims} found. */
 export interface RetainedClaims {
-  /** Ids of the manifests the claims name. */
   manifests: Set<string>;
   /** Claims seen (one payload may appear in several events). */
   claims: number;
-  /** Runs listed by visibility and read. */
   runs: number;
   /** Runs listed whose history was gone by the time it was read. */
   gone: number;
-  /** Schedules listed and described (their actions' arguments and their memos are claims too). */
   schedules: number;
   namespaces: string[];
 }
@@ -49,10 +40,7 @@ function isPayloadLike(value: object): value is Payload {
   return encoding instanceof Uint8Array;
 }
 
-/**
- * Every manifest id (hex) our claims name anywhere in `value` (an event, walked field by field),
- * from claims of either format. A claim the driver would refuse to read names nothing to keep.
- */
+/** Every manifest id our claims name anywhere in `value` (walked field by field); an unreadable claim names none. */
 export function claimedManifestsIn(value: unknown, found: (manifest: string) => void): void {
   if (typeof value !== 'object' || value === null || value instanceof Uint8Array) return;
   if (isPayloadLike(value) && isReferencePayload(value)) {
@@ -65,12 +53,8 @@ export function claimedManifestsIn(value: unknown, found: (manifest: string) => 
 }
 
 /**
- * Reads every retained history and every schedule of the namespaces of `clients` and collects the
- * manifests their claims name. Visibility is eventually consistent: a run or a schedule created
- * moments ago may not be listed yet, which is why the collector also keeps everything younger than
- * its grace period.
- *
- * @throws GarbageCollectionError when a schedule cannot be described.
+ * The manifests named by every retained history and schedule of the clients' namespaces. Visibility
+ * may not list what was created moments ago: gc also keeps everything younger than its grace period.
  */
 export async function collectRetainedClaims({
   clients,
@@ -95,6 +79,10 @@ export async function collectRetainedClaims({
       `gc: ${force ? 'read the histories of' : 'reading histories:'} ${runs}, ${result.claims.toLocaleString('en-US')} claims to ${result.manifests.size.toLocaleString('en-US')} manifests`,
     );
   };
+  const merge = (found: readonly string[]): void => {
+    result.claims += found.length;
+    for (const manifest of found) result.manifests.add(manifest);
+  };
   const readRun = async (client: Client, workflowId: string, runId: string): Promise<void> => {
     // Merged only once the whole history is read: a run deleted halfway has nothing left to keep.
     const found: string[] = [];
@@ -109,8 +97,7 @@ export async function collectRetainedClaims({
       throw error;
     }
     result.runs += 1;
-    result.claims += found.length;
-    for (const manifest of found) result.manifests.add(manifest);
+    merge(found);
     progress();
   };
   const readSchedules = async (client: Client): Promise<void> => {
@@ -133,8 +120,7 @@ export async function collectRetainedClaims({
         const found: string[] = [];
         claimedManifestsIn(described, (manifest) => found.push(manifest));
         result.schedules += 1;
-        result.claims += found.length;
-        for (const manifest of found) result.manifests.add(manifest);
+        merge(found);
       }
       nextPageToken =
         page.nextPageToken !== undefined && page.nextPageToken.length > 0 ? page.nextPageToken : undefined;

@@ -1,17 +1,12 @@
 // Node only: objects in an S3 bucket under a prefix (`COMPACTOR_PAYLOAD_STORE=s3://BUCKET/PREFIX`),
-// through `@aws-sdk/client-s3`. Credentials and region come from the SDK's usual chain (the
-// `AWS_*` variables, shared config files, instance roles); `COMPACTOR_S3_ENDPOINT` points it at an
-// S3-compatible server (MinIO, Ceph, moto...), with path-style addressing, which they all serve.
-// A single PUT is atomic in S3, so objects need no temporary names. The SDK is an optional peer
-// dependency: a store of this kind checks that it is installed (else MissingPeerError), and loads
-// it on first use: it takes a quarter of a second to import, which every CLI command would pay otherwise.
+// through `@aws-sdk/client-s3` (an optional peer, loaded on first use: its import takes a quarter of a
+// second every CLI command would pay). Credentials come from the SDK's chain; `COMPACTOR_S3_ENDPOINT`
+// points at an S3-compatible server, path-style. A single PUT is atomic, so no temporary names.
 //
-// gc's removals go to a quarantine (`quarantine/<key>` under the prefix) for one more grace
-// period, and reads find an object there: S3 has no delete conditional on an object's time, and
-// a renewal (a manifest written again, an object copied onto itself) leaves the bytes, so the
-// ETag, as they were, so nothing can tell gc that a store renewed an object between its check and
-// its delete. The claim that store handed out still resolves through the quarantine, the next gc
-// sees it in a history and puts the object back, and an object no claim needed by then goes for good.
+// gc's removals wait in `quarantine/<key>` for one more grace period, and reads find them there: S3
+// has no delete conditional on time, and a renewal leaves the bytes and ETag as they were, so gc
+// cannot tell a store renewed an object between its check and its delete. The next gc puts back
+// what a history claims; what no claim needed by then goes for good.
 import type * as S3 from '@aws-sdk/client-s3';
 import { assertPeersInstalled } from '../peer-packages.js';
 import {

@@ -1,31 +1,10 @@
-// Node only: how one stored object (a chunk, a manifest tree node, a manifest) is named, sealed
-// and opened. Names are content addresses: SHA-256 of the plaintext, or with a key its
-// HMAC-SHA256 under a key-derived MAC key (so a name reveals nothing to someone without the key).
-// Sealing compresses and, with a key, encrypts with AES-256-GCM under a nonce derived from the
-// exact bytes it encrypts (a keyed HMAC of the header and the body, as SIV does): the same body
-// gives the same object, and two different bodies — one plaintext deflated against two contexts,
-// or at two levels, under one name — never share a nonce. The store dedups by name, which is the
-// plaintext's keyed hash. Opening checks everything: the header, the authentication tag, and that
-// the plaintext hashes to the name it was fetched by.
-//
-// Layout of a sealed object:
-//   "cps" 0x01 | flags (bit 0: deflated, bit 1: AES-256-GCM, bit 2: deflated against a context,
-//                       bit 3: the context is a manifest; other bits: refused)
-//   [encrypted: key id length (1 byte) | key id (ASCII) | nonce (12 bytes: the first 12 bytes of
-//    HMAC-SHA256 under the key's nonce key of everything before the nonce and the body)]
-//   body (encrypted: ciphertext | 16-byte tag)
-// The body (the plaintext of the ciphertext) is the object's bytes as they are, or when deflated:
-// the number of the preset dictionary (dictionary.ts), with a context its depth (1 byte) and id
-// (32 bytes), the plaintext's length (u32, big-endian; at most MAX_OBJECT_BYTES), then the raw
-// deflate of the object's bytes — with the context's window as the dictionary when there is a
-// context, else with the preset dictionary. A reader refuses a length over the bound before
-// inflating, stops inflating past the length stated, then checks the hash. The window of a chunk or
-// manifest is the last 32 KiB of its context's window (without a context: preset dictionary 1)
-// followed by its plaintext, so an object compresses against the objects written before it, along
-// a chain of at most MAX_CONTEXT_DEPTH (depth: 1 + its context's; without a context: 0). A chunk or
-// manifest deflated against a context is named by its context and its plaintext (contextualId), so
-// its window is one whoever wrote it, and it may be the context of later objects; a node keeps
-// the id of its plaintext (no object is deflated against a node). Compressed, then encrypted.
+// Node only: how one stored object (a chunk, a node, a manifest) is named, sealed and opened; the
+// layout is in docs/payloads.md#objects. Names are content addresses (SHA-256, or with a key an
+// HMAC, so a name reveals nothing without the key). Sealing deflates, against the window of a context
+// when there is one, and with a key encrypts with AES-256-GCM under a nonce derived from the exact
+// bytes it encrypts (as SIV does): the same body gives the same object, and two different bodies
+// under one name never share a nonce. Opening checks the header, the tag, the stated length before
+// inflating, and that the plaintext hashes to the name it was fetched by.
 import { createCipheriv, createDecipheriv, createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import { CURRENT_DICTIONARY, PRESET_DICTIONARIES } from './dictionary.js';
@@ -47,7 +26,6 @@ const NONCE_BYTES = 12;
 const TAG_BYTES = 16;
 const CONTEXT_HEADER_BYTES = 1 + 32;
 const LENGTH_BYTES = 4;
-// A header-only object would be a truncated one.
 const MIN_COMPRESS_BYTES = 64;
 
 /** Hex content address of a plaintext: HMAC-SHA256 with the key's MAC key, else SHA-256. */
@@ -71,10 +49,8 @@ const MANIFEST_CONTEXT_ID_PREFIX = Buffer.from('temporal-compactor context manif
 export type ContextKind = 'chunk' | 'manifest';
 
 /**
- * The id of a chunk or manifest deflated against context `contextId`: {@link objectId} of a fixed
- * prefix (which says the context's kind), the context's 32-byte id and the plaintext. Its window
- * depends on its context's, so the id binds it: two writers that deflate the same bytes against
- * different contexts store two objects, never one under the other's name.
+ * The id of a chunk or manifest deflated against context `contextId`: its window depends on the
+ * context's, so the id binds the context, and the same bytes against two contexts are two objects.
  */
 export function contextualId(
   plaintext: Uint8Array,
@@ -105,25 +81,16 @@ export interface SealContext {
   window: Uint8Array;
 }
 
-/** How {@link sealObject} compresses. */
 export interface SealOptions {
   /** zlib level. @default 6 */
   compressionLevel?: number;
   /** The object to deflate against (else the preset dictionary). */
   context?: SealContext | undefined;
-  /**
-   * Use the context only when that makes the object smaller, and store the object uncompressed
-   * when deflating does not make it smaller (a node, named by its plaintext). Otherwise the object
-   * is always deflated against `context` (a chunk or manifest, whose id binds it). @default false
-   */
+  /** Use the context, or deflating, only when that makes the object smaller (a node, named by its plaintext). @default false */
   contextIfSmaller?: boolean;
 }
 
-/**
- * Seals `plaintext` (stored under {@link objectId} or, with a context, {@link contextualId} with
- * the same key). Deterministic. Says whether the context was used (an object stored uncompressed uses none)
- * and what the object's window starts from ({@link windowAfter}).
- */
+/** Seals `plaintext`, deterministically; says which context was used and what its window starts from. */
 export function sealObject(
   plaintext: Uint8Array,
   key: CodecKey | undefined,
@@ -135,7 +102,6 @@ export function sealObject(
     throw new RangeError('a context needs a depth under MAX_CONTEXT_DEPTH');
   let compressed: Buffer | undefined;
   let usedContext: SealContext | undefined;
-  // An object whose id binds its context (contextualId) is always deflated against it, however small.
   if (plaintext.length > MAX_OBJECT_BYTES)
     throw new RangeError(`an object of ${plaintext.length} bytes is over MAX_OBJECT_BYTES (${MAX_OBJECT_BYTES})`);
   const length = Buffer.alloc(LENGTH_BYTES);
@@ -175,8 +141,7 @@ function seal(body: Uint8Array, flags: number, key: CodecKey | undefined): Buffe
   if (key === undefined) return Buffer.concat([Uint8Array.from(MAGIC), Uint8Array.of(flags), body]);
   const keyId = Buffer.from(key.id, 'ascii');
   const prefix = Buffer.concat([Uint8Array.from(MAGIC), Uint8Array.of(flags, keyId.length), keyId]);
-  // A keyed MAC of exactly what is authenticated and encrypted: the nonce repeats only when the
-  // whole object does, and then nothing leaks beyond "these two objects are equal".
+  // The nonce repeats only when the whole object does, which leaks no more than "these two are equal".
   const nonce = createHmac('sha256', key.chunkNonceKey).update(prefix).update(body).digest().subarray(0, NONCE_BYTES);
   const header = Buffer.concat([prefix, nonce]);
   const cipher = createCipheriv('aes-256-gcm', key.chunkKey, nonce);
@@ -196,7 +161,7 @@ export function sealedKeyId(sealed: Uint8Array, objectKey: string): string | und
   return Buffer.from(sealed.subarray(6, 6 + length)).toString('ascii');
 }
 
-/** An object decrypted and its header read, not yet inflated: one deflated against a context needs the context's window first. */
+/** An object decrypted and its header read, not yet inflated (one with a context needs the context's window). */
 export interface UnsealedObject {
   key: CodecKey | undefined;
   /** The preset dictionary it was deflated with (undefined: stored as it is). */
@@ -222,12 +187,8 @@ function statedLength(body: Uint8Array, objectKey: string): { length: number; re
 }
 
 /**
- * Decrypts a sealed object fetched as `objectKey` and reads its header. `expectedKeyId` is the key
- * the claim says the payload was stored with (undefined: stored without encryption); an object
- * sealed otherwise is refused, so a plaintext object cannot stand in for an encrypted one.
- *
- * @throws ChunkIntegrityError when the object is malformed or fails authentication.
- * @throws PayloadKeyMissingError when the key it was encrypted with is not in `keyring`.
+ * Decrypts a sealed object and reads its header. An object sealed otherwise than `expectedKeyId` (the
+ * claim's key; undefined: none) is refused, so a plaintext object cannot stand in for an encrypted one.
  */
 export function unsealObject(
   sealed: Uint8Array,
@@ -308,14 +269,7 @@ export function unsealObject(
   return { key, dictionary, context, length, body: rest };
 }
 
-/**
- * Inflates an unsealed object of `kind` — against the window of its context, when it names one,
- * never past the length it states — and checks that its plaintext hashes to `id`. Returns the
- * plaintext and what its window starts from ({@link windowAfter}: the context's window, else
- * {@link chainRoot}).
- *
- * @throws ChunkIntegrityError when it does not inflate to the length it states or does not hash to `id`.
- */
+/** Inflates an unsealed object, never past the length it states, and checks that its plaintext hashes to `id`. */
 export function inflateObject(
   unsealed: UnsealedObject,
   kind: ObjectKind,
@@ -341,7 +295,6 @@ export function inflateObject(
   }
   if (dictionary !== undefined && plaintext.length !== length)
     throw new ChunkIntegrityError(objectKey, `inflates to ${plaintext.length} bytes where it states ${length}`);
-  // A chunk or manifest deflated against a context is named by both; a node by its plaintext.
   const actual = Buffer.from(
     context !== undefined && kind !== 'node'
       ? contextualId(plaintext, context.id, key, context.kind)

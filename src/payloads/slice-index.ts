@@ -67,11 +67,7 @@ export class SliceIndex {
     this.indexed.set(indexKey(keyId, holder), true);
   }
 
-  /**
-   * Remembers where the slices of a payload that was read lie, as the chunker cuts it, so a later
-   * payload of this process that holds them lists them there (a workflow's next chat input holding
-   * the tool result another worker stored). Slices already known keep their place.
-   */
+  /** Remembers where the slices of a payload that was read lie, so a later payload lists them there. */
   addRead(data: Uint8Array, segments: ReadSegment[], key: CodecKey | undefined): void {
     const { chunkerLimits, literalBelow, inlineBelow } = this.cutting;
     if (data.length < inlineBelow) return;

@@ -9,12 +9,7 @@ export type PayloadStoreLocation =
 // S3's bucket naming rules (lower case, digits, dots, hyphens; 3-63 characters).
 const BUCKET = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/;
 
-/**
- * Parses the setting; relative directories resolve against `cwd`. Undefined when malformed.
- *
- * @example
- * parsePayloadStore('s3://my-bucket/compactor/prod') // { kind: 's3', bucket: 'my-bucket', prefix: 'compactor/prod' }
- */
+/** Parses the setting; relative directories resolve against `cwd`. Undefined when malformed. */
 export function parsePayloadStore(text: string, cwd: string = process.cwd()): PayloadStoreLocation | undefined {
   const value = text.trim();
   if (value === 'off') return { kind: 'off' };

@@ -1,13 +1,9 @@
-// Node only: what storing a payload writes — the plan, before anything is written. The payload is
-// cut into slices (chunker.ts). A payload that extends a recent one (the previous round's chat
-// input, with a message or two appended) is a manifest on that one's, listing only what follows
-// the prefix; a fresh payload (a tool result, a transcript) is a manifest alone; both hold their new
-// slices inline, and later payloads list those bytes where they lie (slice-index.ts). Otherwise (a
-// chain of bases at its depth, more new entries than a manifest on a base lists, a fresh payload
-// of more than FLAT_ENTRIES slices) a full manifest lists the closed nodes of a tree over the
-// slices (a node closes at a content-defined boundary, so an append never rewrites one) and the
-// open entries after them, and the new slices go end to end into one pack. Packs and manifests are
-// named by the context they will be deflated against (compression-chain.ts).
+// Node only: what storing a payload writes, planned before anything is written. A payload that
+// extends a recent one (the previous chat input plus a message) is a manifest on that one's, listing
+// what follows the prefix; a fresh one is a manifest alone; both hold their new slices inline, where
+// later payloads list them (slice-index.ts). Otherwise (a chain at its depth, too many new entries, a
+// fresh payload over FLAT_ENTRIES slices) a full manifest lists the closed nodes of a tree over the
+// slices and the open entries after them, and the new slices go into one pack.
 import { chunkBoundaries, type ChunkerLimits } from './chunker.js';
 import type { CompressionChain } from './compression-chain.js';
 import type { Keyring } from './keyring.js';
@@ -35,7 +31,6 @@ export interface PlannedObject {
   context?: SealContext | undefined;
 }
 
-/** An entry of a manifest or node being planned, with the object it refers to (none for inline bytes). */
 interface PlannedEntry {
   /** The id of the slice or node (inline bytes have one too: node boundaries are decided by ids). */
   id: string;
@@ -59,7 +54,6 @@ export interface WritePlan {
   settle: () => void;
 }
 
-/** A slice of a payload as the chunker cut it: where it ends in the payload, its bytes and its id. */
 interface PayloadSlice {
   end: number;
   plaintext: Uint8Array;
@@ -112,17 +106,14 @@ export class WritePlanner {
     private readonly chain: CompressionChain,
   ) {}
 
-  /** What storing a payload of `data` and `metadata` writes. */
   async plan(data: Uint8Array, metadata: Record<string, Uint8Array>, signal: AbortSignal): Promise<WritePlan> {
     let packing = await this.packedLeaves(data, signal, false, this.slicesOf(data));
     let leaves = packing.leaves;
-    // On the manifest of a payload this one extends (the previous round's chat input), when
-    // that manifest is still in the store: then only what follows its prefix is listed.
+    // On the manifest of a payload this one extends, when still in the store: only what follows is listed.
     let manifest = this.deltaManifest(data, metadata, leaves);
     if (manifest !== undefined && !(await this.settings.stillStored(objectKey('manifest', manifest.base.id), signal)))
       manifest = undefined;
-    // A manifest on a base, or a fresh payload's, holds all its new bytes itself (later payloads
-    // list slices of them there): no pack.
+    // A manifest on a base, or a fresh payload's, holds all its new bytes itself: no pack.
     const flat = manifest === undefined && !this.extendsRecent(leaves, data.length) && leaves.length <= FLAT_ENTRIES;
     const inline = manifest !== undefined || flat;
     if (inline) {
@@ -146,11 +137,7 @@ export class WritePlanner {
     };
   }
 
-  /**
-   * The payload's slices, small ones inline; the others listed where a pack or a manifest's inline
-   * bytes already hold them, or else in this payload's own pack (one object: the new slices end to
-   * end), or with `inlineFresh` inline. `settle` remembers the new ones once the manifest is written.
-   */
+  /** The payload's slices: small ones inline, the others where they already lie, else in its own pack (or inline). */
   private async packedLeaves(
     data: Uint8Array,
     signal: AbortSignal,
@@ -246,10 +233,7 @@ export class WritePlanner {
     });
   }
 
-  /**
-   * A manifest over the whole payload: without `withNodes` (and up to FLAT_ENTRIES) its leaves
-   * alone; else the tree's closed nodes and, after them, the entries of the groups still open at each level.
-   */
+  /** A manifest over the whole payload: its leaves alone, or the tree's closed nodes and then the open entries. */
   private fullManifest(
     data: Uint8Array,
     metadata: Record<string, Uint8Array>,
@@ -288,10 +272,7 @@ export class WritePlanner {
     return this.manifestOf(data.length, metadata, undefined, spine.flat());
   }
 
-  /**
-   * Whether a recent manifest's payload starts as this one does (leaves covering at least half of
-   * it, as a base must): then this one may be the next of a chain of bases.
-   */
+  /** Whether a recent manifest's payload starts as this one does, covering at least half of it, as a base must. */
   private extendsRecent(leaves: PlannedEntry[], size: number): boolean {
     const keyId = this.settings.keyring?.current.id;
     return this.recent.some((recent) => {
@@ -338,10 +319,7 @@ export class WritePlanner {
     return { object: { kind: 'manifest', id, plaintext, children }, depth: base?.depth ?? 0, listed: entries };
   }
 
-  /**
-   * Names a planned manifest by the object it will be deflated against, so it joins the chain
-   * (later objects are deflated against its window).
-   */
+  /** Names a planned manifest by the object it will be deflated against, so it joins the chain. */
   private bindToChain(manifest: PlannedObject): void {
     if (manifest.plaintext === undefined) return;
     const key = this.settings.keyring?.current;

@@ -1,7 +1,5 @@
-// Sandbox-safe (shared by workflows and the code that configures them): the options of the
-// activities `compact`, the agent loop and `describeWorker` schedule, with their defaults named. Changing a
-// value here changes the commands a new run records (a recorded history still replays: the server
-// has the options it was given).
+// Sandbox-safe: the options of the activities `compact` and the agent loop schedule, with their
+// defaults. A change here changes the commands new runs record; recorded histories still replay.
 import type { ActivityOptions } from '@temporalio/common';
 import { AGENT_MAXIMUM_RETRY_INTERVAL_MS, type AgentActivitySettings } from '../core/agent/agent-input.js';
 import {
@@ -13,42 +11,24 @@ import {
 import { FailureType, InvalidInputError } from '../core/errors.js';
 import { keysOf } from '../core/unknown-keys.js';
 
-/**
- * A worker that stops heartbeating for this long is presumed dead and its attempt is retried
- * elsewhere: the chat activity and our own tools heartbeat every few seconds, so a killed worker
- * costs a run about this long, not a whole start-to-close timeout.
- * @default 10 s
- */
-export const AGENT_HEARTBEAT_TIMEOUT_MS = 10_000;
+/** Chat and our tools heartbeat every few seconds, so a killed worker costs a run this long, not a whole attempt. */
+const AGENT_HEARTBEAT_TIMEOUT_MS = 10_000;
 
-/** Attempts of a chat or tool activity when `maximumAttempts` is not set. @default 3 */
-export const DEFAULT_AGENT_ACTIVITY_ATTEMPTS = 3;
-
-/** Wait before the second attempt of a chat or tool activity when `initialInterval` is not set; doubled per attempt. @default '1s' */
-export const DEFAULT_AGENT_RETRY_INTERVAL_MS = 1_000;
-
-/** The timeouts of one kind of agent activity when its settings leave them out. */
-export interface AgentActivityDefaults {
-  /** Deadline of one attempt, in ms. */
+/** Timeouts in ms of one kind of agent activity when its settings leave them out (no heartbeat: undefined). */
+interface AgentActivityDefaults {
   startToClose: number;
-  /** Heartbeat timeout in ms; undefined: the activity is not expected to heartbeat. */
   heartbeat: number | undefined;
 }
 
-/** @default '5m' per chat attempt, heartbeats within 10 s (it heartbeats while waiting). */
 export const CHAT_ACTIVITY_DEFAULTS: AgentActivityDefaults = {
   startToClose: 300_000,
   heartbeat: AGENT_HEARTBEAT_TIMEOUT_MS,
 };
-/** @default '1m' per attempt of the built-in and replayed tools, which heartbeat within 10 s. */
 export const OUR_TOOL_DEFAULTS: AgentActivityDefaults = { startToClose: 60_000, heartbeat: AGENT_HEARTBEAT_TIMEOUT_MS };
-/** @default '1m' per attempt of your own tool activities, no heartbeat unless `toolActivity.heartbeatTimeout` says so (they may not heartbeat). */
+/** Your own tool activities may not heartbeat. */
 export const USER_TOOL_DEFAULTS: AgentActivityDefaults = { startToClose: 60_000, heartbeat: undefined };
 
-/**
- * Timeouts of the loop's own bookkeeping activities (`recordSession`, `countTokens`).
- * @default '1m' per attempt, 5 attempts from 1 s, doubling up to 30 s; bad input is not retried
- */
+/** The loop's own bookkeeping activities (`recordSession`, `countTokens`). */
 export const BOOKKEEPING_ACTIVITY: ActivityOptions = {
   startToCloseTimeout: 60_000,
   retry: {
@@ -60,11 +40,7 @@ export const BOOKKEEPING_ACTIVITY: ActivityOptions = {
   },
 };
 
-/**
- * The `describeWorker` activity: answered from the worker's memory, so quick; bounded even when no
- * worker of the task queue has it (the run then goes on as if undescribed).
- * @default '10s' per attempt, 2 attempts 500 ms apart, '1m' in all
- */
+/** Answered from the worker's memory; bounded even when no worker has it (the run goes on undescribed). */
 export const DESCRIBE_WORKER_ACTIVITY: ActivityOptions = {
   startToCloseTimeout: 10_000,
   scheduleToCloseTimeout: 60_000,
@@ -76,11 +52,9 @@ function ms(value: Duration | undefined, field: string, fallback: number): numbe
 }
 
 /**
- * The options of a chat or tool activity the loop schedules, from its settings (`field` names them
- * in errors) and the defaults of its kind. No `nonRetryableErrorTypes`: every failure of ours
- * that must not be retried (Chat.Rejected, Replay.*, Tool.*, Compaction.InvalidInput) is raised
- * with `nonRetryable: true`, and the list would be written into every scheduled event of every
- * round (~150 bytes of history each).
+ * A chat or tool activity's options from its settings (`field` names them in errors). No
+ * `nonRetryableErrorTypes`: our failures that must not be retried are raised `nonRetryable`, and the
+ * list would be written into every scheduled event of every round.
  */
 export function agentActivityOptions(
   settings: AgentActivitySettings,
@@ -95,11 +69,8 @@ export function agentActivityOptions(
     ),
     ...(heartbeat > 0 ? { heartbeatTimeout: heartbeat } : {}),
     retry: {
-      maximumAttempts: settings.maximumAttempts ?? DEFAULT_AGENT_ACTIVITY_ATTEMPTS,
-      initialInterval: Math.max(
-        1,
-        ms(settings.initialInterval, `${field}.initialInterval`, DEFAULT_AGENT_RETRY_INTERVAL_MS),
-      ),
+      maximumAttempts: settings.maximumAttempts ?? 3,
+      initialInterval: Math.max(1, ms(settings.initialInterval, `${field}.initialInterval`, 1_000)),
       backoffCoefficient: 2,
       maximumInterval: AGENT_MAXIMUM_RETRY_INTERVAL_MS,
     },
@@ -107,35 +78,25 @@ export function agentActivityOptions(
   };
 }
 
-/** Settings of the `summarize` activity a workflow `compact` schedules. All JSON. */
+/** Settings of the `summarize` activity `compact` schedules. All JSON. */
 export interface SummarizeActivitySettings {
   /** Deadline of one summarize attempt; keep it above the summarizer's own request timeout. @default '5m' */
   startToCloseTimeout?: Duration;
-  /**
-   * A worker that stops heartbeating for this long is presumed dead and the attempt is retried
-   * elsewhere. The activity heartbeats at a quarter of it.
-   * @default '10s'
-   */
+  /** A worker silent this long is presumed dead; the activity heartbeats at a quarter of it. @default '10s' */
   heartbeatTimeout?: Duration;
-  /** Run summarize activities on their own task queue (summarizer capacity and rate limits scale apart). @default the workflow's task queue */
+  /** Run summarize activities on their own task queue. @default the workflow's task queue */
   taskQueue?: string;
-  /** The summarizer model's name, shown in the activity summary in the UI. Only a label: the worker decides which model runs. */
+  /** A label shown in the activity summary in the UI; the worker decides which model runs. */
   summarizerModel?: string;
   /**
-   * A summarize request larger than this many bytes is not sent inline: unless the worker stores
-   * payloads externally, the compaction falls back to the hard trim instead (the server would
-   * refuse the payload, and the workflow task would fail again and again).
-   * @default 2,000,000
+   * A larger summarize request is not sent inline: without a payload store the compaction falls back
+   * to the hard trim (the server would refuse the payload on every retry). @default 2,000,000
    */
   maxPayloadBytes?: number;
-  /**
-   * Whether the worker stores large payloads externally. Unset, `compact` asks the worker (the
-   * `describeWorker` local activity) the first time a request is over `maxPayloadBytes`.
-   */
+  /** Whether the worker stores large payloads externally; unset, `compact` asks it when a request is over `maxPayloadBytes`. */
   payloadStore?: boolean;
 }
 
-/** The names of the summarize activity's settings (the compiler keeps the list complete). */
 export const SUMMARIZE_ACTIVITY_SETTING_KEYS = keysOf<SummarizeActivitySettings>({
   startToCloseTimeout: true,
   heartbeatTimeout: true,
@@ -145,10 +106,9 @@ export const SUMMARIZE_ACTIVITY_SETTING_KEYS = keysOf<SummarizeActivitySettings>
   payloadStore: true,
 });
 
-/** Deadline of one summarize attempt. @default '5m' */
-export const SUMMARIZE_START_TO_CLOSE_MS = 5 * 60_000;
-/** The summarize activity's heartbeat timeout. @default '10s': a crashed worker's call is retried within seconds, not at `startToCloseTimeout` (docs/design.md#summarize-activity). */
-export const SUMMARIZE_HEARTBEAT_MS = 10_000;
+const SUMMARIZE_START_TO_CLOSE_MS = 5 * 60_000;
+/** A crashed worker's call is retried within seconds (docs/design.md#summarize-activity). */
+const SUMMARIZE_HEARTBEAT_MS = 10_000;
 
 function positiveDuration(value: Duration | undefined, field: string, fallback: number): number {
   if (value === undefined) return fallback;
@@ -157,17 +117,14 @@ function positiveDuration(value: Duration | undefined, field: string, fallback: 
   return ms;
 }
 
-/** A setting that, when set, is a non-empty string (a task queue, the summarizer model's label); throws `InvalidInputError` naming `field`. */
+/** A setting that, when set, is a non-empty string. */
 export function optionalString(value: unknown, field: string): string | undefined {
   if (value === undefined) return undefined;
   if (typeof value !== 'string' || value === '') throw new InvalidInputError(field, 'must be a non-empty string');
   return value;
 }
 
-/**
- * The `summarize` activity's options for compaction options already resolved (their attempts and
- * backoff) and its own settings; throws `InvalidInputError` naming `${field}.<setting>`.
- */
+/** The `summarize` activity's options from resolved compaction options and its own settings. */
 export function summarizeActivityOptions(
   resolved: Pick<ResolvedOptions, 'maxAttempts' | 'retryBackoffMs'>,
   { startToCloseTimeout, heartbeatTimeout, taskQueue }: Omit<SummarizeActivitySettings, 'summarizerModel'>,

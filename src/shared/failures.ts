@@ -1,6 +1,4 @@
-// Sandbox-safe (shared by workflows and activities): the failures both sides of the Temporal layer
-// raise — `Compaction.InvalidInput` for bad input, `RunFailed.PayloadTooLarge` — and how a failed
-// activity reads in a message.
+// Sandbox-safe: the failures workflows and activities both raise, and how a failed activity reads.
 import { ActivityFailure, ApplicationFailure } from '@temporalio/common';
 import { groupDigits } from '../core/agent/compaction-history.js';
 import { FailureType, InvalidInputError } from '../core/errors.js';
@@ -15,7 +13,6 @@ export interface InvalidInputDetails {
   index?: number;
 }
 
-/** `Compaction.InvalidInput`, non-retryable, naming the field (and message index) in its message and details. */
 export function invalidInputFailure(error: InvalidInputError): ApplicationFailure {
   const details: InvalidInputDetails = { field: error.field, reason: error.reason };
   if (error.index !== undefined) details.index = error.index;
@@ -43,7 +40,7 @@ export function failureMessage(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-/** `RunFailed.PayloadTooLarge`, non-retryable: something a run must send inline is over the payload limit and the worker stores no payloads externally. */
+/** Something a run must send inline is over the payload limit, and the worker stores no payloads externally. */
 export function payloadTooLargeFailure(details: PayloadTooLargeDetails): ApplicationFailure {
   return ApplicationFailure.create({
     type: FailureType.RunFailed.PayloadTooLarge,

@@ -1,17 +1,8 @@
-// Sandbox-safe: the zod schemas of the standalone workflow `compactConversation`'s input and result,
-// the source of the JSON Schemas in docs/ (scripts/json-schemas.ts writes them) for callers in
-// other languages.
-//
-// One schema, two uses: the messages are the schema `validateMessages` checks each message with
-// (src/core/schema.ts), the compaction options the one `resolveOptions` parses
-// (src/core/compaction/options.ts), both written out with `z.toJSONSchema`. What is added here is
-// what those validators leave to code: the settings the workflow driver checks by hand
-// (src/workflows/compact-options.ts: `target`, the summarize activity's settings, `maxPayloadBytes`,
-// `payloadStore`), the texts a duration may be (`parseDuration` reads any text and names the bad
-// one), and `targetRatio ≤ triggerRatio` (a rule across fields, in code). The result is a
-// TypeScript interface (`CompactionResult`) with no validator, so its schema is written here.
-// test/shared/json-schemas.test.ts holds all of it to the validators (the same inputs accepted and rejected,
-// the same defaults) and to real results.
+// Sandbox-safe: the zod schemas of `compactConversation`'s input and result, written out as the JSON
+// Schemas in docs/ (scripts/json-schemas.ts) for callers in other languages. The messages and the
+// compaction options are the validators' own schemas; added here is what those leave to code (the
+// per-call settings, the texts a duration may be, `targetRatio ≤ triggerRatio`) and the result, which
+// has no validator. test/shared/json-schemas.test.ts holds them to the validators and to real results.
 import { z } from 'zod';
 import { optionsSchema } from '../core/compaction/options.js';
 import { FailureType } from '../core/errors.js';
@@ -28,11 +19,7 @@ export const DURATION_PATTERN = '^\\s*(\\d+(?:\\.\\d+)?)\\s*(ms|s|m|h|d)\\s*$';
 const duration = z.union([z.number().nonnegative(), z.string().regex(new RegExp(DURATION_PATTERN))]);
 const positiveDuration = z.union([z.number().positive(), z.string().regex(new RegExp(DURATION_PATTERN))]);
 
-/**
- * `compactConversation`'s options: the compaction options (src/core/compaction/options.ts, with their
- * defaults), the per-call `target`, and the summarize activity's settings. Unknown fields are
- * refused, naming the closest known one (a counter cannot travel as JSON: the character estimator counts).
- */
+/** The compaction options, the per-call `target` and the summarize activity's settings; unknown fields refused. */
 export const compactConversationOptionsSchema = optionsSchema
   .extend({
     contextBudget: optionsSchema.shape.contextBudget.meta({
@@ -102,11 +89,7 @@ function formatIs(format: string): Record<string, unknown> {
   };
 }
 
-/**
- * Which messages `messages` holds, by `options.format` (the validators choose the same way): zod
- * writes the union of the three out, these conditions say which one applies, and that `system`
- * goes only with the Anthropic format.
- */
+/** Which messages `messages` holds, by `options.format`, and that `system` goes only with Anthropic. */
 const FORMAT_CONDITIONS = [
   {
     if: formatIs('anthropic'),

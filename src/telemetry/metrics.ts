@@ -1,15 +1,11 @@
-// Node only: metrics for operators through the SDK's runtime (COMPACTOR_PROMETHEUS_ADDRESS). The
-// Runtime serves the SDK's own metrics and ours on one Prometheus endpoint: workflow code adds the
-// compaction counters (src/workflows/compaction-telemetry.ts, through the workflow metric meter), and the
-// activity interceptor here the summarizer's latency and our activities' failures by type.
+// Node only: metrics through the SDK's Runtime (COMPACTOR_PROMETHEUS_ADDRESS), one Prometheus endpoint
+// for the SDK's and ours: workflows add the compaction counters, the activity interceptor here the
+// summarizer's latency and our activities' failures by type.
 import { CancelledFailure, ApplicationFailure, type MetricMeter } from '@temporalio/common';
 import { DefaultLogger, Runtime, type ActivityInterceptorsFactory, type Logger } from '@temporalio/worker';
 import { CompactionMetric } from '../core/compaction/telemetry.js';
 
-/**
- * Buckets of {@link CompactionMetric.SummarizerLatency}, in milliseconds: a model writes a summary
- * in seconds to a minute, the offline summarizer in milliseconds.
- */
+/** A model writes a summary in seconds to a minute, the offline summarizer in milliseconds. */
 export const SUMMARIZER_LATENCY_BUCKETS_MS = [
   10, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 20_000, 30_000, 60_000, 120_000,
 ];
@@ -23,7 +19,6 @@ export interface TelemetryRuntimeOptions {
   shutdownSignals?: NodeJS.Signals[];
 }
 
-/** The SDK's Runtime was created before metrics could be configured on it. */
 export class RuntimeAlreadyInstalledError extends Error {
   override readonly name = 'RuntimeAlreadyInstalledError';
   constructor(options?: { cause?: unknown }) {
@@ -34,15 +29,7 @@ export class RuntimeAlreadyInstalledError extends Error {
   }
 }
 
-/**
- * Installs the SDK's Runtime with the metrics endpoint (when an address is given). Call it once,
- * before the process opens its first connection or worker.
- *
- * @throws RuntimeAlreadyInstalledError when the process already has a Runtime.
- * @example
- * installTelemetryRuntime({ prometheusAddress: '127.0.0.1:9464' });
- * const worker = await Worker.create({ ..., plugins: [compactorPlugin()] }); // curl 127.0.0.1:9464/metrics
- */
+/** Installs the SDK's Runtime with the metrics endpoint; once, before the first connection or worker. */
 export function installTelemetryRuntime({
   prometheusAddress,
   logger,
@@ -75,18 +62,12 @@ export function installQuietTelemetryRuntime(prometheusAddress: string | undefin
   return installTelemetryRuntime({ prometheusAddress, logger: new DefaultLogger('WARN'), shutdownSignals: [] });
 }
 
-/** The failure type an activity attempt ended with: an ApplicationFailure's type, else the error's name. */
 function failureType(error: unknown): string {
   if (error instanceof ApplicationFailure) return error.type ?? 'ApplicationFailure';
   return error instanceof Error ? error.name : 'Error';
 }
 
-/**
- * An activity interceptor that records, for the activities named in `activityTypes`: every failed
- * attempt by failure type ({@link CompactionMetric.ActivityFailures}), and the latency of every
- * `summarize` attempt ({@link CompactionMetric.SummarizerLatency}). Cancellations are not failures.
- * The SDK tags both with the activity type, namespace and task queue.
- */
+/** Records failed attempts of `activityTypes` by failure type (not cancellations), and every `summarize` attempt's latency. */
 export function activityMetricsInterceptor(activityTypes: ReadonlySet<string>): ActivityInterceptorsFactory {
   return (ctx) => {
     const activityType = ctx.info.activityType;

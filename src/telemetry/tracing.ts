@@ -1,8 +1,6 @@
-// Node only: opt-in OpenTelemetry tracing (COMPACTOR_TRACING). Builds the SDK's OpenTelemetry
-// plugin (`@temporalio/interceptors-opentelemetry`): client, activity and workflow interceptors,
-// and the sink that carries spans made in the workflow sandbox (the `Compaction` span among them)
-// out to the same span processor as the worker's own. The OpenTelemetry SDK and that package are
-// optional peers, loaded when tracing is turned on (src/peer-packages.ts); off, nothing here runs.
+// Node only: opt-in OpenTelemetry tracing (COMPACTOR_TRACING) through the SDK's OpenTelemetry plugin:
+// interceptors, and the sink that carries the sandbox's spans (`Compaction` among them) to the same
+// span processor. Its packages are optional peers, loaded only when tracing is on.
 import { context, propagation, SpanStatusCode, type Attributes } from '@opentelemetry/api';
 import type * as ContextAsyncHooks from '@opentelemetry/context-async-hooks';
 import type * as Core from '@opentelemetry/core';
@@ -26,7 +24,6 @@ const TRACING_PEERS = [
   '@opentelemetry/core',
   '@opentelemetry/context-async-hooks',
 ];
-/** What `otlp` needs besides. */
 const OTLP_PEER = '@opentelemetry/exporter-trace-otlp-proto';
 
 /** How a tracing option was given, for the message of a missing package. */
@@ -36,7 +33,6 @@ function settingOf(option: TracingOption): string {
     : 'tracing: { spanProcessor }';
 }
 
-/** The OpenTelemetry SDK and the Temporal SDK's interceptors, loaded when tracing is turned on. */
 interface TracingModules {
   temporal: typeof TemporalOtel;
   traceBase: typeof TraceBase;
@@ -45,7 +41,6 @@ interface TracingModules {
   contextAsyncHooks: typeof ContextAsyncHooks;
 }
 
-/** @throws MissingPeerError naming every package of `peers` that is not installed, and `setting`. */
 function tracingModules(setting: string, peers: readonly string[]): TracingModules {
   assertPeersInstalled(peers, setting);
   const peer = <T>(name: string): T => requirePeer<T>(name, setting);
@@ -58,13 +53,9 @@ function tracingModules(setting: string, peers: readonly string[]): TracingModul
   };
 }
 
-/**
- * `off`; `otlp`: OTLP over HTTP (protobuf) to the endpoint of the standard `OTEL_EXPORTER_OTLP_*`
- * variables (default `http://localhost:4318/v1/traces`); `console`: one JSON line per span on stderr.
- */
+/** `otlp`: OTLP/HTTP (protobuf) to the `OTEL_EXPORTER_OTLP_*` endpoint; `console`: one JSON line per span on stderr. */
 export type TracingSetting = TracingSettingValue;
 
-/** Tracing into a span processor of your own (your exporter, or an in-memory one in tests). */
 export interface CompactorTracingOptions {
   /** Gets every finished span: the client's, the activities' and, through a sink, the workflows'. */
   spanProcessor: SpanProcessor;
@@ -75,26 +66,15 @@ export interface CompactorTracingOptions {
 /** A setting, your own span processor, or tracing already made by {@link createTracing} (shared by several workers). */
 export type TracingOption = TracingSetting | CompactorTracingOptions | CompactorTracing;
 
-/** Tracing that is on: the plugin that installs it, and a way to flush what is buffered. */
 export interface CompactorTracing {
-  /** The SDK's OpenTelemetry plugin, to compose into a client's or a worker's configuration. */
   plugin: OpenTelemetryPlugin;
-  /** Hands every finished span to the exporter; call it before a short-lived process exits. Never rejects: an export that fails is reported on stderr. */
+  /** Exports every finished span (before a short-lived process exits); a failed export is reported on stderr. */
   flush(): Promise<void>;
-  /** Where spans go, for start-up logs: e.g. `OTLP/HTTP to http://localhost:4318/v1/traces`. */
+  /** Where spans go, for start-up logs. */
   describe: string;
 }
 
-/** @default 'temporal-compactor' as the service name of the spans */
-export const DEFAULT_TRACING_SERVICE_NAME = 'temporal-compactor';
-
-/**
- * The workflow interceptor module a prebuilt workflow bundle needs for workflow spans
- * (`bundleWorkflowCode({ workflowInterceptorModules })`; `temporal-compactor bundle` adds it when
- * tracing is on).
- *
- * @throws MissingPeerError when `@temporalio/interceptors-opentelemetry` is not installed.
- */
+/** The workflow interceptor module a prebuilt bundle needs for workflow spans. */
 export function tracingWorkflowInterceptorModules(): string[] {
   return [
     resolvePeer(
@@ -105,7 +85,6 @@ export function tracingWorkflowInterceptorModules(): string[] {
   ];
 }
 
-/** True when a workflow bundle's code carries the OpenTelemetry workflow interceptors. */
 export function bundleHasTracing(code: string): boolean {
   return /interceptors-opentelemetry[\\/]lib[\\/]workflow-interceptors/.test(code);
 }
@@ -113,7 +92,7 @@ export function bundleHasTracing(code: string): boolean {
 /** The default resource: our service name, then what OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES say. */
 function tracingResource({ Resource, envDetectorSync }: typeof Resources): Resource {
   return Resource.default()
-    .merge(new Resource({ 'service.name': DEFAULT_TRACING_SERVICE_NAME }))
+    .merge(new Resource({ 'service.name': 'temporal-compactor' }))
     .merge(envDetectorSync.detect());
 }
 
@@ -125,7 +104,7 @@ function otlpTracesUrl(env: Readonly<Record<string, string | undefined>>): strin
   return base ? `${base.replace(/\/+$/, '')}/v1/traces` : 'http://localhost:4318/v1/traces';
 }
 
-/** The OTLP exporter here speaks http/protobuf only: another protocol asked for is a configuration error, not silence. */
+/** The exporter speaks http/protobuf only: another protocol is a configuration error, not silence. */
 function checkOtlpProtocol(env: Readonly<Record<string, string | undefined>>): void {
   for (const name of ['OTEL_EXPORTER_OTLP_TRACES_PROTOCOL', 'OTEL_EXPORTER_OTLP_PROTOCOL']) {
     const value = env[name]?.trim();
@@ -137,15 +116,7 @@ function checkOtlpProtocol(env: Readonly<Record<string, string | undefined>>): v
   }
 }
 
-/** Milliseconds of an OpenTelemetry high-resolution time pair. */
-function hrMilliseconds([seconds, nanos]: [number, number]): number {
-  return seconds * 1000 + nanos / 1e6;
-}
-
-/**
- * Writes each finished span as one JSON line to stderr (`COMPACTOR_TRACING=console`): name, ids,
- * duration, status and its plain attributes. Stderr, so a CLI's stdout (tables, `--json`) stays clean.
- */
+/** Each finished span as one JSON line on stderr, so a CLI's stdout stays clean. */
 export class StderrSpanExporter implements SpanExporter {
   constructor(private readonly write: (line: string) => void = (line) => process.stderr.write(line)) {}
 
@@ -162,7 +133,7 @@ export class StderrSpanExporter implements SpanExporter {
         traceId,
         spanId,
         ...(span.parentSpanId === undefined ? {} : { parentSpanId: span.parentSpanId }),
-        ms: Math.round(hrMilliseconds(span.duration) * 1000) / 1000,
+        ms: Math.round((span.duration[0] * 1000 + span.duration[1] / 1e6) * 1000) / 1000,
         status:
           span.status.code === SpanStatusCode.ERROR
             ? `ERROR${span.status.message === undefined ? '' : `: ${span.status.message}`}`
@@ -181,10 +152,8 @@ export class StderrSpanExporter implements SpanExporter {
 }
 
 /**
- * The SDK's client and activity interceptors read the active context and inject or extract trace
- * headers through the global OpenTelemetry API, so without a context manager and a propagator
- * the activity spans would lose their parents. Both are registered here unless the process
- * already has its own (an OpenTelemetry SDK the user set up keeps them).
+ * The SDK's interceptors propagate trace headers through the global API, so without a context manager
+ * and a propagator activity spans would lose their parents; a process's own are kept.
  */
 function ensureContextPropagation({ core, contextAsyncHooks }: TracingModules): void {
   propagation.setGlobalPropagator(new core.W3CTraceContextPropagator());
@@ -192,15 +161,7 @@ function ensureContextPropagation({ core, contextAsyncHooks }: TracingModules): 
   if (!context.setGlobalContextManager(manager)) manager.disable();
 }
 
-/**
- * Tracing for a setting or a span processor; `undefined` when it is `off`. Spans made on the
- * worker and the client get a tracer of their own (the process's global tracer provider is left
- * alone); spans made in the workflow sandbox come out through the SDK's sink.
- *
- * @throws ConfigError when `otlp` meets an OTLP protocol other than http/protobuf.
- * @throws MissingPeerError when an OpenTelemetry package tracing needs is not installed (the
- *   message names them all and the install command).
- */
+/** Tracing for a setting or a span processor, with a tracer of its own (the global provider is left alone). */
 export function createTracing(
   option: TracingOption,
   env: Readonly<Record<string, string | undefined>> = process.env,

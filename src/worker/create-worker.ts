@@ -1,6 +1,5 @@
-// Node only: the compactor worker (docs/design.md#worker). Runs the workflows (`compactConversation`, and
-// `compact` inside them) and the activities. Runnable as `tsx src/worker/create-worker.ts` or
-// `node dist/worker/create-worker.js`; configured from the environment through `src/config.ts`.
+// Node only: the compactor worker (docs/design.md#worker): our workflows and activities, configured
+// from the environment (src/config.ts); runnable as `node dist/worker/create-worker.js`.
 import { isMain } from './is-main.js';
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -34,51 +33,37 @@ import { InstallError } from '../peer-packages.js';
 import { installTelemetryRuntime } from '../telemetry/metrics.js';
 import { createTracing, type CompactorTracing, type TracingOption } from '../telemetry/tracing.js';
 
-/** What a worker polls for: workflows and activities (one queue does it all), or one kind only. */
 export type WorkerMode = WorkerModeSetting;
 
 type Environment = Readonly<Record<string, string | undefined>>;
 
-/** Configuration of {@link createWorker}. Every field but `summarizer` has a default. */
+/** Every field but `summarizer` has a default. */
 export interface CompactorWorkerConfig {
-  /** A connection to reuse (it stays open). @default one from `connectTemporal` (TEMPORAL_ADDRESS, TEMPORAL_API_KEY, TLS, through `@temporalio/envconfig`) */
+  /** A connection to reuse (it stays open). @default one from `connectTemporal` (the TEMPORAL_* settings) */
   connection?: NativeConnection;
   /** @default the envconfig namespace (TEMPORAL_NAMESPACE), else 'default' */
   namespace?: string;
   /** The queue of the workflows and of the agent's activities. @default 'compactor' */
   taskQueue?: string;
-  /**
-   * The queue of the summarize activities. When it differs from `taskQueue`, a worker in mode
-   * `all` polls both, and a worker in mode `activities` polls only this one: summarizer capacity
-   * and provider rate limits then scale apart from the agents (point `compact`'s `taskQueue` option here).
-   * @default taskQueue
-   */
+  /** The queue of the summarize activities, so summarizer capacity scales apart from the agents. @default taskQueue */
   summarizerTaskQueue?: string;
   /** @default 'all' */
   mode?: WorkerMode;
-  /** The summarizer backend; built on the worker, so API keys never enter workflow history. Required unless mode is `workflows`. */
+  /** Built on the worker, so API keys never enter workflow history. Required unless mode is `workflows`. */
   summarizer?: Summarizer;
-  /** Where the replay provider finds trajectories. @default COMPACTOR_TRAJECTORY_DIR (src/config.ts), else the current directory */
+  /** Where the replay provider finds trajectories. @default COMPACTOR_TRAJECTORY_DIR, else the current directory */
   trajectoryDir?: string;
-  /** The directory the built-in tools may read. @default COMPACTOR_TOOLS_ROOT (src/config.ts), else none: they read nothing */
+  /** The directory the built-in tools may read. @default COMPACTOR_TOOLS_ROOT, else none */
   toolsRoot?: string;
-  /** Secret files under the tool root the built-in tools may read after all (docs/agent-runs.md#secret-files). @default COMPACTOR_TOOLS_ALLOW (src/config.ts), else none */
+  /** Secret files under the tool root the tools may read after all (docs/agent-runs.md#secret-files). @default COMPACTOR_TOOLS_ALLOW */
   toolsAllow?: readonly string[];
-  /** Where the agent loop's `chat` sends requests (`provider: 'openai'`). @default OPENAI_BASE_URL and OPENAI_API_KEY (src/config.ts) */
+  /** Where the agent loop's `chat` sends requests (`provider: 'openai'`). @default OPENAI_BASE_URL and OPENAI_API_KEY */
   chatServer?: Pick<OpenAIClientSettings, 'baseURL' | 'apiKey'>;
   /** Deadline of one `chat` request in ms. @default 120_000 (COMPACTOR_CHAT_TIMEOUT) */
   chatTimeoutMs?: number;
-  /**
-   * The summarizer's own context window in tokens: the `summarize` activity keeps every request
-   * within it, folding a middle that does not fit in pieces (docs/design.md#summarizer-window).
-   * @default COMPACTOR_SUMMARIZER_CONTEXT_WINDOW (src/config.ts), else unset (one request as sent)
-   */
+  /** The summarizer's context window in tokens (docs/design.md#summarizer-window). @default COMPACTOR_SUMMARIZER_CONTEXT_WINDOW */
   summarizerContextWindow?: number;
-  /**
-   * A prebuilt workflow bundle (`temporal-compactor bundle --out FILE`; with tracing on, one built
-   * with tracing, which carries its interceptors), so the worker starts without bundling.
-   * @default COMPACTOR_WORKFLOW_BUNDLE, else the workflows are bundled at start-up
-   */
+  /** A bundle from `temporal-compactor bundle --out FILE`, so the worker starts without bundling. @default COMPACTOR_WORKFLOW_BUNDLE */
   workflowBundlePath?: string;
   /** A workflow bundle already in memory (e.g. from `bundleWorkflowCode`); wins over the path settings. */
   workflowBundle?: WorkflowBundleOption;
@@ -92,23 +77,13 @@ export interface CompactorWorkerConfig {
   shutdownGraceTime?: Duration;
   /** OpenTelemetry spans of the workers' workflows and activities (see `compactorPlugin`). @default COMPACTOR_TRACING of the environment (`off`) */
   tracing?: TracingOption;
-  /**
-   * The environment `connectTemporal` reads when this module opens the connection: the Temporal
-   * settings (TEMPORAL_ADDRESS, ...) and what envconfig adds (certificates, profiles). @default process.env
-   */
+  /** The environment `connectTemporal` reads when this module opens the connection. @default process.env */
   temporalEnv?: Record<string, string>;
-  /**
-   * At start the worker checks the namespace for our search attributes and registers the missing
-   * ones where the operator API allows it (false: check only). Runs go on without any that are
-   * missing, and `warn` says so once. @default true
-   */
+  /** Register our missing search attributes at start where the operator API allows (false: check only). @default true */
   registerSearchAttributes?: boolean;
   /** Where start-up warnings go. @default console.error */
   warn?: (message: string) => void;
-  /**
-   * Payload codec and External Storage (`payloadConverterFromConfig` of `src/payloads`): clients of
-   * these workflows need the same. @default the SDK's (payloads inline, unencoded)
-   */
+  /** Payload codec and External Storage; clients of these workflows need the same. @default the SDK's */
   dataConverter?: DataConverter;
 }
 
@@ -138,13 +113,7 @@ const WORKER_CONFIG_KEYS = keysOf<CompactorWorkerConfig>({
   dataConverter: true,
 });
 
-/**
- * The worker configuration from the environment (`loadConfig` of `src/config.ts`: the README's
- * configuration table), with the summarizer it selects already built.
- *
- * @throws ConfigError naming the variable at fault, e.g.
- * `COMPACTOR_MAX_CONCURRENT_ACTIVITIES: expected a positive integer, got "abc"`.
- */
+/** The worker configuration from the environment and flags, with its summarizer built; a ConfigError names the setting. */
 export function loadWorkerConfig(
   env: Environment = process.env,
   flags: Readonly<Record<string, unknown>> = {},
@@ -194,10 +163,7 @@ export function loadWorkerConfig(
   };
 }
 
-/**
- * The workflow code: a prebuilt bundle when one is given (production), else the workflows' source
- * to bundle now (`workflowsPath`, else ours).
- */
+/** A prebuilt bundle when one is given, else the workflows' source to bundle now. */
 export function workflowCode(
   config: Pick<CompactorWorkerConfig, 'workflowBundle' | 'workflowBundlePath' | 'workflowsPath'>,
 ): Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath'> {
@@ -215,11 +181,10 @@ export function workflowCode(
   return { workflowsPath: config.workflowsPath ?? compactorWorkflowsPath() };
 }
 
-/** A created worker (one per task queue it polls) and the connection they share. */
+/** One Worker per task queue polled, and the connection they share. */
 export interface CompactorWorker {
   workers: Worker[];
   connection: NativeConnection;
-  /** The task queues polled, in the order of `workers`. */
   taskQueues: string[];
   /** What the start-up check of our search attributes found and registered (undefined for an activities-only worker). */
   searchAttributes: SearchAttributeSetup | undefined;
@@ -229,14 +194,8 @@ export interface CompactorWorker {
 }
 
 /**
- * Creates a compactor worker: in mode `all` one Worker on `taskQueue` with the workflows and
- * every activity (plus one on `summarizerTaskQueue` with the activities, when that differs); in
- * mode `workflows` only the workflows; in mode `activities` only the activities, on
- * `summarizerTaskQueue`.
- *
- * @example
- * const { run } = await createWorker({ summarizer: createOpenAISummarizer({ model: 'gpt-4o-mini' }) });
- * await run(); // until SIGINT/SIGTERM
+ * Mode `all`: one Worker on `taskQueue` with everything (plus one with the activities on a different
+ * `summarizerTaskQueue`); `workflows`: the workflows only; `activities`: the activities, on `summarizerTaskQueue`.
  */
 export async function createWorker(config: CompactorWorkerConfig): Promise<CompactorWorker> {
   assertKnownKeys(config, WORKER_CONFIG_KEYS, 'config');
@@ -267,8 +226,7 @@ export async function createWorker(config: CompactorWorkerConfig): Promise<Compa
       searchAttributes: 'skip',
       tracing: tracing ?? 'off',
     });
-  // The Temporal settings come from `temporalEnv` (loadWorkerConfig puts the configuration, flags
-  // included, there), else from the process's environment, through the same table as everything else.
+  // From `temporalEnv` (where loadWorkerConfig puts the configuration, flags included), else the process's.
   const opened =
     config.connection === undefined
       ? await connectTemporal(readSettings(TEMPORAL_SETTING_KEYS, { env: config.temporalEnv }), {
@@ -281,8 +239,7 @@ export async function createWorker(config: CompactorWorkerConfig): Promise<Compa
 
   const namespace = config.namespace ?? opened?.namespace ?? 'default';
   const warn = config.warn ?? ((message: string) => console.error(message));
-  // A namespace without our search attributes must not stop a run: register them where allowed, and
-  // otherwise say so once here (the runs ask the worker which ones exist and upsert only those).
+  // Missing search attributes must not stop a run: the runs upsert only those the worker says exist.
   let searchAttributes: SearchAttributeSetup | undefined;
   if (mode !== 'activities') {
     searchAttributes = await ensureSearchAttributesIfAllowed(connection, namespace, {

@@ -1,9 +1,7 @@
-// Node only: `compactorPlugin()` — compaction for any Temporal worker and client in one line. On a
-// worker it registers our activities (summarize, the agent loop's chat, tools and bookkeeping), our
-// workflows next to the worker's own (compactConversation, agentRun), the payload codec and store,
-// and checks the namespace's search attributes once; on a client it sets the same data converter,
-// so both ends of every payload agree. Opt-in tracing goes on both ends too, and our activities
-// report metrics when the SDK's Runtime exports them.
+// Node only: `compactorPlugin()`, compaction for any Temporal worker and client in one line. On a
+// worker: our activities, our workflows next to the worker's own, the payload codec and store, and a
+// check of the namespace's search attributes; on a client: the same data converter, so both ends of
+// every payload agree. Opt-in tracing goes on both ends; activities report metrics to the Runtime.
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { ClientOptions } from '@temporalio/client';
@@ -37,44 +35,25 @@ export { compactorWorkflowsPath } from './workflow-bundling.js';
 export type PluginRegistration = 'all' | 'workflows' | 'activities';
 
 export interface CompactorPluginOptions {
-  /**
-   * The configuration whose settings build the data converter (COMPACTOR_PAYLOAD_STORE, the codec
-   * key, ...) and, unless `summarizer` is given, the summarizer. @default loadConfig() of process.env
-   */
+  /** Builds the data converter and, unless `summarizer` is given, the summarizer. @default loadConfig() */
   config?: CompactorConfig;
-  /** The summarizer the `summarize` activity calls. @default the one the configuration selects */
+  /** @default the one the configuration selects */
   summarizer?: Summarizer;
-  /**
-   * More for the activities: the tool root, the trajectory directory, an OpenAI client for chat.
-   * What is not given comes from `config` (else the environment): COMPACTOR_TOOLS_ROOT,
-   * COMPACTOR_TOOLS_ALLOW, COMPACTOR_TRAJECTORY_DIR, and, without a client, OPENAI_BASE_URL and
-   * OPENAI_API_KEY.
-   */
+  /** The activities' settings; what is not given comes from `config`, else the environment. */
   activities?: Omit<ActivityDeps, 'summarizer'>;
-  /**
-   * On a worker: our workflows and our activities (`all`), only the workflows (and the
-   * `describeWorker` activity they ask), or only the activities (e.g. a summarizer worker).
-   * @default 'all'
-   */
+  /** Only the workflows (and their `describeWorker` activity), or only the activities (a summarizer worker). @default 'all' */
   register?: PluginRegistration;
   /** The data converter instead of the configuration's. */
   dataConverter?: DataConverter;
-  /**
-   * When a worker starts: check the namespace for our search attributes and register the missing
-   * ones where the operator API allows it (`register`), only check (`check`), or leave it to the
-   * caller (`skip`). What is missing is never upserted by a run, and the plugin warns once. @default 'register'
-   */
+  /** At worker start, register our missing search attributes where allowed, only check, or skip. @default 'register' */
   searchAttributes?: 'register' | 'check' | 'skip';
   /** Where the plugin's warnings go. @default console.error */
   warn?: (message: string) => void;
   /** Called with what the start-up check found (tests, logs). */
   onSearchAttributes?: (setup: SearchAttributeSetup) => void;
   /**
-   * OpenTelemetry tracing on the worker and the client: `off`, `otlp` (the standard
-   * `OTEL_EXPORTER_OTLP_*` variables), `console` (JSON lines on stderr), `{ spanProcessor }` of
-   * your own, or another plugin's `tracing` (to share one exporter among several plugins). A compaction
-   * is a `Compaction` span under its workflow's span, with its summarize activities as children.
-   * Off, the plugin adds no interceptor. @default the configuration's COMPACTOR_TRACING (`off`)
+   * OpenTelemetry on the worker and client: `off`, `otlp`, `console`, `{ spanProcessor }`, or another
+   * plugin's `tracing` (one exporter shared); docs/telemetry.md. @default COMPACTOR_TRACING (`off`)
    */
   tracing?: TracingOption;
 }
@@ -88,9 +67,8 @@ function given(value: string | undefined): string | undefined {
 }
 
 /**
- * The activities' dependencies with what they were not given taken from the configuration: `config`
- * when there is one, else just the settings needed, from the environment (so a bad setting the
- * activities do not use stops nothing). The chat server is settled only when no client is given.
+ * What the activities were not given, from `config`, else only the settings needed from the
+ * environment (a bad setting they do not use stops nothing).
  */
 function withConfiguredSettings(
   deps: Omit<ActivityDeps, 'summarizer'>,
@@ -159,14 +137,6 @@ function workerWithOurWorkflows<T extends { workflowsPath?: string; bundlerOptio
   return { ...options, workflowsPath, bundlerOptions: { ...options.bundlerOptions, webpackConfigHook } };
 }
 
-/**
- * The Temporal plugin of temporal-compactor (`@temporalio/plugin`'s SimplePlugin underneath).
- *
- * @example
- * const plugin = compactorPlugin();
- * const worker = await Worker.create({ connection, taskQueue: 'agents', workflowsPath: require.resolve('./workflows'), plugins: [plugin] });
- * const client = new Client({ connection: clientConnection, plugins: [plugin] });
- */
 export class CompactorPlugin extends SimplePlugin {
   private readonly registration: PluginRegistration;
   private readonly checked = new Set<string>();
@@ -288,21 +258,14 @@ function bundleCode(bundle: NonNullable<WorkerOptions['workflowBundle']>): strin
 }
 
 /**
- * The build id the plugin gives a worker that runs a prebuilt workflow bundle and names none: the
- * first 12 hex digits of the bundle code's SHA-256 (`1a2b3c4d5e6f`). Every workflow task and every
- * activity start records the worker's build id in history — six events in a round of an agent run —
- * and the SDK's default (`@temporalio/worker@1.24.0+` and all 64 digits) is 90 bytes each time:
- * about 470 bytes a round more than this id, for the same information.
+ * The build id of a worker that runs a prebuilt bundle and names none: 12 hex digits of the code's
+ * SHA-256. History records it in several events a round; the SDK's default is 90 bytes each time.
  */
 export function workerBuildId(bundleCode: string): string {
   return createHash('sha256').update(bundleCode).digest('hex').slice(0, 12);
 }
 
-/**
- * The options of a worker that runs the prebuilt bundle `code`, with {@link workerBuildId} unless
- * it chose a build id or versioning of its own. (A worker that bundles at start keeps the SDK's
- * default: its code is not known before `Worker.create` bundles it.)
- */
+/** {@link workerBuildId} unless the worker chose a build id or versioning of its own. */
 function withShortBuildId(options: WorkerOptions, code: string): WorkerOptions {
   if (options.buildId !== undefined || options.useVersioning === true || options.workerDeploymentOptions !== undefined)
     return options;

@@ -1,7 +1,5 @@
-// Node only: the one way the worker, the CLI and the demo reach Temporal. The configuration
-// (src/config.ts: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS, flags
-// included) goes through `@temporalio/envconfig`, which adds what only it reads: the
-// `TEMPORAL_TLS_*` certificates, gRPC metadata and the profiles of its config file.
+// Node only: the one way the worker, the CLI and the demo reach Temporal: the TEMPORAL_* settings go
+// through `@temporalio/envconfig`, which adds what only it reads (TLS files, gRPC metadata, profiles).
 import { Connection } from '@temporalio/client';
 import { loadClientConnectConfig } from '@temporalio/envconfig';
 import { NativeConnection } from '@temporalio/worker';
@@ -10,7 +8,6 @@ import { temporalEnvVars, type TemporalSettings } from '../config.js';
 /** Where envconfig sends a client when no address is configured. */
 const SDK_DEFAULT_ADDRESS = 'localhost:7233';
 
-/** The Temporal server could not be reached. */
 export class TemporalConnectionError extends Error {
   override readonly name = 'TemporalConnectionError';
   constructor(
@@ -23,24 +20,18 @@ export class TemporalConnectionError extends Error {
   }
 }
 
-/** Options of {@link connectTemporal}. */
 export interface ConnectTemporalOptions<Kind extends 'client' | 'worker'> {
-  /**
-   * `client`: a `Connection` for a `Client` (the CLI, the demo's client); `worker`: a
-   * `NativeConnection` for `Worker.create` (the worker, the demo's worker).
-   */
+  /** `client`: a `Connection` for a `Client`; `worker`: a `NativeConnection` for `Worker.create`. */
   kind: Kind;
   /** The environment envconfig reads besides the settings (certificates, metadata, profiles). @default process.env */
   env?: Readonly<Record<string, string | undefined>>;
-  /** An address that wins over the configured one (the demo's own dev server). @default the configuration's */
+  /** Wins over the configured one (the demo's own dev server). */
   address?: string;
-  /** A namespace that wins over the configured one (the demo's own dev server). @default the configuration's */
   namespace?: string;
   /** gRPC channel arguments of a `client` connection, e.g. `HISTORY_CHANNEL_ARGS` to read large histories. @default none */
   channelArgs?: Record<string, number | string>;
 }
 
-/** An open connection, with the namespace and address it was opened for. */
 export interface TemporalConnection<C> {
   connection: C;
   namespace: string;
@@ -48,17 +39,7 @@ export interface TemporalConnection<C> {
   address: string;
 }
 
-/**
- * Opens a connection to Temporal from the configuration: a `Connection` for clients or a
- * `NativeConnection` for workers, both through envconfig with the same settings, so the worker,
- * the CLI and the demo always reach the same server the same way.
- *
- * @throws TemporalConnectionError naming the address when the server cannot be reached.
- *
- * @example
- * const { connection, namespace } = await connectTemporal(loadConfig(), { kind: 'client' });
- * const client = new Client({ connection, namespace });
- */
+/** A connection from the configuration; a TemporalConnectionError names the address it could not reach. */
 export async function connectTemporal(
   config: TemporalSettings,
   options: ConnectTemporalOptions<'client'>,

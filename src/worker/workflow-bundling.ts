@@ -14,7 +14,6 @@ type WebpackConfigHook = NonNullable<BundleOptions['webpackConfigHook']>;
 type WebpackConfig = Parameters<WebpackConfigHook>[0];
 type Aliases = NonNullable<NonNullable<WebpackConfig['resolve']>['alias']>;
 
-/** A worker's `workflowsPath` that names no file or folder. */
 export class WorkflowsPathError extends Error {
   override readonly name = 'WorkflowsPathError';
   constructor(readonly workflowsPath: string) {
@@ -34,7 +33,7 @@ function workflowsModule(name: string): string {
   return found;
 }
 
-/** This package's workflows module (`compactConversation`, `agentRun`): the `workflowsPath` of a worker of ours alone. */
+/** The `workflowsPath` of a worker with our workflows alone. */
 export function compactorWorkflowsPath(): string {
   return workflowsModule('index');
 }
@@ -55,19 +54,12 @@ function bundlingHook(theirs: string, hook: WebpackConfigHook | undefined): Webp
   };
 }
 
-/** What decides a bundle's workflows: the entry module, and the webpack hook. */
 export interface WorkflowsToBundle {
   workflowsPath?: string | undefined;
   webpackConfigHook?: WebpackConfigHook | undefined;
 }
 
-/**
- * The workflows path and webpack hook of a bundle that holds the worker's own workflows
- * (`workflowsPath`, when it has some) and ours. Applied again to what it returned (its hook wrapped
- * by another plugin's or not), it changes nothing.
- *
- * @throws WorkflowsPathError when `workflowsPath` names nothing.
- */
+/** The workflows path and webpack hook of a bundle with the worker's own workflows and ours; idempotent. */
 export function withOurWorkflows(options: WorkflowsToBundle): {
   workflowsPath: string;
   webpackConfigHook?: WebpackConfigHook | undefined;

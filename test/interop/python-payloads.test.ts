@@ -17,19 +17,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findTrajectory } from '../../corpus/index.js';
 import { resolvePythonSdk } from '../../scripts/python-sdk.mjs';
 import { DEFAULT_PAYLOAD_THRESHOLD, loadConfig } from '../../src/config.js';
-import {
-  CHUNK_STORE_DRIVER_NAME,
-  ChunkIntegrityError,
-  ChunkStoreDriver,
-  FileBackend,
-  claimManifestId,
-  codecKey,
-  CompactorCodec,
-  keyringOf,
-  objectKey,
-  payloadConverterFromConfig,
-  payloadProtoSize,
-} from '../../src/payloads/index.js';
+import { CHUNK_STORE_DRIVER_NAME, ChunkStoreDriver } from '../../src/payloads/chunk-store.js';
+import { ChunkIntegrityError } from '../../src/payloads/errors.js';
+import { FileBackend } from '../../src/payloads/file-backend.js';
+import { claimManifestId } from '../../src/payloads/claims.js';
+import { codecKey, keyringOf } from '../../src/payloads/keyring.js';
+import { CompactorCodec, payloadProtoSize } from '../../src/payloads/codec.js';
+import { objectKey } from '../../src/payloads/object-format.js';
+import { payloadConverterFromConfig } from '../../src/payloads/index.js';
 import { claimOf, decodeHistoryPayload } from '../support/history-payloads.js';
 import { runPythonScript } from '../support/python-script.js';
 import { sha } from '../support/payload-store.js';

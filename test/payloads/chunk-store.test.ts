@@ -4,26 +4,17 @@ import { join, relative } from 'node:path';
 import { defaultPayloadConverter, StorageDriverClaim, type Payload } from '@temporalio/common';
 import { encodeReferencePayload } from '@temporalio/common/lib/internal-non-workflow/extstore-helpers.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  CHUNK_STORE_DRIVER_NAME,
-  ChunkIntegrityError,
-  ChunkMissingError,
-  ChunkStoreDriver,
-  claimManifestId,
-  codecKey,
-  CompactorCodec,
-  DEFAULT_CHUNKER_LIMITS,
-  FileBackend,
-  keyringOf,
-  objectKey,
-  payloadConverterFromConfig,
-  payloadProtoSize,
-  PayloadKeyMissingError,
-  readClaim,
-  S3Backend,
-  type Keyring,
-  type ObjectBackend,
-} from '../../src/payloads/index.js';
+import { CHUNK_STORE_DRIVER_NAME, ChunkStoreDriver } from '../../src/payloads/chunk-store.js';
+import { ChunkIntegrityError, ChunkMissingError, PayloadKeyMissingError } from '../../src/payloads/errors.js';
+import { claimManifestId, readClaim } from '../../src/payloads/claims.js';
+import { codecKey, keyringOf, type Keyring } from '../../src/payloads/keyring.js';
+import { CompactorCodec, payloadProtoSize } from '../../src/payloads/codec.js';
+import { DEFAULT_CHUNKER_LIMITS } from '../../src/payloads/chunker.js';
+import { FileBackend } from '../../src/payloads/file-backend.js';
+import { objectKey } from '../../src/payloads/object-format.js';
+import { payloadConverterFromConfig } from '../../src/payloads/index.js';
+import { S3Backend } from '../../src/payloads/s3-backend.js';
+import { type ObjectBackend } from '../../src/payloads/object-backend.js';
 import { chatInputSequence } from '../../corpus/chat-inputs.js';
 import { loadConfig } from '../../src/config.js';
 import { startS3Server, type S3TestServer } from '../../scripts/s3-test-server.js';

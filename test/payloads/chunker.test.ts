@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { chunkBoundaries, DEFAULT_CHUNKER_LIMITS } from '../../src/payloads/index.js';
+import { chunkBoundaries, DEFAULT_CHUNKER_LIMITS } from '../../src/payloads/chunker.js';
 import { chatInputSequence } from '../../corpus/chat-inputs.js';
 
 const encode = (value: unknown): Uint8Array => new TextEncoder().encode(JSON.stringify(value));

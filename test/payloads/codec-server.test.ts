@@ -15,11 +15,8 @@ import proto from '@temporalio/proto';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { startCodecServer, type CodecServer, type CodecServerOptions } from '../../src/payloads/codec-server.js';
 import { loadConfig } from '../../src/config.js';
-import {
-  CHUNK_STORE_DRIVER_NAME,
-  payloadConverterFromConfig,
-  type ConfiguredPayloads,
-} from '../../src/payloads/index.js';
+import { CHUNK_STORE_DRIVER_NAME } from '../../src/payloads/chunk-store.js';
+import { payloadConverterFromConfig, type ConfiguredPayloads } from '../../src/payloads/index.js';
 import { claimOf, metadataOf } from '../support/history-payloads.js';
 
 const PayloadProto = proto.temporal.api.common.v1.Payload;

@@ -5,16 +5,12 @@ import { describe, expect, it } from 'vitest';
 import {
   CODEC_ENCODING,
   codecEnvelopeOf,
-  codecKey,
   CompactorCodec,
-  keyringFromSettings,
-  keyringOf,
   MAX_CODEC_PAYLOAD_BYTES,
   payloadProtoSize,
-  PayloadDecodeError,
-  PayloadKeyMissingError,
-  PayloadTooLargeError,
-} from '../../src/payloads/index.js';
+} from '../../src/payloads/codec.js';
+import { codecKey, keyringFromSettings, keyringOf } from '../../src/payloads/keyring.js';
+import { PayloadDecodeError, PayloadKeyMissingError, PayloadTooLargeError } from '../../src/payloads/errors.js';
 
 const text = new TextDecoder();
 const toPayload = (value: unknown): Payload => defaultPayloadConverter.toPayload(value);

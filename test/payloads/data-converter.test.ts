@@ -5,12 +5,9 @@ import { join } from 'node:path';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
-import {
-  CHUNK_STORE_DRIVER_NAME,
-  codecEnvelopeOf,
-  payloadConverterFromConfig,
-  payloadProtoSize,
-} from '../../src/payloads/index.js';
+import { CHUNK_STORE_DRIVER_NAME } from '../../src/payloads/chunk-store.js';
+import { codecEnvelopeOf, payloadProtoSize } from '../../src/payloads/codec.js';
+import { payloadConverterFromConfig } from '../../src/payloads/index.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'compactor-converter-'));
 afterAll(() => rmSync(directory, { recursive: true, force: true }));

@@ -6,7 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { InvalidInputError } from '../../src/core/errors.js';
-import { ChunkStoreDriver, FileBackend, type ChunkStoreDriverOptions } from '../../src/payloads/index.js';
+import { ChunkStoreDriver, type ChunkStoreDriverOptions } from '../../src/payloads/chunk-store.js';
+import { FileBackend } from '../../src/payloads/file-backend.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'compactor-driver-options-'));
 afterAll(() => rmSync(directory, { recursive: true, force: true }));

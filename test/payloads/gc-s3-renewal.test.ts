@@ -11,16 +11,12 @@ import { ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
 import { defaultPayloadConverter, type StorageDriverClaim } from '@temporalio/common';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startS3Server, type S3TestServer } from '../../scripts/s3-test-server.js';
-import {
-  ChunkStoreDriver,
-  claimManifestId,
-  codecKey,
-  collectGarbage,
-  keyringOf,
-  objectKey,
-  S3Backend,
-  totalOf,
-} from '../../src/payloads/index.js';
+import { ChunkStoreDriver } from '../../src/payloads/chunk-store.js';
+import { claimManifestId } from '../../src/payloads/claims.js';
+import { codecKey, keyringOf } from '../../src/payloads/keyring.js';
+import { collectGarbage, totalOf } from '../../src/payloads/gc.js';
+import { objectKey } from '../../src/payloads/object-format.js';
+import { S3Backend } from '../../src/payloads/s3-backend.js';
 
 let s3: S3TestServer;
 beforeAll(async () => {

@@ -9,21 +9,14 @@ import { join } from 'node:path';
 import { defaultPayloadConverter, type StorageDriverClaim } from '@temporalio/common';
 import { afterAll, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/main.js';
-import {
-  ChunkStoreDriver,
-  claimManifestId,
-  codecKey,
-  collectGarbage,
-  DEFAULT_CHUNKER_LIMITS,
-  FileBackend,
-  GarbageCollectionError,
-  keyringOf,
-  objectKey,
-  parseObjectKey,
-  totalOf,
-  type Keyring,
-  type SweepableBackend,
-} from '../../src/payloads/index.js';
+import { ChunkStoreDriver } from '../../src/payloads/chunk-store.js';
+import { claimManifestId } from '../../src/payloads/claims.js';
+import { codecKey, keyringOf, type Keyring } from '../../src/payloads/keyring.js';
+import { collectGarbage, GarbageCollectionError, totalOf } from '../../src/payloads/gc.js';
+import { DEFAULT_CHUNKER_LIMITS } from '../../src/payloads/chunker.js';
+import { FileBackend } from '../../src/payloads/file-backend.js';
+import { objectKey, parseObjectKey } from '../../src/payloads/object-format.js';
+import { type SweepableBackend } from '../../src/payloads/object-backend.js';
 
 const HOUR = 3_600_000;
 const directories: string[] = [];

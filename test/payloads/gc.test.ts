@@ -14,16 +14,12 @@ import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startS3Server, type S3TestServer } from '../../scripts/s3-test-server.js';
 import { loadConfig } from '../../src/config.js';
-import {
-  ChunkStoreDriver,
-  claimDataFor,
-  claimManifestId,
-  objectKey,
-  payloadConverterFromConfig,
-  payloadProtoSize,
-  type ConfiguredPayloads,
-  type ObjectBackend,
-} from '../../src/payloads/index.js';
+import { ChunkStoreDriver } from '../../src/payloads/chunk-store.js';
+import { claimDataFor, claimManifestId } from '../../src/payloads/claims.js';
+import { objectKey } from '../../src/payloads/object-format.js';
+import { payloadConverterFromConfig, type ConfiguredPayloads } from '../../src/payloads/index.js';
+import { payloadProtoSize } from '../../src/payloads/codec.js';
+import { type ObjectBackend } from '../../src/payloads/object-backend.js';
 import { collectGarbage, DEFAULT_GC_GRACE_MS, totalOf, type GarbageReport } from '../../src/payloads/gc.js';
 import { collectRetainedClaims } from '../../src/payloads/retained-claims.js';
 import { sealObject, objectId } from '../../src/payloads/sealed-object.js';

@@ -8,16 +8,12 @@ import { join } from 'node:path';
 import { defaultPayloadConverter, StorageDriverClaim, type Payload } from '@temporalio/common';
 import { encodeReferencePayload } from '@temporalio/common/lib/internal-non-workflow/extstore-helpers.js';
 import { afterAll, describe, expect, it } from 'vitest';
-import {
-  CHUNK_STORE_DRIVER_NAME,
-  ChunkMissingError,
-  ChunkStoreDriver,
-  claimedManifestsIn,
-  codecKey,
-  collectGarbage,
-  FileBackend,
-  keyringOf,
-} from '../../src/payloads/index.js';
+import { CHUNK_STORE_DRIVER_NAME, ChunkStoreDriver } from '../../src/payloads/chunk-store.js';
+import { ChunkMissingError } from '../../src/payloads/errors.js';
+import { claimedManifestsIn } from '../../src/payloads/retained-claims.js';
+import { codecKey, keyringOf } from '../../src/payloads/keyring.js';
+import { collectGarbage } from '../../src/payloads/gc.js';
+import { FileBackend } from '../../src/payloads/file-backend.js';
 
 const directories: string[] = [];
 afterAll(() => directories.forEach((directory) => rmSync(directory, { recursive: true, force: true })));

@@ -4,7 +4,9 @@ import { createDecipheriv, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { deflateRawSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { ChunkIntegrityError, codecKey, keyringOf, objectKey } from '../../src/payloads/index.js';
+import { ChunkIntegrityError } from '../../src/payloads/errors.js';
+import { codecKey, keyringOf } from '../../src/payloads/keyring.js';
+import { objectKey } from '../../src/payloads/object-format.js';
 import { PRESET_DICTIONARIES } from '../../src/payloads/dictionary.js';
 import {
   chainRoot,

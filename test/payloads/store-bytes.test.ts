@@ -6,7 +6,10 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ChunkStoreDriver, FileBackend, parseObjectKey, readClaim } from '../../src/payloads/index.js';
+import { ChunkStoreDriver } from '../../src/payloads/chunk-store.js';
+import { FileBackend } from '../../src/payloads/file-backend.js';
+import { parseObjectKey } from '../../src/payloads/object-format.js';
+import { readClaim } from '../../src/payloads/claims.js';
 import { unsealObject } from '../../src/payloads/sealed-object.js';
 import { temporaryDirectory } from '../support/cleanup.js';
 import { keysUnder } from '../support/payload-store.js';

@@ -7,19 +7,13 @@ import { rmSync, utimesSync } from 'node:fs';
 import { join } from 'node:path';
 import { type StorageDriverClaim } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
-import {
-  ChunkIntegrityError,
-  ChunkMissingError,
-  ChunkStoreDriver,
-  codecKey,
-  collectGarbage,
-  FileBackend,
-  keyringOf,
-  objectKey,
-  parseObjectKey,
-  readClaim,
-  type Keyring,
-} from '../../src/payloads/index.js';
+import { ChunkIntegrityError, ChunkMissingError } from '../../src/payloads/errors.js';
+import { ChunkStoreDriver } from '../../src/payloads/chunk-store.js';
+import { codecKey, keyringOf, type Keyring } from '../../src/payloads/keyring.js';
+import { collectGarbage } from '../../src/payloads/gc.js';
+import { FileBackend } from '../../src/payloads/file-backend.js';
+import { objectKey, parseObjectKey } from '../../src/payloads/object-format.js';
+import { readClaim } from '../../src/payloads/claims.js';
 import { unsealObject } from '../../src/payloads/sealed-object.js';
 import { temporaryDirectory } from '../support/cleanup.js';
 import { jsonPayload, keysUnder, sha, storeOne, toolMessage } from '../support/payload-store.js';

@@ -20,13 +20,11 @@ import {
 } from '../../corpus/index.js';
 import { loadConfig } from '../../src/config.js';
 import { openingMessages } from '../../src/core/agent/trajectory.js';
-import {
-  ChunkStoreDriver,
-  CompactorCodec,
-  FileBackend,
-  parseObjectKey,
-  type ObjectBackend,
-} from '../../src/payloads/index.js';
+import { ChunkStoreDriver } from '../../src/payloads/chunk-store.js';
+import { CompactorCodec } from '../../src/payloads/codec.js';
+import { FileBackend } from '../../src/payloads/file-backend.js';
+import { parseObjectKey } from '../../src/payloads/object-format.js';
+import { type ObjectBackend } from '../../src/payloads/object-backend.js';
 import { runAgentThroughPlugin } from '../support/agent.js';
 import { bundleWorkflows, chainHistories, testConnection, uniqueId, type TestConnection } from '../support/temporal.js';
 

@@ -13,12 +13,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { agentRun, createOpenAISummarizer, type ChatMessage } from '../../src/index.js';
 import { createActivities } from '../../src/activities/index.js';
-import {
-  codecEnvelopeOf,
-  payloadConverterFromConfig,
-  payloadProtoSize,
-  type ConfiguredPayloads,
-} from '../../src/payloads/index.js';
+import { codecEnvelopeOf, payloadProtoSize } from '../../src/payloads/codec.js';
+import { payloadConverterFromConfig, type ConfiguredPayloads } from '../../src/payloads/index.js';
 import { assistantReply as completion, startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.js';
 import {
   claimOf,

@@ -5,17 +5,12 @@
 import { randomBytes } from 'node:crypto';
 import { StorageDriverClaim, type Payload } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
-import {
-  ChunkIntegrityError,
-  ChunkStoreDriver,
-  claimDataFor,
-  codecKey,
-  keyringOf,
-  objectKey,
-  readClaim,
-  type Keyring,
-  type ObjectBackend,
-} from '../../src/payloads/index.js';
+import { ChunkIntegrityError } from '../../src/payloads/errors.js';
+import { ChunkStoreDriver } from '../../src/payloads/chunk-store.js';
+import { claimDataFor, readClaim } from '../../src/payloads/claims.js';
+import { codecKey, keyringOf, type Keyring } from '../../src/payloads/keyring.js';
+import { objectKey } from '../../src/payloads/object-format.js';
+import { type ObjectBackend } from '../../src/payloads/object-backend.js';
 import { encodeManifest, type Entry } from '../../src/payloads/object-format.js';
 import { objectId, sealObject, unsealObject } from '../../src/payloads/sealed-object.js';
 import { jsonPayload, MemoryBackend, sha, storeOne, toolMessage } from '../support/payload-store.js';

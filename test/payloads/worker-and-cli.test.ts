@@ -12,7 +12,7 @@ import { connectClient, main } from '../../src/cli/main.js';
 import { agentRun } from '../../src/index.js';
 import { parseSessionJsonl } from '../../src/core/agent/session.js';
 import { openingMessages } from '../../src/core/agent/trajectory.js';
-import { codecEnvelopeOf, payloadProtoSize } from '../../src/payloads/index.js';
+import { codecEnvelopeOf, payloadProtoSize } from '../../src/payloads/codec.js';
 import { claimOf, historyPayloads, isSdkMetadata } from '../support/history-payloads.js';
 import { testConnection, uniqueId } from '../support/temporal.js';
 import {

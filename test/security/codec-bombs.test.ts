@@ -7,7 +7,9 @@
 import { randomBytes } from 'node:crypto';
 import { defaultPayloadConverter, type Payload } from '@temporalio/common';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { codecKey, CompactorCodec, keyringOf, PayloadDecodeError } from '../../src/payloads/index.js';
+import { codecKey, keyringOf } from '../../src/payloads/keyring.js';
+import { CompactorCodec } from '../../src/payloads/codec.js';
+import { PayloadDecodeError } from '../../src/payloads/errors.js';
 import { deflateBomb } from './bombs.js';
 import { measured, MiB } from './memory.js';
 

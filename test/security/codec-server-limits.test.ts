@@ -14,14 +14,11 @@ import proto from '@temporalio/proto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { startCodecServer, type CodecServer, type CodecServerOptions } from '../../src/payloads/codec-server.js';
-import {
-  CHUNK_STORE_DRIVER_NAME,
-  ChunkStoreDriver,
-  FileBackend,
-  keyringFromSettings,
-  payloadConverterFromConfig,
-  type ObjectBackend,
-} from '../../src/payloads/index.js';
+import { CHUNK_STORE_DRIVER_NAME, ChunkStoreDriver } from '../../src/payloads/chunk-store.js';
+import { FileBackend } from '../../src/payloads/file-backend.js';
+import { keyringFromSettings } from '../../src/payloads/keyring.js';
+import { payloadConverterFromConfig } from '../../src/payloads/index.js';
+import { type ObjectBackend } from '../../src/payloads/object-backend.js';
 import { temporaryDirectory } from '../support/cleanup.js';
 import { measured, MiB } from './memory.js';
 

@@ -8,16 +8,12 @@ import { mkdirSync, readdirSync, utimesSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { defaultPayloadConverter, type StorageDriverClaim } from '@temporalio/common';
 import { beforeAll, describe, expect, it } from 'vitest';
-import {
-  ChunkStoreDriver,
-  claimManifestId,
-  codecKey,
-  collectGarbage,
-  FileBackend,
-  keyringOf,
-  objectKey,
-  totalOf,
-} from '../../src/payloads/index.js';
+import { ChunkStoreDriver } from '../../src/payloads/chunk-store.js';
+import { claimManifestId } from '../../src/payloads/claims.js';
+import { codecKey, keyringOf } from '../../src/payloads/keyring.js';
+import { collectGarbage, totalOf } from '../../src/payloads/gc.js';
+import { FileBackend } from '../../src/payloads/file-backend.js';
+import { objectKey } from '../../src/payloads/object-format.js';
 import { temporaryDirectory } from '../support/cleanup.js';
 import { runCli } from '../support/cli-process.js';
 import { ownNamespace } from '../support/namespace.js';

@@ -3,7 +3,10 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { StorageDriverClaim } from '@temporalio/common';
-import { ChunkStoreDriver, claimDataFor, FileBackend, objectKey } from '../../src/payloads/index.js';
+import { ChunkStoreDriver } from '../../src/payloads/chunk-store.js';
+import { claimDataFor } from '../../src/payloads/claims.js';
+import { FileBackend } from '../../src/payloads/file-backend.js';
+import { objectKey } from '../../src/payloads/object-format.js';
 import { encodeManifest, type Entry } from '../../src/payloads/object-format.js';
 import { objectId, sealObject } from '../../src/payloads/sealed-object.js';
 import { temporaryDirectory } from '../support/cleanup.js';

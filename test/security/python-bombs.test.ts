@@ -12,7 +12,8 @@ import { encodeReferencePayload } from '@temporalio/common/lib/internal-non-work
 import proto from '@temporalio/proto';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { resolvePythonSdk } from '../../scripts/python-sdk.mjs';
-import { CHUNK_STORE_DRIVER_NAME, objectKey } from '../../src/payloads/index.js';
+import { CHUNK_STORE_DRIVER_NAME } from '../../src/payloads/chunk-store.js';
+import { objectKey } from '../../src/payloads/object-format.js';
 import { PRESET_DICTIONARIES } from '../../src/payloads/dictionary.js';
 import { runPythonScript } from '../support/python-script.js';
 import { deflateBomb } from './bombs.js';

@@ -10,14 +10,10 @@ import { truncateSync } from 'node:fs';
 import { join } from 'node:path';
 import { StorageDriverClaim } from '@temporalio/common';
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { ChunkStoreDriver } from '../../src/payloads/index.js';
-import {
-  ChunkIntegrityError,
-  ChunkMissingError,
-  claimDataFor,
-  objectKey,
-  PayloadTooLargeError,
-} from '../../src/payloads/index.js';
+import type { ChunkStoreDriver } from '../../src/payloads/chunk-store.js';
+import { ChunkIntegrityError, ChunkMissingError, PayloadTooLargeError } from '../../src/payloads/errors.js';
+import { claimDataFor } from '../../src/payloads/claims.js';
+import { objectKey } from '../../src/payloads/object-format.js';
 import { PRESET_DICTIONARIES } from '../../src/payloads/dictionary.js';
 import { MAX_OBJECT_BYTES, MAX_STORED_PAYLOAD_BYTES } from '../../src/payloads/object-format.js';
 import { objectId, sealObject } from '../../src/payloads/sealed-object.js';

@@ -6,7 +6,10 @@
 import { existsSync, lstatSync, mkdirSync, symlinkSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ChunkStoreDriver, claimManifestId, FileBackend, objectKey } from '../../src/payloads/index.js';
+import { ChunkStoreDriver } from '../../src/payloads/chunk-store.js';
+import { claimManifestId } from '../../src/payloads/claims.js';
+import { FileBackend } from '../../src/payloads/file-backend.js';
+import { objectKey } from '../../src/payloads/object-format.js';
 import { temporaryDirectory } from '../support/cleanup.js';
 import { jsonPayload, sha, toolMessage } from '../support/payload-store.js';
 

@@ -2,7 +2,8 @@
 // resolved, nothing decoded), and a decoder that turns one back into the bytes its producer wrote.
 import type { Payload } from '@temporalio/common';
 import type { temporal } from '@temporalio/proto';
-import { CHUNK_STORE_DRIVER_NAME, type ChunkStoreDriver, type CompactorCodec } from '../../src/payloads/index.js';
+import { CHUNK_STORE_DRIVER_NAME, type ChunkStoreDriver } from '../../src/payloads/chunk-store.js';
+import { type CompactorCodec } from '../../src/payloads/codec.js';
 import { StorageDriverClaim } from '@temporalio/common';
 
 /** A payload found in a history, with where it was (`events[3].activityTaskScheduledEventAttributes.input.payloads[0]`). */

@@ -4,7 +4,8 @@ import { createHash, randomBytes } from 'node:crypto';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Payload, StorageDriverClaim } from '@temporalio/common';
-import type { ChunkStoreDriver, ObjectBackend } from '../../src/payloads/index.js';
+import type { ChunkStoreDriver } from '../../src/payloads/chunk-store.js';
+import type { ObjectBackend } from '../../src/payloads/object-backend.js';
 
 /** An in-memory backend that records every request. */
 export class MemoryBackend implements ObjectBackend {

@@ -12,17 +12,13 @@ import { fileURLToPath } from 'node:url';
 import { StorageDriverClaim } from '@temporalio/common';
 import { expect } from 'vitest';
 import { z } from 'zod';
-import {
-  ChunkStoreDriver,
-  codecKey,
-  collectGarbage,
-  DEFAULT_CHUNKER_LIMITS,
-  FileBackend,
-  keyringOf,
-  readClaim,
-  type Keyring,
-  type ObjectBackend,
-} from '../../src/payloads/index.js';
+import { ChunkStoreDriver } from '../../src/payloads/chunk-store.js';
+import { codecKey, keyringOf, type Keyring } from '../../src/payloads/keyring.js';
+import { collectGarbage } from '../../src/payloads/gc.js';
+import { DEFAULT_CHUNKER_LIMITS } from '../../src/payloads/chunker.js';
+import { FileBackend } from '../../src/payloads/file-backend.js';
+import { readClaim } from '../../src/payloads/claims.js';
+import { type ObjectBackend } from '../../src/payloads/object-backend.js';
 import { temporaryDirectory } from './cleanup.js';
 import { sha } from './payload-store.js';
 

@@ -11,7 +11,7 @@ import { loadConfig, type ChatMessage } from '../../src/index.js';
 import { replaySession } from '../../src/core/agent/session.js';
 import type { AgentRunWorkflowInput } from '../../src/workflows/agent-run.js';
 import { readSessionLines } from '../../src/client/session-reader.js';
-import { payloadProtoSize } from '../../src/payloads/index.js';
+import { payloadProtoSize } from '../../src/payloads/codec.js';
 import { historyPayloads, isSdkMetadata } from '../support/history-payloads.js';
 import { readTurn, sourceText } from '../support/source-text.js';
 import { runAgentThroughPlugin } from '../support/agent.js';

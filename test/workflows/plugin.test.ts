@@ -27,7 +27,7 @@ import { historyPayloads, claimOf, isSdkMetadata } from '../support/history-payl
 import { toolRounds } from '../support/messages.js';
 import { temporaryDirectory } from '../support/cleanup.js';
 import { bundleWorkflows, testConnection, uniqueId, type TestConnection } from '../support/temporal.js';
-import { payloadProtoSize } from '../../src/payloads/index.js';
+import { payloadProtoSize } from '../../src/payloads/codec.js';
 
 const USER_WORKFLOWS = fileURLToPath(new URL('../fixtures/user-worker/workflows.ts', import.meta.url));
 

@@ -1,7 +1,8 @@
 // Node only: `temporal-compactor codec-server` — a codec endpoint for the Temporal UI and CLI.
 import { startCodecServer } from '../../payloads/codec-server.js';
 import { configFlagsFromArgs, loadConfig } from '../../config.js';
-import { describePayloadStore, payloadConverterFromConfig } from '../../payloads/index.js';
+import { describePayloadStore } from '../../payloads/store-location.js';
+import { payloadConverterFromConfig } from '../../payloads/index.js';
 import { noArguments, untilSignal, UsageError, type CliCommand } from '../command.js';
 
 const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|localhost)$/;

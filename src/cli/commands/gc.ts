@@ -11,7 +11,8 @@ import {
   type SweptKind,
   type Tally,
 } from '../../payloads/gc.js';
-import { describePayloadStore, payloadConverterFromConfig } from '../../payloads/index.js';
+import { describePayloadStore } from '../../payloads/store-location.js';
+import { payloadConverterFromConfig } from '../../payloads/index.js';
 import { collectRetainedClaims } from '../../payloads/retained-claims.js';
 import { ExitCode, noArguments, UsageError, type CliCommand, type CommandContext } from '../command.js';
 

@@ -9,7 +9,7 @@ import {
 } from '../../core/agent/compaction-history.js';
 import type { SessionLine } from '../../core/agent/session.js';
 import { readSession } from '../../client/session-reader.js';
-import { describeAgentRun, QUERY_TIMEOUT_OPTION, queryTimeoutOf } from '../agent-run.js';
+import { describeAgentRun, QUERY_TIMEOUT_OPTION, queryRun, queryTimeoutOf } from '../agent-run.js';
 import { onlyArgument, type CliCommand } from '../command.js';
 
 const isCompactionHistory = (value: unknown): value is CompactionHistory =>
@@ -32,18 +32,15 @@ async function readCompactionHistory(
       typeof result === 'object' && result !== null ? Reflect.get(result, 'compactions') : undefined;
     if (isCompactionHistory(value)) return { value, status };
   }
-  try {
-    // A query waits for a worker; without a deadline a missing worker would hold the CLI for the server's own timeout.
-    const value: unknown = await client.withDeadline(Date.now() + queryTimeoutMs, () => handle.query('compactions'));
-    if (!isCompactionHistory(value)) throw new Error('the compactions query answered something else than expected');
-    return { value, status };
-  } catch (error) {
-    const reason = error instanceof Error ? error.message : String(error);
-    throw new Error(
-      `the run is ${status}; reading its compactions takes a query, which needs a worker polling task queue "${description.taskQueue}" (${reason})`,
-      { cause: error },
-    );
-  }
+  const value: unknown = await queryRun(
+    client,
+    queryTimeoutMs,
+    `the run is ${status}; reading its compactions`,
+    description.taskQueue,
+    () => handle.query('compactions'),
+  );
+  if (!isCompactionHistory(value)) throw new Error('the compactions query answered something else than expected');
+  return { value, status };
 }
 
 export const history: CliCommand = {

@@ -1,14 +1,12 @@
 // Node only: `temporal-compactor review <workflowId>` — the compaction an agentRun holds for review
 // (compaction.review: 'approve', docs/design.md#review), and the decision on it.
 import { readFileSync } from 'node:fs';
-import type { Client, WorkflowHandle } from '@temporalio/client';
 import { groupDigits } from '../../core/agent/compaction-history.js';
 import type { CompactionProposal, ReviewCompactionInput } from '../../core/agent/steering.js';
 import { pendingCompactionQuery, reviewCompactionUpdate } from '../../shared/agent-run.js';
-import { describeAgentRun, QUERY_TIMEOUT_OPTION, queryTimeoutOf } from '../agent-run.js';
+import { describeAgentRun, QUERY_TIMEOUT_OPTION, queryRun, queryTimeoutOf } from '../agent-run.js';
 import { onlyArgument, UsageError, type CliCommand, type CommandContext } from '../command.js';
 
-/** The proposal for people: what it would drop and elide, tokens before → after, when it applies, and its summary. */
 export function describeProposal(workflowId: string, proposal: CompactionProposal): string {
   const lines = [
     `agentRun ${workflowId} · compaction waiting for review (round ${proposal.round}, ${proposal.kind}, aimed at ${proposal.backend})`,
@@ -36,27 +34,6 @@ function decisionOf(values: CommandContext['values']): ReviewCompactionInput | u
   return { decision, summary: readFileSync(file, 'utf8') };
 }
 
-/** The proposal waiting, by query (a worker must poll the run's task queue). */
-async function pendingOf(
-  client: Client,
-  handle: WorkflowHandle,
-  queryTimeoutMs: number,
-  taskQueue: string,
-): Promise<CompactionProposal | null> {
-  try {
-    // A query waits for a worker; without a deadline a missing worker would hold the CLI for the server's own timeout.
-    return await client.withDeadline(Date.now() + queryTimeoutMs, () => handle.query(pendingCompactionQuery));
-  } catch (error) {
-    const reason = error instanceof Error ? error.message : String(error);
-    throw new Error(
-      `reading the proposal takes a query, which needs a worker polling task queue "${taskQueue}" (${reason})`,
-      {
-        cause: error,
-      },
-    );
-  }
-}
-
 export const review: CliCommand = {
   name: 'review',
   usage: '<workflowId> [--apply|--reject|--edit FILE] [--json]',
@@ -77,7 +54,13 @@ export const review: CliCommand = {
     const client = await context.client();
     const handle = client.workflow.getHandle(workflowId);
     const description = await describeAgentRun(handle);
-    const proposal = await pendingOf(client, handle, queryTimeoutOf(context), description.taskQueue);
+    const proposal = await queryRun(
+      client,
+      queryTimeoutOf(context),
+      'reading the proposal',
+      description.taskQueue,
+      () => handle.query(pendingCompactionQuery),
+    );
     if (proposal === null) {
       context.io.stderr(`agentRun ${workflowId} (${description.status.name}): no compaction is waiting for review\n`);
       return 1;

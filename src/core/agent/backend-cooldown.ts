@@ -24,11 +24,7 @@ export function freshBackendStatus(label: string): BackendStatus {
   return { label, failedRounds: 0, restingUntilRound: null, restingUntilTime: null };
 }
 
-/**
- * Whether a backend rests in round `round` (1-based): it failed a round and its cooldown (rounds,
- * or time when configured, whichever ends first) has not run out. `now` is asked only for a
- * cooldown with a time.
- */
+/** Whether a backend rests in round `round`: its cooldown (rounds, or time when set, whichever ends first) runs. */
 export function isResting(status: BackendStatus | undefined, round: number, now: () => number): boolean {
   if (status === undefined || status.restingUntilRound === null) return false;
   if (round >= status.restingUntilRound) return false;

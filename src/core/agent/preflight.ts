@@ -20,20 +20,14 @@ export interface BackendCounter {
   conversation: TokenCounter;
 }
 
-/**
- * The estimator of a tokenizer: the BPE counter (pure JS) or the character estimator. `known`
- * counts (by text) are looked up before tokenizing and receive what is tokenized.
- */
+/** The BPE counter or the character estimator; `known` counts are looked up before tokenizing and receive what is tokenized. */
 export function tokenizerCounter(tokenizer: Tokenizer, known?: TextTokenCounts): TokenCounter {
   return tokenizer === 'chars'
     ? createCharCounter()
     : createBpeCounter({ encoding: tokenizer, ...(known === undefined ? {} : { known }) });
 }
 
-/**
- * The counter of complete requests a backend is billed for: the tokenizer's count of the messages
- * plus the tool declarations. The replay provider reports exactly this count as its usage.
- */
+/** The count of complete requests a backend is billed for (the replay provider reports exactly this). */
 export function requestCounter(tokenizer: Tokenizer, tools: readonly ToolDeclaration[], known?: TextTokenCounts) {
   return withRequestFraming(tokenizerCounter(tokenizer, known), { tools });
 }
@@ -60,7 +54,6 @@ export function backendCounter(
   };
 }
 
-/** What a round's preflight decided. */
 export interface PreflightResult {
   /** The backend with the largest room among those still worth trying: compaction aims at its room, in its units. */
   aimAt: BackendCounter;
@@ -72,11 +65,7 @@ export interface PreflightResult {
   fits: BackendCounter | undefined;
 }
 
-/**
- * The preflight over the backends still worth trying (in chain order): the aim is the largest
- * room (the first backend wins a tie), and the backend to call is the first one the conversation
- * fits. Throws when `candidates` is empty.
- */
+/** Aims at the largest room among `candidates` (the first wins a tie); calls the first one the conversation fits. */
 export function preflight(messages: readonly ChatMessage[], candidates: readonly BackendCounter[]): PreflightResult {
   const first = candidates[0];
   if (first === undefined) throw new Error('preflight: no backend left to try');

@@ -1,8 +1,5 @@
-// Sandbox-safe: recall (docs/design.md#recall) — with `compaction.recall: true` an agent run declares
-// a `recall` tool, every stub and summary its compactions leave names the transcript ids of what it
-// replaced, and `recall({ id })` (the `recall` activity, src/activities/recall.ts) answers with that
-// message as the transcript holds it. This module: the declaration, the bounds on the id a model
-// passes, and the naming of a compaction result's stubs and summary.
+// Sandbox-safe: recall (docs/design.md#recall): the `recall` tool's declaration, the bounds on the id
+// a model passes, and the transcript ids a compaction's stubs and summary name.
 import type { ToolDeclaration } from '../counting/request-counter.js';
 import type { ChatMessage } from '../types.js';
 import type { SessionEntry } from './session.js';
@@ -35,10 +32,7 @@ export const RECALL_TOOL: ToolDeclaration = {
   },
 };
 
-/**
- * The id `recall` was asked for, or why it is refused: `args` must be `{ id }` with a string of at
- * most {@link MAX_RECALL_ID_CHARS} characters in the transcript id form (`m` and a number).
- */
+/** The id `recall` was asked for (`{ id }`, a transcript id of at most MAX_RECALL_ID_CHARS), or why it is refused. */
 export function parseRecallArgs(args: unknown): { id: string } | { error: string } {
   if (typeof args !== 'object' || args === null || Array.isArray(args))
     return { error: 'recall: the arguments must be an object { id: string }' };
@@ -116,11 +110,7 @@ export function recallIdsLine(entries: readonly SessionEntry[]): string {
   return numbers.length === 0 ? '' : `\n\n[recall ids: ${recallIdList(numbers)}]`;
 }
 
-/**
- * A reviewer's summary (`reviewCompaction` `edit`) with the `[recall ids: ...]` line of the summary
- * it replaces (`proposed`): the ids are what the compaction replaces, not the person's to change,
- * so a line of theirs at its end gives way to it. Unchanged when the proposal names no ids.
- */
+/** A reviewer's edited summary with the proposal's `[recall ids: ...]` line: the ids are not the person's to change. */
 export function withRecallLine(edited: string, proposed: string | null): string {
   const line = proposed === null ? undefined : RECALL_IDS_LINE.exec(proposed)?.[0];
   if (line === undefined) return edited;
@@ -128,11 +118,8 @@ export function withRecallLine(edited: string, proposed: string | null): string 
 }
 
 /**
- * The engine's `nameReplaced` hook for a run with recall on (docs/design.md#recall), over the live
- * entries the compaction is given (the same indices as its messages): a tool result's stub ends
- * with ` [recall id: m14]`, a summary and a hard trim's marker with a `[recall ids: m3..m9, m12]`
- * line (the ids an earlier summary or marker it replaces named are named again). The engine counts
- * every candidate with them.
+ * The engine's `nameReplaced` hook: a stub ends with ` [recall id: m14]`, a summary or a trim's
+ * marker with a `[recall ids: m3..m9, m12]` line (naming again what an earlier one it replaces named).
  */
 export function recallNamer(
   entries: readonly SessionEntry[],

@@ -1,6 +1,4 @@
-// Sandbox-safe: what one chat request of an agent run cost (docs/design.md#cost) — the provider's
-// numbers, and its cached prompt tokens as reported or, when the provider does not say, modelled
-// the way a provider's prefix cache would serve them. Pure.
+// Sandbox-safe: what one chat request of an agent run cost (docs/design.md#cost). Pure.
 import type { ChatMessage } from '../types.js';
 import type { RoundUsage } from './run-usage.js';
 
@@ -33,10 +31,8 @@ export interface RequestCostInput {
 }
 
 /**
- * What this request cost: the provider's numbers, and its cached prompt tokens as reported or,
- * when the provider does not say, modelled: the messages this request shares from the start with
- * the previous one (same transcript ids, same sizes) counted in the backend's units, as a
- * provider's prefix cache would serve them.
+ * The provider's numbers, with cached prompt tokens as reported or, unreported, modelled as a prefix
+ * cache serves them: the messages shared from the start with the previous request (same ids, sizes).
  */
 export function requestCost({ backend, sent, shape, previous, tokens, reported, count }: RequestCostInput): RoundUsage {
   const promptTokens = reported?.promptTokens ?? tokens;

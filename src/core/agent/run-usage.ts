@@ -1,7 +1,5 @@
-// Sandbox-safe: what an agent run cost so far (docs/design.md#cost) — the provider's usage per round
-// (prompt, cached prompt, completion), the summarizer's, and an estimate of the input billed under
-// prompt caching, the model `bench:cost` measures with: uncached + cachedInput × cached +
-// summarizerInput × the summarizer's prompt, in uncached-input-token equivalents.
+// Sandbox-safe: what an agent run cost so far (docs/design.md#cost), and the input billed under
+// prompt caching as `bench:cost` models it, in uncached-input-token equivalents.
 import type { SummarizerUsage } from '../counting/summarizer-usage.js';
 
 /** Prices relative to one uncached input token of the agent's model. */
@@ -21,10 +19,7 @@ export interface RoundUsage {
   promptTokens: number;
   /** Prompt tokens served from the provider's cache: as it reported them, or modelled. */
   cachedPromptTokens: number;
-  /**
-   * `reported`: the provider said (`prompt_tokens_details.cached_tokens`); `modelled`: it did not,
-   * and the run counted the messages this request shares, from the start, with the one before it.
-   */
+  /** `reported` by the provider, or `modelled` from the prefix this request shares with the one before. */
   cacheSource: 'reported' | 'modelled';
   completionTokens: number | null;
 }

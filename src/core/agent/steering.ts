@@ -1,10 +1,8 @@
-// Sandbox-safe: steering a running `agentRun` (docs/design.md#steering) — the arguments of its `compact`,
-// `pin` and `unpin` updates, checked naming the field; the pins a run holds (messages kept through
-// every compaction, facts every later summary must keep); and the summary instructions a
-// compaction of the run is asked with. The workflow queues what the updates ask and the loop
-// applies it (src/workflows/agent/loop.ts): nothing here touches workflow state.
+// Sandbox-safe: steering a running `agentRun` (docs/design.md#steering): the arguments of its updates,
+// the pins it holds, and the summary instructions a compaction is asked with. Nothing here touches
+// workflow state: the loop applies what the updates ask.
 import { InvalidInputError } from '../errors.js';
-import { isSticky } from '../schema.js';
+import { isRecord, isSticky } from '../schema.js';
 import { assertKnownKeys, keysOf } from '../unknown-keys.js';
 import { compactionKind, type CompactionKind } from '../compaction/kind.js';
 import { summaryContent } from '../compaction/transcript.js';
@@ -69,10 +67,6 @@ export function noPins(): Pins {
 const COMPACT_KEYS = keysOf<CompactUpdateInput>({ instructions: true });
 const PIN_KEYS = keysOf<PinUpdateInput>({ ids: true, fact: true });
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
 /** The `compact` update's argument, checked: `compact.instructions` must be a string of bounded length. */
 export function parseCompactInput(value: unknown): CompactUpdateInput {
   if (value === undefined || value === null) return {};
@@ -90,10 +84,7 @@ export function parseCompactInput(value: unknown): CompactUpdateInput {
   return instructions.trim() === '' ? {} : { instructions };
 }
 
-/**
- * The argument of `pin` or `unpin` (`update` names it in errors), checked for its shape: ids as
- * non-empty strings, no more than a run may pin; a fact as a non-empty string of bounded length.
- */
+/** The argument of `pin` or `unpin`, checked for its shape and bounds (`update` names it in errors). */
 export function parsePinInput(value: unknown, update: 'pin' | 'unpin'): { ids: string[]; fact?: string } {
   if (!isRecord(value)) throw new InvalidInputError(update, 'must be an object { ids: string[] } or { fact: string }');
   assertKnownKeys(value, PIN_KEYS, update, 'field');
@@ -129,11 +120,7 @@ export interface PinChange {
   pins: Pins;
 }
 
-/**
- * What `pin` does to a run with these live entries and pins, or `InvalidInputError` naming the
- * id that is not in the live conversation, or the bound a pin would pass. A message sticky
- * already (the task, a system message, one pinned before) is kept as it is and not pinned again.
- */
+/** What `pin` does, or an error naming the id not in the live conversation; a message sticky already is left as it is. */
 export function pinChange(
   input: { ids: string[]; fact?: string },
   entries: readonly SessionEntry[],
@@ -164,10 +151,7 @@ export function pinChange(
   return { ids, pins: { ids: [...pins.ids, ...ids], facts } };
 }
 
-/**
- * What `unpin` does: only what `pin` pinned can be unpinned (a message sticky from the run's
- * input stays so); an id or fact that is not pinned is refused, naming it.
- */
+/** What `unpin` does: only what `pin` pinned can be unpinned; anything else is refused, naming it. */
 export function unpinChange(input: { ids: string[]; fact?: string }, pins: Pins): PinChange {
   const ids: string[] = [];
   input.ids.forEach((id, index) => {
@@ -189,11 +173,7 @@ export function unpinChange(input: { ids: string[]; fact?: string }, pins: Pins)
   };
 }
 
-/**
- * The summary instructions of one compaction of the run: the run's own `compaction.summaryInstructions`,
- * then the `compact` update's instructions, then the pinned facts as a list to keep. Undefined when
- * there is none of them: a run that is never steered asks with its own instructions alone.
- */
+/** The run's `summaryInstructions`, then the `compact` update's, then the pinned facts to keep; undefined for none. */
 export function steeredInstructions(
   base: string | undefined,
   facts: readonly string[],
@@ -217,11 +197,9 @@ export function pinDetails(pins: Pins): string[] {
 }
 
 /**
- * Whether a compaction of the run waits for a person (docs/design.md#review): `'auto'` applies it
- * at once; `'approve'` computes it, summary included, publishes it and waits for
- * `reviewCompaction` up to `reviewTimeout` (then applies it); `'manual'` compacts only on the
- * `compact` update. In every mode a compaction without which the next request would not fit its
- * window is applied at once and recorded as forced.
+ * docs/design.md#review: `'approve'` publishes a compaction and waits for `reviewCompaction` up to
+ * `reviewTimeout`; `'manual'` compacts only on the `compact` update. A compaction the next request
+ * needs to fit is applied at once, recorded as forced.
  */
 export type CompactionReview = 'auto' | 'approve' | 'manual';
 /** The modes of {@link CompactionReview}. */
@@ -324,10 +302,7 @@ export function proposalOf(
   };
 }
 
-/**
- * The result with a person's summary in place of the summarizer's (`reviewCompaction` `edit`): the
- * summary message holds `summary` under the harness's header, and the tokens after are counted again.
- */
+/** The result with a person's summary (`edit`) under the harness's header, its tokens counted again. */
 export function withEditedSummary(result: CompactionResult, summary: string, counter: TokenCounter): CompactionResult {
   const content = summaryContent(summary, result.dropped);
   const messages = result.messages.map((message) =>

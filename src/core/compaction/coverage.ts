@@ -46,21 +46,14 @@ export function identifiersIn(text: string, into: Set<string> = new Set()): Set<
   return into;
 }
 
-/**
- * The text of a message where its facts are: its content and the values of its tool calls'
- * arguments — not the calls' ids, nor the tools' names or their arguments' keys, which the model has
- * from the tool definitions at every request.
- */
+/** Content and tool-call argument values: not ids, tool names or argument keys (the model has those at every request). */
 function factText(message: ChatMessage): string {
   return textsOf(message).join('\n');
 }
 
 /**
- * The identifiers a summary of `middle` must keep: those of the middle as the summarizer saw it
- * (`capMiddle(middle, toolResultCap)`; the middle is read within the cut, never cut itself) that
- * `kept` uses too, in the order the middle first used them. System and developer messages of
- * `kept` do not count: the model reads them at every request whatever the summary says. With
- * `contents` (`elidedContents`), a message an elision replaces is read with the elision's content.
+ * The identifiers of the middle as the summarizer saw it (`capMiddle`) that `kept` uses too (not its
+ * system and developer messages, read at every request), in the order the middle first used them.
  */
 export function requiredIdentifiers(
   middle: readonly ChatMessage[],
@@ -76,9 +69,8 @@ export function requiredIdentifiers(
   const contentAt = (index: number): ChatMessage['content'] =>
     contents?.[index] ?? (middle[index] as ChatMessage).content;
   if (used.size > SEARCHED_ONE_BY_ONE) return scannedIdentifiers(middle, used, toolResultCap, contentAt);
-  // The middle runs to megabytes and `used` to a few identifiers: each is searched for on its own,
-  // from the start of the middle to the first message that holds it (a native substring search,
-  // many times faster than reading the text token by token), and confirmed there as a token.
+  // The middle runs to megabytes and `used` to a few identifiers: a native substring search for each
+  // is many times faster than reading the text token by token; a hit is confirmed as a token.
   const firstIn = new Map<number, Set<string>>();
   for (const identifier of used) {
     const key = searchKey(identifier);
@@ -116,10 +108,8 @@ function textsOf(message: ChatMessage): string[] {
 }
 
 /**
- * The string values of a call's arguments, decoded: what the call says. Not its keys (`file_path`,
- * `old_string`: the tool's vocabulary) nor its escapes (the `n` of `\n`). Arguments cut by the cap
- * (`capMiddle`) are no longer JSON: their string literals are read as far as they go, the last one
- * to the cut, without the cap's marker. Arguments that are not a JSON object or array are read whole.
+ * The string values of a call's arguments, decoded (not its keys, the tool's vocabulary). Arguments
+ * cut by the cap are read as far as their literals go; arguments that are not JSON are read whole.
  */
 export function argumentValues(args: string): string[] {
   const text = args.replace(CAP_MARKER, '');
@@ -160,11 +150,7 @@ function decodedString(body: string): string {
   return body;
 }
 
-/**
- * Whether `key` stands anywhere in the message's texts as the summarizer sees them (cut at
- * `toolResultCap`: `capMiddle`), as a substring: a token of it may still not. Searched in the
- * message itself, within the cut: the cut text ends with a marker no key of an identifier is in.
- */
+/** Whether `key` stands as a substring in the message's texts as the summarizer sees them (within the cap). */
 function mentions(
   message: ChatMessage,
   key: string,
@@ -193,11 +179,7 @@ function within(text: string, cap: number): string {
   return text.length > cap ? text.slice(0, cap) : text;
 }
 
-/**
- * Adds to `into` the identifiers of `used` that the message holds, in the order {@link identifiersIn}
- * meets them in its texts joined by newlines (neither a URL nor a token spans one): the URLs first,
- * then the tokens of the rest.
- */
+/** Adds to `into` the identifiers of `used` the message holds, in the order {@link identifiersIn} meets them. */
 function usedIn(message: ChatMessage, used: ReadonlySet<string>, into: Set<string>): Set<string> {
   const rests = textsOf(message).map((text) => {
     if (!text.includes('://')) return text;
@@ -231,22 +213,13 @@ function scannedIdentifiers(
 /** Over this many identifiers still to find, a text is scanned rather than searched for each. */
 const SEARCHED_AT_MOST = 8;
 
-/**
- * What is searched for an identifier: its end from its first character that is not a lowercase
- * letter (every identifier has one). Lowercase letters are the commonest characters of any text,
- * and a search skips fastest to a rarer first character; a text without that end cannot hold the
- * identifier.
- */
+/** An identifier's end from its first character that is not a lowercase letter: a search skips fastest to a rare one. */
 function searchKey(identifier: string): string {
   const start = identifier.search(/[^a-z]/);
   return start <= 0 ? identifier : identifier.slice(start);
 }
 
-/**
- * False only when `message` cannot hold an identifier of `searched` not yet in `found`: none of
- * those is even there as a substring (a search per identifier is much faster than the scan, while
- * they are few).
- */
+/** False only when none of `searched` not yet in `found` is even a substring of `message`. */
 function mayHold(
   message: ChatMessage,
   searched: ReadonlyMap<string, string>,
@@ -280,14 +253,9 @@ const classOf = (text: string, index: number): number => {
 const STRIPPED = new Set(['.', '/', '#', '@', '-'].map((char) => char.charCodeAt(0)));
 
 /**
- * Calls `visit` with each token of `text`, in order, as `[start, end)` with the
- * trailing punctuation `identifiersIn` strips already cut (`/[.:/#@-]+$/`; `:` cannot be in a
- * token), and `marks`: non-zero when the token holds a character an identifier needs one of (a
- * digit, `_`, `/`, `.`, or an upper-case letter after a lower-case one), a cheap filter before
- * {@link isIdentifier}. A match of `[start][inside]*[end]` is greedy: from a start character, the
- * longest run of inside characters up to its last end character; a run with none after its start
- * holds no match (every start character is an end character). A scanner rather than the regular
- * expression: no match object per word of a long text.
+ * Calls `visit` with each token of `text` as `[start, end)`, trailing punctuation cut, and `marks`
+ * (non-zero when it holds a character an identifier needs: a cheap filter before {@link isIdentifier}).
+ * A scanner rather than the regular expression: no match object per word of a long text.
  */
 function forEachToken(text: string, visit: (start: number, end: number, marks: number) => void): void {
   const length = text.length;
@@ -325,11 +293,7 @@ function marksOf(text: string, start: number, end: number): number {
   return 0;
 }
 
-/**
- * Adds to `into` the tokens of `text` that `used` holds, as {@link identifiersIn} finds them, in
- * order. `used` holds only what identifiersIn found, so a token it would not look at is skipped
- * before it is cut out of the text.
- */
+/** Adds to `into` the tokens of `text` that `used` holds, in order. */
 function usedTokensIn(text: string, used: ReadonlySet<string>, into: Set<string>): void {
   forEachToken(text, (start, end, marks) => {
     if (marks === 0 || end - start < 3) return;

@@ -11,19 +11,13 @@ import { isSummaryMessage } from './transcript.js';
 import type { ChatMessage, Elision, TokenCounter } from '../types.js';
 
 /**
- * Share of the low-water mark left for the summary when the recent window gives way: the window
- * shrinks until the sticky messages and the window fit `(1 - SUMMARY_ROOM_SHARE) × mark`; it is
- * also the room `worthStarting` allows for. Measured with bench:cost on ../shared/corpus: 0, 0.1,
- * 0.25 and 0.4 bill the same (0.559× of no compaction; windows give way a whole turn at a time);
- * 0.6 bills 0.554× but defers more, leaving 4 requests over the window instead of 2.
+ * Share of the low-water mark left for the summary when the recent window gives way (the window
+ * shrinks until it and the sticky messages fit the rest); also the room `worthStarting` allows for.
+ * Chosen with bench:cost: larger shares defer more compactions, leaving more requests over the window.
  */
 export const SUMMARY_ROOM_SHARE = 0.25;
 
-/**
- * A function from a window start `cut` (at or after `regions.cut`) to the messages a compaction
- * with that window keeps: the sticky (unremovable) ones before it, everything from it. The part
- * before `regions.cut` is collected once, so trying every start of a window costs O(n + window²).
- */
+/** The messages a compaction with window start `cut` keeps: the sticky ones before it, everything from it. */
 function keptMessages(messages: readonly ChatMessage[], regions: Regions): (cut: number) => ChatMessage[] {
   const pinnedBefore: ChatMessage[] = [];
   for (let index = 0; index < regions.cut; index += 1) {
@@ -94,14 +88,10 @@ export function worthStarting(plan: WindowPlan, aim: Aim): boolean {
 }
 
 /**
- * docs/design.md#no-thrash: whether the newest summary may have been written in the previous round, as far as
- * the conversation shows — the engine keeps no state between calls. A compaction leaves the
- * summary followed by the recent window it kept, at most the `keepRecent` window of that
- * conversation; the next round appends one complete turn. So the summary was written last round
- * when, once the last complete turn is set aside, everything after the summary lies inside that
- * conversation's `keepRecent` window. (Two short rounds later it may still look so; that only
- * defers a compaction that is not yet over the limit.) With `keepUserMessages`, the user messages
- * the summary kept in place after it do not count as growth.
+ * docs/design.md#no-thrash: whether the newest summary may have been written last round, as far as
+ * the conversation shows (the engine keeps no state): set aside the last complete turn, and
+ * everything after the summary lies inside a `keepRecent` window. With `keepUserMessages`, the user
+ * messages the summary kept in place after it do not count as growth.
  */
 export function summarizedLastRound(
   messages: readonly ChatMessage[],

@@ -19,11 +19,8 @@ export function canonicalArguments(args: string): string {
 }
 
 /**
- * True only for text that {@link canonicalArguments}'s parse and stringify would give back as it
- * is: JSON with no whitespace, every object's keys in ascending order (none that starts with a
- * digit, since an object lists integer keys first, and no `__proto__`), integers of at most 15
- * digits (no `-0`), strings with no `\u` or `\/` escape and no surrogate. False says only that
- * the parse must decide: canonical text outside this subset (a fraction, a `\u0001`) is false too.
+ * True only for text a parse and stringify would give back as it is (no whitespace, keys in order,
+ * short integers, plain strings); false says only that the parse must decide.
  */
 export function isCanonicalJson(text: string): boolean {
   return canonicalValueEnd(text, 0, 0) === text.length;
@@ -75,11 +72,7 @@ function canonicalValueEnd(text: string, at: number, depth: number): number {
   return end - start <= 15 ? end : -1;
 }
 
-/**
- * Where the string at `at` ends (after its closing quote), or -1 unless it is as JSON.stringify
- * writes it: no control character, no surrogate, and only the escapes it makes of `"`, `\\` and
- * the five named control characters (`escapes`), or none at all.
- */
+/** Where the string at `at` ends, or -1 unless it is as JSON.stringify writes it. */
 function canonicalStringEnd(text: string, at: number, escapes: boolean): number {
   if (text.charCodeAt(at) !== 0x22) return -1;
   for (let index = at + 1; index < text.length; index += 1) {
@@ -97,11 +90,7 @@ function canonicalStringEnd(text: string, at: number, escapes: boolean): number 
 /** The characters after a backslash that JSON.stringify writes: `"`, `\\`, b, f, n, r, t. */
 const STRINGIFY_ESCAPES = new Set([0x22, 0x5c, 0x62, 0x66, 0x6e, 0x72, 0x74]);
 
-/**
- * True when {@link sortKeys} would give back `value`'s keys in the order they already enumerate in,
- * at every depth (so stringifying either gives the same text). `__proto__` is never: sortKeys
- * assigns it, which sets the prototype rather than a key.
- */
+/** True when {@link sortKeys} would give back `value`'s keys in their order, at every depth (never with `__proto__`). */
 function inKeyOrder(value: unknown): boolean {
   if (Array.isArray(value)) return value.every(inKeyOrder);
   if (typeof value !== 'object' || value === null) return true;
@@ -161,11 +150,7 @@ export function isStub(message: ChatMessage): boolean {
   return typeof content === 'string' && content.charCodeAt(0) === 0x5b && stubPattern.test(content);
 }
 
-/**
- * The call identity of each answered tool result whose assistant turn is present, by result index,
- * and the tool name of each identity. An identity is a number: equal for two results exactly when
- * their calls have the same tool name and the same canonical arguments.
- */
+/** The call identity (equal for the same tool name and canonical arguments) of each answered tool result, by index. */
 interface CallInfo {
   /** The tool name of each identity, by its number. */
   names: string[];
@@ -178,10 +163,7 @@ interface CallInfo {
 function callInfoByResult(messages: readonly ChatMessage[], regions: Regions): CallInfo {
   const names: string[] = [];
   const identities = new Int32Array(messages.length).fill(-1);
-  // Agents repeat the same arguments (the same file, the same command) many times: canonicalise
-  // each distinct string once per pass (JSON.parse + sort + stringify is the cost of this function).
-  // Arguments, then tool name, to the identity's number (no string built per result); arguments
-  // with the same canonical form share their names' numbers.
+  // Agents repeat the same arguments many times: canonicalise each distinct string once per pass.
   const byArguments = new Map<string, Map<string, number>>();
   const byCanonical = new Map<string, Map<string, number>>();
   let count = 0;
@@ -302,11 +284,7 @@ export function planElisions(
   return { elisions, poolChars };
 }
 
-/**
- * The text that replaces an elided image: what it was and what it cost, a pure function of the
- * part (`[image elided: 1280×800 png, ~1,105 tokens]`; `[image elided: ~1,445 tokens]` when its
- * size is unknown). Latin-1 only (`×` is), like the transcript's markers.
- */
+/** `[image elided: 1280×800 png, ~1,105 tokens]`: a pure function of the part, Latin-1 only like the transcript's markers. */
 export function imageStub(image: ImagePartInfo): string {
   const label = imageSizeLabel(image);
   const tokens = `~${groupDigits(imagePartTokens(image))} tokens`;
@@ -388,12 +366,7 @@ export function elides(options: { ageObservations: boolean; keepImages?: number 
   return options.ageObservations || options.keepImages !== undefined;
 }
 
-/**
- * The content each elision gives the message at each position of `indices` (ascending input
- * indices, a middle): what `applyElisions` would set there, undefined where no elision does; no
- * array at all without elisions. What the summary of a middle reads instead of a copy of each
- * elided message (`capMiddle`, `requiredIdentifiers`).
- */
+/** What `applyElisions` would set at each of `indices` (a middle), read instead of a copy of each elided message. */
 export function elidedContents(
   indices: readonly number[],
   elisions: readonly Elision[],

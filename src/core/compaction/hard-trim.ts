@@ -6,11 +6,8 @@ import { trimBoundaries, type Regions } from './regions.js';
 import type { ChatMessage } from '../types.js';
 
 /**
- * The hard trim (docs/design.md#hard-trim): drops the oldest middle messages, whole groups at a time, until
- * the conversation fits the aim; never touches sticky messages or the recent window of `regions`
- * (the one that gave way, under docs/design.md#window-gives-way: the trim falls back where the summary would have
- * replaced); cannot fail.
- * The counters we ship are additive, so the smallest fitting prefix is found by bisection.
+ * Drops the oldest middle messages, whole groups at a time, until the conversation fits; never sticky
+ * messages or the recent window of `regions`; cannot fail. Our counters are additive: a bisection finds it.
  */
 export function hardTrim(
   messages: readonly ChatMessage[],

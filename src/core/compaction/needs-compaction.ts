@@ -11,10 +11,8 @@ import { keepUserWords } from './user-words.js';
 import type { CompactionPlan, TokenCounter } from '../types.js';
 
 /**
- * `needsCompaction` (docs/design.md#needs-compaction): over `triggerRatio × contextBudget`, or, with
- * `ageObservations` or `keepImages`, an eligible elision pool of at least `ageReclaimMin` characters. The
- * economic rules narrow both: over the trigger but within the limit, only a compaction worth its
- * cache miss is started (docs/design.md#no-thrash); below it, `elisionEpochs` says which epochs are (docs/design.md#elision-that-pays).
+ * Over `triggerRatio × contextBudget`, or an elision pool of at least `ageReclaimMin` characters;
+ * narrowed by the economic rules (docs/design.md#no-thrash, #elision-that-pays).
  */
 export function needsCompactionCore(
   messages: unknown,
@@ -45,11 +43,7 @@ export function needsCompactionCore(
   return epochPays(pass.input, elided, plan.elisions, pass.regions, aim, pass.tokensBefore, options);
 }
 
-/**
- * `needsCompactionCore`, and how many pieces the summary would take (docs/design.md#summarizer-window):
- * counted only when a compaction is needed and `summarizerContextWindow` is set, with the engine's
- * own cut of the middle the pass would summarize now (`cutPieces`); see `CompactionPlan`.
- */
+/** `needsCompactionCore`, and how many pieces the summary would take with `summarizerContextWindow` set. */
 export function compactionPlanCore(
   messages: unknown,
   options: ResolvedOptions,

@@ -52,12 +52,7 @@ export interface CompactionOptions {
   ageMinChars?: number;
   /** The trailing grace and the floor of an elision-only epoch, in characters. @default 40000 */
   ageReclaimMin?: number;
-  /**
-   * Keep the last N images of the conversation; older ones in the middle are replaced by a text
-   * stub saying what they were (`[image elided: 1280×800 png, ~1,105 tokens]`), in the same batches
-   * as elided tool output (docs/design.md#image-elision). Unset: images are never elided.
-   * @default undefined (off)
-   */
+  /** Keep the last N images; older ones in the middle become a stub saying what they were (docs/design.md#image-elision). @default off */
   keepImages?: number;
   /** Summarizer attempts per request, in total. @default 3 */
   maxAttempts?: number;
@@ -68,97 +63,51 @@ export interface CompactionOptions {
   // of them off ({@link REFERENCE_EXACT}) the engine is docs/design.md#reference-exact — the reference — exactly.
 
   /**
-   * docs/design.md#window-gives-way Depth: when the recent window (with the sticky messages and room for the summary) is
-   * over the low-water mark, it gives way — down to the last complete turn — instead of the
-   * compaction being accepted a few percent lighter; a summary that still ends over the mark says
-   * why in `aboveMark`. Off: the window is always `keepRecent` messages (the reference).
-   * Measured (bench:cost, 16 corpus trajectories): billed 0.559× of no compaction with it, 0.605×
-   * without; 2 requests over the window instead of 9.
-   * @default true
+   * docs/design.md#window-gives-way: a recent window over the low-water mark (with the sticky messages
+   * and room for the summary) gives way, down to the last complete turn. Off: always `keepRecent`. @default true
    */
   recentWindowGivesWay?: boolean;
   /**
-   * docs/design.md#truncation When even the hard trim leaves the conversation over its limit, cut
-   * the largest tool results and user messages that compaction may touch (never a sticky or
-   * pinned one) middle-out, head and tail kept with a marker, until it fits; `result.truncations`
-   * says which. Off: such a result is `exhausted` (the reference), and an agent run ends with
-   * `ContextExhausted`.
-   * @default true
+   * docs/design.md#truncation: when even the hard trim leaves the conversation over its limit, cut the
+   * largest removable tool results and user messages middle-out until it fits. Off: `exhausted`. @default true
    */
   truncateOversized?: boolean;
   /**
-   * docs/design.md#elision-that-pays When elision alone ends a pass over the trigger (with `ageObservations`):
-   * `'under-trigger'` when the stubbed conversation is back under the trigger or `target` (the
-   * reference); `'at-mark'` only when it reaches the low-water mark; `'never'`: the pass always goes
-   * on to the summary and elision only lightens the summarizer's transcript. Measured (bench:cost,
-   * `ageObservations`, `ageReclaimMin` 10,000): 0.683× / 0.589× / 0.553× — a summary goes deeper
-   * than the stubs, so it is the later compaction that pays less.
-   * @default 'never'
+   * docs/design.md#elision-that-pays: when elision alone ends a pass over the trigger: back `'under-trigger'`
+   * (the reference), `'at-mark'`, or `'never'` (the pass goes on to the summary, which goes deeper). @default 'never'
    */
   elisionEndsPass?: ElisionEndsPass;
   /**
-   * docs/design.md#elision-that-pays When `needsCompaction` starts an elision-only epoch below the trigger (with
-   * `ageObservations`): `'batch'` whenever the eligible pool reaches `ageReclaimMin` (the
-   * reference); `'paying'` only when, besides, the modelled saving beats the suffix it re-bills;
-   * `'never'`: elision only rides on a pass over the trigger. Measured (bench:cost, `ageReclaimMin`
-   * 10,000): `'batch'` 0.585× with 87.1% retention, `'paying'` 0.553× with 90.4% — it starts no
-   * epoch there. At a cached price of 0.5 it starts none either, and `'batch'` is cheaper on those
-   * short runs (0.397× against 0.412×): most of them end before the summary an epoch defers.
-   * @default 'paying'
+   * docs/design.md#elision-that-pays: an elision-only epoch below the trigger starts whenever the pool
+   * reaches `ageReclaimMin` (`'batch'`, the reference), only when the modelled saving beats the suffix
+   * it re-bills (`'paying'`), or `'never'`. @default 'paying'
    */
   elisionEpochs?: ElisionEpochs;
   /**
-   * docs/design.md#no-thrash No thrash: `needsCompaction` does not start a compaction over the trigger (but within
-   * `contextBudget`, or the call's `target`) that cannot reclaim enough to be worth its cache
-   * miss, nor one in the round after a summary. Off: over the trigger is always enough (the
-   * reference). Measured (bench:cost): 0.559× and no compactions in consecutive rounds, against
-   * 0.561× and 2.
-   * @default true
+   * docs/design.md#no-thrash: within the limit, no compaction that cannot reclaim enough to be worth its
+   * cache miss, nor one in the round after a summary. Off: over the trigger is always enough. @default true
    */
   deferShallowCompactions?: boolean;
   /** docs/design.md#never-worse A stub is written only when it is shorter than the result it replaces. Off: older duplicates are stubbed whatever their size (the reference). @default true */
   stubsShorterOnly?: boolean;
-  /**
-   * docs/design.md#never-worse Without a `target`, a summary that leaves the conversation over `contextBudget` is not an
-   * answer when the hard trim fits (the tighter retry, then the trim). Off: any summary that
-   * shrinks the conversation is accepted (the reference).
-   * @default true
-   */
+  /** docs/design.md#never-worse: without a `target`, a summary over `contextBudget` loses to a hard trim that fits. @default true */
   trimBeatsOverflow?: boolean;
   /** The price of a cached input token relative to an uncached one, for the `'paying'` epoch model. @default 0.1 */
   cachedInputPrice?: number;
   /**
-   * docs/design.md#coverage Summaries checked for what they dropped: the identifiers (paths, symbols, error names,
-   * URLs, ids) that the replaced middle shares with what the conversation keeps must be in the
-   * summary. `'retry'`: a summary that leaves some out is asked once more, naming them (the tighter
-   * retry names them when the summary was also too long), and what is still missing is appended as
-   * a carried-facts line; `'carry'`: the line only, no retry; `'off'`: no check (the reference).
-   * `result.coverage` says what was required, kept and missing.
-   * @default 'retry'
+   * docs/design.md#coverage: identifiers the replaced middle shares with what is kept must be in the
+   * summary. `'retry'` asks once more naming them, then carries what is missing in a line; `'carry'`
+   * the line only; `'off'`: no check. @default 'retry'
    */
   summaryCoverage?: SummaryCoverage;
 
-  /**
-   * docs/design.md#summary-instructions Text added to the summarizer's instruction: what the summary must focus on or keep
-   * (`'Keep the failing test names and the exact error messages.'`). The request carries it also
-   * as `SummarizeRequest.instructions`, and the offline extractive summarizer keeps what matches it
-   * first. At most 10,000 characters; blank adds nothing.
-   * @default undefined (the fixed instruction alone)
-   */
+  /** docs/design.md#summary-instructions: added to the summarizer's instruction (at most 10,000 characters). @default none */
   summaryInstructions?: string;
-  /**
-   * docs/design.md#summary-instructions Replaces the fixed summarizer instruction (the system message) whole;
-   * `summaryInstructions` is still added after it. At most 10,000 characters, not blank.
-   * @default undefined (the fixed instruction, docs/design.md#summarizer-request)
-   */
+  /** Replaces the fixed summarizer instruction whole; `summaryInstructions` still follows it. @default the fixed one */
   summaryPrompt?: string;
   /**
-   * docs/design.md#summarizer-window The summarizer's own context window, in the pass's counter's units. When the
-   * request for the whole middle would not fit it (with {@link SUMMARY_OUTPUT_SHARE} of it left for
-   * the summary), the middle is summarized in pieces, as a fold: each piece's request carries the
-   * summary so far and the next messages, every request within the window; `result.summaryPieces`
-   * says how many requests it took. An integer of at least 1,024.
-   * @default undefined (one request, whatever its size)
+   * docs/design.md#summarizer-window: the summarizer's context window in the counter's units; a middle
+   * that does not fit is summarized in pieces, as a fold. At least 1,024. @default one request, whatever its size
    */
   summarizerContextWindow?: number;
 
@@ -201,13 +150,7 @@ export type ElisionEpochs = 'batch' | 'paying' | 'never';
 /** When elision alone ends a pass over the trigger (see `CompactionOptions.elisionEndsPass`). */
 export type ElisionEndsPass = 'under-trigger' | 'at-mark' | 'never';
 
-/**
- * The options that turn every economic rule of docs/design.md#economics off: spread them into the options to
- * get the reference's behaviour (docs/design.md#reference-exact) exactly, number for number and byte for byte.
- *
- * @example
- * new Compactor({ summarizer, contextBudget: 128_000, ...REFERENCE_EXACT });
- */
+/** Every economic rule off: spread into the options for the reference's behaviour exactly (docs/design.md#reference-exact). */
 export const REFERENCE_EXACT = {
   recentWindowGivesWay: false,
   truncateOversized: false,
@@ -322,12 +265,7 @@ export const COMPACTION_OPTION_KEYS = keysOf<CompactionOptions>({
   keepUserMessagesShare: true,
 });
 
-/**
- * Applies defaults and validates; throws `InvalidInputError` naming the option, and for an unknown
- * option the closest known name (`options.keepRecnt: unknown option; did you mean keepRecent?`).
- * Callers whose options carry more than the compaction options check those keys first and pass
- * only the compaction options here.
- */
+/** Applies defaults and validates, naming the option at fault (and the closest known name to an unknown one). */
 export function resolveOptions(options: unknown, field = 'options'): ResolvedOptions {
   if (typeof options !== 'object' || options === null)
     throw new InvalidInputError(field, 'must be an object with at least contextBudget');
@@ -368,10 +306,7 @@ export interface CallOverrides {
   keepUserMessages?: boolean | undefined;
 }
 
-/**
- * Checks a per-call `summaryInstructions` or `summaryPrompt` as the options check them; throws
- * `InvalidInputError` naming `field`.
- */
+/** Checks a per-call `summaryInstructions` or `summaryPrompt` as the options check them. */
 export function checkInstructionText(value: unknown, field: string): string | undefined {
   if (value === undefined) return undefined;
   const schema = field.endsWith('summaryPrompt')

@@ -1,6 +1,4 @@
-// Sandbox-safe: the names and figures a compaction reports to tracing and metrics — the
-// `Compaction` span's attributes and the workflow metrics — shared by the workflow driver, the
-// worker's telemetry and the tests that read them back.
+// Sandbox-safe: the `Compaction` span's attributes and the metric names a compaction reports.
 import type { SummarizerUsage } from '../counting/summarizer-usage.js';
 import type { CompactionResult } from '../types.js';
 import { compactionKind, type CompactionKind } from './kind.js';
@@ -36,11 +34,7 @@ export const CompactionSpanAttribute = {
   SummaryPieces: 'compaction.summary.pieces',
 } as const;
 
-/**
- * The metrics a compaction adds to. Workflow code reports the first five through the SDK's
- * workflow metric meter (tagged by the SDK with namespace, task queue and workflow type); the
- * worker's activity interceptor reports the last two (tagged with the activity type).
- */
+/** Workflow code reports the first five through the workflow metric meter; the activity interceptor the last two. */
 export const CompactionMetric = {
   /** Counter, tag `result` (a {@link CompactionResultKind}). */
   Compactions: 'compactor_compactions',

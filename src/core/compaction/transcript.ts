@@ -51,10 +51,9 @@ export function tooLongInstruction(previousSummaryChars: number, text: Instructi
 }
 
 /**
- * Cuts `text` to `cap` characters plus a marker saying how many characters were cut. The markers
- * are Latin-1 on purpose: one character beyond it (`…`, `→`) turns V8's whole transcript into a
- * two-byte string, which is slower to build.
- * `»` rather than an ASCII `...` so the marker cannot be mistaken for the text going on.
+ * Cuts `text` to `cap` characters plus a marker naming how many were cut. Markers are Latin-1: one
+ * character beyond turns V8's whole transcript into a slower two-byte string; `»` cannot be
+ * mistaken for the text going on.
  */
 export function capText(text: string, cap: number): string {
   if (text.length <= cap) return text;
@@ -65,14 +64,9 @@ export function capText(text: string, cap: number): string {
 export const CAP_MARKER = /» \[truncated by the harness: \d+ more characters\]$/;
 
 /**
- * The middle as the summarizer sees it, still as messages: tool results and tool-call argument
- * strings cut as {@link renderTranscript} cuts them, and of each message only what the transcript
- * shows (role, content, tool calls, the tool result's call id and name). A part that is not text
- * becomes a text part with its description (`[image: 1280×800 png]`: never its data), and a tool
- * result cut short becomes the string its parts render to. `renderTranscript(capMiddle(m, cap), Infinity)` is
- * `renderTranscript(m, cap)`: the request carries both, so a summarizer reads whichever it needs.
- * With `contents` (`elidedContents`), a message an elision replaces is seen with the elision's
- * content, as `applyElisions` would have left it.
+ * The middle as the summarizer sees it, still as messages: cut as {@link renderTranscript} cuts,
+ * only what the transcript shows, non-text parts as their description; `renderTranscript(capMiddle(m,
+ * cap), Infinity)` is `renderTranscript(m, cap)`. With `contents`, elided messages read as elided.
  */
 export function capMiddle(
   messages: readonly ChatMessage[],
@@ -81,8 +75,7 @@ export function capMiddle(
 ): ChatMessage[] {
   const count = messages.length;
   const capped = new Array<ChatMessage>(count);
-  // The transcript's length is counted in the same loop (one read of each message, not two: a long
-  // middle is more than the processor's caches hold) and kept for requestChars.
+  // The transcript's length is counted in the same loop (one read of a long middle, not two).
   const names = new ToolNames(messages);
   let length = 0;
   for (let index = 0; index < count; index += 1) {
@@ -96,9 +89,8 @@ export function capMiddle(
 }
 
 /**
- * One message as {@link capMiddle} leaves it, with `original` as its content (an elision's, for a
- * message one replaces). Its keys are always role, content, tool_calls, tool_call_id, name, in that order; each common shape is built whole, in one literal (one object
- * of the right size, not one grown key by key: a long middle is thousands of these).
+ * One message as {@link capMiddle} leaves it, keys always in the order role, content, tool_calls,
+ * tool_call_id, name; each common shape built in one literal (not grown key by key).
  */
 export function seenMessage(
   message: ChatMessage,
@@ -142,11 +134,7 @@ function seenCalls(calls: readonly ToolCall[], toolResultCap: number): ToolCall[
 
 const SEEN_KEYS = ['role', 'content', 'tool_calls', 'tool_call_id', 'name'] as const;
 
-/**
- * True when `message`'s enumerable keys are `role`, `content` and some of the others
- * {@link seenMessage} builds, in its order, none of them undefined (a key it would leave out).
- * A for-in, like {@link keysAre}: no array of keys per message.
- */
+/** True when `message` already has the keys {@link seenMessage} builds, in its order, none undefined. */
 function inSeenShape(message: ChatMessage): boolean {
   const record = message as unknown as Record<string, unknown>;
   let next = 0;
@@ -172,10 +160,7 @@ function keysAre(value: object, keys: readonly string[]): boolean {
   return position === keys.length;
 }
 
-/**
- * True when {@link seenCalls} would rebuild every call as it is: `{ id, type, function: { name,
- * arguments } }`, no other key, keys in that order, arguments within the cap.
- */
+/** True when {@link seenCalls} would rebuild every call as it is. */
 function everyCallSeen(calls: readonly ToolCall[], toolResultCap: number): boolean {
   for (let index = 0; index < calls.length; index += 1) {
     const call = calls[index] as ToolCall;
@@ -191,15 +176,10 @@ function withoutData(content: ChatMessage['content']): ChatMessage['content'] {
   return content.map((part) => (part.type === 'text' ? part : { type: 'text', text: describeNonTextPart(part) }));
 }
 
-/**
- * The middle as plain text for the summarizer. Tool results and tool-call argument strings are
- * capped at `toolResultCap`; other text is whole. Other content parts appear as a description
- * without their data: `[image: 1280×800 png]`, `[audio: wav, 48,000 bytes]`, `[<type>]`.
- */
+/** The middle as text: tool results and call arguments capped at `toolResultCap`, other parts described, never their data. */
 export function renderTranscript(messages: readonly ChatMessage[], toolResultCap: number): string {
   const toolNames = new Map<string, string>();
-  // One flat list of pieces joined once: the transcript of a long middle runs to many megabytes,
-  // and joining lines per message and then blocks copied all of it twice.
+  // One flat list of pieces joined once: the transcript of a long middle runs to megabytes.
   const pieces: string[] = [];
   messages.forEach((message, index) => {
     if (index > 0) pieces.push('\n\n');
@@ -217,10 +197,7 @@ export function renderTranscript(messages: readonly ChatMessage[], toolResultCap
   return pieces.join('');
 }
 
-/**
- * The length of {@link renderTranscript}'s text, counted piece by piece without building it (a
- * test holds the two together).
- */
+/** The length of {@link renderTranscript}'s text, without building it (a test holds the two together). */
 export function transcriptLength(messages: readonly ChatMessage[], toolResultCap: number): number {
   const names = new ToolNames(messages);
   let length = 0;
@@ -296,11 +273,7 @@ export function summaryInstruction(previousSummaryChars?: number, text: Instruct
   return previousSummaryChars === undefined ? baseInstruction(text) : tooLongInstruction(previousSummaryChars, text);
 }
 
-/**
- * The request for an instruction and a middle already cut by {@link capMiddle}; with `instructions`
- * (the caller's `summaryInstructions`, already in the instruction) those too. The request is data:
- * what a workflow sends the `summarize` activity and what the activity hands the summarizer.
- */
+/** The request for an instruction and a middle cut by {@link capMiddle}: data a workflow sends the activity. */
 export function requestFor(instruction: string, cappedMiddle: ChatMessage[], instructions?: string): SummarizeRequest {
   return instructions === undefined
     ? { instruction, middle: cappedMiddle }
@@ -308,10 +281,8 @@ export function requestFor(instruction: string, cappedMiddle: ChatMessage[], ins
 }
 
 /**
- * What a model is sent for a request: the instruction as the system message and the middle's
- * transcript ({@link renderTranscript}, after a line saying how many messages it holds) as the user
- * message. The one place a request is rendered; a summarizer that works on structure (the
- * extractive one) reads `request.middle` instead.
+ * What a model is sent: the instruction as the system message, the middle's transcript as the user
+ * message. The one place a request is rendered; the extractive summarizer reads `request.middle`.
  */
 export function summarizerMessages(request: SummarizeRequest): ChatMessage[] {
   return [
@@ -337,11 +308,7 @@ export function requestChars(instruction: string, cappedMiddle: readonly ChatMes
   return instruction.length + transcriptHeader(cappedMiddle).length + transcript;
 }
 
-/**
- * The transcript length of a capped middle, by the middle: a pass asks it for each request of one
- * middle (the summary and its retry). A middle is never changed once cut (`capMiddle`'s arrays are
- * the engine's own).
- */
+/** The transcript length of a capped middle, by the middle (never changed once cut), asked once per request. */
 const transcriptChars = new WeakMap<readonly ChatMessage[], number>();
 
 /** The whole request: one chat completion, no tools. `previousSummaryChars` makes it the tighter retry. */

@@ -10,21 +10,15 @@ import { isSummaryMessage } from './transcript.js';
 export const TRUNCATION_MIN_KEEP = 1_000;
 
 /**
- * Characters of cut text one truncation counts at most, over all its probes (docs/design.md#truncation).
- * The bound keeps a truncation inside one workflow activation: a BPE counter tokenizes each probe's
- * new text at a few MB/s, and the bisection over a text of megabytes counted tens of megabytes —
- * seconds, past the SDK's deadlock timeout, on every retry of the task.
+ * Characters of cut text one truncation counts at most, over all its probes: a bisection over a text
+ * of megabytes would keep a BPE counter past the SDK's deadlock timeout, on every retry of the task.
  */
 export const TRUNCATION_COUNT_CHARS = 2_000_000;
 
 /** Engine messages whose cut could not be carried back to their source (see {@link markUncuttable}). */
 const uncuttable = new WeakSet<ChatMessage>();
 
-/**
- * Marks a message truncation must leave whole: a format view (src/core/formats/view.ts) marks the
- * engine messages it maps back only as they are or with a tool result's stub — every one but a
- * tool result whose content is a string. So in Anthropic and AI SDK conversations only tool results are cut.
- */
+/** Marks a message truncation must leave whole: a format view maps back only tool results with string content cut. */
 export function markUncuttable(message: ChatMessage): void {
   uncuttable.add(message);
 }
@@ -61,15 +55,10 @@ function withText(message: ChatMessage, part: number, text: string): ChatMessage
 }
 
 /**
- * Cuts the largest truncatable messages of `result` middle-out until it counts at most `limit`.
- * Truncatable: a tool result or user message the compaction may remove (`removable`: never a
- * sticky or pinned one, never one grouped with it), kept in the result, not a summary, with more
- * than {@link TRUNCATION_MIN_KEEP} characters of text. Largest first (ties: the earlier), each cut
- * only as far as needed, found by bisection on the characters kept. A cut that does not lower the
- * count is undone (a text barely over the least kept grows by its marker). The probes count at most
- * {@link TRUNCATION_COUNT_CHARS} characters of cut text in all: a text whose bisection could count
- * more than is left is searched by {@link boundedSearch} instead. Each cut kept is an elision of that input position
- * (so a transcript replays it) and a `truncations` entry. Deterministic.
+ * Cuts the largest truncatable messages (a removable tool result or user message, kept, not a
+ * summary, over TRUNCATION_MIN_KEEP characters) middle-out until `result` counts at most `limit`;
+ * each only as far as needed, a cut that does not lower the count undone. Each cut is an elision of
+ * its position (so a transcript replays it) and a `truncations` entry. Deterministic.
  */
 export function truncateToFit(
   input: readonly ChatMessage[],
@@ -155,14 +144,10 @@ export function truncateToFit(
 }
 
 /**
- * The most characters of a text of `length` to keep that fit `limit`, as far as `budget`
- * characters of cut text can tell: the search ends with the longest cut it counted that fits
- * ({@link TRUNCATION_MIN_KEEP} when none did). `whole` is the count with the text uncut (over the
- * limit). Token counts grow nearly in proportion to the characters kept, so each probe goes where
- * the line through the counts at both ends of the range still open reaches the limit (regula falsi),
- * the first one 1% short of it so that it most likely fits. An end kept twice in a row counts for
- * half as much in the next line (the Illinois rule), so the search cannot creep toward the limit
- * from one side. A probe the budget cannot pay for is shortened to what it can.
+ * The most characters to keep that fit `limit`, as far as `budget` characters of cut text can tell.
+ * Counts grow nearly in proportion to the characters kept, so each probe goes where the line through
+ * both ends reaches the limit (regula falsi, the first 1% short), with the Illinois rule so the
+ * search cannot creep toward the limit from one side.
  */
 function boundedSearch(
   length: number,

@@ -9,7 +9,6 @@ import type { ChatMessage, TokenCounter } from '../types.js';
 /** The BPE vocabularies a counter can use: `o200k_base` (GPT-4o, GPT-4.1, GPT-5, o-series) or `cl100k_base` (GPT-4, GPT-3.5). */
 export type BpeEncodingName = 'o200k_base' | 'cl100k_base';
 
-/** The encodings {@link createBpeCounter} accepts. */
 export const BPE_ENCODING_NAMES: readonly BpeEncodingName[] = ['o200k_base', 'cl100k_base'];
 
 export interface BpeCounterOptions {
@@ -23,20 +22,9 @@ export interface BpeCounterOptions {
   perName?: number;
   /** Framing tokens per tool call, on top of its function name and argument string. @default 3 */
   perToolCall?: number;
-  /**
-   * Tokens for each content part that is not text (an image, audio, a file), whatever it holds.
-   * Unset (the default), parts are counted by what they are: an `image_url` by OpenAI's rule from
-   * its size and `detail` (a remote or unreadable image at the most a high-detail image costs,
-   * 1,445), audio, files and unknown part types by their JSON length / 4 — not tokenized: base64
-   * is not what the provider bills (docs/compaction.md#counting).
-   * @default by size
-   */
+  /** Tokens for each non-text part, whatever it holds. @default by what it is (docs/compaction.md#counting) */
   perNonTextPart?: number;
-  /**
-   * Counts this counter looks up before it tokenizes, and records what it tokenizes (e.g. an
-   * agent run's own record of what it has counted, seeded from counts taken outside the workflow).
-   * @default none: only the module-wide cache of {@link countTextTokens}
-   */
+  /** Counts looked up before tokenizing, and recording what it tokenizes (an agent run's own record). @default none */
   known?: TextTokenCounts;
 }
 
@@ -47,10 +35,8 @@ export interface TextTokenCounts {
 }
 
 /**
- * Characters after which a run that the BPE pre-tokenizer would keep as one piece (letters,
- * punctuation, whitespace) is cut. gpt-tokenizer's merge loop is quadratic in the piece length
- * (a 200,000-letter run takes minutes; 50,000 take seconds), which would stall a workflow
- * activation; natural words are far shorter, so only pathological runs are cut.
+ * A run the pre-tokenizer keeps as one piece is cut here: gpt-tokenizer's merge loop is quadratic in
+ * the piece length, which would stall a workflow activation; natural words are far shorter.
  */
 export const BPE_RUN_SLICE = 500;
 
@@ -63,11 +49,7 @@ const LONG_RUN = new RegExp(
 /** Special-token strings (`<|endoftext|>`, ...) in conversation text are ordinary text, never an error. */
 const ORDINARY_TEXT = { disallowedSpecial: new Set<string>() };
 
-/**
- * Encoders are built on first use and cached for the module's lifetime: building one takes a few
- * hundred milliseconds (a 200k-entry map for `o200k_base`), so an unused encoding costs nothing
- * but its rank table.
- */
+/** Built on first use (a few hundred milliseconds) and cached for the module's lifetime. */
 const encoders = new Map<BpeEncodingName, GptEncoding>();
 
 function encoderFor(encoding: BpeEncodingName): GptEncoding {
@@ -89,11 +71,8 @@ const CACHE_MIN_CHARS = 32;
 export const BPE_CACHE_CHARS = 8_000_000;
 
 /**
- * Remembered counts per encoding, keyed by the text itself (strings are immutable values, so
- * the key cannot go stale: safe with callers that mutate messages). A compaction counts the same
- * conversation several times with most of its strings unchanged; V8 caches a string's hash in
- * the string, so a repeated lookup costs O(1) instead of a re-tokenization. Holds references
- * to at most {@link BPE_CACHE_CHARS} characters of strings, most of them still in the conversation.
+ * Counts per encoding, keyed by the text itself (immutable, so never stale): a compaction counts
+ * mostly unchanged strings several times, and V8 caches a string's hash, so a lookup is O(1).
  */
 interface CountCache {
   counts: Map<string, number>;
@@ -122,12 +101,8 @@ function remember(cache: CountCache, text: string, tokens: number): void {
 }
 
 /**
- * Counts the BPE tokens of one text, exactly as `encode(text, { disallowedSpecial: new Set() }).length`
- * for every text without a run longer than {@link BPE_RUN_SLICE} characters. Longer runs are
- * encoded in slices of that length, which keeps the cost linear and may differ from a whole-text
- * encode by about one token per slice. Counts of texts of 32 characters or more are remembered
- * (see {@link BPE_CACHE_CHARS}).
- * @param encoding the BPE vocabulary @default 'o200k_base'
+ * The BPE tokens of one text, as `encode(text, { disallowedSpecial: new Set() }).length` unless a run
+ * is longer than {@link BPE_RUN_SLICE}: it is encoded in slices (about one token apart per slice).
  */
 export function countTextTokens(text: string, encoding: BpeEncodingName = 'o200k_base'): number {
   if (text.length < CACHE_MIN_CHARS) return tokenize(text, encoding);
@@ -160,27 +135,10 @@ function assertTokenAmount(name: string, value: number): void {
 }
 
 /**
- * A real BPE token counter, pure JS and sandbox-safe (gpt-tokenizer's encoders, no WASM, no I/O).
- * Counts the way OpenAI's cookbook (`num_tokens_from_messages`) does:
- *
- * - per message: `perMessage` + tokens of `role` + tokens of the content + (when `name` is set)
- *   tokens of `name` + `perName`;
- * - content: a string, or the sum over parts: a text part's tokens; an image by OpenAI's rule; audio,
- *   a file or an unknown part by its JSON length / 4 (or `perNonTextPart` for each, when set);
- * - per tool call of an assistant message: `perToolCall` + tokens of `function.name` + tokens of
- *   `function.arguments`;
- * - per request: `perRequest`, once, so `count([])` is `perRequest`.
- *
- * Not counted: `tool_call_id`, tool-call ids, the harness flags `sticky`/`depth` and provider
- * extras such as `reasoning_content` (most providers leave them out of the prompt).
- * The count is additive: `count(a.concat(b)) === count(a) + count(b) - count([])`, so removing
- * messages never increases it.
- *
- * Cost: linear in the characters of the conversation the first time (pure-JS BPE: a few MB/s);
- * texts already counted are looked up, not re-tokenized (see {@link countTextTokens}), so
- * recounting a conversation whose strings mostly did not change is O(messages). The encoder
- * for `encoding` is built once per module instance on the first count (a few hundred
- * milliseconds; in a Temporal worker, once per workflow run unless the module is preloaded).
+ * A BPE counter in pure JS, counting as OpenAI's cookbook (`num_tokens_from_messages`) does: per
+ * message `perMessage` + role + content (+ name + `perName`), per tool call `perToolCall` + name +
+ * arguments, `perRequest` once. Ids, the harness flags and provider extras are not counted. Additive
+ * (`count(a.concat(b)) === count(a) + count(b) - count([])`), so removing messages never increases it.
  */
 export function createBpeCounter(options: BpeCounterOptions = {}): TokenCounter {
   const {
@@ -244,11 +202,7 @@ export function createBpeCounter(options: BpeCounterOptions = {}): TokenCounter 
   };
 }
 
-/**
- * The texts a BPE count of `message` tokenizes, besides its role: string content or the text of
- * its text parts, its `name`, and each tool call's name and argument string. Empty texts are
- * left out. An agent run uses it to find what it has not counted yet.
- */
+/** The non-empty texts a BPE count of `message` tokenizes besides its role (what an agent run has not counted yet). */
 export function messageTexts(message: ChatMessage): string[] {
   const texts: string[] = [];
   const add = (text: unknown): void => {

@@ -25,16 +25,9 @@ const FLUSH_AT = CHUNK_BYTES - 4;
 const TWO_POW_29 = 0x20000000;
 
 /**
- * An incremental SHA-256 (FIPS 180-4) over the UTF-8 encoding of the strings passed to
- * {@link Sha256.update}, in pure JavaScript: no `node:crypto`, no `TextEncoder`, so it runs
- * unchanged in the Temporal workflow sandbox, in browsers and in Node.
- *
- * The UTF-8 encoding is the WHATWG one `TextEncoder` and Node's `Buffer.from(text, 'utf8')`
- * use: a surrogate pair becomes one 4-byte sequence, and a lone surrogate becomes U+FFFD
- * (`EF BF BD`). A surrogate pair split across two `update` calls is therefore encoded as two
- * U+FFFD, exactly as two separate `TextEncoder.encode` calls would.
- *
- * Strings up to 2^53 bytes in total; one instance hashes one message and is then finished.
+ * An incremental SHA-256 over the UTF-8 of strings, in pure JavaScript so it runs in the workflow
+ * sandbox. UTF-8 as `TextEncoder` writes it: a lone surrogate (also one split across two `update`
+ * calls) becomes U+FFFD.
  */
 export class Sha256 {
   private readonly chunk = new Uint8Array(CHUNK_BYTES + 2 * BLOCK_BYTES);
@@ -47,7 +40,7 @@ export class Sha256 {
   private compressedBytes = 0;
   private finished = false;
 
-  /** Appends the UTF-8 encoding of `text`. Throws once {@link Sha256.digestHex} was called. */
+  /** Appends the UTF-8 encoding of `text`; throws once finished. */
   update(text: string): this {
     if (this.finished) throw new Error('Sha256.update called after digestHex');
     const chunk = this.chunk;
@@ -163,22 +156,13 @@ export function sha256Hex(text: string): string {
   return new Sha256().update(text).digestHex();
 }
 
-/**
- * The canonical serialization of one message: `JSON.stringify` of the message without the
- * harness flags `sticky` and `depth` (they never reach a provider, so they change no billed
- * token). Keys keep their insertion order — our code preserves it when it copies a message —
- * so a message rebuilt with its keys in another order serializes differently.
- */
+/** `JSON.stringify` of the message without the harness flags (they change no billed token); key order counts. */
 export function serializeMessage(message: ChatMessage): string {
   const { sticky: _sticky, depth: _depth, ...providerMessage } = message;
   return JSON.stringify(providerMessage);
 }
 
-/**
- * SHA-256 (hex) of the canonical serialization of the first `count` messages; equal to
- * `digestMessages(messages.slice(0, count))` without copying the array.
- * @param count how many leading messages to digest, clamped to `[0, messages.length]` @default messages.length
- */
+/** `digestMessages(messages.slice(0, count))` without copying the array. */
 export function digestMessagePrefix(messages: readonly ChatMessage[], count: number = messages.length): string {
   const end = Math.max(0, Math.min(count, messages.length));
   const hash = new Sha256().update('[');
@@ -191,15 +175,8 @@ export function digestMessagePrefix(messages: readonly ChatMessage[], count: num
 }
 
 /**
- * SHA-256 (hex) of a canonical serialization of a conversation: exactly
- * `sha256Hex(JSON.stringify(toProviderMessages(messages)))`, i.e. the JSON of the messages as
- * a provider receives them (harness flags `sticky`/`depth` left out), hashed message by message
- * so no single string of the whole conversation is built.
- *
- * JSON.stringify is canonical enough here because message key order is preserved by our code.
- * Two conversations that differ only in key order digest differently; two that differ only in
- * keys whose value is `undefined` (which JSON leaves out) digest equally. For a
- * `UsageCounter` a spurious difference only costs a fallback to the estimator, never a wrong count.
+ * `sha256Hex(JSON.stringify(toProviderMessages(messages)))`, hashed message by message. Our code keeps
+ * key order; for a `UsageCounter` a spurious difference costs a fallback to the estimator, never a wrong count.
  */
 export function digestMessages(messages: readonly ChatMessage[]): string {
   return digestMessagePrefix(messages, messages.length);

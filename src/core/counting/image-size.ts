@@ -26,11 +26,9 @@ const SEXTETS: Int8Array = (() => {
 const JPEG_MAX_SEGMENTS = 256;
 
 /**
- * Random access to the bytes of base64 text: byte `i` lives in the 4-character group `⌊i/3⌋`, so
- * a header is decoded without decoding what comes before it (a JPEG's EXIF block is skipped, not
- * read). A group with a character outside the alphabet (padding, or garbage) reads as the end.
- * Whitespace (MIME line breaks) would shift every group after it: the text up to the furthest
- * group read is scanned for it, and `wrapped` says it was found (the caller then strips it).
+ * Random access to the bytes of base64 text (byte `i` is in group `⌊i/3⌋`), so a header is read
+ * without decoding what precedes it. A character outside the alphabet reads as the end; whitespace
+ * before a group read sets `wrapped` (the caller strips it and reads again).
  */
 class Base64Bytes {
   private group = -1;
@@ -187,12 +185,8 @@ function jpegSize(bytes: Base64Bytes): ImageSize | undefined {
 }
 
 /**
- * The size and format of an image from its base64 data, read from its header: PNG (IHDR), JPEG
- * (the first start-of-frame marker), GIF, WebP (VP8, VP8L, VP8X). Undefined for any other format,
- * for a header that is truncated or malformed, and for a zero width or height. Decodes a few dozen
- * bytes (a JPEG walk at most {@link JPEG_MAX_SEGMENTS} markers) and scans the text only up to the
- * furthest of them, whatever the size of `data`; base64 wrapped in lines is read again without
- * its whitespace.
+ * The size and format of an image from its base64 header (PNG, JPEG, GIF, WebP); undefined for any
+ * other format, a malformed header or a zero side. Reads a few dozen bytes, whatever the data's size.
  */
 export function imageSizeOfBase64(data: string): ImageSize | undefined {
   const bytes = new Base64Bytes(data);
@@ -219,11 +213,7 @@ function readSize(bytes: Base64Bytes): ImageSize | undefined {
 /** Characters of a data URL's header (`data:image/png;base64,`) looked at for its comma. */
 const DATA_URL_HEADER_MAX = 256;
 
-/**
- * The size and format of the image in a base64 `data:` URL (`data:image/png;base64,...`), read
- * from the image's own header (the media type is not trusted). Undefined for a remote URL, a data
- * URL that is not base64, and whatever {@link imageSizeOfBase64} cannot read.
- */
+/** The image in a base64 `data:` URL, read from its own header (the media type is not trusted). */
 export function imageSizeOfDataUrl(url: string): ImageSize | undefined {
   if (url.slice(0, 5).toLowerCase() !== 'data:') return undefined;
   const comma = url.indexOf(',');
@@ -244,19 +234,12 @@ export type OpenAiImageDetail = 'low' | 'high' | 'auto';
 export const OPENAI_LOW_DETAIL_TOKENS = 85;
 /** OpenAI's charge per 512-pixel tile of a high-detail image. */
 export const OPENAI_TILE_TOKENS = 170;
-/**
- * What an OpenAI image whose size cannot be known (a remote URL, a header we cannot read) is
- * counted as: the most any high-detail image costs under the tile rule. Scaled into 2048 × 2048
- * with its shorter side at most 768, an image covers at most 4 × 2 tiles: 85 + 8 × 170.
- */
+/** An image of unknown size costs the most any high-detail one can: 4 × 2 tiles, 85 + 8 × 170. */
 export const OPENAI_UNKNOWN_IMAGE_TOKENS = OPENAI_LOW_DETAIL_TOKENS + 8 * OPENAI_TILE_TOKENS;
 
 /**
- * OpenAI's charge for an image of `width` × `height` pixels in chat completions (GPT-4o, GPT-4.1,
- * o-series tile rule): `'low'` costs 85; `'high'` (and `'auto'`, counted as high: OpenAI does not
- * say which it picks) scales the image to fit 2048 × 2048, then its shorter side down to 768,
- * both only ever down and rounded to whole pixels, and costs 85 + 170 per 512-pixel tile.
- * E.g. 1024 × 1024 → 768 × 768, 4 tiles: 765; 1280 × 800 → 1229 × 768, 6 tiles: 1,105.
+ * OpenAI's tile rule: `'low'` costs 85; `'high'` and `'auto'` scale down to fit 2048 × 2048, then the
+ * shorter side to 768, and cost 85 + 170 per 512-pixel tile (1024 × 1024: 765).
  */
 export function openaiImageTokens(width: number, height: number, detail: OpenAiImageDetail = 'auto'): number {
   assertDimension('width', width);
@@ -273,18 +256,10 @@ export function openaiImageTokens(width: number, height: number, detail: OpenAiI
 export const ANTHROPIC_MAX_EDGE = 1568;
 /** Anthropic's limit in tokens: an image over ~1,600 tokens is scaled down to it. */
 export const ANTHROPIC_MAX_IMAGE_TOKENS = 1600;
-/**
- * What an Anthropic image whose size cannot be known (a URL source, a header we cannot read) is
- * counted as: the most one image costs after Anthropic's scaling ({@link ANTHROPIC_MAX_IMAGE_TOKENS}).
- */
+/** An Anthropic image of unknown size costs the most one can after scaling. */
 export const ANTHROPIC_UNKNOWN_IMAGE_TOKENS = ANTHROPIC_MAX_IMAGE_TOKENS;
 
-/**
- * Anthropic's charge for an image of `width` × `height` pixels (Messages API): width × height / 750,
- * rounded up, after Anthropic's scaling — the image is scaled down (aspect kept) until its long
- * edge is at most 1568 pixels and it costs at most ~1,600 tokens (about 1.2 megapixels).
- * E.g. 1000 × 1000: 1,334; 1092 × 1092: 1,590; 4000 × 3000: 1,600.
- */
+/** Anthropic: ⌈width × height / 750⌉ after scaling down to a long edge of 1568 and at most ~1,600 tokens. */
 export function anthropicImageTokens(width: number, height: number): number {
   assertDimension('width', width);
   assertDimension('height', height);

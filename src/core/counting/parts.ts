@@ -11,6 +11,7 @@ import {
   type ImageSize,
   type OpenAiImageDetail,
 } from './image-size.js';
+import { isRecord } from '../schema.js';
 import type { ContentPart } from '../types.js';
 
 /** The image of an OpenAI `image_url` part: where it is, its detail, and its size when its data URL says. */
@@ -19,10 +20,6 @@ export interface ImagePartInfo {
   detail: OpenAiImageDetail;
   /** Undefined for a remote URL or a header that cannot be read. */
   size: ImageSize | undefined;
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /** The image of an `image_url` part (`{ type: 'image_url', image_url: { url, detail? } }`); undefined for any other part. */
@@ -34,10 +31,7 @@ export function imagePartInfo(part: ContentPart): ImagePartInfo | undefined {
   return { url: image.url, detail, size: imageSizeOfDataUrl(image.url) };
 }
 
-/**
- * Tokens of an image part by OpenAI's rule ({@link openaiImageTokens}); a remote URL or an
- * unreadable header costs {@link OPENAI_UNKNOWN_IMAGE_TOKENS} (85 at `detail: 'low'`).
- */
+/** Tokens of an image part by OpenAI's rule; unknown size costs OPENAI_UNKNOWN_IMAGE_TOKENS. */
 export function imagePartTokens(image: ImagePartInfo): number {
   if (image.detail === 'low') return OPENAI_LOW_DETAIL_TOKENS;
   return image.size === undefined
@@ -45,13 +39,7 @@ export function imagePartTokens(image: ImagePartInfo): number {
     : openaiImageTokens(image.size.width, image.size.height, image.detail);
 }
 
-/**
- * Tokens of an image part of the other formats, or undefined for any other part: an Anthropic
- * `image` block by Anthropic's rule from its base64 header ({@link anthropicImageTokens};
- * {@link ANTHROPIC_UNKNOWN_IMAGE_TOKENS} for a URL or an unreadable header), an AI SDK `image` part
- * by OpenAI's rule from its data URL or base64 ({@link OPENAI_UNKNOWN_IMAGE_TOKENS} for a URL or
- * bytes the part holds as an object). Never their base64 length.
- */
+/** Tokens of an Anthropic `image` block (Anthropic's rule) or an AI SDK `image` part (OpenAI's), never by base64 length. */
 export function formatImageTokens(part: ContentPart): number | undefined {
   if (part.type !== 'image') return undefined;
   const source: unknown = Reflect.get(part, 'source');
@@ -94,20 +82,12 @@ function jsonChars(value: unknown, depth: number): number {
   return chars + Math.max(0, fields - 1);
 }
 
-/**
- * Characters a part other than text or an image is measured by: the length of its JSON, escapes
- * not counted (audio and file data are base64 in the part, so this is about 4/3 of their bytes).
- * Walked, not serialized: the cost is its number of fields, not the megabytes of a file's data,
- * and a cycle cannot make it throw.
- */
+/** The length of a part's JSON, escapes not counted; walked, not serialized, so a cycle cannot throw. */
 export function partJsonChars(part: ContentPart): number {
   return jsonChars(part, 0);
 }
 
-/**
- * Tokens of a content part that is not text: an `image_url` by OpenAI's image rule; audio, a file
- * and any part type we do not know by size, `⌈JSON length / charsPerToken⌉` — never 0.
- */
+/** An `image_url` by OpenAI's rule; anything else `⌈JSON length / charsPerToken⌉`, never 0. */
 export function nonTextPartTokens(part: ContentPart, charsPerToken: number): number {
   const image = imagePartInfo(part);
   if (image !== undefined) return imagePartTokens(image);
@@ -137,11 +117,7 @@ export function imageSizeLabel(image: ImagePartInfo): string | undefined {
   return image.size === undefined ? undefined : `${image.size.width}×${image.size.height} ${image.size.format}`;
 }
 
-/**
- * A one-line description of a part that is not text, as the summarizer's transcript shows it —
- * never its data: `[image: 1280×800 png]` (`[image]` when the size is unknown), `[audio: wav,
- * 48,000 bytes]`, `[file: report.pdf, 12,345 bytes]` (or the file id), `[<type>]` for the rest.
- */
+/** A non-text part as the summarizer's transcript shows it, never its data: `[image: 1280×800 png]`, `[audio: wav, 48,000 bytes]`. */
 export function describeNonTextPart(part: ContentPart): string {
   const image = imagePartInfo(part);
   if (image !== undefined) {

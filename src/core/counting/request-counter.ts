@@ -32,22 +32,10 @@ export interface RequestCounter extends TokenCounter {
 }
 
 /**
- * Wraps a counter of messages into a counter of complete requests, so an agent loop's preflight
- * counts in the backend's own units: `count(messages) = counter.count(messages) + toolTokens + perRequest`.
- *
- * `toolTokens` is measured once, through the same counter: the JSON of the `tools` array as the
- * content of one pseudo-message `{ role: 'system', content: JSON.stringify(tools) }`, minus the
- * counter's own per-request part (`counter.count([])`), i.e. the pseudo-message's content and
- * its per-message overhead. OpenAI renders tools more compactly than JSON (a TypeScript-like
- * namespace in the system prompt), so with a BPE counter this errs on the high side, which is
- * the safe side for a preflight. With no tools, `toolTokens` is 0.
- *
- * Wrap an estimator (`createBpeCounter()`, `createCharCounter()`), not a `UsageCounter`: billed
- * counts already include the tools and the framing. To calibrate, give the wrapped counter to
- * `new UsageCounter({ estimator })`, which does not charge the framing twice.
- *
- * The wrapped counter must be pure and deterministic (as every counter), since its count of the
- * tools is taken once, here.
+ * `count(messages) = counter.count(messages) + toolTokens + perRequest`, so a preflight counts in the
+ * backend's units. `toolTokens` is counted once, as the JSON of `tools` in one system message: OpenAI
+ * renders tools more compactly, so this errs on the safe side. Wrap an estimator, not a `UsageCounter`
+ * (billed counts already include the tools and the framing).
  */
 export function withRequestFraming(counter: TokenCounter, options: RequestFramingOptions = {}): RequestCounter {
   const { tools = [], perRequest = 0 } = options;

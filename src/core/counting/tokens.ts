@@ -14,11 +14,7 @@ function partText(part: ContentPart): string {
   return isTextPart(part) ? part.text : '';
 }
 
-/**
- * Characters of conversation text in one message: its content text plus the names and
- * argument strings of its tool calls (the measure the corpus statistics and the elision
- * grace use). Parts that are not text are not in it: the counters charge them apart.
- */
+/** Content text plus tool-call names and arguments; non-text parts are charged apart. */
 export function messageChars(message: ChatMessage): number {
   const { content } = message;
   let chars = typeof content === 'string' ? content.length : contentText(content).length;
@@ -37,13 +33,7 @@ export interface CharCounterOptions {
   charsPerToken?: number;
   /** Tokens of framing per message (role, separators). @default 4 */
   perMessage?: number;
-  /**
-   * Tokens for each content part that is not text, whatever it holds. Unset (the default), parts
-   * are counted by what they are: an image by OpenAI's rule from its size, anything else by its
-   * JSON length / `charsPerToken` (docs/compaction.md#counting). Set it to count every such part
-   * alike; 0 is how this estimator counted them before it counted parts.
-   * @default by size
-   */
+  /** Tokens for each non-text part, whatever it holds. @default by what it is (docs/compaction.md#counting) */
   perNonTextPart?: number;
 }
 
@@ -55,10 +45,7 @@ interface PartCharge {
   tokens: number;
 }
 
-/**
- * What the non-text parts of one message cost the character estimator; `perPart` is
- * `perNonTextPart`, or undefined to count them by size. `undefined` as the answer when it has none.
- */
+/** What one message's non-text parts cost the character estimator (undefined: it has none). */
 function partCharge(message: ChatMessage, perPart: number | undefined): PartCharge | undefined {
   const content = message.content;
   if (!Array.isArray(content)) return undefined;
@@ -79,11 +66,7 @@ function partCharge(message: ChatMessage, perPart: number | undefined): PartChar
   return charge;
 }
 
-/**
- * The default estimator: characters / 4 plus a per-message overhead, where the characters are the
- * text (content, tool-call names and arguments) plus the JSON of each part that is neither text
- * nor an image; an image adds its tokens by OpenAI's rule. Monotonic in what a compaction removes.
- */
+/** Characters / 4 plus a per-message overhead; images by OpenAI's rule. Monotonic in what a compaction removes. */
 export function createCharCounter({
   charsPerToken = 4,
   perMessage = 4,
@@ -95,8 +78,7 @@ export function createCharCounter({
     count(messages) {
       let chars = 0;
       let partTokens = 0;
-      // An index loop, not a for-of: until V8 optimizes the loop, a for-of makes an iterator result
-      // per message (4 MB for a count of 100k messages), and a count runs over every message.
+      // An index loop: an unoptimized for-of allocates an iterator result per message.
       for (let index = 0; index < messages.length; index += 1) {
         const message = messages[index] as ChatMessage;
         chars += messageChars(message);

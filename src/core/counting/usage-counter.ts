@@ -189,11 +189,7 @@ function compareToSnapshot(value: unknown, snapshot: Snapshot, topLevel: boolean
   }
 }
 
-/**
- * Whether the first `snapshots.length` messages serialize exactly as the snapshotted ones.
- * 'different' as soon as one message differs for sure (each message is one JSON value of the
- * serialization); 'unknown' when none differs but one could not be compared.
- */
+/** Whether the first `snapshots.length` messages serialize as the snapshotted ones ('unknown': one could not be compared). */
 function comparePrefix(messages: readonly ChatMessage[], snapshots: readonly Snapshot[]): Verdict {
   let verdict: Verdict = 'same';
   for (let i = 0; i < snapshots.length; i++) {
@@ -226,34 +222,11 @@ function assertBilledTokens(billedPromptTokens: number): void {
 }
 
 /**
- * A {@link TokenCounter} calibrated by what the provider billed (docs/design.md#usage-counter).
- *
- * After a billed request, `calibrate(messagesSent, usage.promptTokens)` remembers how many
- * messages were sent, a digest of exactly those messages and the billed prompt tokens. Then
- * `count(messages)`:
- * - when `messages` starts with exactly those messages (same length prefix, same digest):
- *   `billedPromptTokens + max(0, estimator.count(rest) - estimator.count([]))`, where `rest` is
- *   what follows the prefix. The rest pays its own per-message overhead; the estimator's
- *   per-request part (`count([])`: framing, tool declarations of a `withRequestFraming`
- *   estimator) is not charged again, since the billed number already holds it;
- * - otherwise (uncalibrated, shorter, or any change inside the prefix: an elision, a
- *   compaction, an edit): `estimator.count(messages)`, until the next `calibrate`.
- *
- * The billed number is in the provider's units and includes whatever the provider added (tool
- * declarations, framing); give an estimator that counts the same things (e.g.
- * `withRequestFraming(createBpeCounter(), { tools })`) so the fallback stays close to it.
- *
- * "Same messages" means the same canonical serialization (`digestMessages`: JSON with the
- * harness flags `sticky`/`depth` left out), so calibrating with `toProviderMessages(messages)`
- * matches a count of `messages`.
- *
- * Cost: the state is a SHA-256 digest, but the instance also keeps a structural copy of the
- * calibrated messages (their strings are shared, not copied) so that `count` verifies the
- * prefix by walking it instead of hashing it: O(fields of the prefix), safe against callers
- * that mutate arrays or messages in place. The digest is computed only when needed — by
- * `toJSON`, or when the messages are not plain JSON data. After `fromJSON` the first matching
- * count hashes the prefix once and takes the copy then; counts that do not match keep hashing.
- * The rest is estimated in O(rest).
+ * A counter calibrated by what the provider billed (docs/design.md#usage-counter). While `messages`
+ * starts with exactly the calibrated ones (same `digestMessages`), `count` is `billedPromptTokens +
+ * max(0, estimator.count(rest) - estimator.count([]))`; otherwise the estimator's count. The instance
+ * keeps a structural copy of the calibrated messages (strings shared), so `count` verifies the prefix
+ * by walking it, not hashing it; the digest is computed only when needed (`toJSON`, non-JSON data).
  */
 export class UsageCounter implements TokenCounter {
   private readonly estimator: TokenCounter;
@@ -264,12 +237,7 @@ export class UsageCounter implements TokenCounter {
     this.estimator = estimator;
   }
 
-  /**
-   * Restores a counter from {@link UsageCounter.toJSON}'s state (after `JSON.parse`, a
-   * continue-as-new or a query). Throws `InvalidInputError` naming the offending field, e.g.
-   * `state.calibration.digest: must be 64 lowercase hex digits`.
-   * @param estimator the estimator for the restored counter @default the character estimator
-   */
+  /** Restores a counter from its `toJSON` state; an `InvalidInputError` names the offending field. */
   static fromJSON(state: unknown, estimator: TokenCounter = defaultCounter): UsageCounter {
     const parsed = usageCounterStateSchema.safeParse(state);
     if (!parsed.success) {
@@ -293,11 +261,7 @@ export class UsageCounter implements TokenCounter {
     return counter;
   }
 
-  /**
-   * Records a billed request: `messagesSent` are exactly the messages of the request (the
-   * conversation as sent, before the reply is appended), `billedPromptTokens` the provider's
-   * `usage.prompt_tokens` for it. Replaces any earlier calibration. O(fields of the messages).
-   */
+  /** Records a billed request: exactly the messages sent (before the reply) and its `usage.prompt_tokens`. */
   calibrate(messagesSent: readonly ChatMessage[], billedPromptTokens: number): void {
     if (!Array.isArray(messagesSent)) throw new InvalidInputError('messagesSent', 'must be an array of messages');
     assertBilledTokens(billedPromptTokens);

@@ -1,10 +1,9 @@
-// Sandbox-safe: AI SDK messages (`ModelMessage` of the `ai` package, and the provider-level prompt a
-// language-model middleware sees: the same roles and parts) — their types, the zod schemas of their
-// parts (what `validateAiSdk` checks each part with, and the source of their JSON Schema), and the
-// validation at the public boundary, naming the path of a fault (`messages[3].content[0].toolCallId`).
+// Sandbox-safe: AI SDK messages (`ModelMessage`, and the provider-level prompt a middleware sees):
+// their types, the zod schemas of their parts (also the source of their JSON Schema), and validation
+// naming the path of a fault.
 import { z } from 'zod';
 import { InvalidInputError } from '../errors.js';
-import { describeIssue } from '../schema.js';
+import { checkWith, isRecord } from '../schema.js';
 
 /** A `text` part. Unknown fields (`providerOptions`, ...) are kept verbatim. */
 export interface AiSdkTextPart {
@@ -98,20 +97,6 @@ export const aiSdkMessageSchema = z
   })
   .meta({ title: 'AiSdkMessage' });
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function check(schema: z.ZodType, value: unknown, field: string, index: number): void {
-  const parsed = schema.safeParse(value);
-  if (parsed.success) return;
-  const issue = parsed.error.issues[0];
-  if (issue === undefined) throw new InvalidInputError(field, 'invalid', index);
-  let path = field;
-  for (const key of issue.path) path += typeof key === 'number' ? `[${key}]` : `.${String(key)}`;
-  throw new InvalidInputError(path, describeIssue(issue, value), index);
-}
-
 function isKnown(type: string): type is keyof typeof KNOWN_PARTS {
   return Object.hasOwn(KNOWN_PARTS, type);
 }
@@ -166,7 +151,7 @@ function assertAiSdkMessage(
       throw new InvalidInputError(`${partField}.type`, '"tool-call" is only allowed in an assistant message', index);
     if (type === 'tool-result' && role !== 'tool' && role !== 'assistant')
       throw new InvalidInputError(`${partField}.type`, '"tool-result" is only allowed in a tool message', index);
-    if (isKnown(type)) check(KNOWN_PARTS[type], part, partField, index);
+    if (isKnown(type)) checkWith(KNOWN_PARTS[type], part, partField, index);
     if (type === 'tool-call') {
       const id = String(part.toolCallId);
       const first = calls.get(id);
@@ -187,10 +172,7 @@ function assertAiSdkMessage(
   });
 }
 
-/**
- * Validates AI SDK messages at a public boundary and returns the caller's own objects (never
- * copies). Throws `InvalidInputError` naming the path of the first fault, e.g. `messages[3].content[0].toolCallId`.
- */
+/** Returns the caller's own objects; an `InvalidInputError` names the path of the first fault. */
 export function validateAiSdk(messages: unknown): AiSdkMessage[] {
   if (!Array.isArray(messages)) throw new InvalidInputError('messages', 'must be an array of AI SDK messages');
   const valid: AiSdkMessage[] = [];

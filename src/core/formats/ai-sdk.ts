@@ -1,6 +1,5 @@
-// Sandbox-safe: the AI SDK format (`ModelMessage`, and the provider-level prompt) — mapped to the
-// engine's chat messages with where each came from (src/core/formats/view.ts: a tool message of
-// several results becomes its other parts first, then one tool message per result), and back.
+// Sandbox-safe: the AI SDK format mapped to the engine's chat messages through a view (view.ts), and back.
+import { isRecord } from '../schema.js';
 import type { ContentPart, ToolCall } from '../types.js';
 import {
   validateAiSdk,
@@ -23,10 +22,6 @@ function isToolResult(part: AiSdkPart): part is AiSdkToolResultPart {
   return part.type === 'tool-result';
 }
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
 /** A tool's output as the engine reads it: the text a model sees, or the parts of `content` (media counted by size). */
 function outputContent(output: AiSdkToolResultOutput): string | ContentPart[] {
   const { type, value } = output;
@@ -42,10 +37,7 @@ function outputContent(output: AiSdkToolResultOutput): string | ContentPart[] {
   return typeof output.reason === 'string' ? output.reason : JSON.stringify(output);
 }
 
-/**
- * Validates AI SDK messages and maps them to engine messages. Throws `InvalidInputError` naming
- * the path of a fault (`messages[3].content[0].toolCallId`).
- */
+/** Validates AI SDK messages and maps them to engine messages. */
 export function aiSdkView(conversation: unknown): FormatView<AiSdkCompactionResult> {
   const messages = validateAiSdk(conversation);
   const engine = new EngineMessages();

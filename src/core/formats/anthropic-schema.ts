@@ -1,9 +1,8 @@
-// Sandbox-safe: Anthropic Messages conversations — their types, the zod schemas of their blocks
-// (what `validateAnthropic` checks each block with, and the source of their JSON Schema), and the
-// validation at the public boundary, naming the path of a fault (`messages[3].content[1].tool_use_id`).
+// Sandbox-safe: Anthropic Messages conversations: their types, the zod schemas of their blocks (also
+// the source of their JSON Schema), and validation naming the path of a fault.
 import { z } from 'zod';
 import { InvalidInputError } from '../errors.js';
-import { describeIssue } from '../schema.js';
+import { checkWith, isRecord } from '../schema.js';
 
 /** A `text` block. Unknown fields (`cache_control`, `citations`, ...) are kept verbatim. */
 export interface AnthropicTextBlock {
@@ -123,21 +122,6 @@ export const anthropicMessageSchema = z
 /** A request body's system prompt: a string or text blocks. */
 export const anthropicSystemSchema = z.union([z.string(), z.array(anthropicTextBlockSchema)]);
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-/** Checks `value` with `schema`; throws naming `field` and the first issue's path below it. */
-function check(schema: z.ZodType, value: unknown, field: string, index?: number): void {
-  const parsed = schema.safeParse(value);
-  if (parsed.success) return;
-  const issue = parsed.error.issues[0];
-  if (issue === undefined) throw new InvalidInputError(field, 'invalid', index);
-  let path = field;
-  for (const key of issue.path) path += typeof key === 'number' ? `[${key}]` : `.${String(key)}`;
-  throw new InvalidInputError(path, describeIssue(issue, value), index);
-}
-
 /** The `type` of a block, or an error naming it: every block is an object with a string `type`. */
 function blockType(block: unknown, field: string, index?: number): string {
   const type = isRecord(block) ? block.type : undefined;
@@ -161,10 +145,10 @@ function checkToolResult(block: unknown, field: string, index: number): void {
       const type = blockType(nested, nestedField, index);
       if (type === 'tool_use' || type === 'tool_result')
         throw new InvalidInputError(`${nestedField}.type`, `"${type}" is not allowed inside a tool_result`, index);
-      if (isKnown(type)) check(KNOWN_BLOCKS[type], nested, nestedField, index);
+      if (isKnown(type)) checkWith(KNOWN_BLOCKS[type], nested, nestedField, index);
     });
   }
-  check(toolResultSchema, block, field, index);
+  checkWith(toolResultSchema, block, field, index);
 }
 
 /** The ids of the tool_use blocks of an assistant message's content (checked: distinct), with their positions. */
@@ -245,7 +229,7 @@ function assertAnthropicMessage(
       answered.set(id, position);
       return;
     }
-    if (isKnown(type)) check(KNOWN_BLOCKS[type], block, blockField, index);
+    if (isKnown(type)) checkWith(KNOWN_BLOCKS[type], block, blockField, index);
   });
   if (role === 'assistant') toolUseIds(content, index);
 }
@@ -263,11 +247,7 @@ export interface ValidAnthropic {
   body: Record<string, unknown> | undefined;
 }
 
-/**
- * Validates an Anthropic conversation — a message array or a request body `{ system?, messages, ... }` —
- * at a public boundary, and returns the caller's own objects (never copies). Throws
- * `InvalidInputError` naming the path of the first fault, e.g. `messages[3].content[1].tool_use_id`.
- */
+/** Validates a message array or a request body, returning the caller's own objects; errors name the path of the first fault. */
 export function validateAnthropic(conversation: unknown): ValidAnthropic {
   let messages: unknown = conversation;
   let system: string | AnthropicTextBlock[] | undefined;
@@ -284,7 +264,7 @@ export function validateAnthropic(conversation: unknown): ValidAnthropic {
         const field = `system[${position}]`;
         if (blockType(block, field) !== 'text')
           throw new InvalidInputError(`${field}.type`, 'must be "text": a system prompt holds text blocks only');
-        check(anthropicTextBlockSchema, block, field);
+        checkWith(anthropicTextBlockSchema, block, field);
       });
     else if (raw !== undefined && typeof raw !== 'string')
       throw new InvalidInputError('system', 'must be a string or an array of text blocks');

@@ -1,6 +1,4 @@
-// Sandbox-safe: the Anthropic Messages format — a conversation mapped to the engine's chat messages
-// with where each came from (src/core/formats/view.ts: a user message of tool_result blocks becomes
-// its other blocks first, then one tool message per result), and a compaction mapped back.
+// Sandbox-safe: the Anthropic Messages format mapped to the engine's chat messages through a view (view.ts), and back.
 import type { ContentPart, ToolCall } from '../types.js';
 import {
   validateAnthropic,
@@ -10,18 +8,11 @@ import {
   type AnthropicToolResultBlock,
   type AnthropicToolUseBlock,
 } from './anthropic-schema.js';
-import { EngineMessages, formatView, type FormatView, type MappedCompactionResult, type PartElision } from './view.js';
+import { EngineMessages, formatView, type FormatView, type MappedCompactionResult } from './view.js';
 
 export type { FormatView };
 
-/** A tool result replaced by a stub: the message, the block of its `tool_result`, the stub now its content. */
-export type AnthropicElision = PartElision;
-
-/**
- * A compaction of an Anthropic conversation: a `CompactionResult` whose messages are Anthropic
- * messages and whose positions (`elisions`, `cutIndex`, `dropped`) count the input's messages.
- * The token counts are the engine's (docs/compaction.md#formats).
- */
+/** Positions (`elisions`, `cutIndex`, `dropped`) count the input's messages; token counts are the engine's. */
 export interface AnthropicCompactionResult extends MappedCompactionResult<AnthropicMessage> {
   /** When the input was a request body: that body with `messages` replaced, every other field as it came (the same values). */
   request?: AnthropicRequest;
@@ -35,10 +26,7 @@ function isToolResult(block: AnthropicBlock): block is AnthropicToolResultBlock 
   return block.type === 'tool_result';
 }
 
-/**
- * Validates an Anthropic conversation (a message array or a request body) and maps it to engine
- * messages. Throws `InvalidInputError` naming the path of a fault (`messages[3].content[1].tool_use_id`).
- */
+/** Validates an Anthropic conversation and maps it to engine messages. */
 export function anthropicView(conversation: unknown): FormatView<AnthropicCompactionResult> {
   const { messages, system, body } = validateAnthropic(conversation);
   const engine = new EngineMessages();

@@ -1,7 +1,5 @@
-// Sandbox-safe: which message format a parsed conversation is in, from what each format allows
-// (docs/compaction.md#formats). Every mark narrows the formats the conversation can be in; marks
-// that leave none are refused, naming two that disagree and where they are. A conversation with no
-// mark at all (plain text turns) reads the same in every format: OpenAI chat, the default.
+// Sandbox-safe: which message format a parsed conversation is in (docs/compaction.md#formats): every
+// mark narrows the formats it can be in; a conversation with none reads as OpenAI chat, the default.
 import { InvalidInputError } from '../errors.js';
 import type { MessageFormat } from './format.js';
 
@@ -86,11 +84,7 @@ export function formatMarks(value: unknown): FormatMark[] {
   return marks;
 }
 
-/**
- * The format of a parsed conversation file: the one its marks allow (`openai` when they allow it,
- * or when there are none). Throws `InvalidInputError` when no format allows them all, naming two
- * that disagree and where they are.
- */
+/** The format its marks allow (`openai` when they allow it, or there are none); else an error naming two that disagree. */
 export function detectFormat(value: unknown): MessageFormat {
   let allowed: readonly MessageFormat[] = ['openai', 'anthropic', 'ai-sdk'];
   let narrowing: FormatMark | undefined;

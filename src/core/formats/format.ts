@@ -1,6 +1,5 @@
 // Sandbox-safe: the message formats a conversation may come in (docs/compaction.md#formats), and the
-// view a driver compacts a non-OpenAI conversation through. OpenAI chat is the engine's own format:
-// it takes no view, and its path through the drivers is the one it always was.
+// view a driver compacts a non-OpenAI conversation through (OpenAI chat, the engine's own, takes none).
 import { InvalidInputError } from '../errors.js';
 import type { ChatMessage, CompactionResult } from '../types.js';
 import type { AiSdkMessage } from './ai-sdk-schema.js';

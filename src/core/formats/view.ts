@@ -1,19 +1,13 @@
-// Sandbox-safe: what every non-OpenAI format shares — its conversation as engine messages that
-// remember where they came from, and the engine's result mapped back to the format's own messages (docs/compaction.md#formats).
-//
-// A format maps one source message to one engine message, except one holding tool results: each
-// result becomes a `tool` message (the engine pairs it with the assistant turn that asked, and
-// never separates the two), and the message's other parts, if any, one `user` message placed
-// *before* the results. Placed there, it lies inside the asking turn's group (the turn, then its
-// results), so no cut of the engine falls between the pieces of one source message: a window
-// never starts at a tool result nor inside a group (src/core/compaction/regions.ts), and the hard
-// trim drops whole groups. The mapping back checks it all the same and fails loudly.
+// Sandbox-safe: what every non-OpenAI format shares: its conversation as engine messages that
+// remember where they came from, and the result mapped back (docs/compaction.md#formats). A message
+// holding tool results becomes its other parts as one `user` message, then one `tool` message per
+// result: all inside the asking turn's group, so no cut falls between the pieces of one source
+// message. The mapping back checks it all the same and fails loudly.
 import { markUncuttable } from '../compaction/truncation.js';
 import type { ChatMessage, CompactionResult, ContentPart, TokenCounter } from '../types.js';
 
 /** A tool result replaced by a stub: its message, the position of its part, the stub now its content. */
 export interface PartElision {
-  /** Position of the message in the input's messages. */
   index: number;
   /** Position of the tool result's part (block) in that message's content. */
   block: number;
@@ -63,10 +57,7 @@ export class EngineMessages {
     this.origins.push(origin);
   }
 
-  /**
-   * A message holding tool results: its other parts (if any) as one `user` message first, then one
-   * `tool` message per result (see the top of this file for why in this order).
-   */
+  /** A message holding tool results: its other parts first, then one `tool` message per result (see the top). */
   pushResults(index: number, others: ContentPart[], results: Array<{ message: ChatMessage; block: number }>): void {
     if (others.length > 0) this.push({ role: 'user', content: others }, { message: index });
     for (const { message, block } of results) this.push(message, { message: index, block });

@@ -2,21 +2,12 @@
 // workflow can refuse to send what the server would reject (a workflow task that fails on an
 // oversized payload is retried forever: docs/design.md#never-wedge).
 
-/**
- * The server's default `limit.blobSize.error`, 2 MiB, less room for the payload's metadata and the
- * command around it. Over this, a payload sent inline fails the workflow task with
- * `PAYLOADS_TOO_LARGE`, and the task is retried without end.
- * @default 2,000,000 bytes
- */
+/** The server's default `limit.blobSize.error` (2 MiB) less room for metadata: over it, a workflow task fails without end. */
 export const DEFAULT_PAYLOAD_LIMIT_BYTES = 2_000_000;
 
 /**
- * The largest payload the payload store holds (its protobuf size; a manifest's `size` is at most
- * this): 64 MiB. History holds only the claim, so no Temporal limit applies; this is the bound a
- * reader can trust before allocating, about 30 times the largest chat request of a million-token
- * window (images as data URLs can still reach it). Storing a larger payload fails, and in workflow
- * code that would fail the workflow task on every retry: workflows check against it as against the
- * inline limit.
+ * The largest payload the store holds: the bound a reader trusts before allocating. Storing a larger
+ * one fails, on every retry of a workflow task, so workflows check against it as against the inline limit.
  */
 export const MAX_STORED_PAYLOAD_BYTES = 64 * 1024 * 1024;
 
@@ -41,10 +32,7 @@ export function utf8Length(text: string): number {
   return bytes;
 }
 
-/**
- * Bytes of `value` as the default JSON payload converter writes it (`JSON.stringify`, UTF-8).
- * `undefined` takes no bytes (it travels as an empty binary payload).
- */
+/** Bytes of `value` as the default JSON payload converter writes it; `undefined` takes none. */
 export function jsonPayloadBytes(value: unknown): number {
   const json = JSON.stringify(value);
   return json === undefined ? 0 : utf8Length(json);

@@ -4,17 +4,10 @@
 import { InvalidInputError } from '../errors.js';
 import { utf8Length } from './payload-size.js';
 
-/**
- * The longest task queue name the server accepts by default (`limit.maxIDLength`), in bytes.
- * @default 1000
- */
+/** The server's default `limit.maxIDLength`, in bytes. */
 export const TASK_QUEUE_MAX_BYTES = 1000;
 
-/**
- * Checks an optional task queue name: a non-empty string without surrounding whitespace (a queue
- * nobody polls would leave the run waiting for ever), of at most {@link TASK_QUEUE_MAX_BYTES}.
- * @throws InvalidInputError naming `field`
- */
+/** A non-empty name without surrounding whitespace (a queue nobody polls would leave the run waiting forever). */
 export function assertTaskQueueName(value: unknown, field: string): void {
   if (value === undefined) return;
   if (typeof value !== 'string' || value === '') throw new InvalidInputError(field, 'must be a non-empty string');
