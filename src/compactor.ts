@@ -1,4 +1,5 @@
 // Node (also runs in any JS runtime with timers): the in-process driver of the compaction engine.
+import { newCalibration, type SummarizerCalibration } from './core/compaction/calibration.js';
 import { compactionSteps, type SummarizeOutcome, type SummarizeStep } from './core/compaction/engine.js';
 import { compactionPlanCore, needsCompactionCore } from './core/compaction/needs-compaction.js';
 import { classifyError, InvalidInputError, retryAfterOf } from './core/errors.js';
@@ -25,6 +26,8 @@ import {
   type Conversation,
   type FormatOption,
 } from './core/formats/format.js';
+import { readContextOverflow } from './llm/context-overflow.js';
+import { pastDeadline } from './llm/past-deadline.js';
 import { SUMMARIZE_ACTIVITY_SETTING_KEYS } from './shared/activity-options.js';
 
 export interface CompactorOptions extends CompactionOptions {
@@ -84,6 +87,11 @@ export class Compactor {
   readonly options: ResolvedOptions;
   readonly counter: TokenCounter;
   private readonly summarizer: Summarizer;
+  /**
+   * docs/design.md#summarizer-overflow What this compactor's summarizer taught of its tokens and
+   * window (billed prompt tokens, a refusal's numbers): every later piece and compaction plans with it.
+   */
+  private readonly calibration: SummarizerCalibration = newCalibration();
 
   constructor(compactorOptions: CompactorOptions) {
     // Unknown keys first, so a misspelt summarizer or counter is named as such, with the closest name.
@@ -160,7 +168,7 @@ export class Compactor {
     overrides: CallOverrides,
     signal: AbortSignal | undefined,
   ): Promise<CompactionResult> {
-    const steps = compactionSteps(messages, this.options, overrides, this.counter);
+    const steps = compactionSteps(messages, this.options, overrides, this.counter, { calibration: this.calibration });
     let next = steps.next();
     while (next.done !== true) next = steps.next(await this.summarize(next.value, signal));
     return next.value;
@@ -185,6 +193,19 @@ export class Compactor {
       } catch (error) {
         if (cancelled()) return { kind: 'cancelled' };
         const message = error instanceof Error ? error.message : String(error);
+        // docs/design.md#summarizer-overflow Refused for its size, or past its deadline: never asked
+        // again as it is; the engine cuts it smaller.
+        const overflow = readContextOverflow(error);
+        if (overflow !== undefined) {
+          const { contextWindow, promptTokens } = overflow;
+          return {
+            kind: 'overflow',
+            message,
+            ...(contextWindow === undefined ? {} : { contextWindow }),
+            ...(promptTokens === undefined ? {} : { promptTokens }),
+          };
+        }
+        if (pastDeadline(error)) return { kind: 'failed', reason: 'deadline', message };
         if (classifyError(error) === 'abort') return { kind: 'failed', reason: 'rejected', message };
         lastFailure = message;
         retryAfterMs = retryAfterOf(error);

@@ -335,7 +335,7 @@ const settings = {
     expected: 'an integer of at least 1024 (tokens)',
     defaultText: 'unset (one request)',
     description:
-      "The summarizer's own context window in tokens (docs/design.md#summarizer-window): the worker's `summarize` activity keeps every request within it, folding a middle that does not fit in pieces; compactions and agent runs started from the CLI or the demo also get it as their `summarizerContextWindow` option.",
+      "The summarizer's own context window in tokens (docs/design.md#summarizer-window): the worker's `summarize` activity refuses a request over it (Summarizer.ContextOverflow) and the compaction cuts the middle to fit; compactions and agent runs started from the CLI or the demo also get it as their `summarizerContextWindow` option.",
     schema: positiveInteger(1024).optional(),
   },
   toolsRoot: {

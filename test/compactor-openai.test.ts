@@ -78,11 +78,15 @@ describe('Compactor with the OpenAI summarizer', () => {
     expect(result).toMatchObject({ fallback: true, summary: null });
   });
 
-  it('a request that times out is retried', async () => {
-    server.script({ kind: 'hang' }, { kind: 'summary', text: 'second try' });
-    const result = await compactor({ timeout: 200 }).compact(messages);
-    expect(server.requests).toHaveLength(2);
-    expect(result.summary).toContain('second try');
+  it('a request that times out is not sent again as it is: what it held goes in pieces of at most half its size', async () => {
+    server.script({ kind: 'hang' });
+    server.setDefault({ kind: 'summary', text: '## Goals\nsmaller tries' });
+    const result = await compactor({ timeout: 200, maxAttempts: 3 }).compact(messages);
+    const [late, ...rest] = server.requests.map((request) => JSON.stringify(request.body).length);
+    expect(rest.length).toBeGreaterThanOrEqual(2);
+    for (const size of rest) expect(size).toBeLessThan(late ?? 0);
+    expect(result).toMatchObject({ fallback: false, summaryPieces: rest.length });
+    expect(result.summary).toContain('smaller tries');
   });
 
   it('aborting while the request hangs closes the request and resolves with the hard trim', async () => {

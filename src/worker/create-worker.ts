@@ -69,8 +69,9 @@ export interface CompactorWorkerConfig {
   /** Deadline of one `chat` request in ms. @default 120_000 (COMPACTOR_CHAT_TIMEOUT) */
   chatTimeoutMs?: number;
   /**
-   * The summarizer's own context window in tokens: the `summarize` activity keeps every request
-   * within it, folding a middle that does not fit in pieces (docs/design.md#summarizer-window).
+   * The summarizer's own context window in tokens: the `summarize` activity refuses a request over
+   * it unsent (`Summarizer.ContextOverflow`, stating the window), and the workflow's compaction cuts
+   * the middle to fit (docs/design.md#summarizer-window).
    * @default COMPACTOR_SUMMARIZER_CONTEXT_WINDOW (src/config.ts), else unset (one request as sent)
    */
   summarizerContextWindow?: number;

@@ -153,7 +153,8 @@ export interface CompactionOptions {
    */
   summaryPrompt?: string;
   /**
-   * docs/design.md#summarizer-window The summarizer's own context window, in the pass's counter's units. When the
+   * docs/design.md#summarizer-window The summarizer's own context window, in its tokens (planned in the
+   * pass's counter's units, scaled by what its billed prompt tokens showed: docs/design.md#summarizer-overflow). When the
    * request for the whole middle would not fit it (with {@link SUMMARY_OUTPUT_SHARE} of it left for
    * the summary), the middle is summarized in pieces, as a fold: each piece's request carries the
    * summary so far and the next messages, every request within the window; `result.summaryPieces`
