@@ -14,6 +14,7 @@ import {
 } from './core/compaction/options.js';
 import { assertKnownKeys, keysOf } from './core/unknown-keys.js';
 import { defaultCounter } from './core/counting/tokens.js';
+import { summarizerMessages } from './core/compaction/transcript.js';
 import type { ChatMessage, CompactionPlan, CompactionResult, Summarizer, TokenCounter } from './core/types.js';
 import type { AnthropicConversation } from './core/formats/anthropic-schema.js';
 import type { AnthropicCompactionResult } from './core/formats/anthropic.js';
@@ -48,6 +49,24 @@ export interface CompactCallOptions {
   summaryInstructions?: string;
   /** For this call, instead of the constructor's `summaryPrompt`. */
   summaryPrompt?: string;
+  /** Called as each summarize request ends, e.g. to print a line per piece (the CLI's `compact` does). */
+  onProgress?: (progress: SummarizeProgress) => void;
+}
+
+/** One summarize request of a compaction, as it ended (`CompactCallOptions.onProgress`). */
+export interface SummarizeProgress {
+  /** `summary`, a retry (`tighter`, `coverage`), or a `piece` of a middle summarized in pieces. */
+  purpose: SummarizeStep['purpose'];
+  /** Which piece the request folded in, of how many as planned then (docs/design.md#summarizer-window). */
+  piece?: { index: number; of: number };
+  /** The request's size as the compaction's counter estimates it. */
+  estimatedTokens: number;
+  /** The prompt tokens the summarizer billed, when it reported them. */
+  promptTokens?: number;
+  /** From the first attempt to the end of the last, retries and their waits included. */
+  elapsedMs: number;
+  /** How it ended: a summary; refused as over the window or past its deadline (cut smaller next); failed; cancelled. */
+  outcome: 'summary' | 'overflow' | 'deadline' | 'failed' | 'cancelled';
 }
 
 /**
@@ -68,6 +87,7 @@ const CALL_OPTION_KEYS = [
     signal: true,
     summaryInstructions: true,
     summaryPrompt: true,
+    onProgress: true,
   }),
   ...FORMAT_OPTION_KEYS,
 ];
@@ -149,7 +169,7 @@ export class Compactor {
   ): Promise<AnyCompactionResult> {
     // A compaction option here (`keepRecent`) belongs in the constructor's options: refuse it rather than ignore it.
     assertKnownKeys(callOptions, CALL_OPTION_KEYS, 'callOptions');
-    const { target, counter, signal } = callOptions;
+    const { target, counter, signal, onProgress } = callOptions;
     const overrides: CallOverrides = {
       target,
       counter,
@@ -157,9 +177,14 @@ export class Compactor {
       summaryPrompt: checkInstructionText(callOptions.summaryPrompt, 'callOptions.summaryPrompt'),
     };
     const view = formatView(formatOption(callOptions.format, 'callOptions.format'), conversation);
-    if (view === undefined) return this.run(conversation, overrides, signal);
+    if (view === undefined) return this.run(conversation, overrides, signal, onProgress);
     return view.result(
-      await this.run(view.messages, { ...overrides, counter: view.counter(counter ?? this.counter) }, signal),
+      await this.run(
+        view.messages,
+        { ...overrides, counter: view.counter(counter ?? this.counter) },
+        signal,
+        onProgress,
+      ),
     );
   }
 
@@ -167,10 +192,18 @@ export class Compactor {
     messages: unknown,
     overrides: CallOverrides,
     signal: AbortSignal | undefined,
+    onProgress: CompactCallOptions['onProgress'],
   ): Promise<CompactionResult> {
     const steps = compactionSteps(messages, this.options, overrides, this.counter, { calibration: this.calibration });
+    const counter = overrides.counter ?? this.counter;
     let next = steps.next();
-    while (next.done !== true) next = steps.next(await this.summarize(next.value, signal));
+    while (next.done !== true) {
+      const step = next.value;
+      const started = Date.now();
+      const outcome = await this.summarize(step, signal);
+      onProgress?.(progressOf(step, outcome, counter, Date.now() - started));
+      next = steps.next(outcome);
+    }
     return next.value;
   }
 
@@ -216,6 +249,24 @@ export class Compactor {
     }
     return { kind: 'failed', reason: 'exhausted', message: `${maxAttempts} attempts failed; last: ${lastFailure}` };
   }
+}
+
+/** What `onProgress` hears of a step and how it ended. */
+function progressOf(
+  step: SummarizeStep,
+  outcome: SummarizeOutcome,
+  counter: TokenCounter,
+  elapsedMs: number,
+): SummarizeProgress {
+  const promptTokens = outcome.kind === 'summary' ? outcome.usage?.promptTokens : undefined;
+  return {
+    purpose: step.purpose,
+    ...(step.piece === undefined ? {} : { piece: step.piece }),
+    estimatedTokens: counter.count(summarizerMessages(step.request)),
+    ...(promptTokens === undefined ? {} : { promptTokens }),
+    elapsedMs,
+    outcome: outcome.kind === 'failed' ? (outcome.reason === 'deadline' ? 'deadline' : 'failed') : outcome.kind,
+  };
 }
 
 const aborted = Symbol('aborted');

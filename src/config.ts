@@ -296,6 +296,15 @@ const settings = {
     description: "Deadline of one summarize call; keep it below the activity's `startToCloseTimeout` (5 min).",
     schema: durationOf(1).default(DEFAULT_SUMMARIZER_TIMEOUT_MS),
   },
+  summarizerMaxTokens: {
+    env: 'COMPACTOR_SUMMARIZER_MAX_TOKENS',
+    flag: 'summarizer-max-tokens',
+    expected: 'a positive integer (tokens)',
+    defaultText: "derived from the summary's room",
+    description:
+      "The most tokens a summary may take, sent as the OpenAI summarizer's max tokens with every request instead of what each request derives from the summary's room in the compacted conversation (docs/design.md#summary-length).",
+    schema: positiveInteger(1).optional(),
+  },
   chatTimeout: {
     env: 'COMPACTOR_CHAT_TIMEOUT',
     flag: 'chat-timeout',

@@ -20,6 +20,17 @@ export interface SummarizeActivityOutput {
   attempt?: number;
 }
 
+/**
+ * The details every heartbeat of the `summarize` activity carries, which the Temporal UI shows on
+ * the pending activity (the activity's summary names the piece: `…, piece 2 of 9`).
+ */
+export interface SummarizeHeartbeat {
+  /** The request's size as the worker's counter estimates it (characters / 4 by default). */
+  estimatedTokens: number;
+  /** Since the attempt started. */
+  elapsedMs: number;
+}
+
 export interface SummarizeActivityDeps {
   summarizer: Summarizer;
   /**
@@ -64,8 +75,9 @@ export function createSummarizeActivity({
     // compaction span can count attempts; the first says nothing.
     const { attempt } = Context.current().info;
     const retried = attempt > 1 ? { attempt } : {};
+    const started = Date.now();
+    const estimate = counter.count(summarizerMessages(request));
     if (window !== undefined) {
-      const estimate = counter.count(summarizerMessages(request));
       if (estimate > inputRoom(window))
         throw ApplicationFailure.create({
           type: FailureType.Summarizer.ContextOverflow,
@@ -86,6 +98,9 @@ export function createSummarizeActivity({
       },
       (error) => toSummarizerFailure(error, retried),
       heartbeatIntervalMs,
+      [],
+      // What the Temporal UI shows of the attempt in flight: its size and how long it has waited.
+      (): SummarizeHeartbeat => ({ estimatedTokens: estimate, elapsedMs: Date.now() - started }),
     );
   };
 }
@@ -95,7 +110,9 @@ function checkedRequest(input: SummarizeRequest): SummarizeRequest {
   if (typeof input !== 'object' || input === null || Array.isArray(input))
     throw new InvalidInputError('input', 'must be an object { instruction, middle, instructions? }');
   assertKnownKeys(input, REQUEST_KEYS, 'input', 'field');
-  const { instruction, middle, instructions } = input;
+  const { instruction, middle, instructions, maxTokens } = input;
+  if (maxTokens !== undefined && !(Number.isSafeInteger(maxTokens) && maxTokens > 0))
+    throw new InvalidInputError('maxTokens', 'must be a positive integer');
   if (typeof instruction !== 'string') throw new InvalidInputError('instruction', 'must be a string');
   if (instructions !== undefined && typeof instructions !== 'string')
     throw new InvalidInputError('instructions', 'must be a string');
@@ -110,4 +127,4 @@ function checkedRequest(input: SummarizeRequest): SummarizeRequest {
   return input;
 }
 
-const REQUEST_KEYS = keysOf<SummarizeRequest>({ instruction: true, middle: true, instructions: true });
+const REQUEST_KEYS = keysOf<SummarizeRequest>({ instruction: true, middle: true, instructions: true, maxTokens: true });

@@ -305,6 +305,23 @@ describe('summarize activity', () => {
       await new Promise((resolve) => setTimeout(resolve, 150));
       expect(beats).toHaveLength(during);
     });
+
+    it("every heartbeat carries the request's estimated tokens and the time waited, for the Temporal UI", async () => {
+      const env = new MockActivityEnvironment({ heartbeatTimeoutMs: 200 });
+      const details: unknown[] = [];
+      env.on('heartbeat', (detail: unknown) => details.push(detail));
+      const slow: Summarizer = {
+        summarize: () => new Promise((resolve) => setTimeout(() => resolve({ text: 'done' }), 200)),
+      };
+      await env.run(createActivities({ summarizer: slow }).summarize, request);
+      const estimatedTokens = defaultCounter.count(summarizerMessages(request));
+      expect(details.length).toBeGreaterThanOrEqual(2);
+      for (const detail of details)
+        expect(detail).toEqual({ estimatedTokens, elapsedMs: expect.any(Number) as number });
+      const waited = details.map((detail) => Number(Reflect.get(Object(detail), 'elapsedMs')));
+      expect(waited).toEqual([...waited].sort((a, b) => a - b));
+      expect(waited.at(-1)).toBeGreaterThan(waited[0] ?? 0);
+    });
   });
 
   it('createActivities needs a summarizer or a model name', () => {

@@ -89,10 +89,10 @@ describe('summaries within the summarizer window, on a dev server', () => {
     expect(pieces).toBeGreaterThan(3);
     expect(events.filter((type) => type === 'ActivityTaskScheduled')).toHaveLength(pieces);
     expect(summarizer.requests).toHaveLength(pieces);
-    // The activity input is the usual { instruction, middle }; the request it renders is within the window.
+    // The activity input is the usual { instruction, middle, maxTokens }; the request it renders is within the window.
     for (const input of inputs) {
       const { instruction, middle } = input as { instruction: string; middle: ChatMessage[] };
-      expect(Object.keys(input as object).sort()).toEqual(['instruction', 'middle']);
+      expect(Object.keys(input as object).sort()).toEqual(['instruction', 'maxTokens', 'middle']);
       expect(defaultCounter.count(summarizerMessages(requestFor(instruction, middle)))).toBeLessThanOrEqual(
         WINDOW * (1 - SUMMARY_OUTPUT_SHARE),
       );

@@ -99,3 +99,23 @@ export function learnFromFailure(
   // The window (in the summarizer's tokens) whose input room is `most` estimated tokens.
   calibration.window = Math.floor((most / (1 - SUMMARY_OUTPUT_SHARE)) * calibration.ratio);
 }
+
+/** The most tokens a summary is allowed, whatever its room: more than any summary the instruction asks for, and within every common model's output limit. */
+export const MAX_SUMMARY_TOKENS = 4096;
+
+/** The fewest: a room smaller than this still gets a summary that can say something (the proof then judges it). */
+export const MIN_SUMMARY_TOKENS = 256;
+
+/**
+ * docs/design.md#summary-length The max tokens a summarize request carries: the room the summary has
+ * in the compacted conversation (`room`, in the counter's units) in the summarizer's tokens, at most
+ * the output share of the window the summarizer is known to have, within
+ * [{@link MIN_SUMMARY_TOKENS}, {@link MAX_SUMMARY_TOKENS}].
+ */
+export function summaryMaxTokens(room: number, option: number | undefined, calibration: SummarizerCalibration): number {
+  const known = [option, calibration.window].filter((value): value is number => value !== undefined);
+  const windowShare =
+    known.length === 0 ? Number.POSITIVE_INFINITY : Math.floor(Math.min(...known) * SUMMARY_OUTPUT_SHARE);
+  const tokens = Math.min(Math.floor(room * calibration.ratio), windowShare, MAX_SUMMARY_TOKENS);
+  return Math.max(MIN_SUMMARY_TOKENS, tokens);
+}

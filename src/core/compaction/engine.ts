@@ -103,7 +103,9 @@ function* passSteps(pass: Pass, hooks: CompactionHooks): CompactionSteps {
   const seen = capMiddle(middle, options.toolResultCap, contents);
   const assembly = new Assembly(pass, elided, { planned, plan, messages: middle, contents }, hooks.nameReplaced);
 
-  const fold = new Fold(pass, seen, hooks.calibration ?? newCalibration());
+  // docs/design.md#summary-length What the summary has room for: the limit less the conversation around it.
+  const summaryRoom = options.summaryTokenCap ? aim.limit - aim.counter.count(assembly.assembledOf('')) : 0;
+  const fold = new Fold(pass, seen, hooks.calibration ?? newCalibration(), summaryRoom);
   // docs/design.md#summarizer-overflow The summary's own request refused for its size, or past its
   // deadline: what it held is cut again smaller, after the pieces already summarized.
   for (;;) {
@@ -190,6 +192,7 @@ function summaryStep(
     piece === undefined ? instruction : foldInstruction(instruction),
     input.middle,
     text,
+    fold.maxTokens(),
     piece,
   );
   if (window === undefined || purpose === 'summary' || requestFits(built.request, window, pass.aim.counter))

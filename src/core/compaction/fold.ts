@@ -4,7 +4,14 @@
 // summarizer refuses for its size, or that passes its deadline, teaches the calibration and what is
 // left of the middle is cut again smaller, the pieces already summarized kept
 // (docs/design.md#summarizer-overflow).
-import { learnFromFailure, MAX_RECUTS, plannedWindow, calibrate, type SummarizerCalibration } from './calibration.js';
+import {
+  calibrate,
+  learnFromFailure,
+  MAX_RECUTS,
+  plannedWindow,
+  summaryMaxTokens,
+  type SummarizerCalibration,
+} from './calibration.js';
 import type { Pass } from './pass.js';
 import { cutPieces, foldedMiddle } from './pieces.js';
 import {
@@ -53,10 +60,12 @@ export function summarizeStepOf(
   instruction: string,
   seen: ChatMessage[],
   text: InstructionText,
+  maxTokens: number | undefined,
   piece?: SummarizeStep['piece'],
 ): SummarizeStep {
   // The transcript's size is counted, not rendered: the request is rendered only by a summarizer that sends text.
-  const request = requestFor(instruction, seen, text.summaryInstructions);
+  const built = requestFor(instruction, seen, text.summaryInstructions);
+  const request = maxTokens === undefined ? built : { ...built, maxTokens };
   const transcript = { messages: seen.length, characters: requestChars(instruction, seen) };
   return piece === undefined
     ? { kind: 'summarize', purpose, request, transcript }
@@ -92,8 +101,16 @@ export class Fold {
     readonly pass: Pass,
     seen: ChatMessage[],
     readonly calibration: SummarizerCalibration,
+    /** The room the summary has in the compacted conversation, in the counter's units. */
+    private readonly summaryRoom: number,
   ) {
     this.rest = seen;
+  }
+
+  /** docs/design.md#summary-length The max tokens of the next request, as the calibration stands; undefined with `summaryTokenCap` off. */
+  maxTokens(): number | undefined {
+    if (!this.pass.options.summaryTokenCap) return undefined;
+    return summaryMaxTokens(this.summaryRoom, this.pass.options.summarizerContextWindow, this.calibration);
   }
 
   /** The counter's estimate of a request (the unit the calibration's ratio converts). */
@@ -159,7 +176,10 @@ export function* foldPieces(fold: Fold): Generator<SummarizeStep, SummaryInput |
     for (let index = 0; index < cut.pieces.length - 1 && !recut; index += 1) {
       const middle = foldedMiddle(cut, index, fold.carried, text.summaryInstructions, aim.counter);
       if (middle === undefined) return { trim: 'the summary so far leaves no room for the next piece' };
-      const step = summarizeStepOf('piece', cut.instruction, middle, text, { index: fold.done + 1, of });
+      const step = summarizeStepOf('piece', cut.instruction, middle, text, fold.maxTokens(), {
+        index: fold.done + 1,
+        of,
+      });
       const outcome = yield step;
       if (outcome.kind === 'summary' && outcome.text.trim() !== '') {
         fold.billed(step.request, outcome);

@@ -125,6 +125,14 @@ export interface CompactionOptions {
    * @default true
    */
   trimBeatsOverflow?: boolean;
+  /**
+   * docs/design.md#summary-length Each summarize request carries max tokens derived from the room the
+   * summary has in the compacted conversation (`SummarizeRequest.maxTokens`): a model that rambles
+   * is cut there instead of writing until its deadline. Off: no limit is sent, and the tighter retry
+   * tightens with words alone (the reference).
+   * @default true
+   */
+  summaryTokenCap?: boolean;
   /** The price of a cached input token relative to an uncached one, for the `'paying'` epoch model. @default 0.1 */
   cachedInputPrice?: number;
   /**
@@ -197,6 +205,7 @@ export const REFERENCE_EXACT = {
   deferShallowCompactions: false,
   stubsShorterOnly: false,
   trimBeatsOverflow: false,
+  summaryTokenCap: false,
   summaryCoverage: 'off',
 } as const satisfies Partial<CompactionOptions>;
 
@@ -221,6 +230,7 @@ export interface ResolvedOptions {
   deferShallowCompactions: boolean;
   stubsShorterOnly: boolean;
   trimBeatsOverflow: boolean;
+  summaryTokenCap: boolean;
   cachedInputPrice: number;
   summaryCoverage: SummaryCoverage;
   /** Undefined: nothing added to the instruction. */
@@ -256,6 +266,7 @@ export const optionsSchema = z.object({
   deferShallowCompactions: z.boolean().default(true),
   stubsShorterOnly: z.boolean().default(true),
   trimBeatsOverflow: z.boolean().default(true),
+  summaryTokenCap: z.boolean().default(true),
   cachedInputPrice: ratio.default(0.1),
   summaryCoverage: z.enum(['retry', 'carry', 'off']).default('retry'),
   summaryInstructions: z
@@ -290,6 +301,7 @@ export const COMPACTION_OPTION_KEYS = keysOf<CompactionOptions>({
   deferShallowCompactions: true,
   stubsShorterOnly: true,
   trimBeatsOverflow: true,
+  summaryTokenCap: true,
   cachedInputPrice: true,
   summaryCoverage: true,
   summaryInstructions: true,
