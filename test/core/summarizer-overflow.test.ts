@@ -98,6 +98,7 @@ describe("the summarizer's window learned from its refusal", () => {
     const calibrated = new Compactor({ summarizer, ...options, summarizerContextWindow: SERVER_WINDOW });
     const result = await calibrated.compact(longConversation());
     expect(refused).toHaveLength(0);
+    expect(requests.length).toBeGreaterThan(3);
     expect(result.fallback).toBe(false);
     // After the first bill, pieces are planned with 4/3 server tokens per estimated token: the later
     // ones fill at most the input room (0.75) of the window in the server's own tokens.

@@ -120,7 +120,9 @@ export class Fold {
 
   /** A summary came back for `request`: its billed prompt tokens calibrate the next cuts. */
   billed(request: SummarizeRequest, outcome: SummarizeOutcome): void {
-    if (outcome.kind === 'summary') calibrate(this.calibration, this.estimate(request), outcome.usage?.promptTokens);
+    // Counted only when there is a bill to compare with (the extractive summarizer sends none).
+    const billed = outcome.kind === 'summary' ? outcome.usage?.promptTokens : undefined;
+    if (billed !== undefined) calibrate(this.calibration, this.estimate(request), billed);
   }
 
   /**
