@@ -1,4 +1,5 @@
 // Node (also runs in any JS runtime with timers): the in-process driver of the compaction engine.
+import { newCalibration, type SummarizerCalibration } from './core/compaction/calibration.js';
 import { compactionSteps, type SummarizeOutcome, type SummarizeStep } from './core/compaction/engine.js';
 import { compactionPlanCore, needsCompactionCore } from './core/compaction/needs-compaction.js';
 import { classifyError, InvalidInputError, retryAfterOf } from './core/errors.js';
@@ -14,6 +15,7 @@ import {
 } from './core/compaction/options.js';
 import { assertKnownKeys, keysOf } from './core/unknown-keys.js';
 import { defaultCounter } from './core/counting/tokens.js';
+import { summarizerMessages } from './core/compaction/transcript.js';
 import type { ChatMessage, CompactionPlan, CompactionResult, Summarizer, TokenCounter } from './core/types.js';
 import type { AnthropicConversation } from './core/formats/anthropic-schema.js';
 import type { AnthropicCompactionResult } from './core/formats/anthropic.js';
@@ -26,6 +28,8 @@ import {
   type Conversation,
   type FormatOption,
 } from './core/formats/format.js';
+import { readContextOverflow } from './llm/context-overflow.js';
+import { pastDeadline } from './llm/past-deadline.js';
 import { SUMMARIZE_ACTIVITY_SETTING_KEYS } from './shared/activity-options.js';
 
 export interface CompactorOptions extends CompactionOptions {
@@ -48,6 +52,24 @@ export interface CompactCallOptions {
   summaryPrompt?: string;
   /** For this call, instead of the constructor's `keepUserMessages` (docs/design.md#user-words). */
   keepUserMessages?: boolean;
+  /** Called as each summarize request ends, e.g. to print a line per piece (the CLI's `compact` does). */
+  onProgress?: (progress: SummarizeProgress) => void;
+}
+
+/** One summarize request of a compaction, as it ended (`CompactCallOptions.onProgress`). */
+export interface SummarizeProgress {
+  /** `summary`, a retry (`tighter`, `coverage`), or a `piece` of a middle summarized in pieces. */
+  purpose: SummarizeStep['purpose'];
+  /** Which piece the request folded in, of how many as planned then (docs/design.md#summarizer-window). */
+  piece?: { index: number; of: number };
+  /** The request's size as the compaction's counter estimates it. */
+  estimatedTokens: number;
+  /** The prompt tokens the summarizer billed, when it reported them. */
+  promptTokens?: number;
+  /** From the first attempt to the end of the last, retries and their waits included. */
+  elapsedMs: number;
+  /** How it ended: a summary; refused as over the window or past its deadline (cut smaller next); failed; cancelled. */
+  outcome: 'summary' | 'overflow' | 'deadline' | 'failed' | 'cancelled';
 }
 
 /**
@@ -69,6 +91,7 @@ const CALL_OPTION_KEYS = [
     summaryInstructions: true,
     summaryPrompt: true,
     keepUserMessages: true,
+    onProgress: true,
   }),
   ...FORMAT_OPTION_KEYS,
 ];
@@ -88,6 +111,11 @@ export class Compactor {
   readonly options: ResolvedOptions;
   readonly counter: TokenCounter;
   private readonly summarizer: Summarizer;
+  /**
+   * docs/design.md#summarizer-overflow What this compactor's summarizer taught of its tokens and
+   * window (billed prompt tokens, a refusal's numbers): every later piece and compaction plans with it.
+   */
+  private readonly calibration: SummarizerCalibration = newCalibration();
 
   constructor(compactorOptions: CompactorOptions) {
     // Unknown keys first, so a misspelt summarizer or counter is named as such, with the closest name.
@@ -145,7 +173,7 @@ export class Compactor {
   ): Promise<AnyCompactionResult> {
     // A compaction option here (`keepRecent`) belongs in the constructor's options: refuse it rather than ignore it.
     assertKnownKeys(callOptions, CALL_OPTION_KEYS, 'callOptions');
-    const { target, counter, signal } = callOptions;
+    const { target, counter, signal, onProgress } = callOptions;
     const overrides: CallOverrides = {
       target,
       counter,
@@ -154,9 +182,14 @@ export class Compactor {
       keepUserMessages: checkKeepUserMessages(callOptions.keepUserMessages, 'callOptions.keepUserMessages'),
     };
     const view = formatView(formatOption(callOptions.format, 'callOptions.format'), conversation);
-    if (view === undefined) return this.run(conversation, overrides, signal);
+    if (view === undefined) return this.run(conversation, overrides, signal, onProgress);
     return view.result(
-      await this.run(view.messages, { ...overrides, counter: view.counter(counter ?? this.counter) }, signal),
+      await this.run(
+        view.messages,
+        { ...overrides, counter: view.counter(counter ?? this.counter) },
+        signal,
+        onProgress,
+      ),
     );
   }
 
@@ -164,10 +197,18 @@ export class Compactor {
     messages: unknown,
     overrides: CallOverrides,
     signal: AbortSignal | undefined,
+    onProgress: CompactCallOptions['onProgress'],
   ): Promise<CompactionResult> {
-    const steps = compactionSteps(messages, this.options, overrides, this.counter);
+    const steps = compactionSteps(messages, this.options, overrides, this.counter, { calibration: this.calibration });
+    const counter = overrides.counter ?? this.counter;
     let next = steps.next();
-    while (next.done !== true) next = steps.next(await this.summarize(next.value, signal));
+    while (next.done !== true) {
+      const step = next.value;
+      const started = Date.now();
+      const outcome = await this.summarize(step, signal);
+      onProgress?.(progressOf(step, outcome, counter, Date.now() - started));
+      next = steps.next(outcome);
+    }
     return next.value;
   }
 
@@ -190,6 +231,19 @@ export class Compactor {
       } catch (error) {
         if (cancelled()) return { kind: 'cancelled' };
         const message = error instanceof Error ? error.message : String(error);
+        // docs/design.md#summarizer-overflow Refused for its size, or past its deadline: never asked
+        // again as it is; the engine cuts it smaller.
+        const overflow = readContextOverflow(error);
+        if (overflow !== undefined) {
+          const { contextWindow, promptTokens } = overflow;
+          return {
+            kind: 'overflow',
+            message,
+            ...(contextWindow === undefined ? {} : { contextWindow }),
+            ...(promptTokens === undefined ? {} : { promptTokens }),
+          };
+        }
+        if (pastDeadline(error)) return { kind: 'failed', reason: 'deadline', message };
         if (classifyError(error) === 'abort') return { kind: 'failed', reason: 'rejected', message };
         lastFailure = message;
         retryAfterMs = retryAfterOf(error);
@@ -200,6 +254,24 @@ export class Compactor {
     }
     return { kind: 'failed', reason: 'exhausted', message: `${maxAttempts} attempts failed; last: ${lastFailure}` };
   }
+}
+
+/** What `onProgress` hears of a step and how it ended. */
+function progressOf(
+  step: SummarizeStep,
+  outcome: SummarizeOutcome,
+  counter: TokenCounter,
+  elapsedMs: number,
+): SummarizeProgress {
+  const promptTokens = outcome.kind === 'summary' ? outcome.usage?.promptTokens : undefined;
+  return {
+    purpose: step.purpose,
+    ...(step.piece === undefined ? {} : { piece: step.piece }),
+    estimatedTokens: counter.count(summarizerMessages(step.request)),
+    ...(promptTokens === undefined ? {} : { promptTokens }),
+    elapsedMs,
+    outcome: outcome.kind === 'failed' ? (outcome.reason === 'deadline' ? 'deadline' : 'failed') : outcome.kind,
+  };
 }
 
 const aborted = Symbol('aborted');

@@ -296,6 +296,15 @@ const settings = {
     description: "Deadline of one summarize call; keep it below the activity's `startToCloseTimeout` (5 min).",
     schema: durationOf(1).default(DEFAULT_SUMMARIZER_TIMEOUT_MS),
   },
+  summarizerMaxTokens: {
+    env: 'COMPACTOR_SUMMARIZER_MAX_TOKENS',
+    flag: 'summarizer-max-tokens',
+    expected: 'a positive integer (tokens)',
+    defaultText: "derived from the summary's room",
+    description:
+      "The most tokens a summary may take, sent as the OpenAI summarizer's max tokens with every request instead of what each request derives from the summary's room in the compacted conversation (docs/design.md#summary-length).",
+    schema: positiveInteger(1).optional(),
+  },
   chatTimeout: {
     env: 'COMPACTOR_CHAT_TIMEOUT',
     flag: 'chat-timeout',
@@ -335,7 +344,7 @@ const settings = {
     expected: 'an integer of at least 1024 (tokens)',
     defaultText: 'unset (one request)',
     description:
-      "The summarizer's own context window in tokens (docs/design.md#summarizer-window): the worker's `summarize` activity keeps every request within it, folding a middle that does not fit in pieces; compactions and agent runs started from the CLI or the demo also get it as their `summarizerContextWindow` option.",
+      "The summarizer's own context window in tokens (docs/design.md#summarizer-window): the worker's `summarize` activity refuses a request over it (Summarizer.ContextOverflow) and the compaction cuts the middle to fit; compactions and agent runs started from the CLI or the demo also get it as their `summarizerContextWindow` option.",
     schema: positiveInteger(1024).optional(),
   },
   toolsRoot: {

@@ -32,6 +32,7 @@ const defaults: CompactorConfig = {
   openaiApiKey: undefined,
   summarizerModel: 'gpt-4o-mini',
   summarizerTimeoutMs: 60_000,
+  summarizerMaxTokens: undefined,
   chatTimeoutMs: 120_000,
   maxConcurrentActivities: undefined,
   maxConcurrentWorkflowTasks: undefined,
@@ -684,7 +685,7 @@ describe('the configuration table of docs/configuration.md', () => {
   it('lists every setting exactly once', () => {
     const section = page.slice(page.indexOf(start), page.indexOf(end));
     const rows = configTable();
-    expect(rows.length).toBe(37);
+    expect(rows.length).toBe(38);
     for (const row of rows) {
       const occurrences = section.split('\n').filter((line) => line.startsWith(`| \`${row.env}\` |`));
       expect(occurrences, row.env).toHaveLength(1);

@@ -48,8 +48,9 @@ export interface ActivityDeps {
   /** Heartbeat interval while a request is in flight. @default a quarter of the heartbeatTimeout, at most 5 s */
   heartbeatIntervalMs?: number;
   /**
-   * The summarizer's own context window in tokens: the `summarize` activity keeps every request it
-   * sends within it, folding a middle that does not fit in pieces (docs/design.md#summarizer-window).
+   * The summarizer's own context window in tokens: the `summarize` activity refuses a request over
+   * it unsent (`Summarizer.ContextOverflow`, stating the window), and the workflow's compaction cuts
+   * the middle to fit (docs/design.md#summarizer-window).
    * @default unset, one request as the workflow sent it (`compactorPlugin` and `createWorker` pass COMPACTOR_SUMMARIZER_CONTEXT_WINDOW)
    */
   summarizerContextWindow?: number;

@@ -9,6 +9,8 @@ import {
   statusOf,
   SummarizerError,
 } from '../core/errors.js';
+import { readContextOverflow } from '../llm/context-overflow.js';
+import { pastDeadline } from '../llm/past-deadline.js';
 import { invalidInputFailure } from '../shared/failures.js';
 
 /** What the workflow side and the UI can read from a summarizer failure's `details[0]`. */
@@ -19,10 +21,21 @@ export interface SummarizerFailureDetails {
   retryAfterMs?: number;
   /** The activity attempt that failed, when it was a retry (absent: the first). */
   attempt?: number;
+  /**
+   * `Summarizer.ContextOverflow`: the window the server (or the worker's `summarizerContextWindow`)
+   * states, in the summarizer's tokens, when it states one.
+   */
+  contextWindow?: number;
+  /** `Summarizer.ContextOverflow`: the request's prompt tokens as the server counted them (or the worker estimated them), when stated. */
+  promptTokens?: number;
 }
 
 /**
  * Maps a summarizer error to an `ApplicationFailure`:
+ * - a context-overflow answer (`readContextOverflow`: OpenAI, llama.cpp, vLLM, Ollama, Anthropic) →
+ *   `Summarizer.ContextOverflow`, non-retryable, with the window and prompt tokens it states;
+ * - a request past its deadline (`pastDeadline`) → `Summarizer.Deadline`, non-retryable: the
+ *   compaction sends it again smaller, never as it is (docs/design.md#summarizer-overflow);
  * - 400-404 (`SummarizerError` kind `rejected`, or any error with such a `status`) → `Summarizer.Rejected`, non-retryable;
  * - an empty summary → `Summarizer.Empty`, retryable;
  * - anything else → `Summarizer.Transient`, retryable, with `nextRetryDelay` from `Retry-After`;
@@ -45,6 +58,26 @@ export function toSummarizerFailure(
   if (status !== undefined) details.status = status;
   if (retryAfterMs !== undefined) details.retryAfterMs = retryAfterMs;
 
+  const overflow = readContextOverflow(error);
+  if (overflow !== undefined) {
+    if (overflow.contextWindow !== undefined) details.contextWindow = overflow.contextWindow;
+    if (overflow.promptTokens !== undefined) details.promptTokens = overflow.promptTokens;
+    return ApplicationFailure.create({
+      type: FailureType.Summarizer.ContextOverflow,
+      message,
+      nonRetryable: true,
+      details: [details],
+      cause,
+    });
+  }
+  if (pastDeadline(error))
+    return ApplicationFailure.create({
+      type: FailureType.Summarizer.Deadline,
+      message,
+      nonRetryable: true,
+      details: [details],
+      cause,
+    });
   if (classifyError(error) === 'abort') {
     return ApplicationFailure.create({
       type: FailureType.Summarizer.Rejected,

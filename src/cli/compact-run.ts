@@ -7,7 +7,7 @@ import { WorkflowFailedError, type Client, type WorkflowHandle } from '@temporal
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import proto from '@temporalio/proto';
 import type { NativeConnection } from '@temporalio/worker';
-import { Compactor } from '../compactor.js';
+import { Compactor, type SummarizeProgress } from '../compactor.js';
 import type { CompactorConfig } from '../config.js';
 import { compactionKind, compactionKindLabel, coverageLabel, groupDigits } from '../core/agent/compaction-history.js';
 import { needsCompactionCore } from '../core/compaction/needs-compaction.js';
@@ -226,19 +226,43 @@ function anthropicConversationOf(file: ConversationFile & { messageFormat: 'anth
   return file.container === undefined ? file.messages : { ...file.container, messages: file.messages };
 }
 
-/** Compacts the file in its format with `compactor`. */
+/**
+ * The progress line of one summarize request (stderr), e.g. `summarize piece 2 of 9: 4,210 tokens
+ * (4,980 billed), 38.2 s` or `summarize: 51,300 tokens, 0.4 s: over the summarizer's window, cut smaller`.
+ */
+export function progressLine(progress: SummarizeProgress): string {
+  const which =
+    progress.piece === undefined
+      ? progress.purpose === 'summary'
+        ? 'summarize'
+        : `summarize (${progress.purpose} retry)`
+      : `summarize piece ${progress.piece.index} of ${progress.piece.of}${progress.purpose === 'piece' || progress.purpose === 'summary' ? '' : ` (${progress.purpose} retry)`}`;
+  const billed = progress.promptTokens === undefined ? '' : ` (${groupDigits(progress.promptTokens)} billed)`;
+  const how = {
+    summary: '',
+    overflow: ": over the summarizer's window, cut smaller",
+    deadline: ': past its deadline, cut smaller',
+    failed: ': failed',
+    cancelled: ': cancelled',
+  }[progress.outcome];
+  return `${which}: ${groupDigits(progress.estimatedTokens)} tokens${billed}, ${(progress.elapsedMs / 1000).toFixed(1)} s${how}`;
+}
+
+/** Compacts the file in its format with `compactor`, a progress line per summarize request. */
 function compactFile(
   compactor: Compactor,
   file: ConversationFile,
   target: number | undefined,
+  progress: (line: string) => void,
 ): Promise<AnyCompactionResult> {
+  const onProgress = (step: SummarizeProgress): void => progress(progressLine(step));
   switch (file.messageFormat) {
     case 'openai':
-      return compactor.compact(file.messages, { target });
+      return compactor.compact(file.messages, { target, onProgress });
     case 'anthropic':
-      return compactor.compact(anthropicConversationOf(file), { target, format: 'anthropic' });
+      return compactor.compact(anthropicConversationOf(file), { target, format: 'anthropic', onProgress });
     case 'ai-sdk':
-      return compactor.compact(file.messages, { target, format: 'ai-sdk' });
+      return compactor.compact(file.messages, { target, format: 'ai-sdk', onProgress });
   }
 }
 
@@ -261,7 +285,7 @@ export async function compactInProcess(run: CompactRun): Promise<CompactReport> 
     target: run.target,
     counter: engine.counter,
   });
-  const result = await compactFile(compactor, run.file, run.target);
+  const result = await compactFile(compactor, run.file, run.target, run.progress);
   const summarizerFailure = result.fallback ? failure() : undefined;
   return {
     file: run.file,

@@ -22,8 +22,19 @@ export const FailureType = {
     Rejected: 'Summarizer.Rejected',
     /** The summarizer answered with an empty summary. Retried. */
     Empty: 'Summarizer.Empty',
-    /** Anything else that may heal: 408, 409, 422, 429, 5xx, network errors, timeouts, malformed bodies. Retried. */
+    /** Anything else that may heal: 408, 409, 422, 429, 5xx, network errors, malformed bodies. Retried. */
     Transient: 'Summarizer.Transient',
+    /**
+     * The request is over the summarizer's context window: its server said so (details: the window
+     * and the request's tokens it stated), or it is over the worker's `summarizerContextWindow`.
+     * Never retried as it is: the compaction cuts the middle smaller (docs/design.md#summarizer-overflow).
+     */
+    ContextOverflow: 'Summarizer.ContextOverflow',
+    /**
+     * The request passed the summarizer's deadline (COMPACTOR_SUMMARIZER_TIMEOUT). Never retried as
+     * it is: the compaction sends what it held in smaller pieces (docs/design.md#summarizer-overflow).
+     */
+    Deadline: 'Summarizer.Deadline',
   },
   /** The `chat` activity of `agentRun`. List `Chat.Rejected` in `nonRetryableErrorTypes`. */
   Chat: {

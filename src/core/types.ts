@@ -71,6 +71,13 @@ export interface SummarizeRequest {
    * them first). Absent when none were given.
    */
   instructions?: string;
+  /**
+   * The most tokens the summary may take (docs/design.md#summary-length): what the summary has room
+   * for in the compacted conversation, in the summarizer's tokens as the calibration scales them,
+   * at most the window's output share and {@link MAX_SUMMARY_TOKENS}. The OpenAI summarizer sends it
+   * as its max tokens unless its own `maxTokens` (COMPACTOR_SUMMARIZER_MAX_TOKENS) overrides it.
+   */
+  maxTokens?: number;
 }
 
 export interface SummarizeResponse {

@@ -29,8 +29,9 @@ interface OpenAISummarizerCommonOptions {
    */
   timeout?: number;
   /**
-   * Upper bound on the summary's length in tokens, sent as `maxTokensParameter`.
-   * @default undefined (no limit sent; the provider's default applies)
+   * Upper bound on the summary's length in tokens, sent as `maxTokensParameter` with every request,
+   * instead of the request's own `maxTokens` (docs/design.md#summary-length).
+   * @default the request's `maxTokens`, which the engine derives from the summary's room
    */
   maxTokens?: number;
   /**
@@ -170,7 +171,10 @@ export function createOpenAISummarizer(options: OpenAISummarizerOptions): Summar
       const body = {
         model,
         messages: summarizerMessages(request),
-        ...(maxTokens === undefined ? {} : { [maxTokensParameter]: maxTokens }),
+        // docs/design.md#summary-length The option overrides what the engine derived from the summary's room.
+        ...((maxTokens ?? request.maxTokens) === undefined
+          ? {}
+          : { [maxTokensParameter]: maxTokens ?? request.maxTokens }),
         ...(temperature === undefined ? {} : { temperature }),
       };
       const signal = callOptions?.signal;

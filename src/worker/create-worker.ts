@@ -61,7 +61,7 @@ export interface CompactorWorkerConfig {
   chatServer?: Pick<OpenAIClientSettings, 'baseURL' | 'apiKey'>;
   /** Deadline of one `chat` request in ms. @default 120_000 (COMPACTOR_CHAT_TIMEOUT) */
   chatTimeoutMs?: number;
-  /** The summarizer's context window in tokens (docs/design.md#summarizer-window). @default COMPACTOR_SUMMARIZER_CONTEXT_WINDOW */
+  /** The summarizer's own context window in tokens: the `summarize` activity refuses a request over it unsent (`Summarizer.ContextOverflow`), and the compaction cuts the middle to fit (docs/design.md#summarizer-window). @default COMPACTOR_SUMMARIZER_CONTEXT_WINDOW */
   summarizerContextWindow?: number;
   /** A bundle from `temporal-compactor bundle --out FILE`, so the worker starts without bundling. @default COMPACTOR_WORKFLOW_BUNDLE */
   workflowBundlePath?: string;

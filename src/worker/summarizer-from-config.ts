@@ -31,6 +31,7 @@ export function summarizerFromConfig(
       baseURL: config.openaiBaseUrl,
       apiKey: config.openaiApiKey,
       timeout: config.summarizerTimeoutMs,
+      ...(config.summarizerMaxTokens === undefined ? {} : { maxTokens: config.summarizerMaxTokens }),
     });
     // Printed at start-up: never with a password or a key the URL might carry.
     const where = redactUrls(config.openaiBaseUrl ?? DEFAULT_OPENAI_BASE_URL);

@@ -21,7 +21,8 @@ export interface CompactionWithUsage {
 /**
  * Drives the engine for the pass `call` gives (asked inside the span, so a pass refused for bad
  * options is counted as failed); `onCancel` says whether a cancelled caller gets the hard trim or
- * its cancellation back; `nameReplaced` is the engine's hook of an agent run with recall on. Also
+ * its cancellation back; `hooks` are the engine's (an agent run's recall namer, and the summarizer
+ * calibration it keeps across its compactions, docs/design.md#summarizer-overflow). Also
  * adds up the summarizer's usage (the activity's reported numbers, else an estimate), which agent
  * runs account for and `compact`'s own result does not carry.
  */
@@ -29,9 +30,9 @@ export function driveCompaction(
   messages: unknown,
   call: () => CompactionCall,
   onCancel: OnCancel,
-  nameReplaced?: CompactionHooks['nameReplaced'],
+  hooks: CompactionHooks = {},
 ): Promise<CompactionWithUsage> {
-  return withCompactionTelemetry((tally) => runCompaction(messages, call, onCancel, tally, nameReplaced));
+  return withCompactionTelemetry((tally) => runCompaction(messages, call, onCancel, tally, hooks));
 }
 
 async function runCompaction(
@@ -39,17 +40,11 @@ async function runCompaction(
   call: () => CompactionCall,
   onCancel: OnCancel,
   tally: SummarizerTally,
-  nameReplaced: CompactionHooks['nameReplaced'],
+  hooks: CompactionHooks,
 ): Promise<CompactionWithUsage> {
   const steps = failOnInvalidInput(() => {
     const { settings, overrides } = call();
-    const generator = compactionSteps(
-      messages,
-      settings.options,
-      overrides,
-      overrides.counter,
-      nameReplaced === undefined ? {} : { nameReplaced },
-    );
+    const generator = compactionSteps(messages, settings.options, overrides, overrides.counter, hooks);
     // The engine validates the messages before its first step: run to it here so bad input fails now.
     // The settings are copied: what this pass learns of the worker (payloadStore) stays with it.
     return { compaction: { ...settings }, generator, first: generator.next() };

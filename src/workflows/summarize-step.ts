@@ -5,6 +5,7 @@
 import { ApplicationFailure, RetryState } from '@temporalio/common';
 import { ActivityFailure, CancellationScope, isCancellation, proxyActivities } from '@temporalio/workflow';
 import type { CompactorActivities } from '../activities/index.js';
+import { FailureType } from '../core/errors.js';
 import type { SummarizeOutcome, SummarizeStep } from '../core/compaction/engine.js';
 import type { SummarizerTally } from '../core/compaction/telemetry.js';
 import { jsonPayloadBytes, payloadBound } from '../core/limits/payload-size.js';
@@ -54,6 +55,19 @@ function reportedAttempt(value: unknown): number {
   return typeof attempt === 'number' && Number.isSafeInteger(attempt) && attempt > 0 ? attempt : 1;
 }
 
+/** The window and prompt tokens a `Summarizer.ContextOverflow` failure's details state (positive integers only). */
+function statedNumbers(details: unknown): { contextWindow?: number; promptTokens?: number } {
+  const numbers: { contextWindow?: number; promptTokens?: number } = {};
+  if (typeof details !== 'object' || details === null) return numbers;
+  const positive = (value: unknown): value is number =>
+    typeof value === 'number' && Number.isSafeInteger(value) && value > 0;
+  const contextWindow: unknown = Reflect.get(details, 'contextWindow');
+  const promptTokens: unknown = Reflect.get(details, 'promptTokens');
+  if (positive(contextWindow)) numbers.contextWindow = contextWindow;
+  if (positive(promptTokens)) numbers.promptTokens = promptTokens;
+  return numbers;
+}
+
 /** Answers one step with the `summarize` activity; maps how it ended to the engine's outcome. */
 export async function summarizeStep(
   step: SummarizeStep,
@@ -88,10 +102,8 @@ export async function summarizeStep(
     // or the retry backoff at once (the server cancels a scheduled retry immediately).
     const output = await CancellationScope.cancellable(() => summarize(input));
     tally.attempts += reportedAttempt(output);
-    const { text, usage, pieces } = output;
-    // docs/design.md#summarizer-window A worker's window made the activity fold it: the record says in how many requests.
-    const folded = typeof pieces === 'number' && Number.isSafeInteger(pieces) && pieces > 1 ? { pieces } : {};
-    return usage === undefined ? { kind: 'summary', text, ...folded } : { kind: 'summary', text, usage, ...folded };
+    const { text, usage } = output;
+    return usage === undefined ? { kind: 'summary', text } : { kind: 'summary', text, usage };
   } catch (error) {
     if (isCancellation(error)) {
       tally.attempts += 1;
@@ -101,6 +113,11 @@ export async function summarizeStep(
     if (!(error instanceof ActivityFailure)) throw error;
     tally.attempts += error.cause instanceof ApplicationFailure ? reportedAttempt(error.cause.details?.[0]) : 1;
     const message = error.cause?.message ?? error.message;
+    // docs/design.md#summarizer-overflow Refused for its size, or past its deadline: the engine cuts smaller.
+    if (error.cause instanceof ApplicationFailure && error.cause.type === FailureType.Summarizer.ContextOverflow)
+      return { kind: 'overflow', message, ...statedNumbers(error.cause.details?.[0]) };
+    if (error.cause instanceof ApplicationFailure && error.cause.type === FailureType.Summarizer.Deadline)
+      return { kind: 'failed', reason: 'deadline', message };
     // Non-retryable: the abort bucket (Summarizer.Rejected), or a backend that chose to fail for good.
     if (error.retryState === RetryState.NON_RETRYABLE_FAILURE) return { kind: 'failed', reason: 'rejected', message };
     return { kind: 'failed', reason: 'exhausted', message };

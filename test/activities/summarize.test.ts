@@ -20,7 +20,6 @@ import { inputRoom } from '../../src/core/compaction/pieces.js';
 import { defaultCounter } from '../../src/core/counting/tokens.js';
 import type { ChatMessage } from '../../src/core/types.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.js';
-import { transcriptOf } from '../support/messages.js';
 
 const request: SummarizeRequest = {
   instruction: 'Summarize.',
@@ -306,6 +305,23 @@ describe('summarize activity', () => {
       await new Promise((resolve) => setTimeout(resolve, 150));
       expect(beats).toHaveLength(during);
     });
+
+    it("every heartbeat carries the request's estimated tokens and the time waited, for the Temporal UI", async () => {
+      const env = new MockActivityEnvironment({ heartbeatTimeoutMs: 200 });
+      const details: unknown[] = [];
+      env.on('heartbeat', (detail: unknown) => details.push(detail));
+      const slow: Summarizer = {
+        summarize: () => new Promise((resolve) => setTimeout(() => resolve({ text: 'done' }), 200)),
+      };
+      await env.run(createActivities({ summarizer: slow }).summarize, request);
+      const estimatedTokens = defaultCounter.count(summarizerMessages(request));
+      expect(details.length).toBeGreaterThanOrEqual(2);
+      for (const detail of details)
+        expect(detail).toEqual({ estimatedTokens, elapsedMs: expect.any(Number) as number });
+      const waited = details.map((detail) => Number(Reflect.get(Object(detail), 'elapsedMs')));
+      expect(waited).toEqual([...waited].sort((a, b) => a - b));
+      expect(waited.at(-1)).toBeGreaterThan(waited[0] ?? 0);
+    });
   });
 
   it('createActivities needs a summarizer or a model name', () => {
@@ -313,7 +329,7 @@ describe('summarize activity', () => {
   });
 });
 
-describe("summarize activity within the worker's summarizerContextWindow (docs/design.md#summarizer-window)", () => {
+describe("summarize activity: requests over the summarizer's window (docs/design.md#summarizer-overflow)", () => {
   const window = 2048;
   const room = inputRoom(window);
   /** About 40k characters (10k tokens with the default counter): five times the window. */
@@ -323,130 +339,76 @@ describe("summarize activity within the worker's summarizerContextWindow (docs/d
   }));
   const input: SummarizeRequest = { instruction: SUMMARY_INSTRUCTION, middle };
 
-  /** A summarizer that records the size of every request and answers with which request it was. */
-  function sizing(onCall?: (call: number) => void): {
-    summarizer: Summarizer;
-    sizes: number[];
-    asked: SummarizeRequest[];
-  } {
-    const sizes: number[] = [];
+  /** A summarizer that records every request and answers one line. */
+  function recording(): { summarizer: Summarizer; asked: SummarizeRequest[] } {
     const asked: SummarizeRequest[] = [];
     const summarizer: Summarizer = {
       summarize: (request) => {
         asked.push(request);
-        sizes.push(defaultCounter.count(summarizerMessages(request)));
-        onCall?.(sizes.length);
-        return Promise.resolve({
-          text: `Summary ${sizes.length}: the modules checked so far held nothing new.`,
-          usage: { promptTokens: 10, completionTokens: 2 },
-        });
+        return Promise.resolve({ text: 'Summary: the modules held nothing new.' });
       },
     };
-    return { summarizer, sizes, asked };
+    return { summarizer, asked };
   }
 
-  it('the whole middle is over the window: every request is within it, folded into one summary', async () => {
-    expect(defaultCounter.count(summarizerMessages(requestFor(SUMMARY_INSTRUCTION, middle)))).toBeGreaterThan(
-      4 * window,
-    );
-    const { summarizer, sizes, asked } = sizing();
+  it("over the worker's window: refused unsent, a non-retryable Summarizer.ContextOverflow with the window and the estimate", async () => {
+    const estimate = defaultCounter.count(summarizerMessages(requestFor(SUMMARY_INSTRUCTION, middle)));
+    expect(estimate).toBeGreaterThan(4 * window);
+    const { summarizer, asked } = recording();
     const { summarize } = createActivities({ summarizer, summarizerContextWindow: window });
-    const output = await new MockActivityEnvironment().run(summarize, input);
-    expect(sizes.length).toBeGreaterThan(4);
-    for (const size of sizes) expect(size).toBeLessThanOrEqual(room);
-    expect(output).toEqual({
-      text: `Summary ${sizes.length}: the modules checked so far held nothing new.`,
-      usage: { promptTokens: 10 * sizes.length, completionTokens: 2 * sizes.length },
-      pieces: sizes.length,
-    });
-    // Each piece after the first carries the summary so far; every message of the middle is sent once.
-    expect(transcriptOf(asked[1])).toContain('Summary 1: the modules checked so far held nothing new.');
-    middle.forEach((_, index) => {
-      const sent = asked.filter((request) => transcriptOf(request).includes(`Turn ${index}: `));
-      expect(sent).toHaveLength(1);
-    });
+    const failed = await new MockActivityEnvironment().run(summarize, input).catch((error: unknown) => error);
+    const failure = expectApplicationFailure(failed, FailureType.Summarizer.ContextOverflow, true);
+    expect(failure.message).toContain(`the request is ${estimate} tokens (estimated), over the ${room}`);
+    expect(failure.message).toContain('summarizerContextWindow');
+    expect(failure.details).toEqual([{ contextWindow: window, promptTokens: estimate }]);
+    expect(asked).toHaveLength(0);
   });
 
-  it('a middle that fits is one request, as the workflow sent it, with no pieces', async () => {
-    const { summarizer, sizes } = sizing();
+  it('within the window: one request, as the workflow sent it', async () => {
+    const { summarizer, asked } = recording();
     const { summarize } = createActivities({ summarizer, summarizerContextWindow: 64_000 });
     const output = await new MockActivityEnvironment().run(summarize, input);
-    expect(sizes).toHaveLength(1);
-    expect(output).not.toHaveProperty('pieces');
+    expect(asked).toEqual([input]);
+    expect(output).toEqual({ text: 'Summary: the modules held nothing new.' });
   });
 
-  it('a retried attempt resumes from the heartbeated summary so far: finished pieces are not sent again', async () => {
-    const first = new MockActivityEnvironment({ heartbeatTimeoutMs: 60_000 });
-    const beats: unknown[] = [];
-    first.on('heartbeat', (details: unknown) => beats.push(details));
-    let calls = 0;
-    const failing: Summarizer = {
-      summarize: () => {
-        calls += 1;
-        if (calls === 4) return Promise.reject(new SummarizerError('the backend went away', 'transient'));
-        return Promise.resolve({ text: `Summary ${calls}: kept so far.`, usage: { totalTokens: 5 } });
-      },
-    };
-    const failed = await first
-      .run(createActivities({ summarizer: failing, summarizerContextWindow: window }).summarize, input)
-      .catch((error: unknown) => error);
-    expectApplicationFailure(failed, FailureType.Summarizer.Transient, false);
-    const progress = beats.at(-1);
-    expect(progress).toMatchObject({ window, done: 3, carried: 'Summary 3: kept so far.', usage: { totalTokens: 15 } });
-
-    const { summarizer, sizes, asked } = sizing();
-    const retry = new MockActivityEnvironment({ attempt: 2, heartbeatDetails: progress });
-    const output = await retry.run(createActivities({ summarizer, summarizerContextWindow: window }).summarize, input);
-    const of = (progress as { of: number }).of;
-    expect(sizes).toHaveLength(of - 3);
-    expect(transcriptOf(asked[0])).toContain('Summary 3: kept so far.');
-    expect(output).toMatchObject({ attempt: 2, pieces: of });
-    // Progress of another cut (another window) is not trusted: the fold starts over.
-    const other = sizing();
-    const elsewhere = new MockActivityEnvironment({
-      attempt: 2,
-      heartbeatDetails: { ...(progress as object), window: 4096 },
+  describe('from the server', () => {
+    let server: FakeOpenAI;
+    beforeEach(async () => {
+      server = await startFakeOpenAI();
     });
-    await elsewhere.run(
-      createActivities({ summarizer: other.summarizer, summarizerContextWindow: window }).summarize,
-      input,
-    );
-    expect(other.sizes).toHaveLength(of);
-  });
+    afterEach(() => server.close());
 
-  it('cancelled during a piece, it stops: no further piece is sent', async () => {
-    const env = new MockActivityEnvironment();
-    const { summarizer, sizes } = sizing((call) => {
-      if (call === 2) env.cancel();
+    it("llama.cpp's exceed_context_size_error: Summarizer.ContextOverflow with the window and prompt tokens it states", async () => {
+      server.script({
+        kind: 'status',
+        status: 400,
+        body: {
+          error: {
+            code: 400,
+            type: 'exceed_context_size_error',
+            message: 'request (8624 tokens) exceeds the available context size (8192 tokens), try increasing it',
+            n_prompt_tokens: 8624,
+            n_ctx: 8192,
+          },
+        },
+      });
+      const summarizer = createOpenAISummarizer({ baseURL: server.baseURL, apiKey: 'k', model: 'm' });
+      const failed = await new MockActivityEnvironment()
+        .run(createActivities({ summarizer }).summarize, request)
+        .catch((error: unknown) => error);
+      const failure = expectApplicationFailure(failed, FailureType.Summarizer.ContextOverflow, true);
+      expect(failure.details).toEqual([{ status: 400, contextWindow: 8192, promptTokens: 8624 }]);
+      expect(failure.message).toContain('exceeds the available context size');
     });
-    const { summarize } = createActivities({ summarizer, summarizerContextWindow: window });
-    await expect(env.run(summarize, input)).rejects.toBeInstanceOf(CancelledFailure);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-    expect(sizes).toHaveLength(2);
-  });
 
-  it('one message alone over the window is cut to fit: one request within it, no pieces', async () => {
-    const { summarizer, sizes } = sizing();
-    const { summarize } = createActivities({ summarizer, summarizerContextWindow: window });
-    const huge: ChatMessage[] = [{ role: 'tool', tool_call_id: 'c1', content: 'x'.repeat(40_000) }];
-    const output = await new MockActivityEnvironment().run(summarize, {
-      instruction: SUMMARY_INSTRUCTION,
-      middle: huge,
+    it('past its deadline: a non-retryable Summarizer.Deadline, so the compaction sends it again smaller', async () => {
+      server.script({ kind: 'hang' });
+      const summarizer = createOpenAISummarizer({ baseURL: server.baseURL, apiKey: 'k', model: 'm', timeout: 200 });
+      const failed = await new MockActivityEnvironment()
+        .run(createActivities({ summarizer }).summarize, request)
+        .catch((error: unknown) => error);
+      expect(expectApplicationFailure(failed, FailureType.Summarizer.Deadline, true).message).toContain('200 ms');
     });
-    expect(sizes).toHaveLength(1);
-    expect(sizes[0]).toBeLessThanOrEqual(room);
-    expect(output).not.toHaveProperty('pieces');
-  });
-
-  it('an instruction too long for the window is a non-retryable Summarizer.Rejected', async () => {
-    const { summarizer, sizes } = sizing();
-    const { summarize } = createActivities({ summarizer, summarizerContextWindow: 1024 });
-    const failed = await new MockActivityEnvironment()
-      .run(summarize, { instruction: 'Summarize. '.repeat(2000), middle })
-      .catch((error: unknown) => error);
-    expect(expectApplicationFailure(failed, FailureType.Summarizer.Rejected, true).message).toContain(
-      'summarizerContextWindow',
-    );
-    expect(sizes).toHaveLength(0);
   });
 });

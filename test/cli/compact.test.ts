@@ -173,6 +173,16 @@ describe('temporal-compactor compact', () => {
       }).compact(messages);
       expect(expected.summaryPieces).toBeGreaterThan(1);
       expect(JSON.parse(io.out())).toEqual(expected.messages);
+      // A progress line per piece on stderr, before the report.
+      const of = expected.summaryPieces ?? 0;
+      const lines = io.err().split('\n');
+      for (let index = 1; index <= of; index += 1)
+        expect(lines).toContainEqual(
+          expect.stringMatching(new RegExp(`^summarize piece ${index} of ${of}: [\\d,]+ tokens, \\d+\\.\\d s$`)),
+        );
+      expect(lines.findIndex((line) => line.startsWith(`summarize piece ${of} of`))).toBeLessThan(
+        lines.indexOf(COMPACT_TABLE_HEADER),
+      );
       expect(JSON.parse(io.out())).not.toEqual((await engine(messages, contextBudget)).messages);
     });
 

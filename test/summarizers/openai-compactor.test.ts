@@ -1,7 +1,10 @@
 // The in-process driver over real sockets: Compactor + createOpenAISummarizer + the fake OpenAI server.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { Compactor, createOpenAISummarizer } from '../../src/index.js';
-import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.js';
+import { Compactor, createOpenAISummarizer, REFERENCE_EXACT } from '../../src/index.js';
+import { loadConfig } from '../../src/config.js';
+import { summarizerFromConfig } from '../../src/worker/summarizer-from-config.js';
+import { MAX_SUMMARY_TOKENS, MIN_SUMMARY_TOKENS } from '../../src/core/compaction/calibration.js';
+import { startFakeOpenAI, type FakeOpenAI, type ScriptedResponse } from '../support/fake-openai.js';
 import { charCounter, toolRounds } from '../support/messages.js';
 
 let server: FakeOpenAI;
@@ -15,7 +18,7 @@ afterEach(async () => {
 const messages = toolRounds(8, 200);
 
 function compactor(
-  options: { maxAttempts?: number; retryBackoff?: number | string; timeout?: number } = {},
+  options: { maxAttempts?: number; retryBackoff?: number | string; timeout?: number; contextBudget?: number } = {},
 ): Compactor {
   const { timeout = 5000, ...rest } = options;
   return new Compactor({
@@ -42,6 +45,78 @@ describe('Compactor with the OpenAI summarizer', () => {
     expect(server.requests[0]?.body).toMatchObject({
       model: 'summarizer-test',
       messages: [{ role: 'system' }, { role: 'user' }],
+    });
+  });
+
+  describe('max tokens (docs/design.md#summary-length)', () => {
+    const lengthCut = (text: string): ScriptedResponse => ({
+      kind: 'status',
+      status: 200,
+      body: {
+        id: 'c',
+        object: 'chat.completion',
+        created: 0,
+        model: 'summarizer-test',
+        choices: [{ index: 0, finish_reason: 'length', message: { role: 'assistant', content: text } }],
+        usage: { prompt_tokens: 300, completion_tokens: 50, total_tokens: 350 },
+      },
+    });
+
+    it("each request carries max tokens derived from the summary's room; an answer cut at it is kept as written", async () => {
+      server.script(lengthCut('## Goals\nfix app.py\n## Decisions\nread f0.py and'));
+      const result = await compactor().compact(messages);
+      const body = server.requests[0]?.body;
+      const sent: unknown =
+        typeof body === 'object' && body !== null ? Reflect.get(body, 'max_completion_tokens') : undefined;
+      expect(sent).toBeGreaterThanOrEqual(MIN_SUMMARY_TOKENS);
+      expect(sent).toBeLessThanOrEqual(MAX_SUMMARY_TOKENS);
+      // The budget is 1,000 tokens (characters, with this counter): the summary has a few hundred of them.
+      expect(sent).toBeLessThan(1000);
+      expect(result).toMatchObject({ fallback: false });
+      expect(result.summary).toContain('read f0.py and');
+      // A larger budget leaves the summary more room: more max tokens, up to the ceiling.
+      server.script({ kind: 'summary', text: '## Goals\nfix app.py' });
+      await compactor({ contextBudget: 200_000 }).compact(toolRounds(300, 2000));
+      const roomy = server.requests[1]?.body;
+      expect(
+        typeof roomy === 'object' && roomy !== null ? Reflect.get(roomy, 'max_completion_tokens') : undefined,
+      ).toBe(MAX_SUMMARY_TOKENS);
+    });
+
+    it("the summarizer's maxTokens overrides what the request derived", async () => {
+      server.script({ kind: 'summary', text: '## Goals\nfix app.py' });
+      const summarizer = createOpenAISummarizer({
+        model: 'summarizer-test',
+        baseURL: server.baseURL,
+        apiKey: 'test-key',
+        maxTokens: 77,
+        maxTokensParameter: 'max_tokens',
+      });
+      await new Compactor({ summarizer, counter: charCounter, contextBudget: 1000, keepRecent: 2 }).compact(messages);
+      expect(server.requests[0]?.body).toMatchObject({ max_tokens: 77 });
+    });
+
+    it('COMPACTOR_SUMMARIZER_MAX_TOKENS overrides it for the configured summarizer', async () => {
+      server.script({ kind: 'summary', text: '## Goals\nfix app.py' });
+      const config = loadConfig({
+        env: { OPENAI_BASE_URL: server.baseURL, OPENAI_API_KEY: 'k', COMPACTOR_SUMMARIZER_MAX_TOKENS: '99' },
+      });
+      const { summarizer } = summarizerFromConfig(config);
+      await new Compactor({ summarizer, counter: charCounter, contextBudget: 1000, keepRecent: 2 }).compact(messages);
+      expect(server.requests[0]?.body).toMatchObject({ max_completion_tokens: 99 });
+    });
+
+    it('REFERENCE_EXACT sends no limit: the reference tightens with words only', async () => {
+      server.script({ kind: 'summary', text: '## Goals\nfix app.py' });
+      const summarizer = createOpenAISummarizer({ model: 'summarizer-test', baseURL: server.baseURL, apiKey: 'k' });
+      await new Compactor({
+        summarizer,
+        counter: charCounter,
+        contextBudget: 1000,
+        keepRecent: 2,
+        ...REFERENCE_EXACT,
+      }).compact(messages);
+      expect(server.requests[0]?.body).not.toHaveProperty('max_completion_tokens');
     });
   });
 
@@ -78,11 +153,15 @@ describe('Compactor with the OpenAI summarizer', () => {
     expect(result).toMatchObject({ fallback: true, summary: null });
   });
 
-  it('a request that times out is retried', async () => {
-    server.script({ kind: 'hang' }, { kind: 'summary', text: 'second try' });
-    const result = await compactor({ timeout: 200 }).compact(messages);
-    expect(server.requests).toHaveLength(2);
-    expect(result.summary).toContain('second try');
+  it('a request that times out is not sent again as it is: what it held goes in pieces of at most half its size', async () => {
+    server.script({ kind: 'hang' });
+    server.setDefault({ kind: 'summary', text: '## Goals\nsmaller tries' });
+    const result = await compactor({ timeout: 200, maxAttempts: 3 }).compact(messages);
+    const [late, ...rest] = server.requests.map((request) => JSON.stringify(request.body).length);
+    expect(rest.length).toBeGreaterThanOrEqual(2);
+    for (const size of rest) expect(size).toBeLessThan(late ?? 0);
+    expect(result).toMatchObject({ fallback: false, summaryPieces: rest.length });
+    expect(result.summary).toContain('smaller tries');
   });
 
   it('aborting while the request hangs closes the request and resolves with the hard trim', async () => {

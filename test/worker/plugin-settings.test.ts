@@ -9,6 +9,7 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { ChatActivityInput } from '../../src/activities/index.js';
 import { loadConfig } from '../../src/config.js';
+import { FailureType } from '../../src/core/errors.js';
 import { createOpenAIClient, PLACEHOLDER_API_KEY } from '../../src/llm/openai-adapter.js';
 import { compactorPlugin, type CompactorPluginOptions } from '../../src/worker/plugin.js';
 import { createExtractiveSummarizer } from '../../src/summarizers/extractive.js';
@@ -140,19 +141,26 @@ describe('the plugin hands the activities their settings', () => {
         content: `Turn ${index}: ${'looked at one more file and wrote down what it held. '.repeat(18)}`,
       })),
     };
-    const piecesOf = async (activities: (name: string) => RegisteredActivity): Promise<unknown> =>
-      Reflect.get(Object(await run(activities('summarize'), big)), 'pieces');
+    /** The window the activity's Summarizer.ContextOverflow states, or 'sent' when it sent the request. */
+    const refusedWindow = async (activities: (name: string) => RegisteredActivity): Promise<unknown> =>
+      run(activities('summarize'), big).then(
+        () => 'sent',
+        (error: unknown) =>
+          error instanceof ApplicationFailure && error.type === FailureType.Summarizer.ContextOverflow
+            ? Reflect.get(Object(error.details?.[0]), 'contextWindow')
+            : error,
+      );
 
-    it('COMPACTOR_SUMMARIZER_CONTEXT_WINDOW of the environment: the summarize activity folds a middle over it', async () => {
+    it('COMPACTOR_SUMMARIZER_CONTEXT_WINDOW of the environment: the summarize activity refuses a middle over it, stating it', async () => {
       vi.stubEnv('COMPACTOR_SUMMARIZER_CONTEXT_WINDOW', '2048');
-      expect(await piecesOf(pluginActivities())).toBeGreaterThan(4);
+      expect(await refusedWindow(pluginActivities())).toBe(2048);
     });
 
-    it('activities.summarizerContextWindow over the environment; unset, one request', async () => {
+    it('activities.summarizerContextWindow over the environment; unset, the request is sent', async () => {
       vi.stubEnv('COMPACTOR_SUMMARIZER_CONTEXT_WINDOW', '2048');
-      expect(await piecesOf(pluginActivities({ activities: { summarizerContextWindow: 200_000 } }))).toBeUndefined();
+      expect(await refusedWindow(pluginActivities({ activities: { summarizerContextWindow: 200_000 } }))).toBe('sent');
       vi.stubEnv('COMPACTOR_SUMMARIZER_CONTEXT_WINDOW', '');
-      expect(await piecesOf(pluginActivities())).toBeUndefined();
+      expect(await refusedWindow(pluginActivities())).toBe('sent');
     });
 
     it('a bad COMPACTOR_SUMMARIZER_CONTEXT_WINDOW is refused when the plugin is made, naming the setting', () => {

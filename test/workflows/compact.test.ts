@@ -117,7 +117,7 @@ describe('compactConversation on a dev server', () => {
     // messages, not the rendered text; it renders the model's request.
     const sent = scheduled?.activityTaskScheduledEventAttributes?.input?.payloads?.[0]?.data;
     const input: unknown = JSON.parse(Buffer.from(sent ?? []).toString('utf8'));
-    expect(Object.keys(input as object).sort()).toEqual(['instruction', 'middle']);
+    expect(Object.keys(input as object).sort()).toEqual(['instruction', 'maxTokens', 'middle']);
     expect(input).toMatchObject({ instruction: SUMMARY_INSTRUCTION, middle: messages.slice(1, result.dropped + 1) });
   });
 
@@ -130,7 +130,7 @@ describe('compactConversation on a dev server', () => {
     const scheduled = history.events?.find((event) => event.activityTaskScheduledEventAttributes);
     const sent = scheduled?.activityTaskScheduledEventAttributes?.input?.payloads?.[0]?.data;
     const input: unknown = JSON.parse(Buffer.from(sent ?? []).toString('utf8'));
-    expect(Object.keys(input as object).sort()).toEqual(['instruction', 'instructions', 'middle']);
+    expect(Object.keys(input as object).sort()).toEqual(['instruction', 'instructions', 'maxTokens', 'middle']);
     const instruction = `${SUMMARY_INSTRUCTION}\n\n${SUMMARY_INSTRUCTIONS_HEADING}\nKeep f3.py and f17.py.`;
     expect(input).toMatchObject({ instruction, instructions: 'Keep f3.py and f17.py.' });
     expect(server.requests[0]?.body).toMatchObject({

@@ -64,7 +64,7 @@ describe('replay of recorded histories', () => {
     }
   });
 
-  it('every summarize activity input is the summarize request: the instruction, the cut middle, and the instructions when set', () => {
+  it('every summarize activity input is the summarize request: the instruction, the cut middle, max tokens, and the instructions when set', () => {
     let inputs = 0;
     for (const { file, history } of histories) {
       for (const event of history.events) {
@@ -73,7 +73,9 @@ describe('replay of recorded histories', () => {
         const data = scheduled.input?.payloads?.[0]?.data;
         const input: unknown = JSON.parse(Buffer.from(String(data), 'base64').toString('utf8'));
         const keys = Object.keys(input as object).sort();
-        expect(['instruction,middle', 'instruction,instructions,middle'], file).toContain(keys.join(','));
+        expect(['instruction,maxTokens,middle', 'instruction,instructions,maxTokens,middle'], file).toContain(
+          keys.join(','),
+        );
         inputs += 1;
       }
     }

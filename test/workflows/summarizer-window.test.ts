@@ -89,10 +89,10 @@ describe('summaries within the summarizer window, on a dev server', () => {
     expect(pieces).toBeGreaterThan(3);
     expect(events.filter((type) => type === 'ActivityTaskScheduled')).toHaveLength(pieces);
     expect(summarizer.requests).toHaveLength(pieces);
-    // The activity input is the usual { instruction, middle }; the request it renders is within the window.
+    // The activity input is the usual { instruction, middle, maxTokens }; the request it renders is within the window.
     for (const input of inputs) {
       const { instruction, middle } = input as { instruction: string; middle: ChatMessage[] };
-      expect(Object.keys(input as object).sort()).toEqual(['instruction', 'middle']);
+      expect(Object.keys(input as object).sort()).toEqual(['instruction', 'maxTokens', 'middle']);
       expect(defaultCounter.count(summarizerMessages(requestFor(instruction, middle)))).toBeLessThanOrEqual(
         WINDOW * (1 - SUMMARY_OUTPUT_SHARE),
       );
@@ -200,11 +200,11 @@ describe('summaries within the summarizer window, on a dev server', () => {
     expect(result).toEqual(local);
   });
 
-  it('a workflow started without the option, on a worker with its window: one summarize activity folds the middle within it', async () => {
+  it('a workflow started without the option, on a worker with its window: the activity refuses the whole middle with its window, and the workflow cuts it to fit', async () => {
     const messages: ChatMessage[] = toolRounds(30, 2000);
     const summarizer = filesSummarizer();
     const { summarizerContextWindow: _window, ...unwindowed } = options;
-    const { result, scheduled } = await withWorker(
+    const { result, scheduled, failed } = await withWorker(
       bundle,
       { summarizer, summarizerContextWindow: WINDOW },
       async ({ client, taskQueue }) => {
@@ -215,19 +215,21 @@ describe('summaries within the summarizer window, on a dev server', () => {
         });
         const done = await handle.result();
         const events = await eventTypes(handle);
-        return { result: done, scheduled: events.filter((type) => type === 'ActivityTaskScheduled').length };
+        const count = (type: string): number => events.filter((event) => event === type).length;
+        return { result: done, scheduled: count('ActivityTaskScheduled'), failed: count('ActivityTaskFailed') };
       },
     );
-    // The workflow asked for one summary; the activity sent it in pieces, each request within the window.
-    expect(scheduled).toBe(1);
+    // docs/design.md#summarizer-overflow One activity refused unsent (Summarizer.ContextOverflow, not
+    // retried), then one per piece, each request within the window.
+    expect(failed).toBe(1);
     expect(summarizer.requests.length).toBeGreaterThan(3);
+    expect(scheduled).toBe(summarizer.requests.length + 1);
     for (const request of summarizer.requests)
       expect(defaultCounter.count(summarizerMessages(request))).toBeLessThanOrEqual(
         WINDOW * (1 - SUMMARY_OUTPUT_SHARE),
       );
     expect(result.fallback).toBe(false);
     expect(result.summary).toContain('## Goals');
-    // The record says how many requests the kept summary took.
     expect(result.summaryPieces).toBe(summarizer.requests.length);
   });
 });

@@ -20,40 +20,22 @@ import {
   type NameReplaced,
   type Pass,
 } from './pass.js';
-import { cutPieces, foldedMiddle, foldInstruction, requestFits } from './pieces.js';
-import { capMiddle, requestChars, requestFor, summaryInstruction, type InstructionText } from './transcript.js';
+import { newCalibration, plannedWindow, type SummarizerCalibration } from './calibration.js';
+import {
+  Fold,
+  foldPieces,
+  summarizeStepOf,
+  type SummarizeOutcome,
+  type SummarizeStep,
+  type SummaryInput,
+} from './fold.js';
+import { foldInstruction, requestFits } from './pieces.js';
+import { capMiddle, summaryInstruction, type InstructionText } from './transcript.js';
 import { truncateToFit } from './truncation.js';
 import { keepUserWords } from './user-words.js';
-import type { ChatMessage, CompactionResult, SummarizeRequest, TokenCounter, Usage } from '../types.js';
+import type { CompactionResult, TokenCounter } from '../types.js';
 
-/** What the engine asks its driver to do. */
-export interface SummarizeStep {
-  kind: 'summarize';
-  /**
-   * `summary` for the first request, `tighter` for the one retry after a summary that was too
-   * long, `coverage` for the one retry after a summary that left out identifiers it had to keep
-   * (docs/design.md#coverage). Never more than one retry. `piece` for each request but the last of a
-   * middle summarized in pieces (docs/design.md#summarizer-window): the summary so far and the next piece;
-   * the last one's requests are `summary` and its retry.
-   */
-  purpose: 'summary' | 'tighter' | 'coverage' | 'piece';
-  /** Only for a middle summarized in pieces: which piece this request folds in (1-based), of how many. */
-  piece?: { index: number; of: number };
-  /** What the summarizer is sent: in a workflow, the `summarize` activity's input as it is (docs/design.md#summarizer-request). */
-  request: SummarizeRequest;
-  /** For UI metadata: how many messages the transcript holds and its length in characters. */
-  transcript: { messages: number; characters: number };
-}
-
-/**
- * How the driver's attempt ended. `failed` means every attempt the driver was allowed failed
- * (or the first one was rejected); the engine falls back to the hard trim either way.
- */
-export type SummarizeOutcome =
-  /** `pieces`: how many requests the driver folded the summary in when it had to (a worker's summarizer window); absent: one. */
-  | { kind: 'summary'; text: string; usage?: Usage; pieces?: number }
-  | { kind: 'failed'; reason: 'rejected' | 'exhausted'; message: string }
-  | { kind: 'cancelled' };
+export type { SummarizeOutcome, SummarizeStep } from './fold.js';
 
 export type CompactionSteps = Generator<SummarizeStep, CompactionResult, SummarizeOutcome>;
 
@@ -67,6 +49,12 @@ export interface CompactionHooks {
    * the pass makes of a stubbed, summarized or trimmed conversation includes it.
    */
   nameReplaced?: NameReplaced;
+  /**
+   * docs/design.md#summarizer-overflow What the driver's summarizer taught of its tokens and window
+   * (the prompt tokens billed, a refusal's numbers), kept across the driver's passes; the pass plans
+   * its pieces with it and adds what it learns. @default a new one, for this pass alone
+   */
+  calibration?: SummarizerCalibration;
 }
 
 /**
@@ -104,7 +92,7 @@ export function* compactionSteps(
  * window; the summary and its one retry; the assembly, or the hard trim.
  */
 function* passSteps(pass: Pass, hooks: CompactionHooks): CompactionSteps {
-  const { options, regions, aim } = pass;
+  const { options, regions, aim, text } = pass;
   // docs/design.md#over-trigger Elide first (an elision-only epoch is this branch below the trigger); stop when that was enough.
   // docs/design.md#epochs: an epoch never summarizes, never drops, never calls a backend.
   const stubbed = elide(pass, hooks.nameReplaced);
@@ -135,46 +123,23 @@ function* passSteps(pass: Pass, hooks: CompactionHooks): CompactionSteps {
   const seen = capMiddle(middle, options.toolResultCap, contents);
   const assembly = new Assembly(pass, elided, { planned, plan, messages: middle, contents, words }, hooks.nameReplaced);
 
-  const input = yield* foldPieces(pass, seen);
-  if (input === undefined) return assembly.trimmed();
-  return yield* summaryAndRetry(pass, assembly, input);
-}
-
-/** What the summary's own requests (the first and its retry) send: the middle, or the fold of its last piece. */
-interface SummaryInput {
-  middle: ChatMessage[];
-  /** The last piece of a middle summarized in pieces; undefined for a middle sent in one request. */
-  piece: SummarizeStep['piece'];
-}
-
-/**
- * docs/design.md#summarizer-window A middle whose request would not fit the summarizer's window is
- * summarized in pieces, as a fold: each piece's request carries the summary so far; the last one is
- * the summary's request (and its one retry). Undefined when a piece fails or cannot be cut to the
- * window: the pass ends in the hard trim.
- */
-function* foldPieces(
-  pass: Pass,
-  seen: ChatMessage[],
-): Generator<SummarizeStep, SummaryInput | undefined, SummarizeOutcome> {
-  const { text, aim } = pass;
-  const window = pass.options.summarizerContextWindow;
-  if (window === undefined) return { middle: seen, piece: undefined };
-  const cut = cutPieces(seen, summaryInstruction(undefined, text), text.summaryInstructions, aim.counter, window);
-  if (cut === 'unfit') return undefined;
-  if (cut === undefined) return { middle: seen, piece: undefined };
-  const of = cut.pieces.length;
-  let carried: string | undefined;
-  for (let index = 0; index < of - 1; index += 1) {
-    const pieceMiddle = foldedMiddle(cut, index, carried, text.summaryInstructions, aim.counter);
-    if (pieceMiddle === undefined) return undefined;
-    const piece = { index: index + 1, of };
-    const outcome = yield step('piece', cut.instruction, pieceMiddle, text, piece);
-    if (outcome.kind !== 'summary' || outcome.text.trim() === '') return undefined;
-    carried = outcome.text.trim();
+  // docs/design.md#summary-length What the summary has room for: the limit less the conversation around it.
+  const summaryRoom = options.summaryTokenCap ? aim.limit - aim.counter.count(assembly.assembledOf('')) : 0;
+  const fold = new Fold(pass, seen, hooks.calibration ?? newCalibration(), summaryRoom);
+  // docs/design.md#summarizer-overflow The summary's own request refused for its size, or past its
+  // deadline: what it held is cut again smaller, after the pieces already summarized.
+  for (;;) {
+    const input = yield* foldPieces(fold);
+    if ('trim' in input) return assembly.trimmed();
+    const built = firstSummaryStep(pass, assembly, input, fold);
+    const first = yield* ask(built);
+    if (built !== undefined && (first.kind === 'overflow' || first.kind === 'failed')) {
+      if (fold.recut(built.request, first, fold.rest)) continue;
+      return assembly.trimmed();
+    }
+    if (built !== undefined) fold.billed(built.request, first);
+    return yield* summaryAndRetry(pass, assembly, input, first, fold);
   }
-  const last = foldedMiddle(cut, of - 1, carried, text.summaryInstructions, aim.counter);
-  return last === undefined ? undefined : { middle: last, piece: { index: of, of } };
 }
 
 /**
@@ -187,43 +152,47 @@ function* summaryAndRetry(
   pass: Pass,
   assembly: Assembly,
   input: SummaryInput,
+  first: SummarizeOutcome,
+  fold: Fold,
 ): Generator<SummarizeStep, CompactionResult, SummarizeOutcome> {
   const { text } = pass;
-  const first = yield* ask(firstSummaryStep(pass, assembly, input));
   if (first.kind !== 'summary' || first.text.trim() === '') return assembly.trimmed();
   const firstText = first.text.trim();
   const retryNames = pass.options.summaryCoverage === 'retry' ? assembly.missing(firstText) : [];
 
   if (assembly.accepts(assembly.assembledOf(firstText))) {
-    if (retryNames.length === 0) return withPieces(assembly.accepted(firstText) ?? assembly.trimmed(), first, input);
+    if (retryNames.length === 0) return withPieces(assembly.accepted(firstText) ?? assembly.trimmed(), input);
     // docs/design.md#coverage The one retry names what the summary left out; it is taken only when it keeps more.
     const instruction = `${summaryInstruction(undefined, text)}\n\n${coverageRetryText(retryNames, firstText.length)}`;
-    const retry = yield* ask(summaryStep(pass, input, 'coverage', instruction, withIdentifiers(text, retryNames)));
+    const retry = yield* ask(
+      summaryStep(pass, input, 'coverage', instruction, withIdentifiers(text, retryNames), fold),
+    );
     if (retry.kind === 'summary' && retry.text.trim() !== '') {
       const retryText = retry.text.trim();
       const better = assembly.missing(retryText).length < retryNames.length ? assembly.accepted(retryText) : undefined;
-      if (better !== undefined) return withPieces(better, retry, input);
+      if (better !== undefined) return withPieces(better, input);
     }
-    return withPieces(assembly.accepted(firstText) ?? assembly.trimmed(), first, input);
+    return withPieces(assembly.accepted(firstText) ?? assembly.trimmed(), input);
   }
 
   // docs/design.md#proof The proof failed: one tighter request, accepted only if it fits and is shorter.
   const tighter = summaryInstruction(firstText.length, text);
   const second = yield* ask(
     retryNames.length === 0
-      ? summaryStep(pass, input, 'tighter', tighter, text)
+      ? summaryStep(pass, input, 'tighter', tighter, text, fold)
       : summaryStep(
           pass,
           input,
           'tighter',
           `${tighter}\n${coverageRetryText(retryNames)}`,
           withIdentifiers(text, retryNames),
+          fold,
         ),
   );
   if (second.kind !== 'summary' || second.text.trim() === '') return assembly.trimmed();
   const secondText = second.text.trim();
   if (secondText.length < firstText.length)
-    return withPieces(assembly.accepted(secondText) ?? assembly.trimmed(), second, input);
+    return withPieces(assembly.accepted(secondText) ?? assembly.trimmed(), input);
   return assembly.trimmed();
 }
 
@@ -233,20 +202,20 @@ function* summaryAndRetry(
  * be asked again; the extractive summarizer keeps the lines that hold them first. A middle in
  * pieces whose last request would no longer fit the summarizer's window with them is sent without.
  */
-function firstSummaryStep(pass: Pass, assembly: Assembly, input: SummaryInput): SummarizeStep | undefined {
+function firstSummaryStep(pass: Pass, assembly: Assembly, input: SummaryInput, fold: Fold): SummarizeStep | undefined {
   const { text } = pass;
   const instruction = summaryInstruction(undefined, text);
   const required = pass.options.summaryCoverage === 'retry' ? assembly.required() : [];
   if (required.length > 0) {
-    const named = summaryStep(pass, input, 'summary', instruction, withIdentifiers(text, required));
-    const window = pass.options.summarizerContextWindow;
+    const named = summaryStep(pass, input, 'summary', instruction, withIdentifiers(text, required), fold);
+    const window = plannedWindow(pass.options.summarizerContextWindow, fold.calibration);
     if (
       named !== undefined &&
       (input.piece === undefined || window === undefined || requestFits(named.request, window, pass.aim.counter))
     )
       return named;
   }
-  return summaryStep(pass, input, 'summary', instruction, text);
+  return summaryStep(pass, input, 'summary', instruction, text, fold);
 }
 
 /** A step of the summary's request; undefined for a retry whose longer instruction does not fit the summarizer's window. */
@@ -256,14 +225,16 @@ function summaryStep(
   purpose: 'summary' | 'tighter' | 'coverage',
   instruction: string,
   text: InstructionText,
+  fold: Fold,
 ): SummarizeStep | undefined {
-  const window = pass.options.summarizerContextWindow;
+  const window = plannedWindow(pass.options.summarizerContextWindow, fold.calibration);
   const { piece } = input;
-  const built = step(
+  const built = summarizeStepOf(
     purpose,
     piece === undefined ? instruction : foldInstruction(instruction),
     input.middle,
     text,
+    fold.maxTokens(),
     piece,
   );
   if (window === undefined || purpose === 'summary' || requestFits(built.request, window, pass.aim.counter))
@@ -271,9 +242,9 @@ function summaryStep(
   return undefined;
 }
 
-/** The engine's own pieces, else those the driver folded the kept summary in (the worker's window, docs/design.md#summarizer-window). */
-function withPieces(result: CompactionResult, kept: SummarizeOutcome, input: SummaryInput): CompactionResult {
-  const pieces = input.piece?.of ?? (kept.kind === 'summary' ? kept.pieces : undefined);
+/** The pieces the kept summary took (docs/design.md#summarizer-window), when more than one. */
+function withPieces(result: CompactionResult, input: SummaryInput): CompactionResult {
+  const pieces = input.piece?.of;
   return pieces === undefined || result.fallback ? result : { ...result, summaryPieces: pieces };
 }
 
@@ -302,21 +273,6 @@ const overSummarizerWindow: SummarizeOutcome = {
  */
 function* ask(built: SummarizeStep | undefined): Generator<SummarizeStep, SummarizeOutcome, SummarizeOutcome> {
   return built === undefined ? overSummarizerWindow : yield built;
-}
-
-function step(
-  purpose: SummarizeStep['purpose'],
-  instruction: string,
-  seen: ChatMessage[],
-  text: InstructionText,
-  piece?: SummarizeStep['piece'],
-): SummarizeStep {
-  // The transcript's size is counted, not rendered: the request is rendered only by a summarizer that sends text.
-  const request = requestFor(instruction, seen, text.summaryInstructions);
-  const transcript = { messages: seen.length, characters: requestChars(instruction, seen) };
-  return piece === undefined
-    ? { kind: 'summarize', purpose, request, transcript }
-    : { kind: 'summarize', purpose, request, transcript, piece };
 }
 
 /** Runs the step machine with a synchronous answer per step (tests, benchmarks, pure callers). */

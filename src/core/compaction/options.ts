@@ -92,6 +92,14 @@ export interface CompactionOptions {
   stubsShorterOnly?: boolean;
   /** docs/design.md#never-worse: without a `target`, a summary over `contextBudget` loses to a hard trim that fits. @default true */
   trimBeatsOverflow?: boolean;
+  /**
+   * docs/design.md#summary-length Each summarize request carries max tokens derived from the room the
+   * summary has in the compacted conversation (`SummarizeRequest.maxTokens`): a model that rambles
+   * is cut there instead of writing until its deadline. Off: no limit is sent, and the tighter retry
+   * tightens with words alone (the reference).
+   * @default true
+   */
+  summaryTokenCap?: boolean;
   /** The price of a cached input token relative to an uncached one, for the `'paying'` epoch model. @default 0.1 */
   cachedInputPrice?: number;
   /**
@@ -106,8 +114,10 @@ export interface CompactionOptions {
   /** Replaces the fixed summarizer instruction whole; `summaryInstructions` still follows it. @default the fixed one */
   summaryPrompt?: string;
   /**
-   * docs/design.md#summarizer-window: the summarizer's context window in the counter's units; a middle
-   * that does not fit is summarized in pieces, as a fold. At least 1,024. @default one request, whatever its size
+   * docs/design.md#summarizer-window The summarizer's own context window, in its tokens (planned in the
+   * pass's counter's units, scaled by what its billed prompt tokens showed: docs/design.md#summarizer-overflow);
+   * a middle that does not fit is summarized in pieces, as a fold. At least 1,024.
+   * @default undefined (one request, whatever its size)
    */
   summarizerContextWindow?: number;
 
@@ -159,6 +169,7 @@ export const REFERENCE_EXACT = {
   deferShallowCompactions: false,
   stubsShorterOnly: false,
   trimBeatsOverflow: false,
+  summaryTokenCap: false,
   summaryCoverage: 'off',
 } as const satisfies Partial<CompactionOptions>;
 
@@ -183,6 +194,7 @@ export interface ResolvedOptions {
   deferShallowCompactions: boolean;
   stubsShorterOnly: boolean;
   trimBeatsOverflow: boolean;
+  summaryTokenCap: boolean;
   cachedInputPrice: number;
   summaryCoverage: SummaryCoverage;
   /** Undefined: nothing added to the instruction. */
@@ -220,6 +232,7 @@ export const optionsSchema = z.object({
   deferShallowCompactions: z.boolean().default(true),
   stubsShorterOnly: z.boolean().default(true),
   trimBeatsOverflow: z.boolean().default(true),
+  summaryTokenCap: z.boolean().default(true),
   cachedInputPrice: ratio.default(0.1),
   summaryCoverage: z.enum(['retry', 'carry', 'off']).default('retry'),
   summaryInstructions: z
@@ -256,6 +269,7 @@ export const COMPACTION_OPTION_KEYS = keysOf<CompactionOptions>({
   deferShallowCompactions: true,
   stubsShorterOnly: true,
   trimBeatsOverflow: true,
+  summaryTokenCap: true,
   cachedInputPrice: true,
   summaryCoverage: true,
   summaryInstructions: true,

@@ -49,6 +49,11 @@ export interface Pieces {
   instruction: string;
   /** The capped middle's messages, cut on message boundaries (a message alone too large for a piece is cut itself). */
   pieces: ChatMessage[][];
+  /**
+   * How many messages of the middle a summary so far already covers when the cut starts after it
+   * (a fold cut again smaller part-way, docs/design.md#summarizer-overflow); 0 for a cut of the whole middle.
+   */
+  before: number;
 }
 
 /** The input room of a request under `window`: what is left when the summary's share is set aside. */
@@ -65,6 +70,10 @@ export function requestFits(request: SummarizeRequest, window: number, counter: 
  * Cuts the capped middle into pieces when its one request would not fit `window`; undefined when it
  * fits (one request, as without the option); `'unfit'` when even one message cut to nothing, with the
  * instruction, does not (an instruction too long for the window).
+ *
+ * With `after`, the messages are what is left of a middle whose first `after.before` messages a
+ * summary so far already covers: every piece, the first too, leaves room for that summary, and the
+ * cut is made even when they would fit one request (the summary so far is folded in).
  */
 export function cutPieces(
   seen: readonly ChatMessage[],
@@ -72,8 +81,10 @@ export function cutPieces(
   instructions: string | undefined,
   counter: TokenCounter,
   window: number,
+  after?: { before: number },
 ): Pieces | 'unfit' | undefined {
-  if (requestFits(requestFor(instruction, [...seen], instructions), window, counter)) return undefined;
+  if (after === undefined && requestFits(requestFor(instruction, [...seen], instructions), window, counter))
+    return undefined;
   const room = inputRoom(window);
   const folded = foldInstruction(instruction);
   const tokensOf = (middle: ChatMessage[]): number =>
@@ -89,7 +100,7 @@ export function cutPieces(
   const costOf = (message: ChatMessage): number =>
     counter.count([{ role: 'user', content: `${renderTranscript([message], Number.POSITIVE_INFINITY)}\n\n` }]) - bare;
   const pieces: ChatMessage[][] = [];
-  const limit = (): number => overhead + (pieces.length === 0 ? free : laterRoom);
+  const limit = (): number => overhead + (pieces.length === 0 && after === undefined ? free : laterRoom);
   let current: ChatMessage[] = [];
   let used = 0;
   // Messages still to place, in order; a piece checked whole and found over its room gives its last ones back.
@@ -124,7 +135,7 @@ export function cutPieces(
     used += cost;
   }
   close();
-  return { room, instruction: folded, pieces };
+  return { room, instruction: folded, pieces, before: after?.before ?? 0 };
 }
 
 /**
@@ -143,7 +154,7 @@ export function foldedMiddle(
   const piece = pieces.pieces[index] ?? [];
   if (carried === undefined) return piece;
   const limit = pieces.room - Math.ceil(pieces.room * RETRY_SHARE);
-  const before = pieces.pieces.slice(0, index).reduce((sum, earlier) => sum + earlier.length, 0);
+  const before = pieces.pieces.slice(0, index).reduce((sum, earlier) => sum + earlier.length, pieces.before);
   const withText = (chars: number): ChatMessage[] => [
     { role: 'user', content: summaryContent(capText(carried, chars), before) },
     ...piece,

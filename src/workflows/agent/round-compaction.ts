@@ -2,6 +2,7 @@
 // docs/design.md#steering, docs/design.md#review) — whether one is due for the backends a round may
 // try, the pass through the workflow driver with the run's settings, its review, and its record in
 // the transcript and the compaction history; a run out of room ends `RunFailed.ContextExhausted`.
+import { newCalibration, type SummarizerCalibration } from '../../core/compaction/calibration.js';
 import { ApplicationFailure, type ActivityOptions } from '@temporalio/common';
 import { FailureType } from '../../core/errors.js';
 import type { AgentRunPlan, ResolvedBackend } from '../../core/agent/agent-input.js';
@@ -64,6 +65,8 @@ export class RoundCompaction {
   lastModelCallAt: number | undefined;
   /** How the last reviewed compaction was decided, until the next chat request says it. */
   private reviewNote: string | undefined;
+  /** docs/design.md#summarizer-overflow What the summarizer taught of its tokens and window, for every compaction of this run. */
+  private readonly calibration: SummarizerCalibration = newCalibration();
 
   constructor(
     private readonly parts: RoundCompactionParts,
@@ -130,12 +133,10 @@ export class RoundCompaction {
     try {
       // docs/design.md#recall: the stubs, the summary and a trim's marker name what they replaced,
       // inside the pass (every count includes the ids).
-      const compaction = await driveCompaction(
-        conversation.messages,
-        () => call,
-        'hard-trim',
-        plan.recall ? recallNamer(conversation.liveEntries) : undefined,
-      );
+      const compaction = await driveCompaction(conversation.messages, () => call, 'hard-trim', {
+        calibration: this.calibration,
+        ...(plan.recall ? { nameReplaced: recallNamer(conversation.liveEntries) } : {}),
+      });
       summarizerUsage = compaction.summarizerUsage;
       // The run is out of room only when the conversation does not fit the backend: a `contextBudget`
       // set below the room is what compaction aims at, not a limit the model has.
