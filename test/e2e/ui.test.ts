@@ -119,10 +119,14 @@ describe.skipIf(uiUrl === null || CHROMIUM === undefined)('the Temporal UI of a 
       await panelFrame.scrollIntoViewIfNeeded();
       await panelFrame.screenshot({ path: 'test-results/agent-run-ui-current-details-panel.png' });
 
-      // Event history (newest first, one page): the latest summarize activity carries its summary metadata.
+      // Event history (newest first, one page): the latest summarize activity carries its summary
+      // metadata: which compaction it served and why, then how many messages it summarized.
       await page.goto(`${base}/history`);
       const lastSummary = summarized.at(-1);
-      const activitySummary = page.getByText(`summarize ${lastSummary?.dropped} messages (`).first();
+      const number = lastSummary === undefined ? 0 : outcome.compactions.indexOf(lastSummary) + 1;
+      const activitySummary = page
+        .getByText(new RegExp(`^#${number} (trigger|to fit) · ${lastSummary?.dropped} msgs \\(`))
+        .first();
       await activitySummary.waitFor({ timeout: 30_000 });
       expect(await activitySummary.isVisible()).toBe(true);
       await page.screenshot({ path: 'test-results/agent-run-ui-event-history.png', fullPage: true });
