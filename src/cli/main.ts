@@ -24,6 +24,7 @@ import { gc } from './commands/gc.js';
 import { history } from './commands/history.js';
 import { review } from './commands/review.js';
 import { session } from './commands/session.js';
+import { undo } from './commands/undo.js';
 import { worker } from './commands/worker.js';
 import { connectClient } from './connect.js';
 import { readProcessStdin } from './conversation-file.js';
@@ -34,7 +35,7 @@ export { connectClient } from './connect.js';
 
 /** The subcommands by name, in the order the help lists them. */
 export const commands: Readonly<Record<string, CliCommand>> = Object.fromEntries(
-  [compact, worker, bundle, history, session, review, codecServer, gc].map((command) => [command.name, command]),
+  [compact, worker, bundle, history, session, review, undo, codecServer, gc].map((command) => [command.name, command]),
 );
 
 /** What the bare command prints: how to call it, on stderr (it is a usage mistake). */

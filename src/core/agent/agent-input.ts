@@ -18,6 +18,13 @@ import { describeIssue, isSticky, validateMessages } from '../schema.js';
 import { assertTaskQueueName } from '../limits/task-queue.js';
 import { BUILT_IN_TOOLS, isBuiltInToolName, isInternalActivityName } from './tool-declarations.js';
 import { RECALL_TOOL, RECALL_TOOL_NAME } from './recall.js';
+import {
+  COMPACT_CONTEXT_TOOL,
+  COMPACT_CONTEXT_TOOL_NAME,
+  parseAgentToolOption,
+  type AgentToolOptions,
+  type AgentToolPlan,
+} from './agent-tool.js';
 import { COMPACTION_REVIEWS, DEFAULT_REVIEW_TIMEOUT_MS, type CompactionReview } from './steering.js';
 import type { ChatMessage } from '../types.js';
 
@@ -111,6 +118,13 @@ export interface AgentCompactionOptions extends Omit<CompactionOptions, 'context
    * (docs/design.md#recall). @default false
    */
   recall?: boolean;
+  /**
+   * Declare the agent's own compaction tool `compact_context({ focus? })` to the model: a call the
+   * run accepts compacts at the end of the round with `focus` as summary instructions; a call in the
+   * cooldown after a compaction, or one that would reclaim too little, is answered with a refusal the
+   * model reads (docs/design.md#agent-tool). `true`: the default bounds. @default false
+   */
+  agentTool?: boolean | AgentToolOptions;
 }
 
 /** The input of `agentRun`. */
@@ -192,6 +206,8 @@ export interface AgentRunPlan {
   review: { mode: CompactionReview; timeoutMs: number };
   /** Whether the run declares `recall` and its stubs and summaries name what they replaced (docs/design.md#recall). */
   recall: boolean;
+  /** With `compaction.agentTool`: the bounds of the agent's `compact_context` calls (docs/design.md#agent-tool); undefined when off. */
+  agentTool: AgentToolPlan | undefined;
   maxRounds: number;
   /** Rounds and milliseconds a failed backend rests (no time limit when undefined). */
   backendCooldown: { rounds: number; timeMs: number | undefined };
@@ -282,6 +298,7 @@ export const AGENT_COMPACTION_KEYS: readonly string[] = [
     review: true,
     reviewTimeout: true,
     recall: true,
+    agentTool: true,
   }),
 ];
 
@@ -337,7 +354,14 @@ export function planAgentRun(input: unknown): AgentRunPlan {
   }
   const data = parsed.data;
   assertKnownKeys(data.compaction, AGENT_COMPACTION_KEYS, 'input.compaction');
-  const { review, reviewTimeout, recall, ...compaction }: AgentCompactionOptions = data.compaction;
+  const {
+    review,
+    reviewTimeout,
+    recall,
+    agentTool: agentToolOption,
+    ...compaction
+  }: AgentCompactionOptions = data.compaction;
+  const agentTool = parseAgentToolOption(agentToolOption);
   if (review !== undefined && !COMPACTION_REVIEWS.includes(review))
     throw new InvalidInputError(
       'input.compaction.review',
@@ -352,6 +376,12 @@ export function planAgentRun(input: unknown): AgentRunPlan {
   tools.forEach((tool, index) => {
     if (names.has(tool.function.name))
       throw new InvalidInputError(`input.tools[${index}].function.name`, `"${tool.function.name}" is declared twice`);
+    // docs/design.md#agent-tool: the agent's compaction tool is the run's own, declared or not.
+    if (tool.function.name === COMPACT_CONTEXT_TOOL_NAME)
+      throw new InvalidInputError(
+        `input.tools[${index}].function.name`,
+        `"${COMPACT_CONTEXT_TOOL_NAME}" is reserved for the run's own compaction tool (compaction.agentTool): name yours otherwise`,
+      );
     if (recall === true && tool.function.name === RECALL_TOOL_NAME)
       throw new InvalidInputError(
         `input.tools[${index}].function.name`,
@@ -360,6 +390,7 @@ export function planAgentRun(input: unknown): AgentRunPlan {
     names.add(tool.function.name);
   });
   if (recall === true) tools.push(RECALL_TOOL);
+  if (agentTool !== undefined) tools.push(COMPACT_CONTEXT_TOOL);
   const backends = models.map((config, index): ResolvedBackend => {
     const field = Array.isArray(data.model) ? `input.model[${index}]` : 'input.model';
     const safetyMargin =
@@ -415,6 +446,7 @@ export function planAgentRun(input: unknown): AgentRunPlan {
       activity: { startToCloseTimeout, heartbeatTimeout, taskQueue, summarizerModel },
     },
     recall: recall === true,
+    agentTool,
     review: {
       mode: review ?? 'auto',
       timeoutMs:

@@ -17,6 +17,7 @@ import {
   type CompactAnswer,
   type ReviewCompactionInput,
 } from '../../core/agent/steering.js';
+import { heldByUndo } from '../../core/agent/undo.js';
 import { needsCompactionCore } from '../../core/compaction/needs-compaction.js';
 import type { SummarizerUsage } from '../../core/counting/summarizer-usage.js';
 import type { CompactionResult } from '../../core/types.js';
@@ -75,6 +76,8 @@ export class RoundCompaction {
    * Under `compaction.review` (docs/design.md#review): with `'manual'` only on demand; with
    * `'approve'` the compaction waits for `reviewCompaction` before it is applied. Over the room it
    * is applied at once in every mode (recorded as forced): no request goes out over the window.
+   * After an undo (docs/design.md#undo) the trigger waits: only a conversation over the room, or a
+   * demand, compacts again.
    */
   async compactIfNeeded(
     candidates: readonly BackendCounter[],
@@ -86,7 +89,12 @@ export class RoundCompaction {
     const overRoom = tokens > aim;
     const call = this.compactionCall(aimAt, aim, overRoom ? aim : undefined, demand?.instructions);
     const { mode } = plan.review;
-    if (demand === undefined && !overRoom && (mode === 'manual' || !this.needsCompaction(call))) return undefined;
+    if (
+      demand === undefined &&
+      !overRoom &&
+      (mode === 'manual' || heldByUndo(ledger.compactions) || !this.needsCompaction(call))
+    )
+      return undefined;
     const target = overRoom ? aim : (plan.compaction.contextBudget ?? aim);
     // Pins asked for while the summary is written (or reviewed) wait for the result: it replaces these messages.
     steering.hold();
