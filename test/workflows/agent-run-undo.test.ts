@@ -4,6 +4,7 @@
 // transcript; refused with `Compaction.UndoRefused` when later compactions depend on it, when the
 // restored conversation would not fit the window, or when nothing is left to undo.
 import { WorkflowUpdateFailedError, WorkflowUpdateStage, type WorkflowHandle } from '@temporalio/client';
+import { Context } from '@temporalio/activity';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { agentRun, FailureType, type ChatMessage } from '../../src/index.js';
@@ -206,6 +207,15 @@ describe('undoCompaction', { timeout: 120_000 }, () => {
         type: FailureType.Compaction.UndoRefused,
         message: 'compaction #1: later compactions depend on it; undo #2 first',
       });
+      // The CLI says the same, exit 1; a bad --compaction is a usage mistake.
+      const cli = capturedCliIo(t);
+      expect(await main(['undo', handle.workflowId, '--compaction', '1'], cli)).toBe(1);
+      expect(cli.err()).toBe(
+        `agentRun ${handle.workflowId}: the undo was refused: Compaction.UndoRefused: compaction #1: later compactions depend on it; undo #2 first\n`,
+      );
+      const usage = capturedCliIo(t);
+      expect(await main(['undo', handle.workflowId, '--compaction', 'last'], usage)).toBe(2);
+      expect(usage.err()).toContain('--compaction takes the # of a compaction in the history');
       const second = await handle.startUpdate(undoCompactionUpdate, {
         args: [{}],
         waitForStage: WorkflowUpdateStage.ACCEPTED,
@@ -227,6 +237,57 @@ describe('undoCompaction', { timeout: 120_000 }, () => {
       expect(JSON.stringify(fourth.slice(0, opening.length))).toBe(JSON.stringify(sent(world, 0)));
       expect(fourth).toHaveLength(opening.length + 6);
       expect(replaySession(await readSessionLines(t.client, result.session))).toEqual(result.messages);
+    });
+  });
+
+  it('a worker that goes away while the undo reads the transcript changes nothing: another one serves it once', async () => {
+    const holds = [createHold(), createHold()];
+    world.server.script(...holds.map((hold) => hold.response), reply({ content: 'Done.' }));
+    const t = await testConnection();
+    const workflowId = uniqueId('agent-undo-restart');
+    let started = 0;
+    // The first worker's restoreCompaction starts, then the worker goes away under it.
+    const dying = {
+      ...world.activities(),
+      restoreCompaction: async (): Promise<never> => {
+        started += 1;
+        await Context.current().cancelled;
+        throw new Error('unreachable: the worker went away');
+      },
+    };
+    const handle = await withWorker(t, { workflowBundle: bundle, activities: dying }, async () => {
+      const run = await t.client.workflow.start(agentRun, { taskQueue: t.taskQueue, workflowId, args: [input()] });
+      await world.server.waitForRequests(1, 20_000);
+      const compact = await run.startUpdate(compactUpdate, { args: [{}], waitForStage: WorkflowUpdateStage.ACCEPTED });
+      holds[0]?.release(readCall('call_1'));
+      await compact.result();
+      await world.server.waitForRequests(2, 20_000);
+      await run.startUpdate(undoCompactionUpdate, { args: [{}], waitForStage: WorkflowUpdateStage.ACCEPTED });
+      holds[1]?.release(readCall('call_2'));
+      for (let attempt = 0; attempt < 200 && started === 0; attempt += 1)
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      return run;
+    });
+    expect(started).toBe(1);
+    // The second worker serves the undo: one activity, retried after the first attempt was lost, one undo line.
+    await withWorker(t, { workflowBundle: bundle, activities: world.activities() }, async () => {
+      const result = await handle.result();
+      const lines = await readSessionLines(t.client, result.session);
+      expect(lines.filter((line) => line.type === 'undo')).toHaveLength(1);
+      expect(result.compactions.undone).toEqual([{ compaction: 1, by: 2 }]);
+      const third = sent(world, 2);
+      expect(JSON.stringify(third.slice(0, opening.length))).toBe(JSON.stringify(sent(world, 0)));
+      expect(third).toHaveLength(opening.length + 4);
+      expect(replaySession(lines)).toEqual(result.messages);
+      const attempts = ((await handle.fetchHistory()).events ?? []).filter(
+        (event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'restoreCompaction',
+      );
+      expect(attempts).toHaveLength(1);
+      const scheduledId = String(attempts[0]?.eventId);
+      const startedEvent = ((await handle.fetchHistory()).events ?? []).find(
+        (event) => String(event.activityTaskStartedEventAttributes?.scheduledEventId) === scheduledId,
+      );
+      expect(startedEvent?.activityTaskStartedEventAttributes?.attempt).toBeGreaterThanOrEqual(2);
     });
   });
 
