@@ -4,7 +4,11 @@
 // transcript; refused with `Compaction.UndoRefused` when later compactions depend on it, when the
 // restored conversation would not fit the window, or when nothing is left to undo.
 import { WorkflowUpdateFailedError, WorkflowUpdateStage, type WorkflowHandle } from '@temporalio/client';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Context } from '@temporalio/activity';
+import { isReferencePayload } from '@temporalio/common/lib/internal-non-workflow/index.js';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { agentRun, FailureType, type ChatMessage } from '../../src/index.js';
@@ -18,6 +22,8 @@ import { replaySession } from '../../src/core/agent/session.js';
 import { readSessionLines } from '../../src/client/session-reader.js';
 import { COMPACTION_TABLE_HEADER } from '../../src/core/agent/compaction-history.js';
 import { main } from '../../src/cli/main.js';
+import { loadConfig } from '../../src/config.js';
+import { payloadConverterFromConfig } from '../../src/payloads/index.js';
 import { assistantReply as completion, createHold, type ScriptedResponse } from '../support/fake-openai.js';
 import { failureTypeOf, fakeModelAndToolRoot, replayTokens } from '../support/agent.js';
 import { capturedCliIo } from '../support/cli-process.js';
@@ -289,6 +295,71 @@ describe('undoCompaction', { timeout: 120_000 }, () => {
       );
       expect(startedEvent?.activityTaskStartedEventAttributes?.attempt).toBeGreaterThanOrEqual(2);
     });
+  });
+
+  it('with a payload store: the messages come back byte for byte from stored transcript batches', async () => {
+    const storeDir = mkdtempSync(join(tmpdir(), 'undo-store-'));
+    try {
+      const payloads = payloadConverterFromConfig(loadConfig({ env: { COMPACTOR_PAYLOAD_STORE: `file:${storeDir}` } }));
+      // A screenshot of about 300 KB: the batches and requests that carry it leave the history for the store.
+      const big: ChatMessage[] = opening.map((message, index) =>
+        index === 3
+          ? {
+              role: 'user',
+              content: [
+                { type: 'text', text: `Here is the screen of the failure. ${notes('the logs')}` },
+                {
+                  type: 'image_url',
+                  image_url: { url: dataUrl(pngBytes(64, 48), 'image/png', 300_000), detail: 'low' },
+                },
+              ],
+            }
+          : message,
+      );
+      const holds = [createHold(), createHold()];
+      world.server.script(...holds.map((hold) => hold.response), reply({ content: 'Done.' }));
+      const t = await testConnection({ dataConverter: payloads.dataConverter });
+      await withWorker(
+        t,
+        { workflowBundle: bundle, activities: world.activities(), dataConverter: payloads.dataConverter },
+        async () => {
+          const handle = await t.client.workflow.start(agentRun, {
+            taskQueue: t.taskQueue,
+            workflowId: uniqueId('agent-undo-store'),
+            args: [input({ messages: big, model: { ...openaiModel, contextWindow: 200_000 } })],
+          });
+          await world.server.waitForRequests(1, 20_000);
+          const compact = await handle.startUpdate(compactUpdate, {
+            args: [{}],
+            waitForStage: WorkflowUpdateStage.ACCEPTED,
+          });
+          holds[0]?.release(readCall('call_1'));
+          expect(await compact.result()).toMatchObject({ round: 2 });
+          await world.server.waitForRequests(2, 20_000);
+          expect(JSON.stringify(sent(world, 1))).not.toContain('image_url');
+          const undo = await handle.startUpdate(undoCompactionUpdate, {
+            args: [{}],
+            waitForStage: WorkflowUpdateStage.ACCEPTED,
+          });
+          holds[1]?.release(readCall('call_2'));
+          expect(await undo.result()).toMatchObject({ kind: 'undo', undoes: 1 });
+          const result = await handle.result();
+          const third = sent(world, 2);
+          expect(JSON.stringify(third.slice(0, big.length))).toBe(JSON.stringify(sent(world, 0)));
+          expect(JSON.stringify(third)).toContain(dataUrl(pngBytes(64, 48), 'image/png', 300_000));
+          expect(replaySession(await readSessionLines(t.client, result.session))).toEqual(result.messages);
+          // The transcript batches went to the store: the history holds claims, the store the bytes.
+          expect(readdirSync(storeDir, { recursive: true }).length).toBeGreaterThan(0);
+          const batches = ((await handle.fetchHistory()).events ?? []).flatMap((event) => {
+            const scheduled = event.activityTaskScheduledEventAttributes;
+            return scheduled?.activityType?.name === 'recordSession' ? (scheduled.input?.payloads ?? []) : [];
+          });
+          expect(batches.some((payload) => isReferencePayload(payload))).toBe(true);
+        },
+      );
+    } finally {
+      rmSync(storeDir, { recursive: true, force: true });
+    }
   });
 
   it('is refused when the restored conversation would not fit the window', async () => {
