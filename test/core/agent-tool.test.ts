@@ -9,7 +9,8 @@ import {
   parseAgentToolOption,
   type AgentToolContext,
 } from '../../src/core/agent/agent-tool.js';
-import { InvalidInputError } from '../../src/index.js';
+import { InvalidInputError, type CompactionRecord } from '../../src/index.js';
+import { compactionLine, renderCompactionTable } from '../../src/core/agent/compaction-history.js';
 import { assistant, charCounter, system, tool, user } from '../support/messages.js';
 
 const replay = { provider: 'replay', trajectory: 't', contextWindow: 10_000, maxOutputTokens: 1_000 } as const;
@@ -84,6 +85,31 @@ describe('compaction.agentTool', () => {
     expect(() => parseAgentToolOption({ minReclaim: -1 })).toThrow(
       new InvalidInputError('input.compaction.agentTool.minReclaim', 'must be a whole number from 0, got -1'),
     );
+  });
+});
+
+describe('a compaction the agent asked for', () => {
+  it('says so in the history table and the UI details', () => {
+    const record: CompactionRecord = {
+      round: 9,
+      backend: 'openai:m',
+      target: 5_000,
+      tokensBefore: 2_039,
+      tokensAfter: 842,
+      dropped: 18,
+      elided: 0,
+      kind: 'summary',
+      summaryChars: 900,
+      fallback: false,
+      exhausted: false,
+      tokensReclaimed: 1_197,
+      summarizerTokens: 0,
+      cacheHitRate: null,
+      billedInput: null,
+      askedBy: 'agent',
+    };
+    expect(renderCompactionTable([record])).toContain('| summary (900 chars), asked by the agent |');
+    expect(compactionLine(record, 1)).toBe('#1 round 9 · 2,039 → 842 · summary of 18, asked by the agent');
   });
 });
 

@@ -185,8 +185,8 @@ describe('agentRun against a hostile model', { timeout: 120_000 }, () => {
     const t = await testConnection();
     const workflowId = uniqueId('hostile-compact-context');
     const model = { ...openaiModel, contextWindow: 60_000 };
-    const result = await withWorker(t, { workflowBundle: bundle, activities: activities() }, () =>
-      t.client.workflow.execute(agentRun, {
+    const { result, details } = await withWorker(t, { workflowBundle: bundle, activities: activities() }, async () => {
+      const ended = await t.client.workflow.execute(agentRun, {
         taskQueue: t.taskQueue,
         workflowId,
         args: [
@@ -198,8 +198,11 @@ describe('agentRun against a hostile model', { timeout: 120_000 }, () => {
             compaction: { keepRecent: 4, agentTool: { cooldownRounds: 3, minReclaim: 1_500 } },
           },
         ],
-      }),
-    );
+      });
+      // The UI's current details (a query: while the worker polls).
+      const metadata: unknown = await t.client.workflow.getHandle(workflowId).query('__temporal_workflow_metadata');
+      return { result: ended, details: String(Reflect.get(Object(metadata), 'currentDetails')) };
+    });
     expect(result.stopReason).toBe('maxRounds');
     expect(result.rounds).toBe(rounds);
     const answers = result.messages.filter(
@@ -216,7 +219,11 @@ describe('agentRun against a hostile model', { timeout: 120_000 }, () => {
     const rounds_ = compactions.recent.map((record) => record.round);
     for (let index = 1; index < rounds_.length; index += 1)
       expect((rounds_[index] ?? 0) - (rounds_[index - 1] ?? 0)).toBeGreaterThanOrEqual(4);
-    for (const record of compactions.recent) expect(record.tokensReclaimed).toBeGreaterThan(0);
+    for (const record of compactions.recent) {
+      expect(record.tokensReclaimed).toBeGreaterThan(0);
+      expect(record.askedBy).toBe('agent');
+    }
+    expect(details).toContain('asked by the agent');
     // Every call was answered by the run: accepted, or refused with the reason the model reads.
     const lines = await readSessionLines(t.client, result.session);
     const callAnswers = lines.flatMap((line) =>

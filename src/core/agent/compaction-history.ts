@@ -56,6 +56,8 @@ export interface CompactionRecord {
   billedInput: number | null;
   /** Under `compaction.review` (not `'auto'`): how it was applied — reviewed, edited, on timeout, or forced by the window. */
   review?: ReviewOutcome;
+  /** `'agent'`: the agent asked for it (`compact_context`, docs/design.md#agent-tool). */
+  askedBy?: 'agent';
 }
 
 /** Running totals over every compaction of a run, across continue-as-new. */
@@ -118,7 +120,7 @@ function recordedCoverage(coverage: Coverage | undefined): { coverage?: Coverage
 }
 
 export function compactionRecord(
-  { round, backend, target, summarizerUsage, cacheHitRate, billedInput, review }: CompactionContext,
+  { round, backend, target, summarizerUsage, cacheHitRate, billedInput, review, askedBy }: CompactionContext,
   result: CompactionResult,
 ): CompactionRecord {
   return {
@@ -141,6 +143,7 @@ export function compactionRecord(
     cacheHitRate: cacheHitRate ?? null,
     billedInput: billedInput ?? null,
     ...(review === undefined ? {} : { review }),
+    ...(askedBy === undefined ? {} : { askedBy }),
   };
 }
 
@@ -269,6 +272,7 @@ function recordOfLine(line: CompactionLine, elided: number): CompactionRecord {
     fallback: line.fallback,
     exhausted: line.exhausted,
     ...(line.review === undefined ? {} : { review: line.review }),
+    ...(line.askedBy === undefined ? {} : { askedBy: line.askedBy }),
   };
 }
 
@@ -330,7 +334,7 @@ export function renderCompactionTable(
 ): string {
   const rows = records.map(
     (record, index) =>
-      `| ${first + index} | ${record.round} | ${groupDigits(record.tokensBefore)} → ${groupDigits(record.tokensAfter)} | ${groupDigits(record.tokensReclaimed)} | ${record.dropped} | ${record.elided} | ${undoLabel(record, first + index, undone) ?? compactionKindLabel(record.kind, record.summaryChars ?? 0)}${piecesLabel(record)}${record.truncated === undefined ? '' : `, truncated ${record.truncated}`}${record.coverage === undefined || record.coverage.required === 0 ? '' : `, ${coverageLabel(record.coverage)}`} | ${record.fallback ? 'yes' : 'no'} | ${record.exhausted ? 'yes' : 'no'} | ${record.cacheHitRate === null ? '—' : percent(record.cacheHitRate)} | ${record.billedInput === null ? '—' : groupDigits(record.billedInput)} |`,
+      `| ${first + index} | ${record.round} | ${groupDigits(record.tokensBefore)} → ${groupDigits(record.tokensAfter)} | ${groupDigits(record.tokensReclaimed)} | ${record.dropped} | ${record.elided} | ${undoLabel(record, first + index, undone) ?? compactionKindLabel(record.kind, record.summaryChars ?? 0)}${piecesLabel(record)}${record.truncated === undefined ? '' : `, truncated ${record.truncated}`}${record.askedBy === 'agent' ? ', asked by the agent' : ''}${record.coverage === undefined || record.coverage.required === 0 ? '' : `, ${coverageLabel(record.coverage)}`} | ${record.fallback ? 'yes' : 'no'} | ${record.exhausted ? 'yes' : 'no'} | ${record.cacheHitRate === null ? '—' : percent(record.cacheHitRate)} | ${record.billedInput === null ? '—' : groupDigits(record.billedInput)} |`,
   );
   return [COMPACTION_TABLE_HEADER, '|--:|--:|--:|--:|--:|--:|---|---|---|--:|--:|', ...rows].join('\n');
 }
@@ -390,6 +394,7 @@ function shortWhat(record: CompactionRecord): string {
   const lost = record.coverage === undefined ? 0 : record.coverage.required - record.coverage.kept;
   if (lost > 0) parts.push(`${lost} ids lost`);
   if (record.exhausted) parts.push('EXHAUSTED');
+  if (record.askedBy === 'agent') parts.push('asked by the agent');
   return parts.join(', ');
 }
 

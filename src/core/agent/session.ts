@@ -56,6 +56,8 @@ export interface CompactionLineContext {
   billedInput?: number;
   /** Under `compaction.review` (not `'auto'`): how the compaction was applied (docs/design.md#review). */
   review?: ReviewOutcome;
+  /** `'agent'`: the agent asked for it with its `compact_context` tool (docs/design.md#agent-tool). */
+  askedBy?: 'agent';
 }
 
 /** How a compaction of a run under review was applied: reviewed, edited, on timeout, or forced by the window. */

@@ -231,7 +231,10 @@ export class AgentLoop {
   private async compactForAgent(focus: string | undefined): Promise<void> {
     await this.countNewText();
     const round = this.rounds + 1;
-    await this.compaction.compactIfNeeded(this.chain.candidates(new Set(), round), round, { instructions: focus });
+    await this.compaction.compactIfNeeded(this.chain.candidates(new Set(), round), round, {
+      instructions: focus,
+      askedBy: 'agent',
+    });
     this.publish(undefined);
   }
 

@@ -82,7 +82,7 @@ export class RoundCompaction {
   async compactIfNeeded(
     candidates: readonly BackendCounter[],
     round: number,
-    demand?: { instructions: string | undefined },
+    demand?: { instructions: string | undefined; askedBy?: 'agent' },
   ): Promise<CompactAnswer | undefined> {
     const { plan, conversation, steering, ledger } = this.parts;
     const { aimAt, aim, tokens } = preflight(conversation.messages, candidates);
@@ -131,7 +131,7 @@ export class RoundCompaction {
       return { compacted: false, reason: 'the reviewer rejected it (reviewCompaction)' };
     }
     const { result } = decided;
-    const record = this.record(result, aimAt.backend, target, summarizerUsage, decided.review, round);
+    const record = this.record(result, aimAt.backend, target, summarizerUsage, decided.review, round, demand?.askedBy);
     steering.applyHeldPins();
     if (result.exhausted) {
       this.parts.publish(result.tokensAfter);
@@ -223,6 +223,7 @@ export class RoundCompaction {
     summarizerUsage: SummarizerUsage | undefined,
     review: ReviewOutcome | undefined,
     round: number,
+    askedBy: 'agent' | undefined,
   ): CompactionRecord | undefined {
     const { conversation, ledger, tokens } = this.parts;
     // The summarizer was billed even when its summary lost to the hard trim.
@@ -237,6 +238,7 @@ export class RoundCompaction {
       cacheHitRate,
       billedInput,
       ...(review === undefined ? {} : { review }),
+      ...(askedBy === undefined ? {} : { askedBy }),
     };
     conversation.applyCompaction(result, context);
     const record = compactionRecord(context, result);
