@@ -31,6 +31,8 @@ import {
 import { readContextOverflow } from './llm/context-overflow.js';
 import { pastDeadline } from './llm/past-deadline.js';
 import { SUMMARIZE_ACTIVITY_SETTING_KEYS } from './shared/activity-options.js';
+import type { SessionLine } from './core/agent/session.js';
+import { checkCompactionId, undoTranscript, type TranscriptUndo } from './core/agent/undo.js';
 
 export interface CompactorOptions extends CompactionOptions {
   /** The backend that writes summaries; a small cheap model does it well. */
@@ -71,6 +73,16 @@ export interface SummarizeProgress {
   /** How it ended: a summary; refused as over the window or past its deadline (cut smaller next); failed; cancelled. */
   outcome: 'summary' | 'overflow' | 'deadline' | 'failed' | 'cancelled';
 }
+
+/** The options of {@link Compactor.undo}. */
+export interface UndoCallOptions {
+  /** The `#` of the compaction to undo. @default the last compaction in effect */
+  compactionId?: number;
+  /** Count with this counter (the fit against `contextBudget`, the record's tokens). @default the compactor's */
+  counter?: TokenCounter;
+}
+
+const UNDO_CALL_OPTION_KEYS = keysOf<UndoCallOptions>({ compactionId: true, counter: true });
 
 /**
  * The constructor's option names. The workflow `compact`'s activity settings are among them: they
@@ -191,6 +203,30 @@ export class Compactor {
         onProgress,
       ),
     );
+  }
+
+  /**
+   * Undoes a compaction of a transcript you keep (docs/design.md#undo): the lines an agent run writes,
+   * or your own (`transcript.recordCompaction` writes a compaction's). Compaction `compactionId` (its
+   * `#`, counting compaction and undo lines from 1; default the last in effect) is undone: the
+   * answer holds the conversation with every message it replaced, dropped or elided back byte for
+   * byte, the undo line to append to your transcript, and its record (`kind: 'undo'`).
+   * @throws UndoRefusedError (`Compaction.UndoRefused`) when the restored conversation is over
+   * `contextBudget` (`window`), a later compaction depends on it, it was undone, or none is in effect.
+   * @throws InvalidInputError naming `callOptions.compactionId` or the line that does not replay.
+   * @example
+   * const { entries, line } = compactor.undo(lines);
+   * lines.push(line);
+   * messages = entries.map((entry) => entry.message);
+   */
+  undo(lines: readonly SessionLine[], callOptions: UndoCallOptions = {}): TranscriptUndo {
+    assertKnownKeys(callOptions, UNDO_CALL_OPTION_KEYS, 'callOptions');
+    return undoTranscript(lines, {
+      compactionId: checkCompactionId(callOptions.compactionId, 'callOptions.compactionId'),
+      counter: callOptions.counter ?? this.counter,
+      room: this.options.contextBudget,
+      field: 'callOptions.compactionId',
+    });
   }
 
   private async run(

@@ -9,7 +9,8 @@
 // this entry to its count of runtime names.
 export * from './workflow.js';
 // Compaction in this process (docs/design.md#compactor), and the summarizers.
-export { Compactor, type CompactorOptions } from './compactor.js';
+export { Compactor, type CompactorOptions, type UndoCallOptions } from './compactor.js';
+export type { TranscriptUndo } from './core/agent/undo.js';
 export { createOpenAISummarizer, createExtractiveSummarizer } from './summarizers/index.js';
 // What a model summarizer sends for a request (docs/design.md#summarizer-request).
 export { summarizerMessages } from './core/compaction/transcript.js';

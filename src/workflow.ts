@@ -44,16 +44,24 @@ export {
   agentRunQueries,
   type AgentRunResult,
   type CompactionProposal,
+  type UndoCompactionInput,
   type ContextExhaustedDetails,
 } from './shared/agent-run.js';
 export type { AgentRunInput, ModelConfig } from './core/agent/agent-input.js';
 export type { CompactionRecord } from './core/agent/compaction-history.js';
 // The transcript an agent run writes (docs/design.md#transcript-format).
 export { transcript } from './core/agent/session-transcript.js';
-export type { SessionLine, SessionReference } from './core/agent/session.js';
+export type { SessionEntry, SessionLine, SessionReference, UndoLine } from './core/agent/session.js';
 // The search attributes an agent run sets (docs/design.md#search-attributes), for your visibility queries.
 export { SearchAttributeKeys } from './shared/search-attributes.js';
 // Failure types (docs/design.md#failure-types): list them in `nonRetryableErrorTypes`, match them on a caught failure.
-export { FailureType, InvalidInputError, SummarizerError } from './core/errors.js';
+export {
+  FailureType,
+  InvalidInputError,
+  SummarizerError,
+  UndoRefusedError,
+  type UndoRefusal,
+  type UndoRefusedDetails,
+} from './core/errors.js';
 export type { InvalidInputDetails } from './shared/failures.js';
 export type { PayloadTooLargeDetails } from './core/limits/payload-size.js';

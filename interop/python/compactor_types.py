@@ -15,7 +15,7 @@ the full contract; test/interop/python-types.test.ts keeps these keys equal to t
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypedDict, Union
+from typing import Any, Dict, Literal, TypedDict, Union
 
 Duration = Union[int, float, str]
 """Milliseconds, or a string such as "2s", "500ms", "5m", "1h"."""
@@ -49,6 +49,7 @@ class CompactionOptions(_CompactionOptionsBase, total=False):
     summaryCoverage: Literal["retry", "carry", "off"]
     summaryInstructions: str
     summaryPrompt: str
+    summaryTokenCap: bool
     summarizerContextWindow: int
     keepUserMessages: bool
     """Keep the middle's user messages verbatim, the newest first (docs/design.md#user-words)."""
@@ -134,6 +135,7 @@ class AgentCompactionOptions(TypedDict, total=False):
     summaryCoverage: Literal["retry", "carry", "off"]
     summaryInstructions: str
     summaryPrompt: str
+    summaryTokenCap: bool
     summarizerContextWindow: int
     keepUserMessages: bool
     keepUserMessagesShare: float
@@ -148,3 +150,5 @@ class AgentCompactionOptions(TypedDict, total=False):
     """The provider's cache lifetime (default per provider: "5m"); "off": no cold-cache rule (docs/design.md#cold-cache)."""
     coldTrigger: float
     """The trigger after a pause longer than cacheTtl (default 0.7)."""
+    agentTool: Union[bool, Dict[str, int]]
+    """Declare compact_context to the model; a dict holds the bounds (agent_run.AgentToolOptions: cooldownRounds, minReclaim)."""

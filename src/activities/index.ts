@@ -9,6 +9,7 @@ import { createChatActivity } from './chat.js';
 import { createCountTokensActivity } from './count-tokens.js';
 import { createDescribeWorkerActivity } from './describe-worker.js';
 import { createRecallActivity } from './recall.js';
+import { createRestoreCompactionActivity } from './restore-compaction.js';
 import { createRecordSessionActivity } from './session.js';
 import { createSummarizeActivity } from './summarize.js';
 import { createBuiltInTools, createReplayTool } from './tools.js';
@@ -37,6 +38,7 @@ export {
 export { createTrajectoryStore, type TrajectoryStore, type TrajectoryStoreOptions } from './trajectories.js';
 export { createRecordSessionActivity, type SessionBatchReceipt } from './session.js';
 export { createCountTokensActivity, type CountTokensInput, type CountTokensOutput } from './count-tokens.js';
+export { createRestoreCompactionActivity, type RestoreCompactionInput } from './restore-compaction.js';
 export { createDescribeWorkerActivity, type DescribeWorkerOptions, type WorkerDescription } from './describe-worker.js';
 
 /** What the activities need; built on the worker, so API keys never enter workflow history. */
@@ -115,6 +117,8 @@ export function createActivities({
     describeWorker: createDescribeWorkerActivity(),
     // `recall` (docs/design.md#recall): a message of the run's own transcript, read from its history.
     recall: createRecallActivity(),
+    // `restoreCompaction` (docs/design.md#undo): what undoing a compaction brings back, read from the run's transcript.
+    restoreCompaction: createRestoreCompactionActivity(),
     ...createBuiltInTools({ ...(toolsRoot === undefined ? {} : { root: toolsRoot }), allow: toolsAllow }),
     // Every activity is a tool or named among the internal ones, which agentRun refuses as tool names.
   } satisfies Record<InternalActivityName | BuiltInToolName | typeof RECALL_TOOL_NAME, unknown>;

@@ -23,6 +23,7 @@ import { gc } from './commands/gc.js';
 import { history } from './commands/history.js';
 import { review } from './commands/review.js';
 import { session } from './commands/session.js';
+import { undo } from './commands/undo.js';
 import { worker } from './commands/worker.js';
 import { connectClient } from './connect.js';
 import { readProcessStdin } from './conversation-file.js';
@@ -33,7 +34,7 @@ export { connectClient } from './connect.js';
 
 /** By name, in the order the help lists them. */
 export const commands: Readonly<Record<string, CliCommand>> = Object.fromEntries(
-  [compact, worker, bundle, history, session, review, codecServer, gc].map((command) => [command.name, command]),
+  [compact, worker, bundle, history, session, review, undo, codecServer, gc].map((command) => [command.name, command]),
 );
 
 const SHORT_USAGE = 'usage: temporal-compactor <command> [options]   (temporal-compactor --help lists the commands)';

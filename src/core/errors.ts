@@ -15,6 +15,12 @@ export const FailureType = {
      * the worker stores no payloads externally (COMPACTOR_PAYLOAD_STORE). Never retried.
      */
     PayloadTooLarge: 'Compaction.PayloadTooLarge',
+    /**
+     * An undo (the `undoCompaction` update of `agentRun`, `Compactor.undo`) that cannot apply: the
+     * details say why (docs/design.md#undo) — the restored conversation would not fit the window,
+     * later compactions depend on it, it was undone already, or there is none to undo. Never retried.
+     */
+    UndoRefused: 'Compaction.UndoRefused',
   },
   /** The `summarize` activity. */
   Summarizer: {
@@ -133,6 +139,42 @@ export class InvalidInputError extends Error {
     readonly index?: number,
   ) {
     super(`${field}: ${reason}`);
+  }
+}
+
+/**
+ * Why an undo is refused (docs/design.md#undo): `window`, the restored conversation would not fit
+ * the context window; `later-compactions`, compactions after it are in effect (undo them first,
+ * the last first); `undone`, it was undone already; `none`, the conversation has no compaction in
+ * effect; `transcript`, the transcript could not be read back.
+ */
+export type UndoRefusal = 'window' | 'later-compactions' | 'undone' | 'none' | 'transcript';
+
+/** What an `UndoRefused` failure carries in its details, and {@link UndoRefusedError} in its fields. */
+export interface UndoRefusedDetails {
+  reason: UndoRefusal;
+  /** The number of the compaction asked for (its `#` in the history); null when none was named and none is in effect. */
+  compactionId: number | null;
+  /** With `later-compactions`: the compactions in effect after it, the last first (the order to undo them in). */
+  later?: number[];
+  /** With `window`: the restored conversation's tokens, and the room it would have to fit. */
+  tokens?: number;
+  room?: number;
+}
+
+/** An undo that cannot apply (`Compaction.UndoRefused`); `reason` says why (docs/design.md#undo). */
+export class UndoRefusedError extends Error {
+  override readonly name = 'UndoRefusedError';
+  readonly type = FailureType.Compaction.UndoRefused;
+  constructor(
+    readonly details: UndoRefusedDetails,
+    message: string,
+  ) {
+    super(message);
+  }
+
+  get reason(): UndoRefusal {
+    return this.details.reason;
   }
 }
 

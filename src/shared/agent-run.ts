@@ -5,7 +5,8 @@ import { defineQuery, defineUpdate } from '@temporalio/workflow';
 import type { AgentRunInput } from '../core/agent/agent-input.js';
 import type { BackendStatus } from '../core/agent/backend-cooldown.js';
 import type { AgentRunCarried } from '../core/agent/carried-state.js';
-import type { CompactionHistory } from '../core/agent/compaction-history.js';
+import type { CompactionHistory, CompactionRecord } from '../core/agent/compaction-history.js';
+import type { UndoCompactionInput } from '../core/agent/undo.js';
 import type { SessionEntry, SessionReference, SessionSnapshot } from '../core/agent/session.js';
 import type {
   CompactAnswer,
@@ -34,6 +35,7 @@ export type {
   ReviewAnswer,
   ReviewCompactionInput,
 } from '../core/agent/steering.js';
+export type { UndoCompactionInput } from '../core/agent/undo.js';
 
 /** The workflow's input: {@link AgentRunInput}, plus the state a continued run carries. */
 export interface AgentRunWorkflowInput extends AgentRunInput {
@@ -127,6 +129,15 @@ export const pendingCompactionQuery = defineQuery<CompactionProposal | null>('pe
 export const reviewCompactionUpdate = defineUpdate<ReviewAnswer, [ReviewCompactionInput]>('reviewCompaction');
 
 /**
+ * Undoes a compaction (docs/design.md#undo): before the next chat request, the conversation is as it
+ * was before compaction `compactionId` (default: the last in effect), every message it replaced,
+ * dropped or elided back byte for byte, with what came since. Answers with the undo's record
+ * (`kind: 'undo'`); refused with `Compaction.UndoRefused` (details: `reason`) when the restored
+ * conversation would not fit the window or later compactions depend on it (undo them first, the last first).
+ */
+export const undoCompactionUpdate = defineUpdate<CompactionRecord, [UndoCompactionInput]>('undoCompaction');
+
+/**
  * The updates of `agentRun`, each under its Temporal name (docs/agent-runs.md#steering):
  * `handle.executeUpdate(agentRunUpdates.stop)`, `handle.executeUpdate(agentRunUpdates.compact, { args: [{ instructions }] })`.
  */
@@ -137,6 +148,7 @@ export const agentRunUpdates = {
   pin: pinUpdate,
   unpin: unpinUpdate,
   reviewCompaction: reviewCompactionUpdate,
+  undoCompaction: undoCompactionUpdate,
 } as const;
 
 /** The queries of `agentRun`, each under its Temporal name: `handle.query(agentRunQueries.compactions)`. */

@@ -1,7 +1,9 @@
-// Sandbox-safe: the failures workflows and activities both raise, and how a failed activity reads.
+// Sandbox-safe (shared by workflows and activities): the failures both sides of the Temporal layer
+// raise — `Compaction.InvalidInput` for bad input, `Compaction.UndoRefused`, `RunFailed.PayloadTooLarge` — and how a failed
+// activity reads in a message.
 import { ActivityFailure, ApplicationFailure } from '@temporalio/common';
 import { groupDigits } from '../core/agent/compaction-history.js';
-import { FailureType, InvalidInputError } from '../core/errors.js';
+import { FailureType, InvalidInputError, type UndoRefusedError } from '../core/errors.js';
 import type { PayloadTooLargeDetails } from '../core/limits/payload-size.js';
 
 /** What `details[0]` of a `Compaction.InvalidInput` failure holds. */
@@ -21,6 +23,16 @@ export function invalidInputFailure(error: InvalidInputError): ApplicationFailur
     message: error.message,
     nonRetryable: true,
     details: [details],
+  });
+}
+
+/** `Compaction.UndoRefused`, non-retryable: why the undo cannot apply, in its message and details (docs/design.md#undo). */
+export function undoRefusedFailure(error: UndoRefusedError): ApplicationFailure {
+  return ApplicationFailure.create({
+    type: FailureType.Compaction.UndoRefused,
+    message: error.message,
+    nonRetryable: true,
+    details: [error.details],
   });
 }
 

@@ -6,7 +6,8 @@ import { ApplicationFailure } from '@temporalio/common';
 import { isCancellation, setHandler } from '@temporalio/workflow';
 import { planAgentRun } from '../core/agent/agent-input.js';
 import { parseCompactInput, parsePinInput } from '../core/agent/steering.js';
-import { FailureType, InvalidInputError } from '../core/errors.js';
+import { parseUndoInput } from '../core/agent/undo.js';
+import { FailureType, InvalidInputError, UndoRefusedError } from '../core/errors.js';
 import { validateMessages } from '../core/schema.js';
 import type { ChatMessage } from '../core/types.js';
 import {
@@ -19,13 +20,14 @@ import {
   pinUpdate,
   reviewCompactionUpdate,
   sessionQuery,
+  undoCompactionUpdate,
   stopUpdate,
   unpinUpdate,
   type AddUserMessageInput,
   type AgentRunResult,
   type AgentRunWorkflowInput,
 } from '../shared/agent-run.js';
-import { failOnInvalidInput, invalidInputFailure } from '../shared/failures.js';
+import { failOnInvalidInput, invalidInputFailure, undoRefusedFailure } from '../shared/failures.js';
 import { AgentLoop } from './agent/loop.js';
 
 export * from '../shared/agent-run.js';
@@ -36,18 +38,22 @@ function refuseWhenFinished(loop: AgentLoop, message: string): void {
     throw ApplicationFailure.create({ type: FailureType.AgentRun.Finished, message, nonRetryable: true });
 }
 
-/** Runs a validator's check, turning an `InvalidInputError` into the update's `Compaction.InvalidInput` failure. */
-function refuseInvalid(check: () => void): void {
+/**
+ * Runs a validator's (or handler's) check, turning an `InvalidInputError` into the update's
+ * `Compaction.InvalidInput` failure and an `UndoRefusedError` into `Compaction.UndoRefused`.
+ */
+function refuseInvalid<T>(check: () => T): T {
   try {
-    check();
+    return check();
   } catch (error) {
     if (error instanceof InvalidInputError) throw invalidInputFailure(error);
+    if (error instanceof UndoRefusedError) throw undoRefusedFailure(error);
     throw error;
   }
 }
 
 /**
- * The steering updates (docs/design.md#steering): `compact`, `pin`, `unpin`, `reviewCompaction`. Each validator refuses
+ * The steering updates (docs/design.md#steering): `compact`, `pin`, `unpin`, `reviewCompaction`, `undoCompaction`. Each validator refuses
  * a finished run and bad input naming the field or id; each handler only queues the request and
  * waits for the loop to apply it before its next chat request, so registering them adds no command.
  */
@@ -70,6 +76,17 @@ function steer(loop: AgentLoop): void {
       },
     });
   }
+  // docs/design.md#undo: refused at once when it names no compaction it can undo; the loop serves it.
+  setHandler(
+    undoCompactionUpdate,
+    (input?: unknown) => loop.requestUndo(refuseInvalid(() => loop.undoTarget(parseUndoInput(input)))),
+    {
+      validator: (input?: unknown) => {
+        refuseWhenFinished(loop, 'the run has finished');
+        refuseInvalid(() => loop.undoTarget(parseUndoInput(input)));
+      },
+    },
+  );
   // docs/design.md#review: the handler records the decision; the loop, waiting on it, goes on.
   setHandler(pendingCompactionQuery, () => loop.pendingCompaction);
   setHandler(reviewCompactionUpdate, (input) => loop.decideReview(loop.checkReview(input)), {

@@ -30,6 +30,8 @@ export interface ToolDispatch {
   backend: ModelConfig;
   /** Whether the worker stores payloads externally (then no argument is too large to send). */
   externalStorage: boolean;
+  /** Calls the run answers itself, by call id: their results, no activity (`compact_context`, docs/design.md#agent-tool). */
+  answered?: ReadonlyMap<string, string>;
 }
 
 /** How deeply the JSON in `text` nests (brackets outside strings); stops counting past `limit`. */
@@ -109,7 +111,7 @@ function inWaves<T>(
 export async function runToolCalls(
   message: ChatMessage,
   unanswered: readonly string[],
-  { plan, backend: config, externalStorage }: ToolDispatch,
+  { plan, backend: config, externalStorage, answered }: ToolDispatch,
 ): Promise<ChatMessage[]> {
   const calls = (message.tool_calls ?? []).filter((call) => !unanswered.includes(call.id));
   // With a payload store, arguments travel as small claims: only the count bounds a wave.
@@ -120,6 +122,9 @@ export async function runToolCalls(
   const tasks = calls.map((call, index) => async (): Promise<ChatMessage> => {
     const summary = `${call.function.name} ${oneLine(call.function.arguments, 60)}`;
     const answer = (content: string): ChatMessage => ({ role: 'tool', tool_call_id: call.id, content });
+    // The run's own answers run no activity and take no part in the bounds on activities.
+    const own = answered?.get(call.id);
+    if (own !== undefined) return answer(own);
     if (index >= MAX_TOOL_CALLS_PER_TURN)
       return answer(
         `Error: this turn asked for ${calls.length} tool calls; at most ${MAX_TOOL_CALLS_PER_TURN} run per turn, so this one did not run: ask for it again in a later turn`,

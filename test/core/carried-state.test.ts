@@ -35,7 +35,7 @@ function small(): Record<string, unknown> {
       { id: 'm2', message: { role: 'assistant', content: 'hello' } },
     ],
     sessionLines: 2,
-    compactions: { recent: [], totals: {}, usage: {} },
+    compactions: { recent: [], totals: {}, usage: {}, undone: [] },
     rounds: 1,
     nextId: 3,
     counters: [null],

@@ -29,7 +29,8 @@ import {
   hostileResponder,
   writeHostileToolRoot,
 } from '../support/hostile-model.js';
-import { replayActivities } from '../support/agent.js';
+import { replayActivities, replayTokens } from '../support/agent.js';
+import { readSessionLines } from '../../src/client/session-reader.js';
 import { toolRounds } from '../support/messages.js';
 import { bundleWorkflows, testConnection, uniqueId, withWorker } from '../support/temporal.js';
 
@@ -160,6 +161,101 @@ describe('agentRun against a hostile model', { timeout: 120_000 }, () => {
     const handle = t.client.workflow.getHandle(workflowId);
     expect(await mostToolActivitiesPerTask(handle)).toBeLessThanOrEqual(TOOL_CALL_CONCURRENCY);
     await Worker.runReplayHistory({ workflowBundle: bundle }, await handle.fetchHistory(), workflowId);
+  });
+
+  it('a model that calls compact_context every round does not thrash: the cooldown and the minimum reclaim bound its compactions', async () => {
+    const rounds = 24;
+    // Every turn: a long note, compact_context (with a focus), and a file read.
+    server.setDefault((request) => {
+      const { messages } = request.body as { messages: ChatMessage[] };
+      const turn = messages.filter((message) => message.role === 'assistant').length;
+      // Billed what the request holds, so the run's counters stay calibrated.
+      const prompt = replayTokens(messages);
+      return completion(
+        {
+          content: `Turn ${turn}: ${'I looked at the parser and the tests again, and noted what I saw. '.repeat(12)}`,
+          tool_calls: [
+            call(`k${turn}`, 'compact_context', JSON.stringify({ focus: 'Keep the parser findings.' })),
+            call(`r${turn}`, 'fs_read', '{"path":"a.txt"}'),
+          ],
+        },
+        { prompt_tokens: prompt, completion_tokens: 5, total_tokens: prompt + 5 },
+      );
+    });
+    const t = await testConnection();
+    const workflowId = uniqueId('hostile-compact-context');
+    const model = { ...openaiModel, contextWindow: 60_000 };
+    const { result, details } = await withWorker(t, { workflowBundle: bundle, activities: activities() }, async () => {
+      const ended = await t.client.workflow.execute(agentRun, {
+        taskQueue: t.taskQueue,
+        workflowId,
+        args: [
+          {
+            messages: opening,
+            model,
+            tools: ['fs_read'],
+            maxRounds: rounds,
+            compaction: { keepRecent: 4, agentTool: { cooldownRounds: 3, minReclaim: 1_500 } },
+          },
+        ],
+      });
+      // The UI's current details (a query: while the worker polls).
+      const metadata: unknown = await t.client.workflow.getHandle(workflowId).query('__temporal_workflow_metadata');
+      return { result: ended, details: String(Reflect.get(Object(metadata), 'currentDetails')) };
+    });
+    expect(result.stopReason).toBe('maxRounds');
+    expect(result.rounds).toBe(rounds);
+    const answers = result.messages.filter(
+      (message) => message.role === 'tool' && message.tool_call_id?.startsWith('k'),
+    );
+    const { compactions } = result;
+    // Far under the trigger of a 60,000-token window: every compaction is the tool's.
+    const counted = compactions.totals.compactions;
+    // Measured: 4 summaries in 24 rounds (before rounds 9, 14, 19 and 24): the first calls are
+    // refused for too little to reclaim; after each compaction the cooldown refuses three calls and
+    // the minimum reclaim the next one. The bound: one compaction in cooldownRounds + 1 rounds.
+    expect(counted).toBeGreaterThanOrEqual(2);
+    expect(counted).toBeLessThanOrEqual(Math.ceil(rounds / 4));
+    const rounds_ = compactions.recent.map((record) => record.round);
+    for (let index = 1; index < rounds_.length; index += 1)
+      expect((rounds_[index] ?? 0) - (rounds_[index - 1] ?? 0)).toBeGreaterThanOrEqual(4);
+    for (const record of compactions.recent) {
+      expect(record.tokensReclaimed).toBeGreaterThan(0);
+      expect(record.askedBy).toBe('agent');
+    }
+    expect(details).toContain('asked by the agent');
+    // Every call was answered by the run: accepted, or refused with the reason the model reads.
+    const lines = await readSessionLines(t.client, result.session);
+    const callAnswers = lines.flatMap((line) =>
+      line.type === 'message' && line.message.role === 'tool' && line.message.tool_call_id?.startsWith('k')
+        ? [String(line.message.content)]
+        : [],
+    );
+    expect(callAnswers).toHaveLength(rounds);
+    const accepted = callAnswers.filter((text) => text.startsWith('compact_context: accepted'));
+    expect(accepted).toHaveLength(counted);
+    expect(
+      callAnswers.filter((text) => /^compact_context: refused; your context was compacted/.test(text)).length,
+    ).toBeGreaterThan(0);
+    expect(
+      callAnswers.filter((text) => /^compact_context: refused; a compaction now would reclaim at most about/.test(text))
+        .length,
+    ).toBeGreaterThan(0);
+    expect(answers.length).toBeLessThanOrEqual(rounds);
+    // The focus reached the summarizer as the compaction's instructions.
+    const summarizeInputs = ((await t.client.workflow.getHandle(workflowId).fetchHistory()).events ?? []).flatMap(
+      (event) => {
+        const scheduled = event.activityTaskScheduledEventAttributes;
+        if (scheduled?.activityType?.name !== 'summarize') return [];
+        return [
+          JSON.parse(Buffer.from(scheduled.input?.payloads?.[0]?.data ?? []).toString('utf8')) as {
+            instructions?: string;
+          },
+        ];
+      },
+    );
+    expect(summarizeInputs.length).toBeGreaterThanOrEqual(1);
+    for (const input of summarizeInputs) expect(input.instructions).toBe('Keep the parser findings.');
   });
 
   it('one tool result larger than the whole window: cut middle-out to fit, recorded, and the run completes (no ContextExhausted)', async () => {

@@ -59,6 +59,7 @@ describe('replay of recorded histories', () => {
       'agent-run-pins',
       'agent-run-recall',
       'agent-run-review',
+      'agent-run-undo',
     ]) {
       expect(names).toContain(kind);
     }

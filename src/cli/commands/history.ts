@@ -4,6 +4,7 @@ import {
   compactionRecordsFromSession,
   describeRunUsage,
   groupDigits,
+  recordCount,
   renderCompactionTable,
   type CompactionHistory,
 } from '../../core/agent/compaction-history.js';
@@ -43,6 +44,12 @@ async function readCompactionHistory(
   return { value, status };
 }
 
+/** `3 compactions`, `3 compactions, 1 undo`. */
+function countLabel(compactions: number, undos: number): string {
+  const label = `${compactions} compaction${compactions === 1 ? '' : 's'}`;
+  return undos === 0 ? label : `${label}, ${undos} undo${undos === 1 ? '' : 's'}`;
+}
+
 export const history: CliCommand = {
   name: 'history',
   usage: '<workflowId> [--all] [--json] [--query-timeout 15s]',
@@ -65,10 +72,11 @@ export const history: CliCommand = {
       const lines: SessionLine[] = [];
       for await (const line of readSession(client, workflowId, { queryTimeoutMs })) lines.push(line);
       const records = compactionRecordsFromSession(lines);
+      const undos = records.filter((record) => record.kind === 'undo').length;
       if (context.values.json === true) context.io.stdout(`${JSON.stringify(records, null, 2)}\n`);
       else
         context.io.stdout(
-          `agentRun ${workflowId} · ${status} · ${records.length} compaction${records.length === 1 ? '' : 's'}\n\n${renderCompactionTable(records)}\n`,
+          `agentRun ${workflowId} · ${status.name} · ${countLabel(records.length - undos, undos)}\n\n${renderCompactionTable(records)}\n`,
         );
       return 0;
     }
@@ -78,14 +86,14 @@ export const history: CliCommand = {
       return 0;
     }
     const { totals, recent } = compactions;
-    const earlier = totals.compactions - recent.length;
-    const heading = `agentRun ${workflowId} · ${status} · ${totals.compactions} compaction${totals.compactions === 1 ? '' : 's'} · ${groupDigits(totals.tokensReclaimed)} tokens reclaimed`;
+    const earlier = recordCount(totals) - recent.length;
+    const heading = `agentRun ${workflowId} · ${status} · ${countLabel(totals.compactions, totals.undos)} · ${groupDigits(totals.tokensReclaimed)} tokens reclaimed`;
     const note =
       earlier > 0
-        ? `\n(${earlier} earlier compaction${earlier === 1 ? '' : 's'} not shown: --all reads them from the transcript)\n`
+        ? `\n(${earlier} earlier record${earlier === 1 ? '' : 's'} not shown: --all reads them from the transcript)\n`
         : '';
     context.io.stdout(
-      `${heading}\n\n${renderCompactionTable(recent, earlier + 1)}\n${note}\nCost so far: ${describeRunUsage(compactions.usage)}.\n`,
+      `${heading}\n\n${renderCompactionTable(recent, earlier + 1, compactions.undone)}\n${note}\nCost so far: ${describeRunUsage(compactions.usage)}.\n`,
     );
     return 0;
   },

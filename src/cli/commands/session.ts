@@ -37,6 +37,8 @@ export function describeSessionLine(line: SessionLine): string {
       return `── elision ${line.id}: ${line.stub}`;
     case 'pin':
       return `── ${line.pinned ? 'pinned' : 'unpinned'} ${line.ids.join(', ')}`;
+    case 'undo':
+      return `── undo of compaction #${line.compaction}: ${line.restored.length} messages back${line.removes.length === 0 ? '' : `, ${line.removes.join(', ')} out`} (${groupDigits(line.tokensBefore)} → ${groupDigits(line.tokensAfter)} tokens)`;
   }
 }
 

@@ -19,6 +19,13 @@ import { assertTaskQueueName } from '../limits/task-queue.js';
 import { BUILT_IN_TOOLS, isBuiltInToolName, isInternalActivityName } from './tool-declarations.js';
 import { RECALL_TOOL, RECALL_TOOL_NAME } from './recall.js';
 import { resolveColdCache, type CacheTtl, type ColdCache } from './cold-cache.js';
+import {
+  COMPACT_CONTEXT_TOOL,
+  COMPACT_CONTEXT_TOOL_NAME,
+  parseAgentToolOption,
+  type AgentToolOptions,
+  type AgentToolPlan,
+} from './agent-tool.js';
 import { COMPACTION_REVIEWS, DEFAULT_REVIEW_TIMEOUT_MS, type CompactionReview } from './steering.js';
 import type { ChatMessage } from '../types.js';
 
@@ -121,6 +128,13 @@ export interface AgentCompactionOptions extends Omit<CompactionOptions, 'context
   cacheTtl?: CacheTtl;
   /** The trigger, as a share of the budget, after a pause longer than `cacheTtl` (at most `triggerRatio`). @default 0.7 */
   coldTrigger?: number;
+  /**
+   * Declare the agent's own compaction tool `compact_context({ focus? })` to the model: a call the
+   * run accepts compacts at the end of the round with `focus` as summary instructions; a call in the
+   * cooldown after a compaction, or one that would reclaim too little, is answered with a refusal the
+   * model reads (docs/design.md#agent-tool). `true`: the default bounds. @default false
+   */
+  agentTool?: boolean | AgentToolOptions;
 }
 
 /** The input of `agentRun`. */
@@ -204,6 +218,8 @@ export interface AgentRunPlan {
   recall: boolean;
   /** When the run compacts at the cold trigger (docs/design.md#cold-cache). */
   coldCache: ColdCache;
+  /** With `compaction.agentTool`: the bounds of the agent's `compact_context` calls (docs/design.md#agent-tool); undefined when off. */
+  agentTool: AgentToolPlan | undefined;
   maxRounds: number;
   /** Rounds and milliseconds a failed backend rests (no time limit when undefined). */
   backendCooldown: { rounds: number; timeMs: number | undefined };
@@ -296,6 +312,7 @@ export const AGENT_COMPACTION_KEYS: readonly string[] = [
     recall: true,
     cacheTtl: true,
     coldTrigger: true,
+    agentTool: true,
   }),
 ];
 
@@ -351,8 +368,16 @@ export function planAgentRun(input: unknown): AgentRunPlan {
   }
   const data = parsed.data;
   assertKnownKeys(data.compaction, AGENT_COMPACTION_KEYS, 'input.compaction');
-  const { review, reviewTimeout, recall, cacheTtl, coldTrigger, ...compaction }: AgentCompactionOptions =
-    data.compaction;
+  const {
+    review,
+    reviewTimeout,
+    recall,
+    cacheTtl,
+    coldTrigger,
+    agentTool: agentToolOption,
+    ...compaction
+  }: AgentCompactionOptions = data.compaction;
+  const agentTool = parseAgentToolOption(agentToolOption);
   if (review !== undefined && !COMPACTION_REVIEWS.includes(review))
     throw new InvalidInputError(
       'input.compaction.review',
@@ -367,6 +392,12 @@ export function planAgentRun(input: unknown): AgentRunPlan {
   tools.forEach((tool, index) => {
     if (names.has(tool.function.name))
       throw new InvalidInputError(`input.tools[${index}].function.name`, `"${tool.function.name}" is declared twice`);
+    // docs/design.md#agent-tool: the agent's compaction tool is the run's own, declared or not.
+    if (tool.function.name === COMPACT_CONTEXT_TOOL_NAME)
+      throw new InvalidInputError(
+        `input.tools[${index}].function.name`,
+        `"${COMPACT_CONTEXT_TOOL_NAME}" is reserved for the run's own compaction tool (compaction.agentTool): name yours otherwise`,
+      );
     if (recall === true && tool.function.name === RECALL_TOOL_NAME)
       throw new InvalidInputError(
         `input.tools[${index}].function.name`,
@@ -375,6 +406,7 @@ export function planAgentRun(input: unknown): AgentRunPlan {
     names.add(tool.function.name);
   });
   if (recall === true) tools.push(RECALL_TOOL);
+  if (agentTool !== undefined) tools.push(COMPACT_CONTEXT_TOOL);
   const backends = models.map((config, index): ResolvedBackend => {
     const field = Array.isArray(data.model) ? `input.model[${index}]` : 'input.model';
     const safetyMargin =
@@ -436,6 +468,7 @@ export function planAgentRun(input: unknown): AgentRunPlan {
       options.triggerRatio,
       'input.compaction',
     ),
+    agentTool,
     review: {
       mode: review ?? 'auto',
       timeoutMs:

@@ -68,7 +68,12 @@ export const carriedStateSchema = z.looseObject({
   }),
   live: z.array(z.looseObject({ id: z.string({ error: 'must be a unique transcript id' }), message: z.unknown() })),
   sessionLines: count,
-  compactions: z.looseObject({ recent: z.array(z.unknown()), totals: z.looseObject({}), usage: z.looseObject({}) }),
+  compactions: z.looseObject({
+    recent: z.array(z.unknown()),
+    totals: z.looseObject({}),
+    usage: z.looseObject({}),
+    undone: z.array(z.looseObject({ compaction: count, by: count })),
+  }),
   rounds: count,
   nextId: count,
   counters: z.array(z.looseObject({}).nullable()),

@@ -2,12 +2,15 @@
 // (the recent records and running totals; the whole history is in the transcript) — and the
 // Markdown the Temporal UI (current details) and the CLI (`temporal-compactor history`) show.
 import { emptyRunUsage, percent, type Pricing, type RunUsage } from './run-usage.js';
-import type { CompactionLine, CompactionLineContext, ReviewOutcome, SessionLine } from './session.js';
+import type { CompactionLine, CompactionLineContext, ReviewOutcome, SessionLine, UndoLine } from './session.js';
 import type { CompactionResult, Coverage } from '../types.js';
 import { compactionKind, type CompactionKind } from '../compaction/kind.js';
 
 // What a compaction did, in one word (src/core/compaction/kind.ts: telemetry names it too).
 export { compactionKind, type CompactionKind };
+
+/** What a record of the history is: a compaction of one of those kinds, or the undo of one (docs/design.md#undo). */
+export type RecordKind = CompactionKind | 'undo';
 
 /** One compaction of an agent run (docs/design.md#compaction-history). Counts are in the units of `backend`. */
 export interface CompactionRecord {
@@ -32,7 +35,11 @@ export interface CompactionRecord {
   coverage?: Coverage;
   /** How many pieces the summary took when the middle did not fit `summarizerContextWindow` (docs/design.md#summarizer-window); absent when one. */
   summaryPieces?: number;
-  kind: CompactionKind;
+  kind: RecordKind;
+  /** An undo (`kind: 'undo'`): the number of the compaction it undid. */
+  undoes?: number;
+  /** An undo: how many messages it brought back (replaced, dropped or elided by that compaction). */
+  restored?: number;
   /** Characters of the summary message, or null when there is none (its text is in the transcript). */
   summaryChars: number | null;
   /** True when the messages came from the hard trim (the summarizer failed, was rejected or did not fit). */
@@ -56,6 +63,8 @@ export interface CompactionRecord {
   userMessages?: { kept: number; summarized: number };
   /** True when it ran at the cold trigger, after a pause longer than the cache TTL (docs/design.md#cold-cache); absent otherwise. */
   coldCache?: boolean;
+  /** `'agent'`: the agent asked for it (`compact_context`, docs/design.md#agent-tool). */
+  askedBy?: 'agent';
 }
 
 /** Running totals over every compaction of a run, across continue-as-new. */
@@ -71,8 +80,16 @@ export interface CompactionTotals {
   dropped: number;
   /** Tool results elided, in all. */
   elided: number;
-  /** Σ (tokensBefore − tokensAfter), in the units of each compaction's backend. */
+  /** Σ (tokensBefore − tokensAfter), in the units of each compaction's backend (an undo's is negative). */
   tokensReclaimed: number;
+  /** Undos (`undoCompaction`): records too, numbered with the compactions (docs/design.md#undo). */
+  undos: number;
+}
+
+/** A compaction undone, and the record of the undo (their numbers in the history). */
+export interface UndoneCompaction {
+  compaction: number;
+  by: number;
 }
 
 /** An agent run's compaction history as the run keeps it: totals, the most recent records, and what the run cost so far. */
@@ -82,6 +99,13 @@ export interface CompactionHistory {
   recent: CompactionRecord[];
   /** The run's usage so far: chat requests, cache hits, the summarizer, and the billed-input estimate. */
   usage: RunUsage;
+  /** The compactions undone, in the order they were (docs/design.md#undo). */
+  undone: UndoneCompaction[];
+}
+
+/** How many records a history holds, compactions and undos: the number of the last one. */
+export function recordCount(totals: CompactionTotals): number {
+  return totals.compactions + totals.undos;
 }
 
 /**
@@ -103,7 +127,7 @@ function recordedCoverage(coverage: Coverage | undefined): { coverage?: Coverage
 }
 
 export function compactionRecord(
-  { round, backend, target, summarizerUsage, cacheHitRate, billedInput, review, coldCache }: CompactionContext,
+  { round, backend, target, summarizerUsage, cacheHitRate, billedInput, review, coldCache, askedBy }: CompactionContext,
   result: CompactionResult,
 ): CompactionRecord {
   return {
@@ -130,6 +154,7 @@ export function compactionRecord(
     ...(result.userMessages === undefined
       ? {}
       : { userMessages: { kept: result.userMessages.kept, summarized: result.userMessages.summarized } }),
+    ...(askedBy === undefined ? {} : { askedBy }),
   };
 }
 
@@ -145,9 +170,11 @@ export function emptyCompactionHistory(pricing?: Pricing): CompactionHistory {
       dropped: 0,
       elided: 0,
       tokensReclaimed: 0,
+      undos: 0,
     },
     recent: [],
     usage: emptyRunUsage(pricing),
+    undone: [],
   };
 }
 
@@ -158,9 +185,23 @@ export function addCompactionRecord(
   keep = RECENT_COMPACTIONS,
 ): CompactionHistory {
   const { totals } = history;
+  const recent = [...history.recent, record].slice(-Math.max(1, keep));
+  if (record.kind === 'undo')
+    return {
+      usage: history.usage,
+      totals: {
+        ...totals,
+        tokensReclaimed: totals.tokensReclaimed + (record.tokensBefore - record.tokensAfter),
+        undos: totals.undos + 1,
+      },
+      recent,
+      undone: [...history.undone, { compaction: record.undoes ?? 0, by: recordCount(totals) + 1 }],
+    };
   return {
     usage: history.usage,
+    undone: history.undone,
     totals: {
+      ...totals,
       compactions: totals.compactions + 1,
       summaries: totals.summaries + (record.kind === 'summary' ? 1 : 0),
       trims: totals.trims + (record.kind === 'trim' ? 1 : 0),
@@ -171,7 +212,7 @@ export function addCompactionRecord(
       elided: totals.elided + record.elided,
       tokensReclaimed: totals.tokensReclaimed + (record.tokensBefore - record.tokensAfter),
     },
-    recent: [...history.recent, record].slice(-Math.max(1, keep)),
+    recent,
   };
 }
 
@@ -189,9 +230,35 @@ export function compactionRecordsFromSession(lines: Iterable<SessionLine>): Comp
     else if (line.type === 'compaction') {
       records.push(recordOfLine(line, elided));
       elided = 0;
-    } else elided = 0;
+    } else {
+      if (line.type === 'undo') records.push(undoRecord(line));
+      elided = 0;
+    }
   }
   return records;
+}
+
+/** The record of an undo line (docs/design.md#undo). */
+export function undoRecord(line: UndoLine): CompactionRecord {
+  return {
+    round: line.round ?? 0,
+    backend: line.backend ?? '?',
+    target: 0,
+    tokensBefore: line.tokensBefore,
+    tokensAfter: line.tokensAfter,
+    dropped: 0,
+    elided: 0,
+    kind: 'undo',
+    undoes: line.compaction,
+    restored: line.restored.length,
+    summaryChars: null,
+    fallback: false,
+    exhausted: false,
+    tokensReclaimed: line.tokensBefore - line.tokensAfter,
+    summarizerTokens: 0,
+    cacheHitRate: line.cacheHitRate ?? null,
+    billedInput: line.billedInput ?? null,
+  };
 }
 
 function recordOfLine(line: CompactionLine, elided: number): CompactionRecord {
@@ -220,6 +287,7 @@ function recordOfLine(line: CompactionLine, elided: number): CompactionRecord {
     ...(line.userMessagesSummarized === undefined
       ? {}
       : { userMessages: { kept: line.keptUserIds?.length ?? 0, summarized: line.userMessagesSummarized } }),
+    ...(line.askedBy === undefined ? {} : { askedBy: line.askedBy }),
   };
 }
 
@@ -241,9 +309,11 @@ function userMessagesLabel(record: CompactionRecord): string {
   return `, ${words.kept} user message${words.kept === 1 ? '' : 's'} kept (${words.summarized} summarized)`;
 }
 
-/** How a compaction reads in a table: `summary (1,234 chars)`, `trim`, `elision only`, `nothing to remove`. */
-export function compactionKindLabel(kind: CompactionKind, summaryChars: number): string {
+/** How a compaction reads in a table: `summary (1,234 chars)`, `trim`, `elision only`, `nothing to remove`, `undo`. */
+export function compactionKindLabel(kind: RecordKind, summaryChars: number): string {
   switch (kind) {
+    case 'undo':
+      return 'undo';
     case 'summary':
       return `summary (${groupDigits(summaryChars)} chars)`;
     case 'trim':
@@ -279,12 +349,32 @@ export const COMPACTION_TABLE_HEADER =
  * |--:|--:|--:|--:|--:|--:|---|---|---|--:|--:|
  * | 1 | 12 | 30,512 → 9,876 | 20,636 | 24 | 3 | summary (1,234 chars) | no | no | 81% | 104,332 |
  */
-export function renderCompactionTable(records: readonly CompactionRecord[], first = 1): string {
+export function renderCompactionTable(
+  records: readonly CompactionRecord[],
+  first = 1,
+  undone: readonly UndoneCompaction[] = undoneIn(records, first),
+): string {
   const rows = records.map(
     (record, index) =>
-      `| ${first + index} | ${record.round} | ${groupDigits(record.tokensBefore)} → ${groupDigits(record.tokensAfter)} | ${groupDigits(record.tokensReclaimed)} | ${record.dropped} | ${record.elided} | ${compactionKindLabel(record.kind, record.summaryChars ?? 0)}${piecesLabel(record)}${record.coldCache === true ? ', cold cache' : ''}${userMessagesLabel(record)}${record.truncated === undefined ? '' : `, truncated ${record.truncated}`}${record.coverage === undefined || record.coverage.required === 0 ? '' : `, ${coverageLabel(record.coverage)}`} | ${record.fallback ? 'yes' : 'no'} | ${record.exhausted ? 'yes' : 'no'} | ${record.cacheHitRate === null ? '—' : percent(record.cacheHitRate)} | ${record.billedInput === null ? '—' : groupDigits(record.billedInput)} |`,
+      `| ${first + index} | ${record.round} | ${groupDigits(record.tokensBefore)} → ${groupDigits(record.tokensAfter)} | ${groupDigits(record.tokensReclaimed)} | ${record.dropped} | ${record.elided} | ${undoLabel(record, first + index, undone) ?? compactionKindLabel(record.kind, record.summaryChars ?? 0)}${piecesLabel(record)}${record.coldCache === true ? ', cold cache' : ''}${userMessagesLabel(record)}${record.truncated === undefined ? '' : `, truncated ${record.truncated}`}${record.askedBy === 'agent' ? ', asked by the agent' : ''}${record.coverage === undefined || record.coverage.required === 0 ? '' : `, ${coverageLabel(record.coverage)}`} | ${record.fallback ? 'yes' : 'no'} | ${record.exhausted ? 'yes' : 'no'} | ${record.cacheHitRate === null ? '—' : percent(record.cacheHitRate)} | ${record.billedInput === null ? '—' : groupDigits(record.billedInput)} |`,
   );
   return [COMPACTION_TABLE_HEADER, '|--:|--:|--:|--:|--:|--:|---|---|---|--:|--:|', ...rows].join('\n');
+}
+
+/** The undos among `records` (numbered from `first`): what a table shows when it has no history's list. */
+function undoneIn(records: readonly CompactionRecord[], first: number): UndoneCompaction[] {
+  return records.flatMap((record, index) =>
+    record.kind === 'undo' && record.undoes !== undefined ? [{ compaction: record.undoes, by: first + index }] : [],
+  );
+}
+
+/** An undo's label (`undo of #3, 12 messages back`), or a compaction's when undone (`summary (1,234 chars), undone by #5`); undefined otherwise. */
+function undoLabel(record: CompactionRecord, number: number, undone: readonly UndoneCompaction[]): string | undefined {
+  if (record.kind === 'undo') return `undo of #${record.undoes ?? '?'}, ${record.restored ?? 0} messages back`;
+  const by = undone.find((item) => item.compaction === number)?.by;
+  return by === undefined
+    ? undefined
+    : `${compactionKindLabel(record.kind, record.summaryChars ?? 0)}, undone by #${by}`;
 }
 
 /**
@@ -309,6 +399,7 @@ export function describeRunUsage(usage: RunUsage): string {
 
 /** What a compaction did, shortly: `summary of 24`, `trim of 3`, `elided 5`, plus `+ elided 2`, `fallback`, `EXHAUSTED`. */
 function shortWhat(record: CompactionRecord): string {
+  if (record.kind === 'undo') return `undo of #${record.undoes ?? '?'}, ${record.restored ?? 0} messages back`;
   const main =
     record.kind === 'summary'
       ? `summary of ${record.dropped}${piecesLabel(record)}`
@@ -328,6 +419,7 @@ function shortWhat(record: CompactionRecord): string {
   const lost = record.coverage === undefined ? 0 : record.coverage.required - record.coverage.kept;
   if (lost > 0) parts.push(`${lost} ids lost`);
   if (record.exhausted) parts.push('EXHAUSTED');
+  if (record.askedBy === 'agent') parts.push('asked by the agent');
   return parts.join(', ');
 }
 
@@ -343,14 +435,18 @@ export function compactionLine(record: CompactionRecord, number: number): string
  */
 export function renderCompactionDetails(history: CompactionHistory, extraLines: readonly string[] = []): string {
   const { totals, recent, usage } = history;
-  const first = totals.compactions - recent.length + 1;
+  const first = recordCount(totals) - recent.length + 1;
   const summary = [
     `**${groupDigits(totals.compactions)} compaction${totals.compactions === 1 ? '' : 's'}**`,
     `${groupDigits(totals.tokensReclaimed)} tokens reclaimed (each below: tokens before → after)`,
     `${totals.summaries} summar${totals.summaries === 1 ? 'y' : 'ies'}`,
     `${totals.fallbacks} fallback${totals.fallbacks === 1 ? '' : 's'}`,
+    ...(totals.undos === 0 ? [] : [`${totals.undos} undo${totals.undos === 1 ? '' : 's'}`]),
   ].join(' · ');
-  const items = recent.map((record, index) => `- ${compactionLine(record, first + index)}`);
+  const items = recent.map((record, index) => {
+    const by = history.undone.find((item) => item.compaction === first + index)?.by;
+    return `- ${compactionLine(record, first + index)}${by === undefined ? '' : ` (undone by #${by})`}`;
+  });
   const earlier =
     first > 1
       ? [

@@ -1,7 +1,15 @@
 // Sandbox-safe: what a caller does with an agent run's transcript (docs/design.md#transcript-format),
-// as one object: parse its JSON lines, replay them to the live conversation, list its compactions.
+// as one object: parse its JSON lines, replay them to the live conversation, list its compactions,
+// write a compaction's lines.
 import { compactionRecordsFromSession } from './compaction-history.js';
-import { parseSessionJsonl, replaySession, replaySessionStream } from './session.js';
+import type { CompactionResult } from '../types.js';
+import {
+  parseSessionJsonl,
+  recordCompaction,
+  replaySession,
+  replaySessionStream,
+  type SessionEntry,
+} from './session.js';
 
 /**
  * An agent run's transcript, read: `readSession(client, result.session)` streams its lines (Node),
@@ -14,6 +22,13 @@ export const transcript = {
   replay: replaySession,
   /** `replay` over lines that arrive one by one (`readSession`), holding only the live conversation. */
   replayStream: replaySessionStream,
-  /** Every compaction record of the lines (a run's result keeps the last 20). */
+  /** Every compaction record of the lines, undos included (a run's result keeps the last 20). */
   compactionRecords: compactionRecordsFromSession,
+  /**
+   * The lines of a compaction of the conversation `entries` (each message with its transcript id),
+   * to append to a transcript you keep, and the entries they leave: its elisions and always its
+   * compaction line, so that it is a record `Compactor.undo` can undo (docs/design.md#undo).
+   */
+  recordCompaction: (entries: readonly SessionEntry[], result: CompactionResult) =>
+    recordCompaction(entries, result, {}),
 } as const;

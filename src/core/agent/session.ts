@@ -65,6 +65,8 @@ export interface CompactionLineContext {
   review?: ReviewOutcome;
   /** True when it ran at the cold trigger, after a pause longer than the cache TTL (docs/design.md#cold-cache). */
   coldCache?: boolean;
+  /** `'agent'`: the agent asked for it with its `compact_context` tool (docs/design.md#agent-tool). */
+  askedBy?: 'agent';
 }
 
 /** How a compaction of a run under review was applied: reviewed, edited, on timeout, or forced by the window. */
@@ -86,10 +88,47 @@ export interface PinLine {
   ids: string[];
   pinned: boolean;
 }
-export type SessionLine = MessageLine | CompactionLine | ElisionLine | PinLine;
+/**
+ * An undo of a compaction (docs/design.md#undo): the conversation as it was before compaction
+ * `compaction`, with what came after it. Replay puts `restored` back (byte for byte, a pin set
+ * since kept), takes out what the compaction added (`removes`: its summary or trim marker), orders
+ * the conversation as `order` lists it, and keeps the messages added since at the end.
+ */
+export interface UndoLine extends Partial<UndoLineContext> {
+  type: 'undo';
+  /** The number of the compaction undone: its `#` in the history (compaction and undo lines, counted in order from 1). */
+  compaction: number;
+  /** The ids of the conversation as it was just before that compaction, in order. */
+  order: string[];
+  /** The messages that compaction replaced, dropped or elided, as they were before it. */
+  restored: SessionEntry[];
+  /** The ids of what that compaction added (its summary or trim marker). */
+  removes: string[];
+  tokensBefore: number;
+  tokensAfter: number;
+}
+
+/** Where an undo happened, as an agent run records it on its undo line (replay ignores it). */
+export interface UndoLineContext {
+  /** The chat round the undo was applied before (1-based). */
+  round: number;
+  /** The backend whose units `tokensBefore` and `tokensAfter` are in (its label). */
+  backend: string;
+  cacheHitRate?: number;
+  billedInput?: number;
+}
+export type SessionLine = MessageLine | CompactionLine | ElisionLine | PinLine | UndoLine;
 
 /** The `type` of every kind of transcript line. */
-export const SESSION_LINE_TYPES: ReadonlyArray<SessionLine['type']> = ['message', 'compaction', 'elision', 'pin'];
+export const SESSION_LINE_TYPES: ReadonlyArray<SessionLine['type']> = [
+  'message',
+  'compaction',
+  'elision',
+  'pin',
+  'undo',
+];
+
+const LINE_TYPES_REASON = 'must be "message", "compaction", "elision", "pin" or "undo"';
 
 /**
  * Where an agent run's transcript is. The run records its lines as it goes, in batches, as the
@@ -184,8 +223,10 @@ export function applySessionLine(entries: readonly SessionEntry[], line: Session
         return { id: entry.id, message: line.pinned ? { ...plain, sticky: true } : plain };
       });
     }
+    case 'undo':
+      return applyUndoLine(entries, line, field);
     default:
-      throw new InvalidInputError(`${field}.type`, 'must be "message", "compaction", "elision" or "pin"');
+      throw new InvalidInputError(`${field}.type`, LINE_TYPES_REASON);
   }
 }
 
@@ -212,6 +253,46 @@ export async function replaySessionStream(lines: AsyncIterable<SessionLine>): Pr
   return entries.map((entry) => entry.message);
 }
 
+/** `message` as it was restored, with the pin flag `now` has (a `pin` since the compaction stays). */
+function withPinOf(message: ChatMessage, now: ChatMessage): ChatMessage {
+  if (now.sticky === message.sticky) return message;
+  const { sticky: _sticky, ...plain } = message;
+  return now.sticky === true ? { ...plain, sticky: true } : plain;
+}
+
+/**
+ * Applies an undo line to a conversation (`field` names the line in errors): the conversation
+ * `order` lists, each message restored or as it is now, then the messages added since the compaction.
+ * Throws `InvalidInputError` naming the id when the conversation is not one the line can apply to.
+ */
+export function applyUndoLine(entries: readonly SessionEntry[], line: UndoLine, field: string): SessionEntry[] {
+  const current = new Map(entries.map((entry) => [entry.id, entry]));
+  const restored = new Map(line.restored.map((entry) => [entry.id, entry]));
+  const listed = new Set(line.order);
+  const removes = new Set(line.removes);
+  line.removes.forEach((id, index) => {
+    if (!current.has(id))
+      throw new InvalidInputError(
+        `${field}.removes[${index}]`,
+        `no message with id "${id}" in the conversation at this point`,
+      );
+  });
+  const head = line.order.map((id, index): SessionEntry => {
+    const back = restored.get(id);
+    const now = current.get(id);
+    if (back !== undefined) return now === undefined ? back : { id, message: withPinOf(back.message, now.message) };
+    if (now === undefined)
+      throw new InvalidInputError(
+        `${field}.order[${index}]`,
+        `no message with id "${id}" in the conversation at this point, nor among the restored ones`,
+      );
+    return now;
+  });
+  // What came after the compaction (messages appended since) stays, after what it restores.
+  const since = entries.filter((entry) => !listed.has(entry.id) && !removes.has(entry.id));
+  return [...head, ...since];
+}
+
 export function parseSessionJsonl(text: string): SessionLine[] {
   const lines: SessionLine[] = [];
   text.split('\n').forEach((raw, index) => {
@@ -230,7 +311,7 @@ export function parseSessionJsonl(text: string): SessionLine[] {
 function asSessionLine(value: unknown, index: number): SessionLine {
   const type = typeof value === 'object' && value !== null ? Reflect.get(value, 'type') : undefined;
   if (!SESSION_LINE_TYPES.some((known) => known === type)) {
-    throw new InvalidInputError(`lines[${index}].type`, 'must be "message", "compaction", "elision" or "pin"');
+    throw new InvalidInputError(`lines[${index}].type`, LINE_TYPES_REASON);
   }
   // The shape of each kind is checked when it is applied (ids must resolve; messages were validated when recorded).
   return value as SessionLine;
@@ -272,7 +353,7 @@ function userMessageFields(
 export function recordCompaction(
   entries: readonly SessionEntry[],
   result: CompactionResult,
-  context?: CompactionLineContext,
+  context?: Partial<CompactionLineContext>,
 ): { lines: SessionLine[]; entries: SessionEntry[] } {
   const lines: SessionLine[] = result.elisions.map(({ index, stub, content }) => {
     const entry = entries[index];

@@ -86,6 +86,7 @@ export const INTERNAL_ACTIVITY_NAMES = [
   'recordSession',
   'countTokens',
   'describeWorker',
+  'restoreCompaction',
 ] as const;
 export type InternalActivityName = (typeof INTERNAL_ACTIVITY_NAMES)[number];
 

@@ -26,7 +26,7 @@ import type { ChatActivityInput, ChatActivityOutput, CompactorActivities } from 
 import { FailureType } from '../../core/errors.js';
 import { pinTask, type AgentRunPlan } from '../../core/agent/agent-input.js';
 import { CARRIED_STATE_VERSION, parseCarriedState, type AgentRunCarried } from '../../core/agent/carried-state.js';
-import { groupDigits, type CompactionHistory } from '../../core/agent/compaction-history.js';
+import { groupDigits, type CompactionHistory, type CompactionRecord } from '../../core/agent/compaction-history.js';
 import { preflight, type BackendCounter } from '../../core/agent/preflight.js';
 import { RECALL_TOOL_NAME } from '../../core/agent/recall.js';
 import type { RoundUsage } from '../../core/agent/run-usage.js';
@@ -56,7 +56,9 @@ import { failureMessage } from '../../shared/failures.js';
 import { UNDESCRIBED_WORKER, type WorkerDescription } from '../../shared/worker-description.js';
 import { describeWorker } from '../describe-worker.js';
 import { runToolCalls } from '../tool-dispatch.js';
+import { answerAgentToolCalls } from './agent-tool-calls.js';
 import { BackendChain } from './backend-chain.js';
+import { CompactionUndo } from './compaction-undo.js';
 import { Continuation } from './continuation.js';
 import { LiveConversation } from './live-conversation.js';
 import { PayloadLimit } from './payload-limit.js';
@@ -80,6 +82,7 @@ export class AgentLoop {
   private readonly chain: BackendChain;
   private readonly ledger: UsageLedger;
   private readonly compaction: RoundCompaction;
+  private readonly undo: CompactionUndo;
   private readonly continuation: Continuation;
   private readonly pendingUserMessages: ChatMessage[];
   private rounds: number;
@@ -117,6 +120,14 @@ export class AgentLoop {
       },
       carried?.lastModelCallAt,
     );
+    this.undo = new CompactionUndo({
+      conversation: this.conversation,
+      transcript: this.transcript,
+      ledger: this.ledger,
+      steering: this.steering,
+      tokens: this.tokens,
+      batchBytes: () => this.limit.batchBytes(),
+    });
     // docs/design.md#task-survives: the task stays verbatim (sticky) unless the input says otherwise.
     if (carried === undefined)
       for (const message of plan.keepTask ? pinTask(plan.messages) : plan.messages) this.conversation.append(message);
@@ -186,6 +197,22 @@ export class AgentLoop {
     return this.review.decide(input);
   }
 
+  /** Checks an `undoCompaction` update (its validator and handler): the compaction it undoes (docs/design.md#undo). */
+  undoTarget(compactionId: number | undefined): number {
+    return this.undo.target(compactionId);
+  }
+
+  /** The `undoCompaction` update: answered with the undo's record once the loop has served it. */
+  requestUndo(compaction: number): Promise<CompactionRecord> {
+    return this.undo.request(compaction);
+  }
+
+  /** Serves the `undoCompaction` updates waiting, before the next chat request (docs/design.md#undo). */
+  private async serveUndos(): Promise<void> {
+    await this.undo.serve(this.chain.candidates(new Set(), this.rounds + 1), this.rounds + 1);
+    this.publish(undefined);
+  }
+
   /**
    * Compacts for every `compact` update waiting, once, their instructions together, at a point
    * where the live conversation is the loop's alone (docs/design.md#steering).
@@ -200,6 +227,17 @@ export class AgentLoop {
       });
       requests.answer(answer ?? NOTHING_TO_COMPACT);
     }
+    this.publish(undefined);
+  }
+
+  /** The compaction the agent asked for (`compact_context`), at the end of its round, with its focus as instructions. */
+  private async compactForAgent(focus: string | undefined): Promise<void> {
+    await this.countNewText();
+    const round = this.rounds + 1;
+    await this.compaction.compactIfNeeded(this.chain.candidates(new Set(), round), round, {
+      instructions: focus,
+      askedBy: 'agent',
+    });
     this.publish(undefined);
   }
 
@@ -264,7 +302,8 @@ export class AgentLoop {
     this.visibility.publishEnding(this.ledger.compactions, { stopReason, rounds: this.rounds });
     this.limit.check('the result of the run', jsonPayloadBytes(result));
     // A `compact` or `pin` waiting for a round that will not come is answered, and its handler ends with the run.
-    if (this.steering.refuseCompactions()) await condition(allHandlersFinished);
+    const refusedCompactions = this.steering.refuseCompactions();
+    if (this.undo.refuseAll() || refusedCompactions) await condition(allHandlersFinished);
     return result;
   }
 
@@ -346,14 +385,24 @@ export class AgentLoop {
     // `compact` or `pin` waiting for the loop is applied here (its handler cannot outlive this run).
     // A pin applied while the transcript was being recorded wrote a line: record again.
     for (;;) {
-      await condition(() => allHandlersFinished() || this.steering.compactionAsked);
+      await condition(() => allHandlersFinished() || this.steering.compactionAsked || this.undo.asked);
       if (this.steering.compactionAsked) {
         await this.steer();
         continue;
       }
+      if (this.undo.asked) {
+        await this.serveUndos();
+        continue;
+      }
       for (const message of this.pendingUserMessages.splice(0)) this.conversation.append(message);
       await this.transcript.record();
-      if (allHandlersFinished() && !this.steering.compactionAsked && this.transcript.pending.length === 0) break;
+      if (
+        allHandlersFinished() &&
+        !this.steering.compactionAsked &&
+        !this.undo.asked &&
+        this.transcript.pending.length === 0
+      )
+        break;
     }
     const next: AgentRunWorkflowInput = { ...this.input, messages: [], carried: this.carry() };
     this.limit.check('the state the run continues as new with', jsonPayloadBytes([next]));
@@ -370,6 +419,7 @@ export class AgentLoop {
       if (this.stopRequested) return this.finish('stopped');
       // docs/design.md#steering: what the updates asked is applied before the next chat request.
       if (this.steering.compactionAsked) await this.steer();
+      if (this.undo.asked) await this.serveUndos();
       if (this.continuation.due()) await this.continueAsNew();
       const { answer, backend, usage } = await this.chat();
       this.conversation.append(answer.message, usage);
@@ -378,13 +428,23 @@ export class AgentLoop {
       // docs/design.md#recall: the `recall` activity reads the transcript from history, so every line is recorded first.
       if (this.plan.recall && (answer.message.tool_calls ?? []).some((call) => call.function.name === RECALL_TOOL_NAME))
         await this.transcript.record();
+      // docs/design.md#agent-tool: the run answers the agent's compact_context calls itself.
+      const own = answerAgentToolCalls(answer.message, {
+        plan: this.plan,
+        round: this.rounds,
+        history: this.ledger.compactions,
+        messages: this.messages,
+        candidates: this.chain.candidates(new Set(), this.rounds + 1),
+      });
       const results = await runToolCalls(answer.message, answer.unanswered ?? [], {
         plan: this.plan,
         backend: backend.backend.config,
         externalStorage: this.worker.externalStorage,
+        ...(own === undefined ? {} : { answered: own.answered }),
       });
       for (const result of results) this.conversation.append(result);
       for (const message of answer.userMessages ?? []) this.conversation.append(message);
+      if (own?.compact === true) await this.compactForAgent(own.focus);
       if (answer.endOfTrajectory === true) return this.finish('completed');
       if (results.length === 0 && (answer.userMessages ?? []).length === 0 && this.pendingUserMessages.length === 0)
         return this.finish('completed');

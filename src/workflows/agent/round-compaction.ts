@@ -19,6 +19,7 @@ import {
   type CompactAnswer,
   type ReviewCompactionInput,
 } from '../../core/agent/steering.js';
+import { heldByUndo } from '../../core/agent/undo.js';
 import { needsCompactionCore } from '../../core/compaction/needs-compaction.js';
 import type { SummarizerUsage } from '../../core/counting/summarizer-usage.js';
 import type { CompactionResult } from '../../core/types.js';
@@ -92,11 +93,13 @@ export class RoundCompaction {
    * Under `compaction.review` (docs/design.md#review): with `'manual'` only on demand; with
    * `'approve'` the compaction waits for `reviewCompaction` before it is applied. Over the room it
    * is applied at once in every mode (recorded as forced): no request goes out over the window.
+   * After an undo (docs/design.md#undo) the trigger waits: only a conversation over the room, or a
+   * demand, compacts again.
    */
   async compactIfNeeded(
     candidates: readonly BackendCounter[],
     round: number,
-    demand?: { instructions: string | undefined },
+    demand?: { instructions: string | undefined; askedBy?: 'agent' },
   ): Promise<CompactAnswer | undefined> {
     const { plan, conversation, steering, ledger } = this.parts;
     const { aimAt, aim, tokens } = preflight(conversation.messages, candidates);
@@ -108,7 +111,9 @@ export class RoundCompaction {
     const number = ledger.compactions.totals.compactions + 1;
     const why =
       demand !== undefined
-        ? 'on demand'
+        ? demand.askedBy === 'agent'
+          ? 'agent asked'
+          : 'on demand'
         : overRoom
           ? 'to fit'
           : mode === 'approve'
@@ -124,7 +129,12 @@ export class RoundCompaction {
       cold,
       `#${number} ${why}`,
     );
-    if (demand === undefined && !overRoom && (mode === 'manual' || !this.needsCompaction(call))) return undefined;
+    if (
+      demand === undefined &&
+      !overRoom &&
+      (mode === 'manual' || heldByUndo(ledger.compactions) || !this.needsCompaction(call))
+    )
+      return undefined;
     const target = overRoom ? aim : (plan.compaction.contextBudget ?? aim);
     // Pins asked for while the summary is written (or reviewed) wait for the result: it replaces these messages.
     steering.hold();
@@ -162,7 +172,16 @@ export class RoundCompaction {
       return { compacted: false, reason: 'the reviewer rejected it (reviewCompaction)' };
     }
     const { result } = decided;
-    const record = this.record(result, aimAt.backend, target, summarizerUsage, decided.review, round, cold);
+    const record = this.record(
+      result,
+      aimAt.backend,
+      target,
+      summarizerUsage,
+      decided.review,
+      round,
+      cold,
+      demand?.askedBy,
+    );
     steering.applyHeldPins();
     if (result.exhausted) {
       this.parts.publish(result.tokensAfter);
@@ -276,6 +295,7 @@ export class RoundCompaction {
     review: ReviewOutcome | undefined,
     round: number,
     cold: boolean,
+    askedBy: 'agent' | undefined,
   ): CompactionRecord | undefined {
     const { conversation, ledger, tokens } = this.parts;
     // The summarizer was billed even when its summary lost to the hard trim.
@@ -291,6 +311,7 @@ export class RoundCompaction {
       billedInput,
       ...(review === undefined ? {} : { review }),
       ...(cold ? { coldCache: true } : {}),
+      ...(askedBy === undefined ? {} : { askedBy }),
     };
     conversation.applyCompaction(result, context);
     const record = compactionRecord(context, result);

@@ -161,6 +161,12 @@ export class SteeringRequests {
     this.compacting = false;
   }
 
+  /** Forgets the pins of messages that left the conversation (an undo took out the summary they were on). */
+  forgetPins(ids: readonly string[]): void {
+    const gone = this.pins.ids.filter((id) => ids.includes(id));
+    if (gone.length > 0) this.pins = { ...this.pins, ids: this.pins.ids.filter((id) => !gone.includes(id)) };
+  }
+
   /** Applies the pin requests queued while a compaction held the conversation. */
   applyHeldPins(): void {
     this.applyPins(...this.pinRequests.splice(0));

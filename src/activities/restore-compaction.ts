@@ -1,0 +1,43 @@
+// Node only (activities): `restoreCompaction` (docs/design.md#undo) — what undoing a compaction of an
+// agent run brings back, read from the run's own transcript in its history (the `recordSession`
+// inputs of its continue-as-new chain, through the payload store when the worker's client has one),
+// so the run keeps nothing extra for an undo.
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import { FailureType } from '../core/errors.js';
+import { UndoFinder } from '../core/agent/undo.js';
+import type { UndoChange } from '../core/agent/undo.js';
+import { readSession } from '../client/session-reader.js';
+
+/** The input of `restoreCompaction`: the number of the compaction (its `#` in the history). */
+export interface RestoreCompactionInput {
+  compaction: number;
+}
+
+/**
+ * Creates the `restoreCompaction` activity: replays the calling run's transcript up to compaction
+ * `compaction` and answers with what undoing it changes (the messages it replaced, dropped or
+ * elided, byte for byte, and the order they stood in). The run recorded every line before it asked.
+ * A transcript without that compaction fails `Compaction.UndoRefused`, never retried.
+ */
+export function createRestoreCompactionActivity() {
+  return async function restoreCompaction({ compaction }: RestoreCompactionInput): Promise<UndoChange> {
+    const context = Context.current();
+    const execution = context.info.workflowExecution;
+    const refused = (message: string): ApplicationFailure =>
+      ApplicationFailure.create({
+        type: FailureType.Compaction.UndoRefused,
+        message,
+        nonRetryable: true,
+        details: [{ reason: 'transcript', compactionId: compaction }],
+      });
+    if (execution === undefined) throw refused('restoreCompaction: only an agent run can read its own transcript');
+    const { workflowId, runId } = execution;
+    const finder = new UndoFinder(compaction);
+    for await (const line of readSession(context.client, { workflowId, runId, lines: 0 }, { pending: false })) {
+      context.heartbeat();
+      if (finder.push(line) && finder.change !== undefined) return finder.change;
+    }
+    throw refused(`compaction #${compaction} is not in the transcript of ${workflowId}`);
+  };
+}

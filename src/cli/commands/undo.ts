@@ -1,0 +1,65 @@
+// Node only: `temporal-compactor undo <workflowId> [--compaction N]` — undoes a compaction of a running
+// agentRun (the `undoCompaction` update, docs/design.md#undo) and prints the undo's record.
+import { WorkflowUpdateFailedError } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import { groupDigits } from '../../core/agent/compaction-history.js';
+import { undoCompactionUpdate } from '../../shared/agent-run.js';
+import { describeAgentRun } from '../agent-run.js';
+import { onlyArgument, UsageError, type CliCommand } from '../command.js';
+
+/** The `--compaction` flag: the # of a compaction in the history, or undefined for the last in effect. */
+function compactionOf(value: unknown): number | undefined {
+  if (value === undefined) return undefined;
+  const text = String(value);
+  if (!/^[1-9][0-9]{0,8}$/.test(text))
+    throw new UsageError(
+      `--compaction takes the # of a compaction in the history (a whole number from 1), got ${JSON.stringify(text)}`,
+    );
+  return Number(text);
+}
+
+/** Why the run refused the undo: the failure's message, found under the update's error. */
+function refusal(error: WorkflowUpdateFailedError): string {
+  let cause: unknown = error.cause;
+  while (cause instanceof Error) {
+    if (cause instanceof ApplicationFailure) return `${cause.type ?? 'refused'}: ${cause.message}`;
+    cause = cause.cause;
+  }
+  return error.message;
+}
+
+export const undo: CliCommand = {
+  name: 'undo',
+  usage: '<workflowId> [--compaction N] [--json]',
+  summary: 'undo a compaction of a running agentRun: the messages it replaced come back',
+  description: [
+    "Sends the undoCompaction update: before its next chat request, the run restores the conversation as it was before compaction N (its # in `history`; default the last still in effect), every message it replaced, dropped or elided back as the transcript holds it. Prints the undo's record. Exit 1 when the run refuses it (the reason is printed: it would not fit the window, later compactions depend on it — undo them first —, it was undone already, or none is in effect). The update needs a worker polling the run's task queue.",
+  ],
+  options: {
+    compaction: { type: 'string', help: 'the # of the compaction to undo (default: the last in effect)' },
+    json: { type: 'boolean', help: "print the undo's record as JSON" },
+  },
+  async run(context) {
+    const workflowId = onlyArgument(context, 'the workflow id');
+    const compactionId = compactionOf(context.values.compaction);
+    const client = await context.client();
+    const handle = client.workflow.getHandle(workflowId);
+    await describeAgentRun(handle);
+    let record;
+    try {
+      record = await handle.executeUpdate(undoCompactionUpdate, {
+        args: [compactionId === undefined ? {} : { compactionId }],
+      });
+    } catch (error) {
+      if (!(error instanceof WorkflowUpdateFailedError)) throw error;
+      context.io.stderr(`agentRun ${workflowId}: the undo was refused: ${refusal(error)}\n`);
+      return 1;
+    }
+    context.io.stdout(
+      context.values.json === true
+        ? `${JSON.stringify(record)}\n`
+        : `agentRun ${workflowId}: undid compaction #${record.undoes ?? '?'} before round ${record.round}: ${record.restored ?? 0} messages back, ${groupDigits(record.tokensBefore)} → ${groupDigits(record.tokensAfter)} tokens\n`,
+    );
+    return 0;
+  },
+};

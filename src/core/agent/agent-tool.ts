@@ -1,0 +1,145 @@
+// Sandbox-safe: the agent's own compaction tool (docs/design.md#agent-tool) — with
+// `compaction.agentTool` an agent run declares `compact_context({ focus? })` to the model; a call it
+// accepts compacts the conversation at the end of the round, with `focus` as summary instructions.
+// This module: the declaration, the option, the arguments, and the bounds (a cooldown in rounds and
+// a minimum reclaim) with the answer the model reads when a call is refused.
+import type { ToolDeclaration } from '../counting/request-counter.js';
+import { findRegions } from '../compaction/regions.js';
+import { InvalidInputError } from '../errors.js';
+import type { ChatMessage, TokenCounter } from '../types.js';
+import { groupDigits } from './compaction-history.js';
+
+/** The name of the tool: reserved, a run's own tools may not take it. */
+export const COMPACT_CONTEXT_TOOL_NAME = 'compact_context';
+
+/** The longest `focus` a call may pass; a longer one is refused (the model reads why). */
+export const MAX_FOCUS_CHARS = 2_000;
+
+/** `compaction.agentTool` in full: `true` is these defaults. */
+export interface AgentToolOptions {
+  /** Rounds after any compaction during which a call is refused. @default 3 */
+  cooldownRounds?: number;
+  /**
+   * Tokens the call must be able to reclaim: the messages a summary would replace hold at least
+   * this many. @default a tenth of the run's `contextBudget` (else of the room of the largest backend)
+   */
+  minReclaim?: number;
+}
+
+/** The tool's bounds as a run resolves them (`minReclaim` undefined: a tenth of the budget, known per round). */
+export interface AgentToolPlan {
+  cooldownRounds: number;
+  minReclaim: number | undefined;
+}
+
+/** @default 3 */
+export const DEFAULT_AGENT_TOOL_COOLDOWN_ROUNDS = 3;
+
+/** The declaration the run sends the model under `compaction.agentTool`. */
+export const COMPACT_CONTEXT_TOOL: ToolDeclaration = {
+  type: 'function',
+  function: {
+    name: COMPACT_CONTEXT_TOOL_NAME,
+    description:
+      'Compact your context at the end of this round: the harness replaces older turns with one summary, keeping the task and recent turns. Use it when earlier turns are no longer needed; pass focus to say what the summary must keep.',
+    parameters: {
+      type: 'object',
+      properties: {
+        focus: { type: 'string', description: 'What the summary must keep (files, decisions, open questions).' },
+      },
+      additionalProperties: false,
+    },
+  },
+};
+
+/** `compaction.agentTool` checked: `true`, `false` or `{ cooldownRounds?, minReclaim? }`; undefined when off. */
+export function parseAgentToolOption(value: unknown, field = 'input.compaction.agentTool'): AgentToolPlan | undefined {
+  if (value === undefined || value === false) return undefined;
+  if (value === true) return { cooldownRounds: DEFAULT_AGENT_TOOL_COOLDOWN_ROUNDS, minReclaim: undefined };
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new InvalidInputError(
+      field,
+      `must be true, false or { cooldownRounds?, minReclaim? }, got ${JSON.stringify(value)}`,
+    );
+  const unknown = Object.keys(value).find((key) => key !== 'cooldownRounds' && key !== 'minReclaim');
+  if (unknown !== undefined)
+    throw new InvalidInputError(`${field}.${unknown}`, 'unknown option; the options are cooldownRounds, minReclaim');
+  const cooldownRounds: unknown = Reflect.get(value, 'cooldownRounds');
+  const minReclaim: unknown = Reflect.get(value, 'minReclaim');
+  for (const [name, number] of [
+    ['cooldownRounds', cooldownRounds],
+    ['minReclaim', minReclaim],
+  ] as const) {
+    if (number !== undefined && (typeof number !== 'number' || !Number.isSafeInteger(number) || number < 0))
+      throw new InvalidInputError(`${field}.${name}`, `must be a whole number from 0, got ${JSON.stringify(number)}`);
+  }
+  return {
+    cooldownRounds: typeof cooldownRounds === 'number' ? cooldownRounds : DEFAULT_AGENT_TOOL_COOLDOWN_ROUNDS,
+    minReclaim: typeof minReclaim === 'number' ? minReclaim : undefined,
+  };
+}
+
+/** A call's `focus`, or the error the model reads: `args` must be `{ focus?: string }`. */
+export function parseCompactContextArgs(args: unknown): { focus: string | undefined } | { error: string } {
+  if (typeof args !== 'object' || args === null || Array.isArray(args))
+    return { error: 'compact_context: the arguments must be an object { focus?: string }' };
+  const extra = Object.keys(args).filter((key) => key !== 'focus');
+  if (extra.length > 0)
+    return { error: `compact_context: unknown argument "${extra[0]?.slice(0, 64) ?? ''}" (it takes only focus)` };
+  const focus: unknown = Reflect.get(args, 'focus');
+  if (focus === undefined) return { focus: undefined };
+  if (typeof focus !== 'string') return { error: 'compact_context: arguments.focus must be a string' };
+  if (focus.length > MAX_FOCUS_CHARS)
+    return { error: `compact_context: arguments.focus is ${focus.length} characters; at most ${MAX_FOCUS_CHARS}` };
+  return { focus: focus.trim() === '' ? undefined : focus };
+}
+
+/** What the run decides about a call, before its round ends. */
+export type AgentToolDecision = { accepted: true; focus: string | undefined } | { accepted: false; answer: string };
+
+/** The state a call is judged against. */
+export interface AgentToolContext {
+  bounds: AgentToolPlan;
+  /** The round the call came in (1-based). */
+  round: number;
+  /** The round of the run's last compaction (undefined: none yet). */
+  lastCompactionRound: number | undefined;
+  /** The conversation, as it will be when the round ends (the round's tool results included). */
+  messages: readonly ChatMessage[];
+  keepRecent: number;
+  counter: TokenCounter;
+  /** The budget a compaction aims at: `minReclaim` defaults to a tenth of it. */
+  budget: number;
+}
+
+/** The answer the model reads for an accepted call. */
+export function acceptedAnswer(focus: string | undefined): string {
+  return `compact_context: accepted; the harness compacts your context at the end of this round${focus === undefined ? '' : ', keeping what focus names'}.`;
+}
+
+/**
+ * Whether a call is accepted: refused (with the answer the model reads) in the cooldown after a
+ * compaction, and when the messages a summary would replace hold fewer than `minReclaim` tokens.
+ */
+export function decideAgentTool(args: unknown, context: AgentToolContext): AgentToolDecision {
+  const parsed = parseCompactContextArgs(args);
+  if ('error' in parsed) return { accepted: false, answer: `Error: ${parsed.error}` };
+  const { bounds, round, lastCompactionRound } = context;
+  if (lastCompactionRound !== undefined && round - lastCompactionRound < bounds.cooldownRounds) {
+    const wait = bounds.cooldownRounds - (round - lastCompactionRound);
+    return {
+      accepted: false,
+      answer: `compact_context: refused; your context was compacted ${round - lastCompactionRound === 0 ? 'this round' : `${round - lastCompactionRound} round${round - lastCompactionRound === 1 ? '' : 's'} ago`}; ask again in ${wait} round${wait === 1 ? '' : 's'} at the earliest. Go on with your task.`,
+    };
+  }
+  const minReclaim = bounds.minReclaim ?? Math.ceil(context.budget / 10);
+  const { middle } = findRegions([...context.messages], context.keepRecent);
+  const reclaimable =
+    middle.length === 0 ? 0 : context.counter.count(middle.map((index) => context.messages[index] as ChatMessage));
+  if (reclaimable < minReclaim)
+    return {
+      accepted: false,
+      answer: `compact_context: refused; a compaction now would reclaim at most about ${groupDigits(reclaimable)} tokens, less than the ${groupDigits(minReclaim)} it must; your context is small enough. Go on with your task.`,
+    };
+  return { accepted: true, focus: parsed.focus };
+}

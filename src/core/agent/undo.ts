@@ -1,0 +1,250 @@
+// Sandbox-safe: undoing a compaction (docs/design.md#undo) — which compaction an undo applies to, or
+// why it is refused, and what it brings back, found by replaying the transcript up to that compaction.
+// The workflow (src/workflows/agent/compaction-undo.ts), the activity that reads a run's transcript
+// (src/activities/restore-compaction.ts) and the in-process `Compactor.undo` share these rules.
+import { InvalidInputError, UndoRefusedError } from '../errors.js';
+import { assertKnownKeys, keysOf } from '../unknown-keys.js';
+import type { TokenCounter } from '../types.js';
+import {
+  compactionRecordsFromSession,
+  undoRecord,
+  type CompactionHistory,
+  type CompactionRecord,
+  type UndoneCompaction,
+} from './compaction-history.js';
+import {
+  applySessionLine,
+  applyUndoLine,
+  type SessionEntry,
+  type SessionLine,
+  type UndoLine,
+  type UndoLineContext,
+} from './session.js';
+
+/** What an undo changes: the part of an undo line the transcript alone decides (the rest is its context). */
+export type UndoChange = Pick<UndoLine, 'order' | 'restored' | 'removes'>;
+
+/**
+ * What undoing a compaction changes, from the conversation just before it (`before`) and just after
+ * it (`after`): every message it replaced, dropped or elided comes back as it was, what it added goes.
+ */
+export function undoChange(before: readonly SessionEntry[], after: readonly SessionEntry[]): UndoChange {
+  const afterById = new Map(after.map((entry) => [entry.id, entry]));
+  const beforeIds = new Set(before.map((entry) => entry.id));
+  return {
+    order: before.map((entry) => entry.id),
+    restored: before.filter((entry) => {
+      const now = afterById.get(entry.id);
+      return now === undefined || JSON.stringify(now.message) !== JSON.stringify(entry.message);
+    }),
+    removes: after.flatMap((entry) => (beforeIds.has(entry.id) ? [] : [entry.id])),
+  };
+}
+
+/** What decides whether a compaction can be undone: how many records the history holds, and what was undone. */
+export interface UndoState {
+  /** Records in the history, compactions and undos: the number of the last one. */
+  records: number;
+  undone: readonly UndoneCompaction[];
+}
+
+/** `#3, then #2`: numbers as the refusals name them. */
+function numbers(list: readonly number[]): string {
+  return list.map((number) => `#${number}`).join(', then ');
+}
+
+/**
+ * The number of the compaction an undo applies to: `compactionId`, or the last compaction in
+ * effect. `queued`: compactions whose undo is accepted and not yet applied (they count as undone).
+ * Each compaction applies to the conversation the one before it left, so only the last in effect
+ * can be undone: the later ones first, the last first.
+ * @throws InvalidInputError naming `field` when `compactionId` is not a compaction of the history.
+ * @throws UndoRefusedError `undone`, `later-compactions` or `none`.
+ */
+export function undoTarget(
+  state: UndoState,
+  compactionId: number | undefined,
+  field: string,
+  queued: readonly number[] = [],
+): number {
+  const undos = new Set(state.undone.map((item) => item.by));
+  const undone = new Map(state.undone.map((item) => [item.compaction, item.by]));
+  const inEffect: number[] = [];
+  for (let number = state.records; number >= 1; number -= 1)
+    if (!undos.has(number) && !undone.has(number) && !queued.includes(number)) inEffect.push(number);
+  if (compactionId === undefined) {
+    const [last] = inEffect;
+    if (last === undefined)
+      throw new UndoRefusedError({ reason: 'none', compactionId: null }, 'there is no compaction in effect to undo');
+    return last;
+  }
+  if (compactionId > state.records)
+    throw new InvalidInputError(
+      field,
+      `no compaction #${compactionId}: the history holds ${state.records} record${state.records === 1 ? '' : 's'}`,
+    );
+  if (undos.has(compactionId)) throw new InvalidInputError(field, `#${compactionId} is an undo, not a compaction`);
+  if (undone.has(compactionId) || queued.includes(compactionId)) {
+    const by = undone.get(compactionId);
+    throw new UndoRefusedError(
+      { reason: 'undone', compactionId },
+      `compaction #${compactionId} is undone already${by === undefined ? ' (its undo is waiting to apply)' : ` (by #${by})`}`,
+    );
+  }
+  const later = inEffect.filter((number) => number > compactionId);
+  if (later.length > 0)
+    throw new UndoRefusedError(
+      { reason: 'later-compactions', compactionId, later },
+      `compaction #${compactionId}: later compactions depend on it; undo ${numbers(later)} first`,
+    );
+  return compactionId;
+}
+
+/**
+ * Whether the trigger waits because the last record is an undo: the conversation it restored was
+ * over the trigger, and compacting it again at once would take back what was asked for. Only a
+ * conversation over the room, or a compaction on demand, compacts it again.
+ */
+export function heldByUndo(history: Pick<CompactionHistory, 'recent'>): boolean {
+  return history.recent.at(-1)?.kind === 'undo';
+}
+
+/** The argument of the `undoCompaction` update. */
+export interface UndoCompactionInput {
+  /** The `#` of the compaction in the history (`temporal-compactor history`). @default the last compaction in effect */
+  compactionId?: number;
+}
+
+/** The `undoCompaction` update's argument, checked: `{ compactionId? }` or nothing; its compaction number, if named. */
+export function parseUndoInput(value: unknown): number | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'object' || Array.isArray(value))
+    throw new InvalidInputError('undoCompaction', 'must be an object { compactionId?: number } or left out');
+  assertKnownKeys(value, UNDO_KEYS, 'undoCompaction', 'field');
+  return checkCompactionId(Reflect.get(value, 'compactionId'), 'undoCompaction.compactionId');
+}
+
+const UNDO_KEYS = keysOf<UndoCompactionInput>({ compactionId: true });
+
+/** `compactionId` as an undo takes it: absent, or a whole number from 1. */
+export function checkCompactionId(value: unknown, field: string): number | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1)
+    throw new InvalidInputError(field, 'must be a whole number from 1 (the # of the compaction in the history)');
+  return value;
+}
+
+/**
+ * Finds, line by line, what undoing compaction `compaction` brings back: replays the transcript and
+ * keeps the conversation from just before that compaction's lines (its elisions come just before
+ * its compaction line) to just after them. Holds one conversation, or two around the compaction.
+ */
+export class UndoFinder {
+  private entries: SessionEntry[] = [];
+  private beforeElisions: SessionEntry[] | undefined;
+  private records = 0;
+  private index = 0;
+  /** What the undo changes, once the compaction's line was read. */
+  change: UndoChange | undefined;
+
+  constructor(readonly compaction: number) {}
+
+  /** The conversation the lines so far replay to. */
+  get conversation(): SessionEntry[] {
+    return this.entries;
+  }
+
+  /** Applies the next line; true when it was the compaction's own line. */
+  push(line: SessionLine): boolean {
+    const before = this.entries;
+    if (line.type === 'elision' && this.beforeElisions === undefined) this.beforeElisions = before;
+    this.entries = applySessionLine(this.entries, line, this.index);
+    this.index += 1;
+    let found = false;
+    if (line.type === 'compaction' || line.type === 'undo') {
+      this.records += 1;
+      if (line.type === 'compaction' && this.records === this.compaction) {
+        this.change = undoChange(this.beforeElisions ?? before, this.entries);
+        found = true;
+      }
+    }
+    if (line.type !== 'elision') this.beforeElisions = undefined;
+    return found;
+  }
+}
+
+/** What an undo of a transcript a caller keeps gives back: the conversation, the line to append, and its record. */
+export interface TranscriptUndo {
+  /** The conversation after the undo, each message with its transcript id. */
+  entries: SessionEntry[];
+  /** The undo line: append it to the transcript. */
+  line: UndoLine;
+  record: CompactionRecord;
+}
+
+/**
+ * Undoes compaction `compactionId` (default: the last in effect) of a transcript a caller keeps,
+ * counting with `counter`; refused when the restored conversation is over `room` tokens.
+ * @throws InvalidInputError naming `field`; UndoRefusedError with the reason.
+ */
+export function undoTranscript(
+  lines: readonly SessionLine[],
+  {
+    compactionId,
+    counter,
+    room,
+    field,
+    context,
+  }: {
+    compactionId: number | undefined;
+    counter: TokenCounter;
+    room: number;
+    field: string;
+    context?: UndoLineContext;
+  },
+): TranscriptUndo {
+  const records = compactionRecordsFromSession(lines);
+  const undone = records.flatMap((record, index) =>
+    record.kind === 'undo' && record.undoes !== undefined ? [{ compaction: record.undoes, by: index + 1 }] : [],
+  );
+  const compaction = undoTarget({ records: records.length, undone }, compactionId, field);
+  const finder = new UndoFinder(compaction);
+  for (const line of lines) finder.push(line);
+  const { change } = finder;
+  if (change === undefined) throw new InvalidInputError(field, `no compaction #${compaction} in the transcript`);
+  return undoLineFor(finder.conversation, change, { compaction, counter, room, context });
+}
+
+/**
+ * The undo line of `change` applied to the conversation `entries` and its record, counted with
+ * `counter`; refused (`window`) when the restored conversation is over `room` tokens.
+ */
+export function undoLineFor(
+  entries: readonly SessionEntry[],
+  change: UndoChange,
+  {
+    compaction,
+    counter,
+    room,
+    context,
+  }: { compaction: number; counter: TokenCounter; room: number; context?: UndoLineContext },
+): TranscriptUndo {
+  const draft: UndoLine = { type: 'undo', compaction, ...change, tokensBefore: 0, tokensAfter: 0 };
+  const restored = applyUndoLine(entries, draft, 'undo');
+  const tokensAfter = counter.count(restored.map((entry) => entry.message));
+  if (tokensAfter > room)
+    throw new UndoRefusedError(
+      { reason: 'window', compactionId: compaction, tokens: tokensAfter, room },
+      `compaction #${compaction}: the restored conversation would be ${tokensAfter} tokens, over the ${room} the window leaves`,
+    );
+  const tokensBefore = counter.count(entries.map((entry) => entry.message));
+  const line: UndoLine = {
+    type: 'undo',
+    ...context,
+    compaction,
+    ...change,
+    tokensBefore,
+    tokensAfter,
+  };
+  return { entries: restored, line, record: undoRecord(line) };
+}

@@ -1,0 +1,81 @@
+// Sandbox-safe: the agent's `compact_context` calls in a round (docs/design.md#agent-tool) — each
+// answered by the run itself (accepted, or refused with the reason the model reads), and whether
+// the round ends with a compaction, with which focus.
+import type { AgentRunPlan } from '../../core/agent/agent-input.js';
+import { acceptedAnswer, COMPACT_CONTEXT_TOOL_NAME, decideAgentTool } from '../../core/agent/agent-tool.js';
+import type { CompactionHistory } from '../../core/agent/compaction-history.js';
+import { preflight, type BackendCounter } from '../../core/agent/preflight.js';
+import type { ChatMessage } from '../../core/types.js';
+
+/** Arguments longer than this are refused unread: a focus is at most 2,000 characters. */
+const MAX_ARGUMENT_CHARS = 10_000;
+
+/** What a round's `compact_context` calls come to. */
+export interface AgentToolCalls {
+  /** The answer of each call, by call id (the tool dispatch sends them as the calls' results). */
+  answered: Map<string, string>;
+  /** Whether the round ends with a compaction. */
+  compact: boolean;
+  /** The focus of the accepted call, as summary instructions. */
+  focus: string | undefined;
+}
+
+/**
+ * Answers the `compact_context` calls of an assistant turn of round `round`: the first that passes
+ * the bounds is accepted, the others are told it was; undefined when the turn made none.
+ */
+export function answerAgentToolCalls(
+  message: ChatMessage,
+  {
+    plan,
+    round,
+    history,
+    messages,
+    candidates,
+  }: {
+    plan: AgentRunPlan;
+    round: number;
+    history: CompactionHistory;
+    messages: readonly ChatMessage[];
+    candidates: readonly BackendCounter[];
+  },
+): AgentToolCalls | undefined {
+  const bounds = plan.agentTool;
+  if (bounds === undefined) return undefined;
+  const calls = (message.tool_calls ?? []).filter((call) => call.function.name === COMPACT_CONTEXT_TOOL_NAME);
+  if (calls.length === 0) return undefined;
+  const { aimAt, aim } = preflight(messages, candidates);
+  const lastCompactionRound = [...history.recent].reverse().find((record) => record.kind !== 'undo')?.round;
+  const answered = new Map<string, string>();
+  let compact = false;
+  let focus: string | undefined;
+  for (const call of calls) {
+    if (compact) {
+      answered.set(call.id, 'compact_context: already asked this round; the harness compacts once.');
+      continue;
+    }
+    let args: unknown;
+    try {
+      if (call.function.arguments.length > MAX_ARGUMENT_CHARS) throw new Error('too long');
+      args = call.function.arguments.trim() === '' ? {} : JSON.parse(call.function.arguments);
+    } catch {
+      answered.set(call.id, 'Error: compact_context: the arguments must be a JSON object { focus?: string }');
+      continue;
+    }
+    const decision = decideAgentTool(args, {
+      bounds,
+      round,
+      lastCompactionRound,
+      messages,
+      keepRecent: plan.compaction.options.keepRecent,
+      counter: aimAt.conversation,
+      budget: plan.compaction.contextBudget ?? aim,
+    });
+    if (decision.accepted) {
+      compact = true;
+      focus = decision.focus;
+      answered.set(call.id, acceptedAnswer(focus));
+    } else answered.set(call.id, decision.answer);
+  }
+  return { answered, compact, focus };
+}
