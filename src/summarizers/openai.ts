@@ -108,9 +108,9 @@ function summaryFrom(responseBody: unknown): SummarizeResponse {
 }
 
 /** Maps what the request threw to a classified `SummarizerError` (400-404 rejected, the rest transient). */
-function toSummarizerError(error: unknown): SummarizerError {
+function toSummarizerError(error: unknown, endpoint: string): SummarizerError {
   if (error instanceof SummarizerError) return error;
-  const fault = describeProviderError(error);
+  const fault = describeProviderError(error, endpoint);
   const http = fault.kind === 'http';
   return new SummarizerError(
     `summarizer: ${fault.message}`,
@@ -180,7 +180,7 @@ export function createOpenAISummarizer(options: OpenAISummarizerOptions): Summar
         // A cancellation leaves as the caller's own reason, never as a failure.
         if (signal?.aborted) throw abortReason(signal);
         // A provider may quote the key it was sent; the error goes to history and logs.
-        throw redactFailure(toSummarizerError(error), workerSecrets([client.apiKey]));
+        throw redactFailure(toSummarizerError(error, client.baseURL), workerSecrets([client.apiKey]));
       }
     },
   };

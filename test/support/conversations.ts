@@ -562,6 +562,12 @@ export function assertCompactionInvariants(run: CompactionRun): void {
   const mark = Math.min(options.targetRatio * options.contextBudget, target ?? Infinity);
   const below = result.tokensBefore <= (target ?? trigger);
 
+  // A hard trim says why; nothing else carries a reason.
+  check(
+    (result.fallbackReason !== undefined) === result.fallback,
+    'fallbackReason is present exactly when fallback is true',
+    () => `fallback ${result.fallback}, fallbackReason ${JSON.stringify(result.fallbackReason)}`,
+  );
   // Counts are honest: every count uses the call's counter.
   check(
     result.tokensBefore === counter.count(input),

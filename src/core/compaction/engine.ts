@@ -13,7 +13,7 @@ import { elide, elisionEnds, finish, messagesAt, startPass, unchanged, type Name
 import { cutPieces, foldedMiddle, foldInstruction, requestFits } from './pieces.js';
 import { capMiddle, requestChars, requestFor, summaryInstruction, type InstructionText } from './transcript.js';
 import { truncateToFit } from './truncation.js';
-import type { ChatMessage, CompactionResult, SummarizeRequest, TokenCounter, Usage } from '../types.js';
+import type { ChatMessage, CompactionResult, FallbackReason, SummarizeRequest, TokenCounter, Usage } from '../types.js';
 
 /** What the engine asks its driver to do. */
 export interface SummarizeStep {
@@ -116,7 +116,7 @@ function* passSteps(pass: Pass, hooks: CompactionHooks): CompactionSteps {
   const assembly = new Assembly(pass, elided, { planned, plan, messages: middle, contents }, hooks.nameReplaced);
 
   const input = yield* foldPieces(pass, seen);
-  if (input === undefined) return assembly.trimmed();
+  if ('cause' in input) return assembly.trimmed(input);
   return yield* summaryAndRetry(pass, assembly, input);
 }
 
@@ -130,32 +130,56 @@ interface SummaryInput {
 /**
  * docs/design.md#summarizer-window A middle whose request would not fit the summarizer's window is
  * summarized in pieces, as a fold: each piece's request carries the summary so far; the last one is
- * the summary's request (and its one retry). Undefined when a piece fails or cannot be cut to the
- * window: the pass ends in the hard trim.
+ * the summary's request (and its one retry). When a piece fails or the middle cannot be cut to the
+ * window, the reason the pass ends in the hard trim instead.
  */
 function* foldPieces(
   pass: Pass,
   seen: ChatMessage[],
-): Generator<SummarizeStep, SummaryInput | undefined, SummarizeOutcome> {
+): Generator<SummarizeStep, SummaryInput | FallbackReason, SummarizeOutcome> {
   const { text, aim } = pass;
   const window = pass.options.summarizerContextWindow;
   if (window === undefined) return { middle: seen, piece: undefined };
   const cut = cutPieces(seen, summaryInstruction(undefined, text), text.summaryInstructions, aim.counter, window);
-  if (cut === 'unfit') return undefined;
+  const unfit: FallbackReason = {
+    cause: 'over-summarizer-window',
+    message: `the middle cannot be cut into requests that fit summarizerContextWindow (${window} tokens)`,
+  };
+  if (cut === 'unfit') return unfit;
   if (cut === undefined) return { middle: seen, piece: undefined };
   const of = cut.pieces.length;
   let carried: string | undefined;
   for (let index = 0; index < of - 1; index += 1) {
     const pieceMiddle = foldedMiddle(cut, index, carried, text.summaryInstructions, aim.counter);
-    if (pieceMiddle === undefined) return undefined;
+    if (pieceMiddle === undefined) return unfit;
     const piece = { index: index + 1, of };
     const outcome = yield step('piece', cut.instruction, pieceMiddle, text, piece);
-    if (outcome.kind !== 'summary' || outcome.text.trim() === '') return undefined;
-    carried = outcome.text.trim();
+    const failed = failureOf(outcome, `piece ${piece.index} of ${of}`);
+    if (failed !== undefined) return failed;
+    carried = outcome.kind === 'summary' ? outcome.text.trim() : carried;
   }
   const last = foldedMiddle(cut, of - 1, carried, text.summaryInstructions, aim.counter);
-  return last === undefined ? undefined : { middle: last, piece: { index: of, of } };
+  return last === undefined ? unfit : { middle: last, piece: { index: of, of } };
 }
+
+/** Why an answer to a summarize step gives no summary to use; undefined for a summary with text. */
+function failureOf(outcome: SummarizeOutcome, what: string): FallbackReason | undefined {
+  if (outcome.kind === 'cancelled') return { cause: 'cancelled', message: `the ${what} was cancelled` };
+  if (outcome.kind === 'failed')
+    return {
+      cause: 'summarizer-failed',
+      message: `the summarizer failed the ${what}${outcome.reason === 'rejected' ? ' (refused, not retried)' : ''}: ${outcome.message}`,
+    };
+  if (outcome.text.trim() === '')
+    return { cause: 'empty-summary', message: `the summarizer returned an empty summary for the ${what}` };
+  return undefined;
+}
+
+/** Neither the summary nor its retry made the conversation smaller and fit its target. */
+const TOO_LONG: FallbackReason = {
+  cause: 'summary-too-long',
+  message: 'the summary and its tighter retry did not make the conversation smaller and fit its target',
+};
 
 /**
  * docs/design.md#summarizer-request One request; docs/design.md#failures the driver retries it; an
@@ -170,12 +194,14 @@ function* summaryAndRetry(
 ): Generator<SummarizeStep, CompactionResult, SummarizeOutcome> {
   const { text } = pass;
   const first = yield* ask(summaryStep(pass, input, 'summary', summaryInstruction(undefined, text), text));
-  if (first.kind !== 'summary' || first.text.trim() === '') return assembly.trimmed();
+  const firstFailure = failureOf(first, 'summary request');
+  if (firstFailure !== undefined || first.kind !== 'summary') return assembly.trimmed(firstFailure ?? TOO_LONG);
   const firstText = first.text.trim();
   const retryNames = pass.options.summaryCoverage === 'retry' ? assembly.missing(firstText) : [];
 
   if (assembly.accepts(assembly.assembledOf(firstText))) {
-    if (retryNames.length === 0) return withPieces(assembly.accepted(firstText) ?? assembly.trimmed(), first, input);
+    if (retryNames.length === 0)
+      return withPieces(assembly.accepted(firstText) ?? assembly.trimmed(TOO_LONG), first, input);
     // docs/design.md#coverage The one retry names what the summary left out; it is taken only when it keeps more.
     const instruction = `${summaryInstruction(undefined, text)}\n\n${coverageRetryText(retryNames, firstText.length)}`;
     const retry = yield* ask(summaryStep(pass, input, 'coverage', instruction, withIdentifiers(text, retryNames)));
@@ -184,7 +210,7 @@ function* summaryAndRetry(
       const better = assembly.missing(retryText).length < retryNames.length ? assembly.accepted(retryText) : undefined;
       if (better !== undefined) return withPieces(better, retry, input);
     }
-    return withPieces(assembly.accepted(firstText) ?? assembly.trimmed(), first, input);
+    return withPieces(assembly.accepted(firstText) ?? assembly.trimmed(TOO_LONG), first, input);
   }
 
   // docs/design.md#proof The proof failed: one tighter request, accepted only if it fits and is shorter.
@@ -200,11 +226,12 @@ function* summaryAndRetry(
           withIdentifiers(text, retryNames),
         ),
   );
-  if (second.kind !== 'summary' || second.text.trim() === '') return assembly.trimmed();
+  const secondFailure = failureOf(second, 'tighter retry');
+  if (secondFailure !== undefined || second.kind !== 'summary') return assembly.trimmed(secondFailure ?? TOO_LONG);
   const secondText = second.text.trim();
   if (secondText.length < firstText.length)
-    return withPieces(assembly.accepted(secondText) ?? assembly.trimmed(), second, input);
-  return assembly.trimmed();
+    return withPieces(assembly.accepted(secondText) ?? assembly.trimmed(TOO_LONG), second, input);
+  return assembly.trimmed(TOO_LONG);
 }
 
 /** A step of the summary's request; undefined for a retry whose longer instruction does not fit the summarizer's window. */
