@@ -12,7 +12,8 @@ import {
   readCompletion,
   requestCompletion,
 } from '../llm/openai-adapter.js';
-import { redactFailure } from '../redact.js';
+import { describedAs } from '../described.js';
+import { redactFailure, redactUrls } from '../redact.js';
 import type { SummarizeRequest, SummarizeResponse, Summarizer } from '../core/types.js';
 
 export { DEFAULT_SUMMARIZER_TIMEOUT_MS };
@@ -165,7 +166,7 @@ export function createOpenAISummarizer(options: OpenAISummarizerOptions): Summar
   const { model, maxTokens, temperature } = options;
   const maxTokensParameter = options.maxTokensParameter ?? 'max_completion_tokens';
 
-  return {
+  const summarizer: Summarizer = {
     async summarize(request: SummarizeRequest, callOptions?: { signal?: AbortSignal }): Promise<SummarizeResponse> {
       const body = {
         model,
@@ -184,4 +185,9 @@ export function createOpenAISummarizer(options: OpenAISummarizerOptions): Summar
       }
     },
   };
+  // For a worker's start line: never with a password or a key the URL might carry.
+  return describedAs(
+    summarizer,
+    `OpenAI-compatible summarizer: model ${model} at ${redactUrls(client.baseURL)}, timeout ${timeout} ms`,
+  );
 }

@@ -41,7 +41,7 @@ describe('fallbackReason', () => {
     expect(result.fallback).toBe(true);
     expect(result.fallbackReason).toEqual({
       cause: 'summarizer-failed',
-      message: 'the summarizer failed the summary request: 2 attempts failed; last: HTTP 503',
+      message: 'the summarizer failed the summary request (every attempt): HTTP 503',
     });
   });
 
@@ -89,7 +89,7 @@ describe('fallbackReason', () => {
     expect(result.fallback).toBe(true);
     expect(result.fallbackReason?.cause).toBe('summarizer-failed');
     expect(result.fallbackReason?.message).toContain(
-      `2 attempts failed; last: summarizer: connection to ${baseURL} failed: Connection error. (connect ECONNREFUSED`,
+      `(every attempt): summarizer: connection to ${baseURL} failed: Connection error. (connect ECONNREFUSED`,
     );
   });
 });

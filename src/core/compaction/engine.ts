@@ -168,7 +168,7 @@ function failureOf(outcome: SummarizeOutcome, what: string): FallbackReason | un
   if (outcome.kind === 'failed')
     return {
       cause: 'summarizer-failed',
-      message: `the summarizer failed the ${what}${outcome.reason === 'rejected' ? ' (refused, not retried)' : ''}: ${outcome.message}`,
+      message: `the summarizer failed the ${what} (${outcome.reason === 'rejected' ? 'refused, not retried' : 'every attempt'}): ${outcome.message}`,
     };
   if (outcome.text.trim() === '')
     return { cause: 'empty-summary', message: `the summarizer returned an empty summary for the ${what}` };
