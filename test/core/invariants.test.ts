@@ -349,7 +349,7 @@ describe('compaction invariants (sync step driver)', () => {
           return { kind: 'failed', reason: 'exhausted', message: 'probe' };
         });
         if (steps === 0) return;
-        const regions = referenceRegions(messages, setup.options.keepRecent);
+        const regions = referenceRegions(messages, setup.options.keepRecent, setup.options.keepTask);
         const stubs = new Map(probe.elisions.map(({ index, stub }) => [index, stub]));
         const first = regions.middle[0];
         const assembled = (text: string): ChatMessage[] =>
