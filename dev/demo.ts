@@ -18,6 +18,7 @@ import { openingMessages } from '../src/core/agent/trajectory.js';
 import { startCodecServer, type CodecServer } from '../src/payloads/codec-server.js';
 import { startDevServer, type DevServer } from './dev-server.js';
 import { payloadConverterFromConfig } from '../src/payloads/index.js';
+import { describePayloadStore, type PayloadStoreLocation } from '../src/payloads/store-location.js';
 import { connectTemporal } from '../src/worker/temporal-connection.js';
 import { compactorPlugin } from '../src/worker/plugin.js';
 import { installQuietTelemetryRuntime } from '../src/telemetry/metrics.js';
@@ -231,6 +232,17 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoOutcome> {
             ? `Inspect it: temporal-compactor history ${workflowId}\n`
             : `Inspect it in the Temporal UI: ${uiUrl}\n`,
         );
+        stdout(
+          inspectCommands({
+            workflowId,
+            address: devServerTarget?.address ?? config.temporalAddress,
+            namespace,
+            store: payloads.store,
+            s3Endpoint: config.s3Endpoint,
+            keyed: config.codecKeyring !== undefined,
+            serverStops: server !== undefined && options.keepServer !== true,
+          }),
+        );
       };
       const outcome = await worker.runUntil(async () => {
         const input: AgentRunWorkflowInput = {
@@ -306,6 +318,39 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoOutcome> {
     await server?.stop();
     await codecServer?.close();
   }
+}
+
+/** A value as a POSIX shell reads it back: as it is when it is plain, else in single quotes. */
+function shellWord(value: string): string {
+  return /^[A-Za-z0-9_./:@%+=,-]+$/.test(value) ? value : `'${value.replace(/'/g, `'\\''`)}'`;
+}
+
+/**
+ * The `history` and `session` commands of the demo's run, ready to paste: with the settings that
+ * reach its server and its payload store (the run's payloads are claims there: without the store
+ * the commands could not read them), the codec key by reference, never by value.
+ */
+export function inspectCommands(run: {
+  workflowId: string;
+  address: string | undefined;
+  namespace: string;
+  store: PayloadStoreLocation;
+  s3Endpoint: string | undefined;
+  keyed: boolean;
+  serverStops: boolean;
+}): string {
+  const settings = [
+    run.address === undefined ? undefined : `TEMPORAL_ADDRESS=${shellWord(run.address)}`,
+    `TEMPORAL_NAMESPACE=${shellWord(run.namespace)}`,
+    `COMPACTOR_PAYLOAD_STORE=${shellWord(run.store.kind === 'off' ? 'off' : describePayloadStore(run.store))}`,
+    run.store.kind === 's3' && run.s3Endpoint !== undefined
+      ? `COMPACTOR_S3_ENDPOINT=${shellWord(run.s3Endpoint)}`
+      : undefined,
+    run.keyed ? 'COMPACTOR_CODEC_KEY="$COMPACTOR_CODEC_KEY"' : undefined,
+  ].filter((setting) => setting !== undefined);
+  const prefix = settings.join(' ');
+  const when = run.serverStops ? ' (while its server runs: npm run demo -- --keep-server)' : '';
+  return `Read the run from a shell${when}:\n  ${prefix} npx temporal-compactor history ${shellWord(run.workflowId)}\n  ${prefix} npx temporal-compactor session ${shellWord(run.workflowId)}\n`;
 }
 
 /**

@@ -288,7 +288,7 @@ export class Compactor {
         return { kind: 'cancelled' };
       }
     }
-    return { kind: 'failed', reason: 'exhausted', message: `${maxAttempts} attempts failed; last: ${lastFailure}` };
+    return { kind: 'failed', reason: 'exhausted', message: lastFailure };
   }
 }
 

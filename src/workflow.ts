@@ -17,6 +17,7 @@ export type {
   ContentPart,
   ToolCall,
   CompactionResult,
+  FallbackReason,
   CompactionPlan,
   Summarizer,
   SummarizeRequest,

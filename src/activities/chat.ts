@@ -12,6 +12,7 @@ import type { ChatMessage, ToolCall } from '../core/types.js';
 import {
   createOpenAIClient,
   describeProviderError,
+  NoModelServerError,
   readCompletion,
   requestCompletion,
   type OpenAIClientSettings,
@@ -84,11 +85,21 @@ function malformed(message: string, cause?: unknown): ApplicationFailure {
   });
 }
 
-/** Maps what the request threw to the failure Temporal's retry policy acts on (400-404 never retried). */
-export function toChatFailure(error: unknown): ApplicationFailure {
+/**
+ * Maps what the request to `endpoint` threw to the failure Temporal's retry policy acts on
+ * (400-404 never retried; a failure to reach the server names it).
+ */
+export function toChatFailure(error: unknown, endpoint?: string): ApplicationFailure {
   if (error instanceof ApplicationFailure) return error;
   const cause = error instanceof Error ? error : undefined;
-  const fault = describeProviderError(error);
+  if (error instanceof NoModelServerError)
+    return ApplicationFailure.create({
+      type: FailureType.Chat.Rejected,
+      message: `chat: ${error.message}`,
+      nonRetryable: true,
+      cause,
+    });
+  const fault = describeProviderError(error, endpoint);
   const message = `chat: ${fault.message}`;
   if (fault.kind === 'deadline' || fault.kind === 'timeout' || fault.kind === 'connection')
     return ApplicationFailure.create({ type: FailureType.Chat.Transient, message, cause });
@@ -137,7 +148,7 @@ async function openAIChat(
     if (signal.aborted) throw error;
     if (describeProviderError(error).kind === 'invalid-json')
       throw malformed('the response body is not valid JSON', error);
-    throw toChatFailure(error);
+    throw toChatFailure(error, client.baseURL);
   }
   const read = readCompletion(response);
   const choice = 'error' in read ? undefined : read.completion.choice;
@@ -228,10 +239,16 @@ export function createChatActivity({
     failOnInvalidInput(() => validateMessages(input?.messages, 'input.messages'));
     const { backend } = input;
     if (backend.provider === 'replay') return replayChat(trajectories, backend, input);
-    const connected = (client ??= createOpenAIClient({ ...server, timeoutMs }));
+    let connected: OpenAI;
+    try {
+      connected = client ??= createOpenAIClient({ ...server, timeoutMs });
+    } catch (error) {
+      // No server configured: a setting to give, which no retry supplies.
+      throw toChatFailure(error);
+    }
     return whileHeartbeating(
       (signal) => openAIChat(connected, backend, input, timeoutMs, signal),
-      toChatFailure,
+      (error) => toChatFailure(error, connected.baseURL),
       heartbeatIntervalMs,
       [connected.apiKey],
     );

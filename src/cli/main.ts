@@ -3,6 +3,7 @@
 // connect like the worker: `loadConfig` (environment and flags), then `connectTemporal`.
 import type { Client } from '@temporalio/client';
 import { ConfigError } from '../config.js';
+import { payloadStoreMissing } from '../shared/payload-store-missing.js';
 import { InstallError } from '../peer-packages.js';
 import { isMain } from '../worker/is-main.js';
 import {
@@ -101,8 +102,13 @@ export async function runCommand(
       io.stderr(`${program}: ${error.message}\nusage: ${program} ${command.usage}\n(${program} --help for more)\n`);
       return ExitCode.usage;
     }
-    if (error instanceof ConfigError || error instanceof InstallError) {
-      io.stderr(`${program}: configuration error: ${error.message}\n`);
+    // A run whose payloads are in a store this command was not given: the SDK's words are a transport error.
+    const configuration =
+      error instanceof ConfigError || error instanceof InstallError
+        ? error
+        : payloadStoreMissing(error, 'this command');
+    if (configuration !== undefined) {
+      io.stderr(`${program}: configuration error: ${configuration.message}\n`);
       return ExitCode.usage;
     }
     io.stderr(`${program}: ${error instanceof Error ? error.message : String(error)}\n`);

@@ -6,11 +6,13 @@ import type { Payload } from '@temporalio/common';
 // The SDK's own claim resolution and decoding: history events come back as stored, claims unresolved.
 import {
   decodeFromPayloadsAtIndex,
+  decodeReferencePayload,
   ExternalStorageRunner,
   isReferencePayload,
 } from '@temporalio/common/lib/internal-non-workflow/index.js';
 import type { temporal } from '@temporalio/proto';
 import type { SessionBatch, SessionLine, SessionReference, SessionSnapshot } from '../core/agent/session.js';
+import { PayloadStoreNotConfiguredError } from '../shared/payload-store-missing.js';
 
 const RECORD_SESSION_ACTIVITY = 'recordSession';
 
@@ -105,8 +107,10 @@ async function* batchesOf(client: Client, workflowId: string, runId: string): As
     let payloads: Payload[] = scheduled.input?.payloads ?? [];
     if (payloads.some((payload) => isReferencePayload(payload))) {
       if (runner === undefined) {
-        throw new SessionReadError(
-          `run ${runId} of ${workflowId} recorded its transcript in a payload store: read it with a client configured for that store (COMPACTOR_PAYLOAD_STORE)`,
+        const claim = payloads.find((payload) => isReferencePayload(payload));
+        throw new PayloadStoreNotConfiguredError(
+          `the client reading run ${runId} of ${workflowId}`,
+          claim === undefined ? undefined : decodeReferencePayload(claim).driverName,
         );
       }
       payloads = await runner.retrieve(payloads);

@@ -113,6 +113,20 @@ export interface Truncation {
   kept: number;
 }
 
+/**
+ * Why a compaction ended in the hard trim (docs/design.md#hard-trim): `summarizer-failed` — a
+ * request failed its last attempt or was refused (`message` holds the summarizer's error, its
+ * endpoint named, credentials redacted); `empty-summary` — the summarizer answered nothing;
+ * `summary-too-long` — neither the summary nor its tighter retry passed the proof;
+ * `over-summarizer-window` — the middle could not be cut to `summarizerContextWindow`;
+ * `cancelled` — the caller cancelled the summary.
+ */
+export interface FallbackReason {
+  cause: 'summarizer-failed' | 'empty-summary' | 'summary-too-long' | 'over-summarizer-window' | 'cancelled';
+  /** The same in words, for a log or a table. */
+  message: string;
+}
+
 /** The result of one compaction (docs/design.md#result). */
 export interface CompactionResult {
   messages: ChatMessage[];
@@ -122,6 +136,8 @@ export interface CompactionResult {
   tokensAfter: number;
   /** True exactly when `messages` came from the hard trim. */
   fallback: boolean;
+  /** Present exactly when `fallback` is true: why the summary was not used. */
+  fallbackReason?: FallbackReason;
   /** True when the result is still over `contextBudget` (or the call's `target`). */
   exhausted: boolean;
   elisions: Elision[];

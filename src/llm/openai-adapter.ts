@@ -6,6 +6,7 @@
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError } from 'openai';
 import { z } from 'zod';
 import { classifyStatus, statusOf } from '../core/errors.js';
+import { redactUrls } from '../redact.js';
 
 // ---------------------------------------------------------------------------------------------
 // The client
@@ -39,16 +40,33 @@ function given(value: string | undefined): string | undefined {
   return trimmed === undefined || trimmed === '' ? undefined : trimmed;
 }
 
+/** No model server is configured: neither an API key nor a base URL was given or found. */
+export class NoModelServerError extends Error {
+  override readonly name = 'NoModelServerError';
+  constructor(options?: { cause?: unknown }) {
+    super(
+      'no model server configured: set OPENAI_API_KEY (the OpenAI API) or OPENAI_BASE_URL (any OpenAI-compatible server; a local one such as vLLM or Ollama needs no key)',
+      options,
+    );
+  }
+}
+
 /**
  * Builds a client with `maxRetries: 0`: retries belong to the compactor and to Temporal, which
  * know the run, not to the client.
  *
- * @throws OpenAIError when no API key is given and no base URL is known.
+ * @throws NoModelServerError when no API key is given and no base URL is known (the openai client
+ * looks for OPENAI_API_KEY itself; its own error names only that setting).
  */
 export function createOpenAIClient({ baseURL, apiKey, timeoutMs }: OpenAIClientSettings): OpenAI {
   const resolvedBaseURL = given(baseURL);
   const key = given(apiKey) ?? (resolvedBaseURL === undefined ? undefined : PLACEHOLDER_API_KEY);
-  return new OpenAI({ apiKey: key, baseURL: resolvedBaseURL, timeout: timeoutMs, maxRetries: 0 });
+  try {
+    return new OpenAI({ apiKey: key, baseURL: resolvedBaseURL, timeout: timeoutMs, maxRetries: 0 });
+  } catch (error) {
+    if (key === undefined) throw new NoModelServerError({ cause: error });
+    throw error;
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -266,11 +284,26 @@ export interface ProviderFault {
   retryAfterMs: number | undefined;
 }
 
+/** The deepest cause's message when it says more than the error's own ("Connection error." ← "connect ECONNREFUSED 127.0.0.1:9"). */
+function withRootCause(error: Error): string {
+  let root: unknown = error;
+  const seen = new Set<unknown>();
+  while (root instanceof Error && root.cause instanceof Error && !seen.has(root.cause)) {
+    seen.add(root);
+    root = root.cause;
+  }
+  return root instanceof Error && root !== error && !error.message.includes(root.message)
+    ? `${error.message} (${root.message})`
+    : error.message;
+}
+
 /**
- * Says what a request ran into. Statuses 400-404 are `rejected` (never retried); every other
- * status, connection failures, timeouts and unparsable bodies are worth another attempt.
+ * Says what a request to `endpoint` (the client's base URL; redacted here) ran into. Statuses
+ * 400-404 are `rejected` (never retried); every other status, connection failures, timeouts and
+ * unparsable bodies are worth another attempt. A failure to reach the server names it.
  */
-export function describeProviderError(error: unknown): ProviderFault {
+export function describeProviderError(error: unknown, endpoint?: string): ProviderFault {
+  const at = endpoint === undefined ? '' : ` (${redactUrls(endpoint)})`;
   const fault = (kind: ProviderFault['kind'], message: string, status?: number): ProviderFault => ({
     kind,
     message,
@@ -278,9 +311,15 @@ export function describeProviderError(error: unknown): ProviderFault {
     rejected: status !== undefined && classifyStatus(status) === 'abort',
     retryAfterMs: error instanceof APIError ? parseRetryAfter(error.headers) : undefined,
   });
-  if (error instanceof CompletionDeadlineError) return fault('deadline', error.message);
-  if (error instanceof APIConnectionTimeoutError) return fault('timeout', 'the request timed out');
-  if (error instanceof APIConnectionError) return fault('connection', `connection failed: ${error.message}`);
+  if (error instanceof CompletionDeadlineError) return fault('deadline', `${error.message}${at}`);
+  if (error instanceof APIConnectionTimeoutError) return fault('timeout', `the request timed out${at}`);
+  if (error instanceof APIConnectionError)
+    return fault(
+      'connection',
+      endpoint === undefined
+        ? `connection failed: ${withRootCause(error)}`
+        : `connection to ${redactUrls(endpoint)} failed: ${withRootCause(error)}`,
+    );
   const status = statusOf(error);
   const message = error instanceof Error ? error.message : String(error);
   if (status !== undefined) return fault('http', `HTTP ${message}`, status);

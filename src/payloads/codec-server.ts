@@ -31,6 +31,7 @@ import {
   PayloadKeyMissingError,
   PayloadTooLargeError,
 } from './errors.js';
+import { PayloadStoreNotConfiguredError } from '../shared/payload-store-missing.js';
 import { MAX_STORED_PAYLOAD_BYTES } from './object-format.js';
 
 const PayloadProto = proto.temporal.api.common.v1.Payload;
@@ -467,6 +468,15 @@ export async function startCodecServer({
       return decodeOne(payload, budget, stated);
     };
     const results = await eachAtMost(payloads, PAYLOADS_AT_ONCE, async (payload, index) => {
+      // A claim with no store to read it from: say which setting this server lacks, rather than
+      // answer the claim as if it were the payload (or, asked to keep claims, leave it a claim).
+      const keptAsClaim = operation === 'decode' && keepLargeClaims;
+      if (operation !== 'encode' && runner === undefined && isReferencePayload(payload) && !keptAsClaim)
+        throw new Refusal(
+          400,
+          'PayloadStoreNotConfigured',
+          `payloads[${index}]: cannot ${operation}: ${new PayloadStoreNotConfiguredError('this codec server', decodeReferencePayload(payload).driverName).message}`,
+        );
       try {
         return await transform(payload);
       } catch (error) {

@@ -11,6 +11,8 @@ import type { ObjectBackend } from './object-backend.js';
 import { S3Backend } from './s3-backend.js';
 import { describePayloadStore, type PayloadStoreLocation } from './store-location.js';
 import { assertSdkEncodesClaims } from '../peer-packages.js';
+import { describedAs } from '../described.js';
+import { redactUrls } from '../redact.js';
 
 /** The fields of the same names of the configuration (`CompactorConfig`). */
 export interface PayloadSettings {
@@ -81,21 +83,15 @@ export function payloadConverterFromConfig(
       : `AES-256-GCM (key id ${keyring.current.id}${keyring.byId.size > 1 ? `, ${keyring.byId.size - 1} retired key${keyring.byId.size > 2 ? 's' : ''} for decoding` : ''})`;
   if (backend === undefined) {
     if (keyring === undefined)
-      return {
-        dataConverter: {},
-        codec: undefined,
-        driver: undefined,
-        store,
-        describe: 'payloads inline (no store, no codec)',
-      };
+      return described(
+        { dataConverter: {}, codec: undefined, driver: undefined, store },
+        'payloads inline (no store, no codec)',
+      );
     const codec = new CompactorCodec({ keyring });
-    return {
-      dataConverter: { payloadCodecs: [codec] },
-      codec,
-      driver: undefined,
-      store,
-      describe: `payloads inline (no store), codec deflate + ${encryption}`,
-    };
+    return described(
+      { dataConverter: { payloadCodecs: [codec] }, codec, driver: undefined, store },
+      `payloads inline (no store), codec deflate + ${encryption}`,
+    );
   }
   // A claim the SDK cannot encode fails every workflow task that stores a payload: refuse at start instead.
   assertSdkEncodesClaims('COMPACTOR_PAYLOAD_STORE');
@@ -104,14 +100,21 @@ export function payloadConverterFromConfig(
   // Without a key the codec leaves payloads under its floor alone; when the store takes everything
   // from there up (the default threshold), nothing is left for it to compress.
   const compresses = keyring !== undefined || settings.payloadThreshold > codec.plainBelow;
-  return {
-    dataConverter: {
-      payloadCodecs: [codec],
-      externalStorage: new ExternalStorage({ drivers: [driver], payloadSizeThreshold: settings.payloadThreshold }),
+  return described(
+    {
+      dataConverter: {
+        payloadCodecs: [codec],
+        externalStorage: new ExternalStorage({ drivers: [driver], payloadSizeThreshold: settings.payloadThreshold }),
+      },
+      codec,
+      driver,
+      store,
     },
-    codec,
-    driver,
-    store,
-    describe: `payload store ${describePayloadStore(store)} (payloads of ${settings.payloadThreshold} B and more${compresses ? '' : '; smaller ones stay inline, too small to compress'}), ${compresses ? 'codec deflate' : 'no compression'}${keyring === undefined ? ', no encryption' : ` + ${encryption}`}`,
-  };
+    `payload store ${describePayloadStore(store)}${store.kind === 's3' && settings.s3Endpoint !== undefined ? ` at ${redactUrls(settings.s3Endpoint)}` : ''} (payloads of ${settings.payloadThreshold} B and more${compresses ? '' : '; smaller ones stay inline, too small to compress'}), ${compresses ? 'codec deflate' : 'no compression'}${keyring === undefined ? ', no encryption' : ` + ${encryption}`}`,
+  );
+}
+
+/** The pieces, with `describe`; the data converter remembers it too, for a worker's start line. */
+function described(pieces: Omit<ConfiguredPayloads, 'describe'>, describe: string): ConfiguredPayloads {
+  return { ...pieces, dataConverter: describedAs(pieces.dataConverter, describe), describe };
 }

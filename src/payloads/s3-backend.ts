@@ -9,6 +9,7 @@
 // what a history claims; what no claim needed by then goes for good.
 import type * as S3 from '@aws-sdk/client-s3';
 import { assertPeersInstalled } from '../peer-packages.js';
+import { redactUrls } from '../redact.js';
 import {
   tooLarge,
   type ListedObject,
@@ -66,10 +67,26 @@ export class S3Backend implements SweepableBackend {
   }
 
   private load(): Promise<{ sdk: typeof S3; client: S3.S3Client }> {
-    this.loaded ??= import('@aws-sdk/client-s3').then((sdk) => ({
-      sdk,
-      client: this.options.client ?? this.newClient(sdk),
-    }));
+    this.loaded ??= import('@aws-sdk/client-s3').then((sdk) => {
+      const client = this.options.client ?? this.newClient(sdk);
+      // A request that reached no server (refused, unresolved, reset) says which endpoint it tried.
+      const where = redactUrls(this.options.endpoint ?? 'AWS S3');
+      client.middlewareStack.add(
+        (next) => async (args) => {
+          try {
+            return await next(args);
+          } catch (error) {
+            if (error instanceof Error && statusOf(error) === undefined && error.name !== 'AbortError') {
+              const message = `S3 at ${where} (bucket ${this.bucket}): ${error.message}`;
+              if (!error.message.startsWith('S3 at ')) error.message = message;
+            }
+            throw error;
+          }
+        },
+        { step: 'initialize', name: 'compactorEndpointInErrors' },
+      );
+      return { sdk, client };
+    });
     return this.loaded;
   }
 

@@ -150,6 +150,22 @@ export const compactionResultSchema = z
     tokensBefore: count,
     tokensAfter: count,
     fallback: z.boolean().meta({ description: 'True exactly when the messages came from the hard trim.' }),
+    fallbackReason: z
+      .object({
+        cause: z.enum([
+          'summarizer-failed',
+          'empty-summary',
+          'summary-too-long',
+          'over-summarizer-window',
+          'cancelled',
+        ]),
+        message: z.string().meta({
+          description:
+            "In words; for summarizer-failed, the summarizer's error (its endpoint named, credentials redacted).",
+        }),
+      })
+      .optional()
+      .meta({ description: 'Present exactly when fallback is true: why the summary was not used.' }),
     exhausted: z.boolean().meta({ description: 'True when the result is still over contextBudget (or target).' }),
     elisions: z.array(
       z.object({

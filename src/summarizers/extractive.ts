@@ -3,6 +3,7 @@
 // reads the messages into turns, earlier.ts reads earlier summaries back, files.ts and sections.ts
 // rank the candidate lines, calls.ts writes a tool call as a line, layout.ts fits them into the
 // budget.
+import { describedAs } from '../described.js';
 import type { SummarizeRequest, SummarizeResponse, Summarizer } from '../core/types.js';
 import { assertKnownKeys, keysOf } from '../core/unknown-keys.js';
 import { KEEP_IDENTIFIERS_PREFIX } from '../core/compaction/coverage.js';
@@ -90,13 +91,14 @@ export function createExtractiveSummarizer(options: ExtractiveSummarizerOptions 
     'options',
   );
   const resolved = resolveExtractiveOptions(options);
-  return {
+  const summarizer: Summarizer = {
     async summarize(request: SummarizeRequest, callOptions?: { signal?: AbortSignal }): Promise<SummarizeResponse> {
       const signal = callOptions?.signal;
       if (signal?.aborted) throw abortReason(signal);
       return { text: extractiveSummary(request, resolved) };
     },
   };
+  return describedAs(summarizer, 'built-in offline extractive summarizer');
 }
 
 function abortReason(signal: AbortSignal): unknown {

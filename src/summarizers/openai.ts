@@ -12,7 +12,8 @@ import {
   readCompletion,
   requestCompletion,
 } from '../llm/openai-adapter.js';
-import { redactFailure } from '../redact.js';
+import { describedAs } from '../described.js';
+import { redactFailure, redactUrls } from '../redact.js';
 import type { SummarizeRequest, SummarizeResponse, Summarizer } from '../core/types.js';
 
 export { DEFAULT_SUMMARIZER_TIMEOUT_MS };
@@ -109,9 +110,9 @@ function summaryFrom(responseBody: unknown): SummarizeResponse {
 }
 
 /** Maps what the request threw to a classified `SummarizerError` (400-404 rejected, the rest transient). */
-function toSummarizerError(error: unknown): SummarizerError {
+function toSummarizerError(error: unknown, endpoint: string): SummarizerError {
   if (error instanceof SummarizerError) return error;
-  const fault = describeProviderError(error);
+  const fault = describeProviderError(error, endpoint);
   const http = fault.kind === 'http';
   return new SummarizerError(
     `summarizer: ${fault.message}`,
@@ -166,7 +167,7 @@ export function createOpenAISummarizer(options: OpenAISummarizerOptions): Summar
   const { model, maxTokens, temperature } = options;
   const maxTokensParameter = options.maxTokensParameter ?? 'max_completion_tokens';
 
-  return {
+  const summarizer: Summarizer = {
     async summarize(request: SummarizeRequest, callOptions?: { signal?: AbortSignal }): Promise<SummarizeResponse> {
       const body = {
         model,
@@ -184,8 +185,13 @@ export function createOpenAISummarizer(options: OpenAISummarizerOptions): Summar
         // A cancellation leaves as the caller's own reason, never as a failure.
         if (signal?.aborted) throw abortReason(signal);
         // A provider may quote the key it was sent; the error goes to history and logs.
-        throw redactFailure(toSummarizerError(error), workerSecrets([client.apiKey]));
+        throw redactFailure(toSummarizerError(error, client.baseURL), workerSecrets([client.apiKey]));
       }
     },
   };
+  // For a worker's start line: never with a password or a key the URL might carry.
+  return describedAs(
+    summarizer,
+    `OpenAI-compatible summarizer: model ${model} at ${redactUrls(client.baseURL)}, timeout ${timeout} ms`,
+  );
 }

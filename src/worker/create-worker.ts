@@ -83,7 +83,15 @@ export interface CompactorWorkerConfig {
   registerSearchAttributes?: boolean;
   /** Where start-up warnings go. @default console.error */
   warn?: (message: string) => void;
-  /** Payload codec and External Storage; clients of these workflows need the same. @default the SDK's */
+  /**
+   * Where each worker's start line goes (`compactorPlugin`'s `log`): its task queue, the summarizer
+   * (model, endpoint), the chat server, the payload store and the codec. @default console.error
+   */
+  log?: (line: string) => void;
+  /**
+   * Payload codec and External Storage (`payloadConverterFromConfig` of `src/payloads`): clients of
+   * these workflows need the same. @default the SDK's (payloads inline, unencoded)
+   */
   dataConverter?: DataConverter;
 }
 
@@ -110,6 +118,7 @@ const WORKER_CONFIG_KEYS = keysOf<CompactorWorkerConfig>({
   temporalEnv: true,
   registerSearchAttributes: true,
   warn: true,
+  log: true,
   dataConverter: true,
 });
 
@@ -225,6 +234,7 @@ export async function createWorker(config: CompactorWorkerConfig): Promise<Compa
       // Checked once below, before any worker polls, so the result can say what was found.
       searchAttributes: 'skip',
       tracing: tracing ?? 'off',
+      ...(config.log === undefined ? {} : { log: config.log }),
     });
   // From `temporalEnv` (where loadWorkerConfig puts the configuration, flags included), else the process's.
   const opened =
@@ -308,14 +318,16 @@ export async function runWorker(
     prometheusAddress: _metrics,
     ...workerConfig
   } = config;
-  const { run, taskQueues } = await createWorker({ ...workerConfig, tracing: tracing ?? 'off' });
-  const telemetry = [
-    tracing === undefined ? undefined : `tracing: ${tracing.describe}`,
+  // Each worker's start line is the plugin's, as on any user's worker; the command adds what only it knows.
+  const more = [
     config.prometheusAddress === undefined ? undefined : `metrics: http://${config.prometheusAddress}/metrics`,
+    'stop with Ctrl-C',
   ].filter((part) => part !== undefined);
-  console.error(
-    `temporal-compactor worker: polling task queue ${taskQueues.map((queue) => `"${queue}"`).join(' and ')} (mode ${config.mode ?? 'all'}); ${config.describeSummarizer}; ${config.describePayloads}; ${[...telemetry, 'stop with Ctrl-C'].join('; ')}`,
-  );
+  const { run } = await createWorker({
+    ...workerConfig,
+    tracing: tracing ?? 'off',
+    log: (line) => console.error(`${line}; ${more.join('; ')}`),
+  });
   await run();
   console.error('temporal-compactor worker: stopped');
 }

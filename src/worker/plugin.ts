@@ -27,6 +27,7 @@ import {
 } from '../client/namespace-search-attributes.js';
 import { activityMetricsInterceptor } from '../telemetry/metrics.js';
 import { bundleHasTracing, createTracing, type CompactorTracing, type TracingOption } from '../telemetry/tracing.js';
+import { workerStartLine, type WorkerStart } from './start-line.js';
 import { withOurWorkflows } from './workflow-bundling.js';
 
 export { compactorWorkflowsPath } from './workflow-bundling.js';
@@ -49,6 +50,12 @@ export interface CompactorPluginOptions {
   searchAttributes?: 'register' | 'check' | 'skip';
   /** Where the plugin's warnings go. @default console.error */
   warn?: (message: string) => void;
+  /**
+   * Where the worker's start line goes: one line as the worker starts polling, naming its task
+   * queue, the summarizer (model, endpoint), the chat server, the payload store and the codec,
+   * endpoints with their credentials redacted. @default console.error
+   */
+  log?: (line: string) => void;
   /** Called with what the start-up check found (tests, logs). */
   onSearchAttributes?: (setup: SearchAttributeSetup) => void;
   /**
@@ -108,6 +115,7 @@ const PLUGIN_OPTION_KEYS = keysOf<CompactorPluginOptions>({
   dataConverter: true,
   searchAttributes: true,
   warn: true,
+  log: true,
   onSearchAttributes: true,
   tracing: true,
 });
@@ -143,6 +151,8 @@ export class CompactorPlugin extends SimplePlugin {
   private readonly activityTypes: ReadonlySet<string>;
   /** Undefined when tracing is off. */
   readonly tracing: CompactorTracing | undefined;
+  /** What the start line names, less the task queue. */
+  private readonly uses: Omit<WorkerStart, 'queues'>;
 
   constructor(private readonly pluginOptions: CompactorPluginOptions = {}) {
     assertKnownKeys(pluginOptions, PLUGIN_OPTION_KEYS, 'options');
@@ -157,15 +167,27 @@ export class CompactorPlugin extends SimplePlugin {
       registration === 'workflows'
         ? undefined
         : (pluginOptions.summarizer ?? summarizerFromConfig(configured()).summarizer);
+    const deps = summarizer === undefined ? undefined : withConfiguredSettings(pluginOptions.activities ?? {}, config);
     const activities =
-      summarizer === undefined
+      summarizer === undefined || deps === undefined
         ? { describeWorker: createDescribeWorkerActivity() }
-        : createActivities({ ...withConfiguredSettings(pluginOptions.activities ?? {}, config), summarizer });
+        : createActivities({ ...deps, summarizer });
     const tracing = createTracing(pluginOptions.tracing ?? configured().tracing);
     super({ name: 'temporal-compactor', dataConverter, activities });
     this.registration = registration;
     this.activityTypes = new Set(Object.keys(activities));
     this.tracing = tracing;
+    this.uses = {
+      summarizer,
+      chat:
+        deps === undefined
+          ? undefined
+          : deps.openai === undefined
+            ? { baseURL: deps.chatServer?.baseURL, apiKey: deps.chatServer?.apiKey }
+            : { client: deps.openai },
+      dataConverter,
+      more: tracing === undefined ? [] : [`tracing: ${tracing.describe}`],
+    };
   }
 
   /**
@@ -244,6 +266,11 @@ export class CompactorPlugin extends SimplePlugin {
       if (warning !== undefined)
         (this.pluginOptions.warn ?? ((message: string) => console.error(message)))(`temporal-compactor: ${warning}`);
     }
+    const line = workerStartLine({
+      ...this.uses,
+      queues: [{ taskQueue: worker.options.taskQueue, runs: this.registration }],
+    });
+    (this.pluginOptions.log ?? ((message: string) => console.error(message)))(line);
     try {
       return await super.runWorker(worker, next);
     } finally {

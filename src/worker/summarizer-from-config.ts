@@ -2,6 +2,7 @@
 // never enter workflow history.
 import { DEFAULT_OPENAI_BASE_URL, type CompactorConfig } from '../config.js';
 import type { Summarizer } from '../core/types.js';
+import { describedAs } from '../described.js';
 import { redactUrls } from '../redact.js';
 import { createExtractiveSummarizer, type ExtractiveSummarizerOptions } from '../summarizers/extractive.js';
 import { createOpenAISummarizer } from '../summarizers/openai.js';
@@ -35,19 +36,17 @@ export function summarizerFromConfig(
     });
     // Printed at start-up: never with a password or a key the URL might carry.
     const where = redactUrls(config.openaiBaseUrl ?? DEFAULT_OPENAI_BASE_URL);
+    const describe = `OpenAI-compatible summarizer: model ${config.summarizerModel} at ${where}, timeout ${config.summarizerTimeoutMs} ms`;
     return {
-      summarizer,
+      summarizer: describedAs(summarizer, describe),
       kind: 'openai',
-      describe: `OpenAI-compatible summarizer: model ${config.summarizerModel} at ${where}, timeout ${config.summarizerTimeoutMs} ms`,
+      describe,
     };
   }
   const why =
     config.summarizer === 'extractive'
       ? 'COMPACTOR_SUMMARIZER=extractive'
       : 'no model configured; set OPENAI_API_KEY or OPENAI_BASE_URL to use one';
-  return {
-    summarizer: createExtractiveSummarizer(extractive),
-    kind: 'extractive',
-    describe: `built-in offline extractive summarizer (${why})`,
-  };
+  const describe = `built-in offline extractive summarizer (${why})`;
+  return { summarizer: describedAs(createExtractiveSummarizer(extractive), describe), kind: 'extractive', describe };
 }

@@ -177,11 +177,40 @@ describe('chat activity', () => {
         expect([failure.type, failure.nonRetryable, failure.message]).toEqual([
           FailureType.Chat.Transient,
           false,
-          'chat: no complete answer within 200 ms',
+          `chat: no complete answer within 200 ms (${server.baseURL})`,
         ]);
         expect(server.requests).toHaveLength(1);
       },
     );
+
+    it('a server that is down → retryable Chat.Transient naming its URL and the refusal (regression: no URL)', async () => {
+      const baseURL = server.baseURL;
+      await server.close();
+      const chat = replayActivities({ chatServer: { baseURL, apiKey: 'test-key' } }).chat;
+      const failure = await failureOf(() => runChat(chat, input()));
+      expect(failure.type).toBe(FailureType.Chat.Transient);
+      expect(failure.message).toMatch(
+        new RegExp(
+          `^chat: connection to ${baseURL.replace(/[.]/g, '\\.')} failed: Connection error\\. \\(.*ECONNREFUSED`,
+        ),
+      );
+      server = await startFakeOpenAI();
+    });
+
+    it('no server configured → non-retryable Chat.Rejected naming OPENAI_API_KEY and OPENAI_BASE_URL', async () => {
+      const saved = { key: process.env.OPENAI_API_KEY, admin: process.env.OPENAI_ADMIN_KEY };
+      delete process.env.OPENAI_API_KEY;
+      delete process.env.OPENAI_ADMIN_KEY;
+      try {
+        const chat = replayActivities({ chatServer: {} }).chat;
+        const failure = await failureOf(() => runChat(chat, input()));
+        expect([failure.type, failure.nonRetryable]).toEqual([FailureType.Chat.Rejected, true]);
+        expect(failure.message).toMatch(/^chat: no model server configured: set OPENAI_API_KEY .* or OPENAI_BASE_URL /);
+      } finally {
+        if (saved.key !== undefined) process.env.OPENAI_API_KEY = saved.key;
+        if (saved.admin !== undefined) process.env.OPENAI_ADMIN_KEY = saved.admin;
+      }
+    });
 
     it('builds its client from chatServer when given no client: that base URL and key, not the environment', async () => {
       server.script(completion({ content: 'ok' }));

@@ -25,6 +25,7 @@ import { main, type CliIo } from '../../src/cli/main.js';
 import { COMPACT_TABLE_HEADER } from '../../src/cli/compact-run.js';
 import { parseConversation, writeFileWhole } from '../../src/cli/conversation-file.js';
 import { Compactor } from '../../src/compactor.js';
+import { COMPACTION_DEFAULTS } from '../../src/core/compaction/defaults.js';
 import { groupDigits } from '../../src/core/agent/compaction-history.js';
 import { recordCompaction, replaySession, toJsonl, type SessionLine } from '../../src/core/agent/session.js';
 import { defaultCounter } from '../../src/core/counting/tokens.js';
@@ -45,7 +46,11 @@ function capture(env: Record<string, string | undefined> = {}): CliIo & { out: (
 
 /** What the engine itself gives, with the command's defaults: the offline summarizer and the character estimator. */
 function engine(messages: ChatMessage[], contextBudget: number): Promise<CompactionResult> {
-  return new Compactor({ summarizer: createExtractiveSummarizer(), contextBudget }).compact(messages);
+  return new Compactor({
+    summarizer: createExtractiveSummarizer(),
+    contextBudget,
+    keepTask: COMPACTION_DEFAULTS.keepTask,
+  }).compact(messages);
 }
 
 /** The table row the report prints for `result`. */
@@ -98,6 +103,7 @@ describe('temporal-compactor compact', () => {
         summarizer: createExtractiveSummarizer(),
         contextBudget: budget,
         summaryInstructions: instructions,
+        keepTask: COMPACTION_DEFAULTS.keepTask,
       }).compact(messages);
       expect(JSON.parse(io.out())).toEqual(expected.messages);
       // The offline summarizer kept other lines for them than it keeps without.
@@ -170,6 +176,7 @@ describe('temporal-compactor compact', () => {
         summarizer: createExtractiveSummarizer(),
         contextBudget,
         summarizerContextWindow: 1024,
+        keepTask: COMPACTION_DEFAULTS.keepTask,
       }).compact(messages);
       expect(expected.summaryPieces).toBeGreaterThan(1);
       expect(JSON.parse(io.out())).toEqual(expected.messages);
@@ -250,7 +257,10 @@ describe('temporal-compactor compact', () => {
     it('reads the session JSON lines of `session --jsonl` and compacts the conversation they replay to', async () => {
       const messages = trajectory();
       const entries = messages.map((message, index) => ({ id: `m${index + 1}`, message }));
-      const first = await engine(messages.slice(0, 30), 4000);
+      // The run's own compaction, as a transcript records one: the task kept by a sticky flag or not at all (keepTask off).
+      const first = await new Compactor({ summarizer: createExtractiveSummarizer(), contextBudget: 4000 }).compact(
+        messages.slice(0, 30),
+      );
       const { lines: compactionLines } = recordCompaction(entries.slice(0, 30), first);
       const lines: SessionLine[] = [
         ...entries.slice(0, 30).map(({ id, message }) => ({ type: 'message' as const, id, message })),

@@ -9,6 +9,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { commands, main, type CliIo } from '../../src/cli/main.js';
+import { COMPACTION_DEFAULTS } from '../../src/core/compaction/defaults.js';
 import { Compactor } from '../../src/compactor.js';
 import type { ChatMessage } from '../../src/core/types.js';
 import { createExtractiveSummarizer } from '../../src/summarizers/extractive.js';
@@ -164,6 +165,7 @@ describe('temporal-compactor conventions', { timeout: 60_000 }, () => {
         ),
       ).toBe(0);
       const expected = await new Compactor({
+        keepTask: COMPACTION_DEFAULTS.keepTask, // the command's own: src/core/compaction/defaults.ts
         summarizer: createExtractiveSummarizer(),
         contextBudget: budget,
         keepRecent: 2,
@@ -197,6 +199,7 @@ describe('temporal-compactor conventions', { timeout: 60_000 }, () => {
       const io = capture();
       expect(await main(['compact', file, '--budget', '9000', '--keep-recent', '2', '--keep-images', '1'], io)).toBe(0);
       const expected = await new Compactor({
+        keepTask: COMPACTION_DEFAULTS.keepTask, // the command's own: src/core/compaction/defaults.ts
         summarizer: createExtractiveSummarizer(),
         contextBudget: 9000,
         keepRecent: 2,
@@ -219,6 +222,7 @@ describe('temporal-compactor conventions', { timeout: 60_000 }, () => {
         await main(['compact', TRAJECTORY, '--budget', '6000', '--target', '1500', '--target-ratio', '0.4'], io),
       ).toBe(0);
       const expected = await new Compactor({
+        keepTask: COMPACTION_DEFAULTS.keepTask, // the command's own: src/core/compaction/defaults.ts
         summarizer: createExtractiveSummarizer(),
         contextBudget: 6000,
         targetRatio: 0.4,
@@ -271,6 +275,7 @@ describe('temporal-compactor conventions', { timeout: 60_000 }, () => {
         const io = capture({ OPENAI_BASE_URL: `http://127.0.0.1:${await closedPort()}/v1` });
         expect(await main(['compact', TRAJECTORY, '--budget', '6000', '--retry-backoff', '1ms'], io)).toBe(3);
         const trimmed = await new Compactor({
+          keepTask: COMPACTION_DEFAULTS.keepTask, // the command's own: src/core/compaction/defaults.ts
           summarizer: { summarize: () => Promise.reject(new Error('down')) },
           contextBudget: 6000,
           retryBackoff: 1,

@@ -2,6 +2,7 @@
 // message array) comes back in Anthropic form, its other fields untouched, compacted as the library
 // compacts it, in this process and through compactConversation on the dev server; auto detects the
 // format and refuses a file with marks of two, naming them and where they are.
+import { COMPACTION_DEFAULTS } from '../../src/core/compaction/defaults.js';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -50,6 +51,7 @@ describe('temporal-compactor compact --format', () => {
       summarizer: createExtractiveSummarizer(),
       contextBudget: 8000,
       ageObservations: true,
+      keepTask: COMPACTION_DEFAULTS.keepTask,
     }).compact(input, { format: 'anthropic' });
     expect(output).toEqual(JSON.parse(JSON.stringify(expected.request)));
     expect(output).toMatchObject({ model: input.model, max_tokens: input.max_tokens, system: input.system });
@@ -64,10 +66,11 @@ describe('temporal-compactor compact --format', () => {
     const path = fileWith('array.json', messages);
     expect(await main(['compact', path, '--budget', '6000', '--format', 'anthropic'], io)).toBe(0);
     const output: unknown = JSON.parse(io.out());
-    const expected = await new Compactor({ summarizer: createExtractiveSummarizer(), contextBudget: 6000 }).compact(
-      messages,
-      { format: 'anthropic' },
-    );
+    const expected = await new Compactor({
+      summarizer: createExtractiveSummarizer(),
+      contextBudget: 6000,
+      keepTask: COMPACTION_DEFAULTS.keepTask,
+    }).compact(messages, { format: 'anthropic' });
     expect(output).toEqual(JSON.parse(JSON.stringify(expected.messages)));
     expect(io.err()).toContain('(Anthropic Messages JSON array)');
   });
@@ -81,6 +84,7 @@ describe('temporal-compactor compact --format', () => {
       summarizer: createExtractiveSummarizer(),
       contextBudget: 6000,
       ageObservations: true,
+      keepTask: COMPACTION_DEFAULTS.keepTask,
     }).compact(messages, { format: 'ai-sdk' });
     expect(JSON.parse(io.out())).toEqual({ id: 'chat-1', messages: JSON.parse(JSON.stringify(expected.messages)) });
     expect(expected.summary).not.toBeNull();

@@ -97,7 +97,7 @@ function assertSane({ input, options, summarizer, result }: Compaction, behaviou
   expect(result.exhausted).toBe(result.tokensAfter > options.contextBudget);
   if (noOp) {
     expect(result.messages).toEqual(input);
-    expect(referenceRegions(input, resolved.keepRecent).middle).toHaveLength(0);
+    expect(referenceRegions(input, resolved.keepRecent, resolved.keepTask).middle).toHaveLength(0);
   }
   if (behaviour === 'ok' && !noOp && !elisionOnly) {
     expect(result.summary).not.toBeNull();
@@ -113,7 +113,9 @@ function assertSane({ input, options, summarizer, result }: Compaction, behaviou
     expect(summarizer.requests).toHaveLength(3);
     const fits = result.tokensAfter <= resolved.targetRatio * resolved.contextBudget;
     // Short of fitting, the trim drops the whole middle: the reference's, or more when the recent window gave way (docs/design.md#window-gives-way).
-    expect(fits || result.dropped >= referenceRegions(input, resolved.keepRecent).middle.length).toBe(true);
+    expect(
+      fits || result.dropped >= referenceRegions(input, resolved.keepRecent, resolved.keepTask).middle.length,
+    ).toBe(true);
   }
 }
 

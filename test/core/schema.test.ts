@@ -121,6 +121,7 @@ describe('options', () => {
       triggerRatio: 0.8,
       targetRatio: 0.5,
       keepRecent: 8,
+      keepTask: false,
       toolResultCap: 2000,
       ageObservations: false,
       ageMinChars: 2000,

@@ -38,6 +38,14 @@ describe('npm run demo', () => {
       // A summary's cell, with what it kept of the identifiers it had to keep (docs/design.md#coverage).
       expect(stdout).toMatch(/\| summary \(\d[\d,]* chars\)(, ids \d+ of \d+( \(\d+ carried\))?)? \|/);
       expect(stdout).toContain('temporal-compactor history demo-');
+      // Ready to paste: the commands with the settings that reach the run and its payload store.
+      for (const command of ['history', 'session'])
+        expect(stdout).toMatch(
+          new RegExp(
+            `^ {2}TEMPORAL_ADDRESS=${env.TEMPORAL_ADDRESS} TEMPORAL_NAMESPACE=default COMPACTOR_PAYLOAD_STORE=file:\\S*\\.payload-store npx temporal-compactor ${command} demo-\\S+$`,
+            'm',
+          ),
+        );
     },
   );
 

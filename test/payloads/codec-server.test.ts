@@ -154,6 +154,30 @@ describe('codec server: the remote codec protocol', () => {
   });
 
   describe('refusals name what was wrong', () => {
+    it('a claim meeting a server without a store names the setting (regression: it came back as the payload)', async () => {
+      const withStore = await serve(payloadConverterFromConfig(loadConfig({ env: storeEnv() })), {
+        encodeToStore: true,
+      });
+      const [claim] = (await call(withStore, '/encode', [plain(conversation)])).payloads;
+      if (claim === undefined || !isReferencePayload(claim)) throw new Error('no claim');
+      const server = await serve(payloadConverterFromConfig(loadConfig({ env: {} })));
+      for (const [path, payloads] of [
+        ['/decode', [plain('inline'), claim]],
+        ['/download', [plain('inline'), claim].slice(1)],
+      ] as const) {
+        const refused = await call(server, path, [...payloads]);
+        expect(refused.status).toBe(400);
+        expect(refused.headers.get('X-Compactor-Refusal')).toBe('PayloadStoreNotConfigured');
+        expect(refused.text).toBe(
+          `payloads[${payloads.length - 1}]: cannot ${path.slice(1)}: the run's payloads are in a payload store (claims of driver "${CHUNK_STORE_DRIVER_NAME}") and this codec server was given none: set COMPACTOR_PAYLOAD_STORE to the store the run's worker uses, as its start line names it (e.g. COMPACTOR_PAYLOAD_STORE=file:/var/lib/compactor or COMPACTOR_PAYLOAD_STORE=s3://bucket/prefix), with COMPACTOR_CODEC_KEY when the worker has one\n`,
+        );
+      }
+      // Asked to keep claims (the Temporal UI), it keeps them: the UI shows a claim as a claim.
+      const kept = await call(server, '/decode?preserveStorageRefs=true', [claim]);
+      expect(kept.status).toBe(200);
+      expect(toJson(kept.payloads[0] ?? {})).toEqual(toJson(claim));
+    });
+
     it('answers 400 for a body that is not the protocol, naming the field', async () => {
       const server = await serve(payloadConverterFromConfig(loadConfig({ env: storeEnv() })));
       const post = async (body: string) => {

@@ -105,5 +105,21 @@ describe('worker process and CLI with the payload store and a codec key', () => 
     const lines = parseSessionJsonl(out);
     expect(lines.length).toBeGreaterThan(opening.length);
     expect(JSON.stringify(lines)).toContain(JSON.stringify(opening[1]?.content).slice(1, 60));
+
+    // Without the store the run used, each command names the setting to give (regression: the SDK's
+    // "Unexpected error while making gRPC request").
+    const { COMPACTOR_PAYLOAD_STORE: _store, ...withoutStore } = env;
+    for (const command of ['session', 'history']) {
+      let said = '';
+      const record = (text: string) => (said += text);
+      const code = await main([command, workflowId], { stdout: record, stderr: record, env: withoutStore });
+      expect(said).toMatch(
+        new RegExp(
+          `^temporal-compactor ${command}: configuration error: the run's payloads are in a payload store .* (this command|the client reading run .*) was given none: set COMPACTOR_PAYLOAD_STORE to the store the run's worker uses`,
+        ),
+      );
+      expect(said).not.toContain('Unexpected error');
+      expect(code).toBe(2);
+    }
   }, 120_000);
 });

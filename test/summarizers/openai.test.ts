@@ -259,12 +259,27 @@ describe('createOpenAISummarizer: connections, timeouts, cancellation', () => {
     expect(server.requests[0]?.outcome).toBe('reset');
   });
 
-  it('a refused connection → transient without status', async () => {
+  it('a refused connection → transient without status, naming the endpoint and the refusal', async () => {
     const baseURL = server.baseURL;
     await server.close();
     const backend = createOpenAISummarizer({ model, baseURL, apiKey: 'test-key' });
     const error = await summarizerErrorOf(backend.summarize(request));
     expect(error).toMatchObject({ kind: 'transient', status: undefined });
+    expect(error.message).toContain(`summarizer: connection to ${baseURL} failed: Connection error.`);
+    expect(error.message).toMatch(/ECONNREFUSED/);
+  });
+
+  it('a refused connection names the endpoint without its userinfo or query values', async () => {
+    const { port } = new URL(server.baseURL);
+    await server.close();
+    const backend = createOpenAISummarizer({
+      model,
+      baseURL: `http://me:hunter2@127.0.0.1:${port}/v1?key=abc`,
+      apiKey: 'test-key',
+    });
+    const error = await summarizerErrorOf(backend.summarize(request));
+    expect(error.message).toContain(`connection to http://[redacted]@127.0.0.1:${port}/v1?key=[redacted] failed`);
+    expect(error.message).not.toMatch(/hunter2|abc/);
   });
 
   // The server never answers, so only the 200 ms timeout can end this test before its 10 s limit.
@@ -283,7 +298,11 @@ describe('createOpenAISummarizer: connections, timeouts, cancellation', () => {
     const timingOutFetch = (): Promise<Response> => Promise.reject(new Error('connect timed out'));
     const client = new OpenAI({ apiKey: 'test-key', baseURL: server.baseURL, fetch: timingOutFetch });
     const error = await summarizerErrorOf(createOpenAISummarizer({ model, client }).summarize(request));
-    expect(error).toMatchObject({ kind: 'transient', status: undefined, message: 'summarizer: the request timed out' });
+    expect(error).toMatchObject({
+      kind: 'transient',
+      status: undefined,
+      message: `summarizer: the request timed out (${server.baseURL})`,
+    });
     expect(error.cause).toBeInstanceOf(APIConnectionTimeoutError);
   });
 
@@ -294,7 +313,7 @@ describe('createOpenAISummarizer: connections, timeouts, cancellation', () => {
     expect(error).toMatchObject({
       kind: 'transient',
       status: undefined,
-      message: 'summarizer: no complete answer within 200 ms',
+      message: `summarizer: no complete answer within 200 ms (${server.baseURL})`,
     });
     expect(server.requests).toHaveLength(1);
   });
@@ -407,11 +426,13 @@ describe('createOpenAISummarizer: configuration', () => {
     expect(server.requests[0]?.headers.authorization).toBe('Bearer unused');
   });
 
-  it('fails at creation without a key or a base URL', () => {
+  it('fails at creation without a key or a base URL, naming both settings', () => {
     vi.stubEnv('OPENAI_API_KEY', '');
     vi.stubEnv('OPENAI_ADMIN_KEY', '');
     vi.stubEnv('OPENAI_BASE_URL', '');
-    expect(() => createOpenAISummarizer({ model })).toThrow(/credentials/i);
+    expect(() => createOpenAISummarizer({ model })).toThrow(
+      /^no model server configured: set OPENAI_API_KEY .* or OPENAI_BASE_URL .*a local one .* needs no key/,
+    );
   });
 
   it.each([0, -1, 1.5, Number.NaN])('rejects timeout %d', (timeout) => {

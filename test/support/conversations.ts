@@ -430,10 +430,16 @@ export interface ReferenceRegions {
   inMiddle: boolean[];
 }
 
-export function referenceRegions(messages: readonly ChatMessage[], keepRecent: number): ReferenceRegions {
+export function referenceRegions(
+  messages: readonly ChatMessage[],
+  keepRecent: number,
+  keepTask = false,
+): ReferenceRegions {
   const asker = askers(messages);
   const group = asker.map((owner, index) => (owner >= 0 ? owner : index));
-  const sticky = messages.map(isStickyBySpec);
+  // keepTask: the first user message is kept as a sticky one is (docs/design.md#task-survives).
+  const task = keepTask ? messages.findIndex((message) => message.role === 'user') : -1;
+  const sticky = messages.map((message, index) => index === task || isStickyBySpec(message));
   const pinnedGroups = new Set<number>();
   sticky.forEach((isSticky, index) => {
     if (isSticky) pinnedGroups.add(group[index] ?? index);
@@ -554,7 +560,7 @@ export function assertCompactionInvariants(run: CompactionRun): void {
   const { input, options, target, counter, requests, texts, result } = run;
   const output = result.messages;
   // Elision works on the reference regions; a summary or a trim on the window that gave way (docs/design.md#window-gives-way).
-  const standard = referenceRegions(input, options.keepRecent);
+  const standard = referenceRegions(input, options.keepRecent, options.keepTask);
   const { asker, group, sticky } = standard;
   const limit = target ?? options.contextBudget;
   const trimTo = target ?? options.targetRatio * options.contextBudget;
@@ -562,6 +568,12 @@ export function assertCompactionInvariants(run: CompactionRun): void {
   const mark = Math.min(options.targetRatio * options.contextBudget, target ?? Infinity);
   const below = result.tokensBefore <= (target ?? trigger);
 
+  // A hard trim says why; nothing else carries a reason.
+  check(
+    (result.fallbackReason !== undefined) === result.fallback,
+    'fallbackReason is present exactly when fallback is true',
+    () => `fallback ${result.fallback}, fallbackReason ${JSON.stringify(result.fallbackReason)}`,
+  );
   // Counts are honest: every count uses the call's counter.
   check(
     result.tokensBefore === counter.count(input),

@@ -11,6 +11,7 @@ import {
   REFERENCE_EXACT,
   type ChatMessage,
   type CompactionResult,
+  type FallbackReason,
   type Summarizer,
 } from '../../src/index.js';
 import { createActivities } from '../../src/activities/index.js';
@@ -87,9 +88,10 @@ describe('compactConversation on a dev server', () => {
   }
 
   /** What the in-process driver concludes when the summarizer fails: the hard trim. */
-  async function hardTrimOf(input: ChatMessage[]): Promise<CompactionResult> {
+  /** The hard trim of `input`, with the reason the workflow's result must give for it. */
+  async function hardTrimOf(input: ChatMessage[], fallbackReason: FallbackReason): Promise<CompactionResult> {
     const rejecting: Summarizer = { summarize: () => Promise.reject(Object.assign(new Error('no'), { status: 401 })) };
-    return new Compactor({ ...options, summarizer: rejecting }).compact(input);
+    return { ...(await new Compactor({ ...options, summarizer: rejecting }).compact(input)), fallbackReason };
   }
 
   it('success: one request, the summary replaces the middle, the activity carries its UI summary', async () => {
@@ -181,7 +183,17 @@ describe('compactConversation on a dev server', () => {
     expect(server.requests).toHaveLength(1);
     expect(result.fallback).toBe(true);
     expect(result.summary).toBeNull();
-    expect(result).toEqual(await hardTrimOf(messages));
+    // The caller learns why from the result: the activity's failure, refused and not retried.
+    expect(result).toEqual(
+      await hardTrimOf(messages, {
+        cause: 'summarizer-failed',
+        message: expect.stringMatching(
+          new RegExp(
+            `^the summarizer failed the summary request \\(refused, not retried\\): summarizer: HTTP ${status}`,
+          ),
+        ),
+      }),
+    );
   });
 
   it('429 with Retry-After: the retry waits at least that long', async () => {
@@ -223,7 +235,9 @@ describe('compactConversation on a dev server', () => {
     const { result } = await run('too-long-twice');
     expect(server.requests).toHaveLength(2);
     expect(result.fallback).toBe(true);
-    expect(result).toEqual(await hardTrimOf(messages));
+    expect(result).toEqual(
+      await hardTrimOf(messages, { cause: 'summary-too-long', message: expect.stringContaining('tighter retry') }),
+    );
   });
 
   it('every attempt failing: maxAttempts requests, then the hard trim with fallback', async () => {
@@ -231,7 +245,14 @@ describe('compactConversation on a dev server', () => {
     const { result, events } = await run('all-attempts-fail');
     expect(server.requests).toHaveLength(3);
     expect(result.fallback).toBe(true);
-    expect(result).toEqual(await hardTrimOf(messages));
+    expect(result).toEqual(
+      await hardTrimOf(messages, {
+        cause: 'summarizer-failed',
+        message: expect.stringMatching(
+          /^the summarizer failed the summary request \(every attempt\): summarizer: HTTP 502/,
+        ),
+      }),
+    );
     expect(events).toContain('ActivityTaskFailed');
   });
 

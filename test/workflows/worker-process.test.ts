@@ -124,6 +124,10 @@ describe('worker process', () => {
     spawned.push(worker);
     // Without a prebuilt bundle the worker bundles its workflows at start: on a loaded machine that takes a while.
     await waitForOutput(worker, /polling task queue/, 90_000);
+    // The start line is the one the plugin and createWorker print, with what only the command adds.
+    expect(worker.output()).toContain(
+      `temporal-compactor worker: polling task queue "${t.taskQueue}" (all); OpenAI-compatible summarizer: model fake-summarizer at ${server.baseURL}, timeout 60000 ms; chat: model server at ${server.baseURL}; payloads inline (no store, no codec); stop with Ctrl-C`,
+    );
     worker.child.kill('SIGTERM');
     expect(await worker.exited).toEqual({ code: 0, signal: null });
     expect(worker.output()).toContain('worker: stopped');

@@ -6,6 +6,7 @@ import type { Client } from '@temporalio/client';
 import { configFlagsFromArgs, loadConfig, type CompactorConfig } from '../../config.js';
 import { groupDigits } from '../../core/agent/compaction-history.js';
 import { InvalidInputError } from '../../core/errors.js';
+import { COMPACTION_DEFAULTS } from '../../core/compaction/defaults.js';
 import { resolveOptions, type CompactionOptions } from '../../core/compaction/options.js';
 import { TemporalConnectionError } from '../../worker/temporal-connection.js';
 import {
@@ -47,12 +48,12 @@ const COMPACTION_FLAGS = {
     key: 'keepRecent',
     kind: 'count',
     value: 'N',
-    help: 'messages at the end kept verbatim (default 8)',
+    help: `messages at the end kept verbatim (default ${COMPACTION_DEFAULTS.keepRecent}; the task, the first user message, is kept too)`,
   },
   'age-observations': {
     key: 'ageObservations',
     kind: 'switch',
-    help: 'elide dead tool output before summarizing (default off)',
+    help: `elide dead tool output before summarizing (default ${COMPACTION_DEFAULTS.ageObservations ? 'on' : 'off'})`,
   },
   'keep-images': {
     key: 'keepImages',
@@ -64,19 +65,19 @@ const COMPACTION_FLAGS = {
     key: 'triggerRatio',
     kind: 'ratio',
     value: 'R',
-    help: 'compaction is due over R × the budget (default 0.8; the report says whether it was)',
+    help: `compaction is due over R × the budget (default ${COMPACTION_DEFAULTS.triggerRatio}; the report says whether it was)`,
   },
   'target-ratio': {
     key: 'targetRatio',
     kind: 'ratio',
     value: 'R',
-    help: 'the low-water mark: the hard trim aims at R × the budget (default 0.5, at most --trigger-ratio)',
+    help: `the low-water mark: the hard trim aims at R × the budget (default ${COMPACTION_DEFAULTS.targetRatio}, at most --trigger-ratio)`,
   },
   'tool-result-cap': {
     key: 'toolResultCap',
     kind: 'count',
     value: 'N',
-    help: "tool results are cut to N characters in the summarizer's input (default 2000)",
+    help: `tool results are cut to N characters in the summarizer's input (default ${COMPACTION_DEFAULTS.toolResultCap})`,
   },
   'max-attempts': {
     key: 'maxAttempts',
@@ -132,7 +133,8 @@ function wholeNumber(
 
 /** The compaction options the flags set (validated as the engine validates them), and the flags as written. */
 export function compactionOptionsOf(values: CommandContext['values']): { options: FlagOptions; flags: string[] } {
-  const options: Record<string, number | string | boolean> = {};
+  // The command keeps the task as agentRun does (src/core/compaction/defaults.ts); its output is no transcript.
+  const options: Record<string, number | string | boolean> = { keepTask: COMPACTION_DEFAULTS.keepTask };
   const flags: string[] = [];
   const keyToFlag = new Map<string, string>();
   for (const flag of compactionFlags) {

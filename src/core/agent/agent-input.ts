@@ -10,6 +10,7 @@ import {
   type Duration,
   type ResolvedOptions,
 } from '../compaction/options.js';
+import { COMPACTION_DEFAULTS } from '../compaction/defaults.js';
 import { assertKnownKeys, keysOf, unknownKeyReason } from '../unknown-keys.js';
 import { DEFAULT_PAYLOAD_LIMIT_BYTES } from '../limits/payload-size.js';
 import { DEFAULT_PRICING, type Pricing } from './run-usage.js';
@@ -424,10 +425,18 @@ export function planAgentRun(input: unknown): AgentRunPlan {
   // Resolved now, so a bad option fails the run at its start; the budget is checked with a stand-in when the preflight supplies it.
   const { contextBudget, startToCloseTimeout, heartbeatTimeout, taskQueue, summarizerModel, ...compactionOptions } =
     compaction;
-  const { contextBudget: _standIn, ...options } = resolveOptions(
+  if (compactionOptions.keepTask !== undefined)
+    throw new InvalidInputError(
+      'input.compaction.keepTask',
+      `the run keeps its task by input.keepTask (default ${COMPACTION_DEFAULTS.keepTask}): set it there`,
+    );
+  const { contextBudget: _standIn, ...resolved } = resolveOptions(
     { ...compactionOptions, contextBudget: contextBudget ?? 1 },
     'input.compaction',
   );
+  // The run pins its task itself, as a sticky message (pinTask) its transcript's replay reads too;
+  // with input.keepTask false nothing is pinned, and the engine must not pin it either.
+  const options = { ...resolved, keepTask: false };
   checkDuration(startToCloseTimeout, 'input.compaction.startToCloseTimeout');
   checkDuration(heartbeatTimeout, 'input.compaction.heartbeatTimeout');
   assertTaskQueueName(taskQueue, 'input.compaction.taskQueue');
@@ -484,7 +493,7 @@ export function planAgentRun(input: unknown): AgentRunPlan {
           ? undefined
           : parseDuration(data.backendCooldown.time, 'input.backendCooldown.time'),
     },
-    keepTask: data.keepTask ?? true,
+    keepTask: data.keepTask ?? COMPACTION_DEFAULTS.keepTask,
     pricing: {
       cachedInput: data.pricing?.cachedInput ?? DEFAULT_PRICING.cachedInput,
       summarizerInput: data.pricing?.summarizerInput ?? DEFAULT_PRICING.summarizerInput,

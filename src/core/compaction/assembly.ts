@@ -9,7 +9,7 @@ import { finish, type Elided, type NameReplaced, type Pass } from './pass.js';
 import type { Regions } from './regions.js';
 import { summaryContent } from './transcript.js';
 import { userMessagesOf, type UserWords } from './user-words.js';
-import type { ChatMessage, CompactionResult, ContentPart } from '../types.js';
+import type { ChatMessage, CompactionResult, ContentPart, FallbackReason } from '../types.js';
 
 /** Replaces the middle with one synthetic user message where the first removed message stood. */
 function assemble(messages: readonly ChatMessage[], regions: Regions, summary: string): ChatMessage[] {
@@ -62,12 +62,13 @@ export class Assembly {
     this.named = nameReplaced?.('summary', middle.planned.middle) ?? '';
   }
 
-  /** docs/design.md#hard-trim The fallback: the oldest middle messages dropped until the conversation fits. */
-  trimmed(): CompactionResult {
+  /** docs/design.md#hard-trim The fallback: the oldest middle messages dropped until the conversation fits; `reason` says why. */
+  trimmed(reason: FallbackReason): CompactionResult {
     const trim = hardTrim(this.elided.messages(), this.middle.planned, this.pass.aim, trimMarkerOf(this.nameReplaced));
     return finish(this.pass, {
       ...trim,
       fallback: true,
+      fallbackReason: reason,
       elisions: this.elided.elisions,
       summary: null,
       ...this.userMessages(trim.cutIndex),

@@ -22,6 +22,7 @@ import {
 } from './pass.js';
 import { newCalibration, plannedWindow, type SummarizerCalibration } from './calibration.js';
 import {
+  failureOf,
   Fold,
   foldPieces,
   summarizeStepOf,
@@ -33,7 +34,7 @@ import { foldInstruction, requestFits } from './pieces.js';
 import { capMiddle, summaryInstruction, type InstructionText } from './transcript.js';
 import { truncateToFit } from './truncation.js';
 import { keepUserWords } from './user-words.js';
-import type { CompactionResult, TokenCounter } from '../types.js';
+import type { CompactionResult, FallbackReason, TokenCounter } from '../types.js';
 
 export type { SummarizeOutcome, SummarizeStep } from './fold.js';
 
@@ -130,17 +131,23 @@ function* passSteps(pass: Pass, hooks: CompactionHooks): CompactionSteps {
   // deadline: what it held is cut again smaller, after the pieces already summarized.
   for (;;) {
     const input = yield* foldPieces(fold);
-    if ('trim' in input) return assembly.trimmed();
+    if ('cause' in input) return assembly.trimmed(input);
     const built = firstSummaryStep(pass, assembly, input, fold);
     const first = yield* ask(built);
     if (built !== undefined && (first.kind === 'overflow' || first.kind === 'failed')) {
       if (fold.recut(built.request, first, fold.rest)) continue;
-      return assembly.trimmed();
+      return assembly.trimmed(fold.endOf(first, 'summary request'));
     }
     if (built !== undefined) fold.billed(built.request, first);
     return yield* summaryAndRetry(pass, assembly, input, first, fold);
   }
 }
+
+/** Neither the summary nor its retry made the conversation smaller and fit its target. */
+const TOO_LONG: FallbackReason = {
+  cause: 'summary-too-long',
+  message: 'the summary and its tighter retry did not make the conversation smaller and fit its target',
+};
 
 /**
  * docs/design.md#summarizer-request One request; docs/design.md#failures the driver retries it; an
@@ -156,12 +163,13 @@ function* summaryAndRetry(
   fold: Fold,
 ): Generator<SummarizeStep, CompactionResult, SummarizeOutcome> {
   const { text } = pass;
-  if (first.kind !== 'summary' || first.text.trim() === '') return assembly.trimmed();
+  const firstFailure = failureOf(first, 'summary request');
+  if (firstFailure !== undefined || first.kind !== 'summary') return assembly.trimmed(firstFailure ?? TOO_LONG);
   const firstText = first.text.trim();
   const retryNames = pass.options.summaryCoverage === 'retry' ? assembly.missing(firstText) : [];
 
   if (assembly.accepts(assembly.assembledOf(firstText))) {
-    if (retryNames.length === 0) return withPieces(assembly.accepted(firstText) ?? assembly.trimmed(), input);
+    if (retryNames.length === 0) return withPieces(assembly.accepted(firstText) ?? assembly.trimmed(TOO_LONG), input);
     // docs/design.md#coverage The one retry names what the summary left out; it is taken only when it keeps more.
     const instruction = `${summaryInstruction(undefined, text)}\n\n${coverageRetryText(retryNames, firstText.length)}`;
     const retry = yield* ask(
@@ -172,7 +180,7 @@ function* summaryAndRetry(
       const better = assembly.missing(retryText).length < retryNames.length ? assembly.accepted(retryText) : undefined;
       if (better !== undefined) return withPieces(better, input);
     }
-    return withPieces(assembly.accepted(firstText) ?? assembly.trimmed(), input);
+    return withPieces(assembly.accepted(firstText) ?? assembly.trimmed(TOO_LONG), input);
   }
 
   // docs/design.md#proof The proof failed: one tighter request, accepted only if it fits and is shorter.
@@ -189,11 +197,12 @@ function* summaryAndRetry(
           fold,
         ),
   );
-  if (second.kind !== 'summary' || second.text.trim() === '') return assembly.trimmed();
+  const secondFailure = failureOf(second, 'tighter retry');
+  if (secondFailure !== undefined || second.kind !== 'summary') return assembly.trimmed(secondFailure ?? TOO_LONG);
   const secondText = second.text.trim();
   if (secondText.length < firstText.length)
-    return withPieces(assembly.accepted(secondText) ?? assembly.trimmed(), input);
-  return assembly.trimmed();
+    return withPieces(assembly.accepted(secondText) ?? assembly.trimmed(TOO_LONG), input);
+  return assembly.trimmed(TOO_LONG);
 }
 
 /**

@@ -21,7 +21,7 @@ import {
   summaryInstruction,
   type InstructionText,
 } from './transcript.js';
-import type { ChatMessage, SummarizeRequest, Usage } from '../types.js';
+import type { ChatMessage, FallbackReason, SummarizeRequest, Usage } from '../types.js';
 
 /** What the engine asks its driver to do. */
 export interface SummarizeStep {
@@ -79,9 +79,25 @@ export interface SummaryInput {
   piece: SummarizeStep['piece'];
 }
 
-/** Why a fold gave up: the pass ends in the hard trim. */
-export interface FoldEnd {
-  trim: string;
+/** Why a fold gave up: the pass ends in the hard trim, and its result says why. */
+export type FoldEnd = FallbackReason;
+
+/** Why an answer to a summarize step gives no summary to use; undefined for a summary with text. */
+export function failureOf(outcome: SummarizeOutcome, what: string): FallbackReason | undefined {
+  if (outcome.kind === 'cancelled') return { cause: 'cancelled', message: `the ${what} was cancelled` };
+  if (outcome.kind === 'overflow')
+    return {
+      cause: 'over-summarizer-window',
+      message: `the summarizer refused the ${what} for its size: ${outcome.message}`,
+    };
+  if (outcome.kind === 'failed')
+    return {
+      cause: 'summarizer-failed',
+      message: `the summarizer failed the ${what} (${outcome.reason === 'rejected' ? 'refused, not retried' : 'every attempt'}): ${outcome.message}`,
+    };
+  if (outcome.text.trim() === '')
+    return { cause: 'empty-summary', message: `the summarizer returned an empty summary for the ${what}` };
+  return undefined;
 }
 
 /** Where a fold stands: what the summary so far covers, and what is left. */
@@ -144,15 +160,18 @@ export class Fold {
     return true;
   }
 
-  /** Why a failed request ends the fold, for the driver's record. */
-  endOf(outcome: SummarizeOutcome): FoldEnd {
+  /** Why a failed request ends the fold, for the result's `fallbackReason`. */
+  endOf(outcome: SummarizeOutcome, what: string): FoldEnd {
     const said = outcome.kind === 'failed' || outcome.kind === 'overflow' ? `: ${outcome.message}` : '';
     if (
       (outcome.kind === 'overflow' || (outcome.kind === 'failed' && outcome.reason === 'deadline')) &&
       this.recuts >= MAX_RECUTS
     )
-      return { trim: `${MAX_RECUTS + 1} requests failed for their size, each cut smaller than the one before${said}` };
-    return { trim: `a summarize request failed${said}` };
+      return {
+        cause: 'over-summarizer-window',
+        message: `${MAX_RECUTS + 1} requests failed for their size, each cut smaller than the one before${said}`,
+      };
+    return failureOf(outcome, what) ?? { cause: 'summarizer-failed', message: `the ${what} failed${said}` };
   }
 }
 
@@ -171,13 +190,17 @@ export function* foldPieces(fold: Fold): Generator<SummarizeStep, SummaryInput |
     const after = fold.carried === undefined ? undefined : { before: fold.before };
     const cut = cutPieces(fold.rest, instruction, text.summaryInstructions, aim.counter, window, after);
     if (cut === 'unfit')
-      return { trim: `the instruction alone does not fit the summarizer's window (${window} tokens as counted)` };
+      return {
+        cause: 'over-summarizer-window',
+        message: `the instruction alone does not fit the summarizer's window (${window} tokens as counted)`,
+      };
     if (cut === undefined) return { middle: fold.rest, piece: undefined };
     const of = fold.done + cut.pieces.length;
     let recut = false;
     for (let index = 0; index < cut.pieces.length - 1 && !recut; index += 1) {
       const middle = foldedMiddle(cut, index, fold.carried, text.summaryInstructions, aim.counter);
-      if (middle === undefined) return { trim: 'the summary so far leaves no room for the next piece' };
+      if (middle === undefined)
+        return { cause: 'over-summarizer-window', message: 'the summary so far leaves no room for the next piece' };
       const step = summarizeStepOf('piece', cut.instruction, middle, text, fold.maxTokens(), {
         index: fold.done + 1,
         of,
@@ -190,13 +213,15 @@ export function* foldPieces(fold: Fold): Generator<SummarizeStep, SummaryInput |
         fold.done += 1;
         continue;
       }
-      if (!fold.recut(step.request, outcome, cut.pieces.slice(index).flat())) return fold.endOf(outcome);
+      if (!fold.recut(step.request, outcome, cut.pieces.slice(index).flat()))
+        return fold.endOf(outcome, `piece ${fold.done + 1} of ${of}`);
       recut = true;
     }
     if (recut) continue;
     const last = cut.pieces.length - 1;
     const middle = foldedMiddle(cut, last, fold.carried, text.summaryInstructions, aim.counter);
-    if (middle === undefined) return { trim: 'the summary so far leaves no room for the last piece' };
+    if (middle === undefined)
+      return { cause: 'over-summarizer-window', message: 'the summary so far leaves no room for the last piece' };
     fold.rest = cut.pieces[last] ?? [];
     return { middle, piece: { index: fold.done + 1, of } };
   }

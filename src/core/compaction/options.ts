@@ -5,6 +5,7 @@ import { describeIssue } from '../schema.js';
 import { assertKnownKeys, keysOf } from '../unknown-keys.js';
 import { defaultCounter } from '../counting/tokens.js';
 import type { TokenCounter } from '../types.js';
+import { COMPACTION_DEFAULTS, LIBRARY_KEEP_TASK } from './defaults.js';
 
 /** A duration: milliseconds, or a string such as `'2s'`, `'500ms'`, `'1.5m'`, `'1h'`, `'1d'`. */
 export type Duration = number | string;
@@ -44,6 +45,15 @@ export interface CompactionOptions {
   targetRatio?: number;
   /** Messages at the end kept verbatim (the cut extends backwards over tool results). @default 8 */
   keepRecent?: number;
+  /**
+   * docs/design.md#task-survives Keep the task — the first user message — verbatim through every
+   * compaction, as a sticky message is kept: neither the summary nor the hard trim removes it. Off:
+   * it is part of the middle like any other message (the reference). agentRun and the CLI's `compact`
+   * keep the task; here it is off unless asked, because a session transcript's replay knows only
+   * `sticky` flags (docs/compaction.md#defaults).
+   * @default false
+   */
+  keepTask?: boolean;
   /** Tool results and tool-call arguments are cut to this many characters in the summarizer's input. @default 2000 */
   toolResultCap?: number;
   /** Elide dead tool output before summarizing. Off means byte-identical behaviour to no elision. @default false */
@@ -162,6 +172,7 @@ export type ElisionEndsPass = 'under-trigger' | 'at-mark' | 'never';
 
 /** Every economic rule off: spread into the options for the reference's behaviour exactly (docs/design.md#reference-exact). */
 export const REFERENCE_EXACT = {
+  keepTask: false,
   recentWindowGivesWay: false,
   truncateOversized: false,
   elisionEndsPass: 'under-trigger',
@@ -179,6 +190,7 @@ export interface ResolvedOptions {
   triggerRatio: number;
   targetRatio: number;
   keepRecent: number;
+  keepTask: boolean;
   toolResultCap: number;
   ageObservations: boolean;
   ageMinChars: number;
@@ -215,11 +227,12 @@ const count = z.number().int().nonnegative();
 /** The compaction options with their defaults: what {@link resolveOptions} parses, and the source of their JSON Schema (src/shared/json-schemas.ts). */
 export const optionsSchema = z.object({
   contextBudget: z.number().int().positive(),
-  triggerRatio: ratio.default(0.8),
-  targetRatio: ratio.default(0.5),
-  keepRecent: count.default(8),
-  toolResultCap: z.number().int().positive().default(2000),
-  ageObservations: z.boolean().default(false),
+  triggerRatio: ratio.default(COMPACTION_DEFAULTS.triggerRatio),
+  targetRatio: ratio.default(COMPACTION_DEFAULTS.targetRatio),
+  keepRecent: count.default(COMPACTION_DEFAULTS.keepRecent),
+  keepTask: z.boolean().default(LIBRARY_KEEP_TASK),
+  toolResultCap: z.number().int().positive().default(COMPACTION_DEFAULTS.toolResultCap),
+  ageObservations: z.boolean().default(COMPACTION_DEFAULTS.ageObservations),
   ageMinChars: count.default(2000),
   ageReclaimMin: count.default(40_000),
   keepImages: count.optional(),
@@ -255,6 +268,7 @@ export const COMPACTION_OPTION_KEYS = keysOf<CompactionOptions>({
   triggerRatio: true,
   targetRatio: true,
   keepRecent: true,
+  keepTask: true,
   toolResultCap: true,
   ageObservations: true,
   ageMinChars: true,

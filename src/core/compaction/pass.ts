@@ -40,7 +40,7 @@ export function startPass(
     input,
     options,
     aim,
-    regions: findRegions(input, options.keepRecent),
+    regions: findRegions(input, options.keepRecent, options.keepTask),
     tokensBefore: aim.counter.count(input),
     text: instructionTextOf(options, overrides),
     keepUserMessages: overrides.keepUserMessages ?? options.keepUserMessages,

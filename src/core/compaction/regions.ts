@@ -82,17 +82,22 @@ export class CallOwners {
 }
 
 /**
- * Which messages a compaction may remove: not sticky, and not in a group that holds a sticky
- * message (removing the rest of such a group would orphan a sticky result or strand a sticky turn).
+ * Which messages a compaction may remove: not sticky (nor the `task` index, kept as a sticky message
+ * is: docs/design.md#task-survives), and not in a group that holds a sticky message (removing the
+ * rest of such a group would orphan a sticky result or strand a sticky turn).
  * Session replay uses the same rule to turn `replacesThroughId` back into removed messages.
  */
-export function removableMask(messages: readonly ChatMessage[], groups: Groups = toolGroups(messages)): Uint8Array {
+export function removableMask(
+  messages: readonly ChatMessage[],
+  groups: Groups = toolGroups(messages),
+  task = -1,
+): Uint8Array {
   const count = messages.length;
   const sticky = new Uint8Array(count);
   // By group id (a message index): whether the group holds a sticky message.
   const pinned = new Uint8Array(count);
   for (let index = 0; index < count; index += 1) {
-    if (!isSticky(messages[index] as ChatMessage)) continue;
+    if (index !== task && !isSticky(messages[index] as ChatMessage)) continue;
     sticky[index] = 1;
     pinned[groups.groupOf[index] ?? index] = 1;
   }
@@ -190,9 +195,11 @@ export interface Regions {
   inMiddle: Uint8Array;
 }
 
-export function findRegions(messages: readonly ChatMessage[], keepRecent: number): Regions {
+/** The regions of a pass; with `keepTask`, the first user message is kept as a sticky one is. */
+export function findRegions(messages: readonly ChatMessage[], keepRecent: number, keepTask = false): Regions {
   const groups = toolGroups(messages);
-  return regionsAt(messages, findCut(messages, keepRecent, groups), groups, removableMask(messages, groups));
+  const task = keepTask ? messages.findIndex((message) => message.role === 'user') : -1;
+  return regionsAt(messages, findCut(messages, keepRecent, groups), groups, removableMask(messages, groups, task));
 }
 
 /** The regions for a recent window that starts at `cut` (a valid start: see {@link windowStarts}). */

@@ -1,0 +1,68 @@
+// Node only: the one line every worker prints as it starts — from `compactorPlugin()` on a user's
+// worker, from `createWorker` and from `temporal-compactor worker` alike — saying what it uses:
+// the task queues, the summarizer (model and endpoint), the agent loop's chat server, the payload
+// store and codec. Endpoints are shown with their userinfo and query values redacted.
+import type { DataConverter } from '@temporalio/common';
+import type OpenAI from 'openai';
+import { DEFAULT_OPENAI_BASE_URL } from '../config.js';
+import type { Summarizer } from '../core/types.js';
+import { descriptionOf } from '../described.js';
+import { redactUrls } from '../redact.js';
+
+/** What a worker is started with, as its start line names it. */
+export interface WorkerStart {
+  /** The task queues polled, with what each runs (`all`, `workflows`, `activities`). */
+  queues: readonly { taskQueue: string; runs: 'all' | 'workflows' | 'activities' }[];
+  /** The summarize activity's summarizer; undefined when no worker here runs our activities. */
+  summarizer: Summarizer | undefined;
+  /** Where the agent loop's `chat` activity sends requests; undefined when no worker here runs it. */
+  chat: ChatServer | undefined;
+  /** The data converter workers and clients share (an empty one: the SDK's defaults). */
+  dataConverter: DataConverter;
+  /** Further parts (tracing, metrics), each a phrase. */
+  more?: readonly string[];
+}
+
+/** The chat activity's server: a client of the caller's own, or the settings its client is built from. */
+export type ChatServer =
+  { client: Pick<OpenAI, 'baseURL'> } | { baseURL: string | undefined; apiKey: string | undefined };
+
+/** The chat server in words: its endpoint, or that there is none. */
+function describeChat(chat: ChatServer): string {
+  if ('client' in chat) return `chat: model server at ${redactUrls(chat.client.baseURL)}`;
+  if (chat.baseURL !== undefined) return `chat: model server at ${redactUrls(chat.baseURL)}`;
+  if (chat.apiKey !== undefined) return `chat: model server at ${DEFAULT_OPENAI_BASE_URL}`;
+  return 'chat: no model server (set OPENAI_API_KEY or OPENAI_BASE_URL; agentRun with the replay provider needs none)';
+}
+
+/** The data converter in words: what payloadConverterFromConfig said of it, the SDK's defaults, or one of the caller's own. */
+function describeDataConverter(dataConverter: DataConverter): string {
+  const own =
+    dataConverter.payloadCodecs === undefined &&
+    dataConverter.externalStorage === undefined &&
+    dataConverter.payloadConverterPath === undefined &&
+    dataConverter.failureConverterPath === undefined;
+  return descriptionOf(
+    dataConverter,
+    own
+      ? 'payloads inline (no store, no codec)'
+      : 'a data converter of your own (payload store and codec not ours to say)',
+  );
+}
+
+/**
+ * The start line, e.g. `temporal-compactor worker: polling task queue "agents" (all); OpenAI-compatible
+ * summarizer: model gpt-4o-mini at http://127.0.0.1:8000/v1, timeout 60000 ms; chat: model server at
+ * http://127.0.0.1:8000/v1; payload store file:/data (payloads of 256 KiB and more), codec deflate, no encryption`.
+ */
+export function workerStartLine({ queues, summarizer, chat, dataConverter, more = [] }: WorkerStart): string {
+  const polled = queues.map(({ taskQueue, runs }) => `"${taskQueue}" (${runs})`).join(' and ');
+  const parts = [
+    `polling task queue ${polled}`,
+    summarizer === undefined ? undefined : descriptionOf(summarizer, 'summarizer: one of your own'),
+    chat === undefined ? undefined : describeChat(chat),
+    describeDataConverter(dataConverter),
+    ...more,
+  ].filter((part) => part !== undefined);
+  return `temporal-compactor worker: ${parts.join('; ')}`;
+}
