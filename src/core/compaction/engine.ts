@@ -93,7 +93,7 @@ export function* compactionSteps(
  * window; the summary and its one retry; the assembly, or the hard trim.
  */
 function* passSteps(pass: Pass, hooks: CompactionHooks): CompactionSteps {
-  const { options, regions, aim, text } = pass;
+  const { options, regions, aim } = pass;
   // docs/design.md#over-trigger Elide first (an elision-only epoch is this branch below the trigger); stop when that was enough.
   // docs/design.md#epochs: an epoch never summarizes, never drops, never calls a backend.
   const stubbed = elide(pass, hooks.nameReplaced);
