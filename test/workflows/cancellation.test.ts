@@ -138,7 +138,10 @@ describe('cancellation on a dev server', () => {
           expect(nextStep).toBe('cancelled');
           expect(result.fallback).toBe(true);
           expect(result.summary).toBeNull();
-          expect(result).toEqual(await hardTrim());
+          expect(result).toEqual({
+            ...(await hardTrim()),
+            fallbackReason: { cause: 'cancelled', message: 'the summary request was cancelled' },
+          });
           const events = await eventTypes(handle);
           expect(events).toContain('ActivityTaskCancelRequested');
           // The caller's scope is cancelled: its timer rejects without ever being scheduled.
