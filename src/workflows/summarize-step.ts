@@ -6,6 +6,7 @@ import { ApplicationFailure, RetryState } from '@temporalio/common';
 import { ActivityFailure, CancellationScope, isCancellation, proxyActivities } from '@temporalio/workflow';
 import type { CompactorActivities } from '../activities/index.js';
 import { FailureType } from '../core/errors.js';
+import { isRecord } from '../core/schema.js';
 import type { SummarizeOutcome, SummarizeStep } from '../core/compaction/engine.js';
 import type { SummarizerTally } from '../core/compaction/telemetry.js';
 import { jsonPayloadBytes, payloadBound } from '../core/limits/payload-size.js';
@@ -51,20 +52,19 @@ function clipped(text: string, max: number): string {
 
 /** The attempt a summarize activity reported (in its output, or in its failure's details); 1 when it said none. */
 function reportedAttempt(value: unknown): number {
-  const attempt: unknown = typeof value === 'object' && value !== null ? Reflect.get(value, 'attempt') : undefined;
-  return typeof attempt === 'number' && Number.isSafeInteger(attempt) && attempt > 0 ? attempt : 1;
+  const attempt = isRecord(value) ? value.attempt : undefined;
+  return positive(attempt) ? attempt : 1;
 }
+
+const positive = (value: unknown): value is number =>
+  typeof value === 'number' && Number.isSafeInteger(value) && value > 0;
 
 /** The window and prompt tokens a `Summarizer.ContextOverflow` failure's details state (positive integers only). */
 function statedNumbers(details: unknown): { contextWindow?: number; promptTokens?: number } {
   const numbers: { contextWindow?: number; promptTokens?: number } = {};
-  if (typeof details !== 'object' || details === null) return numbers;
-  const positive = (value: unknown): value is number =>
-    typeof value === 'number' && Number.isSafeInteger(value) && value > 0;
-  const contextWindow: unknown = Reflect.get(details, 'contextWindow');
-  const promptTokens: unknown = Reflect.get(details, 'promptTokens');
-  if (positive(contextWindow)) numbers.contextWindow = contextWindow;
-  if (positive(promptTokens)) numbers.promptTokens = promptTokens;
+  if (!isRecord(details)) return numbers;
+  if (positive(details.contextWindow)) numbers.contextWindow = details.contextWindow;
+  if (positive(details.promptTokens)) numbers.promptTokens = details.promptTokens;
   return numbers;
 }
 
