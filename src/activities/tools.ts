@@ -2,7 +2,7 @@
 // `grep` under a configured root, and `replayTool`, which returns a trajectory's recorded result.
 import { constants } from 'node:fs';
 import { open, opendir, realpath, stat } from 'node:fs/promises';
-import { isAbsolute, relative, resolve, sep } from 'node:path';
+import { relative, resolve } from 'node:path';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { z } from 'zod';
@@ -12,7 +12,7 @@ import type { ChatMessage } from '../core/types.js';
 import { grepInThread, SearchSlots, type GrepOutcome } from './grep.js';
 import { heartbeating } from './heartbeats.js';
 import { secretRuleFor, type SecretPathRule } from './secret-paths.js';
-import type { TrajectoryStore } from './trajectories.js';
+import { isInside, type TrajectoryStore } from './trajectories.js';
 
 /** A tool activity: parsed JSON arguments in, the result the model reads out (a string, or JSON it is shown as). */
 export type ToolActivity = (args: unknown) => Promise<unknown>;
@@ -94,11 +94,6 @@ function noRoot(tool: string, root: string | undefined): ApplicationFailure {
       ? `${tool}: this worker has no tool root (COMPACTOR_TOOLS_ROOT): the built-in tools read nothing`
       : `${tool}: the tool root ${root} is not a directory this worker can read`,
   );
-}
-
-function isInside(root: string, path: string): boolean {
-  const rel = relative(root, path);
-  return rel === '' || (!rel.startsWith(`..${sep}`) && rel !== '..' && !isAbsolute(rel));
 }
 
 const readArgs = z.strictObject({

@@ -23,9 +23,10 @@ const failure = (type: string, message: string): ApplicationFailure =>
   ApplicationFailure.create({ type, message, nonRetryable: true });
 const notFound = (message: string): ApplicationFailure => failure(FailureType.Replay.TrajectoryNotFound, message);
 
-function inside(root: string, path: string): boolean {
+/** True when `path` is `root` or below it (both resolved). */
+export function isInside(root: string, path: string): boolean {
   const rel = relative(root, path);
-  return rel !== '' && !rel.startsWith(`..${sep}`) && rel !== '..' && !isAbsolute(rel);
+  return rel === '' || (!rel.startsWith(`..${sep}`) && rel !== '..' && !isAbsolute(rel));
 }
 
 /**
@@ -50,7 +51,8 @@ export function createTrajectoryStore({ dir = process.cwd() }: TrajectoryStoreOp
       } catch {
         continue;
       }
-      if (!inside(await realpath(root), real))
+      const realRoot = await realpath(root);
+      if (real === realRoot || !isInside(realRoot, real))
         throw notFound(`replay: trajectory "${name}" resolves outside the trajectory directory ${root}`);
       let parsed: unknown;
       try {
