@@ -1,5 +1,6 @@
 // Node only (activities): turns what a summarizer threw into the `ApplicationFailure` Temporal's
-// retry policy acts on (docs/design.md#summarize-activity). Never wraps a cancellation into a failure.
+// retry policy acts on (docs/design.md#summarize-activity), and the failure of any activity's bad
+// input. Never wraps a cancellation into a failure.
 import { ApplicationFailure } from '@temporalio/common';
 import {
   classifyError,
@@ -90,4 +91,9 @@ export function emptySummaryFailure(known: Pick<SummarizerFailureDetails, 'attem
     nonRetryable: false,
     details: [{ ...known }],
   });
+}
+
+/** The failure for an activity input that is not what it must be: never retried. */
+export function invalidActivityInput(message: string): ApplicationFailure {
+  return ApplicationFailure.create({ type: FailureType.Compaction.InvalidInput, message, nonRetryable: true });
 }
