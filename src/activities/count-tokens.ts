@@ -3,9 +3,8 @@
 // 1M-token conversation at the start, a huge tool result) would hold a workflow activation for
 // seconds, past the SDK's deadlock timeout. Counted here, the numbers enter the history once and
 // a replaying worker reads them instead of tokenizing again.
-import { ApplicationFailure } from '@temporalio/common';
 import { BPE_ENCODING_NAMES, countTextTokens, type BpeEncodingName } from '../core/counting/bpe-counter.js';
-import { FailureType } from '../core/errors.js';
+import { invalidActivityInput } from './to-failure.js';
 
 export interface CountTokensInput {
   encoding: BpeEncodingName;
@@ -27,13 +26,10 @@ export function createCountTokensActivity() {
       !BPE_ENCODING_NAMES.some((name) => name === encoding) ||
       !Array.isArray(texts) ||
       !texts.every((text) => typeof text === 'string')
-    ) {
-      throw ApplicationFailure.create({
-        type: FailureType.Compaction.InvalidInput,
-        message: `countTokens: the input must be { encoding: ${BPE_ENCODING_NAMES.join(' | ')}, texts: string[] }`,
-        nonRetryable: true,
-      });
-    }
+    )
+      throw invalidActivityInput(
+        `countTokens: the input must be { encoding: ${BPE_ENCODING_NAMES.join(' | ')}, texts: string[] }`,
+      );
     const name = BPE_ENCODING_NAMES.find((known) => known === encoding) ?? 'o200k_base';
     return { tokens: texts.map((text: string) => (text.length === 0 ? 0 : countTextTokens(text, name))) };
   };

@@ -2,8 +2,7 @@
 // state. The batch of lines IS the record: it is this activity's input, kept in the run's history
 // (and, with a payload store, in the store, the history holding a claim). The activity only checks
 // the batch and acknowledges it; `readSession` reads the inputs back.
-import { ApplicationFailure } from '@temporalio/common';
-import { FailureType } from '../core/errors.js';
+import { invalidActivityInput } from './to-failure.js';
 import type { SessionBatch } from '../core/agent/session.js';
 
 /** What `recordSession` answers: how many lines it acknowledged and the position after them. */
@@ -18,14 +17,10 @@ export function createRecordSessionActivity() {
   return async function recordSession(batch: SessionBatch): Promise<SessionBatchReceipt> {
     const from: unknown = batch?.from;
     const lines: unknown = batch?.lines;
-    if (!Number.isSafeInteger(from) || typeof from !== 'number' || from < 0 || !Array.isArray(lines)) {
-      throw ApplicationFailure.create({
-        type: FailureType.Compaction.InvalidInput,
-        message:
-          'recordSession: the input must be { from: a non-negative integer, lines: an array of transcript lines }',
-        nonRetryable: true,
-      });
-    }
+    if (!Number.isSafeInteger(from) || typeof from !== 'number' || from < 0 || !Array.isArray(lines))
+      throw invalidActivityInput(
+        'recordSession: the input must be { from: a non-negative integer, lines: an array of transcript lines }',
+      );
     return { recorded: lines.length, next: from + lines.length };
   };
 }

@@ -1,7 +1,7 @@
 // Node only (activities): the `summarize` activity — the one slow, flaky step of a compaction.
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import { validateMessages } from '../core/schema.js';
+import { isRecord, validateMessages } from '../core/schema.js';
 import { inputRoom } from '../core/compaction/pieces.js';
 import { summarizerMessages } from '../core/compaction/transcript.js';
 import { defaultCounter } from '../core/counting/tokens.js';
@@ -77,15 +77,13 @@ export function createSummarizeActivity({
     const retried = attempt > 1 ? { attempt } : {};
     const started = Date.now();
     const estimate = counter.count(summarizerMessages(request));
-    if (window !== undefined) {
-      if (estimate > inputRoom(window))
-        throw ApplicationFailure.create({
-          type: FailureType.Summarizer.ContextOverflow,
-          message: `summarize: the request is ${estimate} tokens (estimated), over the ${inputRoom(window)} the worker's summarizer window of ${window} tokens leaves for it (summarizerContextWindow)`,
-          nonRetryable: true,
-          details: [{ ...retried, contextWindow: window, promptTokens: estimate }],
-        });
-    }
+    if (window !== undefined && estimate > inputRoom(window))
+      throw ApplicationFailure.create({
+        type: FailureType.Summarizer.ContextOverflow,
+        message: `summarize: the request is ${estimate} tokens (estimated), over the ${inputRoom(window)} the worker's summarizer window of ${window} tokens leaves for it (summarizerContextWindow)`,
+        nonRetryable: true,
+        details: [{ ...retried, contextWindow: window, promptTokens: estimate }],
+      });
     return whileHeartbeating(
       async (signal) => {
         const response = await summarizer.summarize(request, { signal });
@@ -107,7 +105,7 @@ export function createSummarizeActivity({
 
 /** The input, checked as the request it must be; throws `InvalidInputError` naming the field. */
 function checkedRequest(input: SummarizeRequest): SummarizeRequest {
-  if (typeof input !== 'object' || input === null || Array.isArray(input))
+  if (!isRecord(input))
     throw new InvalidInputError('input', 'must be an object { instruction, middle, instructions? }');
   assertKnownKeys(input, REQUEST_KEYS, 'input', 'field');
   const { instruction, middle, instructions, maxTokens } = input;

@@ -1,5 +1,6 @@
 // Node only (activities): turns what a summarizer threw into the `ApplicationFailure` Temporal's
-// retry policy acts on (docs/design.md#summarize-activity). Never wraps a cancellation into a failure.
+// retry policy acts on (docs/design.md#summarize-activity), and the failure of any activity's bad
+// input. Never wraps a cancellation into a failure.
 import { ApplicationFailure } from '@temporalio/common';
 import {
   classifyError,
@@ -58,48 +59,28 @@ export function toSummarizerFailure(
   if (status !== undefined) details.status = status;
   if (retryAfterMs !== undefined) details.retryAfterMs = retryAfterMs;
 
+  // A zero `Retry-After` means "now": leave the retry policy's own interval (Temporal reads 0 as unset anyway).
+  const delay = retryAfterMs !== undefined && retryAfterMs > 0 ? { nextRetryDelay: retryAfterMs } : {};
+  const fail = (type: string, nonRetryable: boolean): ApplicationFailure =>
+    ApplicationFailure.create({
+      type,
+      message,
+      nonRetryable,
+      details: [details],
+      cause,
+      ...(nonRetryable ? {} : delay),
+    });
+
   const overflow = readContextOverflow(error);
   if (overflow !== undefined) {
     if (overflow.contextWindow !== undefined) details.contextWindow = overflow.contextWindow;
     if (overflow.promptTokens !== undefined) details.promptTokens = overflow.promptTokens;
-    return ApplicationFailure.create({
-      type: FailureType.Summarizer.ContextOverflow,
-      message,
-      nonRetryable: true,
-      details: [details],
-      cause,
-    });
+    return fail(FailureType.Summarizer.ContextOverflow, true);
   }
-  if (pastDeadline(error))
-    return ApplicationFailure.create({
-      type: FailureType.Summarizer.Deadline,
-      message,
-      nonRetryable: true,
-      details: [details],
-      cause,
-    });
-  if (classifyError(error) === 'abort') {
-    return ApplicationFailure.create({
-      type: FailureType.Summarizer.Rejected,
-      message,
-      nonRetryable: true,
-      details: [details],
-      cause,
-    });
-  }
-  const type =
-    error instanceof SummarizerError && error.kind === 'empty'
-      ? FailureType.Summarizer.Empty
-      : FailureType.Summarizer.Transient;
-  return ApplicationFailure.create({
-    type,
-    message,
-    nonRetryable: false,
-    details: [details],
-    cause,
-    // A zero hint means "now": leave the retry policy's own interval (Temporal reads 0 as unset anyway).
-    ...(retryAfterMs !== undefined && retryAfterMs > 0 ? { nextRetryDelay: retryAfterMs } : {}),
-  });
+  if (pastDeadline(error)) return fail(FailureType.Summarizer.Deadline, true);
+  if (classifyError(error) === 'abort') return fail(FailureType.Summarizer.Rejected, true);
+  const empty = error instanceof SummarizerError && error.kind === 'empty';
+  return fail(empty ? FailureType.Summarizer.Empty : FailureType.Summarizer.Transient, false);
 }
 
 /** The failure for a summary that is empty or only whitespace: never accepted, retried. */
@@ -110,4 +91,9 @@ export function emptySummaryFailure(known: Pick<SummarizerFailureDetails, 'attem
     nonRetryable: false,
     details: [{ ...known }],
   });
+}
+
+/** The failure for an activity input that is not what it must be: never retried. */
+export function invalidActivityInput(message: string): ApplicationFailure {
+  return ApplicationFailure.create({ type: FailureType.Compaction.InvalidInput, message, nonRetryable: true });
 }

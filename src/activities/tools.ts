@@ -2,7 +2,7 @@
 // `grep` under a configured root, and `replayTool`, which returns a trajectory's recorded result.
 import { constants } from 'node:fs';
 import { open, opendir, realpath, stat } from 'node:fs/promises';
-import { isAbsolute, relative, resolve, sep } from 'node:path';
+import { relative, resolve } from 'node:path';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { z } from 'zod';
@@ -12,7 +12,7 @@ import type { ChatMessage } from '../core/types.js';
 import { grepInThread, SearchSlots, type GrepOutcome } from './grep.js';
 import { heartbeating } from './heartbeats.js';
 import { secretRuleFor, type SecretPathRule } from './secret-paths.js';
-import type { TrajectoryStore } from './trajectories.js';
+import { isInside, type TrajectoryStore } from './trajectories.js';
 
 /** A tool activity: parsed JSON arguments in, the result the model reads out (a string, or JSON it is shown as). */
 export type ToolActivity = (args: unknown) => Promise<unknown>;
@@ -49,18 +49,6 @@ export interface BuiltInToolsOptions {
 /** @default 100_000 characters of one tool result */
 export const DEFAULT_TOOL_RESULT_CHARS = 100_000;
 const MAX_GREP_FILE_BYTES = 2_000_000;
-/** @default 10 s per grep call */
-export const DEFAULT_GREP_TIMEOUT_MS = 10_000;
-/** @default 64 MiB of heap for grep's search thread */
-export const DEFAULT_GREP_MEMORY_MB = 64;
-/** @default 2 grep search threads at once per set of tools (one worker's) */
-export const DEFAULT_GREP_THREADS = 2;
-/** @default 20,000 files per grep call */
-export const DEFAULT_GREP_MAX_FILES = 20_000;
-/** @default 10 MB of one file read by fs_read */
-export const DEFAULT_READ_BYTES = 10_000_000;
-/** @default 10,000 entries listed by fs_list */
-export const DEFAULT_LIST_ENTRIES = 10_000;
 /** The longest pattern grep takes. */
 export const MAX_GREP_PATTERN_CHARS = 1_000;
 /** A matched line longer than this is shown as this many characters around its match (cut in the search thread). */
@@ -69,14 +57,14 @@ export const MAX_GREP_LINE_CHARS = 1_000;
 const GREP_NOTE_CHARS = 200;
 const SKIPPED_DIRECTORIES = new Set(['.git', 'node_modules']);
 
+/** A tool's failure: never retried, the agent loop hands it to the model as the result. */
+const toolFailure = (type: string, message: string): ApplicationFailure =>
+  ApplicationFailure.create({ type, message, nonRetryable: true });
+
 function invalidArguments(tool: string, error: z.ZodError): ApplicationFailure {
   const issue = error.issues[0];
   const field = issue === undefined ? 'arguments' : ['arguments', ...issue.path.map(String)].join('.');
-  return ApplicationFailure.create({
-    type: FailureType.Tool.InvalidArguments,
-    message: `${tool}: ${field}: ${issue?.message ?? 'invalid'}`,
-    nonRetryable: true,
-  });
+  return toolFailure(FailureType.Tool.InvalidArguments, `${tool}: ${field}: ${issue?.message ?? 'invalid'}`);
 }
 
 function parseArgs<T>(tool: string, schema: z.ZodType<T>, args: unknown): T {
@@ -86,35 +74,26 @@ function parseArgs<T>(tool: string, schema: z.ZodType<T>, args: unknown): T {
 }
 
 function outsideRoot(tool: string, path: string, root: string): ApplicationFailure {
-  return ApplicationFailure.create({
-    type: FailureType.Tool.PathOutsideRoot,
-    message: `${tool}: path "${path}" is outside the tool root ${root}; use a path relative to the root`,
-    nonRetryable: true,
-  });
+  return toolFailure(
+    FailureType.Tool.PathOutsideRoot,
+    `${tool}: path "${path}" is outside the tool root ${root}; use a path relative to the root`,
+  );
 }
 
 function secretPath(tool: string, path: string, rule: SecretPathRule): ApplicationFailure {
-  return ApplicationFailure.create({
-    type: FailureType.Tool.SecretPath,
-    message: `${tool}: ${path} is not read: it matches the rule "${rule.pattern}" (${rule.holds}), files that may hold secrets; the worker's operator can allow it by name in COMPACTOR_TOOLS_ALLOW`,
-    nonRetryable: true,
-  });
+  return toolFailure(
+    FailureType.Tool.SecretPath,
+    `${tool}: ${path} is not read: it matches the rule "${rule.pattern}" (${rule.holds}), files that may hold secrets; the worker's operator can allow it by name in COMPACTOR_TOOLS_ALLOW`,
+  );
 }
 
 function noRoot(tool: string, root: string | undefined): ApplicationFailure {
-  return ApplicationFailure.create({
-    type: FailureType.Tool.NoRoot,
-    message:
-      root === undefined
-        ? `${tool}: this worker has no tool root (COMPACTOR_TOOLS_ROOT): the built-in tools read nothing`
-        : `${tool}: the tool root ${root} is not a directory this worker can read`,
-    nonRetryable: true,
-  });
-}
-
-function isInside(root: string, path: string): boolean {
-  const rel = relative(root, path);
-  return rel === '' || (!rel.startsWith(`..${sep}`) && rel !== '..' && !isAbsolute(rel));
+  return toolFailure(
+    FailureType.Tool.NoRoot,
+    root === undefined
+      ? `${tool}: this worker has no tool root (COMPACTOR_TOOLS_ROOT): the built-in tools read nothing`
+      : `${tool}: the tool root ${root} is not a directory this worker can read`,
+  );
 }
 
 const readArgs = z.strictObject({
@@ -130,17 +109,15 @@ const grepArgs = z.strictObject({
   maxResults: z.number().int().min(1).max(1000).optional(),
 });
 
-/** The first `limit` bytes of a file as UTF-8, and the file's whole size. */
 /** Opening a FIFO for reading waits for a writer; non-blocking, it returns at once (and regular files read as before). */
 const READ_FLAGS = constants.O_RDONLY | constants.O_NONBLOCK;
 
 /** Refuses what is neither a regular file nor a directory: a FIFO, a socket or a device could block a read forever. */
 function notAFile(tool: string, path: string): ApplicationFailure {
-  return ApplicationFailure.create({
-    type: FailureType.Tool.InvalidArguments,
-    message: `${tool}: ${path} is not a regular file (a FIFO, socket or device is never read)`,
-    nonRetryable: true,
-  });
+  return toolFailure(
+    FailureType.Tool.InvalidArguments,
+    `${tool}: ${path} is not a regular file (a FIFO, socket or device is never read)`,
+  );
 }
 
 async function readHead(path: string, shown: string, limit: number): Promise<{ text: string; size: number }> {
@@ -201,12 +178,12 @@ export function createBuiltInTools({
   root,
   allow = [],
   maxResultChars = DEFAULT_TOOL_RESULT_CHARS,
-  grepTimeoutMs = DEFAULT_GREP_TIMEOUT_MS,
-  grepMemoryMb = DEFAULT_GREP_MEMORY_MB,
-  grepThreads = DEFAULT_GREP_THREADS,
-  grepMaxFiles = DEFAULT_GREP_MAX_FILES,
-  maxReadBytes = DEFAULT_READ_BYTES,
-  maxListEntries = DEFAULT_LIST_ENTRIES,
+  grepTimeoutMs = 10_000,
+  grepMemoryMb = 64,
+  grepThreads = 2,
+  grepMaxFiles = 20_000,
+  maxReadBytes = 10_000_000,
+  maxListEntries = 10_000,
 }: BuiltInToolsOptions = {}) {
   const rootPath = root === undefined ? undefined : resolve(root);
   const allowed = [...allow];
@@ -235,11 +212,7 @@ export function createBuiltInTools({
     try {
       real = await realpath(target);
     } catch {
-      throw ApplicationFailure.create({
-        type: FailureType.Tool.NotFound,
-        message: `${tool}: no such file or directory: ${path}`,
-        nonRetryable: true,
-      });
+      throw toolFailure(FailureType.Tool.NotFound, `${tool}: no such file or directory: ${path}`);
     }
     // A symlink inside the root may point outside it, or into a secret file.
     if (!isInside(base, real)) throw outsideRoot(tool, path, rootPath ?? base);
@@ -252,13 +225,8 @@ export function createBuiltInTools({
     const { path, offset = 1, limit } = parseArgs('fs_read', readArgs, args);
     const { real } = await locate('fs_read', path);
     const kind = await stat(real);
-    if (kind.isDirectory()) {
-      throw ApplicationFailure.create({
-        type: FailureType.Tool.InvalidArguments,
-        message: `fs_read: ${path} is a directory; use fs_list`,
-        nonRetryable: true,
-      });
-    }
+    if (kind.isDirectory())
+      throw toolFailure(FailureType.Tool.InvalidArguments, `fs_read: ${path} is a directory; use fs_list`);
     if (!kind.isFile()) throw notAFile('fs_read', path);
     const { text, size } = await readHead(real, path, maxReadBytes);
     const lines = text.split('\n');
@@ -271,13 +239,8 @@ export function createBuiltInTools({
   async function fs_list(args: unknown): Promise<string> {
     const { path = '.' } = parseArgs('fs_list', listArgs, args);
     const { real } = await locate('fs_list', path);
-    if (!(await stat(real)).isDirectory()) {
-      throw ApplicationFailure.create({
-        type: FailureType.Tool.InvalidArguments,
-        message: `fs_list: ${path} is not a directory; use fs_read`,
-        nonRetryable: true,
-      });
-    }
+    if (!(await stat(real)).isDirectory())
+      throw toolFailure(FailureType.Tool.InvalidArguments, `fs_list: ${path} is not a directory; use fs_read`);
     const names: string[] = [];
     let more = false;
     // Read entry by entry: a directory of a million files must not be read whole.
@@ -300,11 +263,10 @@ export function createBuiltInTools({
       // Compiling checks the syntax only: matching runs in the search thread.
       new RegExp(pattern, flags);
     } catch (error) {
-      throw ApplicationFailure.create({
-        type: FailureType.Tool.InvalidArguments,
-        message: `grep: arguments.pattern: ${error instanceof Error ? error.message : String(error)}`,
-        nonRetryable: true,
-      });
+      throw toolFailure(
+        FailureType.Tool.InvalidArguments,
+        `grep: arguments.pattern: ${error instanceof Error ? error.message : String(error)}`,
+      );
     }
     const { real, base } = await locate('grep', path);
     const kind = await stat(real);
@@ -334,10 +296,7 @@ export function createBuiltInTools({
       timeoutMs: grepTimeoutMs,
       maxOutputChars,
     });
-    if (matches.length === 0)
-      return stopped === ''
-        ? `no matches for /${pattern}/ in ${path}`
-        : `no matches for /${pattern}/ in ${path}${stopped}`;
+    if (matches.length === 0) return `no matches for /${pattern}/ in ${path}${stopped}`;
     return capText(matches.join('\n') + stopped, maxResultChars);
   }
 
@@ -357,11 +316,10 @@ export function createReplayTool(trajectories: TrajectoryStore) {
     const script = await trajectories.load(trajectory);
     const result = script.results.get(toolCallId);
     if (result === undefined) {
-      throw ApplicationFailure.create({
-        type: FailureType.Replay.NotRecorded,
-        message: `replay: trajectory "${trajectory}" has no result for tool call ${toolCallId}`,
-        nonRetryable: true,
-      });
+      throw toolFailure(
+        FailureType.Replay.NotRecorded,
+        `replay: trajectory "${trajectory}" has no result for tool call ${toolCallId}`,
+      );
     }
     return result;
   });

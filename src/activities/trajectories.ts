@@ -19,13 +19,14 @@ export interface TrajectoryStoreOptions {
   dir?: string;
 }
 
-function notFound(message: string): ApplicationFailure {
-  return ApplicationFailure.create({ type: FailureType.Replay.TrajectoryNotFound, message, nonRetryable: true });
-}
+const failure = (type: string, message: string): ApplicationFailure =>
+  ApplicationFailure.create({ type, message, nonRetryable: true });
+const notFound = (message: string): ApplicationFailure => failure(FailureType.Replay.TrajectoryNotFound, message);
 
-function inside(root: string, path: string): boolean {
+/** True when `path` is `root` or below it (both resolved). */
+export function isInside(root: string, path: string): boolean {
   const rel = relative(root, path);
-  return rel !== '' && !rel.startsWith(`..${sep}`) && rel !== '..' && !isAbsolute(rel);
+  return rel === '' || (!rel.startsWith(`..${sep}`) && rel !== '..' && !isAbsolute(rel));
 }
 
 /**
@@ -50,27 +51,21 @@ export function createTrajectoryStore({ dir = process.cwd() }: TrajectoryStoreOp
       } catch {
         continue;
       }
-      if (!inside(await realpath(root), real))
+      const realRoot = await realpath(root);
+      if (real === realRoot || !isInside(realRoot, real))
         throw notFound(`replay: trajectory "${name}" resolves outside the trajectory directory ${root}`);
       let parsed: unknown;
       try {
         parsed = JSON.parse(await readFile(real, 'utf8'));
       } catch (error) {
-        throw ApplicationFailure.create({
-          type: FailureType.Replay.BadTrajectory,
-          message: `replay: ${real} is not JSON: ${error instanceof Error ? error.message : String(error)}`,
-          nonRetryable: true,
-        });
+        const reason = error instanceof Error ? error.message : String(error);
+        throw failure(FailureType.Replay.BadTrajectory, `replay: ${real} is not JSON: ${reason}`);
       }
       try {
         return replayScript(parsed);
       } catch (error) {
         if (error instanceof InvalidInputError)
-          throw ApplicationFailure.create({
-            type: FailureType.Replay.BadTrajectory,
-            message: `replay: ${real}: ${error.message}`,
-            nonRetryable: true,
-          });
+          throw failure(FailureType.Replay.BadTrajectory, `replay: ${real}: ${error.message}`);
         throw error;
       }
     }

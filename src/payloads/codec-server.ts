@@ -24,6 +24,7 @@ import {
 import proto from '@temporalio/proto';
 import { CHUNK_STORE_DRIVER_NAME, ChunkStoreDriver } from './chunk-store.js';
 import { CompactorCodec, payloadProtoSize } from './codec.js';
+import { drain } from './drain.js';
 import {
   ChunkIntegrityError,
   ChunkMissingError,
@@ -243,32 +244,6 @@ function normalizeOrigin(text: string): string | undefined {
   }
 }
 
-/** Runs `work` over `items`, at most `width` at once, in order of start; the first failure stops the rest. */
-async function eachAtMost<T, R>(
-  items: readonly T[],
-  width: number,
-  work: (item: T, index: number) => Promise<R>,
-): Promise<R[]> {
-  const results: R[] = [];
-  let next = 0;
-  let failed = false;
-  const lane = async (): Promise<void> => {
-    for (let index = next; !failed && index < items.length; index = next) {
-      next += 1;
-      const item = items[index];
-      if (item === undefined) continue;
-      try {
-        results[index] = await work(item, index);
-      } catch (error) {
-        failed = true;
-        throw error;
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(width, items.length) }, lane));
-  return results;
-}
-
 /** Turns for requests: `concurrency` at work, `queue` waiting, the rest refused at once. */
 function turns(concurrency: number, queue: number): { take(): Promise<void>; give(): void } {
   let active = 0;
@@ -467,7 +442,10 @@ export async function startCodecServer({
         return payload;
       return decodeOne(payload, budget, stated);
     };
-    const results = await eachAtMost(payloads, PAYLOADS_AT_ONCE, async (payload, index) => {
+    const results: Payload[] = [];
+    // Taken from the end: reversed, the payloads start in order.
+    const work = payloads.map((payload, index) => ({ payload, index })).reverse();
+    await drain(work, PAYLOADS_AT_ONCE, async ({ payload, index }) => {
       // A claim with no store to read it from: say which setting this server lacks, rather than
       // answer the claim as if it were the payload (or, asked to keep claims, leave it a claim).
       const keptAsClaim = operation === 'decode' && keepLargeClaims;
@@ -478,7 +456,7 @@ export async function startCodecServer({
           `payloads[${index}]: cannot ${operation}: ${new PayloadStoreNotConfiguredError('this codec server', decodeReferencePayload(payload).driverName).message}`,
         );
       try {
-        return await transform(payload);
+        results[index] = await transform(payload);
       } catch (error) {
         if (error instanceof Refusal) throw error;
         // The protocol answers codec errors with 400; the log has the raw error.

@@ -19,6 +19,7 @@
 // always has all its descendants (a store reuses one without looking below).
 import { ChunkIntegrityError, ChunkMissingError, PayloadKeyMissingError } from './errors.js';
 import type { ChunkStoreDriver, InspectedObject } from './chunk-store.js';
+import { drain } from './drain.js';
 import { isSweepable } from './object-backend.js';
 import { objectKey, parseObjectKey, type ObjectKind } from './object-format.js';
 
@@ -115,25 +116,6 @@ const emptyTallies = (): TallyByKind => ({
 });
 const MISSING_SHOWN = 20;
 const PROGRESS_EVERY_MS = 2_000;
-
-/** Runs `work` over `items` (which `work` may extend) with at most `concurrency` at once; the first error stops it. */
-async function drain<T>(items: T[], concurrency: number, work: (item: T) => Promise<void>): Promise<void> {
-  let failure: { error: unknown } | undefined;
-  const worker = async (): Promise<void> => {
-    while (failure === undefined) {
-      const item = items.pop();
-      if (item === undefined) return;
-      try {
-        await work(item);
-      } catch (error) {
-        failure ??= { error };
-      }
-    }
-  };
-  // Workers that found the list empty while others still add to it would end early: run rounds until it stays empty.
-  while (items.length > 0 && failure === undefined) await Promise.all(Array.from({ length: concurrency }, worker));
-  if (failure !== undefined) throw failure.error;
-}
 
 /** Progress lines: forced ones always, others at most every two seconds (so short work prints only the forced ones). */
 function throttled(onProgress: ((line: string) => void) | undefined): (line: () => string, force?: boolean) => void {

@@ -141,10 +141,11 @@ export class S3Backend implements SweepableBackend {
     // Sized from the response's headers before the body is read, and counted as it is read (a
     // server that sends no length, or more than it said, is cut off at the bound).
     const declared = response.ContentLength;
-    if (declared !== undefined && declared > maxBytes) {
+    const over = (size: number): Error => {
       if ('destroy' in body && typeof body.destroy === 'function') body.destroy();
-      throw tooLarge(key, declared, maxBytes);
-    }
+      return tooLarge(key, size, maxBytes);
+    };
+    if (declared !== undefined && declared > maxBytes) throw over(declared);
     if (!isAsyncIterable(body)) {
       const bytes = await body.transformToByteArray();
       if (bytes.length > maxBytes) throw tooLarge(key, bytes.length, maxBytes);
@@ -155,10 +156,7 @@ export class S3Backend implements SweepableBackend {
     for await (const part of body) {
       if (!(part instanceof Uint8Array)) throw new TypeError(`${key}: the S3 response body is not bytes`);
       size += part.length;
-      if (size > maxBytes) {
-        if ('destroy' in body && typeof body.destroy === 'function') body.destroy();
-        throw tooLarge(key, size, maxBytes);
-      }
+      if (size > maxBytes) throw over(size);
       parts.push(part);
     }
     return Buffer.concat(parts, size);

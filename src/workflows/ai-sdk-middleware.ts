@@ -9,6 +9,7 @@ import { Compactor } from '../compactor.js';
 import { sha256Hex } from '../core/counting/digest.js';
 import { InvalidInputError } from '../core/errors.js';
 import type { AiSdkMessage } from '../core/formats/ai-sdk-schema.js';
+import { isRecord } from '../core/schema.js';
 import type { Summarizer } from '../core/types.js';
 import { assertKnownKeys, keysOf } from '../core/unknown-keys.js';
 import { compact, needsCompaction } from './compact.js';
@@ -56,9 +57,8 @@ const MIDDLEWARE_OPTION_KEYS: readonly string[] = [
 function asProviderPrompt(before: readonly unknown[], after: readonly unknown[]): readonly unknown[] {
   if (after === before) return before;
   return after.map((message) => {
-    if (typeof message !== 'object' || message === null) return message;
-    const role: unknown = Reflect.get(message, 'role');
-    const content: unknown = Reflect.get(message, 'content');
+    if (!isRecord(message)) return message;
+    const { role, content } = message;
     if ((role !== 'user' && role !== 'assistant') || typeof content !== 'string') return message;
     return { ...message, content: [{ type: 'text', text: content }] };
   });

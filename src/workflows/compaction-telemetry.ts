@@ -22,29 +22,23 @@ interface Compacted {
   summarizerUsage: SummarizerUsage | undefined;
 }
 
+/** Adds `value` to the workflow counter `name`. */
+function addTo(name: string, unit: string, description: string, value = 1, tags: Record<string, string> = {}): void {
+  metricMeter.createCounter(name, unit, description).add(value, tags);
+}
+
 /** Adds one compaction to the workflow metrics. */
 function countCompaction({ result }: Compacted): void {
   if (!inWorkflowContext()) return;
-  metricMeter
-    .createCounter(CompactionMetric.Compactions, 'compactions', 'Compactions, by result')
-    .add(1, { result: compactionResultKind(result) });
+  addTo(CompactionMetric.Compactions, 'compactions', 'Compactions, by result', 1, {
+    result: compactionResultKind(result),
+  });
   const reclaimed = result.tokensBefore - result.tokensAfter;
   if (reclaimed > 0)
-    metricMeter
-      .createCounter(CompactionMetric.TokensReclaimed, 'tokens', 'Tokens the compactions took out of the context')
-      .add(reclaimed);
-  if (result.fallback)
-    metricMeter
-      .createCounter(CompactionMetric.Fallbacks, 'compactions', 'Compactions that fell back to the hard trim')
-      .add(1);
+    addTo(CompactionMetric.TokensReclaimed, 'tokens', 'Tokens the compactions took out of the context', reclaimed);
+  if (result.fallback) addTo(CompactionMetric.Fallbacks, 'compactions', 'Compactions that fell back to the hard trim');
   if (result.exhausted)
-    metricMeter
-      .createCounter(
-        CompactionMetric.Exhausted,
-        'compactions',
-        'Compactions still over their target after the hard trim',
-      )
-      .add(1);
+    addTo(CompactionMetric.Exhausted, 'compactions', 'Compactions still over their target after the hard trim');
 }
 
 /**
@@ -70,13 +64,9 @@ export function withCompactionTelemetry<T extends Compacted>(run: (tally: Summar
               ? error.name
               : 'Error';
         if (inWorkflowContext())
-          metricMeter
-            .createCounter(
-              CompactionMetric.CompactionFailures,
-              'compactions',
-              'Compactions that failed, by failure type',
-            )
-            .add(1, { type });
+          addTo(CompactionMetric.CompactionFailures, 'compactions', 'Compactions that failed, by failure type', 1, {
+            type,
+          });
         span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
       }
       throw error;

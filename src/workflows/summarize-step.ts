@@ -6,19 +6,16 @@ import { ApplicationFailure, RetryState } from '@temporalio/common';
 import { ActivityFailure, CancellationScope, isCancellation, proxyActivities } from '@temporalio/workflow';
 import type { CompactorActivities } from '../activities/index.js';
 import { FailureType } from '../core/errors.js';
+import { isRecord } from '../core/schema.js';
 import type { SummarizeOutcome, SummarizeStep } from '../core/compaction/engine.js';
 import type { SummarizerTally } from '../core/compaction/telemetry.js';
+import { groupDigits } from '../core/counting/parts.js';
 import { jsonPayloadBytes, payloadBound } from '../core/limits/payload-size.js';
 import type { CompactionSettings } from './compact-options.js';
 import { describeWorker } from './describe-worker.js';
 
 /** What the driver does when the caller's scope is cancelled during a summarize call. */
 export type OnCancel = 'hard-trim' | 'rethrow';
-
-/** `1234567` → `1,234,567` without `Intl` (a locale must not change what a workflow records). */
-function grouped(value: number): string {
-  return String(value).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
-}
 
 /** The longest activity summary written: the Timeline draws a label beside its bar, and clips a longer one at the chart's edge. */
 export const ACTIVITY_SUMMARY_MAX_CHARS = 64;
@@ -35,11 +32,11 @@ export function summarizeActivitySummary(step: SummarizeStep, summarizerModel?: 
   // docs/design.md#summarizer-window A middle summarized in pieces says which one each request folds in.
   const piece = step.piece === undefined ? '' : `piece ${step.piece.index} of ${step.piece.of}`;
   if (label === undefined) {
-    const what = `summarize ${grouped(step.transcript.messages)} messages (${grouped(step.transcript.characters)} chars)`;
+    const what = `summarize ${groupDigits(step.transcript.messages)} messages (${groupDigits(step.transcript.characters)} chars)`;
     return `${what}${piece === '' ? '' : `, ${piece}`}${retry === '' ? '' : `, ${retry}`}${model}`;
   }
   // The UI shows the activity's type before its summary (`summarize • #2 trigger · …`): not said again.
-  const size = `${grouped(step.transcript.messages)} msgs (${grouped(step.transcript.characters)} chars)`;
+  const size = `${groupDigits(step.transcript.messages)} msgs (${groupDigits(step.transcript.characters)} chars)`;
   const what = [label, piece, retry].filter((part) => part !== '');
   return clipped(`${what.join(' · ')} · ${size}${model}`, ACTIVITY_SUMMARY_MAX_CHARS);
 }
@@ -51,20 +48,19 @@ function clipped(text: string, max: number): string {
 
 /** The attempt a summarize activity reported (in its output, or in its failure's details); 1 when it said none. */
 function reportedAttempt(value: unknown): number {
-  const attempt: unknown = typeof value === 'object' && value !== null ? Reflect.get(value, 'attempt') : undefined;
-  return typeof attempt === 'number' && Number.isSafeInteger(attempt) && attempt > 0 ? attempt : 1;
+  const attempt = isRecord(value) ? value.attempt : undefined;
+  return positive(attempt) ? attempt : 1;
 }
+
+const positive = (value: unknown): value is number =>
+  typeof value === 'number' && Number.isSafeInteger(value) && value > 0;
 
 /** The window and prompt tokens a `Summarizer.ContextOverflow` failure's details state (positive integers only). */
 function statedNumbers(details: unknown): { contextWindow?: number; promptTokens?: number } {
   const numbers: { contextWindow?: number; promptTokens?: number } = {};
-  if (typeof details !== 'object' || details === null) return numbers;
-  const positive = (value: unknown): value is number =>
-    typeof value === 'number' && Number.isSafeInteger(value) && value > 0;
-  const contextWindow: unknown = Reflect.get(details, 'contextWindow');
-  const promptTokens: unknown = Reflect.get(details, 'promptTokens');
-  if (positive(contextWindow)) numbers.contextWindow = contextWindow;
-  if (positive(promptTokens)) numbers.promptTokens = promptTokens;
+  if (!isRecord(details)) return numbers;
+  if (positive(details.contextWindow)) numbers.contextWindow = details.contextWindow;
+  if (positive(details.promptTokens)) numbers.promptTokens = details.promptTokens;
   return numbers;
 }
 

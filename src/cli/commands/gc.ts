@@ -10,6 +10,7 @@ import {
   type GarbageReport,
   type SweptKind,
   type Tally,
+  type TallyByKind,
 } from '../../payloads/gc.js';
 import { describePayloadStore } from '../../payloads/store-location.js';
 import { payloadConverterFromConfig } from '../../payloads/index.js';
@@ -53,16 +54,14 @@ function describeGarbageReport(report: GarbageReport): string {
   const hours = report.graceMs / 3_600_000;
   const grace = Number.isInteger(hours) ? `${hours}h` : `${Math.round(report.graceMs / 60_000)}m`;
   const removed = report.dryRun ? 'would be removed' : 'removed';
-  const rows = kinds.map(
-    ([kind, label]) =>
-      `| ${label} | ${describeTally(report.reachable[kind])} | ${describeTally(report.young[kind])} | ${describeTally(report.deleted[kind])} | ${describeTally(report.renewed[kind])} |`,
-  );
-  const total = `| total | ${describeTally(totalOf(report.reachable))} | ${describeTally(totalOf(report.young))} | ${describeTally(totalOf(report.deleted))} | ${describeTally(totalOf(report.renewed))} |`;
+  const columns = [report.reachable, report.young, report.deleted, report.renewed];
+  const row = (label: string, tally: (byKind: TallyByKind) => Tally): string =>
+    `| ${label} | ${columns.map((byKind) => describeTally(tally(byKind))).join(' | ')} |`;
   return [
     `| objects | reachable (kept) | younger than ${grace} (kept) | ${removed} | renewed meanwhile (kept) |`,
     '|---|--:|--:|--:|--:|',
-    ...rows,
-    total,
+    ...kinds.map(([kind, label]) => row(label, (byKind) => byKind[kind])),
+    row('total', totalOf),
   ].join('\n');
 }
 

@@ -62,9 +62,13 @@ export function calibrate(
  * is known (one request, whatever its size).
  */
 export function plannedWindow(option: number | undefined, calibration: SummarizerCalibration): number | undefined {
-  const known = [option, calibration.window].filter((value): value is number => value !== undefined);
-  if (known.length === 0) return undefined;
-  return Math.floor(Math.min(...known) / calibration.ratio);
+  const window = knownWindow(option, calibration);
+  return window === undefined ? undefined : Math.floor(window / calibration.ratio);
+}
+
+/** The smaller of the option and the taught window, in the summarizer's tokens; undefined when neither is known. */
+function knownWindow(option: number | undefined, { window }: SummarizerCalibration): number | undefined {
+  return option === undefined || window === undefined ? (option ?? window) : Math.min(option, window);
 }
 
 /** What a refused or timed-out request teaches. */
@@ -113,9 +117,8 @@ export const MIN_SUMMARY_TOKENS = 256;
  * [{@link MIN_SUMMARY_TOKENS}, {@link MAX_SUMMARY_TOKENS}].
  */
 export function summaryMaxTokens(room: number, option: number | undefined, calibration: SummarizerCalibration): number {
-  const known = [option, calibration.window].filter((value): value is number => value !== undefined);
-  const windowShare =
-    known.length === 0 ? Number.POSITIVE_INFINITY : Math.floor(Math.min(...known) * SUMMARY_OUTPUT_SHARE);
+  const window = knownWindow(option, calibration) ?? Number.POSITIVE_INFINITY;
+  const windowShare = Math.floor(window * SUMMARY_OUTPUT_SHARE);
   const tokens = Math.min(Math.floor(room * calibration.ratio), windowShare, MAX_SUMMARY_TOKENS);
   return Math.max(MIN_SUMMARY_TOKENS, tokens);
 }

@@ -10,6 +10,7 @@ import {
   MAX_RECUTS,
   plannedWindow,
   summaryMaxTokens,
+  type RequestFailure,
   type SummarizerCalibration,
 } from './calibration.js';
 import type { Pass } from './pass.js';
@@ -100,6 +101,13 @@ export function failureOf(outcome: SummarizeOutcome, what: string): FallbackReas
   return undefined;
 }
 
+/** What a request that failed for its size (refused as over the window, or past its deadline) teaches; undefined for any other outcome. */
+function sizeFailure(outcome: SummarizeOutcome): RequestFailure | undefined {
+  if (outcome.kind === 'overflow')
+    return { kind: 'overflow', contextWindow: outcome.contextWindow, promptTokens: outcome.promptTokens };
+  return outcome.kind === 'failed' && outcome.reason === 'deadline' ? { kind: 'deadline' } : undefined;
+}
+
 /** Where a fold stands: what the summary so far covers, and what is left. */
 export class Fold {
   /** The summary so far (of the pieces already summarized); undefined before the first. */
@@ -147,12 +155,7 @@ export class Fold {
    * what the failed request held of the middle.
    */
   recut(request: SummarizeRequest, outcome: SummarizeOutcome, rest: ChatMessage[]): boolean {
-    const failure =
-      outcome.kind === 'overflow'
-        ? { kind: 'overflow' as const, contextWindow: outcome.contextWindow, promptTokens: outcome.promptTokens }
-        : outcome.kind === 'failed' && outcome.reason === 'deadline'
-          ? { kind: 'deadline' as const }
-          : undefined;
+    const failure = sizeFailure(outcome);
     if (failure === undefined || this.recuts >= MAX_RECUTS) return false;
     learnFromFailure(this.calibration, this.pass.options.summarizerContextWindow, this.estimate(request), failure);
     this.recuts += 1;
@@ -163,10 +166,7 @@ export class Fold {
   /** Why a failed request ends the fold, for the result's `fallbackReason`. */
   endOf(outcome: SummarizeOutcome, what: string): FoldEnd {
     const said = outcome.kind === 'failed' || outcome.kind === 'overflow' ? `: ${outcome.message}` : '';
-    if (
-      (outcome.kind === 'overflow' || (outcome.kind === 'failed' && outcome.reason === 'deadline')) &&
-      this.recuts >= MAX_RECUTS
-    )
+    if (sizeFailure(outcome) !== undefined && this.recuts >= MAX_RECUTS)
       return {
         cause: 'over-summarizer-window',
         message: `${MAX_RECUTS + 1} requests failed for their size, each cut smaller than the one before${said}`,

@@ -22,20 +22,18 @@ export function needsCompactionCore(
 ): boolean {
   const pass = startPass(messages, options, overrides, counter);
   const { aim } = pass;
+  const lastRound = (): boolean =>
+    summarizedLastRound(pass.input, pass.regions, options.keepRecent, pass.keepUserMessages);
   if (pass.tokensBefore > triggerOf(aim)) {
     if (!options.deferShallowCompactions || pass.tokensBefore > aim.limit) return true;
     // docs/design.md#no-thrash No thrash: within the limit, never two compactions in consecutive rounds.
-    if (summarizedLastRound(pass.input, pass.regions, options.keepRecent, pass.keepUserMessages)) return false;
+    if (lastRound()) return false;
     if (elisionEnds(pass, elide(pass))) return true;
     return worthStarting(planWindow(pass.input, pass.regions, aim, options), aim);
   }
   if (!elides(options) || pass.regions.middle.length === 0 || options.elisionEpochs === 'never') return false;
   // docs/design.md#no-thrash No thrash: an epoch is a compaction too (it rewrites the conversation below its prefix).
-  if (
-    options.deferShallowCompactions &&
-    summarizedLastRound(pass.input, pass.regions, options.keepRecent, pass.keepUserMessages)
-  )
-    return false;
+  if (options.deferShallowCompactions && lastRound()) return false;
   const plan = planPassElisions(pass.input, pass.regions, options);
   if (plan.poolChars < options.ageReclaimMin) return false;
   if (options.elisionEpochs === 'batch') return true;

@@ -48,30 +48,22 @@ class Base64Bytes {
     return index < this.valid ? (this.bytes[index] ?? -1) : -1;
   }
 
-  /** Big-endian 16-bit value at `offset`, or -1. */
-  u16be(offset: number): number {
-    const high = this.at(offset);
-    const low = this.at(offset + 1);
-    return high < 0 || low < 0 ? -1 : high * 256 + low;
-  }
-
-  /** Little-endian 16-bit value at `offset`, or -1. */
-  u16le(offset: number): number {
-    const low = this.at(offset);
-    const high = this.at(offset + 1);
+  /** The 16-bit value at `offset`, big-endian unless `little`, or -1. */
+  u16(offset: number, little = false): number {
+    const [high, low] = little ? [this.at(offset + 1), this.at(offset)] : [this.at(offset), this.at(offset + 1)];
     return high < 0 || low < 0 ? -1 : high * 256 + low;
   }
 
   /** Big-endian 32-bit value at `offset` (unsigned), or -1. */
   u32be(offset: number): number {
-    const high = this.u16be(offset);
-    const low = this.u16be(offset + 2);
+    const high = this.u16(offset);
+    const low = this.u16(offset + 2);
     return high < 0 || low < 0 ? -1 : high * 65_536 + low;
   }
 
   /** Little-endian 24-bit value at `offset`, or -1. */
   u24le(offset: number): number {
-    const low = this.u16le(offset);
+    const low = this.u16(offset, true);
     const high = this.at(offset + 2);
     return high < 0 || low < 0 ? -1 : high * 65_536 + low;
   }
@@ -123,7 +115,7 @@ function pngSize(bytes: Base64Bytes): ImageSize | undefined {
 
 function gifSize(bytes: Base64Bytes): ImageSize | undefined {
   if (!(bytes.matches(0, 'GIF87a') || bytes.matches(0, 'GIF89a'))) return undefined;
-  return sized(bytes.u16le(6), bytes.u16le(8), 'gif');
+  return sized(bytes.u16(6, true), bytes.u16(8, true), 'gif');
 }
 
 function webpSize(bytes: Base64Bytes): ImageSize | undefined {
@@ -131,8 +123,8 @@ function webpSize(bytes: Base64Bytes): ImageSize | undefined {
   if (bytes.matches(12, 'VP8 ')) {
     // Lossy: a 3-byte frame tag, the start code 9d 01 2a, then 14-bit width and height.
     if (!(bytes.at(23) === 0x9d && bytes.at(24) === 0x01 && bytes.at(25) === 0x2a)) return undefined;
-    const width = bytes.u16le(26);
-    const height = bytes.u16le(28);
+    const width = bytes.u16(26, true);
+    const height = bytes.u16(28, true);
     return width < 0 || height < 0 ? undefined : sized(width & 0x3fff, height & 0x3fff, 'webp');
   }
   if (bytes.matches(12, 'VP8L')) {
@@ -175,10 +167,10 @@ function jpegSize(bytes: Base64Bytes): ImageSize | undefined {
     }
     // The end of the image, or the scan data, before any frame header: nothing to read.
     if (marker === 0xd9 || marker === 0xda) return undefined;
-    const length = bytes.u16be(offset + 2);
+    const length = bytes.u16(offset + 2);
     if (length < 2) return undefined;
     // A frame header: length (2), precision (1), height (2), width (2).
-    if (isStartOfFrame(marker)) return sized(bytes.u16be(offset + 7), bytes.u16be(offset + 5), 'jpeg');
+    if (isStartOfFrame(marker)) return sized(bytes.u16(offset + 7), bytes.u16(offset + 5), 'jpeg');
     offset += 2 + length;
   }
   return undefined;

@@ -213,12 +213,11 @@ interface Calibration {
 }
 
 function assertBilledTokens(billedPromptTokens: number): void {
-  if (!Number.isSafeInteger(billedPromptTokens) || billedPromptTokens < 0) {
+  if (!Number.isSafeInteger(billedPromptTokens) || billedPromptTokens < 0)
     throw new InvalidInputError(
       'billedPromptTokens',
       `must be a non-negative integer, got ${String(billedPromptTokens)}`,
     );
-  }
 }
 
 /**
@@ -250,14 +249,7 @@ export class UsageCounter implements TokenCounter {
     }
     const counter = new UsageCounter({ estimator });
     const { calibration } = parsed.data;
-    if (calibration !== null) {
-      counter.calibration = {
-        messageCount: calibration.messageCount,
-        billedPromptTokens: calibration.billedPromptTokens,
-        digest: calibration.digest,
-        snapshots: undefined,
-      };
-    }
+    if (calibration !== null) counter.calibration = { ...calibration, snapshots: undefined };
     return counter;
   }
 

@@ -59,23 +59,12 @@ export function aiSdkView(conversation: unknown): FormatView<AiSdkCompactionResu
           });
         else parts.push(part);
       }
-      if (calls.length === 0) return engine.push({ role: 'assistant', content: parts }, origin);
-      return engine.push({ role: 'assistant', content: parts.length === 0 ? null : parts, tool_calls: calls }, origin);
+      return engine.pushAssistant(parts, calls, origin);
     }
-    const others: ContentPart[] = [];
-    const results: Array<{ part: AiSdkToolResultPart; position: number }> = [];
-    content.forEach((part, position) => {
-      if (isToolResult(part)) results.push({ part, position });
-      else others.push(part);
-    });
-    if (results.length === 0) return engine.push({ role: 'user', content: others }, origin);
-    engine.pushResults(
-      index,
-      others,
-      results.map(({ part, position }) => ({
-        message: { role: 'tool', tool_call_id: part.toolCallId, content: outputContent(part.output) },
-        block: position,
-      })),
+    engine.pushUserParts(index, content, (part) =>
+      isToolResult(part)
+        ? { role: 'tool', tool_call_id: part.toolCallId, content: outputContent(part.output) }
+        : undefined,
     );
   });
   return formatView(

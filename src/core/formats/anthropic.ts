@@ -47,23 +47,10 @@ export function anthropicView(conversation: unknown): FormatView<AnthropicCompac
           });
         else parts.push(block);
       }
-      if (calls.length === 0) return engine.push({ role: 'assistant', content: parts }, origin);
-      return engine.push({ role: 'assistant', content: parts.length === 0 ? null : parts, tool_calls: calls }, origin);
+      return engine.pushAssistant(parts, calls, origin);
     }
-    const parts: ContentPart[] = [];
-    const results: Array<{ block: AnthropicToolResultBlock; position: number }> = [];
-    message.content.forEach((block, position) => {
-      if (isToolResult(block)) results.push({ block, position });
-      else parts.push(block);
-    });
-    if (results.length === 0) return engine.push({ role: 'user', content: parts }, origin);
-    engine.pushResults(
-      index,
-      parts,
-      results.map(({ block, position }) => ({
-        message: { role: 'tool', tool_call_id: block.tool_use_id, content: block.content ?? '' },
-        block: position,
-      })),
+    engine.pushUserParts(index, message.content, (block) =>
+      isToolResult(block) ? { role: 'tool', tool_call_id: block.tool_use_id, content: block.content ?? '' } : undefined,
     );
   });
   return formatView(

@@ -4,7 +4,7 @@
 // result: all inside the asking turn's group, so no cut falls between the pieces of one source
 // message. The mapping back checks it all the same and fails loudly.
 import { markUncuttable } from '../compaction/truncation.js';
-import type { ChatMessage, CompactionResult, ContentPart, TokenCounter } from '../types.js';
+import type { ChatMessage, CompactionResult, ContentPart, TokenCounter, ToolCall } from '../types.js';
 
 /** A tool result replaced by a stub: its message, the position of its part, the stub now its content. */
 export interface PartElision {
@@ -57,8 +57,29 @@ export class EngineMessages {
     this.origins.push(origin);
   }
 
-  /** A message holding tool results: its other parts first, then one `tool` message per result (see the top). */
-  pushResults(index: number, others: ContentPart[], results: Array<{ message: ChatMessage; block: number }>): void {
+  /** An assistant message: its parts, and its tool calls when it makes any. */
+  pushAssistant(parts: ContentPart[], calls: ToolCall[], origin: Origin): void {
+    if (calls.length === 0) this.push({ role: 'assistant', content: parts }, origin);
+    else this.push({ role: 'assistant', content: parts.length === 0 ? null : parts, tool_calls: calls }, origin);
+  }
+
+  /**
+   * A user message of parts, `toolMessage` giving the engine message of each tool result: with none,
+   * one `user` message; else its other parts first, then one `tool` message per result (see the top).
+   */
+  pushUserParts<Part extends ContentPart>(
+    index: number,
+    parts: readonly Part[],
+    toolMessage: (part: Part) => ChatMessage | undefined,
+  ): void {
+    const others: ContentPart[] = [];
+    const results: Array<{ message: ChatMessage; block: number }> = [];
+    parts.forEach((part, block) => {
+      const message = toolMessage(part);
+      if (message === undefined) others.push(part);
+      else results.push({ message, block });
+    });
+    if (results.length === 0) return this.push({ role: 'user', content: others }, { message: index });
     if (others.length > 0) this.push({ role: 'user', content: others }, { message: index });
     for (const { message, block } of results) this.push(message, { message: index, block });
   }

@@ -101,38 +101,30 @@ export function renderSummary(
   const extra = budget - layout(bodies).length;
   if (extra <= 0) return layout(bodies);
 
+  let spare = extra;
+  /** Gives section `name` up to `more` characters more, out of `spare`; what it took. */
+  const grow = (name: SectionName, more: number): number => {
+    const before = bodies[name].length;
+    bodies[name] = body(name, before + more);
+    const took = bodies[name].length - before;
+    spare -= took;
+    return took;
+  };
   // docs/design.md#summary-instructions What matches the caller's instructions gets room first, in
   // every section, before any share is handed out — up to half the room, so that the other
   // sections keep theirs: within a section a matching line is never let go for one that does not.
-  let spare = extra;
   let instructed = Math.floor(extra * INSTRUCTED_SHARE);
   for (const [name] of FILL_ORDER) {
     const need = Math.min(instructed, instructedRoom(sections[name]));
-    if (need <= 0) continue;
-    const before = bodies[name].length;
-    bodies[name] = body(name, before + need);
-    spare -= bodies[name].length - before;
-    instructed -= bodies[name].length - before;
+    if (need > 0) instructed -= grow(name, need);
   }
   // A section that shows only its count gets room for its best item before any share is handed
   // out: an equal part of the room each, so that a long first item does not leave another none.
   const bare = FILL_ORDER.filter(([name]) => OMITTED_LINE.test(bodies[name]));
   const part = Math.min(FIRST_ITEM_ROOM, Math.floor(spare / Math.max(1, bare.length)));
-  for (const [name] of bare) {
-    const before = bodies[name].length;
-    bodies[name] = body(name, before + Math.min(spare, part));
-    spare -= bodies[name].length - before;
-  }
+  for (const [name] of bare) grow(name, Math.min(spare, part));
   const shared = spare;
-  for (const [name, share] of FILL_ORDER) {
-    const before = bodies[name].length;
-    bodies[name] = body(name, before + Math.floor(shared * share));
-    spare -= bodies[name].length - before;
-  }
-  for (const [name] of FILL_ORDER) {
-    const before = bodies[name].length;
-    bodies[name] = body(name, before + spare);
-    spare -= bodies[name].length - before;
-  }
+  for (const [name, share] of FILL_ORDER) grow(name, Math.floor(shared * share));
+  for (const [name] of FILL_ORDER) grow(name, spare);
   return layout(bodies);
 }
