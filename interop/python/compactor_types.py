@@ -31,6 +31,8 @@ class CompactionOptions(_CompactionOptionsBase, total=False):
     triggerRatio: float
     targetRatio: float
     keepRecent: int
+    keepTask: bool
+    """Keep the first user message (the task) as if sticky (docs/compaction.md#defaults)."""
     toolResultCap: int
     ageObservations: bool
     ageMinChars: int
@@ -106,6 +108,8 @@ class CompactionResult(_CompactionResultBase, total=False):
     coverage: dict[str, Any]
     summaryPieces: int
     trimMarker: str
+    fallbackReason: dict[str, str]
+    """With every hard trim: cause and message (docs/compaction.md#the-result)."""
     userMessages: UserMessagesKept
     """With keepUserMessages: how many user messages were kept verbatim and summarized."""
 

@@ -124,6 +124,8 @@ describe('temporal-compactor compact', () => {
         contextBudget: budget,
         keepRecent: 2,
         keepUserMessages: true,
+        // The CLI keeps the task (docs/compaction.md#defaults): it is sticky, not one of the user messages kept.
+        keepTask: true,
       }).compact(messages);
       const words = expected.userMessages;
       expect(words?.kept).toBeGreaterThan(0);

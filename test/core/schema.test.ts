@@ -135,8 +135,11 @@ describe('options', () => {
       deferShallowCompactions: true,
       stubsShorterOnly: true,
       trimBeatsOverflow: true,
+      summaryTokenCap: true,
       cachedInputPrice: 0.1,
       summaryCoverage: 'retry',
+      keepUserMessages: false,
+      keepUserMessagesShare: 0.15,
     });
   });
 

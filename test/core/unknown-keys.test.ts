@@ -137,7 +137,7 @@ describe('options objects', () => {
       expect(await asyncRefusal(() => compactor.compact(messages, call))).toEqual({
         field: 'callOptions.keepRecent',
         reason:
-          'unknown option; the options are target, counter, signal, summaryInstructions, summaryPrompt, keepUserMessages, format',
+          'unknown option; the options are target, counter, signal, summaryInstructions, summaryPrompt, keepUserMessages, onProgress, format',
       });
       expect(await asyncRefusal(() => compactor.compact(messages, { targt: 10 } as Record<string, unknown>))).toEqual({
         field: 'callOptions.targt',
