@@ -191,7 +191,12 @@ export async function chainHistories(
   client: Client,
   workflowId: string,
 ): Promise<temporal.api.history.v1.IHistoryEvent[][]> {
-  const { runId } = await client.workflow.getHandle(workflowId).describe();
+  // The raw description: its memo may be a claim a client without the store cannot decode.
+  const described = await client.workflowService.describeWorkflowExecution({
+    namespace: client.options.namespace,
+    execution: { workflowId },
+  });
+  const runId = described.workflowExecutionInfo?.execution?.runId ?? '';
   const runs: temporal.api.history.v1.IHistoryEvent[][] = [];
   for (const run of await chainRunIds(client, workflowId, runId)) {
     const events: temporal.api.history.v1.IHistoryEvent[] = [];

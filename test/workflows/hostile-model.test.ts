@@ -255,7 +255,8 @@ describe('agentRun against a hostile model', { timeout: 120_000 }, () => {
       },
     );
     expect(summarizeInputs.length).toBeGreaterThanOrEqual(1);
-    for (const input of summarizeInputs) expect(input.instructions).toBe('Keep the parser findings.');
+    // The focus leads the instructions; the identifiers coverage requires may follow (docs/design.md#coverage).
+    for (const input of summarizeInputs) expect(input.instructions?.split('\n')[0]).toBe('Keep the parser findings.');
   });
 
   it('one tool result larger than the whole window: cut middle-out to fit, recorded, and the run completes (no ContextExhausted)', async () => {
