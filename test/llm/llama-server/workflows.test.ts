@@ -1,8 +1,7 @@
 // The workflows on a dev server against a real llama.cpp `llama-server` with SmolLM2-135M-Instruct
 // (test/support/llama-server.ts), started with a 4,096-token context: `compactConversation` with
 // its worker process SIGKILLed mid-summary, a cancellation that reaches the server, an `agentRun`
-// whose chat and summarizer are both the real model, and a tool call the real model writes,
-// dispatched by `agentRun` and answered. What the server did is read from its own log: each
+// whose chat and summarizer are both the real model. What the server did is read from its own log: each
 // request it takes logs "processing task", one it finishes logs its timings ("prompt eval time"),
 // and every request it lets go logs "stop processing: n_tokens = N".
 // `npm run test:llm` runs this file.
@@ -151,14 +150,15 @@ describe('compactConversation against llama-server', () => {
     const started = ((await handle.fetchHistory()).events ?? []).flatMap((event) =>
       event.activityTaskStartedEventAttributes ? [event.activityTaskStartedEventAttributes] : [],
     );
-    // Piece 1 ran once, on the first worker; piece 2's first attempt died with it (heartbeat timeout)
-    // and its second attempt is the new worker's; the later pieces ran once each.
-    expect(started[0]?.attempt).toBe(1);
-    expect(started[1]?.attempt).toBe(2);
-    expect(started[1]?.lastFailure?.timeoutFailureInfo?.timeoutType).toBe(
+    // The request in flight died with the worker: its activity's second attempt (after the heartbeat
+    // timeout) is the new worker's. Every other request, those finished before the kill included,
+    // ran once.
+    const retried = started.filter(({ attempt }) => attempt !== 1);
+    expect(retried.map(({ attempt }) => attempt)).toEqual([2]);
+    expect(retried[0]?.lastFailure?.timeoutFailureInfo?.timeoutType).toBe(
       temporal.api.enums.v1.TimeoutType.TIMEOUT_TYPE_HEARTBEAT,
     );
-    expect(started.slice(2).every(({ attempt }) => attempt === 1)).toBe(true);
+    expect(started.indexOf(retried[0] as (typeof started)[number])).toBeGreaterThan(0);
     // The server saw piece 1 once: every request after the kill is the new worker's.
     const log = await logSince(offset);
     expect(occurrences(log, TASK_STARTED)).toBe(started.length + 1);
@@ -285,68 +285,5 @@ describe('agentRun against llama-server', () => {
     const log = await logSince(offset);
     expect(log).not.toContain('exceeds the available context size');
     expect(occurrences(log, TASK_STARTED)).toBe(usage.requests + usage.summarizer.requests);
-  });
-
-  it("a tool call the real model writes is dispatched to the worker's tool and its result reaches the model", async () => {
-    const t = await testConnection();
-    const lookupOrder = {
-      type: 'function' as const,
-      function: {
-        name: 'lookup_order',
-        description: 'Look up an order by its id and return its status.',
-        parameters: {
-          type: 'object',
-          properties: { id: { type: 'string', description: 'The order id, e.g. A-17' } },
-          required: ['id'],
-        },
-      },
-    };
-    const seen: unknown[] = [];
-    const lookup_order = async (args: unknown): Promise<unknown> => {
-      seen.push(args);
-      return { id: 'A-17', status: 'shipped' };
-    };
-    const result = await withWorker(
-      t,
-      {
-        workflowBundle: { codePath: bundle.bundlePath },
-        activities: {
-          ...createActivities({ summarizer: realSummarizer(), openai: chatClient(), chatTimeoutMs: 240_000 }),
-          lookup_order,
-        },
-      },
-      () =>
-        t.client.workflow.execute(agentRun, {
-          taskQueue: t.taskQueue,
-          workflowId: uniqueId('llm-tool'),
-          args: [
-            {
-              messages: [
-                { role: 'system', content: 'You answer questions about orders. Always use the lookup_order tool.' },
-                { role: 'user', content: 'What is the status of order A-17?' },
-              ],
-              model: chatModel(),
-              tools: [lookupOrder],
-              compaction: {},
-              maxRounds: 2,
-            },
-          ],
-        }),
-    );
-    console.info(`[llama-server] tool run: ${JSON.stringify(result.messages.slice(2))}`);
-    const call = result.messages[2];
-    expect(call?.role).toBe('assistant');
-    const toolCalls = call?.role === 'assistant' ? (call.tool_calls ?? []) : [];
-    expect(toolCalls.map((toolCall) => toolCall.function.name)).toEqual(['lookup_order']);
-    expect(seen).toHaveLength(1);
-    expect(seen[0]).toEqual(expect.objectContaining({ id: expect.any(String) }));
-    expect(result.messages[3]).toEqual({
-      role: 'tool',
-      tool_call_id: toolCalls[0]?.id,
-      content: '{"id":"A-17","status":"shipped"}',
-    });
-    // The second round is the model's answer to the result.
-    expect(result.rounds).toBe(2);
-    expect(result.messages[4]?.role).toBe('assistant');
   });
 });
