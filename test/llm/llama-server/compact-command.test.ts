@@ -1,0 +1,110 @@
+// `temporal-compactor compact` on a corpus trajectory against a real llama.cpp `llama-server` with
+// SmolLM2-135M-Instruct (test/support/llama-server.ts), as a user runs it: a process, configured by
+// its environment. The server is started with a 4,096-token context, so the tau-bench run's middle
+// (about 7,000 of the server's tokens) is over it and is summarized in pieces. What the server saw
+// is read from its own log: a request it refuses for its size logs "exceeds the available context
+// size", every request it takes logs "processing task". `npm run test:llm` runs this file.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fetchServerContextWindow } from '../../../src/llm/server-window.js';
+import { temporaryDirectory } from '../../support/cleanup.js';
+import { runCli, type CliRun } from '../../support/cli-process.js';
+import { startLlamaServer, type LlamaServer } from '../../support/llama-server.js';
+
+const TRAJECTORY = 'examples/trajectories/taubench_gpt4o_airline_task46_trial3.json';
+const CONTEXT_SIZE = 4096;
+/** A bound on each summary, so a piece takes seconds of generation on two shared cores. */
+const MAX_TOKENS = 96;
+
+const REFUSAL = 'exceeds the available context size';
+const TASK_STARTED = 'processing task';
+
+let llama: LlamaServer;
+
+beforeAll(async () => {
+  llama = await startLlamaServer({ contextSize: CONTEXT_SIZE });
+});
+
+afterAll(async () => {
+  await llama.stop();
+});
+
+function occurrences(text: string, needle: string): number {
+  return text.split(needle).length - 1;
+}
+
+/** The prompt tokens each summarize request was billed, from the CLI's progress lines (`... (N billed), T s`). */
+function billedPromptTokens(stderr: string): number[] {
+  return [...stderr.matchAll(/^summarize[^\n]*?\(([\d,]+) billed\)/gm)].map((match) =>
+    Number((match[1] ?? '').replaceAll(',', '')),
+  );
+}
+
+/** Runs `compact` on the trajectory at a 4,000-token budget; returns the run and what the server logged meanwhile. */
+async function compact(extraArgs: string[]): Promise<{ run: CliRun; serverLog: string; output: unknown }> {
+  const out = join(temporaryDirectory('llm-compact-'), 'compacted.json');
+  const before = (await llama.log()).length;
+  const started = Date.now();
+  const run = await runCli(['compact', TRAJECTORY, '--budget', '4000', '--out', out, ...extraArgs], {
+    COMPACTOR_SUMMARIZER: 'openai',
+    OPENAI_BASE_URL: llama.baseURL,
+    OPENAI_API_KEY: 'unused',
+    COMPACTOR_SUMMARIZER_MODEL: llama.model,
+    COMPACTOR_SUMMARIZER_MAX_TOKENS: String(MAX_TOKENS),
+    // A deadline that a piece meets on a loaded two-core machine: this file checks the window, not deadlines.
+    COMPACTOR_SUMMARIZER_TIMEOUT: '240s',
+  });
+  console.info(
+    `[llama-server] compact ${extraArgs.join(' ') || '(no window)'}: exit ${run.code}, ${((Date.now() - started) / 1000).toFixed(1)} s\n${run.stderr}`,
+  );
+  const serverLog = (await llama.log()).slice(before);
+  const output: unknown = run.code === 0 ? JSON.parse(readFileSync(out, 'utf8')) : undefined;
+  return { run, serverLog, output };
+}
+
+/** The compacted conversation holds the engine's summary message, and the report's row says so. */
+function expectSummary(run: CliRun, output: unknown): void {
+  expect(run.code, run.stderr).toBe(0);
+  expect(run.stderr).toMatch(/\| summary \([\d,]+ chars\) \| no \|/);
+  expect(run.stderr).not.toContain('Hard trim');
+  expect(JSON.stringify(output)).toContain('[Summary by the harness of');
+}
+
+describe('compact on a corpus trajectory against llama-server', () => {
+  it('with the window the server states (/props n_ctx): at most the first piece refused, every later request within it, ending with a summary', async () => {
+    const stated = await fetchServerContextWindow({ baseURL: llama.baseURL, model: llama.model });
+    expect(stated).toEqual({ contextWindow: CONTEXT_SIZE, source: 'llama.cpp /props' });
+    const { run, serverLog, output } = await compact(['--summarizer-context-window', String(stated?.contextWindow)]);
+    expectSummary(run, output);
+    // The first piece is planned before anything was billed, in the character estimator's units:
+    // here 2,909 of them (under 0.75 of the window) were over 4,096 of SmolLM2's tokens, which the
+    // server refused. What it stated calibrates every later request (docs/design.md#summarizer-overflow).
+    const refusals = occurrences(serverLog, REFUSAL);
+    expect(refusals).toBeLessThanOrEqual(1);
+    const lines = run.stderr.split('\n').filter((line) => line.startsWith('summarize'));
+    expect(lines.slice(refusals).every((line) => !line.includes('over the summarizer'))).toBe(true);
+    expect(lines[0]).toMatch(/^summarize piece 1 of \d+:/);
+    const billed = billedPromptTokens(run.stderr);
+    expect(billed.length).toBeGreaterThan(1);
+    expect(billed).toHaveLength(lines.length - refusals);
+    expect(occurrences(serverLog, TASK_STARTED)).toBe(lines.length);
+    for (const tokens of billed) expect(tokens + MAX_TOKENS).toBeLessThanOrEqual(CONTEXT_SIZE);
+  });
+
+  it('with no window configured: one request refused for its size, the rest cut from what the refusal said', async () => {
+    const { run, serverLog, output } = await compact([]);
+    expectSummary(run, output);
+    // The one request for the whole middle is the only one refused: its numbers set the window and
+    // the ratio of the server's tokens to the estimate for every later request.
+    expect(occurrences(serverLog, REFUSAL)).toBe(1);
+    const lines = run.stderr.split('\n').filter((line) => line.startsWith('summarize'));
+    expect(lines[0]).toMatch(/^summarize: [\d,]+ tokens, [\d.]+ s: over the summarizer's window, cut smaller$/);
+    expect(lines.slice(1).every((line) => !line.includes('over the summarizer'))).toBe(true);
+    expect(lines[1]).toMatch(/^summarize piece 1 of \d+:/);
+    const billed = billedPromptTokens(run.stderr);
+    expect(billed).toHaveLength(lines.length - 1);
+    expect(occurrences(serverLog, TASK_STARTED)).toBe(lines.length);
+    for (const tokens of billed) expect(tokens).toBeLessThan(CONTEXT_SIZE);
+  });
+});
