@@ -1,9 +1,9 @@
 // A compaction that ends in the hard trim says why on its result (`fallbackReason`), so the caller
 // of `compact` learns of a summarizer outage without reading a worker's log.
-import { createServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { Compactor, createOpenAISummarizer, type ChatMessage, type Summarizer } from '../../src/index.js';
 import { charCounter, httpError, scriptedSummarizer, system, toolRounds, user } from '../support/messages.js';
+import { closedPort } from '../support/closed-port.js';
 
 const messages: ChatMessage[] = [system('You are a coding agent.'), user('Fix the bug.'), ...toolRounds(12, 400)];
 const tokens = charCounter.count(messages);
@@ -17,16 +17,6 @@ function compactor(summarizer: Summarizer, extra: Partial<ConstructorParameters<
     retryBackoff: 0,
     ...extra,
   });
-}
-
-/** A port nothing listens on: bound once by us, then closed. */
-async function deadPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  if (address === null || typeof address === 'string') throw new Error('no port');
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return address.port;
 }
 
 describe('fallbackReason', () => {
@@ -83,7 +73,7 @@ describe('fallbackReason', () => {
   });
 
   it('names the endpoint of a summarizer server that is down (regression: only a worker log said why)', async () => {
-    const baseURL = `http://127.0.0.1:${await deadPort()}/v1`;
+    const baseURL = `http://127.0.0.1:${await closedPort()}/v1`;
     const summarizer = createOpenAISummarizer({ model: 'gpt-4o-mini', baseURL, apiKey: 'sk-test' });
     const result = await compactor(summarizer).compact(messages);
     expect(result.fallback).toBe(true);

@@ -1,7 +1,6 @@
 // One set of defaults (src/core/compaction/defaults.ts): every entry point keeps the task — the
 // first user message — verbatim, as agentRun always did; a hard trim included.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -11,6 +10,7 @@ import { COMPACTION_DEFAULTS, LIBRARY_KEEP_TASK } from '../../src/core/compactio
 import { REFERENCE_EXACT, resolveOptions } from '../../src/core/compaction/options.js';
 import { Compactor, type ChatMessage } from '../../src/index.js';
 import { charCounter, httpError, scriptedSummarizer, system, toolRounds, user } from '../support/messages.js';
+import { closedPort } from '../support/closed-port.js';
 
 const TASK = 'Find out why the tests fail in src/app.ts and fix it.';
 const messages: ChatMessage[] = [system('You are a coding agent.'), user(TASK), ...toolRounds(20, 600)];
@@ -18,16 +18,6 @@ const tokens = charCounter.count(messages);
 
 const directories: string[] = [];
 afterAll(() => directories.forEach((directory) => rmSync(directory, { recursive: true, force: true })));
-
-/** A port nothing listens on: bound once, then closed. */
-async function deadPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  if (address === null || typeof address === 'string') throw new Error('no port');
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return address.port;
-}
 
 describe('keepTask', () => {
   it('the defaults module says it: on for agentRun and the CLI, off for the library (a transcript replays by sticky flags)', () => {
@@ -77,7 +67,7 @@ describe('keepTask', () => {
     writeFileSync(file, JSON.stringify(messages));
     let out = '';
     let err = '';
-    const env = { OPENAI_BASE_URL: `http://127.0.0.1:${await deadPort()}/v1`, OPENAI_API_KEY: 'sk-test' };
+    const env = { OPENAI_BASE_URL: `http://127.0.0.1:${await closedPort()}/v1`, OPENAI_API_KEY: 'sk-test' };
     const code = await main(['compact', file, '--budget', '2000', '--max-attempts', '1'], {
       stdout: (text) => (out += text),
       stderr: (text) => (err += text),

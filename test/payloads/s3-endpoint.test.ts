@@ -1,22 +1,12 @@
 // An S3 store that cannot be reached says which endpoint (and bucket) it tried: the SDK's own
 // words name neither (`connect ECONNREFUSED 127.0.0.1:9`).
-import { createServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { S3Backend } from '../../src/payloads/s3-backend.js';
-
-/** A port nothing listens on: bound once, then closed. */
-async function deadPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  if (address === null || typeof address === 'string') throw new Error('no port');
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return address.port;
-}
+import { closedPort } from '../support/closed-port.js';
 
 describe('S3Backend: an endpoint that cannot be reached', () => {
   it('names the endpoint and the bucket, its credentials redacted (regression: it named neither)', async () => {
-    const port = await deadPort();
+    const port = await closedPort();
     const backend = new S3Backend({
       bucket: 'runs',
       endpoint: `http://127.0.0.1:${port}/?token=secret-in-url`,

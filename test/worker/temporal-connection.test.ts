@@ -1,20 +1,10 @@
 // connectTemporal: the one way the worker, the CLI and the demo open a connection (a client
 // `Connection` or a worker `NativeConnection`), against the suite's dev server.
-import { createServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { connectTemporal, TemporalConnectionError } from '../../src/worker/temporal-connection.js';
 import { temporalTarget } from '../support/temporal.js';
-
-/** A local port nothing listens on (bound, read, released). */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  if (address === null || typeof address === 'string') throw new Error('no port');
-  return address.port;
-}
+import { closedPort } from '../support/closed-port.js';
 
 describe('connectTemporal', () => {
   it.each(['client', 'worker'] as const)(
