@@ -202,10 +202,11 @@ export class CompactorPlugin extends SimplePlugin {
       this.registration === 'activities' || base.workflowBundle !== undefined ? base : workerWithOurWorkflows(base);
     // After our workflows are set: the tracing plugin adds its workflow interceptors only to a worker that bundles.
     const withTracing = this.tracing === undefined ? configured : this.tracing.plugin.configureWorker(configured);
-    // A prebuilt bundle's code is read once (a file of a few MB): for the build id and the tracing check.
+    // A prebuilt bundle's code is read once (a file of several MB), as bytes: hashed for the build id,
+    // and decoded only for the tracing check, which a worker without tracing skips (start-up time).
     const code = withTracing.workflowBundle === undefined ? undefined : bundleCode(withTracing.workflowBundle);
     const traced = code === undefined ? withTracing : withShortBuildId(withTracing, code);
-    if (this.tracing !== undefined && code !== undefined && !bundleHasTracing(code)) {
+    if (this.tracing !== undefined && code !== undefined && !bundleHasTracing(code.toString())) {
       throw new Error(
         'temporal-compactor: tracing is on (COMPACTOR_TRACING) but the prebuilt workflow bundle has no OpenTelemetry workflow interceptors, so workflow and compaction spans would be lost: rebuild it with tracing on (`temporal-compactor bundle --tracing otlp --out FILE`, or bundleWorkflowCode with plugins: [compactorPlugin({ tracing })])',
       );
@@ -279,21 +280,22 @@ export class CompactorPlugin extends SimplePlugin {
   }
 }
 
-/** The code of a prebuilt workflow bundle, in memory or on disk. */
-function bundleCode(bundle: NonNullable<WorkerOptions['workflowBundle']>): string {
-  return 'code' in bundle ? bundle.code : readFileSync(bundle.codePath, 'utf8');
+/** The code of a prebuilt workflow bundle, in memory or on disk (its bytes, not decoded). */
+function bundleCode(bundle: NonNullable<WorkerOptions['workflowBundle']>): string | Buffer {
+  return 'code' in bundle ? bundle.code : readFileSync(bundle.codePath);
 }
 
 /**
  * The build id of a worker that runs a prebuilt bundle and names none: 12 hex digits of the code's
- * SHA-256. History records it in several events a round; the SDK's default is 90 bytes each time.
+ * SHA-256 (of its UTF-8 bytes: a file read as bytes and the same code as a string get one id).
+ * History records it in several events a round; the SDK's default is 90 bytes each time.
  */
-export function workerBuildId(bundleCode: string): string {
+export function workerBuildId(bundleCode: string | Uint8Array): string {
   return createHash('sha256').update(bundleCode).digest('hex').slice(0, 12);
 }
 
 /** {@link workerBuildId} unless the worker chose a build id or versioning of its own. */
-function withShortBuildId(options: WorkerOptions, code: string): WorkerOptions {
+function withShortBuildId(options: WorkerOptions, code: string | Uint8Array): WorkerOptions {
   if (options.buildId !== undefined || options.useVersioning === true || options.workerDeploymentOptions !== undefined)
     return options;
   return { ...options, buildId: workerBuildId(code) };

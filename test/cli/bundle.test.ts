@@ -33,6 +33,13 @@ function workflowsOf(code: string): unknown {
   return vm.runInContext('Object.keys(__TEMPORAL__.importWorkflows()).sort()', context);
 }
 
+/** The bundle's inline source map, decoded. */
+function inlineSourceMap(code: string): { sources: string[]; sourcesContent: Array<string | null>; mappings: string } {
+  const at = code.lastIndexOf('\n//# sourceMappingURL=data:application/json;');
+  const base64 = code.indexOf('base64,', at) + 'base64,'.length;
+  return JSON.parse(Buffer.from(code.slice(base64), 'base64').toString('utf8')) as ReturnType<typeof inlineSourceMap>;
+}
+
 describe('temporal-compactor bundle', { timeout: 120_000 }, () => {
   it('writes the worker’s workflows and ours to --out, through a new file: a symlink there is replaced, its target untouched', async () => {
     const dir = temporaryDirectory('cli-bundle-');
@@ -46,8 +53,20 @@ describe('temporal-compactor bundle', { timeout: 120_000 }, () => {
     expect(lstatSync(out).isFile()).toBe(true);
     const code = readFileSync(out, 'utf8');
     expect(workflowsOf(code)).toEqual(['agentRun', 'compactConversation', 'supportChat']);
+    // Its inline source map keeps every source's text but the BPE rank tables' (data), whose lines still map.
+    const map = inlineSourceMap(code);
+    const left = map.sources.filter((_, index) => map.sourcesContent[index] === null);
+    expect(left.map((source) => source.replace(/^.*node_modules\//, '')).sort()).toEqual([
+      'gpt-tokenizer/esm/bpeRanks/cl100k_base.js',
+      'gpt-tokenizer/esm/bpeRanks/o200k_base.js',
+    ]);
+    expect(map.sources.length).toBeGreaterThan(50);
+    expect(map.sourcesContent.filter((content) => content === null)).toHaveLength(2);
+    expect(map.mappings.length).toBeGreaterThan(1_000_000);
     // The report: the size, the largest parts (the BPE rank tables lead), the build id a worker gets.
-    expect(io.err()).toMatch(/^workflow bundle .*: \d+\.\d MB \(modules \d+\.\d MB, inline source map \d+\.\d MB\)/);
+    expect(io.err()).toMatch(
+      /^workflow bundle .*: \d+\.\d MB \(modules \d+\.\d MB, inline source map \d+\.\d MB, without the text of 2 data module\(s\): the BPE rank tables\)/,
+    );
     expect(io.err()).toMatch(/largest parts \(module sources\): gpt-tokenizer \d+\.\d MB, /);
     expect(io.err()).toContain(`build id of a worker that runs it with compactorPlugin(): ${workerBuildId(code)}`);
     expect(io.out()).toBe('');

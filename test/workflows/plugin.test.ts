@@ -144,6 +144,13 @@ describe('the build id compactorPlugin gives a worker that runs a prebuilt bundl
     expect(plugin.configureWorker({ taskQueue: 'q', workflowBundle: bundle }).buildId).toBe(workerBuildId(bundle.code));
     // A different bundle, a different id.
     expect(workerBuildId('var workflows = 2;')).not.toBe(workerBuildId(bundle.code));
+    // A bundle on disk (read as bytes) gets the id of the same code as a string, non-ASCII text included.
+    const file = join(temporaryDirectory('plugin-build-id-'), 'workflow-bundle.js');
+    const code = 'var workflows = "résumé → ✓";';
+    writeFileSync(file, code);
+    expect(plugin.configureWorker({ taskQueue: 'q', workflowBundle: { codePath: file } }).buildId).toBe(
+      workerBuildId(code),
+    );
     const kept: Array<[string, WorkerOptions]> = [
       ['its own build id', { taskQueue: 'q', workflowBundle: bundle, buildId: 'release-42' }],
       [
