@@ -17,8 +17,11 @@
 //      missing optional peer (COMPACTOR_TRACING, an s3:// store) fails naming it;
 //   5. the installed bin: `npx temporal-compactor --help`, `compact` on a small conversation, and
 //      `bundle --workflows workflows.ts` (the prebuilt bundle of step 6);
-//   6. a Temporal dev server (127.0.0.1, free ports) and a fake OpenAI-compatible endpoint in this
-//      process; `npx tsx worker.ts` in the background, then `npx tsx client.ts`, with TEMPORAL_ADDRESS,
+//   6. a Temporal dev server (127.0.0.1, free ports); `npx tsx worker.ts` in the background, then
+//      `npx tsx client.ts`, with no model configured (no OPENAI_*), checked against what the README
+//      says happens then (read from it by test/package/readme-claims.ts: the client's `// Prints`
+//      lines before agentRun, the offline summarizer, agentRun's failure naming both settings); then
+//      a fake OpenAI-compatible endpoint in this process and the two again, with TEMPORAL_ADDRESS,
 //      OPENAI_BASE_URL, OPENAI_API_KEY, COMPACTOR_SUMMARIZER_MODEL and COMPACTOR_PAYLOAD_STORE=file:<dir>;
 //      then a worker of the prebuilt bundle (`node`, workflowBundle, compactorPlugin()), the time from
 //      its process start to polling reported, and `client.ts` again against it;
@@ -66,6 +69,7 @@ import {
   type ProjectFile,
 } from '../test/package/markdown-blocks.js';
 import { folderBytes, installedCopies, resolvedCopy } from '../test/package/installed-tree.js';
+import { noModelClaims, ReadmeClaimError } from '../test/package/readme-claims.js';
 
 /** The summarizer model the worker is configured with; the fake endpoint answers it with SUMMARY_TEXT. */
 const SUMMARIZER_MODEL = 'package-test-summarizer';
@@ -693,6 +697,7 @@ async function runQuickStart(dir: string, files: readonly ProjectFile[]): Promis
   progress('starting a Temporal dev server (headless, 127.0.0.1) and the fake OpenAI endpoint ...');
   const server: DevServer = await startDevServer({ ui: false });
   cleanup.push(() => server.stop());
+  await runWithoutModel(dir, files, server.address);
   const fake: FakeOpenAI = await startFakeOpenAI();
   cleanup.push(() => fake.close());
   fake.setDefault((request) => ({
@@ -753,6 +758,62 @@ async function runQuickStart(dir: string, files: readonly ProjectFile[]): Promis
   );
   await worker.stop();
   await runPrebuiltWorker(dir, env, fake);
+}
+
+/**
+ * Step 6, first: the README's worker.ts and client.ts with no model configured (no OPENAI_API_KEY, no
+ * OPENAI_BASE_URL, no endpoint at all), checked against what the README says then happens, read
+ * from the README (test/package/readme-claims.ts), not from a copy: the client prints what its
+ * `// Prints` comments before agentRun say; the worker runs the summarizer the README names for no
+ * model (its start line); agentRun fails with an error that names every setting the README's sentence
+ * about it names, and nothing the client prints after agentRun shows.
+ */
+async function runWithoutModel(dir: string, files: readonly ProjectFile[], address: string): Promise<void> {
+  const client = files.find((file) => file.path === 'client.ts')?.block;
+  if (client === undefined) throw new PackageTestError('no block is named client.ts');
+  const claims = noModelClaims(client.source, readFileSync(resolve(root, client.source), 'utf8'), client);
+  const env = cleanEnv({ TEMPORAL_ADDRESS: address });
+  progress(
+    `no model configured: ${client.source} says the summarizer is the built-in ${claims.summarizer} one and ${JSON.stringify(claims.sentence)}`,
+  );
+  progress('npx tsx worker.ts (in the background, no OPENAI_* set) ...');
+  const worker = background('npx', ['--no-install', 'tsx', 'worker.ts'], dir, env, 'worker (no model) |');
+  cleanup.push(() => worker.stop());
+  progress('npx tsx client.ts (no OPENAI_* set) ...');
+  const run = background('npx', ['--no-install', 'tsx', 'client.ts'], dir, env, 'client (no model) |');
+  cleanup.push(() => run.stop());
+  const code = await waitForExit(run, CLIENT_TIMEOUT_MS, 'client.ts with no model configured');
+  const output = run.output();
+  const failures: string[] = [];
+  for (const line of claims.printed) {
+    const found = line.pattern.test(output);
+    if (!line.afterAgentRun && !found)
+      failures.push(
+        `${client.source}:${line.line} says the client prints "${line.text}": no line of its output matches ${line.pattern}`,
+      );
+    if (line.afterAgentRun && found)
+      failures.push(`${client.source}:${line.line}: the client printed "${line.text}" although agentRun had no model`);
+  }
+  const failure = output.split('\n').find((text) => claims.agentRunSettings.every((setting) => text.includes(setting)));
+  if (code === 0 || failure === undefined)
+    failures.push(
+      `${client.source} says agentRun ${claims.sentence.replace(/^.*?: /, '')}: the client exited ${code} and no line of its output names all of ${claims.agentRunSettings.join(', ')}`,
+    );
+  if (!worker.output().includes(`${claims.summarizer} summarizer`))
+    failures.push(
+      `${client.source} says the summarizer without a model is the built-in ${claims.summarizer} one: the worker's output does not name a "${claims.summarizer} summarizer"`,
+    );
+  if (failures.length > 0)
+    throw new PackageTestError(
+      `the README's snippets with no model configured:\n  - ${failures.join('\n  - ')}\n--- client output ---\n${tail(output)}\n--- worker output ---\n${tail(worker.output())}`,
+    );
+  progress(
+    `no model configured: client.ts printed ${claims.printed
+      .filter((line) => !line.afterAgentRun)
+      .map((line) => `"${line.text}"`)
+      .join(', ')}, then exited ${code} with agentRun's failure: ${failure?.trim()}`,
+  );
+  await worker.stop();
 }
 
 /**
@@ -996,7 +1057,7 @@ try {
   await main();
 } catch (error) {
   const message =
-    error instanceof PackageTestError || error instanceof MarkdownBlockError
+    error instanceof PackageTestError || error instanceof MarkdownBlockError || error instanceof ReadmeClaimError
       ? error.message
       : error instanceof Error
         ? (error.stack ?? error.message)
