@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import vm from 'node:vm';
 import { injectGlobals } from '@temporalio/worker/lib/workflow/vm-shared.js';
 import { describe, expect, it } from 'vitest';
+import { mappingsWithout } from '../../src/cli/bundle-source-map.js';
 import { main, type CliIo } from '../../src/cli/main.js';
 import { workerBuildId } from '../../src/worker/plugin.js';
 import { temporaryDirectory } from '../support/cleanup.js';
@@ -53,19 +54,23 @@ describe('temporal-compactor bundle', { timeout: 120_000 }, () => {
     expect(lstatSync(out).isFile()).toBe(true);
     const code = readFileSync(out, 'utf8');
     expect(workflowsOf(code)).toEqual(['agentRun', 'compactConversation', 'supportChat']);
-    // Its inline source map keeps every source's text but the BPE rank tables' (data), whose lines still map.
+    // Its inline source map keeps every source's text and mappings but the BPE rank tables' (data).
     const map = inlineSourceMap(code);
-    const left = map.sources.filter((_, index) => map.sourcesContent[index] === null);
-    expect(left.map((source) => source.replace(/^.*node_modules\//, '')).sort()).toEqual([
+    const ranks = new Set(map.sources.flatMap((source, index) => (/bpeRanks/.test(source) ? [index] : [])));
+    expect([...ranks].map((index) => (map.sources[index] ?? '').replace(/^.*node_modules\//, '')).sort()).toEqual([
       'gpt-tokenizer/esm/bpeRanks/cl100k_base.js',
       'gpt-tokenizer/esm/bpeRanks/o200k_base.js',
     ]);
     expect(map.sources.length).toBeGreaterThan(50);
-    expect(map.sourcesContent.filter((content) => content === null)).toHaveLength(2);
-    expect(map.mappings.length).toBeGreaterThan(1_000_000);
+    expect(map.sourcesContent.flatMap((content, index) => (content === null ? [index] : []))).toEqual(
+      [...ranks].sort((a, b) => a - b),
+    );
+    // No mapping into a table is left to drop; the rest of the code maps.
+    expect(mappingsWithout(map.mappings, ranks)).toBe(map.mappings);
+    expect(map.mappings.length).toBeGreaterThan(100_000);
     // The report: the size, the largest parts (the BPE rank tables lead), the build id a worker gets.
     expect(io.err()).toMatch(
-      /^workflow bundle .*: \d+\.\d MB \(modules \d+\.\d MB, inline source map \d+\.\d MB, without the text of 2 data module\(s\): the BPE rank tables\)/,
+      /^workflow bundle .*: \d+\.\d MB \(modules \d+\.\d MB, inline source map \d+\.\d MB, without the text and mappings of 2 data modules \(the BPE rank tables\)\)/,
     );
     expect(io.err()).toMatch(/largest parts \(module sources\): gpt-tokenizer \d+\.\d MB, /);
     expect(io.err()).toContain(`build id of a worker that runs it with compactorPlugin(): ${workerBuildId(code)}`);

@@ -48,7 +48,7 @@ export const bundle: CliCommand = {
   usage: '--out FILE [--workflows FILE] [--tracing otlp|console] [options]',
   summary: "prebuild a worker's workflow bundle (your workflows and ours), so workers start without bundling",
   description: [
-    "Bundles this package's workflows (compactConversation, agentRun) and, with --workflows, your own workflows module beside them, as compactorPlugin() bundles them when a worker starts, and writes the bundle to --out. Give it to your workers as workflowBundle: { codePath } (compactorPlugin() and createWorker use it as it is) or to `temporal-compactor worker` as COMPACTOR_WORKFLOW_BUNDLE. Its inline source map leaves out the text of the BPE rank tables (data, a third of the file), so workers start faster; their lines still map.",
+    "Bundles this package's workflows (compactConversation, agentRun) and, with --workflows, your own workflows module beside them, as compactorPlugin() bundles them when a worker starts, and writes the bundle to --out. Give it to your workers as workflowBundle: { codePath } (compactorPlugin() and createWorker use it as it is) or to `temporal-compactor worker` as COMPACTOR_WORKFLOW_BUNDLE. Its inline source map leaves out the text and mappings of the BPE rank tables (data, where no stack frame stops; over a third of the file), so workers read and compile less as they start.",
     'With tracing on (--tracing or COMPACTOR_TRACING: otlp or console) the bundle carries the OpenTelemetry workflow interceptors, which a worker with tracing on requires. Rebuild the bundle whenever your workflows or the installed packages change. Prints the size, the largest parts and the build id the plugin gives a worker that runs it.',
   ],
   options: {
@@ -102,7 +102,7 @@ export const bundle: CliCommand = {
       workflowInterceptorModules: tracing === 'off' ? [] : tracingWorkflowInterceptorModules(),
       logger: new DefaultLogger('WARN', ({ level, message }) => context.io.stderr(`bundle: ${level}: ${message}\n`)),
     });
-    // The rank tables' text out of the source map: a smaller file that workers read and compile faster.
+    // The rank tables out of the source map: a smaller file that workers read and compile faster.
     const { code, left } = withoutDataSources(built.code);
     await writeAtomically(target, code);
     const bytes = Buffer.byteLength(code);
@@ -114,7 +114,7 @@ export const bundle: CliCommand = {
       .map(([part, bytes]) => `${part} ${megabytes(bytes)}`);
     context.io.stderr(
       [
-        `workflow bundle ${out}: ${megabytes(bytes)} (modules ${megabytes(bytes - sourceMap)}, inline source map ${megabytes(sourceMap)}${left.length === 0 ? '' : `, without the text of ${left.length} data module(s): the BPE rank tables`}), built in ${((Date.now() - started) / 1000).toFixed(1)} s${tracing === 'off' ? '' : ', with the tracing interceptors'}`,
+        `workflow bundle ${out}: ${megabytes(bytes)} (modules ${megabytes(bytes - sourceMap)}, inline source map ${megabytes(sourceMap)}${left.length === 0 ? '' : `, without the text and mappings of ${left.length} data modules (the BPE rank tables)`}), built in ${((Date.now() - started) / 1000).toFixed(1)} s${tracing === 'off' ? '' : ', with the tracing interceptors'}`,
         `  largest parts (module sources): ${largest.join(', ')}`,
         `  build id of a worker that runs it with compactorPlugin(): ${workerBuildId(code)}`,
         '',
