@@ -799,6 +799,7 @@ function coldCacheMain(flags: Flags, trajectories: readonly Trajectory[], pauses
     ]),
   ].join('\n');
   console.log(page);
+  if (flags.explain) for (const table of tables) console.log(causesTable(table));
   if (flags.write) {
     writeFileSync(COLD_CACHE_FIGURES, page);
     progress(`wrote ${relative(REPO_ROOT, COLD_CACHE_FIGURES)}`);

@@ -161,7 +161,10 @@ function resolveExtractiveOptions({
 export function extractiveSummary(request: SummarizeRequest, options: ExtractiveSummarizerOptions = {}): string {
   const { maxChars, maxRatio, identifierShare } = resolveExtractiveOptions(options);
   const { middle } = request;
-  const statedLimit = statedCharLimit(request.instruction);
+  // The kept task is the user's text, not the engine's: a length it states is no limit of the summary.
+  const statedLimit = statedCharLimit(
+    request.task === undefined ? request.instruction : request.instruction.replace(request.task, ''),
+  );
   const byRatio = Math.max(MIN_EXTRACTIVE_SUMMARY_CHARS, Math.floor(transcriptChars(middle) * maxRatio));
   const budget = Math.min(maxChars, byRatio, statedLimit ?? Number.POSITIVE_INFINITY);
   // docs/design.md#summary-instructions What matches the caller's instructions is kept first.
@@ -169,7 +172,7 @@ export function extractiveSummary(request: SummarizeRequest, options: Extractive
   // to the identifiers line (named first), and the sections stay what they would be without it.
   const terms = instructionTerms(callerInstructions(request.instructions));
   const turns = readTurns(middle);
-  const ranked = rankedIdentifiers(middle, turns);
+  const ranked = rankedIdentifiers(middle, turns, request.task);
   const named = namedIdentifiers(ranked, request.instructions);
   // The identifiers line gets its share of the room, never the sections' first SECTIONS_FLOOR
   // characters; identifiers the instructions name get room before that floor, down to the bare

@@ -75,6 +75,30 @@ describe('the identifiers line of an extractive summary', () => {
     expect(ids.indexOf('beta_two')).toBeLessThan(ids.indexOf('alpha_one'));
   });
 
+  it('ranks what the files a task kept in place names say first (regression: the task was out of sight)', () => {
+    // agentRun keeps the task sticky: it is not in the middle, and the request carries it apart.
+    const middle: ChatMessage[] = [
+      ...read('call_1', 'docs/SPEC.md', 'Output fields: model_patch, instance_id'),
+      ...read('call_2', 'src/a.py', 'alpha_one = 1'),
+      ...read('call_3', 'src/b.py', 'beta_two = 2'),
+    ];
+    const task = 'Write the output as SPEC.md says.';
+    const roomy = { maxRatio: Number.POSITIVE_INFINITY };
+    const request = summarizeRequest(middle, 2000, undefined, { task });
+    expect(request.task).toBe(task);
+    expect(listed(extractiveSummary(request, roomy)).slice(0, 2)).toEqual(['model_patch', 'instance_id']);
+    const blind = listed(extractiveSummary(summarizeRequest(middle, 2000), roomy));
+    expect(blind.slice(0, 2)).not.toContain('model_patch');
+  });
+
+  it('reads no length limit out of the kept task: its words are the user’s, not the instruction’s', () => {
+    const task = 'Keep every docstring under 80 characters.';
+    const summary = extractiveSummary(summarizeRequest(RUN.slice(1), 2000, undefined, { task }), {
+      maxRatio: Number.POSITIVE_INFINITY,
+    });
+    expect(summary.length).toBeGreaterThan(80);
+  });
+
   it('reads an earlier summary’s line back: carried ahead of new identifiers used once, never copied as an item', () => {
     const first = extractiveSummary(summarizeRequest(RUN, 2000), { maxRatio: Number.POSITIVE_INFINITY });
     const carried = listed(first);
