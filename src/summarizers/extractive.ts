@@ -44,7 +44,7 @@ export interface ExtractiveSummarizerOptions {
    * instructions name first, then the likeliest to be named again (docs/design.md#coverage); never
    * the sections' first 1,000 characters but for named ones, and the sections get the whole budget
    * when there is no line. `0` leaves the line out.
-   * @default 0.4
+   * @default 0.6
    */
   identifierShare?: number;
 }
@@ -53,8 +53,8 @@ export interface ExtractiveSummarizerOptions {
 export const DEFAULT_EXTRACTIVE_MAX_CHARS = 6000;
 /** @default 0.15 of the transcript */
 export const DEFAULT_EXTRACTIVE_MAX_RATIO = 0.15;
-/** @default 0.4 of the summary's budget */
-export const DEFAULT_IDENTIFIER_SHARE = 0.4;
+/** @default 0.6 of the summary’s budget */
+export const DEFAULT_IDENTIFIER_SHARE = 0.6;
 /** The smallest budget the ratio may produce: the notice, four headings and a line or two each. */
 export const MIN_EXTRACTIVE_SUMMARY_CHARS = 400;
 

@@ -39,7 +39,22 @@ describe('the identifiers line of an extractive summary', () => {
     expect(ids).toContain('report_v2');
     const body = summary.slice(0, summary.indexOf(line));
     for (const identifier of ids) expect(body).not.toContain(identifier);
-    expect(line.length).toBeLessThanOrEqual(Math.floor(0.4 * 6000));
+    expect(line.length).toBeLessThanOrEqual(Math.floor(0.6 * 6000));
+  });
+
+  it('gives the line 0.6 of the budget by default when the middle has more identifiers than fit', () => {
+    // 400 results of two identifiers each: far more than 6,000 characters of names.
+    const crowded: ChatMessage[] = [
+      user('Fix the crash in the report job.'),
+      ...Array.from({ length: 400 }, (_, index) =>
+        read(`call_${index}`, `src/mod_${index}.py`, `value_${index}_alpha = helper_${index}_beta()`),
+      ).flat(),
+    ];
+    const summary = extractiveSummary(summarizeRequest(crowded, 2000), { maxRatio: Number.POSITIVE_INFINITY });
+    const line = summary.split('\n').find((candidate) => candidate.startsWith(PREFIX)) ?? '';
+    expect(summary.length).toBeLessThanOrEqual(6000);
+    expect(line.length).toBeGreaterThan(Math.floor(0.55 * 6000));
+    expect(line.length).toBeLessThanOrEqual(Math.floor(0.6 * 6000));
   });
 
   it('keeps the likeliest when the room is small, and leaves the line out with identifierShare 0', () => {
