@@ -20,8 +20,8 @@
 //      --explain-retention (our engine's policies only: the identifiers each missed, counted by
 //      where they were lost), --pauses [--seed 1] [--cache-ttl 5m] (pauses drawn from
 //      bench/pauses.ts before each request; a request after one over the cache TTL reads nothing
-//      from the cache; agentRun's engine without and with the cold-cache rule; `--write` writes
-//      bench/cold-cache-figures.md).
+//      from the cache; agentRun's engine without and with the cold-cache rule, and where each
+//      policy's missed identifiers were lost; `--write` writes bench/cold-cache-figures.md).
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg } from 'node:os';
 import { join, relative, resolve } from 'node:path';
@@ -732,7 +732,7 @@ function causesTable({ tokenizer, policies, totals, causes }: Table): string {
     const t = totals[index] ?? emptyTotals();
     const byCause = causes[index] ?? new Map<string, number>();
     const cells = names.map((name) => String(byCause.get(name) ?? 0));
-    return [`| ${policy.name} | ${t.probes - t.retained} | ${cells.join(' | ')} |`];
+    return [`| ${policy.name} | ${t.probes - t.retained} of ${t.probes} | ${cells.join(' | ')} |`];
   });
   return [
     `Missed identifiers by where they were lost (${tokenizer} tokens):`,
@@ -772,7 +772,9 @@ function pausePolicies(): Policy[] {
 /** `--pauses`: the figures page bench/cold-cache-figures.md. */
 function coldCacheMain(flags: Flags, trajectories: readonly Trajectory[], pauses: NonNullable<Flags['pauses']>): void {
   const started = performance.now();
-  const tables = flags.tokenizers.map((tokenizer) => runAll(trajectories, pausePolicies(), tokenizer, flags));
+  // The page says where each policy's missed identifiers were lost (--explain-retention's table), always.
+  const explained = { ...flags, explain: true };
+  const tables = flags.tokenizers.map((tokenizer) => runAll(trajectories, pausePolicies(), tokenizer, explained));
   const seconds = (performance.now() - started) / 1000;
   const shownDir = relative(REPO_ROOT, flags.dir) || '.';
   const command = `npm run bench:cost --${shownDir === 'examples/trajectories' ? '' : ` --corpus ${shownDir}`} --pauses --seed ${pauses.seed} --cache-ttl ${pauses.cacheTtlMs / 60_000}m${flags.write ? ' --write' : ''}`;
@@ -796,6 +798,7 @@ function coldCacheMain(flags: Flags, trajectories: readonly Trajectory[], pauses
       '',
       markdownTable(table),
       '',
+      causesTable(table),
     ]),
   ].join('\n');
   console.log(page);

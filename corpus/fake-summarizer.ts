@@ -1,7 +1,7 @@
 // Dev-only (tests and benchmarks; src/ never imports corpus/): a deterministic fake summarizer
 // whose text is derived from the request's length, so the in-process driver, the workflow driver
 // and the benchmarks can be compared byte for byte without a model.
-import { SUMMARY_INSTRUCTION, summarizerMessages } from '../src/core/compaction/transcript.js';
+import { baseInstruction, summarizerMessages } from '../src/core/compaction/transcript.js';
 import type { ChatMessage, SummarizeRequest, Summarizer } from '../src/index.js';
 import type { SummarizeOutcome, SummarizeStep } from '../src/core/compaction/engine.js';
 import { describeNonTextPart } from '../src/core/counting/parts.js';
@@ -40,7 +40,8 @@ export function requestChars(request: SummarizeRequest): number {
 /** Which request this is: the first (`summary`) or the one retry after a summary that was too long (`tighter`). */
 export function purposeOf(request: SummarizeRequest): 'summary' | 'tighter' | 'coverage' {
   const instruction = request.instruction;
-  if (instruction === SUMMARY_INSTRUCTION) return 'summary';
+  // The first request's instruction is the fixed one, with the task a compaction keeps in place (docs/design.md#task-survives).
+  if (instruction === baseInstruction({ task: request.task })) return 'summary';
   // docs/design.md#coverage: the retry after a summary that left identifiers out (not one that was too long).
   return typeof instruction === 'string' && !instruction.includes('Your last attempt was too long')
     ? 'coverage'

@@ -106,14 +106,15 @@ export function createSummarizeActivity({
 /** The input, checked as the request it must be; throws `InvalidInputError` naming the field. */
 function checkedRequest(input: SummarizeRequest): SummarizeRequest {
   if (!isRecord(input))
-    throw new InvalidInputError('input', 'must be an object { instruction, middle, instructions? }');
+    throw new InvalidInputError('input', 'must be an object { instruction, middle, instructions?, task?, maxTokens? }');
   assertKnownKeys(input, REQUEST_KEYS, 'input', 'field');
-  const { instruction, middle, instructions, maxTokens } = input;
+  const { instruction, middle, instructions, task, maxTokens } = input;
   if (maxTokens !== undefined && !(Number.isSafeInteger(maxTokens) && maxTokens > 0))
     throw new InvalidInputError('maxTokens', 'must be a positive integer');
   if (typeof instruction !== 'string') throw new InvalidInputError('instruction', 'must be a string');
   if (instructions !== undefined && typeof instructions !== 'string')
     throw new InvalidInputError('instructions', 'must be a string');
+  if (task !== undefined && typeof task !== 'string') throw new InvalidInputError('task', 'must be a string');
   try {
     validateMessages(middle, 'middle');
   } catch (error) {
@@ -125,4 +126,10 @@ function checkedRequest(input: SummarizeRequest): SummarizeRequest {
   return input;
 }
 
-const REQUEST_KEYS = keysOf<SummarizeRequest>({ instruction: true, middle: true, instructions: true, maxTokens: true });
+const REQUEST_KEYS = keysOf<SummarizeRequest>({
+  instruction: true,
+  middle: true,
+  instructions: true,
+  task: true,
+  maxTokens: true,
+});

@@ -72,6 +72,14 @@ export interface SummarizeRequest {
    */
   instructions?: string;
   /**
+   * The task, when the compaction keeps it in place rather than summarizing it
+   * (docs/design.md#task-survives): the text of the first user message, sticky or kept by
+   * `keepTask`, cut at `toolResultCap`; also added to `instruction`. For a summarizer that works on
+   * structure (the extractive one ranks first what the results of the files it names hold). Absent
+   * when the task is in the middle, or there is none.
+   */
+  task?: string;
+  /**
    * The most tokens the summary may take (docs/design.md#summary-length): what the summary has room
    * for in the compacted conversation, in the summarizer's tokens as the calibration scales them,
    * at most the window's output share and {@link MAX_SUMMARY_TOKENS}. The OpenAI summarizer sends it

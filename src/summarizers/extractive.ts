@@ -44,7 +44,7 @@ export interface ExtractiveSummarizerOptions {
    * instructions name first, then the likeliest to be named again (docs/design.md#coverage); never
    * the sections' first 1,000 characters but for named ones, and the sections get the whole budget
    * when there is no line. `0` leaves the line out.
-   * @default 0.4
+   * @default 0.6
    */
   identifierShare?: number;
 }
@@ -53,8 +53,8 @@ export interface ExtractiveSummarizerOptions {
 export const DEFAULT_EXTRACTIVE_MAX_CHARS = 6000;
 /** @default 0.15 of the transcript */
 export const DEFAULT_EXTRACTIVE_MAX_RATIO = 0.15;
-/** @default 0.4 of the summary's budget */
-export const DEFAULT_IDENTIFIER_SHARE = 0.4;
+/** @default 0.6 of the summary’s budget */
+export const DEFAULT_IDENTIFIER_SHARE = 0.6;
 /** The smallest budget the ratio may produce: the notice, four headings and a line or two each. */
 export const MIN_EXTRACTIVE_SUMMARY_CHARS = 400;
 
@@ -161,7 +161,10 @@ function resolveExtractiveOptions({
 export function extractiveSummary(request: SummarizeRequest, options: ExtractiveSummarizerOptions = {}): string {
   const { maxChars, maxRatio, identifierShare } = resolveExtractiveOptions(options);
   const { middle } = request;
-  const statedLimit = statedCharLimit(request.instruction);
+  // The kept task is the user's text, not the engine's: a length it states is no limit of the summary.
+  const statedLimit = statedCharLimit(
+    request.task === undefined ? request.instruction : request.instruction.replace(request.task, ''),
+  );
   const byRatio = Math.max(MIN_EXTRACTIVE_SUMMARY_CHARS, Math.floor(transcriptChars(middle) * maxRatio));
   const budget = Math.min(maxChars, byRatio, statedLimit ?? Number.POSITIVE_INFINITY);
   // docs/design.md#summary-instructions What matches the caller's instructions is kept first.
@@ -169,7 +172,7 @@ export function extractiveSummary(request: SummarizeRequest, options: Extractive
   // to the identifiers line (named first), and the sections stay what they would be without it.
   const terms = instructionTerms(callerInstructions(request.instructions));
   const turns = readTurns(middle);
-  const ranked = rankedIdentifiers(middle, turns);
+  const ranked = rankedIdentifiers(middle, turns, request.task);
   const named = namedIdentifiers(ranked, request.instructions);
   // The identifiers line gets its share of the room, never the sections' first SECTIONS_FLOOR
   // characters; identifiers the instructions name get room before that floor, down to the bare

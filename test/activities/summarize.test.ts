@@ -82,6 +82,7 @@ describe('summarize activity input: the request', () => {
     [{ instruction: 'Summarize.' }, 'middle'],
     [{ instruction: 'Summarize.', middle: [{ role: 'robot', content: 'x' }] }, 'role'],
     [{ instruction: 'Summarize.', middle, instructions: 3 }, 'instructions'],
+    [{ instruction: 'Summarize.', middle, task: ['Fix it.'] }, 'task'],
     [{ request: { instruction: 'Summarize.', middle } }, 'input.request: unknown field'],
     [[], 'input'],
   ])('refuses %j naming %s, without calling the summarizer', async (input, named) => {

@@ -8,6 +8,7 @@ import { main } from '../../src/cli/main.js';
 import { planAgentRun } from '../../src/core/agent/agent-input.js';
 import { COMPACTION_DEFAULTS, LIBRARY_KEEP_TASK } from '../../src/core/compaction/defaults.js';
 import { REFERENCE_EXACT, resolveOptions } from '../../src/core/compaction/options.js';
+import { capText, TASK_HEADING } from '../../src/core/compaction/transcript.js';
 import { Compactor, type ChatMessage } from '../../src/index.js';
 import { charCounter, httpError, scriptedSummarizer, system, toolRounds, user } from '../support/messages.js';
 import { closedPort } from '../support/closed-port.js';
@@ -58,6 +59,46 @@ describe('keepTask', () => {
     expect(result.messages[1]).toEqual(messages[1]);
     expect(result.messages.filter((message) => String(message.content).includes('short summary'))).toHaveLength(1);
     expect(result.messages.filter((message) => message.content === TASK)).toHaveLength(1);
+  });
+
+  describe('the summarizer is told the task it does not summarize', () => {
+    const compactWith = async (options: { keepTask: boolean }, input: ChatMessage[] = messages) => {
+      const summarizer = scriptedSummarizer('short summary');
+      await new Compactor({
+        summarizer,
+        counter: charCounter,
+        contextBudget: Math.floor(tokens / 3),
+        ...options,
+      }).compact(input);
+      return summarizer.requests;
+    };
+
+    it('a task kept by keepTask is in the request and its instruction, under TASK_HEADING', async () => {
+      const [request] = await compactWith({ keepTask: true });
+      expect(request?.task).toBe(TASK);
+      expect(request?.instruction).toContain(`${TASK_HEADING}\n${TASK}`);
+      expect(request?.middle.map((message) => message.content)).not.toContain(TASK);
+    });
+
+    it('a task kept by its sticky flag (as agentRun pins it) is told too', async () => {
+      const pinned = messages.map((message) => (message.content === TASK ? { ...message, sticky: true } : message));
+      const [request] = await compactWith({ keepTask: false }, pinned);
+      expect(request?.task).toBe(TASK);
+    });
+
+    it('a task in the middle is summarized with it, not told apart', async () => {
+      const [request] = await compactWith({ keepTask: false });
+      expect(request?.task).toBeUndefined();
+      expect(request?.instruction).not.toContain(TASK_HEADING);
+      expect(request?.middle.map((message) => message.content)).toContain(TASK);
+    });
+
+    it('a long task is cut at toolResultCap, as a tool result is', async () => {
+      const long = `${TASK} ${'Details. '.repeat(400)}`;
+      const input = messages.map((message) => (message.content === TASK ? { ...message, content: long } : message));
+      const [request] = await compactWith({ keepTask: true }, input);
+      expect(request?.task).toBe(capText(long.trim(), 2000));
+    });
   });
 
   it('`temporal-compactor compact conv.json --budget 2000` keeps the task in a hard trim (regression)', async () => {

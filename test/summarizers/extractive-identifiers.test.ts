@@ -39,7 +39,22 @@ describe('the identifiers line of an extractive summary', () => {
     expect(ids).toContain('report_v2');
     const body = summary.slice(0, summary.indexOf(line));
     for (const identifier of ids) expect(body).not.toContain(identifier);
-    expect(line.length).toBeLessThanOrEqual(Math.floor(0.4 * 6000));
+    expect(line.length).toBeLessThanOrEqual(Math.floor(0.6 * 6000));
+  });
+
+  it('gives the line 0.6 of the budget by default when the middle has more identifiers than fit', () => {
+    // 400 results of two identifiers each: far more than 6,000 characters of names.
+    const crowded: ChatMessage[] = [
+      user('Fix the crash in the report job.'),
+      ...Array.from({ length: 400 }, (_, index) =>
+        read(`call_${index}`, `src/mod_${index}.py`, `value_${index}_alpha = helper_${index}_beta()`),
+      ).flat(),
+    ];
+    const summary = extractiveSummary(summarizeRequest(crowded, 2000), { maxRatio: Number.POSITIVE_INFINITY });
+    const line = summary.split('\n').find((candidate) => candidate.startsWith(PREFIX)) ?? '';
+    expect(summary.length).toBeLessThanOrEqual(6000);
+    expect(line.length).toBeGreaterThan(Math.floor(0.55 * 6000));
+    expect(line.length).toBeLessThanOrEqual(Math.floor(0.6 * 6000));
   });
 
   it('keeps the likeliest when the room is small, and leaves the line out with identifierShare 0', () => {
@@ -73,6 +88,30 @@ describe('the identifiers line of an extractive summary', () => {
     const ids = listed(extractiveSummary(summarizeRequest(run, 2000), { maxRatio: Number.POSITIVE_INFINITY }));
     expect(ids.slice(0, 2)).toEqual(['model_patch', 'instance_id']);
     expect(ids.indexOf('beta_two')).toBeLessThan(ids.indexOf('alpha_one'));
+  });
+
+  it('ranks what the files a task kept in place names say first (regression: the task was out of sight)', () => {
+    // agentRun keeps the task sticky: it is not in the middle, and the request carries it apart.
+    const middle: ChatMessage[] = [
+      ...read('call_1', 'docs/SPEC.md', 'Output fields: model_patch, instance_id'),
+      ...read('call_2', 'src/a.py', 'alpha_one = 1'),
+      ...read('call_3', 'src/b.py', 'beta_two = 2'),
+    ];
+    const task = 'Write the output as SPEC.md says.';
+    const roomy = { maxRatio: Number.POSITIVE_INFINITY };
+    const request = summarizeRequest(middle, 2000, undefined, { task });
+    expect(request.task).toBe(task);
+    expect(listed(extractiveSummary(request, roomy)).slice(0, 2)).toEqual(['model_patch', 'instance_id']);
+    const blind = listed(extractiveSummary(summarizeRequest(middle, 2000), roomy));
+    expect(blind.slice(0, 2)).not.toContain('model_patch');
+  });
+
+  it('reads no length limit out of the kept task: its words are the user’s, not the instruction’s', () => {
+    const task = 'Keep every docstring under 80 characters.';
+    const summary = extractiveSummary(summarizeRequest(RUN.slice(1), 2000, undefined, { task }), {
+      maxRatio: Number.POSITIVE_INFINITY,
+    });
+    expect(summary.length).toBeGreaterThan(80);
   });
 
   it('reads an earlier summary’s line back: carried ahead of new identifiers used once, never copied as an item', () => {

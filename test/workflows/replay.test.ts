@@ -65,8 +65,9 @@ describe('replay of recorded histories', () => {
     }
   });
 
-  it('every summarize activity input is the summarize request: the instruction, the cut middle, max tokens, and the instructions when set', () => {
+  it('every summarize activity input is the summarize request: the instruction, the cut middle, max tokens, the instructions when set, and the task a compaction keeps in place', () => {
     let inputs = 0;
+    let tasks = 0;
     for (const { file, history } of histories) {
       for (const event of history.events) {
         const scheduled = event.activityTaskScheduledEventAttributes;
@@ -74,13 +75,22 @@ describe('replay of recorded histories', () => {
         const data = scheduled.input?.payloads?.[0]?.data;
         const input: unknown = JSON.parse(Buffer.from(String(data), 'base64').toString('utf8'));
         const keys = Object.keys(input as object).sort();
-        expect(['instruction,maxTokens,middle', 'instruction,instructions,maxTokens,middle'], file).toContain(
-          keys.join(','),
-        );
+        expect(
+          [
+            'instruction,maxTokens,middle',
+            'instruction,instructions,maxTokens,middle',
+            'instruction,maxTokens,middle,task',
+            'instruction,instructions,maxTokens,middle,task',
+          ],
+          file,
+        ).toContain(keys.join(','));
+        if (keys.includes('task')) tasks += 1;
         inputs += 1;
       }
     }
     expect(inputs).toBeGreaterThan(20);
+    // agentRun pins its task: its summaries are told it apart (docs/design.md#task-survives).
+    expect(tasks).toBeGreaterThan(0);
   });
 
   it('agentRun histories with the steering updates: compact, pin, unpin, reviewCompaction and addUserMessage', () => {

@@ -65,7 +65,7 @@ export function summarizeStepOf(
   piece?: SummarizeStep['piece'],
 ): SummarizeStep {
   // The transcript's size is counted, not rendered: the request is rendered only by a summarizer that sends text.
-  const built = requestFor(instruction, seen, text.summaryInstructions);
+  const built = requestFor(instruction, seen, text.summaryInstructions, text.task);
   const request = maxTokens === undefined ? built : { ...built, maxTokens };
   const transcript = { messages: seen.length, characters: requestChars(instruction, seen) };
   return piece === undefined

@@ -4,7 +4,7 @@
 import { applyElisions, elides, planPassElisions } from './elision.js';
 import { aimFor, instructionTextOf, type Aim, type CallOverrides, type ResolvedOptions } from './options.js';
 import { findRegions, type Regions } from './regions.js';
-import type { InstructionText } from './transcript.js';
+import { keptTask, type InstructionText } from './transcript.js';
 import { validateMessages } from '../schema.js';
 import type { ChatMessage, CompactionResult, Elision, TokenCounter } from '../types.js';
 
@@ -21,7 +21,7 @@ export interface Pass {
   aim: Aim;
   regions: Regions;
   tokensBefore: number;
-  /** The call's `summaryInstructions` and `summaryPrompt` (docs/design.md#summary-instructions). */
+  /** The call's `summaryInstructions` and `summaryPrompt` (docs/design.md#summary-instructions), and the task kept in place. */
   text: InstructionText;
   /** Whether the middle's user messages are kept verbatim (docs/design.md#user-words): the call's choice, else the options'. */
   keepUserMessages: boolean;
@@ -36,13 +36,16 @@ export function startPass(
 ): Pass {
   const input = validateMessages(messages);
   const aim = aimFor(options, overrides, counter);
+  const regions = findRegions(input, options.keepRecent, options.keepTask);
+  // docs/design.md#task-survives: a task kept in place is not in the middle; the summarizer is told it apart.
+  const task = keptTask(input, regions.removable, options.toolResultCap);
   return {
     input,
     options,
     aim,
-    regions: findRegions(input, options.keepRecent, options.keepTask),
+    regions,
     tokensBefore: aim.counter.count(input),
-    text: instructionTextOf(options, overrides),
+    text: { ...instructionTextOf(options, overrides), task },
     keepUserMessages: overrides.keepUserMessages ?? options.keepUserMessages,
   };
 }

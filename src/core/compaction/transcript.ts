@@ -24,17 +24,29 @@ export interface InstructionText {
   summaryInstructions?: string | undefined;
   /** Replaces {@link SUMMARY_INSTRUCTION}. */
   summaryPrompt?: string | undefined;
+  /**
+   * The task when the compaction keeps it in place (docs/design.md#task-survives): the text of
+   * the first user message, sticky or kept by `keepTask`, cut at `toolResultCap`. It is not in the
+   * middle, so the summarizer is told it apart: what the summary serves.
+   */
+  task?: string | undefined;
 }
+
+/** The heading under which the kept task follows the instruction (docs/design.md#task-survives). */
+export const TASK_HEADING =
+  'The task of this conversation, which stays in it verbatim before your summary (do not repeat it; keep what it needs):';
 
 /** The heading under which `summaryInstructions` follow the instruction. */
 export const SUMMARY_INSTRUCTIONS_HEADING =
   'Instructions from the user for this summary (follow them; what they ask you to keep must be in the summary):';
 
-/** The instruction before any retry: the fixed one or `summaryPrompt`, then `summaryInstructions`. */
+/** The instruction before any retry: the fixed one or `summaryPrompt`, then the kept task, then `summaryInstructions`. */
 export function baseInstruction(text: InstructionText = {}): string {
   const base = text.summaryPrompt ?? SUMMARY_INSTRUCTION;
+  const task = text.task === undefined || text.task === '' ? [] : ['', TASK_HEADING, text.task];
   const added = text.summaryInstructions?.trim();
-  return added === undefined || added === '' ? base : [base, '', SUMMARY_INSTRUCTIONS_HEADING, added].join('\n');
+  const instructions = added === undefined || added === '' ? [] : ['', SUMMARY_INSTRUCTIONS_HEADING, added];
+  return [base, ...task, ...instructions].join('\n');
 }
 
 /** The instruction for the one retry after a summary that did not compact enough. */
@@ -273,11 +285,39 @@ export function summaryInstruction(previousSummaryChars?: number, text: Instruct
   return previousSummaryChars === undefined ? baseInstruction(text) : tooLongInstruction(previousSummaryChars, text);
 }
 
-/** The request for an instruction and a middle cut by {@link capMiddle}: data a workflow sends the activity. */
-export function requestFor(instruction: string, cappedMiddle: ChatMessage[], instructions?: string): SummarizeRequest {
-  return instructions === undefined
-    ? { instruction, middle: cappedMiddle }
-    : { instruction, middle: cappedMiddle, instructions };
+/**
+ * The request for an instruction and a middle cut by {@link capMiddle}: data a workflow sends the
+ * activity. `instructions` and `task` are in `instruction` already; the request carries them apart
+ * for a summarizer that works on structure.
+ */
+export function requestFor(
+  instruction: string,
+  cappedMiddle: ChatMessage[],
+  instructions?: string,
+  task?: string,
+): SummarizeRequest {
+  const request: SummarizeRequest = { instruction, middle: cappedMiddle };
+  if (instructions !== undefined) request.instructions = instructions;
+  if (task !== undefined && task !== '') request.task = task;
+  return request;
+}
+
+/**
+ * The task a compaction of `messages` keeps in place, as {@link InstructionText.task}: the text of
+ * the first user message when `removable` says it stays (sticky, or `keepTask`), cut at
+ * `toolResultCap`; undefined when the task is in the middle (the summarizer reads it there) or
+ * there is none.
+ */
+export function keptTask(
+  messages: readonly ChatMessage[],
+  removable: Uint8Array,
+  toolResultCap: number,
+): string | undefined {
+  const index = messages.findIndex((message) => message.role === 'user');
+  const task = messages[index];
+  if (task === undefined || removable[index] === 1) return undefined;
+  const text = renderContent(task.content).trim();
+  return text === '' ? undefined : capText(text, toolResultCap);
 }
 
 /**
@@ -323,6 +363,7 @@ export function summarizeRequest(
     summaryInstruction(previousSummaryChars, text),
     capMiddle(middle, toolResultCap),
     instructions === '' ? undefined : instructions,
+    text.task,
   );
 }
 

@@ -47,11 +47,18 @@ function factText(message: ChatMessage): string {
   return [text, ...values].join('\n');
 }
 
-/** File names (last path segment) the user's turns and earlier summaries' goals name: the task's files. */
-function taskFiles(turns: Turns): Set<string> {
+/**
+ * File names (last path segment) the user's turns, earlier summaries' goals and the task kept in
+ * place (`request.task`, docs/design.md#task-survives) name: the task's files.
+ */
+function taskFiles(turns: Turns, task: string | undefined): Set<string> {
   const names = new Set<string>();
-  for (const text of [...turns.users.map((turn) => turn.text), ...turns.earlier.goals])
-    for (const path of pathsInCommand(text)) names.add(path.split('/').at(-1) ?? path);
+  const texts = [
+    ...turns.users.map((turn) => turn.text),
+    ...turns.earlier.goals,
+    ...(task === undefined ? [] : [task]),
+  ];
+  for (const text of texts) for (const path of pathsInCommand(text)) names.add(path.split('/').at(-1) ?? path);
   return names;
 }
 
@@ -69,11 +76,11 @@ function callsOnTaskFiles(turns: Turns, files: ReadonlySet<string>): Set<string>
 /**
  * The identifiers of `middle` (`turns` read from it), the likeliest to be named again first. An
  * identifier scores one per message that uses it, up to {@link RECENCY} more by how late its last
- * use is, {@link TASK_FILE} more when a result of a call on a file the user named holds it, and up
+ * use is, {@link TASK_FILE} more when a result of a call on a file the user (or the kept `task`) named holds it, and up
  * to {@link CARRIED} more when an earlier summary's identifiers line listed it (by its place
  * there). Ties: the later use first. System and developer messages do not count.
  */
-export function rankedIdentifiers(middle: readonly ChatMessage[], turns: Turns): string[] {
+export function rankedIdentifiers(middle: readonly ChatMessage[], turns: Turns, task?: string): string[] {
   const uses = new Map<string, Use>();
   const add = (identifier: string, score: number, last: number): void => {
     const use = uses.get(identifier);
@@ -84,7 +91,7 @@ export function rankedIdentifiers(middle: readonly ChatMessage[], turns: Turns):
     }
   };
   const spoken = middle.filter((message) => message.role !== 'system' && message.role !== 'developer');
-  const taskCalls = callsOnTaskFiles(turns, taskFiles(turns));
+  const taskCalls = callsOnTaskFiles(turns, taskFiles(turns, task));
   spoken.forEach((message, index) => {
     const recency = (RECENCY * (index + 1)) / spoken.length;
     const onTaskFile = message.tool_call_id !== undefined && taskCalls.has(message.tool_call_id);

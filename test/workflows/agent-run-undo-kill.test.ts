@@ -1,0 +1,172 @@
+// A worker *process* SIGKILLed while an `undoCompaction` update is in flight (docs/design.md#undo):
+// the undo is a record the workflow writes only once `restoreCompaction` has answered, so a worker
+// that dies under it leaves no trace; a new worker serves the same update once. Afterwards the
+// conversation is byte for byte the one before the compaction, and the history, the transcript
+// and the result hold one `kind: 'undo'` record.
+import { WorkflowUpdateStage } from '@temporalio/client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { agentRun, type ChatMessage } from '../../src/index.js';
+import { compactUpdate, undoCompactionUpdate, type AgentRunWorkflowInput } from '../../src/shared/agent-run.js';
+import { replaySession } from '../../src/core/agent/session.js';
+import { readSessionLines } from '../../src/client/session-reader.js';
+import { TRAJECTORY_DIR_ENV } from '../../corpus/index.js';
+import { assistantReply as completion, createHold, type ScriptedResponse } from '../support/fake-openai.js';
+import { fakeModelAndToolRoot, replayTokens, trajectoryDir } from '../support/agent.js';
+import { dataUrl, pngBytes } from '../support/images.js';
+import { testConnection, uniqueId } from '../support/temporal.js';
+import {
+  killWorkerProcesses,
+  spawnWorkerProcess,
+  writeProductionBundle,
+  type WorkerProcess,
+} from '../support/worker-process.js';
+
+async function until(condition: () => boolean, timeoutMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+const notes = (subject: string): string =>
+  Array.from(
+    { length: 12 },
+    (_, step) => `Step ${step + 1} on ${subject}: case ${step * 7 + 3}, run ${step + 40}.`,
+  ).join(' ');
+
+/** A conversation with a middle to compact, an image among it. */
+const opening: ChatMessage[] = [
+  { role: 'system', content: 'You are a careful agent.' },
+  { role: 'user', content: 'Find out why the parser test fails.' },
+  { role: 'assistant', content: `The failing test is test_parse_empty. ${notes('the test suite')}` },
+  {
+    role: 'user',
+    content: [
+      { type: 'text', text: `Here is the screen of the failure. ${notes('the logs')}` },
+      { type: 'image_url', image_url: { url: dataUrl(pngBytes(64, 48)), detail: 'low' } },
+    ],
+  },
+  { role: 'assistant', content: `parser.py line 42 returns None for an empty string. ${notes('parser.py')}` },
+  { role: 'user', content: 'Read a.txt next, please.' },
+];
+
+/** An assistant reply billed about what its request holds. */
+const reply =
+  (message: Record<string, unknown>): ScriptedResponse =>
+  (request) => {
+    const { messages } = request.body as { messages: ChatMessage[] };
+    const prompt = replayTokens(messages);
+    return completion(message, { prompt_tokens: prompt, completion_tokens: 5, total_tokens: prompt + 5 });
+  };
+
+const readCall = (id: string) =>
+  reply({
+    content: null,
+    tool_calls: [{ id, type: 'function', function: { name: 'fs_read', arguments: '{"path":"a.txt"}' } }],
+  });
+
+describe('a worker process killed while an undo is in flight', () => {
+  const world = fakeModelAndToolRoot('agent-undo-kill-', { 'a.txt': 'alpha\nbeta\n' });
+  let bundle: Awaited<ReturnType<typeof writeProductionBundle>>;
+  const spawned: WorkerProcess[] = [];
+  beforeAll(async () => {
+    bundle = await writeProductionBundle('agent-undo-kill-');
+  });
+  afterAll(() => {
+    killWorkerProcesses(spawned);
+    bundle.remove();
+  });
+
+  it(
+    'changes nothing: a new worker serves the undo once, the conversation comes back byte for byte',
+    { timeout: 180_000 },
+    async () => {
+      const holds = [createHold(), createHold()];
+      world.server.script(...holds.map((hold) => hold.response), reply({ content: 'The parser returns None.' }));
+      const t = await testConnection();
+      const env = {
+        TEMPORAL_ADDRESS: t.address,
+        TEMPORAL_NAMESPACE: t.namespace,
+        AGENT_TASK_QUEUE: t.taskQueue,
+        AGENT_WORKFLOW_BUNDLE: bundle.bundlePath,
+        AGENT_OPENAI_BASE_URL: world.server.baseURL,
+        AGENT_TOOLS_ROOT: world.root,
+        [TRAJECTORY_DIR_ENV]: trajectoryDir(),
+      };
+      const first = spawnWorkerProcess('test/support/agent-worker.ts', { ...env, AGENT_HOLD_RESTORE: '1' });
+      spawned.push(first);
+      await until(() => first.output().includes('agent worker ready'), 60_000, `the first worker:\n${first.output()}`);
+
+      const input: AgentRunWorkflowInput = {
+        messages: opening,
+        model: { provider: 'openai', model: 'fake-agent', contextWindow: 16_000, maxOutputTokens: 500 },
+        tools: ['fs_read'],
+        compaction: { keepRecent: 2 },
+      };
+      const handle = await t.client.workflow.start(agentRun, {
+        taskQueue: t.taskQueue,
+        workflowId: uniqueId('agent-undo-kill'),
+        args: [input],
+      });
+      await world.server.waitForRequests(1, 20_000);
+      const compact = await handle.startUpdate(compactUpdate, {
+        args: [{}],
+        waitForStage: WorkflowUpdateStage.ACCEPTED,
+      });
+      holds[0]?.release(readCall('call_1'));
+      expect(await compact.result()).toMatchObject({ kind: 'summary', round: 2 });
+      await world.server.waitForRequests(2, 20_000);
+      const before = world.server.requests[0]?.body as { messages: ChatMessage[] };
+      const compacted = world.server.requests[1]?.body as { messages: ChatMessage[] };
+      expect(JSON.stringify(compacted.messages)).toContain('[Summary by the harness');
+
+      // The undo is accepted; the loop serves it at the round's end, where the first worker's
+      // restoreCompaction starts and never answers. The process dies there, without a word to the server.
+      const undo = await handle.startUpdate(undoCompactionUpdate, {
+        args: [{}],
+        waitForStage: WorkflowUpdateStage.ACCEPTED,
+      });
+      holds[1]?.release(readCall('call_2'));
+      await until(() => first.output().includes('restoreCompaction started'), 60_000, 'the undo to reach the worker');
+      first.child.kill('SIGKILL');
+      expect(await first.exited).toEqual({ code: null, signal: 'SIGKILL' });
+
+      const second = spawnWorkerProcess('test/support/agent-worker.ts', env);
+      spawned.push(second);
+      expect(await undo.result()).toMatchObject({ kind: 'undo', undoes: 1, round: 3, dropped: 0 });
+      const result = await handle.result();
+
+      // The conversation: the third request opens with the first one's messages, byte for byte (the
+      // image included), then the two tool turns; no summary.
+      expect(world.server.requests).toHaveLength(3);
+      const third = (world.server.requests[2]?.body as { messages: ChatMessage[] }).messages;
+      expect(JSON.stringify(third.slice(0, before.messages.length))).toBe(JSON.stringify(before.messages));
+      expect(third).toHaveLength(before.messages.length + 4);
+      expect(JSON.stringify(third)).not.toContain('[Summary by the harness');
+      expect(
+        JSON.stringify(result.messages.slice(0, opening.length).map(({ sticky: _sticky, ...message }) => message)),
+      ).toBe(JSON.stringify(opening));
+
+      // One undo record: in the history, the transcript, and the result; the transcript replays to the result.
+      expect(result.compactions.recent.map((record) => record.kind)).toEqual(['summary', 'undo']);
+      expect(result.compactions.totals).toMatchObject({ compactions: 1, undos: 1 });
+      expect(result.compactions.undone).toEqual([{ compaction: 1, by: 2 }]);
+      const lines = await readSessionLines(t.client, result.session);
+      expect(lines.filter((line) => line.type === 'undo')).toHaveLength(1);
+      expect(replaySession(lines)).toEqual(result.messages);
+
+      // The activity was scheduled once; the new worker ran its second attempt after the first was lost.
+      const events = (await handle.fetchHistory()).events ?? [];
+      const scheduled = events.filter(
+        (event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'restoreCompaction',
+      );
+      expect(scheduled).toHaveLength(1);
+      const started = events.find(
+        (event) => String(event.activityTaskStartedEventAttributes?.scheduledEventId) === String(scheduled[0]?.eventId),
+      );
+      expect(started?.activityTaskStartedEventAttributes?.attempt).toBeGreaterThanOrEqual(2);
+      second.child.kill('SIGTERM');
+    },
+  );
+});
