@@ -189,7 +189,7 @@ describe('a middle sharing more identifiers with the kept messages than a retry 
     return messages;
   }
   /** A summarizer that keeps exactly the identifiers its request names: what a careful summarizer does. */
-  const keepsWhatItIsTold = (request: SummarizeRequest): string =>
+  const keepsWhatItIsTold = async (request: SummarizeRequest): Promise<string> =>
     `## Files and commands\n${(request.instructions ?? '').split('\n').find((line) => line.startsWith(KEEP_IDENTIFIERS_PREFIX)) ?? 'None.'}`;
   const many = { contextBudget: 6000, keepRecent: 1, counter: charCounter };
 
