@@ -9,7 +9,13 @@ import proto from '@temporalio/proto';
 import type { NativeConnection } from '@temporalio/worker';
 import { Compactor, type SummarizeProgress } from '../compactor.js';
 import type { CompactorConfig } from '../config.js';
-import { compactionKind, compactionKindLabel, coverageLabel, groupDigits } from '../core/agent/compaction-history.js';
+import {
+  compactionKind,
+  compactionKindLabel,
+  coverageLabel,
+  fitStaticMetadata,
+  groupDigits,
+} from '../core/agent/compaction-history.js';
 import { needsCompactionCore } from '../core/compaction/needs-compaction.js';
 import { resolveOptions, type CompactionOptions, type ResolvedOptions } from '../core/compaction/options.js';
 import { DEFAULT_PAYLOAD_LIMIT_BYTES, jsonPayloadBytes } from '../core/limits/payload-size.js';
@@ -465,8 +471,11 @@ export async function compactViaWorkflow(run: CompactRun, client: Client): Promi
       workflowId,
       args: [input],
       workflowExecutionTimeout: COMPACT_WORKFLOW_TIMEOUT,
-      staticSummary: `compact · ${basename(file.path)} · budget ${groupDigits(budget)} tokens`,
-      staticDetails: `Started by \`temporal-compactor compact ${file.path} --via-workflow\`; summarizer: ${summarizer}.`,
+      // Small enough to stay in history with the payload store on: readable without it.
+      staticSummary: fitStaticMetadata(`compact · ${basename(file.path)} · budget ${groupDigits(budget)} tokens`),
+      staticDetails: fitStaticMetadata(
+        `Started by \`temporal-compactor compact ${file.path} --via-workflow\`; summarizer: ${summarizer}.`,
+      ),
     });
     progress(
       `Started workflow ${workflowId} on task queue "${taskQueue}"; waiting for its result (Ctrl-C cancels it).`,

@@ -6,12 +6,15 @@
 // Payloads the store will take pass through untouched (the SDK runs codecs before External Storage):
 // the store dedups plaintext chunks, and compressing or encrypting the whole payload first would make
 // every copy of a conversation different bytes, so the store would grow by the whole conversation.
+// Payloads marked for the UI (src/shared/ui-payload.ts) stay as written without a key, and keep their
+// mark outside the ciphertext with one, so the store leaves them in history either way.
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import type { Payload, PayloadCodec } from '@temporalio/common';
 import proto from '@temporalio/proto';
 import { PayloadDecodeError, PayloadKeyMissingError, PayloadTooLargeError } from './errors.js';
 import type { Keyring } from './keyring.js';
+import { UI_PAYLOAD_MAX_BYTES, UI_PAYLOAD_METADATA_KEY } from '../shared/ui-payload.js';
 
 const PayloadProto = proto.temporal.api.common.v1.Payload;
 
@@ -40,6 +43,14 @@ const fromUtf8 = new TextDecoder();
 /** The size External Storage compares with its threshold, measured as the SDK's runner does. */
 export function payloadProtoSize(payload: Payload): number {
   return PayloadProto.encode(payload).pos;
+}
+
+/**
+ * Whether `payload` is marked for the UI (src/shared/ui-payload.ts) and small enough for the mark to
+ * count: the codec leaves it readable without a key, and the store leaves it in history.
+ */
+export function isUiPayload(payload: Payload, size = payloadProtoSize(payload)): boolean {
+  return payload.metadata?.[UI_PAYLOAD_METADATA_KEY] != null && size <= UI_PAYLOAD_MAX_BYTES;
 }
 
 export interface CompactorCodecOptions {
@@ -114,10 +125,15 @@ export class CompactorCodec implements PayloadCodec {
     return payloads.map((payload) => this.decodeOne(payload));
   }
 
-  /** A payload over MAX_CODEC_PAYLOAD_BYTES is left for the server to judge, unless it must be encrypted. */
+  /**
+   * A payload over MAX_CODEC_PAYLOAD_BYTES is left for the server to judge, unless it must be
+   * encrypted; one marked for the UI is left as it is unless it must be encrypted.
+   */
   encodeOne(payload: Payload): Payload {
     const size = payloadProtoSize(payload);
-    if (this.passThroughAtOrAbove !== undefined && size >= this.passThroughAtOrAbove) return payload;
+    const forUi = isUiPayload(payload, size);
+    if (forUi && this.keyring === undefined) return payload;
+    if (!forUi && this.passThroughAtOrAbove !== undefined && size >= this.passThroughAtOrAbove) return payload;
     if (this.keyring === undefined && size < this.plainBelow) return payload;
     const key = this.keyring?.current;
     if (size > MAX_CODEC_PAYLOAD_BYTES) {
@@ -152,13 +168,20 @@ export class CompactorCodec implements PayloadCodec {
     const cipher = createCipheriv('aes-256-gcm', key.codecKey, nonce);
     cipher.setAAD(additionalData(envelope, key.id));
     const sealed = Buffer.concat([nonce, cipher.update(body), cipher.final(), cipher.getAuthTag()]);
-    return {
+    const encrypted: Payload = {
       metadata: {
         encoding: utf8.encode(CODEC_ENCODING),
         [CODEC_METADATA_KEY]: utf8.encode(`${compressionText(envelope)};key=${key.id}`),
       },
       data: sealed,
     };
+    if (!forUi) return encrypted;
+    // The mark outside the ciphertext (a routing hint for the store, not authenticated: it steers no decoding).
+    const marked: Payload = {
+      ...encrypted,
+      metadata: { ...encrypted.metadata, [UI_PAYLOAD_METADATA_KEY]: utf8.encode('1') },
+    };
+    return isUiPayload(marked) ? marked : encrypted;
   }
 
   /** A payload of ours without a key id is read with a key configured too (docs/payloads.md). */

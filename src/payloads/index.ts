@@ -4,7 +4,7 @@ import type { DataConverter } from '@temporalio/common';
 import { ExternalStorage } from '@temporalio/common';
 import type { S3ClientConfig } from '@aws-sdk/client-s3';
 import { ChunkStoreDriver, type ChunkStoreDriverOptions } from './chunk-store.js';
-import { CompactorCodec } from './codec.js';
+import { CompactorCodec, isUiPayload } from './codec.js';
 import { FileBackend } from './file-backend.js';
 import type { Keyring } from './keyring.js';
 import type { ObjectBackend } from './object-backend.js';
@@ -104,7 +104,12 @@ export function payloadConverterFromConfig(
     {
       dataConverter: {
         payloadCodecs: [codec],
-        externalStorage: new ExternalStorage({ drivers: [driver], payloadSizeThreshold: settings.payloadThreshold }),
+        externalStorage: new ExternalStorage({
+          drivers: [driver],
+          // A payload marked for the UI (the memo's compaction table) stays in history, where the UI reads it.
+          driverSelector: (_context, payload) => (isUiPayload(payload) ? null : driver),
+          payloadSizeThreshold: settings.payloadThreshold,
+        }),
       },
       codec,
       driver,

@@ -33,7 +33,9 @@ export interface ExtractiveSummarizerOptions {
   maxChars?: number;
   /**
    * The summary is at most this fraction of the transcript's length, so it always compacts;
-   * never below {@link MIN_EXTRACTIVE_SUMMARY_CHARS}, the room the four headings need.
+   * never below {@link MIN_EXTRACTIVE_SUMMARY_CHARS}, the room the four headings need, plus the
+   * line of the identifiers the request's instructions name (the coverage check's, which it
+   * would otherwise ask for again and carry).
    * `Infinity` bounds the summary by `maxChars` alone.
    * @default 0.15
    */
@@ -137,8 +139,9 @@ function resolveExtractiveOptions({
  * The extractive summary of one summarizer request, as `createExtractiveSummarizer` writes it.
  * Pure and synchronous: the same request and options always give the same string.
  *
- * Its length is at most `min(maxChars, max(MIN_EXTRACTIVE_SUMMARY_CHARS, maxRatio × transcript))`
- * characters, and under the limit a tighter retry states. That bound holds for every summary of a
+ * Its length is at most `min(maxChars, max(MIN_EXTRACTIVE_SUMMARY_CHARS + the line of the
+ * identifiers the instructions name, maxRatio × transcript))` characters, and under the limit a
+ * tighter retry states. That bound holds for every summary of a
  * run, the hundredth as the first: what earlier summaries carry competes for the same room.
  *
  * When the transcript holds earlier summaries (a run that compacted before), their sections are
@@ -165,8 +168,6 @@ export function extractiveSummary(request: SummarizeRequest, options: Extractive
   const statedLimit = statedCharLimit(
     request.task === undefined ? request.instruction : request.instruction.replace(request.task, ''),
   );
-  const byRatio = Math.max(MIN_EXTRACTIVE_SUMMARY_CHARS, Math.floor(transcriptChars(middle) * maxRatio));
-  const budget = Math.min(maxChars, byRatio, statedLimit ?? Number.POSITIVE_INFINITY);
   // docs/design.md#summary-instructions What matches the caller's instructions is kept first.
   // The engine's line of identifiers to keep is no instruction of the caller's: those identifiers go
   // to the identifiers line (named first), and the sections stay what they would be without it.
@@ -174,6 +175,13 @@ export function extractiveSummary(request: SummarizeRequest, options: Extractive
   const turns = readTurns(middle);
   const ranked = rankedIdentifiers(middle, turns, request.task);
   const named = namedIdentifiers(ranked, request.instructions);
+  // The ratio's bound gives way to the line of the identifiers the request names (docs/design.md#coverage):
+  // left out, the coverage check would ask again for them, then carry them on a line of its own.
+  const byRatio = Math.max(
+    MIN_EXTRACTIVE_SUMMARY_CHARS + (named.length === 0 ? 0 : lineLength(named)),
+    Math.floor(transcriptChars(middle) * maxRatio),
+  );
+  const budget = Math.min(maxChars, byRatio, statedLimit ?? Number.POSITIVE_INFINITY);
   // The identifiers line gets its share of the room, never the sections' first SECTIONS_FLOOR
   // characters; identifiers the instructions name get room before that floor, down to the bare
   // minimum (a coverage retry asks for them). Without a line, the sections get the whole budget.

@@ -3,7 +3,9 @@
 import { describe, expect, it } from 'vitest';
 import {
   addCompactionRecord,
+  agentRunStaticMetadata,
   emptyCompactionHistory,
+  STATIC_METADATA_MAX_BYTES,
   type CompactionHistory,
   type CompactionRecord,
 } from '../../src/core/agent/compaction-history.js';
@@ -108,5 +110,46 @@ describe('the compaction memo', () => {
     expect(text).toBe(
       '\n0 compactions · 0 tokens reclaimed · 0 summaries · 0 trims · 0 fallbacks · 0 dropped · 0 elided\nRun: completed after 4 rounds.',
     );
+  });
+});
+
+describe('the static summary and details of an agent run', () => {
+  const long = 'openhands_gpt4o_django__django-11797-with-a-much-longer-trajectory-name';
+  const input = {
+    model: [
+      { provider: 'replay', trajectory: long, contextWindow: 32_000 },
+      { provider: 'openai', model: 'gpt-4o-mini-2024-07-18', contextWindow: 128_000 },
+    ],
+    compaction: { ageObservations: true, ageMinChars: 1000, ageReclaimMin: 4000, keepRecent: 6 },
+    maxRounds: 1000,
+  };
+
+  it(`takes at most ${STATIC_METADATA_MAX_BYTES} bytes of JSON each, under the payload store's default threshold as a payload`, () => {
+    for (const what of [undefined, `demo · ${long} · window 32,000 tokens`, 'ü'.repeat(300)]) {
+      const { staticSummary, staticDetails } = agentRunStaticMetadata(input, what);
+      expect(jsonPayloadBytes(staticSummary)).toBeLessThanOrEqual(STATIC_METADATA_MAX_BYTES);
+      expect(jsonPayloadBytes(staticDetails)).toBeLessThanOrEqual(STATIC_METADATA_MAX_BYTES);
+      // Said first, so never left out: where the compactions are.
+      expect(staticDetails).toMatch(/^Compactions: the \*Memo\* tab \(no worker needed\); live, \*Current Details\*\./);
+      expect(staticSummary).toMatch(/^agentRun · /);
+    }
+  });
+
+  it('lists the backends, then the compaction options and the round limit as far as they fit', () => {
+    const one = {
+      model: { provider: 'replay', trajectory: 'MONAI-3715', contextWindow: 9_000 },
+      compaction: { keepRecent: 4 },
+      maxRounds: 50,
+    };
+    expect(agentRunStaticMetadata(one).staticDetails.split('\n\n')).toEqual([
+      'Compactions: the *Memo* tab (no worker needed); live, *Current Details*.',
+      '**Backends:** replay:MONAI-3715 (window 9,000 tokens)',
+      '**Compaction:** `{"keepRecent":4}`',
+      '**Max rounds:** 50',
+    ]);
+    const details = agentRunStaticMetadata(input).staticDetails.split('\n\n');
+    expect(details[1]).toMatch(/^\*\*Backends:\*\* replay:openhands_gpt4o_django.*…$/);
+    expect(details).toHaveLength(2);
+    expect(agentRunStaticMetadata(one, undefined, 120).staticDetails.length).toBeLessThan(120);
   });
 });

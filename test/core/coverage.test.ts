@@ -7,6 +7,8 @@ import {
   argumentValues,
   CARRIED_FACTS_PREFIX,
   identifiersIn,
+  KEEP_IDENTIFIERS_PREFIX,
+  MAX_REQUIRED_IDENTIFIERS,
   requiredIdentifiers,
 } from '../../src/core/compaction/coverage.js';
 import { capText } from '../../src/core/compaction/transcript.js';
@@ -169,6 +171,49 @@ describe('coverage in the engine', () => {
     expect(tighter).toContain('Your last attempt was too long');
     expect(tighter).toContain('`InvoiceRoundingError`, `src/billing/invoice.ts`');
     expect(result.coverage).toEqual({ required: 2, kept: 2, carried: 2, missing: [] });
+  });
+});
+
+describe('a middle sharing more identifiers with the kept messages than a retry names', () => {
+  /** `count` modules read early, every one named again in the latest message. */
+  function manyIdentifiers(count: number): ChatMessage[] {
+    const names = Array.from({ length: count }, (_, index) => `pkg_${index}/mod_${index}.py`);
+    const messages: ChatMessage[] = [system('You are an agent.'), user('Fix the build.')];
+    names.forEach((name, index) => {
+      messages.push(
+        assistant(`Reading ${index}.`, [[`call_${index}`, 'read_file', JSON.stringify({ path: `notes/${index}.md` })]]),
+        tool(`call_${index}`, `${'filler text '.repeat(30)}\nthe failing import is in ${name}`),
+      );
+    });
+    messages.push(assistant(`Still failing: ${names.join(' ')}.`));
+    return messages;
+  }
+  /** A summarizer that keeps exactly the identifiers its request names: what a careful summarizer does. */
+  const keepsWhatItIsTold = async (request: SummarizeRequest): Promise<string> =>
+    `## Files and commands\n${(request.instructions ?? '').split('\n').find((line) => line.startsWith(KEEP_IDENTIFIERS_PREFIX)) ?? 'None.'}`;
+  const many = { contextBudget: 6000, keepRecent: 1, counter: charCounter };
+
+  it('(regression) the first request names every identifier the check requires: one request, none carried', async () => {
+    const summarizer = scriptedSummarizer(keepsWhatItIsTold);
+    const result = await new Compactor({ summarizer, ...many }).compact(manyIdentifiers(60));
+    expect(result.coverage).toEqual({ required: 60, kept: 60, carried: 0, missing: [] });
+    expect(summarizer.requests).toHaveLength(1);
+  });
+
+  it(`requires at most ${MAX_REQUIRED_IDENTIFIERS}, the first the middle uses, and names them all`, async () => {
+    const summarizer = scriptedSummarizer(keepsWhatItIsTold);
+    const result = await new Compactor({ summarizer, ...many, contextBudget: 12_000 }).compact(manyIdentifiers(130));
+    expect(result.coverage).toEqual({
+      required: MAX_REQUIRED_IDENTIFIERS,
+      kept: MAX_REQUIRED_IDENTIFIERS,
+      carried: 0,
+      missing: [],
+    });
+    expect(summarizer.requests).toHaveLength(1);
+    const named = summarizer.requests[0]?.instructions ?? '';
+    expect(named).toContain('`pkg_0/mod_0.py`');
+    expect(named).toContain(`\`pkg_${MAX_REQUIRED_IDENTIFIERS - 1}/mod_${MAX_REQUIRED_IDENTIFIERS - 1}.py\``);
+    expect(named).not.toContain(`pkg_${MAX_REQUIRED_IDENTIFIERS}/`);
   });
 });
 

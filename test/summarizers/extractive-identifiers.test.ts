@@ -204,6 +204,38 @@ describe('the identifiers line of an extractive summary', () => {
     expect(summary).not.toContain('not_in_the_middle');
   });
 
+  it('(regression) lists every identifier the request names even when the ratio leaves less room: a short middle', () => {
+    // A middle of about 3,000 characters: 0.15 of it is 450, fifty over the 400 the headings take.
+    const run: ChatMessage[] = [
+      user('Fix the failing annotation test.'),
+      ...read(
+        'call_1',
+        'src/main/java/Annotations.java',
+        `AnnotationIntrospectorPair wraps AnnotationIntrospector; JacksonAnnotationIntrospector.findNameForSerialization ${'and the rest of the class body '.repeat(40)}E999 start/end`,
+      ),
+      ...read('call_2', 'src/test/java/TestAnnotations.java', `testMixInAnnotations ${'assertions '.repeat(60)}`),
+    ];
+    const named = [
+      'AnnotationIntrospectorPair',
+      'AnnotationIntrospector',
+      'JacksonAnnotationIntrospector.findNameForSerialization',
+      'E999',
+      'start/end',
+      'testMixInAnnotations',
+      'src/test/java/TestAnnotations.java',
+    ];
+    const request = {
+      ...summarizeRequest(run, 2000),
+      instructions: `Keep these identifiers: ${named.map((id) => `\`${id}\``).join(', ')}`,
+    };
+    const plain = extractiveSummary(summarizeRequest(run, 2000));
+    expect(plain.length).toBeLessThanOrEqual(500);
+    const summary = extractiveSummary(request);
+    expect(named.filter((identifier) => !summary.includes(identifier))).toEqual([]);
+    // The room the named line takes comes on top of the headings' 400 characters, and no more.
+    expect(summary.length).toBeLessThanOrEqual(400 + `${PREFIX}${named.join(', ')}`.length);
+  });
+
   it('refuses an identifierShare outside [0, 1), naming it', () => {
     expect(() => createExtractiveSummarizer({ identifierShare: 1 })).toThrow(/identifierShare/);
     expect(() => createExtractiveSummarizer({ identifierShare: -0.1 })).toThrow(/identifierShare/);

@@ -24,7 +24,8 @@ import { loadConfig } from '../../src/config.js';
 import { agentRun } from '../../src/index.js';
 import { addUserMessageUpdate, stopUpdate, type AgentRunWorkflowInput } from '../../src/shared/agent-run.js';
 import { payloadConverterFromConfig, type ConfiguredPayloads } from '../../src/payloads/index.js';
-import { payloadProtoSize } from '../../src/payloads/codec.js';
+import { isUiPayload, payloadProtoSize } from '../../src/payloads/codec.js';
+import { UI_PAYLOAD_MAX_BYTES, UI_PAYLOAD_METADATA_KEY } from '../../src/shared/ui-payload.js';
 import { openingOf, replayActivities } from '../support/agent.js';
 import { claimOf, decodeHistoryPayload, historyPayloads, isSdkMetadata } from '../support/history-payloads.js';
 import { chainHistories, testConnection, uniqueId, withWorker } from '../support/temporal.js';
@@ -117,8 +118,13 @@ interface RunFacts {
   compactionCount: number;
   /** Where the history holds claims (event attributes and field, e.g. `workflowExecutionStartedEventAttributes.input`). */
   claims: string[];
-  /** The largest payload the history holds inline, search attributes and patch markers aside (the SDK writes those itself). */
+  /**
+   * The largest payload the history holds inline, search attributes and patch markers aside (the SDK
+   * writes those itself), and payloads marked for the UI (the memo's compaction table).
+   */
   largestInline: number;
+  /** The payloads of the memo's writes: size, and whether each is a claim or marked for the UI. */
+  memos: Array<{ size: number; claim: boolean; marked: boolean }>;
   /** What describeWorker answered: whether the worker had a store. */
   externalStorage: boolean | undefined;
   /** The run's input (carried state) and, when it completed, its result, decoded. */
@@ -197,8 +203,17 @@ async function factsOf(history: History, payloads: ConfiguredPayloads): Promise<
       .map((one) => one.path.replace(/^events\[\d+\]\./, '').replace(/\.payloads\[\d+\]$/, '')),
     largestInline: Math.max(
       0,
-      ...found.filter((one) => claimOf(one.payload) === undefined && !isSdkMetadata(one)).map((one) => one.size),
+      ...found
+        .filter((one) => claimOf(one.payload) === undefined && !isSdkMetadata(one) && !isUiPayload(one.payload))
+        .map((one) => one.size),
     ),
+    memos: found
+      .filter((one) => one.path.includes('upsertedMemo'))
+      .map((one) => ({
+        size: one.size,
+        claim: claimOf(one.payload) !== undefined,
+        marked: one.payload.metadata?.[UI_PAYLOAD_METADATA_KEY] != null,
+      })),
     externalStorage: typeof externalStorage === 'boolean' ? externalStorage : undefined,
     input: await decodedJson(started.input?.payloads?.[0] ?? undefined, payloads),
     result: await decodedJson(completed ?? undefined, payloads),
@@ -220,6 +235,10 @@ function expectRecordedShape(runs: RunFacts[]): void {
       expect(run.continuedAs, `run ${index + 1} continued as the next run`).toBe(runs[index + 1]?.runId);
     expect(run.externalStorage, `run ${index + 1}'s worker had a store`).toBe(true);
     expect(run.largestInline, `run ${index + 1}'s largest inline payload`).toBeLessThan(256);
+    // The memo's compaction table stays in history, marked for the UI, encrypted, bounded.
+    for (const memo of run.memos)
+      expect(memo, `run ${index + 1}'s memo`).toEqual({ size: memo.size, claim: false, marked: true });
+    expect(Math.max(0, ...run.memos.map((memo) => memo.size))).toBeLessThanOrEqual(UI_PAYLOAD_MAX_BYTES);
     expect(run.claims, `run ${index + 1}'s input is a claim`).toContain(
       'workflowExecutionStartedEventAttributes.input',
     );
@@ -227,6 +246,7 @@ function expectRecordedShape(runs: RunFacts[]): void {
       index < 2 ? CONTINUE_AS_NEW_AFTER_ROUNDS : STOP_TURN + 1 - 2 * CONTINUE_AS_NEW_AFTER_ROUNDS,
     );
   }
+  expect(runs.flatMap((run) => run.memos).length, 'memo writes').toBeGreaterThan(0);
   // Runs after the first start from carried state, not from messages.
   for (const [index, run] of runs.entries())
     if (index > 0) expect(run.input).toMatchObject({ messages: [], carried: { continuedAsNew: index } });

@@ -5,6 +5,7 @@ import { emptyRunUsage, percent, type Pricing, type RunUsage } from './run-usage
 import type { CompactionLine, CompactionLineContext, ReviewOutcome, SessionLine, UndoLine } from './session.js';
 import type { CompactionResult, Coverage } from '../types.js';
 import { compactionKind, type CompactionKind } from '../compaction/kind.js';
+import { jsonPayloadBytes } from '../limits/payload-size.js';
 
 // What a compaction did, in one word (src/core/compaction/kind.ts: telemetry names it too).
 export { compactionKind, type CompactionKind };
@@ -487,12 +488,34 @@ export function oneLine(text: string, max: number): string {
 }
 
 /**
+ * The most bytes of JSON the static summary and the static details each take: their payloads (about
+ * 30 bytes more) stay under the payload store's default threshold (256 B), so the UI and a client
+ * without the store read them as written. A client's SDK gives no way to mark them for the UI as the
+ * memo is marked (src/shared/ui-payload.ts): they stay in history by being small.
+ */
+export const STATIC_METADATA_MAX_BYTES = 220;
+
+/** `text` cut (with an ellipsis) until it takes at most `maxBytes` as JSON; '' when not even that fits. */
+export function fitStaticMetadata(text: string, maxBytes = STATIC_METADATA_MAX_BYTES): string {
+  if (jsonPayloadBytes(text) <= maxBytes) return text;
+  for (let length = text.length - 1; length > 0; length -= 1) {
+    const cut = `${text.slice(0, length)}…`;
+    if (jsonPayloadBytes(cut) <= maxBytes) return cut;
+  }
+  return '';
+}
+
+/**
  * The static summary and details a client gives an agent run when it starts it (the UI shows them
- * above the run), e.g. `agentRun · replay:openhands… · window 9,000 tokens`.
+ * above the run), e.g. `agentRun · replay:openhands… (window 9,000 tokens)`; each at most `maxBytes`
+ * of JSON ({@link STATIC_METADATA_MAX_BYTES}: pass less with a payload store threshold under 256).
+ * The details say where the compactions are, then the backends, the compaction options and the
+ * round limit as far as they fit.
  */
 export function agentRunStaticMetadata(
   input: { model: unknown; compaction?: unknown; maxRounds?: number },
   what?: string,
+  maxBytes = STATIC_METADATA_MAX_BYTES,
 ): { staticSummary: string; staticDetails: string } {
   const models = (Array.isArray(input.model) ? input.model : [input.model]).flatMap((model: unknown) => {
     if (typeof model !== 'object' || model === null) return [];
@@ -503,18 +526,21 @@ export function agentRunStaticMetadata(
       `${String(provider)}:${String(name)}${typeof window === 'number' ? ` (window ${groupDigits(window)} tokens)` : ''}`,
     ];
   });
-  const staticSummary = oneLine(`agentRun · ${what ?? models[0] ?? 'agent run'}`, 120);
+  const staticSummary = fitStaticMetadata(oneLine(`agentRun · ${what ?? models[0] ?? 'agent run'}`, 120), maxBytes);
   const compaction =
     typeof input.compaction === 'object' && input.compaction !== null ? JSON.stringify(input.compaction) : '{}';
-  const staticDetails = [
-    '### Agent run',
-    '',
-    `**Backends:** ${models.join(' → ') || '—'}`,
-    '',
-    `**Compaction:** \`${oneLine(compaction, 300)}\``,
-    ...(input.maxRounds === undefined ? [] : ['', `**Max rounds:** ${input.maxRounds}`]),
-    '',
-    'Compactions and the cost so far: *Current Details* while a worker serves the run; the *Memo* tab (the last 10, no worker needed, after the run closed too). Transcript: `temporal-compactor session <workflowId>`.',
-  ].join('\n');
+  // Markdown paragraphs, the first always there; each further one only whole, the backends cut to fit.
+  const paragraphs = ['Compactions: the *Memo* tab (no worker needed); live, *Current Details*.'];
+  const fits = (paragraph: string): boolean => jsonPayloadBytes([...paragraphs, paragraph].join('\n\n')) <= maxBytes;
+  const backends = `**Backends:** ${models.join(' → ') || '—'}`;
+  const room = maxBytes - jsonPayloadBytes(`${paragraphs.join('\n\n')}\n\n`) + 2;
+  const backendsFitted = fitStaticMetadata(backends, room);
+  if (backendsFitted.length > '**Backends:** '.length) paragraphs.push(backendsFitted);
+  for (const paragraph of [
+    `**Compaction:** \`${compaction}\``,
+    ...(input.maxRounds === undefined ? [] : [`**Max rounds:** ${input.maxRounds}`]),
+  ])
+    if (fits(paragraph)) paragraphs.push(paragraph);
+  const staticDetails = fitStaticMetadata(paragraphs.join('\n\n'), maxBytes);
   return { staticSummary, staticDetails };
 }

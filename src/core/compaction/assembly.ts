@@ -2,7 +2,14 @@
 // (docs/design.md#assembly), accepted only when it passes the proof (docs/design.md#proof,
 // docs/design.md#never-worse), with what it left out carried (docs/design.md#coverage); else the
 // hard trim.
-import { coverageOf, missingFrom, requiredIdentifiers, withCarriedFacts, type Coverage } from './coverage.js';
+import {
+  coverageOf,
+  MAX_REQUIRED_IDENTIFIERS,
+  missingFrom,
+  requiredIdentifiers,
+  withCarriedFacts,
+  type Coverage,
+} from './coverage.js';
 import type { WindowPlan } from './economics.js';
 import { hardTrim, trimMarkerOf } from './hard-trim.js';
 import { finish, type Elided, type NameReplaced, type Pass } from './pass.js';
@@ -92,7 +99,10 @@ export class Assembly {
     return !(options.trimBeatsOverflow && aim.target === undefined && tokens > aim.limit && this.trimWouldFit());
   }
 
-  /** The identifiers the middle shares with what stays (docs/design.md#coverage): a summary must keep them. */
+  /**
+   * The identifiers the middle shares with what stays (docs/design.md#coverage): a summary must keep
+   * them. At most {@link MAX_REQUIRED_IDENTIFIERS}, all of which the first request names.
+   */
   required(): string[] {
     const { pass, middle } = this;
     return (this.requiredOnce ??= this.checking
@@ -101,7 +111,7 @@ export class Assembly {
           keptAround(pass.input, middle.planned),
           pass.options.toolResultCap,
           middle.contents,
-        )
+        ).slice(0, MAX_REQUIRED_IDENTIFIERS)
       : []);
   }
 

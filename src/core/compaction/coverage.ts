@@ -10,6 +10,12 @@ export type { Coverage };
 /** At most this many identifiers are named in a retry or carried in one summary. */
 export const MAX_CARRIED_IDENTIFIERS = 40;
 
+/**
+ * At most this many identifiers are required of one summary, the first the middle uses: the first
+ * request names every one of them, so the check asks for nothing the summarizer was not told about.
+ */
+export const MAX_REQUIRED_IDENTIFIERS = 100;
+
 /** The start of the line of a request's instructions that names the identifiers its summary must keep. */
 export const KEEP_IDENTIFIERS_PREFIX = 'Keep these identifiers:';
 

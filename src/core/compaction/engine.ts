@@ -4,7 +4,12 @@
 // cannot do itself — a summary — by yielding a `SummarizeStep`. The in-process `Compactor`
 // answers with a direct call (retrying per docs/design.md#failures), the workflow `compact` with an activity under
 // Temporal's retry policy. Neither driver decides anything, so the two cannot drift apart.
-import { coverageRetryText, KEEP_IDENTIFIERS_PREFIX, MAX_CARRIED_IDENTIFIERS } from './coverage.js';
+import {
+  coverageRetryText,
+  KEEP_IDENTIFIERS_PREFIX,
+  MAX_CARRIED_IDENTIFIERS,
+  MAX_REQUIRED_IDENTIFIERS,
+} from './coverage.js';
 import { Assembly } from './assembly.js';
 import { planWindow } from './economics.js';
 import { elidedContents } from './elision.js';
@@ -216,7 +221,15 @@ function firstSummaryStep(pass: Pass, assembly: Assembly, input: SummaryInput, f
   const instruction = summaryInstruction(undefined, text);
   const required = pass.options.summaryCoverage === 'retry' ? assembly.required() : [];
   if (required.length > 0) {
-    const named = summaryStep(pass, input, 'summary', instruction, withIdentifiers(text, required), fold);
+    // Every one the check will require (a retry names at most MAX_CARRIED_IDENTIFIERS of those left out).
+    const named = summaryStep(
+      pass,
+      input,
+      'summary',
+      instruction,
+      withIdentifiers(text, required, MAX_REQUIRED_IDENTIFIERS),
+      fold,
+    );
     const window = plannedWindow(pass.options.summarizerContextWindow, fold.calibration);
     if (
       named !== undefined &&
@@ -257,9 +270,16 @@ function withPieces(result: CompactionResult, input: SummaryInput): CompactionRe
   return pieces === undefined || result.fallback ? result : { ...result, summaryPieces: pieces };
 }
 
-/** The call's instructions with the identifiers a summary must keep: the extractive summarizer lists them first in its identifiers line. */
-function withIdentifiers(text: InstructionText, missing: readonly string[]): InstructionText {
-  const named = missing.slice(0, MAX_CARRIED_IDENTIFIERS).map((id) => `\`${id}\``);
+/**
+ * The call's instructions with the identifiers a summary must keep (the first `most`): the
+ * extractive summarizer lists them first in its identifiers line.
+ */
+function withIdentifiers(
+  text: InstructionText,
+  missing: readonly string[],
+  most = MAX_CARRIED_IDENTIFIERS,
+): InstructionText {
+  const named = missing.slice(0, most).map((id) => `\`${id}\``);
   const keep = `${KEEP_IDENTIFIERS_PREFIX} ${named.join(', ')}`;
   return {
     ...text,

@@ -8,6 +8,7 @@ import { setCurrentDetails, upsertMemo, upsertSearchAttributes } from '@temporal
 import { renderCompactionDetails, type CompactionHistory } from '../../core/agent/compaction-history.js';
 import { COMPACTION_MEMO_KEY, renderCompactionMemo, type MemoEnding } from '../../core/agent/compaction-memo.js';
 import { SearchAttributeKeys } from '../../shared/search-attributes.js';
+import { uiPayload } from '../../shared/ui-payload.js';
 
 /** What the run last published (the context size -1 and the count -1 before the first publication). */
 interface Published {
@@ -42,7 +43,8 @@ export class RunVisibility {
     const { compactions } = history.totals;
     if (ending === undefined && (compactions === 0 || compactions === this.memo.compactions)) return;
     const text = renderCompactionMemo(history, ending);
-    if (text !== this.memo.text) upsertMemo({ [COMPACTION_MEMO_KEY]: text });
+    // Marked for the UI: with the payload store on, the table stays in history, not a claim.
+    if (text !== this.memo.text) upsertMemo({ [COMPACTION_MEMO_KEY]: uiPayload(text) });
     this.memo = { text, compactions };
   }
 
