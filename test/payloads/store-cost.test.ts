@@ -17,6 +17,7 @@ import {
   extendedCorpusMissing,
   extendedRun,
   extendedSkipped,
+  TEST_CORPUS_ENV,
 } from '../../corpus/index.js';
 import { loadConfig } from '../../src/config.js';
 import { openingMessages } from '../../src/core/agent/trajectory.js';
@@ -155,7 +156,7 @@ describe('the payload store over a recorded agent run', { timeout: 300_000 }, ()
   const django = 'claudecode_django__django-11797';
   if (!extendedRun()) it.skip(extendedSkipped(), () => undefined);
   else if (!extended.present || !existsSync(join(extended.dir, `${django}.json`)))
-    throw new Error(`npm run test:corpus: ${extendedCorpusMissing(extended)}`);
+    throw new Error(`${TEST_CORPUS_ENV}=extended: ${extendedCorpusMissing(extended)}`);
   else
     it('django-11797 (extended corpus): holds at most 0.6× the trajectory, the same goals a round', async () => {
       const run = await measure(extended.dir, django, 32_000);

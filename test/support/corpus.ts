@@ -11,6 +11,7 @@ import {
   extendedSkipped,
   repositoryCorpus,
   type Trajectory,
+  TEST_CORPUS_ENV,
 } from '../../corpus/index.js';
 
 /**
@@ -25,7 +26,7 @@ export function extendedCases(): Trajectory[] {
   }
   const extended = extendedOnly();
   if (extended === undefined)
-    throw new Error(`npm run test:corpus: ${extendedCorpusMissing(extendedCorpusLocation())}`);
+    throw new Error(`${TEST_CORPUS_ENV}=extended: ${extendedCorpusMissing(extendedCorpusLocation())}`);
   return extended;
 }
 

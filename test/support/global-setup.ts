@@ -33,6 +33,7 @@ import {
   fullCorpus,
   repositoryCorpus,
   TRAJECTORY_DIR_ENV,
+  TEST_CORPUS_ENV,
 } from '../../corpus/index.js';
 import { ensureSearchAttributes, startDevServer, type DevServer } from '../../dev/dev-server.js';
 
@@ -95,7 +96,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   process.once('exit', trajectories.remove);
   process.env[TRAJECTORY_DIR_ENV] = trajectories.dir;
   const location = extendedCorpusLocation();
-  if (extended && !location.present) throw new Error(`npm run test:corpus: ${extendedCorpusMissing(location)}`);
+  if (extended && !location.present) throw new Error(`${TEST_CORPUS_ENV}=extended: ${extendedCorpusMissing(location)}`);
   process.stderr.write(
     extended
       ? `[global-setup] extended corpus at ${location.dir}: ${corpus.filter((trajectory) => trajectory.origin === 'extended').length} trajectories beyond the repository set run too\n`
