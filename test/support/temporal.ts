@@ -183,6 +183,104 @@ export async function withWorker<T>(
   return worker.runUntil(fn);
 }
 
+/** Activities as Worker.create takes them. */
+type Activities = NonNullable<WorkerOptions['activities']>;
+
+interface FileWorker {
+  taskQueue: string;
+  /** The activities of the test using the worker now; undefined between uses. */
+  current: Activities | undefined;
+  /** Settles when the worker stops (rejects when it failed). */
+  running: Promise<void>;
+  worker: Worker;
+}
+
+const fileWorkers = new Map<string, FileWorker>();
+const keyIds = new WeakMap<object, number>();
+let nextKeyId = 0;
+function identity(value: object | undefined): number {
+  if (value === undefined) return -1;
+  let id = keyIds.get(value);
+  if (id === undefined) keyIds.set(value, (id = nextKeyId++));
+  return id;
+}
+
+/**
+ * Like `withWorker`, on a worker kept for the rest of the test file: `fn` gets `t` with that worker's
+ * task queue. A worker's start-up (a thread that loads the workflow bundle, then its first workflow
+ * task) takes seconds, several times a run of a small workflow; the tests of a file that each need only
+ * the file's bundle and their own activities share one instead. One worker per bundle, data
+ * converter and set of activity names; the worker registers those names, and each call routes them to
+ * its own `activities`. When `fn` ends, runs it started that are still open on the queue are
+ * terminated, as a worker's shutdown would leave them without a worker. A call made while another
+ * uses the worker (concurrent calls) gets a worker of its own, as `withWorker` gives it.
+ */
+export async function withFileWorker<T>(
+  t: TestConnection,
+  options: { workflowBundle: WorkflowBundleWithSourceMap; activities: Activities },
+  fn: (t: TestConnection) => Promise<T>,
+): Promise<T> {
+  const names = Object.keys(options.activities).sort();
+  const key = `${identity(options.workflowBundle)}:${identity(t.dataConverter)}:${names.join(',')}`;
+  let kept = fileWorkers.get(key);
+  if (kept?.current !== undefined) return withWorker(t, options, () => fn(t));
+  if (kept === undefined || kept.worker.getState() !== 'RUNNING') {
+    const taskQueue = uniqueId('tq-file');
+    const routed: Activities = Object.fromEntries(
+      names.map((name) => [
+        name,
+        (...args: unknown[]) => {
+          const activity = (kept?.current as Record<string, (...args: unknown[]) => unknown> | undefined)?.[name];
+          if (activity === undefined)
+            throw new Error(`activity ${name} ran on ${taskQueue} while no test used its worker`);
+          return activity(...args);
+        },
+      ]),
+    );
+    const worker = await Worker.create({
+      connection: t.nativeConnection,
+      namespace: t.namespace,
+      taskQueue,
+      ...(t.dataConverter === undefined ? {} : { dataConverter: t.dataConverter }),
+      workflowBundle: options.workflowBundle,
+      activities: routed,
+    });
+    const running = worker.run();
+    running.catch(() => undefined);
+    kept = { taskQueue, current: undefined, running, worker };
+    fileWorkers.set(key, kept);
+    const stopping = kept;
+    registerCleanup(async () => {
+      fileWorkers.delete(key);
+      if (stopping.worker.getState() === 'RUNNING') stopping.worker.shutdown();
+      await stopping.running;
+    });
+  }
+  const using = kept;
+  using.current = options.activities;
+  try {
+    const stopped = using.running.then(() => {
+      throw new Error(`the worker on ${using.taskQueue} stopped while a test used it`);
+    });
+    return await Promise.race([fn({ ...t, taskQueue: using.taskQueue }), stopped]);
+  } finally {
+    await terminateOpenRuns(t.client, using.taskQueue);
+    using.current = undefined;
+  }
+}
+
+/** Terminates the runs still open on `taskQueue`. */
+async function terminateOpenRuns(client: Client, taskQueue: string): Promise<void> {
+  for await (const execution of client.workflow.list({
+    query: `TaskQueue = '${taskQueue}' AND ExecutionStatus = 'Running'`,
+  })) {
+    await client.workflow
+      .getHandle(execution.workflowId, execution.runId)
+      .terminate('the test that started it ended')
+      .catch(() => undefined);
+  }
+}
+
 /**
  * The events of every run of a workflow's continue-as-new chain, run by run, first run first
  * (`.flat()` for the whole chain). Holds them all in memory: for histories of a few MB.

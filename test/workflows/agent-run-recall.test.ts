@@ -21,7 +21,7 @@ import { payloadConverterFromConfig } from '../../src/payloads/index.js';
 import { MAX_RECALL_CHARS } from '../../src/core/agent/recall.js';
 import { assistantReply, type ScriptedResponse } from '../support/fake-openai.js';
 import { fakeModelAndToolRoot, replayTokens } from '../support/agent.js';
-import { bundleWorkflows, testConnection, uniqueId, withWorker } from '../support/temporal.js';
+import { bundleWorkflows, testConnection, uniqueId, withFileWorker } from '../support/temporal.js';
 import { maybeRecordHistory } from './harness.js';
 
 let bundle: WorkflowBundleWithSourceMap;
@@ -113,13 +113,13 @@ describe('recall', { timeout: 120_000 }, () => {
       reply({ content: 'Line 3 has checksum 15838.' }),
     );
     const t = await testConnection();
-    await withWorker(
+    await withFileWorker(
       t,
       {
         workflowBundle: bundle,
         activities: world.activities(),
       },
-      async () => {
+      async (t) => {
         const handle = await t.client.workflow.start(agentRun, {
           taskQueue: t.taskQueue,
           workflowId: uniqueId('agent-recall'),
@@ -166,13 +166,13 @@ describe('recall', { timeout: 120_000 }, () => {
       reply({ content: 'Line 3 has checksum 15838.' }),
     );
     const t = await testConnection();
-    await withWorker(
+    await withFileWorker(
       t,
       {
         workflowBundle: bundle,
         activities: world.activities(),
       },
-      async () => {
+      async (t) => {
         // Without ageObservations the pass over the trigger summarizes; the run continues as new
         // after two rounds, so the messages recalled are in the first run's history.
         const base = input(true);
@@ -213,10 +213,10 @@ describe('recall', { timeout: 120_000 }, () => {
     const rejected = async (): Promise<never> => {
       throw ApplicationFailure.nonRetryable('the summarizer is down', FailureType.Summarizer.Rejected);
     };
-    await withWorker(
+    await withFileWorker(
       t,
       { workflowBundle: bundle, activities: { ...world.activities(), summarize: rejected } },
-      async () => {
+      async (t) => {
         const base = input(true);
         const { ageObservations: _off, ...compaction } = base.compaction;
         const handle = await t.client.workflow.start(agentRun, {
@@ -254,7 +254,7 @@ describe('recall', { timeout: 120_000 }, () => {
       reply({ content: 'Line 3 has checksum 15838.' }),
     );
     const t = await testConnection();
-    await withWorker(t, { workflowBundle: bundle, activities: world.activities() }, async () => {
+    await withFileWorker(t, { workflowBundle: bundle, activities: world.activities() }, async (t) => {
       const base = input(true);
       const { ageObservations: _off, ...compaction } = base.compaction;
       const handle = await t.client.workflow.start(agentRun, {
@@ -298,7 +298,7 @@ describe('recall', { timeout: 120_000 }, () => {
         reply({ content: 'Entry 3 is fine.' }),
       );
       const t = await testConnection({ dataConverter: payloads.dataConverter });
-      await withWorker(t, { workflowBundle: bundle, activities: world.activities() }, async () => {
+      await withFileWorker(t, { workflowBundle: bundle, activities: world.activities() }, async (t) => {
         const handle = await t.client.workflow.start(agentRun, {
           taskQueue: t.taskQueue,
           workflowId: uniqueId('agent-recall-store'),
@@ -340,13 +340,13 @@ describe('recall', { timeout: 120_000 }, () => {
       reply({ content: 'Done.' }),
     );
     const t = await testConnection();
-    await withWorker(
+    await withFileWorker(
       t,
       {
         workflowBundle: bundle,
         activities: world.activities(),
       },
-      async () => {
+      async (t) => {
         const result = await t.client.workflow.execute(agentRun, {
           taskQueue: t.taskQueue,
           workflowId: uniqueId('agent-recall-off'),

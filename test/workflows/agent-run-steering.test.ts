@@ -32,7 +32,7 @@ import { SearchAttributeKeys } from '../../src/shared/search-attributes.js';
 import { assistantReply as completion, createHold, type ScriptedResponse } from '../support/fake-openai.js';
 import { failureTypeOf, fakeModelAndToolRoot, replayTokens } from '../support/agent.js';
 import { capturedCliIo } from '../support/cli-process.js';
-import { bundleWorkflows, testConnection, uniqueId, withWorker } from '../support/temporal.js';
+import { bundleWorkflows, testConnection, uniqueId, withFileWorker, withWorker } from '../support/temporal.js';
 import { main } from '../../src/cli/main.js';
 import { maybeRecordHistory } from './harness.js';
 
@@ -149,7 +149,7 @@ describe('steering agentRun', { timeout: 120_000 }, () => {
     const hold = createHold();
     world.server.script(hold.response, reply({ content: 'Done: the parser returns None.' }));
     const t = await testConnection();
-    await withWorker(t, { workflowBundle: bundle, activities: world.activities() }, async () => {
+    await withFileWorker(t, { workflowBundle: bundle, activities: world.activities() }, async (t) => {
       const handle = await t.client.workflow.start(agentRun, {
         taskQueue: t.taskQueue,
         workflowId: uniqueId('agent-compact-update'),
@@ -198,7 +198,7 @@ describe('steering agentRun', { timeout: 120_000 }, () => {
     const second = createHold();
     world.server.script(first.response, second.response);
     const t = await testConnection();
-    await withWorker(t, { workflowBundle: bundle, activities: world.activities() }, async () => {
+    await withFileWorker(t, { workflowBundle: bundle, activities: world.activities() }, async (t) => {
       const handle = await t.client.workflow.start(agentRun, {
         taskQueue: t.taskQueue,
         workflowId: uniqueId('agent-compact-nothing'),
@@ -229,7 +229,7 @@ describe('steering agentRun', { timeout: 120_000 }, () => {
     const holds = [createHold(), createHold(), createHold()];
     world.server.script(...holds.map((hold) => hold.response));
     const t = await testConnection();
-    await withWorker(t, { workflowBundle: bundle, activities: world.activities() }, async () => {
+    await withFileWorker(t, { workflowBundle: bundle, activities: world.activities() }, async (t) => {
       const handle = await t.client.workflow.start(agentRun, {
         taskQueue: t.taskQueue,
         workflowId: uniqueId('agent-pins'),
@@ -306,7 +306,7 @@ describe('steering agentRun', { timeout: 120_000 }, () => {
     const second = createHold();
     world.server.script(first.response, second.response, reply({ content: 'Done.' }));
     const t = await testConnection();
-    await withWorker(t, { workflowBundle: bundle, activities: world.activities() }, async () => {
+    await withFileWorker(t, { workflowBundle: bundle, activities: world.activities() }, async (t) => {
       const workflowId = uniqueId('agent-pins-can');
       const handle = await t.client.workflow.start(agentRun, {
         taskQueue: t.taskQueue,
@@ -341,7 +341,7 @@ describe('steering agentRun', { timeout: 120_000 }, () => {
   it('refuses steering once the run has finished', async () => {
     world.server.script(reply({ content: 'Done.' }));
     const t = await testConnection();
-    await withWorker(t, { workflowBundle: bundle, activities: world.activities() }, async () => {
+    await withFileWorker(t, { workflowBundle: bundle, activities: world.activities() }, async (t) => {
       const handle = await t.client.workflow.start(agentRun, {
         taskQueue: t.taskQueue,
         workflowId: uniqueId('agent-steer-late'),
@@ -358,7 +358,7 @@ describe('steering agentRun', { timeout: 120_000 }, () => {
       const hold = createHold();
       world.server.script(hold.response, reply({ content: 'Done.' }));
       const t = await testConnection();
-      await withWorker(t, { workflowBundle: bundle, activities: world.activities() }, async () => {
+      await withFileWorker(t, { workflowBundle: bundle, activities: world.activities() }, async (t) => {
         const handle = await t.client.workflow.start(agentRun, {
           taskQueue: t.taskQueue,
           workflowId: uniqueId('agent-review'),
@@ -435,7 +435,7 @@ describe('steering agentRun', { timeout: 120_000 }, () => {
         reply({ content: 'Done.' }),
       );
       const t = await testConnection();
-      await withWorker(t, { workflowBundle: bundle, activities: world.activities() }, async () => {
+      await withFileWorker(t, { workflowBundle: bundle, activities: world.activities() }, async (t) => {
         const handle = await t.client.workflow.start(agentRun, {
           taskQueue: t.taskQueue,
           workflowId: uniqueId('agent-review-reject'),
@@ -478,7 +478,7 @@ describe('steering agentRun', { timeout: 120_000 }, () => {
       const t = await testConnection();
       // The opening is over this window's room: the first request cannot go out as it is.
       const small = { ...openaiModel, contextWindow: 1_000, maxOutputTokens: 100, safetyMargin: 0 };
-      const forced = await withWorker(t, { workflowBundle: bundle, activities: world.activities() }, () =>
+      const forced = await withFileWorker(t, { workflowBundle: bundle, activities: world.activities() }, (t) =>
         t.client.workflow.execute(agentRun, {
           taskQueue: t.taskQueue,
           workflowId: uniqueId('agent-review-forced'),
@@ -491,7 +491,7 @@ describe('steering agentRun', { timeout: 120_000 }, () => {
       world.server.script(reply({ content: 'Done.' }), reply({ content: 'Done.' }));
       const roomy = { ...openaiModel, contextWindow: 1_600, maxOutputTokens: 100, safetyMargin: 0 };
       const runRoomy = (review: 'manual' | 'auto') =>
-        withWorker(t, { workflowBundle: bundle, activities: world.activities() }, () =>
+        withFileWorker(t, { workflowBundle: bundle, activities: world.activities() }, (t) =>
           t.client.workflow.execute(agentRun, {
             taskQueue: t.taskQueue,
             workflowId: uniqueId(`agent-review-roomy-${review}`),

@@ -28,7 +28,7 @@ import { assistantReply as completion, createHold, type ScriptedResponse } from 
 import { failureTypeOf, fakeModelAndToolRoot, replayTokens } from '../support/agent.js';
 import { capturedCliIo } from '../support/cli-process.js';
 import { dataUrl, pngBytes } from '../support/images.js';
-import { bundleWorkflows, testConnection, uniqueId, withWorker } from '../support/temporal.js';
+import { bundleWorkflows, testConnection, uniqueId, withFileWorker, withWorker } from '../support/temporal.js';
 import { maybeRecordHistory } from './harness.js';
 
 let bundle: WorkflowBundleWithSourceMap;
@@ -104,7 +104,7 @@ describe('undoCompaction', { timeout: 120_000 }, () => {
     const holds = [createHold(), createHold()];
     world.server.script(...holds.map((hold) => hold.response), reply({ content: 'The parser returns None.' }));
     const t = await testConnection();
-    await withWorker(t, { workflowBundle: bundle, activities: world.activities() }, async () => {
+    await withFileWorker(t, { workflowBundle: bundle, activities: world.activities() }, async (t) => {
       const handle = await t.client.workflow.start(agentRun, {
         taskQueue: t.taskQueue,
         workflowId: uniqueId('agent-undo'),
@@ -190,7 +190,7 @@ describe('undoCompaction', { timeout: 120_000 }, () => {
     const holds = [createHold(), createHold(), createHold()];
     world.server.script(...holds.map((hold) => hold.response), reply({ content: 'Done.' }));
     const t = await testConnection();
-    await withWorker(t, { workflowBundle: bundle, activities: world.activities() }, async () => {
+    await withFileWorker(t, { workflowBundle: bundle, activities: world.activities() }, async (t) => {
       const handle = await t.client.workflow.start(agentRun, {
         taskQueue: t.taskQueue,
         workflowId: uniqueId('agent-undo-order'),
@@ -319,44 +319,40 @@ describe('undoCompaction', { timeout: 120_000 }, () => {
       const holds = [createHold(), createHold()];
       world.server.script(...holds.map((hold) => hold.response), reply({ content: 'Done.' }));
       const t = await testConnection({ dataConverter: payloads.dataConverter });
-      await withWorker(
-        t,
-        { workflowBundle: bundle, activities: world.activities(), dataConverter: payloads.dataConverter },
-        async () => {
-          const handle = await t.client.workflow.start(agentRun, {
-            taskQueue: t.taskQueue,
-            workflowId: uniqueId('agent-undo-store'),
-            args: [input({ messages: big, model: { ...openaiModel, contextWindow: 200_000 } })],
-          });
-          await world.server.waitForRequests(1, 20_000);
-          const compact = await handle.startUpdate(compactUpdate, {
-            args: [{}],
-            waitForStage: WorkflowUpdateStage.ACCEPTED,
-          });
-          holds[0]?.release(readCall('call_1'));
-          expect(await compact.result()).toMatchObject({ round: 2 });
-          await world.server.waitForRequests(2, 20_000);
-          expect(JSON.stringify(sent(world, 1))).not.toContain('image_url');
-          const undo = await handle.startUpdate(undoCompactionUpdate, {
-            args: [{}],
-            waitForStage: WorkflowUpdateStage.ACCEPTED,
-          });
-          holds[1]?.release(readCall('call_2'));
-          expect(await undo.result()).toMatchObject({ kind: 'undo', undoes: 1 });
-          const result = await handle.result();
-          const third = sent(world, 2);
-          expect(JSON.stringify(third.slice(0, big.length))).toBe(JSON.stringify(sent(world, 0)));
-          expect(JSON.stringify(third)).toContain(dataUrl(pngBytes(64, 48), 'image/png', 300_000));
-          expect(replaySession(await readSessionLines(t.client, result.session))).toEqual(result.messages);
-          // The transcript batches went to the store: the history holds claims, the store the bytes.
-          expect(readdirSync(storeDir, { recursive: true }).length).toBeGreaterThan(0);
-          const batches = ((await handle.fetchHistory()).events ?? []).flatMap((event) => {
-            const scheduled = event.activityTaskScheduledEventAttributes;
-            return scheduled?.activityType?.name === 'recordSession' ? (scheduled.input?.payloads ?? []) : [];
-          });
-          expect(batches.some((payload) => isReferencePayload(payload))).toBe(true);
-        },
-      );
+      await withFileWorker(t, { workflowBundle: bundle, activities: world.activities() }, async (t) => {
+        const handle = await t.client.workflow.start(agentRun, {
+          taskQueue: t.taskQueue,
+          workflowId: uniqueId('agent-undo-store'),
+          args: [input({ messages: big, model: { ...openaiModel, contextWindow: 200_000 } })],
+        });
+        await world.server.waitForRequests(1, 20_000);
+        const compact = await handle.startUpdate(compactUpdate, {
+          args: [{}],
+          waitForStage: WorkflowUpdateStage.ACCEPTED,
+        });
+        holds[0]?.release(readCall('call_1'));
+        expect(await compact.result()).toMatchObject({ round: 2 });
+        await world.server.waitForRequests(2, 20_000);
+        expect(JSON.stringify(sent(world, 1))).not.toContain('image_url');
+        const undo = await handle.startUpdate(undoCompactionUpdate, {
+          args: [{}],
+          waitForStage: WorkflowUpdateStage.ACCEPTED,
+        });
+        holds[1]?.release(readCall('call_2'));
+        expect(await undo.result()).toMatchObject({ kind: 'undo', undoes: 1 });
+        const result = await handle.result();
+        const third = sent(world, 2);
+        expect(JSON.stringify(third.slice(0, big.length))).toBe(JSON.stringify(sent(world, 0)));
+        expect(JSON.stringify(third)).toContain(dataUrl(pngBytes(64, 48), 'image/png', 300_000));
+        expect(replaySession(await readSessionLines(t.client, result.session))).toEqual(result.messages);
+        // The transcript batches went to the store: the history holds claims, the store the bytes.
+        expect(readdirSync(storeDir, { recursive: true }).length).toBeGreaterThan(0);
+        const batches = ((await handle.fetchHistory()).events ?? []).flatMap((event) => {
+          const scheduled = event.activityTaskScheduledEventAttributes;
+          return scheduled?.activityType?.name === 'recordSession' ? (scheduled.input?.payloads ?? []) : [];
+        });
+        expect(batches.some((payload) => isReferencePayload(payload))).toBe(true);
+      });
     } finally {
       rmSync(storeDir, { recursive: true, force: true });
     }
@@ -366,7 +362,7 @@ describe('undoCompaction', { timeout: 120_000 }, () => {
     const hold = createHold();
     world.server.script(hold.response, reply({ content: 'Done.' }));
     const t = await testConnection();
-    await withWorker(t, { workflowBundle: bundle, activities: world.activities() }, async () => {
+    await withFileWorker(t, { workflowBundle: bundle, activities: world.activities() }, async (t) => {
       // The opening does not fit this window: the run compacts before its first request.
       const small = { ...openaiModel, contextWindow: replayTokens(opening) + 300 };
       const handle = await t.client.workflow.start(agentRun, {

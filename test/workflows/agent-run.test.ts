@@ -48,7 +48,7 @@ import {
   startBackgroundWorker,
   type AgentOutcome,
 } from '../support/agent.js';
-import { bundleWorkflows, testConnection, uniqueId, withWorker, type TestConnection } from '../support/temporal.js';
+import { bundleWorkflows, testConnection, uniqueId, withFileWorker, type TestConnection } from '../support/temporal.js';
 import { maybeRecordHistory } from './harness.js';
 
 let bundle: WorkflowBundleWithSourceMap;
@@ -166,7 +166,7 @@ describe('agentRun', { timeout: 90_000 }, () => {
       );
       const t = await testConnection();
       const workflowId = uniqueId('agent-tools');
-      const result = await withWorker(t, { workflowBundle: bundle, activities: activities() }, () =>
+      const result = await withFileWorker(t, { workflowBundle: bundle, activities: activities() }, (t) =>
         t.client.workflow.execute(agentRun, {
           taskQueue: t.taskQueue,
           workflowId,
@@ -225,10 +225,10 @@ describe('agentRun', { timeout: 90_000 }, () => {
         return { id: 'A-17', status: 'shipped' };
       };
       const t = await testConnection();
-      const result = await withWorker(
+      const result = await withFileWorker(
         t,
         { workflowBundle: bundle, activities: { ...activities(), lookup_order } },
-        () =>
+        (t) =>
           t.client.workflow.execute(agentRun, {
             taskQueue: t.taskQueue,
             workflowId: uniqueId('agent-own-tool'),
@@ -261,7 +261,7 @@ describe('agentRun', { timeout: 90_000 }, () => {
         ),
       );
       const t = await testConnection();
-      const result = await withWorker(t, { workflowBundle: bundle, activities: activities() }, () =>
+      const result = await withFileWorker(t, { workflowBundle: bundle, activities: activities() }, (t) =>
         t.client.workflow.execute(agentRun, {
           taskQueue: t.taskQueue,
           workflowId: uniqueId('agent-usage'),
@@ -312,7 +312,7 @@ describe('agentRun', { timeout: 90_000 }, () => {
       const hold = createHold();
       server.script(hold.response, completion({ content: 'Also done.' }));
       const t = await testConnection();
-      await withWorker(t, { workflowBundle: bundle, activities: activities() }, async () => {
+      await withFileWorker(t, { workflowBundle: bundle, activities: activities() }, async (t) => {
         const handle = await t.client.workflow.start(agentRun, {
           taskQueue: t.taskQueue,
           workflowId: uniqueId('agent-update'),
@@ -368,7 +368,7 @@ describe('agentRun', { timeout: 90_000 }, () => {
       const hold = createHold();
       server.script(hold.response);
       const t = await testConnection();
-      await withWorker(t, { workflowBundle: bundle, activities: activities() }, async () => {
+      await withFileWorker(t, { workflowBundle: bundle, activities: activities() }, async (t) => {
         const handle = await t.client.workflow.start(agentRun, {
           taskQueue: t.taskQueue,
           workflowId: uniqueId('agent-cancel'),
@@ -391,7 +391,7 @@ describe('agentRun', { timeout: 90_000 }, () => {
       const hold = createHold();
       server.script(hold.response, completion({ content: 'never asked for' }));
       const t = await testConnection();
-      await withWorker(t, { workflowBundle: bundle, activities: activities() }, async () => {
+      await withFileWorker(t, { workflowBundle: bundle, activities: activities() }, async (t) => {
         const handle = await t.client.workflow.start(agentRun, {
           taskQueue: t.taskQueue,
           workflowId: uniqueId('agent-stop'),
@@ -425,7 +425,7 @@ describe('agentRun', { timeout: 90_000 }, () => {
       server.setDefault({ kind: 'status', status: 503 });
       const t = await testConnection();
       const run = (cooldown?: { rounds: number }, workflowId = uniqueId('agent-fallback')) =>
-        withWorker(t, { workflowBundle: bundle, activities: activities() }, () =>
+        withFileWorker(t, { workflowBundle: bundle, activities: activities() }, (t) =>
           t.client.workflow.execute(agentRun, {
             taskQueue: t.taskQueue,
             workflowId,
@@ -470,7 +470,7 @@ describe('agentRun', { timeout: 90_000 }, () => {
     it('every backend failing fails the run with RunFailed.BackendsFailed, not retried', async () => {
       server.setDefault({ kind: 'status', status: 401 });
       const t = await testConnection();
-      const failure = await withWorker(t, { workflowBundle: bundle, activities: activities() }, () =>
+      const failure = await withFileWorker(t, { workflowBundle: bundle, activities: activities() }, (t) =>
         runFailure(
           t.client.workflow.execute(agentRun, {
             taskQueue: t.taskQueue,
@@ -504,7 +504,7 @@ describe('agentRun', { timeout: 90_000 }, () => {
       workflowId = uniqueId('agent'),
       inspect: (outcome: AgentOutcome) => Promise<void> = async () => undefined,
     ) =>
-      withWorker(t, { workflowBundle: bundle, activities: replayActivities() }, async () => {
+      withFileWorker(t, { workflowBundle: bundle, activities: replayActivities() }, async (t) => {
         const outcome = await runAgent(t, input, workflowId);
         await inspect(outcome);
         return outcome;

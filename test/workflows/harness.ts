@@ -1,5 +1,6 @@
 // Node (test support) for the workflow tests: the test workflows (bundled once per run), a worker
-// per test on its own task queue (test/support/temporal.ts), and history helpers.
+// kept for the test file on its own task queue (withFileWorker, test/support/temporal.ts), and
+// history helpers.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -10,12 +11,7 @@ import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { expect } from 'vitest';
 import { createActivities, type ActivityDeps } from '../../src/activities/index.js';
 import { TEST_WORKFLOWS_PATH } from '../support/bundle-cache.js';
-import {
-  bundleWorkflows,
-  testConnection,
-  withWorker as withTestWorker,
-  type TestConnection,
-} from '../support/temporal.js';
+import { bundleWorkflows, testConnection, withFileWorker, type TestConnection } from '../support/temporal.js';
 
 export { uniqueId } from '../support/temporal.js';
 export const HISTORIES_DIR = fileURLToPath(new URL('../histories/', import.meta.url));
@@ -25,14 +21,17 @@ export function bundleTestWorkflows(): Promise<WorkflowBundleWithSourceMap> {
   return bundleWorkflows(TEST_WORKFLOWS_PATH);
 }
 
-/** Runs `fn` while a worker with these activities polls a fresh task queue (`t.taskQueue`). */
+/**
+ * Runs `fn` while a worker with these activities polls `t.taskQueue`: the test file's worker for
+ * `bundle` (withFileWorker), its runs left open terminated when `fn` ends.
+ */
 export async function withWorker<T>(
   bundle: WorkflowBundleWithSourceMap,
   deps: ActivityDeps,
   fn: (t: TestConnection) => Promise<T>,
 ): Promise<T> {
   const t = await testConnection();
-  return withTestWorker(t, { workflowBundle: bundle, activities: createActivities(deps) }, () => fn(t));
+  return withFileWorker(t, { workflowBundle: bundle, activities: createActivities(deps) }, fn);
 }
 
 /** The event types of a workflow's history, in order, e.g. `ActivityTaskScheduled`. */
