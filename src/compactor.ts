@@ -160,8 +160,14 @@ export class Compactor {
   planCompaction(conversation: Conversation, callOptions: FormatOption = {}): CompactionPlan {
     assertKnownKeys(callOptions, FORMAT_OPTION_KEYS, 'callOptions');
     const view = formatView(formatOption(callOptions.format, 'callOptions.format'), conversation);
-    if (view === undefined) return compactionPlanCore(conversation, this.options, {}, this.counter);
-    return compactionPlanCore(view.messages, this.options, { counter: view.counter(this.counter) }, this.counter);
+    if (view === undefined) return compactionPlanCore(conversation, this.options, {}, this.counter, this.calibration);
+    return compactionPlanCore(
+      view.messages,
+      this.options,
+      { counter: view.counter(this.counter) },
+      this.counter,
+      this.calibration,
+    );
   }
 
   /** Compacts once. Never rejects for a summarizer failure or a cancellation: those end in the hard trim. */

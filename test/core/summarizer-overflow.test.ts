@@ -4,7 +4,8 @@
 // already summarized, and ends in the hard trim only after MAX_RECUTS re-cuts.
 import { describe, expect, it } from 'vitest';
 import { Compactor } from '../../src/compactor.js';
-import { MAX_RECUTS, newCalibration } from '../../src/core/compaction/calibration.js';
+import { MAX_RECUTS, newCalibration, UNCALIBRATED_RATIO } from '../../src/core/compaction/calibration.js';
+import { inputRoom } from '../../src/core/compaction/pieces.js';
 import { compactionSteps, runCompactionSteps, type SummarizeStep } from '../../src/core/compaction/engine.js';
 import { resolveOptions } from '../../src/core/compaction/options.js';
 import { isSummaryMessage, summarizerMessages } from '../../src/core/compaction/transcript.js';
@@ -93,18 +94,31 @@ describe("the summarizer's window learned from its refusal", () => {
     expectEveryRoundSummarizedOnce(requests, refused);
   });
 
-  it('the window configured as the server states it: no request refused, the billed tokens calibrate the cut', async () => {
+  it('the window configured as the server states it: no request refused, the first planned before any bill included (regression)', async () => {
     const { summarizer, requests, refused } = serverSummarizer();
     const calibrated = new Compactor({ summarizer, ...options, summarizerContextWindow: SERVER_WINDOW });
     const result = await calibrated.compact(longConversation());
     expect(refused).toHaveLength(0);
     expect(requests.length).toBeGreaterThan(3);
     expect(result.fallback).toBe(false);
-    // After the first bill, pieces are planned with 4/3 server tokens per estimated token: the later
-    // ones fill at most the input room (0.75) of the window in the server's own tokens.
-    for (const request of requests.slice(1, -1))
-      expect(serverTokens(request)).toBeLessThanOrEqual(SERVER_WINDOW * 0.75);
-    expect(serverTokens(requests[0] as SummarizeRequest)).toBeGreaterThan(SERVER_WINDOW * 0.75);
+    expectEveryRoundSummarizedOnce(requests, refused);
+    // Every request within the input room (0.75) of the window in the server's own tokens: the first
+    // planned with UNCALIBRATED_RATIO server tokens per estimated token, the rest re-cut after the
+    // first bill for the 4/3 it measured.
+    for (const request of requests) expect(serverTokens(request)).toBeLessThanOrEqual(SERVER_WINDOW * 0.75);
+    expect(estimate(requests[0] as SummarizeRequest)).toBeLessThanOrEqual(
+      inputRoom(Math.floor(SERVER_WINDOW / UNCALIBRATED_RATIO)),
+    );
+    // A summarizer that bills nothing is planned with the uncalibrated ratio throughout: more requests.
+    const unbilled = serverSummarizer();
+    const silent: Summarizer = {
+      summarize: (request) => unbilled.summarizer.summarize(request).then(({ text }) => ({ text })),
+    };
+    await new Compactor({ summarizer: silent, ...options, summarizerContextWindow: SERVER_WINDOW }).compact(
+      longConversation(),
+    );
+    expect(unbilled.refused).toHaveLength(0);
+    expect(unbilled.requests.length).toBeGreaterThan(requests.length);
   });
 
   it('what a compaction learned, the next compaction of the same Compactor plans with: nothing refused', async () => {
@@ -210,7 +224,7 @@ describe("the summarizer's window learned from its refusal", () => {
       );
       expect(steps.map((step) => step.request)).toEqual(requests);
       expect(result).toEqual(expected);
-      expect(calibration).toEqual({ ratio: expect.closeTo(4 / 3, 2) as number, window: SERVER_WINDOW });
+      expect(calibration).toEqual({ ratio: expect.closeTo(4 / 3, 2) as number, measured: true, window: SERVER_WINDOW });
     });
   });
 });

@@ -3,7 +3,7 @@
 // numbers a context-overflow refusal states — kept by the driver across the pieces of a pass and the
 // passes of a run, so the engine plans pieces that fit the server that reads them. Pure: the same
 // answers teach the same numbers, in workflow code as in-process.
-import { SUMMARY_OUTPUT_SHARE } from './options.js';
+import { MIN_SUMMARIZER_CONTEXT_WINDOW, SUMMARY_OUTPUT_SHARE } from './options.js';
 import { inputRoom } from './pieces.js';
 
 /**
@@ -20,6 +20,11 @@ export interface SummarizerCalibration {
    */
   ratio: number;
   /**
+   * True once an answer stated a count to compare with the estimate (a bill, or a refusal's
+   * numbers); until then requests are planned with at least {@link UNCALIBRATED_RATIO}.
+   */
+  measured?: boolean;
+  /**
    * The window, in the summarizer's tokens, its answers taught: what a context-overflow refusal
    * stated, or less when that would not make the next request smaller than a failed one (then the
    * window that plans it at {@link SHRINK_SHARE} of the failed one); unset until then.
@@ -29,6 +34,14 @@ export interface SummarizerCalibration {
 
 /** A ratio above this is not believed (a counter four times too low would be broken, not calibrated). */
 export const MAX_TOKEN_RATIO = 4;
+
+/**
+ * The ratio requests are planned with before any answer measured one (docs/design.md#summarizer-overflow):
+ * the first request of a driver is sent before anything was billed, and a summarizer whose
+ * tokenizer counts more than the estimate would refuse it. 2 is above every ratio measured on the
+ * corpus's summarizer requests (SmolLM2's tokenizer against the default counter: at most 1.79).
+ */
+export const UNCALIBRATED_RATIO = 2;
 
 /**
  * How much of a failed request's estimate, at most, the next cut gives a request: after a refusal
@@ -53,17 +66,33 @@ export function calibrate(
 ): void {
   if (promptTokens === undefined || !(estimate > 0) || !(promptTokens > 0)) return;
   const ratio = Math.min(promptTokens / estimate, MAX_TOKEN_RATIO);
-  if (Number.isFinite(ratio) && ratio > calibration.ratio) calibration.ratio = ratio;
+  if (!Number.isFinite(ratio)) return;
+  calibration.measured = true;
+  if (ratio > calibration.ratio) calibration.ratio = ratio;
+}
+
+/**
+ * The ratio requests are planned with: the measured one, or at least {@link UNCALIBRATED_RATIO}
+ * before any answer measured it.
+ */
+export function planningRatio({ ratio, measured }: SummarizerCalibration): number {
+  return measured === true ? ratio : Math.max(ratio, UNCALIBRATED_RATIO);
 }
 
 /**
  * The window the engine plans with, in the pass's counter's units: the smaller of the option (in
- * the summarizer's tokens) and what the answers taught, divided by the ratio; undefined when neither
- * is known (one request, whatever its size).
+ * the summarizer's tokens) and what the answers taught, divided by the {@link planningRatio} (before
+ * anything was measured or taught, at least the option's minimum, 1,024, or the option when smaller);
+ * undefined when neither is known (one request, whatever its size).
  */
 export function plannedWindow(option: number | undefined, calibration: SummarizerCalibration): number | undefined {
   const window = knownWindow(option, calibration);
-  return window === undefined ? undefined : Math.floor(window / calibration.ratio);
+  if (window === undefined) return undefined;
+  const planned = Math.floor(window / planningRatio(calibration));
+  if (calibration.measured === true || calibration.window !== undefined) return planned;
+  // The margin leaves the configured window room for the instruction and a piece: it never plans
+  // below the smallest window the option takes.
+  return Math.max(planned, Math.min(window, MIN_SUMMARIZER_CONTEXT_WINDOW));
 }
 
 /** The smaller of the option and the taught window, in the summarizer's tokens; undefined when neither is known. */
@@ -101,7 +130,7 @@ export function learnFromFailure(
   const planned = plannedWindow(option, calibration);
   if (planned !== undefined && inputRoom(planned) <= most) return;
   // The window (in the summarizer's tokens) whose input room is `most` estimated tokens.
-  calibration.window = Math.floor((most / (1 - SUMMARY_OUTPUT_SHARE)) * calibration.ratio);
+  calibration.window = Math.floor((most / (1 - SUMMARY_OUTPUT_SHARE)) * planningRatio(calibration));
 }
 
 /** The most tokens a summary is allowed, whatever its room: more than any summary the instruction asks for, and within every common model's output limit. */

@@ -177,9 +177,10 @@ export class Fold {
 
 /**
  * The pieces of what is left of the middle before the summary's own request, each sent with the
- * summary so far; returns that request's input. A piece refused for its size or past its deadline
- * teaches the calibration and what is left is cut again (the finished pieces stay summarized);
- * another failure, or more than {@link MAX_RECUTS} re-cuts, ends the fold.
+ * summary so far; returns that request's input. A bill that changes the planned window cuts what is
+ * left again for it; a piece refused for its size or past its deadline teaches the calibration and
+ * what is left is cut again smaller (the finished pieces stay summarized); another failure, or more
+ * than {@link MAX_RECUTS} re-cuts after failures, ends the fold.
  */
 export function* foldPieces(fold: Fold): Generator<SummarizeStep, SummaryInput | FoldEnd, SummarizeOutcome> {
   const { text, aim, options } = fold.pass;
@@ -211,6 +212,12 @@ export function* foldPieces(fold: Fold): Generator<SummarizeStep, SummaryInput |
         fold.carried = outcome.text.trim();
         fold.before += cut.pieces[index]?.length ?? 0;
         fold.done += 1;
+        // What the bill taught plans the pieces not sent yet: the first bill replaces the
+        // uncalibrated ratio the cut was made with (docs/design.md#summarizer-overflow).
+        if (plannedWindow(options.summarizerContextWindow, fold.calibration) !== window) {
+          fold.rest = cut.pieces.slice(index + 1).flat();
+          recut = true;
+        }
         continue;
       }
       if (!fold.recut(step.request, outcome, cut.pieces.slice(index).flat()))

@@ -5,6 +5,7 @@ import { epochPays, planWindow, summarizedLastRound, worthStarting } from './eco
 import { applyElisions, elidedContents, elides, planPassElisions } from './elision.js';
 import type { CallOverrides, ResolvedOptions } from './options.js';
 import { elide, elisionEnds, messagesAt, startPass, triggerOf, type Pass } from './pass.js';
+import { newCalibration, plannedWindow, type SummarizerCalibration } from './calibration.js';
 import { cutPieces } from './pieces.js';
 import { capMiddle, summaryInstruction } from './transcript.js';
 import { keepUserWords } from './user-words.js';
@@ -41,15 +42,20 @@ export function needsCompactionCore(
   return epochPays(pass.input, elided, plan.elisions, pass.regions, aim, pass.tokensBefore, options);
 }
 
-/** `needsCompactionCore`, and how many pieces the summary would take with `summarizerContextWindow` set. */
+/**
+ * `needsCompactionCore`, and how many pieces the summary would take with `summarizerContextWindow`
+ * set: the first cut as `calibration` stands (a fresh one plans with the uncalibrated ratio; a bill
+ * during the compaction cuts the pieces after it again, docs/design.md#summarizer-overflow).
+ */
 export function compactionPlanCore(
   messages: unknown,
   options: ResolvedOptions,
   overrides: CallOverrides = {},
   counter?: TokenCounter,
+  calibration: SummarizerCalibration = newCalibration(),
 ): CompactionPlan {
   const needed = needsCompactionCore(messages, options, overrides, counter);
-  const window = options.summarizerContextWindow;
+  const window = plannedWindow(options.summarizerContextWindow, calibration);
   if (!needed || window === undefined) return { needed };
   const pieces = summaryPiecesOf(startPass(messages, options, overrides, counter), window);
   return pieces === undefined ? { needed } : { needed, summaryPieces: pieces };

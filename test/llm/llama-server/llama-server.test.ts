@@ -2,16 +2,22 @@
 // SmolLM2-135M-Instruct (8,192-token context), started on 127.0.0.1 (test/support/llama-server.ts).
 // What the server says of its window up front, a summary written by the real model through our
 // OpenAI summarizer, and the server's own answer to a request over its window, which
-// readContextOverflow must read. `npm run test:llm` runs this file; `npm test` does not.
+// readContextOverflow must read; and how many of SmolLM2's tokens the corpus's summarizer requests
+// are per estimated token, which the margin before the first bill (UNCALIBRATED_RATIO) must cover.
+// `npm run test:llm` runs this file; `npm test` does not.
 import OpenAI, { APIError } from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { findTrajectory, generatedTrajectory } from '../../../corpus/index.js';
+import { bundledTrajectories, findTrajectory, generatedTrajectory } from '../../../corpus/index.js';
+import { UNCALIBRATED_RATIO } from '../../../src/core/compaction/calibration.js';
 import {
   capMiddle,
   renderTranscript,
   requestFor,
+  summarizerMessages,
   summaryInstruction,
 } from '../../../src/core/compaction/transcript.js';
+import { defaultCounter } from '../../../src/core/counting/tokens.js';
+import { toProviderMessages } from '../../../src/core/schema.js';
 import { SummarizerError } from '../../../src/core/errors.js';
 import { readContextOverflow } from '../../../src/llm/context-overflow.js';
 import {
@@ -34,6 +40,12 @@ beforeAll(async () => {
 afterAll(async () => {
   await llama.stop();
 });
+
+async function postJson(url: string, body: unknown): Promise<unknown> {
+  const response = await fetch(url, { method: 'POST', body: JSON.stringify(body) });
+  expect(response.status).toBe(200);
+  return response.json();
+}
 
 async function getJson(url: string): Promise<unknown> {
   const response = await fetch(url);
@@ -125,5 +137,52 @@ describe('a request over the window', () => {
     expect(caught).toBeInstanceOf(SummarizerError);
     expect(caught).toMatchObject({ kind: 'rejected', status: 400 });
     expect(readContextOverflow(caught)).toMatchObject({ source: 'llama.cpp', contextWindow: 8192 });
+  });
+});
+
+describe("SmolLM2's tokens per estimated token", () => {
+  /** Requests of about this many estimated tokens: the size of a piece under a 4,096-token window. */
+  const TARGET = 2_900;
+
+  /** The prompt the server makes of `messages` (its chat template) and how many tokens it counts in it. */
+  async function serverCount(messages: unknown): Promise<number> {
+    const { prompt } = (await postJson(`${llama.url}/apply-template`, { messages })) as { prompt: string };
+    const { tokens } = (await postJson(`${llama.url}/tokenize`, {
+      content: prompt,
+      add_special: true,
+      parse_special: true,
+    })) as { tokens: unknown[] };
+    return tokens.length;
+  }
+
+  it('on summarizer requests cut from the bundled trajectories: under the margin planned with before the first bill', async () => {
+    const ratios: Array<{ name: string; estimate: number; ratio: number }> = [];
+    for (const { name, messages } of bundledTrajectories()) {
+      const seen = capMiddle(messages.slice(1), TOOL_RESULT_CAP);
+      const estimateOf = (from: number, to: number): number =>
+        defaultCounter.count(summarizerMessages(requestFor(summaryInstruction(), seen.slice(from, to))));
+      for (let start = 0; start < seen.length;) {
+        let end = start + 1;
+        while (end < seen.length && estimateOf(start, end + 1) <= TARGET) end += 1;
+        const estimate = estimateOf(start, end);
+        // Requests far smaller than a piece (a trajectory's tail) say little of the ratio.
+        if (estimate >= TARGET / 2) {
+          const request = summarizerMessages(requestFor(summaryInstruction(), seen.slice(start, end)));
+          ratios.push({ name, estimate, ratio: (await serverCount(toProviderMessages(request))) / estimate });
+        }
+        start = end;
+      }
+    }
+    const sorted = ratios.map(({ ratio }) => ratio).sort((a, b) => a - b);
+    console.info(
+      `[llama-server] SmolLM2 tokens per estimated token over ${sorted.length} requests: ` +
+        `min ${sorted[0]?.toFixed(2)}, median ${sorted[Math.floor(sorted.length / 2)]?.toFixed(2)}, ` +
+        `max ${sorted.at(-1)?.toFixed(2)} (${ratios.find(({ ratio }) => ratio === sorted.at(-1))?.name})`,
+    );
+    expect(ratios.length).toBeGreaterThan(10);
+    // SmolLM2 counts more than the estimate on every request (the margin is needed)...
+    expect(sorted[0]).toBeGreaterThan(1);
+    // ...and never as much as the margin assumes before anything was billed.
+    expect(sorted.at(-1)).toBeLessThan(UNCALIBRATED_RATIO);
   });
 });
