@@ -10,9 +10,8 @@ import { compactUpdate, undoCompactionUpdate, type AgentRunWorkflowInput } from 
 import { replaySession } from '../../src/core/agent/session.js';
 import { readSessionLines } from '../../src/client/session-reader.js';
 import { TRAJECTORY_DIR_ENV } from '../../corpus/index.js';
-import { assistantReply as completion, createHold, type ScriptedResponse } from '../support/fake-openai.js';
-import { fakeModelAndToolRoot, replayTokens, trajectoryDir } from '../support/agent.js';
-import { dataUrl, pngBytes } from '../support/images.js';
+import { createHold } from '../support/fake-openai.js';
+import { fakeModelAndToolRoot, trajectoryDir } from '../support/agent.js';
 import { testConnection, uniqueId } from '../support/temporal.js';
 import {
   killWorkerProcesses,
@@ -20,6 +19,7 @@ import {
   writeProductionBundle,
   type WorkerProcess,
 } from '../support/worker-process.js';
+import { billedReply as reply, readCall, undoOpening as opening } from '../support/undo-conversation.js';
 
 async function until(condition: () => boolean, timeoutMs: number, what: string): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -28,43 +28,6 @@ async function until(condition: () => boolean, timeoutMs: number, what: string):
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
-
-const notes = (subject: string): string =>
-  Array.from(
-    { length: 12 },
-    (_, step) => `Step ${step + 1} on ${subject}: case ${step * 7 + 3}, run ${step + 40}.`,
-  ).join(' ');
-
-/** A conversation with a middle to compact, an image among it. */
-const opening: ChatMessage[] = [
-  { role: 'system', content: 'You are a careful agent.' },
-  { role: 'user', content: 'Find out why the parser test fails.' },
-  { role: 'assistant', content: `The failing test is test_parse_empty. ${notes('the test suite')}` },
-  {
-    role: 'user',
-    content: [
-      { type: 'text', text: `Here is the screen of the failure. ${notes('the logs')}` },
-      { type: 'image_url', image_url: { url: dataUrl(pngBytes(64, 48)), detail: 'low' } },
-    ],
-  },
-  { role: 'assistant', content: `parser.py line 42 returns None for an empty string. ${notes('parser.py')}` },
-  { role: 'user', content: 'Read a.txt next, please.' },
-];
-
-/** An assistant reply billed about what its request holds. */
-const reply =
-  (message: Record<string, unknown>): ScriptedResponse =>
-  (request) => {
-    const { messages } = request.body as { messages: ChatMessage[] };
-    const prompt = replayTokens(messages);
-    return completion(message, { prompt_tokens: prompt, completion_tokens: 5, total_tokens: prompt + 5 });
-  };
-
-const readCall = (id: string) =>
-  reply({
-    content: null,
-    tool_calls: [{ id, type: 'function', function: { name: 'fs_read', arguments: '{"path":"a.txt"}' } }],
-  });
 
 describe('a worker process killed while an undo is in flight', () => {
   const world = fakeModelAndToolRoot('agent-undo-kill-', { 'a.txt': 'alpha\nbeta\n' });

@@ -24,12 +24,13 @@ import { COMPACTION_TABLE_HEADER } from '../../src/core/agent/compaction-history
 import { main } from '../../src/cli/main.js';
 import { loadConfig } from '../../src/config.js';
 import { payloadConverterFromConfig } from '../../src/payloads/index.js';
-import { assistantReply as completion, createHold, type ScriptedResponse } from '../support/fake-openai.js';
+import { createHold } from '../support/fake-openai.js';
 import { failureTypeOf, fakeModelAndToolRoot, replayTokens } from '../support/agent.js';
 import { capturedCliIo } from '../support/cli-process.js';
 import { dataUrl, pngBytes } from '../support/images.js';
 import { bundleWorkflows, testConnection, uniqueId, withFileWorker, withWorker } from '../support/temporal.js';
 import { maybeRecordHistory } from './harness.js';
+import { billedReply as reply, notes, readCall, undoOpening as opening } from '../support/undo-conversation.js';
 
 let bundle: WorkflowBundleWithSourceMap;
 beforeAll(async () => {
@@ -37,44 +38,6 @@ beforeAll(async () => {
 });
 
 const openaiModel = { provider: 'openai' as const, model: 'fake-agent', contextWindow: 16_000, maxOutputTokens: 500 };
-
-function notes(subject: string): string {
-  return Array.from(
-    { length: 12 },
-    (_, step) => `Step ${step + 1} on ${subject}: looked at case ${step * 7 + 3}, as logged in run ${step + 40}.`,
-  ).join(' ');
-}
-
-/** A conversation with a middle to compact, an image among it. */
-const opening: ChatMessage[] = [
-  { role: 'system', content: 'You are a careful agent.' },
-  { role: 'user', content: 'Find out why the parser test fails.' },
-  { role: 'assistant', content: `The failing test is test_parse_empty. ${notes('the test suite')}` },
-  {
-    role: 'user',
-    content: [
-      { type: 'text', text: `Here is the screen of the failure. ${notes('the logs')}` },
-      { type: 'image_url', image_url: { url: dataUrl(pngBytes(64, 48)), detail: 'low' } },
-    ],
-  },
-  { role: 'assistant', content: `parser.py line 42 returns None for an empty string. ${notes('parser.py')}` },
-  { role: 'user', content: 'Read a.txt next, please.' },
-];
-
-/** An assistant reply billed about what its request holds (o200k of its messages). */
-const reply =
-  (message: Record<string, unknown>): ScriptedResponse =>
-  (request) => {
-    const { messages } = request.body as { messages: ChatMessage[] };
-    const prompt = replayTokens(messages);
-    return completion(message, { prompt_tokens: prompt, completion_tokens: 5, total_tokens: prompt + 5 });
-  };
-
-const readCall = (id: string) =>
-  reply({
-    content: null,
-    tool_calls: [{ id, type: 'function', function: { name: 'fs_read', arguments: '{"path":"a.txt"}' } }],
-  });
 
 async function liveIds(handle: WorkflowHandle): Promise<string[]> {
   return (await handle.query(conversationEntriesQuery)).map((entry) => entry.id);
