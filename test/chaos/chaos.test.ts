@@ -311,8 +311,13 @@ describe(`chaos on a three-node cluster (profile ${profile.name}: ${profile.runs
     }
   }
 
-  /** What every scenario must show: every run completed like its reference, nothing lost or duplicated. */
-  function expectNothingLost(scenarioReport: ScenarioReport, options: { fallbackAllowed?: boolean } = {}): void {
+  /**
+   * What every scenario must show: every run completed like its reference, nothing lost or duplicated.
+   * With `summarizerFaults`, a run may differ where the summarizer's faults changed a summary by
+   * design: a hard-trim fallback, or a summarize activity that failed for good (a middle cut again
+   * after a request passed its deadline, a coverage retry given up).
+   */
+  function expectNothingLost(scenarioReport: ScenarioReport, options: { summarizerFaults?: boolean } = {}): void {
     const totals = scenarioTotals(scenarioReport);
     const failures = scenarioReport.runs
       .filter((run) => run.status !== 'completed')
@@ -325,7 +330,7 @@ describe(`chaos on a three-node cluster (profile ${profile.name}: ${profile.runs
       return (
         comparison !== undefined &&
         !comparison.identical &&
-        !(options.fallbackAllowed === true && comparison.fallbacks > 0)
+        !(options.summarizerFaults === true && (comparison.fallbacks > 0 || comparison.summarizeFailed))
       );
     });
     expect(differing.map((run) => run.workflowId)).toEqual([]);
@@ -461,7 +466,7 @@ describe(`chaos on a three-node cluster (profile ${profile.name}: ${profile.runs
   );
 
   it.runIf(profile.scenarios.includes('llm-faults'))(
-    'LLM faults: every compaction ends with a summary or the hard trim, none past its deadlines; runs without a fallback end like their references',
+    'LLM faults: every compaction ends with a summary or the hard trim, none past its deadlines; runs whose every summarize activity completed end like their references',
     async () => {
       const firstRequest = summarizer.requests.length;
       summarizer.setFaultRate(profile.llmFaultRate);
@@ -497,7 +502,7 @@ describe(`chaos on a three-node cluster (profile ${profile.name}: ${profile.runs
       const records = scenarioReport.comparisons.flatMap((comparison) => comparison.compactions);
       expect(records.filter((record) => record.kind === 'trim' && !record.fallback)).toEqual([]);
       expect(records.filter((record) => record.exhausted)).toEqual([]);
-      expectNothingLost(scenarioReport, { fallbackAllowed: true });
+      expectNothingLost(scenarioReport, { summarizerFaults: true });
     },
     SCENARIO_DEADLINE_MS + 60_000,
   );

@@ -569,6 +569,13 @@ export interface Comparison {
   duplicated: number;
   compactions: CompactionRecord[];
   fallbacks: number;
+  /**
+   * A summarize activity of the run failed for good (a request past its deadline, or retries
+   * exhausted): the engine then cut the middle again (docs/design.md#summarizer-overflow), kept the
+   * first summary without its coverage retry, or fell back to the hard trim, so the summary, and
+   * what follows it, may differ from the reference's by design.
+   */
+  summarizeFailed: boolean;
 }
 
 function messageLineCounts(lines: readonly SessionLine[]): Map<string, number> {
@@ -600,6 +607,7 @@ export function compareWithReference(run: RunOutcome, reference: RunOutcome): Co
     duplicated,
     compactions,
     fallbacks: compactions.filter((record) => record.fallback).length,
+    summarizeFailed: run.facts.summarizes.some((activity) => activity.outcome !== 'completed'),
   };
 }
 

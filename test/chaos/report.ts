@@ -125,6 +125,10 @@ export function scenarioTotals(report: ScenarioReport) {
     lost: report.comparisons.reduce((sum, comparison) => sum + comparison.lost, 0),
     duplicated: report.comparisons.reduce((sum, comparison) => sum + comparison.duplicated, 0),
     withFallback: count(report.comparisons, (comparison) => comparison.fallbacks > 0),
+    summarizeFailed: count(
+      report.comparisons,
+      (comparison) => !comparison.identical && comparison.fallbacks === 0 && comparison.summarizeFailed,
+    ),
     fallbacks: report.comparisons.reduce((sum, comparison) => sum + comparison.fallbacks, 0),
     compactions: report.comparisons.reduce((sum, comparison) => sum + comparison.compactions.length, 0),
     workflowTaskFailed: report.runs.reduce((sum, run) => sum + run.facts.workflowTaskFailed.length, 0),
@@ -162,8 +166,8 @@ export function renderReport(report: ChaosReport): string {
   for (const scenario of report.scenarios) {
     const totals = scenarioTotals(scenario);
     const identical =
-      scenario.scenario === 'llm-faults' && totals.withFallback > 0
-        ? `${totals.identical} (+${totals.withFallback} with a hard-trim fallback)`
+      scenario.scenario === 'llm-faults' && totals.withFallback + totals.summarizeFailed > 0
+        ? `${totals.identical} (+${totals.withFallback} with a hard-trim fallback, +${totals.summarizeFailed} otherwise after a failed summarize activity)`
         : String(totals.identical);
     const name = scenario.scenario === 'reference' ? 'reference (undisturbed)' : scenario.scenario;
     lines.push(
