@@ -16,17 +16,10 @@ import {
   writeProductionBundle,
   type WorkerProcess,
 } from '../support/worker-process.js';
+import { until } from '../support/until.js';
 
 /** A generated coding run with parallel tool calls (corpus/generate.ts): at this window it elides early and first summarizes about halfway. */
 const NAME = 'generated_parallel-calls';
-
-async function until(condition: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
 
 describe('a worker process killed mid-run', () => {
   let bundle: Awaited<ReturnType<typeof writeProductionBundle>>;

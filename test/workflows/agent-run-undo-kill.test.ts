@@ -20,14 +20,7 @@ import {
   type WorkerProcess,
 } from '../support/worker-process.js';
 import { billedReply as reply, readCall, undoOpening as opening } from '../support/undo-conversation.js';
-
-async function until(condition: () => boolean, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
+import { until } from '../support/until.js';
 
 describe('a worker process killed while an undo is in flight', () => {
   const world = fakeModelAndToolRoot('agent-undo-kill-', { 'a.txt': 'alpha\nbeta\n' });

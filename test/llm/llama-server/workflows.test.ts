@@ -25,6 +25,7 @@ import {
   writeProductionBundle,
   type WorkerProcess,
 } from '../../support/worker-process.js';
+import { until } from '../../support/until.js';
 
 const CONTEXT_SIZE = 4096;
 /** A bound on each summary, so a piece takes seconds of generation on two shared cores. */
@@ -58,14 +59,6 @@ function occurrences(text: string, needle: string): number {
 /** What the server logged since `offset` (a length of its log). */
 async function logSince(offset: number): Promise<string> {
   return (await llama.log()).slice(offset);
-}
-
-async function until(condition: () => Promise<boolean> | boolean, timeoutMs: number, what: string): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  while (!(await condition())) {
-    if (performance.now() > deadline) throw new Error(`waited ${timeoutMs / 1000} s for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
 }
 
 /** The summarizer every in-process worker of this file uses: the real model, bounded, greedy. */
