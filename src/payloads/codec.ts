@@ -49,8 +49,11 @@ export function payloadProtoSize(payload: Payload): number {
  * Whether `payload` is marked for the UI (src/shared/ui-payload.ts) and small enough for the mark to
  * count: the codec leaves it readable without a key, and the store leaves it in history.
  */
-export function isUiPayload(payload: Payload, size = payloadProtoSize(payload)): boolean {
-  return payload.metadata?.[UI_PAYLOAD_METADATA_KEY] != null && size <= UI_PAYLOAD_MAX_BYTES;
+export function isUiPayload(payload: Payload, size?: number): boolean {
+  // The mark first: an unmarked payload (any large one the store is asked about) is never encoded to be measured.
+  return (
+    payload.metadata?.[UI_PAYLOAD_METADATA_KEY] != null && (size ?? payloadProtoSize(payload)) <= UI_PAYLOAD_MAX_BYTES
+  );
 }
 
 export interface CompactorCodecOptions {

@@ -3,7 +3,6 @@
 // compaction options on `compact`, `-` for standard input, a reader that goes away (EPIPE), and a
 // summarizer failure named on stderr with its own exit code.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -14,6 +13,7 @@ import { Compactor } from '../../src/compactor.js';
 import type { ChatMessage } from '../../src/core/types.js';
 import { createExtractiveSummarizer } from '../../src/summarizers/extractive.js';
 import { runCli, spawnCli } from '../support/cli-process.js';
+import { closedPort } from '../support/closed-port.js';
 import { dataUrl, pngBytes } from '../support/images.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.js';
 
@@ -43,16 +43,6 @@ function capture(
     out: () => out,
     err: () => err,
   };
-}
-
-/** A port nothing listens on: one the system just gave out and that was closed again. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  if (address === null || typeof address === 'string') throw new Error('no port');
-  return address.port;
 }
 
 describe('temporal-compactor conventions', { timeout: 60_000 }, () => {

@@ -114,3 +114,19 @@ export async function startLlamaServer({
   }
   return { url, baseURL: `${url}/v1`, model: basename(model), contextSize, log, stop };
 }
+
+/**
+ * The settings that make the CLI or a worker process summarize with `server`'s model: bounded
+ * summaries of `maxTokens`, and a deadline a piece meets on a loaded two-core machine (these
+ * tests check windows and round trips, not deadlines).
+ */
+export function realSummarizerEnv(server: LlamaServer, maxTokens: number): Record<string, string> {
+  return {
+    COMPACTOR_SUMMARIZER: 'openai',
+    OPENAI_BASE_URL: server.baseURL,
+    OPENAI_API_KEY: 'unused',
+    COMPACTOR_SUMMARIZER_MODEL: server.model,
+    COMPACTOR_SUMMARIZER_MAX_TOKENS: String(maxTokens),
+    COMPACTOR_SUMMARIZER_TIMEOUT: '240s',
+  };
+}

@@ -6,6 +6,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll } from 'vitest';
 import { bundleWorkflows } from './temporal.js';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -42,13 +43,41 @@ export function killWorkerProcesses(workers: WorkerProcess[]): void {
     if (worker.child.exitCode === null && worker.child.signalCode === null) worker.child.kill('SIGKILL');
 }
 
+/** A prebuilt bundle of the production workflows in a temporary file. */
+export interface ProductionBundle {
+  bundlePath: string;
+  code: string;
+  remove: () => void;
+}
+
 /** The production workflows bundled once (as `temporal-compactor bundle` does) into a temporary file. */
-export async function writeProductionBundle(
-  prefix: string,
-): Promise<{ bundlePath: string; code: string; remove: () => void }> {
+export async function writeProductionBundle(prefix: string): Promise<ProductionBundle> {
   const dir = mkdtempSync(join(tmpdir(), prefix));
   const bundlePath = join(dir, 'workflow-bundle.js');
   const { code } = await bundleWorkflows(new URL('../../src/workflows/index.ts', import.meta.url));
   writeFileSync(bundlePath, code);
   return { bundlePath, code, remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/**
+ * For the calling `describe` block: the production bundle, written before its tests, and the
+ * worker processes they spawn (push them to `spawned`), SIGKILLed after them, the bundle removed.
+ */
+export function workerProcessesFor(prefix: string): { readonly bundle: ProductionBundle; spawned: WorkerProcess[] } {
+  let bundle: ProductionBundle | undefined;
+  const spawned: WorkerProcess[] = [];
+  beforeAll(async () => {
+    bundle = await writeProductionBundle(prefix);
+  });
+  afterAll(() => {
+    killWorkerProcesses(spawned);
+    bundle?.remove();
+  });
+  return {
+    get bundle(): ProductionBundle {
+      if (bundle === undefined) throw new Error(`${prefix}: the bundle is written before the tests (beforeAll)`);
+      return bundle;
+    },
+    spawned,
+  };
 }

@@ -2,7 +2,7 @@
 // (the dead worker's workflow task after the sticky timeout, its activity after the heartbeat
 // timeout) and the run completes with exactly the conversation, transcript and compaction history
 // of an uninterrupted run of the same input.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { agentRun } from '../../src/index.js';
 import { compactionsQuery, sessionQuery, type AgentRunWorkflowInput } from '../../src/shared/agent-run.js';
 import { replaySession } from '../../src/core/agent/session.js';
@@ -10,27 +10,14 @@ import { readSessionLines } from '../../src/client/session-reader.js';
 import { TRAJECTORY_DIR_ENV } from '../../corpus/index.js';
 import { openingOf, replayActivities, trajectoryDir } from '../support/agent.js';
 import { testConnection, uniqueId, withWorker } from '../support/temporal.js';
-import {
-  killWorkerProcesses,
-  spawnWorkerProcess,
-  writeProductionBundle,
-  type WorkerProcess,
-} from '../support/worker-process.js';
+import { spawnWorkerProcess, workerProcessesFor } from '../support/worker-process.js';
 import { until } from '../support/until.js';
 
 /** A generated coding run with parallel tool calls (corpus/generate.ts): at this window it elides early and first summarizes about halfway. */
 const NAME = 'generated_parallel-calls';
 
 describe('a worker process killed mid-run', () => {
-  let bundle: Awaited<ReturnType<typeof writeProductionBundle>>;
-  const spawned: WorkerProcess[] = [];
-  beforeAll(async () => {
-    bundle = await writeProductionBundle('agent-crash-');
-  });
-  afterAll(() => {
-    killWorkerProcesses(spawned);
-    bundle.remove();
-  });
+  const workers = workerProcessesFor('agent-crash-');
 
   it('completes with the same final conversation as an uninterrupted run', { timeout: 180_000 }, async () => {
     const input: AgentRunWorkflowInput = {
@@ -52,7 +39,7 @@ describe('a worker process killed mid-run', () => {
     const reference = await testConnection();
     const uninterrupted = await withWorker(
       reference,
-      { workflowBundle: { code: bundle.code }, activities: replayActivities() },
+      { workflowBundle: { code: workers.bundle.code }, activities: replayActivities() },
       () =>
         reference.client.workflow.execute(agentRun, {
           taskQueue: reference.taskQueue,
@@ -67,11 +54,11 @@ describe('a worker process killed mid-run', () => {
       TEMPORAL_ADDRESS: t.address,
       TEMPORAL_NAMESPACE: t.namespace,
       AGENT_TASK_QUEUE: t.taskQueue,
-      AGENT_WORKFLOW_BUNDLE: bundle.bundlePath,
+      AGENT_WORKFLOW_BUNDLE: workers.bundle.bundlePath,
       [TRAJECTORY_DIR_ENV]: trajectoryDir(),
     };
     const first = spawnWorkerProcess('test/support/agent-worker.ts', env);
-    spawned.push(first);
+    workers.spawned.push(first);
     await until(() => first.output().includes('agent worker ready'), 60_000, `the first worker:\n${first.output()}`);
     const handle = await t.client.workflow.start(agentRun, {
       taskQueue: t.taskQueue,
@@ -95,7 +82,7 @@ describe('a worker process killed mid-run', () => {
     await until(() => first.child.signalCode === 'SIGKILL', 10_000, 'the first worker to die');
 
     const second = spawnWorkerProcess('test/support/agent-worker.ts', env);
-    spawned.push(second);
+    workers.spawned.push(second);
     const recovered = await handle.result();
     expect(linesAtKill).toBeLessThan(recovered.session.lines);
     expect(JSON.stringify(recovered.messages)).toBe(JSON.stringify(uninterrupted.messages));

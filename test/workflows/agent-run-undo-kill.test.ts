@@ -4,7 +4,7 @@
 // conversation is byte for byte the one before the compaction, and the history, the transcript
 // and the result hold one `kind: 'undo'` record.
 import { WorkflowUpdateStage } from '@temporalio/client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { agentRun, type ChatMessage } from '../../src/index.js';
 import { compactUpdate, undoCompactionUpdate, type AgentRunWorkflowInput } from '../../src/shared/agent-run.js';
 import { replaySession } from '../../src/core/agent/session.js';
@@ -13,26 +13,13 @@ import { TRAJECTORY_DIR_ENV } from '../../corpus/index.js';
 import { createHold } from '../support/fake-openai.js';
 import { fakeModelAndToolRoot, trajectoryDir } from '../support/agent.js';
 import { testConnection, uniqueId } from '../support/temporal.js';
-import {
-  killWorkerProcesses,
-  spawnWorkerProcess,
-  writeProductionBundle,
-  type WorkerProcess,
-} from '../support/worker-process.js';
+import { spawnWorkerProcess, workerProcessesFor } from '../support/worker-process.js';
 import { billedReply as reply, readCall, undoOpening as opening } from '../support/undo-conversation.js';
 import { until } from '../support/until.js';
 
 describe('a worker process killed while an undo is in flight', () => {
   const world = fakeModelAndToolRoot('agent-undo-kill-', { 'a.txt': 'alpha\nbeta\n' });
-  let bundle: Awaited<ReturnType<typeof writeProductionBundle>>;
-  const spawned: WorkerProcess[] = [];
-  beforeAll(async () => {
-    bundle = await writeProductionBundle('agent-undo-kill-');
-  });
-  afterAll(() => {
-    killWorkerProcesses(spawned);
-    bundle.remove();
-  });
+  const workers = workerProcessesFor('agent-undo-kill-');
 
   it(
     'changes nothing: a new worker serves the undo once, the conversation comes back byte for byte',
@@ -45,13 +32,13 @@ describe('a worker process killed while an undo is in flight', () => {
         TEMPORAL_ADDRESS: t.address,
         TEMPORAL_NAMESPACE: t.namespace,
         AGENT_TASK_QUEUE: t.taskQueue,
-        AGENT_WORKFLOW_BUNDLE: bundle.bundlePath,
+        AGENT_WORKFLOW_BUNDLE: workers.bundle.bundlePath,
         AGENT_OPENAI_BASE_URL: world.server.baseURL,
         AGENT_TOOLS_ROOT: world.root,
         [TRAJECTORY_DIR_ENV]: trajectoryDir(),
       };
       const first = spawnWorkerProcess('test/support/agent-worker.ts', { ...env, AGENT_HOLD_RESTORE: '1' });
-      spawned.push(first);
+      workers.spawned.push(first);
       await until(() => first.output().includes('agent worker ready'), 60_000, `the first worker:\n${first.output()}`);
 
       const input: AgentRunWorkflowInput = {
@@ -89,7 +76,7 @@ describe('a worker process killed while an undo is in flight', () => {
       expect(await first.exited).toEqual({ code: null, signal: 'SIGKILL' });
 
       const second = spawnWorkerProcess('test/support/agent-worker.ts', env);
-      spawned.push(second);
+      workers.spawned.push(second);
       expect(await undo.result()).toMatchObject({ kind: 'undo', undoes: 1, round: 3, dropped: 0 });
       const result = await handle.result();
 

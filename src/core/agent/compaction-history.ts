@@ -498,7 +498,8 @@ export const STATIC_METADATA_MAX_BYTES = 220;
 /** `text` cut (with an ellipsis) until it takes at most `maxBytes` as JSON; '' when not even that fits. */
 export function fitStaticMetadata(text: string, maxBytes = STATIC_METADATA_MAX_BYTES): string {
   if (jsonPayloadBytes(text) <= maxBytes) return text;
-  for (let length = text.length - 1; length > 0; length -= 1) {
+  // A JSON string takes at least a byte a character: no cut longer than maxBytes can fit.
+  for (let length = Math.min(text.length - 1, maxBytes); length > 0; length -= 1) {
     const cut = `${text.slice(0, length)}…`;
     if (jsonPayloadBytes(cut) <= maxBytes) return cut;
   }

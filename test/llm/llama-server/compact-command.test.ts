@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fetchServerContextWindow } from '../../../src/llm/server-window.js';
 import { temporaryDirectory } from '../../support/cleanup.js';
 import { runCli, type CliRun } from '../../support/cli-process.js';
-import { startLlamaServer, type LlamaServer } from '../../support/llama-server.js';
+import { realSummarizerEnv, startLlamaServer, type LlamaServer } from '../../support/llama-server.js';
 
 const TRAJECTORY = 'examples/trajectories/taubench_gpt4o_airline_task46_trial3.json';
 const CONTEXT_SIZE = 4096;
@@ -47,13 +47,7 @@ async function compact(extraArgs: string[]): Promise<{ run: CliRun; serverLog: s
   const before = (await llama.log()).length;
   const started = Date.now();
   const run = await runCli(['compact', TRAJECTORY, '--budget', '4000', '--out', out, ...extraArgs], {
-    COMPACTOR_SUMMARIZER: 'openai',
-    OPENAI_BASE_URL: llama.baseURL,
-    OPENAI_API_KEY: 'unused',
-    COMPACTOR_SUMMARIZER_MODEL: llama.model,
-    COMPACTOR_SUMMARIZER_MAX_TOKENS: String(MAX_TOKENS),
-    // A deadline that a piece meets on a loaded two-core machine: this file checks the window, not deadlines.
-    COMPACTOR_SUMMARIZER_TIMEOUT: '240s',
+    ...realSummarizerEnv(llama, MAX_TOKENS),
   });
   console.info(
     `[llama-server] compact ${extraArgs.join(' ') || '(no window)'}: exit ${run.code}, ${((Date.now() - started) / 1000).toFixed(1)} s\n${run.stderr}`,

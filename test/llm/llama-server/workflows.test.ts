@@ -17,7 +17,7 @@ import { createOpenAISummarizer } from '../../../src/summarizers/openai.js';
 import { agentRun } from '../../../src/workflows/agent-run.js';
 import type { CompactConversationOptions } from '../../../src/workflows/compact-conversation.js';
 import type { compactConversation } from '../../../src/workflows/index.js';
-import { startLlamaServer, type LlamaServer } from '../../support/llama-server.js';
+import { realSummarizerEnv, startLlamaServer, type LlamaServer } from '../../support/llama-server.js';
 import { testConnection, uniqueId, withWorker } from '../../support/temporal.js';
 import {
   killWorkerProcesses,
@@ -85,12 +85,7 @@ describe('compactConversation against llama-server', () => {
       TEMPORAL_NAMESPACE: t.namespace,
       COMPACTOR_TASK_QUEUE: t.taskQueue,
       COMPACTOR_WORKFLOW_BUNDLE: bundle.bundlePath,
-      COMPACTOR_SUMMARIZER: 'openai',
-      OPENAI_BASE_URL: llama.baseURL,
-      OPENAI_API_KEY: 'unused',
-      COMPACTOR_SUMMARIZER_MODEL: llama.model,
-      COMPACTOR_SUMMARIZER_MAX_TOKENS: String(MAX_TOKENS),
-      COMPACTOR_SUMMARIZER_TIMEOUT: '240s',
+      ...realSummarizerEnv(llama, MAX_TOKENS),
       COMPACTOR_SUMMARIZER_CONTEXT_WINDOW: String(CONTEXT_SIZE),
     });
     spawned.push(first);
