@@ -47,16 +47,14 @@ export { DEFAULT_CODEC_SERVER_HOST, DEFAULT_CODEC_SERVER_PORT, MAX_PAYLOAD_THRES
 /** @default the origins of `temporal server start-dev`'s UI (port 8233), by name and by address. */
 export const DEFAULT_CODEC_SERVER_ORIGINS: readonly string[] = ['http://localhost:8233', 'http://127.0.0.1:8233'];
 
-// ---------------------------------------------------------------------------------------------
-// Value schemas. Each takes what the environment or a flag parser gives and says, in words, what
-// it expected: that phrase is the error message.
+// Value schemas: each takes what the environment or a flag parser gives.
 
 const nonEmptyText = z.string().trim().min(1);
 
-const positiveInteger = (minimum: number) =>
+const integerIn = (minimum: number, maximum = Number.MAX_SAFE_INTEGER) =>
   z
     .union([z.number(), z.string().trim().regex(/^\d+$/).transform(Number)])
-    .pipe(z.number().int().min(minimum).max(Number.MAX_SAFE_INTEGER));
+    .pipe(z.number().int().min(minimum).max(maximum));
 
 // envconfig reads TEMPORAL_TLS as true only for `1` and `true` (anything else is false), so
 // accepting `yes` here would silently disagree with the connection it configures.
@@ -127,10 +125,6 @@ const allowList = nonEmptyText.transform((value, context) => {
   return entries;
 });
 
-const port = z
-  .union([z.number(), z.string().trim().regex(/^\d+$/).transform(Number)])
-  .pipe(z.number().int().min(0).max(65_535));
-
 // host:port with an optional port (the SDK adds 7233); IPv6 hosts in brackets.
 const hostPort = nonEmptyText.regex(/^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)(?::\d{1,5})?$/);
 
@@ -143,35 +137,24 @@ const bindAddress = nonEmptyText.refine((value) => {
   return Number(port) >= 1 && Number(port) <= 65_535;
 });
 
-// ---------------------------------------------------------------------------------------------
-// The settings. The order is the README table's order.
+// The settings, in the README table's order. Each has a flag, the kebab-case form of its key, but
+// secrets: environment only (a flag shows up in process lists and shell history), never shown, and
+// taken out of every failure that quotes them (`workerSecrets`).
 
 interface Setting {
-  /** The environment variable. */
   env: string;
-  /** The CLI flag without `--`; none for secrets, which would show up in process lists and shell history. */
-  flag: string | undefined;
-  /** What a valid value looks like, for error messages. */
+  /** What a valid value looks like: a failure reads `VARIABLE: expected <expected>, got "<value>"`. */
   expected: string;
   /** The default, as the README shows it. */
   defaultText: string;
   description: string;
-  /**
-   * Never shown (not in errors, not in logs) and taken out of every failure that quotes it
-   * (`workerSecrets`). Secrets have no flag: environment only.
-   */
   secret?: boolean;
-  /**
-   * Parses the raw value (a flag's, else the variable's; blank counts as unset) into the setting's
-   * value, with its default. A failure reads as `VARIABLE: expected <expected>, got "<value>"`.
-   */
   schema: z.ZodType;
 }
 
 const settings = {
   temporalAddress: {
     env: 'TEMPORAL_ADDRESS',
-    flag: 'temporal-address',
     expected: 'host:port, e.g. localhost:7233',
     defaultText: '`localhost:7233`; the demo starts a local dev server when unset',
     description: 'Temporal frontend address; Temporal Cloud: `<namespace>.<account>.tmprl.cloud:7233`.',
@@ -179,7 +162,6 @@ const settings = {
   },
   temporalNamespace: {
     env: 'TEMPORAL_NAMESPACE',
-    flag: 'temporal-namespace',
     expected: 'a namespace name',
     defaultText: `\`${DEFAULT_TEMPORAL_NAMESPACE}\``,
     description: 'Temporal namespace.',
@@ -187,7 +169,6 @@ const settings = {
   },
   temporalApiKey: {
     env: 'TEMPORAL_API_KEY',
-    flag: undefined,
     expected: 'an API key',
     defaultText: '—',
     description: 'Temporal Cloud API key (environment only); turns TLS on unless `TEMPORAL_TLS=false`.',
@@ -196,7 +177,6 @@ const settings = {
   },
   temporalTls: {
     env: 'TEMPORAL_TLS',
-    flag: 'temporal-tls',
     expected: 'true, false, 1 or 0',
     defaultText: 'on with an API key, else off',
     description: 'TLS to the frontend. Certificates: the `TEMPORAL_TLS_*` variables of `@temporalio/envconfig`.',
@@ -204,7 +184,6 @@ const settings = {
   },
   temporalCliPath: {
     env: 'TEMPORAL_CLI_PATH',
-    flag: 'temporal-cli-path',
     expected: 'a path to the temporal CLI',
     defaultText: '`.temporal/`, then `temporal` on PATH',
     description: 'The `temporal` CLI that runs the local dev server (demo and tests).',
@@ -212,7 +191,6 @@ const settings = {
   },
   taskQueue: {
     env: 'COMPACTOR_TASK_QUEUE',
-    flag: 'task-queue',
     expected: 'a task queue name',
     defaultText: `\`${DEFAULT_TASK_QUEUE}\``,
     description: 'Task queue of the workflows (and of the activities, unless the next setting is set).',
@@ -220,7 +198,6 @@ const settings = {
   },
   summarizerTaskQueue: {
     env: 'COMPACTOR_SUMMARIZER_TASK_QUEUE',
-    flag: 'summarizer-task-queue',
     expected: 'a task queue name',
     defaultText: 'the task queue',
     description:
@@ -229,7 +206,6 @@ const settings = {
   },
   workerMode: {
     env: 'COMPACTOR_WORKER_MODE',
-    flag: 'worker-mode',
     expected: '"all", "workflows" or "activities"',
     defaultText: '`all`',
     description:
@@ -238,7 +214,6 @@ const settings = {
   },
   workflowBundle: {
     env: 'COMPACTOR_WORKFLOW_BUNDLE',
-    flag: 'workflow-bundle',
     expected: 'a path to a prebuilt workflow bundle',
     defaultText: '— (bundled at start-up)',
     description:
@@ -247,7 +222,6 @@ const settings = {
   },
   shutdownGraceTime: {
     env: 'COMPACTOR_SHUTDOWN_GRACE_TIME',
-    flag: 'shutdown-grace-time',
     expected: 'a duration such as "10s", "500ms", "1m" or milliseconds',
     defaultText: `\`${DEFAULT_SHUTDOWN_GRACE_MS / 1000}s\``,
     description: 'On SIGINT/SIGTERM, how long in-flight activities may finish before they are cancelled.',
@@ -255,7 +229,6 @@ const settings = {
   },
   summarizer: {
     env: 'COMPACTOR_SUMMARIZER',
-    flag: 'summarizer',
     expected: '"auto", "openai" or "extractive"',
     defaultText: '`auto`',
     description:
@@ -264,7 +237,6 @@ const settings = {
   },
   openaiBaseUrl: {
     env: 'OPENAI_BASE_URL',
-    flag: 'openai-base-url',
     expected: 'an http(s) URL without user:password@ or query, e.g. http://localhost:11434/v1',
     defaultText: `\`${DEFAULT_OPENAI_BASE_URL}\``,
     description:
@@ -273,7 +245,6 @@ const settings = {
   },
   openaiApiKey: {
     env: 'OPENAI_API_KEY',
-    flag: undefined,
     expected: 'an API key',
     defaultText: '—',
     description: 'The API key of that server (environment only); local servers need none.',
@@ -282,7 +253,6 @@ const settings = {
   },
   summarizerModel: {
     env: 'COMPACTOR_SUMMARIZER_MODEL',
-    flag: 'summarizer-model',
     expected: 'a model name',
     defaultText: `\`${DEFAULT_SUMMARIZER_MODEL}\``,
     description: 'The model that writes summaries.',
@@ -290,7 +260,6 @@ const settings = {
   },
   summarizerTimeout: {
     env: 'COMPACTOR_SUMMARIZER_TIMEOUT',
-    flag: 'summarizer-timeout',
     expected: 'a positive duration such as "60s", "500ms", "2m" or milliseconds',
     defaultText: `\`${DEFAULT_SUMMARIZER_TIMEOUT_MS / 1000}s\``,
     description: "Deadline of one summarize call; keep it below the activity's `startToCloseTimeout` (5 min).",
@@ -298,16 +267,14 @@ const settings = {
   },
   summarizerMaxTokens: {
     env: 'COMPACTOR_SUMMARIZER_MAX_TOKENS',
-    flag: 'summarizer-max-tokens',
     expected: 'a positive integer (tokens)',
     defaultText: "derived from the summary's room",
     description:
       "The most tokens a summary may take, sent as the OpenAI summarizer's max tokens with every request instead of what each request derives from the summary's room in the compacted conversation (docs/design.md#summary-length).",
-    schema: positiveInteger(1).optional(),
+    schema: integerIn(1).optional(),
   },
   chatTimeout: {
     env: 'COMPACTOR_CHAT_TIMEOUT',
-    flag: 'chat-timeout',
     expected: 'a positive duration such as "120s", "500ms", "2m" or milliseconds',
     defaultText: `\`${DEFAULT_CHAT_TIMEOUT_MS / 1000}s\``,
     description:
@@ -316,40 +283,35 @@ const settings = {
   },
   maxConcurrentActivities: {
     env: 'COMPACTOR_MAX_CONCURRENT_ACTIVITIES',
-    flag: 'max-concurrent-activities',
     expected: 'a positive integer',
     defaultText: "the SDK's (100)",
     description: 'Activities (summarize calls, chat, tools) one worker runs at once.',
-    schema: positiveInteger(1).optional(),
+    schema: integerIn(1).optional(),
   },
   maxConcurrentWorkflowTasks: {
     env: 'COMPACTOR_MAX_CONCURRENT_WORKFLOW_TASKS',
-    flag: 'max-concurrent-workflow-tasks',
     expected: 'an integer of at least 2',
     defaultText: "the SDK's (40)",
     description: 'Workflow tasks one worker runs at once (the SDK needs at least 2 while it caches workflows).',
-    schema: positiveInteger(2).optional(),
+    schema: integerIn(2).optional(),
   },
   contextBudget: {
     env: 'COMPACTOR_CONTEXT_BUDGET',
-    flag: 'context-budget',
     expected: 'a positive integer (tokens)',
     defaultText: "the run's own",
     description: 'Context window in tokens for agent runs started from the CLI or the demo.',
-    schema: positiveInteger(1).optional(),
+    schema: integerIn(1).optional(),
   },
   summarizerContextWindow: {
     env: 'COMPACTOR_SUMMARIZER_CONTEXT_WINDOW',
-    flag: 'summarizer-context-window',
     expected: 'an integer of at least 1024 (tokens)',
     defaultText: 'unset (one request)',
     description:
       "The summarizer's own context window in tokens (docs/design.md#summarizer-window): the worker's `summarize` activity refuses a request over it (Summarizer.ContextOverflow) and the compaction cuts the middle to fit; compactions and agent runs started from the CLI or the demo also get it as their `summarizerContextWindow` option.",
-    schema: positiveInteger(1024).optional(),
+    schema: integerIn(1024).optional(),
   },
   toolsRoot: {
     env: 'COMPACTOR_TOOLS_ROOT',
-    flag: 'tools-root',
     expected: 'a directory path',
     defaultText: '— (the built-in tools read nothing)',
     description:
@@ -358,7 +320,6 @@ const settings = {
   },
   toolsAllow: {
     env: 'COMPACTOR_TOOLS_ALLOW',
-    flag: 'tools-allow',
     expected:
       'comma-separated rules of the secret files (e.g. *.pem) or paths relative to the tool root (e.g. config/dev.pem), none absolute, with no ".."',
     defaultText: '— (no secret file is read)',
@@ -368,7 +329,6 @@ const settings = {
   },
   trajectoryDir: {
     env: 'COMPACTOR_TRAJECTORY_DIR',
-    flag: 'trajectory-dir',
     expected: 'a directory path',
     defaultText: 'the current directory',
     description: "Where the replay provider (`provider: 'replay'`) finds recorded trajectories by name (`NAME.json`).",
@@ -376,7 +336,6 @@ const settings = {
   },
   payloadStore: {
     env: 'COMPACTOR_PAYLOAD_STORE',
-    flag: 'payload-store',
     expected: '"off", "file:DIR" or "s3://BUCKET/PREFIX" (a valid S3 bucket name)',
     defaultText: '`off`; the demo: `file:.payload-store` in the project',
     description:
@@ -392,19 +351,14 @@ const settings = {
   },
   payloadThreshold: {
     env: 'COMPACTOR_PAYLOAD_THRESHOLD',
-    flag: 'payload-threshold',
     expected: `a byte count from 0 to ${MAX_PAYLOAD_THRESHOLD}`,
     defaultText: `\`${DEFAULT_PAYLOAD_THRESHOLD}\``,
     description:
       'Payloads of at least this many bytes go to the store (a claim in history is about 200 bytes); smaller ones stay inline, compressed from 512 bytes, encrypted with a key.',
-    schema: z
-      .union([z.number(), z.string().trim().regex(/^\d+$/).transform(Number)])
-      .pipe(z.number().int().min(0).max(MAX_PAYLOAD_THRESHOLD))
-      .default(DEFAULT_PAYLOAD_THRESHOLD),
+    schema: integerIn(0, MAX_PAYLOAD_THRESHOLD).default(DEFAULT_PAYLOAD_THRESHOLD),
   },
   s3Endpoint: {
     env: 'COMPACTOR_S3_ENDPOINT',
-    flag: 's3-endpoint',
     expected: 'an http(s) URL without user:password@ or query, e.g. http://127.0.0.1:9000',
     defaultText: 'AWS S3',
     description:
@@ -413,7 +367,6 @@ const settings = {
   },
   codecKey: {
     env: 'COMPACTOR_CODEC_KEY',
-    flag: undefined,
     expected: `base64 of exactly ${KEY_BYTES} random bytes, e.g. from \`openssl rand -base64 32\``,
     defaultText: '— (no encryption)',
     description:
@@ -423,7 +376,6 @@ const settings = {
   },
   codecKeyId: {
     env: 'COMPACTOR_CODEC_KEY_ID',
-    flag: 'codec-key-id',
     expected: '1-64 characters of A-Z, a-z, 0-9, ".", "_" or "-", with COMPACTOR_CODEC_KEY set',
     defaultText: '`k-` + 8 hex digits of a hash of the key',
     description: 'The id written beside every ciphertext, so decoding finds the right key after a rotation.',
@@ -431,7 +383,6 @@ const settings = {
   },
   codecOldKeys: {
     env: 'COMPACTOR_CODEC_OLD_KEYS',
-    flag: undefined,
     expected: `comma-separated ID:BASE64 entries (ID optional) of ${KEY_BYTES}-byte keys, with COMPACTOR_CODEC_KEY set`,
     defaultText: '—',
     description:
@@ -441,7 +392,6 @@ const settings = {
   },
   codecServerHost: {
     env: 'COMPACTOR_CODEC_SERVER_HOST',
-    flag: 'codec-server-host',
     expected: 'a host name or IP address to listen on, e.g. 127.0.0.1',
     defaultText: `\`${DEFAULT_CODEC_SERVER_HOST}\``,
     description:
@@ -450,15 +400,13 @@ const settings = {
   },
   codecServerPort: {
     env: 'COMPACTOR_CODEC_SERVER_PORT',
-    flag: 'codec-server-port',
     expected: 'a port number from 0 to 65535 (0: any free port)',
     defaultText: `\`${DEFAULT_CODEC_SERVER_PORT}\`; the demo: a free port`,
     description: "The codec server's port; the Temporal UI's codec endpoint is `http://HOST:PORT`.",
-    schema: port.default(DEFAULT_CODEC_SERVER_PORT),
+    schema: integerIn(0, 65_535).default(DEFAULT_CODEC_SERVER_PORT),
   },
   codecServerOrigins: {
     env: 'COMPACTOR_CODEC_SERVER_ORIGINS',
-    flag: 'codec-server-origins',
     expected:
       'comma-separated origins such as http://localhost:8233,https://cloud.temporal.io (scheme, host and port, no path), or *',
     defaultText: `\`${DEFAULT_CODEC_SERVER_ORIGINS.join(',')}\`; the demo: its UI`,
@@ -467,19 +415,14 @@ const settings = {
   },
   codecServerInlineLimit: {
     env: 'COMPACTOR_CODEC_SERVER_INLINE_LIMIT',
-    flag: 'codec-server-inline-limit',
     expected: 'a byte count',
     defaultText: `\`${MAX_PAYLOAD_THRESHOLD}\` (2 MiB, what history holds inline without a store)`,
     description:
       'The Temporal UI asks the codec server to keep claims (`preserveStorageRefs`) and offers them as downloads; claims of payloads up to this size are resolved anyway, so the event history shows the conversation.',
-    schema: z
-      .union([z.number(), z.string().trim().regex(/^\d+$/).transform(Number)])
-      .pipe(z.number().int().min(0).max(Number.MAX_SAFE_INTEGER))
-      .default(MAX_PAYLOAD_THRESHOLD),
+    schema: integerIn(0).default(MAX_PAYLOAD_THRESHOLD),
   },
   codecServerToken: {
     env: 'COMPACTOR_CODEC_SERVER_TOKEN',
-    flag: undefined,
     expected: "a token of 16 to 256 characters of A-Z, a-z, 0-9, '-', '_', '.' or '~'",
     defaultText: '— (a new random token at every start, printed once in the endpoint URL)',
     description:
@@ -489,7 +432,6 @@ const settings = {
   },
   codecServerEncodeStore: {
     env: 'COMPACTOR_CODEC_SERVER_ENCODE_STORE',
-    flag: 'codec-server-encode-store',
     expected: 'true, false, 1 or 0',
     defaultText: '`false`',
     description:
@@ -498,7 +440,6 @@ const settings = {
   },
   tracing: {
     env: 'COMPACTOR_TRACING',
-    flag: 'tracing',
     expected: '"off", "otlp" or "console"',
     defaultText: '`off`',
     schema: z.enum(['off', 'otlp', 'console']).default('off'),
@@ -507,7 +448,6 @@ const settings = {
   },
   prometheusAddress: {
     env: 'COMPACTOR_PROMETHEUS_ADDRESS',
-    flag: 'prometheus-address',
     expected: 'an IP address and port, e.g. 127.0.0.1:9464',
     defaultText: '— (no endpoint)',
     schema: bindAddress.optional(),
@@ -520,7 +460,7 @@ const settings = {
 export type SettingKey = keyof typeof settings;
 
 /** The settings a CLI flag can set (secrets are environment only). */
-export type FlagKey = { [K in SettingKey]: (typeof settings)[K]['flag'] extends string ? K : never }[SettingKey];
+export type FlagKey = { [K in SettingKey]: (typeof settings)[K] extends { secret: true } ? never : K }[SettingKey];
 
 /** CLI flags by setting key, e.g. `{ taskQueue: 'agents' }` for `--task-queue agents`. Flags override the environment. */
 export type ConfigFlags = Partial<Record<FlagKey, RawSettingValue>>;
@@ -615,11 +555,12 @@ function rawSettings(keys: readonly SettingKey[], { env = process.env, flags = {
   const flagValues: Partial<Record<string, RawSettingValue>> = flags;
   for (const key of keys) {
     const setting: Setting = settings[key];
-    const fromFlag = setting.flag === undefined ? undefined : flagValues[key];
+    const flag = flagOf(key);
+    const fromFlag = flag === undefined ? undefined : flagValues[key];
     const fromEnv = env[setting.env];
-    if (setting.flag !== undefined && isSet(fromFlag)) {
+    if (isSet(fromFlag)) {
       raw[key] = fromFlag;
-      source[key] = `--${setting.flag}`;
+      source[key] = `--${flag}`;
     } else if (isSet(fromEnv)) {
       raw[key] = fromEnv;
       source[key] = setting.env;
@@ -716,6 +657,12 @@ export function loadConfig(options: LoadConfigOptions = {}): CompactorConfig {
   };
 }
 
+/** The CLI flag without `--`; undefined for secrets. */
+function flagOf(key: SettingKey): string | undefined {
+  const setting: Setting = settings[key];
+  return setting.secret === true ? undefined : key.replace(/[A-Z]/g, (letter) => `-${letter.toLowerCase()}`);
+}
+
 function settingKeys(): SettingKey[] {
   return Object.keys(settings).filter(isSettingKey);
 }
@@ -801,7 +748,7 @@ export function workerSecrets(
 export function configParseArgsOptions(): Record<string, { type: 'string' }> {
   const options: Record<string, { type: 'string' }> = {};
   for (const key of settingKeys()) {
-    const name: string | undefined = settings[key].flag;
+    const name = flagOf(key);
     if (name !== undefined) options[name] = { type: 'string' };
   }
   return options;
@@ -811,7 +758,7 @@ export function configParseArgsOptions(): Record<string, { type: 'string' }> {
 export function configFlagsFromArgs(values: Readonly<Record<string, unknown>>): ConfigFlags {
   const flags: Partial<Record<SettingKey, RawSettingValue>> = {};
   for (const key of settingKeys()) {
-    const name: string | undefined = settings[key].flag;
+    const name = flagOf(key);
     const value = name === undefined ? undefined : values[name];
     if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') flags[key] = value;
   }
@@ -871,7 +818,7 @@ export function configTable(): ConfigTableRow[] {
     return {
       key,
       env: setting.env,
-      flag: setting.flag === undefined ? undefined : `--${setting.flag}`,
+      flag: flagOf(key) === undefined ? undefined : `--${flagOf(key)}`,
       default: setting.defaultText,
       description: setting.description,
     };

@@ -1,12 +1,5 @@
-// Node entry point (`temporal-compactor`): the whole workflow API (`temporal-compactor/workflow`)
-// plus what runs on Node — the in-process `Compactor` and the summarizers, the plugin and a whole
-// worker of ours, the configuration, the metrics runtime, and reading a run's transcript back. What
-// the CLI does (the codec server, the payload store's gc, bundles) is a command, not an export.
-// Errors a caller reacts to are exported (`InvalidInputError`, `SummarizerError`); the ones that
-// stop start-up or a read are told apart by their `name` (docs/design.md#failure-types). The
-// package's own tests, benchmarks and scripts import everything else by module path. Every export
-// is listed in api/temporal-compactor.api.md (`npm run api:report`); test/package/api-report.test.ts holds
-// this entry to its count of runtime names.
+// Node entry point (`temporal-compactor`): the workflow API plus what runs on Node. Every export is
+// listed in api/temporal-compactor.api.md (`npm run api:report`); tests import the rest by module path.
 export * from './workflow.js';
 // Compaction in this process (docs/design.md#compactor), and the summarizers.
 export { Compactor, type CompactorOptions, type UndoCallOptions } from './compactor.js';

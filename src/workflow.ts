@@ -1,11 +1,5 @@
-// Sandbox-safe entry point (`temporal-compactor/workflow`): what a workflow calls — `compact`,
-// `needsCompaction` and `planCompaction`, the AI SDK middleware, the workflows `compactConversation`
-// and `agentRun` with agentRun's updates and queries, the counters, the message checks, the
-// transcript, the failure types — and the types a user's code names. Nothing here may import Node
-// modules (the linter enforces it). The engine's parts are not an entry point: the package's own
-// tests, benchmarks and scripts import them by module path. Every export is listed in
-// api/temporal-compactor-workflow.api.md (`npm run api:report`); test/package/api-report.test.ts holds this
-// entry to its count of runtime names.
+// Sandbox-safe entry point (`temporal-compactor/workflow`): what a workflow calls and the types a
+// user's code names. Every export is listed in api/temporal-compactor-workflow.api.md (`npm run api:report`).
 
 // Compaction inside any workflow (docs/design.md#workflow-compact), and its options.
 export { compact, needsCompaction, planCompaction } from './workflows/compact.js';

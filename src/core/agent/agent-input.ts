@@ -15,7 +15,7 @@ import { assertKnownKeys, keysOf, unknownKeyReason } from '../unknown-keys.js';
 import { DEFAULT_PAYLOAD_LIMIT_BYTES } from '../limits/payload-size.js';
 import { DEFAULT_PRICING, type Pricing } from './run-usage.js';
 import type { ToolDeclaration } from '../counting/request-counter.js';
-import { describeIssue, isSticky, validateMessages } from '../schema.js';
+import { describeIssue, isRecord, isSticky, validateMessages } from '../schema.js';
 import { assertTaskQueueName } from '../limits/task-queue.js';
 import { BUILT_IN_TOOLS, isBuiltInToolName, isInternalActivityName } from './tool-declarations.js';
 import { RECALL_TOOL, RECALL_TOOL_NAME } from './recall.js';
@@ -38,10 +38,7 @@ interface ModelConfigBase {
   contextWindow: number;
   /** Tokens reserved for the answer (sent as `max_completion_tokens` to OpenAI). */
   maxOutputTokens: number;
-  /**
-   * Tokens kept free on top of the answer, for counting error.
-   * @default 5% of contextWindow for 'openai'; 0 for 'replay' (its usage is the workflow's own BPE count)
-   */
+  /** Tokens kept free for counting error. @default 5% of contextWindow for 'openai'; 0 for 'replay' */
   safetyMargin?: number;
   /** How the workflow estimates what billed usage does not cover. @default 'o200k_base' */
   tokenizer?: Tokenizer;
@@ -57,11 +54,7 @@ export interface OpenAIModelConfig extends ModelConfigBase {
   temperature?: number;
 }
 
-/**
- * Plays a recorded trajectory back: each chat call returns the next recorded assistant turn, each
- * tool call its recorded result. `trajectory` names a file the worker loads from its trajectory
- * directory (`COMPACTOR_TRAJECTORY_DIR`), so the recording never enters workflow history.
- */
+/** Plays a recorded trajectory back, loaded by the worker (`COMPACTOR_TRAJECTORY_DIR`) so it never enters history. */
 export interface ReplayModelConfig extends ModelConfigBase {
   provider: 'replay';
   /** A file name (`.json` may be left out) or a relative path under the worker's trajectory directory. */
@@ -84,11 +77,7 @@ export interface AgentActivitySettings {
   taskQueue?: string;
 }
 
-/**
- * How long a backend that failed a round (after its retries) rests: until then the chain does not
- * try it first, so a backend that is down costs its retries once, not every round. When every
- * backend is resting they are tried anyway, in chain order.
- */
+/** How long a backend that failed a round rests (not tried first); when all rest they are tried in chain order. */
 export interface BackendCooldown {
   /** Rounds a failed backend rests. 0: no cooldown, every round starts with the first backend. @default 5 */
   rounds?: number;
@@ -105,36 +94,20 @@ export interface AgentCompactionOptions extends Omit<CompactionOptions, 'context
   heartbeatTimeout?: Duration;
   taskQueue?: string;
   summarizerModel?: string;
-  /**
-   * Whether a compaction waits for a person (docs/design.md#review): `'approve'` publishes it (the
-   * `pendingCompaction` query) and waits for `reviewCompaction`; `'manual'` compacts only on the
-   * `compact` update. A compaction the next request cannot do without is applied at once either way.
-   * @default 'auto'
-   */
+  /** Whether a compaction waits for a person (docs/design.md#review). @default 'auto' */
   review?: CompactionReview;
   /** With `review: 'approve'`: how long a proposal waits before it is applied. @default '1h' */
   reviewTimeout?: Duration;
-  /**
-   * Declare a `recall` tool to the model and name, in every stub and summary, the transcript ids of
-   * what it replaced: `recall({ id })` answers with that message as the transcript holds it
-   * (docs/design.md#recall). @default false
-   */
+  /** Declare a `recall` tool and name replaced transcript ids in stubs and summaries (docs/design.md#recall). @default false */
   recall?: boolean;
   /**
-   * The provider's prompt-cache lifetime (docs/design.md#cold-cache): when more workflow time than
-   * this has passed since the run's last model call, the next request misses the cache anyway, so
-   * the run compacts at `coldTrigger` instead of `triggerRatio`. `'off'`: no such rule.
-   * @default the shortest of the chain's providers' (`DEFAULT_CACHE_TTL`: 5 minutes for `openai` and `replay`)
+   * The provider's prompt-cache lifetime: after a longer pause the run compacts at `coldTrigger`
+   * (docs/design.md#cold-cache). @default the shortest of the chain's providers' (`DEFAULT_CACHE_TTL`)
    */
   cacheTtl?: CacheTtl;
   /** The trigger, as a share of the budget, after a pause longer than `cacheTtl` (at most `triggerRatio`). @default 0.7 */
   coldTrigger?: number;
-  /**
-   * Declare the agent's own compaction tool `compact_context({ focus? })` to the model: a call the
-   * run accepts compacts at the end of the round with `focus` as summary instructions; a call in the
-   * cooldown after a compaction, or one that would reclaim too little, is answered with a refusal the
-   * model reads (docs/design.md#agent-tool). `true`: the default bounds. @default false
-   */
+  /** Declare the agent's own tool `compact_context({ focus? })` (docs/design.md#agent-tool). @default false */
   agentTool?: boolean | AgentToolOptions;
 }
 
@@ -151,34 +124,20 @@ export interface AgentRunInput {
   maxRounds?: number;
   /** How long a failed backend of the chain rests before it is tried first again. @default { rounds: 5 } */
   backendCooldown?: BackendCooldown;
-  /**
-   * Keep the task — the first user message of `messages` — verbatim through every compaction (it is
-   * marked `sticky`, a flag no provider sees): an agent that forgets what it was asked to do is not
-   * saved by a cheap summary (docs/design.md#task-survives). @default true
-   */
+  /** Keep the first user message verbatim through every compaction (docs/design.md#task-survives). @default true */
   keepTask?: boolean;
-  /**
-   * Prices for the run's billed-input estimate, relative to one uncached input token of the agent's
-   * model: a cached prompt token, and a summarizer prompt token. @default { cachedInput: 0.1, summarizerInput: 0.25 }
-   */
+  /** Prices relative to one uncached input token, for the billed-input estimate. @default { cachedInput: 0.1, summarizerInput: 0.25 } */
   pricing?: { cachedInput?: number; summarizerInput?: number };
   /** @default see AgentActivitySettings */
   chatActivity?: AgentActivitySettings;
   toolActivity?: AgentActivitySettings;
   /** Continue-as-new after this many rounds in one run, besides when Temporal suggests it. For tests and tuning. @default never */
   continueAsNewAfterRounds?: number;
-  /**
-   * Upsert the search attributes CompactionCount, ContextTokens, CompactionFallbacks,
-   * ContextExhausted, CompactionPending (a compaction waiting for review) — those the namespace has (the worker tells the run which; a missing one is
-   * never upserted, so it cannot stop the run). @default true
-   */
+  /** Upsert the run's search attributes the namespace has (a missing one is never upserted). @default true */
   searchAttributes?: boolean;
   /**
-   * The largest payload the run sends inline, in bytes (the chat request, a transcript batch, the
-   * state it continues as new with, its result). Over it, and unless the worker stores payloads
-   * externally (COMPACTOR_PAYLOAD_STORE), the run fails with `RunFailed.PayloadTooLarge` instead of
-   * sending what the server would refuse. Lower it when your namespace's `limit.blobSize.error` is lower.
-   * @default 2,000,000 (the server's default limit is 2 MiB)
+   * The largest payload the run sends inline; over it, without a payload store, the run fails with
+   * `RunFailed.PayloadTooLarge` rather than send what the server refuses. @default 2,000,000
    */
   maxPayloadBytes?: number;
 }
@@ -192,16 +151,11 @@ export interface ResolvedBackend {
   tokenizer: Tokenizer;
 }
 
-/**
- * A run's compaction settings, resolved at its start (`review`, `reviewTimeout` and `recall` are
- * the run's own: {@link AgentRunPlan}).
- */
+/** A run's compaction settings, resolved at its start. */
 export interface AgentCompaction {
-  /** The compaction options with their defaults, all but `contextBudget`. */
   options: Omit<ResolvedOptions, 'contextBudget'>;
   /** The run's `contextBudget`; undefined: each compaction aims at the preflight's room. */
   contextBudget: number | undefined;
-  /** The `summarize` activity's settings, checked. */
   activity: Pick<AgentCompactionOptions, 'startToCloseTimeout' | 'heartbeatTimeout' | 'taskQueue' | 'summarizerModel'>;
 }
 
@@ -211,15 +165,11 @@ export interface AgentRunPlan {
   messages: ChatMessage[];
   backends: ResolvedBackend[];
   tools: ToolDeclaration[];
-  /** The compaction settings, resolved once: what every compaction of the run runs with. */
   compaction: AgentCompaction;
-  /** Whether compactions wait for a person, and how long (docs/design.md#review). */
   review: { mode: CompactionReview; timeoutMs: number };
-  /** Whether the run declares `recall` and its stubs and summaries name what they replaced (docs/design.md#recall). */
   recall: boolean;
-  /** When the run compacts at the cold trigger (docs/design.md#cold-cache). */
   coldCache: ColdCache;
-  /** With `compaction.agentTool`: the bounds of the agent's `compact_context` calls (docs/design.md#agent-tool); undefined when off. */
+  /** Undefined when `compaction.agentTool` is off. */
   agentTool: AgentToolPlan | undefined;
   maxRounds: number;
   /** Rounds and milliseconds a failed backend rests (no time limit when undefined). */
@@ -237,12 +187,7 @@ export interface AgentRunPlan {
 export const DEFAULT_MAX_ROUNDS = 100;
 /** @default 5 rounds: a backend that failed a round is tried first again five rounds later. */
 export const DEFAULT_BACKEND_COOLDOWN_ROUNDS = 5;
-/**
- * The longest wait between two attempts of the loop's `chat` and tool activities (their retry
- * policy's `maximumInterval`). An `initialInterval` above it is refused here: the SDK would throw
- * while scheduling the activity, failing the workflow task again and again.
- * @default 30 s
- */
+/** The retry policy's `maximumInterval` of `chat` and tools; a larger `initialInterval` would make the SDK throw. */
 export const AGENT_MAXIMUM_RETRY_INTERVAL_MS = 30_000;
 
 const positiveInt = z.number().int().positive();
@@ -323,7 +268,7 @@ function fieldOf(path: readonly PropertyKey[], root = 'input'): string {
   return field;
 }
 
-/** The keys of the object schema at `path` inside `schema` (through optional wrappers); empty when there is none. */
+/** The keys of the object schema at `path` inside `schema`; empty when there is none. */
 function schemaKeysAt(schema: z.core.$ZodType, path: readonly PropertyKey[]): string[] {
   let at: z.core.$ZodType = schema;
   for (const key of path) {
@@ -351,11 +296,7 @@ function issueError(issue: z.core.$ZodIssue, schema: z.core.$ZodType, value: unk
 
 /**
  * Validates an `agentRun` input and applies the defaults. Throws `InvalidInputError` naming the
- * field, e.g. `input.model[1].contextWindow`, `input.tools[0].function.parameters.type` or
- * `messages[3].tool_call_id`. The messages of a new run must be a conversation a provider accepts
- * ({@link validateAgentMessages}); a continued run's carried conversation is the run's own and is
- * checked by the workflow.
- * An unknown key of `input.compaction` is refused with the closest known name.
+ * field, e.g. `input.model[1].contextWindow`. A continued run's carried conversation is checked by the workflow.
  */
 export function planAgentRun(input: unknown): AgentRunPlan {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
@@ -542,11 +483,7 @@ function parseModels(model: unknown): ModelConfig[] {
   });
 }
 
-/**
- * The conversation with its task pinned (docs/design.md#task-survives): the first user message marked `sticky`, a
- * flag no provider sees, so every compaction keeps it verbatim (and replay does the same). Returns
- * the same messages when there is no user message or it is sticky already.
- */
+/** The conversation with its first user message marked `sticky` (docs/design.md#task-survives). */
 export function pinTask(messages: readonly ChatMessage[]): ChatMessage[] {
   const task = messages.findIndex((message) => message.role === 'user');
   const found = messages[task];
@@ -557,10 +494,6 @@ export function pinTask(messages: readonly ChatMessage[]): ChatMessage[] {
 const TOOL_SHAPE = '{ type: "function", function: { name, description?, parameters? } }';
 const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
 /** "a string", "a list", "null": what a value is, for messages about the wrong kind of value. */
 function kindOf(value: unknown): string {
   if (value === null) return 'null';
@@ -568,10 +501,7 @@ function kindOf(value: unknown): string {
   return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
 }
 
-/**
- * One entry of `tools`: a built-in tool's name, or a function declaration in the shape the
- * OpenAI chat API takes, checked as far as a provider would refuse it, each fault named by field.
- */
+/** One entry of `tools`: a built-in tool's name, or an OpenAI function declaration checked as a provider would. */
 function parseTool(value: unknown, index: number): ToolDeclaration {
   const field = `input.tools[${index}]`;
   if (typeof value === 'string') {
@@ -651,16 +581,12 @@ function quoted(text: string): string {
 }
 
 /**
- * Validates the conversation an `agentRun` starts from: every message as {@link validateMessages}
- * does, and beyond that what a chat provider refuses, which compaction alone may accept
- * (docs/design.md#messages): each tool result directly follows (past other results only) the assistant turn whose call
- * it answers, each call is answered exactly once before the next message, and tool-call arguments
- * are JSON objects. Throws `InvalidInputError` naming the message and field, e.g.
- * `messages[4].tool_call_id: answers no tool call: ...`.
+ * Validates an `agentRun`'s opening conversation: {@link validateMessages}, plus what a provider
+ * refuses (docs/design.md#messages): each call answered exactly once right after its turn, and
+ * arguments that are JSON objects.
  */
 export function validateAgentMessages(messages: unknown): ChatMessage[] {
   const valid = validateMessages(messages);
-  /** The assistant turn whose results may follow, and which of its calls were answered where. */
   let open: { index: number; ids: string[]; answered: Map<string, number> } | undefined;
   const close = (): void => {
     if (open === undefined) return;

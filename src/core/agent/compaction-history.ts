@@ -1,25 +1,22 @@
-// Sandbox-safe: the compaction history of an agent run — one record per compaction, kept bounded
-// (the recent records and running totals; the whole history is in the transcript) — and the
-// Markdown the Temporal UI (current details) and the CLI (`temporal-compactor history`) show.
+// Sandbox-safe: an agent run's compaction history (recent records and totals; the whole history is in
+// the transcript), and the Markdown the Temporal UI and `temporal-compactor history` show.
 import { emptyRunUsage, percent, type Pricing, type RunUsage } from './run-usage.js';
 import type { CompactionLine, CompactionLineContext, ReviewOutcome, SessionLine, UndoLine } from './session.js';
 import type { CompactionResult, Coverage } from '../types.js';
 import { compactionKind, type CompactionKind } from '../compaction/kind.js';
 import { jsonPayloadBytes } from '../limits/payload-size.js';
 
-// What a compaction did, in one word (src/core/compaction/kind.ts: telemetry names it too).
 export { compactionKind, type CompactionKind };
 
-/** What a record of the history is: a compaction of one of those kinds, or the undo of one (docs/design.md#undo). */
+/** A compaction of one of those kinds, or the undo of one (docs/design.md#undo). */
 export type RecordKind = CompactionKind | 'undo';
 
 /** One compaction of an agent run (docs/design.md#compaction-history). Counts are in the units of `backend`. */
 export interface CompactionRecord {
   /** The chat round the compaction ran before (1-based). */
   round: number;
-  /** The backend whose room the compaction aimed at (its label). */
+  /** The label of the backend whose room it aimed at. */
   backend: string;
-  /** The room aimed at. */
   target: number;
   tokensBefore: number;
   tokensAfter: number;
@@ -29,42 +26,30 @@ export interface CompactionRecord {
   elided: number;
   /** Messages cut middle-out to fit (docs/design.md#truncation); absent when none was. */
   truncated?: number;
-  /**
-   * What the summary kept of the identifiers it had to keep (docs/design.md#coverage), with at most
-   * {@link RECORD_MISSING} of the missing ones named; absent without a summary or a check.
-   */
+  /** docs/design.md#coverage, naming at most {@link RECORD_MISSING} missing ones. */
   coverage?: Coverage;
-  /** How many pieces the summary took when the middle did not fit `summarizerContextWindow` (docs/design.md#summarizer-window); absent when one. */
+  /** Pieces the summary took (docs/design.md#summarizer-window); absent when one. */
   summaryPieces?: number;
   kind: RecordKind;
-  /** An undo (`kind: 'undo'`): the number of the compaction it undid. */
+  /** An undo: the number of the compaction it undid, and how many messages it brought back. */
   undoes?: number;
-  /** An undo: how many messages it brought back (replaced, dropped or elided by that compaction). */
   restored?: number;
-  /** Characters of the summary message, or null when there is none (its text is in the transcript). */
+  /** Null when there is no summary (its text is in the transcript). */
   summaryChars: number | null;
-  /** True when the messages came from the hard trim (the summarizer failed, was rejected or did not fit). */
+  /** The messages came from the hard trim. */
   fallback: boolean;
-  /** True when even the hard trim could not make the conversation fit `target`. */
+  /** Even the hard trim could not fit `target`. */
   exhausted: boolean;
-  /** `tokensBefore − tokensAfter`. */
   tokensReclaimed: number;
-  /** Prompt tokens the summarizer was sent for it (estimated when its backend did not say); 0 without a summary. */
+  /** Prompt tokens sent to the summarizer for it; 0 without a summary. */
   summarizerTokens: number;
-  /** The run's cache hit rate so far, when it ran; null when not known (a transcript without it). */
+  /** The run's cache hit rate and billed input so far; null when not known. */
   cacheHitRate: number | null;
-  /** The run's estimated billed input so far, when it ran; null when not known. */
   billedInput: number | null;
-  /** Under `compaction.review` (not `'auto'`): how it was applied — reviewed, edited, on timeout, or forced by the window. */
   review?: ReviewOutcome;
-  /**
-   * With `keepUserMessages` (docs/design.md#user-words): of the user messages in what the compaction
-   * replaced, how many it kept verbatim and how many it summarized (or trimmed); absent otherwise.
-   */
+  /** With `keepUserMessages` (docs/design.md#user-words): user messages kept verbatim and summarized. */
   userMessages?: { kept: number; summarized: number };
-  /** True when it ran at the cold trigger, after a pause longer than the cache TTL (docs/design.md#cold-cache); absent otherwise. */
   coldCache?: boolean;
-  /** `'agent'`: the agent asked for it (`compact_context`, docs/design.md#agent-tool). */
   askedBy?: 'agent';
 }
 
@@ -73,17 +58,14 @@ export interface CompactionTotals {
   compactions: number;
   summaries: number;
   trims: number;
-  /** Compactions that only elided tool output. */
   elisionOnly: number;
   fallbacks: number;
   exhausted: number;
-  /** Messages replaced or trimmed, in all. */
   dropped: number;
-  /** Tool results elided, in all. */
   elided: number;
-  /** Σ (tokensBefore − tokensAfter), in the units of each compaction's backend (an undo's is negative). */
+  /** In the units of each compaction's backend (an undo's is negative). */
   tokensReclaimed: number;
-  /** Undos (`undoCompaction`): records too, numbered with the compactions (docs/design.md#undo). */
+  /** Undo records, numbered with the compactions (docs/design.md#undo). */
   undos: number;
 }
 
@@ -93,32 +75,24 @@ export interface UndoneCompaction {
   by: number;
 }
 
-/** An agent run's compaction history as the run keeps it: totals, the most recent records, and what the run cost so far. */
+/** An agent run's compaction history as the run keeps it. */
 export interface CompactionHistory {
   totals: CompactionTotals;
-  /** The last {@link RECENT_COMPACTIONS} records, oldest first; the rest are in the transcript (`transcript.compactionRecords`). */
+  /** The last {@link RECENT_COMPACTIONS} records, oldest first; the rest are in the transcript. */
   recent: CompactionRecord[];
-  /** The run's usage so far: chat requests, cache hits, the summarizer, and the billed-input estimate. */
   usage: RunUsage;
-  /** The compactions undone, in the order they were (docs/design.md#undo). */
   undone: UndoneCompaction[];
 }
 
-/** How many records a history holds, compactions and undos: the number of the last one. */
+/** The number of the last record (compactions and undos). */
 export function recordCount(totals: CompactionTotals): number {
   return totals.compactions + totals.undos;
 }
 
-/**
- * Records an agent run keeps (in its state, result and queries): enough for the UI's table, and a
- * bound that does not grow with the run. The transcript's compaction lines hold every one.
- * @default 20
- */
+/** Records an agent run keeps in its state, result and queries (the transcript holds every one). @default 20 */
 export const RECENT_COMPACTIONS = 20;
 
-/** Where a compaction ran and what the run had cost by then: what its compaction line records; see {@link compactionRecord}. */
-export type CompactionContext = CompactionLineContext;
-
+type CompactionContext = CompactionLineContext;
 /** A record names at most this many missing identifiers: records stay small. */
 export const RECORD_MISSING = 10;
 
@@ -179,7 +153,7 @@ export function emptyCompactionHistory(pricing?: Pricing): CompactionHistory {
   };
 }
 
-/** The history with `record` added: totals updated, the oldest recent record let go past {@link RECENT_COMPACTIONS}. */
+/** The history with `record` added, keeping the last `keep` records. */
 export function addCompactionRecord(
   history: CompactionHistory,
   record: CompactionRecord,
@@ -218,10 +192,8 @@ export function addCompactionRecord(
 }
 
 /**
- * Every compaction record of a transcript, rebuilt from its compaction lines (an agent run writes
- * one per compaction, with its round, backend and target) and the elision lines just before each.
- * A compaction line without that context (a transcript written by hand, or by `recordCompaction`
- * without it) gets round 0, backend `?` and target 0.
+ * Every compaction record of a transcript, from its compaction, undo and elision lines. A line
+ * without context gets round 0, backend `?` and target 0.
  */
 export function compactionRecordsFromSession(lines: Iterable<SessionLine>): CompactionRecord[] {
   const records: CompactionRecord[] = [];
@@ -239,7 +211,6 @@ export function compactionRecordsFromSession(lines: Iterable<SessionLine>): Comp
   return records;
 }
 
-/** The record of an undo line (docs/design.md#undo). */
 export function undoRecord(line: UndoLine): CompactionRecord {
   return {
     round: line.round ?? 0,
@@ -298,12 +269,11 @@ export function groupDigits(value: number): string {
   return sign + String(Math.abs(Math.round(value))).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
 }
 
-/** ` in 9 pieces` for a summary the summarizer's window made take several requests (docs/design.md#summarizer-window); '' otherwise. */
 function piecesLabel(record: CompactionRecord): string {
   return record.summaryPieces === undefined ? '' : ` in ${record.summaryPieces} pieces`;
 }
 
-/** docs/design.md#user-words `, 3 user messages kept (2 summarized)` for a compaction that kept the user's words; '' otherwise. */
+/** `, 3 user messages kept (2 summarized)` (docs/design.md#user-words), or ''. */
 function userMessagesLabel(record: CompactionRecord): string {
   const words = record.userMessages;
   if (words === undefined || words.kept + words.summarized === 0) return '';
@@ -326,10 +296,7 @@ export function compactionKindLabel(kind: RecordKind, summaryChars: number): str
   }
 }
 
-/**
- * A summary's coverage in a few words: `ids 24 of 24 (13 carried)`, `ids 20 of 24, missing: a, b` (not `24/24`: the Temporal UI renders digits around a slash as a fraction)
- * (docs/design.md#coverage): kept of required, how many only the carried-facts line holds, what is missing.
- */
+/** `ids 20 of 24 (13 carried), missing: a, b` (docs/design.md#coverage); not `20/24`: the UI renders that as a fraction. */
 export function coverageLabel(coverage: Coverage): string {
   const carried = coverage.carried > 0 ? ` (${coverage.carried} carried)` : '';
   const shown = coverage.missing.slice(0, 3).join(', ');
@@ -342,14 +309,7 @@ export function coverageLabel(coverage: Coverage): string {
 export const COMPACTION_TABLE_HEADER =
   '| # | round | tokens before → after | reclaimed | dropped | elided | summary or trim | fallback | exhausted | cache hits so far | billed input so far |';
 
-/**
- * The compaction history as a wide Markdown table for a terminal, one row per record, numbered
- * from `first` (the number of the first record in the run), e.g.
- *
- * | # | round | tokens before → after | reclaimed | dropped | elided | summary or trim | fallback | exhausted | cache hits so far | billed input so far |
- * |--:|--:|--:|--:|--:|--:|---|---|---|--:|--:|
- * | 1 | 12 | 30,512 → 9,876 | 20,636 | 24 | 3 | summary (1,234 chars) | no | no | 81% | 104,332 |
- */
+/** The compaction history as a wide Markdown table for a terminal, rows numbered from `first`. */
 export function renderCompactionTable(
   records: readonly CompactionRecord[],
   first = 1,
@@ -362,26 +322,23 @@ export function renderCompactionTable(
   return [COMPACTION_TABLE_HEADER, '|--:|--:|--:|--:|--:|--:|---|---|---|--:|--:|', ...rows].join('\n');
 }
 
-/** The undos among `records` (numbered from `first`): what a table shows when it has no history's list. */
+/** The undos among `records`, numbered from `first`. */
 function undoneIn(records: readonly CompactionRecord[], first: number): UndoneCompaction[] {
   return records.flatMap((record, index) =>
     record.kind === 'undo' && record.undoes !== undefined ? [{ compaction: record.undoes, by: first + index }] : [],
   );
 }
 
-/** An undo's label (`undo of #3, 12 messages back`), or a compaction's when undone (`summary (1,234 chars), undone by #5`); undefined otherwise. */
+/** An undo's label, or an undone compaction's; undefined otherwise. */
 function undoLabel(record: CompactionRecord, number: number, undone: readonly UndoneCompaction[]): string | undefined {
-  if (record.kind === 'undo') return `undo of #${record.undoes ?? '?'}, ${record.restored ?? 0} messages back`;
+  if (record.kind === 'undo') return undoWhat(record);
   const by = undone.find((item) => item.compaction === number)?.by;
   return by === undefined
     ? undefined
     : `${compactionKindLabel(record.kind, record.summaryChars ?? 0)}, undone by #${by}`;
 }
 
-/**
- * What a run cost, in one line: `412,803 prompt tokens in 30 requests, 81% from the cache (modelled);
- * billed input ≈ 104,332 (summarizer 6,120 prompt tokens)`.
- */
+/** What a run cost, in one line: `412,803 prompt tokens in 30 requests, 81% from the cache (modelled); billed input ≈ …`. */
 export function describeRunUsage(usage: RunUsage): string {
   const source =
     usage.requests === 0
@@ -398,9 +355,13 @@ export function describeRunUsage(usage: RunUsage): string {
   return `${groupDigits(usage.promptTokens)} prompt tokens in ${usage.requests} request${usage.requests === 1 ? '' : 's'}, ${percent(usage.cacheHitRate)} from the cache${source}; billed input ≈ ${groupDigits(usage.billedInput)}${summarizer}`;
 }
 
-/** What a compaction did, shortly: `summary of 24`, `trim of 3`, `elided 5`, plus `+ elided 2`, `fallback`, `EXHAUSTED`. */
+function undoWhat(record: CompactionRecord): string {
+  return `undo of #${record.undoes ?? '?'}, ${record.restored ?? 0} messages back`;
+}
+
+/** What a compaction did, shortly: `summary of 24, + elided 2, fallback`. */
 function shortWhat(record: CompactionRecord): string {
-  if (record.kind === 'undo') return `undo of #${record.undoes ?? '?'}, ${record.restored ?? 0} messages back`;
+  if (record.kind === 'undo') return undoWhat(record);
   const main =
     record.kind === 'summary'
       ? `summary of ${record.dropped}${piecesLabel(record)}`
@@ -424,16 +385,12 @@ function shortWhat(record: CompactionRecord): string {
   return parts.join(', ');
 }
 
-/** One compaction as a short line for a narrow panel (tokens before → after): `#3 round 25 · 10,496 → 2,214 · summary of 44`. */
+/** `#3 round 25 · 10,496 → 2,214 · summary of 44`, for a narrow panel. */
 export function compactionLine(record: CompactionRecord, number: number): string {
   return `#${number} round ${record.round} · ${groupDigits(record.tokensBefore)} → ${groupDigits(record.tokensAfter)} · ${shortWhat(record)}`;
 }
 
-/**
- * The run's compactions as Markdown for the Temporal UI's *Current Details* panel, which is half
- * the page wide and renders tables without cell padding (adjacent numbers run together): a line of
- * totals, one of the cost so far, then one list item per recent compaction.
- */
+/** The run's compactions as Markdown for the UI's *Current Details*: a list, as that narrow panel renders tables unpadded. */
 export function renderCompactionDetails(history: CompactionHistory, extraLines: readonly string[] = []): string {
   const { totals, recent, usage } = history;
   const first = recordCount(totals) - recent.length + 1;
@@ -488,10 +445,8 @@ export function oneLine(text: string, max: number): string {
 }
 
 /**
- * The most bytes of JSON the static summary and the static details each take: their payloads (about
- * 30 bytes more) stay under the payload store's default threshold (256 B), so the UI and a client
- * without the store read them as written. A client's SDK gives no way to mark them for the UI as the
- * memo is marked (src/shared/ui-payload.ts): they stay in history by being small.
+ * The most bytes of JSON the static summary and details each take: their payloads stay under the
+ * store's default threshold (256 B), so they stay in history (a client cannot mark them for the UI).
  */
 export const STATIC_METADATA_MAX_BYTES = 220;
 
@@ -507,11 +462,8 @@ export function fitStaticMetadata(text: string, maxBytes = STATIC_METADATA_MAX_B
 }
 
 /**
- * The static summary and details a client gives an agent run when it starts it (the UI shows them
- * above the run), e.g. `agentRun · replay:openhands… (window 9,000 tokens)`; each at most `maxBytes`
- * of JSON ({@link STATIC_METADATA_MAX_BYTES}: pass less with a payload store threshold under 256).
- * The details say where the compactions are, then the backends, the compaction options and the
- * round limit as far as they fit.
+ * The static summary and details a client gives an agent run when it starts it, e.g.
+ * `agentRun · replay:openhands… (window 9,000 tokens)`; each at most `maxBytes` of JSON.
  */
 export function agentRunStaticMetadata(
   input: { model: unknown; compaction?: unknown; maxRounds?: number },

@@ -1,8 +1,5 @@
 // Sandbox-safe: the session transcript (docs/design.md#transcript-format) — JSON lines that replay to the live conversation.
-//
-// The live conversation of an agent run is *derived* by applying the same lines that are written
-// to the transcript (`applySessionLine`), so `replaySession(lines)` equals the live conversation
-// by construction; `recordCompaction` also checks it against the engine's own result.
+// The run derives its live conversation by applying the lines it writes, so replay equals it by construction.
 import { InvalidInputError } from '../errors.js';
 import { removableMask } from '../compaction/regions.js';
 import type { RoundUsage } from './run-usage.js';
@@ -18,7 +15,7 @@ export interface MessageLine {
 }
 export interface CompactionLine extends Partial<CompactionLineContext> {
   type: 'compaction';
-  /** Id of the last message replaced or dropped; null when none was (a no-op, an elision-only pass, a trim that dropped nothing). */
+  /** Id of the last message replaced or dropped; null when none was. */
   replacesThroughId: string | null;
   summary: string | null;
   dropped: number;
@@ -26,46 +23,33 @@ export interface CompactionLine extends Partial<CompactionLineContext> {
   tokensAfter: number;
   fallback: boolean;
   exhausted: boolean;
-  /** Messages cut middle-out to fit (their elision lines come just before); absent when none was. */
   truncated?: number;
-  /** What the summary kept of the identifiers it had to keep (docs/design.md#coverage); absent without a check. */
   coverage?: Coverage;
-  /** How many pieces the summary took when the middle did not fit the summarizer's window (docs/design.md#summarizer-window); absent when one. */
   summaryPieces?: number;
-  /** A hard trim's marker in a run with recall on (docs/design.md#recall): placed as a summary is; absent otherwise. */
+  /** A hard trim's marker in a run with recall on (docs/design.md#recall): placed as a summary is. */
   trimMarker?: string;
-  /**
-   * With `keepUserMessages` (docs/design.md#user-words): ids of the user messages of the middle
-   * that the compaction kept verbatim, in place; absent when it kept none.
-   */
+  /** With `keepUserMessages` (docs/design.md#user-words): ids of the user messages kept in place. */
   keptUserIds?: string[];
   /** With `keepUserMessages`: how many user messages it summarized (or the hard trim dropped). */
   userMessagesSummarized?: number;
 }
 
-/**
- * Where a compaction happened, as an agent run records it on its compaction lines, so its whole
- * compaction history can be rebuilt from the transcript (the run itself keeps only the recent records).
- * Replay ignores these fields.
- */
+/** Where a compaction happened, recorded so the whole history can be rebuilt from the transcript; replay ignores it. */
 export interface CompactionLineContext {
   /** The chat round the compaction ran before (1-based). */
   round: number;
-  /** The backend whose room the compaction aimed at (its label). */
+  /** The label of the backend whose room it aimed at. */
   backend: string;
-  /** The number of tokens it aimed at. */
   target: number;
-  /** What its summarizer requests cost, when a summary came back. */
   summarizerUsage?: SummarizerUsage;
-  /** The run's cache hit rate so far, when the compaction ran (0..1). */
+  /** The run's cache hit rate (0..1) and estimated billed input so far. */
   cacheHitRate?: number;
-  /** The run's estimated billed input so far, when the compaction ran (see `RunUsage.billedInput`). */
   billedInput?: number;
-  /** Under `compaction.review` (not `'auto'`): how the compaction was applied (docs/design.md#review). */
+  /** Under `compaction.review` (not `'auto'`): how it was applied (docs/design.md#review). */
   review?: ReviewOutcome;
-  /** True when it ran at the cold trigger, after a pause longer than the cache TTL (docs/design.md#cold-cache). */
+  /** It ran at the cold trigger (docs/design.md#cold-cache). */
   coldCache?: boolean;
-  /** `'agent'`: the agent asked for it with its `compact_context` tool (docs/design.md#agent-tool). */
+  /** The agent asked for it (docs/design.md#agent-tool). */
   askedBy?: 'agent';
 }
 
@@ -75,34 +59,22 @@ export interface ElisionLine {
   type: 'elision';
   id: string;
   stub: string;
-  /** An image elision's new content (see `Elision.content`); absent, the new content is `stub`. */
+  /** An image elision's new content; absent, it is `stub`. */
   content?: ContentPart[];
 }
-/**
- * Messages pinned (`pinned: true`: marked `sticky`, kept in place by every later compaction) or
- * unpinned (the flag taken off again) by the `pin` and `unpin` updates of an agent run
- * (docs/design.md#steering). The flag never reaches a provider.
- */
+/** Messages pinned (marked `sticky`) or unpinned by the `pin` and `unpin` updates (docs/design.md#steering). */
 export interface PinLine {
   type: 'pin';
   ids: string[];
   pinned: boolean;
 }
-/**
- * An undo of a compaction (docs/design.md#undo): the conversation as it was before compaction
- * `compaction`, with what came after it. Replay puts `restored` back (byte for byte, a pin set
- * since kept), takes out what the compaction added (`removes`: its summary or trim marker), orders
- * the conversation as `order` lists it, and keeps the messages added since at the end.
- */
+/** An undo of a compaction (docs/design.md#undo): replay applies it with {@link applyUndoLine}. */
 export interface UndoLine extends Partial<UndoLineContext> {
   type: 'undo';
-  /** The number of the compaction undone: its `#` in the history (compaction and undo lines, counted in order from 1). */
+  /** The compaction undone: its `#` in the history (compaction and undo lines, counted from 1). */
   compaction: number;
-  /** The ids of the conversation as it was just before that compaction, in order. */
   order: string[];
-  /** The messages that compaction replaced, dropped or elided, as they were before it. */
   restored: SessionEntry[];
-  /** The ids of what that compaction added (its summary or trim marker). */
   removes: string[];
   tokensBefore: number;
   tokensAfter: number;
@@ -110,16 +82,14 @@ export interface UndoLine extends Partial<UndoLineContext> {
 
 /** Where an undo happened, as an agent run records it on its undo line (replay ignores it). */
 export interface UndoLineContext {
-  /** The chat round the undo was applied before (1-based). */
   round: number;
-  /** The backend whose units `tokensBefore` and `tokensAfter` are in (its label). */
+  /** The label of the backend whose units the token counts are in. */
   backend: string;
   cacheHitRate?: number;
   billedInput?: number;
 }
 export type SessionLine = MessageLine | CompactionLine | ElisionLine | PinLine | UndoLine;
 
-/** The `type` of every kind of transcript line. */
 export const SESSION_LINE_TYPES: ReadonlyArray<SessionLine['type']> = [
   'message',
   'compaction',
@@ -131,24 +101,19 @@ export const SESSION_LINE_TYPES: ReadonlyArray<SessionLine['type']> = [
 const LINE_TYPES_REASON = 'must be "message", "compaction", "elision", "pin" or "undo"';
 
 /**
- * Where an agent run's transcript is. The run records its lines as it goes, in batches, as the
- * input of its `recordSession` activity; with a payload store those inputs live in the store and
- * the history holds claims. So the transcript is the `recordSession` inputs of `runId` and of the
- * runs it continued from, in order: `readSession` (Node) reads them back.
+ * Where an agent run's transcript is: the inputs of the `recordSession` activity of `runId` and of
+ * the runs it continued from, in order (`readSession` reads them back).
  */
 export interface SessionReference {
   workflowId: string;
-  /** The run that recorded the last of the lines; earlier ones are in the runs it continued from. */
   runId: string;
-  /** Lines recorded in all, across continue-as-new. */
   lines: number;
 }
 
 /** What the `session` query answers: the lines recorded so far (by reference) and those not recorded yet. */
 export interface SessionSnapshot {
-  /** The recorded lines: `reference.lines` of them. */
   reference: SessionReference;
-  /** The lines after those, not recorded yet (held by the running workflow). */
+  /** The lines not recorded yet. */
   pending: SessionLine[];
 }
 
@@ -159,7 +124,6 @@ export interface SessionBatch {
   lines: SessionLine[];
 }
 
-/** A message of the live conversation with its stable transcript id. */
 export interface SessionEntry {
   id: string;
   message: ChatMessage;
@@ -176,11 +140,7 @@ function positionOf(entries: readonly SessionEntry[], id: string, field: string)
   return position;
 }
 
-/**
- * Applies one transcript line to a conversation. A compaction removes every removable message
- * (not sticky, not in a group with a sticky message) up to and including `replacesThroughId`,
- * and puts the summary, if any, where the first of them stood — exactly what the engine does.
- */
+/** Applies one transcript line to a conversation, exactly as the engine compacts. */
 export function applySessionLine(entries: readonly SessionEntry[], line: SessionLine, lineIndex = 0): SessionEntry[] {
   const field = `lines[${lineIndex}]`;
   switch (line.type) {
@@ -261,9 +221,8 @@ function withPinOf(message: ChatMessage, now: ChatMessage): ChatMessage {
 }
 
 /**
- * Applies an undo line to a conversation (`field` names the line in errors): the conversation
- * `order` lists, each message restored or as it is now, then the messages added since the compaction.
- * Throws `InvalidInputError` naming the id when the conversation is not one the line can apply to.
+ * Applies an undo line: the conversation `order` lists, each message restored (keeping a pin set
+ * since) or as it is now, then the messages added since, without what the compaction added.
  */
 export function applyUndoLine(entries: readonly SessionEntry[], line: UndoLine, field: string): SessionEntry[] {
   const current = new Map(entries.map((entry) => [entry.id, entry]));
@@ -288,7 +247,6 @@ export function applyUndoLine(entries: readonly SessionEntry[], line: UndoLine, 
       );
     return now;
   });
-  // What came after the compaction (messages appended since) stays, after what it restores.
   const since = entries.filter((entry) => !listed.has(entry.id) && !removes.has(entry.id));
   return [...head, ...since];
 }
@@ -321,7 +279,7 @@ export function toJsonl(lines: readonly SessionLine[]): string {
   return lines.map((line) => JSON.stringify(line)).join('\n') + (lines.length > 0 ? '\n' : '');
 }
 
-/** docs/design.md#user-words What a compaction line records of the user messages a compaction kept and summarized. */
+/** docs/design.md#user-words */
 function userMessageFields(
   entries: readonly SessionEntry[],
   result: CompactionResult,
@@ -344,11 +302,9 @@ function userMessageFields(
 }
 
 /**
- * Turns one compaction result into transcript lines (elisions first, then the compaction when it
- * replaced or dropped anything or was a fallback/exhausted pass — or always, with `context`, which
- * the line then carries) and the new live entries, derived by applying those lines. Throws if that
- * derivation disagrees with the engine's result, which would mean a replayed transcript could not
- * reproduce the run.
+ * Turns one compaction result into transcript lines (elisions, then a compaction line unless
+ * nothing happened and there is no `context`) and the live entries derived by applying them;
+ * throws when those disagree with the engine's result.
  */
 export function recordCompaction(
   entries: readonly SessionEntry[],
