@@ -11,7 +11,7 @@ import {
   MAX_PAYLOAD_THRESHOLD,
 } from './payloads/codec-server.js';
 
-/** A setting's value as the environment (strings) or a flag parser (strings, numbers, booleans) gives it. */
+/** A setting's value as the environment or a flag parser gives it. */
 export type RawSettingValue = string | number | boolean | undefined;
 
 /** What a worker polls for: workflows and activities, or one kind only. */
@@ -35,12 +35,8 @@ export const DEFAULT_CHAT_TIMEOUT_MS = 120_000;
 /** Where the OpenAI client sends requests when no base URL is configured. */
 export const DEFAULT_OPENAI_BASE_URL = 'https://api.openai.com/v1';
 /**
- * @default 256 bytes. A claim in history costs about 200 bytes, so a payload larger than that
- * takes less history as a claim than inline (payloads under 512 bytes are not compressed). Above
- * 256 bytes that is every chat input, chat reply, tool result and summary; what stays inline is
- * small tool arguments, activity summaries and the like. The price is a store round trip per
- * offloaded payload. Measured by `bench:payloads` (bench/README.md, "Payloads") and
- * `bench:agent-long`.
+ * @default 256 bytes: a claim costs about 200 bytes of history, so a larger payload takes less
+ * history as a claim than inline (bench/README.md, "Payloads").
  */
 export const DEFAULT_PAYLOAD_THRESHOLD = 256;
 export { DEFAULT_CODEC_SERVER_HOST, DEFAULT_CODEC_SERVER_PORT, MAX_PAYLOAD_THRESHOLD };
@@ -471,24 +467,17 @@ type SettingSchemas = { [K in SettingKey]: (typeof settings)[K]['schema'] };
 function settingSchemas(): SettingSchemas {
   const shape: Partial<Record<SettingKey, z.ZodType>> = {};
   for (const key of settingKeys()) shape[key] = settings[key].schema;
-  // Filled key for key from the table above, so every entry is the very schema the type names:
   // TypeScript cannot follow a loop over a mapped type, hence the one assertion.
   return shape as SettingSchemas;
 }
 
-/**
- * The configuration schema, one entry per setting, made from the table above. Its input is the raw
- * value a setting got (after a flag overrode the environment and blank values counted as unset).
- */
-export const configSchema = z.object(settingSchemas());
+/** One entry per setting; its input is the raw value a setting got. */
+const configSchema = z.object(settingSchemas());
 
 /** Every setting's parsed value by setting key (`readSettings`' result for all of them). */
 export type SettingValues = z.output<typeof configSchema>;
 
-/**
- * Settings the configuration carries in another form: durations in milliseconds under a `…Ms`
- * name, the three codec settings as one keyring, and the summarizer queue resolved to a queue.
- */
+/** Settings the configuration carries in another form: durations as `…Ms`, the codec keys as one keyring. */
 type ReshapedSetting =
   | 'shutdownGraceTime'
   | 'summarizerTimeout'
@@ -498,11 +487,7 @@ type ReshapedSetting =
   | 'codecOldKeys'
   | 'summarizerTaskQueue';
 
-/**
- * The typed configuration `loadConfig` returns: every setting of the table under its key (what the
- * README's configuration table says of it), except those it reshapes. Durations are milliseconds;
- * `undefined` means not configured.
- */
+/** The typed configuration `loadConfig` returns; `undefined` means not configured. */
 export type CompactorConfig = Omit<SettingValues, ReshapedSetting> & {
   /** The queue summarize activities run on; equals `taskQueue` unless configured apart. */
   summarizerTaskQueue: string;
@@ -517,9 +502,7 @@ export type CompactorConfig = Omit<SettingValues, ReshapedSetting> & {
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';
   constructor(
-    /** `COMPACTOR_TASK_QUEUE` or `--task-queue`: whichever gave the bad value. */
     readonly setting: string,
-    /** What a valid value looks like. */
     readonly expected: string,
     /** The value given; `undefined` for secrets, which are never echoed. */
     readonly value: RawSettingValue,
@@ -542,10 +525,9 @@ function isSet(value: RawSettingValue): value is string | number | boolean {
   return value !== undefined && !(typeof value === 'string' && value.trim() === '');
 }
 
-/** The raw values of `keys` (a flag wins over the environment; blank counts as unset) and who gave each. */
+/** The raw values (a flag wins over the environment; blank counts as unset) and who gave each. */
 interface RawSettings {
   raw: Partial<Record<SettingKey, RawSettingValue>>;
-  /** `--flag` or the environment variable, as the user wrote it. */
   source: Partial<Record<SettingKey, string>>;
 }
 
@@ -565,8 +547,7 @@ function rawSettings(keys: readonly SettingKey[], { env = process.env, flags = {
       raw[key] = fromEnv;
       source[key] = setting.env;
     } else {
-      // Present though unset, so the parsed configuration has every key (`undefined`: not configured).
-      raw[key] = undefined;
+      raw[key] = undefined; // so the parsed configuration has every key
     }
   }
   return { raw, source };
@@ -580,19 +561,19 @@ function parseSettings<K extends SettingKey>(keys: readonly K[], { raw, source }
   if (parsed.success) return parsed.data;
   const key = parsed.error.issues.map((issue) => issue.path[0]).find(isSettingKey);
   if (key === undefined) throw new ConfigError('configuration', 'valid settings', undefined);
+  throw settingError(key, { raw, source });
+}
+
+/** A ConfigError naming `key` as the user gave it, and its value unless it is a secret. */
+function settingError(key: SettingKey, { raw, source }: RawSettings, expected?: string): ConfigError {
   const setting: Setting = settings[key];
-  throw new ConfigError(source[key] ?? setting.env, setting.expected, setting.secret === true ? undefined : raw[key]);
+  const value = setting.secret === true ? undefined : raw[key];
+  return new ConfigError(source[key] ?? setting.env, expected ?? setting.expected, value);
 }
 
 /**
- * Reads some settings only, with the same names, defaults and error messages as {@link loadConfig}:
- * for code that needs one or two of them (the tool root, the OpenAI-compatible server) and must not
- * fail over an unrelated bad setting.
- *
- * @throws ConfigError naming the first bad setting of `keys`.
- *
- * @example
- * const { toolsRoot } = readSettings(['toolsRoot']); // COMPACTOR_TOOLS_ROOT, or undefined
+ * Reads some settings only, as {@link loadConfig} does: for code that must not fail over an
+ * unrelated bad setting. @throws ConfigError naming the first bad setting of `keys`.
  */
 export function readSettings<K extends SettingKey>(
   keys: readonly K[],
@@ -604,26 +585,15 @@ export function readSettings<K extends SettingKey>(
 /**
  * Reads the configuration from the environment and CLI flags (flags win; a blank value counts as
  * unset, as `KEY=` in a compose file means), applies the defaults and validates every setting.
- *
- * @throws ConfigError naming the first bad setting as the user wrote it (env var or `--flag`) and
- * the value expected, e.g. `COMPACTOR_MAX_CONCURRENT_ACTIVITIES: expected a positive integer, got "abc"`.
- *
- * @example
- * const config = loadConfig({ flags: { taskQueue: 'agents' } });
- * const { summarizer, describe } = summarizerFromConfig(config);
- * console.log(`summarizer: ${describe}`);
+ * @throws ConfigError naming the first bad setting as the user wrote it (env var or `--flag`).
  */
 export function loadConfig(options: LoadConfigOptions = {}): CompactorConfig {
   const keys = settingKeys();
   const given = rawSettings(keys, options);
-  const { raw, source } = given;
   const values = parseSettings(keys, given);
   if (values.summarizer === 'openai' && values.openaiApiKey === undefined && values.openaiBaseUrl === undefined) {
-    throw new ConfigError(
-      source.summarizer ?? settings.summarizer.env,
-      '"auto" or "extractive" when neither OPENAI_API_KEY nor OPENAI_BASE_URL is set',
-      raw.summarizer,
-    );
+    const expected = '"auto" or "extractive" when neither OPENAI_API_KEY nor OPENAI_BASE_URL is set';
+    throw settingError('summarizer', given, expected);
   }
   const {
     shutdownGraceTime,
@@ -640,12 +610,9 @@ export function loadConfig(options: LoadConfigOptions = {}): CompactorConfig {
     codecKeyring = keyringFromSettings({ key: codecKey, keyId: codecKeyId, oldKeys: codecOldKeys });
   } catch (error) {
     if (!(error instanceof KeyFormatError)) throw error;
-    const key =
-      (['codecKey', 'codecKeyId', 'codecOldKeys'] as const).find(
-        (candidate) => settings[candidate].env === error.setting,
-      ) ?? 'codecKey';
-    const setting: Setting = settings[key];
-    throw new ConfigError(source[key] ?? setting.env, error.expected, setting.secret === true ? undefined : raw[key]);
+    const codecKeys = ['codecKey', 'codecKeyId', 'codecOldKeys'] as const;
+    const key = codecKeys.find((candidate) => settings[candidate].env === error.setting) ?? 'codecKey';
+    throw settingError(key, given, error.expected);
   }
   return {
     ...unchanged,
@@ -671,14 +638,7 @@ function isSettingKey(value: unknown): value is SettingKey {
   return typeof value === 'string' && Object.hasOwn(settings, value);
 }
 
-// ---------------------------------------------------------------------------------------------
-// Secrets
-
-/**
- * Secrets the libraries we configure read from the environment themselves: the AWS SDK's (`s3://`
- * stores), OpenTelemetry's exporter headers (`COMPACTOR_TRACING=otlp`), and envconfig's TLS client
- * key. Not settings of ours, but as secret as those marked `secret` in the table.
- */
+/** Secrets the libraries we configure read from the environment themselves (AWS, OpenTelemetry, envconfig). */
 export const LIBRARY_SECRET_VARIABLES = [
   'AWS_SECRET_ACCESS_KEY',
   'AWS_SESSION_TOKEN',
@@ -687,29 +647,18 @@ export const LIBRARY_SECRET_VARIABLES = [
   'TEMPORAL_TLS_CLIENT_KEY_DATA',
 ] as const;
 
-/** The environment variables whose values are secret: each setting marked `secret`, then {@link LIBRARY_SECRET_VARIABLES}. */
+/** The environment variables whose values are secret. */
 export function secretVariables(): string[] {
-  const settingSecrets = settingKeys()
-    .map((key): Setting => settings[key])
-    .filter((setting) => setting.secret === true)
-    .map((setting) => setting.env);
-  return [...settingSecrets, ...LIBRARY_SECRET_VARIABLES];
+  const secrets = settingKeys().filter((key) => flagOf(key) === undefined);
+  return [...secrets.map((key) => settings[key].env), ...LIBRARY_SECRET_VARIABLES];
 }
 
 /** Shorter values are not treated as secrets: placeholders such as `unused` would be replaced everywhere. */
 const MIN_SECRET_LENGTH = 8;
-/**
- * A part of a secret list (a header's value, a retired key) is redacted alone from this length: a
- * short part may be an ordinary word (`x-team=compactor`), and redacting it would garble every
- * message that uses the word.
- */
+/** A part of a secret list is redacted alone from this length: a short part may be an ordinary word. */
 const MIN_SECRET_PART_LENGTH = 16;
 
-/**
- * A secret variable's value as it could be quoted: whole, and the parts of a list of at least
- * {@link MIN_SECRET_PART_LENGTH} characters (`COMPACTOR_CODEC_OLD_KEYS`' `ID:KEY,…`, OpenTelemetry's
- * `name=value,…` headers): each entry, its value, and the words of its value (`Bearer TOKEN`).
- */
+/** A secret's value as it could be quoted: whole, and each long enough entry of a list, its value and its words. */
 function quotableParts(value: string): string[] {
   const entries = value.split(',').map((entry) => entry.trim());
   const parts = entries.flatMap((entry) => {
@@ -721,10 +670,7 @@ function quotableParts(value: string): string[] {
   return [value.trim(), ...parts.filter((part) => part.length >= MIN_SECRET_PART_LENGTH)];
 }
 
-/**
- * The secret values to keep out of failures and logs: those of every secret variable
- * ({@link secretVariables}) in `env`, plus `extra` (a client's own key).
- */
+/** The secret values to keep out of failures and logs: those of `env`, plus `extra` (a client's own key). */
 export function workerSecrets(
   extra: ReadonlyArray<string | null | undefined> = [],
   env: Readonly<Record<string, string | undefined>> = process.env,
@@ -738,13 +684,7 @@ export function workerSecrets(
   ];
 }
 
-// ---------------------------------------------------------------------------------------------
-// Flags
-
-/**
- * Options for `node:util` `parseArgs`, one string option per flag (`--task-queue agents`,
- * `--temporal-tls true`). Secrets have no flag.
- */
+/** Options for `node:util` `parseArgs`, one string option per flag. */
 export function configParseArgsOptions(): Record<string, { type: 'string' }> {
   const options: Record<string, { type: 'string' }> = {};
   for (const key of settingKeys()) {
@@ -765,20 +705,15 @@ export function configFlagsFromArgs(values: Readonly<Record<string, unknown>>): 
   return flags;
 }
 
-// ---------------------------------------------------------------------------------------------
-// Derived values
-
-/** The settings that say how to reach Temporal (`connectTemporal` of src/worker/temporal-connection.ts). */
+/** The settings that say how to reach Temporal. */
 export const TEMPORAL_SETTING_KEYS = ['temporalAddress', 'temporalNamespace', 'temporalApiKey', 'temporalTls'] as const;
 
 /** How to reach Temporal: a whole configuration, or just these settings (`readSettings(TEMPORAL_SETTING_KEYS)`). */
 export type TemporalSettings = Pick<CompactorConfig, (typeof TEMPORAL_SETTING_KEYS)[number]>;
 
 /**
- * Environment for `@temporalio/envconfig` (`loadClientConnectConfig({ overrideEnvVars })`) that
- * carries the configuration, flags included: `env`'s other variables (the `TEMPORAL_TLS_*`
- * certificates, gRPC metadata, profiles) pass through; blank ones are dropped, because envconfig
- * reads a blank `TEMPORAL_API_KEY` as a key and turns TLS on.
+ * Environment for `@temporalio/envconfig` that carries the configuration, flags included: `env`'s
+ * other variables pass through; blank ones are dropped (envconfig reads a blank `TEMPORAL_API_KEY` as a key).
  */
 export function temporalEnvVars(
   config: TemporalSettings,
@@ -797,13 +732,9 @@ export function temporalEnvVars(
   return result;
 }
 
-// ---------------------------------------------------------------------------------------------
-// Documentation
-
 /** One row of the README's configuration table. */
 export interface ConfigTableRow {
   key: SettingKey;
-  /** The environment variable. */
   env: string;
   /** `--flag`, or `undefined` for environment-only secrets. */
   flag: string | undefined;
@@ -811,21 +742,15 @@ export interface ConfigTableRow {
   description: string;
 }
 
-/** Every setting, in the README's order. */
 export function configTable(): ConfigTableRow[] {
   return settingKeys().map((key) => {
-    const setting: Setting = settings[key];
-    return {
-      key,
-      env: setting.env,
-      flag: flagOf(key) === undefined ? undefined : `--${flagOf(key)}`,
-      default: setting.defaultText,
-      description: setting.description,
-    };
+    const { env, defaultText, description }: Setting = settings[key];
+    const flag = flagOf(key);
+    return { key, env, flag: flag === undefined ? undefined : `--${flag}`, default: defaultText, description };
   });
 }
 
-/** The configuration table as Markdown, as the README holds it between its config-table markers. */
+/** The configuration table as Markdown. */
 export function configTableMarkdown(): string {
   const cell = (text: string): string => text.replace(/\|/g, '\\|');
   const rows = configTable().map(
