@@ -54,23 +54,22 @@ export interface CompactCallOptions {
   summaryPrompt?: string;
   /** For this call, instead of the constructor's `keepUserMessages` (docs/design.md#user-words). */
   keepUserMessages?: boolean;
-  /** Called as each summarize request ends, e.g. to print a line per piece (the CLI's `compact` does). */
+  /** Called as each summarize request ends. */
   onProgress?: (progress: SummarizeProgress) => void;
 }
 
 /** One summarize request of a compaction, as it ended (`CompactCallOptions.onProgress`). */
 export interface SummarizeProgress {
-  /** `summary`, a retry (`tighter`, `coverage`), or a `piece` of a middle summarized in pieces. */
   purpose: SummarizeStep['purpose'];
-  /** Which piece the request folded in, of how many as planned then (docs/design.md#summarizer-window). */
+  /** Which piece of how many as planned then (docs/design.md#summarizer-window). */
   piece?: { index: number; of: number };
   /** The request's size as the compaction's counter estimates it. */
   estimatedTokens: number;
   /** The prompt tokens the summarizer billed, when it reported them. */
   promptTokens?: number;
-  /** From the first attempt to the end of the last, retries and their waits included. */
+  /** Retries and their waits included. */
   elapsedMs: number;
-  /** How it ended: a summary; refused as over the window or past its deadline (cut smaller next); failed; cancelled. */
+  /** `overflow` and `deadline` are cut smaller next. */
   outcome: 'summary' | 'overflow' | 'deadline' | 'failed' | 'cancelled';
 }
 
@@ -78,16 +77,15 @@ export interface SummarizeProgress {
 export interface UndoCallOptions {
   /** The `#` of the compaction to undo. @default the last compaction in effect */
   compactionId?: number;
-  /** Count with this counter (the fit against `contextBudget`, the record's tokens). @default the compactor's */
+  /** @default the compactor's counter */
   counter?: TokenCounter;
 }
 
 const UNDO_CALL_OPTION_KEYS = keysOf<UndoCallOptions>({ compactionId: true, counter: true });
 
 /**
- * The constructor's option names. The workflow `compact`'s activity settings are among them: they
- * change nothing in-process, and one options object may serve both drivers (as parity checks do).
- * Its `target` is not: here it is a per-call option, and ignoring it would compact to another size.
+ * The constructor's option names: the workflow `compact`'s activity settings are among them (so one
+ * options object serves both drivers), its `target` is not (here it is a per-call option).
  */
 const COMPACTOR_OPTION_KEYS: readonly string[] = [
   ...COMPACTION_OPTION_KEYS,
@@ -123,10 +121,7 @@ export class Compactor {
   readonly options: ResolvedOptions;
   readonly counter: TokenCounter;
   private readonly summarizer: Summarizer;
-  /**
-   * docs/design.md#summarizer-overflow What this compactor's summarizer taught of its tokens and
-   * window (billed prompt tokens, a refusal's numbers): every later piece and compaction plans with it.
-   */
+  /** What the summarizer taught of its tokens and window (docs/design.md#summarizer-overflow). */
   private readonly calibration: SummarizerCalibration = newCalibration();
 
   constructor(compactorOptions: CompactorOptions) {
@@ -147,27 +142,21 @@ export class Compactor {
 
   /** True when the conversation is over the trigger, or (with `ageObservations` or `keepImages`) holds a full elision batch. */
   needsCompaction(conversation: Conversation, callOptions: FormatOption = {}): boolean {
-    assertKnownKeys(callOptions, FORMAT_OPTION_KEYS, 'callOptions');
-    const view = formatView(formatOption(callOptions.format, 'callOptions.format'), conversation);
-    if (view === undefined) return needsCompactionCore(conversation, this.options, {}, this.counter);
-    return needsCompactionCore(view.messages, this.options, { counter: view.counter(this.counter) }, this.counter);
+    const { messages, overrides } = this.view(conversation, callOptions);
+    return needsCompactionCore(messages, this.options, overrides, this.counter);
   }
 
-  /**
-   * {@link needsCompaction}, and with `summarizerContextWindow` how many pieces the summary would
-   * take (`summaryPieces`, only when more than one request; docs/design.md#summarizer-window).
-   */
+  /** {@link needsCompaction}, and how many pieces the summary would take (docs/design.md#summarizer-window). */
   planCompaction(conversation: Conversation, callOptions: FormatOption = {}): CompactionPlan {
+    const { messages, overrides } = this.view(conversation, callOptions);
+    return compactionPlanCore(messages, this.options, overrides, this.counter, this.calibration);
+  }
+
+  private view(conversation: Conversation, callOptions: FormatOption): { messages: unknown; overrides: CallOverrides } {
     assertKnownKeys(callOptions, FORMAT_OPTION_KEYS, 'callOptions');
     const view = formatView(formatOption(callOptions.format, 'callOptions.format'), conversation);
-    if (view === undefined) return compactionPlanCore(conversation, this.options, {}, this.counter, this.calibration);
-    return compactionPlanCore(
-      view.messages,
-      this.options,
-      { counter: view.counter(this.counter) },
-      this.counter,
-      this.calibration,
-    );
+    if (view === undefined) return { messages: conversation, overrides: {} };
+    return { messages: view.messages, overrides: { counter: view.counter(this.counter) } };
   }
 
   /** Compacts once. Never rejects for a summarizer failure or a cancellation: those end in the hard trim. */
@@ -212,18 +201,10 @@ export class Compactor {
   }
 
   /**
-   * Undoes a compaction of a transcript you keep (docs/design.md#undo): the lines an agent run writes,
-   * or your own (`transcript.recordCompaction` writes a compaction's). Compaction `compactionId` (its
-   * `#`, counting compaction and undo lines from 1; default the last in effect) is undone: the
-   * answer holds the conversation with every message it replaced, dropped or elided back byte for
-   * byte, the undo line to append to your transcript, and its record (`kind: 'undo'`).
-   * @throws UndoRefusedError (`Compaction.UndoRefused`) when the restored conversation is over
-   * `contextBudget` (`window`), a later compaction depends on it, it was undone, or none is in effect.
+   * Undoes a compaction of a transcript you keep (docs/design.md#undo): the answer holds the
+   * conversation restored byte for byte, the undo line to append, and its record.
+   * @throws UndoRefusedError (`Compaction.UndoRefused`) when the undo cannot be applied.
    * @throws InvalidInputError naming `callOptions.compactionId` or the line that does not replay.
-   * @example
-   * const { entries, line } = compactor.undo(lines);
-   * lines.push(line);
-   * messages = entries.map((entry) => entry.message);
    */
   undo(lines: readonly SessionLine[], callOptions: UndoCallOptions = {}): TranscriptUndo {
     assertKnownKeys(callOptions, UNDO_CALL_OPTION_KEYS, 'callOptions');
@@ -265,16 +246,14 @@ export class Compactor {
       try {
         const response = await untilAborted(this.summarizer.summarize(step.request, signal ? { signal } : {}), signal);
         if (typeof response?.text === 'string' && response.text.trim() !== '') {
-          return response.usage === undefined
-            ? { kind: 'summary', text: response.text }
-            : { kind: 'summary', text: response.text, usage: response.usage };
+          const { text, usage } = response;
+          return usage === undefined ? { kind: 'summary', text } : { kind: 'summary', text, usage };
         }
         lastFailure = 'the summarizer returned an empty summary';
       } catch (error) {
         if (cancelled()) return { kind: 'cancelled' };
         const message = error instanceof Error ? error.message : String(error);
-        // docs/design.md#summarizer-overflow Refused for its size, or past its deadline: never asked
-        // again as it is; the engine cuts it smaller.
+        // docs/design.md#summarizer-overflow Refused for its size or past its deadline: the engine cuts it smaller.
         const overflow = readContextOverflow(error);
         if (overflow !== undefined) {
           const { contextWindow, promptTokens } = overflow;
@@ -325,16 +304,7 @@ function untilAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined): 
     const onAbort = (): void => reject(aborted);
     if (signal.aborted) return onAbort();
     signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(value);
-      },
-      (error: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(error);
-      },
-    );
+    void promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
   });
 }
 

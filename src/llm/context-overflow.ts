@@ -1,49 +1,24 @@
-// Sandbox-safe: pure. Recognizes a server's "the request does not fit my context window" answer
-// among the errors an OpenAI-compatible client throws, and reads the numbers it states (the
-// window, the request's tokens), so that a caller can treat the answer as a measurement rather
-// than as a final rejection. It reads structured data first (an error `type` or `code`, numeric
-// fields) and a bounded piece of the message after; the HTTP status is not consulted, because the
-// same answer arrives as 400 from most servers and as 500 from older Ollama releases.
-//
-// The answers recognized, each as its project documents or writes it (the samples in
-// test/llm/context-overflow.test.ts are of these shapes):
-//
-// - llama.cpp `llama-server` (tools/server/server-context.cpp `send_error`, server-task.cpp
-//   `server_task_result_error::to_json`, server-common.cpp `format_error_response`): HTTP 400,
-//   `{"error": {"code": 400, "type": "exceed_context_size_error", "message": "request (N tokens)
-//   exceeds the available context size (M tokens), try increasing it", "n_prompt_tokens": N,
-//   "n_ctx": M}}`; when the prompt cannot be split the message is "input (N tokens) is larger than
-//   the max context size (M tokens). skipping". `n_ctx` is the context of one slot (`-c` divided
-//   among `--parallel` slots), which is the window a request gets.
-// - OpenAI (the `context_length_exceeded` error code; the bodies quoted in e.g.
-//   github.com/ChatGPTNextWeb/NextChat#2358 and crewAIInc/crewAI-examples#121): HTTP 400,
-//   `{"error": {"message": "This model's maximum context length is N tokens. However, your
-//   messages resulted in M tokens. Please reduce the length of the messages.", "type":
-//   "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}}`; with
-//   max_tokens set, "However, you requested T tokens (M in the messages, X in the completion)";
-//   the legacy completions API said "(M in your prompt; X for the completion)"; newer models say
-//   "Your input exceeds the context window of this model" with the same code and no numbers.
-// - vLLM (vllm/entrypoints/openai/serving_engine.py `_validate_input` up to v0.10,
-//   vllm/entrypoints/renderer.py `_create_tokens_prompt`, vllm/v1/engine/input_processor.py
-//   `_validate_prompt_len`): HTTP 400 with `type` "BadRequestError" and `code` 400, the message one
-//   of "This model's maximum context length is N tokens. However, you requested T tokens (M in the
-//   messages, X in the completion).", "... However, your request has M input tokens.", "... However,
-//   your prompt contains at least M input tokens.", "'max_tokens' or 'max_completion_tokens' is too
-//   large: X. This model's maximum context length is N tokens and your request has M input tokens
-//   (X > N - M)." or "The decoder prompt (length M) is longer than the maximum model length of N."
-//   Releases whose `ErrorResponse` is `{"error": {...}}` arrive whole through openai-node; older
-//   ones answered the fields at the top level (`{"object": "error", "message": ...}`), which
-//   openai-node drops (its `APIError.error` is `undefined` and its message "400 status code (no
-//   body)"): those are recognized only from the body itself (`{ status, body }`).
-// - Ollama (llm/llama_server.go, server/routes.go; its OpenAI layer, openai/openai.go `NewError`,
-//   wraps them as `{"error": {"message": ..., "type": "invalid_request_error"}}`; its native API
-//   answers `{"error": "..."}`): "the prompt is longer than the context length currently available
-//   to the model; ..." when context shift is off, and "the input length exceeds the context length"
-//   for embeddings. Neither states a number. With context shift on (its default) Ollama truncates
-//   the prompt and answers 200: that leaves only a line in its own log, nothing a client can read.
-// - Anthropic (docs.claude.com/en/api/errors for the shape; the message as in
-//   github.com/anthropics/claude-code#12186): HTTP 400, `{"type": "error", "error": {"type":
-//   "invalid_request_error", "message": "prompt is too long: N tokens > M maximum"}}`.
+// Sandbox-safe: pure. Recognizes a server's "the request does not fit my context window" answer among
+// the errors an OpenAI-compatible client throws, and reads the numbers it states, so a caller can
+// treat it as a measurement rather than a final rejection. Structured data first (`type`, `code`,
+// numeric fields), then a bounded piece of the message; not the HTTP status (400 from most servers,
+// 500 from older Ollama). The shapes, as each project writes them (samples in
+// test/llm/context-overflow.test.ts):
+// - llama.cpp `llama-server` (server-context.cpp `send_error`): `type: "exceed_context_size_error"`,
+//   `n_prompt_tokens`, `n_ctx` (one slot's context: the window a request gets), and the message
+//   "request (N tokens) exceeds the available context size (M tokens)…" or "input (N tokens) is larger…".
+// - OpenAI: `code: "context_length_exceeded"`, "This model's maximum context length is N tokens. However,
+//   your messages resulted in M tokens" / "you requested T tokens (M in the messages, X in the
+//   completion)"; newer models "Your input exceeds the context window of this model", no numbers.
+// - vLLM (serving_engine.py `_validate_input`, renderer.py, input_processor.py `_validate_prompt_len`):
+//   `type: "BadRequestError"`, the OpenAI sentences or "your request has M input tokens", "'max_tokens'
+//   or 'max_completion_tokens' is too large: X…", "The decoder prompt (length M) is longer than…".
+//   Old releases answered a top-level body that openai-node drops: read from `{ status, body }` only.
+// - Ollama (openai/openai.go `NewError`): "the prompt is longer than the context length currently
+//   available to the model" or "the input length exceeds the context length", no numbers. With
+//   context shift on (its default) it truncates and answers 200: nothing a client can read.
+// - Anthropic: "prompt is too long: N tokens > M maximum".
+import { isRecord } from '../core/schema.js';
 
 /** Which project's answer matched. */
 export type ContextOverflowSource = 'llama.cpp' | 'openai' | 'vllm' | 'ollama' | 'anthropic';
@@ -51,13 +26,10 @@ export type ContextOverflowSource = 'llama.cpp' | 'openai' | 'vllm' | 'ollama' |
 /** A context-overflow answer and the numbers it states, each in the server's own tokens. */
 export interface ContextOverflow {
   source: ContextOverflowSource;
-  /** The window (maximum context) the server states, when it does. */
   contextWindow?: number;
-  /** The tokens the request needs as the server counted them (prompt plus any completion it reserved), when stated. */
+  /** The tokens the request needs: the prompt's plus the completion it reserved (`max_tokens`). */
   requestTokens?: number;
-  /** Of those, the prompt's (the messages'), when the answer says. */
   promptTokens?: number;
-  /** Of those, the completion tokens the request reserved (`max_tokens`), when the answer says. */
   completionTokens?: number;
 }
 
@@ -70,14 +42,9 @@ const MAX_TOKEN_COUNT = 1_000_000_000;
 
 /** What one error says, read without trusting its shape. */
 interface ErrorFacts {
-  /** The provider's error object (openai-node's `APIError.error`, or a body's `error`, or a top-level error body). */
+  /** The provider's error object (openai-node's `APIError.error`, a body's `error`, or a top-level error body). */
   detail: Record<string, unknown> | undefined;
-  /** The provider's message: the error object's, a string `error`, else the thrown error's own. */
   message: string;
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /** A token count as sent (a non-negative safe integer, or its decimal digits), else undefined. */
@@ -88,20 +55,12 @@ function count(value: unknown): number | undefined {
     : undefined;
 }
 
-/** A window is a count that is positive. */
 function windowOf(value: unknown): number | undefined {
   const parsed = count(value);
   return parsed === undefined || parsed === 0 ? undefined : parsed;
 }
 
-function bounded(text: string): string {
-  return text.length > MAX_MESSAGE_CHARS ? text.slice(0, MAX_MESSAGE_CHARS) : text;
-}
-
-/**
- * The facts of one error: openai-node's `APIError` (`status`, `error`, `message`), a caller's
- * `{ status, body }` with the parsed body, or anything with a string `message`.
- */
+/** The facts of one error: openai-node's `APIError`, a caller's `{ status, body }`, or anything with a `message`. */
 function factsOf(error: Record<string, unknown>): ErrorFacts {
   const body = isRecord(error['body']) ? error['body'] : undefined;
   const given = error['error'] ?? body?.['error'] ?? (body?.['object'] === 'error' ? body : undefined);
@@ -114,17 +73,17 @@ function factsOf(error: Record<string, unknown>): ErrorFacts {
         : typeof error['message'] === 'string'
           ? error['message']
           : '';
-  return { detail, message: bounded(message) };
+  return { detail, message: message.slice(0, MAX_MESSAGE_CHARS) };
 }
 
 /** Omits the counts a message did not state, so a result holds only what was said. */
 function overflow(source: ContextOverflowSource, counts: Omit<ContextOverflow, 'source'>): ContextOverflow {
-  const result: ContextOverflow = { source };
-  if (counts.contextWindow !== undefined) result.contextWindow = counts.contextWindow;
-  if (counts.requestTokens !== undefined) result.requestTokens = counts.requestTokens;
-  if (counts.promptTokens !== undefined) result.promptTokens = counts.promptTokens;
-  if (counts.completionTokens !== undefined) result.completionTokens = counts.completionTokens;
-  return result;
+  return { source, ...Object.fromEntries(Object.entries(counts).filter(([, value]) => value !== undefined)) };
+}
+
+/** An answer that states the prompt's tokens only: they are the request's. */
+function promptOverflow(source: ContextOverflowSource, contextWindow: number | undefined, prompt: number | undefined) {
+  return overflow(source, { contextWindow, requestTokens: prompt, promptTokens: prompt });
 }
 
 function sum(a: number | undefined, b: number | undefined): number | undefined {
@@ -161,11 +120,7 @@ function recognize({ detail, message }: ErrorFacts): ContextOverflow | undefined
   if (type === 'exceed_context_size_error' || LLAMA_CPP_MESSAGE.test(message)) {
     const match = LLAMA_CPP_MESSAGE.exec(message);
     const prompt = count(detail?.['n_prompt_tokens']) ?? count(match?.[1]);
-    return overflow('llama.cpp', {
-      contextWindow: windowOf(detail?.['n_ctx']) ?? windowOf(match?.[2]),
-      requestTokens: prompt,
-      promptTokens: prompt,
-    });
+    return promptOverflow('llama.cpp', windowOf(detail?.['n_ctx']) ?? windowOf(match?.[2]), prompt);
   }
 
   const maxTokens = MAX_TOKENS_TOO_LARGE.exec(message);
@@ -181,10 +136,7 @@ function recognize({ detail, message }: ErrorFacts): ContextOverflow | undefined
   }
 
   const decoder = DECODER_PROMPT.exec(message);
-  if (decoder !== null) {
-    const prompt = count(decoder[1]);
-    return overflow('vllm', { contextWindow: windowOf(decoder[2]), requestTokens: prompt, promptTokens: prompt });
-  }
+  if (decoder !== null) return promptOverflow('vllm', windowOf(decoder[2]), count(decoder[1]));
 
   const maximum = MAXIMUM_CONTEXT.exec(message);
   if (code === 'context_length_exceeded' || maximum !== null || INPUT_EXCEEDS_WINDOW.test(message)) {
@@ -203,35 +155,19 @@ function recognize({ detail, message }: ErrorFacts): ContextOverflow | undefined
         completionTokens: count(split[3]),
       });
     }
-    const prompt = count(resulted?.[1] ?? vllmInput?.[1]);
-    return overflow(vllmInput === null ? source : 'vllm', {
-      contextWindow,
-      requestTokens: prompt,
-      promptTokens: prompt,
-    });
+    return promptOverflow(vllmInput === null ? source : 'vllm', contextWindow, count(resulted?.[1] ?? vllmInput?.[1]));
   }
 
   if (OLLAMA_MESSAGE.test(message)) return overflow('ollama', {});
 
   const anthropic = ANTHROPIC_MESSAGE.exec(message);
-  if (anthropic !== null) {
-    const prompt = count(anthropic[1]);
-    return overflow('anthropic', {
-      contextWindow: windowOf(anthropic[2]),
-      requestTokens: prompt,
-      promptTokens: prompt,
-    });
-  }
-  return undefined;
+  return anthropic === null ? undefined : promptOverflow('anthropic', windowOf(anthropic[2]), count(anthropic[1]));
 }
 
 /**
- * Says whether a failed request was refused because it does not fit the server's context window,
- * and what the answer states about it. `error` is what the OpenAI client threw (an `APIError`:
- * `status`, `error`, `message`), an error wrapping one as its `cause` (a `SummarizerError`), or a
- * caller's `{ status, body }` with the parsed response body. Never throws.
- *
- * @returns the overflow with the counts the answer states, or `undefined` when it is not one.
+ * Whether a failed request was refused for not fitting the server's context window, and the counts
+ * the answer states. `error` is what the OpenAI client threw, an error wrapping one as its `cause`,
+ * or a caller's `{ status, body }`. Never throws.
  */
 export function readContextOverflow(error: unknown): ContextOverflow | undefined {
   let current: unknown = error;

@@ -1,6 +1,5 @@
-// Sandbox-safe: steering a running `agentRun` (docs/design.md#steering): the arguments of its updates,
-// the pins it holds, and the summary instructions a compaction is asked with. Nothing here touches
-// workflow state: the loop applies what the updates ask.
+// Sandbox-safe: steering a running `agentRun` (docs/design.md#steering): its updates' arguments, its pins
+// and the summary instructions; the loop applies what the updates ask.
 import { InvalidInputError } from '../errors.js';
 import { isRecord, isSticky } from '../schema.js';
 import { assertKnownKeys, keysOf } from '../unknown-keys.js';
@@ -13,53 +12,48 @@ import { recordCompaction, type SessionEntry } from './session.js';
 
 /** The longest `instructions` the `compact` update takes, in characters. */
 export const MAX_COMPACT_INSTRUCTIONS_CHARS = 4_000;
-/** The longest fact `pin` takes, in characters: a fact is a line the summary keeps, not a document. */
+/** The longest fact `pin` takes, in characters. */
 export const MAX_PIN_FACT_CHARS = 500;
 /** How many facts a run holds at most. */
 export const MAX_PIN_FACTS = 20;
-/** How many messages a run holds pinned at most (each stays in every request until it is unpinned). */
+/** How many messages a run holds pinned at most. */
 export const MAX_PINNED_MESSAGES = 50;
 
 /** The argument of the `compact` update. */
 export interface CompactUpdateInput {
-  /** What this compaction's summary must focus on or keep (added to the summarizer's instruction). */
+  /** What this compaction's summary must focus on or keep. */
   instructions?: string;
 }
 
 /** What the `compact` update answers when there was nothing to compact. */
 export interface NothingCompacted {
   compacted: false;
-  /** Why: e.g. nothing lies between the kept messages and the recent window, or the run finished first. */
   reason: string;
 }
 
-/** What `compact` answers when the compaction changed nothing: everything was kept. */
 export const NOTHING_TO_COMPACT: NothingCompacted = {
   compacted: false,
   reason:
     'nothing to compact: every message is kept (the task, pinned and other sticky messages, and the recent window of keepRecent messages)',
 };
 
-/** What the `compact` update answers: the compaction's record (as the `compactions` query lists it), or why there was none. */
+/** What the `compact` update answers: the compaction's record, or why there was none. */
 export type CompactAnswer = CompactionRecord | NothingCompacted;
 
 /** The argument of `pin` and `unpin`: transcript message ids, a fact, or both. */
 export interface PinUpdateInput {
-  /** Ids of messages of the live conversation (`m12`, `summary:m9`; the `conversationEntries` query lists them). */
+  /** Ids of messages of the live conversation (the `conversationEntries` query lists them). */
   ids?: string[];
   /** A short fact every later summary must keep (`unpin`: the same text, to forget it). */
   fact?: string;
 }
 
-/** The pins of a run: what `pin` and `unpin` answer, carried across continue-as-new. */
+/** The pins of a run, in the order pinned: what `pin` and `unpin` answer. */
 export interface Pins {
-  /** Ids of the messages pinned by `pin`, in the order they were pinned. */
   ids: string[];
-  /** Facts every summary request of the run is asked to keep, in the order they were pinned. */
   facts: string[];
 }
 
-/** A run's pins before any `pin` update. */
 export function noPins(): Pins {
   return { ids: [], facts: [] };
 }
@@ -67,7 +61,11 @@ export function noPins(): Pins {
 const COMPACT_KEYS = keysOf<CompactUpdateInput>({ instructions: true });
 const PIN_KEYS = keysOf<PinUpdateInput>({ ids: true, fact: true });
 
-/** The `compact` update's argument, checked: `compact.instructions` must be a string of bounded length. */
+/** A string of at most `max` characters, or an error naming `field`. */
+function assertAtMost(text: string, max: number, field: string): void {
+  if (text.length > max) throw new InvalidInputError(field, `must be at most ${max} characters, got ${text.length}`);
+}
+
 export function parseCompactInput(value: unknown): CompactUpdateInput {
   if (value === undefined || value === null) return {};
   if (!isRecord(value))
@@ -76,15 +74,11 @@ export function parseCompactInput(value: unknown): CompactUpdateInput {
   const { instructions } = value;
   if (instructions === undefined) return {};
   if (typeof instructions !== 'string') throw new InvalidInputError('compact.instructions', 'must be a string');
-  if (instructions.length > MAX_COMPACT_INSTRUCTIONS_CHARS)
-    throw new InvalidInputError(
-      'compact.instructions',
-      `must be at most ${MAX_COMPACT_INSTRUCTIONS_CHARS} characters, got ${instructions.length}`,
-    );
+  assertAtMost(instructions, MAX_COMPACT_INSTRUCTIONS_CHARS, 'compact.instructions');
   return instructions.trim() === '' ? {} : { instructions };
 }
 
-/** The argument of `pin` or `unpin`, checked for its shape and bounds (`update` names it in errors). */
+/** The argument of `pin` or `unpin`, checked. */
 export function parsePinInput(value: unknown, update: 'pin' | 'unpin'): { ids: string[]; fact?: string } {
   if (!isRecord(value)) throw new InvalidInputError(update, 'must be an object { ids: string[] } or { fact: string }');
   assertKnownKeys(value, PIN_KEYS, update, 'field');
@@ -105,22 +99,17 @@ export function parsePinInput(value: unknown, update: 'pin' | 'unpin'): { ids: s
   if (fact === undefined) return { ids: checked };
   if (typeof fact !== 'string' || fact.trim() === '')
     throw new InvalidInputError(`${update}.fact`, 'must be a non-empty string');
-  if (fact.length > MAX_PIN_FACT_CHARS)
-    throw new InvalidInputError(
-      `${update}.fact`,
-      `must be at most ${MAX_PIN_FACT_CHARS} characters, got ${fact.length}`,
-    );
+  assertAtMost(fact, MAX_PIN_FACT_CHARS, `${update}.fact`);
   return { ids: checked, fact: fact.trim() };
 }
 
-/** What one `pin` or `unpin` changes: the messages whose sticky flag it sets or clears, and the pins after it. */
+/** What one `pin` or `unpin` changes: the ids whose sticky flag it sets or clears, and the pins after it. */
 export interface PinChange {
-  /** Ids whose message becomes sticky (`pin`) or plain again (`unpin`), in the order asked. */
   ids: string[];
   pins: Pins;
 }
 
-/** What `pin` does, or an error naming the id not in the live conversation; a message sticky already is left as it is. */
+/** What `pin` does; a message sticky already is left as it is. */
 export function pinChange(
   input: { ids: string[]; fact?: string },
   entries: readonly SessionEntry[],
@@ -151,7 +140,7 @@ export function pinChange(
   return { ids, pins: { ids: [...pins.ids, ...ids], facts } };
 }
 
-/** What `unpin` does: only what `pin` pinned can be unpinned; anything else is refused, naming it. */
+/** What `unpin` does: only what `pin` pinned can be unpinned. */
 export function unpinChange(input: { ids: string[]; fact?: string }, pins: Pins): PinChange {
   const ids: string[] = [];
   input.ids.forEach((id, index) => {
@@ -196,13 +185,8 @@ export function pinDetails(pins: Pins): string[] {
   return lines;
 }
 
-/**
- * docs/design.md#review: `'approve'` publishes a compaction and waits for `reviewCompaction` up to
- * `reviewTimeout`; `'manual'` compacts only on the `compact` update. A compaction the next request
- * needs to fit is applied at once, recorded as forced.
- */
+/** docs/design.md#review */
 export type CompactionReview = 'auto' | 'approve' | 'manual';
-/** The modes of {@link CompactionReview}. */
 export const COMPACTION_REVIEWS: readonly CompactionReview[] = ['auto', 'approve', 'manual'];
 /** How long a proposal waits for `reviewCompaction` before it is applied. @default '1h' */
 export const DEFAULT_REVIEW_TIMEOUT_MS = 3_600_000;
@@ -213,24 +197,22 @@ export const MAX_REVIEWED_SUMMARY_CHARS = 100_000;
 export interface CompactionProposal {
   /** The chat round it would run before (1-based). */
   round: number;
-  /** The backend whose room it aimed at. */
   backend: string;
   kind: CompactionKind;
   tokensBefore: number;
   tokensAfter: number;
-  /** Transcript ids of the live messages it would remove (replaced by the summary, or trimmed). */
+  /** Transcript ids of the messages it would remove, and of those it would elide. */
   dropped: string[];
-  /** Transcript ids of the messages whose content it would replace by a stub. */
   elided: string[];
-  /** The summary message it would put where the first dropped message stood; null for a trim or an elision. */
+  /** Null for a trim or an elision. */
   summary: string | null;
-  /** When the run stops waiting and applies it (workflow time, ms since the epoch). */
+  /** When the run applies it unreviewed (workflow time, ms since the epoch). */
   applyAt: number;
 }
 
 /** The argument of `reviewCompaction`. */
 export interface ReviewCompactionInput {
-  /** `apply` the proposal, `reject` it (the conversation stays as it is), or apply it with `summary` in place of its own (`edit`). */
+  /** `edit`: apply it with `summary` in place of its own. */
   decision: 'apply' | 'reject' | 'edit';
   /** With `edit`: the summary to apply (the harness's one-line header is put before it). */
   summary?: string;
@@ -244,7 +226,7 @@ export interface ReviewAnswer {
 
 const REVIEW_KEYS = keysOf<ReviewCompactionInput>({ decision: true, summary: true });
 
-/** The `reviewCompaction` argument checked against the proposal waiting (`undefined`: none), naming the field. */
+/** The `reviewCompaction` argument checked against the proposal waiting. */
 export function parseReviewInput(value: unknown, proposal: CompactionProposal | undefined): ReviewCompactionInput {
   if (proposal === undefined)
     throw new InvalidInputError(
@@ -275,11 +257,7 @@ export function parseReviewInput(value: unknown, proposal: CompactionProposal | 
     );
   if (typeof summary !== 'string' || summary.trim() === '')
     throw new InvalidInputError('reviewCompaction.summary', 'must be the summary to apply (a non-empty string)');
-  if (summary.length > MAX_REVIEWED_SUMMARY_CHARS)
-    throw new InvalidInputError(
-      'reviewCompaction.summary',
-      `must be at most ${MAX_REVIEWED_SUMMARY_CHARS} characters, got ${summary.length}`,
-    );
+  assertAtMost(summary, MAX_REVIEWED_SUMMARY_CHARS, 'reviewCompaction.summary');
   return { decision, summary };
 }
 
