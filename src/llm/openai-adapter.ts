@@ -1,37 +1,21 @@
-// Node only: the one adapter to OpenAI-compatible chat-completions servers (OpenAI, Azure, vLLM,
-// Ollama, ...), shared by the summarizer (src/summarizers/openai.ts) and the agent loop's `chat`
-// activity (src/activities/chat.ts). It builds the client, sends one request under one deadline,
-// reads the answer through one schema and says what went wrong in one vocabulary; each caller turns
-// that into its own failure type (`Summarizer.*` or `Chat.*`), so the two never drift apart.
+// Node only: the one adapter to OpenAI-compatible chat-completions servers, shared by the summarizer and
+// the `chat` activity so the two never drift apart: the client, one request under one deadline, one
+// schema for the answer, one vocabulary for what went wrong (each caller maps it to its failure type).
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError } from 'openai';
 import { z } from 'zod';
 import { classifyStatus, statusOf } from '../core/errors.js';
 import { redactUrls } from '../redact.js';
 
-// ---------------------------------------------------------------------------------------------
-// The client
-
 /** The key sent to servers that need none (vLLM, Ollama): the client refuses to construct without one. */
 export const PLACEHOLDER_API_KEY = 'unused';
 
-/**
- * Where the server is and how to authenticate, as the caller was handed them (the configuration's
- * OPENAI_BASE_URL and OPENAI_API_KEY are read at the edge: the worker, the plugin, the summarizer's
- * factory). This module reads no environment of its own.
- */
+/** Where the server is and how to authenticate, as the caller was handed them (this module reads no environment). */
 export interface OpenAIClientSettings {
-  /**
-   * The API's base URL, ending in `/v1` for most servers.
-   * @default the openai client's own (https://api.openai.com/v1)
-   */
+  /** @default the openai client's own (https://api.openai.com/v1) */
   baseURL?: string | undefined;
-  /**
-   * The API key.
-   * @default {@link PLACEHOLDER_API_KEY} when a base URL is given (a local vLLM or Ollama needs
-   * none), else the openai client's own
-   */
+  /** @default {@link PLACEHOLDER_API_KEY} when a base URL is given, else the openai client's own */
   apiKey?: string | undefined;
-  /** Deadline the client applies to one request in milliseconds (it covers the wait for headers only). */
+  /** The client's deadline for one request (it covers the wait for headers only). */
   timeoutMs: number;
 }
 
@@ -52,11 +36,8 @@ export class NoModelServerError extends Error {
 }
 
 /**
- * Builds a client with `maxRetries: 0`: retries belong to the compactor and to Temporal, which
- * know the run, not to the client.
- *
- * @throws NoModelServerError when no API key is given and no base URL is known (the openai client
- * looks for OPENAI_API_KEY itself; its own error names only that setting).
+ * Builds a client with `maxRetries: 0`: retries belong to the compactor and to Temporal.
+ * @throws NoModelServerError when no API key is given and no base URL is known.
  */
 export function createOpenAIClient({ baseURL, apiKey, timeoutMs }: OpenAIClientSettings): OpenAI {
   const resolvedBaseURL = given(baseURL);
@@ -68,9 +49,6 @@ export function createOpenAIClient({ baseURL, apiKey, timeoutMs }: OpenAIClientS
     throw error;
   }
 }
-
-// ---------------------------------------------------------------------------------------------
-// One request
 
 /** The whole-call deadline passed before the last byte of the answer arrived. */
 export class CompletionDeadlineError extends Error {
@@ -84,15 +62,11 @@ export class CompletionDeadlineError extends Error {
 }
 
 /**
- * Sends one chat-completions request and returns the parsed JSON body, unread.
- *
- * One controller carries both the caller's cancellation and a whole-call deadline: the client's own
- * `timeout` only covers the wait for response headers, not a body that stalls halfway.
- *
- * @throws the caller's `signal.reason` when `signal` aborts (never the client's abort error, so a
- * cancellation is never mistaken for a failure).
+ * Sends one chat-completions request and returns the parsed JSON body, unread. One controller
+ * carries the caller's cancellation and a whole-call deadline (the client's `timeout` does not cover
+ * a body that stalls halfway).
+ * @throws the caller's `signal.reason` when `signal` aborts, so a cancellation is never a failure.
  * @throws CompletionDeadlineError when `timeoutMs` passes first.
- * @throws what the client threw otherwise (read it with {@link describeProviderError}).
  */
 export async function requestCompletion(
   client: OpenAI,
@@ -127,19 +101,12 @@ export async function requestCompletion(
 
 /** What an aborted signal was aborted with (an activity's `CancelledFailure`, a caller's reason). */
 export function abortReason(signal: AbortSignal): unknown {
-  const reason: unknown = signal.reason;
-  return reason;
+  return signal.reason;
 }
-
-// ---------------------------------------------------------------------------------------------
-// The answer
 
 const optionalCount = z.number().int().nonnegative().nullish().catch(undefined);
 
-/**
- * The part of a chat.completion either caller reads; anything else passes. Tool calls are left
- * unread here: only the chat activity reads them, with its own rules.
- */
+/** The part of a chat.completion either caller reads; tool calls are left to the chat activity. */
 const completionSchema = z.looseObject({
   choices: z.array(
     z.looseObject({
@@ -168,7 +135,7 @@ const completionSchema = z.looseObject({
 /** What the provider billed, each count only when it said. */
 export interface CompletionUsage {
   promptTokens?: number;
-  /** Prompt tokens served from the provider's prompt cache (`prompt_tokens_details.cached_tokens`). */
+  /** `prompt_tokens_details.cached_tokens` */
   cachedPromptTokens?: number;
   completionTokens?: number;
   totalTokens?: number;
@@ -178,9 +145,8 @@ export interface CompletionUsage {
 export interface CompletionChoice {
   /** `false` when the choice carries no `message` object at all. */
   hasMessage: boolean;
-  /** The message's text (text parts joined), or `null` when it has none. */
+  /** Text parts joined; `null` when there is none. */
   content: string | null;
-  /** The message's `tool_calls` as sent, unread. */
   toolCalls: unknown;
   finishReason: string | undefined;
 }
@@ -192,7 +158,7 @@ export interface Completion {
   usage: CompletionUsage | undefined;
 }
 
-/** Reads a 200 body, or says why it is not a chat completion (the schema's error, for a `cause`). */
+/** Reads a 200 body, or says why it is not a chat completion. */
 export function readCompletion(body: unknown): { completion: Completion } | { error: z.ZodError } {
   const parsed = completionSchema.safeParse(body);
   if (!parsed.success) return { error: parsed.error };
@@ -223,17 +189,12 @@ export function readCompletion(body: unknown): { completion: Completion } | { er
   return { completion: { choice, usage: counts } };
 }
 
-// ---------------------------------------------------------------------------------------------
-// What went wrong
-
 /** Header bags as openai 6 (`Headers`) and older clients or plain objects (records) carry them. */
 export type HeaderBag = Headers | Readonly<Record<string, string | readonly string[] | null | undefined>>;
 
 /**
- * Reads a retry hint in milliseconds from response headers: `retry-after-ms` (milliseconds) first,
- * then `retry-after` as delta-seconds (`3`, `1.5`) or an HTTP date (a date in the past gives 0).
- * Returns `undefined` when there is no usable hint. Header names are case-insensitive.
- * @param now - the current time for HTTP dates in epoch milliseconds. @default Date.now()
+ * A retry hint in milliseconds: `retry-after-ms` first, then `retry-after` as delta-seconds or an
+ * HTTP date (one in the past gives 0); `undefined` without a usable hint.
  */
 export function parseRetryAfter(headers: HeaderBag | null | undefined, now: number = Date.now()): number | undefined {
   if (headers === null || headers === undefined) return undefined;
@@ -268,23 +229,17 @@ function parseNonNegativeNumber(text: string | undefined): number | undefined {
 
 /** What a failed request ran into, in the words both callers put after their own prefix. */
 export interface ProviderFault {
-  /**
-   * `deadline`: the whole-call deadline passed; `timeout`: the client's wait for headers passed;
-   * `connection`: no answer from the server; `http`: an error status; `invalid-json`: a 200 whose
-   * body does not parse; `other`: anything else.
-   */
+  /** `deadline`: the whole call's; `timeout`: the client's wait for headers. */
   kind: 'deadline' | 'timeout' | 'connection' | 'http' | 'invalid-json' | 'other';
-  /** E.g. `HTTP 429 Too many requests`, `connection failed: ...`, `the request timed out`. */
+  /** E.g. `HTTP 429 Too many requests`. */
   message: string;
-  /** The HTTP status, when the error carries one. */
   status: number | undefined;
   /** HTTP 400-404 (docs/design.md#failures): asking again cannot help. */
   rejected: boolean;
-  /** The server's `Retry-After` hint, when it sent one. */
   retryAfterMs: number | undefined;
 }
 
-/** The deepest cause's message when it says more than the error's own ("Connection error." ← "connect ECONNREFUSED 127.0.0.1:9"). */
+/** The deepest cause's message when it says more than the error's own ("connect ECONNREFUSED …"). */
 function withRootCause(error: Error): string {
   let root: unknown = error;
   const seen = new Set<unknown>();
@@ -297,11 +252,7 @@ function withRootCause(error: Error): string {
     : error.message;
 }
 
-/**
- * Says what a request to `endpoint` (the client's base URL; redacted here) ran into. Statuses
- * 400-404 are `rejected` (never retried); every other status, connection failures, timeouts and
- * unparsable bodies are worth another attempt. A failure to reach the server names it.
- */
+/** Says what a request to `endpoint` (the client's base URL; redacted here) ran into. */
 export function describeProviderError(error: unknown, endpoint?: string): ProviderFault {
   const at = endpoint === undefined ? '' : ` (${redactUrls(endpoint)})`;
   const fault = (kind: ProviderFault['kind'], message: string, status?: number): ProviderFault => ({
@@ -313,13 +264,10 @@ export function describeProviderError(error: unknown, endpoint?: string): Provid
   });
   if (error instanceof CompletionDeadlineError) return fault('deadline', `${error.message}${at}`);
   if (error instanceof APIConnectionTimeoutError) return fault('timeout', `the request timed out${at}`);
-  if (error instanceof APIConnectionError)
-    return fault(
-      'connection',
-      endpoint === undefined
-        ? `connection failed: ${withRootCause(error)}`
-        : `connection to ${redactUrls(endpoint)} failed: ${withRootCause(error)}`,
-    );
+  if (error instanceof APIConnectionError) {
+    const to = endpoint === undefined ? '' : ` to ${redactUrls(endpoint)}`;
+    return fault('connection', `connection${to} failed: ${withRootCause(error)}`);
+  }
   const status = statusOf(error);
   const message = error instanceof Error ? error.message : String(error);
   if (status !== undefined) return fault('http', `HTTP ${message}`, status);

@@ -1,11 +1,7 @@
-// Sandbox-safe: pure. Says whether a failed summarizer or chat request failed because its deadline
-// passed, so that it is sent again smaller rather than as it is (docs/design.md#summarizer-overflow).
-// It reads error names, not classes, so that what imports it does not load the OpenAI client.
+// Sandbox-safe: pure. Whether a request failed because its deadline passed, so it is sent again smaller
+// (docs/design.md#summarizer-overflow). Reads error names, not classes: no OpenAI client is loaded.
 
-/**
- * The errors that mean a deadline passed: the adapter's whole-call deadline (`CompletionDeadlineError`,
- * src/llm/openai-adapter.ts) and openai-node's wait for headers (`APIConnectionTimeoutError`).
- */
+/** The adapter's whole-call deadline and openai-node's wait for headers. */
 const DEADLINE_ERRORS: ReadonlySet<string> = new Set(['CompletionDeadlineError', 'APIConnectionTimeoutError']);
 
 /** How many `cause` links are followed (a `SummarizerError` wraps the client's error). */

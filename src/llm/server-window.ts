@@ -1,15 +1,9 @@
-// Node only: reads the context window an OpenAI-compatible server says it has, before any request
-// is sent, from the endpoints that state it:
-//
-// - llama.cpp `llama-server` `GET /props` (tools/server/server-context.cpp `get_res_props`):
-//   `default_generation_settings.n_ctx`, the context of one slot, which is what a request gets;
-// - llama.cpp `GET /v1/models` (`get_res_model_info`): `data[].meta.n_ctx`, the same number;
-// - vLLM `GET /v1/models` (`ModelCard` in vllm/entrypoints/openai/protocol.py): `data[].max_model_len`.
-//
-// The parsers are pure; `fetchServerContextWindow` asks the server. Servers that state neither
-// (OpenAI, Ollama's OpenAI layer) give `undefined`.
+// Node only: the context window an OpenAI-compatible server states, before any request: llama.cpp
+// `GET /props` (server-context.cpp `get_res_props`: `default_generation_settings.n_ctx`, one slot's
+// context, what a request gets) and `GET /v1/models` (`data[].meta.n_ctx`); vLLM `GET /v1/models`
+// (`ModelCard`: `data[].max_model_len`). OpenAI and Ollama state neither.
+import { isRecord } from '../core/schema.js';
 
-/** Where a window was read. */
 export type ServerContextWindowSource = 'llama.cpp /props' | 'llama.cpp /v1/models' | 'vLLM /v1/models';
 
 /** The window a server states, in its own tokens. */
@@ -20,13 +14,9 @@ export interface ServerContextWindow {
 
 /** Larger windows are not believed. */
 const MAX_CONTEXT_WINDOW = 1_000_000_000;
-/** A `/props` or `/v1/models` body larger than this is not read (llama.cpp's `/props` carries the chat template: kilobytes). */
+/** A larger body is not read (llama.cpp's `/props` carries the chat template: kilobytes). */
 const MAX_BODY_BYTES = 1024 * 1024;
 const DEFAULT_TIMEOUT_MS = 10_000;
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 function windowOf(value: unknown): number | undefined {
   return typeof value === 'number' && Number.isSafeInteger(value) && value > 0 && value <= MAX_CONTEXT_WINDOW
@@ -43,9 +33,8 @@ export function contextWindowFromProps(body: unknown): ServerContextWindow | und
 }
 
 /**
- * The window in a `/v1/models` body (vLLM's `max_model_len`, llama.cpp's `meta.n_ctx`), for the
- * entry whose `id` is `model`; without `model`, or when no entry has that id, the only entry of a
- * server that lists one (a single-model server answers to any model name). Undefined otherwise.
+ * The window in a `/v1/models` body for the entry whose `id` is `model`, else the only entry of a
+ * server that lists one (a single-model server answers to any model name).
  */
 export function contextWindowFromModels(body: unknown, model?: string): ServerContextWindow | undefined {
   if (!isRecord(body) || !Array.isArray(body['data'])) return undefined;
@@ -60,20 +49,15 @@ export function contextWindowFromModels(body: unknown, model?: string): ServerCo
   return llamaCpp === undefined ? undefined : { contextWindow: llamaCpp, source: 'llama.cpp /v1/models' };
 }
 
-/** Options of {@link fetchServerContextWindow}. */
 export interface FetchServerContextWindowOptions {
-  /** The OpenAI base URL the summarizer or chat uses, e.g. `http://127.0.0.1:8080/v1`. */
+  /** The OpenAI base URL, e.g. `http://127.0.0.1:8080/v1`. */
   baseURL: string;
-  /** The model the requests name; picks the `/v1/models` entry. */
+  /** Picks the `/v1/models` entry. */
   model?: string;
-  /** Sent as `Authorization: Bearer` when given (a server started with an API key guards both endpoints). */
+  /** Sent as `Authorization: Bearer` (a server started with an API key guards both endpoints). */
   apiKey?: string;
-  /**
-   * Deadline for each of the two requests in milliseconds.
-   * @default 10_000
-   */
+  /** Deadline for each of the two requests. @default 10_000 */
   timeoutMs?: number;
-  /** Cancels the requests. */
   signal?: AbortSignal;
   /** @default globalThis.fetch */
   fetch?: typeof fetch;
@@ -116,12 +100,8 @@ async function readJson(response: Response): Promise<unknown> {
 }
 
 /**
- * Asks a server for its context window: llama.cpp's `/props` first, then `/v1/models` (vLLM,
- * llama.cpp). Resolves to `undefined` when neither states one (a non-2xx answer, a body that is not
- * JSON or is larger than 1 MiB, no window field).
- *
- * @throws what `fetch` throws when the server cannot be reached, a `TimeoutError` when a request
- * passes `timeoutMs`, and the signal's reason when `signal` aborts.
+ * Asks a server for its context window: `/props` first, then `/v1/models`; `undefined` when neither
+ * states one. @throws what `fetch` throws, a `TimeoutError`, or the signal's reason.
  */
 export async function fetchServerContextWindow({
   baseURL,

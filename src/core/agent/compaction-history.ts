@@ -323,7 +323,7 @@ export function renderCompactionTable(
 }
 
 /** The undos among `records`, numbered from `first`. */
-function undoneIn(records: readonly CompactionRecord[], first: number): UndoneCompaction[] {
+export function undoneIn(records: readonly CompactionRecord[], first: number): UndoneCompaction[] {
   return records.flatMap((record, index) =>
     record.kind === 'undo' && record.undoes !== undefined ? [{ compaction: record.undoes, by: first + index }] : [],
   );

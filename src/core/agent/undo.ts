@@ -1,12 +1,11 @@
-// Sandbox-safe: undoing a compaction (docs/design.md#undo) — which compaction an undo applies to, or
-// why it is refused, and what it brings back, found by replaying the transcript up to that compaction.
-// The workflow (src/workflows/agent/compaction-undo.ts), the activity that reads a run's transcript
-// (src/activities/restore-compaction.ts) and the in-process `Compactor.undo` share these rules.
+// Sandbox-safe: undoing a compaction (docs/design.md#undo) — which compaction an undo applies to, or why
+// it is refused, and what it brings back; shared by the workflow, its activity and `Compactor.undo`.
 import { InvalidInputError, UndoRefusedError } from '../errors.js';
 import { assertKnownKeys, keysOf } from '../unknown-keys.js';
 import type { TokenCounter } from '../types.js';
 import {
   compactionRecordsFromSession,
+  undoneIn,
   undoRecord,
   type CompactionHistory,
   type CompactionRecord,
@@ -21,13 +20,10 @@ import {
   type UndoLineContext,
 } from './session.js';
 
-/** What an undo changes: the part of an undo line the transcript alone decides (the rest is its context). */
+/** The part of an undo line the transcript alone decides. */
 export type UndoChange = Pick<UndoLine, 'order' | 'restored' | 'removes'>;
 
-/**
- * What undoing a compaction changes, from the conversation just before it (`before`) and just after
- * it (`after`): every message it replaced, dropped or elided comes back as it was, what it added goes.
- */
+/** What undoing a compaction changes, from the conversation just before it and just after it. */
 export function undoChange(before: readonly SessionEntry[], after: readonly SessionEntry[]): UndoChange {
   const afterById = new Map(after.map((entry) => [entry.id, entry]));
   const beforeIds = new Set(before.map((entry) => entry.id));
@@ -41,25 +37,17 @@ export function undoChange(before: readonly SessionEntry[], after: readonly Sess
   };
 }
 
-/** What decides whether a compaction can be undone: how many records the history holds, and what was undone. */
+/** What decides whether a compaction can be undone. */
 export interface UndoState {
-  /** Records in the history, compactions and undos: the number of the last one. */
+  /** The number of the last record (compactions and undos). */
   records: number;
   undone: readonly UndoneCompaction[];
 }
 
-/** `#3, then #2`: numbers as the refusals name them. */
-function numbers(list: readonly number[]): string {
-  return list.map((number) => `#${number}`).join(', then ');
-}
-
 /**
- * The number of the compaction an undo applies to: `compactionId`, or the last compaction in
- * effect. `queued`: compactions whose undo is accepted and not yet applied (they count as undone).
- * Each compaction applies to the conversation the one before it left, so only the last in effect
- * can be undone: the later ones first, the last first.
- * @throws InvalidInputError naming `field` when `compactionId` is not a compaction of the history.
- * @throws UndoRefusedError `undone`, `later-compactions` or `none`.
+ * The number of the compaction an undo applies to: `compactionId`, or the last in effect. `queued`:
+ * compactions whose undo is accepted and not yet applied. Only the last in effect can be undone:
+ * each compaction applies to the conversation the one before it left.
  */
 export function undoTarget(
   state: UndoState,
@@ -95,27 +83,23 @@ export function undoTarget(
   if (later.length > 0)
     throw new UndoRefusedError(
       { reason: 'later-compactions', compactionId, later },
-      `compaction #${compactionId}: later compactions depend on it; undo ${numbers(later)} first`,
+      `compaction #${compactionId}: later compactions depend on it; undo ${later.map((number) => `#${number}`).join(', then ')} first`,
     );
   return compactionId;
 }
 
-/**
- * Whether the trigger waits because the last record is an undo: the conversation it restored was
- * over the trigger, and compacting it again at once would take back what was asked for. Only a
- * conversation over the room, or a compaction on demand, compacts it again.
- */
+/** Whether the trigger waits because the last record is an undo: compacting again would take it back. */
 export function heldByUndo(history: Pick<CompactionHistory, 'recent'>): boolean {
   return history.recent.at(-1)?.kind === 'undo';
 }
 
 /** The argument of the `undoCompaction` update. */
 export interface UndoCompactionInput {
-  /** The `#` of the compaction in the history (`temporal-compactor history`). @default the last compaction in effect */
+  /** The `#` of the compaction in the history. @default the last compaction in effect */
   compactionId?: number;
 }
 
-/** The `undoCompaction` update's argument, checked: `{ compactionId? }` or nothing; its compaction number, if named. */
+/** The `undoCompaction` update's argument, checked: the compaction number, if named. */
 export function parseUndoInput(value: unknown): number | undefined {
   if (value === undefined || value === null) return undefined;
   if (typeof value !== 'object' || Array.isArray(value))
@@ -126,7 +110,6 @@ export function parseUndoInput(value: unknown): number | undefined {
 
 const UNDO_KEYS = keysOf<UndoCompactionInput>({ compactionId: true });
 
-/** `compactionId` as an undo takes it: absent, or a whole number from 1. */
 export function checkCompactionId(value: unknown, field: string): number | undefined {
   if (value === undefined) return undefined;
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1)
@@ -135,21 +118,18 @@ export function checkCompactionId(value: unknown, field: string): number | undef
 }
 
 /**
- * Finds, line by line, what undoing compaction `compaction` brings back: replays the transcript and
- * keeps the conversation from just before that compaction's lines (its elisions come just before
- * its compaction line) to just after them. Holds one conversation, or two around the compaction.
+ * Finds, line by line, what undoing compaction `compaction` brings back, from the conversation just
+ * before its lines (elisions, then the compaction line) and just after them.
  */
 export class UndoFinder {
   private entries: SessionEntry[] = [];
   private beforeElisions: SessionEntry[] | undefined;
   private records = 0;
   private index = 0;
-  /** What the undo changes, once the compaction's line was read. */
   change: UndoChange | undefined;
 
   constructor(readonly compaction: number) {}
 
-  /** The conversation the lines so far replay to. */
   get conversation(): SessionEntry[] {
     return this.entries;
   }
@@ -173,20 +153,15 @@ export class UndoFinder {
   }
 }
 
-/** What an undo of a transcript a caller keeps gives back: the conversation, the line to append, and its record. */
+/** What an undo of a transcript a caller keeps gives back. */
 export interface TranscriptUndo {
-  /** The conversation after the undo, each message with its transcript id. */
   entries: SessionEntry[];
-  /** The undo line: append it to the transcript. */
+  /** Append it to the transcript. */
   line: UndoLine;
   record: CompactionRecord;
 }
 
-/**
- * Undoes compaction `compactionId` (default: the last in effect) of a transcript a caller keeps,
- * counting with `counter`; refused when the restored conversation is over `room` tokens.
- * @throws InvalidInputError naming `field`; UndoRefusedError with the reason.
- */
+/** Undoes compaction `compactionId` of a transcript a caller keeps; refused when over `room` tokens. */
 export function undoTranscript(
   lines: readonly SessionLine[],
   {
@@ -194,31 +169,18 @@ export function undoTranscript(
     counter,
     room,
     field,
-    context,
-  }: {
-    compactionId: number | undefined;
-    counter: TokenCounter;
-    room: number;
-    field: string;
-    context?: UndoLineContext;
-  },
+  }: { compactionId: number | undefined; counter: TokenCounter; room: number; field: string },
 ): TranscriptUndo {
   const records = compactionRecordsFromSession(lines);
-  const undone = records.flatMap((record, index) =>
-    record.kind === 'undo' && record.undoes !== undefined ? [{ compaction: record.undoes, by: index + 1 }] : [],
-  );
-  const compaction = undoTarget({ records: records.length, undone }, compactionId, field);
+  const compaction = undoTarget({ records: records.length, undone: undoneIn(records, 1) }, compactionId, field);
   const finder = new UndoFinder(compaction);
   for (const line of lines) finder.push(line);
   const { change } = finder;
   if (change === undefined) throw new InvalidInputError(field, `no compaction #${compaction} in the transcript`);
-  return undoLineFor(finder.conversation, change, { compaction, counter, room, context });
+  return undoLineFor(finder.conversation, change, { compaction, counter, room });
 }
 
-/**
- * The undo line of `change` applied to the conversation `entries` and its record, counted with
- * `counter`; refused (`window`) when the restored conversation is over `room` tokens.
- */
+/** The undo line of `change` applied to `entries`, and its record; refused (`window`) when over `room` tokens. */
 export function undoLineFor(
   entries: readonly SessionEntry[],
   change: UndoChange,
@@ -238,13 +200,6 @@ export function undoLineFor(
       `compaction #${compaction}: the restored conversation would be ${tokensAfter} tokens, over the ${room} the window leaves`,
     );
   const tokensBefore = counter.count(entries.map((entry) => entry.message));
-  const line: UndoLine = {
-    type: 'undo',
-    ...context,
-    compaction,
-    ...change,
-    tokensBefore,
-    tokensAfter,
-  };
+  const line: UndoLine = { type: 'undo', ...context, compaction, ...change, tokensBefore, tokensAfter };
   return { entries: restored, line, record: undoRecord(line) };
 }
