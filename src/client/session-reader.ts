@@ -1,6 +1,5 @@
-// Node only: reads an agent run's transcript back: the batches its `recordSession` activity took as
-// input, in the history of each run of its continue-as-new chain, then (for a run still going) the
-// lines it has not recorded yet, by the `session` query.
+// Node only: reads an agent run's transcript back: the `recordSession` inputs in the history of each run
+// of its continue-as-new chain, then (for a run still going) the pending lines, by the `session` query.
 import type { Client } from '@temporalio/client';
 import type { Payload } from '@temporalio/common';
 // The SDK's own claim resolution and decoding: history events come back as stored, claims unresolved.
@@ -11,6 +10,7 @@ import {
   isReferencePayload,
 } from '@temporalio/common/lib/internal-non-workflow/index.js';
 import type { temporal } from '@temporalio/proto';
+import { isRecord } from '../core/schema.js';
 import type { SessionBatch, SessionLine, SessionReference, SessionSnapshot } from '../core/agent/session.js';
 import { PayloadStoreNotConfiguredError } from '../shared/payload-store-missing.js';
 
@@ -28,26 +28,19 @@ export interface ReadSessionOptions {
 }
 
 function isSnapshot(value: unknown): value is SessionSnapshot {
-  if (typeof value !== 'object' || value === null) return false;
-  const reference: unknown = Reflect.get(value, 'reference');
   return (
-    Array.isArray(Reflect.get(value, 'pending')) &&
-    typeof reference === 'object' &&
-    reference !== null &&
-    typeof Reflect.get(reference, 'lines') === 'number'
+    isRecord(value) &&
+    Array.isArray(value.pending) &&
+    isRecord(value.reference) &&
+    typeof value.reference.lines === 'number'
   );
 }
 
 function isBatch(value: unknown): value is SessionBatch {
-  return (
-    typeof value === 'object' &&
-    value !== null &&
-    typeof Reflect.get(value, 'from') === 'number' &&
-    Array.isArray(Reflect.get(value, 'lines'))
-  );
+  return isRecord(value) && typeof value.from === 'number' && Array.isArray(value.lines);
 }
 
-/** The runs of a continue-as-new chain up to `runId`, first run first (each run's start event names the run it continued). */
+/** The runs of a continue-as-new chain up to `runId`, first run first. */
 export async function chainRunIds(client: Client, workflowId: string, runId: string): Promise<string[]> {
   const runs = [runId];
   for (let current: string | undefined = runId; current !== undefined;) {
@@ -125,8 +118,8 @@ async function* batchesOf(client: Client, workflowId: string, runId: string): As
 }
 
 /**
- * The whole transcript of an agent run, first line first, holding one run's history at a time. `from`
- * is a workflow id (its latest run) or the `session` reference of a result or a query.
+ * The whole transcript of an agent run, holding one run's history at a time. `from` is a workflow id
+ * (its latest run) or the `session` reference of a result or a query.
  */
 export async function* readSession(
   client: Client,

@@ -1,32 +1,27 @@
-// Sandbox-safe: the agent's own compaction tool (docs/design.md#agent-tool) — with
-// `compaction.agentTool` an agent run declares `compact_context({ focus? })` to the model; a call it
-// accepts compacts the conversation at the end of the round, with `focus` as summary instructions.
-// This module: the declaration, the option, the arguments, and the bounds (a cooldown in rounds and
-// a minimum reclaim) with the answer the model reads when a call is refused.
+// Sandbox-safe: the agent's own compaction tool `compact_context({ focus? })` (docs/design.md#agent-tool):
+// its declaration, option and arguments, and the bounds (a cooldown, a minimum reclaim) a call must meet.
 import type { ToolDeclaration } from '../counting/request-counter.js';
 import { findRegions } from '../compaction/regions.js';
 import { InvalidInputError } from '../errors.js';
+import { isRecord } from '../schema.js';
 import type { ChatMessage, TokenCounter } from '../types.js';
 import { groupDigits } from './compaction-history.js';
 
 /** The name of the tool: reserved, a run's own tools may not take it. */
 export const COMPACT_CONTEXT_TOOL_NAME = 'compact_context';
 
-/** The longest `focus` a call may pass; a longer one is refused (the model reads why). */
+/** The longest `focus` a call may pass. */
 export const MAX_FOCUS_CHARS = 2_000;
 
 /** `compaction.agentTool` in full: `true` is these defaults. */
 export interface AgentToolOptions {
   /** Rounds after any compaction during which a call is refused. @default 3 */
   cooldownRounds?: number;
-  /**
-   * Tokens the call must be able to reclaim: the messages a summary would replace hold at least
-   * this many. @default a tenth of the run's `contextBudget` (else of the room of the largest backend)
-   */
+  /** Tokens the messages a summary would replace must hold. @default a tenth of the budget */
   minReclaim?: number;
 }
 
-/** The tool's bounds as a run resolves them (`minReclaim` undefined: a tenth of the budget, known per round). */
+/** The tool's bounds as a run resolves them (`minReclaim` undefined: a tenth of each round's budget). */
 export interface AgentToolPlan {
   cooldownRounds: number;
   minReclaim: number | undefined;
@@ -56,7 +51,7 @@ export const COMPACT_CONTEXT_TOOL: ToolDeclaration = {
 export function parseAgentToolOption(value: unknown, field = 'input.compaction.agentTool'): AgentToolPlan | undefined {
   if (value === undefined || value === false) return undefined;
   if (value === true) return { cooldownRounds: DEFAULT_AGENT_TOOL_COOLDOWN_ROUNDS, minReclaim: undefined };
-  if (typeof value !== 'object' || value === null || Array.isArray(value))
+  if (!isRecord(value))
     throw new InvalidInputError(
       field,
       `must be true, false or { cooldownRounds?, minReclaim? }, got ${JSON.stringify(value)}`,
@@ -64,8 +59,7 @@ export function parseAgentToolOption(value: unknown, field = 'input.compaction.a
   const unknown = Object.keys(value).find((key) => key !== 'cooldownRounds' && key !== 'minReclaim');
   if (unknown !== undefined)
     throw new InvalidInputError(`${field}.${unknown}`, 'unknown option; the options are cooldownRounds, minReclaim');
-  const cooldownRounds: unknown = Reflect.get(value, 'cooldownRounds');
-  const minReclaim: unknown = Reflect.get(value, 'minReclaim');
+  const { cooldownRounds, minReclaim } = value;
   for (const [name, number] of [
     ['cooldownRounds', cooldownRounds],
     ['minReclaim', minReclaim],
@@ -79,14 +73,24 @@ export function parseAgentToolOption(value: unknown, field = 'input.compaction.a
   };
 }
 
-/** A call's `focus`, or the error the model reads: `args` must be `{ focus?: string }`. */
+/** A tool call's one argument `key` (`args` must be `shape`), or the error the model reads. */
+export function onlyArgument(
+  tool: string,
+  args: unknown,
+  key: string,
+  shape: string,
+): { value: unknown } | { error: string } {
+  if (!isRecord(args)) return { error: `${tool}: the arguments must be an object ${shape}` };
+  const extra = Object.keys(args).find((name) => name !== key);
+  if (extra !== undefined) return { error: `${tool}: unknown argument "${extra.slice(0, 64)}" (it takes only ${key})` };
+  return { value: args[key] };
+}
+
+/** A call's `focus`, or the error the model reads. */
 export function parseCompactContextArgs(args: unknown): { focus: string | undefined } | { error: string } {
-  if (typeof args !== 'object' || args === null || Array.isArray(args))
-    return { error: 'compact_context: the arguments must be an object { focus?: string }' };
-  const extra = Object.keys(args).filter((key) => key !== 'focus');
-  if (extra.length > 0)
-    return { error: `compact_context: unknown argument "${extra[0]?.slice(0, 64) ?? ''}" (it takes only focus)` };
-  const focus: unknown = Reflect.get(args, 'focus');
+  const parsed = onlyArgument('compact_context', args, 'focus', '{ focus?: string }');
+  if ('error' in parsed) return parsed;
+  const focus = parsed.value;
   if (focus === undefined) return { focus: undefined };
   if (typeof focus !== 'string') return { error: 'compact_context: arguments.focus must be a string' };
   if (focus.length > MAX_FOCUS_CHARS)
@@ -100,15 +104,14 @@ export type AgentToolDecision = { accepted: true; focus: string | undefined } | 
 /** The state a call is judged against. */
 export interface AgentToolContext {
   bounds: AgentToolPlan;
-  /** The round the call came in (1-based). */
+  /** The round the call came in (1-based), and that of the last compaction. */
   round: number;
-  /** The round of the run's last compaction (undefined: none yet). */
   lastCompactionRound: number | undefined;
-  /** The conversation, as it will be when the round ends (the round's tool results included). */
+  /** The conversation as it will be when the round ends. */
   messages: readonly ChatMessage[];
   keepRecent: number;
   counter: TokenCounter;
-  /** The budget a compaction aims at: `minReclaim` defaults to a tenth of it. */
+  /** The budget a compaction aims at. */
   budget: number;
 }
 
@@ -117,10 +120,7 @@ export function acceptedAnswer(focus: string | undefined): string {
   return `compact_context: accepted; the harness compacts your context at the end of this round${focus === undefined ? '' : ', keeping what focus names'}.`;
 }
 
-/**
- * Whether a call is accepted: refused (with the answer the model reads) in the cooldown after a
- * compaction, and when the messages a summary would replace hold fewer than `minReclaim` tokens.
- */
+/** Whether a call is accepted: refused in the cooldown after a compaction, and below `minReclaim`. */
 export function decideAgentTool(args: unknown, context: AgentToolContext): AgentToolDecision {
   const parsed = parseCompactContextArgs(args);
   if ('error' in parsed) return { accepted: false, answer: `Error: ${parsed.error}` };

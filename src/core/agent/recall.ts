@@ -2,18 +2,18 @@
 // a model passes, and the transcript ids a compaction's stubs and summary name.
 import type { ToolDeclaration } from '../counting/request-counter.js';
 import type { ChatMessage } from '../types.js';
+import { onlyArgument } from './agent-tool.js';
 import type { SessionEntry } from './session.js';
 
 /** The name of the tool (and of the activity that answers it). */
 export const RECALL_TOOL_NAME = 'recall';
 
-/** The longest id `recall` looks up: longer ones are answered with an error, never searched for. */
+/** The longest id `recall` looks up. */
 export const MAX_RECALL_ID_CHARS = 64;
 
 /** A recalled message is cut to this many characters, with the harness's cut marker. */
 export const MAX_RECALL_CHARS = 20_000;
 
-/** The form of a transcript message id (`m1`, `m2`, ...): the only ids `recall` looks up. */
 const RECALL_ID = /^m[1-9][0-9]{0,15}$/;
 
 /** The declaration the run sends the model when `compaction.recall` is on. */
@@ -32,14 +32,11 @@ export const RECALL_TOOL: ToolDeclaration = {
   },
 };
 
-/** The id `recall` was asked for (`{ id }`, a transcript id of at most MAX_RECALL_ID_CHARS), or why it is refused. */
+/** The id `recall` was asked for, or why it is refused. */
 export function parseRecallArgs(args: unknown): { id: string } | { error: string } {
-  if (typeof args !== 'object' || args === null || Array.isArray(args))
-    return { error: 'recall: the arguments must be an object { id: string }' };
-  const extra = Object.keys(args).filter((key) => key !== 'id');
-  if (extra.length > 0)
-    return { error: `recall: unknown argument "${extra[0]?.slice(0, MAX_RECALL_ID_CHARS) ?? ''}" (it takes only id)` };
-  const id: unknown = Reflect.get(args, 'id');
+  const parsed = onlyArgument('recall', args, 'id', '{ id: string }');
+  if ('error' in parsed) return parsed;
+  const id = parsed.value;
   if (typeof id !== 'string') return { error: 'recall: arguments.id must be a string, such as "m14"' };
   if (id.length > MAX_RECALL_ID_CHARS)
     return { error: `recall: arguments.id is ${id.length} characters; an id has at most ${MAX_RECALL_ID_CHARS}` };
@@ -63,7 +60,7 @@ export function recallStubSuffix(id: string): string {
 /** A summary's closing line: the ids it replaced. */
 const RECALL_IDS_LINE = /\n\n\[recall ids: ([^\]\n]*)\]$/;
 
-/** The numbers of the ids a summary's `[recall ids: ...]` line names (none when it has no such line). */
+/** The numbers of the ids a summary's `[recall ids: ...]` line names. */
 function namedNumbers(message: ChatMessage): number[] {
   if (typeof message.content !== 'string') return [];
   const list = RECALL_IDS_LINE.exec(message.content)?.[1];
@@ -92,13 +89,13 @@ export function recallIdList(numbers: Iterable<number>): string {
   return ranges.join(', ');
 }
 
-/** The number of a transcript message id (`m14` → 14), or undefined for another id (a summary's). */
+/** `m14` → 14; undefined for another id (a summary's). */
 function idNumber(id: string): number | undefined {
   const match = /^m(\d+)$/.exec(id);
   return match === null ? undefined : Number(match[1]);
 }
 
-/** The numbers an entry stands for: its own, or, for a summary (or a trim's marker), those its `[recall ids: ...]` line names. */
+/** The numbers an entry stands for: its own, or those its `[recall ids: ...]` line names. */
 function numbersOf(entry: SessionEntry): number[] {
   const number = idNumber(entry.id);
   return number === undefined ? namedNumbers(entry.message) : [number];
@@ -117,10 +114,7 @@ export function withRecallLine(edited: string, proposed: string | null): string 
   return `${edited.trim().replace(RECALL_IDS_LINE, '').trim()}${line}`;
 }
 
-/**
- * The engine's `nameReplaced` hook: a stub ends with ` [recall id: m14]`, a summary or a trim's
- * marker with a `[recall ids: m3..m9, m12]` line (naming again what an earlier one it replaces named).
- */
+/** The engine's `nameReplaced` hook: ` [recall id: m14]` for a stub, a `[recall ids: …]` line for a summary or trim. */
 export function recallNamer(
   entries: readonly SessionEntry[],
 ): (kind: 'stub' | 'summary' | 'trim', indices: readonly number[]) => string {
