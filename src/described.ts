@@ -1,6 +1,5 @@
-// Sandbox-safe (it imports nothing): what a configuration built, in words — a summarizer or a data converter remembers how
-// it was made, so a worker's start line can say which model, endpoint, store and codec it uses
-// however it was handed them (the plugin, `createWorker`, the CLI).
+// Sandbox-safe: a summarizer or data converter remembers how it was made, so a worker's start line can say
+// which model, endpoint, store and codec it uses however it was handed them.
 
 const descriptions = new WeakMap<object, string>();
 

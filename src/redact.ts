@@ -1,10 +1,6 @@
-// Node only: secrets taken out of text. A provider may quote the key it was sent in an error message
-// (some OpenAI-compatible proxies do), and an endpoint may carry a password or a key in its URL; an
-// activity's failure is written to workflow history, shown in the UI and logged by the worker, and
-// a start-up line goes to whoever reads the logs, so a secret in either would leak to all of them.
-// Which values are secret is the configuration's to say (`workerSecrets` of src/config.ts).
+// Node only: secrets taken out of text. A provider may quote the key it was sent in an error, and an
+// endpoint may carry a password in its URL; failures go to history, the UI and logs, start lines to logs.
 
-/** What a secret is replaced with. */
 export const REDACTED = '[redacted]';
 
 /** `text` with every occurrence of a secret replaced by {@link REDACTED}, the longest secrets first. */
@@ -15,7 +11,6 @@ export function redactText(text: string, secrets: readonly string[]): string {
   return redacted;
 }
 
-/** A URL in text: a scheme, `://`, and what follows up to a space or a quote. */
 const URL_IN_TEXT = /\b[a-z][a-z0-9+.-]*:\/\/[^\s"'<>`]+/gi;
 
 /** One URL with its userinfo and query values redacted; its scheme, host, port and path kept. */
@@ -41,22 +36,12 @@ function redactUrl(url: string): string {
   return `${url.slice(0, start)}${host}${rest.slice(0, queryStart)}?${values}${fragment}`;
 }
 
-/**
- * `text` with the userinfo (`user:password@`) and the query values of every URL in it redacted:
- * for an endpoint printed at start-up or named in an error.
- *
- * @example
- * redactUrls('https://me:pw@proxy.example/v1?key=abc'); // 'https://[redacted]@proxy.example/v1?key=[redacted]'
- */
+/** `text` with the userinfo and query values of every URL redacted: `https://[redacted]@host/v1?key=[redacted]`. */
 export function redactUrls(text: string): string {
   return text.replace(URL_IN_TEXT, redactUrl);
 }
 
-/**
- * Takes `secrets`, and the userinfo and query values of URLs, out of an error's message and stack
- * and those of its causes, in place (the failure keeps its type, details and retry hints), and
- * returns it.
- */
+/** Takes `secrets` and URL credentials out of an error's and its causes' messages and stacks, in place. */
 export function redactFailure<T>(error: T, secrets: readonly string[]): T {
   const seen = new Set<unknown>();
   for (let current: unknown = error; current instanceof Error && !seen.has(current); current = current.cause) {

@@ -1,37 +1,33 @@
-// Sandbox-safe: how the backends of an agent run's chain fare (docs/design.md#agent-run) — a
-// backend that failed a round rests, so a backend that is down costs its retries once, not every
-// round. Pure: the caller gives the round and the (workflow) time.
+// Sandbox-safe, pure: a backend of an agent run's chain that failed a round rests, so a backend that is
+// down costs its retries once, not every round (docs/design.md#agent-run).
 
-/** How a backend of the chain has fared: rounds it failed, and until when it rests (not tried first). */
+/** How a backend of the chain has fared, and until when it rests (not tried first); null: not resting. */
 export interface BackendStatus {
   label: string;
-  /** Rounds in which it failed after its retries. */
   failedRounds: number;
-  /** It is not tried first before this round (1-based); null when it is not resting. */
   restingUntilRound: number | null;
-  /** Nor before this time (ms since the epoch, workflow time), when the cooldown has a time; else null. */
+  /** Workflow time, ms since the epoch. */
   restingUntilTime: number | null;
 }
 
-/** How long a failed backend rests: rounds (0: no cooldown), and milliseconds when the cooldown has a time. */
+/** How long a failed backend rests (`rounds` 0: no cooldown). */
 export interface Cooldown {
   rounds: number;
   timeMs: number | undefined;
 }
 
-/** A backend that has not failed yet. */
 export function freshBackendStatus(label: string): BackendStatus {
   return { label, failedRounds: 0, restingUntilRound: null, restingUntilTime: null };
 }
 
-/** Whether a backend rests in round `round`: its cooldown (rounds, or time when set, whichever ends first) runs. */
+/** Whether a backend rests in `round`: its cooldown of rounds, or time when set, whichever ends first. */
 export function isResting(status: BackendStatus | undefined, round: number, now: () => number): boolean {
   if (status === undefined || status.restingUntilRound === null) return false;
   if (round >= status.restingUntilRound) return false;
   return status.restingUntilTime === null || now() < status.restingUntilTime;
 }
 
-/** Counts a failed round against the backend and starts its rest (in place: the status is the run's state). */
+/** Counts a failed round and starts the backend's rest, in place. */
 export function startRest(status: BackendStatus, cooldown: Cooldown, round: number, now: () => number): void {
   const { rounds, timeMs } = cooldown;
   status.failedRounds += 1;

@@ -1,7 +1,5 @@
-// Sandbox-safe: the compaction history as an agent run's memo (docs/design.md#search-attributes) —
-// what the Temporal UI shows of a run without asking a worker, so a closed run's compactions stay
-// readable when no worker polls its queue. The UI's *Memo* tab prints the memo as JSON in a
-// monospaced block, a string's line breaks as lines: the value is a text table padded to columns.
+// Sandbox-safe: the compaction history as an agent run's memo (docs/design.md#search-attributes), readable
+// in the UI with no worker. The *Memo* tab prints JSON in a monospaced block: a table padded to columns.
 import { jsonPayloadBytes } from '../limits/payload-size.js';
 import {
   compactionKindLabel,
@@ -11,17 +9,12 @@ import {
   type CompactionRecord,
 } from './compaction-history.js';
 
-/** The memo field that holds the table. */
 export const COMPACTION_MEMO_KEY = 'compactions';
 
-/** At most this many compactions are listed, the most recent; the rest are counted in the totals. */
+/** At most this many compactions are listed, the most recent. */
 export const MEMO_COMPACTIONS = 10;
 
-/**
- * The most bytes the memo's value may take as JSON: under the server's memo size warning
- * (`limit.memoSize.warn`, 2 KiB by default; the error limit, `limit.memoSize.error`, is 2 MiB). Older
- * rows are left out until the table fits.
- */
+/** The most bytes the memo's value takes as JSON: under the server's `limit.memoSize.warn` (2 KiB). */
 export const MEMO_MAX_BYTES = 2_000;
 
 /** How the run ended, for the memo written as it closes; undefined while it runs. */
@@ -30,7 +23,7 @@ export interface MemoEnding {
   rounds: number;
 }
 
-/** What a compaction did, in a table cell: `summary (1,729 chars)`, `trim, fallback`, `summary (506 chars), edited`. */
+/** What a compaction did, in a table cell: `trim, fallback`, `summary (506 chars), edited`. */
 function whatCell(record: CompactionRecord): string {
   const parts = [compactionKindLabel(record.kind, record.summaryChars ?? 0)];
   if (record.fallback) parts.push('fallback');
@@ -40,10 +33,9 @@ function whatCell(record: CompactionRecord): string {
 }
 
 const HEADER = ['#', 'round', 'tokens before → after', 'summary or trim', 'dropped', 'elided', 'billed input so far'];
-/** Columns aligned right (numbers). */
 const RIGHT = [true, true, true, false, true, true, true];
 
-/** Rows as a Markdown table padded to its columns, so it reads as a table in a monospaced block too. */
+/** Rows as a Markdown table padded to its columns. */
 function paddedTable(rows: readonly string[][]): string[] {
   const widths = HEADER.map((title, column) =>
     Math.max(title.length, ...rows.map((row) => (row[column] ?? '').length)),
@@ -55,11 +47,8 @@ function paddedTable(rows: readonly string[][]): string[] {
 }
 
 /**
- * The run's compaction history as the text of its memo: a line of totals, the cost so far, how
- * the run ended (once it has), and a table of the last {@link MEMO_COMPACTIONS} compactions — round,
- * tokens before → after, summary or trim, messages dropped, results elided, billed input so far —
- * with fewer rows when the value would be over {@link MEMO_MAX_BYTES}. Starts with a line break, so
- * the table's first line starts where the others do in the UI's JSON view.
+ * The run's compaction history as its memo's text: totals, cost, how the run ended, and the last
+ * compactions as fit {@link MEMO_MAX_BYTES}. The leading line break aligns the table in the UI's JSON view.
  */
 export function renderCompactionMemo(history: CompactionHistory, ending?: MemoEnding): string {
   const { totals, recent, usage } = history;

@@ -7,20 +7,19 @@ import { createCharCounter } from '../counting/tokens.js';
 import type { ChatMessage, TokenCounter } from '../types.js';
 import { UsageCounter, type UsageCounterState } from '../counting/usage-counter.js';
 
-/** One backend's counting: a calibrated counter of complete requests and the room it leaves the conversation. */
+/** One backend's counting, in its own units. */
 export interface BackendCounter {
   backend: ResolvedBackend;
-  /** Counts complete requests (conversation + tool declarations + framing); calibrated from billed usage. */
+  /** Counts complete requests (conversation, tool declarations, framing), calibrated from billed usage. */
   usage: UsageCounter;
-  /** Tokens of the tool declarations in this backend's units. */
   toolTokens: number;
-  /** Usable room for the conversation: window − reserved output − safety margin − tool declarations. */
+  /** Window − reserved output − safety margin − tool declarations. */
   room: number;
-  /** Counts the conversation alone in this backend's units (the complete request minus the tool declarations): what `compact` gets as `counter`. */
+  /** Counts the conversation alone: what `compact` gets as `counter`. */
   conversation: TokenCounter;
 }
 
-/** The BPE counter or the character estimator; `known` counts are looked up before tokenizing and receive what is tokenized. */
+/** The BPE counter (with `known` counts) or the character estimator. */
 export function tokenizerCounter(tokenizer: Tokenizer, known?: TextTokenCounts): TokenCounter {
   return tokenizer === 'chars'
     ? createCharCounter()
@@ -55,13 +54,12 @@ export function backendCounter(
 }
 
 export interface PreflightResult {
-  /** The backend with the largest room among those still worth trying: compaction aims at its room, in its units. */
+  /** The backend with the largest room among those still worth trying: compaction aims at its room. */
   aimAt: BackendCounter;
-  /** `aimAt.room`. */
   aim: number;
   /** The conversation counted by `aimAt`. */
   tokens: number;
-  /** The first backend still worth trying that the conversation fits as it is; undefined when none does. */
+  /** The first backend the conversation fits as it is. */
   fits: BackendCounter | undefined;
 }
 

@@ -2,13 +2,13 @@
 import type { ChatMessage } from '../types.js';
 import type { RoundUsage } from './run-usage.js';
 
-/** A chat request as far as prompt caching is concerned: its messages' transcript ids and JSON sizes, in order. */
+/** A chat request as prompt caching sees it: its messages' transcript ids and JSON sizes, in order. */
 export interface RequestShape {
   ids: string[];
   sizes: number[];
 }
 
-/** The provider's usage of a request, as the `chat` activity reports it (absent when it did not say). */
+/** The provider's usage of a request, as the `chat` activity reports it. */
 export interface ReportedUsage {
   promptTokens: number;
   completionTokens?: number;
@@ -16,24 +16,19 @@ export interface ReportedUsage {
 }
 
 export interface RequestCostInput {
-  /** The backend that answered (its label). */
   backend: string;
-  /** The messages sent, and the request's shape (their transcript ids and sizes). */
   sent: readonly ChatMessage[];
   shape: RequestShape;
-  /** The request before this one, or null for the run's first. */
+  /** Null for the run's first request. */
   previous: RequestShape | null;
   /** The run's own count of the request, for when the provider reported no usage. */
   tokens: number;
   reported: ReportedUsage | undefined;
-  /** Counts messages in the answering backend's units (complete requests). */
+  /** Counts complete requests in the answering backend's units. */
   count: (messages: readonly ChatMessage[]) => number;
 }
 
-/**
- * The provider's numbers, with cached prompt tokens as reported or, unreported, modelled as a prefix
- * cache serves them: the messages shared from the start with the previous request (same ids, sizes).
- */
+/** The provider's numbers; unreported cached tokens modelled as the prefix shared with the previous request. */
 export function requestCost({ backend, sent, shape, previous, tokens, reported, count }: RequestCostInput): RoundUsage {
   const promptTokens = reported?.promptTokens ?? tokens;
   const completionTokens = reported?.completionTokens ?? null;

@@ -4,9 +4,9 @@ import type { SummarizerUsage } from '../counting/summarizer-usage.js';
 
 /** Prices relative to one uncached input token of the agent's model. */
 export interface Pricing {
-  /** A cached prompt token. @default 0.1 (what OpenAI and Anthropic charge for a cache hit, roughly) */
+  /** @default 0.1 (roughly what OpenAI and Anthropic charge for a cache hit) */
   cachedInput: number;
-  /** A summarizer prompt token (a smaller model). @default 0.25 */
+  /** @default 0.25 (a smaller model) */
   summarizerInput: number;
 }
 
@@ -14,29 +14,25 @@ export const DEFAULT_PRICING: Pricing = { cachedInput: 0.1, summarizerInput: 0.2
 
 /** One chat request's usage, as the run records it on the assistant message it produced. */
 export interface RoundUsage {
-  /** The backend that answered (its label). */
   backend: string;
   promptTokens: number;
-  /** Prompt tokens served from the provider's cache: as it reported them, or modelled. */
   cachedPromptTokens: number;
-  /** `reported` by the provider, or `modelled` from the prefix this request shares with the one before. */
+  /** `modelled` from the prefix this request shares with the one before. */
   cacheSource: 'reported' | 'modelled';
   completionTokens: number | null;
 }
 
 /** Running totals of a run's usage, across continue-as-new. */
 export interface RunUsage {
-  /** Chat requests answered. */
   requests: number;
   promptTokens: number;
   cachedPromptTokens: number;
-  /** Requests whose cached tokens the provider reported (the rest were modelled). */
+  /** Requests whose cached tokens the provider reported. */
   reportedCacheRequests: number;
   completionTokens: number;
   summarizer: { requests: number; promptTokens: number; completionTokens: number; estimated: boolean };
-  /** `cachedPromptTokens / promptTokens` (0 before the first request). */
   cacheHitRate: number;
-  /** Estimated billed input so far, in uncached-input-token equivalents (see `pricing`). */
+  /** In uncached-input-token equivalents. */
   billedInput: number;
   pricing: Pricing;
 }
@@ -69,7 +65,6 @@ function derive(usage: Omit<RunUsage, 'cacheHitRate' | 'billedInput'>): RunUsage
   };
 }
 
-/** The totals with one more chat request. */
 export function addRoundUsage(usage: RunUsage, round: RoundUsage): RunUsage {
   return derive({
     ...usage,
@@ -81,7 +76,6 @@ export function addRoundUsage(usage: RunUsage, round: RoundUsage): RunUsage {
   });
 }
 
-/** The totals with one compaction's summarizer requests. */
 export function addSummarizerUsage(usage: RunUsage, summarizer: SummarizerUsage): RunUsage {
   return derive({
     ...usage,
@@ -94,7 +88,6 @@ export function addSummarizerUsage(usage: RunUsage, summarizer: SummarizerUsage)
   });
 }
 
-/** `86%` (no decimals: a display). */
 export function percent(rate: number): string {
   return `${Math.round(rate * 100)}%`;
 }

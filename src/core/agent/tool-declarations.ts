@@ -5,7 +5,7 @@ import type { ToolDeclaration } from '../counting/request-counter.js';
 export const BUILT_IN_TOOL_NAMES = ['fs_read', 'fs_list', 'grep'] as const;
 export type BuiltInToolName = (typeof BUILT_IN_TOOL_NAMES)[number];
 
-/** The OpenAI function-tool declarations of the built-in tools. Paths are relative to the worker's tool root. */
+/** Paths are relative to the worker's tool root. */
 export const BUILT_IN_TOOLS: Readonly<Record<BuiltInToolName, ToolDeclaration>> = {
   fs_read: {
     type: 'function',
@@ -74,10 +74,8 @@ export function isBuiltInToolName(name: string): name is BuiltInToolName {
 }
 
 /**
- * The worker's own activities that are not tools. A declared tool runs as the activity of its name,
- * so a tool named like one of these would let the model call it: `agentRun` refuses such a
- * declaration. `createActivities` (src/activities/index.ts) registers exactly these, the built-in
- * tools and `recall`: an activity added there and not named here does not compile.
+ * The worker's own activities that are not tools: a tool runs as the activity of its name, so
+ * `agentRun` refuses a tool named like one (`createActivities` does not compile without them all).
  */
 export const INTERNAL_ACTIVITY_NAMES = [
   'summarize',

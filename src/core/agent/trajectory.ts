@@ -1,35 +1,29 @@
-// Sandbox-safe: a recorded trajectory (the ../shared/corpus format: a JSON array of chat messages)
-// cut into what the replay provider plays back — the opening messages, then one assistant turn per
-// chat call with the recorded results of its tool calls and the user turns that followed it.
+// Sandbox-safe: a recorded trajectory (a JSON array of chat messages) cut into what the replay provider
+// plays back: the opening messages, then one assistant turn per chat call with what followed it.
 import { InvalidInputError } from '../errors.js';
 import { validateMessages } from '../schema.js';
 import type { ChatMessage } from '../types.js';
 
 /** One recorded assistant turn and what the recording says happened after it. */
 export interface RecordedTurn {
-  /** The assistant message, verbatim. */
   message: ChatMessage;
   /** Recorded results by tool-call id. */
   results: Map<string, ChatMessage>;
-  /** Tool calls of this turn the recording never answered (a run cut off at its last call). */
+  /** Tool calls the recording never answered (a run cut off at its last call). */
   unanswered: string[];
-  /** Non-tool messages recorded after this turn's results and before the next assistant turn (a user's reply). */
+  /** Messages after this turn's results and before the next assistant turn (a user's reply). */
   userMessages: ChatMessage[];
 }
 
 /** A trajectory ready to be played: its opening messages and its assistant turns in order. */
 export interface ReplayScript {
-  /** The messages before the first assistant turn: what a run starts from. */
   opening: ChatMessage[];
   turns: RecordedTurn[];
   /** Every recorded tool result by call id (a result may be asked for by a run whose turns drifted). */
   results: Map<string, ChatMessage>;
 }
 
-/**
- * Cuts a trajectory into a {@link ReplayScript}. Throws `InvalidInputError` when it is not an
- * array of valid chat messages or has no assistant turn.
- */
+/** Cuts a trajectory into a {@link ReplayScript}; `InvalidInputError` when it has no assistant turn or a bad message. */
 export function replayScript(trajectory: unknown): ReplayScript {
   const messages = validateMessages(trajectory, 'trajectory');
   const first = messages.findIndex((message) => message.role === 'assistant');
@@ -59,7 +53,6 @@ export function replayScript(trajectory: unknown): ReplayScript {
   return { opening: messages.slice(0, first), turns, results };
 }
 
-/** The messages a replayed run starts from: everything before the first assistant turn. */
 export function openingMessages(trajectory: unknown): ChatMessage[] {
   return replayScript(trajectory).opening;
 }
