@@ -1,7 +1,14 @@
 // Sandbox-safe: an agent run's compaction history (recent records and totals; the whole history is in
 // the transcript), and the Markdown the Temporal UI and `temporal-compactor history` show.
 import { emptyRunUsage, percent, type Pricing, type RunUsage } from './run-usage.js';
-import type { CompactionLine, CompactionLineContext, ReviewOutcome, SessionLine, UndoLine } from './session.js';
+import {
+  compactionLineOf,
+  type CompactionLine,
+  type CompactionLineContext,
+  type ReviewOutcome,
+  type SessionLine,
+  type UndoLine,
+} from './session.js';
 import type { CompactionResult, Coverage } from '../types.js';
 import { compactionKind, type CompactionKind } from '../compaction/kind.js';
 import { jsonPayloadBytes } from '../limits/payload-size.js';
@@ -101,36 +108,8 @@ function recordedCoverage(coverage: Coverage | undefined): { coverage?: Coverage
   return { coverage: { ...coverage, missing: coverage.missing.slice(0, RECORD_MISSING) } };
 }
 
-export function compactionRecord(
-  { round, backend, target, summarizerUsage, cacheHitRate, billedInput, review, coldCache, askedBy }: CompactionContext,
-  result: CompactionResult,
-): CompactionRecord {
-  return {
-    round,
-    backend,
-    target,
-    tokensBefore: result.tokensBefore,
-    tokensAfter: result.tokensAfter,
-    dropped: result.dropped,
-    elided: result.elisions.length,
-    ...(result.truncations === undefined ? {} : { truncated: result.truncations.length }),
-    ...recordedCoverage(result.coverage),
-    ...(result.summaryPieces === undefined ? {} : { summaryPieces: result.summaryPieces }),
-    kind: compactionKind(result),
-    summaryChars: result.summary?.length ?? null,
-    fallback: result.fallback,
-    exhausted: result.exhausted,
-    tokensReclaimed: result.tokensBefore - result.tokensAfter,
-    summarizerTokens: summarizerUsage?.promptTokens ?? 0,
-    cacheHitRate: cacheHitRate ?? null,
-    billedInput: billedInput ?? null,
-    ...(review === undefined ? {} : { review }),
-    ...(coldCache === true ? { coldCache } : {}),
-    ...(result.userMessages === undefined
-      ? {}
-      : { userMessages: { kept: result.userMessages.kept, summarized: result.userMessages.summarized } }),
-    ...(askedBy === undefined ? {} : { askedBy }),
-  };
+export function compactionRecord(context: CompactionContext, result: CompactionResult): CompactionRecord {
+  return recordOfLine(compactionLineOf(result, context), result.elisions.length, result.userMessages?.kept);
 }
 
 export function emptyCompactionHistory(pricing?: Pricing): CompactionHistory {
@@ -233,13 +212,8 @@ export function undoRecord(line: UndoLine): CompactionRecord {
   };
 }
 
-function recordOfLine(line: CompactionLine, elided: number): CompactionRecord {
-  const kind = compactionKind({ summary: line.summary, fallback: line.fallback, elisions: { length: elided } });
+function recordOfLine(line: CompactionLine, elided: number, kept = line.keptUserIds?.length ?? 0): CompactionRecord {
   return {
-    tokensReclaimed: line.tokensBefore - line.tokensAfter,
-    summarizerTokens: line.summarizerUsage?.promptTokens ?? 0,
-    cacheHitRate: line.cacheHitRate ?? null,
-    billedInput: line.billedInput ?? null,
     round: line.round ?? 0,
     backend: line.backend ?? '?',
     target: line.target ?? 0,
@@ -250,15 +224,19 @@ function recordOfLine(line: CompactionLine, elided: number): CompactionRecord {
     ...(line.truncated === undefined ? {} : { truncated: line.truncated }),
     ...recordedCoverage(line.coverage),
     ...(line.summaryPieces === undefined ? {} : { summaryPieces: line.summaryPieces }),
-    kind,
+    kind: compactionKind({ summary: line.summary, fallback: line.fallback, elisions: { length: elided } }),
     summaryChars: line.summary?.length ?? null,
     fallback: line.fallback,
     exhausted: line.exhausted,
+    tokensReclaimed: line.tokensBefore - line.tokensAfter,
+    summarizerTokens: line.summarizerUsage?.promptTokens ?? 0,
+    cacheHitRate: line.cacheHitRate ?? null,
+    billedInput: line.billedInput ?? null,
     ...(line.review === undefined ? {} : { review: line.review }),
     ...(line.coldCache === true ? { coldCache: true } : {}),
     ...(line.userMessagesSummarized === undefined
       ? {}
-      : { userMessages: { kept: line.keptUserIds?.length ?? 0, summarized: line.userMessagesSummarized } }),
+      : { userMessages: { kept, summarized: line.userMessagesSummarized } }),
     ...(line.askedBy === undefined ? {} : { askedBy: line.askedBy }),
   };
 }

@@ -279,14 +279,9 @@ export function toJsonl(lines: readonly SessionLine[]): string {
   return lines.map((line) => JSON.stringify(line)).join('\n') + (lines.length > 0 ? '\n' : '');
 }
 
-/** docs/design.md#user-words */
-function userMessageFields(
-  entries: readonly SessionEntry[],
-  result: CompactionResult,
-): Pick<CompactionLine, 'keptUserIds' | 'userMessagesSummarized'> {
-  const { userMessages } = result;
-  if (userMessages === undefined) return {};
-  const keptUserIds = userMessages.keptAt.map((index, position) => {
+/** docs/design.md#user-words The ids of the user messages the compaction kept. */
+function keptUserIdsOf(entries: readonly SessionEntry[], result: CompactionResult): string[] {
+  return (result.userMessages?.keptAt ?? []).map((index, position) => {
     const entry = entries[index];
     if (entry === undefined)
       throw new InvalidInputError(
@@ -295,9 +290,31 @@ function userMessageFields(
       );
     return entry.id;
   });
+}
+
+/** The compaction line of `result`; `replacesThroughId` and `keptUserIds` name entries of the transcript. */
+export function compactionLineOf(
+  result: CompactionResult,
+  context?: Partial<CompactionLineContext>,
+  replacesThroughId: string | null = null,
+  keptUserIds: readonly string[] = [],
+): CompactionLine {
   return {
-    ...(keptUserIds.length === 0 ? {} : { keptUserIds }),
-    userMessagesSummarized: userMessages.summarized,
+    type: 'compaction',
+    ...context,
+    replacesThroughId,
+    summary: result.summary,
+    dropped: result.dropped,
+    tokensBefore: result.tokensBefore,
+    tokensAfter: result.tokensAfter,
+    fallback: result.fallback,
+    exhausted: result.exhausted,
+    ...(result.truncations === undefined ? {} : { truncated: result.truncations.length }),
+    ...(result.coverage === undefined ? {} : { coverage: result.coverage }),
+    ...(result.summaryPieces === undefined ? {} : { summaryPieces: result.summaryPieces }),
+    ...(result.trimMarker === undefined ? {} : { trimMarker: result.trimMarker }),
+    ...(keptUserIds.length === 0 ? {} : { keptUserIds: [...keptUserIds] }),
+    ...(result.userMessages === undefined ? {} : { userMessagesSummarized: result.userMessages.summarized }),
   };
 }
 
@@ -322,22 +339,8 @@ export function recordCompaction(
   const replacedOrMarked =
     result.cutIndex >= 0 || result.fallback || result.exhausted || result.truncations !== undefined;
   if (replacedOrMarked || context !== undefined) {
-    lines.push({
-      type: 'compaction',
-      ...context,
-      replacesThroughId: result.cutIndex >= 0 ? (entries[result.cutIndex]?.id ?? null) : null,
-      summary: result.summary,
-      dropped: result.dropped,
-      tokensBefore: result.tokensBefore,
-      tokensAfter: result.tokensAfter,
-      fallback: result.fallback,
-      exhausted: result.exhausted,
-      ...(result.truncations === undefined ? {} : { truncated: result.truncations.length }),
-      ...(result.coverage === undefined ? {} : { coverage: result.coverage }),
-      ...(result.summaryPieces === undefined ? {} : { summaryPieces: result.summaryPieces }),
-      ...(result.trimMarker === undefined ? {} : { trimMarker: result.trimMarker }),
-      ...userMessageFields(entries, result),
-    });
+    const through = result.cutIndex >= 0 ? (entries[result.cutIndex]?.id ?? null) : null;
+    lines.push(compactionLineOf(result, context, through, keptUserIdsOf(entries, result)));
   }
   let next: SessionEntry[] = [...entries];
   lines.forEach((line, index) => {
