@@ -331,21 +331,17 @@ export function planAgentRun(input: unknown): AgentRunPlan {
   const models = parseModels(data.model);
   const tools = (data.tools ?? []).map(parseTool);
   const names = new Set<string>();
-  tools.forEach((tool, index) => {
-    if (names.has(tool.function.name))
-      throw new InvalidInputError(`input.tools[${index}].function.name`, `"${tool.function.name}" is declared twice`);
-    // docs/design.md#agent-tool: the agent's compaction tool is the run's own, declared or not.
-    if (tool.function.name === COMPACT_CONTEXT_TOOL_NAME)
-      throw new InvalidInputError(
-        `input.tools[${index}].function.name`,
-        `"${COMPACT_CONTEXT_TOOL_NAME}" is reserved for the run's own compaction tool (compaction.agentTool): name yours otherwise`,
-      );
-    if (recall === true && tool.function.name === RECALL_TOOL_NAME)
-      throw new InvalidInputError(
-        `input.tools[${index}].function.name`,
-        `"${RECALL_TOOL_NAME}" is the run's own tool under compaction.recall: name yours otherwise`,
-      );
-    names.add(tool.function.name);
+  // The run's own tools (docs/design.md#agent-tool: compact_context is reserved, declared or not).
+  const ownTools = new Map([
+    [COMPACT_CONTEXT_TOOL_NAME, "is reserved for the run's own compaction tool (compaction.agentTool)"],
+  ]);
+  if (recall === true) ownTools.set(RECALL_TOOL_NAME, "is the run's own tool under compaction.recall");
+  tools.forEach(({ function: { name } }, index) => {
+    const field = `input.tools[${index}].function.name`;
+    if (names.has(name)) throw new InvalidInputError(field, `"${name}" is declared twice`);
+    const own = ownTools.get(name);
+    if (own !== undefined) throw new InvalidInputError(field, `"${name}" ${own}: name yours otherwise`);
+    names.add(name);
   });
   if (recall === true) tools.push(RECALL_TOOL);
   if (agentTool !== undefined) tools.push(COMPACT_CONTEXT_TOOL);
@@ -381,7 +377,8 @@ export function planAgentRun(input: unknown): AgentRunPlan {
   checkDuration(startToCloseTimeout, 'input.compaction.startToCloseTimeout');
   checkDuration(heartbeatTimeout, 'input.compaction.heartbeatTimeout');
   assertTaskQueueName(taskQueue, 'input.compaction.taskQueue');
-  checkText(summarizerModel, 'input.compaction.summarizerModel');
+  if (summarizerModel !== undefined && (typeof summarizerModel !== 'string' || summarizerModel === ''))
+    throw new InvalidInputError('input.compaction.summarizerModel', 'must be a non-empty string');
   for (const [field, settings] of [
     ['input.chatActivity', data.chatActivity],
     ['input.toolActivity', data.toolActivity],
@@ -454,11 +451,6 @@ function checkDuration(value: unknown, field: string): void {
     throw new InvalidInputError(field, 'must be milliseconds or a duration like "30s"');
   if (parseDuration(value, field) <= 0)
     throw new InvalidInputError(field, `must be longer than zero, got ${JSON.stringify(value)}`);
-}
-
-function checkText(value: unknown, field: string): void {
-  if (value !== undefined && (typeof value !== 'string' || value === ''))
-    throw new InvalidInputError(field, 'must be a non-empty string');
 }
 
 const MODEL_SHAPES =
