@@ -163,30 +163,26 @@ export function readCompletion(body: unknown): { completion: Completion } | { er
   const parsed = completionSchema.safeParse(body);
   if (!parsed.success) return { error: parsed.error };
   const first = parsed.data.choices[0];
-  const content = first?.message?.content;
-  const choice: CompletionChoice | undefined =
-    first === undefined
-      ? undefined
-      : {
-          hasMessage: first.message !== null && first.message !== undefined,
-          content:
-            content === null || content === undefined
-              ? null
-              : typeof content === 'string'
-                ? content
-                : content.map((part) => (part.type === 'text' && part.text !== undefined ? part.text : '')).join(''),
-          toolCalls: first.message?.tool_calls,
-          finishReason: first.finish_reason ?? undefined,
-        };
+  const content = first?.message?.content ?? null;
+  const choice: CompletionChoice | undefined = first && {
+    hasMessage: first.message !== null && first.message !== undefined,
+    content:
+      typeof content === 'string' || content === null
+        ? content
+        : content.map((part) => (part.type === 'text' && part.text !== undefined ? part.text : '')).join(''),
+    toolCalls: first.message?.tool_calls,
+    finishReason: first.finish_reason ?? undefined,
+  };
   const usage = parsed.data.usage;
   if (usage === null || usage === undefined) return { completion: { choice, usage: undefined } };
-  const counts: CompletionUsage = {};
-  if (typeof usage.prompt_tokens === 'number') counts.promptTokens = usage.prompt_tokens;
-  const cached = usage.prompt_tokens_details?.cached_tokens;
-  if (typeof cached === 'number') counts.cachedPromptTokens = cached;
-  if (typeof usage.completion_tokens === 'number') counts.completionTokens = usage.completion_tokens;
-  if (typeof usage.total_tokens === 'number') counts.totalTokens = usage.total_tokens;
-  return { completion: { choice, usage: counts } };
+  const counts = {
+    promptTokens: usage.prompt_tokens,
+    cachedPromptTokens: usage.prompt_tokens_details?.cached_tokens,
+    completionTokens: usage.completion_tokens,
+    totalTokens: usage.total_tokens,
+  };
+  const stated = Object.entries(counts).filter(([, value]) => typeof value === 'number');
+  return { completion: { choice, usage: Object.fromEntries(stated) } };
 }
 
 /** Header bags as openai 6 (`Headers`) and older clients or plain objects (records) carry them. */
