@@ -8,13 +8,13 @@ import { Worker } from '@temporalio/worker';
 import { loadConfig, type CompactorConfig } from '../src/config.js';
 import { summarizerFromConfig } from '../src/worker/summarizer-from-config.js';
 import {
-  agentRunStaticMetadata,
   describeRunUsage,
   groupDigits,
   renderCompactionTable,
   type CompactionHistory,
 } from '../src/core/agent/compaction-history.js';
 import { openingMessages } from '../src/core/agent/trajectory.js';
+import { agentRunStaticMetadata } from './static-metadata.js';
 import { startCodecServer, type CodecServer } from '../src/payloads/codec-server.js';
 import { startDevServer, type DevServer } from './dev-server.js';
 import { payloadConverterFromConfig } from '../src/payloads/index.js';

@@ -3,7 +3,6 @@
 import { describe, expect, it } from 'vitest';
 import {
   addCompactionRecord,
-  agentRunStaticMetadata,
   emptyCompactionHistory,
   STATIC_METADATA_MAX_BYTES,
   type CompactionHistory,
@@ -11,6 +10,7 @@ import {
 } from '../../src/core/agent/compaction-history.js';
 import { MEMO_COMPACTIONS, MEMO_MAX_BYTES, renderCompactionMemo } from '../../src/core/agent/compaction-memo.js';
 import { jsonPayloadBytes } from '../../src/core/limits/payload-size.js';
+import { agentRunStaticMetadata } from '../../dev/static-metadata.js';
 
 function record(round: number, overrides: Partial<CompactionRecord> = {}): CompactionRecord {
   return {

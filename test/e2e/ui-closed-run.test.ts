@@ -14,7 +14,7 @@ import { Client } from '@temporalio/client';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import type { AgentRunWorkflowInput } from '../../src/shared/agent-run.js';
-import { agentRunStaticMetadata } from '../../src/core/agent/compaction-history.js';
+import { agentRunStaticMetadata } from '../../dev/static-metadata.js';
 import { COMPACTION_MEMO_KEY, renderCompactionMemo } from '../../src/core/agent/compaction-memo.js';
 import { loadConfig } from '../../src/config.js';
 import { payloadProtoSize } from '../../src/payloads/codec.js';
