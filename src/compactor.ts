@@ -190,14 +190,8 @@ export class Compactor {
     };
     const view = formatView(formatOption(callOptions.format, 'callOptions.format'), conversation);
     if (view === undefined) return this.run(conversation, overrides, signal, onProgress);
-    return view.result(
-      await this.run(
-        view.messages,
-        { ...overrides, counter: view.counter(counter ?? this.counter) },
-        signal,
-        onProgress,
-      ),
-    );
+    const viewOverrides = { ...overrides, counter: view.counter(counter ?? this.counter) };
+    return view.result(await this.run(view.messages, viewOverrides, signal, onProgress));
   }
 
   /**

@@ -93,18 +93,15 @@ export interface SearchAttributeSetup extends SearchAttributeStatus {
 export async function ensureSearchAttributesIfAllowed(
   connection: HasOperatorService,
   namespace: string,
-  {
-    register = true,
-    wanted = COMPACTOR_SEARCH_ATTRIBUTES,
-  }: { register?: boolean; wanted?: Record<string, SearchAttributeType> } = {},
+  { register = true }: { register?: boolean } = {},
 ): Promise<SearchAttributeSetup> {
   let status: SearchAttributeStatus;
   try {
-    status = await searchAttributeStatus(connection, namespace, wanted);
+    status = await searchAttributeStatus(connection, namespace);
   } catch (error) {
     return {
       present: [],
-      missing: Object.keys(wanted),
+      missing: Object.keys(COMPACTOR_SEARCH_ATTRIBUTES),
       conflicting: [],
       registered: [],
       error: `listing them failed: ${messageOf(error)}`,
@@ -113,7 +110,7 @@ export async function ensureSearchAttributesIfAllowed(
   if (status.missing.length === 0) return { ...status, registered: [], error: undefined };
   if (!register) return { ...status, registered: [], error: 'registering is turned off for this worker' };
   try {
-    await addSearchAttributes(connection, namespace, status.missing, wanted);
+    await addSearchAttributes(connection, namespace, status.missing);
     return {
       present: [...status.present, ...status.missing],
       missing: [],
