@@ -195,10 +195,7 @@ export function replaySession(lines: Iterable<SessionLine> | string): ChatMessag
   const parsed = typeof lines === 'string' ? parseSessionJsonl(lines) : lines;
   let entries: SessionEntry[] = [];
   let index = 0;
-  for (const line of parsed) {
-    entries = applySessionLine(entries, line, index);
-    index += 1;
-  }
+  for (const line of parsed) entries = applySessionLine(entries, line, index++);
   return entries.map((entry) => entry.message);
 }
 
@@ -206,10 +203,7 @@ export function replaySession(lines: Iterable<SessionLine> | string): ChatMessag
 export async function replaySessionStream(lines: AsyncIterable<SessionLine>): Promise<ChatMessage[]> {
   let entries: SessionEntry[] = [];
   let index = 0;
-  for await (const line of lines) {
-    entries = applySessionLine(entries, line, index);
-    index += 1;
-  }
+  for await (const line of lines) entries = applySessionLine(entries, line, index++);
   return entries.map((entry) => entry.message);
 }
 

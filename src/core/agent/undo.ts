@@ -122,7 +122,8 @@ export function checkCompactionId(value: unknown, field: string): number | undef
  * before its lines (elisions, then the compaction line) and just after them.
  */
 export class UndoFinder {
-  private entries: SessionEntry[] = [];
+  /** The conversation the lines so far replay to. */
+  conversation: SessionEntry[] = [];
   private beforeElisions: SessionEntry[] | undefined;
   private records = 0;
   private index = 0;
@@ -130,21 +131,16 @@ export class UndoFinder {
 
   constructor(readonly compaction: number) {}
 
-  get conversation(): SessionEntry[] {
-    return this.entries;
-  }
-
   /** Applies the next line; true when it was the compaction's own line. */
   push(line: SessionLine): boolean {
-    const before = this.entries;
+    const before = this.conversation;
     if (line.type === 'elision' && this.beforeElisions === undefined) this.beforeElisions = before;
-    this.entries = applySessionLine(this.entries, line, this.index);
-    this.index += 1;
+    this.conversation = applySessionLine(this.conversation, line, this.index++);
     let found = false;
     if (line.type === 'compaction' || line.type === 'undo') {
       this.records += 1;
       if (line.type === 'compaction' && this.records === this.compaction) {
-        this.change = undoChange(this.beforeElisions ?? before, this.entries);
+        this.change = undoChange(this.beforeElisions ?? before, this.conversation);
         found = true;
       }
     }
