@@ -262,7 +262,8 @@ export const AGENT_COMPACTION_KEYS: readonly string[] = [
   }),
 ];
 
-function fieldOf(path: readonly PropertyKey[], root = 'input'): string {
+/** `root` and `path` as a field name: `input.model[1].contextWindow`. */
+export function fieldOf(path: readonly PropertyKey[], root = 'input'): string {
   let field = root;
   for (const key of path) field += typeof key === 'number' ? `[${key}]` : `.${String(key)}`;
   return field;

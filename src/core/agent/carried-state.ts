@@ -6,6 +6,7 @@ import type { UsageCounterState } from '../counting/usage-counter.js';
 import { InvalidInputError } from '../errors.js';
 import { describeIssue, validateMessages } from '../schema.js';
 import type { ChatMessage } from '../types.js';
+import { fieldOf } from './agent-input.js';
 import type { BackendStatus } from './backend-cooldown.js';
 import type { CompactionHistory } from './compaction-history.js';
 import type { RequestShape } from './request-cost.js';
@@ -83,10 +84,6 @@ export const carriedStateSchema = z.looseObject({
   lastModelCallAt: z.number({ error: 'must be a workflow time in milliseconds' }).optional(),
 });
 
-function pathOf(field: string, path: readonly PropertyKey[]): string {
-  return path.reduce<string>((text, key) => text + (typeof key === 'number' ? `[${key}]` : `.${String(key)}`), field);
-}
-
 /** Validates the state a continued run was handed and returns the caller's own objects (kept byte for byte). */
 export function parseCarriedState(value: unknown, field = 'input.carried'): AgentRunCarried {
   assertCarriedState(value, field);
@@ -106,7 +103,7 @@ function assertCarriedState(value: unknown, field: string): asserts value is Age
       issue.path[0] === 'tokenCounts' && issue.path.length === 3
         ? 'must be a non-negative integer or null'
         : describeIssue(issue, value);
-    throw new InvalidInputError(pathOf(field, issue.path), reason);
+    throw new InvalidInputError(fieldOf(issue.path, field), reason);
   }
   const { live, pendingUserMessages, tokenCounts, pins } = parsed.data;
   const ids = new Set<string>();

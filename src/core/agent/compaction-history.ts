@@ -260,19 +260,15 @@ function userMessagesLabel(record: CompactionRecord): string {
 
 /** How a compaction reads in a table: `summary (1,234 chars)`, `trim`, `elision only`, `nothing to remove`, `undo`. */
 export function compactionKindLabel(kind: RecordKind, summaryChars: number): string {
-  switch (kind) {
-    case 'undo':
-      return 'undo';
-    case 'summary':
-      return `summary (${groupDigits(summaryChars)} chars)`;
-    case 'trim':
-      return 'trim';
-    case 'elision':
-      return 'elision only';
-    case 'none':
-      return 'nothing to remove';
-  }
+  return kind === 'summary' ? `summary (${groupDigits(summaryChars)} chars)` : KIND_LABELS[kind];
 }
+
+const KIND_LABELS: Record<Exclude<RecordKind, 'summary'>, string> = {
+  undo: 'undo',
+  trim: 'trim',
+  elision: 'elision only',
+  none: 'nothing to remove',
+};
 
 /** `ids 20 of 24 (13 carried), missing: a, b` (docs/design.md#coverage); not `20/24`: the UI renders that as a fraction. */
 export function coverageLabel(coverage: Coverage): string {
