@@ -150,7 +150,7 @@ export class Compactor {
     assertKnownKeys(callOptions, FORMAT_OPTION_KEYS, 'callOptions');
     const view = formatView(formatOption(callOptions.format, 'callOptions.format'), conversation);
     if (view === undefined) return needsCompactionCore(conversation, this.options, {}, this.counter);
-    return needsCompactionCore(view.messages, this.options, { counter: view.counter(this.counter) }, this.counter);
+    return needsCompactionCore(view.messages, this.options, { counter: this.counter }, this.counter);
   }
 
   /**
@@ -161,13 +161,7 @@ export class Compactor {
     assertKnownKeys(callOptions, FORMAT_OPTION_KEYS, 'callOptions');
     const view = formatView(formatOption(callOptions.format, 'callOptions.format'), conversation);
     if (view === undefined) return compactionPlanCore(conversation, this.options, {}, this.counter, this.calibration);
-    return compactionPlanCore(
-      view.messages,
-      this.options,
-      { counter: view.counter(this.counter) },
-      this.counter,
-      this.calibration,
-    );
+    return compactionPlanCore(view.messages, this.options, { counter: this.counter }, this.counter, this.calibration);
   }
 
   /** Compacts once. Never rejects for a summarizer failure or a cancellation: those end in the hard trim. */
@@ -202,12 +196,7 @@ export class Compactor {
     const view = formatView(formatOption(callOptions.format, 'callOptions.format'), conversation);
     if (view === undefined) return this.run(conversation, overrides, signal, onProgress);
     return view.result(
-      await this.run(
-        view.messages,
-        { ...overrides, counter: view.counter(counter ?? this.counter) },
-        signal,
-        onProgress,
-      ),
+      await this.run(view.messages, { ...overrides, counter: counter ?? this.counter }, signal, onProgress),
     );
   }
 
