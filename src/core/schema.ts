@@ -108,10 +108,10 @@ export const chatMessageSchema = z
   })
   .meta({ title: 'ChatMessage', allOf: MESSAGE_CONDITIONS });
 
-function pathOf(index: number, path: readonly PropertyKey[]): string {
-  let field = `messages[${index}]`;
-  for (const key of path) field += typeof key === 'number' ? `[${key}]` : `.${String(key)}`;
-  return field;
+function pathOf(field: string, path: readonly PropertyKey[]): string {
+  let full = field;
+  for (const key of path) full += typeof key === 'number' ? `[${key}]` : `.${String(key)}`;
+  return full;
 }
 
 /** The value at `path` inside `root`, or undefined when any step is missing. */
@@ -144,7 +144,7 @@ function assertMessage(value: unknown, index: number): asserts value is ChatMess
   // A fault in the content is named down to the part and field ("required (...)" rather than zod's "no union matched").
   if (issue.path[0] === 'content' && !(issue.code === 'custom' && issue.path.length === 1))
     assertContent(Reflect.get(value, 'content'), index);
-  throw new InvalidInputError(pathOf(index, issue.path), describeIssue(issue, value), index);
+  throw new InvalidInputError(pathOf(`messages[${index}]`, issue.path), describeIssue(issue, value), index);
 }
 
 const ROLES = new Set<unknown>(roles);
@@ -247,13 +247,16 @@ export function toProviderMessages(messages: readonly ChatMessage[]): ChatMessag
   return messages.map(({ sticky: _sticky, depth: _depth, ...rest }) => rest);
 }
 
-/** Checks `value` with `schema`; throws naming `field` and the first issue's path below it. */
-export function checkWith(schema: z.ZodType, value: unknown, field: string, index?: number): void {
+/** `value` parsed by `schema`; throws naming `field` and the first issue's path below it. */
+export function checkWith<Schema extends z.ZodType>(
+  schema: Schema,
+  value: unknown,
+  field: string,
+  index?: number,
+): z.output<Schema> {
   const parsed = schema.safeParse(value);
-  if (parsed.success) return;
+  if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0];
   if (issue === undefined) throw new InvalidInputError(field, 'invalid', index);
-  let path = field;
-  for (const key of issue.path) path += typeof key === 'number' ? `[${key}]` : `.${String(key)}`;
-  throw new InvalidInputError(path, describeIssue(issue, value), index);
+  throw new InvalidInputError(pathOf(field, issue.path), describeIssue(issue, value), index);
 }

@@ -1,7 +1,7 @@
 // Sandbox-safe: compaction options, their defaults (docs/design.md#options) and validation.
 import { z } from 'zod';
 import { InvalidInputError } from '../errors.js';
-import { describeIssue } from '../schema.js';
+import { checkWith } from '../schema.js';
 import { assertKnownKeys } from '../unknown-keys.js';
 import { defaultCounter } from '../counting/tokens.js';
 import type { TokenCounter } from '../types.js';
@@ -182,14 +182,7 @@ export function resolveOptions(options: unknown, field = 'options'): ResolvedOpt
   if (typeof options !== 'object' || options === null)
     throw new InvalidInputError(field, 'must be an object with at least contextBudget');
   assertKnownKeys(options, COMPACTION_OPTION_KEYS, field);
-  const parsed = optionsSchema.safeParse(options);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    const key = issue?.path.map(String).join('.') ?? '';
-    const reason = issue === undefined ? 'invalid' : describeIssue(issue, options);
-    throw new InvalidInputError(`${field}.${key}`, reason);
-  }
-  const { retryBackoff, ...rest } = parsed.data;
+  const { retryBackoff, ...rest } = checkWith(optionsSchema, options, field);
   if (rest.targetRatio > rest.triggerRatio) {
     throw new InvalidInputError(
       `${field}.targetRatio`,
@@ -221,13 +214,8 @@ export interface CallOverrides {
 /** Checks a per-call `summaryInstructions` or `summaryPrompt` as the options check them. */
 export function checkInstructionText(value: unknown, field: string): string | undefined {
   if (value === undefined) return undefined;
-  const schema = field.endsWith('summaryPrompt')
-    ? optionsSchema.shape.summaryPrompt
-    : optionsSchema.shape.summaryInstructions;
-  const parsed = schema.safeParse(value);
-  if (parsed.success) return parsed.data;
-  const issue = parsed.error.issues[0];
-  throw new InvalidInputError(field, issue === undefined ? 'invalid' : describeIssue(issue, value));
+  const { summaryPrompt, summaryInstructions } = optionsSchema.shape;
+  return checkWith(field.endsWith('summaryPrompt') ? summaryPrompt : summaryInstructions, value, field);
 }
 
 /** Checks a per-call `keepUserMessages`; throws `InvalidInputError` naming `field`. */
