@@ -1,4 +1,5 @@
 // Sandbox-safe: observation aging — call identity, eligibility, stubs (docs/design.md#elision).
+import type { ResolvedOptions } from './options.js';
 import type { Regions } from './regions.js';
 import { groupDigits, imagePartInfo, imagePartTokens, imageSizeLabel, type ImagePartInfo } from '../counting/parts.js';
 import { contentText, messageChars } from '../counting/tokens.js';
@@ -307,13 +308,10 @@ export function planImageElisions(
 export function planPassElisions(
   messages: readonly ChatMessage[],
   regions: Regions,
-  options: {
-    ageObservations: boolean;
-    ageMinChars: number;
-    ageReclaimMin: number;
-    stubsShorterOnly?: boolean;
-    keepImages?: number | undefined;
-  },
+  options: Pick<
+    ResolvedOptions,
+    'ageObservations' | 'ageMinChars' | 'ageReclaimMin' | 'stubsShorterOnly' | 'keepImages'
+  >,
 ): ElisionPlan {
   const observations = options.ageObservations
     ? planElisions(messages, regions, options)
@@ -328,7 +326,7 @@ export function planPassElisions(
   };
 }
 
-export function elides(options: { ageObservations: boolean; keepImages?: number | undefined }): boolean {
+export function elides(options: Pick<ResolvedOptions, 'ageObservations' | 'keepImages'>): boolean {
   return options.ageObservations || options.keepImages !== undefined;
 }
 
