@@ -68,42 +68,26 @@ export const chatMessageSchema = z
   })
   .superRefine((message, context) => {
     const { role } = message;
-    if (role === 'tool' && message.tool_call_id === undefined)
-      context.addIssue({ code: 'custom', path: ['tool_call_id'], message: 'required for role "tool"' });
+    const fault = (path: (string | number)[], text: string): void =>
+      context.addIssue({ code: 'custom', path, message: text });
+    if (role === 'tool' && message.tool_call_id === undefined) fault(['tool_call_id'], 'required for role "tool"');
     if (role !== 'tool' && message.tool_call_id !== undefined)
-      context.addIssue({
-        code: 'custom',
-        path: ['tool_call_id'],
-        message: `only allowed for role "tool", not "${role}"`,
-      });
+      fault(['tool_call_id'], `only allowed for role "tool", not "${role}"`);
     if (message.tool_calls !== undefined && role !== 'assistant')
-      context.addIssue({
-        code: 'custom',
-        path: ['tool_calls'],
-        message: `only allowed for role "assistant", not "${role}"`,
-      });
-    if (message.content === null && role !== 'assistant')
-      context.addIssue({ code: 'custom', path: ['content'], message: `must not be null for role "${role}"` });
-    if (message.content === null && (message.tool_calls === undefined || message.tool_calls.length === 0)) {
-      context.addIssue({
-        code: 'custom',
-        path: ['content'],
-        message: 'must not be null for an assistant message without tool_calls',
-      });
-    }
-    // Two calls of one turn with the same id could not both be answered, and pairing a result to its
-    // turn would be ambiguous; reusing an id in a later turn is fine.
+      fault(['tool_calls'], `only allowed for role "assistant", not "${role}"`);
+    if (message.content === null && role !== 'assistant') fault(['content'], `must not be null for role "${role}"`);
+    if (message.content === null && (message.tool_calls === undefined || message.tool_calls.length === 0))
+      fault(['content'], 'must not be null for an assistant message without tool_calls');
+    // Two calls of one turn with the same id could not both be answered; reusing an id in a later turn is fine.
     const positions = new Map<string, number>();
     message.tool_calls?.forEach((call, position) => {
       const first = positions.get(call.id);
-      if (first !== undefined) {
-        context.addIssue({
-          code: 'custom',
-          path: ['tool_calls', position, 'id'],
-          message: `"${call.id}" is also the id of tool_calls[${first}]: the ids of one assistant turn must differ (a result could not say which call it answers)`,
-        });
-      }
       if (first === undefined) positions.set(call.id, position);
+      else
+        fault(
+          ['tool_calls', position, 'id'],
+          `"${call.id}" is also the id of tool_calls[${first}]: the ids of one assistant turn must differ (a result could not say which call it answers)`,
+        );
     });
   })
   .meta({ title: 'ChatMessage', allOf: MESSAGE_CONDITIONS });
