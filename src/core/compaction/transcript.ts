@@ -306,22 +306,6 @@ export function requestChars(instruction: string, cappedMiddle: readonly ChatMes
 /** The transcript length of a capped middle (never changed once cut). */
 const transcriptChars = new WeakMap<readonly ChatMessage[], number>();
 
-/** The whole request; `previousSummaryChars` makes it the tighter retry. */
-export function summarizeRequest(
-  middle: readonly ChatMessage[],
-  toolResultCap: number,
-  previousSummaryChars?: number,
-  text: InstructionText = {},
-): SummarizeRequest {
-  const instructions = text.summaryInstructions?.trim();
-  return requestFor(
-    summaryInstruction(previousSummaryChars, text),
-    capMiddle(middle, toolResultCap),
-    instructions === '' ? undefined : instructions,
-    text.task,
-  );
-}
-
 const summaryHeader = /^\[Summary by the harness of \d+ earlier messages\]\n\n/;
 
 /** True for the synthetic message a summarizing compaction leaves. */
