@@ -29,14 +29,24 @@ export function isIdentifier(token: string): boolean {
 }
 
 export function identifiersIn(text: string, into: Set<string> = new Set()): Set<string> {
+  return tokensIn(withoutUrls(text, into, isIdentifier), into, isIdentifier);
+}
+
+/** Adds to `into` the URLs of `text` that `keep` takes; returns the text with its URLs blanked out. */
+function withoutUrls(text: string, into: Set<string>, keep: (token: string) => boolean): string {
+  if (!text.includes('://')) return text;
   const urls = text.match(URL) ?? [];
-  for (const url of urls) into.add(url);
-  const rest = urls.length === 0 ? text : text.replace(URL, ' ');
-  forEachToken(rest, (start, end, marks) => {
+  for (const url of urls) if (keep(url)) into.add(url);
+  return urls.length === 0 ? text : text.replace(URL, ' ');
+}
+
+/** Adds to `into` the tokens of `text` that `keep` takes, in order. */
+function tokensIn(text: string, into: Set<string>, keep: (token: string) => boolean): Set<string> {
+  forEachToken(text, (start, end, marks) => {
     // Without any of the marks an identifier needs, a token is a plain word or number: not looked at.
     if (marks === 0 || end - start < 3) return;
-    const token = rest.slice(start, end);
-    if (isIdentifier(token)) into.add(token);
+    const token = text.slice(start, end);
+    if (keep(token)) into.add(token);
   });
   return into;
 }
@@ -159,13 +169,9 @@ function within(text: string, cap: number): string {
 }
 
 function usedIn(message: ChatMessage, used: ReadonlySet<string>, into: Set<string>): Set<string> {
-  const rests = textsOf(message).map((text) => {
-    if (!text.includes('://')) return text;
-    const urls = text.match(URL) ?? [];
-    for (const url of urls) if (used.has(url)) into.add(url);
-    return urls.length === 0 ? text : text.replace(URL, ' ');
-  });
-  for (const rest of rests) usedTokensIn(rest, used, into);
+  const keep = (token: string): boolean => used.has(token);
+  const rests = textsOf(message).map((text) => withoutUrls(text, into, keep));
+  for (const rest of rests) tokensIn(rest, into, keep);
   return into;
 }
 
@@ -257,14 +263,6 @@ function marksOf(text: string, start: number, end: number): number {
     else lower = false;
   }
   return 0;
-}
-
-function usedTokensIn(text: string, used: ReadonlySet<string>, into: Set<string>): void {
-  forEachToken(text, (start, end, marks) => {
-    if (marks === 0 || end - start < 3) return;
-    const token = text.slice(start, end);
-    if (used.has(token)) into.add(token);
-  });
 }
 
 export function missingFrom(summary: string, required: readonly string[]): string[] {
