@@ -5,13 +5,6 @@ import { z } from 'zod';
 import { InvalidInputError } from '../errors.js';
 import { checkWith, isRecord } from '../schema.js';
 
-/** A `text` part. Unknown fields (`providerOptions`, ...) are kept verbatim. */
-export interface AiSdkTextPart {
-  type: 'text';
-  text: string;
-  [key: string]: unknown;
-}
-
 /** A `tool-call` part of an assistant message. */
 export interface AiSdkToolCallPart {
   type: 'tool-call';
@@ -39,13 +32,8 @@ export interface AiSdkToolResultPart {
   [key: string]: unknown;
 }
 
-/** Any other part (`image`, `file`, `reasoning`, approvals, types to come): kept verbatim. */
-export interface AiSdkOtherPart {
-  type: string;
-  [key: string]: unknown;
-}
-
-export type AiSdkPart = AiSdkTextPart | AiSdkToolCallPart | AiSdkToolResultPart | AiSdkOtherPart;
+/** A `text` part, a tool call or result, or any other part (`image`, `file`, `reasoning`, ...), unknown fields kept verbatim. */
+export type AiSdkPart = AiSdkToolCallPart | AiSdkToolResultPart | { type: string; [key: string]: unknown };
 
 /** One AI SDK message: `system` (string content), `user`, `assistant`, or `tool` (an array of parts). */
 export interface AiSdkMessage {

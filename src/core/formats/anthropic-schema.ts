@@ -29,14 +29,9 @@ export interface AnthropicToolResultBlock {
   [key: string]: unknown;
 }
 
-/** Any other block (`image`, `document`, `thinking`, `redacted_thinking`, server tools, types to come): kept verbatim. */
-export interface AnthropicOtherBlock {
-  type: string;
-  [key: string]: unknown;
-}
-
+/** Any other block (`image`, `document`, `thinking`, server tools, types to come) is kept verbatim. */
 export type AnthropicBlock =
-  AnthropicTextBlock | AnthropicToolUseBlock | AnthropicToolResultBlock | AnthropicOtherBlock;
+  AnthropicTextBlock | AnthropicToolUseBlock | AnthropicToolResultBlock | { type: string; [key: string]: unknown };
 
 /** One message of an Anthropic Messages conversation. */
 export interface AnthropicMessage {
