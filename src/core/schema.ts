@@ -117,9 +117,7 @@ export function describeIssue(issue: z.core.$ZodIssue, root: unknown): string {
 
 /** An `InvalidInputError` names the index and field, e.g. `messages[12].tool_call_id: required for role "tool"`. */
 function assertMessage(value: unknown, index: number): asserts value is ChatMessage {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new InvalidInputError(`messages[${index}]`, 'must be an object', index);
-  }
+  if (!isRecord(value)) throw new InvalidInputError(`messages[${index}]`, 'must be an object', index);
   if (plainlyValid(value)) return;
   const parsed = chatMessageSchema.safeParse(value);
   if (parsed.success) return;
@@ -192,17 +190,14 @@ function assertContent(content: unknown, index: number): void {
   if (!Array.isArray(content))
     throw new InvalidInputError(field, 'must be a string, null or an array of content parts', index);
   content.forEach((part: unknown, partIndex) => {
-    const record = typeof part === 'object' && part !== null && !Array.isArray(part) ? part : undefined;
-    const type: unknown = record === undefined ? undefined : Reflect.get(record, 'type');
-    if (record === undefined || typeof type !== 'string')
+    if (!isRecord(part) || typeof part.type !== 'string')
       throw new InvalidInputError(
         `${field}[${partIndex}].type`,
         'required (a content part is an object with a string "type")',
         index,
       );
-    if (type === 'text' && typeof Reflect.get(record, 'text') !== 'string') {
+    if (part.type === 'text' && typeof part.text !== 'string')
       throw new InvalidInputError(`${field}[${partIndex}].text`, 'must be a string for a "text" part', index);
-    }
   });
 }
 
