@@ -156,7 +156,7 @@ export class Compactor {
     assertKnownKeys(callOptions, FORMAT_OPTION_KEYS, 'callOptions');
     const view = formatView(formatOption(callOptions.format, 'callOptions.format'), conversation);
     if (view === undefined) return { messages: conversation, overrides: {} };
-    return { messages: view.messages, overrides: { counter: view.counter(this.counter) } };
+    return { messages: view.messages, overrides: { counter: this.counter } };
   }
 
   /** Compacts once. Never rejects for a summarizer failure or a cancellation: those end in the hard trim. */
@@ -190,7 +190,7 @@ export class Compactor {
     };
     const view = formatView(formatOption(callOptions.format, 'callOptions.format'), conversation);
     if (view === undefined) return this.run(conversation, overrides, signal, onProgress);
-    const viewOverrides = { ...overrides, counter: view.counter(counter ?? this.counter) };
+    const viewOverrides = { ...overrides, counter: counter ?? this.counter };
     return view.result(await this.run(view.messages, viewOverrides, signal, onProgress));
   }
 

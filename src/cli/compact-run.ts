@@ -222,7 +222,7 @@ function engineOf(file: ConversationFile): EngineConversation {
   if (view === undefined) throw new Error(`no view of the ${file.messageFormat} format`);
   return {
     messages: view.messages,
-    counter: view.counter(defaultCounter),
+    counter: defaultCounter,
     system: file.messageFormat === 'anthropic' ? validateAnthropic(conversation).system : undefined,
   };
 }

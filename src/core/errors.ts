@@ -1,25 +1,17 @@
 // Sandbox-safe: typed errors, failure type strings and the status classification (docs/design.md#failures).
 
 /**
- * Every failure type, as the `type` of a Temporal `ApplicationFailure`, grouped by its prefix: the
- * path names the string (`FailureType.Chat.Rejected` is `'Chat.Rejected'`). List them in
- * `nonRetryableErrorTypes`; match them on a caught failure (docs/design.md#failure-types).
+ * Every failure type, as the `type` of a Temporal `ApplicationFailure`: the path names the string
+ * (`FailureType.Chat.Rejected` is `'Chat.Rejected'`). docs/design.md#failure-types says what each means.
  */
 export const FailureType = {
   /** `compact`, `compactConversation` and every boundary that validates input. */
   Compaction: {
     /** Structurally invalid input: a message or an option. Never retried. */
     InvalidInput: 'Compaction.InvalidInput',
-    /**
-     * `compactConversation`: its result would be larger than a payload the server accepts inline and
-     * the worker stores no payloads externally (COMPACTOR_PAYLOAD_STORE). Never retried.
-     */
+    /** `compactConversation`: its result is over the inline payload limit and no payload store is set. Never retried. */
     PayloadTooLarge: 'Compaction.PayloadTooLarge',
-    /**
-     * An undo (the `undoCompaction` update of `agentRun`, `Compactor.undo`) that cannot apply: the
-     * details say why (docs/design.md#undo) — the restored conversation would not fit the window,
-     * later compactions depend on it, it was undone already, or there is none to undo. Never retried.
-     */
+    /** An undo that cannot apply; the details say why (docs/design.md#undo). Never retried. */
     UndoRefused: 'Compaction.UndoRefused',
   },
   /** The `summarize` activity. */
@@ -30,16 +22,9 @@ export const FailureType = {
     Empty: 'Summarizer.Empty',
     /** Anything else that may heal: 408, 409, 422, 429, 5xx, network errors, malformed bodies. Retried. */
     Transient: 'Summarizer.Transient',
-    /**
-     * The request is over the summarizer's context window: its server said so (details: the window
-     * and the request's tokens it stated), or it is over the worker's `summarizerContextWindow`.
-     * Never retried as it is: the compaction cuts the middle smaller (docs/design.md#summarizer-overflow).
-     */
+    /** The request is over the summarizer's context window; the compaction cuts it smaller (docs/design.md#summarizer-overflow). */
     ContextOverflow: 'Summarizer.ContextOverflow',
-    /**
-     * The request passed the summarizer's deadline (COMPACTOR_SUMMARIZER_TIMEOUT). Never retried as
-     * it is: the compaction sends what it held in smaller pieces (docs/design.md#summarizer-overflow).
-     */
+    /** The request passed the summarizer's deadline; the compaction sends it in smaller pieces. */
     Deadline: 'Summarizer.Deadline',
   },
   /** The `chat` activity of `agentRun`. List `Chat.Rejected` in `nonRetryableErrorTypes`. */
@@ -84,12 +69,7 @@ export const FailureType = {
     ContextExhausted: 'RunFailed.ContextExhausted',
     /** Every backend of the chain failed the same round after its retries. */
     BackendsFailed: 'RunFailed.BackendsFailed',
-    /**
-     * Something the run had to send (a chat request, the state it continues as new with, its result)
-     * is larger than a payload the server accepts inline, and the worker stores no payloads
-     * externally (COMPACTOR_PAYLOAD_STORE is off). The details name the payload, its size and the
-     * limit; the transcript is written first.
-     */
+    /** Something the run had to send is over the inline payload limit and no payload store is set; the details name it. */
     PayloadTooLarge: 'RunFailed.PayloadTooLarge',
   },
 } as const;
@@ -142,12 +122,7 @@ export class InvalidInputError extends Error {
   }
 }
 
-/**
- * Why an undo is refused (docs/design.md#undo): `window`, the restored conversation would not fit
- * the context window; `later-compactions`, compactions after it are in effect (undo them first,
- * the last first); `undone`, it was undone already; `none`, the conversation has no compaction in
- * effect; `transcript`, the transcript could not be read back.
- */
+/** Why an undo is refused (docs/design.md#undo). */
 export type UndoRefusal = 'window' | 'later-compactions' | 'undone' | 'none' | 'transcript';
 
 /** What an `UndoRefused` failure carries in its details, and {@link UndoRefusedError} in its fields. */
@@ -180,10 +155,7 @@ export class UndoRefusedError extends Error {
 
 export type SummarizerFailureKind = 'rejected' | 'empty' | 'transient';
 
-/**
- * A summarizer failure with its classification. Backends may throw any error with a numeric
- * `status`; this one also carries the kind and a `Retry-After` hint.
- */
+/** A summarizer failure with its kind and a `Retry-After` hint; backends may also throw any error with a numeric `status`. */
 export class SummarizerError extends Error {
   override readonly name = 'SummarizerError';
   constructor(
@@ -197,11 +169,9 @@ export class SummarizerError extends Error {
   }
 
   get type(): SummarizerFailureType {
-    return this.kind === 'rejected'
-      ? FailureType.Summarizer.Rejected
-      : this.kind === 'empty'
-        ? FailureType.Summarizer.Empty
-        : FailureType.Summarizer.Transient;
+    return FailureType.Summarizer[
+      this.kind === 'rejected' ? 'Rejected' : this.kind === 'empty' ? 'Empty' : 'Transient'
+    ];
   }
 }
 

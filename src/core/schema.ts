@@ -68,50 +68,34 @@ export const chatMessageSchema = z
   })
   .superRefine((message, context) => {
     const { role } = message;
-    if (role === 'tool' && message.tool_call_id === undefined)
-      context.addIssue({ code: 'custom', path: ['tool_call_id'], message: 'required for role "tool"' });
+    const fault = (path: (string | number)[], text: string): void =>
+      context.addIssue({ code: 'custom', path, message: text });
+    if (role === 'tool' && message.tool_call_id === undefined) fault(['tool_call_id'], 'required for role "tool"');
     if (role !== 'tool' && message.tool_call_id !== undefined)
-      context.addIssue({
-        code: 'custom',
-        path: ['tool_call_id'],
-        message: `only allowed for role "tool", not "${role}"`,
-      });
+      fault(['tool_call_id'], `only allowed for role "tool", not "${role}"`);
     if (message.tool_calls !== undefined && role !== 'assistant')
-      context.addIssue({
-        code: 'custom',
-        path: ['tool_calls'],
-        message: `only allowed for role "assistant", not "${role}"`,
-      });
-    if (message.content === null && role !== 'assistant')
-      context.addIssue({ code: 'custom', path: ['content'], message: `must not be null for role "${role}"` });
-    if (message.content === null && (message.tool_calls === undefined || message.tool_calls.length === 0)) {
-      context.addIssue({
-        code: 'custom',
-        path: ['content'],
-        message: 'must not be null for an assistant message without tool_calls',
-      });
-    }
-    // Two calls of one turn with the same id could not both be answered, and pairing a result to its
-    // turn would be ambiguous; reusing an id in a later turn is fine.
+      fault(['tool_calls'], `only allowed for role "assistant", not "${role}"`);
+    if (message.content === null && role !== 'assistant') fault(['content'], `must not be null for role "${role}"`);
+    if (message.content === null && (message.tool_calls === undefined || message.tool_calls.length === 0))
+      fault(['content'], 'must not be null for an assistant message without tool_calls');
+    // Two calls of one turn with the same id could not both be answered; reusing an id in a later turn is fine.
     const positions = new Map<string, number>();
     message.tool_calls?.forEach((call, position) => {
       const first = positions.get(call.id);
-      if (first !== undefined) {
-        context.addIssue({
-          code: 'custom',
-          path: ['tool_calls', position, 'id'],
-          message: `"${call.id}" is also the id of tool_calls[${first}]: the ids of one assistant turn must differ (a result could not say which call it answers)`,
-        });
-      }
       if (first === undefined) positions.set(call.id, position);
+      else
+        fault(
+          ['tool_calls', position, 'id'],
+          `"${call.id}" is also the id of tool_calls[${first}]: the ids of one assistant turn must differ (a result could not say which call it answers)`,
+        );
     });
   })
   .meta({ title: 'ChatMessage', allOf: MESSAGE_CONDITIONS });
 
-function pathOf(index: number, path: readonly PropertyKey[]): string {
-  let field = `messages[${index}]`;
-  for (const key of path) field += typeof key === 'number' ? `[${key}]` : `.${String(key)}`;
-  return field;
+function pathOf(field: string, path: readonly PropertyKey[]): string {
+  let full = field;
+  for (const key of path) full += typeof key === 'number' ? `[${key}]` : `.${String(key)}`;
+  return full;
 }
 
 /** The value at `path` inside `root`, or undefined when any step is missing. */
@@ -133,9 +117,7 @@ export function describeIssue(issue: z.core.$ZodIssue, root: unknown): string {
 
 /** An `InvalidInputError` names the index and field, e.g. `messages[12].tool_call_id: required for role "tool"`. */
 function assertMessage(value: unknown, index: number): asserts value is ChatMessage {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new InvalidInputError(`messages[${index}]`, 'must be an object', index);
-  }
+  if (!isRecord(value)) throw new InvalidInputError(`messages[${index}]`, 'must be an object', index);
   if (plainlyValid(value)) return;
   const parsed = chatMessageSchema.safeParse(value);
   if (parsed.success) return;
@@ -144,7 +126,7 @@ function assertMessage(value: unknown, index: number): asserts value is ChatMess
   // A fault in the content is named down to the part and field ("required (...)" rather than zod's "no union matched").
   if (issue.path[0] === 'content' && !(issue.code === 'custom' && issue.path.length === 1))
     assertContent(Reflect.get(value, 'content'), index);
-  throw new InvalidInputError(pathOf(index, issue.path), describeIssue(issue, value), index);
+  throw new InvalidInputError(pathOf(`messages[${index}]`, issue.path), describeIssue(issue, value), index);
 }
 
 const ROLES = new Set<unknown>(roles);
@@ -208,17 +190,14 @@ function assertContent(content: unknown, index: number): void {
   if (!Array.isArray(content))
     throw new InvalidInputError(field, 'must be a string, null or an array of content parts', index);
   content.forEach((part: unknown, partIndex) => {
-    const record = typeof part === 'object' && part !== null && !Array.isArray(part) ? part : undefined;
-    const type: unknown = record === undefined ? undefined : Reflect.get(record, 'type');
-    if (record === undefined || typeof type !== 'string')
+    if (!isRecord(part) || typeof part.type !== 'string')
       throw new InvalidInputError(
         `${field}[${partIndex}].type`,
         'required (a content part is an object with a string "type")',
         index,
       );
-    if (type === 'text' && typeof Reflect.get(record, 'text') !== 'string') {
+    if (part.type === 'text' && typeof part.text !== 'string')
       throw new InvalidInputError(`${field}[${partIndex}].text`, 'must be a string for a "text" part', index);
-    }
   });
 }
 
@@ -247,13 +226,16 @@ export function toProviderMessages(messages: readonly ChatMessage[]): ChatMessag
   return messages.map(({ sticky: _sticky, depth: _depth, ...rest }) => rest);
 }
 
-/** Checks `value` with `schema`; throws naming `field` and the first issue's path below it. */
-export function checkWith(schema: z.ZodType, value: unknown, field: string, index?: number): void {
+/** `value` parsed by `schema`; throws naming `field` and the first issue's path below it. */
+export function checkWith<Schema extends z.ZodType>(
+  schema: Schema,
+  value: unknown,
+  field: string,
+  index?: number,
+): z.output<Schema> {
   const parsed = schema.safeParse(value);
-  if (parsed.success) return;
+  if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0];
   if (issue === undefined) throw new InvalidInputError(field, 'invalid', index);
-  let path = field;
-  for (const key of issue.path) path += typeof key === 'number' ? `[${key}]` : `.${String(key)}`;
-  throw new InvalidInputError(path, describeIssue(issue, value), index);
+  throw new InvalidInputError(pathOf(field, issue.path), describeIssue(issue, value), index);
 }

@@ -1,5 +1,4 @@
-// Sandbox-safe: unknown keys in options and inputs, refused with the closest known name: a typo must
-// not run as if the key were not there.
+// Sandbox-safe: unknown keys in options and inputs, refused with the closest known name: a typo must not run.
 import { InvalidInputError } from './errors.js';
 
 /** The keys of an options type as a list the compiler keeps complete: `keysOf<T>({ a: true, b: true })`. */
@@ -57,11 +56,6 @@ export function unknownKeyReason(key: string, known: readonly string[], kind: Un
   return `unknown ${kind}; the ${kind}s are ${known.join(', ')}`;
 }
 
-/** The own enumerable keys of `value` that `known` does not list, in the object's order. */
-export function unknownKeys(value: object, known: readonly string[]): string[] {
-  return Object.keys(value).filter((key) => !known.includes(key));
-}
-
 /** Refuses the first unknown key of a plain object, naming `${field}.${key}` and the closest known name. */
 export function assertKnownKeys(
   value: unknown,
@@ -70,6 +64,6 @@ export function assertKnownKeys(
   kind: UnknownKeyKind = 'option',
 ): void {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return;
-  const [key] = unknownKeys(value, known);
+  const key = Object.keys(value).find((name) => !known.includes(name));
   if (key !== undefined) throw new InvalidInputError(`${field}.${key}`, unknownKeyReason(key, known, kind));
 }

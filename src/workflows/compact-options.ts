@@ -129,7 +129,7 @@ export function passOf(conversation: unknown, options: unknown): Pass {
   const call = (): CompactionCall => {
     const checked = compactionCallOf(engineOptions);
     if (view === undefined) return checked;
-    const counter = view.counter(checked.overrides.counter ?? defaultCounter);
+    const counter = checked.overrides.counter ?? defaultCounter;
     return { ...checked, overrides: { ...checked.overrides, counter } };
   };
   return { view, messages: view?.messages ?? conversation, call };

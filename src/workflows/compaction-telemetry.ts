@@ -9,10 +9,10 @@ import { inWorkflowContext, isCancellation, metricMeter } from '@temporalio/work
 import {
   COMPACTION_SPAN_NAME,
   CompactionMetric,
-  compactionResultKind,
   compactionSpanAttributes,
   type SummarizerTally,
 } from '../core/compaction/telemetry.js';
+import { compactionKind } from '../core/compaction/kind.js';
 import type { SummarizerUsage } from '../core/counting/summarizer-usage.js';
 import type { CompactionResult } from '../core/types.js';
 
@@ -31,7 +31,7 @@ function addTo(name: string, unit: string, description: string, value = 1, tags:
 function countCompaction({ result }: Compacted): void {
   if (!inWorkflowContext()) return;
   addTo(CompactionMetric.Compactions, 'compactions', 'Compactions, by result', 1, {
-    result: compactionResultKind(result),
+    result: compactionKind(result),
   });
   const reclaimed = result.tokensBefore - result.tokensAfter;
   if (reclaimed > 0)

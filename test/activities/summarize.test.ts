@@ -10,12 +10,8 @@ import {
   type Summarizer,
 } from '../../src/index.js';
 import { createActivities } from '../../src/activities/index.js';
-import {
-  requestFor,
-  SUMMARY_INSTRUCTION,
-  summarizeRequest,
-  summarizerMessages,
-} from '../../src/core/compaction/transcript.js';
+import { requestFor, SUMMARY_INSTRUCTION, summarizerMessages } from '../../src/core/compaction/transcript.js';
+import { summarizeRequest } from '../support/summarize-request.js';
 import { inputRoom } from '../../src/core/compaction/pieces.js';
 import { defaultCounter } from '../../src/core/counting/tokens.js';
 import type { ChatMessage } from '../../src/core/types.js';

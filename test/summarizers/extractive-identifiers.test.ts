@@ -2,7 +2,8 @@
 // copy, ranked, within its share of the budget, read back from an earlier summary.
 import { describe, expect, it } from 'vitest';
 import { elisionStub } from '../../src/core/compaction/elision.js';
-import { summarizeRequest, summaryContent } from '../../src/core/compaction/transcript.js';
+import { summaryContent } from '../../src/core/compaction/transcript.js';
+import { summarizeRequest } from '../support/summarize-request.js';
 import { recallStubSuffix } from '../../src/core/agent/recall.js';
 import type { ChatMessage } from '../../src/core/types.js';
 import { createExtractiveSummarizer, extractiveSummary } from '../../src/summarizers/index.js';

@@ -1,7 +1,7 @@
 // The extractive summarizer honours a request's instructions (docs/design.md#summary-instructions):
 // what matches them is kept first.
 import { describe, expect, it } from 'vitest';
-import { summarizeRequest } from '../../src/core/compaction/transcript.js';
+import { summarizeRequest } from '../support/summarize-request.js';
 import type { ChatMessage } from '../../src/core/types.js';
 import { extractiveSummary } from '../../src/summarizers/index.js';
 import { instructionTerms } from '../../src/summarizers/extractive/instructions.js';

@@ -4,7 +4,8 @@
 import { describe, expect, it } from 'vitest';
 import { findTrajectory, repositoryCorpus } from '../../corpus/index.js';
 import { identifiersIn } from '../../src/core/compaction/coverage.js';
-import { capText, summarizeRequest } from '../../src/core/compaction/transcript.js';
+import { capText } from '../../src/core/compaction/transcript.js';
+import { summarizeRequest } from '../support/summarize-request.js';
 import type { ChatMessage, SummarizeRequest } from '../../src/core/types.js';
 import { extractiveSummary } from '../../src/summarizers/index.js';
 import { callLine } from '../../src/summarizers/extractive/calls.js';

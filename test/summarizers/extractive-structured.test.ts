@@ -3,13 +3,8 @@
 // read for what it is.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import {
-  capMiddle,
-  renderTranscript,
-  requestFor,
-  SUMMARY_INSTRUCTION,
-  summarizeRequest,
-} from '../../src/core/compaction/transcript.js';
+import { capMiddle, renderTranscript, requestFor, SUMMARY_INSTRUCTION } from '../../src/core/compaction/transcript.js';
+import { summarizeRequest } from '../support/summarize-request.js';
 import type { ChatMessage } from '../../src/core/types.js';
 import { extractiveSummary } from '../../src/summarizers/extractive.js';
 import { assistant, tool, user } from '../support/messages.js';

@@ -8,7 +8,8 @@ import {
 } from '../../corpus/index.js';
 import { Compactor } from '../../src/compactor.js';
 import { contentText } from '../../src/core/counting/tokens.js';
-import { summarizeRequest, summaryContent, tooLongInstruction } from '../../src/core/compaction/transcript.js';
+import { summaryContent, tooLongInstruction } from '../../src/core/compaction/transcript.js';
+import { summarizeRequest } from '../support/summarize-request.js';
 import type { ChatMessage, SummarizeRequest } from '../../src/core/types.js';
 import {
   createExtractiveSummarizer,

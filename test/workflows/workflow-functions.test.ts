@@ -7,7 +7,7 @@ import { type SummarizeStep } from '../../src/core/compaction/engine.js';
 import { compactionPlanCore, needsCompactionCore } from '../../src/core/compaction/needs-compaction.js';
 import { resolveOptions } from '../../src/core/compaction/options.js';
 import { ACTIVITY_SUMMARY_MAX_CHARS, summarizeActivitySummary } from '../../src/workflows/summarize-step.js';
-import { summarizeRequest } from '../../src/core/compaction/transcript.js';
+import { summarizeRequest } from '../support/summarize-request.js';
 import { charCounter, toolRounds } from '../support/messages.js';
 
 function failureOf(fn: () => unknown): ApplicationFailure {

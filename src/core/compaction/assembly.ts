@@ -1,7 +1,6 @@
-// Sandbox-safe: how a pass that summarizes ends — the summary assembled in place of the middle
-// (docs/design.md#assembly), accepted only when it passes the proof (docs/design.md#proof,
-// docs/design.md#never-worse), with what it left out carried (docs/design.md#coverage); else the
-// hard trim.
+// Sandbox-safe: how a pass that summarizes ends: the summary assembled in place of the middle
+// (docs/design.md#assembly), accepted only when it passes the proof (docs/design.md#proof), with what it
+// left out carried (docs/design.md#coverage); else the hard trim.
 import {
   coverageOf,
   MAX_REQUIRED_IDENTIFIERS,
@@ -18,7 +17,6 @@ import { summaryContent } from './transcript.js';
 import { userMessagesOf, type UserWords } from './user-words.js';
 import type { ChatMessage, CompactionResult, ContentPart, FallbackReason } from '../types.js';
 
-/** Replaces the middle with one synthetic user message where the first removed message stood. */
 function assemble(messages: readonly ChatMessage[], regions: Regions, summary: string): ChatMessage[] {
   const first = regions.middle[0];
   const assembled: ChatMessage[] = [];
@@ -29,34 +27,26 @@ function assemble(messages: readonly ChatMessage[], regions: Regions, summary: s
   return assembled;
 }
 
-/** The messages a compaction keeps around the middle it replaces: what a summary's identifiers are checked against. */
 function keptAround(messages: readonly ChatMessage[], regions: Regions): ChatMessage[] {
   return messages.filter((_, index) => regions.inMiddle[index] !== 1);
 }
 
-/** What the middle of a pass that summarizes is, and what a summary of it is checked against. */
 export interface SummarizedMiddle {
-  /** The recent window the pass keeps (the standard one, or the one that gave way). */
   planned: Regions;
-  /** The window's plan when the recent window may give way (docs/design.md#window-gives-way). */
   plan: WindowPlan | undefined;
-  /** The middle of the input, in order. */
   messages: ChatMessage[];
-  /** What each elision in the middle gives its message (`elidedContents`). */
   contents: (string | ContentPart[] | undefined)[] | undefined;
-  /** With `keepUserMessages` (docs/design.md#user-words): the user messages kept out of `planned`'s middle. */
+  /** With `keepUserMessages`: the user messages kept out of `planned`'s middle. */
   words?: UserWords | undefined;
 }
 
-/** The results a pass that summarizes may end with, each counted once it is asked for. */
 export class Assembly {
-  /** Whether a hard trim would fit the limit: counted at most once, and only when the proof asks. */
+  /** Counted at most once, and only when the proof asks. */
   private trimFits: boolean | undefined;
-  /** Asked only once a summary came back: a summarizer that fails leaves the middle unscanned. */
+  /** Asked only once a summary came back. */
   private requiredOnce: string[] | undefined;
-  /** docs/design.md#coverage Whether summaries are checked for the identifiers the middle shares with what stays. */
+  /** docs/design.md#coverage */
   readonly checking: boolean;
-  /** docs/design.md#recall What the summary message ends with to name the messages it replaces. */
   private readonly named: string;
 
   constructor(
@@ -69,9 +59,9 @@ export class Assembly {
     this.named = nameReplaced?.('summary', middle.planned.middle) ?? '';
   }
 
-  /** docs/design.md#hard-trim The fallback: the oldest middle messages dropped until the conversation fits; `reason` says why. */
+  /** docs/design.md#hard-trim The fallback; `reason` says why. */
   trimmed(reason: FallbackReason): CompactionResult {
-    const trim = hardTrim(this.elided.messages(), this.middle.planned, this.pass.aim, trimMarkerOf(this.nameReplaced));
+    const trim = this.hardTrim();
     return finish(this.pass, {
       ...trim,
       fallback: true,
@@ -82,13 +72,13 @@ export class Assembly {
     });
   }
 
+  private hardTrim(): ReturnType<typeof hardTrim> {
+    return hardTrim(this.elided.messages(), this.middle.planned, this.pass.aim, trimMarkerOf(this.nameReplaced));
+  }
+
   /** docs/design.md#never-worse Without a target, a summary over contextBudget loses to a hard trim that fits. */
   private trimWouldFit(): boolean {
-    const { aim } = this.pass;
-    return (this.trimFits ??=
-      aim.counter.count(
-        hardTrim(this.elided.messages(), this.middle.planned, aim, trimMarkerOf(this.nameReplaced)).messages,
-      ) <= aim.limit);
+    return (this.trimFits ??= this.pass.aim.counter.count(this.hardTrim().messages) <= this.pass.aim.limit);
   }
 
   /** docs/design.md#proof Whether an assembled conversation is shorter than the input and fits the target. */
@@ -99,10 +89,7 @@ export class Assembly {
     return !(options.trimBeatsOverflow && aim.target === undefined && tokens > aim.limit && this.trimWouldFit());
   }
 
-  /**
-   * The identifiers the middle shares with what stays (docs/design.md#coverage): a summary must keep
-   * them. At most {@link MAX_REQUIRED_IDENTIFIERS}, all of which the first request names.
-   */
+  /** The identifiers the middle shares with what stays: a summary must keep them (docs/design.md#coverage). */
   required(): string[] {
     const { pass, middle } = this;
     return (this.requiredOnce ??= this.checking
@@ -115,7 +102,6 @@ export class Assembly {
       : []);
   }
 
-  /** The identifiers of {@link required} that `summary` leaves out. */
   missing(summary: string): string[] {
     return missingFrom(summary, this.required());
   }
@@ -124,12 +110,11 @@ export class Assembly {
     return `${summaryContent(written, this.middle.planned.middle.length)}${this.named}`;
   }
 
-  /** The conversation with `written` in place of the middle. */
   assembledOf(written: string): ChatMessage[] {
     return assemble(this.pass.input, this.middle.planned, this.contentOf(written));
   }
 
-  /** The summary the summarizer wrote, with what it left out carried when that still fits; undefined when neither fits. */
+  /** The summary, with what it left out carried when that still fits; undefined when neither fits. */
   accepted(written: string): CompactionResult | undefined {
     const missing = this.checking ? this.missing(written) : [];
     if (missing.length > 0) {
@@ -144,7 +129,6 @@ export class Assembly {
     return this.result(this.contentOf(written), assembled, coverage);
   }
 
-  /** docs/design.md#user-words What the result says of the user messages, with `keepUserMessages`. */
   private userMessages(cutIndex: number): Pick<CompactionResult, 'userMessages'> {
     const { words } = this.middle;
     const userMessages = words === undefined ? undefined : userMessagesOf(words, cutIndex);
@@ -166,7 +150,7 @@ export class Assembly {
       ...this.userMessages(planned.middle.at(-1) ?? -1),
     });
     if (plan === undefined || result.tokensAfter <= aim.mark) return result;
-    // docs/design.md#window-gives-way: over the mark, say why — the window could not give way enough, or the summary was longer than the room left for it.
+    // docs/design.md#window-gives-way: over the mark, say why.
     const reason = plan.keptTokens + plan.summaryRoom > aim.mark ? 'recent-window' : 'summary-length';
     return { ...result, aboveMark: { mark: aim.mark, reason } };
   }

@@ -1,6 +1,5 @@
-// Sandbox-safe and pure: the coverage check of a summary (docs/design.md#coverage). The identifiers
-// a summary must keep are those the middle it replaces shares with what the conversation keeps —
-// the task, pinned and sticky messages, the recent window — since the agent still refers to them.
+// Sandbox-safe and pure: the coverage check of a summary (docs/design.md#coverage): the identifiers the
+// middle it replaces shares with what the conversation keeps.
 import { contentText } from '../counting/tokens.js';
 import { CAP_MARKER, seenMessage } from './transcript.js';
 import type { ChatMessage, Coverage, ToolCall } from '../types.js';
@@ -10,27 +9,18 @@ export type { Coverage };
 /** At most this many identifiers are named in a retry or carried in one summary. */
 export const MAX_CARRIED_IDENTIFIERS = 40;
 
-/**
- * At most this many identifiers are required of one summary, the first the middle uses: the first
- * request names every one of them, so the check asks for nothing the summarizer was not told about.
- */
+/** At most this many identifiers, the first the middle uses, are required of one summary (the first request names them all). */
 export const MAX_REQUIRED_IDENTIFIERS = 100;
 
-/** The start of the line of a request's instructions that names the identifiers its summary must keep. */
 export const KEEP_IDENTIFIERS_PREFIX = 'Keep these identifiers:';
 
-/** The start of the line that carries identifiers a summary left out. */
 export const CARRIED_FACTS_PREFIX = 'Carried facts (identifiers the conversation still uses):';
 
 const URL = /\bhttps?:\/\/[^\s"'`<>()[\]{}]+[^\s"'`<>()[\]{}.,;:!?]/g;
 /** Tool-call ids: the transcript's bookkeeping, not facts of the run. */
 const CALL_ID = /^(?:call|toolu|tool|fc)_[A-Za-z0-9]+$/;
 
-/**
- * Code-like tokens of at least three characters with a letter: a path (`/`), a dotted name
- * (`models.py`, `np.array`), snake_case, camelCase and error names (`TypeError`), or letters mixed
- * with digits (`ZFA04Y`, `E2BIG`); and URLs whole. Plain words and plain numbers are not identifiers.
- */
+/** Code-like tokens of at least three characters with a letter (paths, dotted, snake or camel case, digits), and URLs. */
 export function isIdentifier(token: string): boolean {
   if (token.length < 3 || !/[A-Za-z]/.test(token) || CALL_ID.test(token)) return false;
   return (
@@ -38,29 +28,34 @@ export function isIdentifier(token: string): boolean {
   );
 }
 
-/** The identifiers of a text, in order of first appearance. */
 export function identifiersIn(text: string, into: Set<string> = new Set()): Set<string> {
+  return tokensIn(withoutUrls(text, into, isIdentifier), into, isIdentifier);
+}
+
+/** Adds to `into` the URLs of `text` that `keep` takes; returns the text with its URLs blanked out. */
+function withoutUrls(text: string, into: Set<string>, keep: (token: string) => boolean): string {
+  if (!text.includes('://')) return text;
   const urls = text.match(URL) ?? [];
-  for (const url of urls) into.add(url);
-  const rest = urls.length === 0 ? text : text.replace(URL, ' ');
-  forEachToken(rest, (start, end, marks) => {
+  for (const url of urls) if (keep(url)) into.add(url);
+  return urls.length === 0 ? text : text.replace(URL, ' ');
+}
+
+/** Adds to `into` the tokens of `text` that `keep` takes, in order. */
+function tokensIn(text: string, into: Set<string>, keep: (token: string) => boolean): Set<string> {
+  forEachToken(text, (start, end, marks) => {
     // Without any of the marks an identifier needs, a token is a plain word or number: not looked at.
     if (marks === 0 || end - start < 3) return;
-    const token = rest.slice(start, end);
-    if (isIdentifier(token)) into.add(token);
+    const token = text.slice(start, end);
+    if (keep(token)) into.add(token);
   });
   return into;
 }
 
-/** Content and tool-call argument values: not ids, tool names or argument keys (the model has those at every request). */
 function factText(message: ChatMessage): string {
   return textsOf(message).join('\n');
 }
 
-/**
- * The identifiers of the middle as the summarizer saw it (`capMiddle`) that `kept` uses too (not its
- * system and developer messages, read at every request), in the order the middle first used them.
- */
+/** The identifiers of the capped middle that `kept` (but its system and developer messages) uses too, in first-use order. */
 export function requiredIdentifiers(
   middle: readonly ChatMessage[],
   kept: readonly ChatMessage[],
@@ -75,8 +70,7 @@ export function requiredIdentifiers(
   const contentAt = (index: number): ChatMessage['content'] =>
     contents?.[index] ?? (middle[index] as ChatMessage).content;
   if (used.size > SEARCHED_ONE_BY_ONE) return scannedIdentifiers(middle, used, toolResultCap, contentAt);
-  // The middle runs to megabytes and `used` to a few identifiers: a native substring search for each
-  // is many times faster than reading the text token by token; a hit is confirmed as a token.
+  // A native substring search per identifier is many times faster than reading a long middle token by token.
   const firstIn = new Map<number, Set<string>>();
   for (const identifier of used) {
     const key = searchKey(identifier);
@@ -92,7 +86,6 @@ export function requiredIdentifiers(
       break;
     }
   }
-  // In the order the middle first used them: by message, and within one as `usedIn` meets them.
   const ordered = new Set<string>();
   for (const index of [...firstIn.keys()].sort((left, right) => left - right)) {
     const message = middle[index];
@@ -103,20 +96,15 @@ export function requiredIdentifiers(
   return [...ordered];
 }
 
-/** Up to this many identifiers, each is searched for on its own; over it, the middle is read token by token. */
 const SEARCHED_ONE_BY_ONE = 16;
 
-/** The texts of a message a summary's identifiers are looked for in: its content and its calls' argument values. */
 function textsOf(message: ChatMessage): string[] {
   const texts = [contentText(message.content)];
   for (const call of message.tool_calls ?? []) texts.push(...argumentValues(call.function.arguments));
   return texts;
 }
 
-/**
- * The string values of a call's arguments, decoded (not its keys, the tool's vocabulary). Arguments
- * cut by the cap are read as far as their literals go; arguments that are not JSON are read whole.
- */
+/** The decoded string values (not keys) of a call's arguments; cut arguments as far as their literals go; non-JSON whole. */
 export function argumentValues(args: string): string[] {
   const text = args.replace(CAP_MARKER, '');
   const start = text.trimStart().charCodeAt(0);
@@ -133,7 +121,6 @@ export function argumentValues(args: string): string[] {
     }
     let after = close + 1;
     while (after < length && WHITESPACE.has(text.charCodeAt(after))) after += 1;
-    // A string followed by a colon is a key.
     if (text.charCodeAt(after) !== 0x3a) values.push(decodedString(body));
     open = text.indexOf('"', close + 1);
   }
@@ -142,7 +129,7 @@ export function argumentValues(args: string): string[] {
 
 const WHITESPACE = new Set([0x20, 0x09, 0x0a, 0x0d]);
 
-/** A JSON string literal's body decoded; one cut short within an escape loses that escape; one not valid stays as it is. */
+/** A JSON string literal's body decoded; a cut escape is dropped; one not valid stays as it is. */
 function decodedString(body: string): string {
   if (!body.includes('\\')) return body;
   for (const literal of [body, body.replace(/\\(?:u[0-9A-Fa-f]{0,3})?$/, '')]) {
@@ -156,7 +143,6 @@ function decodedString(body: string): string {
   return body;
 }
 
-/** Whether `key` stands as a substring in the message's texts as the summarizer sees them (within the cap). */
 function mentions(
   message: ChatMessage,
   key: string,
@@ -169,9 +155,7 @@ function mentions(
     return true;
   const calls = message.tool_calls;
   if (calls === undefined) return false;
-  // An index loop, as in CallOwners.of. The values are searched for in the JSON text (a key found
-  // there is confirmed by nothing: usedIn reads the values). JSON escapes none of the characters an
-  // identifier is made of but `/`, which it may write `\/`.
+  // JSON escapes none of the characters an identifier is made of but `/`, which it may write `\/`.
   const slash = key.includes('/');
   for (let position = 0; position < calls.length; position += 1) {
     const args = within((calls[position] as ToolCall).function.arguments, toolResultCap);
@@ -180,24 +164,17 @@ function mentions(
   return false;
 }
 
-/** The first `cap` characters of `text` (a slice shares the text's characters rather than copying them). */
 function within(text: string, cap: number): string {
   return text.length > cap ? text.slice(0, cap) : text;
 }
 
-/** Adds to `into` the identifiers of `used` the message holds, in the order {@link identifiersIn} meets them. */
 function usedIn(message: ChatMessage, used: ReadonlySet<string>, into: Set<string>): Set<string> {
-  const rests = textsOf(message).map((text) => {
-    if (!text.includes('://')) return text;
-    const urls = text.match(URL) ?? [];
-    for (const url of urls) if (used.has(url)) into.add(url);
-    return urls.length === 0 ? text : text.replace(URL, ' ');
-  });
-  for (const rest of rests) usedTokensIn(rest, used, into);
+  const keep = (token: string): boolean => used.has(token);
+  const rests = textsOf(message).map((text) => withoutUrls(text, into, keep));
+  for (const rest of rests) tokensIn(rest, into, keep);
   return into;
 }
 
-/** {@link requiredIdentifiers} for many identifiers: the middle read message by message, stopping once every one was found. */
 function scannedIdentifiers(
   middle: readonly ChatMessage[],
   used: ReadonlySet<string>,
@@ -216,16 +193,14 @@ function scannedIdentifiers(
   return [...fromMiddle];
 }
 
-/** Over this many identifiers still to find, a text is scanned rather than searched for each. */
 const SEARCHED_AT_MOST = 8;
 
-/** An identifier's end from its first character that is not a lowercase letter: a search skips fastest to a rare one. */
+/** An identifier from its first character that is not a lowercase letter: a search skips fastest to a rare one. */
 function searchKey(identifier: string): string {
   const start = identifier.search(/[^a-z]/);
   return start <= 0 ? identifier : identifier.slice(start);
 }
 
-/** False only when none of `searched` not yet in `found` is even a substring of `message`. */
 function mayHold(
   message: ChatMessage,
   searched: ReadonlyMap<string, string>,
@@ -239,11 +214,7 @@ function mayHold(
   return false;
 }
 
-/**
- * A token is a match of `/[A-Za-z0-9_][A-Za-z0-9_./#@-]*[A-Za-z0-9_/]/g` (read by {@link forEachToken}).
- * Character classes of that pattern, by char code: 1 may start it (and end it), 2 may end it, 4 may
- * stand inside.
- */
+/** Character classes of a token (`/[A-Za-z0-9_][A-Za-z0-9_./#@-]*[A-Za-z0-9_/]/`): 1 may start it, 2 end it, 4 stand inside. */
 const TOKEN_CLASS = new Uint8Array(128);
 for (let code = 0; code < 128; code += 1) {
   const char = String.fromCharCode(code);
@@ -255,14 +226,9 @@ const classOf = (text: string, index: number): number => {
   const code = text.charCodeAt(index);
   return code < 128 ? (TOKEN_CLASS[code] ?? 0) : 0;
 };
-/** The characters `/[.:/#@-]+$/` strips from the end of a token (`:` cannot be in one). */
 const STRIPPED = new Set(['.', '/', '#', '@', '-'].map((char) => char.charCodeAt(0)));
 
-/**
- * Calls `visit` with each token of `text` as `[start, end)`, trailing punctuation cut, and `marks`
- * (non-zero when it holds a character an identifier needs: a cheap filter before {@link isIdentifier}).
- * A scanner rather than the regular expression: no match object per word of a long text.
- */
+/** Calls `visit` with each token of `text` as `[start, end)`, trailing punctuation cut, and whether it holds a mark. */
 function forEachToken(text: string, visit: (start: number, end: number, marks: number) => void): void {
   const length = text.length;
   let index = 0;
@@ -285,7 +251,7 @@ function forEachToken(text: string, visit: (start: number, end: number, marks: n
   }
 }
 
-/** Non-zero when `text[start, end)` holds a digit, `_`, `/`, `.` or a lower-case letter followed by an upper-case one. */
+/** Non-zero when the text holds a digit, `_`, `/`, `.` or a lower-case letter followed by an upper-case one. */
 function marksOf(text: string, start: number, end: number): number {
   let lower = false;
   for (let index = start; index < end; index += 1) {
@@ -299,21 +265,10 @@ function marksOf(text: string, start: number, end: number): number {
   return 0;
 }
 
-/** Adds to `into` the tokens of `text` that `used` holds, in order. */
-function usedTokensIn(text: string, used: ReadonlySet<string>, into: Set<string>): void {
-  forEachToken(text, (start, end, marks) => {
-    if (marks === 0 || end - start < 3) return;
-    const token = text.slice(start, end);
-    if (used.has(token)) into.add(token);
-  });
-}
-
-/** The identifiers of `required` that `summary` does not hold. */
 export function missingFrom(summary: string, required: readonly string[]): string[] {
   return required.filter((identifier) => !summary.includes(identifier));
 }
 
-/** The sentences the retry adds to its instruction: the identifiers the last attempt left out. */
 export function coverageRetryText(missing: readonly string[], maxChars?: number): string {
   const named = missing.slice(0, MAX_CARRIED_IDENTIFIERS);
   const length = maxChars === undefined ? '' : `, at most ${maxChars} characters`;
@@ -323,14 +278,12 @@ export function coverageRetryText(missing: readonly string[], maxChars?: number)
   ].join('\n');
 }
 
-/** The summary text with the line that carries what it left out (at most {@link MAX_CARRIED_IDENTIFIERS}). */
 export function withCarriedFacts(summary: string, missing: readonly string[]): string {
   if (missing.length === 0) return summary;
   const carried = missing.slice(0, MAX_CARRIED_IDENTIFIERS).map((id) => `\`${id}\``);
   return `${summary.trimEnd()}\n\n${CARRIED_FACTS_PREFIX} ${carried.join(', ')}`;
 }
 
-/** The coverage of a final summary text, given what its summarizer wrote alone. */
 export function coverageOf(required: readonly string[], written: string, final: string): Coverage {
   const missing = missingFrom(final, required);
   const carried = missingFrom(written, required).length - missing.length;

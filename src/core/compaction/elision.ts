@@ -1,4 +1,5 @@
 // Sandbox-safe: observation aging — call identity, eligibility, stubs (docs/design.md#elision).
+import type { ResolvedOptions } from './options.js';
 import type { Regions } from './regions.js';
 import { groupDigits, imagePartInfo, imagePartTokens, imageSizeLabel, type ImagePartInfo } from '../counting/parts.js';
 import { contentText, messageChars } from '../counting/tokens.js';
@@ -6,30 +7,23 @@ import type { ChatMessage, ContentPart, Elision, ToolCall } from '../types.js';
 
 /** Canonical JSON: sorted keys, no whitespace. Arguments that are not JSON stay as they are. */
 export function canonicalArguments(args: string): string {
-  // Models nearly always write compact JSON, and often with their keys in order: such text is
-  // its own canonical form, which a scan finds several times faster than a parse and a stringify.
+  // Models nearly always write compact JSON with keys in order: a scan finds that faster than a parse.
   if (isCanonicalJson(args)) return args;
   try {
     const parsed: unknown = JSON.parse(args);
-    // Arguments nearly always come with their keys in order already: then sorting rebuilds the same objects.
     return JSON.stringify(inKeyOrder(parsed) ? parsed : sortKeys(parsed));
   } catch {
     return args.trim();
   }
 }
 
-/**
- * True only for text a parse and stringify would give back as it is (no whitespace, keys in order,
- * short integers, plain strings); false says only that the parse must decide.
- */
+/** True only for text a parse and stringify would give back as it is; false says only that the parse must decide. */
 export function isCanonicalJson(text: string): boolean {
   return canonicalValueEnd(text, 0, 0) === text.length;
 }
 
-/** Deeper than this, the scan gives up (the parse decides). */
 const CANONICAL_SCAN_DEPTH = 32;
 
-/** Where the canonical value at `at` ends (the index after it), or -1 where there is none. */
 function canonicalValueEnd(text: string, at: number, depth: number): number {
   const code = text.charCodeAt(at);
   if (code === 0x22 /* " */) return canonicalStringEnd(text, at, true);
@@ -72,7 +66,6 @@ function canonicalValueEnd(text: string, at: number, depth: number): number {
   return end - start <= 15 ? end : -1;
 }
 
-/** Where the string at `at` ends, or -1 unless it is as JSON.stringify writes it. */
 function canonicalStringEnd(text: string, at: number, escapes: boolean): number {
   if (text.charCodeAt(at) !== 0x22) return -1;
   for (let index = at + 1; index < text.length; index += 1) {
@@ -87,10 +80,8 @@ function canonicalStringEnd(text: string, at: number, escapes: boolean): number 
   return -1;
 }
 
-/** The characters after a backslash that JSON.stringify writes: `"`, `\\`, b, f, n, r, t. */
 const STRINGIFY_ESCAPES = new Set([0x22, 0x5c, 0x62, 0x66, 0x6e, 0x72, 0x74]);
 
-/** True when {@link sortKeys} would give back `value`'s keys in their order, at every depth (never with `__proto__`). */
 function inKeyOrder(value: unknown): boolean {
   if (Array.isArray(value)) return value.every(inKeyOrder);
   if (typeof value !== 'object' || value === null) return true;
@@ -113,57 +104,48 @@ function sortKeys(value: unknown): unknown {
   return sorted;
 }
 
-/**
- * The stub that replaces an elided result: a pure function of the content length and the tool
- * name, so two runs of the same conversation produce the same bytes.
- */
+/** The stub that replaces an elided result: a pure function of the content length and the tool name. */
 export function elisionStub(contentLength: number, toolName: string): string {
   return stubOf(contentLength, stubEnd(toolName));
 }
 
-/** A stub from its length and its end ({@link stubEnd}): a pass makes each end once per call identity. */
 function stubOf(contentLength: number, end: string): string {
   return `${STUB_START}${contentLength}${end}`;
 }
 
 const STUB_START = '[elided by the harness: ';
 
-/** The length of {@link stubOf}'s stub, without making it. */
 function stubLength(contentLength: number, end: string): number {
   let digits = 1;
   for (let rest = contentLength; rest >= 10; rest = Math.floor(rest / 10)) digits += 1;
   return STUB_START.length + digits + end.length;
 }
 
-/** What follows the length in a stub. */
 function stubEnd(toolName: string): string {
   return `-char ${toolName} result; re-run the call if you need it again]`;
 }
 
-/** A stub, ending with the id of what it replaced in runs with recall on (src/core/agent/recall.ts). */
+/** A stub, ending with the id of what it replaced in runs with recall on. */
 const stubPattern =
   /^\[elided by the harness: \d+-char .+ result; re-run the call if you need it again\](?: \[recall id: m\d+\])?$/;
 
 export function isStub(message: ChatMessage): boolean {
   const { content } = message;
-  // Every stub starts with `[`: most tool output does not, and needs no match.
   return typeof content === 'string' && content.charCodeAt(0) === 0x5b && stubPattern.test(content);
 }
 
-/** The call identity (equal for the same tool name and canonical arguments) of each answered tool result, by index. */
+/** The call identity (same tool name and canonical arguments) of each answered tool result, by index (-1: none). */
 interface CallInfo {
   /** The tool name of each identity, by its number. */
   names: string[];
-  /** -1 for a message that is not such a result. */
   identities: Int32Array;
-  /** How many identities there are (they are 0 to `count - 1`). */
   count: number;
 }
 
 function callInfoByResult(messages: readonly ChatMessage[], regions: Regions): CallInfo {
   const names: string[] = [];
   const identities = new Int32Array(messages.length).fill(-1);
-  // Agents repeat the same arguments many times: canonicalise each distinct string once per pass.
+  // Agents repeat the same arguments many times: canonicalise each distinct string once.
   const byArguments = new Map<string, Map<string, number>>();
   const byCanonical = new Map<string, Map<string, number>>();
   let count = 0;
@@ -175,7 +157,6 @@ function callInfoByResult(messages: readonly ChatMessage[], regions: Regions): C
     const calls = messages[askerIndex]?.tool_calls;
     if (calls === undefined) continue;
     let call: ToolCall | undefined;
-    // An index loop, as in CallOwners.of.
     for (let position = 0; position < calls.length && call === undefined; position += 1)
       if ((calls[position] as ToolCall).id === callId) call = calls[position];
     if (call === undefined) continue;
@@ -205,15 +186,13 @@ function callInfoByResult(messages: readonly ChatMessage[], regions: Regions): C
 
 export interface ElisionPlan {
   elisions: Elision[];
-  /** Characters of content in the eligible results (the pool the epoch floor is measured on). */
+  /** Characters of content in the eligible results (the epoch floor's pool). */
   poolChars: number;
 }
 
 /**
- * Every tool result eligible for elision (docs/design.md#elision): in the middle, not a stub, and either an
- * older copy of a repeated call identity, or longer than `ageMinChars` with at least
- * `ageReclaimMin` characters of content after it — never the newest copy of a repeated identity.
- * With `stubsShorterOnly` (docs/design.md#never-worse), never a result its stub would not shorten.
+ * Every tool result eligible for elision (docs/design.md#elision): in the middle, not a stub, and an older copy
+ * of a repeated call, or long with enough content after it; with `stubsShorterOnly`, only those a stub shortens.
  */
 export function planElisions(
   messages: readonly ChatMessage[],
@@ -234,8 +213,7 @@ export function planElisions(
     newest[identity] = index;
   }
 
-  // Each stub's end (elisionStub's), made once per call identity, or per tool name for a result
-  // with no identity: a pass may make thousands of stubs.
+  // Each stub's end, made once per call identity or tool name: a pass may make thousands of stubs.
   const endOf = new Array<string | undefined>(count);
   const ends = new Map<string, string>();
   const endFor = (message: ChatMessage, identity: number): string => {
@@ -249,8 +227,7 @@ export function planElisions(
     return end;
   };
 
-  // Found from the end (the characters after a result decide), kept as indices and lengths, then
-  // made in order into a list of their exact size: no list grown and reversed, thousands long.
+  // Found from the end (the characters after a result decide), then made in order into a list of their exact size.
   let poolChars = 0;
   let charsAfter = 0;
   let found = 0;
@@ -264,7 +241,6 @@ export function planElisions(
       const length = contentText(message.content).length;
       const repeated = identity >= 0 && (copies[identity] ?? 0) > 1;
       const eligible = repeated ? newest[identity] !== index : length > ageMinChars && charsAfter >= ageReclaimMin;
-      // A longer stub would spend a cache miss to make the prompt bigger.
       if (eligible && (!stubsShorterOnly || stubLength(length, endFor(message, identity)) < length)) {
         foundAt[found] = index;
         foundLength[found] = length;
@@ -272,7 +248,6 @@ export function planElisions(
         poolChars += length;
       }
     }
-    // Past ageReclaimMin the sum decides nothing more: the rest of the messages need not be read for it.
     if (charsAfter < ageReclaimMin) charsAfter += messageChars(message);
   }
   const elisions = new Array<Elision>(found);
@@ -284,22 +259,18 @@ export function planElisions(
   return { elisions, poolChars };
 }
 
-/** `[image elided: 1280×800 png, ~1,105 tokens]`: a pure function of the part, Latin-1 only like the transcript's markers. */
+/** `[image elided: 1280×800 png, ~1,105 tokens]` (Latin-1 only, like the transcript's markers). */
 export function imageStub(image: ImagePartInfo): string {
   const label = imageSizeLabel(image);
   const tokens = `~${groupDigits(imagePartTokens(image))} tokens`;
   return `[image elided: ${label === undefined ? tokens : `${label}, ${tokens}`}]`;
 }
 
-/** Characters an image weighs in the elision pool: 4 per token of its cost (the estimator's rate). */
 const IMAGE_CHARS_PER_TOKEN = 4;
 
 /**
- * docs/design.md#image-elision: every image older than the last `keepImages` of the conversation (images in
- * sticky messages and the recent window count among the last, but are never elided) that stands
- * in the middle, in a message no observation elision replaces (`skip`). One elision per message:
- * its parts with each such image replaced by a text part holding its stub. The pool weighs each
- * image at 4 characters per token it costs, less its stub.
+ * docs/design.md#image-elision: every image in the middle older than the last `keepImages`, in a message
+ * no observation elision replaces (`skip`); one elision per message.
  */
 export function planImageElisions(
   messages: readonly ChatMessage[],
@@ -333,20 +304,14 @@ export function planImageElisions(
   return { elisions: fromEnd.reverse(), poolChars };
 }
 
-/**
- * The elisions of one pass: elided tool output with `ageObservations`, elided images with
- * `keepImages`, in conversation order, and their pool together.
- */
+/** The elisions of one pass (tool output, images), in conversation order, and their pool together. */
 export function planPassElisions(
   messages: readonly ChatMessage[],
   regions: Regions,
-  options: {
-    ageObservations: boolean;
-    ageMinChars: number;
-    ageReclaimMin: number;
-    stubsShorterOnly?: boolean;
-    keepImages?: number | undefined;
-  },
+  options: Pick<
+    ResolvedOptions,
+    'ageObservations' | 'ageMinChars' | 'ageReclaimMin' | 'stubsShorterOnly' | 'keepImages'
+  >,
 ): ElisionPlan {
   const observations = options.ageObservations
     ? planElisions(messages, regions, options)
@@ -361,19 +326,17 @@ export function planPassElisions(
   };
 }
 
-/** True when a pass elides anything at all: `ageObservations`, or `keepImages` set. */
-export function elides(options: { ageObservations: boolean; keepImages?: number | undefined }): boolean {
+export function elides(options: Pick<ResolvedOptions, 'ageObservations' | 'keepImages'>): boolean {
   return options.ageObservations || options.keepImages !== undefined;
 }
 
-/** What `applyElisions` would set at each of `indices` (a middle), read instead of a copy of each elided message. */
+/** What `applyElisions` would set at each of `indices`, read instead of a copy of each elided message. */
 export function elidedContents(
   indices: readonly number[],
   elisions: readonly Elision[],
 ): (string | ContentPart[] | undefined)[] | undefined {
   if (elisions.length === 0) return undefined;
   const contents = new Array<string | ContentPart[] | undefined>(indices.length);
-  // Both ascend: the elisions are walked once beside the indices.
   let next = 0;
   for (let position = 0; position < indices.length && next < elisions.length; position += 1) {
     const index = indices[position] as number;
@@ -384,10 +347,9 @@ export function elidedContents(
   return contents;
 }
 
-/** Applies elisions: only `content` changes (to `content` when the elision has one, else to `stub`); every other field and every position stays. */
+/** Applies elisions: only `content` changes; every other field and every position stays. */
 export function applyElisions(messages: readonly ChatMessage[], elisions: readonly Elision[]): ChatMessage[] {
   const applied = messages.slice();
-  // An index loop: until V8 optimizes it, a for-of makes an iterator result per elision.
   for (let position = 0; position < elisions.length; position += 1) {
     const elision = elisions[position] as Elision;
     const message = applied[elision.index];

@@ -1,9 +1,6 @@
-// Sandbox-safe: the one compaction engine both drivers run (docs/design.md#drivers).
-//
-// The engine is a generator: it decides everything and *asks* its driver for the one thing it
-// cannot do itself — a summary — by yielding a `SummarizeStep`. The in-process `Compactor`
-// answers with a direct call (retrying per docs/design.md#failures), the workflow `compact` with an activity under
-// Temporal's retry policy. Neither driver decides anything, so the two cannot drift apart.
+// Sandbox-safe: the one compaction engine both drivers run (docs/design.md#drivers). It decides
+// everything and asks its driver only for summaries, by yielding a `SummarizeStep`, so the
+// in-process `Compactor` and the workflow `compact` cannot drift apart.
 import {
   coverageRetryText,
   KEEP_IDENTIFIERS_PREFIX,
@@ -47,27 +44,15 @@ export type CompactionSteps = Generator<SummarizeStep, CompactionResult, Summari
 
 /** What a driver adds to a pass. */
 export interface CompactionHooks {
-  /**
-   * docs/design.md#recall (agent runs with `compaction.recall`): the text a stub, a summary or a
-   * hard trim's marker ends with to name what it replaced — `'stub'` with the index of one elided
-   * tool result, `'summary'` with the indices of the middle it replaces, `'trim'` with those the
-   * trim drops ('' adds nothing; a trim leaves a marker only with something to name). Every count
-   * the pass makes of a stubbed, summarized or trimmed conversation includes it.
-   */
+  /** docs/design.md#recall The text a stub, a summary or a trim marker ends with to name what it replaced. */
   nameReplaced?: NameReplaced;
-  /**
-   * docs/design.md#summarizer-overflow What the driver's summarizer taught of its tokens and window
-   * (the prompt tokens billed, a refusal's numbers), kept across the driver's passes; the pass plans
-   * its pieces with it and adds what it learns. @default a new one, for this pass alone
-   */
+  /** docs/design.md#summarizer-overflow What the driver's summarizer taught, kept across its passes. @default a new one */
   calibration?: SummarizerCalibration;
 }
 
 /**
- * One compaction as a step machine (docs/design.md#pass, and the economic rules of docs/design.md#economics its options
- * turn on). Throws `InvalidInputError` before its first step on bad input; never yields more than
- * two summarize steps, besides one per piece before the last of a middle summarized in pieces
- * (docs/design.md#summarizer-window); always returns a result.
+ * One compaction as a step machine (docs/design.md#pass). Throws `InvalidInputError` before its first
+ * step on bad input; yields at most two summarize steps besides one per extra piece; always returns a result.
  *
  * @example
  * const steps = compactionSteps(messages, resolveOptions({ contextBudget: 128_000 }));
@@ -84,31 +69,23 @@ export function* compactionSteps(
 ): CompactionSteps {
   const pass = startPass(messages, options, overrides, counter);
   const result = yield* passSteps(pass, hooks);
-  // docs/design.md#truncation The last resort, asked of the driver only when it would change the result.
-  // Only a conversation that did not fit and still does not: a result over its limit from one that
-  // fitted is a counter's artefact (a calibrated counter recounting stubs), not an oversized message.
+  // docs/design.md#truncation The last resort, only for a conversation that did not fit and still does not:
+  // a result over its limit from one that fitted is a counter's artefact, not an oversized message.
   const oversized = result.exhausted && pass.tokensBefore > pass.aim.limit;
   if (!oversized || !options.truncateOversized) return result;
   return truncateToFit(pass.input, result, pass.regions.removable, pass.aim.counter, pass.aim.limit);
 }
 
-/**
- * One pass, top-down: elision, and the end of the pass when that was enough; the recent window
- * and the middle; the summary's request, cut in pieces when it does not fit the summarizer's
- * window; the summary and its one retry; the assembly, or the hard trim.
- */
 function* passSteps(pass: Pass, hooks: CompactionHooks): CompactionSteps {
   const { options, regions, aim } = pass;
-  // docs/design.md#over-trigger Elide first (an elision-only epoch is this branch below the trigger); stop when that was enough.
-  // docs/design.md#epochs: an epoch never summarizes, never drops, never calls a backend.
+  // docs/design.md#over-trigger Elide first; stop when that was enough (docs/design.md#epochs).
   const stubbed = elide(pass, hooks.nameReplaced);
   if (elisionEnds(pass, stubbed))
     return finish(pass, { ...unchanged(), messages: stubbed.messages(), elisions: stubbed.elisions });
 
-  // docs/design.md#window-gives-way The recent window gives way when it alone is over the low-water mark.
-  // The window is planned on the input: it weighs only messages no elision touches (see Elided).
+  // docs/design.md#window-gives-way Planned on the input: it weighs only messages no elision touches.
   const windowPlan = options.recentWindowGivesWay ? planWindow(pass.input, regions, aim, options) : undefined;
-  // docs/design.md#user-words The user messages kept verbatim leave the middle; the window's plan weighs them as kept.
+  // docs/design.md#user-words The user messages kept verbatim leave the middle.
   const words = pass.keepUserMessages
     ? keepUserWords(pass.input, windowPlan?.regions ?? regions, aim, options.keepUserMessagesShare)
     : undefined;
@@ -119,21 +96,19 @@ function* passSteps(pass: Pass, hooks: CompactionHooks): CompactionSteps {
       : { ...windowPlan, regions: planned, keptTokens: windowPlan.keptTokens + words.keptTokens };
   const elided = words === undefined ? stubbed : elidedExcept(pass, stubbed, words.kept);
 
-  // docs/design.md#no-op No-op: nothing between the sticky prefix and the recent window.
+  // docs/design.md#no-op
   if (planned.middle.length === 0) return finish(pass, { ...unchanged(), messages: [...pass.input] });
 
-  // docs/design.md#summarizer-request The middle as the summarizer sees it, cut once for every request:
-  // the middle of the input, with what each elision there gives its message, without a copy of each elided message.
+  // docs/design.md#summarizer-request The middle as the summarizer sees it, cut once for every request.
   const middle = messagesAt(pass.input, planned.middle);
   const contents = elidedContents(planned.middle, elided.elisions);
   const seen = capMiddle(middle, options.toolResultCap, contents);
   const assembly = new Assembly(pass, elided, { planned, plan, messages: middle, contents, words }, hooks.nameReplaced);
 
-  // docs/design.md#summary-length What the summary has room for: the limit less the conversation around it.
+  // docs/design.md#summary-length
   const summaryRoom = options.summaryTokenCap ? aim.limit - aim.counter.count(assembly.assembledOf('')) : 0;
   const fold = new Fold(pass, seen, hooks.calibration ?? newCalibration(), summaryRoom);
-  // docs/design.md#summarizer-overflow The summary's own request refused for its size, or past its
-  // deadline: what it held is cut again smaller, after the pieces already summarized.
+  // docs/design.md#summarizer-overflow A request refused for its size or past its deadline is cut again smaller.
   for (;;) {
     const input = yield* foldPieces(fold);
     if ('cause' in input) return assembly.trimmed(input);
@@ -148,18 +123,12 @@ function* passSteps(pass: Pass, hooks: CompactionHooks): CompactionSteps {
   }
 }
 
-/** Neither the summary nor its retry made the conversation smaller and fit its target. */
 const TOO_LONG: FallbackReason = {
   cause: 'summary-too-long',
   message: 'the summary and its tighter retry did not make the conversation smaller and fit its target',
 };
 
-/**
- * docs/design.md#summarizer-request One request; docs/design.md#failures the driver retries it; an
- * empty summary is a failure. Then at most one retry: after a summary that passed the proof but
- * left out identifiers it had to keep (docs/design.md#coverage), or after one that failed the proof
- * (docs/design.md#proof).
- */
+/** The summary, then at most one retry: for identifiers it left out (docs/design.md#coverage) or a failed proof (docs/design.md#proof). */
 function* summaryAndRetry(
   pass: Pass,
   assembly: Assembly,
@@ -175,7 +144,7 @@ function* summaryAndRetry(
 
   if (assembly.accepts(assembly.assembledOf(firstText))) {
     if (retryNames.length === 0) return withPieces(assembly.accepted(firstText) ?? assembly.trimmed(TOO_LONG), input);
-    // docs/design.md#coverage The one retry names what the summary left out; it is taken only when it keeps more.
+    // Taken only when it keeps more.
     const instruction = `${summaryInstruction(undefined, text)}\n\n${coverageRetryText(retryNames, firstText.length)}`;
     const retry = yield* ask(
       summaryStep(pass, input, 'coverage', instruction, withIdentifiers(text, retryNames), fold),
@@ -188,20 +157,12 @@ function* summaryAndRetry(
     return withPieces(assembly.accepted(firstText) ?? assembly.trimmed(TOO_LONG), input);
   }
 
-  // docs/design.md#proof The proof failed: one tighter request, accepted only if it fits and is shorter.
+  // The proof failed: one tighter request, accepted only if it fits and is shorter.
   const tighter = summaryInstruction(firstText.length, text);
-  const second = yield* ask(
-    retryNames.length === 0
-      ? summaryStep(pass, input, 'tighter', tighter, text, fold)
-      : summaryStep(
-          pass,
-          input,
-          'tighter',
-          `${tighter}\n${coverageRetryText(retryNames)}`,
-          withIdentifiers(text, retryNames),
-          fold,
-        ),
-  );
+  const named = retryNames.length > 0;
+  const retryText = named ? `${tighter}\n${coverageRetryText(retryNames)}` : tighter;
+  const retryCall = named ? withIdentifiers(text, retryNames) : text;
+  const second = yield* ask(summaryStep(pass, input, 'tighter', retryText, retryCall, fold));
   const secondFailure = failureOf(second, 'tighter retry');
   if (secondFailure !== undefined || second.kind !== 'summary') return assembly.trimmed(secondFailure ?? TOO_LONG);
   const secondText = second.text.trim();
@@ -211,17 +172,14 @@ function* summaryAndRetry(
 }
 
 /**
- * docs/design.md#coverage The first request names the identifiers the coverage check will require
- * (under `summaryCoverage: 'retry'`), so a summarizer can keep them on its first try rather than
- * be asked again; the extractive summarizer keeps the lines that hold them first. A middle in
- * pieces whose last request would no longer fit the summarizer's window with them is sent without.
+ * docs/design.md#coverage The first request names the identifiers the check will require, so a
+ * summarizer can keep them on its first try; without them when a last piece would not fit with them.
  */
 function firstSummaryStep(pass: Pass, assembly: Assembly, input: SummaryInput, fold: Fold): SummarizeStep | undefined {
   const { text } = pass;
   const instruction = summaryInstruction(undefined, text);
   const required = pass.options.summaryCoverage === 'retry' ? assembly.required() : [];
   if (required.length > 0) {
-    // Every one the check will require (a retry names at most MAX_CARRIED_IDENTIFIERS of those left out).
     const named = summaryStep(
       pass,
       input,
@@ -264,16 +222,12 @@ function summaryStep(
   return undefined;
 }
 
-/** The pieces the kept summary took (docs/design.md#summarizer-window), when more than one. */
 function withPieces(result: CompactionResult, input: SummaryInput): CompactionResult {
   const pieces = input.piece?.of;
   return pieces === undefined || result.fallback ? result : { ...result, summaryPieces: pieces };
 }
 
-/**
- * The call's instructions with the identifiers a summary must keep (the first `most`): the
- * extractive summarizer lists them first in its identifiers line.
- */
+/** The call's instructions with the first `most` identifiers a summary must keep. */
 function withIdentifiers(
   text: InstructionText,
   missing: readonly string[],
@@ -295,16 +249,14 @@ const overSummarizerWindow: SummarizeOutcome = {
 };
 
 /**
- * Yields a built step and returns its answer; a step not built fails unsent. At module level, not
- * in the pass: a generator function made per pass gets its own hidden class at its first call,
- * which V8 allocates outside the young generation, and through the function's closure that kept
- * the whole pass (its cut middle, every copy) alive until a full collection.
+ * Yields a built step and returns its answer; a step not built fails unsent. At module level: a
+ * generator made per pass kept the whole pass alive through its closure until a full collection.
  */
 function* ask(built: SummarizeStep | undefined): Generator<SummarizeStep, SummarizeOutcome, SummarizeOutcome> {
   return built === undefined ? overSummarizerWindow : yield built;
 }
 
-/** Runs the step machine with a synchronous answer per step (tests, benchmarks, pure callers). */
+/** Runs the step machine with a synchronous answer per step. */
 export function runCompactionSteps(
   steps: CompactionSteps,
   answer: (step: SummarizeStep) => SummarizeOutcome,

@@ -1,9 +1,7 @@
-// Sandbox-safe: the steps the engine asks its driver for, and the fold that keeps every one of them
-// within the summarizer's window (docs/design.md#summarizer-window): the middle cut in pieces for
-// the window the engine plans with, each piece's request carrying the summary so far; a request the
-// summarizer refuses for its size, or that passes its deadline, teaches the calibration and what is
-// left of the middle is cut again smaller, the pieces already summarized kept
-// (docs/design.md#summarizer-overflow).
+// Sandbox-safe: the steps the engine asks its driver for, and the fold that keeps each within the
+// summarizer's window: the middle cut in pieces, each request carrying the summary so far; a request
+// refused for its size or past its deadline teaches the calibration and the rest is cut again smaller
+// (docs/design.md#summarizer-window, docs/design.md#summarizer-overflow).
 import {
   calibrate,
   learnFromFailure,
@@ -24,30 +22,21 @@ import {
 } from './transcript.js';
 import type { ChatMessage, FallbackReason, SummarizeRequest, Usage } from '../types.js';
 
-/** What the engine asks its driver to do. */
 export interface SummarizeStep {
   kind: 'summarize';
-  /**
-   * `summary` for the first request, `tighter` for the one retry after a summary that was too
-   * long, `coverage` for the one retry after a summary that left out identifiers it had to keep
-   * (docs/design.md#coverage). Never more than one retry. `piece` for each request but the last of a
-   * middle summarized in pieces (docs/design.md#summarizer-window): the summary so far and the next piece;
-   * the last one's requests are `summary` and its retry.
-   */
+  /** `piece` for each request but the last of a middle in pieces; at most one retry (`tighter` or `coverage`). */
   purpose: 'summary' | 'tighter' | 'coverage' | 'piece';
   /** Only for a middle summarized in pieces: which piece this request folds in (1-based), of how many. */
   piece?: { index: number; of: number };
-  /** What the summarizer is sent: in a workflow, the `summarize` activity's input as it is (docs/design.md#summarizer-request). */
+  /** In a workflow, the `summarize` activity's input (docs/design.md#summarizer-request). */
   request: SummarizeRequest;
   /** For UI metadata: how many messages the transcript holds and its length in characters. */
   transcript: { messages: number; characters: number };
 }
 
 /**
- * How the driver's attempt ended. `failed` means every attempt the driver was allowed failed
- * (or the first one was rejected), or (`deadline`) the request passed its deadline, which the driver
- * does not retry as it is; `overflow` means the summarizer refused the request as over its context
- * window, with the numbers it stated, in its own tokens (docs/design.md#summarizer-overflow).
+ * How the driver's attempt ended: `failed` after every attempt allowed (or a rejection, or a deadline,
+ * not retried); `overflow` when the summarizer refused it as over its window, with the numbers it stated.
  */
 export type SummarizeOutcome =
   | { kind: 'summary'; text: string; usage?: Usage }
@@ -55,7 +44,6 @@ export type SummarizeOutcome =
   | { kind: 'overflow'; message: string; contextWindow?: number; promptTokens?: number }
   | { kind: 'cancelled' };
 
-/** Builds a step: the request for `seen` under `instruction`, and its size for the UI. */
 export function summarizeStepOf(
   purpose: SummarizeStep['purpose'],
   instruction: string,
@@ -64,7 +52,7 @@ export function summarizeStepOf(
   maxTokens: number | undefined,
   piece?: SummarizeStep['piece'],
 ): SummarizeStep {
-  // The transcript's size is counted, not rendered: the request is rendered only by a summarizer that sends text.
+  // Counted, not rendered: only a summarizer that sends text renders the request.
   const built = requestFor(instruction, seen, text.summaryInstructions, text.task);
   const request = maxTokens === undefined ? built : { ...built, maxTokens };
   const transcript = { messages: seen.length, characters: requestChars(instruction, seen) };
@@ -73,17 +61,13 @@ export function summarizeStepOf(
     : { kind: 'summarize', purpose, request, transcript, piece };
 }
 
-/** The summary's own request: the middle, or the fold of its last piece. */
 export interface SummaryInput {
   middle: ChatMessage[];
-  /** The last piece of a middle summarized in pieces; undefined for a middle sent in one request. */
   piece: SummarizeStep['piece'];
 }
 
-/** Why a fold gave up: the pass ends in the hard trim, and its result says why. */
 export type FoldEnd = FallbackReason;
 
-/** Why an answer to a summarize step gives no summary to use; undefined for a summary with text. */
 export function failureOf(outcome: SummarizeOutcome, what: string): FallbackReason | undefined {
   if (outcome.kind === 'cancelled') return { cause: 'cancelled', message: `the ${what} was cancelled` };
   if (outcome.kind === 'overflow')
@@ -101,59 +85,45 @@ export function failureOf(outcome: SummarizeOutcome, what: string): FallbackReas
   return undefined;
 }
 
-/** What a request that failed for its size (refused as over the window, or past its deadline) teaches; undefined for any other outcome. */
 function sizeFailure(outcome: SummarizeOutcome): RequestFailure | undefined {
   if (outcome.kind === 'overflow')
     return { kind: 'overflow', contextWindow: outcome.contextWindow, promptTokens: outcome.promptTokens };
   return outcome.kind === 'failed' && outcome.reason === 'deadline' ? { kind: 'deadline' } : undefined;
 }
 
-/** Where a fold stands: what the summary so far covers, and what is left. */
 export class Fold {
-  /** The summary so far (of the pieces already summarized); undefined before the first. */
   carried: string | undefined;
-  /** How many messages of the middle the summary so far covers. */
   before = 0;
-  /** How many pieces are summarized. */
   done = 0;
-  /** The messages of the middle not yet summarized. */
   rest: ChatMessage[];
-  /** How many times what is left was cut again after a refusal or a deadline. */
   recuts = 0;
 
   constructor(
     readonly pass: Pass,
     seen: ChatMessage[],
     readonly calibration: SummarizerCalibration,
-    /** The room the summary has in the compacted conversation, in the counter's units. */
     private readonly summaryRoom: number,
   ) {
     this.rest = seen;
   }
 
-  /** docs/design.md#summary-length The max tokens of the next request, as the calibration stands; undefined with `summaryTokenCap` off. */
+  /** docs/design.md#summary-length Undefined with `summaryTokenCap` off. */
   maxTokens(): number | undefined {
     if (!this.pass.options.summaryTokenCap) return undefined;
     return summaryMaxTokens(this.summaryRoom, this.pass.options.summarizerContextWindow, this.calibration);
   }
 
-  /** The counter's estimate of a request (the unit the calibration's ratio converts). */
   estimate(request: SummarizeRequest): number {
     return this.pass.aim.counter.count(summarizerMessages(request));
   }
 
-  /** A summary came back for `request`: its billed prompt tokens calibrate the next cuts. */
   billed(request: SummarizeRequest, outcome: SummarizeOutcome): void {
-    // Counted only when there is a bill to compare with (the extractive summarizer sends none).
+    // Only with a bill to compare with (the extractive summarizer sends none).
     const billed = outcome.kind === 'summary' ? outcome.usage?.promptTokens : undefined;
     if (billed !== undefined) calibrate(this.calibration, this.estimate(request), billed);
   }
 
-  /**
-   * A request failed for its size (refused as over the window, or past its deadline): learns from
-   * it and says whether the fold may cut what is left again ({@link MAX_RECUTS}); `rest` is then
-   * what the failed request held of the middle.
-   */
+  /** A request failed for its size: learns from it and says whether `rest` may be cut again ({@link MAX_RECUTS}). */
   recut(request: SummarizeRequest, outcome: SummarizeOutcome, rest: ChatMessage[]): boolean {
     const failure = sizeFailure(outcome);
     if (failure === undefined || this.recuts >= MAX_RECUTS) return false;
@@ -163,7 +133,6 @@ export class Fold {
     return true;
   }
 
-  /** Why a failed request ends the fold, for the result's `fallbackReason`. */
   endOf(outcome: SummarizeOutcome, what: string): FoldEnd {
     const said = outcome.kind === 'failed' || outcome.kind === 'overflow' ? `: ${outcome.message}` : '';
     if (sizeFailure(outcome) !== undefined && this.recuts >= MAX_RECUTS)
@@ -176,11 +145,9 @@ export class Fold {
 }
 
 /**
- * The pieces of what is left of the middle before the summary's own request, each sent with the
- * summary so far; returns that request's input. A bill that changes the planned window cuts what is
- * left again for it; a piece refused for its size or past its deadline teaches the calibration and
- * what is left is cut again smaller (the finished pieces stay summarized); another failure, or more
- * than {@link MAX_RECUTS} re-cuts after failures, ends the fold.
+ * The pieces of what is left of the middle before the summary's own request, each sent with the summary
+ * so far; returns that request's input. A bill that changes the planned window, or a piece failed for
+ * its size, cuts the rest again; another failure, or too many re-cuts, ends the fold.
  */
 export function* foldPieces(fold: Fold): Generator<SummarizeStep, SummaryInput | FoldEnd, SummarizeOutcome> {
   const { text, aim, options } = fold.pass;
@@ -212,8 +179,7 @@ export function* foldPieces(fold: Fold): Generator<SummarizeStep, SummaryInput |
         fold.carried = outcome.text.trim();
         fold.before += cut.pieces[index]?.length ?? 0;
         fold.done += 1;
-        // What the bill taught plans the pieces not sent yet: the first bill replaces the
-        // uncalibrated ratio the cut was made with (docs/design.md#summarizer-overflow).
+        // The first bill replaces the uncalibrated ratio the cut was made with.
         if (plannedWindow(options.summarizerContextWindow, fold.calibration) !== window) {
           fold.rest = cut.pieces.slice(index + 1).flat();
           recut = true;

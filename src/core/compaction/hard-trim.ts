@@ -1,5 +1,4 @@
-// Sandbox-safe: the hard trim (docs/design.md#hard-trim) — the oldest middle messages dropped,
-// whole groups at a time, until the conversation fits; the fallback of every pass that summarizes.
+// Sandbox-safe: the hard trim (docs/design.md#hard-trim), the fallback of every pass that summarizes.
 import type { Aim } from './options.js';
 import type { NameReplaced } from './pass.js';
 import { trimBoundaries, type Regions } from './regions.js';
@@ -18,8 +17,7 @@ export function hardTrim(
   const boundaries = [0, ...trimBoundaries(regions)];
   const markerOf = (prefix: number): string =>
     prefix === 0 || marker === undefined ? '' : marker(regions.middle.slice(0, prefix));
-  // The middle ascends, so dropping its first `prefix` messages drops exactly the middle messages
-  // up to middle[prefix - 1]: a mask and a bound, not a Set per probe (hot at 100k messages).
+  // The middle ascends: a mask and a bound, not a Set per probe (hot at 100k messages).
   const without = (prefix: number): ChatMessage[] => {
     const last = prefix === 0 ? -1 : (regions.middle[prefix - 1] ?? -1);
     const kept = messages.filter((_, index) => index > last || regions.inMiddle[index] !== 1);
@@ -50,7 +48,7 @@ export function hardTrim(
   };
 }
 
-/** A hard trim's marker (docs/design.md#recall): what it dropped, and `named` (the ids line) — only when there are ids to name. */
+/** A hard trim's marker (docs/design.md#recall), only when there are ids to name. */
 export function trimMarkerOf(
   nameReplaced: NameReplaced | undefined,
 ): ((dropped: readonly number[]) => string) | undefined {

@@ -1,6 +1,4 @@
 // Sandbox-safe: what kind of compaction a result was, for the records, the tables and telemetry.
-
-/** What a compaction did: summarized the middle, hard-trimmed it, only elided tool output, or nothing. */
 export type CompactionKind = 'summary' | 'trim' | 'elision' | 'none';
 
 export function compactionKind(result: {

@@ -1,6 +1,5 @@
 // Sandbox-safe: whether a conversation needs compaction now (docs/design.md#needs-compaction), and
-// how many pieces its summary would take (docs/design.md#summarizer-window): the rules of a pass,
-// asked without running one.
+// how many pieces its summary would take: the rules of a pass, asked without running one.
 import { epochPays, planWindow, summarizedLastRound, worthStarting } from './economics.js';
 import { applyElisions, elidedContents, elides, planPassElisions } from './elision.js';
 import type { CallOverrides, ResolvedOptions } from './options.js';
@@ -11,10 +10,7 @@ import { capMiddle, summaryInstruction } from './transcript.js';
 import { keepUserWords } from './user-words.js';
 import type { CompactionPlan, TokenCounter } from '../types.js';
 
-/**
- * Over `triggerRatio × contextBudget`, or an elision pool of at least `ageReclaimMin` characters;
- * narrowed by the economic rules (docs/design.md#no-thrash, #elision-that-pays).
- */
+/** Over the trigger, or an elision pool of at least `ageReclaimMin` characters; narrowed by the economic rules. */
 export function needsCompactionCore(
   messages: unknown,
   options: ResolvedOptions,
@@ -27,13 +23,13 @@ export function needsCompactionCore(
     summarizedLastRound(pass.input, pass.regions, options.keepRecent, pass.keepUserMessages);
   if (pass.tokensBefore > triggerOf(aim)) {
     if (!options.deferShallowCompactions || pass.tokensBefore > aim.limit) return true;
-    // docs/design.md#no-thrash No thrash: within the limit, never two compactions in consecutive rounds.
+    // docs/design.md#no-thrash Within the limit, never two compactions in consecutive rounds.
     if (lastRound()) return false;
     if (elisionEnds(pass, elide(pass))) return true;
     return worthStarting(planWindow(pass.input, pass.regions, aim, options), aim);
   }
   if (!elides(options) || pass.regions.middle.length === 0 || options.elisionEpochs === 'never') return false;
-  // docs/design.md#no-thrash No thrash: an epoch is a compaction too (it rewrites the conversation below its prefix).
+  // An epoch is a compaction too.
   if (options.deferShallowCompactions && lastRound()) return false;
   const plan = planPassElisions(pass.input, pass.regions, options);
   if (plan.poolChars < options.ageReclaimMin) return false;
@@ -42,11 +38,7 @@ export function needsCompactionCore(
   return epochPays(pass.input, elided, plan.elisions, pass.regions, aim, pass.tokensBefore, options);
 }
 
-/**
- * `needsCompactionCore`, and how many pieces the summary would take with `summarizerContextWindow`
- * set: the first cut as `calibration` stands (a fresh one plans with the uncalibrated ratio; a bill
- * during the compaction cuts the pieces after it again, docs/design.md#summarizer-overflow).
- */
+/** `needsCompactionCore`, and how many pieces the summary would take as `calibration` stands. */
 export function compactionPlanCore(
   messages: unknown,
   options: ResolvedOptions,
@@ -61,14 +53,12 @@ export function compactionPlanCore(
   return pieces === undefined ? { needed } : { needed, summaryPieces: pieces };
 }
 
-/** The pieces a pass would cut the middle it summarizes into; undefined when it would send one request or none. */
+/** Undefined when the pass would send one request or none. */
 function summaryPiecesOf(pass: Pass, window: number): number | undefined {
   const { options, regions, aim } = pass;
   const elided = elide(pass);
-  // An epoch never summarizes, nor a pass that elision alone ends.
   if (elisionEnds(pass, elided)) return undefined;
   const windowed = options.recentWindowGivesWay ? planWindow(pass.input, regions, aim, options).regions : regions;
-  // docs/design.md#user-words The user messages a pass keeps are not summarized.
   const planned = pass.keepUserMessages
     ? keepUserWords(pass.input, windowed, aim, options.keepUserMessagesShare).regions
     : windowed;

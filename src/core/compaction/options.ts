@@ -1,8 +1,8 @@
 // Sandbox-safe: compaction options, their defaults (docs/design.md#options) and validation.
 import { z } from 'zod';
 import { InvalidInputError } from '../errors.js';
-import { describeIssue } from '../schema.js';
-import { assertKnownKeys, keysOf } from '../unknown-keys.js';
+import { checkWith } from '../schema.js';
+import { assertKnownKeys } from '../unknown-keys.js';
 import { defaultCounter } from '../counting/tokens.js';
 import type { TokenCounter } from '../types.js';
 import { COMPACTION_DEFAULTS, LIBRARY_KEEP_TASK } from './defaults.js';
@@ -46,77 +46,46 @@ export interface CompactionOptions {
   /** Messages at the end kept verbatim (the cut extends backwards over tool results). @default 8 */
   keepRecent?: number;
   /**
-   * docs/design.md#task-survives Keep the task — the first user message — verbatim through every
-   * compaction, as a sticky message is kept: neither the summary nor the hard trim removes it. Off:
-   * it is part of the middle like any other message (the reference). agentRun and the CLI's `compact`
-   * keep the task; here it is off unless asked, because a session transcript's replay knows only
-   * `sticky` flags (docs/compaction.md#defaults).
-   * @default false
+   * docs/design.md#task-survives Keep the first user message verbatim through every compaction, as a
+   * sticky one. Off here because a session transcript's replay knows only `sticky` flags. @default false
    */
   keepTask?: boolean;
   /** Tool results and tool-call arguments are cut to this many characters in the summarizer's input. @default 2000 */
   toolResultCap?: number;
-  /** Elide dead tool output before summarizing. Off means byte-identical behaviour to no elision. @default false */
+  /** Elide dead tool output before summarizing. @default false */
   ageObservations?: boolean;
   /** A tool result must be longer than this to be elided. @default 2000 */
   ageMinChars?: number;
   /** The trailing grace and the floor of an elision-only epoch, in characters. @default 40000 */
   ageReclaimMin?: number;
-  /** Keep the last N images; older ones in the middle become a stub saying what they were (docs/design.md#image-elision). @default off */
+  /** Keep the last N images; older ones in the middle become a stub (docs/design.md#image-elision). @default off */
   keepImages?: number;
   /** Summarizer attempts per request, in total. @default 3 */
   maxAttempts?: number;
   /** Wait before the second attempt; ×2 per attempt, capped at 30 s. @default '2s' */
   retryBackoff?: Duration;
 
-  // docs/design.md#economics: the economic rules. Each one is on by default and turns off on its own; with all
-  // of them off ({@link REFERENCE_EXACT}) the engine is docs/design.md#reference-exact — the reference — exactly.
+  // docs/design.md#economics: each economic rule is on by default; all off ({@link REFERENCE_EXACT}) is the reference.
 
-  /**
-   * docs/design.md#window-gives-way: a recent window over the low-water mark (with the sticky messages
-   * and room for the summary) gives way, down to the last complete turn. Off: always `keepRecent`. @default true
-   */
+  /** docs/design.md#window-gives-way: a recent window over the low-water mark gives way, down to the last complete turn. @default true */
   recentWindowGivesWay?: boolean;
-  /**
-   * docs/design.md#truncation: when even the hard trim leaves the conversation over its limit, cut the
-   * largest removable tool results and user messages middle-out until it fits. Off: `exhausted`. @default true
-   */
+  /** docs/design.md#truncation: when the hard trim does not fit, cut the largest removable messages middle-out. @default true */
   truncateOversized?: boolean;
-  /**
-   * docs/design.md#elision-that-pays: when elision alone ends a pass over the trigger: back `'under-trigger'`
-   * (the reference), `'at-mark'`, or `'never'` (the pass goes on to the summary, which goes deeper). @default 'never'
-   */
+  /** docs/design.md#elision-that-pays: when elision alone ends a pass over the trigger. @default 'never' */
   elisionEndsPass?: ElisionEndsPass;
-  /**
-   * docs/design.md#elision-that-pays: an elision-only epoch below the trigger starts whenever the pool
-   * reaches `ageReclaimMin` (`'batch'`, the reference), only when the modelled saving beats the suffix
-   * it re-bills (`'paying'`), or `'never'`. @default 'paying'
-   */
+  /** docs/design.md#elision-that-pays: when an elision-only epoch below the trigger starts. @default 'paying' */
   elisionEpochs?: ElisionEpochs;
-  /**
-   * docs/design.md#no-thrash: within the limit, no compaction that cannot reclaim enough to be worth its
-   * cache miss, nor one in the round after a summary. Off: over the trigger is always enough. @default true
-   */
+  /** docs/design.md#no-thrash: no compaction within the limit that cannot pay for its cache miss. @default true */
   deferShallowCompactions?: boolean;
-  /** docs/design.md#never-worse A stub is written only when it is shorter than the result it replaces. Off: older duplicates are stubbed whatever their size (the reference). @default true */
+  /** docs/design.md#never-worse: a stub is written only when it is shorter than the result it replaces. @default true */
   stubsShorterOnly?: boolean;
   /** docs/design.md#never-worse: without a `target`, a summary over `contextBudget` loses to a hard trim that fits. @default true */
   trimBeatsOverflow?: boolean;
-  /**
-   * docs/design.md#summary-length Each summarize request carries max tokens derived from the room the
-   * summary has in the compacted conversation (`SummarizeRequest.maxTokens`): a model that rambles
-   * is cut there instead of writing until its deadline. Off: no limit is sent, and the tighter retry
-   * tightens with words alone (the reference).
-   * @default true
-   */
+  /** docs/design.md#summary-length: each summarize request carries max tokens from the summary's room. @default true */
   summaryTokenCap?: boolean;
   /** The price of a cached input token relative to an uncached one, for the `'paying'` epoch model. @default 0.1 */
   cachedInputPrice?: number;
-  /**
-   * docs/design.md#coverage: identifiers the replaced middle shares with what is kept must be in the
-   * summary. `'retry'` asks once more naming them, then carries what is missing in a line; `'carry'`
-   * the line only; `'off'`: no check. @default 'retry'
-   */
+  /** docs/design.md#coverage: what to do about identifiers of the middle the kept messages share. @default 'retry' */
   summaryCoverage?: SummaryCoverage;
 
   /** docs/design.md#summary-instructions: added to the summarizer's instruction (at most 10,000 characters). @default none */
@@ -124,50 +93,28 @@ export interface CompactionOptions {
   /** Replaces the fixed summarizer instruction whole; `summaryInstructions` still follows it. @default the fixed one */
   summaryPrompt?: string;
   /**
-   * docs/design.md#summarizer-window The summarizer's own context window, in its tokens (planned in the
-   * pass's counter's units, scaled by what its billed prompt tokens showed: docs/design.md#summarizer-overflow);
-   * a middle that does not fit is summarized in pieces, as a fold. At least 1,024.
-   * @default undefined (one request, whatever its size)
+   * docs/design.md#summarizer-window The summarizer's own context window, in its tokens; a middle that
+   * does not fit is summarized in pieces, as a fold. At least 1,024. @default one request, whatever its size
    */
   summarizerContextWindow?: number;
-
   /**
-   * docs/design.md#user-words Keep the user messages of the middle a summary replaces verbatim, in
-   * place, the newest first, as long as together they stay within `keepUserMessagesShare` of the
-   * budget; older ones are summarized with the rest. Summaries, trim markers and user messages
-   * inside a tool-call turn (an Anthropic or AI SDK message that also holds tool results) are not
-   * the user's words and are summarized as before. `result.userMessages` says how many were kept
-   * and how many summarized. Also a per-call option of `Compactor.compact`.
-   * @default false
+   * docs/design.md#user-words Keep the middle's user messages verbatim in place, the newest first,
+   * within `keepUserMessagesShare` of the budget. Also a per-call option. @default false
    */
   keepUserMessages?: boolean;
-  /**
-   * docs/design.md#user-words With `keepUserMessages`: the share of the budget (`contextBudget`, or the
-   * call's `target`) the kept user messages may take together, counted with the pass's counter.
-   * @default 0.15
-   */
+  /** docs/design.md#user-words The share of the budget the kept user messages may take together. @default 0.15 */
   keepUserMessagesShare?: number;
 }
-
-/** The default of `CompactionOptions.keepUserMessagesShare`. */
-export const DEFAULT_KEEP_USER_MESSAGES_SHARE = 0.15;
 
 /** The share of `summarizerContextWindow` a request leaves for the summary the summarizer writes. */
 export const SUMMARY_OUTPUT_SHARE = 0.25;
 
-/** The smallest `summarizerContextWindow`. */
 export const MIN_SUMMARIZER_CONTEXT_WINDOW = 1024;
 
-/** The longest `summaryInstructions` or `summaryPrompt`, in characters. */
-export const MAX_SUMMARY_INSTRUCTION_CHARS = 10_000;
+const MAX_INSTRUCTION_CHARS = 10_000;
 
-/** What a compaction does about identifiers a summary left out (see `CompactionOptions.summaryCoverage`). */
 export type SummaryCoverage = 'retry' | 'carry' | 'off';
-
-/** When `needsCompaction` starts an elision-only epoch below the trigger (see `CompactionOptions.elisionEpochs`). */
 export type ElisionEpochs = 'batch' | 'paying' | 'never';
-
-/** When elision alone ends a pass over the trigger (see `CompactionOptions.elisionEndsPass`). */
 export type ElisionEndsPass = 'under-trigger' | 'at-mark' | 'never';
 
 /** Every economic rule off: spread into the options for the reference's behaviour exactly (docs/design.md#reference-exact). */
@@ -184,47 +131,13 @@ export const REFERENCE_EXACT = {
   summaryCoverage: 'off',
 } as const satisfies Partial<CompactionOptions>;
 
-/** Options with every default applied and validated. Plain JSON (durations in ms). */
-export interface ResolvedOptions {
-  contextBudget: number;
-  triggerRatio: number;
-  targetRatio: number;
-  keepRecent: number;
-  keepTask: boolean;
-  toolResultCap: number;
-  ageObservations: boolean;
-  ageMinChars: number;
-  ageReclaimMin: number;
-  /** Undefined: images are never elided. */
-  keepImages?: number | undefined;
-  maxAttempts: number;
-  retryBackoffMs: number;
-  recentWindowGivesWay: boolean;
-  truncateOversized: boolean;
-  elisionEndsPass: ElisionEndsPass;
-  elisionEpochs: ElisionEpochs;
-  deferShallowCompactions: boolean;
-  stubsShorterOnly: boolean;
-  trimBeatsOverflow: boolean;
-  summaryTokenCap: boolean;
-  cachedInputPrice: number;
-  summaryCoverage: SummaryCoverage;
-  /** Undefined: nothing added to the instruction. */
-  summaryInstructions?: string | undefined;
-  /** Undefined: the fixed instruction. */
-  summaryPrompt?: string | undefined;
-  /** Undefined: one summarizer request, whatever its size. */
-  summarizerContextWindow?: number | undefined;
-  keepUserMessages: boolean;
-  keepUserMessagesShare: number;
-}
-
 /** The backoff never grows past this (docs/design.md#failures). */
 export const MAX_RETRY_BACKOFF_MS = 30_000;
 
 const ratio = z.number().gt(0).lte(1);
 const count = z.number().int().nonnegative();
-/** The compaction options with their defaults: what {@link resolveOptions} parses, and the source of their JSON Schema (src/shared/json-schemas.ts). */
+const instructionText = z.string().max(MAX_INSTRUCTION_CHARS, `must be at most ${MAX_INSTRUCTION_CHARS} characters`);
+/** The compaction options with their defaults, and the source of their JSON Schema (src/shared/json-schemas.ts). */
 export const optionsSchema = z.object({
   contextBudget: z.number().int().positive(),
   triggerRatio: ratio.default(COMPACTION_DEFAULTS.triggerRatio),
@@ -248,64 +161,28 @@ export const optionsSchema = z.object({
   summaryTokenCap: z.boolean().default(true),
   cachedInputPrice: ratio.default(0.1),
   summaryCoverage: z.enum(['retry', 'carry', 'off']).default('retry'),
-  summaryInstructions: z
-    .string()
-    .max(MAX_SUMMARY_INSTRUCTION_CHARS, `must be at most ${MAX_SUMMARY_INSTRUCTION_CHARS} characters`)
-    .optional(),
-  summaryPrompt: z
-    .string()
-    .max(MAX_SUMMARY_INSTRUCTION_CHARS, `must be at most ${MAX_SUMMARY_INSTRUCTION_CHARS} characters`)
-    .regex(/\S/, 'must not be blank: it replaces the whole instruction')
-    .optional(),
+  summaryInstructions: instructionText.optional(),
+  summaryPrompt: instructionText.regex(/\S/, 'must not be blank: it replaces the whole instruction').optional(),
   summarizerContextWindow: z.number().int().min(MIN_SUMMARIZER_CONTEXT_WINDOW).optional(),
   keepUserMessages: z.boolean().default(false),
-  keepUserMessagesShare: ratio.default(DEFAULT_KEEP_USER_MESSAGES_SHARE),
+  keepUserMessagesShare: ratio.default(0.15),
 });
 
-/** The names of the compaction options ({@link CompactionOptions}), for the closest name to an unknown one. */
-export const COMPACTION_OPTION_KEYS = keysOf<CompactionOptions>({
-  contextBudget: true,
-  triggerRatio: true,
-  targetRatio: true,
-  keepRecent: true,
-  keepTask: true,
-  toolResultCap: true,
-  ageObservations: true,
-  ageMinChars: true,
-  ageReclaimMin: true,
-  keepImages: true,
-  maxAttempts: true,
-  retryBackoff: true,
-  recentWindowGivesWay: true,
-  truncateOversized: true,
-  elisionEndsPass: true,
-  elisionEpochs: true,
-  deferShallowCompactions: true,
-  stubsShorterOnly: true,
-  trimBeatsOverflow: true,
-  summaryTokenCap: true,
-  cachedInputPrice: true,
-  summaryCoverage: true,
-  summaryInstructions: true,
-  summaryPrompt: true,
-  summarizerContextWindow: true,
-  keepUserMessages: true,
-  keepUserMessagesShare: true,
-});
+/** Options with every default applied and validated. Plain JSON (durations in ms). */
+export type ResolvedOptions = Omit<z.output<typeof optionsSchema>, 'retryBackoff'> & { retryBackoffMs: number };
+
+type SameKeys<A, B> = [Exclude<keyof A, keyof B> | Exclude<keyof B, keyof A>] extends [never] ? true : false;
+/** The names of the compaction options, for the closest name to an unknown one. */
+export const COMPACTION_OPTION_KEYS: readonly string[] = Object.keys(optionsSchema.shape);
+// The schema parses exactly the options CompactionOptions declares.
+true satisfies SameKeys<CompactionOptions, typeof optionsSchema.shape>;
 
 /** Applies defaults and validates, naming the option at fault (and the closest known name to an unknown one). */
 export function resolveOptions(options: unknown, field = 'options'): ResolvedOptions {
   if (typeof options !== 'object' || options === null)
     throw new InvalidInputError(field, 'must be an object with at least contextBudget');
   assertKnownKeys(options, COMPACTION_OPTION_KEYS, field);
-  const parsed = optionsSchema.safeParse(options);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    const key = issue?.path.map(String).join('.') ?? '';
-    const reason = issue === undefined ? 'invalid' : describeIssue(issue, options);
-    throw new InvalidInputError(`${field}.${key}`, reason);
-  }
-  const { retryBackoff, ...rest } = parsed.data;
+  const { retryBackoff, ...rest } = checkWith(optionsSchema, options, field);
   if (rest.targetRatio > rest.triggerRatio) {
     throw new InvalidInputError(
       `${field}.targetRatio`,
@@ -337,13 +214,8 @@ export interface CallOverrides {
 /** Checks a per-call `summaryInstructions` or `summaryPrompt` as the options check them. */
 export function checkInstructionText(value: unknown, field: string): string | undefined {
   if (value === undefined) return undefined;
-  const schema = field.endsWith('summaryPrompt')
-    ? optionsSchema.shape.summaryPrompt
-    : optionsSchema.shape.summaryInstructions;
-  const parsed = schema.safeParse(value);
-  if (parsed.success) return parsed.data;
-  const issue = parsed.error.issues[0];
-  throw new InvalidInputError(field, issue === undefined ? 'invalid' : describeIssue(issue, value));
+  const { summaryPrompt, summaryInstructions } = optionsSchema.shape;
+  return checkWith(field.endsWith('summaryPrompt') ? summaryPrompt : summaryInstructions, value, field);
 }
 
 /** Checks a per-call `keepUserMessages`; throws `InvalidInputError` naming `field`. */

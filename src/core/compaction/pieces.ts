@@ -1,6 +1,5 @@
-// Sandbox-safe: a middle too large for the summarizer's own window, cut into pieces summarized as a
-// fold (docs/design.md#summarizer-window). Pure and deterministic: the same middle, options and
-// counter cut the same pieces, in workflow code as in-process.
+// Sandbox-safe and pure: a middle too large for the summarizer's own window, cut into pieces
+// summarized as a fold (docs/design.md#summarizer-window).
 import { SUMMARY_OUTPUT_SHARE } from './options.js';
 import {
   capText,
@@ -13,10 +12,8 @@ import {
 import type { ChatMessage, SummarizeRequest, TokenCounter } from '../types.js';
 
 /**
- * Added to every instruction of a folded summary: the transcript is one part, maybe after the summary
- * so far. That summary comes as the engine's own summary message (`summaryContent`: `[Summary by the
- * harness of N earlier messages]`), so a summarizer that merges earlier summaries (the extractive
- * one) merges it as it merges the summary of an earlier compaction.
+ * Added to every instruction of a folded summary. The summary so far comes as the engine's own summary
+ * message, so a summarizer that merges earlier summaries merges it too.
  */
 export const FOLD_NOTE = [
   'This transcript is one part of a longer conversation, taken in order.',
@@ -24,56 +21,37 @@ export const FOLD_NOTE = [
   'write one summary of both, keeping what that summary holds unless this part settles or replaces it.',
 ].join(' ');
 
-/** The instruction of a folded request: the pass's instruction and {@link FOLD_NOTE}. */
 export function foldInstruction(instruction: string): string {
   return `${instruction}\n\n${FOLD_NOTE}`;
 }
 
-/**
- * Of the input room of a request (the window less {@link SUMMARY_OUTPUT_SHARE}), the share kept
- * free for the longer instruction of the final fold's one retry (tighter, or naming identifiers).
- */
+/** Of the input room of a request, the share kept free for the longer instruction of the final fold's retry. */
 export const RETRY_SHARE = 0.05;
 
-/**
- * The most of what is left for the transcript a piece after the first leaves for the summary so far
- * (it leaves the summary's output share of the window when that is less: no summary is longer).
- */
+/** The most of the transcript's room a piece after the first leaves for the summary so far. */
 export const CARRIED_SHARE = 0.5;
 
-/** The pieces of a middle and how to build each one's transcript. */
 export interface Pieces {
-  /** The input room of every request: `summarizerContextWindow × (1 − SUMMARY_OUTPUT_SHARE)`, in tokens. */
+  /** The input room of every request, in tokens. */
   room: number;
-  /** The instruction every folded request starts from ({@link foldInstruction} of the pass's). */
   instruction: string;
-  /** The capped middle's messages, cut on message boundaries (a message alone too large for a piece is cut itself). */
   pieces: ChatMessage[][];
-  /**
-   * How many messages of the middle a summary so far already covers when the cut starts after it
-   * (a fold cut again smaller part-way, docs/design.md#summarizer-overflow); 0 for a cut of the whole middle.
-   */
+  /** How many messages of the middle a summary so far covers (a fold cut again part-way); 0 for the whole middle. */
   before: number;
 }
 
-/** The input room of a request under `window`: what is left when the summary's share is set aside. */
 export function inputRoom(window: number): number {
   return Math.floor(window * (1 - SUMMARY_OUTPUT_SHARE));
 }
 
-/** True when a request is within the input room of `window`. */
 export function requestFits(request: SummarizeRequest, window: number, counter: TokenCounter): boolean {
   return counter.count(summarizerMessages(request)) <= inputRoom(window);
 }
 
 /**
  * Cuts the capped middle into pieces when its one request would not fit `window`; undefined when it
- * fits (one request, as without the option); `'unfit'` when even one message cut to nothing, with the
- * instruction, does not (an instruction too long for the window).
- *
- * With `after`, the messages are what is left of a middle whose first `after.before` messages a
- * summary so far already covers: every piece, the first too, leaves room for that summary, and the
- * cut is made even when they would fit one request (the summary so far is folded in).
+ * fits; `'unfit'` when the instruction alone is too long. With `after`, every piece leaves room for the
+ * summary so far of the first `after.before` messages, and the cut is always made.
  */
 export function cutPieces(
   seen: readonly ChatMessage[],
@@ -91,11 +69,9 @@ export function cutPieces(
     counter.count(summarizerMessages(requestFor(folded, middle, instructions)));
   const overhead = tokensOf([]);
   const free = room - Math.ceil(room * RETRY_SHARE) - overhead;
-  // The first piece has the whole free room; the others leave room for the summary so far: what a
-  // summary within the window can be (its output share), at most half of the free room.
+  // The pieces after the first leave room for the summary so far.
   const laterRoom = free - Math.min(Math.floor(window * SUMMARY_OUTPUT_SHARE), Math.floor(free * CARRIED_SHARE));
   if (laterRoom <= 0) return 'unfit';
-  // A message's share of a request, without rendering the instruction again for each one.
   const bare = counter.count([{ role: 'user', content: '' }]);
   const costOf = (message: ChatMessage): number =>
     counter.count([{ role: 'user', content: `${renderTranscript([message], Number.POSITIVE_INFINITY)}\n\n` }]) - bare;
@@ -103,10 +79,8 @@ export function cutPieces(
   const limit = (): number => overhead + (pieces.length === 0 && after === undefined ? free : laterRoom);
   let current: ChatMessage[] = [];
   let used = 0;
-  // Messages still to place, in order; a piece checked whole and found over its room gives its last ones back.
   const queue: ChatMessage[] = [...seen].reverse();
   const close = (): void => {
-    // The sum of the messages' shares estimates the piece; the piece itself is counted once here.
     const back: ChatMessage[] = [];
     while (current.length > 1 && tokensOf(current) > limit()) back.push(...current.splice(-1));
     if (current.length > 0) pieces.push(current);
@@ -118,8 +92,7 @@ export function cutPieces(
     let cost = costOf(message);
     if (current.length > 0 && overhead + used + cost > limit()) {
       queue.push(message);
-      // A tool call stays with its results: the piece gives back the call and the results it holds,
-      // unless they are all it holds (then the group is cut between messages).
+      // A tool call stays with its results, unless they are all the piece holds.
       if (message.role === 'tool') queue.push(...current.splice(groupStart(current)).reverse());
       close();
       continue;
@@ -138,12 +111,7 @@ export function cutPieces(
   return { room, instruction: folded, pieces, before: after?.before ?? 0 };
 }
 
-/**
- * The transcript of a piece's request: the summary so far as the engine's summary message of the
- * messages before the piece (its text cut, marker and all, until the request fits the room less the
- * retry share), then the piece; undefined when even an
- * empty summary so far does not fit.
- */
+/** The transcript of a piece's request: the summary so far (cut to fit), then the piece; undefined when nothing fits. */
 export function foldedMiddle(
   pieces: Pieces,
   index: number,
@@ -165,11 +133,7 @@ export function foldedMiddle(
   return chars === undefined ? undefined : withText(chars);
 }
 
-/**
- * Where the tool-call group at the end of `messages` starts (the assistant message whose calls the
- * trailing tool results answer); `messages.length` when it does not end in one, or when that group
- * is all it holds.
- */
+/** Where the tool-call group at the end of `messages` starts; `messages.length` when none, or when it is all. */
 function groupStart(messages: readonly ChatMessage[]): number {
   let start = messages.length;
   while (start > 0 && messages[start - 1]?.role === 'tool') start -= 1;
@@ -177,7 +141,7 @@ function groupStart(messages: readonly ChatMessage[]): number {
   return start - 1 > 0 ? start - 1 : messages.length;
 }
 
-/** A message too large for any piece, its text cut as `capText` cuts it until `fits`; undefined when nothing fits. */
+/** A message too large for any piece, its text cut until `fits`; undefined when nothing fits. */
 function cutMessage(message: ChatMessage, fits: (message: ChatMessage) => boolean): ChatMessage | undefined {
   const text = renderContent(message.content);
   const withText = (chars: number): ChatMessage => ({ ...message, content: capText(text, chars) });
@@ -185,7 +149,7 @@ function cutMessage(message: ChatMessage, fits: (message: ChatMessage) => boolea
   return chars === undefined ? undefined : withText(chars);
 }
 
-/** The largest length in [0, max] for which `fits` holds, by bisection (fits is monotone in it); undefined when 0 does not fit. */
+/** The largest length in [0, max] for which the monotone `fits` holds; undefined when 0 does not fit. */
 function largestFitting(max: number, fits: (length: number) => boolean): number | undefined {
   if (fits(max)) return max;
   if (!fits(0)) return undefined;

@@ -2,17 +2,11 @@
 import { isSticky } from '../schema.js';
 import type { ChatMessage, ToolCall } from '../types.js';
 
-/**
- * Tool-call groups: an assistant turn with `tool_calls` and every later tool result that
- * answers one of its calls. Every other message is a group of its own (an orphan tool result
- * too). Compaction removes or keeps a group whole, so it never separates a turn from its results.
- */
+/** Tool-call groups: an assistant turn with its results, else one message; a compaction keeps or removes a group whole. */
 export interface Groups {
-  /** Group id per message index (the index of the group's first message). */
   groupOf: Int32Array;
-  /** Last member index per group id (a message index; read only at group ids). */
   lastOf: Int32Array;
-  /** Index of the assistant turn that asked each answered call, by tool result index; -1 for every other message. */
+  /** The assistant turn that asked each answered call, by tool result index; -1 for every other message. */
   askedBy: Int32Array;
 }
 
@@ -43,10 +37,8 @@ export function toolGroups(messages: readonly ChatMessage[]): Groups {
 }
 
 /**
- * The turn a tool result answers: the latest message before it with a call of its id (a later
- * turn may reuse an id). A result nearly always follows its turn closely, so the messages before
- * it are looked through first; only past {@link CallOwners.NEAR} of them is every result's turn
- * found, once, in order, with a map of ids (what that map says at each result).
+ * The turn a tool result answers: the latest message before it with a call of its id. The
+ * {@link CallOwners.NEAR} messages before it are looked through first, then a map of ids built once.
  */
 export class CallOwners {
   static readonly NEAR = 32;
@@ -59,8 +51,7 @@ export class CallOwners {
     for (let before = index - 1; before >= from; before -= 1) {
       const calls = this.messages[before]?.tool_calls;
       if (calls === undefined) continue;
-      // An index loop: V8 does not always optimize a for-of's iterator away (here it cost 3 MB
-      // when the transcript of a 100k-message middle was measured).
+      // An index loop: V8 does not always optimize a for-of's iterator away.
       for (let position = 0; position < calls.length; position += 1)
         if ((calls[position] as ToolCall).id === callId) return before;
     }
@@ -82,10 +73,8 @@ export class CallOwners {
 }
 
 /**
- * Which messages a compaction may remove: not sticky (nor the `task` index, kept as a sticky message
- * is: docs/design.md#task-survives), and not in a group that holds a sticky message (removing the
- * rest of such a group would orphan a sticky result or strand a sticky turn).
- * Session replay uses the same rule to turn `replacesThroughId` back into removed messages.
+ * Which messages a compaction may remove: not sticky (nor the `task` index), and not in a group that
+ * holds a sticky message. Session replay uses the same rule.
  */
 export function removableMask(
   messages: readonly ChatMessage[],
@@ -94,7 +83,6 @@ export function removableMask(
 ): Uint8Array {
   const count = messages.length;
   const sticky = new Uint8Array(count);
-  // By group id (a message index): whether the group holds a sticky message.
   const pinned = new Uint8Array(count);
   for (let index = 0; index < count; index += 1) {
     if (index !== task && !isSticky(messages[index] as ChatMessage)) continue;
@@ -107,10 +95,7 @@ export function removableMask(
   return removable;
 }
 
-/**
- * The start of the recent window: `keepRecent` messages from the end, moved backwards while the
- * window's first message is a tool result, and further while any group would straddle it.
- */
+/** The start of the recent window: `keepRecent` from the end, moved back so that no group straddles it. */
 export function findCut(
   messages: readonly ChatMessage[],
   keepRecent: number,
@@ -119,7 +104,6 @@ export function findCut(
   return cutFrom(messages, Math.max(0, messages.length - keepRecent), groups);
 }
 
-/** The latest valid start of a recent window at or before `start` (the moves of {@link findCut}). */
 export function cutFrom(
   messages: readonly ChatMessage[],
   start: number,
@@ -127,8 +111,7 @@ export function cutFrom(
 ): number {
   let cut = start;
   while (cut > 0 && cut < messages.length && messages[cut]?.role === 'tool') cut -= 1;
-  // A turn whose results are separated from it by another message (a depth injection, a user
-  // message between parallel results) must not straddle the cut either.
+  // A turn whose results are separated from it by another message must not straddle the cut either.
   for (;;) {
     let moved = cut;
     for (let index = cut; index < messages.length; index += 1) {
@@ -140,21 +123,14 @@ export function cutFrom(
   }
 }
 
-/**
- * The start of the smallest recent window that still holds the last complete turn: the last
- * assistant message with everything after it (its tool results, a user's reply), or the last
- * message when there is no assistant turn. docs/design.md#window-gives-way: how far a recent window may give way.
- */
+/** The start of the smallest recent window that holds the last complete turn (docs/design.md#window-gives-way). */
 export function lastTurnCut(messages: readonly ChatMessage[], groups: Groups = toolGroups(messages)): number {
   let last = messages.length - 1;
   while (last >= 0 && messages[last]?.role !== 'assistant') last -= 1;
   return cutFrom(messages, last >= 0 ? last : Math.max(0, messages.length - 1), groups);
 }
 
-/**
- * Every valid start of a recent window in `(after, upTo]`, ascending: not a tool result and no
- * group straddling it (exactly the positions {@link cutFrom} leaves where they are). O(n).
- */
+/** Every valid start of a recent window in `(after, upTo]`, ascending (the positions {@link cutFrom} leaves). O(n). */
 export function windowStarts(
   messages: readonly ChatMessage[],
   after: number,
@@ -162,7 +138,6 @@ export function windowStarts(
   groups: Groups = toolGroups(messages),
 ): number[] {
   const starts: number[] = [];
-  // Smallest group start among the messages at or after each position, from the end.
   let smallestGroup = Number.POSITIVE_INFINITY;
   const from = Math.max(0, after + 1);
   const smallestFrom: number[] = new Array<number>(Math.max(0, upTo - from + 1));
@@ -180,29 +155,19 @@ export function windowStarts(
 
 export interface Regions {
   groups: Groups;
-  /** First index of the recent window (messages.length when the window is empty). */
   cut: number;
-  /**
-   * 1 for each message a compaction may remove ({@link removableMask}), else 0. Masks over every
-   * message are bytes, not `boolean[]`: a pass makes several, and at 100k messages an array of
-   * booleans is 800 KB of the young generation (it brings the next scavenge closer), a byte mask
-   * 100 KB outside it.
-   */
+  /** 1 for each message a compaction may remove: bytes, as a `boolean[]` would be 8 times larger at 100k messages. */
   removable: Uint8Array;
-  /** Ascending indices of the middle: removable messages before the cut. */
   middle: number[];
-  /** 1 for each message in the middle, else 0. */
   inMiddle: Uint8Array;
 }
 
-/** The regions of a pass; with `keepTask`, the first user message is kept as a sticky one is. */
 export function findRegions(messages: readonly ChatMessage[], keepRecent: number, keepTask = false): Regions {
   const groups = toolGroups(messages);
   const task = keepTask ? messages.findIndex((message) => message.role === 'user') : -1;
   return regionsAt(messages, findCut(messages, keepRecent, groups), groups, removableMask(messages, groups, task));
 }
 
-/** The regions for a recent window that starts at `cut` (a valid start: see {@link windowStarts}). */
 export function regionsAt(
   messages: readonly ChatMessage[],
   cut: number,
@@ -217,16 +182,12 @@ export function regionsAt(
     inMiddle[index] = 1;
     size += 1;
   }
-  // Made at its size, not grown: the middle of a long conversation is most of it.
   const middle = new Array<number>(size);
   for (let index = 0, position = 0; position < size; index += 1) if (inMiddle[index] === 1) middle[position++] = index;
   return { groups, cut, removable, middle, inMiddle };
 }
 
-/**
- * Prefix lengths of the middle that end on a group boundary: dropping `middle.slice(0, k)` for
- * such a k never leaves a tool result without its turn. Always ends with `middle.length`.
- */
+/** Prefix lengths of the middle that end on a group boundary, ending with `middle.length`. */
 export function trimBoundaries(regions: Regions): number[] {
   const boundaries: number[] = [];
   let reach = -1;

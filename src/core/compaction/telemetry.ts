@@ -1,12 +1,11 @@
 // Sandbox-safe: the `Compaction` span's attributes and the metric names a compaction reports.
 import type { SummarizerUsage } from '../counting/summarizer-usage.js';
 import type { CompactionResult } from '../types.js';
-import { compactionKind, type CompactionKind } from './kind.js';
+import { compactionKind } from './kind.js';
 
-/** The name of the span every workflow compaction records: a child of the workflow's span, parent of its summarize activities. */
+/** The span every workflow compaction records: a child of the workflow's span, parent of its summarize activities. */
 export const COMPACTION_SPAN_NAME = 'Compaction';
 
-/** The attributes of the `Compaction` span. */
 export const CompactionSpanAttribute = {
   TokensBefore: 'compaction.tokens_before',
   TokensAfter: 'compaction.tokens_after',
@@ -15,13 +14,13 @@ export const CompactionSpanAttribute = {
   Elided: 'compaction.elided',
   Fallback: 'compaction.fallback',
   Exhausted: 'compaction.exhausted',
-  /** See {@link CompactionResultKind}. */
+  /** A `CompactionKind`. */
   Result: 'compaction.result',
-  /** Summarize activities scheduled: the first request (one per piece of a folded summary), and the tighter or coverage retry when there was one. */
+  /** Summarize activities scheduled: one per piece, and the retry when there was one. */
   SummarizerRequests: 'compaction.summarizer.requests',
   /** Their activity attempts, Temporal's retries included. */
   SummarizerAttempts: 'compaction.summarizer.attempts',
-  /** What the answered requests were billed (an estimate of characters / 4 when the backend did not say); only when a summary came back. */
+  /** Billed (an estimate of characters / 4 when the backend did not say); only when a summary came back. */
   SummarizerPromptTokens: 'compaction.summarizer.prompt_tokens',
   SummarizerCompletionTokens: 'compaction.summarizer.completion_tokens',
   SummarizerUsageEstimated: 'compaction.summarizer.usage_estimated',
@@ -36,13 +35,10 @@ export const CompactionSpanAttribute = {
 
 /** Workflow code reports the first five through the workflow metric meter; the activity interceptor the last two. */
 export const CompactionMetric = {
-  /** Counter, tag `result` (a {@link CompactionResultKind}). */
+  /** Counter, tag `result` (a `CompactionKind`). */
   Compactions: 'compactor_compactions',
-  /** Counter: tokensBefore − tokensAfter, summed over compactions. */
   TokensReclaimed: 'compactor_tokens_reclaimed',
-  /** Counter: compactions that ended in the hard trim. */
   Fallbacks: 'compactor_fallbacks',
-  /** Counter: compactions still over the budget after the hard trim. */
   Exhausted: 'compactor_exhausted',
   /** Counter, tag `type`: compactions that failed (e.g. `Compaction.InvalidInput`). */
   CompactionFailures: 'compactor_compaction_failures',
@@ -52,17 +48,11 @@ export const CompactionMetric = {
   ActivityFailures: 'compactor_activity_failures',
 } as const;
 
-/** What a compaction did (a summary, the hard trim, stubs only, or nothing): the metrics' `result` tag, the compaction record's `kind`. */
-export type CompactionResultKind = CompactionKind;
-export const compactionResultKind: (result: CompactionResult) => CompactionResultKind = compactionKind;
-
-/** What one compaction asked of the summarizer: requests scheduled, and their activity attempts. */
 export interface SummarizerTally {
   requests: number;
   attempts: number;
 }
 
-/** The `Compaction` span's attributes for a result. */
 export function compactionSpanAttributes(
   result: CompactionResult,
   usage: SummarizerUsage | undefined,
@@ -75,7 +65,7 @@ export function compactionSpanAttributes(
     [CompactionSpanAttribute.Elided]: result.elisions.length,
     [CompactionSpanAttribute.Fallback]: result.fallback,
     [CompactionSpanAttribute.Exhausted]: result.exhausted,
-    [CompactionSpanAttribute.Result]: compactionResultKind(result),
+    [CompactionSpanAttribute.Result]: compactionKind(result),
     [CompactionSpanAttribute.SummarizerRequests]: tally.requests,
     [CompactionSpanAttribute.SummarizerAttempts]: tally.attempts,
     ...(usage === undefined

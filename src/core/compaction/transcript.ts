@@ -18,25 +18,17 @@ export const SUMMARY_INSTRUCTION = [
   'Some tool output and tool-call arguments were truncated before you saw them, with a marker saying how much was cut: do not guess what was cut.',
 ].join('\n');
 
-/** What a caller may say about the instruction (docs/design.md#summary-instructions); both unset: the fixed one. */
+/** What a caller may say about the instruction (docs/design.md#summary-instructions). */
 export interface InstructionText {
-  /** Added after the instruction: what to focus on or keep. */
   summaryInstructions?: string | undefined;
-  /** Replaces {@link SUMMARY_INSTRUCTION}. */
   summaryPrompt?: string | undefined;
-  /**
-   * The task when the compaction keeps it in place (docs/design.md#task-survives): the text of
-   * the first user message, sticky or kept by `keepTask`, cut at `toolResultCap`. It is not in the
-   * middle, so the summarizer is told it apart: what the summary serves.
-   */
+  /** The task when the compaction keeps it in place (docs/design.md#task-survives): the summarizer is told it apart. */
   task?: string | undefined;
 }
 
-/** The heading under which the kept task follows the instruction (docs/design.md#task-survives). */
 export const TASK_HEADING =
   'The task of this conversation, which stays in it verbatim before your summary (do not repeat it; keep what it needs):';
 
-/** The heading under which `summaryInstructions` follow the instruction. */
 export const SUMMARY_INSTRUCTIONS_HEADING =
   'Instructions from the user for this summary (follow them; what they ask you to keep must be in the summary):';
 
@@ -49,10 +41,8 @@ export function baseInstruction(text: InstructionText = {}): string {
   return [base, ...task, ...instructions].join('\n');
 }
 
-/** The instruction for the one retry after a summary that did not compact enough. */
 export function tooLongInstruction(previousSummaryChars: number, text: InstructionText = {}): string {
   const limit = Math.max(1, Math.floor(previousSummaryChars / 2));
-  // The fixed instruction asks for four sections; a prompt of the caller's own may ask for another shape.
   const keep = text.summaryPrompt === undefined ? 'keep the four sections' : 'keep the shape asked for';
   return [
     baseInstruction(text),
@@ -62,23 +52,17 @@ export function tooLongInstruction(previousSummaryChars: number, text: Instructi
   ].join('\n');
 }
 
-/**
- * Cuts `text` to `cap` characters plus a marker naming how many were cut. Markers are Latin-1: one
- * character beyond turns V8's whole transcript into a slower two-byte string; `»` cannot be
- * mistaken for the text going on.
- */
+/** Cuts `text` to `cap` characters plus a marker naming how many were cut. Latin-1 only: a two-byte string is slower. */
 export function capText(text: string, cap: number): string {
   if (text.length <= cap) return text;
   return `${text.slice(0, cap)}» [truncated by the harness: ${text.length - cap} more characters]`;
 }
 
-/** The marker {@link capText} leaves at the end of what it cut. */
 export const CAP_MARKER = /» \[truncated by the harness: \d+ more characters\]$/;
 
 /**
- * The middle as the summarizer sees it, still as messages: cut as {@link renderTranscript} cuts,
- * only what the transcript shows, non-text parts as their description; `renderTranscript(capMiddle(m,
- * cap), Infinity)` is `renderTranscript(m, cap)`. With `contents`, elided messages read as elided.
+ * The middle as the summarizer sees it, still as messages: `renderTranscript(capMiddle(m, cap),
+ * Infinity)` is `renderTranscript(m, cap)`. With `contents`, elided messages read as elided.
  */
 export function capMiddle(
   messages: readonly ChatMessage[],
@@ -87,7 +71,6 @@ export function capMiddle(
 ): ChatMessage[] {
   const count = messages.length;
   const capped = new Array<ChatMessage>(count);
-  // The transcript's length is counted in the same loop (one read of a long middle, not two).
   const names = new ToolNames(messages);
   let length = 0;
   for (let index = 0; index < count; index += 1) {
@@ -100,10 +83,7 @@ export function capMiddle(
   return capped;
 }
 
-/**
- * One message as {@link capMiddle} leaves it, keys always in the order role, content, tool_calls,
- * tool_call_id, name; each common shape built in one literal (not grown key by key).
- */
+/** One message as {@link capMiddle} leaves it: keys in the order role, content, tool_calls, tool_call_id, name. */
 export function seenMessage(
   message: ChatMessage,
   toolResultCap: number,
@@ -115,14 +95,13 @@ export function seenMessage(
     const text = typeof content === 'string' ? content : renderContent(original);
     if (text.length > toolResultCap) content = capText(text, toolResultCap);
   }
-  // A message already as this function would build it is kept: no copy of most of a long middle.
+  // A message already in that shape is kept: no copy of most of a long middle.
   const callsSeen = calls === undefined || everyCallSeen(calls, toolResultCap);
   if (content === message.content && callsSeen && inSeenShape(message)) return message;
   if (calls === undefined) {
     if (callId === undefined) return name === undefined ? { role, content } : { role, content, name };
     return name === undefined ? { role, content, tool_call_id: callId } : { role, content, tool_call_id: callId, name };
   }
-  // Calls already in the shape seenCalls builds are kept as they are: one object per message, not 2n + 2.
   const seen: ChatMessage = {
     role,
     content,
@@ -133,7 +112,6 @@ export function seenMessage(
   return seen;
 }
 
-/** Each call as the transcript shows it: `{ id, type, function: { name, arguments } }`, the arguments capped. */
 function seenCalls(calls: readonly ToolCall[], toolResultCap: number): ToolCall[] {
   const seen = new Array<ToolCall>(calls.length);
   for (let index = 0; index < calls.length; index += 1) {
@@ -146,12 +124,10 @@ function seenCalls(calls: readonly ToolCall[], toolResultCap: number): ToolCall[
 
 const SEEN_KEYS = ['role', 'content', 'tool_calls', 'tool_call_id', 'name'] as const;
 
-/** True when `message` already has the keys {@link seenMessage} builds, in its order, none undefined. */
 function inSeenShape(message: ChatMessage): boolean {
   const record = message as unknown as Record<string, unknown>;
   let next = 0;
   for (const key in record) {
-    // role and content come first, always; each of the others may be left out.
     while (next >= 2 && next < SEEN_KEYS.length && SEEN_KEYS[next] !== key) next += 1;
     if (SEEN_KEYS[next] !== key || record[key] === undefined) return false;
     next += 1;
@@ -162,7 +138,6 @@ function inSeenShape(message: ChatMessage): boolean {
 const CALL_KEYS = ['id', 'type', 'function'] as const;
 const FUNCTION_KEYS = ['name', 'arguments'] as const;
 
-/** True when `value`'s enumerable keys are exactly `keys`, in that order (a for-in: no array built). */
 function keysAre(value: object, keys: readonly string[]): boolean {
   let position = 0;
   for (const key in value) {
@@ -172,7 +147,6 @@ function keysAre(value: object, keys: readonly string[]): boolean {
   return position === keys.length;
 }
 
-/** True when {@link seenCalls} would rebuild every call as it is. */
 function everyCallSeen(calls: readonly ToolCall[], toolResultCap: number): boolean {
   for (let index = 0; index < calls.length; index += 1) {
     const call = calls[index] as ToolCall;
@@ -182,16 +156,14 @@ function everyCallSeen(calls: readonly ToolCall[], toolResultCap: number): boole
   return true;
 }
 
-/** Content with every part that is not text replaced by a text part describing it. */
 function withoutData(content: ChatMessage['content']): ChatMessage['content'] {
   if (content === null || typeof content === 'string' || content.every((part) => part.type === 'text')) return content;
   return content.map((part) => (part.type === 'text' ? part : { type: 'text', text: describeNonTextPart(part) }));
 }
 
-/** The middle as text: tool results and call arguments capped at `toolResultCap`, other parts described, never their data. */
+/** The middle as text: tool results and call arguments capped, other parts described, never their data. */
 export function renderTranscript(messages: readonly ChatMessage[], toolResultCap: number): string {
   const toolNames = new Map<string, string>();
-  // One flat list of pieces joined once: the transcript of a long middle runs to megabytes.
   const pieces: string[] = [];
   messages.forEach((message, index) => {
     if (index > 0) pieces.push('\n\n');
@@ -209,7 +181,7 @@ export function renderTranscript(messages: readonly ChatMessage[], toolResultCap
   return pieces.join('');
 }
 
-/** The length of {@link renderTranscript}'s text, without building it (a test holds the two together). */
+/** The length of {@link renderTranscript}'s text, without building it. */
 export function transcriptLength(messages: readonly ChatMessage[], toolResultCap: number): number {
   const names = new ToolNames(messages);
   let length = 0;
@@ -218,14 +190,12 @@ export function transcriptLength(messages: readonly ChatMessage[], toolResultCap
   return length;
 }
 
-/** What the message at `index` adds to {@link renderTranscript}'s text (with the blank line before it but for the first). */
 function renderedLength(message: ChatMessage, index: number, names: ToolNames, toolResultCap: number): number {
   let length = index > 0 ? 2 : 0;
   if (message.role === 'tool') {
     const id = message.tool_call_id ?? '';
     const name =
       (message.tool_call_id !== undefined ? names.of(index, message.tool_call_id) : undefined) ?? message.name;
-    // `[tool result ${name} (${id})]` or `[tool result (${id})]`
     length += '[tool result ('.length + id.length + ')]'.length + (name === undefined ? 0 : name.length + 1);
   } else length += message.role.length + 2;
   const { content } = message;
@@ -235,14 +205,13 @@ function renderedLength(message: ChatMessage, index: number, names: ToolNames, t
   if (calls === undefined) return length;
   for (let position = 0; position < calls.length; position += 1) {
     const call = calls[position] as ToolCall;
-    // `\n-> call ${name} (${id}) ${arguments}`
     length += '\n-> call  () '.length + call.function.name.length + call.id.length;
     length += cappedLength(call.function.arguments, toolResultCap);
   }
   return length;
 }
 
-/** The name of the tool a result answers, as the transcript shows it: that of the latest call with its id before it. */
+/** The tool a result answers: that of the latest call with its id before it. */
 class ToolNames {
   private readonly owners: CallOwners;
 
@@ -264,7 +233,6 @@ class ToolNames {
 
 function cappedLength(text: string, cap: number): number {
   if (text.length <= cap) return text.length;
-  // capText's text, counted: the first `cap` characters and the marker naming how many more there were.
   return cap + '» [truncated by the harness:  more characters]'.length + String(text.length - cap).length;
 }
 
@@ -274,22 +242,17 @@ function nameOf(message: ChatMessage, toolNames: Map<string, string>): string {
   return name !== undefined ? ` ${name} (${id})` : ` (${id})`;
 }
 
-/** A message's content as the transcript shows it: text as it is, every other part as a one-line description, never its data (`[image: 1280×800 png]`, `[audio: wav, 48,000 bytes]`). */
+/** A message's content as the transcript shows it: text as it is, every other part as a one-line description. */
 export function renderContent(content: ChatMessage['content']): string {
   if (content === null || typeof content === 'string') return contentText(content);
   return content.map((part) => (part.type === 'text' ? contentText([part]) : describeNonTextPart(part))).join('');
 }
 
-/** The instruction of a request; `previousSummaryChars` makes it the tighter retry's. */
 export function summaryInstruction(previousSummaryChars?: number, text: InstructionText = {}): string {
   return previousSummaryChars === undefined ? baseInstruction(text) : tooLongInstruction(previousSummaryChars, text);
 }
 
-/**
- * The request for an instruction and a middle cut by {@link capMiddle}: data a workflow sends the
- * activity. `instructions` and `task` are in `instruction` already; the request carries them apart
- * for a summarizer that works on structure.
- */
+/** The request for an instruction and a capped middle; `instructions` and `task` are in `instruction` already. */
 export function requestFor(
   instruction: string,
   cappedMiddle: ChatMessage[],
@@ -302,12 +265,7 @@ export function requestFor(
   return request;
 }
 
-/**
- * The task a compaction of `messages` keeps in place, as {@link InstructionText.task}: the text of
- * the first user message when `removable` says it stays (sticky, or `keepTask`), cut at
- * `toolResultCap`; undefined when the task is in the middle (the summarizer reads it there) or
- * there is none.
- */
+/** The text of the first user message when it stays in place (sticky, or `keepTask`), cut at `toolResultCap`. */
 export function keptTask(
   messages: readonly ChatMessage[],
   removable: Uint8Array,
@@ -320,10 +278,7 @@ export function keptTask(
   return text === '' ? undefined : capText(text, toolResultCap);
 }
 
-/**
- * What a model is sent: the instruction as the system message, the middle's transcript as the user
- * message. The one place a request is rendered; the extractive summarizer reads `request.middle`.
- */
+/** What a model is sent: the instruction as the system message, the middle's transcript as the user message. */
 export function summarizerMessages(request: SummarizeRequest): ChatMessage[] {
   return [
     { role: 'system', content: request.instruction },
@@ -338,7 +293,7 @@ function transcriptHeader(cappedMiddle: readonly ChatMessage[]): string {
   return `Transcript to summarize (${cappedMiddle.length} messages):\n\n`;
 }
 
-/** The characters of {@link summarizerMessages} of a request (instruction and transcript), without rendering them. */
+/** The characters of {@link summarizerMessages} of a request, without rendering them. */
 export function requestChars(instruction: string, cappedMiddle: readonly ChatMessage[]): number {
   let transcript = transcriptChars.get(cappedMiddle);
   if (transcript === undefined) {
@@ -348,33 +303,16 @@ export function requestChars(instruction: string, cappedMiddle: readonly ChatMes
   return instruction.length + transcriptHeader(cappedMiddle).length + transcript;
 }
 
-/** The transcript length of a capped middle, by the middle (never changed once cut), asked once per request. */
+/** The transcript length of a capped middle (never changed once cut). */
 const transcriptChars = new WeakMap<readonly ChatMessage[], number>();
-
-/** The whole request: one chat completion, no tools. `previousSummaryChars` makes it the tighter retry. */
-export function summarizeRequest(
-  middle: readonly ChatMessage[],
-  toolResultCap: number,
-  previousSummaryChars?: number,
-  text: InstructionText = {},
-): SummarizeRequest {
-  const instructions = text.summaryInstructions?.trim();
-  return requestFor(
-    summaryInstruction(previousSummaryChars, text),
-    capMiddle(middle, toolResultCap),
-    instructions === '' ? undefined : instructions,
-    text.task,
-  );
-}
 
 const summaryHeader = /^\[Summary by the harness of \d+ earlier messages\]\n\n/;
 
-/** True for the synthetic message a summarizing compaction leaves (`summaryContent` as a user message). */
+/** True for the synthetic message a summarizing compaction leaves. */
 export function isSummaryMessage(message: ChatMessage): boolean {
   return message.role === 'user' && typeof message.content === 'string' && summaryHeader.test(message.content);
 }
 
-/** The content of the synthetic message that replaces the middle: `result.summary`. */
 export function summaryContent(summaryText: string, replacedMessages: number): string {
   return `[Summary by the harness of ${replacedMessages} earlier messages]\n\n${summaryText.trim()}`;
 }

@@ -1,34 +1,27 @@
-// Sandbox-safe: the last resort of a compaction that still does not fit (docs/design.md#truncation) —
-// the largest tool results and user messages that compaction may touch are cut middle-out, head
-// and tail kept, until the conversation fits. Without it, one oversized tool result in the recent
-// window ends an agent run with ContextExhausted.
+// Sandbox-safe: the last resort of a compaction that still does not fit (docs/design.md#truncation): the
+// largest tool results and user messages it may touch are cut middle-out until the conversation fits.
 import { contentText } from '../counting/tokens.js';
 import type { ChatMessage, CompactionResult, ContentPart, Elision, TokenCounter, Truncation } from '../types.js';
 import { isSummaryMessage } from './transcript.js';
 
-/** A truncated message keeps at least this many characters of its text (half from its head, half from its tail). */
+/** A truncated message keeps at least this many characters of its text. */
 export const TRUNCATION_MIN_KEEP = 1_000;
 
-/**
- * Characters of cut text one truncation counts at most, over all its probes: a bisection over a text
- * of megabytes would keep a BPE counter past the SDK's deadlock timeout, on every retry of the task.
- */
+/** Characters of cut text one truncation counts at most: a bisection over megabytes would keep a BPE counter past the SDK's deadlock timeout. */
 export const TRUNCATION_COUNT_CHARS = 2_000_000;
 
-/** Engine messages whose cut could not be carried back to their source (see {@link markUncuttable}). */
 const uncuttable = new WeakSet<ChatMessage>();
 
-/** Marks a message truncation must leave whole: a format view maps back only tool results with string content cut. */
+/** Marks a message truncation must leave whole: its cut could not be carried back to its format's source. */
 export function markUncuttable(message: ChatMessage): void {
   uncuttable.add(message);
 }
 
-/** The text `middleOut` puts where it cut. Latin-1 only, like the transcript's markers. */
+/** The text `middleOut` puts where it cut (Latin-1 only). */
 export function truncationMarker(cut: number): string {
   return `\n\n» [${cut} characters cut from the middle by the harness to fit the context window] «\n\n`;
 }
 
-/** `text` cut to `keep` characters of its own: the first half and the last half, the marker between. */
 export function middleOut(text: string, keep: number): string {
   if (keep >= text.length) return text;
   const head = Math.ceil(keep / 2);
@@ -36,7 +29,6 @@ export function middleOut(text: string, keep: number): string {
   return `${text.slice(0, head)}${truncationMarker(text.length - keep)}${text.slice(text.length - tail)}`;
 }
 
-/** The text a truncation cuts: the content string, or the longest text part (its index in the parts). */
 function longestText(content: ChatMessage['content']): { text: string; part: number } | undefined {
   if (typeof content === 'string') return { text: content, part: -1 };
   if (content === null) return undefined;
@@ -55,10 +47,8 @@ function withText(message: ChatMessage, part: number, text: string): ChatMessage
 }
 
 /**
- * Cuts the largest truncatable messages (a removable tool result or user message, kept, not a
- * summary, over TRUNCATION_MIN_KEEP characters) middle-out until `result` counts at most `limit`;
- * each only as far as needed, a cut that does not lower the count undone. Each cut is an elision of
- * its position (so a transcript replays it) and a `truncations` entry. Deterministic.
+ * Cuts the largest truncatable messages middle-out, each only as far as needed, until `result` counts
+ * at most `limit`; a cut that does not lower the count is undone. Each cut is an elision and a `truncations` entry.
  */
 export function truncateToFit(
   input: readonly ChatMessage[],
@@ -95,15 +85,11 @@ export function truncateToFit(
       messages[at] = withText(message, text.part, middleOut(text.text, keep));
       return counter.count(messages);
     };
-    /** The cut text a probe counts: what it keeps and its marker. */
     const costOf = (keep: number): number => keep + truncationMarker(length - keep).length;
-    // The most characters kept that fit; none fitting, the least, and on to the next candidate.
     let low = TRUNCATION_MIN_KEEP;
     let high = length - 1;
-    // A bisection counts at most this many probes, each shorter than the text with its marker.
     const bisectionCost = (Math.ceil(Math.log2(high - low + 1)) + 1) * (length + truncationMarker(length).length);
     if (counted + bisectionCost <= TRUNCATION_COUNT_CHARS) {
-      // Within the bound whatever the probes find: the bisection.
       counted += costOf(low);
       if (countWith(low) <= limit) {
         while (low < high) {
@@ -144,10 +130,8 @@ export function truncateToFit(
 }
 
 /**
- * The most characters to keep that fit `limit`, as far as `budget` characters of cut text can tell.
- * Counts grow nearly in proportion to the characters kept, so each probe goes where the line through
- * both ends reaches the limit (regula falsi, the first 1% short), with the Illinois rule so the
- * search cannot creep toward the limit from one side.
+ * The most characters to keep that fit `limit`, as far as `budget` characters of cut text can tell: regula
+ * falsi (counts grow nearly in proportion to what is kept), the first probe 1% short, with the Illinois rule.
  */
 function boundedSearch(
   length: number,
@@ -164,10 +148,8 @@ function boundedSearch(
   left -= costOf(low);
   let lowCount = countWith(low);
   if (lowCount > limit) return { keep: low, spent: spent() };
-  // The shortest cut known not to fit, and its count (the whole text at first).
   let over = length;
   let overCount = whole;
-  // How much each end counts in the next line, and which end the last probe moved.
   let lowWeight = 1;
   let overWeight = 1;
   let moved: 'low' | 'over' | undefined;
@@ -178,7 +160,6 @@ function boundedSearch(
     const reach = Math.floor((below / (below + above)) * (over - low) * shade);
     shade = 1;
     let probe = Math.min(over - 1, Math.max(low + 1, low + reach));
-    // Out of budget for this probe: the longest one left that it pays for.
     while (probe > low && costOf(probe) > left) probe -= costOf(probe) - left;
     if (probe <= low) break;
     left -= costOf(probe);

@@ -6,7 +6,7 @@ import { InvalidInputError } from '../errors.js';
 import { isTextPart, nonTextPartTokens } from './parts.js';
 import type { ChatMessage, TokenCounter } from '../types.js';
 
-/** The BPE vocabularies a counter can use: `o200k_base` (GPT-4o, GPT-4.1, GPT-5, o-series) or `cl100k_base` (GPT-4, GPT-3.5). */
+/** `o200k_base` (GPT-4o, GPT-4.1, GPT-5, o-series) or `cl100k_base` (GPT-4, GPT-3.5). */
 export type BpeEncodingName = 'o200k_base' | 'cl100k_base';
 
 export const BPE_ENCODING_NAMES: readonly BpeEncodingName[] = ['o200k_base', 'cl100k_base'];
@@ -14,33 +14,28 @@ export const BPE_ENCODING_NAMES: readonly BpeEncodingName[] = ['o200k_base', 'cl
 export interface BpeCounterOptions {
   /** The BPE vocabulary. @default 'o200k_base' */
   encoding?: BpeEncodingName;
-  /** Tokens of framing per message: the start, separator and end markers around its role and content. @default 3 */
+  /** Framing tokens per message (start, separator and end markers). @default 3 */
   perMessage?: number;
-  /** Tokens of framing per request (the reply is primed with `<|start|>assistant<|message|>`). @default 3 */
+  /** Framing tokens per request (the primed reply). @default 3 */
   perRequest?: number;
-  /** Extra tokens for a message that carries a `name`, on top of the name's own tokens. @default 1 */
+  /** Extra tokens for a message with a `name`, besides the name's own. @default 1 */
   perName?: number;
-  /** Framing tokens per tool call, on top of its function name and argument string. @default 3 */
+  /** Framing tokens per tool call, besides its name and arguments. @default 3 */
   perToolCall?: number;
   /** Tokens for each non-text part, whatever it holds. @default by what it is (docs/compaction.md#counting) */
   perNonTextPart?: number;
-  /** Counts looked up before tokenizing, and recording what it tokenizes (an agent run's own record). @default none */
+  /** Counts looked up before tokenizing, and recording what it tokenizes. @default none */
   known?: TextTokenCounts;
 }
 
-/** Token counts of texts, by the text itself: what a counter has counted or was told. */
 export interface TextTokenCounts {
   get(text: string): number | undefined;
   set(text: string, tokens: number): unknown;
 }
 
-/**
- * A run the pre-tokenizer keeps as one piece is cut here: gpt-tokenizer's merge loop is quadratic in
- * the piece length, which would stall a workflow activation; natural words are far shorter.
- */
+/** A longer run is cut: gpt-tokenizer's merge loop is quadratic in the piece length; natural words are far shorter. */
 export const BPE_RUN_SLICE = 500;
 
-/** Runs the pre-tokenizer keeps in one piece, longer than {@link BPE_RUN_SLICE}. */
 const LONG_RUN = new RegExp(
   `[\\p{L}\\p{M}]{${BPE_RUN_SLICE + 1},}|[^\\s\\p{L}\\p{N}]{${BPE_RUN_SLICE + 1},}|\\s{${BPE_RUN_SLICE + 1},}|[\\r\\n/]{${BPE_RUN_SLICE + 1},}`,
   'gu',
@@ -49,7 +44,7 @@ const LONG_RUN = new RegExp(
 /** Special-token strings (`<|endoftext|>`, ...) in conversation text are ordinary text, never an error. */
 const ORDINARY_TEXT = { disallowedSpecial: new Set<string>() };
 
-/** Built on first use (a few hundred milliseconds) and cached for the module's lifetime. */
+/** Built on first use (a few hundred milliseconds). */
 const encoders = new Map<BpeEncodingName, GptEncoding>();
 
 function encoderFor(encoding: BpeEncodingName): GptEncoding {
@@ -62,18 +57,15 @@ function encoderFor(encoding: BpeEncodingName): GptEncoding {
   return encoder;
 }
 
-/** Characters per token a part that is neither text nor an image is charged at (its JSON length / 4). */
+/** Characters per token of a part neither text nor an image. */
 const PART_CHARS_PER_TOKEN = 4;
 
-/** Texts shorter than this are tokenized every time: a lookup would cost about as much. */
+/** Shorter texts are tokenized every time: a lookup would cost about as much. */
 const CACHE_MIN_CHARS = 32;
-/** Characters of text whose counts are remembered per encoding (first in, first out beyond it). */
+/** Characters of text whose counts are remembered per encoding (first in, first out). */
 export const BPE_CACHE_CHARS = 8_000_000;
 
-/**
- * Counts per encoding, keyed by the text itself (immutable, so never stale): a compaction counts
- * mostly unchanged strings several times, and V8 caches a string's hash, so a lookup is O(1).
- */
+/** Counts per encoding, keyed by the (immutable) text: a compaction counts mostly unchanged strings several times. */
 interface CountCache {
   counts: Map<string, number>;
   chars: number;
@@ -100,10 +92,7 @@ function remember(cache: CountCache, text: string, tokens: number): void {
   }
 }
 
-/**
- * The BPE tokens of one text, as `encode(text, { disallowedSpecial: new Set() }).length` unless a run
- * is longer than {@link BPE_RUN_SLICE}: it is encoded in slices (about one token apart per slice).
- */
+/** The BPE tokens of one text; a run longer than {@link BPE_RUN_SLICE} is encoded in slices. */
 export function countTextTokens(text: string, encoding: BpeEncodingName = 'o200k_base'): number {
   if (text.length < CACHE_MIN_CHARS) return tokenize(text, encoding);
   const cache = countCacheFor(encoding);
@@ -135,10 +124,8 @@ function assertTokenAmount(name: string, value: number): void {
 }
 
 /**
- * A BPE counter in pure JS, counting as OpenAI's cookbook (`num_tokens_from_messages`) does: per
- * message `perMessage` + role + content (+ name + `perName`), per tool call `perToolCall` + name +
- * arguments, `perRequest` once. Ids, the harness flags and provider extras are not counted. Additive
- * (`count(a.concat(b)) === count(a) + count(b) - count([])`), so removing messages never increases it.
+ * A BPE counter counting as OpenAI's cookbook (`num_tokens_from_messages`) does; ids, the harness flags
+ * and provider extras are not counted. Additive, so removing messages never increases it.
  */
 export function createBpeCounter(options: BpeCounterOptions = {}): TokenCounter {
   const {
@@ -153,11 +140,8 @@ export function createBpeCounter(options: BpeCounterOptions = {}): TokenCounter 
   if (!BPE_ENCODING_NAMES.includes(encoding)) {
     throw new InvalidInputError('options.encoding', `must be one of ${BPE_ENCODING_NAMES.join(', ')}`);
   }
-  assertTokenAmount('perMessage', perMessage);
-  assertTokenAmount('perRequest', perRequest);
-  assertTokenAmount('perName', perName);
-  assertTokenAmount('perToolCall', perToolCall);
-  if (perNonTextPart !== undefined) assertTokenAmount('perNonTextPart', perNonTextPart);
+  for (const [name, value] of Object.entries({ perMessage, perRequest, perName, perToolCall, perNonTextPart }))
+    if (value !== undefined) assertTokenAmount(name, value);
 
   const roleTokens = new Map<string, number>();
   const textTokens = (text: string): number => {
@@ -195,14 +179,13 @@ export function createBpeCounter(options: BpeCounterOptions = {}): TokenCounter 
   return {
     count(messages) {
       let tokens = perRequest;
-      // An index loop: see createCharCounter's count.
       for (let index = 0; index < messages.length; index += 1) tokens += messageTokens(messages[index] as ChatMessage);
       return tokens;
     },
   };
 }
 
-/** The non-empty texts a BPE count of `message` tokenizes besides its role (what an agent run has not counted yet). */
+/** The non-empty texts a BPE count of `message` tokenizes besides its role. */
 export function messageTexts(message: ChatMessage): string[] {
   const texts: string[] = [];
   const add = (text: unknown): void => {

@@ -1,15 +1,11 @@
 // Sandbox-safe: the token counters, as the one object a caller picks from (docs/compaction.md#counting).
-// Each is deterministic, so a workflow may count with it.
 import { createBpeCounter } from './bpe-counter.js';
 import { withRequestFraming } from './request-counter.js';
 import { createCharCounter } from './tokens.js';
 import { UsageCounter, type UsageCounterOptions } from './usage-counter.js';
 import type { TokenCounter } from '../types.js';
 
-/**
- * The counters a compaction may count with (`counter` of `compact`, `Compactor`, …):
- * `compact(messages, { contextBudget, counter: counters.bpe() })`.
- */
+/** The counters a compaction may count with: `compact(messages, { contextBudget, counter: counters.bpe() })`. */
 export const counters = {
   /** Characters / 4 plus 4 per message: the counter a compaction uses when it is given none. */
   chars: createCharCounter,

@@ -17,30 +17,20 @@ const ROUND_CONSTANTS = Int32Array.from([
 const INITIAL_HASH = [0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19];
 
 const BLOCK_BYTES = 64;
-/** Bytes buffered before the complete blocks are compressed (a multiple of the block size). */
 const CHUNK_BYTES = 64 * BLOCK_BYTES;
-/** One UTF-8 sequence is at most 4 bytes: flush before a character could overflow the chunk. */
 const FLUSH_AT = CHUNK_BYTES - 4;
-/** 2^29: the bit length of the message is `byteLength * 8`, split into two 32-bit words. */
 const TWO_POW_29 = 0x20000000;
 
-/**
- * An incremental SHA-256 over the UTF-8 of strings, in pure JavaScript so it runs in the workflow
- * sandbox. UTF-8 as `TextEncoder` writes it: a lone surrogate (also one split across two `update`
- * calls) becomes U+FFFD.
- */
+/** An incremental SHA-256 over UTF-8 as `TextEncoder` writes it (a lone surrogate becomes U+FFFD), for the workflow sandbox. */
 export class Sha256 {
   private readonly chunk = new Uint8Array(CHUNK_BYTES + 2 * BLOCK_BYTES);
   private readonly chunkView = new DataView(this.chunk.buffer);
   private readonly schedule = new Int32Array(64);
   private readonly hash = Int32Array.from(INITIAL_HASH);
-  /** Bytes in `chunk` not yet compressed. */
   private buffered = 0;
-  /** Bytes already compressed. */
   private compressedBytes = 0;
   private finished = false;
 
-  /** Appends the UTF-8 encoding of `text`; throws once finished. */
   update(text: string): this {
     if (this.finished) throw new Error('Sha256.update called after digestHex');
     const chunk = this.chunk;
@@ -77,7 +67,6 @@ export class Sha256 {
     return this;
   }
 
-  /** Finishes the hash and returns it as 64 lowercase hex digits. */
   digestHex(): string {
     if (this.finished) throw new Error('Sha256.digestHex called twice');
     this.finished = true;
@@ -95,7 +84,6 @@ export class Sha256 {
     return hex;
   }
 
-  /** Compresses every complete block of the first `length` buffered bytes; returns the bytes left. */
   private compressChunk(length: number): number {
     const complete = length - (length % BLOCK_BYTES);
     for (let offset = 0; offset < complete; offset += BLOCK_BYTES) this.compressBlock(offset);
@@ -151,7 +139,6 @@ export class Sha256 {
   }
 }
 
-/** SHA-256 of the UTF-8 encoding of `text` (lone surrogates as U+FFFD), as 64 lowercase hex digits. */
 export function sha256Hex(text: string): string {
   return new Sha256().update(text).digestHex();
 }
@@ -162,7 +149,6 @@ export function serializeMessage(message: ChatMessage): string {
   return JSON.stringify(providerMessage);
 }
 
-/** `digestMessages(messages.slice(0, count))` without copying the array. */
 export function digestMessagePrefix(messages: readonly ChatMessage[], count: number = messages.length): string {
   const end = Math.max(0, Math.min(count, messages.length));
   const hash = new Sha256().update('[');
@@ -174,10 +160,7 @@ export function digestMessagePrefix(messages: readonly ChatMessage[], count: num
   return hash.update(']').digestHex();
 }
 
-/**
- * `sha256Hex(JSON.stringify(toProviderMessages(messages)))`, hashed message by message. Our code keeps
- * key order; for a `UsageCounter` a spurious difference costs a fallback to the estimator, never a wrong count.
- */
+/** `sha256Hex(JSON.stringify(toProviderMessages(messages)))`; a spurious difference costs a `UsageCounter` only a fallback. */
 export function digestMessages(messages: readonly ChatMessage[]): string {
   return digestMessagePrefix(messages, messages.length);
 }

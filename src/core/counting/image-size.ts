@@ -1,9 +1,7 @@
-// Sandbox-safe: the width and height of an image from the first bytes of its base64 data (PNG, JPEG, GIF,
-// WebP), and what the providers charge for an image of that size. No Buffer, no atob: a small
-// decoder reads only the bytes a header needs, so a 10 MB screenshot costs a few dozen lookups.
+// Sandbox-safe: the width and height of an image from the first bytes of its base64 data, and what the
+// providers charge for it. No Buffer, no atob: only the bytes a header needs are decoded.
 import { InvalidInputError } from '../errors.js';
 
-/** The image formats whose size {@link imageSizeOfBase64} reads. */
 export type ImageFormat = 'png' | 'jpeg' | 'gif' | 'webp';
 
 export interface ImageSize {
@@ -13,7 +11,7 @@ export interface ImageSize {
 }
 
 const BASE64_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
-/** Character code → 6-bit value; -1 for anything else (padding included). URL-safe `-` and `_` are accepted. */
+/** Character code → 6-bit value; -1 for anything else. URL-safe `-` and `_` are accepted. */
 const SEXTETS: Int8Array = (() => {
   const table = new Int8Array(128).fill(-1);
   for (let index = 0; index < BASE64_ALPHABET.length; index += 1) table[BASE64_ALPHABET.charCodeAt(index)] = index;
@@ -26,21 +24,18 @@ const SEXTETS: Int8Array = (() => {
 const JPEG_MAX_SEGMENTS = 256;
 
 /**
- * Random access to the bytes of base64 text (byte `i` is in group `⌊i/3⌋`), so a header is read
- * without decoding what precedes it. A character outside the alphabet reads as the end; whitespace
- * before a group read sets `wrapped` (the caller strips it and reads again).
+ * Random access to the bytes of base64 text, without decoding what precedes them. A character outside
+ * the alphabet reads as the end; whitespace sets `wrapped` (the caller strips it and reads again).
  */
 class Base64Bytes {
   private group = -1;
   private readonly bytes = [0, 0, 0];
   private valid = 0;
   private scanned = 0;
-  /** True once whitespace was found before a group that was read: the reads are not to be trusted. */
   wrapped = false;
 
   constructor(private readonly text: string) {}
 
-  /** The byte at `offset`, or -1 past the end of what decodes. */
   at(offset: number): number {
     const group = Math.floor(offset / 3);
     if (group !== this.group) this.load(group);
@@ -48,27 +43,23 @@ class Base64Bytes {
     return index < this.valid ? (this.bytes[index] ?? -1) : -1;
   }
 
-  /** The 16-bit value at `offset`, big-endian unless `little`, or -1. */
   u16(offset: number, little = false): number {
     const [high, low] = little ? [this.at(offset + 1), this.at(offset)] : [this.at(offset), this.at(offset + 1)];
     return high < 0 || low < 0 ? -1 : high * 256 + low;
   }
 
-  /** Big-endian 32-bit value at `offset` (unsigned), or -1. */
   u32be(offset: number): number {
     const high = this.u16(offset);
     const low = this.u16(offset + 2);
     return high < 0 || low < 0 ? -1 : high * 65_536 + low;
   }
 
-  /** Little-endian 24-bit value at `offset`, or -1. */
   u24le(offset: number): number {
     const low = this.u16(offset, true);
     const high = this.at(offset + 2);
     return high < 0 || low < 0 ? -1 : high * 65_536 + low;
   }
 
-  /** True when the bytes at `offset` are the ASCII characters of `ascii`. */
   matches(offset: number, ascii: string): boolean {
     for (let index = 0; index < ascii.length; index += 1)
       if (this.at(offset + index) !== ascii.charCodeAt(index)) return false;
@@ -92,7 +83,6 @@ class Base64Bytes {
       bits = bits * 64 + value;
       sextets += 1;
     }
-    // 4 sextets → 3 bytes, 3 → 2, 2 → 1 (the group at the end of unpadded or padded text).
     const complete = sextets === 4 ? 3 : sextets === 3 ? 2 : sextets === 2 ? 1 : 0;
     bits *= 64 ** (4 - sextets);
     for (let index = 2; index >= 0; index -= 1) {
@@ -176,14 +166,10 @@ function jpegSize(bytes: Base64Bytes): ImageSize | undefined {
   return undefined;
 }
 
-/**
- * The size and format of an image from its base64 header (PNG, JPEG, GIF, WebP); undefined for any
- * other format, a malformed header or a zero side. Reads a few dozen bytes, whatever the data's size.
- */
+/** The size and format of a PNG, JPEG, GIF or WebP from its base64 header; undefined otherwise or for a zero side. */
 export function imageSizeOfBase64(data: string): ImageSize | undefined {
   const bytes = new Base64Bytes(data);
   const size = readSize(bytes);
-  // Wrapped in lines (MIME): read again without the whitespace — the whole text, once.
   return bytes.wrapped ? readSize(new Base64Bytes(data.replace(/[\t\n\r ]+/g, ''))) : size;
 }
 
@@ -202,7 +188,6 @@ function readSize(bytes: Base64Bytes): ImageSize | undefined {
   }
 }
 
-/** Characters of a data URL's header (`data:image/png;base64,`) looked at for its comma. */
 const DATA_URL_HEADER_MAX = 256;
 
 /** The image in a base64 `data:` URL, read from its own header (the media type is not trusted). */
@@ -219,20 +204,14 @@ function assertDimension(name: string, value: number): void {
     throw new InvalidInputError(name, `must be a positive number of pixels, got ${value}`);
 }
 
-/** The detail an OpenAI `image_url` part asks for. */
 export type OpenAiImageDetail = 'low' | 'high' | 'auto';
 
 /** OpenAI's charge for a `detail: 'low'` image, whatever its size (and the base of every high-detail one). */
 export const OPENAI_LOW_DETAIL_TOKENS = 85;
-/** OpenAI's charge per 512-pixel tile of a high-detail image. */
 export const OPENAI_TILE_TOKENS = 170;
-/** An image of unknown size costs the most any high-detail one can: 4 × 2 tiles, 85 + 8 × 170. */
 export const OPENAI_UNKNOWN_IMAGE_TOKENS = OPENAI_LOW_DETAIL_TOKENS + 8 * OPENAI_TILE_TOKENS;
 
-/**
- * OpenAI's tile rule: `'low'` costs 85; `'high'` and `'auto'` scale down to fit 2048 × 2048, then the
- * shorter side to 768, and cost 85 + 170 per 512-pixel tile (1024 × 1024: 765).
- */
+/** OpenAI's tile rule: fit 2048², shorter side to 768, then 85 + 170 per 512-pixel tile; `'low'` costs 85. */
 export function openaiImageTokens(width: number, height: number, detail: OpenAiImageDetail = 'auto'): number {
   assertDimension('width', width);
   assertDimension('height', height);
@@ -244,11 +223,8 @@ export function openaiImageTokens(width: number, height: number, detail: OpenAiI
   return OPENAI_LOW_DETAIL_TOKENS + OPENAI_TILE_TOKENS * Math.ceil(scaledWidth / 512) * Math.ceil(scaledHeight / 512);
 }
 
-/** Anthropic's long-edge limit: a longer image is scaled down before it is counted. */
 export const ANTHROPIC_MAX_EDGE = 1568;
-/** Anthropic's limit in tokens: an image over ~1,600 tokens is scaled down to it. */
 export const ANTHROPIC_MAX_IMAGE_TOKENS = 1600;
-/** An Anthropic image of unknown size costs the most one can after scaling. */
 export const ANTHROPIC_UNKNOWN_IMAGE_TOKENS = ANTHROPIC_MAX_IMAGE_TOKENS;
 
 /** Anthropic: ⌈width × height / 750⌉ after scaling down to a long edge of 1568 and at most ~1,600 tokens. */

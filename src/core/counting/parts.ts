@@ -1,5 +1,4 @@
-// Sandbox-safe: what the counters charge for a content part that is not text (images, audio, files, part
-// types we do not know) in the OpenAI chat format (docs/design.md#count-parts).
+// Sandbox-safe: what the counters charge for a content part that is not text (docs/design.md#count-parts).
 import {
   ANTHROPIC_UNKNOWN_IMAGE_TOKENS,
   anthropicImageTokens,
@@ -14,15 +13,13 @@ import {
 import { isRecord } from '../schema.js';
 import type { ContentPart } from '../types.js';
 
-/** The image of an OpenAI `image_url` part: where it is, its detail, and its size when its data URL says. */
 export interface ImagePartInfo {
   url: string;
   detail: OpenAiImageDetail;
-  /** Undefined for a remote URL or a header that cannot be read. */
   size: ImageSize | undefined;
 }
 
-/** The image of an `image_url` part (`{ type: 'image_url', image_url: { url, detail? } }`); undefined for any other part. */
+/** The image of an `image_url` part; undefined for any other part. */
 export function imagePartInfo(part: ContentPart): ImagePartInfo | undefined {
   if (part.type !== 'image_url') return undefined;
   const image: unknown = Reflect.get(part, 'image_url');
@@ -31,7 +28,6 @@ export function imagePartInfo(part: ContentPart): ImagePartInfo | undefined {
   return { url: image.url, detail, size: imageSizeOfDataUrl(image.url) };
 }
 
-/** Tokens of an image part by OpenAI's rule; unknown size costs OPENAI_UNKNOWN_IMAGE_TOKENS. */
 export function imagePartTokens(image: ImagePartInfo): number {
   if (image.detail === 'low') return OPENAI_LOW_DETAIL_TOKENS;
   return image.size === undefined
@@ -39,7 +35,7 @@ export function imagePartTokens(image: ImagePartInfo): number {
     : openaiImageTokens(image.size.width, image.size.height, image.detail);
 }
 
-/** Tokens of an Anthropic `image` block (Anthropic's rule) or an AI SDK `image` part (OpenAI's), never by base64 length. */
+/** Tokens of an Anthropic `image` block (Anthropic's rule) or an AI SDK `image` part (OpenAI's). */
 export function formatImageTokens(part: ContentPart): number | undefined {
   if (part.type !== 'image') return undefined;
   const source: unknown = Reflect.get(part, 'source');
@@ -59,7 +55,7 @@ export function formatImageTokens(part: ContentPart): number | undefined {
   return size === undefined ? OPENAI_UNKNOWN_IMAGE_TOKENS : openaiImageTokens(size.width, size.height, 'auto');
 }
 
-/** Levels of nesting a part's size is measured to: deeper values (or a cycle) are not counted. */
+/** Levels of nesting a part's size is measured to (a cycle is not counted). */
 const MAX_PART_DEPTH = 32;
 
 function jsonChars(value: unknown, depth: number): number {
@@ -82,7 +78,7 @@ function jsonChars(value: unknown, depth: number): number {
   return chars + Math.max(0, fields - 1);
 }
 
-/** The length of a part's JSON, escapes not counted; walked, not serialized, so a cycle cannot throw. */
+/** The length of a part's JSON, escapes not counted; walked, so a cycle cannot throw. */
 export function partJsonChars(part: ContentPart): number {
   return jsonChars(part, 0);
 }
@@ -96,7 +92,6 @@ export function nonTextPartTokens(part: ContentPart, charsPerToken: number): num
   return Math.max(1, Math.ceil(partJsonChars(part) / charsPerToken));
 }
 
-/** True for a part the counters tokenize or measure as text: `{ type: 'text', text: string }`. */
 export function isTextPart(part: ContentPart): part is { type: 'text'; text: string } {
   return part.type === 'text' && typeof part.text === 'string';
 }
@@ -106,18 +101,16 @@ export function groupDigits(value: number): string {
   return String(value).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
 }
 
-/** Bytes of base64 data, from its length and padding (whitespace is not expected in a part's data). */
 function base64Bytes(data: string): number {
   const padding = data.endsWith('==') ? 2 : data.endsWith('=') ? 1 : 0;
   return Math.max(0, Math.floor((data.length * 3) / 4) - padding);
 }
 
-/** `1280×800 png` for an image whose size is known; undefined otherwise. */
 export function imageSizeLabel(image: ImagePartInfo): string | undefined {
   return image.size === undefined ? undefined : `${image.size.width}×${image.size.height} ${image.size.format}`;
 }
 
-/** A non-text part as the summarizer's transcript shows it, never its data: `[image: 1280×800 png]`, `[audio: wav, 48,000 bytes]`. */
+/** A non-text part as the summarizer's transcript shows it, never its data: `[audio: wav, 48,000 bytes]`. */
 export function describeNonTextPart(part: ContentPart): string {
   const image = imagePartInfo(part);
   if (image !== undefined) {

@@ -1,5 +1,6 @@
 // Sandbox-safe: a complete-request adapter that adds a backend's tool declarations and framing to a counter (docs/design.md#request-framing).
 import { InvalidInputError } from '../errors.js';
+import { isRecord } from '../schema.js';
 import type { ChatMessage, TokenCounter } from '../types.js';
 
 /** An OpenAI chat-completions function tool declaration, as sent in the request's `tools`. */
@@ -19,43 +20,31 @@ export interface ToolDeclaration {
 export interface RequestFramingOptions {
   /** The tool declarations the backend sends with every request. @default [] */
   tools?: readonly ToolDeclaration[];
-  /** Extra tokens per request for framing the wrapped counter does not count (a backend's fixed preamble, ...). @default 0 */
+  /** Extra tokens per request the wrapped counter does not count. @default 0 */
   perRequest?: number;
 }
 
-/** A {@link TokenCounter} that counts a complete request; exposes what it adds to every count. */
 export interface RequestCounter extends TokenCounter {
-  /** Tokens of the tool declarations, measured once by the wrapped counter. */
   readonly toolTokens: number;
-  /** The per-request framing added to every count. */
   readonly perRequest: number;
 }
 
 /**
- * `count(messages) = counter.count(messages) + toolTokens + perRequest`, so a preflight counts in the
- * backend's units. `toolTokens` is counted once, as the JSON of `tools` in one system message: OpenAI
- * renders tools more compactly, so this errs on the safe side. Wrap an estimator, not a `UsageCounter`
- * (billed counts already include the tools and the framing).
+ * `counter.count(messages) + toolTokens + perRequest`: `toolTokens` is the JSON of `tools` in one system
+ * message, counted once (OpenAI renders tools more compactly: the safe side). Wrap an estimator, not a
+ * `UsageCounter`, whose billed counts already include them.
  */
 export function withRequestFraming(counter: TokenCounter, options: RequestFramingOptions = {}): RequestCounter {
   const { tools = [], perRequest = 0 } = options;
   if (!Array.isArray(tools)) throw new InvalidInputError('options.tools', 'must be an array of tool declarations');
   tools.forEach((tool: unknown, index) => {
-    if (typeof tool !== 'object' || tool === null || !('function' in tool)) {
+    if (!isRecord(tool) || !('function' in tool))
       throw new InvalidInputError(
         `options.tools[${index}]`,
         'must be a tool declaration { type: "function", function: { name, ... } }',
       );
-    }
-    const declared: unknown = tool.function;
-    if (
-      typeof declared !== 'object' ||
-      declared === null ||
-      !('name' in declared) ||
-      typeof declared.name !== 'string'
-    ) {
+    if (!isRecord(tool.function) || typeof tool.function.name !== 'string')
       throw new InvalidInputError(`options.tools[${index}].function.name`, 'must be a string');
-    }
   });
   if (!Number.isFinite(perRequest) || perRequest < 0) {
     throw new InvalidInputError('options.perRequest', 'must be a non-negative finite number');

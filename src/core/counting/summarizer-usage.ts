@@ -1,12 +1,10 @@
-// Sandbox-safe: what the summarizer was billed (or, when its backend does not say, an estimate) for
-// the summaries one compaction asked for. Both drivers add it the same way, so their results stay
-// byte-identical.
+// Sandbox-safe: what the summarizer was billed (or an estimate) for the summaries of one compaction,
+// added the same way by both drivers.
 import { defaultCounter } from './tokens.js';
 import type { ChatMessage, Usage } from '../types.js';
 
-/** The summarizer's tokens for one compaction: every request that came back with a summary. */
 export interface SummarizerUsage {
-  /** Requests answered with a summary (retried failures are not billed by a provider, and not counted). */
+  /** Requests answered with a summary (retried failures are not billed). */
   requests: number;
   promptTokens: number;
   completionTokens: number;
@@ -14,10 +12,7 @@ export interface SummarizerUsage {
   estimated: boolean;
 }
 
-/**
- * `usage` with one more answered request: the backend's numbers when it reported them, else an
- * estimate (`sent`: the messages the request was rendered into, asked only then).
- */
+/** `usage` with one more answered request: the backend's numbers, else an estimate from `sent()`. */
 export function addSummarizerRequest(
   usage: SummarizerUsage | undefined,
   sent: () => ChatMessage[],

@@ -3,7 +3,6 @@ import { InvalidInputError } from '../errors.js';
 import { formatImageTokens, imagePartInfo, imagePartTokens, isTextPart, partJsonChars } from './parts.js';
 import type { ChatMessage, ContentPart, TokenCounter, ToolCall } from '../types.js';
 
-/** The text of a message's content: a string, the text parts joined, or '' for null. */
 export function contentText(content: ChatMessage['content']): string {
   if (content === null) return '';
   if (typeof content === 'string') return content;
@@ -14,13 +13,11 @@ function partText(part: ContentPart): string {
   return isTextPart(part) ? part.text : '';
 }
 
-/** Content text plus tool-call names and arguments; non-text parts are charged apart. */
 export function messageChars(message: ChatMessage): number {
   const { content } = message;
   let chars = typeof content === 'string' ? content.length : contentText(content).length;
   const calls = message.tool_calls;
   if (calls === undefined) return chars;
-  // An index loop: this runs over every message of every count.
   for (let index = 0; index < calls.length; index += 1) {
     const { name, arguments: args } = (calls[index] as ToolCall).function;
     chars += name.length + args.length;
@@ -37,15 +34,13 @@ export interface CharCounterOptions {
   perNonTextPart?: number;
 }
 
-/** Characters and tokens of a conversation's parts that are not text, as the character estimator counts them. */
 interface PartCharge {
-  /** Characters, divided by `charsPerToken` with the text (audio, files, unknown parts). */
+  /** Characters, divided by `charsPerToken` with the text. */
   chars: number;
-  /** Whole tokens, added as they are (images, or `perNonTextPart` per part). */
+  /** Whole tokens (images, or `perNonTextPart` per part). */
   tokens: number;
 }
 
-/** What one message's non-text parts cost the character estimator (undefined: it has none). */
 function partCharge(message: ChatMessage, perPart: number | undefined): PartCharge | undefined {
   const content = message.content;
   if (!Array.isArray(content)) return undefined;
@@ -78,7 +73,6 @@ export function createCharCounter({
     count(messages) {
       let chars = 0;
       let partTokens = 0;
-      // An index loop: an unoptimized for-of allocates an iterator result per message.
       for (let index = 0; index < messages.length; index += 1) {
         const message = messages[index] as ChatMessage;
         chars += messageChars(message);
@@ -93,5 +87,4 @@ export function createCharCounter({
   };
 }
 
-/** The estimator used when no counter is configured. */
 export const defaultCounter: TokenCounter = createCharCounter();

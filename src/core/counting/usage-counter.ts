@@ -7,28 +7,19 @@ import type { ChatMessage, TokenCounter } from '../types.js';
 
 /** The calibration a {@link UsageCounter} carries across continue-as-new. */
 export interface UsageCalibrationState {
-  /** How many leading messages were sent in the billed request. */
   messageCount: number;
-  /** `digestMessages` of exactly those messages (64 lowercase hex digits). */
+  /** `digestMessages` of exactly those messages. */
   digest: string;
-  /** The prompt tokens the provider billed for that request. */
   billedPromptTokens: number;
 }
 
-/** The plain-JSON state of a {@link UsageCounter} (`toJSON` / `fromJSON`). */
 export interface UsageCounterState {
-  /** Format version of this state. */
   version: 1;
-  /** The last calibration, or null before the first billed request. */
   calibration: UsageCalibrationState | null;
 }
 
 export interface UsageCounterOptions {
-  /**
-   * Counts what the calibration does not cover: the messages after the calibrated prefix, and
-   * whole conversations whose prefix changed. Pure and deterministic, like every counter.
-   * @default the character estimator (`counters.chars()`)
-   */
+  /** Counts what the calibration does not cover. @default the character estimator (`counters.chars()`) */
   estimator?: TokenCounter;
 }
 
@@ -44,9 +35,8 @@ const usageCounterStateSchema = z.strictObject({
 });
 
 /**
- * A structural copy of a message as plain JSON data. Strings are shared with the original (they
- * are immutable), objects and arrays are our own, so no later mutation by a caller can change it.
- * Objects keep their keys in JSON order; keys whose value is `undefined` are left out, as JSON does.
+ * A structural copy of a message as plain JSON data: strings shared (immutable), objects and arrays our
+ * own, so no later mutation by a caller can change it. Keys in JSON order; `undefined` values left out.
  */
 type Snapshot = string | number | boolean | null | Snapshot[] | ObjectSnapshot;
 
@@ -57,7 +47,6 @@ class ObjectSnapshot {
   ) {}
 }
 
-/** The top-level keys the canonical serialization leaves out (harness flags; see `serializeMessage`). */
 function isHarnessFlag(key: string): boolean {
   return key === 'sticky' || key === 'depth';
 }
@@ -109,7 +98,6 @@ function snapshotOf(value: unknown, topLevel: boolean): Snapshot | undefined {
   }
 }
 
-/** Snapshots of the first `count` messages, or undefined when one of them is not plain JSON data. */
 function snapshotMessages(messages: readonly ChatMessage[], count: number): Snapshot[] | undefined {
   const snapshots: Snapshot[] = [];
   for (let i = 0; i < count; i++) {
@@ -120,7 +108,6 @@ function snapshotMessages(messages: readonly ChatMessage[], count: number): Snap
   return snapshots;
 }
 
-/** Serializes a snapshot exactly as `JSON.stringify` serializes the data it was taken from. */
 function serializeSnapshot(snapshot: Snapshot): string {
   if (snapshot === null || typeof snapshot !== 'object') return JSON.stringify(snapshot);
   if (Array.isArray(snapshot)) return `[${snapshot.map(serializeSnapshot).join(',')}]`;
@@ -132,7 +119,6 @@ function serializeSnapshot(snapshot: Snapshot): string {
   return `${json}}`;
 }
 
-/** Equal to `digestMessages` of the messages the snapshots were taken from. */
 function digestSnapshots(snapshots: readonly Snapshot[]): string {
   const hash = new Sha256().update('[');
   for (let i = 0; i < snapshots.length; i++) {
@@ -142,11 +128,7 @@ function digestSnapshots(snapshots: readonly Snapshot[]): string {
   return hash.update(']').digestHex();
 }
 
-/**
- * Whether `value` serializes to the same JSON as the data `snapshot` was taken from:
- * 'same', 'different', or 'unknown' when `value` holds something that is not plain JSON data
- * (then only the digest can tell).
- */
+/** Whether `value` serializes as the data `snapshot` was taken from; 'unknown' when it is not plain JSON data. */
 type Verdict = 'same' | 'different' | 'unknown';
 
 function compareToSnapshot(value: unknown, snapshot: Snapshot, topLevel: boolean): Verdict {
@@ -189,7 +171,6 @@ function compareToSnapshot(value: unknown, snapshot: Snapshot, topLevel: boolean
   }
 }
 
-/** Whether the first `snapshots.length` messages serialize as the snapshotted ones ('unknown': one could not be compared). */
 function comparePrefix(messages: readonly ChatMessage[], snapshots: readonly Snapshot[]): Verdict {
   let verdict: Verdict = 'same';
   for (let i = 0; i < snapshots.length; i++) {
@@ -206,9 +187,8 @@ function comparePrefix(messages: readonly ChatMessage[], snapshots: readonly Sna
 interface Calibration {
   messageCount: number;
   billedPromptTokens: number;
-  /** Computed lazily from `snapshots` when only they are known. */
   digest: string | undefined;
-  /** Plain-JSON copies of the calibrated messages; undefined when they were not plain JSON data, or after `fromJSON` until a count verifies the prefix. */
+  /** Plain-JSON copies of the calibrated messages; undefined when not plain JSON, or after `fromJSON` until a count verifies the prefix. */
   snapshots: Snapshot[] | undefined;
 }
 
@@ -221,17 +201,14 @@ function assertBilledTokens(billedPromptTokens: number): void {
 }
 
 /**
- * A counter calibrated by what the provider billed (docs/design.md#usage-counter). While `messages`
- * starts with exactly the calibrated ones (same `digestMessages`), `count` is `billedPromptTokens +
- * max(0, estimator.count(rest) - estimator.count([]))`; otherwise the estimator's count. The instance
- * keeps a structural copy of the calibrated messages (strings shared), so `count` verifies the prefix
- * by walking it, not hashing it; the digest is computed only when needed (`toJSON`, non-JSON data).
+ * A counter calibrated by what the provider billed (docs/design.md#usage-counter): while `messages` starts
+ * with exactly the calibrated ones, the billed tokens plus an estimate of the rest; otherwise the estimator's
+ * count. The prefix is verified by walking a structural copy, not hashing it.
  */
 export class UsageCounter implements TokenCounter {
   private readonly estimator: TokenCounter;
   private calibration: Calibration | undefined;
 
-  /** An uncalibrated counter: it counts with `estimator` until the first `calibrate`. */
   constructor({ estimator = defaultCounter }: UsageCounterOptions = {}) {
     this.estimator = estimator;
   }
@@ -253,7 +230,7 @@ export class UsageCounter implements TokenCounter {
     return counter;
   }
 
-  /** Records a billed request: exactly the messages sent (before the reply) and its `usage.prompt_tokens`. */
+  /** Records a billed request: exactly the messages sent and its `usage.prompt_tokens`. */
   calibrate(messagesSent: readonly ChatMessage[], billedPromptTokens: number): void {
     if (!Array.isArray(messagesSent)) throw new InvalidInputError('messagesSent', 'must be an array of messages');
     assertBilledTokens(billedPromptTokens);
@@ -266,12 +243,10 @@ export class UsageCounter implements TokenCounter {
     };
   }
 
-  /** Forgets the calibration: every count is the estimator's until the next `calibrate`. */
   reset(): void {
     this.calibration = undefined;
   }
 
-  /** Billed tokens of the calibrated prefix plus an estimate of the rest, or the estimator's count (see the class). */
   count(messages: readonly ChatMessage[]): number {
     const calibration = this.calibration;
     if (
@@ -286,7 +261,7 @@ export class UsageCounter implements TokenCounter {
     return calibration.billedPromptTokens + Math.max(0, this.estimator.count(rest) - this.estimator.count([]));
   }
 
-  /** The plain-JSON state; `UsageCounter.fromJSON(JSON.parse(JSON.stringify(counter)))` counts identically. */
+  /** `UsageCounter.fromJSON(JSON.parse(JSON.stringify(counter)))` counts identically. */
   toJSON(): UsageCounterState {
     const calibration = this.calibration;
     if (calibration === undefined) return { version: 1, calibration: null };
@@ -313,7 +288,6 @@ export class UsageCounter implements TokenCounter {
   }
 }
 
-/** The calibration's digest, computed from its snapshots on first need (one of the two is always set). */
 function digestOf(calibration: Calibration): string {
   if (calibration.digest === undefined) {
     if (calibration.snapshots === undefined)

@@ -5,13 +5,6 @@ import { z } from 'zod';
 import { InvalidInputError } from '../errors.js';
 import { checkWith, isRecord } from '../schema.js';
 
-/** A `text` part. Unknown fields (`providerOptions`, ...) are kept verbatim. */
-export interface AiSdkTextPart {
-  type: 'text';
-  text: string;
-  [key: string]: unknown;
-}
-
 /** A `tool-call` part of an assistant message. */
 export interface AiSdkToolCallPart {
   type: 'tool-call';
@@ -39,13 +32,8 @@ export interface AiSdkToolResultPart {
   [key: string]: unknown;
 }
 
-/** Any other part (`image`, `file`, `reasoning`, approvals, types to come): kept verbatim. */
-export interface AiSdkOtherPart {
-  type: string;
-  [key: string]: unknown;
-}
-
-export type AiSdkPart = AiSdkTextPart | AiSdkToolCallPart | AiSdkToolResultPart | AiSdkOtherPart;
+/** A `text` part, a tool call or result, or any other part (`image`, `file`, `reasoning`, ...), unknown fields kept verbatim. */
+export type AiSdkPart = AiSdkToolCallPart | AiSdkToolResultPart | { type: string; [key: string]: unknown };
 
 /** One AI SDK message: `system` (string content), `user`, `assistant`, or `tool` (an array of parts). */
 export interface AiSdkMessage {
@@ -120,25 +108,22 @@ function assertAiSdkMessage(
   before: readonly AiSdkMessage[],
 ): asserts value is AiSdkMessage {
   const field = `messages[${index}]`;
-  if (!isRecord(value)) throw new InvalidInputError(field, 'must be an object', index);
+  const fail: (path: string, reason: string) => never = (path, reason) => {
+    throw new InvalidInputError(path, reason, index);
+  };
+  if (!isRecord(value)) fail(field, 'must be an object');
   const { role, content } = value;
   if (role !== 'system' && role !== 'user' && role !== 'assistant' && role !== 'tool')
-    throw new InvalidInputError(
-      `${field}.role`,
-      role === undefined ? 'required' : 'must be one of system, user, assistant, tool',
-      index,
-    );
+    fail(`${field}.role`, role === undefined ? 'required' : 'must be one of system, user, assistant, tool');
   if (typeof content === 'string') {
-    if (role === 'tool')
-      throw new InvalidInputError(`${field}.content`, 'must be an array of tool-result parts for role "tool"', index);
+    if (role === 'tool') fail(`${field}.content`, 'must be an array of tool-result parts for role "tool"');
     return;
   }
-  if (role === 'system') throw new InvalidInputError(`${field}.content`, 'must be a string for role "system"', index);
+  if (role === 'system') fail(`${field}.content`, 'must be a string for role "system"');
   if (!Array.isArray(content))
-    throw new InvalidInputError(
+    fail(
       `${field}.content`,
       content === undefined ? 'required (a string or an array of parts)' : 'must be a string or an array of parts',
-      index,
     );
   const asked = role === 'tool' ? askedBefore(before) : new Set<string>();
   const calls = new Map<string, number>();
@@ -146,28 +131,26 @@ function assertAiSdkMessage(
     const partField = `${field}.content[${position}]`;
     const type = isRecord(part) ? part.type : undefined;
     if (!isRecord(part) || typeof type !== 'string')
-      throw new InvalidInputError(`${partField}.type`, 'required (a part is an object with a string "type")', index);
+      fail(`${partField}.type`, 'required (a part is an object with a string "type")');
     if (type === 'tool-call' && role !== 'assistant')
-      throw new InvalidInputError(`${partField}.type`, '"tool-call" is only allowed in an assistant message', index);
+      fail(`${partField}.type`, '"tool-call" is only allowed in an assistant message');
     if (type === 'tool-result' && role !== 'tool' && role !== 'assistant')
-      throw new InvalidInputError(`${partField}.type`, '"tool-result" is only allowed in a tool message', index);
+      fail(`${partField}.type`, '"tool-result" is only allowed in a tool message');
     if (isKnown(type)) checkWith(KNOWN_PARTS[type], part, partField, index);
     if (type === 'tool-call') {
       const id = String(part.toolCallId);
       const first = calls.get(id);
       if (first !== undefined)
-        throw new InvalidInputError(
+        fail(
           `${partField}.toolCallId`,
           `"${id}" is also the toolCallId of content[${first}]: the calls of one message must differ`,
-          index,
         );
       calls.set(id, position);
     }
     if (type === 'tool-result' && role === 'tool' && !asked.has(String(part.toolCallId)))
-      throw new InvalidInputError(
+      fail(
         `${partField}.toolCallId`,
         `"${String(part.toolCallId)}" answers no tool-call of the last assistant message before it`,
-        index,
       );
   });
 }

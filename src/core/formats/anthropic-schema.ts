@@ -29,14 +29,9 @@ export interface AnthropicToolResultBlock {
   [key: string]: unknown;
 }
 
-/** Any other block (`image`, `document`, `thinking`, `redacted_thinking`, server tools, types to come): kept verbatim. */
-export interface AnthropicOtherBlock {
-  type: string;
-  [key: string]: unknown;
-}
-
+/** Any other block (`image`, `document`, `thinking`, server tools, types to come) is kept verbatim. */
 export type AnthropicBlock =
-  AnthropicTextBlock | AnthropicToolUseBlock | AnthropicToolResultBlock | AnthropicOtherBlock;
+  AnthropicTextBlock | AnthropicToolUseBlock | AnthropicToolResultBlock | { type: string; [key: string]: unknown };
 
 /** One message of an Anthropic Messages conversation. */
 export interface AnthropicMessage {
@@ -176,28 +171,25 @@ function assertAnthropicMessage(
   previous: AnthropicMessage | undefined,
 ): asserts value is AnthropicMessage {
   const field = `messages[${index}]`;
-  if (!isRecord(value)) throw new InvalidInputError(field, 'must be an object', index);
+  const fail: (path: string, reason: string) => never = (path, reason) => {
+    throw new InvalidInputError(path, reason, index);
+  };
+  if (!isRecord(value)) fail(field, 'must be an object');
   const { role, content } = value;
   if (role === 'system')
-    throw new InvalidInputError(
+    fail(
       `${field}.role`,
       'must be user or assistant: an Anthropic conversation has its system prompt in the request body\'s "system"',
-      index,
     );
   if (role !== 'user' && role !== 'assistant')
-    throw new InvalidInputError(
-      `${field}.role`,
-      role === undefined ? 'required' : 'must be one of user, assistant',
-      index,
-    );
+    fail(`${field}.role`, role === undefined ? 'required' : 'must be one of user, assistant');
   if (typeof content === 'string') return;
   if (!Array.isArray(content))
-    throw new InvalidInputError(
+    fail(
       `${field}.content`,
       content === undefined
         ? 'required (a string or an array of content blocks)'
         : 'must be a string or an array of content blocks',
-      index,
     );
   const asked = previous?.role === 'assistant' ? toolUseIds(previous.content, index - 1) : new Map<string, number>();
   const answered = new Map<string, number>();
@@ -205,27 +197,20 @@ function assertAnthropicMessage(
     const blockField = `${field}.content[${position}]`;
     const type = blockType(block, blockField, index);
     if (type === 'tool_use' && role !== 'assistant')
-      throw new InvalidInputError(`${blockField}.type`, '"tool_use" is only allowed in an assistant message', index);
+      fail(`${blockField}.type`, '"tool_use" is only allowed in an assistant message');
     if (type === 'tool_result') {
-      if (role !== 'user')
-        throw new InvalidInputError(`${blockField}.type`, '"tool_result" is only allowed in a user message', index);
+      if (role !== 'user') fail(`${blockField}.type`, '"tool_result" is only allowed in a user message');
       checkToolResult(block, blockField, index);
       const id = isRecord(block) ? String(block.tool_use_id) : '';
       if (!asked.has(id))
-        throw new InvalidInputError(
+        fail(
           `${blockField}.tool_use_id`,
           index === 0 || previous?.role !== 'assistant'
             ? `"${id}" answers no tool_use: a tool_result must answer a tool_use of the assistant message just before it`
             : `"${id}" answers no tool_use of messages[${index - 1}] (the assistant message just before)`,
-          index,
         );
       const first = answered.get(id);
-      if (first !== undefined)
-        throw new InvalidInputError(
-          `${blockField}.tool_use_id`,
-          `"${id}" is already answered by content[${first}]`,
-          index,
-        );
+      if (first !== undefined) fail(`${blockField}.tool_use_id`, `"${id}" is already answered by content[${first}]`);
       answered.set(id, position);
       return;
     }

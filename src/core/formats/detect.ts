@@ -1,6 +1,7 @@
 // Sandbox-safe: which message format a parsed conversation is in (docs/compaction.md#formats): every
 // mark narrows the formats it can be in; a conversation with none reads as OpenAI chat, the default.
 import { InvalidInputError } from '../errors.js';
+import { isRecord } from '../schema.js';
 import type { MessageFormat } from './format.js';
 
 /** The format names people read. */
@@ -17,7 +18,7 @@ export interface FormatMark {
   formats: readonly MessageFormat[];
 }
 
-/** Content part types and the formats that have them (with the field that tells look-alikes apart). */
+/** The formats that have a content part's type (with the field that tells look-alikes apart). */
 function partFormats(part: Record<string, unknown>): readonly MessageFormat[] | undefined {
   switch (part.type) {
     case 'image_url':
@@ -45,20 +46,16 @@ function partFormats(part: Record<string, unknown>): readonly MessageFormat[] | 
   }
 }
 
-function record(value: unknown): Record<string, unknown> | undefined {
-  return typeof value === 'object' && value !== null && !Array.isArray(value) ? { ...value } : undefined;
-}
-
 /** Every mark in `value` (a message array or a request body), in document order. */
 export function formatMarks(value: unknown): FormatMark[] {
   const marks: FormatMark[] = [];
-  const body = record(value);
+  const body = isRecord(value) ? value : undefined;
   if (body !== undefined && body.system !== undefined)
     marks.push({ where: 'system', what: 'a "system" field beside "messages"', formats: ['anthropic'] });
   const messages: unknown = body === undefined ? value : body.messages;
   if (!Array.isArray(messages)) return marks;
   messages.forEach((item: unknown, index) => {
-    const message = record(item);
+    const message = isRecord(item) ? item : undefined;
     if (message === undefined) return;
     const at = `messages[${index}]`;
     const { role, content } = message;
@@ -75,7 +72,7 @@ export function formatMarks(value: unknown): FormatMark[] {
         marks.push({ where: `${at}.${field}`, what: `a "${field}" field`, formats: ['openai'] });
     if (!Array.isArray(content)) return;
     content.forEach((item: unknown, position) => {
-      const part = record(item);
+      const part = isRecord(item) ? item : undefined;
       const formats = part === undefined ? undefined : partFormats(part);
       if (part !== undefined && formats !== undefined)
         marks.push({ where: `${at}.content[${position}].type`, what: `a "${String(part.type)}" part`, formats });

@@ -1,44 +1,36 @@
-// Sandbox-safe: what every non-OpenAI format shares: its conversation as engine messages that
-// remember where they came from, and the result mapped back (docs/compaction.md#formats). A message
-// holding tool results becomes its other parts as one `user` message, then one `tool` message per
-// result: all inside the asking turn's group, so no cut falls between the pieces of one source
-// message. The mapping back checks it all the same and fails loudly.
+// Sandbox-safe: what every non-OpenAI format shares: its conversation as engine messages that remember
+// where they came from, and the result mapped back (docs/compaction.md#formats). A message holding tool
+// results becomes one `user` message of its other parts, then one `tool` message per result, all in
+// the asking turn's group, so no cut falls between them; the mapping back checks it all the same.
 import { markUncuttable } from '../compaction/truncation.js';
-import type { ChatMessage, CompactionResult, ContentPart, TokenCounter, ToolCall } from '../types.js';
+import type { ChatMessage, CompactionResult, ContentPart, ToolCall } from '../types.js';
 
 /** A tool result replaced by a stub: its message, the position of its part, the stub now its content. */
 export interface PartElision {
   index: number;
-  /** Position of the tool result's part (block) in that message's content. */
   block: number;
-  /** The whole new content of that tool result. */
   stub: string;
 }
 
-/** A compaction in a format's own messages; positions (`elisions`, `cutIndex`, `dropped`) count the input's messages. */
+/** A compaction in a format's own messages; positions count the input's messages. */
 export interface MappedCompactionResult<Message> extends Omit<CompactionResult, 'messages' | 'elisions'> {
-  /** The compacted conversation: the input's own message objects, rebuilt ones holding stubs, and at most one summary message. */
+  /** The input's own message objects, rebuilt ones holding stubs, and at most one summary message. */
   messages: Message[];
   elisions: PartElision[];
 }
 
-/** What a format hands a driver: the engine's messages and the way back. */
 export interface FormatView<Result> {
-  /** The conversation as engine messages (validated: the engine's own check never fails on them). */
+  /** Validated: the engine's own check never fails on them. The counters read every part themselves (docs/design.md#count-parts). */
   messages: ChatMessage[];
-  /** `inner`, plus the size of the parts it does not count (docs/compaction.md#formats). */
-  counter(inner: TokenCounter): TokenCounter;
-  /** The engine's result in the format's terms. */
   result(engine: CompactionResult): Result;
   /** The input message an engine message came from (-1: one outside the messages, a system prompt). */
   sourceOf(engineIndex: number): number | undefined;
 }
 
-/** Where an engine message came from. */
 export interface Origin {
-  /** Index in the input's messages; -1 for one outside them (an Anthropic request's system prompt). */
+  /** Index in the input's messages; -1 for an Anthropic request's system prompt. */
   message: number;
-  /** For a tool result: the position of its part in the message. */
+  /** For a tool result: the position of its part. */
   block?: number;
 }
 
@@ -47,7 +39,6 @@ export class SplitMessageError extends Error {
   override readonly name = 'SplitMessageError';
 }
 
-/** Collects the engine messages of a format, each with its origin. */
 export class EngineMessages {
   readonly messages: ChatMessage[] = [];
   readonly origins: Origin[] = [];
@@ -57,16 +48,12 @@ export class EngineMessages {
     this.origins.push(origin);
   }
 
-  /** An assistant message: its parts, and its tool calls when it makes any. */
   pushAssistant(parts: ContentPart[], calls: ToolCall[], origin: Origin): void {
     if (calls.length === 0) this.push({ role: 'assistant', content: parts }, origin);
     else this.push({ role: 'assistant', content: parts.length === 0 ? null : parts, tool_calls: calls }, origin);
   }
 
-  /**
-   * A user message of parts, `toolMessage` giving the engine message of each tool result: with none,
-   * one `user` message; else its other parts first, then one `tool` message per result (see the top).
-   */
+  /** A user message of parts: one `user` message, or its other parts then one `tool` message per result (see the top). */
   pushUserParts<Part extends ContentPart>(
     index: number,
     parts: readonly Part[],
@@ -85,17 +72,12 @@ export class EngineMessages {
   }
 }
 
-/** How a format rebuilds its messages. */
 export interface Rebuild<Message> {
-  /** The input's messages. */
   sources: readonly Message[];
-  /** A source message with the tool results at these part positions holding their stub. */
   withStubs(message: Message, stubs: ReadonlyMap<number, string>): Message;
-  /** The summary as a user message of the format. */
   summary(content: string): Message;
 }
 
-/** The view of engine messages collected from a format's conversation. */
 export function formatView<Message, Result>(
   collected: EngineMessages,
   rebuild: Rebuild<Message>,
@@ -107,15 +89,12 @@ export function formatView<Message, Result>(
     if (message.role !== 'tool' || typeof message.content !== 'string') markUncuttable(message);
   return {
     messages,
-    // The counters read every part themselves (docs/design.md#count-parts): Anthropic and AI SDK
-    // images by their rule, other blocks by their JSON size.
-    counter: (inner) => inner,
     sourceOf: (engineIndex) => origins[engineIndex]?.message,
     result: (result) => finish(mapBack(result, collected, rebuild)),
   };
 }
 
-/** What became of each engine message: kept as it was, kept with a stub, or dropped (undefined). */
+/** What became of each engine message: kept, kept with a stub, or dropped (undefined). */
 type Fate = 'kept' | { stub: string } | undefined;
 
 function mapBack<Message>(
@@ -126,7 +105,6 @@ function mapBack<Message>(
   const engineIndex = new Map<ChatMessage, number>();
   engine.forEach((message, index) => engineIndex.set(message, index));
   const fates: Fate[] = engine.map(() => undefined);
-  // The result, in order: engine indices, and 'summary' where the summary stands.
   const order: Array<number | 'summary'> = [];
   const elisions = result.elisions.filter(({ index }) => index > result.cutIndex);
   let last = -1;
@@ -141,7 +119,7 @@ function mapBack<Message>(
       order.push('summary');
       continue;
     }
-    // An elided tool result: the next elision after the last placed message, naming the same call.
+    // An elided tool result: the next elision after the last placed message, for the same call.
     const elision = elisions.find(
       ({ index: at, stub }) =>
         at > last && engine[at]?.tool_call_id === message.tool_call_id && message.content === stub,
@@ -151,7 +129,6 @@ function mapBack<Message>(
     order.push((last = elision.index));
   }
 
-  // Per input message: its pieces' fates (a message is kept whole, rebuilt with stubs, or dropped whole).
   const pieces = new Map<number, number[]>();
   origins.forEach(({ message }, index) => pieces.set(message, [...(pieces.get(message) ?? []), index]));
   const output: Message[] = [];
@@ -185,7 +162,7 @@ function mapBack<Message>(
   const { messages: _engineMessages, elisions: engineElisions, cutIndex, userMessages, ...counts } = result;
   return {
     ...counts,
-    // docs/design.md#user-words A kept user message is one input message of its own (never one that also holds tool results).
+    // docs/design.md#user-words A kept user message is one input message of its own.
     ...(userMessages === undefined
       ? {}
       : {

@@ -1,17 +1,12 @@
-// Sandbox-safe: a deterministic estimate of the bytes a value takes as a Temporal payload, so the
-// workflow can refuse to send what the server would reject (a workflow task that fails on an
-// oversized payload is retried forever: docs/design.md#never-wedge).
-
+// Sandbox-safe: a deterministic estimate of the bytes a value takes as a Temporal payload: a workflow
+// task that fails on an oversized payload is retried forever (docs/design.md#never-wedge).
 /** The server's default `limit.blobSize.error` (2 MiB) less room for metadata: over it, a workflow task fails without end. */
 export const DEFAULT_PAYLOAD_LIMIT_BYTES = 2_000_000;
 
-/**
- * The largest payload the store holds: the bound a reader trusts before allocating. Storing a larger
- * one fails, on every retry of a workflow task, so workflows check against it as against the inline limit.
- */
+/** The largest payload the store holds (the bound a reader trusts before allocating); larger ones fail on every retry. */
 export const MAX_STORED_PAYLOAD_BYTES = 64 * 1024 * 1024;
 
-/** The most a payload may hold: {@link MAX_STORED_PAYLOAD_BYTES} when the worker stores payloads externally, else `maxPayloadBytes`. */
+/** The most a payload may hold, with or without external storage. */
 export function payloadBound(maxPayloadBytes: number, externalStorage: boolean): number {
   return externalStorage ? MAX_STORED_PAYLOAD_BYTES : maxPayloadBytes;
 }
@@ -24,7 +19,6 @@ export function utf8Length(text: string): number {
     if (code < 0x80) continue;
     if (code < 0x800) bytes += 1;
     else if (code >= 0xd800 && code <= 0xdbff && i + 1 < text.length && (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
-      // A surrogate pair: two UTF-16 units, four UTF-8 bytes.
       bytes += 2;
       i += 1;
     } else bytes += 2;
@@ -40,10 +34,8 @@ export function jsonPayloadBytes(value: unknown): number {
 
 /** What was too big, for `RunFailed.PayloadTooLarge` / `Compaction.PayloadTooLarge` details. */
 export interface PayloadTooLargeDetails {
-  /** What the payload was, e.g. `the input of the chat activity in round 12`. */
+  /** e.g. `the input of the chat activity in round 12`. */
   payload: string;
-  /** Its estimated size in bytes. */
   bytes: number;
-  /** The limit it was checked against. */
   limit: number;
 }

@@ -1,10 +1,8 @@
-// Sandbox-safe: task queue names checked before a workflow schedules anything on them. The server
-// refuses to schedule an activity on a name over its length limit, and the SDK fails the workflow
-// task when it does, again at every retry: the run would wedge instead of failing.
+// Sandbox-safe: task queue names checked before a workflow schedules anything on them: the SDK fails the
+// workflow task on a name the server refuses, at every retry, and the run would wedge.
 import { InvalidInputError } from '../errors.js';
 import { utf8Length } from './payload-size.js';
 
-/** The server's default `limit.maxIDLength`, in bytes. */
 export const TASK_QUEUE_MAX_BYTES = 1000;
 
 /** A non-empty name without surrounding whitespace (a queue nobody polls would leave the run waiting forever). */

@@ -242,7 +242,7 @@ describe('anthropic format: what is counted', () => {
         ],
       },
     ]);
-    const count = (view: typeof plain): number => view.counter(defaultCounter).count(view.messages);
+    const count = (view: typeof plain): number => defaultCounter.count(view.messages);
     expect(count(withImage) - count(plain)).toBe(anthropicImageTokens(1280, 800));
     expect(anthropicImageTokens(1280, 800)).toBe(1366);
     // A header that cannot be read: the most an image costs, never its base64 length (10,000 tokens here).
