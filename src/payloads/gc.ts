@@ -108,17 +108,20 @@ export class GarbageCollectionError extends Error {
 }
 
 const KINDS: readonly SweptKind[] = ['manifest', 'node', 'chunk', 'temporary'];
+const noTally = (): Tally => ({ objects: 0, bytes: 0 });
 const emptyTallies = (): TallyByKind => ({
-  manifest: { objects: 0, bytes: 0 },
-  node: { objects: 0, bytes: 0 },
-  chunk: { objects: 0, bytes: 0 },
-  temporary: { objects: 0, bytes: 0 },
+  manifest: noTally(),
+  node: noTally(),
+  chunk: noTally(),
+  temporary: noTally(),
 });
 const MISSING_SHOWN = 20;
 const PROGRESS_EVERY_MS = 2_000;
 
 /** Progress lines: forced ones always, others at most every two seconds (so short work prints only the forced ones). */
-function throttled(onProgress: ((line: string) => void) | undefined): (line: () => string, force?: boolean) => void {
+export function throttled(
+  onProgress: ((line: string) => void) | undefined,
+): (line: () => string, force?: boolean) => void {
   let last = Date.now();
   return (line, force = false) => {
     if (onProgress === undefined) return;
@@ -129,7 +132,7 @@ function throttled(onProgress: ((line: string) => void) | undefined): (line: () 
   };
 }
 
-const count = (value: number): string => value.toLocaleString('en-US');
+export const count = (value: number): string => value.toLocaleString('en-US');
 
 interface Candidate {
   key: string;
@@ -215,8 +218,8 @@ export async function collectGarbage({
     unreadable: emptyTallies(),
     unreadableObjects: [],
     unreadableCount: 0,
-    restored: { objects: 0, bytes: 0 },
-    purged: { objects: 0, bytes: 0 },
+    restored: noTally(),
+    purged: noTally(),
   };
   const progress = throttled(onProgress);
   const noteUnreadable = (key: string, reason: string): void => {
@@ -229,13 +232,13 @@ export async function collectGarbage({
   report.claimedManifests = claimed.size;
   const marked = new Set<string>();
   const queue: Array<{ kind: ObjectKind; id: string }> = [];
-  const root = (kind: ObjectKind, id: string): void => {
+  const mark = (kind: ObjectKind, id: string): void => {
     const key = objectKey(kind, id);
     if (marked.has(key)) return;
     marked.add(key);
     queue.push({ kind, id });
   };
-  claimed.forEach((id) => root('manifest', id));
+  claimed.forEach((id) => mark('manifest', id));
   const youngOnly = new Set<string>();
   let listed = 0;
   for (const prefix of ['v1/manifests/', 'v1/nodes/', 'v1/chunks/']) {
@@ -251,7 +254,7 @@ export async function collectGarbage({
       else if (parsed.kind === 'node') report.youngNodes += 1;
       else report.youngChunks += 1;
       if (!marked.has(object.key)) youngOnly.add(object.key);
-      root(parsed.kind, parsed.id);
+      mark(parsed.kind, parsed.id);
     }
   }
   progress(
@@ -288,12 +291,7 @@ export async function collectGarbage({
         { cause: error },
       );
     }
-    for (const child of inspected.children) {
-      const key = objectKey(child.kind, child.id);
-      if (marked.has(key)) continue;
-      marked.add(key);
-      queue.push({ kind: child.kind, id: child.id });
-    }
+    for (const child of inspected.children) mark(child.kind, child.id);
     progress(() => `gc: marking: ${count(marked.size)} objects reachable so far`);
   });
   progress(
@@ -354,8 +352,6 @@ export async function collectGarbage({
   const protectedKeys = new Set<string>();
   // Temporaries first, then every object before the objects it lists.
   const levels = removalLevels(candidates);
-  const byRemovalOrder = (candidate: Candidate): number =>
-    candidate.kind === 'temporary' ? Number.MAX_SAFE_INTEGER : -(levels.get(candidate.key) ?? 0);
   const rounds = new Map<number, Candidate[]>();
   for (const candidate of candidates) {
     if (candidate.gone === true) continue;
@@ -363,10 +359,10 @@ export async function collectGarbage({
       addTo(report.unreadable[candidate.kind], candidate.bytes);
       continue;
     }
-    const order = byRemovalOrder(candidate);
-    const round = rounds.get(order);
-    if (round === undefined) rounds.set(order, [candidate]);
-    else round.push(candidate);
+    const order = candidate.kind === 'temporary' ? Number.MAX_SAFE_INTEGER : -(levels.get(candidate.key) ?? 0);
+    const round = rounds.get(order) ?? [];
+    round.push(candidate);
+    rounds.set(order, round);
   }
   let done = 0;
   const total = [...rounds.values()].reduce((sum, round) => sum + round.length, 0);
