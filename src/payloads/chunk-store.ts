@@ -177,23 +177,17 @@ export class ChunkStoreDriver implements StorageDriver {
   }
 
   async store(context: StorageDriverStoreContext, payloads: Payload[]): Promise<StorageDriverClaim[]> {
-    const { signal, release } = followSignal(context.abortSignal);
     // One call's payloads often share objects: each is checked and written once per call.
     const inFlight = new Map<string, Promise<void>>();
-    try {
-      return await Promise.all(payloads.map((payload) => this.storeOne(payload, inFlight, signal)));
-    } finally {
-      release();
-    }
+    return followSignal(context.abortSignal, (signal) =>
+      Promise.all(payloads.map((payload) => this.storeOne(payload, inFlight, signal))),
+    );
   }
 
   async retrieve(context: StorageDriverRetrieveContext, claims: StorageDriverClaim[]): Promise<Payload[]> {
-    const { signal, release } = followSignal(context.abortSignal);
-    try {
-      return await Promise.all(claims.map((claim) => this.retrieveOne(claim, signal)));
-    } finally {
-      release();
-    }
+    return followSignal(context.abortSignal, (signal) =>
+      Promise.all(claims.map((claim) => this.retrieveOne(claim, signal))),
+    );
   }
 
   /** The size of the payload a claim names, as its manifest states it, without reading the payload. */
