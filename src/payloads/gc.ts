@@ -20,7 +20,7 @@
 import { ChunkIntegrityError, ChunkMissingError, PayloadKeyMissingError } from './errors.js';
 import type { ChunkStoreDriver, InspectedObject } from './chunk-store.js';
 import { drain } from './drain.js';
-import { isSweepable } from './object-backend.js';
+import { addTo, isSweepable, noTally, type Tally } from './object-backend.js';
 import { objectKey, parseObjectKey, type ObjectKind } from './object-format.js';
 
 /** Twice the chunk store's refresh period (see the module comment). */
@@ -29,21 +29,11 @@ export const DEFAULT_GC_GRACE_MS = 48 * 3_600_000;
 /** What the sweep sorts objects into: the three object kinds, and temporary files of unfinished writes. */
 export type SweptKind = ObjectKind | 'temporary';
 
-export interface Tally {
-  objects: number;
-  bytes: number;
-}
-
-const addTo = (tally: Tally, bytes: number): void => {
-  tally.objects += 1;
-  tally.bytes += bytes;
-};
+export type { Tally };
 
 export type TallyByKind = Record<SweptKind, Tally>;
 
-/** What a collection found and did. */
 export interface GarbageReport {
-  /** The store, e.g. `file:/var/lib/compactor`. */
   store: string;
   dryRun: boolean;
   graceMs: number;
@@ -89,16 +79,13 @@ export interface CollectGarbageOptions {
   driver: ChunkStoreDriver;
   /** Ids of the manifests named by claims in retained histories (see `collectRetainedClaims`). */
   claimedManifests: Iterable<string>;
-  /** @default 48 h */
   graceMs?: number;
-  /** Report what would be removed, remove nothing. @default false */
   dryRun?: boolean;
   /** Backend operations in flight at once. @default 16 */
   concurrency?: number;
   /** One line at a time, at most every two seconds per phase, for long collections. */
   onProgress?: (line: string) => void;
   signal?: AbortSignal;
-  /** @default Date.now */
   now?: () => number;
 }
 
@@ -108,7 +95,6 @@ export class GarbageCollectionError extends Error {
 }
 
 const KINDS: readonly SweptKind[] = ['manifest', 'node', 'chunk', 'temporary'];
-const noTally = (): Tally => ({ objects: 0, bytes: 0 });
 const emptyTallies = (): TallyByKind => ({
   manifest: noTally(),
   node: noTally(),
@@ -227,7 +213,6 @@ export async function collectGarbage({
     if (report.unreadableObjects.length < MISSING_SHOWN) report.unreadableObjects.push({ key, reason });
   };
 
-  // Mark. Roots: claimed manifests, and every manifest and node younger than the grace period.
   const claimed = new Set([...claimedManifests].filter((id) => /^[0-9a-f]{64}$/.test(id)));
   report.claimedManifests = claimed.size;
   const marked = new Set<string>();
@@ -300,7 +285,6 @@ export async function collectGarbage({
     true,
   );
 
-  // Sweep: sort every object; candidates are old and unreachable.
   const candidates: Candidate[] = [];
   let seen = 0;
   for await (const object of backend.list('v1/', signal)) {

@@ -11,6 +11,8 @@ import type * as S3 from '@aws-sdk/client-s3';
 import { assertPeersInstalled } from '../peer-packages.js';
 import { redactUrls } from '../redact.js';
 import {
+  addTo,
+  noTally,
   tooLarge,
   type ListedObject,
   type ObjectStat,
@@ -258,7 +260,7 @@ export class S3Backend implements SweepableBackend {
     dryRun: boolean,
     signal?: AbortSignal,
   ): Promise<QuarantineSettled> {
-    const settled: QuarantineSettled = { restored: { objects: 0, bytes: 0 }, purged: { objects: 0, bytes: 0 } };
+    const settled: QuarantineSettled = { restored: noTally(), purged: noTally() };
     const needed: Array<{ key: string; bytes: number }> = [];
     for await (const { key: quarantined, modifiedMs, bytes } of this.list(QUARANTINE, signal)) {
       const key = quarantined.slice(QUARANTINE.length);
@@ -267,8 +269,7 @@ export class S3Backend implements SweepableBackend {
         // Quarantined longer than the grace period and claimed by nothing: any claim a store
         // handed out before the removal has reached a history by now, and was marked.
         if (!dryRun) await this.remove(quarantined, signal);
-        settled.purged.objects += 1;
-        settled.purged.bytes += bytes;
+        addTo(settled.purged, bytes);
       }
     }
     // Children before the objects that list them: chunks, then nodes, then manifests.
@@ -279,8 +280,7 @@ export class S3Backend implements SweepableBackend {
         await this.copy(`${QUARANTINE}${key}`, key, signal);
         await this.remove(`${QUARANTINE}${key}`, signal);
       }
-      settled.restored.objects += 1;
-      settled.restored.bytes += bytes;
+      addTo(settled.restored, bytes);
     }
     return settled;
   }
