@@ -34,7 +34,6 @@ export interface ConfiguredPayloads {
   dataConverter: DataConverter;
   codec: CompactorCodec | undefined;
   driver: ChunkStoreDriver | undefined;
-  /** The store in effect. */
   store: PayloadStoreLocation;
   /** One line for start-up logs, e.g. `payload store file:/data (payloads of 256 B and more), codec deflate + AES-256-GCM (key id k-1a2b3c4d)`. */
   describe: string;

@@ -17,13 +17,10 @@ const cacheKeyOf = (key: string, keyId: string | undefined): string => `${key}\u
 
 export class ObjectReader {
   private readonly cache: LruMap<Uint8Array>;
-  /** Windows of packs and manifests written or read lately, by cache key. */
   private readonly windows = new LruMap<Uint8Array>(WINDOW_CACHE_BYTES, (bytes) => bytes.length);
-  /** Manifests' inline bytes end to end, by cache key. */
   private readonly inline = new LruMap<Uint8Array>(WINDOW_CACHE_BYTES, (bytes) => bytes.length);
   /** Objects being fetched, by cache key: concurrent reads of one object share the fetch. */
   private readonly reading = new Map<string, Promise<Uint8Array>>();
-  /** Windows being computed, by cache key. */
   private readonly windowing = new Map<string, Promise<Uint8Array>>();
 
   constructor(
@@ -82,7 +79,6 @@ export class ObjectReader {
         key,
         `is at context depth ${own} where the object deflated against it says ${depth}`,
       );
-    // The context's window, at the depth this object states for it.
     const { context } = unsealed;
     const contextWindow =
       context === undefined

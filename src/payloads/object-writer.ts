@@ -13,7 +13,6 @@ import { sealObject, windowAfter } from './sealed-object.js';
 import type { SliceIndex } from './slice-index.js';
 import type { PlannedObject } from './write-plan.js';
 
-/** Objects remembered as present in the store. */
 const PRESENT_OBJECTS = 200_000;
 
 export interface ObjectWriterSettings {
@@ -25,7 +24,6 @@ export interface ObjectWriterSettings {
   now: () => number;
 }
 
-/** What a writer counts, by object kind. */
 export interface WriteCounters {
   /** Objects written, and their sealed bytes (what the store grew by) and plaintext bytes. */
   written: Record<ObjectKind, { objects: number; bytes: number; plaintextBytes: number }>;

@@ -8,6 +8,7 @@
 // cannot tell a store renewed an object between its check and its delete. The next gc puts back
 // what a history claims; what no claim needed by then goes for good.
 import type * as S3 from '@aws-sdk/client-s3';
+import { isRecord } from '../core/schema.js';
 import { assertPeersInstalled } from '../peer-packages.js';
 import { redactUrls } from '../redact.js';
 import {
@@ -24,10 +25,9 @@ import {
 const QUARANTINE = 'quarantine/';
 
 function statusOf(error: unknown): number | undefined {
-  if (typeof error !== 'object' || error === null || !('$metadata' in error)) return undefined;
-  const metadata: unknown = error.$metadata;
-  if (typeof metadata !== 'object' || metadata === null || !('httpStatusCode' in metadata)) return undefined;
-  return typeof metadata.httpStatusCode === 'number' ? metadata.httpStatusCode : undefined;
+  const metadata = isRecord(error) ? error.$metadata : undefined;
+  const status = isRecord(metadata) ? metadata.httpStatusCode : undefined;
+  return typeof status === 'number' ? status : undefined;
 }
 
 function isAsyncIterable(value: object): value is AsyncIterable<unknown> {
@@ -51,7 +51,6 @@ export interface S3BackendOptions {
   clientConfig?: S3.S3ClientConfig;
 }
 
-/** The S3 backend. */
 export class S3Backend implements SweepableBackend {
   readonly bucket: string;
   readonly prefix: string;

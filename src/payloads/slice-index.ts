@@ -24,7 +24,6 @@ export interface ReadSegment {
   offset: number;
 }
 
-/** Slices remembered with where they lie (dedup across the payloads of a process). */
 const REMEMBERED_SLICES = 200_000;
 
 const indexKey = (keyId: string | undefined, id: string): string => `${keyId ?? ''}\u0000${id}`;
