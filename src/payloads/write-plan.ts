@@ -185,10 +185,7 @@ export class WritePlanner {
         ? undefined
         : {
             kind: 'chunk',
-            id:
-              context === undefined
-                ? objectId(packPlaintext, key)
-                : contextualId(packPlaintext, context.id, key, context.kind),
+            id: contextualId(packPlaintext, context, key),
             plaintext: packPlaintext,
             children: [],
             context,
@@ -328,7 +325,7 @@ export class WritePlanner {
     );
     if (context === undefined) return;
     manifest.context = context;
-    manifest.id = contextualId(manifest.plaintext, context.id, key, context.kind);
+    manifest.id = contextualId(manifest.plaintext, context, key);
   }
 
   /** Remembers where the new slices a manifest holds inline lie in its inline bytes (a chat input holding the tool result lists them there). */
