@@ -80,7 +80,6 @@ export interface ChunkStoreDriverOptions {
   cacheBytes?: number;
   /** A reused object older than this is touched, so a gc with a grace period of twice this never takes it. @default 24 h */
   refreshAfterMs?: number;
-  /** @default DEFAULT_CHUNKER_LIMITS */
   chunkerLimits?: ChunkerLimits;
   /** zlib level of objects. @default 6 */
   compressionLevel?: number;
@@ -88,7 +87,6 @@ export interface ChunkStoreDriverOptions {
   inlineBelow?: number;
   /** A slice shorter than this is written inside the manifest or node that lists it, never listed in a pack or another manifest. @default 256 */
   literalBelow?: number;
-  /** @default Date.now */
   now?: () => number;
 }
 

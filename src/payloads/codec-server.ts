@@ -57,7 +57,6 @@ const isOperation = (value: string | undefined): value is Operation =>
 export interface CodecServerOptions {
   /** The codecs and External Storage to undo and apply: a client's data converter, so the server agrees with workers. */
   dataConverter: Pick<DataConverter, 'payloadCodecs' | 'externalStorage'>;
-  /** @default '127.0.0.1' */
   host?: string;
   /** 0: any free port (read it from `port`). @default 8081 */
   port?: number;
@@ -67,7 +66,6 @@ export interface CodecServerOptions {
   token?: string;
   /** Let `/encode` store large payloads (claims), as a worker does. @default false */
   encodeToStore?: boolean;
-  /** @default 1,000 */
   maxPayloads?: number;
   /** Bytes the payloads of one request may decode to. @default 64 MiB, the largest payload the store holds */
   maxDecodedBytes?: number;
