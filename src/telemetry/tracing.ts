@@ -97,14 +97,10 @@ function otlpTracesUrl(env: Readonly<Record<string, string | undefined>>): strin
 
 /** The exporter speaks http/protobuf only: another protocol is a configuration error, not silence. */
 function checkOtlpProtocol(env: Readonly<Record<string, string | undefined>>): void {
-  for (const name of ['OTEL_EXPORTER_OTLP_TRACES_PROTOCOL', 'OTEL_EXPORTER_OTLP_PROTOCOL']) {
-    const value = env[name]?.trim();
-    if (value) {
-      if (value !== 'http/protobuf')
-        throw new ConfigError(name, '"http/protobuf", the OTLP protocol COMPACTOR_TRACING=otlp speaks', value);
-      return;
-    }
-  }
+  const name = ['OTEL_EXPORTER_OTLP_TRACES_PROTOCOL', 'OTEL_EXPORTER_OTLP_PROTOCOL'].find((each) => env[each]?.trim());
+  const value = name === undefined ? undefined : env[name]?.trim();
+  if (name !== undefined && value !== 'http/protobuf')
+    throw new ConfigError(name, '"http/protobuf", the OTLP protocol COMPACTOR_TRACING=otlp speaks', value);
 }
 
 /** Each finished span as one JSON line on stderr, so a CLI's stdout stays clean. */
