@@ -44,19 +44,10 @@ function backendOf(
   settings: PayloadSettings,
   options: PayloadConverterOptions,
 ): ObjectBackend | undefined {
-  switch (store.kind) {
-    case 'off':
-      return undefined;
-    case 'file':
-      return new FileBackend({ directory: store.directory });
-    case 's3':
-      return new S3Backend({
-        bucket: store.bucket,
-        prefix: store.prefix,
-        endpoint: settings.s3Endpoint,
-        clientConfig: options.s3ClientConfig,
-      });
-  }
+  if (store.kind === 'off') return undefined;
+  if (store.kind === 'file') return new FileBackend({ directory: store.directory });
+  const { bucket, prefix } = store;
+  return new S3Backend({ bucket, prefix, endpoint: settings.s3Endpoint, clientConfig: options.s3ClientConfig });
 }
 
 /**

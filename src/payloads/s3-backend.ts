@@ -23,6 +23,7 @@ import {
 
 /** Where gc's removals wait, under the prefix: the object's own key after it. */
 const QUARANTINE = 'quarantine/';
+const OCTET_STREAM = 'application/octet-stream';
 
 function statusOf(error: unknown): number | undefined {
   const metadata = isRecord(error) ? error.$metadata : undefined;
@@ -114,6 +115,11 @@ export class S3Backend implements SweepableBackend {
     return this.prefix === '' ? key : `${this.prefix}/${key}`;
   }
 
+  /** A command's bucket and key for object `key`. */
+  private at(key: string): { Bucket: string; Key: string } {
+    return { Bucket: this.bucket, Key: this.keyOf(key) };
+  }
+
   async get(key: string, signal?: AbortSignal, maxBytes = Number.MAX_SAFE_INTEGER): Promise<Uint8Array | undefined> {
     // An object gc removed a moment after a store renewed it is still in the quarantine.
     return (
@@ -130,9 +136,7 @@ export class S3Backend implements SweepableBackend {
     let response: S3.GetObjectCommandOutput;
     try {
       const { sdk, client } = await this.load();
-      response = await client.send(new sdk.GetObjectCommand({ Bucket: this.bucket, Key: this.keyOf(key) }), {
-        abortSignal: signal,
-      });
+      response = await client.send(new sdk.GetObjectCommand(this.at(key)), { abortSignal: signal });
     } catch (error) {
       if (isMissing(error)) return undefined;
       throw error;
@@ -165,23 +169,15 @@ export class S3Backend implements SweepableBackend {
 
   async put(key: string, body: Uint8Array, signal?: AbortSignal): Promise<void> {
     const { sdk, client } = await this.load();
-    await client.send(
-      new sdk.PutObjectCommand({
-        Bucket: this.bucket,
-        Key: this.keyOf(key),
-        Body: body,
-        ContentType: 'application/octet-stream',
-      }),
-      { abortSignal: signal },
-    );
+    await client.send(new sdk.PutObjectCommand({ ...this.at(key), Body: body, ContentType: OCTET_STREAM }), {
+      abortSignal: signal,
+    });
   }
 
   async stat(key: string, signal?: AbortSignal): Promise<ObjectStat | undefined> {
     try {
       const { sdk, client } = await this.load();
-      const response = await client.send(new sdk.HeadObjectCommand({ Bucket: this.bucket, Key: this.keyOf(key) }), {
-        abortSignal: signal,
-      });
+      const response = await client.send(new sdk.HeadObjectCommand(this.at(key)), { abortSignal: signal });
       return { modifiedMs: response.LastModified?.getTime() ?? 0 };
     } catch (error) {
       if (isMissing(error)) return undefined;
@@ -196,15 +192,14 @@ export class S3Backend implements SweepableBackend {
 
   /** Copies object `from` to `to` (both relative to the prefix), with a new LastModified. */
   private async copy(from: string, to: string, signal?: AbortSignal): Promise<void> {
-    const source = this.keyOf(from);
+    const source = `${this.bucket}/${this.keyOf(from).split('/').map(encodeURIComponent).join('/')}`;
     const { sdk, client } = await this.load();
     await client.send(
       new sdk.CopyObjectCommand({
-        Bucket: this.bucket,
-        Key: this.keyOf(to),
-        CopySource: `${this.bucket}/${source.split('/').map(encodeURIComponent).join('/')}`,
+        ...this.at(to),
+        CopySource: source,
         MetadataDirective: 'REPLACE',
-        ContentType: 'application/octet-stream',
+        ContentType: OCTET_STREAM,
       }),
       { abortSignal: signal },
     );
@@ -212,9 +207,7 @@ export class S3Backend implements SweepableBackend {
 
   private async remove(key: string, signal?: AbortSignal): Promise<void> {
     const { sdk, client } = await this.load();
-    await client.send(new sdk.DeleteObjectCommand({ Bucket: this.bucket, Key: this.keyOf(key) }), {
-      abortSignal: signal,
-    });
+    await client.send(new sdk.DeleteObjectCommand(this.at(key)), { abortSignal: signal });
   }
 
   async *list(prefix: string, signal?: AbortSignal): AsyncIterable<ListedObject> {
