@@ -69,11 +69,6 @@ export interface GarbageReport {
   purged: Tally;
 }
 
-/** Why an object cannot be read, when that is the object's doing (a key gc lacks, bytes not as named), not the store's. */
-function unreadableReason(error: unknown): string | undefined {
-  return error instanceof PayloadKeyMissingError || error instanceof ChunkIntegrityError ? error.message : undefined;
-}
-
 export interface CollectGarbageOptions {
   /** The store's driver (its backend must list and remove: both shipped backends do), with every key the workers have. */
   driver: ChunkStoreDriver;
@@ -129,8 +124,8 @@ interface Candidate {
   inspected?: InspectedObject;
   /** Removed by someone else since the listing. */
   gone?: boolean;
-  /** Why it cannot be read: then it is kept. */
-  unreadable?: string;
+  /** It cannot be read: then it is kept. */
+  unreadable?: boolean;
 }
 
 /**
@@ -208,9 +203,29 @@ export async function collectGarbage({
     purged: noTally(),
   };
   const progress = throttled(onProgress);
-  const noteUnreadable = (key: string, reason: string): void => {
-    report.unreadableCount += 1;
-    if (report.unreadableObjects.length < MISSING_SHOWN) report.unreadableObjects.push({ key, reason });
+  /**
+   * What object `kind`/`id` lists; its ChunkMissingError when it is not in the store, `'unreadable'` (reported) when
+   * that is the object's doing (a key gc lacks, bytes not as named); a GarbageCollectionError when it is the store's.
+   */
+  const inspect = async (
+    kind: ObjectKind,
+    id: string,
+    stopped: string,
+  ): Promise<InspectedObject | ChunkMissingError | 'unreadable'> => {
+    try {
+      return await driver.inspect(kind, id, signal);
+    } catch (error) {
+      if (error instanceof ChunkMissingError) return error;
+      if (!(error instanceof PayloadKeyMissingError || error instanceof ChunkIntegrityError))
+        throw new GarbageCollectionError(
+          `${stopped}, nothing was removed: ${error instanceof Error ? error.message : String(error)}`,
+          { cause: error },
+        );
+      report.unreadableCount += 1;
+      if (report.unreadableObjects.length < MISSING_SHOWN)
+        report.unreadableObjects.push({ key: objectKey(kind, id), reason: error.message });
+      return 'unreadable';
+    }
   };
 
   const claimed = new Set([...claimedManifests].filter((id) => /^[0-9a-f]{64}$/.test(id)));
@@ -253,29 +268,14 @@ export async function collectGarbage({
     true,
   );
   await drain(queue, concurrency, async (item) => {
-    let inspected: InspectedObject;
-    try {
-      inspected = await driver.inspect(item.kind, item.id, signal);
-    } catch (error) {
-      // A young root can vanish between the listing and the read only if someone else removed it.
-      if (error instanceof ChunkMissingError) {
-        if (!youngOnly.has(objectKey(item.kind, item.id))) {
-          report.missingCount += 1;
-          if (report.missing.length < MISSING_SHOWN) report.missing.push(error.objectKey);
-        }
-        return;
-      }
-      // Kept and reported; what it lists is kept only if something else reaches it.
-      const reason = unreadableReason(error);
-      if (reason !== undefined) {
-        noteUnreadable(objectKey(item.kind, item.id), reason);
-        return;
-      }
-      throw new GarbageCollectionError(
-        `marking stopped, nothing was removed: ${error instanceof Error ? error.message : String(error)}`,
-        { cause: error },
-      );
+    const inspected = await inspect(item.kind, item.id, 'marking stopped');
+    // A young root can vanish between the listing and the read only if someone else removed it.
+    if (inspected instanceof ChunkMissingError && !youngOnly.has(objectKey(item.kind, item.id))) {
+      report.missingCount += 1;
+      if (report.missing.length < MISSING_SHOWN) report.missing.push(inspected.objectKey);
     }
+    // An unreadable one is kept and reported; what it lists is kept only if something else reaches it.
+    if (inspected instanceof ChunkMissingError || inspected === 'unreadable') return;
     for (const child of inspected.children) mark(child.kind, child.id);
     progress(() => `gc: marking: ${count(marked.size)} objects reachable so far`);
   });
@@ -313,22 +313,11 @@ export async function collectGarbage({
   let read = 0;
   await drain([...toRead], concurrency, async (candidate) => {
     if (candidate.id === undefined || candidate.kind === 'temporary') return;
-    try {
-      candidate.inspected = await driver.inspect(candidate.kind, candidate.id, signal);
-    } catch (error) {
-      // Gone ones need nothing; unreadable ones are kept, whatever they are.
-      const reason = unreadableReason(error);
-      if (error instanceof ChunkMissingError) candidate.gone = true;
-      else if (reason !== undefined) {
-        candidate.unreadable = reason;
-        noteUnreadable(candidate.key, reason);
-      } else {
-        throw new GarbageCollectionError(
-          `reading ${candidate.key} stopped the sweep, nothing was removed: ${error instanceof Error ? error.message : String(error)}`,
-          { cause: error },
-        );
-      }
-    }
+    const inspected = await inspect(candidate.kind, candidate.id, `reading ${candidate.key} stopped the sweep`);
+    // Gone ones need nothing; unreadable ones are kept, whatever they are.
+    if (inspected instanceof ChunkMissingError) candidate.gone = true;
+    else if (inspected === 'unreadable') candidate.unreadable = true;
+    else candidate.inspected = inspected;
     read += 1;
     progress(() => `gc: sweeping: read ${count(read)} of ${count(toRead.length)} unreachable objects`);
   });
@@ -339,7 +328,7 @@ export async function collectGarbage({
   const rounds = new Map<number, Candidate[]>();
   for (const candidate of candidates) {
     if (candidate.gone === true) continue;
-    if (candidate.unreadable !== undefined) {
+    if (candidate.unreadable === true) {
       addTo(report.unreadable[candidate.kind], candidate.bytes);
       continue;
     }
