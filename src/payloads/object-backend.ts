@@ -23,10 +23,9 @@ export interface ObjectBackend {
   touch(key: string, signal?: AbortSignal): Promise<void>;
 }
 
-export interface ListedObject {
+export interface ListedObject extends ObjectStat {
   /** Relative to the store's directory or prefix. */
   key: string;
-  modifiedMs: number;
   bytes: number;
 }
 

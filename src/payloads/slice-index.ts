@@ -16,12 +16,8 @@ export interface SlicePlace {
 }
 
 /** Where a payload that was read holds bytes of a pack or of a manifest's inline bytes: `length` bytes at `start`, from `offset` of `holder`. */
-export interface ReadSegment {
+export interface ReadSegment extends SlicePlace {
   start: number;
-  length: number;
-  holder: string;
-  of: 'pack' | 'manifest';
-  offset: number;
 }
 
 const REMEMBERED_SLICES = 200_000;
