@@ -1,24 +1,30 @@
 // Node only: the one function that builds a data converter from the configuration, so a client and
-// a worker of one configuration always agree. src/config.ts depends on this module (this one on its types only).
+// a worker of one configuration always agree. src/config.ts depends on this module, not the reverse.
 import type { DataConverter } from '@temporalio/common';
 import { ExternalStorage } from '@temporalio/common';
 import type { S3ClientConfig } from '@aws-sdk/client-s3';
 import { ChunkStoreDriver, type ChunkStoreDriverOptions } from './chunk-store.js';
 import { CompactorCodec, isUiPayload } from './codec.js';
 import { FileBackend } from './file-backend.js';
+import type { Keyring } from './keyring.js';
 import type { ObjectBackend } from './object-backend.js';
 import { S3Backend } from './s3-backend.js';
 import { describePayloadStore, type PayloadStoreLocation } from './store-location.js';
-import type { CompactorConfig } from '../config.js';
 import { assertSdkEncodesClaims } from '../peer-packages.js';
 import { describedAs } from '../described.js';
 import { redactUrls } from '../redact.js';
 
-/** COMPACTOR_PAYLOAD_STORE (`undefined`: then `defaultStore`, else off), its threshold, S3 endpoint and codec keys. */
-export type PayloadSettings = Pick<
-  CompactorConfig,
-  'payloadStore' | 'payloadThreshold' | 's3Endpoint' | 'codecKeyring'
->;
+/** The fields of the same names of the configuration (`CompactorConfig`). */
+export interface PayloadSettings {
+  /** COMPACTOR_PAYLOAD_STORE; `undefined`: not configured (then `defaultStore`, else off). */
+  payloadStore?: PayloadStoreLocation | undefined;
+  /** COMPACTOR_PAYLOAD_THRESHOLD: payloads of at least this many bytes go to the store. */
+  payloadThreshold: number;
+  /** COMPACTOR_S3_ENDPOINT: an S3-compatible server for `s3://` stores; `undefined`: AWS S3. */
+  s3Endpoint?: string | undefined;
+  /** COMPACTOR_CODEC_KEY (and its id and retired keys); `undefined`: no encryption. */
+  codecKeyring: Keyring | undefined;
+}
 
 export interface PayloadConverterOptions {
   /** The store when `COMPACTOR_PAYLOAD_STORE` is not set (the demo's file store). @default off */
