@@ -80,7 +80,6 @@ export interface ChunkStoreDriverOptions {
   cacheBytes?: number;
   /** A reused object older than this is touched, so a gc with a grace period of twice this never takes it. @default 24 h */
   refreshAfterMs?: number;
-  /** @default DEFAULT_CHUNKER_LIMITS */
   chunkerLimits?: ChunkerLimits;
   /** zlib level of objects. @default 6 */
   compressionLevel?: number;
@@ -88,7 +87,6 @@ export interface ChunkStoreDriverOptions {
   inlineBelow?: number;
   /** A slice shorter than this is written inside the manifest or node that lists it, never listed in a pack or another manifest. @default 256 */
   literalBelow?: number;
-  /** @default Date.now */
   now?: () => number;
 }
 
@@ -177,23 +175,17 @@ export class ChunkStoreDriver implements StorageDriver {
   }
 
   async store(context: StorageDriverStoreContext, payloads: Payload[]): Promise<StorageDriverClaim[]> {
-    const { signal, release } = followSignal(context.abortSignal);
     // One call's payloads often share objects: each is checked and written once per call.
     const inFlight = new Map<string, Promise<void>>();
-    try {
-      return await Promise.all(payloads.map((payload) => this.storeOne(payload, inFlight, signal)));
-    } finally {
-      release();
-    }
+    return followSignal(context.abortSignal, (signal) =>
+      Promise.all(payloads.map((payload) => this.storeOne(payload, inFlight, signal))),
+    );
   }
 
   async retrieve(context: StorageDriverRetrieveContext, claims: StorageDriverClaim[]): Promise<Payload[]> {
-    const { signal, release } = followSignal(context.abortSignal);
-    try {
-      return await Promise.all(claims.map((claim) => this.retrieveOne(claim, signal)));
-    } finally {
-      release();
-    }
+    return followSignal(context.abortSignal, (signal) =>
+      Promise.all(claims.map((claim) => this.retrieveOne(claim, signal))),
+    );
   }
 
   /** The size of the payload a claim names, as its manifest states it, without reading the payload. */

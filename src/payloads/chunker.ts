@@ -25,7 +25,6 @@ export interface ChunkerLimits {
   hashBits: number;
 }
 
-/** @default the limits documented on {@link ChunkerLimits} */
 export const DEFAULT_CHUNKER_LIMITS: ChunkerLimits = {
   minChunk: 512,
   soloElement: 512,

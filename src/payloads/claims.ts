@@ -8,7 +8,6 @@ import { KEY_ID_PATTERN } from './keyring.js';
 /** 32 bytes in base64url without padding: a claim's `m`. */
 const CLAIM_ID_PATTERN = /^[A-Za-z0-9_-]{43}$/;
 
-/** What a claim of the store names. */
 export interface ClaimFields {
   /** The manifest's id in hex, as the store names objects. */
   manifestId: string;

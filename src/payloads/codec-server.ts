@@ -25,6 +25,7 @@ import proto from '@temporalio/proto';
 import { CHUNK_STORE_DRIVER_NAME, ChunkStoreDriver } from './chunk-store.js';
 import { CompactorCodec, payloadProtoSize } from './codec.js';
 import { drain } from './drain.js';
+import { Limiter } from './limiter.js';
 import {
   ChunkIntegrityError,
   ChunkMissingError,
@@ -33,6 +34,7 @@ import {
   PayloadTooLargeError,
 } from './errors.js';
 import { PayloadStoreNotConfiguredError } from '../shared/payload-store-missing.js';
+import { isRecord } from '../core/schema.js';
 import { MAX_STORED_PAYLOAD_BYTES } from './object-format.js';
 
 const PayloadProto = proto.temporal.api.common.v1.Payload;
@@ -55,7 +57,6 @@ const isOperation = (value: string | undefined): value is Operation =>
 export interface CodecServerOptions {
   /** The codecs and External Storage to undo and apply: a client's data converter, so the server agrees with workers. */
   dataConverter: Pick<DataConverter, 'payloadCodecs' | 'externalStorage'>;
-  /** @default '127.0.0.1' */
   host?: string;
   /** 0: any free port (read it from `port`). @default 8081 */
   port?: number;
@@ -65,7 +66,6 @@ export interface CodecServerOptions {
   token?: string;
   /** Let `/encode` store large payloads (claims), as a worker does. @default false */
   encodeToStore?: boolean;
-  /** @default 1,000 */
   maxPayloads?: number;
   /** Bytes the payloads of one request may decode to. @default 64 MiB, the largest payload the store holds */
   maxDecodedBytes?: number;
@@ -141,15 +141,12 @@ function base64Field(value: unknown, path: string): void {
 
 /** One payload of a request body in protobuf's JSON form, checked field by field. */
 function payloadFromJson(value: unknown, path: string): Payload {
-  if (typeof value !== 'object' || value === null || Array.isArray(value))
-    throw badRequest(`${path}: expected a payload object`);
-  const metadata: unknown = Reflect.get(value, 'metadata');
+  if (!isRecord(value)) throw badRequest(`${path}: expected a payload object`);
+  const { metadata, data } = value;
   if (metadata !== undefined && metadata !== null) {
-    if (typeof metadata !== 'object' || Array.isArray(metadata))
-      throw badRequest(`${path}.metadata: expected an object of base64 strings`);
+    if (!isRecord(metadata)) throw badRequest(`${path}.metadata: expected an object of base64 strings`);
     for (const [name, entry] of Object.entries(metadata)) base64Field(entry, `${path}.metadata.${name}`);
   }
-  const data: unknown = Reflect.get(value, 'data');
   if (data !== undefined && data !== null) base64Field(data, `${path}.data`);
   try {
     return PayloadProto.fromObject(value);
@@ -165,9 +162,9 @@ function payloadsFromBody(text: string, maxPayloads: number): Payload[] {
   } catch {
     throw badRequest('the body is not JSON: expected {"payloads": [...]}');
   }
-  const payloads: unknown = typeof body === 'object' && body !== null ? Reflect.get(body, 'payloads') : undefined;
+  const payloads = isRecord(body) ? body.payloads : undefined;
   // Protobuf's JSON form leaves an empty list out altogether.
-  if (payloads === undefined && typeof body === 'object' && body !== null && !Array.isArray(body)) return [];
+  if (payloads === undefined && isRecord(body)) return [];
   if (!Array.isArray(payloads)) throw badRequest('payloads: expected an array of payloads');
   if (payloads.length > maxPayloads)
     throw new Refusal(
@@ -185,13 +182,10 @@ function payloadToJson(payload: Payload): Record<string, unknown> {
 const digest = (text: string): Buffer => createHash('sha256').update(text, 'utf8').digest();
 
 function readBody(request: IncomingMessage, limit: number): Promise<string> {
+  const tooLarge = (what: string): Refusal => new Refusal(413, 'BodyTooLarge', what, { Connection: 'close' });
   const declared = Number(request.headers['content-length']);
   if (Number.isFinite(declared) && declared > limit)
-    return Promise.reject(
-      new Refusal(413, 'BodyTooLarge', `the body is ${declared} bytes; at most ${limit} are accepted`, {
-        Connection: 'close',
-      }),
-    );
+    return Promise.reject(tooLarge(`the body is ${declared} bytes; at most ${limit} are accepted`));
   // Events rather than async iteration: leaving an iteration early destroys the socket, and the
   // client would see a reset instead of the 413. Past the limit the rest is read and dropped.
   return new Promise((resolve, reject) => {
@@ -207,7 +201,7 @@ function readBody(request: IncomingMessage, limit: number): Promise<string> {
       }
       over = true;
       parts.length = 0;
-      reject(new Refusal(413, 'BodyTooLarge', `the body is over ${limit} bytes`, { Connection: 'close' }));
+      reject(tooLarge(`the body is over ${limit} bytes`));
     });
     request.on('end', () => {
       if (!over) resolve(Buffer.concat(parts).toString('utf8'));
@@ -244,31 +238,6 @@ function normalizeOrigin(text: string): string | undefined {
   }
 }
 
-/** Turns for requests: `concurrency` at work, `queue` waiting, the rest refused at once. */
-function turns(concurrency: number, queue: number): { take(): Promise<void>; give(): void } {
-  let active = 0;
-  const waiting: Array<() => void> = [];
-  return {
-    async take() {
-      if (active < concurrency) {
-        active += 1;
-        return;
-      }
-      if (waiting.length >= queue)
-        throw new Refusal(503, 'Busy', `busy: ${concurrency} requests at work and ${queue} waiting; try again`, {
-          'Retry-After': '1',
-        });
-      // `give` hands its turn over, keeping `active` as it is.
-      await new Promise<void>((resolve) => waiting.push(resolve));
-    },
-    give() {
-      const next = waiting.shift();
-      if (next === undefined) active -= 1;
-      else next();
-    },
-  };
-}
-
 /** Starts a codec server for the compactor's payloads (the module comment describes the protocol). */
 export async function startCodecServer({
   dataConverter,
@@ -297,7 +266,7 @@ export async function startCodecServer({
   const chunkStore = dataConverter.externalStorage?.drivers.find(
     (driver): driver is ChunkStoreDriver => driver instanceof ChunkStoreDriver,
   );
-  const requestTurns = turns(concurrency, queue);
+  const requests = new Limiter(concurrency);
   const origins = new Set<string>();
 
   const allowOrigin = (origin: string): void => {
@@ -402,12 +371,11 @@ export async function startCodecServer({
         'the codec server\'s token is required: in the path (its endpoint URL, printed at start) or as "Authorization: Bearer <token>"',
         { 'WWW-Authenticate': 'Bearer' },
       );
-    await requestTurns.take();
-    try {
-      await answer(request, response, operation, cors);
-    } finally {
-      requestTurns.give();
-    }
+    if (requests.full(queue))
+      throw new Refusal(503, 'Busy', `busy: ${concurrency} requests at work and ${queue} waiting; try again`, {
+        'Retry-After': '1',
+      });
+    await requests.run(() => answer(request, response, operation, cors));
   };
 
   const answer = async (
@@ -418,6 +386,7 @@ export async function startCodecServer({
   ): Promise<void> => {
     const payloads = payloadsFromBody(await readBody(request, maxBodyBytes), maxPayloads);
     const keepLargeClaims =
+      operation === 'decode' &&
       new URL(request.url ?? '/', 'http://codec-server').searchParams.get('preserveStorageRefs') === 'true';
     if (operation === 'download') {
       const index = payloads.findIndex((payload) => !isReferencePayload(payload));
@@ -438,8 +407,7 @@ export async function startCodecServer({
       // A claim of ours is sized by its manifest: what the reference says is its writer's word.
       const stated = await claimedSize(payload);
       const size = stated ?? (isReferencePayload(payload) ? decodeReferencePayload(payload).sizeBytes : 0);
-      if (operation === 'decode' && keepLargeClaims && isReferencePayload(payload) && size > inlineLimit)
-        return payload;
+      if (keepLargeClaims && isReferencePayload(payload) && size > inlineLimit) return payload;
       return decodeOne(payload, budget, stated);
     };
     const results: Payload[] = [];
@@ -448,8 +416,7 @@ export async function startCodecServer({
     await drain(work, PAYLOADS_AT_ONCE, async ({ payload, index }) => {
       // A claim with no store to read it from: say which setting this server lacks, rather than
       // answer the claim as if it were the payload (or, asked to keep claims, leave it a claim).
-      const keptAsClaim = operation === 'decode' && keepLargeClaims;
-      if (operation !== 'encode' && runner === undefined && isReferencePayload(payload) && !keptAsClaim)
+      if (operation !== 'encode' && runner === undefined && isReferencePayload(payload) && !keepLargeClaims)
         throw new Refusal(
           400,
           'PayloadStoreNotConfigured',

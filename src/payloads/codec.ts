@@ -152,39 +152,30 @@ export class CompactorCodec implements PayloadCodec {
     const compressed =
       inner.length >= MIN_COMPRESS_BYTES ? deflateRawSync(inner, { level: this.compressionLevel }) : undefined;
     const useCompression = compressed !== undefined && compressed.length < inner.length;
-    const envelope: CodecEnvelope = useCompression
-      ? { compression: 'deflate', size: inner.length, keyId: key?.id }
-      : { compression: 'none', keyId: key?.id };
-    const body = useCompression ? compressed : inner;
-    if (key === undefined) {
-      // Without encryption, wrapping a payload that does not shrink would only add bytes.
-      if (!useCompression) return payload;
-      return {
-        metadata: {
-          encoding: utf8.encode(CODEC_ENCODING),
-          [CODEC_METADATA_KEY]: utf8.encode(compressionText(envelope)),
-        },
-        data: body,
-      };
+    // Without encryption, wrapping a payload that does not shrink would only add bytes.
+    if (key === undefined && !useCompression) return payload;
+    const compression = useCompression ? 'deflate' : 'none';
+    const envelope: CodecEnvelope = { compression, size: inner.length, keyId: key?.id };
+    let data: Uint8Array = useCompression ? compressed : inner;
+    let description = compressionText(envelope);
+    if (key !== undefined) {
+      const nonce = randomBytes(NONCE_BYTES);
+      const cipher = createCipheriv('aes-256-gcm', key.codecKey, nonce);
+      cipher.setAAD(additionalData(envelope, key.id));
+      data = Buffer.concat([nonce, cipher.update(data), cipher.final(), cipher.getAuthTag()]);
+      description += `;key=${key.id}`;
     }
-    const nonce = randomBytes(NONCE_BYTES);
-    const cipher = createCipheriv('aes-256-gcm', key.codecKey, nonce);
-    cipher.setAAD(additionalData(envelope, key.id));
-    const sealed = Buffer.concat([nonce, cipher.update(body), cipher.final(), cipher.getAuthTag()]);
-    const encrypted: Payload = {
-      metadata: {
-        encoding: utf8.encode(CODEC_ENCODING),
-        [CODEC_METADATA_KEY]: utf8.encode(`${compressionText(envelope)};key=${key.id}`),
-      },
-      data: sealed,
+    const encoded: Payload = {
+      metadata: { encoding: utf8.encode(CODEC_ENCODING), [CODEC_METADATA_KEY]: utf8.encode(description) },
+      data,
     };
-    if (!forUi) return encrypted;
+    if (!forUi) return encoded;
     // The mark outside the ciphertext (a routing hint for the store, not authenticated: it steers no decoding).
     const marked: Payload = {
-      ...encrypted,
-      metadata: { ...encrypted.metadata, [UI_PAYLOAD_METADATA_KEY]: utf8.encode('1') },
+      ...encoded,
+      metadata: { ...encoded.metadata, [UI_PAYLOAD_METADATA_KEY]: utf8.encode('1') },
     };
-    return isUiPayload(marked) ? marked : encrypted;
+    return isUiPayload(marked) ? marked : encoded;
   }
 
   /** A payload of ours without a key id is read with a key configured too (docs/payloads.md). */

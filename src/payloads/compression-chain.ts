@@ -21,7 +21,6 @@ export class CompressionChain {
     private readonly clock: {
       now: () => number;
       refreshAfterMs: number;
-      /** Whether a stored object was found gone from the store. */
       isGone: (id: string) => boolean;
     },
   ) {}

@@ -5,15 +5,13 @@
 import { randomBytes } from 'node:crypto';
 import { link, mkdir, open, opendir, rename, rm, stat, utimes } from 'node:fs/promises';
 import { dirname, join, relative, resolve, sep } from 'node:path';
+import { isRecord } from '../core/schema.js';
 import { tooLarge, type ListedObject, type ObjectStat, type SweepableBackend } from './object-backend.js';
 
-function isMissing(error: unknown): boolean {
-  return typeof error === 'object' && error !== null && 'code' in error && error.code === 'ENOENT';
-}
+const hasCode = (error: unknown, code: string): boolean => isRecord(error) && error.code === code;
+const isMissing = (error: unknown): boolean => hasCode(error, 'ENOENT');
 
-/** Directories the store creates: the owner's alone. */
 const DIRECTORY_MODE = 0o700;
-/** Objects and temporary files: the owner's alone (payloads may be unencrypted). */
 const OBJECT_MODE = 0o600;
 
 export interface FileBackendOptions {
@@ -160,7 +158,7 @@ export class FileBackend implements SweepableBackend {
     try {
       await link(aside, path);
     } catch (error) {
-      if (!(typeof error === 'object' && error !== null && 'code' in error && error.code === 'EEXIST')) throw error;
+      if (!hasCode(error, 'EEXIST')) throw error;
     }
     await rm(aside, { force: true });
     return false;

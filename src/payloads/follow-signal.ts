@@ -2,16 +2,22 @@
 import { setMaxListeners } from 'node:events';
 
 /**
- * A signal of our own that follows the caller's. One store or retrieve has many backend calls in
+ * Runs `work` on a signal of our own that follows the caller's. One store or retrieve has many backend calls in
  * flight on it, and the S3 client adds a listener per request: on the caller's signal that would
  * trip Node's listener-leak warning; on ours the limit is lifted, and the caller's gets one listener.
  */
-export function followSignal(parent: AbortSignal | undefined): { signal: AbortSignal; release: () => void } {
+export async function followSignal<T>(
+  parent: AbortSignal | undefined,
+  work: (signal: AbortSignal) => Promise<T>,
+): Promise<T> {
   const controller = new AbortController();
   setMaxListeners(0, controller.signal);
-  if (parent === undefined) return { signal: controller.signal, release: () => undefined };
-  if (parent.aborted) controller.abort(parent.reason);
-  const onAbort = (): void => controller.abort(parent.reason);
-  parent.addEventListener('abort', onAbort, { once: true });
-  return { signal: controller.signal, release: () => parent.removeEventListener('abort', onAbort) };
+  if (parent?.aborted === true) controller.abort(parent.reason);
+  const onAbort = (): void => controller.abort(parent?.reason);
+  parent?.addEventListener('abort', onAbort, { once: true });
+  try {
+    return await work(controller.signal);
+  } finally {
+    parent?.removeEventListener('abort', onAbort);
+  }
 }

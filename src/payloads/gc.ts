@@ -20,7 +20,7 @@
 import { ChunkIntegrityError, ChunkMissingError, PayloadKeyMissingError } from './errors.js';
 import type { ChunkStoreDriver, InspectedObject } from './chunk-store.js';
 import { drain } from './drain.js';
-import { isSweepable } from './object-backend.js';
+import { addTo, isSweepable, noTally, type Tally } from './object-backend.js';
 import { objectKey, parseObjectKey, type ObjectKind } from './object-format.js';
 
 /** Twice the chunk store's refresh period (see the module comment). */
@@ -29,21 +29,11 @@ export const DEFAULT_GC_GRACE_MS = 48 * 3_600_000;
 /** What the sweep sorts objects into: the three object kinds, and temporary files of unfinished writes. */
 export type SweptKind = ObjectKind | 'temporary';
 
-export interface Tally {
-  objects: number;
-  bytes: number;
-}
-
-const addTo = (tally: Tally, bytes: number): void => {
-  tally.objects += 1;
-  tally.bytes += bytes;
-};
+export type { Tally };
 
 export type TallyByKind = Record<SweptKind, Tally>;
 
-/** What a collection found and did. */
 export interface GarbageReport {
-  /** The store, e.g. `file:/var/lib/compactor`. */
   store: string;
   dryRun: boolean;
   graceMs: number;
@@ -79,26 +69,18 @@ export interface GarbageReport {
   purged: Tally;
 }
 
-/** Why an object cannot be read, when that is the object's doing (a key gc lacks, bytes not as named), not the store's. */
-function unreadableReason(error: unknown): string | undefined {
-  return error instanceof PayloadKeyMissingError || error instanceof ChunkIntegrityError ? error.message : undefined;
-}
-
 export interface CollectGarbageOptions {
   /** The store's driver (its backend must list and remove: both shipped backends do), with every key the workers have. */
   driver: ChunkStoreDriver;
   /** Ids of the manifests named by claims in retained histories (see `collectRetainedClaims`). */
   claimedManifests: Iterable<string>;
-  /** @default 48 h */
   graceMs?: number;
-  /** Report what would be removed, remove nothing. @default false */
   dryRun?: boolean;
   /** Backend operations in flight at once. @default 16 */
   concurrency?: number;
   /** One line at a time, at most every two seconds per phase, for long collections. */
   onProgress?: (line: string) => void;
   signal?: AbortSignal;
-  /** @default Date.now */
   now?: () => number;
 }
 
@@ -109,16 +91,18 @@ export class GarbageCollectionError extends Error {
 
 const KINDS: readonly SweptKind[] = ['manifest', 'node', 'chunk', 'temporary'];
 const emptyTallies = (): TallyByKind => ({
-  manifest: { objects: 0, bytes: 0 },
-  node: { objects: 0, bytes: 0 },
-  chunk: { objects: 0, bytes: 0 },
-  temporary: { objects: 0, bytes: 0 },
+  manifest: noTally(),
+  node: noTally(),
+  chunk: noTally(),
+  temporary: noTally(),
 });
 const MISSING_SHOWN = 20;
 const PROGRESS_EVERY_MS = 2_000;
 
 /** Progress lines: forced ones always, others at most every two seconds (so short work prints only the forced ones). */
-function throttled(onProgress: ((line: string) => void) | undefined): (line: () => string, force?: boolean) => void {
+export function throttled(
+  onProgress: ((line: string) => void) | undefined,
+): (line: () => string, force?: boolean) => void {
   let last = Date.now();
   return (line, force = false) => {
     if (onProgress === undefined) return;
@@ -129,7 +113,7 @@ function throttled(onProgress: ((line: string) => void) | undefined): (line: () 
   };
 }
 
-const count = (value: number): string => value.toLocaleString('en-US');
+export const count = (value: number): string => value.toLocaleString('en-US');
 
 interface Candidate {
   key: string;
@@ -140,8 +124,8 @@ interface Candidate {
   inspected?: InspectedObject;
   /** Removed by someone else since the listing. */
   gone?: boolean;
-  /** Why it cannot be read: then it is kept. */
-  unreadable?: string;
+  /** It cannot be read: then it is kept. */
+  unreadable?: boolean;
 }
 
 /**
@@ -215,27 +199,46 @@ export async function collectGarbage({
     unreadable: emptyTallies(),
     unreadableObjects: [],
     unreadableCount: 0,
-    restored: { objects: 0, bytes: 0 },
-    purged: { objects: 0, bytes: 0 },
+    restored: noTally(),
+    purged: noTally(),
   };
   const progress = throttled(onProgress);
-  const noteUnreadable = (key: string, reason: string): void => {
-    report.unreadableCount += 1;
-    if (report.unreadableObjects.length < MISSING_SHOWN) report.unreadableObjects.push({ key, reason });
+  /**
+   * What object `kind`/`id` lists; its ChunkMissingError when it is not in the store, `'unreadable'` (reported) when
+   * that is the object's doing (a key gc lacks, bytes not as named); a GarbageCollectionError when it is the store's.
+   */
+  const inspect = async (
+    kind: ObjectKind,
+    id: string,
+    stopped: string,
+  ): Promise<InspectedObject | ChunkMissingError | 'unreadable'> => {
+    try {
+      return await driver.inspect(kind, id, signal);
+    } catch (error) {
+      if (error instanceof ChunkMissingError) return error;
+      if (!(error instanceof PayloadKeyMissingError || error instanceof ChunkIntegrityError))
+        throw new GarbageCollectionError(
+          `${stopped}, nothing was removed: ${error instanceof Error ? error.message : String(error)}`,
+          { cause: error },
+        );
+      report.unreadableCount += 1;
+      if (report.unreadableObjects.length < MISSING_SHOWN)
+        report.unreadableObjects.push({ key: objectKey(kind, id), reason: error.message });
+      return 'unreadable';
+    }
   };
 
-  // Mark. Roots: claimed manifests, and every manifest and node younger than the grace period.
   const claimed = new Set([...claimedManifests].filter((id) => /^[0-9a-f]{64}$/.test(id)));
   report.claimedManifests = claimed.size;
   const marked = new Set<string>();
   const queue: Array<{ kind: ObjectKind; id: string }> = [];
-  const root = (kind: ObjectKind, id: string): void => {
+  const mark = (kind: ObjectKind, id: string): void => {
     const key = objectKey(kind, id);
     if (marked.has(key)) return;
     marked.add(key);
     queue.push({ kind, id });
   };
-  claimed.forEach((id) => root('manifest', id));
+  claimed.forEach((id) => mark('manifest', id));
   const youngOnly = new Set<string>();
   let listed = 0;
   for (const prefix of ['v1/manifests/', 'v1/nodes/', 'v1/chunks/']) {
@@ -251,7 +254,7 @@ export async function collectGarbage({
       else if (parsed.kind === 'node') report.youngNodes += 1;
       else report.youngChunks += 1;
       if (!marked.has(object.key)) youngOnly.add(object.key);
-      root(parsed.kind, parsed.id);
+      mark(parsed.kind, parsed.id);
     }
   }
   progress(
@@ -265,35 +268,15 @@ export async function collectGarbage({
     true,
   );
   await drain(queue, concurrency, async (item) => {
-    let inspected: InspectedObject;
-    try {
-      inspected = await driver.inspect(item.kind, item.id, signal);
-    } catch (error) {
-      // A young root can vanish between the listing and the read only if someone else removed it.
-      if (error instanceof ChunkMissingError) {
-        if (!youngOnly.has(objectKey(item.kind, item.id))) {
-          report.missingCount += 1;
-          if (report.missing.length < MISSING_SHOWN) report.missing.push(error.objectKey);
-        }
-        return;
-      }
-      // Kept and reported; what it lists is kept only if something else reaches it.
-      const reason = unreadableReason(error);
-      if (reason !== undefined) {
-        noteUnreadable(objectKey(item.kind, item.id), reason);
-        return;
-      }
-      throw new GarbageCollectionError(
-        `marking stopped, nothing was removed: ${error instanceof Error ? error.message : String(error)}`,
-        { cause: error },
-      );
+    const inspected = await inspect(item.kind, item.id, 'marking stopped');
+    // A young root can vanish between the listing and the read only if someone else removed it.
+    if (inspected instanceof ChunkMissingError && !youngOnly.has(objectKey(item.kind, item.id))) {
+      report.missingCount += 1;
+      if (report.missing.length < MISSING_SHOWN) report.missing.push(inspected.objectKey);
     }
-    for (const child of inspected.children) {
-      const key = objectKey(child.kind, child.id);
-      if (marked.has(key)) continue;
-      marked.add(key);
-      queue.push({ kind: child.kind, id: child.id });
-    }
+    // An unreadable one is kept and reported; what it lists is kept only if something else reaches it.
+    if (inspected instanceof ChunkMissingError || inspected === 'unreadable') return;
+    for (const child of inspected.children) mark(child.kind, child.id);
     progress(() => `gc: marking: ${count(marked.size)} objects reachable so far`);
   });
   progress(
@@ -302,7 +285,6 @@ export async function collectGarbage({
     true,
   );
 
-  // Sweep: sort every object; candidates are old and unreachable.
   const candidates: Candidate[] = [];
   let seen = 0;
   for await (const object of backend.list('v1/', signal)) {
@@ -331,22 +313,11 @@ export async function collectGarbage({
   let read = 0;
   await drain([...toRead], concurrency, async (candidate) => {
     if (candidate.id === undefined || candidate.kind === 'temporary') return;
-    try {
-      candidate.inspected = await driver.inspect(candidate.kind, candidate.id, signal);
-    } catch (error) {
-      // Gone ones need nothing; unreadable ones are kept, whatever they are.
-      const reason = unreadableReason(error);
-      if (error instanceof ChunkMissingError) candidate.gone = true;
-      else if (reason !== undefined) {
-        candidate.unreadable = reason;
-        noteUnreadable(candidate.key, reason);
-      } else {
-        throw new GarbageCollectionError(
-          `reading ${candidate.key} stopped the sweep, nothing was removed: ${error instanceof Error ? error.message : String(error)}`,
-          { cause: error },
-        );
-      }
-    }
+    const inspected = await inspect(candidate.kind, candidate.id, `reading ${candidate.key} stopped the sweep`);
+    // Gone ones need nothing; unreadable ones are kept, whatever they are.
+    if (inspected instanceof ChunkMissingError) candidate.gone = true;
+    else if (inspected === 'unreadable') candidate.unreadable = true;
+    else candidate.inspected = inspected;
     read += 1;
     progress(() => `gc: sweeping: read ${count(read)} of ${count(toRead.length)} unreachable objects`);
   });
@@ -354,19 +325,17 @@ export async function collectGarbage({
   const protectedKeys = new Set<string>();
   // Temporaries first, then every object before the objects it lists.
   const levels = removalLevels(candidates);
-  const byRemovalOrder = (candidate: Candidate): number =>
-    candidate.kind === 'temporary' ? Number.MAX_SAFE_INTEGER : -(levels.get(candidate.key) ?? 0);
   const rounds = new Map<number, Candidate[]>();
   for (const candidate of candidates) {
     if (candidate.gone === true) continue;
-    if (candidate.unreadable !== undefined) {
+    if (candidate.unreadable === true) {
       addTo(report.unreadable[candidate.kind], candidate.bytes);
       continue;
     }
-    const order = byRemovalOrder(candidate);
-    const round = rounds.get(order);
-    if (round === undefined) rounds.set(order, [candidate]);
-    else round.push(candidate);
+    const order = candidate.kind === 'temporary' ? Number.MAX_SAFE_INTEGER : -(levels.get(candidate.key) ?? 0);
+    const round = rounds.get(order) ?? [];
+    round.push(candidate);
+    rounds.set(order, round);
   }
   let done = 0;
   const total = [...rounds.values()].reduce((sum, round) => sum + round.length, 0);

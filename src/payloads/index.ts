@@ -40,7 +40,6 @@ export interface ConfiguredPayloads {
   dataConverter: DataConverter;
   codec: CompactorCodec | undefined;
   driver: ChunkStoreDriver | undefined;
-  /** The store in effect. */
   store: PayloadStoreLocation;
   /** One line for start-up logs, e.g. `payload store file:/data (payloads of 256 B and more), codec deflate + AES-256-GCM (key id k-1a2b3c4d)`. */
   describe: string;
@@ -51,19 +50,10 @@ function backendOf(
   settings: PayloadSettings,
   options: PayloadConverterOptions,
 ): ObjectBackend | undefined {
-  switch (store.kind) {
-    case 'off':
-      return undefined;
-    case 'file':
-      return new FileBackend({ directory: store.directory });
-    case 's3':
-      return new S3Backend({
-        bucket: store.bucket,
-        prefix: store.prefix,
-        endpoint: settings.s3Endpoint,
-        clientConfig: options.s3ClientConfig,
-      });
-  }
+  if (store.kind === 'off') return undefined;
+  if (store.kind === 'file') return new FileBackend({ directory: store.directory });
+  const { bucket, prefix } = store;
+  return new S3Backend({ bucket, prefix, endpoint: settings.s3Endpoint, clientConfig: options.s3ClientConfig });
 }
 
 /**

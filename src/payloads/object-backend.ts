@@ -23,18 +23,29 @@ export interface ObjectBackend {
   touch(key: string, signal?: AbortSignal): Promise<void>;
 }
 
-export interface ListedObject {
+export interface ListedObject extends ObjectStat {
   /** Relative to the store's directory or prefix. */
   key: string;
-  modifiedMs: number;
   bytes: number;
 }
 
+export interface Tally {
+  objects: number;
+  bytes: number;
+}
+
+export const noTally = (): Tally => ({ objects: 0, bytes: 0 });
+
+export const addTo = (tally: Tally, bytes: number): void => {
+  tally.objects += 1;
+  tally.bytes += bytes;
+};
+
 export interface QuarantineSettled {
   /** Put back under their names: a claim gc marked needs them. */
-  restored: { objects: number; bytes: number };
+  restored: Tally;
   /** Removed for good: claimed by nothing, and quarantined for longer than the grace period. */
-  purged: { objects: number; bytes: number };
+  purged: Tally;
 }
 
 /** A backend gc can sweep: it lists objects and removes them, guarded against a writer that renewed one meanwhile. */

@@ -7,7 +7,7 @@ import type { Limiter } from './limiter.js';
 import { LruMap } from './lru-map.js';
 import { tooLarge, type ObjectBackend } from './object-backend.js';
 import { inlineBytesOf, MAX_SEALED_OBJECT_BYTES, objectKey, parseManifest, type ObjectKind } from './object-format.js';
-import { inflateObject, unsealObject, windowAfter, type ContextKind } from './sealed-object.js';
+import { inflateObject, unsealObject, windowAfter } from './sealed-object.js';
 
 /** Bytes of windows and of manifests' inline bytes kept in memory (a window is 32 KiB). */
 const WINDOW_CACHE_BYTES = 16 * 1024 * 1024;
@@ -17,13 +17,10 @@ const cacheKeyOf = (key: string, keyId: string | undefined): string => `${key}\u
 
 export class ObjectReader {
   private readonly cache: LruMap<Uint8Array>;
-  /** Windows of packs and manifests written or read lately, by cache key. */
   private readonly windows = new LruMap<Uint8Array>(WINDOW_CACHE_BYTES, (bytes) => bytes.length);
-  /** Manifests' inline bytes end to end, by cache key. */
   private readonly inline = new LruMap<Uint8Array>(WINDOW_CACHE_BYTES, (bytes) => bytes.length);
   /** Objects being fetched, by cache key: concurrent reads of one object share the fetch. */
   private readonly reading = new Map<string, Promise<Uint8Array>>();
-  /** Windows being computed, by cache key. */
   private readonly windowing = new Map<string, Promise<Uint8Array>>();
 
   constructor(
@@ -38,22 +35,9 @@ export class ObjectReader {
   }
 
   /** The plaintext of object `id`, whose payload was stored with `keyId`: cached, else fetched and opened. */
-  async read(
-    kind: ObjectKind,
-    id: string,
-    keyId: string | undefined,
-    signal: AbortSignal | undefined,
-  ): Promise<Uint8Array> {
-    const key = objectKey(kind, id);
-    const cacheKey = cacheKeyOf(key, keyId);
-    const cached = this.cache.get(cacheKey);
-    if (cached !== undefined) return cached;
+  read(kind: ObjectKind, id: string, keyId: string | undefined, signal: AbortSignal | undefined): Promise<Uint8Array> {
     // The slices of a pack are filled at once: one fetch for all of them.
-    return this.fetchOnce(this.reading, cacheKey, key, signal, async (sealed) => {
-      const { plaintext } = await this.open(sealed, kind, id, keyId, signal);
-      this.cache.set(cacheKey, plaintext);
-      return plaintext;
-    });
+    return this.cachedOrOpened(this.cache, this.reading, kind, id, keyId, signal, undefined, 'plaintext');
   }
 
   /** The inline bytes of manifest `id` end to end, which a slice of it is a range of. */
@@ -95,10 +79,20 @@ export class ObjectReader {
         key,
         `is at context depth ${own} where the object deflated against it says ${depth}`,
       );
+    const { context } = unsealed;
     const contextWindow =
-      unsealed.context === undefined
+      context === undefined
         ? undefined
-        : await this.windowOf(unsealed.context.id, unsealed.context.kind, unsealed.context.depth - 1, keyId, signal);
+        : await this.cachedOrOpened(
+            this.windows,
+            this.windowing,
+            context.kind,
+            context.id,
+            keyId,
+            signal,
+            context.depth - 1,
+            'window',
+          );
     const { plaintext, before } = inflateObject(unsealed, kind, id, key, contextWindow);
     const window = windowAfter(before, plaintext);
     // A pack or a manifest may be the context of later objects.
@@ -120,36 +114,26 @@ export class ObjectReader {
     if (window !== undefined) this.windows.set(cacheKey, window);
   }
 
-  /** The window of context `id` at the depth the object on it states: cached, else read and opened. */
-  private async windowOf(
+  /** What `cache` holds for an object, else it fetched and opened (its plaintext cached), once however many ask at the same time. */
+  private async cachedOrOpened(
+    cache: LruMap<Uint8Array>,
+    running: Map<string, Promise<Uint8Array>>,
+    kind: ObjectKind,
     id: string,
-    kind: ContextKind,
-    depth: number,
     keyId: string | undefined,
     signal: AbortSignal | undefined,
+    depth: number | undefined,
+    want: 'plaintext' | 'window',
   ): Promise<Uint8Array> {
     const key = objectKey(kind, id);
     const cacheKey = cacheKeyOf(key, keyId);
-    const cached = this.windows.get(cacheKey);
-    if (cached !== undefined) return cached;
-    return this.fetchOnce(this.windowing, cacheKey, key, signal, async (sealed) => {
-      const { plaintext, window } = await this.open(sealed, kind, id, keyId, signal, depth);
-      this.cache.set(cacheKey, plaintext);
-      return window;
-    });
-  }
-
-  /** Fetches and opens the object at `key`, once however many ask at the same time. */
-  private async fetchOnce<T>(
-    running: Map<string, Promise<T>>,
-    cacheKey: string,
-    key: string,
-    signal: AbortSignal | undefined,
-    open: (sealed: Uint8Array) => Promise<T>,
-  ): Promise<T> {
-    const pending = running.get(cacheKey);
-    if (pending !== undefined) return pending;
-    const fetching = (async () => open(await this.fetch(key, signal)))();
+    const found = cache.get(cacheKey) ?? running.get(cacheKey);
+    if (found !== undefined) return found;
+    const fetching = (async () => {
+      const opened = await this.open(await this.fetch(key, signal), kind, id, keyId, signal, depth);
+      this.cache.set(cacheKey, opened.plaintext);
+      return opened[want];
+    })();
     running.set(cacheKey, fetching);
     try {
       return await fetching;

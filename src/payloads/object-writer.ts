@@ -13,7 +13,6 @@ import { sealObject, windowAfter } from './sealed-object.js';
 import type { SliceIndex } from './slice-index.js';
 import type { PlannedObject } from './write-plan.js';
 
-/** Objects remembered as present in the store. */
 const PRESENT_OBJECTS = 200_000;
 
 export interface ObjectWriterSettings {
@@ -25,7 +24,6 @@ export interface ObjectWriterSettings {
   now: () => number;
 }
 
-/** What a writer counts, by object kind. */
 export interface WriteCounters {
   /** Objects written, and their sealed bytes (what the store grew by) and plaintext bytes. */
   written: Record<ObjectKind, { objects: number; bytes: number; plaintextBytes: number }>;
@@ -47,27 +45,23 @@ export class ObjectWriter {
 
   /** Makes sure `object` and everything below it is stored; `inFlight` checks and writes each once per call. */
   ensure(object: PlannedObject, inFlight: Map<string, Promise<void>>, signal: AbortSignal | undefined): Promise<void> {
-    const { backend, limiter, now, refreshAfterMs } = this.settings;
+    const { now, refreshAfterMs } = this.settings;
     const key = objectKey(object.kind, object.id);
     const running = inFlight.get(key);
     if (running !== undefined) return running;
     const work = (async () => {
       const confirmed = this.present.get(key);
       if (confirmed !== undefined && now() - confirmed < refreshAfterMs / 2) return;
-      const found = await limiter.run(() => backend.stat(key, signal));
-      if (found !== undefined) {
-        // An object that exists has all its descendants (they were written first): nothing below to check.
-        if (now() - found.modifiedMs < refreshAfterMs || (await this.touched(key, signal))) {
-          this.counters.reused[object.kind] += 1;
-          this.present.set(key, now());
-          return;
-        }
+      // An object that exists has all its descendants (they were written first): nothing below to check.
+      if (await this.stillStored(key, signal)) {
+        this.counters.reused[object.kind] += 1;
+        return;
       }
       if (object.plaintext === undefined) {
         // An object written before, gone since it was checked (a gc took it): this store fails, and
         // the next attempt writes its slices again.
         this.slices.markGone(object.id);
-        throw new ChunkMissingError(key, backend.description);
+        throw new ChunkMissingError(key, this.settings.backend.description);
       }
       await Promise.all(object.children.map((child) => this.ensure(child, inFlight, signal)));
       await this.write(object, signal);
@@ -77,7 +71,7 @@ export class ObjectWriter {
   }
 
   /** Whether an object a plan would reuse is in the store (touched when old, so a gc keeps it); false when it is gone. */
-  async stillStored(key: string, signal: AbortSignal): Promise<boolean> {
+  async stillStored(key: string, signal: AbortSignal | undefined): Promise<boolean> {
     const { backend, limiter, now, refreshAfterMs } = this.settings;
     const confirmed = this.present.get(key);
     if (confirmed !== undefined && now() - confirmed < refreshAfterMs / 2) return true;

@@ -40,24 +40,28 @@ export async function readPayload(
     data.set(base.data.subarray(0, keep));
     offset = keep;
   }
-  const fill = fillFrom(reader, data, keyId, signal, segments);
-  const starts = manifest.entries.map((entry) => {
-    const at = offset;
-    offset += entryLength(entry);
-    return at;
-  });
-  await Promise.all(manifest.entries.map((entry, index) => fill(entry, starts[index] ?? 0, manifestKey)));
+  await fillFrom(reader, data, keyId, signal, segments)(manifest.entries, offset, manifestKey);
   return { data, metadata: manifest.metadata };
 }
 
-/** Writes what an entry stands for into `data` at `offset`, checking every length against what its parent (`parentKey`) lists. */
+/** Writes what entries stand for into `data` from `offset` on, checking every length against what their parent (`parentKey`) lists. */
 function fillFrom(
   reader: ObjectReader,
   data: Uint8Array,
   keyId: string | undefined,
   signal: AbortSignal | undefined,
   segments: ReadSegment[] | undefined,
-): (entry: Entry, offset: number, parentKey: string) => Promise<void> {
+): (entries: readonly Entry[], offset: number, parentKey: string) => Promise<void> {
+  const fillAll = async (entries: readonly Entry[], offset: number, parentKey: string): Promise<void> => {
+    let at = offset;
+    await Promise.all(
+      entries.map((entry) => {
+        const entryOffset = at;
+        at += entryLength(entry);
+        return fill(entry, entryOffset, parentKey);
+      }),
+    );
+  };
   const fill = async (entry: Entry, offset: number, parentKey: string): Promise<void> => {
     if (entry.kind === 'inline') {
       data.set(entry.bytes, offset);
@@ -84,14 +88,7 @@ function fillFrom(
     const children = decodeNode(await reader.read('node', id, keyId, signal), level, nodeKey);
     const total = children.reduce((sum, child) => sum + entryLength(child), 0);
     if (total !== length) throw new ChunkIntegrityError(nodeKey, `covers ${total} bytes where ${length} were expected`);
-    let at = offset;
-    await Promise.all(
-      children.map((child) => {
-        const childOffset = at;
-        at += entryLength(child);
-        return fill(child, childOffset, nodeKey);
-      }),
-    );
+    await fillAll(children, offset, nodeKey);
   };
-  return fill;
+  return fillAll;
 }

@@ -8,7 +8,7 @@ import { decodeReferencePayload, isReferencePayload } from '@temporalio/common/l
 import { historyEvents } from '../client/session-reader.js';
 import { CHUNK_STORE_DRIVER_NAME } from './chunk-store.js';
 import { claimManifestId } from './claims.js';
-import { GarbageCollectionError } from './gc.js';
+import { count, GarbageCollectionError, throttled } from './gc.js';
 
 /** gRPC's NOT_FOUND: the run's history is gone (deleted, or past retention). */
 const GRPC_NOT_FOUND = 5;
@@ -69,16 +69,9 @@ export async function collectRetainedClaims({
     schedules: 0,
     namespaces: clients.map((client) => client.options.namespace),
   };
-  // Short work prints only the last line: the first comes two seconds in.
-  let lastProgress = Date.now();
-  const progress = (force = false): void => {
-    if (onProgress === undefined || (!force && Date.now() - lastProgress < 2_000)) return;
-    lastProgress = Date.now();
-    const runs = `${result.runs.toLocaleString('en-US')} run${result.runs === 1 ? '' : 's'}`;
-    onProgress(
-      `gc: ${force ? 'read the histories of' : 'reading histories:'} ${runs}, ${result.claims.toLocaleString('en-US')} claims to ${result.manifests.size.toLocaleString('en-US')} manifests`,
-    );
-  };
+  const progress = throttled(onProgress);
+  const line = (done: boolean) => (): string =>
+    `gc: ${done ? 'read the histories of' : 'reading histories:'} ${count(result.runs)} run${result.runs === 1 ? '' : 's'}, ${count(result.claims)} claims to ${count(result.manifests.size)} manifests`;
   const merge = (found: readonly string[]): void => {
     result.claims += found.length;
     for (const manifest of found) result.manifests.add(manifest);
@@ -98,7 +91,7 @@ export async function collectRetainedClaims({
     }
     result.runs += 1;
     merge(found);
-    progress();
+    progress(line(false));
   };
   const readSchedules = async (client: Client): Promise<void> => {
     const { namespace } = client.options;
@@ -144,6 +137,6 @@ export async function collectRetainedClaims({
     await Promise.all(inFlight);
     if (failure !== undefined) throw failure.error;
   }
-  progress(true);
+  progress(line(true), true);
   return result;
 }

@@ -8,9 +8,12 @@
 // cannot tell a store renewed an object between its check and its delete. The next gc puts back
 // what a history claims; what no claim needed by then goes for good.
 import type * as S3 from '@aws-sdk/client-s3';
+import { isRecord } from '../core/schema.js';
 import { assertPeersInstalled } from '../peer-packages.js';
 import { redactUrls } from '../redact.js';
 import {
+  addTo,
+  noTally,
   tooLarge,
   type ListedObject,
   type ObjectStat,
@@ -20,12 +23,12 @@ import {
 
 /** Where gc's removals wait, under the prefix: the object's own key after it. */
 const QUARANTINE = 'quarantine/';
+const OCTET_STREAM = 'application/octet-stream';
 
 function statusOf(error: unknown): number | undefined {
-  if (typeof error !== 'object' || error === null || !('$metadata' in error)) return undefined;
-  const metadata: unknown = error.$metadata;
-  if (typeof metadata !== 'object' || metadata === null || !('httpStatusCode' in metadata)) return undefined;
-  return typeof metadata.httpStatusCode === 'number' ? metadata.httpStatusCode : undefined;
+  const metadata = isRecord(error) ? error.$metadata : undefined;
+  const status = isRecord(metadata) ? metadata.httpStatusCode : undefined;
+  return typeof status === 'number' ? status : undefined;
 }
 
 function isAsyncIterable(value: object): value is AsyncIterable<unknown> {
@@ -49,7 +52,6 @@ export interface S3BackendOptions {
   clientConfig?: S3.S3ClientConfig;
 }
 
-/** The S3 backend. */
 export class S3Backend implements SweepableBackend {
   readonly bucket: string;
   readonly prefix: string;
@@ -113,6 +115,11 @@ export class S3Backend implements SweepableBackend {
     return this.prefix === '' ? key : `${this.prefix}/${key}`;
   }
 
+  /** A command's bucket and key for object `key`. */
+  private at(key: string): { Bucket: string; Key: string } {
+    return { Bucket: this.bucket, Key: this.keyOf(key) };
+  }
+
   async get(key: string, signal?: AbortSignal, maxBytes = Number.MAX_SAFE_INTEGER): Promise<Uint8Array | undefined> {
     // An object gc removed a moment after a store renewed it is still in the quarantine.
     return (
@@ -129,9 +136,7 @@ export class S3Backend implements SweepableBackend {
     let response: S3.GetObjectCommandOutput;
     try {
       const { sdk, client } = await this.load();
-      response = await client.send(new sdk.GetObjectCommand({ Bucket: this.bucket, Key: this.keyOf(key) }), {
-        abortSignal: signal,
-      });
+      response = await client.send(new sdk.GetObjectCommand(this.at(key)), { abortSignal: signal });
     } catch (error) {
       if (isMissing(error)) return undefined;
       throw error;
@@ -164,23 +169,15 @@ export class S3Backend implements SweepableBackend {
 
   async put(key: string, body: Uint8Array, signal?: AbortSignal): Promise<void> {
     const { sdk, client } = await this.load();
-    await client.send(
-      new sdk.PutObjectCommand({
-        Bucket: this.bucket,
-        Key: this.keyOf(key),
-        Body: body,
-        ContentType: 'application/octet-stream',
-      }),
-      { abortSignal: signal },
-    );
+    await client.send(new sdk.PutObjectCommand({ ...this.at(key), Body: body, ContentType: OCTET_STREAM }), {
+      abortSignal: signal,
+    });
   }
 
   async stat(key: string, signal?: AbortSignal): Promise<ObjectStat | undefined> {
     try {
       const { sdk, client } = await this.load();
-      const response = await client.send(new sdk.HeadObjectCommand({ Bucket: this.bucket, Key: this.keyOf(key) }), {
-        abortSignal: signal,
-      });
+      const response = await client.send(new sdk.HeadObjectCommand(this.at(key)), { abortSignal: signal });
       return { modifiedMs: response.LastModified?.getTime() ?? 0 };
     } catch (error) {
       if (isMissing(error)) return undefined;
@@ -195,15 +192,14 @@ export class S3Backend implements SweepableBackend {
 
   /** Copies object `from` to `to` (both relative to the prefix), with a new LastModified. */
   private async copy(from: string, to: string, signal?: AbortSignal): Promise<void> {
-    const source = this.keyOf(from);
+    const source = `${this.bucket}/${this.keyOf(from).split('/').map(encodeURIComponent).join('/')}`;
     const { sdk, client } = await this.load();
     await client.send(
       new sdk.CopyObjectCommand({
-        Bucket: this.bucket,
-        Key: this.keyOf(to),
-        CopySource: `${this.bucket}/${source.split('/').map(encodeURIComponent).join('/')}`,
+        ...this.at(to),
+        CopySource: source,
         MetadataDirective: 'REPLACE',
-        ContentType: 'application/octet-stream',
+        ContentType: OCTET_STREAM,
       }),
       { abortSignal: signal },
     );
@@ -211,9 +207,7 @@ export class S3Backend implements SweepableBackend {
 
   private async remove(key: string, signal?: AbortSignal): Promise<void> {
     const { sdk, client } = await this.load();
-    await client.send(new sdk.DeleteObjectCommand({ Bucket: this.bucket, Key: this.keyOf(key) }), {
-      abortSignal: signal,
-    });
+    await client.send(new sdk.DeleteObjectCommand(this.at(key)), { abortSignal: signal });
   }
 
   async *list(prefix: string, signal?: AbortSignal): AsyncIterable<ListedObject> {
@@ -258,7 +252,7 @@ export class S3Backend implements SweepableBackend {
     dryRun: boolean,
     signal?: AbortSignal,
   ): Promise<QuarantineSettled> {
-    const settled: QuarantineSettled = { restored: { objects: 0, bytes: 0 }, purged: { objects: 0, bytes: 0 } };
+    const settled: QuarantineSettled = { restored: noTally(), purged: noTally() };
     const needed: Array<{ key: string; bytes: number }> = [];
     for await (const { key: quarantined, modifiedMs, bytes } of this.list(QUARANTINE, signal)) {
       const key = quarantined.slice(QUARANTINE.length);
@@ -267,8 +261,7 @@ export class S3Backend implements SweepableBackend {
         // Quarantined longer than the grace period and claimed by nothing: any claim a store
         // handed out before the removal has reached a history by now, and was marked.
         if (!dryRun) await this.remove(quarantined, signal);
-        settled.purged.objects += 1;
-        settled.purged.bytes += bytes;
+        addTo(settled.purged, bytes);
       }
     }
     // Children before the objects that list them: chunks, then nodes, then manifests.
@@ -279,8 +272,7 @@ export class S3Backend implements SweepableBackend {
         await this.copy(`${QUARANTINE}${key}`, key, signal);
         await this.remove(`${QUARANTINE}${key}`, signal);
       }
-      settled.restored.objects += 1;
-      settled.restored.bytes += bytes;
+      addTo(settled.restored, bytes);
     }
     return settled;
   }

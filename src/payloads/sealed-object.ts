@@ -49,18 +49,18 @@ const MANIFEST_CONTEXT_ID_PREFIX = Buffer.from('temporal-compactor context manif
 export type ContextKind = 'chunk' | 'manifest';
 
 /**
- * The id of a chunk or manifest deflated against context `contextId`: its window depends on the
- * context's, so the id binds the context, and the same bytes against two contexts are two objects.
+ * The id of a chunk or manifest deflated against `context` (none: {@link objectId}): its window depends
+ * on the context's, so the id binds the context, and the same bytes against two contexts are two objects.
  */
 export function contextualId(
   plaintext: Uint8Array,
-  contextId: string,
+  context: Pick<SealContext, 'id' | 'kind'> | undefined,
   key: CodecKey | undefined,
-  contextKind: ContextKind,
 ): string {
+  if (context === undefined) return objectId(plaintext, key);
   return (key === undefined ? createHash('sha256') : createHmac('sha256', key.chunkMacKey))
-    .update(contextKind === 'chunk' ? CONTEXT_ID_PREFIX : MANIFEST_CONTEXT_ID_PREFIX)
-    .update(Buffer.from(contextId, 'hex'))
+    .update(context.kind === 'chunk' ? CONTEXT_ID_PREFIX : MANIFEST_CONTEXT_ID_PREFIX)
+    .update(Buffer.from(context.id, 'hex'))
     .update(plaintext)
     .digest('hex');
 }
@@ -295,12 +295,7 @@ export function inflateObject(
   }
   if (dictionary !== undefined && plaintext.length !== length)
     throw new ChunkIntegrityError(objectKey, `inflates to ${plaintext.length} bytes where it states ${length}`);
-  const actual = Buffer.from(
-    context !== undefined && kind !== 'node'
-      ? contextualId(plaintext, context.id, key, context.kind)
-      : objectId(plaintext, key),
-    'hex',
-  );
+  const actual = Buffer.from(contextualId(plaintext, kind === 'node' ? undefined : context, key), 'hex');
   const expected = Buffer.from(id, 'hex');
   if (actual.length !== expected.length || !timingSafeEqual(actual, expected))
     throw new ChunkIntegrityError(objectKey, 'content does not match its name (hash mismatch: corrupted or replaced)');

@@ -16,15 +16,10 @@ export interface SlicePlace {
 }
 
 /** Where a payload that was read holds bytes of a pack or of a manifest's inline bytes: `length` bytes at `start`, from `offset` of `holder`. */
-export interface ReadSegment {
+export interface ReadSegment extends SlicePlace {
   start: number;
-  length: number;
-  holder: string;
-  of: 'pack' | 'manifest';
-  offset: number;
 }
 
-/** Slices remembered with where they lie (dedup across the payloads of a process). */
 const REMEMBERED_SLICES = 200_000;
 
 const indexKey = (keyId: string | undefined, id: string): string => `${keyId ?? ''}\u0000${id}`;

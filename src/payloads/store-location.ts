@@ -34,12 +34,6 @@ export function parsePayloadStore(text: string, cwd: string = process.cwd()): Pa
 
 /** The setting's text for a location (`file:/abs/dir`, `s3://bucket/prefix`, `off`). */
 export function describePayloadStore(location: PayloadStoreLocation): string {
-  switch (location.kind) {
-    case 'off':
-      return 'off';
-    case 'file':
-      return `file:${location.directory}`;
-    case 's3':
-      return `s3://${location.bucket}/${location.prefix}`;
-  }
+  if (location.kind === 'off') return 'off';
+  return location.kind === 'file' ? `file:${location.directory}` : `s3://${location.bucket}/${location.prefix}`;
 }

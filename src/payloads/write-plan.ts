@@ -114,7 +114,9 @@ export class WritePlanner {
     if (manifest !== undefined && !(await this.settings.stillStored(objectKey('manifest', manifest.base.id), signal)))
       manifest = undefined;
     // A manifest on a base, or a fresh payload's, holds all its new bytes itself: no pack.
-    const flat = manifest === undefined && !this.extendsRecent(leaves, data.length) && leaves.length <= FLAT_ENTRIES;
+    const keep = this.bestBase(leaves)?.keep;
+    const flat =
+      manifest === undefined && !(keep !== undefined && keep * 2 >= data.length) && leaves.length <= FLAT_ENTRIES;
     const inline = manifest !== undefined || flat;
     if (inline) {
       // Placed again, on the slices already cut and hashed.
@@ -183,10 +185,7 @@ export class WritePlanner {
         ? undefined
         : {
             kind: 'chunk',
-            id:
-              context === undefined
-                ? objectId(packPlaintext, key)
-                : contextualId(packPlaintext, context.id, key, context.kind),
+            id: contextualId(packPlaintext, context, key),
             plaintext: packPlaintext,
             children: [],
             context,
@@ -272,14 +271,16 @@ export class WritePlanner {
     return this.manifestOf(data.length, metadata, undefined, spine.flat());
   }
 
-  /** Whether a recent manifest's payload starts as this one does, covering at least half of it, as a base must. */
-  private extendsRecent(leaves: PlannedEntry[], size: number): boolean {
+  /** The recent manifest (under the current key) whose payload shares the most leading leaves with this one. */
+  private bestBase(leaves: PlannedEntry[]): { recent: RecentManifest; shared: number; keep: number } | undefined {
     const keyId = this.settings.keyring?.current.id;
-    return this.recent.some((recent) => {
-      if (recent.keyId !== keyId) return false;
+    let best: { recent: RecentManifest; shared: number } | undefined;
+    for (const recent of this.recent) {
+      if (recent.keyId !== keyId) continue;
       const shared = sharedLeaves(recent, leaves);
-      return shared > 0 && (leaves[shared - 1]?.end ?? 0) * 2 >= size;
-    });
+      if (shared > 0 && (best === undefined || shared > best.shared)) best = { recent, shared };
+    }
+    return best && { ...best, keep: leaves[best.shared - 1]?.end ?? 0 };
   }
 
   /** A manifest on a recent one whose payload this one starts with, when one shares at least half of it. */
@@ -289,16 +290,10 @@ export class WritePlanner {
     leaves: PlannedEntry[],
   ): (PlannedManifest & { base: RecentManifest }) | undefined {
     if (data.length < this.settings.inlineBelow) return undefined;
-    const keyId = this.settings.keyring?.current.id;
-    let best: { recent: RecentManifest; shared: number } | undefined;
-    for (const recent of this.recent) {
-      if (recent.keyId !== keyId) continue;
-      const shared = sharedLeaves(recent, leaves);
-      if (shared > 0 && (best === undefined || shared > best.shared)) best = { recent, shared };
-    }
+    const best = this.bestBase(leaves);
     // The chain is cut where it reaches its depth: a full manifest, the base of the next ones.
     if (best === undefined || best.recent.depth >= MAX_WRITTEN_DEPTH) return undefined;
-    const keep = leaves[best.shared - 1]?.end ?? 0;
+    const { keep } = best;
     const tail = leaves.slice(best.shared);
     if (keep * 2 < data.length || tail.length > MAX_DELTA_ENTRIES) return undefined;
     return {
@@ -330,7 +325,7 @@ export class WritePlanner {
     );
     if (context === undefined) return;
     manifest.context = context;
-    manifest.id = contextualId(manifest.plaintext, context.id, key, context.kind);
+    manifest.id = contextualId(manifest.plaintext, context, key);
   }
 
   /** Remembers where the new slices a manifest holds inline lie in its inline bytes (a chat input holding the tool result lists them there). */

@@ -19,8 +19,6 @@ import type {
 } from '../core/agent/steering.js';
 import type { ChatMessage, ContentPart } from '../core/types.js';
 
-// Carried state is validated in the core (one zod schema, src/core/agent/carried-state.ts); a backend's
-// status and a request's shape are the core's too (./backend-cooldown.ts, ./request-cost.ts there).
 export { CARRIED_STATE_VERSION, type AgentRunCarried } from '../core/agent/carried-state.js';
 export type { BackendStatus } from '../core/agent/backend-cooldown.js';
 export type { RequestShape } from '../core/agent/request-cost.js';

@@ -15,25 +15,18 @@ export interface InvalidInputDetails {
   index?: number;
 }
 
+const nonRetryable = (type: string, message: string, details: unknown): ApplicationFailure =>
+  ApplicationFailure.create({ type, message, nonRetryable: true, details: [details] });
+
 export function invalidInputFailure(error: InvalidInputError): ApplicationFailure {
   const details: InvalidInputDetails = { field: error.field, reason: error.reason };
   if (error.index !== undefined) details.index = error.index;
-  return ApplicationFailure.create({
-    type: FailureType.Compaction.InvalidInput,
-    message: error.message,
-    nonRetryable: true,
-    details: [details],
-  });
+  return nonRetryable(FailureType.Compaction.InvalidInput, error.message, details);
 }
 
 /** `Compaction.UndoRefused`, non-retryable: why the undo cannot apply, in its message and details (docs/design.md#undo). */
 export function undoRefusedFailure(error: UndoRefusedError): ApplicationFailure {
-  return ApplicationFailure.create({
-    type: FailureType.Compaction.UndoRefused,
-    message: error.message,
-    nonRetryable: true,
-    details: [error.details],
-  });
+  return nonRetryable(FailureType.Compaction.UndoRefused, error.message, error.details);
 }
 
 /** Runs `fn`, turning an `InvalidInputError` into its non-retryable `ApplicationFailure`. */
@@ -54,10 +47,9 @@ export function failureMessage(error: unknown): string {
 
 /** Something a run must send inline is over the payload limit, and the worker stores no payloads externally. */
 export function payloadTooLargeFailure(details: PayloadTooLargeDetails): ApplicationFailure {
-  return ApplicationFailure.create({
-    type: FailureType.RunFailed.PayloadTooLarge,
-    message: `${details.payload} is ${groupDigits(details.bytes)} bytes, over the ${groupDigits(details.limit)}-byte payload limit, and the worker stores no payloads externally: set COMPACTOR_PAYLOAD_STORE (or lower the window)`,
-    nonRetryable: true,
-    details: [details],
-  });
+  return nonRetryable(
+    FailureType.RunFailed.PayloadTooLarge,
+    `${details.payload} is ${groupDigits(details.bytes)} bytes, over the ${groupDigits(details.limit)}-byte payload limit, and the worker stores no payloads externally: set COMPACTOR_PAYLOAD_STORE (or lower the window)`,
+    details,
+  );
 }

@@ -12,8 +12,6 @@ export const COMPACTOR_SEARCH_ATTRIBUTES = {
   CompactionPending: SearchAttributeType.BOOL,
 } as const satisfies Record<string, SearchAttributeType>;
 
-export type CompactorSearchAttributeName = keyof typeof COMPACTOR_SEARCH_ATTRIBUTES;
-
 /** Typed keys for `upsertSearchAttributes`. */
 export const SearchAttributeKeys = {
   CompactionCount: defineSearchAttributeKey('CompactionCount', SearchAttributeType.INT),

@@ -33,28 +33,16 @@ function settingOf(option: TracingOption): string {
     : 'tracing: { spanProcessor }';
 }
 
-interface TracingModules {
-  temporal: typeof TemporalOtel;
-  traceBase: typeof TraceBase;
-  resources: typeof Resources;
-  core: typeof Core;
-  contextAsyncHooks: typeof ContextAsyncHooks;
-}
-
-function tracingModules(setting: string, peers: readonly string[]): TracingModules {
+function tracingModules(setting: string, peers: readonly string[]) {
   assertPeersInstalled(peers, setting);
-  const peer = <T>(name: string): T => requirePeer<T>(name, setting);
   return {
-    temporal: peer('@temporalio/interceptors-opentelemetry'),
-    traceBase: peer('@opentelemetry/sdk-trace-base'),
-    resources: peer('@opentelemetry/resources'),
-    core: peer('@opentelemetry/core'),
-    contextAsyncHooks: peer('@opentelemetry/context-async-hooks'),
+    temporal: requirePeer<typeof TemporalOtel>('@temporalio/interceptors-opentelemetry', setting),
+    traceBase: requirePeer<typeof TraceBase>('@opentelemetry/sdk-trace-base', setting),
+    resources: requirePeer<typeof Resources>('@opentelemetry/resources', setting),
+    core: requirePeer<typeof Core>('@opentelemetry/core', setting),
+    contextAsyncHooks: requirePeer<typeof ContextAsyncHooks>('@opentelemetry/context-async-hooks', setting),
   };
 }
-
-/** `otlp`: OTLP/HTTP (protobuf) to the `OTEL_EXPORTER_OTLP_*` endpoint; `console`: one JSON line per span on stderr. */
-export type TracingSetting = TracingSettingValue;
 
 export interface CompactorTracingOptions {
   /** Gets every finished span: the client's, the activities' and, through a sink, the workflows'. */
@@ -63,8 +51,11 @@ export interface CompactorTracingOptions {
   resource?: Resource;
 }
 
-/** A setting, your own span processor, or tracing already made by {@link createTracing} (shared by several workers). */
-export type TracingOption = TracingSetting | CompactorTracingOptions | CompactorTracing;
+/**
+ * A setting (`otlp`: OTLP/HTTP (protobuf) to the `OTEL_EXPORTER_OTLP_*` endpoint; `console`: one JSON line per span
+ * on stderr), your own span processor, or tracing already made by {@link createTracing} (shared by several workers).
+ */
+export type TracingOption = TracingSettingValue | CompactorTracingOptions | CompactorTracing;
 
 export interface CompactorTracing {
   plugin: OpenTelemetryPlugin;
@@ -106,14 +97,10 @@ function otlpTracesUrl(env: Readonly<Record<string, string | undefined>>): strin
 
 /** The exporter speaks http/protobuf only: another protocol is a configuration error, not silence. */
 function checkOtlpProtocol(env: Readonly<Record<string, string | undefined>>): void {
-  for (const name of ['OTEL_EXPORTER_OTLP_TRACES_PROTOCOL', 'OTEL_EXPORTER_OTLP_PROTOCOL']) {
-    const value = env[name]?.trim();
-    if (value) {
-      if (value !== 'http/protobuf')
-        throw new ConfigError(name, '"http/protobuf", the OTLP protocol COMPACTOR_TRACING=otlp speaks', value);
-      return;
-    }
-  }
+  const name = ['OTEL_EXPORTER_OTLP_TRACES_PROTOCOL', 'OTEL_EXPORTER_OTLP_PROTOCOL'].find((each) => env[each]?.trim());
+  const value = name === undefined ? undefined : env[name]?.trim();
+  if (name !== undefined && value !== 'http/protobuf')
+    throw new ConfigError(name, '"http/protobuf", the OTLP protocol COMPACTOR_TRACING=otlp speaks', value);
 }
 
 /** Each finished span as one JSON line on stderr, so a CLI's stdout stays clean. */
@@ -155,7 +142,7 @@ export class StderrSpanExporter implements SpanExporter {
  * The SDK's interceptors propagate trace headers through the global API, so without a context manager
  * and a propagator activity spans would lose their parents; a process's own are kept.
  */
-function ensureContextPropagation({ core, contextAsyncHooks }: TracingModules): void {
+function ensureContextPropagation({ core, contextAsyncHooks }: ReturnType<typeof tracingModules>): void {
   propagation.setGlobalPropagator(new core.W3CTraceContextPropagator());
   const manager = new contextAsyncHooks.AsyncLocalStorageContextManager().enable();
   if (!context.setGlobalContextManager(manager)) manager.disable();

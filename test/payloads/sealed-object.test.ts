@@ -74,7 +74,7 @@ describe('a sealed object', () => {
     expect(rootWindow.subarray(rootWindow.length - rootText.length)).toEqual(rootText);
     // Half of it is the root's last lines: what a file read again looks like.
     const text = lines(100, 300);
-    const id = contextualId(text, rootId, undefined, 'chunk');
+    const id = contextualId(text, { id: rootId, kind: 'chunk' }, undefined);
     expect(id).not.toBe(objectId(text, undefined));
     const context = { id: rootId, kind: 'chunk' as const, depth: 0, window: rootWindow };
     const sealed = sealObject(text, undefined, { context });
