@@ -24,14 +24,13 @@ interface UndoRequest {
   outcome?: { record: CompactionRecord } | { failure: ApplicationFailure };
 }
 
-/** What serving an undo works with: the parts of the run it reads and changes. */
-export interface CompactionUndoParts {
+/** The parts of the run serving an undo reads and changes. */
+interface CompactionUndoParts {
   conversation: LiveConversation;
   transcript: TranscriptWriter;
   ledger: UsageLedger;
   steering: SteeringRequests;
   tokens: TokenCache;
-  /** The largest text batch a `countTokens` request may carry. */
   batchBytes: () => number;
 }
 
@@ -41,7 +40,6 @@ export class CompactionUndo {
 
   constructor(private readonly parts: CompactionUndoParts) {}
 
-  /** Whether an `undoCompaction` update waits for the loop. */
   get asked(): boolean {
     return this.requests.length > 0;
   }
@@ -53,16 +51,15 @@ export class CompactionUndo {
   }
 
   /**
-   * The compaction an `undoCompaction` update undoes (its validator and its handler): the one named,
-   * or the last in effect once the undos waiting are served.
-   * @throws InvalidInputError naming `undoCompaction.compactionId`; UndoRefusedError with the reason.
+   * The compaction an `undoCompaction` update undoes: the one named, or the last in effect once the
+   * undos waiting are served. Throws `InvalidInputError` naming the field, or `UndoRefusedError`.
    */
   target(compactionId: number | undefined): number {
     const queued = this.requests.map((request) => request.compaction);
     return undoTarget(this.state, compactionId, 'undoCompaction.compactionId', queued);
   }
 
-  /** Queues the undo of compaction `compaction`; answers once the loop has served it. The handler only waits. */
+  /** The update's handler: queues the undo and waits for the loop to serve it. */
   async request(compaction: number): Promise<CompactionRecord> {
     const request: UndoRequest = { compaction };
     this.requests.push(request);
@@ -73,10 +70,7 @@ export class CompactionUndo {
     return outcome.record;
   }
 
-  /**
-   * Serves the undos waiting, in the order they came, before round `round`'s chat request; `candidates`
-   * are the backends the round may try (the restored conversation must fit the largest room).
-   */
+  /** Serves the undos waiting, in order, before round `round`; the restored conversation must fit the largest room of `candidates`. */
   async serve(candidates: readonly BackendCounter[], round: number): Promise<void> {
     for (const request of this.requests.splice(0)) {
       try {
@@ -128,8 +122,10 @@ export class CompactionUndo {
       );
     }
     const { aimAt, aim } = preflight(conversation.messages, candidates);
-    const restoredMessages = [...change.restored.map((entry) => entry.message)];
-    await tokens.countNewText(restoredMessages, this.parts.batchBytes());
+    await tokens.countNewText(
+      change.restored.map((entry) => entry.message),
+      this.parts.batchBytes(),
+    );
     const { cacheHitRate, billedInput } = ledger.compactions.usage;
     const { line, record } = undoLineFor(conversation.liveEntries, change, {
       compaction,

@@ -26,22 +26,12 @@ import type { ChatActivityInput, ChatActivityOutput, CompactorActivities } from 
 import { FailureType } from '../../core/errors.js';
 import { pinTask, type AgentRunPlan } from '../../core/agent/agent-input.js';
 import { CARRIED_STATE_VERSION, parseCarriedState, type AgentRunCarried } from '../../core/agent/carried-state.js';
-import { groupDigits, type CompactionHistory, type CompactionRecord } from '../../core/agent/compaction-history.js';
+import { groupDigits } from '../../core/agent/compaction-history.js';
 import { preflight, type BackendCounter } from '../../core/agent/preflight.js';
 import { RECALL_TOOL_NAME } from '../../core/agent/recall.js';
 import type { RoundUsage } from '../../core/agent/run-usage.js';
-import type { SessionEntry, SessionSnapshot } from '../../core/agent/session.js';
-import {
-  NOTHING_TO_COMPACT,
-  noPins,
-  pinDetails,
-  proposalDetails,
-  type CompactAnswer,
-  type CompactionProposal,
-  type Pins,
-  type ReviewAnswer,
-  type ReviewCompactionInput,
-} from '../../core/agent/steering.js';
+import type { SessionSnapshot } from '../../core/agent/session.js';
+import { NOTHING_TO_COMPACT, noPins, pinDetails, proposalDetails } from '../../core/agent/steering.js';
 import { jsonPayloadBytes } from '../../core/limits/payload-size.js';
 import type { ChatMessage } from '../../core/types.js';
 import { CHAT_ACTIVITY_DEFAULTS, agentActivityOptions } from '../../shared/activity-options.js';
@@ -64,25 +54,28 @@ import { LiveConversation } from './live-conversation.js';
 import { PayloadLimit } from './payload-limit.js';
 import { PendingReview } from './pending-review.js';
 import { RoundCompaction } from './round-compaction.js';
-import { SteeringRequests, type PinInput, type PinKind } from './steering-requests.js';
+import { SteeringRequests } from './steering-requests.js';
 import { TokenCache } from './token-cache.js';
 import { TranscriptWriter } from './transcript-writer.js';
 import { UsageLedger } from './usage-ledger.js';
 import { RunVisibility } from './visibility.js';
 
-/** One run of the loop: its parts, which only their own methods change, and what a round does with them. */
+/**
+ * One run of the loop: its parts, which only their own methods change, and what a round does with
+ * them. The workflow's queries and updates reach the public parts directly.
+ */
 export class AgentLoop {
   private readonly limit: PayloadLimit;
   private readonly transcript: TranscriptWriter;
   private readonly visibility = new RunVisibility();
   private readonly tokens: TokenCache;
-  private readonly conversation: LiveConversation;
-  private readonly steering: SteeringRequests;
-  private readonly review: PendingReview;
+  readonly conversation: LiveConversation;
+  readonly steering: SteeringRequests;
+  readonly review: PendingReview;
   private readonly chain: BackendChain;
-  private readonly ledger: UsageLedger;
+  readonly ledger: UsageLedger;
   private readonly compaction: RoundCompaction;
-  private readonly undo: CompactionUndo;
+  readonly undo: CompactionUndo;
   private readonly continuation: Continuation;
   private readonly pendingUserMessages: ChatMessage[];
   private rounds: number;
@@ -133,21 +126,12 @@ export class AgentLoop {
       for (const message of plan.keepTask ? pinTask(plan.messages) : plan.messages) this.conversation.append(message);
   }
 
-  /** The live conversation with each message's transcript id (the `conversationEntries` query). */
-  get liveEntries(): SessionEntry[] {
-    return this.conversation.liveEntries;
-  }
-
   get messages(): ChatMessage[] {
     return this.conversation.messages;
   }
 
   get isFinished(): boolean {
     return this.finished;
-  }
-
-  get compactionHistory(): CompactionHistory {
-    return this.ledger.compactions;
   }
 
   /** What the `session` query answers. */
@@ -165,46 +149,6 @@ export class AgentLoop {
   queueUserMessage(message: ChatMessage): number {
     this.pendingUserMessages.push(message);
     return this.pendingUserMessages.length;
-  }
-
-  /** The `compact` update (docs/design.md#steering): answered once the loop has compacted, before its next chat request. */
-  requestCompaction(instructions: string | undefined): Promise<CompactAnswer> {
-    return this.steering.requestCompaction(instructions);
-  }
-
-  /** Checks a `pin`/`unpin` (its validator); throws `InvalidInputError` naming the id or fact. */
-  checkPins(kind: PinKind, input: PinInput): void {
-    this.steering.checkPins(kind, input);
-  }
-
-  /** A `pin`/`unpin` update, answered with the run's pins once applied. */
-  requestPins(kind: PinKind, input: PinInput): Promise<Pins> {
-    return this.steering.requestPins(kind, input);
-  }
-
-  /** The compaction waiting for review (the `pendingCompaction` query); null when none is. */
-  get pendingCompaction(): CompactionProposal | null {
-    return this.review.proposal ?? null;
-  }
-
-  /** Checks a `reviewCompaction` argument against the proposal waiting; throws `InvalidInputError` naming the field. */
-  checkReview(input: unknown): ReviewCompactionInput {
-    return this.review.check(input);
-  }
-
-  /** Takes a person's decision on the compaction waiting (the `reviewCompaction` update); the loop goes on with it. */
-  decideReview(input: ReviewCompactionInput): ReviewAnswer {
-    return this.review.decide(input);
-  }
-
-  /** Checks an `undoCompaction` update (its validator and handler): the compaction it undoes (docs/design.md#undo). */
-  undoTarget(compactionId: number | undefined): number {
-    return this.undo.target(compactionId);
-  }
-
-  /** The `undoCompaction` update: answered with the undo's record once the loop has served it. */
-  requestUndo(compaction: number): Promise<CompactionRecord> {
-    return this.undo.request(compaction);
   }
 
   /** Serves the `undoCompaction` updates waiting, before the next chat request (docs/design.md#undo). */
@@ -248,7 +192,7 @@ export class AgentLoop {
    */
   async recordSessionBeforeFailing(ending: 'failed' | 'cancelled'): Promise<void> {
     this.finished = true;
-    this.visibility.publishEnding(this.ledger.compactions, { stopReason: ending, rounds: this.rounds });
+    this.visibility.publishMemo(this.ledger.compactions, { stopReason: ending, rounds: this.rounds });
     try {
       await this.transcript.recordNow();
     } catch (error) {
@@ -299,7 +243,7 @@ export class AgentLoop {
       continuedAsNew: this.continuation.continuedAsNew,
     };
     this.publish(undefined);
-    this.visibility.publishEnding(this.ledger.compactions, { stopReason, rounds: this.rounds });
+    this.visibility.publishMemo(this.ledger.compactions, { stopReason, rounds: this.rounds });
     this.limit.check('the result of the run', jsonPayloadBytes(result));
     // A `compact` or `pin` waiting for a round that will not come is answered, and its handler ends with the run.
     const refusedCompactions = this.steering.refuseCompactions();
