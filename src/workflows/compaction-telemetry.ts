@@ -22,12 +22,10 @@ interface Compacted {
   summarizerUsage: SummarizerUsage | undefined;
 }
 
-/** Adds `value` to the workflow counter `name`. */
 function addTo(name: string, unit: string, description: string, value = 1, tags: Record<string, string> = {}): void {
   metricMeter.createCounter(name, unit, description).add(value, tags);
 }
 
-/** Adds one compaction to the workflow metrics. */
 function countCompaction({ result }: Compacted): void {
   if (!inWorkflowContext()) return;
   addTo(CompactionMetric.Compactions, 'compactions', 'Compactions, by result', 1, {

@@ -8,6 +8,7 @@
 // regular activity that no worker has fails after its attempts, and the run goes on.
 import { ActivityFailure, isCancellation, proxyActivities } from '@temporalio/workflow';
 import type { CompactorActivities } from '../activities/index.js';
+import { isRecord } from '../core/schema.js';
 import { DESCRIBE_WORKER_ACTIVITY } from '../shared/activity-options.js';
 import { UNDESCRIBED_WORKER, type WorkerDescription } from '../shared/worker-description.js';
 
@@ -17,12 +18,10 @@ const { describeWorker: describe } = proxyActivities<CompactorActivities>({
 });
 
 function isDescription(value: unknown): value is WorkerDescription {
-  if (typeof value !== 'object' || value === null) return false;
-  const names: unknown = Reflect.get(value, 'searchAttributes');
+  if (!isRecord(value)) return false;
+  const { externalStorage, searchAttributes: names } = value;
   return (
-    typeof Reflect.get(value, 'externalStorage') === 'boolean' &&
-    Array.isArray(names) &&
-    names.every((name) => typeof name === 'string')
+    typeof externalStorage === 'boolean' && Array.isArray(names) && names.every((name) => typeof name === 'string')
   );
 }
 
