@@ -11,7 +11,7 @@ const MAX_HEARTBEAT_INTERVAL_MS = 5000;
 const MIN_HEARTBEAT_INTERVAL_MS = 50;
 
 /** A quarter of the heartbeat timeout, at most 5 s; `configured` wins when given. */
-export function heartbeatInterval(heartbeatTimeoutMs: number | undefined, configured: number | undefined): number {
+function heartbeatInterval(heartbeatTimeoutMs: number | undefined, configured: number | undefined): number {
   if (configured !== undefined) return Math.max(MIN_HEARTBEAT_INTERVAL_MS, configured);
   if (heartbeatTimeoutMs === undefined || heartbeatTimeoutMs <= 0) return MAX_HEARTBEAT_INTERVAL_MS;
   // Well under the timeout: the SDK throttles what it sends to the server anyway.
@@ -41,17 +41,12 @@ export async function whileHeartbeating<T>(
   try {
     return await Promise.race([work(signal), context.cancelled]);
   } catch (error) {
-    if (signal.aborted) throw cancellationReason(signal);
+    // The activity's own cancellation (a `CancelledFailure`), which the worker reports as cancelled.
+    if (signal.aborted) throw signal.reason;
     throw redactFailure(toFailure(error), workerSecrets(secrets));
   } finally {
     clearInterval(timer);
   }
-}
-
-/** The activity's own cancellation (a `CancelledFailure`), which the worker reports as cancelled. */
-function cancellationReason(signal: AbortSignal): unknown {
-  const reason: unknown = signal.reason;
-  return reason;
 }
 
 /**

@@ -15,31 +15,8 @@ import { createSummarizeActivity } from './summarize.js';
 import { createBuiltInTools, createReplayTool } from './tools.js';
 import { createTrajectoryStore } from './trajectories.js';
 
-export type { SummarizeActivityOutput, SummarizeActivityDeps } from './summarize.js';
-export { createSummarizeActivity } from './summarize.js';
-export { toSummarizerFailure, emptySummaryFailure, type SummarizerFailureDetails } from './to-failure.js';
-export {
-  createChatActivity,
-  toChatFailure,
-  DEFAULT_CHAT_TIMEOUT_MS,
-  type ChatActivityInput,
-  type ChatActivityOutput,
-  type ChatActivityDeps,
-  type ChatUsage,
-} from './chat.js';
-export {
-  createBuiltInTools,
-  createReplayTool,
-  DEFAULT_TOOL_RESULT_CHARS,
-  type ToolActivity,
-  type BuiltInToolsOptions,
-  type ReplayToolInput,
-} from './tools.js';
-export { createTrajectoryStore, type TrajectoryStore, type TrajectoryStoreOptions } from './trajectories.js';
-export { createRecordSessionActivity, type SessionBatchReceipt } from './session.js';
-export { createCountTokensActivity, type CountTokensInput, type CountTokensOutput } from './count-tokens.js';
-export { createRestoreCompactionActivity, type RestoreCompactionInput } from './restore-compaction.js';
-export { createDescribeWorkerActivity, type DescribeWorkerOptions, type WorkerDescription } from './describe-worker.js';
+export type { ChatActivityInput, ChatActivityOutput } from './chat.js';
+export { createDescribeWorkerActivity };
 
 /** What the activities need; built on the worker, so API keys never enter workflow history. */
 export interface ActivityDeps {

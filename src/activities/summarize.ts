@@ -20,17 +20,6 @@ export interface SummarizeActivityOutput {
   attempt?: number;
 }
 
-/**
- * The details every heartbeat of the `summarize` activity carries, which the Temporal UI shows on
- * the pending activity (the activity's summary names the piece: `…, piece 2 of 9`).
- */
-export interface SummarizeHeartbeat {
-  /** The request's size as the worker's counter estimates it (characters / 4 by default). */
-  estimatedTokens: number;
-  /** Since the attempt started. */
-  elapsedMs: number;
-}
-
 export interface SummarizeActivityDeps {
   summarizer: Summarizer;
   /**
@@ -68,7 +57,6 @@ export function createSummarizeActivity({
   summarizerContextWindow: window,
   counter = defaultCounter,
 }: SummarizeActivityDeps) {
-  // The input is the summarizer's request as the engine built it (docs/design.md#summarizer-request).
   return async function summarize(input: SummarizeRequest): Promise<SummarizeActivityOutput> {
     const request = failOnInvalidInput(() => checkedRequest(input));
     // A retried attempt says so in its output or its failure's details, so the workflow's
@@ -97,8 +85,8 @@ export function createSummarizeActivity({
       (error) => toSummarizerFailure(error, retried),
       heartbeatIntervalMs,
       [],
-      // What the Temporal UI shows of the attempt in flight: its size and how long it has waited.
-      (): SummarizeHeartbeat => ({ estimatedTokens: estimate, elapsedMs: Date.now() - started }),
+      // What the Temporal UI shows of the attempt in flight: its estimated size and how long it has waited.
+      () => ({ estimatedTokens: estimate, elapsedMs: Date.now() - started }),
     );
   };
 }

@@ -55,10 +55,11 @@ export function toSummarizerFailure(
   const cause = error instanceof Error ? error : undefined;
   const status = statusOf(error);
   const retryAfterMs = retryAfterOf(error);
-  const details: SummarizerFailureDetails = { ...known };
-  if (status !== undefined) details.status = status;
-  if (retryAfterMs !== undefined) details.retryAfterMs = retryAfterMs;
-
+  const details: SummarizerFailureDetails = {
+    ...known,
+    ...(status === undefined ? {} : { status }),
+    ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
+  };
   // A zero `Retry-After` means "now": leave the retry policy's own interval (Temporal reads 0 as unset anyway).
   const delay = retryAfterMs !== undefined && retryAfterMs > 0 ? { nextRetryDelay: retryAfterMs } : {};
   const fail = (type: string, nonRetryable: boolean): ApplicationFailure =>

@@ -24,10 +24,8 @@ export interface WorkerStart {
 }
 
 /** The chat activity's server: a client of the caller's own, or the settings its client is built from. */
-export type ChatServer =
-  { client: Pick<OpenAI, 'baseURL'> } | { baseURL: string | undefined; apiKey: string | undefined };
+type ChatServer = { client: Pick<OpenAI, 'baseURL'> } | { baseURL: string | undefined; apiKey: string | undefined };
 
-/** The chat server in words: its endpoint, or that there is none. */
 function describeChat(chat: ChatServer): string {
   if ('client' in chat) return `chat: model server at ${redactUrls(chat.client.baseURL)}`;
   if (chat.baseURL !== undefined) return `chat: model server at ${redactUrls(chat.baseURL)}`;
