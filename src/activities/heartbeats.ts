@@ -1,7 +1,5 @@
-// Node only (activities): the wait every slow activity shares — heartbeats while a request is in
-// flight, the activity's cancellation raced against a backend that ignores its signal, and the
-// activity's own cancellation reason rethrown (never the backend's abort error, which the worker
-// would report as a failure).
+// Node only (activities): the wait every slow activity shares: heartbeats while a request is in
+// flight, and the activity's own cancellation rethrown, never the backend's abort error.
 import { Context } from '@temporalio/activity';
 import { workerSecrets } from '../config.js';
 import { redactFailure } from '../redact.js';

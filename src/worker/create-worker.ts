@@ -148,22 +148,17 @@ export function loadWorkerConfig(
     mode: config.workerMode,
     summarizer,
     describeSummarizer: describe,
-    ...(config.workflowBundle === undefined ? {} : { workflowBundlePath: config.workflowBundle }),
-    ...(config.maxConcurrentActivities === undefined
-      ? {}
-      : { maxConcurrentActivityTaskExecutions: config.maxConcurrentActivities }),
-    ...(config.maxConcurrentWorkflowTasks === undefined
-      ? {}
-      : { maxConcurrentWorkflowTaskExecutions: config.maxConcurrentWorkflowTasks }),
+    // Unset settings stay undefined: createWorker gives each its default.
+    workflowBundlePath: config.workflowBundle,
+    maxConcurrentActivityTaskExecutions: config.maxConcurrentActivities,
+    maxConcurrentWorkflowTaskExecutions: config.maxConcurrentWorkflowTasks,
     shutdownGraceTime: config.shutdownGraceMs,
-    ...(config.trajectoryDir === undefined ? {} : { trajectoryDir: config.trajectoryDir }),
-    ...(config.toolsRoot === undefined ? {} : { toolsRoot: config.toolsRoot }),
+    trajectoryDir: config.trajectoryDir,
+    toolsRoot: config.toolsRoot,
     toolsAllow: config.toolsAllow,
     chatServer: { baseURL: config.openaiBaseUrl, apiKey: config.openaiApiKey },
     chatTimeoutMs: config.chatTimeoutMs,
-    ...(config.summarizerContextWindow === undefined
-      ? {}
-      : { summarizerContextWindow: config.summarizerContextWindow }),
+    summarizerContextWindow: config.summarizerContextWindow,
     temporalEnv: temporalEnvVars(config, env),
     dataConverter: payloads.dataConverter,
     describePayloads: payloads.describe,

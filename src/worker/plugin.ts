@@ -1,7 +1,5 @@
-// Node only: `compactorPlugin()`, compaction for any Temporal worker and client in one line. On a
-// worker: our activities, our workflows next to the worker's own, the payload codec and store, and a
-// check of the namespace's search attributes; on a client: the same data converter, so both ends of
-// every payload agree. Opt-in tracing goes on both ends; activities report metrics to the Runtime.
+// Node only: `compactorPlugin()`, compaction for any Temporal worker and client in one line: our
+// activities and workflows, the data converter on both ends, opt-in tracing and activity metrics.
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { ClientOptions } from '@temporalio/client';

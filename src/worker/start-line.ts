@@ -1,7 +1,5 @@
-// Node only: the one line every worker prints as it starts — from `compactorPlugin()` on a user's
-// worker, from `createWorker` and from `temporal-compactor worker` alike — saying what it uses:
-// the task queues, the summarizer (model and endpoint), the agent loop's chat server, the payload
-// store and codec. Endpoints are shown with their userinfo and query values redacted.
+// Node only: the one line every worker prints as it starts, saying what it uses; endpoints are
+// shown with their userinfo and query values redacted.
 import type { DataConverter } from '@temporalio/common';
 import type OpenAI from 'openai';
 import { DEFAULT_OPENAI_BASE_URL } from '../config.js';

@@ -1,7 +1,5 @@
 // Sandbox-safe: the reference agent loop `agentRun` as a workflow (docs/design.md#agent-run): its
-// queries and updates wired to the loop (./agent/loop.ts), and a failure or a cancellation ending
-// the run only after its transcript is written. Its definitions — input, result, queries and
-// updates — are in src/shared/agent-run.ts, so a client needs none of the loop to call it.
+// queries and updates wired to the loop (./agent/loop.ts). Its definitions are in src/shared/agent-run.ts.
 import { ApplicationFailure } from '@temporalio/common';
 import { isCancellation, setHandler } from '@temporalio/workflow';
 import { planAgentRun } from '../core/agent/agent-input.js';

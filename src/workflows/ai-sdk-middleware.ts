@@ -1,9 +1,6 @@
-// Sandbox-safe: compaction as an AI SDK language-model middleware (docs/compaction.md#ai-sdk-middleware).
-// `wrapLanguageModel({ model, middleware: compactionMiddleware(options) })` compacts the prompt
-// before each model call: in workflow code (a model from `@temporalio/ai-sdk`'s `temporalProvider`)
-// with the workflow `compact()` — the deterministic engine, the summary as our `summarize`
-// activity —, outside Temporal in process with the summarizer it is given. Typed structurally, so
-// the package needs neither `ai` nor `@ai-sdk/provider`.
+// Sandbox-safe: compaction as an AI SDK language-model middleware (docs/compaction.md#ai-sdk-middleware):
+// in a workflow with `compact()`, outside Temporal in process with the summarizer it is given. Typed
+// structurally, so the package needs neither `ai` nor `@ai-sdk/provider`.
 import { inWorkflowContext } from '@temporalio/workflow';
 import { Compactor } from '../compactor.js';
 import { sha256Hex } from '../core/counting/digest.js';

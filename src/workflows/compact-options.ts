@@ -1,7 +1,5 @@
-// Sandbox-safe: the options of the workflow `compact` (docs/design.md#workflow-compact) — what they
-// are, and how a call's options are checked once into the settings a pass runs with: `format`
-// when the conversation is mapped to the engine's messages, the rest into the engine's resolved
-// options, the `summarize` activity's options and the call's overrides.
+// Sandbox-safe: the options of the workflow `compact` (docs/design.md#workflow-compact), checked
+// once into the settings a pass runs with.
 import type { ActivityOptions } from '@temporalio/common';
 import {
   COMPACTION_OPTION_KEYS,

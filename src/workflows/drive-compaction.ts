@@ -1,7 +1,5 @@
-// Sandbox-safe: the workflow driver of the compaction engine (docs/design.md#workflow-compact,
-// docs/design.md#drivers). The engine decides everything in deterministic workflow code; each step
-// it yields is answered by the `summarize` activity (./summarize-step.ts), inside the compaction's
-// span (./compaction-telemetry.ts), while the summarizer's usage is added up.
+// Sandbox-safe: the workflow driver of the compaction engine (docs/design.md#drivers): each step the
+// engine yields is answered by the `summarize` activity, inside the compaction's span.
 import { compactionSteps, type CompactionHooks } from '../core/compaction/engine.js';
 import type { SummarizerTally } from '../core/compaction/telemetry.js';
 import { summarizerMessages } from '../core/compaction/transcript.js';

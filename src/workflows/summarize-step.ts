@@ -1,7 +1,5 @@
-// Sandbox-safe: one step of the engine answered by the `summarize` activity
-// (docs/design.md#workflow-compact) — scheduled under Temporal's retry policy with a one-line
-// summary for the UI, unless the request is over the payload limit with no payload store; how the
-// activity ended mapped to the engine's outcome.
+// Sandbox-safe: one step of the engine answered by the `summarize` activity (docs/design.md#workflow-compact),
+// and how the activity ended mapped to the engine's outcome.
 import { ApplicationFailure, RetryState } from '@temporalio/common';
 import { ActivityFailure, CancellationScope, isCancellation, proxyActivities } from '@temporalio/workflow';
 import type { CompactorActivities } from '../activities/index.js';

@@ -1,7 +1,5 @@
-// Sandbox-safe: the agent loop's tool dispatch (docs/design.md#tools) — the tool calls of an
-// assistant turn run as activities, in parallel; what goes wrong with one (an unknown tool, bad
-// JSON arguments, arguments over the payload limit, a failed activity) becomes that call's result,
-// information for the model rather than the end of the run.
+// Sandbox-safe: the agent loop's tool calls as activities, in parallel (docs/design.md#tools); what goes
+// wrong with one becomes that call's result, information for the model rather than the end of the run.
 import { ActivityFailure, isCancellation, proxyActivities } from '@temporalio/workflow';
 import type { CompactorActivities } from '../activities/index.js';
 import type { AgentRunPlan, ModelConfig } from '../core/agent/agent-input.js';

@@ -1,7 +1,5 @@
-// Sandbox-safe: the `undoCompaction` updates of an agent run (docs/design.md#undo) — which compaction
-// each undoes, checked when it arrives; served by the loop before its next chat request: the
-// transcript recorded, what the compaction replaced read back from it (the `restoreCompaction`
-// activity), the fit checked, then one undo line written, which the live conversation applies.
+// Sandbox-safe: the `undoCompaction` updates of an agent run (docs/design.md#undo), checked when they
+// arrive and served by the loop before its next chat request from the run's recorded transcript.
 import { ActivityFailure, ApplicationFailure } from '@temporalio/common';
 import { condition, isCancellation, proxyActivities } from '@temporalio/workflow';
 import type { CompactorActivities } from '../../activities/index.js';

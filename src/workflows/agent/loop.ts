@@ -1,17 +1,7 @@
-// Sandbox-safe: the agent loop behind `agentRun` (docs/design.md#agent-run). Each round: preflight in every
-// backend's own units, compact when needed (inline, through `compact`), one `chat` activity, the
-// requested tools as activities (../tool-dispatch.ts), append, calibrate.
-//
-// What the run holds is bounded by its live context, never by its length: the transcript leaves
-// the workflow in batches (./transcript-writer.ts), the compaction history keeps recent records and
-// totals, and continue-as-new carries the live conversation with its transcript ids. Anything that
-// could still exceed the server's payload limit is measured before it is sent (./payload-limit.ts,
-// docs/design.md#never-wedge). The loop orchestrates its parts, one job each: the live conversation
-// (./live-conversation.ts), the steering updates and pins (./steering-requests.ts), the compaction
-// waiting for review (./pending-review.ts), the compaction of a round (./round-compaction.ts), the
-// backends of the chain (./backend-chain.ts), what the run spent (./usage-ledger.ts), when it
-// continues as new (./continuation.ts), the token counts it knows (./token-cache.ts) and what it
-// publishes (./visibility.ts).
+// Sandbox-safe: the agent loop behind `agentRun` (docs/design.md#agent-run). Each round: preflight in
+// every backend's units, compact when needed, one `chat` activity, the requested tools as activities,
+// append, calibrate. What the run holds is bounded by its live context, never by its length
+// (docs/design.md#never-wedge); each part of the run is a module of its own in this folder.
 import { ApplicationFailure } from '@temporalio/common';
 import {
   ActivityFailure,

@@ -1,7 +1,5 @@
 // Sandbox-safe: the compaction of an agent run before a chat request (docs/design.md#agent-run,
-// docs/design.md#steering, docs/design.md#review) — whether one is due for the backends a round may
-// try, the pass through the workflow driver with the run's settings, its review, and its record in
-// the transcript and the compaction history; a run out of room ends `RunFailed.ContextExhausted`.
+// docs/design.md#review): whether one is due, the pass, its review and its record.
 import { newCalibration, type SummarizerCalibration } from '../../core/compaction/calibration.js';
 import { ApplicationFailure, type ActivityOptions } from '@temporalio/common';
 import { FailureType } from '../../core/errors.js';

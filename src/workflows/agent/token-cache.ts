@@ -1,7 +1,5 @@
 // Sandbox-safe: the token counts an agent run knows, by text, per BPE encoding of its chain
-// (docs/design.md#count-tokens) — what the backends' counters look up before tokenizing, what the
-// `countTokens` activity counts when there is too much new text to tokenize in the workflow, and
-// what a continued run is handed so that it need not count its conversation again.
+// (docs/design.md#count-tokens), carried across continue-as-new so a run need not count again.
 import { proxyActivities } from '@temporalio/workflow';
 import type { CompactorActivities } from '../../activities/index.js';
 import type { ResolvedBackend } from '../../core/agent/agent-input.js';

@@ -1,7 +1,5 @@
-// Sandbox-safe: an agent run's transcript leaving the workflow (docs/design.md#transcript-format) —
-// lines wait in the run's memory and are recorded in batches by the `recordSession` activity (with
-// a payload store the batches live in the store and history holds claims), so what the run holds
-// is bounded by its live context, never by its length.
+// Sandbox-safe: an agent run's transcript leaving the workflow in batches, the `recordSession`
+// activity's inputs (docs/design.md#transcript-format), so the run holds only what is not recorded yet.
 import {
   ActivityFailure,
   CancellationScope,

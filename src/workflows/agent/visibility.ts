@@ -1,8 +1,5 @@
-// Sandbox-safe: what an agent run shows outside itself (docs/design.md#search-attributes) — its
-// current details (the compaction history, which backends rest, the pins), its memo (the compaction
-// table, readable in the UI without a worker, so after the run closed) and the search attributes
-// CompactionCount, ContextTokens, CompactionFallbacks, ContextExhausted and CompactionPending, each
-// written only when it changed: a memo or search-attribute upsert is a history event.
+// Sandbox-safe: what an agent run shows outside itself (docs/design.md#search-attributes): current
+// details, the memo and our search attributes, each written only when it changed (an upsert is a history event).
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
 import { setCurrentDetails, upsertMemo, upsertSearchAttributes } from '@temporalio/workflow';
 import { renderCompactionDetails, type CompactionHistory } from '../../core/agent/compaction-history.js';
