@@ -11,6 +11,7 @@ import type { UndoChange } from '../../core/agent/undo.js';
 import { BOOKKEEPING_ACTIVITY } from '../../shared/activity-options.js';
 import { failureMessage, undoRefusedFailure } from '../../shared/failures.js';
 import type { LiveConversation } from './live-conversation.js';
+import type { PayloadLimit } from './payload-limit.js';
 import type { SteeringRequests } from './steering-requests.js';
 import type { TokenCache } from './token-cache.js';
 import type { TranscriptWriter } from './transcript-writer.js';
@@ -24,12 +25,12 @@ interface UndoRequest {
 
 /** The parts of the run serving an undo reads and changes. */
 interface CompactionUndoParts {
-  conversation: LiveConversation;
-  transcript: TranscriptWriter;
-  ledger: UsageLedger;
-  steering: SteeringRequests;
-  tokens: TokenCache;
-  batchBytes: () => number;
+  readonly conversation: LiveConversation;
+  readonly transcript: TranscriptWriter;
+  readonly ledger: UsageLedger;
+  readonly steering: SteeringRequests;
+  readonly tokens: TokenCache;
+  readonly limit: PayloadLimit;
 }
 
 /** The undos asked for and not yet served. */
@@ -122,7 +123,7 @@ export class CompactionUndo {
     const { aimAt, aim } = preflight(conversation.messages, candidates);
     await tokens.countNewText(
       change.restored.map((entry) => entry.message),
-      this.parts.batchBytes(),
+      this.parts.limit.batchBytes(),
     );
     const { cacheHitRate, billedInput } = ledger.compactions.usage;
     const { line, record } = undoLineFor(conversation.liveEntries, change, {

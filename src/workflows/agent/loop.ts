@@ -21,7 +21,13 @@ import { preflight, type BackendCounter } from '../../core/agent/preflight.js';
 import { RECALL_TOOL_NAME } from '../../core/agent/recall.js';
 import type { RoundUsage } from '../../core/agent/run-usage.js';
 import type { SessionSnapshot } from '../../core/agent/session.js';
-import { NOTHING_TO_COMPACT, noPins, pinDetails, proposalDetails } from '../../core/agent/steering.js';
+import {
+  NOTHING_TO_COMPACT,
+  noPins,
+  pinDetails,
+  proposalDetails,
+  type CompactAnswer,
+} from '../../core/agent/steering.js';
 import { jsonPayloadBytes } from '../../core/limits/payload-size.js';
 import type { ChatMessage } from '../../core/types.js';
 import { CHAT_ACTIVITY_DEFAULTS, agentActivityOptions } from '../../shared/activity-options.js';
@@ -55,10 +61,10 @@ import { RunVisibility } from './visibility.js';
  * them. The workflow's queries and updates reach the public parts directly.
  */
 export class AgentLoop {
-  private readonly limit: PayloadLimit;
-  private readonly transcript: TranscriptWriter;
+  readonly limit: PayloadLimit;
+  readonly transcript: TranscriptWriter;
   private readonly visibility = new RunVisibility();
-  private readonly tokens: TokenCache;
+  readonly tokens: TokenCache;
   readonly conversation: LiveConversation;
   readonly steering: SteeringRequests;
   readonly review: PendingReview;
@@ -75,7 +81,7 @@ export class AgentLoop {
 
   constructor(
     private readonly input: AgentRunWorkflowInput,
-    private readonly plan: AgentRunPlan,
+    readonly plan: AgentRunPlan,
   ) {
     const carried = input.carried === undefined ? undefined : parseCarriedState(input.carried);
     this.limit = new PayloadLimit(plan.maxPayloadBytes);
@@ -90,27 +96,9 @@ export class AgentLoop {
     this.tokens = new TokenCache(plan.backends);
     if (carried !== undefined) this.tokens.remember(carried.live, carried.tokenCounts);
     this.chain = new BackendChain(plan, this.tokens, carried);
-    this.compaction = new RoundCompaction(
-      {
-        plan,
-        limit: this.limit,
-        conversation: this.conversation,
-        steering: this.steering,
-        review: this.review,
-        ledger: this.ledger,
-        tokens: this.tokens,
-        publish: (contextTokens) => this.publish(contextTokens),
-      },
-      carried?.lastModelCallAt,
-    );
-    this.undo = new CompactionUndo({
-      conversation: this.conversation,
-      transcript: this.transcript,
-      ledger: this.ledger,
-      steering: this.steering,
-      tokens: this.tokens,
-      batchBytes: () => this.limit.batchBytes(),
-    });
+    // The parts a compaction and an undo read and change are the loop's own.
+    this.compaction = new RoundCompaction(this, carried?.lastModelCallAt);
+    this.undo = new CompactionUndo(this);
     // docs/design.md#task-survives: the task stays verbatim (sticky) unless the input says otherwise.
     if (carried === undefined)
       for (const message of plan.keepTask ? pinTask(plan.messages) : plan.messages) this.conversation.append(message);
@@ -147,32 +135,23 @@ export class AgentLoop {
     this.publish(undefined);
   }
 
-  /**
-   * Compacts for every `compact` update waiting, once, their instructions together, at a point
-   * where the live conversation is the loop's alone (docs/design.md#steering).
-   */
+  /** Compacts for every `compact` update waiting, once, their instructions together (docs/design.md#steering). */
   private async steer(): Promise<void> {
     const requests = this.steering.takeCompactRequests();
-    if (requests !== undefined) {
-      await this.countNewText();
-      const round = this.rounds + 1;
-      const answer = await this.compaction.compactIfNeeded(this.chain.candidates(new Set(), round), round, {
-        instructions: requests.instructions,
-      });
-      requests.answer(answer ?? NOTHING_TO_COMPACT);
-    }
-    this.publish(undefined);
+    if (requests === undefined) return this.publish(undefined);
+    requests.answer((await this.compactOnDemand({ instructions: requests.instructions })) ?? NOTHING_TO_COMPACT);
   }
 
-  /** The compaction the agent asked for (`compact_context`), at the end of its round, with its focus as instructions. */
-  private async compactForAgent(focus: string | undefined): Promise<void> {
+  /** A compaction asked for (`compact` updates, the agent's `compact_context`), where the live conversation is the loop's alone. */
+  private async compactOnDemand(demand: {
+    instructions: string | undefined;
+    askedBy?: 'agent';
+  }): Promise<CompactAnswer | undefined> {
     await this.countNewText();
     const round = this.rounds + 1;
-    await this.compaction.compactIfNeeded(this.chain.candidates(new Set(), round), round, {
-      instructions: focus,
-      askedBy: 'agent',
-    });
+    const answer = await this.compaction.compactIfNeeded(this.chain.candidates(new Set(), round), round, demand);
     this.publish(undefined);
+    return answer;
   }
 
   /**
@@ -245,7 +224,7 @@ export class AgentLoop {
    * Current details and search attributes, when they changed (./visibility.ts); `window` is the
    * context window of the backend `contextTokens` was counted for.
    */
-  private publish(contextTokens: number | undefined, window?: number): void {
+  publish(contextTokens: number | undefined, window?: number): void {
     const note = this.chain.restingNote(this.rounds + 1);
     const allowed = new Set(this.plan.searchAttributes ? this.worker.searchAttributes : []);
     const proposal = this.review.proposal;
@@ -378,7 +357,7 @@ export class AgentLoop {
       });
       for (const result of results) this.conversation.append(result);
       for (const message of answer.userMessages ?? []) this.conversation.append(message);
-      if (own?.compact === true) await this.compactForAgent(own.focus);
+      if (own?.compact === true) await this.compactOnDemand({ instructions: own.focus, askedBy: 'agent' });
       if (answer.endOfTrajectory === true) return this.finish('completed');
       if (results.length === 0 && (answer.userMessages ?? []).length === 0 && this.pendingUserMessages.length === 0)
         return this.finish('completed');

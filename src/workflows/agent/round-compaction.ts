@@ -49,13 +49,13 @@ type Decided = { result: CompactionResult; review: ReviewOutcome | undefined } |
 
 /** The run's plan and the parts of the run a compaction reads and changes. */
 interface RoundCompactionParts {
-  plan: AgentRunPlan;
-  limit: PayloadLimit;
-  conversation: LiveConversation;
-  steering: SteeringRequests;
-  review: PendingReview;
-  ledger: UsageLedger;
-  tokens: TokenCache;
+  readonly plan: AgentRunPlan;
+  readonly limit: PayloadLimit;
+  readonly conversation: LiveConversation;
+  readonly steering: SteeringRequests;
+  readonly review: PendingReview;
+  readonly ledger: UsageLedger;
+  readonly tokens: TokenCache;
   publish: (contextTokens: number | undefined) => void;
 }
 
