@@ -17,10 +17,7 @@ export interface GrepOutcome {
   stoppedAt: GrepThreadStop | 'deadline' | 'memory' | undefined;
 }
 
-/**
- * The thread's script: the built file next to this one; run from source (tests, tsx), the
- * TypeScript file, loaded through tsx's loader registered inside the thread.
- */
+/** The thread's script: the built file next to this one, else the TypeScript file through tsx's loader (tests). */
 function threadScript(): { script: URL | string; eval: boolean } {
   const built = new URL('./grep-thread.js', import.meta.url);
   if (existsSync(fileURLToPath(built))) return { script: built, eval: false };
@@ -44,7 +41,6 @@ export class SearchSlots {
       throw new RangeError(`grepThreads: expected a positive integer, got ${limit}`);
   }
 
-  /** Searches running now, and waiting for a slot. */
   get load(): { running: number; waiting: number } {
     return { running: this.running, waiting: this.waiting.length };
   }
@@ -77,7 +73,6 @@ export class SearchSlots {
     return () => {
       if (released) return;
       released = true;
-      // The slot passes to the next search in line, or is freed.
       const next = this.waiting.shift();
       if (next !== undefined) next();
       else this.running -= 1;

@@ -209,10 +209,9 @@ export async function createWorker(config: CompactorWorkerConfig): Promise<Compa
   const summarizerTaskQueue = config.summarizerTaskQueue ?? taskQueue;
   if (mode !== 'workflows' && config.summarizer === undefined)
     throw new TypeError(`createWorker: a worker in mode "${mode}" needs a summarizer`);
-  // One tracer for every worker made here (one per task queue), so their spans share one exporter.
+  // One tracer for every worker made here, so their spans share one exporter.
   const tracing: CompactorTracing | undefined = createTracing(config.tracing ?? readSettings(['tracing']).tracing);
   const code = mode === 'activities' ? undefined : workflowCode(config);
-  // Our activities, workflows and data converter come from the plugin, as on any user's worker.
   const plugin = (register: PluginRegistration): CompactorPlugin =>
     compactorPlugin({
       register,

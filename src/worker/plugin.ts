@@ -63,7 +63,6 @@ export interface CompactorPluginOptions {
   tracing?: TracingOption;
 }
 
-/** The configuration settings the plugin hands our activities, which read none themselves. */
 type ActivitySettingKey =
   'toolsRoot' | 'toolsAllow' | 'trajectoryDir' | 'openaiBaseUrl' | 'openaiApiKey' | 'summarizerContextWindow';
 
@@ -128,7 +127,6 @@ const ACTIVITY_OPTION_KEYS = keysOf<Omit<ActivityDeps, 'summarizer'>>({
   toolsAllow: true,
   trajectoryDir: true,
 });
-/** The keys of `chatServer` (here and in `createWorker`'s configuration). */
 export const CHAT_SERVER_KEYS = keysOf<NonNullable<ActivityDeps['chatServer']>>({ baseURL: true, apiKey: true });
 
 /** Worker options whose workflows are the worker's own (if any) and ours, in one bundle. */
@@ -147,7 +145,6 @@ export class CompactorPlugin extends SimplePlugin {
   private readonly registration: PluginRegistration;
   private readonly checked = new Set<string>();
   private readonly activityTypes: ReadonlySet<string>;
-  /** Undefined when tracing is off. */
   readonly tracing: CompactorTracing | undefined;
   /** What the start line names, less the task queue. */
   private readonly uses: Omit<WorkerStart, 'queues'>;
@@ -156,7 +153,6 @@ export class CompactorPlugin extends SimplePlugin {
     assertKnownKeys(pluginOptions, PLUGIN_OPTION_KEYS, 'options');
     assertKnownKeys(pluginOptions.activities, ACTIVITY_OPTION_KEYS, 'options.activities');
     assertKnownKeys(pluginOptions.activities?.chatServer, CHAT_SERVER_KEYS, 'options.activities.chatServer');
-    // The configuration is read only for what was not given.
     let config = pluginOptions.config;
     const configured = (): CompactorConfig => (config ??= loadConfig());
     const registration = pluginOptions.register ?? 'all';
@@ -200,8 +196,7 @@ export class CompactorPlugin extends SimplePlugin {
       this.registration === 'activities' || base.workflowBundle !== undefined ? base : workerWithOurWorkflows(base);
     // After our workflows are set: the tracing plugin adds its workflow interceptors only to a worker that bundles.
     const withTracing = this.tracing === undefined ? configured : this.tracing.plugin.configureWorker(configured);
-    // A prebuilt bundle's code is read once (a file of several MB), as bytes: hashed for the build id,
-    // and decoded only for the tracing check, which a worker without tracing skips (start-up time).
+    // A prebuilt bundle's code is read once, as bytes: decoded only for the tracing check (start-up time).
     const code = withTracing.workflowBundle === undefined ? undefined : bundleCode(withTracing.workflowBundle);
     const traced = code === undefined ? withTracing : withShortBuildId(withTracing, code);
     if (this.tracing !== undefined && code !== undefined && !bundleHasTracing(code.toString())) {
@@ -278,15 +273,13 @@ export class CompactorPlugin extends SimplePlugin {
   }
 }
 
-/** The code of a prebuilt workflow bundle, in memory or on disk (its bytes, not decoded). */
 function bundleCode(bundle: NonNullable<WorkerOptions['workflowBundle']>): string | Buffer {
   return 'code' in bundle ? bundle.code : readFileSync(bundle.codePath);
 }
 
 /**
- * The build id of a worker that runs a prebuilt bundle and names none: 12 hex digits of the code's
- * SHA-256 (of its UTF-8 bytes: a file read as bytes and the same code as a string get one id).
- * History records it in several events a round; the SDK's default is 90 bytes each time.
+ * The build id of a worker that runs a prebuilt bundle and names none: 12 hex digits of the SHA-256
+ * of the code's UTF-8 bytes. History records it in several events a round; the SDK's is 90 bytes.
  */
 export function workerBuildId(bundleCode: string | Uint8Array): string {
   return createHash('sha256').update(bundleCode).digest('hex').slice(0, 12);
