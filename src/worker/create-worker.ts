@@ -26,7 +26,7 @@ import {
 import { summarizerFromConfig } from './summarizer-from-config.js';
 import { parseDuration, type Duration } from '../core/compaction/options.js';
 import type { Summarizer } from '../core/types.js';
-import type { OpenAIClientSettings } from '../llm/openai-adapter.js';
+import type { ActivityDeps } from '../activities/index.js';
 import { payloadConverterFromConfig } from '../payloads/index.js';
 import { connectTemporal, TemporalConnectionError } from './temporal-connection.js';
 import { InstallError } from '../peer-packages.js';
@@ -37,8 +37,11 @@ export type WorkerMode = WorkerModeSetting;
 
 type Environment = Readonly<Record<string, string | undefined>>;
 
-/** Every field but `summarizer` has a default. */
-export interface CompactorWorkerConfig {
+/** Every field but `summarizer` has a default; the activities' settings are `ActivityDeps`'s, read from the environment when not given. */
+export interface CompactorWorkerConfig extends Pick<
+  ActivityDeps,
+  'trajectoryDir' | 'toolsRoot' | 'toolsAllow' | 'chatServer' | 'chatTimeoutMs' | 'summarizerContextWindow'
+> {
   /** A connection to reuse (it stays open). @default one from `connectTemporal` (the TEMPORAL_* settings) */
   connection?: NativeConnection;
   /** @default the envconfig namespace (TEMPORAL_NAMESPACE), else 'default' */
@@ -51,18 +54,6 @@ export interface CompactorWorkerConfig {
   mode?: WorkerMode;
   /** Built on the worker, so API keys never enter workflow history. Required unless mode is `workflows`. */
   summarizer?: Summarizer;
-  /** Where the replay provider finds trajectories. @default COMPACTOR_TRAJECTORY_DIR, else the current directory */
-  trajectoryDir?: string;
-  /** The directory the built-in tools may read. @default COMPACTOR_TOOLS_ROOT, else none */
-  toolsRoot?: string;
-  /** Secret files under the tool root the tools may read after all (docs/agent-runs.md#secret-files). @default COMPACTOR_TOOLS_ALLOW */
-  toolsAllow?: readonly string[];
-  /** Where the agent loop's `chat` sends requests (`provider: 'openai'`). @default OPENAI_BASE_URL and OPENAI_API_KEY */
-  chatServer?: Pick<OpenAIClientSettings, 'baseURL' | 'apiKey'>;
-  /** Deadline of one `chat` request in ms. @default 120_000 (COMPACTOR_CHAT_TIMEOUT) */
-  chatTimeoutMs?: number;
-  /** The summarizer's own context window in tokens: the `summarize` activity refuses a request over it unsent (`Summarizer.ContextOverflow`), and the compaction cuts the middle to fit (docs/design.md#summarizer-window). @default COMPACTOR_SUMMARIZER_CONTEXT_WINDOW */
-  summarizerContextWindow?: number;
   /** A bundle from `temporal-compactor bundle --out FILE`, so the worker starts without bundling. @default COMPACTOR_WORKFLOW_BUNDLE */
   workflowBundlePath?: string;
   /** A workflow bundle already in memory (e.g. from `bundleWorkflowCode`); wins over the path settings. */
