@@ -52,14 +52,11 @@ export interface ChatActivityOutput {
   endOfTrajectory?: boolean;
 }
 
+/** `ActivityDeps`'s `openai`, `chatServer` (as `server`), `chatTimeoutMs` (as `timeoutMs`, to the answer's last byte) and `heartbeatIntervalMs`. */
 export interface ChatActivityDeps {
-  /** The OpenAI-compatible client. @default one built on first use from `server`, with `maxRetries: 0` */
   openai?: OpenAI;
-  /** Where the client built on first use sends requests (`createOpenAIClient`). @default the openai client's own (workers of `compactorPlugin` and `createWorker` pass OPENAI_BASE_URL and OPENAI_API_KEY) */
   server?: Pick<OpenAIClientSettings, 'baseURL' | 'apiKey'>;
-  /** Deadline of one request in ms, to the answer's last byte; keep it below the activity's startToCloseTimeout. @default 120_000 */
   timeoutMs?: number;
-  /** Heartbeat interval while a request is in flight. @default 5_000 ms (capped at a quarter of the heartbeatTimeout) */
   heartbeatIntervalMs?: number;
   trajectories: TrajectoryStore;
 }

@@ -20,21 +20,10 @@ export interface SummarizeActivityOutput {
   attempt?: number;
 }
 
+/** `ActivityDeps`'s summarizer settings; a request over the window's input room (`window × 0.75`), as `counter` estimates it, is refused unsent. */
 export interface SummarizeActivityDeps {
   summarizer: Summarizer;
-  /**
-   * How often to heartbeat while the request is in flight. Heartbeats carry the cancellation to
-   * the activity and let Temporal notice a dead worker after `heartbeatTimeout`.
-   * @default a quarter of the activity's heartbeatTimeout, at most 5 s
-   */
   heartbeatIntervalMs?: number;
-  /**
-   * The summarizer's own context window in tokens (COMPACTOR_SUMMARIZER_CONTEXT_WINDOW on a worker):
-   * a request over its input room (`window × 0.75`), as `counter` estimates it, is refused unsent
-   * with `Summarizer.ContextOverflow` stating the window and the estimate, and the compaction cuts
-   * its middle to fit (docs/design.md#summarizer-overflow).
-   * @default unset: every request is sent
-   */
   summarizerContextWindow?: number;
   /** What counts a request against `summarizerContextWindow`. @default the engine's default counter (characters / 4) */
   counter?: TokenCounter;

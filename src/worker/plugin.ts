@@ -82,11 +82,9 @@ function withConfiguredSettings(
     deps.openai === undefined
       ? { baseURL: given(deps.chatServer?.baseURL), apiKey: given(deps.chatServer?.apiKey) }
       : undefined;
-  const needed: ActivitySettingKey[] = [];
-  if (deps.toolsRoot === undefined) needed.push('toolsRoot');
-  if (deps.toolsAllow === undefined) needed.push('toolsAllow');
-  if (deps.trajectoryDir === undefined) needed.push('trajectoryDir');
-  if (deps.summarizerContextWindow === undefined) needed.push('summarizerContextWindow');
+  const needed: ActivitySettingKey[] = (
+    ['toolsRoot', 'toolsAllow', 'trajectoryDir', 'summarizerContextWindow'] as const
+  ).filter((key) => deps[key] === undefined);
   if (server !== undefined && (server.baseURL === undefined || server.apiKey === undefined))
     needed.push('openaiBaseUrl', 'openaiApiKey');
   if (needed.length === 0) return deps;
