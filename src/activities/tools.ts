@@ -149,20 +149,15 @@ function grepStopNote(
   stoppedAt: GrepOutcome['stoppedAt'],
   limits: { maxResults: number; maxFiles: number; timeoutMs: number; maxOutputChars: number },
 ): string {
-  switch (stoppedAt) {
-    case 'results':
-      return `\n[stopped after ${limits.maxResults} matches]`;
-    case 'output':
-      return `\n[stopped at ${limits.maxOutputChars} characters of matches: give a narrower path or a more specific pattern]`;
-    case 'files':
-      return `\n[stopped after searching ${limits.maxFiles} files: give a narrower path]`;
-    case 'deadline':
-      return `\n[stopped after ${limits.timeoutMs / 1000} s: the search took too long; simplify the pattern (nested repetition such as (a+)+ backtracks) or give a narrower path]`;
-    case 'memory':
-      return '\n[stopped: the search went over its memory limit; give a narrower path]';
-    default:
-      return '';
-  }
+  if (stoppedAt === undefined) return '';
+  const notes: Record<NonNullable<GrepOutcome['stoppedAt']>, string> = {
+    results: `stopped after ${limits.maxResults} matches`,
+    output: `stopped at ${limits.maxOutputChars} characters of matches: give a narrower path or a more specific pattern`,
+    files: `stopped after searching ${limits.maxFiles} files: give a narrower path`,
+    deadline: `stopped after ${limits.timeoutMs / 1000} s: the search took too long; simplify the pattern (nested repetition such as (a+)+ backtracks) or give a narrower path`,
+    memory: 'stopped: the search went over its memory limit; give a narrower path',
+  };
+  return `\n[${notes[stoppedAt]}]`;
 }
 
 /**

@@ -112,7 +112,6 @@ export class AgentLoop {
     return this.finished;
   }
 
-  /** What the `session` query answers. */
   sessionSnapshot(): SessionSnapshot {
     return { reference: this.transcript.reference(), pending: this.transcript.pending };
   }
@@ -196,7 +195,6 @@ export class AgentLoop {
     };
   }
 
-  /** Records the transcript, then builds the result and checks it fits a payload. */
   private async finish(stopReason: StopReason): Promise<AgentRunResult> {
     this.finished = true;
     await this.transcript.recordNow();
@@ -236,7 +234,6 @@ export class AgentLoop {
     this.visibility.publish(this.ledger.compactions, notes, allowed, contextTokens, window, proposal !== undefined);
   }
 
-  /** Counts the text of the live conversation no counter knows yet (./token-cache.ts). */
   private countNewText(): Promise<void> {
     return this.tokens.countNewText(this.messages, this.limit.batchBytes());
   }

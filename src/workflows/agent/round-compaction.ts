@@ -78,7 +78,6 @@ export class RoundCompaction {
     this.lastModelCallAt = lastModelCallAt;
   }
 
-  /** A model call just answered: its prefix is what the provider's cache now holds. */
   modelCalled(): void {
     this.lastModelCallAt = workflowTime();
   }

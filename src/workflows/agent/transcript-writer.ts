@@ -45,7 +45,6 @@ export class TranscriptWriter {
     private readonly limit: PayloadLimit,
   ) {}
 
-  /** Lines recorded so far, across runs. */
   get recorded(): number {
     return this.recordedLines;
   }
