@@ -81,20 +81,6 @@ export class SearchSlots {
 }
 
 /**
- * Searches in a worker thread, once `slots` (when given) has a free slot. At `timeoutMs` from the
- * thread's start (or when `signal` aborts) the thread is terminated and the matches found so far come
- * back with `stoppedAt: 'deadline'`; a thread over `memoryMb` of heap ends with `stoppedAt: 'memory'`.
- * The caller's event loop only ever receives messages.
- */
-export async function grepInThread(
-  input: GrepThreadInput,
-  options: { timeoutMs: number; memoryMb: number; signal?: AbortSignal; slots?: SearchSlots },
-): Promise<GrepOutcome> {
-  const release = await options.slots?.acquire(options.signal);
-  return searchInThread(input, options, release ?? (() => undefined));
-}
-
-/**
  * How long after its result a thread being terminated may still hold its slot. A search that
  * backtracks stops at its next interrupt check, normally at once; past this the slot is freed anyway,
  * so a thread that will not stop cannot hold every later search back.
@@ -102,15 +88,22 @@ export async function grepInThread(
 const EXIT_GRACE_MS = 5_000;
 
 /**
- * One search in its own thread. `release` frees its slot once the thread has exited, not when its
- * result comes back: a thread being terminated still runs until it stops, and a search started in
- * its slot meanwhile would run beside it (two cores burnt for `grepThreads: 1`).
+ * Searches in a worker thread, once `slots` (when given) has a free slot. At `timeoutMs` from the
+ * thread's start (or when `signal` aborts) the thread is terminated and the matches found so far come
+ * back with `stoppedAt: 'deadline'`; a thread over `memoryMb` of heap ends with `stoppedAt: 'memory'`.
+ * The caller's event loop only ever receives messages. The slot is freed once the thread has exited,
+ * not when its result comes back: a search started in it meanwhile would run beside the old one.
  */
-function searchInThread(
+export async function grepInThread(
   input: GrepThreadInput,
-  { timeoutMs, memoryMb, signal }: { timeoutMs: number; memoryMb: number; signal?: AbortSignal },
-  release: () => void,
+  {
+    timeoutMs,
+    memoryMb,
+    signal,
+    slots,
+  }: { timeoutMs: number; memoryMb: number; signal?: AbortSignal; slots?: SearchSlots },
 ): Promise<GrepOutcome> {
+  const release = (await slots?.acquire(signal)) ?? (() => undefined);
   const { script, eval: evaluate } = threadScript();
   return new Promise<GrepOutcome>((resolve, reject) => {
     const matches: string[] = [];
