@@ -119,7 +119,6 @@ export function loadWorkerConfig(
   flags: Readonly<Record<string, unknown>> = {},
 ): CompactorWorkerConfig & {
   describeSummarizer: string;
-  describePayloads: string;
   prometheusAddress: string | undefined;
 } {
   const config = loadConfig({ env, flags });
@@ -131,7 +130,6 @@ export function loadWorkerConfig(
     );
   }
   const { summarizer, describe } = summarizerFromConfig(config);
-  const payloads = payloadConverterFromConfig(config);
   return {
     namespace: config.temporalNamespace,
     taskQueue: config.taskQueue,
@@ -151,8 +149,7 @@ export function loadWorkerConfig(
     chatTimeoutMs: config.chatTimeoutMs,
     summarizerContextWindow: config.summarizerContextWindow,
     temporalEnv: temporalEnvVars(config, env),
-    dataConverter: payloads.dataConverter,
-    describePayloads: payloads.describe,
+    dataConverter: payloadConverterFromConfig(config).dataConverter,
     tracing: config.tracing,
     prometheusAddress: config.prometheusAddress,
   };
@@ -297,12 +294,7 @@ export async function runWorker(
   // The metrics endpoint belongs to the SDK's Runtime, which must be set up before the first connection.
   if (config.prometheusAddress !== undefined) installTelemetryRuntime({ prometheusAddress: config.prometheusAddress });
   const tracing = createTracing(config.tracing ?? 'off', env);
-  const {
-    describeSummarizer: _summarizer,
-    describePayloads: _payloads,
-    prometheusAddress: _metrics,
-    ...workerConfig
-  } = config;
+  const { describeSummarizer: _summarizer, prometheusAddress: _metrics, ...workerConfig } = config;
   // Each worker's start line is the plugin's, as on any user's worker; the command adds what only it knows.
   const more = [
     config.prometheusAddress === undefined ? undefined : `metrics: http://${config.prometheusAddress}/metrics`,
