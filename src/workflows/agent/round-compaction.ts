@@ -20,7 +20,6 @@ import {
   steeredInstructions,
   withEditedSummary,
   type CompactAnswer,
-  type ReviewCompactionInput,
 } from '../../core/agent/steering.js';
 import { heldByUndo } from '../../core/agent/undo.js';
 import { needsCompactionCore } from '../../core/compaction/needs-compaction.js';
@@ -148,7 +147,7 @@ export class RoundCompaction {
           : overRoom
             ? { result, review: 'forced' }
             : waits
-              ? this.reviewed(result, aimAt, await this.awaitReview(result, aimAt, round, number))
+              ? await this.reviewed(result, aimAt, round, number)
               : { result, review: 'applied' };
       if (waits) this.reviewNote = `#${number} review: ${decided?.review ?? 'rejected'}`;
     } finally {
@@ -182,24 +181,34 @@ export class RoundCompaction {
     return record ?? (demand === undefined ? undefined : NOTHING_TO_COMPACT);
   }
 
-  /** Publishes a proposal and waits, durably, for `reviewCompaction`; undefined when `reviewTimeout` ran out. */
-  private awaitReview(
+  /**
+   * Publishes a proposal and waits, durably, for `reviewCompaction`: the compaction as decided
+   * (as computed when `reviewTimeout` ran out), undefined when the reviewer rejected it.
+   */
+  private async reviewed(
     result: CompactionResult,
     aimAt: BackendCounter,
     round: number,
     number: number,
-  ): Promise<ReviewCompactionInput | undefined> {
+  ): Promise<Decided> {
     const { plan, conversation, review } = this.parts;
+    const { timeoutMs } = plan.review;
     const proposal = proposalOf(conversation.liveEntries, result, {
       round,
       backend: aimAt.backend.label,
-      applyAt: workflowTime() + plan.review.timeoutMs,
+      applyAt: workflowTime() + timeoutMs,
     });
-    return review.decision(
+    const decision = await review.decision(
       proposal,
-      plan.review.timeoutMs,
-      `#${number} review: waiting ${shortDuration(plan.review.timeoutMs)} at most`,
+      timeoutMs,
+      `#${number} review: waiting ${shortDuration(timeoutMs)} at most`,
     );
+    if (decision === undefined) return { result, review: 'timed-out' };
+    if (decision.decision === 'reject') return undefined;
+    if (decision.decision === 'apply' || decision.summary === undefined) return { result, review: 'applied' };
+    // docs/design.md#recall: the person's summary names what it replaces as the summarizer's did.
+    const summary = plan.recall ? withRecallLine(decision.summary, result.summary) : decision.summary;
+    return { result: withEditedSummary(result, summary, aimAt.conversation), review: 'edited' };
   }
 
   /** How the last reviewed compaction was decided (`#2 review: edited`), once: the next chat request's summary says it. */
@@ -207,20 +216,6 @@ export class RoundCompaction {
     const note = this.reviewNote;
     this.reviewNote = undefined;
     return note;
-  }
-
-  /** A reviewed compaction as decided: `decision` undefined when the review timed out; undefined when rejected. */
-  private reviewed(
-    result: CompactionResult,
-    aimAt: BackendCounter,
-    decision: ReviewCompactionInput | undefined,
-  ): Decided {
-    if (decision === undefined) return { result, review: 'timed-out' };
-    if (decision.decision === 'reject') return undefined;
-    if (decision.decision === 'apply' || decision.summary === undefined) return { result, review: 'applied' };
-    // docs/design.md#recall: the person's summary names what it replaces as the summarizer's did.
-    const summary = this.parts.plan.recall ? withRecallLine(decision.summary, result.summary) : decision.summary;
-    return { result: withEditedSummary(result, summary, aimAt.conversation), review: 'edited' };
   }
 
   /** docs/design.md#needs-compaction */
