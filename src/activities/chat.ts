@@ -22,19 +22,17 @@ import { DEFAULT_CHAT_TIMEOUT_MS } from '../config.js';
 import type { TrajectoryStore } from './trajectories.js';
 import { whileHeartbeating } from './heartbeats.js';
 
-/** Input of the `chat` activity. */
 export interface ChatActivityInput {
   backend: ModelConfig;
   /** The conversation as sent (harness flags are stripped before it leaves the worker). */
   messages: ChatMessage[];
-  /** Tool declarations sent with the request. */
   tools: ToolDeclaration[];
   /** Chat rounds the run has completed; the replay provider answers with recorded turn number `turn` (from 0). */
   turn: number;
 }
 
 /** What the provider billed for the request (absent when it did not say). */
-export interface ChatUsage {
+interface ChatUsage {
   promptTokens: number;
   /** Prompt tokens served from the provider's prompt cache (`prompt_tokens_details.cached_tokens`), when it says. */
   cachedPromptTokens?: number;
@@ -54,16 +52,12 @@ export interface ChatActivityOutput {
   endOfTrajectory?: boolean;
 }
 
+/** `ActivityDeps`'s `openai`, `chatServer` (as `server`), `chatTimeoutMs` (as `timeoutMs`, to the answer's last byte) and `heartbeatIntervalMs`. */
 export interface ChatActivityDeps {
-  /** The OpenAI-compatible client. @default one built on first use from `server`, with `maxRetries: 0` */
   openai?: OpenAI;
-  /** Where the client built on first use sends requests (`createOpenAIClient`). @default the openai client's own (workers of `compactorPlugin` and `createWorker` pass OPENAI_BASE_URL and OPENAI_API_KEY) */
   server?: Pick<OpenAIClientSettings, 'baseURL' | 'apiKey'>;
-  /** Deadline of one request in ms, to the answer's last byte; keep it below the activity's startToCloseTimeout. @default 120_000 */
   timeoutMs?: number;
-  /** Heartbeat interval while a request is in flight. @default 5_000 ms (capped at a quarter of the heartbeatTimeout) */
   heartbeatIntervalMs?: number;
-  /** Where the replay provider finds trajectories. */
   trajectories: TrajectoryStore;
 }
 
@@ -92,26 +86,15 @@ function malformed(message: string, cause?: unknown): ApplicationFailure {
 export function toChatFailure(error: unknown, endpoint?: string): ApplicationFailure {
   if (error instanceof ApplicationFailure) return error;
   const cause = error instanceof Error ? error : undefined;
-  if (error instanceof NoModelServerError)
-    return ApplicationFailure.create({
-      type: FailureType.Chat.Rejected,
-      message: `chat: ${error.message}`,
-      nonRetryable: true,
-      cause,
-    });
+  const rejected = (message: string, details?: unknown[]): ApplicationFailure =>
+    ApplicationFailure.create({ type: FailureType.Chat.Rejected, message, nonRetryable: true, details, cause });
+  if (error instanceof NoModelServerError) return rejected(`chat: ${error.message}`);
   const fault = describeProviderError(error, endpoint);
   const message = `chat: ${fault.message}`;
   if (fault.kind === 'deadline' || fault.kind === 'timeout' || fault.kind === 'connection')
     return ApplicationFailure.create({ type: FailureType.Chat.Transient, message, cause });
   const { status, retryAfterMs } = fault;
-  if (fault.rejected)
-    return ApplicationFailure.create({
-      type: FailureType.Chat.Rejected,
-      message,
-      nonRetryable: true,
-      details: [{ status }],
-      cause,
-    });
+  if (fault.rejected) return rejected(message, [{ status }]);
   return ApplicationFailure.create({
     type: FailureType.Chat.Transient,
     message,
@@ -157,10 +140,10 @@ async function openAIChat(
     const cause = 'error' in read ? read.error : parsedCalls.success ? undefined : parsedCalls.error;
     throw malformed('the response is not a chat completion with at least one choice', cause);
   }
-  const toolCalls: ToolCall[] = (parsedCalls.data ?? []).map((call) => ({
-    id: call.id,
+  const toolCalls: ToolCall[] = (parsedCalls.data ?? []).map(({ id, function: { name, arguments: args } }) => ({
+    id,
     type: 'function',
-    function: { name: call.function.name, arguments: call.function.arguments },
+    function: { name, arguments: args },
   }));
   // A reply the conversation's own rules refuse (two tool calls of one id: a result could not say
   // which it answers) would fail the run's next validation once appended. Asking again usually heals it.

@@ -1,24 +1,14 @@
-// Node only (activities): `countTokens` — BPE counts of texts, taken outside the workflow sandbox.
-// An agent run counts its conversation in each backend's units; a large batch of new text (a
-// 1M-token conversation at the start, a huge tool result) would hold a workflow activation for
-// seconds, past the SDK's deadlock timeout. Counted here, the numbers enter the history once and
-// a replaying worker reads them instead of tokenizing again.
+// Node only (activities): `countTokens`, BPE counts taken outside the sandbox: a large batch of new
+// text would hold a workflow activation past the deadlock timeout; here the counts enter history once.
 import { BPE_ENCODING_NAMES, countTextTokens, type BpeEncodingName } from '../core/counting/bpe-counter.js';
 import { invalidActivityInput } from './to-failure.js';
 
-export interface CountTokensInput {
-  encoding: BpeEncodingName;
-  texts: string[];
-}
-
-export interface CountTokensOutput {
-  /** Tokens of each text, in the order given. */
-  tokens: number[];
-}
-
-/** Creates the `countTokens` activity. */
+/** Creates the `countTokens` activity: the tokens of each text, in the order given. */
 export function createCountTokensActivity() {
-  return async function countTokens(input: CountTokensInput): Promise<CountTokensOutput> {
+  return async function countTokens(input: {
+    encoding: BpeEncodingName;
+    texts: string[];
+  }): Promise<{ tokens: number[] }> {
     const encoding: unknown = input?.encoding;
     const texts: unknown = input?.texts;
     if (

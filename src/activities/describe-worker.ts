@@ -26,6 +26,11 @@ export function createDescribeWorkerActivity({
 }: DescribeWorkerOptions = {}) {
   const known = new Map<string, { at: number; names: string[] }>();
   const warned = new Set<string>();
+  const warnOnce = (namespace: string, message: string): void => {
+    if (warned.has(namespace)) return;
+    warned.add(namespace);
+    warn(`temporal-compactor: ${message}`);
+  };
   return async function describeWorker(): Promise<WorkerDescription> {
     const context = Context.current();
     const namespace = context.info.namespace;
@@ -47,19 +52,16 @@ export function createDescribeWorkerActivity({
       );
       names = status.present;
       const absent = [...status.missing, ...status.conflicting];
-      if (absent.length > 0 && !warned.has(namespace)) {
-        warned.add(namespace);
-        warn(
-          `temporal-compactor: namespace "${namespace}" lacks the search attributes ${absent.join(', ')}; agent runs there do not set them (the worker registers them at start where the operator API allows it)`,
+      if (absent.length > 0)
+        warnOnce(
+          namespace,
+          `namespace "${namespace}" lacks the search attributes ${absent.join(', ')}; agent runs there do not set them (the worker registers them at start where the operator API allows it)`,
         );
-      }
     } catch (error) {
-      if (!warned.has(namespace)) {
-        warned.add(namespace);
-        warn(
-          `temporal-compactor: could not list the search attributes of namespace "${namespace}" (${error instanceof Error ? error.message : String(error)}); agent runs do not set them`,
-        );
-      }
+      warnOnce(
+        namespace,
+        `could not list the search attributes of namespace "${namespace}" (${error instanceof Error ? error.message : String(error)}); agent runs do not set them`,
+      );
     }
     known.set(namespace, { at: Date.now(), names });
     return { externalStorage, searchAttributes: names };

@@ -8,7 +8,6 @@ import { join, relative } from 'node:path';
 import { parentPort, workerData } from 'node:worker_threads';
 import { allowsBeneath, secretRuleFor } from './secret-paths.js';
 
-/** What the caller hands the thread. */
 export interface GrepThreadInput {
   pattern: string;
   flags: string;
@@ -17,9 +16,8 @@ export interface GrepThreadInput {
   /** The real tool root: matches are shown relative to it. */
   base: string;
   maxResults: number;
-  /** Files larger than this are skipped. */
+  /** Files larger than this are skipped; the walk stops after `maxFiles` files. */
   maxFileBytes: number;
-  /** The walk stops after this many files. */
   maxFiles: number;
   skippedDirectories: string[];
   /** What the worker allows of the secret files (COMPACTOR_TOOLS_ALLOW); the others are skipped. */
@@ -42,7 +40,7 @@ export type GrepThreadMessage =
  * a little before `at` (where the match starts), with how much was left out on each side. Cut here,
  * in the search thread, so that a 2 MB line of minified code never crosses to the worker's thread.
  */
-export function shownLine(line: string, at: number, max: number): string {
+function shownLine(line: string, at: number, max: number): string {
   if (line.length <= max) return line;
   const start = Math.max(0, Math.min(at - Math.floor(max / 4), line.length - max));
   const end = start + max;
@@ -73,8 +71,7 @@ function search(input: GrepThreadInput, post: (message: GrepThreadMessage) => vo
     } catch {
       return;
     }
-    if (text === undefined) return;
-    if (text.includes('\u0000')) return;
+    if (text === undefined || text.includes('\u0000')) return;
     const lines = text.split('\n');
     for (let index = 0; index < lines.length; index += 1) {
       if (matches >= input.maxResults) {

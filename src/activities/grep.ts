@@ -17,10 +17,7 @@ export interface GrepOutcome {
   stoppedAt: GrepThreadStop | 'deadline' | 'memory' | undefined;
 }
 
-/**
- * The thread's script: the built file next to this one; run from source (tests, tsx), the
- * TypeScript file, loaded through tsx's loader registered inside the thread.
- */
+/** The thread's script: the built file next to this one, else the TypeScript file through tsx's loader (tests). */
 function threadScript(): { script: URL | string; eval: boolean } {
   const built = new URL('./grep-thread.js', import.meta.url);
   if (existsSync(fileURLToPath(built))) return { script: built, eval: false };
@@ -44,7 +41,6 @@ export class SearchSlots {
       throw new RangeError(`grepThreads: expected a positive integer, got ${limit}`);
   }
 
-  /** Searches running now, and waiting for a slot. */
   get load(): { running: number; waiting: number } {
     return { running: this.running, waiting: this.waiting.length };
   }
@@ -77,26 +73,11 @@ export class SearchSlots {
     return () => {
       if (released) return;
       released = true;
-      // The slot passes to the next search in line, or is freed.
       const next = this.waiting.shift();
       if (next !== undefined) next();
       else this.running -= 1;
     };
   }
-}
-
-/**
- * Searches in a worker thread, once `slots` (when given) has a free slot. At `timeoutMs` from the
- * thread's start (or when `signal` aborts) the thread is terminated and the matches found so far come
- * back with `stoppedAt: 'deadline'`; a thread over `memoryMb` of heap ends with `stoppedAt: 'memory'`.
- * The caller's event loop only ever receives messages.
- */
-export async function grepInThread(
-  input: GrepThreadInput,
-  options: { timeoutMs: number; memoryMb: number; signal?: AbortSignal; slots?: SearchSlots },
-): Promise<GrepOutcome> {
-  const release = await options.slots?.acquire(options.signal);
-  return searchInThread(input, options, release ?? (() => undefined));
 }
 
 /**
@@ -107,15 +88,22 @@ export async function grepInThread(
 const EXIT_GRACE_MS = 5_000;
 
 /**
- * One search in its own thread. `release` frees its slot once the thread has exited, not when its
- * result comes back: a thread being terminated still runs until it stops, and a search started in
- * its slot meanwhile would run beside it (two cores burnt for `grepThreads: 1`).
+ * Searches in a worker thread, once `slots` (when given) has a free slot. At `timeoutMs` from the
+ * thread's start (or when `signal` aborts) the thread is terminated and the matches found so far come
+ * back with `stoppedAt: 'deadline'`; a thread over `memoryMb` of heap ends with `stoppedAt: 'memory'`.
+ * The caller's event loop only ever receives messages. The slot is freed once the thread has exited,
+ * not when its result comes back: a search started in it meanwhile would run beside the old one.
  */
-function searchInThread(
+export async function grepInThread(
   input: GrepThreadInput,
-  { timeoutMs, memoryMb, signal }: { timeoutMs: number; memoryMb: number; signal?: AbortSignal },
-  release: () => void,
+  {
+    timeoutMs,
+    memoryMb,
+    signal,
+    slots,
+  }: { timeoutMs: number; memoryMb: number; signal?: AbortSignal; slots?: SearchSlots },
 ): Promise<GrepOutcome> {
+  const release = (await slots?.acquire(signal)) ?? (() => undefined);
   const { script, eval: evaluate } = threadScript();
   return new Promise<GrepOutcome>((resolve, reject) => {
     const matches: string[] = [];

@@ -1,7 +1,5 @@
-// Node only (activities): the wait every slow activity shares — heartbeats while a request is in
-// flight, the activity's cancellation raced against a backend that ignores its signal, and the
-// activity's own cancellation reason rethrown (never the backend's abort error, which the worker
-// would report as a failure).
+// Node only (activities): the wait every slow activity shares: heartbeats while a request is in
+// flight, and the activity's own cancellation rethrown, never the backend's abort error.
 import { Context } from '@temporalio/activity';
 import { workerSecrets } from '../config.js';
 import { redactFailure } from '../redact.js';
@@ -11,7 +9,7 @@ const MAX_HEARTBEAT_INTERVAL_MS = 5000;
 const MIN_HEARTBEAT_INTERVAL_MS = 50;
 
 /** A quarter of the heartbeat timeout, at most 5 s; `configured` wins when given. */
-export function heartbeatInterval(heartbeatTimeoutMs: number | undefined, configured: number | undefined): number {
+function heartbeatInterval(heartbeatTimeoutMs: number | undefined, configured: number | undefined): number {
   if (configured !== undefined) return Math.max(MIN_HEARTBEAT_INTERVAL_MS, configured);
   if (heartbeatTimeoutMs === undefined || heartbeatTimeoutMs <= 0) return MAX_HEARTBEAT_INTERVAL_MS;
   // Well under the timeout: the SDK throttles what it sends to the server anyway.
@@ -41,17 +39,12 @@ export async function whileHeartbeating<T>(
   try {
     return await Promise.race([work(signal), context.cancelled]);
   } catch (error) {
-    if (signal.aborted) throw cancellationReason(signal);
+    // The activity's own cancellation (a `CancelledFailure`), which the worker reports as cancelled.
+    if (signal.aborted) throw signal.reason;
     throw redactFailure(toFailure(error), workerSecrets(secrets));
   } finally {
     clearInterval(timer);
   }
-}
-
-/** The activity's own cancellation (a `CancelledFailure`), which the worker reports as cancelled. */
-function cancellationReason(signal: AbortSignal): unknown {
-  const reason: unknown = signal.reason;
-  return reason;
 }
 
 /**

@@ -15,31 +15,8 @@ import { createSummarizeActivity } from './summarize.js';
 import { createBuiltInTools, createReplayTool } from './tools.js';
 import { createTrajectoryStore } from './trajectories.js';
 
-export type { SummarizeActivityOutput, SummarizeActivityDeps } from './summarize.js';
-export { createSummarizeActivity } from './summarize.js';
-export { toSummarizerFailure, emptySummaryFailure, type SummarizerFailureDetails } from './to-failure.js';
-export {
-  createChatActivity,
-  toChatFailure,
-  DEFAULT_CHAT_TIMEOUT_MS,
-  type ChatActivityInput,
-  type ChatActivityOutput,
-  type ChatActivityDeps,
-  type ChatUsage,
-} from './chat.js';
-export {
-  createBuiltInTools,
-  createReplayTool,
-  DEFAULT_TOOL_RESULT_CHARS,
-  type ToolActivity,
-  type BuiltInToolsOptions,
-  type ReplayToolInput,
-} from './tools.js';
-export { createTrajectoryStore, type TrajectoryStore, type TrajectoryStoreOptions } from './trajectories.js';
-export { createRecordSessionActivity, type SessionBatchReceipt } from './session.js';
-export { createCountTokensActivity, type CountTokensInput, type CountTokensOutput } from './count-tokens.js';
-export { createRestoreCompactionActivity, type RestoreCompactionInput } from './restore-compaction.js';
-export { createDescribeWorkerActivity, type DescribeWorkerOptions, type WorkerDescription } from './describe-worker.js';
+export type { ChatActivityInput, ChatActivityOutput } from './chat.js';
+export { createDescribeWorkerActivity };
 
 /** What the activities need; built on the worker, so API keys never enter workflow history. */
 export interface ActivityDeps {
@@ -81,18 +58,8 @@ export interface ActivityDeps {
  *   activities: createActivities({ summarizer: createOpenAISummarizer({ model: 'gpt-4o-mini' }) }),
  * });
  */
-export function createActivities({
-  summarizer,
-  model,
-  heartbeatIntervalMs,
-  summarizerContextWindow,
-  openai,
-  chatServer,
-  chatTimeoutMs,
-  toolsRoot,
-  toolsAllow = [],
-  trajectoryDir,
-}: ActivityDeps) {
+export function createActivities(deps: ActivityDeps) {
+  const { summarizer, model, heartbeatIntervalMs, summarizerContextWindow, toolsRoot, trajectoryDir } = deps;
   const backend = summarizer ?? (model !== undefined && model !== '' ? createOpenAISummarizer({ model }) : undefined);
   if (backend === undefined)
     throw new TypeError('createActivities: pass a summarizer, or the summarizer model name as `model`');
@@ -103,9 +70,9 @@ export function createActivities({
     // the built-in read-only tools, and the replay provider's recorded tool results. Register your
     // own tools as activities named like their declarations: `{ ...createActivities(deps), my_tool }`.
     chat: createChatActivity({
-      openai,
-      server: chatServer,
-      timeoutMs: chatTimeoutMs,
+      openai: deps.openai,
+      server: deps.chatServer,
+      timeoutMs: deps.chatTimeoutMs,
       heartbeatIntervalMs,
       trajectories,
     }),
@@ -119,7 +86,7 @@ export function createActivities({
     recall: createRecallActivity(),
     // `restoreCompaction` (docs/design.md#undo): what undoing a compaction brings back, read from the run's transcript.
     restoreCompaction: createRestoreCompactionActivity(),
-    ...createBuiltInTools({ ...(toolsRoot === undefined ? {} : { root: toolsRoot }), allow: toolsAllow }),
+    ...createBuiltInTools({ ...(toolsRoot === undefined ? {} : { root: toolsRoot }), allow: deps.toolsAllow ?? [] }),
     // Every activity is a tool or named among the internal ones, which agentRun refuses as tool names.
   } satisfies Record<InternalActivityName | BuiltInToolName | typeof RECALL_TOOL_NAME, unknown>;
 }

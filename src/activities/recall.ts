@@ -1,7 +1,5 @@
-// Node only (activities): `recall` (docs/design.md#recall) — the tool an agent run declares under
-// `compaction.recall: true`. It answers with one message of the run's own transcript, read from
-// the run's history (the `recordSession` inputs of its continue-as-new chain, through the payload
-// store when the worker's client has one), so the run keeps nothing extra for it.
+// Node only (activities): `recall` (docs/design.md#recall): one message of the run's own transcript,
+// read from its history, so the run keeps nothing extra for it.
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { FailureType } from '../core/errors.js';

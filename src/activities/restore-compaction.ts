@@ -1,18 +1,11 @@
-// Node only (activities): `restoreCompaction` (docs/design.md#undo) — what undoing a compaction of an
-// agent run brings back, read from the run's own transcript in its history (the `recordSession`
-// inputs of its continue-as-new chain, through the payload store when the worker's client has one),
-// so the run keeps nothing extra for an undo.
+// Node only (activities): `restoreCompaction` (docs/design.md#undo): what undoing a compaction
+// brings back, read from the run's own transcript in its history, so the run keeps nothing extra.
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { FailureType } from '../core/errors.js';
 import { UndoFinder } from '../core/agent/undo.js';
 import type { UndoChange } from '../core/agent/undo.js';
 import { readSession } from '../client/session-reader.js';
-
-/** The input of `restoreCompaction`: the number of the compaction (its `#` in the history). */
-export interface RestoreCompactionInput {
-  compaction: number;
-}
 
 /**
  * Creates the `restoreCompaction` activity: replays the calling run's transcript up to compaction
@@ -21,7 +14,7 @@ export interface RestoreCompactionInput {
  * A transcript without that compaction fails `Compaction.UndoRefused`, never retried.
  */
 export function createRestoreCompactionActivity() {
-  return async function restoreCompaction({ compaction }: RestoreCompactionInput): Promise<UndoChange> {
+  return async function restoreCompaction({ compaction }: { compaction: number }): Promise<UndoChange> {
     const context = Context.current();
     const execution = context.info.workflowExecution;
     const refused = (message: string): ApplicationFailure =>

@@ -20,32 +20,10 @@ export interface SummarizeActivityOutput {
   attempt?: number;
 }
 
-/**
- * The details every heartbeat of the `summarize` activity carries, which the Temporal UI shows on
- * the pending activity (the activity's summary names the piece: `…, piece 2 of 9`).
- */
-export interface SummarizeHeartbeat {
-  /** The request's size as the worker's counter estimates it (characters / 4 by default). */
-  estimatedTokens: number;
-  /** Since the attempt started. */
-  elapsedMs: number;
-}
-
+/** `ActivityDeps`'s summarizer settings; a request over the window's input room (`window × 0.75`), as `counter` estimates it, is refused unsent. */
 export interface SummarizeActivityDeps {
   summarizer: Summarizer;
-  /**
-   * How often to heartbeat while the request is in flight. Heartbeats carry the cancellation to
-   * the activity and let Temporal notice a dead worker after `heartbeatTimeout`.
-   * @default a quarter of the activity's heartbeatTimeout, at most 5 s
-   */
   heartbeatIntervalMs?: number;
-  /**
-   * The summarizer's own context window in tokens (COMPACTOR_SUMMARIZER_CONTEXT_WINDOW on a worker):
-   * a request over its input room (`window × 0.75`), as `counter` estimates it, is refused unsent
-   * with `Summarizer.ContextOverflow` stating the window and the estimate, and the compaction cuts
-   * its middle to fit (docs/design.md#summarizer-overflow).
-   * @default unset: every request is sent
-   */
   summarizerContextWindow?: number;
   /** What counts a request against `summarizerContextWindow`. @default the engine's default counter (characters / 4) */
   counter?: TokenCounter;
@@ -68,7 +46,6 @@ export function createSummarizeActivity({
   summarizerContextWindow: window,
   counter = defaultCounter,
 }: SummarizeActivityDeps) {
-  // The input is the summarizer's request as the engine built it (docs/design.md#summarizer-request).
   return async function summarize(input: SummarizeRequest): Promise<SummarizeActivityOutput> {
     const request = failOnInvalidInput(() => checkedRequest(input));
     // A retried attempt says so in its output or its failure's details, so the workflow's
@@ -97,8 +74,8 @@ export function createSummarizeActivity({
       (error) => toSummarizerFailure(error, retried),
       heartbeatIntervalMs,
       [],
-      // What the Temporal UI shows of the attempt in flight: its size and how long it has waited.
-      (): SummarizeHeartbeat => ({ estimatedTokens: estimate, elapsedMs: Date.now() - started }),
+      // What the Temporal UI shows of the attempt in flight: its estimated size and how long it has waited.
+      () => ({ estimatedTokens: estimate, elapsedMs: Date.now() - started }),
     );
   };
 }

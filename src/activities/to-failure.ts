@@ -14,20 +14,16 @@ import { readContextOverflow } from '../llm/context-overflow.js';
 import { pastDeadline } from '../llm/past-deadline.js';
 import { invalidInputFailure } from '../shared/failures.js';
 
-/** What the workflow side and the UI can read from a summarizer failure's `details[0]`. */
-export interface SummarizerFailureDetails {
-  /** The HTTP status the backend answered, when there was one. */
+/**
+ * What the workflow side and the UI can read from a summarizer failure's `details[0]`: the HTTP
+ * status and `Retry-After` when the backend sent them, the attempt when it was a retry, and for
+ * `Summarizer.ContextOverflow` the window and prompt tokens the server (or the worker) stated.
+ */
+interface SummarizerFailureDetails {
   status?: number;
-  /** The backend's `Retry-After` hint, when there was one. */
   retryAfterMs?: number;
-  /** The activity attempt that failed, when it was a retry (absent: the first). */
   attempt?: number;
-  /**
-   * `Summarizer.ContextOverflow`: the window the server (or the worker's `summarizerContextWindow`)
-   * states, in the summarizer's tokens, when it states one.
-   */
   contextWindow?: number;
-  /** `Summarizer.ContextOverflow`: the request's prompt tokens as the server counted them (or the worker estimated them), when stated. */
   promptTokens?: number;
 }
 
@@ -55,10 +51,11 @@ export function toSummarizerFailure(
   const cause = error instanceof Error ? error : undefined;
   const status = statusOf(error);
   const retryAfterMs = retryAfterOf(error);
-  const details: SummarizerFailureDetails = { ...known };
-  if (status !== undefined) details.status = status;
-  if (retryAfterMs !== undefined) details.retryAfterMs = retryAfterMs;
-
+  const details: SummarizerFailureDetails = {
+    ...known,
+    ...(status === undefined ? {} : { status }),
+    ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
+  };
   // A zero `Retry-After` means "now": leave the retry policy's own interval (Temporal reads 0 as unset anyway).
   const delay = retryAfterMs !== undefined && retryAfterMs > 0 ? { nextRetryDelay: retryAfterMs } : {};
   const fail = (type: string, nonRetryable: boolean): ApplicationFailure =>

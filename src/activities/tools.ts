@@ -57,7 +57,7 @@ export const MAX_GREP_LINE_CHARS = 1_000;
 const GREP_NOTE_CHARS = 200;
 const SKIPPED_DIRECTORIES = new Set(['.git', 'node_modules']);
 
-/** A tool's failure: never retried, the agent loop hands it to the model as the result. */
+/** Never retried: the agent loop hands it to the model as the result. */
 const toolFailure = (type: string, message: string): ApplicationFailure =>
   ApplicationFailure.create({ type, message, nonRetryable: true });
 
@@ -109,10 +109,10 @@ const grepArgs = z.strictObject({
   maxResults: z.number().int().min(1).max(1000).optional(),
 });
 
-/** Opening a FIFO for reading waits for a writer; non-blocking, it returns at once (and regular files read as before). */
+/** Opening a FIFO for reading waits for a writer; non-blocking, it returns at once. */
 const READ_FLAGS = constants.O_RDONLY | constants.O_NONBLOCK;
 
-/** Refuses what is neither a regular file nor a directory: a FIFO, a socket or a device could block a read forever. */
+/** A FIFO, a socket or a device could block a read forever. */
 function notAFile(tool: string, path: string): ApplicationFailure {
   return toolFailure(
     FailureType.Tool.InvalidArguments,
@@ -135,7 +135,7 @@ async function readHead(path: string, shown: string, limit: number): Promise<{ t
   }
 }
 
-/** The activity's cancellation signal when running as an activity (undefined when called directly). */
+/** Undefined when called directly, not as an activity. */
 function cancellationSignal(): AbortSignal | undefined {
   try {
     return Context.current().cancellationSignal;
@@ -149,20 +149,15 @@ function grepStopNote(
   stoppedAt: GrepOutcome['stoppedAt'],
   limits: { maxResults: number; maxFiles: number; timeoutMs: number; maxOutputChars: number },
 ): string {
-  switch (stoppedAt) {
-    case 'results':
-      return `\n[stopped after ${limits.maxResults} matches]`;
-    case 'output':
-      return `\n[stopped at ${limits.maxOutputChars} characters of matches: give a narrower path or a more specific pattern]`;
-    case 'files':
-      return `\n[stopped after searching ${limits.maxFiles} files: give a narrower path]`;
-    case 'deadline':
-      return `\n[stopped after ${limits.timeoutMs / 1000} s: the search took too long; simplify the pattern (nested repetition such as (a+)+ backtracks) or give a narrower path]`;
-    case 'memory':
-      return '\n[stopped: the search went over its memory limit; give a narrower path]';
-    default:
-      return '';
-  }
+  if (stoppedAt === undefined) return '';
+  const notes: Record<NonNullable<GrepOutcome['stoppedAt']>, string> = {
+    results: `stopped after ${limits.maxResults} matches`,
+    output: `stopped at ${limits.maxOutputChars} characters of matches: give a narrower path or a more specific pattern`,
+    files: `stopped after searching ${limits.maxFiles} files: give a narrower path`,
+    deadline: `stopped after ${limits.timeoutMs / 1000} s: the search took too long; simplify the pattern (nested repetition such as (a+)+ backtracks) or give a narrower path`,
+    memory: 'stopped: the search went over its memory limit; give a narrower path',
+  };
+  return `\n[${notes[stoppedAt]}]`;
 }
 
 /**
@@ -200,7 +195,6 @@ export function createBuiltInTools({
     return realRoot;
   };
 
-  /** The real path of `path` under the root, or a clear failure. */
   const locate = async (tool: string, path: string): Promise<{ real: string; shown: string; base: string }> => {
     const base = await baseFor(tool);
     const target = resolve(base, path);
@@ -304,23 +298,20 @@ export function createBuiltInTools({
   return { fs_read: heartbeating(fs_read), fs_list: heartbeating(fs_list), grep: heartbeating(grep) };
 }
 
-/** Input of `replayTool`: which recorded result to return. */
-export interface ReplayToolInput {
-  trajectory: string;
-  toolCallId: string;
-}
-
 /** Creates `replayTool`: the recorded tool message that answers `toolCallId`, verbatim. */
 export function createReplayTool(trajectories: TrajectoryStore) {
-  return heartbeating(async function replayTool({ trajectory, toolCallId }: ReplayToolInput): Promise<ChatMessage> {
-    const script = await trajectories.load(trajectory);
-    const result = script.results.get(toolCallId);
-    if (result === undefined) {
-      throw toolFailure(
-        FailureType.Replay.NotRecorded,
-        `replay: trajectory "${trajectory}" has no result for tool call ${toolCallId}`,
-      );
-    }
-    return result;
+  return heartbeating(async function replayTool({
+    trajectory,
+    toolCallId,
+  }: {
+    trajectory: string;
+    toolCallId: string;
+  }): Promise<ChatMessage> {
+    const result = (await trajectories.load(trajectory)).results.get(toolCallId);
+    if (result !== undefined) return result;
+    throw toolFailure(
+      FailureType.Replay.NotRecorded,
+      `replay: trajectory "${trajectory}" has no result for tool call ${toolCallId}`,
+    );
   });
 }

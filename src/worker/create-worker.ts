@@ -26,7 +26,7 @@ import {
 import { summarizerFromConfig } from './summarizer-from-config.js';
 import { parseDuration, type Duration } from '../core/compaction/options.js';
 import type { Summarizer } from '../core/types.js';
-import type { OpenAIClientSettings } from '../llm/openai-adapter.js';
+import type { ActivityDeps } from '../activities/index.js';
 import { payloadConverterFromConfig } from '../payloads/index.js';
 import { connectTemporal, TemporalConnectionError } from './temporal-connection.js';
 import { InstallError } from '../peer-packages.js';
@@ -37,8 +37,11 @@ export type WorkerMode = WorkerModeSetting;
 
 type Environment = Readonly<Record<string, string | undefined>>;
 
-/** Every field but `summarizer` has a default. */
-export interface CompactorWorkerConfig {
+/** Every field but `summarizer` has a default; the activities' settings are `ActivityDeps`'s, read from the environment when not given. */
+export interface CompactorWorkerConfig extends Pick<
+  ActivityDeps,
+  'trajectoryDir' | 'toolsRoot' | 'toolsAllow' | 'chatServer' | 'chatTimeoutMs' | 'summarizerContextWindow'
+> {
   /** A connection to reuse (it stays open). @default one from `connectTemporal` (the TEMPORAL_* settings) */
   connection?: NativeConnection;
   /** @default the envconfig namespace (TEMPORAL_NAMESPACE), else 'default' */
@@ -51,18 +54,6 @@ export interface CompactorWorkerConfig {
   mode?: WorkerMode;
   /** Built on the worker, so API keys never enter workflow history. Required unless mode is `workflows`. */
   summarizer?: Summarizer;
-  /** Where the replay provider finds trajectories. @default COMPACTOR_TRAJECTORY_DIR, else the current directory */
-  trajectoryDir?: string;
-  /** The directory the built-in tools may read. @default COMPACTOR_TOOLS_ROOT, else none */
-  toolsRoot?: string;
-  /** Secret files under the tool root the tools may read after all (docs/agent-runs.md#secret-files). @default COMPACTOR_TOOLS_ALLOW */
-  toolsAllow?: readonly string[];
-  /** Where the agent loop's `chat` sends requests (`provider: 'openai'`). @default OPENAI_BASE_URL and OPENAI_API_KEY */
-  chatServer?: Pick<OpenAIClientSettings, 'baseURL' | 'apiKey'>;
-  /** Deadline of one `chat` request in ms. @default 120_000 (COMPACTOR_CHAT_TIMEOUT) */
-  chatTimeoutMs?: number;
-  /** The summarizer's own context window in tokens: the `summarize` activity refuses a request over it unsent (`Summarizer.ContextOverflow`), and the compaction cuts the middle to fit (docs/design.md#summarizer-window). @default COMPACTOR_SUMMARIZER_CONTEXT_WINDOW */
-  summarizerContextWindow?: number;
   /** A bundle from `temporal-compactor bundle --out FILE`, so the worker starts without bundling. @default COMPACTOR_WORKFLOW_BUNDLE */
   workflowBundlePath?: string;
   /** A workflow bundle already in memory (e.g. from `bundleWorkflowCode`); wins over the path settings. */
@@ -128,7 +119,6 @@ export function loadWorkerConfig(
   flags: Readonly<Record<string, unknown>> = {},
 ): CompactorWorkerConfig & {
   describeSummarizer: string;
-  describePayloads: string;
   prometheusAddress: string | undefined;
 } {
   const config = loadConfig({ env, flags });
@@ -140,7 +130,6 @@ export function loadWorkerConfig(
     );
   }
   const { summarizer, describe } = summarizerFromConfig(config);
-  const payloads = payloadConverterFromConfig(config);
   return {
     namespace: config.temporalNamespace,
     taskQueue: config.taskQueue,
@@ -148,25 +137,19 @@ export function loadWorkerConfig(
     mode: config.workerMode,
     summarizer,
     describeSummarizer: describe,
-    ...(config.workflowBundle === undefined ? {} : { workflowBundlePath: config.workflowBundle }),
-    ...(config.maxConcurrentActivities === undefined
-      ? {}
-      : { maxConcurrentActivityTaskExecutions: config.maxConcurrentActivities }),
-    ...(config.maxConcurrentWorkflowTasks === undefined
-      ? {}
-      : { maxConcurrentWorkflowTaskExecutions: config.maxConcurrentWorkflowTasks }),
+    // Unset settings stay undefined: createWorker gives each its default.
+    workflowBundlePath: config.workflowBundle,
+    maxConcurrentActivityTaskExecutions: config.maxConcurrentActivities,
+    maxConcurrentWorkflowTaskExecutions: config.maxConcurrentWorkflowTasks,
     shutdownGraceTime: config.shutdownGraceMs,
-    ...(config.trajectoryDir === undefined ? {} : { trajectoryDir: config.trajectoryDir }),
-    ...(config.toolsRoot === undefined ? {} : { toolsRoot: config.toolsRoot }),
+    trajectoryDir: config.trajectoryDir,
+    toolsRoot: config.toolsRoot,
     toolsAllow: config.toolsAllow,
     chatServer: { baseURL: config.openaiBaseUrl, apiKey: config.openaiApiKey },
     chatTimeoutMs: config.chatTimeoutMs,
-    ...(config.summarizerContextWindow === undefined
-      ? {}
-      : { summarizerContextWindow: config.summarizerContextWindow }),
+    summarizerContextWindow: config.summarizerContextWindow,
     temporalEnv: temporalEnvVars(config, env),
-    dataConverter: payloads.dataConverter,
-    describePayloads: payloads.describe,
+    dataConverter: payloadConverterFromConfig(config).dataConverter,
     tracing: config.tracing,
     prometheusAddress: config.prometheusAddress,
   };
@@ -214,10 +197,9 @@ export async function createWorker(config: CompactorWorkerConfig): Promise<Compa
   const summarizerTaskQueue = config.summarizerTaskQueue ?? taskQueue;
   if (mode !== 'workflows' && config.summarizer === undefined)
     throw new TypeError(`createWorker: a worker in mode "${mode}" needs a summarizer`);
-  // One tracer for every worker made here (one per task queue), so their spans share one exporter.
+  // One tracer for every worker made here, so their spans share one exporter.
   const tracing: CompactorTracing | undefined = createTracing(config.tracing ?? readSettings(['tracing']).tracing);
   const code = mode === 'activities' ? undefined : workflowCode(config);
-  // Our activities, workflows and data converter come from the plugin, as on any user's worker.
   const plugin = (register: PluginRegistration): CompactorPlugin =>
     compactorPlugin({
       register,
@@ -312,12 +294,7 @@ export async function runWorker(
   // The metrics endpoint belongs to the SDK's Runtime, which must be set up before the first connection.
   if (config.prometheusAddress !== undefined) installTelemetryRuntime({ prometheusAddress: config.prometheusAddress });
   const tracing = createTracing(config.tracing ?? 'off', env);
-  const {
-    describeSummarizer: _summarizer,
-    describePayloads: _payloads,
-    prometheusAddress: _metrics,
-    ...workerConfig
-  } = config;
+  const { describeSummarizer: _summarizer, prometheusAddress: _metrics, ...workerConfig } = config;
   // Each worker's start line is the plugin's, as on any user's worker; the command adds what only it knows.
   const more = [
     config.prometheusAddress === undefined ? undefined : `metrics: http://${config.prometheusAddress}/metrics`,

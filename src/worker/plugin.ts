@@ -1,7 +1,5 @@
-// Node only: `compactorPlugin()`, compaction for any Temporal worker and client in one line. On a
-// worker: our activities, our workflows next to the worker's own, the payload codec and store, and a
-// check of the namespace's search attributes; on a client: the same data converter, so both ends of
-// every payload agree. Opt-in tracing goes on both ends; activities report metrics to the Runtime.
+// Node only: `compactorPlugin()`, compaction for any Temporal worker and client in one line: our
+// activities and workflows, the data converter on both ends, opt-in tracing and activity metrics.
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { ClientOptions } from '@temporalio/client';
@@ -65,7 +63,6 @@ export interface CompactorPluginOptions {
   tracing?: TracingOption;
 }
 
-/** The configuration settings the plugin hands our activities, which read none themselves. */
 type ActivitySettingKey =
   'toolsRoot' | 'toolsAllow' | 'trajectoryDir' | 'openaiBaseUrl' | 'openaiApiKey' | 'summarizerContextWindow';
 
@@ -85,11 +82,9 @@ function withConfiguredSettings(
     deps.openai === undefined
       ? { baseURL: given(deps.chatServer?.baseURL), apiKey: given(deps.chatServer?.apiKey) }
       : undefined;
-  const needed: ActivitySettingKey[] = [];
-  if (deps.toolsRoot === undefined) needed.push('toolsRoot');
-  if (deps.toolsAllow === undefined) needed.push('toolsAllow');
-  if (deps.trajectoryDir === undefined) needed.push('trajectoryDir');
-  if (deps.summarizerContextWindow === undefined) needed.push('summarizerContextWindow');
+  const needed: ActivitySettingKey[] = (
+    ['toolsRoot', 'toolsAllow', 'trajectoryDir', 'summarizerContextWindow'] as const
+  ).filter((key) => deps[key] === undefined);
   if (server !== undefined && (server.baseURL === undefined || server.apiKey === undefined))
     needed.push('openaiBaseUrl', 'openaiApiKey');
   if (needed.length === 0) return deps;
@@ -130,7 +125,6 @@ const ACTIVITY_OPTION_KEYS = keysOf<Omit<ActivityDeps, 'summarizer'>>({
   toolsAllow: true,
   trajectoryDir: true,
 });
-/** The keys of `chatServer` (here and in `createWorker`'s configuration). */
 export const CHAT_SERVER_KEYS = keysOf<NonNullable<ActivityDeps['chatServer']>>({ baseURL: true, apiKey: true });
 
 /** Worker options whose workflows are the worker's own (if any) and ours, in one bundle. */
@@ -149,7 +143,6 @@ export class CompactorPlugin extends SimplePlugin {
   private readonly registration: PluginRegistration;
   private readonly checked = new Set<string>();
   private readonly activityTypes: ReadonlySet<string>;
-  /** Undefined when tracing is off. */
   readonly tracing: CompactorTracing | undefined;
   /** What the start line names, less the task queue. */
   private readonly uses: Omit<WorkerStart, 'queues'>;
@@ -158,7 +151,6 @@ export class CompactorPlugin extends SimplePlugin {
     assertKnownKeys(pluginOptions, PLUGIN_OPTION_KEYS, 'options');
     assertKnownKeys(pluginOptions.activities, ACTIVITY_OPTION_KEYS, 'options.activities');
     assertKnownKeys(pluginOptions.activities?.chatServer, CHAT_SERVER_KEYS, 'options.activities.chatServer');
-    // The configuration is read only for what was not given.
     let config = pluginOptions.config;
     const configured = (): CompactorConfig => (config ??= loadConfig());
     const registration = pluginOptions.register ?? 'all';
@@ -202,8 +194,7 @@ export class CompactorPlugin extends SimplePlugin {
       this.registration === 'activities' || base.workflowBundle !== undefined ? base : workerWithOurWorkflows(base);
     // After our workflows are set: the tracing plugin adds its workflow interceptors only to a worker that bundles.
     const withTracing = this.tracing === undefined ? configured : this.tracing.plugin.configureWorker(configured);
-    // A prebuilt bundle's code is read once (a file of several MB), as bytes: hashed for the build id,
-    // and decoded only for the tracing check, which a worker without tracing skips (start-up time).
+    // A prebuilt bundle's code is read once, as bytes: decoded only for the tracing check (start-up time).
     const code = withTracing.workflowBundle === undefined ? undefined : bundleCode(withTracing.workflowBundle);
     const traced = code === undefined ? withTracing : withShortBuildId(withTracing, code);
     if (this.tracing !== undefined && code !== undefined && !bundleHasTracing(code.toString())) {
@@ -280,15 +271,13 @@ export class CompactorPlugin extends SimplePlugin {
   }
 }
 
-/** The code of a prebuilt workflow bundle, in memory or on disk (its bytes, not decoded). */
 function bundleCode(bundle: NonNullable<WorkerOptions['workflowBundle']>): string | Buffer {
   return 'code' in bundle ? bundle.code : readFileSync(bundle.codePath);
 }
 
 /**
- * The build id of a worker that runs a prebuilt bundle and names none: 12 hex digits of the code's
- * SHA-256 (of its UTF-8 bytes: a file read as bytes and the same code as a string get one id).
- * History records it in several events a round; the SDK's default is 90 bytes each time.
+ * The build id of a worker that runs a prebuilt bundle and names none: 12 hex digits of the SHA-256
+ * of the code's UTF-8 bytes. History records it in several events a round; the SDK's is 90 bytes.
  */
 export function workerBuildId(bundleCode: string | Uint8Array): string {
   return createHash('sha256').update(bundleCode).digest('hex').slice(0, 12);

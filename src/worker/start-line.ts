@@ -1,7 +1,5 @@
-// Node only: the one line every worker prints as it starts — from `compactorPlugin()` on a user's
-// worker, from `createWorker` and from `temporal-compactor worker` alike — saying what it uses:
-// the task queues, the summarizer (model and endpoint), the agent loop's chat server, the payload
-// store and codec. Endpoints are shown with their userinfo and query values redacted.
+// Node only: the one line every worker prints as it starts, saying what it uses; endpoints are
+// shown with their userinfo and query values redacted.
 import type { DataConverter } from '@temporalio/common';
 import type OpenAI from 'openai';
 import { DEFAULT_OPENAI_BASE_URL } from '../config.js';
@@ -24,10 +22,8 @@ export interface WorkerStart {
 }
 
 /** The chat activity's server: a client of the caller's own, or the settings its client is built from. */
-export type ChatServer =
-  { client: Pick<OpenAI, 'baseURL'> } | { baseURL: string | undefined; apiKey: string | undefined };
+type ChatServer = { client: Pick<OpenAI, 'baseURL'> } | { baseURL: string | undefined; apiKey: string | undefined };
 
-/** The chat server in words: its endpoint, or that there is none. */
 function describeChat(chat: ChatServer): string {
   if ('client' in chat) return `chat: model server at ${redactUrls(chat.client.baseURL)}`;
   if (chat.baseURL !== undefined) return `chat: model server at ${redactUrls(chat.baseURL)}`;

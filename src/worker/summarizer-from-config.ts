@@ -4,26 +4,19 @@ import { DEFAULT_OPENAI_BASE_URL, type CompactorConfig } from '../config.js';
 import type { Summarizer } from '../core/types.js';
 import { describedAs } from '../described.js';
 import { redactUrls } from '../redact.js';
-import { createExtractiveSummarizer, type ExtractiveSummarizerOptions } from '../summarizers/extractive.js';
+import { createExtractiveSummarizer } from '../summarizers/extractive.js';
 import { createOpenAISummarizer } from '../summarizers/openai.js';
 
-/** The summarizer a configuration selects, and a line for start-up logs saying which it is. */
-export interface ConfiguredSummarizer {
+/**
+ * The summarizer the configuration selects, and a line for start-up logs saying which it is: the
+ * OpenAI-compatible one when `COMPACTOR_SUMMARIZER` is `openai`, or `auto` with `OPENAI_API_KEY` or
+ * `OPENAI_BASE_URL` set; otherwise the built-in offline extractive summarizer.
+ */
+export function summarizerFromConfig(config: CompactorConfig): {
   summarizer: Summarizer;
   kind: 'openai' | 'extractive';
-  /** E.g. `OpenAI-compatible summarizer: model gpt-4o-mini at https://api.openai.com/v1, timeout 60000 ms`. */
   describe: string;
-}
-
-/**
- * Builds the summarizer the configuration selects: the OpenAI-compatible one when
- * `COMPACTOR_SUMMARIZER` is `openai`, or `auto` with `OPENAI_API_KEY` or `OPENAI_BASE_URL` set;
- * otherwise the built-in offline extractive summarizer.
- */
-export function summarizerFromConfig(
-  config: CompactorConfig,
-  { extractive }: { extractive?: ExtractiveSummarizerOptions } = {},
-): ConfiguredSummarizer {
+} {
   const openaiConfigured = config.openaiApiKey !== undefined || config.openaiBaseUrl !== undefined;
   const useOpenAI = config.summarizer === 'openai' || (config.summarizer === 'auto' && openaiConfigured);
   if (useOpenAI) {
@@ -37,16 +30,12 @@ export function summarizerFromConfig(
     // Printed at start-up: never with a password or a key the URL might carry.
     const where = redactUrls(config.openaiBaseUrl ?? DEFAULT_OPENAI_BASE_URL);
     const describe = `OpenAI-compatible summarizer: model ${config.summarizerModel} at ${where}, timeout ${config.summarizerTimeoutMs} ms`;
-    return {
-      summarizer: describedAs(summarizer, describe),
-      kind: 'openai',
-      describe,
-    };
+    return { summarizer: describedAs(summarizer, describe), kind: 'openai', describe };
   }
   const why =
     config.summarizer === 'extractive'
       ? 'COMPACTOR_SUMMARIZER=extractive'
       : 'no model configured; set OPENAI_API_KEY or OPENAI_BASE_URL to use one';
   const describe = `built-in offline extractive summarizer (${why})`;
-  return { summarizer: describedAs(createExtractiveSummarizer(extractive), describe), kind: 'extractive', describe };
+  return { summarizer: describedAs(createExtractiveSummarizer(), describe), kind: 'extractive', describe };
 }

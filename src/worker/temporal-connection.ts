@@ -20,7 +20,7 @@ export class TemporalConnectionError extends Error {
   }
 }
 
-export interface ConnectTemporalOptions<Kind extends 'client' | 'worker'> {
+interface ConnectTemporalOptions<Kind extends 'client' | 'worker'> {
   /** `client`: a `Connection` for a `Client`; `worker`: a `NativeConnection` for `Worker.create`. */
   kind: Kind;
   /** The environment envconfig reads besides the settings (certificates, metadata, profiles). @default process.env */
@@ -32,7 +32,7 @@ export interface ConnectTemporalOptions<Kind extends 'client' | 'worker'> {
   channelArgs?: Record<string, number | string>;
 }
 
-export interface TemporalConnection<C> {
+interface TemporalConnection<C> {
   connection: C;
   namespace: string;
   /** `host:port`, as error messages and logs show it. */

@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import type { BundleOptions } from '@temporalio/worker';
 
 /** The module name `with-worker-workflows` imports the worker's own workflows by (an alias of the bundler's). */
-export const WORKER_WORKFLOWS_MODULE = '__temporal_compactor_worker_workflows';
+const WORKER_WORKFLOWS_MODULE = '__temporal_compactor_worker_workflows';
 
 type WebpackConfigHook = NonNullable<BundleOptions['webpackConfigHook']>;
 type WebpackConfig = Parameters<WebpackConfigHook>[0];
@@ -54,17 +54,15 @@ function bundlingHook(theirs: string, hook: WebpackConfigHook | undefined): Webp
   };
 }
 
-export interface WorkflowsToBundle {
+interface WorkflowsToBundle {
   workflowsPath?: string | undefined;
   webpackConfigHook?: WebpackConfigHook | undefined;
 }
 
 /** The workflows path and webpack hook of a bundle with the worker's own workflows and ours; idempotent. */
-export function withOurWorkflows(options: WorkflowsToBundle): {
+export function withOurWorkflows({ workflowsPath, webpackConfigHook }: WorkflowsToBundle): WorkflowsToBundle & {
   workflowsPath: string;
-  webpackConfigHook?: WebpackConfigHook | undefined;
 } {
-  const { workflowsPath, webpackConfigHook } = options;
   const ours = compactorWorkflowsPath();
   const combined = workflowsModule('with-worker-workflows');
   const theirs = workflowsPath === undefined ? undefined : resolve(workflowsPath);

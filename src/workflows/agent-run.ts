@@ -1,7 +1,5 @@
 // Sandbox-safe: the reference agent loop `agentRun` as a workflow (docs/design.md#agent-run): its
-// queries and updates wired to the loop (./agent/loop.ts), and a failure or a cancellation ending
-// the run only after its transcript is written. Its definitions — input, result, queries and
-// updates — are in src/shared/agent-run.ts, so a client needs none of the loop to call it.
+// queries and updates wired to the loop (./agent/loop.ts). Its definitions are in src/shared/agent-run.ts.
 import { ApplicationFailure } from '@temporalio/common';
 import { isCancellation, setHandler } from '@temporalio/workflow';
 import { planAgentRun } from '../core/agent/agent-input.js';
@@ -32,16 +30,16 @@ import { AgentLoop } from './agent/loop.js';
 
 export * from '../shared/agent-run.js';
 
-/** Refuses an update once the run has finished (`Update.Finished`). */
-function refuseWhenFinished(loop: AgentLoop, message: string): void {
+/**
+ * An update's validator: refuses a finished run (`AgentRun.Finished`), then runs `check`, turning
+ * an `InvalidInputError` into `Compaction.InvalidInput` and an `UndoRefusedError` into `Compaction.UndoRefused`.
+ */
+function validate(loop: AgentLoop, check: () => unknown, finished = 'the run has finished'): void {
   if (loop.isFinished)
-    throw ApplicationFailure.create({ type: FailureType.AgentRun.Finished, message, nonRetryable: true });
+    throw ApplicationFailure.create({ type: FailureType.AgentRun.Finished, message: finished, nonRetryable: true });
+  refuseInvalid(check);
 }
 
-/**
- * Runs a validator's (or handler's) check, turning an `InvalidInputError` into the update's
- * `Compaction.InvalidInput` failure and an `UndoRefusedError` into `Compaction.UndoRefused`.
- */
 function refuseInvalid<T>(check: () => T): T {
   try {
     return check();
@@ -53,47 +51,33 @@ function refuseInvalid<T>(check: () => T): T {
 }
 
 /**
- * The steering updates (docs/design.md#steering): `compact`, `pin`, `unpin`, `reviewCompaction`, `undoCompaction`. Each validator refuses
- * a finished run and bad input naming the field or id; each handler only queues the request and
- * waits for the loop to apply it before its next chat request, so registering them adds no command.
+ * The steering updates (docs/design.md#steering): `compact`, `pin`, `unpin`, `reviewCompaction`, `undoCompaction`.
+ * Each handler only queues the request and waits for the loop to apply it before its next chat
+ * request, so registering them adds no command.
  */
 function steer(loop: AgentLoop): void {
-  setHandler(conversationEntriesQuery, () => loop.liveEntries);
-  setHandler(compactUpdate, (input?: unknown) => loop.requestCompaction(parseCompactInput(input).instructions), {
-    validator: (input?: unknown) => {
-      refuseWhenFinished(loop, 'the run has finished');
-      refuseInvalid(() => parseCompactInput(input));
-    },
+  const { steering, review, undo } = loop;
+  setHandler(conversationEntriesQuery, () => loop.conversation.liveEntries);
+  setHandler(compactUpdate, (input?: unknown) => steering.requestCompaction(parseCompactInput(input).instructions), {
+    validator: (input?: unknown) => validate(loop, () => parseCompactInput(input)),
   });
   for (const [definition, kind] of [
     [pinUpdate, 'pin'],
     [unpinUpdate, 'unpin'],
   ] as const) {
-    setHandler(definition, (input) => loop.requestPins(kind, parsePinInput(input, kind)), {
-      validator: (input) => {
-        refuseWhenFinished(loop, 'the run has finished');
-        refuseInvalid(() => loop.checkPins(kind, parsePinInput(input, kind)));
-      },
+    setHandler(definition, (input) => steering.requestPins(kind, parsePinInput(input, kind)), {
+      validator: (input) => validate(loop, () => steering.checkPins(kind, parsePinInput(input, kind))),
     });
   }
   // docs/design.md#undo: refused at once when it names no compaction it can undo; the loop serves it.
-  setHandler(
-    undoCompactionUpdate,
-    (input?: unknown) => loop.requestUndo(refuseInvalid(() => loop.undoTarget(parseUndoInput(input)))),
-    {
-      validator: (input?: unknown) => {
-        refuseWhenFinished(loop, 'the run has finished');
-        refuseInvalid(() => loop.undoTarget(parseUndoInput(input)));
-      },
-    },
-  );
+  const undoTarget = (input: unknown): number => undo.target(parseUndoInput(input));
+  setHandler(undoCompactionUpdate, (input?: unknown) => undo.request(refuseInvalid(() => undoTarget(input))), {
+    validator: (input?: unknown) => validate(loop, () => undoTarget(input)),
+  });
   // docs/design.md#review: the handler records the decision; the loop, waiting on it, goes on.
-  setHandler(pendingCompactionQuery, () => loop.pendingCompaction);
-  setHandler(reviewCompactionUpdate, (input) => loop.decideReview(loop.checkReview(input)), {
-    validator: (input) => {
-      refuseWhenFinished(loop, 'the run has finished');
-      refuseInvalid(() => loop.checkReview(input));
-    },
+  setHandler(pendingCompactionQuery, () => review.proposal ?? null);
+  setHandler(reviewCompactionUpdate, (input) => review.decide(review.check(input)), {
+    validator: (input) => validate(loop, () => review.check(input)),
   });
 }
 
@@ -137,35 +121,13 @@ export async function agentRun(input: AgentRunWorkflowInput): Promise<AgentRunRe
   const plan = failOnInvalidInput(() => planAgentRun(input));
   const loop = failOnInvalidInput(() => new AgentLoop(input, plan));
   setHandler(sessionQuery, () => loop.sessionSnapshot());
-  setHandler(compactionsQuery, () => loop.compactionHistory);
+  setHandler(compactionsQuery, () => loop.ledger.compactions);
   setHandler(conversationQuery, () => loop.messages);
   setHandler(addUserMessageUpdate, (message) => ({ pending: loop.queueUserMessage(userMessageFrom(message)) }), {
-    validator: (message) => {
-      if (loop.isFinished)
-        throw ApplicationFailure.create({
-          type: FailureType.AgentRun.Finished,
-          message: 'the run has finished; start a new one',
-          nonRetryable: true,
-        });
-      try {
-        userMessageFrom(message);
-      } catch (error) {
-        if (error instanceof InvalidInputError) throw invalidInputFailure(error);
-        throw error;
-      }
-    },
+    validator: (message) => validate(loop, () => userMessageFrom(message), 'the run has finished; start a new one'),
   });
   steer(loop);
-  setHandler(stopUpdate, () => loop.requestStop(), {
-    validator: () => {
-      if (loop.isFinished)
-        throw ApplicationFailure.create({
-          type: FailureType.AgentRun.Finished,
-          message: 'the run has finished',
-          nonRetryable: true,
-        });
-    },
-  });
+  setHandler(stopUpdate, () => loop.requestStop(), { validator: () => validate(loop, () => undefined) });
   try {
     return await loop.run();
   } catch (error) {

@@ -1,9 +1,6 @@
-// Sandbox-safe: compaction as an AI SDK language-model middleware (docs/compaction.md#ai-sdk-middleware).
-// `wrapLanguageModel({ model, middleware: compactionMiddleware(options) })` compacts the prompt
-// before each model call: in workflow code (a model from `@temporalio/ai-sdk`'s `temporalProvider`)
-// with the workflow `compact()` — the deterministic engine, the summary as our `summarize`
-// activity —, outside Temporal in process with the summarizer it is given. Typed structurally, so
-// the package needs neither `ai` nor `@ai-sdk/provider`.
+// Sandbox-safe: compaction as an AI SDK language-model middleware (docs/compaction.md#ai-sdk-middleware):
+// in a workflow with `compact()`, outside Temporal in process with the summarizer it is given. Typed
+// structurally, so the package needs neither `ai` nor `@ai-sdk/provider`.
 import { inWorkflowContext } from '@temporalio/workflow';
 import { Compactor } from '../compactor.js';
 import { sha256Hex } from '../core/counting/digest.js';
@@ -36,9 +33,8 @@ export interface CompactionMiddleware {
   }): Promise<Params>;
 }
 
-/** A prompt prefix compacted before, and what it became. */
+/** A prompt prefix compacted before (its length and digest), and what it became. */
 interface Remembered {
-  /** Messages of the prompt it replaced, and their digest. */
   length: number;
   digest: string;
   replacement: readonly unknown[];
@@ -67,10 +63,6 @@ function asProviderPrompt(before: readonly unknown[], after: readonly unknown[])
 /** How many compactions a middleware remembers (the latest; a `generateText` loop needs only its last). */
 const REMEMBERED_COMPACTIONS = 4;
 
-function digestOf(messages: readonly unknown[]): string {
-  return sha256Hex(JSON.stringify(messages));
-}
-
 /**
  * The middleware. Before each call it puts back what it compacted before (a `generateText` loop
  * sends the whole conversation again at every step: the prefix it compacted is replaced by its
@@ -97,7 +89,7 @@ export function compactionMiddleware(options: CompactionMiddlewareOptions): Comp
     for (let index = remembered.length - 1; index >= 0; index -= 1) {
       const memory = remembered[index];
       if (memory === undefined || memory.length > prompt.length) continue;
-      if (digestOf(prompt.slice(0, memory.length)) === memory.digest)
+      if (sha256Hex(JSON.stringify(prompt.slice(0, memory.length))) === memory.digest)
         return [...memory.replacement, ...prompt.slice(memory.length)];
     }
     return prompt;
@@ -129,7 +121,7 @@ export function compactionMiddleware(options: CompactionMiddlewareOptions): Comp
       const prompt = withRemembered(original);
       const compacted = asProviderPrompt(prompt, await compactPrompt(prompt));
       if (compacted === prompt) return prompt === original ? params : { ...params, prompt };
-      remembered.push({ length: original.length, digest: digestOf(original), replacement: compacted });
+      remembered.push({ length: original.length, digest: sha256Hex(JSON.stringify(original)), replacement: compacted });
       // A loop's later prompts extend its latest compaction: older ones are not needed again.
       if (remembered.length > REMEMBERED_COMPACTIONS) remembered.shift();
       return { ...params, prompt: compacted };

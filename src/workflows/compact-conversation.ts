@@ -46,22 +46,16 @@ const INPUT_KEYS = keysOf<CompactConversationInput>({ messages: true, system: tr
  * });
  */
 export async function compactConversation(input: CompactConversationInput): Promise<AnyCompactionResult> {
-  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
+  if (typeof input !== 'object' || input === null || Array.isArray(input))
     throw invalidInputFailure(new InvalidInputError('input', 'must be an object { messages, options }'));
-  }
   // Unknown keys of `options` are refused by `compact`'s own check, naming `options.<key>`.
   failOnInvalidInput(() => assertKnownKeys(input, INPUT_KEYS, 'input', 'field'));
   const { messages, system, options } = input;
+  const isObject = typeof options === 'object' && options !== null;
   // A counter cannot travel as JSON: drop whatever a client put there rather than call it.
-  const jsonOptions: CompactOptions & FormatOption =
-    typeof options === 'object' && options !== null ? { ...options, counter: undefined } : options;
+  const jsonOptions: CompactOptions & FormatOption = isObject ? { ...options, counter: undefined } : options;
   // A queue name the server refuses would fail the workflow task at every retry, not the workflow.
-  failOnInvalidInput(() =>
-    assertTaskQueueName(
-      typeof options === 'object' && options !== null ? options.taskQueue : undefined,
-      'options.taskQueue',
-    ),
-  );
+  failOnInvalidInput(() => assertTaskQueueName(isObject ? options.taskQueue : undefined, 'options.taskQueue'));
   if (system !== undefined && Reflect.get(Object(options), 'format') !== 'anthropic')
     throw invalidInputFailure(
       new InvalidInputError(

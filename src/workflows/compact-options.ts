@@ -1,7 +1,5 @@
-// Sandbox-safe: the options of the workflow `compact` (docs/design.md#workflow-compact) — what they
-// are, and how a call's options are checked once into the settings a pass runs with: `format`
-// when the conversation is mapped to the engine's messages, the rest into the engine's resolved
-// options, the `summarize` activity's options and the call's overrides.
+// Sandbox-safe: the options of the workflow `compact` (docs/design.md#workflow-compact), checked
+// once into the settings a pass runs with.
 import type { ActivityOptions } from '@temporalio/common';
 import {
   COMPACTION_OPTION_KEYS,
@@ -33,7 +31,6 @@ export interface CompactOptions extends CompactionOptions, SummarizeActivitySett
   counter?: TokenCounter;
 }
 
-/** The names of `compact`'s options: the compaction options, the activity settings, `target` and `counter`. */
 export const COMPACT_OPTION_KEYS: readonly string[] = [
   ...COMPACTION_OPTION_KEYS,
   ...SUMMARIZE_ACTIVITY_SETTING_KEYS,
@@ -66,7 +63,7 @@ export interface CompactionCall {
 }
 
 /** Checks `compact`'s options (without `format`, which the view took): the settings, and `target` and `counter` as the call's overrides. */
-export function compactionCallOf(options: unknown): CompactionCall {
+function compactionCallOf(options: unknown): CompactionCall {
   if (typeof options !== 'object' || options === null)
     throw new InvalidInputError('options', 'must be an object with at least contextBudget');
   assertKnownKeys(options, COMPACT_OPTION_KEYS, 'options');
@@ -105,13 +102,13 @@ export function compactionCallOf(options: unknown): CompactionCall {
   };
 }
 
-/** A call's conversation as the engine reads it, and how its options are checked once the span is open. */
-export interface Pass {
-  /** The view of `options.format`; undefined for OpenAI chat, which the engine reads as it is. */
+/**
+ * A call's conversation as the engine reads it (the view of `options.format`, undefined for OpenAI
+ * chat), and its options checked once the span is open, the view's counter around the caller's.
+ */
+interface Pass {
   view: FormatView<FormatCompactionResult> | undefined;
-  /** What the engine compacts: the view's messages, or the conversation itself. */
   messages: unknown;
-  /** The options checked (`format` aside) into the pass's settings, the view's counter around the caller's. */
   call: () => CompactionCall;
 }
 

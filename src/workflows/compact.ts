@@ -1,7 +1,5 @@
-// Sandbox-safe: compaction inside any workflow (docs/design.md#workflow-compact) — `compact` runs
-// a pass through the workflow driver (./drive-compaction.ts), the summary as
-// the `summarize` activity under Temporal's retry policy; `needsCompaction` and `planCompaction`
-// ask the engine's rules without running one. Options: ./compact-options.ts.
+// Sandbox-safe: compaction inside any workflow (docs/design.md#workflow-compact): `compact`,
+// `needsCompaction` and `planCompaction`. Options: ./compact-options.ts.
 import type { CompactionResult, CompactionPlan, ChatMessage } from '../core/types.js';
 import { compactionPlanCore, needsCompactionCore } from '../core/compaction/needs-compaction.js';
 import type { AnthropicConversation } from '../core/formats/anthropic-schema.js';

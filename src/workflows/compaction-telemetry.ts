@@ -1,8 +1,5 @@
-// Sandbox-safe: what a compaction in a workflow tells the worker's telemetry
-// (docs/design.md#workflow-compact) — a `Compaction` span with its figures as attributes, and the
-// workflow metrics: compactions by result, tokens reclaimed, fallbacks, exhausted results and
-// failures by type. With no tracing on the worker the OpenTelemetry API answers with its no-op
-// tracer (no span, no id drawn, nothing sent); the SDK sends no metric while a workflow replays.
+// Sandbox-safe: a compaction's `Compaction` span and workflow metrics (docs/design.md#workflow-compact).
+// Without tracing the OpenTelemetry API is a no-op; the SDK sends no metric while a workflow replays.
 import { SpanStatusCode, trace } from '@opentelemetry/api';
 import { ApplicationFailure } from '@temporalio/common';
 import { inWorkflowContext, isCancellation, metricMeter } from '@temporalio/workflow';
@@ -22,12 +19,10 @@ interface Compacted {
   summarizerUsage: SummarizerUsage | undefined;
 }
 
-/** Adds `value` to the workflow counter `name`. */
 function addTo(name: string, unit: string, description: string, value = 1, tags: Record<string, string> = {}): void {
   metricMeter.createCounter(name, unit, description).add(value, tags);
 }
 
-/** Adds one compaction to the workflow metrics. */
 function countCompaction({ result }: Compacted): void {
   if (!inWorkflowContext()) return;
   addTo(CompactionMetric.Compactions, 'compactions', 'Compactions, by result', 1, {

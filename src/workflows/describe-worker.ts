@@ -1,13 +1,10 @@
-// Sandbox-safe: asks a worker of this task queue what only workers know (the `describeWorker`
-// activity): whether it stores payloads externally, and which of our search attributes the
-// namespace has. A worker that cannot answer (the activity is not registered, fails or times out)
-// is taken to have neither, which is always safe: payloads are size-checked, and nothing is upserted.
-//
-// A regular activity, not a local one: a local activity that the worker lacks makes the SDK throw
-// in the workflow at scheduling time, failing the workflow task again and again (a wedge), while a
-// regular activity that no worker has fails after its attempts, and the run goes on.
+// Sandbox-safe: asks a worker of this task queue (the `describeWorker` activity) whether it stores
+// payloads externally and which of our search attributes the namespace has; a worker that cannot
+// answer is taken to have neither, which is always safe. A regular activity, not a local one: a
+// local activity the worker lacks fails the workflow task again and again; a regular one fails and the run goes on.
 import { ActivityFailure, isCancellation, proxyActivities } from '@temporalio/workflow';
 import type { CompactorActivities } from '../activities/index.js';
+import { isRecord } from '../core/schema.js';
 import { DESCRIBE_WORKER_ACTIVITY } from '../shared/activity-options.js';
 import { UNDESCRIBED_WORKER, type WorkerDescription } from '../shared/worker-description.js';
 
@@ -17,12 +14,10 @@ const { describeWorker: describe } = proxyActivities<CompactorActivities>({
 });
 
 function isDescription(value: unknown): value is WorkerDescription {
-  if (typeof value !== 'object' || value === null) return false;
-  const names: unknown = Reflect.get(value, 'searchAttributes');
+  if (!isRecord(value)) return false;
+  const { externalStorage, searchAttributes: names } = value;
   return (
-    typeof Reflect.get(value, 'externalStorage') === 'boolean' &&
-    Array.isArray(names) &&
-    names.every((name) => typeof name === 'string')
+    typeof externalStorage === 'boolean' && Array.isArray(names) && names.every((name) => typeof name === 'string')
   );
 }
 

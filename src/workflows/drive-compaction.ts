@@ -1,7 +1,5 @@
-// Sandbox-safe: the workflow driver of the compaction engine (docs/design.md#workflow-compact,
-// docs/design.md#drivers). The engine decides everything in deterministic workflow code; each step
-// it yields is answered by the `summarize` activity (./summarize-step.ts), inside the compaction's
-// span (./compaction-telemetry.ts), while the summarizer's usage is added up.
+// Sandbox-safe: the workflow driver of the compaction engine (docs/design.md#drivers): each step the
+// engine yields is answered by the `summarize` activity, inside the compaction's span.
 import { compactionSteps, type CompactionHooks } from '../core/compaction/engine.js';
 import type { SummarizerTally } from '../core/compaction/telemetry.js';
 import { summarizerMessages } from '../core/compaction/transcript.js';
@@ -13,18 +11,15 @@ import { withCompactionTelemetry } from './compaction-telemetry.js';
 import { summarizeStep, type OnCancel } from './summarize-step.js';
 
 /** A compaction's result and what its summarizer requests cost (undefined when no summary came back). */
-export interface CompactionWithUsage {
+interface CompactionWithUsage {
   result: CompactionResult;
   summarizerUsage: SummarizerUsage | undefined;
 }
 
 /**
  * Drives the engine for the pass `call` gives (asked inside the span, so a pass refused for bad
- * options is counted as failed); `onCancel` says whether a cancelled caller gets the hard trim or
- * its cancellation back; `hooks` are the engine's (an agent run's recall namer, and the summarizer
- * calibration it keeps across its compactions, docs/design.md#summarizer-overflow). Also
- * adds up the summarizer's usage (the activity's reported numbers, else an estimate), which agent
- * runs account for and `compact`'s own result does not carry.
+ * options is counted as failed); `onCancel`: whether a cancelled caller gets the hard trim or its
+ * cancellation back. Also adds up the summarizer's usage (reported, else estimated) for agent runs.
  */
 export function driveCompaction(
   messages: unknown,
@@ -42,16 +37,15 @@ async function runCompaction(
   tally: SummarizerTally,
   hooks: CompactionHooks,
 ): Promise<CompactionWithUsage> {
-  const steps = failOnInvalidInput(() => {
+  const { compaction, generator, first } = failOnInvalidInput(() => {
     const { settings, overrides } = call();
     const generator = compactionSteps(messages, settings.options, overrides, overrides.counter, hooks);
     // The engine validates the messages before its first step: run to it here so bad input fails now.
     // The settings are copied: what this pass learns of the worker (payloadStore) stays with it.
     return { compaction: { ...settings }, generator, first: generator.next() };
   });
-  const { compaction, generator } = steps;
   let summarizerUsage: SummarizerUsage | undefined;
-  let next = steps.first;
+  let next = first;
   while (next.done !== true) {
     const step = next.value;
     const outcome = await summarizeStep(step, compaction, onCancel, tally);

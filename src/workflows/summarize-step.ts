@@ -1,7 +1,5 @@
-// Sandbox-safe: one step of the engine answered by the `summarize` activity
-// (docs/design.md#workflow-compact) — scheduled under Temporal's retry policy with a one-line
-// summary for the UI, unless the request is over the payload limit with no payload store; how the
-// activity ended mapped to the engine's outcome.
+// Sandbox-safe: one step of the engine answered by the `summarize` activity (docs/design.md#workflow-compact),
+// and how the activity ended mapped to the engine's outcome.
 import { ApplicationFailure, RetryState } from '@temporalio/common';
 import { ActivityFailure, CancellationScope, isCancellation, proxyActivities } from '@temporalio/workflow';
 import type { CompactorActivities } from '../activities/index.js';
@@ -37,13 +35,8 @@ export function summarizeActivitySummary(step: SummarizeStep, summarizerModel?: 
   }
   // The UI shows the activity's type before its summary (`summarize • #2 trigger · …`): not said again.
   const size = `${groupDigits(step.transcript.messages)} msgs (${groupDigits(step.transcript.characters)} chars)`;
-  const what = [label, piece, retry].filter((part) => part !== '');
-  return clipped(`${what.join(' · ')} · ${size}${model}`, ACTIVITY_SUMMARY_MAX_CHARS);
-}
-
-/** `text` cut to `max` characters with an ellipsis. */
-function clipped(text: string, max: number): string {
-  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+  const text = `${[label, piece, retry].filter((part) => part !== '').join(' · ')} · ${size}${model}`;
+  return text.length > ACTIVITY_SUMMARY_MAX_CHARS ? `${text.slice(0, ACTIVITY_SUMMARY_MAX_CHARS - 1)}…` : text;
 }
 
 /** The attempt a summarize activity reported (in its output, or in its failure's details); 1 when it said none. */
@@ -57,11 +50,9 @@ const positive = (value: unknown): value is number =>
 
 /** The window and prompt tokens a `Summarizer.ContextOverflow` failure's details state (positive integers only). */
 function statedNumbers(details: unknown): { contextWindow?: number; promptTokens?: number } {
-  const numbers: { contextWindow?: number; promptTokens?: number } = {};
-  if (!isRecord(details)) return numbers;
-  if (positive(details.contextWindow)) numbers.contextWindow = details.contextWindow;
-  if (positive(details.promptTokens)) numbers.promptTokens = details.promptTokens;
-  return numbers;
+  if (!isRecord(details)) return {};
+  const { contextWindow, promptTokens } = details;
+  return { ...(positive(contextWindow) ? { contextWindow } : {}), ...(positive(promptTokens) ? { promptTokens } : {}) };
 }
 
 /** Answers one step with the `summarize` activity; maps how it ended to the engine's outcome. */
@@ -94,8 +85,7 @@ export async function summarizeStep(
   });
   tally.requests += 1;
   try {
-    // Its own scope, a child of the caller's: cancelling the caller cancels the attempt in flight
-    // or the retry backoff at once (the server cancels a scheduled retry immediately).
+    // A child scope of the caller's: cancelling the caller cancels the attempt or the backoff at once.
     const output = await CancellationScope.cancellable(() => summarize(input));
     tally.attempts += reportedAttempt(output);
     const { text, usage } = output;
@@ -107,13 +97,13 @@ export async function summarizeStep(
       return { kind: 'cancelled' };
     }
     if (!(error instanceof ActivityFailure)) throw error;
-    tally.attempts += error.cause instanceof ApplicationFailure ? reportedAttempt(error.cause.details?.[0]) : 1;
+    const cause = error.cause instanceof ApplicationFailure ? error.cause : undefined;
+    tally.attempts += reportedAttempt(cause?.details?.[0]);
     const message = error.cause?.message ?? error.message;
     // docs/design.md#summarizer-overflow Refused for its size, or past its deadline: the engine cuts smaller.
-    if (error.cause instanceof ApplicationFailure && error.cause.type === FailureType.Summarizer.ContextOverflow)
-      return { kind: 'overflow', message, ...statedNumbers(error.cause.details?.[0]) };
-    if (error.cause instanceof ApplicationFailure && error.cause.type === FailureType.Summarizer.Deadline)
-      return { kind: 'failed', reason: 'deadline', message };
+    if (cause?.type === FailureType.Summarizer.ContextOverflow)
+      return { kind: 'overflow', message, ...statedNumbers(cause.details?.[0]) };
+    if (cause?.type === FailureType.Summarizer.Deadline) return { kind: 'failed', reason: 'deadline', message };
     // Non-retryable: the abort bucket (Summarizer.Rejected), or a backend that chose to fail for good.
     if (error.retryState === RetryState.NON_RETRYABLE_FAILURE) return { kind: 'failed', reason: 'rejected', message };
     return { kind: 'failed', reason: 'exhausted', message };

@@ -1,7 +1,5 @@
-// Sandbox-safe: the agent loop's tool dispatch (docs/design.md#tools) — the tool calls of an
-// assistant turn run as activities, in parallel; what goes wrong with one (an unknown tool, bad
-// JSON arguments, arguments over the payload limit, a failed activity) becomes that call's result,
-// information for the model rather than the end of the run.
+// Sandbox-safe: the agent loop's tool calls as activities, in parallel (docs/design.md#tools); what goes
+// wrong with one becomes that call's result, information for the model rather than the end of the run.
 import { ActivityFailure, isCancellation, proxyActivities } from '@temporalio/workflow';
 import type { CompactorActivities } from '../activities/index.js';
 import type { AgentRunPlan, ModelConfig } from '../core/agent/agent-input.js';
@@ -22,15 +20,15 @@ export const MAX_TOOL_ARGUMENT_CHARS = 1_000_000;
 /** Argument JSON nested deeper than this is answered with an error (deep nesting can overflow the stack of whatever serializes it). */
 export const MAX_TOOL_ARGUMENT_DEPTH = 64;
 
-/** What a round's tool calls are dispatched with. */
-export interface ToolDispatch {
-  /** The run's plan: the declared tools, the tool activity settings and the payload limit. */
+/**
+ * What a round's tool calls are dispatched with: the backend that answered (a replayed recording
+ * answers its own tool calls), and the calls the run answers itself, by id (`compact_context`,
+ * docs/design.md#agent-tool).
+ */
+interface ToolDispatch {
   plan: AgentRunPlan;
-  /** The config of the backend that answered: a replayed recording answers its own tool calls. */
   backend: ModelConfig;
-  /** Whether the worker stores payloads externally (then no argument is too large to send). */
   externalStorage: boolean;
-  /** Calls the run answers itself, by call id: their results, no activity (`compact_context`, docs/design.md#agent-tool). */
   answered?: ReadonlyMap<string, string>;
 }
 
@@ -122,7 +120,6 @@ export async function runToolCalls(
   const tasks = calls.map((call, index) => async (): Promise<ChatMessage> => {
     const summary = `${call.function.name} ${oneLine(call.function.arguments, 60)}`;
     const answer = (content: string): ChatMessage => ({ role: 'tool', tool_call_id: call.id, content });
-    // The run's own answers run no activity and take no part in the bounds on activities.
     const own = answered?.get(call.id);
     if (own !== undefined) return answer(own);
     if (index >= MAX_TOOL_CALLS_PER_TURN)
@@ -150,11 +147,10 @@ export async function runToolCalls(
       }
       const bytes = jsonPayloadBytes([args]);
       const limit = payloadBound(plan.maxPayloadBytes, externalStorage);
-      if (bytes > limit) {
+      if (bytes > limit)
         return answer(
           `Error: the arguments of ${call.function.name} are ${bytes} bytes, more than a tool call may carry (${limit})`,
         );
-      }
       // `recall` (docs/design.md#recall) is ours, when the run declared it: a user's own tool of that name is not.
       const settings =
         isBuiltInToolName(call.function.name) || (plan.recall && call.function.name === RECALL_TOOL_NAME)
@@ -168,7 +164,6 @@ export async function runToolCalls(
       return answer(typeof output === 'string' ? output : JSON.stringify(output));
     } catch (error) {
       if (isCancellation(error) || !(error instanceof ActivityFailure)) throw error;
-      // A failed tool is information for the model, not the end of the run.
       return answer(`Error: ${failureMessage(error)}`);
     }
   });

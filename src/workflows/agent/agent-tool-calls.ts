@@ -10,14 +10,19 @@ import type { ChatMessage } from '../../core/types.js';
 /** Arguments longer than this are refused unread: a focus is at most 2,000 characters. */
 const MAX_ARGUMENT_CHARS = 10_000;
 
-/** What a round's `compact_context` calls come to. */
-export interface AgentToolCalls {
-  /** The answer of each call, by call id (the tool dispatch sends them as the calls' results). */
+/** What a round's `compact_context` calls come to: each call's answer by id, and whether the round ends with a compaction, with which focus. */
+interface AgentToolCalls {
   answered: Map<string, string>;
-  /** Whether the round ends with a compaction. */
   compact: boolean;
-  /** The focus of the accepted call, as summary instructions. */
   focus: string | undefined;
+}
+
+interface AgentToolRound {
+  plan: AgentRunPlan;
+  round: number;
+  history: CompactionHistory;
+  messages: readonly ChatMessage[];
+  candidates: readonly BackendCounter[];
 }
 
 /**
@@ -26,19 +31,7 @@ export interface AgentToolCalls {
  */
 export function answerAgentToolCalls(
   message: ChatMessage,
-  {
-    plan,
-    round,
-    history,
-    messages,
-    candidates,
-  }: {
-    plan: AgentRunPlan;
-    round: number;
-    history: CompactionHistory;
-    messages: readonly ChatMessage[];
-    candidates: readonly BackendCounter[];
-  },
+  { plan, round, history, messages, candidates }: AgentToolRound,
 ): AgentToolCalls | undefined {
   const bounds = plan.agentTool;
   if (bounds === undefined) return undefined;

@@ -21,7 +21,6 @@ export class BackendChain {
   private readonly statuses: BackendStatus[];
   private fallbacks: number;
 
-  /** `carried`: the counters' calibration, the backends' statuses and the fallbacks a continued run was handed. */
   constructor(
     private readonly plan: AgentRunPlan,
     tokens: TokenCache,
@@ -31,17 +30,12 @@ export class BackendChain {
     this.statuses = plan.backends.map(
       (backend) => carried?.backends[backend.index] ?? freshBackendStatus(backend.label),
     );
-    this.counters = plan.backends.map((backend) =>
-      backendCounter(
-        backend,
-        plan.tools,
-        carried?.counters[backend.index] ?? null,
-        tokens.countsFor(backend.tokenizer),
-      ),
-    );
+    this.counters = plan.backends.map((backend) => {
+      const calibration = carried?.counters[backend.index] ?? null;
+      return backendCounter(backend, plan.tools, calibration, tokens.countsFor(backend.tokenizer));
+    });
   }
 
-  /** Whether the run has more than one backend. */
   get hasChoice(): boolean {
     return this.statuses.length > 1;
   }
@@ -56,7 +50,6 @@ export class BackendChain {
     return this.statuses;
   }
 
-  /** Each backend's counter calibration, in chain order, to carry. */
   counterStates(): Array<UsageCounterState | null> {
     return this.counters.map((counter) => counter.usage.toJSON());
   }
@@ -64,7 +57,6 @@ export class BackendChain {
   /** The backends round `round` may try: those that have not `failed` it, resting ones only when no other is left. */
   candidates(failed: ReadonlySet<number>, round: number): BackendCounter[] {
     const available = this.counters.filter((counter) => !failed.has(counter.backend.index));
-    // Resting backends are left out while another one can take the round.
     const rested = available.filter((counter) => !this.isResting(counter.backend.index, round));
     return rested.length > 0 ? rested : available;
   }
@@ -84,7 +76,7 @@ export class BackendChain {
     return restingNote(this.statuses.filter((_, index) => this.isResting(index, round)));
   }
 
-  /** Whether a backend rests in round `round` (docs/design.md#cooldown). */
+  /** docs/design.md#cooldown */
   private isResting(index: number, round: number): boolean {
     return isResting(this.statuses[index], round, workflowTime);
   }

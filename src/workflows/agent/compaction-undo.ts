@@ -1,7 +1,5 @@
-// Sandbox-safe: the `undoCompaction` updates of an agent run (docs/design.md#undo) — which compaction
-// each undoes, checked when it arrives; served by the loop before its next chat request: the
-// transcript recorded, what the compaction replaced read back from it (the `restoreCompaction`
-// activity), the fit checked, then one undo line written, which the live conversation applies.
+// Sandbox-safe: the `undoCompaction` updates of an agent run (docs/design.md#undo), checked when they
+// arrive and served by the loop before its next chat request from the run's recorded transcript.
 import { ActivityFailure, ApplicationFailure } from '@temporalio/common';
 import { condition, isCancellation, proxyActivities } from '@temporalio/workflow';
 import type { CompactorActivities } from '../../activities/index.js';
@@ -13,6 +11,7 @@ import type { UndoChange } from '../../core/agent/undo.js';
 import { BOOKKEEPING_ACTIVITY } from '../../shared/activity-options.js';
 import { failureMessage, undoRefusedFailure } from '../../shared/failures.js';
 import type { LiveConversation } from './live-conversation.js';
+import type { PayloadLimit } from './payload-limit.js';
 import type { SteeringRequests } from './steering-requests.js';
 import type { TokenCache } from './token-cache.js';
 import type { TranscriptWriter } from './transcript-writer.js';
@@ -24,15 +23,14 @@ interface UndoRequest {
   outcome?: { record: CompactionRecord } | { failure: ApplicationFailure };
 }
 
-/** What serving an undo works with: the parts of the run it reads and changes. */
-export interface CompactionUndoParts {
-  conversation: LiveConversation;
-  transcript: TranscriptWriter;
-  ledger: UsageLedger;
-  steering: SteeringRequests;
-  tokens: TokenCache;
-  /** The largest text batch a `countTokens` request may carry. */
-  batchBytes: () => number;
+/** The parts of the run serving an undo reads and changes. */
+interface CompactionUndoParts {
+  readonly conversation: LiveConversation;
+  readonly transcript: TranscriptWriter;
+  readonly ledger: UsageLedger;
+  readonly steering: SteeringRequests;
+  readonly tokens: TokenCache;
+  readonly limit: PayloadLimit;
 }
 
 /** The undos asked for and not yet served. */
@@ -41,7 +39,6 @@ export class CompactionUndo {
 
   constructor(private readonly parts: CompactionUndoParts) {}
 
-  /** Whether an `undoCompaction` update waits for the loop. */
   get asked(): boolean {
     return this.requests.length > 0;
   }
@@ -53,16 +50,15 @@ export class CompactionUndo {
   }
 
   /**
-   * The compaction an `undoCompaction` update undoes (its validator and its handler): the one named,
-   * or the last in effect once the undos waiting are served.
-   * @throws InvalidInputError naming `undoCompaction.compactionId`; UndoRefusedError with the reason.
+   * The compaction an `undoCompaction` update undoes: the one named, or the last in effect once the
+   * undos waiting are served. Throws `InvalidInputError` naming the field, or `UndoRefusedError`.
    */
   target(compactionId: number | undefined): number {
     const queued = this.requests.map((request) => request.compaction);
     return undoTarget(this.state, compactionId, 'undoCompaction.compactionId', queued);
   }
 
-  /** Queues the undo of compaction `compaction`; answers once the loop has served it. The handler only waits. */
+  /** The update's handler: queues the undo and waits for the loop to serve it. */
   async request(compaction: number): Promise<CompactionRecord> {
     const request: UndoRequest = { compaction };
     this.requests.push(request);
@@ -73,10 +69,7 @@ export class CompactionUndo {
     return outcome.record;
   }
 
-  /**
-   * Serves the undos waiting, in the order they came, before round `round`'s chat request; `candidates`
-   * are the backends the round may try (the restored conversation must fit the largest room).
-   */
+  /** Serves the undos waiting, in order, before round `round`; the restored conversation must fit the largest room of `candidates`. */
   async serve(candidates: readonly BackendCounter[], round: number): Promise<void> {
     for (const request of this.requests.splice(0)) {
       try {
@@ -128,8 +121,10 @@ export class CompactionUndo {
       );
     }
     const { aimAt, aim } = preflight(conversation.messages, candidates);
-    const restoredMessages = [...change.restored.map((entry) => entry.message)];
-    await tokens.countNewText(restoredMessages, this.parts.batchBytes());
+    await tokens.countNewText(
+      change.restored.map((entry) => entry.message),
+      this.parts.limit.batchBytes(),
+    );
     const { cacheHitRate, billedInput } = ledger.compactions.usage;
     const { line, record } = undoLineFor(conversation.liveEntries, change, {
       compaction,

@@ -13,12 +13,10 @@ export class Continuation {
     private readonly every: number | undefined,
   ) {}
 
-  /** This run finished a round. */
   roundDone(): void {
     this.roundsThisRun += 1;
   }
 
-  /** Whether the run should continue as new before its next round. */
   due(): boolean {
     if (this.roundsThisRun === 0) return false;
     return workflowInfo().continueAsNewSuggested || (this.every !== undefined && this.roundsThisRun >= this.every);

@@ -17,7 +17,7 @@ export class LiveConversation {
   private entries: SessionEntry[];
   private nextId: number;
 
-  /** `carried`: the conversation and next id a continued run was handed; a new run starts empty at `m1`. */
+  /** A new run starts empty at `m1`; a continued one with what it was handed. */
   constructor(
     private readonly transcript: TranscriptWriter,
     carried: { live: SessionEntry[]; nextId: number } | undefined,
@@ -26,7 +26,6 @@ export class LiveConversation {
     this.nextId = carried?.nextId ?? 1;
   }
 
-  /** Each live message with its transcript id. */
   get liveEntries(): SessionEntry[] {
     return this.entries;
   }
@@ -35,12 +34,10 @@ export class LiveConversation {
     return this.entries.map((entry) => entry.message);
   }
 
-  /** The transcript id the next message gets (its number), carried across continue-as-new. */
   get nextMessageId(): number {
     return this.nextId;
   }
 
-  /** Writes a line and applies it to the live conversation. */
   writeLine(line: SessionLine): void {
     this.entries = applySessionLine(this.entries, line, this.transcript.nextLineIndex);
     this.transcript.write(line);
@@ -48,11 +45,8 @@ export class LiveConversation {
 
   /** Appends a message under the next id; `usage` is that of the request that produced it. */
   append(message: ChatMessage, usage?: RoundUsage): void {
-    this.writeLine(
-      usage === undefined
-        ? { type: 'message', id: `m${this.nextId}`, message }
-        : { type: 'message', id: `m${this.nextId}`, message, usage },
-    );
+    const id = `m${this.nextId}`;
+    this.writeLine(usage === undefined ? { type: 'message', id, message } : { type: 'message', id, message, usage });
     this.nextId += 1;
   }
 

@@ -1,17 +1,7 @@
-// Sandbox-safe: the agent loop behind `agentRun` (docs/design.md#agent-run). Each round: preflight in every
-// backend's own units, compact when needed (inline, through `compact`), one `chat` activity, the
-// requested tools as activities (../tool-dispatch.ts), append, calibrate.
-//
-// What the run holds is bounded by its live context, never by its length: the transcript leaves
-// the workflow in batches (./transcript-writer.ts), the compaction history keeps recent records and
-// totals, and continue-as-new carries the live conversation with its transcript ids. Anything that
-// could still exceed the server's payload limit is measured before it is sent (./payload-limit.ts,
-// docs/design.md#never-wedge). The loop orchestrates its parts, one job each: the live conversation
-// (./live-conversation.ts), the steering updates and pins (./steering-requests.ts), the compaction
-// waiting for review (./pending-review.ts), the compaction of a round (./round-compaction.ts), the
-// backends of the chain (./backend-chain.ts), what the run spent (./usage-ledger.ts), when it
-// continues as new (./continuation.ts), the token counts it knows (./token-cache.ts) and what it
-// publishes (./visibility.ts).
+// Sandbox-safe: the agent loop behind `agentRun` (docs/design.md#agent-run). Each round: preflight in
+// every backend's units, compact when needed, one `chat` activity, the requested tools as activities,
+// append, calibrate. What the run holds is bounded by its live context, never by its length
+// (docs/design.md#never-wedge); each part of the run is a module of its own in this folder.
 import { ApplicationFailure } from '@temporalio/common';
 import {
   ActivityFailure,
@@ -26,21 +16,17 @@ import type { ChatActivityInput, ChatActivityOutput, CompactorActivities } from 
 import { FailureType } from '../../core/errors.js';
 import { pinTask, type AgentRunPlan } from '../../core/agent/agent-input.js';
 import { CARRIED_STATE_VERSION, parseCarriedState, type AgentRunCarried } from '../../core/agent/carried-state.js';
-import { groupDigits, type CompactionHistory, type CompactionRecord } from '../../core/agent/compaction-history.js';
+import { groupDigits } from '../../core/agent/compaction-history.js';
 import { preflight, type BackendCounter } from '../../core/agent/preflight.js';
 import { RECALL_TOOL_NAME } from '../../core/agent/recall.js';
 import type { RoundUsage } from '../../core/agent/run-usage.js';
-import type { SessionEntry, SessionSnapshot } from '../../core/agent/session.js';
+import type { SessionSnapshot } from '../../core/agent/session.js';
 import {
   NOTHING_TO_COMPACT,
   noPins,
   pinDetails,
   proposalDetails,
   type CompactAnswer,
-  type CompactionProposal,
-  type Pins,
-  type ReviewAnswer,
-  type ReviewCompactionInput,
 } from '../../core/agent/steering.js';
 import { jsonPayloadBytes } from '../../core/limits/payload-size.js';
 import type { ChatMessage } from '../../core/types.js';
@@ -64,25 +50,28 @@ import { LiveConversation } from './live-conversation.js';
 import { PayloadLimit } from './payload-limit.js';
 import { PendingReview } from './pending-review.js';
 import { RoundCompaction } from './round-compaction.js';
-import { SteeringRequests, type PinInput, type PinKind } from './steering-requests.js';
+import { SteeringRequests } from './steering-requests.js';
 import { TokenCache } from './token-cache.js';
 import { TranscriptWriter } from './transcript-writer.js';
 import { UsageLedger } from './usage-ledger.js';
 import { RunVisibility } from './visibility.js';
 
-/** One run of the loop: its parts, which only their own methods change, and what a round does with them. */
+/**
+ * One run of the loop: its parts, which only their own methods change, and what a round does with
+ * them. The workflow's queries and updates reach the public parts directly.
+ */
 export class AgentLoop {
-  private readonly limit: PayloadLimit;
-  private readonly transcript: TranscriptWriter;
+  readonly limit: PayloadLimit;
+  readonly transcript: TranscriptWriter;
   private readonly visibility = new RunVisibility();
-  private readonly tokens: TokenCache;
-  private readonly conversation: LiveConversation;
-  private readonly steering: SteeringRequests;
-  private readonly review: PendingReview;
+  readonly tokens: TokenCache;
+  readonly conversation: LiveConversation;
+  readonly steering: SteeringRequests;
+  readonly review: PendingReview;
   private readonly chain: BackendChain;
-  private readonly ledger: UsageLedger;
+  readonly ledger: UsageLedger;
   private readonly compaction: RoundCompaction;
-  private readonly undo: CompactionUndo;
+  readonly undo: CompactionUndo;
   private readonly continuation: Continuation;
   private readonly pendingUserMessages: ChatMessage[];
   private rounds: number;
@@ -92,7 +81,7 @@ export class AgentLoop {
 
   constructor(
     private readonly input: AgentRunWorkflowInput,
-    private readonly plan: AgentRunPlan,
+    readonly plan: AgentRunPlan,
   ) {
     const carried = input.carried === undefined ? undefined : parseCarriedState(input.carried);
     this.limit = new PayloadLimit(plan.maxPayloadBytes);
@@ -107,35 +96,12 @@ export class AgentLoop {
     this.tokens = new TokenCache(plan.backends);
     if (carried !== undefined) this.tokens.remember(carried.live, carried.tokenCounts);
     this.chain = new BackendChain(plan, this.tokens, carried);
-    this.compaction = new RoundCompaction(
-      {
-        plan,
-        limit: this.limit,
-        conversation: this.conversation,
-        steering: this.steering,
-        review: this.review,
-        ledger: this.ledger,
-        tokens: this.tokens,
-        publish: (contextTokens) => this.publish(contextTokens),
-      },
-      carried?.lastModelCallAt,
-    );
-    this.undo = new CompactionUndo({
-      conversation: this.conversation,
-      transcript: this.transcript,
-      ledger: this.ledger,
-      steering: this.steering,
-      tokens: this.tokens,
-      batchBytes: () => this.limit.batchBytes(),
-    });
+    // The parts a compaction and an undo read and change are the loop's own.
+    this.compaction = new RoundCompaction(this, carried?.lastModelCallAt);
+    this.undo = new CompactionUndo(this);
     // docs/design.md#task-survives: the task stays verbatim (sticky) unless the input says otherwise.
     if (carried === undefined)
       for (const message of plan.keepTask ? pinTask(plan.messages) : plan.messages) this.conversation.append(message);
-  }
-
-  /** The live conversation with each message's transcript id (the `conversationEntries` query). */
-  get liveEntries(): SessionEntry[] {
-    return this.conversation.liveEntries;
   }
 
   get messages(): ChatMessage[] {
@@ -146,11 +112,6 @@ export class AgentLoop {
     return this.finished;
   }
 
-  get compactionHistory(): CompactionHistory {
-    return this.ledger.compactions;
-  }
-
-  /** What the `session` query answers. */
   sessionSnapshot(): SessionSnapshot {
     return { reference: this.transcript.reference(), pending: this.transcript.pending };
   }
@@ -167,78 +128,29 @@ export class AgentLoop {
     return this.pendingUserMessages.length;
   }
 
-  /** The `compact` update (docs/design.md#steering): answered once the loop has compacted, before its next chat request. */
-  requestCompaction(instructions: string | undefined): Promise<CompactAnswer> {
-    return this.steering.requestCompaction(instructions);
-  }
-
-  /** Checks a `pin`/`unpin` (its validator); throws `InvalidInputError` naming the id or fact. */
-  checkPins(kind: PinKind, input: PinInput): void {
-    this.steering.checkPins(kind, input);
-  }
-
-  /** A `pin`/`unpin` update, answered with the run's pins once applied. */
-  requestPins(kind: PinKind, input: PinInput): Promise<Pins> {
-    return this.steering.requestPins(kind, input);
-  }
-
-  /** The compaction waiting for review (the `pendingCompaction` query); null when none is. */
-  get pendingCompaction(): CompactionProposal | null {
-    return this.review.proposal ?? null;
-  }
-
-  /** Checks a `reviewCompaction` argument against the proposal waiting; throws `InvalidInputError` naming the field. */
-  checkReview(input: unknown): ReviewCompactionInput {
-    return this.review.check(input);
-  }
-
-  /** Takes a person's decision on the compaction waiting (the `reviewCompaction` update); the loop goes on with it. */
-  decideReview(input: ReviewCompactionInput): ReviewAnswer {
-    return this.review.decide(input);
-  }
-
-  /** Checks an `undoCompaction` update (its validator and handler): the compaction it undoes (docs/design.md#undo). */
-  undoTarget(compactionId: number | undefined): number {
-    return this.undo.target(compactionId);
-  }
-
-  /** The `undoCompaction` update: answered with the undo's record once the loop has served it. */
-  requestUndo(compaction: number): Promise<CompactionRecord> {
-    return this.undo.request(compaction);
-  }
-
   /** Serves the `undoCompaction` updates waiting, before the next chat request (docs/design.md#undo). */
   private async serveUndos(): Promise<void> {
     await this.undo.serve(this.chain.candidates(new Set(), this.rounds + 1), this.rounds + 1);
     this.publish(undefined);
   }
 
-  /**
-   * Compacts for every `compact` update waiting, once, their instructions together, at a point
-   * where the live conversation is the loop's alone (docs/design.md#steering).
-   */
+  /** Compacts for every `compact` update waiting, once, their instructions together (docs/design.md#steering). */
   private async steer(): Promise<void> {
     const requests = this.steering.takeCompactRequests();
-    if (requests !== undefined) {
-      await this.countNewText();
-      const round = this.rounds + 1;
-      const answer = await this.compaction.compactIfNeeded(this.chain.candidates(new Set(), round), round, {
-        instructions: requests.instructions,
-      });
-      requests.answer(answer ?? NOTHING_TO_COMPACT);
-    }
-    this.publish(undefined);
+    if (requests === undefined) return this.publish(undefined);
+    requests.answer((await this.compactOnDemand({ instructions: requests.instructions })) ?? NOTHING_TO_COMPACT);
   }
 
-  /** The compaction the agent asked for (`compact_context`), at the end of its round, with its focus as instructions. */
-  private async compactForAgent(focus: string | undefined): Promise<void> {
+  /** A compaction asked for (`compact` updates, the agent's `compact_context`), where the live conversation is the loop's alone. */
+  private async compactOnDemand(demand: {
+    instructions: string | undefined;
+    askedBy?: 'agent';
+  }): Promise<CompactAnswer | undefined> {
     await this.countNewText();
     const round = this.rounds + 1;
-    await this.compaction.compactIfNeeded(this.chain.candidates(new Set(), round), round, {
-      instructions: focus,
-      askedBy: 'agent',
-    });
+    const answer = await this.compaction.compactIfNeeded(this.chain.candidates(new Set(), round), round, demand);
     this.publish(undefined);
+    return answer;
   }
 
   /**
@@ -248,7 +160,7 @@ export class AgentLoop {
    */
   async recordSessionBeforeFailing(ending: 'failed' | 'cancelled'): Promise<void> {
     this.finished = true;
-    this.visibility.publishEnding(this.ledger.compactions, { stopReason: ending, rounds: this.rounds });
+    this.visibility.publishMemo(this.ledger.compactions, { stopReason: ending, rounds: this.rounds });
     try {
       await this.transcript.recordNow();
     } catch (error) {
@@ -283,7 +195,6 @@ export class AgentLoop {
     };
   }
 
-  /** Records the transcript, then builds the result and checks it fits a payload. */
   private async finish(stopReason: StopReason): Promise<AgentRunResult> {
     this.finished = true;
     await this.transcript.recordNow();
@@ -299,7 +210,7 @@ export class AgentLoop {
       continuedAsNew: this.continuation.continuedAsNew,
     };
     this.publish(undefined);
-    this.visibility.publishEnding(this.ledger.compactions, { stopReason, rounds: this.rounds });
+    this.visibility.publishMemo(this.ledger.compactions, { stopReason, rounds: this.rounds });
     this.limit.check('the result of the run', jsonPayloadBytes(result));
     // A `compact` or `pin` waiting for a round that will not come is answered, and its handler ends with the run.
     const refusedCompactions = this.steering.refuseCompactions();
@@ -311,7 +222,7 @@ export class AgentLoop {
    * Current details and search attributes, when they changed (./visibility.ts); `window` is the
    * context window of the backend `contextTokens` was counted for.
    */
-  private publish(contextTokens: number | undefined, window?: number): void {
+  publish(contextTokens: number | undefined, window?: number): void {
     const note = this.chain.restingNote(this.rounds + 1);
     const allowed = new Set(this.plan.searchAttributes ? this.worker.searchAttributes : []);
     const proposal = this.review.proposal;
@@ -323,7 +234,6 @@ export class AgentLoop {
     this.visibility.publish(this.ledger.compactions, notes, allowed, contextTokens, window, proposal !== undefined);
   }
 
-  /** Counts the text of the live conversation no counter knows yet (./token-cache.ts). */
   private countNewText(): Promise<void> {
     return this.tokens.countNewText(this.messages, this.limit.batchBytes());
   }
@@ -444,7 +354,7 @@ export class AgentLoop {
       });
       for (const result of results) this.conversation.append(result);
       for (const message of answer.userMessages ?? []) this.conversation.append(message);
-      if (own?.compact === true) await this.compactForAgent(own.focus);
+      if (own?.compact === true) await this.compactOnDemand({ instructions: own.focus, askedBy: 'agent' });
       if (answer.endOfTrajectory === true) return this.finish('completed');
       if (results.length === 0 && (answer.userMessages ?? []).length === 0 && this.pendingUserMessages.length === 0)
         return this.finish('completed');

@@ -13,7 +13,7 @@ import { InvalidInputError } from '../../core/errors.js';
 export class PendingReview {
   private pending: { proposal: CompactionProposal; decision: ReviewCompactionInput | undefined } | undefined;
 
-  /** `changed` is told when a proposal starts or stops waiting (it shows in the run's current details). */
+  /** `changed` is told when a proposal starts or stops waiting (it shows in the current details). */
   constructor(private readonly changed: () => void) {}
 
   /** The compaction waiting for review (the `pendingCompaction` query); undefined when none is. */
@@ -33,7 +33,6 @@ export class PendingReview {
     this.pending = { proposal, decision: undefined };
     this.changed();
     const pending = this.pending;
-    // The wait's timer carries `summary` in the Timeline: which compaction waits, and for how long at most.
     const answered = await condition(() => pending.decision !== undefined, timeoutMs, { summary });
     this.pending = undefined;
     this.changed();
@@ -47,7 +46,7 @@ export class PendingReview {
     return parseReviewInput(input, this.pending?.proposal);
   }
 
-  /** Takes a person's decision on the compaction waiting (the `reviewCompaction` update); the loop goes on with it. */
+  /** The `reviewCompaction` update's handler: the loop, waiting in {@link decision}, goes on with it. */
   decide(input: ReviewCompactionInput): ReviewAnswer {
     const { pending } = this;
     if (pending === undefined)

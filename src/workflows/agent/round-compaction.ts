@@ -1,13 +1,16 @@
 // Sandbox-safe: the compaction of an agent run before a chat request (docs/design.md#agent-run,
-// docs/design.md#steering, docs/design.md#review) — whether one is due for the backends a round may
-// try, the pass through the workflow driver with the run's settings, its review, and its record in
-// the transcript and the compaction history; a run out of room ends `RunFailed.ContextExhausted`.
+// docs/design.md#review): whether one is due, the pass, its review and its record.
 import { newCalibration, type SummarizerCalibration } from '../../core/compaction/calibration.js';
 import { ApplicationFailure, type ActivityOptions } from '@temporalio/common';
 import { FailureType } from '../../core/errors.js';
-import type { AgentRunPlan, ResolvedBackend } from '../../core/agent/agent-input.js';
+import type { AgentRunPlan } from '../../core/agent/agent-input.js';
 import { cacheIsCold, withColdTrigger } from '../../core/agent/cold-cache.js';
-import { compactionRecord, groupDigits, type CompactionRecord } from '../../core/agent/compaction-history.js';
+import {
+  compactionRecord,
+  groupDigits,
+  type CompactionContext,
+  type CompactionRecord,
+} from '../../core/agent/compaction-history.js';
 import { preflight, type BackendCounter } from '../../core/agent/preflight.js';
 import { recallNamer, withRecallLine } from '../../core/agent/recall.js';
 import type { ReviewOutcome } from '../../core/agent/session.js';
@@ -17,7 +20,6 @@ import {
   steeredInstructions,
   withEditedSummary,
   type CompactAnswer,
-  type ReviewCompactionInput,
 } from '../../core/agent/steering.js';
 import { heldByUndo } from '../../core/agent/undo.js';
 import { needsCompactionCore } from '../../core/compaction/needs-compaction.js';
@@ -36,7 +38,7 @@ import type { TokenCache } from './token-cache.js';
 import type { UsageLedger } from './usage-ledger.js';
 import { workflowTime } from './workflow-time.js';
 
-/** Whether a compaction result changes the conversation (or marks it): only such a one is recorded. */
+/** Only a result that changes (or marks) the conversation is recorded. */
 function changes(result: CompactionResult): boolean {
   return result.cutIndex >= 0 || result.elisions.length > 0 || result.fallback || result.exhausted;
 }
@@ -44,23 +46,20 @@ function changes(result: CompactionResult): boolean {
 /** A compaction's result as decided (undefined `review`: not under review), or undefined when the reviewer rejected it. */
 type Decided = { result: CompactionResult; review: ReviewOutcome | undefined } | undefined;
 
-/** What the compaction of a round works with: the run's plan and the parts of the run it reads and changes. */
-export interface RoundCompactionParts {
-  plan: AgentRunPlan;
-  /** Whether the worker stores payloads externally (learnt at the run's start). */
-  limit: PayloadLimit;
-  conversation: LiveConversation;
-  steering: SteeringRequests;
-  review: PendingReview;
-  ledger: UsageLedger;
-  tokens: TokenCache;
-  /** Publishes the run's current details and search attributes with the context size it was counted at. */
+/** The run's plan and the parts of the run a compaction reads and changes. */
+interface RoundCompactionParts {
+  readonly plan: AgentRunPlan;
+  readonly limit: PayloadLimit;
+  readonly conversation: LiveConversation;
+  readonly steering: SteeringRequests;
+  readonly review: PendingReview;
+  readonly ledger: UsageLedger;
+  readonly tokens: TokenCache;
   publish: (contextTokens: number | undefined) => void;
 }
 
 /** Compacts the run's live conversation when a round needs it, or on demand. */
 export class RoundCompaction {
-  /** The `summarize` activity's options, built once from the plan. */
   private readonly summarizeActivity: ActivityOptions;
   /** Workflow time (ms) of the run's last model call: the prompt cache is as old as it (docs/design.md#cold-cache). */
   lastModelCallAt: number | undefined;
@@ -78,7 +77,6 @@ export class RoundCompaction {
     this.lastModelCallAt = lastModelCallAt;
   }
 
-  /** Notes a model call that just answered: its prefix is what the provider's cache now holds. */
   modelCalled(): void {
     this.lastModelCallAt = workflowTime();
   }
@@ -107,7 +105,7 @@ export class RoundCompaction {
     // docs/design.md#cold-cache: the next request misses the cache anyway, so a compaction re-bills nothing.
     const cold = cacheIsCold(plan.coldCache, this.lastModelCallAt, workflowTime());
     const { mode } = plan.review;
-    // What the Timeline shows on this compaction's activities: its number and why it runs.
+    // The Timeline shows this compaction's number and why it runs.
     const number = ledger.compactions.totals.compactions + 1;
     const why =
       demand !== undefined
@@ -121,14 +119,7 @@ export class RoundCompaction {
             : cold
               ? 'cold cache'
               : 'trigger';
-    const call = this.compactionCall(
-      aimAt,
-      aim,
-      overRoom ? aim : undefined,
-      demand?.instructions,
-      cold,
-      `#${number} ${why}`,
-    );
+    const call = this.compactionCall(aimAt, aim, overRoom, demand?.instructions, cold, `#${number} ${why}`);
     if (
       demand === undefined &&
       !overRoom &&
@@ -136,13 +127,11 @@ export class RoundCompaction {
     )
       return undefined;
     const target = overRoom ? aim : (plan.compaction.contextBudget ?? aim);
-    // Pins asked for while the summary is written (or reviewed) wait for the result: it replaces these messages.
-    steering.hold();
+    steering.hold(true);
     let decided: Decided;
     let summarizerUsage: SummarizerUsage | undefined;
     try {
-      // docs/design.md#recall: the stubs, the summary and a trim's marker name what they replaced,
-      // inside the pass (every count includes the ids).
+      // docs/design.md#recall: what replaces messages names them inside the pass (every count includes the ids).
       const compaction = await driveCompaction(conversation.messages, () => call, 'hard-trim', {
         calibration: this.calibration,
         ...(plan.recall ? { nameReplaced: recallNamer(conversation.liveEntries) } : {}),
@@ -158,12 +147,11 @@ export class RoundCompaction {
           : overRoom
             ? { result, review: 'forced' }
             : waits
-              ? this.reviewed(result, aimAt, await this.awaitReview(result, aimAt, round, number))
+              ? await this.reviewed(result, aimAt, round, number)
               : { result, review: 'applied' };
-      // The next chat request's summary says how a reviewed compaction was decided: known only now.
       if (waits) this.reviewNote = `#${number} review: ${decided?.review ?? 'rejected'}`;
     } finally {
-      steering.release();
+      steering.hold(false);
     }
     if (decided === undefined) {
       // Rejected: the summarizer was billed all the same; the conversation stays as it is.
@@ -172,16 +160,8 @@ export class RoundCompaction {
       return { compacted: false, reason: 'the reviewer rejected it (reviewCompaction)' };
     }
     const { result } = decided;
-    const record = this.record(
-      result,
-      aimAt.backend,
-      target,
-      summarizerUsage,
-      decided.review,
-      round,
-      cold,
-      demand?.askedBy,
-    );
+    const where = { round, backend: aimAt.backend.label, target };
+    const record = this.record(result, summarizerUsage, where, decided.review, cold, demand?.askedBy);
     steering.applyHeldPins();
     if (result.exhausted) {
       this.parts.publish(result.tokensAfter);
@@ -193,7 +173,7 @@ export class RoundCompaction {
       };
       throw ApplicationFailure.create({
         type: FailureType.RunFailed.ContextExhausted,
-        message: `context exhausted before round ${details.round}: ${groupDigits(details.tokens)} tokens after compaction, ${groupDigits(aim)} usable on ${details.backend} (keepRecent or a recent tool result is too large for the window)`,
+        message: `context exhausted before round ${round}: ${groupDigits(details.tokens)} tokens after compaction, ${groupDigits(aim)} usable on ${details.backend} (keepRecent or a recent tool result is too large for the window)`,
         nonRetryable: true,
         details: [details],
       });
@@ -202,27 +182,33 @@ export class RoundCompaction {
   }
 
   /**
-   * Publishes a computed compaction as a proposal (the `pendingCompaction` query, the current
-   * details) and waits, durably, for `reviewCompaction` or `reviewTimeout`: the decision, or
-   * undefined when the time ran out.
+   * Publishes a proposal and waits, durably, for `reviewCompaction`: the compaction as decided
+   * (as computed when `reviewTimeout` ran out), undefined when the reviewer rejected it.
    */
-  private awaitReview(
+  private async reviewed(
     result: CompactionResult,
     aimAt: BackendCounter,
     round: number,
     number: number,
-  ): Promise<ReviewCompactionInput | undefined> {
+  ): Promise<Decided> {
     const { plan, conversation, review } = this.parts;
+    const { timeoutMs } = plan.review;
     const proposal = proposalOf(conversation.liveEntries, result, {
       round,
       backend: aimAt.backend.label,
-      applyAt: workflowTime() + plan.review.timeoutMs,
+      applyAt: workflowTime() + timeoutMs,
     });
-    return review.decision(
+    const decision = await review.decision(
       proposal,
-      plan.review.timeoutMs,
-      `#${number} review: waiting ${shortDuration(plan.review.timeoutMs)} at most`,
+      timeoutMs,
+      `#${number} review: waiting ${shortDuration(timeoutMs)} at most`,
     );
+    if (decision === undefined) return { result, review: 'timed-out' };
+    if (decision.decision === 'reject') return undefined;
+    if (decision.decision === 'apply' || decision.summary === undefined) return { result, review: 'applied' };
+    // docs/design.md#recall: the person's summary names what it replaces as the summarizer's did.
+    const summary = plan.recall ? withRecallLine(decision.summary, result.summary) : decision.summary;
+    return { result: withEditedSummary(result, summary, aimAt.conversation), review: 'edited' };
   }
 
   /** How the last reviewed compaction was decided (`#2 review: edited`), once: the next chat request's summary says it. */
@@ -232,35 +218,21 @@ export class RoundCompaction {
     return note;
   }
 
-  /** A reviewed compaction as decided: `decision` undefined when the review timed out; undefined when rejected. */
-  private reviewed(
-    result: CompactionResult,
-    aimAt: BackendCounter,
-    decision: ReviewCompactionInput | undefined,
-  ): Decided {
-    if (decision === undefined) return { result, review: 'timed-out' };
-    if (decision.decision === 'reject') return undefined;
-    if (decision.decision === 'apply' || decision.summary === undefined) return { result, review: 'applied' };
-    // docs/design.md#recall: the person's summary names what it replaces as the summarizer's did.
-    const summary = this.parts.plan.recall ? withRecallLine(decision.summary, result.summary) : decision.summary;
-    return { result: withEditedSummary(result, summary, aimAt.conversation), review: 'edited' };
-  }
-
-  /** Whether the conversation needs compaction now (docs/design.md#needs-compaction), for one compaction's settings. */
+  /** docs/design.md#needs-compaction */
   private needsCompaction({ settings, overrides }: CompactionCall): boolean {
     const { messages } = this.parts.conversation;
     return failOnInvalidInput(() => needsCompactionCore(messages, settings.options, overrides, overrides.counter));
   }
 
   /**
-   * One compaction of the run: the settings resolved at its start with this compaction's budget
-   * (the run's, else the room `aim`), and its counter, target and instructions: the run's own,
-   * those of the `compact` updates it serves, and the pinned facts.
+   * One compaction of the run: the run's settings with this compaction's budget (the run's, else
+   * the room `aim`), counter, target (the room when over it) and instructions (the run's own, the
+   * `compact` updates' and the pinned facts).
    */
   private compactionCall(
     aimAt: BackendCounter,
     aim: number,
-    target: number | undefined,
+    overRoom: boolean,
     instructions: string | undefined,
     cold: boolean,
     label: string,
@@ -280,7 +252,7 @@ export class RoundCompaction {
       },
       overrides: {
         counter: aimAt.conversation,
-        ...(target === undefined ? {} : { target }),
+        ...(overRoom ? { target: aim } : {}),
         ...(steered === undefined ? {} : { summaryInstructions: steered }),
       },
     };
@@ -289,11 +261,9 @@ export class RoundCompaction {
   /** Records a compaction that changed the conversation and returns its record (undefined: nothing changed). */
   private record(
     result: CompactionResult,
-    backend: ResolvedBackend,
-    target: number,
     summarizerUsage: SummarizerUsage | undefined,
+    where: Pick<CompactionContext, 'round' | 'backend' | 'target'>,
     review: ReviewOutcome | undefined,
-    round: number,
     cold: boolean,
     askedBy: 'agent' | undefined,
   ): CompactionRecord | undefined {
@@ -302,10 +272,8 @@ export class RoundCompaction {
     ledger.chargeSummarizer(summarizerUsage);
     if (!changes(result)) return undefined;
     const { cacheHitRate, billedInput } = ledger.compactions.usage;
-    const context = {
-      round,
-      backend: backend.label,
-      target,
+    const context: CompactionContext = {
+      ...where,
       ...(summarizerUsage === undefined ? {} : { summarizerUsage }),
       cacheHitRate,
       billedInput,

@@ -22,11 +22,9 @@ interface CompactRequest {
   answer?: CompactAnswer;
 }
 
-/** Which of the two pin updates. */
-export type PinKind = 'pin' | 'unpin';
+type PinKind = 'pin' | 'unpin';
 
-/** A `pin` or `unpin` update's argument, parsed. */
-export interface PinInput {
+interface PinInput {
   ids: string[];
   fact?: string;
 }
@@ -38,9 +36,8 @@ interface PinRequest {
   outcome?: { pins: Pins } | { failure: ApplicationFailure };
 }
 
-/** The `compact` updates waiting, taken together: their instructions, and the one answer they all get. */
-export interface CompactRequests {
-  /** The instructions of those that gave any, joined; undefined when none did. */
+/** The `compact` updates waiting, taken together: their instructions (joined; undefined when none gave any), and the one answer they all get. */
+interface CompactRequests {
   instructions: string | undefined;
   answer(answer: CompactAnswer): void;
 }
@@ -52,37 +49,28 @@ function changeOf(request: Omit<PinRequest, 'outcome'>, entries: readonly Sessio
 
 /** The steering updates waiting for the loop, and the run's pins. */
 export class SteeringRequests {
-  /** `compact` updates waiting for the loop (served before the next chat request). */
   private readonly compactRequests: CompactRequest[] = [];
   /** `pin`/`unpin` updates that arrived while a compaction held the conversation (applied when it is done). */
   private readonly pinRequests: PinRequest[] = [];
   /** True while a compaction's summary is being written or reviewed: the conversation is not to change under it. */
   private compacting = false;
 
-  /**
-   * `pins`: what `pin` pinned, carried across continue-as-new; `pinsApplied` is told after pin
-   * requests were applied (the pins show in the run's current details).
-   */
+  /** `pinsApplied` is told after pin requests were applied (the pins show in the run's current details). */
   constructor(
     private pins: Pins,
     private readonly conversation: LiveConversation,
     private readonly pinsApplied: () => void,
   ) {}
 
-  /** The run's pins. */
   get currentPins(): Pins {
     return this.pins;
   }
 
-  /** Whether a `compact` update waits for the loop. */
   get compactionAsked(): boolean {
     return this.compactRequests.length > 0;
   }
 
-  /**
-   * Queues a compaction on demand (the `compact` update) and answers once the loop has done it,
-   * before its next chat request. The handler only waits: the loop compacts.
-   */
+  /** The `compact` update's handler: queues the request and waits; the loop compacts before its next chat request. */
   async requestCompaction(instructions: string | undefined): Promise<CompactAnswer> {
     const request: CompactRequest = { instructions };
     this.compactRequests.push(request);
@@ -149,16 +137,11 @@ export class SteeringRequests {
   }
 
   /**
-   * A compaction holds the conversation: pins asked for while its summary is written (or
-   * reviewed) wait for its result, which replaces these messages, until {@link applyHeldPins}.
+   * While a compaction holds the conversation, pins asked for wait for its result (which replaces
+   * these messages) until {@link applyHeldPins}.
    */
-  hold(): void {
-    this.compacting = true;
-  }
-
-  /** The compaction is done (or failed): pins are applied at once again. */
-  release(): void {
-    this.compacting = false;
+  hold(held: boolean): void {
+    this.compacting = held;
   }
 
   /** Forgets the pins of messages that left the conversation (an undo took out the summary they were on). */
@@ -167,7 +150,6 @@ export class SteeringRequests {
     if (gone.length > 0) this.pins = { ...this.pins, ids: this.pins.ids.filter((id) => !gone.includes(id)) };
   }
 
-  /** Applies the pin requests queued while a compaction held the conversation. */
   applyHeldPins(): void {
     this.applyPins(...this.pinRequests.splice(0));
   }

@@ -1,7 +1,5 @@
 // Sandbox-safe: the token counts an agent run knows, by text, per BPE encoding of its chain
-// (docs/design.md#count-tokens) — what the backends' counters look up before tokenizing, what the
-// `countTokens` activity counts when there is too much new text to tokenize in the workflow, and
-// what a continued run is handed so that it need not count its conversation again.
+// (docs/design.md#count-tokens), carried across continue-as-new so a run need not count again.
 import { proxyActivities } from '@temporalio/workflow';
 import type { CompactorActivities } from '../../activities/index.js';
 import type { ResolvedBackend } from '../../core/agent/agent-input.js';
@@ -25,7 +23,7 @@ export const WORKFLOW_COUNT_CHARS = 200_000;
 export class TokenCache {
   private readonly known = new Map<BpeEncodingName, Map<string, number>>();
 
-  /** One (empty) cache per BPE encoding of the chain; the character estimator needs none. */
+  /** One cache per BPE encoding of the chain; the character estimator needs none. */
   constructor(backends: readonly ResolvedBackend[]) {
     for (const backend of backends) {
       if (backend.tokenizer !== 'chars' && !this.known.has(backend.tokenizer))
@@ -59,11 +57,7 @@ export class TokenCache {
     );
   }
 
-  /**
-   * Forgets the counts of texts no longer in the conversation — summarized, trimmed or elided away:
-   * without this the cache holds every text the run ever counted until it continues as new
-   * (megabytes on a long run with big tool results).
-   */
+  /** Forgets the counts of texts no longer in the conversation: what the cache holds stays bounded by the live context. */
   forgetAllBut(messages: readonly ChatMessage[]): void {
     const live = new Set(messages.flatMap((message) => messageTexts(message)));
     for (const known of this.known.values()) {
@@ -98,6 +92,7 @@ export class TokenCache {
           end += 1;
         }
         const batch = texts.slice(start, end);
+        start = end;
         const { countTokens } = proxyActivities<CompactorActivities>({
           ...BOOKKEEPING_ACTIVITY,
           summary: `count ${groupDigits(batch.reduce((sum, text) => sum + text.length, 0))} chars of new text (${encoding})`,
@@ -107,7 +102,6 @@ export class TokenCache {
           const count = tokens[index];
           if (typeof count === 'number' && Number.isSafeInteger(count) && count >= 0) known.set(text, count);
         });
-        start = end;
       }
     }
   }

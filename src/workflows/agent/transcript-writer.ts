@@ -1,7 +1,5 @@
-// Sandbox-safe: an agent run's transcript leaving the workflow (docs/design.md#transcript-format) —
-// lines wait in the run's memory and are recorded in batches by the `recordSession` activity (with
-// a payload store the batches live in the store and history holds claims), so what the run holds
-// is bounded by its live context, never by its length.
+// Sandbox-safe: an agent run's transcript leaving the workflow in batches, the `recordSession`
+// activity's inputs (docs/design.md#transcript-format), so the run holds only what is not recorded yet.
 import {
   ActivityFailure,
   CancellationScope,
@@ -29,40 +27,36 @@ export const SESSION_BATCH_BYTES = 128 * 1024;
 
 /**
  * The batch size when the worker stores payloads externally: a batch is then a claim in history
- * whatever its size, and each `recordSession` costs about 1.2 KB of history (its three events and
- * the workflow task its completion wakes) — at 40 KB of new content a round, 128 KiB batches cost
- * one every third round. The waiting lines stay in the workflow's memory, so this is still a bound.
+ * whatever its size, and each `recordSession` costs its events in history, so batches are larger.
+ * The waiting lines stay in the workflow's memory, so this is still a bound.
  * @default 1 MiB
  */
 export const STORED_SESSION_BATCH_BYTES = 1024 * 1024;
 
 /** The lines of one run's transcript not recorded yet, and how many were recorded before them (across runs). */
 export class TranscriptWriter {
-  /** Transcript lines not recorded yet. */
   private unrecorded: SessionLine[] = [];
   /** The JSON size of each line of {@link unrecorded}, measured once when it was written. */
   private unrecordedSizes: number[] = [];
   private unrecordedBytes = 0;
 
   constructor(
-    /** Transcript lines recorded so far, across runs. */
     private recordedLines: number,
     private readonly limit: PayloadLimit,
   ) {}
 
-  /** Lines recorded so far, across runs. */
   get recorded(): number {
     return this.recordedLines;
-  }
-
-  /** Lines written and not recorded yet. */
-  get pending(): SessionLine[] {
-    return this.unrecorded;
   }
 
   /** The position in the whole transcript the next line written will have. */
   get nextLineIndex(): number {
     return this.recordedLines + this.unrecorded.length;
+  }
+
+  /** Lines written and not recorded yet. */
+  get pending(): SessionLine[] {
+    return this.unrecorded;
   }
 
   /** Where the recorded lines are: this run, and how many lines were recorded. */
@@ -71,7 +65,6 @@ export class TranscriptWriter {
     return { workflowId, runId, lines: this.recordedLines };
   }
 
-  /** Puts a transcript line in the queue of lines to record, with its size. */
   write(line: SessionLine): void {
     const size = jsonPayloadBytes(line);
     this.unrecorded.push(line);
@@ -81,12 +74,7 @@ export class TranscriptWriter {
 
   /** Whether enough lines wait for a batch to be recorded at the end of a round. */
   batchIsDue(): boolean {
-    return this.unrecordedBytes >= this.batchBytes();
-  }
-
-  /** How many bytes of transcript lines wait before they are recorded. */
-  private batchBytes(): number {
-    return this.limit.externalStorage ? STORED_SESSION_BATCH_BYTES : SESSION_BATCH_BYTES;
+    return this.unrecordedBytes >= (this.limit.externalStorage ? STORED_SESSION_BATCH_BYTES : SESSION_BATCH_BYTES);
   }
 
   /**

@@ -15,14 +15,11 @@ import { addRoundUsage, addSummarizerUsage, type Pricing, type RoundUsage } from
 import type { SummarizerUsage } from '../../core/counting/summarizer-usage.js';
 import type { ChatMessage } from '../../core/types.js';
 
-/** One answered chat request, as the ledger charges it. */
-export interface ChatRequest {
-  /** The transcript ids of the live conversation it sent. */
+/** One answered chat request: the transcript ids it sent, the backend that answered and the run's own count. */
+interface ChatRequest {
   ids: string[];
   sent: readonly ChatMessage[];
-  /** The backend that answered. */
   backend: BackendCounter;
-  /** The run's own count of the request. */
   tokens: number;
   answer: ChatActivityOutput;
 }
@@ -35,7 +32,6 @@ export class UsageLedger {
   /** JSON sizes of messages already measured (the same message object is not measured twice). */
   private readonly sizes = new WeakMap<ChatMessage, number>();
 
-  /** `carried`: what a continued run was handed. */
   constructor(
     pricing: Pricing,
     carried: Pick<AgentRunCarried, 'compactions' | 'previousRequest' | 'peakContextTokens'> | undefined,
@@ -45,12 +41,11 @@ export class UsageLedger {
     this.peak = carried?.peakContextTokens ?? 0;
   }
 
-  /** The compaction history, with the run's usage (the `compactions` query). */
+  /** The compaction history with the run's usage (the `compactions` query). */
   get compactions(): CompactionHistory {
     return this.history;
   }
 
-  /** The last chat request, as ids and sizes of its messages, to carry. */
   get lastRequest(): RequestShape | null {
     return this.previousRequest;
   }
@@ -60,10 +55,7 @@ export class UsageLedger {
     return this.peak;
   }
 
-  /**
-   * What this request cost (src/core/agent/request-cost.ts), added to the run's usage; it becomes
-   * the request the next one's cache is modelled against.
-   */
+  /** What this request cost, added to the run's usage; the next request's cache is modelled against it. */
   chargeRound({ ids, sent, backend, tokens, answer }: ChatRequest): RoundUsage {
     const shape: RequestShape = { ids, sizes: sent.map((message) => this.sizeOf(message)) };
     const usage = requestCost({
@@ -87,17 +79,13 @@ export class UsageLedger {
       this.history = { ...this.history, usage: addSummarizerUsage(this.history.usage, summarizerUsage) };
   }
 
-  /** Adds a compaction's record to the history. */
   addRecord(record: CompactionRecord): void {
     this.history = addCompactionRecord(this.history, record);
   }
 
   private sizeOf(message: ChatMessage): number {
-    let size = this.sizes.get(message);
-    if (size === undefined) {
-      size = JSON.stringify(message).length;
-      this.sizes.set(message, size);
-    }
+    const size = this.sizes.get(message) ?? JSON.stringify(message).length;
+    this.sizes.set(message, size);
     return size;
   }
 }

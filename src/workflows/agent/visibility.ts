@@ -1,8 +1,5 @@
-// Sandbox-safe: what an agent run shows outside itself (docs/design.md#search-attributes) — its
-// current details (the compaction history, which backends rest, the pins), its memo (the compaction
-// table, readable in the UI without a worker, so after the run closed) and the search attributes
-// CompactionCount, ContextTokens, CompactionFallbacks, ContextExhausted and CompactionPending, each
-// written only when it changed: a memo or search-attribute upsert is a history event.
+// Sandbox-safe: what an agent run shows outside itself (docs/design.md#search-attributes): current
+// details, the memo and our search attributes, each written only when it changed (an upsert is a history event).
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
 import { setCurrentDetails, upsertMemo, upsertSearchAttributes } from '@temporalio/workflow';
 import { renderCompactionDetails, type CompactionHistory } from '../../core/agent/compaction-history.js';
@@ -10,20 +7,10 @@ import { COMPACTION_MEMO_KEY, renderCompactionMemo, type MemoEnding } from '../.
 import { SearchAttributeKeys } from '../../shared/search-attributes.js';
 import { uiPayload } from '../../shared/ui-payload.js';
 
-/** What the run last published (the context size -1 and the count -1 before the first publication). */
-interface Published {
-  compactions: number;
-  contextTokens: number;
-  fallbacks: number;
-  exhausted: boolean;
-  /** Whether `CompactionPending` was last set true (a proposal waiting for review). */
-  pending: boolean;
-  details: string;
-}
-
 /** The run's current details and search attributes, as last published. */
 export class RunVisibility {
-  private published: Published = {
+  /** What the run last published (the context size and the count -1 before the first publication). */
+  private published = {
     compactions: -1,
     contextTokens: -1,
     fallbacks: -1,
@@ -39,18 +26,13 @@ export class RunVisibility {
    * write is a history event), or, with `ending`, as the run closes (the final cost and how it
    * ended), when that changes it.
    */
-  private publishMemo(history: CompactionHistory, ending?: MemoEnding): void {
+  publishMemo(history: CompactionHistory, ending?: MemoEnding): void {
     const { compactions } = history.totals;
     if (ending === undefined && (compactions === 0 || compactions === this.memo.compactions)) return;
     const text = renderCompactionMemo(history, ending);
     // Marked for the UI: with the payload store on, the table stays in history, not a claim.
     if (text !== this.memo.text) upsertMemo({ [COMPACTION_MEMO_KEY]: uiPayload(text) });
     this.memo = { text, compactions };
-  }
-
-  /** The memo of a run that is closing (docs/design.md#search-attributes): its compactions, its cost and how it ended. */
-  publishEnding(history: CompactionHistory, ending: MemoEnding): void {
-    this.publishMemo(history, ending);
   }
 
   /**
