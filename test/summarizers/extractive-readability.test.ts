@@ -6,7 +6,7 @@ import { findTrajectory, repositoryCorpus } from '../../corpus/index.js';
 import { identifiersIn } from '../../src/core/compaction/coverage.js';
 import { capText, summarizeRequest } from '../../src/core/compaction/transcript.js';
 import type { ChatMessage, SummarizeRequest } from '../../src/core/types.js';
-import { extractiveSummary } from '../../src/summarizers/index.js';
+import { extractiveSummary } from '../../src/summarizers/extractive.js';
 import { callLine } from '../../src/summarizers/extractive/calls.js';
 import { extendedCases } from '../support/corpus.js';
 import { assistant, tool, user } from '../support/messages.js';

@@ -23,10 +23,7 @@ export function clip(text: string, max: number): string {
   return trimmed.length <= max ? trimmed : `${trimmed.slice(0, max - 1).trimEnd()}…`;
 }
 
-/**
- * Markdown list and heading markers removed, so a copied line can sit in our own list, and the line
- * number a file viewer puts before each line (`  30→`, `    5\t`): a number, not what the line says.
- */
+/** Without Markdown list and heading markers, and a file viewer's line number (`  30→`, `    5\t`). */
 export function withoutMarker(line: string): string {
   return line
     .replace(/^\s*\d{1,7}(?:→|\t)/, '')
@@ -67,13 +64,12 @@ const ERROR_PATTERNS: ReadonlyArray<{ pattern: RegExp; rank: number }> = [
   { pattern: /^Exit code [1-9]\d*\b|^Traceback \(most recent call last\):/, rank: 1 },
 ];
 
-/** A line that only labels what follows (`ERROR:`, `Error`, `FAILED`): the next line says what went wrong. */
+/** A line that only labels the next (`ERROR:`, `FAILED`). */
 const BARE_LABEL = /^(?:ERROR|Error|error|FAILED|FAIL|fatal):?$/;
 
 /** The most telling line of a result that looks like an error, or `undefined` when none does. */
 export function errorLine(text: string): string | undefined {
   let best: { line: string; rank: number; index: number } | undefined;
-  // Tool output prefixes ("OBSERVATION:", "Observation: ") are the harness's, not the error's.
   const lines = text.split(/\r?\n/).map((rawLine) => rawLine.replace(/^(?:OBSERVATION|Observation):\s*/, '').trimEnd());
   lines.forEach((line, index) => {
     if (line === '') return;
@@ -104,7 +100,7 @@ export function argumentFields(args: string): Record<string, string> {
       return fields;
     }
   } catch {
-    // fall through to the regex
+    // capped: the regex below
   }
   for (const match of args.matchAll(/"([\w-]+)"\s*:\s*"((?:[^"\\]|\\.)*)(?:"|$)/g)) {
     const key = match[1];
@@ -136,7 +132,6 @@ function looksLikePath(candidate: string): boolean {
   const last = candidate.split('/').at(-1) ?? '';
   if (!/[A-Za-z]/.test(candidate)) return false;
   if (/\.[A-Za-z][A-Za-z0-9]{0,7}$/.test(last)) return true;
-  // An absolute path of two or more segments names a place even without an extension.
   return candidate.startsWith('/') && candidate.split('/').filter((segment) => segment !== '').length >= 2;
 }
 
