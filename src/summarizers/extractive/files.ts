@@ -221,8 +221,7 @@ export function fileAndCommandCandidates(transcript: Turns): Candidate[] {
     const tools = [...use.tools].map(([tool, times]) => (times > 1 ? `${tool} ×${times}` : tool)).join(', ');
     const detail = use.acted ? ` — ${tools}` : ` — seen in results ×${use.mentions}`;
     const error = use.lastError === undefined ? '' : `${FILE_ERROR}${use.lastError}`;
-    // A file the run changed stays worth knowing however long ago (staleness only breaks ties
-    // between mention counts); one it only read or saw falls to the rank of an old command.
+    // A file the run changed stays worth knowing however long ago; one it only read falls to an old command's rank.
     const stale = (use.edited ? 0.09 : 10) * staleness(use.lastOrder);
     const priority = (use.edited ? 30 : use.acted ? 20 : 5) + Math.min(use.mentions, 10) / 10 - stale;
     candidates.push({ text: `- ${code(use.path)}${detail}${error}`, priority, order: use.firstOrder });
@@ -253,5 +252,3 @@ export function fileAndCommandCandidates(transcript: Turns): Candidate[] {
   }
   return candidates;
 }
-
-/** Unresolved looks for errors among this many of the latest tool results. */

@@ -118,6 +118,7 @@ function decisionCandidates(assistants: Turns['assistants'], carried: readonly s
   return candidates;
 }
 
+/** Unresolved looks for errors among this many of the latest tool results. */
 const RECENT_RESULTS = 6;
 
 function unresolvedCandidates(transcript: Turns): Candidate[] {
@@ -133,16 +134,13 @@ function unresolvedCandidates(transcript: Turns): Candidate[] {
   const recent = transcript.results.slice(-RECENT_RESULTS);
   for (const [index, { name, call, result }] of recent.entries()) {
     if (result.error === undefined) continue;
-    const identity = call === undefined ? undefined : `${call.name}\u0000${call.args}`;
     const clearedLater = recent
       .slice(index + 1)
       .some(
         (later) =>
-          later.call !== undefined &&
-          `${later.call.name}\u0000${later.call.args}` === identity &&
-          later.result.error === undefined,
+          later.call?.name === call?.name && later.call?.args === call?.args && later.result.error === undefined,
       );
-    if (clearedLater) continue;
+    if (call !== undefined && clearedLater) continue;
     const subject = call === undefined ? (name ?? 'a tool') : callSubject(call);
     candidates.push({ text: `- ${subject} failed: ${result.error}`, priority: 80 + index, order: result.order });
   }
