@@ -1,6 +1,5 @@
 // Node only: one compaction of a conversation file for `temporal-compactor compact`, in this
-// process or through the `compactConversation` workflow, and the report it prints (stderr). The
-// command's flags and exit codes are in commands/compact.ts.
+// process or through the `compactConversation` workflow, and the report it prints (stderr).
 import { randomUUID } from 'node:crypto';
 import { basename } from 'node:path';
 import { WorkflowFailedError, type Client, type WorkflowHandle } from '@temporalio/client';
@@ -36,7 +35,7 @@ import type { CompactConversationInput, compactConversation } from '../workflows
 import { describeFileShape, type ConversationFile } from './conversation-file.js';
 
 /** Where the budget came from, for the report. */
-export type BudgetSource = 'flag' | 'config' | 'conversation';
+type BudgetSource = 'flag' | 'config' | 'conversation';
 
 /** What both modes know before compacting. */
 interface Prepared {
@@ -65,7 +64,7 @@ export interface CompactReport extends Prepared {
         runId: string;
         taskQueue: string;
         worker: 'in-process' | 'existing';
-        link: string | undefined;
+        link: string;
       };
 }
 
@@ -76,12 +75,11 @@ export const COMPACT_TABLE_HEADER =
 /** The report for people: what was compacted and how, then a one-row Markdown table like `history`'s. */
 export function renderCompactReport(report: CompactReport): string {
   const { file, result, budget, options, target } = report;
-  const budgetWhy =
-    report.budgetSource === 'flag'
-      ? '--budget'
-      : report.budgetSource === 'config'
-        ? 'COMPACTOR_CONTEXT_BUDGET / --context-budget'
-        : "the conversation's own size, as if it had just filled its window; --budget N sets it";
+  const budgetWhy = {
+    flag: '--budget',
+    config: 'COMPACTOR_CONTEXT_BUDGET / --context-budget',
+    conversation: "the conversation's own size, as if it had just filled its window; --budget N sets it",
+  }[report.budgetSource];
   const what = compactionKindLabel(compactionKind(result), result.summary?.length ?? 0);
   const via =
     report.via.kind === 'in-process'
@@ -93,7 +91,7 @@ export function renderCompactReport(report: CompactReport): string {
     ...(report.optionFlags.length === 0 ? [] : [`Options: ${report.optionFlags.join(' ')}.`]),
     `Summarizer: ${report.summarizer}.`,
     `Ran ${via}.`,
-    ...(report.via.kind === 'workflow' && report.via.link !== undefined ? [`Inspect it: ${report.via.link}`] : []),
+    ...(report.via.kind === 'workflow' ? [`Inspect it: ${report.via.link}`] : []),
     ...(report.needed
       ? []
       : [

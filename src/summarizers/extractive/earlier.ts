@@ -3,6 +3,7 @@
 import { isSummaryMessage } from '../../core/compaction/transcript.js';
 import { CARRIED_FACTS_PREFIX } from '../../core/compaction/coverage.js';
 import {
+  bySection,
   IDENTIFIERS_PREFIX,
   NOTHING,
   NOTICE_WORDS,
@@ -65,12 +66,9 @@ function isScaffolding(line: string): boolean {
 /** Reads each earlier summary's sections; the newest one's latest request wins. */
 export function readEarlierSummaries(texts: readonly string[]): EarlierSummaries {
   const earlier: EarlierSummaries = {
-    goals: [],
-    decisions: [],
-    files: [],
-    unresolved: [],
+    ...bySection((): string[] => []),
     latestRequest: undefined,
-    omitted: { goals: 0, decisions: 0, files: 0, unresolved: 0 },
+    omitted: bySection(() => 0),
     identifiers: [],
   };
   for (const whole of texts) {

@@ -49,19 +49,12 @@ export function decisionScore(sentence: string): number {
   return 0;
 }
 
-const ERROR_PATTERNS: ReadonlyArray<{ pattern: RegExp; rank: number }> = [
-  // Most specific first: the exception line a traceback ends with.
-  { pattern: /^(?:[A-Za-z_][\w]*\.)*[A-Z]\w*(?:Error|Exception|Exit)\b(?::|$)/, rank: 5 },
-  {
-    pattern:
-      /<tool_use_error>|\bsyntax error\b|\bNo such file or directory\b|\bcommand not found\b|\bPermission denied\b/i,
-    rank: 4,
-  },
-  {
-    pattern: /^(?:ERROR|Error|error(?:\[\w+\])?|fatal|FAILED|FAIL)\b:?|^E {2,}\S|\b[1-9]\d* (?:failed|errors?)\b/,
-    rank: 3,
-  },
-  { pattern: /^Exit code [1-9]\d*\b|^Traceback \(most recent call last\):/, rank: 1 },
+/** Patterns of error lines and their rank: most specific first, the exception line a traceback ends with. */
+const ERROR_PATTERNS: ReadonlyArray<readonly [RegExp, number]> = [
+  [/^(?:[A-Za-z_][\w]*\.)*[A-Z]\w*(?:Error|Exception|Exit)\b(?::|$)/, 5],
+  [/<tool_use_error>|\bsyntax error\b|\bNo such file or directory\b|\bcommand not found\b|\bPermission denied\b/i, 4],
+  [/^(?:ERROR|Error|error(?:\[\w+\])?|fatal|FAILED|FAIL)\b:?|^E {2,}\S|\b[1-9]\d* (?:failed|errors?)\b/, 3],
+  [/^Exit code [1-9]\d*\b|^Traceback \(most recent call last\):/, 1],
 ];
 
 /** A line that only labels the next (`ERROR:`, `FAILED`). */
@@ -73,7 +66,7 @@ export function errorLine(text: string): string | undefined {
   const lines = text.split(/\r?\n/).map((rawLine) => rawLine.replace(/^(?:OBSERVATION|Observation):\s*/, '').trimEnd());
   lines.forEach((line, index) => {
     if (line === '') return;
-    for (const { pattern, rank } of ERROR_PATTERNS) {
+    for (const [pattern, rank] of ERROR_PATTERNS) {
       // A later exception line of the same rank wins: a traceback ends with its cause.
       if (pattern.test(line) && (best === undefined || rank > best.rank || (rank === 5 && best.rank === 5))) {
         best = { line, rank, index };
