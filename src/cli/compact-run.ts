@@ -26,6 +26,7 @@ import {
   type AnthropicTextBlock,
 } from '../core/formats/anthropic-schema.js';
 import { formatView, type AnyCompactionResult } from '../core/formats/format.js';
+import { withRootCause } from '../llm/openai-adapter.js';
 import { installQuietTelemetryRuntime } from '../telemetry/metrics.js';
 import { payloadConverterFromConfig } from '../payloads/index.js';
 import { summarizerFromConfig } from '../worker/summarizer-from-config.js';
@@ -147,24 +148,12 @@ export interface CompactRun {
   target: number | undefined;
 }
 
-/** `message (root)`, unless `message` says it already. */
-function withRoot(message: string, root: string): string {
-  return message.includes(root) ? message : `${message} (${root})`;
-}
-
 /**
  * An error's message, with its root cause's when that says more: the OpenAI client's "Connection
  * error." comes from `connect ECONNREFUSED 127.0.0.1:8080`, which a user can act on.
  */
 function errorText(error: unknown): string {
-  if (!(error instanceof Error)) return String(error);
-  let root: Error = error;
-  const seen = new Set<unknown>([error]);
-  while (root.cause instanceof Error && !seen.has(root.cause)) {
-    seen.add(root.cause);
-    root = root.cause;
-  }
-  return withRoot(error.message, root.message);
+  return error instanceof Error ? withRootCause(error) : String(error);
 }
 
 /**
@@ -361,7 +350,8 @@ function failureText(failure: proto.temporal.api.failure.v1.IFailure): string {
   let root = failure;
   for (let depth = 0; root.cause !== undefined && root.cause !== null && depth < 16; depth += 1) root = root.cause;
   const message = failure.message ?? '';
-  return message === '' && !root.message ? 'no message' : withRoot(message, root.message ?? '');
+  const rootMessage = root.message ?? '';
+  return message.includes(rootMessage) ? message || 'no message' : `${message} (${rootMessage})`;
 }
 
 /** Why the run's last summarize activity failed (its final attempt's failure); undefined when it completed. */

@@ -64,16 +64,12 @@ export async function main(argv: readonly string[], io: CliIo = processIo): Prom
     io.stderr(`${SHORT_USAGE}\n`);
     return ExitCode.usage;
   }
-  if (name === '--help' || name === '-h') {
-    io.stdout(topLevelHelp(Object.values(commands)));
-    return ExitCode.ok;
-  }
   if (name === '--version' || name === '-v') {
     io.stdout(`${packageVersion()}\n`);
     return ExitCode.ok;
   }
-  if (name === 'help') {
-    const [topic] = rest;
+  if (name === '--help' || name === '-h' || name === 'help') {
+    const topic = name === 'help' ? rest[0] : undefined;
     const about = topic === undefined ? undefined : Object.hasOwn(commands, topic) ? commands[topic] : undefined;
     if (topic !== undefined && about === undefined) return unknownCommand(topic, io);
     io.stdout(about === undefined ? topLevelHelp(Object.values(commands)) : commandHelp(about));

@@ -19,10 +19,6 @@ function quoted(text: string, max = QUOTE): string {
   return `"${clip(firstLine(text).trim(), max)}"`;
 }
 
-function lineCount(text: string): number {
-  return text.replace(/\n$/, '').split('\n').length;
-}
-
 /** What an edit does: replace, insert or write, with the texts' first lines quoted. */
 function editGist(fields: Readonly<Record<string, string>>, args: string): string | undefined {
   for (const [from, to] of REPLACEMENTS) {
@@ -37,7 +33,7 @@ function editGist(fields: Readonly<Record<string, string>>, args: string): strin
   const key = FILE_TEXT_KEYS.find((name) => fields[name] !== undefined);
   const text = key === undefined ? undefined : fields[key];
   if (text !== undefined) {
-    const lines = lineCount(text);
+    const lines = text.replace(/\n$/, '').split('\n').length;
     return `${lines} line${lines === 1 ? '' : 's'}, starting ${quoted(text)}`;
   }
   return undefined;

@@ -17,11 +17,6 @@ const RECENCY = 3;
 const CARRIED = 4;
 const TASK_FILE = RECENCY;
 
-interface Use {
-  score: number;
-  last: number;
-}
-
 /** The harness's recall ids on a stub or a summary (`[recall id: m14]`, `[recall ids: m3..m9]`). */
 const RECALL_IDS = /\[recall ids?: [^\]\n]*\]/g;
 
@@ -71,7 +66,7 @@ function callsOnTaskFiles(turns: Turns, files: ReadonlySet<string>): Set<string>
  * line. Ties: the later use first. System and developer messages do not count.
  */
 export function rankedIdentifiers(middle: readonly ChatMessage[], turns: Turns, task?: string): string[] {
-  const uses = new Map<string, Use>();
+  const uses = new Map<string, { score: number; last: number }>();
   const add = (identifier: string, score: number, last: number): void => {
     const use = uses.get(identifier);
     if (use === undefined) uses.set(identifier, { score, last });
