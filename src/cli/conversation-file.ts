@@ -195,13 +195,8 @@ const NEW_FILE_MODE = 0o600;
 
 /** Why `writeFileWhole` would refuse `path`: a link, followed or replaced, would write where the user did not name. */
 export function unwritableReason(path: string): string | undefined {
-  let stats;
-  try {
-    stats = lstatSync(path);
-  } catch (error) {
-    if (error instanceof Error && 'code' in error && error.code === 'ENOENT') return undefined;
-    throw error;
-  }
+  const stats = lstatSync(path, { throwIfNoEntry: false });
+  if (stats === undefined) return undefined;
   if (stats.isSymbolicLink())
     return 'is a symbolic link; the result is never written through one: name the file itself';
   if (stats.isDirectory()) return 'is a directory';
@@ -217,12 +212,8 @@ export function unwritableReason(path: string): string | undefined {
 export function writeFileWhole(path: string, text: string): void {
   const refused = unwritableReason(path);
   if (refused !== undefined) throw new Error(`cannot write ${path}: it ${refused}`);
-  let mode = NEW_FILE_MODE;
-  try {
-    mode = lstatSync(path).mode & 0o777;
-  } catch {
-    // Nothing there yet: a new, private file.
-  }
+  // The mode of the file it replaces, else a new, private file's.
+  const mode = (lstatSync(path, { throwIfNoEntry: false })?.mode ?? NEW_FILE_MODE) & 0o777;
   const temporary = join(dirname(path), `.${basename(path)}.${randomBytes(8).toString('hex')}.tmp`);
   let descriptor: number | undefined;
   try {
