@@ -4,7 +4,8 @@ export * from './workflow.js';
 // Compaction in this process (docs/design.md#compactor), and the summarizers.
 export { Compactor, type CompactorOptions, type UndoCallOptions } from './compactor.js';
 export type { TranscriptUndo } from './core/agent/undo.js';
-export { createOpenAISummarizer, createExtractiveSummarizer } from './summarizers/index.js';
+export { createOpenAISummarizer } from './summarizers/openai.js';
+export { createExtractiveSummarizer } from './summarizers/extractive.js';
 // What a model summarizer sends for a request (docs/design.md#summarizer-request).
 export { summarizerMessages } from './core/compaction/transcript.js';
 // Workers: the plugin (workflows and activities on your own worker), or a whole worker of ours.

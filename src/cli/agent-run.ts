@@ -47,8 +47,7 @@ export async function queryRun<T>(
     return await client.withDeadline(Date.now() + queryTimeoutMs, query);
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error);
-    throw new Error(`${what} takes a query, which needs a worker polling task queue "${taskQueue}" (${reason})`, {
-      cause: error,
-    });
+    const message = `${what} takes a query, which needs a worker polling task queue "${taskQueue}" (${reason})`;
+    throw new Error(message, { cause: error });
   }
 }

@@ -1,12 +1,9 @@
-// Node only: the inline source map of a prebuilt workflow bundle without the modules that are data,
-// not code. gpt-tokenizer's BPE rank tables are one string literal per line: most of the map's
-// sourcesContent and mappings (figures: bench/README.md#install). A worker reads, decodes and
-// compiles the bundle in its main thread and again in its workflow thread, so every megabyte costs
-// its start, and no stack frame ever stops in a table. The tables' text and mappings are left out
-// (their names stay in `sources`); the SDK requires the inline map itself, so it is rewritten,
-// never removed.
+// Node only: the inline source map of a prebuilt workflow bundle without gpt-tokenizer's BPE rank
+// tables, which are data: most of the map (bench/README.md#install), where no stack frame stops. A
+// worker decodes and compiles the bundle twice as it starts, so every megabyte costs. The SDK
+// requires the inline map, so it is rewritten, never removed; the tables' names stay in `sources`.
 
-/** Sources a bundle's source map leaves out: the BPE rank tables (data; no frame stops in them). */
+/** The BPE rank tables' sources. */
 const DATA_SOURCES = /[\\/]gpt-tokenizer[\\/](?:[^\\/]+[\\/])?bpeRanks[\\/][^\\/]+\.[cm]?[jt]s$/;
 
 /** Where a bundle's inline source map starts (webpack's `inline-source-map`, as the SDK's bundler sets it). */
@@ -55,9 +52,9 @@ function encodeValue(value: number): string {
  * segment keeps its generated and original position (the relative fields are written anew).
  */
 export function mappingsWithout(mappings: string, dropped: ReadonlySet<number>): string {
-  // Absolute values of the fields that carry over from segment to segment (and line to line).
-  const read = { source: 0, line: 0, column: 0, name: 0 };
-  const written = { source: 0, line: 0, column: 0, name: 0 };
+  // Absolute source, line, column and name: they carry over from segment to segment (and line to line).
+  const read = [0, 0, 0, 0];
+  const written = [0, 0, 0, 0];
   return mappings
     .split(';')
     .map((line) => {
@@ -66,28 +63,17 @@ export function mappingsWithout(mappings: string, dropped: ReadonlySet<number>):
       const kept: string[] = [];
       for (const segment of line.split(',')) {
         if (segment === '') continue;
-        const [column = 0, source, originalLine, originalColumn, name] = decodeSegment(segment);
+        const [column = 0, ...fields] = decodeSegment(segment);
         readColumn += column;
-        if (source !== undefined) {
-          read.source += source;
-          read.line += originalLine ?? 0;
-          read.column += originalColumn ?? 0;
-          if (name !== undefined) read.name += name;
-          if (dropped.has(read.source)) continue;
-        }
+        // A segment with a source has its line and column (a malformed one counts them 0).
+        const deltas = fields.length === 0 ? [] : [0, 1, 2, ...(fields.length > 3 ? [3] : [])];
+        for (const field of deltas) read[field] = (read[field] ?? 0) + (fields[field] ?? 0);
+        if (deltas.length > 0 && dropped.has(read[0] ?? 0)) continue;
         let text = encodeValue(readColumn - writtenColumn);
         writtenColumn = readColumn;
-        if (source !== undefined) {
-          text += encodeValue(read.source - written.source);
-          text += encodeValue(read.line - written.line);
-          text += encodeValue(read.column - written.column);
-          written.source = read.source;
-          written.line = read.line;
-          written.column = read.column;
-          if (name !== undefined) {
-            text += encodeValue(read.name - written.name);
-            written.name = read.name;
-          }
+        for (const field of deltas) {
+          text += encodeValue((read[field] ?? 0) - (written[field] ?? 0));
+          written[field] = read[field] ?? 0;
         }
         kept.push(text);
       }
@@ -97,11 +83,9 @@ export function mappingsWithout(mappings: string, dropped: ReadonlySet<number>):
 }
 
 /**
- * `code` with the text (sourcesContent set to null) and the mappings of {@link DATA_SOURCES} left
- * out of its inline source map, and those sources' names; `code` itself when none is there or they
- * are left out already.
- * @throws BundleSourceMapError when the bundle has no inline base64 source map, or one that is not
- * a source map (its mappings, sources and sourcesContent), naming what was found.
+ * `code` with the text (sourcesContent null) and the mappings of {@link DATA_SOURCES} left out of its
+ * inline source map, and those sources' names; `code` itself when none is there or they are out already.
+ * @throws BundleSourceMapError when there is no inline base64 source map, or it is not one, naming what was found.
  */
 export function withoutDataSources(code: string): { code: string; left: string[] } {
   const at = code.lastIndexOf(INLINE_MAP);

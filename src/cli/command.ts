@@ -63,12 +63,6 @@ const HELP_COLUMNS = 100;
 
 const HELP_OPTION: OptionSpec = { type: 'boolean', short: 'h', help: 'print this help and exit' };
 
-function optionsOf(command: CliCommand): Record<string, OptionSpec> {
-  const config: Record<string, OptionSpec> = {};
-  for (const name of Object.keys(configParseArgsOptions())) config[name] = { type: 'string', help: '' };
-  return { ...config, ...command.options, help: HELP_OPTION };
-}
-
 /** `; did you mean --budget?` when a known name starts `name` or is close to it. */
 export function didYouMean(name: string, known: readonly string[], prefix = '--'): string {
   const meant =
@@ -81,7 +75,11 @@ export function parseCommandArgs(
   command: CliCommand,
   args: readonly string[],
 ): { values: OptionValues; positionals: string[] } {
-  const options = optionsOf(command);
+  const config = Object.keys(configParseArgsOptions()).map((name): [string, OptionSpec] => [
+    name,
+    { type: 'string', help: '' },
+  ]);
+  const options: Record<string, OptionSpec> = { ...Object.fromEntries(config), ...command.options, help: HELP_OPTION };
   // Not strict: our messages rather than the parser's.
   const { values, positionals, tokens } = parseArgs({
     args: [...args],
@@ -98,12 +96,8 @@ export function parseCommandArgs(
     if (spec.type === 'string' && token.value === undefined)
       throw new UsageError(`${token.rawName} needs a value${spec.value === undefined ? '' : ` (${spec.value})`}`);
     if (spec.type === 'boolean' && token.inlineValue === true) throw new UsageError(`${token.rawName} takes no value`);
-    if (
-      spec.multiple !== true &&
-      tokens.filter((other) => other.kind === 'option' && other.name === token.name).length > 1
-    ) {
-      throw new UsageError(`${token.rawName} is given more than once`);
-    }
+    const given = tokens.filter((other) => other.kind === 'option' && other.name === token.name).length;
+    if (spec.multiple !== true && given > 1) throw new UsageError(`${token.rawName} is given more than once`);
   }
   return { values, positionals };
 }
@@ -140,17 +134,8 @@ function optionLines(options: Readonly<Record<string, OptionSpec>>): string[] {
   });
 }
 
-function configFlagLines(): string[] {
-  const flags = configTable()
-    .flatMap((row) => (row.flag === undefined ? [] : [row.flag]))
-    .join(', ');
-  return [
-    'Configuration flags (each also an environment variable; `temporal-compactor --help` lists them):',
-    ...wrap(flags, HELP_COLUMNS, '  '),
-  ];
-}
-
 export function commandHelp(command: CliCommand, program = `temporal-compactor ${command.name}`): string {
+  const flags = configTable().flatMap((row) => (row.flag === undefined ? [] : [row.flag]));
   const lines = [
     `usage: ${program} ${command.usage}`,
     '',
@@ -158,7 +143,8 @@ export function commandHelp(command: CliCommand, program = `temporal-compactor $
     'Options:',
     ...optionLines({ ...command.options, help: HELP_OPTION }),
     '',
-    ...configFlagLines(),
+    'Configuration flags (each also an environment variable; `temporal-compactor --help` lists them):',
+    ...wrap(flags.join(', '), HELP_COLUMNS, '  '),
   ];
   return `${lines.join('\n')}\n`;
 }

@@ -1,6 +1,5 @@
 // Node only: one compaction of a conversation file for `temporal-compactor compact`, in this
-// process or through the `compactConversation` workflow, and the report it prints (stderr). The
-// command's flags and exit codes are in commands/compact.ts.
+// process or through the `compactConversation` workflow, and the report it prints (stderr).
 import { randomUUID } from 'node:crypto';
 import { basename } from 'node:path';
 import { WorkflowFailedError, type Client, type WorkflowHandle } from '@temporalio/client';
@@ -27,6 +26,7 @@ import {
   type AnthropicTextBlock,
 } from '../core/formats/anthropic-schema.js';
 import { formatView, type AnyCompactionResult } from '../core/formats/format.js';
+import { withRootCause } from '../llm/openai-adapter.js';
 import { installQuietTelemetryRuntime } from '../telemetry/metrics.js';
 import { payloadConverterFromConfig } from '../payloads/index.js';
 import { summarizerFromConfig } from '../worker/summarizer-from-config.js';
@@ -36,29 +36,27 @@ import type { CompactConversationInput, compactConversation } from '../workflows
 import { describeFileShape, type ConversationFile } from './conversation-file.js';
 
 /** Where the budget came from, for the report. */
-export type BudgetSource = 'flag' | 'config' | 'conversation';
+type BudgetSource = 'flag' | 'config' | 'conversation';
 
-/** What one `compact` run did: the engine's result and the context the report prints. */
-export interface CompactReport {
+/** What both modes know before compacting. */
+interface Prepared {
   file: ConversationFile;
-  /** In the file's message format. */
-  result: AnyCompactionResult;
   budget: number;
   budgetSource: BudgetSource;
   /** Whether an agent loop would have compacted it now (`needsCompaction`); `compact` compacts either way. */
   needed: boolean;
-  summarizer: string;
-  /** The options the compaction ran with (defaults applied), and the call's `--target`. */
+  /** With the defaults applied. */
   options: ResolvedOptions;
   target: number | undefined;
-  /** The flags that set compaction options, for the report (empty with the defaults). */
   optionFlags: readonly string[];
-  /**
-   * Why the summarizer failed, when its failure is what ended the compaction in the hard trim:
-   * the last error of the last request (connection refused, 401, a timeout, an empty summary).
-   */
+}
+
+/** What one `compact` run did: the engine's result (in the file's message format) and what the report prints. */
+export interface CompactReport extends Prepared {
+  result: AnyCompactionResult;
+  summarizer: string;
+  /** Why the summarizer failed, when that ended the compaction in the hard trim: its last request's error. */
   summarizerFailure: string | undefined;
-  /** `in-process`, or the workflow that ran it. */
   via:
     | { kind: 'in-process' }
     | {
@@ -67,7 +65,7 @@ export interface CompactReport {
         runId: string;
         taskQueue: string;
         worker: 'in-process' | 'existing';
-        link: string | undefined;
+        link: string;
       };
 }
 
@@ -77,14 +75,12 @@ export const COMPACT_TABLE_HEADER =
 
 /** The report for people: what was compacted and how, then a one-row Markdown table like `history`'s. */
 export function renderCompactReport(report: CompactReport): string {
-  const { file, result, budget } = report;
-  const { options, target } = report;
-  const budgetWhy =
-    report.budgetSource === 'flag'
-      ? '--budget'
-      : report.budgetSource === 'config'
-        ? 'COMPACTOR_CONTEXT_BUDGET / --context-budget'
-        : "the conversation's own size, as if it had just filled its window; --budget N sets it";
+  const { file, result, budget, options, target } = report;
+  const budgetWhy = {
+    flag: '--budget',
+    config: 'COMPACTOR_CONTEXT_BUDGET / --context-budget',
+    conversation: "the conversation's own size, as if it had just filled its window; --budget N sets it",
+  }[report.budgetSource];
   const what = compactionKindLabel(compactionKind(result), result.summary?.length ?? 0);
   const via =
     report.via.kind === 'in-process'
@@ -96,7 +92,7 @@ export function renderCompactReport(report: CompactReport): string {
     ...(report.optionFlags.length === 0 ? [] : [`Options: ${report.optionFlags.join(' ')}.`]),
     `Summarizer: ${report.summarizer}.`,
     `Ran ${via}.`,
-    ...(report.via.kind === 'workflow' && report.via.link !== undefined ? [`Inspect it: ${report.via.link}`] : []),
+    ...(report.via.kind === 'workflow' ? [`Inspect it: ${report.via.link}`] : []),
     ...(report.needed
       ? []
       : [
@@ -140,48 +136,30 @@ export function renderCompactReport(report: CompactReport): string {
 export interface CompactRun {
   file: ConversationFile;
   config: CompactorConfig;
-  /** From `--budget`; otherwise the configuration's context budget, else the conversation's own size. */
+  /** `--budget`; else the configuration's, else the conversation's own size. */
   budget: number | undefined;
   env: Readonly<Record<string, string | undefined>>;
   /** Progress lines (stderr). */
   progress: (line: string) => void;
-  /** Compaction options from the flags (`keepRecent`, `ageObservations`, ...); the engine's defaults for the rest. */
+  /** From the flags; the engine's defaults for the rest. */
   options: Omit<CompactionOptions, 'contextBudget'>;
-  /** The flags that set them, as written, for the report. */
+  /** The flags that set them, as written. */
   optionFlags: readonly string[];
-  /** `--target`: aim at this many tokens for this call (the hard trim, the proof and `exhausted` use it). */
   target: number | undefined;
-}
-
-/** What the report needs of the run besides the result. */
-function reported(run: CompactRun, budget: number): Pick<CompactReport, 'options' | 'target' | 'optionFlags'> {
-  return {
-    options: resolveOptions({ ...run.options, contextBudget: budget }),
-    target: run.target,
-    optionFlags: run.optionFlags,
-  };
 }
 
 /**
  * An error's message, with its root cause's when that says more: the OpenAI client's "Connection
- * error." comes from `fetch failed` from `connect ECONNREFUSED 127.0.0.1:8080`, which is what a
- * user can act on. (Summarizer errors are redacted down their cause chain.)
+ * error." comes from `connect ECONNREFUSED 127.0.0.1:8080`, which a user can act on.
  */
-export function errorText(error: unknown): string {
-  if (!(error instanceof Error)) return String(error);
-  let root: Error = error;
-  const seen = new Set<unknown>([error]);
-  while (root.cause instanceof Error && !seen.has(root.cause)) {
-    seen.add(root.cause);
-    root = root.cause;
-  }
-  return root === error || error.message.includes(root.message) ? error.message : `${error.message} (${root.message})`;
+function errorText(error: unknown): string {
+  return error instanceof Error ? withRootCause(error) : String(error);
 }
 
 /**
- * The summarizer, watched: `failure()` is the error of its last request when that request failed
- * (or answered an empty summary), else undefined. The engine falls back to the hard trim exactly
- * after a request that failed its last attempt, so this names why.
+ * The summarizer, watched: `failure()` is its last request's error (or empty summary), else
+ * undefined. The engine falls back to the hard trim exactly after a request that failed its last
+ * attempt, so this names why.
  */
 function watched(summarizer: Summarizer): { summarizer: Summarizer; failure: () => string | undefined } {
   let last: string | undefined;
@@ -207,15 +185,12 @@ function watched(summarizer: Summarizer): { summarizer: Summarizer; failure: () 
   };
 }
 
-/** The file's conversation as the engine reads it — other formats through their view — and how it counts them. */
-interface EngineConversation {
+/** The file's conversation as the engine reads it (other formats through their view), its counter, and an Anthropic body's system prompt. */
+function engineOf(file: ConversationFile): {
   messages: readonly ChatMessage[];
   counter: TokenCounter;
-  /** An Anthropic request body's system prompt. */
   system: string | AnthropicTextBlock[] | undefined;
-}
-
-function engineOf(file: ConversationFile): EngineConversation {
+} {
   if (file.messageFormat === 'openai') return { messages: file.messages, counter: defaultCounter, system: undefined };
   const conversation = file.messageFormat === 'anthropic' ? anthropicConversationOf(file) : file.messages;
   const view = formatView(file.messageFormat, conversation);
@@ -232,11 +207,8 @@ function anthropicConversationOf(file: ConversationFile & { messageFormat: 'anth
   return file.container === undefined ? file.messages : { ...file.container, messages: file.messages };
 }
 
-/**
- * The progress line of one summarize request (stderr), e.g. `summarize piece 2 of 9: 4,210 tokens
- * (4,980 billed), 38.2 s` or `summarize: 51,300 tokens, 0.4 s: over the summarizer's window, cut smaller`.
- */
-export function progressLine(progress: SummarizeProgress): string {
+/** The progress line of one summarize request, e.g. `summarize piece 2 of 9: 4,210 tokens (4,980 billed), 38.2 s`. */
+function progressLine(progress: SummarizeProgress): string {
   const which =
     progress.piece === undefined
       ? progress.purpose === 'summary'
@@ -254,7 +226,6 @@ export function progressLine(progress: SummarizeProgress): string {
   return `${which}: ${groupDigits(progress.estimatedTokens)} tokens${billed}, ${(progress.elapsedMs / 1000).toFixed(1)} s${how}`;
 }
 
-/** Compacts the file in its format with `compactor`, a progress line per summarize request. */
 function compactFile(
   compactor: Compactor,
   file: ConversationFile,
@@ -272,62 +243,50 @@ function compactFile(
   }
 }
 
-function budgetOf({ budget, config, file }: CompactRun): { budget: number; budgetSource: BudgetSource } {
-  if (budget !== undefined) return { budget, budgetSource: 'flag' };
-  if (config.contextBudget !== undefined) return { budget: config.contextBudget, budgetSource: 'config' };
+function prepare(run: CompactRun): { prepared: Prepared; engine: ReturnType<typeof engineOf> } {
+  const engine = engineOf(run.file);
   // The character estimator counts at least 4 tokens a message, so a non-empty file is never 0.
-  const { messages, counter } = engineOf(file);
-  return { budget: counter.count(messages), budgetSource: 'conversation' };
+  const [budget, budgetSource]: [number, BudgetSource] =
+    run.budget !== undefined
+      ? [run.budget, 'flag']
+      : run.config.contextBudget !== undefined
+        ? [run.config.contextBudget, 'config']
+        : [engine.counter.count(engine.messages), 'conversation'];
+  const options = resolveOptions({ ...run.options, contextBudget: budget });
+  const needed = needsCompactionCore(engine.messages, options, { target: run.target, counter: engine.counter });
+  const { file, target, optionFlags } = run;
+  return { prepared: { file, budget, budgetSource, needed, options, target, optionFlags }, engine };
 }
 
 /** Compacts in this process with the `Compactor`, the configured summarizer and the character estimator. */
 export async function compactInProcess(run: CompactRun): Promise<CompactReport> {
-  const { budget, budgetSource } = budgetOf(run);
+  const { prepared } = prepare(run);
   const configured = summarizerFromConfig(run.config);
   const { summarizer, failure } = watched(configured.summarizer);
-  const compactor = new Compactor({ ...run.options, summarizer, contextBudget: budget });
-  const engine = engineOf(run.file);
-  const needed = needsCompactionCore(engine.messages, compactor.options, {
-    target: run.target,
-    counter: engine.counter,
-  });
+  const compactor = new Compactor({ ...run.options, summarizer, contextBudget: prepared.budget });
   const result = await compactFile(compactor, run.file, run.target, run.progress);
   const summarizerFailure = result.fallback ? failure() : undefined;
-  return {
-    file: run.file,
-    result,
-    budget,
-    budgetSource,
-    needed,
-    summarizer: configured.describe,
-    ...reported(run, budget),
-    summarizerFailure,
-    via: { kind: 'in-process' },
-  };
+  return { ...prepared, result, summarizer: configured.describe, summarizerFailure, via: { kind: 'in-process' } };
 }
 
 /**
- * A poller seen this recently is taken as a live worker. Workers long-poll: each poll waits up to
- * a minute on the server, then the next one starts, so a live worker's last poll is under a
- * minute old; the server lists a stopped worker's pollers for minutes more.
- * @default 75 s
+ * A poller seen this recently is a live worker: each long poll waits up to a minute, and the
+ * server lists a stopped worker's pollers for minutes more.
  */
-export const LIVE_POLLER_MS = 75_000;
+const LIVE_POLLER_MS = 75_000;
 
 /** Identities of the workers that polled `taskQueue` for workflow tasks within {@link LIVE_POLLER_MS}. */
-export async function liveWorkflowPollers(client: Client, taskQueue: string, now = Date.now()): Promise<string[]> {
+async function liveWorkflowPollers(client: Client, taskQueue: string, now = Date.now()): Promise<string[]> {
   const response = await client.workflowService.describeTaskQueue({
     namespace: client.options.namespace,
     taskQueue: { name: taskQueue, kind: proto.temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
     taskQueueType: proto.temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
   });
-  return (response.pollers ?? []).flatMap((poller) => {
-    const seconds = poller.lastAccessTime?.seconds;
+  return (response.pollers ?? []).flatMap(({ lastAccessTime: seen, identity }) => {
+    const seconds = seen?.seconds;
     const at =
-      seconds === undefined || seconds === null
-        ? 0
-        : Number(seconds) * 1000 + Math.round((poller.lastAccessTime?.nanos ?? 0) / 1e6);
-    return now - at <= LIVE_POLLER_MS ? [poller.identity ?? '?'] : [];
+      seconds === undefined || seconds === null ? 0 : Number(seconds) * 1000 + Math.round((seen?.nanos ?? 0) / 1e6);
+    return now - at <= LIVE_POLLER_MS ? [identity ?? '?'] : [];
   });
 }
 
@@ -336,7 +295,7 @@ function runLink(config: CompactorConfig, namespace: string, workflowId: string)
   const path = `namespaces/${encodeURIComponent(namespace)}/workflows/${encodeURIComponent(workflowId)}`;
   const address = config.temporalAddress ?? 'localhost:7233';
   if (/\.tmprl\.cloud(:\d+)?$/.test(address)) return `https://cloud.temporal.io/${path}`;
-  // `temporal server start-dev` serves its UI on 8233 beside the frontend's 7233; any other port says nothing about the UI.
+  // `temporal server start-dev` serves its UI on 8233 beside the frontend's 7233.
   const local = /^(localhost|127\.0\.0\.1):7233$/.exec(address);
   if (local !== null) return `http://${local[1]}:8233/${path} (the dev server's UI on its default port)`;
   return `temporal workflow show --address ${address} --namespace ${namespace} --workflow-id ${workflowId}`;
@@ -352,32 +311,21 @@ function workflowIdFor(path: string): string {
 }
 
 /**
- * Deadline of the whole workflow run, so a run no worker picks up does not wait forever: the
- * summarize activity's defaults allow 3 attempts of at most 5 minutes each plus backoff, about 16
- * minutes, so twice that never cuts a compaction that would finish.
- * @default 30 min
+ * Deadline of the whole run, so one no worker picks up does not wait forever: twice what the
+ * summarize activity's defaults allow (3 attempts of at most 5 minutes plus backoff).
  */
-export const COMPACT_WORKFLOW_TIMEOUT = '30m';
-
-/** Calls `handler` on the first Ctrl-C (SIGINT; a second one ends the process as usual); returns what removes it. */
-function onInterrupt(handler: () => void): () => void {
-  process.once('SIGINT', handler);
-  return () => process.off('SIGINT', handler);
-}
+const COMPACT_WORKFLOW_TIMEOUT = '30m';
 
 async function awaitResult(
   handle: WorkflowHandle<typeof compactConversation>,
   progress: (line: string) => void,
 ): Promise<CompactionResult> {
-  // Ctrl-C cancels the run rather than leaving it for a worker to pick up later.
-  const stop = onInterrupt(() => {
+  // The first Ctrl-C cancels the run rather than leaving it for a worker to pick up later.
+  const cancel = (): void => {
     progress(`Cancelling workflow ${handle.workflowId}...`);
-    handle
-      .cancel()
-      .catch((error: unknown) =>
-        progress(`could not cancel: ${error instanceof Error ? error.message : String(error)}`),
-      );
-  });
+    handle.cancel().catch((error: unknown) => progress(`could not cancel: ${errorText(error)}`));
+  };
+  process.once('SIGINT', cancel);
   try {
     return await handle.result();
   } catch (error) {
@@ -393,7 +341,7 @@ async function awaitResult(
     }
     throw error;
   } finally {
-    stop();
+    process.off('SIGINT', cancel);
   }
 }
 
@@ -403,14 +351,11 @@ function failureText(failure: proto.temporal.api.failure.v1.IFailure): string {
   for (let depth = 0; root.cause !== undefined && root.cause !== null && depth < 16; depth += 1) root = root.cause;
   const message = failure.message ?? '';
   const rootMessage = root.message ?? '';
-  return rootMessage === '' || message.includes(rootMessage) ? message || 'no message' : `${message} (${rootMessage})`;
+  return message.includes(rootMessage) ? message || 'no message' : `${message} (${rootMessage})`;
 }
 
-/**
- * Why the run's last summarize activity failed, when it did (its final attempt's failure, as the
- * history keeps it); undefined when the last one completed.
- */
-export async function summarizerFailureInHistory(handle: WorkflowHandle): Promise<string | undefined> {
+/** Why the run's last summarize activity failed (its final attempt's failure); undefined when it completed. */
+async function summarizerFailureInHistory(handle: WorkflowHandle): Promise<string | undefined> {
   const history = await handle.fetchHistory();
   let failure: string | undefined;
   let attempt = 1;
@@ -425,23 +370,21 @@ export async function summarizerFailureInHistory(handle: WorkflowHandle): Promis
 }
 
 /**
- * Compacts through the `compactConversation` workflow on the configured Temporal. When workers
- * already poll the configured task queue (`COMPACTOR_TASK_QUEUE`), they run it; otherwise a
- * worker starts in this process, on a task queue of its own (so it never picks up anyone else's
- * tasks), with the configured summarizer, and stops when the run is done.
+ * Compacts through the `compactConversation` workflow. Workers that already poll the configured
+ * task queue run it; otherwise a worker starts in this process, on a task queue of its own (never
+ * picking up anyone else's tasks), with the configured summarizer, until the run is done.
  */
 export async function compactViaWorkflow(run: CompactRun, client: Client): Promise<CompactReport> {
-  const { budget, budgetSource } = budgetOf(run);
+  const { prepared, engine } = prepare(run);
   const { config, file, progress } = run;
   const namespace = client.options.namespace;
   const payloads = payloadConverterFromConfig(config);
-  const engine = engineOf(file);
   const input: CompactConversationInput = {
     messages: file.messages,
     ...(engine.system === undefined ? {} : { system: engine.system }),
     options: {
       ...run.options,
-      contextBudget: budget,
+      contextBudget: prepared.budget,
       ...(run.target === undefined ? {} : { target: run.target }),
       ...(file.messageFormat === 'openai' ? {} : { format: file.messageFormat }),
     },
@@ -453,26 +396,24 @@ export async function compactViaWorkflow(run: CompactRun, client: Client): Promi
     );
   }
   const existing = await liveWorkflowPollers(client, config.taskQueue);
-  // Summarize activities go where those workers expect them (their own queue when one is
-  // configured); a worker started here polls one queue for everything.
+  // Summarize activities go where those workers expect them; a worker started here polls one queue for everything.
   if (existing.length > 0 && config.summarizerTaskQueue !== config.taskQueue)
     input.options.taskQueue = config.summarizerTaskQueue;
   const workflowId = workflowIdFor(file.path);
-  const details = reported(run, budget);
-  const needed = needsCompactionCore(engine.messages, details.options, { target: run.target, counter: engine.counter });
-  type Outcome = {
-    result: AnyCompactionResult;
-    runId: string;
-    summarizerFailure: string | undefined;
-  };
-  const start = async (taskQueue: string, summarizer: string): Promise<Outcome> => {
+  const runOn = async (
+    taskQueue: string,
+    worker: 'in-process' | 'existing',
+    summarizer: string,
+  ): Promise<CompactReport> => {
     const handle = await client.workflow.start<typeof compactConversation>('compactConversation', {
       taskQueue,
       workflowId,
       args: [input],
       workflowExecutionTimeout: COMPACT_WORKFLOW_TIMEOUT,
       // Small enough to stay in history with the payload store on: readable without it.
-      staticSummary: fitStaticMetadata(`compact · ${basename(file.path)} · budget ${groupDigits(budget)} tokens`),
+      staticSummary: fitStaticMetadata(
+        `compact · ${basename(file.path)} · budget ${groupDigits(prepared.budget)} tokens`,
+      ),
       staticDetails: fitStaticMetadata(
         `Started by \`temporal-compactor compact ${file.path} --via-workflow\`; summarizer: ${summarizer}.`,
       ),
@@ -488,38 +429,22 @@ export async function compactViaWorkflow(run: CompactRun, client: Client): Promi
           return undefined;
         })
       : undefined;
-    return { result, runId: handle.firstExecutionRunId, summarizerFailure };
+    const link = runLink(config, namespace, workflowId);
+    const runId = handle.firstExecutionRunId;
+    return {
+      ...prepared,
+      result,
+      summarizer,
+      summarizerFailure,
+      via: { kind: 'workflow', workflowId, runId, taskQueue, worker, link },
+    };
   };
-  const report = (
-    outcome: Outcome,
-    taskQueue: string,
-    worker: 'in-process' | 'existing',
-    summarizer: string,
-  ): CompactReport => ({
-    file,
-    result: outcome.result,
-    budget,
-    budgetSource,
-    needed,
-    summarizer,
-    ...details,
-    summarizerFailure: outcome.summarizerFailure,
-    via: {
-      kind: 'workflow',
-      workflowId,
-      runId: outcome.runId,
-      taskQueue,
-      worker,
-      link: runLink(config, namespace, workflowId),
-    },
-  });
 
   if (existing.length > 0) {
     progress(
       `Workers poll task queue "${config.taskQueue}" (${existing.slice(0, 3).join(', ')}${existing.length > 3 ? ', ...' : ''}): they run the workflow.`,
     );
-    const summarizer = "the workers' own (the one their configuration selects)";
-    return report(await start(config.taskQueue, summarizer), config.taskQueue, 'existing', summarizer);
+    return runOn(config.taskQueue, 'existing', "the workers' own (the one their configuration selects)");
   }
 
   const taskQueue = `${config.taskQueue}-cli-${randomUUID().slice(0, 8)}`;
@@ -554,7 +479,7 @@ export async function compactViaWorkflow(run: CompactRun, client: Client): Promi
     });
     const [worker] = created.workers;
     if (worker === undefined) throw new Error('the in-process worker was not created');
-    return report(await worker.runUntil(() => start(taskQueue, describe)), taskQueue, 'in-process', describe);
+    return await worker.runUntil(() => runOn(taskQueue, 'in-process', describe));
   } finally {
     await connection?.close();
   }

@@ -1,6 +1,5 @@
 // Node only: the conversation file `compact` reads (a JSON array, { "messages": [...] } such as a
-// request body, or the session JSON lines of `session --jsonl`; `-` is standard input), in OpenAI
-// chat or Anthropic Messages (named, or detected), and the file it writes.
+// request body, or the lines of `session --jsonl`; `-` is standard input), and the file it writes.
 import { randomBytes } from 'node:crypto';
 import {
   closeSync,
@@ -16,7 +15,7 @@ import {
 } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { InvalidInputError } from '../core/errors.js';
-import { validateMessages } from '../core/schema.js';
+import { isRecord, validateMessages } from '../core/schema.js';
 import { parseSessionJsonl, replaySession, SESSION_LINE_TYPES } from '../core/agent/session.js';
 import type { ChatMessage } from '../core/types.js';
 import { validateAnthropic, type AnthropicMessage } from '../core/formats/anthropic-schema.js';
@@ -24,36 +23,33 @@ import { validateAiSdk, type AiSdkMessage } from '../core/formats/ai-sdk-schema.
 import { detectFormat, FORMAT_NAMES } from '../core/formats/detect.js';
 import type { MessageFormat } from '../core/formats/format.js';
 
-/** How the conversation file was written; the output keeps the same shape (session lines come back as an array). */
-export type ConversationFormat = 'array' | 'object' | 'session-jsonl';
-
 /** `--format`: a message format, or `auto` (detect it). */
 export type FormatChoice = MessageFormat | 'auto';
 
-export type FileMessages =
+export type ConversationFile = (
   | { messageFormat: 'openai'; messages: ChatMessage[] }
   | { messageFormat: 'anthropic'; messages: AnthropicMessage[] }
-  | { messageFormat: 'ai-sdk'; messages: AiSdkMessage[] };
-
-export type ConversationFile = FileMessages & {
+  | { messageFormat: 'ai-sdk'; messages: AiSdkMessage[] }
+) & {
   path: string;
-  format: ConversationFormat;
+  /** How the file was written; the output keeps the shape (session lines come back as an array). */
+  format: 'array' | 'object' | 'session-jsonl';
   /** Whether the message format was detected (`--format auto`) or named. */
   formatDetected: boolean;
-  /** For `object`: the parsed object, so the output keeps its other fields (an Anthropic request body's `system` too). */
+  /** For `object`: the parsed object, so the output keeps its other fields (an Anthropic body's `system` too). */
   container: Record<string, unknown> | undefined;
 };
 
 /** How the report names the file's shape: `JSON array`, `{ "messages": [...] }`, `Anthropic Messages request body, detected`. */
 export function describeFileShape(file: ConversationFile): string {
   if (file.format === 'session-jsonl') return 'session transcript';
-  if (file.messageFormat === 'openai') return file.format === 'object' ? '{ "messages": [...] }' : 'JSON array';
   const shape =
-    file.format === 'object'
-      ? file.messageFormat === 'anthropic'
+    file.format === 'array'
+      ? 'JSON array'
+      : file.messageFormat === 'anthropic'
         ? 'request body'
-        : '{ "messages": [...] }'
-      : 'JSON array';
+        : '{ "messages": [...] }';
+  if (file.messageFormat === 'openai') return shape;
   return `${FORMAT_NAMES[file.messageFormat]} ${shape}${file.formatDetected ? ', detected' : ''}`;
 }
 
@@ -61,10 +57,11 @@ export function describeFileShape(file: ConversationFile): string {
 export class ConversationFileError extends Error {
   override readonly name = 'ConversationFileError';
   constructor(
-    readonly path: string,
-    readonly kind: 'missing' | 'unreadable' | 'syntax' | 'invalid',
+    path: string,
     reason: string,
-    /** For `invalid`: the field and message at fault, e.g. `messages[3].tool_call_id`. */
+    /** No such file, or a directory: a usage mistake. */
+    readonly missing = false,
+    /** For a bad message: the field and message at fault, e.g. `messages[3].tool_call_id`. */
     readonly field?: string,
     readonly index?: number,
   ) {
@@ -75,40 +72,25 @@ export class ConversationFileError extends Error {
 /** True when the first non-blank line is a session transcript line (`temporal-compactor session --jsonl`). */
 function looksLikeSessionJsonl(text: string): boolean {
   const first = text.split('\n').find((line) => line.trim() !== '');
-  if (first === undefined) return false;
   try {
-    const value: unknown = JSON.parse(first);
-    return (
-      typeof value === 'object' &&
-      value !== null &&
-      !Array.isArray(value) &&
-      SESSION_LINE_TYPES.some((type) => type === Reflect.get(value, 'type'))
-    );
+    const value: unknown = first === undefined ? undefined : JSON.parse(first);
+    return isRecord(value) && SESSION_LINE_TYPES.some((type) => type === value.type);
   } catch {
     return false;
   }
 }
 
-function lineAndColumn(text: string, offset: number): string {
-  const before = text.slice(0, offset);
-  const line = before.split('\n').length;
-  return `line ${line}, column ${offset - before.lastIndexOf('\n')}`;
-}
-
 /** Where `JSON.parse` stopped, in words (V8 says "at position N" for most errors, nothing for a cut-off file). */
 function describeSyntaxError(text: string, error: SyntaxError): string {
   const position = /at position (\d+)/.exec(error.message)?.[1];
+  const before = text.slice(0, Number(position));
   const where =
     position !== undefined
-      ? `at ${lineAndColumn(text, Number(position))}`
+      ? ` at line ${before.split('\n').length}, column ${before.length - before.lastIndexOf('\n')}`
       : /end of JSON input/.test(error.message)
-        ? 'at the end of the file (is it cut off?)'
+        ? ' at the end of the file (is it cut off?)'
         : '';
-  return `not valid JSON${where === '' ? '' : ` ${where}`}: ${error.message}`;
-}
-
-function invalid(path: string, error: InvalidInputError): ConversationFileError {
-  return new ConversationFileError(path, 'invalid', error.message, error.field, error.index);
+  return `not valid JSON${where}: ${error.message}`;
 }
 
 /**
@@ -117,46 +99,32 @@ function invalid(path: string, error: InvalidInputError): ConversationFileError 
  */
 export function parseConversation(text: string, path: string, choice: FormatChoice = 'auto'): ConversationFile {
   const body = text.replace(/^\uFEFF/, '');
-  if (body.trim() === '')
-    throw new ConversationFileError(path, 'invalid', 'is empty: expected a JSON array of chat messages');
-  if (looksLikeSessionJsonl(body)) {
-    if (choice !== 'auto' && choice !== 'openai')
-      throw new ConversationFileError(
-        path,
-        'invalid',
-        `is a session transcript (\`session --jsonl\`), whose messages are OpenAI chat, not ${FORMAT_NAMES[choice]}`,
-      );
+  if (body.trim() === '') throw new ConversationFileError(path, 'is empty: expected a JSON array of chat messages');
+  try {
+    if (looksLikeSessionJsonl(body)) {
+      if (choice !== 'auto' && choice !== 'openai')
+        throw new ConversationFileError(
+          path,
+          `is a session transcript (\`session --jsonl\`), whose messages are OpenAI chat, not ${FORMAT_NAMES[choice]}`,
+        );
+      const messages = validateMessages(replaySession(parseSessionJsonl(body)));
+      const formatDetected = choice === 'auto';
+      return { path, format: 'session-jsonl', messageFormat: 'openai', formatDetected, messages, container: undefined };
+    }
+    let value: unknown;
     try {
-      return {
-        path,
-        format: 'session-jsonl',
-        messageFormat: 'openai',
-        formatDetected: choice === 'auto',
-        messages: validateMessages(replaySession(parseSessionJsonl(body))),
-        container: undefined,
-      };
+      value = JSON.parse(body);
     } catch (error) {
-      if (error instanceof InvalidInputError) throw invalid(path, error);
+      if (error instanceof SyntaxError) throw new ConversationFileError(path, describeSyntaxError(body, error));
       throw error;
     }
-  }
-  let value: unknown;
-  try {
-    value = JSON.parse(body);
-  } catch (error) {
-    if (error instanceof SyntaxError) throw new ConversationFileError(path, 'syntax', describeSyntaxError(body, error));
-    throw error;
-  }
-  const container: Record<string, unknown> | undefined =
-    typeof value === 'object' && value !== null && !Array.isArray(value) ? { ...value } : undefined;
-  if (!Array.isArray(value) && (container === undefined || !Object.hasOwn(container, 'messages'))) {
-    throw new ConversationFileError(
-      path,
-      'invalid',
-      `expected a JSON array of messages, an object { "messages": [...] } (a request body), or the JSON lines of \`temporal-compactor session --jsonl\`; got ${shapeOf(value)}`,
-    );
-  }
-  try {
+    const container = isRecord(value) ? { ...value } : undefined;
+    if (!Array.isArray(value) && (container === undefined || !Object.hasOwn(container, 'messages'))) {
+      throw new ConversationFileError(
+        path,
+        `expected a JSON array of messages, an object { "messages": [...] } (a request body), or the JSON lines of \`temporal-compactor session --jsonl\`; got ${shapeOf(value)}`,
+      );
+    }
     const messageFormat = choice === 'auto' ? detectFormat(value) : choice;
     const format = Array.isArray(value) ? 'array' : 'object';
     const shared = { path, format, formatDetected: choice === 'auto', container } as const;
@@ -170,7 +138,8 @@ export function parseConversation(text: string, path: string, choice: FormatChoi
     if (file.messages.length === 0) throw new InvalidInputError('messages', 'is empty: there is nothing to compact');
     return file;
   } catch (error) {
-    if (error instanceof InvalidInputError) throw invalid(path, error);
+    if (error instanceof InvalidInputError)
+      throw new ConversationFileError(path, error.message, false, error.field, error.index);
     throw error;
   }
 }
@@ -204,14 +173,10 @@ export async function readConversationFile(
   try {
     text = readFileSync(path, 'utf8');
   } catch (error) {
-    const code = typeof error === 'object' && error !== null ? Reflect.get(error, 'code') : undefined;
-    if (code === 'ENOENT') throw new ConversationFileError(path, 'missing', 'no such file');
-    if (code === 'EISDIR') throw new ConversationFileError(path, 'missing', 'is a directory, not a conversation file');
-    throw new ConversationFileError(
-      path,
-      'unreadable',
-      `cannot read it: ${error instanceof Error ? error.message : String(error)}`,
-    );
+    const code = isRecord(error) ? error.code : undefined;
+    if (code === 'ENOENT') throw new ConversationFileError(path, 'no such file', true);
+    if (code === 'EISDIR') throw new ConversationFileError(path, 'is a directory, not a conversation file', true);
+    throw new ConversationFileError(path, `cannot read it: ${error instanceof Error ? error.message : String(error)}`);
   }
   return parseConversation(text, path, choice);
 }
@@ -226,17 +191,12 @@ export function conversationOutput(
 }
 
 /** The mode of a file `writeFileWhole` creates: a conversation holds whatever the agent read. */
-export const NEW_FILE_MODE = 0o600;
+const NEW_FILE_MODE = 0o600;
 
 /** Why `writeFileWhole` would refuse `path`: a link, followed or replaced, would write where the user did not name. */
 export function unwritableReason(path: string): string | undefined {
-  let stats;
-  try {
-    stats = lstatSync(path);
-  } catch (error) {
-    if (error instanceof Error && 'code' in error && error.code === 'ENOENT') return undefined;
-    throw error;
-  }
+  const stats = lstatSync(path, { throwIfNoEntry: false });
+  if (stats === undefined) return undefined;
   if (stats.isSymbolicLink())
     return 'is a symbolic link; the result is never written through one: name the file itself';
   if (stats.isDirectory()) return 'is a directory';
@@ -252,12 +212,8 @@ export function unwritableReason(path: string): string | undefined {
 export function writeFileWhole(path: string, text: string): void {
   const refused = unwritableReason(path);
   if (refused !== undefined) throw new Error(`cannot write ${path}: it ${refused}`);
-  let mode = NEW_FILE_MODE;
-  try {
-    mode = lstatSync(path).mode & 0o777;
-  } catch {
-    // Nothing there yet: a new, private file.
-  }
+  // The mode of the file it replaces, else a new, private file's.
+  const mode = (lstatSync(path, { throwIfNoEntry: false })?.mode ?? NEW_FILE_MODE) & 0o777;
   const temporary = join(dirname(path), `.${basename(path)}.${randomBytes(8).toString('hex')}.tmp`);
   let descriptor: number | undefined;
   try {

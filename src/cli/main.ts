@@ -1,8 +1,11 @@
 #!/usr/bin/env node
 // Node only: the `temporal-compactor` command line, one file per command under commands/. Commands
 // connect like the worker: `loadConfig` (environment and flags), then `connectTemporal`.
-import type { Client } from '@temporalio/client';
-import { ConfigError } from '../config.js';
+import { Client } from '@temporalio/client';
+import { ConfigError, configFlagsFromArgs, loadConfig } from '../config.js';
+import { HISTORY_CHANNEL_ARGS } from '../client/session-reader.js';
+import { payloadConverterFromConfig } from '../payloads/index.js';
+import { connectTemporal } from '../worker/temporal-connection.js';
 import { payloadStoreMissing } from '../shared/payload-store-missing.js';
 import { InstallError } from '../peer-packages.js';
 import { isMain } from '../worker/is-main.js';
@@ -26,12 +29,26 @@ import { review } from './commands/review.js';
 import { session } from './commands/session.js';
 import { undo } from './commands/undo.js';
 import { worker } from './commands/worker.js';
-import { connectClient } from './connect.js';
 import { readProcessStdin } from './conversation-file.js';
 import { packageVersion } from './version.js';
 
 export type { CliCommand, CliIo, CommandContext } from './command.js';
-export { connectClient } from './connect.js';
+
+/**
+ * A client connected the way the worker connects, with the worker's payload codec and store, so
+ * results and queries of runs whose payloads were offloaded or encrypted read back as plain values.
+ */
+export async function connectClient(
+  env: Readonly<Record<string, string | undefined>>,
+  values: Readonly<Record<string, unknown>>,
+): Promise<{ client: Client; close: () => Promise<void> }> {
+  const config = loadConfig({ env, flags: configFlagsFromArgs(values) });
+  const { dataConverter } = payloadConverterFromConfig(config);
+  // Histories without a payload store can hold 2 MB events: read them with a larger receive limit.
+  const channelArgs = HISTORY_CHANNEL_ARGS;
+  const { connection, namespace } = await connectTemporal(config, { kind: 'client', env, channelArgs });
+  return { client: new Client({ connection, namespace, dataConverter }), close: () => connection.close() };
+}
 
 /** By name, in the order the help lists them. */
 export const commands: Readonly<Record<string, CliCommand>> = Object.fromEntries(
@@ -47,16 +64,12 @@ export async function main(argv: readonly string[], io: CliIo = processIo): Prom
     io.stderr(`${SHORT_USAGE}\n`);
     return ExitCode.usage;
   }
-  if (name === '--help' || name === '-h') {
-    io.stdout(topLevelHelp(Object.values(commands)));
-    return ExitCode.ok;
-  }
   if (name === '--version' || name === '-v') {
     io.stdout(`${packageVersion()}\n`);
     return ExitCode.ok;
   }
-  if (name === 'help') {
-    const [topic] = rest;
+  if (name === '--help' || name === '-h' || name === 'help') {
+    const topic = name === 'help' ? rest[0] : undefined;
     const about = topic === undefined ? undefined : Object.hasOwn(commands, topic) ? commands[topic] : undefined;
     if (topic !== undefined && about === undefined) return unknownCommand(topic, io);
     io.stdout(about === undefined ? topLevelHelp(Object.values(commands)) : commandHelp(about));
@@ -102,7 +115,7 @@ export async function runCommand(
       io.stderr(`${program}: ${error.message}\nusage: ${program} ${command.usage}\n(${program} --help for more)\n`);
       return ExitCode.usage;
     }
-    // A run whose payloads are in a store this command was not given: the SDK's words are a transport error.
+    // Payloads in a store this command was not given: the SDK's words are a transport error.
     const configuration =
       error instanceof ConfigError || error instanceof InstallError
         ? error

@@ -236,7 +236,7 @@ export interface ProviderFault {
 }
 
 /** The deepest cause's message when it says more than the error's own ("connect ECONNREFUSED …"). */
-function withRootCause(error: Error): string {
+export function withRootCause(error: Error): string {
   let root: unknown = error;
   const seen = new Set<unknown>();
   while (root instanceof Error && root.cause instanceof Error && !seen.has(root.cause)) {

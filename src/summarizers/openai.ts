@@ -1,5 +1,4 @@
-// The OpenAI-compatible summarizer backend (OpenAI, Azure, vLLM, Ollama, ...). Node only: it runs
-// in activities and in the in-process driver, never in the workflow sandbox.
+// Node only: the OpenAI-compatible summarizer backend (OpenAI, Azure, vLLM, Ollama, ...).
 import type OpenAI from 'openai';
 import { DEFAULT_SUMMARIZER_TIMEOUT_MS, readSettings, workerSecrets } from '../config.js';
 import { SummarizerError } from '../core/errors.js';
@@ -16,60 +15,42 @@ import { describedAs } from '../described.js';
 import { redactFailure, redactUrls } from '../redact.js';
 import type { SummarizeRequest, SummarizeResponse, Summarizer } from '../core/types.js';
 
-export { DEFAULT_SUMMARIZER_TIMEOUT_MS };
-
-/** Options shared by both ways of giving the summarizer a client. */
 interface OpenAISummarizerCommonOptions {
   /** The model that writes summaries; a small cheap one is usually a fine summarizer. */
   model: string;
   /**
-   * Deadline for one `summarize` call in milliseconds, from sending the request to the last byte
-   * of the answer; a call past it fails as a transient `SummarizerError`. Keep it below the
-   * activity's `startToCloseTimeout`. Must be a positive integer.
+   * Deadline of one `summarize` call in milliseconds, to the answer's last byte; past it the call
+   * fails as a transient `SummarizerError`. Keep it below the activity's `startToCloseTimeout`.
    * @default 60_000
    */
   timeout?: number;
   /**
-   * Upper bound on the summary's length in tokens, sent as `maxTokensParameter` with every request,
-   * instead of the request's own `maxTokens` (docs/design.md#summary-length).
-   * @default the request's `maxTokens`, which the engine derives from the summary's room
+   * Upper bound on the summary in tokens, sent as `maxTokensParameter` instead of the request's own
+   * `maxTokens` (docs/design.md#summary-length).
+   * @default the request's `maxTokens`
    */
   maxTokens?: number;
   /**
-   * The request field that carries `maxTokens`: `max_completion_tokens` (current OpenAI; required
-   * by reasoning models) or `max_tokens` (older OpenAI-compatible servers).
+   * The request field that carries `maxTokens`: `max_tokens` for older OpenAI-compatible servers.
    * @default 'max_completion_tokens'
    */
   maxTokensParameter?: 'max_completion_tokens' | 'max_tokens';
-  /**
-   * Sampling temperature.
-   * @default undefined (not sent; the provider's default applies)
-   */
+  /** Sampling temperature. @default not sent (the provider's default) */
   temperature?: number;
 }
 
 /** The summarizer builds its own client (with `maxRetries: 0` and `timeout`). */
 interface OpenAISummarizerOwnClientOptions extends OpenAISummarizerCommonOptions {
-  /**
-   * The API's base URL, ending in `/v1` for most servers.
-   * @default OPENAI_BASE_URL (src/config.ts), else https://api.openai.com/v1
-   */
+  /** The API's base URL, ending in `/v1` for most servers. @default OPENAI_BASE_URL, else https://api.openai.com/v1 */
   baseURL?: string;
-  /**
-   * The API key.
-   * @default OPENAI_API_KEY (src/config.ts); when that is unset too but a base URL is given
-   * (a local vLLM or Ollama), the placeholder `'unused'`
-   */
+  /** The API key. @default OPENAI_API_KEY; with neither but a base URL (vLLM, Ollama), `'unused'` */
   apiKey?: string;
   client?: undefined;
 }
 
 /** The caller brings a configured client (Azure, a proxy, custom fetch, ...). */
 interface OpenAISummarizerGivenClientOptions extends OpenAISummarizerCommonOptions {
-  /**
-   * A configured client. Each call still overrides its retries (`maxRetries: 0`: retries belong
-   * to the compactor and to Temporal) and its timeout (`timeout` above).
-   */
+  /** A configured client; each call sets `maxRetries: 0` (retries are the compactor's and Temporal's) and `timeout`. */
   client: OpenAI;
   baseURL?: undefined;
   apiKey?: undefined;
@@ -89,14 +70,12 @@ const OPENAI_SUMMARIZER_OPTION_KEYS = keysOf<OpenAISummarizerOptions>({
   client: true,
 });
 
-/** Reads the summary out of a 200 response body, or throws the matching `SummarizerError`. */
 function summaryFrom(responseBody: unknown): SummarizeResponse {
   const read = readCompletion(responseBody);
-  if ('error' in read) {
+  if ('error' in read)
     throw new SummarizerError('summarizer: the response is not a chat completion', 'transient', undefined, undefined, {
       cause: read.error,
     });
-  }
   const { choice, usage } = read.completion;
   const text = choice?.content?.trim() ?? '';
   if (text === '') {
@@ -109,7 +88,7 @@ function summaryFrom(responseBody: unknown): SummarizeResponse {
   return { text, usage: billed };
 }
 
-/** Maps what the request threw to a classified `SummarizerError` (400-404 rejected, the rest transient). */
+/** What the request threw, as a `SummarizerError`: HTTP 400-404 rejected, the rest transient. */
 function toSummarizerError(error: unknown, endpoint: string): SummarizerError {
   if (error instanceof SummarizerError) return error;
   const fault = describeProviderError(error, endpoint);
@@ -119,21 +98,12 @@ function toSummarizerError(error: unknown, endpoint: string): SummarizerError {
     fault.rejected ? 'rejected' : 'transient',
     http ? fault.status : undefined,
     http ? fault.retryAfterMs : undefined,
-    {
-      cause: error,
-    },
+    { cause: error },
   );
 }
 
-/**
- * The server the summarizer's own client talks to: what the caller gave, the rest from the
- * configuration (OPENAI_BASE_URL, OPENAI_API_KEY). Read here, where an application builds its
- * summarizer, so the adapter it is handed to reads no environment.
- */
-function serverSettings(
-  baseURL: string | undefined,
-  apiKey: string | undefined,
-): { baseURL: string | undefined; apiKey: string | undefined } {
+/** The server the own client talks to: what the caller gave, else OPENAI_BASE_URL and OPENAI_API_KEY (read here, at the edge). */
+function serverSettings(baseURL: string | undefined, apiKey: string | undefined) {
   const isGiven = (value: string | undefined): value is string => value !== undefined && value.trim() !== '';
   if (isGiven(baseURL) && isGiven(apiKey)) return { baseURL, apiKey };
   const configured = readSettings(['openaiBaseUrl', 'openaiApiKey']);
@@ -144,17 +114,15 @@ function serverSettings(
 }
 
 /**
- * A {@link Summarizer} over an OpenAI-compatible chat-completions API. Each `summarize` call sends
- * exactly one request (no client retries: the compactor and Temporal own retries) with the
- * request's messages minus the harness flags, and no tools.
+ * A {@link Summarizer} over an OpenAI-compatible chat-completions API: one request per call (the
+ * compactor and Temporal own retries), no tools. Failures are `SummarizerError`s: HTTP 400-404
+ * `rejected`; other statuses, connection errors, timeouts, malformed bodies `transient` (with
+ * `retryAfterMs` from `Retry-After`); a blank summary `empty`. An aborted call rejects with the
+ * signal's reason.
  *
- * Failures are `SummarizerError`s: HTTP 400-404 → `rejected`; any other status, connection
- * errors, timeouts and malformed bodies → `transient` (with `retryAfterMs` from `Retry-After`);
- * a blank summary → `empty`. A call aborted through `signal` rejects with the signal's reason.
- *
- * @throws OpenAIError at creation when no API key is found and no base URL is given.
- * @throws ConfigError at creation when OPENAI_BASE_URL (read only when `baseURL` or `apiKey` is not given) is not an http(s) URL.
- * @throws RangeError at creation when `timeout` is not a positive integer.
+ * @throws OpenAIError when no API key is found and no base URL is given.
+ * @throws ConfigError when OPENAI_BASE_URL (read when `baseURL` or `apiKey` is not given) is not an http(s) URL.
+ * @throws RangeError when `timeout` is not a positive integer.
  */
 export function createOpenAISummarizer(options: OpenAISummarizerOptions): Summarizer {
   assertKnownKeys(options, OPENAI_SUMMARIZER_OPTION_KEYS, 'options');
@@ -169,13 +137,11 @@ export function createOpenAISummarizer(options: OpenAISummarizerOptions): Summar
 
   const summarizer: Summarizer = {
     async summarize(request: SummarizeRequest, callOptions?: { signal?: AbortSignal }): Promise<SummarizeResponse> {
+      const limit = maxTokens ?? request.maxTokens;
       const body = {
         model,
         messages: summarizerMessages(request),
-        // docs/design.md#summary-length The option overrides what the engine derived from the summary's room.
-        ...((maxTokens ?? request.maxTokens) === undefined
-          ? {}
-          : { [maxTokensParameter]: maxTokens ?? request.maxTokens }),
+        ...(limit === undefined ? {} : { [maxTokensParameter]: limit }),
         ...(temperature === undefined ? {} : { temperature }),
       };
       const signal = callOptions?.signal;

@@ -6,7 +6,7 @@ import { summaryContent } from '../../src/core/compaction/transcript.js';
 import { summarizeRequest } from '../support/summarize-request.js';
 import { recallStubSuffix } from '../../src/core/agent/recall.js';
 import type { ChatMessage } from '../../src/core/types.js';
-import { createExtractiveSummarizer, extractiveSummary } from '../../src/summarizers/index.js';
+import { createExtractiveSummarizer, extractiveSummary } from '../../src/summarizers/extractive.js';
 import { assistant, tool, user } from '../support/messages.js';
 
 const PREFIX = 'Identifiers seen: ';

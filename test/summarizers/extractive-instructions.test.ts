@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { summarizeRequest } from '../support/summarize-request.js';
 import type { ChatMessage } from '../../src/core/types.js';
-import { extractiveSummary } from '../../src/summarizers/index.js';
+import { extractiveSummary } from '../../src/summarizers/extractive.js';
 import { instructionTerms } from '../../src/summarizers/extractive/instructions.js';
 import { assistant, tool, user } from '../support/messages.js';
 

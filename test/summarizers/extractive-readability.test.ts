@@ -7,7 +7,7 @@ import { identifiersIn } from '../../src/core/compaction/coverage.js';
 import { capText } from '../../src/core/compaction/transcript.js';
 import { summarizeRequest } from '../support/summarize-request.js';
 import type { ChatMessage, SummarizeRequest } from '../../src/core/types.js';
-import { extractiveSummary } from '../../src/summarizers/index.js';
+import { extractiveSummary } from '../../src/summarizers/extractive.js';
 import { callLine } from '../../src/summarizers/extractive/calls.js';
 import { extendedCases } from '../support/corpus.js';
 import { assistant, tool, user } from '../support/messages.js';

@@ -17,7 +17,7 @@ import {
   EXTRACTIVE_SUMMARY_NOTICE,
   extractiveSummary,
   MIN_EXTRACTIVE_SUMMARY_CHARS,
-} from '../../src/summarizers/index.js';
+} from '../../src/summarizers/extractive.js';
 import { extendedCases } from '../support/corpus.js';
 import { assistant, system, tool, transcriptOf, user } from '../support/messages.js';
 

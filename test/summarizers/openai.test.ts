@@ -3,8 +3,8 @@ import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError } from 
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { classifyError, FailureType, retryAfterOf, SummarizerError } from '../../src/core/errors.js';
 import type { SummarizeRequest } from '../../src/core/types.js';
-import { createOpenAISummarizer, parseRetryAfter } from '../../src/summarizers/index.js';
-import type { OpenAISummarizerOptions } from '../../src/summarizers/index.js';
+import { parseRetryAfter } from '../../src/llm/openai-adapter.js';
+import { createOpenAISummarizer, type OpenAISummarizerOptions } from '../../src/summarizers/openai.js';
 import { createHold, startFakeOpenAI } from '../support/fake-openai.js';
 import type { FakeOpenAI, ScriptedResponse } from '../support/fake-openai.js';
 

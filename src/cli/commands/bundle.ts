@@ -1,5 +1,4 @@
-// Node only: `temporal-compactor bundle` — prebuilds a worker's workflow bundle (the worker's own
-// workflows and ours, tracing's interceptors when tracing is on), so a worker starts without webpack.
+// Node only: `temporal-compactor bundle` — prebuilds a worker's workflow bundle, so a worker starts without webpack.
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { rename, rm, writeFile } from 'node:fs/promises';
@@ -12,10 +11,9 @@ import { compactorWorkflowsPath, withOurWorkflows } from '../../worker/workflow-
 import { withoutDataSources } from '../bundle-source-map.js';
 import { noArguments, UsageError, type CliCommand } from '../command.js';
 
-/** How many of the largest parts the report names. */
 const PARTS_SHOWN = 6;
 
-/** Bytes as megabytes with one decimal (the SDK logs bundle sizes the same way). */
+/** Bytes as megabytes with one decimal (as the SDK logs bundle sizes). */
 function megabytes(bytes: number): string {
   return `${(bytes / 1_000_000).toFixed(1)} MB`;
 }
@@ -67,10 +65,7 @@ export const bundle: CliCommand = {
     if (!existsSync(dirname(target))) throw new UsageError(`--out: the folder ${dirname(target)} does not exist`);
     if (workflows !== undefined && (typeof workflows !== 'string' || !existsSync(resolve(workflows))))
       throw new UsageError(`--workflows: ${JSON.stringify(workflows)} does not exist`);
-    const { tracing } = readSettings(['tracing'], {
-      env: context.io.env,
-      flags: configFlagsFromArgs(context.values),
-    });
+    const { tracing } = readSettings(['tracing'], { env: context.io.env, flags: configFlagsFromArgs(context.values) });
     const ourRoot = resolve(dirname(compactorWorkflowsPath()), '..', '..');
     const parts = new Map<string, number>();
     const { workflowsPath, webpackConfigHook } = withOurWorkflows({
@@ -102,7 +97,6 @@ export const bundle: CliCommand = {
       workflowInterceptorModules: tracing === 'off' ? [] : tracingWorkflowInterceptorModules(),
       logger: new DefaultLogger('WARN', ({ level, message }) => context.io.stderr(`bundle: ${level}: ${message}\n`)),
     });
-    // The rank tables out of the source map: a smaller file that workers read and compile faster.
     const { code, left } = withoutDataSources(built.code);
     await writeAtomically(target, code);
     const bytes = Buffer.byteLength(code);

@@ -18,11 +18,10 @@ export const codecServer: CliCommand = {
     noArguments(context);
     const config = loadConfig({ env: context.io.env, flags: configFlagsFromArgs(context.values) });
     const payloads = payloadConverterFromConfig(config);
-    if (payloads.codec === undefined && payloads.driver === undefined) {
+    if (payloads.codec === undefined && payloads.driver === undefined)
       throw new UsageError(
         'nothing to decode: set COMPACTOR_PAYLOAD_STORE and/or COMPACTOR_CODEC_KEY as the workers have them',
       );
-    }
     const server = await startCodecServer({
       dataConverter: payloads.dataConverter,
       host: config.codecServerHost,
@@ -46,11 +45,10 @@ export const codecServer: CliCommand = {
           '',
         ].join('\n'),
       );
-      if (!LOOPBACK.test(server.host)) {
+      if (!LOOPBACK.test(server.host))
         context.io.stderr(
           `codec-server: listening on ${server.host}: requests carry the token and answers decrypted payloads${payloads.store.kind === 'off' ? '' : ` of ${describePayloadStore(payloads.store)}`} in the clear; put TLS in front\n`,
         );
-      }
       const signal = await untilSignal();
       context.io.stdout(`Codec server stopped (${signal}).\n`);
     } finally {

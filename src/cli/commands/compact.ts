@@ -1,5 +1,5 @@
-// Node only: `temporal-compactor compact <conversation.json | ->` — one compaction of a file; the
-// flags, and the exit codes (docs/cli.md#exit-codes). The compaction itself is in ../compact-run.ts.
+// Node only: `temporal-compactor compact <conversation.json | ->` — one compaction of a file: its
+// flags and exit codes (docs/cli.md#exit-codes); the compaction itself is in ../compact-run.ts.
 import { existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { Client } from '@temporalio/client';
@@ -28,10 +28,8 @@ import {
 } from '../conversation-file.js';
 import { MESSAGE_FORMATS } from '../../core/formats/format.js';
 
-/** What `--format` takes. */
 const FORMAT_CHOICES: readonly FormatChoice[] = ['auto', ...MESSAGE_FORMATS];
 
-/** `--format`'s value, else a usage error naming what it takes. */
 function formatChoice(value: unknown): FormatChoice {
   if (value === undefined) return 'auto';
   const choice = FORMAT_CHOICES.find((candidate) => candidate === value);
@@ -42,12 +40,14 @@ function formatChoice(value: unknown): FormatChoice {
 
 type FlagOptions = Omit<CompactionOptions, 'contextBudget'>;
 
+/** The placeholder of a flag's value in the help, by how the value reads. */
+const PLACEHOLDER = { count: 'N', ratio: 'R', duration: 'DURATION', text: 'TEXT' } as const;
+
 /** The compaction options a flag sets: its option key, how its value reads, and its help. */
 const COMPACTION_FLAGS = {
   'keep-recent': {
     key: 'keepRecent',
     kind: 'count',
-    value: 'N',
     help: `messages at the end kept verbatim (default ${COMPACTION_DEFAULTS.keepRecent}; the task, the first user message, is kept too)`,
   },
   'age-observations': {
@@ -58,37 +58,31 @@ const COMPACTION_FLAGS = {
   'keep-images': {
     key: 'keepImages',
     kind: 'count',
-    value: 'N',
     help: 'keep the last N images; older ones become a one-line stub (default: keep all)',
   },
   'trigger-ratio': {
     key: 'triggerRatio',
     kind: 'ratio',
-    value: 'R',
     help: `compaction is due over R × the budget (default ${COMPACTION_DEFAULTS.triggerRatio}; the report says whether it was)`,
   },
   'target-ratio': {
     key: 'targetRatio',
     kind: 'ratio',
-    value: 'R',
     help: `the low-water mark: the hard trim aims at R × the budget (default ${COMPACTION_DEFAULTS.targetRatio}, at most --trigger-ratio)`,
   },
   'tool-result-cap': {
     key: 'toolResultCap',
     kind: 'count',
-    value: 'N',
     help: `tool results are cut to N characters in the summarizer's input (default ${COMPACTION_DEFAULTS.toolResultCap})`,
   },
   'max-attempts': {
     key: 'maxAttempts',
     kind: 'count',
-    value: 'N',
     help: 'summarizer attempts per request, in all (default 3)',
   },
   'retry-backoff': {
     key: 'retryBackoff',
     kind: 'duration',
-    value: 'DURATION',
     help: 'wait before the second attempt, doubling after (default 2s)',
   },
   'keep-user-messages': {
@@ -99,18 +93,16 @@ const COMPACTION_FLAGS = {
   'keep-user-messages-share': {
     key: 'keepUserMessagesShare',
     kind: 'ratio',
-    value: 'R',
     help: 'with --keep-user-messages: the share of the budget they may take together (default 0.15)',
   },
   instructions: {
     key: 'summaryInstructions',
     kind: 'text',
-    value: 'TEXT',
     help: "added to the summarizer's instruction: what the summary must focus on or keep (summaryInstructions)",
   },
 } as const satisfies Record<
   string,
-  { key: keyof FlagOptions; kind: 'count' | 'ratio' | 'switch' | 'duration' | 'text'; value?: string; help: string }
+  { key: keyof FlagOptions; kind: keyof typeof PLACEHOLDER | 'switch'; help: string }
 >;
 
 type CompactionFlag = keyof typeof COMPACTION_FLAGS;
@@ -155,12 +147,11 @@ export function compactionOptionsOf(values: CommandContext['values']): { options
         throw new UsageError(`--${flag} takes a ratio over 0 and at most 1, e.g. 0.5, got ${JSON.stringify(text)}`);
       options[spec.key] = ratio;
     } else options[spec.key] = text;
-    // A long text is shown by its start: the report is one line per fact.
     const shown = spec.kind === 'text' ? JSON.stringify(text.length > 80 ? `${text.slice(0, 77)}...` : text) : text;
     flags.push(`--${flag} ${shown}`);
   }
   try {
-    // The budget does not take part in these checks; the engine checks the rest (ranges, targetRatio ≤ triggerRatio, durations).
+    // The engine checks ranges, targetRatio ≤ triggerRatio and durations; the budget takes no part.
     resolveOptions({ ...options, contextBudget: 1 });
   } catch (error) {
     if (!(error instanceof InvalidInputError)) throw error;
@@ -175,7 +166,7 @@ export function compactionOptionsOf(values: CommandContext['values']): { options
   return { options, flags };
 }
 
-/** The command's client; a server that cannot be reached is named, with what to do about it. */
+/** The command's client; a server that cannot be reached is named, with what to do. */
 async function connectedClient(context: CommandContext, config: CompactorConfig): Promise<Client> {
   try {
     return await context.client();
@@ -209,7 +200,7 @@ const options: Record<string, OptionSpec> = {
         flag,
         spec.kind === 'switch'
           ? { type: 'boolean', help: spec.help }
-          : { type: 'string', value: spec.value, help: spec.help },
+          : { type: 'string', value: PLACEHOLDER[spec.kind], help: spec.help },
       ];
     }),
   ),
@@ -248,14 +239,10 @@ export const compact: CliCommand = {
       throw new UsageError(`--out ${out}: the directory ${dirname(resolve(out))} does not exist`);
     const unwritable = toFile ? unwritableReason(out) : undefined;
     if (unwritable !== undefined) throw new UsageError(`--out ${out}: ${unwritable}`);
-    const budget =
-      context.values.budget === undefined
-        ? undefined
-        : wholeNumber('budget', context.values.budget, 1, 'a positive whole number of tokens');
-    const target =
-      context.values.target === undefined
-        ? undefined
-        : wholeNumber('target', context.values.target, 1, 'a positive whole number of tokens');
+    const [budget, target] = (['budget', 'target'] as const).map((flag) => {
+      const text = context.values[flag];
+      return text === undefined ? undefined : wholeNumber(flag, text, 1, 'a positive whole number of tokens');
+    });
     const { options: compactionOptions, flags } = compactionOptionsOf(context.values);
     const format = formatChoice(context.values.format);
     const config = loadConfig({ env: context.io.env, flags: configFlagsFromArgs(context.values) });
@@ -263,7 +250,7 @@ export const compact: CliCommand = {
     try {
       file = await readConversationFile(path, context.io.readStdin, format);
     } catch (error) {
-      if (error instanceof ConversationFileError && error.kind === 'missing') throw new UsageError(error.message);
+      if (error instanceof ConversationFileError && error.missing) throw new UsageError(error.message);
       throw error;
     }
     const run = {
@@ -284,7 +271,7 @@ export const compact: CliCommand = {
       context.values['via-workflow'] === true
         ? await compactViaWorkflow(run, await connectedClient(context, config))
         : await compactInProcess(run);
-    // The report goes to stderr so that stdout is the conversation alone, ready for a pipe.
+    // stdout is the conversation alone, ready for a pipe.
     context.io.stderr(renderCompactReport(report));
     const json = conversationOutput(file, report.result.messages);
     if (toFile) {

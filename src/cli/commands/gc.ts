@@ -17,19 +17,16 @@ import { payloadConverterFromConfig } from '../../payloads/index.js';
 import { collectRetainedClaims } from '../../payloads/retained-claims.js';
 import { ExitCode, noArguments, UsageError, type CliCommand, type CommandContext } from '../command.js';
 
-function graceOf(context: CommandContext): number {
-  const text = context.values.grace;
+function graceOf(text: CommandContext['values'][string]): number {
   if (text === undefined) return DEFAULT_GC_GRACE_MS;
   const written = typeof text === 'string' ? durationTextMs(text) : undefined;
   if (written === undefined)
     throw new UsageError(`--grace takes a duration such as "48h", "3d" or "90m", got ${JSON.stringify(text)}`);
-  const ms = Math.round(written);
-  if (ms < DEFAULT_GC_GRACE_MS) {
+  if (Math.round(written) < DEFAULT_GC_GRACE_MS)
     throw new UsageError(
       `--grace must be at least 48h: a store refreshes an object it reuses only once it is 24 h old, so anything younger may still be about to be claimed`,
     );
-  }
-  return ms;
+  return Math.round(written);
 }
 
 /** `1,234 (5.6 MB)`. */
@@ -44,13 +41,14 @@ function describeTally({ objects, bytes }: Tally): string {
   return `${groupDigits(objects)} (${unit === 0 ? size : size.toFixed(1)} ${units[unit]})`;
 }
 
+const KIND_LABELS: Array<[SweptKind, string]> = [
+  ['manifest', 'manifests'],
+  ['node', 'nodes'],
+  ['chunk', 'chunks'],
+  ['temporary', 'temporary files'],
+];
+
 function describeGarbageReport(report: GarbageReport): string {
-  const kinds: Array<[SweptKind, string]> = [
-    ['manifest', 'manifests'],
-    ['node', 'nodes'],
-    ['chunk', 'chunks'],
-    ['temporary', 'temporary files'],
-  ];
   const hours = report.graceMs / 3_600_000;
   const grace = Number.isInteger(hours) ? `${hours}h` : `${Math.round(report.graceMs / 60_000)}m`;
   const removed = report.dryRun ? 'would be removed' : 'removed';
@@ -60,7 +58,7 @@ function describeGarbageReport(report: GarbageReport): string {
   return [
     `| objects | reachable (kept) | younger than ${grace} (kept) | ${removed} | renewed meanwhile (kept) |`,
     '|---|--:|--:|--:|--:|',
-    ...kinds.map(([kind, label]) => row(label, (byKind) => byKind[kind])),
+    ...KIND_LABELS.map(([kind, label]) => row(label, (byKind) => byKind[kind])),
     row('total', totalOf),
   ].join('\n');
 }
@@ -79,7 +77,7 @@ export const gc: CliCommand = {
   },
   async run(context) {
     noArguments(context);
-    const graceMs = graceOf(context);
+    const graceMs = graceOf(context.values.grace);
     const dryRun = context.values['dry-run'] === true;
     const config = loadConfig({ env: context.io.env, flags: configFlagsFromArgs(context.values) });
     const { driver, store } = payloadConverterFromConfig(config);
@@ -97,18 +95,12 @@ export const gc: CliCommand = {
         ? client
         : new Client({ connection: client.connection, namespace, dataConverter: client.options.dataConverter }),
     );
-    const progress = (line: string): void => context.io.stderr(`${line}\n`);
+    const onProgress = (line: string): void => context.io.stderr(`${line}\n`);
     context.io.stderr(
       `gc of ${describePayloadStore(store)}${dryRun ? ' (dry run)' : ''}: marking from the histories of namespace${namespaces.length === 1 ? '' : 's'} ${namespaces.join(', ')}\n`,
     );
-    const retained = await collectRetainedClaims({ clients, onProgress: progress });
-    const report = await collectGarbage({
-      driver,
-      claimedManifests: retained.manifests,
-      graceMs,
-      dryRun,
-      onProgress: progress,
-    });
+    const retained = await collectRetainedClaims({ clients, onProgress });
+    const report = await collectGarbage({ driver, claimedManifests: retained.manifests, graceMs, dryRun, onProgress });
     const cutoff = new Date(report.cutoffMs).toISOString().replace(/\.\d+Z$/, 'Z');
     const lines = [
       `gc of ${report.store}${dryRun ? ' (dry run: nothing removed)' : ''}, objects last written before ${cutoff} were candidates`,
@@ -122,14 +114,13 @@ export const gc: CliCommand = {
       lines.push(
         `Quarantine (objects removed from S3 wait there one grace period, reads still find them): ${dryRun ? 'would put back' : 'put back'} ${describeTally(report.restored)} a claim needs, ${dryRun ? 'would remove' : 'removed'} ${describeTally(report.purged)} for good.`,
       );
-    if (report.missingCount > 0) {
+    if (report.missingCount > 0)
       lines.push(
         `Warning: ${groupDigits(report.missingCount)} objects that retained claims need are missing from the store (${report.missing.slice(0, 3).join(', ')}${report.missingCount > 3 ? ', ...' : ''}): those payloads cannot be read any more.`,
       );
-    }
     context.io.stdout(`${lines.join('\n')}\n`);
     if (report.unreadableCount === 0) return ExitCode.ok;
-    // Exit 3: done, but not everything could be judged; cron (or whoever runs it) should hear of it.
+    // Exit 3: done, but not everything could be judged; cron should hear of it.
     context.io.stderr(
       [
         `temporal-compactor gc: warning: ${groupDigits(report.unreadableCount)} object${report.unreadableCount === 1 ? '' : 's'} could not be read and ${report.unreadableCount === 1 ? 'was' : 'were'} kept (never removed: what they list is unknown, and they may be another environment's). Give gc the keys the workers have (COMPACTOR_CODEC_OLD_KEYS for retired ones), or remove them by hand once you know they are no one's:`,

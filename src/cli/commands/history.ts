@@ -10,14 +10,12 @@ import {
 } from '../../core/agent/compaction-history.js';
 import type { SessionLine } from '../../core/agent/session.js';
 import { readSession } from '../../client/session-reader.js';
+import { isRecord } from '../../core/schema.js';
 import { describeAgentRun, QUERY_TIMEOUT_OPTION, queryRun, queryTimeoutOf } from '../agent-run.js';
 import { onlyArgument, type CliCommand } from '../command.js';
 
 const isCompactionHistory = (value: unknown): value is CompactionHistory =>
-  typeof value === 'object' &&
-  value !== null &&
-  Array.isArray(Reflect.get(value, 'recent')) &&
-  typeof Reflect.get(value, 'totals') === 'object';
+  isRecord(value) && Array.isArray(value.recent) && typeof value.totals === 'object';
 
 /** Reads the compaction history of an agentRun: from its result when it completed, else by query (a worker must poll its task queue). */
 async function readCompactionHistory(
@@ -29,8 +27,7 @@ async function readCompactionHistory(
   const status = description.status.name;
   if (status === 'COMPLETED') {
     const result: unknown = await handle.result();
-    const value: unknown =
-      typeof result === 'object' && result !== null ? Reflect.get(result, 'compactions') : undefined;
+    const value = isRecord(result) ? result.compactions : undefined;
     if (isCompactionHistory(value)) return { value, status };
   }
   const value: unknown = await queryRun(

@@ -7,7 +7,7 @@ import { pendingCompactionQuery, reviewCompactionUpdate } from '../../shared/age
 import { describeAgentRun, QUERY_TIMEOUT_OPTION, queryRun, queryTimeoutOf } from '../agent-run.js';
 import { onlyArgument, UsageError, type CliCommand, type CommandContext } from '../command.js';
 
-export function describeProposal(workflowId: string, proposal: CompactionProposal): string {
+function describeProposal(workflowId: string, proposal: CompactionProposal): string {
   const lines = [
     `agentRun ${workflowId} · compaction waiting for review (round ${proposal.round}, ${proposal.kind}, aimed at ${proposal.backend})`,
     `tokens: ${groupDigits(proposal.tokensBefore)} → ${groupDigits(proposal.tokensAfter)}`,
@@ -66,11 +66,8 @@ export const review: CliCommand = {
       return 1;
     }
     if (decision === undefined) {
-      context.io.stdout(
-        context.values.json === true
-          ? `${JSON.stringify(proposal, null, 2)}\n`
-          : describeProposal(workflowId, proposal),
-      );
+      const json = context.values.json === true;
+      context.io.stdout(json ? `${JSON.stringify(proposal, null, 2)}\n` : describeProposal(workflowId, proposal));
       return 0;
     }
     const answer = await handle.executeUpdate(reviewCompactionUpdate, { args: [decision] });

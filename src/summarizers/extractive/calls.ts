@@ -2,12 +2,10 @@
 // sub-action, the file it works on and the gist of what it does — never its arguments' JSON.
 import { argumentFields, clip, COMMAND_KEYS, firstLine, PATH_KEYS, SHELL_TOOLS } from './text.js';
 
-/** The longest line a call becomes. */
 const MAX_CALL_LINE = 240;
-/** The longest quote of a text an edit replaces or writes. */
 const QUOTE = 60;
 
-/** Argument pairs that say "this text becomes that one", as editing tools name them. */
+/** Argument pairs that say "this text becomes that one". */
 const REPLACEMENTS: ReadonlyArray<readonly [string, string]> = [
   ['old_str', 'new_str'],
   ['old_string', 'new_string'],
@@ -17,22 +15,16 @@ const REPLACEMENTS: ReadonlyArray<readonly [string, string]> = [
 /** Arguments that hold a whole file's new text. */
 const FILE_TEXT_KEYS = ['file_text', 'content', 'contents', 'text'];
 
-/** The first non-blank line of `text`, trimmed and cut to `max`, in quotes. */
 function quoted(text: string, max = QUOTE): string {
   return `"${clip(firstLine(text).trim(), max)}"`;
 }
 
-function lineCount(text: string): number {
-  return text.replace(/\n$/, '').split('\n').length;
-}
-
-/** What an edit does: replace, insert or write, with the texts quoted (their first lines). */
+/** What an edit does: replace, insert or write, with the texts' first lines quoted. */
 function editGist(fields: Readonly<Record<string, string>>, args: string): string | undefined {
   for (const [from, to] of REPLACEMENTS) {
     const before = fields[from];
     const after = fields[to];
     if (before === undefined) continue;
-    // The cap may have cut the arguments before the new text.
     if (after === undefined) return `replace ${quoted(before)} …`;
     return after.trim() === '' ? `delete ${quoted(before)}` : `replace ${quoted(before)} with ${quoted(after)}`;
   }
@@ -41,19 +33,19 @@ function editGist(fields: Readonly<Record<string, string>>, args: string): strin
   const key = FILE_TEXT_KEYS.find((name) => fields[name] !== undefined);
   const text = key === undefined ? undefined : fields[key];
   if (text !== undefined) {
-    const lines = lineCount(text);
+    const lines = text.replace(/\n$/, '').split('\n').length;
     return `${lines} line${lines === 1 ? '' : 's'}, starting ${quoted(text)}`;
   }
   return undefined;
 }
 
-/** ` at line 12` from an `insert_line` argument (a number, so read from the JSON text), or nothing. */
+/** ` at line 12` from an `insert_line` argument (read from the JSON text), or nothing. */
 function lineNumber(args: string): string {
   const match = /"insert_line"\s*:\s*"?(\d+)/.exec(args);
   return match === null ? '' : ` at line ${match[1]}`;
 }
 
-/** `todos: 3 items` for each argument that is a list (read when the arguments are whole JSON). */
+/** `todos: 3 items` for each list argument (when the arguments are whole JSON). */
 function listArguments(args: string): string {
   let parsed: unknown;
   try {
@@ -81,18 +73,15 @@ function otherArguments(fields: Readonly<Record<string, string>>, skip: Readonly
     .join(' ');
 }
 
-/** `view_range: [10, 40]` as ` lines 10–40` (numbers are not strings, so read from the JSON text). */
+/** `view_range: [10, 40]` as ` lines 10–40`. */
 function viewRange(args: string): string {
   const match = /"view_range"\s*:\s*\[\s*(-?\d+)\s*,\s*(-?\d+)\s*\]/.exec(args);
   return match === null ? '' : ` lines ${match[1]}–${match[2]}`;
 }
 
 /**
- * A call as one readable line: `bash: pytest tests/test_x.py -q`,
- * `str_replace_editor str_replace src/x.py: replace "a = 1" with "a = 2"`,
- * `str_replace_editor view src/x.py lines 10–40`, `get_user_details user_id=mia_li_3668`.
- * Arguments that are not JSON (or the cap cut) are read as far as they go; the line is at most
- * {@link MAX_CALL_LINE} characters.
+ * A call as one line of at most {@link MAX_CALL_LINE}: `bash: pytest tests/test_x.py -q`,
+ * `str_replace_editor str_replace src/x.py: replace "a = 1" with "a = 2"`, `get_user_details user_id=mia_li_3668`.
  */
 export function callLine(name: string, args: string): string {
   const fields = argumentFields(args);

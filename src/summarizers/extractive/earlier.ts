@@ -3,6 +3,7 @@
 import { isSummaryMessage } from '../../core/compaction/transcript.js';
 import { CARRIED_FACTS_PREFIX } from '../../core/compaction/coverage.js';
 import {
+  bySection,
   IDENTIFIERS_PREFIX,
   NOTHING,
   NOTICE_WORDS,
@@ -15,25 +16,21 @@ import { clip, withoutMarker } from './text.js';
 
 /** The sections of the engine's earlier summaries, oldest first, as lines ready to be reused. */
 export interface EarlierSummaries {
-  /** Goal items (a head line and its `  - ` continuation lines). */
+  /** Goal items (a head line and its `  - ` lines). */
   goals: string[];
   decisions: string[];
-  /** File, command and other-tool lines, parsed again when the new ones are built. */
   files: string[];
-  /** Open items other than the latest request: failures, calls without results, the agent's last words. */
+  /** Open items besides the latest request: failures, calls without results, the agent's last words. */
   unresolved: string[];
   /** The text after `Latest user request: ` in the newest earlier summary that had one. */
   latestRequest: string | undefined;
-  /** The `N` of each section's `(N more not shown)`, summed over the earlier summaries (0 for Unresolved). */
+  /** Each section's `(N more not shown)`, summed (0 for Unresolved). */
   omitted: Record<SectionName, number>;
-  /**
-   * The identifiers the newest earlier summary listed after its sections: its carried-facts line
-   * (the engine's, docs/design.md#coverage) first, then its identifiers line, each in its order.
-   */
+  /** What the newest earlier summary listed after its sections: its carried-facts line, then its identifiers line. */
   identifiers: string[];
 }
 
-/** The identifiers a line after the sections lists (`Identifiers seen: a, b`, `Carried facts (…): \`a\`, \`b\``), or undefined for any other line. */
+/** The identifiers a line after the sections lists (`Identifiers seen: a, b`, `Carried facts (…): …`); else undefined. */
 function listedIdentifiers(line: string): string[] | undefined {
   const trimmed = line.trim();
   const prefix = [CARRIED_FACTS_PREFIX, IDENTIFIERS_PREFIX].find((candidate) => trimmed.startsWith(candidate));
@@ -45,11 +42,8 @@ function listedIdentifiers(line: string): string[] | undefined {
     .filter((item) => item !== '');
 }
 
-/**
- * A heading of one of the four sections, as we write it (`## Goals`) or as a model may
- * (`### Goals`, `**Goals:**`, `Goals:`). A bare `Goals` line is not taken for a heading.
- */
-export function sectionOfHeading(line: string): SectionName | undefined {
+/** A section's heading as we write it (`## Goals`) or a model may (`**Goals:**`, `Goals:`), not a bare `Goals`. */
+function sectionOfHeading(line: string): SectionName | undefined {
   const trimmed = line.trim();
   if (!/^(?:#{1,6}\s|\*\*)/.test(trimmed) && !trimmed.endsWith(':')) return undefined;
   const name = trimmed
@@ -61,10 +55,7 @@ export function sectionOfHeading(line: string): SectionName | undefined {
   return SECTIONS.find(([, heading]) => heading.slice(3).toLowerCase() === name)?.[0];
 }
 
-/**
- * Lines a summary must never copy from an earlier one: the engine's header, the notice, and the
- * section names that summaries written before merging existed copied into their Goals as items.
- */
+/** Lines never copied from an earlier summary: the engine's header, the notice, and bare section names. */
 function isScaffolding(line: string): boolean {
   const text = withoutMarker(line.trim());
   if (isSummaryMessage({ role: 'user', content: `${text}\n\n` })) return true;
@@ -75,12 +66,9 @@ function isScaffolding(line: string): boolean {
 /** Reads each earlier summary's sections; the newest one's latest request wins. */
 export function readEarlierSummaries(texts: readonly string[]): EarlierSummaries {
   const earlier: EarlierSummaries = {
-    goals: [],
-    decisions: [],
-    files: [],
-    unresolved: [],
+    ...bySection((): string[] => []),
     latestRequest: undefined,
-    omitted: { goals: 0, decisions: 0, files: 0, unresolved: 0 },
+    omitted: bySection(() => 0),
     identifiers: [],
   };
   for (const whole of texts) {
@@ -114,10 +102,9 @@ export function readEarlierSummaries(texts: readonly string[]): EarlierSummaries
 }
 
 /**
- * The items of one earlier summary by section: a `- ` line with the indented lines under it.
- * Other lines (a model's prose) are items of their own; lines before the first heading count as
- * Decisions. Scaffolding is dropped, and the lines under a scaffolding item (a summary nested by
- * a version of this summarizer that did not merge) become items of their own: they are the facts.
+ * The items of one earlier summary by section: a `- ` line with the indented lines under it; other
+ * lines (a model's prose) are items of their own, Decisions before the first heading. Scaffolding
+ * is dropped; the lines under a scaffolding item (a nested summary) become items: they are the facts.
  */
 function summaryItems(text: string): Array<{ section: SectionName; lines: string[] }> {
   const items: Array<{ section: SectionName; lines: string[] }> = [];

@@ -27,6 +27,19 @@ interface FileUse {
   mentions: number;
 }
 
+function fileUse(path: string, order: number, acted: boolean, mentions: number): FileUse {
+  return {
+    path,
+    tools: new Map(),
+    firstOrder: order,
+    lastOrder: order,
+    lastError: undefined,
+    acted,
+    edited: false,
+    mentions,
+  };
+}
+
 interface CommandUse {
   command: string;
   tool: string;
@@ -58,16 +71,15 @@ function fromCode(span: string): string {
   return span.startsWith('``') ? span.slice(3, -3) : span.slice(1, -1);
 }
 
-/** `name ×3` → [name, 3]; a name without a count was used once. */
+/** `name ×3` → [name, 3]; `name` → [name, 1]. */
 function countedName(text: string): [string, number] {
   const match = /^(.+?)(?: ×(\d+))?$/.exec(text.trim());
   return [match?.[1] ?? text.trim(), Number(match?.[2] ?? 1)];
 }
 
 /**
- * The files, commands and other tools of earlier summaries, read back from the lines this
- * summarizer writes, so the new transcript's uses add to them. Orders are negative (older than
- * every block of the transcript), oldest lowest. Lines in another format come back as `verbatim`.
+ * The files, commands and other tools of earlier summaries, read back from the lines this summarizer
+ * writes, so new uses add to them. Orders are negative, oldest lowest; other lines come back `verbatim`.
  */
 function earlierUses(lines: readonly string[]): {
   files: Map<string, FileUse>;
@@ -102,16 +114,7 @@ function earlierUses(lines: readonly string[]): {
       const cut = detail.indexOf(FILE_ERROR);
       const toolList = cut < 0 ? detail : detail.slice(0, cut);
       const seen = /^(?:seen in results|mentioned) ×(\d+)$/.exec(toolList);
-      const use = files.get(path) ?? {
-        path,
-        tools: new Map(),
-        firstOrder: order,
-        lastOrder: order,
-        lastError: undefined,
-        acted: false,
-        edited: false,
-        mentions: 0,
-      };
+      const use = files.get(path) ?? fileUse(path, order, false, 0);
       use.lastOrder = order;
       use.lastError = cut < 0 ? undefined : detail.slice(cut + FILE_ERROR.length);
       if (seen !== null) use.mentions += Number(seen[1]);
@@ -141,11 +144,7 @@ function earlierUses(lines: readonly string[]): {
   return { files, commands, otherTools, verbatim };
 }
 
-/**
- * How far an earlier-only use ranks below a new one: in [0.5, 1) by where the earlier summary
- * listed it (its last line nearest 0.5), so a full section lets go of the oldest first. 0 for a
- * use the transcript has.
- */
+/** How far an earlier-only use ranks below a new one: in [0.5, 1), the oldest lowest; 0 for a use the transcript has. */
 function staleness(lastOrder: number): number {
   return lastOrder < 0 ? 1 - 1 / (1 - lastOrder) : 0;
 }
@@ -161,16 +160,7 @@ export function fileAndCommandCandidates(transcript: Turns): Candidate[] {
       existing.lastOrder = order;
       return existing;
     }
-    const created: FileUse = {
-      path,
-      tools: new Map(),
-      firstOrder: order,
-      lastOrder: order,
-      lastError: undefined,
-      acted,
-      edited: false,
-      mentions: 1,
-    };
+    const created = fileUse(path, order, acted, 1);
     files.set(path, created);
     return created;
   };
@@ -231,8 +221,7 @@ export function fileAndCommandCandidates(transcript: Turns): Candidate[] {
     const tools = [...use.tools].map(([tool, times]) => (times > 1 ? `${tool} ×${times}` : tool)).join(', ');
     const detail = use.acted ? ` — ${tools}` : ` — seen in results ×${use.mentions}`;
     const error = use.lastError === undefined ? '' : `${FILE_ERROR}${use.lastError}`;
-    // A file the run changed stays worth knowing however long ago (staleness only breaks ties
-    // between mention counts); one it only read or saw falls to the rank of an old command.
+    // A file the run changed stays worth knowing however long ago; one it only read falls to an old command's rank.
     const stale = (use.edited ? 0.09 : 10) * staleness(use.lastOrder);
     const priority = (use.edited ? 30 : use.acted ? 20 : 5) + Math.min(use.mentions, 10) / 10 - stale;
     candidates.push({ text: `- ${code(use.path)}${detail}${error}`, priority, order: use.firstOrder });
@@ -263,5 +252,3 @@ export function fileAndCommandCandidates(transcript: Turns): Candidate[] {
   }
   return candidates;
 }
-
-/** Unresolved looks for errors among this many of the latest tool results. */

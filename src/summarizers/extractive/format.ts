@@ -1,5 +1,5 @@
-// Sandbox-safe: the extractive summary's own format — its notice, its four sections and the fixed
-// phrases it writes, which a later summary reads back (earlier.ts).
+// Sandbox-safe: the extractive summary's format — its notice, sections and fixed phrases, which a
+// later summary reads back (earlier.ts).
 
 /** The first line of every extractive summary: whoever reads it must know no model wrote it. */
 export const EXTRACTIVE_SUMMARY_NOTICE =
@@ -35,9 +35,14 @@ export interface Candidate {
   order: number;
 }
 
-export interface Sections {
-  goals: Candidate[];
-  decisions: Candidate[];
-  files: Candidate[];
-  unresolved: Candidate[];
+export type Sections = Record<SectionName, Candidate[]>;
+
+/** A value for each section. */
+export function bySection<T>(value: (name: SectionName) => T): Record<SectionName, T> {
+  return {
+    goals: value('goals'),
+    decisions: value('decisions'),
+    files: value('files'),
+    unresolved: value('unresolved'),
+  };
 }

@@ -1,16 +1,15 @@
-// Sandbox-safe: how the extractive summarizer honours a request's `instructions` (the caller's
-// `summaryInstructions`, docs/design.md#summary-instructions): the terms they name, the candidate
-// lines that match them (kept before every other line), and the lines of the middle that match
-// them and no section would have copied.
+// Sandbox-safe: how the extractive summarizer honours the caller's `summaryInstructions`
+// (docs/design.md#summary-instructions): matching lines are kept first, and matching lines of the
+// middle no section copied are added.
 import { isSummaryMessage, renderContent } from '../../core/compaction/transcript.js';
 import type { ChatMessage } from '../../core/types.js';
 import { callLine } from './calls.js';
-import type { Candidate, Sections } from './format.js';
+import { bySection, type Candidate, type Sections } from './format.js';
 import { clip, proseLines, withoutMarker } from './text.js';
 
 /** Added to a matching candidate's priority: above every priority a section gives (at most ~100). */
-export const INSTRUCTED_PRIORITY = 1000;
-/** At most this many lines of the middle are added for the instructions (each ≤ 240 characters). */
+const INSTRUCTED_PRIORITY = 1000;
+/** At most this many lines of the middle are added (each ≤ 240 characters). */
 const MAX_INSTRUCTED_LINES = 40;
 
 /** Words of an instruction that say how to summarize, not what: they match nothing. */
@@ -25,8 +24,8 @@ const STOPWORDS = new Set(
   ).split(' '),
 );
 
-/** One term of the instructions: an identifier (matched as written, any case) or a word's stem (matched at a word start). */
-export interface InstructionTerm {
+/** An identifier (matched as written, any case) or a word's stem (matched at a word start). */
+interface InstructionTerm {
   text: string;
   pattern: RegExp;
 }
@@ -35,7 +34,7 @@ function escaped(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
 
-/** A plain word without its common endings (`failing` → `fail`, `tests` → `test`), never under four letters. */
+/** `failing` → `fail`, `tests` → `test`; never under four letters. */
 function stem(word: string): string {
   for (const suffix of ['ing', 'ed', 'es', 's']) {
     if (word.endsWith(suffix) && word.length - suffix.length >= 4) return word.slice(0, -suffix.length);
@@ -43,10 +42,7 @@ function stem(word: string): string {
   return word;
 }
 
-/**
- * The terms of `instructions`: quoted phrases and identifiers (paths, dotted or snake_case names,
- * anything with a digit) as written; other words of four letters or more, not stopwords, by stem.
- */
+/** Quoted phrases and identifiers (paths, dotted or snake_case names, with a digit) as written; other words, not stopwords, by stem. */
 export function instructionTerms(instructions: string | undefined): InstructionTerm[] {
   if (instructions === undefined) return [];
   const terms = new Map<string, InstructionTerm>();
@@ -71,11 +67,10 @@ export function instructionTerms(instructions: string | undefined): InstructionT
   return [...terms.values()];
 }
 
-/** One pattern for all the terms: most lines match none, and one test says so. */
+/** One pattern for all the terms: most lines match none. */
 const anyTermMemo = new WeakMap<readonly InstructionTerm[], RegExp>();
 
-/** How many of `terms` `text` matches. */
-export function matchCount(text: string, terms: readonly InstructionTerm[]): number {
+function matchCount(text: string, terms: readonly InstructionTerm[]): number {
   let any = anyTermMemo.get(terms);
   if (any === undefined) {
     any = new RegExp(terms.map((term) => term.pattern.source).join('|'), 'iu');
@@ -87,15 +82,11 @@ export function matchCount(text: string, terms: readonly InstructionTerm[]): num
   return count;
 }
 
-/**
- * The sections with every candidate that matches the instructions ranked above every one that
- * does not (more terms matched first), and with the lines of the middle that match them and no
- * candidate holds added to Decisions. Without terms, the sections as they are.
- */
+/** Matching candidates ranked above the rest (more terms first); matching lines of the middle no candidate holds added to Decisions. */
 export function honourInstructions(
   sections: Sections,
   terms: readonly InstructionTerm[],
-  middle: readonly ChatMessage[] | undefined,
+  middle: readonly ChatMessage[],
 ): Sections {
   if (terms.length === 0) return sections;
   const boost = (candidates: Candidate[]): Candidate[] =>
@@ -103,21 +94,16 @@ export function honourInstructions(
       const matched = matchCount(candidate.text, terms);
       return matched === 0 ? candidate : { ...candidate, priority: candidate.priority + INSTRUCTED_PRIORITY + matched };
     });
-  const boosted: Sections = {
-    goals: boost(sections.goals),
-    decisions: boost(sections.decisions),
-    files: boost(sections.files),
-    unresolved: boost(sections.unresolved),
-  };
+  const boosted = bySection((name) => boost(sections[name]));
   const held = Object.values(boosted)
     .flat()
     .map((candidate: Candidate) => candidate.text)
     .join('\n');
-  boosted.decisions.push(...instructedLines(middle ?? [], terms, held));
+  boosted.decisions.push(...instructedLines(middle, terms, held));
   return boosted;
 }
 
-/** Lines of the middle (earlier summaries aside: their sections are read back) that match the terms and no candidate holds. */
+/** Lines of the middle (not earlier summaries) that match the terms and no candidate holds. */
 function instructedLines(middle: readonly ChatMessage[], terms: readonly InstructionTerm[], held: string): Candidate[] {
   const lines: Candidate[] = [];
   const seen = new Set<string>();
@@ -125,7 +111,7 @@ function instructedLines(middle: readonly ChatMessage[], terms: readonly Instruc
   for (const message of middle) {
     order += 1;
     if (message.role === 'system' || message.role === 'developer' || isSummaryMessage(message)) continue;
-    // A call is matched as the line it becomes (calls.ts), a line of JSON as its fields: never as JSON.
+    // A call as the line it becomes, a line of JSON as its fields.
     const texts = [
       ...proseLines(renderContent(message.content)).map(flatJson),
       ...(message.tool_calls ?? []).map((call) => callLine(call.function.name, call.function.arguments)),
@@ -140,17 +126,13 @@ function instructedLines(middle: readonly ChatMessage[], terms: readonly Instruc
       lines.push({ text: `- ${copied}`, priority: INSTRUCTED_PRIORITY + matched, order: order + lines.length / 1e4 });
     }
   }
-  // The most matching first, then the latest: a long middle keeps the best few.
   return lines.sort((a, b) => b.priority - a.priority || b.order - a.order).slice(0, MAX_INSTRUCTED_LINES);
 }
 
 /** A field of a JSON object: its key and its value when that is a string, a number, true, false or null. */
 const JSON_FIELD = /"([^"\\]{1,60})"\s*:\s*("(?:[^"\\]|\\.)*"|-?\d[\d.eE+-]*|true|false|null)/g;
 
-/**
- * A line of JSON (a tool's result, often one long line) as `key: value` pairs, in order: what it
- * says, without its brackets and quotes. Any other line as it is.
- */
+/** A line of JSON as `key: value` pairs, in order; any other line as it is. */
 function flatJson(line: string): string {
   if (!/^[[{]\s*"/.test(line)) return line;
   const pairs = [...line.matchAll(JSON_FIELD)].map(([, key = '', value = '']) => {
@@ -164,7 +146,7 @@ function flatJson(line: string): string {
   return pairs.length === 0 ? line : pairs.join(', ');
 }
 
-/** The room the candidates that match the instructions need in a section (0 for none). */
+/** The room a section's matching candidates need. */
 export function instructedRoom(candidates: readonly Candidate[]): number {
   return candidates
     .filter((candidate) => candidate.priority >= INSTRUCTED_PRIORITY)

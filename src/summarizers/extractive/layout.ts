@@ -1,5 +1,6 @@
 // Sandbox-safe: the four sections laid out within the summary's budget in characters.
 import {
+  bySection,
   EXTRACTIVE_SUMMARY_NOTICE,
   NOTHING,
   OMITTED_LINE,
@@ -16,12 +17,9 @@ import { clip } from './text.js';
 const SHORTEST_CUT = 24;
 
 /**
- * A section's body within `allowance` characters: the highest-priority candidates that fit (an
- * item of several lines by its first lines alone if need be), in transcript order, and a line
- * counting the ones that did not plus the `earlierOmitted` that earlier summaries did not show.
- * When no candidate fits whole, the highest-priority one is cut to the room: a section never shows
- * only its count while it has an item to show. `NOTHING` when the section has no candidates and
- * nothing was left out; the count alone only when not even a cut item fits (the bare skeleton).
+ * A section's body within `allowance` characters: the highest-priority candidates that fit, in
+ * transcript order, and a line counting the rest plus `earlierOmitted`. The count alone only when
+ * not even a cut item fits; `NOTHING` when there is nothing at all.
  */
 function sectionBody(candidates: readonly Candidate[], allowance: number, earlierOmitted = 0): string {
   if (candidates.length === 0) return earlierOmitted > 0 ? omittedLine(earlierOmitted) : NOTHING;
@@ -30,7 +28,6 @@ function sectionBody(candidates: readonly Candidate[], allowance: number, earlie
   const all = ordered.reduce((sum, line) => sum + line.length + 1, -1);
   if (all <= allowance) return ordered.join('\n');
   const ranked = [...candidates].sort((a, b) => b.priority - a.priority || a.order - b.order);
-  // Every candidate, some by their first lines, may fit without a count line; else the count needs its room.
   const whole = earlierOmitted === 0 ? fit(ranked, allowance) : [];
   const kept =
     whole.length === candidates.length
@@ -41,10 +38,9 @@ function sectionBody(candidates: readonly Candidate[], allowance: number, earlie
 }
 
 /**
- * The highest-priority candidates that fit in `room` characters (each with its newline), in
- * transcript order. An item with lines under it (a goal's opening) that does not fit whole keeps
- * the first lines that do: the run's first request must not vanish because its details are long.
- * When none fits even so, the best one cut to the room, unless that leaves less than {@link SHORTEST_CUT}.
+ * The highest-priority candidates that fit in `room` (each with its newline), in transcript order;
+ * an item of several lines keeps the first lines that fit (the first request must not vanish for
+ * long details). When none fits, the best one cut to the room, unless under {@link SHORTEST_CUT}.
  */
 function fit(ranked: readonly Candidate[], room: number): Candidate[] {
   const kept: Candidate[] = [];
@@ -64,13 +60,13 @@ function fit(ranked: readonly Candidate[], room: number): Candidate[] {
   return kept.sort((a, b) => a.order - b.order);
 }
 
-/** The room each section that shows no item yet is given first, for its best item (cut to it if need be). */
+/** The room a section that shows no item yet gets first, for its best item. */
 const FIRST_ITEM_ROOM = 160;
 
 /** At most this share of the room goes first to lines that match the instructions. */
 const INSTRUCTED_SHARE = 0.5;
 
-/** The order sections get room in, and their shares of it: what an agent needs to continue first. */
+/** The order sections get room in, and their shares: what an agent needs to continue first. */
 const FILL_ORDER: ReadonlyArray<readonly [keyof Sections, number]> = [
   ['unresolved', 0.2],
   ['goals', 0.2],
@@ -79,10 +75,8 @@ const FILL_ORDER: ReadonlyArray<readonly [keyof Sections, number]> = [
 ];
 
 /**
- * Lays out the notice and the four sections within `budget` characters. Each section first gets
- * its share of the room; room a section does not need then goes to the others, in fill order.
- * When even the bare skeleton does not fit, the skeleton is returned (the engine then rejects it
- * as too long and falls back to the hard trim).
+ * The notice and the four sections within `budget` characters: each section gets its share, then
+ * what others leave, in fill order. The bare skeleton when not even it fits (the engine rejects it).
  */
 export function renderSummary(
   sections: Sections,
@@ -92,17 +86,11 @@ export function renderSummary(
   const layout = (bodies: Record<keyof Sections, string>): string =>
     [EXTRACTIVE_SUMMARY_NOTICE, ...SECTIONS.map(([name, heading]) => `${heading}\n${bodies[name]}`)].join('\n\n');
   const body = (name: SectionName, allowance: number): string => sectionBody(sections[name], allowance, omitted[name]);
-  const bodies: Record<keyof Sections, string> = {
-    goals: body('goals', 0),
-    decisions: body('decisions', 0),
-    files: body('files', 0),
-    unresolved: body('unresolved', 0),
-  };
+  const bodies = bySection((name) => body(name, 0));
   const extra = budget - layout(bodies).length;
   if (extra <= 0) return layout(bodies);
 
   let spare = extra;
-  /** Gives section `name` up to `more` characters more, out of `spare`; what it took. */
   const grow = (name: SectionName, more: number): number => {
     const before = bodies[name].length;
     bodies[name] = body(name, before + more);
@@ -110,16 +98,14 @@ export function renderSummary(
     spare -= took;
     return took;
   };
-  // docs/design.md#summary-instructions What matches the caller's instructions gets room first, in
-  // every section, before any share is handed out — up to half the room, so that the other
-  // sections keep theirs: within a section a matching line is never let go for one that does not.
+  // docs/design.md#summary-instructions Lines that match the instructions get room first, up to
+  // half of it, so the other sections keep theirs.
   let instructed = Math.floor(extra * INSTRUCTED_SHARE);
   for (const [name] of FILL_ORDER) {
     const need = Math.min(instructed, instructedRoom(sections[name]));
     if (need > 0) instructed -= grow(name, need);
   }
-  // A section that shows only its count gets room for its best item before any share is handed
-  // out: an equal part of the room each, so that a long first item does not leave another none.
+  // A section that shows only its count gets an equal part for its best item before the shares.
   const bare = FILL_ORDER.filter(([name]) => OMITTED_LINE.test(bodies[name]));
   const part = Math.min(FIRST_ITEM_ROOM, Math.floor(spare / Math.max(1, bare.length)));
   for (const [name] of bare) grow(name, Math.min(spare, part));

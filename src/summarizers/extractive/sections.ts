@@ -25,11 +25,7 @@ export function buildSections(transcript: Turns): Sections {
   };
 }
 
-/**
- * The opening of a user turn: its first line, and when that line is short (an introduction such
- * as "Fix this bug ...:" or a bare path), the few lines after it, up to about 400 characters.
- * Lines that are only a markup tag (`<uploaded_files>`) carry nothing and are skipped.
- */
+/** A user turn's opening: its first line, and after a short one a few more, up to about 400 characters; bare tags skipped. */
 function goalLines(text: string): string[] {
   const lines = proseLines(text).filter((line) => !/^<\/?[\w-]+>$/.test(line));
   const first = lines[0];
@@ -54,8 +50,7 @@ function itemLines(item: string): string[] {
 function goalCandidates(transcript: Turns): Candidate[] {
   const candidates: Candidate[] = [];
   const seen = new Set<string>();
-  // Earlier summaries' goals stand for the older user turns: one list, oldest first, so the run's
-  // first request keeps its place however many summaries ago it was made.
+  // Earlier goals stand for the older user turns: the run's first request keeps its place.
   const carried = transcript.earlier.goals;
   const turns = [
     ...carried.map((item, index) => {
@@ -69,8 +64,7 @@ function goalCandidates(transcript: Turns): Candidate[] {
     const [head, ...rest] = turn.lines;
     if (head === undefined || seen.has(head)) return;
     seen.add(head);
-    // The first request sets the task and the latest one is where the run stands; of the others
-    // the newer rank higher, so a long run's goals follow what the user asked for lately.
+    // The first request sets the task, the latest is where the run stands; of the others the newer rank higher.
     const priority = index === 0 ? 100 : index === last ? 90 : 10 + (40 * index) / Math.max(1, last);
     const text = [`- ${head}`, ...rest.map((line) => `  - ${line}`)].join('\n');
     candidates.push({ text, priority, order: turn.order });
@@ -78,7 +72,7 @@ function goalCandidates(transcript: Turns): Candidate[] {
   return candidates;
 }
 
-/** A heading in prose (`Updated Plan:`, `**Next steps:**`): it introduces what follows and says nothing itself. */
+/** A heading in prose (`Updated Plan:`, `**Next steps:**`): it says nothing itself. */
 function isLabel(sentence: string): boolean {
   const text = sentence.replace(/\*\*/g, '').trim();
   return text.endsWith(':') && text.split(/\s+/).length <= 4;
@@ -100,7 +94,6 @@ function decisionCandidates(assistants: Turns['assistants'], carried: readonly s
       const key = copied.toLowerCase().replace(/\s+/g, ' ');
       if (seen.has(key)) return;
       seen.add(key);
-      // Recent reasoning matters most to an agent that continues; ties go to the later turn.
       const recency = turnIndex / Math.max(1, assistants.length);
       candidates.push({
         text: `- ${copied}`,
@@ -109,8 +102,7 @@ function decisionCandidates(assistants: Turns['assistants'], carried: readonly s
       });
     });
   });
-  // Earlier decisions are older than every turn here: the same strength ranks them lower, in
-  // [-1, 0) by age, so a full section lets go of the oldest first. A repeat of a new one is dropped.
+  // Earlier decisions rank below new ones of the same strength, in [-1, 0) by age: the oldest go first.
   const lines = carried.flatMap(itemLines).map((line) => clip(line, 240));
   lines.forEach((line, index) => {
     const key = line.toLowerCase().replace(/\s+/g, ' ');
@@ -126,6 +118,7 @@ function decisionCandidates(assistants: Turns['assistants'], carried: readonly s
   return candidates;
 }
 
+/** Unresolved looks for errors among this many of the latest tool results. */
 const RECENT_RESULTS = 6;
 
 function unresolvedCandidates(transcript: Turns): Candidate[] {
@@ -141,16 +134,13 @@ function unresolvedCandidates(transcript: Turns): Candidate[] {
   const recent = transcript.results.slice(-RECENT_RESULTS);
   for (const [index, { name, call, result }] of recent.entries()) {
     if (result.error === undefined) continue;
-    const identity = call === undefined ? undefined : `${call.name}\u0000${call.args}`;
     const clearedLater = recent
       .slice(index + 1)
       .some(
         (later) =>
-          later.call !== undefined &&
-          `${later.call.name}\u0000${later.call.args}` === identity &&
-          later.result.error === undefined,
+          later.call?.name === call?.name && later.call?.args === call?.args && later.result.error === undefined,
       );
-    if (clearedLater) continue;
+    if (call !== undefined && clearedLater) continue;
     const subject = call === undefined ? (name ?? 'a tool') : callSubject(call);
     candidates.push({ text: `- ${subject} failed: ${result.error}`, priority: 80 + index, order: result.order });
   }
@@ -170,9 +160,8 @@ function unresolvedCandidates(transcript: Turns): Candidate[] {
     break;
   }
 
-  // Earlier open items are older than every result here: they are still among the latest
-  // results only while there are fewer than RECENT_RESULTS new ones, and a later call of the
-  // same command, file or tool says how that went instead. Earlier last words last until new ones.
+  // Earlier open items stay while there are fewer than RECENT_RESULTS new results and no later
+  // call of the same command, file or tool; earlier last words until new ones.
   const subjects = new Set(transcript.calls.map(callSubject));
   const open = earlier.unresolved.filter((item) => {
     if (item.startsWith(`- ${LAST_AGENT_MESSAGE}`)) return !lastWords;
@@ -191,7 +180,7 @@ function unresolvedCandidates(transcript: Turns): Candidate[] {
   return candidates;
 }
 
-/** How a call is named in a line: its command, else its path, else its tool name. */
+/** A call's name in a line: its command, else its path, else its tool. */
 function callSubject(call: TurnCall): string {
   const fields = argumentFields(call.args);
   const command = COMMAND_KEYS.map((key) => fields[key]).find(

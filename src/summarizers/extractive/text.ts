@@ -23,10 +23,7 @@ export function clip(text: string, max: number): string {
   return trimmed.length <= max ? trimmed : `${trimmed.slice(0, max - 1).trimEnd()}…`;
 }
 
-/**
- * Markdown list and heading markers removed, so a copied line can sit in our own list, and the line
- * number a file viewer puts before each line (`  30→`, `    5\t`): a number, not what the line says.
- */
+/** Without Markdown list and heading markers, and a file viewer's line number (`  30→`, `    5\t`). */
 export function withoutMarker(line: string): string {
   return line
     .replace(/^\s*\d{1,7}(?:→|\t)/, '')
@@ -52,32 +49,24 @@ export function decisionScore(sentence: string): number {
   return 0;
 }
 
-const ERROR_PATTERNS: ReadonlyArray<{ pattern: RegExp; rank: number }> = [
-  // Most specific first: the exception line a traceback ends with.
-  { pattern: /^(?:[A-Za-z_][\w]*\.)*[A-Z]\w*(?:Error|Exception|Exit)\b(?::|$)/, rank: 5 },
-  {
-    pattern:
-      /<tool_use_error>|\bsyntax error\b|\bNo such file or directory\b|\bcommand not found\b|\bPermission denied\b/i,
-    rank: 4,
-  },
-  {
-    pattern: /^(?:ERROR|Error|error(?:\[\w+\])?|fatal|FAILED|FAIL)\b:?|^E {2,}\S|\b[1-9]\d* (?:failed|errors?)\b/,
-    rank: 3,
-  },
-  { pattern: /^Exit code [1-9]\d*\b|^Traceback \(most recent call last\):/, rank: 1 },
+/** Patterns of error lines and their rank: most specific first, the exception line a traceback ends with. */
+const ERROR_PATTERNS: ReadonlyArray<readonly [RegExp, number]> = [
+  [/^(?:[A-Za-z_][\w]*\.)*[A-Z]\w*(?:Error|Exception|Exit)\b(?::|$)/, 5],
+  [/<tool_use_error>|\bsyntax error\b|\bNo such file or directory\b|\bcommand not found\b|\bPermission denied\b/i, 4],
+  [/^(?:ERROR|Error|error(?:\[\w+\])?|fatal|FAILED|FAIL)\b:?|^E {2,}\S|\b[1-9]\d* (?:failed|errors?)\b/, 3],
+  [/^Exit code [1-9]\d*\b|^Traceback \(most recent call last\):/, 1],
 ];
 
-/** A line that only labels what follows (`ERROR:`, `Error`, `FAILED`): the next line says what went wrong. */
+/** A line that only labels the next (`ERROR:`, `FAILED`). */
 const BARE_LABEL = /^(?:ERROR|Error|error|FAILED|FAIL|fatal):?$/;
 
 /** The most telling line of a result that looks like an error, or `undefined` when none does. */
 export function errorLine(text: string): string | undefined {
   let best: { line: string; rank: number; index: number } | undefined;
-  // Tool output prefixes ("OBSERVATION:", "Observation: ") are the harness's, not the error's.
   const lines = text.split(/\r?\n/).map((rawLine) => rawLine.replace(/^(?:OBSERVATION|Observation):\s*/, '').trimEnd());
   lines.forEach((line, index) => {
     if (line === '') return;
-    for (const { pattern, rank } of ERROR_PATTERNS) {
+    for (const [pattern, rank] of ERROR_PATTERNS) {
       // A later exception line of the same rank wins: a traceback ends with its cause.
       if (pattern.test(line) && (best === undefined || rank > best.rank || (rank === 5 && best.rank === 5))) {
         best = { line, rank, index };
@@ -104,7 +93,7 @@ export function argumentFields(args: string): Record<string, string> {
       return fields;
     }
   } catch {
-    // fall through to the regex
+    // capped: the regex below
   }
   for (const match of args.matchAll(/"([\w-]+)"\s*:\s*"((?:[^"\\]|\\.)*)(?:"|$)/g)) {
     const key = match[1];
@@ -136,7 +125,6 @@ function looksLikePath(candidate: string): boolean {
   const last = candidate.split('/').at(-1) ?? '';
   if (!/[A-Za-z]/.test(candidate)) return false;
   if (/\.[A-Za-z][A-Za-z0-9]{0,7}$/.test(last)) return true;
-  // An absolute path of two or more segments names a place even without an extension.
   return candidate.startsWith('/') && candidate.split('/').filter((segment) => segment !== '').length >= 2;
 }
 
