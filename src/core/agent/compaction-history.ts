@@ -99,7 +99,7 @@ export function recordCount(totals: CompactionTotals): number {
 /** Records an agent run keeps in its state, result and queries (the transcript holds every one). @default 20 */
 export const RECENT_COMPACTIONS = 20;
 
-type CompactionContext = CompactionLineContext;
+export type CompactionContext = CompactionLineContext;
 /** A record names at most this many missing identifiers: records stay small. */
 export const RECORD_MISSING = 10;
 
