@@ -23,6 +23,7 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Connection } from '@temporalio/client';
+import type { ProvidedContext } from 'vitest';
 import type { TestProject } from 'vitest/node';
 import {
   createTrajectoryDir,
@@ -77,7 +78,38 @@ function runTemporaryDirectory(): { dir: string; leftovers: () => string[]; remo
   };
 }
 
+interface Run {
+  provided: { [K in keyof ProvidedContext]: ProvidedContext[K] };
+  teardown: () => Promise<void>;
+}
+
+/**
+ * Vitest calls a global setup once per project (vitest.config.ts has two: the files that share
+ * their process, and the few that need one of their own), each through its own module loader: the
+ * run is kept on `globalThis`, started by the first call and torn down after the last.
+ */
+const SHARED_RUN = Symbol.for('temporal-compactor.test-run');
+interface SharedRun {
+  users: number;
+  run: Promise<Run>;
+}
+
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  const holder = globalThis as { [SHARED_RUN]?: SharedRun };
+  const shared = (holder[SHARED_RUN] ??= { users: 0, run: startRun(project.config.watch) });
+  shared.users += 1;
+  const run = await shared.run;
+  for (const [key, value] of Object.entries(run.provided))
+    project.provide(key as keyof ProvidedContext, value as never);
+  return async () => {
+    shared.users -= 1;
+    if (shared.users > 0) return;
+    delete holder[SHARED_RUN];
+    await run.teardown();
+  };
+}
+
+async function startRun(watch: boolean): Promise<Run> {
   const savedEnv = Object.fromEntries(ENV_KEYS.map((key) => [key, process.env[key]]));
   const restoreEnv = () => {
     for (const key of ENV_KEYS) {
@@ -105,7 +137,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
 
   // The workflow bundles test files share (bundle-cache.ts): the first file that needs one builds it
   // here. In watch mode each file bundles its own, so that an edit reaches the next run.
-  const bundleDir = project.config.watch ? null : mkdtempSync(join(tmpdir(), 'compactor-test-bundles-'));
+  const bundleDir = watch ? null : mkdtempSync(join(tmpdir(), 'compactor-test-bundles-'));
   const removeBundles = () => {
     if (bundleDir !== null) rmSync(bundleDir, { recursive: true, force: true });
   };
@@ -149,18 +181,20 @@ export default async function setup(project: TestProject): Promise<() => Promise
     process.stderr.write(`[global-setup] ${startError}\n`);
   }
 
-  project.provide('temporalAddress', address);
-  project.provide('temporalNamespace', namespace);
-  project.provide('temporalStartError', startError);
-  project.provide('temporalUiUrl', server?.uiUrl ?? process.env.TEMPORAL_TEST_UI_URL ?? null);
-  project.provide('workflowBundleDir', bundleDir);
+  const provided: Run['provided'] = {
+    temporalAddress: address,
+    temporalNamespace: namespace,
+    temporalStartError: startError,
+    temporalUiUrl: server?.uiUrl ?? process.env.TEMPORAL_TEST_UI_URL ?? null,
+    workflowBundleDir: bundleDir,
+  };
   if (address) {
     process.env.TEMPORAL_TEST_ADDRESS = address;
     process.env.TEMPORAL_TEST_NAMESPACE = namespace;
     process.env.TEMPORAL_ADDRESS = address;
   }
 
-  return async () => {
+  const teardown = async (): Promise<void> => {
     restoreEnv();
     trajectories.remove();
     removeBundles();
@@ -176,4 +210,5 @@ export default async function setup(project: TestProject): Promise<() => Promise
       process.exitCode = 1;
     }
   };
+  return { provided, teardown };
 }
