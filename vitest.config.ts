@@ -17,10 +17,10 @@ const common = {
 
 export default defineConfig({
   test: {
-    // Workflow tests share one dev server and the workflow bundles built once for the run
-    // (test/support/bundle-cache.ts); two cores: keep file parallelism modest so the workers do
-    // not starve the server.
-    maxWorkers: 2,
+    // Four files at a time on two cores: most workflow tests wait on the dev server, timers and
+    // child processes, so two at a time left a third of the CPU idle (docs/testing.md#where-the-time-goes).
+    // They share one dev server and the workflow bundles built once for the run (test/support/bundle-cache.ts).
+    maxWorkers: 4,
     projects: [
       {
         test: {
@@ -37,7 +37,7 @@ export default defineConfig({
             'test/llm/llama-server/**',
             ...OWN_PROCESS,
           ],
-          // Each of the two processes runs file after file with the modules it already loaded:
+          // Each process runs file after file with the modules it already loaded:
           // loading them again for every file (vitest's default) cost about half the CPU time of
           // the engine's unit tests. Test files therefore leave no global state behind (a test's
           // cleanups run in its file's afterAll, test/support/cleanup.ts).
