@@ -114,6 +114,8 @@ interface Scenario {
   /** Objects only the deleted run and the never-recorded payload reach: must go. */
   garbage: Set<string>;
   youngChunk: string;
+  /** Date.now() just before the young objects were written: everything older was written before `age()`. */
+  youngAt: number;
   liveClaims: string[];
   closedClaims: string[];
   /** Lets the live run's activity finish; resolves with the run's result. */
@@ -220,6 +222,7 @@ async function scenario(
     .toBe(true);
 
   await age();
+  const youngAt = Date.now();
   // Young: a payload stored by a driver that has seen nothing yet, and one chunk on its own (a store in progress).
   const freshDriver = new ChunkStoreDriver({ backend: driver.backend, keyring: driver.keyring });
   const [young] = await freshDriver.store({}, [
@@ -246,6 +249,7 @@ async function scenario(
     kept,
     garbage,
     youngChunk,
+    youngAt,
     liveClaims,
     closedClaims,
     finishLiveRun: async () => {
@@ -363,10 +367,13 @@ describe('gc of the payload store', { timeout: 240_000 }, () => {
         COMPACTOR_CODEC_KEY: randomBytes(32).toString('base64'),
       };
       // S3 keeps its own modification times: instead of aging objects, wait longer than a short
-      // grace period, and judge from the moment the young objects were written.
+      // grace period, and judge at the moment the young objects began to be written. S3 states
+      // times in whole seconds, so a young object reads at most 1 s older than that: within the
+      // grace; the others are at least 3.5 s old. Judging later (when the scenario returns) would
+      // let a busy machine age the young objects past the grace.
       const graceMs = 2_000;
       const s = await scenario(env, () => new Promise((resolve) => setTimeout(resolve, 3_500)), s3.clientConfig);
-      const judgedAt = Date.now();
+      const judgedAt = s.youngAt;
       try {
         const report = await collectGarbage({
           driver: s.driver,
