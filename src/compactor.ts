@@ -142,21 +142,19 @@ export class Compactor {
 
   /** True when the conversation is over the trigger, or (with `ageObservations` or `keepImages`) holds a full elision batch. */
   needsCompaction(conversation: Conversation, callOptions: FormatOption = {}): boolean {
-    const { messages, overrides } = this.view(conversation, callOptions);
-    return needsCompactionCore(messages, this.options, overrides, this.counter);
+    return needsCompactionCore(this.messagesOf(conversation, callOptions), this.options, {}, this.counter);
   }
 
   /** {@link needsCompaction}, and how many pieces the summary would take (docs/design.md#summarizer-window). */
   planCompaction(conversation: Conversation, callOptions: FormatOption = {}): CompactionPlan {
-    const { messages, overrides } = this.view(conversation, callOptions);
-    return compactionPlanCore(messages, this.options, overrides, this.counter, this.calibration);
+    const messages = this.messagesOf(conversation, callOptions);
+    return compactionPlanCore(messages, this.options, {}, this.counter, this.calibration);
   }
 
-  private view(conversation: Conversation, callOptions: FormatOption): { messages: unknown; overrides: CallOverrides } {
+  /** The conversation as the engine reads it: the view of `callOptions.format`, or as given for OpenAI chat. */
+  private messagesOf(conversation: Conversation, callOptions: FormatOption): unknown {
     assertKnownKeys(callOptions, FORMAT_OPTION_KEYS, 'callOptions');
-    const view = formatView(formatOption(callOptions.format, 'callOptions.format'), conversation);
-    if (view === undefined) return { messages: conversation, overrides: {} };
-    return { messages: view.messages, overrides: { counter: this.counter } };
+    return formatView(formatOption(callOptions.format, 'callOptions.format'), conversation)?.messages ?? conversation;
   }
 
   /** Compacts once. Never rejects for a summarizer failure or a cancellation: those end in the hard trim. */
@@ -190,8 +188,7 @@ export class Compactor {
     };
     const view = formatView(formatOption(callOptions.format, 'callOptions.format'), conversation);
     if (view === undefined) return this.run(conversation, overrides, signal, onProgress);
-    const viewOverrides = { ...overrides, counter: counter ?? this.counter };
-    return view.result(await this.run(view.messages, viewOverrides, signal, onProgress));
+    return view.result(await this.run(view.messages, overrides, signal, onProgress));
   }
 
   /**

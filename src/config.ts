@@ -649,7 +649,7 @@ export const LIBRARY_SECRET_VARIABLES = [
 
 /** The environment variables whose values are secret. */
 export function secretVariables(): string[] {
-  const secrets = settingKeys().filter((key) => flagOf(key) === undefined);
+  const secrets = settingKeys().filter((key) => (settings[key] as Setting).secret === true);
   return [...secrets.map((key) => settings[key].env), ...LIBRARY_SECRET_VARIABLES];
 }
 

@@ -19,7 +19,7 @@ import { needsCompactionCore } from '../core/compaction/needs-compaction.js';
 import { resolveOptions, type CompactionOptions, type ResolvedOptions } from '../core/compaction/options.js';
 import { DEFAULT_PAYLOAD_LIMIT_BYTES, jsonPayloadBytes } from '../core/limits/payload-size.js';
 import { defaultCounter } from '../core/counting/tokens.js';
-import type { ChatMessage, CompactionResult, Summarizer, TokenCounter } from '../core/types.js';
+import type { ChatMessage, CompactionResult, Summarizer } from '../core/types.js';
 import {
   validateAnthropic,
   type AnthropicConversation,
@@ -185,19 +185,17 @@ function watched(summarizer: Summarizer): { summarizer: Summarizer; failure: () 
   };
 }
 
-/** The file's conversation as the engine reads it (other formats through their view), its counter, and an Anthropic body's system prompt. */
+/** The file's conversation as the engine reads it (other formats through their view), and an Anthropic body's system prompt. */
 function engineOf(file: ConversationFile): {
   messages: readonly ChatMessage[];
-  counter: TokenCounter;
   system: string | AnthropicTextBlock[] | undefined;
 } {
-  if (file.messageFormat === 'openai') return { messages: file.messages, counter: defaultCounter, system: undefined };
+  if (file.messageFormat === 'openai') return { messages: file.messages, system: undefined };
   const conversation = file.messageFormat === 'anthropic' ? anthropicConversationOf(file) : file.messages;
   const view = formatView(file.messageFormat, conversation);
   if (view === undefined) throw new Error(`no view of the ${file.messageFormat} format`);
   return {
     messages: view.messages,
-    counter: defaultCounter,
     system: file.messageFormat === 'anthropic' ? validateAnthropic(conversation).system : undefined,
   };
 }
@@ -251,9 +249,9 @@ function prepare(run: CompactRun): { prepared: Prepared; engine: ReturnType<type
       ? [run.budget, 'flag']
       : run.config.contextBudget !== undefined
         ? [run.config.contextBudget, 'config']
-        : [engine.counter.count(engine.messages), 'conversation'];
+        : [defaultCounter.count(engine.messages), 'conversation'];
   const options = resolveOptions({ ...run.options, contextBudget: budget });
-  const needed = needsCompactionCore(engine.messages, options, { target: run.target, counter: engine.counter });
+  const needed = needsCompactionCore(engine.messages, options, { target: run.target, counter: defaultCounter });
   const { file, target, optionFlags } = run;
   return { prepared: { file, budget, budgetSource, needed, options, target, optionFlags }, engine };
 }

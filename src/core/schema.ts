@@ -92,7 +92,7 @@ export const chatMessageSchema = z
   })
   .meta({ title: 'ChatMessage', allOf: MESSAGE_CONDITIONS });
 
-function pathOf(field: string, path: readonly PropertyKey[]): string {
+export function pathOf(field: string, path: readonly PropertyKey[]): string {
   let full = field;
   for (const key of path) full += typeof key === 'number' ? `[${key}]` : `.${String(key)}`;
   return full;

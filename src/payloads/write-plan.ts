@@ -110,11 +110,12 @@ export class WritePlanner {
     let packing = await this.packedLeaves(data, signal, false, this.slicesOf(data));
     let leaves = packing.leaves;
     // On the manifest of a payload this one extends, when still in the store: only what follows is listed.
-    let manifest = this.deltaManifest(data, metadata, leaves);
+    const base = this.bestBase(leaves);
+    let manifest = this.deltaManifest(data, metadata, leaves, base);
     if (manifest !== undefined && !(await this.settings.stillStored(objectKey('manifest', manifest.base.id), signal)))
       manifest = undefined;
     // A manifest on a base, or a fresh payload's, holds all its new bytes itself: no pack.
-    const keep = this.bestBase(leaves)?.keep;
+    const keep = base?.keep;
     const flat =
       manifest === undefined && !(keep !== undefined && keep * 2 >= data.length) && leaves.length <= FLAT_ENTRIES;
     const inline = manifest !== undefined || flat;
@@ -288,9 +289,9 @@ export class WritePlanner {
     data: Uint8Array,
     metadata: Record<string, Uint8Array>,
     leaves: PlannedEntry[],
+    best = this.bestBase(leaves),
   ): (PlannedManifest & { base: RecentManifest }) | undefined {
     if (data.length < this.settings.inlineBelow) return undefined;
-    const best = this.bestBase(leaves);
     // The chain is cut where it reaches its depth: a full manifest, the base of the next ones.
     if (best === undefined || best.recent.depth >= MAX_WRITTEN_DEPTH) return undefined;
     const { keep } = best;

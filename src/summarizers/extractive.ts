@@ -70,12 +70,13 @@ export function createExtractiveSummarizer(options: ExtractiveSummarizerOptions 
     keysOf<ExtractiveSummarizerOptions>({ maxChars: true, maxRatio: true, identifierShare: true }),
     'options',
   );
-  resolveExtractiveOptions(options);
+  // Checked once here, and the values kept: a caller's later change to `options` does not reach the summaries.
+  const resolved = resolveExtractiveOptions(options);
   const summarizer: Summarizer = {
     async summarize(request: SummarizeRequest, callOptions?: { signal?: AbortSignal }): Promise<SummarizeResponse> {
       const signal = callOptions?.signal;
       if (signal?.aborted) throw signal.reason;
-      return { text: extractiveSummary(request, options) };
+      return { text: extractiveSummary(request, resolved) };
     },
   };
   return describedAs(summarizer, 'built-in offline extractive summarizer');

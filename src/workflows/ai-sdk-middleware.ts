@@ -12,6 +12,11 @@ import { assertKnownKeys, keysOf } from '../core/unknown-keys.js';
 import { compact, needsCompaction } from './compact.js';
 import { COMPACT_OPTION_KEYS, type CompactOptions } from './compact-options.js';
 
+/** The digest a remembered prompt prefix is matched by: both sides must be computed alike. */
+function digestOf(messages: readonly unknown[]): string {
+  return sha256Hex(JSON.stringify(messages));
+}
+
 /** Options of {@link compactionMiddleware}: `compact()`'s options, and the summarizer for use outside a workflow. */
 export interface CompactionMiddlewareOptions extends CompactOptions {
   /** The summarizer when the middleware runs outside a workflow (in a workflow, the worker's `summarize` activity runs it). */
@@ -89,7 +94,7 @@ export function compactionMiddleware(options: CompactionMiddlewareOptions): Comp
     for (let index = remembered.length - 1; index >= 0; index -= 1) {
       const memory = remembered[index];
       if (memory === undefined || memory.length > prompt.length) continue;
-      if (sha256Hex(JSON.stringify(prompt.slice(0, memory.length))) === memory.digest)
+      if (digestOf(prompt.slice(0, memory.length)) === memory.digest)
         return [...memory.replacement, ...prompt.slice(memory.length)];
     }
     return prompt;
@@ -121,7 +126,7 @@ export function compactionMiddleware(options: CompactionMiddlewareOptions): Comp
       const prompt = withRemembered(original);
       const compacted = asProviderPrompt(prompt, await compactPrompt(prompt));
       if (compacted === prompt) return prompt === original ? params : { ...params, prompt };
-      remembered.push({ length: original.length, digest: sha256Hex(JSON.stringify(original)), replacement: compacted });
+      remembered.push({ length: original.length, digest: digestOf(original), replacement: compacted });
       // A loop's later prompts extend its latest compaction: older ones are not needed again.
       if (remembered.length > REMEMBERED_COMPACTIONS) remembered.shift();
       return { ...params, prompt: compacted };

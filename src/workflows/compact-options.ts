@@ -104,7 +104,7 @@ function compactionCallOf(options: unknown): CompactionCall {
 
 /**
  * A call's conversation as the engine reads it (the view of `options.format`, undefined for OpenAI
- * chat), and its options checked once the span is open, the view's counter around the caller's.
+ * chat), and its options checked once the span is open.
  */
 interface Pass {
   view: FormatView<FormatCompactionResult> | undefined;

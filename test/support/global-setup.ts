@@ -79,7 +79,7 @@ function runTemporaryDirectory(): { dir: string; leftovers: () => string[]; remo
 }
 
 interface Run {
-  provided: { [K in keyof ProvidedContext]: ProvidedContext[K] };
+  provided: ProvidedContext;
   teardown: () => Promise<void>;
 }
 

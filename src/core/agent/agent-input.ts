@@ -15,7 +15,7 @@ import { assertKnownKeys, keysOf, unknownKeyReason } from '../unknown-keys.js';
 import { DEFAULT_PAYLOAD_LIMIT_BYTES } from '../limits/payload-size.js';
 import { DEFAULT_PRICING, type Pricing } from './run-usage.js';
 import type { ToolDeclaration } from '../counting/request-counter.js';
-import { describeIssue, isRecord, isSticky, validateMessages } from '../schema.js';
+import { describeIssue, isRecord, isSticky, pathOf, validateMessages } from '../schema.js';
 import { assertTaskQueueName } from '../limits/task-queue.js';
 import { BUILT_IN_TOOLS, isBuiltInToolName, isInternalActivityName } from './tool-declarations.js';
 import { RECALL_TOOL, RECALL_TOOL_NAME } from './recall.js';
@@ -262,13 +262,6 @@ export const AGENT_COMPACTION_KEYS: readonly string[] = [
   }),
 ];
 
-/** `root` and `path` as a field name: `input.model[1].contextWindow`. */
-export function fieldOf(path: readonly PropertyKey[], root = 'input'): string {
-  let field = root;
-  for (const key of path) field += typeof key === 'number' ? `[${key}]` : `.${String(key)}`;
-  return field;
-}
-
 /** The keys of the object schema at `path` inside `schema`; empty when there is none. */
 function schemaKeysAt(schema: z.core.$ZodType, path: readonly PropertyKey[]): string[] {
   let at: z.core.$ZodType = schema;
@@ -288,11 +281,11 @@ function issueError(issue: z.core.$ZodIssue, schema: z.core.$ZodType, value: unk
   if (issue.code === 'unrecognized_keys') {
     const key = issue.keys[0] ?? '';
     return new InvalidInputError(
-      fieldOf([...issue.path, key], root),
+      pathOf(root, [...issue.path, key]),
       unknownKeyReason(key, schemaKeysAt(schema, issue.path), 'field'),
     );
   }
-  return new InvalidInputError(fieldOf(issue.path, root), describeIssue(issue, value));
+  return new InvalidInputError(pathOf(root, issue.path), describeIssue(issue, value));
 }
 
 /**

@@ -4,9 +4,8 @@ import { z } from 'zod';
 import { messageTexts } from '../counting/bpe-counter.js';
 import type { UsageCounterState } from '../counting/usage-counter.js';
 import { InvalidInputError } from '../errors.js';
-import { describeIssue, validateMessages } from '../schema.js';
+import { describeIssue, pathOf, validateMessages } from '../schema.js';
 import type { ChatMessage } from '../types.js';
-import { fieldOf } from './agent-input.js';
 import type { BackendStatus } from './backend-cooldown.js';
 import type { CompactionHistory } from './compaction-history.js';
 import type { RequestShape } from './request-cost.js';
@@ -103,7 +102,7 @@ function assertCarriedState(value: unknown, field: string): asserts value is Age
       issue.path[0] === 'tokenCounts' && issue.path.length === 3
         ? 'must be a non-negative integer or null'
         : describeIssue(issue, value);
-    throw new InvalidInputError(fieldOf(issue.path, field), reason);
+    throw new InvalidInputError(pathOf(field, issue.path), reason);
   }
   const { live, pendingUserMessages, tokenCounts, pins } = parsed.data;
   const ids = new Set<string>();

@@ -18,6 +18,7 @@ export function messageChars(message: ChatMessage): number {
   let chars = typeof content === 'string' ? content.length : contentText(content).length;
   const calls = message.tool_calls;
   if (calls === undefined) return chars;
+  // An index loop: this runs over every message of every count.
   for (let index = 0; index < calls.length; index += 1) {
     const { name, arguments: args } = (calls[index] as ToolCall).function;
     chars += name.length + args.length;
@@ -73,6 +74,7 @@ export function createCharCounter({
     count(messages) {
       let chars = 0;
       let partTokens = 0;
+      // An index loop: an unoptimized for-of allocates an iterator result per message.
       for (let index = 0; index < messages.length; index += 1) {
         const message = messages[index] as ChatMessage;
         chars += messageChars(message);

@@ -84,8 +84,8 @@ export class UsageLedger {
   }
 
   private sizeOf(message: ChatMessage): number {
-    const size = this.sizes.get(message) ?? JSON.stringify(message).length;
-    this.sizes.set(message, size);
+    let size = this.sizes.get(message);
+    if (size === undefined) this.sizes.set(message, (size = JSON.stringify(message).length));
     return size;
   }
 }
