@@ -5,15 +5,10 @@ import { ApplicationFailure, type ActivityOptions } from '@temporalio/common';
 import { FailureType } from '../../core/errors.js';
 import type { AgentRunPlan } from '../../core/agent/agent-input.js';
 import { cacheIsCold, withColdTrigger } from '../../core/agent/cold-cache.js';
-import {
-  compactionRecord,
-  groupDigits,
-  type CompactionContext,
-  type CompactionRecord,
-} from '../../core/agent/compaction-history.js';
+import { compactionRecord, groupDigits, type CompactionRecord } from '../../core/agent/compaction-history.js';
 import { preflight, type BackendCounter } from '../../core/agent/preflight.js';
 import { recallNamer, withRecallLine } from '../../core/agent/recall.js';
-import type { ReviewOutcome } from '../../core/agent/session.js';
+import type { CompactionLineContext, ReviewOutcome } from '../../core/agent/session.js';
 import {
   NOTHING_TO_COMPACT,
   proposalOf,
@@ -262,7 +257,7 @@ export class RoundCompaction {
   private record(
     result: CompactionResult,
     summarizerUsage: SummarizerUsage | undefined,
-    where: Pick<CompactionContext, 'round' | 'backend' | 'target'>,
+    where: Pick<CompactionLineContext, 'round' | 'backend' | 'target'>,
     review: ReviewOutcome | undefined,
     cold: boolean,
     askedBy: 'agent' | undefined,
@@ -272,7 +267,7 @@ export class RoundCompaction {
     ledger.chargeSummarizer(summarizerUsage);
     if (!changes(result)) return undefined;
     const { cacheHitRate, billedInput } = ledger.compactions.usage;
-    const context: CompactionContext = {
+    const context: CompactionLineContext = {
       ...where,
       ...(summarizerUsage === undefined ? {} : { summarizerUsage }),
       cacheHitRate,
