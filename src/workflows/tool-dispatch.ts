@@ -1,5 +1,5 @@
-// Sandbox-safe: the agent loop's tool calls as activities, in parallel (docs/design.md#tools); what goes
-// wrong with one becomes that call's result, information for the model rather than the end of the run.
+// Sandbox-safe: the agent loop's tool calls as activities, in parallel (docs/design.md#tools); what goes wrong with
+// one becomes that call's result, for the model to read, not the end of the run.
 import { ActivityFailure, isCancellation, proxyActivities } from '@temporalio/workflow';
 import type { CompactorActivities } from '../activities/index.js';
 import type { AgentRunPlan, ModelConfig } from '../core/agent/agent-input.js';
@@ -20,11 +20,7 @@ export const MAX_TOOL_ARGUMENT_CHARS = 1_000_000;
 /** Argument JSON nested deeper than this is answered with an error (deep nesting can overflow the stack of whatever serializes it). */
 export const MAX_TOOL_ARGUMENT_DEPTH = 64;
 
-/**
- * What a round's tool calls are dispatched with: the backend that answered (a replayed recording
- * answers its own tool calls), and the calls the run answers itself, by id (`compact_context`,
- * docs/design.md#agent-tool).
- */
+/** The backend that answered (a recording answers its own tool calls) and the calls the run answered itself, by id. */
 interface ToolDispatch {
   plan: AgentRunPlan;
   backend: ModelConfig;
@@ -52,7 +48,7 @@ export function jsonDepth(text: string, limit: number): number {
   return deepest;
 }
 
-/** Why a call is answered without running under the bounds, or undefined when it may run. */
+/** Why a call over the bounds is answered without running. */
 function overBound(call: ToolCall): string | undefined {
   const { name, arguments: args } = call.function;
   if (args.length > MAX_TOOL_ARGUMENT_CHARS)
@@ -63,10 +59,9 @@ function overBound(call: ToolCall): string | undefined {
 }
 
 /**
- * Runs `tasks` in order with at most `limit` in flight and, past the first, at most `budget` of
- * their `weight` (the bytes of arguments each schedules) in flight: what starts together is
- * scheduled in one workflow task, whose commands must stay under the server's message limit.
- * Results in task order; the first failure rejects (as `Promise.all`). Deterministic in workflow code.
+ * Runs `tasks` in order, at most `limit` and (past the first) `budget` of their `weight` (argument bytes) in flight:
+ * what starts together is scheduled in one workflow task, whose commands must stay under the server's message limit.
+ * Results in task order; the first failure rejects (as `Promise.all`).
  */
 function inWaves<T>(
   tasks: ReadonlyArray<{ run: () => Promise<T>; weight: number }>,
@@ -102,10 +97,7 @@ function inWaves<T>(
   });
 }
 
-/**
- * Runs the tool calls of an assistant turn as activities (in parallel) and returns their results
- * in call order; the calls in `unanswered` (a recording that never answered them) are left out.
- */
+/** The results of an assistant turn's tool calls, in call order, without those a recording left `unanswered`. */
 export async function runToolCalls(
   message: ChatMessage,
   unanswered: readonly string[],
