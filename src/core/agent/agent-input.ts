@@ -136,7 +136,6 @@ export interface AgentRunInput {
   maxPayloadBytes?: number;
 }
 
-/** One backend with every default applied. */
 export interface ResolvedBackend {
   index: number;
   label: string;
@@ -145,7 +144,6 @@ export interface ResolvedBackend {
   tokenizer: Tokenizer;
 }
 
-/** A run's compaction settings, resolved at its start. */
 export interface AgentCompaction {
   options: Omit<ResolvedOptions, 'contextBudget'>;
   /** The run's `contextBudget`; undefined: each compaction aims at the preflight's room. */

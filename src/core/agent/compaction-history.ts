@@ -82,7 +82,6 @@ export interface UndoneCompaction {
   by: number;
 }
 
-/** An agent run's compaction history as the run keeps it. */
 export interface CompactionHistory {
   totals: CompactionTotals;
   /** The last {@link RECENT_COMPACTIONS} records, oldest first; the rest are in the transcript. */

@@ -30,7 +30,6 @@ export const RECALL_TOOL: ToolDeclaration = {
   },
 };
 
-/** The id `recall` was asked for, or why it is refused. */
 export function parseRecallArgs(args: unknown): { id: string } | { error: string } {
   const parsed = onlyArgument('recall', args, 'id', '{ id: string }');
   if ('error' in parsed) return parsed;

@@ -81,13 +81,7 @@ export interface UndoLine extends Partial<UndoLineContext> {
 }
 
 /** Where an undo happened, as an agent run records it on its undo line (replay ignores it). */
-export interface UndoLineContext {
-  round: number;
-  /** The label of the backend whose units the token counts are in. */
-  backend: string;
-  cacheHitRate?: number;
-  billedInput?: number;
-}
+export type UndoLineContext = Pick<CompactionLineContext, 'round' | 'backend' | 'cacheHitRate' | 'billedInput'>;
 export type SessionLine = MessageLine | CompactionLine | ElisionLine | PinLine | UndoLine;
 
 export const SESSION_LINE_TYPES: ReadonlyArray<SessionLine['type']> = [

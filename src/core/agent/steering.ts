@@ -54,6 +54,8 @@ export function noPins(): Pins {
   return { ids: [], facts: [] };
 }
 
+export type CheckedPinInput = Required<Pick<PinUpdateInput, 'ids'>> & Pick<PinUpdateInput, 'fact'>;
+
 const COMPACT_KEYS = keysOf<CompactUpdateInput>({ instructions: true });
 const PIN_KEYS = keysOf<PinUpdateInput>({ ids: true, fact: true });
 
@@ -73,7 +75,7 @@ export function parseCompactInput(value: unknown): CompactUpdateInput {
   return instructions.trim() === '' ? {} : { instructions };
 }
 
-export function parsePinInput(value: unknown, update: 'pin' | 'unpin'): { ids: string[]; fact?: string } {
+export function parsePinInput(value: unknown, update: 'pin' | 'unpin'): CheckedPinInput {
   if (!isRecord(value)) throw new InvalidInputError(update, 'must be an object { ids: string[] } or { fact: string }');
   assertKnownKeys(value, PIN_KEYS, update, 'field');
   const { ids, fact } = value;
@@ -104,11 +106,7 @@ export interface PinChange {
 }
 
 /** What `pin` does; a message sticky already is left as it is. */
-export function pinChange(
-  input: { ids: string[]; fact?: string },
-  entries: readonly SessionEntry[],
-  pins: Pins,
-): PinChange {
+export function pinChange(input: CheckedPinInput, entries: readonly SessionEntry[], pins: Pins): PinChange {
   const byId = new Map(entries.map((entry) => [entry.id, entry.message]));
   const ids: string[] = [];
   input.ids.forEach((id, index) => {
@@ -135,7 +133,7 @@ export function pinChange(
 }
 
 /** What `unpin` does: only what `pin` pinned can be unpinned. */
-export function unpinChange(input: { ids: string[]; fact?: string }, pins: Pins): PinChange {
+export function unpinChange(input: CheckedPinInput, pins: Pins): PinChange {
   const ids: string[] = [];
   input.ids.forEach((id, index) => {
     if (!pins.ids.includes(id))
@@ -168,7 +166,6 @@ export function steeredInstructions(
   return parts.length === 0 ? undefined : parts.join('\n\n');
 }
 
-/** The pins as lines of the run's current details. */
 export function pinDetails(pins: Pins): string[] {
   const lines: string[] = [];
   if (pins.ids.length > 0) lines.push(`Pinned messages: ${pins.ids.join(', ')}`);

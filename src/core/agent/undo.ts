@@ -97,7 +97,6 @@ export interface UndoCompactionInput {
   compactionId?: number;
 }
 
-/** The `undoCompaction` update's argument, checked. */
 export function parseUndoInput(value: unknown): number | undefined {
   if (value === undefined || value === null) return undefined;
   if (typeof value !== 'object' || Array.isArray(value))

@@ -142,7 +142,7 @@ export class AgentLoop {
     instructions: string | undefined;
     askedBy?: 'agent';
   }): Promise<CompactAnswer | undefined> {
-    await this.countNewText();
+    await this.tokens.countNewText(this.messages, this.limit.batchBytes());
     const round = this.rounds + 1;
     const answer = await this.compaction.compactIfNeeded(this.chain.candidates(new Set(), round), round, demand);
     this.publish(undefined);
@@ -226,15 +226,11 @@ export class AgentLoop {
     this.visibility.publish(this.ledger.compactions, notes, allowed, contextTokens, window, proposal !== undefined);
   }
 
-  private countNewText(): Promise<void> {
-    return this.tokens.countNewText(this.messages, this.limit.batchBytes());
-  }
-
   /** One chat call, falling back along the chain when a backend fails after its retries. */
   private async chat(): Promise<{ answer: ChatActivityOutput; backend: BackendCounter; usage: RoundUsage }> {
     const failed = new Set<number>();
     let lastFailure: unknown;
-    await this.countNewText();
+    await this.tokens.countNewText(this.messages, this.limit.batchBytes());
     for (;;) {
       const round = this.rounds + 1;
       const candidates = this.chain.candidates(failed, round);

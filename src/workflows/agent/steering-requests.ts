@@ -1,11 +1,11 @@
-// Sandbox-safe: the steering updates of an agent run waiting for its loop (docs/design.md#steering)
-// — `compact` updates, served together before the next chat request, and `pin`/`unpin` updates,
-// applied at once unless a compaction holds the conversation — and the pins they leave.
+// Sandbox-safe: the steering updates of an agent run waiting for its loop (docs/design.md#steering): `compact`
+// updates, served together before the next chat request, `pin`/`unpin` ones, and the pins they leave.
 import type { ApplicationFailure } from '@temporalio/common';
 import { condition } from '@temporalio/workflow';
 import {
   pinChange,
   unpinChange,
+  type CheckedPinInput,
   type CompactAnswer,
   type NothingCompacted,
   type PinChange,
@@ -23,15 +23,10 @@ interface CompactRequest {
 
 type PinKind = 'pin' | 'unpin';
 
-interface PinInput {
-  ids: string[];
-  fact?: string;
-}
-
 /** A `pin` or `unpin` update waiting for the loop, answered once applied. */
 interface PinRequest {
   kind: PinKind;
-  input: PinInput;
+  input: CheckedPinInput;
   outcome?: { pins: Pins } | { failure: ApplicationFailure };
 }
 
@@ -45,7 +40,6 @@ function changeOf(request: Omit<PinRequest, 'outcome'>, entries: readonly Sessio
   return request.kind === 'pin' ? pinChange(request.input, entries, pins) : unpinChange(request.input, pins);
 }
 
-/** The steering updates waiting for the loop, and the run's pins. */
 export class SteeringRequests {
   private readonly compactRequests: CompactRequest[] = [];
   /** `pin`/`unpin` updates that arrived while a compaction held the conversation. */
@@ -101,7 +95,7 @@ export class SteeringRequests {
   }
 
   /** Checks a `pin`/`unpin` against the live conversation and the pins once the requests queued before it apply. */
-  checkPins(kind: PinKind, input: PinInput): void {
+  checkPins(kind: PinKind, input: CheckedPinInput): void {
     const entries = this.conversation.liveEntries;
     let pins = this.pins;
     for (const queued of this.pinRequests) {
@@ -115,7 +109,7 @@ export class SteeringRequests {
   }
 
   /** A `pin`/`unpin`: applied at once, or, while a compaction holds the conversation, as soon as it is done. */
-  async requestPins(kind: PinKind, input: PinInput): Promise<Pins> {
+  async requestPins(kind: PinKind, input: CheckedPinInput): Promise<Pins> {
     const request: PinRequest = { kind, input };
     if (this.compacting) {
       this.pinRequests.push(request);

@@ -64,18 +64,9 @@ export class TokenCache {
   /** Over {@link WORKFLOW_COUNT_CHARS} of new text, `countTokens` counts it (`batchBytes` a request). */
   async countNewText(messages: readonly ChatMessage[], batchBytes: number): Promise<void> {
     for (const [encoding, known] of this.known) {
-      const texts: string[] = [];
-      const seen = new Set<string>();
-      let chars = 0;
-      for (const message of messages) {
-        for (const text of messageTexts(message)) {
-          if (known.has(text) || seen.has(text)) continue;
-          seen.add(text);
-          texts.push(text);
-          chars += text.length;
-        }
-      }
-      if (chars <= WORKFLOW_COUNT_CHARS) continue;
+      const all = new Set(messages.flatMap((message) => messageTexts(message)));
+      const texts = [...all].filter((text) => !known.has(text));
+      if (texts.reduce((chars, text) => chars + text.length, 0) <= WORKFLOW_COUNT_CHARS) continue;
       for (let start = 0; start < texts.length;) {
         let bytes = 0;
         let end = start;

@@ -53,7 +53,6 @@ export class UsageLedger {
     return this.peak;
   }
 
-  /** What this request cost, added to the run's usage. */
   chargeRound({ ids, sent, backend, tokens, answer }: ChatRequest): RoundUsage {
     const shape: RequestShape = { ids, sizes: sent.map((message) => this.sizeOf(message)) };
     const usage = requestCost({
