@@ -77,12 +77,11 @@ function compactionCallOf(options: unknown): CompactionCall {
   if (counter !== undefined && typeof counter?.count !== 'function')
     throw new InvalidInputError('options.counter', 'must have a count(messages) method');
   const activity = summarizeActivityOptions(resolved, { startToCloseTimeout, heartbeatTimeout, taskQueue }, 'options');
-  if (maxPayloadBytes !== undefined && !(Number.isSafeInteger(maxPayloadBytes) && maxPayloadBytes >= 1024)) {
+  if (maxPayloadBytes !== undefined && !(Number.isSafeInteger(maxPayloadBytes) && maxPayloadBytes >= 1024))
     throw new InvalidInputError(
       'options.maxPayloadBytes',
       `must be an integer of at least 1024, got ${JSON.stringify(maxPayloadBytes)}`,
     );
-  }
   if (payloadStore !== undefined && typeof payloadStore !== 'boolean')
     throw new InvalidInputError('options.payloadStore', 'must be true or false');
   return {

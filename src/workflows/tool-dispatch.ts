@@ -110,7 +110,8 @@ export async function runToolCalls(
   const theirs = agentActivityOptions(plan.toolActivity, 'input.toolActivity', USER_TOOL_DEFAULTS);
   const declared = new Set(plan.tools.map((tool) => tool.function.name));
   const tasks = calls.map((call, index) => async (): Promise<ChatMessage> => {
-    const summary = `${call.function.name} ${oneLine(call.function.arguments, 60)}`;
+    const { name, arguments: text } = call.function;
+    const summary = `${name} ${oneLine(text, 60)}`;
     const answer = (content: string): ChatMessage => ({ role: 'tool', tool_call_id: call.id, content });
     const own = answered?.get(call.id);
     if (own !== undefined) return answer(own);
@@ -125,33 +126,24 @@ export async function runToolCalls(
         const { replayTool } = proxyActivities<CompactorActivities>({ ...ours, summary: `replay ${summary}` });
         return await replayTool({ trajectory: config.trajectory, toolCallId: call.id });
       }
-      if (!declared.has(call.function.name))
-        return answer(
-          `Error: there is no tool named "${call.function.name}"; the tools are: ${[...declared].join(', ') || 'none'}`,
-        );
+      if (!declared.has(name))
+        return answer(`Error: there is no tool named "${name}"; the tools are: ${[...declared].join(', ') || 'none'}`);
       let args: unknown;
       try {
-        args = call.function.arguments.trim() === '' ? {} : JSON.parse(call.function.arguments);
+        args = text.trim() === '' ? {} : JSON.parse(text);
       } catch {
-        return answer(
-          `Error: the arguments of ${call.function.name} are not valid JSON: ${oneLine(call.function.arguments, 200)}`,
-        );
+        return answer(`Error: the arguments of ${name} are not valid JSON: ${oneLine(text, 200)}`);
       }
       const bytes = jsonPayloadBytes([args]);
       const limit = payloadBound(plan.maxPayloadBytes, externalStorage);
       if (bytes > limit)
-        return answer(
-          `Error: the arguments of ${call.function.name} are ${bytes} bytes, more than a tool call may carry (${limit})`,
-        );
+        return answer(`Error: the arguments of ${name} are ${bytes} bytes, more than a tool call may carry (${limit})`);
       // `recall` (docs/design.md#recall) is ours, when the run declared it: a user's own tool of that name is not.
-      const settings =
-        isBuiltInToolName(call.function.name) || (plan.recall && call.function.name === RECALL_TOOL_NAME)
-          ? ours
-          : theirs;
+      const settings = isBuiltInToolName(name) || (plan.recall && name === RECALL_TOOL_NAME) ? ours : theirs;
       // Typed by name, not from createActivities: a worker registers the user's own tools beside ours.
       const tools = proxyActivities<Record<string, (args: unknown) => Promise<unknown>>>({ ...settings, summary });
-      const run = tools[call.function.name];
-      if (run === undefined) return answer(`Error: there is no tool named "${call.function.name}"`);
+      const run = tools[name];
+      if (run === undefined) return answer(`Error: there is no tool named "${name}"`);
       const output = await run(args);
       return answer(typeof output === 'string' ? output : JSON.stringify(output));
     } catch (error) {

@@ -285,9 +285,8 @@ function parseWith<T>(schema: z.ZodType<T>, keys: z.core.$ZodType, value: unknow
  * field, e.g. `input.model[1].contextWindow`. A continued run's carried conversation is checked by the workflow.
  */
 export function planAgentRun(input: unknown): AgentRunPlan {
-  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
+  if (typeof input !== 'object' || input === null || Array.isArray(input))
     throw new InvalidInputError('input', 'must be an object { messages, model, compaction, tools?, maxRounds? }');
-  }
   const data = parseWith(inputSchema, inputSchema, input, 'input', 'invalid');
   assertKnownKeys(data.compaction, AGENT_COMPACTION_KEYS, 'input.compaction');
   const {
@@ -429,12 +428,11 @@ function parseBackends(model: unknown): ResolvedBackend[] {
     const config = parseWith(modelSchema, keys, value, field, `must be ${MODEL_SHAPES}`);
     const safetyMargin =
       config.safetyMargin ?? (config.provider === 'openai' ? Math.ceil(config.contextWindow * 0.05) : 0);
-    if (config.maxOutputTokens + safetyMargin >= config.contextWindow) {
+    if (config.maxOutputTokens + safetyMargin >= config.contextWindow)
       throw new InvalidInputError(
         `${field}.contextWindow`,
         `${config.contextWindow} leaves no room for the conversation after maxOutputTokens (${config.maxOutputTokens}) and safetyMargin (${safetyMargin})`,
       );
-    }
     const label =
       config.label ?? (config.provider === 'openai' ? `openai:${config.model}` : `replay:${config.trajectory}`);
     return { index, label, config, safetyMargin, tokenizer: config.tokenizer ?? 'o200k_base' };
@@ -485,14 +483,13 @@ function parseTool(value: unknown, index: number): ToolDeclaration {
         : `must be an object { name, description?, parameters? }, got ${kindOf(declared)}`,
     );
   const { name, description, parameters, strict } = declared;
-  if (typeof name !== 'string' || !TOOL_NAME.test(name)) {
+  if (typeof name !== 'string' || !TOOL_NAME.test(name))
     throw new InvalidInputError(
       `${field}.function.name`,
       name === undefined
         ? 'required: 1-64 letters, digits, _ or -'
         : `must be 1-64 letters, digits, _ or -, got ${JSON.stringify(name)}`,
     );
-  }
   if (isInternalActivityName(name))
     throw new InvalidInputError(
       `${field}.function.name`,
@@ -510,12 +507,11 @@ function parseTool(value: unknown, index: number): ToolDeclaration {
 function checkParameters(parameters: unknown, field: string): void {
   if (!isRecord(parameters))
     throw new InvalidInputError(field, `must be a JSON Schema object, got ${kindOf(parameters)}`);
-  if (parameters.type !== undefined && parameters.type !== 'object') {
+  if (parameters.type !== undefined && parameters.type !== 'object')
     throw new InvalidInputError(
       `${field}.type`,
       `must be "object" (a function takes named arguments), got ${JSON.stringify(parameters.type)}`,
     );
-  }
   const { properties, required } = parameters;
   if (properties !== undefined) {
     if (!isRecord(properties))
@@ -528,9 +524,8 @@ function checkParameters(parameters: unknown, field: string): void {
         );
     }
   }
-  if (required !== undefined && !(Array.isArray(required) && required.every((entry) => typeof entry === 'string'))) {
+  if (required !== undefined && !(Array.isArray(required) && required.every((entry) => typeof entry === 'string')))
     throw new InvalidInputError(`${field}.required`, 'must be a list of property names');
-  }
 }
 
 function quoted(text: string): string {
@@ -546,13 +541,12 @@ export function validateAgentMessages(messages: unknown): ChatMessage[] {
     const turn = open;
     open = undefined;
     const position = turn.ids.findIndex((id) => !turn.answered.has(id));
-    if (position >= 0) {
+    if (position >= 0)
       throw new InvalidInputError(
         `messages[${turn.index}].tool_calls[${position}].id`,
         `"${turn.ids[position]}" has no tool result: every call of a turn must be answered before the next message`,
         turn.index,
       );
-    }
   };
   valid.forEach((message, index) => {
     if (message.role === 'tool') {
@@ -581,18 +575,15 @@ export function validateAgentMessages(messages: unknown): ChatMessage[] {
     if (calls.length === 0) return;
     calls.forEach((call, position) => {
       const field = `messages[${index}].tool_calls[${position}].function.arguments`;
+      const fault = (note = ''): InvalidInputError =>
+        new InvalidInputError(field, `must be a JSON object, got ${quoted(call.function.arguments)}${note}`, index);
       let parsed: unknown;
       try {
         parsed = JSON.parse(call.function.arguments);
       } catch {
-        throw new InvalidInputError(
-          field,
-          `must be a JSON object, got ${quoted(call.function.arguments)} (not JSON)`,
-          index,
-        );
+        throw fault(' (not JSON)');
       }
-      if (!isRecord(parsed))
-        throw new InvalidInputError(field, `must be a JSON object, got ${quoted(call.function.arguments)}`, index);
+      if (!isRecord(parsed)) throw fault();
     });
     open = { index, ids: calls.map((call) => call.id), answered: new Map() };
   });

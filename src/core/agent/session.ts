@@ -147,8 +147,9 @@ export function applySessionLine(entries: readonly SessionEntry[], line: Session
       );
     }
     case 'compaction': {
-      if (line.replacesThroughId === null) return [...entries];
-      const through = positionOf(entries, line.replacesThroughId, `${field}.replacesThroughId`);
+      const throughId = line.replacesThroughId;
+      if (throughId === null) return [...entries];
+      const through = positionOf(entries, throughId, `${field}.replacesThroughId`);
       const removable = removableMask(entries.map((entry) => entry.message));
       // docs/design.md#user-words The user messages the compaction kept stay where they were.
       const kept = new Set(line.keptUserIds ?? []);
@@ -157,9 +158,8 @@ export function applySessionLine(entries: readonly SessionEntry[], line: Session
       entries.forEach((entry, index) => {
         if (index > through || removable[index] !== 1 || kept.has(entry.id)) return next.push(entry);
         const content = line.summary ?? line.trimMarker;
-        if (!placed && content !== undefined && line.replacesThroughId !== null) {
-          next.push({ id: summaryId(line.replacesThroughId), message: { role: 'user', content } });
-        }
+        if (!placed && content !== undefined)
+          next.push({ id: summaryId(throughId), message: { role: 'user', content } });
         placed = true;
         return next.length;
       });
@@ -317,8 +317,7 @@ export function recordCompaction(
   }
   let next: SessionEntry[] = [...entries];
   for (const [index, line] of lines.entries()) next = applySessionLine(next, line, index);
-  if (JSON.stringify(next.map((entry) => entry.message)) !== JSON.stringify(result.messages)) {
+  if (JSON.stringify(next.map((entry) => entry.message)) !== JSON.stringify(result.messages))
     throw new Error('session replay diverged from the compaction result: the transcript could not reproduce this run');
-  }
   return { lines, entries: next };
 }

@@ -234,14 +234,13 @@ export class AgentLoop {
     for (;;) {
       const round = this.rounds + 1;
       const candidates = this.chain.candidates(failed, round);
-      if (candidates.length === 0) {
+      if (candidates.length === 0)
         throw ApplicationFailure.create({
           type: FailureType.RunFailed.BackendsFailed,
           message: `every backend failed in round ${round}; last: ${failureMessage(lastFailure)}`,
           nonRetryable: true,
           cause: lastFailure instanceof Error ? lastFailure : undefined,
         });
-      }
       await this.compaction.compactIfNeeded(candidates, round);
       const { fits, aimAt } = preflight(this.messages, candidates);
       const backend = fits ?? aimAt;
@@ -260,7 +259,7 @@ export class AgentLoop {
       try {
         const { chat } = proxyActivities<CompactorActivities>({
           ...agentActivityOptions(this.plan.chatActivity, 'input.chatActivity', CHAT_ACTIVITY_DEFAULTS),
-          // The backend is named only when there is a choice of them (one-backend runs name it in their input): a summary is history bytes every round.
+          // The backend is named only when there is a choice (a summary is history bytes every round).
           summary: `chat${this.chain.hasChoice ? ` · ${backend.backend.label}` : ''} · ${sent.length} messages (${groupDigits(tokens)} tokens)${reviewNote === undefined ? '' : ` · ${reviewNote}`}`,
         });
         const answer = await chat(input);
