@@ -130,24 +130,15 @@ export function addCompactionRecord(
   keep = RECENT_COMPACTIONS,
 ): CompactionHistory {
   const { totals } = history;
-  const recent = [...history.recent, record].slice(-Math.max(1, keep));
-  if (record.kind === 'undo')
-    return {
-      usage: history.usage,
-      totals: {
-        ...totals,
-        tokensReclaimed: totals.tokensReclaimed + (record.tokensBefore - record.tokensAfter),
-        undos: totals.undos + 1,
-      },
-      recent,
-      undone: [...history.undone, { compaction: record.undoes ?? 0, by: recordCount(totals) + 1 }],
-    };
+  // An undo's record (undoRecord) adds to no kind, fallback, drop or elision: only to the tokens and `undos`.
+  const undo = record.kind === 'undo';
+  const by = recordCount(totals) + 1;
   return {
     usage: history.usage,
-    undone: history.undone,
+    undone: undo ? [...history.undone, { compaction: record.undoes ?? 0, by }] : history.undone,
     totals: {
       ...totals,
-      compactions: totals.compactions + 1,
+      compactions: totals.compactions + (undo ? 0 : 1),
       summaries: totals.summaries + (record.kind === 'summary' ? 1 : 0),
       trims: totals.trims + (record.kind === 'trim' ? 1 : 0),
       elisionOnly: totals.elisionOnly + (record.kind === 'elision' ? 1 : 0),
@@ -156,8 +147,9 @@ export function addCompactionRecord(
       dropped: totals.dropped + record.dropped,
       elided: totals.elided + record.elided,
       tokensReclaimed: totals.tokensReclaimed + (record.tokensBefore - record.tokensAfter),
+      undos: totals.undos + (undo ? 1 : 0),
     },
-    recent,
+    recent: [...history.recent, record].slice(-Math.max(1, keep)),
   };
 }
 

@@ -130,14 +130,9 @@ export class UndoFinder {
     const before = this.conversation;
     if (line.type === 'elision' && this.beforeElisions === undefined) this.beforeElisions = before;
     this.conversation = applySessionLine(this.conversation, line, this.index++);
-    let found = false;
-    if (line.type === 'compaction' || line.type === 'undo') {
-      this.records += 1;
-      if (line.type === 'compaction' && this.records === this.compaction) {
-        this.change = undoChange(this.beforeElisions ?? before, this.conversation);
-        found = true;
-      }
-    }
+    if (line.type === 'compaction' || line.type === 'undo') this.records += 1;
+    const found = line.type === 'compaction' && this.records === this.compaction;
+    if (found) this.change = undoChange(this.beforeElisions ?? before, this.conversation);
     if (line.type !== 'elision') this.beforeElisions = undefined;
     return found;
   }
