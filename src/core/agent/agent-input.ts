@@ -100,7 +100,10 @@ export interface AgentCompactionOptions extends Omit<CompactionOptions, 'context
   reviewTimeout?: Duration;
   /** Declare a `recall` tool and name replaced transcript ids in stubs and summaries (docs/design.md#recall). @default false */
   recall?: boolean;
-  /** Prompt-cache lifetime: after a longer pause the run compacts at `coldTrigger` (docs/design.md#cold-cache). */
+  /**
+   * Prompt-cache lifetime: after a longer pause the run compacts at `coldTrigger` (docs/design.md#cold-cache).
+   * @default the shortest of the chain's providers' (`DEFAULT_CACHE_TTL`)
+   */
   cacheTtl?: CacheTtl;
   /** The trigger, as a share of the budget, after a pause longer than `cacheTtl` (at most `triggerRatio`). @default 0.7 */
   coldTrigger?: number;
@@ -132,7 +135,10 @@ export interface AgentRunInput {
   continueAsNewAfterRounds?: number;
   /** Upsert the run's search attributes the namespace has (a missing one is never upserted). @default true */
   searchAttributes?: boolean;
-  /** The largest payload sent inline; over it, without a payload store, the run fails `RunFailed.PayloadTooLarge`. */
+  /**
+   * The largest payload sent inline; over it, without a payload store, the run fails `RunFailed.PayloadTooLarge`
+   * rather than send what the server refuses. @default 2,000,000
+   */
   maxPayloadBytes?: number;
 }
 
