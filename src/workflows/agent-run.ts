@@ -30,16 +30,14 @@ import { AgentLoop } from './agent/loop.js';
 
 export * from '../shared/agent-run.js';
 
-/**
- * An update's validator: refuses a finished run (`AgentRun.Finished`), then runs `check`, turning
- * an `InvalidInputError` into `Compaction.InvalidInput` and an `UndoRefusedError` into `Compaction.UndoRefused`.
- */
+/** An update's validator: refuses a finished run (`AgentRun.Finished`), then runs `check` ({@link refuseInvalid}). */
 function validate(loop: AgentLoop, check: () => unknown, finished = 'the run has finished'): void {
   if (loop.isFinished)
     throw ApplicationFailure.create({ type: FailureType.AgentRun.Finished, message: finished, nonRetryable: true });
   refuseInvalid(check);
 }
 
+/** `check`'s `InvalidInputError` as `Compaction.InvalidInput`, its `UndoRefusedError` as `Compaction.UndoRefused`. */
 function refuseInvalid<T>(check: () => T): T {
   try {
     return check();
@@ -51,9 +49,8 @@ function refuseInvalid<T>(check: () => T): T {
 }
 
 /**
- * The steering updates (docs/design.md#steering): `compact`, `pin`, `unpin`, `reviewCompaction`, `undoCompaction`.
- * Each handler only queues the request and waits for the loop to apply it before its next chat
- * request, so registering them adds no command.
+ * The steering updates (docs/design.md#steering). Each handler only queues the request and waits for the loop to
+ * apply it before its next chat request, so registering them adds no command.
  */
 function steer(loop: AgentLoop): void {
   const { steering, review, undo } = loop;
@@ -96,15 +93,12 @@ function userMessageFrom(input: AddUserMessageInput): ChatMessage {
 }
 
 /**
- * The reference agent loop (docs/design.md#agent-run). Keeps the live conversation, a `UsageCounter` per backend,
- * and writes its transcript as it goes (the `recordSession` activity); compacts with `compact`
- * (summaries as the `summarize` activity); calls the `chat` activity and the requested tools as
- * activities; continues as new when Temporal suggests it (or every `continueAsNewAfterRounds`),
- * carrying the live conversation, the counters and the compaction totals — never the transcript.
+ * The reference agent loop (docs/design.md#agent-run): keeps the live conversation, writes its transcript as it goes
+ * (`recordSession`), compacts with `compact`, calls `chat` and the tools as activities, and continues as new when
+ * Temporal suggests it (or every `continueAsNewAfterRounds`), carrying the live conversation, never the transcript.
  *
- * Ends when the model answers without tool calls (and no user message is waiting), when a replayed
- * recording ends, after `maxRounds`, or after the `stop` update (the round in progress finishes
- * first; `stopReason: 'stopped'`). Cancelled, it ends Cancelled after writing its transcript.
+ * Ends when the model answers without tool calls (and no user message waits), when a replayed recording ends, after
+ * `maxRounds`, or after the `stop` update. Cancelled, it writes its transcript, then ends Cancelled.
  *
  * @throws ApplicationFailure `Compaction.InvalidInput` (non-retryable) naming the field of bad input.
  * @throws ApplicationFailure `RunFailed.ContextExhausted` (non-retryable) when even a hard trim cannot make the conversation fit; the transcript is written first.
@@ -136,8 +130,7 @@ export async function agentRun(input: AgentRunWorkflowInput): Promise<AgentRunRe
       await loop.recordSessionBeforeFailing('cancelled');
       throw error;
     }
-    // A failure ends the run: its transcript is written first (a bug — any other error — fails
-    // the workflow task and is retried from history, so there is nothing to write).
+    // A failure ends the run with its transcript written; a bug (any other error) fails the task, retried from history.
     if (error instanceof ApplicationFailure) await loop.recordSessionBeforeFailing('failed');
     throw error;
   }

@@ -51,9 +51,8 @@ const MIDDLEWARE_OPTION_KEYS: readonly string[] = [
 ];
 
 /**
- * The compacted prompt as a provider-level prompt (`LanguageModelV4Prompt`), which, unlike a
- * `ModelMessage[]`, wants every user and assistant message's content as parts: the summary the
- * engine adds is a string, so it becomes one text part. The prompt itself when nothing changed.
+ * The compacted prompt as a provider-level prompt (`LanguageModelV4Prompt`), which wants every user and assistant
+ * message's content as parts: the summary the engine adds is a string, so it becomes one text part.
  */
 function asProviderPrompt(before: readonly unknown[], after: readonly unknown[]): readonly unknown[] {
   if (after === before) return before;
@@ -69,11 +68,9 @@ function asProviderPrompt(before: readonly unknown[], after: readonly unknown[])
 const REMEMBERED_COMPACTIONS = 4;
 
 /**
- * The middleware. Before each call it puts back what it compacted before (a `generateText` loop
- * sends the whole conversation again at every step: the prefix it compacted is replaced by its
- * compacted form, so the summary is not asked for again), then compacts when `needsCompaction`
- * says so, and remembers the result. In a workflow the memory lives in the workflow's own state,
- * rebuilt the same on replay; the summary is one `summarize` activity per compaction.
+ * The middleware. Before each call it puts back what it compacted before (a `generateText` loop sends the whole
+ * conversation again at every step, so the summary is not asked for again), then compacts when `needsCompaction` says
+ * so. In a workflow the memory is workflow state, rebuilt the same on replay; a summary is one `summarize` activity.
  *
  * @example
  * const model = wrapLanguageModel({
@@ -89,7 +86,6 @@ export function compactionMiddleware(options: CompactionMiddlewareOptions): Comp
   const remembered: Remembered[] = [];
   let inProcess: Compactor | undefined;
 
-  /** The prompt with the longest remembered prefix replaced by its compacted form. */
   const withRemembered = (prompt: readonly unknown[]): readonly unknown[] => {
     for (let index = remembered.length - 1; index >= 0; index -= 1) {
       const memory = remembered[index];

@@ -32,9 +32,8 @@ export interface CompactConversationInput {
 const INPUT_KEYS = keysOf<CompactConversationInput>({ messages: true, system: true, options: true });
 
 /**
- * One compaction as a workflow (docs/design.md#compact-conversation). Returns the `CompactionResult`. Cancelled, it stops
- * its activity at once and ends as cancelled: there is no caller state to keep consistent, so
- * it does not return the hard trim.
+ * One compaction as a workflow (docs/design.md#compact-conversation). Cancelled, it stops its activity at once and ends
+ * cancelled: there is no caller state to keep consistent, so it does not return the hard trim.
  *
  * @throws ApplicationFailure of type `Compaction.InvalidInput` (non-retryable) for bad input.
  * @throws ApplicationFailure of type `Compaction.PayloadTooLarge` (non-retryable) when the result is
@@ -63,7 +62,6 @@ export async function compactConversation(input: CompactConversationInput): Prom
         'only with options.format "anthropic": in the other formats the system prompt is a message',
       ),
     );
-  // Another format is mapped to the engine's messages and back in this workflow code (pure, so deterministic).
   const pass = passOf(system === undefined ? messages : { system, messages }, jsonOptions);
   const { result: engine } = await driveCompaction(pass.messages, pass.call, 'rethrow');
   const result: AnyCompactionResult = pass.view === undefined ? engine : withoutRequest(pass.view.result(engine));

@@ -1,5 +1,4 @@
-// Sandbox-safe: the options of the workflow `compact` (docs/design.md#workflow-compact), checked
-// once into the settings a pass runs with.
+// Sandbox-safe: the options of the workflow `compact` (docs/design.md#workflow-compact), checked once.
 import type { ActivityOptions } from '@temporalio/common';
 import {
   COMPACTION_OPTION_KEYS,
@@ -41,10 +40,7 @@ export const COMPACT_OPTION_KEYS: readonly string[] = [
   ...keysOf<FormatOption>({ format: true }),
 ];
 
-/**
- * What every pass with one set of options runs with, checked once: the engine's options and how
- * the `summarize` activity is called. Plain data; an agent run builds it once per run.
- */
+/** What a pass runs with, checked once: the engine's options and how the `summarize` activity is called. */
 export interface CompactionSettings {
   options: ResolvedOptions;
   activity: ActivityOptions;
@@ -56,7 +52,6 @@ export interface CompactionSettings {
   label?: string;
 }
 
-/** One pass: its settings, and the call's own target, counter and instructions. */
 export interface CompactionCall {
   settings: CompactionSettings;
   overrides: CallOverrides;
@@ -82,12 +77,11 @@ function compactionCallOf(options: unknown): CompactionCall {
   if (counter !== undefined && typeof counter?.count !== 'function')
     throw new InvalidInputError('options.counter', 'must have a count(messages) method');
   const activity = summarizeActivityOptions(resolved, { startToCloseTimeout, heartbeatTimeout, taskQueue }, 'options');
-  if (maxPayloadBytes !== undefined && !(Number.isSafeInteger(maxPayloadBytes) && maxPayloadBytes >= 1024)) {
+  if (maxPayloadBytes !== undefined && !(Number.isSafeInteger(maxPayloadBytes) && maxPayloadBytes >= 1024))
     throw new InvalidInputError(
       'options.maxPayloadBytes',
       `must be an integer of at least 1024, got ${JSON.stringify(maxPayloadBytes)}`,
     );
-  }
   if (payloadStore !== undefined && typeof payloadStore !== 'boolean')
     throw new InvalidInputError('options.payloadStore', 'must be true or false');
   return {
@@ -102,10 +96,7 @@ function compactionCallOf(options: unknown): CompactionCall {
   };
 }
 
-/**
- * A call's conversation as the engine reads it (the view of `options.format`, undefined for OpenAI
- * chat), and its options checked once the span is open.
- */
+/** A call's conversation as the engine reads it (`view` undefined for OpenAI chat), and its options checked. */
 interface Pass {
   view: FormatView<FormatCompactionResult> | undefined;
   messages: unknown;
@@ -113,8 +104,7 @@ interface Pass {
 }
 
 /**
- * The pass of a call: `options.format` checked (here, once) and the conversation mapped to the
- * engine's messages (in workflow code: the mapping is pure).
+ * The pass of a call: `options.format` checked (here, once) and the conversation mapped to the engine's messages.
  * @throws ApplicationFailure of type `Compaction.InvalidInput` for a bad format or a malformed conversation.
  */
 export function passOf(conversation: unknown, options: unknown): Pass {

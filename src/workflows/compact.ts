@@ -12,13 +12,11 @@ import { passOf, type CompactOptions } from './compact-options.js';
 import { driveCompaction } from './drive-compaction.js';
 
 /**
- * Compacts a conversation inside any workflow (docs/design.md#pass, docs/design.md#workflow-compact): elision and the hard trim run as
- * workflow code, the summary as the `summarize` activity with `RetryPolicy { maximumAttempts:
- * maxAttempts, initialInterval: retryBackoff, backoffCoefficient: 2, maximumInterval: 30 s }`.
- * Never rejects for a summarizer failure: a rejected request (400-404), exhausted attempts or a
- * summary that does not fit end in the hard trim (`fallback: true`). Cancelling the calling
- * workflow cancels the request in flight or the backoff at once and `compact` resolves with the
- * hard trim; the caller's next activity or timer then rejects with `CancelledFailure`.
+ * Compacts a conversation inside any workflow (docs/design.md#workflow-compact): elision and the hard trim run as
+ * workflow code, the summary as the `summarize` activity (`maxAttempts`, `retryBackoff` ×2, at most 30 s apart).
+ * Never rejects for a summarizer failure: a rejected request, exhausted attempts or a summary that does not fit end
+ * in the hard trim (`fallback: true`). Cancelling the calling workflow cancels the request or the backoff at once and
+ * `compact` resolves with the hard trim; the caller's next activity or timer then rejects with `CancelledFailure`.
  *
  * @throws ApplicationFailure of type `Compaction.InvalidInput` (non-retryable) naming the index and field of bad input.
  * @example
@@ -64,9 +62,8 @@ export function needsCompaction(conversation: Conversation, options: CompactOpti
 }
 
 /**
- * {@link needsCompaction}, and with `summarizerContextWindow` how many pieces the summary of the
- * middle a compaction would replace now would take (`summaryPieces`, only when more than one
- * request; docs/design.md#summarizer-window). Same checks as `needsCompaction`.
+ * {@link needsCompaction}, and with `summarizerContextWindow` how many pieces the summary of the middle would take
+ * now (`summaryPieces`, only when more than one; docs/design.md#summarizer-window).
  * @throws ApplicationFailure of type `Compaction.InvalidInput` for bad input.
  * @example
  * const { needed, summaryPieces } = planCompaction(messages, { contextBudget: 1_000_000, summarizerContextWindow: 128_000 });

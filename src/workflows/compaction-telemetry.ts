@@ -13,8 +13,8 @@ import { compactionKind } from '../core/compaction/kind.js';
 import type { SummarizerUsage } from '../core/counting/summarizer-usage.js';
 import type { CompactionResult } from '../core/types.js';
 
-/** What a compaction ends with, as its telemetry reads it. */
-interface Compacted {
+/** A compaction's result and what its summarizer requests cost (undefined when no summary came back). */
+export interface Compacted {
   result: CompactionResult;
   summarizerUsage: SummarizerUsage | undefined;
 }
@@ -37,11 +37,10 @@ function countCompaction({ result }: Compacted): void {
 }
 
 /**
- * Runs one compaction inside its `Compaction` span: `run` is handed the tally of the summarizer's
- * requests and attempts. A compaction that ends is recorded on the span and counted by result; one
- * that fails (other than by cancellation) is counted by failure type and marks the span an error.
+ * Runs one compaction inside its `Compaction` span, handing `run` the tally of the summarizer's requests and attempts.
+ * One that ends is counted by result; one that fails (not by cancellation) by failure type, marking the span an error.
  */
-export function withCompactionTelemetry<T extends Compacted>(run: (tally: SummarizerTally) => Promise<T>): Promise<T> {
+export function withCompactionTelemetry(run: (tally: SummarizerTally) => Promise<Compacted>): Promise<Compacted> {
   return trace.getTracer('temporal-compactor').startActiveSpan(COMPACTION_SPAN_NAME, async (span) => {
     const tally: SummarizerTally = { requests: 0, attempts: 0 };
     try {

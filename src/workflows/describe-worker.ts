@@ -1,7 +1,6 @@
-// Sandbox-safe: asks a worker of this task queue (the `describeWorker` activity) whether it stores
-// payloads externally and which of our search attributes the namespace has; a worker that cannot
-// answer is taken to have neither, which is always safe. A regular activity, not a local one: a
-// local activity the worker lacks fails the workflow task again and again; a regular one fails and the run goes on.
+// Sandbox-safe: asks a worker of this task queue whether it stores payloads externally and which of our search
+// attributes the namespace has; one that cannot answer has neither, which is always safe. A regular activity: a local
+// one the worker lacks fails the workflow task again and again; a regular one fails and the run goes on.
 import { ActivityFailure, isCancellation, proxyActivities } from '@temporalio/workflow';
 import type { CompactorActivities } from '../activities/index.js';
 import { isRecord } from '../core/schema.js';

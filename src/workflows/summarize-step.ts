@@ -19,10 +19,8 @@ export type OnCancel = 'hard-trim' | 'rethrow';
 export const ACTIVITY_SUMMARY_MAX_CHARS = 64;
 
 /**
- * The one-line activity summary the UI and CLI show, e.g. `summarize 247 messages (109,333 chars) ·
- * gpt-4o-mini`, `summarize 31 messages (24,012 chars), piece 2 of 9`; with a compaction's `label`
- * (an agent run's: which compaction and why), the label first and what this request is
- * (`#2 trigger · 21 msgs (12,547 chars)`, `#2 trigger · coverage retry · 21 msgs (12,547 chars)`), at most {@link ACTIVITY_SUMMARY_MAX_CHARS} characters.
+ * The activity summary the UI and CLI show: `summarize 31 messages (24,012 chars), piece 2 of 9 · gpt-4o-mini`; with
+ * an agent run's `label`, `#2 trigger · coverage retry · 21 msgs (12,547 chars)`, cut to the maximum.
  */
 export function summarizeActivitySummary(step: SummarizeStep, summarizerModel?: string, label?: string): string {
   const model = summarizerModel === undefined ? '' : ` · ${summarizerModel}`;
@@ -39,7 +37,7 @@ export function summarizeActivitySummary(step: SummarizeStep, summarizerModel?: 
   return text.length > ACTIVITY_SUMMARY_MAX_CHARS ? `${text.slice(0, ACTIVITY_SUMMARY_MAX_CHARS - 1)}…` : text;
 }
 
-/** The attempt a summarize activity reported (in its output, or in its failure's details); 1 when it said none. */
+/** The attempt a summarize activity reported (in its output or its failure's details); 1 when it said none. */
 function reportedAttempt(value: unknown): number {
   const attempt = isRecord(value) ? value.attempt : undefined;
   return positive(attempt) ? attempt : 1;
@@ -48,14 +46,13 @@ function reportedAttempt(value: unknown): number {
 const positive = (value: unknown): value is number =>
   typeof value === 'number' && Number.isSafeInteger(value) && value > 0;
 
-/** The window and prompt tokens a `Summarizer.ContextOverflow` failure's details state (positive integers only). */
+/** The window and prompt tokens a `Summarizer.ContextOverflow` failure's details state. */
 function statedNumbers(details: unknown): { contextWindow?: number; promptTokens?: number } {
   if (!isRecord(details)) return {};
   const { contextWindow, promptTokens } = details;
   return { ...(positive(contextWindow) ? { contextWindow } : {}), ...(positive(promptTokens) ? { promptTokens } : {}) };
 }
 
-/** Answers one step with the `summarize` activity; maps how it ended to the engine's outcome. */
 export async function summarizeStep(
   step: SummarizeStep,
   compaction: CompactionSettings,

@@ -1,5 +1,5 @@
-// Sandbox-safe: the agent loop's tool calls as activities, in parallel (docs/design.md#tools); what goes
-// wrong with one becomes that call's result, information for the model rather than the end of the run.
+// Sandbox-safe: the agent loop's tool calls as activities, in parallel (docs/design.md#tools); what goes wrong with
+// one becomes that call's result, for the model to read, not the end of the run.
 import { ActivityFailure, isCancellation, proxyActivities } from '@temporalio/workflow';
 import type { CompactorActivities } from '../activities/index.js';
 import type { AgentRunPlan, ModelConfig } from '../core/agent/agent-input.js';
@@ -20,11 +20,7 @@ export const MAX_TOOL_ARGUMENT_CHARS = 1_000_000;
 /** Argument JSON nested deeper than this is answered with an error (deep nesting can overflow the stack of whatever serializes it). */
 export const MAX_TOOL_ARGUMENT_DEPTH = 64;
 
-/**
- * What a round's tool calls are dispatched with: the backend that answered (a replayed recording
- * answers its own tool calls), and the calls the run answers itself, by id (`compact_context`,
- * docs/design.md#agent-tool).
- */
+/** The backend that answered (a recording answers its own tool calls) and the calls the run answered itself, by id. */
 interface ToolDispatch {
   plan: AgentRunPlan;
   backend: ModelConfig;
@@ -52,7 +48,7 @@ export function jsonDepth(text: string, limit: number): number {
   return deepest;
 }
 
-/** Why a call is answered without running under the bounds, or undefined when it may run. */
+/** Why a call over the bounds is answered without running. */
 function overBound(call: ToolCall): string | undefined {
   const { name, arguments: args } = call.function;
   if (args.length > MAX_TOOL_ARGUMENT_CHARS)
@@ -63,10 +59,9 @@ function overBound(call: ToolCall): string | undefined {
 }
 
 /**
- * Runs `tasks` in order with at most `limit` in flight and, past the first, at most `budget` of
- * their `weight` (the bytes of arguments each schedules) in flight: what starts together is
- * scheduled in one workflow task, whose commands must stay under the server's message limit.
- * Results in task order; the first failure rejects (as `Promise.all`). Deterministic in workflow code.
+ * Runs `tasks` in order, at most `limit` and (past the first) `budget` of their `weight` (argument bytes) in flight:
+ * what starts together is scheduled in one workflow task, whose commands must stay under the server's message limit.
+ * Results in task order; the first failure rejects (as `Promise.all`).
  */
 function inWaves<T>(
   tasks: ReadonlyArray<{ run: () => Promise<T>; weight: number }>,
@@ -102,10 +97,7 @@ function inWaves<T>(
   });
 }
 
-/**
- * Runs the tool calls of an assistant turn as activities (in parallel) and returns their results
- * in call order; the calls in `unanswered` (a recording that never answered them) are left out.
- */
+/** The results of an assistant turn's tool calls, in call order, without those a recording left `unanswered`. */
 export async function runToolCalls(
   message: ChatMessage,
   unanswered: readonly string[],
@@ -118,7 +110,8 @@ export async function runToolCalls(
   const theirs = agentActivityOptions(plan.toolActivity, 'input.toolActivity', USER_TOOL_DEFAULTS);
   const declared = new Set(plan.tools.map((tool) => tool.function.name));
   const tasks = calls.map((call, index) => async (): Promise<ChatMessage> => {
-    const summary = `${call.function.name} ${oneLine(call.function.arguments, 60)}`;
+    const { name, arguments: text } = call.function;
+    const summary = `${name} ${oneLine(text, 60)}`;
     const answer = (content: string): ChatMessage => ({ role: 'tool', tool_call_id: call.id, content });
     const own = answered?.get(call.id);
     if (own !== undefined) return answer(own);
@@ -133,33 +126,24 @@ export async function runToolCalls(
         const { replayTool } = proxyActivities<CompactorActivities>({ ...ours, summary: `replay ${summary}` });
         return await replayTool({ trajectory: config.trajectory, toolCallId: call.id });
       }
-      if (!declared.has(call.function.name))
-        return answer(
-          `Error: there is no tool named "${call.function.name}"; the tools are: ${[...declared].join(', ') || 'none'}`,
-        );
+      if (!declared.has(name))
+        return answer(`Error: there is no tool named "${name}"; the tools are: ${[...declared].join(', ') || 'none'}`);
       let args: unknown;
       try {
-        args = call.function.arguments.trim() === '' ? {} : JSON.parse(call.function.arguments);
+        args = text.trim() === '' ? {} : JSON.parse(text);
       } catch {
-        return answer(
-          `Error: the arguments of ${call.function.name} are not valid JSON: ${oneLine(call.function.arguments, 200)}`,
-        );
+        return answer(`Error: the arguments of ${name} are not valid JSON: ${oneLine(text, 200)}`);
       }
       const bytes = jsonPayloadBytes([args]);
       const limit = payloadBound(plan.maxPayloadBytes, externalStorage);
       if (bytes > limit)
-        return answer(
-          `Error: the arguments of ${call.function.name} are ${bytes} bytes, more than a tool call may carry (${limit})`,
-        );
+        return answer(`Error: the arguments of ${name} are ${bytes} bytes, more than a tool call may carry (${limit})`);
       // `recall` (docs/design.md#recall) is ours, when the run declared it: a user's own tool of that name is not.
-      const settings =
-        isBuiltInToolName(call.function.name) || (plan.recall && call.function.name === RECALL_TOOL_NAME)
-          ? ours
-          : theirs;
+      const settings = isBuiltInToolName(name) || (plan.recall && name === RECALL_TOOL_NAME) ? ours : theirs;
       // Typed by name, not from createActivities: a worker registers the user's own tools beside ours.
       const tools = proxyActivities<Record<string, (args: unknown) => Promise<unknown>>>({ ...settings, summary });
-      const run = tools[call.function.name];
-      if (run === undefined) return answer(`Error: there is no tool named "${call.function.name}"`);
+      const run = tools[name];
+      if (run === undefined) return answer(`Error: there is no tool named "${name}"`);
       const output = await run(args);
       return answer(typeof output === 'string' ? output : JSON.stringify(output));
     } catch (error) {

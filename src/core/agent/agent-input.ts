@@ -101,8 +101,8 @@ export interface AgentCompactionOptions extends Omit<CompactionOptions, 'context
   /** Declare a `recall` tool and name replaced transcript ids in stubs and summaries (docs/design.md#recall). @default false */
   recall?: boolean;
   /**
-   * The provider's prompt-cache lifetime: after a longer pause the run compacts at `coldTrigger`
-   * (docs/design.md#cold-cache). @default the shortest of the chain's providers' (`DEFAULT_CACHE_TTL`)
+   * Prompt-cache lifetime: after a longer pause the run compacts at `coldTrigger` (docs/design.md#cold-cache).
+   * @default the shortest of the chain's providers' (`DEFAULT_CACHE_TTL`)
    */
   cacheTtl?: CacheTtl;
   /** The trigger, as a share of the budget, after a pause longer than `cacheTtl` (at most `triggerRatio`). @default 0.7 */
@@ -136,13 +136,12 @@ export interface AgentRunInput {
   /** Upsert the run's search attributes the namespace has (a missing one is never upserted). @default true */
   searchAttributes?: boolean;
   /**
-   * The largest payload the run sends inline; over it, without a payload store, the run fails with
-   * `RunFailed.PayloadTooLarge` rather than send what the server refuses. @default 2,000,000
+   * The largest payload sent inline; over it, without a payload store, the run fails `RunFailed.PayloadTooLarge`
+   * rather than send what the server refuses. @default 2,000,000
    */
   maxPayloadBytes?: number;
 }
 
-/** One backend with every default applied. */
 export interface ResolvedBackend {
   index: number;
   label: string;
@@ -151,7 +150,6 @@ export interface ResolvedBackend {
   tokenizer: Tokenizer;
 }
 
-/** A run's compaction settings, resolved at its start. */
 export interface AgentCompaction {
   options: Omit<ResolvedOptions, 'contextBudget'>;
   /** The run's `contextBudget`; undefined: each compaction aims at the preflight's room. */
@@ -183,9 +181,7 @@ export interface AgentRunPlan {
   maxPayloadBytes: number;
 }
 
-/** @default 100 */
 export const DEFAULT_MAX_ROUNDS = 100;
-/** @default 5 rounds: a backend that failed a round is tried first again five rounds later. */
 export const DEFAULT_BACKEND_COOLDOWN_ROUNDS = 5;
 /** The retry policy's `maximumInterval` of `chat` and tools; a larger `initialInterval` would make the SDK throw. */
 export const AGENT_MAXIMUM_RETRY_INTERVAL_MS = 30_000;
@@ -262,7 +258,6 @@ export const AGENT_COMPACTION_KEYS: readonly string[] = [
   }),
 ];
 
-/** The keys of the object schema at `path` inside `schema`; empty when there is none. */
 function schemaKeysAt(schema: z.core.$ZodType, path: readonly PropertyKey[]): string[] {
   let at: z.core.$ZodType = schema;
   for (const key of path) {
@@ -276,16 +271,19 @@ function schemaKeysAt(schema: z.core.$ZodType, path: readonly PropertyKey[]): st
   return at instanceof z.ZodObject ? Object.keys(at.shape) : [];
 }
 
-/** A zod issue of `schema` as an `InvalidInputError` under `root`; an unknown key with the closest known name. */
-function issueError(issue: z.core.$ZodIssue, schema: z.core.$ZodType, value: unknown, root: string): InvalidInputError {
-  if (issue.code === 'unrecognized_keys') {
-    const key = issue.keys[0] ?? '';
-    return new InvalidInputError(
-      pathOf(root, [...issue.path, key]),
-      unknownKeyReason(key, schemaKeysAt(schema, issue.path), 'field'),
-    );
-  }
-  return new InvalidInputError(pathOf(root, issue.path), describeIssue(issue, value));
+/** `value` parsed by `schema`; else an `InvalidInputError` under `root`, an unknown key with the closest name of `keys`. */
+function parseWith<T>(schema: z.ZodType<T>, keys: z.core.$ZodType, value: unknown, root: string, shape: string): T {
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0];
+  if (issue === undefined) throw new InvalidInputError(root, shape);
+  if (issue.code !== 'unrecognized_keys')
+    throw new InvalidInputError(pathOf(root, issue.path), describeIssue(issue, value));
+  const key = issue.keys[0] ?? '';
+  throw new InvalidInputError(
+    pathOf(root, [...issue.path, key]),
+    unknownKeyReason(key, schemaKeysAt(keys, issue.path), 'field'),
+  );
 }
 
 /**
@@ -293,16 +291,9 @@ function issueError(issue: z.core.$ZodIssue, schema: z.core.$ZodType, value: unk
  * field, e.g. `input.model[1].contextWindow`. A continued run's carried conversation is checked by the workflow.
  */
 export function planAgentRun(input: unknown): AgentRunPlan {
-  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
+  if (typeof input !== 'object' || input === null || Array.isArray(input))
     throw new InvalidInputError('input', 'must be an object { messages, model, compaction, tools?, maxRounds? }');
-  }
-  const parsed = inputSchema.safeParse(input);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    if (issue === undefined) throw new InvalidInputError('input', 'invalid');
-    throw issueError(issue, inputSchema, input, 'input');
-  }
-  const data = parsed.data;
+  const data = parseWith(inputSchema, inputSchema, input, 'input', 'invalid');
   assertKnownKeys(data.compaction, AGENT_COMPACTION_KEYS, 'input.compaction');
   const {
     review,
@@ -319,10 +310,10 @@ export function planAgentRun(input: unknown): AgentRunPlan {
       'input.compaction.review',
       `must be one of ${COMPACTION_REVIEWS.map((mode) => `"${mode}"`).join(', ')}, got ${JSON.stringify(review)}`,
     );
-  checkDuration(reviewTimeout, 'input.compaction.reviewTimeout');
+  const reviewTimeoutMs = checkDuration(reviewTimeout, 'input.compaction.reviewTimeout');
   if (recall !== undefined && typeof recall !== 'boolean')
     throw new InvalidInputError('input.compaction.recall', `must be true or false, got ${JSON.stringify(recall)}`);
-  const models = parseModels(data.model);
+  const backends = parseBackends(data.model);
   const tools = (data.tools ?? []).map(parseTool);
   const names = new Set<string>();
   // The run's own tools (docs/design.md#agent-tool: compact_context is reserved, declared or not).
@@ -339,21 +330,7 @@ export function planAgentRun(input: unknown): AgentRunPlan {
   });
   if (recall === true) tools.push(RECALL_TOOL);
   if (agentTool !== undefined) tools.push(COMPACT_CONTEXT_TOOL);
-  const backends = models.map((config, index): ResolvedBackend => {
-    const field = Array.isArray(data.model) ? `input.model[${index}]` : 'input.model';
-    const safetyMargin =
-      config.safetyMargin ?? (config.provider === 'openai' ? Math.ceil(config.contextWindow * 0.05) : 0);
-    if (config.maxOutputTokens + safetyMargin >= config.contextWindow) {
-      throw new InvalidInputError(
-        `${field}.contextWindow`,
-        `${config.contextWindow} leaves no room for the conversation after maxOutputTokens (${config.maxOutputTokens}) and safetyMargin (${safetyMargin})`,
-      );
-    }
-    const label =
-      config.label ?? (config.provider === 'openai' ? `openai:${config.model}` : `replay:${config.trajectory}`);
-    return { index, label, config, safetyMargin, tokenizer: config.tokenizer ?? 'o200k_base' };
-  });
-  // Resolved now, so a bad option fails the run at its start; the budget is checked with a stand-in when the preflight supplies it.
+  // Resolved now, so a bad option fails the run at its start; a stand-in budget when the preflight supplies it.
   const { contextBudget, startToCloseTimeout, heartbeatTimeout, taskQueue, summarizerModel, ...compactionOptions } =
     compaction;
   if (compactionOptions.keepTask !== undefined)
@@ -379,17 +356,11 @@ export function planAgentRun(input: unknown): AgentRunPlan {
   ] as const) {
     checkDuration(settings?.startToCloseTimeout, `${field}.startToCloseTimeout`);
     checkDuration(settings?.heartbeatTimeout, `${field}.heartbeatTimeout`);
-    checkDuration(settings?.initialInterval, `${field}.initialInterval`);
-    const initialInterval = settings?.initialInterval;
-    if (
-      initialInterval !== undefined &&
-      parseDuration(initialInterval, `${field}.initialInterval`) > AGENT_MAXIMUM_RETRY_INTERVAL_MS
-    ) {
+    if ((checkDuration(settings?.initialInterval, `${field}.initialInterval`) ?? 0) > AGENT_MAXIMUM_RETRY_INTERVAL_MS)
       throw new InvalidInputError(
         `${field}.initialInterval`,
-        `must be at most ${AGENT_MAXIMUM_RETRY_INTERVAL_MS / 1000}s (the longest wait between attempts), got ${JSON.stringify(initialInterval)}`,
+        `must be at most ${AGENT_MAXIMUM_RETRY_INTERVAL_MS / 1000}s (the longest wait between attempts), got ${JSON.stringify(settings?.initialInterval)}`,
       );
-    }
     assertTaskQueueName(settings?.taskQueue, `${field}.taskQueue`);
   }
   const messages = data.carried === undefined ? validateAgentMessages(data.messages) : [];
@@ -412,10 +383,7 @@ export function planAgentRun(input: unknown): AgentRunPlan {
     agentTool,
     review: {
       mode: review ?? 'auto',
-      timeoutMs:
-        reviewTimeout === undefined
-          ? DEFAULT_REVIEW_TIMEOUT_MS
-          : parseDuration(reviewTimeout, 'input.compaction.reviewTimeout'),
+      timeoutMs: reviewTimeoutMs ?? DEFAULT_REVIEW_TIMEOUT_MS,
     },
     maxRounds: data.maxRounds ?? DEFAULT_MAX_ROUNDS,
     backendCooldown: {
@@ -438,34 +406,42 @@ export function planAgentRun(input: unknown): AgentRunPlan {
   };
 }
 
-/** A duration that must be longer than zero when given (a workflow must not find out later, in the middle of a run). */
-function checkDuration(value: unknown, field: string): void {
-  if (value === undefined) return;
+/** A duration longer than zero when given: the run must not find out in its middle. */
+function checkDuration(value: unknown, field: string): number | undefined {
+  if (value === undefined) return undefined;
   if (typeof value !== 'number' && typeof value !== 'string')
     throw new InvalidInputError(field, 'must be milliseconds or a duration like "30s"');
-  if (parseDuration(value, field) <= 0)
-    throw new InvalidInputError(field, `must be longer than zero, got ${JSON.stringify(value)}`);
+  const ms = parseDuration(value, field);
+  if (ms <= 0) throw new InvalidInputError(field, `must be longer than zero, got ${JSON.stringify(value)}`);
+  return ms;
 }
 
 const MODEL_SHAPES =
   '{ provider: "openai", model, contextWindow, maxOutputTokens, safetyMargin? } or { provider: "replay", trajectory, contextWindow, maxOutputTokens }';
 
-/** One model config or a non-empty chain of them, with errors naming the exact field. */
-function parseModels(model: unknown): ModelConfig[] {
+/** One model config or a non-empty chain of them, each with its defaults. */
+function parseBackends(model: unknown): ResolvedBackend[] {
   if (model === undefined) throw new InvalidInputError('input.model', `required: ${MODEL_SHAPES}, or a list of them`);
   const list = Array.isArray(model) ? model : [model];
   if (list.length === 0) throw new InvalidInputError('input.model', 'must not be an empty list');
-  return list.map((config: unknown, index) => {
+  return list.map((value: unknown, index): ResolvedBackend => {
     const field = Array.isArray(model) ? `input.model[${index}]` : 'input.model';
-    if (typeof config !== 'object' || config === null) throw new InvalidInputError(field, `must be ${MODEL_SHAPES}`);
-    const provider: unknown = Reflect.get(config, 'provider');
+    if (typeof value !== 'object' || value === null) throw new InvalidInputError(field, `must be ${MODEL_SHAPES}`);
+    const provider: unknown = Reflect.get(value, 'provider');
     if (provider !== 'openai' && provider !== 'replay')
       throw new InvalidInputError(`${field}.provider`, `must be "openai" or "replay", got ${JSON.stringify(provider)}`);
-    const parsed = modelSchema.safeParse(config);
-    if (parsed.success) return parsed.data;
-    const issue = parsed.error.issues[0];
-    if (issue === undefined) throw new InvalidInputError(field, `must be ${MODEL_SHAPES}`);
-    throw issueError(issue, provider === 'openai' ? openaiModelSchema : replayModelSchema, config, field);
+    const keys = provider === 'openai' ? openaiModelSchema : replayModelSchema;
+    const config = parseWith(modelSchema, keys, value, field, `must be ${MODEL_SHAPES}`);
+    const safetyMargin =
+      config.safetyMargin ?? (config.provider === 'openai' ? Math.ceil(config.contextWindow * 0.05) : 0);
+    if (config.maxOutputTokens + safetyMargin >= config.contextWindow)
+      throw new InvalidInputError(
+        `${field}.contextWindow`,
+        `${config.contextWindow} leaves no room for the conversation after maxOutputTokens (${config.maxOutputTokens}) and safetyMargin (${safetyMargin})`,
+      );
+    const label =
+      config.label ?? (config.provider === 'openai' ? `openai:${config.model}` : `replay:${config.trajectory}`);
+    return { index, label, config, safetyMargin, tokenizer: config.tokenizer ?? 'o200k_base' };
   });
 }
 
@@ -480,7 +456,7 @@ export function pinTask(messages: readonly ChatMessage[]): ChatMessage[] {
 const TOOL_SHAPE = '{ type: "function", function: { name, description?, parameters? } }';
 const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 
-/** "a string", "a list", "null": what a value is, for messages about the wrong kind of value. */
+/** "a string", "a list", "null": what a value is. */
 function kindOf(value: unknown): string {
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'a list';
@@ -513,14 +489,13 @@ function parseTool(value: unknown, index: number): ToolDeclaration {
         : `must be an object { name, description?, parameters? }, got ${kindOf(declared)}`,
     );
   const { name, description, parameters, strict } = declared;
-  if (typeof name !== 'string' || !TOOL_NAME.test(name)) {
+  if (typeof name !== 'string' || !TOOL_NAME.test(name))
     throw new InvalidInputError(
       `${field}.function.name`,
       name === undefined
         ? 'required: 1-64 letters, digits, _ or -'
         : `must be 1-64 letters, digits, _ or -, got ${JSON.stringify(name)}`,
     );
-  }
   if (isInternalActivityName(name))
     throw new InvalidInputError(
       `${field}.function.name`,
@@ -538,12 +513,11 @@ function parseTool(value: unknown, index: number): ToolDeclaration {
 function checkParameters(parameters: unknown, field: string): void {
   if (!isRecord(parameters))
     throw new InvalidInputError(field, `must be a JSON Schema object, got ${kindOf(parameters)}`);
-  if (parameters.type !== undefined && parameters.type !== 'object') {
+  if (parameters.type !== undefined && parameters.type !== 'object')
     throw new InvalidInputError(
       `${field}.type`,
       `must be "object" (a function takes named arguments), got ${JSON.stringify(parameters.type)}`,
     );
-  }
   const { properties, required } = parameters;
   if (properties !== undefined) {
     if (!isRecord(properties))
@@ -556,21 +530,15 @@ function checkParameters(parameters: unknown, field: string): void {
         );
     }
   }
-  if (required !== undefined && !(Array.isArray(required) && required.every((entry) => typeof entry === 'string'))) {
+  if (required !== undefined && !(Array.isArray(required) && required.every((entry) => typeof entry === 'string')))
     throw new InvalidInputError(`${field}.required`, 'must be a list of property names');
-  }
 }
 
-/** Arguments as a message shows them: JSON-quoted, cut after 60 characters. */
 function quoted(text: string): string {
   return JSON.stringify(text.length > 60 ? `${text.slice(0, 60)}…` : text);
 }
 
-/**
- * Validates an `agentRun`'s opening conversation: {@link validateMessages}, plus what a provider
- * refuses (docs/design.md#messages): each call answered exactly once right after its turn, and
- * arguments that are JSON objects.
- */
+/** {@link validateMessages}, plus what a provider refuses: each call answered once right after its turn, arguments JSON objects. */
 export function validateAgentMessages(messages: unknown): ChatMessage[] {
   const valid = validateMessages(messages);
   let open: { index: number; ids: string[]; answered: Map<string, number> } | undefined;
@@ -579,13 +547,12 @@ export function validateAgentMessages(messages: unknown): ChatMessage[] {
     const turn = open;
     open = undefined;
     const position = turn.ids.findIndex((id) => !turn.answered.has(id));
-    if (position >= 0) {
+    if (position >= 0)
       throw new InvalidInputError(
         `messages[${turn.index}].tool_calls[${position}].id`,
         `"${turn.ids[position]}" has no tool result: every call of a turn must be answered before the next message`,
         turn.index,
       );
-    }
   };
   valid.forEach((message, index) => {
     if (message.role === 'tool') {
@@ -614,18 +581,15 @@ export function validateAgentMessages(messages: unknown): ChatMessage[] {
     if (calls.length === 0) return;
     calls.forEach((call, position) => {
       const field = `messages[${index}].tool_calls[${position}].function.arguments`;
+      const fault = (note = ''): InvalidInputError =>
+        new InvalidInputError(field, `must be a JSON object, got ${quoted(call.function.arguments)}${note}`, index);
       let parsed: unknown;
       try {
         parsed = JSON.parse(call.function.arguments);
       } catch {
-        throw new InvalidInputError(
-          field,
-          `must be a JSON object, got ${quoted(call.function.arguments)} (not JSON)`,
-          index,
-        );
+        throw fault(' (not JSON)');
       }
-      if (!isRecord(parsed))
-        throw new InvalidInputError(field, `must be a JSON object, got ${quoted(call.function.arguments)}`, index);
+      if (!isRecord(parsed)) throw fault();
     });
     open = { index, ids: calls.map((call) => call.id), answered: new Map() };
   });

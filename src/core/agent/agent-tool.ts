@@ -10,7 +10,6 @@ import { groupDigits } from './compaction-history.js';
 /** The name of the tool: reserved, a run's own tools may not take it. */
 export const COMPACT_CONTEXT_TOOL_NAME = 'compact_context';
 
-/** The longest `focus` a call may pass. */
 export const MAX_FOCUS_CHARS = 2_000;
 
 /** `compaction.agentTool` in full: `true` is these defaults. */
@@ -27,7 +26,6 @@ export interface AgentToolPlan {
   minReclaim: number | undefined;
 }
 
-/** @default 3 */
 export const DEFAULT_AGENT_TOOL_COOLDOWN_ROUNDS = 3;
 
 /** The declaration the run sends the model under `compaction.agentTool`. */
@@ -86,7 +84,6 @@ export function onlyArgument(
   return { value: args[key] };
 }
 
-/** A call's `focus`, or the error the model reads. */
 export function parseCompactContextArgs(args: unknown): { focus: string | undefined } | { error: string } {
   const parsed = onlyArgument('compact_context', args, 'focus', '{ focus?: string }');
   if ('error' in parsed) return parsed;
@@ -98,7 +95,6 @@ export function parseCompactContextArgs(args: unknown): { focus: string | undefi
   return { focus: focus.trim() === '' ? undefined : focus };
 }
 
-/** What the run decides about a call, before its round ends. */
 export type AgentToolDecision = { accepted: true; focus: string | undefined } | { accepted: false; answer: string };
 
 /** The state a call is judged against. */
@@ -115,7 +111,6 @@ export interface AgentToolContext {
   budget: number;
 }
 
-/** The answer the model reads for an accepted call. */
 export function acceptedAnswer(focus: string | undefined): string {
   return `compact_context: accepted; the harness compacts your context at the end of this round${focus === undefined ? '' : ', keeping what focus names'}.`;
 }

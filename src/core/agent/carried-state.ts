@@ -1,5 +1,5 @@
-// Sandbox-safe: what `agentRun` carries across continue-as-new (docs/design.md#agent-run), and its
-// validation: a caller could hand-make one, and a bad one must fail the run naming the field.
+// Sandbox-safe: what `agentRun` carries across continue-as-new (docs/design.md#agent-run), validated: a caller could
+// hand-make one, and a bad one must fail the run naming the field.
 import { z } from 'zod';
 import { messageTexts } from '../counting/bpe-counter.js';
 import type { UsageCounterState } from '../counting/usage-counter.js';
@@ -90,13 +90,12 @@ export function parseCarriedState(value: unknown, field = 'input.carried'): Agen
 }
 
 function assertCarriedState(value: unknown, field: string): asserts value is AgentRunCarried {
-  if (typeof value !== 'object' || value === null || Array.isArray(value))
-    throw new InvalidInputError(field, 'is what a run carries when it continues as new; leave it out');
+  const leaveOut = 'is what a run carries when it continues as new; leave it out';
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new InvalidInputError(field, leaveOut);
   const parsed = carriedStateSchema.safeParse(value);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    if (issue === undefined)
-      throw new InvalidInputError(field, 'is what a run carries when it continues as new; leave it out');
+    if (issue === undefined) throw new InvalidInputError(field, leaveOut);
     // A token count is named with its encoding and index: `input.carried.tokenCounts.o200k_base[3]`.
     const reason =
       issue.path[0] === 'tokenCounts' && issue.path.length === 3
@@ -123,7 +122,7 @@ function assertCarriedState(value: unknown, field: string): asserts value is Age
   checkCounts(messages, tokenCounts, `${field}.tokenCounts`);
 }
 
-/** Validates messages kept in carried state, naming the carried field (`<list>[i]<suffix>…`). */
+/** Messages validated, naming the carried field (`<list>[i]<suffix>…`). */
 function checkMessages(messages: unknown[], list: string, suffix: string): ChatMessage[] {
   try {
     return validateMessages(messages);

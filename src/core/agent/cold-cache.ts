@@ -53,9 +53,6 @@ export function withColdTrigger<Options extends { triggerRatio: number; targetRa
   options: Options,
   trigger: number,
 ): Options {
-  return {
-    ...options,
-    triggerRatio: Math.min(options.triggerRatio, trigger),
-    targetRatio: Math.min(options.targetRatio, trigger),
-  };
+  const { triggerRatio, targetRatio } = options;
+  return { ...options, triggerRatio: Math.min(triggerRatio, trigger), targetRatio: Math.min(targetRatio, trigger) };
 }

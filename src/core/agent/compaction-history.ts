@@ -82,7 +82,6 @@ export interface UndoneCompaction {
   by: number;
 }
 
-/** An agent run's compaction history as the run keeps it. */
 export interface CompactionHistory {
   totals: CompactionTotals;
   /** The last {@link RECENT_COMPACTIONS} records, oldest first; the rest are in the transcript. */
@@ -91,7 +90,6 @@ export interface CompactionHistory {
   undone: UndoneCompaction[];
 }
 
-/** The number of the last record (compactions and undos). */
 export function recordCount(totals: CompactionTotals): number {
   return totals.compactions + totals.undos;
 }
@@ -99,16 +97,10 @@ export function recordCount(totals: CompactionTotals): number {
 /** Records an agent run keeps in its state, result and queries (the transcript holds every one). @default 20 */
 export const RECENT_COMPACTIONS = 20;
 
-export type CompactionContext = CompactionLineContext;
 /** A record names at most this many missing identifiers: records stay small. */
 export const RECORD_MISSING = 10;
 
-function recordedCoverage(coverage: Coverage | undefined): { coverage?: Coverage } {
-  if (coverage === undefined) return {};
-  return { coverage: { ...coverage, missing: coverage.missing.slice(0, RECORD_MISSING) } };
-}
-
-export function compactionRecord(context: CompactionContext, result: CompactionResult): CompactionRecord {
+export function compactionRecord(context: CompactionLineContext, result: CompactionResult): CompactionRecord {
   return recordOfLine(compactionLineOf(result, context), result.elisions.length, result.userMessages?.kept);
 }
 
@@ -132,31 +124,21 @@ export function emptyCompactionHistory(pricing?: Pricing): CompactionHistory {
   };
 }
 
-/** The history with `record` added, keeping the last `keep` records. */
 export function addCompactionRecord(
   history: CompactionHistory,
   record: CompactionRecord,
   keep = RECENT_COMPACTIONS,
 ): CompactionHistory {
   const { totals } = history;
-  const recent = [...history.recent, record].slice(-Math.max(1, keep));
-  if (record.kind === 'undo')
-    return {
-      usage: history.usage,
-      totals: {
-        ...totals,
-        tokensReclaimed: totals.tokensReclaimed + (record.tokensBefore - record.tokensAfter),
-        undos: totals.undos + 1,
-      },
-      recent,
-      undone: [...history.undone, { compaction: record.undoes ?? 0, by: recordCount(totals) + 1 }],
-    };
+  // An undo's record (undoRecord) adds to no kind, fallback, drop or elision: only to the tokens and `undos`.
+  const undo = record.kind === 'undo';
+  const by = recordCount(totals) + 1;
   return {
     usage: history.usage,
-    undone: history.undone,
+    undone: undo ? [...history.undone, { compaction: record.undoes ?? 0, by }] : history.undone,
     totals: {
       ...totals,
-      compactions: totals.compactions + 1,
+      compactions: totals.compactions + (undo ? 0 : 1),
       summaries: totals.summaries + (record.kind === 'summary' ? 1 : 0),
       trims: totals.trims + (record.kind === 'trim' ? 1 : 0),
       elisionOnly: totals.elisionOnly + (record.kind === 'elision' ? 1 : 0),
@@ -165,15 +147,13 @@ export function addCompactionRecord(
       dropped: totals.dropped + record.dropped,
       elided: totals.elided + record.elided,
       tokensReclaimed: totals.tokensReclaimed + (record.tokensBefore - record.tokensAfter),
+      undos: totals.undos + (undo ? 1 : 0),
     },
-    recent,
+    recent: [...history.recent, record].slice(-Math.max(1, keep)),
   };
 }
 
-/**
- * Every compaction record of a transcript, from its compaction, undo and elision lines. A line
- * without context gets round 0, backend `?` and target 0.
- */
+/** Every compaction record of a transcript; a line without context gets round 0, backend `?` and target 0. */
 export function compactionRecordsFromSession(lines: Iterable<SessionLine>): CompactionRecord[] {
   const records: CompactionRecord[] = [];
   let elided = 0;
@@ -222,7 +202,9 @@ function recordOfLine(line: CompactionLine, elided: number, kept = line.keptUser
     dropped: line.dropped,
     elided,
     ...(line.truncated === undefined ? {} : { truncated: line.truncated }),
-    ...recordedCoverage(line.coverage),
+    ...(line.coverage === undefined
+      ? {}
+      : { coverage: { ...line.coverage, missing: line.coverage.missing.slice(0, RECORD_MISSING) } }),
     ...(line.summaryPieces === undefined ? {} : { summaryPieces: line.summaryPieces }),
     kind: compactionKind({ summary: line.summary, fallback: line.fallback, elisions: { length: elided } }),
     summaryChars: line.summary?.length ?? null,
@@ -296,14 +278,12 @@ export function renderCompactionTable(
   return [COMPACTION_TABLE_HEADER, '|--:|--:|--:|--:|--:|--:|---|---|---|--:|--:|', ...rows].join('\n');
 }
 
-/** The undos among `records`, numbered from `first`. */
 export function undoneIn(records: readonly CompactionRecord[], first: number): UndoneCompaction[] {
   return records.flatMap((record, index) =>
     record.kind === 'undo' && record.undoes !== undefined ? [{ compaction: record.undoes, by: first + index }] : [],
   );
 }
 
-/** An undo's label, or an undone compaction's; undefined otherwise. */
 function undoLabel(record: CompactionRecord, number: number, undone: readonly UndoneCompaction[]): string | undefined {
   if (record.kind === 'undo') return undoWhat(record);
   const by = undone.find((item) => item.compaction === number)?.by;
@@ -418,10 +398,7 @@ export function oneLine(text: string, max: number): string {
   return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
 }
 
-/**
- * The most bytes of JSON the static summary and details each take: their payloads stay under the
- * store's default threshold (256 B), so they stay in history (a client cannot mark them for the UI).
- */
+/** JSON bytes of the static summary and details: under the store's threshold (256 B), they stay in history for the UI. */
 export const STATIC_METADATA_MAX_BYTES = 220;
 
 /** `text` cut (with an ellipsis) until it takes at most `maxBytes` as JSON; '' when not even that fits. */

@@ -13,7 +13,6 @@ export const COMPACTION_MEMO_KEY = 'compactions';
 
 /** At most this many compactions are listed, the most recent. */
 export const MEMO_COMPACTIONS = 10;
-
 /** The most bytes the memo's value takes as JSON: under the server's `limit.memoSize.warn` (2 KiB). */
 export const MEMO_MAX_BYTES = 2_000;
 
@@ -35,7 +34,6 @@ function whatCell(record: CompactionRecord): string {
 const HEADER = ['#', 'round', 'tokens before → after', 'summary or trim', 'dropped', 'elided', 'billed input so far'];
 const RIGHT = [true, true, true, false, true, true, true];
 
-/** Rows as a Markdown table padded to its columns. */
 function paddedTable(rows: readonly string[][]): string[] {
   const widths = HEADER.map((title, column) =>
     Math.max(title.length, ...rows.map((row) => (row[column] ?? '').length)),
@@ -47,8 +45,8 @@ function paddedTable(rows: readonly string[][]): string[] {
 }
 
 /**
- * The run's compaction history as its memo's text: totals, cost, how the run ended, and the last
- * compactions as fit {@link MEMO_MAX_BYTES}. The leading line break aligns the table in the UI's JSON view.
+ * The memo's text: totals, cost, how the run ended, and the last compactions as fit {@link MEMO_MAX_BYTES}.
+ * The leading line break aligns the table in the UI's JSON view.
  */
 export function renderCompactionMemo(history: CompactionHistory, ending?: MemoEnding): string {
   const { totals, recent, usage } = history;

@@ -19,7 +19,6 @@ export interface BackendCounter {
   conversation: TokenCounter;
 }
 
-/** The BPE counter (with `known` counts) or the character estimator. */
 export function tokenizerCounter(tokenizer: Tokenizer, known?: TextTokenCounts): TokenCounter {
   return tokenizer === 'chars'
     ? createCharCounter()
@@ -42,8 +41,8 @@ export function backendCounter(
   const usage =
     state === undefined || state === null ? new UsageCounter({ estimator }) : UsageCounter.fromJSON(state, estimator);
   const { contextWindow, maxOutputTokens } = backend.config;
-  const room = contextWindow - maxOutputTokens - backend.safetyMargin - estimator.toolTokens;
-  const toolTokens = estimator.toolTokens;
+  const { toolTokens } = estimator;
+  const room = contextWindow - maxOutputTokens - backend.safetyMargin - toolTokens;
   return {
     backend,
     usage,

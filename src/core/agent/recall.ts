@@ -8,9 +8,7 @@ import type { SessionEntry } from './session.js';
 /** The name of the tool (and of the activity that answers it). */
 export const RECALL_TOOL_NAME = 'recall';
 
-/** The longest id `recall` looks up. */
 export const MAX_RECALL_ID_CHARS = 64;
-
 /** A recalled message is cut to this many characters, with the harness's cut marker. */
 export const MAX_RECALL_CHARS = 20_000;
 
@@ -32,7 +30,6 @@ export const RECALL_TOOL: ToolDeclaration = {
   },
 };
 
-/** The id `recall` was asked for, or why it is refused. */
 export function parseRecallArgs(args: unknown): { id: string } | { error: string } {
   const parsed = onlyArgument('recall', args, 'id', '{ id: string }');
   if ('error' in parsed) return parsed;
@@ -47,12 +44,10 @@ export function parseRecallArgs(args: unknown): { id: string } | { error: string
   return { id };
 }
 
-/** The answer for an id the transcript does not hold. */
 export function unknownRecallId(id: string): string {
   return `recall: no message with id "${id}" in this run's transcript`;
 }
 
-/** The suffix a stub gets for the message it replaced. */
 export function recallStubSuffix(id: string): string {
   return ` [recall id: ${id}]`;
 }
@@ -89,16 +84,10 @@ export function recallIdList(numbers: Iterable<number>): string {
   return ranges.join(', ');
 }
 
-/** `m14` → 14; undefined for another id (a summary's). */
-function idNumber(id: string): number | undefined {
-  const match = /^m(\d+)$/.exec(id);
-  return match === null ? undefined : Number(match[1]);
-}
-
-/** The numbers an entry stands for: its own, or those its `[recall ids: ...]` line names. */
+/** The numbers an entry stands for: its own (`m14` → 14), or those its `[recall ids: ...]` line names. */
 function numbersOf(entry: SessionEntry): number[] {
-  const number = idNumber(entry.id);
-  return number === undefined ? namedNumbers(entry.message) : [number];
+  const match = /^m(\d+)$/.exec(entry.id);
+  return match === null ? namedNumbers(entry.message) : [Number(match[1])];
 }
 
 /** The closing line of a summary (or a trim's marker) that replaced `entries`; '' when they name no id. */

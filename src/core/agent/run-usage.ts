@@ -53,11 +53,9 @@ export function emptyRunUsage(pricing: Pricing = DEFAULT_PRICING): RunUsage {
 
 function derive(usage: Omit<RunUsage, 'cacheHitRate' | 'billedInput'>): RunUsage {
   const { promptTokens, cachedPromptTokens, summarizer, pricing } = usage;
+  const uncached = promptTokens - cachedPromptTokens;
   const billed =
-    promptTokens -
-    cachedPromptTokens +
-    pricing.cachedInput * cachedPromptTokens +
-    pricing.summarizerInput * summarizer.promptTokens;
+    uncached + pricing.cachedInput * cachedPromptTokens + pricing.summarizerInput * summarizer.promptTokens;
   return {
     ...usage,
     cacheHitRate: promptTokens === 0 ? 0 : cachedPromptTokens / promptTokens,

@@ -81,13 +81,7 @@ export interface UndoLine extends Partial<UndoLineContext> {
 }
 
 /** Where an undo happened, as an agent run records it on its undo line (replay ignores it). */
-export interface UndoLineContext {
-  round: number;
-  /** The label of the backend whose units the token counts are in. */
-  backend: string;
-  cacheHitRate?: number;
-  billedInput?: number;
-}
+export type UndoLineContext = Pick<CompactionLineContext, 'round' | 'backend' | 'cacheHitRate' | 'billedInput'>;
 export type SessionLine = MessageLine | CompactionLine | ElisionLine | PinLine | UndoLine;
 
 export const SESSION_LINE_TYPES: ReadonlyArray<SessionLine['type']> = [
@@ -100,10 +94,7 @@ export const SESSION_LINE_TYPES: ReadonlyArray<SessionLine['type']> = [
 
 const LINE_TYPES_REASON = 'must be "message", "compaction", "elision", "pin" or "undo"';
 
-/**
- * Where an agent run's transcript is: the inputs of the `recordSession` activity of `runId` and of
- * the runs it continued from, in order (`readSession` reads them back).
- */
+/** Where a run's transcript is: the `recordSession` inputs of `runId` and the runs it continued from (`readSession`). */
 export interface SessionReference {
   workflowId: string;
   runId: string;
@@ -113,7 +104,6 @@ export interface SessionReference {
 /** What the `session` query answers: the lines recorded so far (by reference) and those not recorded yet. */
 export interface SessionSnapshot {
   reference: SessionReference;
-  /** The lines not recorded yet. */
   pending: SessionLine[];
 }
 
@@ -157,8 +147,9 @@ export function applySessionLine(entries: readonly SessionEntry[], line: Session
       );
     }
     case 'compaction': {
-      if (line.replacesThroughId === null) return [...entries];
-      const through = positionOf(entries, line.replacesThroughId, `${field}.replacesThroughId`);
+      const throughId = line.replacesThroughId;
+      if (throughId === null) return [...entries];
+      const through = positionOf(entries, throughId, `${field}.replacesThroughId`);
       const removable = removableMask(entries.map((entry) => entry.message));
       // docs/design.md#user-words The user messages the compaction kept stay where they were.
       const kept = new Set(line.keptUserIds ?? []);
@@ -167,9 +158,8 @@ export function applySessionLine(entries: readonly SessionEntry[], line: Session
       entries.forEach((entry, index) => {
         if (index > through || removable[index] !== 1 || kept.has(entry.id)) return next.push(entry);
         const content = line.summary ?? line.trimMarker;
-        if (!placed && content !== undefined && line.replacesThroughId !== null) {
-          next.push({ id: summaryId(line.replacesThroughId), message: { role: 'user', content } });
-        }
+        if (!placed && content !== undefined)
+          next.push({ id: summaryId(throughId), message: { role: 'user', content } });
         placed = true;
         return next.length;
       });
@@ -214,22 +204,13 @@ function withPinOf(message: ChatMessage, now: ChatMessage): ChatMessage {
   return now.sticky === true ? { ...plain, sticky: true } : plain;
 }
 
-/**
- * Applies an undo line: the conversation `order` lists, each message restored (keeping a pin set
- * since) or as it is now, then the messages added since, without what the compaction added.
- */
+/** The conversation `order` lists, each message restored (keeping a pin since) or as now, then those added since. */
 export function applyUndoLine(entries: readonly SessionEntry[], line: UndoLine, field: string): SessionEntry[] {
   const current = new Map(entries.map((entry) => [entry.id, entry]));
   const restored = new Map(line.restored.map((entry) => [entry.id, entry]));
   const listed = new Set(line.order);
   const removes = new Set(line.removes);
-  line.removes.forEach((id, index) => {
-    if (!current.has(id))
-      throw new InvalidInputError(
-        `${field}.removes[${index}]`,
-        `no message with id "${id}" in the conversation at this point`,
-      );
-  });
+  line.removes.forEach((id, index) => positionOf(entries, id, `${field}.removes[${index}]`));
   const head = line.order.map((id, index): SessionEntry => {
     const back = restored.get(id);
     const now = current.get(id);
@@ -262,9 +243,8 @@ export function parseSessionJsonl(text: string): SessionLine[] {
 
 function asSessionLine(value: unknown, index: number): SessionLine {
   const type = typeof value === 'object' && value !== null ? Reflect.get(value, 'type') : undefined;
-  if (!SESSION_LINE_TYPES.some((known) => known === type)) {
+  if (!SESSION_LINE_TYPES.some((known) => known === type))
     throw new InvalidInputError(`lines[${index}].type`, LINE_TYPES_REASON);
-  }
   // The shape of each kind is checked when it is applied (ids must resolve; messages were validated when recorded).
   return value as SessionLine;
 }
@@ -313,9 +293,8 @@ export function compactionLineOf(
 }
 
 /**
- * Turns one compaction result into transcript lines (elisions, then a compaction line unless
- * nothing happened and there is no `context`) and the live entries derived by applying them;
- * throws when those disagree with the engine's result.
+ * One compaction result as transcript lines (elisions, then a compaction line unless nothing happened and there is
+ * no `context`) and the entries they replay to; throws when those disagree with the engine's result.
  */
 export function recordCompaction(
   entries: readonly SessionEntry[],
@@ -337,11 +316,8 @@ export function recordCompaction(
     lines.push(compactionLineOf(result, context, through, keptUserIdsOf(entries, result)));
   }
   let next: SessionEntry[] = [...entries];
-  lines.forEach((line, index) => {
-    next = applySessionLine(next, line, index);
-  });
-  if (JSON.stringify(next.map((entry) => entry.message)) !== JSON.stringify(result.messages)) {
+  for (const [index, line] of lines.entries()) next = applySessionLine(next, line, index);
+  if (JSON.stringify(next.map((entry) => entry.message)) !== JSON.stringify(result.messages))
     throw new Error('session replay diverged from the compaction result: the transcript could not reproduce this run');
-  }
   return { lines, entries: next };
 }

@@ -10,13 +10,10 @@ import type { CompactionRecord } from './compaction-history.js';
 import { oneLine } from './compaction-history.js';
 import { recordCompaction, type SessionEntry } from './session.js';
 
-/** The longest `instructions` the `compact` update takes, in characters. */
+// Bounds of the updates' arguments (characters) and of what a run holds pinned.
 export const MAX_COMPACT_INSTRUCTIONS_CHARS = 4_000;
-/** The longest fact `pin` takes, in characters. */
 export const MAX_PIN_FACT_CHARS = 500;
-/** How many facts a run holds at most. */
 export const MAX_PIN_FACTS = 20;
-/** How many messages a run holds pinned at most. */
 export const MAX_PINNED_MESSAGES = 50;
 
 /** The argument of the `compact` update. */
@@ -25,7 +22,6 @@ export interface CompactUpdateInput {
   instructions?: string;
 }
 
-/** What the `compact` update answers when there was nothing to compact. */
 export interface NothingCompacted {
   compacted: false;
   reason: string;
@@ -58,10 +54,11 @@ export function noPins(): Pins {
   return { ids: [], facts: [] };
 }
 
+export type CheckedPinInput = Required<Pick<PinUpdateInput, 'ids'>> & Pick<PinUpdateInput, 'fact'>;
+
 const COMPACT_KEYS = keysOf<CompactUpdateInput>({ instructions: true });
 const PIN_KEYS = keysOf<PinUpdateInput>({ ids: true, fact: true });
 
-/** A string of at most `max` characters, or an error naming `field`. */
 function assertAtMost(text: string, max: number, field: string): void {
   if (text.length > max) throw new InvalidInputError(field, `must be at most ${max} characters, got ${text.length}`);
 }
@@ -78,8 +75,7 @@ export function parseCompactInput(value: unknown): CompactUpdateInput {
   return instructions.trim() === '' ? {} : { instructions };
 }
 
-/** The argument of `pin` or `unpin`, checked. */
-export function parsePinInput(value: unknown, update: 'pin' | 'unpin'): { ids: string[]; fact?: string } {
+export function parsePinInput(value: unknown, update: 'pin' | 'unpin'): CheckedPinInput {
   if (!isRecord(value)) throw new InvalidInputError(update, 'must be an object { ids: string[] } or { fact: string }');
   assertKnownKeys(value, PIN_KEYS, update, 'field');
   const { ids, fact } = value;
@@ -110,11 +106,7 @@ export interface PinChange {
 }
 
 /** What `pin` does; a message sticky already is left as it is. */
-export function pinChange(
-  input: { ids: string[]; fact?: string },
-  entries: readonly SessionEntry[],
-  pins: Pins,
-): PinChange {
+export function pinChange(input: CheckedPinInput, entries: readonly SessionEntry[], pins: Pins): PinChange {
   const byId = new Map(entries.map((entry) => [entry.id, entry.message]));
   const ids: string[] = [];
   input.ids.forEach((id, index) => {
@@ -141,7 +133,7 @@ export function pinChange(
 }
 
 /** What `unpin` does: only what `pin` pinned can be unpinned. */
-export function unpinChange(input: { ids: string[]; fact?: string }, pins: Pins): PinChange {
+export function unpinChange(input: CheckedPinInput, pins: Pins): PinChange {
   const ids: string[] = [];
   input.ids.forEach((id, index) => {
     if (!pins.ids.includes(id))
@@ -174,7 +166,6 @@ export function steeredInstructions(
   return parts.length === 0 ? undefined : parts.join('\n\n');
 }
 
-/** The pins as lines of the run's current details (none when nothing is pinned). */
 export function pinDetails(pins: Pins): string[] {
   const lines: string[] = [];
   if (pins.ids.length > 0) lines.push(`Pinned messages: ${pins.ids.join(', ')}`);
@@ -188,10 +179,9 @@ export function pinDetails(pins: Pins): string[] {
 /** docs/design.md#review */
 export type CompactionReview = 'auto' | 'approve' | 'manual';
 export const COMPACTION_REVIEWS: readonly CompactionReview[] = ['auto', 'approve', 'manual'];
-/** How long a proposal waits for `reviewCompaction` before it is applied. @default '1h' */
 export const DEFAULT_REVIEW_TIMEOUT_MS = 3_600_000;
 /** The longest summary `reviewCompaction` with `edit` takes, in characters. */
-export const MAX_REVIEWED_SUMMARY_CHARS = 100_000;
+const MAX_REVIEWED_SUMMARY_CHARS = 100_000;
 
 /** A compaction computed and waiting for `reviewCompaction` (the `pendingCompaction` query). */
 export interface CompactionProposal {
@@ -218,7 +208,7 @@ export interface ReviewCompactionInput {
   summary?: string;
 }
 
-/** What `reviewCompaction` answers: the decision taken, for the compaction of that round. */
+/** What `reviewCompaction` answers. */
 export interface ReviewAnswer {
   decision: ReviewCompactionInput['decision'];
   round: number;
@@ -226,7 +216,6 @@ export interface ReviewAnswer {
 
 const REVIEW_KEYS = keysOf<ReviewCompactionInput>({ decision: true, summary: true });
 
-/** The `reviewCompaction` argument checked against the proposal waiting. */
 export function parseReviewInput(value: unknown, proposal: CompactionProposal | undefined): ReviewCompactionInput {
   if (proposal === undefined)
     throw new InvalidInputError(
@@ -291,7 +280,6 @@ export function withEditedSummary(result: CompactionResult, summary: string, cou
   return { ...result, messages, summary: content, tokensAfter: counter.count(messages) };
 }
 
-/** The proposal as lines of the run's current details. */
 export function proposalDetails(proposal: CompactionProposal): string[] {
   return [
     `**Compaction waiting for review** (round ${proposal.round}, ${proposal.kind}): ${proposal.tokensBefore} → ${proposal.tokensAfter} tokens, dropping ${proposal.dropped.length} messages, eliding ${proposal.elided.length}; applied at ${new Date(proposal.applyAt).toISOString()} unless reviewed (\`reviewCompaction\`).`,

@@ -73,10 +73,7 @@ export function isBuiltInToolName(name: string): name is BuiltInToolName {
   return BUILT_IN_TOOL_NAMES.some((builtIn) => builtIn === name);
 }
 
-/**
- * The worker's own activities that are not tools: a tool runs as the activity of its name, so
- * `agentRun` refuses a tool named like one (`createActivities` does not compile without them all).
- */
+/** The worker's activities that are not tools: a tool runs as the activity of its name, so none may be named so. */
 export const INTERNAL_ACTIVITY_NAMES = [
   'summarize',
   'chat',

@@ -32,20 +32,12 @@ export function replayScript(trajectory: unknown): ReplayScript {
   const results = new Map<string, ChatMessage>();
   for (const message of messages.slice(first)) {
     const current = turns.at(-1);
-    if (message.role === 'assistant') {
-      turns.push({ message, results: new Map(), unanswered: [], userMessages: [] });
-    } else if (
-      message.role === 'tool' &&
-      message.tool_call_id !== undefined &&
-      current !== undefined &&
-      current.userMessages.length === 0
-    ) {
-      current.results.set(message.tool_call_id, message);
-      results.set(message.tool_call_id, message);
-    } else if (current !== undefined) {
-      if (message.role === 'tool' && message.tool_call_id !== undefined) results.set(message.tool_call_id, message);
-      current.userMessages.push(message);
-    }
+    const callId = message.role === 'tool' ? message.tool_call_id : undefined;
+    if (callId !== undefined) results.set(callId, message);
+    // A tool result right after its turn is that turn's; after a user's message, it is part of what follows.
+    if (message.role === 'assistant') turns.push({ message, results: new Map(), unanswered: [], userMessages: [] });
+    else if (callId !== undefined && current?.userMessages.length === 0) current.results.set(callId, message);
+    else current?.userMessages.push(message);
   }
   for (const turn of turns) {
     turn.unanswered = (turn.message.tool_calls ?? []).map((call) => call.id).filter((id) => !results.has(id));

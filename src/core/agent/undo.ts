@@ -1,5 +1,5 @@
-// Sandbox-safe: undoing a compaction (docs/design.md#undo) — which compaction an undo applies to, or why
-// it is refused, and what it brings back; shared by the workflow, its activity and `Compactor.undo`.
+// Sandbox-safe: undoing a compaction (docs/design.md#undo): which compaction an undo applies to, or why it is
+// refused, and what it brings back; shared by the workflow, its activity and `Compactor.undo`.
 import { InvalidInputError, UndoRefusedError } from '../errors.js';
 import { assertKnownKeys, keysOf } from '../unknown-keys.js';
 import type { TokenCounter } from '../types.js';
@@ -37,17 +37,15 @@ export function undoChange(before: readonly SessionEntry[], after: readonly Sess
   };
 }
 
-/** What decides whether a compaction can be undone. */
+/** What decides whether a compaction can be undone: the number of the last record (compactions, undos), the undos. */
 export interface UndoState {
-  /** The number of the last record (compactions and undos). */
   records: number;
   undone: readonly UndoneCompaction[];
 }
 
 /**
- * The number of the compaction an undo applies to: `compactionId`, or the last in effect. `queued`:
- * compactions whose undo is accepted and not yet applied. Only the last in effect can be undone:
- * each compaction applies to the conversation the one before it left.
+ * The compaction an undo applies to: `compactionId`, or the last in effect (`queued`: undos accepted, not applied).
+ * Only the last in effect can be undone: each compaction applies to the conversation the one before it left.
  */
 export function undoTarget(
   state: UndoState,
@@ -99,7 +97,6 @@ export interface UndoCompactionInput {
   compactionId?: number;
 }
 
-/** The `undoCompaction` update's argument, checked: the compaction number, if named. */
 export function parseUndoInput(value: unknown): number | undefined {
   if (value === undefined || value === null) return undefined;
   if (typeof value !== 'object' || Array.isArray(value))
@@ -117,10 +114,7 @@ export function checkCompactionId(value: unknown, field: string): number | undef
   return value;
 }
 
-/**
- * Finds, line by line, what undoing compaction `compaction` brings back, from the conversation just
- * before its lines (elisions, then the compaction line) and just after them.
- */
+/** Finds, line by line, what undoing `compaction` brings back: the conversation before its lines, and after them. */
 export class UndoFinder {
   /** The conversation the lines so far replay to. */
   conversation: SessionEntry[] = [];
@@ -136,23 +130,17 @@ export class UndoFinder {
     const before = this.conversation;
     if (line.type === 'elision' && this.beforeElisions === undefined) this.beforeElisions = before;
     this.conversation = applySessionLine(this.conversation, line, this.index++);
-    let found = false;
-    if (line.type === 'compaction' || line.type === 'undo') {
-      this.records += 1;
-      if (line.type === 'compaction' && this.records === this.compaction) {
-        this.change = undoChange(this.beforeElisions ?? before, this.conversation);
-        found = true;
-      }
-    }
+    if (line.type === 'compaction' || line.type === 'undo') this.records += 1;
+    const found = line.type === 'compaction' && this.records === this.compaction;
+    if (found) this.change = undoChange(this.beforeElisions ?? before, this.conversation);
     if (line.type !== 'elision') this.beforeElisions = undefined;
     return found;
   }
 }
 
-/** What an undo of a transcript a caller keeps gives back. */
+/** What an undo of a transcript a caller keeps gives back: append `line` to the transcript. */
 export interface TranscriptUndo {
   entries: SessionEntry[];
-  /** Append it to the transcript. */
   line: UndoLine;
   record: CompactionRecord;
 }

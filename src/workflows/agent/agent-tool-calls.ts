@@ -1,6 +1,5 @@
-// Sandbox-safe: the agent's `compact_context` calls in a round (docs/design.md#agent-tool) — each
-// answered by the run itself (accepted, or refused with the reason the model reads), and whether
-// the round ends with a compaction, with which focus.
+// Sandbox-safe: the agent's `compact_context` calls in a round (docs/design.md#agent-tool), each answered by the run
+// itself (accepted, or refused with the reason the model reads).
 import type { AgentRunPlan } from '../../core/agent/agent-input.js';
 import { acceptedAnswer, COMPACT_CONTEXT_TOOL_NAME, decideAgentTool } from '../../core/agent/agent-tool.js';
 import type { CompactionHistory } from '../../core/agent/compaction-history.js';
@@ -10,7 +9,7 @@ import type { ChatMessage } from '../../core/types.js';
 /** Arguments longer than this are refused unread: a focus is at most 2,000 characters. */
 const MAX_ARGUMENT_CHARS = 10_000;
 
-/** What a round's `compact_context` calls come to: each call's answer by id, and whether the round ends with a compaction, with which focus. */
+/** Each call's answer by id, and whether the round ends with a compaction, with which focus. */
 interface AgentToolCalls {
   answered: Map<string, string>;
   compact: boolean;
@@ -25,10 +24,7 @@ interface AgentToolRound {
   candidates: readonly BackendCounter[];
 }
 
-/**
- * Answers the `compact_context` calls of an assistant turn of round `round`: the first that passes
- * the bounds is accepted, the others are told it was; undefined when the turn made none.
- */
+/** The first `compact_context` call of the turn that passes the bounds is accepted; undefined when it made none. */
 export function answerAgentToolCalls(
   message: ChatMessage,
   { plan, round, history, messages, candidates }: AgentToolRound,

@@ -1,6 +1,5 @@
-// Sandbox-safe: the backends of an agent run's chain (docs/design.md#agent-run,
-// docs/design.md#cooldown) — each one's calibrated counter, which of them a round may try (a backend
-// that failed a round rests), and how often a round fell back to the next one.
+// Sandbox-safe: the backends of an agent run's chain (docs/design.md#cooldown): each one's calibrated counter, which a
+// round may try (one that failed a round rests), and how often a round fell back to the next one.
 import type { AgentRunPlan } from '../../core/agent/agent-input.js';
 import {
   freshBackendStatus,
@@ -15,7 +14,6 @@ import type { UsageCounterState } from '../../core/counting/usage-counter.js';
 import type { TokenCache } from './token-cache.js';
 import { workflowTime } from './workflow-time.js';
 
-/** The chain's counters and how each backend has fared. */
 export class BackendChain {
   private readonly counters: BackendCounter[];
   private readonly statuses: BackendStatus[];
@@ -40,7 +38,6 @@ export class BackendChain {
     return this.statuses.length > 1;
   }
 
-  /** Rounds that fell back to the next backend of the chain. */
   get backendFallbacks(): number {
     return this.fallbacks;
   }
@@ -61,10 +58,7 @@ export class BackendChain {
     return rested.length > 0 ? rested : available;
   }
 
-  /**
-   * A backend failed round `round` after its retries, the `failed` ones of the round with it: it
-   * rests, and the round falls back to the next backend when one is left.
-   */
+  /** A backend failed round `round` after its retries (`failed`: all that did): it rests; the round falls back. */
   fail(index: number, failed: ReadonlySet<number>, round: number): void {
     const status = this.statuses[index];
     if (status !== undefined) startRest(status, this.plan.backendCooldown, round, workflowTime);

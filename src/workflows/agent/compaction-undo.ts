@@ -1,5 +1,5 @@
-// Sandbox-safe: the `undoCompaction` updates of an agent run (docs/design.md#undo), checked when they
-// arrive and served by the loop before its next chat request from the run's recorded transcript.
+// Sandbox-safe: the `undoCompaction` updates of an agent run (docs/design.md#undo), checked when they arrive and
+// served by the loop before its next chat request, from the run's recorded transcript.
 import { ActivityFailure, ApplicationFailure } from '@temporalio/common';
 import { condition, isCancellation, proxyActivities } from '@temporalio/workflow';
 import type { CompactorActivities } from '../../activities/index.js';
@@ -23,7 +23,6 @@ interface UndoRequest {
   outcome?: { record: CompactionRecord } | { failure: ApplicationFailure };
 }
 
-/** The parts of the run serving an undo reads and changes. */
 interface CompactionUndoParts {
   readonly conversation: LiveConversation;
   readonly transcript: TranscriptWriter;
@@ -33,7 +32,6 @@ interface CompactionUndoParts {
   readonly limit: PayloadLimit;
 }
 
-/** The undos asked for and not yet served. */
 export class CompactionUndo {
   private readonly requests: UndoRequest[] = [];
 
@@ -43,22 +41,17 @@ export class CompactionUndo {
     return this.requests.length > 0;
   }
 
-  /** What decides which compactions can be undone: the history, and the undos waiting (they count as done). */
   private get state(): UndoState {
     const { totals, undone } = this.parts.ledger.compactions;
     return { records: recordCount(totals), undone };
   }
 
-  /**
-   * The compaction an `undoCompaction` update undoes: the one named, or the last in effect once the
-   * undos waiting are served. Throws `InvalidInputError` naming the field, or `UndoRefusedError`.
-   */
+  /** The compaction an `undoCompaction` undoes: the one named, or the last in effect once the undos waiting apply. */
   target(compactionId: number | undefined): number {
     const queued = this.requests.map((request) => request.compaction);
     return undoTarget(this.state, compactionId, 'undoCompaction.compactionId', queued);
   }
 
-  /** The update's handler: queues the undo and waits for the loop to serve it. */
   async request(compaction: number): Promise<CompactionRecord> {
     const request: UndoRequest = { compaction };
     this.requests.push(request);

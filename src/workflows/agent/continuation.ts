@@ -1,9 +1,7 @@
-// Sandbox-safe: when an agent run continues as new (docs/design.md#continue-as-new) — when Temporal
-// suggests it, or every `continueAsNewAfterRounds` rounds, never before this run's first round —
-// and how many times the run has.
+// Sandbox-safe: when an agent run continues as new (docs/design.md#continue-as-new): when Temporal suggests it, or
+// every `continueAsNewAfterRounds` rounds, never before this run's first round.
 import { workflowInfo } from '@temporalio/workflow';
 
-/** The rounds of this run, and the continue-as-new it is due. */
 export class Continuation {
   private roundsThisRun = 0;
 

@@ -1,6 +1,5 @@
-// Sandbox-safe: an agent run's live conversation (docs/design.md#agent-run) — each message with its
-// transcript id, changed only by a transcript line (./transcript-writer.ts), so the transcript
-// replays to exactly what the run holds.
+// Sandbox-safe: an agent run's live conversation (docs/design.md#agent-run), each message with its transcript id,
+// changed only by a transcript line, so the transcript replays to exactly what the run holds.
 import {
   applySessionLine,
   recordCompaction,
@@ -12,7 +11,6 @@ import type { RoundUsage } from '../../core/agent/run-usage.js';
 import type { ChatMessage, CompactionResult } from '../../core/types.js';
 import type { TranscriptWriter } from './transcript-writer.js';
 
-/** The live conversation of a run and the next transcript id it gives a message. */
 export class LiveConversation {
   private entries: SessionEntry[];
   private nextId: number;
@@ -50,7 +48,7 @@ export class LiveConversation {
     this.nextId += 1;
   }
 
-  /** Writes the lines of a compaction (its elisions and the compaction line) and takes the conversation it leaves. */
+  /** Writes a compaction's lines (its elisions and the compaction line) and takes the conversation they leave. */
   applyCompaction(result: CompactionResult, context: CompactionLineContext): void {
     const { lines, entries } = recordCompaction(this.entries, result, context);
     for (const line of lines) this.transcript.write(line);

@@ -1,7 +1,6 @@
-// Sandbox-safe: the agent loop behind `agentRun` (docs/design.md#agent-run). Each round: preflight in
-// every backend's units, compact when needed, one `chat` activity, the requested tools as activities,
-// append, calibrate. What the run holds is bounded by its live context, never by its length
-// (docs/design.md#never-wedge); each part of the run is a module of its own in this folder.
+// Sandbox-safe: the agent loop behind `agentRun` (docs/design.md#agent-run). Each round: preflight in every backend's
+// units, compact when needed, one `chat` activity, the tools as activities, append, calibrate. What the run holds is
+// bounded by its live context, never by its length (docs/design.md#never-wedge).
 import { ApplicationFailure } from '@temporalio/common';
 import {
   ActivityFailure,
@@ -56,10 +55,7 @@ import { TranscriptWriter } from './transcript-writer.js';
 import { UsageLedger } from './usage-ledger.js';
 import { RunVisibility } from './visibility.js';
 
-/**
- * One run of the loop: its parts, which only their own methods change, and what a round does with
- * them. The workflow's queries and updates reach the public parts directly.
- */
+/** One run of the loop: its parts, which only their own methods change; queries and updates reach the public ones. */
 export class AgentLoop {
   readonly limit: PayloadLimit;
   readonly transcript: TranscriptWriter;
@@ -116,19 +112,19 @@ export class AgentLoop {
     return { reference: this.transcript.reference(), pending: this.transcript.pending };
   }
 
-  /** Asks the run to stop once the round in progress is done (the `stop` update). */
+  /** The `stop` update: the run stops once the round in progress is done. */
   requestStop(): StopAnswer {
     this.stopRequested = true;
     return { stopping: true, rounds: this.rounds };
   }
 
-  /** Queues a user message for the next round (the `addUserMessage` update); returns how many wait. */
+  /** The `addUserMessage` update: queued for the next round; returns how many wait. */
   queueUserMessage(message: ChatMessage): number {
     this.pendingUserMessages.push(message);
     return this.pendingUserMessages.length;
   }
 
-  /** Serves the `undoCompaction` updates waiting, before the next chat request (docs/design.md#undo). */
+  /** docs/design.md#undo */
   private async serveUndos(): Promise<void> {
     await this.undo.serve(this.chain.candidates(new Set(), this.rounds + 1), this.rounds + 1);
     this.publish(undefined);
@@ -141,12 +137,12 @@ export class AgentLoop {
     requests.answer((await this.compactOnDemand({ instructions: requests.instructions })) ?? NOTHING_TO_COMPACT);
   }
 
-  /** A compaction asked for (`compact` updates, the agent's `compact_context`), where the live conversation is the loop's alone. */
+  /** A compaction asked for (`compact` updates, the agent's `compact_context`). */
   private async compactOnDemand(demand: {
     instructions: string | undefined;
     askedBy?: 'agent';
   }): Promise<CompactAnswer | undefined> {
-    await this.countNewText();
+    await this.tokens.countNewText(this.messages, this.limit.batchBytes());
     const round = this.rounds + 1;
     const answer = await this.compaction.compactIfNeeded(this.chain.candidates(new Set(), round), round, demand);
     this.publish(undefined);
@@ -154,9 +150,8 @@ export class AgentLoop {
   }
 
   /**
-   * Before the run fails or ends cancelled: writes its memo and records what it can of the
-   * transcript, so a failed run's transcript is whole. A failure to record (a batch over the payload limit, the cause of this very failure
-   * perhaps) must not replace the run's own failure.
+   * Before the run fails or ends cancelled: its memo, and what it can of the transcript. A failure to record (a batch
+   * over the payload limit, perhaps the cause of this very failure) must not replace the run's own failure.
    */
   async recordSessionBeforeFailing(ending: 'failed' | 'cancelled'): Promise<void> {
     this.finished = true;
@@ -218,10 +213,7 @@ export class AgentLoop {
     return result;
   }
 
-  /**
-   * Current details and search attributes, when they changed (./visibility.ts); `window` is the
-   * context window of the backend `contextTokens` was counted for.
-   */
+  /** Current details and search attributes (./visibility.ts); `window`: that of the backend `contextTokens` is for. */
   publish(contextTokens: number | undefined, window?: number): void {
     const note = this.chain.restingNote(this.rounds + 1);
     const allowed = new Set(this.plan.searchAttributes ? this.worker.searchAttributes : []);
@@ -234,26 +226,21 @@ export class AgentLoop {
     this.visibility.publish(this.ledger.compactions, notes, allowed, contextTokens, window, proposal !== undefined);
   }
 
-  private countNewText(): Promise<void> {
-    return this.tokens.countNewText(this.messages, this.limit.batchBytes());
-  }
-
   /** One chat call, falling back along the chain when a backend fails after its retries. */
   private async chat(): Promise<{ answer: ChatActivityOutput; backend: BackendCounter; usage: RoundUsage }> {
     const failed = new Set<number>();
     let lastFailure: unknown;
-    await this.countNewText();
+    await this.tokens.countNewText(this.messages, this.limit.batchBytes());
     for (;;) {
       const round = this.rounds + 1;
       const candidates = this.chain.candidates(failed, round);
-      if (candidates.length === 0) {
+      if (candidates.length === 0)
         throw ApplicationFailure.create({
           type: FailureType.RunFailed.BackendsFailed,
           message: `every backend failed in round ${round}; last: ${failureMessage(lastFailure)}`,
           nonRetryable: true,
           cause: lastFailure instanceof Error ? lastFailure : undefined,
         });
-      }
       await this.compaction.compactIfNeeded(candidates, round);
       const { fits, aimAt } = preflight(this.messages, candidates);
       const backend = fits ?? aimAt;
@@ -272,7 +259,7 @@ export class AgentLoop {
       try {
         const { chat } = proxyActivities<CompactorActivities>({
           ...agentActivityOptions(this.plan.chatActivity, 'input.chatActivity', CHAT_ACTIVITY_DEFAULTS),
-          // The backend is named only when there is a choice of them (one-backend runs name it in their input): a summary is history bytes every round.
+          // The backend is named only when there is a choice (a summary is history bytes every round).
           summary: `chat${this.chain.hasChoice ? ` · ${backend.backend.label}` : ''} · ${sent.length} messages (${groupDigits(tokens)} tokens)${reviewNote === undefined ? '' : ` · ${reviewNote}`}`,
         });
         const answer = await chat(input);
@@ -296,23 +283,14 @@ export class AgentLoop {
     // A pin applied while the transcript was being recorded wrote a line: record again.
     for (;;) {
       await condition(() => allHandlersFinished() || this.steering.compactionAsked || this.undo.asked);
-      if (this.steering.compactionAsked) {
-        await this.steer();
-        continue;
+      if (this.steering.compactionAsked) await this.steer();
+      else if (this.undo.asked) await this.serveUndos();
+      else {
+        for (const message of this.pendingUserMessages.splice(0)) this.conversation.append(message);
+        await this.transcript.record();
+        const asked = this.steering.compactionAsked || this.undo.asked;
+        if (allHandlersFinished() && !asked && this.transcript.pending.length === 0) break;
       }
-      if (this.undo.asked) {
-        await this.serveUndos();
-        continue;
-      }
-      for (const message of this.pendingUserMessages.splice(0)) this.conversation.append(message);
-      await this.transcript.record();
-      if (
-        allHandlersFinished() &&
-        !this.steering.compactionAsked &&
-        !this.undo.asked &&
-        this.transcript.pending.length === 0
-      )
-        break;
     }
     const next: AgentRunWorkflowInput = { ...this.input, messages: [], carried: this.carry() };
     this.limit.check('the state the run continues as new with', jsonPayloadBytes([next]));

@@ -1,6 +1,5 @@
-// Sandbox-safe: what an agent run may send (docs/design.md#payload-limits) — anything that could
-// exceed the server's payload limit, or the payload store's when the worker stores payloads
-// externally, is measured before it is sent, and fails the run with `RunFailed.PayloadTooLarge`.
+// Sandbox-safe: what an agent run may send (docs/design.md#payload-limits): anything that could exceed the server's
+// payload limit (or the store's) is measured before it is sent.
 import { payloadBound } from '../../core/limits/payload-size.js';
 import { payloadTooLargeFailure } from '../../shared/failures.js';
 
@@ -11,16 +10,14 @@ export class PayloadLimit {
 
   constructor(readonly maxPayloadBytes: number) {}
 
-  /** The most one payload may hold now. */
   bound(): number {
     return payloadBound(this.maxPayloadBytes, this.externalStorage);
   }
 
-  /** Fails the run with `RunFailed.PayloadTooLarge` when `bytes` is over the limit (the store's too: storing it would fail the workflow task on every retry). */
+  /** `RunFailed.PayloadTooLarge` over the limit (the store's too: the workflow task would fail at every retry). */
   check(payload: string, bytes: number): void {
     const limit = this.bound();
-    if (bytes <= limit) return;
-    throw payloadTooLargeFailure({ payload, bytes, limit });
+    if (bytes > limit) throw payloadTooLargeFailure({ payload, bytes, limit });
   }
 
   /** The most a batch (of transcript lines, of texts to count) may hold: ¾ of the limit, the rest for its envelope. */

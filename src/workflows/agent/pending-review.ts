@@ -1,5 +1,5 @@
-// Sandbox-safe: the compaction of an agent run waiting for `reviewCompaction`
-// (docs/design.md#review) — published as a proposal, decided by a person or by its timeout.
+// Sandbox-safe: an agent run's compaction waiting for `reviewCompaction` (docs/design.md#review), decided by a person
+// or by its timeout.
 import { condition } from '@temporalio/workflow';
 import {
   parseReviewInput,
@@ -9,22 +9,18 @@ import {
 } from '../../core/agent/steering.js';
 import { InvalidInputError } from '../../core/errors.js';
 
-/** The compaction waiting for review, and the decision once taken. */
 export class PendingReview {
   private pending: { proposal: CompactionProposal; decision: ReviewCompactionInput | undefined } | undefined;
 
   /** `changed` is told when a proposal starts or stops waiting (it shows in the current details). */
   constructor(private readonly changed: () => void) {}
 
-  /** The compaction waiting for review (the `pendingCompaction` query); undefined when none is. */
+  /** The `pendingCompaction` query. */
   get proposal(): CompactionProposal | undefined {
     return this.pending?.proposal;
   }
 
-  /**
-   * Publishes `proposal` and waits, durably, for `reviewCompaction` or `timeoutMs` (a timer with
-   * `summary`): the decision, or undefined when the time ran out.
-   */
+  /** Publishes `proposal` and waits, durably, for `reviewCompaction` or `timeoutMs` (undefined: the time ran out). */
   async decision(
     proposal: CompactionProposal,
     timeoutMs: number,
@@ -39,7 +35,7 @@ export class PendingReview {
     return answered ? pending.decision : undefined;
   }
 
-  /** Checks a `reviewCompaction` argument against the proposal waiting; throws `InvalidInputError` naming the field. */
+  /** Checks a `reviewCompaction` argument against the proposal waiting. */
   check(input: unknown): ReviewCompactionInput {
     if (this.pending?.decision !== undefined)
       throw new InvalidInputError('reviewCompaction', 'the compaction waiting was reviewed already');

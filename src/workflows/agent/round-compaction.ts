@@ -5,15 +5,10 @@ import { ApplicationFailure, type ActivityOptions } from '@temporalio/common';
 import { FailureType } from '../../core/errors.js';
 import type { AgentRunPlan } from '../../core/agent/agent-input.js';
 import { cacheIsCold, withColdTrigger } from '../../core/agent/cold-cache.js';
-import {
-  compactionRecord,
-  groupDigits,
-  type CompactionContext,
-  type CompactionRecord,
-} from '../../core/agent/compaction-history.js';
+import { compactionRecord, groupDigits, type CompactionRecord } from '../../core/agent/compaction-history.js';
 import { preflight, type BackendCounter } from '../../core/agent/preflight.js';
 import { recallNamer, withRecallLine } from '../../core/agent/recall.js';
-import type { ReviewOutcome } from '../../core/agent/session.js';
+import type { CompactionLineContext, ReviewOutcome } from '../../core/agent/session.js';
 import {
   NOTHING_TO_COMPACT,
   proposalOf,
@@ -38,7 +33,6 @@ import type { TokenCache } from './token-cache.js';
 import type { UsageLedger } from './usage-ledger.js';
 import { workflowTime } from './workflow-time.js';
 
-/** Only a result that changes (or marks) the conversation is recorded. */
 function changes(result: CompactionResult): boolean {
   return result.cutIndex >= 0 || result.elisions.length > 0 || result.fallback || result.exhausted;
 }
@@ -46,7 +40,6 @@ function changes(result: CompactionResult): boolean {
 /** A compaction's result as decided (undefined `review`: not under review), or undefined when the reviewer rejected it. */
 type Decided = { result: CompactionResult; review: ReviewOutcome | undefined } | undefined;
 
-/** The run's plan and the parts of the run a compaction reads and changes. */
 interface RoundCompactionParts {
   readonly plan: AgentRunPlan;
   readonly limit: PayloadLimit;
@@ -82,17 +75,11 @@ export class RoundCompaction {
   }
 
   /**
-   * Compacts before round `round` when the conversation does not fit the aim, or is over the
-   * compaction trigger (or holds an elision batch). Over the room, `compact` aims at the room exactly (docs/design.md#overrides);
-   * merely over the trigger, it aims at `targetRatio × contextBudget` so one compaction buys
-   * several rounds instead of trimming a little every round. On demand (the `compact` update), it
-   * compacts whatever the trigger says and answers with the record, or why nothing changed.
-   *
-   * Under `compaction.review` (docs/design.md#review): with `'manual'` only on demand; with
-   * `'approve'` the compaction waits for `reviewCompaction` before it is applied. Over the room it
-   * is applied at once in every mode (recorded as forced): no request goes out over the window.
-   * After an undo (docs/design.md#undo) the trigger waits: only a conversation over the room, or a
-   * demand, compacts again.
+   * Compacts before round `round` when the conversation is over the room (aiming at it exactly,
+   * docs/design.md#overrides) or over the trigger (aiming at `targetRatio × contextBudget`, so one compaction buys
+   * several rounds), or on demand, answering with the record or why nothing changed. Under review
+   * (docs/design.md#review) `'manual'` compacts only on demand and `'approve'` waits for `reviewCompaction`; over the
+   * room it applies at once in every mode (forced). After an undo (docs/design.md#undo) the trigger waits.
    */
   async compactIfNeeded(
     candidates: readonly BackendCounter[],
@@ -181,10 +168,7 @@ export class RoundCompaction {
     return record ?? (demand === undefined ? undefined : NOTHING_TO_COMPACT);
   }
 
-  /**
-   * Publishes a proposal and waits, durably, for `reviewCompaction`: the compaction as decided
-   * (as computed when `reviewTimeout` ran out), undefined when the reviewer rejected it.
-   */
+  /** Publishes a proposal and waits, durably, for `reviewCompaction` or `reviewTimeout`; undefined: rejected. */
   private async reviewed(
     result: CompactionResult,
     aimAt: BackendCounter,
@@ -211,7 +195,7 @@ export class RoundCompaction {
     return { result: withEditedSummary(result, summary, aimAt.conversation), review: 'edited' };
   }
 
-  /** How the last reviewed compaction was decided (`#2 review: edited`), once: the next chat request's summary says it. */
+  /** How the last reviewed compaction was decided (`#2 review: edited`), once, for the next chat request's summary. */
   takeReviewNote(): string | undefined {
     const note = this.reviewNote;
     this.reviewNote = undefined;
@@ -224,11 +208,7 @@ export class RoundCompaction {
     return failOnInvalidInput(() => needsCompactionCore(messages, settings.options, overrides, overrides.counter));
   }
 
-  /**
-   * One compaction of the run: the run's settings with this compaction's budget (the run's, else
-   * the room `aim`), counter, target (the room when over it) and instructions (the run's own, the
-   * `compact` updates' and the pinned facts).
-   */
+  /** One compaction: the run's settings with its budget (else the room `aim`), counter, target and instructions. */
   private compactionCall(
     aimAt: BackendCounter,
     aim: number,
@@ -258,11 +238,11 @@ export class RoundCompaction {
     };
   }
 
-  /** Records a compaction that changed the conversation and returns its record (undefined: nothing changed). */
+  /** Records a compaction that changed the conversation (undefined: nothing changed). */
   private record(
     result: CompactionResult,
     summarizerUsage: SummarizerUsage | undefined,
-    where: Pick<CompactionContext, 'round' | 'backend' | 'target'>,
+    where: Pick<CompactionLineContext, 'round' | 'backend' | 'target'>,
     review: ReviewOutcome | undefined,
     cold: boolean,
     askedBy: 'agent' | undefined,
@@ -272,7 +252,7 @@ export class RoundCompaction {
     ledger.chargeSummarizer(summarizerUsage);
     if (!changes(result)) return undefined;
     const { cacheHitRate, billedInput } = ledger.compactions.usage;
-    const context: CompactionContext = {
+    const context: CompactionLineContext = {
       ...where,
       ...(summarizerUsage === undefined ? {} : { summarizerUsage }),
       cacheHitRate,

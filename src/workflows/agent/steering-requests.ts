@@ -1,11 +1,11 @@
-// Sandbox-safe: the steering updates of an agent run waiting for its loop (docs/design.md#steering)
-// — `compact` updates, served together before the next chat request, and `pin`/`unpin` updates,
-// applied at once unless a compaction holds the conversation — and the pins they leave.
+// Sandbox-safe: the steering updates of an agent run waiting for its loop (docs/design.md#steering): `compact`
+// updates, served together before the next chat request, `pin`/`unpin` ones, and the pins they leave.
 import type { ApplicationFailure } from '@temporalio/common';
 import { condition } from '@temporalio/workflow';
 import {
   pinChange,
   unpinChange,
+  type CheckedPinInput,
   type CompactAnswer,
   type NothingCompacted,
   type PinChange,
@@ -16,7 +16,6 @@ import { InvalidInputError } from '../../core/errors.js';
 import { invalidInputFailure } from '../../shared/failures.js';
 import type { LiveConversation } from './live-conversation.js';
 
-/** A `compact` update waiting for the loop: answered once the loop has compacted. */
 interface CompactRequest {
   instructions: string | undefined;
   answer?: CompactAnswer;
@@ -24,38 +23,30 @@ interface CompactRequest {
 
 type PinKind = 'pin' | 'unpin';
 
-interface PinInput {
-  ids: string[];
-  fact?: string;
-}
-
-/** A `pin` or `unpin` update waiting for the loop: answered with the pins, or refused, once the loop has applied it. */
+/** A `pin` or `unpin` update waiting for the loop, answered once applied. */
 interface PinRequest {
   kind: PinKind;
-  input: PinInput;
+  input: CheckedPinInput;
   outcome?: { pins: Pins } | { failure: ApplicationFailure };
 }
 
-/** The `compact` updates waiting, taken together: their instructions (joined; undefined when none gave any), and the one answer they all get. */
+/** The `compact` updates waiting, taken together: their instructions joined, and the one answer they all get. */
 interface CompactRequests {
   instructions: string | undefined;
   answer(answer: CompactAnswer): void;
 }
 
-/** What one pin request changes, given the live entries and the pins before it (throws `InvalidInputError` naming the id). */
 function changeOf(request: Omit<PinRequest, 'outcome'>, entries: readonly SessionEntry[], pins: Pins): PinChange {
   return request.kind === 'pin' ? pinChange(request.input, entries, pins) : unpinChange(request.input, pins);
 }
 
-/** The steering updates waiting for the loop, and the run's pins. */
 export class SteeringRequests {
   private readonly compactRequests: CompactRequest[] = [];
-  /** `pin`/`unpin` updates that arrived while a compaction held the conversation (applied when it is done). */
+  /** `pin`/`unpin` updates that arrived while a compaction held the conversation. */
   private readonly pinRequests: PinRequest[] = [];
   /** True while a compaction's summary is being written or reviewed: the conversation is not to change under it. */
   private compacting = false;
 
-  /** `pinsApplied` is told after pin requests were applied (the pins show in the run's current details). */
   constructor(
     private pins: Pins,
     private readonly conversation: LiveConversation,
@@ -70,7 +61,7 @@ export class SteeringRequests {
     return this.compactRequests.length > 0;
   }
 
-  /** The `compact` update's handler: queues the request and waits; the loop compacts before its next chat request. */
+  /** The `compact` update's handler: waits for the loop to compact before its next chat request. */
   async requestCompaction(instructions: string | undefined): Promise<CompactAnswer> {
     const request: CompactRequest = { instructions };
     this.compactRequests.push(request);
@@ -79,7 +70,7 @@ export class SteeringRequests {
     return request.answer;
   }
 
-  /** Takes every `compact` update waiting, to be served by one compaction; undefined when none waits. */
+  /** Every `compact` update waiting, to be served by one compaction. */
   takeCompactRequests(): CompactRequests | undefined {
     const requests = this.compactRequests.splice(0);
     if (requests.length === 0) return undefined;
@@ -103,11 +94,8 @@ export class SteeringRequests {
     return requests.length > 0;
   }
 
-  /**
-   * Checks a `pin`/`unpin` against the live conversation and the pins it would see once the
-   * requests queued before it are applied; throws `InvalidInputError` naming the id or fact.
-   */
-  checkPins(kind: PinKind, input: PinInput): void {
+  /** Checks a `pin`/`unpin` against the live conversation and the pins once the requests queued before it apply. */
+  checkPins(kind: PinKind, input: CheckedPinInput): void {
     const entries = this.conversation.liveEntries;
     let pins = this.pins;
     for (const queued of this.pinRequests) {
@@ -120,11 +108,8 @@ export class SteeringRequests {
     changeOf({ kind, input }, entries, pins);
   }
 
-  /**
-   * A `pin`/`unpin`: applied at once and answered with the run's pins — or, while a compaction
-   * holds the conversation (its summary being written), queued and applied as soon as it is done.
-   */
-  async requestPins(kind: PinKind, input: PinInput): Promise<Pins> {
+  /** A `pin`/`unpin`: applied at once, or, while a compaction holds the conversation, as soon as it is done. */
+  async requestPins(kind: PinKind, input: CheckedPinInput): Promise<Pins> {
     const request: PinRequest = { kind, input };
     if (this.compacting) {
       this.pinRequests.push(request);
@@ -136,10 +121,7 @@ export class SteeringRequests {
     return outcome.pins;
   }
 
-  /**
-   * While a compaction holds the conversation, pins asked for wait for its result (which replaces
-   * these messages) until {@link applyHeldPins}.
-   */
+  /** While a compaction holds the conversation, pins wait for its result (which replaces messages). */
   hold(held: boolean): void {
     this.compacting = held;
   }
@@ -154,7 +136,7 @@ export class SteeringRequests {
     this.applyPins(...this.pinRequests.splice(0));
   }
 
-  /** Applies pin requests: a `pin` transcript line for the messages whose flag changes, and the new pins. */
+  /** A `pin` transcript line for the messages whose flag changes, and the new pins. */
   private applyPins(...requests: PinRequest[]): void {
     for (const request of requests) {
       try {
@@ -169,7 +151,6 @@ export class SteeringRequests {
         request.outcome = { failure: invalidInputFailure(error) };
       }
     }
-    // The pins show in the current details (a search attribute is upserted only when its value changed).
     if (requests.length > 0) this.pinsApplied();
   }
 }

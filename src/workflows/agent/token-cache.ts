@@ -11,19 +11,15 @@ import type { ChatMessage } from '../../core/types.js';
 import { BOOKKEEPING_ACTIVITY } from '../../shared/activity-options.js';
 
 /**
- * Text the workflow may tokenize itself per round, in characters. More new text than this (a long
- * conversation at the start of a run, a huge tool result) is counted by the `countTokens` activity
- * instead: pure-JS BPE runs at a few MB/s, and a workflow activation must stay far below the SDK's
- * 2 s deadlock timeout, on a warm worker and on one replaying the run from history.
- * @default 200,000
+ * Characters of new text the workflow may tokenize itself per round; more is counted by the `countTokens` activity:
+ * pure-JS BPE runs at a few MB/s, and an activation must stay far below the SDK's 2 s deadlock timeout, on replay too.
  */
 export const WORKFLOW_COUNT_CHARS = 200_000;
 
-/** Token counts by text, per BPE encoding of the chain: what this run has counted or was told (`countTokens`). */
+/** Token counts by text, per BPE encoding of the chain (the character estimator needs none). */
 export class TokenCache {
   private readonly known = new Map<BpeEncodingName, Map<string, number>>();
 
-  /** One cache per BPE encoding of the chain; the character estimator needs none. */
   constructor(backends: readonly ResolvedBackend[]) {
     for (const backend of backends) {
       if (backend.tokenizer !== 'chars' && !this.known.has(backend.tokenizer))
@@ -31,7 +27,7 @@ export class TokenCache {
     }
   }
 
-  /** The counts of one encoding, which its backends' counters read and fill; undefined for the character estimator. */
+  /** The counts of one encoding, which its backends' counters read and fill. */
   countsFor(tokenizer: ResolvedBackend['tokenizer']): Map<string, number> | undefined {
     return tokenizer === 'chars' ? undefined : this.known.get(tokenizer);
   }
@@ -49,7 +45,7 @@ export class TokenCache {
     }
   }
 
-  /** What this run knows of the live conversation's token counts, to carry: a continued run need not count it again. */
+  /** The live conversation's counts, to carry: a continued run need not count again. */
   toCarry(messages: readonly ChatMessage[]): Record<string, Array<number | null>> {
     const texts = messages.flatMap((message) => messageTexts(message));
     return Object.fromEntries(
@@ -57,7 +53,7 @@ export class TokenCache {
     );
   }
 
-  /** Forgets the counts of texts no longer in the conversation: what the cache holds stays bounded by the live context. */
+  /** Forgets texts no longer in the conversation: the cache stays bounded by the live context. */
   forgetAllBut(messages: readonly ChatMessage[]): void {
     const live = new Set(messages.flatMap((message) => messageTexts(message)));
     for (const known of this.known.values()) {
@@ -65,25 +61,12 @@ export class TokenCache {
     }
   }
 
-  /**
-   * Makes sure the run knows the token counts of `messages` in every BPE encoding of the chain:
-   * when more than {@link WORKFLOW_COUNT_CHARS} of their text is new, the `countTokens` activity
-   * counts it (in requests of at most `batchBytes` of text); less is tokenized when it is counted.
-   */
+  /** Over {@link WORKFLOW_COUNT_CHARS} of new text, `countTokens` counts it (`batchBytes` a request). */
   async countNewText(messages: readonly ChatMessage[], batchBytes: number): Promise<void> {
     for (const [encoding, known] of this.known) {
-      const texts: string[] = [];
-      const seen = new Set<string>();
-      let chars = 0;
-      for (const message of messages) {
-        for (const text of messageTexts(message)) {
-          if (known.has(text) || seen.has(text)) continue;
-          seen.add(text);
-          texts.push(text);
-          chars += text.length;
-        }
-      }
-      if (chars <= WORKFLOW_COUNT_CHARS) continue;
+      const all = new Set(messages.flatMap((message) => messageTexts(message)));
+      const texts = [...all].filter((text) => !known.has(text));
+      if (texts.reduce((chars, text) => chars + text.length, 0) <= WORKFLOW_COUNT_CHARS) continue;
       for (let start = 0; start < texts.length;) {
         let bytes = 0;
         let end = start;

@@ -1,5 +1,5 @@
-// Sandbox-safe: an agent run's transcript leaving the workflow in batches, the `recordSession`
-// activity's inputs (docs/design.md#transcript-format), so the run holds only what is not recorded yet.
+// Sandbox-safe: an agent run's transcript leaving the workflow in batches as `recordSession` inputs
+// (docs/design.md#transcript-format), so the run holds only what is not recorded yet.
 import {
   ActivityFailure,
   CancellationScope,
@@ -17,23 +17,18 @@ import { failureMessage } from '../../shared/failures.js';
 import type { PayloadLimit } from './payload-limit.js';
 
 /**
- * Transcript lines are recorded (one `recordSession` activity) once this many bytes of them are
- * waiting, and always before the run continues as new, ends or fails. Small enough that a batch
- * travels inline without a payload store, under the 256 KB a history payload should stay below;
- * large enough that a long run records rarely (every dozen rounds at 10 KB a round).
- * @default 128 KiB
+ * Transcript lines are recorded once this many bytes wait, and always before the run continues as new, ends or fails:
+ * inline without a payload store, under the 256 KB a history payload should stay below, yet rarely in a long run.
  */
 export const SESSION_BATCH_BYTES = 128 * 1024;
 
 /**
- * The batch size when the worker stores payloads externally: a batch is then a claim in history
- * whatever its size, and each `recordSession` costs its events in history, so batches are larger.
- * The waiting lines stay in the workflow's memory, so this is still a bound.
- * @default 1 MiB
+ * The batch size with a payload store: a batch is then a claim whatever its size, and each `recordSession` costs
+ * events in history. The waiting lines stay in the workflow's memory, so this is still a bound.
  */
 export const STORED_SESSION_BATCH_BYTES = 1024 * 1024;
 
-/** The lines of one run's transcript not recorded yet, and how many were recorded before them (across runs). */
+/** The lines of a run's transcript not recorded yet, and how many were recorded before them (across runs). */
 export class TranscriptWriter {
   private unrecorded: SessionLine[] = [];
   /** The JSON size of each line of {@link unrecorded}, measured once when it was written. */
@@ -49,17 +44,14 @@ export class TranscriptWriter {
     return this.recordedLines;
   }
 
-  /** The position in the whole transcript the next line written will have. */
   get nextLineIndex(): number {
     return this.recordedLines + this.unrecorded.length;
   }
 
-  /** Lines written and not recorded yet. */
   get pending(): SessionLine[] {
     return this.unrecorded;
   }
 
-  /** Where the recorded lines are: this run, and how many lines were recorded. */
   reference(): SessionReference {
     const { workflowId, runId } = workflowInfo();
     return { workflowId, runId, lines: this.recordedLines };
@@ -77,11 +69,7 @@ export class TranscriptWriter {
     return this.unrecordedBytes >= (this.limit.externalStorage ? STORED_SESSION_BATCH_BYTES : SESSION_BATCH_BYTES);
   }
 
-  /**
-   * Records the waiting transcript lines, in batches of about {@link SESSION_BATCH_BYTES}. The
-   * batch is the record (the activity's input in history, or in the payload store), so a batch is
-   * recorded once it is scheduled; the activity only acknowledges it.
-   */
+  /** Records the waiting lines in batches: recorded once scheduled (as its input); the activity acknowledges it. */
   async record(): Promise<void> {
     // Without a store a batch must travel inline: at most ¾ of the payload limit (one line may be more, and is checked).
     // With a store everything waiting goes as one batch, a claim, within ¾ of what the store holds.

@@ -1,6 +1,5 @@
-// Sandbox-safe: what an agent run has spent and compacted (docs/design.md#cost) — its compaction
-// history with the usage of its chat requests and its summarizer, the request the next one's
-// prompt cache is modelled against, and the largest context it sent.
+// Sandbox-safe: what an agent run has spent and compacted (docs/design.md#cost): its compaction history with its usage,
+// the request the next one's prompt cache is modelled against, and the largest context it sent.
 import type { ChatActivityOutput } from '../../activities/index.js';
 import type { AgentRunCarried } from '../../core/agent/carried-state.js';
 import {
@@ -15,7 +14,7 @@ import { addRoundUsage, addSummarizerUsage, type Pricing, type RoundUsage } from
 import type { SummarizerUsage } from '../../core/counting/summarizer-usage.js';
 import type { ChatMessage } from '../../core/types.js';
 
-/** One answered chat request: the transcript ids it sent, the backend that answered and the run's own count. */
+/** One answered chat request: the transcript ids it sent, the backend that answered, the run's own count. */
 interface ChatRequest {
   ids: string[];
   sent: readonly ChatMessage[];
@@ -24,12 +23,11 @@ interface ChatRequest {
   answer: ChatActivityOutput;
 }
 
-/** The run's compaction history and usage, the last request's shape, and the peak context. */
 export class UsageLedger {
   private history: CompactionHistory;
   private previousRequest: RequestShape | null;
   private peak: number;
-  /** JSON sizes of messages already measured (the same message object is not measured twice). */
+  /** JSON sizes of message objects already measured. */
   private readonly sizes = new WeakMap<ChatMessage, number>();
 
   constructor(
@@ -55,7 +53,6 @@ export class UsageLedger {
     return this.peak;
   }
 
-  /** What this request cost, added to the run's usage; the next request's cache is modelled against it. */
   chargeRound({ ids, sent, backend, tokens, answer }: ChatRequest): RoundUsage {
     const shape: RequestShape = { ids, sizes: sent.map((message) => this.sizeOf(message)) };
     const usage = requestCost({
@@ -73,7 +70,7 @@ export class UsageLedger {
     return usage;
   }
 
-  /** Adds what the summarizer was billed to the run's usage (billed even when its summary is not applied). */
+  /** The summarizer is billed even when its summary is not applied. */
   chargeSummarizer(summarizerUsage: SummarizerUsage | undefined): void {
     if (summarizerUsage !== undefined)
       this.history = { ...this.history, usage: addSummarizerUsage(this.history.usage, summarizerUsage) };

@@ -1,5 +1,5 @@
-// Sandbox-safe: what an agent run shows outside itself (docs/design.md#search-attributes): current
-// details, the memo and our search attributes, each written only when it changed (an upsert is a history event).
+// Sandbox-safe: what an agent run shows outside itself (docs/design.md#search-attributes): current details, the memo
+// and our search attributes, each written only when it changed (an upsert is a history event).
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
 import { setCurrentDetails, upsertMemo, upsertSearchAttributes } from '@temporalio/workflow';
 import { renderCompactionDetails, type CompactionHistory } from '../../core/agent/compaction-history.js';
@@ -7,7 +7,6 @@ import { COMPACTION_MEMO_KEY, renderCompactionMemo, type MemoEnding } from '../.
 import { SearchAttributeKeys } from '../../shared/search-attributes.js';
 import { uiPayload } from '../../shared/ui-payload.js';
 
-/** The run's current details and search attributes, as last published. */
 export class RunVisibility {
   /** What the run last published (the context size and the count -1 before the first publication). */
   private published = {
@@ -21,11 +20,7 @@ export class RunVisibility {
   /** The memo as last written ('' before the first), and the compactions it counted (-1 before). */
   private memo = { text: '', compactions: -1 };
 
-  /**
-   * Writes the memo when a compaction was added since it was last written (not every round: each
-   * write is a history event), or, with `ending`, as the run closes (the final cost and how it
-   * ended), when that changes it.
-   */
+  /** Writes the memo when a compaction was added (not every round: a write is a history event), or at `ending`. */
   publishMemo(history: CompactionHistory, ending?: MemoEnding): void {
     const { compactions } = history.totals;
     if (ending === undefined && (compactions === 0 || compactions === this.memo.compactions)) return;
@@ -36,10 +31,8 @@ export class RunVisibility {
   }
 
   /**
-   * Current details (the compaction history, and `notes`: which backends rest, the pins) and the search
-   * attributes in `allowed`, when they changed; `window` is the context window of the backend
-   * `contextTokens` was counted for; `pending`: whether a compaction waits for review
-   * (docs/design.md#review).
+   * Current details (the compaction history and `notes`) and the search attributes in `allowed`, when they changed;
+   * `window`: that of the backend `contextTokens` is for; `pending`: a compaction waits for review.
    */
   publish(
     history: CompactionHistory,
@@ -73,8 +66,7 @@ export class RunVisibility {
       contextTokens !== undefined && (moved || compacted) ? contextTokens : this.published.contextTokens;
     if (allowed.has('ContextTokens') && contextTokensNow !== this.published.contextTokens)
       updates.push({ key: SearchAttributeKeys.ContextTokens, value: contextTokensNow });
-    // docs/design.md#review A proposal waiting is findable in the list (`CompactionPending = true`);
-    // set only where the namespace has it.
+    // docs/design.md#review A proposal waiting is findable in the list (`CompactionPending = true`).
     const pendingNow = pending && allowed.has('CompactionPending');
     if (pendingNow !== this.published.pending)
       updates.push({ key: SearchAttributeKeys.CompactionPending, value: pendingNow });
