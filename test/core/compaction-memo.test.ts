@@ -89,6 +89,33 @@ describe('the compaction memo', () => {
     expect(text).not.toContain('Run:');
   });
 
+  it('numbers its rows as the history does, an undo counted with the compactions', () => {
+    const undo = (round: number, undoes: number): CompactionRecord =>
+      record(round, {
+        kind: 'undo',
+        undoes,
+        summaryChars: null,
+        dropped: 0,
+        elided: 0,
+        tokensBefore: 1263,
+        tokensAfter: 7768,
+      });
+    const history = historyOf([
+      ...Array.from({ length: 8 }, (_, index) => record(index + 1)),
+      undo(9, 8),
+      record(10),
+      undo(11, 10),
+      record(12),
+    ]);
+    const text = renderCompactionMemo(history);
+    const rows = text.split('\n').filter((line) => /^\| +\d+ \|/.test(line));
+    expect(rows).toHaveLength(MEMO_COMPACTIONS);
+    expect(rows.map((row) => Number(/^\| +(\d+) \|/.exec(row)?.[1]))).toEqual([3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
+    expect(rows[6]).toMatch(/^\| +9 \| +9 \| .* \| undo +\|/);
+    expect(text).toContain('2 earlier compactions: temporal-compactor history --all');
+    expect(text.split('\n')[1]).toMatch(/^10 compactions · /);
+  });
+
   it(`stays within ${MEMO_MAX_BYTES} bytes of JSON, dropping the oldest rows first`, () => {
     const long = { summaryChars: 1_234_567, review: 'timed-out' as const, exhausted: true, fallback: true };
     const history = historyOf(

@@ -5,6 +5,7 @@ import {
   compactionKindLabel,
   describeRunUsage,
   groupDigits,
+  recordCount,
   type CompactionHistory,
   type CompactionRecord,
 } from './compaction-history.js';
@@ -65,7 +66,9 @@ export function renderCompactionMemo(history: CompactionHistory, ending?: MemoEn
     ...(usage.requests === 0 ? [] : [`Cost: ${describeRunUsage(usage)}.`]),
     ...(ending === undefined ? [] : [`Run: ${ending.stopReason} after ${plural(ending.rounds, 'round', 'rounds')}.`]),
   ];
-  const first = totals.compactions - recent.length + 1;
+  // Undo records are numbered with the compactions, as in the history and the UI's details.
+  const records = recordCount(totals);
+  const first = records - recent.length + 1;
   const rows = recent.map((record, index) => [
     String(first + index),
     String(record.round),
@@ -77,7 +80,7 @@ export function renderCompactionMemo(history: CompactionHistory, ending?: MemoEn
   ]);
   for (let shown = Math.min(rows.length, MEMO_COMPACTIONS); ; shown -= 1) {
     const listed = rows.slice(rows.length - shown);
-    const earlier = totals.compactions - shown;
+    const earlier = records - shown;
     const text = [
       '',
       ...head,
