@@ -50,7 +50,7 @@ export async function connectClient(
   return { client: new Client({ connection, namespace, dataConverter }), close: () => connection.close() };
 }
 
-/** By name, in the order the help lists them. */
+/** In the order the help lists them. */
 export const commands: Readonly<Record<string, CliCommand>> = Object.fromEntries(
   [compact, worker, bundle, history, session, review, undo, codecServer, gc].map((command) => [command.name, command]),
 );

@@ -42,7 +42,7 @@ function goalLines(text: string): string[] {
   return picked;
 }
 
-/** An item's lines without our list markers (`- `, `  - `). */
+/** Without our list markers (`- `, `  - `). */
 function itemLines(item: string): string[] {
   return item.split('\n').map((line) => line.replace(/^\s*- /, ''));
 }
