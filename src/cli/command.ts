@@ -20,7 +20,8 @@ export interface OptionSpec {
   short?: string;
   /** The value's placeholder in the help, e.g. `N`, `FILE`, `48h`. */
   value?: string;
-  help: string;
+  /** Left out for the configuration flags, which `temporal-compactor --help` lists. */
+  help?: string;
 }
 
 /** `run` returns the exit code. */
@@ -74,11 +75,7 @@ export function parseCommandArgs(
   command: CliCommand,
   args: readonly string[],
 ): { values: OptionValues; positionals: string[] } {
-  const config = Object.keys(configParseArgsOptions()).map((name): [string, OptionSpec] => [
-    name,
-    { type: 'string', help: '' },
-  ]);
-  const options: Record<string, OptionSpec> = { ...Object.fromEntries(config), ...command.options, help: HELP_OPTION };
+  const options: Record<string, OptionSpec> = { ...configParseArgsOptions(), ...command.options, help: HELP_OPTION };
   // Not strict: our messages rather than the parser's.
   const { values, positionals, tokens } = parseArgs({
     args: [...args],
@@ -127,7 +124,7 @@ function optionLines(options: Readonly<Record<string, OptionSpec>>): string[] {
   const column = Math.min(Math.max(...heads.map((head) => head.length)) + 2, 30);
   return Object.values(options).flatMap((spec, index) => {
     const head = heads[index] ?? '';
-    const text = spec.multiple === true ? `${spec.help} (repeatable)` : spec.help;
+    const text = `${spec.help ?? ''}${spec.multiple === true ? ' (repeatable)' : ''}`;
     if (head.length + 2 > column) return [head, ...wrap(text, HELP_COLUMNS, ' '.repeat(column))];
     return wrap(text, HELP_COLUMNS, ' '.repeat(column), head.padEnd(column));
   });

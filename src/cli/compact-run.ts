@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { basename } from 'node:path';
 import { WorkflowFailedError, type Client, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
+import { optionalTsToMs } from '@temporalio/common/lib/time.js';
 import proto from '@temporalio/proto';
 import type { NativeConnection } from '@temporalio/worker';
 import { Compactor, type SummarizeProgress } from '../compactor.js';
@@ -249,25 +250,20 @@ export async function compactInProcess(run: CompactRun): Promise<CompactReport> 
   return { ...prepared, result, summarizer: configured.describe, summarizerFailure, via: { kind: 'in-process' } };
 }
 
-/**
- * A poller seen this recently is a live worker: each long poll waits up to a minute, and the
- * server lists a stopped worker's pollers for minutes more.
- */
+/** A live worker's poller: a long poll waits up to a minute; a stopped worker's stay listed for minutes. */
 const LIVE_POLLER_MS = 75_000;
 
 /** Identities of the workers that polled `taskQueue` for workflow tasks within LIVE_POLLER_MS. */
-async function liveWorkflowPollers(client: Client, taskQueue: string, now = Date.now()): Promise<string[]> {
+async function liveWorkflowPollers(client: Client, taskQueue: string): Promise<string[]> {
   const response = await client.workflowService.describeTaskQueue({
     namespace: client.options.namespace,
     taskQueue: { name: taskQueue, kind: proto.temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
     taskQueueType: proto.temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
   });
-  return (response.pollers ?? []).flatMap(({ lastAccessTime: seen, identity }) => {
-    const seconds = seen?.seconds;
-    const at =
-      seconds === undefined || seconds === null ? 0 : Number(seconds) * 1000 + Math.round((seen?.nanos ?? 0) / 1e6);
-    return now - at <= LIVE_POLLER_MS ? [identity ?? '?'] : [];
-  });
+  const now = Date.now();
+  return (response.pollers ?? []).flatMap(({ lastAccessTime, identity }) =>
+    now - (optionalTsToMs(lastAccessTime) ?? 0) <= LIVE_POLLER_MS ? [identity ?? '?'] : [],
+  );
 }
 
 /** A link to the run: Temporal Cloud's UI, or a dev server's on its default port; else the CLI command that shows it. */

@@ -173,12 +173,10 @@ async function connectedClient(context: CommandContext, config: CompactorConfig)
   } catch (error) {
     const hint =
       '(start one with `temporal server start-dev`, point TEMPORAL_ADDRESS at yours, or compact without --via-workflow)';
-    if (error instanceof TemporalConnectionError)
-      throw new TemporalConnectionError(error.address, `${error.reason} ${hint}`, { cause: error.cause });
-    const reason = error instanceof Error ? error.message : String(error);
-    throw new TemporalConnectionError(config.temporalAddress ?? 'localhost:7233', `${reason} ${hint}`, {
-      cause: error,
-    });
+    const known = error instanceof TemporalConnectionError ? error : undefined;
+    const reason = known?.reason ?? (error instanceof Error ? error.message : String(error));
+    const address = known?.address ?? config.temporalAddress ?? 'localhost:7233';
+    throw new TemporalConnectionError(address, `${reason} ${hint}`, { cause: known ? known.cause : error });
   }
 }
 
