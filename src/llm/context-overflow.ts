@@ -1,7 +1,8 @@
-// Sandbox-safe: pure. Recognizes a server's "the request does not fit my context window" answer and
-// the numbers it states, a measurement rather than a final rejection. Structured data first (`type`,
-// `code`, numeric fields), then a bounded piece of the message; not the HTTP status (400 from most
-// servers, 500 from older Ollama). The shapes (samples in test/llm/context-overflow.test.ts):
+// Sandbox-safe: pure. Recognizes a request past its deadline, and a server's "the request does not
+// fit my context window" answer and the numbers it states: either is sent again smaller, a measurement
+// rather than a rejection (docs/design.md#summarizer-overflow). Structured data first (`type`, `code`,
+// numeric fields), then a bounded piece of the message; not the HTTP status (400 from most servers,
+// 500 from older Ollama). The shapes (samples in test/llm/context-overflow.test.ts):
 // - llama.cpp `llama-server` (server-context.cpp `send_error`): `type: "exceed_context_size_error"`,
 //   `n_prompt_tokens`, `n_ctx` (one slot's context: the window a request gets), and the message
 //   "request (N tokens) exceeds the available context size (M tokens)…" or "input (N tokens) is larger…".
@@ -34,6 +35,8 @@ export interface ContextOverflow {
 const MAX_MESSAGE_CHARS = 2_000;
 /** How many `cause` links are followed from the error handed in (a `SummarizerError` wraps the client's). */
 const MAX_CAUSE_DEPTH = 4;
+/** The adapter's whole-call deadline and openai-node's wait for headers, by name: no OpenAI client is loaded. */
+const DEADLINE_ERRORS: ReadonlySet<string> = new Set(['CompletionDeadlineError', 'APIConnectionTimeoutError']);
 /** A count above this is not believed (no window is that large); the answer still counts as an overflow. */
 const MAX_TOKEN_COUNT = 1_000_000_000;
 
@@ -177,4 +180,14 @@ export function readContextOverflow(error: unknown): ContextOverflow | undefined
     // A getter that throws on a hand-made error object: that error says nothing about a window.
   }
   return undefined;
+}
+
+/** True when `error`, or an error in its `cause` chain, says a request's deadline passed. */
+export function pastDeadline(error: unknown): boolean {
+  let current: unknown = error;
+  for (let depth = 0; depth <= MAX_CAUSE_DEPTH && current instanceof Error; depth += 1) {
+    if (DEADLINE_ERRORS.has(current.name) || DEADLINE_ERRORS.has(current.constructor.name)) return true;
+    current = current.cause;
+  }
+  return false;
 }
