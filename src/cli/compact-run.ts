@@ -20,12 +20,8 @@ import { needsCompactionCore } from '../core/compaction/needs-compaction.js';
 import { resolveOptions, type CompactionOptions, type ResolvedOptions } from '../core/compaction/options.js';
 import { DEFAULT_PAYLOAD_LIMIT_BYTES, jsonPayloadBytes } from '../core/limits/payload-size.js';
 import { defaultCounter } from '../core/counting/tokens.js';
-import type { ChatMessage, CompactionResult, Summarizer } from '../core/types.js';
-import {
-  validateAnthropic,
-  type AnthropicConversation,
-  type AnthropicTextBlock,
-} from '../core/formats/anthropic-schema.js';
+import type { CompactionResult, Summarizer } from '../core/types.js';
+import { validateAnthropic, type AnthropicConversation } from '../core/formats/anthropic-schema.js';
 import { formatView, type AnyCompactionResult } from '../core/formats/format.js';
 import { withRootCause } from '../llm/openai-adapter.js';
 import { installQuietTelemetryRuntime } from '../telemetry/metrics.js';
@@ -169,10 +165,7 @@ function watched(summarizer: Summarizer): { summarizer: Summarizer; failure: () 
 }
 
 /** The file's conversation as the engine reads it, and an Anthropic body's system prompt. */
-function engineOf(file: ConversationFile): {
-  messages: readonly ChatMessage[];
-  system: string | AnthropicTextBlock[] | undefined;
-} {
+function engineOf(file: ConversationFile) {
   if (file.messageFormat === 'openai') return { messages: file.messages, system: undefined };
   const conversation = file.messageFormat === 'anthropic' ? anthropicConversationOf(file) : file.messages;
   const view = formatView(file.messageFormat, conversation);

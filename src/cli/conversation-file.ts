@@ -152,8 +152,6 @@ function shapeOf(value: unknown): string {
   return `a JSON ${typeof value}`;
 }
 
-const STDIN_NAME = '<stdin>';
-
 export async function readProcessStdin(): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const chunk of process.stdin) chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk)));
@@ -165,7 +163,7 @@ export async function readConversationFile(
   readStdin: () => Promise<string> = readProcessStdin,
   choice: FormatChoice = 'auto',
 ): Promise<ConversationFile> {
-  if (path === '-') return parseConversation(await readStdin(), STDIN_NAME, choice);
+  if (path === '-') return parseConversation(await readStdin(), '<stdin>', choice);
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
