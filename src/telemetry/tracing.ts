@@ -115,18 +115,14 @@ export class StderrSpanExporter implements SpanExporter {
           attributes[key] = value;
       }
       const { traceId, spanId } = span.spanContext();
+      const { code, message } = span.status;
       const line = {
         span: span.name,
         traceId,
         spanId,
         ...(span.parentSpanId === undefined ? {} : { parentSpanId: span.parentSpanId }),
         ms: Math.round((span.duration[0] * 1000 + span.duration[1] / 1e6) * 1000) / 1000,
-        status:
-          span.status.code === SpanStatusCode.ERROR
-            ? `ERROR${span.status.message === undefined ? '' : `: ${span.status.message}`}`
-            : span.status.code === SpanStatusCode.OK
-              ? 'OK'
-              : 'UNSET',
+        status: code === SpanStatusCode.ERROR && message !== undefined ? `ERROR: ${message}` : SpanStatusCode[code],
         attributes,
       };
       this.write(`${JSON.stringify(line)}\n`);
