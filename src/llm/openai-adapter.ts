@@ -61,9 +61,8 @@ export class CompletionDeadlineError extends Error {
 }
 
 /**
- * Sends one chat-completions request and returns the parsed JSON body, unread. One controller
- * carries the caller's cancellation and a whole-call deadline (the client's `timeout` does not cover
- * a body that stalls halfway).
+ * Sends one chat-completions request and returns the parsed JSON body, unread, under the caller's
+ * cancellation and a whole-call deadline (the client's `timeout` does not cover a body that stalls halfway).
  * @throws the caller's `signal.reason` when `signal` aborts, so a cancellation is never a failure.
  * @throws CompletionDeadlineError when `timeoutMs` passes first.
  */
@@ -73,28 +72,18 @@ export async function requestCompletion(
   { signal, timeoutMs }: { signal?: AbortSignal | undefined; timeoutMs: number },
 ): Promise<unknown> {
   if (signal?.aborted) throw signal.reason;
-  const controller = new AbortController();
-  const onCallerAbort = (): void => controller.abort(signal?.reason);
-  signal?.addEventListener('abort', onCallerAbort, { once: true });
-  let timedOut = false;
-  const deadline = setTimeout(() => {
-    timedOut = true;
-    controller.abort();
-  }, timeoutMs);
+  const deadline = AbortSignal.timeout(timeoutMs);
   try {
     return await client.post<unknown>('/chat/completions', {
       body,
-      signal: controller.signal,
+      signal: signal === undefined ? deadline : AbortSignal.any([signal, deadline]),
       maxRetries: 0,
       timeout: timeoutMs,
     });
   } catch (error) {
     if (signal?.aborted) throw signal.reason;
-    if (timedOut) throw new CompletionDeadlineError(timeoutMs, { cause: error });
+    if (deadline.aborted) throw new CompletionDeadlineError(timeoutMs, { cause: error });
     throw error;
-  } finally {
-    clearTimeout(deadline);
-    signal?.removeEventListener('abort', onCallerAbort);
   }
 }
 
