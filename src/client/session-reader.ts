@@ -128,9 +128,8 @@ export async function* readSession(
   const latest = await client.workflow
     .getHandle(workflowId, typeof from === 'string' ? undefined : from.runId)
     .describe();
-  const running = latest.status.name === 'RUNNING';
   let snapshot: SessionSnapshot | undefined;
-  if (running && options.pending !== false) {
+  if (latest.status.name === 'RUNNING' && options.pending !== false) {
     const handle = client.workflow.getHandle(workflowId, latest.runId);
     const answer: unknown = await client.withDeadline(Date.now() + (options.queryTimeoutMs ?? 15_000), () =>
       handle.query('session'),

@@ -244,13 +244,9 @@ export const compact: CliCommand = {
     const { options: compactionOptions, flags } = compactionOptionsOf(context.values);
     const format = formatChoice(context.values.format);
     const config = loadConfig({ env: context.io.env, flags: configFlagsFromArgs(context.values) });
-    let file;
-    try {
-      file = await readConversationFile(path, context.io.readStdin, format);
-    } catch (error) {
-      if (error instanceof ConversationFileError && error.missing) throw new UsageError(error.message);
-      throw error;
-    }
+    const file = await readConversationFile(path, context.io.readStdin, format).catch((error: unknown) => {
+      throw error instanceof ConversationFileError && error.missing ? new UsageError(error.message) : error;
+    });
     const run = {
       file,
       config,

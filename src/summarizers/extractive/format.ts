@@ -37,10 +37,5 @@ export interface Candidate {
 export type Sections = Record<SectionName, Candidate[]>;
 
 export function bySection<T>(value: (name: SectionName) => T): Record<SectionName, T> {
-  return {
-    goals: value('goals'),
-    decisions: value('decisions'),
-    files: value('files'),
-    unresolved: value('unresolved'),
-  };
+  return Object.fromEntries(SECTIONS.map(([name]) => [name, value(name)])) as Record<SectionName, T>;
 }
