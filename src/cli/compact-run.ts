@@ -359,11 +359,10 @@ export async function compactViaWorkflow(run: CompactRun, client: Client): Promi
     },
   };
   const inputBytes = jsonPayloadBytes(input);
-  if (payloads.driver === undefined && inputBytes > DEFAULT_PAYLOAD_LIMIT_BYTES) {
+  if (payloads.driver === undefined && inputBytes > DEFAULT_PAYLOAD_LIMIT_BYTES)
     throw new Error(
       `${file.path}: the workflow input would be ${groupDigits(inputBytes)} bytes, over the ${groupDigits(DEFAULT_PAYLOAD_LIMIT_BYTES)} a Temporal payload holds inline; set COMPACTOR_PAYLOAD_STORE (as your workers have it), or compact it without --via-workflow`,
     );
-  }
   const existing = await liveWorkflowPollers(client, config.taskQueue);
   // Summarize activities go where those workers expect them; a worker started here polls one queue for everything.
   if (existing.length > 0 && config.summarizerTaskQueue !== config.taskQueue)

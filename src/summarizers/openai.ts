@@ -112,9 +112,8 @@ function serverSettings(baseURL: string | undefined, apiKey: string | undefined)
 export function createOpenAISummarizer(options: OpenAISummarizerOptions): Summarizer {
   assertKnownKeys(options, OPENAI_SUMMARIZER_OPTION_KEYS, 'options');
   const timeout = options.timeout ?? DEFAULT_SUMMARIZER_TIMEOUT_MS;
-  if (!Number.isInteger(timeout) || timeout <= 0) {
+  if (!Number.isInteger(timeout) || timeout <= 0)
     throw new RangeError(`createOpenAISummarizer: timeout must be a positive integer of milliseconds, got ${timeout}`);
-  }
   const client =
     options.client ?? createOpenAIClient({ ...serverSettings(options.baseURL, options.apiKey), timeoutMs: timeout });
   const { model, maxTokens, temperature } = options;
