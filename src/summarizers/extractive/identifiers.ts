@@ -12,7 +12,7 @@ import type { Turns } from './turns.js';
 /** The sections keep at least this much of the budget: the task and where the run stands come before any name. */
 export const SECTIONS_FLOOR = 1000;
 
-/** At most added for recency (the middle's last message), an earlier summary's line, a result of a call on a task file. */
+/** At most added for recency (the middle's last message), an earlier summary's line, a call's result on a task file. */
 const RECENCY = 3;
 const CARRIED = 4;
 const TASK_FILE = RECENCY;
