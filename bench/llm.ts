@@ -32,7 +32,7 @@ import { Compactor, createExtractiveSummarizer, createOpenAISummarizer } from '.
 import { countTextTokens } from '../src/core/counting/bpe-counter.js';
 import { identifiersIn } from '../src/core/compaction/coverage.js';
 import type { ChatMessage, CompactionResult, Summarizer } from '../src/core/types.js';
-import { fetchServerContextWindow } from '../src/llm/server-window.js';
+import { fetchServerContextWindow } from '../scripts/server-window.js';
 import { freePort } from '../dev/dev-server.js';
 import { resolveLlmServer } from '../scripts/llm-server.mjs';
 

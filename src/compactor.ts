@@ -28,8 +28,7 @@ import {
   type Conversation,
   type FormatOption,
 } from './core/formats/format.js';
-import { readContextOverflow } from './llm/context-overflow.js';
-import { pastDeadline } from './llm/past-deadline.js';
+import { pastDeadline, readContextOverflow } from './llm/context-overflow.js';
 import { SUMMARIZE_ACTIVITY_SETTING_KEYS } from './shared/activity-options.js';
 import type { SessionLine } from './core/agent/session.js';
 import { checkCompactionId, undoTranscript, type TranscriptUndo } from './core/agent/undo.js';

@@ -12,7 +12,7 @@ import {
   type CompactorConfig,
 } from '../src/config.js';
 import type { SummarizeRequest } from '../src/core/types.js';
-import { EXTRACTIVE_SUMMARY_NOTICE } from '../src/summarizers/extractive.js';
+import { EXTRACTIVE_SUMMARY_NOTICE } from '../src/summarizers/extractive/format.js';
 import { summarizerFromConfig } from '../src/worker/summarizer-from-config.js';
 import { startFakeOpenAI, type FakeOpenAI } from './support/fake-openai.js';
 

@@ -10,8 +10,7 @@ import {
   statusOf,
   SummarizerError,
 } from '../core/errors.js';
-import { readContextOverflow } from '../llm/context-overflow.js';
-import { pastDeadline } from '../llm/past-deadline.js';
+import { pastDeadline, readContextOverflow } from '../llm/context-overflow.js';
 import { invalidInputFailure } from '../shared/failures.js';
 
 /**

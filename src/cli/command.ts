@@ -1,11 +1,11 @@
 // Node only: what every `temporal-compactor` command is made of: its options (parsed with
-// util.parseArgs; the same table prints its --help), its handler's context, and the usage mistake.
+// util.parseArgs; the same table prints its --help), its context, and the usage mistake.
 import { parseArgs } from 'node:util';
 import type { Client } from '@temporalio/client';
 import { configParseArgsOptions, configTable } from '../config.js';
 import { closestName } from '../core/unknown-keys.js';
 
-/** Where a command writes, and the environment it reads (tests pass their own). */
+/** Tests pass their own. */
 export interface CliIo {
   stdout(text: string): void;
   stderr(text: string): void;
@@ -20,17 +20,17 @@ export interface OptionSpec {
   short?: string;
   /** The value's placeholder in the help, e.g. `N`, `FILE`, `48h`. */
   value?: string;
-  help: string;
+  /** Left out for the configuration flags, which `temporal-compactor --help` lists. */
+  help?: string;
 }
 
-/** One subcommand; `run` returns the exit code. */
+/** `run` returns the exit code. */
 export interface CliCommand {
   name: string;
-  /** The arguments after the command's name, e.g. `<workflowId> [--all] [--json]`. */
+  /** E.g. `<workflowId> [--all] [--json]`. */
   usage: string;
-  /** One line for the top-level help. */
+  /** For the top-level help. */
   summary: string;
-  /** Paragraphs for the command's own help. */
   description: readonly string[];
   /** Options besides the configuration flags and --help. */
   options?: Readonly<Record<string, OptionSpec>>;
@@ -43,11 +43,11 @@ export interface CommandContext {
   positionals: string[];
   values: OptionValues;
   io: CliIo;
-  /** Connects on first call (as the worker does) and returns the client; closed after the command. */
+  /** Connects on first call (as the worker does); closed after the command. */
   client(): Promise<Client>;
 }
 
-/** Printed with the command's usage, exit code 2. */
+/** Printed with the usage, exit code 2. */
 export class UsageError extends Error {
   override readonly name = 'UsageError';
 }
@@ -75,11 +75,7 @@ export function parseCommandArgs(
   command: CliCommand,
   args: readonly string[],
 ): { values: OptionValues; positionals: string[] } {
-  const config = Object.keys(configParseArgsOptions()).map((name): [string, OptionSpec] => [
-    name,
-    { type: 'string', help: '' },
-  ]);
-  const options: Record<string, OptionSpec> = { ...Object.fromEntries(config), ...command.options, help: HELP_OPTION };
+  const options: Record<string, OptionSpec> = { ...configParseArgsOptions(), ...command.options, help: HELP_OPTION };
   // Not strict: our messages rather than the parser's.
   const { values, positionals, tokens } = parseArgs({
     args: [...args],
@@ -102,7 +98,7 @@ export function parseCommandArgs(
   return { values, positionals };
 }
 
-/** Wraps `text` to lines of at most `width` columns, each after `indent` (the first after `first`). */
+/** Lines of at most `width` columns, each after `indent` (the first after `first`). */
 function wrap(text: string, width: number, indent: string, first = indent): string[] {
   const lines: string[] = [];
   let line = first;
@@ -128,7 +124,7 @@ function optionLines(options: Readonly<Record<string, OptionSpec>>): string[] {
   const column = Math.min(Math.max(...heads.map((head) => head.length)) + 2, 30);
   return Object.values(options).flatMap((spec, index) => {
     const head = heads[index] ?? '';
-    const text = spec.multiple === true ? `${spec.help} (repeatable)` : spec.help;
+    const text = `${spec.help ?? ''}${spec.multiple === true ? ' (repeatable)' : ''}`;
     if (head.length + 2 > column) return [head, ...wrap(text, HELP_COLUMNS, ' '.repeat(column))];
     return wrap(text, HELP_COLUMNS, ' '.repeat(column), head.padEnd(column));
   });
@@ -176,7 +172,7 @@ export function topLevelHelp(commands: readonly CliCommand[]): string {
   return `${lines.join('\n')}\n`;
 }
 
-/** The first positional argument, required; no others. */
+/** The one positional argument, required. */
 export function onlyArgument(context: CommandContext, what: string): string {
   const [value, ...rest] = context.positionals;
   if (value === undefined || value === '') throw new UsageError(`${what} is required`);

@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { basename } from 'node:path';
 import { WorkflowFailedError, type Client, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
+import { optionalTsToMs } from '@temporalio/common/lib/time.js';
 import proto from '@temporalio/proto';
 import type { NativeConnection } from '@temporalio/worker';
 import { Compactor, type SummarizeProgress } from '../compactor.js';
@@ -19,12 +20,8 @@ import { needsCompactionCore } from '../core/compaction/needs-compaction.js';
 import { resolveOptions, type CompactionOptions, type ResolvedOptions } from '../core/compaction/options.js';
 import { DEFAULT_PAYLOAD_LIMIT_BYTES, jsonPayloadBytes } from '../core/limits/payload-size.js';
 import { defaultCounter } from '../core/counting/tokens.js';
-import type { ChatMessage, CompactionResult, Summarizer } from '../core/types.js';
-import {
-  validateAnthropic,
-  type AnthropicConversation,
-  type AnthropicTextBlock,
-} from '../core/formats/anthropic-schema.js';
+import type { CompactionResult, Summarizer } from '../core/types.js';
+import { validateAnthropic, type AnthropicConversation } from '../core/formats/anthropic-schema.js';
 import { formatView, type AnyCompactionResult } from '../core/formats/format.js';
 import { withRootCause } from '../llm/openai-adapter.js';
 import { installQuietTelemetryRuntime } from '../telemetry/metrics.js';
@@ -35,17 +32,13 @@ import { createWorker, workflowCode } from '../worker/create-worker.js';
 import type { CompactConversationInput, compactConversation } from '../workflows/compact-conversation.js';
 import { describeFileShape, type ConversationFile } from './conversation-file.js';
 
-/** Where the budget came from, for the report. */
-type BudgetSource = 'flag' | 'config' | 'conversation';
-
 /** What both modes know before compacting. */
 interface Prepared {
   file: ConversationFile;
   budget: number;
-  budgetSource: BudgetSource;
+  budgetSource: 'flag' | 'config' | 'conversation';
   /** Whether an agent loop would have compacted it now (`needsCompaction`); `compact` compacts either way. */
   needed: boolean;
-  /** With the defaults applied. */
   options: ResolvedOptions;
   target: number | undefined;
   optionFlags: readonly string[];
@@ -55,7 +48,7 @@ interface Prepared {
 export interface CompactReport extends Prepared {
   result: AnyCompactionResult;
   summarizer: string;
-  /** Why the summarizer failed, when that ended the compaction in the hard trim: its last request's error. */
+  /** Why the summarizer failed, when that ended in the hard trim: its last request's error. */
   summarizerFailure: string | undefined;
   via:
     | { kind: 'in-process' }
@@ -69,11 +62,11 @@ export interface CompactReport extends Prepared {
       };
 }
 
-/** The header line of the table {@link renderCompactReport} prints (tests look for it). */
+/** The header line of the report's table (tests look for it). */
 export const COMPACT_TABLE_HEADER =
   '| tokens before → after | reclaimed | messages before → after | dropped | elided | summary or trim | fallback | exhausted |';
 
-/** The report for people: what was compacted and how, then a one-row Markdown table like `history`'s. */
+/** What was compacted and how, then a one-row Markdown table like `history`'s. */
 export function renderCompactReport(report: CompactReport): string {
   const { file, result, budget, options, target } = report;
   const budgetWhy = {
@@ -139,28 +132,14 @@ export interface CompactRun {
   /** `--budget`; else the configuration's, else the conversation's own size. */
   budget: number | undefined;
   env: Readonly<Record<string, string | undefined>>;
-  /** Progress lines (stderr). */
   progress: (line: string) => void;
-  /** From the flags; the engine's defaults for the rest. */
+  /** From the flags, and the flags as written. */
   options: Omit<CompactionOptions, 'contextBudget'>;
-  /** The flags that set them, as written. */
   optionFlags: readonly string[];
   target: number | undefined;
 }
 
-/**
- * An error's message, with its root cause's when that says more: the OpenAI client's "Connection
- * error." comes from `connect ECONNREFUSED 127.0.0.1:8080`, which a user can act on.
- */
-function errorText(error: unknown): string {
-  return error instanceof Error ? withRootCause(error) : String(error);
-}
-
-/**
- * The summarizer, watched: `failure()` is its last request's error (or empty summary), else
- * undefined. The engine falls back to the hard trim exactly after a request that failed its last
- * attempt, so this names why.
- */
+/** `failure()`: the last request's error or empty summary; the hard trim follows exactly such a request. */
 function watched(summarizer: Summarizer): { summarizer: Summarizer; failure: () => string | undefined } {
   let last: string | undefined;
   let failedInARow = 0;
@@ -175,7 +154,7 @@ function watched(summarizer: Summarizer): { summarizer: Summarizer; failure: () 
           return response;
         } catch (error) {
           failedInARow += 1;
-          last = errorText(error);
+          last = withRootCause(error);
           throw error;
         }
       },
@@ -185,11 +164,8 @@ function watched(summarizer: Summarizer): { summarizer: Summarizer; failure: () 
   };
 }
 
-/** The file's conversation as the engine reads it (other formats through their view), and an Anthropic body's system prompt. */
-function engineOf(file: ConversationFile): {
-  messages: readonly ChatMessage[];
-  system: string | AnthropicTextBlock[] | undefined;
-} {
+/** The file's conversation as the engine reads it, and an Anthropic body's system prompt. */
+function engineOf(file: ConversationFile) {
   if (file.messageFormat === 'openai') return { messages: file.messages, system: undefined };
   const conversation = file.messageFormat === 'anthropic' ? anthropicConversationOf(file) : file.messages;
   const view = formatView(file.messageFormat, conversation);
@@ -244,7 +220,7 @@ function compactFile(
 function prepare(run: CompactRun): { prepared: Prepared; engine: ReturnType<typeof engineOf> } {
   const engine = engineOf(run.file);
   // The character estimator counts at least 4 tokens a message, so a non-empty file is never 0.
-  const [budget, budgetSource]: [number, BudgetSource] =
+  const [budget, budgetSource]: [number, Prepared['budgetSource']] =
     run.budget !== undefined
       ? [run.budget, 'flag']
       : run.config.contextBudget !== undefined
@@ -256,7 +232,7 @@ function prepare(run: CompactRun): { prepared: Prepared; engine: ReturnType<type
   return { prepared: { file, budget, budgetSource, needed, options, target, optionFlags }, engine };
 }
 
-/** Compacts in this process with the `Compactor`, the configured summarizer and the character estimator. */
+/** Compacts in this process with the `Compactor` and the configured summarizer. */
 export async function compactInProcess(run: CompactRun): Promise<CompactReport> {
   const { prepared } = prepare(run);
   const configured = summarizerFromConfig(run.config);
@@ -267,25 +243,20 @@ export async function compactInProcess(run: CompactRun): Promise<CompactReport> 
   return { ...prepared, result, summarizer: configured.describe, summarizerFailure, via: { kind: 'in-process' } };
 }
 
-/**
- * A poller seen this recently is a live worker: each long poll waits up to a minute, and the
- * server lists a stopped worker's pollers for minutes more.
- */
+/** A live worker's poller: a long poll waits up to a minute; a stopped worker's stay listed for minutes. */
 const LIVE_POLLER_MS = 75_000;
 
-/** Identities of the workers that polled `taskQueue` for workflow tasks within {@link LIVE_POLLER_MS}. */
-async function liveWorkflowPollers(client: Client, taskQueue: string, now = Date.now()): Promise<string[]> {
+/** Identities of the workers that polled `taskQueue` for workflow tasks within LIVE_POLLER_MS. */
+async function liveWorkflowPollers(client: Client, taskQueue: string): Promise<string[]> {
   const response = await client.workflowService.describeTaskQueue({
     namespace: client.options.namespace,
     taskQueue: { name: taskQueue, kind: proto.temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
     taskQueueType: proto.temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
   });
-  return (response.pollers ?? []).flatMap(({ lastAccessTime: seen, identity }) => {
-    const seconds = seen?.seconds;
-    const at =
-      seconds === undefined || seconds === null ? 0 : Number(seconds) * 1000 + Math.round((seen?.nanos ?? 0) / 1e6);
-    return now - at <= LIVE_POLLER_MS ? [identity ?? '?'] : [];
-  });
+  const now = Date.now();
+  return (response.pollers ?? []).flatMap(({ lastAccessTime, identity }) =>
+    now - (optionalTsToMs(lastAccessTime) ?? 0) <= LIVE_POLLER_MS ? [identity ?? '?'] : [],
+  );
 }
 
 /** A link to the run: Temporal Cloud's UI, or a dev server's on its default port; else the CLI command that shows it. */
@@ -299,7 +270,7 @@ function runLink(config: CompactorConfig, namespace: string, workflowId: string)
   return `temporal workflow show --address ${address} --namespace ${namespace} --workflow-id ${workflowId}`;
 }
 
-/** A workflow id that says what ran: `compact-<file name>-<time>-<random>`. */
+/** `compact-<file name>-<time>-<random>`. */
 function workflowIdFor(path: string): string {
   const name = basename(path)
     .replace(/\.[^.]*$/, '')
@@ -321,7 +292,7 @@ async function awaitResult(
   // The first Ctrl-C cancels the run rather than leaving it for a worker to pick up later.
   const cancel = (): void => {
     progress(`Cancelling workflow ${handle.workflowId}...`);
-    handle.cancel().catch((error: unknown) => progress(`could not cancel: ${errorText(error)}`));
+    handle.cancel().catch((error: unknown) => progress(`could not cancel: ${withRootCause(error)}`));
   };
   process.once('SIGINT', cancel);
   try {
@@ -343,7 +314,7 @@ async function awaitResult(
   }
 }
 
-/** A failure's message in history, with its root cause's when that says more (as {@link errorText}). */
+/** A failure's message in history, with its root cause's when that says more (as {@link withRootCause}). */
 function failureText(failure: proto.temporal.api.failure.v1.IFailure): string {
   let root = failure;
   for (let depth = 0; root.cause !== undefined && root.cause !== null && depth < 16; depth += 1) root = root.cause;
@@ -352,7 +323,7 @@ function failureText(failure: proto.temporal.api.failure.v1.IFailure): string {
   return message.includes(rootMessage) ? message || 'no message' : `${message} (${rootMessage})`;
 }
 
-/** Why the run's last summarize activity failed (its final attempt's failure); undefined when it completed. */
+/** Why the run's last summarize activity failed (its final attempt); undefined when it completed. */
 async function summarizerFailureInHistory(handle: WorkflowHandle): Promise<string | undefined> {
   const history = await handle.fetchHistory();
   let failure: string | undefined;
@@ -388,11 +359,10 @@ export async function compactViaWorkflow(run: CompactRun, client: Client): Promi
     },
   };
   const inputBytes = jsonPayloadBytes(input);
-  if (payloads.driver === undefined && inputBytes > DEFAULT_PAYLOAD_LIMIT_BYTES) {
+  if (payloads.driver === undefined && inputBytes > DEFAULT_PAYLOAD_LIMIT_BYTES)
     throw new Error(
       `${file.path}: the workflow input would be ${groupDigits(inputBytes)} bytes, over the ${groupDigits(DEFAULT_PAYLOAD_LIMIT_BYTES)} a Temporal payload holds inline; set COMPACTOR_PAYLOAD_STORE (as your workers have it), or compact it without --via-workflow`,
     );
-  }
   const existing = await liveWorkflowPollers(client, config.taskQueue);
   // Summarize activities go where those workers expect them; a worker started here polls one queue for everything.
   if (existing.length > 0 && config.summarizerTaskQueue !== config.taskQueue)
@@ -423,7 +393,7 @@ export async function compactViaWorkflow(run: CompactRun, client: Client): Promi
     // The result is in hand: not being allowed to read the history only leaves the reason unsaid.
     const summarizerFailure = result.fallback
       ? await summarizerFailureInHistory(handle).catch((error: unknown) => {
-          progress(`Could not read the run's history to say why it ended in the hard trim: ${errorText(error)}`);
+          progress(`Could not read the run's history to say why it ended in the hard trim: ${withRootCause(error)}`);
           return undefined;
         })
       : undefined;

@@ -23,7 +23,6 @@ import { validateAiSdk, type AiSdkMessage } from '../core/formats/ai-sdk-schema.
 import { detectFormat, FORMAT_NAMES } from '../core/formats/detect.js';
 import type { MessageFormat } from '../core/formats/format.js';
 
-/** `--format`: a message format, or `auto` (detect it). */
 export type FormatChoice = MessageFormat | 'auto';
 
 export type ConversationFile = (
@@ -32,15 +31,14 @@ export type ConversationFile = (
   | { messageFormat: 'ai-sdk'; messages: AiSdkMessage[] }
 ) & {
   path: string;
-  /** How the file was written; the output keeps the shape (session lines come back as an array). */
+  /** The output keeps the shape (session lines come back as an array). */
   format: 'array' | 'object' | 'session-jsonl';
-  /** Whether the message format was detected (`--format auto`) or named. */
   formatDetected: boolean;
   /** For `object`: the parsed object, so the output keeps its other fields (an Anthropic body's `system` too). */
   container: Record<string, unknown> | undefined;
 };
 
-/** How the report names the file's shape: `JSON array`, `{ "messages": [...] }`, `Anthropic Messages request body, detected`. */
+/** `JSON array`, `{ "messages": [...] }`, `Anthropic Messages request body, detected`. */
 export function describeFileShape(file: ConversationFile): string {
   if (file.format === 'session-jsonl') return 'session transcript';
   const shape =
@@ -53,7 +51,7 @@ export function describeFileShape(file: ConversationFile): string {
   return `${FORMAT_NAMES[file.messageFormat]} ${shape}${file.formatDetected ? ', detected' : ''}`;
 }
 
-/** The file cannot be used; the message names the file and, for a bad message, its index and field. */
+/** The message names the file and, for a bad message, its index and field. */
 export class ConversationFileError extends Error {
   override readonly name = 'ConversationFileError';
   constructor(
@@ -61,7 +59,7 @@ export class ConversationFileError extends Error {
     reason: string,
     /** No such file, or a directory: a usage mistake. */
     readonly missing = false,
-    /** For a bad message: the field and message at fault, e.g. `messages[3].tool_call_id`. */
+    /** E.g. `messages[3].tool_call_id`. */
     readonly field?: string,
     readonly index?: number,
   ) {
@@ -69,7 +67,7 @@ export class ConversationFileError extends Error {
   }
 }
 
-/** True when the first non-blank line is a session transcript line (`temporal-compactor session --jsonl`). */
+/** Whether the first non-blank line is a line of `temporal-compactor session --jsonl`. */
 function looksLikeSessionJsonl(text: string): boolean {
   const first = text.split('\n').find((line) => line.trim() !== '');
   try {
@@ -144,7 +142,7 @@ export function parseConversation(text: string, path: string, choice: FormatChoi
   }
 }
 
-/** What a JSON value is, in words, for an error: `an object with keys model, prompt`, `a JSON string`. */
+/** `an object with keys model, prompt`, `a JSON string`. */
 function shapeOf(value: unknown): string {
   if (value === null) return 'null';
   if (typeof value === 'object') {
@@ -154,21 +152,18 @@ function shapeOf(value: unknown): string {
   return `a JSON ${typeof value}`;
 }
 
-const STDIN_NAME = '<stdin>';
-
 export async function readProcessStdin(): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const chunk of process.stdin) chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk)));
   return Buffer.concat(chunks).toString('utf8');
 }
 
-/** Reads and parses a conversation file, or standard input for `-`. */
 export async function readConversationFile(
   path: string,
   readStdin: () => Promise<string> = readProcessStdin,
   choice: FormatChoice = 'auto',
 ): Promise<ConversationFile> {
-  if (path === '-') return parseConversation(await readStdin(), STDIN_NAME, choice);
+  if (path === '-') return parseConversation(await readStdin(), '<stdin>', choice);
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
@@ -181,7 +176,7 @@ export async function readConversationFile(
   return parseConversation(text, path, choice);
 }
 
-/** The compacted conversation in the input's shape and format, as the file `--out` writes (2-space JSON, final newline). */
+/** The compacted conversation in the input's shape and format (2-space JSON, final newline). */
 export function conversationOutput(
   file: ConversationFile,
   messages: readonly ChatMessage[] | readonly AnthropicMessage[] | readonly AiSdkMessage[],
@@ -190,7 +185,7 @@ export function conversationOutput(
   return `${JSON.stringify(value, null, 2)}\n`;
 }
 
-/** The mode of a file `writeFileWhole` creates: a conversation holds whatever the agent read. */
+/** A conversation holds whatever the agent read. */
 const NEW_FILE_MODE = 0o600;
 
 /** Why `writeFileWhole` would refuse `path`: a link, followed or replaced, would write where the user did not name. */
@@ -212,7 +207,6 @@ export function unwritableReason(path: string): string | undefined {
 export function writeFileWhole(path: string, text: string): void {
   const refused = unwritableReason(path);
   if (refused !== undefined) throw new Error(`cannot write ${path}: it ${refused}`);
-  // The mode of the file it replaces, else a new, private file's.
   const mode = (lstatSync(path, { throwIfNoEntry: false })?.mode ?? NEW_FILE_MODE) & 0o777;
   const temporary = join(dirname(path), `.${basename(path)}.${randomBytes(8).toString('hex')}.tmp`);
   let descriptor: number | undefined;

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Node only: the `temporal-compactor` command line, one file per command under commands/. Commands
 // connect like the worker: `loadConfig` (environment and flags), then `connectTemporal`.
+import { readFileSync } from 'node:fs';
 import { Client } from '@temporalio/client';
 import { ConfigError, configFlagsFromArgs, loadConfig } from '../config.js';
 import { HISTORY_CHANNEL_ARGS } from '../client/session-reader.js';
@@ -9,6 +10,7 @@ import { connectTemporal } from '../worker/temporal-connection.js';
 import { payloadStoreMissing } from '../shared/payload-store-missing.js';
 import { InstallError } from '../peer-packages.js';
 import { isMain } from '../worker/is-main.js';
+import { isRecord } from '../core/schema.js';
 import {
   commandHelp,
   didYouMean,
@@ -30,7 +32,6 @@ import { session } from './commands/session.js';
 import { undo } from './commands/undo.js';
 import { worker } from './commands/worker.js';
 import { readProcessStdin } from './conversation-file.js';
-import { packageVersion } from './version.js';
 
 export type { CliCommand, CliIo, CommandContext } from './command.js';
 
@@ -50,10 +51,18 @@ export async function connectClient(
   return { client: new Client({ connection, namespace, dataConverter }), close: () => connection.close() };
 }
 
-/** By name, in the order the help lists them. */
+/** In the order the help lists them. */
 export const commands: Readonly<Record<string, CliCommand>> = Object.fromEntries(
   [compact, worker, bundle, history, session, review, undo, codecServer, gc].map((command) => [command.name, command]),
 );
+
+/** The package.json two folders up, from src/cli and dist/cli alike. */
+function packageVersion(): string {
+  const manifest: unknown = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8'));
+  const version = isRecord(manifest) ? manifest.version : undefined;
+  if (typeof version !== 'string') throw new Error('package.json has no version');
+  return version;
+}
 
 const SHORT_USAGE = 'usage: temporal-compactor <command> [options]   (temporal-compactor --help lists the commands)';
 

@@ -2,6 +2,7 @@
 // must never depend on them: upserting one the namespace lacks fails every workflow task, forever.
 import type { OperatorService } from '@temporalio/client';
 import type { SearchAttributeType } from '@temporalio/common';
+import proto from '@temporalio/proto';
 import { COMPACTOR_SEARCH_ATTRIBUTES } from '../shared/search-attributes.js';
 
 /** The `temporal` CLI's names of the types (`--type Int`, `--search-attribute Name=Int`). */
@@ -15,21 +16,15 @@ export const CLI_TYPE_NAMES: Record<SearchAttributeType, string> = {
   KEYWORD_LIST: 'KeywordList',
 };
 
-/** The operator API's `IndexedValueType` numbers, by the SDK's type names. */
-const INDEXED_VALUE_TYPES: Record<SearchAttributeType, number> = {
-  TEXT: 1,
-  KEYWORD: 2,
-  INT: 3,
-  DOUBLE: 4,
-  BOOL: 5,
-  DATETIME: 6,
-  KEYWORD_LIST: 7,
-};
+const { IndexedValueType } = proto.temporal.api.enums.v1;
 
-export function searchAttributeTypeName(indexedValueType: number): SearchAttributeType | undefined {
-  return (Object.keys(INDEXED_VALUE_TYPES) as SearchAttributeType[]).find(
-    (name) => INDEXED_VALUE_TYPES[name] === indexedValueType,
-  );
+/** The operator API's `IndexedValueType` number of one of the SDK's type names. */
+function indexedValueType(type: SearchAttributeType): number {
+  return IndexedValueType[`INDEXED_VALUE_TYPE_${type}`];
+}
+
+export function searchAttributeTypeName(indexed: number): SearchAttributeType | undefined {
+  return (Object.keys(CLI_TYPE_NAMES) as SearchAttributeType[]).find((name) => indexedValueType(name) === indexed);
 }
 
 export interface HasOperatorService {
@@ -57,7 +52,7 @@ export async function searchAttributeStatus(
   for (const [name, type] of Object.entries(wanted)) {
     const have = existing.get(name);
     if (have === undefined) status.missing.push(name);
-    else if (have !== INDEXED_VALUE_TYPES[type])
+    else if (have !== indexedValueType(type))
       status.conflicting.push(`${name}: ${searchAttributeTypeName(have) ?? have}`);
     else status.present.push(name);
   }
@@ -75,14 +70,14 @@ export async function addSearchAttributes(
   const searchAttributes: Record<string, number> = {};
   for (const name of missing) {
     const type = wanted[name];
-    if (type !== undefined) searchAttributes[name] = INDEXED_VALUE_TYPES[type];
+    if (type !== undefined) searchAttributes[name] = indexedValueType(type);
   }
   await connection.operatorService.addSearchAttributes({ namespace, searchAttributes });
 }
 
 export interface SearchAttributeSetup extends SearchAttributeStatus {
   registered: string[];
-  /** Why the missing ones could not be registered (the server's answer). */
+  /** Why the missing ones could not be registered. */
   error: string | undefined;
 }
 

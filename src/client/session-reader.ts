@@ -14,8 +14,6 @@ import { isRecord } from '../core/schema.js';
 import type { SessionBatch, SessionLine, SessionReference, SessionSnapshot } from '../core/agent/session.js';
 import { PayloadStoreNotConfiguredError } from '../shared/payload-store-missing.js';
 
-const RECORD_SESSION_ACTIVITY = 'recordSession';
-
 export class SessionReadError extends Error {
   override readonly name = 'SessionReadError';
 }
@@ -23,7 +21,7 @@ export class SessionReadError extends Error {
 export interface ReadSessionOptions {
   /** For a run still going, also query the lines it has not recorded yet (needs a worker). @default true */
   pending?: boolean;
-  /** Deadline of that query in ms. @default 15_000 */
+  /** @default 15_000 */
   queryTimeoutMs?: number;
 }
 
@@ -68,7 +66,7 @@ const HISTORY_PAGE_EVENTS = 16;
 /** For a client that reads histories holding large inline payloads (gRPC's default 4 MB is below two). */
 export const HISTORY_CHANNEL_ARGS = { 'grpc.max_receive_message_length': 64 * 1024 * 1024 } as const;
 
-/** The events of one run's history as the server stores them; without a store, connect with HISTORY_CHANNEL_ARGS. */
+/** One run's history as the server stores it; without a store, connect with HISTORY_CHANNEL_ARGS. */
 export async function* historyEvents(
   client: Client,
   workflowId: string,
@@ -90,13 +88,13 @@ export async function* historyEvents(
   }
 }
 
-/** The transcript batches in one run's history, in the order they were scheduled. */
+/** In the order they were scheduled. */
 async function* batchesOf(client: Client, workflowId: string, runId: string): AsyncGenerator<SessionBatch> {
   const { externalStorage } = client.options.loadedDataConverter;
   const runner = externalStorage === undefined ? undefined : new ExternalStorageRunner(externalStorage);
   for await (const event of historyEvents(client, workflowId, runId)) {
     const scheduled = event.activityTaskScheduledEventAttributes;
-    if (scheduled?.activityType?.name !== RECORD_SESSION_ACTIVITY) continue;
+    if (scheduled?.activityType?.name !== 'recordSession') continue;
     let payloads: Payload[] = scheduled.input?.payloads ?? [];
     if (payloads.some((payload) => isReferencePayload(payload))) {
       if (runner === undefined) {
@@ -130,9 +128,8 @@ export async function* readSession(
   const latest = await client.workflow
     .getHandle(workflowId, typeof from === 'string' ? undefined : from.runId)
     .describe();
-  const running = latest.status.name === 'RUNNING';
   let snapshot: SessionSnapshot | undefined;
-  if (running && options.pending !== false) {
+  if (latest.status.name === 'RUNNING' && options.pending !== false) {
     const handle = client.workflow.getHandle(workflowId, latest.runId);
     const answer: unknown = await client.withDeadline(Date.now() + (options.queryTimeoutMs ?? 15_000), () =>
       handle.query('session'),

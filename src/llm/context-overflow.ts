@@ -1,9 +1,8 @@
-// Sandbox-safe: pure. Recognizes a server's "the request does not fit my context window" answer among
-// the errors an OpenAI-compatible client throws, and reads the numbers it states, so a caller can
-// treat it as a measurement rather than a final rejection. Structured data first (`type`, `code`,
+// Sandbox-safe: pure. Recognizes a request past its deadline, and a server's "the request does not
+// fit my context window" answer and the numbers it states: either is sent again smaller, a measurement
+// rather than a rejection (docs/design.md#summarizer-overflow). Structured data first (`type`, `code`,
 // numeric fields), then a bounded piece of the message; not the HTTP status (400 from most servers,
-// 500 from older Ollama). The shapes, as each project writes them (samples in
-// test/llm/context-overflow.test.ts):
+// 500 from older Ollama). The shapes (samples in test/llm/context-overflow.test.ts):
 // - llama.cpp `llama-server` (server-context.cpp `send_error`): `type: "exceed_context_size_error"`,
 //   `n_prompt_tokens`, `n_ctx` (one slot's context: the window a request gets), and the message
 //   "request (N tokens) exceeds the available context size (M tokens)…" or "input (N tokens) is larger…".
@@ -20,7 +19,6 @@
 // - Anthropic: "prompt is too long: N tokens > M maximum".
 import { isRecord } from '../core/schema.js';
 
-/** Which project's answer matched. */
 export type ContextOverflowSource = 'llama.cpp' | 'openai' | 'vllm' | 'ollama' | 'anthropic';
 
 /** A context-overflow answer and the numbers it states, each in the server's own tokens. */
@@ -37,12 +35,13 @@ export interface ContextOverflow {
 const MAX_MESSAGE_CHARS = 2_000;
 /** How many `cause` links are followed from the error handed in (a `SummarizerError` wraps the client's). */
 const MAX_CAUSE_DEPTH = 4;
+/** The adapter's whole-call deadline and openai-node's wait for headers, by name: no OpenAI client is loaded. */
+const DEADLINE_ERRORS: ReadonlySet<string> = new Set(['CompletionDeadlineError', 'APIConnectionTimeoutError']);
 /** A count above this is not believed (no window is that large); the answer still counts as an overflow. */
 const MAX_TOKEN_COUNT = 1_000_000_000;
 
-/** What one error says, read without trusting its shape. */
+/** What one error says: the provider's error object (`APIError.error`, a body's `error`, or a top-level error body). */
 interface ErrorFacts {
-  /** The provider's error object (openai-node's `APIError.error`, a body's `error`, or a top-level error body). */
   detail: Record<string, unknown> | undefined;
   message: string;
 }
@@ -60,7 +59,7 @@ function windowOf(value: unknown): number | undefined {
   return parsed === undefined || parsed === 0 ? undefined : parsed;
 }
 
-/** The facts of one error: openai-node's `APIError`, a caller's `{ status, body }`, or anything with a `message`. */
+/** Of openai-node's `APIError`, a caller's `{ status, body }`, or anything with a `message`. */
 function factsOf(error: Record<string, unknown>): ErrorFacts {
   const body = isRecord(error['body']) ? error['body'] : undefined;
   const given = error['error'] ?? body?.['error'] ?? (body?.['object'] === 'error' ? body : undefined);
@@ -76,12 +75,12 @@ function factsOf(error: Record<string, unknown>): ErrorFacts {
   return { detail, message: message.slice(0, MAX_MESSAGE_CHARS) };
 }
 
-/** Omits the counts a message did not state, so a result holds only what was said. */
+/** Holds only the counts the answer stated. */
 function overflow(source: ContextOverflowSource, counts: Omit<ContextOverflow, 'source'>): ContextOverflow {
   return { source, ...Object.fromEntries(Object.entries(counts).filter(([, value]) => value !== undefined)) };
 }
 
-/** An answer that states the prompt's tokens only: they are the request's. */
+/** The prompt's tokens alone stated: they are the request's. */
 function promptOverflow(source: ContextOverflowSource, contextWindow: number | undefined, prompt: number | undefined) {
   return overflow(source, { contextWindow, requestTokens: prompt, promptTokens: prompt });
 }
@@ -181,4 +180,14 @@ export function readContextOverflow(error: unknown): ContextOverflow | undefined
     // A getter that throws on a hand-made error object: that error says nothing about a window.
   }
   return undefined;
+}
+
+/** True when `error`, or an error in its `cause` chain, says a request's deadline passed. */
+export function pastDeadline(error: unknown): boolean {
+  let current: unknown = error;
+  for (let depth = 0; depth <= MAX_CAUSE_DEPTH && current instanceof Error; depth += 1) {
+    if (DEADLINE_ERRORS.has(current.name) || DEADLINE_ERRORS.has(current.constructor.name)) return true;
+    current = current.cause;
+  }
+  return false;
 }

@@ -1,15 +1,14 @@
 // Node only: the one adapter to OpenAI-compatible chat-completions servers, shared by the summarizer and
-// the `chat` activity so the two never drift apart: the client, one request under one deadline, one
-// schema for the answer, one vocabulary for what went wrong (each caller maps it to its failure type).
+// the `chat` activity so the two never drift apart; each caller maps a fault to its own failure type.
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError } from 'openai';
 import { z } from 'zod';
 import { classifyStatus, statusOf } from '../core/errors.js';
 import { redactUrls } from '../redact.js';
 
-/** The key sent to servers that need none (vLLM, Ollama): the client refuses to construct without one. */
+/** Sent to servers that need no key (vLLM, Ollama): the client refuses to construct without one. */
 export const PLACEHOLDER_API_KEY = 'unused';
 
-/** Where the server is and how to authenticate, as the caller was handed them (this module reads no environment). */
+/** As the caller was handed them: this module reads no environment. */
 export interface OpenAIClientSettings {
   /** @default the openai client's own (https://api.openai.com/v1) */
   baseURL?: string | undefined;
@@ -62,9 +61,8 @@ export class CompletionDeadlineError extends Error {
 }
 
 /**
- * Sends one chat-completions request and returns the parsed JSON body, unread. One controller
- * carries the caller's cancellation and a whole-call deadline (the client's `timeout` does not cover
- * a body that stalls halfway).
+ * Sends one chat-completions request and returns the parsed JSON body, unread, under the caller's
+ * cancellation and a whole-call deadline (the client's `timeout` does not cover a body that stalls halfway).
  * @throws the caller's `signal.reason` when `signal` aborts, so a cancellation is never a failure.
  * @throws CompletionDeadlineError when `timeoutMs` passes first.
  */
@@ -73,35 +71,20 @@ export async function requestCompletion(
   body: Record<string, unknown>,
   { signal, timeoutMs }: { signal?: AbortSignal | undefined; timeoutMs: number },
 ): Promise<unknown> {
-  if (signal?.aborted) throw abortReason(signal);
-  const controller = new AbortController();
-  const onCallerAbort = (): void => controller.abort(signal?.reason);
-  signal?.addEventListener('abort', onCallerAbort, { once: true });
-  let timedOut = false;
-  const deadline = setTimeout(() => {
-    timedOut = true;
-    controller.abort();
-  }, timeoutMs);
+  if (signal?.aborted) throw signal.reason;
+  const deadline = AbortSignal.timeout(timeoutMs);
   try {
     return await client.post<unknown>('/chat/completions', {
       body,
-      signal: controller.signal,
+      signal: signal === undefined ? deadline : AbortSignal.any([signal, deadline]),
       maxRetries: 0,
       timeout: timeoutMs,
     });
   } catch (error) {
-    if (signal?.aborted) throw abortReason(signal);
-    if (timedOut) throw new CompletionDeadlineError(timeoutMs, { cause: error });
+    if (signal?.aborted) throw signal.reason;
+    if (deadline.aborted) throw new CompletionDeadlineError(timeoutMs, { cause: error });
     throw error;
-  } finally {
-    clearTimeout(deadline);
-    signal?.removeEventListener('abort', onCallerAbort);
   }
-}
-
-/** What an aborted signal was aborted with (an activity's `CancelledFailure`, a caller's reason). */
-export function abortReason(signal: AbortSignal): unknown {
-  return signal.reason;
 }
 
 const optionalCount = z.number().int().nonnegative().nullish().catch(undefined);
@@ -133,38 +116,20 @@ const completionSchema = z.looseObject({
 });
 
 /** What the provider billed, each count only when it said. */
-export interface CompletionUsage {
-  promptTokens?: number;
-  /** `prompt_tokens_details.cached_tokens` */
-  cachedPromptTokens?: number;
-  completionTokens?: number;
-  totalTokens?: number;
-}
+type CompletionUsage = Partial<
+  Record<'promptTokens' | 'cachedPromptTokens' | 'completionTokens' | 'totalTokens', number>
+>;
 
-/** The first choice of a completion. */
-export interface CompletionChoice {
-  /** `false` when the choice carries no `message` object at all. */
-  hasMessage: boolean;
-  /** Text parts joined; `null` when there is none. */
-  content: string | null;
-  toolCalls: unknown;
-  finishReason: string | undefined;
-}
-
-/** A 200 body read as a chat completion. */
-export interface Completion {
-  /** `undefined` when the body has no choices. */
-  choice: CompletionChoice | undefined;
-  usage: CompletionUsage | undefined;
-}
-
-/** Reads a 200 body, or says why it is not a chat completion. */
-export function readCompletion(body: unknown): { completion: Completion } | { error: z.ZodError } {
+/**
+ * Reads a 200 body, or says why it is not a chat completion: the first choice (undefined without
+ * one; `hasMessage` false when it has no `message` object; `content` its text parts joined), and usage.
+ */
+export function readCompletion(body: unknown) {
   const parsed = completionSchema.safeParse(body);
   if (!parsed.success) return { error: parsed.error };
   const first = parsed.data.choices[0];
   const content = first?.message?.content ?? null;
-  const choice: CompletionChoice | undefined = first && {
+  const choice = first && {
     hasMessage: first.message !== null && first.message !== undefined,
     content:
       typeof content === 'string' || content === null
@@ -173,16 +138,15 @@ export function readCompletion(body: unknown): { completion: Completion } | { er
     toolCalls: first.message?.tool_calls,
     finishReason: first.finish_reason ?? undefined,
   };
-  const usage = parsed.data.usage;
-  if (usage === null || usage === undefined) return { completion: { choice, usage: undefined } };
-  const counts = {
+  const usage = parsed.data.usage ?? undefined;
+  const counts = usage && {
     promptTokens: usage.prompt_tokens,
     cachedPromptTokens: usage.prompt_tokens_details?.cached_tokens,
     completionTokens: usage.completion_tokens,
     totalTokens: usage.total_tokens,
   };
-  const stated = Object.entries(counts).filter(([, value]) => typeof value === 'number');
-  return { completion: { choice, usage: Object.fromEntries(stated) } };
+  const stated = counts && Object.entries(counts).filter(([, value]) => typeof value === 'number');
+  return { completion: { choice, usage: stated && (Object.fromEntries(stated) as CompletionUsage) } };
 }
 
 /** Header bags as openai 6 (`Headers`) and older clients or plain objects (records) carry them. */
@@ -235,8 +199,9 @@ export interface ProviderFault {
   retryAfterMs: number | undefined;
 }
 
-/** The deepest cause's message when it says more than the error's own ("connect ECONNREFUSED …"). */
-export function withRootCause(error: Error): string {
+/** An error's message, and its deepest cause's when that says more ("connect ECONNREFUSED …"). */
+export function withRootCause(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
   let root: unknown = error;
   const seen = new Set<unknown>();
   while (root instanceof Error && root.cause instanceof Error && !seen.has(root.cause)) {

@@ -5,7 +5,6 @@ import type { SummarizeRequest, SummarizeResponse, Summarizer } from '../core/ty
 import { assertKnownKeys, keysOf } from '../core/unknown-keys.js';
 import { KEEP_IDENTIFIERS_PREFIX } from '../core/compaction/coverage.js';
 import { transcriptLength } from '../core/compaction/transcript.js';
-import { EXTRACTIVE_SUMMARY_NOTICE } from './extractive/format.js';
 import { renderSummary } from './extractive/layout.js';
 import { buildSections } from './extractive/sections.js';
 import { honourInstructions, instructionTerms } from './extractive/instructions.js';
@@ -19,48 +18,36 @@ import {
   SECTIONS_FLOOR,
 } from './extractive/identifiers.js';
 
-export { EXTRACTIVE_SUMMARY_NOTICE };
-
-/** Options of {@link createExtractiveSummarizer}. */
 export interface ExtractiveSummarizerOptions {
-  /**
-   * Upper bound on the summary's length in characters.
-   * @default 6000 (about 1,500 tokens: the size of a typical model-written summary)
-   */
+  /** Bound on the summary in characters. @default 6000 (about 1,500 tokens, a typical model-written summary's size) */
   maxChars?: number;
   /**
-   * The summary is at most this fraction of the transcript's length, so it always compacts; never
-   * below {@link MIN_EXTRACTIVE_SUMMARY_CHARS} plus the line of the identifiers the instructions
-   * name. `Infinity` bounds it by `maxChars` alone.
-   * @default 0.15
+   * Bound as a fraction of the transcript's length, so it always compacts; never below
+   * MIN_EXTRACTIVE_SUMMARY_CHARS plus the line of the identifiers the instructions name. `Infinity`
+   * leaves `maxChars` alone. @default 0.15
    */
   maxRatio?: number;
   /**
-   * The share of the budget given to the line listing the identifiers of the middle the sections
-   * did not copy (docs/design.md#coverage); never the sections' first 1,000 characters but for
-   * named ones. `0` leaves the line out.
-   * @default 0.6
+   * The budget's share for the line of the middle's identifiers the sections did not copy
+   * (docs/design.md#coverage); never the sections' first 1,000 characters but for named ones. `0`
+   * leaves the line out. @default 0.6
    */
   identifierShare?: number;
 }
 
-/** @default 6000 characters */
 export const DEFAULT_EXTRACTIVE_MAX_CHARS = 6000;
-/** @default 0.15 of the transcript */
-export const DEFAULT_EXTRACTIVE_MAX_RATIO = 0.15;
+const DEFAULT_EXTRACTIVE_MAX_RATIO = 0.15;
 const DEFAULT_IDENTIFIER_SHARE = 0.6;
 /** The smallest budget the ratio may produce: the notice, four headings and a line or two each. */
 export const MIN_EXTRACTIVE_SUMMARY_CHARS = 400;
 
 /**
- * A {@link Summarizer} that needs no model: deterministic and extractive. It fills the four
- * sections from the request's `middle` with copied lines only (user requests, decision sentences,
- * files and commands with how they went, open errors), then a line of the identifiers the
- * sections did not copy; lines matching `request.instructions` are kept first
- * (docs/design.md#summary-instructions). An earlier summary in the middle is merged, not nested.
- * Bounded by `maxChars`, `maxRatio` and a limit the instruction states; never fails except when
- * `signal` is already aborted (it then rejects with the signal's reason).
- *
+ * A {@link Summarizer} that needs no model, deterministic: the four sections filled from the
+ * request's `middle` with copied lines only (user requests, decision sentences, files and commands
+ * with how they went, open errors), then a line of the identifiers they did not copy; lines matching
+ * `request.instructions` first (docs/design.md#summary-instructions). An earlier summary in the
+ * middle is merged, not nested. Bounded by `maxChars`, `maxRatio` and a limit the instruction
+ * states; rejects only when `signal` is already aborted (with its reason).
  * @example
  * const compactor = new Compactor({ summarizer: createExtractiveSummarizer(), contextBudget: 128_000 });
  */
@@ -70,7 +57,7 @@ export function createExtractiveSummarizer(options: ExtractiveSummarizerOptions 
     keysOf<ExtractiveSummarizerOptions>({ maxChars: true, maxRatio: true, identifierShare: true }),
     'options',
   );
-  // Checked once here, and the values kept: a caller's later change to `options` does not reach the summaries.
+  // Kept as checked: a caller's later change to `options` does not reach the summaries.
   const resolved = resolveExtractiveOptions(options);
   const summarizer: Summarizer = {
     async summarize(request: SummarizeRequest, callOptions?: { signal?: AbortSignal }): Promise<SummarizeResponse> {
@@ -87,35 +74,29 @@ function resolveExtractiveOptions({
   maxRatio = DEFAULT_EXTRACTIVE_MAX_RATIO,
   identifierShare = DEFAULT_IDENTIFIER_SHARE,
 }: ExtractiveSummarizerOptions): Required<ExtractiveSummarizerOptions> {
-  if (!Number.isInteger(maxChars) || maxChars < MIN_EXTRACTIVE_SUMMARY_CHARS) {
+  if (!Number.isInteger(maxChars) || maxChars < MIN_EXTRACTIVE_SUMMARY_CHARS)
     throw new RangeError(
       `createExtractiveSummarizer: maxChars must be an integer of at least ${MIN_EXTRACTIVE_SUMMARY_CHARS}, got ${maxChars}`,
     );
-  }
-  if (Number.isNaN(maxRatio) || maxRatio <= 0) {
+  if (Number.isNaN(maxRatio) || maxRatio <= 0)
     throw new RangeError(`createExtractiveSummarizer: maxRatio must be a positive number, got ${maxRatio}`);
-  }
-  if (!(identifierShare >= 0 && identifierShare < 1)) {
+  if (!(identifierShare >= 0 && identifierShare < 1))
     throw new RangeError(
       `createExtractiveSummarizer: identifierShare must be a number from 0 up to (not including) 1, got ${identifierShare}`,
     );
-  }
   return { maxChars, maxRatio, identifierShare };
 }
 
 /**
- * The extractive summary of one summarizer request, as `createExtractiveSummarizer` writes it:
- * pure, the same request and options always give the same string. At most `min(maxChars,
+ * The summary `createExtractiveSummarizer` writes, pure: at most `min(maxChars,
  * max(MIN_EXTRACTIVE_SUMMARY_CHARS + the named identifiers' line, maxRatio × transcript))`
- * characters, and under a limit the instruction states — for every summary of a run, the
- * hundredth as the first.
+ * characters and under a limit the instruction states, for the hundredth summary of a run as the first.
  *
  * Earlier summaries in the middle are merged as the older part of the run: Goals keep the run's
  * first request first and the latest second; earlier Decisions, files and commands rank below new
- * ones of the same strength and go oldest first; a file or command used again has its counts summed
- * and its latest outcome; Unresolved carries the latest request, the last words and open failures
- * until newer ones replace them; `(N more not shown)` adds up. Their headers and notices are never
- * copied.
+ * ones of the same strength, oldest first; a file or command used again sums its counts and keeps
+ * its latest outcome; Unresolved carries the latest request, the last words and open failures until
+ * newer ones replace them; `(N more not shown)` adds up. Their headers and notices are never copied.
  */
 export function extractiveSummary(request: SummarizeRequest, options: ExtractiveSummarizerOptions = {}): string {
   const { maxChars, maxRatio, identifierShare } = resolveExtractiveOptions(options);
@@ -136,8 +117,8 @@ export function extractiveSummary(request: SummarizeRequest, options: Extractive
     Math.floor(transcriptLength(middle, Number.POSITIVE_INFINITY) * maxRatio),
   );
   const budget = Math.min(maxChars, byRatio, statedLimit ?? Number.POSITIVE_INFINITY);
-  // The identifiers line never takes the sections' first SECTIONS_FLOOR characters, except for
-  // named identifiers (down to the bare minimum). Without a line, the sections get the whole budget.
+  // The identifiers line never takes the sections' first SECTIONS_FLOOR characters, but for named
+  // identifiers (down to the bare minimum); without a line, the sections get the whole budget.
   const share = Math.min(Math.floor(budget * identifierShare), Math.max(0, budget - SECTIONS_FLOOR));
   const forNamed = Math.min(namedLength, budget - MIN_EXTRACTIVE_SUMMARY_CHARS);
   const reserve = identifierShare === 0 ? 0 : Math.max(share, forNamed, 0);
@@ -148,10 +129,7 @@ export function extractiveSummary(request: SummarizeRequest, options: Extractive
   return line === '' ? renderSummary(sections, budget, turns.earlier.omitted) : `${body}\n\n${line}`;
 }
 
-/**
- * The largest length the instruction allows: the too-long retry's "under N characters"
- * (`tooLongInstruction`), or "at most N characters". `undefined` when none is stated.
- */
+/** The length the instruction allows: the too-long retry's "under N characters", or "at most N characters". */
 function statedCharLimit(instruction: string): number | undefined {
   let limit: number | undefined;
   for (const match of instruction.matchAll(
@@ -165,7 +143,7 @@ function statedCharLimit(instruction: string): number | undefined {
   return limit === undefined ? undefined : Math.max(0, limit);
 }
 
-/** `instructions` without the engine's `Keep these identifiers: …` line; undefined when nothing else is left. */
+/** `instructions` without the engine's `Keep these identifiers: …` line; undefined when nothing is left. */
 function callerInstructions(instructions: string | undefined): string | undefined {
   const rest = instructions
     ?.split('\n')

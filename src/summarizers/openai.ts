@@ -4,13 +4,7 @@ import { DEFAULT_SUMMARIZER_TIMEOUT_MS, readSettings, workerSecrets } from '../c
 import { SummarizerError } from '../core/errors.js';
 import { assertKnownKeys, keysOf } from '../core/unknown-keys.js';
 import { summarizerMessages } from '../core/compaction/transcript.js';
-import {
-  abortReason,
-  createOpenAIClient,
-  describeProviderError,
-  readCompletion,
-  requestCompletion,
-} from '../llm/openai-adapter.js';
+import { createOpenAIClient, describeProviderError, readCompletion, requestCompletion } from '../llm/openai-adapter.js';
 import { describedAs } from '../described.js';
 import { redactFailure, redactUrls } from '../redact.js';
 import type { SummarizeRequest, SummarizeResponse, Summarizer } from '../core/types.js';
@@ -19,27 +13,19 @@ interface OpenAISummarizerCommonOptions {
   /** The model that writes summaries; a small cheap one is usually a fine summarizer. */
   model: string;
   /**
-   * Deadline of one `summarize` call in milliseconds, to the answer's last byte; past it the call
-   * fails as a transient `SummarizerError`. Keep it below the activity's `startToCloseTimeout`.
-   * @default 60_000
+   * Deadline of one `summarize` call in ms, to the answer's last byte (then a transient
+   * `SummarizerError`); keep it below the activity's `startToCloseTimeout`. @default 60_000
    */
   timeout?: number;
-  /**
-   * Upper bound on the summary in tokens, sent as `maxTokensParameter` instead of the request's own
-   * `maxTokens` (docs/design.md#summary-length).
-   * @default the request's `maxTokens`
-   */
+  /** Bound on the summary in tokens (docs/design.md#summary-length). @default the request's `maxTokens` */
   maxTokens?: number;
-  /**
-   * The request field that carries `maxTokens`: `max_tokens` for older OpenAI-compatible servers.
-   * @default 'max_completion_tokens'
-   */
+  /** The request field that carries `maxTokens`: `max_tokens` for older servers. @default 'max_completion_tokens' */
   maxTokensParameter?: 'max_completion_tokens' | 'max_tokens';
-  /** Sampling temperature. @default not sent (the provider's default) */
+  /** @default not sent (the provider's default) */
   temperature?: number;
 }
 
-/** The summarizer builds its own client (with `maxRetries: 0` and `timeout`). */
+/** The summarizer builds its own client. */
 interface OpenAISummarizerOwnClientOptions extends OpenAISummarizerCommonOptions {
   /** The API's base URL, ending in `/v1` for most servers. @default OPENAI_BASE_URL, else https://api.openai.com/v1 */
   baseURL?: string;
@@ -88,7 +74,7 @@ function summaryFrom(responseBody: unknown): SummarizeResponse {
   return { text, usage: billed };
 }
 
-/** What the request threw, as a `SummarizerError`: HTTP 400-404 rejected, the rest transient. */
+/** HTTP 400-404 rejected, the rest transient. */
 function toSummarizerError(error: unknown, endpoint: string): SummarizerError {
   if (error instanceof SummarizerError) return error;
   const fault = describeProviderError(error, endpoint);
@@ -102,7 +88,7 @@ function toSummarizerError(error: unknown, endpoint: string): SummarizerError {
   );
 }
 
-/** The server the own client talks to: what the caller gave, else OPENAI_BASE_URL and OPENAI_API_KEY (read here, at the edge). */
+/** What the caller gave, else OPENAI_BASE_URL and OPENAI_API_KEY (read here, at the edge). */
 function serverSettings(baseURL: string | undefined, apiKey: string | undefined) {
   const isGiven = (value: string | undefined): value is string => value !== undefined && value.trim() !== '';
   if (isGiven(baseURL) && isGiven(apiKey)) return { baseURL, apiKey };
@@ -119,17 +105,15 @@ function serverSettings(baseURL: string | undefined, apiKey: string | undefined)
  * `rejected`; other statuses, connection errors, timeouts, malformed bodies `transient` (with
  * `retryAfterMs` from `Retry-After`); a blank summary `empty`. An aborted call rejects with the
  * signal's reason.
- *
- * @throws OpenAIError when no API key is found and no base URL is given.
+ * @throws NoModelServerError when no API key is found and no base URL is given.
  * @throws ConfigError when OPENAI_BASE_URL (read when `baseURL` or `apiKey` is not given) is not an http(s) URL.
  * @throws RangeError when `timeout` is not a positive integer.
  */
 export function createOpenAISummarizer(options: OpenAISummarizerOptions): Summarizer {
   assertKnownKeys(options, OPENAI_SUMMARIZER_OPTION_KEYS, 'options');
   const timeout = options.timeout ?? DEFAULT_SUMMARIZER_TIMEOUT_MS;
-  if (!Number.isInteger(timeout) || timeout <= 0) {
+  if (!Number.isInteger(timeout) || timeout <= 0)
     throw new RangeError(`createOpenAISummarizer: timeout must be a positive integer of milliseconds, got ${timeout}`);
-  }
   const client =
     options.client ?? createOpenAIClient({ ...serverSettings(options.baseURL, options.apiKey), timeoutMs: timeout });
   const { model, maxTokens, temperature } = options;
@@ -149,7 +133,7 @@ export function createOpenAISummarizer(options: OpenAISummarizerOptions): Summar
         return summaryFrom(await requestCompletion(client, body, { signal, timeoutMs: timeout }));
       } catch (error) {
         // A cancellation leaves as the caller's own reason, never as a failure.
-        if (signal?.aborted) throw abortReason(signal);
+        if (signal?.aborted) throw signal.reason;
         // A provider may quote the key it was sent; the error goes to history and logs.
         throw redactFailure(toSummarizerError(error, client.baseURL), workerSecrets([client.apiKey]));
       }

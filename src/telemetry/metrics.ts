@@ -11,7 +11,7 @@ export const SUMMARIZER_LATENCY_BUCKETS_MS = [
 ];
 
 export interface TelemetryRuntimeOptions {
-  /** Serve metrics for Prometheus at `http://<address>/metrics` (an IP and a port, e.g. `127.0.0.1:9464`). @default no metrics */
+  /** Serve metrics for Prometheus at `http://<address>/metrics` (e.g. `127.0.0.1:9464`). @default no metrics */
   prometheusAddress?: string;
   /** @default the SDK's (INFO to the console) */
   logger?: Logger;
@@ -29,7 +29,7 @@ export class RuntimeAlreadyInstalledError extends Error {
   }
 }
 
-/** Installs the SDK's Runtime with the metrics endpoint; once, before the first connection or worker. */
+/** Installs the SDK's Runtime with the metrics endpoint, once, before the first connection or worker. */
 export function installTelemetryRuntime({
   prometheusAddress,
   logger,
@@ -57,7 +57,7 @@ export function installTelemetryRuntime({
   }
 }
 
-/** A quiet Runtime (the SDK's own logs at WARN), with the metrics endpoint when configured: the demo's. */
+/** The SDK's own logs at WARN (the demo's, the CLI's one-off worker's). */
 export function installQuietTelemetryRuntime(prometheusAddress: string | undefined): Runtime {
   return installTelemetryRuntime({ prometheusAddress, logger: new DefaultLogger('WARN'), shutdownSignals: [] });
 }
@@ -78,11 +78,10 @@ export function activityMetricsInterceptor(activityTypes: ReadonlySet<string>): 
         async execute(input, next) {
           const started = performance.now();
           const latency = (outcome: string): void => {
-            if (activityType === 'summarize') {
-              meter
-                .createHistogram(CompactionMetric.SummarizerLatency, 'float', 'ms', 'Summarize attempts, by outcome')
-                .record(performance.now() - started, { outcome });
-            }
+            if (activityType !== 'summarize') return;
+            meter
+              .createHistogram(CompactionMetric.SummarizerLatency, 'float', 'ms', 'Summarize attempts, by outcome')
+              .record(performance.now() - started, { outcome });
           };
           try {
             const output = await next(input);

@@ -26,7 +26,7 @@ const TRACING_PEERS = [
 ];
 const OTLP_PEER = '@opentelemetry/exporter-trace-otlp-proto';
 
-/** How a tracing option was given, for the message of a missing package. */
+/** For the message of a missing package. */
 function settingOf(option: TracingOption): string {
   return typeof option === 'string'
     ? `COMPACTOR_TRACING=${option} (or tracing: '${option}')`
@@ -52,16 +52,16 @@ export interface CompactorTracingOptions {
 }
 
 /**
- * A setting (`otlp`: OTLP/HTTP (protobuf) to the `OTEL_EXPORTER_OTLP_*` endpoint; `console`: one JSON line per span
- * on stderr), your own span processor, or tracing already made by {@link createTracing} (shared by several workers).
+ * `otlp` (OTLP/HTTP protobuf to the `OTEL_EXPORTER_OTLP_*` endpoint), `console` (a JSON line per span on
+ * stderr), your own span processor, or tracing {@link createTracing} made (shared by several workers).
  */
 export type TracingOption = TracingSettingValue | CompactorTracingOptions | CompactorTracing;
 
 export interface CompactorTracing {
   plugin: OpenTelemetryPlugin;
-  /** Exports every finished span (before a short-lived process exits); a failed export is reported on stderr. */
+  /** Exports every finished span (before a short-lived process exits); a failure is reported on stderr. */
   flush(): Promise<void>;
-  /** Where spans go, for start-up logs. */
+  /** Where spans go. */
   describe: string;
 }
 
@@ -80,7 +80,7 @@ export function bundleHasTracing(code: string): boolean {
   return /interceptors-opentelemetry[\\/]lib[\\/]workflow-interceptors/.test(code);
 }
 
-/** The default resource: our service name, then what OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES say. */
+/** Our service name, then what OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES say. */
 function tracingResource({ Resource, envDetectorSync }: typeof Resources): Resource {
   return Resource.default()
     .merge(new Resource({ 'service.name': 'temporal-compactor' }))
@@ -115,18 +115,14 @@ export class StderrSpanExporter implements SpanExporter {
           attributes[key] = value;
       }
       const { traceId, spanId } = span.spanContext();
+      const { code, message } = span.status;
       const line = {
         span: span.name,
         traceId,
         spanId,
         ...(span.parentSpanId === undefined ? {} : { parentSpanId: span.parentSpanId }),
         ms: Math.round((span.duration[0] * 1000 + span.duration[1] / 1e6) * 1000) / 1000,
-        status:
-          span.status.code === SpanStatusCode.ERROR
-            ? `ERROR${span.status.message === undefined ? '' : `: ${span.status.message}`}`
-            : span.status.code === SpanStatusCode.OK
-              ? 'OK'
-              : 'UNSET',
+        status: code === SpanStatusCode.ERROR && message !== undefined ? `ERROR: ${message}` : SpanStatusCode[code],
         attributes,
       };
       this.write(`${JSON.stringify(line)}\n`);
@@ -148,7 +144,7 @@ function ensureContextPropagation({ core, contextAsyncHooks }: ReturnType<typeof
   if (!context.setGlobalContextManager(manager)) manager.disable();
 }
 
-/** Tracing for a setting or a span processor, with a tracer of its own (the global provider is left alone). */
+/** With a tracer of its own: the global provider is left alone. */
 export function createTracing(
   option: TracingOption,
   env: Readonly<Record<string, string | undefined>> = process.env,

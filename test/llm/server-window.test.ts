@@ -1,5 +1,5 @@
 // The window a server states up front: the parsers on bodies of the documented shapes (llama.cpp's
-// /props and /v1/models, vLLM's /v1/models; sources in src/llm/server-window.ts), and
+// /props and /v1/models, vLLM's /v1/models; sources in scripts/server-window.ts), and
 // fetchServerContextWindow against a local HTTP server on 127.0.0.1 that answers as each would.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -8,7 +8,7 @@ import {
   contextWindowFromModels,
   contextWindowFromProps,
   fetchServerContextWindow,
-} from '../../src/llm/server-window.js';
+} from '../../scripts/server-window.js';
 
 const llamaCppProps = {
   default_generation_settings: { params: { temperature: 0.8 }, n_ctx: 8192 },

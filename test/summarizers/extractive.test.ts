@@ -14,10 +14,10 @@ import type { ChatMessage, SummarizeRequest } from '../../src/core/types.js';
 import {
   createExtractiveSummarizer,
   DEFAULT_EXTRACTIVE_MAX_CHARS,
-  EXTRACTIVE_SUMMARY_NOTICE,
   extractiveSummary,
   MIN_EXTRACTIVE_SUMMARY_CHARS,
 } from '../../src/summarizers/extractive.js';
+import { EXTRACTIVE_SUMMARY_NOTICE } from '../../src/summarizers/extractive/format.js';
 import { extendedCases } from '../support/corpus.js';
 import { assistant, system, tool, transcriptOf, user } from '../support/messages.js';
 

@@ -173,12 +173,10 @@ async function connectedClient(context: CommandContext, config: CompactorConfig)
   } catch (error) {
     const hint =
       '(start one with `temporal server start-dev`, point TEMPORAL_ADDRESS at yours, or compact without --via-workflow)';
-    if (error instanceof TemporalConnectionError)
-      throw new TemporalConnectionError(error.address, `${error.reason} ${hint}`, { cause: error.cause });
-    const reason = error instanceof Error ? error.message : String(error);
-    throw new TemporalConnectionError(config.temporalAddress ?? 'localhost:7233', `${reason} ${hint}`, {
-      cause: error,
-    });
+    const known = error instanceof TemporalConnectionError ? error : undefined;
+    const reason = known?.reason ?? (error instanceof Error ? error.message : String(error));
+    const address = known?.address ?? config.temporalAddress ?? 'localhost:7233';
+    throw new TemporalConnectionError(address, `${reason} ${hint}`, { cause: known ? known.cause : error });
   }
 }
 
@@ -246,13 +244,9 @@ export const compact: CliCommand = {
     const { options: compactionOptions, flags } = compactionOptionsOf(context.values);
     const format = formatChoice(context.values.format);
     const config = loadConfig({ env: context.io.env, flags: configFlagsFromArgs(context.values) });
-    let file;
-    try {
-      file = await readConversationFile(path, context.io.readStdin, format);
-    } catch (error) {
-      if (error instanceof ConversationFileError && error.missing) throw new UsageError(error.message);
-      throw error;
-    }
+    const file = await readConversationFile(path, context.io.readStdin, format).catch((error: unknown) => {
+      throw error instanceof ConversationFileError && error.missing ? new UsageError(error.message) : error;
+    });
     const run = {
       file,
       config,

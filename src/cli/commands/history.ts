@@ -8,8 +8,7 @@ import {
   renderCompactionTable,
   type CompactionHistory,
 } from '../../core/agent/compaction-history.js';
-import type { SessionLine } from '../../core/agent/session.js';
-import { readSession } from '../../client/session-reader.js';
+import { readSessionLines } from '../../client/session-reader.js';
 import { isRecord } from '../../core/schema.js';
 import { describeAgentRun, QUERY_TIMEOUT_OPTION, queryRun, queryTimeoutOf } from '../agent-run.js';
 import { onlyArgument, type CliCommand } from '../command.js';
@@ -66,9 +65,7 @@ export const history: CliCommand = {
     const queryTimeoutMs = queryTimeoutOf(context);
     if (context.values.all === true) {
       const { status } = await describeAgentRun(handle);
-      const lines: SessionLine[] = [];
-      for await (const line of readSession(client, workflowId, { queryTimeoutMs })) lines.push(line);
-      const records = compactionRecordsFromSession(lines);
+      const records = compactionRecordsFromSession(await readSessionLines(client, workflowId, { queryTimeoutMs }));
       const undos = records.filter((record) => record.kind === 'undo').length;
       if (context.values.json === true) context.io.stdout(`${JSON.stringify(records, null, 2)}\n`);
       else

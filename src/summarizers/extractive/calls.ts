@@ -19,7 +19,7 @@ function quoted(text: string, max = QUOTE): string {
   return `"${clip(firstLine(text).trim(), max)}"`;
 }
 
-/** What an edit does: replace, insert or write, with the texts' first lines quoted. */
+/** Replace, insert or write, with the texts' first lines quoted. */
 function editGist(fields: Readonly<Record<string, string>>, args: string): string | undefined {
   for (const [from, to] of REPLACEMENTS) {
     const before = fields[from];
@@ -61,7 +61,7 @@ function listArguments(args: string): string {
     .join(', ');
 }
 
-/** The short string arguments a call has besides its path, command and texts: `key=value`, at most three. */
+/** At most three other short string arguments as `key=value`. */
 function otherArguments(fields: Readonly<Record<string, string>>, skip: ReadonlySet<string>): string {
   return Object.entries(fields)
     .filter(([key, value]) => !skip.has(key) && value.trim() !== '' && !value.includes('\n'))

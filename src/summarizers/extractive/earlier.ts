@@ -16,17 +16,17 @@ import { clip, withoutMarker } from './text.js';
 
 /** The sections of the engine's earlier summaries, oldest first, as lines ready to be reused. */
 export interface EarlierSummaries {
-  /** Goal items (a head line and its `  - ` lines). */
+  /** Each a head line and its `  - ` lines. */
   goals: string[];
   decisions: string[];
   files: string[];
   /** Open items besides the latest request: failures, calls without results, the agent's last words. */
   unresolved: string[];
-  /** The text after `Latest user request: ` in the newest earlier summary that had one. */
+  /** After `Latest user request: ` in the newest earlier summary that had one. */
   latestRequest: string | undefined;
   /** Each section's `(N more not shown)`, summed (0 for Unresolved). */
   omitted: Record<SectionName, number>;
-  /** What the newest earlier summary listed after its sections: its carried-facts line, then its identifiers line. */
+  /** The newest one's carried-facts line, then its identifiers line. */
   identifiers: string[];
 }
 
@@ -63,7 +63,6 @@ function isScaffolding(line: string): boolean {
   return SECTIONS.some(([, heading]) => heading.slice(3) === text);
 }
 
-/** Reads each earlier summary's sections; the newest one's latest request wins. */
 export function readEarlierSummaries(texts: readonly string[]): EarlierSummaries {
   const earlier: EarlierSummaries = {
     ...bySection((): string[] => []),

@@ -21,7 +21,7 @@ interface FileUse {
   /** Order of the latest call or result that named it: negative while only earlier summaries did. */
   lastOrder: number;
   lastError: string | undefined;
-  /** Named in a call's arguments (acted on) rather than only seen in a result. */
+  /** Named in a call's arguments rather than only seen in a result. */
   acted: boolean;
   edited: boolean;
   mentions: number;

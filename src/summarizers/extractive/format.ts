@@ -5,7 +5,7 @@
 export const EXTRACTIVE_SUMMARY_NOTICE =
   '_Offline extractive summary: lines copied from the transcript, not written by a model._';
 
-/** The four sections in the order the instruction asks for them. */
+/** In the order the instruction asks for them. */
 export const SECTIONS = [
   ['goals', '## Goals'],
   ['decisions', '## Decisions'],
@@ -14,7 +14,6 @@ export const SECTIONS = [
 ] as const;
 export type SectionName = (typeof SECTIONS)[number][0];
 
-/** The body of a section with nothing in it. */
 export const NOTHING = '- nothing recorded';
 export const LATEST_REQUEST = 'Latest user request: ';
 export const LAST_AGENT_MESSAGE = 'Last agent message: ';
@@ -37,12 +36,6 @@ export interface Candidate {
 
 export type Sections = Record<SectionName, Candidate[]>;
 
-/** A value for each section. */
 export function bySection<T>(value: (name: SectionName) => T): Record<SectionName, T> {
-  return {
-    goals: value('goals'),
-    decisions: value('decisions'),
-    files: value('files'),
-    unresolved: value('unresolved'),
-  };
+  return Object.fromEntries(SECTIONS.map(([name]) => [name, value(name)])) as Record<SectionName, T>;
 }

@@ -12,12 +12,12 @@ import type { Turns } from './turns.js';
 /** The sections keep at least this much of the budget: the task and where the run stands come before any name. */
 export const SECTIONS_FLOOR = 1000;
 
-/** At most added for recency (the middle's last message), for an earlier summary's line (its first identifier), and for a result of a call on a task file. */
+/** At most added for recency (the middle's last message), an earlier summary's line, a call's result on a task file. */
 const RECENCY = 3;
 const CARRIED = 4;
 const TASK_FILE = RECENCY;
 
-/** The harness's recall ids on a stub or a summary (`[recall id: m14]`, `[recall ids: m3..m9]`). */
+/** `[recall id: m14]`, `[recall ids: m3..m9]` on a stub or a summary. */
 const RECALL_IDS = /\[recall ids?: [^\]\n]*\]/g;
 
 /**
@@ -37,7 +37,7 @@ function factText(message: ChatMessage): string {
   return [text, ...values].join('\n');
 }
 
-/** File names (last segment) the user's turns, earlier goals and the kept task (`request.task`) name. */
+/** File names (last segment) the user's turns, earlier goals and the kept task name. */
 function taskFiles(turns: Turns, task: string | undefined): Set<string> {
   const names = new Set<string>();
   const texts = [
@@ -95,26 +95,24 @@ export function rankedIdentifiers(middle: readonly ChatMessage[], turns: Turns, 
     .map(([identifier]) => identifier);
 }
 
-/** The identifiers of the middle (`ranked`) that `instructions` name (a coverage retry's, a caller's), in their order. */
+/** The identifiers of `ranked` that `instructions` name (a coverage retry's, a caller's), in their order. */
 export function namedIdentifiers(ranked: readonly string[], instructions: string | undefined): string[] {
   if (instructions === undefined) return [];
   const seen = new Set(ranked);
   return [...identifiersIn(instructions)].filter((identifier) => seen.has(identifier));
 }
 
-/** `ranked` with `named` first. */
 export function namedFirst(ranked: readonly string[], named: readonly string[]): string[] {
   if (named.length === 0) return [...ranked];
   const first = new Set(named);
   return [...named, ...ranked.filter((identifier) => !first.has(identifier))];
 }
 
-/** The length of a line that lists `identifiers`. */
 export function lineLength(identifiers: readonly string[]): number {
   return identifiers.reduce((length, identifier) => length + identifier.length + 2, IDENTIFIERS_PREFIX.length - 1);
 }
 
-/** The identifiers line within `room` characters: the ranked ones `summary` does not name yet that fit; empty when none. */
+/** Within `room` characters: the ranked identifiers `summary` does not name yet that fit; empty when none. */
 export function identifiersLine(ranked: readonly string[], summary: string, room: number): string {
   const named = identifiersIn(summary);
   let line = IDENTIFIERS_PREFIX;

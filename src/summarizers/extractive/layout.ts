@@ -62,7 +62,6 @@ function fit(ranked: readonly Candidate[], room: number): Candidate[] {
 
 /** The room a section that shows no item yet gets first, for its best item. */
 const FIRST_ITEM_ROOM = 160;
-
 /** At most this share of the room goes first to lines that match the instructions. */
 const INSTRUCTED_SHARE = 0.5;
 
@@ -98,8 +97,7 @@ export function renderSummary(
     spare -= took;
     return took;
   };
-  // docs/design.md#summary-instructions Lines that match the instructions get room first, up to
-  // half of it, so the other sections keep theirs.
+  // Lines that match the instructions get room first, up to half of it (docs/design.md#summary-instructions).
   let instructed = Math.floor(extra * INSTRUCTED_SHARE);
   for (const [name] of FILL_ORDER) {
     const need = Math.min(instructed, instructedRoom(sections[name]));

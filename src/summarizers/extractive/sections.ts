@@ -42,7 +42,7 @@ function goalLines(text: string): string[] {
   return picked;
 }
 
-/** An item's lines without our list markers (`- `, `  - `). */
+/** Without our list markers (`- `, `  - `). */
 function itemLines(item: string): string[] {
   return item.split('\n').map((line) => line.replace(/^\s*- /, ''));
 }
@@ -82,6 +82,12 @@ function isLabel(sentence: string): boolean {
 function decisionCandidates(assistants: Turns['assistants'], carried: readonly string[] = []): Candidate[] {
   const candidates: Candidate[] = [];
   const seen = new Set<string>();
+  const add = (line: string, score: number, rank: number, order: number): void => {
+    const key = line.toLowerCase().replace(/\s+/g, ' ');
+    if (seen.has(key)) return;
+    seen.add(key);
+    candidates.push({ text: `- ${line}`, priority: (score === 0 ? 1 : score) + rank, order });
+  };
   assistants.forEach((turn, turnIndex) => {
     const sentences = proseLines(turn.text)
       .filter((line) => !line.startsWith('|'))
@@ -90,30 +96,15 @@ function decisionCandidates(assistants: Turns['assistants'], carried: readonly s
       const score = decisionScore(sentence);
       if (score === 0 && sentenceIndex > 0) return;
       if (sentence.length < 12 || isLabel(sentence)) return;
-      const copied = clip(sentence, 240);
-      const key = copied.toLowerCase().replace(/\s+/g, ' ');
-      if (seen.has(key)) return;
-      seen.add(key);
       const recency = turnIndex / Math.max(1, assistants.length);
-      candidates.push({
-        text: `- ${copied}`,
-        priority: (score === 0 ? 1 : score) + recency,
-        order: turn.order + sentenceIndex / 1000,
-      });
+      add(clip(sentence, 240), score, recency, turn.order + sentenceIndex / 1000);
     });
   });
   // Earlier decisions rank below new ones of the same strength, in [-1, 0) by age: the oldest go first.
   const lines = carried.flatMap(itemLines).map((line) => clip(line, 240));
   lines.forEach((line, index) => {
-    const key = line.toLowerCase().replace(/\s+/g, ' ');
-    if (line === '' || seen.has(key)) return;
-    seen.add(key);
-    const score = decisionScore(line);
-    candidates.push({
-      text: `- ${line}`,
-      priority: (score === 0 ? 1 : score) + (index - lines.length) / lines.length,
-      order: index - lines.length,
-    });
+    const age = (index - lines.length) / lines.length;
+    if (line !== '') add(line, decisionScore(line), age, index - lines.length);
   });
   return candidates;
 }

@@ -17,7 +17,7 @@ export function proseLines(text: string): string[] {
   return lines;
 }
 
-/** Cuts copied text to `max` characters, marking the cut with an ellipsis. */
+/** At most `max` characters, a cut marked with an ellipsis. */
 export function clip(text: string, max: number): string {
   const trimmed = text.trim().replace(CAP_MARKER, '').trimEnd();
   return trimmed.length <= max ? trimmed : `${trimmed.slice(0, max - 1).trimEnd()}…`;
@@ -83,7 +83,7 @@ export function errorLine(text: string): string | undefined {
   return clip(found, 160);
 }
 
-/** Parses call arguments; capped arguments are no longer JSON, so fields fall back to a regex. */
+/** Capped arguments are no longer JSON: their fields fall back to a regex. */
 export function argumentFields(args: string): Record<string, string> {
   const fields: Record<string, string> = {};
   try {
@@ -93,7 +93,7 @@ export function argumentFields(args: string): Record<string, string> {
       return fields;
     }
   } catch {
-    // capped: the regex below
+    // capped
   }
   for (const match of args.matchAll(/"([\w-]+)"\s*:\s*"((?:[^"\\]|\\.)*)(?:"|$)/g)) {
     const key = match[1];

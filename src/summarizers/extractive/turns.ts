@@ -1,6 +1,5 @@
-// Sandbox-safe: the middle read as turns — what the user asked, what the agent said, the tool calls
-// it made with their results, and what earlier summaries carry over. Works on the messages
-// themselves (`SummarizeRequest.middle`), never on the rendered text.
+// Sandbox-safe: the middle's messages (never the rendered text) read as turns — what the user asked,
+// what the agent said, its tool calls with their results, and what earlier summaries carry over.
 import { isSummaryMessage, renderContent } from '../../core/compaction/transcript.js';
 import type { ChatMessage } from '../../core/types.js';
 import { readEarlierSummaries, type EarlierSummaries } from './earlier.js';
@@ -9,16 +8,16 @@ import { errorLine } from './text.js';
 export interface TurnCall {
   name: string;
   id: string;
-  /** The argument string as the summarizer was sent it (possibly cut, so possibly not valid JSON). */
+  /** As the summarizer was sent it: possibly cut, so possibly not valid JSON. */
   args: string;
-  /** Position of the call among all turns and calls, for ordering. */
+  /** Among all turns and calls. */
   order: number;
   result?: TurnResult;
 }
 
 export interface TurnResult {
   text: string;
-  /** The line that made the result look like an error, if one did. */
+  /** The line that made it look like an error. */
   error: string | undefined;
   order: number;
 }
@@ -28,14 +27,13 @@ export interface Turns {
   users: Array<{ text: string; order: number }>;
   /** Assistant turns' text; a turn's `order` is that of its last call, if it made any. */
   assistants: Array<{ text: string; order: number }>;
-  /** What earlier summaries in the middle carry over. */
   earlier: EarlierSummaries;
   calls: TurnCall[];
   /** Tool results in order (answered or not). */
   results: Array<{ name: string | undefined; call: TurnCall | undefined; result: TurnResult }>;
 }
 
-/** Reads the middle's messages into turns. System and developer messages carry nothing to summarize. */
+/** System and developer messages carry nothing to summarize. */
 export function readTurns(middle: readonly ChatMessage[]): Turns {
   const turns: Omit<Turns, 'earlier'> = { users: [], assistants: [], calls: [], results: [] };
   const callsById = new Map<string, TurnCall>();

@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fetchServerContextWindow } from '../../../src/llm/server-window.js';
+import { fetchServerContextWindow } from '../../../scripts/server-window.js';
 import { temporaryDirectory } from '../../support/cleanup.js';
 import { runCli, type CliRun } from '../../support/cli-process.js';
 import { realSummarizerEnv, startLlamaServer, type LlamaServer } from '../../support/llama-server.js';

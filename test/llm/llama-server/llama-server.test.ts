@@ -24,7 +24,7 @@ import {
   contextWindowFromModels,
   contextWindowFromProps,
   fetchServerContextWindow,
-} from '../../../src/llm/server-window.js';
+} from '../../../scripts/server-window.js';
 import { createOpenAISummarizer } from '../../../src/summarizers/openai.js';
 import { startLlamaServer, type LlamaServer } from '../../support/llama-server.js';
 

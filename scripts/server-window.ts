@@ -1,8 +1,9 @@
-// Node only: the context window an OpenAI-compatible server states, before any request: llama.cpp
-// `GET /props` (server-context.cpp `get_res_props`: `default_generation_settings.n_ctx`, one slot's
-// context, what a request gets) and `GET /v1/models` (`data[].meta.n_ctx`); vLLM `GET /v1/models`
-// (`ModelCard`: `data[].max_model_len`). OpenAI and Ollama state neither.
-import { isRecord } from '../core/schema.js';
+// Node only, for the real-model tests and bench/llm.ts (the package never asks): the context window
+// an OpenAI-compatible server states, before any request: llama.cpp `GET /props` (server-context.cpp
+// `get_res_props`: `default_generation_settings.n_ctx`, one slot's context, what a request gets) and
+// `GET /v1/models` (`data[].meta.n_ctx`); vLLM `GET /v1/models` (`ModelCard`: `data[].max_model_len`).
+// OpenAI and Ollama state neither.
+import { isRecord } from '../src/core/schema.js';
 
 export type ServerContextWindowSource = 'llama.cpp /props' | 'llama.cpp /v1/models' | 'vLLM /v1/models';
 
