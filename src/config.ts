@@ -74,36 +74,29 @@ const durationOf = (minimumMs: number) =>
 
 // No userinfo and no query: fetch refuses a URL with credentials (quoting it, password and all, in
 // its error), and the clients append their paths to the base URL, after any query it has.
-const httpUrl = nonEmptyText.refine((value) => {
+function bareHttpUrl(value: string): URL | undefined {
   try {
-    const { protocol, username, password, search, hash } = new URL(value);
-    const bare = username === '' && password === '' && search === '' && hash === '';
-    return (protocol === 'http:' || protocol === 'https:') && bare;
+    const url = new URL(value);
+    const bare = url.username === '' && url.password === '' && url.search === '' && url.hash === '';
+    return (url.protocol === 'http:' || url.protocol === 'https:') && bare ? url : undefined;
   } catch {
-    return false;
+    return undefined;
   }
-});
+}
+
+const httpUrl = nonEmptyText.refine((value) => bareHttpUrl(value) !== undefined);
 
 // Browser origins (`scheme://host[:port]`, no path) for CORS, comma-separated; `*` for any origin.
 const originList = nonEmptyText.transform((value, context) => {
   const entries = value.split(',').map((entry) => entry.trim());
   if (entries.length === 1 && entries[0] === '*') return ['*'];
   const origins: string[] = [];
-  for (const entry of entries) {
-    let origin: string | undefined;
-    try {
-      const url = new URL(entry);
-      const bare =
-        url.pathname === '/' && url.search === '' && url.hash === '' && url.username === '' && url.password === '';
-      if ((url.protocol === 'http:' || url.protocol === 'https:') && bare) origin = url.origin;
-    } catch {
-      origin = undefined;
-    }
-    if (origin === undefined) {
+  for (const url of entries.map(bareHttpUrl)) {
+    if (url?.pathname !== '/') {
       context.addIssue({ code: 'custom', message: 'bad origin' });
       return z.NEVER;
     }
-    origins.push(origin);
+    origins.push(url.origin);
   }
   return origins;
 });
@@ -461,18 +454,12 @@ export type FlagKey = { [K in SettingKey]: (typeof settings)[K] extends { secret
 /** CLI flags by setting key, e.g. `{ taskQueue: 'agents' }` for `--task-queue agents`. Flags override the environment. */
 export type ConfigFlags = Partial<Record<FlagKey, RawSettingValue>>;
 
-/** Each setting's schema, by setting key: the shape of {@link configSchema}. */
-type SettingSchemas = { [K in SettingKey]: (typeof settings)[K]['schema'] };
-
-function settingSchemas(): SettingSchemas {
-  const shape: Partial<Record<SettingKey, z.ZodType>> = {};
-  for (const key of settingKeys()) shape[key] = settings[key].schema;
-  // TypeScript cannot follow a loop over a mapped type, hence the one assertion.
-  return shape as SettingSchemas;
-}
-
-/** One entry per setting; its input is the raw value a setting got. */
-const configSchema = z.object(settingSchemas());
+// TypeScript cannot follow a mapped type through Object.fromEntries, hence the one assertion.
+const configSchema = z.object(
+  Object.fromEntries(settingKeys().map((key) => [key, settings[key].schema])) as {
+    [K in SettingKey]: (typeof settings)[K]['schema'];
+  },
+);
 
 /** Every setting's parsed value by setting key (`readSettings`' result for all of them). */
 export type SettingValues = z.output<typeof configSchema>;
@@ -719,16 +706,15 @@ export function temporalEnvVars(
   config: TemporalSettings,
   env: Readonly<Record<string, string | undefined>> = process.env,
 ): Record<string, string> {
-  const result: Record<string, string> = {};
-  for (const [name, value] of Object.entries(env)) if (value !== undefined && value.trim() !== '') result[name] = value;
-  const set = (name: string, value: string | undefined): void => {
-    if (value === undefined) delete result[name];
-    else result[name] = value;
+  const ours = {
+    TEMPORAL_ADDRESS: config.temporalAddress,
+    TEMPORAL_NAMESPACE: config.temporalNamespace,
+    TEMPORAL_API_KEY: config.temporalApiKey,
+    TEMPORAL_TLS: config.temporalTls === undefined ? undefined : String(config.temporalTls),
   };
-  set('TEMPORAL_ADDRESS', config.temporalAddress);
-  set('TEMPORAL_NAMESPACE', config.temporalNamespace);
-  set('TEMPORAL_API_KEY', config.temporalApiKey);
-  set('TEMPORAL_TLS', config.temporalTls === undefined ? undefined : String(config.temporalTls));
+  const result: Record<string, string> = {};
+  for (const [name, value] of Object.entries({ ...env, ...ours }))
+    if (value !== undefined && value.trim() !== '') result[name] = value;
   return result;
 }
 

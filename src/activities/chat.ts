@@ -52,7 +52,7 @@ export interface ChatActivityOutput {
   endOfTrajectory?: boolean;
 }
 
-/** `ActivityDeps`'s `openai`, `chatServer` (as `server`), `chatTimeoutMs` (as `timeoutMs`, to the answer's last byte) and `heartbeatIntervalMs`. */
+/** `ActivityDeps`'s `openai`, `chatServer` (as `server`), `chatTimeoutMs` (as `timeoutMs`, to the answer's last byte). */
 export interface ChatActivityDeps {
   openai?: OpenAI;
   server?: Pick<OpenAIClientSettings, 'baseURL' | 'apiKey'>;
@@ -60,8 +60,6 @@ export interface ChatActivityDeps {
   heartbeatIntervalMs?: number;
   trajectories: TrajectoryStore;
 }
-
-export { DEFAULT_CHAT_TIMEOUT_MS };
 
 const toolCallSchema = z.looseObject({
   id: z.string().min(1),
@@ -79,10 +77,7 @@ function malformed(message: string, cause?: unknown): ApplicationFailure {
   });
 }
 
-/**
- * Maps what the request to `endpoint` threw to the failure Temporal's retry policy acts on
- * (400-404 never retried; a failure to reach the server names it).
- */
+/** What the request to `endpoint` threw, as the failure the retry policy acts on (400-404 never retried). */
 export function toChatFailure(error: unknown, endpoint?: string): ApplicationFailure {
   if (error instanceof ApplicationFailure) return error;
   const cause = error instanceof Error ? error : undefined;
@@ -187,10 +182,9 @@ async function replayChat(
     });
   }
   // Billed as the workflow's own estimator counts the request actually sent, so calibration is exact.
-  const promptTokens = requestCounter(backend.tokenizer ?? 'o200k_base', input.tools).count(
-    toProviderMessages(input.messages),
-  );
-  const completionTokens = requestCounter(backend.tokenizer ?? 'o200k_base', []).count([turn.message]);
+  const tokenizer = backend.tokenizer ?? 'o200k_base';
+  const promptTokens = requestCounter(tokenizer, input.tools).count(toProviderMessages(input.messages));
+  const completionTokens = requestCounter(tokenizer, []).count([turn.message]);
   const output: ChatActivityOutput = {
     message: turn.message,
     usage: { promptTokens, completionTokens },
@@ -203,12 +197,9 @@ async function replayChat(
 }
 
 /**
- * Creates the `chat` activity. For `provider: 'openai'` it sends one chat completion with the
- * tool declarations (no client retries: Temporal owns them), heartbeats while it waits, and maps
- * failures like the summarizer's: 400-404 → `Chat.Rejected` (non-retryable), anything else →
- * `Chat.Transient` (with `nextRetryDelay` from `Retry-After`), an unusable 200 → `Chat.Malformed`.
- * Cancelled, it rethrows the activity's cancellation. For `provider: 'replay'` it returns the
- * recorded assistant turn number `turn`, with usage = the request's count in the backend's tokenizer.
+ * The `chat` activity. `provider: 'openai'`: one chat completion (no client retries: Temporal owns
+ * them); 400-404 → `Chat.Rejected`, else `Chat.Transient` (`Retry-After` as `nextRetryDelay`), an
+ * unusable 200 → `Chat.Malformed`. `provider: 'replay'`: recorded turn `turn`, billed in its tokenizer.
  */
 export function createChatActivity({
   openai,

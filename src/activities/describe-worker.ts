@@ -1,7 +1,6 @@
-// Node only (activities): `describeWorker` tells a workflow what only workers know — whether the
-// worker's data converter offloads large payloads to a store, and which of our search attributes
-// the namespace has. Its answer is recorded in history, so a replay sees the same answer. Every
-// worker of a task queue should share one payload-store configuration: a run asks one of them.
+// Node only (activities): `describeWorker` tells a workflow what only workers know (a payload store,
+// which of our search attributes the namespace has), recorded in history so a replay sees the same.
+// Every worker of a task queue should share one payload-store configuration: a run asks one of them.
 import { Context } from '@temporalio/activity';
 import { COMPACTOR_SEARCH_ATTRIBUTES } from '../shared/search-attributes.js';
 import { searchAttributeStatus } from '../client/namespace-search-attributes.js';
@@ -16,7 +15,6 @@ export interface DescribeWorkerOptions {
   warn?: (message: string) => void;
 }
 
-/** @default 5 s for the operator API to list search attributes */
 const LIST_DEADLINE_MS = 5_000;
 
 /** Creates the `describeWorker` activity; register it on every worker of a queue that runs our workflows. */

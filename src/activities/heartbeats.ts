@@ -17,10 +17,9 @@ function heartbeatInterval(heartbeatTimeoutMs: number | undefined, configured: n
 }
 
 /**
- * Runs `work` with the activity's cancellation signal, heartbeating until it settles. A failure
- * goes through `toFailure`, then loses the worker's API keys (and `secrets`) wherever a provider
- * quoted them; a cancellation rethrows the activity's cancellation reason. Every heartbeat carries
- * `details()` when given (the latest progress: a heartbeat without it would clear it).
+ * Runs `work` with the activity's cancellation signal, heartbeating until it settles. A failure goes
+ * through `toFailure`, less the worker's API keys (and `secrets`); a cancellation rethrows the
+ * activity's own. Every heartbeat carries `details()` (one without it would clear the progress).
  */
 export async function whileHeartbeating<T>(
   work: (signal: AbortSignal) => Promise<T>,
@@ -47,20 +46,12 @@ export async function whileHeartbeating<T>(
   }
 }
 
-/**
- * Wraps an activity so it heartbeats while it runs (a killed worker's attempt is then retried
- * elsewhere after the heartbeat timeout, not after the start-to-close timeout) and stops at a
- * cancellation. Its own failures pass through unchanged.
- */
-export function heartbeating<A extends unknown[], R>(
-  activity: (...args: A) => Promise<R>,
-  heartbeatIntervalMs?: number,
-): (...args: A) => Promise<R> {
+/** `activity`, heartbeating while it runs (a killed worker's attempt is retried after the heartbeat timeout). */
+export function heartbeating<A extends unknown[], R>(activity: (...args: A) => Promise<R>): (...args: A) => Promise<R> {
   const wrapped = (...args: A): Promise<R> =>
     whileHeartbeating(
       () => activity(...args),
       (error) => error,
-      heartbeatIntervalMs,
     );
   // The worker registers activities by their function name: keep it.
   Object.defineProperty(wrapped, 'name', { value: activity.name });

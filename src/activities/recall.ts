@@ -13,11 +13,8 @@ function refused(message: string): ApplicationFailure {
 }
 
 /**
- * Creates the `recall` activity: `{ id }` in (checked: a string of at most 64 characters in the
- * transcript id form), the message with that id as the transcript first recorded it out — its
- * role, text and tool calls as the summarizer's transcript renders them, cut at 20,000 characters
- * with the harness's marker. An unknown or malformed id fails with `Tool.InvalidArguments`, never
- * retried: the model reads the error.
+ * The `recall` activity: `{ id }` in, the message with that transcript id out, as the summarizer's
+ * transcript renders it, cut at MAX_RECALL_CHARS. A bad or unknown id fails `Tool.InvalidArguments`.
  */
 export function createRecallActivity() {
   return async function recall(args: unknown): Promise<string> {

@@ -8,10 +8,8 @@ import type { UndoChange } from '../core/agent/undo.js';
 import { readSession } from '../client/session-reader.js';
 
 /**
- * Creates the `restoreCompaction` activity: replays the calling run's transcript up to compaction
- * `compaction` and answers with what undoing it changes (the messages it replaced, dropped or
- * elided, byte for byte, and the order they stood in). The run recorded every line before it asked.
- * A transcript without that compaction fails `Compaction.UndoRefused`, never retried.
+ * The `restoreCompaction` activity: what undoing compaction `compaction` of the calling run changes,
+ * byte for byte; a transcript without it fails `Compaction.UndoRefused`, never retried.
  */
 export function createRestoreCompactionActivity() {
   return async function restoreCompaction({ compaction }: { compaction: number }): Promise<UndoChange> {

@@ -12,11 +12,10 @@ import { failOnInvalidInput } from '../shared/failures.js';
 import { whileHeartbeating } from './heartbeats.js';
 import { emptySummaryFailure, toSummarizerFailure } from './to-failure.js';
 
-/** Output of the `summarize` activity: one string (plus the billed usage when the backend reports it). */
 export interface SummarizeActivityOutput {
   text: string;
   usage?: Usage;
-  /** The activity attempt that wrote it, only when Temporal retried (absent: the first), for the compaction's span. */
+  /** The attempt that wrote it, only when Temporal retried, for the compaction's span. */
   attempt?: number;
 }
 
@@ -30,15 +29,10 @@ export interface SummarizeActivityDeps {
 }
 
 /**
- * Creates the `summarize` activity. It sends one request through the summarizer with the
- * activity's cancellation signal, heartbeats while it waits, and maps failures to
- * `ApplicationFailure`s (see `toSummarizerFailure`); an empty or blank summary is
- * `Summarizer.Empty`. Cancelled, it rethrows the activity's cancellation reason — never the
- * backend's abort error, which the worker would report as a failure.
- *
- * The window is applied in one place, the engine's cut (docs/design.md#summarizer-window): a
- * request over the worker's `summarizerContextWindow`, or one the server refuses as over its own,
- * fails as `Summarizer.ContextOverflow` with the numbers, and the workflow cuts again smaller.
+ * The `summarize` activity: one request, failures mapped by `toSummarizerFailure`, a blank summary
+ * `Summarizer.Empty`. The window is applied in one place, the engine's cut: a request over
+ * `summarizerContextWindow` (or the server's own) fails `Summarizer.ContextOverflow` with the
+ * numbers, and the workflow cuts smaller (docs/design.md#summarizer-window).
  */
 export function createSummarizeActivity({
   summarizer,
@@ -48,8 +42,7 @@ export function createSummarizeActivity({
 }: SummarizeActivityDeps) {
   return async function summarize(input: SummarizeRequest): Promise<SummarizeActivityOutput> {
     const request = failOnInvalidInput(() => checkedRequest(input));
-    // A retried attempt says so in its output or its failure's details, so the workflow's
-    // compaction span can count attempts; the first says nothing.
+    // A retried attempt says so in its output or failure details, for the compaction span's count.
     const { attempt } = Context.current().info;
     const retried = attempt > 1 ? { attempt } : {};
     const started = Date.now();

@@ -18,21 +18,13 @@ import { isInside, type TrajectoryStore } from './trajectories.js';
 export type ToolActivity = (args: unknown) => Promise<unknown>;
 
 export interface BuiltInToolsOptions {
-  /**
-   * The directory the tools may read; paths resolving outside it are refused. Unset, the tools read
-   * nothing: every call is `Tool.NoRoot` (workers of `compactorPlugin`, `createWorker` and the CLI
-   * pass COMPACTOR_TOOLS_ROOT). @default unset
-   */
+  /** The directory the tools may read (COMPACTOR_TOOLS_ROOT). Unset, every call is `Tool.NoRoot`. */
   root?: string;
-  /**
-   * Secret files the tools may read after all (COMPACTOR_TOOLS_ALLOW): a rule's pattern as
-   * `SECRET_PATH_RULES` writes it (`*.pem`), or a path relative to the root (`config/dev.pem`).
-   * @default none
-   */
+  /** Secret files the tools may read after all (COMPACTOR_TOOLS_ALLOW): a rule's pattern or a path under the root. */
   allow?: readonly string[];
   /** Results longer than this are cut, with a marker saying how much. @default 100_000 characters */
   maxResultChars?: number;
-  /** `grep` searches in a worker thread, terminated after this long; the matches found by then are the result, with a note. @default 10 s */
+  /** `grep`'s search thread is terminated after this long; the matches found by then are the result. @default 10 s */
   grepTimeoutMs?: number;
   /** Heap limit of `grep`'s search thread, in MiB. @default 64 */
   grepMemoryMb?: number;
@@ -112,7 +104,6 @@ const grepArgs = z.strictObject({
 /** Opening a FIFO for reading waits for a writer; non-blocking, it returns at once. */
 const READ_FLAGS = constants.O_RDONLY | constants.O_NONBLOCK;
 
-/** A FIFO, a socket or a device could block a read forever. */
 function notAFile(tool: string, path: string): ApplicationFailure {
   return toolFailure(
     FailureType.Tool.InvalidArguments,
@@ -144,30 +135,10 @@ function cancellationSignal(): AbortSignal | undefined {
   }
 }
 
-/** The line a grep result ends with when the search stopped before it was whole ('' when it did not). */
-function grepStopNote(
-  stoppedAt: GrepOutcome['stoppedAt'],
-  limits: { maxResults: number; maxFiles: number; timeoutMs: number; maxOutputChars: number },
-): string {
-  if (stoppedAt === undefined) return '';
-  const notes: Record<NonNullable<GrepOutcome['stoppedAt']>, string> = {
-    results: `stopped after ${limits.maxResults} matches`,
-    output: `stopped at ${limits.maxOutputChars} characters of matches: give a narrower path or a more specific pattern`,
-    files: `stopped after searching ${limits.maxFiles} files: give a narrower path`,
-    deadline: `stopped after ${limits.timeoutMs / 1000} s: the search took too long; simplify the pattern (nested repetition such as (a+)+ backtracks) or give a narrower path`,
-    memory: 'stopped: the search went over its memory limit; give a narrower path',
-  };
-  return `\n[${notes[stoppedAt]}]`;
-}
-
 /**
- * Creates the built-in read-only tools. Every path is resolved against `root` and, after
- * following symlinks, must stay inside it; otherwise the tool fails with a non-retryable
- * `Tool.PathOutsideRoot` that says so. A path that, as asked or after following symlinks, matches
- * a secret-file rule (`SECRET_PATH_RULES`) and is not in `allow` fails with `Tool.SecretPath`
- * naming the rule, and `grep` skips such files. Without a root every call fails with
- * `Tool.NoRoot`. Bad arguments fail with `Tool.InvalidArguments`, missing files with
- * `Tool.NotFound`; the agent loop hands any tool failure to the model as the result.
+ * The built-in read-only tools. A path must stay inside `root`, before and after following symlinks
+ * (`Tool.PathOutsideRoot`), and match no secret-file rule it is not allowed (`Tool.SecretPath`;
+ * `grep` skips such files). Every failure is non-retryable: the agent loop hands it to the model.
  */
 export function createBuiltInTools({
   root,
@@ -265,8 +236,7 @@ export function createBuiltInTools({
     const { real, base } = await locate('grep', path);
     const kind = await stat(real);
     if (!kind.isFile() && !kind.isDirectory()) throw notAFile('grep', path);
-    // The matched lines stop short of the result's size, leaving room for the closing note: what
-    // the search thread hands this thread is bounded by what the result can show.
+    // Matches stop short of the result's size, leaving room for the closing note.
     const maxOutputChars = Math.max(MAX_GREP_LINE_CHARS, maxResultChars - GREP_NOTE_CHARS);
     const { matches, stoppedAt } = await grepInThread(
       {
@@ -284,12 +254,14 @@ export function createBuiltInTools({
       },
       { timeoutMs: grepTimeoutMs, memoryMb: grepMemoryMb, signal: cancellationSignal(), slots: searchSlots },
     );
-    const stopped = grepStopNote(stoppedAt, {
-      maxResults,
-      maxFiles: grepMaxFiles,
-      timeoutMs: grepTimeoutMs,
-      maxOutputChars,
-    });
+    const notes: Record<NonNullable<GrepOutcome['stoppedAt']>, string> = {
+      results: `stopped after ${maxResults} matches`,
+      output: `stopped at ${maxOutputChars} characters of matches: give a narrower path or a more specific pattern`,
+      files: `stopped after searching ${grepMaxFiles} files: give a narrower path`,
+      deadline: `stopped after ${grepTimeoutMs / 1000} s: the search took too long; simplify the pattern (nested repetition such as (a+)+ backtracks) or give a narrower path`,
+      memory: 'stopped: the search went over its memory limit; give a narrower path',
+    };
+    const stopped = stoppedAt === undefined ? '' : `\n[${notes[stoppedAt]}]`;
     if (matches.length === 0) return `no matches for /${pattern}/ in ${path}${stopped}`;
     return capText(matches.join('\n') + stopped, maxResultChars);
   }
