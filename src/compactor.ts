@@ -83,10 +83,7 @@ export interface UndoCallOptions {
 
 const UNDO_CALL_OPTION_KEYS = keysOf<UndoCallOptions>({ compactionId: true, counter: true });
 
-/**
- * The constructor's option names: the workflow `compact`'s activity settings are among them (so one
- * options object serves both drivers), its `target` is not (here it is a per-call option).
- */
+// The workflow `compact`'s activity settings are accepted too, so one options object serves both drivers.
 const COMPACTOR_OPTION_KEYS: readonly string[] = [
   ...COMPACTION_OPTION_KEYS,
   ...keysOf<Omit<CompactorOptions, keyof CompactionOptions>>({ summarizer: true, counter: true }),
@@ -125,7 +122,7 @@ export class Compactor {
   private readonly calibration: SummarizerCalibration = newCalibration();
 
   constructor(compactorOptions: CompactorOptions) {
-    // Unknown keys first, so a misspelt summarizer or counter is named as such, with the closest name.
+    // First, so a misspelt summarizer or counter is named as such.
     assertKnownKeys(compactorOptions, COMPACTOR_OPTION_KEYS, 'options');
     const { summarizer, counter = defaultCounter, ...options } = compactorOptions;
     if (typeof summarizer?.summarize !== 'function')
@@ -192,10 +189,8 @@ export class Compactor {
   }
 
   /**
-   * Undoes a compaction of a transcript you keep (docs/design.md#undo): the answer holds the
-   * conversation restored byte for byte, the undo line to append, and its record.
-   * @throws UndoRefusedError (`Compaction.UndoRefused`) when the undo cannot be applied.
-   * @throws InvalidInputError naming `callOptions.compactionId` or the line that does not replay.
+   * Undoes a compaction of a transcript you keep (docs/design.md#undo): the conversation restored byte
+   * for byte, the undo line to append, and its record. @throws UndoRefusedError, InvalidInputError
    */
   undo(lines: readonly SessionLine[], callOptions: UndoCallOptions = {}): TranscriptUndo {
     assertKnownKeys(callOptions, UNDO_CALL_OPTION_KEYS, 'callOptions');
@@ -268,7 +263,6 @@ export class Compactor {
   }
 }
 
-/** What `onProgress` hears of a step and how it ended. */
 function progressOf(
   step: SummarizeStep,
   outcome: SummarizeOutcome,

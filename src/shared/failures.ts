@@ -1,6 +1,4 @@
-// Sandbox-safe (shared by workflows and activities): the failures both sides of the Temporal layer
-// raise — `Compaction.InvalidInput` for bad input, `Compaction.UndoRefused`, `RunFailed.PayloadTooLarge` — and how a failed
-// activity reads in a message.
+// Sandbox-safe: the failures workflows and activities both raise, and how a failed activity reads in a message.
 import { ActivityFailure, ApplicationFailure } from '@temporalio/common';
 import { groupDigits } from '../core/agent/compaction-history.js';
 import { FailureType, InvalidInputError, type UndoRefusedError } from '../core/errors.js';

@@ -46,11 +46,7 @@ function describeDataConverter(dataConverter: DataConverter): string {
   );
 }
 
-/**
- * The start line, e.g. `temporal-compactor worker: polling task queue "agents" (all); OpenAI-compatible
- * summarizer: model gpt-4o-mini at http://127.0.0.1:8000/v1, timeout 60000 ms; chat: model server at
- * http://127.0.0.1:8000/v1; payload store file:/data (payloads of 256 KiB and more), codec deflate, no encryption`.
- */
+/** The start line, e.g. `temporal-compactor worker: polling task queue "agents" (all); OpenAI-compatible summarizer: …`. */
 export function workerStartLine({ queues, summarizer, chat, dataConverter, more = [] }: WorkerStart): string {
   const polled = queues.map(({ taskQueue, runs }) => `"${taskQueue}" (${runs})`).join(' and ');
   const parts = [
