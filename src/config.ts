@@ -126,12 +126,11 @@ const bindAddress = nonEmptyText.refine((value) => {
   return Number(port) >= 1 && Number(port) <= 65_535;
 });
 
-// The settings, in the README table's order. Each has a flag, the kebab-case form of its key, but
-// secrets: environment only (a flag shows up in process lists and shell history), never shown, and
-// taken out of every failure that quotes them (`workerSecrets`).
+// The settings, in the README table's order. Each has a variable (`envOf`) and a flag, the
+// kebab-case form of its key, but secrets: environment only (a flag shows up in process lists and
+// shell history), never shown, and taken out of every failure that quotes them (`workerSecrets`).
 
 interface Setting {
-  env: string;
   /** What a valid value looks like: a failure reads `VARIABLE: expected <expected>, got "<value>"`. */
   expected: string;
   /** The default, as the README shows it. */
@@ -143,21 +142,18 @@ interface Setting {
 
 const settings = {
   temporalAddress: {
-    env: 'TEMPORAL_ADDRESS',
     expected: 'host:port, e.g. localhost:7233',
     defaultText: '`localhost:7233`; the demo starts a local dev server when unset',
     description: 'Temporal frontend address; Temporal Cloud: `<namespace>.<account>.tmprl.cloud:7233`.',
     schema: hostPort.optional(),
   },
   temporalNamespace: {
-    env: 'TEMPORAL_NAMESPACE',
     expected: 'a namespace name',
     defaultText: `\`${DEFAULT_TEMPORAL_NAMESPACE}\``,
     description: 'Temporal namespace.',
     schema: nonEmptyText.default(DEFAULT_TEMPORAL_NAMESPACE),
   },
   temporalApiKey: {
-    env: 'TEMPORAL_API_KEY',
     expected: 'an API key',
     defaultText: '—',
     description: 'Temporal Cloud API key (environment only); turns TLS on unless `TEMPORAL_TLS=false`.',
@@ -165,28 +161,24 @@ const settings = {
     schema: nonEmptyText.optional(),
   },
   temporalTls: {
-    env: 'TEMPORAL_TLS',
     expected: 'true, false, 1 or 0',
     defaultText: 'on with an API key, else off',
     description: 'TLS to the frontend. Certificates: the `TEMPORAL_TLS_*` variables of `@temporalio/envconfig`.',
     schema: flag.optional(),
   },
   temporalCliPath: {
-    env: 'TEMPORAL_CLI_PATH',
     expected: 'a path to the temporal CLI',
     defaultText: '`.temporal/`, then `temporal` on PATH',
     description: 'The `temporal` CLI that runs the local dev server (demo and tests).',
     schema: nonEmptyText.optional(),
   },
   taskQueue: {
-    env: 'COMPACTOR_TASK_QUEUE',
     expected: 'a task queue name',
     defaultText: `\`${DEFAULT_TASK_QUEUE}\``,
     description: 'Task queue of the workflows (and of the activities, unless the next setting is set).',
     schema: nonEmptyText.default(DEFAULT_TASK_QUEUE),
   },
   summarizerTaskQueue: {
-    env: 'COMPACTOR_SUMMARIZER_TASK_QUEUE',
     expected: 'a task queue name',
     defaultText: 'the task queue',
     description:
@@ -194,7 +186,6 @@ const settings = {
     schema: nonEmptyText.optional(),
   },
   workerMode: {
-    env: 'COMPACTOR_WORKER_MODE',
     expected: '"all", "workflows" or "activities"',
     defaultText: '`all`',
     description:
@@ -202,7 +193,6 @@ const settings = {
     schema: z.enum(['all', 'workflows', 'activities']).default('all'),
   },
   workflowBundle: {
-    env: 'COMPACTOR_WORKFLOW_BUNDLE',
     expected: 'a path to a prebuilt workflow bundle',
     defaultText: '— (bundled at start-up)',
     description:
@@ -210,14 +200,12 @@ const settings = {
     schema: nonEmptyText.optional(),
   },
   shutdownGraceTime: {
-    env: 'COMPACTOR_SHUTDOWN_GRACE_TIME',
     expected: 'a duration such as "10s", "500ms", "1m" or milliseconds',
     defaultText: `\`${DEFAULT_SHUTDOWN_GRACE_MS / 1000}s\``,
     description: 'On SIGINT/SIGTERM, how long in-flight activities may finish before they are cancelled.',
     schema: durationOf(0).default(DEFAULT_SHUTDOWN_GRACE_MS),
   },
   summarizer: {
-    env: 'COMPACTOR_SUMMARIZER',
     expected: '"auto", "openai" or "extractive"',
     defaultText: '`auto`',
     description:
@@ -225,7 +213,6 @@ const settings = {
     schema: z.enum(['auto', 'openai', 'extractive']).default('auto'),
   },
   openaiBaseUrl: {
-    env: 'OPENAI_BASE_URL',
     expected: 'an http(s) URL without user:password@ or query, e.g. http://localhost:11434/v1',
     defaultText: `\`${DEFAULT_OPENAI_BASE_URL}\``,
     description:
@@ -233,7 +220,6 @@ const settings = {
     schema: httpUrl.optional(),
   },
   openaiApiKey: {
-    env: 'OPENAI_API_KEY',
     expected: 'an API key',
     defaultText: '—',
     description: 'The API key of that server (environment only); local servers need none.',
@@ -241,21 +227,18 @@ const settings = {
     schema: nonEmptyText.optional(),
   },
   summarizerModel: {
-    env: 'COMPACTOR_SUMMARIZER_MODEL',
     expected: 'a model name',
     defaultText: `\`${DEFAULT_SUMMARIZER_MODEL}\``,
     description: 'The model that writes summaries.',
     schema: nonEmptyText.default(DEFAULT_SUMMARIZER_MODEL),
   },
   summarizerTimeout: {
-    env: 'COMPACTOR_SUMMARIZER_TIMEOUT',
     expected: 'a positive duration such as "60s", "500ms", "2m" or milliseconds',
     defaultText: `\`${DEFAULT_SUMMARIZER_TIMEOUT_MS / 1000}s\``,
     description: "Deadline of one summarize call; keep it below the activity's `startToCloseTimeout` (5 min).",
     schema: durationOf(1).default(DEFAULT_SUMMARIZER_TIMEOUT_MS),
   },
   summarizerMaxTokens: {
-    env: 'COMPACTOR_SUMMARIZER_MAX_TOKENS',
     expected: 'a positive integer (tokens)',
     defaultText: "derived from the summary's room",
     description:
@@ -263,7 +246,6 @@ const settings = {
     schema: integerIn(1).optional(),
   },
   chatTimeout: {
-    env: 'COMPACTOR_CHAT_TIMEOUT',
     expected: 'a positive duration such as "120s", "500ms", "2m" or milliseconds',
     defaultText: `\`${DEFAULT_CHAT_TIMEOUT_MS / 1000}s\``,
     description:
@@ -271,28 +253,24 @@ const settings = {
     schema: durationOf(1).default(DEFAULT_CHAT_TIMEOUT_MS),
   },
   maxConcurrentActivities: {
-    env: 'COMPACTOR_MAX_CONCURRENT_ACTIVITIES',
     expected: 'a positive integer',
     defaultText: "the SDK's (100)",
     description: 'Activities (summarize calls, chat, tools) one worker runs at once.',
     schema: integerIn(1).optional(),
   },
   maxConcurrentWorkflowTasks: {
-    env: 'COMPACTOR_MAX_CONCURRENT_WORKFLOW_TASKS',
     expected: 'an integer of at least 2',
     defaultText: "the SDK's (40)",
     description: 'Workflow tasks one worker runs at once (the SDK needs at least 2 while it caches workflows).',
     schema: integerIn(2).optional(),
   },
   contextBudget: {
-    env: 'COMPACTOR_CONTEXT_BUDGET',
     expected: 'a positive integer (tokens)',
     defaultText: "the run's own",
     description: 'Context window in tokens for agent runs started from the CLI or the demo.',
     schema: integerIn(1).optional(),
   },
   summarizerContextWindow: {
-    env: 'COMPACTOR_SUMMARIZER_CONTEXT_WINDOW',
     expected: 'an integer of at least 1024 (tokens)',
     defaultText: 'unset (one request)',
     description:
@@ -300,7 +278,6 @@ const settings = {
     schema: integerIn(1024).optional(),
   },
   toolsRoot: {
-    env: 'COMPACTOR_TOOLS_ROOT',
     expected: 'a directory path',
     defaultText: '— (the built-in tools read nothing)',
     description:
@@ -308,7 +285,6 @@ const settings = {
     schema: nonEmptyText.optional(),
   },
   toolsAllow: {
-    env: 'COMPACTOR_TOOLS_ALLOW',
     expected:
       'comma-separated rules of the secret files (e.g. *.pem) or paths relative to the tool root (e.g. config/dev.pem), none absolute, with no ".."',
     defaultText: '— (no secret file is read)',
@@ -317,14 +293,12 @@ const settings = {
     schema: allowList.default(() => []),
   },
   trajectoryDir: {
-    env: 'COMPACTOR_TRAJECTORY_DIR',
     expected: 'a directory path',
     defaultText: 'the current directory',
     description: "Where the replay provider (`provider: 'replay'`) finds recorded trajectories by name (`NAME.json`).",
     schema: nonEmptyText.optional(),
   },
   payloadStore: {
-    env: 'COMPACTOR_PAYLOAD_STORE',
     expected: '"off", "file:DIR" or "s3://BUCKET/PREFIX" (a valid S3 bucket name)',
     defaultText: '`off`; the demo: `file:.payload-store` in the project',
     description:
@@ -339,7 +313,6 @@ const settings = {
       .optional(),
   },
   payloadThreshold: {
-    env: 'COMPACTOR_PAYLOAD_THRESHOLD',
     expected: `a byte count from 0 to ${MAX_PAYLOAD_THRESHOLD}`,
     defaultText: `\`${DEFAULT_PAYLOAD_THRESHOLD}\``,
     description:
@@ -347,7 +320,6 @@ const settings = {
     schema: integerIn(0, MAX_PAYLOAD_THRESHOLD).default(DEFAULT_PAYLOAD_THRESHOLD),
   },
   s3Endpoint: {
-    env: 'COMPACTOR_S3_ENDPOINT',
     expected: 'an http(s) URL without user:password@ or query, e.g. http://127.0.0.1:9000',
     defaultText: 'AWS S3',
     description:
@@ -355,7 +327,6 @@ const settings = {
     schema: httpUrl.optional(),
   },
   codecKey: {
-    env: 'COMPACTOR_CODEC_KEY',
     expected: `base64 of exactly ${KEY_BYTES} random bytes, e.g. from \`openssl rand -base64 32\``,
     defaultText: '— (no encryption)',
     description:
@@ -364,14 +335,12 @@ const settings = {
     schema: nonEmptyText.optional(),
   },
   codecKeyId: {
-    env: 'COMPACTOR_CODEC_KEY_ID',
     expected: '1-64 characters of A-Z, a-z, 0-9, ".", "_" or "-", with COMPACTOR_CODEC_KEY set',
     defaultText: '`k-` + 8 hex digits of a hash of the key',
     description: 'The id written beside every ciphertext, so decoding finds the right key after a rotation.',
     schema: nonEmptyText.optional(),
   },
   codecOldKeys: {
-    env: 'COMPACTOR_CODEC_OLD_KEYS',
     expected: `comma-separated ID:BASE64 entries (ID optional) of ${KEY_BYTES}-byte keys, with COMPACTOR_CODEC_KEY set`,
     defaultText: '—',
     description:
@@ -380,7 +349,6 @@ const settings = {
     schema: nonEmptyText.optional(),
   },
   codecServerHost: {
-    env: 'COMPACTOR_CODEC_SERVER_HOST',
     expected: 'a host name or IP address to listen on, e.g. 127.0.0.1',
     defaultText: `\`${DEFAULT_CODEC_SERVER_HOST}\``,
     description:
@@ -388,14 +356,12 @@ const settings = {
     schema: nonEmptyText.default(DEFAULT_CODEC_SERVER_HOST),
   },
   codecServerPort: {
-    env: 'COMPACTOR_CODEC_SERVER_PORT',
     expected: 'a port number from 0 to 65535 (0: any free port)',
     defaultText: `\`${DEFAULT_CODEC_SERVER_PORT}\`; the demo: a free port`,
     description: "The codec server's port; the Temporal UI's codec endpoint is `http://HOST:PORT`.",
     schema: integerIn(0, 65_535).default(DEFAULT_CODEC_SERVER_PORT),
   },
   codecServerOrigins: {
-    env: 'COMPACTOR_CODEC_SERVER_ORIGINS',
     expected:
       'comma-separated origins such as http://localhost:8233,https://cloud.temporal.io (scheme, host and port, no path), or *',
     defaultText: `\`${DEFAULT_CODEC_SERVER_ORIGINS.join(',')}\`; the demo: its UI`,
@@ -403,7 +369,6 @@ const settings = {
     schema: originList.default(() => [...DEFAULT_CODEC_SERVER_ORIGINS]),
   },
   codecServerInlineLimit: {
-    env: 'COMPACTOR_CODEC_SERVER_INLINE_LIMIT',
     expected: 'a byte count',
     defaultText: `\`${MAX_PAYLOAD_THRESHOLD}\` (2 MiB, what history holds inline without a store)`,
     description:
@@ -411,7 +376,6 @@ const settings = {
     schema: integerIn(0).default(MAX_PAYLOAD_THRESHOLD),
   },
   codecServerToken: {
-    env: 'COMPACTOR_CODEC_SERVER_TOKEN',
     expected: "a token of 16 to 256 characters of A-Z, a-z, 0-9, '-', '_', '.' or '~'",
     defaultText: '— (a new random token at every start, printed once in the endpoint URL)',
     description:
@@ -420,7 +384,6 @@ const settings = {
     schema: nonEmptyText.pipe(z.string().regex(/^[A-Za-z0-9._~-]{16,256}$/)).optional(),
   },
   codecServerEncodeStore: {
-    env: 'COMPACTOR_CODEC_SERVER_ENCODE_STORE',
     expected: 'true, false, 1 or 0',
     defaultText: '`false`',
     description:
@@ -428,7 +391,6 @@ const settings = {
     schema: flag.default(false),
   },
   tracing: {
-    env: 'COMPACTOR_TRACING',
     expected: '"off", "otlp" or "console"',
     defaultText: '`off`',
     schema: z.enum(['off', 'otlp', 'console']).default('off'),
@@ -436,7 +398,6 @@ const settings = {
       "OpenTelemetry spans of the worker (its workflows, a `Compaction` span per compaction, its activities) and of the clients `compactorPlugin()` is given to (the demo's among them): `otlp` sends them over OTLP/HTTP to the endpoint of the standard `OTEL_EXPORTER_OTLP_*` variables (default `http://localhost:4318`), `console` writes JSON lines to stderr. See [telemetry.md](telemetry.md).",
   },
   prometheusAddress: {
-    env: 'COMPACTOR_PROMETHEUS_ADDRESS',
     expected: 'an IP address and port, e.g. 127.0.0.1:9464',
     defaultText: '— (no endpoint)',
     schema: bindAddress.optional(),
@@ -523,16 +484,15 @@ function rawSettings(keys: readonly SettingKey[], { env = process.env, flags = {
   const source: Partial<Record<SettingKey, string>> = {};
   const flagValues: Partial<Record<string, RawSettingValue>> = flags;
   for (const key of keys) {
-    const setting: Setting = settings[key];
     const flag = flagOf(key);
     const fromFlag = flag === undefined ? undefined : flagValues[key];
-    const fromEnv = env[setting.env];
+    const fromEnv = env[envOf(key)];
     if (isSet(fromFlag)) {
       raw[key] = fromFlag;
       source[key] = `--${flag}`;
     } else if (isSet(fromEnv)) {
       raw[key] = fromEnv;
-      source[key] = setting.env;
+      source[key] = envOf(key);
     } else {
       raw[key] = undefined; // so the parsed configuration has every key
     }
@@ -555,7 +515,7 @@ function parseSettings<K extends SettingKey>(keys: readonly K[], { raw, source }
 function settingError(key: SettingKey, { raw, source }: RawSettings, expected?: string): ConfigError {
   const setting: Setting = settings[key];
   const value = setting.secret === true ? undefined : raw[key];
-  return new ConfigError(source[key] ?? setting.env, expected ?? setting.expected, value);
+  return new ConfigError(source[key] ?? envOf(key), expected ?? setting.expected, value);
 }
 
 /**
@@ -598,7 +558,7 @@ export function loadConfig(options: LoadConfigOptions = {}): CompactorConfig {
   } catch (error) {
     if (!(error instanceof KeyFormatError)) throw error;
     const codecKeys = ['codecKey', 'codecKeyId', 'codecOldKeys'] as const;
-    const key = codecKeys.find((candidate) => settings[candidate].env === error.setting) ?? 'codecKey';
+    const key = codecKeys.find((candidate) => envOf(candidate) === error.setting) ?? 'codecKey';
     throw settingError(key, given, error.expected);
   }
   return {
@@ -609,6 +569,12 @@ export function loadConfig(options: LoadConfigOptions = {}): CompactorConfig {
     chatTimeoutMs: chatTimeout,
     codecKeyring,
   };
+}
+
+/** A setting's variable: its key in SNAKE_CASE, prefixed `COMPACTOR_` unless it is Temporal's or OpenAI's own. */
+function envOf(key: SettingKey): string {
+  const name = key.replace(/[A-Z]/g, (letter) => `_${letter}`).toUpperCase();
+  return /^(TEMPORAL|OPENAI)_/.test(name) ? name : `COMPACTOR_${name}`;
 }
 
 /** The CLI flag without `--`; undefined for secrets. */
@@ -637,7 +603,7 @@ export const LIBRARY_SECRET_VARIABLES = [
 /** The environment variables whose values are secret. */
 export function secretVariables(): string[] {
   const secrets = settingKeys().filter((key) => (settings[key] as Setting).secret === true);
-  return [...secrets.map((key) => settings[key].env), ...LIBRARY_SECRET_VARIABLES];
+  return [...secrets.map(envOf), ...LIBRARY_SECRET_VARIABLES];
 }
 
 /** Shorter values are not treated as secrets: placeholders such as `unused` would be replaced everywhere. */
@@ -718,21 +684,18 @@ export function temporalEnvVars(
   return result;
 }
 
-/** One row of the README's configuration table. */
-export interface ConfigTableRow {
-  key: SettingKey;
-  env: string;
-  /** `--flag`, or `undefined` for environment-only secrets. */
-  flag: string | undefined;
-  default: string;
-  description: string;
-}
-
-export function configTable(): ConfigTableRow[] {
+/** The rows of the README's configuration table; `flag` is undefined for environment-only secrets. */
+export function configTable() {
   return settingKeys().map((key) => {
-    const { env, defaultText, description }: Setting = settings[key];
+    const { defaultText, description }: Setting = settings[key];
     const flag = flagOf(key);
-    return { key, env, flag: flag === undefined ? undefined : `--${flag}`, default: defaultText, description };
+    return {
+      key,
+      env: envOf(key),
+      flag: flag === undefined ? undefined : `--${flag}`,
+      default: defaultText,
+      description,
+    };
   });
 }
 

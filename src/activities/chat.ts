@@ -57,7 +57,6 @@ export interface ChatActivityDeps {
   openai?: OpenAI;
   server?: Pick<OpenAIClientSettings, 'baseURL' | 'apiKey'>;
   timeoutMs?: number;
-  heartbeatIntervalMs?: number;
   trajectories: TrajectoryStore;
 }
 
@@ -205,7 +204,6 @@ export function createChatActivity({
   openai,
   server = {},
   timeoutMs = DEFAULT_CHAT_TIMEOUT_MS,
-  heartbeatIntervalMs,
   trajectories,
 }: ChatActivityDeps) {
   let client = openai;
@@ -223,7 +221,6 @@ export function createChatActivity({
     return whileHeartbeating(
       (signal) => openAIChat(connected, backend, input, timeoutMs, signal),
       (error) => toChatFailure(error, connected.baseURL),
-      heartbeatIntervalMs,
       [connected.apiKey],
     );
   };

@@ -5,8 +5,6 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { GrepThreadInput, GrepThreadMessage, GrepThreadStop } from './grep-thread.js';
 
-export type { GrepThreadInput };
-
 /** How a search ended: whole, or where it stopped and why. */
 export interface GrepOutcome {
   matches: string[];

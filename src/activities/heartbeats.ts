@@ -4,13 +4,12 @@ import { Context } from '@temporalio/activity';
 import { workerSecrets } from '../config.js';
 import { redactFailure } from '../redact.js';
 
-/** Longest pause between heartbeats when the activity has no heartbeat timeout (cancellation still travels on them). */
+/** Longest pause between heartbeats, also without a heartbeat timeout (cancellation still travels on them). */
 const MAX_HEARTBEAT_INTERVAL_MS = 5000;
 const MIN_HEARTBEAT_INTERVAL_MS = 50;
 
-/** A quarter of the heartbeat timeout, at most 5 s; `configured` wins when given. */
-function heartbeatInterval(heartbeatTimeoutMs: number | undefined, configured: number | undefined): number {
-  if (configured !== undefined) return Math.max(MIN_HEARTBEAT_INTERVAL_MS, configured);
+/** A quarter of the heartbeat timeout, at most 5 s. */
+function heartbeatInterval(heartbeatTimeoutMs: number | undefined): number {
   if (heartbeatTimeoutMs === undefined || heartbeatTimeoutMs <= 0) return MAX_HEARTBEAT_INTERVAL_MS;
   // Well under the timeout: the SDK throttles what it sends to the server anyway.
   return Math.min(MAX_HEARTBEAT_INTERVAL_MS, Math.max(MIN_HEARTBEAT_INTERVAL_MS, Math.floor(heartbeatTimeoutMs / 4)));
@@ -24,17 +23,13 @@ function heartbeatInterval(heartbeatTimeoutMs: number | undefined, configured: n
 export async function whileHeartbeating<T>(
   work: (signal: AbortSignal) => Promise<T>,
   toFailure: (error: unknown) => unknown,
-  heartbeatIntervalMs?: number,
   secrets: ReadonlyArray<string | null | undefined> = [],
   details?: () => unknown,
 ): Promise<T> {
   const context = Context.current();
   const signal = context.cancellationSignal;
   context.heartbeat(details?.());
-  const timer = setInterval(
-    () => context.heartbeat(details?.()),
-    heartbeatInterval(context.info.heartbeatTimeoutMs, heartbeatIntervalMs),
-  );
+  const timer = setInterval(() => context.heartbeat(details?.()), heartbeatInterval(context.info.heartbeatTimeoutMs));
   try {
     return await Promise.race([work(signal), context.cancelled]);
   } catch (error) {

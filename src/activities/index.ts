@@ -24,8 +24,7 @@ export interface ActivityDeps {
   summarizer?: Summarizer;
   /** The summarizer model, when `summarizer` is not given (`OPENAI_BASE_URL` and `OPENAI_API_KEY` of src/config.ts configure the client). */
   model?: string;
-  /** Heartbeat interval while a request is in flight. @default a quarter of the heartbeatTimeout, at most 5 s */
-  heartbeatIntervalMs?: number;
+
   /**
    * The summarizer's context window in tokens: `summarize` refuses a request over it unsent
    * (`Summarizer.ContextOverflow`) and the compaction cuts smaller (docs/design.md#summarizer-window).
@@ -56,21 +55,15 @@ export interface ActivityDeps {
  * });
  */
 export function createActivities(deps: ActivityDeps) {
-  const { summarizer, model, heartbeatIntervalMs, summarizerContextWindow, openai, chatServer, chatTimeoutMs } = deps;
+  const { summarizer, model, summarizerContextWindow, openai, chatServer, chatTimeoutMs } = deps;
   const backend = summarizer ?? (model !== undefined && model !== '' ? createOpenAISummarizer({ model }) : undefined);
   if (backend === undefined)
     throw new TypeError('createActivities: pass a summarizer, or the summarizer model name as `model`');
   const trajectories = createTrajectoryStore({ dir: deps.trajectoryDir });
   // Your own tools register beside these, named like their declarations: `{ ...createActivities(deps), my_tool }`.
   return {
-    summarize: createSummarizeActivity({ summarizer: backend, heartbeatIntervalMs, summarizerContextWindow }),
-    chat: createChatActivity({
-      openai,
-      server: chatServer,
-      timeoutMs: chatTimeoutMs,
-      heartbeatIntervalMs,
-      trajectories,
-    }),
+    summarize: createSummarizeActivity({ summarizer: backend, summarizerContextWindow }),
+    chat: createChatActivity({ openai, server: chatServer, timeoutMs: chatTimeoutMs, trajectories }),
     replayTool: createReplayTool(trajectories),
     recordSession: createRecordSessionActivity(),
     countTokens: createCountTokensActivity(),

@@ -6,7 +6,7 @@ import { inputRoom } from '../core/compaction/pieces.js';
 import { summarizerMessages } from '../core/compaction/transcript.js';
 import { defaultCounter } from '../core/counting/tokens.js';
 import { FailureType, InvalidInputError } from '../core/errors.js';
-import type { SummarizeRequest, Summarizer, TokenCounter, Usage } from '../core/types.js';
+import type { SummarizeRequest, Summarizer, Usage } from '../core/types.js';
 import { assertKnownKeys, keysOf } from '../core/unknown-keys.js';
 import { failOnInvalidInput } from '../shared/failures.js';
 import { whileHeartbeating } from './heartbeats.js';
@@ -19,13 +19,10 @@ export interface SummarizeActivityOutput {
   attempt?: number;
 }
 
-/** `ActivityDeps`'s summarizer settings; a request over the window's input room (`window × 0.75`), as `counter` estimates it, is refused unsent. */
+/** A request over the window's input room (`window × 0.75`), as the default counter estimates it, is refused unsent. */
 export interface SummarizeActivityDeps {
   summarizer: Summarizer;
-  heartbeatIntervalMs?: number;
   summarizerContextWindow?: number;
-  /** What counts a request against `summarizerContextWindow`. @default the engine's default counter (characters / 4) */
-  counter?: TokenCounter;
 }
 
 /**
@@ -34,19 +31,14 @@ export interface SummarizeActivityDeps {
  * `summarizerContextWindow` (or the server's own) fails `Summarizer.ContextOverflow` with the
  * numbers, and the workflow cuts smaller (docs/design.md#summarizer-window).
  */
-export function createSummarizeActivity({
-  summarizer,
-  heartbeatIntervalMs,
-  summarizerContextWindow: window,
-  counter = defaultCounter,
-}: SummarizeActivityDeps) {
+export function createSummarizeActivity({ summarizer, summarizerContextWindow: window }: SummarizeActivityDeps) {
   return async function summarize(input: SummarizeRequest): Promise<SummarizeActivityOutput> {
     const request = failOnInvalidInput(() => checkedRequest(input));
     // A retried attempt says so in its output or failure details, for the compaction span's count.
     const { attempt } = Context.current().info;
     const retried = attempt > 1 ? { attempt } : {};
     const started = Date.now();
-    const estimate = counter.count(summarizerMessages(request));
+    const estimate = defaultCounter.count(summarizerMessages(request));
     if (window !== undefined && estimate > inputRoom(window))
       throw ApplicationFailure.create({
         type: FailureType.Summarizer.ContextOverflow,
@@ -65,7 +57,6 @@ export function createSummarizeActivity({
         };
       },
       (error) => toSummarizerFailure(error, retried),
-      heartbeatIntervalMs,
       [],
       // What the Temporal UI shows of the attempt in flight: its estimated size and how long it has waited.
       () => ({ estimatedTokens: estimate, elapsedMs: Date.now() - started }),

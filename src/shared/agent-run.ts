@@ -18,22 +18,6 @@ import type {
 } from '../core/agent/steering.js';
 import type { ChatMessage, ContentPart } from '../core/types.js';
 
-export { CARRIED_STATE_VERSION, type AgentRunCarried } from '../core/agent/carried-state.js';
-export type { BackendStatus } from '../core/agent/backend-cooldown.js';
-export type { RequestShape } from '../core/agent/request-cost.js';
-export type {
-  CompactAnswer,
-  CompactionProposal,
-  CompactionReview,
-  CompactUpdateInput,
-  NothingCompacted,
-  PinUpdateInput,
-  Pins,
-  ReviewAnswer,
-  ReviewCompactionInput,
-} from '../core/agent/steering.js';
-export type { UndoCompactionInput } from '../core/agent/undo.js';
-
 /** The workflow's input: {@link AgentRunInput}, plus the state a continued run carries. */
 export interface AgentRunWorkflowInput extends AgentRunInput {
   /** Set by the run itself when it continues as new; never set it yourself. */

@@ -33,8 +33,6 @@ import { InstallError } from '../peer-packages.js';
 import { installTelemetryRuntime } from '../telemetry/metrics.js';
 import { createTracing, type CompactorTracing, type TracingOption } from '../telemetry/tracing.js';
 
-export type WorkerMode = WorkerModeSetting;
-
 type Environment = Readonly<Record<string, string | undefined>>;
 
 /** Every field but `summarizer` has a default; the activities' settings are `ActivityDeps`'s, read from the environment when not given. */
@@ -51,7 +49,7 @@ export interface CompactorWorkerConfig extends Pick<
   /** The queue of the summarize activities, so summarizer capacity scales apart from the agents. @default taskQueue */
   summarizerTaskQueue?: string;
   /** @default 'all' */
-  mode?: WorkerMode;
+  mode?: WorkerModeSetting;
   /** Built on the worker, so API keys never enter workflow history. Required unless mode is `workflows`. */
   summarizer?: Summarizer;
   /** A bundle from `temporal-compactor bundle --out FILE`, so the worker starts without bundling. @default COMPACTOR_WORKFLOW_BUNDLE */
@@ -225,12 +223,9 @@ export async function createWorker(config: CompactorWorkerConfig): Promise<Compa
   const common = {
     connection,
     namespace,
-    ...(config.maxConcurrentActivityTaskExecutions === undefined
-      ? {}
-      : { maxConcurrentActivityTaskExecutions: config.maxConcurrentActivityTaskExecutions }),
-    ...(config.maxConcurrentWorkflowTaskExecutions === undefined
-      ? {}
-      : { maxConcurrentWorkflowTaskExecutions: config.maxConcurrentWorkflowTaskExecutions }),
+    // Unset is undefined, which the SDK reads as its default.
+    maxConcurrentActivityTaskExecutions: config.maxConcurrentActivityTaskExecutions,
+    maxConcurrentWorkflowTaskExecutions: config.maxConcurrentWorkflowTaskExecutions,
     shutdownGraceTime:
       config.shutdownGraceTime === undefined ? 10_000 : parseDuration(config.shutdownGraceTime, 'shutdownGraceTime'),
   };

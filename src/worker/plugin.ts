@@ -28,8 +28,6 @@ import { bundleHasTracing, createTracing, type CompactorTracing, type TracingOpt
 import { workerStartLine, type WorkerStart } from './start-line.js';
 import { withOurWorkflows } from './workflow-bundling.js';
 
-export { compactorWorkflowsPath } from './workflow-bundling.js';
-
 /** What the plugin registers on a worker. */
 export type PluginRegistration = 'all' | 'workflows' | 'activities';
 
@@ -109,7 +107,7 @@ const PLUGIN_OPTION_KEYS = keysOf<CompactorPluginOptions>({
 });
 const ACTIVITY_OPTION_KEYS = keysOf<Omit<ActivityDeps, 'summarizer'>>({
   model: true,
-  heartbeatIntervalMs: true,
+
   summarizerContextWindow: true,
   openai: true,
   chatServer: true,
@@ -167,9 +165,7 @@ export class CompactorPlugin extends SimplePlugin {
       chat:
         deps === undefined
           ? undefined
-          : deps.openai === undefined
-            ? { baseURL: deps.chatServer?.baseURL, apiKey: deps.chatServer?.apiKey }
-            : { client: deps.openai },
+          : { baseURL: deps.openai?.baseURL ?? deps.chatServer?.baseURL, apiKey: deps.chatServer?.apiKey },
       dataConverter,
       more: tracing === undefined ? [] : [`tracing: ${tracing.describe}`],
     };
