@@ -17,7 +17,7 @@ import {
   requestCompletion,
   type OpenAIClientSettings,
 } from '../llm/openai-adapter.js';
-import { failOnInvalidInput } from '../shared/failures.js';
+import { failOnInvalidInput, nonRetryableFailure } from '../shared/failures.js';
 import { DEFAULT_CHAT_TIMEOUT_MS } from '../config.js';
 import type { TrajectoryStore } from './trajectories.js';
 import { whileHeartbeating } from './heartbeats.js';
@@ -174,11 +174,9 @@ async function replayChat(
   const script = await trajectories.load(backend.trajectory);
   const turn = script.turns[input.turn];
   if (turn === undefined) {
-    throw ApplicationFailure.create({
-      type: FailureType.Replay.NotRecorded,
-      message: `replay: trajectory "${backend.trajectory}" has ${script.turns.length} assistant turns; turn ${input.turn} (from 0) was asked for`,
-      nonRetryable: true,
-    });
+    const { length } = script.turns;
+    const message = `replay: trajectory "${backend.trajectory}" has ${length} assistant turns; turn ${input.turn} (from 0) was asked for`;
+    throw nonRetryableFailure(FailureType.Replay.NotRecorded, message);
   }
   // Billed as the workflow's own estimator counts the request actually sent, so calibration is exact.
   const tokenizer = backend.tokenizer ?? 'o200k_base';

@@ -45,15 +45,7 @@ export interface ActivityDeps {
   trajectoryDir?: string;
 }
 
-/**
- * The activities to register on a worker; workflows reach them through `proxyActivities<CompactorActivities>()`.
- * @example
- * const worker = await Worker.create({
- *   taskQueue: 'compactor',
- *   workflowsPath: compactorWorkflowsPath(), // `compactorWorkflowsPath` from 'temporal-compactor': this package's workflows
- *   activities: createActivities({ summarizer: createOpenAISummarizer({ model: 'gpt-4o-mini' }) }),
- * });
- */
+/** The activities to register on a worker (`compactorPlugin` does); workflows reach them through `proxyActivities`. */
 export function createActivities(deps: ActivityDeps) {
   const { summarizer, model, summarizerContextWindow, openai, chatServer, chatTimeoutMs } = deps;
   const backend = summarizer ?? (model !== undefined && model !== '' ? createOpenAISummarizer({ model }) : undefined);

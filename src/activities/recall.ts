@@ -1,16 +1,14 @@
 // Node only (activities): `recall` (docs/design.md#recall): one message of the run's own transcript,
 // read from its history, so the run keeps nothing extra for it.
 import { Context } from '@temporalio/activity';
-import { ApplicationFailure } from '@temporalio/common';
 import { FailureType } from '../core/errors.js';
 import { MAX_RECALL_CHARS, parseRecallArgs, unknownRecallId } from '../core/agent/recall.js';
 import { capText, renderTranscript } from '../core/compaction/transcript.js';
 import { readSession } from '../client/session-reader.js';
+import { nonRetryableFailure } from '../shared/failures.js';
 
 /** A refused id: the model reads the message (`Error: recall: ...`), the run goes on. */
-function refused(message: string): ApplicationFailure {
-  return ApplicationFailure.create({ type: FailureType.Tool.InvalidArguments, message, nonRetryable: true });
-}
+const refused = (message: string) => nonRetryableFailure(FailureType.Tool.InvalidArguments, message);
 
 /**
  * The `recall` activity: `{ id }` in, the message with that transcript id out, as the summarizer's

@@ -1,11 +1,11 @@
 // Node only (activities): `restoreCompaction` (docs/design.md#undo): what undoing a compaction
 // brings back, read from the run's own transcript in its history, so the run keeps nothing extra.
 import { Context } from '@temporalio/activity';
-import { ApplicationFailure } from '@temporalio/common';
 import { FailureType } from '../core/errors.js';
 import { UndoFinder } from '../core/agent/undo.js';
 import type { UndoChange } from '../core/agent/undo.js';
 import { readSession } from '../client/session-reader.js';
+import { nonRetryableFailure } from '../shared/failures.js';
 
 /**
  * The `restoreCompaction` activity: what undoing compaction `compaction` of the calling run changes,
@@ -15,13 +15,8 @@ export function createRestoreCompactionActivity() {
   return async function restoreCompaction({ compaction }: { compaction: number }): Promise<UndoChange> {
     const context = Context.current();
     const execution = context.info.workflowExecution;
-    const refused = (message: string): ApplicationFailure =>
-      ApplicationFailure.create({
-        type: FailureType.Compaction.UndoRefused,
-        message,
-        nonRetryable: true,
-        details: [{ reason: 'transcript', compactionId: compaction }],
-      });
+    const details = { reason: 'transcript', compactionId: compaction };
+    const refused = (message: string) => nonRetryableFailure(FailureType.Compaction.UndoRefused, message, details);
     if (execution === undefined) throw refused('restoreCompaction: only an agent run can read its own transcript');
     const { workflowId, runId } = execution;
     const finder = new UndoFinder(compaction);

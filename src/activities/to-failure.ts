@@ -11,7 +11,7 @@ import {
 } from '../core/errors.js';
 import { readContextOverflow } from '../llm/context-overflow.js';
 import { pastDeadline } from '../llm/past-deadline.js';
-import { invalidInputFailure } from '../shared/failures.js';
+import { invalidInputFailure, nonRetryableFailure } from '../shared/failures.js';
 
 /** A summarizer failure's `details[0]`, as the workflow and the UI read it. */
 interface SummarizerFailureDetails {
@@ -79,5 +79,5 @@ export function emptySummaryFailure(known: Pick<SummarizerFailureDetails, 'attem
 
 /** An activity input that is not what it must be: never retried. */
 export function invalidActivityInput(message: string): ApplicationFailure {
-  return ApplicationFailure.create({ type: FailureType.Compaction.InvalidInput, message, nonRetryable: true });
+  return nonRetryableFailure(FailureType.Compaction.InvalidInput, message);
 }

@@ -4,9 +4,10 @@ import { constants } from 'node:fs';
 import { open, opendir, realpath, stat } from 'node:fs/promises';
 import { relative, resolve } from 'node:path';
 import { Context } from '@temporalio/activity';
-import { ApplicationFailure } from '@temporalio/common';
+import type { ApplicationFailure } from '@temporalio/common';
 import { z } from 'zod';
 import { FailureType } from '../core/errors.js';
+import { nonRetryableFailure } from '../shared/failures.js';
 import { capText } from '../core/compaction/transcript.js';
 import type { ChatMessage } from '../core/types.js';
 import { grepInThread, SearchSlots, type GrepOutcome } from './grep.js';
@@ -50,14 +51,10 @@ export const MAX_GREP_LINE_CHARS = 1_000;
 const GREP_NOTE_CHARS = 200;
 const SKIPPED_DIRECTORIES = new Set(['.git', 'node_modules']);
 
-/** Never retried: the agent loop hands it to the model as the result. */
-const toolFailure = (type: string, message: string): ApplicationFailure =>
-  ApplicationFailure.create({ type, message, nonRetryable: true });
-
 function invalidArguments(tool: string, error: z.ZodError): ApplicationFailure {
   const issue = error.issues[0];
   const field = issue === undefined ? 'arguments' : ['arguments', ...issue.path.map(String)].join('.');
-  return toolFailure(FailureType.Tool.InvalidArguments, `${tool}: ${field}: ${issue?.message ?? 'invalid'}`);
+  return nonRetryableFailure(FailureType.Tool.InvalidArguments, `${tool}: ${field}: ${issue?.message ?? 'invalid'}`);
 }
 
 function parseArgs<T>(tool: string, schema: z.ZodType<T>, args: unknown): T {
@@ -67,21 +64,21 @@ function parseArgs<T>(tool: string, schema: z.ZodType<T>, args: unknown): T {
 }
 
 function outsideRoot(tool: string, path: string, root: string): ApplicationFailure {
-  return toolFailure(
+  return nonRetryableFailure(
     FailureType.Tool.PathOutsideRoot,
     `${tool}: path "${path}" is outside the tool root ${root}; use a path relative to the root`,
   );
 }
 
 function secretPath(tool: string, path: string, rule: SecretPathRule): ApplicationFailure {
-  return toolFailure(
+  return nonRetryableFailure(
     FailureType.Tool.SecretPath,
     `${tool}: ${path} is not read: it matches the rule "${rule.pattern}" (${rule.holds}), files that may hold secrets; the worker's operator can allow it by name in COMPACTOR_TOOLS_ALLOW`,
   );
 }
 
 function noRoot(tool: string, root: string | undefined): ApplicationFailure {
-  return toolFailure(
+  return nonRetryableFailure(
     FailureType.Tool.NoRoot,
     root === undefined
       ? `${tool}: this worker has no tool root (COMPACTOR_TOOLS_ROOT): the built-in tools read nothing`
@@ -106,7 +103,7 @@ const grepArgs = z.strictObject({
 const READ_FLAGS = constants.O_RDONLY | constants.O_NONBLOCK;
 
 function notAFile(tool: string, path: string): ApplicationFailure {
-  return toolFailure(
+  return nonRetryableFailure(
     FailureType.Tool.InvalidArguments,
     `${tool}: ${path} is not a regular file (a FIFO, socket or device is never read)`,
   );
@@ -177,7 +174,7 @@ export function createBuiltInTools({
     try {
       real = await realpath(target);
     } catch {
-      throw toolFailure(FailureType.Tool.NotFound, `${tool}: no such file or directory: ${path}`);
+      throw nonRetryableFailure(FailureType.Tool.NotFound, `${tool}: no such file or directory: ${path}`);
     }
     // A symlink inside the root may point outside it, or into a secret file.
     if (!isInside(base, real)) throw outsideRoot(tool, path, rootPath ?? base);
@@ -191,7 +188,7 @@ export function createBuiltInTools({
     const { real } = await locate('fs_read', path);
     const kind = await stat(real);
     if (kind.isDirectory())
-      throw toolFailure(FailureType.Tool.InvalidArguments, `fs_read: ${path} is a directory; use fs_list`);
+      throw nonRetryableFailure(FailureType.Tool.InvalidArguments, `fs_read: ${path} is a directory; use fs_list`);
     if (!kind.isFile()) throw notAFile('fs_read', path);
     const { text, size } = await readHead(real, path, maxReadBytes);
     const lines = text.split('\n');
@@ -205,7 +202,7 @@ export function createBuiltInTools({
     const { path = '.' } = parseArgs('fs_list', listArgs, args);
     const { real } = await locate('fs_list', path);
     if (!(await stat(real)).isDirectory())
-      throw toolFailure(FailureType.Tool.InvalidArguments, `fs_list: ${path} is not a directory; use fs_read`);
+      throw nonRetryableFailure(FailureType.Tool.InvalidArguments, `fs_list: ${path} is not a directory; use fs_read`);
     const names: string[] = [];
     let more = false;
     // Read entry by entry: a directory of a million files must not be read whole.
@@ -228,7 +225,7 @@ export function createBuiltInTools({
       // Compiling checks the syntax only: matching runs in the search thread.
       new RegExp(pattern, flags);
     } catch (error) {
-      throw toolFailure(
+      throw nonRetryableFailure(
         FailureType.Tool.InvalidArguments,
         `grep: arguments.pattern: ${error instanceof Error ? error.message : String(error)}`,
       );
@@ -281,7 +278,7 @@ export function createReplayTool(trajectories: TrajectoryStore) {
   }): Promise<ChatMessage> {
     const result = (await trajectories.load(trajectory)).results.get(toolCallId);
     if (result !== undefined) return result;
-    throw toolFailure(
+    throw nonRetryableFailure(
       FailureType.Replay.NotRecorded,
       `replay: trajectory "${trajectory}" has no result for tool call ${toolCallId}`,
     );

@@ -2,9 +2,10 @@
 // the worker, so workflow input names a trajectory instead of carrying it.
 import { readFile, realpath } from 'node:fs/promises';
 import { isAbsolute, relative, resolve, sep } from 'node:path';
-import { ApplicationFailure } from '@temporalio/common';
+import type { ApplicationFailure } from '@temporalio/common';
 import { FailureType, InvalidInputError } from '../core/errors.js';
 import { replayScript, type ReplayScript } from '../core/agent/trajectory.js';
+import { nonRetryableFailure } from '../shared/failures.js';
 
 /** Finds and caches trajectories by name. */
 export interface TrajectoryStore {
@@ -19,9 +20,8 @@ export interface TrajectoryStoreOptions {
   dir?: string;
 }
 
-const failure = (type: string, message: string): ApplicationFailure =>
-  ApplicationFailure.create({ type, message, nonRetryable: true });
-const notFound = (message: string): ApplicationFailure => failure(FailureType.Replay.TrajectoryNotFound, message);
+const notFound = (message: string): ApplicationFailure =>
+  nonRetryableFailure(FailureType.Replay.TrajectoryNotFound, message);
 
 /** True when `path` is `root` or below it (both resolved). */
 export function isInside(root: string, path: string): boolean {
@@ -59,13 +59,13 @@ export function createTrajectoryStore({ dir = process.cwd() }: TrajectoryStoreOp
         parsed = JSON.parse(await readFile(real, 'utf8'));
       } catch (error) {
         const reason = error instanceof Error ? error.message : String(error);
-        throw failure(FailureType.Replay.BadTrajectory, `replay: ${real} is not JSON: ${reason}`);
+        throw nonRetryableFailure(FailureType.Replay.BadTrajectory, `replay: ${real} is not JSON: ${reason}`);
       }
       try {
         return replayScript(parsed);
       } catch (error) {
         if (error instanceof InvalidInputError)
-          throw failure(FailureType.Replay.BadTrajectory, `replay: ${real}: ${error.message}`);
+          throw nonRetryableFailure(FailureType.Replay.BadTrajectory, `replay: ${real}: ${error.message}`);
         throw error;
       }
     }
