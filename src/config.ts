@@ -20,11 +20,9 @@ export type WorkerModeSetting = 'all' | 'workflows' | 'activities';
 /** Where spans go: nowhere, an OTLP/HTTP endpoint (the standard OTEL_EXPORTER_OTLP_* variables), or stderr. */
 export type TracingSettingValue = 'off' | 'otlp' | 'console';
 
-/** @default 'compactor' */
 export const DEFAULT_TASK_QUEUE = 'compactor';
 /** @default 'gpt-4o-mini' — a small, cheap model is usually a fine summarizer. */
 export const DEFAULT_SUMMARIZER_MODEL = 'gpt-4o-mini';
-/** @default 'default' */
 export const DEFAULT_TEMPORAL_NAMESPACE = 'default';
 /** @default 10 s for in-flight activities to finish when the worker shuts down */
 export const DEFAULT_SHUTDOWN_GRACE_MS = 10_000;
@@ -34,10 +32,7 @@ export const DEFAULT_SUMMARIZER_TIMEOUT_MS = 60_000;
 export const DEFAULT_CHAT_TIMEOUT_MS = 120_000;
 /** Where the OpenAI client sends requests when no base URL is configured. */
 export const DEFAULT_OPENAI_BASE_URL = 'https://api.openai.com/v1';
-/**
- * @default 256 bytes: a claim costs about 200 bytes of history, so a larger payload takes less
- * history as a claim than inline (bench/README.md, "Payloads").
- */
+/** A claim costs about 200 bytes of history: a larger payload takes less as a claim than inline (bench/README.md). */
 export const DEFAULT_PAYLOAD_THRESHOLD = 256;
 export { DEFAULT_CODEC_SERVER_HOST, DEFAULT_CODEC_SERVER_PORT, MAX_PAYLOAD_THRESHOLD };
 /** @default the origins of `temporal server start-dev`'s UI (port 8233), by name and by address. */
@@ -486,16 +481,9 @@ function rawSettings(keys: readonly SettingKey[], { env = process.env, flags = {
   for (const key of keys) {
     const flag = flagOf(key);
     const fromFlag = flag === undefined ? undefined : flagValues[key];
-    const fromEnv = env[envOf(key)];
-    if (isSet(fromFlag)) {
-      raw[key] = fromFlag;
-      source[key] = `--${flag}`;
-    } else if (isSet(fromEnv)) {
-      raw[key] = fromEnv;
-      source[key] = envOf(key);
-    } else {
-      raw[key] = undefined; // so the parsed configuration has every key
-    }
+    const [value, from] = isSet(fromFlag) ? [fromFlag, `--${flag}`] : [env[envOf(key)], envOf(key)];
+    raw[key] = isSet(value) ? value : undefined; // every key, so the parsed configuration has every key
+    if (isSet(value)) source[key] = from;
   }
   return { raw, source };
 }
@@ -518,10 +506,7 @@ function settingError(key: SettingKey, { raw, source }: RawSettings, expected?: 
   return new ConfigError(source[key] ?? envOf(key), expected ?? setting.expected, value);
 }
 
-/**
- * Reads some settings only, as {@link loadConfig} does: for code that must not fail over an
- * unrelated bad setting. @throws ConfigError naming the first bad setting of `keys`.
- */
+/** Reads some settings only, for code that must not fail over an unrelated bad setting. @throws ConfigError */
 export function readSettings<K extends SettingKey>(
   keys: readonly K[],
   options: LoadConfigOptions = {},
@@ -665,8 +650,8 @@ export const TEMPORAL_SETTING_KEYS = ['temporalAddress', 'temporalNamespace', 't
 export type TemporalSettings = Pick<CompactorConfig, (typeof TEMPORAL_SETTING_KEYS)[number]>;
 
 /**
- * Environment for `@temporalio/envconfig` that carries the configuration, flags included: `env`'s
- * other variables pass through; blank ones are dropped (envconfig reads a blank `TEMPORAL_API_KEY` as a key).
+ * Environment for `@temporalio/envconfig` carrying the configuration over `env`'s other variables;
+ * blank ones are dropped (envconfig reads a blank `TEMPORAL_API_KEY` as a key).
  */
 export function temporalEnvVars(
   config: TemporalSettings,

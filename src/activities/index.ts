@@ -24,7 +24,6 @@ export interface ActivityDeps {
   summarizer?: Summarizer;
   /** The summarizer model, when `summarizer` is not given (`OPENAI_BASE_URL` and `OPENAI_API_KEY` of src/config.ts configure the client). */
   model?: string;
-
   /**
    * The summarizer's context window in tokens: `summarize` refuses a request over it unsent
    * (`Summarizer.ContextOverflow`) and the compaction cuts smaller (docs/design.md#summarizer-window).

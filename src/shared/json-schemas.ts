@@ -11,8 +11,6 @@ import { anthropicMessageSchema, anthropicSystemSchema } from '../core/formats/a
 import { aiSdkMessageSchema } from '../core/formats/ai-sdk-schema.js';
 import { MESSAGE_FORMATS } from '../core/formats/format.js';
 
-export { chatMessageSchema };
-
 const count = z.number().int().nonnegative();
 /** The texts `parseDuration` reads: a number with ms, s, m, h or d (test/shared/json-schemas.test.ts holds the two together). */
 export const DURATION_PATTERN = '^\\s*(\\d+(?:\\.\\d+)?)\\s*(ms|s|m|h|d)\\s*$';
