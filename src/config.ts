@@ -420,26 +420,8 @@ const configSchema = z.object(
 /** Every setting's parsed value by setting key (`readSettings`' result for all of them). */
 export type SettingValues = z.output<typeof configSchema>;
 
-/** Settings the configuration carries in another form: durations as `…Ms`, the codec keys as one keyring. */
-type ReshapedSetting =
-  | 'shutdownGraceTime'
-  | 'summarizerTimeout'
-  | 'chatTimeout'
-  | 'codecKey'
-  | 'codecKeyId'
-  | 'codecOldKeys'
-  | 'summarizerTaskQueue';
-
-/** The typed configuration `loadConfig` returns; `undefined` means not configured. */
-export type CompactorConfig = Omit<SettingValues, ReshapedSetting> & {
-  /** The queue summarize activities run on; equals `taskQueue` unless configured apart. */
-  summarizerTaskQueue: string;
-  shutdownGraceMs: number;
-  summarizerTimeoutMs: number;
-  chatTimeoutMs: number;
-  /** The codec keys (current and retired); `undefined`: no encryption. Secret: never print it. */
-  codecKeyring: Keyring | undefined;
-};
+/** The typed configuration: every setting, durations as `…Ms`, the codec keys as one keyring; `undefined` means not configured. */
+export type CompactorConfig = ReturnType<typeof loadConfig>;
 
 /** A setting has a bad value. `setting` is what the user wrote: the env var or the `--flag`. */
 export class ConfigError extends Error {
@@ -519,7 +501,7 @@ export function readSettings<K extends SettingKey>(
  * unset, as `KEY=` in a compose file means), applies the defaults and validates every setting.
  * @throws ConfigError naming the first bad setting as the user wrote it (env var or `--flag`).
  */
-export function loadConfig(options: LoadConfigOptions = {}): CompactorConfig {
+export function loadConfig(options: LoadConfigOptions = {}) {
   const keys = settingKeys();
   const given = rawSettings(keys, options);
   const values = parseSettings(keys, given);
@@ -548,10 +530,12 @@ export function loadConfig(options: LoadConfigOptions = {}): CompactorConfig {
   }
   return {
     ...unchanged,
+    /** The queue summarize activities run on; equals `taskQueue` unless configured apart. */
     summarizerTaskQueue: summarizerTaskQueue ?? values.taskQueue,
     shutdownGraceMs: shutdownGraceTime,
     summarizerTimeoutMs: summarizerTimeout,
     chatTimeoutMs: chatTimeout,
+    /** The codec keys (current and retired); `undefined`: no encryption. Secret: never print it. */
     codecKeyring,
   };
 }
@@ -624,12 +608,8 @@ export function workerSecrets(
 
 /** Options for `node:util` `parseArgs`, one string option per flag. */
 export function configParseArgsOptions(): Record<string, { type: 'string' }> {
-  const options: Record<string, { type: 'string' }> = {};
-  for (const key of settingKeys()) {
-    const name = flagOf(key);
-    if (name !== undefined) options[name] = { type: 'string' };
-  }
-  return options;
+  const names = settingKeys().flatMap((key) => flagOf(key) ?? []);
+  return Object.fromEntries(names.map((name) => [name, { type: 'string' as const }]));
 }
 
 /** Picks the configuration flags out of `parseArgs` values (kebab-case keys); other flags are ignored. */

@@ -39,7 +39,6 @@ interface ChatUsage {
   completionTokens?: number;
 }
 
-/** Output of the `chat` activity: the assistant's message and what the loop needs to go on. */
 export interface ChatActivityOutput {
   message: ChatMessage;
   usage?: ChatUsage;

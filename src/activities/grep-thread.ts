@@ -28,7 +28,6 @@ export interface GrepThreadInput {
   maxOutputChars: number;
 }
 
-/** Where a search stopped before it was whole, on its own count limits. */
 export type GrepThreadStop = 'results' | 'files' | 'output';
 
 /** What the thread posts: each match as it is found (so a terminated search keeps them), then how it ended. */

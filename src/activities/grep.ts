@@ -5,13 +5,9 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { GrepThreadInput, GrepThreadMessage, GrepThreadStop } from './grep-thread.js';
 
-/** How a search ended: whole, or where it stopped and why. */
 export interface GrepOutcome {
   matches: string[];
-  /**
-   * `deadline`: the search ran out of time; `memory`: over its memory limit; `results`/`files`: at
-   * a count limit; `output`: the matched lines reached the characters a result may hold.
-   */
+  /** Where the search stopped before it was whole, and why; undefined when it did not. */
   stoppedAt: GrepThreadStop | 'deadline' | 'memory' | undefined;
 }
 
@@ -41,7 +37,7 @@ export class SearchSlots {
     return { running: this.running, waiting: this.waiting.length };
   }
 
-  /** Resolves with the slot's release once a slot is free; rejects if `signal` aborts first. */
+  /** The slot's release, once a slot is free; rejects if `signal` aborts first. */
   async acquire(signal?: AbortSignal): Promise<() => void> {
     signal?.throwIfAborted();
     if (this.running < this.limit) {

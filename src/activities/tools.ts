@@ -38,12 +38,9 @@ export interface BuiltInToolsOptions {
   maxListEntries?: number;
 }
 
-/** @default 100_000 characters of one tool result */
 export const DEFAULT_TOOL_RESULT_CHARS = 100_000;
 const MAX_GREP_FILE_BYTES = 2_000_000;
-/** Heap limit of `grep`'s search thread. */
 const GREP_MEMORY_MB = 64;
-/** The longest pattern grep takes. */
 export const MAX_GREP_PATTERN_CHARS = 1_000;
 /** A matched line longer than this is shown as this many characters around its match (cut in the search thread). */
 export const MAX_GREP_LINE_CHARS = 1_000;

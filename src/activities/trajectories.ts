@@ -7,7 +7,6 @@ import { FailureType, InvalidInputError } from '../core/errors.js';
 import { replayScript, type ReplayScript } from '../core/agent/trajectory.js';
 import { nonRetryableFailure } from '../shared/failures.js';
 
-/** Finds and caches trajectories by name. */
 export interface TrajectoryStore {
   /** The directory names are resolved in. */
   readonly dir: string;
@@ -30,9 +29,8 @@ export function isInside(root: string, path: string): boolean {
 }
 
 /**
- * A trajectory store over a directory. Names resolve inside it (an absolute path or one that
- * climbs out is refused: workflow input must not read arbitrary files on the worker). Failures
- * are non-retryable `Replay.TrajectoryNotFound` / `Replay.BadTrajectory` ApplicationFailures.
+ * A trajectory store over a directory. A name that is absolute or climbs out of it is refused:
+ * workflow input must not read arbitrary files on the worker.
  */
 export function createTrajectoryStore({ dir = process.cwd() }: TrajectoryStoreOptions = {}): TrajectoryStore {
   const root = resolve(dir);
