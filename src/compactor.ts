@@ -41,19 +41,10 @@ export interface CompactorOptions extends CompactionOptions {
   counter?: TokenCounter;
 }
 
-export interface CompactCallOptions {
-  /** Aim at this many tokens for this call (the hard trim, the proof and `exhausted` use it). */
-  target?: number;
-  /** Count with this counter for this call, including the returned counts. */
-  counter?: TokenCounter;
+/** This call's target, counter and instructions (instead of the constructor's), and how to follow or cancel it. */
+export interface CompactCallOptions extends CallOverrides {
   /** Cancels the in-flight request and any backoff wait; `compact` then resolves with the hard trim. */
   signal?: AbortSignal;
-  /** For this call, instead of the constructor's `summaryInstructions` (docs/design.md#summary-instructions). */
-  summaryInstructions?: string;
-  /** For this call, instead of the constructor's `summaryPrompt`. */
-  summaryPrompt?: string;
-  /** For this call, instead of the constructor's `keepUserMessages` (docs/design.md#user-words). */
-  keepUserMessages?: boolean;
   /** Called as each summarize request ends. */
   onProgress?: (progress: SummarizeProgress) => void;
 }

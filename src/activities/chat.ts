@@ -1,5 +1,4 @@
-// Node only (activities): the agent loop's `chat` activity — one chat completion with tool calling,
-// against an OpenAI-compatible backend or the replay provider (a recorded trajectory played back).
+// Node only (activities): the agent loop's `chat` activity, against an OpenAI-compatible server or a recording.
 import { ApplicationFailure } from '@temporalio/common';
 import type OpenAI from 'openai';
 import { z } from 'zod';
@@ -15,10 +14,10 @@ import {
   NoModelServerError,
   readCompletion,
   requestCompletion,
-  type OpenAIClientSettings,
 } from '../llm/openai-adapter.js';
 import { failOnInvalidInput, nonRetryableFailure } from '../shared/failures.js';
 import { DEFAULT_CHAT_TIMEOUT_MS } from '../config.js';
+import type { ActivityDeps } from './index.js';
 import type { TrajectoryStore } from './trajectories.js';
 import { whileHeartbeating } from './heartbeats.js';
 
@@ -49,14 +48,6 @@ export interface ChatActivityOutput {
   unanswered?: string[];
   /** Replay: this was the recording's last assistant turn; the run ends after its tools. */
   endOfTrajectory?: boolean;
-}
-
-/** `ActivityDeps`'s `openai`, `chatServer` (as `server`), `chatTimeoutMs` (as `timeoutMs`, to the answer's last byte). */
-export interface ChatActivityDeps {
-  openai?: OpenAI;
-  server?: Pick<OpenAIClientSettings, 'baseURL' | 'apiKey'>;
-  timeoutMs?: number;
-  trajectories: TrajectoryStore;
 }
 
 const toolCallSchema = z.looseObject({
@@ -199,10 +190,10 @@ async function replayChat(
  */
 export function createChatActivity({
   openai,
-  server = {},
-  timeoutMs = DEFAULT_CHAT_TIMEOUT_MS,
+  chatServer = {},
+  chatTimeoutMs: timeoutMs = DEFAULT_CHAT_TIMEOUT_MS, // to the answer's last byte
   trajectories,
-}: ChatActivityDeps) {
+}: Pick<ActivityDeps, 'openai' | 'chatServer' | 'chatTimeoutMs'> & { trajectories: TrajectoryStore }) {
   let client = openai;
   return async function chat(input: ChatActivityInput): Promise<ChatActivityOutput> {
     failOnInvalidInput(() => validateMessages(input?.messages, 'input.messages'));
@@ -210,7 +201,7 @@ export function createChatActivity({
     if (backend.provider === 'replay') return replayChat(trajectories, backend, input);
     let connected: OpenAI;
     try {
-      connected = client ??= createOpenAIClient({ ...server, timeoutMs });
+      connected = client ??= createOpenAIClient({ ...chatServer, timeoutMs });
     } catch (error) {
       // No server configured: a setting to give, which no retry supplies.
       throw toChatFailure(error);

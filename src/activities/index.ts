@@ -54,7 +54,7 @@ export function createActivities(deps: ActivityDeps) {
   // Your own tools register beside these, named like their declarations: `{ ...createActivities(deps), my_tool }`.
   return {
     summarize: createSummarizeActivity({ summarizer: backend, summarizerContextWindow }),
-    chat: createChatActivity({ openai, server: chatServer, timeoutMs: chatTimeoutMs, trajectories }),
+    chat: createChatActivity({ openai, chatServer, chatTimeoutMs, trajectories }),
     replayTool: createReplayTool(trajectories),
     recordSession: createRecordSessionActivity(),
     countTokens: createCountTokensActivity(),

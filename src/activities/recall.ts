@@ -1,5 +1,4 @@
-// Node only (activities): `recall` (docs/design.md#recall): one message of the run's own transcript,
-// read from its history, so the run keeps nothing extra for it.
+// Node only (activities): `recall` (docs/design.md#recall), read from the run's history: the run keeps nothing extra.
 import { Context } from '@temporalio/activity';
 import { FailureType } from '../core/errors.js';
 import { MAX_RECALL_CHARS, parseRecallArgs, unknownRecallId } from '../core/agent/recall.js';

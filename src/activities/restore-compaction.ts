@@ -1,5 +1,4 @@
-// Node only (activities): `restoreCompaction` (docs/design.md#undo): what undoing a compaction
-// brings back, read from the run's own transcript in its history, so the run keeps nothing extra.
+// Node only (activities): `restoreCompaction` (docs/design.md#undo), read from the run's history: it keeps nothing extra.
 import { Context } from '@temporalio/activity';
 import { FailureType } from '../core/errors.js';
 import { UndoFinder } from '../core/agent/undo.js';

@@ -9,6 +9,7 @@ import { FailureType, InvalidInputError } from '../core/errors.js';
 import type { SummarizeRequest, Summarizer, Usage } from '../core/types.js';
 import { assertKnownKeys, keysOf } from '../core/unknown-keys.js';
 import { failOnInvalidInput } from '../shared/failures.js';
+import type { ActivityDeps } from './index.js';
 import { whileHeartbeating } from './heartbeats.js';
 import { emptySummaryFailure, toSummarizerFailure } from './to-failure.js';
 
@@ -19,19 +20,16 @@ export interface SummarizeActivityOutput {
   attempt?: number;
 }
 
-/** A request over the window's input room (`window × 0.75`), as the default counter estimates it, is refused unsent. */
-export interface SummarizeActivityDeps {
-  summarizer: Summarizer;
-  summarizerContextWindow?: number;
-}
-
 /**
  * The `summarize` activity: one request, failures mapped by `toSummarizerFailure`, a blank summary
- * `Summarizer.Empty`. The window is applied in one place, the engine's cut: a request over
- * `summarizerContextWindow` (or the server's own) fails `Summarizer.ContextOverflow` with the
- * numbers, and the workflow cuts smaller (docs/design.md#summarizer-window).
+ * `Summarizer.Empty`. The window is applied in one place, the engine's cut: a request over the input
+ * room of `summarizerContextWindow` (× 0.75, by the default counter) or the server's own window fails
+ * `Summarizer.ContextOverflow` with the numbers, and the workflow cuts smaller (docs/design.md#summarizer-window).
  */
-export function createSummarizeActivity({ summarizer, summarizerContextWindow: window }: SummarizeActivityDeps) {
+export function createSummarizeActivity({
+  summarizer,
+  summarizerContextWindow: window,
+}: Pick<ActivityDeps, 'summarizerContextWindow'> & { summarizer: Summarizer }) {
   return async function summarize(input: SummarizeRequest): Promise<SummarizeActivityOutput> {
     const request = failOnInvalidInput(() => checkedRequest(input));
     // A retried attempt says so in its output or failure details, for the compaction span's count.

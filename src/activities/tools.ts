@@ -1,5 +1,4 @@
-// Node only (activities): the agent loop's tools — the built-in read-only `fs_read`, `fs_list` and
-// `grep` under a configured root, and `replayTool`, which returns a trajectory's recorded result.
+// Node only (activities): the built-in read-only tools under a configured root, and the replay provider's `replayTool`.
 import { constants } from 'node:fs';
 import { open, opendir, realpath, stat } from 'node:fs/promises';
 import { relative, resolve } from 'node:path';

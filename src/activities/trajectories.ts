@@ -14,11 +14,6 @@ export interface TrajectoryStore {
   load(name: string): Promise<ReplayScript>;
 }
 
-export interface TrajectoryStoreOptions {
-  /** @default the current directory (workers of `compactorPlugin`, `createWorker` and the CLI pass COMPACTOR_TRAJECTORY_DIR) */
-  dir?: string;
-}
-
 const notFound = (message: string): ApplicationFailure =>
   nonRetryableFailure(FailureType.Replay.TrajectoryNotFound, message);
 
@@ -32,7 +27,7 @@ export function isInside(root: string, path: string): boolean {
  * A trajectory store over a directory. A name that is absolute or climbs out of it is refused:
  * workflow input must not read arbitrary files on the worker.
  */
-export function createTrajectoryStore({ dir = process.cwd() }: TrajectoryStoreOptions = {}): TrajectoryStore {
+export function createTrajectoryStore({ dir = process.cwd() }: { dir?: string | undefined } = {}): TrajectoryStore {
   const root = resolve(dir);
   const cache = new Map<string, Promise<ReplayScript>>();
   const loadFile = async (name: string): Promise<ReplayScript> => {
