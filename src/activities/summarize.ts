@@ -1,13 +1,14 @@
 // Node only (activities): the `summarize` activity — the one slow, flaky step of a compaction.
+import { z } from 'zod';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import { isRecord, validateMessages } from '../core/schema.js';
+import { checkWith, validateMessages } from '../core/schema.js';
 import { inputRoom } from '../core/compaction/pieces.js';
 import { summarizerMessages } from '../core/compaction/transcript.js';
 import { defaultCounter } from '../core/counting/tokens.js';
 import { FailureType, InvalidInputError } from '../core/errors.js';
 import type { SummarizeRequest, Summarizer, Usage } from '../core/types.js';
-import { assertKnownKeys, keysOf } from '../core/unknown-keys.js';
+import { assertKnownKeys } from '../core/unknown-keys.js';
 import { failOnInvalidInput } from '../shared/failures.js';
 import type { ActivityDeps } from './index.js';
 import { whileHeartbeating } from './heartbeats.js';
@@ -62,20 +63,21 @@ export function createSummarizeActivity({
   };
 }
 
+// `middle` is checked by validateMessages, which names a message's fault down to its part.
+const requestSchema = z.object({
+  instruction: z.string(),
+  middle: z.unknown(),
+  instructions: z.string().optional(),
+  task: z.string().optional(),
+  maxTokens: z.int().positive().optional(),
+});
+
 /** The input, checked as the request it must be; throws `InvalidInputError` naming the field. */
 function checkedRequest(input: SummarizeRequest): SummarizeRequest {
-  if (!isRecord(input))
-    throw new InvalidInputError('input', 'must be an object { instruction, middle, instructions?, task?, maxTokens? }');
-  assertKnownKeys(input, REQUEST_KEYS, 'input', 'field');
-  const { instruction, middle, instructions, task, maxTokens } = input;
-  if (maxTokens !== undefined && !(Number.isSafeInteger(maxTokens) && maxTokens > 0))
-    throw new InvalidInputError('maxTokens', 'must be a positive integer');
-  if (typeof instruction !== 'string') throw new InvalidInputError('instruction', 'must be a string');
-  if (instructions !== undefined && typeof instructions !== 'string')
-    throw new InvalidInputError('instructions', 'must be a string');
-  if (task !== undefined && typeof task !== 'string') throw new InvalidInputError('task', 'must be a string');
+  assertKnownKeys(input, Object.keys(requestSchema.shape), 'input', 'field');
+  checkWith(requestSchema, input, 'input');
   try {
-    validateMessages(middle, 'middle');
+    validateMessages(input.middle, 'middle');
   } catch (error) {
     // The messages are named as what they are here: `middle[3].tool_call_id`.
     if (error instanceof InvalidInputError)
@@ -84,11 +86,3 @@ function checkedRequest(input: SummarizeRequest): SummarizeRequest {
   }
   return input;
 }
-
-const REQUEST_KEYS = keysOf<SummarizeRequest>({
-  instruction: true,
-  middle: true,
-  instructions: true,
-  task: true,
-  maxTokens: true,
-});
