@@ -14,9 +14,6 @@ import { heartbeating } from './heartbeats.js';
 import { secretRuleFor, type SecretPathRule } from './secret-paths.js';
 import { isInside, type TrajectoryStore } from './trajectories.js';
 
-/** A tool activity: parsed JSON arguments in, the result the model reads out (a string, or JSON it is shown as). */
-export type ToolActivity = (args: unknown) => Promise<unknown>;
-
 export interface BuiltInToolsOptions {
   /** The directory the tools may read (COMPACTOR_TOOLS_ROOT). Unset, every call is `Tool.NoRoot`. */
   root?: string;

@@ -47,9 +47,8 @@ export const DESCRIBE_WORKER_ACTIVITY: ActivityOptions = {
 };
 
 /**
- * A chat or tool activity's options from its settings (`field` names them in errors). No
- * `nonRetryableErrorTypes`: our failures that must not be retried are raised `nonRetryable`, and the
- * list would be written into every scheduled event of every round.
+ * A chat or tool activity's options (`field` names its settings in errors). No `nonRetryableErrorTypes`:
+ * our failures are raised `nonRetryable`, and the list would be written into every scheduled event.
  */
 export function agentActivityOptions(
   settings: AgentActivitySettings,
@@ -84,10 +83,7 @@ export interface SummarizeActivitySettings {
   taskQueue?: string;
   /** A label shown in the activity summary in the UI; the worker decides which model runs. */
   summarizerModel?: string;
-  /**
-   * A larger summarize request is not sent inline: without a payload store the compaction falls back
-   * to the hard trim (the server would refuse the payload on every retry). @default 2,000,000
-   */
+  /** A larger request is not sent inline: without a payload store, the hard trim (the server would refuse it). @default 2,000,000 */
   maxPayloadBytes?: number;
   /** Whether the worker stores large payloads externally; unset, `compact` asks it when a request is over `maxPayloadBytes`. */
   payloadStore?: boolean;

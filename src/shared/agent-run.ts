@@ -103,10 +103,7 @@ export const reviewCompactionUpdate = defineUpdate<ReviewAnswer, [ReviewCompacti
  */
 export const undoCompactionUpdate = defineUpdate<CompactionRecord, [UndoCompactionInput]>('undoCompaction');
 
-/**
- * The updates of `agentRun`, each under its Temporal name (docs/agent-runs.md#steering):
- * `handle.executeUpdate(agentRunUpdates.stop)`, `handle.executeUpdate(agentRunUpdates.compact, { args: [{ instructions }] })`.
- */
+/** The updates of `agentRun` by Temporal name (docs/agent-runs.md#steering): `handle.executeUpdate(agentRunUpdates.stop)`. */
 export const agentRunUpdates = {
   addUserMessage: addUserMessageUpdate,
   stop: stopUpdate,
