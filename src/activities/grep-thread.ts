@@ -1,7 +1,6 @@
-// Node only, in a worker thread: the search `grep` runs off the worker's main thread. A pattern the
-// model wrote may backtrack for minutes on one line (`(a+)+$`); here that costs this thread alone,
-// which the caller (grep.ts) terminates at its deadline. Node built-ins and secret-paths.ts only:
-// this file is loaded by path, with that one module beside it.
+// Node only, in a worker thread: `grep`'s search. A pattern may backtrack for minutes on one line
+// (`(a+)+$`); here that costs this thread alone, which grep.ts terminates at its deadline. Node
+// built-ins and secret-paths.ts only: this file is loaded by path, with that one module beside it.
 import { closeSync, constants, fstatSync, openSync, readdirSync, readSync, statSync, type Dirent } from 'node:fs';
 import { constants as osConstants, setPriority } from 'node:os';
 import { join, relative } from 'node:path';
