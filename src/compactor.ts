@@ -97,7 +97,6 @@ const CALL_OPTION_KEYS = [
 /**
  * Compacts conversations in-process: the same engine as the workflow `compact`, with the
  * summarizer called directly and retried per docs/design.md#failures.
- *
  * @example
  * const compactor = new Compactor({ summarizer: createOpenAISummarizer({ model: 'gpt-4o-mini' }), contextBudget: 128_000 });
  * if (compactor.needsCompaction(messages)) {

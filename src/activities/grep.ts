@@ -76,10 +76,9 @@ export class SearchSlots {
 const EXIT_GRACE_MS = 5_000;
 
 /**
- * Searches in a worker thread once `slots` has a free slot. At `timeoutMs` (or when `signal` aborts)
- * the thread is terminated and the matches so far come back (`stoppedAt: 'deadline'`); over
- * `memoryMb` of heap, `stoppedAt: 'memory'`. The slot is freed once the thread has exited, not when
- * its result comes back: a search started in it meanwhile would run beside the old one.
+ * Searches in a worker thread once `slots` has a free slot, until `timeoutMs`, `signal` or `memoryMb`
+ * stops it with the matches so far. The slot is freed once the thread has exited, not when its result
+ * comes back: a search started in it meanwhile would run beside the old one.
  */
 export async function grepInThread(
   input: GrepThreadInput,

@@ -172,8 +172,8 @@ export interface CompactorWorker {
 }
 
 /**
- * Mode `all`: one Worker on `taskQueue` with everything (plus one with the activities on a different
- * `summarizerTaskQueue`); `workflows`: the workflows only; `activities`: the activities, on `summarizerTaskQueue`.
+ * Mode `all`: one Worker with everything (the activities apart on a different `summarizerTaskQueue`);
+ * `workflows`: the workflows only; `activities`: the activities, on `summarizerTaskQueue`.
  */
 export async function createWorker(config: CompactorWorkerConfig): Promise<CompactorWorker> {
   assertKnownKeys(config, WORKER_CONFIG_KEYS, 'config');
