@@ -40,19 +40,10 @@ export interface CompactorOptions extends CompactionOptions {
   counter?: TokenCounter;
 }
 
-export interface CompactCallOptions {
-  /** Aim at this many tokens for this call (the hard trim, the proof and `exhausted` use it). */
-  target?: number;
-  /** Count with this counter for this call, including the returned counts. */
-  counter?: TokenCounter;
+/** This call's target, counter and instructions (instead of the constructor's), and how to follow or cancel it. */
+export interface CompactCallOptions extends CallOverrides {
   /** Cancels the in-flight request and any backoff wait; `compact` then resolves with the hard trim. */
   signal?: AbortSignal;
-  /** For this call, instead of the constructor's `summaryInstructions` (docs/design.md#summary-instructions). */
-  summaryInstructions?: string;
-  /** For this call, instead of the constructor's `summaryPrompt`. */
-  summaryPrompt?: string;
-  /** For this call, instead of the constructor's `keepUserMessages` (docs/design.md#user-words). */
-  keepUserMessages?: boolean;
   /** Called as each summarize request ends. */
   onProgress?: (progress: SummarizeProgress) => void;
 }
@@ -82,10 +73,7 @@ export interface UndoCallOptions {
 
 const UNDO_CALL_OPTION_KEYS = keysOf<UndoCallOptions>({ compactionId: true, counter: true });
 
-/**
- * The constructor's option names: the workflow `compact`'s activity settings are among them (so one
- * options object serves both drivers), its `target` is not (here it is a per-call option).
- */
+// The workflow `compact`'s activity settings are accepted too, so one options object serves both drivers.
 const COMPACTOR_OPTION_KEYS: readonly string[] = [
   ...COMPACTION_OPTION_KEYS,
   ...keysOf<Omit<CompactorOptions, keyof CompactionOptions>>({ summarizer: true, counter: true }),
@@ -108,7 +96,6 @@ const CALL_OPTION_KEYS = [
 /**
  * Compacts conversations in-process: the same engine as the workflow `compact`, with the
  * summarizer called directly and retried per docs/design.md#failures.
- *
  * @example
  * const compactor = new Compactor({ summarizer: createOpenAISummarizer({ model: 'gpt-4o-mini' }), contextBudget: 128_000 });
  * if (compactor.needsCompaction(messages)) {
@@ -124,7 +111,7 @@ export class Compactor {
   private readonly calibration: SummarizerCalibration = newCalibration();
 
   constructor(compactorOptions: CompactorOptions) {
-    // Unknown keys first, so a misspelt summarizer or counter is named as such, with the closest name.
+    // First, so a misspelt summarizer or counter is named as such.
     assertKnownKeys(compactorOptions, COMPACTOR_OPTION_KEYS, 'options');
     const { summarizer, counter = defaultCounter, ...options } = compactorOptions;
     if (typeof summarizer?.summarize !== 'function')
@@ -191,10 +178,8 @@ export class Compactor {
   }
 
   /**
-   * Undoes a compaction of a transcript you keep (docs/design.md#undo): the answer holds the
-   * conversation restored byte for byte, the undo line to append, and its record.
-   * @throws UndoRefusedError (`Compaction.UndoRefused`) when the undo cannot be applied.
-   * @throws InvalidInputError naming `callOptions.compactionId` or the line that does not replay.
+   * Undoes a compaction of a transcript you keep (docs/design.md#undo): the conversation restored byte
+   * for byte, the undo line to append, and its record. @throws UndoRefusedError, InvalidInputError
    */
   undo(lines: readonly SessionLine[], callOptions: UndoCallOptions = {}): TranscriptUndo {
     assertKnownKeys(callOptions, UNDO_CALL_OPTION_KEYS, 'callOptions');
@@ -267,7 +252,6 @@ export class Compactor {
   }
 }
 
-/** What `onProgress` hears of a step and how it ended. */
 function progressOf(
   step: SummarizeStep,
   outcome: SummarizeOutcome,

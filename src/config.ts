@@ -20,11 +20,9 @@ export type WorkerModeSetting = 'all' | 'workflows' | 'activities';
 /** Where spans go: nowhere, an OTLP/HTTP endpoint (the standard OTEL_EXPORTER_OTLP_* variables), or stderr. */
 export type TracingSettingValue = 'off' | 'otlp' | 'console';
 
-/** @default 'compactor' */
 export const DEFAULT_TASK_QUEUE = 'compactor';
 /** @default 'gpt-4o-mini' — a small, cheap model is usually a fine summarizer. */
 export const DEFAULT_SUMMARIZER_MODEL = 'gpt-4o-mini';
-/** @default 'default' */
 export const DEFAULT_TEMPORAL_NAMESPACE = 'default';
 /** @default 10 s for in-flight activities to finish when the worker shuts down */
 export const DEFAULT_SHUTDOWN_GRACE_MS = 10_000;
@@ -34,10 +32,7 @@ export const DEFAULT_SUMMARIZER_TIMEOUT_MS = 60_000;
 export const DEFAULT_CHAT_TIMEOUT_MS = 120_000;
 /** Where the OpenAI client sends requests when no base URL is configured. */
 export const DEFAULT_OPENAI_BASE_URL = 'https://api.openai.com/v1';
-/**
- * @default 256 bytes: a claim costs about 200 bytes of history, so a larger payload takes less
- * history as a claim than inline (bench/README.md, "Payloads").
- */
+/** A claim costs about 200 bytes of history: a larger payload takes less as a claim than inline (bench/README.md). */
 export const DEFAULT_PAYLOAD_THRESHOLD = 256;
 export { DEFAULT_CODEC_SERVER_HOST, DEFAULT_CODEC_SERVER_PORT, MAX_PAYLOAD_THRESHOLD };
 /** @default the origins of `temporal server start-dev`'s UI (port 8233), by name and by address. */
@@ -74,36 +69,29 @@ const durationOf = (minimumMs: number) =>
 
 // No userinfo and no query: fetch refuses a URL with credentials (quoting it, password and all, in
 // its error), and the clients append their paths to the base URL, after any query it has.
-const httpUrl = nonEmptyText.refine((value) => {
+function bareHttpUrl(value: string): URL | undefined {
   try {
-    const { protocol, username, password, search, hash } = new URL(value);
-    const bare = username === '' && password === '' && search === '' && hash === '';
-    return (protocol === 'http:' || protocol === 'https:') && bare;
+    const url = new URL(value);
+    const bare = url.username === '' && url.password === '' && url.search === '' && url.hash === '';
+    return (url.protocol === 'http:' || url.protocol === 'https:') && bare ? url : undefined;
   } catch {
-    return false;
+    return undefined;
   }
-});
+}
+
+const httpUrl = nonEmptyText.refine((value) => bareHttpUrl(value) !== undefined);
 
 // Browser origins (`scheme://host[:port]`, no path) for CORS, comma-separated; `*` for any origin.
 const originList = nonEmptyText.transform((value, context) => {
   const entries = value.split(',').map((entry) => entry.trim());
   if (entries.length === 1 && entries[0] === '*') return ['*'];
   const origins: string[] = [];
-  for (const entry of entries) {
-    let origin: string | undefined;
-    try {
-      const url = new URL(entry);
-      const bare =
-        url.pathname === '/' && url.search === '' && url.hash === '' && url.username === '' && url.password === '';
-      if ((url.protocol === 'http:' || url.protocol === 'https:') && bare) origin = url.origin;
-    } catch {
-      origin = undefined;
-    }
-    if (origin === undefined) {
+  for (const url of entries.map(bareHttpUrl)) {
+    if (url?.pathname !== '/') {
       context.addIssue({ code: 'custom', message: 'bad origin' });
       return z.NEVER;
     }
-    origins.push(origin);
+    origins.push(url.origin);
   }
   return origins;
 });
@@ -133,12 +121,11 @@ const bindAddress = nonEmptyText.refine((value) => {
   return Number(port) >= 1 && Number(port) <= 65_535;
 });
 
-// The settings, in the README table's order. Each has a flag, the kebab-case form of its key, but
-// secrets: environment only (a flag shows up in process lists and shell history), never shown, and
-// taken out of every failure that quotes them (`workerSecrets`).
+// The settings, in the README table's order. Each has a variable (`envOf`) and a flag, the
+// kebab-case form of its key, but secrets: environment only (a flag shows up in process lists and
+// shell history), never shown, and taken out of every failure that quotes them (`workerSecrets`).
 
 interface Setting {
-  env: string;
   /** What a valid value looks like: a failure reads `VARIABLE: expected <expected>, got "<value>"`. */
   expected: string;
   /** The default, as the README shows it. */
@@ -150,21 +137,18 @@ interface Setting {
 
 const settings = {
   temporalAddress: {
-    env: 'TEMPORAL_ADDRESS',
     expected: 'host:port, e.g. localhost:7233',
     defaultText: '`localhost:7233`; the demo starts a local dev server when unset',
     description: 'Temporal frontend address; Temporal Cloud: `<namespace>.<account>.tmprl.cloud:7233`.',
     schema: hostPort.optional(),
   },
   temporalNamespace: {
-    env: 'TEMPORAL_NAMESPACE',
     expected: 'a namespace name',
     defaultText: `\`${DEFAULT_TEMPORAL_NAMESPACE}\``,
     description: 'Temporal namespace.',
     schema: nonEmptyText.default(DEFAULT_TEMPORAL_NAMESPACE),
   },
   temporalApiKey: {
-    env: 'TEMPORAL_API_KEY',
     expected: 'an API key',
     defaultText: '—',
     description: 'Temporal Cloud API key (environment only); turns TLS on unless `TEMPORAL_TLS=false`.',
@@ -172,28 +156,24 @@ const settings = {
     schema: nonEmptyText.optional(),
   },
   temporalTls: {
-    env: 'TEMPORAL_TLS',
     expected: 'true, false, 1 or 0',
     defaultText: 'on with an API key, else off',
     description: 'TLS to the frontend. Certificates: the `TEMPORAL_TLS_*` variables of `@temporalio/envconfig`.',
     schema: flag.optional(),
   },
   temporalCliPath: {
-    env: 'TEMPORAL_CLI_PATH',
     expected: 'a path to the temporal CLI',
     defaultText: '`.temporal/`, then `temporal` on PATH',
     description: 'The `temporal` CLI that runs the local dev server (demo and tests).',
     schema: nonEmptyText.optional(),
   },
   taskQueue: {
-    env: 'COMPACTOR_TASK_QUEUE',
     expected: 'a task queue name',
     defaultText: `\`${DEFAULT_TASK_QUEUE}\``,
     description: 'Task queue of the workflows (and of the activities, unless the next setting is set).',
     schema: nonEmptyText.default(DEFAULT_TASK_QUEUE),
   },
   summarizerTaskQueue: {
-    env: 'COMPACTOR_SUMMARIZER_TASK_QUEUE',
     expected: 'a task queue name',
     defaultText: 'the task queue',
     description:
@@ -201,7 +181,6 @@ const settings = {
     schema: nonEmptyText.optional(),
   },
   workerMode: {
-    env: 'COMPACTOR_WORKER_MODE',
     expected: '"all", "workflows" or "activities"',
     defaultText: '`all`',
     description:
@@ -209,7 +188,6 @@ const settings = {
     schema: z.enum(['all', 'workflows', 'activities']).default('all'),
   },
   workflowBundle: {
-    env: 'COMPACTOR_WORKFLOW_BUNDLE',
     expected: 'a path to a prebuilt workflow bundle',
     defaultText: '— (bundled at start-up)',
     description:
@@ -217,14 +195,12 @@ const settings = {
     schema: nonEmptyText.optional(),
   },
   shutdownGraceTime: {
-    env: 'COMPACTOR_SHUTDOWN_GRACE_TIME',
     expected: 'a duration such as "10s", "500ms", "1m" or milliseconds',
     defaultText: `\`${DEFAULT_SHUTDOWN_GRACE_MS / 1000}s\``,
     description: 'On SIGINT/SIGTERM, how long in-flight activities may finish before they are cancelled.',
     schema: durationOf(0).default(DEFAULT_SHUTDOWN_GRACE_MS),
   },
   summarizer: {
-    env: 'COMPACTOR_SUMMARIZER',
     expected: '"auto", "openai" or "extractive"',
     defaultText: '`auto`',
     description:
@@ -232,7 +208,6 @@ const settings = {
     schema: z.enum(['auto', 'openai', 'extractive']).default('auto'),
   },
   openaiBaseUrl: {
-    env: 'OPENAI_BASE_URL',
     expected: 'an http(s) URL without user:password@ or query, e.g. http://localhost:11434/v1',
     defaultText: `\`${DEFAULT_OPENAI_BASE_URL}\``,
     description:
@@ -240,7 +215,6 @@ const settings = {
     schema: httpUrl.optional(),
   },
   openaiApiKey: {
-    env: 'OPENAI_API_KEY',
     expected: 'an API key',
     defaultText: '—',
     description: 'The API key of that server (environment only); local servers need none.',
@@ -248,21 +222,18 @@ const settings = {
     schema: nonEmptyText.optional(),
   },
   summarizerModel: {
-    env: 'COMPACTOR_SUMMARIZER_MODEL',
     expected: 'a model name',
     defaultText: `\`${DEFAULT_SUMMARIZER_MODEL}\``,
     description: 'The model that writes summaries.',
     schema: nonEmptyText.default(DEFAULT_SUMMARIZER_MODEL),
   },
   summarizerTimeout: {
-    env: 'COMPACTOR_SUMMARIZER_TIMEOUT',
     expected: 'a positive duration such as "60s", "500ms", "2m" or milliseconds',
     defaultText: `\`${DEFAULT_SUMMARIZER_TIMEOUT_MS / 1000}s\``,
     description: "Deadline of one summarize call; keep it below the activity's `startToCloseTimeout` (5 min).",
     schema: durationOf(1).default(DEFAULT_SUMMARIZER_TIMEOUT_MS),
   },
   summarizerMaxTokens: {
-    env: 'COMPACTOR_SUMMARIZER_MAX_TOKENS',
     expected: 'a positive integer (tokens)',
     defaultText: "derived from the summary's room",
     description:
@@ -270,7 +241,6 @@ const settings = {
     schema: integerIn(1).optional(),
   },
   chatTimeout: {
-    env: 'COMPACTOR_CHAT_TIMEOUT',
     expected: 'a positive duration such as "120s", "500ms", "2m" or milliseconds',
     defaultText: `\`${DEFAULT_CHAT_TIMEOUT_MS / 1000}s\``,
     description:
@@ -278,28 +248,24 @@ const settings = {
     schema: durationOf(1).default(DEFAULT_CHAT_TIMEOUT_MS),
   },
   maxConcurrentActivities: {
-    env: 'COMPACTOR_MAX_CONCURRENT_ACTIVITIES',
     expected: 'a positive integer',
     defaultText: "the SDK's (100)",
     description: 'Activities (summarize calls, chat, tools) one worker runs at once.',
     schema: integerIn(1).optional(),
   },
   maxConcurrentWorkflowTasks: {
-    env: 'COMPACTOR_MAX_CONCURRENT_WORKFLOW_TASKS',
     expected: 'an integer of at least 2',
     defaultText: "the SDK's (40)",
     description: 'Workflow tasks one worker runs at once (the SDK needs at least 2 while it caches workflows).',
     schema: integerIn(2).optional(),
   },
   contextBudget: {
-    env: 'COMPACTOR_CONTEXT_BUDGET',
     expected: 'a positive integer (tokens)',
     defaultText: "the run's own",
     description: 'Context window in tokens for agent runs started from the CLI or the demo.',
     schema: integerIn(1).optional(),
   },
   summarizerContextWindow: {
-    env: 'COMPACTOR_SUMMARIZER_CONTEXT_WINDOW',
     expected: 'an integer of at least 1024 (tokens)',
     defaultText: 'unset (one request)',
     description:
@@ -307,7 +273,6 @@ const settings = {
     schema: integerIn(1024).optional(),
   },
   toolsRoot: {
-    env: 'COMPACTOR_TOOLS_ROOT',
     expected: 'a directory path',
     defaultText: '— (the built-in tools read nothing)',
     description:
@@ -315,7 +280,6 @@ const settings = {
     schema: nonEmptyText.optional(),
   },
   toolsAllow: {
-    env: 'COMPACTOR_TOOLS_ALLOW',
     expected:
       'comma-separated rules of the secret files (e.g. *.pem) or paths relative to the tool root (e.g. config/dev.pem), none absolute, with no ".."',
     defaultText: '— (no secret file is read)',
@@ -324,14 +288,12 @@ const settings = {
     schema: allowList.default(() => []),
   },
   trajectoryDir: {
-    env: 'COMPACTOR_TRAJECTORY_DIR',
     expected: 'a directory path',
     defaultText: 'the current directory',
     description: "Where the replay provider (`provider: 'replay'`) finds recorded trajectories by name (`NAME.json`).",
     schema: nonEmptyText.optional(),
   },
   payloadStore: {
-    env: 'COMPACTOR_PAYLOAD_STORE',
     expected: '"off", "file:DIR" or "s3://BUCKET/PREFIX" (a valid S3 bucket name)',
     defaultText: '`off`; the demo: `file:.payload-store` in the project',
     description:
@@ -346,7 +308,6 @@ const settings = {
       .optional(),
   },
   payloadThreshold: {
-    env: 'COMPACTOR_PAYLOAD_THRESHOLD',
     expected: `a byte count from 0 to ${MAX_PAYLOAD_THRESHOLD}`,
     defaultText: `\`${DEFAULT_PAYLOAD_THRESHOLD}\``,
     description:
@@ -354,7 +315,6 @@ const settings = {
     schema: integerIn(0, MAX_PAYLOAD_THRESHOLD).default(DEFAULT_PAYLOAD_THRESHOLD),
   },
   s3Endpoint: {
-    env: 'COMPACTOR_S3_ENDPOINT',
     expected: 'an http(s) URL without user:password@ or query, e.g. http://127.0.0.1:9000',
     defaultText: 'AWS S3',
     description:
@@ -362,7 +322,6 @@ const settings = {
     schema: httpUrl.optional(),
   },
   codecKey: {
-    env: 'COMPACTOR_CODEC_KEY',
     expected: `base64 of exactly ${KEY_BYTES} random bytes, e.g. from \`openssl rand -base64 32\``,
     defaultText: '— (no encryption)',
     description:
@@ -371,14 +330,12 @@ const settings = {
     schema: nonEmptyText.optional(),
   },
   codecKeyId: {
-    env: 'COMPACTOR_CODEC_KEY_ID',
     expected: '1-64 characters of A-Z, a-z, 0-9, ".", "_" or "-", with COMPACTOR_CODEC_KEY set',
     defaultText: '`k-` + 8 hex digits of a hash of the key',
     description: 'The id written beside every ciphertext, so decoding finds the right key after a rotation.',
     schema: nonEmptyText.optional(),
   },
   codecOldKeys: {
-    env: 'COMPACTOR_CODEC_OLD_KEYS',
     expected: `comma-separated ID:BASE64 entries (ID optional) of ${KEY_BYTES}-byte keys, with COMPACTOR_CODEC_KEY set`,
     defaultText: '—',
     description:
@@ -387,7 +344,6 @@ const settings = {
     schema: nonEmptyText.optional(),
   },
   codecServerHost: {
-    env: 'COMPACTOR_CODEC_SERVER_HOST',
     expected: 'a host name or IP address to listen on, e.g. 127.0.0.1',
     defaultText: `\`${DEFAULT_CODEC_SERVER_HOST}\``,
     description:
@@ -395,14 +351,12 @@ const settings = {
     schema: nonEmptyText.default(DEFAULT_CODEC_SERVER_HOST),
   },
   codecServerPort: {
-    env: 'COMPACTOR_CODEC_SERVER_PORT',
     expected: 'a port number from 0 to 65535 (0: any free port)',
     defaultText: `\`${DEFAULT_CODEC_SERVER_PORT}\`; the demo: a free port`,
     description: "The codec server's port; the Temporal UI's codec endpoint is `http://HOST:PORT`.",
     schema: integerIn(0, 65_535).default(DEFAULT_CODEC_SERVER_PORT),
   },
   codecServerOrigins: {
-    env: 'COMPACTOR_CODEC_SERVER_ORIGINS',
     expected:
       'comma-separated origins such as http://localhost:8233,https://cloud.temporal.io (scheme, host and port, no path), or *',
     defaultText: `\`${DEFAULT_CODEC_SERVER_ORIGINS.join(',')}\`; the demo: its UI`,
@@ -410,7 +364,6 @@ const settings = {
     schema: originList.default(() => [...DEFAULT_CODEC_SERVER_ORIGINS]),
   },
   codecServerInlineLimit: {
-    env: 'COMPACTOR_CODEC_SERVER_INLINE_LIMIT',
     expected: 'a byte count',
     defaultText: `\`${MAX_PAYLOAD_THRESHOLD}\` (2 MiB, what history holds inline without a store)`,
     description:
@@ -418,7 +371,6 @@ const settings = {
     schema: integerIn(0).default(MAX_PAYLOAD_THRESHOLD),
   },
   codecServerToken: {
-    env: 'COMPACTOR_CODEC_SERVER_TOKEN',
     expected: "a token of 16 to 256 characters of A-Z, a-z, 0-9, '-', '_', '.' or '~'",
     defaultText: '— (a new random token at every start, printed once in the endpoint URL)',
     description:
@@ -427,7 +379,6 @@ const settings = {
     schema: nonEmptyText.pipe(z.string().regex(/^[A-Za-z0-9._~-]{16,256}$/)).optional(),
   },
   codecServerEncodeStore: {
-    env: 'COMPACTOR_CODEC_SERVER_ENCODE_STORE',
     expected: 'true, false, 1 or 0',
     defaultText: '`false`',
     description:
@@ -435,7 +386,6 @@ const settings = {
     schema: flag.default(false),
   },
   tracing: {
-    env: 'COMPACTOR_TRACING',
     expected: '"off", "otlp" or "console"',
     defaultText: '`off`',
     schema: z.enum(['off', 'otlp', 'console']).default('off'),
@@ -443,7 +393,6 @@ const settings = {
       "OpenTelemetry spans of the worker (its workflows, a `Compaction` span per compaction, its activities) and of the clients `compactorPlugin()` is given to (the demo's among them): `otlp` sends them over OTLP/HTTP to the endpoint of the standard `OTEL_EXPORTER_OTLP_*` variables (default `http://localhost:4318`), `console` writes JSON lines to stderr. See [telemetry.md](telemetry.md).",
   },
   prometheusAddress: {
-    env: 'COMPACTOR_PROMETHEUS_ADDRESS',
     expected: 'an IP address and port, e.g. 127.0.0.1:9464',
     defaultText: '— (no endpoint)',
     schema: bindAddress.optional(),
@@ -461,42 +410,18 @@ export type FlagKey = { [K in SettingKey]: (typeof settings)[K] extends { secret
 /** CLI flags by setting key, e.g. `{ taskQueue: 'agents' }` for `--task-queue agents`. Flags override the environment. */
 export type ConfigFlags = Partial<Record<FlagKey, RawSettingValue>>;
 
-/** Each setting's schema, by setting key: the shape of {@link configSchema}. */
-type SettingSchemas = { [K in SettingKey]: (typeof settings)[K]['schema'] };
-
-function settingSchemas(): SettingSchemas {
-  const shape: Partial<Record<SettingKey, z.ZodType>> = {};
-  for (const key of settingKeys()) shape[key] = settings[key].schema;
-  // TypeScript cannot follow a loop over a mapped type, hence the one assertion.
-  return shape as SettingSchemas;
-}
-
-/** One entry per setting; its input is the raw value a setting got. */
-const configSchema = z.object(settingSchemas());
+// TypeScript cannot follow a mapped type through Object.fromEntries, hence the one assertion.
+const configSchema = z.object(
+  Object.fromEntries(settingKeys().map((key) => [key, settings[key].schema])) as {
+    [K in SettingKey]: (typeof settings)[K]['schema'];
+  },
+);
 
 /** Every setting's parsed value by setting key (`readSettings`' result for all of them). */
 export type SettingValues = z.output<typeof configSchema>;
 
-/** Settings the configuration carries in another form: durations as `…Ms`, the codec keys as one keyring. */
-type ReshapedSetting =
-  | 'shutdownGraceTime'
-  | 'summarizerTimeout'
-  | 'chatTimeout'
-  | 'codecKey'
-  | 'codecKeyId'
-  | 'codecOldKeys'
-  | 'summarizerTaskQueue';
-
-/** The typed configuration `loadConfig` returns; `undefined` means not configured. */
-export type CompactorConfig = Omit<SettingValues, ReshapedSetting> & {
-  /** The queue summarize activities run on; equals `taskQueue` unless configured apart. */
-  summarizerTaskQueue: string;
-  shutdownGraceMs: number;
-  summarizerTimeoutMs: number;
-  chatTimeoutMs: number;
-  /** The codec keys (current and retired); `undefined`: no encryption. Secret: never print it. */
-  codecKeyring: Keyring | undefined;
-};
+/** The typed configuration: every setting, durations as `…Ms`, the codec keys as one keyring; `undefined` means not configured. */
+export type CompactorConfig = ReturnType<typeof loadConfig>;
 
 /** A setting has a bad value. `setting` is what the user wrote: the env var or the `--flag`. */
 export class ConfigError extends Error {
@@ -536,19 +461,11 @@ function rawSettings(keys: readonly SettingKey[], { env = process.env, flags = {
   const source: Partial<Record<SettingKey, string>> = {};
   const flagValues: Partial<Record<string, RawSettingValue>> = flags;
   for (const key of keys) {
-    const setting: Setting = settings[key];
     const flag = flagOf(key);
     const fromFlag = flag === undefined ? undefined : flagValues[key];
-    const fromEnv = env[setting.env];
-    if (isSet(fromFlag)) {
-      raw[key] = fromFlag;
-      source[key] = `--${flag}`;
-    } else if (isSet(fromEnv)) {
-      raw[key] = fromEnv;
-      source[key] = setting.env;
-    } else {
-      raw[key] = undefined; // so the parsed configuration has every key
-    }
+    const [value, from] = isSet(fromFlag) ? [fromFlag, `--${flag}`] : [env[envOf(key)], envOf(key)];
+    raw[key] = isSet(value) ? value : undefined; // every key, so the parsed configuration has every key
+    if (isSet(value)) source[key] = from;
   }
   return { raw, source };
 }
@@ -568,13 +485,10 @@ function parseSettings<K extends SettingKey>(keys: readonly K[], { raw, source }
 function settingError(key: SettingKey, { raw, source }: RawSettings, expected?: string): ConfigError {
   const setting: Setting = settings[key];
   const value = setting.secret === true ? undefined : raw[key];
-  return new ConfigError(source[key] ?? setting.env, expected ?? setting.expected, value);
+  return new ConfigError(source[key] ?? envOf(key), expected ?? setting.expected, value);
 }
 
-/**
- * Reads some settings only, as {@link loadConfig} does: for code that must not fail over an
- * unrelated bad setting. @throws ConfigError naming the first bad setting of `keys`.
- */
+/** Reads some settings only, for code that must not fail over an unrelated bad setting. @throws ConfigError */
 export function readSettings<K extends SettingKey>(
   keys: readonly K[],
   options: LoadConfigOptions = {},
@@ -587,7 +501,7 @@ export function readSettings<K extends SettingKey>(
  * unset, as `KEY=` in a compose file means), applies the defaults and validates every setting.
  * @throws ConfigError naming the first bad setting as the user wrote it (env var or `--flag`).
  */
-export function loadConfig(options: LoadConfigOptions = {}): CompactorConfig {
+export function loadConfig(options: LoadConfigOptions = {}) {
   const keys = settingKeys();
   const given = rawSettings(keys, options);
   const values = parseSettings(keys, given);
@@ -611,17 +525,25 @@ export function loadConfig(options: LoadConfigOptions = {}): CompactorConfig {
   } catch (error) {
     if (!(error instanceof KeyFormatError)) throw error;
     const codecKeys = ['codecKey', 'codecKeyId', 'codecOldKeys'] as const;
-    const key = codecKeys.find((candidate) => settings[candidate].env === error.setting) ?? 'codecKey';
+    const key = codecKeys.find((candidate) => envOf(candidate) === error.setting) ?? 'codecKey';
     throw settingError(key, given, error.expected);
   }
   return {
     ...unchanged,
+    /** The queue summarize activities run on; equals `taskQueue` unless configured apart. */
     summarizerTaskQueue: summarizerTaskQueue ?? values.taskQueue,
     shutdownGraceMs: shutdownGraceTime,
     summarizerTimeoutMs: summarizerTimeout,
     chatTimeoutMs: chatTimeout,
+    /** The codec keys (current and retired); `undefined`: no encryption. Secret: never print it. */
     codecKeyring,
   };
+}
+
+/** A setting's variable: its key in SNAKE_CASE, prefixed `COMPACTOR_` unless it is Temporal's or OpenAI's own. */
+function envOf(key: SettingKey): string {
+  const name = key.replace(/[A-Z]/g, (letter) => `_${letter}`).toUpperCase();
+  return /^(TEMPORAL|OPENAI)_/.test(name) ? name : `COMPACTOR_${name}`;
 }
 
 /** The CLI flag without `--`; undefined for secrets. */
@@ -650,7 +572,7 @@ export const LIBRARY_SECRET_VARIABLES = [
 /** The environment variables whose values are secret. */
 export function secretVariables(): string[] {
   const secrets = settingKeys().filter((key) => (settings[key] as Setting).secret === true);
-  return [...secrets.map((key) => settings[key].env), ...LIBRARY_SECRET_VARIABLES];
+  return [...secrets.map(envOf), ...LIBRARY_SECRET_VARIABLES];
 }
 
 /** Shorter values are not treated as secrets: placeholders such as `unused` would be replaced everywhere. */
@@ -686,12 +608,8 @@ export function workerSecrets(
 
 /** Options for `node:util` `parseArgs`, one string option per flag. */
 export function configParseArgsOptions(): Record<string, { type: 'string' }> {
-  const options: Record<string, { type: 'string' }> = {};
-  for (const key of settingKeys()) {
-    const name = flagOf(key);
-    if (name !== undefined) options[name] = { type: 'string' };
-  }
-  return options;
+  const names = settingKeys().flatMap((key) => flagOf(key) ?? []);
+  return Object.fromEntries(names.map((name) => [name, { type: 'string' as const }]));
 }
 
 /** Picks the configuration flags out of `parseArgs` values (kebab-case keys); other flags are ignored. */
@@ -712,41 +630,37 @@ export const TEMPORAL_SETTING_KEYS = ['temporalAddress', 'temporalNamespace', 't
 export type TemporalSettings = Pick<CompactorConfig, (typeof TEMPORAL_SETTING_KEYS)[number]>;
 
 /**
- * Environment for `@temporalio/envconfig` that carries the configuration, flags included: `env`'s
- * other variables pass through; blank ones are dropped (envconfig reads a blank `TEMPORAL_API_KEY` as a key).
+ * Environment for `@temporalio/envconfig` carrying the configuration over `env`'s other variables;
+ * blank ones are dropped (envconfig reads a blank `TEMPORAL_API_KEY` as a key).
  */
 export function temporalEnvVars(
   config: TemporalSettings,
   env: Readonly<Record<string, string | undefined>> = process.env,
 ): Record<string, string> {
-  const result: Record<string, string> = {};
-  for (const [name, value] of Object.entries(env)) if (value !== undefined && value.trim() !== '') result[name] = value;
-  const set = (name: string, value: string | undefined): void => {
-    if (value === undefined) delete result[name];
-    else result[name] = value;
+  const ours = {
+    TEMPORAL_ADDRESS: config.temporalAddress,
+    TEMPORAL_NAMESPACE: config.temporalNamespace,
+    TEMPORAL_API_KEY: config.temporalApiKey,
+    TEMPORAL_TLS: config.temporalTls === undefined ? undefined : String(config.temporalTls),
   };
-  set('TEMPORAL_ADDRESS', config.temporalAddress);
-  set('TEMPORAL_NAMESPACE', config.temporalNamespace);
-  set('TEMPORAL_API_KEY', config.temporalApiKey);
-  set('TEMPORAL_TLS', config.temporalTls === undefined ? undefined : String(config.temporalTls));
+  const result: Record<string, string> = {};
+  for (const [name, value] of Object.entries({ ...env, ...ours }))
+    if (value !== undefined && value.trim() !== '') result[name] = value;
   return result;
 }
 
-/** One row of the README's configuration table. */
-export interface ConfigTableRow {
-  key: SettingKey;
-  env: string;
-  /** `--flag`, or `undefined` for environment-only secrets. */
-  flag: string | undefined;
-  default: string;
-  description: string;
-}
-
-export function configTable(): ConfigTableRow[] {
+/** The rows of the README's configuration table; `flag` is undefined for environment-only secrets. */
+export function configTable() {
   return settingKeys().map((key) => {
-    const { env, defaultText, description }: Setting = settings[key];
+    const { defaultText, description }: Setting = settings[key];
     const flag = flagOf(key);
-    return { key, env, flag: flag === undefined ? undefined : `--${flag}`, default: defaultText, description };
+    return {
+      key,
+      env: envOf(key),
+      flag: flag === undefined ? undefined : `--${flag}`,
+      default: defaultText,
+      description,
+    };
   });
 }
 

@@ -71,9 +71,8 @@ export function resolvePeer(request: string, packageName: string, setting: strin
 }
 
 /**
- * The SDK's packages load more than one protobufjs, so it cannot encode claims: with SDK 1.23+,
- * `@grpc/grpc-js` hoists protobufjs 7 and each `@temporalio/*` gets its own 8, unless the project
- * depends on protobufjs 8 itself.
+ * The SDK's packages load several protobufjs, so it cannot encode claims: with SDK 1.23+, `@grpc/grpc-js`
+ * hoists protobufjs 7 and each `@temporalio/*` gets its own 8, unless the project depends on 8 itself.
  */
 export class ProtobufCopiesError extends InstallError {
   override readonly name = 'ProtobufCopiesError';

@@ -15,25 +15,10 @@ const URL_IN_TEXT = /\b[a-z][a-z0-9+.-]*:\/\/[^\s"'<>`]+/gi;
 
 /** One URL with its userinfo and query values redacted; its scheme, host, port and path kept. */
 function redactUrl(url: string): string {
-  const start = url.indexOf('://') + 3;
-  const authorityEnd = url.slice(start).search(/[/?#]/);
-  const authority = authorityEnd < 0 ? url.slice(start) : url.slice(start, start + authorityEnd);
-  const at = authority.lastIndexOf('@');
-  const host = at < 0 ? authority : `${REDACTED}@${authority.slice(at + 1)}`;
-  const rest = url.slice(start + authority.length);
-  const queryStart = rest.indexOf('?');
-  if (queryStart < 0) return `${url.slice(0, start)}${host}${rest}`;
-  const fragmentStart = rest.indexOf('#', queryStart);
-  const query = rest.slice(queryStart + 1, fragmentStart < 0 ? undefined : fragmentStart);
-  const fragment = fragmentStart < 0 ? '' : rest.slice(fragmentStart);
-  const values = query
-    .split('&')
-    .map((pair) => {
-      const equals = pair.indexOf('=');
-      return equals < 0 ? REDACTED : `${pair.slice(0, equals)}=${REDACTED}`;
-    })
-    .join('&');
-  return `${url.slice(0, start)}${host}${rest.slice(0, queryStart)}?${values}${fragment}`;
+  const redactPair = (pair: string): string => (pair.includes('=') ? pair.replace(/=.*/, `=${REDACTED}`) : REDACTED);
+  return url
+    .replace(/^([^:]+:\/\/)[^/?#]*@/, `$1${REDACTED}@`)
+    .replace(/\?[^#]*/, (query) => `?${query.slice(1).split('&').map(redactPair).join('&')}`);
 }
 
 /** `text` with the userinfo and query values of every URL redacted: `https://[redacted]@host/v1?key=[redacted]`. */

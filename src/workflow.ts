@@ -34,14 +34,10 @@ export type { UsageCounter, UsageCounterState } from './core/counting/usage-coun
 export { compactConversation, type CompactConversationInput } from './workflows/compact-conversation.js';
 // The agent loop `agentRun` (docs/design.md#agent-run): the workflow, its updates and queries, its input and result.
 export { agentRun } from './workflows/agent-run.js';
-export {
-  agentRunUpdates,
-  agentRunQueries,
-  type AgentRunResult,
-  type CompactionProposal,
-  type UndoCompactionInput,
-  type ContextExhaustedDetails,
-} from './shared/agent-run.js';
+export { agentRunUpdates, agentRunQueries } from './shared/agent-run.js';
+export type { AgentRunResult, ContextExhaustedDetails } from './shared/agent-run.js';
+export type { CompactionProposal } from './core/agent/steering.js';
+export type { UndoCompactionInput } from './core/agent/undo.js';
 export type { AgentRunInput, ModelConfig } from './core/agent/agent-input.js';
 export type { CompactionRecord } from './core/agent/compaction-history.js';
 // The transcript an agent run writes (docs/design.md#transcript-format).

@@ -1,5 +1,4 @@
-// Node only (activities): the agent loop's `chat` activity — one chat completion with tool calling,
-// against an OpenAI-compatible backend or the replay provider (a recorded trajectory played back).
+// Node only (activities): the agent loop's `chat` activity, against an OpenAI-compatible server or a recording.
 import { ApplicationFailure } from '@temporalio/common';
 import type OpenAI from 'openai';
 import { z } from 'zod';
@@ -15,10 +14,10 @@ import {
   NoModelServerError,
   readCompletion,
   requestCompletion,
-  type OpenAIClientSettings,
 } from '../llm/openai-adapter.js';
-import { failOnInvalidInput } from '../shared/failures.js';
+import { failOnInvalidInput, nonRetryableFailure } from '../shared/failures.js';
 import { DEFAULT_CHAT_TIMEOUT_MS } from '../config.js';
+import type { ActivityDeps } from './index.js';
 import type { TrajectoryStore } from './trajectories.js';
 import { whileHeartbeating } from './heartbeats.js';
 
@@ -39,7 +38,6 @@ interface ChatUsage {
   completionTokens?: number;
 }
 
-/** Output of the `chat` activity: the assistant's message and what the loop needs to go on. */
 export interface ChatActivityOutput {
   message: ChatMessage;
   usage?: ChatUsage;
@@ -51,17 +49,6 @@ export interface ChatActivityOutput {
   /** Replay: this was the recording's last assistant turn; the run ends after its tools. */
   endOfTrajectory?: boolean;
 }
-
-/** `ActivityDeps`'s `openai`, `chatServer` (as `server`), `chatTimeoutMs` (as `timeoutMs`, to the answer's last byte) and `heartbeatIntervalMs`. */
-export interface ChatActivityDeps {
-  openai?: OpenAI;
-  server?: Pick<OpenAIClientSettings, 'baseURL' | 'apiKey'>;
-  timeoutMs?: number;
-  heartbeatIntervalMs?: number;
-  trajectories: TrajectoryStore;
-}
-
-export { DEFAULT_CHAT_TIMEOUT_MS };
 
 const toolCallSchema = z.looseObject({
   id: z.string().min(1),
@@ -79,10 +66,7 @@ function malformed(message: string, cause?: unknown): ApplicationFailure {
   });
 }
 
-/**
- * Maps what the request to `endpoint` threw to the failure Temporal's retry policy acts on
- * (400-404 never retried; a failure to reach the server names it).
- */
+/** What the request to `endpoint` threw, as the failure the retry policy acts on (400-404 never retried). */
 export function toChatFailure(error: unknown, endpoint?: string): ApplicationFailure {
   if (error instanceof ApplicationFailure) return error;
   const cause = error instanceof Error ? error : undefined;
@@ -180,17 +164,14 @@ async function replayChat(
   const script = await trajectories.load(backend.trajectory);
   const turn = script.turns[input.turn];
   if (turn === undefined) {
-    throw ApplicationFailure.create({
-      type: FailureType.Replay.NotRecorded,
-      message: `replay: trajectory "${backend.trajectory}" has ${script.turns.length} assistant turns; turn ${input.turn} (from 0) was asked for`,
-      nonRetryable: true,
-    });
+    const { length } = script.turns;
+    const message = `replay: trajectory "${backend.trajectory}" has ${length} assistant turns; turn ${input.turn} (from 0) was asked for`;
+    throw nonRetryableFailure(FailureType.Replay.NotRecorded, message);
   }
   // Billed as the workflow's own estimator counts the request actually sent, so calibration is exact.
-  const promptTokens = requestCounter(backend.tokenizer ?? 'o200k_base', input.tools).count(
-    toProviderMessages(input.messages),
-  );
-  const completionTokens = requestCounter(backend.tokenizer ?? 'o200k_base', []).count([turn.message]);
+  const tokenizer = backend.tokenizer ?? 'o200k_base';
+  const promptTokens = requestCounter(tokenizer, input.tools).count(toProviderMessages(input.messages));
+  const completionTokens = requestCounter(tokenizer, []).count([turn.message]);
   const output: ChatActivityOutput = {
     message: turn.message,
     usage: { promptTokens, completionTokens },
@@ -203,20 +184,16 @@ async function replayChat(
 }
 
 /**
- * Creates the `chat` activity. For `provider: 'openai'` it sends one chat completion with the
- * tool declarations (no client retries: Temporal owns them), heartbeats while it waits, and maps
- * failures like the summarizer's: 400-404 → `Chat.Rejected` (non-retryable), anything else →
- * `Chat.Transient` (with `nextRetryDelay` from `Retry-After`), an unusable 200 → `Chat.Malformed`.
- * Cancelled, it rethrows the activity's cancellation. For `provider: 'replay'` it returns the
- * recorded assistant turn number `turn`, with usage = the request's count in the backend's tokenizer.
+ * The `chat` activity. `provider: 'openai'`: one chat completion (no client retries: Temporal owns
+ * them); 400-404 → `Chat.Rejected`, else `Chat.Transient` (`Retry-After` as `nextRetryDelay`), an
+ * unusable 200 → `Chat.Malformed`. `provider: 'replay'`: recorded turn `turn`, billed in its tokenizer.
  */
 export function createChatActivity({
   openai,
-  server = {},
-  timeoutMs = DEFAULT_CHAT_TIMEOUT_MS,
-  heartbeatIntervalMs,
+  chatServer = {},
+  chatTimeoutMs: timeoutMs = DEFAULT_CHAT_TIMEOUT_MS, // to the answer's last byte
   trajectories,
-}: ChatActivityDeps) {
+}: Pick<ActivityDeps, 'openai' | 'chatServer' | 'chatTimeoutMs'> & { trajectories: TrajectoryStore }) {
   let client = openai;
   return async function chat(input: ChatActivityInput): Promise<ChatActivityOutput> {
     failOnInvalidInput(() => validateMessages(input?.messages, 'input.messages'));
@@ -224,7 +201,7 @@ export function createChatActivity({
     if (backend.provider === 'replay') return replayChat(trajectories, backend, input);
     let connected: OpenAI;
     try {
-      connected = client ??= createOpenAIClient({ ...server, timeoutMs });
+      connected = client ??= createOpenAIClient({ ...chatServer, timeoutMs });
     } catch (error) {
       // No server configured: a setting to give, which no retry supplies.
       throw toChatFailure(error);
@@ -232,7 +209,6 @@ export function createChatActivity({
     return whileHeartbeating(
       (signal) => openAIChat(connected, backend, input, timeoutMs, signal),
       (error) => toChatFailure(error, connected.baseURL),
-      heartbeatIntervalMs,
       [connected.apiKey],
     );
   };

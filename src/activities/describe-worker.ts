@@ -1,35 +1,24 @@
-// Node only (activities): `describeWorker` tells a workflow what only workers know — whether the
-// worker's data converter offloads large payloads to a store, and which of our search attributes
-// the namespace has. Its answer is recorded in history, so a replay sees the same answer. Every
-// worker of a task queue should share one payload-store configuration: a run asks one of them.
+// Node only (activities): `describeWorker` tells a workflow what only workers know (a payload store,
+// which of our search attributes the namespace has), recorded in history so a replay sees the same.
+// Every worker of a task queue should share one payload-store configuration: a run asks one of them.
 import { Context } from '@temporalio/activity';
 import { COMPACTOR_SEARCH_ATTRIBUTES } from '../shared/search-attributes.js';
 import { searchAttributeStatus } from '../client/namespace-search-attributes.js';
 import type { WorkerDescription } from '../shared/worker-description.js';
 
-export type { WorkerDescription } from '../shared/worker-description.js';
-
-export interface DescribeWorkerOptions {
-  /** How long a namespace's search attributes are remembered, in ms. @default 60_000 */
-  cacheMs?: number;
-  /** Told once when the namespace lacks some of our attributes (or cannot be asked). @default console.warn */
-  warn?: (message: string) => void;
-}
-
-/** @default 5 s for the operator API to list search attributes */
 const LIST_DEADLINE_MS = 5_000;
+/** How long a namespace's search attributes are remembered. */
+const CACHE_MS = 60_000;
 
 /** Creates the `describeWorker` activity; register it on every worker of a queue that runs our workflows. */
-export function createDescribeWorkerActivity({
-  cacheMs = 60_000,
-  warn = (message) => console.warn(message),
-}: DescribeWorkerOptions = {}) {
+export function createDescribeWorkerActivity() {
   const known = new Map<string, { at: number; names: string[] }>();
   const warned = new Set<string>();
+  // Once per namespace: the activity runs at the start of every run.
   const warnOnce = (namespace: string, message: string): void => {
     if (warned.has(namespace)) return;
     warned.add(namespace);
-    warn(`temporal-compactor: ${message}`);
+    console.warn(`temporal-compactor: ${message}`);
   };
   return async function describeWorker(): Promise<WorkerDescription> {
     const context = Context.current();
@@ -43,7 +32,7 @@ export function createDescribeWorkerActivity({
     }
     const externalStorage = client.options.loadedDataConverter.externalStorage !== undefined;
     const cached = known.get(namespace);
-    if (cached !== undefined && Date.now() - cached.at < cacheMs)
+    if (cached !== undefined && Date.now() - cached.at < CACHE_MS)
       return { externalStorage, searchAttributes: cached.names };
     let names: string[] = [];
     try {

@@ -1,7 +1,6 @@
-// Node only, in a worker thread: the search `grep` runs off the worker's main thread. A pattern the
-// model wrote may backtrack for minutes on one line (`(a+)+$`); here that costs this thread alone,
-// which the caller (grep.ts) terminates at its deadline. Node built-ins and secret-paths.ts only:
-// this file is loaded by path, with that one module beside it.
+// Node only, in a worker thread: `grep`'s search. A pattern may backtrack for minutes on one line
+// (`(a+)+$`); here that costs this thread alone, which grep.ts terminates at its deadline. Node
+// built-ins and secret-paths.ts only: this file is loaded by path, with that one module beside it.
 import { closeSync, constants, fstatSync, openSync, readdirSync, readSync, statSync, type Dirent } from 'node:fs';
 import { constants as osConstants, setPriority } from 'node:os';
 import { join, relative } from 'node:path';
@@ -28,7 +27,6 @@ export interface GrepThreadInput {
   maxOutputChars: number;
 }
 
-/** Where a search stopped before it was whole, on its own count limits. */
 export type GrepThreadStop = 'results' | 'files' | 'output';
 
 /** What the thread posts: each match as it is found (so a terminated search keeps them), then how it ended. */
@@ -36,9 +34,8 @@ export type GrepThreadMessage =
   { kind: 'match'; line: string } | { kind: 'done'; filesSearched: number; stoppedAt: GrepThreadStop | undefined };
 
 /**
- * `line` as a match shows it: whole when it is at most `max` characters, else `max` characters from
- * a little before `at` (where the match starts), with how much was left out on each side. Cut here,
- * in the search thread, so that a 2 MB line of minified code never crosses to the worker's thread.
+ * `line`, or `max` characters of it from a little before the match at `at`, saying what was left out.
+ * Cut here, so that a 2 MB line of minified code never crosses to the worker's thread.
  */
 function shownLine(line: string, at: number, max: number): string {
   if (line.length <= max) return line;
@@ -121,9 +118,8 @@ function search(input: GrepThreadInput, post: (message: GrepThreadMessage) => vo
 }
 
 /**
- * A regular file of at most `limit` bytes as UTF-8, or undefined for a larger file or anything else.
- * Opened non-blocking and checked on the open descriptor: a FIFO (which would wait for a writer
- * forever, a wait no deadline can end) or a device is never read.
+ * A regular file of at most `limit` bytes as UTF-8, else undefined. Opened non-blocking and checked
+ * on the descriptor: a FIFO (a wait for a writer no deadline can end) or a device is never read.
  */
 function readSmall(file: string, limit: number): string | undefined {
   // Not through a symlink either: an entry the walk saw as a file may have been swapped for one since.
@@ -141,10 +137,8 @@ function readSmall(file: string, limit: number): string | undefined {
 
 if (parentPort !== null) {
   const port = parentPort;
-  // The lowest scheduling priority (nice 19), for this thread alone: a pattern that backtracks burns a core
-  // until its deadline, and must not take that core from the worker's event loop or from anything
-  // else on the machine. On Linux, setpriority(0) applies to the calling thread; elsewhere it would
-  // renice the whole worker, so there the search keeps the process's priority.
+  // Nice 19 for this thread alone: a backtracking pattern must not take its core from the event loop.
+  // Only on Linux does setpriority(0) apply to the calling thread; elsewhere it would renice the worker.
   if (process.platform === 'linux') {
     try {
       setPriority(osConstants.priority.PRIORITY_LOW);

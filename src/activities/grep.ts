@@ -5,15 +5,9 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { GrepThreadInput, GrepThreadMessage, GrepThreadStop } from './grep-thread.js';
 
-export type { GrepThreadInput };
-
-/** How a search ended: whole, or where it stopped and why. */
 export interface GrepOutcome {
   matches: string[];
-  /**
-   * `deadline`: the search ran out of time; `memory`: over its memory limit; `results`/`files`: at
-   * a count limit; `output`: the matched lines reached the characters a result may hold.
-   */
+  /** Where the search stopped before it was whole, and why; undefined when it did not. */
   stoppedAt: GrepThreadStop | 'deadline' | 'memory' | undefined;
 }
 
@@ -27,10 +21,8 @@ function threadScript(): { script: URL | string; eval: boolean } {
 }
 
 /**
- * At most `limit` searches run at a time; the others wait their turn, in order (a search whose
- * signal aborts while it waits leaves the queue). Each search is a thread that may burn a core until
- * its deadline and holds up to its memory limit: a turn of 64 catastrophic patterns must not become
- * 64 such threads.
+ * At most `limit` searches run at a time; the others wait in order (an aborted one leaves the queue).
+ * Each is a thread that may burn a core until its deadline: 64 catastrophic patterns must not be 64 threads.
  */
 export class SearchSlots {
   private running = 0;
@@ -45,7 +37,7 @@ export class SearchSlots {
     return { running: this.running, waiting: this.waiting.length };
   }
 
-  /** Resolves with the slot's release once a slot is free; rejects if `signal` aborts first. */
+  /** The slot's release, once a slot is free; rejects if `signal` aborts first. */
   async acquire(signal?: AbortSignal): Promise<() => void> {
     signal?.throwIfAborted();
     if (this.running < this.limit) {
@@ -80,19 +72,13 @@ export class SearchSlots {
   }
 }
 
-/**
- * How long after its result a thread being terminated may still hold its slot. A search that
- * backtracks stops at its next interrupt check, normally at once; past this the slot is freed anyway,
- * so a thread that will not stop cannot hold every later search back.
- */
+/** How long a thread being terminated may hold its slot: one that will not stop must not hold every later search back. */
 const EXIT_GRACE_MS = 5_000;
 
 /**
- * Searches in a worker thread, once `slots` (when given) has a free slot. At `timeoutMs` from the
- * thread's start (or when `signal` aborts) the thread is terminated and the matches found so far come
- * back with `stoppedAt: 'deadline'`; a thread over `memoryMb` of heap ends with `stoppedAt: 'memory'`.
- * The caller's event loop only ever receives messages. The slot is freed once the thread has exited,
- * not when its result comes back: a search started in it meanwhile would run beside the old one.
+ * Searches in a worker thread once `slots` has a free slot, until `timeoutMs`, `signal` or `memoryMb`
+ * stops it with the matches so far. The slot is freed once the thread has exited, not when its result
+ * comes back: a search started in it meanwhile would run beside the old one.
  */
 export async function grepInThread(
   input: GrepThreadInput,

@@ -4,38 +4,32 @@ import { Context } from '@temporalio/activity';
 import { workerSecrets } from '../config.js';
 import { redactFailure } from '../redact.js';
 
-/** Longest pause between heartbeats when the activity has no heartbeat timeout (cancellation still travels on them). */
+/** Longest pause between heartbeats, also without a heartbeat timeout (cancellation still travels on them). */
 const MAX_HEARTBEAT_INTERVAL_MS = 5000;
 const MIN_HEARTBEAT_INTERVAL_MS = 50;
 
-/** A quarter of the heartbeat timeout, at most 5 s; `configured` wins when given. */
-function heartbeatInterval(heartbeatTimeoutMs: number | undefined, configured: number | undefined): number {
-  if (configured !== undefined) return Math.max(MIN_HEARTBEAT_INTERVAL_MS, configured);
+/** A quarter of the heartbeat timeout, at most 5 s. */
+function heartbeatInterval(heartbeatTimeoutMs: number | undefined): number {
   if (heartbeatTimeoutMs === undefined || heartbeatTimeoutMs <= 0) return MAX_HEARTBEAT_INTERVAL_MS;
   // Well under the timeout: the SDK throttles what it sends to the server anyway.
   return Math.min(MAX_HEARTBEAT_INTERVAL_MS, Math.max(MIN_HEARTBEAT_INTERVAL_MS, Math.floor(heartbeatTimeoutMs / 4)));
 }
 
 /**
- * Runs `work` with the activity's cancellation signal, heartbeating until it settles. A failure
- * goes through `toFailure`, then loses the worker's API keys (and `secrets`) wherever a provider
- * quoted them; a cancellation rethrows the activity's cancellation reason. Every heartbeat carries
- * `details()` when given (the latest progress: a heartbeat without it would clear it).
+ * Runs `work` with the activity's cancellation signal, heartbeating until it settles. A failure goes
+ * through `toFailure`, less the worker's API keys (and `secrets`); a cancellation rethrows the
+ * activity's own. Every heartbeat carries `details()` (one without it would clear the progress).
  */
 export async function whileHeartbeating<T>(
   work: (signal: AbortSignal) => Promise<T>,
   toFailure: (error: unknown) => unknown,
-  heartbeatIntervalMs?: number,
   secrets: ReadonlyArray<string | null | undefined> = [],
   details?: () => unknown,
 ): Promise<T> {
   const context = Context.current();
   const signal = context.cancellationSignal;
   context.heartbeat(details?.());
-  const timer = setInterval(
-    () => context.heartbeat(details?.()),
-    heartbeatInterval(context.info.heartbeatTimeoutMs, heartbeatIntervalMs),
-  );
+  const timer = setInterval(() => context.heartbeat(details?.()), heartbeatInterval(context.info.heartbeatTimeoutMs));
   try {
     return await Promise.race([work(signal), context.cancelled]);
   } catch (error) {
@@ -47,20 +41,12 @@ export async function whileHeartbeating<T>(
   }
 }
 
-/**
- * Wraps an activity so it heartbeats while it runs (a killed worker's attempt is then retried
- * elsewhere after the heartbeat timeout, not after the start-to-close timeout) and stops at a
- * cancellation. Its own failures pass through unchanged.
- */
-export function heartbeating<A extends unknown[], R>(
-  activity: (...args: A) => Promise<R>,
-  heartbeatIntervalMs?: number,
-): (...args: A) => Promise<R> {
+/** `activity`, heartbeating while it runs (a killed worker's attempt is retried after the heartbeat timeout). */
+export function heartbeating<A extends unknown[], R>(activity: (...args: A) => Promise<R>): (...args: A) => Promise<R> {
   const wrapped = (...args: A): Promise<R> =>
     whileHeartbeating(
       () => activity(...args),
       (error) => error,
-      heartbeatIntervalMs,
     );
   // The worker registers activities by their function name: keep it.
   Object.defineProperty(wrapped, 'name', { value: activity.name });

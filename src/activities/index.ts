@@ -24,12 +24,9 @@ export interface ActivityDeps {
   summarizer?: Summarizer;
   /** The summarizer model, when `summarizer` is not given (`OPENAI_BASE_URL` and `OPENAI_API_KEY` of src/config.ts configure the client). */
   model?: string;
-  /** Heartbeat interval while a request is in flight. @default a quarter of the heartbeatTimeout, at most 5 s */
-  heartbeatIntervalMs?: number;
   /**
-   * The summarizer's own context window in tokens: the `summarize` activity refuses a request over
-   * it unsent (`Summarizer.ContextOverflow`, stating the window), and the workflow's compaction cuts
-   * the middle to fit (docs/design.md#summarizer-window).
+   * The summarizer's context window in tokens: `summarize` refuses a request over it unsent
+   * (`Summarizer.ContextOverflow`) and the compaction cuts smaller (docs/design.md#summarizer-window).
    * @default unset, one request as the workflow sent it (`compactorPlugin` and `createWorker` pass COMPACTOR_SUMMARIZER_CONTEXT_WINDOW)
    */
   summarizerContextWindow?: number;
@@ -47,46 +44,24 @@ export interface ActivityDeps {
   trajectoryDir?: string;
 }
 
-/**
- * Creates the activities to register on a worker. Workflows reach them through
- * `proxyActivities<CompactorActivities>()` and import this module as a type only.
- *
- * @example
- * const worker = await Worker.create({
- *   taskQueue: 'compactor',
- *   workflowsPath: compactorWorkflowsPath(), // `compactorWorkflowsPath` from 'temporal-compactor': this package's workflows
- *   activities: createActivities({ summarizer: createOpenAISummarizer({ model: 'gpt-4o-mini' }) }),
- * });
- */
+/** The activities to register on a worker (`compactorPlugin` does); workflows reach them through `proxyActivities`. */
 export function createActivities(deps: ActivityDeps) {
-  const { summarizer, model, heartbeatIntervalMs, summarizerContextWindow, toolsRoot, trajectoryDir } = deps;
+  const { summarizer, model, summarizerContextWindow, openai, chatServer, chatTimeoutMs } = deps;
   const backend = summarizer ?? (model !== undefined && model !== '' ? createOpenAISummarizer({ model }) : undefined);
   if (backend === undefined)
     throw new TypeError('createActivities: pass a summarizer, or the summarizer model name as `model`');
-  const trajectories = createTrajectoryStore(trajectoryDir === undefined ? {} : { dir: trajectoryDir });
+  const trajectories = createTrajectoryStore({ dir: deps.trajectoryDir });
+  // Your own tools register beside these, named like their declarations: `{ ...createActivities(deps), my_tool }`.
   return {
-    summarize: createSummarizeActivity({ summarizer: backend, heartbeatIntervalMs, summarizerContextWindow }),
-    // The agent loop (agentRun): chat with an OpenAI-compatible backend or a replayed trajectory,
-    // the built-in read-only tools, and the replay provider's recorded tool results. Register your
-    // own tools as activities named like their declarations: `{ ...createActivities(deps), my_tool }`.
-    chat: createChatActivity({
-      openai: deps.openai,
-      server: deps.chatServer,
-      timeoutMs: deps.chatTimeoutMs,
-      heartbeatIntervalMs,
-      trajectories,
-    }),
+    summarize: createSummarizeActivity({ summarizer: backend, summarizerContextWindow }),
+    chat: createChatActivity({ openai, chatServer, chatTimeoutMs, trajectories }),
     replayTool: createReplayTool(trajectories),
-    // The agent loop's bookkeeping: its transcript batches, token counts taken outside the sandbox,
-    // and what the worker knows of payload storage and search attributes.
     recordSession: createRecordSessionActivity(),
     countTokens: createCountTokensActivity(),
     describeWorker: createDescribeWorkerActivity(),
-    // `recall` (docs/design.md#recall): a message of the run's own transcript, read from its history.
     recall: createRecallActivity(),
-    // `restoreCompaction` (docs/design.md#undo): what undoing a compaction brings back, read from the run's transcript.
     restoreCompaction: createRestoreCompactionActivity(),
-    ...createBuiltInTools({ ...(toolsRoot === undefined ? {} : { root: toolsRoot }), allow: deps.toolsAllow ?? [] }),
+    ...createBuiltInTools({ root: deps.toolsRoot, allow: deps.toolsAllow }),
     // Every activity is a tool or named among the internal ones, which agentRun refuses as tool names.
   } satisfies Record<InternalActivityName | BuiltInToolName | typeof RECALL_TOOL_NAME, unknown>;
 }

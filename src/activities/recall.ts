@@ -1,23 +1,17 @@
-// Node only (activities): `recall` (docs/design.md#recall): one message of the run's own transcript,
-// read from its history, so the run keeps nothing extra for it.
+// Node only (activities): `recall` (docs/design.md#recall), read from the run's history: the run keeps nothing extra.
 import { Context } from '@temporalio/activity';
-import { ApplicationFailure } from '@temporalio/common';
 import { FailureType } from '../core/errors.js';
 import { MAX_RECALL_CHARS, parseRecallArgs, unknownRecallId } from '../core/agent/recall.js';
 import { capText, renderTranscript } from '../core/compaction/transcript.js';
 import { readSession } from '../client/session-reader.js';
+import { nonRetryableFailure } from '../shared/failures.js';
 
 /** A refused id: the model reads the message (`Error: recall: ...`), the run goes on. */
-function refused(message: string): ApplicationFailure {
-  return ApplicationFailure.create({ type: FailureType.Tool.InvalidArguments, message, nonRetryable: true });
-}
+const refused = (message: string) => nonRetryableFailure(FailureType.Tool.InvalidArguments, message);
 
 /**
- * Creates the `recall` activity: `{ id }` in (checked: a string of at most 64 characters in the
- * transcript id form), the message with that id as the transcript first recorded it out — its
- * role, text and tool calls as the summarizer's transcript renders them, cut at 20,000 characters
- * with the harness's marker. An unknown or malformed id fails with `Tool.InvalidArguments`, never
- * retried: the model reads the error.
+ * The `recall` activity: `{ id }` in, the message with that transcript id out, as the summarizer's
+ * transcript renders it, cut at MAX_RECALL_CHARS. A bad or unknown id fails `Tool.InvalidArguments`.
  */
 export function createRecallActivity() {
   return async function recall(args: unknown): Promise<string> {

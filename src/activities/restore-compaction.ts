@@ -1,29 +1,21 @@
-// Node only (activities): `restoreCompaction` (docs/design.md#undo): what undoing a compaction
-// brings back, read from the run's own transcript in its history, so the run keeps nothing extra.
+// Node only (activities): `restoreCompaction` (docs/design.md#undo), read from the run's history: it keeps nothing extra.
 import { Context } from '@temporalio/activity';
-import { ApplicationFailure } from '@temporalio/common';
 import { FailureType } from '../core/errors.js';
 import { UndoFinder } from '../core/agent/undo.js';
 import type { UndoChange } from '../core/agent/undo.js';
 import { readSession } from '../client/session-reader.js';
+import { nonRetryableFailure } from '../shared/failures.js';
 
 /**
- * Creates the `restoreCompaction` activity: replays the calling run's transcript up to compaction
- * `compaction` and answers with what undoing it changes (the messages it replaced, dropped or
- * elided, byte for byte, and the order they stood in). The run recorded every line before it asked.
- * A transcript without that compaction fails `Compaction.UndoRefused`, never retried.
+ * The `restoreCompaction` activity: what undoing compaction `compaction` of the calling run changes,
+ * byte for byte; a transcript without it fails `Compaction.UndoRefused`, never retried.
  */
 export function createRestoreCompactionActivity() {
   return async function restoreCompaction({ compaction }: { compaction: number }): Promise<UndoChange> {
     const context = Context.current();
     const execution = context.info.workflowExecution;
-    const refused = (message: string): ApplicationFailure =>
-      ApplicationFailure.create({
-        type: FailureType.Compaction.UndoRefused,
-        message,
-        nonRetryable: true,
-        details: [{ reason: 'transcript', compactionId: compaction }],
-      });
+    const details = { reason: 'transcript', compactionId: compaction };
+    const refused = (message: string) => nonRetryableFailure(FailureType.Compaction.UndoRefused, message, details);
     if (execution === undefined) throw refused('restoreCompaction: only an agent run can read its own transcript');
     const { workflowId, runId } = execution;
     const finder = new UndoFinder(compaction);

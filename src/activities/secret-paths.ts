@@ -1,8 +1,6 @@
 // Node only (activities, and grep's search thread, which loads it beside itself: no imports): the
-// files the built-in tools never read unless the worker allows them by name (docs/agent-runs.md#secret-files).
-// What a tool reads goes to the run's history and to the model's provider, and a model can be
-// talked into reading anything (a prompt injection in a file it read), so a tool root that holds a
-// project also holds what must not leave the machine: dotenv files, `.git`, keys, credentials.
+// files the built-in tools never read unless allowed by name (docs/agent-runs.md#secret-files). What a
+// tool reads goes to history and the provider, and a prompt injection can ask for anything.
 
 /** One rule: a pattern of path segments (`*` within a segment), and what such files hold. */
 export interface SecretPathRule {
@@ -14,10 +12,7 @@ export interface SecretPathRule {
 const rules = (holds: string, patterns: readonly string[]): SecretPathRule[] =>
   patterns.map((pattern) => ({ pattern, holds }));
 
-/**
- * The rules. A path matches when some of its segments, one after another, match a rule's segments:
- * a file of that name, or anything under a directory of that name (`.git` refuses `.git/config`).
- */
+/** A path matches when consecutive segments of it match a rule's: `.git` refuses `.git/config`. */
 export const SECRET_PATH_RULES: readonly SecretPathRule[] = [
   ...rules('dotenv files', ['.env', '.env.*', '*.env', '.envrc']),
   ...rules('version control metadata and credentials', ['.git', '.git-credentials']),
@@ -57,9 +52,8 @@ const globPattern = (segment: string): RegExp =>
 const COMPILED = SECRET_PATH_RULES.map((rule) => ({ rule, segments: segmentsOf(rule.pattern).map(globPattern) }));
 
 /**
- * The rule `path` (relative to the tool root) matches, or undefined when it matches none or `allow`
- * lets it through. An `allow` entry is a rule's pattern as {@link SECRET_PATH_RULES} writes it (that
- * rule no longer applies), or a path relative to the root (that path and what is under it are read).
+ * The rule `path` (relative to the tool root) matches, unless `allow` lets it through: an entry is a
+ * rule's pattern (that rule no longer applies) or a path relative to the root (it and what is under it).
  */
 export function secretRuleFor(path: string, allow: readonly string[] = []): SecretPathRule | undefined {
   const segments = segmentsOf(path);

@@ -1,59 +1,43 @@
 // Node only (activities): the `summarize` activity — the one slow, flaky step of a compaction.
+import { z } from 'zod';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import { isRecord, validateMessages } from '../core/schema.js';
+import { checkWith, validateMessages } from '../core/schema.js';
 import { inputRoom } from '../core/compaction/pieces.js';
 import { summarizerMessages } from '../core/compaction/transcript.js';
 import { defaultCounter } from '../core/counting/tokens.js';
 import { FailureType, InvalidInputError } from '../core/errors.js';
-import type { SummarizeRequest, Summarizer, TokenCounter, Usage } from '../core/types.js';
-import { assertKnownKeys, keysOf } from '../core/unknown-keys.js';
+import type { SummarizeRequest, Summarizer, Usage } from '../core/types.js';
+import { assertKnownKeys } from '../core/unknown-keys.js';
 import { failOnInvalidInput } from '../shared/failures.js';
+import type { ActivityDeps } from './index.js';
 import { whileHeartbeating } from './heartbeats.js';
 import { emptySummaryFailure, toSummarizerFailure } from './to-failure.js';
 
-/** Output of the `summarize` activity: one string (plus the billed usage when the backend reports it). */
 export interface SummarizeActivityOutput {
   text: string;
   usage?: Usage;
-  /** The activity attempt that wrote it, only when Temporal retried (absent: the first), for the compaction's span. */
+  /** The attempt that wrote it, only when Temporal retried, for the compaction's span. */
   attempt?: number;
 }
 
-/** `ActivityDeps`'s summarizer settings; a request over the window's input room (`window × 0.75`), as `counter` estimates it, is refused unsent. */
-export interface SummarizeActivityDeps {
-  summarizer: Summarizer;
-  heartbeatIntervalMs?: number;
-  summarizerContextWindow?: number;
-  /** What counts a request against `summarizerContextWindow`. @default the engine's default counter (characters / 4) */
-  counter?: TokenCounter;
-}
-
 /**
- * Creates the `summarize` activity. It sends one request through the summarizer with the
- * activity's cancellation signal, heartbeats while it waits, and maps failures to
- * `ApplicationFailure`s (see `toSummarizerFailure`); an empty or blank summary is
- * `Summarizer.Empty`. Cancelled, it rethrows the activity's cancellation reason — never the
- * backend's abort error, which the worker would report as a failure.
- *
- * The window is applied in one place, the engine's cut (docs/design.md#summarizer-window): a
- * request over the worker's `summarizerContextWindow`, or one the server refuses as over its own,
- * fails as `Summarizer.ContextOverflow` with the numbers, and the workflow cuts again smaller.
+ * The `summarize` activity: one request, failures mapped by `toSummarizerFailure`, a blank summary
+ * `Summarizer.Empty`. The window is applied in one place, the engine's cut: a request over the input
+ * room of `summarizerContextWindow` (× 0.75, by the default counter) or the server's own window fails
+ * `Summarizer.ContextOverflow` with the numbers, and the workflow cuts smaller (docs/design.md#summarizer-window).
  */
 export function createSummarizeActivity({
   summarizer,
-  heartbeatIntervalMs,
   summarizerContextWindow: window,
-  counter = defaultCounter,
-}: SummarizeActivityDeps) {
+}: Pick<ActivityDeps, 'summarizerContextWindow'> & { summarizer: Summarizer }) {
   return async function summarize(input: SummarizeRequest): Promise<SummarizeActivityOutput> {
     const request = failOnInvalidInput(() => checkedRequest(input));
-    // A retried attempt says so in its output or its failure's details, so the workflow's
-    // compaction span can count attempts; the first says nothing.
+    // A retried attempt says so in its output or failure details, for the compaction span's count.
     const { attempt } = Context.current().info;
     const retried = attempt > 1 ? { attempt } : {};
     const started = Date.now();
-    const estimate = counter.count(summarizerMessages(request));
+    const estimate = defaultCounter.count(summarizerMessages(request));
     if (window !== undefined && estimate > inputRoom(window))
       throw ApplicationFailure.create({
         type: FailureType.Summarizer.ContextOverflow,
@@ -72,7 +56,6 @@ export function createSummarizeActivity({
         };
       },
       (error) => toSummarizerFailure(error, retried),
-      heartbeatIntervalMs,
       [],
       // What the Temporal UI shows of the attempt in flight: its estimated size and how long it has waited.
       () => ({ estimatedTokens: estimate, elapsedMs: Date.now() - started }),
@@ -80,20 +63,21 @@ export function createSummarizeActivity({
   };
 }
 
+// `middle` is checked by validateMessages, which names a message's fault down to its part.
+const requestSchema = z.object({
+  instruction: z.string(),
+  middle: z.unknown(),
+  instructions: z.string().optional(),
+  task: z.string().optional(),
+  maxTokens: z.int().positive().optional(),
+});
+
 /** The input, checked as the request it must be; throws `InvalidInputError` naming the field. */
 function checkedRequest(input: SummarizeRequest): SummarizeRequest {
-  if (!isRecord(input))
-    throw new InvalidInputError('input', 'must be an object { instruction, middle, instructions?, task?, maxTokens? }');
-  assertKnownKeys(input, REQUEST_KEYS, 'input', 'field');
-  const { instruction, middle, instructions, task, maxTokens } = input;
-  if (maxTokens !== undefined && !(Number.isSafeInteger(maxTokens) && maxTokens > 0))
-    throw new InvalidInputError('maxTokens', 'must be a positive integer');
-  if (typeof instruction !== 'string') throw new InvalidInputError('instruction', 'must be a string');
-  if (instructions !== undefined && typeof instructions !== 'string')
-    throw new InvalidInputError('instructions', 'must be a string');
-  if (task !== undefined && typeof task !== 'string') throw new InvalidInputError('task', 'must be a string');
+  assertKnownKeys(input, Object.keys(requestSchema.shape), 'input', 'field');
+  checkWith(requestSchema, input, 'input');
   try {
-    validateMessages(middle, 'middle');
+    validateMessages(input.middle, 'middle');
   } catch (error) {
     // The messages are named as what they are here: `middle[3].tool_call_id`.
     if (error instanceof InvalidInputError)
@@ -102,11 +86,3 @@ function checkedRequest(input: SummarizeRequest): SummarizeRequest {
   }
   return input;
 }
-
-const REQUEST_KEYS = keysOf<SummarizeRequest>({
-  instruction: true,
-  middle: true,
-  instructions: true,
-  task: true,
-  maxTokens: true,
-});

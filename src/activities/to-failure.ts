@@ -1,6 +1,5 @@
-// Node only (activities): turns what a summarizer threw into the `ApplicationFailure` Temporal's
-// retry policy acts on (docs/design.md#summarize-activity), and the failure of any activity's bad
-// input. Never wraps a cancellation into a failure.
+// Node only (activities): what a summarizer threw, or an activity's bad input, as the
+// `ApplicationFailure` the retry policy acts on (docs/design.md#summarize-activity).
 import { ApplicationFailure } from '@temporalio/common';
 import {
   classifyError,
@@ -11,13 +10,9 @@ import {
   SummarizerError,
 } from '../core/errors.js';
 import { pastDeadline, readContextOverflow } from '../llm/context-overflow.js';
-import { invalidInputFailure } from '../shared/failures.js';
+import { invalidInputFailure, nonRetryableFailure } from '../shared/failures.js';
 
-/**
- * What the workflow side and the UI can read from a summarizer failure's `details[0]`: the HTTP
- * status and `Retry-After` when the backend sent them, the attempt when it was a retry, and for
- * `Summarizer.ContextOverflow` the window and prompt tokens the server (or the worker) stated.
- */
+/** A summarizer failure's `details[0]`, as the workflow and the UI read it. */
 interface SummarizerFailureDetails {
   status?: number;
   retryAfterMs?: number;
@@ -27,18 +22,11 @@ interface SummarizerFailureDetails {
 }
 
 /**
- * Maps a summarizer error to an `ApplicationFailure`:
- * - a context-overflow answer (`readContextOverflow`: OpenAI, llama.cpp, vLLM, Ollama, Anthropic) →
- *   `Summarizer.ContextOverflow`, non-retryable, with the window and prompt tokens it states;
- * - a request past its deadline (`pastDeadline`) → `Summarizer.Deadline`, non-retryable: the
- *   compaction sends it again smaller, never as it is (docs/design.md#summarizer-overflow);
- * - 400-404 (`SummarizerError` kind `rejected`, or any error with such a `status`) → `Summarizer.Rejected`, non-retryable;
- * - an empty summary → `Summarizer.Empty`, retryable;
- * - anything else → `Summarizer.Transient`, retryable, with `nextRetryDelay` from `Retry-After`;
- * - `InvalidInputError` → `Compaction.InvalidInput`, non-retryable;
- * - an `ApplicationFailure` is passed through unchanged (the backend chose its own type).
- *
- * Cancellation is not handled here: the caller rethrows the activity's cancellation reason first.
+ * A summarizer error as an `ApplicationFailure`: a context overflow → `Summarizer.ContextOverflow`
+ * and past its deadline → `Summarizer.Deadline`, both non-retryable as the compaction sends it again
+ * smaller (docs/design.md#summarizer-overflow); 400-404 → `Summarizer.Rejected`; empty →
+ * `Summarizer.Empty`; else `Summarizer.Transient` (`Retry-After` as `nextRetryDelay`). The caller
+ * rethrows a cancellation first.
  */
 export function toSummarizerFailure(
   error: unknown,
@@ -66,7 +54,6 @@ export function toSummarizerFailure(
       cause,
       ...(nonRetryable ? {} : delay),
     });
-
   const overflow = readContextOverflow(error);
   if (overflow !== undefined) {
     if (overflow.contextWindow !== undefined) details.contextWindow = overflow.contextWindow;
@@ -79,7 +66,7 @@ export function toSummarizerFailure(
   return fail(empty ? FailureType.Summarizer.Empty : FailureType.Summarizer.Transient, false);
 }
 
-/** The failure for a summary that is empty or only whitespace: never accepted, retried. */
+/** A summary that is empty or only whitespace: never accepted, retried. */
 export function emptySummaryFailure(known: Pick<SummarizerFailureDetails, 'attempt'> = {}): ApplicationFailure {
   return ApplicationFailure.create({
     type: FailureType.Summarizer.Empty,
@@ -89,7 +76,7 @@ export function emptySummaryFailure(known: Pick<SummarizerFailureDetails, 'attem
   });
 }
 
-/** The failure for an activity input that is not what it must be: never retried. */
+/** An activity input that is not what it must be: never retried. */
 export function invalidActivityInput(message: string): ApplicationFailure {
-  return ApplicationFailure.create({ type: FailureType.Compaction.InvalidInput, message, nonRetryable: true });
+  return nonRetryableFailure(FailureType.Compaction.InvalidInput, message);
 }

@@ -1,12 +1,12 @@
-// Node only (activities): the agent loop's tools — the built-in read-only `fs_read`, `fs_list` and
-// `grep` under a configured root, and `replayTool`, which returns a trajectory's recorded result.
+// Node only (activities): the built-in read-only tools under a configured root, and the replay provider's `replayTool`.
 import { constants } from 'node:fs';
 import { open, opendir, realpath, stat } from 'node:fs/promises';
 import { relative, resolve } from 'node:path';
 import { Context } from '@temporalio/activity';
-import { ApplicationFailure } from '@temporalio/common';
+import type { ApplicationFailure } from '@temporalio/common';
 import { z } from 'zod';
 import { FailureType } from '../core/errors.js';
+import { nonRetryableFailure } from '../shared/failures.js';
 import { capText } from '../core/compaction/transcript.js';
 import type { ChatMessage } from '../core/types.js';
 import { grepInThread, SearchSlots, type GrepOutcome } from './grep.js';
@@ -14,28 +14,16 @@ import { heartbeating } from './heartbeats.js';
 import { secretRuleFor, type SecretPathRule } from './secret-paths.js';
 import { isInside, type TrajectoryStore } from './trajectories.js';
 
-/** A tool activity: parsed JSON arguments in, the result the model reads out (a string, or JSON it is shown as). */
-export type ToolActivity = (args: unknown) => Promise<unknown>;
-
 export interface BuiltInToolsOptions {
-  /**
-   * The directory the tools may read; paths resolving outside it are refused. Unset, the tools read
-   * nothing: every call is `Tool.NoRoot` (workers of `compactorPlugin`, `createWorker` and the CLI
-   * pass COMPACTOR_TOOLS_ROOT). @default unset
-   */
+  /** The directory the tools may read (COMPACTOR_TOOLS_ROOT). Unset, every call is `Tool.NoRoot`. */
   root?: string;
-  /**
-   * Secret files the tools may read after all (COMPACTOR_TOOLS_ALLOW): a rule's pattern as
-   * `SECRET_PATH_RULES` writes it (`*.pem`), or a path relative to the root (`config/dev.pem`).
-   * @default none
-   */
+  /** Secret files the tools may read after all (COMPACTOR_TOOLS_ALLOW): a rule's pattern or a path under the root. */
   allow?: readonly string[];
   /** Results longer than this are cut, with a marker saying how much. @default 100_000 characters */
   maxResultChars?: number;
-  /** `grep` searches in a worker thread, terminated after this long; the matches found by then are the result, with a note. @default 10 s */
+  /** `grep`'s search thread is terminated after this long; the matches found by then are the result. @default 10 s */
   grepTimeoutMs?: number;
-  /** Heap limit of `grep`'s search thread, in MiB. @default 64 */
-  grepMemoryMb?: number;
+
   /** `grep` searches running at once (each a thread); more calls wait their turn. @default 2 */
   grepThreads?: number;
   /** `grep` searches at most this many files per call. @default 20,000 */
@@ -46,10 +34,9 @@ export interface BuiltInToolsOptions {
   maxListEntries?: number;
 }
 
-/** @default 100_000 characters of one tool result */
 export const DEFAULT_TOOL_RESULT_CHARS = 100_000;
 const MAX_GREP_FILE_BYTES = 2_000_000;
-/** The longest pattern grep takes. */
+const GREP_MEMORY_MB = 64;
 export const MAX_GREP_PATTERN_CHARS = 1_000;
 /** A matched line longer than this is shown as this many characters around its match (cut in the search thread). */
 export const MAX_GREP_LINE_CHARS = 1_000;
@@ -57,14 +44,10 @@ export const MAX_GREP_LINE_CHARS = 1_000;
 const GREP_NOTE_CHARS = 200;
 const SKIPPED_DIRECTORIES = new Set(['.git', 'node_modules']);
 
-/** Never retried: the agent loop hands it to the model as the result. */
-const toolFailure = (type: string, message: string): ApplicationFailure =>
-  ApplicationFailure.create({ type, message, nonRetryable: true });
-
 function invalidArguments(tool: string, error: z.ZodError): ApplicationFailure {
   const issue = error.issues[0];
   const field = issue === undefined ? 'arguments' : ['arguments', ...issue.path.map(String)].join('.');
-  return toolFailure(FailureType.Tool.InvalidArguments, `${tool}: ${field}: ${issue?.message ?? 'invalid'}`);
+  return nonRetryableFailure(FailureType.Tool.InvalidArguments, `${tool}: ${field}: ${issue?.message ?? 'invalid'}`);
 }
 
 function parseArgs<T>(tool: string, schema: z.ZodType<T>, args: unknown): T {
@@ -74,21 +57,21 @@ function parseArgs<T>(tool: string, schema: z.ZodType<T>, args: unknown): T {
 }
 
 function outsideRoot(tool: string, path: string, root: string): ApplicationFailure {
-  return toolFailure(
+  return nonRetryableFailure(
     FailureType.Tool.PathOutsideRoot,
     `${tool}: path "${path}" is outside the tool root ${root}; use a path relative to the root`,
   );
 }
 
 function secretPath(tool: string, path: string, rule: SecretPathRule): ApplicationFailure {
-  return toolFailure(
+  return nonRetryableFailure(
     FailureType.Tool.SecretPath,
     `${tool}: ${path} is not read: it matches the rule "${rule.pattern}" (${rule.holds}), files that may hold secrets; the worker's operator can allow it by name in COMPACTOR_TOOLS_ALLOW`,
   );
 }
 
 function noRoot(tool: string, root: string | undefined): ApplicationFailure {
-  return toolFailure(
+  return nonRetryableFailure(
     FailureType.Tool.NoRoot,
     root === undefined
       ? `${tool}: this worker has no tool root (COMPACTOR_TOOLS_ROOT): the built-in tools read nothing`
@@ -112,9 +95,8 @@ const grepArgs = z.strictObject({
 /** Opening a FIFO for reading waits for a writer; non-blocking, it returns at once. */
 const READ_FLAGS = constants.O_RDONLY | constants.O_NONBLOCK;
 
-/** A FIFO, a socket or a device could block a read forever. */
 function notAFile(tool: string, path: string): ApplicationFailure {
-  return toolFailure(
+  return nonRetryableFailure(
     FailureType.Tool.InvalidArguments,
     `${tool}: ${path} is not a regular file (a FIFO, socket or device is never read)`,
   );
@@ -144,37 +126,16 @@ function cancellationSignal(): AbortSignal | undefined {
   }
 }
 
-/** The line a grep result ends with when the search stopped before it was whole ('' when it did not). */
-function grepStopNote(
-  stoppedAt: GrepOutcome['stoppedAt'],
-  limits: { maxResults: number; maxFiles: number; timeoutMs: number; maxOutputChars: number },
-): string {
-  if (stoppedAt === undefined) return '';
-  const notes: Record<NonNullable<GrepOutcome['stoppedAt']>, string> = {
-    results: `stopped after ${limits.maxResults} matches`,
-    output: `stopped at ${limits.maxOutputChars} characters of matches: give a narrower path or a more specific pattern`,
-    files: `stopped after searching ${limits.maxFiles} files: give a narrower path`,
-    deadline: `stopped after ${limits.timeoutMs / 1000} s: the search took too long; simplify the pattern (nested repetition such as (a+)+ backtracks) or give a narrower path`,
-    memory: 'stopped: the search went over its memory limit; give a narrower path',
-  };
-  return `\n[${notes[stoppedAt]}]`;
-}
-
 /**
- * Creates the built-in read-only tools. Every path is resolved against `root` and, after
- * following symlinks, must stay inside it; otherwise the tool fails with a non-retryable
- * `Tool.PathOutsideRoot` that says so. A path that, as asked or after following symlinks, matches
- * a secret-file rule (`SECRET_PATH_RULES`) and is not in `allow` fails with `Tool.SecretPath`
- * naming the rule, and `grep` skips such files. Without a root every call fails with
- * `Tool.NoRoot`. Bad arguments fail with `Tool.InvalidArguments`, missing files with
- * `Tool.NotFound`; the agent loop hands any tool failure to the model as the result.
+ * The built-in read-only tools. A path must stay inside `root`, before and after following symlinks
+ * (`Tool.PathOutsideRoot`), and match no secret-file rule it is not allowed (`Tool.SecretPath`;
+ * `grep` skips such files). Every failure is non-retryable: the agent loop hands it to the model.
  */
 export function createBuiltInTools({
   root,
   allow = [],
   maxResultChars = DEFAULT_TOOL_RESULT_CHARS,
   grepTimeoutMs = 10_000,
-  grepMemoryMb = 64,
   grepThreads = 2,
   grepMaxFiles = 20_000,
   maxReadBytes = 10_000_000,
@@ -206,7 +167,7 @@ export function createBuiltInTools({
     try {
       real = await realpath(target);
     } catch {
-      throw toolFailure(FailureType.Tool.NotFound, `${tool}: no such file or directory: ${path}`);
+      throw nonRetryableFailure(FailureType.Tool.NotFound, `${tool}: no such file or directory: ${path}`);
     }
     // A symlink inside the root may point outside it, or into a secret file.
     if (!isInside(base, real)) throw outsideRoot(tool, path, rootPath ?? base);
@@ -220,7 +181,7 @@ export function createBuiltInTools({
     const { real } = await locate('fs_read', path);
     const kind = await stat(real);
     if (kind.isDirectory())
-      throw toolFailure(FailureType.Tool.InvalidArguments, `fs_read: ${path} is a directory; use fs_list`);
+      throw nonRetryableFailure(FailureType.Tool.InvalidArguments, `fs_read: ${path} is a directory; use fs_list`);
     if (!kind.isFile()) throw notAFile('fs_read', path);
     const { text, size } = await readHead(real, path, maxReadBytes);
     const lines = text.split('\n');
@@ -234,7 +195,7 @@ export function createBuiltInTools({
     const { path = '.' } = parseArgs('fs_list', listArgs, args);
     const { real } = await locate('fs_list', path);
     if (!(await stat(real)).isDirectory())
-      throw toolFailure(FailureType.Tool.InvalidArguments, `fs_list: ${path} is not a directory; use fs_read`);
+      throw nonRetryableFailure(FailureType.Tool.InvalidArguments, `fs_list: ${path} is not a directory; use fs_read`);
     const names: string[] = [];
     let more = false;
     // Read entry by entry: a directory of a million files must not be read whole.
@@ -257,7 +218,7 @@ export function createBuiltInTools({
       // Compiling checks the syntax only: matching runs in the search thread.
       new RegExp(pattern, flags);
     } catch (error) {
-      throw toolFailure(
+      throw nonRetryableFailure(
         FailureType.Tool.InvalidArguments,
         `grep: arguments.pattern: ${error instanceof Error ? error.message : String(error)}`,
       );
@@ -265,8 +226,7 @@ export function createBuiltInTools({
     const { real, base } = await locate('grep', path);
     const kind = await stat(real);
     if (!kind.isFile() && !kind.isDirectory()) throw notAFile('grep', path);
-    // The matched lines stop short of the result's size, leaving room for the closing note: what
-    // the search thread hands this thread is bounded by what the result can show.
+    // Matches stop short of the result's size, leaving room for the closing note.
     const maxOutputChars = Math.max(MAX_GREP_LINE_CHARS, maxResultChars - GREP_NOTE_CHARS);
     const { matches, stoppedAt } = await grepInThread(
       {
@@ -282,14 +242,16 @@ export function createBuiltInTools({
         maxLineChars: MAX_GREP_LINE_CHARS,
         maxOutputChars,
       },
-      { timeoutMs: grepTimeoutMs, memoryMb: grepMemoryMb, signal: cancellationSignal(), slots: searchSlots },
+      { timeoutMs: grepTimeoutMs, memoryMb: GREP_MEMORY_MB, signal: cancellationSignal(), slots: searchSlots },
     );
-    const stopped = grepStopNote(stoppedAt, {
-      maxResults,
-      maxFiles: grepMaxFiles,
-      timeoutMs: grepTimeoutMs,
-      maxOutputChars,
-    });
+    const notes: Record<NonNullable<GrepOutcome['stoppedAt']>, string> = {
+      results: `stopped after ${maxResults} matches`,
+      output: `stopped at ${maxOutputChars} characters of matches: give a narrower path or a more specific pattern`,
+      files: `stopped after searching ${grepMaxFiles} files: give a narrower path`,
+      deadline: `stopped after ${grepTimeoutMs / 1000} s: the search took too long; simplify the pattern (nested repetition such as (a+)+ backtracks) or give a narrower path`,
+      memory: 'stopped: the search went over its memory limit; give a narrower path',
+    };
+    const stopped = stoppedAt === undefined ? '' : `\n[${notes[stoppedAt]}]`;
     if (matches.length === 0) return `no matches for /${pattern}/ in ${path}${stopped}`;
     return capText(matches.join('\n') + stopped, maxResultChars);
   }
@@ -309,7 +271,7 @@ export function createReplayTool(trajectories: TrajectoryStore) {
   }): Promise<ChatMessage> {
     const result = (await trajectories.load(trajectory)).results.get(toolCallId);
     if (result !== undefined) return result;
-    throw toolFailure(
+    throw nonRetryableFailure(
       FailureType.Replay.NotRecorded,
       `replay: trajectory "${trajectory}" has no result for tool call ${toolCallId}`,
     );

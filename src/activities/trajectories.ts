@@ -2,11 +2,11 @@
 // the worker, so workflow input names a trajectory instead of carrying it.
 import { readFile, realpath } from 'node:fs/promises';
 import { isAbsolute, relative, resolve, sep } from 'node:path';
-import { ApplicationFailure } from '@temporalio/common';
+import type { ApplicationFailure } from '@temporalio/common';
 import { FailureType, InvalidInputError } from '../core/errors.js';
 import { replayScript, type ReplayScript } from '../core/agent/trajectory.js';
+import { nonRetryableFailure } from '../shared/failures.js';
 
-/** Finds and caches trajectories by name. */
 export interface TrajectoryStore {
   /** The directory names are resolved in. */
   readonly dir: string;
@@ -14,14 +14,8 @@ export interface TrajectoryStore {
   load(name: string): Promise<ReplayScript>;
 }
 
-export interface TrajectoryStoreOptions {
-  /** @default the current directory (workers of `compactorPlugin`, `createWorker` and the CLI pass COMPACTOR_TRAJECTORY_DIR) */
-  dir?: string;
-}
-
-const failure = (type: string, message: string): ApplicationFailure =>
-  ApplicationFailure.create({ type, message, nonRetryable: true });
-const notFound = (message: string): ApplicationFailure => failure(FailureType.Replay.TrajectoryNotFound, message);
+const notFound = (message: string): ApplicationFailure =>
+  nonRetryableFailure(FailureType.Replay.TrajectoryNotFound, message);
 
 /** True when `path` is `root` or below it (both resolved). */
 export function isInside(root: string, path: string): boolean {
@@ -30,11 +24,10 @@ export function isInside(root: string, path: string): boolean {
 }
 
 /**
- * A trajectory store over a directory. Names resolve inside it (an absolute path or one that
- * climbs out is refused: workflow input must not read arbitrary files on the worker). Failures
- * are non-retryable `Replay.TrajectoryNotFound` / `Replay.BadTrajectory` ApplicationFailures.
+ * A trajectory store over a directory. A name that is absolute or climbs out of it is refused:
+ * workflow input must not read arbitrary files on the worker.
  */
-export function createTrajectoryStore({ dir = process.cwd() }: TrajectoryStoreOptions = {}): TrajectoryStore {
+export function createTrajectoryStore({ dir = process.cwd() }: { dir?: string | undefined } = {}): TrajectoryStore {
   const root = resolve(dir);
   const cache = new Map<string, Promise<ReplayScript>>();
   const loadFile = async (name: string): Promise<ReplayScript> => {
@@ -59,13 +52,13 @@ export function createTrajectoryStore({ dir = process.cwd() }: TrajectoryStoreOp
         parsed = JSON.parse(await readFile(real, 'utf8'));
       } catch (error) {
         const reason = error instanceof Error ? error.message : String(error);
-        throw failure(FailureType.Replay.BadTrajectory, `replay: ${real} is not JSON: ${reason}`);
+        throw nonRetryableFailure(FailureType.Replay.BadTrajectory, `replay: ${real} is not JSON: ${reason}`);
       }
       try {
         return replayScript(parsed);
       } catch (error) {
         if (error instanceof InvalidInputError)
-          throw failure(FailureType.Replay.BadTrajectory, `replay: ${real}: ${error.message}`);
+          throw nonRetryableFailure(FailureType.Replay.BadTrajectory, `replay: ${real}: ${error.message}`);
         throw error;
       }
     }

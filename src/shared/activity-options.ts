@@ -1,5 +1,4 @@
-// Sandbox-safe: the options of the activities `compact` and the agent loop schedule, with their
-// defaults. A change here changes the commands new runs record; recorded histories still replay.
+// Sandbox-safe: the options of the activities `compact` and the agent loop schedule, with their defaults.
 import type { ActivityOptions } from '@temporalio/common';
 import { AGENT_MAXIMUM_RETRY_INTERVAL_MS, type AgentActivitySettings } from '../core/agent/agent-input.js';
 import {
@@ -47,30 +46,26 @@ export const DESCRIBE_WORKER_ACTIVITY: ActivityOptions = {
   retry: { maximumAttempts: 2, initialInterval: 500 },
 };
 
-function ms(value: Duration | undefined, field: string, fallback: number): number {
-  return value === undefined ? fallback : parseDuration(value, field);
-}
-
 /**
- * A chat or tool activity's options from its settings (`field` names them in errors). No
- * `nonRetryableErrorTypes`: our failures that must not be retried are raised `nonRetryable`, and the
- * list would be written into every scheduled event of every round.
+ * A chat or tool activity's options (`field` names its settings in errors). No `nonRetryableErrorTypes`:
+ * our failures are raised `nonRetryable`, and the list would be written into every scheduled event.
  */
 export function agentActivityOptions(
   settings: AgentActivitySettings,
   field: string,
   defaults: AgentActivityDefaults,
 ): ActivityOptions {
-  const heartbeat = ms(settings.heartbeatTimeout, `${field}.heartbeatTimeout`, defaults.heartbeat ?? 0);
+  const ms = (key: 'heartbeatTimeout' | 'startToCloseTimeout' | 'initialInterval', fallback: number): number => {
+    const value = settings[key];
+    return value === undefined ? fallback : parseDuration(value, `${field}.${key}`);
+  };
+  const heartbeat = ms('heartbeatTimeout', defaults.heartbeat ?? 0);
   return {
-    startToCloseTimeout: Math.max(
-      1,
-      ms(settings.startToCloseTimeout, `${field}.startToCloseTimeout`, defaults.startToClose),
-    ),
+    startToCloseTimeout: Math.max(1, ms('startToCloseTimeout', defaults.startToClose)),
     ...(heartbeat > 0 ? { heartbeatTimeout: heartbeat } : {}),
     retry: {
       maximumAttempts: settings.maximumAttempts ?? 3,
-      initialInterval: Math.max(1, ms(settings.initialInterval, `${field}.initialInterval`, 1_000)),
+      initialInterval: Math.max(1, ms('initialInterval', 1_000)),
       backoffCoefficient: 2,
       maximumInterval: AGENT_MAXIMUM_RETRY_INTERVAL_MS,
     },
@@ -88,10 +83,7 @@ export interface SummarizeActivitySettings {
   taskQueue?: string;
   /** A label shown in the activity summary in the UI; the worker decides which model runs. */
   summarizerModel?: string;
-  /**
-   * A larger summarize request is not sent inline: without a payload store the compaction falls back
-   * to the hard trim (the server would refuse the payload on every retry). @default 2,000,000
-   */
+  /** A larger request is not sent inline: without a payload store, the hard trim (the server would refuse it). @default 2,000,000 */
   maxPayloadBytes?: number;
   /** Whether the worker stores large payloads externally; unset, `compact` asks it when a request is over `maxPayloadBytes`. */
   payloadStore?: boolean;

@@ -1,6 +1,5 @@
-// Sandbox-safe (shared by the workflow and its callers): the definitions of `agentRun`
-// (docs/design.md#agent-run) — its input, result and carried state, its queries and updates. A
-// client imports them from here (through `temporal-compactor/workflow`) without the loop itself.
+// Sandbox-safe: `agentRun`'s input, result, queries and updates (docs/design.md#agent-run), which a
+// client imports (through `temporal-compactor/workflow`) without the loop itself.
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
 import type { AgentRunInput } from '../core/agent/agent-input.js';
 import type { BackendStatus } from '../core/agent/backend-cooldown.js';
@@ -19,32 +18,13 @@ import type {
 } from '../core/agent/steering.js';
 import type { ChatMessage, ContentPart } from '../core/types.js';
 
-export { CARRIED_STATE_VERSION, type AgentRunCarried } from '../core/agent/carried-state.js';
-export type { BackendStatus } from '../core/agent/backend-cooldown.js';
-export type { RequestShape } from '../core/agent/request-cost.js';
-export type {
-  CompactAnswer,
-  CompactionProposal,
-  CompactionReview,
-  CompactUpdateInput,
-  NothingCompacted,
-  PinUpdateInput,
-  Pins,
-  ReviewAnswer,
-  ReviewCompactionInput,
-} from '../core/agent/steering.js';
-export type { UndoCompactionInput } from '../core/agent/undo.js';
-
 /** The workflow's input: {@link AgentRunInput}, plus the state a continued run carries. */
 export interface AgentRunWorkflowInput extends AgentRunInput {
   /** Set by the run itself when it continues as new; never set it yourself. */
   carried?: AgentRunCarried;
 }
 
-/**
- * Why the loop stopped: the model answered without tools (or the recording ended), `maxRounds`,
- * or the `stop` update. (Cancelling the run ends it Cancelled, with no result.)
- */
+/** Why the loop stopped: the model answered without tools (or the recording ended), `maxRounds`, or `stop`. */
 export type StopReason = 'completed' | 'maxRounds' | 'stopped';
 
 /** What `agentRun` returns (docs/design.md#agent-run). Bounded by the live context, however long the run was. */
@@ -68,10 +48,7 @@ export interface AgentRunResult {
   continuedAsNew: number;
 }
 
-/**
- * The workflow function's type, for `continueAsNew` and typed starts without importing the loop
- * (the workflow is `agentRun` in src/workflows/agent-run.ts).
- */
+/** The workflow function's type, for `continueAsNew` and typed starts without importing the loop. */
 export type AgentRunWorkflow = (input: AgentRunWorkflowInput) => Promise<AgentRunResult>;
 
 /** Details of a `RunFailed.ContextExhausted` failure. */
@@ -103,42 +80,30 @@ export const compactionsQuery = defineQuery<CompactionHistory>('compactions');
 export const conversationQuery = defineQuery<ChatMessage[]>('conversation');
 
 /**
- * Compacts the run now (docs/design.md#steering): before its next chat request, even under the
- * trigger, with `instructions` added to the summarizer's instruction for this compaction. Answers
- * with the compaction's record, or `{ compacted: false, reason }` when there was nothing to compact.
+ * Compacts the run before its next chat request, even under the trigger, with `instructions` for this
+ * summary (docs/design.md#steering): answers the record, or `{ compacted: false, reason }`.
  */
 export const compactUpdate = defineUpdate<CompactAnswer, [CompactUpdateInput]>('compact');
-/**
- * Pins messages of the live conversation by transcript id (kept in place by every compaction) and/or
- * a fact every later summary must keep; answers with the run's pins once the run has applied them.
- */
+/** Pins messages by transcript id (kept in place by every compaction) and/or a fact every summary keeps. */
 export const pinUpdate = defineUpdate<Pins, [PinUpdateInput]>('pin');
 /** Unpins messages pinned by `pin` (and/or forgets a pinned fact); answers with the run's pins. */
 export const unpinUpdate = defineUpdate<Pins, [PinUpdateInput]>('unpin');
 /** The live conversation with the transcript id of each message: the ids `pin` takes. */
 export const conversationEntriesQuery = defineQuery<SessionEntry[]>('conversationEntries');
 
-/**
- * With `compaction.review: 'approve'`: the compaction waiting for `reviewCompaction` — what it would
- * drop and elide, its summary, tokens before and after, when it applies on its own — or null.
- */
+/** With `compaction.review: 'approve'`: the compaction waiting for `reviewCompaction`, or null. */
 export const pendingCompactionQuery = defineQuery<CompactionProposal | null>('pendingCompaction');
 /** Applies, rejects or edits (applies with your summary) the compaction waiting for review. */
 export const reviewCompactionUpdate = defineUpdate<ReviewAnswer, [ReviewCompactionInput]>('reviewCompaction');
 
 /**
- * Undoes a compaction (docs/design.md#undo): before the next chat request, the conversation is as it
- * was before compaction `compactionId` (default: the last in effect), every message it replaced,
- * dropped or elided back byte for byte, with what came since. Answers with the undo's record
- * (`kind: 'undo'`); refused with `Compaction.UndoRefused` (details: `reason`) when the restored
- * conversation would not fit the window or later compactions depend on it (undo them first, the last first).
+ * Undoes compaction `compactionId` (default: the last in effect) before the next chat request, every
+ * message it replaced, dropped or elided back byte for byte (docs/design.md#undo). `Compaction.UndoRefused`
+ * when the result would not fit the window or later compactions depend on it.
  */
 export const undoCompactionUpdate = defineUpdate<CompactionRecord, [UndoCompactionInput]>('undoCompaction');
 
-/**
- * The updates of `agentRun`, each under its Temporal name (docs/agent-runs.md#steering):
- * `handle.executeUpdate(agentRunUpdates.stop)`, `handle.executeUpdate(agentRunUpdates.compact, { args: [{ instructions }] })`.
- */
+/** The updates of `agentRun` by Temporal name (docs/agent-runs.md#steering): `handle.executeUpdate(agentRunUpdates.stop)`. */
 export const agentRunUpdates = {
   addUserMessage: addUserMessageUpdate,
   stop: stopUpdate,

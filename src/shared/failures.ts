@@ -1,6 +1,4 @@
-// Sandbox-safe (shared by workflows and activities): the failures both sides of the Temporal layer
-// raise — `Compaction.InvalidInput` for bad input, `Compaction.UndoRefused`, `RunFailed.PayloadTooLarge` — and how a failed
-// activity reads in a message.
+// Sandbox-safe: the failures workflows and activities both raise, and how a failed activity reads in a message.
 import { ActivityFailure, ApplicationFailure } from '@temporalio/common';
 import { groupDigits } from '../core/agent/compaction-history.js';
 import { FailureType, InvalidInputError, type UndoRefusedError } from '../core/errors.js';
@@ -15,18 +13,24 @@ export interface InvalidInputDetails {
   index?: number;
 }
 
-const nonRetryable = (type: string, message: string, details: unknown): ApplicationFailure =>
-  ApplicationFailure.create({ type, message, nonRetryable: true, details: [details] });
+/** A failure Temporal never retries; `details` become its `details[0]`. */
+export const nonRetryableFailure = (type: string, message: string, details?: unknown): ApplicationFailure =>
+  ApplicationFailure.create({
+    type,
+    message,
+    nonRetryable: true,
+    details: details === undefined ? undefined : [details],
+  });
 
 export function invalidInputFailure(error: InvalidInputError): ApplicationFailure {
   const details: InvalidInputDetails = { field: error.field, reason: error.reason };
   if (error.index !== undefined) details.index = error.index;
-  return nonRetryable(FailureType.Compaction.InvalidInput, error.message, details);
+  return nonRetryableFailure(FailureType.Compaction.InvalidInput, error.message, details);
 }
 
 /** `Compaction.UndoRefused`, non-retryable: why the undo cannot apply, in its message and details (docs/design.md#undo). */
 export function undoRefusedFailure(error: UndoRefusedError): ApplicationFailure {
-  return nonRetryable(FailureType.Compaction.UndoRefused, error.message, error.details);
+  return nonRetryableFailure(FailureType.Compaction.UndoRefused, error.message, error.details);
 }
 
 /** Runs `fn`, turning an `InvalidInputError` into its non-retryable `ApplicationFailure`. */
@@ -47,7 +51,7 @@ export function failureMessage(error: unknown): string {
 
 /** Something a run must send inline is over the payload limit, and the worker stores no payloads externally. */
 export function payloadTooLargeFailure(details: PayloadTooLargeDetails): ApplicationFailure {
-  return nonRetryable(
+  return nonRetryableFailure(
     FailureType.RunFailed.PayloadTooLarge,
     `${details.payload} is ${groupDigits(details.bytes)} bytes, over the ${groupDigits(details.limit)}-byte payload limit, and the worker stores no payloads externally: set COMPACTOR_PAYLOAD_STORE (or lower the window)`,
     details,

@@ -1,8 +1,6 @@
-// Sandbox-safe: the zod schemas of `compactConversation`'s input and result, written out as the JSON
-// Schemas in docs/ (scripts/json-schemas.ts) for callers in other languages. The messages and the
-// compaction options are the validators' own schemas; added here is what those leave to code (the
-// per-call settings, the texts a duration may be, `targetRatio ≤ triggerRatio`) and the result, which
-// has no validator. test/shared/json-schemas.test.ts holds them to the validators and to real results.
+// Sandbox-safe: `compactConversation`'s input and result as zod schemas, written out as JSON Schemas in
+// docs/ for callers in other languages. Messages and compaction options are the validators' own
+// schemas; added here is what those leave to code (per-call settings, duration texts, the ratios) and the result.
 import { z } from 'zod';
 import { optionsSchema } from '../core/compaction/options.js';
 import { FailureType } from '../core/errors.js';
@@ -10,8 +8,6 @@ import { chatMessageSchema } from '../core/schema.js';
 import { anthropicMessageSchema, anthropicSystemSchema } from '../core/formats/anthropic-schema.js';
 import { aiSdkMessageSchema } from '../core/formats/ai-sdk-schema.js';
 import { MESSAGE_FORMATS } from '../core/formats/format.js';
-
-export { chatMessageSchema };
 
 const count = z.number().int().nonnegative();
 /** The texts `parseDuration` reads: a number with ms, s, m, h or d (test/shared/json-schemas.test.ts holds the two together). */

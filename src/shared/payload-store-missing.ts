@@ -1,10 +1,7 @@
 // Sandbox-safe (it imports nothing): what a client, the CLI or the codec server says when it meets a
 // claim — a payload the run's worker put in its payload store — with no store configured.
 
-/**
- * A claim (a payload the run's worker put in its payload store) met by a process configured with
- * no store: it can read the claim, never what it names. The message says which setting to give.
- */
+/** A claim met by a process with no payload store: the message says which setting to give. */
 export class PayloadStoreNotConfiguredError extends Error {
   override readonly name = 'PayloadStoreNotConfiguredError';
   constructor(
@@ -22,9 +19,8 @@ export class PayloadStoreNotConfiguredError extends Error {
 }
 
 /**
- * The {@link PayloadStoreNotConfiguredError} an error stands for, when somewhere in its causes the
- * SDK met a storage reference without External Storage (`ExternalStorageNotConfiguredError`, which
- * a client wraps in "Unexpected error while making gRPC request"); else undefined.
+ * The {@link PayloadStoreNotConfiguredError} an error stands for, when among its causes the SDK met a
+ * storage reference without External Storage (which a client wraps in "Unexpected error while making gRPC request").
  */
 export function payloadStoreMissing(error: unknown, who: string): PayloadStoreNotConfiguredError | undefined {
   const seen = new Set<unknown>();

@@ -1,24 +1,16 @@
-// Sandbox-safe: payloads written for the Temporal UI to show as they are, with no worker and no codec
-// server (docs/design.md#ui-payloads) — the compaction table in a run's memo. The SDK hands a payload
-// codec and External Storage's driver selector each payload without saying which field it fills (a
-// memo, an argument, a result), so such a payload carries a mark in its metadata: our codec leaves it
-// uncompressed (encrypting it only with a key) and our store leaves it in history, up to
-// UI_PAYLOAD_MAX_BYTES. The UI and every data converter read it as the JSON payload it is.
+// Sandbox-safe: payloads the Temporal UI shows as they are, with no codec server (the compaction table
+// in a run's memo; docs/design.md#ui-payloads). A codec is not told which field a payload fills, so
+// such a payload carries a mark in its metadata: our codec leaves it uncompressed (encrypted only with
+// a key) and our store leaves it in history, up to UI_PAYLOAD_MAX_BYTES.
 import { defaultPayloadConverter, RawValue } from '@temporalio/common';
 
 /** The metadata entry that marks a payload for the UI (value `1`). */
 export const UI_PAYLOAD_METADATA_KEY = 'compactor-ui';
 
-/**
- * The largest marked payload, in bytes as a protobuf, that the codec and the store keep in history
- * as written: over it the mark is ignored and the payload is treated as any other.
- */
+/** The largest marked payload (bytes as a protobuf) kept as written; over it the mark is ignored. */
 export const UI_PAYLOAD_MAX_BYTES = 4096;
 
-/**
- * `value` as a JSON payload marked for the UI, for `upsertMemo`: the payload converter passes a
- * `RawValue` through as it is.
- */
+/** `value` as a JSON payload marked for the UI, for `upsertMemo` (a `RawValue` passes the converter as it is). */
 export function uiPayload(value: string): RawValue {
   const payload = defaultPayloadConverter.toPayload(value);
   return RawValue.fromPayload({

@@ -33,8 +33,6 @@ import { InstallError } from '../peer-packages.js';
 import { installTelemetryRuntime } from '../telemetry/metrics.js';
 import { createTracing, type CompactorTracing, type TracingOption } from '../telemetry/tracing.js';
 
-export type WorkerMode = WorkerModeSetting;
-
 type Environment = Readonly<Record<string, string | undefined>>;
 
 /** Every field but `summarizer` has a default; the activities' settings are `ActivityDeps`'s, read from the environment when not given. */
@@ -51,7 +49,7 @@ export interface CompactorWorkerConfig extends Pick<
   /** The queue of the summarize activities, so summarizer capacity scales apart from the agents. @default taskQueue */
   summarizerTaskQueue?: string;
   /** @default 'all' */
-  mode?: WorkerMode;
+  mode?: WorkerModeSetting;
   /** Built on the worker, so API keys never enter workflow history. Required unless mode is `workflows`. */
   summarizer?: Summarizer;
   /** A bundle from `temporal-compactor bundle --out FILE`, so the worker starts without bundling. @default COMPACTOR_WORKFLOW_BUNDLE */
@@ -74,15 +72,9 @@ export interface CompactorWorkerConfig extends Pick<
   registerSearchAttributes?: boolean;
   /** Where start-up warnings go. @default console.error */
   warn?: (message: string) => void;
-  /**
-   * Where each worker's start line goes (`compactorPlugin`'s `log`): its task queue, the summarizer
-   * (model, endpoint), the chat server, the payload store and the codec. @default console.error
-   */
+  /** Where each worker's start line goes (`compactorPlugin`'s `log`). @default console.error */
   log?: (line: string) => void;
-  /**
-   * Payload codec and External Storage (`payloadConverterFromConfig` of `src/payloads`): clients of
-   * these workflows need the same. @default the SDK's (payloads inline, unencoded)
-   */
+  /** Payload codec and External Storage; clients of these workflows need the same. @default the SDK's */
   dataConverter?: DataConverter;
 }
 
@@ -122,13 +114,7 @@ export function loadWorkerConfig(
   prometheusAddress: string | undefined;
 } {
   const config = loadConfig({ env, flags });
-  if (config.workflowBundle !== undefined && !existsSync(config.workflowBundle)) {
-    throw new ConfigError(
-      'COMPACTOR_WORKFLOW_BUNDLE',
-      'the path of an existing workflow bundle (temporal-compactor bundle --out FILE writes one)',
-      config.workflowBundle,
-    );
-  }
+  if (config.workflowBundle !== undefined) existingBundle(config.workflowBundle);
   const { summarizer, describe } = summarizerFromConfig(config);
   return {
     namespace: config.temporalNamespace,
@@ -155,21 +141,21 @@ export function loadWorkerConfig(
   };
 }
 
+/** @throws ConfigError naming COMPACTOR_WORKFLOW_BUNDLE when no file is at `path` */
+function existingBundle(path: string): string {
+  if (existsSync(path)) return path;
+  const expected = 'the path of an existing workflow bundle (temporal-compactor bundle --out FILE writes one)';
+  throw new ConfigError('COMPACTOR_WORKFLOW_BUNDLE', expected, path);
+}
+
 /** A prebuilt bundle when one is given, else the workflows' source to bundle now. */
 export function workflowCode(
   config: Pick<CompactorWorkerConfig, 'workflowBundle' | 'workflowBundlePath' | 'workflowsPath'>,
 ): Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath'> {
   if (config.workflowBundle !== undefined) return { workflowBundle: config.workflowBundle };
-  if (config.workflowBundlePath !== undefined) {
-    if (!existsSync(config.workflowBundlePath))
-      throw new ConfigError(
-        'COMPACTOR_WORKFLOW_BUNDLE',
-        'the path of an existing workflow bundle',
-        config.workflowBundlePath,
-      );
-    // Absolute: the SDK rewrites the inline source map of a bundle whose path is not.
-    return { workflowBundle: { codePath: resolve(config.workflowBundlePath) } };
-  }
+  // Absolute: the SDK rewrites the inline source map of a bundle whose path is not.
+  if (config.workflowBundlePath !== undefined)
+    return { workflowBundle: { codePath: resolve(existingBundle(config.workflowBundlePath)) } };
   return { workflowsPath: config.workflowsPath ?? compactorWorkflowsPath() };
 }
 
@@ -186,8 +172,8 @@ export interface CompactorWorker {
 }
 
 /**
- * Mode `all`: one Worker on `taskQueue` with everything (plus one with the activities on a different
- * `summarizerTaskQueue`); `workflows`: the workflows only; `activities`: the activities, on `summarizerTaskQueue`.
+ * Mode `all`: one Worker with everything (the activities apart on a different `summarizerTaskQueue`);
+ * `workflows`: the workflows only; `activities`: the activities, on `summarizerTaskQueue`.
  */
 export async function createWorker(config: CompactorWorkerConfig): Promise<CompactorWorker> {
   assertKnownKeys(config, WORKER_CONFIG_KEYS, 'config');
@@ -200,19 +186,13 @@ export async function createWorker(config: CompactorWorkerConfig): Promise<Compa
   // One tracer for every worker made here, so their spans share one exporter.
   const tracing: CompactorTracing | undefined = createTracing(config.tracing ?? readSettings(['tracing']).tracing);
   const code = mode === 'activities' ? undefined : workflowCode(config);
+  const { trajectoryDir, toolsRoot, toolsAllow, chatServer, chatTimeoutMs, summarizerContextWindow } = config;
   const plugin = (register: PluginRegistration): CompactorPlugin =>
     compactorPlugin({
       register,
       ...(config.summarizer === undefined ? {} : { summarizer: config.summarizer }),
       dataConverter: config.dataConverter ?? {},
-      activities: {
-        trajectoryDir: config.trajectoryDir,
-        toolsRoot: config.toolsRoot,
-        toolsAllow: config.toolsAllow,
-        chatServer: config.chatServer,
-        chatTimeoutMs: config.chatTimeoutMs,
-        summarizerContextWindow: config.summarizerContextWindow,
-      },
+      activities: { trajectoryDir, toolsRoot, toolsAllow, chatServer, chatTimeoutMs, summarizerContextWindow },
       // Checked once below, before any worker polls, so the result can say what was found.
       searchAttributes: 'skip',
       tracing: tracing ?? 'off',
@@ -243,12 +223,9 @@ export async function createWorker(config: CompactorWorkerConfig): Promise<Compa
   const common = {
     connection,
     namespace,
-    ...(config.maxConcurrentActivityTaskExecutions === undefined
-      ? {}
-      : { maxConcurrentActivityTaskExecutions: config.maxConcurrentActivityTaskExecutions }),
-    ...(config.maxConcurrentWorkflowTaskExecutions === undefined
-      ? {}
-      : { maxConcurrentWorkflowTaskExecutions: config.maxConcurrentWorkflowTaskExecutions }),
+    // Unset is undefined, which the SDK reads as its default.
+    maxConcurrentActivityTaskExecutions: config.maxConcurrentActivityTaskExecutions,
+    maxConcurrentWorkflowTaskExecutions: config.maxConcurrentWorkflowTaskExecutions,
     shutdownGraceTime:
       config.shutdownGraceTime === undefined ? 10_000 : parseDuration(config.shutdownGraceTime, 'shutdownGraceTime'),
   };

@@ -28,8 +28,6 @@ import { bundleHasTracing, createTracing, type CompactorTracing, type TracingOpt
 import { workerStartLine, type WorkerStart } from './start-line.js';
 import { withOurWorkflows } from './workflow-bundling.js';
 
-export { compactorWorkflowsPath } from './workflow-bundling.js';
-
 /** What the plugin registers on a worker. */
 export type PluginRegistration = 'all' | 'workflows' | 'activities';
 
@@ -48,11 +46,7 @@ export interface CompactorPluginOptions {
   searchAttributes?: 'register' | 'check' | 'skip';
   /** Where the plugin's warnings go. @default console.error */
   warn?: (message: string) => void;
-  /**
-   * Where the worker's start line goes: one line as the worker starts polling, naming its task
-   * queue, the summarizer (model, endpoint), the chat server, the payload store and the codec,
-   * endpoints with their credentials redacted. @default console.error
-   */
+  /** Where the worker's start line goes (its queue, summarizer, chat server, store, codec). @default console.error */
   log?: (line: string) => void;
   /** Called with what the start-up check found (tests, logs). */
   onSearchAttributes?: (setup: SearchAttributeSetup) => void;
@@ -70,10 +64,7 @@ function given(value: string | undefined): string | undefined {
   return value === undefined || value.trim() === '' ? undefined : value;
 }
 
-/**
- * What the activities were not given, from `config`, else only the settings needed from the
- * environment (a bad setting they do not use stops nothing).
- */
+/** What the activities were not given, from `config`, else only the settings needed from the environment. */
 function withConfiguredSettings(
   deps: Omit<ActivityDeps, 'summarizer'>,
   config: CompactorConfig | undefined,
@@ -116,7 +107,7 @@ const PLUGIN_OPTION_KEYS = keysOf<CompactorPluginOptions>({
 });
 const ACTIVITY_OPTION_KEYS = keysOf<Omit<ActivityDeps, 'summarizer'>>({
   model: true,
-  heartbeatIntervalMs: true,
+
   summarizerContextWindow: true,
   openai: true,
   chatServer: true,
@@ -174,18 +165,15 @@ export class CompactorPlugin extends SimplePlugin {
       chat:
         deps === undefined
           ? undefined
-          : deps.openai === undefined
-            ? { baseURL: deps.chatServer?.baseURL, apiKey: deps.chatServer?.apiKey }
-            : { client: deps.openai },
+          : { baseURL: deps.openai?.baseURL ?? deps.chatServer?.baseURL, apiKey: deps.chatServer?.apiKey },
       dataConverter,
       more: tracing === undefined ? [] : [`tracing: ${tracing.describe}`],
     };
   }
 
   /**
-   * Adds our workflows next to the worker's own (unless only activities are registered or the
-   * worker runs a prebuilt bundle), then tracing and our activities' metrics when they are on; a
-   * prebuilt bundle without a build id of the worker's own gets {@link workerBuildId}.
+   * Adds our workflows next to the worker's own (unless it runs only activities or a prebuilt bundle),
+   * then tracing and our activities' metrics when on; a prebuilt bundle gets {@link workerBuildId}.
    * @throws Error when tracing is on and a prebuilt workflow bundle lacks the tracing interceptors.
    */
   override configureWorker(options: WorkerOptions): WorkerOptions {
@@ -225,10 +213,7 @@ export class CompactorPlugin extends SimplePlugin {
     return this.tracing === undefined ? configured : this.tracing.plugin.configureClient(configured);
   }
 
-  /**
-   * `bundleWorkflowCode({ workflowsPath, plugins: [compactorPlugin()] })`: the worker's workflows and
-   * ours in one bundle (as a worker that bundles at start gets them), with tracing's interceptors when it is on.
-   */
+  /** `bundleWorkflowCode({ workflowsPath, plugins: [compactorPlugin()] })`: their workflows and ours in one bundle. */
   override configureBundler(options: BundleOptions): BundleOptions {
     const base = super.configureBundler(options);
     const configured = this.registration === 'activities' ? base : { ...base, ...withOurWorkflows(base) };
@@ -275,10 +260,7 @@ function bundleCode(bundle: NonNullable<WorkerOptions['workflowBundle']>): strin
   return 'code' in bundle ? bundle.code : readFileSync(bundle.codePath);
 }
 
-/**
- * The build id of a worker that runs a prebuilt bundle and names none: 12 hex digits of the SHA-256
- * of the code's UTF-8 bytes. History records it in several events a round; the SDK's is 90 bytes.
- */
+/** 12 hex digits of the bundle's SHA-256: history records a build id in several events a round; the SDK's is 90 bytes. */
 export function workerBuildId(bundleCode: string | Uint8Array): string {
   return createHash('sha256').update(bundleCode).digest('hex').slice(0, 12);
 }

@@ -1,7 +1,7 @@
 // Node only: the one line every worker prints as it starts, saying what it uses; endpoints are
 // shown with their userinfo and query values redacted.
 import type { DataConverter } from '@temporalio/common';
-import type OpenAI from 'openai';
+
 import { DEFAULT_OPENAI_BASE_URL } from '../config.js';
 import type { Summarizer } from '../core/types.js';
 import { descriptionOf } from '../described.js';
@@ -21,13 +21,12 @@ export interface WorkerStart {
   more?: readonly string[];
 }
 
-/** The chat activity's server: a client of the caller's own, or the settings its client is built from. */
-type ChatServer = { client: Pick<OpenAI, 'baseURL'> } | { baseURL: string | undefined; apiKey: string | undefined };
+/** The chat activity's server: the base URL of a client of the caller's own, or the settings its client is built from. */
+type ChatServer = { baseURL: string | undefined; apiKey: string | undefined };
 
-function describeChat(chat: ChatServer): string {
-  if ('client' in chat) return `chat: model server at ${redactUrls(chat.client.baseURL)}`;
-  if (chat.baseURL !== undefined) return `chat: model server at ${redactUrls(chat.baseURL)}`;
-  if (chat.apiKey !== undefined) return `chat: model server at ${DEFAULT_OPENAI_BASE_URL}`;
+function describeChat({ baseURL, apiKey }: ChatServer): string {
+  if (baseURL !== undefined) return `chat: model server at ${redactUrls(baseURL)}`;
+  if (apiKey !== undefined) return `chat: model server at ${DEFAULT_OPENAI_BASE_URL}`;
   return 'chat: no model server (set OPENAI_API_KEY or OPENAI_BASE_URL; agentRun with the replay provider needs none)';
 }
 
@@ -46,11 +45,7 @@ function describeDataConverter(dataConverter: DataConverter): string {
   );
 }
 
-/**
- * The start line, e.g. `temporal-compactor worker: polling task queue "agents" (all); OpenAI-compatible
- * summarizer: model gpt-4o-mini at http://127.0.0.1:8000/v1, timeout 60000 ms; chat: model server at
- * http://127.0.0.1:8000/v1; payload store file:/data (payloads of 256 KiB and more), codec deflate, no encryption`.
- */
+/** The start line, e.g. `temporal-compactor worker: polling task queue "agents" (all); OpenAI-compatible summarizer: …`. */
 export function workerStartLine({ queues, summarizer, chat, dataConverter, more = [] }: WorkerStart): string {
   const polled = queues.map(({ taskQueue, runs }) => `"${taskQueue}" (${runs})`).join(' and ');
   const parts = [

@@ -7,11 +7,7 @@ import { redactUrls } from '../redact.js';
 import { createExtractiveSummarizer } from '../summarizers/extractive.js';
 import { createOpenAISummarizer } from '../summarizers/openai.js';
 
-/**
- * The summarizer the configuration selects, and a line for start-up logs saying which it is: the
- * OpenAI-compatible one when `COMPACTOR_SUMMARIZER` is `openai`, or `auto` with `OPENAI_API_KEY` or
- * `OPENAI_BASE_URL` set; otherwise the built-in offline extractive summarizer.
- */
+/** The summarizer the configuration selects (see COMPACTOR_SUMMARIZER), and a line for start-up logs naming it. */
 export function summarizerFromConfig(config: CompactorConfig): {
   summarizer: Summarizer;
   kind: 'openai' | 'extractive';

@@ -1,7 +1,6 @@
-// Node only: our workflows in a webpack workflow bundle beside a worker's own, with nothing written
-// to disk. A worker with workflows of its own bundles our module `workflows/with-worker-workflows`
-// instead, which re-exports theirs through a bundler alias and then ours; a file in a shared
-// temporary directory would be code another local user could swap or redirect.
+// Node only: our workflows in a webpack bundle beside a worker's own, through a bundler alias that
+// `workflows/with-worker-workflows` imports: nothing written to a shared temporary directory, where
+// another local user could swap it.
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';

@@ -10,8 +10,11 @@ import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createBuiltInTools, type ToolActivity } from '../../src/activities/tools.js';
+import { createBuiltInTools } from '../../src/activities/tools.js';
 import { writeHostileToolRoot } from '../support/hostile-model.js';
+
+/** A tool activity: parsed JSON arguments in, the result the model reads out. */
+type ToolActivity = (args: unknown) => Promise<unknown>;
 
 const MAX_RESULT_CHARS = 20_000;
 
