@@ -23,7 +23,8 @@ export interface BuiltInToolsOptions {
   maxResultChars?: number;
   /** `grep`'s search thread is terminated after this long; the matches found by then are the result. @default 10 s */
   grepTimeoutMs?: number;
-
+  /** Heap limit of `grep`'s search thread, in MiB. @default 64 */
+  grepMemoryMb?: number;
   /** `grep` searches running at once (each a thread); more calls wait their turn. @default 2 */
   grepThreads?: number;
   /** `grep` searches at most this many files per call. @default 20,000 */
@@ -36,7 +37,6 @@ export interface BuiltInToolsOptions {
 
 export const DEFAULT_TOOL_RESULT_CHARS = 100_000;
 const MAX_GREP_FILE_BYTES = 2_000_000;
-const GREP_MEMORY_MB = 64;
 export const MAX_GREP_PATTERN_CHARS = 1_000;
 /** A matched line longer than this is shown as this many characters around its match (cut in the search thread). */
 export const MAX_GREP_LINE_CHARS = 1_000;
@@ -136,6 +136,7 @@ export function createBuiltInTools({
   allow = [],
   maxResultChars = DEFAULT_TOOL_RESULT_CHARS,
   grepTimeoutMs = 10_000,
+  grepMemoryMb = 64,
   grepThreads = 2,
   grepMaxFiles = 20_000,
   maxReadBytes = 10_000_000,
@@ -242,7 +243,7 @@ export function createBuiltInTools({
         maxLineChars: MAX_GREP_LINE_CHARS,
         maxOutputChars,
       },
-      { timeoutMs: grepTimeoutMs, memoryMb: GREP_MEMORY_MB, signal: cancellationSignal(), slots: searchSlots },
+      { timeoutMs: grepTimeoutMs, memoryMb: grepMemoryMb, signal: cancellationSignal(), slots: searchSlots },
     );
     const notes: Record<NonNullable<GrepOutcome['stoppedAt']>, string> = {
       results: `stopped after ${maxResults} matches`,

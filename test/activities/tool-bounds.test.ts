@@ -203,6 +203,14 @@ describe('built-in tools stay bounded whatever the model asks', () => {
     });
   });
 
+  it("grep's search thread stops at grepMemoryMb, with the note the model reads", async () => {
+    const search = { pattern: 'line', path: 'big.txt' };
+    const roomy = (await run(createBuiltInTools({ root }).grep, search)) as string;
+    expect(roomy).not.toContain('memory limit');
+    const tight = (await run(createBuiltInTools({ root, grepMemoryMb: 1 }).grep, search)) as string;
+    expect(tight).toContain('[stopped: the search went over its memory limit; give a narrower path]');
+  });
+
   it('refuses a pattern longer than its limit, and one with bad syntax, as arguments the model reads', async () => {
     const tools = createBuiltInTools({ root });
     const long = await failureOf(() => run(tools.grep, { pattern: 'a'.repeat(MAX_GREP_PATTERN_CHARS + 1) }));
