@@ -24,11 +24,9 @@ import type { CompactionResult, Summarizer } from '../core/types.js';
 import { validateAnthropic, type AnthropicConversation } from '../core/formats/anthropic-schema.js';
 import { formatView, type AnyCompactionResult } from '../core/formats/format.js';
 import { withRootCause } from '../llm/openai-adapter.js';
-import { installQuietTelemetryRuntime } from '../telemetry/metrics.js';
 import { payloadConverterFromConfig } from '../payloads/index.js';
 import { summarizerFromConfig } from '../worker/summarizer-from-config.js';
 import { connectTemporal } from '../worker/temporal-connection.js';
-import { createWorker, workflowCode } from '../worker/create-worker.js';
 import type { CompactConversationInput, compactConversation } from '../workflows/compact-conversation.js';
 import { describeFileShape, type ConversationFile } from './conversation-file.js';
 
@@ -417,6 +415,11 @@ export async function compactViaWorkflow(run: CompactRun, client: Client): Promi
 
   const taskQueue = `${config.taskQueue}-cli-${randomUUID().slice(0, 8)}`;
   const { summarizer, describe } = summarizerFromConfig(config);
+  // The worker package loads only here, for the worker this process starts (CLI start-up: see connectTemporal).
+  const [{ createWorker, workflowCode }, { installQuietTelemetryRuntime }] = await Promise.all([
+    import('../worker/create-worker.js'),
+    import('../telemetry/metrics.js'),
+  ]);
   // Without a prebuilt bundle (COMPACTOR_WORKFLOW_BUNDLE) the worker bundles the workflows as it starts.
   const bundling = workflowCode({ workflowBundlePath: config.workflowBundle }).workflowsPath !== undefined;
   progress(

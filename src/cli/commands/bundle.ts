@@ -3,11 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve, sep } from 'node:path';
-import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
 import { configFlagsFromArgs, readSettings } from '../../config.js';
-import { tracingWorkflowInterceptorModules } from '../../telemetry/tracing.js';
-import { workerBuildId } from '../../worker/plugin.js';
-import { compactorWorkflowsPath, withOurWorkflows } from '../../worker/workflow-bundling.js';
 import { withoutDataSources } from '../bundle-source-map.js';
 import { noArguments, UsageError, type CliCommand } from '../command.js';
 
@@ -66,6 +62,15 @@ export const bundle: CliCommand = {
     if (workflows !== undefined && (typeof workflows !== 'string' || !existsSync(resolve(workflows))))
       throw new UsageError(`--workflows: ${JSON.stringify(workflows)} does not exist`);
     const { tracing } = readSettings(['tracing'], { env: context.io.env, flags: configFlagsFromArgs(context.values) });
+    // The worker package and its bundler load only for this command, not for every start of the CLI.
+    const [{ bundleWorkflowCode, DefaultLogger }, { tracingWorkflowInterceptorModules }, { workerBuildId }, bundling] =
+      await Promise.all([
+        import('@temporalio/worker'),
+        import('../../telemetry/tracing.js'),
+        import('../../worker/plugin.js'),
+        import('../../worker/workflow-bundling.js'),
+      ]);
+    const { compactorWorkflowsPath, withOurWorkflows } = bundling;
     const ourRoot = resolve(dirname(compactorWorkflowsPath()), '..', '..');
     const parts = new Map<string, number>();
     const { workflowsPath, webpackConfigHook } = withOurWorkflows({

@@ -1,6 +1,5 @@
 // Node only: `temporal-compactor worker` — a compactor worker until SIGINT/SIGTERM.
 import { configFlagsFromArgs } from '../../config.js';
-import { runWorker } from '../../worker/create-worker.js';
 import { noArguments, type CliCommand } from '../command.js';
 
 export const worker: CliCommand = {
@@ -12,6 +11,8 @@ export const worker: CliCommand = {
   ],
   async run(context) {
     noArguments(context);
+    // The worker package loads only for this command, not for every start of the CLI.
+    const { runWorker } = await import('../../worker/create-worker.js');
     await runWorker(context.io.env, configFlagsFromArgs(context.values));
     return 0;
   },
