@@ -10,8 +10,7 @@ export function canonicalArguments(args: string): string {
   // Models nearly always write compact JSON with keys in order: a scan finds that faster than a parse.
   if (isCanonicalJson(args)) return args;
   try {
-    const parsed: unknown = JSON.parse(args);
-    return JSON.stringify(inKeyOrder(parsed) ? parsed : sortKeys(parsed));
+    return JSON.stringify(sortKeys(JSON.parse(args)));
   } catch {
     return args.trim();
   }
@@ -81,19 +80,6 @@ function canonicalStringEnd(text: string, at: number, escapes: boolean): number 
 }
 
 const STRINGIFY_ESCAPES = new Set([0x22, 0x5c, 0x62, 0x66, 0x6e, 0x72, 0x74]);
-
-function inKeyOrder(value: unknown): boolean {
-  if (Array.isArray(value)) return value.every(inKeyOrder);
-  if (typeof value !== 'object' || value === null) return true;
-  const record = value as Record<string, unknown>;
-  let previous: string | undefined;
-  for (const key of Object.keys(record)) {
-    if (key === '__proto__' || (previous !== undefined && !(previous < key))) return false;
-    if (!inKeyOrder(record[key])) return false;
-    previous = key;
-  }
-  return true;
-}
 
 function sortKeys(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(sortKeys);

@@ -33,7 +33,7 @@ import {
   type SummaryInput,
 } from './fold.js';
 import { foldInstruction, requestFits } from './pieces.js';
-import { capMiddle, summaryInstruction, type InstructionText } from './transcript.js';
+import { baseInstruction, capMiddle, tooLongInstruction, type InstructionText } from './transcript.js';
 import { truncateToFit } from './truncation.js';
 import { keepUserWords } from './user-words.js';
 import type { CompactionResult, FallbackReason, TokenCounter } from '../types.js';
@@ -145,7 +145,7 @@ function* summaryAndRetry(
   if (assembly.accepts(assembly.assembledOf(firstText))) {
     if (retryNames.length === 0) return withPieces(assembly.accepted(firstText) ?? assembly.trimmed(TOO_LONG), input);
     // Taken only when it keeps more.
-    const instruction = `${summaryInstruction(undefined, text)}\n\n${coverageRetryText(retryNames, firstText.length)}`;
+    const instruction = `${baseInstruction(text)}\n\n${coverageRetryText(retryNames, firstText.length)}`;
     const retry = yield* ask(
       summaryStep(pass, input, 'coverage', instruction, withIdentifiers(text, retryNames), fold),
     );
@@ -158,7 +158,7 @@ function* summaryAndRetry(
   }
 
   // The proof failed: one tighter request, accepted only if it fits and is shorter.
-  const tighter = summaryInstruction(firstText.length, text);
+  const tighter = tooLongInstruction(firstText.length, text);
   const named = retryNames.length > 0;
   const retryText = named ? `${tighter}\n${coverageRetryText(retryNames)}` : tighter;
   const retryCall = named ? withIdentifiers(text, retryNames) : text;
@@ -177,7 +177,7 @@ function* summaryAndRetry(
  */
 function firstSummaryStep(pass: Pass, assembly: Assembly, input: SummaryInput, fold: Fold): SummarizeStep | undefined {
   const { text } = pass;
-  const instruction = summaryInstruction(undefined, text);
+  const instruction = baseInstruction(text);
   const required = pass.options.summaryCoverage === 'retry' ? assembly.required() : [];
   if (required.length > 0) {
     const named = summaryStep(

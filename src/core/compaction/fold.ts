@@ -13,13 +13,7 @@ import {
 } from './calibration.js';
 import type { Pass } from './pass.js';
 import { cutPieces, foldedMiddle } from './pieces.js';
-import {
-  requestChars,
-  requestFor,
-  summarizerMessages,
-  summaryInstruction,
-  type InstructionText,
-} from './transcript.js';
+import { baseInstruction, requestChars, requestFor, summarizerMessages, type InstructionText } from './transcript.js';
 import type { ChatMessage, FallbackReason, SummarizeRequest, Usage } from '../types.js';
 
 export interface SummarizeStep {
@@ -65,8 +59,6 @@ export interface SummaryInput {
   middle: ChatMessage[];
   piece: SummarizeStep['piece'];
 }
-
-export type FoldEnd = FallbackReason;
 
 export function failureOf(outcome: SummarizeOutcome, what: string): FallbackReason | undefined {
   if (outcome.kind === 'cancelled') return { cause: 'cancelled', message: `the ${what} was cancelled` };
@@ -133,7 +125,7 @@ export class Fold {
     return true;
   }
 
-  endOf(outcome: SummarizeOutcome, what: string): FoldEnd {
+  endOf(outcome: SummarizeOutcome, what: string): FallbackReason {
     const said = outcome.kind === 'failed' || outcome.kind === 'overflow' ? `: ${outcome.message}` : '';
     if (sizeFailure(outcome) !== undefined && this.recuts >= MAX_RECUTS)
       return {
@@ -149,9 +141,9 @@ export class Fold {
  * so far; returns that request's input. A bill that changes the planned window, or a piece failed for
  * its size, cuts the rest again; another failure, or too many re-cuts, ends the fold.
  */
-export function* foldPieces(fold: Fold): Generator<SummarizeStep, SummaryInput | FoldEnd, SummarizeOutcome> {
+export function* foldPieces(fold: Fold): Generator<SummarizeStep, SummaryInput | FallbackReason, SummarizeOutcome> {
   const { text, aim, options } = fold.pass;
-  const instruction = summaryInstruction(undefined, text);
+  const instruction = baseInstruction(text);
   for (;;) {
     const window = plannedWindow(options.summarizerContextWindow, fold.calibration);
     if (window === undefined) return { middle: fold.rest, piece: undefined };

@@ -6,7 +6,7 @@ import type { CallOverrides, ResolvedOptions } from './options.js';
 import { elide, elisionEnds, messagesAt, startPass, triggerOf, type Pass } from './pass.js';
 import { newCalibration, plannedWindow, type SummarizerCalibration } from './calibration.js';
 import { cutPieces } from './pieces.js';
-import { capMiddle, summaryInstruction } from './transcript.js';
+import { baseInstruction, capMiddle } from './transcript.js';
 import { keepUserWords } from './user-words.js';
 import type { CompactionPlan, TokenCounter } from '../types.js';
 
@@ -65,7 +65,7 @@ function summaryPiecesOf(pass: Pass, window: number): number | undefined {
   if (planned.middle.length === 0) return undefined;
   const contents = elidedContents(planned.middle, elided.elisions);
   const seen = capMiddle(messagesAt(pass.input, planned.middle), options.toolResultCap, contents);
-  const instruction = summaryInstruction(undefined, pass.text);
+  const instruction = baseInstruction(pass.text);
   const cut = cutPieces(seen, instruction, pass.text.summaryInstructions, aim.counter, window);
   return cut === undefined || cut === 'unfit' ? undefined : cut.pieces.length;
 }

@@ -98,15 +98,8 @@ export function seenMessage(
   // A message already in that shape is kept: no copy of most of a long middle.
   const callsSeen = calls === undefined || everyCallSeen(calls, toolResultCap);
   if (content === message.content && callsSeen && inSeenShape(message)) return message;
-  if (calls === undefined) {
-    if (callId === undefined) return name === undefined ? { role, content } : { role, content, name };
-    return name === undefined ? { role, content, tool_call_id: callId } : { role, content, tool_call_id: callId, name };
-  }
-  const seen: ChatMessage = {
-    role,
-    content,
-    tool_calls: callsSeen ? calls : seenCalls(calls, toolResultCap),
-  };
+  const seen: ChatMessage = { role, content };
+  if (calls !== undefined) seen.tool_calls = callsSeen ? calls : seenCalls(calls, toolResultCap);
   if (callId !== undefined) seen.tool_call_id = callId;
   if (name !== undefined) seen.name = name;
   return seen;
@@ -246,10 +239,6 @@ function nameOf(message: ChatMessage, toolNames: Map<string, string>): string {
 export function renderContent(content: ChatMessage['content']): string {
   if (content === null || typeof content === 'string') return contentText(content);
   return content.map((part) => (part.type === 'text' ? contentText([part]) : describeNonTextPart(part))).join('');
-}
-
-export function summaryInstruction(previousSummaryChars?: number, text: InstructionText = {}): string {
-  return previousSummaryChars === undefined ? baseInstruction(text) : tooLongInstruction(previousSummaryChars, text);
 }
 
 /** The request for an instruction and a capped middle; `instructions` and `task` are in `instruction` already. */

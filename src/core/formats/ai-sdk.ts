@@ -1,6 +1,6 @@
 // Sandbox-safe: the AI SDK format mapped to the engine's chat messages through a view (view.ts), and back.
 import { isRecord } from '../schema.js';
-import type { ContentPart, ToolCall } from '../types.js';
+import type { ContentPart } from '../types.js';
 import {
   validateAiSdk,
   type AiSdkMessage,
@@ -46,21 +46,20 @@ export function aiSdkView(conversation: unknown): FormatView<AiSdkCompactionResu
     const { role, content } = message;
     if (typeof content === 'string') return engine.push({ role: role === 'tool' ? 'user' : role, content }, origin);
     if (role === 'system' || role === 'user') return engine.push({ role, content }, origin);
-    if (role === 'assistant') {
-      const calls: ToolCall[] = [];
-      const parts: ContentPart[] = [];
-      for (const part of content) {
-        // A provider-executed call has its result beside it: it stays a part of the message.
-        if (isToolCall(part) && part.providerExecuted !== true)
-          calls.push({
-            id: part.toolCallId,
-            type: 'function',
-            function: { name: part.toolName, arguments: JSON.stringify(part.input ?? {}) },
-          });
-        else parts.push(part);
-      }
-      return engine.pushAssistant(parts, calls, origin);
-    }
+    if (role === 'assistant')
+      // A provider-executed call has its result beside it: it stays a part of the message.
+      return engine.pushAssistant(
+        content,
+        (part) =>
+          isToolCall(part) && part.providerExecuted !== true
+            ? {
+                id: part.toolCallId,
+                type: 'function',
+                function: { name: part.toolName, arguments: JSON.stringify(part.input ?? {}) },
+              }
+            : undefined,
+        origin,
+      );
     engine.pushUserParts(index, content, (part) =>
       isToolResult(part)
         ? { role: 'tool', tool_call_id: part.toolCallId, content: outputContent(part.output) }

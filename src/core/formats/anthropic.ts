@@ -1,5 +1,4 @@
 // Sandbox-safe: the Anthropic Messages format mapped to the engine's chat messages through a view (view.ts), and back.
-import type { ContentPart, ToolCall } from '../types.js';
 import {
   validateAnthropic,
   type AnthropicBlock,
@@ -35,20 +34,15 @@ export function anthropicView(conversation: unknown): FormatView<AnthropicCompac
     const origin = { message: index };
     if (typeof message.content === 'string')
       return engine.push({ role: message.role, content: message.content }, origin);
-    if (message.role === 'assistant') {
-      const calls: ToolCall[] = [];
-      const parts: ContentPart[] = [];
-      for (const block of message.content) {
-        if (isToolUse(block))
-          calls.push({
-            id: block.id,
-            type: 'function',
-            function: { name: block.name, arguments: JSON.stringify(block.input) },
-          });
-        else parts.push(block);
-      }
-      return engine.pushAssistant(parts, calls, origin);
-    }
+    if (message.role === 'assistant')
+      return engine.pushAssistant(
+        message.content,
+        (block) =>
+          isToolUse(block)
+            ? { id: block.id, type: 'function', function: { name: block.name, arguments: JSON.stringify(block.input) } }
+            : undefined,
+        origin,
+      );
     engine.pushUserParts(index, message.content, (block) =>
       isToolResult(block) ? { role: 'tool', tool_call_id: block.tool_use_id, content: block.content ?? '' } : undefined,
     );

@@ -48,7 +48,19 @@ export class EngineMessages {
     this.origins.push(origin);
   }
 
-  pushAssistant(parts: ContentPart[], calls: ToolCall[], origin: Origin): void {
+  /** An assistant message of parts: those `callOf` reads as a tool call become its `tool_calls`. */
+  pushAssistant<Part extends ContentPart>(
+    content: readonly Part[],
+    callOf: (part: Part) => ToolCall | undefined,
+    origin: Origin,
+  ): void {
+    const calls: ToolCall[] = [];
+    const parts: ContentPart[] = [];
+    for (const part of content) {
+      const call = callOf(part);
+      if (call === undefined) parts.push(part);
+      else calls.push(call);
+    }
     if (calls.length === 0) this.push({ role: 'assistant', content: parts }, origin);
     else this.push({ role: 'assistant', content: parts.length === 0 ? null : parts, tool_calls: calls }, origin);
   }
