@@ -1,6 +1,5 @@
-// Sandbox-safe: what a compaction learns of its summarizer's tokens and window from its answers — billed
-// prompt tokens, a refusal's stated numbers (docs/design.md#summarizer-overflow). Pure: the same
-// answers teach the same numbers, in workflow code as in-process.
+// Sandbox-safe and pure: what a compaction learns of its summarizer's tokens and window from billed prompt
+// tokens and a refusal's stated numbers (docs/design.md#summarizer-overflow).
 import { MIN_SUMMARIZER_CONTEXT_WINDOW, SUMMARY_OUTPUT_SHARE } from './options.js';
 import { inputRoom } from './pieces.js';
 

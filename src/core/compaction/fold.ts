@@ -1,7 +1,5 @@
-// Sandbox-safe: the steps the engine asks its driver for, and the fold that keeps each within the
-// summarizer's window: the middle cut in pieces, each request carrying the summary so far; a request
-// refused for its size or past its deadline teaches the calibration and the rest is cut again smaller
-// (docs/design.md#summarizer-window, docs/design.md#summarizer-overflow).
+// Sandbox-safe: the steps the engine asks its driver for, and the fold that keeps each within the summarizer's
+// window (docs/design.md#summarizer-window, docs/design.md#summarizer-overflow).
 import {
   calibrate,
   learnFromFailure,
@@ -28,10 +26,7 @@ export interface SummarizeStep {
   transcript: { messages: number; characters: number };
 }
 
-/**
- * How the driver's attempt ended: `failed` after every attempt allowed (or a rejection, or a deadline,
- * not retried); `overflow` when the summarizer refused it as over its window, with the numbers it stated.
- */
+/** `failed`: after every attempt (a rejection or a deadline: not retried); `overflow`: refused as over the window. */
 export type SummarizeOutcome =
   | { kind: 'summary'; text: string; usage?: Usage }
   | { kind: 'failed'; reason: 'rejected' | 'exhausted' | 'deadline'; message: string }
@@ -137,9 +132,8 @@ export class Fold {
 }
 
 /**
- * The pieces of what is left of the middle before the summary's own request, each sent with the summary
- * so far; returns that request's input. A bill that changes the planned window, or a piece failed for
- * its size, cuts the rest again; another failure, or too many re-cuts, ends the fold.
+ * The pieces before the summary's own request, each with the summary so far; returns that request's input. A bill
+ * that changes the planned window, or a piece failed for its size, cuts the rest again; other failures end the fold.
  */
 export function* foldPieces(fold: Fold): Generator<SummarizeStep, SummaryInput | FallbackReason, SummarizeOutcome> {
   const { text, aim, options } = fold.pass;

@@ -1,5 +1,4 @@
-// Sandbox-safe: whether a conversation needs compaction now (docs/design.md#needs-compaction), and
-// how many pieces its summary would take: the rules of a pass, asked without running one.
+// Sandbox-safe: whether a conversation needs compaction now, and in how many pieces (docs/design.md#needs-compaction).
 import { epochPays, planWindow, summarizedLastRound, worthStarting } from './economics.js';
 import { applyElisions, elidedContents, elides, planPassElisions } from './elision.js';
 import type { CallOverrides, ResolvedOptions } from './options.js';

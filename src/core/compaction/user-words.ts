@@ -17,11 +17,8 @@ export interface UserWords {
   keptTokens: number;
 }
 
-/**
- * The user messages of the middle that are the user's own words: not a summary or a trim marker, and not
- * inside a tool-call turn (keeping a format's user message that also held tool results would split it).
- */
-export function userWordsOf(messages: readonly ChatMessage[], regions: Regions): number[] {
+/** The middle's user messages that are the user's words: no summary, trim marker, or message inside a tool-call turn. */
+function userWordsOf(messages: readonly ChatMessage[], regions: Regions): number[] {
   const { groupOf, lastOf } = regions.groups;
   const eligible: number[] = [];
   let reach = -1;

@@ -44,12 +44,6 @@ export function formatView(
   format: MessageFormat,
   conversation: unknown,
 ): FormatView<FormatCompactionResult> | undefined {
-  switch (format) {
-    case 'openai':
-      return undefined;
-    case 'anthropic':
-      return anthropicView(conversation);
-    case 'ai-sdk':
-      return aiSdkView(conversation);
-  }
+  if (format === 'openai') return undefined;
+  return format === 'anthropic' ? anthropicView(conversation) : aiSdkView(conversation);
 }

@@ -167,10 +167,7 @@ function mapBack<Message>(
     output.push(stubs.size === 0 ? message : withStubs(message, stubs));
   }
 
-  let dropped = 0;
-  sources.forEach((_, index) => {
-    if (!emitted.has(index)) dropped += 1;
-  });
+  const dropped = sources.length - emitted.size;
   const { messages: _engineMessages, elisions: engineElisions, cutIndex, userMessages, ...counts } = result;
   return {
     ...counts,
