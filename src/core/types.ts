@@ -1,15 +1,7 @@
 // Sandbox-safe: plain types shared by every layer (core, workflows, activities, drivers).
 
 /** A text part or any other content part a provider accepts (images, audio, ...). */
-export interface TextPart {
-  type: 'text';
-  text: string;
-}
-export interface OtherPart {
-  type: string;
-  [key: string]: unknown;
-}
-export type ContentPart = TextPart | OtherPart;
+export type ContentPart = { type: 'text'; text: string } | { type: string; [key: string]: unknown };
 
 export interface ToolCall {
   id: string;
@@ -18,15 +10,13 @@ export interface ToolCall {
   [key: string]: unknown;
 }
 
-export type Role = 'system' | 'developer' | 'user' | 'assistant' | 'tool';
-
 /**
  * An OpenAI chat-completions message plus the harness flags `sticky` (kept in place through every
  * compaction) and `depth` (an injection at a fixed depth, sticky too), which `toProviderMessages`
  * strips. Unknown provider fields are preserved verbatim.
  */
 export interface ChatMessage {
-  role: Role;
+  role: 'system' | 'developer' | 'user' | 'assistant' | 'tool';
   content: string | null | ContentPart[];
   tool_calls?: ToolCall[];
   tool_call_id?: string;

@@ -70,16 +70,10 @@ interface CountCache {
   counts: Map<string, number>;
   chars: number;
 }
-const countCaches = new Map<BpeEncodingName, CountCache>();
-
-function countCacheFor(encoding: BpeEncodingName): CountCache {
-  let cache = countCaches.get(encoding);
-  if (cache === undefined) {
-    cache = { counts: new Map(), chars: 0 };
-    countCaches.set(encoding, cache);
-  }
-  return cache;
-}
+const countCaches: Record<BpeEncodingName, CountCache> = {
+  o200k_base: { counts: new Map(), chars: 0 },
+  cl100k_base: { counts: new Map(), chars: 0 },
+};
 
 function remember(cache: CountCache, text: string, tokens: number): void {
   if (text.length > BPE_CACHE_CHARS) return;
@@ -95,7 +89,7 @@ function remember(cache: CountCache, text: string, tokens: number): void {
 /** The BPE tokens of one text; a run longer than {@link BPE_RUN_SLICE} is encoded in slices. */
 export function countTextTokens(text: string, encoding: BpeEncodingName = 'o200k_base'): number {
   if (text.length < CACHE_MIN_CHARS) return tokenize(text, encoding);
-  const cache = countCacheFor(encoding);
+  const cache = countCaches[encoding];
   const remembered = cache.counts.get(text);
   if (remembered !== undefined) return remembered;
   const tokens = tokenize(text, encoding);
@@ -123,10 +117,7 @@ function assertTokenAmount(name: string, value: number): void {
     throw new InvalidInputError(`options.${name}`, 'must be a non-negative finite number');
 }
 
-/**
- * A BPE counter counting as OpenAI's cookbook (`num_tokens_from_messages`) does; ids, the harness flags
- * and provider extras are not counted. Additive, so removing messages never increases it.
- */
+/** Counts as OpenAI's cookbook (`num_tokens_from_messages`): ids, harness flags and extras not counted; additive. */
 export function createBpeCounter(options: BpeCounterOptions = {}): TokenCounter {
   const {
     encoding = 'o200k_base',

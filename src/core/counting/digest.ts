@@ -135,6 +135,7 @@ export function serializeMessage(message: ChatMessage): string {
   return JSON.stringify(providerMessage);
 }
 
+/** `sha256Hex(JSON.stringify(toProviderMessages(messages.slice(0, count))))`; a spurious difference costs a `UsageCounter` only a fallback. */
 export function digestMessagePrefix(messages: readonly ChatMessage[], count: number = messages.length): string {
   const end = Math.max(0, Math.min(count, messages.length));
   const hash = new Sha256().update('[');
@@ -144,9 +145,4 @@ export function digestMessagePrefix(messages: readonly ChatMessage[], count: num
     hash.update(message === undefined ? 'null' : serializeMessage(message));
   }
   return hash.update(']').digestHex();
-}
-
-/** `sha256Hex(JSON.stringify(toProviderMessages(messages)))`; a spurious difference costs a `UsageCounter` only a fallback. */
-export function digestMessages(messages: readonly ChatMessage[]): string {
-  return digestMessagePrefix(messages, messages.length);
 }

@@ -1,5 +1,4 @@
-// Sandbox-safe: the width and height of an image from the first bytes of its base64 data, and what the
-// providers charge for it. No Buffer, no atob: only the bytes a header needs are decoded.
+// Sandbox-safe: an image's size from the first bytes of its base64 data (no Buffer, no atob), and what providers charge.
 import { InvalidInputError } from '../errors.js';
 
 export type ImageFormat = 'png' | 'jpeg' | 'gif' | 'webp';
@@ -23,10 +22,7 @@ const SEXTETS: Int8Array = (() => {
 /** Markers a JPEG walk passes before giving up: real files reach their frame header within a dozen. */
 const JPEG_MAX_SEGMENTS = 256;
 
-/**
- * Random access to the bytes of base64 text, without decoding what precedes them. A character outside
- * the alphabet reads as the end; whitespace sets `wrapped` (the caller strips it and reads again).
- */
+/** The bytes of base64 text, read without decoding what precedes them; whitespace sets `wrapped` (strip, read again). */
 class Base64Bytes {
   private group = -1;
   private readonly bytes = [0, 0, 0];

@@ -30,9 +30,8 @@ export interface RequestCounter extends TokenCounter {
 }
 
 /**
- * `counter.count(messages) + toolTokens + perRequest`: `toolTokens` is the JSON of `tools` in one system
- * message, counted once (OpenAI renders tools more compactly: the safe side). Wrap an estimator, not a
- * `UsageCounter`, whose billed counts already include them.
+ * `counter.count(messages) + toolTokens + perRequest`, `toolTokens` the JSON of `tools` as one system message (OpenAI
+ * renders them more compactly: the safe side). Wrap an estimator: a `UsageCounter`'s billed counts include them.
  */
 export function withRequestFraming(counter: TokenCounter, options: RequestFramingOptions = {}): RequestCounter {
   const { tools = [], perRequest = 0 } = options;
