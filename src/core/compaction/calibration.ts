@@ -61,7 +61,6 @@ function knownWindow(option: number | undefined, { window }: SummarizerCalibrati
   return option === undefined || window === undefined ? (option ?? window) : Math.min(option, window);
 }
 
-/** What a refused or timed-out request teaches. */
 export interface RequestFailure {
   kind: 'overflow' | 'deadline';
   /** The window the refusal stated, in the summarizer's tokens. */

@@ -230,13 +230,3 @@ const overSummarizerWindow: SummarizeOutcome = {
 function* ask(built: SummarizeStep | undefined): Generator<SummarizeStep, SummarizeOutcome, SummarizeOutcome> {
   return built === undefined ? overSummarizerWindow : yield built;
 }
-
-/** Runs the step machine with a synchronous answer per step. */
-export function runCompactionSteps(
-  steps: CompactionSteps,
-  answer: (step: SummarizeStep) => SummarizeOutcome,
-): CompactionResult {
-  let next = steps.next();
-  while (next.done !== true) next = steps.next(answer(next.value));
-  return next.value;
-}

@@ -19,7 +19,6 @@ export function durationTextMs(text: string): number | undefined {
   return amount === undefined || unit === undefined ? undefined : Number(amount) * (units[unit] ?? 1);
 }
 
-/** Parses a `Duration` to whole milliseconds; throws `InvalidInputError` naming `field`. */
 export function parseDuration(value: Duration, field: string): number {
   if (typeof value === 'number') {
     if (Number.isFinite(value) && value >= 0) return Math.round(value);
@@ -213,7 +212,6 @@ export function checkKeepUserMessages(value: unknown, field: string): boolean | 
   throw new InvalidInputError(field, `must be true or false, got ${JSON.stringify(value)}`);
 }
 
-/** The instruction text of a call: its overrides over the options. */
 export function instructionTextOf(
   options: ResolvedOptions,
   overrides: CallOverrides,

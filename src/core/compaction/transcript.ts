@@ -297,7 +297,6 @@ const transcriptChars = new WeakMap<readonly ChatMessage[], number>();
 
 const summaryHeader = /^\[Summary by the harness of \d+ earlier messages\]\n\n/;
 
-/** True for the synthetic message a summarizing compaction leaves. */
 export function isSummaryMessage(message: ChatMessage): boolean {
   return message.role === 'user' && typeof message.content === 'string' && summaryHeader.test(message.content);
 }

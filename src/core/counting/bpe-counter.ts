@@ -4,6 +4,7 @@ import cl100kBaseRanks from 'gpt-tokenizer/bpeRanks/cl100k_base';
 import o200kBaseRanks from 'gpt-tokenizer/bpeRanks/o200k_base';
 import { InvalidInputError } from '../errors.js';
 import { isTextPart, nonTextPartTokens } from './parts.js';
+import { assertTokenAmount } from './tokens.js';
 import type { ChatMessage, TokenCounter } from '../types.js';
 
 /** `o200k_base` (GPT-4o, GPT-4.1, GPT-5, o-series) or `cl100k_base` (GPT-4, GPT-3.5). */
@@ -112,11 +113,6 @@ function tokenize(text: string, encoding: BpeEncodingName): number {
   return tokens + encoder.countTokens(segmentStart === 0 ? text : text.slice(segmentStart), ORDINARY_TEXT);
 }
 
-function assertTokenAmount(name: string, value: number): void {
-  if (!Number.isFinite(value) || value < 0)
-    throw new InvalidInputError(`options.${name}`, 'must be a non-negative finite number');
-}
-
 /** Counts as OpenAI's cookbook (`num_tokens_from_messages`): ids, harness flags and extras not counted; additive. */
 export function createBpeCounter(options: BpeCounterOptions = {}): TokenCounter {
   const {
@@ -132,7 +128,7 @@ export function createBpeCounter(options: BpeCounterOptions = {}): TokenCounter 
     throw new InvalidInputError('options.encoding', `must be one of ${BPE_ENCODING_NAMES.join(', ')}`);
   }
   for (const [name, value] of Object.entries({ perMessage, perRequest, perName, perToolCall, perNonTextPart }))
-    if (value !== undefined) assertTokenAmount(name, value);
+    assertTokenAmount(name, value);
 
   const roleTokens = new Map<string, number>();
   const textTokens = (text: string): number => {
