@@ -1,9 +1,6 @@
 // Sandbox-safe: typed errors, failure type strings and the status classification (docs/design.md#failures).
 
-/**
- * Every failure type, as the `type` of a Temporal `ApplicationFailure`: the path names the string
- * (`FailureType.Chat.Rejected` is `'Chat.Rejected'`). docs/design.md#failure-types says what each means.
- */
+/** Every failure type, as an `ApplicationFailure`'s `type`: `FailureType.Chat.Rejected` is `'Chat.Rejected'` (docs/design.md#failure-types). */
 export const FailureType = {
   /** `compact`, `compactConversation` and every boundary that validates input. */
   Compaction: {

@@ -11,9 +11,8 @@ export interface ToolCall {
 }
 
 /**
- * An OpenAI chat-completions message plus the harness flags `sticky` (kept in place through every
- * compaction) and `depth` (an injection at a fixed depth, sticky too), which `toProviderMessages`
- * strips. Unknown provider fields are preserved verbatim.
+ * An OpenAI chat message plus the harness flags `sticky` (kept in place) and `depth` (an injection at a fixed depth,
+ * sticky too), which `toProviderMessages` strips. Unknown provider fields are preserved verbatim.
  */
 export interface ChatMessage {
   role: 'system' | 'developer' | 'user' | 'assistant' | 'tool';
@@ -37,17 +36,11 @@ export interface Usage {
   totalTokens?: number;
 }
 
-/**
- * What the compactor sends to a summarizer (docs/design.md#summarizer-request), and the `summarize`
- * activity's input. A model is sent `summarizerMessages(request)`.
- */
+/** What a summarizer is sent (docs/design.md#summarizer-request), the `summarize` activity's input; a model gets `summarizerMessages(request)`. */
 export interface SummarizeRequest {
   /** The instruction: the system message a model is sent. */
   instruction: string;
-  /**
-   * The messages to summarize, cut at `toolResultCap`, with only role, content, tool calls and tool
-   * result ids. May be the caller's own objects: read them, never change them.
-   */
+  /** The messages to summarize, cut at `toolResultCap`, only role, content, calls and ids. May be the caller's: never change them. */
   middle: ChatMessage[];
   /** The caller's `summaryInstructions`, also in `instruction`, for a summarizer that works on structure. */
   instructions?: string;

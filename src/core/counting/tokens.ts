@@ -62,7 +62,6 @@ function partCharge(message: ChatMessage, perPart: number | undefined): PartChar
   return charge;
 }
 
-/** Throws naming `options.${name}` unless `value` is undefined or a non-negative finite number. */
 export function assertTokenAmount(name: string, value: number | undefined): void {
   if (value !== undefined && !(Number.isFinite(value) && value >= 0))
     throw new InvalidInputError(`options.${name}`, 'must be a non-negative finite number');

@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { Sha256, digestMessagePrefix } from './digest.js';
 import { InvalidInputError } from '../errors.js';
+import { checkWith } from '../schema.js';
 import { defaultCounter } from './tokens.js';
 import type { ChatMessage, TokenCounter } from '../types.js';
 
@@ -203,17 +204,8 @@ export class UsageCounter implements TokenCounter {
 
   /** Restores a counter from its `toJSON` state; an `InvalidInputError` names the offending field. */
   static fromJSON(state: unknown, estimator: TokenCounter = defaultCounter): UsageCounter {
-    const parsed = usageCounterStateSchema.safeParse(state);
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0];
-      if (issue === undefined) throw new InvalidInputError('state', 'invalid state');
-      const path = ['state', ...issue.path.map(String)];
-      if (issue.code === 'unrecognized_keys')
-        throw new InvalidInputError([...path, issue.keys[0] ?? ''].join('.'), 'unknown field');
-      throw new InvalidInputError(path.join('.'), issue.message);
-    }
+    const { calibration } = checkWith(usageCounterStateSchema, state, 'state');
     const counter = new UsageCounter({ estimator });
-    const { calibration } = parsed.data;
     if (calibration !== null) counter.calibration = { ...calibration, snapshots: undefined };
     return counter;
   }

@@ -37,7 +37,6 @@ function outputContent(output: AiSdkToolResultOutput): string | ContentPart[] {
   return typeof output.reason === 'string' ? output.reason : JSON.stringify(output);
 }
 
-/** Validates AI SDK messages and maps them to engine messages. */
 export function aiSdkView(conversation: unknown): FormatView<AiSdkCompactionResult> {
   const messages = validateAiSdk(conversation);
   const engine = new EngineMessages();

@@ -25,7 +25,6 @@ function isToolResult(block: AnthropicBlock): block is AnthropicToolResultBlock 
   return block.type === 'tool_result';
 }
 
-/** Validates an Anthropic conversation and maps it to engine messages. */
 export function anthropicView(conversation: unknown): FormatView<AnthropicCompactionResult> {
   const { messages, system, body } = validateAnthropic(conversation);
   const engine = new EngineMessages();

@@ -4,7 +4,6 @@ import { InvalidInputError } from '../errors.js';
 import { isRecord } from '../schema.js';
 import type { MessageFormat } from './format.js';
 
-/** The format names people read. */
 export const FORMAT_NAMES: Record<MessageFormat, string> = {
   openai: 'OpenAI chat',
   anthropic: 'Anthropic Messages',

@@ -33,10 +33,8 @@ export function formatOption(value: unknown, field: string): MessageFormat {
 /** A conversation in any format: OpenAI chat messages, an Anthropic conversation, AI SDK messages. */
 export type Conversation = readonly ChatMessage[] | AnthropicConversation | readonly AiSdkMessage[];
 
-/** The results of the formats that compact through a view. */
 export type FormatCompactionResult = AnthropicCompactionResult | AiSdkCompactionResult;
 
-/** A compaction in any format. */
 export type AnyCompactionResult = CompactionResult | FormatCompactionResult;
 
 /** The view of a conversation in `format`, or undefined for `openai` (the engine reads it as it is). Validates it. */

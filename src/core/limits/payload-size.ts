@@ -6,7 +6,6 @@ export const DEFAULT_PAYLOAD_LIMIT_BYTES = 2_000_000;
 /** The largest payload the store holds (the bound a reader trusts before allocating); larger ones fail on every retry. */
 export const MAX_STORED_PAYLOAD_BYTES = 64 * 1024 * 1024;
 
-/** The most a payload may hold, with or without external storage. */
 export function payloadBound(maxPayloadBytes: number, externalStorage: boolean): number {
   return externalStorage ? MAX_STORED_PAYLOAD_BYTES : maxPayloadBytes;
 }
