@@ -199,17 +199,12 @@ export function planElisions(
     newest[identity] = index;
   }
 
-  // Each stub's end, made once per call identity or tool name: a pass may make thousands of stubs.
-  const endOf = new Array<string | undefined>(count);
+  // Each stub's end, made once per tool name: a pass may make thousands of stubs.
   const ends = new Map<string, string>();
   const endFor = (message: ChatMessage, identity: number): string => {
-    let end = identity >= 0 ? endOf[identity] : undefined;
-    if (end === undefined) {
-      const toolName = (identity >= 0 ? names[identity] : undefined) ?? message.name ?? 'tool';
-      end = ends.get(toolName) ?? stubEnd(toolName);
-      ends.set(toolName, end);
-      if (identity >= 0) endOf[identity] = end;
-    }
+    const toolName = (identity >= 0 ? names[identity] : undefined) ?? message.name ?? 'tool';
+    const end = ends.get(toolName) ?? stubEnd(toolName);
+    ends.set(toolName, end);
     return end;
   };
 

@@ -73,8 +73,7 @@ export function failureOf(outcome: SummarizeOutcome, what: string): FallbackReas
 }
 
 function sizeFailure(outcome: SummarizeOutcome): RequestFailure | undefined {
-  if (outcome.kind === 'overflow')
-    return { kind: 'overflow', contextWindow: outcome.contextWindow, promptTokens: outcome.promptTokens };
+  if (outcome.kind === 'overflow') return outcome;
   return outcome.kind === 'failed' && outcome.reason === 'deadline' ? { kind: 'deadline' } : undefined;
 }
 

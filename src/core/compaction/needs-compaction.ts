@@ -16,8 +16,11 @@ export function needsCompactionCore(
   overrides: CallOverrides = {},
   counter?: TokenCounter,
 ): boolean {
-  const pass = startPass(messages, options, overrides, counter);
-  const { aim } = pass;
+  return needsOf(startPass(messages, options, overrides, counter));
+}
+
+function needsOf(pass: Pass): boolean {
+  const { aim, options } = pass;
   const lastRound = (): boolean =>
     summarizedLastRound(pass.input, pass.regions, options.keepRecent, pass.keepUserMessages);
   if (pass.tokensBefore > triggerOf(aim)) {
@@ -45,10 +48,11 @@ export function compactionPlanCore(
   counter?: TokenCounter,
   calibration: SummarizerCalibration = newCalibration(),
 ): CompactionPlan {
-  const needed = needsCompactionCore(messages, options, overrides, counter);
+  const pass = startPass(messages, options, overrides, counter);
+  const needed = needsOf(pass);
   const window = plannedWindow(options.summarizerContextWindow, calibration);
   if (!needed || window === undefined) return { needed };
-  const pieces = summaryPiecesOf(startPass(messages, options, overrides, counter), window);
+  const pieces = summaryPiecesOf(pass, window);
   return pieces === undefined ? { needed } : { needed, summaryPieces: pieces };
 }
 
