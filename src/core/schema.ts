@@ -1,5 +1,4 @@
-// Sandbox-safe: message validation at the public boundary (one zod schema, also the source of the
-// messages' JSON Schema), `isSticky`, `toProviderMessages`.
+// Sandbox-safe: message validation at the public boundary (one zod schema), `isSticky`, `toProviderMessages`.
 import { z } from 'zod';
 import { InvalidInputError } from './errors.js';
 import type { ChatMessage } from './types.js';

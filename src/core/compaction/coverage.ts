@@ -1,5 +1,4 @@
-// Sandbox-safe and pure: the coverage check of a summary (docs/design.md#coverage): the identifiers the
-// middle it replaces shares with what the conversation keeps.
+// Sandbox-safe and pure: which identifiers the middle shares with the rest a summary keeps (docs/design.md#coverage).
 import { contentText } from '../counting/tokens.js';
 import { CAP_MARKER, seenMessage } from './transcript.js';
 import type { ChatMessage, Coverage, ToolCall } from '../types.js';

@@ -1,5 +1,4 @@
-// Sandbox-safe: the steps the engine asks its driver for, and the fold that keeps each within the summarizer's
-// window (docs/design.md#summarizer-window, docs/design.md#summarizer-overflow).
+// Sandbox-safe: the steps the engine asks its driver for, and the fold that keeps them within the summarizer's window.
 import {
   calibrate,
   learnFromFailure,

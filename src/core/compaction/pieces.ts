@@ -1,5 +1,4 @@
-// Sandbox-safe and pure: a middle too large for the summarizer's own window, cut into pieces
-// summarized as a fold (docs/design.md#summarizer-window).
+// Sandbox-safe and pure: a middle too large for the summarizer's window, in pieces (docs/design.md#summarizer-window).
 import { SUMMARY_OUTPUT_SHARE } from './options.js';
 import {
   capText,

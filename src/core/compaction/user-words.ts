@@ -1,5 +1,4 @@
-// Sandbox-safe: the user's words (docs/design.md#user-words): with `keepUserMessages`, the newest user
-// messages of the middle stay verbatim in place, within `keepUserMessagesShare` of the budget.
+// Sandbox-safe: the user's words (docs/design.md#user-words): the middle's newest user messages kept verbatim.
 import type { Aim } from './options.js';
 import type { Regions } from './regions.js';
 import { isSummaryMessage } from './transcript.js';

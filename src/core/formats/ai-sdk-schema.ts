@@ -1,5 +1,4 @@
-// Sandbox-safe: AI SDK messages (`ModelMessage`, and the prompt a middleware sees): types, zod schemas of their
-// parts, validation naming a fault's path.
+// Sandbox-safe: AI SDK messages (also a middleware's prompt): types, zod schemas, validation naming a fault's path.
 import { z } from 'zod';
 import { InvalidInputError } from '../errors.js';
 import { checkWith, isRecord } from '../schema.js';

@@ -1,5 +1,4 @@
-// Sandbox-safe: the message formats a conversation may come in (docs/compaction.md#formats), and the
-// view a driver compacts a non-OpenAI conversation through (OpenAI chat, the engine's own, takes none).
+// Sandbox-safe: the message formats (docs/compaction.md#formats), and the view a non-OpenAI one is compacted through.
 import { InvalidInputError } from '../errors.js';
 import type { ChatMessage, CompactionResult } from '../types.js';
 import type { AiSdkMessage } from './ai-sdk-schema.js';

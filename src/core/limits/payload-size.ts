@@ -1,5 +1,4 @@
-// Sandbox-safe: a deterministic estimate of the bytes a value takes as a Temporal payload: a workflow
-// task that fails on an oversized payload is retried forever (docs/design.md#never-wedge).
+// Sandbox-safe: a deterministic estimate of the bytes a value takes as a Temporal payload (docs/design.md#never-wedge).
 /** The server's default `limit.blobSize.error` (2 MiB) less room for metadata: over it, a workflow task fails without end. */
 export const DEFAULT_PAYLOAD_LIMIT_BYTES = 2_000_000;
 
