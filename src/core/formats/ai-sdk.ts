@@ -9,7 +9,7 @@ import {
   type AiSdkToolResultOutput,
   type AiSdkToolResultPart,
 } from './ai-sdk-schema.js';
-import { EngineMessages, formatView, type FormatView, type MappedCompactionResult } from './view.js';
+import { EngineMessages, formatView, withPartStubs, type FormatView, type MappedCompactionResult } from './view.js';
 
 /** A compaction of AI SDK messages: positions (`elisions`, `cutIndex`, `dropped`) count the input's messages. */
 export type AiSdkCompactionResult = MappedCompactionResult<AiSdkMessage>;
@@ -74,14 +74,9 @@ export function aiSdkView(conversation: unknown): FormatView<AiSdkCompactionResu
 
 /** The message with the tool results at `stubs`' positions holding their stub as a text output (an error stays an error). */
 function withStubs(message: AiSdkMessage, stubs: ReadonlyMap<number, string>): AiSdkMessage {
-  if (typeof message.content === 'string') return message;
-  return {
-    ...message,
-    content: message.content.map((part, position) => {
-      const stub = stubs.get(position);
-      if (stub === undefined || !isToolResult(part)) return part;
-      const type = part.output.type.startsWith('error') ? 'error-text' : 'text';
-      return { ...part, output: { type, value: stub } };
-    }),
-  };
+  return withPartStubs(message, stubs, (part: AiSdkPart, value) =>
+    isToolResult(part)
+      ? { ...part, output: { type: part.output.type.startsWith('error') ? 'error-text' : 'text', value } }
+      : part,
+  );
 }

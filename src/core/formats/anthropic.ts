@@ -7,7 +7,7 @@ import {
   type AnthropicToolResultBlock,
   type AnthropicToolUseBlock,
 } from './anthropic-schema.js';
-import { EngineMessages, formatView, type FormatView, type MappedCompactionResult } from './view.js';
+import { EngineMessages, formatView, withPartStubs, type FormatView, type MappedCompactionResult } from './view.js';
 
 export type { FormatView };
 
@@ -60,12 +60,5 @@ export function anthropicView(conversation: unknown): FormatView<AnthropicCompac
 
 /** The message with the `tool_result` blocks at `stubs`' positions holding their stub as content (every other field kept). */
 function withStubs(message: AnthropicMessage, stubs: ReadonlyMap<number, string>): AnthropicMessage {
-  if (typeof message.content === 'string') return message;
-  return {
-    ...message,
-    content: message.content.map((block, position) => {
-      const stub = stubs.get(position);
-      return stub === undefined ? block : { ...block, content: stub };
-    }),
-  };
+  return withPartStubs(message, stubs, (block: AnthropicBlock, stub) => ({ ...block, content: stub }));
 }

@@ -90,6 +90,20 @@ export interface Rebuild<Message> {
   summary(content: string): Message;
 }
 
+/** `message` with the parts at `stubs`' positions replaced by `stubbed(part, stub)`. */
+export function withPartStubs<Part, Message extends { content: string | Part[] }>(
+  message: Message,
+  stubs: ReadonlyMap<number, string>,
+  stubbed: (part: Part, stub: string) => Part,
+): Message {
+  if (typeof message.content === 'string') return message;
+  const content = message.content.map((part, at) => {
+    const stub = stubs.get(at);
+    return stub === undefined ? part : stubbed(part, stub);
+  });
+  return { ...message, content };
+}
+
 export function formatView<Message, Result>(
   collected: EngineMessages,
   rebuild: Rebuild<Message>,
