@@ -6,7 +6,6 @@ import {
   missingFrom,
   requiredIdentifiers,
   withCarriedFacts,
-  type Coverage,
 } from './coverage.js';
 import type { WindowPlan } from './economics.js';
 import { hardTrim, trimMarkerOf } from './hard-trim.js';
@@ -14,7 +13,7 @@ import { finish, type Elided, type NameReplaced, type Pass } from './pass.js';
 import type { Regions } from './regions.js';
 import { summaryContent } from './transcript.js';
 import { userMessagesOf, type UserWords } from './user-words.js';
-import type { ChatMessage, CompactionResult, ContentPart, FallbackReason } from '../types.js';
+import type { ChatMessage, CompactionResult, ContentPart, Coverage, FallbackReason } from '../types.js';
 
 function assemble(messages: readonly ChatMessage[], regions: Regions, summary: string): ChatMessage[] {
   const first = regions.middle[0];

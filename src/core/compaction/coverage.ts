@@ -3,8 +3,6 @@ import { contentText } from '../counting/tokens.js';
 import { CAP_MARKER, seenMessage } from './transcript.js';
 import type { ChatMessage, Coverage, ToolCall } from '../types.js';
 
-export type { Coverage };
-
 /** At most this many identifiers are named in a retry or carried in one summary. */
 export const MAX_CARRIED_IDENTIFIERS = 40;
 

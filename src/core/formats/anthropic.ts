@@ -9,8 +9,6 @@ import {
 } from './anthropic-schema.js';
 import { EngineMessages, formatView, withPartStubs, type FormatView, type MappedCompactionResult } from './view.js';
 
-export type { FormatView };
-
 /** Positions (`elisions`, `cutIndex`, `dropped`) count the input's messages; token counts are the engine's. */
 export interface AnthropicCompactionResult extends MappedCompactionResult<AnthropicMessage> {
   /** When the input was a request body: that body with `messages` replaced, every other field as it came (the same values). */
