@@ -102,9 +102,7 @@ function stubOf(contentLength: number, end: string): string {
 const STUB_START = '[elided by the harness: ';
 
 function stubLength(contentLength: number, end: string): number {
-  let digits = 1;
-  for (let rest = contentLength; rest >= 10; rest = Math.floor(rest / 10)) digits += 1;
-  return STUB_START.length + digits + end.length;
+  return STUB_START.length + String(contentLength).length + end.length;
 }
 
 function stubEnd(toolName: string): string {

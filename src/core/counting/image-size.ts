@@ -164,18 +164,7 @@ export function imageSizeOfBase64(data: string): ImageSize | undefined {
 }
 
 function readSize(bytes: Base64Bytes): ImageSize | undefined {
-  switch (bytes.at(0)) {
-    case 0x89:
-      return pngSize(bytes);
-    case 0xff:
-      return jpegSize(bytes);
-    case 0x47: // 'G'
-      return gifSize(bytes);
-    case 0x52: // 'R'
-      return webpSize(bytes);
-    default:
-      return undefined;
-  }
+  return pngSize(bytes) ?? jpegSize(bytes) ?? gifSize(bytes) ?? webpSize(bytes);
 }
 
 const DATA_URL_HEADER_MAX = 256;
