@@ -11,12 +11,8 @@ import { constants, performance, PerformanceObserver } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
 import { Compactor, type ChatMessage, type CompactionResult, type CompactorOptions } from '../src/index.js';
 import { defaultCounter } from '../src/core/counting/tokens.js';
-import {
-  compactionSteps,
-  runCompactionSteps,
-  type SummarizeOutcome,
-  type SummarizeStep,
-} from '../src/core/compaction/engine.js';
+import { compactionSteps, type SummarizeOutcome, type SummarizeStep } from '../src/core/compaction/engine.js';
+import { runCompactionSteps, fakeSummaryText } from '../corpus/fake-summarizer.js';
 import { needsCompactionCore } from '../src/core/compaction/needs-compaction.js';
 import {
   SUMMARY_OUTPUT_SHARE,
@@ -26,7 +22,6 @@ import {
 } from '../src/core/compaction/options.js';
 import { inputRoom } from '../src/core/compaction/pieces.js';
 import { summarizerMessages } from '../src/core/compaction/transcript.js';
-import { fakeSummaryText } from '../corpus/fake-summarizer.js';
 import { benchmarkCorpus } from '../corpus/index.js';
 
 const SIZES = [1_000, 10_000, 100_000] as const;

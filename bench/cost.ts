@@ -37,7 +37,8 @@ import {
 } from '../src/index.js';
 import { createBpeCounter, countTextTokens } from '../src/core/counting/bpe-counter.js';
 import { extractiveSummary } from '../src/summarizers/extractive.js';
-import { compactionSteps, runCompactionSteps, type SummarizeStep } from '../src/core/compaction/engine.js';
+import { compactionSteps, type SummarizeStep } from '../src/core/compaction/engine.js';
+import { runCompactionSteps } from '../corpus/fake-summarizer.js';
 import { needsCompactionCore } from '../src/core/compaction/needs-compaction.js';
 import { findRegions } from '../src/core/compaction/regions.js';
 import { durationTextMs, resolveOptions } from '../src/core/compaction/options.js';

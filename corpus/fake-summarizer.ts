@@ -2,8 +2,8 @@
 // whose text is derived from the request's length, so the in-process driver, the workflow driver
 // and the benchmarks can be compared byte for byte without a model.
 import { baseInstruction, summarizerMessages } from '../src/core/compaction/transcript.js';
-import type { ChatMessage, SummarizeRequest, Summarizer } from '../src/index.js';
-import type { SummarizeOutcome, SummarizeStep } from '../src/core/compaction/engine.js';
+import type { ChatMessage, CompactionResult, SummarizeRequest, Summarizer } from '../src/index.js';
+import type { CompactionSteps, SummarizeOutcome, SummarizeStep } from '../src/core/compaction/engine.js';
 import { describeNonTextPart } from '../src/core/counting/parts.js';
 
 /** Plain text of content as the transcript shows it: text parts joined, other parts described (`[image: 1280×800 png]`, `[audio: wav, 48,000 bytes]`). */
@@ -117,4 +117,14 @@ export function fakeOutcome(step: SummarizeStep, plan: SummarizerPlan | 'cancell
   if (behaviour === 'rejected')
     return { kind: 'failed', reason: 'rejected', message: 'HTTP 401 from the fake summarizer' };
   return { kind: 'summary', text: fakeSummaryText(step.request, behaviour) };
+}
+
+/** Runs the engine's step machine with a synchronous answer per step. */
+export function runCompactionSteps(
+  steps: CompactionSteps,
+  answer: (step: SummarizeStep) => SummarizeOutcome,
+): CompactionResult {
+  let next = steps.next();
+  while (next.done !== true) next = steps.next(answer(next.value));
+  return next.value;
 }

@@ -1,9 +1,6 @@
 // Sandbox-safe: typed errors, failure type strings and the status classification (docs/design.md#failures).
 
-/**
- * Every failure type, as the `type` of a Temporal `ApplicationFailure`: the path names the string
- * (`FailureType.Chat.Rejected` is `'Chat.Rejected'`). docs/design.md#failure-types says what each means.
- */
+/** Every failure type, as an `ApplicationFailure`'s `type`: `FailureType.Chat.Rejected` is `'Chat.Rejected'` (docs/design.md#failure-types). */
 export const FailureType = {
   /** `compact`, `compactConversation` and every boundary that validates input. */
   Compaction: {
@@ -82,14 +79,9 @@ export type FailureType = {
 /** A failure type of the `summarize` activity. */
 export type SummarizerFailureType = FailureTypes['Summarizer'][keyof FailureTypes['Summarizer']];
 
-/** The abort bucket: statuses that will not heal by retrying. */
-export const ABORT_STATUSES: readonly number[] = [400, 401, 402, 403, 404];
-
-export type FailureClass = 'abort' | 'retry';
-
-/** 400-404 abort; any other status, or none, retries (docs/design.md#failures). */
-export function classifyStatus(status: number | undefined): FailureClass {
-  return status !== undefined && ABORT_STATUSES.includes(status) ? 'abort' : 'retry';
+/** 400-404 will not heal by retrying: abort; any other status, or none, retries (docs/design.md#failures). */
+export function classifyStatus(status: number | undefined): 'abort' | 'retry' {
+  return status !== undefined && status >= 400 && status <= 404 ? 'abort' : 'retry';
 }
 
 /** Reads the numeric `status` an error carries (as openai's `APIError` does), if any. */
@@ -176,7 +168,7 @@ export class SummarizerError extends Error {
 }
 
 /** Classifies any thrown value from a summarizer: typed errors by kind, others by `status`. */
-export function classifyError(error: unknown): FailureClass {
+export function classifyError(error: unknown): 'abort' | 'retry' {
   if (error instanceof SummarizerError) return error.kind === 'rejected' ? 'abort' : 'retry';
   return classifyStatus(statusOf(error));
 }

@@ -1,5 +1,4 @@
-// Sandbox-safe: message validation at the public boundary (one zod schema, also the source of the
-// messages' JSON Schema), `isSticky`, `toProviderMessages`.
+// Sandbox-safe: message validation at the public boundary (one zod schema), `isSticky`, `toProviderMessages`.
 import { z } from 'zod';
 import { InvalidInputError } from './errors.js';
 import type { ChatMessage } from './types.js';
@@ -41,10 +40,7 @@ const MESSAGE_CONDITIONS = [
   },
 ];
 
-/**
- * An OpenAI chat message plus the harness flags `sticky` and `depth`; unknown fields come back
- * verbatim. Also the source of the messages' JSON Schema. `content` is last, so other faults are named first.
- */
+/** A `ChatMessage`, and the source of the messages' JSON Schema. `content` is last, so other faults are named first. */
 export const chatMessageSchema = z
   .looseObject({
     role: z.enum(roles),
@@ -98,7 +94,6 @@ export function pathOf(field: string, path: readonly PropertyKey[]): string {
   return full;
 }
 
-/** The value at `path` inside `root`, or undefined when any step is missing. */
 export function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
   let value = root;
   for (const key of path) {
@@ -131,10 +126,7 @@ function assertMessage(value: unknown, index: number): asserts value is ChatMess
 
 const ROLES = new Set<unknown>(roles);
 
-/**
- * True for a message the schema accepts, checked by hand: zod costs a long conversation at every
- * compaction. What this does not recognise as plainly valid goes to zod, which names the fault.
- */
+/** True for a message the schema accepts, checked by hand (zod costs a long conversation at every compaction). */
 function plainlyValid(message: unknown): boolean {
   if (!isRecord(message)) return false;
   const { role, content, tool_calls: calls, tool_call_id: callId, name, sticky, depth } = message;
@@ -237,5 +229,7 @@ export function checkWith<Schema extends z.ZodType>(
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0];
   if (issue === undefined) throw new InvalidInputError(field, 'invalid', index);
+  if (issue.code === 'unrecognized_keys')
+    throw new InvalidInputError(pathOf(field, [...issue.path, issue.keys[0] ?? '']), 'unknown field', index);
   throw new InvalidInputError(pathOf(field, issue.path), describeIssue(issue, value), index);
 }

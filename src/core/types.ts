@@ -1,15 +1,7 @@
 // Sandbox-safe: plain types shared by every layer (core, workflows, activities, drivers).
 
 /** A text part or any other content part a provider accepts (images, audio, ...). */
-export interface TextPart {
-  type: 'text';
-  text: string;
-}
-export interface OtherPart {
-  type: string;
-  [key: string]: unknown;
-}
-export type ContentPart = TextPart | OtherPart;
+export type ContentPart = { type: 'text'; text: string } | { type: string; [key: string]: unknown };
 
 export interface ToolCall {
   id: string;
@@ -18,15 +10,12 @@ export interface ToolCall {
   [key: string]: unknown;
 }
 
-export type Role = 'system' | 'developer' | 'user' | 'assistant' | 'tool';
-
 /**
- * An OpenAI chat-completions message plus the harness flags `sticky` (kept in place through every
- * compaction) and `depth` (an injection at a fixed depth, sticky too), which `toProviderMessages`
- * strips. Unknown provider fields are preserved verbatim.
+ * An OpenAI chat message plus the harness flags `sticky` (kept in place) and `depth` (an injection at a fixed depth,
+ * sticky too), which `toProviderMessages` strips. Unknown provider fields are preserved verbatim.
  */
 export interface ChatMessage {
-  role: Role;
+  role: 'system' | 'developer' | 'user' | 'assistant' | 'tool';
   content: string | null | ContentPart[];
   tool_calls?: ToolCall[];
   tool_call_id?: string;
@@ -47,17 +36,11 @@ export interface Usage {
   totalTokens?: number;
 }
 
-/**
- * What the compactor sends to a summarizer (docs/design.md#summarizer-request), and the `summarize`
- * activity's input. A model is sent `summarizerMessages(request)`.
- */
+/** What a summarizer is sent (docs/design.md#summarizer-request), the `summarize` activity's input; a model gets `summarizerMessages(request)`. */
 export interface SummarizeRequest {
   /** The instruction: the system message a model is sent. */
   instruction: string;
-  /**
-   * The messages to summarize, cut at `toolResultCap`, with only role, content, tool calls and tool
-   * result ids. May be the caller's own objects: read them, never change them.
-   */
+  /** The messages to summarize, cut at `toolResultCap`, only role, content, calls and ids. May be the caller's: never change them. */
   middle: ChatMessage[];
   /** The caller's `summaryInstructions`, also in `instruction`, for a summarizer that works on structure. */
   instructions?: string;

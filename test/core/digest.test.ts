@@ -1,13 +1,7 @@
 import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import {
-  Sha256,
-  digestMessagePrefix,
-  digestMessages,
-  serializeMessage,
-  sha256Hex,
-} from '../../src/core/counting/digest.js';
+import { Sha256, digestMessagePrefix, serializeMessage, sha256Hex } from '../../src/core/counting/digest.js';
 import type { ChatMessage } from '../../src/core/types.js';
 
 /** Node's own SHA-256 of the UTF-8 of a string (Buffer.from replaces lone surrogates with U+FFFD, as TextEncoder does). */
@@ -98,7 +92,7 @@ describe('sha256Hex', () => {
   });
 });
 
-describe('digestMessages', () => {
+describe('digestMessagePrefix', () => {
   const conversation: ChatMessage[] = [
     { role: 'system', content: 'You are terse.', sticky: true },
     { role: 'user', content: 'Read ä file' },
@@ -113,33 +107,33 @@ describe('digestMessages', () => {
 
   it('is the SHA-256 of the JSON of the messages as a provider sees them (flags stripped)', () => {
     const providerMessages = conversation.map(({ sticky: _sticky, depth: _depth, ...rest }) => rest);
-    expect(digestMessages(conversation)).toBe(nodeSha256(JSON.stringify(providerMessages)));
-    expect(digestMessages([])).toBe(nodeSha256('[]'));
+    expect(digestMessagePrefix(conversation)).toBe(nodeSha256(JSON.stringify(providerMessages)));
+    expect(digestMessagePrefix([])).toBe(nodeSha256('[]'));
   });
 
   it('ignores the harness flags sticky and depth, and nothing else', () => {
     const unflagged = conversation.map(({ sticky: _sticky, depth: _depth, ...rest }) => rest);
-    expect(digestMessages(unflagged)).toBe(digestMessages(conversation));
+    expect(digestMessagePrefix(unflagged)).toBe(digestMessagePrefix(conversation));
     const edited = conversation.map((message, index) =>
       index === 1 ? { ...message, content: 'Read a file' } : message,
     );
-    expect(digestMessages(edited)).not.toBe(digestMessages(conversation));
+    expect(digestMessagePrefix(edited)).not.toBe(digestMessagePrefix(conversation));
     const named = conversation.map((message, index) => (index === 1 ? { ...message, name: 'bob' } : message));
-    expect(digestMessages(named)).not.toBe(digestMessages(conversation));
+    expect(digestMessagePrefix(named)).not.toBe(digestMessagePrefix(conversation));
   });
 
   it('depends on key order (documented: our code preserves it)', () => {
     const a: ChatMessage = { role: 'user', content: 'x' };
     const b: ChatMessage = { content: 'x', role: 'user' };
     expect(serializeMessage(a)).not.toBe(serializeMessage(b));
-    expect(digestMessages([a])).not.toBe(digestMessages([b]));
+    expect(digestMessagePrefix([a])).not.toBe(digestMessagePrefix([b]));
   });
 
   it('digestMessagePrefix equals the digest of the slice', () => {
     for (let count = 0; count <= conversation.length; count++) {
-      expect(digestMessagePrefix(conversation, count)).toBe(digestMessages(conversation.slice(0, count)));
+      expect(digestMessagePrefix(conversation, count)).toBe(digestMessagePrefix(conversation.slice(0, count)));
     }
-    expect(digestMessagePrefix(conversation, 99)).toBe(digestMessages(conversation));
-    expect(digestMessagePrefix(conversation, -1)).toBe(digestMessages([]));
+    expect(digestMessagePrefix(conversation, 99)).toBe(digestMessagePrefix(conversation));
+    expect(digestMessagePrefix(conversation, -1)).toBe(digestMessagePrefix([]));
   });
 });

@@ -14,7 +14,8 @@ import {
 import { defaultCounter } from '../../src/core/counting/tokens.js';
 import { extractiveSummary } from '../../src/summarizers/extractive.js';
 import { SUMMARY_ROOM_SHARE } from '../../src/core/compaction/economics.js';
-import { compactionSteps, runCompactionSteps } from '../../src/core/compaction/engine.js';
+import { compactionSteps } from '../../src/core/compaction/engine.js';
+import { runCompactionSteps } from '../../corpus/fake-summarizer.js';
 import { needsCompactionCore } from '../../src/core/compaction/needs-compaction.js';
 import { resolveOptions } from '../../src/core/compaction/options.js';
 import { summaryContent } from '../../src/core/compaction/transcript.js';

@@ -14,12 +14,8 @@ import {
 } from '../../src/index.js';
 import { createCharCounter, defaultCounter } from '../../src/core/counting/tokens.js';
 import type { ElisionEndsPass, ElisionEpochs } from '../../src/core/compaction/options.js';
-import {
-  compactionSteps,
-  runCompactionSteps,
-  type SummarizeOutcome,
-  type SummarizeStep,
-} from '../../src/core/compaction/engine.js';
+import { compactionSteps, type SummarizeOutcome, type SummarizeStep } from '../../src/core/compaction/engine.js';
+import { runCompactionSteps } from '../../corpus/fake-summarizer.js';
 import { hardTrim } from '../../src/core/compaction/hard-trim.js';
 import { needsCompactionCore } from '../../src/core/compaction/needs-compaction.js';
 import { findRegions } from '../../src/core/compaction/regions.js';

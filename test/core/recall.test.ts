@@ -11,7 +11,8 @@ import {
   recallNamer,
   withRecallLine,
 } from '../../src/core/agent/recall.js';
-import { compactionSteps, runCompactionSteps, type SummarizeStep } from '../../src/core/compaction/engine.js';
+import { compactionSteps, type SummarizeStep } from '../../src/core/compaction/engine.js';
+import { runCompactionSteps } from '../../corpus/fake-summarizer.js';
 import { resolveOptions, type CompactionOptions } from '../../src/core/compaction/options.js';
 import { defaultCounter } from '../../src/core/counting/tokens.js';
 import { recordCompaction, type SessionEntry } from '../../src/core/agent/session.js';

@@ -4,7 +4,7 @@ import { bundleWorkflowCode, DefaultLogger, type LogEntry } from '@temporalio/wo
 import { injectGlobals } from '@temporalio/worker/lib/workflow/vm-shared.js';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createBpeCounter } from '../../src/core/counting/bpe-counter.js';
-import { digestMessages } from '../../src/core/counting/digest.js';
+import { digestMessagePrefix } from '../../src/core/counting/digest.js';
 import { withRequestFraming } from '../../src/core/counting/request-counter.js';
 import { UsageCounter } from '../../src/core/counting/usage-counter.js';
 import { type BpeCountResult, bpeCountWorkflow, sampleConversation } from '../fixtures/workflows/bpe-count.js';
@@ -45,7 +45,7 @@ describe('the counters in the Temporal workflow bundle', () => {
       'createBpeCounter',
       'countTextTokens',
       'UsageCounter',
-      'digestMessages',
+      'digestMessagePrefix',
       'withRequestFraming',
       'bpeCountWorkflow',
     ]) {
@@ -83,7 +83,7 @@ describe('the counters in the Temporal workflow bundle', () => {
     const estimator = createBpeCounter();
     expect(inNode.o200k).toBe(estimator.count(sampleConversation));
     expect(inNode.framed).toBeGreaterThan(inNode.o200k);
-    expect(inNode.digest).toBe(digestMessages(sampleConversation));
+    expect(inNode.digest).toBe(digestMessagePrefix(sampleConversation));
     expect(inNode.calibrated).toBe(1_000);
     expect(inNode.calibratedPlusReply).toBeGreaterThan(1_000);
     expect(inNode.restoredPlusReply).toBe(inNode.calibratedPlusReply);

@@ -23,7 +23,8 @@ import {
 } from '../../src/core/agent/steering.js';
 import { describeSessionLine } from '../../src/cli/commands/session.js';
 import { planAgentRun } from '../../src/core/agent/agent-input.js';
-import { compactionSteps, runCompactionSteps } from '../../src/core/compaction/engine.js';
+import { compactionSteps } from '../../src/core/compaction/engine.js';
+import { runCompactionSteps } from '../../corpus/fake-summarizer.js';
 import { resolveOptions } from '../../src/core/compaction/options.js';
 import { defaultCounter } from '../../src/core/counting/tokens.js';
 import { InvalidInputError } from '../../src/core/errors.js';

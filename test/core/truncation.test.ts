@@ -3,7 +3,8 @@
 import { describe, expect, it } from 'vitest';
 import { Compactor } from '../../src/compactor.js';
 import { recordCompaction, replaySession, type SessionEntry } from '../../src/core/agent/session.js';
-import { compactionSteps, runCompactionSteps } from '../../src/core/compaction/engine.js';
+import { compactionSteps } from '../../src/core/compaction/engine.js';
+import { runCompactionSteps } from '../../corpus/fake-summarizer.js';
 import { REFERENCE_EXACT, resolveOptions } from '../../src/core/compaction/options.js';
 import {
   middleOut,

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createBpeCounter } from '../../src/core/counting/bpe-counter.js';
-import { digestMessagePrefix, digestMessages } from '../../src/core/counting/digest.js';
+import { digestMessagePrefix } from '../../src/core/counting/digest.js';
 import { InvalidInputError } from '../../src/core/errors.js';
 import { withRequestFraming } from '../../src/core/counting/request-counter.js';
 import { createCharCounter, defaultCounter } from '../../src/core/counting/tokens.js';
@@ -175,7 +175,7 @@ describe('UsageCounter', () => {
     const state: UsageCounterState = JSON.parse(JSON.stringify(counter));
     expect(state).toEqual({
       version: 1,
-      calibration: { messageCount: 30, digest: digestMessages(sent), billedPromptTokens: 12_345 },
+      calibration: { messageCount: 30, digest: digestMessagePrefix(sent), billedPromptTokens: 12_345 },
     });
     const restored = UsageCounter.fromJSON(state, estimator);
     const probes = [
@@ -275,7 +275,7 @@ describe('UsageCounter', () => {
         fc.nat(),
         fc.boolean(),
         (sent, editName, at, restore) => {
-          const digestAtCalibration = digestMessages(sent);
+          const digestAtCalibration = digestMessagePrefix(sent);
           let counter = new UsageCounter({ estimator: framedEstimator });
           counter.calibrate(sent, 42_000);
           if (restore) counter = UsageCounter.fromJSON(JSON.parse(JSON.stringify(counter)), framedEstimator);

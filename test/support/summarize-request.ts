@@ -2,7 +2,8 @@
 import {
   capMiddle,
   requestFor,
-  summaryInstruction,
+  baseInstruction,
+  tooLongInstruction,
   type InstructionText,
 } from '../../src/core/compaction/transcript.js';
 import type { ChatMessage, SummarizeRequest } from '../../src/core/types.js';
@@ -16,7 +17,7 @@ export function summarizeRequest(
 ): SummarizeRequest {
   const instructions = text.summaryInstructions?.trim();
   return requestFor(
-    summaryInstruction(previousSummaryChars, text),
+    previousSummaryChars === undefined ? baseInstruction(text) : tooLongInstruction(previousSummaryChars, text),
     capMiddle(middle, toolResultCap),
     instructions === '' ? undefined : instructions,
     text.task,

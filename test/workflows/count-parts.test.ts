@@ -5,7 +5,8 @@
 // test/histories/compact-in-workflow-images-counted.json.
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { compactionSteps, runCompactionSteps, type SummarizeStep } from '../../src/core/compaction/engine.js';
+import { compactionSteps, type SummarizeStep } from '../../src/core/compaction/engine.js';
+import { runCompactionSteps } from '../../corpus/fake-summarizer.js';
 import { resolveOptions } from '../../src/core/compaction/options.js';
 import { SUMMARY_INSTRUCTION } from '../../src/core/compaction/transcript.js';
 import { createCharCounter, defaultCounter } from '../../src/core/counting/tokens.js';

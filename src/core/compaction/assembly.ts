@@ -1,13 +1,11 @@
-// Sandbox-safe: how a pass that summarizes ends: the summary assembled in place of the middle
-// (docs/design.md#assembly), accepted only when it passes the proof (docs/design.md#proof), with what it
-// left out carried (docs/design.md#coverage); else the hard trim.
+// Sandbox-safe: how a pass that summarizes ends: the summary in place of the middle (docs/design.md#assembly) if it
+// passes the proof (docs/design.md#proof), with what it left out carried (docs/design.md#coverage); else the hard trim.
 import {
   coverageOf,
   MAX_REQUIRED_IDENTIFIERS,
   missingFrom,
   requiredIdentifiers,
   withCarriedFacts,
-  type Coverage,
 } from './coverage.js';
 import type { WindowPlan } from './economics.js';
 import { hardTrim, trimMarkerOf } from './hard-trim.js';
@@ -15,7 +13,7 @@ import { finish, type Elided, type NameReplaced, type Pass } from './pass.js';
 import type { Regions } from './regions.js';
 import { summaryContent } from './transcript.js';
 import { userMessagesOf, type UserWords } from './user-words.js';
-import type { ChatMessage, CompactionResult, ContentPart, FallbackReason } from '../types.js';
+import type { ChatMessage, CompactionResult, ContentPart, Coverage, FallbackReason } from '../types.js';
 
 function assemble(messages: readonly ChatMessage[], regions: Regions, summary: string): ChatMessage[] {
   const first = regions.middle[0];
@@ -27,11 +25,7 @@ function assemble(messages: readonly ChatMessage[], regions: Regions, summary: s
   return assembled;
 }
 
-function keptAround(messages: readonly ChatMessage[], regions: Regions): ChatMessage[] {
-  return messages.filter((_, index) => regions.inMiddle[index] !== 1);
-}
-
-export interface SummarizedMiddle {
+interface SummarizedMiddle {
   planned: Regions;
   plan: WindowPlan | undefined;
   messages: ChatMessage[];
@@ -95,7 +89,7 @@ export class Assembly {
     return (this.requiredOnce ??= this.checking
       ? requiredIdentifiers(
           middle.messages,
-          keptAround(pass.input, middle.planned),
+          pass.input.filter((_, index) => middle.planned.inMiddle[index] !== 1),
           pass.options.toolResultCap,
           middle.contents,
         ).slice(0, MAX_REQUIRED_IDENTIFIERS)

@@ -1,6 +1,5 @@
-// Sandbox-safe: what a compaction learns of its summarizer's tokens and window from its answers — billed
-// prompt tokens, a refusal's stated numbers (docs/design.md#summarizer-overflow). Pure: the same
-// answers teach the same numbers, in workflow code as in-process.
+// Sandbox-safe and pure: what a compaction learns of its summarizer's tokens and window from billed prompt
+// tokens and a refusal's stated numbers (docs/design.md#summarizer-overflow).
 import { MIN_SUMMARIZER_CONTEXT_WINDOW, SUMMARY_OUTPUT_SHARE } from './options.js';
 import { inputRoom } from './pieces.js';
 
@@ -62,7 +61,6 @@ function knownWindow(option: number | undefined, { window }: SummarizerCalibrati
   return option === undefined || window === undefined ? (option ?? window) : Math.min(option, window);
 }
 
-/** What a refused or timed-out request teaches. */
 export interface RequestFailure {
   kind: 'overflow' | 'deadline';
   /** The window the refusal stated, in the summarizer's tokens. */

@@ -1,10 +1,7 @@
-// Sandbox-safe and pure: the coverage check of a summary (docs/design.md#coverage): the identifiers the
-// middle it replaces shares with what the conversation keeps.
+// Sandbox-safe and pure: which identifiers the middle shares with the rest a summary keeps (docs/design.md#coverage).
 import { contentText } from '../counting/tokens.js';
 import { CAP_MARKER, seenMessage } from './transcript.js';
 import type { ChatMessage, Coverage, ToolCall } from '../types.js';
-
-export type { Coverage };
 
 /** At most this many identifiers are named in a retry or carried in one summary. */
 export const MAX_CARRIED_IDENTIFIERS = 40;
@@ -40,7 +37,6 @@ function withoutUrls(text: string, into: Set<string>, keep: (token: string) => b
   return urls.length === 0 ? text : text.replace(URL, ' ');
 }
 
-/** Adds to `into` the tokens of `text` that `keep` takes, in order. */
 function tokensIn(text: string, into: Set<string>, keep: (token: string) => boolean): Set<string> {
   forEachToken(text, (start, end, marks) => {
     // Without any of the marks an identifier needs, a token is a plain word or number: not looked at.
@@ -49,10 +45,6 @@ function tokensIn(text: string, into: Set<string>, keep: (token: string) => bool
     if (keep(token)) into.add(token);
   });
   return into;
-}
-
-function factText(message: ChatMessage): string {
-  return textsOf(message).join('\n');
 }
 
 /** The identifiers of the capped middle that `kept` (but its system and developer messages) uses too, in first-use order. */
@@ -64,7 +56,7 @@ export function requiredIdentifiers(
 ): string[] {
   const used = new Set<string>();
   for (const message of kept) {
-    if (message.role !== 'system' && message.role !== 'developer') identifiersIn(factText(message), used);
+    if (message.role !== 'system' && message.role !== 'developer') identifiersIn(textsOf(message).join('\n'), used);
   }
   if (used.size === 0) return [];
   const contentAt = (index: number): ChatMessage['content'] =>

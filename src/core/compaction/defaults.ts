@@ -9,9 +9,5 @@ export const COMPACTION_DEFAULTS = {
   keepTask: true,
 } as const;
 
-/**
- * `keepTask` of `compact()`, `Compactor` and `compactConversation`: their results may be replayed from a
- * session transcript, which knows only the messages' `sticky` flags; a task kept by the option would
- * replay as removed.
- */
+/** `keepTask` of `compact()`, `Compactor`, `compactConversation`: a session transcript's replay knows only `sticky` flags. */
 export const LIBRARY_KEEP_TASK = false;

@@ -1,15 +1,11 @@
-// Sandbox-safe: the economic rules of docs/design.md#economics. A provider bills the longest unchanged
-// prefix at `cachedInputPrice`; any rewrite re-bills everything after its first change once, and what it
-// removes is then not billed again on every later request.
+// Sandbox-safe: the economic rules of docs/design.md#economics: a rewrite re-bills everything after its first
+// change once (the unchanged prefix costs `cachedInputPrice`), and what it removes is not billed again.
 import type { Aim, ResolvedOptions } from './options.js';
 import { findCut, lastTurnCut, regionsAt, windowStarts, type Regions } from './regions.js';
 import { isSummaryMessage } from './transcript.js';
 import type { ChatMessage, Elision } from '../types.js';
 
-/**
- * Share of the low-water mark left for the summary when the recent window gives way; also the room
- * `worthStarting` allows for. Chosen with bench:cost.
- */
+/** Share of the low-water mark left for the summary when the window gives way, and in `worthStarting`. Chosen with bench:cost. */
 export const SUMMARY_ROOM_SHARE = 0.25;
 
 function keptMessages(messages: readonly ChatMessage[], regions: Regions): (cut: number) => ChatMessage[] {
@@ -64,18 +60,12 @@ export function planWindow(
   };
 }
 
-/**
- * docs/design.md#no-thrash: a compaction within the limit is worth starting only when it can bring the
- * conversation back to the low-water mark; one that cannot would come back next round, re-billing each time.
- */
+/** docs/design.md#no-thrash: within the limit, only a compaction that can reach the low-water mark is worth its re-billing. */
 export function worthStarting(plan: WindowPlan, aim: Aim): boolean {
   return plan.regions.middle.length > 0 && plan.keptTokens + plan.summaryRoom <= aim.mark;
 }
 
-/**
- * docs/design.md#no-thrash: whether the newest summary may have been written last round, as far as the
- * conversation shows: all after it but the last turn lies inside a `keepRecent` window.
- */
+/** docs/design.md#no-thrash: whether the newest summary may be last round's: all after it but the last turn is in a `keepRecent` window. */
 export function summarizedLastRound(
   messages: readonly ChatMessage[],
   regions: Regions,

@@ -10,8 +10,7 @@ export function canonicalArguments(args: string): string {
   // Models nearly always write compact JSON with keys in order: a scan finds that faster than a parse.
   if (isCanonicalJson(args)) return args;
   try {
-    const parsed: unknown = JSON.parse(args);
-    return JSON.stringify(inKeyOrder(parsed) ? parsed : sortKeys(parsed));
+    return JSON.stringify(sortKeys(JSON.parse(args)));
   } catch {
     return args.trim();
   }
@@ -82,19 +81,6 @@ function canonicalStringEnd(text: string, at: number, escapes: boolean): number 
 
 const STRINGIFY_ESCAPES = new Set([0x22, 0x5c, 0x62, 0x66, 0x6e, 0x72, 0x74]);
 
-function inKeyOrder(value: unknown): boolean {
-  if (Array.isArray(value)) return value.every(inKeyOrder);
-  if (typeof value !== 'object' || value === null) return true;
-  const record = value as Record<string, unknown>;
-  let previous: string | undefined;
-  for (const key of Object.keys(record)) {
-    if (key === '__proto__' || (previous !== undefined && !(previous < key))) return false;
-    if (!inKeyOrder(record[key])) return false;
-    previous = key;
-  }
-  return true;
-}
-
 function sortKeys(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(sortKeys);
   if (typeof value !== 'object' || value === null) return value;
@@ -116,9 +102,7 @@ function stubOf(contentLength: number, end: string): string {
 const STUB_START = '[elided by the harness: ';
 
 function stubLength(contentLength: number, end: string): number {
-  let digits = 1;
-  for (let rest = contentLength; rest >= 10; rest = Math.floor(rest / 10)) digits += 1;
-  return STUB_START.length + digits + end.length;
+  return STUB_START.length + String(contentLength).length + end.length;
 }
 
 function stubEnd(toolName: string): string {
@@ -213,17 +197,12 @@ export function planElisions(
     newest[identity] = index;
   }
 
-  // Each stub's end, made once per call identity or tool name: a pass may make thousands of stubs.
-  const endOf = new Array<string | undefined>(count);
+  // Each stub's end, made once per tool name: a pass may make thousands of stubs.
   const ends = new Map<string, string>();
   const endFor = (message: ChatMessage, identity: number): string => {
-    let end = identity >= 0 ? endOf[identity] : undefined;
-    if (end === undefined) {
-      const toolName = (identity >= 0 ? names[identity] : undefined) ?? message.name ?? 'tool';
-      end = ends.get(toolName) ?? stubEnd(toolName);
-      ends.set(toolName, end);
-      if (identity >= 0) endOf[identity] = end;
-    }
+    const toolName = (identity >= 0 ? names[identity] : undefined) ?? message.name ?? 'tool';
+    const end = ends.get(toolName) ?? stubEnd(toolName);
+    ends.set(toolName, end);
     return end;
   };
 

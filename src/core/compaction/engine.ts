@@ -1,6 +1,5 @@
-// Sandbox-safe: the one compaction engine both drivers run (docs/design.md#drivers). It decides
-// everything and asks its driver only for summaries, by yielding a `SummarizeStep`, so the
-// in-process `Compactor` and the workflow `compact` cannot drift apart.
+// Sandbox-safe: the one engine both drivers run (docs/design.md#drivers); it asks its driver only for
+// summaries, by yielding a `SummarizeStep`, so `Compactor` and the workflow `compact` cannot drift apart.
 import {
   coverageRetryText,
   KEEP_IDENTIFIERS_PREFIX,
@@ -33,7 +32,7 @@ import {
   type SummaryInput,
 } from './fold.js';
 import { foldInstruction, requestFits } from './pieces.js';
-import { capMiddle, summaryInstruction, type InstructionText } from './transcript.js';
+import { baseInstruction, capMiddle, tooLongInstruction, type InstructionText } from './transcript.js';
 import { truncateToFit } from './truncation.js';
 import { keepUserWords } from './user-words.js';
 import type { CompactionResult, FallbackReason, TokenCounter } from '../types.js';
@@ -51,14 +50,8 @@ export interface CompactionHooks {
 }
 
 /**
- * One compaction as a step machine (docs/design.md#pass). Throws `InvalidInputError` before its first
- * step on bad input; yields at most two summarize steps besides one per extra piece; always returns a result.
- *
- * @example
- * const steps = compactionSteps(messages, resolveOptions({ contextBudget: 128_000 }));
- * let next = steps.next();
- * while (!next.done) next = steps.next(await summarizeSomehow(next.value));
- * const result = next.value;
+ * One compaction as a step machine (docs/design.md#pass): throws `InvalidInputError` before its first step
+ * on bad input; yields at most two summarize steps besides one per extra piece; always returns a result.
  */
 export function* compactionSteps(
   messages: unknown,
@@ -135,7 +128,7 @@ function* summaryAndRetry(
   input: SummaryInput,
   first: SummarizeOutcome,
   fold: Fold,
-): Generator<SummarizeStep, CompactionResult, SummarizeOutcome> {
+): CompactionSteps {
   const { text } = pass;
   const firstFailure = failureOf(first, 'summary request');
   if (firstFailure !== undefined || first.kind !== 'summary') return assembly.trimmed(firstFailure ?? TOO_LONG);
@@ -145,7 +138,7 @@ function* summaryAndRetry(
   if (assembly.accepts(assembly.assembledOf(firstText))) {
     if (retryNames.length === 0) return withPieces(assembly.accepted(firstText) ?? assembly.trimmed(TOO_LONG), input);
     // Taken only when it keeps more.
-    const instruction = `${summaryInstruction(undefined, text)}\n\n${coverageRetryText(retryNames, firstText.length)}`;
+    const instruction = `${baseInstruction(text)}\n\n${coverageRetryText(retryNames, firstText.length)}`;
     const retry = yield* ask(
       summaryStep(pass, input, 'coverage', instruction, withIdentifiers(text, retryNames), fold),
     );
@@ -158,7 +151,7 @@ function* summaryAndRetry(
   }
 
   // The proof failed: one tighter request, accepted only if it fits and is shorter.
-  const tighter = summaryInstruction(firstText.length, text);
+  const tighter = tooLongInstruction(firstText.length, text);
   const named = retryNames.length > 0;
   const retryText = named ? `${tighter}\n${coverageRetryText(retryNames)}` : tighter;
   const retryCall = named ? withIdentifiers(text, retryNames) : text;
@@ -171,23 +164,14 @@ function* summaryAndRetry(
   return assembly.trimmed(TOO_LONG);
 }
 
-/**
- * docs/design.md#coverage The first request names the identifiers the check will require, so a
- * summarizer can keep them on its first try; without them when a last piece would not fit with them.
- */
+/** docs/design.md#coverage The first request names the identifiers the check requires, unless a last piece would not fit with them. */
 function firstSummaryStep(pass: Pass, assembly: Assembly, input: SummaryInput, fold: Fold): SummarizeStep | undefined {
   const { text } = pass;
-  const instruction = summaryInstruction(undefined, text);
+  const instruction = baseInstruction(text);
   const required = pass.options.summaryCoverage === 'retry' ? assembly.required() : [];
   if (required.length > 0) {
-    const named = summaryStep(
-      pass,
-      input,
-      'summary',
-      instruction,
-      withIdentifiers(text, required, MAX_REQUIRED_IDENTIFIERS),
-      fold,
-    );
+    const namedText = withIdentifiers(text, required, MAX_REQUIRED_IDENTIFIERS);
+    const named = summaryStep(pass, input, 'summary', instruction, namedText, fold);
     const window = plannedWindow(pass.options.summarizerContextWindow, fold.calibration);
     if (
       named !== undefined &&
@@ -209,14 +193,8 @@ function summaryStep(
 ): SummarizeStep | undefined {
   const window = plannedWindow(pass.options.summarizerContextWindow, fold.calibration);
   const { piece } = input;
-  const built = summarizeStepOf(
-    purpose,
-    piece === undefined ? instruction : foldInstruction(instruction),
-    input.middle,
-    text,
-    fold.maxTokens(),
-    piece,
-  );
+  const full = piece === undefined ? instruction : foldInstruction(instruction);
+  const built = summarizeStepOf(purpose, full, input.middle, text, fold.maxTokens(), piece);
   if (window === undefined || purpose === 'summary' || requestFits(built.request, window, pass.aim.counter))
     return built;
   return undefined;
@@ -248,20 +226,7 @@ const overSummarizerWindow: SummarizeOutcome = {
   message: 'over the summarizer window',
 };
 
-/**
- * Yields a built step and returns its answer; a step not built fails unsent. At module level: a
- * generator made per pass kept the whole pass alive through its closure until a full collection.
- */
+/** A step not built fails unsent. At module level: a closure per pass would keep the pass alive until a full GC. */
 function* ask(built: SummarizeStep | undefined): Generator<SummarizeStep, SummarizeOutcome, SummarizeOutcome> {
   return built === undefined ? overSummarizerWindow : yield built;
-}
-
-/** Runs the step machine with a synchronous answer per step. */
-export function runCompactionSteps(
-  steps: CompactionSteps,
-  answer: (step: SummarizeStep) => SummarizeOutcome,
-): CompactionResult {
-  let next = steps.next();
-  while (next.done !== true) next = steps.next(answer(next.value));
-  return next.value;
 }

@@ -1,7 +1,4 @@
-// Sandbox-safe: the steps the engine asks its driver for, and the fold that keeps each within the
-// summarizer's window: the middle cut in pieces, each request carrying the summary so far; a request
-// refused for its size or past its deadline teaches the calibration and the rest is cut again smaller
-// (docs/design.md#summarizer-window, docs/design.md#summarizer-overflow).
+// Sandbox-safe: the steps the engine asks its driver for, and the fold that keeps them within the summarizer's window.
 import {
   calibrate,
   learnFromFailure,
@@ -13,13 +10,7 @@ import {
 } from './calibration.js';
 import type { Pass } from './pass.js';
 import { cutPieces, foldedMiddle } from './pieces.js';
-import {
-  requestChars,
-  requestFor,
-  summarizerMessages,
-  summaryInstruction,
-  type InstructionText,
-} from './transcript.js';
+import { baseInstruction, requestChars, requestFor, summarizerMessages, type InstructionText } from './transcript.js';
 import type { ChatMessage, FallbackReason, SummarizeRequest, Usage } from '../types.js';
 
 export interface SummarizeStep {
@@ -34,10 +25,7 @@ export interface SummarizeStep {
   transcript: { messages: number; characters: number };
 }
 
-/**
- * How the driver's attempt ended: `failed` after every attempt allowed (or a rejection, or a deadline,
- * not retried); `overflow` when the summarizer refused it as over its window, with the numbers it stated.
- */
+/** `failed`: after every attempt (a rejection or a deadline: not retried); `overflow`: refused as over the window. */
 export type SummarizeOutcome =
   | { kind: 'summary'; text: string; usage?: Usage }
   | { kind: 'failed'; reason: 'rejected' | 'exhausted' | 'deadline'; message: string }
@@ -66,8 +54,6 @@ export interface SummaryInput {
   piece: SummarizeStep['piece'];
 }
 
-export type FoldEnd = FallbackReason;
-
 export function failureOf(outcome: SummarizeOutcome, what: string): FallbackReason | undefined {
   if (outcome.kind === 'cancelled') return { cause: 'cancelled', message: `the ${what} was cancelled` };
   if (outcome.kind === 'overflow')
@@ -86,8 +72,7 @@ export function failureOf(outcome: SummarizeOutcome, what: string): FallbackReas
 }
 
 function sizeFailure(outcome: SummarizeOutcome): RequestFailure | undefined {
-  if (outcome.kind === 'overflow')
-    return { kind: 'overflow', contextWindow: outcome.contextWindow, promptTokens: outcome.promptTokens };
+  if (outcome.kind === 'overflow') return outcome;
   return outcome.kind === 'failed' && outcome.reason === 'deadline' ? { kind: 'deadline' } : undefined;
 }
 
@@ -133,7 +118,7 @@ export class Fold {
     return true;
   }
 
-  endOf(outcome: SummarizeOutcome, what: string): FoldEnd {
+  endOf(outcome: SummarizeOutcome, what: string): FallbackReason {
     const said = outcome.kind === 'failed' || outcome.kind === 'overflow' ? `: ${outcome.message}` : '';
     if (sizeFailure(outcome) !== undefined && this.recuts >= MAX_RECUTS)
       return {
@@ -145,13 +130,12 @@ export class Fold {
 }
 
 /**
- * The pieces of what is left of the middle before the summary's own request, each sent with the summary
- * so far; returns that request's input. A bill that changes the planned window, or a piece failed for
- * its size, cuts the rest again; another failure, or too many re-cuts, ends the fold.
+ * The pieces before the summary's own request, each with the summary so far; returns that request's input. A bill
+ * that changes the planned window, or a piece failed for its size, cuts the rest again; other failures end the fold.
  */
-export function* foldPieces(fold: Fold): Generator<SummarizeStep, SummaryInput | FoldEnd, SummarizeOutcome> {
+export function* foldPieces(fold: Fold): Generator<SummarizeStep, SummaryInput | FallbackReason, SummarizeOutcome> {
   const { text, aim, options } = fold.pass;
-  const instruction = summaryInstruction(undefined, text);
+  const instruction = baseInstruction(text);
   for (;;) {
     const window = plannedWindow(options.summarizerContextWindow, fold.calibration);
     if (window === undefined) return { middle: fold.rest, piece: undefined };

@@ -4,10 +4,7 @@ import type { NameReplaced } from './pass.js';
 import { trimBoundaries, type Regions } from './regions.js';
 import type { ChatMessage } from '../types.js';
 
-/**
- * Drops the oldest middle messages, whole groups at a time, until the conversation fits; never sticky
- * messages or the recent window of `regions`; cannot fail. Our counters are additive: a bisection finds it.
- */
+/** Drops the oldest middle messages, whole groups at a time, until it fits; cannot fail. Counters are additive: a bisection. */
 export function hardTrim(
   messages: readonly ChatMessage[],
   regions: Regions,

@@ -1,12 +1,11 @@
-// Sandbox-safe: whether a conversation needs compaction now (docs/design.md#needs-compaction), and
-// how many pieces its summary would take: the rules of a pass, asked without running one.
+// Sandbox-safe: whether a conversation needs compaction now, and in how many pieces (docs/design.md#needs-compaction).
 import { epochPays, planWindow, summarizedLastRound, worthStarting } from './economics.js';
 import { applyElisions, elidedContents, elides, planPassElisions } from './elision.js';
 import type { CallOverrides, ResolvedOptions } from './options.js';
 import { elide, elisionEnds, messagesAt, startPass, triggerOf, type Pass } from './pass.js';
 import { newCalibration, plannedWindow, type SummarizerCalibration } from './calibration.js';
 import { cutPieces } from './pieces.js';
-import { capMiddle, summaryInstruction } from './transcript.js';
+import { baseInstruction, capMiddle } from './transcript.js';
 import { keepUserWords } from './user-words.js';
 import type { CompactionPlan, TokenCounter } from '../types.js';
 
@@ -17,8 +16,11 @@ export function needsCompactionCore(
   overrides: CallOverrides = {},
   counter?: TokenCounter,
 ): boolean {
-  const pass = startPass(messages, options, overrides, counter);
-  const { aim } = pass;
+  return needsOf(startPass(messages, options, overrides, counter));
+}
+
+function needsOf(pass: Pass): boolean {
+  const { aim, options } = pass;
   const lastRound = (): boolean =>
     summarizedLastRound(pass.input, pass.regions, options.keepRecent, pass.keepUserMessages);
   if (pass.tokensBefore > triggerOf(aim)) {
@@ -46,10 +48,11 @@ export function compactionPlanCore(
   counter?: TokenCounter,
   calibration: SummarizerCalibration = newCalibration(),
 ): CompactionPlan {
-  const needed = needsCompactionCore(messages, options, overrides, counter);
+  const pass = startPass(messages, options, overrides, counter);
+  const needed = needsOf(pass);
   const window = plannedWindow(options.summarizerContextWindow, calibration);
   if (!needed || window === undefined) return { needed };
-  const pieces = summaryPiecesOf(startPass(messages, options, overrides, counter), window);
+  const pieces = summaryPiecesOf(pass, window);
   return pieces === undefined ? { needed } : { needed, summaryPieces: pieces };
 }
 
@@ -65,7 +68,7 @@ function summaryPiecesOf(pass: Pass, window: number): number | undefined {
   if (planned.middle.length === 0) return undefined;
   const contents = elidedContents(planned.middle, elided.elisions);
   const seen = capMiddle(messagesAt(pass.input, planned.middle), options.toolResultCap, contents);
-  const instruction = summaryInstruction(undefined, pass.text);
+  const instruction = baseInstruction(pass.text);
   const cut = cutPieces(seen, instruction, pass.text.summaryInstructions, aim.counter, window);
   return cut === undefined || cut === 'unfit' ? undefined : cut.pieces.length;
 }

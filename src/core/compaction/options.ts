@@ -13,13 +13,12 @@ export type Duration = number | string;
 const DURATION_TEXT = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$/;
 const units: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
-/** The milliseconds of a duration written with its unit (`'2s'`, `'500ms'`, `'1.5m'`, `'1h'`, `'3d'`), not rounded; undefined for other text. */
+/** The milliseconds of a duration written with its unit, not rounded; undefined for other text. */
 export function durationTextMs(text: string): number | undefined {
   const [, amount, unit] = DURATION_TEXT.exec(text) ?? [];
   return amount === undefined || unit === undefined ? undefined : Number(amount) * (units[unit] ?? 1);
 }
 
-/** Parses a `Duration` to whole milliseconds; throws `InvalidInputError` naming `field`. */
 export function parseDuration(value: Duration, field: string): number {
   if (typeof value === 'number') {
     if (Number.isFinite(value) && value >= 0) return Math.round(value);
@@ -45,10 +44,7 @@ export interface CompactionOptions {
   targetRatio?: number;
   /** Messages at the end kept verbatim (the cut extends backwards over tool results). @default 8 */
   keepRecent?: number;
-  /**
-   * docs/design.md#task-survives Keep the first user message verbatim through every compaction, as a
-   * sticky one. Off here because a session transcript's replay knows only `sticky` flags. @default false
-   */
+  /** docs/design.md#task-survives Keep the first user message verbatim, as a sticky one. @default false */
   keepTask?: boolean;
   /** Tool results and tool-call arguments are cut to this many characters in the summarizer's input. @default 2000 */
   toolResultCap?: number;
@@ -92,15 +88,9 @@ export interface CompactionOptions {
   summaryInstructions?: string;
   /** Replaces the fixed summarizer instruction whole; `summaryInstructions` still follows it. @default the fixed one */
   summaryPrompt?: string;
-  /**
-   * docs/design.md#summarizer-window The summarizer's own context window, in its tokens; a middle that
-   * does not fit is summarized in pieces, as a fold. At least 1,024. @default one request, whatever its size
-   */
+  /** docs/design.md#summarizer-window The summarizer's window (≥ 1,024), in its tokens: a larger middle is folded. @default none */
   summarizerContextWindow?: number;
-  /**
-   * docs/design.md#user-words Keep the middle's user messages verbatim in place, the newest first,
-   * within `keepUserMessagesShare` of the budget. Also a per-call option. @default false
-   */
+  /** docs/design.md#user-words Keep the middle's newest user messages verbatim, within `keepUserMessagesShare`. @default false */
   keepUserMessages?: boolean;
   /** docs/design.md#user-words The share of the budget the kept user messages may take together. @default 0.15 */
   keepUserMessagesShare?: number;
@@ -172,12 +162,11 @@ export const optionsSchema = z.object({
 export type ResolvedOptions = Omit<z.output<typeof optionsSchema>, 'retryBackoff'> & { retryBackoffMs: number };
 
 type SameKeys<A, B> = [Exclude<keyof A, keyof B> | Exclude<keyof B, keyof A>] extends [never] ? true : false;
-/** The names of the compaction options, for the closest name to an unknown one. */
 export const COMPACTION_OPTION_KEYS: readonly string[] = Object.keys(optionsSchema.shape);
 // The schema parses exactly the options CompactionOptions declares.
 true satisfies SameKeys<CompactionOptions, typeof optionsSchema.shape>;
 
-/** Applies defaults and validates, naming the option at fault (and the closest known name to an unknown one). */
+/** Applies defaults and validates, naming the option at fault (and the closest name to an unknown one). */
 export function resolveOptions(options: unknown, field = 'options'): ResolvedOptions {
   if (typeof options !== 'object' || options === null)
     throw new InvalidInputError(field, 'must be an object with at least contextBudget');
@@ -218,13 +207,11 @@ export function checkInstructionText(value: unknown, field: string): string | un
   return checkWith(field.endsWith('summaryPrompt') ? summaryPrompt : summaryInstructions, value, field);
 }
 
-/** Checks a per-call `keepUserMessages`; throws `InvalidInputError` naming `field`. */
 export function checkKeepUserMessages(value: unknown, field: string): boolean | undefined {
   if (value === undefined || typeof value === 'boolean') return value;
   throw new InvalidInputError(field, `must be true or false, got ${JSON.stringify(value)}`);
 }
 
-/** The instruction text of a call: its overrides over the options. */
 export function instructionTextOf(
   options: ResolvedOptions,
   overrides: CallOverrides,
@@ -236,16 +223,12 @@ export function instructionTextOf(
   };
 }
 
-/** The numbers one compaction works with. */
+/** The numbers one compaction works with: over `trigger` it compacts, the hard trim aims at `trimTo`, over `limit` it is exhausted. */
 export interface Aim {
   counter: TokenCounter;
-  /** Caller's target, if any. */
   target: number | undefined;
-  /** Over this, the conversation needs compaction (the trigger). */
   trigger: number;
-  /** The hard trim aims here. */
   trimTo: number;
-  /** Over this, the result is exhausted. */
   limit: number;
   /** The low-water mark (docs/design.md#window-gives-way): `targetRatio × contextBudget`, or the caller's target when that is lower. */
   mark: number;

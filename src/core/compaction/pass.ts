@@ -100,15 +100,9 @@ export function triggerOf(aim: Aim): number {
 }
 
 /** Over the trigger, elision alone ends the pass when the stubbed conversation is at or below this (docs/design.md#elision-that-pays). */
-function elisionStop(pass: Pass): number {
-  switch (pass.options.elisionEndsPass) {
-    case 'under-trigger':
-      return triggerOf(pass.aim);
-    case 'at-mark':
-      return pass.aim.mark;
-    case 'never':
-      return Number.NEGATIVE_INFINITY;
-  }
+function elisionStop({ options, aim }: Pass): number {
+  if (options.elisionEndsPass === 'never') return Number.NEGATIVE_INFINITY;
+  return options.elisionEndsPass === 'at-mark' ? aim.mark : triggerOf(aim);
 }
 
 /**

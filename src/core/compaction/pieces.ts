@@ -1,5 +1,4 @@
-// Sandbox-safe and pure: a middle too large for the summarizer's own window, cut into pieces
-// summarized as a fold (docs/design.md#summarizer-window).
+// Sandbox-safe and pure: a middle too large for the summarizer's window, in pieces (docs/design.md#summarizer-window).
 import { SUMMARY_OUTPUT_SHARE } from './options.js';
 import {
   capText,
@@ -11,10 +10,7 @@ import {
 } from './transcript.js';
 import type { ChatMessage, SummarizeRequest, TokenCounter } from '../types.js';
 
-/**
- * Added to every instruction of a folded summary. The summary so far comes as the engine's own summary
- * message, so a summarizer that merges earlier summaries merges it too.
- */
+/** Added to every instruction of a fold; the summary so far comes as the engine's own summary message. */
 export const FOLD_NOTE = [
   'This transcript is one part of a longer conversation, taken in order.',
   'When its first message is a summary by the harness of earlier messages, that is the summary of everything before this part:',
@@ -49,9 +45,8 @@ export function requestFits(request: SummarizeRequest, window: number, counter: 
 }
 
 /**
- * Cuts the capped middle into pieces when its one request would not fit `window`; undefined when it
- * fits; `'unfit'` when the instruction alone is too long. With `after`, every piece leaves room for the
- * summary so far of the first `after.before` messages, and the cut is always made.
+ * The capped middle in pieces when its one request would not fit `window` (undefined when it fits; `'unfit'` when
+ * the instruction alone does not). With `after`, always cut, each piece leaving room for the summary so far.
  */
 export function cutPieces(
   seen: readonly ChatMessage[],

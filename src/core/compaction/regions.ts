@@ -36,10 +36,7 @@ export function toolGroups(messages: readonly ChatMessage[]): Groups {
   return { groupOf, lastOf, askedBy };
 }
 
-/**
- * The turn a tool result answers: the latest message before it with a call of its id. The
- * {@link CallOwners.NEAR} messages before it are looked through first, then a map of ids built once.
- */
+/** The turn a tool result answers: the latest call of its id before it, looked for nearby first, then in a map built once. */
 export class CallOwners {
   static readonly NEAR = 32;
   private byResult: (number | undefined)[] | undefined;
@@ -72,10 +69,7 @@ export class CallOwners {
   }
 }
 
-/**
- * Which messages a compaction may remove: not sticky (nor the `task` index), and not in a group that
- * holds a sticky message. Session replay uses the same rule.
- */
+/** What a compaction may remove: not sticky (nor `task`), nor in a group with a sticky message. Session replay uses it too. */
 export function removableMask(
   messages: readonly ChatMessage[],
   groups: Groups = toolGroups(messages),

@@ -77,7 +77,7 @@ export function capMiddle(
     const message = messages[index] as ChatMessage;
     const seen = seenMessage(message, toolResultCap, contents?.[index] ?? message.content);
     capped[index] = seen;
-    length += renderedLength(seen, index, names, Number.POSITIVE_INFINITY);
+    length += renderedMessage(seen, index, names, Number.POSITIVE_INFINITY).length;
   }
   transcriptChars.set(capped, length);
   return capped;
@@ -98,15 +98,8 @@ export function seenMessage(
   // A message already in that shape is kept: no copy of most of a long middle.
   const callsSeen = calls === undefined || everyCallSeen(calls, toolResultCap);
   if (content === message.content && callsSeen && inSeenShape(message)) return message;
-  if (calls === undefined) {
-    if (callId === undefined) return name === undefined ? { role, content } : { role, content, name };
-    return name === undefined ? { role, content, tool_call_id: callId } : { role, content, tool_call_id: callId, name };
-  }
-  const seen: ChatMessage = {
-    role,
-    content,
-    tool_calls: callsSeen ? calls : seenCalls(calls, toolResultCap),
-  };
+  const seen: ChatMessage = { role, content };
+  if (calls !== undefined) seen.tool_calls = callsSeen ? calls : seenCalls(calls, toolResultCap);
   if (callId !== undefined) seen.tool_call_id = callId;
   if (name !== undefined) seen.name = name;
   return seen;
@@ -163,52 +156,31 @@ function withoutData(content: ChatMessage['content']): ChatMessage['content'] {
 
 /** The middle as text: tool results and call arguments capped, other parts described, never their data. */
 export function renderTranscript(messages: readonly ChatMessage[], toolResultCap: number): string {
-  const toolNames = new Map<string, string>();
-  const pieces: string[] = [];
-  messages.forEach((message, index) => {
-    if (index > 0) pieces.push('\n\n');
-    pieces.push(message.role === 'tool' ? `[tool result${nameOf(message, toolNames)}]` : `[${message.role}]`);
-    const text = renderContent(message.content);
-    if (text !== '') pieces.push('\n', message.role === 'tool' ? capText(text, toolResultCap) : text);
-    for (const call of message.tool_calls ?? []) {
-      toolNames.set(call.id, call.function.name);
-      pieces.push(
-        '\n',
-        `-> call ${call.function.name} (${call.id}) ${capText(call.function.arguments, toolResultCap)}`,
-      );
-    }
-  });
-  return pieces.join('');
+  const names = new ToolNames(messages);
+  return messages.map((message, index) => renderedMessage(message, index, names, toolResultCap)).join('');
 }
 
-/** The length of {@link renderTranscript}'s text, without building it. */
+/** The length of {@link renderTranscript}'s text, its pieces never joined. */
 export function transcriptLength(messages: readonly ChatMessage[], toolResultCap: number): number {
   const names = new ToolNames(messages);
   let length = 0;
   for (let index = 0; index < messages.length; index += 1)
-    length += renderedLength(messages[index] as ChatMessage, index, names, toolResultCap);
+    length += renderedMessage(messages[index] as ChatMessage, index, names, toolResultCap).length;
   return length;
 }
 
-function renderedLength(message: ChatMessage, index: number, names: ToolNames, toolResultCap: number): number {
-  let length = index > 0 ? 2 : 0;
-  if (message.role === 'tool') {
-    const id = message.tool_call_id ?? '';
-    const name =
-      (message.tool_call_id !== undefined ? names.of(index, message.tool_call_id) : undefined) ?? message.name;
-    length += '[tool result ('.length + id.length + ')]'.length + (name === undefined ? 0 : name.length + 1);
-  } else length += message.role.length + 2;
-  const { content } = message;
-  const text = typeof content === 'string' ? content : renderContent(content);
-  if (text !== '') length += 1 + (message.role === 'tool' ? cappedLength(text, toolResultCap) : text.length);
-  const calls = message.tool_calls;
-  if (calls === undefined) return length;
-  for (let position = 0; position < calls.length; position += 1) {
-    const call = calls[position] as ToolCall;
-    length += '\n-> call  () '.length + call.function.name.length + call.id.length;
-    length += cappedLength(call.function.arguments, toolResultCap);
-  }
-  return length;
+function renderedMessage(message: ChatMessage, index: number, names: ToolNames, toolResultCap: number): string {
+  const { role, tool_call_id: callId } = message;
+  let text = index > 0 ? '\n\n' : '';
+  if (role === 'tool') {
+    const name = (callId !== undefined ? names.of(index, callId) : undefined) ?? message.name;
+    text += name === undefined ? `[tool result (${callId ?? ''})]` : `[tool result ${name} (${callId ?? ''})]`;
+  } else text += `[${role}]`;
+  const content = renderContent(message.content);
+  if (content !== '') text += `\n${role === 'tool' ? capText(content, toolResultCap) : content}`;
+  for (const call of message.tool_calls ?? [])
+    text += `\n-> call ${call.function.name} (${call.id}) ${capText(call.function.arguments, toolResultCap)}`;
+  return text;
 }
 
 /** The tool a result answers: that of the latest call with its id before it. */
@@ -231,25 +203,10 @@ class ToolNames {
   }
 }
 
-function cappedLength(text: string, cap: number): number {
-  if (text.length <= cap) return text.length;
-  return cap + '» [truncated by the harness:  more characters]'.length + String(text.length - cap).length;
-}
-
-function nameOf(message: ChatMessage, toolNames: Map<string, string>): string {
-  const name = (message.tool_call_id !== undefined ? toolNames.get(message.tool_call_id) : undefined) ?? message.name;
-  const id = message.tool_call_id ?? '';
-  return name !== undefined ? ` ${name} (${id})` : ` (${id})`;
-}
-
 /** A message's content as the transcript shows it: text as it is, every other part as a one-line description. */
 export function renderContent(content: ChatMessage['content']): string {
   if (content === null || typeof content === 'string') return contentText(content);
   return content.map((part) => (part.type === 'text' ? contentText([part]) : describeNonTextPart(part))).join('');
-}
-
-export function summaryInstruction(previousSummaryChars?: number, text: InstructionText = {}): string {
-  return previousSummaryChars === undefined ? baseInstruction(text) : tooLongInstruction(previousSummaryChars, text);
 }
 
 /** The request for an instruction and a capped middle; `instructions` and `task` are in `instruction` already. */
@@ -308,7 +265,6 @@ const transcriptChars = new WeakMap<readonly ChatMessage[], number>();
 
 const summaryHeader = /^\[Summary by the harness of \d+ earlier messages\]\n\n/;
 
-/** True for the synthetic message a summarizing compaction leaves. */
 export function isSummaryMessage(message: ChatMessage): boolean {
   return message.role === 'user' && typeof message.content === 'string' && summaryHeader.test(message.content);
 }

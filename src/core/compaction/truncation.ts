@@ -1,5 +1,4 @@
-// Sandbox-safe: the last resort of a compaction that still does not fit (docs/design.md#truncation): the
-// largest tool results and user messages it may touch are cut middle-out until the conversation fits.
+// Sandbox-safe: the last resort (docs/design.md#truncation): the largest removable messages cut middle-out until it fits.
 import { contentText } from '../counting/tokens.js';
 import type { ChatMessage, CompactionResult, ContentPart, Elision, TokenCounter, Truncation } from '../types.js';
 import { isSummaryMessage } from './transcript.js';
@@ -46,10 +45,7 @@ function withText(message: ChatMessage, part: number, text: string): ChatMessage
   return { ...message, content: parts };
 }
 
-/**
- * Cuts the largest truncatable messages middle-out, each only as far as needed, until `result` counts
- * at most `limit`; a cut that does not lower the count is undone. Each cut is an elision and a `truncations` entry.
- */
+/** Cuts the largest truncatable messages middle-out, each as far as needed, until `result` fits `limit`; each cut is an elision. */
 export function truncateToFit(
   input: readonly ChatMessage[],
   result: CompactionResult,
@@ -130,8 +126,8 @@ export function truncateToFit(
 }
 
 /**
- * The most characters to keep that fit `limit`, as far as `budget` characters of cut text can tell: regula
- * falsi (counts grow nearly in proportion to what is kept), the first probe 1% short, with the Illinois rule.
+ * The most characters to keep within `limit` that `budget` characters of counting tell: regula falsi (counts grow
+ * about in proportion to what is kept), the first probe 1% short, with the Illinois rule.
  */
 function boundedSearch(
   length: number,

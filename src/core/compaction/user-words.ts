@@ -1,5 +1,4 @@
-// Sandbox-safe: the user's words (docs/design.md#user-words): with `keepUserMessages`, the newest user
-// messages of the middle stay verbatim in place, within `keepUserMessagesShare` of the budget.
+// Sandbox-safe: the user's words (docs/design.md#user-words): the middle's newest user messages kept verbatim.
 import type { Aim } from './options.js';
 import type { Regions } from './regions.js';
 import { isSummaryMessage } from './transcript.js';
@@ -17,11 +16,8 @@ export interface UserWords {
   keptTokens: number;
 }
 
-/**
- * The user messages of the middle that are the user's own words: not a summary or a trim marker, and not
- * inside a tool-call turn (keeping a format's user message that also held tool results would split it).
- */
-export function userWordsOf(messages: readonly ChatMessage[], regions: Regions): number[] {
+/** The middle's user messages that are the user's words: no summary, trim marker, or message inside a tool-call turn. */
+function userWordsOf(messages: readonly ChatMessage[], regions: Regions): number[] {
   const { groupOf, lastOf } = regions.groups;
   const eligible: number[] = [];
   let reach = -1;

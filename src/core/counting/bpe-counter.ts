@@ -4,6 +4,7 @@ import cl100kBaseRanks from 'gpt-tokenizer/bpeRanks/cl100k_base';
 import o200kBaseRanks from 'gpt-tokenizer/bpeRanks/o200k_base';
 import { InvalidInputError } from '../errors.js';
 import { isTextPart, nonTextPartTokens } from './parts.js';
+import { assertTokenAmount } from './tokens.js';
 import type { ChatMessage, TokenCounter } from '../types.js';
 
 /** `o200k_base` (GPT-4o, GPT-4.1, GPT-5, o-series) or `cl100k_base` (GPT-4, GPT-3.5). */
@@ -70,16 +71,10 @@ interface CountCache {
   counts: Map<string, number>;
   chars: number;
 }
-const countCaches = new Map<BpeEncodingName, CountCache>();
-
-function countCacheFor(encoding: BpeEncodingName): CountCache {
-  let cache = countCaches.get(encoding);
-  if (cache === undefined) {
-    cache = { counts: new Map(), chars: 0 };
-    countCaches.set(encoding, cache);
-  }
-  return cache;
-}
+const countCaches: Record<BpeEncodingName, CountCache> = {
+  o200k_base: { counts: new Map(), chars: 0 },
+  cl100k_base: { counts: new Map(), chars: 0 },
+};
 
 function remember(cache: CountCache, text: string, tokens: number): void {
   if (text.length > BPE_CACHE_CHARS) return;
@@ -95,7 +90,7 @@ function remember(cache: CountCache, text: string, tokens: number): void {
 /** The BPE tokens of one text; a run longer than {@link BPE_RUN_SLICE} is encoded in slices. */
 export function countTextTokens(text: string, encoding: BpeEncodingName = 'o200k_base'): number {
   if (text.length < CACHE_MIN_CHARS) return tokenize(text, encoding);
-  const cache = countCacheFor(encoding);
+  const cache = countCaches[encoding];
   const remembered = cache.counts.get(text);
   if (remembered !== undefined) return remembered;
   const tokens = tokenize(text, encoding);
@@ -118,15 +113,7 @@ function tokenize(text: string, encoding: BpeEncodingName): number {
   return tokens + encoder.countTokens(segmentStart === 0 ? text : text.slice(segmentStart), ORDINARY_TEXT);
 }
 
-function assertTokenAmount(name: string, value: number): void {
-  if (!Number.isFinite(value) || value < 0)
-    throw new InvalidInputError(`options.${name}`, 'must be a non-negative finite number');
-}
-
-/**
- * A BPE counter counting as OpenAI's cookbook (`num_tokens_from_messages`) does; ids, the harness flags
- * and provider extras are not counted. Additive, so removing messages never increases it.
- */
+/** Counts as OpenAI's cookbook (`num_tokens_from_messages`): ids, harness flags and extras not counted; additive. */
 export function createBpeCounter(options: BpeCounterOptions = {}): TokenCounter {
   const {
     encoding = 'o200k_base',
@@ -141,7 +128,7 @@ export function createBpeCounter(options: BpeCounterOptions = {}): TokenCounter 
     throw new InvalidInputError('options.encoding', `must be one of ${BPE_ENCODING_NAMES.join(', ')}`);
   }
   for (const [name, value] of Object.entries({ perMessage, perRequest, perName, perToolCall, perNonTextPart }))
-    if (value !== undefined) assertTokenAmount(name, value);
+    assertTokenAmount(name, value);
 
   const roleTokens = new Map<string, number>();
   const textTokens = (text: string): number => {

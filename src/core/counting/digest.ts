@@ -104,14 +104,7 @@ export class Sha256 {
       words[t] = (sigma1 + (words[t - 7] ?? 0) + sigma0 + (words[t - 16] ?? 0)) | 0;
     }
     const hash = this.hash;
-    let a = hash[0] ?? 0;
-    let b = hash[1] ?? 0;
-    let c = hash[2] ?? 0;
-    let d = hash[3] ?? 0;
-    let e = hash[4] ?? 0;
-    let f = hash[5] ?? 0;
-    let g = hash[6] ?? 0;
-    let h = hash[7] ?? 0;
+    let [a = 0, b = 0, c = 0, d = 0, e = 0, f = 0, g = 0, h = 0] = hash;
     for (let t = 0; t < 64; t++) {
       const bigSigma1 = ((e >>> 6) | (e << 26)) ^ ((e >>> 11) | (e << 21)) ^ ((e >>> 25) | (e << 7));
       const choose = (e & f) ^ (~e & g);
@@ -128,14 +121,7 @@ export class Sha256 {
       b = a;
       a = (temp1 + temp2) | 0;
     }
-    hash[0] = (hash[0] ?? 0) + a;
-    hash[1] = (hash[1] ?? 0) + b;
-    hash[2] = (hash[2] ?? 0) + c;
-    hash[3] = (hash[3] ?? 0) + d;
-    hash[4] = (hash[4] ?? 0) + e;
-    hash[5] = (hash[5] ?? 0) + f;
-    hash[6] = (hash[6] ?? 0) + g;
-    hash[7] = (hash[7] ?? 0) + h;
+    [a, b, c, d, e, f, g, h].forEach((word, index) => (hash[index] = (hash[index] ?? 0) + word));
   }
 }
 
@@ -149,6 +135,7 @@ export function serializeMessage(message: ChatMessage): string {
   return JSON.stringify(providerMessage);
 }
 
+/** `sha256Hex(JSON.stringify(toProviderMessages(messages.slice(0, count))))`; a spurious difference costs a `UsageCounter` only a fallback. */
 export function digestMessagePrefix(messages: readonly ChatMessage[], count: number = messages.length): string {
   const end = Math.max(0, Math.min(count, messages.length));
   const hash = new Sha256().update('[');
@@ -158,9 +145,4 @@ export function digestMessagePrefix(messages: readonly ChatMessage[], count: num
     hash.update(message === undefined ? 'null' : serializeMessage(message));
   }
   return hash.update(']').digestHex();
-}
-
-/** `sha256Hex(JSON.stringify(toProviderMessages(messages)))`; a spurious difference costs a `UsageCounter` only a fallback. */
-export function digestMessages(messages: readonly ChatMessage[]): string {
-  return digestMessagePrefix(messages, messages.length);
 }

@@ -1,5 +1,4 @@
-// Sandbox-safe: the width and height of an image from the first bytes of its base64 data, and what the
-// providers charge for it. No Buffer, no atob: only the bytes a header needs are decoded.
+// Sandbox-safe: an image's size from the first bytes of its base64 data (no Buffer, no atob), and what providers charge.
 import { InvalidInputError } from '../errors.js';
 
 export type ImageFormat = 'png' | 'jpeg' | 'gif' | 'webp';
@@ -23,10 +22,7 @@ const SEXTETS: Int8Array = (() => {
 /** Markers a JPEG walk passes before giving up: real files reach their frame header within a dozen. */
 const JPEG_MAX_SEGMENTS = 256;
 
-/**
- * Random access to the bytes of base64 text, without decoding what precedes them. A character outside
- * the alphabet reads as the end; whitespace sets `wrapped` (the caller strips it and reads again).
- */
+/** The bytes of base64 text, read without decoding what precedes them; whitespace sets `wrapped` (strip, read again). */
 class Base64Bytes {
   private group = -1;
   private readonly bytes = [0, 0, 0];
@@ -43,21 +39,15 @@ class Base64Bytes {
     return index < this.valid ? (this.bytes[index] ?? -1) : -1;
   }
 
-  u16(offset: number, little = false): number {
-    const [high, low] = little ? [this.at(offset + 1), this.at(offset)] : [this.at(offset), this.at(offset + 1)];
-    return high < 0 || low < 0 ? -1 : high * 256 + low;
-  }
-
-  u32be(offset: number): number {
-    const high = this.u16(offset);
-    const low = this.u16(offset + 2);
-    return high < 0 || low < 0 ? -1 : high * 65_536 + low;
-  }
-
-  u24le(offset: number): number {
-    const low = this.u16(offset, true);
-    const high = this.at(offset + 2);
-    return high < 0 || low < 0 ? -1 : high * 65_536 + low;
+  /** The unsigned integer of `size` bytes at `offset`, big-endian unless `little`; -1 past the end. */
+  uint(offset: number, size: number, little = false): number {
+    let value = 0;
+    for (let index = 0; index < size; index += 1) {
+      const byte = this.at(offset + (little ? size - 1 - index : index));
+      if (byte < 0) return -1;
+      value = value * 256 + byte;
+    }
+    return value;
   }
 
   matches(offset: number, ascii: string): boolean {
@@ -100,12 +90,12 @@ function sized(width: number, height: number, format: ImageFormat): ImageSize | 
 function pngSize(bytes: Base64Bytes): ImageSize | undefined {
   // Signature, then the IHDR chunk first: length (4), "IHDR", width (4), height (4).
   if (!(bytes.at(0) === 0x89 && bytes.matches(1, 'PNG\r\n\x1a\n') && bytes.matches(12, 'IHDR'))) return undefined;
-  return sized(bytes.u32be(16), bytes.u32be(20), 'png');
+  return sized(bytes.uint(16, 4), bytes.uint(20, 4), 'png');
 }
 
 function gifSize(bytes: Base64Bytes): ImageSize | undefined {
   if (!(bytes.matches(0, 'GIF87a') || bytes.matches(0, 'GIF89a'))) return undefined;
-  return sized(bytes.u16(6, true), bytes.u16(8, true), 'gif');
+  return sized(bytes.uint(6, 2, true), bytes.uint(8, 2, true), 'gif');
 }
 
 function webpSize(bytes: Base64Bytes): ImageSize | undefined {
@@ -113,8 +103,8 @@ function webpSize(bytes: Base64Bytes): ImageSize | undefined {
   if (bytes.matches(12, 'VP8 ')) {
     // Lossy: a 3-byte frame tag, the start code 9d 01 2a, then 14-bit width and height.
     if (!(bytes.at(23) === 0x9d && bytes.at(24) === 0x01 && bytes.at(25) === 0x2a)) return undefined;
-    const width = bytes.u16(26, true);
-    const height = bytes.u16(28, true);
+    const width = bytes.uint(26, 2, true);
+    const height = bytes.uint(28, 2, true);
     return width < 0 || height < 0 ? undefined : sized(width & 0x3fff, height & 0x3fff, 'webp');
   }
   if (bytes.matches(12, 'VP8L')) {
@@ -126,8 +116,8 @@ function webpSize(bytes: Base64Bytes): ImageSize | undefined {
   }
   if (bytes.matches(12, 'VP8X')) {
     // Extended: flags (4), then canvas width − 1 and height − 1 in 24 bits each.
-    const width = bytes.u24le(24);
-    const height = bytes.u24le(27);
+    const width = bytes.uint(24, 3, true);
+    const height = bytes.uint(27, 3, true);
     return width < 0 || height < 0 ? undefined : sized(width + 1, height + 1, 'webp');
   }
   return undefined;
@@ -157,10 +147,10 @@ function jpegSize(bytes: Base64Bytes): ImageSize | undefined {
     }
     // The end of the image, or the scan data, before any frame header: nothing to read.
     if (marker === 0xd9 || marker === 0xda) return undefined;
-    const length = bytes.u16(offset + 2);
+    const length = bytes.uint(offset + 2, 2);
     if (length < 2) return undefined;
     // A frame header: length (2), precision (1), height (2), width (2).
-    if (isStartOfFrame(marker)) return sized(bytes.u16(offset + 7), bytes.u16(offset + 5), 'jpeg');
+    if (isStartOfFrame(marker)) return sized(bytes.uint(offset + 7, 2), bytes.uint(offset + 5, 2), 'jpeg');
     offset += 2 + length;
   }
   return undefined;
@@ -174,18 +164,7 @@ export function imageSizeOfBase64(data: string): ImageSize | undefined {
 }
 
 function readSize(bytes: Base64Bytes): ImageSize | undefined {
-  switch (bytes.at(0)) {
-    case 0x89:
-      return pngSize(bytes);
-    case 0xff:
-      return jpegSize(bytes);
-    case 0x47: // 'G'
-      return gifSize(bytes);
-    case 0x52: // 'R'
-      return webpSize(bytes);
-    default:
-      return undefined;
-  }
+  return pngSize(bytes) ?? jpegSize(bytes) ?? gifSize(bytes) ?? webpSize(bytes);
 }
 
 const DATA_URL_HEADER_MAX = 256;

@@ -118,21 +118,22 @@ export function describeNonTextPart(part: ContentPart): string {
     return label === undefined ? '[image]' : `[image: ${label}]`;
   }
   const body: unknown = Reflect.get(part, part.type);
-  if (part.type === 'input_audio' && isRecord(body)) {
-    const details = [
-      typeof body.format === 'string' ? body.format : undefined,
-      typeof body.data === 'string' ? `${groupDigits(base64Bytes(body.data))} bytes` : undefined,
-    ].filter((detail) => detail !== undefined);
-    return details.length === 0 ? '[audio]' : `[audio: ${details.join(', ')}]`;
-  }
-  if (part.type === 'file' && isRecord(body)) {
-    const name =
-      typeof body.filename === 'string' ? body.filename : typeof body.file_id === 'string' ? body.file_id : undefined;
-    const data = body.file_data;
-    const details = [name, typeof data === 'string' ? `${groupDigits(base64Bytes(data))} bytes` : undefined].filter(
-      (detail) => detail !== undefined,
-    );
-    return details.length === 0 ? '[file]' : `[file: ${details.join(', ')}]`;
-  }
+  if (part.type === 'input_audio' && isRecord(body))
+    return described('audio', [stringOf(body.format), bytesOf(body.data)]);
+  if (part.type === 'file' && isRecord(body))
+    return described('file', [stringOf(body.filename) ?? stringOf(body.file_id), bytesOf(body.file_data)]);
   return `[${part.type}]`;
+}
+
+function described(kind: string, details: readonly (string | undefined)[]): string {
+  const shown = details.filter((detail) => detail !== undefined);
+  return shown.length === 0 ? `[${kind}]` : `[${kind}: ${shown.join(', ')}]`;
+}
+
+function stringOf(value: unknown): string | undefined {
+  return typeof value === 'string' ? value : undefined;
+}
+
+function bytesOf(data: unknown): string | undefined {
+  return typeof data === 'string' ? `${groupDigits(base64Bytes(data))} bytes` : undefined;
 }

@@ -2,6 +2,7 @@
 import { InvalidInputError } from '../errors.js';
 import { isRecord } from '../schema.js';
 import type { ChatMessage, TokenCounter } from '../types.js';
+import { assertTokenAmount } from './tokens.js';
 
 /** An OpenAI chat-completions function tool declaration, as sent in the request's `tools`. */
 export interface ToolDeclaration {
@@ -30,9 +31,8 @@ export interface RequestCounter extends TokenCounter {
 }
 
 /**
- * `counter.count(messages) + toolTokens + perRequest`: `toolTokens` is the JSON of `tools` in one system
- * message, counted once (OpenAI renders tools more compactly: the safe side). Wrap an estimator, not a
- * `UsageCounter`, whose billed counts already include them.
+ * `counter.count(messages) + toolTokens + perRequest`, `toolTokens` the JSON of `tools` as one system message (OpenAI
+ * renders them more compactly: the safe side). Wrap an estimator: a `UsageCounter`'s billed counts include them.
  */
 export function withRequestFraming(counter: TokenCounter, options: RequestFramingOptions = {}): RequestCounter {
   const { tools = [], perRequest = 0 } = options;
@@ -46,9 +46,7 @@ export function withRequestFraming(counter: TokenCounter, options: RequestFramin
     if (!isRecord(tool.function) || typeof tool.function.name !== 'string')
       throw new InvalidInputError(`options.tools[${index}].function.name`, 'must be a string');
   });
-  if (!Number.isFinite(perRequest) || perRequest < 0) {
-    throw new InvalidInputError('options.perRequest', 'must be a non-negative finite number');
-  }
+  assertTokenAmount('perRequest', perRequest);
   const toolsMessage: ChatMessage = { role: 'system', content: JSON.stringify(tools) };
   const toolTokens = tools.length === 0 ? 0 : Math.max(0, counter.count([toolsMessage]) - counter.count([]));
   return {

@@ -1,5 +1,4 @@
-// Sandbox-safe: what the summarizer was billed (or an estimate) for the summaries of one compaction,
-// added the same way by both drivers.
+// Sandbox-safe: what the summarizer was billed (or an estimate) for one compaction's summaries, for both drivers.
 import { defaultCounter } from './tokens.js';
 import type { ChatMessage, Usage } from '../types.js';
 

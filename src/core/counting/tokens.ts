@@ -62,14 +62,18 @@ function partCharge(message: ChatMessage, perPart: number | undefined): PartChar
   return charge;
 }
 
+export function assertTokenAmount(name: string, value: number | undefined): void {
+  if (value !== undefined && !(Number.isFinite(value) && value >= 0))
+    throw new InvalidInputError(`options.${name}`, 'must be a non-negative finite number');
+}
+
 /** Characters / 4 plus a per-message overhead; images by OpenAI's rule. Monotonic in what a compaction removes. */
 export function createCharCounter({
   charsPerToken = 4,
   perMessage = 4,
   perNonTextPart,
 }: CharCounterOptions = {}): TokenCounter {
-  if (perNonTextPart !== undefined && !(Number.isFinite(perNonTextPart) && perNonTextPart >= 0))
-    throw new InvalidInputError('options.perNonTextPart', 'must be a non-negative finite number');
+  assertTokenAmount('perNonTextPart', perNonTextPart);
   return {
     count(messages) {
       let chars = 0;

@@ -2,13 +2,14 @@
 import { z } from 'zod';
 import { Sha256, digestMessagePrefix } from './digest.js';
 import { InvalidInputError } from '../errors.js';
+import { checkWith } from '../schema.js';
 import { defaultCounter } from './tokens.js';
 import type { ChatMessage, TokenCounter } from '../types.js';
 
 /** The calibration a {@link UsageCounter} carries across continue-as-new. */
 export interface UsageCalibrationState {
   messageCount: number;
-  /** `digestMessages` of exactly those messages. */
+  /** `digestMessagePrefix` of exactly those messages. */
   digest: string;
   billedPromptTokens: number;
 }
@@ -34,10 +35,7 @@ const usageCounterStateSchema = z.strictObject({
     .nullable(),
 });
 
-/**
- * A structural copy of a message as plain JSON data: strings shared (immutable), objects and arrays our
- * own, so no later mutation by a caller can change it. Keys in JSON order; `undefined` values left out.
- */
+/** A message copied as plain JSON data (strings shared), so no later change by a caller reaches it; keys in JSON order. */
 type Snapshot = string | number | boolean | null | Snapshot[] | ObjectSnapshot;
 
 class ObjectSnapshot {
@@ -192,18 +190,9 @@ interface Calibration {
   snapshots: Snapshot[] | undefined;
 }
 
-function assertBilledTokens(billedPromptTokens: number): void {
-  if (!Number.isSafeInteger(billedPromptTokens) || billedPromptTokens < 0)
-    throw new InvalidInputError(
-      'billedPromptTokens',
-      `must be a non-negative integer, got ${String(billedPromptTokens)}`,
-    );
-}
-
 /**
- * A counter calibrated by what the provider billed (docs/design.md#usage-counter): while `messages` starts
- * with exactly the calibrated ones, the billed tokens plus an estimate of the rest; otherwise the estimator's
- * count. The prefix is verified by walking a structural copy, not hashing it.
+ * A counter calibrated by what the provider billed (docs/design.md#usage-counter): for messages that start with the
+ * calibrated ones, the billed tokens plus an estimate of the rest; else the estimator's count.
  */
 export class UsageCounter implements TokenCounter {
   private readonly estimator: TokenCounter;
@@ -215,17 +204,8 @@ export class UsageCounter implements TokenCounter {
 
   /** Restores a counter from its `toJSON` state; an `InvalidInputError` names the offending field. */
   static fromJSON(state: unknown, estimator: TokenCounter = defaultCounter): UsageCounter {
-    const parsed = usageCounterStateSchema.safeParse(state);
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0];
-      if (issue === undefined) throw new InvalidInputError('state', 'invalid state');
-      const path = ['state', ...issue.path.map(String)];
-      if (issue.code === 'unrecognized_keys')
-        throw new InvalidInputError([...path, issue.keys[0] ?? ''].join('.'), 'unknown field');
-      throw new InvalidInputError(path.join('.'), issue.message);
-    }
+    const { calibration } = checkWith(usageCounterStateSchema, state, 'state');
     const counter = new UsageCounter({ estimator });
-    const { calibration } = parsed.data;
     if (calibration !== null) counter.calibration = { ...calibration, snapshots: undefined };
     return counter;
   }
@@ -233,7 +213,11 @@ export class UsageCounter implements TokenCounter {
   /** Records a billed request: exactly the messages sent and its `usage.prompt_tokens`. */
   calibrate(messagesSent: readonly ChatMessage[], billedPromptTokens: number): void {
     if (!Array.isArray(messagesSent)) throw new InvalidInputError('messagesSent', 'must be an array of messages');
-    assertBilledTokens(billedPromptTokens);
+    if (!Number.isSafeInteger(billedPromptTokens) || billedPromptTokens < 0)
+      throw new InvalidInputError(
+        'billedPromptTokens',
+        `must be a non-negative integer, got ${String(billedPromptTokens)}`,
+      );
     const snapshots = snapshotMessages(messagesSent, messagesSent.length);
     this.calibration = {
       messageCount: messagesSent.length,

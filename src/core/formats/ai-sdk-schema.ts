@@ -1,6 +1,4 @@
-// Sandbox-safe: AI SDK messages (`ModelMessage`, and the provider-level prompt a middleware sees):
-// their types, the zod schemas of their parts (also the source of their JSON Schema), and validation
-// naming the path of a fault.
+// Sandbox-safe: AI SDK messages (also a middleware's prompt): types, zod schemas, validation naming a fault's path.
 import { z } from 'zod';
 import { InvalidInputError } from '../errors.js';
 import { checkWith, isRecord } from '../schema.js';

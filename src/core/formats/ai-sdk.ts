@@ -1,6 +1,6 @@
 // Sandbox-safe: the AI SDK format mapped to the engine's chat messages through a view (view.ts), and back.
 import { isRecord } from '../schema.js';
-import type { ContentPart, ToolCall } from '../types.js';
+import type { ContentPart } from '../types.js';
 import {
   validateAiSdk,
   type AiSdkMessage,
@@ -9,7 +9,7 @@ import {
   type AiSdkToolResultOutput,
   type AiSdkToolResultPart,
 } from './ai-sdk-schema.js';
-import { EngineMessages, formatView, type FormatView, type MappedCompactionResult } from './view.js';
+import { EngineMessages, formatView, withPartStubs, type FormatView, type MappedCompactionResult } from './view.js';
 
 /** A compaction of AI SDK messages: positions (`elisions`, `cutIndex`, `dropped`) count the input's messages. */
 export type AiSdkCompactionResult = MappedCompactionResult<AiSdkMessage>;
@@ -37,7 +37,6 @@ function outputContent(output: AiSdkToolResultOutput): string | ContentPart[] {
   return typeof output.reason === 'string' ? output.reason : JSON.stringify(output);
 }
 
-/** Validates AI SDK messages and maps them to engine messages. */
 export function aiSdkView(conversation: unknown): FormatView<AiSdkCompactionResult> {
   const messages = validateAiSdk(conversation);
   const engine = new EngineMessages();
@@ -46,21 +45,20 @@ export function aiSdkView(conversation: unknown): FormatView<AiSdkCompactionResu
     const { role, content } = message;
     if (typeof content === 'string') return engine.push({ role: role === 'tool' ? 'user' : role, content }, origin);
     if (role === 'system' || role === 'user') return engine.push({ role, content }, origin);
-    if (role === 'assistant') {
-      const calls: ToolCall[] = [];
-      const parts: ContentPart[] = [];
-      for (const part of content) {
-        // A provider-executed call has its result beside it: it stays a part of the message.
-        if (isToolCall(part) && part.providerExecuted !== true)
-          calls.push({
-            id: part.toolCallId,
-            type: 'function',
-            function: { name: part.toolName, arguments: JSON.stringify(part.input ?? {}) },
-          });
-        else parts.push(part);
-      }
-      return engine.pushAssistant(parts, calls, origin);
-    }
+    if (role === 'assistant')
+      // A provider-executed call has its result beside it: it stays a part of the message.
+      return engine.pushAssistant(
+        content,
+        (part) =>
+          isToolCall(part) && part.providerExecuted !== true
+            ? {
+                id: part.toolCallId,
+                type: 'function',
+                function: { name: part.toolName, arguments: JSON.stringify(part.input ?? {}) },
+              }
+            : undefined,
+        origin,
+      );
     engine.pushUserParts(index, content, (part) =>
       isToolResult(part)
         ? { role: 'tool', tool_call_id: part.toolCallId, content: outputContent(part.output) }
@@ -76,14 +74,9 @@ export function aiSdkView(conversation: unknown): FormatView<AiSdkCompactionResu
 
 /** The message with the tool results at `stubs`' positions holding their stub as a text output (an error stays an error). */
 function withStubs(message: AiSdkMessage, stubs: ReadonlyMap<number, string>): AiSdkMessage {
-  if (typeof message.content === 'string') return message;
-  return {
-    ...message,
-    content: message.content.map((part, position) => {
-      const stub = stubs.get(position);
-      if (stub === undefined || !isToolResult(part)) return part;
-      const type = part.output.type.startsWith('error') ? 'error-text' : 'text';
-      return { ...part, output: { type, value: stub } };
-    }),
-  };
+  return withPartStubs(message, stubs, (part: AiSdkPart, value) =>
+    isToolResult(part)
+      ? { ...part, output: { type: part.output.type.startsWith('error') ? 'error-text' : 'text', value } }
+      : part,
+  );
 }

@@ -1,5 +1,4 @@
-// Sandbox-safe: Anthropic Messages conversations: their types, the zod schemas of their blocks (also
-// the source of their JSON Schema), and validation naming the path of a fault.
+// Sandbox-safe: Anthropic Messages conversations: types, zod schemas of their blocks, validation naming a fault's path.
 import { z } from 'zod';
 import { InvalidInputError } from '../errors.js';
 import { checkWith, isRecord } from '../schema.js';
@@ -33,7 +32,6 @@ export interface AnthropicToolResultBlock {
 export type AnthropicBlock =
   AnthropicTextBlock | AnthropicToolUseBlock | AnthropicToolResultBlock | { type: string; [key: string]: unknown };
 
-/** One message of an Anthropic Messages conversation. */
 export interface AnthropicMessage {
   role: 'user' | 'assistant';
   content: string | AnthropicBlock[];
@@ -114,7 +112,6 @@ export const anthropicMessageSchema = z
   })
   .meta({ title: 'AnthropicMessage' });
 
-/** A request body's system prompt: a string or text blocks. */
 export const anthropicSystemSchema = z.union([z.string(), z.array(anthropicTextBlockSchema)]);
 
 /** The `type` of a block, or an error naming it: every block is an object with a string `type`. */

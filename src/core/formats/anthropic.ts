@@ -1,5 +1,4 @@
 // Sandbox-safe: the Anthropic Messages format mapped to the engine's chat messages through a view (view.ts), and back.
-import type { ContentPart, ToolCall } from '../types.js';
 import {
   validateAnthropic,
   type AnthropicBlock,
@@ -8,9 +7,7 @@ import {
   type AnthropicToolResultBlock,
   type AnthropicToolUseBlock,
 } from './anthropic-schema.js';
-import { EngineMessages, formatView, type FormatView, type MappedCompactionResult } from './view.js';
-
-export type { FormatView };
+import { EngineMessages, formatView, withPartStubs, type FormatView, type MappedCompactionResult } from './view.js';
 
 /** Positions (`elisions`, `cutIndex`, `dropped`) count the input's messages; token counts are the engine's. */
 export interface AnthropicCompactionResult extends MappedCompactionResult<AnthropicMessage> {
@@ -26,7 +23,6 @@ function isToolResult(block: AnthropicBlock): block is AnthropicToolResultBlock 
   return block.type === 'tool_result';
 }
 
-/** Validates an Anthropic conversation and maps it to engine messages. */
 export function anthropicView(conversation: unknown): FormatView<AnthropicCompactionResult> {
   const { messages, system, body } = validateAnthropic(conversation);
   const engine = new EngineMessages();
@@ -35,20 +31,15 @@ export function anthropicView(conversation: unknown): FormatView<AnthropicCompac
     const origin = { message: index };
     if (typeof message.content === 'string')
       return engine.push({ role: message.role, content: message.content }, origin);
-    if (message.role === 'assistant') {
-      const calls: ToolCall[] = [];
-      const parts: ContentPart[] = [];
-      for (const block of message.content) {
-        if (isToolUse(block))
-          calls.push({
-            id: block.id,
-            type: 'function',
-            function: { name: block.name, arguments: JSON.stringify(block.input) },
-          });
-        else parts.push(block);
-      }
-      return engine.pushAssistant(parts, calls, origin);
-    }
+    if (message.role === 'assistant')
+      return engine.pushAssistant(
+        message.content,
+        (block) =>
+          isToolUse(block)
+            ? { id: block.id, type: 'function', function: { name: block.name, arguments: JSON.stringify(block.input) } }
+            : undefined,
+        origin,
+      );
     engine.pushUserParts(index, message.content, (block) =>
       isToolResult(block) ? { role: 'tool', tool_call_id: block.tool_use_id, content: block.content ?? '' } : undefined,
     );
@@ -67,12 +58,5 @@ export function anthropicView(conversation: unknown): FormatView<AnthropicCompac
 
 /** The message with the `tool_result` blocks at `stubs`' positions holding their stub as content (every other field kept). */
 function withStubs(message: AnthropicMessage, stubs: ReadonlyMap<number, string>): AnthropicMessage {
-  if (typeof message.content === 'string') return message;
-  return {
-    ...message,
-    content: message.content.map((block, position) => {
-      const stub = stubs.get(position);
-      return stub === undefined ? block : { ...block, content: stub };
-    }),
-  };
+  return withPartStubs(message, stubs, (block: AnthropicBlock, stub) => ({ ...block, content: stub }));
 }

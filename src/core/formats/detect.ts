@@ -4,7 +4,6 @@ import { InvalidInputError } from '../errors.js';
 import { isRecord } from '../schema.js';
 import type { MessageFormat } from './format.js';
 
-/** The format names people read. */
 export const FORMAT_NAMES: Record<MessageFormat, string> = {
   openai: 'OpenAI chat',
   anthropic: 'Anthropic Messages',
@@ -18,32 +17,26 @@ export interface FormatMark {
   formats: readonly MessageFormat[];
 }
 
+const OPENAI_PARTS = new Set<unknown>(['image_url', 'input_audio', 'refusal']);
+const ANTHROPIC_PARTS = new Set<unknown>(['tool_use', 'tool_result', 'thinking', 'redacted_thinking', 'document']);
+const AI_SDK_PARTS = new Set<unknown>([
+  'tool-call',
+  'tool-result',
+  'reasoning',
+  'tool-approval-request',
+  'tool-approval-response',
+]);
+
 /** The formats that have a content part's type (with the field that tells look-alikes apart). */
 function partFormats(part: Record<string, unknown>): readonly MessageFormat[] | undefined {
-  switch (part.type) {
-    case 'image_url':
-    case 'input_audio':
-    case 'refusal':
-      return ['openai'];
-    case 'tool_use':
-    case 'tool_result':
-    case 'thinking':
-    case 'redacted_thinking':
-    case 'document':
-      return ['anthropic'];
-    case 'tool-call':
-    case 'tool-result':
-    case 'reasoning':
-    case 'tool-approval-request':
-    case 'tool-approval-response':
-      return ['ai-sdk'];
-    case 'image':
-      return part.source !== undefined ? ['anthropic'] : part.image !== undefined ? ['ai-sdk'] : undefined;
-    case 'file':
-      return part.file !== undefined ? ['openai'] : part.data !== undefined ? ['ai-sdk'] : undefined;
-    default:
-      return undefined;
-  }
+  const { type } = part;
+  if (OPENAI_PARTS.has(type)) return ['openai'];
+  if (ANTHROPIC_PARTS.has(type)) return ['anthropic'];
+  if (AI_SDK_PARTS.has(type)) return ['ai-sdk'];
+  if (type === 'image')
+    return part.source !== undefined ? ['anthropic'] : part.image !== undefined ? ['ai-sdk'] : undefined;
+  if (type === 'file') return part.file !== undefined ? ['openai'] : part.data !== undefined ? ['ai-sdk'] : undefined;
+  return undefined;
 }
 
 /** Every mark in `value` (a message array or a request body), in document order. */

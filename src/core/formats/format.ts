@@ -1,5 +1,4 @@
-// Sandbox-safe: the message formats a conversation may come in (docs/compaction.md#formats), and the
-// view a driver compacts a non-OpenAI conversation through (OpenAI chat, the engine's own, takes none).
+// Sandbox-safe: the message formats (docs/compaction.md#formats), and the view a non-OpenAI one is compacted through.
 import { InvalidInputError } from '../errors.js';
 import type { ChatMessage, CompactionResult } from '../types.js';
 import type { AiSdkMessage } from './ai-sdk-schema.js';
@@ -33,10 +32,8 @@ export function formatOption(value: unknown, field: string): MessageFormat {
 /** A conversation in any format: OpenAI chat messages, an Anthropic conversation, AI SDK messages. */
 export type Conversation = readonly ChatMessage[] | AnthropicConversation | readonly AiSdkMessage[];
 
-/** The results of the formats that compact through a view. */
 export type FormatCompactionResult = AnthropicCompactionResult | AiSdkCompactionResult;
 
-/** A compaction in any format. */
 export type AnyCompactionResult = CompactionResult | FormatCompactionResult;
 
 /** The view of a conversation in `format`, or undefined for `openai` (the engine reads it as it is). Validates it. */
@@ -44,12 +41,6 @@ export function formatView(
   format: MessageFormat,
   conversation: unknown,
 ): FormatView<FormatCompactionResult> | undefined {
-  switch (format) {
-    case 'openai':
-      return undefined;
-    case 'anthropic':
-      return anthropicView(conversation);
-    case 'ai-sdk':
-      return aiSdkView(conversation);
-  }
+  if (format === 'openai') return undefined;
+  return format === 'anthropic' ? anthropicView(conversation) : aiSdkView(conversation);
 }

@@ -48,7 +48,19 @@ export class EngineMessages {
     this.origins.push(origin);
   }
 
-  pushAssistant(parts: ContentPart[], calls: ToolCall[], origin: Origin): void {
+  /** An assistant message of parts: those `callOf` reads as a tool call become its `tool_calls`. */
+  pushAssistant<Part extends ContentPart>(
+    content: readonly Part[],
+    callOf: (part: Part) => ToolCall | undefined,
+    origin: Origin,
+  ): void {
+    const calls: ToolCall[] = [];
+    const parts: ContentPart[] = [];
+    for (const part of content) {
+      const call = callOf(part);
+      if (call === undefined) parts.push(part);
+      else calls.push(call);
+    }
     if (calls.length === 0) this.push({ role: 'assistant', content: parts }, origin);
     else this.push({ role: 'assistant', content: parts.length === 0 ? null : parts, tool_calls: calls }, origin);
   }
@@ -76,6 +88,20 @@ export interface Rebuild<Message> {
   sources: readonly Message[];
   withStubs(message: Message, stubs: ReadonlyMap<number, string>): Message;
   summary(content: string): Message;
+}
+
+/** `message` with the parts at `stubs`' positions replaced by `stubbed(part, stub)`. */
+export function withPartStubs<Part, Message extends { content: string | Part[] }>(
+  message: Message,
+  stubs: ReadonlyMap<number, string>,
+  stubbed: (part: Part, stub: string) => Part,
+): Message {
+  if (typeof message.content === 'string') return message;
+  const content = message.content.map((part, at) => {
+    const stub = stubs.get(at);
+    return stub === undefined ? part : stubbed(part, stub);
+  });
+  return { ...message, content };
 }
 
 export function formatView<Message, Result>(
@@ -155,10 +181,7 @@ function mapBack<Message>(
     output.push(stubs.size === 0 ? message : withStubs(message, stubs));
   }
 
-  let dropped = 0;
-  sources.forEach((_, index) => {
-    if (!emitted.has(index)) dropped += 1;
-  });
+  const dropped = sources.length - emitted.size;
   const { messages: _engineMessages, elisions: engineElisions, cutIndex, userMessages, ...counts } = result;
   return {
     ...counts,

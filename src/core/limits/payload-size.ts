@@ -1,12 +1,10 @@
-// Sandbox-safe: a deterministic estimate of the bytes a value takes as a Temporal payload: a workflow
-// task that fails on an oversized payload is retried forever (docs/design.md#never-wedge).
+// Sandbox-safe: a deterministic estimate of the bytes a value takes as a Temporal payload (docs/design.md#never-wedge).
 /** The server's default `limit.blobSize.error` (2 MiB) less room for metadata: over it, a workflow task fails without end. */
 export const DEFAULT_PAYLOAD_LIMIT_BYTES = 2_000_000;
 
 /** The largest payload the store holds (the bound a reader trusts before allocating); larger ones fail on every retry. */
 export const MAX_STORED_PAYLOAD_BYTES = 64 * 1024 * 1024;
 
-/** The most a payload may hold, with or without external storage. */
 export function payloadBound(maxPayloadBytes: number, externalStorage: boolean): number {
   return externalStorage ? MAX_STORED_PAYLOAD_BYTES : maxPayloadBytes;
 }

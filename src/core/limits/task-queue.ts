@@ -1,5 +1,4 @@
-// Sandbox-safe: task queue names checked before a workflow schedules anything on them: the SDK fails the
-// workflow task on a name the server refuses, at every retry, and the run would wedge.
+// Sandbox-safe: task queue names checked before use: a name the server refuses fails the workflow task at every retry.
 import { InvalidInputError } from '../errors.js';
 import { utf8Length } from './payload-size.js';
 

@@ -14,7 +14,7 @@ import {
   renderTranscript,
   requestFor,
   summarizerMessages,
-  summaryInstruction,
+  baseInstruction,
 } from '../../../src/core/compaction/transcript.js';
 import { defaultCounter } from '../../../src/core/counting/tokens.js';
 import { toProviderMessages } from '../../../src/core/schema.js';
@@ -86,7 +86,7 @@ describe('our OpenAI summarizer against the real model', () => {
       timeout: 240_000,
     });
     const started = Date.now();
-    const summary = await summarizer.summarize(requestFor(summaryInstruction(), middle));
+    const summary = await summarizer.summarize(requestFor(baseInstruction(), middle));
     console.info(
       `[llama-server] summary of ${middle.length} messages: ${summary.text.length} characters, ` +
         `usage ${JSON.stringify(summary.usage)}, ${((Date.now() - started) / 1000).toFixed(1)} s`,
@@ -107,7 +107,7 @@ describe('a request over the window', () => {
   it("gets the server's exceed_context_size_error, with its numbers, and readContextOverflow reads them", async () => {
     const client = new OpenAI({ baseURL: llama.baseURL, apiKey: 'unused', maxRetries: 0, timeout: 120_000 });
     const messages = [
-      { role: 'system' as const, content: summaryInstruction() },
+      { role: 'system' as const, content: baseInstruction() },
       { role: 'user' as const, content: renderTranscript(longMiddle(), Number.POSITIVE_INFINITY) },
     ];
     const error = await client.chat.completions.create({ model: llama.model, messages }).then(
@@ -130,7 +130,7 @@ describe('a request over the window', () => {
 
   it('reaches the summarizer as a rejected SummarizerError that readContextOverflow still reads', async () => {
     const summarizer = createOpenAISummarizer({ baseURL: llama.baseURL, model: llama.model, timeout: 120_000 });
-    const caught = await summarizer.summarize(requestFor(summaryInstruction(), longMiddle())).then(
+    const caught = await summarizer.summarize(requestFor(baseInstruction(), longMiddle())).then(
       () => undefined,
       (error: unknown) => error,
     );
@@ -160,14 +160,14 @@ describe("SmolLM2's tokens per estimated token", () => {
     for (const { name, messages } of bundledTrajectories()) {
       const seen = capMiddle(messages.slice(1), TOOL_RESULT_CAP);
       const estimateOf = (from: number, to: number): number =>
-        defaultCounter.count(summarizerMessages(requestFor(summaryInstruction(), seen.slice(from, to))));
+        defaultCounter.count(summarizerMessages(requestFor(baseInstruction(), seen.slice(from, to))));
       for (let start = 0; start < seen.length;) {
         let end = start + 1;
         while (end < seen.length && estimateOf(start, end + 1) <= TARGET) end += 1;
         const estimate = estimateOf(start, end);
         // Requests far smaller than a piece (a trajectory's tail) say little of the ratio.
         if (estimate >= TARGET / 2) {
-          const request = summarizerMessages(requestFor(summaryInstruction(), seen.slice(start, end)));
+          const request = summarizerMessages(requestFor(baseInstruction(), seen.slice(start, end)));
           ratios.push({ name, estimate, ratio: (await serverCount(toProviderMessages(request))) / estimate });
         }
         start = end;
