@@ -10,6 +10,7 @@
 // time says when a claim to them was last handed out; a reused object older than `refreshAfterMs`
 // is touched (not what lies under it); an object is deflated only against one this process stored
 // within half of `refreshAfterMs`, so younger than any grace period.
+import { setMaxListeners } from 'node:events';
 import type {
   Payload,
   StorageDriver,
@@ -18,14 +19,12 @@ import type {
 } from '@temporalio/common';
 import { StorageDriverClaim } from '@temporalio/common';
 import { InvalidInputError } from '../core/errors.js';
-import { assertKnownKeys, keysOf } from '../core/unknown-keys.js';
+import { assertKnownKeys } from '../core/unknown-keys.js';
 import { DEFAULT_CHUNKER_LIMITS, type ChunkerLimits } from './chunker.js';
 import { claimDataFor, readClaim } from './claims.js';
 import { payloadProtoSize } from './codec.js';
 import { PayloadTooLargeError } from './errors.js';
 import { CompressionChain } from './compression-chain.js';
-import { followSignal } from './follow-signal.js';
-import { inspectObject, type InspectedObject } from './inspect-object.js';
 import type { Keyring } from './keyring.js';
 import { Limiter } from './limiter.js';
 import type { ObjectBackend } from './object-backend.js';
@@ -36,13 +35,11 @@ import {
   parseManifest,
   type ObjectKind,
 } from './object-format.js';
-import { ObjectReader } from './object-reader.js';
+import { ObjectReader, type InspectedObject } from './object-reader.js';
 import { ObjectWriter, type WriteCounters } from './object-writer.js';
 import { readPayload } from './payload-reader.js';
 import { SliceIndex, type ReadSegment } from './slice-index.js';
 import { WritePlanner } from './write-plan.js';
-
-export type { InspectedObject, ListedChild } from './inspect-object.js';
 
 /** Written into every reference payload: must never change. */
 export const CHUNK_STORE_DRIVER_NAME = 'compactor-chunks';
@@ -90,36 +87,31 @@ export interface ChunkStoreDriverOptions {
   now?: () => number;
 }
 
-const DRIVER_OPTIONS = keysOf<ChunkStoreDriverOptions>({
+const ANY = Number.MAX_SAFE_INTEGER;
+/** Every option, with the integer range of a numeric one: an ignored or out-of-range option would write another store. */
+const DRIVER_OPTIONS: { readonly [K in keyof Required<ChunkStoreDriverOptions>]: true | readonly [number, number] } = {
   backend: true,
   keyring: true,
-  concurrency: true,
-  cacheBytes: true,
-  refreshAfterMs: true,
+  concurrency: [1, ANY],
+  cacheBytes: [0, ANY],
+  refreshAfterMs: [0, ANY],
   chunkerLimits: true,
-  compressionLevel: true,
-  inlineBelow: true,
-  literalBelow: true,
+  compressionLevel: [-1, 9],
+  inlineBelow: [0, ANY],
+  literalBelow: [0, ANY],
   now: true,
-});
+};
 
-/** Refuses an unknown option or a number out of its range, naming it: an ignored one would write another store. */
 function checkDriverOptions(options: ChunkStoreDriverOptions): void {
-  assertKnownKeys(options, DRIVER_OPTIONS, 'driver');
-  const ranges: [keyof ChunkStoreDriverOptions, number, number][] = [
-    ['concurrency', 1, Number.MAX_SAFE_INTEGER],
-    ['cacheBytes', 0, Number.MAX_SAFE_INTEGER],
-    ['refreshAfterMs', 0, Number.MAX_SAFE_INTEGER],
-    ['compressionLevel', -1, 9],
-    ['inlineBelow', 0, Number.MAX_SAFE_INTEGER],
-    ['literalBelow', 0, Number.MAX_SAFE_INTEGER],
-  ];
-  for (const [name, least, most] of ranges) {
-    const value: unknown = options[name];
-    if (value !== undefined && !(Number.isInteger(value) && (value as number) >= least && (value as number) <= most))
+  assertKnownKeys(options, Object.keys(DRIVER_OPTIONS), 'driver');
+  for (const [name, range] of Object.entries(DRIVER_OPTIONS)) {
+    const value: unknown = Reflect.get(options, name);
+    if (range === true || value === undefined) continue;
+    const [least, most] = range;
+    if (!(typeof value === 'number' && Number.isInteger(value) && value >= least && value <= most))
       throw new InvalidInputError(
         `driver.${name}`,
-        `must be an integer from ${least}${most === Number.MAX_SAFE_INTEGER ? ' up' : ` to ${most}`}; got ${JSON.stringify(value)}`,
+        `must be an integer from ${least}${most === ANY ? ' up' : ` to ${most}`}; got ${JSON.stringify(value)}`,
       );
   }
 }
@@ -195,9 +187,9 @@ export class ChunkStoreDriver implements StorageDriver {
     return parseManifest(plaintext, objectKey('manifest', manifestId)).size;
   }
 
-  /** What a stored object needs, read with whichever configured key sealed it (inspect-object.ts). */
+  /** What a stored object needs, read with whichever configured key sealed it (ObjectReader.inspect). */
   inspect(kind: ObjectKind, id: string, signal?: AbortSignal): Promise<InspectedObject> {
-    return inspectObject(this.reader, this.keyring, kind, id, signal);
+    return this.reader.inspect(kind, id, signal);
   }
 
   private async storeOne(
@@ -237,5 +229,23 @@ export class ChunkStoreDriver implements StorageDriver {
     if (segments.length > 0 && keyId === this.keyring?.current.id)
       this.slices.addRead(data, segments, this.keyring?.current);
     return { metadata, data };
+  }
+}
+
+/**
+ * Runs `work` on a signal of our own that follows the caller's. One store or retrieve has many backend calls in
+ * flight on it, and the S3 client adds a listener per request: on the caller's signal that would
+ * trip Node's listener-leak warning; on ours the limit is lifted, and the caller's gets one listener.
+ */
+async function followSignal<T>(parent: AbortSignal | undefined, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const controller = new AbortController();
+  setMaxListeners(0, controller.signal);
+  if (parent?.aborted === true) controller.abort(parent.reason);
+  const onAbort = (): void => controller.abort(parent?.reason);
+  parent?.addEventListener('abort', onAbort, { once: true });
+  try {
+    return await work(controller.signal);
+  } finally {
+    parent?.removeEventListener('abort', onAbort);
   }
 }

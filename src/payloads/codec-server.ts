@@ -24,8 +24,7 @@ import {
 import proto from '@temporalio/proto';
 import { CHUNK_STORE_DRIVER_NAME, ChunkStoreDriver } from './chunk-store.js';
 import { CompactorCodec, payloadProtoSize } from './codec.js';
-import { drain } from './drain.js';
-import { Limiter } from './limiter.js';
+import { drain, Limiter } from './limiter.js';
 import {
   ChunkIntegrityError,
   ChunkMissingError,

@@ -18,8 +18,9 @@
 // network) stop it before anything is removed. Removal goes parents first, so an object that exists
 // always has all its descendants (a store reuses one without looking below).
 import { ChunkIntegrityError, ChunkMissingError, PayloadKeyMissingError } from './errors.js';
-import type { ChunkStoreDriver, InspectedObject } from './chunk-store.js';
-import { drain } from './drain.js';
+import type { ChunkStoreDriver } from './chunk-store.js';
+import { drain } from './limiter.js';
+import type { InspectedObject } from './object-reader.js';
 import { addTo, isSweepable, noTally, type Tally } from './object-backend.js';
 import { objectKey, parseObjectKey, type ObjectKind } from './object-format.js';
 
