@@ -2,11 +2,10 @@
 // `temporal` CLI show what the compactor's payloads hold. Temporal's remote codec protocol: `POST
 // …/decode`, `…/encode` and `…/download` (only the last path segment counts, so it can be mounted
 // under `/{namespace}/`), each taking and answering `{ "payloads": [Payload, …] }` in protobuf's JSON.
-//
-// - decode resolves claims through the store, then undoes the codec. The UI asks to keep claims
-//   (`?preserveStorageRefs=true`) and offers a download button; a claim is resolved anyway unless its
-//   payload is over `inlineLimit` (Temporal's 2 MiB), so history reads as it would without a store.
-// - download resolves and decodes claims only; encode runs the codec, then the store with `encodeToStore`.
+// decode resolves claims through the store, then undoes the codec; asked to keep claims
+// (`?preserveStorageRefs=true`: the UI, which offers a download button) it keeps only those of payloads
+// over `inlineLimit` (Temporal's 2 MiB), so history reads as it would without a store. download
+// resolves and decodes claims only; encode runs the codec, then the store with `encodeToStore`.
 //
 // It hands out decrypted payloads, so every request needs its token: in the path (the UI's codec
 // endpoint is a URL, never a header) or as `Authorization: Bearer TOKEN`. A request's cost is bounded
@@ -174,10 +173,6 @@ function payloadsFromBody(text: string, maxPayloads: number): Payload[] {
   return payloads.map((payload, index) => payloadFromJson(payload, `payloads[${index}]`));
 }
 
-function payloadToJson(payload: Payload): Record<string, unknown> {
-  return PayloadProto.toObject(PayloadProto.fromObject(payload), { bytes: String, longs: String });
-}
-
 const digest = (text: string): Buffer => createHash('sha256').update(text, 'utf8').digest();
 
 function readBody(request: IncomingMessage, limit: number): Promise<string> {
@@ -218,7 +213,6 @@ function decodeSegment(segment: string): string {
   }
 }
 
-/** The result of a list operation on one payload. */
 function single(results: Payload[], what: string): Payload {
   const [result] = results;
   if (result === undefined || results.length !== 1)
@@ -335,13 +329,12 @@ export async function startCodecServer({
     const operation = segments.at(-1);
     if (!isOperation(operation))
       throw new Refusal(404, 'NotFound', `no such endpoint ${shown(path)}: POST /decode, /encode or /download`);
-    if (cors === undefined) {
+    if (cors === undefined)
       throw new Refusal(
         403,
         'OriginNotAllowed',
         `origin ${request.headers.origin ?? ''} is not allowed: add it to COMPACTOR_CODEC_SERVER_ORIGINS`,
       );
-    }
     if (request.method === 'OPTIONS') {
       // A preflight carries no credentials: it is answered for allowed origins alone.
       const headers: Record<string, string> = {
@@ -435,7 +428,10 @@ export async function startCodecServer({
         );
       }
     });
-    const body = JSON.stringify({ payloads: results.map(payloadToJson) });
+    const json = results.map((result) =>
+      PayloadProto.toObject(PayloadProto.fromObject(result), { bytes: String, longs: String }),
+    );
+    const body = JSON.stringify({ payloads: json });
     response.writeHead(200, { ...cors, 'Content-Type': 'application/json', 'Cache-Control': 'no-store' }).end(body);
   };
 

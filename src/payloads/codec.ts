@@ -100,24 +100,16 @@ export function codecEnvelopeOf(payload: Payload): CodecEnvelope | undefined {
 /** Deflate for every inline payload, AES-256-GCM with a keyring; decoding passes foreign payloads through. */
 export class CompactorCodec implements PayloadCodec {
   readonly keyring: Keyring | undefined;
-  readonly passThroughAtOrAbove: number | undefined;
-  readonly compressionLevel: number;
   readonly plainBelow: number;
 
-  constructor({ keyring, passThroughAtOrAbove, compressionLevel = 6, plainBelow = 512 }: CompactorCodecOptions = {}) {
-    this.keyring = keyring;
-    this.passThroughAtOrAbove = passThroughAtOrAbove;
-    this.compressionLevel = compressionLevel;
-    this.plainBelow = plainBelow;
+  constructor(readonly options: CompactorCodecOptions = {}) {
+    this.keyring = options.keyring;
+    this.plainBelow = options.plainBelow ?? 512;
   }
 
   /** The same codec encoding every payload, none left for a store. */
   inlineOnly(): CompactorCodec {
-    return new CompactorCodec({
-      keyring: this.keyring,
-      compressionLevel: this.compressionLevel,
-      plainBelow: this.plainBelow,
-    });
+    return new CompactorCodec({ ...this.options, passThroughAtOrAbove: undefined });
   }
 
   async encode(payloads: Payload[]): Promise<Payload[]> {
@@ -136,7 +128,8 @@ export class CompactorCodec implements PayloadCodec {
     const size = payloadProtoSize(payload);
     const forUi = isUiPayload(payload, size);
     if (forUi && this.keyring === undefined) return payload;
-    if (!forUi && this.passThroughAtOrAbove !== undefined && size >= this.passThroughAtOrAbove) return payload;
+    const { passThroughAtOrAbove, compressionLevel = 6 } = this.options;
+    if (!forUi && passThroughAtOrAbove !== undefined && size >= passThroughAtOrAbove) return payload;
     if (this.keyring === undefined && size < this.plainBelow) return payload;
     const key = this.keyring?.current;
     if (size > MAX_CODEC_PAYLOAD_BYTES) {
@@ -150,7 +143,7 @@ export class CompactorCodec implements PayloadCodec {
     }
     const inner = PayloadProto.encode(payload).finish();
     const compressed =
-      inner.length >= MIN_COMPRESS_BYTES ? deflateRawSync(inner, { level: this.compressionLevel }) : undefined;
+      inner.length >= MIN_COMPRESS_BYTES ? deflateRawSync(inner, { level: compressionLevel }) : undefined;
     const useCompression = compressed !== undefined && compressed.length < inner.length;
     // Without encryption, wrapping a payload that does not shrink would only add bytes.
     if (key === undefined && !useCompression) return payload;

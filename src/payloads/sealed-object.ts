@@ -100,41 +100,34 @@ export function sealObject(
   if (preset === undefined) throw new RangeError(`no preset dictionary ${CURRENT_DICTIONARY}`);
   if (context !== undefined && context.depth >= MAX_CONTEXT_DEPTH)
     throw new RangeError('a context needs a depth under MAX_CONTEXT_DEPTH');
-  let compressed: Buffer | undefined;
-  let usedContext: SealContext | undefined;
   if (plaintext.length > MAX_OBJECT_BYTES)
     throw new RangeError(`an object of ${plaintext.length} bytes is over MAX_OBJECT_BYTES (${MAX_OBJECT_BYTES})`);
   const length = Buffer.alloc(LENGTH_BYTES);
   length.writeUInt32BE(plaintext.length);
-  if (plaintext.length >= MIN_COMPRESS_BYTES || (context !== undefined && !contextIfSmaller)) {
-    compressed = Buffer.concat([
-      Uint8Array.of(CURRENT_DICTIONARY),
-      length,
-      deflateRawSync(plaintext, { level: compressionLevel, dictionary: preset }),
-    ]);
-    if (context !== undefined) {
-      const against = Buffer.concat([
-        Uint8Array.of(CURRENT_DICTIONARY, context.depth + 1),
-        Buffer.from(context.id, 'hex'),
-        length,
-        deflateRawSync(plaintext, { level: compressionLevel, dictionary: context.window }),
-      ]);
-      if (!contextIfSmaller || against.length < compressed.length) {
-        compressed = against;
-        usedContext = context;
-      }
+  const deflated = (header: Uint8Array, dictionary: Uint8Array): Buffer =>
+    Buffer.concat([header, length, deflateRawSync(plaintext, { level: compressionLevel, dictionary })]);
+  const against = (on: SealContext): Buffer =>
+    deflated(Buffer.concat([Uint8Array.of(CURRENT_DICTIONARY, on.depth + 1), Buffer.from(on.id, 'hex')]), on.window);
+  // The context when it must be used, else the smallest of the plaintext and its deflations.
+  let body: Uint8Array = plaintext;
+  let used: SealContext | undefined;
+  if (context !== undefined && !contextIfSmaller) {
+    body = against(context);
+    used = context;
+  } else if (plaintext.length >= MIN_COMPRESS_BYTES) {
+    const withPreset = deflated(Uint8Array.of(CURRENT_DICTIONARY), preset);
+    if (withPreset.length < body.length) body = withPreset;
+    const withContext = context === undefined ? undefined : against(context);
+    if (withContext !== undefined && withContext.length < body.length) {
+      body = withContext;
+      used = context;
     }
   }
-  const useCompression =
-    compressed !== undefined &&
-    (compressed.length < plaintext.length || (usedContext !== undefined && !contextIfSmaller));
-  const body = compressed !== undefined && useCompression ? compressed : plaintext;
-  if (!useCompression) usedContext = undefined;
   const flags =
-    (useCompression ? FLAG_DEFLATE : 0) |
-    (usedContext === undefined ? 0 : FLAG_CONTEXT | (usedContext.kind === 'manifest' ? FLAG_CONTEXT_MANIFEST : 0)) |
+    (body === plaintext ? 0 : FLAG_DEFLATE) |
+    (used === undefined ? 0 : FLAG_CONTEXT | (used.kind === 'manifest' ? FLAG_CONTEXT_MANIFEST : 0)) |
     (key === undefined ? 0 : FLAG_ENCRYPTED);
-  return { sealed: seal(body, flags, key), context: usedContext, before: usedContext?.window ?? chainRoot() };
+  return { sealed: seal(body, flags, key), context: used, before: used?.window ?? chainRoot() };
 }
 
 function seal(body: Uint8Array, flags: number, key: CodecKey | undefined): Buffer {
