@@ -97,6 +97,7 @@ const emptyTallies = (): TallyByKind => ({
   chunk: noTally(),
   temporary: noTally(),
 });
+const YOUNG = { manifest: 'youngManifests', node: 'youngNodes', chunk: 'youngChunks' } as const;
 const MISSING_SHOWN = 20;
 const PROGRESS_EVERY_MS = 2_000;
 
@@ -251,21 +252,14 @@ export async function collectGarbage({
       );
       const parsed = parseObjectKey(object.key);
       if (parsed === undefined || object.modifiedMs < cutoffMs) continue;
-      if (parsed.kind === 'manifest') report.youngManifests += 1;
-      else if (parsed.kind === 'node') report.youngNodes += 1;
-      else report.youngChunks += 1;
+      report[YOUNG[parsed.kind]] += 1;
       if (!marked.has(object.key)) youngOnly.add(object.key);
       mark(parsed.kind, parsed.id);
     }
   }
   progress(
     () =>
-      `gc: listed ${count(listed)} objects: ${count(report.youngManifests)} manifests, ${count(report.youngNodes)} nodes and ${count(report.youngChunks)} chunks younger than the grace period`,
-    true,
-  );
-  progress(
-    () =>
-      `gc: marking from ${count(queue.length)} roots (${count(report.claimedManifests)} claimed manifests, and the young ones)`,
+      `gc: listed ${count(listed)} objects: ${count(report.youngManifests)} manifests, ${count(report.youngNodes)} nodes and ${count(report.youngChunks)} chunks younger than the grace period; marking from ${count(queue.length)} roots (those and ${count(report.claimedManifests)} claimed manifests)`,
     true,
   );
   await drain(queue, concurrency, async (item) => {

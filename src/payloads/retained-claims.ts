@@ -6,6 +6,7 @@ import { isGrpcServiceError, type Client } from '@temporalio/client';
 import type { Payload } from '@temporalio/common';
 import { decodeReferencePayload, isReferencePayload } from '@temporalio/common/lib/internal-non-workflow/index.js';
 import { historyEvents } from '../client/session-reader.js';
+import { isRecord } from '../core/schema.js';
 import { CHUNK_STORE_DRIVER_NAME } from './chunk-store.js';
 import { claimManifestId } from './claims.js';
 import { count, GarbageCollectionError, throttled } from './gc.js';
@@ -33,12 +34,8 @@ export interface RetainedClaims {
   namespaces: string[];
 }
 
-function isPayloadLike(value: object): value is Payload {
-  const metadata: unknown = Reflect.get(value, 'metadata');
-  if (typeof metadata !== 'object' || metadata === null) return false;
-  const encoding: unknown = Reflect.get(metadata, 'encoding');
-  return encoding instanceof Uint8Array;
-}
+const isPayloadLike = (value: object): value is Payload =>
+  isRecord(value) && isRecord(value.metadata) && value.metadata.encoding instanceof Uint8Array;
 
 /** Every manifest id our claims name anywhere in `value` (walked field by field); an unreadable claim names none. */
 export function claimedManifestsIn(value: unknown, found: (manifest: string) => void): void {

@@ -151,11 +151,8 @@ export class S3Backend implements SweepableBackend {
       return tooLarge(key, size, maxBytes);
     };
     if (declared !== undefined && declared > maxBytes) throw over(declared);
-    if (!isAsyncIterable(body)) {
-      const bytes = await body.transformToByteArray();
-      if (bytes.length > maxBytes) throw tooLarge(key, bytes.length, maxBytes);
-      return bytes;
-    }
+    // On Node the SDK's body is a stream.
+    if (!isAsyncIterable(body)) throw new TypeError(`${key}: the S3 response body is not a stream`);
     const parts: Uint8Array[] = [];
     let size = 0;
     for await (const part of body) {
