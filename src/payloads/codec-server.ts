@@ -289,23 +289,6 @@ export async function startCodecServer({
     return chunkStore.payloadSize(new StorageDriverClaim(claimData));
   };
 
-  // As a configured client: the store resolves claims, then the codecs are undone last-first; a claim
-  // of ours counts against the budget before its payload is read, anything else after.
-  const decodeOne = async (payload: Payload, take: (bytes: number) => void, stated = 0): Promise<Payload> => {
-    take(stated);
-    let current = runner === undefined ? payload : single(await runner.retrieve([payload]), 'the payload store');
-    for (const codec of [...codecs].reverse()) current = single(await codec.decode([current]), 'a payload codec');
-    take(Math.max(0, payloadProtoSize(current) - stated));
-    return current;
-  };
-  const encodeOne = async (payload: Payload): Promise<Payload> => {
-    let current = payload;
-    for (const codec of encodeCodecs) current = single(await codec.encode([current]), 'a payload codec');
-    return runner === undefined || !encodeToStore
-      ? current
-      : single(await runner.store([current]), 'the payload store');
-  };
-
   const corsHeaders = (request: IncomingMessage): Record<string, string> | undefined => {
     const origin = request.headers.origin;
     if (origin === undefined) return {};
@@ -395,12 +378,24 @@ export async function startCodecServer({
         );
     };
     const transform = async (payload: Payload): Promise<Payload> => {
-      if (operation === 'encode') return encodeOne(payload);
+      let current = payload;
+      if (operation === 'encode') {
+        for (const codec of encodeCodecs) current = single(await codec.encode([current]), 'a payload codec');
+        return runner === undefined || !encodeToStore
+          ? current
+          : single(await runner.store([current]), 'the payload store');
+      }
       // A claim of ours is sized by its manifest: what the reference says is its writer's word.
       const stated = await claimedSize(payload);
       const size = stated ?? (isReferencePayload(payload) ? decodeReferencePayload(payload).sizeBytes : 0);
       if (keepLargeClaims && isReferencePayload(payload) && size > inlineLimit) return payload;
-      return decodeOne(payload, budget, stated);
+      // As a configured client: the store resolves claims, then the codecs are undone last-first; a
+      // claim of ours counts against the budget before its payload is read, anything else after.
+      budget(stated ?? 0);
+      if (runner !== undefined) current = single(await runner.retrieve([payload]), 'the payload store');
+      for (const codec of [...codecs].reverse()) current = single(await codec.decode([current]), 'a payload codec');
+      budget(Math.max(0, payloadProtoSize(current) - (stated ?? 0)));
+      return current;
     };
     const results: Payload[] = [];
     // Taken from the end: reversed, the payloads start in order.
