@@ -77,7 +77,14 @@ export class ObjectWriter {
     if (confirmed !== undefined && now() - confirmed < refreshAfterMs / 2) return true;
     const found = await limiter.run(() => backend.stat(key, signal));
     if (found === undefined) return false;
-    if (now() - found.modifiedMs >= refreshAfterMs && !(await this.touched(key, signal))) return false;
+    if (now() - found.modifiedMs >= refreshAfterMs)
+      try {
+        await limiter.run(() => backend.touch(key, signal));
+      } catch (error) {
+        // Vanished meanwhile (a gc took it): it is written anew.
+        if ((await limiter.run(() => backend.stat(key, signal))) === undefined) return false;
+        throw error;
+      }
     this.present.set(key, now());
     return true;
   }
@@ -115,17 +122,5 @@ export class ObjectWriter {
     this.present.set(key, now());
     // What was just written is what the next retrieve reads (an activity taking its workflow's input).
     this.reader.remember(object.kind, object.id, keyId, object.plaintext, window);
-  }
-
-  /** Touches an old object; false when it vanished meanwhile (a gc took it), so it is written anew. */
-  private async touched(key: string, signal: AbortSignal | undefined): Promise<boolean> {
-    const { backend, limiter } = this.settings;
-    try {
-      await limiter.run(() => backend.touch(key, signal));
-      return true;
-    } catch (error) {
-      if ((await limiter.run(() => backend.stat(key, signal))) === undefined) return false;
-      throw error;
-    }
   }
 }
