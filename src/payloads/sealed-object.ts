@@ -167,18 +167,6 @@ export interface UnsealedObject {
   body: Uint8Array;
 }
 
-/** Reads the stated plaintext length at the start of `body`, refusing one over {@link MAX_OBJECT_BYTES}. */
-function statedLength(body: Uint8Array, objectKey: string): { length: number; rest: Uint8Array } {
-  if (body.length < LENGTH_BYTES) throw new ChunkIntegrityError(objectKey, 'is deflated but truncated (malformed)');
-  const length = Buffer.from(body.buffer, body.byteOffset, LENGTH_BYTES).readUInt32BE(0);
-  if (length > MAX_OBJECT_BYTES)
-    throw new ChunkIntegrityError(
-      objectKey,
-      `states a plaintext of ${length} bytes, more than the ${MAX_OBJECT_BYTES} any object has`,
-    );
-  return { length, rest: body.subarray(LENGTH_BYTES) };
-}
-
 /**
  * Decrypts a sealed object and reads its header. An object sealed otherwise than `expectedKeyId` (the
  * claim's key; undefined: none) is refused, so a plaintext object cannot stand in for an encrypted one.
@@ -190,12 +178,11 @@ export function unsealObject(
   keyring: Keyring | undefined,
 ): UnsealedObject {
   const keyId = sealedKeyId(sealed, objectKey);
-  if (keyId !== expectedKeyId) {
+  if (keyId !== expectedKeyId)
     throw new ChunkIntegrityError(
       objectKey,
       `sealed ${keyId === undefined ? 'without encryption' : `with key id ${JSON.stringify(keyId)}`}, but its payload was stored ${expectedKeyId === undefined ? 'without encryption' : `with key id ${JSON.stringify(expectedKeyId)}`}`,
     );
-  }
   const flags = sealed[4] ?? 0;
   if ((flags & ~KNOWN_FLAGS) !== 0)
     throw new ChunkIntegrityError(objectKey, `has header flags ${flags} this version does not know`);
@@ -211,11 +198,8 @@ export function unsealObject(
     key = keyring?.byId.get(keyId);
     if (key === undefined) throw new PayloadKeyMissingError(keyId, `payload store object ${objectKey}`);
     const headerLength = 6 + keyId.length + NONCE_BYTES;
-    const decipher = createDecipheriv(
-      'aes-256-gcm',
-      key.chunkKey,
-      sealed.subarray(headerLength - NONCE_BYTES, headerLength),
-    );
+    const nonce = sealed.subarray(headerLength - NONCE_BYTES, headerLength);
+    const decipher = createDecipheriv('aes-256-gcm', key.chunkKey, nonce);
     decipher.setAAD(sealed.subarray(0, headerLength));
     decipher.setAuthTag(sealed.subarray(sealed.length - TAG_BYTES));
     try {
@@ -241,25 +225,29 @@ export function unsealObject(
         : `is deflated with preset dictionary ${number}, which this version does not know`,
     );
   body = body.subarray(1);
-  if ((flags & FLAG_CONTEXT) === 0) {
-    const { length, rest } = statedLength(body, objectKey);
-    return { key, dictionary, context: undefined, length, body: rest };
+  let context: UnsealedObject['context'];
+  if ((flags & FLAG_CONTEXT) !== 0) {
+    const depth = body[0] ?? 0;
+    if (body.length < CONTEXT_HEADER_BYTES || depth < 1 || depth > MAX_CONTEXT_DEPTH)
+      throw new ChunkIntegrityError(
+        objectKey,
+        depth > MAX_CONTEXT_DEPTH
+          ? `is on a chain of ${depth} contexts (at most ${MAX_CONTEXT_DEPTH})`
+          : 'names a context in a malformed header',
+      );
+    const id = Buffer.from(body.subarray(1, CONTEXT_HEADER_BYTES)).toString('hex');
+    context = { depth, id, kind: (flags & FLAG_CONTEXT_MANIFEST) === 0 ? 'chunk' : 'manifest' };
+    body = body.subarray(CONTEXT_HEADER_BYTES);
   }
-  const depth = body[0] ?? 0;
-  if (body.length < CONTEXT_HEADER_BYTES || depth < 1 || depth > MAX_CONTEXT_DEPTH)
+  // The plaintext's length, checked before anything is inflated.
+  if (body.length < LENGTH_BYTES) throw new ChunkIntegrityError(objectKey, 'is deflated but truncated (malformed)');
+  const length = Buffer.from(body.buffer, body.byteOffset, LENGTH_BYTES).readUInt32BE(0);
+  if (length > MAX_OBJECT_BYTES)
     throw new ChunkIntegrityError(
       objectKey,
-      depth > MAX_CONTEXT_DEPTH
-        ? `is on a chain of ${depth} contexts (at most ${MAX_CONTEXT_DEPTH})`
-        : 'names a context in a malformed header',
+      `states a plaintext of ${length} bytes, more than the ${MAX_OBJECT_BYTES} any object has`,
     );
-  const context = {
-    depth,
-    id: Buffer.from(body.subarray(1, CONTEXT_HEADER_BYTES)).toString('hex'),
-    kind: (flags & FLAG_CONTEXT_MANIFEST) === 0 ? ('chunk' as const) : ('manifest' as const),
-  };
-  const { length, rest } = statedLength(body.subarray(CONTEXT_HEADER_BYTES), objectKey);
-  return { key, dictionary, context, length, body: rest };
+  return { key, dictionary, context, length, body: body.subarray(LENGTH_BYTES) };
 }
 
 /** Inflates an unsealed object, never past the length it states, and checks that its plaintext hashes to `id`. */
