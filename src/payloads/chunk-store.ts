@@ -45,6 +45,8 @@ import { WritePlanner } from './write-plan.js';
 export const CHUNK_STORE_DRIVER_NAME = 'compactor-chunks';
 /** Reported in worker heartbeats. */
 export const CHUNK_STORE_DRIVER_TYPE = 'temporal-compactor.chunk-store';
+/** Backend operations in flight at once per driver. */
+const BACKEND_CALLS_AT_ONCE = 16;
 
 /** What a driver wrote and read, by object kind (benchmarks and tests read them). */
 export interface ChunkStoreStats extends WriteCounters {
@@ -71,15 +73,9 @@ export interface ChunkStoreDriverOptions {
   backend: ObjectBackend;
   /** Encrypt new objects with `keyring.current`; read objects of any key in it. @default undefined — no encryption */
   keyring?: Keyring;
-  /** Backend operations in flight at once per driver. @default 16 */
-  concurrency?: number;
-  /** Plaintext bytes of objects it wrote or read, kept in memory for reads. @default 64 MiB */
-  cacheBytes?: number;
   /** A reused object older than this is touched, so a gc with a grace period of twice this never takes it. @default 24 h */
   refreshAfterMs?: number;
   chunkerLimits?: ChunkerLimits;
-  /** zlib level of objects. @default 6 */
-  compressionLevel?: number;
   /** A payload shorter than this is written inside its manifest: one object. @default 512 */
   inlineBelow?: number;
   /** A slice shorter than this is written inside the manifest or node that lists it, never listed in a pack or another manifest. @default 256 */
@@ -92,11 +88,8 @@ const ANY = Number.MAX_SAFE_INTEGER;
 const DRIVER_OPTIONS: { readonly [K in keyof Required<ChunkStoreDriverOptions>]: true | readonly [number, number] } = {
   backend: true,
   keyring: true,
-  concurrency: [1, ANY],
-  cacheBytes: [0, ANY],
   refreshAfterMs: [0, ANY],
   chunkerLimits: true,
-  compressionLevel: [-1, 9],
   inlineBelow: [0, ANY],
   literalBelow: [0, ANY],
   now: true,
@@ -132,18 +125,15 @@ export class ChunkStoreDriver implements StorageDriver {
     const {
       backend,
       keyring,
-      concurrency = 16,
-      cacheBytes = 64 * 1024 * 1024,
       refreshAfterMs = 24 * 3_600_000,
       chunkerLimits = DEFAULT_CHUNKER_LIMITS,
-      compressionLevel = 6,
       inlineBelow = 512,
       literalBelow = 256,
       now = Date.now,
     } = options;
     this.backend = backend;
     this.keyring = keyring;
-    const limiter = new Limiter(concurrency);
+    const limiter = new Limiter(BACKEND_CALLS_AT_ONCE);
     const cutting = {
       chunkerLimits,
       inlineBelow: Math.min(inlineBelow, MAX_INLINE_BYTES + 1),
@@ -151,9 +141,9 @@ export class ChunkStoreDriver implements StorageDriver {
     };
     this.slices = new SliceIndex(cutting);
     const chain = new CompressionChain({ now, refreshAfterMs, isGone: (id) => this.slices.isGone(id) });
-    this.reader = new ObjectReader(backend, keyring, limiter, cacheBytes, this.stats.fetched);
+    this.reader = new ObjectReader(backend, keyring, limiter, this.stats.fetched);
     this.writer = new ObjectWriter(
-      { backend, keyring, limiter, compressionLevel, refreshAfterMs, now },
+      { backend, keyring, limiter, refreshAfterMs, now },
       chain,
       this.reader,
       this.slices,

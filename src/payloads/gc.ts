@@ -77,11 +77,8 @@ export interface CollectGarbageOptions {
   claimedManifests: Iterable<string>;
   graceMs?: number;
   dryRun?: boolean;
-  /** Backend operations in flight at once. @default 16 */
-  concurrency?: number;
   /** One line at a time, at most every two seconds per phase, for long collections. */
   onProgress?: (line: string) => void;
-  signal?: AbortSignal;
   now?: () => number;
 }
 
@@ -99,6 +96,8 @@ const emptyTallies = (): TallyByKind => ({
 });
 const YOUNG = { manifest: 'youngManifests', node: 'youngNodes', chunk: 'youngChunks' } as const;
 const MISSING_SHOWN = 20;
+/** Backend operations in flight at once. */
+const CONCURRENCY = 16;
 const PROGRESS_EVERY_MS = 2_000;
 
 /** Progress lines: forced ones always, others at most every two seconds (so short work prints only the forced ones). */
@@ -172,9 +171,7 @@ export async function collectGarbage({
   claimedManifests,
   graceMs = DEFAULT_GC_GRACE_MS,
   dryRun = false,
-  concurrency = 16,
   onProgress,
-  signal,
   now = Date.now,
 }: CollectGarbageOptions): Promise<GarbageReport> {
   const backend = driver.backend;
@@ -215,7 +212,7 @@ export async function collectGarbage({
     stopped: string,
   ): Promise<InspectedObject | ChunkMissingError | 'unreadable'> => {
     try {
-      return await driver.inspect(kind, id, signal);
+      return await driver.inspect(kind, id);
     } catch (error) {
       if (error instanceof ChunkMissingError) return error;
       if (!(error instanceof PayloadKeyMissingError || error instanceof ChunkIntegrityError))
@@ -244,7 +241,7 @@ export async function collectGarbage({
   const youngOnly = new Set<string>();
   let listed = 0;
   for (const prefix of ['v1/manifests/', 'v1/nodes/', 'v1/chunks/']) {
-    for await (const object of backend.list(prefix, signal)) {
+    for await (const object of backend.list(prefix)) {
       listed += 1;
       progress(
         () =>
@@ -262,7 +259,7 @@ export async function collectGarbage({
       `gc: listed ${count(listed)} objects: ${count(report.youngManifests)} manifests, ${count(report.youngNodes)} nodes and ${count(report.youngChunks)} chunks younger than the grace period; marking from ${count(queue.length)} roots (those and ${count(report.claimedManifests)} claimed manifests)`,
     true,
   );
-  await drain(queue, concurrency, async (item) => {
+  await drain(queue, CONCURRENCY, async (item) => {
     const inspected = await inspect(item.kind, item.id, 'marking stopped');
     // A young root can vanish between the listing and the read only if someone else removed it.
     if (inspected instanceof ChunkMissingError && !youngOnly.has(objectKey(item.kind, item.id))) {
@@ -282,7 +279,7 @@ export async function collectGarbage({
 
   const candidates: Candidate[] = [];
   let seen = 0;
-  for await (const object of backend.list('v1/', signal)) {
+  for await (const object of backend.list('v1/')) {
     seen += 1;
     const parsed = parseObjectKey(object.key);
     const kind: SweptKind = parsed?.kind ?? 'temporary';
@@ -306,7 +303,7 @@ export async function collectGarbage({
   // What candidates list decides the order of removal and what a renewal protects.
   const toRead = candidates.filter((candidate) => candidate.kind !== 'temporary');
   let read = 0;
-  await drain([...toRead], concurrency, async (candidate) => {
+  await drain([...toRead], CONCURRENCY, async (candidate) => {
     if (candidate.id === undefined || candidate.kind === 'temporary') return;
     const inspected = await inspect(candidate.kind, candidate.id, `reading ${candidate.key} stopped the sweep`);
     // Gone ones need nothing; unreadable ones are kept, whatever they are.
@@ -335,13 +332,13 @@ export async function collectGarbage({
   let done = 0;
   const total = [...rounds.values()].reduce((sum, round) => sum + round.length, 0);
   for (const order of [...rounds.keys()].sort((a, b) => b - a)) {
-    await drain([...(rounds.get(order) ?? [])], concurrency, async (candidate) => {
+    await drain([...(rounds.get(order) ?? [])], CONCURRENCY, async (candidate) => {
       const keep = (): void => {
         addTo(report.renewed[candidate.kind], candidate.bytes);
         for (const child of candidate.inspected?.children ?? []) protectedKeys.add(objectKey(child.kind, child.id));
       };
       if (protectedKeys.has(candidate.key)) keep();
-      else if (dryRun || (await backend.removeIfOlder(candidate.key, cutoffMs, signal)))
+      else if (dryRun || (await backend.removeIfOlder(candidate.key, cutoffMs)))
         addTo(report.deleted[candidate.kind], candidate.bytes);
       else keep();
       done += 1;
@@ -350,7 +347,7 @@ export async function collectGarbage({
   }
   // What earlier removals quarantined (S3): back if a claim marked now needs it, else gone for good once old.
   if (backend.settleQuarantine !== undefined) {
-    const settled = await backend.settleQuarantine((key) => marked.has(key), cutoffMs, dryRun, signal);
+    const settled = await backend.settleQuarantine((key) => marked.has(key), cutoffMs, dryRun);
     report.restored = settled.restored;
     report.purged = settled.purged;
   }

@@ -19,6 +19,8 @@ import {
 } from './object-format.js';
 import { inflateObject, sealedKeyId, unsealObject, windowAfter } from './sealed-object.js';
 
+/** Plaintext bytes of objects written or read lately, kept in memory for reads. */
+const CACHE_BYTES = 64 * 1024 * 1024;
 /** Bytes of windows and of manifests' inline bytes kept in memory (a window is 32 KiB). */
 const WINDOW_CACHE_BYTES = 16 * 1024 * 1024;
 
@@ -50,7 +52,7 @@ const referenced = (entries: Entry[]): ListedChild[] =>
   );
 
 export class ObjectReader {
-  private readonly cache: LruMap<Uint8Array>;
+  private readonly cache = new LruMap<Uint8Array>(CACHE_BYTES, (bytes) => bytes.length);
   private readonly windows = new LruMap<Uint8Array>(WINDOW_CACHE_BYTES, (bytes) => bytes.length);
   private readonly inline = new LruMap<Uint8Array>(WINDOW_CACHE_BYTES, (bytes) => bytes.length);
   /** Objects being fetched, by cache key: concurrent reads of one object share the fetch. */
@@ -61,12 +63,9 @@ export class ObjectReader {
     private readonly backend: ObjectBackend,
     private readonly keyring: Keyring | undefined,
     private readonly limiter: Limiter,
-    cacheBytes: number,
     /** Counts the objects fetched from the backend and their sealed bytes. */
     private readonly fetched: { objects: number; bytes: number },
-  ) {
-    this.cache = new LruMap(cacheBytes, (bytes) => bytes.length);
-  }
+  ) {}
 
   /** The plaintext of object `id`, whose payload was stored with `keyId`: cached, else fetched and opened. */
   read(kind: ObjectKind, id: string, keyId: string | undefined, signal: AbortSignal | undefined): Promise<Uint8Array> {

@@ -19,7 +19,6 @@ export interface ObjectWriterSettings {
   backend: ObjectBackend;
   keyring: Keyring | undefined;
   limiter: Limiter;
-  compressionLevel: number;
   refreshAfterMs: number;
   now: () => number;
 }
@@ -91,7 +90,7 @@ export class ObjectWriter {
 
   /** Seals and writes `object`, whether or not it exists (a manifest's time tells a gc a claim to it was handed out). */
   async write(object: PlannedObject, signal: AbortSignal | undefined): Promise<void> {
-    const { backend, keyring, limiter, compressionLevel, now } = this.settings;
+    const { backend, keyring, limiter, now } = this.settings;
     const key = objectKey(object.kind, object.id);
     if (object.plaintext === undefined) throw new ChunkMissingError(key, backend.description);
     const keyId = keyring?.current.id;
@@ -99,7 +98,6 @@ export class ObjectWriter {
     // object's window when that makes it smaller.
     const chained = object.kind !== 'node';
     const { sealed, context, before } = sealObject(object.plaintext, keyring?.current, {
-      compressionLevel,
       context: chained ? object.context : this.chain.contextFor(keyId),
       contextIfSmaller: !chained,
     });

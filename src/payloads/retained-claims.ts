@@ -13,12 +13,12 @@ import { count, GarbageCollectionError, throttled } from './gc.js';
 
 /** gRPC's NOT_FOUND: the run's history is gone (deleted, or past retention). */
 const GRPC_NOT_FOUND = 5;
+/** Histories read at once. */
+const CONCURRENCY = 8;
 
 export interface RetainedClaimsOptions {
   /** One client per namespace whose workflows write to the store (the same store may serve several). */
   clients: readonly Client[];
-  /** Histories read at once. @default 8 */
-  concurrency?: number;
   /** Progress, at most one line every two seconds. */
   onProgress?: (line: string) => void;
 }
@@ -53,11 +53,7 @@ export function claimedManifestsIn(value: unknown, found: (manifest: string) => 
  * The manifests named by every retained history and schedule of the clients' namespaces. Visibility
  * may not list what was created moments ago: gc also keeps everything younger than its grace period.
  */
-export async function collectRetainedClaims({
-  clients,
-  concurrency = 8,
-  onProgress,
-}: RetainedClaimsOptions): Promise<RetainedClaims> {
+export async function collectRetainedClaims({ clients, onProgress }: RetainedClaimsOptions): Promise<RetainedClaims> {
   const result: RetainedClaims = {
     manifests: new Set(),
     claims: 0,
@@ -129,7 +125,7 @@ export async function collectRetainedClaims({
         })
         .finally(() => inFlight.delete(reading));
       inFlight.add(reading);
-      if (inFlight.size >= concurrency) await Promise.race(inFlight);
+      if (inFlight.size >= CONCURRENCY) await Promise.race(inFlight);
     }
     await Promise.all(inFlight);
     if (failure !== undefined) throw failure.error;
