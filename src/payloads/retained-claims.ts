@@ -31,7 +31,6 @@ export interface RetainedClaims {
   /** Runs listed whose history was gone by the time it was read. */
   gone: number;
   schedules: number;
-  namespaces: string[];
 }
 
 const isPayloadLike = (value: object): value is Payload =>
@@ -60,7 +59,6 @@ export async function collectRetainedClaims({ clients, onProgress }: RetainedCla
     runs: 0,
     gone: 0,
     schedules: 0,
-    namespaces: clients.map((client) => client.options.namespace),
   };
   const progress = throttled(onProgress);
   const line = (done: boolean) => (): string =>
