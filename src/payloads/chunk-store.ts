@@ -52,9 +52,6 @@ const BACKEND_CALLS_AT_ONCE = 16;
 export interface ChunkStoreStats extends WriteCounters {
   /** Objects fetched from the backend (cache misses) and their sealed bytes. */
   fetched: { objects: number; bytes: number };
-  payloadsStored: number;
-  payloadBytesStored: number;
-  payloadsRetrieved: number;
 }
 
 function emptyStats(): ChunkStoreStats {
@@ -63,9 +60,6 @@ function emptyStats(): ChunkStoreStats {
     written: { chunk: perKind(), node: perKind(), manifest: perKind() },
     reused: { chunk: 0, node: 0, manifest: 0 },
     fetched: { objects: 0, bytes: 0 },
-    payloadsStored: 0,
-    payloadBytesStored: 0,
-    payloadsRetrieved: 0,
   };
 }
 
@@ -204,8 +198,6 @@ export class ChunkStoreDriver implements StorageDriver {
     // Always written, even when it exists: its modification time tells gc a claim was just handed out.
     await this.writer.write(plan.manifest, signal);
     plan.settle();
-    this.stats.payloadsStored += 1;
-    this.stats.payloadBytesStored += data.length;
     // The reference the SDK writes around the claim records the size already.
     return new StorageDriverClaim(claimDataFor({ manifestId: plan.manifest.id, keyId: this.keyring?.current.id }));
   }
@@ -214,7 +206,6 @@ export class ChunkStoreDriver implements StorageDriver {
     const { manifestId, keyId } = readClaim(claim.claimData);
     const segments: ReadSegment[] = [];
     const { data, metadata } = await readPayload(this.reader, manifestId, keyId, signal, segments);
-    this.stats.payloadsRetrieved += 1;
     // Where its slices lie, for this process's later payloads (only under the key it writes with).
     if (segments.length > 0 && keyId === this.keyring?.current.id)
       this.slices.addRead(data, segments, this.keyring?.current);
