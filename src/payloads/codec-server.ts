@@ -304,7 +304,8 @@ export async function startCodecServer({
 
   const handle = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
     const cors = corsHeaders(request);
-    const path = new URL(request.url ?? '/', 'http://codec-server').pathname;
+    const url = new URL(request.url ?? '/', 'http://codec-server');
+    const path = url.pathname;
     const segments = path
       .split('/')
       .filter((segment) => segment !== '')
@@ -350,84 +351,75 @@ export async function startCodecServer({
       throw new Refusal(503, 'Busy', `busy: ${concurrency} requests at work and ${queue} waiting; try again`, {
         'Retry-After': '1',
       });
-    await requests.run(() => answer(request, response, operation, cors));
-  };
-
-  const answer = async (
-    request: IncomingMessage,
-    response: ServerResponse,
-    operation: Operation,
-    cors: Record<string, string>,
-  ): Promise<void> => {
-    const payloads = payloadsFromBody(await readBody(request, maxBodyBytes), maxPayloads);
-    const keepLargeClaims =
-      operation === 'decode' &&
-      new URL(request.url ?? '/', 'http://codec-server').searchParams.get('preserveStorageRefs') === 'true';
-    if (operation === 'download') {
-      const index = payloads.findIndex((payload) => !isReferencePayload(payload));
-      if (index >= 0) throw badRequest(`payloads[${index}]: not a storage reference: /download takes claims only`);
-    }
-    let decoded = 0;
-    const budget = (bytes: number): void => {
-      decoded += bytes;
-      if (decoded > maxDecodedBytes)
-        throw new Refusal(
-          413,
-          'DecodedTooLarge',
-          `the payloads of this request decode to more than ${maxDecodedBytes} bytes: ask for fewer at a time`,
-        );
-    };
-    const transform = async (payload: Payload): Promise<Payload> => {
-      let current = payload;
-      if (operation === 'encode') {
-        for (const codec of encodeCodecs) current = single(await codec.encode([current]), 'a payload codec');
-        return runner === undefined || !encodeToStore
-          ? current
-          : single(await runner.store([current]), 'the payload store');
+    await requests.run(async () => {
+      const payloads = payloadsFromBody(await readBody(request, maxBodyBytes), maxPayloads);
+      const keepLargeClaims = operation === 'decode' && url.searchParams.get('preserveStorageRefs') === 'true';
+      if (operation === 'download') {
+        const index = payloads.findIndex((payload) => !isReferencePayload(payload));
+        if (index >= 0) throw badRequest(`payloads[${index}]: not a storage reference: /download takes claims only`);
       }
-      // A claim of ours is sized by its manifest: what the reference says is its writer's word.
-      const stated = await claimedSize(payload);
-      const size = stated ?? (isReferencePayload(payload) ? decodeReferencePayload(payload).sizeBytes : 0);
-      if (keepLargeClaims && isReferencePayload(payload) && size > inlineLimit) return payload;
-      // As a configured client: the store resolves claims, then the codecs are undone last-first; a
-      // claim of ours counts against the budget before its payload is read, anything else after.
-      budget(stated ?? 0);
-      if (runner !== undefined) current = single(await runner.retrieve([payload]), 'the payload store');
-      for (const codec of [...codecs].reverse()) current = single(await codec.decode([current]), 'a payload codec');
-      budget(Math.max(0, payloadProtoSize(current) - (stated ?? 0)));
-      return current;
-    };
-    const results: Payload[] = [];
-    // Taken from the end: reversed, the payloads start in order.
-    const work = payloads.map((payload, index) => ({ payload, index })).reverse();
-    await drain(work, PAYLOADS_AT_ONCE, async ({ payload, index }) => {
-      // A claim with no store to read it from: say which setting this server lacks, rather than
-      // answer the claim as if it were the payload (or, asked to keep claims, leave it a claim).
-      if (operation !== 'encode' && runner === undefined && isReferencePayload(payload) && !keepLargeClaims)
-        throw new Refusal(
-          400,
-          'PayloadStoreNotConfigured',
-          `payloads[${index}]: cannot ${operation}: ${new PayloadStoreNotConfiguredError('this codec server', decodeReferencePayload(payload).driverName).message}`,
-        );
-      try {
-        results[index] = await transform(payload);
-      } catch (error) {
-        if (error instanceof Refusal) throw error;
-        // The protocol answers codec errors with 400; the log has the raw error.
-        throw new Refusal(
-          400,
-          error instanceof Error ? error.name : 'Error',
-          `payloads[${index}]: cannot ${operation} ${failureAnswer(error)}`,
-          {},
-          detailOf(error),
-        );
-      }
+      let decoded = 0;
+      const budget = (bytes: number): void => {
+        decoded += bytes;
+        if (decoded > maxDecodedBytes)
+          throw new Refusal(
+            413,
+            'DecodedTooLarge',
+            `the payloads of this request decode to more than ${maxDecodedBytes} bytes: ask for fewer at a time`,
+          );
+      };
+      const transform = async (payload: Payload): Promise<Payload> => {
+        let current = payload;
+        if (operation === 'encode') {
+          for (const codec of encodeCodecs) current = single(await codec.encode([current]), 'a payload codec');
+          return runner === undefined || !encodeToStore
+            ? current
+            : single(await runner.store([current]), 'the payload store');
+        }
+        // A claim of ours is sized by its manifest: what the reference says is its writer's word.
+        const stated = await claimedSize(payload);
+        const size = stated ?? (isReferencePayload(payload) ? decodeReferencePayload(payload).sizeBytes : 0);
+        if (keepLargeClaims && isReferencePayload(payload) && size > inlineLimit) return payload;
+        // As a configured client: the store resolves claims, then the codecs are undone last-first; a
+        // claim of ours counts against the budget before its payload is read, anything else after.
+        budget(stated ?? 0);
+        if (runner !== undefined) current = single(await runner.retrieve([payload]), 'the payload store');
+        for (const codec of [...codecs].reverse()) current = single(await codec.decode([current]), 'a payload codec');
+        budget(Math.max(0, payloadProtoSize(current) - (stated ?? 0)));
+        return current;
+      };
+      const results: Payload[] = [];
+      // Taken from the end: reversed, the payloads start in order.
+      const work = payloads.map((payload, index) => ({ payload, index })).reverse();
+      await drain(work, PAYLOADS_AT_ONCE, async ({ payload, index }) => {
+        // A claim with no store to read it from: say which setting this server lacks, rather than
+        // answer the claim as if it were the payload (or, asked to keep claims, leave it a claim).
+        if (operation !== 'encode' && runner === undefined && isReferencePayload(payload) && !keepLargeClaims)
+          throw new Refusal(
+            400,
+            'PayloadStoreNotConfigured',
+            `payloads[${index}]: cannot ${operation}: ${new PayloadStoreNotConfiguredError('this codec server', decodeReferencePayload(payload).driverName).message}`,
+          );
+        try {
+          results[index] = await transform(payload);
+        } catch (error) {
+          if (error instanceof Refusal) throw error;
+          // The protocol answers codec errors with 400; the log has the raw error.
+          throw new Refusal(
+            400,
+            error instanceof Error ? error.name : 'Error',
+            `payloads[${index}]: cannot ${operation} ${failureAnswer(error)}`,
+            {},
+            detailOf(error),
+          );
+        }
+      });
+      const json = results.map((result) =>
+        PayloadProto.toObject(PayloadProto.fromObject(result), { bytes: String, longs: String }),
+      );
+      const body = JSON.stringify({ payloads: json });
+      response.writeHead(200, { ...cors, 'Content-Type': 'application/json', 'Cache-Control': 'no-store' }).end(body);
     });
-    const json = results.map((result) =>
-      PayloadProto.toObject(PayloadProto.fromObject(result), { bytes: String, longs: String }),
-    );
-    const body = JSON.stringify({ payloads: json });
-    response.writeHead(200, { ...cors, 'Content-Type': 'application/json', 'Cache-Control': 'no-store' }).end(body);
   };
 
   const server: Server = createServer((request, response) => {
