@@ -70,7 +70,7 @@ export class ObjectReader {
   /** The plaintext of object `id`, whose payload was stored with `keyId`: cached, else fetched and opened. */
   read(kind: ObjectKind, id: string, keyId: string | undefined, signal: AbortSignal | undefined): Promise<Uint8Array> {
     // The slices of a pack are filled at once: one fetch for all of them.
-    return this.cachedOrOpened(this.cache, this.reading, kind, id, keyId, signal, undefined, 'plaintext');
+    return this.cachedOrOpened('plaintext', kind, id, keyId, signal);
   }
 
   /** The inline bytes of manifest `id` end to end, which a slice of it is a range of. */
@@ -116,16 +116,7 @@ export class ObjectReader {
     const contextWindow =
       context === undefined
         ? undefined
-        : await this.cachedOrOpened(
-            this.windows,
-            this.windowing,
-            context.kind,
-            context.id,
-            keyId,
-            signal,
-            context.depth - 1,
-            'window',
-          );
+        : await this.cachedOrOpened('window', context.kind, context.id, keyId, signal, context.depth - 1);
     const { plaintext, before } = inflateObject(unsealed, kind, id, key, contextWindow);
     const window = windowAfter(before, plaintext);
     // A pack or a manifest may be the context of later objects.
@@ -169,17 +160,16 @@ export class ObjectReader {
     if (window !== undefined) this.windows.set(cacheKey, window);
   }
 
-  /** What `cache` holds for an object, else it fetched and opened (its plaintext cached), once however many ask at the same time. */
+  /** An object's plaintext or window from the cache, else fetched and opened (its plaintext cached), once however many ask at the same time. */
   private async cachedOrOpened(
-    cache: LruMap<Uint8Array>,
-    running: Map<string, Promise<Uint8Array>>,
+    want: 'plaintext' | 'window',
     kind: ObjectKind,
     id: string,
     keyId: string | undefined,
     signal: AbortSignal | undefined,
-    depth: number | undefined,
-    want: 'plaintext' | 'window',
+    depth?: number,
   ): Promise<Uint8Array> {
+    const [cache, running] = want === 'plaintext' ? [this.cache, this.reading] : [this.windows, this.windowing];
     const key = objectKey(kind, id);
     const cacheKey = cacheKeyOf(key, keyId);
     const found = cache.get(cacheKey) ?? running.get(cacheKey);
