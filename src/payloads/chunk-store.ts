@@ -54,14 +54,7 @@ export interface ChunkStoreStats extends WriteCounters {
   fetched: { objects: number; bytes: number };
 }
 
-function emptyStats(): ChunkStoreStats {
-  const perKind = () => ({ objects: 0, bytes: 0, plaintextBytes: 0 });
-  return {
-    written: { chunk: perKind(), node: perKind(), manifest: perKind() },
-    reused: { chunk: 0, node: 0, manifest: 0 },
-    fetched: { objects: 0, bytes: 0 },
-  };
-}
+const perKind = () => ({ objects: 0, bytes: 0, plaintextBytes: 0 });
 
 export interface ChunkStoreDriverOptions {
   backend: ObjectBackend;
@@ -108,7 +101,11 @@ export class ChunkStoreDriver implements StorageDriver {
   readonly type = CHUNK_STORE_DRIVER_TYPE;
   readonly backend: ObjectBackend;
   readonly keyring: Keyring | undefined;
-  readonly stats: ChunkStoreStats = emptyStats();
+  readonly stats: ChunkStoreStats = {
+    written: { chunk: perKind(), node: perKind(), manifest: perKind() },
+    reused: { chunk: 0, node: 0, manifest: 0 },
+    fetched: { objects: 0, bytes: 0 },
+  };
   private readonly slices: SliceIndex;
   private readonly reader: ObjectReader;
   private readonly writer: ObjectWriter;

@@ -6,11 +6,10 @@
 // from them: an object lists its context (sealed-object.ts), a manifest its base and the manifests
 // whose inline bytes it lists. Sweep: every other object older than the grace period is removed.
 //
-// Safe while workers store (chunk-store.ts): a store writes children before parents and rewrites its
-// manifest every time, and an object it reuses is at most 1.5 × the 24 h refresh period old. With a
-// grace period of at least 48 h, anything a store in flight may reuse is young, and one it touches
-// during the sweep is kept (`removeIfOlder` re-checks the time; on S3 removals wait in a quarantine
-// that reads still find, and the next collection puts back what a claim needs). The grace period
+// Safe while workers store, by what chunk-store.ts keeps true: an object a store reuses is at most
+// 1.5 × the 24 h refresh period old, so with a grace period of at least 48 h anything a store in
+// flight may reuse is young, and one it touches during the sweep is kept (`removeIfOlder` re-checks
+// the time; on S3 removals wait in a quarantine reads still find: s3-backend.ts). The grace period
 // must also exceed the longest time from storing a payload to its claim landing in history.
 //
 // Objects it cannot read (a key it lacks, failed authentication, not hashing to their name) are
