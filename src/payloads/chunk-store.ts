@@ -10,6 +10,7 @@
 // time says when a claim to them was last handed out; a reused object older than `refreshAfterMs`
 // is touched (not what lies under it); an object is deflated only against one this process stored
 // within half of `refreshAfterMs`, so younger than any grace period.
+import { setMaxListeners } from 'node:events';
 import type {
   Payload,
   StorageDriver,
@@ -18,14 +19,12 @@ import type {
 } from '@temporalio/common';
 import { StorageDriverClaim } from '@temporalio/common';
 import { InvalidInputError } from '../core/errors.js';
-import { assertKnownKeys, keysOf } from '../core/unknown-keys.js';
+import { assertKnownKeys } from '../core/unknown-keys.js';
 import { DEFAULT_CHUNKER_LIMITS, type ChunkerLimits } from './chunker.js';
 import { claimDataFor, readClaim } from './claims.js';
 import { payloadProtoSize } from './codec.js';
 import { PayloadTooLargeError } from './errors.js';
 import { CompressionChain } from './compression-chain.js';
-import { followSignal } from './follow-signal.js';
-import { inspectObject, type InspectedObject } from './inspect-object.js';
 import type { Keyring } from './keyring.js';
 import { Limiter } from './limiter.js';
 import type { ObjectBackend } from './object-backend.js';
@@ -36,53 +35,34 @@ import {
   parseManifest,
   type ObjectKind,
 } from './object-format.js';
-import { ObjectReader } from './object-reader.js';
+import { ObjectReader, type InspectedObject } from './object-reader.js';
 import { ObjectWriter, type WriteCounters } from './object-writer.js';
 import { readPayload } from './payload-reader.js';
 import { SliceIndex, type ReadSegment } from './slice-index.js';
 import { WritePlanner } from './write-plan.js';
 
-export type { InspectedObject, ListedChild } from './inspect-object.js';
-
 /** Written into every reference payload: must never change. */
 export const CHUNK_STORE_DRIVER_NAME = 'compactor-chunks';
 /** Reported in worker heartbeats. */
 export const CHUNK_STORE_DRIVER_TYPE = 'temporal-compactor.chunk-store';
+/** Backend operations in flight at once per driver. */
+const BACKEND_CALLS_AT_ONCE = 16;
 
 /** What a driver wrote and read, by object kind (benchmarks and tests read them). */
 export interface ChunkStoreStats extends WriteCounters {
   /** Objects fetched from the backend (cache misses) and their sealed bytes. */
   fetched: { objects: number; bytes: number };
-  payloadsStored: number;
-  payloadBytesStored: number;
-  payloadsRetrieved: number;
 }
 
-function emptyStats(): ChunkStoreStats {
-  const perKind = () => ({ objects: 0, bytes: 0, plaintextBytes: 0 });
-  return {
-    written: { chunk: perKind(), node: perKind(), manifest: perKind() },
-    reused: { chunk: 0, node: 0, manifest: 0 },
-    fetched: { objects: 0, bytes: 0 },
-    payloadsStored: 0,
-    payloadBytesStored: 0,
-    payloadsRetrieved: 0,
-  };
-}
+const perKind = () => ({ objects: 0, bytes: 0, plaintextBytes: 0 });
 
 export interface ChunkStoreDriverOptions {
   backend: ObjectBackend;
   /** Encrypt new objects with `keyring.current`; read objects of any key in it. @default undefined — no encryption */
   keyring?: Keyring;
-  /** Backend operations in flight at once per driver. @default 16 */
-  concurrency?: number;
-  /** Plaintext bytes of objects it wrote or read, kept in memory for reads. @default 64 MiB */
-  cacheBytes?: number;
   /** A reused object older than this is touched, so a gc with a grace period of twice this never takes it. @default 24 h */
   refreshAfterMs?: number;
   chunkerLimits?: ChunkerLimits;
-  /** zlib level of objects. @default 6 */
-  compressionLevel?: number;
   /** A payload shorter than this is written inside its manifest: one object. @default 512 */
   inlineBelow?: number;
   /** A slice shorter than this is written inside the manifest or node that lists it, never listed in a pack or another manifest. @default 256 */
@@ -90,36 +70,28 @@ export interface ChunkStoreDriverOptions {
   now?: () => number;
 }
 
-const DRIVER_OPTIONS = keysOf<ChunkStoreDriverOptions>({
+const ANY = Number.MAX_SAFE_INTEGER;
+/** Every option, with the integer range of a numeric one: an ignored or out-of-range option would write another store. */
+const DRIVER_OPTIONS: { readonly [K in keyof Required<ChunkStoreDriverOptions>]: true | readonly [number, number] } = {
   backend: true,
   keyring: true,
-  concurrency: true,
-  cacheBytes: true,
-  refreshAfterMs: true,
+  refreshAfterMs: [0, ANY],
   chunkerLimits: true,
-  compressionLevel: true,
-  inlineBelow: true,
-  literalBelow: true,
+  inlineBelow: [0, ANY],
+  literalBelow: [0, ANY],
   now: true,
-});
+};
 
-/** Refuses an unknown option or a number out of its range, naming it: an ignored one would write another store. */
 function checkDriverOptions(options: ChunkStoreDriverOptions): void {
-  assertKnownKeys(options, DRIVER_OPTIONS, 'driver');
-  const ranges: [keyof ChunkStoreDriverOptions, number, number][] = [
-    ['concurrency', 1, Number.MAX_SAFE_INTEGER],
-    ['cacheBytes', 0, Number.MAX_SAFE_INTEGER],
-    ['refreshAfterMs', 0, Number.MAX_SAFE_INTEGER],
-    ['compressionLevel', -1, 9],
-    ['inlineBelow', 0, Number.MAX_SAFE_INTEGER],
-    ['literalBelow', 0, Number.MAX_SAFE_INTEGER],
-  ];
-  for (const [name, least, most] of ranges) {
-    const value: unknown = options[name];
-    if (value !== undefined && !(Number.isInteger(value) && (value as number) >= least && (value as number) <= most))
+  assertKnownKeys(options, Object.keys(DRIVER_OPTIONS), 'driver');
+  for (const [name, range] of Object.entries(DRIVER_OPTIONS)) {
+    const value: unknown = Reflect.get(options, name);
+    if (range === true || value === undefined) continue;
+    const [least, most] = range;
+    if (!(typeof value === 'number' && Number.isInteger(value) && value >= least && value <= most))
       throw new InvalidInputError(
         `driver.${name}`,
-        `must be an integer from ${least}${most === Number.MAX_SAFE_INTEGER ? ' up' : ` to ${most}`}; got ${JSON.stringify(value)}`,
+        `must be an integer from ${least}${most === ANY ? ' up' : ` to ${most}`}; got ${JSON.stringify(value)}`,
       );
   }
 }
@@ -129,7 +101,11 @@ export class ChunkStoreDriver implements StorageDriver {
   readonly type = CHUNK_STORE_DRIVER_TYPE;
   readonly backend: ObjectBackend;
   readonly keyring: Keyring | undefined;
-  readonly stats: ChunkStoreStats = emptyStats();
+  readonly stats: ChunkStoreStats = {
+    written: { chunk: perKind(), node: perKind(), manifest: perKind() },
+    reused: { chunk: 0, node: 0, manifest: 0 },
+    fetched: { objects: 0, bytes: 0 },
+  };
   private readonly slices: SliceIndex;
   private readonly reader: ObjectReader;
   private readonly writer: ObjectWriter;
@@ -140,18 +116,15 @@ export class ChunkStoreDriver implements StorageDriver {
     const {
       backend,
       keyring,
-      concurrency = 16,
-      cacheBytes = 64 * 1024 * 1024,
       refreshAfterMs = 24 * 3_600_000,
       chunkerLimits = DEFAULT_CHUNKER_LIMITS,
-      compressionLevel = 6,
       inlineBelow = 512,
       literalBelow = 256,
       now = Date.now,
     } = options;
     this.backend = backend;
     this.keyring = keyring;
-    const limiter = new Limiter(concurrency);
+    const limiter = new Limiter(BACKEND_CALLS_AT_ONCE);
     const cutting = {
       chunkerLimits,
       inlineBelow: Math.min(inlineBelow, MAX_INLINE_BYTES + 1),
@@ -159,9 +132,9 @@ export class ChunkStoreDriver implements StorageDriver {
     };
     this.slices = new SliceIndex(cutting);
     const chain = new CompressionChain({ now, refreshAfterMs, isGone: (id) => this.slices.isGone(id) });
-    this.reader = new ObjectReader(backend, keyring, limiter, cacheBytes, this.stats.fetched);
+    this.reader = new ObjectReader(backend, keyring, limiter, this.stats.fetched);
     this.writer = new ObjectWriter(
-      { backend, keyring, limiter, compressionLevel, refreshAfterMs, now },
+      { backend, keyring, limiter, refreshAfterMs, now },
       chain,
       this.reader,
       this.slices,
@@ -195,9 +168,9 @@ export class ChunkStoreDriver implements StorageDriver {
     return parseManifest(plaintext, objectKey('manifest', manifestId)).size;
   }
 
-  /** What a stored object needs, read with whichever configured key sealed it (inspect-object.ts). */
+  /** What a stored object needs, read with whichever configured key sealed it (ObjectReader.inspect). */
   inspect(kind: ObjectKind, id: string, signal?: AbortSignal): Promise<InspectedObject> {
-    return inspectObject(this.reader, this.keyring, kind, id, signal);
+    return this.reader.inspect(kind, id, signal);
   }
 
   private async storeOne(
@@ -222,8 +195,6 @@ export class ChunkStoreDriver implements StorageDriver {
     // Always written, even when it exists: its modification time tells gc a claim was just handed out.
     await this.writer.write(plan.manifest, signal);
     plan.settle();
-    this.stats.payloadsStored += 1;
-    this.stats.payloadBytesStored += data.length;
     // The reference the SDK writes around the claim records the size already.
     return new StorageDriverClaim(claimDataFor({ manifestId: plan.manifest.id, keyId: this.keyring?.current.id }));
   }
@@ -232,10 +203,27 @@ export class ChunkStoreDriver implements StorageDriver {
     const { manifestId, keyId } = readClaim(claim.claimData);
     const segments: ReadSegment[] = [];
     const { data, metadata } = await readPayload(this.reader, manifestId, keyId, signal, segments);
-    this.stats.payloadsRetrieved += 1;
     // Where its slices lie, for this process's later payloads (only under the key it writes with).
     if (segments.length > 0 && keyId === this.keyring?.current.id)
       this.slices.addRead(data, segments, this.keyring?.current);
     return { metadata, data };
+  }
+}
+
+/**
+ * Runs `work` on a signal of our own that follows the caller's. One store or retrieve has many backend calls in
+ * flight on it, and the S3 client adds a listener per request: on the caller's signal that would
+ * trip Node's listener-leak warning; on ours the limit is lifted, and the caller's gets one listener.
+ */
+async function followSignal<T>(parent: AbortSignal | undefined, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const controller = new AbortController();
+  setMaxListeners(0, controller.signal);
+  if (parent?.aborted === true) controller.abort(parent.reason);
+  const onAbort = (): void => controller.abort(parent?.reason);
+  parent?.addEventListener('abort', onAbort, { once: true });
+  try {
+    return await work(controller.signal);
+  } finally {
+    parent?.removeEventListener('abort', onAbort);
   }
 }

@@ -2,11 +2,10 @@
 // `temporal` CLI show what the compactor's payloads hold. Temporal's remote codec protocol: `POST
 // …/decode`, `…/encode` and `…/download` (only the last path segment counts, so it can be mounted
 // under `/{namespace}/`), each taking and answering `{ "payloads": [Payload, …] }` in protobuf's JSON.
-//
-// - decode resolves claims through the store, then undoes the codec. The UI asks to keep claims
-//   (`?preserveStorageRefs=true`) and offers a download button; a claim is resolved anyway unless its
-//   payload is over `inlineLimit` (Temporal's 2 MiB), so history reads as it would without a store.
-// - download resolves and decodes claims only; encode runs the codec, then the store with `encodeToStore`.
+// decode resolves claims through the store, then undoes the codec; asked to keep claims
+// (`?preserveStorageRefs=true`: the UI, which offers a download button) it keeps only those of payloads
+// over `inlineLimit` (Temporal's 2 MiB), so history reads as it would without a store. download
+// resolves and decodes claims only; encode runs the codec, then the store with `encodeToStore`.
 //
 // It hands out decrypted payloads, so every request needs its token: in the path (the UI's codec
 // endpoint is a URL, never a header) or as `Authorization: Bearer TOKEN`. A request's cost is bounded
@@ -24,8 +23,7 @@ import {
 import proto from '@temporalio/proto';
 import { CHUNK_STORE_DRIVER_NAME, ChunkStoreDriver } from './chunk-store.js';
 import { CompactorCodec, payloadProtoSize } from './codec.js';
-import { drain } from './drain.js';
-import { Limiter } from './limiter.js';
+import { drain, Limiter } from './limiter.js';
 import {
   ChunkIntegrityError,
   ChunkMissingError,
@@ -175,10 +173,6 @@ function payloadsFromBody(text: string, maxPayloads: number): Payload[] {
   return payloads.map((payload, index) => payloadFromJson(payload, `payloads[${index}]`));
 }
 
-function payloadToJson(payload: Payload): Record<string, unknown> {
-  return PayloadProto.toObject(PayloadProto.fromObject(payload), { bytes: String, longs: String });
-}
-
 const digest = (text: string): Buffer => createHash('sha256').update(text, 'utf8').digest();
 
 function readBody(request: IncomingMessage, limit: number): Promise<string> {
@@ -219,7 +213,6 @@ function decodeSegment(segment: string): string {
   }
 }
 
-/** The result of a list operation on one payload. */
 function single(results: Payload[], what: string): Payload {
   const [result] = results;
   if (result === undefined || results.length !== 1)
@@ -296,23 +289,6 @@ export async function startCodecServer({
     return chunkStore.payloadSize(new StorageDriverClaim(claimData));
   };
 
-  // As a configured client: the store resolves claims, then the codecs are undone last-first; a claim
-  // of ours counts against the budget before its payload is read, anything else after.
-  const decodeOne = async (payload: Payload, take: (bytes: number) => void, stated = 0): Promise<Payload> => {
-    take(stated);
-    let current = runner === undefined ? payload : single(await runner.retrieve([payload]), 'the payload store');
-    for (const codec of [...codecs].reverse()) current = single(await codec.decode([current]), 'a payload codec');
-    take(Math.max(0, payloadProtoSize(current) - stated));
-    return current;
-  };
-  const encodeOne = async (payload: Payload): Promise<Payload> => {
-    let current = payload;
-    for (const codec of encodeCodecs) current = single(await codec.encode([current]), 'a payload codec');
-    return runner === undefined || !encodeToStore
-      ? current
-      : single(await runner.store([current]), 'the payload store');
-  };
-
   const corsHeaders = (request: IncomingMessage): Record<string, string> | undefined => {
     const origin = request.headers.origin;
     if (origin === undefined) return {};
@@ -328,7 +304,8 @@ export async function startCodecServer({
 
   const handle = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
     const cors = corsHeaders(request);
-    const path = new URL(request.url ?? '/', 'http://codec-server').pathname;
+    const url = new URL(request.url ?? '/', 'http://codec-server');
+    const path = url.pathname;
     const segments = path
       .split('/')
       .filter((segment) => segment !== '')
@@ -336,13 +313,12 @@ export async function startCodecServer({
     const operation = segments.at(-1);
     if (!isOperation(operation))
       throw new Refusal(404, 'NotFound', `no such endpoint ${shown(path)}: POST /decode, /encode or /download`);
-    if (cors === undefined) {
+    if (cors === undefined)
       throw new Refusal(
         403,
         'OriginNotAllowed',
         `origin ${request.headers.origin ?? ''} is not allowed: add it to COMPACTOR_CODEC_SERVER_ORIGINS`,
       );
-    }
     if (request.method === 'OPTIONS') {
       // A preflight carries no credentials: it is answered for allowed origins alone.
       const headers: Record<string, string> = {
@@ -375,69 +351,75 @@ export async function startCodecServer({
       throw new Refusal(503, 'Busy', `busy: ${concurrency} requests at work and ${queue} waiting; try again`, {
         'Retry-After': '1',
       });
-    await requests.run(() => answer(request, response, operation, cors));
-  };
-
-  const answer = async (
-    request: IncomingMessage,
-    response: ServerResponse,
-    operation: Operation,
-    cors: Record<string, string>,
-  ): Promise<void> => {
-    const payloads = payloadsFromBody(await readBody(request, maxBodyBytes), maxPayloads);
-    const keepLargeClaims =
-      operation === 'decode' &&
-      new URL(request.url ?? '/', 'http://codec-server').searchParams.get('preserveStorageRefs') === 'true';
-    if (operation === 'download') {
-      const index = payloads.findIndex((payload) => !isReferencePayload(payload));
-      if (index >= 0) throw badRequest(`payloads[${index}]: not a storage reference: /download takes claims only`);
-    }
-    let decoded = 0;
-    const budget = (bytes: number): void => {
-      decoded += bytes;
-      if (decoded > maxDecodedBytes)
-        throw new Refusal(
-          413,
-          'DecodedTooLarge',
-          `the payloads of this request decode to more than ${maxDecodedBytes} bytes: ask for fewer at a time`,
-        );
-    };
-    const transform = async (payload: Payload): Promise<Payload> => {
-      if (operation === 'encode') return encodeOne(payload);
-      // A claim of ours is sized by its manifest: what the reference says is its writer's word.
-      const stated = await claimedSize(payload);
-      const size = stated ?? (isReferencePayload(payload) ? decodeReferencePayload(payload).sizeBytes : 0);
-      if (keepLargeClaims && isReferencePayload(payload) && size > inlineLimit) return payload;
-      return decodeOne(payload, budget, stated);
-    };
-    const results: Payload[] = [];
-    // Taken from the end: reversed, the payloads start in order.
-    const work = payloads.map((payload, index) => ({ payload, index })).reverse();
-    await drain(work, PAYLOADS_AT_ONCE, async ({ payload, index }) => {
-      // A claim with no store to read it from: say which setting this server lacks, rather than
-      // answer the claim as if it were the payload (or, asked to keep claims, leave it a claim).
-      if (operation !== 'encode' && runner === undefined && isReferencePayload(payload) && !keepLargeClaims)
-        throw new Refusal(
-          400,
-          'PayloadStoreNotConfigured',
-          `payloads[${index}]: cannot ${operation}: ${new PayloadStoreNotConfiguredError('this codec server', decodeReferencePayload(payload).driverName).message}`,
-        );
-      try {
-        results[index] = await transform(payload);
-      } catch (error) {
-        if (error instanceof Refusal) throw error;
-        // The protocol answers codec errors with 400; the log has the raw error.
-        throw new Refusal(
-          400,
-          error instanceof Error ? error.name : 'Error',
-          `payloads[${index}]: cannot ${operation} ${failureAnswer(error)}`,
-          {},
-          detailOf(error),
-        );
+    await requests.run(async () => {
+      const payloads = payloadsFromBody(await readBody(request, maxBodyBytes), maxPayloads);
+      const keepLargeClaims = operation === 'decode' && url.searchParams.get('preserveStorageRefs') === 'true';
+      if (operation === 'download') {
+        const index = payloads.findIndex((payload) => !isReferencePayload(payload));
+        if (index >= 0) throw badRequest(`payloads[${index}]: not a storage reference: /download takes claims only`);
       }
+      let decoded = 0;
+      const budget = (bytes: number): void => {
+        decoded += bytes;
+        if (decoded > maxDecodedBytes)
+          throw new Refusal(
+            413,
+            'DecodedTooLarge',
+            `the payloads of this request decode to more than ${maxDecodedBytes} bytes: ask for fewer at a time`,
+          );
+      };
+      const transform = async (payload: Payload): Promise<Payload> => {
+        let current = payload;
+        if (operation === 'encode') {
+          for (const codec of encodeCodecs) current = single(await codec.encode([current]), 'a payload codec');
+          return runner === undefined || !encodeToStore
+            ? current
+            : single(await runner.store([current]), 'the payload store');
+        }
+        // A claim of ours is sized by its manifest: what the reference says is its writer's word.
+        const stated = await claimedSize(payload);
+        const size = stated ?? (isReferencePayload(payload) ? decodeReferencePayload(payload).sizeBytes : 0);
+        if (keepLargeClaims && isReferencePayload(payload) && size > inlineLimit) return payload;
+        // As a configured client: the store resolves claims, then the codecs are undone last-first; a
+        // claim of ours counts against the budget before its payload is read, anything else after.
+        budget(stated ?? 0);
+        if (runner !== undefined) current = single(await runner.retrieve([payload]), 'the payload store');
+        for (const codec of [...codecs].reverse()) current = single(await codec.decode([current]), 'a payload codec');
+        budget(Math.max(0, payloadProtoSize(current) - (stated ?? 0)));
+        return current;
+      };
+      const results: Payload[] = [];
+      // Taken from the end: reversed, the payloads start in order.
+      const work = payloads.map((payload, index) => ({ payload, index })).reverse();
+      await drain(work, PAYLOADS_AT_ONCE, async ({ payload, index }) => {
+        // A claim with no store to read it from: say which setting this server lacks, rather than
+        // answer the claim as if it were the payload (or, asked to keep claims, leave it a claim).
+        if (operation !== 'encode' && runner === undefined && isReferencePayload(payload) && !keepLargeClaims)
+          throw new Refusal(
+            400,
+            'PayloadStoreNotConfigured',
+            `payloads[${index}]: cannot ${operation}: ${new PayloadStoreNotConfiguredError('this codec server', decodeReferencePayload(payload).driverName).message}`,
+          );
+        try {
+          results[index] = await transform(payload);
+        } catch (error) {
+          if (error instanceof Refusal) throw error;
+          // The protocol answers codec errors with 400; the log has the raw error.
+          throw new Refusal(
+            400,
+            error instanceof Error ? error.name : 'Error',
+            `payloads[${index}]: cannot ${operation} ${failureAnswer(error)}`,
+            {},
+            detailOf(error),
+          );
+        }
+      });
+      const json = results.map((result) =>
+        PayloadProto.toObject(PayloadProto.fromObject(result), { bytes: String, longs: String }),
+      );
+      const body = JSON.stringify({ payloads: json });
+      response.writeHead(200, { ...cors, 'Content-Type': 'application/json', 'Cache-Control': 'no-store' }).end(body);
     });
-    const body = JSON.stringify({ payloads: results.map(payloadToJson) });
-    response.writeHead(200, { ...cors, 'Content-Type': 'application/json', 'Cache-Control': 'no-store' }).end(body);
   };
 
   const server: Server = createServer((request, response) => {

@@ -64,11 +64,10 @@ export interface CompactorCodecOptions {
    * only with that storage configured, or large payloads reach history unencrypted. @default encode every payload
    */
   passThroughAtOrAbove?: number;
-  /** zlib level of inline payloads. @default 6 */
-  compressionLevel?: number;
-  /** Without a key, payloads under this many bytes stay readable in the UI without a codec server. @default 512 */
-  plainBelow?: number;
 }
+
+/** Without a key, payloads under this many bytes stay readable in the UI without a codec server. */
+export const CODEC_PLAIN_BELOW = 512;
 
 function compressionText({ compression, size }: CodecEnvelope): string {
   return compression === 'deflate' ? `deflate;size=${size ?? 0}` : 'none';
@@ -99,25 +98,11 @@ export function codecEnvelopeOf(payload: Payload): CodecEnvelope | undefined {
 
 /** Deflate for every inline payload, AES-256-GCM with a keyring; decoding passes foreign payloads through. */
 export class CompactorCodec implements PayloadCodec {
-  readonly keyring: Keyring | undefined;
-  readonly passThroughAtOrAbove: number | undefined;
-  readonly compressionLevel: number;
-  readonly plainBelow: number;
-
-  constructor({ keyring, passThroughAtOrAbove, compressionLevel = 6, plainBelow = 512 }: CompactorCodecOptions = {}) {
-    this.keyring = keyring;
-    this.passThroughAtOrAbove = passThroughAtOrAbove;
-    this.compressionLevel = compressionLevel;
-    this.plainBelow = plainBelow;
-  }
+  constructor(readonly options: CompactorCodecOptions = {}) {}
 
   /** The same codec encoding every payload, none left for a store. */
   inlineOnly(): CompactorCodec {
-    return new CompactorCodec({
-      keyring: this.keyring,
-      compressionLevel: this.compressionLevel,
-      plainBelow: this.plainBelow,
-    });
+    return new CompactorCodec({ keyring: this.options.keyring });
   }
 
   async encode(payloads: Payload[]): Promise<Payload[]> {
@@ -135,10 +120,11 @@ export class CompactorCodec implements PayloadCodec {
   encodeOne(payload: Payload): Payload {
     const size = payloadProtoSize(payload);
     const forUi = isUiPayload(payload, size);
-    if (forUi && this.keyring === undefined) return payload;
-    if (!forUi && this.passThroughAtOrAbove !== undefined && size >= this.passThroughAtOrAbove) return payload;
-    if (this.keyring === undefined && size < this.plainBelow) return payload;
-    const key = this.keyring?.current;
+    const { keyring, passThroughAtOrAbove } = this.options;
+    if (forUi && keyring === undefined) return payload;
+    if (!forUi && passThroughAtOrAbove !== undefined && size >= passThroughAtOrAbove) return payload;
+    if (keyring === undefined && size < CODEC_PLAIN_BELOW) return payload;
+    const key = keyring?.current;
     if (size > MAX_CODEC_PAYLOAD_BYTES) {
       if (key === undefined) return payload;
       throw new PayloadTooLargeError(
@@ -149,8 +135,7 @@ export class CompactorCodec implements PayloadCodec {
       );
     }
     const inner = PayloadProto.encode(payload).finish();
-    const compressed =
-      inner.length >= MIN_COMPRESS_BYTES ? deflateRawSync(inner, { level: this.compressionLevel }) : undefined;
+    const compressed = inner.length >= MIN_COMPRESS_BYTES ? deflateRawSync(inner) : undefined;
     const useCompression = compressed !== undefined && compressed.length < inner.length;
     // Without encryption, wrapping a payload that does not shrink would only add bytes.
     if (key === undefined && !useCompression) return payload;
@@ -194,7 +179,7 @@ export class CompactorCodec implements PayloadCodec {
       );
     let body: Uint8Array = data;
     if (keyId !== undefined) {
-      const key = this.keyring?.byId.get(keyId);
+      const key = this.options.keyring?.byId.get(keyId);
       if (key === undefined) throw new PayloadKeyMissingError(keyId, 'a payload');
       if (data.length < NONCE_BYTES + TAG_BYTES)
         throw new PayloadDecodeError(

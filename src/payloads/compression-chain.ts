@@ -6,13 +6,6 @@ import { chainRoot, windowAfter, type SealContext } from './sealed-object.js';
 /** A chain of objects deflated each against the one before is this long at most (then an object starts a new one). */
 const WRITTEN_CONTEXT_DEPTH = 63;
 
-/** A pack about to be written, which its manifest is deflated against. */
-export interface PlannedPack {
-  id: string;
-  plaintext: Uint8Array;
-  context?: SealContext | undefined;
-}
-
 export class CompressionChain {
   /** The last pack or manifest stored under each key id (''): the context of the next one. */
   private readonly links = new Map<string, SealContext & { at: number }>();
@@ -33,7 +26,10 @@ export class CompressionChain {
   }
 
   /** What a manifest is deflated against: its payload's new pack when it has one (written just before it), else {@link contextFor}. */
-  manifestContext(pack: PlannedPack | undefined, keyId: string | undefined): SealContext | undefined {
+  manifestContext(
+    pack: { id: string; plaintext: Uint8Array; context?: SealContext | undefined } | undefined,
+    keyId: string | undefined,
+  ): SealContext | undefined {
     if (pack === undefined) return this.contextFor(keyId);
     const depth = pack.context === undefined ? 0 : pack.context.depth + 1;
     if (depth + 1 > WRITTEN_CONTEXT_DEPTH) return undefined;

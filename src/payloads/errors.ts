@@ -25,13 +25,8 @@ export class PayloadKeyMissingError extends Error {
 /** Larger than the codec or the store may carry; raised at encoding, so nothing a reader would refuse is written. */
 export class PayloadTooLargeError extends Error {
   override readonly name = 'PayloadTooLargeError';
-  constructor(
-    /** What was too large, e.g. `a payload to encrypt inline`. */
-    readonly what: string,
-    readonly bytes: number,
-    readonly limit: number,
-    advice: string,
-  ) {
+  /** `what` was too large, e.g. `a payload to encrypt inline`. */
+  constructor(what: string, bytes: number, limit: number, advice: string) {
     super(`${what} is ${bytes} bytes, more than the ${limit} it may have: ${advice}`);
   }
 }

@@ -6,11 +6,10 @@
 // from them: an object lists its context (sealed-object.ts), a manifest its base and the manifests
 // whose inline bytes it lists. Sweep: every other object older than the grace period is removed.
 //
-// Safe while workers store (chunk-store.ts): a store writes children before parents and rewrites its
-// manifest every time, and an object it reuses is at most 1.5 × the 24 h refresh period old. With a
-// grace period of at least 48 h, anything a store in flight may reuse is young, and one it touches
-// during the sweep is kept (`removeIfOlder` re-checks the time; on S3 removals wait in a quarantine
-// that reads still find, and the next collection puts back what a claim needs). The grace period
+// Safe while workers store, by what chunk-store.ts keeps true: an object a store reuses is at most
+// 1.5 × the 24 h refresh period old, so with a grace period of at least 48 h anything a store in
+// flight may reuse is young, and one it touches during the sweep is kept (`removeIfOlder` re-checks
+// the time; on S3 removals wait in a quarantine reads still find: s3-backend.ts). The grace period
 // must also exceed the longest time from storing a payload to its claim landing in history.
 //
 // Objects it cannot read (a key it lacks, failed authentication, not hashing to their name) are
@@ -18,8 +17,9 @@
 // network) stop it before anything is removed. Removal goes parents first, so an object that exists
 // always has all its descendants (a store reuses one without looking below).
 import { ChunkIntegrityError, ChunkMissingError, PayloadKeyMissingError } from './errors.js';
-import type { ChunkStoreDriver, InspectedObject } from './chunk-store.js';
-import { drain } from './drain.js';
+import type { ChunkStoreDriver } from './chunk-store.js';
+import { drain } from './limiter.js';
+import type { InspectedObject } from './object-reader.js';
 import { addTo, isSweepable, noTally, type Tally } from './object-backend.js';
 import { objectKey, parseObjectKey, type ObjectKind } from './object-format.js';
 
@@ -76,11 +76,8 @@ export interface CollectGarbageOptions {
   claimedManifests: Iterable<string>;
   graceMs?: number;
   dryRun?: boolean;
-  /** Backend operations in flight at once. @default 16 */
-  concurrency?: number;
   /** One line at a time, at most every two seconds per phase, for long collections. */
   onProgress?: (line: string) => void;
-  signal?: AbortSignal;
   now?: () => number;
 }
 
@@ -96,7 +93,10 @@ const emptyTallies = (): TallyByKind => ({
   chunk: noTally(),
   temporary: noTally(),
 });
+const YOUNG = { manifest: 'youngManifests', node: 'youngNodes', chunk: 'youngChunks' } as const;
 const MISSING_SHOWN = 20;
+/** Backend operations in flight at once. */
+const CONCURRENCY = 16;
 const PROGRESS_EVERY_MS = 2_000;
 
 /** Progress lines: forced ones always, others at most every two seconds (so short work prints only the forced ones). */
@@ -170,9 +170,7 @@ export async function collectGarbage({
   claimedManifests,
   graceMs = DEFAULT_GC_GRACE_MS,
   dryRun = false,
-  concurrency = 16,
   onProgress,
-  signal,
   now = Date.now,
 }: CollectGarbageOptions): Promise<GarbageReport> {
   const backend = driver.backend;
@@ -213,7 +211,7 @@ export async function collectGarbage({
     stopped: string,
   ): Promise<InspectedObject | ChunkMissingError | 'unreadable'> => {
     try {
-      return await driver.inspect(kind, id, signal);
+      return await driver.inspect(kind, id);
     } catch (error) {
       if (error instanceof ChunkMissingError) return error;
       if (!(error instanceof PayloadKeyMissingError || error instanceof ChunkIntegrityError))
@@ -242,7 +240,7 @@ export async function collectGarbage({
   const youngOnly = new Set<string>();
   let listed = 0;
   for (const prefix of ['v1/manifests/', 'v1/nodes/', 'v1/chunks/']) {
-    for await (const object of backend.list(prefix, signal)) {
+    for await (const object of backend.list(prefix)) {
       listed += 1;
       progress(
         () =>
@@ -250,24 +248,17 @@ export async function collectGarbage({
       );
       const parsed = parseObjectKey(object.key);
       if (parsed === undefined || object.modifiedMs < cutoffMs) continue;
-      if (parsed.kind === 'manifest') report.youngManifests += 1;
-      else if (parsed.kind === 'node') report.youngNodes += 1;
-      else report.youngChunks += 1;
+      report[YOUNG[parsed.kind]] += 1;
       if (!marked.has(object.key)) youngOnly.add(object.key);
       mark(parsed.kind, parsed.id);
     }
   }
   progress(
     () =>
-      `gc: listed ${count(listed)} objects: ${count(report.youngManifests)} manifests, ${count(report.youngNodes)} nodes and ${count(report.youngChunks)} chunks younger than the grace period`,
+      `gc: listed ${count(listed)} objects: ${count(report.youngManifests)} manifests, ${count(report.youngNodes)} nodes and ${count(report.youngChunks)} chunks younger than the grace period; marking from ${count(queue.length)} roots (those and ${count(report.claimedManifests)} claimed manifests)`,
     true,
   );
-  progress(
-    () =>
-      `gc: marking from ${count(queue.length)} roots (${count(report.claimedManifests)} claimed manifests, and the young ones)`,
-    true,
-  );
-  await drain(queue, concurrency, async (item) => {
+  await drain(queue, CONCURRENCY, async (item) => {
     const inspected = await inspect(item.kind, item.id, 'marking stopped');
     // A young root can vanish between the listing and the read only if someone else removed it.
     if (inspected instanceof ChunkMissingError && !youngOnly.has(objectKey(item.kind, item.id))) {
@@ -287,7 +278,7 @@ export async function collectGarbage({
 
   const candidates: Candidate[] = [];
   let seen = 0;
-  for await (const object of backend.list('v1/', signal)) {
+  for await (const object of backend.list('v1/')) {
     seen += 1;
     const parsed = parseObjectKey(object.key);
     const kind: SweptKind = parsed?.kind ?? 'temporary';
@@ -311,7 +302,7 @@ export async function collectGarbage({
   // What candidates list decides the order of removal and what a renewal protects.
   const toRead = candidates.filter((candidate) => candidate.kind !== 'temporary');
   let read = 0;
-  await drain([...toRead], concurrency, async (candidate) => {
+  await drain([...toRead], CONCURRENCY, async (candidate) => {
     if (candidate.id === undefined || candidate.kind === 'temporary') return;
     const inspected = await inspect(candidate.kind, candidate.id, `reading ${candidate.key} stopped the sweep`);
     // Gone ones need nothing; unreadable ones are kept, whatever they are.
@@ -340,13 +331,13 @@ export async function collectGarbage({
   let done = 0;
   const total = [...rounds.values()].reduce((sum, round) => sum + round.length, 0);
   for (const order of [...rounds.keys()].sort((a, b) => b - a)) {
-    await drain([...(rounds.get(order) ?? [])], concurrency, async (candidate) => {
+    await drain([...(rounds.get(order) ?? [])], CONCURRENCY, async (candidate) => {
       const keep = (): void => {
         addTo(report.renewed[candidate.kind], candidate.bytes);
         for (const child of candidate.inspected?.children ?? []) protectedKeys.add(objectKey(child.kind, child.id));
       };
       if (protectedKeys.has(candidate.key)) keep();
-      else if (dryRun || (await backend.removeIfOlder(candidate.key, cutoffMs, signal)))
+      else if (dryRun || (await backend.removeIfOlder(candidate.key, cutoffMs)))
         addTo(report.deleted[candidate.kind], candidate.bytes);
       else keep();
       done += 1;
@@ -355,7 +346,7 @@ export async function collectGarbage({
   }
   // What earlier removals quarantined (S3): back if a claim marked now needs it, else gone for good once old.
   if (backend.settleQuarantine !== undefined) {
-    const settled = await backend.settleQuarantine((key) => marked.has(key), cutoffMs, dryRun, signal);
+    const settled = await backend.settleQuarantine((key) => marked.has(key), cutoffMs, dryRun);
     report.restored = settled.restored;
     report.purged = settled.purged;
   }

@@ -3,8 +3,8 @@
 import type { DataConverter } from '@temporalio/common';
 import { ExternalStorage } from '@temporalio/common';
 import type { S3ClientConfig } from '@aws-sdk/client-s3';
-import { ChunkStoreDriver, type ChunkStoreDriverOptions } from './chunk-store.js';
-import { CompactorCodec, isUiPayload } from './codec.js';
+import { ChunkStoreDriver } from './chunk-store.js';
+import { CODEC_PLAIN_BELOW, CompactorCodec, isUiPayload } from './codec.js';
 import { FileBackend } from './file-backend.js';
 import type { Keyring } from './keyring.js';
 import type { ObjectBackend } from './object-backend.js';
@@ -31,8 +31,6 @@ export interface PayloadConverterOptions {
   defaultStore?: PayloadStoreLocation;
   /** Extra S3 client settings (credentials, region) for `s3://` stores. */
   s3ClientConfig?: S3ClientConfig;
-  /** Driver settings beyond the configuration (cache size, concurrency). */
-  driver?: Omit<ChunkStoreDriverOptions, 'backend' | 'keyring'>;
 }
 
 export interface ConfiguredPayloads {
@@ -85,11 +83,11 @@ export function payloadConverterFromConfig(
   }
   // A claim the SDK cannot encode fails every workflow task that stores a payload: refuse at start instead.
   assertSdkEncodesClaims('COMPACTOR_PAYLOAD_STORE');
-  const driver = new ChunkStoreDriver({ ...options.driver, backend, keyring });
+  const driver = new ChunkStoreDriver({ backend, keyring });
   const codec = new CompactorCodec({ keyring, passThroughAtOrAbove: settings.payloadThreshold });
   // Without a key the codec leaves payloads under its floor alone; when the store takes everything
   // from there up (the default threshold), nothing is left for it to compress.
-  const compresses = keyring !== undefined || settings.payloadThreshold > codec.plainBelow;
+  const compresses = keyring !== undefined || settings.payloadThreshold > CODEC_PLAIN_BELOW;
   return described(
     {
       dataConverter: {

@@ -94,9 +94,8 @@ export function keyringFromSettings(settings: {
       'COMPACTOR_CODEC_KEY',
       `base64 of exactly ${KEY_BYTES} random bytes, e.g. from \`openssl rand -base64 32\``,
     );
-  if (settings.keyId !== undefined && !KEY_ID_PATTERN.test(settings.keyId)) {
+  if (settings.keyId !== undefined && !KEY_ID_PATTERN.test(settings.keyId))
     throw new KeyFormatError('COMPACTOR_CODEC_KEY_ID', '1-64 characters of A-Z, a-z, 0-9, ".", "_" or "-"');
-  }
   const current = codecKey(raw, settings.keyId);
   const byId = new Map<string, CodecKey>([[current.id, current]]);
   const entries = (settings.oldKeys ?? '')
@@ -107,24 +106,20 @@ export function keyringFromSettings(settings: {
     const colon = entry.indexOf(':');
     const id = colon < 0 ? undefined : entry.slice(0, colon).trim();
     const oldRaw = decodeKey(colon < 0 ? entry : entry.slice(colon + 1));
-    if (oldRaw === undefined || (id !== undefined && !KEY_ID_PATTERN.test(id))) {
+    if (oldRaw === undefined || (id !== undefined && !KEY_ID_PATTERN.test(id)))
       throw new KeyFormatError(
         'COMPACTOR_CODEC_OLD_KEYS',
         `comma-separated ID:BASE64 entries (ID optional) of ${KEY_BYTES}-byte keys; entry ${index + 1} is not one`,
       );
-    }
     const old = codecKey(oldRaw, id);
     const known = byId.get(old.id);
-    if (known !== undefined) {
-      // One id for two keys would make decoding pick one at random; the same key twice is harmless.
-      if (!known.codecKey.equals(old.codecKey))
-        throw new KeyFormatError(
-          'COMPACTOR_CODEC_OLD_KEYS',
-          `distinct key ids; entry ${index + 1} reuses the id ${JSON.stringify(old.id)} for another key`,
-        );
-      return;
-    }
-    byId.set(old.id, old);
+    // One id for two keys would make decoding pick one at random; the same key twice is harmless.
+    if (known !== undefined && !known.codecKey.equals(old.codecKey))
+      throw new KeyFormatError(
+        'COMPACTOR_CODEC_OLD_KEYS',
+        `distinct key ids; entry ${index + 1} reuses the id ${JSON.stringify(old.id)} for another key`,
+      );
+    if (known === undefined) byId.set(old.id, old);
   });
   return { current, byId };
 }

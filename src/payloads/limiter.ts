@@ -1,5 +1,5 @@
-// Node only, like the rest of src/payloads (it uses no Node API itself): a concurrency limiter for
-// backend calls and the codec server's requests.
+// Node only, like the rest of src/payloads (it uses no Node API itself): bounded concurrency for
+// backend calls, the codec server's requests and payloads, and gc's phases.
 
 /** Runs at most `limit` operations at once; waiting callers hold nothing (no deadlock across recursion). */
 export class Limiter {
@@ -24,4 +24,23 @@ export class Limiter {
       else next();
     }
   }
+}
+
+/** Runs `work` over `items` (which `work` may extend) with at most `concurrency` at once; the first error stops it. */
+export async function drain<T>(items: T[], concurrency: number, work: (item: T) => Promise<void>): Promise<void> {
+  let failure: { error: unknown } | undefined;
+  const worker = async (): Promise<void> => {
+    while (failure === undefined) {
+      const item = items.pop();
+      if (item === undefined) return;
+      try {
+        await work(item);
+      } catch (error) {
+        failure ??= { error };
+      }
+    }
+  };
+  // Workers that found the list empty while others still add to it would end early: run rounds until it stays empty.
+  while (items.length > 0 && failure === undefined) await Promise.all(Array.from({ length: concurrency }, worker));
+  if (failure !== undefined) throw failure.error;
 }

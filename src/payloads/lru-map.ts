@@ -34,11 +34,4 @@ export class LruMap<V> {
       this.total -= entry.weight;
     }
   }
-
-  delete(key: string): void {
-    const entry = this.entries.get(key);
-    if (entry === undefined) return;
-    this.total -= entry.weight;
-    this.entries.delete(key);
-  }
 }

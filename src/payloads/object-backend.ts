@@ -70,11 +70,5 @@ export interface SweepableBackend extends ObjectBackend {
   ): Promise<QuarantineSettled>;
 }
 
-export function isSweepable(backend: ObjectBackend): backend is SweepableBackend {
-  return (
-    'list' in backend &&
-    typeof backend.list === 'function' &&
-    'removeIfOlder' in backend &&
-    typeof backend.removeIfOlder === 'function'
-  );
-}
+export const isSweepable = (backend: ObjectBackend): backend is SweepableBackend =>
+  typeof Reflect.get(backend, 'list') === 'function' && typeof Reflect.get(backend, 'removeIfOlder') === 'function';

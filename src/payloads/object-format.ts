@@ -82,43 +82,32 @@ export function mergeSlices(entries: readonly Entry[]): Entry[] {
   return merged;
 }
 
-function entriesBytes(entries: readonly Entry[], withLevels: boolean): number {
-  return entries.reduce(
-    (sum, entry) =>
-      sum +
-      (entry.kind === 'node'
-        ? 1 + (withLevels ? 1 : 0) + NODE_REF_BYTES
-        : entry.kind === 'slice'
-          ? 1 + SLICE_BYTES
-          : 3 + entry.bytes.length),
-    0,
-  );
-}
-
-function writeEntries(bytes: Buffer, at: number, entries: readonly Entry[], withLevels: boolean): number {
-  let offset = at;
-  for (const entry of entries) {
+/** The bytes of entries; in a node (`withLevels` false) node entries have no level byte. */
+function encodeEntries(entries: readonly Entry[], withLevels: boolean): Buffer[] {
+  return entries.map((entry) => {
     if (entry.kind === 'inline') {
-      bytes[offset] = ENTRY_INLINE;
-      bytes.writeUInt16BE(entry.bytes.length, offset + 1);
-      bytes.set(entry.bytes, offset + 3);
-      offset += 3 + entry.bytes.length;
-    } else if (entry.kind === 'slice') {
-      bytes[offset] = entry.of === 'manifest' ? ENTRY_MANIFEST_SLICE : ENTRY_PACK_SLICE;
-      bytes.write(entry.id, offset + 1, 'hex');
-      bytes.writeUInt32BE(entry.offset, offset + 1 + ID_BYTES);
-      bytes.writeUInt32BE(entry.length, offset + 5 + ID_BYTES);
-      offset += 1 + SLICE_BYTES;
-    } else {
-      bytes[offset] = ENTRY_NODE;
-      offset += 1;
-      if (withLevels) bytes[offset++] = entry.level;
-      bytes.write(entry.id, offset, 'hex');
-      bytes.writeUInt32BE(entry.length, offset + ID_BYTES);
-      offset += NODE_REF_BYTES;
+      const bytes = Buffer.alloc(3 + entry.bytes.length);
+      bytes[0] = ENTRY_INLINE;
+      bytes.writeUInt16BE(entry.bytes.length, 1);
+      bytes.set(entry.bytes, 3);
+      return bytes;
     }
-  }
-  return offset;
+    if (entry.kind === 'slice') {
+      const bytes = Buffer.alloc(1 + SLICE_BYTES);
+      bytes[0] = entry.of === 'manifest' ? ENTRY_MANIFEST_SLICE : ENTRY_PACK_SLICE;
+      bytes.write(entry.id, 1, 'hex');
+      bytes.writeUInt32BE(entry.offset, 1 + ID_BYTES);
+      bytes.writeUInt32BE(entry.length, 5 + ID_BYTES);
+      return bytes;
+    }
+    const at = withLevels ? 2 : 1;
+    const bytes = Buffer.alloc(at + NODE_REF_BYTES);
+    bytes[0] = ENTRY_NODE;
+    if (withLevels) bytes[1] = entry.level;
+    bytes.write(entry.id, at, 'hex');
+    bytes.writeUInt32BE(entry.length, at + ID_BYTES);
+    return bytes;
+  });
 }
 
 /** Reads entries from `at` to the end; in a node (`childLevel`: its level − 1) node entries have no level byte. */
@@ -167,12 +156,7 @@ function decodeEntries(bytes: Buffer, at: number, key: string, childLevel: numbe
 
 /** A node of `level` (≥ 1) over `entries` (nodes of level `level - 1`; inline bytes and slices only at level 1, adjacent slices merged). */
 export function encodeNode(level: number, entries: readonly Entry[]): Uint8Array {
-  const listed = mergeSlices(entries);
-  const bytes = Buffer.alloc(2 + entriesBytes(listed, false));
-  bytes[0] = NODE_MAGIC;
-  bytes[1] = level;
-  writeEntries(bytes, 2, listed, false);
-  return bytes;
+  return Buffer.concat([Uint8Array.of(NODE_MAGIC, level), ...encodeEntries(mergeSlices(entries), false)]);
 }
 
 /** A node's level, as the node itself says. */
@@ -202,38 +186,28 @@ export interface Manifest {
 }
 
 /** The bytes of a manifest (adjacent slices of one object merged). */
-export function encodeManifest(manifest: Manifest): Uint8Array {
-  const listed = mergeSlices(manifest.entries);
-  const metadata = Object.entries(manifest.metadata).map(
-    ([name, value]) => [Buffer.from(name, 'utf8'), value] as const,
-  );
-  if (metadata.length > 0xffff || metadata.some(([name]) => name.length > 0xffff))
+export function encodeManifest({ size, metadata, base, entries }: Manifest): Uint8Array {
+  const named = Object.entries(metadata).map(([name, value]) => [Buffer.from(name, 'utf8'), value] as const);
+  if (named.length > 0xffff || named.some(([name]) => name.length > 0xffff))
     throw new RangeError('payload metadata has more than 65,535 entries or a name longer than 65,535 bytes');
-  const header = 4 + 4 + 1 + (manifest.base === undefined ? 0 : ID_BYTES + 4) + 2;
-  const metadataBytes = metadata.reduce((sum, [name, value]) => sum + 2 + name.length + 4 + value.length, 0);
-  const bytes = Buffer.alloc(header + metadataBytes + entriesBytes(listed, true));
-  bytes.set(MANIFEST_MAGIC, 0);
-  bytes.writeUInt32BE(manifest.size, 4);
-  let at = 9;
-  if (manifest.base === undefined) bytes[8] = 0;
-  else {
-    bytes[8] = manifest.base.depth;
-    bytes.write(manifest.base.id, at, 'hex');
-    bytes.writeUInt32BE(manifest.base.keep, at + ID_BYTES);
-    at += ID_BYTES + 4;
+  const header = Buffer.alloc(base === undefined ? 11 : 11 + ID_BYTES + 4);
+  header.set(MANIFEST_MAGIC, 0);
+  header.writeUInt32BE(size, 4);
+  header[8] = base?.depth ?? 0;
+  if (base !== undefined) {
+    header.write(base.id, 9, 'hex');
+    header.writeUInt32BE(base.keep, 9 + ID_BYTES);
   }
-  bytes.writeUInt16BE(metadata.length, at);
-  at += 2;
-  for (const [name, value] of metadata) {
-    bytes.writeUInt16BE(name.length, at);
-    bytes.set(name, at + 2);
-    at += 2 + name.length;
-    bytes.writeUInt32BE(value.length, at);
-    bytes.set(value, at + 4);
-    at += 4 + value.length;
-  }
-  writeEntries(bytes, at, listed, true);
-  return bytes;
+  header.writeUInt16BE(named.length, header.length - 2);
+  const fields = named.map(([name, value]) => {
+    const field = Buffer.alloc(6 + name.length + value.length);
+    field.writeUInt16BE(name.length, 0);
+    field.set(name, 2);
+    field.writeUInt32BE(value.length, 2 + name.length);
+    field.set(value, 6 + name.length);
+    return field;
+  });
+  return Buffer.concat([header, ...fields, ...encodeEntries(mergeSlices(entries), true)]);
 }
 
 /** A manifest's fields, checked (a ChunkIntegrityError names the manifest when it is not one). */

@@ -1,22 +1,58 @@
 // Node only: reads stored objects and opens them (sealed-object.ts), keeping in memory the
 // plaintexts of objects written or read lately, the windows of contexts, manifests' inline bytes,
-// and the fetches under way (one object asked for by many at once is fetched once).
+// and the fetches under way (one object asked for by many at once is fetched once). Also says what a
+// stored object needs to stay readable, the objects a garbage collector (gc.ts) must keep with it.
 import { ChunkIntegrityError, ChunkMissingError } from './errors.js';
 import type { Keyring } from './keyring.js';
 import type { Limiter } from './limiter.js';
 import { LruMap } from './lru-map.js';
 import { tooLarge, type ObjectBackend } from './object-backend.js';
-import { inlineBytesOf, MAX_SEALED_OBJECT_BYTES, objectKey, parseManifest, type ObjectKind } from './object-format.js';
-import { inflateObject, unsealObject, windowAfter } from './sealed-object.js';
+import {
+  decodeNode,
+  inlineBytesOf,
+  MAX_SEALED_OBJECT_BYTES,
+  nodeLevel,
+  objectKey,
+  parseManifest,
+  type Entry,
+  type ObjectKind,
+} from './object-format.js';
+import { inflateObject, sealedKeyId, unsealObject, windowAfter } from './sealed-object.js';
 
+/** Plaintext bytes of objects written or read lately, kept in memory for reads. */
+const CACHE_BYTES = 64 * 1024 * 1024;
 /** Bytes of windows and of manifests' inline bytes kept in memory (a window is 32 KiB). */
 const WINDOW_CACHE_BYTES = 16 * 1024 * 1024;
 
 /** The caches' key of an object: its key and the key id its payload was stored with (objects are content-addressed, so a hit is the object's content). */
 const cacheKeyOf = (key: string, keyId: string | undefined): string => `${key}\u0000${keyId ?? ''}`;
 
+/** An object a stored object needs (a garbage collector follows these): what it lists, its base manifest, its context. */
+interface ListedChild {
+  kind: ObjectKind;
+  id: string;
+}
+
+/** What a stored object needs, as {@link ObjectReader.inspect} reads it (a pack: the object it was deflated against, if any). */
+export interface InspectedObject {
+  /** A node's level; a manifest's highest node level (0: it lists no node); a chunk: 0. */
+  level: number;
+  /** A manifest's depth: 0, or 1 + its base manifest's. Nodes: 0. A chunk's context depth (0: none). */
+  depth: number;
+  children: ListedChild[];
+}
+
+const referenced = (entries: Entry[]): ListedChild[] =>
+  entries.flatMap((entry): ListedChild[] =>
+    entry.kind === 'node'
+      ? [{ kind: 'node', id: entry.id }]
+      : entry.kind === 'slice'
+        ? [{ kind: entry.of === 'manifest' ? 'manifest' : 'chunk', id: entry.id }]
+        : [],
+  );
+
 export class ObjectReader {
-  private readonly cache: LruMap<Uint8Array>;
+  private readonly cache = new LruMap<Uint8Array>(CACHE_BYTES, (bytes) => bytes.length);
   private readonly windows = new LruMap<Uint8Array>(WINDOW_CACHE_BYTES, (bytes) => bytes.length);
   private readonly inline = new LruMap<Uint8Array>(WINDOW_CACHE_BYTES, (bytes) => bytes.length);
   /** Objects being fetched, by cache key: concurrent reads of one object share the fetch. */
@@ -27,17 +63,14 @@ export class ObjectReader {
     private readonly backend: ObjectBackend,
     private readonly keyring: Keyring | undefined,
     private readonly limiter: Limiter,
-    cacheBytes: number,
     /** Counts the objects fetched from the backend and their sealed bytes. */
     private readonly fetched: { objects: number; bytes: number },
-  ) {
-    this.cache = new LruMap(cacheBytes, (bytes) => bytes.length);
-  }
+  ) {}
 
   /** The plaintext of object `id`, whose payload was stored with `keyId`: cached, else fetched and opened. */
   read(kind: ObjectKind, id: string, keyId: string | undefined, signal: AbortSignal | undefined): Promise<Uint8Array> {
     // The slices of a pack are filled at once: one fetch for all of them.
-    return this.cachedOrOpened(this.cache, this.reading, kind, id, keyId, signal, undefined, 'plaintext');
+    return this.cachedOrOpened('plaintext', kind, id, keyId, signal);
   }
 
   /** The inline bytes of manifest `id` end to end, which a slice of it is a range of. */
@@ -83,21 +116,34 @@ export class ObjectReader {
     const contextWindow =
       context === undefined
         ? undefined
-        : await this.cachedOrOpened(
-            this.windows,
-            this.windowing,
-            context.kind,
-            context.id,
-            keyId,
-            signal,
-            context.depth - 1,
-            'window',
-          );
+        : await this.cachedOrOpened('window', context.kind, context.id, keyId, signal, context.depth - 1);
     const { plaintext, before } = inflateObject(unsealed, kind, id, key, contextWindow);
     const window = windowAfter(before, plaintext);
     // A pack or a manifest may be the context of later objects.
     if (kind !== 'node') this.windows.set(cacheKeyOf(key, keyId), window);
     return { plaintext, window };
+  }
+
+  /** What a stored object needs, read with whichever configured key sealed it (a pack: from its header only). Not cached. */
+  async inspect(kind: ObjectKind, id: string, signal?: AbortSignal): Promise<InspectedObject> {
+    const key = objectKey(kind, id);
+    const sealed = await this.fetch(key, signal);
+    const keyId = sealedKeyId(sealed, key);
+    const { context } = unsealObject(sealed, key, keyId, this.keyring);
+    const contextChild: ListedChild[] = context === undefined ? [] : [{ kind: context.kind, id: context.id }];
+    if (kind === 'chunk') return { level: 0, depth: context?.depth ?? 0, children: contextChild };
+    const { plaintext } = await this.open(sealed, kind, id, keyId, signal);
+    if (kind === 'manifest') {
+      const manifest = parseManifest(plaintext, key);
+      const base: ListedChild[] = manifest.base === undefined ? [] : [{ kind: 'manifest', id: manifest.base.id }];
+      return {
+        level: Math.max(0, ...manifest.entries.map((entry) => (entry.kind === 'node' ? entry.level : 0))),
+        depth: manifest.base?.depth ?? 0,
+        children: [...base, ...referenced(manifest.entries), ...contextChild],
+      };
+    }
+    const level = nodeLevel(plaintext, key);
+    return { level, depth: 0, children: [...referenced(decodeNode(plaintext, level, key)), ...contextChild] };
   }
 
   /** Keeps what a store just wrote: the next read of it (the activity taking the input this worker's workflow stored) needs no fetch. */
@@ -114,17 +160,16 @@ export class ObjectReader {
     if (window !== undefined) this.windows.set(cacheKey, window);
   }
 
-  /** What `cache` holds for an object, else it fetched and opened (its plaintext cached), once however many ask at the same time. */
+  /** An object's plaintext or window from the cache, else fetched and opened (its plaintext cached), once however many ask at the same time. */
   private async cachedOrOpened(
-    cache: LruMap<Uint8Array>,
-    running: Map<string, Promise<Uint8Array>>,
+    want: 'plaintext' | 'window',
     kind: ObjectKind,
     id: string,
     keyId: string | undefined,
     signal: AbortSignal | undefined,
-    depth: number | undefined,
-    want: 'plaintext' | 'window',
+    depth?: number,
   ): Promise<Uint8Array> {
+    const [cache, running] = want === 'plaintext' ? [this.cache, this.reading] : [this.windows, this.windowing];
     const key = objectKey(kind, id);
     const cacheKey = cacheKeyOf(key, keyId);
     const found = cache.get(cacheKey) ?? running.get(cacheKey);

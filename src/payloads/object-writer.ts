@@ -19,7 +19,6 @@ export interface ObjectWriterSettings {
   backend: ObjectBackend;
   keyring: Keyring | undefined;
   limiter: Limiter;
-  compressionLevel: number;
   refreshAfterMs: number;
   now: () => number;
 }
@@ -77,14 +76,21 @@ export class ObjectWriter {
     if (confirmed !== undefined && now() - confirmed < refreshAfterMs / 2) return true;
     const found = await limiter.run(() => backend.stat(key, signal));
     if (found === undefined) return false;
-    if (now() - found.modifiedMs >= refreshAfterMs && !(await this.touched(key, signal))) return false;
+    if (now() - found.modifiedMs >= refreshAfterMs)
+      try {
+        await limiter.run(() => backend.touch(key, signal));
+      } catch (error) {
+        // Vanished meanwhile (a gc took it): it is written anew.
+        if ((await limiter.run(() => backend.stat(key, signal))) === undefined) return false;
+        throw error;
+      }
     this.present.set(key, now());
     return true;
   }
 
   /** Seals and writes `object`, whether or not it exists (a manifest's time tells a gc a claim to it was handed out). */
   async write(object: PlannedObject, signal: AbortSignal | undefined): Promise<void> {
-    const { backend, keyring, limiter, compressionLevel, now } = this.settings;
+    const { backend, keyring, limiter, now } = this.settings;
     const key = objectKey(object.kind, object.id);
     if (object.plaintext === undefined) throw new ChunkMissingError(key, backend.description);
     const keyId = keyring?.current.id;
@@ -92,7 +98,6 @@ export class ObjectWriter {
     // object's window when that makes it smaller.
     const chained = object.kind !== 'node';
     const { sealed, context, before } = sealObject(object.plaintext, keyring?.current, {
-      compressionLevel,
       context: chained ? object.context : this.chain.contextFor(keyId),
       contextIfSmaller: !chained,
     });
@@ -115,17 +120,5 @@ export class ObjectWriter {
     this.present.set(key, now());
     // What was just written is what the next retrieve reads (an activity taking its workflow's input).
     this.reader.remember(object.kind, object.id, keyId, object.plaintext, window);
-  }
-
-  /** Touches an old object; false when it vanished meanwhile (a gc took it), so it is written anew. */
-  private async touched(key: string, signal: AbortSignal | undefined): Promise<boolean> {
-    const { backend, limiter } = this.settings;
-    try {
-      await limiter.run(() => backend.touch(key, signal));
-      return true;
-    } catch (error) {
-      if ((await limiter.run(() => backend.stat(key, signal))) === undefined) return false;
-      throw error;
-    }
   }
 }

@@ -6,18 +6,19 @@ import { isGrpcServiceError, type Client } from '@temporalio/client';
 import type { Payload } from '@temporalio/common';
 import { decodeReferencePayload, isReferencePayload } from '@temporalio/common/lib/internal-non-workflow/index.js';
 import { historyEvents } from '../client/session-reader.js';
+import { isRecord } from '../core/schema.js';
 import { CHUNK_STORE_DRIVER_NAME } from './chunk-store.js';
 import { claimManifestId } from './claims.js';
 import { count, GarbageCollectionError, throttled } from './gc.js';
 
 /** gRPC's NOT_FOUND: the run's history is gone (deleted, or past retention). */
 const GRPC_NOT_FOUND = 5;
+/** Histories read at once. */
+const CONCURRENCY = 8;
 
 export interface RetainedClaimsOptions {
   /** One client per namespace whose workflows write to the store (the same store may serve several). */
   clients: readonly Client[];
-  /** Histories read at once. @default 8 */
-  concurrency?: number;
   /** Progress, at most one line every two seconds. */
   onProgress?: (line: string) => void;
 }
@@ -30,15 +31,10 @@ export interface RetainedClaims {
   /** Runs listed whose history was gone by the time it was read. */
   gone: number;
   schedules: number;
-  namespaces: string[];
 }
 
-function isPayloadLike(value: object): value is Payload {
-  const metadata: unknown = Reflect.get(value, 'metadata');
-  if (typeof metadata !== 'object' || metadata === null) return false;
-  const encoding: unknown = Reflect.get(metadata, 'encoding');
-  return encoding instanceof Uint8Array;
-}
+const isPayloadLike = (value: object): value is Payload =>
+  isRecord(value) && isRecord(value.metadata) && value.metadata.encoding instanceof Uint8Array;
 
 /** Every manifest id our claims name anywhere in `value` (walked field by field); an unreadable claim names none. */
 export function claimedManifestsIn(value: unknown, found: (manifest: string) => void): void {
@@ -56,18 +52,13 @@ export function claimedManifestsIn(value: unknown, found: (manifest: string) => 
  * The manifests named by every retained history and schedule of the clients' namespaces. Visibility
  * may not list what was created moments ago: gc also keeps everything younger than its grace period.
  */
-export async function collectRetainedClaims({
-  clients,
-  concurrency = 8,
-  onProgress,
-}: RetainedClaimsOptions): Promise<RetainedClaims> {
+export async function collectRetainedClaims({ clients, onProgress }: RetainedClaimsOptions): Promise<RetainedClaims> {
   const result: RetainedClaims = {
     manifests: new Set(),
     claims: 0,
     runs: 0,
     gone: 0,
     schedules: 0,
-    namespaces: clients.map((client) => client.options.namespace),
   };
   const progress = throttled(onProgress);
   const line = (done: boolean) => (): string =>
@@ -132,7 +123,7 @@ export async function collectRetainedClaims({
         })
         .finally(() => inFlight.delete(reading));
       inFlight.add(reading);
-      if (inFlight.size >= concurrency) await Promise.race(inFlight);
+      if (inFlight.size >= CONCURRENCY) await Promise.race(inFlight);
     }
     await Promise.all(inFlight);
     if (failure !== undefined) throw failure.error;

@@ -31,10 +31,6 @@ function statusOf(error: unknown): number | undefined {
   return typeof status === 'number' ? status : undefined;
 }
 
-function isAsyncIterable(value: object): value is AsyncIterable<unknown> {
-  return Symbol.asyncIterator in value;
-}
-
 function isMissing(error: unknown): boolean {
   const name = error instanceof Error ? error.name : undefined;
   return name === 'NoSuchKey' || name === 'NotFound' || statusOf(error) === 404;
@@ -151,11 +147,8 @@ export class S3Backend implements SweepableBackend {
       return tooLarge(key, size, maxBytes);
     };
     if (declared !== undefined && declared > maxBytes) throw over(declared);
-    if (!isAsyncIterable(body)) {
-      const bytes = await body.transformToByteArray();
-      if (bytes.length > maxBytes) throw tooLarge(key, bytes.length, maxBytes);
-      return bytes;
-    }
+    // On Node the SDK's body is a stream.
+    if (!(Symbol.asyncIterator in body)) throw new TypeError(`${key}: the S3 response body is not a stream`);
     const parts: Uint8Array[] = [];
     let size = 0;
     for await (const part of body) {

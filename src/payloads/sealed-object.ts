@@ -100,41 +100,34 @@ export function sealObject(
   if (preset === undefined) throw new RangeError(`no preset dictionary ${CURRENT_DICTIONARY}`);
   if (context !== undefined && context.depth >= MAX_CONTEXT_DEPTH)
     throw new RangeError('a context needs a depth under MAX_CONTEXT_DEPTH');
-  let compressed: Buffer | undefined;
-  let usedContext: SealContext | undefined;
   if (plaintext.length > MAX_OBJECT_BYTES)
     throw new RangeError(`an object of ${plaintext.length} bytes is over MAX_OBJECT_BYTES (${MAX_OBJECT_BYTES})`);
   const length = Buffer.alloc(LENGTH_BYTES);
   length.writeUInt32BE(plaintext.length);
-  if (plaintext.length >= MIN_COMPRESS_BYTES || (context !== undefined && !contextIfSmaller)) {
-    compressed = Buffer.concat([
-      Uint8Array.of(CURRENT_DICTIONARY),
-      length,
-      deflateRawSync(plaintext, { level: compressionLevel, dictionary: preset }),
-    ]);
-    if (context !== undefined) {
-      const against = Buffer.concat([
-        Uint8Array.of(CURRENT_DICTIONARY, context.depth + 1),
-        Buffer.from(context.id, 'hex'),
-        length,
-        deflateRawSync(plaintext, { level: compressionLevel, dictionary: context.window }),
-      ]);
-      if (!contextIfSmaller || against.length < compressed.length) {
-        compressed = against;
-        usedContext = context;
-      }
+  const deflated = (header: Uint8Array, dictionary: Uint8Array): Buffer =>
+    Buffer.concat([header, length, deflateRawSync(plaintext, { level: compressionLevel, dictionary })]);
+  const against = (on: SealContext): Buffer =>
+    deflated(Buffer.concat([Uint8Array.of(CURRENT_DICTIONARY, on.depth + 1), Buffer.from(on.id, 'hex')]), on.window);
+  // The context when it must be used, else the smallest of the plaintext and its deflations.
+  let body: Uint8Array = plaintext;
+  let used: SealContext | undefined;
+  if (context !== undefined && !contextIfSmaller) {
+    body = against(context);
+    used = context;
+  } else if (plaintext.length >= MIN_COMPRESS_BYTES) {
+    const withPreset = deflated(Uint8Array.of(CURRENT_DICTIONARY), preset);
+    if (withPreset.length < body.length) body = withPreset;
+    const withContext = context === undefined ? undefined : against(context);
+    if (withContext !== undefined && withContext.length < body.length) {
+      body = withContext;
+      used = context;
     }
   }
-  const useCompression =
-    compressed !== undefined &&
-    (compressed.length < plaintext.length || (usedContext !== undefined && !contextIfSmaller));
-  const body = compressed !== undefined && useCompression ? compressed : plaintext;
-  if (!useCompression) usedContext = undefined;
   const flags =
-    (useCompression ? FLAG_DEFLATE : 0) |
-    (usedContext === undefined ? 0 : FLAG_CONTEXT | (usedContext.kind === 'manifest' ? FLAG_CONTEXT_MANIFEST : 0)) |
+    (body === plaintext ? 0 : FLAG_DEFLATE) |
+    (used === undefined ? 0 : FLAG_CONTEXT | (used.kind === 'manifest' ? FLAG_CONTEXT_MANIFEST : 0)) |
     (key === undefined ? 0 : FLAG_ENCRYPTED);
-  return { sealed: seal(body, flags, key), context: usedContext, before: usedContext?.window ?? chainRoot() };
+  return { sealed: seal(body, flags, key), context: used, before: used?.window ?? chainRoot() };
 }
 
 function seal(body: Uint8Array, flags: number, key: CodecKey | undefined): Buffer {
@@ -174,18 +167,6 @@ export interface UnsealedObject {
   body: Uint8Array;
 }
 
-/** Reads the stated plaintext length at the start of `body`, refusing one over {@link MAX_OBJECT_BYTES}. */
-function statedLength(body: Uint8Array, objectKey: string): { length: number; rest: Uint8Array } {
-  if (body.length < LENGTH_BYTES) throw new ChunkIntegrityError(objectKey, 'is deflated but truncated (malformed)');
-  const length = Buffer.from(body.buffer, body.byteOffset, LENGTH_BYTES).readUInt32BE(0);
-  if (length > MAX_OBJECT_BYTES)
-    throw new ChunkIntegrityError(
-      objectKey,
-      `states a plaintext of ${length} bytes, more than the ${MAX_OBJECT_BYTES} any object has`,
-    );
-  return { length, rest: body.subarray(LENGTH_BYTES) };
-}
-
 /**
  * Decrypts a sealed object and reads its header. An object sealed otherwise than `expectedKeyId` (the
  * claim's key; undefined: none) is refused, so a plaintext object cannot stand in for an encrypted one.
@@ -197,12 +178,11 @@ export function unsealObject(
   keyring: Keyring | undefined,
 ): UnsealedObject {
   const keyId = sealedKeyId(sealed, objectKey);
-  if (keyId !== expectedKeyId) {
+  if (keyId !== expectedKeyId)
     throw new ChunkIntegrityError(
       objectKey,
       `sealed ${keyId === undefined ? 'without encryption' : `with key id ${JSON.stringify(keyId)}`}, but its payload was stored ${expectedKeyId === undefined ? 'without encryption' : `with key id ${JSON.stringify(expectedKeyId)}`}`,
     );
-  }
   const flags = sealed[4] ?? 0;
   if ((flags & ~KNOWN_FLAGS) !== 0)
     throw new ChunkIntegrityError(objectKey, `has header flags ${flags} this version does not know`);
@@ -218,11 +198,8 @@ export function unsealObject(
     key = keyring?.byId.get(keyId);
     if (key === undefined) throw new PayloadKeyMissingError(keyId, `payload store object ${objectKey}`);
     const headerLength = 6 + keyId.length + NONCE_BYTES;
-    const decipher = createDecipheriv(
-      'aes-256-gcm',
-      key.chunkKey,
-      sealed.subarray(headerLength - NONCE_BYTES, headerLength),
-    );
+    const nonce = sealed.subarray(headerLength - NONCE_BYTES, headerLength);
+    const decipher = createDecipheriv('aes-256-gcm', key.chunkKey, nonce);
     decipher.setAAD(sealed.subarray(0, headerLength));
     decipher.setAuthTag(sealed.subarray(sealed.length - TAG_BYTES));
     try {
@@ -248,25 +225,29 @@ export function unsealObject(
         : `is deflated with preset dictionary ${number}, which this version does not know`,
     );
   body = body.subarray(1);
-  if ((flags & FLAG_CONTEXT) === 0) {
-    const { length, rest } = statedLength(body, objectKey);
-    return { key, dictionary, context: undefined, length, body: rest };
+  let context: UnsealedObject['context'];
+  if ((flags & FLAG_CONTEXT) !== 0) {
+    const depth = body[0] ?? 0;
+    if (body.length < CONTEXT_HEADER_BYTES || depth < 1 || depth > MAX_CONTEXT_DEPTH)
+      throw new ChunkIntegrityError(
+        objectKey,
+        depth > MAX_CONTEXT_DEPTH
+          ? `is on a chain of ${depth} contexts (at most ${MAX_CONTEXT_DEPTH})`
+          : 'names a context in a malformed header',
+      );
+    const id = Buffer.from(body.subarray(1, CONTEXT_HEADER_BYTES)).toString('hex');
+    context = { depth, id, kind: (flags & FLAG_CONTEXT_MANIFEST) === 0 ? 'chunk' : 'manifest' };
+    body = body.subarray(CONTEXT_HEADER_BYTES);
   }
-  const depth = body[0] ?? 0;
-  if (body.length < CONTEXT_HEADER_BYTES || depth < 1 || depth > MAX_CONTEXT_DEPTH)
+  // The plaintext's length, checked before anything is inflated.
+  if (body.length < LENGTH_BYTES) throw new ChunkIntegrityError(objectKey, 'is deflated but truncated (malformed)');
+  const length = Buffer.from(body.buffer, body.byteOffset, LENGTH_BYTES).readUInt32BE(0);
+  if (length > MAX_OBJECT_BYTES)
     throw new ChunkIntegrityError(
       objectKey,
-      depth > MAX_CONTEXT_DEPTH
-        ? `is on a chain of ${depth} contexts (at most ${MAX_CONTEXT_DEPTH})`
-        : 'names a context in a malformed header',
+      `states a plaintext of ${length} bytes, more than the ${MAX_OBJECT_BYTES} any object has`,
     );
-  const context = {
-    depth,
-    id: Buffer.from(body.subarray(1, CONTEXT_HEADER_BYTES)).toString('hex'),
-    kind: (flags & FLAG_CONTEXT_MANIFEST) === 0 ? ('chunk' as const) : ('manifest' as const),
-  };
-  const { length, rest } = statedLength(body.subarray(CONTEXT_HEADER_BYTES), objectKey);
-  return { key, dictionary, context, length, body: rest };
+  return { key, dictionary, context, length, body: body.subarray(LENGTH_BYTES) };
 }
 
 /** Inflates an unsealed object, never past the length it states, and checks that its plaintext hashes to `id`. */

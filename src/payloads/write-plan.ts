@@ -77,14 +77,6 @@ const MAX_WRITTEN_DEPTH = 15;
 /** A manifest on a base lists at most this many entries after the prefix (more: a full manifest, with nodes). */
 const MAX_DELTA_ENTRIES = 64;
 
-/** How many leading leaves a payload shares with a recent manifest's: the prefix a manifest on it keeps. */
-function sharedLeaves(recent: RecentManifest, leaves: readonly PlannedEntry[]): number {
-  const limit = Math.min(recent.leafIds.length, leaves.length);
-  let shared = 0;
-  while (shared < limit && recent.leafIds[shared] === leaves[shared]?.id) shared += 1;
-  return shared;
-}
-
 export interface WritePlannerSettings {
   keyring: Keyring | undefined;
   chunkerLimits: ChunkerLimits;
@@ -107,28 +99,34 @@ export class WritePlanner {
   ) {}
 
   async plan(data: Uint8Array, metadata: Record<string, Uint8Array>, signal: AbortSignal): Promise<WritePlan> {
-    let packing = await this.packedLeaves(data, signal, false, this.slicesOf(data));
-    let leaves = packing.leaves;
-    // On the manifest of a payload this one extends, when still in the store: only what follows is listed.
-    const base = this.bestBase(leaves);
-    let manifest = this.deltaManifest(data, metadata, leaves, base);
-    if (manifest !== undefined && !(await this.settings.stillStored(objectKey('manifest', manifest.base.id), signal)))
-      manifest = undefined;
+    const slices = this.slicesOf(data);
+    const best = this.bestBase(slices);
+    // On the manifest of a payload this one extends by at most MAX_DELTA_ENTRIES, when still in the
+    // store: only what follows is listed. The chain is cut where it reaches its depth: a full manifest.
+    const base =
+      best !== undefined &&
+      data.length >= this.settings.inlineBelow &&
+      best.recent.depth < MAX_WRITTEN_DEPTH &&
+      best.keep * 2 >= data.length &&
+      slices.length - best.shared <= MAX_DELTA_ENTRIES &&
+      (await this.settings.stillStored(objectKey('manifest', best.recent.id), signal))
+        ? best
+        : undefined;
     // A manifest on a base, or a fresh payload's, holds all its new bytes itself: no pack.
-    const keep = base?.keep;
     const flat =
-      manifest === undefined && !(keep !== undefined && keep * 2 >= data.length) && leaves.length <= FLAT_ENTRIES;
-    const inline = manifest !== undefined || flat;
-    if (inline) {
-      // Placed again, on the slices already cut and hashed.
-      packing = await this.packedLeaves(data, signal, true, packing.slices);
-      leaves = packing.leaves;
-      if (manifest !== undefined) {
-        manifest = this.deltaManifest(data, metadata, leaves);
-        if (manifest === undefined) throw new RangeError('a manifest on a base was planned and then was not');
-      }
-    }
-    const planned = manifest ?? this.fullManifest(data, metadata, leaves, !flat);
+      base === undefined && !(best !== undefined && best.keep * 2 >= data.length) && slices.length <= FLAT_ENTRIES;
+    const inline = base !== undefined || flat;
+    const packing = await this.packedLeaves(data, signal, inline, slices);
+    const { leaves } = packing;
+    const planned =
+      base === undefined
+        ? this.fullManifest(data, metadata, leaves, !flat)
+        : this.manifestOf(
+            data.length,
+            metadata,
+            { id: base.recent.id, keep: base.keep, depth: base.recent.depth + 1 },
+            leaves.slice(base.shared),
+          );
     this.bindToChain(planned.object);
     return {
       manifest: planned.object,
@@ -146,7 +144,7 @@ export class WritePlanner {
     signal: AbortSignal,
     inlineFresh: boolean,
     slices: PayloadSlice[],
-  ): Promise<{ leaves: PlannedEntry[]; settle: () => void; slices: PayloadSlice[] }> {
+  ): Promise<{ leaves: PlannedEntry[]; settle: () => void }> {
     const { keyring, literalBelow, inlineBelow, stillStored } = this.settings;
     const key = keyring?.current;
     const known = (id: string): SlicePlace | undefined => this.slices.find(key?.id, id);
@@ -218,7 +216,7 @@ export class WritePlanner {
     const settle = (): void => {
       if (pack !== undefined) this.slices.addHolder(key?.id, pack.id, 'pack', fresh);
     };
-    return { leaves, settle, slices };
+    return { leaves, settle };
   }
 
   /** The payload cut into chunker slices, each with its id under the current key; a small payload is one slice. */
@@ -272,35 +270,17 @@ export class WritePlanner {
     return this.manifestOf(data.length, metadata, undefined, spine.flat());
   }
 
-  /** The recent manifest (under the current key) whose payload shares the most leading leaves with this one. */
-  private bestBase(leaves: PlannedEntry[]): { recent: RecentManifest; shared: number; keep: number } | undefined {
+  /** The recent manifest (under the current key) whose payload shares the most leading slices with this one. */
+  private bestBase(slices: PayloadSlice[]): { recent: RecentManifest; shared: number; keep: number } | undefined {
     const keyId = this.settings.keyring?.current.id;
     let best: { recent: RecentManifest; shared: number } | undefined;
     for (const recent of this.recent) {
       if (recent.keyId !== keyId) continue;
-      const shared = sharedLeaves(recent, leaves);
+      let shared = 0;
+      while (shared < slices.length && recent.leafIds[shared] === slices[shared]?.id) shared += 1;
       if (shared > 0 && (best === undefined || shared > best.shared)) best = { recent, shared };
     }
-    return best && { ...best, keep: leaves[best.shared - 1]?.end ?? 0 };
-  }
-
-  /** A manifest on a recent one whose payload this one starts with, when one shares at least half of it. */
-  private deltaManifest(
-    data: Uint8Array,
-    metadata: Record<string, Uint8Array>,
-    leaves: PlannedEntry[],
-    best = this.bestBase(leaves),
-  ): (PlannedManifest & { base: RecentManifest }) | undefined {
-    if (data.length < this.settings.inlineBelow) return undefined;
-    // The chain is cut where it reaches its depth: a full manifest, the base of the next ones.
-    if (best === undefined || best.recent.depth >= MAX_WRITTEN_DEPTH) return undefined;
-    const { keep } = best;
-    const tail = leaves.slice(best.shared);
-    if (keep * 2 < data.length || tail.length > MAX_DELTA_ENTRIES) return undefined;
-    return {
-      ...this.manifestOf(data.length, metadata, { id: best.recent.id, keep, depth: best.recent.depth + 1 }, tail),
-      base: best.recent,
-    };
+    return best && { ...best, keep: slices[best.shared - 1]?.end ?? 0 };
   }
 
   private manifestOf(

@@ -74,7 +74,7 @@ describe('payloadConverterFromConfig', () => {
     const storage = configured.dataConverter.externalStorage;
     expect(storage?.payloadSizeThreshold).toBe(4096);
     expect(storage?.drivers.map((driver) => driver.name)).toEqual([CHUNK_STORE_DRIVER_NAME]);
-    expect(configured.codec?.passThroughAtOrAbove).toBe(4096);
+    expect(configured.codec?.options.passThroughAtOrAbove).toBe(4096);
     const justUnder = defaultPayloadConverter.toPayload('z'.repeat(4000));
     expect(payloadProtoSize(justUnder)).toBeLessThan(4096);
     const [kept, encrypted] = (await configured.codec?.encode([big, justUnder])) ?? [];

@@ -21,26 +21,23 @@ describe('ChunkStoreDriver options', () => {
   it('accepts every option it knows, at the ends of their ranges', () => {
     const driver = driverWith({
       keyring: undefined,
-      concurrency: 1,
-      cacheBytes: 0,
       refreshAfterMs: 0,
-      compressionLevel: 9,
       inlineBelow: 0,
       literalBelow: 0,
       now: Date.now,
     });
     expect(driver.backend).toBe(backend);
-    expect(driverWith({ compressionLevel: -1 }).backend).toBe(backend);
+    expect(driverWith({ refreshAfterMs: Number.MAX_SAFE_INTEGER }).backend).toBe(backend);
   });
 
   it.each([
-    [{ concurency: 4 }, 'driver.concurency: unknown option; did you mean concurrency?'],
-    [{ windowBytes: 1 }, 'driver.windowBytes: unknown option; the options are backend, keyring, concurrency'],
+    [{ literalBelw: 4 }, 'driver.literalBelw: unknown option; did you mean literalBelow?'],
+    [{ windowBytes: 1 }, 'driver.windowBytes: unknown option; the options are backend, keyring, refreshAfterMs'],
     [{ manifestFormat: 4 }, 'driver.manifestFormat: unknown option'],
-    [{ concurrency: 0 }, 'driver.concurrency: must be an integer from 1 up; got 0'],
-    [{ compressionLevel: 12 }, 'driver.compressionLevel: must be an integer from -1 to 9; got 12'],
+    [{ concurrency: 4 }, 'driver.concurrency: unknown option'],
+    [{ refreshAfterMs: -1 }, 'driver.refreshAfterMs: must be an integer from 0 up; got -1'],
     [{ inlineBelow: 1.5 }, 'driver.inlineBelow: must be an integer from 0 up; got 1.5'],
-    [{ cacheBytes: -1 }, 'driver.cacheBytes: must be an integer from 0 up; got -1'],
+    [{ literalBelow: '256' }, 'driver.literalBelow: must be an integer from 0 up; got "256"'],
   ])('refuses %j, naming the option', (options, message) => {
     expect(() => driverWith(options)).toThrow(InvalidInputError);
     expect(() => driverWith(options)).toThrow(message);
