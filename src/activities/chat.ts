@@ -17,7 +17,7 @@ import {
 } from '../llm/openai-adapter.js';
 import { failOnInvalidInput, nonRetryableFailure } from '../shared/failures.js';
 import { DEFAULT_CHAT_TIMEOUT_MS } from '../config.js';
-import type { ActivityDeps } from './index.js';
+import type { ActivityDeps } from './deps.js';
 import type { TrajectoryStore } from './trajectories.js';
 import { whileHeartbeating } from './heartbeats.js';
 

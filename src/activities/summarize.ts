@@ -10,7 +10,7 @@ import { FailureType, InvalidInputError } from '../core/errors.js';
 import type { SummarizeRequest, Summarizer, Usage } from '../core/types.js';
 import { assertKnownKeys } from '../core/unknown-keys.js';
 import { failOnInvalidInput } from '../shared/failures.js';
-import type { ActivityDeps } from './index.js';
+import type { ActivityDeps } from './deps.js';
 import { whileHeartbeating } from './heartbeats.js';
 import { emptySummaryFailure, toSummarizerFailure } from './to-failure.js';
 
