@@ -40,7 +40,10 @@ const MESSAGE_CONDITIONS = [
   },
 ];
 
-/** A `ChatMessage`, and the source of the messages' JSON Schema. `content` is last, so other faults are named first. */
+/**
+ * A `ChatMessage` (unknown fields come back verbatim), and the source of the messages' JSON Schema.
+ * `content` is last, so other faults are named first.
+ */
 export const chatMessageSchema = z
   .looseObject({
     role: z.enum(roles),
@@ -126,7 +129,10 @@ function assertMessage(value: unknown, index: number): asserts value is ChatMess
 
 const ROLES = new Set<unknown>(roles);
 
-/** True for a message the schema accepts, checked by hand (zod costs a long conversation at every compaction). */
+/**
+ * True for a message the schema accepts, checked by hand (zod costs a long conversation at every
+ * compaction); what this does not recognise goes to zod, which names the fault.
+ */
 function plainlyValid(message: unknown): boolean {
   if (!isRecord(message)) return false;
   const { role, content, tool_calls: calls, tool_call_id: callId, name, sticky, depth } = message;
