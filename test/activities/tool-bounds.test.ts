@@ -285,6 +285,8 @@ describe('built-in tools stay bounded whatever the model asks', () => {
   it.runIf(onLinux)(
     'searches at most grepThreads at once: a turn of catastrophic patterns burns one core, not one per call',
     async () => {
+      // A thread of an earlier test (one stopped by its signal) may still be on its way out.
+      await vi.waitFor(() => expect(nicedThreads()).toBe(0), { timeout: 30_000, interval: 25 });
       const tools = createBuiltInTools({ root, grepTimeoutMs: 1500, grepThreads: 1 });
       let most = 0;
       const sampler = setInterval(() => (most = Math.max(most, nicedThreads())), 25);
