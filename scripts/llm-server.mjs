@@ -279,15 +279,17 @@ async function buildServer(projectRoot) {
     log(
       `building llama-server with -j${BUILD_JOBS} (${ccache === undefined ? 'minutes on two cores; with ccache on PATH a rebuild is mostly cache hits' : `through ${ccache}`}) ...`,
     );
-    // The work directory's name changes from build to build (the clone, the pid): ccache sees paths
-    // relative to it, so that the same sources compiled anywhere hit the same cache entries.
-    const ccacheEnv = { CCACHE_BASEDIR: work, CCACHE_NOHASHDIR: 'true' };
     const before = ccache === undefined ? undefined : await ccacheCounts(ccache);
     await runStep(
       'build llama-server (cmake --build)',
       'cmake',
       ['--build', build, '--config', 'Release', '--target', 'llama-server', '-j', BUILD_JOBS],
-      { timeoutMs: BUILD_TIMEOUT_MS, env: ccacheEnv },
+      {
+        timeoutMs: BUILD_TIMEOUT_MS,
+        // The work directory's name changes from build to build (the clone, the pid): ccache sees
+        // paths relative to it, so that the same sources compiled anywhere hit the same entries.
+        env: ccache === undefined ? {} : { CCACHE_BASEDIR: work, CCACHE_NOHASHDIR: 'true' },
+      },
     );
     if (ccache !== undefined && before !== undefined) {
       const after = await ccacheCounts(ccache);

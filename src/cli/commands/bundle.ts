@@ -63,14 +63,17 @@ export const bundle: CliCommand = {
       throw new UsageError(`--workflows: ${JSON.stringify(workflows)} does not exist`);
     const { tracing } = readSettings(['tracing'], { env: context.io.env, flags: configFlagsFromArgs(context.values) });
     // The worker package and its bundler load only for this command, not for every start of the CLI.
-    const [{ bundleWorkflowCode, DefaultLogger }, { tracingWorkflowInterceptorModules }, { workerBuildId }, bundling] =
-      await Promise.all([
-        import('@temporalio/worker'),
-        import('../../telemetry/tracing.js'),
-        import('../../worker/plugin.js'),
-        import('../../worker/workflow-bundling.js'),
-      ]);
-    const { compactorWorkflowsPath, withOurWorkflows } = bundling;
+    const [
+      { bundleWorkflowCode, DefaultLogger },
+      { tracingWorkflowInterceptorModules },
+      { workerBuildId },
+      { compactorWorkflowsPath, withOurWorkflows },
+    ] = await Promise.all([
+      import('@temporalio/worker'),
+      import('../../telemetry/tracing.js'),
+      import('../../worker/plugin.js'),
+      import('../../worker/workflow-bundling.js'),
+    ]);
     const ourRoot = resolve(dirname(compactorWorkflowsPath()), '..', '..');
     const parts = new Map<string, number>();
     const { workflowsPath, webpackConfigHook } = withOurWorkflows({
