@@ -210,7 +210,9 @@ export function applyUndoLine(entries: readonly SessionEntry[], line: UndoLine, 
   const restored = new Map(line.restored.map((entry) => [entry.id, entry]));
   const listed = new Set(line.order);
   const removes = new Set(line.removes);
-  line.removes.forEach((id, index) => positionOf(entries, id, `${field}.removes[${index}]`));
+  line.removes.forEach((id, index) => {
+    if (!current.has(id)) positionOf(entries, id, `${field}.removes[${index}]`);
+  });
   const head = line.order.map((id, index): SessionEntry => {
     const back = restored.get(id);
     const now = current.get(id);

@@ -201,8 +201,8 @@ export function planElisions(
   const ends = new Map<string, string>();
   const endFor = (message: ChatMessage, identity: number): string => {
     const toolName = (identity >= 0 ? names[identity] : undefined) ?? message.name ?? 'tool';
-    const end = ends.get(toolName) ?? stubEnd(toolName);
-    ends.set(toolName, end);
+    let end = ends.get(toolName);
+    if (end === undefined) ends.set(toolName, (end = stubEnd(toolName)));
     return end;
   };
 

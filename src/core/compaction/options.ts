@@ -44,7 +44,10 @@ export interface CompactionOptions {
   targetRatio?: number;
   /** Messages at the end kept verbatim (the cut extends backwards over tool results). @default 8 */
   keepRecent?: number;
-  /** docs/design.md#task-survives Keep the first user message verbatim, as a sticky one. @default false */
+  /**
+   * docs/design.md#task-survives Keep the first user message verbatim, as a sticky one. Off here because a
+   * session transcript's replay knows only `sticky` flags. @default false
+   */
   keepTask?: boolean;
   /** Tool results and tool-call arguments are cut to this many characters in the summarizer's input. @default 2000 */
   toolResultCap?: number;
@@ -88,9 +91,12 @@ export interface CompactionOptions {
   summaryInstructions?: string;
   /** Replaces the fixed summarizer instruction whole; `summaryInstructions` still follows it. @default the fixed one */
   summaryPrompt?: string;
-  /** docs/design.md#summarizer-window The summarizer's window (≥ 1,024), in its tokens: a larger middle is folded. @default none */
+  /**
+   * docs/design.md#summarizer-window The summarizer's window (≥ 1,024), in its tokens: a larger middle is
+   * summarized in pieces, as a fold. @default one request, whatever its size
+   */
   summarizerContextWindow?: number;
-  /** docs/design.md#user-words Keep the middle's newest user messages verbatim, within `keepUserMessagesShare`. @default false */
+  /** docs/design.md#user-words Keep the middle's newest user messages verbatim, within `keepUserMessagesShare`. Also a per-call option. @default false */
   keepUserMessages?: boolean;
   /** docs/design.md#user-words The share of the budget the kept user messages may take together. @default 0.15 */
   keepUserMessagesShare?: number;

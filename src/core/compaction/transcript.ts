@@ -160,7 +160,7 @@ export function renderTranscript(messages: readonly ChatMessage[], toolResultCap
   return messages.map((message, index) => renderedMessage(message, index, names, toolResultCap)).join('');
 }
 
-/** The length of {@link renderTranscript}'s text, its pieces never joined. */
+/** The length of {@link renderTranscript}'s text: rendered message by message, the whole never joined. */
 export function transcriptLength(messages: readonly ChatMessage[], toolResultCap: number): number {
   const names = new ToolNames(messages);
   let length = 0;
@@ -250,7 +250,7 @@ function transcriptHeader(cappedMiddle: readonly ChatMessage[]): string {
   return `Transcript to summarize (${cappedMiddle.length} messages):\n\n`;
 }
 
-/** The characters of {@link summarizerMessages} of a request, without rendering them. */
+/** The characters of {@link summarizerMessages} of a request, the transcript never joined into one text. */
 export function requestChars(instruction: string, cappedMiddle: readonly ChatMessage[]): number {
   let transcript = transcriptChars.get(cappedMiddle);
   if (transcript === undefined) {
