@@ -179,7 +179,9 @@ export class Compactor {
 
   /**
    * Undoes a compaction of a transcript you keep (docs/design.md#undo): the conversation restored byte
-   * for byte, the undo line to append, and its record. @throws UndoRefusedError, InvalidInputError
+   * for byte, the undo line to append, and its record.
+   * @throws UndoRefusedError (`Compaction.UndoRefused`) when the undo cannot be applied.
+   * @throws InvalidInputError naming `callOptions.compactionId` or the line that does not replay.
    */
   undo(lines: readonly SessionLine[], callOptions: UndoCallOptions = {}): TranscriptUndo {
     assertKnownKeys(callOptions, UNDO_CALL_OPTION_KEYS, 'callOptions');

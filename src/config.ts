@@ -464,7 +464,7 @@ function rawSettings(keys: readonly SettingKey[], { env = process.env, flags = {
     const flag = flagOf(key);
     const fromFlag = flag === undefined ? undefined : flagValues[key];
     const [value, from] = isSet(fromFlag) ? [fromFlag, `--${flag}`] : [env[envOf(key)], envOf(key)];
-    raw[key] = isSet(value) ? value : undefined; // every key, so the parsed configuration has every key
+    raw[key] = isSet(value) ? value : undefined; // so the parsed configuration has every key
     if (isSet(value)) source[key] = from;
   }
   return { raw, source };

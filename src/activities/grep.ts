@@ -7,7 +7,10 @@ import type { GrepThreadInput, GrepThreadMessage, GrepThreadStop } from './grep-
 
 export interface GrepOutcome {
   matches: string[];
-  /** Where the search stopped before it was whole, and why; undefined when it did not. */
+  /**
+   * `deadline`: the search ran out of time; `memory`: over its memory limit; `results`/`files`: at
+   * a count limit; `output`: the matched lines reached the characters a result may hold.
+   */
   stoppedAt: GrepThreadStop | 'deadline' | 'memory' | undefined;
 }
 

@@ -20,8 +20,7 @@ export interface OptionSpec {
   short?: string;
   /** The value's placeholder in the help, e.g. `N`, `FILE`, `48h`. */
   value?: string;
-  /** Left out for the configuration flags, which `temporal-compactor --help` lists. */
-  help?: string;
+  help: string;
 }
 
 /** `run` returns the exit code. */
@@ -75,7 +74,12 @@ export function parseCommandArgs(
   command: CliCommand,
   args: readonly string[],
 ): { values: OptionValues; positionals: string[] } {
-  const options: Record<string, OptionSpec> = { ...configParseArgsOptions(), ...command.options, help: HELP_OPTION };
+  // The configuration flags have no help line here: `temporal-compactor --help` lists them.
+  const options: Record<string, Omit<OptionSpec, 'help'>> = {
+    ...configParseArgsOptions(),
+    ...command.options,
+    help: HELP_OPTION,
+  };
   // Not strict: our messages rather than the parser's.
   const { values, positionals, tokens } = parseArgs({
     args: [...args],

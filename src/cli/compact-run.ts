@@ -131,8 +131,9 @@ export interface CompactRun {
   budget: number | undefined;
   env: Readonly<Record<string, string | undefined>>;
   progress: (line: string) => void;
-  /** From the flags, and the flags as written. */
+  /** From the flags. */
   options: Omit<CompactionOptions, 'contextBudget'>;
+  /** The flags that set them, as written. */
   optionFlags: readonly string[];
   target: number | undefined;
 }

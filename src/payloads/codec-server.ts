@@ -253,6 +253,7 @@ export async function startCodecServer({
   const encodeCodecs: PayloadCodec[] = encodeToStore
     ? codecs
     : codecs.map((codec) => (codec instanceof CompactorCodec ? codec.inlineOnly() : codec));
+  const decodeCodecs = [...codecs].reverse();
   const runner =
     dataConverter.externalStorage === undefined ? undefined : new ExternalStorageRunner(dataConverter.externalStorage);
   // Our driver states a claim's size before its payload is read; another driver's claims are counted after.
@@ -384,7 +385,7 @@ export async function startCodecServer({
         // claim of ours counts against the budget before its payload is read, anything else after.
         budget(stated ?? 0);
         if (runner !== undefined) current = single(await runner.retrieve([payload]), 'the payload store');
-        for (const codec of [...codecs].reverse()) current = single(await codec.decode([current]), 'a payload codec');
+        for (const codec of decodeCodecs) current = single(await codec.decode([current]), 'a payload codec');
         budget(Math.max(0, payloadProtoSize(current) - (stated ?? 0)));
         return current;
       };

@@ -85,7 +85,7 @@ export class ObjectReader {
   }
 
   /** The sealed bytes of the object at `key`, uncached. @throws ChunkMissingError when there is none. */
-  async fetch(key: string, signal: AbortSignal | undefined): Promise<Uint8Array> {
+  private async fetch(key: string, signal: AbortSignal | undefined): Promise<Uint8Array> {
     const sealed = await this.limiter.run(() => this.backend.get(key, signal, MAX_SEALED_OBJECT_BYTES));
     if (sealed === undefined) throw new ChunkMissingError(key, this.backend.description);
     // A backend of someone else's may not take the bound: refused all the same.
@@ -96,7 +96,7 @@ export class ObjectReader {
   }
 
   /** Opens a sealed object with its context's window, checking the depth the object on it states; keeps its window. */
-  async open(
+  private async open(
     sealed: Uint8Array,
     kind: ObjectKind,
     id: string,

@@ -103,18 +103,18 @@ export class WritePlanner {
     const best = this.bestBase(slices);
     // On the manifest of a payload this one extends by at most MAX_DELTA_ENTRIES, when still in the
     // store: only what follows is listed. The chain is cut where it reaches its depth: a full manifest.
+    const extendsBest = best !== undefined && best.keep * 2 >= data.length;
     const base =
       best !== undefined &&
       data.length >= this.settings.inlineBelow &&
       best.recent.depth < MAX_WRITTEN_DEPTH &&
-      best.keep * 2 >= data.length &&
+      extendsBest &&
       slices.length - best.shared <= MAX_DELTA_ENTRIES &&
       (await this.settings.stillStored(objectKey('manifest', best.recent.id), signal))
         ? best
         : undefined;
     // A manifest on a base, or a fresh payload's, holds all its new bytes itself: no pack.
-    const flat =
-      base === undefined && !(best !== undefined && best.keep * 2 >= data.length) && slices.length <= FLAT_ENTRIES;
+    const flat = base === undefined && !extendsBest && slices.length <= FLAT_ENTRIES;
     const inline = base !== undefined || flat;
     const packing = await this.packedLeaves(data, signal, inline, slices);
     const { leaves } = packing;

@@ -1,4 +1,5 @@
-// Sandbox-safe: the options of the activities `compact` and the agent loop schedule, with their defaults.
+// Sandbox-safe: the options of the activities `compact` and the agent loop schedule, with their
+// defaults. A change here changes the commands new runs record; recorded histories still replay.
 import type { ActivityOptions } from '@temporalio/common';
 import { AGENT_MAXIMUM_RETRY_INTERVAL_MS, type AgentActivitySettings } from '../core/agent/agent-input.js';
 import {

@@ -107,7 +107,6 @@ const PLUGIN_OPTION_KEYS = keysOf<CompactorPluginOptions>({
 });
 const ACTIVITY_OPTION_KEYS = keysOf<Omit<ActivityDeps, 'summarizer'>>({
   model: true,
-
   summarizerContextWindow: true,
   openai: true,
   chatServer: true,

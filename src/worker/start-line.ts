@@ -1,7 +1,6 @@
 // Node only: the one line every worker prints as it starts, saying what it uses; endpoints are
 // shown with their userinfo and query values redacted.
 import type { DataConverter } from '@temporalio/common';
-
 import { DEFAULT_OPENAI_BASE_URL } from '../config.js';
 import type { Summarizer } from '../core/types.js';
 import { descriptionOf } from '../described.js';

@@ -104,7 +104,8 @@ interface Pass {
 }
 
 /**
- * The pass of a call: `options.format` checked (here, once) and the conversation mapped to the engine's messages.
+ * The pass of a call: `options.format` checked (here, once) and the conversation mapped to the engine's messages
+ * (in workflow code: the mapping is pure, so deterministic).
  * @throws ApplicationFailure of type `Compaction.InvalidInput` for a bad format or a malformed conversation.
  */
 export function passOf(conversation: unknown, options: unknown): Pass {

@@ -12,6 +12,7 @@ import { BUILT_IN_TOOLS } from '../../src/core/agent/tool-declarations.js';
 import { FailureType, type ChatMessage } from '../../src/index.js';
 import type { ChatActivityInput, ChatActivityOutput } from '../../src/activities/chat.js';
 import { requestCounter } from '../../src/core/agent/preflight.js';
+import { createCountTokensActivity } from '../../src/activities/count-tokens.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.js';
 import { REPO_ROOT } from '../../corpus/index.js';
 import { loadTrajectory, openingOf, replayActivities, trajectoryDir } from '../support/agent.js';
@@ -394,5 +395,25 @@ describe('built-in tools', () => {
       true,
       'fs_read: no such file or directory: nope.txt',
     ]);
+  });
+});
+
+describe('countTokens activity', () => {
+  it('counts each text, and refuses input it cannot count naming the field and what it saw', async () => {
+    const countTokens = createCountTokensActivity();
+    expect(await countTokens({ encoding: 'o200k_base', texts: ['hello world', ''] })).toEqual({ tokens: [2, 0] });
+    for (const [input, field, reason] of [
+      [{ encoding: 'p50k', texts: [] }, 'input.encoding', 'must be one of o200k_base, cl100k_base'],
+      [{ encoding: 'o200k_base', texts: ['a', 7] }, 'input.texts[1]', 'expected string, received number'],
+    ] as const) {
+      const failure = await countTokens(input as never).then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      expect(failure).toBeInstanceOf(ApplicationFailure);
+      expect(failure).toMatchObject({ type: FailureType.Compaction.InvalidInput, nonRetryable: true });
+      expect((failure as ApplicationFailure).message).toContain(`${field}: `);
+      expect((failure as ApplicationFailure).message).toContain(reason);
+    }
   });
 });

@@ -203,7 +203,7 @@ describe('built-in tools stay bounded whatever the model asks', () => {
     });
   });
 
-  it("grep's search thread stops at grepMemoryMb, with the note the model reads", async () => {
+  it("grepMemoryMb is the search thread's heap limit: a thread over it stops with the note the model reads", async () => {
     const search = { pattern: 'line', path: 'big.txt' };
     const roomy = (await run(createBuiltInTools({ root }).grep, search)) as string;
     expect(roomy).not.toContain('memory limit');

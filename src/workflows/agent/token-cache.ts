@@ -63,9 +63,9 @@ export class TokenCache {
 
   /** Over {@link WORKFLOW_COUNT_CHARS} of new text, `countTokens` counts it (`batchBytes` a request). */
   async countNewText(messages: readonly ChatMessage[], batchBytes: number): Promise<void> {
+    const all = [...new Set(messages.flatMap((message) => messageTexts(message)))];
     for (const [encoding, known] of this.known) {
-      const all = new Set(messages.flatMap((message) => messageTexts(message)));
-      const texts = [...all].filter((text) => !known.has(text));
+      const texts = all.filter((text) => !known.has(text));
       if (texts.reduce((chars, text) => chars + text.length, 0) <= WORKFLOW_COUNT_CHARS) continue;
       for (let start = 0; start < texts.length;) {
         let bytes = 0;
