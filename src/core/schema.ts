@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { InvalidInputError } from './errors.js';
 import type { ChatMessage } from './types.js';
+import { unknownKeyReason } from './unknown-keys.js';
 
 const roles = ['system', 'developer', 'user', 'assistant', 'tool'] as const;
 
@@ -224,7 +225,19 @@ export function toProviderMessages(messages: readonly ChatMessage[]): ChatMessag
   return messages.map(({ sticky: _sticky, depth: _depth, ...rest }) => rest);
 }
 
-/** `value` parsed by `schema`; throws naming `field` and the first issue's path below it. */
+/** The keys `schema` declares for the object at `path`, to name the closest to an unknown one. */
+function schemaKeysAt(schema: z.core.$ZodType, path: readonly PropertyKey[]): string[] {
+  let at: z.core.$ZodType | undefined = schema;
+  for (const key of [...path, undefined]) {
+    while (at instanceof z.ZodOptional || at instanceof z.ZodNullable) at = at.unwrap();
+    if (!(at instanceof z.ZodObject)) return [];
+    if (key === undefined) return Object.keys(at.shape);
+    at = at.shape[String(key)];
+  }
+  return [];
+}
+
+/** `value` parsed by `schema`; throws naming `field` and the first issue's path below it (an unknown key with the closest known one). */
 export function checkWith<Schema extends z.ZodType>(
   schema: Schema,
   value: unknown,
@@ -235,7 +248,9 @@ export function checkWith<Schema extends z.ZodType>(
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0];
   if (issue === undefined) throw new InvalidInputError(field, 'invalid', index);
-  if (issue.code === 'unrecognized_keys')
-    throw new InvalidInputError(pathOf(field, [...issue.path, issue.keys[0] ?? '']), 'unknown field', index);
-  throw new InvalidInputError(pathOf(field, issue.path), describeIssue(issue, value), index);
+  if (issue.code !== 'unrecognized_keys')
+    throw new InvalidInputError(pathOf(field, issue.path), describeIssue(issue, value), index);
+  const key = issue.keys[0] ?? '';
+  const reason = unknownKeyReason(key, schemaKeysAt(schema, issue.path), 'field');
+  throw new InvalidInputError(pathOf(field, [...issue.path, key]), reason, index);
 }

@@ -49,8 +49,9 @@ function fold(name: string): string {
 
 export type UnknownKeyKind = 'option' | 'field';
 
-/** `unknown option; did you mean keepRecent?`, or the known names when none is close. */
+/** `unknown option; did you mean keepRecent?`, or the known names when none is close (when there are any). */
 export function unknownKeyReason(key: string, known: readonly string[], kind: UnknownKeyKind = 'option'): string {
+  if (known.length === 0) return `unknown ${kind}`;
   const closest = closestName(key, known);
   if (closest !== undefined) return `unknown ${kind}; did you mean ${closest}?`;
   return `unknown ${kind}; the ${kind}s are ${known.join(', ')}`;

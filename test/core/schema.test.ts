@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { InvalidInputError, toProviderMessages, validateMessages } from '../../src/index.js';
-import { isSticky } from '../../src/core/schema.js';
+import { z } from 'zod';
+import { checkWith, isSticky } from '../../src/core/schema.js';
 import { parseDuration, resolveOptions } from '../../src/core/compaction/options.js';
 
 function errorOf(run: () => unknown): InvalidInputError {
@@ -95,6 +96,30 @@ describe('validateMessages', () => {
     const messages = [{ role: 'assistant', content: 'x', reasoning_content: 'kept', refusal: null }];
     const [valid] = validateMessages(messages);
     expect(valid).toBe(messages[0]);
+  });
+});
+
+describe('checkWith', () => {
+  const schema = z.strictObject({
+    version: z.literal(1),
+    calibration: z.strictObject({ ratio: z.number() }).nullable(),
+  });
+
+  it.each([
+    [{ version: 1, calibration: null, verison: 1 }, 'state.verison: unknown field; did you mean version?'],
+    [
+      { version: 1, calibration: { ratio: 1, ration: 2 } },
+      'state.calibration.ration: unknown field; did you mean ratio?',
+    ],
+    [{ version: 1, calibration: null, zzz: 1 }, 'state.zzz: unknown field; the fields are version, calibration'],
+    [{ version: 1 }, 'state.calibration: required'],
+  ])('names the field of %j and what is wrong', (value, message) => {
+    expect(errorOf(() => checkWith(schema, value, 'state')).message).toBe(message);
+  });
+
+  it('says no more than "unknown field" where the schema declares no keys (inside a list)', () => {
+    const list = z.array(z.strictObject({ a: z.number() }));
+    expect(errorOf(() => checkWith(list, [{ a: 1, c: 2 }], 'items')).message).toBe('items[0].c: unknown field');
   });
 });
 

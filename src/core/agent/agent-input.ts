@@ -11,11 +11,11 @@ import {
   type ResolvedOptions,
 } from '../compaction/options.js';
 import { COMPACTION_DEFAULTS } from '../compaction/defaults.js';
-import { assertKnownKeys, keysOf, unknownKeyReason } from '../unknown-keys.js';
+import { assertKnownKeys, keysOf } from '../unknown-keys.js';
 import { DEFAULT_PAYLOAD_LIMIT_BYTES } from '../limits/payload-size.js';
 import { DEFAULT_PRICING, type Pricing } from './run-usage.js';
 import type { ToolDeclaration } from '../counting/request-counter.js';
-import { describeIssue, isRecord, isSticky, pathOf, validateMessages } from '../schema.js';
+import { checkWith, isRecord, isSticky, validateMessages } from '../schema.js';
 import { assertTaskQueueName } from '../limits/task-queue.js';
 import { BUILT_IN_TOOLS, isBuiltInToolName, isInternalActivityName } from './tool-declarations.js';
 import { RECALL_TOOL, RECALL_TOOL_NAME } from './recall.js';
@@ -209,7 +209,6 @@ const replayModelSchema = z.strictObject({
   trajectory: z.string().min(1),
   ...modelBase,
 });
-const modelSchema = z.discriminatedUnion('provider', [openaiModelSchema, replayModelSchema]);
 const activitySchema = z.strictObject({
   startToCloseTimeout: duration.optional(),
   heartbeatTimeout: duration.optional(),
@@ -258,34 +257,6 @@ export const AGENT_COMPACTION_KEYS: readonly string[] = [
   }),
 ];
 
-function schemaKeysAt(schema: z.core.$ZodType, path: readonly PropertyKey[]): string[] {
-  let at: z.core.$ZodType = schema;
-  for (const key of path) {
-    while (at instanceof z.ZodOptional) at = at.unwrap();
-    const next: z.core.$ZodType | undefined =
-      at instanceof z.ZodObject && typeof key === 'string' ? at.shape[key] : undefined;
-    if (next === undefined) return [];
-    at = next;
-  }
-  while (at instanceof z.ZodOptional) at = at.unwrap();
-  return at instanceof z.ZodObject ? Object.keys(at.shape) : [];
-}
-
-/** `value` parsed by `schema`; else an `InvalidInputError` under `root`, an unknown key with the closest name of `keys`. */
-function parseWith<T>(schema: z.ZodType<T>, keys: z.core.$ZodType, value: unknown, root: string, shape: string): T {
-  const parsed = schema.safeParse(value);
-  if (parsed.success) return parsed.data;
-  const issue = parsed.error.issues[0];
-  if (issue === undefined) throw new InvalidInputError(root, shape);
-  if (issue.code !== 'unrecognized_keys')
-    throw new InvalidInputError(pathOf(root, issue.path), describeIssue(issue, value));
-  const key = issue.keys[0] ?? '';
-  throw new InvalidInputError(
-    pathOf(root, [...issue.path, key]),
-    unknownKeyReason(key, schemaKeysAt(keys, issue.path), 'field'),
-  );
-}
-
 /**
  * Validates an `agentRun` input and applies the defaults. Throws `InvalidInputError` naming the
  * field, e.g. `input.model[1].contextWindow`. A continued run's carried conversation is checked by the workflow.
@@ -293,7 +264,7 @@ function parseWith<T>(schema: z.ZodType<T>, keys: z.core.$ZodType, value: unknow
 export function planAgentRun(input: unknown): AgentRunPlan {
   if (typeof input !== 'object' || input === null || Array.isArray(input))
     throw new InvalidInputError('input', 'must be an object { messages, model, compaction, tools?, maxRounds? }');
-  const data = parseWith(inputSchema, inputSchema, input, 'input', 'invalid');
+  const data = checkWith(inputSchema, input, 'input');
   assertKnownKeys(data.compaction, AGENT_COMPACTION_KEYS, 'input.compaction');
   const {
     review,
@@ -430,8 +401,8 @@ function parseBackends(model: unknown): ResolvedBackend[] {
     const provider: unknown = Reflect.get(value, 'provider');
     if (provider !== 'openai' && provider !== 'replay')
       throw new InvalidInputError(`${field}.provider`, `must be "openai" or "replay", got ${JSON.stringify(provider)}`);
-    const keys = provider === 'openai' ? openaiModelSchema : replayModelSchema;
-    const config = parseWith(modelSchema, keys, value, field, `must be ${MODEL_SHAPES}`);
+    const config =
+      provider === 'openai' ? checkWith(openaiModelSchema, value, field) : checkWith(replayModelSchema, value, field);
     const safetyMargin =
       config.safetyMargin ?? (config.provider === 'openai' ? Math.ceil(config.contextWindow * 0.05) : 0);
     if (config.maxOutputTokens + safetyMargin >= config.contextWindow)

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { messageTexts } from '../counting/bpe-counter.js';
 import type { UsageCounterState } from '../counting/usage-counter.js';
 import { InvalidInputError } from '../errors.js';
-import { describeIssue, pathOf, validateMessages } from '../schema.js';
+import { checkWith, isRecord, validateMessages } from '../schema.js';
 import type { ChatMessage } from '../types.js';
 import type { BackendStatus } from './backend-cooldown.js';
 import type { CompactionHistory } from './compaction-history.js';
@@ -41,9 +41,10 @@ export interface AgentRunCarried {
 }
 
 const count = z.number().int().nonnegative();
+const tokenCountError = { error: 'must be a non-negative integer or null' };
 
 /** The structure; messages are checked by `validateMessages`, the run's own records only as far as it reads them. */
-export const carriedStateSchema = z.looseObject({
+const carriedStateSchema = z.looseObject({
   version: z.literal(CARRIED_STATE_VERSION, {
     error: `must be ${CARRIED_STATE_VERSION} (state carried by another version of agentRun cannot be continued); leave input.carried out`,
   }),
@@ -73,7 +74,9 @@ export const carriedStateSchema = z.looseObject({
   continuedAsNew: count,
   tokenCounts: z.record(
     z.string(),
-    z.array(count.nullable(), { error: 'must list a count or null for each text of the live conversation' }),
+    z.array(z.int(tokenCountError).nonnegative(tokenCountError).nullable(), {
+      error: 'must list a count or null for each text of the live conversation',
+    }),
     { error: 'must be an object of count lists by encoding' },
   ),
   pins: z.looseObject({
@@ -90,20 +93,9 @@ export function parseCarriedState(value: unknown, field = 'input.carried'): Agen
 }
 
 function assertCarriedState(value: unknown, field: string): asserts value is AgentRunCarried {
-  const leaveOut = 'is what a run carries when it continues as new; leave it out';
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new InvalidInputError(field, leaveOut);
-  const parsed = carriedStateSchema.safeParse(value);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    if (issue === undefined) throw new InvalidInputError(field, leaveOut);
-    // A token count is named with its encoding and index: `input.carried.tokenCounts.o200k_base[3]`.
-    const reason =
-      issue.path[0] === 'tokenCounts' && issue.path.length === 3
-        ? 'must be a non-negative integer or null'
-        : describeIssue(issue, value);
-    throw new InvalidInputError(pathOf(field, issue.path), reason);
-  }
-  const { live, pendingUserMessages, tokenCounts, pins } = parsed.data;
+  if (!isRecord(value))
+    throw new InvalidInputError(field, 'is what a run carries when it continues as new; leave it out');
+  const { live, pendingUserMessages, tokenCounts, pins } = checkWith(carriedStateSchema, value, field);
   const ids = new Set<string>();
   live.forEach((entry, index) => {
     if (ids.has(entry.id)) throw new InvalidInputError(`${field}.live[${index}].id`, 'must be a unique transcript id');

@@ -12,8 +12,9 @@ import {
 import type { CompactionResult, Coverage } from '../types.js';
 import { compactionKind, type CompactionKind } from '../compaction/kind.js';
 import { jsonPayloadBytes } from '../limits/payload-size.js';
+import { groupDigits } from '../counting/parts.js';
 
-export { compactionKind, type CompactionKind };
+export { compactionKind, groupDigits, type CompactionKind };
 
 /** A compaction of one of those kinds, or the undo of one (docs/design.md#undo). */
 export type RecordKind = CompactionKind | 'undo';
@@ -221,12 +222,6 @@ function recordOfLine(line: CompactionLine, elided: number, kept = line.keptUser
       : { userMessages: { kept, summarized: line.userMessagesSummarized } }),
     ...(line.askedBy === undefined ? {} : { askedBy: line.askedBy }),
   };
-}
-
-/** `1234567` → `1,234,567` without `Intl`: a locale must not change what a workflow records. */
-export function groupDigits(value: number): string {
-  const sign = value < 0 ? '-' : '';
-  return sign + String(Math.abs(Math.round(value))).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
 }
 
 function piecesLabel(record: CompactionRecord): string {

@@ -96,9 +96,9 @@ export function isTextPart(part: ContentPart): part is { type: 'text'; text: str
   return part.type === 'text' && typeof part.text === 'string';
 }
 
-/** `1234567` → `1,234,567` without `Intl` (a locale must not change what a workflow writes). */
+/** `1234567` → `1,234,567`, rounded, without `Intl` (a locale must not change what a workflow writes). */
 export function groupDigits(value: number): string {
-  return String(value).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+  return (value < 0 ? '-' : '') + String(Math.abs(Math.round(value))).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
 }
 
 function base64Bytes(data: string): number {
