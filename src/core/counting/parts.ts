@@ -35,8 +35,10 @@ export function imagePartTokens(image: ImagePartInfo): number {
     : openaiImageTokens(image.size.width, image.size.height, image.detail);
 }
 
-/** Tokens of an Anthropic `image` block (Anthropic's rule) or an AI SDK `image` part (OpenAI's). */
-export function formatImageTokens(part: ContentPart): number | undefined {
+/** Tokens of an image by its provider's rule: an `image_url` part, an Anthropic `image` block, an AI SDK `image` part. */
+export function imageTokens(part: ContentPart): number | undefined {
+  const info = imagePartInfo(part);
+  if (info !== undefined) return imagePartTokens(info);
   if (part.type !== 'image') return undefined;
   const source: unknown = Reflect.get(part, 'source');
   if (isRecord(source)) {
@@ -58,38 +60,30 @@ export function formatImageTokens(part: ContentPart): number | undefined {
 /** Levels of nesting a part's size is measured to (a cycle is not counted). */
 const MAX_PART_DEPTH = 32;
 
-function jsonChars(value: unknown, depth: number): number {
+/** The length of a part's JSON, escapes not counted; walked, so a cycle cannot throw. */
+export function partJsonChars(value: unknown, depth = 0): number {
   if (typeof value === 'string') return value.length + 2;
   if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint') return String(value).length;
   if (value === null) return 4;
   if (typeof value !== 'object' || depth > MAX_PART_DEPTH) return 0;
   if (Array.isArray(value)) {
     let chars = 2 + Math.max(0, value.length - 1);
-    for (const item of value) chars += jsonChars(item, depth + 1);
+    for (const item of value) chars += partJsonChars(item, depth + 1);
     return chars;
   }
   let chars = 2;
   let fields = 0;
   for (const [key, field] of Object.entries(value)) {
     if (field === undefined || typeof field === 'function' || typeof field === 'symbol') continue;
-    chars += key.length + 3 + jsonChars(field, depth + 1);
+    chars += key.length + 3 + partJsonChars(field, depth + 1);
     fields += 1;
   }
   return chars + Math.max(0, fields - 1);
 }
 
-/** The length of a part's JSON, escapes not counted; walked, so a cycle cannot throw. */
-export function partJsonChars(part: ContentPart): number {
-  return jsonChars(part, 0);
-}
-
-/** An `image_url` by OpenAI's rule; anything else `⌈JSON length / charsPerToken⌉`, never 0. */
+/** An image by its provider's rule; anything else `⌈JSON length / charsPerToken⌉`, never 0. */
 export function nonTextPartTokens(part: ContentPart, charsPerToken: number): number {
-  const image = imagePartInfo(part);
-  if (image !== undefined) return imagePartTokens(image);
-  const other = formatImageTokens(part);
-  if (other !== undefined) return other;
-  return Math.max(1, Math.ceil(partJsonChars(part) / charsPerToken));
+  return imageTokens(part) ?? Math.max(1, Math.ceil(partJsonChars(part) / charsPerToken));
 }
 
 export function isTextPart(part: ContentPart): part is { type: 'text'; text: string } {

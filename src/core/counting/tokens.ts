@@ -1,6 +1,6 @@
 // Sandbox-safe: the default character estimator and the character measures the engine uses.
 import { InvalidInputError } from '../errors.js';
-import { formatImageTokens, imagePartInfo, imagePartTokens, isTextPart, partJsonChars } from './parts.js';
+import { imageTokens, isTextPart, partJsonChars } from './parts.js';
 import type { ChatMessage, ContentPart, TokenCounter, ToolCall } from '../types.js';
 
 export function contentText(content: ChatMessage['content']): string {
@@ -49,14 +49,8 @@ function partCharge(message: ChatMessage, perPart: number | undefined): PartChar
   for (const part of content) {
     if (isTextPart(part)) continue;
     charge ??= { chars: 0, tokens: 0 };
-    if (perPart !== undefined) {
-      charge.tokens += perPart;
-      continue;
-    }
-    const image = imagePartInfo(part);
-    const other = image === undefined ? formatImageTokens(part) : undefined;
-    if (image !== undefined) charge.tokens += imagePartTokens(image);
-    else if (other !== undefined) charge.tokens += other;
+    const tokens = perPart ?? imageTokens(part);
+    if (tokens !== undefined) charge.tokens += tokens;
     else charge.chars += partJsonChars(part);
   }
   return charge;
