@@ -98,19 +98,10 @@ export function pathOf(field: string, path: readonly PropertyKey[]): string {
   return full;
 }
 
-export function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
-  let value = root;
-  for (const key of path) {
-    if (typeof value !== 'object' || value === null) return undefined;
-    value = Reflect.get(value, key);
-  }
-  return value;
-}
-
-/** Zod's messages, made specific: "required" for a missing field, the allowed roles for a bad role. */
-export function describeIssue(issue: z.core.$ZodIssue, root: unknown): string {
+/** Zod's messages, made specific: "required" for a missing field (parsed with `reportInput`), the allowed roles for a bad role. */
+function describeIssue(issue: z.core.$ZodIssue): string {
   if (issue.code === 'invalid_value' && issue.path.at(-1) === 'role') return `must be one of ${roles.join(', ')}`;
-  if (issue.code === 'invalid_type' && valueAt(root, issue.path) === undefined) return 'required';
+  if (issue.code === 'invalid_type' && issue.input === undefined) return 'required';
   return issue.message;
 }
 
@@ -118,14 +109,14 @@ export function describeIssue(issue: z.core.$ZodIssue, root: unknown): string {
 function assertMessage(value: unknown, index: number): asserts value is ChatMessage {
   if (!isRecord(value)) throw new InvalidInputError(`messages[${index}]`, 'must be an object', index);
   if (plainlyValid(value)) return;
-  const parsed = chatMessageSchema.safeParse(value);
+  const parsed = chatMessageSchema.safeParse(value, { reportInput: true });
   if (parsed.success) return;
   const issue = parsed.error.issues[0];
   if (issue === undefined) throw new InvalidInputError(`messages[${index}]`, 'invalid message', index);
   // A fault in the content is named down to the part and field ("required (...)" rather than zod's "no union matched").
   if (issue.path[0] === 'content' && !(issue.code === 'custom' && issue.path.length === 1))
     assertContent(Reflect.get(value, 'content'), index);
-  throw new InvalidInputError(pathOf(`messages[${index}]`, issue.path), describeIssue(issue, value), index);
+  throw new InvalidInputError(pathOf(`messages[${index}]`, issue.path), describeIssue(issue), index);
 }
 
 const ROLES = new Set<unknown>(roles);
@@ -244,12 +235,12 @@ export function checkWith<Schema extends z.ZodType>(
   field: string,
   index?: number,
 ): z.output<Schema> {
-  const parsed = schema.safeParse(value);
+  const parsed = schema.safeParse(value, { reportInput: true });
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0];
   if (issue === undefined) throw new InvalidInputError(field, 'invalid', index);
   if (issue.code !== 'unrecognized_keys')
-    throw new InvalidInputError(pathOf(field, issue.path), describeIssue(issue, value), index);
+    throw new InvalidInputError(pathOf(field, issue.path), describeIssue(issue), index);
   const key = issue.keys[0] ?? '';
   const reason = unknownKeyReason(key, schemaKeysAt(schema, issue.path), 'field');
   throw new InvalidInputError(pathOf(field, [...issue.path, key]), reason, index);

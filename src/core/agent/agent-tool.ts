@@ -4,6 +4,7 @@ import type { ToolDeclaration } from '../counting/request-counter.js';
 import { findRegions } from '../compaction/regions.js';
 import { InvalidInputError } from '../errors.js';
 import { isRecord } from '../schema.js';
+import { assertKnownKeys } from '../unknown-keys.js';
 import type { ChatMessage, TokenCounter } from '../types.js';
 import { groupDigits } from './compaction-history.js';
 
@@ -54,9 +55,7 @@ export function parseAgentToolOption(value: unknown, field = 'input.compaction.a
       field,
       `must be true, false or { cooldownRounds?, minReclaim? }, got ${JSON.stringify(value)}`,
     );
-  const unknown = Object.keys(value).find((key) => key !== 'cooldownRounds' && key !== 'minReclaim');
-  if (unknown !== undefined)
-    throw new InvalidInputError(`${field}.${unknown}`, 'unknown option; the options are cooldownRounds, minReclaim');
+  assertKnownKeys(value, ['cooldownRounds', 'minReclaim'], field);
   const { cooldownRounds, minReclaim } = value;
   for (const [name, number] of [
     ['cooldownRounds', cooldownRounds],
