@@ -19,15 +19,10 @@ export interface BackendCounter {
   conversation: TokenCounter;
 }
 
-export function tokenizerCounter(tokenizer: Tokenizer, known?: TextTokenCounts): TokenCounter {
-  return tokenizer === 'chars'
-    ? createCharCounter()
-    : createBpeCounter({ encoding: tokenizer, ...(known === undefined ? {} : { known }) });
-}
-
 /** The count of complete requests a backend is billed for (the replay provider reports exactly this). */
 export function requestCounter(tokenizer: Tokenizer, tools: readonly ToolDeclaration[], known?: TextTokenCounts) {
-  return withRequestFraming(tokenizerCounter(tokenizer, known), { tools });
+  const counter = tokenizer === 'chars' ? createCharCounter() : createBpeCounter({ encoding: tokenizer, known });
+  return withRequestFraming(counter, { tools });
 }
 
 /** Builds a backend's counter, restoring its calibration when `state` is given (continue-as-new). */
