@@ -84,20 +84,19 @@ export function classifyStatus(status: number | undefined): 'abort' | 'retry' {
   return status !== undefined && status >= 400 && status <= 404 ? 'abort' : 'retry';
 }
 
+function numberField(error: unknown, key: string, valid: (value: number) => boolean): number | undefined {
+  const value: unknown = typeof error === 'object' && error !== null ? Reflect.get(error, key) : undefined;
+  return typeof value === 'number' && valid(value) ? value : undefined;
+}
+
 /** Reads the numeric `status` an error carries (as openai's `APIError` does), if any. */
 export function statusOf(error: unknown): number | undefined {
-  if (typeof error !== 'object' || error === null || !('status' in error)) return undefined;
-  const { status } = error;
-  return typeof status === 'number' && Number.isInteger(status) ? status : undefined;
+  return numberField(error, 'status', Number.isInteger);
 }
 
 /** Reads a `retryAfterMs` hint an error carries (set by our OpenAI summarizer from `Retry-After`). */
 export function retryAfterOf(error: unknown): number | undefined {
-  if (typeof error !== 'object' || error === null || !('retryAfterMs' in error)) return undefined;
-  const { retryAfterMs } = error;
-  return typeof retryAfterMs === 'number' && Number.isFinite(retryAfterMs) && retryAfterMs >= 0
-    ? retryAfterMs
-    : undefined;
+  return numberField(error, 'retryAfterMs', (ms) => Number.isFinite(ms) && ms >= 0);
 }
 
 /** Structurally invalid input. `field` is the full path, e.g. `messages[12].tool_call_id`. */

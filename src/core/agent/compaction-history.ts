@@ -311,15 +311,14 @@ function undoWhat(record: CompactionRecord): string {
 /** What a compaction did, shortly: `summary of 24, + elided 2, fallback`. */
 function shortWhat(record: CompactionRecord): string {
   if (record.kind === 'undo') return undoWhat(record);
-  const main =
-    record.kind === 'summary'
-      ? `summary of ${record.dropped}${piecesLabel(record)}`
-      : record.kind === 'trim'
-        ? `trim of ${record.dropped}`
-        : record.kind === 'elision'
-          ? `elided ${record.elided}`
-          : 'nothing';
-  const parts = [main];
+  const parts = [
+    {
+      summary: `summary of ${record.dropped}${piecesLabel(record)}`,
+      trim: `trim of ${record.dropped}`,
+      elision: `elided ${record.elided}`,
+      none: 'nothing',
+    }[record.kind],
+  ];
   if (record.kind !== 'elision' && record.elided > 0) parts.push(`+ elided ${record.elided}`);
   if (record.fallback && record.kind !== 'trim') parts.push('fallback');
   if (record.truncated !== undefined) parts.push(`truncated ${record.truncated}`);
