@@ -255,17 +255,11 @@ export function toJsonl(lines: readonly SessionLine[]): string {
   return lines.map((line) => JSON.stringify(line)).join('\n') + (lines.length > 0 ? '\n' : '');
 }
 
-/** docs/design.md#user-words The ids of the user messages the compaction kept. */
-function keptUserIdsOf(entries: readonly SessionEntry[], result: CompactionResult): string[] {
-  return (result.userMessages?.keptAt ?? []).map((index, position) => {
-    const entry = entries[index];
-    if (entry === undefined)
-      throw new InvalidInputError(
-        `result.userMessages.keptAt[${position}]`,
-        `index ${index} is outside the conversation`,
-      );
-    return entry.id;
-  });
+/** The id of the entry a result names by its index. */
+function idAt(entries: readonly SessionEntry[], index: number, field: string): string {
+  const entry = entries[index];
+  if (entry === undefined) throw new InvalidInputError(field, `index ${index} is outside the conversation`);
+  return entry.id;
 }
 
 /** The compaction line of `result`; `replacesThroughId` and `keptUserIds` name entries of the transcript. */
@@ -304,18 +298,18 @@ export function recordCompaction(
   context?: Partial<CompactionLineContext>,
 ): { lines: SessionLine[]; entries: SessionEntry[] } {
   const lines: SessionLine[] = result.elisions.map(({ index, stub, content }) => {
-    const entry = entries[index];
-    if (entry === undefined)
-      throw new InvalidInputError('result.elisions', `index ${index} is outside the conversation`);
-    return content === undefined
-      ? { type: 'elision', id: entry.id, stub }
-      : { type: 'elision', id: entry.id, stub, content };
+    const id = idAt(entries, index, 'result.elisions');
+    return content === undefined ? { type: 'elision', id, stub } : { type: 'elision', id, stub, content };
   });
   const replacedOrMarked =
     result.cutIndex >= 0 || result.fallback || result.exhausted || result.truncations !== undefined;
   if (replacedOrMarked || context !== undefined) {
     const through = result.cutIndex >= 0 ? (entries[result.cutIndex]?.id ?? null) : null;
-    lines.push(compactionLineOf(result, context, through, keptUserIdsOf(entries, result)));
+    // docs/design.md#user-words The ids of the user messages the compaction kept.
+    const kept = (result.userMessages?.keptAt ?? []).map((index, at) =>
+      idAt(entries, index, `result.userMessages.keptAt[${at}]`),
+    );
+    lines.push(compactionLineOf(result, context, through, kept));
   }
   let next: SessionEntry[] = [...entries];
   for (const [index, line] of lines.entries()) next = applySessionLine(next, line, index);
