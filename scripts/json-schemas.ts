@@ -1,5 +1,5 @@
 // Writes the JSON Schemas of compactConversation's input and result into docs/, from the zod
-// schemas in src/shared/json-schemas.ts (built on the validators' own). `npm run docs:schemas` after changing
+// schemas in scripts/compact-conversation-schemas.ts (built on the validators' own). `npm run docs:schemas` after changing
 // them; test/shared/json-schemas.test.ts fails while the committed files differ from what this writes.
 //
 //   npm run docs:schemas              write docs/*.schema.json
@@ -7,7 +7,7 @@
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { writeGeneratedFiles } from './generated-files.js';
-import { compactConversationJsonSchemas } from '../src/shared/json-schemas.js';
+import { compactConversationJsonSchemas } from './compact-conversation-schemas.js';
 
 /** Where the schemas are committed. */
 export const DOCS_DIR = fileURLToPath(new URL('../docs/', import.meta.url));

@@ -7,7 +7,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { Compactor, InvalidInputError, type ChatMessage, type CompactionOptions } from '../../src/index.js';
 import { isSticky } from '../../src/core/schema.js';
-import { compactionResultSchema } from '../../src/shared/json-schemas.js';
+import { compactionResultSchema } from '../../scripts/compact-conversation-schemas.js';
 import { isSummaryMessage } from '../../src/core/compaction/transcript.js';
 import { findRegions, removableMask } from '../../src/core/compaction/regions.js';
 import { summarizedLastRound } from '../../src/core/compaction/economics.js';

@@ -27,7 +27,7 @@ import { createActivities } from '../../src/activities/index.js';
 import type { CompactConversationOptions } from '../../src/workflows/compact-conversation.js';
 import { CODEC_ENCODING } from '../../src/payloads/codec.js';
 import { payloadConverterFromConfig } from '../../src/payloads/index.js';
-import { compactConversationInputSchema, compactionResultSchema } from '../../src/shared/json-schemas.js';
+import { compactConversationInputSchema, compactionResultSchema } from '../../scripts/compact-conversation-schemas.js';
 import { claimOf, metadataOf } from '../support/history-payloads.js';
 import { runPythonScript } from '../support/python-script.js';
 import { bundleWorkflows, testConnection, uniqueId, withWorker, type TestConnection } from '../support/temporal.js';

@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { resolvePythonSdk } from '../../scripts/python-sdk.mjs';
 import { AGENT_COMPACTION_KEYS } from '../../src/core/agent/agent-input.js';
-import { compactConversationJsonSchemas } from '../../src/shared/json-schemas.js';
+import { compactConversationJsonSchemas } from '../../scripts/compact-conversation-schemas.js';
 
 const TYPES = fileURLToPath(new URL('../../interop/python/', import.meta.url));
 

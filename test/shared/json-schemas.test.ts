@@ -1,4 +1,4 @@
-// The JSON Schemas of compactConversation's input and result (docs/, from src/shared/json-schemas.ts): written
+// The JSON Schemas of compactConversation's input and result (docs/, from scripts/compact-conversation-schemas.ts): written
 // from the validators' own zod schemas; the committed files are what the script writes, and the
 // schemas agree with what validates at run time — the same messages and options accepted and
 // rejected as validateMessages and resolveOptions, the same defaults — and describe the results
@@ -24,7 +24,7 @@ import {
   compactConversationJsonSchemas,
   compactConversationOptionsSchema,
   compactionResultSchema,
-} from '../../src/shared/json-schemas.js';
+} from '../../scripts/compact-conversation-schemas.js';
 
 const schemas = compactConversationJsonSchemas();
 const ajv = new Ajv2020({ allErrors: true, strict: true, strictRequired: false }); // "required" inside if/then names fields declared beside it: valid JSON Schema, an ajv lint;

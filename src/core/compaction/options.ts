@@ -133,7 +133,7 @@ export const MAX_RETRY_BACKOFF_MS = 30_000;
 const ratio = z.number().gt(0).lte(1);
 const count = z.number().int().nonnegative();
 const instructionText = z.string().max(MAX_INSTRUCTION_CHARS, `must be at most ${MAX_INSTRUCTION_CHARS} characters`);
-/** The compaction options with their defaults, and the source of their JSON Schema (src/shared/json-schemas.ts). */
+/** The compaction options with their defaults, and the source of their JSON Schema (scripts/compact-conversation-schemas.ts). */
 export const optionsSchema = z.object({
   contextBudget: z.number().int().positive(),
   triggerRatio: ratio.default(COMPACTION_DEFAULTS.triggerRatio),

@@ -1,13 +1,14 @@
-// Sandbox-safe: `compactConversation`'s input and result as zod schemas, written out as JSON Schemas in
-// docs/ for callers in other languages. Messages and compaction options are the validators' own
-// schemas; added here is what those leave to code (per-call settings, duration texts, the ratios) and the result.
+// `compactConversation`'s input and result as zod schemas, written out as JSON Schemas in docs/ for
+// callers in other languages (scripts/json-schemas.ts); the package never imports them. Messages and
+// compaction options are the validators' own schemas; added here is what those leave to code
+// (per-call settings, duration texts, the ratios) and the result.
 import { z } from 'zod';
-import { optionsSchema } from '../core/compaction/options.js';
-import { FailureType } from '../core/errors.js';
-import { chatMessageSchema } from '../core/schema.js';
-import { anthropicMessageSchema, anthropicSystemSchema } from '../core/formats/anthropic-schema.js';
-import { aiSdkMessageSchema } from '../core/formats/ai-sdk-schema.js';
-import { MESSAGE_FORMATS } from '../core/formats/format.js';
+import { optionsSchema } from '../src/core/compaction/options.js';
+import { FailureType } from '../src/core/errors.js';
+import { chatMessageSchema } from '../src/core/schema.js';
+import { anthropicMessageSchema, anthropicSystemSchema } from '../src/core/formats/anthropic-schema.js';
+import { aiSdkMessageSchema } from '../src/core/formats/ai-sdk-schema.js';
+import { MESSAGE_FORMATS } from '../src/core/formats/format.js';
 
 const count = z.number().int().nonnegative();
 /** The texts `parseDuration` reads: a number with ms, s, m, h or d (test/shared/json-schemas.test.ts holds the two together). */
