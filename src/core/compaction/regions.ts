@@ -57,6 +57,14 @@ export class CallOwners {
     return this.byResult[index];
   }
 
+  /** The tool name of the call a result answers. */
+  nameOf(index: number, callId: string): string | undefined {
+    const owner = this.of(index, callId);
+    return owner === undefined
+      ? undefined
+      : this.messages[owner]?.tool_calls?.find((call) => call.id === callId)?.function.name;
+  }
+
   private collect(): (number | undefined)[] {
     const owner = new Map<string, number>();
     const byResult = new Array<number | undefined>(this.messages.length);
