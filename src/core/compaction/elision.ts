@@ -3,7 +3,7 @@ import type { ResolvedOptions } from './options.js';
 import type { Regions } from './regions.js';
 import { groupDigits, imagePartInfo, imagePartTokens, imageSizeLabel, type ImagePartInfo } from '../counting/parts.js';
 import { contentText, messageChars } from '../counting/tokens.js';
-import type { ChatMessage, ContentPart, Elision, ToolCall } from '../types.js';
+import type { ChatMessage, ContentPart, Elision } from '../types.js';
 
 /** Canonical JSON: sorted keys, no whitespace. Arguments that are not JSON stay as they are. */
 export function canonicalArguments(args: string): string {
@@ -140,9 +140,7 @@ function callInfoByResult(messages: readonly ChatMessage[], regions: Regions): C
     const callId = messages[resultIndex]?.tool_call_id;
     const calls = messages[askerIndex]?.tool_calls;
     if (calls === undefined) continue;
-    let call: ToolCall | undefined;
-    for (let position = 0; position < calls.length && call === undefined; position += 1)
-      if ((calls[position] as ToolCall).id === callId) call = calls[position];
+    const call = calls.find(({ id }) => id === callId);
     if (call === undefined) continue;
     const args = call.function.arguments;
     let byName = byArguments.get(args);

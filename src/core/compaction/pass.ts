@@ -118,8 +118,5 @@ export function elisionEnds(pass: Pass, elided: Elided): boolean {
 }
 
 export function messagesAt(messages: readonly ChatMessage[], indices: readonly number[]): ChatMessage[] {
-  const picked = new Array<ChatMessage>(indices.length);
-  for (let position = 0; position < indices.length; position += 1)
-    picked[position] = messages[indices[position] as number] as ChatMessage;
-  return picked;
+  return indices.map((index) => messages[index] as ChatMessage);
 }

@@ -95,13 +95,11 @@ export function seenMessage(
 }
 
 function seenCalls(calls: readonly ToolCall[], toolResultCap: number): ToolCall[] {
-  const seen = new Array<ToolCall>(calls.length);
-  for (let index = 0; index < calls.length; index += 1) {
-    const call = calls[index] as ToolCall;
-    const { name, arguments: args } = call.function;
-    seen[index] = { id: call.id, type: call.type, function: { name, arguments: capText(args, toolResultCap) } };
-  }
-  return seen;
+  return calls.map(({ id, type, function: { name, arguments: args } }) => ({
+    id,
+    type,
+    function: { name, arguments: capText(args, toolResultCap) },
+  }));
 }
 
 const SEEN_KEYS = ['role', 'content', 'tool_calls', 'tool_call_id', 'name'] as const;
