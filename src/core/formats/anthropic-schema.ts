@@ -112,7 +112,7 @@ function checkToolResult(block: unknown, field: string, index: number): void {
   const content = isRecord(block) ? block.content : undefined;
   if (content !== undefined && typeof content !== 'string' && !Array.isArray(content))
     throw new InvalidInputError(`${field}.content`, 'must be a string or an array of content blocks', index);
-  if (Array.isArray(content)) {
+  if (Array.isArray(content))
     content.forEach((nested: unknown, position) => {
       const nestedField = `${field}.content[${position}]`;
       const type = blockType(nested, nestedField, index);
@@ -120,7 +120,6 @@ function checkToolResult(block: unknown, field: string, index: number): void {
         throw new InvalidInputError(`${nestedField}.type`, `"${type}" is not allowed inside a tool_result`, index);
       if (isKnown(type)) checkWith(KNOWN_BLOCKS[type], nested, nestedField, index);
     });
-  }
   checkWith(toolResultSchema, block, field, index);
 }
 

@@ -128,8 +128,7 @@ function mapBack<Message>(
   { messages: engine, origins }: EngineMessages,
   { sources, withStubs, summary }: Rebuild<Message>,
 ): MappedCompactionResult<Message> {
-  const engineIndex = new Map<ChatMessage, number>();
-  engine.forEach((message, index) => engineIndex.set(message, index));
+  const engineIndex = new Map(engine.map((message, index) => [message, index]));
   const fates: Fate[] = engine.map(() => undefined);
   const order: Array<number | 'summary'> = [];
   const elisions = result.elisions.filter(({ index }) => index > result.cutIndex);
