@@ -78,8 +78,7 @@ export class EngineMessages {
       if (message === undefined) others.push(part);
       else results.push({ message, block });
     });
-    if (results.length === 0) return this.push({ role: 'user', content: others }, { message: index });
-    if (others.length > 0) this.push({ role: 'user', content: others }, { message: index });
+    if (others.length > 0 || results.length === 0) this.push({ role: 'user', content: others }, { message: index });
     for (const { message, block } of results) this.push(message, { message: index, block });
   }
 }
