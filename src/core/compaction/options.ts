@@ -207,7 +207,6 @@ export interface CallOverrides {
 
 /** Checks a per-call `summaryInstructions` or `summaryPrompt` as the options check them. */
 export function checkInstructionText(value: unknown, field: string): string | undefined {
-  if (value === undefined) return undefined;
   const { summaryPrompt, summaryInstructions } = optionsSchema.shape;
   return checkWith(field.endsWith('summaryPrompt') ? summaryPrompt : summaryInstructions, value, field);
 }
