@@ -19,12 +19,8 @@ import { runCompactionSteps } from '../../corpus/fake-summarizer.js';
 import { hardTrim } from '../../src/core/compaction/hard-trim.js';
 import { needsCompactionCore } from '../../src/core/compaction/needs-compaction.js';
 import { findRegions } from '../../src/core/compaction/regions.js';
-import {
-  aimFor,
-  resolveOptions,
-  type ResolvedOptions,
-  type SummaryCoverage,
-} from '../../src/core/compaction/options.js';
+import { resolveOptions, type ResolvedOptions, type SummaryCoverage } from '../../src/core/compaction/options.js';
+import { startPass } from '../../src/core/compaction/pass.js';
 import { CARRIED_FACTS_PREFIX } from '../../src/core/compaction/coverage.js';
 import { summarizerMessages, summaryContent } from '../../src/core/compaction/transcript.js';
 import {
@@ -417,7 +413,12 @@ describe('compaction invariants (sync step driver)', () => {
         (messages, keepRecent, counterName, share) => {
           const counter = counters[counterName];
           const options = resolveOptions({ contextBudget: Math.max(1, counter.count(messages)), keepRecent });
-          const aim = aimFor(options, { target: Math.floor(counter.count(messages) * share) }, counter);
+          const { aim } = startPass(
+            messages,
+            options,
+            { target: Math.floor(counter.count(messages) * share) },
+            counter,
+          );
           const regions = findRegions(messages, keepRecent);
           const trim = hardTrim(messages, regions, aim);
           const reference = referenceRegions(messages, keepRecent);

@@ -7,12 +7,13 @@ import {
   requiredIdentifiers,
   withCarriedFacts,
 } from './coverage.js';
-import type { WindowPlan } from './economics.js';
+import { planWindow, type WindowPlan } from './economics.js';
+import { elidedContents } from './elision.js';
 import { hardTrim, trimMarkerOf } from './hard-trim.js';
-import { finish, type Elided, type NameReplaced, type Pass } from './pass.js';
+import { elidedExcept, finish, messagesAt, type Elided, type NameReplaced, type Pass } from './pass.js';
 import type { Regions } from './regions.js';
-import { summaryContent } from './transcript.js';
-import { userMessagesOf, type UserWords } from './user-words.js';
+import { capMiddle, summaryContent } from './transcript.js';
+import { keepUserWords, userMessagesOf, type UserWords } from './user-words.js';
 import type { ChatMessage, CompactionResult, ContentPart, Coverage, FallbackReason } from '../types.js';
 
 function assemble(messages: readonly ChatMessage[], regions: Regions, summary: string): ChatMessage[] {
@@ -23,6 +24,32 @@ function assemble(messages: readonly ChatMessage[], regions: Regions, summary: s
     else if (regions.inMiddle[index] !== 1) assembled.push(message);
   });
   return assembled;
+}
+
+/**
+ * What a summary replaces, once the window gave way (docs/design.md#window-gives-way: planned on the input, it weighs
+ * only messages no elision touches) and the user's words left it (docs/design.md#user-words); and `seen`, the middle
+ * as the summarizer sees it, cut once for every request (docs/design.md#summarizer-request).
+ */
+export function summarizedMiddle(
+  pass: Pass,
+  stubbed: Elided,
+): { middle: SummarizedMiddle; elided: Elided; seen: ChatMessage[] } {
+  const { input, options, regions, aim } = pass;
+  const windowPlan = options.recentWindowGivesWay ? planWindow(input, regions, aim, options) : undefined;
+  const words = pass.keepUserMessages
+    ? keepUserWords(input, windowPlan?.regions ?? regions, aim, options.keepUserMessagesShare)
+    : undefined;
+  const planned = words?.regions ?? windowPlan?.regions ?? regions;
+  const plan =
+    windowPlan === undefined || words === undefined
+      ? windowPlan
+      : { ...windowPlan, regions: planned, keptTokens: windowPlan.keptTokens + words.keptTokens };
+  const elided = words === undefined ? stubbed : elidedExcept(pass, stubbed, words.kept);
+  const messages = messagesAt(input, planned.middle);
+  const contents = elidedContents(planned.middle, elided.elisions);
+  const seen = capMiddle(messages, options.toolResultCap, contents);
+  return { middle: { planned, plan, messages, contents, words }, elided, seen };
 }
 
 interface SummarizedMiddle {

@@ -37,7 +37,6 @@ export function calibrate(
 ): void {
   if (promptTokens === undefined || !(estimate > 0) || !(promptTokens > 0)) return;
   const ratio = Math.min(promptTokens / estimate, MAX_TOKEN_RATIO);
-  if (!Number.isFinite(ratio)) return;
   calibration.measured = true;
   if (ratio > calibration.ratio) calibration.ratio = ratio;
 }

@@ -55,9 +55,8 @@ export function requiredIdentifiers(
   contents?: readonly (ChatMessage['content'] | undefined)[],
 ): string[] {
   const used = new Set<string>();
-  for (const message of kept) {
+  for (const message of kept)
     if (message.role !== 'system' && message.role !== 'developer') identifiersIn(textsOf(message).join('\n'), used);
-  }
   if (used.size === 0) return [];
   const contentAt = (index: number): ChatMessage['content'] =>
     contents?.[index] ?? (middle[index] as ChatMessage).content;
@@ -72,19 +71,13 @@ export function requiredIdentifiers(
       const content = contentAt(index);
       if (!mentions(message, key, toolResultCap, content)) continue;
       if (usedIn(seenMessage(message, toolResultCap, content), only, new Set()).size === 0) continue;
-      const found = firstIn.get(index);
-      if (found === undefined) firstIn.set(index, only);
-      else found.add(identifier);
+      firstIn.set(index, (firstIn.get(index) ?? new Set()).add(identifier));
       break;
     }
   }
   const ordered = new Set<string>();
-  for (const index of [...firstIn.keys()].sort((left, right) => left - right)) {
-    const message = middle[index];
-    const identifiers = firstIn.get(index);
-    if (message !== undefined && identifiers !== undefined)
-      usedIn(seenMessage(message, toolResultCap, contentAt(index)), identifiers, ordered);
-  }
+  for (const [index, identifiers] of [...firstIn].sort(([left], [right]) => left - right))
+    usedIn(seenMessage(middle[index] as ChatMessage, toolResultCap, contentAt(index)), identifiers, ordered);
   return [...ordered];
 }
 

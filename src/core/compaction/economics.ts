@@ -9,19 +9,12 @@ import type { ChatMessage, Elision } from '../types.js';
 export const SUMMARY_ROOM_SHARE = 0.25;
 
 function keptMessages(messages: readonly ChatMessage[], regions: Regions): (cut: number) => ChatMessage[] {
-  const pinnedBefore: ChatMessage[] = [];
-  for (let index = 0; index < regions.cut; index += 1) {
-    const message = messages[index];
-    if (message !== undefined && regions.removable[index] !== 1) pinnedBefore.push(message);
-  }
-  return (cut) => {
-    const kept = [...pinnedBefore];
-    for (let index = regions.cut; index < messages.length; index += 1) {
-      const message = messages[index];
-      if (message !== undefined && (index >= cut || regions.removable[index] !== 1)) kept.push(message);
-    }
-    return kept;
-  };
+  const { cut: start, removable } = regions;
+  const pinnedBefore = messages.slice(0, start).filter((_, index) => removable[index] !== 1);
+  return (cut) => [
+    ...pinnedBefore,
+    ...messages.slice(start).filter((_, offset) => start + offset >= cut || removable[start + offset] !== 1),
+  ];
 }
 
 export interface WindowPlan {

@@ -3,7 +3,7 @@ import type { ResolvedOptions } from './options.js';
 import type { Regions } from './regions.js';
 import { groupDigits, imagePartInfo, imagePartTokens, imageSizeLabel, type ImagePartInfo } from '../counting/parts.js';
 import { contentText, messageChars } from '../counting/tokens.js';
-import type { ChatMessage, ContentPart, Elision, ToolCall } from '../types.js';
+import type { ChatMessage, ContentPart, Elision } from '../types.js';
 
 /** Canonical JSON: sorted keys, no whitespace. Arguments that are not JSON stay as they are. */
 export function canonicalArguments(args: string): string {
@@ -123,7 +123,6 @@ interface CallInfo {
   /** The tool name of each identity, by its number. */
   names: string[];
   identities: Int32Array;
-  count: number;
 }
 
 function callInfoByResult(messages: readonly ChatMessage[], regions: Regions): CallInfo {
@@ -132,7 +131,6 @@ function callInfoByResult(messages: readonly ChatMessage[], regions: Regions): C
   // Agents repeat the same arguments many times: canonicalise each distinct string once.
   const byArguments = new Map<string, Map<string, number>>();
   const byCanonical = new Map<string, Map<string, number>>();
-  let count = 0;
   const { askedBy } = regions.groups;
   for (let resultIndex = 0; resultIndex < askedBy.length; resultIndex += 1) {
     const askerIndex = askedBy[resultIndex] ?? -1;
@@ -140,32 +138,25 @@ function callInfoByResult(messages: readonly ChatMessage[], regions: Regions): C
     const callId = messages[resultIndex]?.tool_call_id;
     const calls = messages[askerIndex]?.tool_calls;
     if (calls === undefined) continue;
-    let call: ToolCall | undefined;
-    for (let position = 0; position < calls.length && call === undefined; position += 1)
-      if ((calls[position] as ToolCall).id === callId) call = calls[position];
+    const call = calls.find(({ id }) => id === callId);
     if (call === undefined) continue;
     const args = call.function.arguments;
     let byName = byArguments.get(args);
     if (byName === undefined) {
       const canonicalArgs = canonicalArguments(args);
-      byName = byCanonical.get(canonicalArgs);
-      if (byName === undefined) {
-        byName = new Map();
-        byCanonical.set(canonicalArgs, byName);
-      }
+      byName = byCanonical.get(canonicalArgs) ?? new Map<string, number>();
+      byCanonical.set(canonicalArgs, byName);
       byArguments.set(args, byName);
     }
     const name = call.function.name;
     let identity = byName.get(name);
     if (identity === undefined) {
-      identity = count;
-      count += 1;
+      identity = names.push(name) - 1;
       byName.set(name, identity);
-      names.push(name);
     }
     identities[resultIndex] = identity;
   }
-  return { names, identities, count };
+  return { names, identities };
 }
 
 export interface ElisionPlan {
@@ -187,9 +178,9 @@ export function planElisions(
     stubsShorterOnly = false,
   }: { ageMinChars: number; ageReclaimMin: number; stubsShorterOnly?: boolean },
 ): ElisionPlan {
-  const { names, identities, count } = callInfoByResult(messages, regions);
-  const copies = new Int32Array(count);
-  const newest = new Int32Array(count).fill(-1);
+  const { names, identities } = callInfoByResult(messages, regions);
+  const copies = new Int32Array(names.length);
+  const newest = new Int32Array(names.length).fill(-1);
   for (let index = 0; index < identities.length; index += 1) {
     const identity = identities[index] ?? -1;
     if (identity < 0) continue;
@@ -206,12 +197,10 @@ export function planElisions(
     return end;
   };
 
-  // Found from the end (the characters after a result decide), then made in order into a list of their exact size.
+  // Found from the end: the characters after a result decide.
   let poolChars = 0;
   let charsAfter = 0;
-  let found = 0;
-  const foundAt = new Int32Array(regions.middle.length);
-  const foundLength = new Int32Array(regions.middle.length);
+  const fromEnd: Elision[] = [];
   for (let index = messages.length - 1; index >= 0; index -= 1) {
     const message = messages[index];
     if (message === undefined) continue;
@@ -220,22 +209,15 @@ export function planElisions(
       const length = contentText(message.content).length;
       const repeated = identity >= 0 && (copies[identity] ?? 0) > 1;
       const eligible = repeated ? newest[identity] !== index : length > ageMinChars && charsAfter >= ageReclaimMin;
-      if (eligible && (!stubsShorterOnly || stubLength(length, endFor(message, identity)) < length)) {
-        foundAt[found] = index;
-        foundLength[found] = length;
-        found += 1;
+      const end = eligible ? endFor(message, identity) : '';
+      if (eligible && (!stubsShorterOnly || stubLength(length, end) < length)) {
+        fromEnd.push({ index, stub: stubOf(length, end) });
         poolChars += length;
       }
     }
     if (charsAfter < ageReclaimMin) charsAfter += messageChars(message);
   }
-  const elisions = new Array<Elision>(found);
-  for (let position = 0; position < found; position += 1) {
-    const index = foundAt[found - 1 - position] as number;
-    const end = endFor(messages[index] as ChatMessage, identities[index] ?? -1);
-    elisions[position] = { index, stub: stubOf(foundLength[found - 1 - position] as number, end) };
-  }
-  return { elisions, poolChars };
+  return { elisions: fromEnd.reverse(), poolChars };
 }
 
 /** `[image elided: 1280×800 png, ~1,105 tokens]` (Latin-1 only, like the transcript's markers). */

@@ -6,21 +6,9 @@ import {
   MAX_CARRIED_IDENTIFIERS,
   MAX_REQUIRED_IDENTIFIERS,
 } from './coverage.js';
-import { Assembly } from './assembly.js';
-import { planWindow } from './economics.js';
-import { elidedContents } from './elision.js';
+import { Assembly, summarizedMiddle } from './assembly.js';
 import type { CallOverrides, ResolvedOptions } from './options.js';
-import {
-  elide,
-  elidedExcept,
-  elisionEnds,
-  finish,
-  messagesAt,
-  startPass,
-  unchanged,
-  type NameReplaced,
-  type Pass,
-} from './pass.js';
+import { elide, elisionEnds, finish, startPass, unchanged, type NameReplaced, type Pass } from './pass.js';
 import { newCalibration, plannedWindow, type SummarizerCalibration } from './calibration.js';
 import {
   failureOf,
@@ -32,9 +20,8 @@ import {
   type SummaryInput,
 } from './fold.js';
 import { foldInstruction, requestFits } from './pieces.js';
-import { baseInstruction, capMiddle, tooLongInstruction, type InstructionText } from './transcript.js';
+import { baseInstruction, tooLongInstruction, type InstructionText } from './transcript.js';
 import { truncateToFit } from './truncation.js';
-import { keepUserWords } from './user-words.js';
 import type { CompactionResult, FallbackReason, TokenCounter } from '../types.js';
 
 export type { SummarizeOutcome, SummarizeStep } from './fold.js';
@@ -70,33 +57,16 @@ export function* compactionSteps(
 }
 
 function* passSteps(pass: Pass, hooks: CompactionHooks): CompactionSteps {
-  const { options, regions, aim } = pass;
+  const { options, aim } = pass;
   // docs/design.md#over-trigger Elide first; stop when that was enough (docs/design.md#epochs).
   const stubbed = elide(pass, hooks.nameReplaced);
   if (elisionEnds(pass, stubbed))
     return finish(pass, { ...unchanged(), messages: stubbed.messages(), elisions: stubbed.elisions });
 
-  // docs/design.md#window-gives-way Planned on the input: it weighs only messages no elision touches.
-  const windowPlan = options.recentWindowGivesWay ? planWindow(pass.input, regions, aim, options) : undefined;
-  // docs/design.md#user-words The user messages kept verbatim leave the middle.
-  const words = pass.keepUserMessages
-    ? keepUserWords(pass.input, windowPlan?.regions ?? regions, aim, options.keepUserMessagesShare)
-    : undefined;
-  const planned = words?.regions ?? windowPlan?.regions ?? regions;
-  const plan =
-    windowPlan === undefined || words === undefined
-      ? windowPlan
-      : { ...windowPlan, regions: planned, keptTokens: windowPlan.keptTokens + words.keptTokens };
-  const elided = words === undefined ? stubbed : elidedExcept(pass, stubbed, words.kept);
-
+  const { middle, elided, seen } = summarizedMiddle(pass, stubbed);
   // docs/design.md#no-op
-  if (planned.middle.length === 0) return finish(pass, { ...unchanged(), messages: [...pass.input] });
-
-  // docs/design.md#summarizer-request The middle as the summarizer sees it, cut once for every request.
-  const middle = messagesAt(pass.input, planned.middle);
-  const contents = elidedContents(planned.middle, elided.elisions);
-  const seen = capMiddle(middle, options.toolResultCap, contents);
-  const assembly = new Assembly(pass, elided, { planned, plan, messages: middle, contents, words }, hooks.nameReplaced);
+  if (middle.planned.middle.length === 0) return finish(pass, { ...unchanged(), messages: [...pass.input] });
+  const assembly = new Assembly(pass, elided, middle, hooks.nameReplaced);
 
   // docs/design.md#summary-length
   const summaryRoom = options.summaryTokenCap ? aim.limit - aim.counter.count(assembly.assembledOf('')) : 0;

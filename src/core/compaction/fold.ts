@@ -44,9 +44,7 @@ export function summarizeStepOf(
   const built = requestFor(instruction, seen, text.summaryInstructions, text.task);
   const request = maxTokens === undefined ? built : { ...built, maxTokens };
   const transcript = { messages: seen.length, characters: requestChars(instruction, seen) };
-  return piece === undefined
-    ? { kind: 'summarize', purpose, request, transcript }
-    : { kind: 'summarize', purpose, request, transcript, piece };
+  return { kind: 'summarize', purpose, request, transcript, ...(piece === undefined ? {} : { piece }) };
 }
 
 export interface SummaryInput {

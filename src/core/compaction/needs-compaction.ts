@@ -1,12 +1,12 @@
 // Sandbox-safe: whether a conversation needs compaction now, and in how many pieces (docs/design.md#needs-compaction).
 import { epochPays, planWindow, summarizedLastRound, worthStarting } from './economics.js';
-import { applyElisions, elidedContents, elides, planPassElisions } from './elision.js';
+import { summarizedMiddle } from './assembly.js';
+import { applyElisions, elides, planPassElisions } from './elision.js';
 import type { CallOverrides, ResolvedOptions } from './options.js';
-import { elide, elisionEnds, messagesAt, startPass, triggerOf, type Pass } from './pass.js';
+import { elide, elisionEnds, startPass, triggerOf, type Pass } from './pass.js';
 import { newCalibration, plannedWindow, type SummarizerCalibration } from './calibration.js';
 import { cutPieces } from './pieces.js';
-import { baseInstruction, capMiddle } from './transcript.js';
-import { keepUserWords } from './user-words.js';
+import { baseInstruction } from './transcript.js';
 import type { CompactionPlan, TokenCounter } from '../types.js';
 
 /** Over the trigger, or an elision pool of at least `ageReclaimMin` characters; narrowed by the economic rules. */
@@ -58,17 +58,10 @@ export function compactionPlanCore(
 
 /** Undefined when the pass would send one request or none. */
 function summaryPiecesOf(pass: Pass, window: number): number | undefined {
-  const { options, regions, aim } = pass;
-  const elided = elide(pass);
-  if (elisionEnds(pass, elided)) return undefined;
-  const windowed = options.recentWindowGivesWay ? planWindow(pass.input, regions, aim, options).regions : regions;
-  const planned = pass.keepUserMessages
-    ? keepUserWords(pass.input, windowed, aim, options.keepUserMessagesShare).regions
-    : windowed;
-  if (planned.middle.length === 0) return undefined;
-  const contents = elidedContents(planned.middle, elided.elisions);
-  const seen = capMiddle(messagesAt(pass.input, planned.middle), options.toolResultCap, contents);
-  const instruction = baseInstruction(pass.text);
-  const cut = cutPieces(seen, instruction, pass.text.summaryInstructions, aim.counter, window);
+  const stubbed = elide(pass);
+  if (elisionEnds(pass, stubbed)) return undefined;
+  const { middle, seen } = summarizedMiddle(pass, stubbed);
+  if (middle.planned.middle.length === 0) return undefined;
+  const cut = cutPieces(seen, baseInstruction(pass.text), pass.text.summaryInstructions, pass.aim.counter, window);
   return cut === undefined || cut === 'unfit' ? undefined : cut.pieces.length;
 }

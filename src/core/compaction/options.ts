@@ -3,7 +3,6 @@ import { z } from 'zod';
 import { InvalidInputError } from '../errors.js';
 import { checkWith } from '../schema.js';
 import { assertKnownKeys } from '../unknown-keys.js';
-import { defaultCounter } from '../counting/tokens.js';
 import type { TokenCounter } from '../types.js';
 import { COMPACTION_DEFAULTS, LIBRARY_KEEP_TASK } from './defaults.js';
 
@@ -208,7 +207,6 @@ export interface CallOverrides {
 
 /** Checks a per-call `summaryInstructions` or `summaryPrompt` as the options check them. */
 export function checkInstructionText(value: unknown, field: string): string | undefined {
-  if (value === undefined) return undefined;
   const { summaryPrompt, summaryInstructions } = optionsSchema.shape;
   return checkWith(field.endsWith('summaryPrompt') ? summaryPrompt : summaryInstructions, value, field);
 }
@@ -216,17 +214,6 @@ export function checkInstructionText(value: unknown, field: string): string | un
 export function checkKeepUserMessages(value: unknown, field: string): boolean | undefined {
   if (value === undefined || typeof value === 'boolean') return value;
   throw new InvalidInputError(field, `must be true or false, got ${JSON.stringify(value)}`);
-}
-
-export function instructionTextOf(
-  options: ResolvedOptions,
-  overrides: CallOverrides,
-): { summaryInstructions: string | undefined; summaryPrompt: string | undefined } {
-  const instructions = overrides.summaryInstructions ?? options.summaryInstructions;
-  return {
-    summaryInstructions: instructions === undefined || instructions.trim() === '' ? undefined : instructions.trim(),
-    summaryPrompt: overrides.summaryPrompt ?? options.summaryPrompt,
-  };
 }
 
 /** The numbers one compaction works with: over `trigger` it compacts, the hard trim aims at `trimTo`, over `limit` it is exhausted. */
@@ -238,23 +225,4 @@ export interface Aim {
   limit: number;
   /** The low-water mark (docs/design.md#window-gives-way): `targetRatio × contextBudget`, or the caller's target when that is lower. */
   mark: number;
-}
-
-export function aimFor(
-  options: ResolvedOptions,
-  overrides: CallOverrides,
-  fallbackCounter: TokenCounter = defaultCounter,
-): Aim {
-  const { target, counter = fallbackCounter } = overrides;
-  if (target !== undefined && !(Number.isFinite(target) && target >= 0)) {
-    throw new InvalidInputError('target', `must be a non-negative number of tokens, got ${target}`);
-  }
-  return {
-    counter,
-    target,
-    trigger: options.triggerRatio * options.contextBudget,
-    trimTo: target ?? options.targetRatio * options.contextBudget,
-    limit: target ?? options.contextBudget,
-    mark: Math.min(options.targetRatio * options.contextBudget, target ?? Number.POSITIVE_INFINITY),
-  };
 }

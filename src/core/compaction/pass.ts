@@ -1,8 +1,10 @@
 // Sandbox-safe: one pass's validated input and what every rule of a pass reads of it (docs/design.md#pass).
 import { applyElisions, elides, planPassElisions } from './elision.js';
-import { aimFor, instructionTextOf, type Aim, type CallOverrides, type ResolvedOptions } from './options.js';
+import type { Aim, CallOverrides, ResolvedOptions } from './options.js';
 import { findRegions, type Regions } from './regions.js';
 import { keptTask, type InstructionText } from './transcript.js';
+import { defaultCounter } from '../counting/tokens.js';
+import { InvalidInputError } from '../errors.js';
 import { validateMessages } from '../schema.js';
 import type { ChatMessage, CompactionResult, Elision, TokenCounter } from '../types.js';
 
@@ -27,16 +29,31 @@ export function startPass(
   counter: TokenCounter | undefined,
 ): Pass {
   const input = validateMessages(messages);
-  const aim = aimFor(options, overrides, counter);
+  const { target } = overrides;
+  if (target !== undefined && !(Number.isFinite(target) && target >= 0))
+    throw new InvalidInputError('target', `must be a non-negative number of tokens, got ${target}`);
+  const { contextBudget, targetRatio } = options;
+  const aim: Aim = {
+    counter: overrides.counter ?? counter ?? defaultCounter,
+    target,
+    trigger: options.triggerRatio * contextBudget,
+    trimTo: target ?? targetRatio * contextBudget,
+    limit: target ?? contextBudget,
+    mark: Math.min(targetRatio * contextBudget, target ?? Number.POSITIVE_INFINITY),
+  };
   const regions = findRegions(input, options.keepRecent, options.keepTask);
-  const task = keptTask(input, regions.removable, options.toolResultCap);
+  const instructions = (overrides.summaryInstructions ?? options.summaryInstructions)?.trim();
   return {
     input,
     options,
     aim,
     regions,
     tokensBefore: aim.counter.count(input),
-    text: { ...instructionTextOf(options, overrides), task },
+    text: {
+      summaryInstructions: instructions === '' ? undefined : instructions,
+      summaryPrompt: overrides.summaryPrompt ?? options.summaryPrompt,
+      task: keptTask(input, regions.removable, options.toolResultCap),
+    },
     keepUserMessages: overrides.keepUserMessages ?? options.keepUserMessages,
   };
 }
@@ -118,8 +135,5 @@ export function elisionEnds(pass: Pass, elided: Elided): boolean {
 }
 
 export function messagesAt(messages: readonly ChatMessage[], indices: readonly number[]): ChatMessage[] {
-  const picked = new Array<ChatMessage>(indices.length);
-  for (let position = 0; position < indices.length; position += 1)
-    picked[position] = messages[indices[position] as number] as ChatMessage;
-  return picked;
+  return indices.map((index) => messages[index] as ChatMessage);
 }

@@ -19,17 +19,11 @@ export function toolGroups(messages: readonly ChatMessage[]): Groups {
   const owners = new CallOwners(messages);
   for (let index = 0; index < count; index += 1) {
     const message = messages[index] as ChatMessage;
-    let group = index;
-    let asker = -1;
-    if (message.role === 'tool' && message.tool_call_id !== undefined) {
-      const owner = owners.of(index, message.tool_call_id);
-      if (owner !== undefined) {
-        group = owner;
-        asker = owner;
-      }
-    }
+    const callId = message.role === 'tool' ? message.tool_call_id : undefined;
+    const owner = callId === undefined ? undefined : owners.of(index, callId);
+    const group = owner ?? index;
     groupOf[index] = group;
-    askedBy[index] = asker;
+    askedBy[index] = owner ?? -1;
     lastOf[index] = index;
     lastOf[group] = index;
   }
@@ -55,6 +49,14 @@ export class CallOwners {
     if (from === 0) return undefined;
     this.byResult ??= this.collect();
     return this.byResult[index];
+  }
+
+  /** The tool name of the call a result answers. */
+  nameOf(index: number, callId: string): string | undefined {
+    const owner = this.of(index, callId);
+    return owner === undefined
+      ? undefined
+      : this.messages[owner]?.tool_calls?.find((call) => call.id === callId)?.function.name;
   }
 
   private collect(): (number | undefined)[] {

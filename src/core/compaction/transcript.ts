@@ -69,18 +69,7 @@ export function capMiddle(
   toolResultCap: number,
   contents?: readonly (ChatMessage['content'] | undefined)[],
 ): ChatMessage[] {
-  const count = messages.length;
-  const capped = new Array<ChatMessage>(count);
-  const names = new ToolNames(messages);
-  let length = 0;
-  for (let index = 0; index < count; index += 1) {
-    const message = messages[index] as ChatMessage;
-    const seen = seenMessage(message, toolResultCap, contents?.[index] ?? message.content);
-    capped[index] = seen;
-    length += renderedMessage(seen, index, names, Number.POSITIVE_INFINITY).length;
-  }
-  transcriptChars.set(capped, length);
-  return capped;
+  return messages.map((message, index) => seenMessage(message, toolResultCap, contents?.[index] ?? message.content));
 }
 
 /** One message as {@link capMiddle} leaves it: keys in the order role, content, tool_calls, tool_call_id, name. */
@@ -106,13 +95,11 @@ export function seenMessage(
 }
 
 function seenCalls(calls: readonly ToolCall[], toolResultCap: number): ToolCall[] {
-  const seen = new Array<ToolCall>(calls.length);
-  for (let index = 0; index < calls.length; index += 1) {
-    const call = calls[index] as ToolCall;
-    const { name, arguments: args } = call.function;
-    seen[index] = { id: call.id, type: call.type, function: { name, arguments: capText(args, toolResultCap) } };
-  }
-  return seen;
+  return calls.map(({ id, type, function: { name, arguments: args } }) => ({
+    id,
+    type,
+    function: { name, arguments: capText(args, toolResultCap) },
+  }));
 }
 
 const SEEN_KEYS = ['role', 'content', 'tool_calls', 'tool_call_id', 'name'] as const;
@@ -156,24 +143,24 @@ function withoutData(content: ChatMessage['content']): ChatMessage['content'] {
 
 /** The middle as text: tool results and call arguments capped, other parts described, never their data. */
 export function renderTranscript(messages: readonly ChatMessage[], toolResultCap: number): string {
-  const names = new ToolNames(messages);
-  return messages.map((message, index) => renderedMessage(message, index, names, toolResultCap)).join('');
+  const owners = new CallOwners(messages);
+  return messages.map((message, index) => renderedMessage(message, index, owners, toolResultCap)).join('');
 }
 
 /** The length of {@link renderTranscript}'s text: rendered message by message, the whole never joined. */
 export function transcriptLength(messages: readonly ChatMessage[], toolResultCap: number): number {
-  const names = new ToolNames(messages);
+  const owners = new CallOwners(messages);
   let length = 0;
   for (let index = 0; index < messages.length; index += 1)
-    length += renderedMessage(messages[index] as ChatMessage, index, names, toolResultCap).length;
+    length += renderedMessage(messages[index] as ChatMessage, index, owners, toolResultCap).length;
   return length;
 }
 
-function renderedMessage(message: ChatMessage, index: number, names: ToolNames, toolResultCap: number): string {
+function renderedMessage(message: ChatMessage, index: number, owners: CallOwners, toolResultCap: number): string {
   const { role, tool_call_id: callId } = message;
   let text = index > 0 ? '\n\n' : '';
   if (role === 'tool') {
-    const name = (callId !== undefined ? names.of(index, callId) : undefined) ?? message.name;
+    const name = (callId !== undefined ? owners.nameOf(index, callId) : undefined) ?? message.name;
     text += name === undefined ? `[tool result (${callId ?? ''})]` : `[tool result ${name} (${callId ?? ''})]`;
   } else text += `[${role}]`;
   const content = renderContent(message.content);
@@ -181,26 +168,6 @@ function renderedMessage(message: ChatMessage, index: number, names: ToolNames, 
   for (const call of message.tool_calls ?? [])
     text += `\n-> call ${call.function.name} (${call.id}) ${capText(call.function.arguments, toolResultCap)}`;
   return text;
-}
-
-/** The tool a result answers: that of the latest call with its id before it. */
-class ToolNames {
-  private readonly owners: CallOwners;
-
-  constructor(private readonly messages: readonly ChatMessage[]) {
-    this.owners = new CallOwners(messages);
-  }
-
-  of(index: number, callId: string): string | undefined {
-    const owner = this.owners.of(index, callId);
-    if (owner === undefined) return undefined;
-    const calls = this.messages[owner]?.tool_calls ?? [];
-    for (let position = 0; position < calls.length; position += 1) {
-      const call = calls[position] as ToolCall;
-      if (call.id === callId) return call.function.name;
-    }
-    return undefined;
-  }
 }
 
 /** A message's content as the transcript shows it: text as it is, every other part as a one-line description. */
@@ -253,10 +220,8 @@ function transcriptHeader(cappedMiddle: readonly ChatMessage[]): string {
 /** The characters of {@link summarizerMessages} of a request, the transcript never joined into one text. */
 export function requestChars(instruction: string, cappedMiddle: readonly ChatMessage[]): number {
   let transcript = transcriptChars.get(cappedMiddle);
-  if (transcript === undefined) {
-    transcript = transcriptLength(cappedMiddle, Number.POSITIVE_INFINITY);
-    transcriptChars.set(cappedMiddle, transcript);
-  }
+  if (transcript === undefined)
+    transcriptChars.set(cappedMiddle, (transcript = transcriptLength(cappedMiddle, Number.POSITIVE_INFINITY)));
   return instruction.length + transcriptHeader(cappedMiddle).length + transcript;
 }
 

@@ -3,32 +3,11 @@ import { z } from 'zod';
 import { InvalidInputError } from '../errors.js';
 import { checkWith, isRecord } from '../schema.js';
 
-/** A `tool-call` part of an assistant message. */
-export interface AiSdkToolCallPart {
-  type: 'tool-call';
-  toolCallId: string;
-  toolName: string;
-  input: unknown;
-  /** A call the provider ran itself (its result is in the same assistant message): not paired with a tool message. */
-  providerExecuted?: boolean;
-  [key: string]: unknown;
-}
-
+export type AiSdkToolCallPart = z.infer<typeof toolCallPartSchema> & { input: unknown };
 /** What a tool returned: `text`/`error-text` (a string), `json`/`error-json` (any JSON), `content` (parts), or a type to come. */
-export interface AiSdkToolResultOutput {
-  type: string;
-  value?: unknown;
-  [key: string]: unknown;
-}
-
+export type AiSdkToolResultOutput = z.infer<typeof outputSchema> & { value?: unknown };
 /** A `tool-result` part of a tool message: it answers a `tool-call` of the assistant message before it. */
-export interface AiSdkToolResultPart {
-  type: 'tool-result';
-  toolCallId: string;
-  toolName: string;
-  output: AiSdkToolResultOutput;
-  [key: string]: unknown;
-}
+export type AiSdkToolResultPart = z.infer<typeof toolResultPartSchema>;
 
 /** A `text` part, a tool call or result, or any other part (`image`, `file`, `reasoning`, ...), unknown fields kept verbatim. */
 export type AiSdkPart = AiSdkToolCallPart | AiSdkToolResultPart | { type: string; [key: string]: unknown };
@@ -48,6 +27,7 @@ const toolCallPartSchema = z.looseObject({
   type: z.literal('tool-call'),
   toolCallId: nonEmpty,
   toolName: nonEmpty,
+  /** A call the provider ran itself (its result is in the same assistant message): not paired with a tool message. */
   providerExecuted: z.boolean().optional(),
 });
 const outputSchema = z.looseObject({ type: z.string() });

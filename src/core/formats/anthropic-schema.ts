@@ -4,29 +4,11 @@ import { InvalidInputError } from '../errors.js';
 import { checkWith, isRecord } from '../schema.js';
 
 /** A `text` block. Unknown fields (`cache_control`, `citations`, ...) are kept verbatim. */
-export interface AnthropicTextBlock {
-  type: 'text';
-  text: string;
-  [key: string]: unknown;
-}
-
+export type AnthropicTextBlock = z.infer<typeof anthropicTextBlockSchema>;
 /** A `tool_use` block of an assistant message: the model asks for a tool call. */
-export interface AnthropicToolUseBlock {
-  type: 'tool_use';
-  id: string;
-  name: string;
-  input: Record<string, unknown>;
-  [key: string]: unknown;
-}
-
+export type AnthropicToolUseBlock = z.infer<typeof toolUseSchema>;
 /** A `tool_result` block of a user message: it answers a `tool_use` of the assistant message just before. */
-export interface AnthropicToolResultBlock {
-  type: 'tool_result';
-  tool_use_id: string;
-  content?: string | AnthropicBlock[];
-  is_error?: boolean;
-  [key: string]: unknown;
-}
+export type AnthropicToolResultBlock = z.infer<typeof toolResultSchema>;
 
 /** Any other block (`image`, `document`, `thinking`, server tools, types to come) is kept verbatim. */
 export type AnthropicBlock =
@@ -50,7 +32,7 @@ export type AnthropicConversation = readonly AnthropicMessage[] | AnthropicReque
 
 const nonEmpty = z.string().min(1);
 
-export const anthropicTextBlockSchema = z.looseObject({ type: z.literal('text'), text: z.string() });
+const anthropicTextBlockSchema = z.looseObject({ type: z.literal('text'), text: z.string() });
 const imageSchema = z.looseObject({
   type: z.literal('image'),
   source: z.looseObject({ type: z.string() }).meta({ description: 'base64, url or file: kept verbatim.' }),
@@ -75,7 +57,6 @@ const KNOWN_BLOCKS = {
   tool_use: toolUseSchema,
 } as const;
 
-/** A block of a kind no rule here names: a string `type`, the rest kept verbatim. */
 const otherBlockSchema = z
   .looseObject({ type: z.string().meta({ not: { enum: [...Object.keys(KNOWN_BLOCKS), 'tool_result'] } }) })
   .meta({ description: 'A block type this version does not know: kept verbatim, counted by its size.' });
@@ -131,7 +112,7 @@ function checkToolResult(block: unknown, field: string, index: number): void {
   const content = isRecord(block) ? block.content : undefined;
   if (content !== undefined && typeof content !== 'string' && !Array.isArray(content))
     throw new InvalidInputError(`${field}.content`, 'must be a string or an array of content blocks', index);
-  if (Array.isArray(content)) {
+  if (Array.isArray(content))
     content.forEach((nested: unknown, position) => {
       const nestedField = `${field}.content[${position}]`;
       const type = blockType(nested, nestedField, index);
@@ -139,7 +120,6 @@ function checkToolResult(block: unknown, field: string, index: number): void {
         throw new InvalidInputError(`${nestedField}.type`, `"${type}" is not allowed inside a tool_result`, index);
       if (isKnown(type)) checkWith(KNOWN_BLOCKS[type], nested, nestedField, index);
     });
-  }
   checkWith(toolResultSchema, block, field, index);
 }
 
@@ -220,17 +200,11 @@ function isSystem(value: unknown): value is string | AnthropicTextBlock[] {
   return anthropicSystemSchema.safeParse(value).success;
 }
 
-/** A validated Anthropic conversation: the caller's own objects. */
-export interface ValidAnthropic {
-  messages: AnthropicMessage[];
-  /** The request body's system prompt, when it has one. */
-  system: string | AnthropicTextBlock[] | undefined;
-  /** The request body, when the conversation was one (its other fields come back untouched). */
-  body: Record<string, unknown> | undefined;
-}
-
-/** Validates a message array or a request body, returning the caller's own objects; errors name the path of the first fault. */
-export function validateAnthropic(conversation: unknown): ValidAnthropic {
+/**
+ * Validates a message array or a request body, returning the caller's own objects: the messages, the body's system
+ * prompt, and the body (its other fields come back untouched); errors name the path of the first fault.
+ */
+export function validateAnthropic(conversation: unknown) {
   let messages: unknown = conversation;
   let system: string | AnthropicTextBlock[] | undefined;
   const body = isRecord(conversation) ? conversation : undefined;

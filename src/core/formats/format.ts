@@ -17,16 +17,12 @@ export interface FormatOption {
   format?: MessageFormat;
 }
 
-function isFormat(value: unknown): value is MessageFormat {
-  return MESSAGE_FORMATS.some((format) => format === value);
-}
-
 /** The `format` option: undefined is `openai`; anything else not a format is an error naming `field`. */
 export function formatOption(value: unknown, field: string): MessageFormat {
-  if (value === undefined) return 'openai';
-  if (!isFormat(value))
+  const format = value === undefined ? 'openai' : MESSAGE_FORMATS.find((each) => each === value);
+  if (format === undefined)
     throw new InvalidInputError(field, `must be one of ${MESSAGE_FORMATS.join(', ')}, got ${JSON.stringify(value)}`);
-  return value;
+  return format;
 }
 
 /** A conversation in any format: OpenAI chat messages, an Anthropic conversation, AI SDK messages. */

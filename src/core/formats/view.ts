@@ -78,8 +78,7 @@ export class EngineMessages {
       if (message === undefined) others.push(part);
       else results.push({ message, block });
     });
-    if (results.length === 0) return this.push({ role: 'user', content: others }, { message: index });
-    if (others.length > 0) this.push({ role: 'user', content: others }, { message: index });
+    if (others.length > 0 || results.length === 0) this.push({ role: 'user', content: others }, { message: index });
     for (const { message, block } of results) this.push(message, { message: index, block });
   }
 }
@@ -128,8 +127,7 @@ function mapBack<Message>(
   { messages: engine, origins }: EngineMessages,
   { sources, withStubs, summary }: Rebuild<Message>,
 ): MappedCompactionResult<Message> {
-  const engineIndex = new Map<ChatMessage, number>();
-  engine.forEach((message, index) => engineIndex.set(message, index));
+  const engineIndex = new Map(engine.map((message, index) => [message, index]));
   const fates: Fate[] = engine.map(() => undefined);
   const order: Array<number | 'summary'> = [];
   const elisions = result.elisions.filter(({ index }) => index > result.cutIndex);
