@@ -61,8 +61,7 @@ export function createExtractiveSummarizer(options: ExtractiveSummarizerOptions 
   const resolved = resolveExtractiveOptions(options);
   const summarizer: Summarizer = {
     async summarize(request: SummarizeRequest, callOptions?: { signal?: AbortSignal }): Promise<SummarizeResponse> {
-      const signal = callOptions?.signal;
-      if (signal?.aborted) throw signal.reason;
+      if (callOptions?.signal?.aborted) throw callOptions.signal.reason;
       return { text: extractiveSummary(request, resolved) };
     },
   };

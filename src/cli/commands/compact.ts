@@ -30,8 +30,7 @@ import { MESSAGE_FORMATS } from '../../core/formats/format.js';
 
 const FORMAT_CHOICES: readonly FormatChoice[] = ['auto', ...MESSAGE_FORMATS];
 
-function formatChoice(value: unknown): FormatChoice {
-  if (value === undefined) return 'auto';
+function formatChoice(value: unknown = 'auto'): FormatChoice {
   const choice = FORMAT_CHOICES.find((candidate) => candidate === value);
   if (choice === undefined)
     throw new UsageError(`--format takes ${FORMAT_CHOICES.join(', ')}, got ${JSON.stringify(value)}`);
