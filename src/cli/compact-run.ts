@@ -283,17 +283,15 @@ async function awaitResult(
   try {
     return await handle.result();
   } catch (error) {
-    if (error instanceof WorkflowFailedError) {
-      const cause = error.cause;
-      if (cause instanceof CancelledFailure)
-        throw new Error(`workflow ${handle.workflowId} was cancelled`, { cause: error });
-      const type =
-        cause instanceof ApplicationFailure && cause.type !== undefined && cause.type !== null ? `${cause.type}: ` : '';
-      throw new Error(`workflow ${handle.workflowId} failed: ${type}${cause?.message ?? error.message}`, {
-        cause: error,
-      });
-    }
-    throw error;
+    if (!(error instanceof WorkflowFailedError)) throw error;
+    const cause = error.cause;
+    if (cause instanceof CancelledFailure)
+      throw new Error(`workflow ${handle.workflowId} was cancelled`, { cause: error });
+    const type =
+      cause instanceof ApplicationFailure && cause.type !== undefined && cause.type !== null ? `${cause.type}: ` : '';
+    throw new Error(`workflow ${handle.workflowId} failed: ${type}${cause?.message ?? error.message}`, {
+      cause: error,
+    });
   } finally {
     process.off('SIGINT', cancel);
   }

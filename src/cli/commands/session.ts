@@ -28,9 +28,7 @@ export function describeSessionLine(line: SessionLine): string {
         line.replacesThroughId === null
           ? 'nothing removed'
           : `${line.dropped} messages through ${line.replacesThroughId} → ${kind}`;
-      const flags = [line.fallback ? 'fallback' : '', line.exhausted ? 'EXHAUSTED' : '']
-        .filter((flag) => flag !== '')
-        .join(', ');
+      const flags = [...(line.fallback ? ['fallback'] : []), ...(line.exhausted ? ['EXHAUSTED'] : [])].join(', ');
       return `── compaction: ${through} (${groupDigits(line.tokensBefore)} → ${groupDigits(line.tokensAfter)} tokens)${flags === '' ? '' : ` [${flags}]`}`;
     }
     case 'elision':

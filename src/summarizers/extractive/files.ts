@@ -203,17 +203,12 @@ export function fileAndCommandCandidates(transcript: Turns): Candidate[] {
   }
   for (const use of commands.values()) {
     const times = use.times > 1 ? ` ×${use.times}` : '';
-    const outcome =
-      use.outcome === 'error'
-        ? ` → error: ${use.error ?? ''}`
-        : use.outcome === 'no result'
-          ? ' → no result recorded'
-          : '';
+    const outcomes = { error: ` → error: ${use.error ?? ''}`, 'no result': ' → no result recorded', done: '' };
     // Later commands are the ones the agent builds on; failed ones say what not to repeat.
     const recency = use.lastOrder > 0 ? (use.lastOrder / lastOrder) * 10 : -staleness(use.lastOrder);
     const priority = 10 + recency + (use.outcome === 'error' ? 5 : 0);
     candidates.push({
-      text: `- ${code(use.command)} (${use.tool}${times})${outcome}`,
+      text: `- ${code(use.command)} (${use.tool}${times})${outcomes[use.outcome]}`,
       priority,
       order: 1e9 + use.lastOrder,
     });
