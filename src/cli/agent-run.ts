@@ -1,8 +1,7 @@
 // Node only: what the agentRun commands share: the run a workflow id names, and its queries.
-import type { Client, WorkflowHandle } from '@temporalio/client';
 import { InvalidInputError } from '../core/errors.js';
 import { parseDuration } from '../core/compaction/options.js';
-import { UsageError, type CommandContext, type OptionSpec } from './command.js';
+import { onlyArgument, UsageError, type CommandContext, type OptionSpec } from './command.js';
 
 const DEFAULT_QUERY_TIMEOUT_MS = 15_000;
 
@@ -12,13 +11,18 @@ export const QUERY_TIMEOUT_OPTION: OptionSpec = {
   help: 'how long a query waits for a worker to answer, e.g. 15s (default), 500ms, 2m',
 };
 
-/** Describes the run, and refuses a workflow that is not an agentRun. */
-export async function describeAgentRun(handle: WorkflowHandle) {
+/** The agentRun the command's one argument names; a workflow that is not an agentRun is refused. */
+export async function openAgentRun(context: CommandContext) {
+  const workflowId = onlyArgument(context, 'the workflow id');
+  const client = await context.client();
+  const handle = client.workflow.getHandle(workflowId);
   const description = await handle.describe();
   if (description.type !== 'agentRun')
-    throw new UsageError(`${handle.workflowId} is a ${description.type} workflow, not an agentRun`);
-  return description;
+    throw new UsageError(`${workflowId} is a ${description.type} workflow, not an agentRun`);
+  return { workflowId, client, handle, description };
 }
+
+export type AgentRun = Awaited<ReturnType<typeof openAgentRun>>;
 
 /** `--query-timeout`: a duration longer than zero (bare digits are milliseconds). */
 export function queryTimeoutOf(context: CommandContext): number {
@@ -37,17 +41,16 @@ export function queryTimeoutOf(context: CommandContext): number {
 
 /** A query of the run, bounded: without a deadline a missing worker would hold the CLI for the server's own timeout. */
 export async function queryRun<T>(
-  client: Client,
+  { client, description }: AgentRun,
   queryTimeoutMs: number,
   what: string,
-  taskQueue: string,
   query: () => Promise<T>,
 ): Promise<T> {
   try {
     return await client.withDeadline(Date.now() + queryTimeoutMs, query);
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error);
-    const message = `${what} takes a query, which needs a worker polling task queue "${taskQueue}" (${reason})`;
+    const message = `${what} takes a query, which needs a worker polling task queue "${description.taskQueue}" (${reason})`;
     throw new Error(message, { cause: error });
   }
 }

@@ -2,6 +2,7 @@
 // tables, which are data: most of the map (bench/README.md#install), where no stack frame stops. A
 // worker decodes and compiles the bundle twice as it starts, so every megabyte costs. The SDK
 // requires the inline map, so it is rewritten, never removed; the tables' names stay in `sources`.
+import { isRecord } from '../core/schema.js';
 
 /** The BPE rank tables' sources. */
 const DATA_SOURCES = /[\\/]gpt-tokenizer[\\/](?:[^\\/]+[\\/])?bpeRanks[\\/][^\\/]+\.[cm]?[jt]s$/;
@@ -98,14 +99,9 @@ export function withoutDataSources(code: string): { code: string; left: string[]
     );
   const start = base64 + 'base64,'.length;
   const parsed: unknown = JSON.parse(Buffer.from(code.slice(start, end), 'base64').toString('utf8'));
-  const field = (name: string): unknown =>
-    typeof parsed === 'object' && parsed !== null ? Reflect.get(parsed, name) : undefined;
-  const sources = field('sources');
-  const contents = field('sourcesContent');
-  const mappings = field('mappings');
+  const map = isRecord(parsed) ? parsed : {};
+  const { sources, sourcesContent: contents, mappings } = map;
   if (
-    typeof parsed !== 'object' ||
-    parsed === null ||
     typeof mappings !== 'string' ||
     !Array.isArray(sources) ||
     !Array.isArray(contents) ||
@@ -114,17 +110,18 @@ export function withoutDataSources(code: string): { code: string; left: string[]
     throw new BundleSourceMapError(
       `the workflow bundle's inline source map has no mappings, or no sources and sourcesContent of one length (mappings: ${typeof mappings}, sources: ${Array.isArray(sources) ? sources.length : typeof sources}, sourcesContent: ${Array.isArray(contents) ? contents.length : typeof contents})`,
     );
-  const dropped = new Set<number>();
-  sources.forEach((source: unknown, index) => {
-    if (typeof source === 'string' && DATA_SOURCES.test(source)) dropped.add(index);
-  });
+  const dropped = new Set(
+    sources.flatMap((source: unknown, index) =>
+      typeof source === 'string' && DATA_SOURCES.test(source) ? [index] : [],
+    ),
+  );
   const rewritten = dropped.size === 0 ? mappings : mappingsWithout(mappings, dropped);
   const left = [...dropped].filter((index) => contents[index] !== null || rewritten !== mappings);
   if (left.length === 0) return { code, left: [] };
   for (const index of dropped) contents[index] = null;
-  Reflect.set(parsed, 'mappings', rewritten);
+  map.mappings = rewritten;
   return {
-    code: code.slice(0, start) + Buffer.from(JSON.stringify(parsed)).toString('base64') + code.slice(end),
+    code: code.slice(0, start) + Buffer.from(JSON.stringify(map)).toString('base64') + code.slice(end),
     left: [...dropped].map((index) => String(sources[index])),
   };
 }

@@ -17,7 +17,7 @@ import {
   groupDigits,
 } from '../core/agent/compaction-history.js';
 import { needsCompactionCore } from '../core/compaction/needs-compaction.js';
-import { resolveOptions, type CompactionOptions, type ResolvedOptions } from '../core/compaction/options.js';
+import { resolveOptions, type CompactionOptions } from '../core/compaction/options.js';
 import { DEFAULT_PAYLOAD_LIMIT_BYTES, jsonPayloadBytes } from '../core/limits/payload-size.js';
 import { defaultCounter } from '../core/counting/tokens.js';
 import type { CompactionResult, Summarizer } from '../core/types.js';
@@ -30,20 +30,8 @@ import { connectTemporal } from '../worker/temporal-connection.js';
 import type { CompactConversationInput, compactConversation } from '../workflows/compact-conversation.js';
 import { describeFileShape, type ConversationFile } from './conversation-file.js';
 
-/** What both modes know before compacting. */
-interface Prepared {
-  file: ConversationFile;
-  budget: number;
-  budgetSource: 'flag' | 'config' | 'conversation';
-  /** Whether an agent loop would have compacted it now (`needsCompaction`); `compact` compacts either way. */
-  needed: boolean;
-  options: ResolvedOptions;
-  target: number | undefined;
-  optionFlags: readonly string[];
-}
-
 /** What one `compact` run did: the engine's result (in the file's message format) and what the report prints. */
-export interface CompactReport extends Prepared {
+export interface CompactReport extends ReturnType<typeof prepare> {
   result: AnyCompactionResult;
   summarizer: string;
   /** Why the summarizer failed, when that ended in the hard trim: its last request's error. */
@@ -182,12 +170,8 @@ function anthropicConversationOf(file: ConversationFile & { messageFormat: 'anth
 
 /** The progress line of one summarize request, e.g. `summarize piece 2 of 9: 4,210 tokens (4,980 billed), 38.2 s`. */
 function progressLine(progress: SummarizeProgress): string {
-  const which =
-    progress.piece === undefined
-      ? progress.purpose === 'summary'
-        ? 'summarize'
-        : `summarize (${progress.purpose} retry)`
-      : `summarize piece ${progress.piece.index} of ${progress.piece.of}${progress.purpose === 'piece' || progress.purpose === 'summary' ? '' : ` (${progress.purpose} retry)`}`;
+  const piece = progress.piece === undefined ? '' : ` piece ${progress.piece.index} of ${progress.piece.of}`;
+  const retry = progress.purpose === 'piece' || progress.purpose === 'summary' ? '' : ` (${progress.purpose} retry)`;
   const billed = progress.promptTokens === undefined ? '' : ` (${groupDigits(progress.promptTokens)} billed)`;
   const how = {
     summary: '',
@@ -196,7 +180,7 @@ function progressLine(progress: SummarizeProgress): string {
     failed: ': failed',
     cancelled: ': cancelled',
   }[progress.outcome];
-  return `${which}: ${groupDigits(progress.estimatedTokens)} tokens${billed}, ${(progress.elapsedMs / 1000).toFixed(1)} s${how}`;
+  return `summarize${piece}${retry}: ${groupDigits(progress.estimatedTokens)} tokens${billed}, ${(progress.elapsedMs / 1000).toFixed(1)} s${how}`;
 }
 
 function compactFile(
@@ -216,24 +200,26 @@ function compactFile(
   }
 }
 
-function prepare(run: CompactRun): { prepared: Prepared; engine: ReturnType<typeof engineOf> } {
-  const engine = engineOf(run.file);
+/** What both modes know before compacting. */
+function prepare(run: CompactRun) {
+  const { messages, system } = engineOf(run.file);
   // The character estimator counts at least 4 tokens a message, so a non-empty file is never 0.
-  const [budget, budgetSource]: [number, Prepared['budgetSource']] =
+  const [budget, budgetSource]: [number, 'flag' | 'config' | 'conversation'] =
     run.budget !== undefined
       ? [run.budget, 'flag']
       : run.config.contextBudget !== undefined
         ? [run.config.contextBudget, 'config']
-        : [defaultCounter.count(engine.messages), 'conversation'];
+        : [defaultCounter.count(messages), 'conversation'];
   const options = resolveOptions({ ...run.options, contextBudget: budget });
-  const needed = needsCompactionCore(engine.messages, options, { target: run.target, counter: defaultCounter });
+  // Whether an agent loop would have compacted it now (`needsCompaction`); `compact` compacts either way.
+  const needed = needsCompactionCore(messages, options, { target: run.target, counter: defaultCounter });
   const { file, target, optionFlags } = run;
-  return { prepared: { file, budget, budgetSource, needed, options, target, optionFlags }, engine };
+  return { file, budget, budgetSource, needed, options, target, optionFlags, system };
 }
 
 /** Compacts in this process with the `Compactor` and the configured summarizer. */
 export async function compactInProcess(run: CompactRun): Promise<CompactReport> {
-  const { prepared } = prepare(run);
+  const prepared = prepare(run);
   const configured = summarizerFromConfig(run.config);
   const { summarizer, failure } = watched(configured.summarizer);
   const compactor = new Compactor({ ...run.options, summarizer, contextBudget: prepared.budget });
@@ -297,17 +283,15 @@ async function awaitResult(
   try {
     return await handle.result();
   } catch (error) {
-    if (error instanceof WorkflowFailedError) {
-      const cause = error.cause;
-      if (cause instanceof CancelledFailure)
-        throw new Error(`workflow ${handle.workflowId} was cancelled`, { cause: error });
-      const type =
-        cause instanceof ApplicationFailure && cause.type !== undefined && cause.type !== null ? `${cause.type}: ` : '';
-      throw new Error(`workflow ${handle.workflowId} failed: ${type}${cause?.message ?? error.message}`, {
-        cause: error,
-      });
-    }
-    throw error;
+    if (!(error instanceof WorkflowFailedError)) throw error;
+    const cause = error.cause;
+    if (cause instanceof CancelledFailure)
+      throw new Error(`workflow ${handle.workflowId} was cancelled`, { cause: error });
+    const type =
+      cause instanceof ApplicationFailure && cause.type !== undefined && cause.type !== null ? `${cause.type}: ` : '';
+    throw new Error(`workflow ${handle.workflowId} failed: ${type}${cause?.message ?? error.message}`, {
+      cause: error,
+    });
   } finally {
     process.off('SIGINT', cancel);
   }
@@ -343,13 +327,13 @@ async function summarizerFailureInHistory(handle: WorkflowHandle): Promise<strin
  * picking up anyone else's tasks), with the configured summarizer, until the run is done.
  */
 export async function compactViaWorkflow(run: CompactRun, client: Client): Promise<CompactReport> {
-  const { prepared, engine } = prepare(run);
+  const prepared = prepare(run);
   const { config, file, progress } = run;
   const namespace = client.options.namespace;
   const payloads = payloadConverterFromConfig(config);
   const input: CompactConversationInput = {
     messages: file.messages,
-    ...(engine.system === undefined ? {} : { system: engine.system }),
+    ...(prepared.system === undefined ? {} : { system: prepared.system }),
     options: {
       ...run.options,
       contextBudget: prepared.budget,

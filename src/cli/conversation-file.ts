@@ -21,7 +21,7 @@ import type { ChatMessage } from '../core/types.js';
 import { validateAnthropic, type AnthropicMessage } from '../core/formats/anthropic-schema.js';
 import { validateAiSdk, type AiSdkMessage } from '../core/formats/ai-sdk-schema.js';
 import { detectFormat, FORMAT_NAMES } from '../core/formats/detect.js';
-import type { MessageFormat } from '../core/formats/format.js';
+import type { AnyCompactionResult, MessageFormat } from '../core/formats/format.js';
 
 export type FormatChoice = MessageFormat | 'auto';
 
@@ -109,13 +109,7 @@ export function parseConversation(text: string, path: string, choice: FormatChoi
       const formatDetected = choice === 'auto';
       return { path, format: 'session-jsonl', messageFormat: 'openai', formatDetected, messages, container: undefined };
     }
-    let value: unknown;
-    try {
-      value = JSON.parse(body);
-    } catch (error) {
-      if (error instanceof SyntaxError) throw new ConversationFileError(path, describeSyntaxError(body, error));
-      throw error;
-    }
+    const value: unknown = JSON.parse(body);
     const container = isRecord(value) ? { ...value } : undefined;
     if (!Array.isArray(value) && (container === undefined || !Object.hasOwn(container, 'messages'))) {
       throw new ConversationFileError(
@@ -138,6 +132,8 @@ export function parseConversation(text: string, path: string, choice: FormatChoi
   } catch (error) {
     if (error instanceof InvalidInputError)
       throw new ConversationFileError(path, error.message, false, error.field, error.index);
+    // Only the file's own JSON.parse throws one: the session lines' parser names its line.
+    if (error instanceof SyntaxError) throw new ConversationFileError(path, describeSyntaxError(body, error));
     throw error;
   }
 }
@@ -177,10 +173,7 @@ export async function readConversationFile(
 }
 
 /** The compacted conversation in the input's shape and format (2-space JSON, final newline). */
-export function conversationOutput(
-  file: ConversationFile,
-  messages: readonly ChatMessage[] | readonly AnthropicMessage[] | readonly AiSdkMessage[],
-): string {
+export function conversationOutput(file: ConversationFile, messages: AnyCompactionResult['messages']): string {
   const value = file.format === 'object' && file.container !== undefined ? { ...file.container, messages } : messages;
   return `${JSON.stringify(value, null, 2)}\n`;
 }
@@ -201,13 +194,17 @@ export function unwritableReason(path: string): string | undefined {
 
 /**
  * Writes `text` to `path` whole or not at all: into a private temporary file beside it, created
- * exclusively, given the mode of the file it replaces, then renamed over `path` (a link that appears
- * after the check is replaced, never followed).
+ * exclusively, given `mode` (by default the mode of the file it replaces), then renamed over `path`
+ * (a link is replaced, never followed; one there from the start is refused unless `replaceLink`).
  */
-export function writeFileWhole(path: string, text: string): void {
-  const refused = unwritableReason(path);
+export function writeFileWhole(
+  path: string,
+  text: string,
+  { mode, replaceLink = false }: { mode?: number; replaceLink?: boolean } = {},
+): void {
+  const refused = replaceLink ? undefined : unwritableReason(path);
   if (refused !== undefined) throw new Error(`cannot write ${path}: it ${refused}`);
-  const mode = (lstatSync(path, { throwIfNoEntry: false })?.mode ?? NEW_FILE_MODE) & 0o777;
+  const fileMode = mode ?? (lstatSync(path, { throwIfNoEntry: false })?.mode ?? NEW_FILE_MODE) & 0o777;
   const temporary = join(dirname(path), `.${basename(path)}.${randomBytes(8).toString('hex')}.tmp`);
   let descriptor: number | undefined;
   try {
@@ -217,7 +214,7 @@ export function writeFileWhole(path: string, text: string): void {
       NEW_FILE_MODE,
     );
     // The umask may take bits off at creation; fchmod sets the mode exactly.
-    fchmodSync(descriptor, mode);
+    fchmodSync(descriptor, fileMode);
     const bytes = Buffer.from(text, 'utf8');
     for (let written = 0; written < bytes.length;)
       written += writeSync(descriptor, bytes, written, bytes.length - written);

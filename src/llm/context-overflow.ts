@@ -85,10 +85,6 @@ function promptOverflow(source: ContextOverflowSource, contextWindow: number | u
   return overflow(source, { contextWindow, requestTokens: prompt, promptTokens: prompt });
 }
 
-function sum(a: number | undefined, b: number | undefined): number | undefined {
-  return a === undefined || b === undefined ? undefined : count(a + b);
-}
-
 // llama.cpp
 const LLAMA_CPP_MESSAGE =
   /\b(?:request|input) \((\d{1,12}) tokens\) (?:exceeds the available context size|is larger than the max context size) \((\d{1,12}) tokens\)/i;
@@ -128,7 +124,7 @@ function recognize({ detail, message }: ErrorFacts): ContextOverflow | undefined
     const prompt = count(maxTokens[3]);
     return overflow('vllm', {
       contextWindow: windowOf(maxTokens[2]),
-      requestTokens: sum(prompt, completion),
+      requestTokens: prompt === undefined || completion === undefined ? undefined : count(prompt + completion),
       promptTokens: prompt,
       completionTokens: completion,
     });

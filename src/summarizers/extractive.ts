@@ -61,8 +61,7 @@ export function createExtractiveSummarizer(options: ExtractiveSummarizerOptions 
   const resolved = resolveExtractiveOptions(options);
   const summarizer: Summarizer = {
     async summarize(request: SummarizeRequest, callOptions?: { signal?: AbortSignal }): Promise<SummarizeResponse> {
-      const signal = callOptions?.signal;
-      if (signal?.aborted) throw signal.reason;
+      if (callOptions?.signal?.aborted) throw callOptions.signal.reason;
       return { text: extractiveSummary(request, resolved) };
     },
   };
@@ -129,18 +128,14 @@ export function extractiveSummary(request: SummarizeRequest, options: Extractive
   return line === '' ? renderSummary(sections, budget, turns.earlier.omitted) : `${body}\n\n${line}`;
 }
 
-/** The length the instruction allows: the too-long retry's "under N characters", or "at most N characters". */
+/** A length the instruction states: the too-long retry's "under N characters" (N - 1), or "at most N characters". */
+const STATED_LIMIT = /\b(under|fewer than|less than|at most|no more than)\s+([\d,_]+)\s+characters\b/gi;
+
 function statedCharLimit(instruction: string): number | undefined {
-  let limit: number | undefined;
-  for (const match of instruction.matchAll(
-    /\b(under|fewer than|less than|at most|no more than)\s+([\d,_]+)\s+characters\b/gi,
-  )) {
-    const amount = Number((match[2] ?? '').replace(/[,_]/g, ''));
-    if (!Number.isFinite(amount)) continue;
-    const allowed = /^(under|fewer than|less than)$/i.test(match[1] ?? '') ? amount - 1 : amount;
-    limit = limit === undefined ? allowed : Math.min(limit, allowed);
-  }
-  return limit === undefined ? undefined : Math.max(0, limit);
+  const limits = [...instruction.matchAll(STATED_LIMIT)]
+    .map(([, bound = '', n = '']) => Number(n.replace(/[,_]/g, '')) - (/^(under|fewer|less)/i.test(bound) ? 1 : 0))
+    .filter(Number.isFinite);
+  return limits.length === 0 ? undefined : Math.max(0, Math.min(...limits));
 }
 
 /** `instructions` without the engine's `Keep these identifiers: …` line; undefined when nothing is left. */

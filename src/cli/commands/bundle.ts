@@ -1,11 +1,10 @@
 // Node only: `temporal-compactor bundle` — prebuilds a worker's workflow bundle, so a worker starts without webpack.
-import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { rename, rm, writeFile } from 'node:fs/promises';
-import { dirname, join, resolve, sep } from 'node:path';
+import { dirname, resolve, sep } from 'node:path';
 import { configFlagsFromArgs, readSettings } from '../../config.js';
 import { withoutDataSources } from '../bundle-source-map.js';
 import { noArguments, UsageError, type CliCommand } from '../command.js';
+import { writeFileWhole } from '../conversation-file.js';
 
 const PARTS_SHOWN = 6;
 
@@ -23,18 +22,6 @@ function partOf(resource: string, ourRoot: string): string {
     return scope.startsWith('@') ? `${scope}/${name}` : scope;
   }
   return resource.startsWith(`${ourRoot}${sep}`) ? 'temporal-compactor' : 'your workflows';
-}
-
-/** Writes `code` to `path` through a new file beside it, renamed over it: never half a bundle, never through a symlink. */
-async function writeAtomically(path: string, code: string): Promise<void> {
-  const temporary = join(dirname(path), `.${randomBytes(6).toString('hex')}.bundle.tmp`);
-  try {
-    await writeFile(temporary, code, { flag: 'wx', mode: 0o644 });
-    await rename(temporary, path);
-  } catch (error) {
-    await rm(temporary, { force: true });
-    throw error;
-  }
 }
 
 export const bundle: CliCommand = {
@@ -106,7 +93,8 @@ export const bundle: CliCommand = {
       logger: new DefaultLogger('WARN', ({ level, message }) => context.io.stderr(`bundle: ${level}: ${message}\n`)),
     });
     const { code, left } = withoutDataSources(built.code);
-    await writeAtomically(target, code);
+    // Never half a bundle; a symlink at --out is replaced, never written through.
+    writeFileWhole(target, code, { mode: 0o644, replaceLink: true });
     const bytes = Buffer.byteLength(code);
     const mapAt = code.lastIndexOf('\n//# sourceMappingURL=');
     const sourceMap = mapAt < 0 ? 0 : Buffer.byteLength(code.slice(mapAt));

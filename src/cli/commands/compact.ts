@@ -30,8 +30,7 @@ import { MESSAGE_FORMATS } from '../../core/formats/format.js';
 
 const FORMAT_CHOICES: readonly FormatChoice[] = ['auto', ...MESSAGE_FORMATS];
 
-function formatChoice(value: unknown): FormatChoice {
-  if (value === undefined) return 'auto';
+function formatChoice(value: unknown = 'auto'): FormatChoice {
   const choice = FORMAT_CHOICES.find((candidate) => candidate === value);
   if (choice === undefined)
     throw new UsageError(`--format takes ${FORMAT_CHOICES.join(', ')}, got ${JSON.stringify(value)}`);
@@ -128,12 +127,10 @@ export function compactionOptionsOf(values: CommandContext['values']): { options
   // The command keeps the task as agentRun does (src/core/compaction/defaults.ts); its output is no transcript.
   const options: Record<string, number | string | boolean> = { keepTask: COMPACTION_DEFAULTS.keepTask };
   const flags: string[] = [];
-  const keyToFlag = new Map<string, string>();
   for (const flag of compactionFlags) {
     const spec = COMPACTION_FLAGS[flag];
     const text = values[flag];
     if (text === undefined) continue;
-    keyToFlag.set(spec.key, flag);
     if (spec.kind === 'switch') {
       options[spec.key] = true;
       flags.push(`--${flag}`);
@@ -156,12 +153,13 @@ export function compactionOptionsOf(values: CommandContext['values']): { options
   } catch (error) {
     if (!(error instanceof InvalidInputError)) throw error;
     const key = error.field.replace(/^options\./, '');
+    const flag = compactionFlags.find((name) => COMPACTION_FLAGS[name].key === key);
     // The reason names other options by key (`must not exceed triggerRatio`): name their flags.
     const reason = compactionFlags.reduce(
       (text, flag) => text.replaceAll(COMPACTION_FLAGS[flag].key, `--${flag}`),
       error.reason,
     );
-    throw new UsageError(`--${keyToFlag.get(key) ?? key}: ${reason}`);
+    throw new UsageError(`--${flag ?? key}: ${reason}`);
   }
   return { options, flags };
 }
@@ -253,10 +251,7 @@ export const compact: CliCommand = {
       budget,
       target,
       // COMPACTOR_SUMMARIZER_CONTEXT_WINDOW / --summarizer-context-window (docs/design.md#summarizer-window).
-      options:
-        config.summarizerContextWindow === undefined
-          ? compactionOptions
-          : { ...compactionOptions, summarizerContextWindow: config.summarizerContextWindow },
+      options: { ...compactionOptions, summarizerContextWindow: config.summarizerContextWindow },
       optionFlags: flags,
       env: context.io.env,
       progress: (line: string) => context.io.stderr(`${line}\n`),

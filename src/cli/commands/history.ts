@@ -1,5 +1,4 @@
 // Node only: `temporal-compactor history <workflowId>` — the compaction table of an agentRun.
-import type { Client, WorkflowHandle } from '@temporalio/client';
 import {
   compactionRecordsFromSession,
   describeRunUsage,
@@ -10,34 +9,25 @@ import {
 } from '../../core/agent/compaction-history.js';
 import { readSessionLines } from '../../client/session-reader.js';
 import { isRecord } from '../../core/schema.js';
-import { describeAgentRun, QUERY_TIMEOUT_OPTION, queryRun, queryTimeoutOf } from '../agent-run.js';
-import { onlyArgument, type CliCommand } from '../command.js';
+import { openAgentRun, QUERY_TIMEOUT_OPTION, queryRun, queryTimeoutOf, type AgentRun } from '../agent-run.js';
+import type { CliCommand } from '../command.js';
 
 const isCompactionHistory = (value: unknown): value is CompactionHistory =>
   isRecord(value) && Array.isArray(value.recent) && typeof value.totals === 'object';
 
-/** Reads the compaction history of an agentRun: from its result when it completed, else by query (a worker must poll its task queue). */
-async function readCompactionHistory(
-  client: Client,
-  handle: WorkflowHandle,
-  queryTimeoutMs: number,
-): Promise<{ value: CompactionHistory; status: string }> {
-  const description = await describeAgentRun(handle);
-  const status = description.status.name;
+/** The compaction history of an agentRun: from its result when it completed, else by query (a worker must poll its task queue). */
+async function readCompactionHistory(run: AgentRun, queryTimeoutMs: number): Promise<CompactionHistory> {
+  const status = run.description.status.name;
   if (status === 'COMPLETED') {
-    const result: unknown = await handle.result();
+    const result: unknown = await run.handle.result();
     const value = isRecord(result) ? result.compactions : undefined;
-    if (isCompactionHistory(value)) return { value, status };
+    if (isCompactionHistory(value)) return value;
   }
-  const value: unknown = await queryRun(
-    client,
-    queryTimeoutMs,
-    `the run is ${status}; reading its compactions`,
-    description.taskQueue,
-    () => handle.query('compactions'),
+  const value: unknown = await queryRun(run, queryTimeoutMs, `the run is ${status}; reading its compactions`, () =>
+    run.handle.query('compactions'),
   );
   if (!isCompactionHistory(value)) throw new Error('the compactions query answered something else than expected');
-  return { value, status };
+  return value;
 }
 
 /** `3 compactions`, `3 compactions, 1 undo`. */
@@ -59,22 +49,21 @@ export const history: CliCommand = {
     'query-timeout': QUERY_TIMEOUT_OPTION,
   },
   async run(context) {
-    const workflowId = onlyArgument(context, 'the workflow id');
-    const client = await context.client();
-    const handle = client.workflow.getHandle(workflowId);
     const queryTimeoutMs = queryTimeoutOf(context);
+    const run = await openAgentRun(context);
+    const { workflowId } = run;
+    const status = run.description.status.name;
     if (context.values.all === true) {
-      const { status } = await describeAgentRun(handle);
-      const records = compactionRecordsFromSession(await readSessionLines(client, workflowId, { queryTimeoutMs }));
+      const records = compactionRecordsFromSession(await readSessionLines(run.client, workflowId, { queryTimeoutMs }));
       const undos = records.filter((record) => record.kind === 'undo').length;
       if (context.values.json === true) context.io.stdout(`${JSON.stringify(records, null, 2)}\n`);
       else
         context.io.stdout(
-          `agentRun ${workflowId} · ${status.name} · ${countLabel(records.length - undos, undos)}\n\n${renderCompactionTable(records)}\n`,
+          `agentRun ${workflowId} · ${status} · ${countLabel(records.length - undos, undos)}\n\n${renderCompactionTable(records)}\n`,
         );
       return 0;
     }
-    const { value: compactions, status } = await readCompactionHistory(client, handle, queryTimeoutMs);
+    const compactions = await readCompactionHistory(run, queryTimeoutMs);
     if (context.values.json === true) {
       context.io.stdout(`${JSON.stringify(compactions, null, 2)}\n`);
       return 0;

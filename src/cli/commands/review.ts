@@ -4,8 +4,8 @@ import { readFileSync } from 'node:fs';
 import { groupDigits } from '../../core/agent/compaction-history.js';
 import type { CompactionProposal, ReviewCompactionInput } from '../../core/agent/steering.js';
 import { pendingCompactionQuery, reviewCompactionUpdate } from '../../shared/agent-run.js';
-import { describeAgentRun, QUERY_TIMEOUT_OPTION, queryRun, queryTimeoutOf } from '../agent-run.js';
-import { onlyArgument, UsageError, type CliCommand, type CommandContext } from '../command.js';
+import { openAgentRun, QUERY_TIMEOUT_OPTION, queryRun, queryTimeoutOf } from '../agent-run.js';
+import { UsageError, type CliCommand, type CommandContext } from '../command.js';
 
 function describeProposal(workflowId: string, proposal: CompactionProposal): string {
   const lines = [
@@ -49,17 +49,11 @@ export const review: CliCommand = {
     'query-timeout': QUERY_TIMEOUT_OPTION,
   },
   async run(context) {
-    const workflowId = onlyArgument(context, 'the workflow id');
     const decision = decisionOf(context.values);
-    const client = await context.client();
-    const handle = client.workflow.getHandle(workflowId);
-    const description = await describeAgentRun(handle);
-    const proposal = await queryRun(
-      client,
-      queryTimeoutOf(context),
-      'reading the proposal',
-      description.taskQueue,
-      () => handle.query(pendingCompactionQuery),
+    const run = await openAgentRun(context);
+    const { workflowId, handle, description } = run;
+    const proposal = await queryRun(run, queryTimeoutOf(context), 'reading the proposal', () =>
+      handle.query(pendingCompactionQuery),
     );
     if (proposal === null) {
       context.io.stderr(`agentRun ${workflowId} (${description.status.name}): no compaction is waiting for review\n`);

@@ -4,8 +4,8 @@ import type { SessionLine } from '../../core/agent/session.js';
 import { contentText } from '../../core/counting/tokens.js';
 import type { ChatMessage } from '../../core/types.js';
 import { readSession } from '../../client/session-reader.js';
-import { describeAgentRun, QUERY_TIMEOUT_OPTION, queryTimeoutOf } from '../agent-run.js';
-import { onlyArgument, type CliCommand } from '../command.js';
+import { openAgentRun, QUERY_TIMEOUT_OPTION, queryTimeoutOf } from '../agent-run.js';
+import type { CliCommand } from '../command.js';
 
 /** One transcript line for people: `m12  assistant  text [→ fs_read {...}]`. */
 export function describeSessionLine(line: SessionLine): string {
@@ -28,9 +28,7 @@ export function describeSessionLine(line: SessionLine): string {
         line.replacesThroughId === null
           ? 'nothing removed'
           : `${line.dropped} messages through ${line.replacesThroughId} → ${kind}`;
-      const flags = [line.fallback ? 'fallback' : '', line.exhausted ? 'EXHAUSTED' : '']
-        .filter((flag) => flag !== '')
-        .join(', ');
+      const flags = [...(line.fallback ? ['fallback'] : []), ...(line.exhausted ? ['EXHAUSTED'] : [])].join(', ');
       return `── compaction: ${through} (${groupDigits(line.tokensBefore)} → ${groupDigits(line.tokensAfter)} tokens)${flags === '' ? '' : ` [${flags}]`}`;
     }
     case 'elision':
@@ -54,11 +52,10 @@ export const session: CliCommand = {
     'query-timeout': QUERY_TIMEOUT_OPTION,
   },
   async run(context) {
-    const workflowId = onlyArgument(context, 'the workflow id');
-    const client = await context.client();
-    await describeAgentRun(client.workflow.getHandle(workflowId));
+    const queryTimeoutMs = queryTimeoutOf(context);
+    const { workflowId, client } = await openAgentRun(context);
     const jsonl = context.values.jsonl === true;
-    for await (const line of readSession(client, workflowId, { queryTimeoutMs: queryTimeoutOf(context) })) {
+    for await (const line of readSession(client, workflowId, { queryTimeoutMs })) {
       context.io.stdout(`${jsonl ? JSON.stringify(line) : describeSessionLine(line)}\n`);
     }
     return 0;

@@ -4,8 +4,8 @@ import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { groupDigits } from '../../core/agent/compaction-history.js';
 import { undoCompactionUpdate } from '../../shared/agent-run.js';
-import { describeAgentRun } from '../agent-run.js';
-import { onlyArgument, UsageError, type CliCommand } from '../command.js';
+import { openAgentRun } from '../agent-run.js';
+import { UsageError, type CliCommand } from '../command.js';
 
 /** The `--compaction` flag: the # of a compaction in the history, or undefined for the last in effect. */
 function compactionOf(value: unknown): number | undefined {
@@ -40,11 +40,8 @@ export const undo: CliCommand = {
     json: { type: 'boolean', help: "print the undo's record as JSON" },
   },
   async run(context) {
-    const workflowId = onlyArgument(context, 'the workflow id');
     const compactionId = compactionOf(context.values.compaction);
-    const client = await context.client();
-    const handle = client.workflow.getHandle(workflowId);
-    await describeAgentRun(handle);
+    const { workflowId, handle } = await openAgentRun(context);
     let record;
     try {
       record = await handle.executeUpdate(undoCompactionUpdate, {

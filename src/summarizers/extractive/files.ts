@@ -27,17 +27,23 @@ interface FileUse {
   mentions: number;
 }
 
-function fileUse(path: string, order: number, acted: boolean, mentions: number): FileUse {
-  return {
+/** The use of `path` in `files`, made on first sight, with `mentions` more and its latest order. */
+function useFile(files: Map<string, FileUse>, path: string, order: number, acted: boolean, mentions = 1): FileUse {
+  const use = files.get(path) ?? {
     path,
-    tools: new Map(),
+    tools: new Map<string, number>(),
     firstOrder: order,
     lastOrder: order,
     lastError: undefined,
     acted,
     edited: false,
-    mentions,
+    mentions: 0,
   };
+  use.acted ||= acted;
+  use.mentions += mentions;
+  use.lastOrder = order;
+  files.set(path, use);
+  return use;
 }
 
 interface CommandUse {
@@ -54,6 +60,19 @@ interface ToolUse {
   calls: number;
   errors: number;
   order: number;
+}
+
+/** A command's latest run, its count added to what `commands` holds of it. */
+function useCommand(commands: Map<string, CommandUse>, latest: Omit<CommandUse, 'times'>, times: number): void {
+  const key = `${latest.tool}\u0000${latest.command}`;
+  commands.set(key, { ...latest, times: (commands.get(key)?.times ?? 0) + times });
+}
+
+function useTool(tools: Map<string, ToolUse>, name: string, order: number, calls: number, errors: number): void {
+  const use = tools.get(name) ?? { calls: 0, errors: 0, order };
+  use.calls += calls;
+  use.errors += errors;
+  tools.set(name, use);
 }
 
 const EDIT_TOOLS = /edit|write|create|replace|insert|patch|str_replace/i;
@@ -98,24 +117,15 @@ function earlierUses(lines: readonly string[]): {
     const others = OTHER_TOOLS_LINE.exec(line);
     if (command !== null) {
       const [, span = '', tool = '', times, error, noResult] = command;
-      const key = `${tool}\u0000${fromCode(span)}`;
-      const earlierUse = commands.get(key);
-      commands.set(key, {
-        command: fromCode(span),
-        tool,
-        times: (earlierUse?.times ?? 0) + Number(times ?? 1),
-        lastOrder: order,
-        outcome: error !== undefined ? 'error' : noResult !== undefined ? 'no result' : 'done',
-        error,
-      });
+      const outcome = error !== undefined ? 'error' : noResult !== undefined ? 'no result' : 'done';
+      useCommand(commands, { command: fromCode(span), tool, lastOrder: order, outcome, error }, Number(times ?? 1));
     } else if (file !== null) {
       const [, span = '', detail = ''] = file;
       const path = fromCode(span);
       const cut = detail.indexOf(FILE_ERROR);
       const toolList = cut < 0 ? detail : detail.slice(0, cut);
       const seen = /^(?:seen in results|mentioned) ×(\d+)$/.exec(toolList);
-      const use = files.get(path) ?? fileUse(path, order, false, 0);
-      use.lastOrder = order;
+      const use = useFile(files, path, order, false, 0);
       use.lastError = cut < 0 ? undefined : detail.slice(cut + FILE_ERROR.length);
       if (seen !== null) use.mentions += Number(seen[1]);
       else {
@@ -126,17 +136,11 @@ function earlierUses(lines: readonly string[]): {
         }
         use.acted = true;
       }
-      files.set(path, use);
     } else if (others !== null) {
       for (const match of (others[1] ?? '').matchAll(
         /(?:^|, )([^,]+?) ×(\d+)(?: \((\d+) looked like errors\))?(?=, |…?$)/g,
-      )) {
-        const name = match[1] ?? '';
-        const use = otherTools.get(name) ?? { calls: 0, errors: 0, order };
-        use.calls += Number(match[2]);
-        use.errors += Number(match[3] ?? 0);
-        otherTools.set(name, use);
-      }
+      ))
+        useTool(otherTools, match[1] ?? '', order, Number(match[2]), Number(match[3] ?? 0));
     } else {
       verbatim.push({ text: line, priority: 4 + (index + 1) / (lines.length + 1), order });
     }
@@ -151,19 +155,6 @@ function staleness(lastOrder: number): number {
 
 export function fileAndCommandCandidates(transcript: Turns): Candidate[] {
   const { files, commands, otherTools, verbatim } = earlierUses(transcript.earlier.files);
-
-  const useFile = (path: string, order: number, acted: boolean): FileUse => {
-    const existing = files.get(path);
-    if (existing !== undefined) {
-      existing.acted ||= acted;
-      existing.mentions += 1;
-      existing.lastOrder = order;
-      return existing;
-    }
-    const created = fileUse(path, order, acted, 1);
-    files.set(path, created);
-    return created;
-  };
 
   for (const call of transcript.calls) {
     const fields = argumentFields(call.args);
@@ -180,7 +171,7 @@ export function fileAndCommandCandidates(transcript: Turns): Candidate[] {
     const action = subcommand !== undefined && !isCommandLine ? `${call.name} ${subcommand.trim()}` : call.name;
 
     for (const path of new Set(paths)) {
-      const use = useFile(path, call.order, true);
+      const use = useFile(files, path, call.order, true);
       use.tools.set(action, (use.tools.get(action) ?? 0) + 1);
       use.lastError = error;
       use.edited ||= EDIT_TOOLS.test(action);
@@ -188,30 +179,14 @@ export function fileAndCommandCandidates(transcript: Turns): Candidate[] {
     if (isCommandLine) {
       const line = firstLine(subcommand).trim();
       const command = clip(line, 160) + (subcommand.trim() !== line ? ' …' : '');
-      const key = `${call.name}\u0000${command}`;
-      const use = commands.get(key) ?? {
-        command,
-        tool: call.name,
-        times: 0,
-        lastOrder: call.order,
-        outcome: 'done',
-        error: undefined,
-      };
-      use.times += 1;
-      use.lastOrder = call.order;
-      use.outcome = call.result === undefined ? 'no result' : error === undefined ? 'done' : 'error';
-      use.error = error;
-      commands.set(key, use);
+      const outcome = call.result === undefined ? 'no result' : error === undefined ? 'done' : 'error';
+      useCommand(commands, { command, tool: call.name, lastOrder: call.order, outcome, error }, 1);
     }
-    if (!isCommandLine && paths.length === 0) {
-      const use = otherTools.get(call.name) ?? { calls: 0, errors: 0, order: call.order };
-      use.calls += 1;
-      if (error !== undefined) use.errors += 1;
-      otherTools.set(call.name, use);
-    }
+    if (!isCommandLine && paths.length === 0)
+      useTool(otherTools, call.name, call.order, 1, error === undefined ? 0 : 1);
   }
   for (const { result } of transcript.results) {
-    for (const path of pathsIn(result.text)) useFile(path, result.order, false);
+    for (const path of pathsIn(result.text)) useFile(files, path, result.order, false);
   }
 
   const candidates: Candidate[] = [...verbatim];
@@ -228,17 +203,12 @@ export function fileAndCommandCandidates(transcript: Turns): Candidate[] {
   }
   for (const use of commands.values()) {
     const times = use.times > 1 ? ` ×${use.times}` : '';
-    const outcome =
-      use.outcome === 'error'
-        ? ` → error: ${use.error ?? ''}`
-        : use.outcome === 'no result'
-          ? ' → no result recorded'
-          : '';
+    const outcomes = { error: ` → error: ${use.error ?? ''}`, 'no result': ' → no result recorded', done: '' };
     // Later commands are the ones the agent builds on; failed ones say what not to repeat.
     const recency = use.lastOrder > 0 ? (use.lastOrder / lastOrder) * 10 : -staleness(use.lastOrder);
     const priority = 10 + recency + (use.outcome === 'error' ? 5 : 0);
     candidates.push({
-      text: `- ${code(use.command)} (${use.tool}${times})${outcome}`,
+      text: `- ${code(use.command)} (${use.tool}${times})${outcomes[use.outcome]}`,
       priority,
       order: 1e9 + use.lastOrder,
     });

@@ -103,7 +103,6 @@ export function namedIdentifiers(ranked: readonly string[], instructions: string
 }
 
 export function namedFirst(ranked: readonly string[], named: readonly string[]): string[] {
-  if (named.length === 0) return [...ranked];
   const first = new Set(named);
   return [...named, ...ranked.filter((identifier) => !first.has(identifier))];
 }
