@@ -130,10 +130,11 @@ export function searchAttributeWarning(
       `missing ${setup.missing.join(', ')}${setup.error === undefined ? '' : ` (could not register them: ${setup.error})`}`,
     );
   if (setup.conflicting.length > 0) parts.push(`registered with another type: ${setup.conflicting.join(', ')}`);
-  const commands = setup.missing
+  const commands = Object.entries(COMPACTOR_SEARCH_ATTRIBUTES)
+    .filter(([name]) => setup.missing.includes(name))
     .map(
-      (name) =>
-        `temporal operator search-attribute create --namespace ${namespace} --name ${name} --type ${CLI_TYPE_NAMES[COMPACTOR_SEARCH_ATTRIBUTES[name as keyof typeof COMPACTOR_SEARCH_ATTRIBUTES]]}`,
+      ([name, type]) =>
+        `temporal operator search-attribute create --namespace ${namespace} --name ${name} --type ${CLI_TYPE_NAMES[type]}`,
     )
     .join(' && ');
   return `WARNING: namespace "${namespace}" search attributes ${parts.join('; ')}. Agent runs go on without them (no filtering by CompactionCount, ContextTokens, CompactionFallbacks, ContextExhausted, CompactionPending)${commands === '' ? '' : `; to add them: ${commands}`}`;
