@@ -94,25 +94,15 @@ export async function ensureSearchAttributesIfAllowed(
   try {
     status = await searchAttributeStatus(connection, namespace);
   } catch (error) {
-    return {
-      present: [],
-      missing: Object.keys(COMPACTOR_SEARCH_ATTRIBUTES),
-      conflicting: [],
-      registered: [],
-      error: `listing them failed: ${messageOf(error)}`,
-    };
+    const missing = Object.keys(COMPACTOR_SEARCH_ATTRIBUTES);
+    return { present: [], missing, conflicting: [], registered: [], error: `listing them failed: ${messageOf(error)}` };
   }
-  if (status.missing.length === 0) return { ...status, registered: [], error: undefined };
+  const { present, missing, conflicting } = status;
+  if (missing.length === 0) return { ...status, registered: [], error: undefined };
   if (!register) return { ...status, registered: [], error: 'registering is turned off for this worker' };
   try {
-    await addSearchAttributes(connection, namespace, status.missing);
-    return {
-      present: [...status.present, ...status.missing],
-      missing: [],
-      conflicting: status.conflicting,
-      registered: status.missing,
-      error: undefined,
-    };
+    await addSearchAttributes(connection, namespace, missing);
+    return { present: [...present, ...missing], missing: [], conflicting, registered: missing, error: undefined };
   } catch (error) {
     return { ...status, registered: [], error: messageOf(error) };
   }

@@ -92,13 +92,11 @@ async function* batchesOf(client: Client, workflowId: string, runId: string): As
     const scheduled = event.activityTaskScheduledEventAttributes;
     if (scheduled?.activityType?.name !== 'recordSession') continue;
     let payloads: Payload[] = scheduled.input?.payloads ?? [];
-    if (payloads.some((payload) => isReferencePayload(payload))) {
+    const claim = payloads.find((payload) => isReferencePayload(payload));
+    if (claim !== undefined) {
       if (runner === undefined) {
-        const claim = payloads.find((payload) => isReferencePayload(payload));
-        throw new PayloadStoreNotConfiguredError(
-          `the client reading run ${runId} of ${workflowId}`,
-          claim === undefined ? undefined : decodeReferencePayload(claim).driverName,
-        );
+        const driver = decodeReferencePayload(claim).driverName;
+        throw new PayloadStoreNotConfiguredError(`the client reading run ${runId} of ${workflowId}`, driver);
       }
       payloads = await runner.retrieve(payloads);
     }

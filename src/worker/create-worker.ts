@@ -195,12 +195,10 @@ export async function createWorker(config: CompactorWorkerConfig): Promise<Compa
       ...(config.log === undefined ? {} : { log: config.log }),
     });
   // From `temporalEnv` (where loadWorkerConfig puts the configuration, flags included), else the process's.
+  const env = config.temporalEnv;
   const opened =
     config.connection === undefined
-      ? await connectTemporal(readSettings(TEMPORAL_SETTING_KEYS, { env: config.temporalEnv }), {
-          kind: 'worker',
-          env: config.temporalEnv,
-        })
+      ? await connectTemporal(readSettings(TEMPORAL_SETTING_KEYS, { env }), { kind: 'worker', env })
       : undefined;
   const connection = config.connection ?? opened?.connection;
   if (connection === undefined) throw new TypeError('createWorker: no connection');
