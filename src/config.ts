@@ -519,8 +519,7 @@ export function loadConfig(options: LoadConfigOptions = {}) {
     codecKeyring = keyringFromSettings({ key: codecKey, keyId: codecKeyId, oldKeys: codecOldKeys });
   } catch (error) {
     if (!(error instanceof KeyFormatError)) throw error;
-    const codecKeys = ['codecKey', 'codecKeyId', 'codecOldKeys'] as const;
-    const key = codecKeys.find((candidate) => envOf(candidate) === error.setting) ?? 'codecKey';
+    const key = SETTING_KEYS.find((candidate) => envOf(candidate) === error.setting) ?? 'codecKey';
     throw settingError(key, given, error.expected);
   }
   return {
