@@ -15,6 +15,7 @@ const count = z.number().int().nonnegative();
 export const DURATION_PATTERN = '^\\s*(\\d+(?:\\.\\d+)?)\\s*(ms|s|m|h|d)\\s*$';
 const duration = z.union([z.number().nonnegative(), z.string().regex(new RegExp(DURATION_PATTERN))]);
 const positiveDuration = z.union([z.number().positive(), z.string().regex(new RegExp(DURATION_PATTERN))]);
+const optionalText = z.string().min(1).optional();
 
 /** The compaction options, the per-call `target` and the summarize activity's settings; unknown fields refused. */
 export const compactConversationOptionsSchema = optionsSchema
@@ -35,16 +36,10 @@ export const compactConversationOptionsSchema = optionsSchema
       .optional()
       .meta({ description: 'Deadline of one summarize attempt. Default "5m".' }),
     heartbeatTimeout: positiveDuration.optional().meta({ description: 'Default "10s".' }),
-    taskQueue: z
-      .string()
-      .min(1)
-      .optional()
-      .meta({ description: "Task queue of the summarize activity. Default: the workflow's." }),
-    summarizerModel: z
-      .string()
-      .min(1)
-      .optional()
-      .meta({ description: 'A label for the UI only: the worker decides which model runs.' }),
+    taskQueue: optionalText.meta({ description: "Task queue of the summarize activity. Default: the workflow's." }),
+    summarizerModel: optionalText.meta({
+      description: 'A label for the UI only: the worker decides which model runs.',
+    }),
     maxPayloadBytes: z
       .number()
       .int()

@@ -80,18 +80,16 @@ const COMPACTOR_OPTION_KEYS: readonly string[] = [
   ...SUMMARIZE_ACTIVITY_SETTING_KEYS,
 ];
 const FORMAT_OPTION_KEYS = keysOf<FormatOption>({ format: true });
-const CALL_OPTION_KEYS = [
-  ...keysOf<CompactCallOptions>({
-    target: true,
-    counter: true,
-    signal: true,
-    summaryInstructions: true,
-    summaryPrompt: true,
-    keepUserMessages: true,
-    onProgress: true,
-  }),
-  ...FORMAT_OPTION_KEYS,
-];
+const CALL_OPTION_KEYS = keysOf<CompactCallOptions & FormatOption>({
+  target: true,
+  counter: true,
+  signal: true,
+  summaryInstructions: true,
+  summaryPrompt: true,
+  keepUserMessages: true,
+  onProgress: true,
+  format: true,
+});
 
 /**
  * Compacts conversations in-process: the same engine as the workflow `compact`, with the
@@ -234,12 +232,7 @@ export class Compactor {
         const overflow = readContextOverflow(error);
         if (overflow !== undefined) {
           const { contextWindow, promptTokens } = overflow;
-          return {
-            kind: 'overflow',
-            message,
-            ...(contextWindow === undefined ? {} : { contextWindow }),
-            ...(promptTokens === undefined ? {} : { promptTokens }),
-          };
+          return { kind: 'overflow', message, contextWindow, promptTokens };
         }
         if (pastDeadline(error)) return { kind: 'failed', reason: 'deadline', message };
         if (classifyError(error) === 'abort') return { kind: 'failed', reason: 'rejected', message };

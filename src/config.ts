@@ -34,7 +34,6 @@ export const DEFAULT_CHAT_TIMEOUT_MS = 120_000;
 export const DEFAULT_OPENAI_BASE_URL = 'https://api.openai.com/v1';
 /** A claim costs about 200 bytes of history: a larger payload takes less as a claim than inline (bench/README.md). */
 export const DEFAULT_PAYLOAD_THRESHOLD = 256;
-export { DEFAULT_CODEC_SERVER_HOST, DEFAULT_CODEC_SERVER_PORT, MAX_PAYLOAD_THRESHOLD };
 /** @default the origins of `temporal server start-dev`'s UI (port 8233), by name and by address. */
 export const DEFAULT_CODEC_SERVER_ORIGINS: readonly string[] = ['http://localhost:8233', 'http://127.0.0.1:8233'];
 
@@ -42,10 +41,11 @@ export const DEFAULT_CODEC_SERVER_ORIGINS: readonly string[] = ['http://localhos
 
 const nonEmptyText = z.string().trim().min(1);
 
+// A number, or its digits as the environment gives them.
+const numeric = z.union([z.number(), z.string().trim().regex(/^\d+$/).transform(Number)]);
+
 const integerIn = (minimum: number, maximum = Number.MAX_SAFE_INTEGER) =>
-  z
-    .union([z.number(), z.string().trim().regex(/^\d+$/).transform(Number)])
-    .pipe(z.number().int().min(minimum).max(maximum));
+  numeric.pipe(z.number().int().min(minimum).max(maximum));
 
 // envconfig reads TEMPORAL_TLS as true only for `1` and `true` (anything else is false), so
 // accepting `yes` here would silently disagree with the connection it configures.
@@ -54,18 +54,12 @@ const flag = z.union([
   z.enum(['true', 'false', '1', '0']).transform((value) => value === 'true' || value === '1'),
 ]);
 
+// Text without a unit is milliseconds; NaN (not a duration) fails the range check.
 const durationOf = (minimumMs: number) =>
   z
-    .union([
-      z.number(),
-      z.string().trim().regex(/^\d+$/).transform(Number),
-      z
-        .string()
-        .refine((value) => durationTextMs(value) !== undefined)
-        .transform((value) => durationTextMs(value) ?? 0),
-    ])
+    .union([numeric, z.string().transform((value) => durationTextMs(value) ?? Number.NaN)])
     .pipe(z.number().finite().min(minimumMs))
-    .transform((milliseconds) => Math.round(milliseconds));
+    .transform(Math.round);
 
 // No userinfo and no query: fetch refuses a URL with credentials (quoting it, password and all, in
 // its error), and the clients append their paths to the base URL, after any query it has.
@@ -81,33 +75,33 @@ function bareHttpUrl(value: string): URL | undefined {
 
 const httpUrl = nonEmptyText.refine((value) => bareHttpUrl(value) !== undefined);
 
+/** A comma-separated list, each entry trimmed and mapped by `entry`; one undefined makes the list bad. */
+const listOf = (entry: (text: string) => string | undefined) =>
+  nonEmptyText.transform((value, context) => {
+    const entries = value.split(',').map((text) => entry(text.trim()));
+    if (entries.every((each) => each !== undefined)) return entries;
+    context.addIssue({ code: 'custom', message: 'bad list' });
+    return z.NEVER;
+  });
+
 // Browser origins (`scheme://host[:port]`, no path) for CORS, comma-separated; `*` for any origin.
-const originList = nonEmptyText.transform((value, context) => {
-  const entries = value.split(',').map((entry) => entry.trim());
-  if (entries.length === 1 && entries[0] === '*') return ['*'];
-  const origins: string[] = [];
-  for (const url of entries.map(bareHttpUrl)) {
-    if (url?.pathname !== '/') {
-      context.addIssue({ code: 'custom', message: 'bad origin' });
-      return z.NEVER;
-    }
-    origins.push(url.origin);
-  }
-  return origins;
-});
+const originList = nonEmptyText.pipe(
+  z.union([
+    z.literal('*').transform(() => ['*']),
+    listOf((entry) => {
+      const url = bareHttpUrl(entry);
+      return url?.pathname === '/' ? url.origin : undefined;
+    }),
+  ]),
+);
 
 // Names of secret files the built-in tools may read (COMPACTOR_TOOLS_ALLOW), comma-separated: each a
 // rule or a path relative to the tool root, so none absolute and none leading out of the root.
-const allowList = nonEmptyText.transform((value, context) => {
-  const entries = value.split(',').map((entry) => entry.trim());
-  const bad = (entry: string): boolean =>
-    entry === '' || entry.startsWith('/') || /^[A-Za-z]:/.test(entry) || entry.split(/[\\/]/).includes('..');
-  if (entries.some(bad)) {
-    context.addIssue({ code: 'custom', message: 'bad allow list' });
-    return z.NEVER;
-  }
-  return entries;
-});
+const allowList = listOf((entry) =>
+  entry === '' || entry.startsWith('/') || /^[A-Za-z]:/.test(entry) || entry.split(/[\\/]/).includes('..')
+    ? undefined
+    : entry,
+);
 
 // host:port with an optional port (the SDK adds 7233); IPv6 hosts in brackets.
 const hostPort = nonEmptyText.regex(/^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)(?::\d{1,5})?$/);
@@ -401,6 +395,8 @@ const settings = {
   },
 } as const satisfies Record<string, Setting>;
 
+const SETTING_KEYS: readonly SettingKey[] = Object.keys(settings).filter(isSettingKey);
+
 /** The camelCase name of a setting; its flag is the kebab-case form (`taskQueue` → `--task-queue`). */
 export type SettingKey = keyof typeof settings;
 
@@ -412,7 +408,7 @@ export type ConfigFlags = Partial<Record<FlagKey, RawSettingValue>>;
 
 // TypeScript cannot follow a mapped type through Object.fromEntries, hence the one assertion.
 const configSchema = z.object(
-  Object.fromEntries(settingKeys().map((key) => [key, settings[key].schema])) as {
+  Object.fromEntries(SETTING_KEYS.map((key) => [key, settings[key].schema])) as {
     [K in SettingKey]: (typeof settings)[K]['schema'];
   },
 );
@@ -502,9 +498,8 @@ export function readSettings<K extends SettingKey>(
  * @throws ConfigError naming the first bad setting as the user wrote it (env var or `--flag`).
  */
 export function loadConfig(options: LoadConfigOptions = {}) {
-  const keys = settingKeys();
-  const given = rawSettings(keys, options);
-  const values = parseSettings(keys, given);
+  const given = rawSettings(SETTING_KEYS, options);
+  const values = parseSettings(SETTING_KEYS, given);
   if (values.summarizer === 'openai' && values.openaiApiKey === undefined && values.openaiBaseUrl === undefined) {
     const expected = '"auto" or "extractive" when neither OPENAI_API_KEY nor OPENAI_BASE_URL is set';
     throw settingError('summarizer', given, expected);
@@ -524,8 +519,7 @@ export function loadConfig(options: LoadConfigOptions = {}) {
     codecKeyring = keyringFromSettings({ key: codecKey, keyId: codecKeyId, oldKeys: codecOldKeys });
   } catch (error) {
     if (!(error instanceof KeyFormatError)) throw error;
-    const codecKeys = ['codecKey', 'codecKeyId', 'codecOldKeys'] as const;
-    const key = codecKeys.find((candidate) => envOf(candidate) === error.setting) ?? 'codecKey';
+    const key = SETTING_KEYS.find((candidate) => envOf(candidate) === error.setting) ?? 'codecKey';
     throw settingError(key, given, error.expected);
   }
   return {
@@ -552,10 +546,6 @@ function flagOf(key: SettingKey): string | undefined {
   return setting.secret === true ? undefined : key.replace(/[A-Z]/g, (letter) => `-${letter.toLowerCase()}`);
 }
 
-function settingKeys(): SettingKey[] {
-  return Object.keys(settings).filter(isSettingKey);
-}
-
 function isSettingKey(value: unknown): value is SettingKey {
   return typeof value === 'string' && Object.hasOwn(settings, value);
 }
@@ -571,7 +561,7 @@ export const LIBRARY_SECRET_VARIABLES = [
 
 /** The environment variables whose values are secret. */
 export function secretVariables(): string[] {
-  const secrets = settingKeys().filter((key) => (settings[key] as Setting).secret === true);
+  const secrets = SETTING_KEYS.filter((key) => (settings[key] as Setting).secret === true);
   return [...secrets.map(envOf), ...LIBRARY_SECRET_VARIABLES];
 }
 
@@ -608,14 +598,14 @@ export function workerSecrets(
 
 /** Options for `node:util` `parseArgs`, one string option per flag. */
 export function configParseArgsOptions(): Record<string, { type: 'string' }> {
-  const names = settingKeys().flatMap((key) => flagOf(key) ?? []);
+  const names = SETTING_KEYS.flatMap((key) => flagOf(key) ?? []);
   return Object.fromEntries(names.map((name) => [name, { type: 'string' as const }]));
 }
 
 /** Picks the configuration flags out of `parseArgs` values (kebab-case keys); other flags are ignored. */
 export function configFlagsFromArgs(values: Readonly<Record<string, unknown>>): ConfigFlags {
   const flags: Partial<Record<SettingKey, RawSettingValue>> = {};
-  for (const key of settingKeys()) {
+  for (const key of SETTING_KEYS) {
     const name = flagOf(key);
     const value = name === undefined ? undefined : values[name];
     if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') flags[key] = value;
@@ -651,7 +641,7 @@ export function temporalEnvVars(
 
 /** The rows of the README's configuration table; `flag` is undefined for environment-only secrets. */
 export function configTable() {
-  return settingKeys().map((key) => {
+  return SETTING_KEYS.map((key) => {
     const { defaultText, description }: Setting = settings[key];
     const flag = flagOf(key);
     return {

@@ -11,14 +11,10 @@ const require = createRequire(import.meta.url);
 const load: <T>(name: string) => T = require;
 
 /** The version ranges of our optional peers, from the package.json this module was installed with. */
-function peerRanges(): Record<string, string> {
+function peerRanges(): Record<string, unknown> {
   try {
     const manifest: unknown = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
-    const peers = isRecord(manifest) ? manifest.peerDependencies : undefined;
-    if (!isRecord(peers)) return {};
-    return Object.fromEntries(
-      Object.entries(peers).filter((entry): entry is [string, string] => typeof entry[1] === 'string'),
-    );
+    return isRecord(manifest) && isRecord(manifest.peerDependencies) ? manifest.peerDependencies : {};
   } catch {
     return {};
   }
@@ -36,7 +32,7 @@ export class MissingPeerError extends InstallError {
     readonly setting: string,
   ) {
     const ranges = peerRanges();
-    const install = packages.map((name) => (ranges[name] === undefined ? name : `${name}@${ranges[name]}`));
+    const install = packages.map((name) => (typeof ranges[name] === 'string' ? `${name}@${ranges[name]}` : name));
     super(
       `${setting} needs ${packages.join(', ')}, not installed beside temporal-compactor: npm install ${install.map((spec) => (/[\s<>^|*]/.test(spec) ? `'${spec}'` : spec)).join(' ')}`,
     );

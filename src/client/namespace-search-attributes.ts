@@ -94,25 +94,15 @@ export async function ensureSearchAttributesIfAllowed(
   try {
     status = await searchAttributeStatus(connection, namespace);
   } catch (error) {
-    return {
-      present: [],
-      missing: Object.keys(COMPACTOR_SEARCH_ATTRIBUTES),
-      conflicting: [],
-      registered: [],
-      error: `listing them failed: ${messageOf(error)}`,
-    };
+    const missing = Object.keys(COMPACTOR_SEARCH_ATTRIBUTES);
+    return { present: [], missing, conflicting: [], registered: [], error: `listing them failed: ${messageOf(error)}` };
   }
-  if (status.missing.length === 0) return { ...status, registered: [], error: undefined };
+  const { present, missing, conflicting } = status;
+  if (missing.length === 0) return { ...status, registered: [], error: undefined };
   if (!register) return { ...status, registered: [], error: 'registering is turned off for this worker' };
   try {
-    await addSearchAttributes(connection, namespace, status.missing);
-    return {
-      present: [...status.present, ...status.missing],
-      missing: [],
-      conflicting: status.conflicting,
-      registered: status.missing,
-      error: undefined,
-    };
+    await addSearchAttributes(connection, namespace, missing);
+    return { present: [...present, ...missing], missing: [], conflicting, registered: missing, error: undefined };
   } catch (error) {
     return { ...status, registered: [], error: messageOf(error) };
   }
@@ -130,10 +120,11 @@ export function searchAttributeWarning(
       `missing ${setup.missing.join(', ')}${setup.error === undefined ? '' : ` (could not register them: ${setup.error})`}`,
     );
   if (setup.conflicting.length > 0) parts.push(`registered with another type: ${setup.conflicting.join(', ')}`);
-  const commands = setup.missing
+  const commands = Object.entries(COMPACTOR_SEARCH_ATTRIBUTES)
+    .filter(([name]) => setup.missing.includes(name))
     .map(
-      (name) =>
-        `temporal operator search-attribute create --namespace ${namespace} --name ${name} --type ${CLI_TYPE_NAMES[COMPACTOR_SEARCH_ATTRIBUTES[name as keyof typeof COMPACTOR_SEARCH_ATTRIBUTES]]}`,
+      ([name, type]) =>
+        `temporal operator search-attribute create --namespace ${namespace} --name ${name} --type ${CLI_TYPE_NAMES[type]}`,
     )
     .join(' && ');
   return `WARNING: namespace "${namespace}" search attributes ${parts.join('; ')}. Agent runs go on without them (no filtering by CompactionCount, ContextTokens, CompactionFallbacks, ContextExhausted, CompactionPending)${commands === '' ? '' : `; to add them: ${commands}`}`;

@@ -41,23 +41,19 @@ function isBatch(value: unknown): value is SessionBatch {
 /** The runs of a continue-as-new chain up to `runId`, first run first. */
 export async function chainRunIds(client: Client, workflowId: string, runId: string): Promise<string[]> {
   const runs = [runId];
-  for (let current: string | undefined = runId; current !== undefined;) {
+  for (;;) {
     const page: temporal.api.workflowservice.v1.IGetWorkflowExecutionHistoryResponse =
       await client.workflowService.getWorkflowExecutionHistory({
         namespace: client.options.namespace,
-        execution: { workflowId, runId: current },
+        execution: { workflowId, runId: runs[0] },
         maximumPageSize: 1,
       });
-    const previous: string | null | undefined =
-      page.history?.events?.[0]?.workflowExecutionStartedEventAttributes?.continuedExecutionRunId;
-    current = previous === undefined || previous === null || previous === '' ? undefined : previous;
-    if (current !== undefined) {
-      if (runs.includes(current))
-        throw new SessionReadError(`the continue-as-new chain of ${workflowId} loops at run ${current}`);
-      runs.unshift(current);
-    }
+    const previous = page.history?.events?.[0]?.workflowExecutionStartedEventAttributes?.continuedExecutionRunId;
+    if (previous === undefined || previous === null || previous === '') return runs;
+    if (runs.includes(previous))
+      throw new SessionReadError(`the continue-as-new chain of ${workflowId} loops at run ${previous}`);
+    runs.unshift(previous);
   }
-  return runs;
 }
 
 /** Without a payload store an event can carry 2 MB: 16 events stay under {@link HISTORY_CHANNEL_ARGS}' limit. */
@@ -96,13 +92,11 @@ async function* batchesOf(client: Client, workflowId: string, runId: string): As
     const scheduled = event.activityTaskScheduledEventAttributes;
     if (scheduled?.activityType?.name !== 'recordSession') continue;
     let payloads: Payload[] = scheduled.input?.payloads ?? [];
-    if (payloads.some((payload) => isReferencePayload(payload))) {
+    const claim = payloads.find((payload) => isReferencePayload(payload));
+    if (claim !== undefined) {
       if (runner === undefined) {
-        const claim = payloads.find((payload) => isReferencePayload(payload));
-        throw new PayloadStoreNotConfiguredError(
-          `the client reading run ${runId} of ${workflowId}`,
-          claim === undefined ? undefined : decodeReferencePayload(claim).driverName,
-        );
+        const driver = decodeReferencePayload(claim).driverName;
+        throw new PayloadStoreNotConfiguredError(`the client reading run ${runId} of ${workflowId}`, driver);
       }
       payloads = await runner.retrieve(payloads);
     }

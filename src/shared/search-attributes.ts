@@ -3,15 +3,6 @@
 // server (which register them).
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 
-/** Our search attributes and their types. Register them with `temporal operator search-attribute create`. */
-export const COMPACTOR_SEARCH_ATTRIBUTES = {
-  CompactionCount: SearchAttributeType.INT,
-  ContextTokens: SearchAttributeType.INT,
-  CompactionFallbacks: SearchAttributeType.INT,
-  ContextExhausted: SearchAttributeType.BOOL,
-  CompactionPending: SearchAttributeType.BOOL,
-} as const satisfies Record<string, SearchAttributeType>;
-
 /** Typed keys for `upsertSearchAttributes`. */
 export const SearchAttributeKeys = {
   CompactionCount: defineSearchAttributeKey('CompactionCount', SearchAttributeType.INT),
@@ -21,3 +12,8 @@ export const SearchAttributeKeys = {
   /** True while a compaction waits for `reviewCompaction` (`compaction.review: 'approve'`), false once decided. */
   CompactionPending: defineSearchAttributeKey('CompactionPending', SearchAttributeType.BOOL),
 } as const;
+
+/** Our search attributes and their types. Register them with `temporal operator search-attribute create`. */
+export const COMPACTOR_SEARCH_ATTRIBUTES: Readonly<Record<string, SearchAttributeType>> = Object.fromEntries(
+  Object.values(SearchAttributeKeys).map(({ name, type }) => [name, type]),
+);

@@ -1,7 +1,7 @@
 // Node only: opt-in OpenTelemetry tracing (COMPACTOR_TRACING) through the SDK's OpenTelemetry plugin:
 // interceptors, and the sink that carries the sandbox's spans (`Compaction` among them) to the same
 // span processor. Its packages are optional peers, loaded only when tracing is on.
-import { context, propagation, SpanStatusCode, type Attributes } from '@opentelemetry/api';
+import { context, propagation, SpanStatusCode } from '@opentelemetry/api';
 import type * as ContextAsyncHooks from '@opentelemetry/context-async-hooks';
 import type * as Core from '@opentelemetry/core';
 import type { ExportResult } from '@opentelemetry/core';
@@ -109,11 +109,9 @@ export class StderrSpanExporter implements SpanExporter {
 
   export(spans: ReadableSpan[], done: (result: ExportResult) => void): void {
     for (const span of spans) {
-      const attributes: Attributes = {};
-      for (const [key, value] of Object.entries(span.attributes)) {
-        if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean')
-          attributes[key] = value;
-      }
+      const scalars = Object.entries(span.attributes).filter(([, value]) =>
+        ['string', 'number', 'boolean'].includes(typeof value),
+      );
       const { traceId, spanId } = span.spanContext();
       const { code, message } = span.status;
       const line = {
@@ -123,7 +121,7 @@ export class StderrSpanExporter implements SpanExporter {
         ...(span.parentSpanId === undefined ? {} : { parentSpanId: span.parentSpanId }),
         ms: Math.round((span.duration[0] * 1000 + span.duration[1] / 1e6) * 1000) / 1000,
         status: code === SpanStatusCode.ERROR && message !== undefined ? `ERROR: ${message}` : SpanStatusCode[code],
-        attributes,
+        attributes: Object.fromEntries(scalars),
       };
       this.write(`${JSON.stringify(line)}\n`);
     }

@@ -16,7 +16,9 @@ import {
 } from '../client/namespace-search-attributes.js';
 import {
   ConfigError,
+  DEFAULT_SHUTDOWN_GRACE_MS,
   DEFAULT_TASK_QUEUE,
+  DEFAULT_TEMPORAL_NAMESPACE,
   loadConfig,
   readSettings,
   TEMPORAL_SETTING_KEYS,
@@ -106,13 +108,7 @@ const WORKER_CONFIG_KEYS = keysOf<CompactorWorkerConfig>({
 });
 
 /** The worker configuration from the environment and flags, with its summarizer built; a ConfigError names the setting. */
-export function loadWorkerConfig(
-  env: Environment = process.env,
-  flags: Readonly<Record<string, unknown>> = {},
-): CompactorWorkerConfig & {
-  describeSummarizer: string;
-  prometheusAddress: string | undefined;
-} {
+export function loadWorkerConfig(env: Environment = process.env, flags: Readonly<Record<string, unknown>> = {}) {
   const config = loadConfig({ env, flags });
   if (config.workflowBundle !== undefined) existingBundle(config.workflowBundle);
   const { summarizer, describe } = summarizerFromConfig(config);
@@ -199,17 +195,15 @@ export async function createWorker(config: CompactorWorkerConfig): Promise<Compa
       ...(config.log === undefined ? {} : { log: config.log }),
     });
   // From `temporalEnv` (where loadWorkerConfig puts the configuration, flags included), else the process's.
+  const env = config.temporalEnv;
   const opened =
     config.connection === undefined
-      ? await connectTemporal(readSettings(TEMPORAL_SETTING_KEYS, { env: config.temporalEnv }), {
-          kind: 'worker',
-          env: config.temporalEnv,
-        })
+      ? await connectTemporal(readSettings(TEMPORAL_SETTING_KEYS, { env }), { kind: 'worker', env })
       : undefined;
   const connection = config.connection ?? opened?.connection;
   if (connection === undefined) throw new TypeError('createWorker: no connection');
 
-  const namespace = config.namespace ?? opened?.namespace ?? 'default';
+  const namespace = config.namespace ?? opened?.namespace ?? DEFAULT_TEMPORAL_NAMESPACE;
   const warn = config.warn ?? ((message: string) => console.error(message));
   // Missing search attributes must not stop a run: the runs upsert only those the worker says exist.
   let searchAttributes: SearchAttributeSetup | undefined;
@@ -226,8 +220,7 @@ export async function createWorker(config: CompactorWorkerConfig): Promise<Compa
     // Unset is undefined, which the SDK reads as its default.
     maxConcurrentActivityTaskExecutions: config.maxConcurrentActivityTaskExecutions,
     maxConcurrentWorkflowTaskExecutions: config.maxConcurrentWorkflowTaskExecutions,
-    shutdownGraceTime:
-      config.shutdownGraceTime === undefined ? 10_000 : parseDuration(config.shutdownGraceTime, 'shutdownGraceTime'),
+    shutdownGraceTime: parseDuration(config.shutdownGraceTime ?? DEFAULT_SHUTDOWN_GRACE_MS, 'shutdownGraceTime'),
   };
   const plans: WorkerOptions[] = [];
   if (mode === 'activities') plans.push({ ...common, taskQueue: summarizerTaskQueue, plugins: [plugin('activities')] });

@@ -239,14 +239,10 @@ export class CompactorPlugin extends SimplePlugin {
       const setup = await ensureSearchAttributesIfAllowed(connection, namespace, { register: mode === 'register' });
       this.pluginOptions.onSearchAttributes?.(setup);
       const warning = searchAttributeWarning(namespace, setup);
-      if (warning !== undefined)
-        (this.pluginOptions.warn ?? ((message: string) => console.error(message)))(`temporal-compactor: ${warning}`);
+      if (warning !== undefined) (this.pluginOptions.warn ?? console.error)(`temporal-compactor: ${warning}`);
     }
-    const line = workerStartLine({
-      ...this.uses,
-      queues: [{ taskQueue: worker.options.taskQueue, runs: this.registration }],
-    });
-    (this.pluginOptions.log ?? ((message: string) => console.error(message)))(line);
+    const queues = [{ taskQueue: worker.options.taskQueue, runs: this.registration }];
+    (this.pluginOptions.log ?? console.error)(workerStartLine({ ...this.uses, queues }));
     try {
       return await super.runWorker(worker, next);
     } finally {

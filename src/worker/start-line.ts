@@ -31,14 +31,10 @@ function describeChat({ baseURL, apiKey }: ChatServer): string {
 
 /** The data converter in words: what payloadConverterFromConfig said of it, the SDK's defaults, or one of the caller's own. */
 function describeDataConverter(dataConverter: DataConverter): string {
-  const own =
-    dataConverter.payloadCodecs === undefined &&
-    dataConverter.externalStorage === undefined &&
-    dataConverter.payloadConverterPath === undefined &&
-    dataConverter.failureConverterPath === undefined;
+  const sdkDefaults = Object.values(dataConverter).every((part) => part === undefined);
   return descriptionOf(
     dataConverter,
-    own
+    sdkDefaults
       ? 'payloads inline (no store, no codec)'
       : 'a data converter of your own (payload store and codec not ours to say)',
   );
