@@ -193,9 +193,10 @@ export function unwritableReason(path: string): string | undefined {
 }
 
 /**
- * Writes `text` to `path` whole or not at all: into a private temporary file beside it, created
- * exclusively, given `mode` (by default the mode of the file it replaces), then renamed over `path`
- * (a link is replaced, never followed; one there from the start is refused unless `replaceLink`).
+ * Writes `text` to `path` whole or not at all: into a temporary file beside it, created exclusively,
+ * then renamed over `path` (a link is replaced, never followed; one there from the start is refused
+ * unless `replaceLink`). The file keeps the mode of the one it replaces; a new one gets `mode` (by
+ * default private), less the umask.
  */
 export function writeFileWhole(
   path: string,
@@ -204,17 +205,18 @@ export function writeFileWhole(
 ): void {
   const refused = replaceLink ? undefined : unwritableReason(path);
   if (refused !== undefined) throw new Error(`cannot write ${path}: it ${refused}`);
-  const fileMode = mode ?? (lstatSync(path, { throwIfNoEntry: false })?.mode ?? NEW_FILE_MODE) & 0o777;
+  const replaced = lstatSync(path, { throwIfNoEntry: false });
+  const kept = replaced?.isFile() ? replaced.mode & 0o777 : undefined;
   const temporary = join(dirname(path), `.${basename(path)}.${randomBytes(8).toString('hex')}.tmp`);
   let descriptor: number | undefined;
   try {
     descriptor = openSync(
       temporary,
       constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
-      NEW_FILE_MODE,
+      mode ?? NEW_FILE_MODE,
     );
-    // The umask may take bits off at creation; fchmod sets the mode exactly.
-    fchmodSync(descriptor, fileMode);
+    // The umask took bits off at creation; a replaced file's mode is kept exactly.
+    if (kept !== undefined) fchmodSync(descriptor, kept);
     const bytes = Buffer.from(text, 'utf8');
     for (let written = 0; written < bytes.length;)
       written += writeSync(descriptor, bytes, written, bytes.length - written);
