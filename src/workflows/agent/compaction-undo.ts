@@ -1,6 +1,7 @@
 // Sandbox-safe: the `undoCompaction` updates of an agent run (docs/design.md#undo), checked when they arrive and
 // served by the loop before its next chat request, from the run's recorded transcript.
-import { ActivityFailure, ApplicationFailure } from '@temporalio/common';
+import type { ApplicationFailure } from '@temporalio/common';
+import { ActivityFailure } from '@temporalio/common';
 import { condition, isCancellation, proxyActivities } from '@temporalio/workflow';
 import type { CompactorActivities } from '../../activities/index.js';
 import { recordCount, type CompactionRecord } from '../../core/agent/compaction-history.js';
@@ -9,7 +10,7 @@ import { undoLineFor, undoTarget, type UndoState } from '../../core/agent/undo.j
 import { FailureType, UndoRefusedError } from '../../core/errors.js';
 import type { UndoChange } from '../../core/agent/undo.js';
 import { BOOKKEEPING_ACTIVITY } from '../../shared/activity-options.js';
-import { failureMessage, undoRefusedFailure } from '../../shared/failures.js';
+import { failureMessage, nonRetryableFailure, undoRefusedFailure } from '../../shared/failures.js';
 import type { LiveConversation } from './live-conversation.js';
 import type { PayloadLimit } from './payload-limit.js';
 import type { SteeringRequests } from './steering-requests.js';
@@ -79,11 +80,7 @@ export class CompactionUndo {
     const requests = this.requests.splice(0);
     for (const request of requests)
       request.outcome = {
-        failure: ApplicationFailure.create({
-          type: FailureType.AgentRun.Finished,
-          message: 'the run finished before its next chat request',
-          nonRetryable: true,
-        }),
+        failure: nonRetryableFailure(FailureType.AgentRun.Finished, 'the run finished before its next chat request'),
       };
     return requests.length > 0;
   }

@@ -37,7 +37,7 @@ import type {
   StopAnswer,
   StopReason,
 } from '../../shared/agent-run.js';
-import { failureMessage } from '../../shared/failures.js';
+import { failureMessage, nonRetryableFailure } from '../../shared/failures.js';
 import { UNDESCRIBED_WORKER, type WorkerDescription } from '../../shared/worker-description.js';
 import { describeWorker } from '../describe-worker.js';
 import { runToolCalls } from '../tool-dispatch.js';
@@ -235,12 +235,12 @@ export class AgentLoop {
       const round = this.rounds + 1;
       const candidates = this.chain.candidates(failed, round);
       if (candidates.length === 0)
-        throw ApplicationFailure.create({
-          type: FailureType.RunFailed.BackendsFailed,
-          message: `every backend failed in round ${round}; last: ${failureMessage(lastFailure)}`,
-          nonRetryable: true,
-          cause: lastFailure instanceof Error ? lastFailure : undefined,
-        });
+        throw nonRetryableFailure(
+          FailureType.RunFailed.BackendsFailed,
+          `every backend failed in round ${round}; last: ${failureMessage(lastFailure)}`,
+          undefined,
+          lastFailure instanceof Error ? lastFailure : undefined,
+        );
       await this.compaction.compactIfNeeded(candidates, round);
       const { fits, aimAt } = preflight(this.messages, candidates);
       const backend = fits ?? aimAt;

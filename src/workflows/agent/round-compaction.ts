@@ -1,7 +1,7 @@
 // Sandbox-safe: the compaction of an agent run before a chat request (docs/design.md#agent-run,
 // docs/design.md#review): whether one is due, the pass, its review and its record.
 import { newCalibration, type SummarizerCalibration } from '../../core/compaction/calibration.js';
-import { ApplicationFailure, type ActivityOptions } from '@temporalio/common';
+import type { ActivityOptions } from '@temporalio/common';
 import { FailureType } from '../../core/errors.js';
 import type { AgentRunPlan } from '../../core/agent/agent-input.js';
 import { cacheIsCold, withColdTrigger } from '../../core/agent/cold-cache.js';
@@ -22,7 +22,7 @@ import type { SummarizerUsage } from '../../core/counting/summarizer-usage.js';
 import type { CompactionResult } from '../../core/types.js';
 import { summarizeActivityOptions } from '../../shared/activity-options.js';
 import type { ContextExhaustedDetails } from '../../shared/agent-run.js';
-import { failOnInvalidInput } from '../../shared/failures.js';
+import { failOnInvalidInput, nonRetryableFailure } from '../../shared/failures.js';
 import type { CompactionCall } from '../compact-options.js';
 import { driveCompaction } from '../drive-compaction.js';
 import type { LiveConversation } from './live-conversation.js';
@@ -158,12 +158,11 @@ export class RoundCompaction {
         tokens: result.tokensAfter,
         room: aim,
       };
-      throw ApplicationFailure.create({
-        type: FailureType.RunFailed.ContextExhausted,
-        message: `context exhausted before round ${round}: ${groupDigits(details.tokens)} tokens after compaction, ${groupDigits(aim)} usable on ${details.backend} (keepRecent or a recent tool result is too large for the window)`,
-        nonRetryable: true,
-        details: [details],
-      });
+      throw nonRetryableFailure(
+        FailureType.RunFailed.ContextExhausted,
+        `context exhausted before round ${round}: ${groupDigits(details.tokens)} tokens after compaction, ${groupDigits(aim)} usable on ${details.backend} (keepRecent or a recent tool result is too large for the window)`,
+        details,
+      );
     }
     return record ?? (demand === undefined ? undefined : NOTHING_TO_COMPACT);
   }
