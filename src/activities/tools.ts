@@ -6,7 +6,7 @@ import { Context } from '@temporalio/activity';
 import type { ApplicationFailure } from '@temporalio/common';
 import { z } from 'zod';
 import { FailureType } from '../core/errors.js';
-import { nonRetryableFailure } from '../shared/failures.js';
+import { failureMessage, nonRetryableFailure } from '../shared/failures.js';
 import { capText } from '../core/compaction/transcript.js';
 import type { ChatMessage } from '../core/types.js';
 import { grepInThread, SearchSlots, type GrepOutcome } from './grep.js';
@@ -117,15 +117,6 @@ async function readHead(path: string, shown: string, limit: number): Promise<{ t
   }
 }
 
-/** Undefined when called directly, not as an activity. */
-function cancellationSignal(): AbortSignal | undefined {
-  try {
-    return Context.current().cancellationSignal;
-  } catch {
-    return undefined;
-  }
-}
-
 /**
  * The built-in read-only tools. A path must stay inside `root`, before and after following symlinks
  * (`Tool.PathOutsideRoot`), and match no secret-file rule it is not allowed (`Tool.SecretPath`;
@@ -219,16 +210,14 @@ export function createBuiltInTools({
       // Compiling checks the syntax only: matching runs in the search thread.
       new RegExp(pattern, flags);
     } catch (error) {
-      throw nonRetryableFailure(
-        FailureType.Tool.InvalidArguments,
-        `grep: arguments.pattern: ${error instanceof Error ? error.message : String(error)}`,
-      );
+      throw nonRetryableFailure(FailureType.Tool.InvalidArguments, `grep: arguments.pattern: ${failureMessage(error)}`);
     }
     const { real, base } = await locate('grep', path);
     const kind = await stat(real);
     if (!kind.isFile() && !kind.isDirectory()) throw notAFile('grep', path);
     // Matches stop short of the result's size, leaving room for the closing note.
     const maxOutputChars = Math.max(MAX_GREP_LINE_CHARS, maxResultChars - GREP_NOTE_CHARS);
+    const signal = Context.current().cancellationSignal;
     const { matches, stoppedAt } = await grepInThread(
       {
         pattern,
@@ -243,7 +232,7 @@ export function createBuiltInTools({
         maxLineChars: MAX_GREP_LINE_CHARS,
         maxOutputChars,
       },
-      { timeoutMs: grepTimeoutMs, memoryMb: grepMemoryMb, signal: cancellationSignal(), slots: searchSlots },
+      { timeoutMs: grepTimeoutMs, memoryMb: grepMemoryMb, signal, slots: searchSlots },
     );
     const notes: Record<NonNullable<GrepOutcome['stoppedAt']>, string> = {
       results: `stopped after ${maxResults} matches`,

@@ -1,7 +1,6 @@
 // Sandbox-safe: the `undoCompaction` updates of an agent run (docs/design.md#undo), checked when they arrive and
 // served by the loop before its next chat request, from the run's recorded transcript.
-import type { ApplicationFailure } from '@temporalio/common';
-import { ActivityFailure } from '@temporalio/common';
+import { ActivityFailure, type ApplicationFailure } from '@temporalio/common';
 import { condition, isCancellation, proxyActivities } from '@temporalio/workflow';
 import type { CompactorActivities } from '../../activities/index.js';
 import { recordCount, type CompactionRecord } from '../../core/agent/compaction-history.js';

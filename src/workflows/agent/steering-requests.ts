@@ -7,7 +7,6 @@ import {
   unpinChange,
   type CheckedPinInput,
   type CompactAnswer,
-  type NothingCompacted,
   type PinChange,
   type Pins,
 } from '../../core/agent/steering.js';
@@ -87,10 +86,7 @@ export class SteeringRequests {
   refuseCompactions(): boolean {
     const requests = this.compactRequests.splice(0);
     for (const request of requests)
-      request.answer = {
-        compacted: false,
-        reason: 'the run finished before its next chat request',
-      } satisfies NothingCompacted;
+      request.answer = { compacted: false, reason: 'the run finished before its next chat request' };
     return requests.length > 0;
   }
 
