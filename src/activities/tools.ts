@@ -44,16 +44,13 @@ export const MAX_GREP_LINE_CHARS = 1_000;
 const GREP_NOTE_CHARS = 200;
 const SKIPPED_DIRECTORIES = new Set(['.git', 'node_modules']);
 
-function invalidArguments(tool: string, error: z.ZodError): ApplicationFailure {
-  const issue = error.issues[0];
-  const field = issue === undefined ? 'arguments' : ['arguments', ...issue.path.map(String)].join('.');
-  return nonRetryableFailure(FailureType.Tool.InvalidArguments, `${tool}: ${field}: ${issue?.message ?? 'invalid'}`);
-}
-
+/** `args` as `schema` reads them, else `Tool.InvalidArguments` naming the first issue's path under `arguments`. */
 function parseArgs<T>(tool: string, schema: z.ZodType<T>, args: unknown): T {
   const parsed = schema.safeParse(args ?? {});
-  if (!parsed.success) throw invalidArguments(tool, parsed.error);
-  return parsed.data;
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0];
+  const field = issue === undefined ? 'arguments' : ['arguments', ...issue.path.map(String)].join('.');
+  throw nonRetryableFailure(FailureType.Tool.InvalidArguments, `${tool}: ${field}: ${issue?.message ?? 'invalid'}`);
 }
 
 function outsideRoot(tool: string, path: string, root: string): ApplicationFailure {
