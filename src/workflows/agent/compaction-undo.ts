@@ -5,17 +5,11 @@ import { condition, isCancellation, proxyActivities } from '@temporalio/workflow
 import type { CompactorActivities } from '../../activities/index.js';
 import { recordCount, type CompactionRecord } from '../../core/agent/compaction-history.js';
 import { preflight, type BackendCounter } from '../../core/agent/preflight.js';
-import { undoLineFor, undoTarget, type UndoState } from '../../core/agent/undo.js';
+import { undoLineFor, undoTarget, type UndoChange, type UndoState } from '../../core/agent/undo.js';
 import { FailureType, UndoRefusedError } from '../../core/errors.js';
-import type { UndoChange } from '../../core/agent/undo.js';
 import { BOOKKEEPING_ACTIVITY } from '../../shared/activity-options.js';
 import { failureMessage, nonRetryableFailure, undoRefusedFailure } from '../../shared/failures.js';
-import type { LiveConversation } from './live-conversation.js';
-import type { PayloadLimit } from './payload-limit.js';
-import type { SteeringRequests } from './steering-requests.js';
-import type { TokenCache } from './token-cache.js';
-import type { TranscriptWriter } from './transcript-writer.js';
-import type { UsageLedger } from './usage-ledger.js';
+import type { AgentLoop } from './loop.js';
 
 /** An `undoCompaction` update waiting for the loop: answered with the undo's record, or refused. */
 interface UndoRequest {
@@ -23,14 +17,8 @@ interface UndoRequest {
   outcome?: { record: CompactionRecord } | { failure: ApplicationFailure };
 }
 
-interface CompactionUndoParts {
-  readonly conversation: LiveConversation;
-  readonly transcript: TranscriptWriter;
-  readonly ledger: UsageLedger;
-  readonly steering: SteeringRequests;
-  readonly tokens: TokenCache;
-  readonly limit: PayloadLimit;
-}
+/** The parts of the loop an undo reads and changes. */
+type CompactionUndoParts = Pick<AgentLoop, 'conversation' | 'transcript' | 'ledger' | 'steering' | 'tokens' | 'limit'>;
 
 export class CompactionUndo {
   private readonly requests: UndoRequest[] = [];

@@ -29,12 +29,6 @@ interface PinRequest {
   outcome?: { pins: Pins } | { failure: ApplicationFailure };
 }
 
-/** The `compact` updates waiting, taken together: their instructions joined, and the one answer they all get. */
-interface CompactRequests {
-  instructions: string | undefined;
-  answer(answer: CompactAnswer): void;
-}
-
 function changeOf(request: Omit<PinRequest, 'outcome'>, entries: readonly SessionEntry[], pins: Pins): PinChange {
   return request.kind === 'pin' ? pinChange(request.input, entries, pins) : unpinChange(request.input, pins);
 }
@@ -69,14 +63,14 @@ export class SteeringRequests {
     return request.answer;
   }
 
-  /** Every `compact` update waiting, to be served by one compaction. */
-  takeCompactRequests(): CompactRequests | undefined {
+  /** Every `compact` update waiting, for one compaction: their instructions joined, and the one answer they all get. */
+  takeCompactRequests() {
     const requests = this.compactRequests.splice(0);
     if (requests.length === 0) return undefined;
     const asked = requests.flatMap((request) => (request.instructions === undefined ? [] : [request.instructions]));
     return {
       instructions: asked.length === 0 ? undefined : asked.join('\n\n'),
-      answer: (answer) => {
+      answer: (answer: CompactAnswer) => {
         for (const request of requests) request.answer = answer;
       },
     };
