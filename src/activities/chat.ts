@@ -70,15 +70,15 @@ function malformed(message: string, cause?: unknown): ApplicationFailure {
 export function toChatFailure(error: unknown, endpoint?: string): ApplicationFailure {
   if (error instanceof ApplicationFailure) return error;
   const cause = error instanceof Error ? error : undefined;
-  const rejected = (message: string, details?: unknown[]): ApplicationFailure =>
-    ApplicationFailure.create({ type: FailureType.Chat.Rejected, message, nonRetryable: true, details, cause });
+  const rejected = (message: string, details?: unknown): ApplicationFailure =>
+    nonRetryableFailure(FailureType.Chat.Rejected, message, details, cause);
   if (error instanceof NoModelServerError) return rejected(`chat: ${error.message}`);
   const fault = describeProviderError(error, endpoint);
   const message = `chat: ${fault.message}`;
   if (fault.kind === 'deadline' || fault.kind === 'timeout' || fault.kind === 'connection')
     return ApplicationFailure.create({ type: FailureType.Chat.Transient, message, cause });
   const { status, retryAfterMs } = fault;
-  if (fault.rejected) return rejected(message, [{ status }]);
+  if (fault.rejected) return rejected(message, { status });
   return ApplicationFailure.create({
     type: FailureType.Chat.Transient,
     message,

@@ -1,7 +1,6 @@
 // Node only (activities): the `summarize` activity — the one slow, flaky step of a compaction.
 import { z } from 'zod';
 import { Context } from '@temporalio/activity';
-import { ApplicationFailure } from '@temporalio/common';
 import { checkWith, validateMessages } from '../core/schema.js';
 import { inputRoom } from '../core/compaction/pieces.js';
 import { summarizerMessages } from '../core/compaction/transcript.js';
@@ -9,7 +8,7 @@ import { defaultCounter } from '../core/counting/tokens.js';
 import { FailureType, InvalidInputError } from '../core/errors.js';
 import type { SummarizeRequest, Summarizer, Usage } from '../core/types.js';
 import { assertKnownKeys } from '../core/unknown-keys.js';
-import { failOnInvalidInput } from '../shared/failures.js';
+import { failOnInvalidInput, nonRetryableFailure } from '../shared/failures.js';
 import type { ActivityDeps } from './deps.js';
 import { whileHeartbeating } from './heartbeats.js';
 import { emptySummaryFailure, toSummarizerFailure } from './to-failure.js';
@@ -39,12 +38,11 @@ export function createSummarizeActivity({
     const started = Date.now();
     const estimate = defaultCounter.count(summarizerMessages(request));
     if (window !== undefined && estimate > inputRoom(window))
-      throw ApplicationFailure.create({
-        type: FailureType.Summarizer.ContextOverflow,
-        message: `summarize: the request is ${estimate} tokens (estimated), over the ${inputRoom(window)} the worker's summarizer window of ${window} tokens leaves for it (summarizerContextWindow)`,
-        nonRetryable: true,
-        details: [{ ...retried, contextWindow: window, promptTokens: estimate }],
-      });
+      throw nonRetryableFailure(
+        FailureType.Summarizer.ContextOverflow,
+        `summarize: the request is ${estimate} tokens (estimated), over the ${inputRoom(window)} the worker's summarizer window of ${window} tokens leaves for it (summarizerContextWindow)`,
+        { ...retried, contextWindow: window, promptTokens: estimate },
+      );
     return whileHeartbeating(
       async (signal) => {
         const response = await summarizer.summarize(request, { signal });

@@ -10,7 +10,7 @@ import {
   SummarizerError,
 } from '../core/errors.js';
 import { pastDeadline, readContextOverflow } from '../llm/context-overflow.js';
-import { invalidInputFailure, nonRetryableFailure } from '../shared/failures.js';
+import { invalidInputFailure } from '../shared/failures.js';
 
 /** A summarizer failure's `details[0]`, as the workflow and the UI read it. */
 interface SummarizerFailureDetails {
@@ -74,9 +74,4 @@ export function emptySummaryFailure(known: Pick<SummarizerFailureDetails, 'attem
     nonRetryable: false,
     details: [{ ...known }],
   });
-}
-
-/** An activity input that is not what it must be: never retried. */
-export function invalidActivityInput(message: string): ApplicationFailure {
-  return nonRetryableFailure(FailureType.Compaction.InvalidInput, message);
 }

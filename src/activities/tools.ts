@@ -6,7 +6,7 @@ import { Context } from '@temporalio/activity';
 import type { ApplicationFailure } from '@temporalio/common';
 import { z } from 'zod';
 import { FailureType } from '../core/errors.js';
-import { nonRetryableFailure } from '../shared/failures.js';
+import { failureMessage, nonRetryableFailure } from '../shared/failures.js';
 import { capText } from '../core/compaction/transcript.js';
 import type { ChatMessage } from '../core/types.js';
 import { grepInThread, SearchSlots, type GrepOutcome } from './grep.js';
@@ -44,16 +44,13 @@ export const MAX_GREP_LINE_CHARS = 1_000;
 const GREP_NOTE_CHARS = 200;
 const SKIPPED_DIRECTORIES = new Set(['.git', 'node_modules']);
 
-function invalidArguments(tool: string, error: z.ZodError): ApplicationFailure {
-  const issue = error.issues[0];
-  const field = issue === undefined ? 'arguments' : ['arguments', ...issue.path.map(String)].join('.');
-  return nonRetryableFailure(FailureType.Tool.InvalidArguments, `${tool}: ${field}: ${issue?.message ?? 'invalid'}`);
-}
-
+/** `args` as `schema` reads them, else `Tool.InvalidArguments` naming the first issue's path under `arguments`. */
 function parseArgs<T>(tool: string, schema: z.ZodType<T>, args: unknown): T {
   const parsed = schema.safeParse(args ?? {});
-  if (!parsed.success) throw invalidArguments(tool, parsed.error);
-  return parsed.data;
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0];
+  const field = issue === undefined ? 'arguments' : ['arguments', ...issue.path.map(String)].join('.');
+  throw nonRetryableFailure(FailureType.Tool.InvalidArguments, `${tool}: ${field}: ${issue?.message ?? 'invalid'}`);
 }
 
 function outsideRoot(tool: string, path: string, root: string): ApplicationFailure {
@@ -114,15 +111,6 @@ async function readHead(path: string, shown: string, limit: number): Promise<{ t
     return { text: buffer.subarray(0, bytesRead).toString('utf8'), size };
   } finally {
     await file.close();
-  }
-}
-
-/** Undefined when called directly, not as an activity. */
-function cancellationSignal(): AbortSignal | undefined {
-  try {
-    return Context.current().cancellationSignal;
-  } catch {
-    return undefined;
   }
 }
 
@@ -219,16 +207,14 @@ export function createBuiltInTools({
       // Compiling checks the syntax only: matching runs in the search thread.
       new RegExp(pattern, flags);
     } catch (error) {
-      throw nonRetryableFailure(
-        FailureType.Tool.InvalidArguments,
-        `grep: arguments.pattern: ${error instanceof Error ? error.message : String(error)}`,
-      );
+      throw nonRetryableFailure(FailureType.Tool.InvalidArguments, `grep: arguments.pattern: ${failureMessage(error)}`);
     }
     const { real, base } = await locate('grep', path);
     const kind = await stat(real);
     if (!kind.isFile() && !kind.isDirectory()) throw notAFile('grep', path);
     // Matches stop short of the result's size, leaving room for the closing note.
     const maxOutputChars = Math.max(MAX_GREP_LINE_CHARS, maxResultChars - GREP_NOTE_CHARS);
+    const signal = Context.current().cancellationSignal;
     const { matches, stoppedAt } = await grepInThread(
       {
         pattern,
@@ -243,7 +229,7 @@ export function createBuiltInTools({
         maxLineChars: MAX_GREP_LINE_CHARS,
         maxOutputChars,
       },
-      { timeoutMs: grepTimeoutMs, memoryMb: grepMemoryMb, signal: cancellationSignal(), slots: searchSlots },
+      { timeoutMs: grepTimeoutMs, memoryMb: grepMemoryMb, signal, slots: searchSlots },
     );
     const notes: Record<NonNullable<GrepOutcome['stoppedAt']>, string> = {
       results: `stopped after ${maxResults} matches`,

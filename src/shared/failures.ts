@@ -1,7 +1,7 @@
 // Sandbox-safe: the failures workflows and activities both raise, and how a failed activity reads in a message.
 import { ActivityFailure, ApplicationFailure } from '@temporalio/common';
 import { groupDigits } from '../core/agent/compaction-history.js';
-import { FailureType, InvalidInputError, type UndoRefusedError } from '../core/errors.js';
+import { FailureType, InvalidInputError, UndoRefusedError } from '../core/errors.js';
 import type { PayloadTooLargeDetails } from '../core/limits/payload-size.js';
 
 /** What `details[0]` of a `Compaction.InvalidInput` failure holds. */
@@ -14,12 +14,18 @@ export interface InvalidInputDetails {
 }
 
 /** A failure Temporal never retries; `details` become its `details[0]`. */
-export const nonRetryableFailure = (type: string, message: string, details?: unknown): ApplicationFailure =>
+export const nonRetryableFailure = (
+  type: string,
+  message: string,
+  details?: unknown,
+  cause?: Error,
+): ApplicationFailure =>
   ApplicationFailure.create({
     type,
     message,
     nonRetryable: true,
     details: details === undefined ? undefined : [details],
+    cause,
   });
 
 export function invalidInputFailure(error: InvalidInputError): ApplicationFailure {
@@ -33,12 +39,13 @@ export function undoRefusedFailure(error: UndoRefusedError): ApplicationFailure 
   return nonRetryableFailure(FailureType.Compaction.UndoRefused, error.message, error.details);
 }
 
-/** Runs `fn`, turning an `InvalidInputError` into its non-retryable `ApplicationFailure`. */
+/** Runs `fn`, turning an `InvalidInputError` or `UndoRefusedError` into its non-retryable `ApplicationFailure`. */
 export function failOnInvalidInput<T>(fn: () => T): T {
   try {
     return fn();
   } catch (error) {
     if (error instanceof InvalidInputError) throw invalidInputFailure(error);
+    if (error instanceof UndoRefusedError) throw undoRefusedFailure(error);
     throw error;
   }
 }

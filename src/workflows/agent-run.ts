@@ -5,7 +5,7 @@ import { isCancellation, setHandler } from '@temporalio/workflow';
 import { planAgentRun } from '../core/agent/agent-input.js';
 import { parseCompactInput, parsePinInput } from '../core/agent/steering.js';
 import { parseUndoInput } from '../core/agent/undo.js';
-import { FailureType, InvalidInputError, UndoRefusedError } from '../core/errors.js';
+import { FailureType, InvalidInputError } from '../core/errors.js';
 import { validateMessages } from '../core/schema.js';
 import type { ChatMessage } from '../core/types.js';
 import {
@@ -25,27 +25,15 @@ import {
   type AgentRunResult,
   type AgentRunWorkflowInput,
 } from '../shared/agent-run.js';
-import { failOnInvalidInput, invalidInputFailure, undoRefusedFailure } from '../shared/failures.js';
+import { failOnInvalidInput, nonRetryableFailure } from '../shared/failures.js';
 import { AgentLoop } from './agent/loop.js';
 
 export * from '../shared/agent-run.js';
 
-/** An update's validator: refuses a finished run (`AgentRun.Finished`), then runs `check` ({@link refuseInvalid}). */
+/** An update's validator: refuses a finished run (`AgentRun.Finished`), then runs `check` ({@link failOnInvalidInput}). */
 function validate(loop: AgentLoop, check: () => unknown, finished = 'the run has finished'): void {
-  if (loop.isFinished)
-    throw ApplicationFailure.create({ type: FailureType.AgentRun.Finished, message: finished, nonRetryable: true });
-  refuseInvalid(check);
-}
-
-/** `check`'s `InvalidInputError` as `Compaction.InvalidInput`, its `UndoRefusedError` as `Compaction.UndoRefused`. */
-function refuseInvalid<T>(check: () => T): T {
-  try {
-    return check();
-  } catch (error) {
-    if (error instanceof InvalidInputError) throw invalidInputFailure(error);
-    if (error instanceof UndoRefusedError) throw undoRefusedFailure(error);
-    throw error;
-  }
+  if (loop.isFinished) throw nonRetryableFailure(FailureType.AgentRun.Finished, finished);
+  failOnInvalidInput(check);
 }
 
 /**
@@ -68,7 +56,7 @@ function steer(loop: AgentLoop): void {
   }
   // docs/design.md#undo: refused at once when it names no compaction it can undo; the loop serves it.
   const undoTarget = (input: unknown): number => undo.target(parseUndoInput(input));
-  setHandler(undoCompactionUpdate, (input?: unknown) => undo.request(refuseInvalid(() => undoTarget(input))), {
+  setHandler(undoCompactionUpdate, (input?: unknown) => undo.request(failOnInvalidInput(() => undoTarget(input))), {
     validator: (input?: unknown) => validate(loop, () => undoTarget(input)),
   });
   // docs/design.md#review: the handler records the decision; the loop, waiting on it, goes on.

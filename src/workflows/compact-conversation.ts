@@ -1,5 +1,4 @@
 // Sandbox-safe: the standalone workflow `compactConversation` — one compaction by name, from any client or SDK.
-import { ApplicationFailure } from '@temporalio/common';
 import { FailureType, InvalidInputError } from '../core/errors.js';
 import {
   DEFAULT_PAYLOAD_LIMIT_BYTES,
@@ -16,7 +15,7 @@ import type { AiSdkMessage } from '../core/formats/ai-sdk-schema.js';
 import type { AnyCompactionResult, FormatCompactionResult, FormatOption } from '../core/formats/format.js';
 import { assertKnownKeys, keysOf } from '../core/unknown-keys.js';
 import { assertTaskQueueName } from '../core/limits/task-queue.js';
-import { failOnInvalidInput, invalidInputFailure } from '../shared/failures.js';
+import { failOnInvalidInput, invalidInputFailure, nonRetryableFailure } from '../shared/failures.js';
 
 /** Options of `compactConversation`: those of `compact` without a counter (workflow input is JSON; the character estimator counts). */
 export type CompactConversationOptions = Omit<CompactOptions, 'counter'> & FormatOption;
@@ -72,14 +71,13 @@ export async function compactConversation(input: CompactConversationInput): Prom
   if (bytes > limit) {
     // A result the server (or the payload store) refuses would fail the workflow task again and again.
     const details: PayloadTooLargeDetails = { payload: 'the compaction result', bytes, limit };
-    throw ApplicationFailure.create({
-      type: FailureType.Compaction.PayloadTooLarge,
-      message: stored
+    throw nonRetryableFailure(
+      FailureType.Compaction.PayloadTooLarge,
+      stored
         ? `the compaction result is ${bytes} bytes, over the ${limit} bytes the payload store holds`
         : `the compaction result is ${bytes} bytes, over the ${limit}-byte payload limit, and the worker stores no payloads externally (set COMPACTOR_PAYLOAD_STORE)`,
-      nonRetryable: true,
-      details: [details],
-    });
+      details,
+    );
   }
   return result;
 }

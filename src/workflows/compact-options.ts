@@ -9,8 +9,7 @@ import {
 } from '../core/compaction/options.js';
 import { defaultCounter } from '../core/counting/tokens.js';
 import { InvalidInputError } from '../core/errors.js';
-import { formatOption, formatView, type FormatCompactionResult, type FormatOption } from '../core/formats/format.js';
-import type { FormatView } from '../core/formats/view.js';
+import { formatOption, formatView, type FormatOption } from '../core/formats/format.js';
 import { DEFAULT_PAYLOAD_LIMIT_BYTES } from '../core/limits/payload-size.js';
 import type { TokenCounter } from '../core/types.js';
 import { assertKnownKeys, keysOf } from '../core/unknown-keys.js';
@@ -96,19 +95,12 @@ function compactionCallOf(options: unknown): CompactionCall {
   };
 }
 
-/** A call's conversation as the engine reads it (`view` undefined for OpenAI chat), and its options checked. */
-interface Pass {
-  view: FormatView<FormatCompactionResult> | undefined;
-  messages: unknown;
-  call: () => CompactionCall;
-}
-
 /**
- * The pass of a call: `options.format` checked (here, once) and the conversation mapped to the engine's messages
- * (in workflow code: the mapping is pure, so deterministic).
+ * The pass of a call: `options.format` checked (here, once), the conversation mapped to the engine's `messages` (in
+ * workflow code: the mapping is pure, so deterministic; `view` undefined for OpenAI chat), and its options checked.
  * @throws ApplicationFailure of type `Compaction.InvalidInput` for a bad format or a malformed conversation.
  */
-export function passOf(conversation: unknown, options: unknown): Pass {
+export function passOf(conversation: unknown, options: unknown) {
   const isObject = typeof options === 'object' && options !== null;
   const format: unknown = isObject ? Reflect.get(options, 'format') : undefined;
   const view = failOnInvalidInput(() => formatView(formatOption(format, 'options.format'), conversation));

@@ -51,12 +51,8 @@ export function withCompactionTelemetry(run: (tally: SummarizerTally) => Promise
       return compaction;
     } catch (error) {
       if (!isCancellation(error)) {
-        const type =
-          error instanceof ApplicationFailure
-            ? (error.type ?? 'ApplicationFailure')
-            : error instanceof Error
-              ? error.name
-              : 'Error';
+        const name = error instanceof Error ? error.name : 'Error';
+        const type = error instanceof ApplicationFailure ? (error.type ?? name) : name;
         if (inWorkflowContext())
           addTo(CompactionMetric.CompactionFailures, 'compactions', 'Compactions that failed, by failure type', 1, {
             type,

@@ -9,13 +9,6 @@ import type { ChatMessage } from '../../core/types.js';
 /** Arguments longer than this are refused unread: a focus is at most 2,000 characters. */
 const MAX_ARGUMENT_CHARS = 10_000;
 
-/** Each call's answer by id, and whether the round ends with a compaction, with which focus. */
-interface AgentToolCalls {
-  answered: Map<string, string>;
-  compact: boolean;
-  focus: string | undefined;
-}
-
 interface AgentToolRound {
   plan: AgentRunPlan;
   round: number;
@@ -24,11 +17,14 @@ interface AgentToolRound {
   candidates: readonly BackendCounter[];
 }
 
-/** The first `compact_context` call of the turn that passes the bounds is accepted; undefined when it made none. */
+/**
+ * Each call's answer by id, and whether the round ends with a compaction, with which focus: the first `compact_context`
+ * call of the turn that passes the bounds is accepted; undefined when it made none.
+ */
 export function answerAgentToolCalls(
   message: ChatMessage,
   { plan, round, history, messages, candidates }: AgentToolRound,
-): AgentToolCalls | undefined {
+) {
   const bounds = plan.agentTool;
   if (bounds === undefined) return undefined;
   const calls = (message.tool_calls ?? []).filter((call) => call.function.name === COMPACT_CONTEXT_TOOL_NAME);

@@ -16,7 +16,8 @@ import { workflowTime } from './workflow-time.js';
 
 export class BackendChain {
   private readonly counters: BackendCounter[];
-  private readonly statuses: BackendStatus[];
+  /** How each backend has fared, in chain order (the run's state: carried and returned as it is). */
+  readonly backends: BackendStatus[];
   private fallbacks: number;
 
   constructor(
@@ -25,7 +26,7 @@ export class BackendChain {
     carried: Pick<AgentRunCarried, 'counters' | 'backends' | 'backendFallbacks'> | undefined,
   ) {
     this.fallbacks = carried?.backendFallbacks ?? 0;
-    this.statuses = plan.backends.map(
+    this.backends = plan.backends.map(
       (backend) => carried?.backends[backend.index] ?? freshBackendStatus(backend.label),
     );
     this.counters = plan.backends.map((backend) => {
@@ -35,16 +36,11 @@ export class BackendChain {
   }
 
   get hasChoice(): boolean {
-    return this.statuses.length > 1;
+    return this.backends.length > 1;
   }
 
   get backendFallbacks(): number {
     return this.fallbacks;
-  }
-
-  /** How each backend has fared, in chain order (the run's state: carried and returned as it is). */
-  get backends(): BackendStatus[] {
-    return this.statuses;
   }
 
   counterStates(): Array<UsageCounterState | null> {
@@ -60,18 +56,18 @@ export class BackendChain {
 
   /** A backend failed round `round` after its retries (`failed`: all that did): it rests; the round falls back. */
   fail(index: number, failed: ReadonlySet<number>, round: number): void {
-    const status = this.statuses[index];
+    const status = this.backends[index];
     if (status !== undefined) startRest(status, this.plan.backendCooldown, round, workflowTime);
     if (failed.size < this.counters.length) this.fallbacks += 1;
   }
 
   /** `Resting: …` for the backends that rest in round `round`, or ''. */
   restingNote(round: number): string {
-    return restingNote(this.statuses.filter((_, index) => this.isResting(index, round)));
+    return restingNote(this.backends.filter((_, index) => this.isResting(index, round)));
   }
 
   /** docs/design.md#cooldown */
   private isResting(index: number, round: number): boolean {
-    return isResting(this.statuses[index], round, workflowTime);
+    return isResting(this.backends[index], round, workflowTime);
   }
 }

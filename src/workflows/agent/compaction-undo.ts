@@ -1,21 +1,15 @@
 // Sandbox-safe: the `undoCompaction` updates of an agent run (docs/design.md#undo), checked when they arrive and
 // served by the loop before its next chat request, from the run's recorded transcript.
-import { ActivityFailure, ApplicationFailure } from '@temporalio/common';
+import { ActivityFailure, type ApplicationFailure } from '@temporalio/common';
 import { condition, isCancellation, proxyActivities } from '@temporalio/workflow';
 import type { CompactorActivities } from '../../activities/index.js';
 import { recordCount, type CompactionRecord } from '../../core/agent/compaction-history.js';
 import { preflight, type BackendCounter } from '../../core/agent/preflight.js';
-import { undoLineFor, undoTarget, type UndoState } from '../../core/agent/undo.js';
+import { undoLineFor, undoTarget, type UndoChange, type UndoState } from '../../core/agent/undo.js';
 import { FailureType, UndoRefusedError } from '../../core/errors.js';
-import type { UndoChange } from '../../core/agent/undo.js';
 import { BOOKKEEPING_ACTIVITY } from '../../shared/activity-options.js';
-import { failureMessage, undoRefusedFailure } from '../../shared/failures.js';
-import type { LiveConversation } from './live-conversation.js';
-import type { PayloadLimit } from './payload-limit.js';
-import type { SteeringRequests } from './steering-requests.js';
-import type { TokenCache } from './token-cache.js';
-import type { TranscriptWriter } from './transcript-writer.js';
-import type { UsageLedger } from './usage-ledger.js';
+import { failureMessage, nonRetryableFailure, undoRefusedFailure } from '../../shared/failures.js';
+import type { AgentLoop } from './loop.js';
 
 /** An `undoCompaction` update waiting for the loop: answered with the undo's record, or refused. */
 interface UndoRequest {
@@ -23,14 +17,8 @@ interface UndoRequest {
   outcome?: { record: CompactionRecord } | { failure: ApplicationFailure };
 }
 
-interface CompactionUndoParts {
-  readonly conversation: LiveConversation;
-  readonly transcript: TranscriptWriter;
-  readonly ledger: UsageLedger;
-  readonly steering: SteeringRequests;
-  readonly tokens: TokenCache;
-  readonly limit: PayloadLimit;
-}
+/** The parts of the loop an undo reads and changes. */
+type CompactionUndoParts = Pick<AgentLoop, 'conversation' | 'transcript' | 'ledger' | 'steering' | 'tokens' | 'limit'>;
 
 export class CompactionUndo {
   private readonly requests: UndoRequest[] = [];
@@ -79,11 +67,7 @@ export class CompactionUndo {
     const requests = this.requests.splice(0);
     for (const request of requests)
       request.outcome = {
-        failure: ApplicationFailure.create({
-          type: FailureType.AgentRun.Finished,
-          message: 'the run finished before its next chat request',
-          nonRetryable: true,
-        }),
+        failure: nonRetryableFailure(FailureType.AgentRun.Finished, 'the run finished before its next chat request'),
       };
     return requests.length > 0;
   }

@@ -11,14 +11,13 @@ import {
   log,
   proxyActivities,
 } from '@temporalio/workflow';
-import type { ChatActivityInput, ChatActivityOutput, CompactorActivities } from '../../activities/index.js';
+import type { ChatActivityInput, CompactorActivities } from '../../activities/index.js';
 import { FailureType } from '../../core/errors.js';
 import { pinTask, type AgentRunPlan } from '../../core/agent/agent-input.js';
 import { CARRIED_STATE_VERSION, parseCarriedState, type AgentRunCarried } from '../../core/agent/carried-state.js';
 import { groupDigits } from '../../core/agent/compaction-history.js';
-import { preflight, type BackendCounter } from '../../core/agent/preflight.js';
+import { preflight } from '../../core/agent/preflight.js';
 import { RECALL_TOOL_NAME } from '../../core/agent/recall.js';
-import type { RoundUsage } from '../../core/agent/run-usage.js';
 import type { SessionSnapshot } from '../../core/agent/session.js';
 import {
   NOTHING_TO_COMPACT,
@@ -37,7 +36,7 @@ import type {
   StopAnswer,
   StopReason,
 } from '../../shared/agent-run.js';
-import { failureMessage } from '../../shared/failures.js';
+import { failureMessage, nonRetryableFailure } from '../../shared/failures.js';
 import { UNDESCRIBED_WORKER, type WorkerDescription } from '../../shared/worker-description.js';
 import { describeWorker } from '../describe-worker.js';
 import { runToolCalls } from '../tool-dispatch.js';
@@ -227,7 +226,7 @@ export class AgentLoop {
   }
 
   /** One chat call, falling back along the chain when a backend fails after its retries. */
-  private async chat(): Promise<{ answer: ChatActivityOutput; backend: BackendCounter; usage: RoundUsage }> {
+  private async chat() {
     const failed = new Set<number>();
     let lastFailure: unknown;
     await this.tokens.countNewText(this.messages, this.limit.batchBytes());
@@ -235,12 +234,12 @@ export class AgentLoop {
       const round = this.rounds + 1;
       const candidates = this.chain.candidates(failed, round);
       if (candidates.length === 0)
-        throw ApplicationFailure.create({
-          type: FailureType.RunFailed.BackendsFailed,
-          message: `every backend failed in round ${round}; last: ${failureMessage(lastFailure)}`,
-          nonRetryable: true,
-          cause: lastFailure instanceof Error ? lastFailure : undefined,
-        });
+        throw nonRetryableFailure(
+          FailureType.RunFailed.BackendsFailed,
+          `every backend failed in round ${round}; last: ${failureMessage(lastFailure)}`,
+          undefined,
+          lastFailure instanceof Error ? lastFailure : undefined,
+        );
       await this.compaction.compactIfNeeded(candidates, round);
       const { fits, aimAt } = preflight(this.messages, candidates);
       const backend = fits ?? aimAt;

@@ -1,9 +1,8 @@
 // Sandbox-safe: the compaction of an agent run before a chat request (docs/design.md#agent-run,
 // docs/design.md#review): whether one is due, the pass, its review and its record.
 import { newCalibration, type SummarizerCalibration } from '../../core/compaction/calibration.js';
-import { ApplicationFailure, type ActivityOptions } from '@temporalio/common';
+import type { ActivityOptions } from '@temporalio/common';
 import { FailureType } from '../../core/errors.js';
-import type { AgentRunPlan } from '../../core/agent/agent-input.js';
 import { cacheIsCold, withColdTrigger } from '../../core/agent/cold-cache.js';
 import { compactionRecord, groupDigits, type CompactionRecord } from '../../core/agent/compaction-history.js';
 import { preflight, type BackendCounter } from '../../core/agent/preflight.js';
@@ -22,15 +21,10 @@ import type { SummarizerUsage } from '../../core/counting/summarizer-usage.js';
 import type { CompactionResult } from '../../core/types.js';
 import { summarizeActivityOptions } from '../../shared/activity-options.js';
 import type { ContextExhaustedDetails } from '../../shared/agent-run.js';
-import { failOnInvalidInput } from '../../shared/failures.js';
+import { failOnInvalidInput, nonRetryableFailure } from '../../shared/failures.js';
 import type { CompactionCall } from '../compact-options.js';
 import { driveCompaction } from '../drive-compaction.js';
-import type { LiveConversation } from './live-conversation.js';
-import type { PayloadLimit } from './payload-limit.js';
-import type { PendingReview } from './pending-review.js';
-import type { SteeringRequests } from './steering-requests.js';
-import type { TokenCache } from './token-cache.js';
-import type { UsageLedger } from './usage-ledger.js';
+import type { AgentLoop } from './loop.js';
 import { workflowTime } from './workflow-time.js';
 
 function changes(result: CompactionResult): boolean {
@@ -40,16 +34,11 @@ function changes(result: CompactionResult): boolean {
 /** A compaction's result as decided (undefined `review`: not under review), or undefined when the reviewer rejected it. */
 type Decided = { result: CompactionResult; review: ReviewOutcome | undefined } | undefined;
 
-interface RoundCompactionParts {
-  readonly plan: AgentRunPlan;
-  readonly limit: PayloadLimit;
-  readonly conversation: LiveConversation;
-  readonly steering: SteeringRequests;
-  readonly review: PendingReview;
-  readonly ledger: UsageLedger;
-  readonly tokens: TokenCache;
-  publish: (contextTokens: number | undefined) => void;
-}
+/** The parts of the loop a compaction reads and changes. */
+type RoundCompactionParts = Pick<
+  AgentLoop,
+  'plan' | 'limit' | 'conversation' | 'steering' | 'review' | 'ledger' | 'tokens' | 'publish'
+>;
 
 /** Compacts the run's live conversation when a round needs it, or on demand. */
 export class RoundCompaction {
@@ -158,12 +147,11 @@ export class RoundCompaction {
         tokens: result.tokensAfter,
         room: aim,
       };
-      throw ApplicationFailure.create({
-        type: FailureType.RunFailed.ContextExhausted,
-        message: `context exhausted before round ${round}: ${groupDigits(details.tokens)} tokens after compaction, ${groupDigits(aim)} usable on ${details.backend} (keepRecent or a recent tool result is too large for the window)`,
-        nonRetryable: true,
-        details: [details],
-      });
+      throw nonRetryableFailure(
+        FailureType.RunFailed.ContextExhausted,
+        `context exhausted before round ${round}: ${groupDigits(details.tokens)} tokens after compaction, ${groupDigits(aim)} usable on ${details.backend} (keepRecent or a recent tool result is too large for the window)`,
+        details,
+      );
     }
     return record ?? (demand === undefined ? undefined : NOTHING_TO_COMPACT);
   }

@@ -7,7 +7,6 @@ import {
   unpinChange,
   type CheckedPinInput,
   type CompactAnswer,
-  type NothingCompacted,
   type PinChange,
   type Pins,
 } from '../../core/agent/steering.js';
@@ -28,12 +27,6 @@ interface PinRequest {
   kind: PinKind;
   input: CheckedPinInput;
   outcome?: { pins: Pins } | { failure: ApplicationFailure };
-}
-
-/** The `compact` updates waiting, taken together: their instructions joined, and the one answer they all get. */
-interface CompactRequests {
-  instructions: string | undefined;
-  answer(answer: CompactAnswer): void;
 }
 
 function changeOf(request: Omit<PinRequest, 'outcome'>, entries: readonly SessionEntry[], pins: Pins): PinChange {
@@ -70,14 +63,14 @@ export class SteeringRequests {
     return request.answer;
   }
 
-  /** Every `compact` update waiting, to be served by one compaction. */
-  takeCompactRequests(): CompactRequests | undefined {
+  /** Every `compact` update waiting, for one compaction: their instructions joined, and the one answer they all get. */
+  takeCompactRequests() {
     const requests = this.compactRequests.splice(0);
     if (requests.length === 0) return undefined;
     const asked = requests.flatMap((request) => (request.instructions === undefined ? [] : [request.instructions]));
     return {
       instructions: asked.length === 0 ? undefined : asked.join('\n\n'),
-      answer: (answer) => {
+      answer: (answer: CompactAnswer) => {
         for (const request of requests) request.answer = answer;
       },
     };
@@ -87,10 +80,7 @@ export class SteeringRequests {
   refuseCompactions(): boolean {
     const requests = this.compactRequests.splice(0);
     for (const request of requests)
-      request.answer = {
-        compacted: false,
-        reason: 'the run finished before its next chat request',
-      } satisfies NothingCompacted;
+      request.answer = { compacted: false, reason: 'the run finished before its next chat request' };
     return requests.length > 0;
   }
 

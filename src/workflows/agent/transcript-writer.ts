@@ -33,7 +33,6 @@ export class TranscriptWriter {
   private unrecorded: SessionLine[] = [];
   /** The JSON size of each line of {@link unrecorded}, measured once when it was written. */
   private unrecordedSizes: number[] = [];
-  private unrecordedBytes = 0;
 
   constructor(
     private recordedLines: number,
@@ -58,15 +57,14 @@ export class TranscriptWriter {
   }
 
   write(line: SessionLine): void {
-    const size = jsonPayloadBytes(line);
     this.unrecorded.push(line);
-    this.unrecordedSizes.push(size);
-    this.unrecordedBytes += size;
+    this.unrecordedSizes.push(jsonPayloadBytes(line));
   }
 
   /** Whether enough lines wait for a batch to be recorded at the end of a round. */
   batchIsDue(): boolean {
-    return this.unrecordedBytes >= (this.limit.externalStorage ? STORED_SESSION_BATCH_BYTES : SESSION_BATCH_BYTES);
+    const bytes = this.unrecordedSizes.reduce((sum, size) => sum + size, 0);
+    return bytes >= (this.limit.externalStorage ? STORED_SESSION_BATCH_BYTES : SESSION_BATCH_BYTES);
   }
 
   /** Records the waiting lines in batches: recorded once scheduled (as its input); the activity acknowledges it. */
@@ -104,10 +102,8 @@ export class TranscriptWriter {
       }
       this.unrecorded = this.unrecorded.slice(count);
       this.unrecordedSizes = this.unrecordedSizes.slice(count);
-      this.unrecordedBytes -= bytes;
       this.recordedLines += count;
     }
-    this.unrecordedBytes = 0;
   }
 
   /** Records the transcript even while the run is being cancelled: nothing it wrote is lost. */
