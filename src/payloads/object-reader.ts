@@ -125,14 +125,14 @@ export class ObjectReader {
   }
 
   /** What a stored object needs, read with whichever configured key sealed it (a pack: from its header only). Not cached. */
-  async inspect(kind: ObjectKind, id: string, signal?: AbortSignal): Promise<InspectedObject> {
+  async inspect(kind: ObjectKind, id: string): Promise<InspectedObject> {
     const key = objectKey(kind, id);
-    const sealed = await this.fetch(key, signal);
+    const sealed = await this.fetch(key, undefined);
     const keyId = sealedKeyId(sealed, key);
     const { context } = unsealObject(sealed, key, keyId, this.keyring);
     const contextChild: ListedChild[] = context === undefined ? [] : [{ kind: context.kind, id: context.id }];
     if (kind === 'chunk') return { level: 0, depth: context?.depth ?? 0, children: contextChild };
-    const { plaintext } = await this.open(sealed, kind, id, keyId, signal);
+    const { plaintext } = await this.open(sealed, kind, id, keyId, undefined);
     if (kind === 'manifest') {
       const manifest = parseManifest(plaintext, key);
       const base: ListedChild[] = manifest.base === undefined ? [] : [{ kind: 'manifest', id: manifest.base.id }];
