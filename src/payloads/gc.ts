@@ -120,10 +120,8 @@ interface Candidate {
   bytes: number;
   /** What it lists (undefined: not read yet, or unreadable). */
   inspected?: InspectedObject;
-  /** Removed by someone else since the listing. */
-  gone?: boolean;
-  /** It cannot be read: then it is kept. */
-  unreadable?: boolean;
+  /** Not to remove: removed by someone else since the listing, or unreadable (then kept). */
+  skip?: boolean;
 }
 
 /**
@@ -300,17 +298,15 @@ export async function collectGarbage({
     if (candidate.id === undefined || candidate.kind === 'temporary') return;
     const inspected = await inspect(candidate.kind, candidate.id, `reading ${candidate.key} stopped the sweep`);
     // Gone ones need nothing; unreadable ones are kept, whatever they are.
-    if (inspected instanceof ChunkMissingError) candidate.gone = true;
-    else if (inspected === 'unreadable') candidate.unreadable = true;
+    if (inspected === 'unreadable') addTo(report.unreadable[candidate.kind], candidate.bytes);
+    if (inspected instanceof ChunkMissingError || inspected === 'unreadable') candidate.skip = true;
     else candidate.inspected = inspected;
     read += 1;
     progress(() => `gc: sweeping: read ${count(read)} of ${count(toRead.length)} unreachable objects`);
   });
 
   const protectedKeys = new Set<string>();
-  for (const candidate of candidates)
-    if (candidate.unreadable === true) addTo(report.unreadable[candidate.kind], candidate.bytes);
-  const removable = candidates.filter((candidate) => candidate.gone !== true && candidate.unreadable !== true);
+  const removable = candidates.filter((candidate) => candidate.skip !== true);
   // Temporaries first, then every object before the objects it lists.
   const levels = removalLevels(removable);
   const orderOf = (candidate: Candidate): number =>
