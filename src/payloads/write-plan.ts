@@ -191,7 +191,9 @@ export class WritePlanner {
             children: [],
             context,
           };
-    const existing = new Map<string, PlannedObject>();
+    const existing = new Map(
+      [...reused].map(([id, kind]): [string, PlannedObject] => [id, { kind, id, plaintext: undefined, children: [] }]),
+    );
     const leaves = slices.map((slice, index): PlannedEntry => {
       const where = placed[index];
       if (where === undefined)
@@ -208,12 +210,8 @@ export class WritePlanner {
         return { id: slice.id, end: slice.end, entry, object: pack };
       }
       const { holder, of, offset, length } = where.reused;
-      let object = existing.get(holder);
-      if (object === undefined) {
-        object = { kind: of === 'manifest' ? 'manifest' : 'chunk', id: holder, plaintext: undefined, children: [] };
-        existing.set(holder, object);
-      }
-      return { id: slice.id, end: slice.end, entry: { kind: 'slice', of, id: holder, offset, length }, object };
+      const entry: Entry = { kind: 'slice', of, id: holder, offset, length };
+      return { id: slice.id, end: slice.end, entry, object: existing.get(holder) };
     });
     const settle = (): void => {
       if (pack !== undefined) this.slices.addHolder(key?.id, pack.id, 'pack', fresh);
