@@ -144,15 +144,13 @@ export class ChunkStoreDriver implements StorageDriver {
   async store(context: StorageDriverStoreContext, payloads: Payload[]): Promise<StorageDriverClaim[]> {
     // One call's payloads often share objects: each is checked and written once per call.
     const inFlight = new Map<string, Promise<void>>();
-    return followSignal(context.abortSignal, (signal) =>
-      Promise.all(payloads.map((payload) => this.storeOne(payload, inFlight, signal))),
-    );
+    const signal = following(context.abortSignal);
+    return Promise.all(payloads.map((payload) => this.storeOne(payload, inFlight, signal)));
   }
 
   async retrieve(context: StorageDriverRetrieveContext, claims: StorageDriverClaim[]): Promise<Payload[]> {
-    return followSignal(context.abortSignal, (signal) =>
-      Promise.all(claims.map((claim) => this.retrieveOne(claim, signal))),
-    );
+    const signal = following(context.abortSignal);
+    return Promise.all(claims.map((claim) => this.retrieveOne(claim, signal)));
   }
 
   /** The size of the payload a claim names, as its manifest states it, without reading the payload. */
@@ -205,19 +203,12 @@ export class ChunkStoreDriver implements StorageDriver {
 }
 
 /**
- * Runs `work` on a signal of our own that follows the caller's. One store or retrieve has many backend calls in
+ * A signal of our own that follows the caller's. One store or retrieve has many backend calls in
  * flight on it, and the S3 client adds a listener per request: on the caller's signal that would
- * trip Node's listener-leak warning; on ours the limit is lifted, and the caller's gets one listener.
+ * trip Node's listener-leak warning; on ours the limit is lifted (`AbortSignal.any` adds no listener).
  */
-async function followSignal<T>(parent: AbortSignal | undefined, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
-  const controller = new AbortController();
-  setMaxListeners(0, controller.signal);
-  if (parent?.aborted === true) controller.abort(parent.reason);
-  const onAbort = (): void => controller.abort(parent?.reason);
-  parent?.addEventListener('abort', onAbort, { once: true });
-  try {
-    return await work(controller.signal);
-  } finally {
-    parent?.removeEventListener('abort', onAbort);
-  }
+function following(parent: AbortSignal | undefined): AbortSignal {
+  const signal = AbortSignal.any(parent === undefined ? [] : [parent]);
+  setMaxListeners(0, signal);
+  return signal;
 }

@@ -270,6 +270,8 @@ export async function collectGarbage({
 
   const candidates: Candidate[] = [];
   let seen = 0;
+  const listedLine = (phase: string) => (): string =>
+    `gc: ${phase}${count(seen)} objects, ${count(candidates.length)} unreachable and older than the grace period`;
   for await (const object of backend.list('v1/')) {
     seen += 1;
     const parsed = parseObjectKey(object.key);
@@ -282,15 +284,9 @@ export async function collectGarbage({
           : undefined;
     if (tally !== undefined) addTo(tally, object.bytes);
     else candidates.push({ key: object.key, kind, id: parsed?.id, bytes: object.bytes });
-    progress(
-      () =>
-        `gc: sweeping: listed ${count(seen)} objects, ${count(candidates.length)} unreachable and older than the grace period`,
-    );
+    progress(listedLine('sweeping: listed '));
   }
-  progress(
-    () => `gc: listed ${count(seen)} objects, ${count(candidates.length)} unreachable and older than the grace period`,
-    true,
-  );
+  progress(listedLine('listed '), true);
   // What candidates list decides the order of removal and what a renewal protects.
   const toRead = candidates.filter((candidate) => candidate.kind !== 'temporary');
   let read = 0;
