@@ -299,10 +299,7 @@ export class WritePlanner {
   private bindToChain(manifest: PlannedObject, pack: PlannedObject | undefined): void {
     if (manifest.plaintext === undefined) return;
     const key = this.settings.keyring?.current;
-    const context = this.chain.manifestContext(
-      pack?.plaintext === undefined ? undefined : { id: pack.id, plaintext: pack.plaintext, context: pack.context },
-      key?.id,
-    );
+    const context = this.chain.manifestContext(pack, key?.id);
     if (context === undefined) return;
     manifest.context = context;
     manifest.id = contextualId(manifest.plaintext, context, key);
