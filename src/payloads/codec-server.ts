@@ -138,12 +138,10 @@ function base64Field(value: unknown, path: string): void {
 /** One payload of a request body in protobuf's JSON form, checked field by field. */
 function payloadFromJson(value: unknown, path: string): Payload {
   if (!isRecord(value)) throw badRequest(`${path}: expected a payload object`);
-  const { metadata, data } = value;
-  if (metadata !== undefined && metadata !== null) {
-    if (!isRecord(metadata)) throw badRequest(`${path}.metadata: expected an object of base64 strings`);
-    for (const [name, entry] of Object.entries(metadata)) base64Field(entry, `${path}.metadata.${name}`);
-  }
-  if (data !== undefined && data !== null) base64Field(data, `${path}.data`);
+  const metadata = value.metadata ?? {};
+  if (!isRecord(metadata)) throw badRequest(`${path}.metadata: expected an object of base64 strings`);
+  for (const [name, entry] of Object.entries(metadata)) base64Field(entry, `${path}.metadata.${name}`);
+  if (value.data != null) base64Field(value.data, `${path}.data`);
   try {
     return PayloadProto.fromObject(value);
   } catch (error) {
