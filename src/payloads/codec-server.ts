@@ -106,6 +106,8 @@ class Refusal extends Error {
 }
 
 const badRequest = (message: string, detail?: string): Refusal => new Refusal(400, 'BadRequest', message, {}, detail);
+const internalError = (error: unknown): Refusal =>
+  new Refusal(500, 'InternalError', "internal error: the codec server's log has the detail", {}, detailOf(error));
 
 const MEANINGS: ReadonlyArray<readonly [new (...args: never[]) => Error, string]> = [
   [ChunkMissingError, 'a stored object it needs is not in the payload store'],
@@ -430,16 +432,7 @@ export async function startCodecServer({
 
   const server: Server = createServer((request, response) => {
     handle(request, response).catch((error: unknown) => {
-      const refusal =
-        error instanceof Refusal
-          ? error
-          : new Refusal(
-              500,
-              'InternalError',
-              "internal error: the codec server's log has the detail",
-              {},
-              detailOf(error),
-            );
+      const refusal = error instanceof Refusal ? error : internalError(error);
       const namespace = request.headers['x-namespace'];
       log(
         `${request.method ?? '?'} ${shown(request.url ?? '?')}${typeof namespace === 'string' ? ` (namespace ${namespace})` : ''}: ${refusal.status} ${refusal.message}${refusal.detail === undefined ? '' : ` — ${refusal.detail}`}`,
