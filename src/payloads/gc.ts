@@ -113,6 +113,8 @@ export function throttled(
 
 export const count = (value: number): string => value.toLocaleString('en-US');
 
+type Inspected = InspectedObject | ChunkMissingError | 'unreadable';
+
 interface Candidate {
   key: string;
   kind: SweptKind;
@@ -197,11 +199,7 @@ export async function collectGarbage({
    * What object `kind`/`id` lists; its ChunkMissingError when it is not in the store, `'unreadable'` (reported) when
    * that is the object's doing (a key gc lacks, bytes not as named); a GarbageCollectionError when it is the store's.
    */
-  const inspect = async (
-    kind: ObjectKind,
-    id: string,
-    stopped: string,
-  ): Promise<InspectedObject | ChunkMissingError | 'unreadable'> => {
+  const inspect = async (kind: ObjectKind, id: string, stopped: string): Promise<Inspected> => {
     try {
       return await driver.inspect(kind, id);
     } catch (error) {
