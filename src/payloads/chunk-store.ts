@@ -45,8 +45,8 @@ import { WritePlanner } from './write-plan.js';
 export const CHUNK_STORE_DRIVER_NAME = 'compactor-chunks';
 /** Reported in worker heartbeats. */
 export const CHUNK_STORE_DRIVER_TYPE = 'temporal-compactor.chunk-store';
-/** Backend operations in flight at once per driver. */
-const BACKEND_CALLS_AT_ONCE = 16;
+/** Backend operations in flight at once per driver (and per phase of gc). */
+export const BACKEND_CALLS_AT_ONCE = 16;
 
 /** What a driver wrote and read, by object kind (benchmarks and tests read them). */
 export interface ChunkStoreStats extends WriteCounters {
@@ -70,29 +70,23 @@ export interface ChunkStoreDriverOptions {
   now?: () => number;
 }
 
-const ANY = Number.MAX_SAFE_INTEGER;
-/** Every option, with the integer range of a numeric one: an ignored or out-of-range option would write another store. */
-const DRIVER_OPTIONS: { readonly [K in keyof Required<ChunkStoreDriverOptions>]: true | readonly [number, number] } = {
-  backend: true,
-  keyring: true,
-  refreshAfterMs: [0, ANY],
-  chunkerLimits: true,
-  inlineBelow: [0, ANY],
-  literalBelow: [0, ANY],
-  now: true,
+/** Every option, `true` for a count (an integer from 0 up): an ignored or out-of-range option would write another store. */
+const DRIVER_OPTIONS: { readonly [K in keyof Required<ChunkStoreDriverOptions>]: boolean } = {
+  backend: false,
+  keyring: false,
+  refreshAfterMs: true,
+  chunkerLimits: false,
+  inlineBelow: true,
+  literalBelow: true,
+  now: false,
 };
 
 function checkDriverOptions(options: ChunkStoreDriverOptions): void {
   assertKnownKeys(options, Object.keys(DRIVER_OPTIONS), 'driver');
-  for (const [name, range] of Object.entries(DRIVER_OPTIONS)) {
+  for (const [name, isCount] of Object.entries(DRIVER_OPTIONS)) {
     const value: unknown = Reflect.get(options, name);
-    if (range === true || value === undefined) continue;
-    const [least, most] = range;
-    if (!(typeof value === 'number' && Number.isInteger(value) && value >= least && value <= most))
-      throw new InvalidInputError(
-        `driver.${name}`,
-        `must be an integer from ${least}${most === ANY ? ' up' : ` to ${most}`}; got ${JSON.stringify(value)}`,
-      );
+    if (isCount && value !== undefined && !(typeof value === 'number' && Number.isSafeInteger(value) && value >= 0))
+      throw new InvalidInputError(`driver.${name}`, `must be an integer from 0 up; got ${JSON.stringify(value)}`);
   }
 }
 
@@ -150,15 +144,13 @@ export class ChunkStoreDriver implements StorageDriver {
   async store(context: StorageDriverStoreContext, payloads: Payload[]): Promise<StorageDriverClaim[]> {
     // One call's payloads often share objects: each is checked and written once per call.
     const inFlight = new Map<string, Promise<void>>();
-    return followSignal(context.abortSignal, (signal) =>
-      Promise.all(payloads.map((payload) => this.storeOne(payload, inFlight, signal))),
-    );
+    const signal = following(context.abortSignal);
+    return Promise.all(payloads.map((payload) => this.storeOne(payload, inFlight, signal)));
   }
 
   async retrieve(context: StorageDriverRetrieveContext, claims: StorageDriverClaim[]): Promise<Payload[]> {
-    return followSignal(context.abortSignal, (signal) =>
-      Promise.all(claims.map((claim) => this.retrieveOne(claim, signal))),
-    );
+    const signal = following(context.abortSignal);
+    return Promise.all(claims.map((claim) => this.retrieveOne(claim, signal)));
   }
 
   /** The size of the payload a claim names, as its manifest states it, without reading the payload. */
@@ -169,8 +161,8 @@ export class ChunkStoreDriver implements StorageDriver {
   }
 
   /** What a stored object needs, read with whichever configured key sealed it (ObjectReader.inspect). */
-  inspect(kind: ObjectKind, id: string, signal?: AbortSignal): Promise<InspectedObject> {
-    return this.reader.inspect(kind, id, signal);
+  inspect(kind: ObjectKind, id: string): Promise<InspectedObject> {
+    return this.reader.inspect(kind, id);
   }
 
   private async storeOne(
@@ -211,19 +203,12 @@ export class ChunkStoreDriver implements StorageDriver {
 }
 
 /**
- * Runs `work` on a signal of our own that follows the caller's. One store or retrieve has many backend calls in
+ * A signal of our own that follows the caller's. One store or retrieve has many backend calls in
  * flight on it, and the S3 client adds a listener per request: on the caller's signal that would
- * trip Node's listener-leak warning; on ours the limit is lifted, and the caller's gets one listener.
+ * trip Node's listener-leak warning; on ours the limit is lifted (`AbortSignal.any` adds no listener).
  */
-async function followSignal<T>(parent: AbortSignal | undefined, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
-  const controller = new AbortController();
-  setMaxListeners(0, controller.signal);
-  if (parent?.aborted === true) controller.abort(parent.reason);
-  const onAbort = (): void => controller.abort(parent?.reason);
-  parent?.addEventListener('abort', onAbort, { once: true });
-  try {
-    return await work(controller.signal);
-  } finally {
-    parent?.removeEventListener('abort', onAbort);
-  }
+function following(parent: AbortSignal | undefined): AbortSignal {
+  const signal = AbortSignal.any(parent === undefined ? [] : [parent]);
+  setMaxListeners(0, signal);
+  return signal;
 }

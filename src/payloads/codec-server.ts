@@ -13,6 +13,7 @@
 // requests at work or waiting. Refusals carry their type in `X-Compactor-Refusal` and one line of text,
 // never a store path or raw error (the log has those). Only configured origins pass CORS.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { StorageDriverClaim, type DataConverter, type Payload, type PayloadCodec } from '@temporalio/common';
 import {
@@ -47,10 +48,9 @@ const REQUEST_TIMEOUT_MS = 30_000;
 /** The headers the UI sends with its codec requests (CORS must allow each by name). */
 const ALLOWED_HEADERS = 'Content-Type, X-Namespace, Authorization, Authorization-Extras';
 
-const OPERATIONS = ['decode', 'encode', 'download'] as const;
-type Operation = (typeof OPERATIONS)[number];
+type Operation = 'decode' | 'encode' | 'download';
 const isOperation = (value: string | undefined): value is Operation =>
-  OPERATIONS.some((operation) => operation === value);
+  value === 'decode' || value === 'encode' || value === 'download';
 
 export interface CodecServerOptions {
   /** The codecs and External Storage to undo and apply: a client's data converter, so the server agrees with workers. */
@@ -106,26 +106,26 @@ class Refusal extends Error {
 }
 
 const badRequest = (message: string, detail?: string): Refusal => new Refusal(400, 'BadRequest', message, {}, detail);
+const internalError = (error: unknown): Refusal =>
+  new Refusal(500, 'InternalError', "internal error: the codec server's log has the detail", {}, detailOf(error));
+
+const MEANINGS: ReadonlyArray<readonly [new (...args: never[]) => Error, string]> = [
+  [ChunkMissingError, 'a stored object it needs is not in the payload store'],
+  [ChunkIntegrityError, 'a stored object it needs does not hold what its name promises'],
+  [PayloadDecodeError, 'it is tampered, truncated, too large, or encrypted with another key'],
+  [PayloadTooLargeError, 'it is larger than the codec or the store may hold'],
+];
 
 /**
  * An error's type and meaning for the answer, never its message (which names store paths and object
  * keys: for the log). A key id is no secret, and what an operator needs to act on a missing key.
  */
 function failureAnswer(error: unknown): string {
-  const type = error instanceof Error ? error.name : typeof error;
   const meaning =
-    error instanceof ChunkMissingError
-      ? 'a stored object it needs is not in the payload store'
-      : error instanceof ChunkIntegrityError
-        ? 'a stored object it needs does not hold what its name promises'
-        : error instanceof PayloadKeyMissingError
-          ? `it is encrypted with key id ${JSON.stringify(error.keyId)}, which this server does not hold`
-          : error instanceof PayloadDecodeError
-            ? 'it is tampered, truncated, too large, or encrypted with another key'
-            : error instanceof PayloadTooLargeError
-              ? 'it is larger than the codec or the store may hold'
-              : 'an error of the codec server';
-  return `(${type}): ${meaning}; the codec server's log has the detail`;
+    error instanceof PayloadKeyMissingError
+      ? `it is encrypted with key id ${JSON.stringify(error.keyId)}, which this server does not hold`
+      : (MEANINGS.find(([type]) => error instanceof type)?.[1] ?? 'an error of the codec server');
+  return `(${error instanceof Error ? error.name : typeof error}): ${meaning}; the codec server's log has the detail`;
 }
 
 const detailOf = (error: unknown): string => (error instanceof Error ? error.message : String(error));
@@ -140,12 +140,10 @@ function base64Field(value: unknown, path: string): void {
 /** One payload of a request body in protobuf's JSON form, checked field by field. */
 function payloadFromJson(value: unknown, path: string): Payload {
   if (!isRecord(value)) throw badRequest(`${path}: expected a payload object`);
-  const { metadata, data } = value;
-  if (metadata !== undefined && metadata !== null) {
-    if (!isRecord(metadata)) throw badRequest(`${path}.metadata: expected an object of base64 strings`);
-    for (const [name, entry] of Object.entries(metadata)) base64Field(entry, `${path}.metadata.${name}`);
-  }
-  if (data !== undefined && data !== null) base64Field(data, `${path}.data`);
+  const metadata = value.metadata ?? {};
+  if (!isRecord(metadata)) throw badRequest(`${path}.metadata: expected an object of base64 strings`);
+  for (const [name, entry] of Object.entries(metadata)) base64Field(entry, `${path}.metadata.${name}`);
+  if (value.data != null) base64Field(value.data, `${path}.data`);
   try {
     return PayloadProto.fromObject(value);
   } catch (error) {
@@ -270,16 +268,15 @@ export async function startCodecServer({
   };
   allowedOrigins.forEach(allowOrigin);
   const expectedToken = digest(token);
-  const authorized = (segments: readonly string[], authorization: string | undefined): boolean => {
-    const offered = [...segments, ...(authorization?.startsWith('Bearer ') === true ? [authorization.slice(7)] : [])];
-    // Compared as digests: equal lengths for timingSafeEqual, and no timing hint about the token.
-    return offered.some((candidate) => timingSafeEqual(digest(candidate), expectedToken));
-  };
+  // Compared as digests: equal lengths for timingSafeEqual, and no timing hint about the token.
+  const isToken = (text: string): boolean => timingSafeEqual(digest(text), expectedToken);
+  const authorized = (segments: readonly string[], authorization: string | undefined): boolean =>
+    [...segments, ...(authorization?.startsWith('Bearer ') === true ? [authorization.slice(7)] : [])].some(isToken);
   /** A request's URL as the log and the answers show it: the token is never written down. */
   const shown = (url: string): string =>
     url
       .split(/([/?])/)
-      .map((part) => (timingSafeEqual(digest(decodeSegment(part)), expectedToken) ? '<token>' : part))
+      .map((part) => (isToken(decodeSegment(part)) ? '<token>' : part))
       .join('');
 
   /** The payload size a claim of our store names, as its manifest states it; undefined for anything else. */
@@ -303,35 +300,100 @@ export async function startCodecServer({
     };
   };
 
+  /** A payload as `/decode` and `/download` answer it, its decoded bytes counted by `budget`. */
+  const decodeOne = async (payload: Payload, keepLargeClaims: boolean, budget: (bytes: number) => void) => {
+    // A claim of ours is sized by its manifest: what the reference says is its writer's word.
+    const stated = await claimedSize(payload);
+    const size = stated ?? (isReferencePayload(payload) ? decodeReferencePayload(payload).sizeBytes : 0);
+    if (keepLargeClaims && isReferencePayload(payload) && size > inlineLimit) return payload;
+    // As a configured client: the store resolves claims, then the codecs are undone last-first; a
+    // claim of ours counts against the budget before its payload is read, anything else after.
+    budget(stated ?? 0);
+    let current = runner === undefined ? payload : single(await runner.retrieve([payload]), 'the payload store');
+    for (const codec of decodeCodecs) current = single(await codec.decode([current]), 'a payload codec');
+    budget(Math.max(0, payloadProtoSize(current) - (stated ?? 0)));
+    return current;
+  };
+  const encodeOne = async (payload: Payload): Promise<Payload> => {
+    let current = payload;
+    for (const codec of encodeCodecs) current = single(await codec.encode([current]), 'a payload codec');
+    return runner === undefined || !encodeToStore
+      ? current
+      : single(await runner.store([current]), 'the payload store');
+  };
+
+  /** The payloads a request asks for, in order, at most {@link PAYLOADS_AT_ONCE} at work at once. */
+  const answer = async (operation: Operation, payloads: Payload[], keepLargeClaims: boolean): Promise<Payload[]> => {
+    let decoded = 0;
+    const budget = (bytes: number): void => {
+      decoded += bytes;
+      if (decoded > maxDecodedBytes)
+        throw new Refusal(
+          413,
+          'DecodedTooLarge',
+          `the payloads of this request decode to more than ${maxDecodedBytes} bytes: ask for fewer at a time`,
+        );
+    };
+    const results: Payload[] = [];
+    // Taken from the end: reversed, the payloads start in order.
+    const work = payloads.map((payload, index) => ({ payload, index })).reverse();
+    await drain(work, PAYLOADS_AT_ONCE, async ({ payload, index }) => {
+      // A claim with no store to read it from: say which setting this server lacks, rather than
+      // answer the claim as if it were the payload (or, asked to keep claims, leave it a claim).
+      if (operation !== 'encode' && runner === undefined && isReferencePayload(payload) && !keepLargeClaims)
+        throw new Refusal(
+          400,
+          'PayloadStoreNotConfigured',
+          `payloads[${index}]: cannot ${operation}: ${new PayloadStoreNotConfiguredError('this codec server', decodeReferencePayload(payload).driverName).message}`,
+        );
+      try {
+        results[index] = await (operation === 'encode'
+          ? encodeOne(payload)
+          : decodeOne(payload, keepLargeClaims, budget));
+      } catch (error) {
+        if (error instanceof Refusal) throw error;
+        // The protocol answers codec errors with 400; the log has the raw error.
+        throw new Refusal(
+          400,
+          error instanceof Error ? error.name : 'Error',
+          `payloads[${index}]: cannot ${operation} ${failureAnswer(error)}`,
+          {},
+          detailOf(error),
+        );
+      }
+    });
+    return results;
+  };
+
   const handle = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
     const cors = corsHeaders(request);
     const url = new URL(request.url ?? '/', 'http://codec-server');
-    const path = url.pathname;
-    const segments = path
+    const segments = url.pathname
       .split('/')
       .filter((segment) => segment !== '')
       .map(decodeSegment);
     const operation = segments.at(-1);
     if (!isOperation(operation))
-      throw new Refusal(404, 'NotFound', `no such endpoint ${shown(path)}: POST /decode, /encode or /download`);
+      throw new Refusal(404, 'NotFound', `no such endpoint ${shown(url.pathname)}: POST /decode, /encode or /download`);
     if (cors === undefined)
       throw new Refusal(
         403,
         'OriginNotAllowed',
         `origin ${request.headers.origin ?? ''} is not allowed: add it to COMPACTOR_CODEC_SERVER_ORIGINS`,
       );
+    // A preflight carries no credentials: it is answered for allowed origins alone. Chrome asks
+    // whether a public page (e.g. Temporal Cloud's UI) may call a server on this machine.
     if (request.method === 'OPTIONS') {
-      // A preflight carries no credentials: it is answered for allowed origins alone.
-      const headers: Record<string, string> = {
-        ...cors,
-        'Access-Control-Allow-Methods': 'POST, OPTIONS',
-        'Access-Control-Allow-Headers': ALLOWED_HEADERS,
-        'Access-Control-Max-Age': '600',
-      };
-      // Chrome asks before a public page (e.g. Temporal Cloud's UI) may call a server on this machine.
-      if (request.headers['access-control-request-private-network'] === 'true')
-        headers['Access-Control-Allow-Private-Network'] = 'true';
-      response.writeHead(204, headers).end();
+      const privateNetwork = request.headers['access-control-request-private-network'] === 'true';
+      response
+        .writeHead(204, {
+          ...cors,
+          'Access-Control-Allow-Methods': 'POST, OPTIONS',
+          'Access-Control-Allow-Headers': ALLOWED_HEADERS,
+          'Access-Control-Max-Age': '600',
+          ...(privateNetwork ? { 'Access-Control-Allow-Private-Network': 'true' } : {}),
+        })
+        .end();
       return;
     }
     if (request.method !== 'POST')
@@ -354,87 +416,23 @@ export async function startCodecServer({
       });
     await requests.run(async () => {
       const payloads = payloadsFromBody(await readBody(request, maxBodyBytes), maxPayloads);
-      const keepLargeClaims = operation === 'decode' && url.searchParams.get('preserveStorageRefs') === 'true';
       if (operation === 'download') {
         const index = payloads.findIndex((payload) => !isReferencePayload(payload));
         if (index >= 0) throw badRequest(`payloads[${index}]: not a storage reference: /download takes claims only`);
       }
-      let decoded = 0;
-      const budget = (bytes: number): void => {
-        decoded += bytes;
-        if (decoded > maxDecodedBytes)
-          throw new Refusal(
-            413,
-            'DecodedTooLarge',
-            `the payloads of this request decode to more than ${maxDecodedBytes} bytes: ask for fewer at a time`,
-          );
-      };
-      const transform = async (payload: Payload): Promise<Payload> => {
-        let current = payload;
-        if (operation === 'encode') {
-          for (const codec of encodeCodecs) current = single(await codec.encode([current]), 'a payload codec');
-          return runner === undefined || !encodeToStore
-            ? current
-            : single(await runner.store([current]), 'the payload store');
-        }
-        // A claim of ours is sized by its manifest: what the reference says is its writer's word.
-        const stated = await claimedSize(payload);
-        const size = stated ?? (isReferencePayload(payload) ? decodeReferencePayload(payload).sizeBytes : 0);
-        if (keepLargeClaims && isReferencePayload(payload) && size > inlineLimit) return payload;
-        // As a configured client: the store resolves claims, then the codecs are undone last-first; a
-        // claim of ours counts against the budget before its payload is read, anything else after.
-        budget(stated ?? 0);
-        if (runner !== undefined) current = single(await runner.retrieve([payload]), 'the payload store');
-        for (const codec of decodeCodecs) current = single(await codec.decode([current]), 'a payload codec');
-        budget(Math.max(0, payloadProtoSize(current) - (stated ?? 0)));
-        return current;
-      };
-      const results: Payload[] = [];
-      // Taken from the end: reversed, the payloads start in order.
-      const work = payloads.map((payload, index) => ({ payload, index })).reverse();
-      await drain(work, PAYLOADS_AT_ONCE, async ({ payload, index }) => {
-        // A claim with no store to read it from: say which setting this server lacks, rather than
-        // answer the claim as if it were the payload (or, asked to keep claims, leave it a claim).
-        if (operation !== 'encode' && runner === undefined && isReferencePayload(payload) && !keepLargeClaims)
-          throw new Refusal(
-            400,
-            'PayloadStoreNotConfigured',
-            `payloads[${index}]: cannot ${operation}: ${new PayloadStoreNotConfiguredError('this codec server', decodeReferencePayload(payload).driverName).message}`,
-          );
-        try {
-          results[index] = await transform(payload);
-        } catch (error) {
-          if (error instanceof Refusal) throw error;
-          // The protocol answers codec errors with 400; the log has the raw error.
-          throw new Refusal(
-            400,
-            error instanceof Error ? error.name : 'Error',
-            `payloads[${index}]: cannot ${operation} ${failureAnswer(error)}`,
-            {},
-            detailOf(error),
-          );
-        }
-      });
-      const json = results.map((result) =>
+      const keepLargeClaims = operation === 'decode' && url.searchParams.get('preserveStorageRefs') === 'true';
+      const json = (await answer(operation, payloads, keepLargeClaims)).map((result) =>
         PayloadProto.toObject(PayloadProto.fromObject(result), { bytes: String, longs: String }),
       );
-      const body = JSON.stringify({ payloads: json });
-      response.writeHead(200, { ...cors, 'Content-Type': 'application/json', 'Cache-Control': 'no-store' }).end(body);
+      response
+        .writeHead(200, { ...cors, 'Content-Type': 'application/json', 'Cache-Control': 'no-store' })
+        .end(JSON.stringify({ payloads: json }));
     });
   };
 
   const server: Server = createServer((request, response) => {
     handle(request, response).catch((error: unknown) => {
-      const refusal =
-        error instanceof Refusal
-          ? error
-          : new Refusal(
-              500,
-              'InternalError',
-              "internal error: the codec server's log has the detail",
-              {},
-              detailOf(error),
-            );
+      const refusal = error instanceof Refusal ? error : internalError(error);
       const namespace = request.headers['x-namespace'];
       log(
         `${request.method ?? '?'} ${shown(request.url ?? '?')}${typeof namespace === 'string' ? ` (namespace ${namespace})` : ''}: ${refusal.status} ${refusal.message}${refusal.detail === undefined ? '' : ` — ${refusal.detail}`}`,
@@ -452,13 +450,8 @@ export async function startCodecServer({
     });
   });
   server.requestTimeout = REQUEST_TIMEOUT_MS;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
+  // `once` rejects on an 'error' event (a port in use) instead.
+  await once(server.listen(port, host), 'listening');
   const address = server.address();
   if (address === null || typeof address === 'string')
     throw new Error('the codec server is not listening on a TCP port');

@@ -27,10 +27,10 @@ export class CompressionChain {
 
   /** What a manifest is deflated against: its payload's new pack when it has one (written just before it), else {@link contextFor}. */
   manifestContext(
-    pack: { id: string; plaintext: Uint8Array; context?: SealContext | undefined } | undefined,
+    pack: { id: string; plaintext: Uint8Array | undefined; context?: SealContext | undefined } | undefined,
     keyId: string | undefined,
   ): SealContext | undefined {
-    if (pack === undefined) return this.contextFor(keyId);
+    if (pack?.plaintext === undefined) return this.contextFor(keyId);
     const depth = pack.context === undefined ? 0 : pack.context.depth + 1;
     if (depth + 1 > WRITTEN_CONTEXT_DEPTH) return undefined;
     return {

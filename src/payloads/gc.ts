@@ -17,7 +17,7 @@
 // network) stop it before anything is removed. Removal goes parents first, so an object that exists
 // always has all its descendants (a store reuses one without looking below).
 import { ChunkIntegrityError, ChunkMissingError, PayloadKeyMissingError } from './errors.js';
-import type { ChunkStoreDriver } from './chunk-store.js';
+import { BACKEND_CALLS_AT_ONCE as CONCURRENCY, type ChunkStoreDriver } from './chunk-store.js';
 import { drain } from './limiter.js';
 import type { InspectedObject } from './object-reader.js';
 import { addTo, isSweepable, noTally, type Tally } from './object-backend.js';
@@ -95,8 +95,6 @@ const emptyTallies = (): TallyByKind => ({
 });
 const YOUNG = { manifest: 'youngManifests', node: 'youngNodes', chunk: 'youngChunks' } as const;
 const MISSING_SHOWN = 20;
-/** Backend operations in flight at once. */
-const CONCURRENCY = 16;
 const PROGRESS_EVERY_MS = 2_000;
 
 /** Progress lines: forced ones always, others at most every two seconds (so short work prints only the forced ones). */
@@ -115,6 +113,8 @@ export function throttled(
 
 export const count = (value: number): string => value.toLocaleString('en-US');
 
+type Inspected = InspectedObject | ChunkMissingError | 'unreadable';
+
 interface Candidate {
   key: string;
   kind: SweptKind;
@@ -122,10 +122,8 @@ interface Candidate {
   bytes: number;
   /** What it lists (undefined: not read yet, or unreadable). */
   inspected?: InspectedObject;
-  /** Removed by someone else since the listing. */
-  gone?: boolean;
-  /** It cannot be read: then it is kept. */
-  unreadable?: boolean;
+  /** Not to remove: removed by someone else since the listing, or unreadable (then kept). */
+  skip?: boolean;
 }
 
 /**
@@ -133,31 +131,27 @@ interface Candidate {
  * deepest that does. Removing level by level from 0 takes every object before what it lists.
  */
 function removalLevels(candidates: readonly Candidate[]): Map<string, number> {
-  const lists = new Map<string, string[]>();
   const keys = new Set(candidates.map((candidate) => candidate.key));
-  const parentsLeft = new Map<string, number>();
+  const listedBy = new Map<string, string[]>();
   for (const candidate of candidates)
     for (const child of candidate.inspected?.children ?? []) {
       const key = objectKey(child.kind, child.id);
       if (!keys.has(key) || key === candidate.key) continue;
-      const listed = lists.get(candidate.key) ?? [];
-      listed.push(key);
-      lists.set(candidate.key, listed);
-      parentsLeft.set(key, (parentsLeft.get(key) ?? 0) + 1);
+      const parents = listedBy.get(key) ?? [];
+      parents.push(candidate.key);
+      listedBy.set(key, parents);
     }
   const levels = new Map<string, number>();
-  const ready = candidates.map((candidate) => candidate.key).filter((key) => !parentsLeft.has(key));
-  for (const key of ready) levels.set(key, 0);
-  while (ready.length > 0) {
-    const key = ready.pop() ?? '';
-    const level = levels.get(key) ?? 0;
-    for (const child of lists.get(key) ?? []) {
-      levels.set(child, Math.max(levels.get(child) ?? 0, level + 1));
-      const left = (parentsLeft.get(child) ?? 1) - 1;
-      parentsLeft.set(child, left);
-      if (left === 0) ready.push(child);
-    }
-  }
+  const levelOf = (key: string): number => {
+    const known = levels.get(key);
+    if (known !== undefined) return known;
+    // Set before the parents are visited: a cycle (objects are content-addressed, so only a forged store has one) ends.
+    levels.set(key, 0);
+    const level = (listedBy.get(key) ?? []).reduce((deepest, parent) => Math.max(deepest, levelOf(parent) + 1), 0);
+    levels.set(key, level);
+    return level;
+  };
+  keys.forEach(levelOf);
   return levels;
 }
 
@@ -205,11 +199,7 @@ export async function collectGarbage({
    * What object `kind`/`id` lists; its ChunkMissingError when it is not in the store, `'unreadable'` (reported) when
    * that is the object's doing (a key gc lacks, bytes not as named); a GarbageCollectionError when it is the store's.
    */
-  const inspect = async (
-    kind: ObjectKind,
-    id: string,
-    stopped: string,
-  ): Promise<InspectedObject | ChunkMissingError | 'unreadable'> => {
+  const inspect = async (kind: ObjectKind, id: string, stopped: string): Promise<Inspected> => {
     try {
       return await driver.inspect(kind, id);
     } catch (error) {
@@ -278,6 +268,8 @@ export async function collectGarbage({
 
   const candidates: Candidate[] = [];
   let seen = 0;
+  const listedLine = (phase: string) => (): string =>
+    `gc: ${phase}${count(seen)} objects, ${count(candidates.length)} unreachable and older than the grace period`;
   for await (const object of backend.list('v1/')) {
     seen += 1;
     const parsed = parseObjectKey(object.key);
@@ -290,15 +282,9 @@ export async function collectGarbage({
           : undefined;
     if (tally !== undefined) addTo(tally, object.bytes);
     else candidates.push({ key: object.key, kind, id: parsed?.id, bytes: object.bytes });
-    progress(
-      () =>
-        `gc: sweeping: listed ${count(seen)} objects, ${count(candidates.length)} unreachable and older than the grace period`,
-    );
+    progress(listedLine('sweeping: listed '));
   }
-  progress(
-    () => `gc: listed ${count(seen)} objects, ${count(candidates.length)} unreachable and older than the grace period`,
-    true,
-  );
+  progress(listedLine('listed '), true);
   // What candidates list decides the order of removal and what a renewal protects.
   const toRead = candidates.filter((candidate) => candidate.kind !== 'temporary');
   let read = 0;
@@ -306,44 +292,38 @@ export async function collectGarbage({
     if (candidate.id === undefined || candidate.kind === 'temporary') return;
     const inspected = await inspect(candidate.kind, candidate.id, `reading ${candidate.key} stopped the sweep`);
     // Gone ones need nothing; unreadable ones are kept, whatever they are.
-    if (inspected instanceof ChunkMissingError) candidate.gone = true;
-    else if (inspected === 'unreadable') candidate.unreadable = true;
+    if (inspected === 'unreadable') addTo(report.unreadable[candidate.kind], candidate.bytes);
+    if (inspected instanceof ChunkMissingError || inspected === 'unreadable') candidate.skip = true;
     else candidate.inspected = inspected;
     read += 1;
     progress(() => `gc: sweeping: read ${count(read)} of ${count(toRead.length)} unreachable objects`);
   });
 
   const protectedKeys = new Set<string>();
+  const removable = candidates.filter((candidate) => candidate.skip !== true);
   // Temporaries first, then every object before the objects it lists.
-  const levels = removalLevels(candidates);
-  const rounds = new Map<number, Candidate[]>();
-  for (const candidate of candidates) {
-    if (candidate.gone === true) continue;
-    if (candidate.unreadable === true) {
-      addTo(report.unreadable[candidate.kind], candidate.bytes);
-      continue;
-    }
-    const order = candidate.kind === 'temporary' ? Number.MAX_SAFE_INTEGER : -(levels.get(candidate.key) ?? 0);
-    const round = rounds.get(order) ?? [];
-    round.push(candidate);
-    rounds.set(order, round);
-  }
+  const levels = removalLevels(removable);
+  const orderOf = (candidate: Candidate): number =>
+    candidate.kind === 'temporary' ? -1 : (levels.get(candidate.key) ?? 0);
   let done = 0;
-  const total = [...rounds.values()].reduce((sum, round) => sum + round.length, 0);
-  for (const order of [...rounds.keys()].sort((a, b) => b - a)) {
-    await drain([...(rounds.get(order) ?? [])], CONCURRENCY, async (candidate) => {
-      const keep = (): void => {
-        addTo(report.renewed[candidate.kind], candidate.bytes);
-        for (const child of candidate.inspected?.children ?? []) protectedKeys.add(objectKey(child.kind, child.id));
-      };
-      if (protectedKeys.has(candidate.key)) keep();
-      else if (dryRun || (await backend.removeIfOlder(candidate.key, cutoffMs)))
-        addTo(report.deleted[candidate.kind], candidate.bytes);
-      else keep();
-      done += 1;
-      progress(() => `gc: ${dryRun ? 'would remove' : 'removing'}: ${count(done)} of ${count(total)} objects`);
-    });
-  }
+  const remove = async (candidate: Candidate): Promise<void> => {
+    const keep = (): void => {
+      addTo(report.renewed[candidate.kind], candidate.bytes);
+      for (const child of candidate.inspected?.children ?? []) protectedKeys.add(objectKey(child.kind, child.id));
+    };
+    if (protectedKeys.has(candidate.key)) keep();
+    else if (dryRun || (await backend.removeIfOlder(candidate.key, cutoffMs)))
+      addTo(report.deleted[candidate.kind], candidate.bytes);
+    else keep();
+    done += 1;
+    progress(() => `gc: ${dryRun ? 'would remove' : 'removing'}: ${count(done)} of ${count(removable.length)} objects`);
+  };
+  for (const order of [...new Set(removable.map(orderOf))].sort((a, b) => a - b))
+    await drain(
+      removable.filter((candidate) => orderOf(candidate) === order),
+      CONCURRENCY,
+      remove,
+    );
   // What earlier removals quarantined (S3): back if a claim marked now needs it, else gone for good once old.
   if (backend.settleQuarantine !== undefined) {
     const settled = await backend.settleQuarantine((key) => marked.has(key), cutoffMs, dryRun);

@@ -98,10 +98,7 @@ export function keyringFromSettings(settings: {
     throw new KeyFormatError('COMPACTOR_CODEC_KEY_ID', '1-64 characters of A-Z, a-z, 0-9, ".", "_" or "-"');
   const current = codecKey(raw, settings.keyId);
   const byId = new Map<string, CodecKey>([[current.id, current]]);
-  const entries = (settings.oldKeys ?? '')
-    .split(',')
-    .map((entry) => entry.trim())
-    .filter((entry) => entry !== '');
+  const entries = (settings.oldKeys ?? '').split(',').filter((entry) => entry.trim() !== '');
   entries.forEach((entry, index) => {
     const colon = entry.indexOf(':');
     const id = colon < 0 ? undefined : entry.slice(0, colon).trim();

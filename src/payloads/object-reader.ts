@@ -67,12 +67,6 @@ export class ObjectReader {
     private readonly fetched: { objects: number; bytes: number },
   ) {}
 
-  /** The plaintext of object `id`, whose payload was stored with `keyId`: cached, else fetched and opened. */
-  read(kind: ObjectKind, id: string, keyId: string | undefined, signal: AbortSignal | undefined): Promise<Uint8Array> {
-    // The slices of a pack are filled at once: one fetch for all of them.
-    return this.cachedOrOpened('plaintext', kind, id, keyId, signal);
-  }
-
   /** The inline bytes of manifest `id` end to end, which a slice of it is a range of. */
   async inlineBytes(id: string, keyId: string | undefined, signal: AbortSignal | undefined): Promise<Uint8Array> {
     const key = objectKey('manifest', id);
@@ -116,7 +110,7 @@ export class ObjectReader {
     const contextWindow =
       context === undefined
         ? undefined
-        : await this.cachedOrOpened('window', context.kind, context.id, keyId, signal, context.depth - 1);
+        : await this.read(context.kind, context.id, keyId, signal, 'window', context.depth - 1);
     const { plaintext, before } = inflateObject(unsealed, kind, id, key, contextWindow);
     const window = windowAfter(before, plaintext);
     // A pack or a manifest may be the context of later objects.
@@ -125,14 +119,14 @@ export class ObjectReader {
   }
 
   /** What a stored object needs, read with whichever configured key sealed it (a pack: from its header only). Not cached. */
-  async inspect(kind: ObjectKind, id: string, signal?: AbortSignal): Promise<InspectedObject> {
+  async inspect(kind: ObjectKind, id: string): Promise<InspectedObject> {
     const key = objectKey(kind, id);
-    const sealed = await this.fetch(key, signal);
+    const sealed = await this.fetch(key, undefined);
     const keyId = sealedKeyId(sealed, key);
     const { context } = unsealObject(sealed, key, keyId, this.keyring);
     const contextChild: ListedChild[] = context === undefined ? [] : [{ kind: context.kind, id: context.id }];
     if (kind === 'chunk') return { level: 0, depth: context?.depth ?? 0, children: contextChild };
-    const { plaintext } = await this.open(sealed, kind, id, keyId, signal);
+    const { plaintext } = await this.open(sealed, kind, id, keyId, undefined);
     if (kind === 'manifest') {
       const manifest = parseManifest(plaintext, key);
       const base: ListedChild[] = manifest.base === undefined ? [] : [{ kind: 'manifest', id: manifest.base.id }];
@@ -160,13 +154,17 @@ export class ObjectReader {
     if (window !== undefined) this.windows.set(cacheKey, window);
   }
 
-  /** An object's plaintext or window from the cache, else fetched and opened (its plaintext cached), once however many ask at the same time. */
-  private async cachedOrOpened(
-    want: 'plaintext' | 'window',
+  /**
+   * Object `id`'s plaintext (or its window), whose payload was stored with `keyId`: from the cache, else
+   * fetched and opened (its plaintext cached), once however many ask at the same time. The slices of a
+   * pack are filled at once: one fetch for all of them.
+   */
+  async read(
     kind: ObjectKind,
     id: string,
     keyId: string | undefined,
     signal: AbortSignal | undefined,
+    want: 'plaintext' | 'window' = 'plaintext',
     depth?: number,
   ): Promise<Uint8Array> {
     const [cache, running] = want === 'plaintext' ? [this.cache, this.reading] : [this.windows, this.windowing];

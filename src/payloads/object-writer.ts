@@ -102,17 +102,10 @@ export class ObjectWriter {
       contextIfSmaller: !chained,
     });
     await limiter.run(() => backend.put(key, sealed, signal));
-    let window: Uint8Array | undefined;
-    if (chained) {
-      // Only once it is stored may a later object be deflated against it.
-      window = windowAfter(before, object.plaintext);
-      this.chain.extend(
-        keyId,
-        { id: object.id, kind: object.kind === 'manifest' ? 'manifest' : 'chunk' },
-        context,
-        window,
-      );
-    }
+    // Only once it is stored may a later object be deflated against it.
+    const window = chained ? windowAfter(before, object.plaintext) : undefined;
+    const kind = object.kind === 'manifest' ? 'manifest' : 'chunk';
+    if (window !== undefined) this.chain.extend(keyId, { id: object.id, kind }, context, window);
     const counters = this.counters.written[object.kind];
     counters.objects += 1;
     counters.bytes += sealed.length;

@@ -13,7 +13,7 @@ export async function readPayload(
   manifestId: string,
   keyId: string | undefined,
   signal: AbortSignal | undefined,
-  segments?: ReadSegment[],
+  segments: ReadSegment[],
   depth?: number,
 ): Promise<{ data: Uint8Array; metadata: Record<string, Uint8Array> }> {
   const manifestKey = objectKey('manifest', manifestId);
@@ -25,12 +25,12 @@ export async function readPayload(
   let offset = 0;
   if (manifest.base !== undefined) {
     const { id, keep } = manifest.base;
-    const fromBase: ReadSegment[] | undefined = segments === undefined ? undefined : [];
+    const fromBase: ReadSegment[] = [];
     const base = await readPayload(reader, id, keyId, signal, fromBase, manifest.base.depth - 1);
     // What the base's slices cover within the prefix this payload keeps.
-    for (const segment of fromBase ?? []) {
+    for (const segment of fromBase) {
       const length = Math.min(segment.length, keep - segment.start);
-      if (length > 0) segments?.push({ ...segment, length });
+      if (length > 0) segments.push({ ...segment, length });
     }
     if (base.data.length < keep)
       throw new ChunkIntegrityError(
@@ -50,7 +50,7 @@ function fillFrom(
   data: Uint8Array,
   keyId: string | undefined,
   signal: AbortSignal | undefined,
-  segments: ReadSegment[] | undefined,
+  segments: ReadSegment[],
 ): (entries: readonly Entry[], offset: number, parentKey: string) => Promise<void> {
   const fillAll = async (entries: readonly Entry[], offset: number, parentKey: string): Promise<void> => {
     let at = offset;
@@ -80,7 +80,7 @@ function fillFrom(
           `lists bytes ${entry.offset}–${entry.offset + entry.length} of ${entry.of} ${entry.id}, which has ${holder.length}`,
         );
       data.set(holder.subarray(entry.offset, entry.offset + entry.length), offset);
-      segments?.push({ start: offset, length: entry.length, holder: entry.id, of: entry.of, offset: entry.offset });
+      segments.push({ start: offset, length: entry.length, holder: entry.id, of: entry.of, offset: entry.offset });
       return;
     }
     const { id, level, length } = entry;

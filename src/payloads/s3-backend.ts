@@ -52,11 +52,9 @@ export class S3Backend implements SweepableBackend {
   readonly bucket: string;
   readonly prefix: string;
   readonly description: string;
-  private readonly options: S3BackendOptions;
   private loaded: Promise<{ sdk: typeof S3; client: S3.S3Client }> | undefined;
 
-  constructor(options: S3BackendOptions) {
-    this.options = options;
+  constructor(private readonly options: S3BackendOptions) {
     this.bucket = options.bucket;
     this.prefix = (options.prefix ?? '').replace(/^\/+|\/+$/g, '');
     this.description = `s3://${this.bucket}/${this.prefix}`;

@@ -30,9 +30,7 @@ const MIN_COMPRESS_BYTES = 64;
 
 /** Hex content address of a plaintext: HMAC-SHA256 with the key's MAC key, else SHA-256. */
 export function objectId(plaintext: Uint8Array, key: CodecKey | undefined): string {
-  return (key === undefined ? createHash('sha256') : createHmac('sha256', key.chunkMacKey))
-    .update(plaintext)
-    .digest('hex');
+  return contextualId(plaintext, undefined, key);
 }
 
 /** An object's window: the last {@link WINDOW_BYTES} of `before` (its context's window, or {@link chainRoot}) followed by its plaintext. */
@@ -57,12 +55,12 @@ export function contextualId(
   context: Pick<SealContext, 'id' | 'kind'> | undefined,
   key: CodecKey | undefined,
 ): string {
-  if (context === undefined) return objectId(plaintext, key);
-  return (key === undefined ? createHash('sha256') : createHmac('sha256', key.chunkMacKey))
-    .update(context.kind === 'chunk' ? CONTEXT_ID_PREFIX : MANIFEST_CONTEXT_ID_PREFIX)
-    .update(Buffer.from(context.id, 'hex'))
-    .update(plaintext)
-    .digest('hex');
+  const hash = key === undefined ? createHash('sha256') : createHmac('sha256', key.chunkMacKey);
+  if (context !== undefined)
+    hash
+      .update(context.kind === 'chunk' ? CONTEXT_ID_PREFIX : MANIFEST_CONTEXT_ID_PREFIX)
+      .update(Buffer.from(context.id, 'hex'));
+  return hash.update(plaintext).digest('hex');
 }
 
 /** What the window of an object without a context starts from: preset dictionary 1. */

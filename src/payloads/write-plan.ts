@@ -127,7 +127,9 @@ export class WritePlanner {
             { id: base.recent.id, keep: base.keep, depth: base.recent.depth + 1 },
             leaves.slice(base.shared),
           );
-    this.bindToChain(planned.object);
+    // A manifest on a base lists what follows the prefix: the pack may hold only slices it does not list.
+    const listed = base === undefined || planned.object.children.some((child) => child === packing.pack);
+    this.bindToChain(planned.object, listed ? packing.pack : undefined);
     return {
       manifest: planned.object,
       settle: () => {
@@ -144,7 +146,7 @@ export class WritePlanner {
     signal: AbortSignal,
     inlineFresh: boolean,
     slices: PayloadSlice[],
-  ): Promise<{ leaves: PlannedEntry[]; settle: () => void }> {
+  ): Promise<{ leaves: PlannedEntry[]; pack: PlannedObject | undefined; settle: () => void }> {
     const { keyring, literalBelow, inlineBelow, stillStored } = this.settings;
     const key = keyring?.current;
     const known = (id: string): SlicePlace | undefined => this.slices.find(key?.id, id);
@@ -189,7 +191,9 @@ export class WritePlanner {
             children: [],
             context,
           };
-    const existing = new Map<string, PlannedObject>();
+    const existing = new Map(
+      [...reused].map(([id, kind]): [string, PlannedObject] => [id, { kind, id, plaintext: undefined, children: [] }]),
+    );
     const leaves = slices.map((slice, index): PlannedEntry => {
       const where = placed[index];
       if (where === undefined)
@@ -206,17 +210,13 @@ export class WritePlanner {
         return { id: slice.id, end: slice.end, entry, object: pack };
       }
       const { holder, of, offset, length } = where.reused;
-      let object = existing.get(holder);
-      if (object === undefined) {
-        object = { kind: of === 'manifest' ? 'manifest' : 'chunk', id: holder, plaintext: undefined, children: [] };
-        existing.set(holder, object);
-      }
-      return { id: slice.id, end: slice.end, entry: { kind: 'slice', of, id: holder, offset, length }, object };
+      const entry: Entry = { kind: 'slice', of, id: holder, offset, length };
+      return { id: slice.id, end: slice.end, entry, object: existing.get(holder) };
     });
     const settle = (): void => {
       if (pack !== undefined) this.slices.addHolder(key?.id, pack.id, 'pack', fresh);
     };
-    return { leaves, settle };
+    return { leaves, pack, settle };
   }
 
   /** The payload cut into chunker slices, each with its id under the current key; a small payload is one slice. */
@@ -295,15 +295,11 @@ export class WritePlanner {
     return { object: { kind: 'manifest', id, plaintext, children }, depth: base?.depth ?? 0, listed: entries };
   }
 
-  /** Names a planned manifest by the object it will be deflated against, so it joins the chain. */
-  private bindToChain(manifest: PlannedObject): void {
+  /** Names a planned manifest by the object it will be deflated against (its new `pack`, if any), so it joins the chain. */
+  private bindToChain(manifest: PlannedObject, pack: PlannedObject | undefined): void {
     if (manifest.plaintext === undefined) return;
     const key = this.settings.keyring?.current;
-    const pack = newPackUnder(manifest);
-    const context = this.chain.manifestContext(
-      pack?.plaintext === undefined ? undefined : { id: pack.id, plaintext: pack.plaintext, context: pack.context },
-      key?.id,
-    );
+    const context = this.chain.manifestContext(pack, key?.id);
     if (context === undefined) return;
     manifest.context = context;
     manifest.id = contextualId(manifest.plaintext, context, key);
@@ -332,18 +328,4 @@ export class WritePlanner {
       ...this.recent.filter((recent) => recent.id !== planned.object.id),
     ].slice(0, RECENT_MANIFESTS);
   }
-}
-
-/**
- * The payload's new pack: a planned chunk below a manifest, directly or under the new nodes of its
- * tree (where the nodes fall depends on keyed ids, so the pack may sit at any level).
- */
-function newPackUnder(object: PlannedObject): PlannedObject | undefined {
-  for (const child of object.children) {
-    if (child.plaintext === undefined) continue;
-    if (child.kind === 'chunk') return child;
-    const below = child.kind === 'node' ? newPackUnder(child) : undefined;
-    if (below !== undefined) return below;
-  }
-  return undefined;
 }
