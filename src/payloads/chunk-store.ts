@@ -144,13 +144,15 @@ export class ChunkStoreDriver implements StorageDriver {
   async store(context: StorageDriverStoreContext, payloads: Payload[]): Promise<StorageDriverClaim[]> {
     // One call's payloads often share objects: each is checked and written once per call.
     const inFlight = new Map<string, Promise<void>>();
-    const signal = following(context.abortSignal);
-    return Promise.all(payloads.map((payload) => this.storeOne(payload, inFlight, signal)));
+    return followSignal(context.abortSignal, (signal) =>
+      Promise.all(payloads.map((payload) => this.storeOne(payload, inFlight, signal))),
+    );
   }
 
   async retrieve(context: StorageDriverRetrieveContext, claims: StorageDriverClaim[]): Promise<Payload[]> {
-    const signal = following(context.abortSignal);
-    return Promise.all(claims.map((claim) => this.retrieveOne(claim, signal)));
+    return followSignal(context.abortSignal, (signal) =>
+      Promise.all(claims.map((claim) => this.retrieveOne(claim, signal))),
+    );
   }
 
   /** The size of the payload a claim names, as its manifest states it, without reading the payload. */
@@ -203,12 +205,21 @@ export class ChunkStoreDriver implements StorageDriver {
 }
 
 /**
- * A signal of our own that follows the caller's. One store or retrieve has many backend calls in
- * flight on it, and the S3 client adds a listener per request: on the caller's signal that would
- * trip Node's listener-leak warning; on ours the limit is lifted (`AbortSignal.any` adds no listener).
+ * Runs `work` on a signal of our own that follows the caller's. One store or retrieve has many backend
+ * calls in flight on it, and the S3 client adds a listener per request: on the caller's signal that
+ * would trip Node's listener-leak warning; on ours the limit is lifted, and the caller's gets one
+ * listener, removed when the work ends. Not `AbortSignal.any`: on Node 20 a signal it makes that
+ * has listeners stays reachable from a long-lived parent (nodejs/node#55351).
  */
-function following(parent: AbortSignal | undefined): AbortSignal {
-  const signal = AbortSignal.any(parent === undefined ? [] : [parent]);
-  setMaxListeners(0, signal);
-  return signal;
+async function followSignal<T>(parent: AbortSignal | undefined, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const controller = new AbortController();
+  setMaxListeners(0, controller.signal);
+  if (parent?.aborted === true) controller.abort(parent.reason);
+  const onAbort = (): void => controller.abort(parent?.reason);
+  parent?.addEventListener('abort', onAbort, { once: true });
+  try {
+    return await work(controller.signal);
+  } finally {
+    parent?.removeEventListener('abort', onAbort);
+  }
 }
