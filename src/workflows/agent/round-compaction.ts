@@ -3,6 +3,7 @@
 import { newCalibration, type SummarizerCalibration } from '../../core/compaction/calibration.js';
 import type { ActivityOptions } from '@temporalio/common';
 import { FailureType } from '../../core/errors.js';
+import type { AgentRunPlan } from '../../core/agent/agent-input.js';
 import { cacheIsCold, withColdTrigger } from '../../core/agent/cold-cache.js';
 import { compactionRecord, groupDigits, type CompactionRecord } from '../../core/agent/compaction-history.js';
 import { preflight, type BackendCounter } from '../../core/agent/preflight.js';
@@ -24,7 +25,12 @@ import type { ContextExhaustedDetails } from '../../shared/agent-run.js';
 import { failOnInvalidInput, nonRetryableFailure } from '../../shared/failures.js';
 import type { CompactionCall } from '../compact-options.js';
 import { driveCompaction } from '../drive-compaction.js';
-import type { AgentLoop } from './loop.js';
+import type { LiveConversation } from './live-conversation.js';
+import type { PayloadLimit } from './payload-limit.js';
+import type { PendingReview } from './pending-review.js';
+import type { SteeringRequests } from './steering-requests.js';
+import type { TokenCache } from './token-cache.js';
+import type { UsageLedger } from './usage-ledger.js';
 import { workflowTime } from './workflow-time.js';
 
 function changes(result: CompactionResult): boolean {
@@ -34,11 +40,17 @@ function changes(result: CompactionResult): boolean {
 /** A compaction's result as decided (undefined `review`: not under review), or undefined when the reviewer rejected it. */
 type Decided = { result: CompactionResult; review: ReviewOutcome | undefined } | undefined;
 
-/** The parts of the loop a compaction reads and changes. */
-type RoundCompactionParts = Pick<
-  AgentLoop,
-  'plan' | 'limit' | 'conversation' | 'steering' | 'review' | 'ledger' | 'tokens' | 'publish'
->;
+/** The parts of the loop a compaction reads and changes (the loop holds the compaction: named here, not imported from it). */
+interface RoundCompactionParts {
+  readonly plan: AgentRunPlan;
+  readonly limit: PayloadLimit;
+  readonly conversation: LiveConversation;
+  readonly steering: SteeringRequests;
+  readonly review: PendingReview;
+  readonly ledger: UsageLedger;
+  readonly tokens: TokenCache;
+  publish: (contextTokens: number | undefined) => void;
+}
 
 /** Compacts the run's live conversation when a round needs it, or on demand. */
 export class RoundCompaction {
