@@ -207,6 +207,8 @@ type Activities = NonNullable<WorkerOptions['activities']>;
 
 interface FileWorker {
   taskQueue: string;
+  /** A worker kept for the process: whether the current test file has registered its end-of-file sweep. */
+  swept?: boolean;
   /** The activities of the test using the worker now; undefined between uses. */
   current: Activities | undefined;
   /** Settles when the worker stops (rejects when it failed). */
@@ -301,6 +303,16 @@ export async function withFileWorker<T>(
       });
   }
   const using = kept;
+  if (forProcess && using.swept !== true) {
+    // At the file's end, its runs still open on the queue are terminated: a test that timed out
+    // never reached its own `finally`, and its runs must not go on beside the next file's.
+    using.swept = true;
+    const { client } = t;
+    registerCleanup(async () => {
+      using.swept = false;
+      await terminateOpenRuns(client, using.taskQueue);
+    });
+  }
   using.current = options.activities;
   try {
     const stopped = using.running.then(() => {
