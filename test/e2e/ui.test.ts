@@ -14,7 +14,7 @@ import { compactionLine } from '../../src/core/agent/compaction-history.js';
 import { agentRunStaticMetadata } from '../../dev/static-metadata.js';
 import { openingOf, replayActivities, runAgent } from '../support/agent.js';
 import { CHROMIUM_ARGS, chromiumForTests } from '../support/chromium.js';
-import { bundleWorkflows, testConnection, uniqueId, withWorker } from '../support/temporal.js';
+import { bundleWorkflows, testConnection, uniqueId, withFileWorker } from '../support/temporal.js';
 
 const uiUrl = inject('temporalUiUrl');
 const CHROMIUM = uiUrl === null ? undefined : chromiumForTests('the Temporal UI test (test/e2e/ui.test.ts)');
@@ -34,7 +34,7 @@ describe.skipIf(uiUrl === null || CHROMIUM === undefined)('the Temporal UI of a 
     const workflowId = uniqueId('agent-ui');
     mkdirSync('test-results', { recursive: true });
     // The worker keeps polling while the browser looks: the UI reads current details through a query.
-    await withWorker(t, { workflowBundle: bundle, activities: replayActivities() }, async () => {
+    await withFileWorker(t, { workflowBundle: bundle, activities: replayActivities() }, async (t) => {
       const input: AgentRunWorkflowInput = {
         messages: openingOf(name),
         model: { provider: 'replay', trajectory: name, contextWindow: 14_000, maxOutputTokens: 1000 },

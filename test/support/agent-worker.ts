@@ -34,6 +34,10 @@ const worker = await Worker.create({
   taskQueue: required('AGENT_TASK_QUEUE'),
   workflowBundle: { codePath: required('AGENT_WORKFLOW_BUNDLE') },
   activities,
+  // The crash tests SIGKILL this process mid-run: its run's next workflow task waits on the dead
+  // worker's sticky queue this long (the SDK's default is 10 s) before the server hands it to the
+  // task queue, where the next worker takes it.
+  stickyQueueScheduleToStartTimeout: '1s',
 });
 process.stdout.write('agent worker ready\n');
 await worker.run();

@@ -145,11 +145,30 @@ export async function bundleWorkflows(
 ): Promise<WorkflowBundleWithSourceMap> {
   const path = workflowsPath instanceof URL ? fileURLToPath(workflowsPath) : workflowsPath;
   const dir = Object.keys(options).length === 0 ? sharedBundleDir() : undefined;
-  const code = dir === undefined ? undefined : await sharedBundle(dir, path);
-  // sourceMap: deprecated in the SDK (the map is inline in the code); bundleWorkflowCode says so too.
-  if (code !== undefined) return { code, sourceMap: '' };
-  return bundleWorkflowCode({ logger: new DefaultLogger('WARN'), ...options, workflowsPath: path });
+  const key = `${dir}\0${path}`;
+  let reading = dir === undefined ? undefined : sharedBundles.get(key);
+  if (dir !== undefined && reading === undefined) {
+    reading = sharedBundle(dir, path).then((code) => {
+      if (code === undefined) return undefined;
+      // sourceMap: deprecated in the SDK (the map is inline in the code); bundleWorkflowCode says so too.
+      const bundle = { code, sourceMap: '' };
+      runBundles.add(bundle);
+      return bundle;
+    });
+    sharedBundles.set(key, reading);
+    // A build that failed throws in this file; the next file that asks tries again.
+    reading.catch(() => sharedBundles.delete(key));
+  }
+  return (await reading) ?? bundleWorkflowCode({ logger: new DefaultLogger('WARN'), ...options, workflowsPath: path });
 }
+
+/**
+ * The run's shared bundles as this process read them, one object per entry for every test file the
+ * process runs (with `isolate: false` a process runs file after file with the same modules).
+ */
+const sharedBundles = new Map<string, Promise<WorkflowBundleWithSourceMap | undefined>>();
+/** Those bundles: a worker of one of them may be kept for the process (withFileWorker). */
+const runBundles = new WeakSet<WorkflowBundleWithSourceMap>();
 
 /**
  * The run's directory of shared workflow bundles, or undefined: watch mode, a config with no
@@ -188,6 +207,8 @@ type Activities = NonNullable<WorkerOptions['activities']>;
 
 interface FileWorker {
   taskQueue: string;
+  /** A worker kept for the process: whether the current test file has registered its end-of-file sweep. */
+  swept?: boolean;
   /** The activities of the test using the worker now; undefined between uses. */
   current: Activities | undefined;
   /** Settles when the worker stops (rejects when it failed). */
@@ -196,6 +217,23 @@ interface FileWorker {
 }
 
 const fileWorkers = new Map<string, FileWorker>();
+
+let processConnection: Promise<NativeConnection> | undefined;
+/**
+ * The connection of the workers kept for the process: the test file's own (`testConnection`) is
+ * closed at the file's end. Never closed: vitest ends the process (SIGTERM) after its last file,
+ * and the server forgets the polls of a worker that went away.
+ */
+function connectionForProcess(address: string): Promise<NativeConnection> {
+  if (processConnection === undefined) {
+    const connecting = NativeConnection.connect({ address });
+    processConnection = connecting;
+    connecting.catch(() => {
+      if (processConnection === connecting) processConnection = undefined;
+    });
+  }
+  return processConnection;
+}
 const keyIds = new WeakMap<object, number>();
 let nextKeyId = 0;
 function identity(value: object | undefined): number {
@@ -214,6 +252,11 @@ function identity(value: object | undefined): number {
  * its own `activities`. When `fn` ends, runs it started that are still open on the queue are
  * terminated, as a worker's shutdown would leave them without a worker. A call made while another
  * uses the worker (concurrent calls) gets a worker of its own, as `withWorker` gives it.
+ *
+ * A worker of one of the run's shared bundles (`bundleWorkflows` with no options), with no data
+ * converter of the test's own, is kept for the whole process instead, on a connection of its own:
+ * the later files the process runs with that bundle and those activity names use it too. Between
+ * uses it routes no activity (one that runs then fails, naming the queue).
  */
 export async function withFileWorker<T>(
   t: TestConnection,
@@ -222,6 +265,8 @@ export async function withFileWorker<T>(
 ): Promise<T> {
   const names = Object.keys(options.activities).sort();
   const key = `${identity(options.workflowBundle)}:${identity(t.dataConverter)}:${names.join(',')}`;
+  const forProcess =
+    runBundles.has(options.workflowBundle) && (t.dataConverter === undefined || t.dataConverter === fromEnvironment);
   let kept = fileWorkers.get(key);
   if (kept?.current !== undefined) return withWorker(t, options, () => fn(t));
   if (kept === undefined || kept.worker.getState() !== 'RUNNING') {
@@ -238,7 +283,7 @@ export async function withFileWorker<T>(
       ]),
     );
     const worker = await Worker.create({
-      connection: t.nativeConnection,
+      connection: forProcess ? await connectionForProcess(t.address) : t.nativeConnection,
       namespace: t.namespace,
       taskQueue,
       ...(t.dataConverter === undefined ? {} : { dataConverter: t.dataConverter }),
@@ -250,13 +295,24 @@ export async function withFileWorker<T>(
     kept = { taskQueue, current: undefined, running, worker };
     fileWorkers.set(key, kept);
     const stopping = kept;
-    registerCleanup(async () => {
-      fileWorkers.delete(key);
-      if (stopping.worker.getState() === 'RUNNING') stopping.worker.shutdown();
-      await stopping.running;
-    });
+    if (!forProcess)
+      registerCleanup(async () => {
+        fileWorkers.delete(key);
+        if (stopping.worker.getState() === 'RUNNING') stopping.worker.shutdown();
+        await stopping.running;
+      });
   }
   const using = kept;
+  if (forProcess && using.swept !== true) {
+    // At the file's end, its runs still open on the queue are terminated: a test that timed out
+    // never reached its own `finally`, and its runs must not go on beside the next file's.
+    using.swept = true;
+    const { client } = t;
+    registerCleanup(async () => {
+      using.swept = false;
+      await terminateOpenRuns(client, using.taskQueue);
+    });
+  }
   using.current = options.activities;
   try {
     const stopped = using.running.then(() => {
@@ -266,6 +322,21 @@ export async function withFileWorker<T>(
   } finally {
     await terminateOpenRuns(t.client, using.taskQueue);
     using.current = undefined;
+  }
+}
+
+/**
+ * Replays each history on one replay worker (`Worker.runReplayHistories`) and throws the first
+ * failure, naming its workflow id. One replay worker loads the bundle once; `Worker.runReplayHistory`
+ * makes a new one, and loads it again, for every history.
+ */
+export async function replayHistories(
+  workflowBundle: WorkflowBundleWithSourceMap,
+  histories: ReadonlyArray<{ workflowId: string; history: temporal.api.history.v1.IHistory }>,
+): Promise<void> {
+  for await (const { workflowId, error } of Worker.runReplayHistories({ workflowBundle }, histories)) {
+    if (error !== undefined)
+      throw new Error(`the history of ${workflowId} did not replay: ${String(error)}`, { cause: error });
   }
 }
 

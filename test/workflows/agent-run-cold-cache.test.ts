@@ -5,7 +5,7 @@ import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { AgentRunWorkflowInput } from '../../src/workflows/agent-run.js';
 import { openingOf, replayActivities, runAgent } from '../support/agent.js';
-import { bundleWorkflows, testConnection, uniqueId, withWorker } from '../support/temporal.js';
+import { bundleWorkflows, testConnection, uniqueId, withFileWorker } from '../support/temporal.js';
 
 let bundle: WorkflowBundleWithSourceMap;
 beforeAll(async () => {
@@ -24,7 +24,7 @@ describe('agentRun cold-cache rule', { timeout: 90_000 }, () => {
       compaction: { contextBudget: BUDGET, cacheTtl, coldTrigger: 0.5 },
       maxRounds: 1000,
     });
-    const [cold, warm] = await withWorker(t, { workflowBundle: bundle, activities: replayActivities() }, () =>
+    const [cold, warm] = await withFileWorker(t, { workflowBundle: bundle, activities: replayActivities() }, (t) =>
       Promise.all([runAgent(t, input(0), uniqueId('agent-cold')), runAgent(t, input('off'), uniqueId('agent-warm'))]),
     );
     expect([cold.status, warm.status]).toEqual(['completed', 'completed']);

@@ -6,7 +6,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { replaySession } from '../../src/core/agent/session.js';
 import type { AgentRunWorkflowInput } from '../../src/workflows/agent-run.js';
 import { openingOf, replayActivities, runAgent } from '../support/agent.js';
-import { bundleWorkflows, testConnection, uniqueId, withWorker } from '../support/temporal.js';
+import { bundleWorkflows, testConnection, uniqueId, withFileWorker } from '../support/temporal.js';
 
 let bundle: WorkflowBundleWithSourceMap;
 beforeAll(async () => {
@@ -24,7 +24,7 @@ describe('agentRun keepUserMessages', { timeout: 90_000 }, () => {
       compaction: { contextBudget: 5_000, keepUserMessages: true, keepRecent: 2 },
       maxRounds: 1000,
     };
-    const outcome = await withWorker(t, { workflowBundle: bundle, activities: replayActivities() }, () =>
+    const outcome = await withFileWorker(t, { workflowBundle: bundle, activities: replayActivities() }, (t) =>
       runAgent(t, input, uniqueId('agent-user-words')),
     );
     expect(outcome.status).toBe('completed');

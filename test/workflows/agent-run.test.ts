@@ -45,7 +45,6 @@ import {
   openingOf,
   replayActivities,
   runAgent,
-  startBackgroundWorker,
   type AgentOutcome,
 } from '../support/agent.js';
 import { bundleWorkflows, testConnection, uniqueId, withFileWorker, type TestConnection } from '../support/temporal.js';
@@ -740,10 +739,9 @@ describe('agentRun', { timeout: 90_000 }, () => {
 
   describe('bad input gets a clear non-retryable Compaction.InvalidInput', () => {
     let t: TestConnection;
-    // One worker for every case, on a task queue of their own: each run fails in its first task.
+    // Each run fails in its first task, on the worker of the file's other runs.
     beforeAll(async () => {
       t = await testConnection();
-      await startBackgroundWorker(t, { workflowBundle: bundle, activities: replayActivities() });
     });
     const valid = { messages: [{ role: 'user', content: 'hi' }], model: replayModel(TAU), compaction: {} };
     it.each([
@@ -859,12 +857,14 @@ describe('agentRun', { timeout: 90_000 }, () => {
         'input.carried.tokenCounts.o200k_base[0]: must be a non-negative integer or null',
       ],
     ])('%s', async (_case, input, message) => {
-      const failure = await runFailure(
-        t.client.workflow.execute('agentRun', {
-          taskQueue: t.taskQueue,
-          workflowId: uniqueId('agent-bad'),
-          args: [input],
-        }),
+      const failure = await withFileWorker(t, { workflowBundle: bundle, activities: replayActivities() }, (t) =>
+        runFailure(
+          t.client.workflow.execute('agentRun', {
+            taskQueue: t.taskQueue,
+            workflowId: uniqueId('agent-bad'),
+            args: [input],
+          }),
+        ),
       );
       expect([failure.type, failure.nonRetryable]).toEqual([FailureType.Compaction.InvalidInput, true]);
       expect(failure.message).toContain(message);

@@ -8,7 +8,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import type { SummarizeRequest, Summarizer } from '../../src/core/types.js';
 import { compactionMiddleware } from '../../src/workflows/ai-sdk-middleware.js';
 import { replayActivities } from '../support/agent.js';
-import { testConnection, uniqueId, withWorker } from '../support/temporal.js';
+import { testConnection, uniqueId, withFileWorker } from '../support/temporal.js';
 import { bundleTestWorkflows } from './harness.js';
 import type { middlewareInWorkflow } from './test-workflows.js';
 
@@ -128,7 +128,7 @@ describe('compactionMiddleware in workflow code', { timeout: 120_000 }, () => {
     const steps = [7, 8].map((step) => [toolCall(step), toolResult(step, 200)]);
     const t = await testConnection();
     const workflowId = uniqueId('middleware');
-    const sent = await withWorker(t, { workflowBundle: bundle, activities: replayActivities() }, () =>
+    const sent = await withFileWorker(t, { workflowBundle: bundle, activities: replayActivities() }, (t) =>
       t.client.workflow.execute<typeof middlewareInWorkflow>('middlewareInWorkflow', {
         taskQueue: t.taskQueue,
         workflowId,

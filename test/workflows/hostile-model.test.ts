@@ -32,7 +32,7 @@ import {
 import { replayActivities, replayTokens } from '../support/agent.js';
 import { readSessionLines } from '../../src/client/session-reader.js';
 import { toolRounds } from '../support/messages.js';
-import { bundleWorkflows, testConnection, uniqueId, withWorker } from '../support/temporal.js';
+import { bundleWorkflows, replayHistories, testConnection, uniqueId, withFileWorker } from '../support/temporal.js';
 
 let bundle: WorkflowBundleWithSourceMap;
 beforeAll(async () => {
@@ -131,7 +131,7 @@ describe('agentRun against a hostile model', { timeout: 120_000 }, () => {
     server.script(completion({ content: null, tool_calls: [...hostile, ...many] }), completion({ content: 'Done.' }));
     const t = await testConnection();
     const workflowId = uniqueId('hostile-calls');
-    const result = await withWorker(t, { workflowBundle: bundle, activities: activities() }, () =>
+    const result = await withFileWorker(t, { workflowBundle: bundle, activities: activities() }, (t) =>
       t.client.workflow.execute(agentRun, {
         taskQueue: t.taskQueue,
         workflowId,
@@ -185,24 +185,28 @@ describe('agentRun against a hostile model', { timeout: 120_000 }, () => {
     const t = await testConnection();
     const workflowId = uniqueId('hostile-compact-context');
     const model = { ...openaiModel, contextWindow: 60_000 };
-    const { result, details } = await withWorker(t, { workflowBundle: bundle, activities: activities() }, async () => {
-      const ended = await t.client.workflow.execute(agentRun, {
-        taskQueue: t.taskQueue,
-        workflowId,
-        args: [
-          {
-            messages: opening,
-            model,
-            tools: ['fs_read'],
-            maxRounds: rounds,
-            compaction: { keepRecent: 4, agentTool: { cooldownRounds: 3, minReclaim: 1_500 } },
-          },
-        ],
-      });
-      // The UI's current details (a query: while the worker polls).
-      const metadata: unknown = await t.client.workflow.getHandle(workflowId).query('__temporal_workflow_metadata');
-      return { result: ended, details: String(Reflect.get(Object(metadata), 'currentDetails')) };
-    });
+    const { result, details } = await withFileWorker(
+      t,
+      { workflowBundle: bundle, activities: activities() },
+      async (t) => {
+        const ended = await t.client.workflow.execute(agentRun, {
+          taskQueue: t.taskQueue,
+          workflowId,
+          args: [
+            {
+              messages: opening,
+              model,
+              tools: ['fs_read'],
+              maxRounds: rounds,
+              compaction: { keepRecent: 4, agentTool: { cooldownRounds: 3, minReclaim: 1_500 } },
+            },
+          ],
+        });
+        // The UI's current details (a query: while the worker polls).
+        const metadata: unknown = await t.client.workflow.getHandle(workflowId).query('__temporal_workflow_metadata');
+        return { result: ended, details: String(Reflect.get(Object(metadata), 'currentDetails')) };
+      },
+    );
     expect(result.stopReason).toBe('maxRounds');
     expect(result.rounds).toBe(rounds);
     const answers = result.messages.filter(
@@ -269,7 +273,7 @@ describe('agentRun against a hostile model', { timeout: 120_000 }, () => {
     );
     const t = await testConnection();
     const workflowId = uniqueId('oversized-result');
-    const result = await withWorker(t, { workflowBundle: bundle, activities: activities() }, () =>
+    const result = await withFileWorker(t, { workflowBundle: bundle, activities: activities() }, (t) =>
       t.client.workflow.execute(agentRun, {
         taskQueue: t.taskQueue,
         workflowId,
@@ -298,10 +302,10 @@ describe('agentRun against a hostile model', { timeout: 120_000 }, () => {
     );
     const t = await testConnection();
     const workflowId = uniqueId('hostile-grep');
-    const { result, compacted } = await withWorker(
+    const { result, compacted } = await withFileWorker(
       t,
       { workflowBundle: bundle, activities: activities(4000) },
-      async () => {
+      async (t) => {
         const run = await t.client.workflow.start(agentRun, {
           taskQueue: t.taskQueue,
           workflowId,
@@ -340,7 +344,7 @@ describe('agentRun against a hostile model', { timeout: 120_000 }, () => {
       server.setDefault(hostileResponder(classes));
       const t = await testConnection();
       const tools = activities(GREP_SECONDS * 1000, hostileRoot);
-      const runs = await withWorker(t, { workflowBundle: bundle, activities: tools }, () =>
+      const runs = await withFileWorker(t, { workflowBundle: bundle, activities: tools }, (t) =>
         Promise.all(
           classes.map(async (hostile) => {
             const workflowId = uniqueId(`hostile-${hostile.name}`);
@@ -365,12 +369,14 @@ describe('agentRun against a hostile model', { timeout: 120_000 }, () => {
         hostileProblems(hostile, outcome).map((problem) => `${hostile.name}: ${problem}`),
       );
       expect(problems).toEqual([]);
+      const histories: Array<{ workflowId: string; history: temporal.api.history.v1.IHistory }> = [];
       for (const { handle } of runs) {
         const history = await handle.fetchHistory();
         const failedTasks = (history.events ?? []).filter((event) => event.workflowTaskFailedEventAttributes);
         expect(failedTasks, handle.workflowId).toEqual([]);
-        await Worker.runReplayHistory({ workflowBundle: bundle }, history, handle.workflowId);
+        histories.push({ workflowId: handle.workflowId, history });
       }
+      await replayHistories(bundle, histories);
     } finally {
       rmSync(hostileRoot, { recursive: true, force: true });
     }
@@ -392,7 +398,8 @@ describe('agentRun against a hostile model', { timeout: 120_000 }, () => {
       );
       const turn = fc.array(fc.record({ name: names, args }), { minLength: 1, maxLength: 90 });
       const t = await testConnection();
-      await withWorker(t, { workflowBundle: bundle, activities: activities(300) }, async () => {
+      const histories: Array<{ workflowId: string; history: temporal.api.history.v1.IHistory }> = [];
+      await withFileWorker(t, { workflowBundle: bundle, activities: activities(300) }, async (t) => {
         await fc.assert(
           fc.asyncProperty(turn, async (asked) => {
             const calls = asked.map(({ name, args: text }, index) => call(`f${index}`, name, text));
@@ -413,11 +420,13 @@ describe('agentRun against a hostile model', { timeout: 120_000 }, () => {
             const history = await handle.fetchHistory();
             expect((history.events ?? []).filter((event) => event.workflowTaskFailedEventAttributes)).toEqual([]);
             expect(await mostToolActivitiesPerTask(handle)).toBeLessThanOrEqual(TOOL_CALL_CONCURRENCY);
-            await Worker.runReplayHistory({ workflowBundle: bundle }, history, workflowId);
+            histories.push({ workflowId, history });
           }),
           { numRuns: 4, seed: 20_261_202 },
         );
       });
+      // Every run's history, on one replay worker.
+      await replayHistories(bundle, histories);
     },
   );
 });

@@ -31,7 +31,7 @@ import {
   chainHistories,
   testConnection,
   uniqueId,
-  withWorker,
+  withFileWorker,
   type TestConnection,
 } from '../support/temporal.js';
 
@@ -76,7 +76,7 @@ describe('a long agent run', { timeout: 900_000 }, () => {
   it('240 rounds with a 10 KB tool result each, at a 16,000-token window: every round played, state and payloads bounded (regression)', async () => {
     const workflowId = uniqueId('agent-long');
     const activities = createActivities({ summarizer: createExtractiveSummarizer(), trajectoryDir: dir });
-    const result: AgentRunResult = await withWorker(t, { workflowBundle: bundle, activities }, () =>
+    const result: AgentRunResult = await withFileWorker(t, { workflowBundle: bundle, activities }, (t) =>
       t.client.workflow.execute(agentRun, {
         taskQueue: t.taskQueue,
         workflowId,

@@ -26,7 +26,7 @@ import {
   chainHistories,
   testConnection,
   uniqueId,
-  withWorker,
+  withFileWorker,
   type TestConnection,
 } from '../support/temporal.js';
 
@@ -103,7 +103,7 @@ describe('payloads over the server limit, without a payload store', { timeout: 2
         { role: 'user', content: `Why did the pool stall? Here is the log:\n${logText(1_200_000, 'pool')}` },
       ]),
     ) as ChatMessage[];
-    const result = await withWorker(t, { workflowBundle: bundle, activities: activities() }, () =>
+    const result = await withFileWorker(t, { workflowBundle: bundle, activities: activities() }, (t) =>
       t.client.workflow.execute(agentRun, {
         taskQueue: t.taskQueue,
         workflowId,
@@ -131,7 +131,7 @@ describe('payloads over the server limit, without a payload store', { timeout: 2
 
   it('a chat request over maxPayloadBytes ends the run with RunFailed.PayloadTooLarge naming it', async () => {
     const workflowId = uniqueId('agent-too-large');
-    const error = await withWorker(t, { workflowBundle: bundle, activities: activities() }, () =>
+    const error = await withFileWorker(t, { workflowBundle: bundle, activities: activities() }, (t) =>
       t.client.workflow
         .execute(agentRun, {
           taskQueue: t.taskQueue,
@@ -177,7 +177,7 @@ describe('payloads over the server limit, without a payload store', { timeout: 2
       { role: 'assistant', content: logText(60_000, 'two') },
       { role: 'user', content: 'last' },
     ];
-    await withWorker(t, { workflowBundle: bundle, activities: activities() }, async () => {
+    await withFileWorker(t, { workflowBundle: bundle, activities: activities() }, async (t) => {
       // Nothing to remove (keepRecent covers it all): the result is as large as the input.
       const failed = await t.client.workflow
         .execute(compactConversation, {
