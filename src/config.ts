@@ -447,12 +447,7 @@ function isSet(value: RawSettingValue): value is string | number | boolean {
 }
 
 /** The raw values (a flag wins over the environment; blank counts as unset) and who gave each. */
-interface RawSettings {
-  raw: Partial<Record<SettingKey, RawSettingValue>>;
-  source: Partial<Record<SettingKey, string>>;
-}
-
-function rawSettings(keys: readonly SettingKey[], { env = process.env, flags = {} }: LoadConfigOptions): RawSettings {
+function rawSettings(keys: readonly SettingKey[], { env = process.env, flags = {} }: LoadConfigOptions) {
   const raw: Partial<Record<SettingKey, RawSettingValue>> = {};
   const source: Partial<Record<SettingKey, string>> = {};
   const flagValues: Partial<Record<string, RawSettingValue>> = flags;
@@ -466,10 +461,11 @@ function rawSettings(keys: readonly SettingKey[], { env = process.env, flags = {
   return { raw, source };
 }
 
+type RawSettings = ReturnType<typeof rawSettings>;
+
 /** Parses `keys` of the raw values, or throws a ConfigError naming the first bad one. */
 function parseSettings<K extends SettingKey>(keys: readonly K[], { raw, source }: RawSettings): Pick<SettingValues, K> {
-  const mask: Partial<Record<SettingKey, true>> = {};
-  for (const key of keys) mask[key] = true;
+  const mask: Partial<Record<SettingKey, true>> = Object.fromEntries(keys.map((key) => [key, true] as const));
   const parsed = configSchema.pick(mask).safeParse(raw);
   if (parsed.success) return parsed.data;
   const key = parsed.error.issues.map((issue) => issue.path[0]).find(isSettingKey);
@@ -633,10 +629,8 @@ export function temporalEnvVars(
     TEMPORAL_API_KEY: config.temporalApiKey,
     TEMPORAL_TLS: config.temporalTls === undefined ? undefined : String(config.temporalTls),
   };
-  const result: Record<string, string> = {};
-  for (const [name, value] of Object.entries({ ...env, ...ours }))
-    if (value !== undefined && value.trim() !== '') result[name] = value;
-  return result;
+  const entries = Object.entries({ ...env, ...ours });
+  return Object.fromEntries(entries.filter((entry): entry is [string, string] => (entry[1]?.trim() ?? '') !== ''));
 }
 
 /** The rows of the README's configuration table; `flag` is undefined for environment-only secrets. */

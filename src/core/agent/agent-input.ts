@@ -316,12 +316,10 @@ export function planAgentRun(input: unknown): AgentRunPlan {
   // The run pins its task itself, as a sticky message (pinTask) its transcript's replay reads too;
   // with input.keepTask false nothing is pinned, and the engine must not pin it either.
   const options = { ...resolved, keepTask: false };
-  checkDuration(startToCloseTimeout, 'input.compaction.startToCloseTimeout');
-  checkDuration(heartbeatTimeout, 'input.compaction.heartbeatTimeout');
-  assertTaskQueueName(taskQueue, 'input.compaction.taskQueue');
   if (summarizerModel !== undefined && (typeof summarizerModel !== 'string' || summarizerModel === ''))
     throw new InvalidInputError('input.compaction.summarizerModel', 'must be a non-empty string');
   for (const [field, settings] of [
+    ['input.compaction', { startToCloseTimeout, heartbeatTimeout, taskQueue }],
     ['input.chatActivity', data.chatActivity],
     ['input.toolActivity', data.toolActivity],
   ] as const) {
@@ -365,10 +363,7 @@ export function planAgentRun(input: unknown): AgentRunPlan {
           : parseDuration(data.backendCooldown.time, 'input.backendCooldown.time'),
     },
     keepTask: data.keepTask ?? COMPACTION_DEFAULTS.keepTask,
-    pricing: {
-      cachedInput: data.pricing?.cachedInput ?? DEFAULT_PRICING.cachedInput,
-      summarizerInput: data.pricing?.summarizerInput ?? DEFAULT_PRICING.summarizerInput,
-    },
+    pricing: { ...DEFAULT_PRICING, ...data.pricing },
     chatActivity: data.chatActivity ?? {},
     toolActivity: data.toolActivity ?? {},
     continueAsNewAfterRounds: data.continueAsNewAfterRounds,
