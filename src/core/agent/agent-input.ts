@@ -363,7 +363,10 @@ export function planAgentRun(input: unknown): AgentRunPlan {
           : parseDuration(data.backendCooldown.time, 'input.backendCooldown.time'),
     },
     keepTask: data.keepTask ?? COMPACTION_DEFAULTS.keepTask,
-    pricing: { ...DEFAULT_PRICING, ...data.pricing },
+    pricing: {
+      cachedInput: data.pricing?.cachedInput ?? DEFAULT_PRICING.cachedInput,
+      summarizerInput: data.pricing?.summarizerInput ?? DEFAULT_PRICING.summarizerInput,
+    },
     chatActivity: data.chatActivity ?? {},
     toolActivity: data.toolActivity ?? {},
     continueAsNewAfterRounds: data.continueAsNewAfterRounds,
