@@ -26,7 +26,7 @@ import { payloadProtoSize } from './codec.js';
 import { PayloadTooLargeError } from './errors.js';
 import { CompressionChain } from './compression-chain.js';
 import type { Keyring } from './keyring.js';
-import { Limiter } from './limiter.js';
+import { BACKEND_CALLS_AT_ONCE, Limiter } from './limiter.js';
 import type { ObjectBackend } from './object-backend.js';
 import {
   MAX_INLINE_BYTES,
@@ -45,8 +45,6 @@ import { WritePlanner } from './write-plan.js';
 export const CHUNK_STORE_DRIVER_NAME = 'compactor-chunks';
 /** Reported in worker heartbeats. */
 export const CHUNK_STORE_DRIVER_TYPE = 'temporal-compactor.chunk-store';
-/** Backend operations in flight at once per driver (and per phase of gc). */
-export const BACKEND_CALLS_AT_ONCE = 16;
 
 /** What a driver wrote and read, by object kind (benchmarks and tests read them). */
 export interface ChunkStoreStats extends WriteCounters {

@@ -17,8 +17,8 @@
 // network) stop it before anything is removed. Removal goes parents first, so an object that exists
 // always has all its descendants (a store reuses one without looking below).
 import { ChunkIntegrityError, ChunkMissingError, PayloadKeyMissingError } from './errors.js';
-import { BACKEND_CALLS_AT_ONCE as CONCURRENCY, type ChunkStoreDriver } from './chunk-store.js';
-import { drain } from './limiter.js';
+import type { ChunkStoreDriver } from './chunk-store.js';
+import { BACKEND_CALLS_AT_ONCE as CONCURRENCY, drain } from './limiter.js';
 import type { InspectedObject } from './object-reader.js';
 import { addTo, isSweepable, noTally, type Tally } from './object-backend.js';
 import { objectKey, parseObjectKey, type ObjectKind } from './object-format.js';
@@ -318,12 +318,14 @@ export async function collectGarbage({
     done += 1;
     progress(() => `gc: ${dryRun ? 'would remove' : 'removing'}: ${count(done)} of ${count(removable.length)} objects`);
   };
-  for (const order of [...new Set(removable.map(orderOf))].sort((a, b) => a - b))
-    await drain(
-      removable.filter((candidate) => orderOf(candidate) === order),
-      CONCURRENCY,
-      remove,
-    );
+  const byOrder = new Map<number, Candidate[]>();
+  for (const candidate of removable) {
+    const group = byOrder.get(orderOf(candidate));
+    if (group === undefined) byOrder.set(orderOf(candidate), [candidate]);
+    else group.push(candidate);
+  }
+  for (const order of [...byOrder.keys()].sort((a, b) => a - b))
+    await drain(byOrder.get(order) ?? [], CONCURRENCY, remove);
   // What earlier removals quarantined (S3): back if a claim marked now needs it, else gone for good once old.
   if (backend.settleQuarantine !== undefined) {
     const settled = await backend.settleQuarantine((key) => marked.has(key), cutoffMs, dryRun);

@@ -1,6 +1,9 @@
 // Node only, like the rest of src/payloads (it uses no Node API itself): bounded concurrency for
 // backend calls, the codec server's requests and payloads, and gc's phases.
 
+/** Backend operations in flight at once per driver (and per phase of gc). */
+export const BACKEND_CALLS_AT_ONCE = 16;
+
 /** Runs at most `limit` operations at once; waiting callers hold nothing (no deadlock across recursion). */
 export class Limiter {
   private active = 0;

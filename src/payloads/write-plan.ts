@@ -191,9 +191,9 @@ export class WritePlanner {
             children: [],
             context,
           };
-    const existing = new Map(
-      [...reused].map(([id, kind]): [string, PlannedObject] => [id, { kind, id, plaintext: undefined, children: [] }]),
-    );
+    // Made as the slices name them, not from `reused`: while `stillStored` was awaited another
+    // payload's plan may have placed a slice in a holder this one did not check.
+    const existing = new Map<string, PlannedObject>();
     const leaves = slices.map((slice, index): PlannedEntry => {
       const where = placed[index];
       if (where === undefined)
@@ -210,8 +210,12 @@ export class WritePlanner {
         return { id: slice.id, end: slice.end, entry, object: pack };
       }
       const { holder, of, offset, length } = where.reused;
-      const entry: Entry = { kind: 'slice', of, id: holder, offset, length };
-      return { id: slice.id, end: slice.end, entry, object: existing.get(holder) };
+      let object = existing.get(holder);
+      if (object === undefined) {
+        object = { kind: of === 'manifest' ? 'manifest' : 'chunk', id: holder, plaintext: undefined, children: [] };
+        existing.set(holder, object);
+      }
+      return { id: slice.id, end: slice.end, entry: { kind: 'slice', of, id: holder, offset, length }, object };
     });
     const settle = (): void => {
       if (pack !== undefined) this.slices.addHolder(key?.id, pack.id, 'pack', fresh);
