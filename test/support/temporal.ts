@@ -149,6 +149,8 @@ export async function bundleWorkflows(
   let reading = dir === undefined ? undefined : sharedBundles.get(key);
   if (dir !== undefined && reading === undefined) {
     reading = sharedBundle(dir, path).then((code) => {
+      // Another process's build outlasted the wait: the next file asks again.
+      if (code === undefined) sharedBundles.delete(key);
       if (code === undefined) return undefined;
       // sourceMap: deprecated in the SDK (the map is inline in the code); bundleWorkflowCode says so too.
       const bundle = { code, sourceMap: '' };
@@ -211,6 +213,10 @@ interface FileWorker {
   swept?: boolean;
   /** The activities of the test using the worker now; undefined between uses. */
   current: Activities | undefined;
+  /** Activities that ran while no test used the worker: the file's cleanup fails naming them. */
+  strays: string[];
+  /** Fails the current use when the worker stops. */
+  onStop?: (error: Error) => void;
   /** Settles when the worker stops (rejects when it failed). */
   running: Promise<void>;
   worker: Worker;
@@ -269,6 +275,8 @@ export async function withFileWorker<T>(
     runBundles.has(options.workflowBundle) && (t.dataConverter === undefined || t.dataConverter === fromEnvironment);
   let kept = fileWorkers.get(key);
   if (kept?.current !== undefined) return withWorker(t, options, () => fn(t));
+  // A kept worker that failed between uses: its error fails this test rather than vanish.
+  if (kept?.worker.getState() === 'FAILED') await kept.running;
   if (kept === undefined || kept.worker.getState() !== 'RUNNING') {
     const taskQueue = uniqueId('tq-file');
     const routed: Activities = Object.fromEntries(
@@ -276,8 +284,11 @@ export async function withFileWorker<T>(
         name,
         (...args: unknown[]) => {
           const activity = (kept?.current as Record<string, (...args: unknown[]) => unknown> | undefined)?.[name];
-          if (activity === undefined)
-            throw new Error(`activity ${name} ran on ${taskQueue} while no test used its worker`);
+          if (activity === undefined) {
+            const stray = `activity ${name} ran on ${taskQueue} while no test used its worker`;
+            kept?.strays.push(stray);
+            throw new Error(stray);
+          }
           return activity(...args);
         },
       ]),
@@ -291,15 +302,19 @@ export async function withFileWorker<T>(
       activities: routed,
     });
     const running = worker.run();
-    running.catch(() => undefined);
-    kept = { taskQueue, current: undefined, running, worker };
+    const created: FileWorker = { taskQueue, current: undefined, strays: [], running, worker };
+    running.then(
+      () => created.onStop?.(new Error(`the worker on ${taskQueue} stopped while a test used it`)),
+      (error: unknown) => created.onStop?.(error instanceof Error ? error : new Error(String(error))),
+    );
+    kept = created;
     fileWorkers.set(key, kept);
-    const stopping = kept;
     if (!forProcess)
       registerCleanup(async () => {
         fileWorkers.delete(key);
-        if (stopping.worker.getState() === 'RUNNING') stopping.worker.shutdown();
-        await stopping.running;
+        if (created.worker.getState() === 'RUNNING') created.worker.shutdown();
+        await created.running;
+        throwStrays(created);
       });
   }
   const using = kept;
@@ -311,18 +326,31 @@ export async function withFileWorker<T>(
     registerCleanup(async () => {
       using.swept = false;
       await terminateOpenRuns(client, using.taskQueue);
+      throwStrays(using);
     });
   }
   using.current = options.activities;
+  // One handler on the worker's `running` (set where it was made), not one per use: a kept worker's
+  // `running` does not settle, and a race on it would hold every use's result.
+  const stopped = new Promise<never>((_, reject) => {
+    using.onStop = reject;
+  });
+  stopped.catch(() => undefined);
   try {
-    const stopped = using.running.then(() => {
-      throw new Error(`the worker on ${using.taskQueue} stopped while a test used it`);
-    });
     return await Promise.race([fn({ ...t, taskQueue: using.taskQueue }), stopped]);
   } finally {
-    await terminateOpenRuns(t.client, using.taskQueue);
-    using.current = undefined;
+    using.onStop = undefined;
+    try {
+      await terminateOpenRuns(t.client, using.taskQueue);
+    } finally {
+      using.current = undefined;
+    }
   }
+}
+
+function throwStrays(worker: FileWorker): void {
+  const strays = worker.strays.splice(0);
+  if (strays.length > 0) throw new Error(strays.join('\n'));
 }
 
 /**
@@ -340,13 +368,16 @@ export async function replayHistories(
   }
 }
 
-/** Terminates the runs still open on `taskQueue`. */
+/**
+ * Terminates the runs still open on `taskQueue`: each workflow's latest run, so one that continued
+ * as new since the listing goes too.
+ */
 async function terminateOpenRuns(client: Client, taskQueue: string): Promise<void> {
   for await (const execution of client.workflow.list({
     query: `TaskQueue = '${taskQueue}' AND ExecutionStatus = 'Running'`,
   })) {
     await client.workflow
-      .getHandle(execution.workflowId, execution.runId)
+      .getHandle(execution.workflowId)
       .terminate('the test that started it ended')
       .catch(() => undefined);
   }
