@@ -88,12 +88,6 @@ export function toChatFailure(error: unknown, endpoint?: string): ApplicationFai
   });
 }
 
-function assistantMessage(content: string | null | undefined, toolCalls: ToolCall[]): ChatMessage {
-  // A message with neither text nor calls is still a valid turn: an empty answer.
-  if (toolCalls.length === 0) return { role: 'assistant', content: content ?? '' };
-  return { role: 'assistant', content: content ?? null, tool_calls: toolCalls };
-}
-
 async function openAIChat(
   client: OpenAI,
   backend: OpenAIModelConfig,
@@ -131,7 +125,11 @@ async function openAIChat(
   }));
   // A reply the conversation's own rules refuse (two tool calls of one id: a result could not say
   // which it answers) would fail the run's next validation once appended. Asking again usually heals it.
-  const message = assistantMessage(choice.content, toolCalls);
+  // A message with neither text nor calls is still a valid turn: an empty answer.
+  const message: ChatMessage =
+    toolCalls.length === 0
+      ? { role: 'assistant', content: choice.content ?? '' }
+      : { role: 'assistant', content: choice.content ?? null, tool_calls: toolCalls };
   try {
     validateMessages([message]);
   } catch (error) {

@@ -220,7 +220,7 @@ export class AgentLoop {
     const notes = [
       ...(note === '' ? [] : [note]),
       ...pinDetails(this.steering.currentPins),
-      ...(proposal === undefined ? [] : proposalDetails(proposal)),
+      ...(proposal === undefined ? [] : [proposalDetails(proposal)]),
     ];
     this.visibility.publish(this.ledger.compactions, notes, allowed, contextTokens, window, proposal !== undefined);
   }
