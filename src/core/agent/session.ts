@@ -183,10 +183,8 @@ export function applySessionLine(entries: readonly SessionEntry[], line: Session
 
 /** Rebuilds the live conversation from a transcript, byte for byte. Accepts parsed lines or JSONL text. */
 export function replaySession(lines: Iterable<SessionLine> | string): ChatMessage[] {
-  const parsed = typeof lines === 'string' ? parseSessionJsonl(lines) : lines;
-  let entries: SessionEntry[] = [];
-  let index = 0;
-  for (const line of parsed) entries = applySessionLine(entries, line, index++);
+  const parsed = typeof lines === 'string' ? parseSessionJsonl(lines) : [...lines];
+  const entries = parsed.reduce<SessionEntry[]>((applied, line, index) => applySessionLine(applied, line, index), []);
   return entries.map((entry) => entry.message);
 }
 
