@@ -50,10 +50,11 @@ export interface ChatActivityOutput {
   endOfTrajectory?: boolean;
 }
 
-const toolCallSchema = z.looseObject({
+// z.object drops whatever else a provider puts on a call: the message keeps only what a ToolCall has.
+const toolCallSchema = z.object({
   id: z.string().min(1),
   type: z.literal('function').catch('function'),
-  function: z.looseObject({ name: z.string().min(1), arguments: z.string().catch('') }),
+  function: z.object({ name: z.string().min(1), arguments: z.string().catch('') }),
 });
 const toolCallsSchema = z.array(toolCallSchema).nullish();
 
@@ -88,12 +89,6 @@ export function toChatFailure(error: unknown, endpoint?: string): ApplicationFai
   });
 }
 
-function assistantMessage(content: string | null | undefined, toolCalls: ToolCall[]): ChatMessage {
-  // A message with neither text nor calls is still a valid turn: an empty answer.
-  if (toolCalls.length === 0) return { role: 'assistant', content: content ?? '' };
-  return { role: 'assistant', content: content ?? null, tool_calls: toolCalls };
-}
-
 async function openAIChat(
   client: OpenAI,
   backend: OpenAIModelConfig,
@@ -124,14 +119,14 @@ async function openAIChat(
     const cause = 'error' in read ? read.error : parsedCalls.success ? undefined : parsedCalls.error;
     throw malformed('the response is not a chat completion with at least one choice', cause);
   }
-  const toolCalls: ToolCall[] = (parsedCalls.data ?? []).map(({ id, function: { name, arguments: args } }) => ({
-    id,
-    type: 'function',
-    function: { name, arguments: args },
-  }));
+  const toolCalls: ToolCall[] = parsedCalls.data ?? [];
   // A reply the conversation's own rules refuse (two tool calls of one id: a result could not say
   // which it answers) would fail the run's next validation once appended. Asking again usually heals it.
-  const message = assistantMessage(choice.content, toolCalls);
+  // A message with neither text nor calls is still a valid turn: an empty answer.
+  const message: ChatMessage =
+    toolCalls.length === 0
+      ? { role: 'assistant', content: choice.content ?? '' }
+      : { role: 'assistant', content: choice.content ?? null, tool_calls: toolCalls };
   try {
     validateMessages([message]);
   } catch (error) {

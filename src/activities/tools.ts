@@ -249,13 +249,11 @@ export function createBuiltInTools({
 
 /** Creates `replayTool`: the recorded tool message that answers `toolCallId`, verbatim. */
 export function createReplayTool(trajectories: TrajectoryStore) {
-  return heartbeating(async function replayTool({
-    trajectory,
-    toolCallId,
-  }: {
+  return heartbeating(async function replayTool(call: {
     trajectory: string;
     toolCallId: string;
   }): Promise<ChatMessage> {
+    const { trajectory, toolCallId } = call;
     const result = (await trajectories.load(trajectory)).results.get(toolCallId);
     if (result !== undefined) return result;
     throw nonRetryableFailure(

@@ -2,6 +2,7 @@
 // The run derives its live conversation by applying the lines it writes, so replay equals it by construction.
 import { InvalidInputError } from '../errors.js';
 import { removableMask } from '../compaction/regions.js';
+import { isRecord } from '../schema.js';
 import type { RoundUsage } from './run-usage.js';
 import type { SummarizerUsage } from '../counting/summarizer-usage.js';
 import type { ChatMessage, CompactionResult, ContentPart, Coverage } from '../types.js';
@@ -182,10 +183,8 @@ export function applySessionLine(entries: readonly SessionEntry[], line: Session
 
 /** Rebuilds the live conversation from a transcript, byte for byte. Accepts parsed lines or JSONL text. */
 export function replaySession(lines: Iterable<SessionLine> | string): ChatMessage[] {
-  const parsed = typeof lines === 'string' ? parseSessionJsonl(lines) : lines;
-  let entries: SessionEntry[] = [];
-  let index = 0;
-  for (const line of parsed) entries = applySessionLine(entries, line, index++);
+  const parsed = typeof lines === 'string' ? parseSessionJsonl(lines) : [...lines];
+  const entries = parsed.reduce<SessionEntry[]>((applied, line, index) => applySessionLine(applied, line, index), []);
   return entries.map((entry) => entry.message);
 }
 
@@ -238,17 +237,13 @@ export function parseSessionJsonl(text: string): SessionLine[] {
     } catch {
       throw new InvalidInputError(`lines[${index}]`, 'is not valid JSON');
     }
-    lines.push(asSessionLine(value, index));
+    const type = isRecord(value) ? value.type : undefined;
+    if (!SESSION_LINE_TYPES.some((known) => known === type))
+      throw new InvalidInputError(`lines[${index}].type`, LINE_TYPES_REASON);
+    // The shape of each kind is checked when it is applied (ids must resolve; messages were validated when recorded).
+    lines.push(value as SessionLine);
   });
   return lines;
-}
-
-function asSessionLine(value: unknown, index: number): SessionLine {
-  const type = typeof value === 'object' && value !== null ? Reflect.get(value, 'type') : undefined;
-  if (!SESSION_LINE_TYPES.some((known) => known === type))
-    throw new InvalidInputError(`lines[${index}].type`, LINE_TYPES_REASON);
-  // The shape of each kind is checked when it is applied (ids must resolve; messages were validated when recorded).
-  return value as SessionLine;
 }
 
 export function toJsonl(lines: readonly SessionLine[]): string {
@@ -311,8 +306,7 @@ export function recordCompaction(
     );
     lines.push(compactionLineOf(result, context, through, kept));
   }
-  let next: SessionEntry[] = [...entries];
-  for (const [index, line] of lines.entries()) next = applySessionLine(next, line, index);
+  const next = lines.reduce((applied, line, index) => applySessionLine(applied, line, index), [...entries]);
   if (JSON.stringify(next.map((entry) => entry.message)) !== JSON.stringify(result.messages))
     throw new Error('session replay diverged from the compaction result: the transcript could not reproduce this run');
   return { lines, entries: next };

@@ -134,15 +134,14 @@ export function pinChange(input: CheckedPinInput, entries: readonly SessionEntry
 
 /** What `unpin` does: only what `pin` pinned can be unpinned. */
 export function unpinChange(input: CheckedPinInput, pins: Pins): PinChange {
-  const ids: string[] = [];
   input.ids.forEach((id, index) => {
     if (!pins.ids.includes(id))
       throw new InvalidInputError(
         `unpin.ids[${index}]`,
         `"${id}" is not pinned (only messages pinned by the pin update can be unpinned; pinned: ${pins.ids.join(', ') || 'none'})`,
       );
-    if (!ids.includes(id)) ids.push(id);
   });
+  const ids = [...new Set(input.ids)];
   if (input.fact !== undefined && !pins.facts.includes(input.fact))
     throw new InvalidInputError('unpin.fact', `is not a pinned fact (pinned: ${pins.facts.length})`);
   return {
@@ -280,8 +279,6 @@ export function withEditedSummary(result: CompactionResult, summary: string, cou
   return { ...result, messages, summary: content, tokensAfter: counter.count(messages) };
 }
 
-export function proposalDetails(proposal: CompactionProposal): string[] {
-  return [
-    `**Compaction waiting for review** (round ${proposal.round}, ${proposal.kind}): ${proposal.tokensBefore} → ${proposal.tokensAfter} tokens, dropping ${proposal.dropped.length} messages, eliding ${proposal.elided.length}; applied at ${new Date(proposal.applyAt).toISOString()} unless reviewed (\`reviewCompaction\`).`,
-  ];
+export function proposalDetails(proposal: CompactionProposal): string {
+  return `**Compaction waiting for review** (round ${proposal.round}, ${proposal.kind}): ${proposal.tokensBefore} → ${proposal.tokensAfter} tokens, dropping ${proposal.dropped.length} messages, eliding ${proposal.elided.length}; applied at ${new Date(proposal.applyAt).toISOString()} unless reviewed (\`reviewCompaction\`).`;
 }

@@ -47,7 +47,7 @@ import { Continuation } from './continuation.js';
 import { LiveConversation } from './live-conversation.js';
 import { PayloadLimit } from './payload-limit.js';
 import { PendingReview } from './pending-review.js';
-import { RoundCompaction } from './round-compaction.js';
+import { RoundCompaction, type CompactionDemand } from './round-compaction.js';
 import { SteeringRequests } from './steering-requests.js';
 import { TokenCache } from './token-cache.js';
 import { TranscriptWriter } from './transcript-writer.js';
@@ -137,10 +137,7 @@ export class AgentLoop {
   }
 
   /** A compaction asked for (`compact` updates, the agent's `compact_context`). */
-  private async compactOnDemand(demand: {
-    instructions: string | undefined;
-    askedBy?: 'agent';
-  }): Promise<CompactAnswer | undefined> {
+  private async compactOnDemand(demand: CompactionDemand): Promise<CompactAnswer | undefined> {
     await this.tokens.countNewText(this.messages, this.limit.batchBytes());
     const round = this.rounds + 1;
     const answer = await this.compaction.compactIfNeeded(this.chain.candidates(new Set(), round), round, demand);
@@ -220,7 +217,7 @@ export class AgentLoop {
     const notes = [
       ...(note === '' ? [] : [note]),
       ...pinDetails(this.steering.currentPins),
-      ...(proposal === undefined ? [] : proposalDetails(proposal)),
+      ...(proposal === undefined ? [] : [proposalDetails(proposal)]),
     ];
     this.visibility.publish(this.ledger.compactions, notes, allowed, contextTokens, window, proposal !== undefined);
   }

@@ -40,6 +40,8 @@ function changes(result: CompactionResult): boolean {
 /** A compaction's result as decided (undefined `review`: not under review), or undefined when the reviewer rejected it. */
 type Decided = { result: CompactionResult; review: ReviewOutcome | undefined } | undefined;
 
+export type CompactionDemand = { instructions: string | undefined; askedBy?: 'agent' };
+
 /** The parts of the loop a compaction reads and changes (the loop holds the compaction: named here, not imported from it). */
 interface RoundCompactionParts {
   readonly plan: AgentRunPlan;
@@ -85,7 +87,7 @@ export class RoundCompaction {
   async compactIfNeeded(
     candidates: readonly BackendCounter[],
     round: number,
-    demand?: { instructions: string | undefined; askedBy?: 'agent' },
+    demand?: CompactionDemand,
   ): Promise<CompactAnswer | undefined> {
     const { plan, conversation, steering, ledger } = this.parts;
     const { aimAt, aim, tokens } = preflight(conversation.messages, candidates);
