@@ -114,6 +114,15 @@ async function readHead(path: string, shown: string, limit: number): Promise<{ t
   }
 }
 
+/** The activity's context; undefined when a tool is called directly, not as an activity. */
+function activityContext(): Context | undefined {
+  try {
+    return Context.current();
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * The built-in read-only tools. A path must stay inside `root`, before and after following symlinks
  * (`Tool.PathOutsideRoot`), and match no secret-file rule it is not allowed (`Tool.SecretPath`;
@@ -214,7 +223,7 @@ export function createBuiltInTools({
     if (!kind.isFile() && !kind.isDirectory()) throw notAFile('grep', path);
     // Matches stop short of the result's size, leaving room for the closing note.
     const maxOutputChars = Math.max(MAX_GREP_LINE_CHARS, maxResultChars - GREP_NOTE_CHARS);
-    const signal = Context.current().cancellationSignal;
+    const signal = activityContext()?.cancellationSignal;
     const { matches, stoppedAt } = await grepInThread(
       {
         pattern,
