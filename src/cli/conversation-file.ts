@@ -109,7 +109,13 @@ export function parseConversation(text: string, path: string, choice: FormatChoi
       const formatDetected = choice === 'auto';
       return { path, format: 'session-jsonl', messageFormat: 'openai', formatDetected, messages, container: undefined };
     }
-    const value: unknown = JSON.parse(body);
+    let value: unknown;
+    try {
+      value = JSON.parse(body);
+    } catch (error) {
+      if (error instanceof SyntaxError) throw new ConversationFileError(path, describeSyntaxError(body, error));
+      throw error;
+    }
     const container = isRecord(value) ? { ...value } : undefined;
     if (!Array.isArray(value) && (container === undefined || !Object.hasOwn(container, 'messages'))) {
       throw new ConversationFileError(
@@ -132,8 +138,6 @@ export function parseConversation(text: string, path: string, choice: FormatChoi
   } catch (error) {
     if (error instanceof InvalidInputError)
       throw new ConversationFileError(path, error.message, false, error.field, error.index);
-    // Only the file's own JSON.parse throws one: the session lines' parser names its line.
-    if (error instanceof SyntaxError) throw new ConversationFileError(path, describeSyntaxError(body, error));
     throw error;
   }
 }
@@ -203,9 +207,9 @@ export function writeFileWhole(
   text: string,
   { mode, replaceLink = false }: { mode?: number; replaceLink?: boolean } = {},
 ): void {
-  const refused = replaceLink ? undefined : unwritableReason(path);
-  if (refused !== undefined) throw new Error(`cannot write ${path}: it ${refused}`);
   const replaced = lstatSync(path, { throwIfNoEntry: false });
+  const refused = replaceLink && replaced?.isSymbolicLink() === true ? undefined : unwritableReason(path);
+  if (refused !== undefined) throw new Error(`cannot write ${path}: it ${refused}`);
   const kept = replaced?.isFile() ? replaced.mode & 0o777 : undefined;
   const temporary = join(dirname(path), `.${basename(path)}.${randomBytes(8).toString('hex')}.tmp`);
   let descriptor: number | undefined;
