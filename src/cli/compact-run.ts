@@ -381,14 +381,8 @@ export async function compactViaWorkflow(run: CompactRun, client: Client): Promi
         })
       : undefined;
     const link = runLink(config, namespace, workflowId);
-    const runId = handle.firstExecutionRunId;
-    return {
-      ...prepared,
-      result,
-      summarizer,
-      summarizerFailure,
-      via: { kind: 'workflow', workflowId, runId, taskQueue, worker, link },
-    };
+    const via = { kind: 'workflow', workflowId, runId: handle.firstExecutionRunId, taskQueue, worker, link } as const;
+    return { ...prepared, result, summarizer, summarizerFailure, via };
   };
 
   if (existing.length > 0) {
