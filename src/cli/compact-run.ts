@@ -340,11 +340,7 @@ export async function compactViaWorkflow(run: CompactRun, client: Client): Promi
   if (existing.length > 0 && config.summarizerTaskQueue !== config.taskQueue)
     input.options.taskQueue = config.summarizerTaskQueue;
   const workflowId = workflowIdFor(file.path);
-  const runOn = async (
-    taskQueue: string,
-    worker: 'in-process' | 'existing',
-    summarizer: string,
-  ): Promise<CompactReport> => {
+  const runOn = async (taskQueue: string, worker: 'in-process' | 'existing', summarizer: string) => {
     const handle = await client.workflow.start<typeof compactConversation>('compactConversation', {
       taskQueue,
       workflowId,
