@@ -125,11 +125,7 @@ export function emptyCompactionHistory(pricing?: Pricing): CompactionHistory {
   };
 }
 
-export function addCompactionRecord(
-  history: CompactionHistory,
-  record: CompactionRecord,
-  keep = RECENT_COMPACTIONS,
-): CompactionHistory {
+export function addCompactionRecord(history: CompactionHistory, record: CompactionRecord): CompactionHistory {
   const { totals } = history;
   // An undo's record (undoRecord) adds to no kind, fallback, drop or elision: only to the tokens and `undos`.
   const undo = record.kind === 'undo';
@@ -150,7 +146,7 @@ export function addCompactionRecord(
       tokensReclaimed: totals.tokensReclaimed + (record.tokensBefore - record.tokensAfter),
       undos: totals.undos + (undo ? 1 : 0),
     },
-    recent: [...history.recent, record].slice(-Math.max(1, keep)),
+    recent: [...history.recent, record].slice(-RECENT_COMPACTIONS),
   };
 }
 
