@@ -61,21 +61,24 @@ export interface CompactionRecord {
   askedBy?: 'agent';
 }
 
-/** Running totals over every compaction of a run, across continue-as-new. */
-export interface CompactionTotals {
-  compactions: number;
-  summaries: number;
-  trims: number;
-  elisionOnly: number;
-  fallbacks: number;
-  exhausted: number;
-  dropped: number;
-  elided: number;
+/** The totals of a run without compactions. */
+const NO_TOTALS = {
+  compactions: 0,
+  summaries: 0,
+  trims: 0,
+  elisionOnly: 0,
+  fallbacks: 0,
+  exhausted: 0,
+  dropped: 0,
+  elided: 0,
   /** In the units of each compaction's backend (an undo's is negative). */
-  tokensReclaimed: number;
+  tokensReclaimed: 0,
   /** Undo records, numbered with the compactions (docs/design.md#undo). */
-  undos: number;
-}
+  undos: 0,
+};
+
+/** Running totals over every compaction of a run, across continue-as-new. */
+export type CompactionTotals = typeof NO_TOTALS;
 
 /** A compaction undone, and the record of the undo (their numbers in the history). */
 export interface UndoneCompaction {
@@ -107,18 +110,7 @@ export function compactionRecord(context: CompactionLineContext, result: Compact
 
 export function emptyCompactionHistory(pricing?: Pricing): CompactionHistory {
   return {
-    totals: {
-      compactions: 0,
-      summaries: 0,
-      trims: 0,
-      elisionOnly: 0,
-      fallbacks: 0,
-      exhausted: 0,
-      dropped: 0,
-      elided: 0,
-      tokensReclaimed: 0,
-      undos: 0,
-    },
+    totals: { ...NO_TOTALS },
     recent: [],
     usage: emptyRunUsage(pricing),
     undone: [],
