@@ -183,23 +183,6 @@ function progressLine(progress: SummarizeProgress): string {
   return `summarize${piece}${retry}: ${groupDigits(progress.estimatedTokens)} tokens${billed}, ${(progress.elapsedMs / 1000).toFixed(1)} s${how}`;
 }
 
-function compactFile(
-  compactor: Compactor,
-  file: ConversationFile,
-  target: number | undefined,
-  progress: (line: string) => void,
-): Promise<AnyCompactionResult> {
-  const onProgress = (step: SummarizeProgress): void => progress(progressLine(step));
-  switch (file.messageFormat) {
-    case 'openai':
-      return compactor.compact(file.messages, { target, onProgress });
-    case 'anthropic':
-      return compactor.compact(anthropicConversationOf(file), { target, format: 'anthropic', onProgress });
-    case 'ai-sdk':
-      return compactor.compact(file.messages, { target, format: 'ai-sdk', onProgress });
-  }
-}
-
 /** What both modes know before compacting. */
 function prepare(run: CompactRun) {
   const { messages, system } = engineOf(run.file);
@@ -223,7 +206,13 @@ export async function compactInProcess(run: CompactRun): Promise<CompactReport> 
   const configured = summarizerFromConfig(run.config);
   const { summarizer, failure } = watched(configured.summarizer);
   const compactor = new Compactor({ ...run.options, summarizer, contextBudget: prepared.budget });
-  const result = await compactFile(compactor, run.file, run.target, run.progress);
+  const { file, target } = run;
+  const onProgress = (step: SummarizeProgress): void => run.progress(progressLine(step));
+  const result: AnyCompactionResult = await (file.messageFormat === 'openai'
+    ? compactor.compact(file.messages, { target, onProgress })
+    : file.messageFormat === 'anthropic'
+      ? compactor.compact(anthropicConversationOf(file), { target, format: 'anthropic', onProgress })
+      : compactor.compact(file.messages, { target, format: 'ai-sdk', onProgress }));
   const summarizerFailure = result.fallback ? failure() : undefined;
   return { ...prepared, result, summarizer: configured.describe, summarizerFailure, via: { kind: 'in-process' } };
 }
@@ -351,11 +340,7 @@ export async function compactViaWorkflow(run: CompactRun, client: Client): Promi
   if (existing.length > 0 && config.summarizerTaskQueue !== config.taskQueue)
     input.options.taskQueue = config.summarizerTaskQueue;
   const workflowId = workflowIdFor(file.path);
-  const runOn = async (
-    taskQueue: string,
-    worker: 'in-process' | 'existing',
-    summarizer: string,
-  ): Promise<CompactReport> => {
+  const runOn = async (taskQueue: string, worker: 'in-process' | 'existing', summarizer: string) => {
     const handle = await client.workflow.start<typeof compactConversation>('compactConversation', {
       taskQueue,
       workflowId,
@@ -381,14 +366,8 @@ export async function compactViaWorkflow(run: CompactRun, client: Client): Promi
         })
       : undefined;
     const link = runLink(config, namespace, workflowId);
-    const runId = handle.firstExecutionRunId;
-    return {
-      ...prepared,
-      result,
-      summarizer,
-      summarizerFailure,
-      via: { kind: 'workflow', workflowId, runId, taskQueue, worker, link },
-    };
+    const via = { kind: 'workflow', workflowId, runId: handle.firstExecutionRunId, taskQueue, worker, link } as const;
+    return { ...prepared, result, summarizer, summarizerFailure, via };
   };
 
   if (existing.length > 0) {

@@ -110,12 +110,7 @@ const compactionFlags = Object.keys(COMPACTION_FLAGS).filter((flag): flag is Com
 );
 
 /** `N` for a whole number ≥ `min` (digits only: `128000`, not `128k`), else a usage error naming `flag`. */
-function wholeNumber(
-  flag: string,
-  text: string | boolean | Array<string | boolean>,
-  min: number,
-  what: string,
-): number {
+function wholeNumber(flag: string, text: CommandContext['values'][string], min: number, what: string): number {
   const value = typeof text === 'string' && /^\s*\d+\s*$/.test(text) ? Number(text) : Number.NaN;
   if (!Number.isSafeInteger(value) || value < min)
     throw new UsageError(`--${flag} takes ${what}, got ${JSON.stringify(text)}`);

@@ -2,7 +2,6 @@
 import { groupDigits, oneLine } from '../../core/agent/compaction-history.js';
 import type { SessionLine } from '../../core/agent/session.js';
 import { contentText } from '../../core/counting/tokens.js';
-import type { ChatMessage } from '../../core/types.js';
 import { readSession } from '../../client/session-reader.js';
 import { openAgentRun, QUERY_TIMEOUT_OPTION, queryTimeoutOf } from '../agent-run.js';
 import type { CliCommand } from '../command.js';
@@ -11,7 +10,7 @@ import type { CliCommand } from '../command.js';
 export function describeSessionLine(line: SessionLine): string {
   switch (line.type) {
     case 'message': {
-      const message: ChatMessage = line.message;
+      const { message } = line;
       const text = contentText(message.content);
       const calls = (message.tool_calls ?? []).map(
         (call) => `→ ${call.function.name} ${oneLine(call.function.arguments, 60)}`,

@@ -42,16 +42,12 @@ export const undo: CliCommand = {
   async run(context) {
     const compactionId = compactionOf(context.values.compaction);
     const { workflowId, handle } = await openAgentRun(context);
-    let record;
-    try {
-      record = await handle.executeUpdate(undoCompactionUpdate, {
-        args: [compactionId === undefined ? {} : { compactionId }],
-      });
-    } catch (error) {
+    const args: [{ compactionId?: number }] = [compactionId === undefined ? {} : { compactionId }];
+    const record = await handle.executeUpdate(undoCompactionUpdate, { args }).catch((error: unknown) => {
       if (!(error instanceof WorkflowUpdateFailedError)) throw error;
       context.io.stderr(`agentRun ${workflowId}: the undo was refused: ${refusal(error)}\n`);
-      return 1;
-    }
+    });
+    if (record === undefined) return 1;
     context.io.stdout(
       context.values.json === true
         ? `${JSON.stringify(record)}\n`

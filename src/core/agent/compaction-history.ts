@@ -61,21 +61,24 @@ export interface CompactionRecord {
   askedBy?: 'agent';
 }
 
-/** Running totals over every compaction of a run, across continue-as-new. */
-export interface CompactionTotals {
-  compactions: number;
-  summaries: number;
-  trims: number;
-  elisionOnly: number;
-  fallbacks: number;
-  exhausted: number;
-  dropped: number;
-  elided: number;
+/** The totals of a run without compactions. */
+const NO_TOTALS = {
+  compactions: 0,
+  summaries: 0,
+  trims: 0,
+  elisionOnly: 0,
+  fallbacks: 0,
+  exhausted: 0,
+  dropped: 0,
+  elided: 0,
   /** In the units of each compaction's backend (an undo's is negative). */
-  tokensReclaimed: number;
+  tokensReclaimed: 0,
   /** Undo records, numbered with the compactions (docs/design.md#undo). */
-  undos: number;
-}
+  undos: 0,
+};
+
+/** Running totals over every compaction of a run, across continue-as-new. */
+export type CompactionTotals = typeof NO_TOTALS;
 
 /** A compaction undone, and the record of the undo (their numbers in the history). */
 export interface UndoneCompaction {
@@ -107,29 +110,14 @@ export function compactionRecord(context: CompactionLineContext, result: Compact
 
 export function emptyCompactionHistory(pricing?: Pricing): CompactionHistory {
   return {
-    totals: {
-      compactions: 0,
-      summaries: 0,
-      trims: 0,
-      elisionOnly: 0,
-      fallbacks: 0,
-      exhausted: 0,
-      dropped: 0,
-      elided: 0,
-      tokensReclaimed: 0,
-      undos: 0,
-    },
+    totals: { ...NO_TOTALS },
     recent: [],
     usage: emptyRunUsage(pricing),
     undone: [],
   };
 }
 
-export function addCompactionRecord(
-  history: CompactionHistory,
-  record: CompactionRecord,
-  keep = RECENT_COMPACTIONS,
-): CompactionHistory {
+export function addCompactionRecord(history: CompactionHistory, record: CompactionRecord): CompactionHistory {
   const { totals } = history;
   // An undo's record (undoRecord) adds to no kind, fallback, drop or elision: only to the tokens and `undos`.
   const undo = record.kind === 'undo';
@@ -150,7 +138,7 @@ export function addCompactionRecord(
       tokensReclaimed: totals.tokensReclaimed + (record.tokensBefore - record.tokensAfter),
       undos: totals.undos + (undo ? 1 : 0),
     },
-    recent: [...history.recent, record].slice(-Math.max(1, keep)),
+    recent: [...history.recent, record].slice(-RECENT_COMPACTIONS),
   };
 }
 
@@ -159,25 +147,17 @@ export function compactionRecordsFromSession(lines: Iterable<SessionLine>): Comp
   const records: CompactionRecord[] = [];
   let elided = 0;
   for (const line of lines) {
-    if (line.type === 'elision') elided += 1;
-    else if (line.type === 'compaction') {
-      records.push(recordOfLine(line, elided));
-      elided = 0;
-    } else {
-      if (line.type === 'undo') records.push(undoRecord(line));
-      elided = 0;
-    }
+    if (line.type === 'compaction') records.push(recordOfLine(line, elided));
+    else if (line.type === 'undo') records.push(undoRecord(line));
+    elided = line.type === 'elision' ? elided + 1 : 0;
   }
   return records;
 }
 
 export function undoRecord(line: UndoLine): CompactionRecord {
   return {
-    round: line.round ?? 0,
-    backend: line.backend ?? '?',
+    ...lineFields(line),
     target: 0,
-    tokensBefore: line.tokensBefore,
-    tokensAfter: line.tokensAfter,
     dropped: 0,
     elided: 0,
     kind: 'undo',
@@ -186,8 +166,19 @@ export function undoRecord(line: UndoLine): CompactionRecord {
     summaryChars: null,
     fallback: false,
     exhausted: false,
-    tokensReclaimed: line.tokensBefore - line.tokensAfter,
     summarizerTokens: 0,
+  };
+}
+
+/** The fields a compaction's record and an undo's take alike from their transcript line. */
+function lineFields(line: CompactionLine | UndoLine) {
+  const { tokensBefore, tokensAfter } = line;
+  return {
+    round: line.round ?? 0,
+    backend: line.backend ?? '?',
+    tokensBefore,
+    tokensAfter,
+    tokensReclaimed: tokensBefore - tokensAfter,
     cacheHitRate: line.cacheHitRate ?? null,
     billedInput: line.billedInput ?? null,
   };
@@ -195,11 +186,8 @@ export function undoRecord(line: UndoLine): CompactionRecord {
 
 function recordOfLine(line: CompactionLine, elided: number, kept = line.keptUserIds?.length ?? 0): CompactionRecord {
   return {
-    round: line.round ?? 0,
-    backend: line.backend ?? '?',
+    ...lineFields(line),
     target: line.target ?? 0,
-    tokensBefore: line.tokensBefore,
-    tokensAfter: line.tokensAfter,
     dropped: line.dropped,
     elided,
     ...(line.truncated === undefined ? {} : { truncated: line.truncated }),
@@ -211,10 +199,7 @@ function recordOfLine(line: CompactionLine, elided: number, kept = line.keptUser
     summaryChars: line.summary?.length ?? null,
     fallback: line.fallback,
     exhausted: line.exhausted,
-    tokensReclaimed: line.tokensBefore - line.tokensAfter,
     summarizerTokens: line.summarizerUsage?.promptTokens ?? 0,
-    cacheHitRate: line.cacheHitRate ?? null,
-    billedInput: line.billedInput ?? null,
     ...(line.review === undefined ? {} : { review: line.review }),
     ...(line.coldCache === true ? { coldCache: true } : {}),
     ...(line.userMessagesSummarized === undefined
@@ -237,15 +222,9 @@ function userMessagesLabel(record: CompactionRecord): string {
 
 /** How a compaction reads in a table: `summary (1,234 chars)`, `trim`, `elision only`, `nothing to remove`, `undo`. */
 export function compactionKindLabel(kind: RecordKind, summaryChars: number): string {
-  return kind === 'summary' ? `summary (${groupDigits(summaryChars)} chars)` : KIND_LABELS[kind];
+  if (kind === 'summary') return `summary (${groupDigits(summaryChars)} chars)`;
+  return { undo: 'undo', trim: 'trim', elision: 'elision only', none: 'nothing to remove' }[kind];
 }
-
-const KIND_LABELS: Record<Exclude<RecordKind, 'summary'>, string> = {
-  undo: 'undo',
-  trim: 'trim',
-  elision: 'elision only',
-  none: 'nothing to remove',
-};
 
 /** `ids 20 of 24 (13 carried), missing: a, b` (docs/design.md#coverage); not `20/24`: the UI renders that as a fraction. */
 export function coverageLabel(coverage: Coverage): string {
