@@ -14,12 +14,13 @@ import type { Payload } from '@temporalio/common';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
-import { installQuietRuntime, runDemo } from '../../dev/demo.js';
+import { runDemo } from '../../dev/demo.js';
 import { CHUNK_STORE_DRIVER_NAME } from '../../src/payloads/chunk-store.js';
 import { payloadConverterFromConfig } from '../../src/payloads/index.js';
 import { historyEvents } from '../../src/client/session-reader.js';
 import { CHROMIUM_ARGS, chromiumForTests } from '../support/chromium.js';
 import { claimOf, decodeHistoryPayload, metadataOf } from '../support/history-payloads.js';
+import { quietRuntime } from '../support/temporal.js';
 
 const uiOff = process.env.TEMPORAL_TEST_UI === '0';
 const CHROMIUM = uiOff ? undefined : chromiumForTests('the codec server UI test (test/e2e/codec-ui.test.ts)');
@@ -27,7 +28,7 @@ const directories: string[] = [];
 let browser: Browser | undefined;
 
 // The demo runs its worker in this process: its logs at WARN, as the CLI has them.
-beforeAll(() => installQuietRuntime());
+beforeAll(() => quietRuntime());
 afterAll(async () => {
   await browser?.close();
   directories.forEach((directory) => rmSync(directory, { recursive: true, force: true }));

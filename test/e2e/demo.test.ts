@@ -5,10 +5,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, inject, it } from 'vitest';
-import { installQuietRuntime, runDemo } from '../../dev/demo.js';
+import { runDemo } from '../../dev/demo.js';
 import { compactionsQuery } from '../../src/workflows/agent-run.js';
 import type { CompactionHistory } from '../../src/core/agent/compaction-history.js';
 import { DEMO_ENTRY, runCli } from '../support/cli-process.js';
+import { quietRuntime } from '../support/temporal.js';
 
 describe('npm run demo', () => {
   it(
@@ -53,11 +54,7 @@ describe('npm run demo', () => {
     '--keep-server keeps the worker polling after the run: its queries answer until the demo is stopped',
     { timeout: 180_000 },
     async () => {
-      try {
-        installQuietRuntime();
-      } catch {
-        // An earlier file in this process (isolate: false) made the SDK's Runtime: keep it.
-      }
+      quietRuntime();
       const store = mkdtempSync(join(tmpdir(), 'demo-keep-'));
       let stdout = '';
       let answered: CompactionHistory | undefined;

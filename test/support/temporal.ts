@@ -77,8 +77,11 @@ export function temporalTarget(): { address: string; namespace: string } {
 }
 
 let runtimeChecked = false;
-/** Keep the SDK's own logging at WARN unless a Runtime was already installed by someone else. */
-function quietRuntime(): void {
+/**
+ * Keep the SDK's own logging at WARN unless a Runtime was already installed: files share their
+ * process (`isolate: false`), so an earlier file may have made it.
+ */
+export function quietRuntime(): void {
   if (runtimeChecked) return;
   runtimeChecked = true;
   try {
