@@ -110,7 +110,7 @@ export class ObjectReader {
     const contextWindow =
       context === undefined
         ? undefined
-        : await this.read(context.kind, context.id, keyId, signal, 'window', context.depth - 1);
+        : await this.cachedOrOpened(context.kind, context.id, keyId, signal, 'window', context.depth - 1);
     const { plaintext, before } = inflateObject(unsealed, kind, id, key, contextWindow);
     const window = windowAfter(before, plaintext);
     // A pack or a manifest may be the context of later objects.
@@ -155,16 +155,21 @@ export class ObjectReader {
   }
 
   /**
-   * Object `id`'s plaintext (or its window), whose payload was stored with `keyId`: from the cache, else
-   * fetched and opened (its plaintext cached), once however many ask at the same time. The slices of a
-   * pack are filled at once: one fetch for all of them.
+   * Object `id`'s plaintext, whose payload was stored with `keyId`: from the cache, else fetched and
+   * opened (its plaintext cached), once however many ask at the same time. The slices of a pack are
+   * filled at once: one fetch for all of them.
    */
-  async read(
+  read(kind: ObjectKind, id: string, keyId: string | undefined, signal: AbortSignal | undefined): Promise<Uint8Array> {
+    return this.cachedOrOpened(kind, id, keyId, signal, 'plaintext');
+  }
+
+  /** {@link read}, or the object's window as a context of the object `depth` below it. */
+  private async cachedOrOpened(
     kind: ObjectKind,
     id: string,
     keyId: string | undefined,
     signal: AbortSignal | undefined,
-    want: 'plaintext' | 'window' = 'plaintext',
+    want: 'plaintext' | 'window',
     depth?: number,
   ): Promise<Uint8Array> {
     const [cache, running] = want === 'plaintext' ? [this.cache, this.reading] : [this.windows, this.windowing];
