@@ -165,21 +165,27 @@ describe('the transcript counted without rendering it', () => {
       getHeapSpaceStatistics().find(({ space_name }) => space_name === 'new_space')?.space_used_size ?? 0;
     const cutMiddles = (): number => {
       let messages = 0;
-      for (let request = 0; request < 50; request += 1) {
+      for (let request = 0; request < 20; request += 1) {
         const middle = Array.from({ length: 200 }, (_, index) => user(`message ${request}.${index}`));
         messages += requestFor('Summarize.', middle).middle.length;
       }
       return messages;
     };
-    // Twice: what survives one young collection stays young until the next.
-    gc({ type: 'minor' });
-    gc({ type: 'minor' });
-    const before = young();
-    expect(cutMiddles()).toBe(10_000);
-    const allocated = young() - before;
-    gc({ type: 'minor' });
-    expect(allocated).toBeGreaterThan(500_000);
-    expect(young() - before).toBeLessThan(allocated / 4);
+    // A sample counts when no collection ran while it allocated (the young space grew by what was
+    // cut); the heap left by the files before this one in its process decides when one runs.
+    let sample: { allocated: number; survived: number } | undefined;
+    for (let attempt = 0; attempt < 10 && sample === undefined; attempt += 1) {
+      // Twice: what survives one young collection stays young until the next.
+      gc({ type: 'minor' });
+      gc({ type: 'minor' });
+      const before = young();
+      expect(cutMiddles()).toBe(4_000);
+      const allocated = young() - before;
+      gc({ type: 'minor' });
+      if (allocated > 200_000) sample = { allocated, survived: young() - before };
+    }
+    expect(sample, 'a sample with no collection while it allocated').toBeDefined();
+    expect(sample!.survived).toBeLessThan(sample!.allocated / 4);
   });
 });
 
