@@ -1,33 +1,51 @@
-// Node (test support): the two workflow bundles most test files run, built once per test run.
+// Node (test support): the workflow bundles most test files run, built once per test run, and kept
+// between runs while nothing they are built from changes.
 //
 // Bundling the production workflows with webpack takes about 4 s (6 s of CPU) on a quiet two-core
-// machine, and some thirty test files each bundled the same two entry points in their beforeAll.
+// machine, and some thirty test files each bundled the same entry points in their beforeAll.
 // The global setup (global-setup.ts) makes an empty directory for the run and provides it
 // (`workflowBundleDir`). The first test file that asks `bundleWorkflows` (temporal.ts) for one of
-// these entry points, with no options, builds it and leaves it there; the files that ask while it
-// builds wait for it, and the later ones read it. Nothing is built for a run that needs neither
-// (one unit test file). Anything else is bundled by the file as before: other entry points, bundle
-// options, watch mode (an edit must reach the next run) and the vitest configs with no global
-// setup (cluster, chaos).
+// these entry points, with no options, puts it there; the files that ask while it does wait for it,
+// and the later ones read it. Nothing is built for a run that needs neither (one unit test file).
+// Anything else is bundled by the file as before: other entry points, bundle options, watch mode (an
+// edit must reach the next run) and the vitest configs with no global setup (cluster, chaos).
+//
+// A bundle is also kept under node_modules/.cache, named by a digest of what it is built from: the
+// entry, every file under src/, the installed packages (npm's node_modules/.package-lock.json) and
+// the compiler settings. The shared entries import nothing else (bundle-cache.test.ts reads each
+// bundle's module list to hold them to it), so a run after an edit anywhere in src/ builds again,
+// and a run with nothing changed reads what the last one built. Only the last bundle of each entry
+// is kept.
 //
 // One process builds an entry at a time: it holds `<bundle>.lock`, a directory (mkdir is atomic),
 // with its pid inside. A waiter takes a lock over when its holder has died, and after
 // WAIT_LIMIT_MS bundles on its own. A build that fails leaves no bundle and throws the bundler's
 // error in the file that built it; the next file that asks tries again.
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fileURLToPath } from 'node:url';
 import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
-
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+import { INSTALLED, inputsDigest, KEPT_DIR, ROOT } from './build-inputs.js';
 
 /** The workflows the package ships (what `compactorPlugin` bundles). */
 export const PRODUCTION_WORKFLOWS_PATH = join(ROOT, 'src/workflows/index.ts');
 /** The shipped workflows plus the test ones (`compactInWorkflow`, ...). */
 export const TEST_WORKFLOWS_PATH = join(ROOT, 'test/workflows/test-workflows.ts');
+/** The shipped workflows plus one that stores a payload through an activity (the payload store's tests). */
+export const STORE_WORKFLOWS_PATH = join(ROOT, 'corpus/store-workflows.ts');
 
-const SHARED_ENTRIES: readonly string[] = [PRODUCTION_WORKFLOWS_PATH, TEST_WORKFLOWS_PATH];
+export const SHARED_ENTRIES: readonly string[] = [PRODUCTION_WORKFLOWS_PATH, TEST_WORKFLOWS_PATH, STORE_WORKFLOWS_PATH];
+
+/** Where bundles are kept between runs. */
+export const KEPT_BUNDLES_DIR = join(KEPT_DIR, 'compactor-test-bundles');
+
+/**
+ * A digest of what `entry`'s bundle is built from, under `root`: the entry, every file under
+ * `src/` and the installed packages.
+ */
+export function bundleInputsDigest(entry: string, root = ROOT): string {
+  return inputsDigest(root, [relative(root, entry), ...INSTALLED], ['src']);
+}
 
 /** How long a file waits for another to finish a bundle before it bundles on its own. */
 const WAIT_LIMIT_MS = 180_000;
@@ -45,7 +63,11 @@ export function sharedBundlePath(dir: string, entry: string): string | undefined
  * another process held the build past WAIT_LIMIT_MS. A build here that fails throws the bundler's
  * error, and the next file that asks tries again.
  */
-export async function sharedBundle(dir: string, entry: string): Promise<string | undefined> {
+export async function sharedBundle(
+  dir: string,
+  entry: string,
+  kept: string = KEPT_BUNDLES_DIR,
+): Promise<string | undefined> {
   const file = sharedBundlePath(dir, entry);
   if (file === undefined) return undefined;
   const lock = `${file}.lock`;
@@ -61,15 +83,49 @@ export async function sharedBundle(dir: string, entry: string): Promise<string |
     await sleep(POLL_MS);
   }
   try {
-    const { code } = await bundleWorkflowCode({ logger: new DefaultLogger('WARN'), workflowsPath: entry });
-    // Written aside and renamed: a reader never sees half a bundle.
-    const aside = `${file}.${process.pid}.tmp`;
-    writeFileSync(aside, code);
-    renameSync(aside, file);
+    const code = readKept(kept, entry) ?? (await buildAndKeep(kept, entry));
+    writeWhole(file, code);
     return code;
   } finally {
     rmSync(lock, { recursive: true, force: true });
   }
+}
+
+/** Written aside and renamed: a reader never sees half a file. */
+function writeWhole(file: string, text: string): void {
+  const aside = `${file}.${process.pid}.tmp`;
+  writeFileSync(aside, text);
+  renameSync(aside, file);
+}
+
+/** The name `entry`'s bundle is kept under for what it is built from now. */
+export function keptName(entry: string): string {
+  return `${SHARED_ENTRIES.indexOf(entry)}-${bundleInputsDigest(entry)}.js`;
+}
+
+/** The bundle of `entry` kept in `kept` for what it is built from now; undefined when there is none. */
+function readKept(kept: string, entry: string): string | undefined {
+  try {
+    return readFileSync(join(kept, keptName(entry)), 'utf8');
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * `entry`'s bundle, built, and kept in `kept` in place of the entry's earlier ones unless what it
+ * is built from changed while it was built (then the name would not say what it holds).
+ */
+async function buildAndKeep(kept: string, entry: string): Promise<string> {
+  const before = keptName(entry);
+  const { code } = await bundleWorkflowCode({ logger: new DefaultLogger('WARN'), workflowsPath: entry });
+  if (keptName(entry) !== before) return code;
+  mkdirSync(kept, { recursive: true });
+  const prefix = `${SHARED_ENTRIES.indexOf(entry)}-`;
+  for (const name of readdirSync(kept))
+    if (name.startsWith(prefix) && name !== before) rmSync(join(kept, name), { force: true });
+  writeWhole(join(kept, before), code);
+  return code;
 }
 
 function takeLock(lock: string): boolean {

@@ -1,19 +1,26 @@
 // The workflow bundles test files share (test/support/bundle-cache.ts): built once for the run by
-// the first file that asks, the same code a file would have built itself, and never a wait forever
-// on a process that died while it held the build.
+// the first file that asks, or read from where the last run kept them when nothing they are built
+// from changed; the same code a file would have built itself, and never a wait forever on a process
+// that died while it held the build.
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
+  bundleInputsDigest,
+  keptName,
   PRODUCTION_WORKFLOWS_PATH,
+  SHARED_ENTRIES,
   sharedBundle,
   sharedBundlePath,
   TEST_WORKFLOWS_PATH,
 } from '../support/bundle-cache.js';
 import { bundleWorkflows, sharedBundleDir } from '../support/temporal.js';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 /** Where two texts first differ, with a little of each around it (undefined when they are equal). */
 function firstDifference(left: string, right: string): string | undefined {
@@ -50,10 +57,16 @@ describe('workflow bundles shared by the test files', { timeout: 120_000 }, () =
     async () => {
       const dir = sharedBundleDir();
       expect(dir).toBeDefined();
-      for (const entry of [PRODUCTION_WORKFLOWS_PATH, TEST_WORKFLOWS_PATH]) {
+      for (const entry of SHARED_ENTRIES) {
         const { code } = await bundleWorkflows(entry);
         const file = sharedBundlePath(dir as string, entry) as string;
         expect(code === readFileSync(file, 'utf8'), entry).toBe(true);
+        // The digest that names a kept bundle covers src/ and the entry: the bundle holds nothing else of ours.
+        const modules = [...code.matchAll(/^\/\*\*\*\/ "(\.\/[^"]+)"$/gm)].map((match) => match[1] as string);
+        expect(modules.length, entry).toBeGreaterThan(50);
+        const entryModule = `./${relative(ROOT, entry)}`;
+        const others = modules.filter((module) => !/^\.\/(src|node_modules)\//.test(module) && module !== entryModule);
+        expect(others, entry).toEqual([]);
       }
       // Another entry point is not shared: the file bundles it on its own.
       expect(sharedBundlePath(dir as string, join(tmpdir(), 'workflows.ts'))).toBeUndefined();
@@ -61,11 +74,16 @@ describe('workflow bundles shared by the test files', { timeout: 120_000 }, () =
     },
   );
 
-  it('is the bundle a test file would build; two asking at once get it, and no lock is left', async () => {
+  it('is the bundle a test file would build; two asking at once get it, it is kept in place of one built from other sources, and no lock is left', async () => {
     const dir = emptyDir();
+    const kept = emptyDir();
+    const name = keptName(PRODUCTION_WORKFLOWS_PATH);
+    // What an earlier run kept of this entry, and of another (whose kept bundle is its own).
+    writeFileSync(join(kept, `${name.split('-')[0]}-${'0'.repeat(64)}.js`), '// built from other sources');
+    writeFileSync(join(kept, keptName(TEST_WORKFLOWS_PATH)), '// the test workflows');
     const [first, second] = await Promise.all([
-      sharedBundle(dir, PRODUCTION_WORKFLOWS_PATH),
-      sharedBundle(dir, PRODUCTION_WORKFLOWS_PATH),
+      sharedBundle(dir, PRODUCTION_WORKFLOWS_PATH, kept),
+      sharedBundle(dir, PRODUCTION_WORKFLOWS_PATH, kept),
     ]);
     const built = await bundleWorkflowCode({
       logger: new DefaultLogger('WARN'),
@@ -76,6 +94,40 @@ describe('workflow bundles shared by the test files', { timeout: 120_000 }, () =
     expect(second === first).toBe(true);
     const file = sharedBundlePath(dir, PRODUCTION_WORKFLOWS_PATH) as string;
     expect(existsSync(`${file}.lock`)).toBe(false);
+    expect(readdirSync(kept).sort()).toEqual([name, keptName(TEST_WORKFLOWS_PATH)].sort());
+    expect(readFileSync(join(kept, name), 'utf8') === first).toBe(true);
+  });
+
+  it('a bundle kept for what it is built from now is read, not built', async () => {
+    const kept = emptyDir();
+    writeFileSync(join(kept, keptName(TEST_WORKFLOWS_PATH)), '// kept');
+    expect(await sharedBundle(emptyDir(), TEST_WORKFLOWS_PATH, kept)).toBe('// kept');
+  });
+
+  it('the digest changes with a file under src/, a new one, the entry and the installed packages; not with a test', () => {
+    const root = emptyDir();
+    mkdirSync(join(root, 'src', 'core'), { recursive: true });
+    mkdirSync(join(root, 'test'));
+    mkdirSync(join(root, 'node_modules'));
+    const entry = join(root, 'test', 'entry.ts');
+    const write = (path: string, text: string) => writeFileSync(join(root, path), text);
+    write('test/entry.ts', 'export * from "../src/core/a.js";');
+    write('src/core/a.ts', 'export const a = 1;');
+    write('package-lock.json', '{}');
+    const digests = [bundleInputsDigest(entry, root)];
+    write('test/other.test.ts', 'unrelated');
+    expect(bundleInputsDigest(entry, root)).toBe(digests[0]);
+    for (const [path, text] of [
+      ['src/core/a.ts', 'export const a = 2;'],
+      ['src/core/b.ts', ''],
+      ['test/entry.ts', 'export * from "../src/core/b.js";'],
+      ['node_modules/.package-lock.json', '{"packages":{}}'],
+      ['tsconfig.json', '{}'],
+    ] as const) {
+      write(path, text);
+      digests.push(bundleInputsDigest(entry, root));
+    }
+    expect(new Set(digests).size, digests.join('\n')).toBe(digests.length);
   });
 
   it('a build held by a process that died is taken over, not waited for', async () => {
