@@ -201,7 +201,7 @@ export async function collectGarbage({
    */
   const inspect = async (kind: ObjectKind, id: string, stopped: string): Promise<Inspected> => {
     try {
-      return await driver.inspect(kind, id);
+      return await driver.reader.inspect(kind, id);
     } catch (error) {
       if (error instanceof ChunkMissingError) return error;
       if (!(error instanceof PayloadKeyMissingError || error instanceof ChunkIntegrityError))
@@ -229,19 +229,17 @@ export async function collectGarbage({
   claimed.forEach((id) => mark('manifest', id));
   const youngOnly = new Set<string>();
   let listed = 0;
-  for (const prefix of ['v1/manifests/', 'v1/nodes/', 'v1/chunks/']) {
-    for await (const object of backend.list(prefix)) {
-      listed += 1;
-      progress(
-        () =>
-          `gc: listing objects: ${count(listed)} so far, ${count(report.youngManifests + report.youngNodes + report.youngChunks)} younger than the grace period`,
-      );
-      const parsed = parseObjectKey(object.key);
-      if (parsed === undefined || object.modifiedMs < cutoffMs) continue;
-      report[YOUNG[parsed.kind]] += 1;
-      if (!marked.has(object.key)) youngOnly.add(object.key);
-      mark(parsed.kind, parsed.id);
-    }
+  for await (const object of backend.list('v1/')) {
+    listed += 1;
+    progress(
+      () =>
+        `gc: listing objects: ${count(listed)} so far, ${count(report.youngManifests + report.youngNodes + report.youngChunks)} younger than the grace period`,
+    );
+    const parsed = parseObjectKey(object.key);
+    if (parsed === undefined || object.modifiedMs < cutoffMs) continue;
+    report[YOUNG[parsed.kind]] += 1;
+    if (!marked.has(object.key)) youngOnly.add(object.key);
+    mark(parsed.kind, parsed.id);
   }
   progress(
     () =>
@@ -307,14 +305,11 @@ export async function collectGarbage({
     candidate.kind === 'temporary' ? -1 : (levels.get(candidate.key) ?? 0);
   let done = 0;
   const remove = async (candidate: Candidate): Promise<void> => {
-    const keep = (): void => {
-      addTo(report.renewed[candidate.kind], candidate.bytes);
+    const removed =
+      !protectedKeys.has(candidate.key) && (dryRun || (await backend.removeIfOlder(candidate.key, cutoffMs)));
+    addTo((removed ? report.deleted : report.renewed)[candidate.kind], candidate.bytes);
+    if (!removed)
       for (const child of candidate.inspected?.children ?? []) protectedKeys.add(objectKey(child.kind, child.id));
-    };
-    if (protectedKeys.has(candidate.key)) keep();
-    else if (dryRun || (await backend.removeIfOlder(candidate.key, cutoffMs)))
-      addTo(report.deleted[candidate.kind], candidate.bytes);
-    else keep();
     done += 1;
     progress(() => `gc: ${dryRun ? 'would remove' : 'removing'}: ${count(done)} of ${count(removable.length)} objects`);
   };
