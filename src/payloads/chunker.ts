@@ -75,14 +75,8 @@ interface ElementEnd {
   gear: number;
 }
 
-interface JsonShape {
-  /** Ends of array elements that are objects or arrays, ascending. */
-  ends: ElementEnd[];
-  /** Where objects of `soloElement` bytes or more begin and end (the byte after their closing brace). */
-  soloCuts: number[];
-}
-
-function jsonShape(data: Uint8Array, soloElement: number): JsonShape {
+/** Where array elements that are objects or arrays end, and objects of `soloElement` bytes or more begin and end. */
+function jsonShape(data: Uint8Array, soloElement: number): { ends: ElementEnd[]; soloCuts: number[] } {
   const ends: ElementEnd[] = [];
   const soloCuts: number[] = [];
   const stack: OpenContainer[] = [];

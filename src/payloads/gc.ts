@@ -173,12 +173,13 @@ export async function collectGarbage({
       `the payload store ${backend.description} cannot be listed, so it cannot be collected`,
     );
   const cutoffMs = now() - graceMs;
+  const claimed = new Set([...claimedManifests].filter((id) => /^[0-9a-f]{64}$/.test(id)));
   const report: GarbageReport = {
     store: backend.description,
     dryRun,
     graceMs,
     cutoffMs,
-    claimedManifests: 0,
+    claimedManifests: claimed.size,
     youngManifests: 0,
     youngNodes: 0,
     youngChunks: 0,
@@ -216,8 +217,6 @@ export async function collectGarbage({
     }
   };
 
-  const claimed = new Set([...claimedManifests].filter((id) => /^[0-9a-f]{64}$/.test(id)));
-  report.claimedManifests = claimed.size;
   const marked = new Set<string>();
   const queue: Array<{ kind: ObjectKind; id: string }> = [];
   const mark = (kind: ObjectKind, id: string): void => {
@@ -322,11 +321,8 @@ export async function collectGarbage({
   for (const order of [...byOrder.keys()].sort((a, b) => a - b))
     await drain(byOrder.get(order) ?? [], CONCURRENCY, remove);
   // What earlier removals quarantined (S3): back if a claim marked now needs it, else gone for good once old.
-  if (backend.settleQuarantine !== undefined) {
-    const settled = await backend.settleQuarantine((key) => marked.has(key), cutoffMs, dryRun);
-    report.restored = settled.restored;
-    report.purged = settled.purged;
-  }
+  if (backend.settleQuarantine !== undefined)
+    Object.assign(report, await backend.settleQuarantine((key) => marked.has(key), cutoffMs, dryRun));
   progress(
     () =>
       `gc: ${dryRun ? 'dry run done: would remove' : 'done: removed'} ${count(totalOf(report.deleted).objects)} objects`,
