@@ -120,10 +120,8 @@ interface Candidate {
   kind: SweptKind;
   id: string | undefined;
   bytes: number;
-  /** What it lists (undefined: not read yet, or unreadable). */
+  /** What it lists, once read; left unread (gone since the listing, or unreadable: kept), it is not removed. */
   inspected?: InspectedObject;
-  /** Not to remove: removed by someone else since the listing, or unreadable (then kept). */
-  skip?: boolean;
 }
 
 /**
@@ -136,10 +134,7 @@ function removalLevels(candidates: readonly Candidate[]): Map<string, number> {
   for (const candidate of candidates)
     for (const child of candidate.inspected?.children ?? []) {
       const key = objectKey(child.kind, child.id);
-      if (!keys.has(key) || key === candidate.key) continue;
-      const parents = listedBy.get(key) ?? [];
-      parents.push(candidate.key);
-      listedBy.set(key, parents);
+      if (keys.has(key) && key !== candidate.key) listedBy.set(key, [...(listedBy.get(key) ?? []), candidate.key]);
     }
   const levels = new Map<string, number>();
   const levelOf = (key: string): number => {
@@ -290,14 +285,13 @@ export async function collectGarbage({
     const inspected = await inspect(candidate.kind, candidate.id, `reading ${candidate.key} stopped the sweep`);
     // Gone ones need nothing; unreadable ones are kept, whatever they are.
     if (inspected === 'unreadable') addTo(report.unreadable[candidate.kind], candidate.bytes);
-    if (inspected instanceof ChunkMissingError || inspected === 'unreadable') candidate.skip = true;
-    else candidate.inspected = inspected;
+    else if (!(inspected instanceof ChunkMissingError)) candidate.inspected = inspected;
     read += 1;
     progress(() => `gc: sweeping: read ${count(read)} of ${count(toRead.length)} unreachable objects`);
   });
 
   const protectedKeys = new Set<string>();
-  const removable = candidates.filter((candidate) => candidate.skip !== true);
+  const removable = candidates.filter(({ kind, inspected }) => kind === 'temporary' || inspected !== undefined);
   // Temporaries first, then every object before the objects it lists.
   const levels = removalLevels(removable);
   const orderOf = (candidate: Candidate): number =>
