@@ -79,8 +79,7 @@ const REMEMBERED_COMPACTIONS = 4;
  * });
  */
 export function compactionMiddleware(options: CompactionMiddlewareOptions): CompactionMiddleware {
-  if (typeof options !== 'object' || options === null)
-    throw new InvalidInputError('options', 'must be an object with at least contextBudget');
+  if (!isRecord(options)) throw new InvalidInputError('options', 'must be an object with at least contextBudget');
   assertKnownKeys(options, MIDDLEWARE_OPTION_KEYS, 'options');
   const { summarizer, ...compactOptions } = options;
   const remembered: Remembered[] = [];
