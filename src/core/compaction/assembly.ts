@@ -36,7 +36,7 @@ export function summarizedMiddle(
   stubbed: Elided,
 ): { middle: SummarizedMiddle; elided: Elided; seen: ChatMessage[] } {
   const { input, options, regions, aim } = pass;
-  const windowPlan = options.recentWindowGivesWay ? planWindow(input, regions, aim, options) : undefined;
+  const windowPlan = options.recentWindowGivesWay ? planWindow(pass) : undefined;
   const words = pass.keepUserMessages
     ? keepUserWords(input, windowPlan?.regions ?? regions, aim, options.keepUserMessagesShare)
     : undefined;

@@ -53,7 +53,7 @@ export function* compactionSteps(
   // a result over its limit from one that fitted is a counter's artefact, not an oversized message.
   const oversized = result.exhausted && pass.tokensBefore > pass.aim.limit;
   if (!oversized || !options.truncateOversized) return result;
-  return truncateToFit(pass.input, result, pass.regions.removable, pass.aim.counter, pass.aim.limit);
+  return truncateToFit(pass, result);
 }
 
 function* passSteps(pass: Pass, hooks: CompactionHooks): CompactionSteps {

@@ -102,13 +102,9 @@ export function elide(pass: Pass, nameReplaced?: NameReplaced): Elided {
 
 /** `elided` without the elisions at `positions` (a user message kept verbatim keeps its images too). */
 export function elidedExcept(pass: Pass, elided: Elided, positions: readonly number[]): Elided {
-  if (positions.length === 0) return elided;
   const spared = new Set(positions);
-  if (!elided.elisions.some((elision) => spared.has(elision.index))) return elided;
-  return elidedOf(
-    pass,
-    elided.elisions.filter((elision) => !spared.has(elision.index)),
-  );
+  const kept = elided.elisions.filter((elision) => !spared.has(elision.index));
+  return kept.length === elided.elisions.length ? elided : elidedOf(pass, kept);
 }
 
 /** Over this, a pass is over the trigger; at or below it, a pass that elides is an elision-only epoch. */
