@@ -7,7 +7,7 @@ import {
   requiredIdentifiers,
   withCarriedFacts,
 } from './coverage.js';
-import { planWindow, type WindowPlan } from './economics.js';
+import { planWindow } from './economics.js';
 import { elidedContents } from './elision.js';
 import { hardTrim, trimMarkerOf } from './hard-trim.js';
 import { elidedExcept, finish, messagesAt, type Elided, type NameReplaced, type Pass } from './pass.js';
@@ -41,20 +41,18 @@ export function summarizedMiddle(
     ? keepUserWords(input, windowPlan?.regions ?? regions, aim, options.keepUserMessagesShare)
     : undefined;
   const planned = words?.regions ?? windowPlan?.regions ?? regions;
-  const plan =
-    windowPlan === undefined || words === undefined
-      ? windowPlan
-      : { ...windowPlan, regions: planned, keptTokens: windowPlan.keptTokens + words.keptTokens };
+  const floor = windowPlan && windowPlan.keptTokens + (words?.keptTokens ?? 0) + windowPlan.summaryRoom;
   const elided = words === undefined ? stubbed : elidedExcept(pass, stubbed, words.kept);
   const messages = messagesAt(input, planned.middle);
   const contents = elidedContents(planned.middle, elided.elisions);
   const seen = capMiddle(messages, options.toolResultCap, contents);
-  return { middle: { planned, plan, messages, contents, words }, elided, seen };
+  return { middle: { planned, floor, messages, contents, words }, elided, seen };
 }
 
 interface SummarizedMiddle {
   planned: Regions;
-  plan: WindowPlan | undefined;
+  /** With the window giving way: what the kept messages and the summary's room take together. */
+  floor: number | undefined;
   messages: ChatMessage[];
   contents: (string | ContentPart[] | undefined)[] | undefined;
   /** With `keepUserMessages`: the user messages kept out of `planned`'s middle. */
@@ -157,10 +155,9 @@ export class Assembly {
   }
 
   private result(summary: string, assembled: ChatMessage[], coverage?: Coverage): CompactionResult {
-    const { pass, middle } = this;
-    const { aim } = pass;
-    const { planned, plan } = middle;
-    const result = finish(pass, {
+    const { aim } = this.pass;
+    const { planned, floor } = this.middle;
+    const result = finish(this.pass, {
       messages: assembled,
       dropped: planned.middle.length,
       fallback: false,
@@ -170,9 +167,9 @@ export class Assembly {
       ...(coverage === undefined ? {} : { coverage }),
       ...this.userMessages(planned.middle.at(-1) ?? -1),
     });
-    if (plan === undefined || result.tokensAfter <= aim.mark) return result;
+    if (floor === undefined || result.tokensAfter <= aim.mark) return result;
     // docs/design.md#window-gives-way: over the mark, say why.
-    const reason = plan.keptTokens + plan.summaryRoom > aim.mark ? 'recent-window' : 'summary-length';
+    const reason = floor > aim.mark ? 'recent-window' : 'summary-length';
     return { ...result, aboveMark: { mark: aim.mark, reason } };
   }
 }

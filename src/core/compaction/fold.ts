@@ -148,7 +148,7 @@ export function* foldPieces(fold: Fold): Generator<SummarizeStep, SummaryInput |
     const of = fold.done + cut.pieces.length;
     let recut = false;
     for (let index = 0; index < cut.pieces.length - 1 && !recut; index += 1) {
-      const middle = foldedMiddle(cut, index, fold.carried, text.summaryInstructions, aim.counter);
+      const middle = foldedMiddle(cut, index, fold.carried);
       if (middle === undefined)
         return { cause: 'over-summarizer-window', message: 'the summary so far leaves no room for the next piece' };
       const step = summarizeStepOf('piece', cut.instruction, middle, text, fold.maxTokens(), {
@@ -174,7 +174,7 @@ export function* foldPieces(fold: Fold): Generator<SummarizeStep, SummaryInput |
     }
     if (recut) continue;
     const last = cut.pieces.length - 1;
-    const middle = foldedMiddle(cut, last, fold.carried, text.summaryInstructions, aim.counter);
+    const middle = foldedMiddle(cut, last, fold.carried);
     if (middle === undefined)
       return { cause: 'over-summarizer-window', message: 'the summary so far leaves no room for the last piece' };
     fold.rest = cut.pieces[last] ?? [];
