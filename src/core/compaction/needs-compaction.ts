@@ -51,16 +51,11 @@ export function compactionPlanCore(
   const needed = needsOf(pass);
   const window = plannedWindow(options.summarizerContextWindow, calibration);
   if (!needed || window === undefined) return { needed };
-  const pieces = summaryPiecesOf(pass, window);
-  return pieces === undefined ? { needed } : { needed, summaryPieces: pieces };
-}
-
-/** Undefined when the pass would send one request or none. */
-function summaryPiecesOf(pass: Pass, window: number): number | undefined {
+  // Only a pass that would summarize takes pieces.
   const stubbed = elide(pass);
-  if (elisionEnds(pass, stubbed)) return undefined;
+  if (elisionEnds(pass, stubbed)) return { needed };
   const { middle, seen } = summarizedMiddle(pass, stubbed);
-  if (middle.planned.middle.length === 0) return undefined;
+  if (middle.planned.middle.length === 0) return { needed };
   const cut = cutPieces(seen, baseInstruction(pass.text), pass.text.summaryInstructions, pass.aim.counter, window);
-  return cut === undefined || cut === 'unfit' ? undefined : cut.pieces.length;
+  return cut === undefined || cut === 'unfit' ? { needed } : { needed, summaryPieces: cut.pieces.length };
 }
