@@ -9,7 +9,7 @@ import {
 } from './coverage.js';
 import { planWindow } from './economics.js';
 import { elidedContents } from './elision.js';
-import { hardTrim, trimMarkerOf } from './hard-trim.js';
+import { hardTrim } from './hard-trim.js';
 import { elidedExcept, finish, messagesAt, type Elided, type NameReplaced, type Pass } from './pass.js';
 import type { Regions } from './regions.js';
 import { capMiddle, summaryContent } from './transcript.js';
@@ -92,7 +92,7 @@ export class Assembly {
   }
 
   private hardTrim(): ReturnType<typeof hardTrim> {
-    return hardTrim(this.elided.messages(), this.middle.planned, this.pass.aim, trimMarkerOf(this.nameReplaced));
+    return hardTrim(this.elided.messages(), this.middle.planned, this.pass.aim, this.nameReplaced);
   }
 
   /** docs/design.md#never-worse Without a target, a summary over contextBudget loses to a hard trim that fits. */

@@ -54,9 +54,8 @@ export class CallOwners {
   /** The tool name of the call a result answers. */
   nameOf(index: number, callId: string): string | undefined {
     const owner = this.of(index, callId);
-    return owner === undefined
-      ? undefined
-      : this.messages[owner]?.tool_calls?.find((call) => call.id === callId)?.function.name;
+    const calls = owner === undefined ? undefined : this.messages[owner]?.tool_calls;
+    return calls?.find((call) => call.id === callId)?.function.name;
   }
 
   private collect(): (number | undefined)[] {
