@@ -73,7 +73,7 @@ function* passSteps(pass: Pass, hooks: CompactionHooks): CompactionSteps {
       return assembly.trimmed(fold.endOf(first, 'summary request'));
     }
     fold.billed(built.request, first);
-    return yield* summaryAndRetry(pass, assembly, input, first, fold);
+    return yield* summaryAndRetry(assembly, input, first, fold);
   }
 }
 
@@ -84,17 +84,16 @@ const TOO_LONG: FallbackReason = {
 
 /** The summary, then at most one retry: for identifiers it left out (docs/design.md#coverage) or a failed proof (docs/design.md#proof). */
 function* summaryAndRetry(
-  pass: Pass,
   assembly: Assembly,
   input: SummaryInput,
   first: SummarizeOutcome,
   fold: Fold,
 ): CompactionSteps {
-  const { text } = pass;
+  const { text, options } = fold.pass;
   const firstFailure = failureOf(first, 'summary request');
   if (firstFailure !== undefined || first.kind !== 'summary') return assembly.trimmed(firstFailure ?? TOO_LONG);
   const firstText = first.text.trim();
-  const retryNames = pass.options.summaryCoverage === 'retry' ? assembly.missing(firstText) : [];
+  const retryNames = options.summaryCoverage === 'retry' ? assembly.missing(firstText) : [];
 
   if (assembly.accepts(assembly.assembledOf(firstText))) {
     if (retryNames.length === 0) return withPieces(assembly.accepted(firstText) ?? assembly.trimmed(TOO_LONG), input);
