@@ -31,10 +31,7 @@ function assemble(messages: readonly ChatMessage[], regions: Regions, summary: s
  * only messages no elision touches) and the user's words left it (docs/design.md#user-words); and `seen`, the middle
  * as the summarizer sees it, cut once for every request (docs/design.md#summarizer-request).
  */
-export function summarizedMiddle(
-  pass: Pass,
-  stubbed: Elided,
-): { middle: SummarizedMiddle; elided: Elided; seen: ChatMessage[] } {
+export function summarizedMiddle(pass: Pass, stubbed: Elided): SummarizedMiddle {
   const { input, options, regions, aim } = pass;
   const windowPlan = options.recentWindowGivesWay ? planWindow(pass) : undefined;
   const words = pass.keepUserMessages
@@ -46,7 +43,7 @@ export function summarizedMiddle(
   const messages = messagesAt(input, planned.middle);
   const contents = elidedContents(planned.middle, elided.elisions);
   const seen = capMiddle(messages, options.toolResultCap, contents);
-  return { middle: { planned, floor, messages, contents, words }, elided, seen };
+  return { planned, floor, messages, contents, words, elided, seen };
 }
 
 interface SummarizedMiddle {
@@ -57,6 +54,8 @@ interface SummarizedMiddle {
   contents: (string | ContentPart[] | undefined)[] | undefined;
   /** With `keepUserMessages`: the user messages kept out of `planned`'s middle. */
   words?: UserWords | undefined;
+  elided: Elided;
+  seen: ChatMessage[];
 }
 
 export class Assembly {
@@ -70,7 +69,6 @@ export class Assembly {
 
   constructor(
     private readonly pass: Pass,
-    private readonly elided: Elided,
     private readonly middle: SummarizedMiddle,
     private readonly nameReplaced: NameReplaced | undefined,
   ) {
@@ -85,14 +83,14 @@ export class Assembly {
       ...trim,
       fallback: true,
       fallbackReason: reason,
-      elisions: this.elided.elisions,
+      elisions: this.middle.elided.elisions,
       summary: null,
       ...this.userMessages(trim.cutIndex),
     });
   }
 
   private hardTrim(): ReturnType<typeof hardTrim> {
-    return hardTrim(this.elided.messages(), this.middle.planned, this.pass.aim, this.nameReplaced);
+    return hardTrim(this.middle.elided.messages(), this.middle.planned, this.pass.aim, this.nameReplaced);
   }
 
   /** docs/design.md#never-worse Without a target, a summary over contextBudget loses to a hard trim that fits. */
@@ -161,7 +159,7 @@ export class Assembly {
       messages: assembled,
       dropped: planned.middle.length,
       fallback: false,
-      elisions: this.elided.elisions,
+      elisions: this.middle.elided.elisions,
       summary,
       cutIndex: planned.middle.at(-1) ?? -1,
       ...(coverage === undefined ? {} : { coverage }),

@@ -54,14 +54,14 @@ function* passSteps(pass: Pass, hooks: CompactionHooks): CompactionSteps {
   if (elisionEnds(pass, stubbed))
     return finish(pass, { ...unchanged(), messages: stubbed.messages(), elisions: stubbed.elisions });
 
-  const { middle, elided, seen } = summarizedMiddle(pass, stubbed);
+  const middle = summarizedMiddle(pass, stubbed);
   // docs/design.md#no-op
   if (middle.planned.middle.length === 0) return finish(pass, { ...unchanged(), messages: [...pass.input] });
-  const assembly = new Assembly(pass, elided, middle, hooks.nameReplaced);
+  const assembly = new Assembly(pass, middle, hooks.nameReplaced);
 
   // docs/design.md#summary-length
   const summaryRoom = options.summaryTokenCap ? aim.limit - aim.counter.count(assembly.assembledOf('')) : 0;
-  const fold = new Fold(pass, seen, hooks.calibration ?? newCalibration(), summaryRoom);
+  const fold = new Fold(pass, middle.seen, hooks.calibration ?? newCalibration(), summaryRoom);
   // docs/design.md#summarizer-overflow A request refused for its size or past its deadline is cut again smaller.
   for (;;) {
     const input = yield* foldPieces(fold);

@@ -54,8 +54,8 @@ export function compactionPlanCore(
   // Only a pass that would summarize takes pieces.
   const stubbed = elide(pass);
   if (elisionEnds(pass, stubbed)) return { needed };
-  const { middle, seen } = summarizedMiddle(pass, stubbed);
-  if (middle.planned.middle.length === 0) return { needed };
+  const { planned, seen } = summarizedMiddle(pass, stubbed);
+  if (planned.middle.length === 0) return { needed };
   const cut = cutPieces(seen, baseInstruction(pass.text), pass.text.summaryInstructions, pass.aim.counter, window);
   return cut === undefined || cut === 'unfit' ? { needed } : { needed, summaryPieces: cut.pieces.length };
 }
