@@ -27,7 +27,7 @@ import {
   type AgentToolOptions,
   type AgentToolPlan,
 } from './agent-tool.js';
-import { COMPACTION_REVIEWS, DEFAULT_REVIEW_TIMEOUT_MS, type CompactionReview } from './steering.js';
+import { COMPACTION_REVIEWS, DEFAULT_REVIEW_TIMEOUT_MS, expected, type CompactionReview } from './steering.js';
 import type { ChatMessage } from '../types.js';
 
 /** How the workflow counts tokens for a backend when no billed number covers the messages. */
@@ -423,16 +423,49 @@ export function pinTask(messages: readonly ChatMessage[]): ChatMessage[] {
 }
 
 const TOOL_SHAPE = '{ type: "function", function: { name, description?, parameters? } }';
-const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 
-/** "a string", "a list", "null": what a value is. */
-function kindOf(value: unknown): string {
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'a list';
-  return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
+/** An OpenAI function declaration, checked as a provider would (its parameters down to the top of their schema). */
+const toolSchema = z.looseObject(
+  {
+    type: z.literal('function', expected('"function"')),
+    function: z.looseObject(
+      {
+        name: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, expected('1-64 letters, digits, _ or -')),
+        description: z.string(expected('a string')).optional(),
+        strict: z.boolean(expected('true, false or null')).nullable().optional(),
+        parameters: z
+          .looseObject(
+            {
+              type: z.literal('object', expected('"object" (a function takes named arguments)')).optional(),
+              properties: z
+                .record(
+                  z.string(),
+                  z.union([z.looseObject({}), z.boolean()], expected('a JSON Schema (an object)')),
+                  expected('an object of property schemas'),
+                )
+                .optional(),
+              required: z.array(z.string(expected('a property name')), expected('a list of property names')).optional(),
+            },
+            expected('a JSON Schema object'),
+          )
+          .optional(),
+      },
+      expected('an object { name, description?, parameters? }'),
+    ),
+  },
+  expected(`a built-in tool name or ${TOOL_SHAPE}`),
+);
+
+/** Throws as {@link checkWith} does; `value` stays the caller's object (a zod parse would copy it and reorder its keys). */
+function assertWith<Schema extends z.ZodType>(
+  schema: Schema,
+  value: unknown,
+  field: string,
+): asserts value is z.input<Schema> {
+  checkWith(schema, value, field);
 }
 
-/** One entry of `tools`: a built-in tool's name, or an OpenAI function declaration checked as a provider would. */
+/** One entry of `tools`: a built-in tool's name, or a function declaration. */
 function parseTool(value: unknown, index: number): ToolDeclaration {
   const field = `input.tools[${index}]`;
   if (typeof value === 'string') {
@@ -443,64 +476,13 @@ function parseTool(value: unknown, index: number): ToolDeclaration {
       );
     return BUILT_IN_TOOLS[value];
   }
-  if (!isRecord(value)) throw new InvalidInputError(field, `must be a built-in tool name or ${TOOL_SHAPE}`);
-  if (value.type !== 'function')
-    throw new InvalidInputError(
-      `${field}.type`,
-      value.type === undefined ? 'must be "function"' : `must be "function", got ${JSON.stringify(value.type)}`,
-    );
-  const declared = value.function;
-  if (!isRecord(declared))
-    throw new InvalidInputError(
-      `${field}.function`,
-      declared === undefined
-        ? 'required: { name, description?, parameters? }'
-        : `must be an object { name, description?, parameters? }, got ${kindOf(declared)}`,
-    );
-  const { name, description, parameters, strict } = declared;
-  if (typeof name !== 'string' || !TOOL_NAME.test(name))
+  assertWith(toolSchema, value, field);
+  if (isInternalActivityName(value.function.name))
     throw new InvalidInputError(
       `${field}.function.name`,
-      name === undefined
-        ? 'required: 1-64 letters, digits, _ or -'
-        : `must be 1-64 letters, digits, _ or -, got ${JSON.stringify(name)}`,
+      `"${value.function.name}" is one of the worker's own activities, not a tool: the model could call it; name your tool otherwise`,
     );
-  if (isInternalActivityName(name))
-    throw new InvalidInputError(
-      `${field}.function.name`,
-      `"${name}" is one of the worker's own activities, not a tool: the model could call it; name your tool otherwise`,
-    );
-  if (description !== undefined && typeof description !== 'string')
-    throw new InvalidInputError(`${field}.function.description`, 'must be a string');
-  if (strict !== undefined && strict !== null && typeof strict !== 'boolean')
-    throw new InvalidInputError(`${field}.function.strict`, 'must be true, false or null');
-  if (parameters !== undefined) checkParameters(parameters, `${field}.function.parameters`);
-  return { ...value, type: 'function', function: { ...declared, name } };
-}
-
-/** The top of a function's parameter schema: what providers check before they take the request. */
-function checkParameters(parameters: unknown, field: string): void {
-  if (!isRecord(parameters))
-    throw new InvalidInputError(field, `must be a JSON Schema object, got ${kindOf(parameters)}`);
-  if (parameters.type !== undefined && parameters.type !== 'object')
-    throw new InvalidInputError(
-      `${field}.type`,
-      `must be "object" (a function takes named arguments), got ${JSON.stringify(parameters.type)}`,
-    );
-  const { properties, required } = parameters;
-  if (properties !== undefined) {
-    if (!isRecord(properties))
-      throw new InvalidInputError(`${field}.properties`, 'must be an object of property schemas');
-    for (const [name, schema] of Object.entries(properties)) {
-      if (!isRecord(schema) && typeof schema !== 'boolean')
-        throw new InvalidInputError(
-          `${field}.properties.${name}`,
-          `must be a JSON Schema (an object), got ${kindOf(schema)}`,
-        );
-    }
-  }
-  if (required !== undefined && !(Array.isArray(required) && required.every((entry) => typeof entry === 'string')))
-    throw new InvalidInputError(`${field}.required`, 'must be a list of property names');
+  return value;
 }
 
 function quoted(text: string): string {
