@@ -11,7 +11,7 @@ import {
   type ResolvedOptions,
 } from '../compaction/options.js';
 import { COMPACTION_DEFAULTS } from '../compaction/defaults.js';
-import { assertKnownKeys, keysOf } from '../unknown-keys.js';
+import { assertKnownKeys } from '../unknown-keys.js';
 import { DEFAULT_PAYLOAD_LIMIT_BYTES } from '../limits/payload-size.js';
 import { DEFAULT_PRICING, type Pricing } from './run-usage.js';
 import type { ToolDeclaration } from '../counting/request-counter.js';
@@ -188,7 +188,10 @@ export const AGENT_MAXIMUM_RETRY_INTERVAL_MS = 30_000;
 
 const positiveInt = z.number().int().positive();
 const nonNegativeInt = z.number().int().nonnegative();
-const duration = z.union([z.number().nonnegative(), z.string().min(1)]);
+const duration = z.union(
+  [z.number().nonnegative(), z.string().min(1)],
+  expected('milliseconds or a duration like "30s"'),
+);
 const tokenizer = z.enum(['o200k_base', 'cl100k_base', 'chars']);
 
 const modelBase = {
@@ -216,12 +219,37 @@ const activitySchema = z.strictObject({
   initialInterval: duration.optional(),
   taskQueue: z.string().min(1).optional(),
 });
+const nonEmptyText = z.string(expected('a non-empty string')).min(1, expected('a non-empty string'));
+
+/** `input.compaction` besides the compaction options (resolveOptions checks those). */
+const agentCompactionSchema = z.looseObject({
+  startToCloseTimeout: duration.optional(),
+  heartbeatTimeout: duration.optional(),
+  taskQueue: z.string().optional(),
+  summarizerModel: nonEmptyText.optional(),
+  review: z
+    .enum(COMPACTION_REVIEWS, expected(`one of ${COMPACTION_REVIEWS.map((mode) => `"${mode}"`).join(', ')}`))
+    .optional(),
+  reviewTimeout: duration.optional(),
+  recall: z.boolean(expected('true or false')).optional(),
+  // Checked by resolveColdCache and parseAgentToolOption, which say what they take.
+  cacheTtl: z.unknown().optional(),
+  coldTrigger: z.unknown().optional(),
+  agentTool: z.unknown().optional(),
+} satisfies Record<keyof Omit<AgentCompactionOptions, keyof CompactionOptions>, z.ZodType>);
+
+/** The names of `input.compaction`: the compaction options and the run's own settings. */
+export const AGENT_COMPACTION_KEYS: readonly string[] = [
+  ...COMPACTION_OPTION_KEYS,
+  ...Object.keys(agentCompactionSchema.shape),
+];
+
 const inputSchema = z.strictObject({
   messages: z.array(z.unknown()),
   model: z.unknown(),
   // Each entry is checked by parseTool, which names the field and says what is wrong with it.
   tools: z.array(z.unknown()).optional(),
-  compaction: z.record(z.string(), z.unknown()),
+  compaction: agentCompactionSchema,
   maxRounds: positiveInt.optional(),
   backendCooldown: z.strictObject({ rounds: nonNegativeInt.optional(), time: duration.optional() }).optional(),
   keepTask: z.boolean().optional(),
@@ -240,23 +268,6 @@ const inputSchema = z.strictObject({
   carried: z.unknown().optional(),
 });
 
-/** The names of `input.compaction`: the compaction options and the `summarize` activity's settings. */
-export const AGENT_COMPACTION_KEYS: readonly string[] = [
-  ...COMPACTION_OPTION_KEYS,
-  ...keysOf<Omit<AgentCompactionOptions, keyof CompactionOptions>>({
-    startToCloseTimeout: true,
-    heartbeatTimeout: true,
-    taskQueue: true,
-    summarizerModel: true,
-    review: true,
-    reviewTimeout: true,
-    recall: true,
-    cacheTtl: true,
-    coldTrigger: true,
-    agentTool: true,
-  }),
-];
-
 /**
  * Validates an `agentRun` input and applies the defaults. Throws `InvalidInputError` naming the
  * field, e.g. `input.model[1].contextWindow`. A continued run's carried conversation is checked by the workflow.
@@ -266,24 +277,10 @@ export function planAgentRun(input: unknown): AgentRunPlan {
     throw new InvalidInputError('input', 'must be an object { messages, model, compaction, tools?, maxRounds? }');
   const data = checkWith(inputSchema, input, 'input');
   assertKnownKeys(data.compaction, AGENT_COMPACTION_KEYS, 'input.compaction');
-  const {
-    review,
-    reviewTimeout,
-    recall,
-    cacheTtl,
-    coldTrigger,
-    agentTool: agentToolOption,
-    ...compaction
-  }: AgentCompactionOptions = data.compaction;
+  const { cacheTtl, coldTrigger, agentTool: agentToolOption, ...settings } = data.compaction;
+  const { review, reviewTimeout, recall, ...compaction }: AgentCompactionOptions = settings;
   const agentTool = parseAgentToolOption(agentToolOption);
-  if (review !== undefined && !COMPACTION_REVIEWS.includes(review))
-    throw new InvalidInputError(
-      'input.compaction.review',
-      `must be one of ${COMPACTION_REVIEWS.map((mode) => `"${mode}"`).join(', ')}, got ${JSON.stringify(review)}`,
-    );
   const reviewTimeoutMs = checkDuration(reviewTimeout, 'input.compaction.reviewTimeout');
-  if (recall !== undefined && typeof recall !== 'boolean')
-    throw new InvalidInputError('input.compaction.recall', `must be true or false, got ${JSON.stringify(recall)}`);
   const backends = parseBackends(data.model);
   const tools = (data.tools ?? []).map(parseTool);
   const names = new Set<string>();
@@ -316,8 +313,6 @@ export function planAgentRun(input: unknown): AgentRunPlan {
   // The run pins its task itself, as a sticky message (pinTask) its transcript's replay reads too;
   // with input.keepTask false nothing is pinned, and the engine must not pin it either.
   const options = { ...resolved, keepTask: false };
-  if (summarizerModel !== undefined && (typeof summarizerModel !== 'string' || summarizerModel === ''))
-    throw new InvalidInputError('input.compaction.summarizerModel', 'must be a non-empty string');
   for (const [field, settings] of [
     ['input.compaction', { startToCloseTimeout, heartbeatTimeout, taskQueue }],
     ['input.chatActivity', data.chatActivity],
