@@ -25,7 +25,7 @@ export interface AgentToolOptions {
 /** The tool's bounds as a run resolves them (`minReclaim` undefined: a tenth of each round's budget). */
 export interface AgentToolPlan {
   cooldownRounds: number;
-  minReclaim: number | undefined;
+  minReclaim?: number;
 }
 
 export const DEFAULT_AGENT_TOOL_COOLDOWN_ROUNDS = 3;
@@ -48,11 +48,9 @@ export const COMPACT_CONTEXT_TOOL: ToolDeclaration = {
 };
 
 const wholeNumber = expected('a whole number from 0');
+const count = z.number(wholeNumber).int(wholeNumber).nonnegative(wholeNumber);
 const agentToolSchema = z.strictObject(
-  {
-    cooldownRounds: z.number(wholeNumber).int(wholeNumber).nonnegative(wholeNumber).optional(),
-    minReclaim: z.number(wholeNumber).int(wholeNumber).nonnegative(wholeNumber).optional(),
-  },
+  { cooldownRounds: count.default(DEFAULT_AGENT_TOOL_COOLDOWN_ROUNDS), minReclaim: count.optional() },
   expected('true, false or { cooldownRounds?, minReclaim? }'),
 );
 
@@ -60,12 +58,7 @@ const agentToolSchema = z.strictObject(
 export function parseAgentToolOption(value: unknown, field = 'input.compaction.agentTool'): AgentToolPlan | undefined {
   if (value === undefined || value === false) return undefined;
   assertKnownKeys(value, Object.keys(agentToolSchema.shape), field);
-  const { cooldownRounds = DEFAULT_AGENT_TOOL_COOLDOWN_ROUNDS, minReclaim } = checkWith(
-    agentToolSchema,
-    value === true ? {} : value,
-    field,
-  );
-  return { cooldownRounds, minReclaim };
+  return checkWith(agentToolSchema, value === true ? {} : value, field);
 }
 
 /** A tool call's one argument `key` (`args` must be `shape`), or the error the model reads. */
