@@ -232,8 +232,10 @@ const agentCompactionSchema = z.looseObject({
     .optional(),
   reviewTimeout: duration.optional(),
   recall: z.boolean(expected('true or false')).optional(),
+  cacheTtl: z
+    .union([z.number().nonnegative(), z.string().min(1)], expected('a duration like "5m" or "off"'))
+    .optional(),
   // Checked by resolveColdCache and parseAgentToolOption, which say what they take.
-  cacheTtl: z.unknown().optional(),
   coldTrigger: z.unknown().optional(),
   agentTool: z.unknown().optional(),
 } satisfies Record<keyof Omit<AgentCompactionOptions, keyof CompactionOptions>, z.ZodType>);
@@ -277,8 +279,8 @@ export function planAgentRun(input: unknown): AgentRunPlan {
     throw new InvalidInputError('input', 'must be an object { messages, model, compaction, tools?, maxRounds? }');
   const data = checkWith(inputSchema, input, 'input');
   assertKnownKeys(data.compaction, AGENT_COMPACTION_KEYS, 'input.compaction');
-  const { cacheTtl, coldTrigger, agentTool: agentToolOption, ...settings } = data.compaction;
-  const { review, reviewTimeout, recall, ...compaction }: AgentCompactionOptions = settings;
+  const { coldTrigger, agentTool: agentToolOption, ...settings } = data.compaction;
+  const { review, reviewTimeout, recall, cacheTtl, ...compaction }: AgentCompactionOptions = settings;
   const agentTool = parseAgentToolOption(agentToolOption);
   const reviewTimeoutMs = checkDuration(reviewTimeout, 'input.compaction.reviewTimeout');
   const backends = parseBackends(data.model);
