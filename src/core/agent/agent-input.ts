@@ -373,10 +373,8 @@ export function planAgentRun(input: unknown): AgentRunPlan {
 }
 
 /** A duration longer than zero when given: the run must not find out in its middle. */
-function checkDuration(value: unknown, field: string): number | undefined {
+function checkDuration(value: Duration | undefined, field: string): number | undefined {
   if (value === undefined) return undefined;
-  if (typeof value !== 'number' && typeof value !== 'string')
-    throw new InvalidInputError(field, 'must be milliseconds or a duration like "30s"');
   const ms = parseDuration(value, field);
   if (ms <= 0) throw new InvalidInputError(field, `must be longer than zero, got ${JSON.stringify(value)}`);
   return ms;
