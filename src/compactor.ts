@@ -117,8 +117,7 @@ export class Compactor {
     if (typeof counter?.count !== 'function')
       throw new InvalidInputError('counter', 'must have a count(messages) method');
     // Every key is known by now; the activity settings among them change nothing in-process.
-    const known: readonly string[] = COMPACTION_OPTION_KEYS;
-    const compaction = Object.entries(options).filter(([key]) => known.includes(key));
+    const compaction = Object.entries(options).filter(([key]) => COMPACTION_OPTION_KEYS.includes(key));
     this.options = resolveOptions(Object.fromEntries(compaction), 'options');
     this.summarizer = summarizer;
     this.counter = counter;

@@ -600,13 +600,10 @@ export function configParseArgsOptions(): Record<string, { type: 'string' }> {
 
 /** Picks the configuration flags out of `parseArgs` values (kebab-case keys); other flags are ignored. */
 export function configFlagsFromArgs(values: Readonly<Record<string, unknown>>): ConfigFlags {
-  const flags: Partial<Record<SettingKey, RawSettingValue>> = {};
-  for (const key of SETTING_KEYS) {
-    const name = flagOf(key);
-    const value = name === undefined ? undefined : values[name];
-    if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') flags[key] = value;
-  }
-  return flags;
+  const given = SETTING_KEYS.map((key) => [key, values[flagOf(key) ?? '']] as const);
+  const isValue = (entry: (typeof given)[number]): entry is [SettingKey, RawSettingValue & {}] =>
+    ['string', 'number', 'boolean'].includes(typeof entry[1]);
+  return Object.fromEntries(given.filter(isValue));
 }
 
 /** The settings that say how to reach Temporal. */

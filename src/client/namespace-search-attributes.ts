@@ -3,6 +3,7 @@
 import type { OperatorService } from '@temporalio/client';
 import type { SearchAttributeType } from '@temporalio/common';
 import proto from '@temporalio/proto';
+import { failureMessage } from '../shared/failures.js';
 import { COMPACTOR_SEARCH_ATTRIBUTES } from '../shared/search-attributes.js';
 
 /** The `temporal` CLI's names of the types (`--type Int`, `--search-attribute Name=Int`). */
@@ -67,11 +68,8 @@ export async function addSearchAttributes(
   wanted: Record<string, SearchAttributeType> = COMPACTOR_SEARCH_ATTRIBUTES,
 ): Promise<void> {
   if (missing.length === 0) return;
-  const searchAttributes: Record<string, number> = {};
-  for (const name of missing) {
-    const type = wanted[name];
-    if (type !== undefined) searchAttributes[name] = indexedValueType(type);
-  }
+  const types = Object.entries(wanted).filter(([name]) => missing.includes(name));
+  const searchAttributes = Object.fromEntries(types.map(([name, type]) => [name, indexedValueType(type)]));
   await connection.operatorService.addSearchAttributes({ namespace, searchAttributes });
 }
 
@@ -95,7 +93,13 @@ export async function ensureSearchAttributesIfAllowed(
     status = await searchAttributeStatus(connection, namespace);
   } catch (error) {
     const missing = Object.keys(COMPACTOR_SEARCH_ATTRIBUTES);
-    return { present: [], missing, conflicting: [], registered: [], error: `listing them failed: ${messageOf(error)}` };
+    return {
+      present: [],
+      missing,
+      conflicting: [],
+      registered: [],
+      error: `listing them failed: ${failureMessage(error)}`,
+    };
   }
   const { present, missing, conflicting } = status;
   if (missing.length === 0) return { ...status, registered: [], error: undefined };
@@ -104,7 +108,7 @@ export async function ensureSearchAttributesIfAllowed(
     await addSearchAttributes(connection, namespace, missing);
     return { present: [...present, ...missing], missing: [], conflicting, registered: missing, error: undefined };
   } catch (error) {
-    return { ...status, registered: [], error: messageOf(error) };
+    return { ...status, registered: [], error: failureMessage(error) };
   }
 }
 
@@ -128,8 +132,4 @@ export function searchAttributeWarning(
     )
     .join(' && ');
   return `WARNING: namespace "${namespace}" search attributes ${parts.join('; ')}. Agent runs go on without them (no filtering by CompactionCount, ContextTokens, CompactionFallbacks, ContextExhausted, CompactionPending)${commands === '' ? '' : `; to add them: ${commands}`}`;
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

@@ -182,7 +182,8 @@ export class CompactorPlugin extends SimplePlugin {
     // After our workflows are set: the tracing plugin adds its workflow interceptors only to a worker that bundles.
     const withTracing = this.tracing === undefined ? configured : this.tracing.plugin.configureWorker(configured);
     // A prebuilt bundle's code is read once, as bytes: decoded only for the tracing check (start-up time).
-    const code = withTracing.workflowBundle === undefined ? undefined : bundleCode(withTracing.workflowBundle);
+    const bundle = withTracing.workflowBundle;
+    const code = bundle === undefined ? undefined : 'code' in bundle ? bundle.code : readFileSync(bundle.codePath);
     const traced = code === undefined ? withTracing : withShortBuildId(withTracing, code);
     if (this.tracing !== undefined && code !== undefined && !bundleHasTracing(code.toString())) {
       throw new Error(
@@ -249,10 +250,6 @@ export class CompactorPlugin extends SimplePlugin {
       await this.flushTracing();
     }
   }
-}
-
-function bundleCode(bundle: NonNullable<WorkerOptions['workflowBundle']>): string | Buffer {
-  return 'code' in bundle ? bundle.code : readFileSync(bundle.codePath);
 }
 
 /** 12 hex digits of the bundle's SHA-256: history records a build id in several events a round; the SDK's is 90 bytes. */
