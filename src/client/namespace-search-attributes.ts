@@ -93,13 +93,8 @@ export async function ensureSearchAttributesIfAllowed(
     status = await searchAttributeStatus(connection, namespace);
   } catch (error) {
     const missing = Object.keys(COMPACTOR_SEARCH_ATTRIBUTES);
-    return {
-      present: [],
-      missing,
-      conflicting: [],
-      registered: [],
-      error: `listing them failed: ${failureMessage(error)}`,
-    };
+    const reason = `listing them failed: ${failureMessage(error)}`;
+    return { present: [], missing, conflicting: [], registered: [], error: reason };
   }
   const { present, missing, conflicting } = status;
   if (missing.length === 0) return { ...status, registered: [], error: undefined };
