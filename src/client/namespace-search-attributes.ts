@@ -81,12 +81,23 @@ export interface SearchAttributeSetup extends SearchAttributeStatus {
 
 /**
  * Registers what the namespace lacks where the operator API allows it (not on Temporal Cloud, which has
- * its own API). Never throws for a refusal: the caller runs without them and tells the operator once.
+ * its own API). Never throws for a refusal: the caller runs without them, and `warn` tells the operator once.
  */
 export async function ensureSearchAttributesIfAllowed(
   connection: HasOperatorService,
   namespace: string,
-  { register = true }: { register?: boolean } = {},
+  { register, warn }: { register: boolean; warn: (warning: string) => void },
+): Promise<SearchAttributeSetup> {
+  const setup = await registerMissing(connection, namespace, register);
+  const warning = searchAttributeWarning(namespace, setup);
+  if (warning !== undefined) warn(warning);
+  return setup;
+}
+
+async function registerMissing(
+  connection: HasOperatorService,
+  namespace: string,
+  register: boolean,
 ): Promise<SearchAttributeSetup> {
   let status: SearchAttributeStatus;
   try {
@@ -108,7 +119,7 @@ export async function ensureSearchAttributesIfAllowed(
 }
 
 /** What is not usable, why, and the command that fixes it. */
-export function searchAttributeWarning(
+function searchAttributeWarning(
   namespace: string,
   setup: Pick<SearchAttributeSetup, 'missing' | 'conflicting' | 'error'>,
 ): string | undefined {

@@ -9,11 +9,7 @@ import type { DataConverter } from '@temporalio/common';
 import { CHAT_SERVER_KEYS, compactorPlugin, type CompactorPlugin, type PluginRegistration } from './plugin.js';
 import { compactorWorkflowsPath } from './workflow-bundling.js';
 import { assertKnownKeys, keysOf } from '../core/unknown-keys.js';
-import {
-  ensureSearchAttributesIfAllowed,
-  searchAttributeWarning,
-  type SearchAttributeSetup,
-} from '../client/namespace-search-attributes.js';
+import { ensureSearchAttributesIfAllowed, type SearchAttributeSetup } from '../client/namespace-search-attributes.js';
 import {
   ConfigError,
   DEFAULT_SHUTDOWN_GRACE_MS,
@@ -210,9 +206,8 @@ export async function createWorker(config: CompactorWorkerConfig): Promise<Compa
   if (mode !== 'activities') {
     searchAttributes = await ensureSearchAttributesIfAllowed(connection, namespace, {
       register: config.registerSearchAttributes !== false,
+      warn: (warning) => warn(`temporal-compactor worker: ${warning}`),
     });
-    const warning = searchAttributeWarning(namespace, searchAttributes);
-    if (warning !== undefined) warn(`temporal-compactor worker: ${warning}`);
   }
   const common = {
     connection,

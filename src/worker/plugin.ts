@@ -18,11 +18,7 @@ import { summarizerFromConfig } from './summarizer-from-config.js';
 import type { Summarizer } from '../core/types.js';
 import { assertKnownKeys, keysOf } from '../core/unknown-keys.js';
 import { payloadConverterFromConfig } from '../payloads/index.js';
-import {
-  ensureSearchAttributesIfAllowed,
-  searchAttributeWarning,
-  type SearchAttributeSetup,
-} from '../client/namespace-search-attributes.js';
+import { ensureSearchAttributesIfAllowed, type SearchAttributeSetup } from '../client/namespace-search-attributes.js';
 import { activityMetricsInterceptor } from '../telemetry/metrics.js';
 import { bundleHasTracing, createTracing, type CompactorTracing, type TracingOption } from '../telemetry/tracing.js';
 import { workerStartLine, type WorkerStart } from './start-line.js';
@@ -237,10 +233,11 @@ export class CompactorPlugin extends SimplePlugin {
       !this.checked.has(namespace)
     ) {
       this.checked.add(namespace);
-      const setup = await ensureSearchAttributesIfAllowed(connection, namespace, { register: mode === 'register' });
+      const setup = await ensureSearchAttributesIfAllowed(connection, namespace, {
+        register: mode === 'register',
+        warn: (warning) => (this.pluginOptions.warn ?? console.error)(`temporal-compactor: ${warning}`),
+      });
       this.pluginOptions.onSearchAttributes?.(setup);
-      const warning = searchAttributeWarning(namespace, setup);
-      if (warning !== undefined) (this.pluginOptions.warn ?? console.error)(`temporal-compactor: ${warning}`);
     }
     const queues = [{ taskQueue: worker.options.taskQueue, runs: this.registration }];
     (this.pluginOptions.log ?? console.error)(workerStartLine({ ...this.uses, queues }));
