@@ -83,13 +83,8 @@ export function activityMetricsInterceptor(activityTypes: ReadonlySet<string>): 
           } catch (error) {
             if (!(error instanceof CancelledFailure) && !ctx.cancellationSignal.aborted) {
               const type = failureType(error);
-              meter
-                .createCounter(
-                  CompactionMetric.ActivityFailures,
-                  'attempts',
-                  'Failed attempts of our activities, by failure type',
-                )
-                .add(1, { type });
+              const description = 'Failed attempts of our activities, by failure type';
+              meter.createCounter(CompactionMetric.ActivityFailures, 'attempts', description).add(1, { type });
               latency(type);
             }
             throw error;
