@@ -64,13 +64,9 @@ const durationOf = (minimumMs: number) =>
 // No userinfo and no query: fetch refuses a URL with credentials (quoting it, password and all, in
 // its error), and the clients append their paths to the base URL, after any query it has.
 function bareHttpUrl(value: string): URL | undefined {
-  try {
-    const url = new URL(value);
-    const bare = url.username === '' && url.password === '' && url.search === '' && url.hash === '';
-    return (url.protocol === 'http:' || url.protocol === 'https:') && bare ? url : undefined;
-  } catch {
-    return undefined;
-  }
+  const url = URL.canParse(value) ? new URL(value) : undefined;
+  const bare = url?.username === '' && url.password === '' && url.search === '' && url.hash === '';
+  return (url?.protocol === 'http:' || url?.protocol === 'https:') && bare ? url : undefined;
 }
 
 const httpUrl = nonEmptyText.refine((value) => bareHttpUrl(value) !== undefined);
