@@ -261,14 +261,11 @@ export async function runWorker(
   const tracing = createTracing(config.tracing ?? 'off', env);
   const { describeSummarizer: _summarizer, prometheusAddress: _metrics, ...workerConfig } = config;
   // Each worker's start line is the plugin's, as on any user's worker; the command adds what only it knows.
-  const more = [
-    config.prometheusAddress === undefined ? undefined : `metrics: http://${config.prometheusAddress}/metrics`,
-    'stop with Ctrl-C',
-  ].filter((part) => part !== undefined);
+  const metrics = config.prometheusAddress === undefined ? '' : `; metrics: http://${config.prometheusAddress}/metrics`;
   const { run } = await createWorker({
     ...workerConfig,
     tracing: tracing ?? 'off',
-    log: (line) => console.error(`${line}; ${more.join('; ')}`),
+    log: (line) => console.error(`${line}${metrics}; stop with Ctrl-C`),
   });
   await run();
   console.error('temporal-compactor worker: stopped');
