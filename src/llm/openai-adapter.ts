@@ -173,12 +173,8 @@ export function parseRetryAfter(headers: HeaderBag | null | undefined, now: numb
 
 function headerValue(headers: HeaderBag, name: string): string | undefined {
   if (headers instanceof Headers) return headers.get(name) ?? undefined;
-  for (const [key, value] of Object.entries(headers)) {
-    if (key.toLowerCase() !== name) continue;
-    if (typeof value === 'string') return value;
-    if (Array.isArray(value)) return value.find((item): item is string => typeof item === 'string');
-  }
-  return undefined;
+  const named = Object.entries(headers).flatMap(([key, value]) => (key.toLowerCase() === name ? [value].flat() : []));
+  return named.find((value) => typeof value === 'string');
 }
 
 function parseNonNegativeNumber(text: string | undefined): number | undefined {
