@@ -130,12 +130,9 @@ function looksLikePath(candidate: string): boolean {
 
 /** Paths with a slash (`src/x.py`, `/a/b.c`, `/testbed/moto`) found in `text`. */
 export function pathsIn(text: string): string[] {
-  const found: string[] = [];
-  for (const match of text.matchAll(PATH_PATTERN)) {
-    const candidate = (match[1] ?? '').replace(/[.,:;]+$/, '');
-    if (looksLikePath(candidate)) found.push(candidate);
-  }
-  return found;
+  return [...text.matchAll(PATH_PATTERN)]
+    .map((match) => (match[1] ?? '').replace(/[.,:;]+$/, ''))
+    .filter(looksLikePath);
 }
 
 /** Paths in a command line, and file names with a known extension (`python reproduce.py`). */
