@@ -36,10 +36,8 @@ function escaped(text: string): string {
 
 /** `failing` → `fail`, `tests` → `test`; never under four letters. */
 function stem(word: string): string {
-  for (const suffix of ['ing', 'ed', 'es', 's']) {
-    if (word.endsWith(suffix) && word.length - suffix.length >= 4) return word.slice(0, -suffix.length);
-  }
-  return word;
+  const suffix = ['ing', 'ed', 'es', 's'].find((end) => word.endsWith(end) && word.length - end.length >= 4);
+  return suffix === undefined ? word : word.slice(0, -suffix.length);
 }
 
 /** Quoted phrases and identifiers (paths, dotted or snake_case names, with a digit) as written; other words, not stopwords, by stem. */

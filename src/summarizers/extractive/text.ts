@@ -65,14 +65,11 @@ export function errorLine(text: string): string | undefined {
   let best: { line: string; rank: number; index: number } | undefined;
   const lines = text.split(/\r?\n/).map((rawLine) => rawLine.replace(/^(?:OBSERVATION|Observation):\s*/, '').trimEnd());
   lines.forEach((line, index) => {
-    if (line === '') return;
-    for (const [pattern, rank] of ERROR_PATTERNS) {
-      // A later exception line of the same rank wins: a traceback ends with its cause.
-      if (pattern.test(line) && (best === undefined || rank > best.rank || (rank === 5 && best.rank === 5))) {
-        best = { line, rank, index };
-        break;
-      }
-    }
+    // The patterns go from the highest rank down: the first that matches ranks the line.
+    const rank = line === '' ? undefined : ERROR_PATTERNS.find(([pattern]) => pattern.test(line))?.[1];
+    // A later exception line of the same rank wins: a traceback ends with its cause.
+    if (rank !== undefined && (best === undefined || rank > best.rank || (rank === 5 && best.rank === 5)))
+      best = { line, rank, index };
   });
   if (best === undefined) return undefined;
   let found = best.line.replace(/<\/?tool_use_error>/g, '').trim();
