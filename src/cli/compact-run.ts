@@ -263,8 +263,7 @@ async function awaitResult(
     const cause = error.cause;
     if (cause instanceof CancelledFailure)
       throw new Error(`workflow ${handle.workflowId} was cancelled`, { cause: error });
-    const type =
-      cause instanceof ApplicationFailure && cause.type !== undefined && cause.type !== null ? `${cause.type}: ` : '';
+    const type = cause instanceof ApplicationFailure && cause.type ? `${cause.type}: ` : '';
     throw new Error(`workflow ${handle.workflowId} failed: ${type}${cause?.message ?? error.message}`, {
       cause: error,
     });

@@ -113,13 +113,10 @@ export function lineLength(identifiers: readonly string[]): number {
 export function identifiersLine(ranked: readonly string[], summary: string, room: number): string {
   const named = identifiersIn(summary);
   let line = IDENTIFIERS_PREFIX;
-  let listed = 0;
   for (const identifier of ranked) {
     if (named.has(identifier)) continue;
-    const next = `${line}${listed === 0 ? ' ' : ', '}${identifier}`;
-    if (next.length > room) continue;
-    line = next;
-    listed += 1;
+    const next = `${line}${line === IDENTIFIERS_PREFIX ? ' ' : ', '}${identifier}`;
+    if (next.length <= room) line = next;
   }
-  return listed === 0 ? '' : line;
+  return line === IDENTIFIERS_PREFIX ? '' : line;
 }
