@@ -74,10 +74,7 @@ function matchCount(text: string, terms: readonly InstructionTerm[]): number {
     any = new RegExp(terms.map((term) => term.pattern.source).join('|'), 'iu');
     anyTermMemo.set(terms, any);
   }
-  if (!any.test(text)) return 0;
-  let count = 0;
-  for (const term of terms) if (term.pattern.test(text)) count += 1;
-  return count;
+  return any.test(text) ? terms.filter((term) => term.pattern.test(text)).length : 0;
 }
 
 /** Matching candidates ranked above the rest (more terms first); matching lines of the middle no candidate holds added to Decisions. */
